@@ -1,0 +1,159 @@
+"""The ``moeconsole`` command line: parses arguments, dispatches to ``console.commands.*``.
+
+Heavy imports (Textual, torch, safetensors) happen inside the command modules, so a quick
+``moeconsole kill RUN`` or ``moeconsole --json --once`` never pays for the UI.
+Exit codes: 0 success, 1 the checked thing is bad, 2 usage or input error (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from runner.errors import InputError
+
+COMMANDS = (
+    "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",
+    "gpus", "lint", "doctor", "agent", "supervise",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs-dir", help="base directory of runs (default $MOECONSOLE_RUNS_DIR or XDG data dir)")
+
+
+def build_parser() -> _Parser:
+    top = _Parser(prog="moeconsole", description="Supervise, watch and steer training runs.")
+    sub = top.add_subparsers(dest="command", parser_class=_Parser)
+
+    p = sub.add_parser("run", help="start a supervised run")
+    p.add_argument("recipe")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--detach", action="store_true", help="do not attach the UI")
+    p.add_argument("--name", help="run name (default: the recipe's name)")
+    p.add_argument("--allow-drift", action="store_true", help="resume even if the recipe hash changed")
+    p.add_argument("--readonly", action="store_true")
+    _common(p)
+
+    p = sub.add_parser("demo", help="run the built-in tiny MoE recipe under the UI (no GPU needed)")
+    p.add_argument("--detach", action="store_true")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--readonly", action="store_true")
+    _common(p)
+
+    p = sub.add_parser("attach", help="attach the UI to a run")
+    p.add_argument("run", nargs="?")
+    p.add_argument("--readonly", action="store_true")
+    _common(p)
+
+    p = sub.add_parser("kill", help="clean kill (SIGTERM, grace, SIGKILL), no restart")
+    p.add_argument("run")
+    p.add_argument("--grace", type=float, help="override the recipe's kill grace (seconds)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds to wait for the kill to finish")
+    _common(p)
+
+    p = sub.add_parser("restart", help="clean kill, cool down, restart from the latest verified checkpoint")
+    p.add_argument("run")
+    p.add_argument("--now", action="store_true", help="skip the cooldown floor")
+    _common(p)
+
+    p = sub.add_parser("verify", help="verify checkpoints")
+    p.add_argument("target", metavar="PATH|RUN")
+    p.add_argument("--full", action="store_true", help="hash content and scan for NaN/inf")
+    p.add_argument("--compare", metavar="OTHER")
+    p.add_argument("--json", action="store_true")
+    _common(p)
+
+    p = sub.add_parser("runs", help="past runs from the index")
+    p.add_argument("action", nargs="?", default="ls", choices=["ls", "show", "diff", "rebuild"])
+    p.add_argument("ids", nargs="*")
+    p.add_argument("--json", action="store_true")
+    _common(p)
+
+    p = sub.add_parser("parse", help="any training log -> metric records")
+    p.add_argument("logfile")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
+
+    p = sub.add_parser("gpus", help="per-GPU telemetry and zombie processes")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--port", type=int, default=29500, help="rendezvous port to check for holders")
+    _common(p)
+
+    p = sub.add_parser("lint", help="recipe checks, before anything is launched")
+    p.add_argument("recipe")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("doctor", help="versions and known-bad combinations")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("agent", help="per-node telemetry agent writing into a run directory")
+    p.add_argument("run")
+    p.add_argument("--interval", type=float, default=1.0)
+    _common(p)
+
+    # Internal: the detached runner process itself (started by `run`, or by hand to adopt).
+    p = sub.add_parser("supervise", help=argparse.SUPPRESS)
+    p.add_argument("run_dir")
+    p.add_argument("--adopt", action="store_true")
+    return top
+
+
+def build_top_parser() -> _Parser:
+    """The command-less form: ``moeconsole [--json [RUN] [--once] [--interval S]]``."""
+    top = _Parser(prog="moeconsole", description="Attach to the newest live run, or open the run browser.",
+                  epilog="commands: " + ", ".join(c for c in COMMANDS if c != "supervise"))
+    top.add_argument("run", nargs="?")
+    top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
+    top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")
+    top.add_argument("--interval", type=float, default=1.0)
+    top.add_argument("--readonly", action="store_true")
+    top.add_argument("--no-gpu", action="store_true", help="skip GPU telemetry in snapshots")
+    _common(top)
+    return top
+
+
+def _first_positional(argv: list[str]) -> str | None:
+    for a in argv:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = _first_positional(argv)
+    try:
+        if first in COMMANDS and (argv and argv[0] == first):
+            args = build_parser().parse_args(argv)
+            name = args.command
+        else:
+            args = build_top_parser().parse_args(argv)
+            name = "json" if args.json else "attach"
+        module = importlib.import_module(f"console.commands.{name}")
+        return int(module.run(args) or 0)
+    except InputError as exc:
+        sys.stderr.write(f"moeconsole: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `moeconsole --json | head`: the reader left; nothing to report.
+        try:
+            sys.stdout = open("/dev/null", "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""One module per ``moeconsole`` command, each with ``run(args) -> exit code``."""

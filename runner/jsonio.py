@@ -1,0 +1,113 @@
+"""JSON on disk the way the run directory needs it: atomic state files, append-only logs,
+and non-finite floats kept as the strings "nan", "inf", "-inf" (JSON has no such numbers)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA_VERSION = 1
+
+
+def finite_or_str(x: Any) -> Any:
+    """A float as JSON can hold it: NaN/inf become strings, everything else passes through."""
+    if isinstance(x, float) and not math.isfinite(x):
+        if math.isnan(x):
+            return "nan"
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return finite_or_str(obj)
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON with non-finite floats as strings; never emits NaN/Infinity tokens."""
+    return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, default=str)
+
+
+def as_float(x: Any) -> float | None:
+    """Read back a metric value written by ``dumps`` ("nan"/"inf" strings included)."""
+    if x is None:
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def atomic_write_json(path: Path | str, obj: Any) -> None:
+    """Write to a temp file in the same directory, fsync, rename: readers never see half a file."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(_clean(obj), indent=1, allow_nan=False, default=str))
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def append_jsonl(path: Path | str, obj: Any) -> None:
+    """One record, one line, one write(2) on an O_APPEND descriptor: no interleaving, no rewrite."""
+    line = (dumps(obj) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_json(path: Path | str, default: Any = None) -> Any:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def iter_jsonl(path: Path | str, start: int = 0) -> Iterator[tuple[int, dict]]:
+    """Yield (end_offset, record) for each complete, valid line from ``start``.
+
+    A trailing partial line (a writer mid-append) is left for the next call; a corrupt
+    line is skipped, never fatal."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return
+    with f:
+        f.seek(start)
+        offset = start
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break
+            offset += len(raw)
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                yield offset, rec
+
+
+def read_jsonl(path: Path | str) -> list[dict]:
+    return [rec for _, rec in iter_jsonl(path)]

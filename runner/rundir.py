@@ -1,0 +1,146 @@
+"""The run directory: the contract between runner, UI, ``--json`` and the run browser.
+
+One directory per run under the base directory::
+
+    recipe.yaml           the resolved recipe as launched
+    state.json            current status (atomic replace)
+    train.log             raw output of all attempts, attempt marker lines between them
+    metrics.jsonl         one record per parsed training step (append-only)
+    events.jsonl          state changes, alerts, crashes, restarts, verifications (append-only)
+    crashes/attempt-N.json
+    control.sock          the runner's control socket, mode 0600
+    runner.log            the runner's own diagnostics
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner import jsonio
+from runner.errors import InputError
+
+# Statuses a run can be in. Terminal ones end the runner.
+STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = "starting", "running", "cooldown", "paused", "stopping"
+SUCCEEDED, FAILED, KILLED = "succeeded", "failed", "killed"
+TERMINAL = frozenset({SUCCEEDED, FAILED, KILLED})
+LIVE = frozenset({STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING})
+
+ATTEMPT_MARKER = "=== moeconsole: attempt {attempt} start"
+ATTEMPT_MARKER_RE = re.compile(r"^=== moeconsole: attempt (\d+) start")
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    recipe = property(lambda self: self.path / "recipe.yaml")
+    state = property(lambda self: self.path / "state.json")
+    log = property(lambda self: self.path / "train.log")
+    metrics = property(lambda self: self.path / "metrics.jsonl")
+    events = property(lambda self: self.path / "events.jsonl")
+    crashes = property(lambda self: self.path / "crashes")
+    sock = property(lambda self: self.path / "control.sock")
+    runner_log = property(lambda self: self.path / "runner.log")
+    telemetry = property(lambda self: self.path / "telemetry")
+
+    def crash_report(self, attempt: int) -> Path:
+        return self.crashes / f"attempt-{attempt}.json"
+
+    def read_state(self) -> dict:
+        return jsonio.read_json(self.state, default={}) or {}
+
+    def write_state(self, state: dict) -> None:
+        state = {"v": jsonio.SCHEMA_VERSION, **state, "updated_at": time.time()}
+        jsonio.atomic_write_json(self.state, state)
+
+    def event(self, type_: str, **fields) -> dict:
+        rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
+        jsonio.append_jsonl(self.events, rec)
+        return rec
+
+
+def new_run_id(name: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = _SAFE_NAME.sub("-", name).strip("-")[:40] or "run"
+    return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+def create(base: Path, name: str) -> RunDir:
+    base.mkdir(parents=True, exist_ok=True)
+    for _ in range(10):
+        path = base / new_run_id(name)
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        (path / "crashes").mkdir()
+        return RunDir(path)
+    raise InputError(f"{base}: could not create a unique run directory")
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "state.json").is_file() or (path / "recipe.yaml").is_file()
+
+
+def list_run_dirs(base: Path) -> list[RunDir]:
+    """All run directories under ``base``, newest first (by id, which starts with a timestamp)."""
+    if not base.is_dir():
+        return []
+    runs = [RunDir(p) for p in base.iterdir() if p.is_dir() and is_run_dir(p)]
+    return sorted(runs, key=lambda r: r.run_id, reverse=True)
+
+
+def resolve(base: Path, ref: str | None) -> RunDir:
+    """A run from what a user types: a path, a full id, a unique id prefix or suffix, or
+    nothing (the newest live run, else the newest run)."""
+    if ref:
+        p = Path(ref).expanduser()
+        if p.is_dir() and is_run_dir(p):
+            return RunDir(p.resolve())
+        direct = base / ref
+        if direct.is_dir() and is_run_dir(direct):
+            return RunDir(direct)
+        matches = [r for r in list_run_dirs(base) if r.run_id.startswith(ref) or r.run_id.endswith(ref)
+                   or ref in r.run_id]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise InputError(f"no run matches {ref!r} under {base}")
+        raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
+    runs = list_run_dirs(base)
+    if not runs:
+        raise InputError(f"no runs under {base}")
+    live = [r for r in runs if r.read_state().get("status") in LIVE]
+    return live[0] if live else runs[0]
+
+
+def newest_live(base: Path) -> RunDir | None:
+    for r in list_run_dirs(base):
+        if r.read_state().get("status") in LIVE:
+            return r
+    return None
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
