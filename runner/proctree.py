@@ -1,0 +1,188 @@
+"""Owning a training process tree: know every process of it, signal only those, prove none survive.
+
+A process group is not the whole tree (torchrun puts each worker in a session of its own), and a
+SIGKILLed launcher orphans its workers. So the runner makes itself a child subreaper (orphans come
+back to it, not to PID 1), and tracks PID + start time of every descendant, refreshed
+continuously. A PID is only ever signalled if its start time still matches: a reused PID is a
+stranger.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+START_TIME_TOLERANCE = 0.05
+
+
+def set_child_subreaper() -> bool:
+    """Linux only; without it orphans go to PID 1 and are found by their environment marker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+
+
+def same_process(pid: int, created: float) -> bool:
+    """True if ``pid`` is still the process that started at ``created`` (and is not a zombie)."""
+    try:
+        p = psutil.Process(pid)
+        if abs(p.create_time() - created) > START_TIME_TOLERANCE:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def has_run_marker(proc: psutil.Process, run_id: str) -> bool:
+    try:
+        return proc.environ().get("MOECONSOLE_RUN_ID") == run_id
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+        return False
+
+
+def marked_processes(run_id: str) -> dict[int, float]:
+    """Every live process of ours carrying this run's environment marker (orphans included)."""
+    me = os.getuid()
+    out: dict[int, float] = {}
+    for p in psutil.process_iter(["uids", "status"]):
+        try:
+            if p.info["uids"] is None or p.info["uids"].real != me or p.pid == os.getpid():
+                continue
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if has_run_marker(p, run_id):
+                out[p.pid] = p.create_time()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+@dataclass
+class TrackedProc:
+    pid: int
+    start_time: float
+    role: str  # "leader" | "child"
+
+    def to_dict(self) -> dict:
+        return {"pid": self.pid, "start_time": self.start_time, "role": self.role}
+
+
+class ProcessTree:
+    """The set of processes that belong to one attempt of a run."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.procs: dict[int, TrackedProc] = {}
+        self.leader: TrackedProc | None = None
+        self.pgid: int | None = None
+
+    def set_leader(self, pid: int, created: float | None = None) -> None:
+        created = created if created is not None else (start_time(pid) or time.time())
+        self.leader = TrackedProc(pid, created, "leader")
+        self.procs = {pid: self.leader}
+        try:
+            self.pgid = os.getpgid(pid)
+        except OSError:
+            self.pgid = pid
+
+    def refresh(self) -> None:
+        """Add every descendant of the leader and of this runner (orphans re-parented to us);
+        drop processes that are gone or whose PID was reused."""
+        roots: list[psutil.Process] = []
+        try:
+            roots.append(psutil.Process(os.getpid()))
+        except psutil.NoSuchProcess:
+            pass
+        if self.leader:
+            try:
+                roots.append(psutil.Process(self.leader.pid))
+            except psutil.NoSuchProcess:
+                pass
+        for root in roots:
+            try:
+                kids = root.children(recursive=True)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            for child in kids:
+                if child.pid in self.procs:
+                    continue
+                try:
+                    self.procs[child.pid] = TrackedProc(child.pid, child.create_time(), "child")
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+        self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+
+    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
+        """Live processes of this tree; with ``scan_markers`` also any process carrying the run's
+        marker (the proof step after a kill, where a double-forked orphan could hide)."""
+        alive = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+        if scan_markers:
+            alive.update(marked_processes(self.run_id))
+        return alive
+
+    def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
+        """Send ``sig`` to the process group and to every tracked process whose start time
+        still matches. Returns the PIDs signalled."""
+        sent: list[int] = []
+        if self.pgid and self.pgid > 1 and self.pgid != os.getpgid(0):
+            try:
+                os.killpg(self.pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        targets = procs if procs is not None else {p: t.start_time for p, t in self.procs.items()}
+        for pid, created in targets.items():
+            if pid in (0, 1, os.getpid()) or not same_process(pid, created):
+                continue
+            try:
+                os.kill(pid, sig)
+                sent.append(pid)
+            except (ProcessLookupError, PermissionError):
+                continue
+        return sent
+
+    def to_list(self) -> list[dict]:
+        return [t.to_dict() for t in self.procs.values()]
+
+
+def reap_children() -> dict[int, int]:
+    """Collect every exited child (we are a subreaper, so orphans too): {pid: raw wait status}."""
+    out: dict[int, int] = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        out[pid] = status
+    return out
+
+
+def returncode_from_status(status: int) -> int:
+    """Popen's convention: exit code, or -N when killed by signal N."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return status
+
+
+def describe_signal(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"

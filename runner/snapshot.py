@@ -1,0 +1,268 @@
+"""The snapshot model: one immutable picture of a run, built only from its run directory
+(plus live GPU telemetry). The Textual UI renders it and ``--json`` serialises the very same
+object, so the two cannot disagree.
+
+``RunWatcher`` reads the run directory incrementally (byte offsets into the append-only
+files), so polling a run with a million steps costs only what is new since the last poll.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from runner import jsonio, rundir
+from runner.series import Series, to_pairs
+
+CHART_KEYS = ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")
+EVENT_KEEP = 200
+LOG_TAIL_LINES = 40
+LOG_TAIL_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a screen or a script needs about a run at one moment."""
+
+    taken_at: float
+    run: dict
+    last_metrics: dict | None
+    series: dict[str, Series] = field(repr=False)
+    events: tuple[dict, ...]
+    alerts: tuple[dict, ...]
+    crashes: tuple[dict, ...]
+    checkpoints: tuple[dict, ...]
+    restarts_at: tuple[int, ...]
+    gpu: dict | None
+    blockers: tuple[dict, ...]
+    log_tail: tuple[str, ...]
+
+    def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
+        return {
+            "v": jsonio.SCHEMA_VERSION,
+            "t": self.taken_at,
+            "run": self.run,
+            "last_metrics": self.last_metrics,
+            "series": {k: to_pairs(*s.downsample(series_points)) for k, s in self.series.items()},
+            "events": list(self.events[-events:]),
+            "alerts": list(self.alerts[-events:]),
+            "crashes": list(self.crashes),
+            "checkpoints": list(self.checkpoints),
+            "restarts_at": list(self.restarts_at),
+            "gpu": self.gpu,
+            "blockers": list(self.blockers),
+            "log_tail": list(self.log_tail),
+        }
+
+
+def status_word(run: dict) -> str:
+    """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON)."""
+    status = (run.get("status") or "unknown").upper()
+    if run.get("stale"):
+        return f"{status}? (runner gone)"
+    cd = run.get("cooldown") or {}
+    if status == "COOLDOWN" and cd.get("remaining_s") is not None:
+        return f"COOLDOWN {int(math.ceil(cd['remaining_s']))}s"
+    return status
+
+
+def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES) -> tuple[str, ...]:
+    """Last complete lines of a log; progress-bar carriage returns keep only the newest redraw."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            data = f.read()
+    except OSError:
+        return ()
+    lines = data.decode("utf-8", "replace").split("\n")
+    if size > max_bytes:
+        lines = lines[1:]
+    out = []
+    for line in lines[-(n + 1):]:
+        line = line.rstrip("\r").rsplit("\r", 1)[-1]
+        out.append(line[:500])
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out[-n:])
+
+
+class RunWatcher:
+    """Turns a run directory into Snapshots, reading only what is new each poll."""
+
+    def __init__(self, run: rundir.RunDir, *,
+                 telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None) -> None:
+        self.run = run
+        self.telemetry = telemetry
+        self._metrics_off = 0
+        self._events_off = 0
+        self.series: dict[str, Series] = {k: Series() for k in CHART_KEYS}
+        self.last_metrics: dict | None = None
+        self.metric_count = 0
+        self.events: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
+        self.alerts: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
+        self.checkpoints: dict[str, dict] = {}
+        self.restarts_at: list[int] = []
+        self._crash_cache: dict[str, dict] = {}
+
+    def _read_metrics(self) -> None:
+        for off, rec in jsonio.iter_jsonl(self.run.metrics, self._metrics_off):
+            self._metrics_off = off
+            step = rec.get("step")
+            if not isinstance(step, int):
+                continue
+            self.metric_count += 1
+            self.last_metrics = rec
+            for key in CHART_KEYS:
+                value = jsonio.as_float(rec.get(key))
+                if value is not None:
+                    self.series[key].append(step, value)
+
+    def _read_events(self) -> None:
+        for off, ev in jsonio.iter_jsonl(self.run.events, self._events_off):
+            self._events_off = off
+            self.events.append(ev)
+            kind = ev.get("type")
+            if kind == "alert":
+                self.alerts.append(ev)
+            elif kind == "checkpoint" and ev.get("path"):
+                self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
+                                                ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t")}
+            elif kind == "attempt_start" and (ev.get("attempt") or 0) > 1:
+                last = self.series["loss"].x
+                self.restarts_at.append(int(last[-1]) if len(last) else 0)
+
+    def _crashes(self) -> tuple[dict, ...]:
+        out = []
+        try:
+            names = sorted(os.listdir(self.run.crashes), key=lambda s: int(s.split("-")[1].split(".")[0])
+                           if s.startswith("attempt-") else 0)
+        except (OSError, ValueError, IndexError):
+            names = []
+        for name in names:
+            if name not in self._crash_cache:
+                rep = jsonio.read_json(self.run.crashes / name)
+                if not isinstance(rep, dict):
+                    continue
+                self._crash_cache[name] = {k: rep.get(k) for k in
+                                           ("attempt", "class", "exit_code", "signal", "summary", "evidence", "t",
+                                            "recovery")}
+            out.append(self._crash_cache[name])
+        return tuple(out)
+
+    def _run_info(self, state: dict, now: float) -> dict:
+        runner = state.get("runner") or {}
+        runner_pid = runner.get("pid")
+        status = state.get("status")
+        alive = bool(runner_pid) and runner.get("host") == rundir.hostname() and rundir.pid_alive(runner_pid)
+        live = status in rundir.LIVE
+        stale = live and runner.get("host") == rundir.hostname() and not alive
+        cd = state.get("cooldown")
+        if cd and status == rundir.COOLDOWN:
+            cd = {**cd, "remaining_s": max(0.0, (cd.get("until") or now) - now)}
+        step = state.get("step")
+        max_steps = state.get("max_steps")
+        lm = self.last_metrics or {}
+        step_time = _recent_step_time(self.series["step_time_s"], state)
+        eta = None
+        if step is not None and max_steps and step_time and live:
+            eta = max(0, max_steps - step) * step_time
+        started = state.get("started_at")
+        ended = state.get("ended_at")
+        elapsed = ((ended or now) - started) if started else None
+        cost = state.get("cost_per_hour")
+        return {
+            "id": self.run.run_id,
+            "name": state.get("name") or self.run.run_id,
+            "dir": str(self.run.path),
+            "status": status,
+            "status_word": "",
+            "stale": stale,
+            "runner_pid": runner_pid,
+            "runner_alive": alive,
+            "attempt": state.get("attempt"),
+            "restarts": state.get("restarts", 0),
+            "max_restarts": state.get("max_restarts"),
+            "step": step,
+            "max_steps": max_steps if max_steps is not None else lm.get("max_steps"),
+            "step_time_s": step_time,
+            "eta_s": eta,
+            "elapsed_s": elapsed,
+            "cost_per_hour": cost,
+            "cost_so_far": (elapsed / 3600 * cost) if (cost and elapsed) else None,
+            "cost_projected": ((elapsed + (eta or 0)) / 3600 * cost) if (cost and elapsed) else None,
+            "recipe_hash": state.get("recipe_hash"),
+            "pids": state.get("pids") or [],
+            "pgid": state.get("pgid"),
+            "cooldown": cd if status == rundir.COOLDOWN else None,
+            "pause_reason": state.get("pause_reason"),
+            "last_crash": state.get("last_crash"),
+            "exit_code": state.get("exit_code"),
+            "started_at": started,
+            "ended_at": ended,
+            "port": state.get("port"),
+            "checkpoint_root": state.get("checkpoint_root"),
+            "mem_capacity_gib": state.get("mem_capacity_gib"),
+            "metric_count": self.metric_count,
+        }
+
+    def poll(self, *, with_gpu: bool = True) -> Snapshot:
+        now = time.time()
+        state = self.run.read_state()
+        self._read_metrics()
+        self._read_events()
+        run = self._run_info(state, now)
+        run["status_word"] = status_word(run)
+        gpu, blockers = None, []
+        if with_gpu and self.telemetry:
+            gpu, blockers = self.telemetry(state)
+        return Snapshot(
+            taken_at=now,
+            run=run,
+            last_metrics=self.last_metrics,
+            series=self.series,
+            events=tuple(self.events),
+            alerts=tuple(self.alerts),
+            crashes=self._crashes(),
+            checkpoints=tuple(sorted(self.checkpoints.values(), key=lambda c: (c.get("step") or -1), reverse=True)),
+            restarts_at=tuple(self.restarts_at),
+            gpu=gpu,
+            blockers=tuple(blockers),
+            log_tail=_tail_lines(self.run.log),
+        )
+
+
+def _recent_step_time(series: Series, state: dict, window: int = 20) -> float | None:
+    """Median of the last step times: robust to one slow step (a save)."""
+    if series.n:
+        recent = [v for v in series.y[-window:].tolist() if math.isfinite(v)]
+        if recent:
+            recent.sort()
+            return recent[len(recent) // 2]
+    return state.get("step_time_s")
+
+
+class LiveTelemetry:
+    """GPU telemetry plus the blockers of a run (foreign GPU processes, orphans, port holders).
+    A missing driver is a state in the GPU dict, not an error."""
+
+    def __init__(self) -> None:
+        from runner.telemetry.gpu import get_backend
+        self.backend = get_backend()
+
+    def __call__(self, state: dict) -> tuple[dict | None, list[dict]]:
+        from runner.telemetry.procs import find_blockers
+        snap = self.backend.snapshot()
+        tracked = {int(p["pid"]): float(p.get("start_time") or 0) for p in state.get("pids") or []}
+        try:
+            blockers = [b.to_dict() for b in find_blockers(
+                snap, run_id=state.get("run_id"), tracked=tracked or None,
+                port=state.get("port"), run_tree=set(tracked))]
+        except Exception as exc:  # a process scan racing with exits must not break the screen
+            blockers = [{"error": str(exc)}]
+        return snap.to_dict(), blockers
