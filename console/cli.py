@@ -101,17 +101,16 @@ def build_parser() -> _Parser:
     p.add_argument("--interval", type=float, default=1.0)
     _common(p)
 
-    # Internal: the detached runner process itself (started by `run`, or by hand to adopt).
-    p = sub.add_parser("supervise", help=argparse.SUPPRESS)
-    p.add_argument("run_dir")
-    p.add_argument("--adopt", action="store_true")
+    p = sub.add_parser("supervise", help="(re)start the runner of a run; it adopts live training")
+    p.add_argument("run_dir", metavar="RUN")
+    _common(p)
     return top
 
 
 def build_top_parser() -> _Parser:
     """The command-less form: ``moeconsole [--json [RUN] [--once] [--interval S]]``."""
     top = _Parser(prog="moeconsole", description="Attach to the newest live run, or open the run browser.",
-                  epilog="commands: " + ", ".join(c for c in COMMANDS if c != "supervise"))
+                  epilog="commands: " + ", ".join(COMMANDS))
     top.add_argument("run", nargs="?")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")

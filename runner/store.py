@@ -75,6 +75,17 @@ def row_from_run_dir(run: rundir.RunDir) -> dict:
     }
 
 
+def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
+    """The row a live runner upserts: no file scan, it already knows the numbers."""
+    return {
+        "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
+        "status": state.get("status"), "started_at": state.get("started_at"), "ended_at": state.get("ended_at"),
+        "attempts": state.get("attempt"), "restarts": state.get("restarts"), "last_step": state.get("step"),
+        "max_steps": state.get("max_steps"), "last_loss": summary.get("last_loss"),
+        "min_loss": summary.get("min_loss"), "path": str(run.path),
+    }
+
+
 def rebuild(base: Path) -> int:
     """Recreate the index from the run directories; returns how many runs were indexed."""
     conn = connect(base)

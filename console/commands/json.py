@@ -1,0 +1,25 @@
+"""``moeconsole --json [RUN] [--once] [--interval S]``: the UI's snapshot as NDJSON."""
+from __future__ import annotations
+
+import sys
+import time
+
+from runner import jsonio, rundir
+from runner.paths import runs_base
+from runner.snapshot import LiveTelemetry, RunWatcher
+
+
+def run(args) -> int:
+    run_dir = rundir.resolve(runs_base(args.runs_dir), args.run)
+    telemetry = None if args.no_gpu else LiveTelemetry()
+    watcher = RunWatcher(run_dir, telemetry=telemetry)
+    interval = max(0.05, float(args.interval))
+    while True:
+        snap = watcher.poll()
+        sys.stdout.write(jsonio.dumps(snap.to_dict()) + "\n")
+        sys.stdout.flush()
+        if args.once:
+            return 0
+        if snap.run.get("status") in rundir.TERMINAL and not args.run:
+            return 0
+        time.sleep(interval)

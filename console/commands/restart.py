@@ -1,0 +1,39 @@
+"""``moeconsole restart RUN [--now]``: clean kill, cool down, restart from the newest good checkpoint."""
+from __future__ import annotations
+
+import sys
+import time
+
+from console.commands.kill import ensure_runner
+from runner import launch, rundir
+from runner.paths import runs_base
+
+
+def run(args) -> int:
+    run = rundir.resolve(runs_base(args.runs_dir), args.run)
+    state = ensure_runner(run)
+    before = int(state.get("attempt") or 0)
+    if state.get("status") in rundir.TERMINAL or not launch.runner_alive(run, state):
+        pid = launch.spawn_runner(run, restart=True)
+        launch.wait_ready(run, pid)
+        sys.stderr.write(f"{run.run_id}: new runner started for the next attempt\n")
+    else:
+        answer = launch.request(run, {"cmd": "restart", "now": bool(args.now), "by": "cli"})
+        sys.stderr.write(f"{run.run_id}: {answer.get('message')}\n")
+        if not answer.get("ok"):
+            return 1
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        state = run.read_state()
+        if int(state.get("attempt") or 0) > before and state.get("status") == rundir.RUNNING:
+            print(f"{run.run_id}: attempt {state['attempt']} running"
+                  + (f", resumed from {state['resumed_from']}" if state.get("resumed_from") else ""))
+            return 0
+        if state.get("status") in rundir.TERMINAL and int(state.get("attempt") or 0) > before:
+            break
+        if not launch.runner_alive(run, state):
+            break
+        time.sleep(0.1)
+    state = run.read_state()
+    print(f"{run.run_id}: {state.get('status')} (attempt {state.get('attempt')})")
+    return 1

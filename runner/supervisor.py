@@ -1,0 +1,914 @@
+"""The runner: a detached, headless supervisor of one run.
+
+It launches each attempt of the training command in a session of its own with output going
+straight to ``train.log``, tracks the whole process tree, tails the log into metrics and
+monitors, verifies checkpoints as they land, and on exit classifies the crash and applies the
+recovery: cooldown (a wait for conditions), restart from the newest good checkpoint, pause, or
+fail. Clients steer it over the control socket. Killing the runner never kills training: a new
+runner adopts the live attempt (PID + start time).
+
+Everything happens in one thread around one ``select``: SIGCHLD (via the signal wakeup fd),
+a pidfd for an adopted leader, and the control socket wake it at once, so exit detection does not
+wait for a poll interval.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from runner import control, jsonio, proctree, recipe as recipes, rundir, store
+from runner.errors import InputError
+from runner.rundir import COOLDOWN, FAILED, KILLED, PAUSED, RUNNING, STARTING, STOPPING, SUCCEEDED
+
+LOOP_TICK_S = 0.1          # log tail cadence while running
+TREE_REFRESH_S = 0.5
+CHECKPOINT_POLL_S = 1.0
+STATE_FLUSH_S = 1.0
+LOG_TAIL_KEEP = 2000       # lines kept for crash classification
+CRASH_REPORT_TAIL = 200
+
+
+@dataclass
+class KillOp:
+    reason: str            # user | restart | hang | divergence | cleanup | preflight
+    started: float
+    deadline: float
+    requested_by: str = "runner"
+    escalated: bool = False
+    now_restart: bool = False
+
+
+@dataclass
+class CooldownOp:
+    started: float
+    earliest: float
+    ceiling_at: float
+    reason: str
+    waiting_on: list[str] = field(default_factory=list)
+    reported: bool = False
+
+
+class Supervisor:
+    def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
+        self.run = run
+        self.restart_requested_at_start = restart
+        self.recipe = _load_run_recipe(run)
+        self.hash = recipes.recipe_hash(self.recipe)
+        self.env_resolved = recipes.resolve_env(self.recipe["env"])
+        self.env_resolved.update(jsonio.read_json(run.path / "secrets.json", default={}) or {})
+        self.secrets = recipes.secret_values(self.env_resolved)
+        self.state: dict = run.read_state()
+        self.tree = proctree.ProcessTree(run.run_id)
+        self.proc: subprocess.Popen | None = None
+        self.leader_rc: int | None = None
+        self.leader_exited = False
+        self.adopted = False
+        self.pidfd: int | None = None
+        self.kill: KillOp | None = None
+        self.cooldown: CooldownOp | None = None
+        self.stop = False
+        self.dirty = True
+        self.last_flush = 0.0
+        self.history: list = []
+        self.log_tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_KEEP)
+        self._partial = ""
+        self.next_env: dict[str, str] = {}
+        self.port_override: int | None = None
+        self._timers: dict[str, float] = {}
+        self._init_components()
+
+    # ---- components -------------------------------------------------------------------
+    def _init_components(self) -> None:
+        from runner.ingest.parser import LogParser
+        from runner.ingest.tail import FileTailer
+        from runner.monitors import Monitors, Thresholds
+        from runner.policy import RestartSettings
+        self.settings = RestartSettings.from_recipe(self.recipe["restart"])
+        gpus = self.recipe["gpus"]
+        self.thresholds = Thresholds.from_recipe(self.recipe["alerts"], gpus.get("memory_capacity_gib"))
+        self.Monitors = Monitors
+        self.monitors = Monitors(self.thresholds)
+        self.parser = LogParser()
+        self.FileTailer = FileTailer
+        self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0))
+        self.gpu_backend = None
+        try:
+            from runner.telemetry.gpu import get_backend
+            self.gpu_backend = get_backend()
+        except Exception as exc:  # telemetry must never stop supervision
+            self._diag(f"GPU telemetry unavailable: {exc}")
+        root = self.recipe["checkpoints"].get("dir")
+        self.ckpt_root = Path(self._fill(root)).resolve() if root else None
+        self.ckpt_watcher = None
+
+    def _fill(self, text: str) -> str:
+        return recipes.fill(text, self._placeholders())
+
+    def _placeholders(self) -> dict[str, str]:
+        return {"run_dir": str(self.run.path), "run_id": self.run.run_id,
+                "attempt": str(self.state.get("attempt") or 0), "recipe_dir": self.recipe.get("_recipe_dir", ""),
+                "python": sys.executable}
+
+    def _diag(self, msg: str) -> None:
+        sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {msg}\n")
+        sys.stderr.flush()
+
+    # ---- state ------------------------------------------------------------------------
+    def set(self, **fields) -> None:
+        self.state.update(fields)
+        self.dirty = True
+
+    def flush_state(self, force: bool = False) -> None:
+        now = time.time()
+        if not (force or (self.dirty and now - self.last_flush >= STATE_FLUSH_S)):
+            return
+        self.state["pids"] = self.tree.to_list() if not self.leader_exited or self.kill else []
+        self.state["pgid"] = self.tree.pgid
+        self.state["log_offset"] = self.tailer.offset
+        self.state["cooldown"] = ({"until": self.cooldown.earliest, "ceiling_at": self.cooldown.ceiling_at,
+                                   "waiting_on": self.cooldown.waiting_on, "reason": self.cooldown.reason}
+                                  if self.cooldown else None)
+        self.run.write_state(self.state)
+        self.dirty = False
+        self.last_flush = now
+
+    def set_status(self, status: str, reason: str = "") -> None:
+        if self.state.get("status") == status:
+            return
+        self.set(status=status)
+        if status in rundir.TERMINAL:
+            self.set(ended_at=time.time())
+        self.run.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
+        self.flush_state(force=True)
+        self._index()
+
+    def _index(self) -> None:
+        try:
+            conn = store.connect(self.run.path.parent)
+            try:
+                row = store.row_from_state(self.run, self.state, self.monitor_summary)
+                store.upsert(conn, row)
+            finally:
+                conn.close()
+        except Exception as exc:  # the index is a cache; never let it stop supervision
+            self._diag(f"index update failed: {exc}")
+
+    @property
+    def monitor_summary(self) -> dict:
+        return {"last_loss": self.state.get("last_loss"), "min_loss": self.state.get("min_loss")}
+
+    def alert(self, level: str, rule: str, message: str, **values) -> None:
+        self.run.event("alert", level=level, rule=rule, step=self.state.get("step"), message=message,
+                       values=values, attempt=self.state.get("attempt"))
+
+    # ---- startup ----------------------------------------------------------------------
+    def start(self) -> None:
+        me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
+        prev = self.state.get("runner") or {}
+        if (prev.get("pid") and prev.get("host") == me["host"] and prev.get("pid") != me["pid"]
+                and prev.get("start_time") and proctree.same_process(prev["pid"], prev["start_time"])):
+            raise InputError(f"{self.run.run_id}: a runner (pid {prev['pid']}) already supervises this run")
+        self.sock = control.listen(self.run.sock)
+        self.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
+                 max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
+                 mem_capacity_gib=self.recipe["gpus"].get("memory_capacity_gib"),
+                 checkpoint_root=str(self.ckpt_root) if self.ckpt_root else None,
+                 port=self._port())
+        self.state.setdefault("started_at", time.time())
+        self.state.setdefault("attempt", 0)
+        self.state.setdefault("restarts", 0)
+        self.history = [_attempt_record(a) for a in self.state.get("history", [])]
+        status = self.state.get("status")
+        leader = next((p for p in self.state.get("pids") or [] if p.get("role") == "leader"), None)
+        if status in rundir.LIVE and status != STARTING and leader and \
+                proctree.same_process(leader["pid"], leader["start_time"]):
+            self._adopt(leader)
+        elif status in (RUNNING, STOPPING) and leader:
+            # The runner died and the training died while nobody watched: judge it from the log.
+            self._diag("previous attempt ended while unsupervised")
+            self.leader_exited, self.leader_rc = True, None
+            self._catch_up_log()
+            self._finish_attempt()
+        elif status in (COOLDOWN, PAUSED) or (status in rundir.TERMINAL and self.restart_requested_at_start):
+            if status in rundir.TERMINAL:
+                self.set(ended_at=None)
+            self._begin_cooldown(reason="restart requested" if self.restart_requested_at_start else "resumed",
+                                 delay=0.0, floor=0.0 if self.restart_requested_at_start else None)
+        else:
+            self._first_launch()
+        self._init_checkpoint_watcher()
+        self.flush_state(force=True)
+
+    def _init_checkpoint_watcher(self) -> None:
+        if not (self.ckpt_root and self.recipe["checkpoints"].get("verify", True)):
+            return
+        from runner.checkpoints.discover import find_checkpoints
+        from runner.checkpoints.watch import CheckpointWatcher
+        known = [c.path for c in find_checkpoints(self.ckpt_root)] if self.ckpt_root.exists() else []
+        seen = set(self.state.get("verified") or [])
+        # Checkpoints from before this runner that were never verified get verified now.
+        self.ckpt_watcher = CheckpointWatcher(self.ckpt_root, settle_s=float(self.recipe["checkpoints"]["settle_s"]),
+                                              known=[p for p in known if str(p) in seen])
+
+    def _adopt(self, leader: dict) -> None:
+        self.adopted = True
+        self.tree.set_leader(int(leader["pid"]), float(leader["start_time"]))
+        for p in self.state.get("pids") or []:
+            if p.get("role") != "leader" and proctree.same_process(p["pid"], p["start_time"]):
+                self.tree.procs[p["pid"]] = proctree.TrackedProc(p["pid"], p["start_time"], "child")
+        self.tree.refresh()
+        try:
+            self.pidfd = os.pidfd_open(self.tree.leader.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+        self.last_output = time.time()
+        self.last_progress = time.time()
+        self.attempt_steps = 0
+        self.attempt_first_step = None
+        self.last_step_written = self._last_written_step(self.state.get("attempt"))
+        self.run.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
+        self._diag(f"adopted attempt {self.state.get('attempt')} leader pid {self.tree.leader.pid}")
+        if self.state.get("status") == STOPPING:
+            self.set(status=RUNNING)
+        self._catch_up_log()
+
+    def _last_written_step(self, attempt) -> int | None:
+        last = None
+        for _, rec in jsonio.iter_jsonl(self.run.metrics):
+            if rec.get("attempt") == attempt and isinstance(rec.get("step"), int):
+                last = rec["step"]
+        return last
+
+    def _first_launch(self) -> None:
+        drift = self._drift_check()
+        if drift is False:
+            return
+        self._begin_cooldown(reason="pre-flight", delay=0.0, floor=0.0)
+
+    def _drift_check(self) -> bool | None:
+        """A first attempt that would resume from a checkpoint saved under another recipe hash."""
+        if not (self.recipe["resume"].get("arg") and self.ckpt_root and self.ckpt_root.exists()):
+            return None
+        from runner.checkpoints.discover import find_checkpoints
+        from runner.checkpoints.sidecar import read_sidecar
+        for ck in find_checkpoints(self.ckpt_root):
+            side = read_sidecar(ck.path) or {}
+            other = side.get("recipe_hash")
+            if other and other != self.hash:
+                mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
+                self.run.event("drift", checkpoint=str(ck.path), checkpoint_hash=other, recipe_hash=self.hash,
+                               policy=mode)
+                if mode == "refuse":
+                    msg = (f"recipe drift: {ck.path} was saved by recipe {other}, this recipe is {self.hash}; "
+                           f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
+                    self.alert("critical", "recipe_drift", msg, checkpoint=str(ck.path))
+                    self.set(pause_reason=msg)
+                    self.set_status(FAILED, msg)
+                    return False
+                if mode == "warn":
+                    self.alert("warning", "recipe_drift", f"recipe drift: starting fresh instead of resuming {ck.path}")
+                    self.set(no_resume=True)
+                else:
+                    self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {ck.path}")
+                    self.set(allow_drift=True)
+                return True
+            break
+        return True
+
+    # ---- launching --------------------------------------------------------------------
+    def _port(self) -> int | None:
+        if self.port_override:
+            return self.port_override
+        p = self.recipe["preflight"].get("port")
+        if p:
+            return int(p)
+        env_port = self.env_resolved.get("MASTER_PORT")
+        if env_port and env_port.isdigit():
+            return int(env_port)
+        argv = self.recipe["command"]
+        for i, a in enumerate(argv):
+            for flag in ("--master_port", "--master-port"):
+                if a == flag and i + 1 < len(argv) and argv[i + 1].isdigit():
+                    return int(argv[i + 1])
+                if a.startswith(flag + "=") and a.split("=", 1)[1].isdigit():
+                    return int(a.split("=", 1)[1])
+        return None
+
+    def _resume_checkpoint(self) -> str | None:
+        arg = self.recipe["resume"].get("arg")
+        if not (arg and self.ckpt_root and self.ckpt_root.exists()) or self.state.get("no_resume"):
+            return None
+        from runner.checkpoints.watch import latest_good
+        expected = None if self.state.get("allow_drift") else self.hash
+        ck = latest_good(self.ckpt_root, expected_recipe_hash=expected)
+        return str(ck.path) if ck else None
+
+    def _launch(self) -> None:
+        attempt = int(self.state.get("attempt") or 0) + 1
+        self.set(attempt=attempt)
+        argv = recipes.launch_argv(self.recipe, self._placeholders())
+        resumed_from = self._resume_checkpoint()
+        if resumed_from:
+            argv = recipes.set_flag(argv, self.recipe["resume"]["arg"], resumed_from)
+        port = self._port()
+        if self.port_override:
+            argv = [recipes.fill(a, {}) for a in argv]
+            for flag in ("--master_port", "--master-port"):
+                if any(a == flag or a.startswith(flag + "=") for a in argv):
+                    argv = recipes.set_flag(argv, flag, str(self.port_override))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
+        env.update(self.env_resolved)
+        if self.port_override:
+            env["MASTER_PORT"] = str(self.port_override)
+        env.update(self.next_env)
+        env.update({"MOECONSOLE_RUN_ID": self.run.run_id, "MOECONSOLE_RUN_DIR": str(self.run.path),
+                    "MOECONSOLE_ATTEMPT": str(attempt), "MOECONSOLE_RECIPE_HASH": self.hash,
+                    "PYTHONUNBUFFERED": "1"})
+        workdir = self._fill(self.recipe["workdir"]) if self.recipe.get("workdir") else self.recipe.get(
+            "_launch_cwd") or str(self.run.path)
+        shown = recipes.redact_argv(argv, self.secrets)
+        marker = rundir.ATTEMPT_MARKER.format(attempt=attempt)
+        with open(self.run.log, "ab") as f:
+            f.write(f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
+        log_fd = os.open(self.run.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, cwd=workdir,
+                                         env=env, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+            with open(self.run.log, "ab") as f:
+                f.write(f"moeconsole: {msg}\n".encode())
+            self.run.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from, error=msg)
+            self.set(pause_reason=msg, exit_code=None)
+            self.set_status(FAILED, msg)
+            return
+        finally:
+            os.close(log_fd)
+        self.adopted = False
+        self.leader_exited = False
+        self.leader_rc = None
+        self.tree = proctree.ProcessTree(self.run.run_id)
+        self.tree.set_leader(self.proc.pid)
+        self.monitors = self.Monitors(self.thresholds)
+        now = time.time()
+        self.attempt_started = now
+        self.last_output = now
+        self.last_progress = now
+        self.attempt_steps = 0
+        self.attempt_first_step = None
+        self.last_step_written = None
+        self.log_tail.clear()
+        self.resumed_step = _step_of(resumed_from)
+        self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
+                 resumed_from=resumed_from, port=port, attempt_started_at=now)
+        self.run.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
+                       pid=self.proc.pid, port=port, env_overrides=self.next_env)
+        self.next_env = {}
+        self.set_status(RUNNING, f"attempt {attempt} started")
+        self.flush_state(force=True)
+
+    # ---- the loop ---------------------------------------------------------------------
+    def loop(self) -> None:
+        sel = selectors.DefaultSelector()
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        os.set_blocking(wfd, False)
+        signal.set_wakeup_fd(wfd)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(s, self._on_runner_signal)
+        sel.register(rfd, selectors.EVENT_READ, "wake")
+        sel.register(self.sock, selectors.EVENT_READ, "sock")
+        pidfd_registered = None
+        while not self.stop and self.state.get("status") not in rundir.TERMINAL:
+            if self.pidfd is not None and pidfd_registered != self.pidfd:
+                sel.register(self.pidfd, selectors.EVENT_READ, "pidfd")
+                pidfd_registered = self.pidfd
+            for key, _ in sel.select(timeout=LOOP_TICK_S):
+                if key.data == "wake":
+                    try:
+                        while os.read(rfd, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                elif key.data == "sock":
+                    self._accept()
+                elif key.data == "pidfd":
+                    sel.unregister(self.pidfd)
+                    os.close(self.pidfd)
+                    self.pidfd = pidfd_registered = None
+                    self._on_leader_exit(None)
+            self.tick()
+        self.flush_state(force=True)
+        sel.close()
+
+    def _on_runner_signal(self, signum, _frame) -> None:
+        # Stopping the runner leaves training alive: a new runner adopts it.
+        self.stop = True
+        self._diag(f"runner got {proctree.describe_signal(signum)}; leaving training running")
+
+    def tick(self) -> None:
+        now = time.time()
+        for pid, status in proctree.reap_children().items():
+            if self.tree.leader and pid == self.tree.leader.pid and not self.adopted:
+                if self.proc is not None:
+                    self.proc.returncode = proctree.returncode_from_status(status)
+                self._on_leader_exit(proctree.returncode_from_status(status))
+        if self.adopted and not self.leader_exited and self.tree.leader and self.pidfd is None and \
+                self._every("adopt_check", 0.5) and \
+                not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
+            self._on_leader_exit(None)
+        self._read_log()
+        if self.state.get("status") in (RUNNING, STOPPING) and self._every("tree", TREE_REFRESH_S):
+            self.tree.refresh()
+            self.dirty = True
+        if self.ckpt_watcher and self._every("ckpt", CHECKPOINT_POLL_S):
+            self._poll_checkpoints()
+        if self.state.get("status") == RUNNING and not self.kill and not self.leader_exited:
+            self._heartbeat(now)
+        if self.kill:
+            self._progress_kill(now)
+        elif self.leader_exited:
+            self._after_exit()
+        if self.cooldown and self.state.get("status") == COOLDOWN and \
+                self._every("cooldown", float(self.recipe["cooldown"]["poll_s"])):
+            self._progress_cooldown(now)
+        self.flush_state()
+
+    def _every(self, name: str, period: float) -> bool:
+        now = time.monotonic()
+        if now - self._timers.get(name, 0.0) >= period:
+            self._timers[name] = now
+            return True
+        return False
+
+    # ---- log ingestion ----------------------------------------------------------------
+    def _catch_up_log(self) -> None:
+        for _ in range(10_000):
+            if not self._read_log():
+                break
+
+    def _read_log(self) -> bool:
+        data = self.tailer.read_new()
+        if not data:
+            return False
+        self.last_output = time.time()
+        self._keep_tail(data)
+        records = self.parser.feed(data)
+        for mark in self.parser.take_marks():
+            if mark.get("kind") == "checkpoint_saved" and self.ckpt_watcher:
+                self._timers["ckpt"] = 0.0  # look now
+        attempt = self.state.get("attempt")
+        for rec in records:
+            step = rec.get("step")
+            if not isinstance(step, int):
+                continue
+            if self.last_step_written is not None and step <= self.last_step_written:
+                continue  # a duplicate after adoption, or a repeated line: never written twice
+            self.last_step_written = step
+            jsonio.append_jsonl(self.run.metrics, {"v": jsonio.SCHEMA_VERSION, "t": time.time(),
+                                                   "attempt": attempt, **rec})
+            self.attempt_steps += 1
+            if self.attempt_first_step is None:
+                self.attempt_first_step = step
+            self.last_progress = time.time()
+            loss = jsonio.as_float(rec.get("loss"))
+            fields = {"step": step}
+            if rec.get("max_steps"):
+                fields["max_steps"] = rec["max_steps"]
+            if loss is not None and loss == loss and abs(loss) != float("inf"):
+                fields["last_loss"] = loss
+                fields["min_loss"] = min(loss, self.state.get("min_loss") or loss)
+            if rec.get("step_time_s") is not None:
+                fields["step_time_s"] = rec["step_time_s"]
+            self.set(**fields)
+            for a in self.monitors.observe(rec):
+                self.run.event("alert", attempt=attempt, **a)
+                if a.get("level") == "critical" and a.get("rule") == "non_finite" and not self.kill \
+                        and not self.leader_exited:
+                    self._start_kill("divergence")
+        return True
+
+    def _keep_tail(self, data: bytes) -> None:
+        text = self._partial + data.decode("utf-8", "replace")
+        lines = text.split("\n")
+        self._partial = lines.pop()[-4096:]
+        for line in lines:
+            self.log_tail.append(recipes.redact(line[-2000:], self.secrets))
+
+    def _attempt_tail(self) -> list[str]:
+        lines = list(self.log_tail)
+        if self._partial:
+            lines.append(recipes.redact(self._partial, self.secrets))
+        return lines
+
+    # ---- heartbeat --------------------------------------------------------------------
+    def _heartbeat(self, now: float) -> None:
+        timeout = float(self.recipe["heartbeat"]["timeout_s"])
+        quiet = now - max(self.last_output, self.last_progress)
+        if quiet > timeout:
+            self.alert("critical", "hang", f"no log output and no step progress for {quiet:.0f}s: killing the tree",
+                       quiet_s=round(quiet, 1), timeout_s=timeout)
+            self._start_kill("hang")
+
+    # ---- checkpoints ------------------------------------------------------------------
+    def _poll_checkpoints(self) -> None:
+        from runner.checkpoints.sidecar import write_sidecar
+        from runner.checkpoints.verify import verify_checkpoint
+        try:
+            ready = self.ckpt_watcher.poll()
+        except OSError as exc:
+            self._diag(f"checkpoint watch failed: {exc}")
+            return
+        for ck in ready:
+            v = verify_checkpoint(ck.path)
+            suspect_alerts = self.monitors.on_checkpoint(ck.step, str(ck.path)) if v.ok else []
+            suspect = bool(suspect_alerts)
+            rec = v.to_dict()
+            self.run.event("checkpoint", path=str(ck.path), step=ck.step, verdict=rec.get("verdict"), ok=v.ok,
+                           reason=rec.get("reason"), suspect=suspect, tensors=rec.get("tensors"),
+                           params=rec.get("params"), recipe_hash=self.hash, attempt=self.state.get("attempt"))
+            for a in suspect_alerts:
+                self.run.event("alert", attempt=self.state.get("attempt"), **a)
+            if not v.ok:
+                self.alert("critical", "checkpoint_bad", f"checkpoint {ck.path.name} is {rec.get('verdict')}: "
+                           f"{rec.get('reason')}", path=str(ck.path), verdict=rec.get("verdict"))
+            try:
+                write_sidecar(ck.path, run_id=self.run.run_id, recipe_hash=self.hash, step=ck.step,
+                              verdict=rec.get("verdict"), suspect=suspect)
+            except OSError as exc:
+                self._diag(f"cannot write sidecar in {ck.path}: {exc}")
+            verified = list(self.state.get("verified") or [])[-200:]
+            verified.append(str(ck.path))
+            self.set(verified=verified, last_checkpoint={"path": str(ck.path), "step": ck.step,
+                                                         "verdict": rec.get("verdict"), "ok": v.ok})
+
+    def verify_latest(self) -> dict:
+        from runner.checkpoints.discover import find_checkpoints
+        from runner.checkpoints.verify import verify_checkpoint
+        if not (self.ckpt_root and self.ckpt_root.exists()):
+            return {"ok": False, "message": "this run has no checkpoint directory yet"}
+        cks = find_checkpoints(self.ckpt_root)
+        if not cks:
+            return {"ok": False, "message": f"no checkpoints under {self.ckpt_root}"}
+        v = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash).to_dict()
+        self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
+                       ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False),
+                       tensors=v.get("tensors"), params=v.get("params"), requested_by="user")
+        return {"ok": True, "message": f"{v.get('verdict')}: {cks[0].path.name} ({v.get('tensors')} tensors) "
+                                       f"{v.get('reason') or ''}".strip(), "verdict": v}
+
+    # ---- killing ----------------------------------------------------------------------
+    def _start_kill(self, reason: str, *, grace: float | None = None, requested_by: str = "runner",
+                    now_restart: bool = False) -> dict:
+        grace = float(self.recipe["kill"]["grace_s"] if grace is None else grace)
+        now = time.time()
+        if self.kill:
+            if reason == "user" and self.kill.reason != "user":
+                self.kill.reason, self.kill.requested_by = "user", requested_by
+            return {"ok": True, "message": f"already stopping ({self.kill.reason})", "pids": list(self.tree.procs)}
+        self.tree.refresh()
+        self.kill = KillOp(reason, now, now + grace, requested_by, now_restart=now_restart)
+        pids = self.tree.signal(signal.SIGTERM)
+        self.run.event("kill", reason=reason, requested_by=requested_by, pids=pids, grace_s=grace,
+                       attempt=self.state.get("attempt"))
+        self.set_status(STOPPING, f"{reason} kill")
+        return {"ok": True, "message": f"SIGTERM sent to {pids}; SIGKILL in {grace:g}s for anything left",
+                "pids": pids, "grace_s": grace}
+
+    def _progress_kill(self, now: float) -> None:
+        op = self.kill
+        self.tree.refresh()
+        alive = self.tree.survivors()
+        if not alive and (self.leader_exited or self.tree.leader is None):
+            hidden = self.tree.survivors(scan_markers=True)
+            if hidden:
+                self.tree.signal(signal.SIGKILL, hidden)
+                self.run.event("kill_escalate", pids=list(hidden), why="marked processes outside the tree")
+                return
+            self.run.event("kill_done", reason=op.reason, seconds=round(now - op.started, 3),
+                           escalated=op.escalated, survivors=[])
+            self.kill = None
+            if self.leader_exited:
+                self._finish_attempt(kill_reason=op.reason, now_restart=op.now_restart)
+            return
+        if now >= op.deadline and not op.escalated:
+            op.escalated = True
+            sent = self.tree.signal(signal.SIGKILL, alive)
+            self.run.event("kill_escalate", pids=sent, why=f"still alive after {op.deadline - op.started:g}s grace")
+        elif op.escalated and now >= op.deadline + 30:
+            self.alert("critical", "kill_failed", f"processes survive SIGKILL: {sorted(alive)}",
+                       pids=sorted(alive))
+            op.deadline = now  # re-report every 30 s, keep trying
+            self.tree.signal(signal.SIGKILL, alive)
+
+    # ---- exits and recovery -----------------------------------------------------------
+    def _on_leader_exit(self, rc: int | None) -> None:
+        if self.leader_exited:
+            return
+        self.leader_exited = True
+        self.leader_rc = rc
+        self.exit_seen_at = time.time()
+        self._catch_up_log()
+        self.run.event("attempt_end", attempt=self.state.get("attempt"), returncode=rc,
+                       detected_at=self.exit_seen_at)
+        self.dirty = True
+
+    def _after_exit(self) -> None:
+        """Leader gone and no kill under way: make sure the rest of the tree is gone too."""
+        self.tree.refresh()
+        if self.tree.survivors():
+            self._start_kill("cleanup")
+        else:
+            self._finish_attempt()
+
+    def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> None:
+        from runner.crash import classify, decode_exit
+        from runner.policy import AttemptRecord, decide
+        self.leader_exited = False
+        self.tree.leader = None
+        self._catch_up_log()
+        rc = self.leader_rc
+        attempt = self.state.get("attempt")
+        now = time.time()
+        last_step = self.state.get("step")
+        self.history.append(AttemptRecord(attempt=attempt, started_at=self.state.get("attempt_started_at") or now,
+                                          ended_at=now, resumed_step=self.resumed_step if hasattr(self, "resumed_step")
+                                          else None, last_step=last_step, crash_class=None))
+        if rc == 0 and kill_reason in (None, "cleanup"):
+            self.run.event("success", attempt=attempt, step=last_step)
+            self.set(exit_code=0)
+            self._store_history()
+            self.set_status(SUCCEEDED, "training finished (exit 0)")
+            return
+        if kill_reason == "restart":
+            self.run.event("restart", attempt=attempt, requested_by="user")
+            self._store_history()
+            self._begin_cooldown(reason="restart requested", delay=0.0, floor=0.0 if now_restart else None)
+            return
+        tail = self._attempt_tail()
+        verdict = classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
+                           steps_seen=self.attempt_steps, foreign_gpu_memory=self._foreign_gpu_memory(),
+                           divergence=kill_reason == "divergence")
+        code, sig = decode_exit(rc)
+        self.history[-1] = AttemptRecord(**{**self.history[-1].__dict__, "crash_class": verdict.cls})
+        report = {"v": jsonio.SCHEMA_VERSION, "t": now, "run_id": self.run.run_id, "attempt": attempt,
+                  "class": verdict.cls, "exit_code": code, "returncode": rc, "signal": sig,
+                  "signal_name": proctree.describe_signal(sig) if sig else None,
+                  "summary": verdict.summary, "evidence": list(verdict.evidence), "recovery": verdict.recovery,
+                  "retryable": verdict.retryable, "hint": verdict.hint, "steps_seen": self.attempt_steps,
+                  "last_step": last_step, "resumed_from": self.state.get("resumed_from"),
+                  "log_tail": tail[-CRASH_REPORT_TAIL:], "gpu": self._gpu_state(),
+                  "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3)}
+        jsonio.atomic_write_json(self.run.crash_report(attempt), report)
+        decision = decide(verdict, self.history, self.settings, now)
+        self.run.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
+                       recovery=verdict.recovery, exit_code=code, signal=sig, decision=decision.action,
+                       reason=decision.reason)
+        self.set(last_crash={"class": verdict.cls, "attempt": attempt, "summary": verdict.summary},
+                 exit_code=code)
+        self._store_history()
+        if decision.alert:
+            self.alert(decision.alert, "restart_policy", decision.reason, crash_class=verdict.cls)
+        if decision.action == "restart":
+            self.next_env = dict(verdict.env)
+            self.set(restarts=int(self.state.get("restarts") or 0) + 1)
+            floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
+            self._begin_cooldown(reason=f"{verdict.cls}: {decision.reason}", delay=decision.delay_s, floor=floor)
+        elif decision.action == "pause":
+            self.set(pause_reason=decision.reason)
+            self.run.event("pause", reason=decision.reason, attempt=attempt)
+            self.set_status(PAUSED, decision.reason)
+        elif decision.action == "stop":
+            self.set_status(KILLED, "killed by user")
+        else:
+            self.set(pause_reason=decision.reason)
+            self.set_status(FAILED, decision.reason)
+
+    def _store_history(self) -> None:
+        self.set(history=[h.__dict__ for h in self.history[-50:]])
+
+    def _gpu_state(self) -> dict | None:
+        if not self.gpu_backend:
+            return None
+        try:
+            return self.gpu_backend.snapshot().to_dict()
+        except Exception as exc:
+            return {"available": False, "reason": str(exc)}
+
+    def _foreign_gpu_memory(self) -> bool:
+        gpu = self._gpu_state()
+        if not gpu or not gpu.get("available"):
+            return False
+        mine = set(self.tree.procs)
+        return any(p.get("pid") not in mine for g in gpu.get("gpus", []) for p in g.get("processes") or [])
+
+    # ---- cooldown ---------------------------------------------------------------------
+    def _begin_cooldown(self, reason: str, delay: float, floor: float | None = None) -> None:
+        cd = self.recipe["cooldown"]
+        now = time.time()
+        floor = float(cd["floor_s"]) if floor is None else floor
+        earliest = now + max(floor, delay)
+        ceiling_at = max(now + float(cd["ceiling_s"]), earliest)
+        self.cooldown = CooldownOp(now, earliest, ceiling_at, reason)
+        self.run.event("cooldown", attempt=self.state.get("attempt"), until=earliest, ceiling_at=ceiling_at,
+                       reason=reason)
+        self._timers["cooldown"] = 0.0
+        self.set_status(COOLDOWN, reason)
+
+    def _conditions(self) -> list[str]:
+        """What still keeps us from launching: survivors, port, GPU memory, foreign GPU processes."""
+        waiting: list[str] = []
+        survivors = self.tree.survivors(scan_markers=True)
+        if survivors:
+            waiting.append(f"survivors {sorted(survivors)[:8]}")
+        port = self._port()
+        if port:
+            from runner.telemetry.preflight import port_free
+            if not port_free(port):
+                waiting.append(f"port {port} busy")
+        if self.gpu_backend:
+            from runner.telemetry.preflight import preflight
+            try:
+                res = preflight(self.gpu_backend, devices=self.recipe["gpus"].get("devices"),
+                                tolerance_mib=float(self.recipe["cooldown"]["gpu_mem_tolerance_mib"]),
+                                port=None, run_id=self.run.run_id, exclude_pids=set())
+                if not res.ok:
+                    waiting += res.problems
+                    self._blockers = res.blockers
+            except Exception as exc:
+                self._diag(f"pre-flight check failed: {exc}")
+        return waiting
+
+    def _progress_cooldown(self, now: float) -> None:
+        op = self.cooldown
+        waiting = self._conditions()
+        if waiting != op.waiting_on:
+            op.waiting_on = waiting
+            self.dirty = True
+        on_busy = self.recipe["preflight"]["on_busy"]
+        if waiting and on_busy == "kill" and getattr(self, "_blockers", None):
+            self._kill_blockers()
+        if waiting and on_busy == "refuse" and op.reason == "pre-flight":
+            msg = "pre-flight failed: " + "; ".join(waiting)
+            self.cooldown = None
+            self.set(pause_reason=msg)
+            self.set_status(FAILED, msg)
+            return
+        if now < op.earliest:
+            return
+        if waiting and now < op.ceiling_at:
+            return
+        if waiting:
+            self.alert("warning", "cooldown_ceiling",
+                       f"cooldown ceiling reached; still waiting on: {'; '.join(waiting)}; launching anyway",
+                       waiting_on=waiting)
+            port = self._port()
+            if port and any(w.startswith(f"port {port}") for w in waiting):
+                self.port_override = _free_port()
+                self.run.event("port_change", old=port, new=self.port_override)
+        self.cooldown = None
+        self._launch()
+
+    def _kill_blockers(self) -> None:
+        from runner.telemetry.procs import kill_checked
+        for b in self._blockers:
+            if "foreign_gpu" in b.labels or "orphan" in b.labels or "port_holder" in b.labels:
+                res = kill_checked(b.pid, b.start_time, grace_s=float(self.recipe["kill"]["grace_s"]))
+                self.run.event("blocker_kill", pid=b.pid, labels=list(b.labels), result=res.to_dict())
+        self._blockers = []
+
+    # ---- control requests -------------------------------------------------------------
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except (BlockingIOError, OSError):
+            return
+        req = control.read_request(conn)
+        if req is None:
+            control.reply(conn, {"ok": False, "message": "unreadable request"})
+            return
+        try:
+            answer = self.handle(req)
+        except Exception as exc:
+            self._diag("control request failed:\n" + traceback.format_exc())
+            answer = {"ok": False, "message": f"runner error: {exc}"}
+        control.reply(conn, answer)
+        self.flush_state(force=True)
+
+    def handle(self, req: dict) -> dict:
+        cmd = req.get("cmd")
+        status = self.state.get("status")
+        if cmd == "status":
+            return {"ok": True, "state": self.state}
+        if cmd == "kill":
+            grace = req.get("grace_s")
+            if status in (RUNNING, STOPPING) and (not self.leader_exited or self.kill):
+                return self._start_kill("user", grace=grace, requested_by=req.get("by", "client"))
+            self.cooldown = None
+            self.set_status(KILLED, "killed by user while " + str(status))
+            return {"ok": True, "message": f"run stopped (was {status}); nothing was running", "pids": []}
+        if cmd == "restart":
+            now_flag = bool(req.get("now"))
+            if status in (RUNNING, STOPPING) and not self.leader_exited:
+                ans = self._start_kill("restart", requested_by=req.get("by", "client"), now_restart=now_flag)
+                if self.kill and self.kill.reason == "restart":
+                    self.kill.now_restart = now_flag
+                return ans
+            if status in (COOLDOWN, PAUSED):
+                self._begin_cooldown(reason="restart requested", delay=0.0, floor=0.0 if now_flag else None)
+                return {"ok": True, "message": "cooling down, then restarting", "pids": []}
+            return {"ok": False, "message": f"cannot restart while {status}"}
+        if cmd == "resume":
+            if status != PAUSED:
+                return {"ok": False, "message": f"run is {status}, not paused"}
+            self._begin_cooldown(reason="resumed by user", delay=0.0)
+            return {"ok": True, "message": "resuming after cooldown"}
+        if cmd == "verify":
+            return self.verify_latest()
+        if cmd == "kill_pid":
+            from runner.telemetry.procs import kill_checked
+            pid, st = req.get("pid"), req.get("start_time")
+            if not isinstance(pid, int) or not isinstance(st, (int, float)):
+                return {"ok": False, "message": "kill_pid needs an integer pid and its start_time"}
+            res = kill_checked(pid, float(st), grace_s=float(req.get("grace_s") or self.recipe["kill"]["grace_s"]))
+            self.run.event("blocker_kill", pid=pid, result=res.to_dict(), requested_by=req.get("by", "client"))
+            return {"ok": res.ok, "message": res.reason, "result": res.to_dict()}
+        return {"ok": False, "message": f"unknown command {cmd!r} (known: {', '.join(control.COMMANDS)})"}
+
+    # ---- shutdown ---------------------------------------------------------------------
+    def close(self) -> None:
+        try:
+            self.sock.close()
+            if self.state.get("status") in rundir.TERMINAL:
+                os.unlink(self.run.sock)
+        except OSError:
+            pass
+        self._index()
+
+
+def _attempt_record(d: dict):
+    from runner.policy import AttemptRecord
+    return AttemptRecord(**{k: d.get(k) for k in ("attempt", "started_at", "ended_at", "resumed_step",
+                                                  "last_step", "crash_class")})
+
+
+def _step_of(path: str | None) -> int | None:
+    if not path:
+        return None
+    tail = Path(path).name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _load_run_recipe(run: rundir.RunDir) -> dict:
+    try:
+        raw = yaml.safe_load(run.recipe.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{run.recipe}: cannot read the run's recipe: {exc}") from None
+    launch = raw.pop("_launch", {}) if isinstance(raw, dict) else {}
+    recipe = recipes.validate(raw, run.recipe)
+    recipe["_recipe_dir"] = launch.get("recipe_dir", "")
+    recipe["_launch_cwd"] = launch.get("cwd")
+    return recipe
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="moeconsole-runner")
+    ap.add_argument("run_dir")
+    ap.add_argument("--restart", action="store_true", help="start the next attempt of a finished run")
+    args = ap.parse_args(argv)
+    run = rundir.RunDir(Path(args.run_dir).resolve())
+    proctree.set_child_subreaper()
+    try:
+        sup = Supervisor(run, restart=args.restart)
+        sup.start()
+    except InputError as exc:
+        sys.stderr.write(f"moeconsole runner: {exc}\n")
+        return 2
+    try:
+        sup.loop()
+    finally:
+        sup.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""Shared test helpers: a fresh runs directory per test and a reaper that ends, by PID, every
+process a test's runs left behind (runner, training tree, anything carrying the run marker)."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+def run_processes(runs_dir: Path) -> dict[int, float]:
+    """Every live process of ours whose environment or command line ties it to ``runs_dir``."""
+    me = os.getuid()
+    needle = str(runs_dir)
+    found: dict[int, float] = {}
+    for p in psutil.process_iter(["uids", "cmdline"]):
+        try:
+            if p.pid == os.getpid() or p.info["uids"] is None or p.info["uids"].real != me:
+                continue
+            cmd = " ".join(p.info["cmdline"] or [])
+            env_dir = p.environ().get("MOECONSOLE_RUN_DIR", "")
+            if needle in cmd or env_dir.startswith(needle):
+                found[p.pid] = p.create_time()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+    return found
+
+
+def end_processes(procs: dict[int, float]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid, created in procs.items():
+            try:
+                p = psutil.Process(pid)
+                if abs(p.create_time() - created) < 0.05:
+                    p.send_signal(sig)
+            except psutil.NoSuchProcess:
+                pass
+        deadline = time.time() + 3
+        while time.time() < deadline and any(psutil.pid_exists(p) and _alive(p) for p in procs):
+            time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture
+def runs_dir(tmp_path):
+    d = tmp_path / "runs"
+    d.mkdir()
+    yield d
+    leftovers = run_processes(d)
+    end_processes(leftovers)

@@ -1,0 +1,117 @@
+"""A harness for driving the real CLI, the real runner and the real demo trainer."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def base_recipe(**over) -> dict:
+    """The demo recipe with every wait shrunk so a crash-and-restart takes about a second."""
+    r = {
+        "name": "t",
+        "command": ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+                    "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0"],
+        "env": {"OMP_NUM_THREADS": "1"},
+        "restart": {"max_restarts": 5, "backoff_initial_s": 0.1, "backoff_max_s": 0.5,
+                    "max_crashes_per_window": 60, "crash_window_s": 3600},
+        "cooldown": {"floor_s": 0.0, "ceiling_s": 5.0, "poll_s": 0.05},
+        "kill": {"grace_s": 3},
+        "heartbeat": {"timeout_s": 60},
+        "checkpoints": {"dir": "{run_dir}/output", "settle_s": 0.2},
+        "resume": {"arg": "--resume_from_checkpoint"},
+    }
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(r.get(k), dict):
+            r[k] = {**r[k], **v}
+        else:
+            r[k] = v
+    return r
+
+
+class Harness:
+    def __init__(self, tmp: Path, runs_dir: Path) -> None:
+        self.tmp = tmp
+        self.runs_dir = runs_dir
+        self._n = 0
+
+    def recipe(self, **over) -> Path:
+        self._n += 1
+        path = self.tmp / f"recipe{self._n}.yaml"
+        path.write_text(yaml.safe_dump(base_recipe(**over)))
+        return path
+
+    def cli(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("MOECONSOLE_RUNS_DIR", None)
+        proc = subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(self.runs_dir)]
+                              if args and args[0] not in ("parse", "lint", "doctor") else
+                              [sys.executable, "-m", "console.cli", *args],
+                              capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"moeconsole {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+        return proc
+
+    def start(self, recipe: Path, *extra: str) -> "Run":
+        proc = self.cli("run", str(recipe), "--detach", *extra, check=True)
+        run_id = proc.stdout.strip().splitlines()[0]
+        return Run(self.runs_dir / run_id)
+
+
+class Run:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.id = path.name
+
+    def state(self) -> dict:
+        try:
+            return json.loads((self.path / "state.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def events(self, type_: str | None = None) -> list[dict]:
+        out = []
+        try:
+            lines = (self.path / "events.jsonl").read_text().splitlines()
+        except OSError:
+            return out
+        for line in lines:
+            ev = json.loads(line)
+            if type_ is None or ev.get("type") == type_:
+                out.append(ev)
+        return out
+
+    def metrics(self) -> list[dict]:
+        try:
+            return [json.loads(l) for l in (self.path / "metrics.jsonl").read_text().splitlines()]
+        except OSError:
+            return []
+
+    def crash(self, attempt: int) -> dict:
+        return json.loads((self.path / "crashes" / f"attempt-{attempt}.json").read_text())
+
+    def wait(self, pred, timeout: float = 60, what: str = "condition") -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            st = self.state()
+            if pred(st):
+                return st
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}; state={self.state()}\n"
+                             f"runner.log: {(self.path / 'runner.log').read_text()[-2000:]}")
+
+    def wait_status(self, *statuses: str, timeout: float = 60) -> dict:
+        return self.wait(lambda s: s.get("status") in statuses, timeout, f"status in {statuses}")
+
+
+@pytest.fixture
+def harness(tmp_path, runs_dir):
+    return Harness(tmp_path, runs_dir)

@@ -1,0 +1,161 @@
+"""A supervised run from start to end, driven only through the real CLI."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import textwrap
+import time
+
+import psutil
+
+from runner.proctree import marked_processes
+
+
+def _tree_gone(run) -> bool:
+    return not marked_processes(run.id)
+
+
+def test_run_succeeds_and_records_every_step(harness):
+    run = harness.start(harness.recipe())
+    st = run.wait_status("succeeded", timeout=90)
+    assert st["attempt"] == 1 and st["step"] == 12
+    steps = [m["step"] for m in run.metrics()]
+    assert steps == list(range(1, 13))
+    rec = run.metrics()[-1]
+    assert rec["v"] == 1 and rec["attempt"] == 1 and rec["src"] and rec["loss"] is not None
+    # Every checkpoint the trainer saved was verified as soon as it landed.
+    deadline = time.time() + 10
+    while time.time() < deadline and len(run.events("checkpoint")) < 3:
+        time.sleep(0.1)
+    verdicts = {os.path.basename(e["path"]): e["verdict"] for e in run.events("checkpoint")}
+    assert verdicts == {"checkpoint-4": "ok", "checkpoint-8": "ok", "checkpoint-12": "ok"}
+    assert _tree_gone(run)
+    ls = harness.cli("runs", "ls", "--json", check=True)
+    assert run.id in ls.stdout
+
+
+def test_runner_is_detached_and_socket_is_private(harness):
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "400", "--step_delay", "0.05"]))
+    st = run.wait_status("running")
+    runner = psutil.Process(st["runner"]["pid"])
+    assert runner.pid != os.getpid()
+    assert os.getsid(runner.pid) == runner.pid, "runner must lead a session of its own"
+    leader = next(p for p in st["pids"] if p["role"] == "leader")
+    assert os.getpgid(leader["pid"]) == leader["pid"], "training runs in a process group of its own"
+    assert (run.path / "control.sock").stat().st_mode & 0o777 == 0o600
+    env = psutil.Process(leader["pid"]).environ()
+    assert env["MOECONSOLE_RUN_ID"] == run.id and env["MOECONSOLE_RUN_DIR"] == str(run.path)
+    kill = harness.cli("kill", run.id, check=True)
+    assert "killed" in kill.stdout
+    assert _tree_gone(run)
+
+
+def test_json_once_prints_one_snapshot(harness):
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "400", "--step_delay", "0.05"]))
+    run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
+    out = harness.cli("--json", run.id, "--once", "--no-gpu", check=True)
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    snap = json.loads(lines[0])
+    assert snap["v"] == 1
+    assert snap["run"]["id"] == run.id and snap["run"]["status"] == "running"
+    assert snap["run"]["step"] >= 3 and snap["last_metrics"]["step"] >= 3
+    assert any(e["type"] == "attempt_start" for e in snap["events"])
+    assert [p["role"] for p in snap["run"]["pids"]].count("leader") == 1
+    harness.cli("kill", run.id, check=True)
+
+
+def test_clean_kill_of_a_tree_that_ignores_sigterm_escalates_after_grace(harness, tmp_path):
+    script = tmp_path / "stubborn.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, subprocess, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        kids = [subprocess.Popen([sys.executable, "-c",
+                 "import signal, time\\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\\nwhile True: time.sleep(1)"])
+                for _ in range(2)]
+        print("step: 1  loss: 1.0", flush=True)
+        while True:
+            time.sleep(1)
+    """))
+    run = harness.start(harness.recipe(command=["{python}", str(script)], kill={"grace_s": 1.5},
+                                       checkpoints={"dir": None}, resume={"arg": None}))
+    run.wait(lambda s: len(s.get("pids") or []) >= 3, what="3 tracked processes")
+    pids = [p["pid"] for p in run.state()["pids"]]
+    t0 = time.time()
+    out = harness.cli("kill", run.id, check=True)
+    took = time.time() - t0
+    assert "killed" in out.stdout
+    assert took >= 1.5
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+    done = run.events("kill_done")[-1]
+    assert done["escalated"] is True and done["survivors"] == []
+    assert run.state()["status"] == "killed"
+    assert not (run.path / "crashes" / "attempt-2.json").exists(), "a user kill is not restarted"
+
+
+def test_orphans_of_a_killed_launcher_are_found_and_ended(harness, tmp_path):
+    # A launcher that puts each worker in a session of its own (as torchrun does), then is SIGKILLed.
+    script = tmp_path / "launcher.py"
+    script.write_text(textwrap.dedent("""
+        import os, subprocess, sys, time
+        for _ in range(2):
+            subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.2)"],
+                             start_new_session=True)
+        print("step: 1  loss: 1.0", flush=True)
+        while True:
+            time.sleep(1)
+    """))
+    run = harness.start(harness.recipe(command=["{python}", str(script)], checkpoints={"dir": None},
+                                       resume={"arg": None}, restart={"max_restarts": 0}))
+    st = run.wait(lambda s: len(s.get("pids") or []) >= 3, what="launcher and 2 workers tracked")
+    leader = next(p for p in st["pids"] if p["role"] == "leader")["pid"]
+    workers = [p["pid"] for p in st["pids"] if p["role"] == "child"]
+    assert all(os.getsid(w) == w for w in workers), "workers lead their own sessions"
+    os.kill(leader, signal.SIGKILL)
+    st = run.wait_status("failed", "paused", timeout=30)
+    assert not any(psutil.pid_exists(w) and psutil.Process(w).status() != psutil.STATUS_ZOMBIE for w in workers)
+    kill = run.events("kill")[-1]
+    assert kill["reason"] == "cleanup" and set(workers) <= set(kill["pids"])
+    assert run.crash(1)["class"] == "killed_oom"
+    assert _tree_gone(run)
+
+
+def test_runner_sigkill_then_adoption_keeps_training_and_records(harness):
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "60", "--save_steps", "20",
+                                                "--step_delay", "0.05"]))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 5, what="5 steps")
+    runner_pid = st["runner"]["pid"]
+    leader = next(p for p in st["pids"] if p["role"] == "leader")["pid"]
+    os.kill(runner_pid, signal.SIGKILL)
+    time.sleep(1.0)
+    assert psutil.pid_exists(leader), "killing the runner must not take training down"
+    out = harness.cli("supervise", run.id, check=True)
+    assert "running" in out.stdout
+    st = run.wait_status("succeeded", timeout=90)
+    assert st["runner"]["pid"] != runner_pid
+    assert any(e["type"] == "adopt" for e in run.events())
+    steps = [m["step"] for m in run.metrics()]
+    assert steps == list(range(1, 61)), "no step lost or written twice across the adoption"
+
+
+def test_restart_resumes_from_latest_verified_checkpoint(harness):
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "400", "--save_steps", "5",
+                                                "--step_delay", "0.05"]))
+    run.wait(lambda s: (s.get("last_checkpoint") or {}).get("ok"), what="a verified checkpoint")
+    out = harness.cli("restart", run.id, "--now", check=True)
+    assert "attempt 2 running" in out.stdout
+    st = run.state()
+    assert st["resumed_from"] and os.path.basename(st["resumed_from"]).startswith("checkpoint-")
+    resumed_step = int(st["resumed_from"].rsplit("-", 1)[1])
+    run.wait(lambda s: any(m["attempt"] == 2 for m in run.metrics()), what="attempt 2 steps")
+    first2 = next(m for m in run.metrics() if m["attempt"] == 2)
+    assert first2["step"] == resumed_step + 1
+    assert not (run.path / "crashes" / "attempt-1.json").exists(), "a requested restart is not a crash"
+    harness.cli("kill", run.id, check=True)
+    assert _tree_gone(run)

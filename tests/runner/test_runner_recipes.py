@@ -1,0 +1,88 @@
+"""Bad input, lint, secrets and recipe drift."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def _no_runs(runs_dir) -> bool:
+    return not [p for p in runs_dir.iterdir() if p.is_dir()]
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("name: x\ncommand: [python, -c\n", "invalid YAML"),
+    ("name: x\ncommand: [python]\nbogus: 1\n", "bogus: unknown key"),
+    ("name: x\ncommand: python train.py\n", "command: expected a list"),
+    ("name: x\ncommand: [python]\nkill: {grace_s: soon}\n", "kill.grace_s: expected a number"),
+    ("name: x\ncommand: [python]\nrestart: {max_restarts: many}\n", "restart.max_restarts"),
+    ("- just\n- a list\n", "must be a YAML mapping"),
+])
+def test_bad_recipe_is_one_line_exit_2_and_nothing_launched(harness, tmp_path, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    out = harness.cli("run", str(path), "--detach")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and needle in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+    assert _no_runs(harness.runs_dir)
+
+
+def test_missing_recipe_file(harness, tmp_path):
+    out = harness.cli("run", str(tmp_path / "nope.yaml"), "--detach")
+    assert out.returncode == 2 and "no such recipe file" in out.stderr
+
+
+def test_lint_flags_shell_string_and_swift_stub_trap(harness, tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\ncommand: ['python train.py --lr 1']\n")
+    out = harness.cli("lint", str(p))
+    assert out.returncode == 1 and "shell_string" in out.stdout
+    p.write_text("name: m\ncommand: [megatron, sft, --save_safetensors, 'true', --no_save_optim, 'true',"
+                 " --tuner_type, lora]\nlint: {ignore: [executable_missing]}\n")
+    out = harness.cli("lint", str(p), "--json")
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1 and not doc["ok"]
+    assert any(x["rule"] == "swift_megatron_stub_trap" for x in doc["problems"])
+
+
+def test_shipped_recipes_lint_clean_of_errors(harness):
+    from pathlib import Path
+    for recipe in sorted(Path(__file__).resolve().parents[2].joinpath("recipes").glob("*.yaml")):
+        out = harness.cli("lint", str(recipe), "--json")
+        doc = json.loads(out.stdout)
+        errors = [p for p in doc["problems"] if p["level"] == "error" and p["rule"] not in
+                  ("executable_missing", "module_missing")]
+        assert not errors, (recipe.name, errors)
+
+
+def test_secrets_stay_out_of_run_files(harness):
+    secret = "hf_SUPERSECRETVALUE1234567890"
+    run = harness.start(harness.recipe(env={"HF_TOKEN": secret, "OMP_NUM_THREADS": "1"},
+                                       command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "6", "--fault", "oom@3",
+                                                "--save_steps", "2"]))
+    run.wait_status("succeeded", "failed", "paused", timeout=90)
+    for name in ("recipe.yaml", "state.json", "events.jsonl", "metrics.jsonl", "crashes/attempt-1.json"):
+        assert secret not in (run.path / name).read_text(), name
+    assert (run.path / "secrets.json").stat().st_mode & 0o777 == 0o600
+    snap = harness.cli("--json", run.id, "--once", "--no-gpu", check=True)
+    assert secret not in snap.stdout
+
+
+def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
+    shared = tmp_path / "ckpts"
+    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", str(shared), "--max_steps", "8",
+           "--save_steps", "4"]
+    first = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(shared)}))
+    first.wait_status("succeeded", timeout=90)
+    changed = cmd + ["--learning_rate", "0.01"]
+    second = harness.start(harness.recipe(command=changed, checkpoints={"dir": str(shared)}))
+    st = second.wait_status("failed", "succeeded", timeout=60)
+    assert st["status"] == "failed" and "drift" in st["pause_reason"]
+    assert second.events("drift") and not second.events("attempt_start")
+    third = harness.start(harness.recipe(command=changed, checkpoints={"dir": str(shared)}), "--allow-drift")
+    st = third.wait_status("failed", "succeeded", timeout=90)
+    assert st["status"] == "succeeded"
+    assert third.events("attempt_start")[0]["resumed_from"].endswith("checkpoint-8")
