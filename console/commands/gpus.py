@@ -1,0 +1,185 @@
+"""``moeconsole gpus [--json] [--port N]``: one snapshot of every GPU, the host, and the
+processes that matter to a launch (the same data as the UI's GPU panel).
+
+No NVIDIA GPU is a state, not an error: a clear line and exit 0. With ``--kill PID`` (when
+the CLI offers it) each named process is killed after a confirmation that names it and the
+escalation timer, by the same checked rules as everywhere else.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Iterable
+
+from runner import jsonio
+from runner.errors import InputError
+from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
+from runner.telemetry.host import host_snapshot
+from runner.telemetry.kill import KillResult, kill_checked, wait_gpu_released
+from runner.telemetry.preflight import port_free
+from runner.telemetry.procs import ProcInfo, find_blockers, fmt_age, port_users
+
+NA = "N/A"
+
+
+def _num(value: float | None, fmt: str = "{:.0f}") -> str:
+    return NA if value is None else fmt.format(value)
+
+
+def _pair(a: float | None, b: float | None, fmt: str = "{:.0f}") -> str:
+    return f"{_num(a, fmt)} / {_num(b, fmt)}"
+
+
+def gpu_row(g: GpuInfo) -> str:
+    name = (g.name or NA)[:20]
+    util = NA if g.util_pct is None else f"{g.util_pct:.0f}%"
+    temp = NA if g.temp_c is None else f"{g.temp_c:.0f}C"
+    return (f"{g.index:>3}  {name:<20} {util:>4}  {_pair(g.mem_used_mib, g.mem_total_mib):>15}  "
+            f"{temp:>4}  {_pair(g.power_w, g.power_limit_w):>9}  {_pair(g.sm_clock_mhz, g.mem_clock_mhz):>11}")
+
+
+GPU_HEADER = (f"{'GPU':>3}  {'Name':<20} {'Util':>4}  {'Memory MiB':>15}  {'Temp':>4}  {'Power W':>9}  "
+              f"{'SM/Mem MHz':>11}")
+
+
+def render_gpus(snap: GpuSnapshot) -> list[str]:
+    if not snap.available:
+        return [f"No NVIDIA GPU: {snap.reason}"]
+    lines = [f"NVIDIA driver {snap.driver or NA}, {len(snap.gpus)} GPU(s)", GPU_HEADER]
+    lines += [gpu_row(g) for g in snap.gpus]
+    unknown_procs = [str(g.index) for g in snap.gpus if g.processes is None]
+    if unknown_procs:
+        lines.append(f"GPU process list unavailable on GPU {','.join(unknown_procs)}")
+    return lines
+
+
+def render_host(host: dict) -> str:
+    cpu = NA if host.get("cpu_pct") is None else f"{host['cpu_pct']:.0f}% of {host.get('cpu_count') or '?'} cores"
+    ram = f"{_pair(host.get('ram_used_gib'), host.get('ram_total_gib'), '{:.1f}')} GiB"
+    loads = [host.get(k) for k in ("load1", "load5", "load15")]
+    load = NA if None in loads else " ".join(f"{x:.2f}" for x in loads)
+    return f"Host {host.get('hostname')}: CPU {cpu}, RAM {ram}, load {load}"
+
+
+PROC_HEADER = f"  {'PID':>7}  {'User':<10} {'Age':>7}  {'GPU MiB':>8}  {'GPUs':<7} {'Labels':<24} Command"
+
+
+def proc_row(p: ProcInfo, width: int = 60) -> str:
+    mem = NA if p.gpu_mem_mib is None else f"{p.gpu_mem_mib:.0f}"
+    gpus = ",".join(map(str, p.gpus)) or "-"
+    cmd = p.cmdline if p.visible else "(not visible here: another PID namespace?)"
+    if len(cmd) > width:
+        cmd = cmd[: width - 3] + "..."
+    mark = "!" if p.blocker else " "
+    return (f"{mark} {p.pid:>7}  {(p.user or '?')[:10]:<10} {fmt_age(p.age_s):>7}  {mem:>8}  {gpus:<7} "
+            f"{','.join(p.labels):<24} {cmd}")
+
+
+def render_procs(procs: list[ProcInfo]) -> list[str]:
+    if not procs:
+        return ["Processes: none on the GPUs, no leftovers, nothing on the port"]
+    n_block = sum(p.blocker for p in procs)
+    return [f"Processes ({n_block} blocking, marked !)", PROC_HEADER] + [proc_row(p) for p in procs]
+
+
+def render_port(port: int | None, free: bool | None, holders: Iterable[int], time_wait: int) -> str | None:
+    if not port:
+        return None
+    if free:
+        return f"Port {port}: free"
+    holders = sorted(holders)
+    if holders:
+        return f"Port {port}: in use by PID {', '.join(map(str, holders))}"
+    return f"Port {port}: not bindable" + (f" ({time_wait} in TIME_WAIT)" if time_wait else "")
+
+
+def render(snap: GpuSnapshot, host: dict, procs: list[ProcInfo], port: int | None, free: bool | None,
+           holders: Iterable[int] = (), time_wait: int = 0) -> str:
+    lines = render_gpus(snap) + [render_host(host)]
+    port_line = render_port(port, free, holders, time_wait)
+    if port_line:
+        lines.append(port_line)
+    lines += [""] + render_procs(procs)
+    return "\n".join(lines)
+
+
+def _check_port(port: int | None) -> int | None:
+    if port is None or port == 0:
+        return None
+    if not 1 <= port <= 65535:
+        raise InputError(f"--port {port}: not a TCP port (1-65535)")
+    return port
+
+
+# -- kill ---------------------------------------------------------------------------------
+
+def _confirm(p: ProcInfo, grace_s: float) -> bool:
+    sys.stdout.write(f"Kill {p.describe()}?\n  SIGTERM now, SIGKILL after {grace_s:g} s if it is still alive. [y/N] ")
+    sys.stdout.flush()
+    answer = sys.stdin.readline().strip().lower()
+    return answer in ("y", "yes")
+
+
+def _kill_listed(backend: GpuBackend, procs: list[ProcInfo], pids: list[int], *, yes: bool, grace_s: float,
+                 allow_other_users: bool, as_json: bool) -> tuple[list[dict], bool]:
+    """Kill the requested PIDs that the listing shows, each after confirmation."""
+    by_pid = {p.pid: p for p in procs}
+    if not yes and not sys.stdin.isatty():
+        raise InputError("--kill needs a confirmation: run it in a terminal or add --yes")
+    outcomes: list[dict] = []
+    all_ok = True
+    for pid in pids:
+        p = by_pid.get(pid)
+        if p is None or not p.visible or p.start_time is None:
+            res = KillResult(pid, False, "refused",
+                             f"PID {pid} is not a GPU process, leftover or port holder listed here", 0.0)
+        elif not yes and not _confirm(p, grace_s):
+            res = KillResult(pid, False, "refused", "not confirmed", 0.0)
+        else:
+            res = kill_checked(pid, p.start_time, grace_s=grace_s, allow_other_users=allow_other_users)
+        outcome = res.to_dict()
+        if res.ok and p is not None and p.gpus:
+            released, waited = wait_gpu_released(backend, {pid}, devices=list(p.gpus), tolerance_mib=float("inf"))
+            outcome["gpu_released"], outcome["gpu_release_s"] = released, waited
+            res_line = (f"GPU memory released after {waited:.1f} s" if released
+                        else f"GPU still lists PID {pid} after {waited:.0f} s")
+        else:
+            res_line = ""
+        all_ok = all_ok and res.ok and outcome.get("gpu_released", True)
+        outcomes.append(outcome)
+        if not as_json:
+            print(f"{res.action}: {res.reason}" + (f"; {res_line}" if res_line else ""))
+    return outcomes, all_ok
+
+
+def run(args) -> int:
+    port = _check_port(getattr(args, "port", None))
+    kill_pids = list(getattr(args, "kill", None) or [])
+    backend = get_backend()
+    try:
+        snap = backend.snapshot()
+        host = host_snapshot()
+        procs = find_blockers(snap, port=port)
+        free = port_free(port) if port else None
+        holders, time_wait = port_users(port) if port and not free else (set(), 0)
+        kills: list[dict] = []
+        ok = True
+        if kill_pids:
+            if not args.json:
+                print(render(snap, host, procs, port, free, holders, time_wait))
+                print()
+            kills, ok = _kill_listed(backend, procs, kill_pids, yes=bool(getattr(args, "yes", False)),
+                                     grace_s=float(getattr(args, "grace", None) or 10.0),
+                                     allow_other_users=bool(getattr(args, "allow_other_users", False)),
+                                     as_json=args.json)
+        if args.json:
+            record = {"v": jsonio.SCHEMA_VERSION, "host": host, "gpu": snap.to_dict(),
+                      "blockers": [p.to_dict() for p in procs],
+                      "port": None if not port else {"port": port, "free": free}}
+            if kill_pids:
+                record["kills"] = kills
+            print(jsonio.dumps(record))
+        elif not kill_pids:
+            print(render(snap, host, procs, port, free, holders, time_wait))
+        return 0 if ok else 1
+    finally:
+        backend.close()

@@ -1,0 +1,170 @@
+"""Killing a blocker safely, and waiting until its GPU memory is really released.
+
+Rules (each a refusal, never a guess): never PID 0/1, never this process or its ancestors,
+never a PID whose start time differs from the one the caller saw (the PID was reused),
+never another user's process unless we are root and the caller says so. Then SIGTERM, a
+grace period, SIGKILL, and a bounded wait for the exit.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass
+from typing import Iterable
+
+import psutil
+
+from runner.telemetry.gpu import GpuBackend, GpuSnapshot
+
+# psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
+# agree far closer than this, and a PID cannot be recycled within it.
+START_TIME_TOLERANCE_S = 0.05
+
+
+def start_time_matches(actual: float | None, expected: float | None) -> bool:
+    return actual is not None and expected is not None and abs(actual - expected) <= START_TIME_TOLERANCE_S
+
+
+def self_and_ancestors() -> set[int]:
+    """This process and every ancestor: never labelled, never killed."""
+    me = psutil.Process()
+    pids = {me.pid}
+    try:
+        pids.update(p.pid for p in me.parents())
+    except psutil.Error:
+        pass
+    return pids
+
+
+@dataclass
+class KillResult:
+    pid: int
+    ok: bool
+    action: str        # "terminated" | "killed" | "gone" | "refused"
+    reason: str
+    seconds: float     # from the first signal to the exit (0 when nothing was sent)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _user_of(proc: psutil.Process, uid: int) -> str:
+    try:
+        return proc.username()
+    except (psutil.Error, KeyError):
+        return str(uid)
+
+
+def _exited(proc: psutil.Process) -> bool:
+    """Gone, replaced by another process, or a zombie (its resources are already freed)."""
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False
+
+
+def _wait_exit(proc: psutil.Process, timeout_s: float, poll_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if _exited(proc):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+
+
+def _refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_users: bool) -> str | None:
+    try:
+        actual = proc.create_time()
+        uid = proc.uids().real
+    except psutil.NoSuchProcess:
+        return None  # handled by the caller as "gone"
+    if not start_time_matches(actual, start_time):
+        return (f"PID {pid} was reused: the process now there started at {actual:.2f}, "
+                f"not at {start_time:.2f} as expected")
+    if uid != os.getuid():
+        owner = _user_of(proc, uid)
+        if os.geteuid() != 0:
+            return f"PID {pid} belongs to user {owner}, not to you"
+        if not allow_other_users:
+            return f"PID {pid} belongs to user {owner}; killing other users' processes needs an explicit flag"
+    return None
+
+
+def kill_checked(pid: int, start_time: float, *, grace_s: float = 10.0, allow_other_users: bool = False,
+                 kill_wait_s: float = 10.0, poll_s: float = 0.05) -> KillResult:
+    """SIGTERM, wait ``grace_s``, SIGKILL, wait ``kill_wait_s``; only after every check passed."""
+    if pid <= 1:
+        return KillResult(pid, False, "refused", f"refusing to signal PID {pid}", 0.0)
+    if pid in self_and_ancestors():
+        return KillResult(pid, False, "refused", f"PID {pid} is this console or one of its ancestors", 0.0)
+    try:
+        proc = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return KillResult(pid, True, "gone", f"PID {pid} has already exited", 0.0)
+    reason = _refusal(pid, start_time, proc, allow_other_users)
+    if reason:
+        return KillResult(pid, False, "refused", reason, 0.0)
+    if _exited(proc):
+        try:
+            parent = f"; its parent PID {proc.ppid()} must reap it"
+        except psutil.Error:
+            parent = ""
+        return KillResult(pid, True, "gone", f"PID {pid} has already exited (defunct{parent})", 0.0)
+    t0 = time.monotonic()
+    try:
+        proc.send_signal(signal.SIGTERM)  # psutil re-checks the start time before signalling
+    except psutil.NoSuchProcess:
+        return KillResult(pid, True, "gone", f"PID {pid} exited before the signal", 0.0)
+    except psutil.AccessDenied:
+        return KillResult(pid, False, "refused", f"no permission to signal PID {pid}", 0.0)
+    if _wait_exit(proc, grace_s, poll_s):
+        took = time.monotonic() - t0
+        return KillResult(pid, True, "terminated", f"PID {pid} exited after SIGTERM in {took:.1f} s", took)
+    try:
+        proc.send_signal(signal.SIGKILL)
+    except psutil.NoSuchProcess:
+        took = time.monotonic() - t0
+        return KillResult(pid, True, "terminated", f"PID {pid} exited after SIGTERM in {took:.1f} s", took)
+    except psutil.AccessDenied:
+        return KillResult(pid, False, "refused", f"no permission to SIGKILL PID {pid}", time.monotonic() - t0)
+    if _wait_exit(proc, kill_wait_s, poll_s):
+        took = time.monotonic() - t0
+        return KillResult(pid, True, "killed",
+                          f"PID {pid} ignored SIGTERM for {grace_s:g} s; SIGKILL ended it ({took:.1f} s in all)", took)
+    took = time.monotonic() - t0
+    return KillResult(pid, False, "killed",
+                      f"PID {pid} still alive {kill_wait_s:g} s after SIGKILL (stuck in the kernel, D state?)", took)
+
+
+def gpu_released(snap: GpuSnapshot, pids: Iterable[int], devices: Iterable[int] | None,
+                 tolerance_mib: float) -> bool:
+    """No listed PID on the devices and memory used at or below the tolerance on each.
+    Without a GPU there is nothing to wait for."""
+    if not snap.available:
+        return True
+    pids = set(pids)
+    wanted = None if devices is None else set(devices)
+    for g in snap.gpus:
+        if wanted is not None and g.index not in wanted:
+            continue
+        if g.processes and pids.intersection(p.pid for p in g.processes):
+            return False
+        if g.mem_used_mib is not None and g.mem_used_mib > tolerance_mib:
+            return False
+    return True
+
+
+def wait_gpu_released(backend: GpuBackend, pids: set[int], *, devices: list[int] | None = None,
+                      tolerance_mib: float = 1024, timeout_s: float = 90, poll_s: float = 0.5) -> tuple[bool, float]:
+    """Poll until :func:`gpu_released`; (released, seconds waited). ``devices=None``: all GPUs."""
+    t0 = time.monotonic()
+    while True:
+        if gpu_released(backend.snapshot(), pids, devices, tolerance_mib):
+            return True, time.monotonic() - t0
+        if time.monotonic() - t0 >= timeout_s:
+            return False, time.monotonic() - t0
+        time.sleep(poll_s)

@@ -1,0 +1,226 @@
+"""The NVML backend: every pynvml call behind one wrapper that degrades field by field.
+
+Each field is read through a chain of NVML symbols, newest first (e.g. the ``_v3`` process
+query, then ``_v2``). A symbol the driver lacks (``NVMLError_FunctionNotFound``) is
+remembered and skipped from then on; any other error makes just that field ``None`` with a
+short reason. Names and UUIDs never change, so they are read once.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot, unavailable
+
+LIBRARY_NAME = "libnvidia-ml.so.1"
+MIB = 1024.0 * 1024.0
+
+# NVML return codes (nvml.h); kept here so reasons read well without pynvml loaded.
+_NOT_SUPPORTED = 3
+_NO_PERMISSION = 4
+_DRIVER_NOT_LOADED = 9
+_LIBRARY_NOT_FOUND = 12
+_FUNCTION_NOT_FOUND = 13
+_GPU_IS_LOST = 15
+_LIB_RM_VERSION_MISMATCH = 18
+
+_INIT_REASONS = {
+    _LIBRARY_NOT_FOUND: f"NVIDIA driver library {LIBRARY_NAME} not found (no NVIDIA driver installed)",
+    _DRIVER_NOT_LOADED: "NVIDIA driver not loaded",
+    _NO_PERMISSION: "no permission to use NVML",
+    _LIB_RM_VERSION_MISMATCH: "NVML library and kernel driver versions differ (driver updated without reboot?)",
+    _FUNCTION_NOT_FOUND: "NVML library too old (init function missing)",
+}
+
+_FIELD_REASONS = {
+    _FUNCTION_NOT_FOUND: "not in this driver",
+    _NOT_SUPPORTED: "not supported",
+    _NO_PERMISSION: "no permission",
+    _GPU_IS_LOST: "GPU lost",
+}
+
+
+class NvmlUnavailable(Exception):
+    """NVML cannot be used at all; the message is the user-facing reason."""
+
+
+def _load_library(nv: Any, lib_path: Path | str) -> None:
+    """Make pynvml use this library file instead of asking the dynamic loader."""
+    path = Path(lib_path)
+    if path.is_dir():
+        path = path / LIBRARY_NAME
+    with nv.libLoadLock:
+        loaded = nv.nvmlLib
+        if loaded is None:
+            try:
+                nv.nvmlLib = ctypes.CDLL(str(path))
+            except OSError as exc:
+                raise NvmlUnavailable(f"cannot load {path}: {exc}") from None
+        elif getattr(loaded, "_name", None) != str(path):
+            raise NvmlUnavailable(f"pynvml already uses {getattr(loaded, '_name', '?')} in this process")
+
+
+def _error_code(exc: BaseException) -> int | None:
+    return getattr(exc, "value", None)
+
+
+class NvmlBackend:
+    name = "nvml"
+
+    def __init__(self, lib_path: Path | str | None = None) -> None:
+        try:
+            import pynvml
+        except ImportError:
+            raise NvmlUnavailable("nvidia-ml-py (pynvml) is not installed") from None
+        self._nv = pynvml
+        if lib_path is not None:
+            _load_library(pynvml, lib_path)
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            raise NvmlUnavailable(_INIT_REASONS.get(_error_code(exc), f"NVML init failed: {exc}")) from None
+        except OSError as exc:
+            raise NvmlUnavailable(f"NVML init failed: {exc}") from None
+        self._lock = threading.Lock()
+        self._open = True
+        self._missing: set[str] = set()
+        self._handles: dict[int, Any] = {}
+        self._static: dict[int, tuple[str | None, str | None]] = {}
+        self._driver, _ = self._first([("nvmlSystemGetDriverVersion", pynvml.nvmlSystemGetDriverVersion)])
+
+    # -- the one wrapper ------------------------------------------------------------------
+    def _first(self, ways: list[tuple[str, Callable[[], Any]]]) -> tuple[Any, str | None]:
+        """The first way that works: (value, None); else (None, reason of the last failure)."""
+        reason = "not in this driver"
+        for symbol, call in ways:
+            if symbol in self._missing:
+                continue
+            try:
+                return call(), None
+            except self._nv.NVMLError as exc:
+                code = _error_code(exc)
+                if code == _FUNCTION_NOT_FOUND:
+                    self._missing.add(symbol)
+                reason = _FIELD_REASONS.get(code) or str(exc)
+            except Exception as exc:  # a ctypes-level surprise must not cost the snapshot
+                reason = f"{type(exc).__name__}: {exc}"
+        return None, reason
+
+    # -- fields ---------------------------------------------------------------------------
+    def _memory(self, h: Any) -> tuple[Any, str | None]:
+        nv = self._nv
+        ways = []
+        if hasattr(nv, "nvmlMemory_v2"):  # v2: "used" excludes driver-reserved memory
+            ways.append(("nvmlDeviceGetMemoryInfo_v2", lambda: nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2)))
+        ways.append(("nvmlDeviceGetMemoryInfo", lambda: nv.nvmlDeviceGetMemoryInfo(h)))
+        return self._first(ways)
+
+    def _temperature(self, h: Any) -> tuple[Any, str | None]:
+        nv = self._nv
+        ways = []
+        if hasattr(nv, "nvmlDeviceGetTemperatureV"):
+            ways.append(("nvmlDeviceGetTemperatureV", lambda: nv.nvmlDeviceGetTemperatureV(h, nv.NVML_TEMPERATURE_GPU)))
+        ways.append(("nvmlDeviceGetTemperature", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)))
+        return self._first(ways)
+
+    def _processes(self, h: Any) -> tuple[Any, str | None]:
+        nv = self._nv
+        ways = [(f"nvmlDeviceGetComputeRunningProcesses_{v}", getattr(nv, f"nvmlDeviceGetComputeRunningProcesses_{v}"))
+                for v in ("v3", "v2") if hasattr(nv, f"nvmlDeviceGetComputeRunningProcesses_{v}")]
+        return self._first([(sym, (lambda fn=fn: fn(h))) for sym, fn in ways])
+
+    def _static_info(self, index: int, h: Any, na: dict[str, str]) -> tuple[str | None, str | None]:
+        if index in self._static:
+            return self._static[index]
+        nv = self._nv
+        name, why_name = self._first([("nvmlDeviceGetName", lambda: nv.nvmlDeviceGetName(h))])
+        uuid, why_uuid = self._first([("nvmlDeviceGetUUID", lambda: nv.nvmlDeviceGetUUID(h))])
+        if why_name is None and why_uuid is None:
+            self._static[index] = (name, uuid)
+        if why_name:
+            na["name"] = why_name
+        if why_uuid:
+            na["uuid"] = why_uuid
+        return name, uuid
+
+    def _gpu(self, index: int) -> GpuInfo:
+        nv = self._nv
+        h = self._handles.get(index)
+        if h is None:
+            h, why = self._first([("nvmlDeviceGetHandleByIndex_v2", lambda: nv.nvmlDeviceGetHandleByIndex(index))])
+            if h is None:
+                fields = ("name", "uuid", "util_pct", "mem_used_mib", "mem_total_mib", "temp_c", "power_w",
+                          "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "processes")
+                return GpuInfo(index=index, na={f: f"no handle: {why}" for f in fields})
+            self._handles[index] = h
+        na: dict[str, str] = {}
+        name, uuid = self._static_info(index, h, na)
+        util, why = self._first([("nvmlDeviceGetUtilizationRates", lambda: nv.nvmlDeviceGetUtilizationRates(h))])
+        if why:
+            na["util_pct"] = why
+        mem, why = self._memory(h)
+        if why:
+            na["mem_used_mib"] = na["mem_total_mib"] = why
+        temp, why = self._temperature(h)
+        if why:
+            na["temp_c"] = why
+        power, why = self._first([("nvmlDeviceGetPowerUsage", lambda: nv.nvmlDeviceGetPowerUsage(h))])
+        if why:
+            na["power_w"] = why
+        limit, why = self._first([
+            ("nvmlDeviceGetEnforcedPowerLimit", lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h)),
+            ("nvmlDeviceGetPowerManagementLimit", lambda: nv.nvmlDeviceGetPowerManagementLimit(h)),
+        ])
+        if why:
+            na["power_limit_w"] = why
+        sm, why = self._first([("nvmlDeviceGetClockInfo", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))])
+        if why:
+            na["sm_clock_mhz"] = why
+        memclk, why = self._first([("nvmlDeviceGetClockInfo", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM))])
+        if why:
+            na["mem_clock_mhz"] = why
+        procs, why = self._processes(h)
+        if why:
+            na["processes"] = why
+        return GpuInfo(
+            index=index, name=name, uuid=uuid,
+            util_pct=None if util is None else float(util.gpu),
+            mem_used_mib=None if mem is None else mem.used / MIB,
+            mem_total_mib=None if mem is None else mem.total / MIB,
+            temp_c=None if temp is None else float(temp),
+            power_w=None if power is None else power / 1000.0,
+            power_limit_w=None if limit is None else limit / 1000.0,
+            sm_clock_mhz=None if sm is None else float(sm),
+            mem_clock_mhz=None if memclk is None else float(memclk),
+            processes=None if procs is None else tuple(
+                GpuProcess(int(p.pid), None if p.usedGpuMemory is None else p.usedGpuMemory / MIB) for p in procs),
+            na=na,
+        )
+
+    # -- protocol -------------------------------------------------------------------------
+    def snapshot(self) -> GpuSnapshot:
+        with self._lock:
+            if not self._open:
+                return unavailable("NVML backend closed", backend=self.name, driver=self._driver)
+            count, why = self._first([("nvmlDeviceGetCount_v2", self._nv.nvmlDeviceGetCount)])
+            if count is None:
+                return unavailable(f"NVML cannot count GPUs: {why}", backend=self.name, driver=self._driver)
+            if count == 0:
+                return unavailable("NVML reports no GPU", backend=self.name, driver=self._driver)
+            taken_at = time.time()
+            gpus = tuple(self._gpu(i) for i in range(count))
+            return GpuSnapshot(available=True, backend=self.name, reason=None, driver=self._driver,
+                               taken_at=taken_at, gpus=gpus)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+            try:
+                self._nv.nvmlShutdown()
+            except Exception:
+                pass  # a driver that vanished cannot be shut down; nothing to release

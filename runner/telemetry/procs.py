@@ -1,0 +1,292 @@
+"""Which processes matter to a launch: GPU processes outside the run, orphans of earlier
+attempts, defunct children, holders of the rendezvous port.
+
+The facts about each process are gathered once (psutil, NVML snapshot, socket table) and
+labelled by :func:`classify`, a pure function. Labels:
+
+* ``foreign_gpu``: holds GPU memory and is not in the supervised run's tree;
+* ``orphan``: a live leftover of this run (our run id in its environment, or a tracked
+  PID whose start time still matches) outside the current tree, or a leftover of any
+  moeconsole run that is over;
+* ``defunct``: exited but not reaped (Z state), child of us, of the run or of a leftover;
+  it holds no memory and cannot be killed, only reaped by its parent;
+* ``port_holder``: has a socket bound to the run's rendezvous port;
+* ``run_tree``: part of the supervised run (shown, never a blocker).
+
+Killing lives in :mod:`runner.telemetry.kill` and is re-exported here.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import psutil
+
+from runner import rundir
+from runner.telemetry.gpu import GpuSnapshot
+from runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
+    KillResult, kill_checked, self_and_ancestors, start_time_matches, wait_gpu_released)
+from runner.telemetry.redact import redact_cmdline
+
+RUN_ID_ENV = "MOECONSOLE_RUN_ID"
+RUN_DIR_ENV = "MOECONSOLE_RUN_DIR"
+
+FOREIGN_GPU, ORPHAN, DEFUNCT, PORT_HOLDER, RUN_TREE = "foreign_gpu", "orphan", "defunct", "port_holder", "run_tree"
+# Labels that stop a launch. Defunct processes hold nothing but a PID, so they are shown, not blocking.
+BLOCKING = frozenset({FOREIGN_GPU, ORPHAN, PORT_HOLDER})
+
+
+@dataclass(frozen=True)
+class ProcFacts:
+    """What is known about one process, as plain booleans (input of :func:`classify`)."""
+    on_gpu: bool = False
+    in_run_tree: bool = False
+    belongs_to_run: bool = False      # our run id in its env, or a tracked PID with matching start time
+    marker_run_live: bool = False     # carries a moeconsole run marker of a run that is still live
+    marker_run_over: bool = False     # carries a marker of a run that is over (or whose dir is gone)
+    zombie: bool = False
+    parent_relevant: bool = False     # its parent is us, the run tree, a tracked or a marked process
+    holds_port: bool = False
+    run_context: bool = False         # a run id or run tree was given (pre-flight), else a bare survey
+
+
+def classify(f: ProcFacts) -> tuple[str, ...]:
+    """Labels for one process; empty when it does not matter to a launch."""
+    # Without a run context (``moeconsole gpus``), processes of a live supervised run are
+    # that run's own, not strangers.
+    supervised = f.in_run_tree or (not f.run_context and f.marker_run_live and not f.belongs_to_run)
+    labels: list[str] = []
+    if supervised:
+        labels.append(RUN_TREE)
+    if f.on_gpu and not supervised:
+        labels.append(FOREIGN_GPU)
+    if not supervised and not f.zombie and (f.belongs_to_run or f.marker_run_over):
+        labels.append(ORPHAN)
+    if f.zombie and (f.parent_relevant or f.belongs_to_run or f.in_run_tree):
+        labels.append(DEFUNCT)
+    if f.holds_port:
+        labels.append(PORT_HOLDER)
+    if labels == [RUN_TREE] and not f.on_gpu:
+        return ()
+    return tuple(labels)
+
+
+def fmt_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    start_time: float | None          # psutil create_time; None when the PID is not visible here
+    uid: int | None
+    user: str | None
+    cmdline: str                      # secrets redacted
+    age_s: float | None
+    gpu_mem_mib: float | None         # summed over GPUs; None when on no GPU or unknown
+    gpus: tuple[int, ...]
+    labels: tuple[str, ...]
+    ppid: int | None = None
+    status: str | None = None         # psutil status: "running", "sleeping", "zombie", ...
+    run_id: str | None = None         # the moeconsole run marker in its environment
+    visible: bool = True              # False: the driver lists a PID this namespace cannot see
+
+    @property
+    def blocker(self) -> bool:
+        return RUN_TREE not in self.labels and bool(BLOCKING.intersection(self.labels))
+
+    def describe(self, width: int = 60) -> str:
+        """One human line: PID, owner, age, command, memory, labels."""
+        if not self.visible:
+            who = "not visible here: another PID namespace?"
+        else:
+            cmd = self.cmdline if len(self.cmdline) <= width else self.cmdline[: width - 3] + "..."
+            who = f"{self.user or '?'}, {fmt_age(self.age_s)}, {cmd or '?'}"
+        mem = ""
+        if self.gpus:
+            amount = "?" if self.gpu_mem_mib is None else f"{self.gpu_mem_mib:.0f}"
+            mem = f" {amount} MiB on GPU {','.join(map(str, self.gpus))}"
+        return f"PID {self.pid} ({who}){mem} [{', '.join(self.labels)}]"
+
+    def to_dict(self) -> dict:
+        return {
+            "pid": self.pid, "start_time": self.start_time, "uid": self.uid, "user": self.user,
+            "cmdline": self.cmdline, "age_s": self.age_s, "gpu_mem_mib": self.gpu_mem_mib,
+            "gpus": list(self.gpus), "labels": list(self.labels), "blocker": self.blocker,
+            "ppid": self.ppid, "status": self.status, "run_id": self.run_id, "visible": self.visible,
+        }
+
+
+# -- gathering facts ------------------------------------------------------------------------
+
+@dataclass
+class _Row:
+    pid: int
+    ppid: int | None
+    uid: int | None
+    status: str | None
+    create_time: float | None
+    run_id: str | None = None
+    run_dir: str | None = None
+
+
+def _is_kernel_thread(pid: int, ppid: int | None) -> bool:
+    return pid == 2 or ppid == 2
+
+
+def _scan(read_env: bool) -> dict[int, _Row]:
+    """Every process with the cheap facts; the run markers from the environment of the
+    processes we may read (our own uid, or all when root)."""
+    my_uid, root = os.getuid(), os.geteuid() == 0
+    rows: dict[int, _Row] = {}
+    for p in psutil.process_iter(["pid", "ppid", "uids", "status", "create_time"]):
+        info = p.info
+        uids = info.get("uids")
+        row = _Row(pid=info["pid"], ppid=info.get("ppid"), uid=uids.real if uids else None,
+                   status=info.get("status"), create_time=info.get("create_time"))
+        rows[row.pid] = row
+        if not read_env or _is_kernel_thread(row.pid, row.ppid) or row.status == psutil.STATUS_ZOMBIE:
+            continue
+        if not root and row.uid != my_uid:
+            continue
+        try:
+            env = p.environ()
+        except (psutil.Error, OSError):
+            continue
+        row.run_id = env.get(RUN_ID_ENV)
+        row.run_dir = env.get(RUN_DIR_ENV)
+    return rows
+
+
+def port_users(port: int) -> tuple[set[int], int]:
+    """(PIDs with a socket bound to local ``port``, number of TIME_WAIT sockets on it)."""
+    try:
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return set(), 0
+    pids: set[int] = set()
+    time_wait = 0
+    for c in conns:
+        if not c.laddr or c.laddr.port != port:
+            continue
+        if c.status == psutil.CONN_TIME_WAIT:
+            time_wait += 1
+        elif c.pid:
+            pids.add(c.pid)
+    return pids, time_wait
+
+
+def _run_is_live(run_dir: str | None, cache: dict[str, bool]) -> bool:
+    """A marked run is live unless its state says it ended or its directory is gone."""
+    if not run_dir:
+        return True  # a marker without a directory: cannot tell, assume it is somebody's live run
+    if run_dir not in cache:
+        path = Path(run_dir)
+        if not path.is_dir():
+            cache[run_dir] = False
+        else:
+            cache[run_dir] = rundir.RunDir(path).read_state().get("status") not in rundir.TERMINAL
+    return cache[run_dir]
+
+
+def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[int, float | None],
+               now: float) -> ProcInfo:
+    gpus = tuple(sorted(usage))
+    known = [v for v in usage.values() if v is not None]
+    mem = sum(known) if known else None
+    if row is None:
+        return ProcInfo(pid=pid, start_time=None, uid=None, user=None, cmdline="", age_s=None,
+                        gpu_mem_mib=mem, gpus=gpus, labels=labels, visible=False)
+    user, cmdline = None, ""
+    try:
+        p = psutil.Process(pid)
+        user = p.username()
+        cmdline = redact_cmdline(p.cmdline()) or f"[{p.name()}]"
+    except (psutil.Error, OSError):
+        pass
+    if user is None and row.uid is not None:
+        user = str(row.uid)
+    age = None if row.create_time is None else now - row.create_time
+    return ProcInfo(pid=pid, start_time=row.create_time, uid=row.uid, user=user, cmdline=cmdline, age_s=age,
+                    gpu_mem_mib=mem, gpus=gpus, labels=labels, ppid=row.ppid, status=row.status,
+                    run_id=row.run_id, visible=True)
+
+
+def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
+                  tracked: dict[int, float] | None = None, port: int | None = None,
+                  run_tree: set[int] | None = None) -> list[ProcInfo]:
+    """Every process that matters to a launch, labelled; blockers first, then by GPU memory.
+
+    ``run_tree``: PIDs of the supervised run as it is now (their GPU use is shown with the
+    ``run_tree`` label). ``tracked``: {pid: start_time} the runner recorded for earlier
+    attempts. ``run_id``: this run's id, as in its processes' ``MOECONSOLE_RUN_ID``."""
+    now = time.time()
+    tracked = tracked or {}
+    tree = set(run_tree or ())
+    usage = gpu.pid_usage() if gpu is not None else {}
+    holders, _ = port_users(port) if port else (set(), 0)
+    rows = _scan(read_env=True)
+    skip = self_and_ancestors()
+    run_context = run_id is not None or run_tree is not None
+    live_cache: dict[str, bool] = {}
+
+    def belongs(row: _Row) -> bool:
+        if run_id is not None and row.run_id == run_id:
+            return True
+        return row.pid in tracked and start_time_matches(row.create_time, tracked[row.pid])
+
+    relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
+    candidates = set(usage) | holders | {pid for pid, row in rows.items()
+                                         if row.run_id or belongs(row) or row.status == psutil.STATUS_ZOMBIE}
+    found: list[ProcInfo] = []
+    for pid in candidates - skip:
+        row = rows.get(pid)
+        if row is None:
+            if pid in usage:  # listed by the driver, invisible here
+                labels = (RUN_TREE,) if pid in tree else (FOREIGN_GPU,)
+                found.append(_proc_info(pid, None, labels, usage[pid], now))
+            continue
+        marked_live = bool(row.run_id) and _run_is_live(row.run_dir, live_cache)
+        facts = ProcFacts(
+            on_gpu=pid in usage,
+            in_run_tree=pid in tree,
+            belongs_to_run=belongs(row),
+            marker_run_live=marked_live,
+            marker_run_over=bool(row.run_id) and not marked_live,
+            zombie=row.status == psutil.STATUS_ZOMBIE,
+            parent_relevant=row.ppid in relevant_parents,
+            holds_port=pid in holders,
+            run_context=run_context,
+        )
+        labels = classify(facts)
+        if labels:
+            found.append(_proc_info(pid, row, labels, usage.get(pid, {}), now))
+    found.sort(key=lambda p: (not p.blocker, -(p.gpu_mem_mib or 0.0), p.pid))
+    return found
+
+
+def blockers_on(procs: Iterable[ProcInfo], devices: Iterable[int] | None) -> list[ProcInfo]:
+    """The blockers that matter for these GPUs: GPU strangers only on the listed devices;
+    orphans and port holders always."""
+    wanted = None if devices is None else set(devices)
+    out = []
+    for p in procs:
+        if not p.blocker:
+            continue
+        if (wanted is not None and set(p.labels) == {FOREIGN_GPU} and p.gpus
+                and not wanted.intersection(p.gpus)):
+            continue
+        out.append(p)
+    return out
