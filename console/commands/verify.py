@@ -1,0 +1,181 @@
+"""``moeconsole verify PATH|RUN [--full] [--compare OTHER] [--json]``
+
+PATH may be a checkpoint directory, a single .safetensors file, or a directory holding several
+checkpoints (each is verified, newest first). Anything else is taken as a run: its checkpoints
+are those under ``state.json``'s ``checkpoint_root`` (else ``<run>/output``), checked against
+the run's current recipe hash (drift) and its grad-norm history (suspect saves).
+
+Exit 0: every checkpoint ok (and, with --compare, identical); 1: any bad, none found, or
+different; 2: unreadable input.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner import jsonio, paths, rundir
+from runner.checkpoints import suspect
+from runner.checkpoints.compare import Comparison, compare_checkpoints
+from runner.checkpoints.discover import Checkpoint, find_checkpoints
+from runner.checkpoints.safetensors_file import human_bytes, human_count
+from runner.checkpoints.verify import CheckpointVerdict, verify_found
+from runner.errors import InputError
+
+_HELPER_FILES = (".safetensors.index.json", "adapter_config.json", "config.json")
+
+
+@dataclass
+class Target:
+    """What the user named, resolved to checkpoints and run context."""
+    label: str
+    root: Path
+    checkpoints: list[Checkpoint]
+    expected_recipe_hash: str | None = None
+    grad_norms: list[tuple[int, float]] = field(default_factory=list)
+    run_id: str | None = None
+
+
+def _path_target(p: Path) -> Target:
+    if p.is_file():
+        if p.name.endswith(".safetensors"):
+            return Target(str(p), p, [Checkpoint(p, None, "file")])
+        if p.name.endswith(_HELPER_FILES):
+            return _path_target(p.parent)
+        raise InputError(f"{p}: not a .safetensors file or a checkpoint directory")
+    if not os.access(p, os.R_OK | os.X_OK):
+        raise InputError(f"{p}: permission denied")
+    return Target(str(p), p, find_checkpoints(p))
+
+
+def _run_target(run: rundir.RunDir) -> Target:
+    state = run.read_state()
+    root = Path(state.get("checkpoint_root") or run.path / "output")
+    points = suspect.points_from_records(rec for _, rec in jsonio.iter_jsonl(run.metrics))
+    expected = state.get("recipe_hash") if isinstance(state.get("recipe_hash"), str) else None
+    return Target(f"run {run.run_id}", root, find_checkpoints(root), expected, points, run.run_id)
+
+
+def resolve_target(ref: str, runs_dir: str | None) -> Target:
+    p = Path(ref).expanduser()
+    if p.exists() and not (p.is_dir() and rundir.is_run_dir(p)):
+        return _path_target(p)
+    base = paths.runs_base(runs_dir)
+    try:
+        return _run_target(rundir.resolve(base, ref))
+    except InputError as exc:
+        if p.exists():
+            raise
+        raise InputError(f"{ref}: no such checkpoint path, and {exc}") from None
+
+
+def _pairs(a: list[Checkpoint], b: list[Checkpoint]) -> list[tuple[Checkpoint, Checkpoint]]:
+    """Two single checkpoints pair up; otherwise checkpoints pair by step (and merged-ness)."""
+    if len(a) == 1 and len(b) == 1:
+        return [(a[0], b[0])]
+    index = {(c.step, c.layout == "merged"): c for c in b if c.step is not None}
+    return [(c, index[(c.step, c.layout == "merged")]) for c in a if (c.step, c.layout == "merged") in index]
+
+
+# --- output -------------------------------------------------------------------------
+
+def _counts(v: CheckpointVerdict) -> str:
+    if not v.tensors and v.layout == "megatron":
+        return f"{'-':>6} tensors {'-':>7} params"
+    return f"{v.tensors:>6} tensors {human_count(v.params):>7} params"
+
+
+def _verdict_lines(v: CheckpointVerdict) -> list[str]:
+    word = "ok" if v.ok else v.verdict.upper()
+    lines = [f"{word:<15} {v.path}  {_counts(v)}  {v.reason}"]
+    for p in v.problems[1:4] if not v.ok else ():
+        lines.append(f"    also {p['verdict']}: {p['reason']}")
+    if v.suspect:
+        lines.append(f"    SUSPECT: {v.suspect_reason}")
+    if v.drift:
+        lines.append(f"    DRIFT: saved under recipe {v.recipe_hash}, the run's recipe is now different")
+    if v.full:
+        f = v.full
+        speed = f"{f['mb_per_s']} MB/s" if f.get("mb_per_s") else "-"
+        lines.append(f"    {f['hash_algo']} {f['hash'] or '-'}  {human_bytes(f['bytes'])} hashed at {speed}; "
+                     f"{f['tensors_scanned']} tensors scanned, {f['nonfinite_tensors']} with NaN/inf, "
+                     f"{f['zero_tensor_count']} all zeros")
+    for note in v.notes:
+        lines.append(f"    note: {note}")
+    return lines
+
+
+def _compare_lines(c: Comparison) -> list[str]:
+    if c.identical:
+        return [f"IDENTICAL       {c.a}  ==  {c.b}  ({len(c.files)} weight files, equal sha256)"]
+    lines = [f"DIFFERENT       {c.a}  !=  {c.b}"]
+    for name in c.only_a:
+        lines.append(f"    only in the first: {name}")
+    for name in c.only_b:
+        lines.append(f"    only in the second: {name}")
+    for m in c.mismatched[:10]:
+        lines.append(f"    {m['file']}:{m['tensor']}: {m['a'] or 'absent'} vs {m['b'] or 'absent'}")
+    differ = c.to_dict()["tensors_differ"]
+    if differ:
+        lines.append(f"    {len(c.differ)} of {c.tensors_compared} tensors differ:")
+    for d in differ[:20]:
+        mad = "unknown" if d["max_abs_diff"] is None else f"{d['max_abs_diff']:.6g}"
+        lines.append(f"      {d['tensor']}  max abs diff {mad}  ({d['n_diff']}/{d['numel']} elements)")
+    if len(differ) > 20:
+        lines.append(f"      ... {len(c.differ) - 20} more")
+    for note in c.notes:
+        lines.append(f"    note: {note}")
+    return lines
+
+
+def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
+    if not verdicts:
+        return f"no checkpoints found under {target.root}"
+    bad: dict[str, int] = {}
+    for v in verdicts:
+        if not v.ok:
+            bad[v.verdict] = bad.get(v.verdict, 0) + 1
+    good = [v for v in verdicts if v.ok]
+    text = f"{len(verdicts)} checkpoint{'s' if len(verdicts) != 1 else ''}: {len(good)} ok"
+    if bad:
+        text += f", {sum(bad.values())} bad (" + ", ".join(f"{n} {k}" for k, n in sorted(bad.items())) + ")"
+    newest = good[0] if good else None
+    text += f"; newest ok: {newest.path}" if newest else "; none verified ok"
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    target = resolve_target(args.target, args.runs_dir)
+    kwargs = {"full": args.full, "expected_recipe_hash": target.expected_recipe_hash,
+              "grad_norms": target.grad_norms or None}
+    comparisons: list[Comparison] = []
+    if args.compare:
+        other = resolve_target(args.compare, args.runs_dir)
+        pairs = _pairs(target.checkpoints, other.checkpoints)
+        if not pairs:
+            raise InputError(f"nothing to compare: {target.label} and {other.label} have no checkpoints "
+                             "at the same step")
+        checkpoints = [a for a, _ in pairs] + [b for _, b in pairs]
+        comparisons = [compare_checkpoints(a.path, b.path) for a, b in pairs]
+        verdicts = [verify_found(c, **kwargs) for c in checkpoints[:len(pairs)]]
+        verdicts += [verify_found(c, full=args.full, expected_recipe_hash=other.expected_recipe_hash,
+                                  grad_norms=other.grad_norms or None) for c in checkpoints[len(pairs):]]
+    else:
+        verdicts = [verify_found(c, **kwargs) for c in target.checkpoints]
+    ok = bool(verdicts) and all(v.ok for v in verdicts) and all(c.identical for c in comparisons)
+    if args.json:
+        out = {"v": 1, "target": target.label, "checkpoints": [v.to_dict() for v in verdicts], "ok": ok}
+        if args.compare:
+            out["compare"] = [c.to_dict() for c in comparisons]
+        sys.stdout.write(jsonio.dumps(out) + "\n")
+    else:
+        lines: list[str] = []
+        for v in verdicts:
+            lines += _verdict_lines(v)
+        for c in comparisons:
+            lines += _compare_lines(c)
+        lines.append(_summary(target, verdicts))
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 0 if ok else 1

@@ -1,0 +1,195 @@
+"""Find the checkpoints of a run or a directory, newest first.
+
+Layouts we recognise (see docs/checkpoints.md):
+
+- ms-swift / HF Trainer: ``checkpoint-N/`` holding ``adapter_model.safetensors`` (+ config),
+  ``model.safetensors``, or shards ``model-0000X-of-0000Y.safetensors`` + an index;
+  ``checkpoint-N-merged/`` from a LoRA merge; ms-swift puts runs in ``v<N>-<time>/`` subdirs.
+- Megatron: ``iter_0000100/`` dirs next to ``latest_checkpointed_iteration.txt``; ms-swift 4.x
+  Megatron nests one such dir (and its tracker) inside each ``checkpoint-N/``.
+- The demo trainer uses the ms-swift layout.
+
+Discovery only lists directories (no file is opened except ``trainer_state.json`` for the
+step of a directory whose name has none), so the runner can call it every second.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
+ITER_DIR = re.compile(r"^iter_(\d{7,})$")
+TRACKER = "latest_checkpointed_iteration.txt"
+SIDECAR_NAME = "moeconsole.json"
+
+LAYOUTS = ("hf_adapter", "hf_full", "hf_sharded", "merged", "megatron", "file", "unknown")
+
+# Directories that never hold checkpoints: TensorBoard runs, plots, caches.
+_SKIP_DIRS = frozenset({"runs", "images", "logs", "__pycache__", "wandb", "swanlab", "tensorboard"})
+_MAX_DEPTH = 3
+_MAX_DIRS = 20000
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    step: int | None
+    layout: str   # one of LAYOUTS
+
+    def to_dict(self) -> dict:
+        return {"path": str(self.path), "step": self.step, "layout": self.layout}
+
+
+def _names(path: Path) -> tuple[set[str], set[str]]:
+    """(file names, dir names) directly inside ``path``; empty when unreadable."""
+    files: set[str] = set()
+    dirs: set[str] = set()
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir():
+                        dirs.add(entry.name)
+                    else:
+                        files.add(entry.name)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return files, dirs
+
+
+def is_megatron_iter_dir(path: Path) -> bool:
+    return bool(ITER_DIR.match(path.name)) or (path.name == "release" and (path.parent / TRACKER).is_file())
+
+
+def layout_of(path: Path) -> str | None:
+    """The layout of a checkpoint directory, or None if ``path`` is not one."""
+    if path.is_file():
+        return "file" if path.name.endswith(".safetensors") else None
+    if not path.is_dir():
+        return None
+    if is_megatron_iter_dir(path):
+        return "megatron"
+    files, dirs = _names(path)
+    named = CHECKPOINT_DIR.match(path.name)
+    if named and named.group(2):
+        return "merged"
+    if "adapter_model.safetensors" in files or "adapter_config.json" in files or "adapter_model.bin" in files:
+        return "hf_adapter"
+    if any(f.endswith(".safetensors.index.json") for f in files):
+        return "hf_sharded"
+    if any(f.endswith(".safetensors") for f in files):
+        return "hf_full"
+    if named and any(ITER_DIR.match(d) for d in dirs):
+        return "megatron"           # ms-swift 4.x Megatron checkpoint-N/ without HF weights
+    if named:
+        return "unknown"            # a checkpoint-N/ dir with nothing recognisable in it
+    return None
+
+
+def step_of(path: Path) -> int | None:
+    """The training step a checkpoint was saved at, from its name, else trainer_state.json."""
+    m = CHECKPOINT_DIR.match(path.name) or ITER_DIR.match(path.name)
+    if m:
+        return int(m.group(1))
+    if path.is_dir():
+        try:
+            with open(path / "trainer_state.json") as f:
+                step = json.load(f).get("global_step")
+            if isinstance(step, int) and not isinstance(step, bool):
+                return step
+        except (OSError, ValueError, AttributeError):
+            pass
+    return None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def sort_newest_first(checkpoints: list[Checkpoint]) -> list[Checkpoint]:
+    return sorted(checkpoints, key=lambda c: (c.step is not None, c.step or 0, _mtime(c.path)), reverse=True)
+
+
+def _is_container(path: Path) -> bool:
+    """Does ``path`` hold checkpoints (checkpoint-N/ or Megatron iter_*/ subdirs)? A Megatron
+    save dir is a container; ms-swift's checkpoint-N/ with one iter dir inside is a checkpoint."""
+    if CHECKPOINT_DIR.match(path.name):
+        return False
+    _files, dirs = _names(path)
+    return any(CHECKPOINT_DIR.match(d) or ITER_DIR.match(d) for d in dirs)
+
+
+def find_checkpoints(root: Path | str) -> list[Checkpoint]:
+    """Checkpoints at or under ``root``, newest first (by step, then modification time).
+
+    ``root`` may be a checkpoint itself (a dir or a single .safetensors file), an output dir,
+    an ms-swift output dir with ``v*/`` run subdirs, or a Megatron save dir. Symlinks such as
+    ms-swift's ``last-checkpoint`` are followed but each checkpoint is listed once."""
+    root = Path(root)
+    if root.is_file():
+        return [Checkpoint(root, None, "file")] if root.name.endswith(".safetensors") else []
+    if not root.is_dir():
+        return []
+    found: dict[Path, Checkpoint] = {}
+    own = layout_of(root)
+    if own is not None:
+        if not _is_container(root):
+            return [Checkpoint(root, step_of(root), own)]
+        found[root.resolve()] = Checkpoint(root, step_of(root), own)   # e.g. a final model saved in output_dir
+    seen_dirs: set[Path] = {root.resolve()}
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    visited = 0
+    while stack and visited < _MAX_DIRS:
+        current, depth = stack.pop()
+        visited += 1
+        _files, dirs = _names(current)
+        for name in sorted(dirs):
+            if name.startswith(".") or name in _SKIP_DIRS:
+                continue
+            child = current / name
+            try:
+                real = child.resolve()
+            except OSError:
+                continue
+            if real in seen_dirs:
+                continue
+            seen_dirs.add(real)
+            child_layout = layout_of(child)
+            if child_layout is not None:
+                # Prefer the real name over a symlink's (``last-checkpoint`` -> checkpoint-30).
+                path = real if child.is_symlink() else child
+                found.setdefault(real, Checkpoint(path, step_of(path), child_layout))
+            if (child_layout is None or _is_container(child)) and depth + 1 < _MAX_DEPTH:
+                stack.append((child, depth + 1))
+    return sort_newest_first(list(found.values()))
+
+
+def tracker_iteration(save_dir: Path) -> int | str | None:
+    """The iteration named by Megatron's tracker file: an int, "release", or None (absent or garbage)."""
+    try:
+        text = (save_dir / TRACKER).read_text(errors="replace").strip()
+    except OSError:
+        return None
+    if text == "release":
+        return "release"
+    return int(text) if text.isdigit() else None
+
+
+def megatron_save_complete(ckpt: Checkpoint) -> bool:
+    """Megatron writes the tracker only after every rank finished saving: an iteration newer than
+    the tracker is still being written (or its save died)."""
+    if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in _names(ckpt.path)[1]):
+        return True
+    tracker_dir = ckpt.path.parent if is_megatron_iter_dir(ckpt.path) else ckpt.path
+    tracked = tracker_iteration(tracker_dir)
+    if tracked == "release" or ckpt.step is None:
+        return tracked is not None
+    return isinstance(tracked, int) and tracked >= ckpt.step

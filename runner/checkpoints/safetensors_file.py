@@ -1,0 +1,286 @@
+"""Fast, strict verification of one safetensors file from its header alone.
+
+A safetensors file is an 8-byte little-endian header length N, N bytes of JSON, then the data
+section. We read the length and the header (after refusing an absurd N) plus one ``fstat``,
+never the data: the check costs the same for a 39 KB stub and a 30 GB shard.
+
+Every problem becomes a verdict with a reason a user can act on; nothing here raises on bad
+input (I/O errors become the ``unreadable`` verdict).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for, numel
+
+DEFAULT_MAX_HEADER_BYTES = 100 << 20   # the safetensors library refuses headers above 100 MB too
+
+OK, EMPTY_STUB, TRUNCATED, CORRUPT_HEADER, OVERLAPPING, UNREADABLE = (
+    "ok", "empty_stub", "truncated", "corrupt_header", "overlapping", "unreadable")
+FILE_VERDICTS = (OK, EMPTY_STUB, TRUNCATED, CORRUPT_HEADER, OVERLAPPING, UNREADABLE)
+
+
+@dataclass(frozen=True)
+class TensorEntry:
+    """One tensor as the header describes it; offsets are relative to the data section."""
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+    @property
+    def numel(self) -> int:
+        return numel(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.begin
+
+
+@dataclass(frozen=True)
+class Header:
+    header_len: int
+    entries: tuple[TensorEntry, ...]     # sorted by offset
+    metadata: dict[str, str] | None
+
+    @property
+    def data_start(self) -> int:
+        return 8 + self.header_len
+
+
+class HeaderProblem(Exception):
+    """A verdict other than ok, with its reason."""
+
+    def __init__(self, verdict: str, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict = verdict
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class FileVerdict:
+    path: Path
+    ok: bool
+    verdict: str
+    reason: str
+    tensors: int = 0
+    params: int = 0
+    dtypes: dict[str, int] = field(default_factory=dict)
+    names: tuple[str, ...] = ()
+    size: int = 0
+    header: Header | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self, *, with_names: bool = False) -> dict[str, Any]:
+        d = {"path": str(self.path), "ok": self.ok, "verdict": self.verdict, "reason": self.reason,
+             "tensors": self.tensors, "params": self.params, "dtypes": dict(self.dtypes), "size": self.size}
+        if with_names:
+            d["names"] = list(self.names)
+        return d
+
+
+# --- pure parsing ------------------------------------------------------------------------
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise HeaderProblem(CORRUPT_HEADER, f"header names {key!r} twice")
+        out[key] = value
+    return out
+
+
+def _no_constants(name: str) -> Any:
+    raise HeaderProblem(CORRUPT_HEADER, f"header holds the non-JSON constant {name}")
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def load_header_json(raw: bytes) -> dict[str, Any]:
+    """The header bytes as a JSON object, or HeaderProblem(corrupt_header)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HeaderProblem(CORRUPT_HEADER, f"header is not UTF-8 (byte {exc.start})") from None
+    if not text.startswith("{"):
+        raise HeaderProblem(CORRUPT_HEADER, f"header does not start with '{{' (starts with {text[:12]!r})")
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except HeaderProblem:
+        raise
+    except RecursionError:
+        raise HeaderProblem(CORRUPT_HEADER, "header JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise HeaderProblem(CORRUPT_HEADER, f"header is not valid JSON: {_short(str(exc))}") from None
+    if not isinstance(obj, dict):
+        raise HeaderProblem(CORRUPT_HEADER, f"header is a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _entry(name: str, info: Any) -> TensorEntry:
+    label = f"tensor {_short(name, 80)!r}"
+    if not isinstance(info, dict):
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: entry is not an object")
+    missing = [k for k in ("dtype", "shape", "data_offsets") if k not in info]
+    if missing:
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: entry lacks {', '.join(missing)}")
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: unknown dtype {_short(repr(dtype), 40)}")
+    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: shape {_short(repr(shape), 60)} is not a list of "
+                                            "non-negative integers")
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)):
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: data_offsets {_short(repr(offsets), 60)} is not "
+                                            "a pair of integers")
+    begin, end = offsets
+    if begin < 0 or end < 0:
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: negative data offset [{begin}, {end}]")
+    if end < begin:
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: data range [{begin}, {end}] ends before it begins")
+    shape_t = tuple(shape)
+    need = nbytes_for(dtype, shape_t)
+    if need is None:
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: {dtype} shape {list(shape_t)} does not end on a "
+                                            "byte boundary")
+    if need != end - begin:
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: {dtype} shape {list(shape_t)} needs {need} bytes "
+                                            f"but its data range [{begin}, {end}] holds {end - begin}")
+    return TensorEntry(name, dtype, shape_t, begin, end)
+
+
+def parse_entries(obj: dict[str, Any]) -> tuple[tuple[TensorEntry, ...], dict[str, str] | None]:
+    """Validate every entry of a header object; entries come back sorted by offset."""
+    metadata = obj.get("__metadata__")
+    if metadata is not None and not (isinstance(metadata, dict)
+                                     and all(isinstance(v, str) for v in metadata.values())):
+        raise HeaderProblem(CORRUPT_HEADER, "__metadata__ is not a map of strings to strings")
+    entries = [_entry(name, info) for name, info in obj.items() if name != "__metadata__"]
+    entries.sort(key=lambda e: (e.begin, e.end))
+    return tuple(entries), metadata
+
+
+def check_ranges(entries: tuple[TensorEntry, ...], data_len: int) -> None:
+    """Ranges must tile the data section exactly: no overlap, no gap, nothing past the end."""
+    expected = 0
+    prev: TensorEntry | None = None
+    for e in entries:
+        if e.begin < expected:
+            assert prev is not None
+            raise HeaderProblem(OVERLAPPING, f"tensor {_short(e.name, 80)!r} [{e.begin}, {e.end}) overlaps "
+                                             f"{_short(prev.name, 80)!r} [{prev.begin}, {prev.end})")
+        if e.begin > expected:
+            raise HeaderProblem(CORRUPT_HEADER, f"{e.begin - expected} bytes before tensor {_short(e.name, 80)!r} "
+                                                "belong to no tensor (ranges must be contiguous)")
+        expected = e.end
+        prev = e
+    if expected > data_len:
+        raise HeaderProblem(TRUNCATED, f"tensor data needs {expected} bytes but the file holds {data_len}: "
+                                       f"{expected - data_len} bytes missing at the end")
+    if expected < data_len:
+        raise HeaderProblem(CORRUPT_HEADER, f"{data_len - expected} bytes after the last tensor belong to "
+                                            "no tensor")
+
+
+def _length_disagrees(available: bytes) -> int | None:
+    """When the file ends before the declared header does, is a complete JSON header already
+    there (so the length field is what is wrong)? Returns that header's length if so."""
+    try:
+        text = available.decode("utf-8")
+        obj, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    return len(text[:end].encode()) if isinstance(obj, dict) else None
+
+
+# --- file access ------------------------------------------------------------------------
+
+def read_header(path: Path | str, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES) -> tuple[Header, int]:
+    """Parse and validate the header of ``path``: (header, file size), or HeaderProblem.
+
+    OSError passes through (the caller decides what unreadable means)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise HeaderProblem(EMPTY_STUB, "file is empty (0 bytes)")
+        if size < 8:
+            raise HeaderProblem(TRUNCATED, f"file is {size} bytes; the 8-byte header length is incomplete")
+        n = int.from_bytes(f.read(8), "little")
+        if n > max_header_bytes:
+            raise HeaderProblem(CORRUPT_HEADER, f"header length field says {n} bytes (limit {max_header_bytes}); "
+                                                "not a safetensors header")
+        if n < 2:
+            raise HeaderProblem(CORRUPT_HEADER, f"header length field says {n} bytes; too short for a JSON object")
+        if 8 + n > size:
+            available = f.read(size - 8)
+            real = _length_disagrees(available)
+            if real is not None:
+                raise HeaderProblem(CORRUPT_HEADER, f"header length field says {n} bytes but the JSON header "
+                                                    f"is {real} bytes and the file only {size}")
+            raise HeaderProblem(TRUNCATED, f"file ends inside the header: header needs {n} bytes, "
+                                           f"file has {size - 8} after the length field")
+        raw = f.read(n)
+        if len(raw) != n:      # the file shrank under us
+            raise HeaderProblem(TRUNCATED, f"file ended after {8 + len(raw)} bytes while reading the header")
+    entries, metadata = parse_entries(load_header_json(raw))
+    header = Header(n, entries, metadata)
+    if entries:
+        check_ranges(entries, size - 8 - n)
+    return header, size
+
+
+def _stub_reason(header: Header, size: int) -> str:
+    what = "only __metadata__" if header.metadata is not None else "an empty header {}"
+    return f"no tensors: header holds {what}; the {human_bytes(size)} file carries no weights"
+
+
+def check_safetensors(path: Path | str, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES) -> FileVerdict:
+    """Verdict for one safetensors file from its header and size only (no tensor data read)."""
+    path = Path(path)
+    try:
+        header, size = read_header(path, max_header_bytes=max_header_bytes)
+    except HeaderProblem as p:
+        return FileVerdict(path, False, p.verdict, p.reason, size=_size_or_zero(path))
+    except OSError as exc:
+        return FileVerdict(path, False, UNREADABLE, f"cannot read: {exc.strerror or exc}", size=_size_or_zero(path))
+    if not header.entries:
+        return FileVerdict(path, False, EMPTY_STUB, _stub_reason(header, size), size=size, header=header)
+    dtypes: dict[str, int] = {}
+    for e in header.entries:
+        dtypes[e.dtype] = dtypes.get(e.dtype, 0) + 1
+    params = sum(e.numel for e in header.entries)
+    return FileVerdict(path, True, OK, f"{len(header.entries)} tensors, {human_count(params)} params",
+                       tensors=len(header.entries), params=params, dtypes=dtypes,
+                       names=tuple(e.name for e in header.entries), size=size, header=header)
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def human_bytes(n: int | float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def human_count(n: int) -> str:
+    for unit, scale in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.1f}{unit}"
+    return str(n)

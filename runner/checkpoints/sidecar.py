@@ -1,0 +1,71 @@
+"""What the runner stores with each checkpoint it verified: ``<ckpt>/moeconsole.json``.
+
+``{"v":1, "run_id", "recipe_hash", "step", "verdict", "suspect", "verified_at", "files"}`` where
+``files`` maps each file of the checkpoint (relative path) to ``[size, mtime_ns]`` at
+verification time, so a later reader can trust the stored verdict only while the files are
+unchanged. Written atomically.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from runner import jsonio
+from runner.checkpoints.discover import SIDECAR_NAME
+
+_MAX_DEPTH = 3
+
+
+def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:
+    """Relative path -> [size, mtime_ns] of every file in the checkpoint (the sidecar excluded)."""
+    out: dict[str, list[int]] = {}
+
+    def walk(d: Path, prefix: str, depth: int) -> None:
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            return
+        for e in entries:
+            rel = prefix + e.name
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if depth < _MAX_DEPTH:
+                        walk(Path(e.path), rel + "/", depth + 1)
+                elif rel != SIDECAR_NAME and not e.name.startswith(f".{SIDECAR_NAME}."):
+                    st = e.stat()
+                    out[rel] = [st.st_size, st.st_mtime_ns]
+            except OSError:
+                continue
+
+    walk(Path(ckpt_dir), "", 0)
+    return out
+
+
+def write_sidecar(ckpt_dir: Path | str, *, run_id: str, recipe_hash: str, step: int | None, verdict: str,
+                  suspect: bool, reason: str | None = None) -> None:
+    ckpt_dir = Path(ckpt_dir)
+    record = {"v": jsonio.SCHEMA_VERSION, "run_id": run_id, "recipe_hash": recipe_hash, "step": step,
+              "verdict": verdict, "suspect": bool(suspect), "verified_at": time.time(),
+              "files": fingerprint(ckpt_dir)}
+    if reason is not None:
+        record["reason"] = reason
+    jsonio.atomic_write_json(ckpt_dir / SIDECAR_NAME, record)
+
+
+def read_sidecar(ckpt_dir: Path | str) -> dict | None:
+    """The stored record, or None when absent, unreadable, or not ours."""
+    path = Path(ckpt_dir) / SIDECAR_NAME
+    if not path.is_file():
+        return None
+    rec = jsonio.read_json(path)
+    if not isinstance(rec, dict) or rec.get("v") != 1 or not isinstance(rec.get("verdict"), str):
+        return None
+    return rec
+
+
+def sidecar_current(ckpt_dir: Path | str, record: dict) -> bool:
+    """Are the checkpoint's files exactly as they were when ``record`` was written?"""
+    files = record.get("files")
+    return isinstance(files, dict) and bool(files) and files == fingerprint(Path(ckpt_dir))

@@ -1,0 +1,311 @@
+"""One verdict per checkpoint, whatever its layout, without loading weights.
+
+The fast path reads each safetensors header (plus ``stat``), the index and config JSON files,
+and Megatron's small metadata files. ``full=True`` adds the streaming hash and the NaN/inf and
+all-zeros scan. Every problem found is kept (``problems``); the headline verdict is the most
+serious one, so an empty stub is never hidden behind a lesser complaint.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.checkpoints import adapter, megatron, sharded, suspect
+from runner.checkpoints.discover import CHECKPOINT_DIR, ITER_DIR, SIDECAR_NAME, Checkpoint, layout_of, step_of
+from runner.checkpoints.safetensors_file import FileVerdict, check_safetensors, human_bytes
+from runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
+from runner.checkpoints.sidecar import read_sidecar
+
+# Most serious first: the headline verdict is the first of these among the problems found.
+SEVERITY = ("empty_stub", "truncated", "corrupt_header", "overlapping", "missing_shard", "index_mismatch",
+            "incomplete", "missing_config", "lora_mismatch", "nonfinite", "all_zeros", "unreadable")
+
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+ADAPTER_CONFIG = "adapter_config.json"
+MODEL_CONFIG = "config.json"
+
+
+@dataclass
+class CheckpointVerdict:
+    path: Path
+    ok: bool
+    verdict: str
+    reason: str
+    step: int | None = None
+    layout: str = "unknown"
+    tensors: int = 0
+    params: int = 0
+    files: list[dict] = field(default_factory=list)
+    suspect: bool = False
+    suspect_reason: str | None = None
+    recipe_hash: str | None = None
+    drift: bool | None = None
+    full: dict | None = None
+    problems: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "ok": self.ok, "verdict": self.verdict, "reason": self.reason,
+                "step": self.step, "layout": self.layout, "tensors": self.tensors, "params": self.params,
+                "files": self.files, "suspect": self.suspect, "suspect_reason": self.suspect_reason,
+                "recipe_hash": self.recipe_hash, "drift": self.drift, "full": self.full,
+                "problems": self.problems, "notes": self.notes, "seconds": round(self.seconds, 6)}
+
+
+@dataclass
+class _Findings:
+    """What the checks of one checkpoint collect before the verdict is decided."""
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: list[dict] = field(default_factory=list)
+    file_verdicts: list[FileVerdict] = field(default_factory=list)
+    summary: str = ""
+
+
+def _read_json(path: Path) -> tuple[dict | None, str | None]:
+    try:
+        obj = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"{path.name} is not readable JSON: {exc}"
+    if not isinstance(obj, dict):
+        return None, f"{path.name} is not a JSON object"
+    return obj, None
+
+
+def _check_files(base: Path, paths: list[Path], found: _Findings) -> None:
+    for p in paths:
+        fv = check_safetensors(p)
+        found.file_verdicts.append(fv)
+        d = fv.to_dict()
+        d["path"] = str(p.relative_to(base)) if p != base else p.name
+        found.files.append(d)
+        if not fv.ok:
+            found.problems.append((fv.verdict, f"{d['path']}: {fv.reason}"))
+
+
+def _check_adapter(d: Path, found: _Findings) -> None:
+    config, err = _read_json(d / ADAPTER_CONFIG)
+    if err:
+        found.problems.append(("missing_config", err))
+    elif config is None:
+        found.problems.append(("missing_config", f"{ADAPTER_CONFIG} is missing next to {ADAPTER_WEIGHTS}"))
+    weights = [fv for fv in found.file_verdicts if fv.path.name == ADAPTER_WEIGHTS]
+    if not weights:
+        if (d / "adapter_model.bin").is_file():
+            found.notes.append("adapter_model.bin is a pickle: its tensors are not verified (torch would be needed)")
+        else:
+            found.problems.append(("empty_stub", f"{ADAPTER_WEIGHTS} is missing"))
+        return
+    fv = weights[0]
+    if not fv.ok or fv.header is None:
+        return
+    peft_type = str((config or {}).get("peft_type", "LORA")).upper()
+    if peft_type not in ("LORA", "ADALORA"):
+        found.notes.append(f"peft_type {peft_type}: LoRA pair checks skipped")
+        return
+    lora = adapter.check_lora(fv.header.entries, config)
+    for problem in lora.problems[:5]:
+        found.problems.append(("lora_mismatch", problem))
+    if len(lora.problems) > 5:
+        found.problems.append(("lora_mismatch", f"... and {len(lora.problems) - 5} more LoRA problems"))
+    if lora.pairs:
+        ranks = "/".join(str(r) for r in lora.ranks)
+        found.summary = f"LoRA r={(config or {}).get('r', '?')}, {lora.pairs} pairs (rank axis {ranks})"
+
+
+def _check_sharded(d: Path, indexes: list[Path], found: _Findings, files_on_disk: set[str]) -> None:
+    names = {fv.path.name: (set(fv.names) if fv.ok else None) for fv in found.file_verdicts}
+    for index_path in indexes:
+        report = sharded.read_index(index_path)
+        found.problems += report.problems
+        if report.weight_map:
+            found.problems += sharded.check_index(index_path.name, report.weight_map, names, files_on_disk)
+            indexed = set(report.weight_map)
+            extra = sum(len(n - indexed) for f, n in names.items()
+                        if n is not None and f in set(report.weight_map.values()))
+            if extra:
+                found.notes.append(f"{extra} tensor(s) in the shards are not named by {index_path.name} "
+                                   "(loaders ignore them)")
+
+
+def _check_hf(d: Path, layout: str, found: _Findings) -> None:
+    try:
+        files_on_disk = {p.name for p in d.iterdir() if p.is_file()}
+    except OSError as exc:
+        found.problems.append(("unreadable", f"{d}: {exc.strerror or exc}"))
+        return
+    weights = sorted(d / f for f in files_on_disk if f.endswith(".safetensors"))
+    _check_files(d, weights, found)
+    indexes = sorted(d / f for f in files_on_disk if f.endswith(".safetensors.index.json"))
+    if indexes:
+        _check_sharded(d, indexes, found, files_on_disk)
+    elif weights:
+        found.problems += sharded.check_series([w.name for w in weights], files_on_disk)
+    if layout == "hf_adapter":
+        _check_adapter(d, found)
+    elif weights or indexes:
+        config, err = _read_json(d / MODEL_CONFIG)
+        if err:
+            found.problems.append(("missing_config", err))
+        elif config is None:
+            found.problems.append(("missing_config", f"{MODEL_CONFIG} is missing next to the model weights"))
+    if not weights and layout != "hf_adapter" and not indexes:
+        found.problems.append(("empty_stub", "directory holds no weight files"))
+
+
+def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None:
+    nested_iters = layout != "megatron" and any(p.is_dir() and ITER_DIR.match(p.name) for p in d.iterdir())
+    if layout == "megatron" or nested_iters:
+        report = megatron.check_megatron(d, step)
+        found.problems += report.problems
+        found.files += report.files
+        if not found.summary and report.format != "unknown":
+            found.summary = f"Megatron {report.format}, {len(report.files)} files"
+    if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
+        _check_hf(d, layout, found)
+    elif layout == "unknown":
+        found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
+    if layout.startswith("hf") or layout == "merged":
+        if not (d / "args.json").is_file() and CHECKPOINT_DIR.match(d.name):
+            found.notes.append("args.json is missing (ms-swift copies it into every checkpoint)")
+
+
+def _full_checks(base: Path, found: _Findings, verdict: CheckpointVerdict) -> None:
+    """Hash every weight file; scan every healthy safetensors file's tensors."""
+    import hashlib
+
+    digests: dict[str, str] = {}
+    total, seconds = 0, 0.0
+    nonfinite: list[dict] = []
+    zero: list[dict] = []
+    scanned = float_tensors = zero_float = 0
+    errors: list[str] = []
+    zero_names: set[str] = set()
+    lora_b: set[str] = set()
+    paths = [Path(f["path"]) for f in found.files]
+    for rel in paths:
+        p = base if base.is_file() else base / rel
+        if p.name == SIDECAR_NAME or not p.is_file():
+            continue
+        try:
+            digest, n, dt = hash_file(p)
+        except OSError as exc:
+            errors.append(f"{rel}: {exc.strerror or exc}")
+            continue
+        digests[str(rel)] = digest
+        total += n
+        seconds += dt
+    for fv in found.file_verdicts:
+        if not fv.ok or fv.header is None:
+            continue
+        rel = fv.path.name if base.is_file() else str(fv.path.relative_to(base))
+        res = scan_tensors(fv.path, fv.header)
+        scanned += res.scanned
+        float_tensors += res.float_tensors
+        zero_float += res.zero_float_tensors
+        zero_names |= {f"{rel}:{n}" for n in res.zero_names}
+        lora_b |= {f"{rel}:{e.name}" for e in fv.header.entries if ".lora_B" in e.name or ".lora_embedding_B" in e.name}
+        nonfinite += [{"file": rel, **x} for x in res.nonfinite]
+        zero += [{"file": rel, "tensor": x} for x in res.zero]
+        errors += [f"{rel}: {e}" for e in res.errors]
+    combined = hashlib.new(HASH_ALGO)
+    for rel, digest in sorted(digests.items()):
+        combined.update(f"{digest}  {rel}\n".encode())
+    verdict.full = {
+        "hash_algo": HASH_ALGO, "hash": combined.hexdigest() if digests else None, "file_hashes": digests,
+        "bytes": total, "hash_seconds": round(seconds, 4),
+        "mb_per_s": round(total / seconds / 1e6, 1) if seconds > 0 else None,
+        "tensors_scanned": scanned, "nonfinite": nonfinite, "nonfinite_tensors": len(nonfinite),
+        "zero_tensors": zero, "zero_tensor_count": len(zero_names), "errors": errors,
+    }
+    if nonfinite:
+        names = ", ".join(f"{x['tensor']} ({x['count']})" for x in nonfinite[:3])
+        found.problems.append(("nonfinite", f"{len(nonfinite)} tensor(s) hold NaN/inf: {names}"))
+    if float_tensors and zero_float == float_tensors:
+        found.problems.append(("all_zeros", f"every one of the {float_tensors} float tensors is all zeros"))
+    elif lora_b and lora_b <= zero_names:
+        found.problems.append(("all_zeros", f"every lora_B ({len(lora_b)}) is all zeros: the adapter changes "
+                                            "nothing (untrained, or zeros were saved)"))
+    for e in errors:
+        found.problems.append(("unreadable", e))
+
+
+def _suspect(path: Path, step: int | None, sidecar: dict | None,
+             grad_norms: Sequence[tuple[int, float]] | None) -> str | None:
+    if sidecar and sidecar.get("suspect"):
+        return str(sidecar.get("suspect_reason") or "the runner's grad-norm monitor was in an excursion at save")
+    if step is None:
+        return None
+    points = list(grad_norms or ())
+    if not points and path.is_dir():
+        points = suspect.points_from_trainer_state(path)
+    reason = suspect.excursion_at(points, step) if points else None
+    return f"saved during a grad-norm excursion: {reason}" if reason else None
+
+
+def _headline(problems: list[tuple[str, str]]) -> tuple[str, str]:
+    rank = {v: i for i, v in enumerate(SEVERITY)}
+    ordered = sorted(problems, key=lambda p: rank.get(p[0], len(SEVERITY)))
+    verdict, reason = ordered[0]
+    if len(ordered) > 1:
+        reason += f" (+{len(ordered) - 1} more problem{'s' if len(ordered) > 2 else ''})"
+    return verdict, reason
+
+
+def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_hash: str | None = None,
+                      grad_norms: Sequence[tuple[int, float]] | None = None, layout: str | None = None,
+                      step: int | None = None) -> CheckpointVerdict:
+    """Verify one checkpoint (a directory or a single .safetensors file).
+
+    ``grad_norms``: the run's (step, grad_norm) points (``suspect.points_from_records``), to
+    decide whether the save is suspect when no sidecar says so (else trainer_state.json's). ``layout``/``step`` may be passed from discovery to skip re-detection."""
+    t0 = time.perf_counter()
+    path = Path(path)
+    layout = layout or layout_of(path) or "unknown"
+    step = step if step is not None else step_of(path)
+    found = _Findings()
+    if not path.exists():
+        found.problems.append(("unreadable", f"{path} does not exist"))
+    elif path.is_file():
+        _check_files(path, [path], found)
+    else:
+        try:
+            _check_dir(path, layout, step, found)
+        except OSError as exc:
+            found.problems.append(("unreadable", f"{path}: {exc.strerror or exc}"))
+    v = CheckpointVerdict(path=path, ok=True, verdict="ok", reason="", step=step, layout=layout)
+    good = [fv for fv in found.file_verdicts if fv.ok]
+    v.tensors = sum(fv.tensors for fv in good)
+    v.params = sum(fv.params for fv in good)
+    if full and path.exists():
+        _full_checks(path, found, v)
+    sidecar = read_sidecar(path) if path.is_dir() else None
+    if sidecar:
+        v.recipe_hash = sidecar.get("recipe_hash") if isinstance(sidecar.get("recipe_hash"), str) else None
+    if expected_recipe_hash is not None and v.recipe_hash is not None:
+        v.drift = v.recipe_hash != expected_recipe_hash
+    v.suspect_reason = _suspect(path, step, sidecar, grad_norms)
+    v.suspect = v.suspect_reason is not None
+    v.files = found.files
+    v.notes = found.notes
+    v.problems = [{"verdict": a, "reason": b} for a, b in found.problems]
+    if found.problems:
+        v.ok = False
+        v.verdict, v.reason = _headline(found.problems)
+    else:
+        size = sum(f.get("size", 0) for f in found.files)
+        v.reason = "; ".join(x for x in (found.summary, human_bytes(size) if size else "") if x) or "ok"
+    v.seconds = time.perf_counter() - t0
+    return v
+
+
+def verify_found(ckpt: Checkpoint, **kwargs: Any) -> CheckpointVerdict:
+    """``verify_checkpoint`` for a discovered checkpoint (layout and step already known)."""
+    return verify_checkpoint(ckpt.path, layout=ckpt.layout, step=ckpt.step, **kwargs)

@@ -1,0 +1,155 @@
+"""Notice new checkpoints of a live run as soon as their files are complete, and pick the
+checkpoint a resume should start from.
+
+The watcher polls (the runner calls ``poll()`` about once a second): checkpoints sit on
+shared or network file systems where inotify does not see other hosts' writes, and a listing
+per second is cheap. A checkpoint is ready when its file names and sizes have not changed for
+``settle_s``; a Megatron save is ready only once its tracker file names it (the tracker is
+written after every rank finished), or after ``stale_s`` without change (a save that died).
+
+A writer can pause longer than ``settle_s`` between files (HF gathers optimizer state after
+writing the weights). So for ``recheck_s`` after reporting a checkpoint the watcher keeps
+comparing its files, and reports it again once they change and settle: the later verdict
+supersedes the earlier one.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from runner.checkpoints.discover import (SIDECAR_NAME, Checkpoint, find_checkpoints, megatron_save_complete)
+from runner.checkpoints.sidecar import read_sidecar, sidecar_current
+
+_MAX_DEPTH = 3
+
+
+def signature(path: Path) -> tuple[tuple[str, int], ...]:
+    """Names and sizes of a checkpoint's files (recursive, the sidecar and temp files excluded)."""
+    if path.is_file():
+        try:
+            return ((path.name, path.stat().st_size),)
+        except OSError:
+            return ()
+    out: list[tuple[str, int]] = []
+
+    def walk(d: Path, prefix: str, depth: int) -> None:
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            return
+        for e in entries:
+            if e.name == SIDECAR_NAME or e.name.startswith(f".{SIDECAR_NAME}."):
+                continue
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if depth < _MAX_DEPTH:
+                        walk(Path(e.path), prefix + e.name + "/", depth + 1)
+                else:
+                    out.append((prefix + e.name, e.stat().st_size))
+            except OSError:
+                continue
+
+    walk(path, "", 0)
+    return tuple(sorted(out))
+
+
+class CheckpointWatcher:
+    """Reports each checkpoint under ``root`` when its files have settled (again if they change
+    within ``recheck_s`` of being reported)."""
+
+    def __init__(self, root: Path | str, *, settle_s: float = 2.0, known: Iterable[Path] = (),
+                 stale_s: float = 120.0, recheck_s: float = 600.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.root = Path(root)
+        self.settle_s = settle_s
+        self.stale_s = max(stale_s, settle_s)
+        self.recheck_s = recheck_s
+        self._clock = clock
+        self._reported: set[Path] = {self._key(Path(p)) for p in known}
+        # Recently reported: key -> (signature when reported, when reported).
+        self._recent: dict[Path, tuple[tuple[tuple[str, int], ...], float]] = {}
+        self._pending: dict[Path, tuple[tuple[tuple[str, int], ...], float]] = {}
+
+    @staticmethod
+    def _key(path: Path) -> Path:
+        try:
+            return path.resolve()
+        except OSError:
+            return path.absolute()
+
+    def poll(self) -> list[Checkpoint]:
+        """Checkpoints that appeared and whose files have not changed for ``settle_s``, oldest first."""
+        now = self._clock()
+        ready: list[Checkpoint] = []
+        present: set[Path] = set()
+        for ckpt in find_checkpoints(self.root):
+            key = self._key(ckpt.path)
+            present.add(key)
+            if key in self._reported and not self._changed_since_report(key, ckpt.path):
+                continue
+            sig = signature(ckpt.path)
+            prev = self._pending.get(key)
+            if prev is None or prev[0] != sig:
+                self._pending[key] = (sig, now)
+                continue
+            quiet = now - prev[1]
+            if quiet < self.settle_s:
+                continue
+            if (not sig or not megatron_save_complete(ckpt)) and quiet < self.stale_s:
+                continue    # an empty dir or an unfinished Megatron save: give the writer time
+            ready.append(ckpt)
+            self._reported.add(key)
+            self._recent[key] = (sig, now)
+            del self._pending[key]
+        for key in list(self._pending):
+            if key not in present:      # rotated away (save_total_limit) before it settled
+                del self._pending[key]
+        for key in list(self._recent):
+            if key not in present or now - self._recent[key][1] > self.recheck_s:
+                del self._recent[key]
+        return sorted(ready, key=lambda c: (c.step is None, c.step or 0))
+
+    def _changed_since_report(self, key: Path, path: Path) -> bool:
+        """A recently reported checkpoint whose files changed goes back to pending."""
+        recent = self._recent.get(key)
+        if recent is None or key in self._pending:
+            return key in self._pending
+        if signature(path) == recent[0]:
+            return False
+        self._recent.pop(key)
+        return True
+
+    @property
+    def pending(self) -> list[Path]:
+        return sorted(self._pending)
+
+
+def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, allow_suspect: bool = True,
+                include_merged: bool = False) -> Checkpoint | None:
+    """The newest checkpoint under ``root`` that verifies ok: a resume point, never a stub.
+
+    A sidecar verdict is trusted while the checkpoint's files are unchanged since it was
+    written; otherwise the checkpoint is verified now (fast path). With
+    ``expected_recipe_hash``, checkpoints whose stored recipe hash differs are skipped
+    (a checkpoint without a stored hash is not known to drift). ``-merged`` exports are not
+    resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``."""
+    from runner.checkpoints.verify import verify_found
+
+    for ckpt in find_checkpoints(root):
+        if ckpt.layout == "merged" and not include_merged:
+            continue
+        record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
+        if record is not None and sidecar_current(ckpt.path, record):
+            verdict, stored_hash, is_suspect = record["verdict"], record.get("recipe_hash"), bool(record.get("suspect"))
+        else:
+            v = verify_found(ckpt)
+            verdict, stored_hash, is_suspect = v.verdict, v.recipe_hash, v.suspect
+        if verdict != "ok" or (is_suspect and not allow_suspect):
+            continue
+        if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:
+            continue
+        return ckpt
+    return None
