@@ -1,0 +1,766 @@
+"""Crash classification: one exit of a training attempt -> one crash class and its recovery.
+
+Pure functions on plain data (an exit status, the last log lines, a few facts the runner
+knows), so the runner can call :func:`classify` after every exit and tests can feed it texts.
+The signatures come from docs/crash-classes.md (built on formats.md section 4 and 5); the
+precedence between them is documented there and in :func:`classify`.
+"""
+from __future__ import annotations
+
+import re
+import signal as _signal
+from dataclasses import dataclass, field
+from typing import Iterable
+
+CRASH_CLASSES = (
+    "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
+    "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
+    "user_kill", "unknown",
+)
+RECOVERIES = (
+    "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
+    "fail", "restart_launch_blocking", "none",
+)
+
+MAX_EVIDENCE = 10
+MAX_EVIDENCE_CHARS = 500
+NCCL_COOLDOWN_SCALE = 3.0
+
+# Megatron's rerun state machine (megatron/core/rerun_state_machine.py).
+EXIT_RESUME_TO_DISAMBIGUATE = 16
+EXIT_FAILED_ON_RESULT_VALIDATION = 17
+
+# Xids after which the GPU needs a reset (double-bit ECC, fallen off the bus, uncontained
+# ECC): restarting on the same node cannot help.
+RESET_XIDS = frozenset({48, 79, 95})
+
+
+@dataclass(frozen=True)
+class CrashVerdict:
+    """The class of one crash and what to do about it."""
+
+    cls: str
+    evidence: tuple[str, ...]
+    retryable: bool
+    recovery: str
+    summary: str
+    hint: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    cooldown_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.cls not in CRASH_CLASSES:
+            raise ValueError(f"unknown crash class {self.cls!r}")
+        if self.recovery not in RECOVERIES:
+            raise ValueError(f"unknown recovery {self.recovery!r}")
+
+    def to_dict(self) -> dict:
+        return {
+            "cls": self.cls,
+            "evidence": list(self.evidence),
+            "retryable": self.retryable,
+            "recovery": self.recovery,
+            "summary": self.summary,
+            "hint": self.hint,
+            "env": dict(self.env),
+            "cooldown_scale": self.cooldown_scale,
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Exit status
+
+def decode_exit(returncode: int | None) -> tuple[int | None, int | None]:
+    """Split an exit status into (exit_code, signal).
+
+    - ``None`` (still running, or an adopted process whose status cannot be read) -> (None, None).
+    - Popen's ``-N`` (killed by signal N) -> (None, N): the process has no exit code.
+    - ``128+N`` for N in 1..31 (a shell reporting a child killed by signal N: 134, 135, 137,
+      139, 143) -> (code, N).
+    - ``256-N`` for N in 2..31 (a Python wrapper doing ``sys.exit(child.returncode)`` with a
+      negative code, as ms-swift's ``swift`` does: 241 = SIGTERM, 247 = SIGKILL) -> (code, N).
+    - anything else -> (code, None).
+
+    Ambiguity: a program may exit with 137 or 241 on its own; from the number alone it cannot
+    be told apart from a signal. 255 is left as a plain code (``exit(-1)`` is a common generic
+    failure; reading it as SIGHUP would mislead), and real-time signals (>31) are never inferred.
+    """
+    if returncode is None:
+        return None, None
+    if returncode < 0:
+        return None, -returncode
+    if 129 <= returncode <= 128 + 31:
+        return returncode, returncode - 128
+    if 256 - 31 <= returncode <= 254:
+        return returncode, 256 - returncode
+    return returncode, None
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return _signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def is_crash(exit_code: int | None, *, user_kill: bool = False, hang: bool = False,
+             divergence: bool = False) -> bool:
+    """True unless the attempt ended with a clean exit 0 that nobody forced."""
+    return exit_code != 0 or user_kill or hang or divergence
+
+
+# ---------------------------------------------------------------------------------------
+# Line cleaning
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# [rank3]: (torch logging), [default3]: (torchrun --tee role prefix), [3]:text (prefix template).
+# A bare "[0]:" line is torchrun's failure index inside ChildFailedError and is kept.
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?|^\[(\d+)\]:[ ]?(?=\S)")
+
+
+def clean_line(raw: str) -> tuple[str, int | None]:
+    """Strip ANSI escapes and rank prefixes; return the text and the rank the prefix named."""
+    text = _ANSI.sub("", raw) if "\x1b" in raw else raw
+    text = text.strip()
+    rank = None
+    while text.startswith("["):
+        m = _RANK_PREFIX.match(text)
+        if not m:
+            break
+        if rank is None:
+            rank = int(m.group(1) or m.group(2))
+        text = text[m.end():].lstrip()
+    return text, rank
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= MAX_EVIDENCE_CHARS else text[: MAX_EVIDENCE_CHARS - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------
+# Signatures. A cheap substring pass picks the families a line may belong to (plain `in`
+# checks are several times faster than one big regex alternation); only those families'
+# detailed patterns run on it.
+
+_FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("oom", ("out of memory", "OutOfMemoryError")),
+    ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out")),
+    ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
+    ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:",
+             "Spiky loss", "transient error")),
+    ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
+                   "Recomputed values", "more tensors during recomputation")),
+    ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
+               "cudaError", "CUDA_ERROR_", "NVRM: Xid")),
+    ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
+             "got signal:")),
+    ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===")),
+    ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
+)
+
+
+def _families(text: str) -> set[str]:
+    found = {name for name, tokens in _FAMILY_TOKENS if any(t in text for t in tokens)}
+    if text.startswith(("File \"", "Traceback (most recent call last)")):
+        found.add("frame")
+    return found
+
+
+_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory"
+                  r"|Cuda failure 'out of memory'")
+_OOM_SIZE = re.compile(r"Tried to allocate (more than \S+|[\d.]+ ?(?:bytes|[KMGT]iB|[KMGTE]B))")
+_OOM_GPU = re.compile(r"GPU (\d+)(?: has a total capacity|;)")
+_OOM_FOREIGN = re.compile(r"Process (\d+) has ([\d.]+ ?(?:bytes|[KMGT]iB)) memory in use")
+_OOM_UNALLOCATED = re.compile(r"and ([\d.]+) ?(bytes|[KMGT]iB) is reserved by PyTorch but unallocated")
+
+_NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
+                           r"|milliseconds before timing out")
+_NCCL = re.compile(
+    r"Watchdog caught collective operation timeout|watchdog got stuck for"
+    r"|milliseconds before timing out"
+    r"|Process group watchdog thread terminated with exception"
+    r"|Some NCCL operations have failed or timed out"
+    r"|we are taking the entire process down"
+    r"|NCCL error"
+    r"|nccl(?:System|Remote|UnhandledCuda|Internal|InvalidUsage|InvalidArgument)Error"
+    r"|NCCL communicator was aborted"
+    r"|DistBackendError")
+_NCCL_SUPPORT = re.compile(r"NCCL WARN")
+_NCCL_OP = re.compile(r"OpType=(\w+)")
+_NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
+_NCCL_API = re.compile(r"NCCL error in: \S+?, (.+?)(?:, NCCL version ([\d.]+\S*))?$")
+_PG_RANK = re.compile(r"\bRank (\d+)\]")
+
+_PORT = re.compile(r"EADDRINUSE|[Aa]ddress already in use|errno: 98\b")
+_PORT_NUMBER = re.compile(r"\bport: (\d+)|:(\d+) \(errno: 98|\bport (\d+)")
+
+_DIV = re.compile(
+    r"found (?:NaN|Inf) in local (?:grad norm|forward loss)"
+    r"|Unexpected result tensor\(-?(?:nan|inf)"
+    r"|Rank \d+, node \S+, device \S+, iteration \d+: Unexpected result"
+    r"|returned nan values in its \d+\w* output")
+_DIV_SUPPORT = re.compile(r"Unexpected result|^(?:First|Second) rerun:|Spiky loss"
+                          r"|[Pp]ossible transient error")
+_DIV_ITERATION = re.compile(r"iteration #?(\d+)")
+
+_RECOMPUTE = re.compile(
+    r"different number of tensors was saved"
+    r"|Recomputed values for the following tensors have different metadata"
+    r"|trying to save more tensors during recomputation"
+    r"|CheckpointError", re.IGNORECASE)
+_RECOMPUTE_COUNT = re.compile(r"Number of tensors saved during (forward|recomputation): (\d+)")
+
+_FAULT = re.compile(
+    r"an illegal memory access was encountered|unspecified launch failure"
+    r"|device-side assert triggered|uncorrectable ECC error encountered"
+    r"|an illegal instruction was encountered|misaligned address"
+    r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
+    r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)")
+_XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
+
+_SIG_TEXT = re.compile(
+    r"DataLoader worker \(pid \d+\) is killed by signal: (?P<dl>[A-Za-z ]+?)\."
+    r"|(?P<shm>Unexpected bus error encountered in worker)"
+    r"|Fatal Python error: (?P<fatal>Segmentation fault|Bus error|Aborted)"
+    r"|(?P<oomkill>Out of memory: Killed process \d+)"
+    r"|(?:^|: line \d+: +\d+ +)(?P<shell>Killed|Segmentation fault|Bus error|Aborted)"
+    r"(?: +\(core dumped\))?(?:\s|$)"
+    r"|SignalException: Process \d+ got signal: (?P<agent>\d+)")
+_STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 6,
+              "Terminated": 15, "Interrupt": 2, "Hangup": 1}
+
+_TR_ROOT = re.compile(r"^Root Cause \(first observed failure\):")
+_TR_FAILURES = re.compile(r"^Failures:")
+_TR_RANK = re.compile(r"^rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)")
+_TR_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
+_TR_TRACEBACK = re.compile(r"^traceback\s*:\s*(.*)")
+_TR_BORDER = re.compile(r"^=+$")
+_TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+
+_FRAME = re.compile(r'^File "([^"]*)", line \d+, in (\S+)')
+_TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
+_EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?"
+                  r"|^terminate called after throwing")
+
+_SIGNAL_CLASSES = {_signal.SIGSEGV: "segfault", _signal.SIGBUS: "bus_error",
+                   _signal.SIGKILL: "killed_oom"}
+_DECISIVE_SIGNALS = frozenset({_signal.SIGSEGV, _signal.SIGBUS, _signal.SIGKILL,
+                               _signal.SIGABRT})
+
+
+@dataclass
+class _Hits:
+    """Lines (index, text) that matched one signature family."""
+
+    decisive: list[tuple[int, str]] = field(default_factory=list)
+    support: list[tuple[int, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.decisive)
+
+
+@dataclass
+class _RootCause:
+    """The root-cause entry of torchrun's ChildFailedError block (or its 'failed' log line)."""
+
+    exitcode: int | None = None
+    rank: int | None = None
+    pid: int | None = None
+    lines: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass
+class _OomInfo:
+    size: str | None = None
+    gpus: list[str] = field(default_factory=list)
+    foreign: dict[str, str] = field(default_factory=dict)   # pid -> size, in order seen
+    unallocated_gib: float = 0.0
+    frames: list[tuple[str, str]] = field(default_factory=list)  # (file, func) of its traceback
+
+
+@dataclass
+class _Scan:
+    oom: _Hits = field(default_factory=_Hits)
+    nccl: _Hits = field(default_factory=_Hits)
+    nccl_timeout: _Hits = field(default_factory=_Hits)
+    port: _Hits = field(default_factory=_Hits)
+    div: _Hits = field(default_factory=_Hits)
+    recompute: _Hits = field(default_factory=_Hits)
+    fault: _Hits = field(default_factory=_Hits)
+    xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
+    sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
+    exceptions: list[tuple[int, str]] = field(default_factory=list)
+    root: _RootCause | None = None
+    failed_line: _RootCause | None = None
+    oom_info: _OomInfo = field(default_factory=_OomInfo)
+    last_lines: list[tuple[int, str]] = field(default_factory=list)
+
+
+_SIZE_UNITS = {"bytes": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "MiB": 1 / 1024, "GiB": 1.0,
+               "TiB": 1024.0}
+
+
+def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None]]:
+    for raw in log_tail:
+        if "\r" in raw or "\n" in raw:
+            for part in re.split(r"[\r\n]+", raw):
+                if part.strip():
+                    yield clean_line(part)
+        else:
+            yield clean_line(raw)
+
+
+def _scan(log_tail: Iterable[str]) -> _Scan:
+    """One pass over the tail, collecting every signature hit and the torchrun block."""
+    s = _Scan()
+    frames: dict[int | None, list[tuple[str, str]]] = {}
+    last_frames_rank: int | None = None     # whose traceback grew last (for unprefixed lines)
+    in_root = False
+    root_seen = False
+    for idx, (text, rank) in enumerate(_iter_clean(log_tail)):
+        if not text:
+            continue
+        s.last_lines.append((idx, text))
+        if len(s.last_lines) > 3:
+            del s.last_lines[0]
+        families = _families(text)
+        if not families and not in_root:
+            continue
+        if "frame" in families:
+            if _TRACEBACK_START.match(text):
+                frames[rank] = []
+                last_frames_rank = rank
+            else:
+                fm = _FRAME.match(text)
+                if fm:
+                    stack = frames.setdefault(rank, [])
+                    last_frames_rank = rank
+                    if len(stack) < 200:
+                        stack.append((fm.group(1), fm.group(2)))
+        if "tr" in families or in_root:
+            in_root, root_seen = _scan_torchrun(s, idx, text, in_root, root_seen)
+        if "oom" in families and _OOM.search(text):
+            s.oom.decisive.append((idx, text))
+            _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
+        if "nccl" in families:
+            if _NCCL.search(text):
+                s.nccl.decisive.append((idx, text))
+                if _NCCL_TIMEOUT.search(text):
+                    s.nccl_timeout.decisive.append((idx, text))
+            elif _NCCL_SUPPORT.search(text):
+                s.nccl.support.append((idx, text))
+        if "port" in families and _PORT.search(text):
+            s.port.decisive.append((idx, text))
+        if "div" in families:
+            if _DIV.search(text):
+                s.div.decisive.append((idx, text))
+            elif _DIV_SUPPORT.search(text):
+                s.div.support.append((idx, text))
+        if "recompute" in families:
+            if _RECOMPUTE.search(text):
+                s.recompute.decisive.append((idx, text))
+            elif _RECOMPUTE_COUNT.search(text):
+                s.recompute.support.append((idx, text))
+        if "fault" in families:
+            xm = _XID.search(text)
+            if xm:
+                s.xids.append((idx, text, int(xm.group(2)), xm.group(1)))
+                s.fault.decisive.append((idx, text))
+            elif _FAULT.search(text):
+                s.fault.decisive.append((idx, text))
+        if "sig" in families:
+            signum = _text_signal(text)
+            if signum is not None:
+                s.sig_text.append((idx, text, signum))
+        if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
+            s.exceptions.append((idx, text))
+    return s
+
+
+def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool) -> tuple[bool, bool]:
+    """Track torchrun's ChildFailedError block; keep the first root cause it names."""
+    if s.failed_line is None:
+        fm = _TR_FAILED.search(text)
+        if fm:
+            s.failed_line = _RootCause(int(fm.group(1)), None, int(fm.group(3)), [(idx, text)])
+            return in_root, root_seen
+    if _TR_ROOT.match(text):
+        if not root_seen:
+            s.root = _RootCause()
+            return True, root_seen
+        return False, root_seen
+    if not in_root:
+        return False, root_seen
+    if _TR_BORDER.match(text) or _TR_FAILURES.match(text):
+        if s.root is not None and s.root.exitcode is None:
+            s.root = None
+        return False, True
+    root = s.root
+    assert root is not None
+    m = _TR_RANK.match(text)
+    if m:
+        root.rank = int(m.group(1))
+        root.lines.append((idx, text))
+        return True, root_seen
+    m = _TR_EXIT.match(text)
+    if m:
+        root.exitcode, root.pid = int(m.group(1)), int(m.group(2))
+        root.lines.append((idx, text))
+        return True, root_seen
+    m = _TR_TRACEBACK.match(text)
+    if m and m.group(1) and not m.group(1).startswith("To enable traceback"):
+        root.lines.append((idx, text))
+    return True, root_seen
+
+
+def _text_signal(text: str) -> int | None:
+    m = _SIG_TEXT.search(text)
+    if not m:
+        return None
+    if m.group("dl"):
+        return _STRSIGNAL.get(m.group("dl").strip())
+    if m.group("shm"):
+        return int(_signal.SIGBUS)
+    if m.group("fatal"):
+        return _STRSIGNAL.get(m.group("fatal"))
+    if m.group("oomkill"):
+        return int(_signal.SIGKILL)
+    if m.group("shell"):
+        return _STRSIGNAL.get(m.group("shell"))
+    if m.group("agent"):
+        return int(m.group("agent"))
+    return None
+
+
+def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> None:
+    if info.size is None:
+        m = _OOM_SIZE.search(text)
+        if m:
+            info.size = m.group(1)
+    m = _OOM_GPU.search(text)
+    if m and m.group(1) not in info.gpus:
+        info.gpus.append(m.group(1))
+    for pid, size in _OOM_FOREIGN.findall(text):
+        info.foreign.setdefault(pid, size)
+    m = _OOM_UNALLOCATED.search(text)
+    if m:
+        info.unallocated_gib = max(info.unallocated_gib, float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    if frames and not info.frames:
+        info.frames = list(frames)
+
+
+# ---------------------------------------------------------------------------------------
+# Classification
+
+def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = False,
+             hang: bool = False, steps_seen: int = 0, foreign_gpu_memory: bool = False,
+             divergence: bool = False) -> CrashVerdict:
+    """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
+
+    1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
+    3. root causes that the log names: recompute_mismatch > divergence (Megatron texts, exit
+       16/17) > cuda_fault > CUDA OOM (gpu_busy_at_init / cuda_oom) > port_in_use;
+    4. ``hang`` flag (nccl_error when NCCL itself reported a timeout);
+    5. the fatal signal of the failed worker (torchrun's root cause, else the exit status, else
+       a signal named in the log): SIGSEGV, SIGBUS, SIGKILL, SIGABRT (nccl_error with NCCL text);
+    6. NCCL errors (usually the echo of another rank's death, hence so low); 7. unknown.
+
+    ``exit_code`` 0 with no flag is not a crash (see :func:`is_crash`): ValueError.
+    """
+    if not is_crash(exit_code, user_kill=user_kill, hang=hang, divergence=divergence):
+        raise ValueError("exit status 0 is a clean exit, not a crash")
+    if user_kill:
+        return _verdict("user_kill", [], "stopped by the user", retryable=False, recovery="none")
+    s = _scan(log_tail)
+    code, signum, status_lines = _effective_status(exit_code, s)
+    if divergence:
+        return _verdict("divergence", s.div.decisive + s.div.support,
+                        "non-finite loss or grad norm seen by the monitors; the run was stopped",
+                        retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
+    if s.recompute:
+        return _recompute_verdict(s)
+    if s.div or code in (EXIT_RESUME_TO_DISAMBIGUATE, EXIT_FAILED_ON_RESULT_VALIDATION):
+        return _divergence_verdict(s, code, status_lines)
+    if s.fault:
+        return _fault_verdict(s)
+    if s.oom:
+        return _oom_verdict(s, steps_seen, foreign_gpu_memory)
+    if s.port:
+        return _port_verdict(s)
+    if hang:
+        if s.nccl_timeout:
+            return _nccl_verdict(s, status_lines)
+        return _verdict("hang", s.last_lines[-1:],
+                        "no log output and no step progress past the heartbeat timeout; "
+                        "the runner killed the attempt", retryable=True, recovery="restart",
+                        hint="if it recurs at the same step, look for a collective one rank "
+                             "never reaches (uneven data, a rank stuck in I/O)")
+    sig, sig_lines = _fatal_signal(signum, status_lines, s)
+    if sig == _signal.SIGABRT and s.nccl:
+        return _nccl_verdict(s, sig_lines)
+    if sig in _SIGNAL_CLASSES:
+        return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s)
+    if s.nccl:
+        return _nccl_verdict(s, status_lines)
+    return _unknown_verdict(exit_code, code, signum, status_lines, s)
+
+
+def _effective_status(exit_code: int | None, s: _Scan) -> tuple[int | None, int | None, list]:
+    """The failed worker's status: torchrun's root cause, its 'failed' line, else our own."""
+    for entry in (s.root, s.failed_line):
+        if entry is not None and entry.exitcode is not None:
+            code, signum = decode_exit(entry.exitcode)
+            return code, signum, entry.lines
+    code, signum = decode_exit(exit_code)
+    return code, signum, []
+
+
+def _fatal_signal(signum: int | None, status_lines: list, s: _Scan) -> tuple[int | None, list]:
+    if signum in _DECISIVE_SIGNALS:
+        return signum, status_lines
+    for idx, text, text_sig in s.sig_text:
+        if text_sig in _DECISIVE_SIGNALS:
+            return text_sig, status_lines + [(idx, text)]
+    return signum, status_lines
+
+
+def _evidence(*groups: list[tuple[int, str]]) -> tuple[str, ...]:
+    """Unique lines, earlier groups first (decisive before supporting), then in log order."""
+    chosen: dict[str, int] = {}
+    for group in groups:
+        for idx, text in group:
+            if len(chosen) >= MAX_EVIDENCE:
+                break
+            text = _cap(text)
+            if text not in chosen:
+                chosen[text] = idx
+    return tuple(t for t, _ in sorted(chosen.items(), key=lambda kv: kv[1]))
+
+
+def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable: bool,
+             recovery: str, hint: str | None = None, env: dict[str, str] | None = None,
+             cooldown_scale: float = 1.0, extra: list[tuple[int, str]] | None = None) -> CrashVerdict:
+    return CrashVerdict(cls=cls, evidence=_evidence(lines, extra or []), retryable=retryable,
+                        recovery=recovery, summary=summary, hint=hint, env=env or {},
+                        cooldown_scale=cooldown_scale)
+
+
+_DIVERGENCE_HINT = ("the run is paused with its log window kept: inspect the loss and grad-norm "
+                    "chart and the last checkpoints (one saved during the spike is suspect), "
+                    "then resume from an earlier checkpoint or lower the learning rate")
+_RECOMPUTE_HINT = ("the recomputed forward differs from the original forward: usually "
+                   "non-deterministic MoE routing in recompute (router ties, token dropping, "
+                   "RNG not restored). Make routing deterministic in recompute or exclude the "
+                   "router/MoE layers from activation recompute; a restart hits it again")
+
+
+def _recompute_verdict(s: _Scan) -> CrashVerdict:
+    counts = {}
+    for _, text in s.recompute.support:
+        m = _RECOMPUTE_COUNT.search(text)
+        if m:
+            counts[m.group(1)] = m.group(2)
+    summary = "activation-checkpoint recompute mismatch"
+    if len(counts) == 2:
+        summary += (f": {counts['forward']} tensors saved in forward, "
+                    f"{counts['recomputation']} in recomputation")
+    return _verdict("recompute_mismatch", s.recompute.decisive, summary, retryable=False,
+                    recovery="fail", hint=_RECOMPUTE_HINT, extra=s.recompute.support)
+
+
+def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerdict:
+    first = (s.div.decisive or s.div.support or [(0, "")])[0][1]
+    it = _DIV_ITERATION.search(first)
+    where = f" at iteration {it.group(1)}" if it else ""
+    if "grad norm" in first:
+        what = f"Megatron found a non-finite local grad norm{where}"
+    elif "forward loss" in first:
+        what = f"Megatron found a non-finite forward loss{where}"
+    elif "returned nan values" in first:
+        what = "autograd anomaly mode found NaN values"
+    elif first:
+        what = f"Megatron result validation failed{where}"
+    else:
+        what = "Megatron's rerun state machine reported an unexpected result"
+    if code == EXIT_RESUME_TO_DISAMBIGUATE:
+        return _verdict("divergence", s.div.decisive + status_lines,
+                        f"{what}; its rerun state machine saved a checkpoint and asks to resume "
+                        f"(exit 16) to tell a hardware fault from a real divergence",
+                        retryable=True, recovery="restart",
+                        hint="restarting lets Megatron rerun the step; a reproducible result "
+                             "ends with exit 17 and pauses the run",
+                        extra=s.div.support)
+    if code == EXIT_FAILED_ON_RESULT_VALIDATION:
+        what += " (exit 17: the unexpected result was confirmed)"
+    return _verdict("divergence", s.div.decisive + status_lines, what, retryable=False,
+                    recovery="pause", hint=_DIVERGENCE_HINT, extra=s.div.support)
+
+
+def _fault_verdict(s: _Scan) -> CrashVerdict:
+    scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
+    extra = s.nccl.decisive[:2]
+    reset = next((x for x in s.xids if x[2] in RESET_XIDS), None)
+    if reset is not None:
+        return _verdict("cuda_fault", s.fault.decisive,
+                        f"NVIDIA Xid {reset[2]} on {reset[3]}: the GPU needs a reset",
+                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
+                        hint="Xid 48/79/95 (double-bit ECC, fallen off the bus, uncontained "
+                             "ECC) need a GPU reset or a node drain; check `nvidia-smi -q` and "
+                             "dmesg before running on this GPU again")
+    fault_text = next((m.group(0) for _, text in s.fault.decisive
+                       for m in [_FAULT.search(text)] if m), None)
+    parts = [f"CUDA fault: {fault_text}"] if fault_text else []
+    if s.xids:
+        _, _, xid, pci = s.xids[0]
+        parts.append(f"NVIDIA Xid {xid} on {pci}")
+    summary = parts[0] + (f" ({parts[1]})" if len(parts) > 1 else "")
+    return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
+                    recovery="restart_launch_blocking", env={"CUDA_LAUNCH_BLOCKING": "1"},
+                    cooldown_scale=scale, extra=extra,
+                    hint="restarting with CUDA_LAUNCH_BLOCKING=1 (slower) so the traceback names "
+                         "the failing kernel; repeated faults or Xid lines point at the hardware")
+
+
+_GENERIC_FRAMES = frozenset({"forward", "backward", "_call_impl", "_wrapped_call_impl", "wrapper",
+                             "inner", "apply", "<module>"})
+
+
+def _oom_phase(frames: list[tuple[str, str]]) -> str:
+    """' in backward (chunk_gated_delta_rule_bwd)' etc., from the OOM traceback's frames.
+
+    Names the outermost ``*_bwd`` frame outside torch (the op's backward entry point, e.g.
+    FLA's ``chunk_gated_delta_rule_bwd``), or for a forward OOM the innermost own frame.
+    """
+    own = [(path, func) for path, func in frames if "/torch/" not in path.replace("\\", "/")]
+    funcs = [func for _, func in frames]
+    if any("backward" in f or "_bwd" in f for f in funcs):
+        bwd = next((func for _, func in own if "_bwd" in func), None)
+        return f" in backward ({bwd})" if bwd else " in backward"
+    if any(f == "forward" or "_fwd" in f for f in funcs):
+        name = next((func for _, func in reversed(own) if func not in _GENERIC_FRAMES), None)
+        return f" in forward ({name})" if name else " in forward"
+    return ""
+
+
+def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool) -> CrashVerdict:
+    info = s.oom_info
+    phase = _oom_phase(info.frames)
+    if not phase and steps_seen == 0:
+        phase = " before the first logged step"
+    gpus = ""
+    if info.gpus:
+        gpus = f" on GPU {info.gpus[0]}" if len(info.gpus) == 1 else f" on GPUs {', '.join(info.gpus)}"
+    size = f", tried to allocate {info.size}" if info.size else ""
+    if steps_seen == 0 and (foreign_gpu_memory or info.foreign):
+        held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(info.foreign.items())[:4])
+        who = f" ({held})" if held else ""
+        return _verdict("gpu_busy_at_init", s.oom.decisive,
+                        f"CUDA out of memory{phase}{gpus} while other processes hold GPU memory{who}",
+                        retryable=True, recovery="restart_after_gpu_clear",
+                        hint="leftover processes (an earlier job, an inference server, an orphaned "
+                             "rank) hold GPU memory: `moeconsole gpus` lists them; the runner waits "
+                             "for the memory to be released before restarting")
+    hint = ("a transient spike may pass on restart; if it repeats, lower the micro-batch or "
+            "sequence length, or enable activation recompute")
+    if info.unallocated_gib >= 1.0:
+        hint += ("; reserved-but-unallocated memory is large, try "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    return _verdict("cuda_oom", s.oom.decisive, f"CUDA out of memory{phase}{size}{gpus}",
+                    retryable=True, recovery="restart", hint=hint)
+
+
+def _port_verdict(s: _Scan) -> CrashVerdict:
+    port = None
+    for _, text in s.port.decisive:
+        m = _PORT_NUMBER.search(text)
+        if m:
+            port = next(g for g in m.groups() if g)
+            break
+    what = f"port {port}" if port else "the rendezvous port"
+    return _verdict("port_in_use", s.port.decisive, f"{what} is already in use (EADDRINUSE)",
+                    retryable=True, recovery="wait_port",
+                    hint=f"another process holds {what} (an orphaned worker, or a previous run in "
+                         f"TIME_WAIT); the runner waits for it to be free, or set MASTER_PORT to a "
+                         f"free port")
+
+
+def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
+    lines = s.nccl.decisive
+    summary = "NCCL error"
+    for _, text in s.nccl_timeout.decisive[:1]:
+        op, ran, rk = _NCCL_OP.search(text), _NCCL_RAN.search(text), _PG_RANK.search(text)
+        summary = "NCCL watchdog timeout"
+        if op:
+            summary += f": {op.group(1)}"
+        if ran:
+            summary += f" ran for {int(ran.group(1)) / 1000:.0f} s"
+        if rk:
+            summary += f" on rank {rk.group(1)}"
+        if "watchdog got stuck" in text:
+            summary = "ProcessGroupNCCL watchdog got stuck"
+    if summary == "NCCL error":
+        for _, text in lines:
+            m = _NCCL_API.search(text)
+            if m:
+                summary = f"NCCL error: {m.group(1)}"
+                if m.group(2):
+                    summary += f" (NCCL {m.group(2)})"
+                break
+            if "communicator was aborted" in text:
+                summary = "NCCL communicator was aborted"
+                break
+    return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
+                    recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
+                    hint="the whole process tree is killed and the cooldown is long so NCCL IPC "
+                         "state is released; if it repeats at the same step, one rank may be "
+                         "stuck or dead (see its own log lines)",
+                    extra=s.nccl.support)
+
+
+def _who(status_lines: list, s: _Scan) -> str:
+    root = s.root if s.root is not None and s.root.exitcode is not None else s.failed_line
+    if root is None or not status_lines:
+        return ""
+    parts = []
+    if root.rank is not None:
+        parts.append(f"rank {root.rank}")
+    if root.pid is not None:
+        parts.append(f"pid {root.pid}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan) -> CrashVerdict:
+    who = _who(lines, s)
+    name = signal_name(sig)
+    if cls == "killed_oom":
+        return _verdict(cls, lines, f"killed by {name}{who} without a user kill: most likely the "
+                                    f"host OOM killer", retryable=True, recovery="restart",
+                        hint="check `dmesg` for 'Out of memory: Killed process'; lower host memory "
+                             "use (dataloader workers, pinned memory, CPU offload)")
+    if cls == "segfault":
+        return _verdict(cls, lines, f"segmentation fault ({name}){who}", retryable=True,
+                        recovery="restart",
+                        hint="if it repeats, run with PYTHONFAULTHANDLER=1 to get the Python stack")
+    return _verdict(cls, lines, f"bus error ({name}){who}", retryable=False, recovery="fail",
+                    hint="usually /dev/shm is exhausted (dataloader workers) or a memory-mapped "
+                         "file was truncated: raise the shared-memory size (docker --shm-size) "
+                         "or lower dataloader workers")
+
+
+def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None,
+                     status_lines: list, s: _Scan) -> CrashVerdict:
+    if signum is not None:
+        how = f"ended by {signal_name(signum)}"
+    elif code is not None:
+        how = f"exited with code {code}"
+    elif exit_code is None:
+        how = "ended with an unknown exit status"
+    else:
+        how = f"exited with code {exit_code}"
+    first_exc = s.exceptions[0][1] if s.exceptions else None
+    summary = f"{how}{_who(status_lines, s)}"
+    if first_exc:
+        summary += f": {first_exc[:200]}"
+    lines = s.exceptions + status_lines
+    return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
+                    extra=[(i, t) for i, t, _ in s.sig_text])
