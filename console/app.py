@@ -1,0 +1,68 @@
+"""The moeconsole Textual app: a client of the runner, opened over SSH and tmux.
+
+It shows one run (``RunScreen``) or the run browser, reads only the run directory, and steers
+the runner only through its control socket. Quitting the app (``q``), a crash of the app or a
+lost SSH connection changes nothing for the run. Looks live in ``console.tcss``.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from textual.app import App
+
+from console.source import RunSource
+from runner import rundir
+
+
+class MoeConsole(App):
+    CSS_PATH = "console.tcss"
+    TITLE = "moeconsole"
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
+                 gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
+                 telemetry=None) -> None:
+        super().__init__()
+        self.base = Path(base)
+        self.first_run = run
+        self.readonly = readonly
+        self.gpu = gpu
+        self.interval = interval
+        self.control_timeout = control_timeout
+        self.telemetry = telemetry
+        self.animation_level = "none"
+        self._scratch: Path | None = None
+
+    def on_mount(self) -> None:
+        if self.first_run is not None:
+            self.open_run(self.first_run)
+        else:
+            from console.screens.browser import BrowserScreen
+            self.push_screen(BrowserScreen(self.base))
+
+    def open_run(self, run: rundir.RunDir) -> None:
+        """Show a run: live runs with GPU telemetry and the process keys, past runs without."""
+        from console.screens.run import RunScreen
+        live = run.read_state().get("status") in rundir.LIVE
+        source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
+                           control_timeout=self.control_timeout)
+        self.push_screen(RunScreen(source, readonly=self.readonly, interval=self.interval))
+
+    def scratch_dir(self) -> Path:
+        """Where logs not made by moeconsole are ingested; removed when the app ends."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="moeconsole-open-"))
+        return self._scratch
+
+    def on_unmount(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False, gpu: bool = True) -> int:
+    """Open the UI on ``run`` (or the browser) and block until the user detaches."""
+    app = MoeConsole(base, run, readonly=readonly, gpu=gpu)
+    result = app.run()
+    return int(result or 0) if isinstance(result, int) else (app.return_code or 0)

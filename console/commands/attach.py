@@ -1,0 +1,20 @@
+"""``moeconsole attach [RUN] [--readonly]`` (and ``moeconsole`` with no command): the UI on a
+run; with no RUN the newest live run, else the run browser. Closing it leaves the run alone."""
+from __future__ import annotations
+
+import sys
+
+from runner import rundir
+from runner.errors import InputError
+from runner.paths import runs_base
+
+
+def run(args) -> int:
+    base = runs_base(getattr(args, "runs_dir", None))
+    ref = getattr(args, "run", None)
+    target = rundir.resolve(base, ref) if ref else rundir.newest_live(base)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise InputError("the console needs a terminal; use `moeconsole --json` for scripts")
+    from console.app import run_app
+    return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
+                   gpu=not getattr(args, "no_gpu", False))

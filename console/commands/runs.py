@@ -1,0 +1,131 @@
+"""``moeconsole runs [ls|show RUN|diff A B|rebuild] [--json]``: past runs without the UI."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from console import format as fmt
+from runner import jsonio, rundir, store
+from runner.errors import InputError
+from runner.paths import runs_base
+
+LS_COLUMNS = (("id", "ID"), ("name", "NAME"), ("status", "STATUS"), ("started_at", "STARTED"),
+              ("attempts", "ATT"), ("last_step", "STEP"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"))
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """Left-aligned columns, two spaces apart (what ``runs ls`` and ``runs diff`` print)."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def ls_cell(key: str, row: dict) -> str:
+    v = row.get(key)
+    if key == "started_at":
+        return fmt.date(v)
+    if key in ("last_loss", "min_loss"):
+        return fmt.num(v)
+    if key == "last_step":
+        return f"{fmt.intc(v)}/{fmt.intc(row.get('max_steps'))}" if row.get("max_steps") else fmt.intc(v)
+    if key == "status":
+        return str(v or "unknown").upper()
+    return fmt.NA if v is None else str(v)
+
+
+def cmd_ls(base, as_json: bool) -> int:
+    rows = store.list_runs(base)
+    if as_json:
+        _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "runs": rows}))
+        return 0
+    if not rows:
+        _out(f"no runs under {base}")
+        return 0
+    _out(table([h for _, h in LS_COLUMNS], [[ls_cell(k, r) for k, _ in LS_COLUMNS] for r in rows]))
+    return 0
+
+
+def run_summary(run: rundir.RunDir) -> dict:
+    """What ``runs show`` prints: the index row, plus crashes and checkpoints from the run dir."""
+    from runner.snapshot import RunWatcher
+    snap = RunWatcher(run).poll(with_gpu=False)
+    return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run), "run": snap.run,
+            "crashes": list(snap.crashes), "checkpoints": list(snap.checkpoints),
+            "alerts": list(snap.alerts[-20:])}
+
+
+def cmd_show(base, ref: str, as_json: bool) -> int:
+    run = rundir.resolve(base, ref)
+    summary = run_summary(run)
+    if as_json:
+        _out(jsonio.dumps(summary))
+        return 0
+    r = summary["run"]
+    lines = [
+        f"{summary['name']}  {r.get('status_word') or fmt.NA}",
+        f"  id        {summary['id']}",
+        f"  dir       {summary['path']}",
+        f"  started   {fmt.date(summary['started_at'])}   ended {fmt.date(summary['ended_at'])}   "
+        f"elapsed {fmt.duration(r.get('elapsed_s'))}",
+        f"  attempts  {fmt.NA if summary['attempts'] is None else summary['attempts']}   "
+        f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
+        f"  steps     {ls_cell('last_step', summary)}",
+        f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
+        f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
+    ]
+    lines.append(f"crashes ({len(summary['crashes'])})")
+    lines += [f"  {fmt.crash_line(c)}" for c in summary["crashes"]] or ["  none"]
+    lines.append(f"checkpoints ({len(summary['checkpoints'])})")
+    lines += [f"  {fmt.checkpoint_line(c)[0]}  {c.get('path') or ''}" for c in summary["checkpoints"]] or ["  none"]
+    if summary["alerts"]:
+        lines.append(f"alerts (last {len(summary['alerts'])})")
+        lines += [f"  {fmt.event_line(a)[0]}" for a in summary["alerts"]]
+    _out("\n".join(lines))
+    return 0
+
+
+def cmd_diff(base, a: str, b: str, as_json: bool) -> int:
+    from runner import rundiff
+    comparison = rundiff.compare(a, b, base)
+    d = comparison.to_dict()
+    if as_json:
+        _out(jsonio.dumps(d))
+        return 0
+    lines = [f"A  {d['a']['label']}  ({d['a']['path']})", f"B  {d['b']['label']}  ({d['b']['path']})", ""]
+    lines.append(table(["", "A", "B", "B - A"], fmt.diff_rows(d)))
+    lines.append("")
+    diffs = d["recipe_diff"]
+    if diffs:
+        lines.append(f"recipe differences ({len(diffs)})")
+        lines.append(table(["key", "A", "B"], [[x["key"], rundiff.format_value(x["a"]), rundiff.format_value(x["b"])]
+                                               for x in diffs]))
+    else:
+        lines.append("recipe differences: none")
+    _out("\n".join(lines))
+    return 0
+
+
+def run(args) -> int:
+    base = runs_base(getattr(args, "runs_dir", None))
+    action = args.action or "ls"
+    ids = list(args.ids or [])
+    need = {"ls": 0, "rebuild": 0, "show": 1, "diff": 2}[action]
+    if len(ids) != need:
+        usage = {"ls": "runs ls", "rebuild": "runs rebuild", "show": "runs show RUN", "diff": "runs diff A B"}
+        raise InputError(f"usage: moeconsole {usage[action]}")
+    if action == "ls":
+        return cmd_ls(base, args.json)
+    if action == "rebuild":
+        n = store.rebuild(base)
+        _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "indexed": n}) if args.json else f"indexed {n} runs under {base}")
+        return 0
+    if action == "show":
+        return cmd_show(base, ids[0], args.json)
+    return cmd_diff(base, ids[0], ids[1], args.json)

@@ -1,0 +1,102 @@
+"""The texts of the confirmation dialogs: every process-changing action names the PIDs it will
+hit and the escalation timer before anything is sent. Pure functions, tested on plain data."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from console import format as fmt
+
+DEFAULT_GRACE_S = 60.0
+DEFAULT_FLOOR_S = 10.0
+DEFAULT_CEILING_S = 90.0
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    title: str
+    lines: tuple[str, ...]
+    request: dict  # what goes to the control socket on "yes"
+
+
+def _grace(recipe: dict) -> float:
+    v = (recipe.get("kill") or {}).get("grace_s")
+    return float(v) if isinstance(v, (int, float)) else DEFAULT_GRACE_S
+
+
+def pid_list(pids: list, limit: int = 12) -> str:
+    """"1234 (torchrun), 1240, 1241 and 3 more" from state.json pid records."""
+    out = []
+    for p in pids or []:
+        if isinstance(p, dict):
+            name = p.get("name") or p.get("cmd") or ""
+            if isinstance(name, list):
+                name = " ".join(str(x) for x in name)
+            name = str(name).split("/")[-1][:24] if name else ""
+            out.append(f"{p.get('pid')}" + (f" ({name})" if name else ""))
+        else:
+            out.append(str(p))
+    if not out:
+        return "none recorded"
+    more = len(out) - limit
+    return ", ".join(out[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def kill(run: dict, recipe: dict) -> Confirmation:
+    grace = _grace(recipe)
+    pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
+    return Confirmation(
+        title=f"Clean kill of {run.get('name') or run.get('id')}?",
+        lines=(
+            f"PIDs: {pid_list(run.get('pids') or [])}{pgid}.",
+            f"SIGTERM to the whole tree now; SIGKILL to whatever is left after {fmt.duration(grace)} "
+            f"(kill grace); then a check that no process of the tree survives.",
+            "The run ends as KILLED. It is not restarted.",
+        ),
+        request={"cmd": "kill", "grace_s": grace},
+    )
+
+
+def restart(run: dict, recipe: dict) -> Confirmation:
+    grace = _grace(recipe)
+    cd = recipe.get("cooldown") or {}
+    floor = cd.get("floor_s", DEFAULT_FLOOR_S)
+    ceiling = cd.get("ceiling_s", DEFAULT_CEILING_S)
+    if (run.get("status") or "").lower() == "paused":
+        return Confirmation(
+            title=f"Resume {run.get('name') or run.get('id')}?",
+            lines=(
+                f"The run is PAUSED{': ' + run['pause_reason'] if run.get('pause_reason') else ''}.",
+                f"Cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until GPU memory "
+                "is released and the rendezvous port is free, then restart from the latest verified checkpoint.",
+            ),
+            request={"cmd": "resume"},
+        )
+    pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
+    return Confirmation(
+        title=f"Wait-and-restart {run.get('name') or run.get('id')}?",
+        lines=(
+            f"PIDs: {pid_list(run.get('pids') or [])}{pgid}.",
+            f"SIGTERM to the whole tree now; SIGKILL to whatever is left after {fmt.duration(grace)} (kill grace).",
+            f"Then cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until no process of "
+            "the old tree is left, GPU memory is released and the rendezvous port is free.",
+            "Then restart from the latest verified checkpoint (counts as a restart).",
+        ),
+        request={"cmd": "restart", "now": False},
+    )
+
+
+def kill_zombie(blocker: dict, recipe: dict) -> Confirmation:
+    grace = _grace(recipe)
+    mem = f", {fmt.intc(blocker.get('gpu_mem_mib'))} MiB of GPU memory" if blocker.get("gpu_mem_mib") else ""
+    labels = ", ".join(blocker.get("labels") or ()) or "blocker"
+    return Confirmation(
+        title=f"End process {blocker.get('pid')}?",
+        lines=(
+            f"PID {blocker.get('pid')} (user {blocker.get('user') or '?'}, age {fmt.duration(blocker.get('age_s'))}"
+            f"{mem}; {labels}):",
+            f"  {fmt.blocker_cmd(blocker, 200)}",
+            f"SIGTERM now; SIGKILL after {fmt.duration(grace)} if it is still there. The runner first checks "
+            "that the PID still has the same start time, so a reused PID is never hit.",
+        ),
+        request={"cmd": "kill_pid", "pid": blocker.get("pid"), "start_time": blocker.get("start_time")},
+    )

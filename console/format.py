@@ -1,0 +1,291 @@
+"""Plain-text formatting of snapshot data: numbers, durations, the status line, events.
+
+UI-free and pure (dicts in, strings out), so the screen and a test reading ``--json`` output
+format the very same values the same way. Styles are named here (``status--running``) and
+defined in the TCSS file; the words alone always carry the meaning.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Iterable
+
+from runner.jsonio import as_float
+
+NA = "—"
+
+# Status -> style name (TCSS component class). The word is always shown with it.
+STATUS_STYLE = {
+    "running": "status--running", "starting": "status--running",
+    "cooldown": "status--cooldown", "stopping": "status--cooldown",
+    "paused": "status--paused",
+    "failed": "status--failed", "killed": "status--killed",
+    "succeeded": "status--succeeded",
+}
+
+
+def num(x: Any, digits: int = 4) -> str:
+    """A metric value in few characters: 2.345, 1.2e-05, nan, inf, — for missing."""
+    v = as_float(x)
+    if v is None:
+        return NA
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e5 or a < 1e-3:
+        return f"{v:.{max(1, digits - 2)}e}"
+    return f"{v:.{digits}g}"
+
+
+def short(x: Any) -> str:
+    """Compact magnitude for axes: 950, 1.2k, 3.4M."""
+    v = as_float(x)
+    if v is None or not math.isfinite(v):
+        return num(v)
+    a = abs(v)
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            s = f"{v / div:.1f}".rstrip("0").rstrip(".")
+            return s + suffix
+    if a >= 100 or v == int(v):
+        return str(int(round(v)))
+    return num(v, 3)
+
+
+def duration(seconds: Any) -> str:
+    """42s, 7m36s, 3h02m, 2d04h."""
+    s = as_float(seconds)
+    if s is None or not math.isfinite(s):
+        return NA
+    s = max(0, int(round(s)))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 48:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def clock(t: Any) -> str:
+    v = as_float(t)
+    if v is None or not math.isfinite(v):
+        return NA
+    return time.strftime("%H:%M:%S", time.localtime(v))
+
+
+def date(t: Any) -> str:
+    v = as_float(t)
+    if v is None or not math.isfinite(v):
+        return NA
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(v))
+
+
+def money(x: Any) -> str:
+    v = as_float(x)
+    if v is None or not math.isfinite(v):
+        return NA
+    return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+
+
+def intc(x: Any) -> str:
+    """Integer with thousands separators."""
+    v = as_float(x)
+    if v is None or not math.isfinite(v):
+        return NA
+    return f"{int(v):,}"
+
+
+def status_style(run: dict) -> str:
+    if run.get("stale"):
+        return "status--failed"
+    return STATUS_STYLE.get((run.get("status") or "").lower(), "status--other")
+
+
+def _waiting_on(items: Iterable[Any]) -> str:
+    out = []
+    for item in items or ():
+        if isinstance(item, dict):
+            what = item.get("what") or item.get("check") or item.get("name") or ""
+            detail = item.get("detail") or item.get("message") or ""
+            out.append(f"{what} {detail}".strip() or str(item))
+        else:
+            out.append(str(item))
+    return ", ".join(out)
+
+
+def status_lines(run: dict, *, readonly: bool = False) -> list[list[tuple[str, str]]]:
+    """The two status lines as (text, style) pieces. Style "" is plain.
+
+    Line 1: name, state word, step/total, step time, ETA. Line 2: attempt, restarts used/cap,
+    elapsed, cost, and what a cooldown waits on / why the run is paused or failed."""
+    word = run.get("status_word") or (run.get("status") or "unknown").upper()
+    step, total = run.get("step"), run.get("max_steps")
+    steps = f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
+    if step is not None and total:
+        steps += f" ({100 * float(step) / float(total):.1f}%)"
+    line1: list[tuple[str, str]] = [
+        (run.get("name") or run.get("id") or "?", "status--name"), ("  ", ""),
+        (f" {word} ", status_style(run)), ("  ", ""), (steps, ""),
+    ]
+    if run.get("step_time_s") is not None:
+        line1 += [("  ", ""), (f"{num(run['step_time_s'], 3)} s/step", "")]
+    if run.get("eta_s") is not None:
+        line1 += [("  ", ""), (f"ETA {duration(run['eta_s'])}", "")]
+    if readonly:
+        line1 += [("  ", ""), ("READ-ONLY", "status--readonly")]
+
+    attempt = run.get("attempt")
+    cap = run.get("max_restarts")
+    line2: list[tuple[str, str]] = [
+        (f"attempt {attempt if attempt is not None else NA}", ""),
+        (f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""),
+    ]
+    if run.get("elapsed_s") is not None:
+        line2.append((f" · elapsed {duration(run['elapsed_s'])}", ""))
+    if run.get("cost_per_hour"):
+        cost = f" · {money(run['cost_per_hour'])}/h, {money(run.get('cost_so_far'))} so far"
+        if run.get("cost_projected") is not None and run.get("eta_s") is not None:
+            cost += f", {money(run['cost_projected'])} projected"
+        line2.append((cost, ""))
+    status = (run.get("status") or "").lower()
+    if run.get("stale"):
+        line2.append((" · the runner is gone: status file is stale", "status--failed"))
+    elif status == "cooldown":
+        cd = run.get("cooldown") or {}
+        waiting = _waiting_on(cd.get("waiting_on") or ())
+        line2.append((f" · waiting on: {waiting or 'cooldown floor'}", "status--cooldown"))
+    elif status == "paused" and run.get("pause_reason"):
+        line2.append((f" · paused: {run['pause_reason']}", "status--paused"))
+    elif status in ("failed", "killed") and run.get("last_crash"):
+        crash = run["last_crash"]
+        text = crash.get("class") if isinstance(crash, dict) else str(crash)
+        line2.append((f" · last crash: {text}", "status--failed"))
+    return [line1, line2]
+
+
+def plain(pieces: list[tuple[str, str]]) -> str:
+    return "".join(t for t, _ in pieces)
+
+
+# ---- events ---------------------------------------------------------------------------------
+
+LEVEL_WORD = {"critical": "CRIT", "crit": "CRIT", "error": "CRIT", "warning": "WARN", "warn": "WARN",
+              "info": "INFO"}
+
+
+def event_line(ev: dict) -> tuple[str, str]:
+    """One event as (text, style). The first word names the kind, so colour is never needed."""
+    kind = ev.get("type") or "?"
+    t = clock(ev.get("t"))
+    style = ""
+    if kind == "alert":
+        level = LEVEL_WORD.get(str(ev.get("level") or "").lower(), str(ev.get("level") or "ALERT").upper())
+        style = "event--crit" if level == "CRIT" else "event--warn"
+        step = f" @{ev['step']}" if ev.get("step") is not None else ""
+        text = f"{level} {ev.get('rule') or ''}{step}: {ev.get('message') or ''}"
+    elif kind == "status":
+        reason = f" ({ev['reason']})" if ev.get("reason") else ""
+        text = f"status {str(ev.get('status') or '?').upper()}{reason}"
+    elif kind == "attempt_start":
+        res = f" from {ev['resumed_from']}" if ev.get("resumed_from") else ""
+        text = f"attempt {ev.get('attempt')} started{res}"
+    elif kind == "attempt_end":
+        sig = f" signal {ev['signal']}" if ev.get("signal") else ""
+        text = f"attempt {ev.get('attempt')} ended: exit {ev.get('exit_code')}{sig}"
+    elif kind == "crash":
+        style = "event--crit"
+        text = f"CRASH {ev.get('class')}: {ev.get('summary') or ''} -> {ev.get('recovery') or ''}"
+    elif kind == "cooldown":
+        text = f"cooldown until {clock(ev.get('until'))}"
+        if ev.get("waiting_on"):
+            text += f", waiting on {_waiting_on(ev['waiting_on'])}"
+    elif kind == "restart":
+        style = "event--warn"
+        text = f"RESTART attempt {ev.get('attempt')}"
+    elif kind == "checkpoint":
+        text, style = checkpoint_line(ev)
+    elif kind == "kill":
+        pids = ", ".join(str(p.get("pid") if isinstance(p, dict) else p) for p in ev.get("pids") or [])
+        text = f"KILL by {ev.get('requested_by') or '?'} pids {pids or NA} grace {num(ev.get('grace_s'), 3)}s"
+        style = "event--warn"
+    elif kind == "pause":
+        style = "event--warn"
+        text = f"PAUSE {ev.get('reason') or ''}"
+    elif kind == "drift":
+        style = "event--warn"
+        text = "DRIFT recipe changed: " + ", ".join(f"{k}" for k in (ev.get("changed") or ev.get("keys") or []))
+    elif kind == "adopt":
+        text = "adopted pids " + ", ".join(str(p.get("pid") if isinstance(p, dict) else p) for p in ev.get("pids") or [])
+    else:
+        extra = {k: v for k, v in ev.items() if k not in ("v", "t", "type")}
+        text = f"{kind} {extra}" if extra else kind
+    return f"{t} {text}", style
+
+
+def checkpoint_line(ck: dict) -> tuple[str, str]:
+    verdict = str(ck.get("verdict") or ("ok" if ck.get("ok") else "?"))
+    ok = ck.get("ok")
+    mark = "OK " if ok else ("BAD" if ok is False else "?  ")
+    if ck.get("suspect"):
+        mark = "SUS"
+    style = "event--crit" if ok is False else ("event--warn" if ck.get("suspect") else "event--ok")
+    path = str(ck.get("path") or "")
+    name = path.rstrip("/").rsplit("/", 1)[-1] if path else NA
+    tensors = f" {ck['tensors']} tensors" if ck.get("tensors") is not None else ""
+    reason = f": {ck['reason']}" if ck.get("reason") and not ok else ""
+    return f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}", style
+
+
+def crash_line(c: dict) -> str:
+    sig = f" signal {c['signal']}" if c.get("signal") else ""
+    return (f"attempt {c.get('attempt')}: {c.get('class') or 'unknown'} (exit {c.get('exit_code')}{sig}) "
+            f"{c.get('summary') or ''}").rstrip()
+
+
+def blocker_cmd(b: dict, width: int = 60) -> str:
+    cmd = b.get("cmdline")
+    if isinstance(cmd, (list, tuple)):
+        cmd = " ".join(str(c) for c in cmd)
+    cmd = str(cmd or "?")
+    return cmd if len(cmd) <= width else cmd[: width - 1] + "…"
+
+
+# ---- run comparison -------------------------------------------------------------------------
+
+DIFF_ROWS = (("status", "status"), ("steps", "steps"), ("final_loss", "final loss"), ("min_loss", "min loss"),
+             ("min_loss_step", "min loss at step"), ("peak_mem_gib", "peak memory GiB"),
+             ("mean_tokens_per_s", "mean tokens/s"), ("mean_step_time_s", "mean step time s"),
+             ("median_step_time_s", "median step time s"), ("attempts", "attempts"), ("restarts", "restarts"),
+             ("duration_s", "duration"))
+
+
+def diff_cell(key: str, v: Any) -> str:
+    if key == "duration_s":
+        return duration(v)
+    if key in ("steps", "min_loss_step", "attempts", "restarts"):
+        return intc(v)
+    if key == "status":
+        return str(v or NA).upper()
+    return num(v)
+
+
+def diff_rows(d: dict) -> list[list[str]]:
+    """The stats table of a comparison dict: metric, A, B, difference (and which is better)."""
+    rows = []
+    for key, label in DIFF_ROWS:
+        delta = d["delta"].get(key)
+        change = ""
+        if delta:
+            pct = f" ({delta['pct']:+.1f}%)" if delta.get("pct") is not None else ""
+            better = f"  {delta['better'].upper()} better" if delta.get("better") else ""
+            change = f"{num(delta['diff'])}{pct}{better}"
+        rows.append([label, diff_cell(key, d["a"].get(key)), diff_cell(key, d["b"].get(key)), change])
+    return rows

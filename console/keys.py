@@ -1,0 +1,113 @@
+"""Key bindings as data: one table per screen. The footer, the screens' ``BINDINGS`` and the
+help screen are all generated from these tables, so they cannot disagree.
+
+Keys are plain letters, digits, arrows, enter/escape and F-keys: what survives tmux over SSH.
+``changes_process`` marks the keys that ask the runner to signal processes; they always go
+through a confirmation naming the PIDs and the escalation timer, and ``--readonly`` disables
+them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    key: str            # Textual key name ("k", "question_mark", "enter", "escape")
+    action: str         # action name on the screen (without "action_")
+    label: str          # footer text
+    help: str           # one sentence for the help screen
+    changes_process: bool = False
+    show: bool = True   # in the footer
+    display: str = ""   # how the help screen writes the key ("?" for question_mark)
+
+    @property
+    def shown_key(self) -> str:
+        return self.display or self.key
+
+    def binding(self) -> Binding:
+        return Binding(self.key, self.action, self.label, show=self.show, key_display=self.display or None)
+
+
+RUN_KEYS: tuple[Key, ...] = (
+    Key("k", "kill", "Kill", "Clean kill: SIGTERM to the whole training tree, wait the recipe's grace period, "
+        "then SIGKILL what is left. No restart.", changes_process=True),
+    Key("r", "restart", "Restart", "Wait-and-restart: clean kill, cool down until no process of the old tree is "
+        "left, GPU memory is released and the rendezvous port is free, then restart from the latest verified "
+        "checkpoint. On a PAUSED run: resume the same way.", changes_process=True),
+    Key("v", "verify", "Verify", "Ask the runner to verify the latest checkpoint now (reads files, signals nothing)."),
+    Key("z", "kill_zombie", "Zombie", "End the selected zombie/blocker process (the runner checks its start time "
+        "first, so a reused PID is never hit).", changes_process=True),
+    Key("b", "browser", "Runs", "Open the run browser (all runs from the index)."),
+    Key("l", "log", "Log", "Full log of the run, with search."),
+    Key("tab", "app.focus_next", "Next pane", "Move the selection to the next pane (zombie list, events).",
+        show=False),
+    Key("question_mark", "help", "Help", "This help.", display="?"),
+    Key("q", "detach", "Detach", "Close the console. The run and its runner go on; attach again at any time."),
+)
+
+BROWSER_KEYS: tuple[Key, ...] = (
+    Key("enter", "open_run", "Open", "Open the selected run: charts, events, crashes, checkpoints (live runs "
+        "attach)."),
+    Key("space", "mark", "Mark", "Mark or unmark the run for comparison (two runs)."),
+    Key("c", "compare", "Compare", "Compare the two marked runs (or the marked run and the selected one)."),
+    Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/"),
+    Key("s", "sort", "Sort", "Sort by the next column (again to cycle)."),
+    Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False),
+    Key("o", "open_path", "Open path", "Open a log or directory not made by moeconsole (swift output dir, "
+        "Megatron log, logging.jsonl)."),
+    Key("g", "reload", "Reload", "Reload the index.", show=False),
+    Key("question_mark", "help", "Help", "This help.", display="?"),
+    Key("escape", "back", "Back", "Back to the previous screen (or quit when this is the first screen)."),
+    Key("q", "quit_app", "Quit", "Close the console (runs go on)."),
+)
+
+LOG_KEYS: tuple[Key, ...] = (
+    Key("slash", "search", "Search", "Search the whole log (plain text, case-insensitive).", display="/"),
+    Key("n", "next_match", "Next", "Next match."),
+    Key("N", "prev_match", "Prev", "Previous match."),
+    Key("f", "follow", "Follow", "Follow the end of the log as it grows (on by default)."),
+    Key("g", "top", "Top", "Go to the first line.", show=False),
+    Key("G", "bottom", "Bottom", "Go to the last line.", show=False),
+    Key("question_mark", "help", "Help", "This help.", display="?"),
+    Key("escape", "back", "Back", "Back to the run."),
+)
+
+COMPARE_KEYS: tuple[Key, ...] = (
+    Key("question_mark", "help", "Help", "This help.", display="?"),
+    Key("escape", "back", "Back", "Back to the run browser."),
+)
+
+CONFIRM_KEYS: tuple[Key, ...] = (
+    Key("y", "confirm", "Yes, do it", "Confirm the action named in the dialog."),
+    Key("n", "cancel", "No", "Cancel."),
+    Key("escape", "cancel", "Cancel", "Cancel.", show=False),
+)
+
+PICKER_KEYS: tuple[Key, ...] = (
+    Key("enter", "choose", "Choose", "Choose the selected process."),
+    Key("escape", "cancel", "Cancel", "Cancel."),
+)
+
+SCREENS: tuple[tuple[str, tuple[Key, ...]], ...] = (
+    ("Run screen", RUN_KEYS),
+    ("Run browser", BROWSER_KEYS),
+    ("Compare", COMPARE_KEYS),
+    ("Log view", LOG_KEYS),
+    ("Confirmation", CONFIRM_KEYS),
+    ("Zombie list", PICKER_KEYS),
+)
+
+PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
+
+
+def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+    return [k.binding() for k in keys]
+
+
+def help_rows(keys: tuple[Key, ...]) -> list[tuple[str, str, str]]:
+    """(key, what it does, note) rows for the help screen."""
+    return [(k.shown_key, k.help, "asks to confirm; off with --readonly" if k.changes_process else "")
+            for k in keys]

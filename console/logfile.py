@@ -1,0 +1,166 @@
+"""A growing log file as numbered lines, without loading it: a byte-offset index that is
+extended with what was appended, rebuilt when the file is truncated or replaced (new inode),
+and a search that scans the file in chunks. UI-free; the log view runs it in a worker thread.
+
+Only whole lines are decoded (a trailing partial line waits for its newline, except at the end
+of a finished file), progress-bar carriage returns keep the newest redraw, and very long lines
+are cut at ``max_line`` characters.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from array import array
+from bisect import bisect_right
+from pathlib import Path
+
+import numpy as np
+
+CHUNK = 4 << 20
+
+
+class LogFile:
+    def __init__(self, path: Path | str, *, max_line: int = 2000) -> None:
+        self.path = Path(path)
+        self.max_line = max_line
+        self._starts = array("q")      # byte offset of each complete line's start
+        self._end = 0                  # offset just past the last indexed newline
+        self._size = 0                 # file size at the last refresh (bytes past _end: a partial line)
+        self._ident: tuple[int, int] | None = None
+        self._lock = threading.Lock()
+        self.resets = 0                # how often truncation/replacement forced a re-index
+
+    def refresh(self) -> bool:
+        """Index what was appended since the last call. True if the line count changed."""
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+            except OSError:
+                changed = len(self._starts) > 0
+                self._reset()
+                return changed
+            ident = (st.st_dev, st.st_ino)
+            if self._ident is not None and (ident != self._ident or st.st_size < self._end):
+                self._reset()
+                self.resets += 1
+            self._ident = ident
+            before = len(self)
+            self._size = st.st_size
+            if st.st_size == self._end:
+                return len(self) != before
+            with open(self.path, "rb") as f:
+                f.seek(self._end)
+                pos = self._end
+                while True:
+                    chunk = f.read(CHUNK)
+                    if not chunk:
+                        break
+                    nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+                    if nl.size:
+                        # each newline ends a line; the line started at the previous end
+                        ends = nl.astype(np.int64) + pos + 1
+                        self._starts.append(self._end)
+                        self._starts.extend(ends[:-1].tolist())
+                        self._end = int(ends[-1])
+                    pos += len(chunk)
+            self._size = max(self._size, pos)
+            return len(self) != before
+
+    def _reset(self) -> None:
+        self._starts = array("q")
+        self._end = 0
+        self._size = 0
+        self._ident = None
+
+    def __len__(self) -> int:
+        """Complete lines, plus one for a trailing line still without its newline."""
+        return len(self._starts) + (1 if self._size > self._end else 0)
+
+    def _clean(self, raw: bytes) -> str:
+        text = raw.rstrip(b"\n").decode("utf-8", "replace").rstrip("\r")
+        if "\r" in text:
+            text = text.rsplit("\r", 1)[-1]
+        if len(text) > self.max_line:
+            text = text[: self.max_line] + "…"
+        return text.expandtabs(4)
+
+    def lines(self, start: int, count: int) -> list[str]:
+        """Lines [start, start+count) of the indexed part."""
+        with self._lock:
+            n = len(self._starts)
+            start = max(0, start)
+            stop = min(n, start + max(0, count))
+            partial = self._size > self._end and start + count > n
+            first = self._starts[start] if start < n else self._end
+            last = self._starts[stop] if stop < n else (self._size if partial else self._end)
+            last = min(last, first + (1 << 26)) if start >= stop else last
+            offsets = self._starts[start:stop].tolist() if start < stop else []
+            if partial:
+                offsets.append(self._end)
+        if not offsets:
+            return []
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(first)
+                data = f.read(last - first)
+        except OSError:
+            return []
+        out = []
+        for i, off in enumerate(offsets):
+            a = off - first
+            b = (offsets[i + 1] - first) if i + 1 < len(offsets) else len(data)
+            out.append(self._clean(data[a:b]))
+        return out
+
+    def line_of(self, offset: int) -> int:
+        return max(0, bisect_right(self._starts, offset) - 1)
+
+    def search(self, needle: str, start_line: int, *, backwards: bool = False) -> int | None:
+        """Index of the first line at/after (or before, backwards) ``start_line`` containing
+        ``needle`` (case-insensitive), wrapping around once; None if nowhere."""
+        pattern = needle.lower().encode()
+        if not pattern or not len(self):
+            return None
+        n = len(self)
+        start_line = min(max(0, start_line), n - 1)
+        with self._lock:
+            begin = self._starts[start_line]
+            end = self._end
+        ranges = [(begin, end), (0, begin)] if not backwards else [(0, begin), (begin, end)]
+        for lo, hi in ranges:
+            hit = self._scan(pattern, lo, hi, backwards)
+            if hit is not None:
+                return self.line_of(hit)
+        return None
+
+    def _scan(self, pattern: bytes, lo: int, hi: int, backwards: bool) -> int | None:
+        overlap = len(pattern) - 1
+        try:
+            f = open(self.path, "rb")
+        except OSError:
+            return None
+        with f:
+            if not backwards:
+                pos = lo
+                while pos < hi:
+                    f.seek(pos)
+                    chunk = f.read(min(CHUNK, hi - pos)).lower()
+                    i = chunk.find(pattern)
+                    if i >= 0:
+                        return pos + i
+                    if len(chunk) < CHUNK:
+                        return None
+                    pos += len(chunk) - overlap
+                return None
+            pos = hi
+            while pos > lo:
+                a = max(lo, pos - CHUNK)
+                f.seek(a)
+                chunk = f.read(pos - a).lower()
+                i = chunk.rfind(pattern)
+                if i >= 0:
+                    return a + i
+                if a == lo:
+                    return None
+                pos = a + overlap
+            return None

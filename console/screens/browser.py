@@ -1,0 +1,208 @@
+"""The run browser: every run from the SQLite index, sortable and filterable; open one, mark two
+to compare, or open a log/directory not made by moeconsole."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from console import format as fmt
+from console import keys
+from runner import rundir, store
+
+COLUMNS = (("status", "STATUS"), ("name", "NAME"), ("started_at", "STARTED"), ("ended_at", "ENDED"),
+           ("attempts", "ATT"), ("last_step", "STEPS"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"),
+           ("recipe_hash", "RECIPE"), ("id", "ID"))
+STATUS_FILTER = "status:"
+
+
+def cell(key: str, row: dict) -> str:
+    v = row.get(key)
+    if key in ("started_at", "ended_at"):
+        return fmt.date(v)
+    if key in ("last_loss", "min_loss"):
+        return fmt.num(v)
+    if key == "last_step":
+        return f"{fmt.intc(v)}/{fmt.intc(row.get('max_steps'))}" if row.get("max_steps") else fmt.intc(v)
+    if key == "status":
+        return str(v or "unknown").upper()
+    if key == "recipe_hash":
+        return (v or fmt.NA)[:8]
+    return fmt.NA if v is None else str(v)
+
+
+def parse_filter(text: str) -> tuple[str | None, str | None]:
+    """'status:failed llama' -> (status, name substring)."""
+    status, words = None, []
+    for word in text.split():
+        if word.lower().startswith(STATUS_FILTER):
+            status = word[len(STATUS_FILTER):].lower() or None
+        else:
+            words.append(word)
+    return status, (" ".join(words) or None)
+
+
+class BrowserScreen(Screen):
+    BINDINGS = keys.bindings(keys.BROWSER_KEYS)
+    COMPONENT_CLASSES = {"status--running", "status--cooldown", "status--paused", "status--failed",
+                         "status--killed", "status--succeeded", "status--other"}
+
+    def __init__(self, base: Path) -> None:
+        super().__init__()
+        self.base = Path(base)
+        self.rows: list[dict] = []
+        self.marked: list[str] = []
+        self.sort_index = 2  # started_at
+        self.descending = True
+        self.filter_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="browser-title")
+        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        table.focus()
+        self.action_reload()
+
+    # ---- data ---------------------------------------------------------------------------
+    def action_reload(self) -> None:
+        self._load(self.filter_text, COLUMNS[self.sort_index][0], self.descending)
+
+    @work(thread=True, exclusive=True, group="browser-load")
+    def _load(self, filter_text: str, order: str, descending: bool) -> None:
+        status, name = parse_filter(filter_text)
+        try:
+            rows = store.list_runs(self.base, status=status, name_like=name, order=order, descending=descending)
+        except Exception as exc:  # an unreadable index: say so, keep the screen
+            self.app.call_from_thread(self.notify, f"cannot read the run index: {exc}", severity="error")
+            rows = []
+        self.app.call_from_thread(self._show, rows)
+
+    def _show(self, rows: list[dict]) -> None:
+        self.rows = rows
+        table = self.query_one(DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for row in rows:
+            cells = []
+            for key, _ in COLUMNS:
+                text = cell(key, row)
+                if key == "status":
+                    mark = "*" if row["id"] in self.marked else " "
+                    style = self.get_component_rich_style(fmt.STATUS_STYLE.get((row.get("status") or "").lower(),
+                                                                                "status--other"), partial=True)
+                    cells.append(Text(mark) + Text(text, style=style))
+                else:
+                    cells.append(text)
+            table.add_row(*cells, key=row["id"])
+        if rows:
+            table.move_cursor(row=min(max(keep, 0), len(rows) - 1))
+        self._update_title()
+
+    def _update_title(self) -> None:
+        key, label = COLUMNS[self.sort_index]
+        parts = [f"runs under {self.base}: {len(self.rows)}",
+                 f"sorted by {label.lower()} {'desc' if self.descending else 'asc'}"]
+        if self.filter_text:
+            parts.append(f"filter '{self.filter_text}'")
+        if self.marked:
+            parts.append("marked: " + ", ".join(self.marked))
+        if not self.rows and not self.filter_text:
+            parts.append("(no runs yet: start one with `moeconsole run RECIPE`, or o to open a log)")
+        self.query_one("#browser-title", Static).update("  ·  ".join(parts))
+
+    def selected(self) -> dict | None:
+        table = self.query_one(DataTable)
+        if not self.rows:
+            return None
+        return self.rows[min(max(table.cursor_row, 0), len(self.rows) - 1)]
+
+    # ---- actions ------------------------------------------------------------------------
+    def action_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(COLUMNS)
+        self.action_reload()
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending
+        self.action_reload()
+
+    def action_filter(self) -> None:
+        from console.screens.dialogs import PromptScreen
+
+        def got(value: str | None) -> None:
+            if value is not None:
+                self.filter_text = value.strip()
+                self.action_reload()
+        self.app.push_screen(PromptScreen("Filter runs (name or id words; status:failed):", self.filter_text), got)
+
+    def action_mark(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        if row["id"] in self.marked:
+            self.marked.remove(row["id"])
+        else:
+            self.marked = (self.marked + [row["id"]])[-2:]
+        self._show(self.rows)
+
+    def action_compare(self) -> None:
+        ids = list(self.marked)
+        row = self.selected()
+        if len(ids) < 2 and row is not None and row["id"] not in ids:
+            ids.append(row["id"])
+        if len(ids) != 2:
+            self.notify("mark two runs with space (or one, and select the other)", severity="warning")
+            return
+        paths = {r["id"]: r.get("path") for r in self.rows}
+        from console.screens.compare import CompareScreen
+        self.app.push_screen(CompareScreen(paths.get(ids[0]) or ids[0], paths.get(ids[1]) or ids[1], self.base))
+
+    def action_open_run(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        path = Path(row.get("path") or self.base / row["id"])
+        if not path.is_dir():
+            self.notify(f"{path}: the run directory is gone (g reloads the index)", severity="error")
+            return
+        self.app.open_run(rundir.RunDir(path))
+
+    def action_open_path(self) -> None:
+        from console.screens.dialogs import PromptScreen
+
+        def got(value: str | None) -> None:
+            if value:
+                self._open_foreign(value.strip())
+        self.app.push_screen(PromptScreen("Open a log or directory (swift output dir, Megatron log, "
+                                          "logging.jsonl, or a run dir):", placeholder="/path/to/log"), got)
+
+    @work(thread=True, exclusive=True, group="browser-open")
+    def _open_foreign(self, text: str) -> None:
+        from console.foreign import open_path
+        try:
+            run = open_path(Path(text).expanduser(), self.app.scratch_dir())
+        except Exception as exc:  # InputError and unreadable files: one line, keep the browser
+            self.app.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        self.app.call_from_thread(self.app.open_run, run)
+
+    def action_help(self) -> None:
+        from console.screens.dialogs import HelpScreen
+        self.app.push_screen(HelpScreen("Run browser"))
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.exit(0)
+
+    def action_quit_app(self) -> None:
+        self.app.exit(0)

@@ -1,0 +1,94 @@
+"""Modal dialogs: the confirmation (y/n) for process-changing actions, the help screen built
+from the key tables, and a one-line text prompt (filter, search, open path)."""
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Static
+
+from console import keys
+from console.confirmations import Confirmation
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Shows what will happen (PIDs, escalation timer); dismisses True only on 'y'."""
+
+    BINDINGS = keys.bindings(keys.CONFIRM_KEYS)
+
+    def __init__(self, confirmation: Confirmation) -> None:
+        super().__init__()
+        self.confirmation = confirmation
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.confirmation.title, style="bold"), id="dialog-title")
+            yield Static("\n".join(self.confirmation.lines), id="dialog-body")
+            yield Static("y = yes, do it    n / Esc = cancel", id="dialog-keys")
+        yield Footer()
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+def help_table(current: str | None = None) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=True)
+    table.add_column("key", no_wrap=True)
+    table.add_column("what it does", ratio=1)
+    table.add_column("", no_wrap=True)
+    order = sorted(keys.SCREENS, key=lambda s: s[0] != current)
+    for i, (name, table_keys) in enumerate(order):
+        if i:
+            table.add_row("", "", "")
+        table.add_row(Text(name, style="bold underline"), "", "")
+        for key, what, note in keys.help_rows(table_keys):
+            table.add_row(key, what, note)
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def __init__(self, current: str | None = None) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Static(Text("moeconsole keys (the UI is a client: closing it never stops a run)",
+                              style="bold"))
+            yield Static(help_table(self.current), id="help-table")
+        yield Footer()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """One line of input; Enter returns it, Esc returns None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, label: str, value: str = "", placeholder: str = "") -> None:
+        super().__init__()
+        self.label = label
+        self.value = value
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt"):
+            yield Static(self.label)
+            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+        yield Footer()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

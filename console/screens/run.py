@@ -1,0 +1,271 @@
+"""The run screen: status line, charts, GPU rows, zombies/blockers, events, log tail.
+
+A thread worker polls the run directory about once a second (``RunSource.poll`` does file I/O)
+and hands each Snapshot to the UI thread; every widget redraws only if its slice changed. The
+same screen shows a live run (process keys enabled unless --readonly) and a past run (process
+keys hidden: no runner listens). Every request goes to the runner's control socket.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.events import Key
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
+
+from console import confirmations, keys
+from console import format as fmt
+from console.chart import markers_from
+from console.source import RunSource
+from console.widgets.chart import ChartView
+from console.widgets.gpus import GpuPanel
+from console.widgets.panes import BlockerTable, EventPane, LogTail
+from console.widgets.status import StatusLine
+from runner import rundir
+from runner.snapshot import Snapshot
+
+PROCESS_ACTIONS = frozenset(k.action for k in keys.RUN_KEYS if k.changes_process)
+
+
+def _series_key(s) -> tuple:
+    last = s.last()
+    return (s.n, None if last is None else (repr(last)))
+
+
+def _finite_min(y: np.ndarray) -> float | None:
+    f = y[np.isfinite(y)]
+    return float(f.min()) if f.size else None
+
+
+class RunScreen(Screen):
+    BINDINGS = keys.bindings(keys.RUN_KEYS) + [Binding("escape", "back", "Back", show=False)]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+
+    class SnapshotReady(Message):
+        def __init__(self, snapshot: Snapshot | None, error: str | None = None) -> None:
+            super().__init__()
+            self.snapshot = snapshot
+            self.error = error
+
+    def __init__(self, source: RunSource, *, readonly: bool = False, interval: float = 1.0) -> None:
+        super().__init__()
+        self.source = source
+        self.readonly = readonly
+        self.interval = interval
+        self.snapshot: Snapshot | None = None
+        self.polls = 0
+        self._applied = threading.Event()
+        self._wake = threading.Event()
+        self._live: bool | None = None
+        self._marker_key: object = None
+        self._markers: tuple = ()
+
+    # ---- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield StatusLine(readonly=self.readonly, id="status")
+        with Horizontal(id="charts"):
+            yield ChartView("loss", id="chart-loss")
+            yield ChartView("grad norm", id="chart-grad")
+            yield ChartView("memory", id="chart-mem")
+        yield GpuPanel(id="gpus")
+        with Horizontal(id="lower"):
+            with Vertical(id="side"):
+                yield Static("zombies / blockers: none", id="blockers-title")
+                yield BlockerTable(id="blockers")
+                yield EventPane(id="events")
+            yield LogTail(id="logtail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#blockers").display = False
+        self._poll_loop()
+
+    # ---- polling ------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="poll")
+    def _poll_loop(self) -> None:
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            self._applied.clear()
+            try:
+                self.post_message(self.SnapshotReady(self.source.poll()))
+            except Exception as exc:  # a bad file must not kill the poller: show it and go on
+                self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
+            # Back-pressure: never queue a second snapshot before the UI applied the first.
+            while not self._applied.wait(0.2):
+                if worker.is_cancelled:
+                    return
+            if self._wake.wait(self.interval):
+                self._wake.clear()
+
+    def poll_now(self) -> None:
+        """Poll at once (after a request), instead of at the next tick."""
+        self._wake.set()
+
+    def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
+        try:
+            if message.snapshot is not None:
+                self.apply(message.snapshot)
+            elif message.error:
+                self.notify(message.error, title="reading the run failed", severity="error")
+        finally:
+            self._applied.set()
+
+    def apply(self, snap: Snapshot) -> None:
+        """Show a snapshot; each widget compares its slice with what it shows."""
+        self.snapshot = snap
+        self.polls += 1
+        run = snap.run
+        live = bool(run.get("runner_alive")) or (run.get("status") in rundir.LIVE and not run.get("stale"))
+        if live != self._live:
+            self._live = live
+            self.refresh_bindings()
+        self.query_one(StatusLine).show_run(run)
+        self._show_charts(snap)
+        self.query_one(GpuPanel).show_gpu(snap.gpu)
+        blockers = [b for b in snap.blockers if isinstance(b, dict)]
+        table = self.query_one(BlockerTable)
+        table.show(blockers)
+        errors = [b["error"] for b in blockers if b.get("error")]
+        title = self.query_one("#blockers-title", Static)
+        real = table.blockers
+        table.display = bool(real)
+        title.update(f"zombies / blockers: {len(real)} (tab to select, z to end)" if real else
+                     ("zombies / blockers: scan failed: " + errors[0]) if errors else
+                     "zombies / blockers: none")
+        self.query_one(EventPane).show(snap.checkpoints, snap.crashes, snap.events)
+        self.query_one(LogTail).show(snap.log_tail)
+
+    def _show_charts(self, snap: Snapshot) -> None:
+        marker_key = (snap.restarts_at, tuple((c.get("step"), c.get("ok"), c.get("suspect")) for c in snap.checkpoints))
+        if marker_key != self._marker_key:
+            self._marker_key = marker_key
+            self._markers = markers_from(snap.restarts_at, snap.checkpoints)
+        markers = self._markers
+        loss, grad, mem = snap.series["loss"], snap.series["grad_norm"], snap.series["mem_gib"]
+
+        key = (_series_key(loss), marker_key)
+        chart = self.query_one("#chart-loss", ChartView)
+        if key != chart._data_key:
+            lo = _finite_min(loss.y)
+            last = f"loss {fmt.num(loss.last())}"
+            chart.set_data([loss], key=key, markers=markers,
+                           heading=(f"{last} min {fmt.num(lo)}", last) if lo is not None else (last,))
+        key = (_series_key(grad), marker_key)
+        chart = self.query_one("#chart-grad", ChartView)
+        if key != chart._data_key:
+            chart.set_data([grad], key=key, markers=markers, heading=f"grad norm {fmt.num(grad.last())}")
+        cap = snap.run.get("mem_capacity_gib") or _gpu_capacity_gib(snap.gpu)
+        key = (_series_key(mem), marker_key, cap)
+        chart = self.query_one("#chart-mem", ChartView)
+        if key != chart._data_key:
+            last = fmt.num(mem.last(), 3)
+            heading: tuple[str, ...] = (f"memory {last} GiB", f"mem {last}G")
+            if cap:
+                peak = float(np.nanmax(mem.y)) if mem.n and np.isfinite(mem.y).any() else None
+                free = f"{fmt.num(cap - peak, 3)}" if peak is not None else fmt.NA
+                capt = fmt.num(cap, 3)
+                heading = (f"memory {last} of {capt} GiB, headroom {free} GiB at peak",
+                           f"mem {last}/{capt}G, {free}G free at peak", f"mem {last}/{capt}G")
+            chart.set_data([mem], key=key, markers=markers, cap=cap,
+                           cap_label=f"{fmt.short(cap)}G" if cap else "cap", heading=heading)
+
+    # ---- keys ---------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in PROCESS_ACTIONS or action == "verify":
+            if self._live is False:
+                return False  # a past run: no runner to ask, so the keys are not shown
+            if self.readonly and action in PROCESS_ACTIONS:
+                return None  # shown dimmed
+        if action == "back":
+            return len(self.app.screen_stack) > 2
+        return True
+
+    def on_key(self, event: Key) -> None:
+        if self.readonly and event.key in keys.PROCESS_KEYS and self._live is not False:
+            event.stop()
+            event.prevent_default()
+            self.notify("read-only console: process-changing keys are disabled", severity="warning")
+
+    def _confirm_and_send(self, confirmation: confirmations.Confirmation) -> None:
+        def done(yes: bool | None) -> None:
+            if yes:
+                self._send(confirmation.request)
+            else:
+                self.notify("cancelled: nothing was sent")
+        self.app.push_screen(_confirm_screen(confirmation), done)
+
+    @work(thread=True, group="control")
+    def _send(self, request: dict) -> None:
+        fields = {k: v for k, v in request.items() if k != "cmd"}
+        answer = self.source.request(request["cmd"], **fields)
+        ok = bool(answer.get("ok"))
+        message = answer.get("message") or ("done" if ok else "refused")
+        self.app.call_from_thread(self.notify, f"{request['cmd']}: {message}",
+                                  severity="information" if ok else "error")
+        self.poll_now()
+
+    def _run(self) -> dict:
+        return self.snapshot.run if self.snapshot else {"id": self.source.run.run_id}
+
+    def action_kill(self) -> None:
+        self._confirm_and_send(confirmations.kill(self._run(), self.source.recipe()))
+
+    def action_restart(self) -> None:
+        self._confirm_and_send(confirmations.restart(self._run(), self.source.recipe()))
+
+    def action_verify(self) -> None:
+        self.notify("verify: asking the runner to verify the latest checkpoint")
+        self._send({"cmd": "verify"})
+
+    def action_kill_zombie(self) -> None:
+        blocker = self.query_one(BlockerTable).selected()
+        if blocker is None:
+            self.notify("no zombie or blocker process to end", severity="warning")
+            return
+        self._confirm_and_send(confirmations.kill_zombie(blocker, self.source.recipe()))
+
+    def action_browser(self) -> None:
+        from console.screens.browser import BrowserScreen
+        stack = self.app.screen_stack
+        for i in range(len(stack) - 1, -1, -1):
+            if isinstance(stack[i], BrowserScreen):
+                for _ in range(len(stack) - 1 - i):
+                    self.app.pop_screen()
+                return
+        self.app.push_screen(BrowserScreen(self.app.base))
+
+    def action_log(self) -> None:
+        from console.screens.logview import LogScreen
+        self.app.push_screen(LogScreen(self.source.run.log, title=f"{self._run().get('name') or ''} train.log"))
+
+    def action_help(self) -> None:
+        from console.screens.dialogs import HelpScreen
+        self.app.push_screen(HelpScreen("Run screen"))
+
+    def action_detach(self) -> None:
+        self.app.exit(0)
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+
+def _confirm_screen(confirmation):
+    from console.screens.dialogs import ConfirmScreen
+    return ConfirmScreen(confirmation)
+
+
+def _gpu_capacity_gib(gpu: dict | None) -> float | None:
+    if not gpu or not gpu.get("available"):
+        return None
+    totals = [g.get("mem_total_mib") for g in gpu.get("gpus") or () if g.get("mem_total_mib")]
+    return min(totals) / 1024 if totals else None
+

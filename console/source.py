@@ -1,0 +1,78 @@
+"""Where a run screen gets its data and sends its requests: the run directory (through
+``RunWatcher``) and the runner's control socket. Never signals a process itself. UI-free."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from runner import control, rundir
+from runner.snapshot import RunWatcher, Snapshot
+
+Telemetry = Callable[[dict], tuple[dict | None, list[dict]]]
+
+
+def _live_telemetry() -> Telemetry:
+    """GPU telemetry + blockers; a missing driver or module becomes a GPU dict that says why."""
+    try:
+        from runner.snapshot import LiveTelemetry
+        live = LiveTelemetry()
+    except Exception as exc:  # the telemetry layer itself missing or broken: say so on screen
+        reason = f"GPU telemetry failed to start: {exc}"
+
+        def none(state: dict) -> tuple[dict | None, list[dict]]:
+            return {"available": False, "backend": "none", "reason": reason, "gpus": []}, []
+        return none
+
+    def call(state: dict) -> tuple[dict | None, list[dict]]:
+        try:
+            return live(state)
+        except Exception as exc:  # never let one bad poll break the screen
+            return {"available": False, "backend": "none", "reason": f"telemetry error: {exc}", "gpus": []}, []
+    return call
+
+
+class RunSource:
+    """One run: snapshots from its directory (with GPU telemetry when asked), requests to its runner."""
+
+    def __init__(self, run: rundir.RunDir, *, gpu: bool = True, telemetry: Telemetry | None = None,
+                 control_timeout: float = 10.0) -> None:
+        self.run = run
+        self.gpu = gpu
+        self.control_timeout = control_timeout
+        self._telemetry = telemetry
+        self._lock = threading.Lock()
+        self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None)
+        self._recipe: dict | None = None
+
+    def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
+        if self._telemetry is None:
+            self._telemetry = _live_telemetry()
+        return self._telemetry(state)
+
+    def poll(self) -> Snapshot:
+        """Read what is new in the run directory (file I/O: call from a worker thread)."""
+        with self._lock:
+            return self.watcher.poll(with_gpu=self.gpu)
+
+    def request(self, cmd: str, **fields: Any) -> dict:
+        """One control request; a missing runner becomes {"ok": False, "message": ...}."""
+        try:
+            return control.send(self.run.sock, {"cmd": cmd, **fields}, timeout=self.control_timeout)
+        except control.ControlError as exc:
+            return {"ok": False, "message": str(exc)}
+
+    def recipe(self) -> dict:
+        """The run's recipe.yaml (for the grace period and cooldown shown in confirmations)."""
+        if self._recipe is None:
+            self._recipe = read_recipe(self.run.recipe)
+        return self._recipe
+
+
+def read_recipe(path: Path) -> dict:
+    try:
+        import yaml
+        data = yaml.safe_load(path.read_text())
+    except Exception:  # a missing or unreadable recipe only loses the numbers in a dialog
+        return {}
+    return data if isinstance(data, dict) else {}

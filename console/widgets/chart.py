@@ -1,0 +1,79 @@
+"""ChartView: a whole-run line chart drawn with the Line API from ``console.chart``.
+
+The rendered rows are cached and rebuilt only when the data key (series length, last value,
+markers) or the size changes, so a 1 Hz poll of an idle run costs nothing to draw."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+from textual.widget import Widget
+
+from console.chart import Downsampled, Marker, render_chart
+
+
+class ChartView(Widget):
+    COMPONENT_CLASSES = {
+        "chart--title", "chart--axis", "chart--line", "chart--line-b", "chart--line-c", "chart--line-d",
+        "chart--both", "chart--restart", "chart--ckpt", "chart--bad", "chart--cap",
+    }
+
+    def __init__(self, title: str = "", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.title = title
+        self._series: Sequence[Downsampled] = ()
+        self._markers: Sequence[Marker] = ()
+        self._cap: float | None = None
+        self._cap_label = "cap"
+        self._heading: str | Sequence[str] = title
+        self._data_key: object = None
+        self._cache_key: object = None
+        self._strips: list[Strip] = []
+        self.draws = 0  # how many times the rows were rebuilt (the benchmark reads it)
+
+    def set_data(self, series: Sequence[Downsampled], *, heading: str | Sequence[str] | None = None,
+                 markers: Sequence[Marker] = (), cap: float | None = None, cap_label: str = "cap",
+                 key: object = None) -> bool:
+        """New data; redraws only if ``key`` (anything comparable) changed. Returns True if so."""
+        if key is not None and key == self._data_key:
+            return False
+        self._series, self._markers, self._cap, self._cap_label = series, markers, cap, cap_label
+        self._heading = heading if heading is not None else self.title
+        self._data_key = key
+        self._cache_key = None
+        self.refresh()
+        return True
+
+    def text_rows(self) -> list[str]:
+        """What the chart shows, as plain text (tests)."""
+        return ["".join(seg.text for seg in strip) for strip in self._rows()]
+
+    def _rows(self) -> list[Strip]:
+        size = self.content_size
+        key = (self._data_key, size.width, size.height) if self._data_key is not None else None
+        if key is not None and key == self._cache_key:
+            return self._strips
+        rows = render_chart(self._series, size.width, size.height, title=self._heading, markers=self._markers,
+                            cap=self._cap, cap_label=self._cap_label)
+        styles: dict[str, Style] = {}
+        base = self.rich_style
+
+        def style(name: str) -> Style:
+            if name not in styles:
+                styles[name] = base + self.get_component_rich_style(name, partial=True) if name else base
+            return styles[name]
+
+        self._strips = [Strip([Segment(text, style(name)) for text, name in row]).adjust_cell_length(size.width)
+                        for row in rows]
+        self._cache_key = key
+        self.draws += 1
+        return self._strips
+
+    def render_line(self, y: int) -> Strip:
+        rows = self._rows()
+        return rows[y] if 0 <= y < len(rows) else Strip.blank(self.content_size.width, self.rich_style)
+
+    def on_resize(self) -> None:
+        self._cache_key = None

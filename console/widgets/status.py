@@ -1,0 +1,35 @@
+"""StatusLine: run name, state word (with a colour, never only a colour), steps, ETA, attempt,
+restarts used/cap, cost, and what a cooldown waits on."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from console import format as fmt
+
+
+class StatusLine(Static):
+    COMPONENT_CLASSES = {
+        "status--name", "status--running", "status--cooldown", "status--paused", "status--failed",
+        "status--killed", "status--succeeded", "status--other", "status--readonly",
+    }
+
+    def __init__(self, *, readonly: bool = False, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.readonly = readonly
+        self._shown: object = None
+        self.plain_lines: list[str] = []
+
+    def show_run(self, run: dict) -> None:
+        lines = fmt.status_lines(run, readonly=self.readonly)
+        if lines == self._shown:
+            return
+        self._shown = lines
+        self.plain_lines = [fmt.plain(line) for line in lines]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, line in enumerate(lines):
+            if i:
+                text.append("\n")
+            for piece, style in line:
+                text.append(piece, self.get_component_rich_style(style, partial=True) if style else "")
+        self.update(text)
