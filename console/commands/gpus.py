@@ -30,14 +30,14 @@ def _pair(a: float | None, b: float | None, fmt: str = "{:.0f}") -> str:
 
 
 def gpu_row(g: GpuInfo) -> str:
-    name = (g.name or NA)[:20]
+    name = (g.name or NA)[:22]
     util = NA if g.util_pct is None else f"{g.util_pct:.0f}%"
     temp = NA if g.temp_c is None else f"{g.temp_c:.0f}C"
-    return (f"{g.index:>3}  {name:<20} {util:>4}  {_pair(g.mem_used_mib, g.mem_total_mib):>15}  "
+    return (f"{g.index:>3}  {name:<22} {util:>4}  {_pair(g.mem_used_mib, g.mem_total_mib):>15}  "
             f"{temp:>4}  {_pair(g.power_w, g.power_limit_w):>9}  {_pair(g.sm_clock_mhz, g.mem_clock_mhz):>11}")
 
 
-GPU_HEADER = (f"{'GPU':>3}  {'Name':<20} {'Util':>4}  {'Memory MiB':>15}  {'Temp':>4}  {'Power W':>9}  "
+GPU_HEADER = (f"{'GPU':>3}  {'Name':<22} {'Util':>4}  {'Memory MiB':>15}  {'Temp':>4}  {'Power W':>9}  "
               f"{'SM/Mem MHz':>11}")
 
 

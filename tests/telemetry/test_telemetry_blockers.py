@@ -1,0 +1,132 @@
+"""Zombies and blockers with real processes: found, labelled, and cleared."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from runner import rundir
+from runner.telemetry.preflight import port_free
+from runner.telemetry.procs import find_blockers
+from tests.fakes.nvml import FakeProc, write_scenario
+from tests.telemetry.telemetry_helpers import LISTEN, alive, base_env, by_pid, gpus_json, run_cli, run_flow
+
+def test_zombie_found_killed_and_gpu_memory_released(nvml_env, scenario, spawn):
+    """An inference server left from earlier holds 40 GiB on GPUs 0 and 1: it is listed with
+    owner and memory, killed by PID after the start-time check, and the wait ends once the
+    driver no longer lists it and memory is back under the tolerance."""
+    server = spawn.popen()
+    write_scenario(scenario, 8, [FakeProc(0, server.pid, 20480), FakeProc(1, server.pid, 20480)])
+    out = run_flow(nvml_env, "clear", str(server.pid), "--tolerance", "1024")
+    found = out["found"]
+    assert found["labels"] == ["foreign_gpu"] and found["gpus"] == [0, 1]
+    assert found["gpu_mem_mib"] == pytest.approx(40960)
+    assert found["start_time"] == pytest.approx(psutil.Process(server.pid).create_time(), abs=0.05)
+    assert out["kill"]["ok"] is True and out["kill"]["action"] == "terminated"
+    assert out["released"] is True and out["seconds"] >= 0
+    assert out["mem_before"][0] == pytest.approx(20480.5) and out["mem_after"][0] == pytest.approx(0.5)
+    assert out["procs_after"][0] == [] and out["procs_after"][1] == []
+    assert server.wait(timeout=10) is not None
+
+
+def test_orphan_of_earlier_attempt_is_labelled_by_its_run_marker(nvml_env, scenario, spawn, tmp_path):
+    run = rundir.create(tmp_path / "runs", "moe")
+    run.write_state({"status": rundir.FAILED})
+    env = base_env(MOECONSOLE_RUN_ID=run.run_id, MOECONSOLE_RUN_DIR=str(run.path))
+    rank = spawn.orphan(env=env)
+    assert rank.ppid() != psutil.Process().pid  # its parent is gone
+    write_scenario(scenario, 8, [FakeProc(4, rank.pid, 70000)])
+    # A bare survey: the marked run is over, so its GPU process is an orphan.
+    info = by_pid(gpus_json(nvml_env, "--port", "0")["blockers"], rank.pid)
+    assert info["labels"] == ["foreign_gpu", "orphan"] and info["run_id"] == run.run_id
+    assert info["gpu_mem_mib"] == pytest.approx(70000)
+    # Pre-flight of that run (in-process, no GPU needed): a leftover of this very run.
+    mine = {p.pid: p for p in find_blockers(None, run_id=run.run_id, run_tree=set())}
+    assert mine[rank.pid].labels == ("orphan",) and mine[rank.pid].blocker
+
+
+def test_processes_of_a_live_run_are_its_own_not_strangers(nvml_env, scenario, spawn, tmp_path):
+    run = rundir.create(tmp_path / "runs", "live")
+    run.write_state({"status": rundir.RUNNING})
+    rank = spawn.popen(env=base_env(MOECONSOLE_RUN_ID=run.run_id, MOECONSOLE_RUN_DIR=str(run.path)))
+    write_scenario(scenario, 2, [FakeProc(0, rank.pid, 1000)])
+    info = by_pid(gpus_json(nvml_env, "--port", "0")["blockers"], rank.pid)
+    assert info["labels"] == ["run_tree"] and info["blocker"] is False
+    # With the supervisor's view (the rank is in its current tree) it stays run_tree.
+    mine = {p.pid: p for p in find_blockers(None, run_id=run.run_id, run_tree={rank.pid})}
+    assert rank.pid not in mine  # not on a GPU here (no snapshot), nothing to show
+
+
+def test_tracked_pid_orphan_only_while_start_time_matches(spawn):
+    leftover = spawn.popen()
+    started = psutil.Process(leftover.pid).create_time()
+    hit = {p.pid: p for p in find_blockers(None, tracked={leftover.pid: started}, run_tree=set())}
+    assert hit[leftover.pid].labels == ("orphan",)
+    miss = {p.pid for p in find_blockers(None, tracked={leftover.pid: started - 3600}, run_tree=set())}
+    assert leftover.pid not in miss  # same PID, other start time: somebody else's process
+
+
+def test_defunct_child_is_listed_but_not_blocking(spawn):
+    child = spawn.popen("pass")
+    deadline = time.monotonic() + 10
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.02)
+    info = {p.pid: p for p in find_blockers(None, run_id="no-such-run")}[child.pid]
+    assert info.labels == ("defunct",) and info.status == psutil.STATUS_ZOMBIE
+    assert info.blocker is False
+    child.wait()
+    assert child.pid not in {p.pid for p in find_blockers(None, run_id="no-such-run")}
+
+
+def test_port_holder_found_and_port_free_after_kill(nvml_env, scenario, spawn):
+    holder = spawn.popen(LISTEN, ready=True)
+    port = int(holder.ready_line)
+    write_scenario(scenario, 1)
+    out = gpus_json(nvml_env, "--port", str(port))
+    info = by_pid(out["blockers"], holder.pid)
+    assert info["labels"] == ["port_holder"] and info["blocker"] is True
+    assert out["port"] == {"port": port, "free": False}
+    table = run_cli(["gpus", "--port", str(port)], nvml_env).stdout
+    assert f"Port {port}: in use by PID {holder.pid}" in table
+    assert port_free(port) is False
+    holder.terminate()
+    holder.wait(timeout=10)
+    assert port_free(port) is True
+    assert gpus_json(nvml_env, "--port", str(port))["port"]["free"] is True
+
+
+def test_port_free_ignores_time_wait_like_a_tcpstore_server():
+    """A closed connection leaves TIME_WAIT on the server side; SO_REUSEADDR binds anyway."""
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    cli = socket.create_connection(("127.0.0.1", port))
+    conn, _ = srv.accept()
+    conn.close()  # the server closes first: its side goes to TIME_WAIT
+    cli.close()
+    srv.close()
+    assert port_free(port) is True
+
+
+def test_cli_kill_confirms_names_pid_and_clears(nvml_env, scenario, spawn):
+    """``gpus --kill PID`` (the flags the CLI is asked to add): a confirmation that names the
+    PID and the escalation timer, then the checked kill and the wait for the memory."""
+    server = spawn.popen()
+    write_scenario(scenario, 2, [FakeProc(1, server.pid, 9000)])
+    code = ("import argparse, sys\n"
+            "from console.commands import gpus\n"
+            f"ns = argparse.Namespace(json=False, port=None, runs_dir=None, kill=[{server.pid}], yes=True,"
+            " grace=3.0, allow_other_users=False)\n"
+            "sys.exit(gpus.run(ns))\n")
+    done = subprocess.run([sys.executable, "-c", code], env=nvml_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"terminated: PID {server.pid} exited after SIGTERM")
+    assert "GPU memory released after" in last
+    assert not alive(server.pid)

@@ -1,0 +1,103 @@
+"""Pure pieces on plain data: labelling rules, redaction, rendering, release and CPU maths."""
+from __future__ import annotations
+
+import pytest
+
+from console.commands.gpus import gpu_row, render_gpus, render_port
+from runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot
+from runner.telemetry.host import cpu_busy_pct
+from runner.telemetry.kill import gpu_released
+from runner.telemetry.preflight import gpu_problems
+from runner.telemetry.procs import ProcFacts, classify, fmt_age
+from runner.telemetry.redact import redact_argv, redact_cmdline
+
+
+@pytest.mark.parametrize("facts, labels", [
+    (ProcFacts(on_gpu=True), ("foreign_gpu",)),
+    (ProcFacts(on_gpu=True, in_run_tree=True, run_context=True), ("run_tree",)),
+    (ProcFacts(in_run_tree=True, run_context=True), ()),
+    (ProcFacts(on_gpu=True, belongs_to_run=True, run_context=True), ("foreign_gpu", "orphan")),
+    (ProcFacts(belongs_to_run=True, run_context=True), ("orphan",)),
+    (ProcFacts(marker_run_over=True), ("orphan",)),
+    (ProcFacts(marker_run_live=True, on_gpu=True), ("run_tree",)),
+    # another live run's GPU process is a stranger to this run's pre-flight
+    (ProcFacts(marker_run_live=True, on_gpu=True, run_context=True), ("foreign_gpu",)),
+    (ProcFacts(zombie=True, parent_relevant=True), ("defunct",)),
+    (ProcFacts(zombie=True), ()),
+    (ProcFacts(zombie=True, belongs_to_run=True, run_context=True), ("defunct",)),
+    (ProcFacts(holds_port=True), ("port_holder",)),
+    (ProcFacts(holds_port=True, in_run_tree=True, run_context=True), ("run_tree", "port_holder")),
+    (ProcFacts(), ()),
+])
+def test_classify(facts, labels):
+    assert classify(facts) == labels
+
+
+@pytest.mark.parametrize("argv, shown", [
+    (["python", "train.py", "--hub_token", "hf_abcdefghijklmnopqrstuvwxyz", "--lr", "1e-4"],
+     ["python", "train.py", "--hub_token", "***", "--lr", "1e-4"]),
+    (["serve", "--api-key=sk-live-0123456789abcdefghijkl"], ["serve", "--api-key=***"]),
+    (["env", "HF_TOKEN=secretvalue", "WANDB_API_KEY=abc", "OMP_NUM_THREADS=1", "python"],
+     ["env", "HF_TOKEN=***", "WANDB_API_KEY=***", "OMP_NUM_THREADS=1", "python"]),
+    (["git", "clone", "https://user:p4ss@example.com/repo.git"], ["git", "clone", "https://user:***@example.com/repo.git"]),
+    (["x", "--config", "ghp_0123456789abcdefghijABCDEFGHIJ"], ["x", "--config", "***"]),
+    (["swift", "sft", "--max_new_tokens", "512", "--pad_token", "<eos>", "--tokenizer", "t"],
+     ["swift", "sft", "--max_new_tokens", "512", "--pad_token", "<eos>", "--tokenizer", "t"]),
+    (["app", "--password", "--verbose"], ["app", "--password", "--verbose"]),
+])
+def test_redact_argv(argv, shown):
+    assert redact_argv(argv) == shown
+
+
+def test_redact_cmdline_quotes_spaces():
+    assert redact_cmdline(["python", "-c", "print(1) ", "--token", "t"]) == "python -c 'print(1) ' --token ***"
+
+
+@pytest.mark.parametrize("seconds, text", [(None, "?"), (5, "5s"), (65, "1m05s"), (3725, "1h02m"), (90061, "1d01h")])
+def test_fmt_age(seconds, text):
+    assert fmt_age(seconds) == text
+
+
+def _snap(*gpus: GpuInfo) -> GpuSnapshot:
+    return GpuSnapshot(available=True, backend="nvml", reason=None, driver="1", taken_at=0.0, gpus=gpus)
+
+
+def test_gpu_released_needs_pid_gone_and_memory_under_tolerance():
+    busy = _snap(GpuInfo(0, mem_used_mib=500, processes=(GpuProcess(42, 400),)), GpuInfo(1, mem_used_mib=9000))
+    assert not gpu_released(busy, {42}, [0], 1024)           # still listed
+    assert not gpu_released(busy, {7}, None, 1024)           # GPU 1 above tolerance
+    assert gpu_released(busy, {7}, [0], 1024)                # only GPU 0 matters, 500 <= 1024
+    na = _snap(GpuInfo(0, mem_used_mib=None, processes=None))
+    assert gpu_released(na, {42}, [0], 1024)                 # nothing known to wait on
+    no_gpu = GpuSnapshot(False, "none", "no driver", None, 0.0)
+    assert gpu_released(no_gpu, {42}, [0], 1024)
+
+
+def test_gpu_problems_cover_missing_devices_and_memory():
+    snap = _snap(GpuInfo(0, mem_used_mib=2048.0), GpuInfo(1, mem_used_mib=None))
+    assert gpu_problems(snap, [0, 1, 2], 1024) == [
+        "GPU 0: 2048 MiB used, above the 1024 MiB tolerance",
+        "GPU 2 is not present (this node has 2)",
+    ]
+    assert gpu_problems(snap, None, 1024) == []
+
+
+def test_snapshot_round_trips_through_json_dict():
+    snap = _snap(GpuInfo(3, name="H200", util_pct=None, mem_used_mib=1.5, processes=(GpuProcess(9, None),),
+                         na={"util_pct": "not supported"}))
+    assert GpuSnapshot.from_dict(snap.to_dict()) == snap
+    assert snap.pid_usage() == {9: {3: None}}
+
+
+def test_rows_show_na_for_missing_values():
+    row = gpu_row(GpuInfo(0, name="NVIDIA H100 80GB HBM3 very long", mem_total_mib=81559))
+    assert row.split() == ["0", "NVIDIA", "H100", "80GB", "HBM3", "N/A", "N/A", "/", "81559", "N/A",
+                           "N/A", "/", "N/A", "N/A", "/", "N/A"]
+    assert render_gpus(GpuSnapshot(False, "none", "NVIDIA driver not loaded", None, 0.0)) == [
+        "No NVIDIA GPU: NVIDIA driver not loaded"]
+    assert render_port(29500, False, [], 3) == "Port 29500: not bindable (3 in TIME_WAIT)"
+
+
+def test_cpu_busy_pct():
+    assert cpu_busy_pct((10.0, 100.0), (15.0, 120.0)) == pytest.approx(25.0)
+    assert cpu_busy_pct((10.0, 100.0), (10.0, 100.0)) is None
