@@ -120,17 +120,26 @@ _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?|^\[(\d+)\]:[ ]?(?=\S
 
 def clean_line(raw: str) -> tuple[str, int | None]:
     """Strip ANSI escapes and rank prefixes; return the text and the rank the prefix named."""
+    text, rank, _ = _clean(raw)
+    return text, rank
+
+
+def _clean(raw: str) -> tuple[str, int | None, int]:
+    """(text, rank, indentation): the indentation is what followed the rank prefix, so a
+    traceback's source lines (indented 4) can be told from its frame lines (indented 2)."""
     text = _ANSI.sub("", raw) if "\x1b" in raw else raw
-    text = text.strip()
+    text = text.rstrip()
+    body = text.lstrip()
     rank = None
-    while text.startswith("["):
-        m = _RANK_PREFIX.match(text)
+    while body.startswith("["):
+        m = _RANK_PREFIX.match(body)
         if not m:
             break
         if rank is None:
             rank = int(m.group(1) or m.group(2))
-        text = text[m.end():].lstrip()
-    return text, rank
+        text = body[m.end():]
+        body = text.lstrip()
+    return body, rank, len(text) - len(body)
 
 
 def _cap(text: str) -> str:
@@ -207,7 +216,7 @@ _RECOMPUTE = re.compile(
     r"different number of tensors was saved"
     r"|Recomputed values for the following tensors have different metadata"
     r"|trying to save more tensors during recomputation"
-    r"|CheckpointError", re.IGNORECASE)
+    r"|CheckpointError:", re.IGNORECASE)
 _RECOMPUTE_COUNT = re.compile(r"Number of tensors saved during (forward|recomputation): (\d+)")
 
 _FAULT = re.compile(
@@ -300,14 +309,14 @@ _SIZE_UNITS = {"bytes": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "MiB": 1 / 1024, "G
                "TiB": 1024.0}
 
 
-def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None]]:
+def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]]:
     for raw in log_tail:
         if "\r" in raw or "\n" in raw:
             for part in re.split(r"[\r\n]+", raw):
                 if part.strip():
-                    yield clean_line(part)
+                    yield _clean(part)
         else:
-            yield clean_line(raw)
+            yield _clean(raw)
 
 
 def _scan(log_tail: Iterable[str]) -> _Scan:
@@ -317,12 +326,17 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
     last_frames_rank: int | None = None     # whose traceback grew last (for unprefixed lines)
     in_root = False
     root_seen = False
-    for idx, (text, rank) in enumerate(_iter_clean(log_tail)):
+    after_frame: set[int | None] = set()     # ranks whose previous line was a traceback frame
+    for idx, (text, rank, indent) in enumerate(_iter_clean(log_tail)):
         if not text:
             continue
         s.last_lines.append((idx, text))
         if len(s.last_lines) > 3:
             del s.last_lines[0]
+        if rank in after_frame:
+            after_frame.discard(rank)
+            if indent >= 3:
+                continue    # the source line a frame quotes (`raise OutOfMemoryError(...)`): not evidence
         families = _families(text)
         if not families and not in_root:
             continue
@@ -333,6 +347,7 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             else:
                 fm = _FRAME.match(text)
                 if fm:
+                    after_frame.add(rank)
                     stack = frames.setdefault(rank, [])
                     last_frames_rank = rank
                     if len(stack) < 200:

@@ -548,3 +548,26 @@ def test_large_tail_with_noise_still_finds_the_cause():
     noise = STEP_LINES * 1000 + ["host:1:2 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[4] via P2P/IPC"] * 200
     v = classify(1, noise + FLA_BACKWARD_TRACEBACK + [OOM_GPU3] + noise[:50], steps_seen=1000)
     assert v.cls == "cuda_oom" and "chunk_gated_delta_rule_bwd" in v.summary
+
+
+def test_traceback_source_lines_are_not_evidence():
+    tail = ["[rank2]: Traceback (most recent call last):",
+            '[rank2]:   File "/app/train.py", line 88, in <module>',
+            "[rank2]:     if isinstance(err, torch.OutOfMemoryError) or 'NCCL error' in str(err):",
+            "[rank2]: KeyError: 'labels'"]
+    v = classify(1, tail, steps_seen=3)
+    assert v.cls == "unknown" and v.evidence == ("KeyError: 'labels'",)
+    # the same text as an exception line (not a quoted source line) does decide
+    assert classify(1, tail[:2] + ["[rank2]: " + OOM_GPU3], steps_seen=3).cls == "cuda_oom"
+
+
+@pytest.mark.parametrize("line, summary", [
+    ("[rank1]:[E0102 03:14:15.123456789 ProcessGroupNCCL.cpp:1400] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+     "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+     "collectives.", "ProcessGroupNCCL watchdog got stuck"),
+    ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 4. Original reason for "
+     "failure was: NCCL error: remote process exited", "NCCL communicator was aborted"),
+])
+def test_other_nccl_forms(line, summary):
+    v = classify(-6, [line], steps_seen=9)
+    assert v.cls == "nccl_error" and v.summary == summary
