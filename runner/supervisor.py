@@ -525,13 +525,24 @@ class Supervisor:
 
     # ---- checkpoints ------------------------------------------------------------------
     def _poll_checkpoints(self) -> None:
-        from runner.checkpoints.sidecar import write_sidecar
-        from runner.checkpoints.verify import verify_checkpoint
         try:
             ready = self.ckpt_watcher.poll()
         except OSError as exc:
             self._diag(f"checkpoint watch failed: {exc}")
             return
+        self._verify_and_record(ready)
+
+    def _final_checkpoint_sweep(self) -> None:
+        """At the end of a run no process writes any more: verify what the watcher has not settled yet."""
+        if not (self.ckpt_watcher and self.ckpt_root and self.ckpt_root.exists()):
+            return
+        from runner.checkpoints.discover import find_checkpoints
+        done = set(self.state.get("verified") or [])
+        self._verify_and_record([c for c in reversed(find_checkpoints(self.ckpt_root)) if str(c.path) not in done])
+
+    def _verify_and_record(self, ready: list) -> None:
+        from runner.checkpoints.sidecar import write_sidecar
+        from runner.checkpoints.verify import verify_checkpoint
         for ck in ready:
             v = verify_checkpoint(ck.path)
             suspect_alerts = self.monitors.on_checkpoint(ck.step, str(ck.path)) if v.ok else []
@@ -850,6 +861,12 @@ class Supervisor:
 
     # ---- shutdown ---------------------------------------------------------------------
     def close(self) -> None:
+        if self.state.get("status") in rundir.TERMINAL:
+            try:
+                self._final_checkpoint_sweep()
+                self.flush_state(force=True)
+            except Exception as exc:
+                self._diag(f"final checkpoint sweep failed: {exc}")
         try:
             self.sock.close()
             if self.state.get("status") in rundir.TERMINAL:
