@@ -113,7 +113,8 @@ def _range_equal_and_diff(fa: int, fb: int, ea: TensorEntry, ha: Header, eb: Ten
             continue
         va, vb = decode(ea.dtype, ra), decode(eb.dtype, rb)
         same_nan = np.isnan(va) & np.isnan(vb) if va.dtype.kind == "f" else np.zeros(va.shape, bool)
-        diff = np.abs(va - vb)
+        with np.errstate(invalid="ignore", over="ignore"):     # inf - inf is NaN: reported as such
+            diff = np.abs(va - vb)
         diff[same_nan] = 0.0
         n_diff += int(np.count_nonzero((ra != rb).reshape(-1, itemsize).any(axis=1)))
         if np.isnan(diff).any():

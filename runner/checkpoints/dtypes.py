@@ -156,5 +156,6 @@ def decode(dtype: str, raw: np.ndarray) -> np.ndarray:
         arr = raw.view(NUMPY_DTYPES[dtype])
         return arr.astype(np.complex128 if dtype == "C64" else np.float64)
     if dtype == "BF16":
-        return (_u16(raw).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore"):     # signalling NaN patterns: quiet NaN is what we want
+            return (_u16(raw).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return _table(dtype)[raw]

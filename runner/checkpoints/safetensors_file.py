@@ -195,12 +195,12 @@ def check_ranges(entries: tuple[TensorEntry, ...], data_len: int) -> None:
 def _length_disagrees(available: bytes) -> int | None:
     """When the file ends before the declared header does, is a complete JSON header already
     there (so the length field is what is wrong)? Returns that header's length if so."""
+    text = available.decode("utf-8", errors="surrogateescape")   # tensor bytes may follow the JSON
     try:
-        text = available.decode("utf-8")
         obj, end = json.JSONDecoder().raw_decode(text)
     except (ValueError, RecursionError):
         return None
-    return len(text[:end].encode()) if isinstance(obj, dict) else None
+    return len(text[:end].encode("utf-8", errors="surrogateescape")) if isinstance(obj, dict) else None
 
 
 # --- file access ------------------------------------------------------------------------
@@ -240,8 +240,8 @@ def read_header(path: Path | str, *, max_header_bytes: int = DEFAULT_MAX_HEADER_
 
 
 def _stub_reason(header: Header, size: int) -> str:
-    what = "only __metadata__" if header.metadata is not None else "an empty header {}"
-    return f"no tensors: header holds {what}; the {human_bytes(size)} file carries no weights"
+    what = "the header holds only __metadata__" if header.metadata is not None else "the header is {}"
+    return f"no tensors: {what}; the {human_bytes(size)} file carries no weights"
 
 
 def check_safetensors(path: Path | str, *, max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES) -> FileVerdict:

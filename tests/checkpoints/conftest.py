@@ -1,0 +1,158 @@
+"""Builders for real checkpoints on disk: files written by the safetensors library (numpy and
+torch front ends), real 39 KB stubs, sharded sets with an index, Megatron saves written by
+torch.distributed.checkpoint, and the ms-swift checkpoint-N layout the demo trainer uses."""
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+if str(REPO) not in sys.path:       # `.venv/bin/pytest` (unlike `python -m pytest`) does not add the cwd
+    sys.path.insert(0, str(REPO))
+STUB_SIZE = 39 * 1024
+
+
+def lora_tensors(r: int = 8, layers: int = 2, hidden: int = 32, seed: int = 0,
+                 modules=("q_proj", "k_proj", "v_proj", "o_proj")) -> dict[str, np.ndarray]:
+    """A PEFT-named LoRA state dict: lora_A [r, in], lora_B [out, r] per module."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for layer in range(layers):
+        for m in modules:
+            base = f"base_model.model.model.layers.{layer}.self_attn.{m}"
+            out[f"{base}.lora_A.weight"] = rng.standard_normal((r, hidden)).astype(np.float32)
+            out[f"{base}.lora_B.weight"] = rng.standard_normal((hidden, r)).astype(np.float32) * 0.01
+    return out
+
+
+def write_adapter(d: Path, tensors: dict | None = None, *, r: int = 8, config: dict | None = None,
+                  with_config: bool = True, extras: bool = True) -> Path:
+    """An ms-swift/HF checkpoint-N dir with a LoRA adapter (safetensors.numpy.save_file)."""
+    from safetensors.numpy import save_file
+
+    d.mkdir(parents=True, exist_ok=True)
+    save_file(tensors if tensors is not None else lora_tensors(r=r), str(d / "adapter_model.safetensors"),
+              metadata={"format": "pt"})
+    if with_config:
+        cfg = {"peft_type": "LORA", "r": r, "lora_alpha": 32, "target_modules": ["q_proj", "k_proj"]}
+        cfg.update(config or {})
+        (d / "adapter_config.json").write_text(json.dumps(cfg))
+    if extras:
+        (d / "args.json").write_text(json.dumps({"tuner_type": "lora", "lora_rank": r}))
+    return d
+
+
+def write_demo_checkpoint(d: Path, step: int, *, grad_norms: list[float] | None = None, seed: int = 0) -> Path:
+    """The demo trainer's / ms-swift's checkpoint-N layout, written with torch like a trainer does."""
+    import torch
+    from safetensors.torch import save_file
+
+    d.mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(seed)
+    tensors = {}
+    for layer in range(2):
+        for m in ("q_proj", "v_proj"):
+            base = f"base_model.model.model.layers.{layer}.self_attn.{m}"
+            tensors[f"{base}.lora_A.weight"] = torch.randn(4, 16, generator=g)
+            tensors[f"{base}.lora_B.weight"] = torch.randn(16, 4, generator=g) * 0.01
+    save_file(tensors, str(d / "adapter_model.safetensors"), metadata={"format": "pt"})
+    (d / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 4, "lora_alpha": 8}))
+    (d / "args.json").write_text(json.dumps({"tuner_type": "lora"}))
+    torch.save({"state": {}, "param_groups": []}, d / "optimizer.pt")
+    history = [{"step": i + 1, "loss": 1.0, "grad_norm": gn} for i, gn in enumerate(grad_norms or [])]
+    (d / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": history}))
+    return d
+
+
+def write_stub(path: Path, *, metadata: bool = True, pad_to: int = STUB_SIZE, pad_in_header: bool = False) -> Path:
+    """A safetensors file with no tensors, padded to ~39 KB like the real incident: the header is
+    ``{}`` or only ``__metadata__``; the padding sits in the header (spaces) or after it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = json.dumps({"__metadata__": {"format": "pt"}} if metadata else {}).encode()
+    if pad_in_header:
+        header += b" " * (pad_to - 8 - len(header))
+        path.write_bytes(struct.pack("<Q", len(header)) + header)
+    else:
+        body = struct.pack("<Q", len(header)) + header
+        path.write_bytes(body + b"\0" * (pad_to - len(body)))
+    return path
+
+
+def raw_safetensors(path: Path, header: dict | bytes, data: bytes = b"", *, length: int | None = None) -> Path:
+    """A file built byte by byte, for the malformed cases the library would refuse to write."""
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    n = len(raw) if length is None else length
+    path.write_bytes(struct.pack("<Q", n) + raw + data)
+    return path
+
+
+def write_sharded(d: Path, *, shards: int = 3, per_shard: int = 2, config: bool = True, seed: int = 0) -> Path:
+    """HF sharded weights: model-0000X-of-0000Y.safetensors + model.safetensors.index.json."""
+    from safetensors.numpy import save_file
+
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    weight_map = {}
+    total = 0
+    for i in range(1, shards + 1):
+        name = f"model-{i:05d}-of-{shards:05d}.safetensors"
+        tensors = {f"model.layers.{(i - 1) * per_shard + j}.mlp.weight": rng.standard_normal((8, 8)).astype(np.float32)
+                   for j in range(per_shard)}
+        save_file(tensors, str(d / name), metadata={"format": "pt"})
+        for t, arr in tensors.items():
+            weight_map[t] = name
+            total += arr.nbytes
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
+                                                                "weight_map": weight_map}))
+    if config:
+        (d / "config.json").write_text(json.dumps({"model_type": "qwen3_moe", "hidden_size": 8}))
+    return d
+
+
+def write_megatron_iter(save_dir: Path, iteration: int, *, tracker: bool = True, seed: int = 0) -> Path:
+    """A real torch_dist Megatron iteration dir: torch.distributed.checkpoint.save writes the
+    .distcp shards and .metadata; Megatron's metadata.json and common.pt beside them."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    d = save_dir / f"iter_{iteration:07d}"
+    d.mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(seed)
+    state = {f"decoder.layers.{i}.mlp.linear_fc1.weight": torch.randn(16, 8, generator=g) for i in range(3)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # "torch.distributed is ... uninitialized": single process on purpose
+        dcp.save(state, checkpoint_id=str(d), no_dist=True)
+    (d / "metadata.json").write_text(json.dumps({"sharded_backend": "torch_dist", "sharded_backend_version": 1,
+                                                 "common_backend": "torch"}))
+    torch.save({"iteration": iteration, "args": None}, d / "common.pt")
+    if tracker:
+        (save_dir / "latest_checkpointed_iteration.txt").write_text(str(iteration))
+    return d
+
+
+def write_megatron_legacy(save_dir: Path, iteration: int, *, ranks: int = 2, tracker: bool = True) -> Path:
+    import torch
+
+    d = save_dir / f"iter_{iteration:07d}"
+    for r in range(ranks):
+        (d / f"mp_rank_{r:02d}").mkdir(parents=True, exist_ok=True)
+        torch.save({"model": {"w": torch.ones(2)}, "iteration": iteration}, d / f"mp_rank_{r:02d}" / "model_optim_rng.pt")
+    if tracker:
+        (save_dir / "latest_checkpointed_iteration.txt").write_text(str(iteration))
+    return d
+
+
+@pytest.fixture
+def mk():
+    """The builders, as one namespace."""
+    return SimpleNamespace(lora_tensors=lora_tensors, adapter=write_adapter, demo=write_demo_checkpoint,
+                           stub=write_stub, raw=raw_safetensors, sharded=write_sharded,
+                           megatron=write_megatron_iter, megatron_legacy=write_megatron_legacy)

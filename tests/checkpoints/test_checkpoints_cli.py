@@ -1,0 +1,168 @@
+"""``moeconsole verify`` (and the stub rule in ``moeconsole lint``) through real subprocesses."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner import jsonio
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, runs_dir: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "console.cli", *args]
+    if runs_dir is not None:
+        argv += ["--runs-dir", str(runs_dir)]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def _no_traceback(proc: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+
+
+def test_verify_dir_with_a_stub_and_a_good_checkpoint(mk, tmp_path):
+    out = tmp_path / "out"
+    mk.adapter(out / "checkpoint-10")
+    mk.stub(out / "checkpoint-20" / "adapter_model.safetensors")
+    (out / "checkpoint-20" / "adapter_config.json").write_text('{"r": 8}')
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("EMPTY_STUB") and str(out / "checkpoint-20") in lines[0]
+    assert "0 tensors" in lines[0] and "39.0 KB" in lines[0]
+    ok_line = next(line for line in lines if line.startswith("ok "))
+    assert str(out / "checkpoint-10") in ok_line and "16 tensors" in ok_line and "4.1K params" in ok_line
+    assert lines[-1] == f"2 checkpoints: 1 ok, 1 bad (1 empty_stub); newest ok: {out / 'checkpoint-10'}"
+
+
+def test_verify_ok_checkpoint_exit_0_and_json(mk, tmp_path):
+    d = mk.adapter(tmp_path / "checkpoint-10")
+    assert cli("verify", str(d)).returncode == 0
+    proc = cli("verify", str(d), "--json")
+    assert proc.returncode == 0
+    out = json.loads(proc.stdout)
+    assert out["v"] == 1 and out["ok"] is True
+    (ck,) = out["checkpoints"]
+    assert (ck["verdict"], ck["step"], ck["tensors"], ck["layout"]) == ("ok", 10, 16, "hf_adapter")
+
+
+def test_verify_single_safetensors_file_full_hash_equals_sha256sum(mk, tmp_path):
+    d = mk.demo(tmp_path / "checkpoint-1", 1)
+    f = d / "adapter_model.safetensors"
+    proc = cli("verify", str(f), "--full", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    full = json.loads(proc.stdout)["checkpoints"][0]["full"]
+    sha = subprocess.run(["sha256sum", str(f)], capture_output=True, text=True).stdout.split()[0]
+    assert full["file_hashes"]["adapter_model.safetensors"] == sha
+    assert full["tensors_scanned"] == 8 and full["nonfinite_tensors"] == 0
+
+
+def test_unreadable_inputs_exit_2_with_one_line(tmp_path, runs_dir):
+    for target in (str(tmp_path / "missing"), "no-such-run"):
+        proc = cli("verify", target, runs_dir=runs_dir)
+        assert proc.returncode == 2
+        _no_traceback(proc)
+        assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+        assert proc.stderr.startswith("moeconsole: ")
+    (tmp_path / "notes.txt").write_text("hello")
+    proc = cli("verify", str(tmp_path / "notes.txt"))
+    assert proc.returncode == 2 and "not a .safetensors file" in proc.stderr
+
+
+def test_directory_without_checkpoints_exit_1(tmp_path):
+    proc = cli("verify", str(tmp_path))
+    assert proc.returncode == 1 and f"no checkpoints found under {tmp_path}" in proc.stdout
+
+
+def _make_run(runs_dir: Path, run_id: str, ckpt_root: Path, recipe_hash: str, grad_norms: list[float]) -> Path:
+    run = runs_dir / run_id
+    run.mkdir(parents=True)
+    jsonio.atomic_write_json(run / "state.json", {"v": 1, "status": "running", "checkpoint_root": str(ckpt_root),
+                                                  "recipe_hash": recipe_hash})
+    for step, g in enumerate(grad_norms, start=1):
+        jsonio.append_jsonl(run / "metrics.jsonl", {"v": 1, "t": time.time(), "attempt": 1, "step": step,
+                                                    "grad_norm": g, "loss": 1.0})
+    return run
+
+
+def test_verify_a_run_by_id_reports_suspect_and_drift(mk, tmp_path, runs_dir):
+    from runner.checkpoints.sidecar import write_sidecar
+
+    root = tmp_path / "ckpts"
+    mk.adapter(root / "checkpoint-10")
+    spiky = mk.adapter(root / "checkpoint-20")
+    write_sidecar(spiky, run_id="x", recipe_hash="oldhash", step=20, verdict="ok", suspect=False)
+    _make_run(runs_dir, "20260102-030405-demo-ab12", root, "newhash", [1.0] * 19 + [float("nan")])
+    proc = cli("verify", "demo-ab12", "--json", runs_dir=runs_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["target"] == "run 20260102-030405-demo-ab12"
+    newest, older = out["checkpoints"]
+    assert (newest["step"], newest["suspect"], newest["drift"], newest["recipe_hash"]) == (20, True, True, "oldhash")
+    assert (older["step"], older["suspect"], older["drift"]) == (10, False, None)
+    human = cli("verify", "demo-ab12", runs_dir=runs_dir).stdout
+    assert "SUSPECT: saved during a grad-norm excursion: grad norm was nan at step 20" in human
+    assert "DRIFT: saved under recipe oldhash" in human
+
+
+def test_verify_run_falls_back_to_output_dir(mk, runs_dir):
+    run = runs_dir / "20260102-000000-r-0001"
+    run.mkdir()
+    (run / "state.json").write_text('{"v": 1, "status": "failed"}')
+    mk.stub(run / "output" / "checkpoint-5" / "adapter_model.safetensors")
+    proc = cli("verify", "r-0001", runs_dir=runs_dir)
+    assert proc.returncode == 1 and proc.stdout.startswith("EMPTY_STUB")
+
+
+def test_compare_identical_and_different(mk, tmp_path):
+    a = mk.demo(tmp_path / "a" / "checkpoint-5", 5, seed=1)
+    b = mk.demo(tmp_path / "b" / "checkpoint-5", 5, seed=1)
+    c = mk.demo(tmp_path / "c" / "checkpoint-5", 5, seed=2)
+    same = cli("verify", str(tmp_path / "a"), "--compare", str(tmp_path / "b"))
+    assert same.returncode == 0 and "IDENTICAL" in same.stdout, same.stdout
+    diff = cli("verify", str(a), "--compare", str(c), "--json")
+    assert diff.returncode == 1
+    (comp,) = json.loads(diff.stdout)["compare"]
+    assert comp["identical"] is False and comp["tensors_differ_count"] == 8
+    assert all(d["max_abs_diff"] > 0 for d in comp["tensors_differ"])
+    human = cli("verify", str(a), "--compare", str(c)).stdout
+    assert "DIFFERENT" in human and "8 of 8 tensors differ" in human and "max abs diff" in human
+    nothing = cli("verify", str(b), "--compare", str(tmp_path / "missing"))
+    assert nothing.returncode == 2
+
+
+def test_real_demo_trainer_stub_fault_is_caught(tmp_path):
+    """The demo trainer with an injected stub save: verify flags exactly that checkpoint."""
+    out = tmp_path / "out"
+    train = subprocess.run([sys.executable, "-m", "runner.demo.train", "--output_dir", str(out), "--max_steps", "4",
+                            "--save_steps", "2", "--fault", "stub@4"], cwd=REPO, capture_output=True, text=True,
+                           timeout=120)
+    assert train.returncode == 0, train.stderr[-2000:]
+    proc = cli("verify", str(out), "--json")
+    assert proc.returncode == 1
+    verdicts = {c["step"]: c["verdict"] for c in json.loads(proc.stdout)["checkpoints"]}
+    assert verdicts == {4: "empty_stub", 2: "ok"}
+
+
+@pytest.mark.parametrize("merge", [None, "true"])
+def test_lint_flags_the_stub_trap(tmp_path, merge):
+    command = ["megatron", "sft", "--model", "Qwen/Qwen3-30B-A3B", "--tuner_type", "lora",
+               "--save_safetensors", "true", "--no_save_optim", "true", "--output_dir", "{run_dir}/output"]
+    if merge:
+        command += ["--merge_lora", merge]
+    recipe = {"name": "trap", "command": command, "checkpoints": {"dir": "{run_dir}/output"}}
+    path = tmp_path / "trap.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    proc = cli("lint", str(path), "--json")
+    _no_traceback(proc)
+    rules = {p["rule"]: p for p in json.loads(proc.stdout)["problems"]}
+    assert ("swift_megatron_stub_trap" in rules) == (merge is None)
+    if merge is None:
+        assert proc.returncode == 1 and rules["swift_megatron_stub_trap"]["level"] == "error"

@@ -1,0 +1,280 @@
+"""Layout-aware checkpoint verdicts: adapters, shards, Megatron saves, --full, suspect, drift."""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+from safetensors.numpy import save_file as np_save
+from safetensors.torch import save_file as pt_save
+
+from runner.checkpoints.sidecar import write_sidecar
+from runner.checkpoints.verify import verify_checkpoint
+
+
+def _problems(v):
+    return {p["verdict"] for p in v.problems}
+
+
+# --- adapters ----------------------------------------------------------------------------
+
+def test_adapter_ok_with_counts_and_lora_summary(mk, tmp_path):
+    v = verify_checkpoint(mk.adapter(tmp_path / "checkpoint-10", r=8))
+    assert (v.ok, v.verdict, v.step, v.layout) == (True, "ok", 10, "hf_adapter")
+    assert v.tensors == 16 and v.params == 16 * 8 * 32
+    assert "r=8" in v.reason and "8 pairs" in v.reason
+    assert v.files[0]["path"] == "adapter_model.safetensors" and v.files[0]["ok"]
+
+
+def test_demo_trainer_checkpoint_written_with_torch(mk, tmp_path):
+    v = verify_checkpoint(mk.demo(tmp_path / "checkpoint-3", 3))
+    assert v.ok and v.tensors == 8, v.reason
+
+
+def test_stub_adapter_is_empty_stub_even_with_other_problems(mk, tmp_path):
+    d = tmp_path / "checkpoint-20"
+    mk.stub(d / "adapter_model.safetensors")            # and no adapter_config.json either
+    v = verify_checkpoint(d)
+    assert (v.ok, v.verdict) == (False, "empty_stub")
+    assert "adapter_model.safetensors" in v.reason and "no tensors" in v.reason
+    assert {"empty_stub", "missing_config"} <= _problems(v)
+
+
+def test_adapter_without_config(mk, tmp_path):
+    v = verify_checkpoint(mk.adapter(tmp_path / "checkpoint-1", with_config=False))
+    assert v.verdict == "missing_config" and "adapter_config.json" in v.reason
+
+
+def test_lora_half_missing(mk, tmp_path):
+    tensors = mk.lora_tensors(r=8)
+    del tensors["base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight"]
+    v = verify_checkpoint(mk.adapter(tmp_path / "c", tensors))
+    assert v.verdict == "lora_mismatch" and "layers.1.self_attn.v_proj has lora_A but no lora_B" in v.reason
+
+
+def test_lora_rank_differs_from_config(mk, tmp_path):
+    v = verify_checkpoint(mk.adapter(tmp_path / "c", mk.lora_tensors(r=4), r=8))
+    assert v.verdict == "lora_mismatch" and "rank 4" in v.reason and "r=8" in v.reason
+
+
+def test_lora_rank_pattern_and_expert_stacked_rank(mk, tmp_path):
+    tensors = mk.lora_tensors(r=8, modules=("q_proj",))
+    tensors.update(mk.lora_tensors(r=16, modules=("o_proj",), seed=1))
+    # target_parameters LoRA on 4 stacked experts: rank axis is r * num_experts
+    tensors["base_model.model.model.layers.0.mlp.experts.lora_A.weight"] = np.ones((32, 32), np.float32)
+    tensors["base_model.model.model.layers.0.mlp.experts.lora_B.weight"] = np.ones((64, 32), np.float32)
+    v = verify_checkpoint(mk.adapter(tmp_path / "c", tensors, r=8, config={"rank_pattern": {"o_proj": 16}}))
+    assert v.ok, v.problems
+
+
+def test_adapter_without_any_lora_tensor(mk, tmp_path):
+    v = verify_checkpoint(mk.adapter(tmp_path / "c", {"lm_head.weight": np.ones((4, 4), np.float32)}))
+    assert v.verdict == "lora_mismatch" and "none of the 1 tensors" in v.reason
+
+
+# --- full and sharded models ---------------------------------------------------------------
+
+def test_sharded_ok(mk, tmp_path):
+    v = verify_checkpoint(mk.sharded(tmp_path / "checkpoint-9", shards=3, per_shard=2))
+    assert (v.ok, v.layout, v.tensors, v.params) == (True, "hf_sharded", 6, 6 * 64), v.problems
+
+
+def test_shard_missing_from_the_index(mk, tmp_path):
+    d = mk.sharded(tmp_path / "m", shards=3)
+    (d / "model-00002-of-00003.safetensors").unlink()
+    v = verify_checkpoint(d)
+    assert v.verdict == "missing_shard" and "model-00002-of-00003.safetensors" in v.reason
+
+
+def test_index_names_a_tensor_no_shard_has(mk, tmp_path):
+    d = mk.sharded(tmp_path / "m")
+    index = json.loads((d / "model.safetensors.index.json").read_text())
+    index["weight_map"]["model.layers.99.mlp.weight"] = "model-00001-of-00003.safetensors"
+    (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    v = verify_checkpoint(d)
+    assert v.verdict == "index_mismatch" and "model.layers.99.mlp.weight" in v.reason
+
+
+def test_shard_series_incomplete_without_index(mk, tmp_path):
+    d = mk.sharded(tmp_path / "m", shards=3)
+    (d / "model.safetensors.index.json").unlink()
+    (d / "model-00003-of-00003.safetensors").unlink()
+    v = verify_checkpoint(d)
+    assert v.verdict == "missing_shard" and "3 of 3" in v.reason
+
+
+def test_one_stub_shard_is_the_headline(mk, tmp_path):
+    d = mk.sharded(tmp_path / "m")
+    mk.stub(d / "model-00002-of-00003.safetensors")
+    v = verify_checkpoint(d)
+    assert v.verdict == "empty_stub" and "model-00002-of-00003" in v.reason
+    assert "index_mismatch" not in _problems(v)     # the stub's tensors are unknown, not absent
+
+
+def test_full_model_without_config_json(mk, tmp_path):
+    d = mk.sharded(tmp_path / "checkpoint-5-merged", config=False)
+    v = verify_checkpoint(d)
+    assert (v.layout, v.verdict) == ("merged", "missing_config")
+
+
+def test_empty_checkpoint_dir(tmp_path):
+    d = tmp_path / "checkpoint-3"
+    d.mkdir()
+    v = verify_checkpoint(d)
+    assert v.verdict == "empty_stub" and "no weight files" in v.reason
+
+
+def test_single_file(tmp_path):
+    p = tmp_path / "w.safetensors"
+    np_save({"a": np.ones(3, np.float32)}, str(p))
+    v = verify_checkpoint(p)
+    assert (v.ok, v.layout, v.tensors) == (True, "file", 1)
+
+
+# --- Megatron ---------------------------------------------------------------------------
+
+def test_megatron_torch_dist_ok(mk, tmp_path):
+    v = verify_checkpoint(mk.megatron(tmp_path / "save", 100))
+    assert (v.ok, v.layout, v.step) == (True, "megatron", 100), v.problems
+    assert {f["path"] for f in v.files} >= {"common.pt", "__0_0.distcp", ".metadata", "metadata.json"}
+
+
+def test_megatron_distcp_named_by_metadata_is_missing(mk, tmp_path):
+    d = mk.megatron(tmp_path / "save", 100)
+    (d / "__0_0.distcp").rename(d / "__0_9.distcp")
+    v = verify_checkpoint(d)
+    assert v.verdict == "missing_shard" and "__0_0.distcp" in v.reason
+
+
+def test_megatron_empty_distcp(mk, tmp_path):
+    d = mk.megatron(tmp_path / "save", 100)
+    (d / "__0_0.distcp").write_bytes(b"")
+    v = verify_checkpoint(d)
+    assert v.verdict == "empty_stub" and "__0_0.distcp is empty" in v.reason
+
+
+def test_megatron_save_without_index_or_tracker_is_incomplete(mk, tmp_path):
+    save = tmp_path / "save"
+    mk.megatron(save, 100)
+    d = mk.megatron(save, 200, tracker=False)
+    v = verify_checkpoint(d)
+    assert v.verdict == "incomplete" and "newer than latest_checkpointed_iteration.txt (100)" in v.reason
+    (d / ".metadata").unlink()
+    assert "the index it writes last" in " ".join(p["reason"] for p in verify_checkpoint(d).problems)
+
+
+def test_swift_megatron_checkpoint_needs_its_tracker(mk, tmp_path):
+    ck = tmp_path / "checkpoint-50"
+    mk.megatron(ck, 50, tracker=False)
+    v = verify_checkpoint(ck)
+    assert v.verdict == "incomplete" and "latest_checkpointed_iteration.txt is missing" in v.reason
+    (ck / "latest_checkpointed_iteration.txt").write_text("50")
+    assert verify_checkpoint(ck).ok
+
+
+def test_megatron_legacy_ranks(mk, tmp_path):
+    d = mk.megatron_legacy(tmp_path / "save", 10)
+    assert verify_checkpoint(d).ok
+    (d / "mp_rank_01" / "model_optim_rng.pt").write_bytes(b"")
+    assert verify_checkpoint(d).verdict == "empty_stub"
+
+
+# --- --full -------------------------------------------------------------------------------
+
+def test_full_hash_matches_sha256sum_and_scans_clean(mk, tmp_path):
+    d = mk.demo(tmp_path / "checkpoint-2", 2)
+    v = verify_checkpoint(d, full=True)
+    assert v.ok, v.problems
+    out = subprocess.run(["sha256sum", str(d / "adapter_model.safetensors")], capture_output=True, text=True)
+    assert v.full["file_hashes"]["adapter_model.safetensors"] == out.stdout.split()[0]
+    assert v.full["tensors_scanned"] == 8 and v.full["nonfinite_tensors"] == 0 and v.full["mb_per_s"] > 0
+
+
+@pytest.mark.parametrize("dtype,bad", [(torch.bfloat16, float("nan")), (torch.float32, float("inf")),
+                                       (torch.float16, float("-inf")), (torch.float8_e4m3fn, float("nan")),
+                                       (torch.float8_e5m2, float("inf"))])
+def test_full_finds_nonfinite_values(tmp_path, dtype, bad):
+    t = torch.randn(64, 8)
+    t[5, 3] = bad
+    t[9, 1] = bad
+    p = tmp_path / "w.safetensors"
+    pt_save({"ok": torch.randn(4, 4), "broken": t.to(dtype)}, str(p))
+    assert verify_checkpoint(p).ok                       # the fast path cannot see values
+    v = verify_checkpoint(p, full=True)
+    assert v.verdict == "nonfinite" and "broken (2)" in v.reason
+    assert v.full["nonfinite"] == [{"file": "w.safetensors", "tensor": "broken", "count": 2, "numel": 512}]
+
+
+def test_full_scan_is_chunked_over_large_tensors(tmp_path):
+    """A tensor far larger than the scan chunk is scanned slice by slice and still found."""
+    from runner.checkpoints.safetensors_file import read_header
+    from runner.checkpoints.scan import scan_tensors
+
+    big = np.random.default_rng(0).standard_normal((4096, 64)).astype(np.float32)
+    big[4000, 7] = np.nan
+    bf = torch.zeros(4096, 64, dtype=torch.bfloat16)
+    bf[4095, 63] = float("inf")
+    p = tmp_path / "w.safetensors"
+    pt_save({"big": torch.from_numpy(big), "bf": bf}, str(p))
+    header, _ = read_header(p)
+    res = scan_tensors(p, header, chunk_bytes=4096)
+    assert {x["tensor"]: x["count"] for x in res.nonfinite} == {"big": 1, "bf": 1}
+    assert res.zero == []
+
+
+def test_full_all_zero_weights(tmp_path):
+    p = tmp_path / "w.safetensors"
+    pt_save({"a": torch.zeros(8, 8), "b": torch.zeros(4, dtype=torch.bfloat16), "c": -torch.zeros(3)}, str(p))
+    v = verify_checkpoint(p, full=True)
+    assert v.verdict == "all_zeros" and "every one of the 3 float tensors" in v.reason
+
+
+def test_full_adapter_whose_lora_b_are_all_zero_is_a_no_op(mk, tmp_path):
+    tensors = mk.lora_tensors()
+    for k in tensors:
+        if ".lora_B." in k:
+            tensors[k] = np.zeros_like(tensors[k])
+    d = mk.adapter(tmp_path / "checkpoint-1", tensors)
+    assert verify_checkpoint(d).ok
+    v = verify_checkpoint(d, full=True)
+    assert v.verdict == "all_zeros" and "every lora_B (8)" in v.reason
+    assert v.full["zero_tensor_count"] == 8
+
+
+def test_full_on_megatron_hashes_every_file(mk, tmp_path):
+    d = mk.megatron(tmp_path / "save", 100)
+    v = verify_checkpoint(d, full=True)
+    assert v.ok
+    expected = hashlib.sha256((d / "__0_0.distcp").read_bytes()).hexdigest()
+    assert v.full["file_hashes"]["__0_0.distcp"] == expected
+
+
+# --- suspect and drift ------------------------------------------------------------------------
+
+def test_suspect_from_trainer_state_grad_norm_spike(mk, tmp_path):
+    calm = mk.demo(tmp_path / "checkpoint-40", 40, grad_norms=[1.0] * 40)
+    assert not verify_checkpoint(calm).suspect
+    spiky = mk.demo(tmp_path / "checkpoint-41", 41, grad_norms=[1.0] * 40 + [50.0])
+    v = verify_checkpoint(spiky)
+    assert v.ok and v.suspect and "50x" in v.suspect_reason and "step 41" in v.suspect_reason
+
+
+def test_suspect_from_run_grad_norms_and_from_sidecar(mk, tmp_path):
+    d = mk.adapter(tmp_path / "checkpoint-30")
+    points = [(s, 1.0) for s in range(1, 30)] + [(30, float("nan"))]
+    assert verify_checkpoint(d, grad_norms=points).suspect
+    assert not verify_checkpoint(d, grad_norms=points[:-1]).suspect
+    write_sidecar(d, run_id="r1", recipe_hash="abc", step=30, verdict="ok", suspect=True)
+    assert verify_checkpoint(d).suspect
+
+
+def test_drift_against_the_stored_recipe_hash(mk, tmp_path):
+    d = mk.adapter(tmp_path / "checkpoint-30")
+    assert verify_checkpoint(d, expected_recipe_hash="abc").drift is None     # nothing stored: unknown
+    write_sidecar(d, run_id="r1", recipe_hash="abc", step=30, verdict="ok", suspect=False)
+    v = verify_checkpoint(d, expected_recipe_hash="def")
+    assert (v.recipe_hash, v.drift, v.ok) == ("abc", True, True)
+    assert verify_checkpoint(d, expected_recipe_hash="abc").drift is False
