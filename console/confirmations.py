@@ -28,7 +28,7 @@ def pid_list(pids: list, limit: int = 12) -> str:
     out = []
     for p in pids or []:
         if isinstance(p, dict):
-            name = p.get("name") or p.get("cmd") or ""
+            name = p.get("role") or p.get("name") or p.get("cmd") or ""
             if isinstance(name, list):
                 name = " ".join(str(x) for x in name)
             name = str(name).split("/")[-1][:24] if name else ""
@@ -52,7 +52,7 @@ def kill(run: dict, recipe: dict) -> Confirmation:
             f"(kill grace); then a check that no process of the tree survives.",
             "The run ends as KILLED. It is not restarted.",
         ),
-        request={"cmd": "kill", "grace_s": grace},
+        request={"cmd": "kill", "grace_s": grace, "by": "console"},
     )
 
 
@@ -69,7 +69,7 @@ def restart(run: dict, recipe: dict) -> Confirmation:
                 f"Cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until GPU memory "
                 "is released and the rendezvous port is free, then restart from the latest verified checkpoint.",
             ),
-            request={"cmd": "resume"},
+            request={"cmd": "resume", "by": "console"},
         )
     pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
     return Confirmation(
@@ -81,7 +81,7 @@ def restart(run: dict, recipe: dict) -> Confirmation:
             "the old tree is left, GPU memory is released and the rendezvous port is free.",
             "Then restart from the latest verified checkpoint (counts as a restart).",
         ),
-        request={"cmd": "restart", "now": False},
+        request={"cmd": "restart", "now": False, "by": "console"},
     )
 
 
@@ -98,5 +98,6 @@ def kill_zombie(blocker: dict, recipe: dict) -> Confirmation:
             f"SIGTERM now; SIGKILL after {fmt.duration(grace)} if it is still there. The runner first checks "
             "that the PID still has the same start time, so a reused PID is never hit.",
         ),
-        request={"cmd": "kill_pid", "pid": blocker.get("pid"), "start_time": blocker.get("start_time")},
+        request={"cmd": "kill_pid", "pid": blocker.get("pid"), "start_time": blocker.get("start_time"),
+                 "grace_s": grace, "by": "console"},
     )

@@ -64,7 +64,7 @@ PROC_HEADER = f"  {'PID':>7}  {'User':<10} {'Age':>7}  {'GPU MiB':>8}  {'GPUs':<
 
 
 def proc_row(p: ProcInfo, width: int = 60) -> str:
-    mem = NA if p.gpu_mem_mib is None else f"{p.gpu_mem_mib:.0f}"
+    mem = "-" if not p.gpus else NA if p.gpu_mem_mib is None else f"{p.gpu_mem_mib:.0f}"
     gpus = ",".join(map(str, p.gpus)) or "-"
     cmd = p.cmdline if p.visible else "(not visible here: another PID namespace?)"
     if len(cmd) > width:

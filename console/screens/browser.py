@@ -165,6 +165,11 @@ class BrowserScreen(Screen):
         from console.screens.compare import CompareScreen
         self.app.push_screen(CompareScreen(paths.get(ids[0]) or ids[0], paths.get(ids[1]) or ids[1], self.base))
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on the focused table arrives as a selection (the table binds enter itself)."""
+        event.stop()
+        self.action_open_run()
+
     def action_open_run(self) -> None:
         row = self.selected()
         if row is None:

@@ -121,7 +121,7 @@ class LogScreen(Screen):
         view = self.query_one(LogView)
         view.set_line_count(len(self.log_file))
         if self.follow:
-            view.scroll_end(animate=False, immediate=True)
+            self.call_after_refresh(view.scroll_end, animate=False, immediate=True)
         self._update_title()
 
     def action_follow(self) -> None:

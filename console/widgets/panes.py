@@ -81,6 +81,8 @@ class LogTail(Static):
         self.update(_text([(line.expandtabs(4), "") for line in lines], self))
 
 
+# Processes of the run itself are listed by the telemetry layer too; they are not zombies.
+SHOWN_NOT_BLOCKING = frozenset({"run_tree"})
 BLOCKER_COLUMNS = ("PID", "WHY", "GPU MiB", "USER", "AGE", "COMMAND")
 
 
@@ -96,7 +98,8 @@ class BlockerTable(DataTable):
         self.add_columns(*BLOCKER_COLUMNS)
 
     def show(self, blockers) -> None:
-        rows = [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None]
+        rows = [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None
+                and set(b.get("labels") or ()) - SHOWN_NOT_BLOCKING]
         key = tuple((b.get("pid"), b.get("start_time"), b.get("gpu_mem_mib"), tuple(b.get("labels") or ()))
                     for b in rows)
         if key == self._shown:

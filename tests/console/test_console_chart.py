@@ -1,0 +1,97 @@
+"""The braille chart renderer on plain data: exact size, spikes and NaN survive downsampling,
+markers land on their steps, memory is drawn against capacity, overlays use glyphs."""
+from __future__ import annotations
+
+import numpy as np
+
+from console.chart import Marker, markers_from, render_chart, rows_text
+from runner.series import Series
+
+
+def series(xs, ys) -> Series:
+    s = Series()
+    for x, y in zip(xs, ys):
+        s.append(x, y)
+    return s
+
+
+def plot_cols(rows: list[str]) -> list[str]:
+    """The plot area (without the y-label column) of the plot rows."""
+    return [r[7:] for r in rows[1:-1]]
+
+
+def test_exact_size_for_many_sizes():
+    s = series(range(100), np.linspace(3, 1, 100))
+    for w, h in ((20, 5), (26, 8), (80, 14), (160, 20)):
+        rows = rows_text(render_chart([s], w, h, title="loss"))
+        assert len(rows) == h
+        assert all(len(r) == w for r in rows), (w, h, [len(r) for r in rows])
+
+
+def test_single_spike_in_a_million_points_is_drawn_at_its_step():
+    n = 1_000_000
+    s = Series(capacity=n)
+    ys = np.full(n, 1.0)
+    ys[737_000] = 50.0
+    s._x[:n] = np.arange(n)
+    s._y[:n] = ys
+    s.n = n
+    rows = rows_text(render_chart([s], 87, 12, title="grad norm"))
+    top = plot_cols(rows)[0]
+    lit = [i for i, ch in enumerate(top) if ch not in " "]
+    assert lit, "the spike must reach the top row"
+    plot_w = len(top)
+    expected = round(737_000 / (n - 1) * (plot_w * 2 - 1)) // 2
+    assert all(abs(c - expected) <= 1 for c in lit), (lit, expected)
+    assert rows[1].startswith("    50")
+
+
+def test_nan_is_marked_not_hidden():
+    ys = [1.0] * 50
+    ys[30] = float("nan")
+    rows = rows_text(render_chart([series(range(50), ys)], 40, 8, title="loss"))
+    assert "!" in rows[-1] and "!" in rows[1]
+
+
+def test_markers_on_axis_row_with_distinct_glyphs():
+    s = series(range(0, 101), np.linspace(2, 1, 101))
+    marks = markers_from([50], [{"step": 25, "ok": True}, {"step": 75, "ok": False}, {"step": 90, "suspect": True}])
+    assert {m.kind for m in marks} == {"restart", "ckpt", "ckpt_bad", "ckpt_suspect"}
+    rows = rows_text(render_chart([s], 57, 8, markers=marks))
+    axis = rows[-1][7:]
+    pos = {ch: axis.index(ch) for ch in "RC✗?"}
+    assert pos["C"] < pos["R"] < pos["✗"] < pos["?"]
+    assert abs(pos["R"] - len(axis) // 2) <= 1
+    # the restart is also a dashed vertical line through the empty plot cells
+    assert any(r[7 + pos["R"]] == "┆" for r in rows[1:-1])
+
+
+def test_memory_against_capacity_shows_the_cap_line_and_headroom():
+    s = series(range(100), [60.0] * 100)
+    rows = rows_text(render_chart([s], 60, 10, cap=80.0, cap_label="80G"))
+    cap_rows = [r for r in rows if "╌" in r]
+    assert len(cap_rows) == 1 and cap_rows[0].lstrip().startswith("80G")
+    data_rows = [i for i, r in enumerate(rows[1:-1]) if any(0x2800 < ord(c) <= 0x28FF for c in r)]
+    cap_index = rows.index(cap_rows[0]) - 1
+    assert data_rows and min(data_rows) > cap_index, "60 GiB is drawn below the 80 GiB line"
+    assert rows[-2].lstrip().startswith("0"), "memory charts start at zero"
+
+
+def test_overlay_uses_one_glyph_per_series():
+    a = series(range(100), np.linspace(3, 1, 100))
+    b = series(range(100), np.linspace(3, 2, 100))
+    text = "\n".join(rows_text(render_chart([a, b], 60, 12)))
+    assert "•" in text and "×" in text and "◆" in text  # both start at 3.0: drawn as "both"
+
+
+def test_empty_and_tiny():
+    rows = rows_text(render_chart([Series()], 30, 6, title="loss"))
+    assert len(rows) == 6 and "no data yet" in rows[1]
+    assert rows_text(render_chart([Series()], 0, 0)) == []
+    assert len(rows_text(render_chart([series([1], [1.0])], 10, 2))) == 2
+
+
+def test_marker_outside_the_range_is_skipped():
+    s = series(range(10, 20), [1.0] * 10)
+    rows = rows_text(render_chart([s], 40, 6, markers=[Marker(500, "restart")]))
+    assert "R" not in rows[-1]

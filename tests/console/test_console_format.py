@@ -1,0 +1,113 @@
+"""Pure formatting: numbers, durations, status lines, events, confirmations, the key tables."""
+from __future__ import annotations
+
+from console import confirmations, keys
+from console import format as fmt
+
+
+def test_num_and_short_handle_missing_and_non_finite():
+    assert fmt.num(None) == fmt.NA
+    assert fmt.num("nan") == "nan"
+    assert fmt.num(float("inf")) == "inf"
+    assert fmt.num("-inf") == "-inf"
+    assert fmt.num(2.34567) == "2.346"
+    assert fmt.num(1.2e-5).startswith("1.2")
+    assert fmt.short(1_200_000) == "1.2M"
+    assert fmt.short(950) == "950"
+    assert fmt.short(12_000) == "12k"
+
+
+def test_duration_scales():
+    assert fmt.duration(42) == "42s"
+    assert fmt.duration(456) == "7m36s"
+    assert fmt.duration(3 * 3600 + 125) == "3h02m"
+    assert fmt.duration(50 * 3600) == "2d02h"
+    assert fmt.duration(None) == fmt.NA
+
+
+def _run(**kw):
+    base = {"id": "r1", "name": "qwen-fp8", "status": "running", "status_word": "RUNNING", "attempt": 2,
+            "restarts": 1, "max_restarts": 5, "step": 500, "max_steps": 1000, "step_time_s": 2.0,
+            "eta_s": 1000.0, "elapsed_s": 3600.0}
+    base.update(kw)
+    return base
+
+
+def test_status_line_names_state_steps_eta_restarts_and_cost():
+    lines = [fmt.plain(x) for x in fmt.status_lines(_run(cost_per_hour=70.0, cost_so_far=70.0,
+                                                            cost_projected=89.44))]
+    assert "qwen-fp8" in lines[0] and "RUNNING" in lines[0]
+    assert "step 500/1,000 (50.0%)" in lines[0]
+    assert "2 s/step" in lines[0] and "ETA 16m40s" in lines[0]
+    assert "attempt 2" in lines[1] and "restarts 1/5" in lines[1]
+    assert "$70.00/h" in lines[1] and "$89.44 projected" in lines[1]
+
+
+def test_status_line_cooldown_says_what_it_waits_on():
+    run = _run(status="cooldown", status_word="COOLDOWN 42s", eta_s=None,
+               cooldown={"until": 0, "waiting_on": ["gpu memory on GPU 3", "port 29500"], "remaining_s": 42})
+    line1, line2 = (fmt.plain(x) for x in fmt.status_lines(run))
+    assert "COOLDOWN 42s" in line1
+    assert "waiting on: gpu memory on GPU 3, port 29500" in line2
+
+
+def test_status_line_paused_failed_stale_and_readonly():
+    assert "paused: NaN loss at step 12" in fmt.plain(
+        fmt.status_lines(_run(status="paused", status_word="PAUSED", pause_reason="NaN loss at step 12"))[1])
+    assert "last crash: cuda_oom" in fmt.plain(
+        fmt.status_lines(_run(status="failed", status_word="FAILED", last_crash={"class": "cuda_oom"}))[1])
+    assert "runner is gone" in fmt.plain(fmt.status_lines(_run(stale=True))[1])
+    assert "READ-ONLY" in fmt.plain(fmt.status_lines(_run(), readonly=True)[0])
+    # the state word always travels with a style, never as colour alone
+    styles = dict((t.strip(), s) for t, s in fmt.status_lines(_run(status="failed", status_word="FAILED"))[0])
+    assert styles["FAILED"] == "status--failed"
+
+
+def test_event_lines_start_with_a_word_for_their_kind():
+    alert = {"t": 0, "type": "alert", "level": "critical", "rule": "grad_norm_spike", "step": 12, "message": "x"}
+    text, style = fmt.event_line(alert)
+    assert "CRIT grad_norm_spike @12" in text and style == "event--crit"
+    text, _ = fmt.event_line({"t": 0, "type": "checkpoint", "path": "/o/checkpoint-40", "step": 40, "ok": False,
+                              "verdict": "empty_stub", "reason": "empty header"})
+    assert "BAD" in text and "checkpoint-40" in text and "empty header" in text
+    text, _ = fmt.event_line({"t": 0, "type": "kill", "requested_by": "console",
+                              "pids": [{"pid": 11}, {"pid": 12}], "grace_s": 5})
+    assert "11, 12" in text and "5s" in text
+
+
+def test_kill_confirmation_names_pids_and_escalation_timer():
+    run = _run(pids=[{"pid": 4100, "start_time": 1.0, "role": "leader"}, {"pid": 4101, "start_time": 2.0}],
+               pgid=4100)
+    c = confirmations.kill(run, {"kill": {"grace_s": 45}})
+    body = " ".join(c.lines)
+    assert "4100 (leader)" in body and "4101" in body and "process group 4100" in body
+    assert "SIGKILL" in body and "45s" in body
+    assert c.request == {"cmd": "kill", "grace_s": 45.0, "by": "console"}
+
+
+def test_restart_confirmation_names_cooldown_and_resumes_a_paused_run():
+    c = confirmations.restart(_run(pids=[{"pid": 7}]), {"kill": {"grace_s": 5}, "cooldown": {"floor_s": 2,
+                                                                                                "ceiling_s": 15}})
+    body = " ".join(c.lines)
+    assert "7" in body and "5s" in body and "15s" in body and c.request["cmd"] == "restart"
+    paused = confirmations.restart(_run(status="paused", pause_reason="divergence"), {})
+    assert paused.request["cmd"] == "resume" and "divergence" in " ".join(paused.lines)
+
+
+def test_zombie_confirmation_sends_pid_with_start_time():
+    b = {"pid": 999, "start_time": 123.5, "user": "bob", "cmdline": ["python", "serve.py"], "age_s": 60,
+         "gpu_mem_mib": 2048, "labels": ["foreign_gpu"]}
+    c = confirmations.kill_zombie(b, {"kill": {"grace_s": 3}})
+    body = " ".join(c.lines)
+    assert "999" in body and "bob" in body and "python serve.py" in body and "3s" in body
+    assert c.request["pid"] == 999 and c.request["start_time"] == 123.5 and c.request["cmd"] == "kill_pid"
+
+
+def test_every_run_key_has_help_and_process_keys_are_marked():
+    rows = keys.help_rows(keys.RUN_KEYS)
+    assert [r[0] for r in rows] == [k.shown_key for k in keys.RUN_KEYS]
+    assert all(r[1] for r in rows)
+    marked = {r[0] for r in rows if r[2]}
+    assert marked == {"k", "r", "z"} == set(keys.PROCESS_KEYS)
+    issue_keys = {"k", "r", "v", "z", "b", "l", "?", "q"}
+    assert issue_keys <= {k.shown_key for k in keys.RUN_KEYS}

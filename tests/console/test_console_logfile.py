@@ -1,0 +1,81 @@
+"""LogFile: incremental line index, truncation and replacement, partial lines, search."""
+from __future__ import annotations
+
+import os
+
+from console.logfile import LogFile
+
+
+def test_appends_are_indexed_incrementally_and_partial_lines_complete(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("one\ntwo\nthr")
+    log = LogFile(p)
+    assert log.refresh()
+    assert len(log) == 3 and log.lines(0, 10) == ["one", "two", "thr"]
+    with open(p, "a") as f:
+        f.write("ee\nfour\n")
+    assert log.refresh()
+    assert log.lines(0, 10) == ["one", "two", "three", "four"]
+    assert not log.refresh()
+
+
+def test_progress_bar_carriage_returns_keep_the_last_redraw_and_long_lines_are_cut(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("Train: 1%\rTrain: 50%\rTrain: 100%\n" + "x" * 5000 + "\n")
+    log = LogFile(p, max_line=100)
+    log.refresh()
+    first, second = log.lines(0, 2)
+    assert first == "Train: 100%"
+    assert len(second) == 101 and second.endswith("…")
+
+
+def test_truncation_and_replacement_reset_the_index(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("a\nb\nc\n")
+    log = LogFile(p)
+    log.refresh()
+    p.write_text("new\n")  # truncated in place
+    log.refresh()
+    assert log.lines(0, 5) == ["new"] and log.resets == 1
+    q = tmp_path / "other.log"
+    q.write_text("replaced 1\nreplaced 2\nreplaced 3\nreplaced 4\n")
+    os.replace(q, p)  # a new inode under the same name
+    log.refresh()
+    assert log.lines(0, 5)[0] == "replaced 1" and len(log) == 4 and log.resets == 2
+
+
+def test_search_forward_backward_and_wrapping(tmp_path):
+    p = tmp_path / "train.log"
+    lines = [f"step {i} loss 1.0" for i in range(2000)]
+    lines[150] = "RuntimeError: CUDA out of memory"
+    lines[1500] = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"
+    p.write_text("\n".join(lines) + "\n")
+    log = LogFile(p)
+    log.refresh()
+    assert log.search("cuda OUT of memory", 0) == 150
+    assert log.search("cuda out of memory", 151) == 1500
+    assert log.search("cuda out of memory", 1501) == 150  # wraps around
+    assert log.search("cuda out of memory", 1500, backwards=True) == 150
+    assert log.search("cuda out of memory", 100, backwards=True) == 1500  # wraps backwards
+    assert log.search("not there", 0) is None
+
+
+def test_search_across_chunk_boundaries(tmp_path, monkeypatch):
+    import console.logfile as lf
+    monkeypatch.setattr(lf, "CHUNK", 64)
+    p = tmp_path / "train.log"
+    body = "".join(f"line {i:04d} ........................\n" for i in range(200))
+    body += "needle-in-the-haystack\n"
+    p.write_text(body)
+    log = LogFile(p)
+    log.refresh()
+    assert len(log) == 201
+    assert log.search("needle-in-the-haystack", 0) == 200
+    assert log.search("needle-in-the-haystack", 200, backwards=True) == 200
+    assert log.lines(199, 5) == ["line 0199 ........................", "needle-in-the-haystack"]
+
+
+def test_missing_file_is_empty(tmp_path):
+    log = LogFile(tmp_path / "nope.log")
+    assert not log.refresh()
+    assert len(log) == 0 and log.lines(0, 5) == []

@@ -1,0 +1,104 @@
+"""`moeconsole runs ls|show|diff|rebuild` through the real CLI, and runner.rundiff on run dirs
+written the way the runner writes them (the BF16 vs FP8 comparison users make)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runner import jsonio, rundiff
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, base: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(base)],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def two_runs(base, make_run):
+    bf16 = make_run(base, "20240101-000000-bf16-aaaa", name="moe-bf16", status="succeeded", steps=80,
+                    restart_at=None, checkpoints=((40, True),),
+                    recipe={"name": "moe", "command": ["swift", "sft", "--torch_dtype", "bfloat16", "--lr", "1e-4"],
+                            "kill": {"grace_s": 60}})
+    fp8 = make_run(base, "20240102-000000-fp8-bbbb", name="moe-fp8", status="failed", steps=60, restart_at=30,
+                   loss_scale=1.1, mem_base=50.0, step_time=0.4, crash={"class": "cuda_oom"},
+                   recipe={"name": "moe", "command": ["swift", "sft", "--torch_dtype", "bfloat16", "--lr", "1e-4",
+                                                      "--fp8_recipe", "blockwise"], "kill": {"grace_s": 90}})
+    return bf16, fp8
+
+
+def metric_values(run, key):
+    return np.array([jsonio.as_float(r[key]) for r in jsonio.read_jsonl(run.metrics)], dtype=float)
+
+
+def test_compare_stats_match_the_metrics_files(base, make_run):
+    bf16, fp8 = two_runs(base, make_run)
+    d = rundiff.compare(bf16.path, fp8.path).to_dict()
+    for side, run in (("a", bf16), ("b", fp8)):
+        loss = metric_values(run, "loss")
+        assert d[side]["final_loss"] == pytest.approx(loss[-1])
+        assert d[side]["min_loss"] == pytest.approx(loss.min())
+        assert d[side]["peak_mem_gib"] == pytest.approx(metric_values(run, "mem_gib").max())
+        assert d[side]["mean_tokens_per_s"] == pytest.approx(metric_values(run, "tokens_per_s").mean())
+        assert d[side]["mean_step_time_s"] == pytest.approx(metric_values(run, "step_time_s").mean())
+    assert d["a"]["status"] == "succeeded" and d["b"]["status"] == "failed"
+    assert d["delta"]["peak_mem_gib"]["better"] == "b"  # FP8 used less memory
+    assert d["delta"]["final_loss"]["better"] == "a"
+    diff = {x["key"]: x for x in d["recipe_diff"]}
+    assert diff["command --fp8_recipe"] == {"key": "command --fp8_recipe", "a": None, "b": "blockwise", "only": "b"}
+    assert diff["kill.grace_s"]["a"] == 60 and diff["kill.grace_s"]["b"] == 90
+    assert "command --torch_dtype" not in diff
+    assert len(d["loss"]["a"]) == 80 and len(d["loss"]["b"]) == 60
+
+
+def test_argv_options():
+    opts = rundiff.argv_options(["swift", "sft", "--lr", "1e-4", "--bf16", "--x=1", "--neg", "-1", "--flag"])
+    assert opts == {"[0]": "swift", "[1]": "sft", "--lr": "1e-4", "--bf16": True, "--x": "1", "--neg": "-1",
+                    "--flag": True}
+
+
+def test_runs_diff_cli_text_and_json_agree(base, make_run):
+    two_runs(base, make_run)
+    out = cli("runs", "diff", "bf16", "fp8", "--json", base=base)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    text = cli("runs", "diff", "bf16", "fp8", base=base)
+    assert text.returncode == 0, text.stderr
+    assert "--fp8_recipe" in text.stdout and "blockwise" in text.stdout
+    for label in ("final loss", "min loss", "peak memory GiB", "mean tokens/s", "mean step time s"):
+        assert label in text.stdout
+    peak_line = next(line for line in text.stdout.splitlines() if line.startswith("peak memory GiB"))
+    assert f"{d['a']['peak_mem_gib']:.4g}" in peak_line and "B better" in peak_line
+
+
+def test_runs_ls_show_rebuild(base, make_run):
+    two_runs(base, make_run)
+    ls = cli("runs", "ls", "--json", base=base)
+    assert ls.returncode == 0, ls.stderr
+    rows = json.loads(ls.stdout)["runs"]
+    assert {r["name"] for r in rows} == {"moe-bf16", "moe-fp8"}
+    text = cli("runs", base=base)
+    assert "MOE-BF16" not in text.stdout and "moe-bf16" in text.stdout and "FAILED" in text.stdout
+    show = cli("runs", "show", "fp8", base=base)
+    assert show.returncode == 0, show.stderr
+    assert "cuda_oom" in show.stdout and "checkpoint-40" in show.stdout and "BAD" in show.stdout
+    show_json = json.loads(cli("runs", "show", "fp8", "--json", base=base).stdout)
+    assert show_json["crashes"][0]["class"] == "cuda_oom"
+    assert {c["step"] for c in show_json["checkpoints"]} == {20, 40}
+    rebuilt = cli("runs", "rebuild", base=base)
+    assert rebuilt.returncode == 0 and "indexed 2 runs" in rebuilt.stdout
+
+
+@pytest.mark.parametrize("args", [("runs", "show", "nosuchrun"), ("runs", "diff", "bf16", "nosuchrun"),
+                                  ("runs", "show"), ("runs", "diff", "bf16")])
+def test_bad_input_is_one_line_and_exit_2(base, make_run, args):
+    two_runs(base, make_run)
+    out = cli(*args, base=base)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("moeconsole: ")
+    assert "Traceback" not in out.stderr
