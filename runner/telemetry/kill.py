@@ -94,11 +94,14 @@ def _refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_user
     return None
 
 
-def kill_checked(pid: int, start_time: float, *, grace_s: float = 10.0, allow_other_users: bool = False,
+def kill_checked(pid: int, start_time: float | None, *, grace_s: float = 10.0, allow_other_users: bool = False,
                  kill_wait_s: float = 10.0, poll_s: float = 0.05) -> KillResult:
     """SIGTERM, wait ``grace_s``, SIGKILL, wait ``kill_wait_s``; only after every check passed."""
     if pid <= 1:
         return KillResult(pid, False, "refused", f"refusing to signal PID {pid}", 0.0)
+    if start_time is None:
+        return KillResult(pid, False, "refused",
+                          f"no start time known for PID {pid}: cannot rule out a reused PID", 0.0)
     if pid in self_and_ancestors():
         return KillResult(pid, False, "refused", f"PID {pid} is this console or one of its ancestors", 0.0)
     try:

@@ -146,11 +146,26 @@ def _is_kernel_thread(pid: int, ppid: int | None) -> bool:
     return pid == 2 or ppid == 2
 
 
+# (pid, start time) -> (run id, run dir) markers. A process's environment block is fixed at
+# exec, so a marker read once stays true for that process: later scans only read new ones.
+_markers: dict[tuple[int, float | None], tuple[str | None, str | None]] = {}
+
+
+def _read_markers(p: psutil.Process) -> tuple[str | None, str | None]:
+    try:
+        env = p.environ()
+    except (psutil.Error, OSError):
+        return None, None
+    return env.get(RUN_ID_ENV), env.get(RUN_DIR_ENV)
+
+
 def _scan(read_env: bool) -> dict[int, _Row]:
     """Every process with the cheap facts; the run markers from the environment of the
     processes we may read (our own uid, or all when root)."""
+    global _markers
     my_uid, root = os.getuid(), os.geteuid() == 0
     rows: dict[int, _Row] = {}
+    seen: dict[tuple[int, float | None], tuple[str | None, str | None]] = {}
     for p in psutil.process_iter(["pid", "ppid", "uids", "status", "create_time"]):
         info = p.info
         uids = info.get("uids")
@@ -161,12 +176,14 @@ def _scan(read_env: bool) -> dict[int, _Row]:
             continue
         if not root and row.uid != my_uid:
             continue
-        try:
-            env = p.environ()
-        except (psutil.Error, OSError):
-            continue
-        row.run_id = env.get(RUN_ID_ENV)
-        row.run_dir = env.get(RUN_DIR_ENV)
+        key = (row.pid, row.create_time)
+        markers = _markers.get(key)
+        if markers is None:
+            markers = _read_markers(p)
+        seen[key] = markers
+        row.run_id, row.run_dir = markers
+    if read_env:
+        _markers = seen
     return rows
 
 

@@ -46,6 +46,13 @@ def test_reused_pid_refused_and_left_alive(spawn):
     assert alive(p.pid)
 
 
+def test_unknown_start_time_refused(spawn):
+    p = spawn.popen()
+    res = kill_checked(p.pid, None)
+    assert (res.ok, res.action) == (False, "refused") and "cannot rule out a reused PID" in res.reason
+    assert alive(p.pid)
+
+
 @pytest.mark.parametrize("pid", [1, 0, -1])
 def test_init_and_group_pids_refused(pid):
     res = kill_checked(pid, 0.0)
