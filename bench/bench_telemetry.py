@@ -133,7 +133,6 @@ def main() -> None:
             host_snapshot()
             find_blockers(snap, run_id=run_id, port=PORT, run_tree=tree)
 
-        rows: list[tuple[str, list[float]]] = []
         t_raw = timings(raw_pynvml_snapshot, n)
         t_gpu = timings(backend.snapshot, n)
         snap = backend.snapshot()

@@ -14,9 +14,9 @@ from runner import jsonio
 from runner.errors import InputError
 from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
 from runner.telemetry.host import host_snapshot
-from runner.telemetry.kill import KillResult, kill_checked, wait_gpu_released
+from runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
 from runner.telemetry.preflight import port_free
-from runner.telemetry.procs import ProcInfo, find_blockers, fmt_age, port_users
+from runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers, fmt_age, port_users
 
 NA = "N/A"
 
@@ -113,14 +113,15 @@ def _check_port(port: int | None) -> int | None:
 # -- kill ---------------------------------------------------------------------------------
 
 def _confirm(p: ProcInfo, grace_s: float) -> bool:
-    sys.stdout.write(f"Kill {p.describe()}?\n  SIGTERM now, SIGKILL after {grace_s:g} s if it is still alive. [y/N] ")
-    sys.stdout.flush()
+    """Ask on the terminal (stderr, so ``--json`` output stays one object)."""
+    sys.stderr.write(f"Kill {p.describe()}?\n  SIGTERM now, SIGKILL after {grace_s:g} s if it is still alive. [y/N] ")
+    sys.stderr.flush()
     answer = sys.stdin.readline().strip().lower()
     return answer in ("y", "yes")
 
 
-def _kill_listed(backend: GpuBackend, procs: list[ProcInfo], pids: list[int], *, yes: bool, grace_s: float,
-                 allow_other_users: bool, as_json: bool) -> tuple[list[dict], bool]:
+def _kill_listed(backend: GpuBackend, listing: GpuSnapshot, procs: list[ProcInfo], pids: list[int], *,
+                 yes: bool, grace_s: float, allow_other_users: bool, as_json: bool) -> tuple[list[dict], bool]:
     """Kill the requested PIDs that the listing shows, each after confirmation."""
     by_pid = {p.pid: p for p in procs}
     if not yes and not sys.stdin.isatty():
@@ -132,16 +133,20 @@ def _kill_listed(backend: GpuBackend, procs: list[ProcInfo], pids: list[int], *,
         if p is None or not p.visible or p.start_time is None:
             res = KillResult(pid, False, "refused",
                              f"PID {pid} is not a GPU process, leftover or port holder listed here", 0.0)
+        elif RUN_TREE in p.labels:
+            res = KillResult(pid, False, "refused",
+                             f"PID {pid} belongs to the live run {p.run_id}: stop it with `moeconsole kill RUN`", 0.0)
         elif not yes and not _confirm(p, grace_s):
             res = KillResult(pid, False, "refused", "not confirmed", 0.0)
         else:
             res = kill_checked(pid, p.start_time, grace_s=grace_s, allow_other_users=allow_other_users)
         outcome = res.to_dict()
         if res.ok and p is not None and p.gpus:
-            released, waited = wait_gpu_released(backend, {pid}, devices=list(p.gpus), tolerance_mib=float("inf"))
+            released, waited = wait_gpu_released(backend, {pid}, devices=list(p.gpus),
+                                                 tolerance_mib=release_targets(listing, pid), poll_s=0.2)
             outcome["gpu_released"], outcome["gpu_release_s"] = released, waited
             res_line = (f"GPU memory released after {waited:.1f} s" if released
-                        else f"GPU still lists PID {pid} after {waited:.0f} s")
+                        else f"GPU memory not released {waited:.0f} s after the kill")
         else:
             res_line = ""
         all_ok = all_ok and res.ok and outcome.get("gpu_released", True)
@@ -167,7 +172,7 @@ def run(args) -> int:
             if not args.json:
                 print(render(snap, host, procs, port, free, holders, time_wait))
                 print()
-            kills, ok = _kill_listed(backend, procs, kill_pids, yes=bool(getattr(args, "yes", False)),
+            kills, ok = _kill_listed(backend, snap, procs, kill_pids, yes=bool(getattr(args, "yes", False)),
                                      grace_s=float(getattr(args, "grace", None) or 10.0),
                                      allow_other_users=bool(getattr(args, "allow_other_users", False)),
                                      as_json=args.json)

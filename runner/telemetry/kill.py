@@ -7,11 +7,12 @@ grace period, SIGKILL, and a bounded wait for the exit.
 """
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import psutil
 
@@ -143,10 +144,13 @@ def kill_checked(pid: int, start_time: float | None, *, grace_s: float = 10.0, a
                       f"PID {pid} still alive {kill_wait_s:g} s after SIGKILL (stuck in the kernel, D state?)", took)
 
 
+Tolerance = float | Mapping[int, float]
+
+
 def gpu_released(snap: GpuSnapshot, pids: Iterable[int], devices: Iterable[int] | None,
-                 tolerance_mib: float) -> bool:
-    """No listed PID on the devices and memory used at or below the tolerance on each.
-    Without a GPU there is nothing to wait for."""
+                 tolerance_mib: Tolerance) -> bool:
+    """No listed PID on the devices and memory used at or below the tolerance on each
+    (one figure for all, or per GPU index). Without a GPU there is nothing to wait for."""
     if not snap.available:
         return True
     pids = set(pids)
@@ -156,13 +160,26 @@ def gpu_released(snap: GpuSnapshot, pids: Iterable[int], devices: Iterable[int] 
             continue
         if g.processes and pids.intersection(p.pid for p in g.processes):
             return False
-        if g.mem_used_mib is not None and g.mem_used_mib > tolerance_mib:
+        limit = tolerance_mib.get(g.index, math.inf) if isinstance(tolerance_mib, Mapping) else tolerance_mib
+        if g.mem_used_mib is not None and g.mem_used_mib > limit:
             return False
     return True
 
 
+def release_targets(snap: GpuSnapshot, pid: int, slack_mib: float = 256.0) -> dict[int, float]:
+    """Per GPU the process is on: the memory used there once its share is given back (as
+    seen in ``snap``, before the kill), plus some slack for others' allocations."""
+    targets: dict[int, float] = {}
+    for g in snap.gpus:
+        mine = next((p.used_mib for p in g.processes or () if p.pid == pid), None)
+        if mine is not None and g.mem_used_mib is not None:
+            targets[g.index] = g.mem_used_mib - mine + max(slack_mib, 0.01 * (g.mem_total_mib or 0.0))
+    return targets
+
+
 def wait_gpu_released(backend: GpuBackend, pids: set[int], *, devices: list[int] | None = None,
-                      tolerance_mib: float = 1024, timeout_s: float = 90, poll_s: float = 0.5) -> tuple[bool, float]:
+                      tolerance_mib: Tolerance = 1024, timeout_s: float = 90,
+                      poll_s: float = 0.5) -> tuple[bool, float]:
     """Poll until :func:`gpu_released`; (released, seconds waited). ``devices=None``: all GPUs."""
     t0 = time.monotonic()
     while True:

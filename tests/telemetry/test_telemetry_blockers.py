@@ -114,17 +114,50 @@ def test_port_free_ignores_time_wait_like_a_tcpstore_server():
     assert port_free(port) is True
 
 
+def _gpus_kill(env: dict[str, str], pids: list[int], yes: bool, stdin: str = "") -> subprocess.CompletedProcess:
+    """``console.commands.gpus.run`` with the --kill flags the CLI is asked to add, errors
+    reported the way ``console.cli.main`` does."""
+    code = ("import argparse, sys\n"
+            "from console.commands import gpus\n"
+            f"ns = argparse.Namespace(json=False, port=None, runs_dir=None, kill={pids!r}, yes={yes!r},"
+            " grace=3.0, allow_other_users=False)\n"
+            "from runner.errors import InputError\n"
+            "try:\n    sys.exit(gpus.run(ns))\n"
+            "except InputError as exc:\n    sys.stderr.write(f'moeconsole: {exc}\\n'); sys.exit(2)\n")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
+                          input=stdin)
+
+
+def test_cli_kill_refuses_a_live_runs_rank_and_unlisted_pids(nvml_env, scenario, spawn, tmp_path):
+    run = rundir.create(tmp_path / "runs", "live")
+    run.write_state({"status": rundir.RUNNING})
+    rank = spawn.popen(env=base_env(MOECONSOLE_RUN_ID=run.run_id, MOECONSOLE_RUN_DIR=str(run.path)))
+    bystander = spawn.popen()
+    write_scenario(scenario, 1, [FakeProc(0, rank.pid, 1000)])
+    done = _gpus_kill(nvml_env, [rank.pid, bystander.pid], yes=True)
+    assert done.returncode == 1
+    out = done.stdout.strip().splitlines()
+    assert out[-2] == (f"refused: PID {rank.pid} belongs to the live run {run.run_id}: "
+                       "stop it with `moeconsole kill RUN`")
+    assert out[-1] == f"refused: PID {bystander.pid} is not a GPU process, leftover or port holder listed here"
+    assert alive(rank.pid) and alive(bystander.pid)
+
+
+def test_cli_kill_without_yes_and_without_terminal_is_refused(nvml_env, scenario, spawn):
+    server = spawn.popen()
+    write_scenario(scenario, 1, [FakeProc(0, server.pid, 1000)])
+    done = _gpus_kill(nvml_env, [server.pid], yes=False, stdin="y\n")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("--kill needs a confirmation: run it in a terminal or add --yes")
+    assert alive(server.pid)
+
+
 def test_cli_kill_confirms_names_pid_and_clears(nvml_env, scenario, spawn):
     """``gpus --kill PID`` (the flags the CLI is asked to add): a confirmation that names the
     PID and the escalation timer, then the checked kill and the wait for the memory."""
     server = spawn.popen()
     write_scenario(scenario, 2, [FakeProc(1, server.pid, 9000)])
-    code = ("import argparse, sys\n"
-            "from console.commands import gpus\n"
-            f"ns = argparse.Namespace(json=False, port=None, runs_dir=None, kill=[{server.pid}], yes=True,"
-            " grace=3.0, allow_other_users=False)\n"
-            "sys.exit(gpus.run(ns))\n")
-    done = subprocess.run([sys.executable, "-c", code], env=nvml_env, capture_output=True, text=True, timeout=60)
+    done = _gpus_kill(nvml_env, [server.pid], yes=True)
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith(f"terminated: PID {server.pid} exited after SIGTERM")

@@ -6,7 +6,7 @@ import pytest
 from console.commands.gpus import gpu_row, render_gpus, render_port
 from runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot
 from runner.telemetry.host import cpu_busy_pct
-from runner.telemetry.kill import gpu_released
+from runner.telemetry.kill import gpu_released, release_targets
 from runner.telemetry.preflight import gpu_problems
 from runner.telemetry.procs import ProcFacts, classify, fmt_age
 from runner.telemetry.redact import redact_argv, redact_cmdline
@@ -71,6 +71,17 @@ def test_gpu_released_needs_pid_gone_and_memory_under_tolerance():
     assert gpu_released(na, {42}, [0], 1024)                 # nothing known to wait on
     no_gpu = GpuSnapshot(False, "none", "no driver", None, 0.0)
     assert gpu_released(no_gpu, {42}, [0], 1024)
+
+
+def test_release_targets_per_gpu_the_process_was_on():
+    before = _snap(GpuInfo(0, mem_used_mib=30000, mem_total_mib=80000, processes=(GpuProcess(42, 20000),)),
+                   GpuInfo(1, mem_used_mib=5000, mem_total_mib=80000, processes=(GpuProcess(7, 5000),)))
+    targets = release_targets(before, 42)
+    assert targets == {0: pytest.approx(10000 + 800)}  # its 20000 MiB back, 1% slack
+    after_kill = _snap(GpuInfo(0, mem_used_mib=10100, processes=()), GpuInfo(1, mem_used_mib=5000))
+    assert gpu_released(after_kill, {42}, [0], targets)
+    still = _snap(GpuInfo(0, mem_used_mib=29000, processes=()))
+    assert not gpu_released(still, {42}, [0], targets)   # gone from the list, memory not yet back
 
 
 def test_gpu_problems_cover_missing_devices_and_memory():
