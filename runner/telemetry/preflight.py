@@ -84,9 +84,9 @@ def gpu_problems(snap: GpuSnapshot | None, devices: list[int] | None, tolerance_
     return problems
 
 
-def _blocker_problem(p: ProcInfo, port: int | None) -> str:
+def _blocker_problem(p: ProcInfo, port: int | None, run_id: str | None) -> str:
     if ORPHAN in p.labels:
-        what = "leftover of this run"
+        what = f"leftover of run {p.run_id}" if p.run_id and p.run_id != run_id else "leftover of this run"
     elif PORT_HOLDER in p.labels and not p.gpus:
         what = f"holds port {port}"
     else:
@@ -104,7 +104,7 @@ def preflight(backend: GpuBackend | None, *, devices: list[int] | None, toleranc
     blockers = blockers_on(procs, devices)
     problems = gpu_problems(snap, devices, tolerance_mib)
     gpu_waiting = bool(problems) or any(p.gpus for p in blockers)
-    problems += [_blocker_problem(p, port) for p in blockers]
+    problems += [_blocker_problem(p, port, run_id) for p in blockers]
     port_waiting = False
     if port and not port_free(port):
         port_waiting = True
