@@ -86,6 +86,10 @@ def build_parser() -> _Parser:
     p = sub.add_parser("gpus", help="per-GPU telemetry and zombie processes")
     p.add_argument("--json", action="store_true")
     p.add_argument("--port", type=int, default=29500, help="rendezvous port to check for holders")
+    p.add_argument("--kill", type=int, action="append", metavar="PID", help="kill this listed process (repeatable)")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument("--allow-other-users", action="store_true", help="as root: allow killing other users' processes")
     _common(p)
 
     p = sub.add_parser("lint", help="recipe checks, before anything is launched")

@@ -740,27 +740,31 @@ class Supervisor:
         self.set_status(COOLDOWN, reason)
 
     def _conditions(self) -> list[str]:
-        """What still keeps us from launching: survivors, port, GPU memory, foreign GPU processes."""
+        """What still keeps us from launching: survivors of this run, the port, GPU memory and
+        foreign processes on the GPUs the recipe uses. Leftovers of other runs that hold neither
+        a GPU nor the port do not block this one."""
+        from runner.telemetry.preflight import port_free, preflight
+        from runner.telemetry.procs import PORT_HOLDER
         waiting: list[str] = []
         survivors = self.tree.survivors(scan_markers=True)
         if survivors:
-            waiting.append(f"survivors {sorted(survivors)[:8]}")
+            waiting.append(f"survivors of this run: PIDs {sorted(survivors)[:8]}")
         port = self._port()
-        if port:
-            from runner.telemetry.preflight import port_free
-            if not port_free(port):
-                waiting.append(f"port {port} busy")
-        if self.gpu_backend:
-            from runner.telemetry.preflight import preflight
+        if port and not port_free(port):
+            waiting.append(f"port {port} busy")
+        self._blockers = []
+        devices = self.recipe["gpus"].get("devices")
+        if self.gpu_backend and devices:
             try:
-                res = preflight(self.gpu_backend, devices=self.recipe["gpus"].get("devices"),
+                res = preflight(self.gpu_backend, devices=devices,
                                 tolerance_mib=float(self.recipe["cooldown"]["gpu_mem_tolerance_mib"]),
-                                port=None, run_id=self.run.run_id, exclude_pids=set())
-                if not res.ok:
-                    waiting += res.problems
-                    self._blockers = res.blockers
+                                port=port, run_id=self.run.run_id, exclude_pids={os.getpid()})
             except Exception as exc:
                 self._diag(f"pre-flight check failed: {exc}")
+            else:
+                self._blockers = [b for b in res.blockers if b.gpus or PORT_HOLDER in b.labels]
+                waiting += [p for p in res.problems if not p.startswith(("leftover", f"port {port}"))
+                            or any(str(b.pid) in p for b in self._blockers)]
         return waiting
 
     def _progress_cooldown(self, now: float) -> None:
