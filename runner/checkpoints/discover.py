@@ -22,6 +22,8 @@ from pathlib import Path
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
 ITER_DIR = re.compile(r"^iter_(\d{7,})$")
+# Weights saved with save_safetensors=False: torch pickles we can only check for size.
+PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.bin$")
 TRACKER = "latest_checkpointed_iteration.txt"
 SIDECAR_NAME = "moeconsole.json"
 
@@ -80,9 +82,9 @@ def layout_of(path: Path) -> str | None:
         return "merged"
     if "adapter_model.safetensors" in files or "adapter_config.json" in files or "adapter_model.bin" in files:
         return "hf_adapter"
-    if any(f.endswith(".safetensors.index.json") for f in files):
+    if any(f.endswith((".safetensors.index.json", ".bin.index.json")) for f in files):
         return "hf_sharded"
-    if any(f.endswith(".safetensors") for f in files):
+    if any(f.endswith(".safetensors") or PICKLE_WEIGHTS.match(f) for f in files):
         return "hf_full"
     if named and any(ITER_DIR.match(d) for d in dirs):
         return "megatron"           # ms-swift 4.x Megatron checkpoint-N/ without HF weights

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for, numel
+from runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for
 
 DEFAULT_MAX_HEADER_BYTES = 100 << 20   # the safetensors library refuses headers above 100 MB too
 
@@ -24,18 +25,14 @@ OK, EMPTY_STUB, TRUNCATED, CORRUPT_HEADER, OVERLAPPING, UNREADABLE = (
 FILE_VERDICTS = (OK, EMPTY_STUB, TRUNCATED, CORRUPT_HEADER, OVERLAPPING, UNREADABLE)
 
 
-@dataclass(frozen=True)
-class TensorEntry:
+class TensorEntry(NamedTuple):
     """One tensor as the header describes it; offsets are relative to the data section."""
     name: str
     dtype: str
     shape: tuple[int, ...]
     begin: int
     end: int
-
-    @property
-    def numel(self) -> int:
-        return numel(self.shape)
+    numel: int
 
     @property
     def nbytes(self) -> int:
@@ -84,22 +81,40 @@ class FileVerdict:
 
 
 # --- pure parsing ------------------------------------------------------------------------
+#
+# Headers of big shards list thousands of tensors, so the common (valid) case takes a tight
+# path: a plain json.loads, then one cheap pass per entry. Only when something looks wrong do
+# we re-run the slow checks that explain exactly what.
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise HeaderProblem(CORRUPT_HEADER, f"header names {key!r} twice")
-        out[key] = value
-    return out
+_ENTRY_KEYS = ("dtype", "shape", "data_offsets")
 
 
 def _no_constants(name: str) -> Any:
     raise HeaderProblem(CORRUPT_HEADER, f"header holds the non-JSON constant {name}")
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Reject a tensor named twice or an entry field given twice (the library rejects the
+    latter; for the former it silently keeps one). Repeated __metadata__ keys are allowed,
+    as the library allows them."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            if key in _ENTRY_KEYS:
+                raise HeaderProblem(CORRUPT_HEADER, f"a tensor entry gives {key!r} twice")
+            if key == "__metadata__" or (isinstance(value, dict) and "data_offsets" in value):
+                raise HeaderProblem(CORRUPT_HEADER, f"header names {_short(key, 80)!r} twice")
+        out[key] = value
+    return out
+
+
+def _may_repeat_keys(raw: bytes, obj: dict[str, Any]) -> bool:
+    """Could the text hold a repeated key that json.loads silently merged? (Cheap byte counts;
+    a yes only means the strict parse runs.)"""
+    if b"\\u" in raw:
+        return True
+    n = len(obj) - ("__metadata__" in obj)
+    return raw.count(b'"__metadata__"') > 1 or any(raw.count(f'"{k}"'.encode()) > n for k in _ENTRY_KEYS)
 
 
 def load_header_json(raw: bytes) -> dict[str, Any]:
@@ -111,7 +126,9 @@ def load_header_json(raw: bytes) -> dict[str, Any]:
     if not text.startswith("{"):
         raise HeaderProblem(CORRUPT_HEADER, f"header does not start with '{{' (starts with {text[:12]!r})")
     try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        obj = json.loads(text, parse_constant=_no_constants)
+        if isinstance(obj, dict) and _may_repeat_keys(raw, obj):
+            obj = json.loads(text, object_pairs_hook=_strict_pairs, parse_constant=_no_constants)
     except HeaderProblem:
         raise
     except RecursionError:
@@ -127,11 +144,37 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _is_int(x: Any) -> bool:
+    return type(x) is int      # not bool, which JSON true/false become
+
+
 def _entry(name: str, info: Any) -> TensorEntry:
+    """One validated entry. The fast path accepts a well-formed entry; anything else goes to
+    ``_explain``, which raises the precise problem."""
+    if type(info) is dict:
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        bits = DTYPE_BITS.get(dtype) if type(dtype) is str else None
+        if bits and type(shape) is list and type(offsets) is list and len(offsets) == 2:
+            begin, end = offsets
+            if type(begin) is int and type(end) is int and 0 <= begin <= end:
+                n = 1
+                for d in shape:
+                    if type(d) is not int or d < 0:
+                        break
+                    n *= d
+                else:
+                    total = n * bits
+                    if not total & 7 and total >> 3 == end - begin:
+                        return TensorEntry(name, dtype, tuple(shape), begin, end, n)
+    _explain(name, info)
+    raise HeaderProblem(CORRUPT_HEADER, f"tensor {_short(name, 80)!r}: invalid entry")   # not reached
+
+
+def _explain(name: str, info: Any) -> None:
     label = f"tensor {_short(name, 80)!r}"
     if not isinstance(info, dict):
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: entry is not an object")
-    missing = [k for k in ("dtype", "shape", "data_offsets") if k not in info]
+    missing = [k for k in _ENTRY_KEYS if k not in info]
     if missing:
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: entry lacks {', '.join(missing)}")
     dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
@@ -140,7 +183,7 @@ def _entry(name: str, info: Any) -> TensorEntry:
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: shape {_short(repr(shape), 60)} is not a list of "
                                             "non-negative integers")
-    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)):
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets):
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: data_offsets {_short(repr(offsets), 60)} is not "
                                             "a pair of integers")
     begin, end = offsets
@@ -148,15 +191,12 @@ def _entry(name: str, info: Any) -> TensorEntry:
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: negative data offset [{begin}, {end}]")
     if end < begin:
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: data range [{begin}, {end}] ends before it begins")
-    shape_t = tuple(shape)
-    need = nbytes_for(dtype, shape_t)
+    need = nbytes_for(dtype, tuple(shape))
     if need is None:
-        raise HeaderProblem(CORRUPT_HEADER, f"{label}: {dtype} shape {list(shape_t)} does not end on a "
-                                            "byte boundary")
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: {dtype} shape {shape} does not end on a byte boundary")
     if need != end - begin:
-        raise HeaderProblem(CORRUPT_HEADER, f"{label}: {dtype} shape {list(shape_t)} needs {need} bytes "
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: {dtype} shape {shape} needs {need} bytes "
                                             f"but its data range [{begin}, {end}] holds {end - begin}")
-    return TensorEntry(name, dtype, shape_t, begin, end)
 
 
 def parse_entries(obj: dict[str, Any]) -> tuple[tuple[TensorEntry, ...], dict[str, str] | None]:
@@ -166,8 +206,11 @@ def parse_entries(obj: dict[str, Any]) -> tuple[tuple[TensorEntry, ...], dict[st
                                      and all(isinstance(v, str) for v in metadata.values())):
         raise HeaderProblem(CORRUPT_HEADER, "__metadata__ is not a map of strings to strings")
     entries = [_entry(name, info) for name, info in obj.items() if name != "__metadata__"]
-    entries.sort(key=lambda e: (e.begin, e.end))
+    entries.sort(key=_BY_OFFSET)
     return tuple(entries), metadata
+
+
+_BY_OFFSET = itemgetter(3, 4)
 
 
 def check_ranges(entries: tuple[TensorEntry, ...], data_len: int) -> None:

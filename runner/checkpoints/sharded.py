@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.safetensors$")
+SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})(?P<ext>\.safetensors|\.bin)$")
 
 
 @dataclass
@@ -64,20 +64,15 @@ def check_index(index_name: str, weight_map: dict[str, str], shard_names: dict[s
 
 def check_series(names: list[str], files_on_disk: set[str]) -> list[tuple[str, str]]:
     """A ``stem-0000X-of-0000Y`` series must have all Y members."""
-    series: dict[tuple[str, int], set[int]] = {}
+    series: set[tuple[str, int, str]] = set()
     for name in names:
         m = SHARD_NAME.match(name)
         if m:
-            series.setdefault((m.group("stem"), int(m.group("n"))), set()).add(int(m.group("i")))
-    for name in files_on_disk:
-        m = SHARD_NAME.match(name)
-        if m and (m.group("stem"), int(m.group("n"))) in series:
-            series[(m.group("stem"), int(m.group("n")))].add(int(m.group("i")))
+            series.add((m.group("stem"), int(m.group("n")), m.group("ext")))
     problems = []
-    for (stem, total), have in sorted(series.items()):
-        lacking = [i for i in range(1, total + 1) if i not in have
-                   or f"{stem}-{i:05d}-of-{total:05d}.safetensors" not in files_on_disk]
+    for stem, total, ext in sorted(series):
+        lacking = [i for i in range(1, total + 1) if f"{stem}-{i:05d}-of-{total:05d}{ext}" not in files_on_disk]
         if lacking:
-            problems.append(("missing_shard", f"{stem}-*-of-{total:05d}.safetensors: shard(s) "
+            problems.append(("missing_shard", f"{stem}-*-of-{total:05d}{ext}: shard(s) "
                                               f"{', '.join(str(i) for i in lacking[:5])} of {total} missing"))
     return problems

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.checkpoints import adapter, megatron, sharded, suspect
-from runner.checkpoints.discover import CHECKPOINT_DIR, ITER_DIR, SIDECAR_NAME, Checkpoint, layout_of, step_of
+from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, Checkpoint,
+                                         layout_of, step_of)
 from runner.checkpoints.safetensors_file import FileVerdict, check_safetensors, human_bytes
 from runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
 from runner.checkpoints.sidecar import read_sidecar
@@ -98,9 +99,7 @@ def _check_adapter(d: Path, found: _Findings) -> None:
         found.problems.append(("missing_config", f"{ADAPTER_CONFIG} is missing next to {ADAPTER_WEIGHTS}"))
     weights = [fv for fv in found.file_verdicts if fv.path.name == ADAPTER_WEIGHTS]
     if not weights:
-        if (d / "adapter_model.bin").is_file():
-            found.notes.append("adapter_model.bin is a pickle: its tensors are not verified (torch would be needed)")
-        else:
+        if not (d / "adapter_model.bin").is_file():
             found.problems.append(("empty_stub", f"{ADAPTER_WEIGHTS} is missing"))
         return
     fv = weights[0]
@@ -143,21 +142,37 @@ def _check_hf(d: Path, layout: str, found: _Findings) -> None:
         return
     weights = sorted(d / f for f in files_on_disk if f.endswith(".safetensors"))
     _check_files(d, weights, found)
-    indexes = sorted(d / f for f in files_on_disk if f.endswith(".safetensors.index.json"))
+    pickles = sorted(d / f for f in files_on_disk if PICKLE_WEIGHTS.match(f))
+    _check_pickles(d, pickles, found)
+    indexes = sorted(d / f for f in files_on_disk if f.endswith((".safetensors.index.json", ".bin.index.json")))
     if indexes:
         _check_sharded(d, indexes, found, files_on_disk)
-    elif weights:
-        found.problems += sharded.check_series([w.name for w in weights], files_on_disk)
+    elif weights or pickles:
+        found.problems += sharded.check_series([w.name for w in weights + pickles], files_on_disk)
     if layout == "hf_adapter":
         _check_adapter(d, found)
-    elif weights or indexes:
+    elif weights or indexes or pickles:
         config, err = _read_json(d / MODEL_CONFIG)
         if err:
             found.problems.append(("missing_config", err))
         elif config is None:
             found.problems.append(("missing_config", f"{MODEL_CONFIG} is missing next to the model weights"))
-    if not weights and layout != "hf_adapter" and not indexes:
+    if not weights and not pickles and layout != "hf_adapter" and not indexes:
         found.problems.append(("empty_stub", "directory holds no weight files"))
+
+
+def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:
+    """Torch-pickle weights (save_safetensors false): reading them needs torch and runs
+    pickle, so we only check that they are there and not empty."""
+    for p in pickles:
+        size = p.stat().st_size
+        entry = {"path": p.name, "ok": size > 0, "verdict": "ok" if size else "empty_stub",
+                 "reason": "torch pickle: size checked only" if size else "0 bytes", "size": size}
+        found.files.append(entry)
+        if not size:
+            found.problems.append(("empty_stub", f"{p.name} is empty (0 bytes)"))
+    if pickles:
+        found.notes.append(f"{len(pickles)} torch-pickle weight file(s): tensors not verified (safetensors only)")
 
 
 def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None:
@@ -240,7 +255,7 @@ def _full_checks(base: Path, found: _Findings, verdict: CheckpointVerdict) -> No
 def _suspect(path: Path, step: int | None, sidecar: dict | None,
              grad_norms: Sequence[tuple[int, float]] | None) -> str | None:
     if sidecar and sidecar.get("suspect"):
-        return str(sidecar.get("suspect_reason") or "the runner's grad-norm monitor was in an excursion at save")
+        return "the runner's grad-norm monitor flagged an excursion when this was saved"
     if step is None:
         return None
     points = list(grad_norms or ())

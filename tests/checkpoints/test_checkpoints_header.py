@@ -152,7 +152,10 @@ def test_malformed_headers(mk, tmp_path, header, data, verdict, words):
 
 @pytest.mark.parametrize("raw,words", [
     (b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}', "not valid JSON"),
-    (b'{"a": 1, "a": 2}', "twice"),
+    (b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+     b'"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}', "names 'a' twice"),
+    (b'{"a": {"dtype": "F32", "dtype": "F16", "shape": [1], "data_offsets": [0, 4]}}', "gives 'dtype' twice"),
+    (b'{"a": {"dt\\u0079pe": "F32", "dtype": "F16", "shape": [1], "data_offsets": [0, 4]}}', "gives 'dtype' twice"),
     (b'\xff\xfe{}', "not UTF-8"),
     (b'  {}', "does not start"),
     (b'[1, 2, 3]', "does not start"),
@@ -163,6 +166,14 @@ def test_malformed_headers(mk, tmp_path, header, data, verdict, words):
 def test_bad_json(mk, tmp_path, raw, words):
     v = check_safetensors(mk.raw(tmp_path / "x.safetensors", raw))
     assert v.verdict == "corrupt_header" and words in v.reason, v.reason
+
+
+def test_repeated_metadata_keys_are_allowed_like_the_library_does(mk, tmp_path):
+    raw = b'{"__metadata__": {"k": "1", "k": "2"}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+    p = mk.raw(tmp_path / "x.safetensors", raw, b"\0" * 4)
+    assert check_safetensors(p).ok
+    with safe_open(str(p), framework="numpy") as f:
+        assert f.metadata() == {"k": "2"}
 
 
 def test_f4_packed_and_fp8_sizes_agree_with_the_library(tmp_path):

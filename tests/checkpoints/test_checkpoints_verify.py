@@ -278,3 +278,33 @@ def test_drift_against_the_stored_recipe_hash(mk, tmp_path):
     v = verify_checkpoint(d, expected_recipe_hash="def")
     assert (v.recipe_hash, v.drift, v.ok) == ("abc", True, True)
     assert verify_checkpoint(d, expected_recipe_hash="abc").drift is False
+
+
+# --- the incident layout and pickle weights --------------------------------------------------
+
+def test_swift_megatron_checkpoint_with_a_stub_adapter_beside_a_good_megatron_save(mk, tmp_path):
+    """ms-swift Megatron with save_safetensors: checkpoint-N/ holds iter_N/ and the HF adapter.
+    The Megatron part is fine; the safetensors adapter is the 39 KB stub of the incident."""
+    ck = tmp_path / "v0-x" / "checkpoint-200"
+    mk.megatron(ck, 200)
+    mk.stub(ck / "adapter_model.safetensors")
+    (ck / "adapter_config.json").write_text('{"r": 8, "peft_type": "LORA"}')
+    v = verify_checkpoint(ck)
+    assert (v.layout, v.verdict) == ("hf_adapter", "empty_stub")
+    assert any(f["path"] == "iter_0000200/__0_0.distcp" and f["ok"] for f in v.files)
+    mk.adapter(ck)
+    assert verify_checkpoint(ck).ok
+
+
+def test_torch_pickle_weights_are_size_checked_only(tmp_path):
+    d = tmp_path / "checkpoint-3"
+    d.mkdir()
+    torch.save({"w": torch.ones(2)}, d / "pytorch_model-00001-of-00002.bin")
+    torch.save({"w": torch.ones(2)}, d / "pytorch_model-00002-of-00002.bin")
+    (d / "config.json").write_text("{}")
+    v = verify_checkpoint(d)
+    assert (v.layout, v.ok) == ("hf_full", True) and any("not verified" in n for n in v.notes)
+    (d / "pytorch_model-00002-of-00002.bin").unlink()
+    assert verify_checkpoint(d).verdict == "missing_shard"
+    (d / "pytorch_model-00001-of-00002.bin").write_bytes(b"")
+    assert verify_checkpoint(d).verdict == "empty_stub"
