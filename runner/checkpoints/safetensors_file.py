@@ -19,6 +19,11 @@ from typing import Any, NamedTuple
 from runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for
 
 DEFAULT_MAX_HEADER_BYTES = 100 << 20   # the safetensors library refuses headers above 100 MB too
+# Parsing JSON costs memory per value (a 100 MB header of `{},{},...` would take ~2.6 GB), so
+# before parsing we bound the number of values by counting commas. A tensor entry has about 6;
+# 2 million allows ~300,000 tensors in one file (real shards hold a few thousand) and keeps the
+# worst case near 300 MB.
+MAX_HEADER_VALUES = 2_000_000
 
 OK, EMPTY_STUB, TRUNCATED, CORRUPT_HEADER, OVERLAPPING, UNREADABLE = (
     "ok", "empty_stub", "truncated", "corrupt_header", "overlapping", "unreadable")
@@ -125,6 +130,10 @@ def load_header_json(raw: bytes) -> dict[str, Any]:
         raise HeaderProblem(CORRUPT_HEADER, f"header is not UTF-8 (byte {exc.start})") from None
     if not text.startswith("{"):
         raise HeaderProblem(CORRUPT_HEADER, f"header does not start with '{{' (starts with {text[:12]!r})")
+    values = raw.count(b",")
+    if values > MAX_HEADER_VALUES:
+        raise HeaderProblem(CORRUPT_HEADER, f"header holds about {values} JSON values (limit {MAX_HEADER_VALUES}): "
+                                            "not a plausible tensor table")
     try:
         obj = json.loads(text, parse_constant=_no_constants)
         if isinstance(obj, dict) and _may_repeat_keys(raw, obj):

@@ -98,6 +98,13 @@ def test_absurd_header_length_is_refused_without_reading(mk, tmp_path):
     assert read < 64 << 10, f"read {read} bytes to refuse the header"
 
 
+def test_a_header_of_millions_of_tiny_values_is_refused_before_parsing(mk, tmp_path):
+    """`[{},{},...]` would cost ~80 bytes of memory per 3 header bytes if parsed."""
+    raw = b'{"a":[' + b"{}," * 2_500_000 + b"{}]}"
+    v = check_safetensors(mk.raw(tmp_path / "x.safetensors", raw))
+    assert v.verdict == "corrupt_header" and "JSON values (limit 2000000)" in v.reason
+
+
 def test_header_length_within_limit_but_past_the_end_with_intact_json(mk, tmp_path):
     p = tmp_path / "m.safetensors"
     np_save({"a": np.ones(4, np.float32)}, str(p))
