@@ -84,7 +84,8 @@ def time_import_torch(workdir: Path, i: int) -> float:
 def trainer(*extra: str):
     from runner.demo.dist import World
     from runner.demo.faultspec import FaultPlan
-    from runner.demo.train import DemoTrainer, build_parser
+    from runner.demo.train import build_parser
+    from runner.demo.trainer import DemoTrainer
 
     args = build_parser().parse_args(["--output_dir", tempfile.mkdtemp(prefix="bench-demo-"),
                                       "--max_steps", "100000", *extra])

@@ -93,8 +93,9 @@ def nccl_watchdog_lines(rank: int, step: int, now: datetime | None = None) -> li
     ]
 
 
-def die_by_nccl_watchdog(rank: int, step: int, err: TextIO = sys.stderr) -> None:
+def die_by_nccl_watchdog(rank: int, step: int, err: TextIO | None = None) -> None:
     """Print the watchdog report, then abort() as std::terminate does: a real SIGABRT."""
+    err = err or sys.stderr
     err.write("\n".join(nccl_watchdog_lines(rank, step)) + "\n")
     err.flush()
     _no_core_dump()

@@ -125,3 +125,20 @@ def test_batches_are_a_function_of_seed_and_step():
     assert x1.equal(x2) and y1.equal(y2) and not x1.equal(x3)
     assert x1[:, 1:].equal(y1[:, :-1]), "labels are the inputs shifted by one byte"
     assert shard(x1, 0, 2).equal(x1[:2]) and shard(x1, 1, 2).equal(x1[2:])
+
+
+def test_argument_checks_agree_with_the_model():
+    from runner.demo.model import ModelConfig
+    from runner.demo.train import NUM_HEADS
+
+    assert ModelConfig().num_heads == NUM_HEADS
+
+
+def test_argument_checking_does_not_import_torch():
+    """Bad flags must fail in milliseconds: the CLI module stays free of torch until training."""
+    import subprocess
+
+    from tests.demo.demo_helpers import PYTHON, REPO
+
+    code = "import sys, runner.demo.train; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([PYTHON, "-c", code], cwd=REPO, timeout=60).returncode == 0
