@@ -7,6 +7,7 @@ serious one, so an empty stub is never hidden behind a lesser complaint.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
@@ -192,20 +193,13 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
             found.notes.append("args.json is missing (ms-swift copies it into every checkpoint)")
 
 
-def _full_checks(base: Path, found: _Findings, verdict: CheckpointVerdict) -> None:
-    """Hash every weight file; scan every healthy safetensors file's tensors."""
-    import hashlib
-
+def _hash_files(base: Path, found: _Findings) -> dict[str, Any]:
+    """SHA-256 of every file the fast path looked at (weights, Megatron files)."""
     digests: dict[str, str] = {}
     total, seconds = 0, 0.0
-    nonfinite: list[dict] = []
-    zero: list[dict] = []
-    scanned = float_tensors = zero_float = 0
     errors: list[str] = []
-    zero_names: set[str] = set()
-    lora_b: set[str] = set()
-    paths = [Path(f["path"]) for f in found.files]
-    for rel in paths:
+    for f in found.files:
+        rel = f["path"]
         p = base if base.is_file() else base / rel
         if p.name == SIDECAR_NAME or not p.is_file():
             continue
@@ -214,9 +208,24 @@ def _full_checks(base: Path, found: _Findings, verdict: CheckpointVerdict) -> No
         except OSError as exc:
             errors.append(f"{rel}: {exc.strerror or exc}")
             continue
-        digests[str(rel)] = digest
+        digests[rel] = digest
         total += n
         seconds += dt
+    combined = hashlib.new(HASH_ALGO)
+    for rel, digest in sorted(digests.items()):
+        combined.update(f"{digest}  {rel}\n".encode())
+    return {"hash_algo": HASH_ALGO, "hash": combined.hexdigest() if digests else None, "file_hashes": digests,
+            "bytes": total, "hash_seconds": round(seconds, 4),
+            "mb_per_s": round(total / seconds / 1e6, 1) if seconds > 0 else None, "errors": errors}
+
+
+def _scan_files(base: Path, found: _Findings, full: dict[str, Any]) -> None:
+    """NaN/inf and all-zeros per tensor of every healthy safetensors file; adds the problems."""
+    nonfinite: list[dict] = []
+    zero: list[dict] = []
+    scanned = float_tensors = zero_float = nonfinite_count = 0
+    zero_names: set[str] = set()
+    lora_b: set[str] = set()
     for fv in found.file_verdicts:
         if not fv.ok or fv.header is None:
             continue
@@ -225,30 +234,30 @@ def _full_checks(base: Path, found: _Findings, verdict: CheckpointVerdict) -> No
         scanned += res.scanned
         float_tensors += res.float_tensors
         zero_float += res.zero_float_tensors
+        nonfinite_count += res.nonfinite_tensors
         zero_names |= {f"{rel}:{n}" for n in res.zero_names}
         lora_b |= {f"{rel}:{e.name}" for e in fv.header.entries if ".lora_B" in e.name or ".lora_embedding_B" in e.name}
         nonfinite += [{"file": rel, **x} for x in res.nonfinite]
         zero += [{"file": rel, "tensor": x} for x in res.zero]
-        errors += [f"{rel}: {e}" for e in res.errors]
-    combined = hashlib.new(HASH_ALGO)
-    for rel, digest in sorted(digests.items()):
-        combined.update(f"{digest}  {rel}\n".encode())
-    verdict.full = {
-        "hash_algo": HASH_ALGO, "hash": combined.hexdigest() if digests else None, "file_hashes": digests,
-        "bytes": total, "hash_seconds": round(seconds, 4),
-        "mb_per_s": round(total / seconds / 1e6, 1) if seconds > 0 else None,
-        "tensors_scanned": scanned, "nonfinite": nonfinite, "nonfinite_tensors": len(nonfinite),
-        "zero_tensors": zero, "zero_tensor_count": len(zero_names), "errors": errors,
-    }
-    if nonfinite:
+        full["errors"] += [f"{rel}: {e}" for e in res.errors]
+    full.update(tensors_scanned=scanned, nonfinite=nonfinite, nonfinite_tensors=nonfinite_count,
+                zero_tensors=zero, zero_tensor_count=len(zero_names))
+    if nonfinite_count:
         names = ", ".join(f"{x['tensor']} ({x['count']})" for x in nonfinite[:3])
-        found.problems.append(("nonfinite", f"{len(nonfinite)} tensor(s) hold NaN/inf: {names}"))
+        found.problems.append(("nonfinite", f"{nonfinite_count} tensor(s) hold NaN/inf: {names}"))
     if float_tensors and zero_float == float_tensors:
         found.problems.append(("all_zeros", f"every one of the {float_tensors} float tensors is all zeros"))
     elif lora_b and lora_b <= zero_names:
         found.problems.append(("all_zeros", f"every lora_B ({len(lora_b)}) is all zeros: the adapter changes "
                                             "nothing (untrained, or zeros were saved)"))
-    for e in errors:
+
+
+def _full_checks(base: Path, found: _Findings, verdict: CheckpointVerdict) -> None:
+    """The --full checks: content hash, then the value scan."""
+    full = _hash_files(base, found)
+    _scan_files(base, found, full)
+    verdict.full = full
+    for e in full["errors"]:
         found.problems.append(("unreadable", e))
 
 

@@ -308,3 +308,12 @@ def test_torch_pickle_weights_are_size_checked_only(tmp_path):
     assert verify_checkpoint(d).verdict == "missing_shard"
     (d / "pytorch_model-00001-of-00002.bin").write_bytes(b"")
     assert verify_checkpoint(d).verdict == "empty_stub"
+
+
+def test_full_counts_every_bad_tensor_but_lists_a_bounded_number(tmp_path):
+    tensors = {f"layers.{i}.w": torch.full((4,), float("nan")) for i in range(60)}
+    p = tmp_path / "w.safetensors"
+    pt_save(tensors, str(p))
+    v = verify_checkpoint(p, full=True)
+    assert v.verdict == "nonfinite" and v.reason.startswith("60 tensor(s) hold NaN/inf")
+    assert v.full["nonfinite_tensors"] == 60 and len(v.full["nonfinite"]) == 50
