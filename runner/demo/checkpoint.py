@@ -169,7 +169,7 @@ def _restore_rng(path: Path) -> None:
     if not path.is_file():
         return
     try:
-        rng = torch.load(path, weights_only=False)
+        rng = torch.load(path, weights_only=True)
     except Exception as exc:
         raise CheckpointLoadError(f"cannot read {path}: {exc}") from None
     if "python" in rng:

@@ -142,7 +142,7 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(rms_norm(x))
         if self.checkpoint_mlp:
-            from torch.utils.checkpoint import checkpoint
+            from torch.utils.checkpoint import checkpoint  # imports torch._dynamo: only when used
             return x + checkpoint(self.mlp, rms_norm(x), use_reentrant=False)
         return x + self.mlp(rms_norm(x))
 

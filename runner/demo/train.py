@@ -90,13 +90,17 @@ def validate(args: argparse.Namespace, world_size: int, faults: Sequence[Fault])
 def run(args: argparse.Namespace, world: World, plan: FaultPlan, argv: list[str]) -> int:
     """Start-up (output dir, port fault, process group), then train. Imports torch."""
     from runner.demo import dist, faults
+    from runner.demo.swiftlog import SwiftConsole
     from runner.demo.trainer import DemoTrainer
 
     output_dir = Path(args.output_dir).resolve()
     if world.is_main:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        sys.stderr.write(f"[INFO:swift] output_dir: {output_dir}\n")
-        sys.stderr.flush()
+        try:
+            output_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            sys.stderr.write(f"{PROG}: error: cannot create --output_dir {output_dir}: {exc.strerror}\n")
+            return 2
+    SwiftConsole(enabled=world.is_main).info(f"output_dir: {output_dir}")
     if plan.fires("port"):
         faults.fail_rendezvous_on_busy_port(int(os.environ.get("MASTER_PORT", "29500")),
                                             os.environ.get("MASTER_ADDR", "127.0.0.1"))

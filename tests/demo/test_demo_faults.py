@@ -176,6 +176,15 @@ def test_bad_flags_exit_2_with_one_line(demo, args, env, message):
     assert message in lines[0]
 
 
+def test_output_dir_that_cannot_be_created_is_refused(demo):
+    blocker = demo.workdir / "a-file"
+    blocker.write_text("not a directory")
+    run = demo.run("--max_steps", "3", output_dir=blocker / "out")
+    assert run.returncode == 2
+    assert run.log.splitlines() == [f"runner.demo.train: error: cannot create --output_dir {blocker / 'out'}: "
+                                    "Not a directory"]
+
+
 def test_missing_output_dir_is_a_usage_error(demo):
     import subprocess
 
