@@ -1,0 +1,760 @@
+"""Bulk reading of a past log: the same records as ``LogParser``, much faster.
+
+Training logs repeat one line shape a million times. Once ``LogParser`` has read one metric
+dict line, ``Template`` turns that line into a bytes regex (its exact keys and separators,
+a capture group per value) and ``ChunkScanner`` runs it over whole multi-megabyte chunks
+with ``findall``; values become numpy columns. Every line the template does not match
+exactly (other formats, save messages, eval dicts, odd values) goes through the normal
+``LogParser.process_line``, in file order, and the parser's state is kept as if it had read
+every line itself. Tests compare both paths on mixed files.
+
+``scan_file`` also splits a big file in two at a template line and reads the second half in
+a forked process (the parser state at such a line is fully determined by the line).
+"""
+from __future__ import annotations
+
+import bisect
+import fcntl
+import os
+import pickle
+import re
+import select
+import signal
+import struct
+from dataclasses import dataclass, field
+from itertools import chain, compress
+from operator import itemgetter
+from typing import Any, Iterator
+
+import numpy as np
+
+from runner.ingest.formats import dict_src
+from runner.ingest.lines import visible_segment
+from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
+from runner.ingest.pydict import bare_value
+from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
+                                   parse_number, parse_step, record_from_mapping)
+from runner.monitors import MONITORED_FIELDS, records_to_arrays
+
+CHUNK = 8 << 20
+FIRST_CHUNK = 256 << 10
+SPLIT_MIN_BYTES = 48 << 20
+
+_NONCLOSE_RE = re.compile(rb"\n(?<!\}\n)")
+_CLOSE_RE = re.compile(rb"\}\n")
+_DICT_SRCS = frozenset(("swift_dict", "swift_megatron", "hf_dict", "jsonl"))
+_PAIR_RE = re.compile(
+    rb"(?P<key>'[^'\\\r\n]*'|\"[^\"\\\r\n]*\")(?P<colon>[ \t]*:[ \t]*)"
+    rb"(?P<val>'[^'\\\r\n]*'|\"[^\"\\\r\n]*\"|[-+\w.]+)(?P<sep>[ \t]*,[ \t]*|[ \t]*\})")
+# A number as a template captures it: float() accepts exactly what parse_number accepts among
+# such strings (no underscores, no inner blanks); anything float() rejects sends the chunk to
+# the parser.
+_NUM_QUOTED = rb"[^'\"\\\r\n\x00_ \t]{1,64}"
+_NUM_BARE = rb"[-+.0-9A-Za-z]{1,64}"
+# Lines after a template line that are neither templates nor dicts: no carriage return, not
+# starting with '{' (captured by a look-ahead, so the next match's anchor stays available).
+_TRAIL = rb"(?=\n((?:[^\r\n{][^\r\n]*\n|\n)*))"
+_HEAD_RE = re.compile(rb"(?:[^\r\n{][^\r\n]*\n|\n)*")
+_DIGITS_RE = re.compile(rb"\d+(?:/\d+)?")
+_CONVERT = {  # converter name in FIELD_KEYS -> vectorised form
+    "_ident": None, "_mib_to_gib": 1024.0, "_ms_to_s": 1000.0, "_rate_to_period": "rate",
+}
+
+
+# ----------------------------------------------------------------------------- template
+
+@dataclass
+class _Value:
+    key: str            # decoded key
+    quote: bytes        # b"'", b'"' or b"" (bare)
+    role: str           # "step", "max_steps", a record field name, or "extra"
+    group: int = 0      # first capture group (1-based) in the summary regex, 0 if not captured
+    rgroup: int = 0     # capture group in the records regex
+    slash: bool = False  # step value is "i/N"
+
+
+class Template:
+    """One dict line shape, compiled to regexes over raw bytes."""
+
+    def __init__(self, anchor: bytes, values: list[_Value], body_parts: list[tuple[bytes, int]],
+                 src: str):
+        self.anchor = anchor
+        self.values = values
+        self.src = src
+        self.keys = [v.key for v in values]
+        self.rx = self._compile(body_parts, records=False)
+        self.rx_records = self._compile(body_parts, records=True)
+
+    def _compile(self, parts: list[tuple[bytes, int]], records: bool) -> re.Pattern:
+        out = [re.escape(self.anchor), rb"\{(?:"]
+        group = 0
+        for literal, vi in parts:
+            out.append(re.escape(literal))
+            if vi < 0:
+                continue
+            v = self.values[vi]
+            capture = records or v.role in ("step", "max_steps") or v.role in MONITORED_FIELDS
+            if v.role == "step":
+                if v.slash:   # summary mode needs max_steps only once per chunk (see last_max)
+                    pat, width = (rb"(\d+)/(\d+)", 2) if records else (rb"(\d+)/\d+", 1)
+                else:
+                    pat, width = rb"(\d+)", 1
+            elif v.role == "max_steps":
+                pat, width = (rb"(\d+)", 1) if records else (rb"\d+", 0)
+            elif v.role != "extra":
+                num = _NUM_QUOTED if v.quote else _NUM_BARE
+                pat, width = (b"(" + num + b")", 1) if capture else (num, 0)
+            elif v.quote:
+                q = re.escape(v.quote)
+                inner = rb"[^" + q + rb"\\\r\n\x00]*"
+                pat, width = (b"(" + inner + b")", 1) if capture else (inner, 0)
+            else:
+                pat, width = (rb"([-+\w.]+)", 1) if capture else (rb"[-+\w.]+", 0)
+            if v.quote:
+                pat = re.escape(v.quote) + pat + re.escape(v.quote)
+            if width:
+                if records:
+                    v.rgroup = group + 1
+                else:
+                    v.group = group + 1
+            group += width
+            out.append(pat)
+        # or any other dict (its template groups stay empty); then the plain lines that
+        # follow (the last group, "trail")
+        out.append(rb"|[^\r\n]*\})" + _TRAIL)
+        return re.compile(b"".join(out))
+
+    def step_group(self, records: bool) -> int:
+        """0-based group of the step (empty/None on a match of another dict shape)."""
+        v = next(v for v in self.values if v.role == "step")
+        return (v.rgroup if records else v.group) - 1
+
+    def last_max(self, buf: bytes, end: int) -> int | None:
+        """max_steps of the last template line in buf[:end] (summary mode does not capture it)."""
+        if self.max_steps_group(True) is None:
+            return None
+        start = max(0, end - (64 << 10))
+        while True:
+            last = None
+            for m in self.rx_records.finditer(buf, start, end):
+                if m.group(1 + self.step_group(True)) is not None:
+                    last = m
+            if last is not None:
+                return int(last.group(1 + self.max_steps_group(True)))
+            if start == 0:
+                return None
+            start = max(0, start - (1 << 20))
+
+    def numeric_groups(self, records: bool) -> list[tuple[str, int]]:
+        """(role, 0-based group) of the step and the monitored fields, in group order."""
+        out = []
+        for v in self.values:
+            g = (v.rgroup if records else v.group) - 1
+            if v.role == "step" or v.role in MONITORED_FIELDS:
+                out.append((v.role, g))
+        return sorted(out, key=lambda rg: rg[1])
+
+    def max_steps_group(self, records: bool) -> int | None:
+        """0-based group of max_steps; only the records regex captures it."""
+        if not records:
+            return None
+        for v in self.values:
+            g = (v.rgroup if records else v.group) - 1
+            if v.role == "step" and v.slash:
+                return g + 1
+            if v.role == "max_steps":
+                return g
+        return None
+
+    @classmethod
+    def learn(cls, raw: bytes) -> "Template | None":
+        """A template from one raw line whose visible text is a flat dict, or None."""
+        seg = visible_segment(raw)
+        if seg is None or not raw.endswith(seg) or not (seg.startswith(b"{") and seg.endswith(b"}")):
+            return None
+        if len(raw) == len(seg):
+            anchor = b"\n"
+        elif raw[len(raw) - len(seg) - 1:len(raw) - len(seg)] == b"\r":
+            anchor = b"\r"
+        else:
+            return None
+        if b"\x1b" in raw[len(raw) - len(seg) - 1:] or b"\x00" in seg:
+            return None
+        pos, parts, values, literal = 1, [], [], b""
+        mapping: dict[str, Any] = {}
+        while pos < len(seg):
+            m = _PAIR_RE.match(seg, pos)
+            if m is None:
+                return None
+            key_raw, val_raw = m.group("key"), m.group("val")
+            quote = val_raw[:1] if val_raw[:1] in (b"'", b'"') else b""
+            key = key_raw[1:-1].decode("utf-8", "replace")
+            text = val_raw[1:-1].decode("utf-8", "replace") if quote else val_raw.decode("ascii", "replace")
+            mapping[key] = text if quote else bare_value(text)
+            values.append(_Value(key, quote, "extra"))
+            parts.append((literal + key_raw + m.group("colon"), len(values) - 1))
+            literal = m.group("sep")
+            pos = m.end()
+            if b"}" in literal:
+                if pos != len(seg):
+                    return None
+                break
+        else:
+            return None
+        parts.append((literal, -1))
+        if classify_mapping(mapping) != "metric" or not cls._assign_roles(values, mapping):
+            return None
+        src = "jsonl" if seg.startswith(b'{"') else dict_src(mapping)
+        return cls(anchor, values, parts, src)
+
+    @staticmethod
+    def _assign_roles(values: list[_Value], mapping: dict) -> bool:
+        """Mark the values record_from_mapping reads as step/max_steps/fields. Only shapes
+        where that choice cannot depend on a line's values are accepted."""
+        by_key = {v.key: v for v in values}
+        if len(by_key) != len(values):
+            return False
+        steps = [k for k in STEP_KEYS if k in by_key]
+        if len(steps) != 1:
+            return False
+        sv = by_key[steps[0]]
+        raw = mapping[sv.key]
+        text = raw if isinstance(raw, str) else str(raw)
+        if isinstance(raw, bool) or not _DIGITS_RE.fullmatch(text.encode()):
+            return False
+        sv.role, sv.slash = "step", "/" in text
+        maxes = [k for k in MAX_STEP_KEYS if k in by_key]
+        if sv.slash and maxes:
+            return False
+        if maxes:
+            if len(maxes) > 1:
+                return False
+            mv = by_key[maxes[0]]
+            mraw = mapping[mv.key]
+            if isinstance(mraw, bool) or not str(mraw).isdigit():
+                return False
+            mv.role = "max_steps"
+        for fname, keys in FIELD_KEYS.items():
+            present = [k for k, _ in keys if k in by_key]
+            if not present:
+                continue
+            for k in present:
+                if parse_number(mapping[k]) is None:
+                    return False
+            by_key[present[0]].role = fname
+        return True
+
+    def converter(self, fname: str) -> Any:
+        for key, conv in FIELD_KEYS[fname]:
+            if key in self.keys:
+                return _CONVERT[conv.__name__]
+        return None
+
+
+# ----------------------------------------------------------------------------- batches
+
+@dataclass
+class Batch:
+    """Metric records of one chunk as columns (plus marks at record positions)."""
+    steps: np.ndarray
+    values: dict[str, np.ndarray]
+    present: dict[str, np.ndarray]
+    max_steps: int | None = None                        # of the last record that had one
+    marks: list[tuple[int, dict]] = field(default_factory=list)   # (records before it, mark)
+    records: list[dict] | None = None                  # records mode only
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+def empty_batch() -> Batch:
+    return Batch(np.empty(0, dtype=np.int64), {f: np.empty(0) for f in MONITORED_FIELDS},
+                 {f: np.zeros(0, dtype=bool) for f in MONITORED_FIELDS})
+
+
+def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Batch:
+    """A batch from LogParser events (the general path)."""
+    recs = [obj for kind, obj in events if kind == RECORD]
+    marks, n = [], 0
+    for kind, obj in events:
+        if kind == RECORD:
+            n += 1
+        else:
+            marks.append((n, obj))
+    steps, values, present = records_to_arrays(recs)
+    mx = next((r["max_steps"] for r in reversed(recs) if r.get("max_steps") is not None), None)
+    return Batch(steps, values, present, mx, marks, recs if want_records else None)
+
+
+class ChunkScanner:
+    """Reads chunks of complete lines with a template where it can, the parser elsewhere.
+
+    A chunk is ``buf[1:end]`` where ``buf[0]`` is the newline that ended the line before it
+    (so a template anchored at a line start matches the first line too)."""
+
+    MAX_LEARN = 64   # dict lines tried as templates before giving up on a file
+
+    def __init__(self, parser: LogParser, want_records: bool = False, template: Template | None = None):
+        self.parser = parser
+        self.want_records = want_records
+        self.template = template
+        self.fast_lines = 0
+        self.slow_lines = 0
+        self._learn_tries = 0
+
+    def scan(self, buf: bytes, end: int) -> Batch:
+        if self.template is None:
+            return self._general(buf, end)
+        rx = self.template.rx_records if self.want_records else self.template.rx
+        trail = rx.groups - 1
+        head = _HEAD_RE.match(buf, 1, end).end()
+        tuples = rx.findall(buf, head - 1, end)
+        n_lines = buf.count(b"\n", 1, end)
+        n_head = buf.count(b"\n", 1, head)
+        n_trail = b"".join(map(itemgetter(trail), tuples)).count(b"\n")
+        # Every line is a head line, a match, or a plain line trailing a match: if the counts
+        # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
+        if n_head + len(tuples) + n_trail == n_lines:
+            cols = self._columns(tuples)
+            if cols is not None:
+                if not self.want_records and tuples:
+                    cols["max"] = self.template.last_max(buf, end)
+                specials = [(0, 0, line, i + 1) for i, line in enumerate(buf[1:head].split(b"\n")[:-1])]
+                line_no, prev_j = n_head, 0
+                trails_before = 0
+                for j in compress(range(len(tuples)), map(itemgetter(trail), tuples)):
+                    lines = tuples[j][trail].split(b"\n")[:-1]
+                    line_no = n_head + j + 1 + trails_before   # line number of match j
+                    for i, line in enumerate(lines):
+                        specials.append((j + 1, 0, line, line_no + i + 1))
+                    trails_before += len(lines)
+                return self._assemble(tuples, cols, set(), specials, n_lines)
+        return self._positions(buf, end, rx, n_lines)
+
+    def _positions(self, buf: bytes, end: int, rx: re.Pattern, n_lines: int) -> Batch:
+        """Exact ordering from match positions: used when some line is neither a match nor a
+        plain line, or a dict of another shape shows up (its template groups are None)."""
+        step_g = self.template.step_group(self.want_records)
+        ends, tuples, alt_rows, alt_text = [], [], set(), {}
+        for m in rx.finditer(buf, 0, end):
+            if m.group(step_g + 1) is None:
+                alt_rows.add(len(tuples))
+                alt_text[len(tuples)] = buf[m.start() + 1:m.end()]
+            ends.append(m.end())
+            tuples.append(m.groups())
+        matched = set(ends)
+        line_ends = [m.start() for m in _NONCLOSE_RE.finditer(buf, 0, end) if m.start() > 0]
+        line_ends += [m.start() + 1 for m in _CLOSE_RE.finditer(buf, 0, end) if m.start() + 1 not in matched]
+        found = [(bisect.bisect_left(ends, p), 0, p) for p in line_ends]
+        found += [(j, 1, ends[j]) for j in alt_rows]
+        found.sort(key=lambda sp: sp[2])
+        specials, nl, prev = [], 0, 1
+        for k, kind, p in found:
+            nl += buf.count(b"\n", prev, p)
+            prev = p
+            raw = alt_text[k] if kind else buf[buf.rfind(b"\n", 0, p) + 1:p]
+            specials.append((k, kind, raw, nl + 1))
+        rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows] if alt_rows else tuples
+        cols = self._columns(rows)
+        if cols is None:  # a value the template cannot vouch for: the parser reads the chunk
+            return self._general(buf, end)
+        if not self.want_records and rows:
+            cols["max"] = self.template.last_max(buf, end)
+        return self._assemble(tuples, cols, alt_rows, specials, n_lines)
+
+    def _assemble(self, tuples: list, cols: dict, alt_rows: set, specials: list, n_lines: int) -> Batch:
+        """Template rows and the parser's events for the special lines, in file order.
+
+        ``specials`` are (k, kind, raw, line) sorted by line: kind 0 is a line before match
+        k, kind 1 is match k itself, a dict of another shape; ``line`` is its line number
+        in the chunk."""
+        parser, t = self.parser, self.template
+        if alt_rows:
+            is_row = np.ones(len(tuples), dtype=np.int64)
+            is_row[list(alt_rows)] = 0
+            row_at = np.concatenate(([0], np.cumsum(is_row)))
+            match_of_row = np.flatnonzero(is_row)
+        else:
+            row_at = None
+            match_of_row = np.arange(len(tuples), dtype=np.int64)
+        steps = cols["steps"]
+        line_base = parser.stats.lines
+        events: list[tuple[int, int, tuple[str, dict]]] = []   # (slot, seq, event)
+        cur = 0
+
+        def rows_before(j: int) -> int:
+            return j if row_at is None else int(row_at[j])
+
+        def add(slot: int, evs: list) -> None:
+            for ev in evs:
+                events.append((slot, len(events), ev))
+
+        def foreign(upto: int) -> None:
+            """Template matches cur..upto-1 were read here: let the parser know."""
+            nonlocal cur
+            if upto <= cur:
+                return
+            n_rows = rows_before(upto) - rows_before(cur)
+            if n_rows:
+                add(2 * cur, parser.note_foreign(int(steps[rows_before(upto) - 1]), n_rows))
+            cur = upto
+
+        for k, kind, raw, line in specials:
+            foreign(k)
+            parser.stats.lines = line_base + line - 1   # process_line counts this line
+            if kind == 0:
+                add(2 * k, parser.process_line(raw))
+            else:
+                add(2 * k + 1, parser.process_line(raw))
+                cur = k + 1
+        foreign(len(tuples))
+        parser.stats.lines = line_base + n_lines
+        n_rows = len(match_of_row)
+        parser.stats.metric_lines += n_rows
+        if n_rows:
+            parser.stats.formats[t.src] += n_rows
+        self.fast_lines += n_rows
+        self.slow_lines += n_lines - n_rows
+        rows = [tuples[j] for j in match_of_row.tolist()] if alt_rows else tuples
+        batch = self._merge(cols, rows, events, match_of_row)
+        if n_rows * 10 < n_lines and len(batch) - n_rows > 100:
+            self.template = None   # the file changed shape: learn again from the next chunk
+            self._learn_tries = 0
+        return batch
+
+    def _columns(self, rows: list) -> dict[str, Any] | None:
+        """Template rows as columns, converted in one pass; None if a value does not convert
+        (an other-shaped dict, or a value only the parser knows what to do with)."""
+        t = self.template
+        n = len(rows)
+        groups = t.numeric_groups(self.want_records)
+        width = len(groups)
+        getter = itemgetter(*[g for _, g in groups])
+        flat_rows = chain.from_iterable(map(getter, rows)) if width > 1 else map(getter, rows)
+        try:
+            mat = np.fromiter(map(float, flat_rows), dtype=np.float64, count=n * width).reshape(n, width)
+        except ValueError:
+            return None
+        col = {role: mat[:, i] for i, (role, _) in enumerate(groups)}
+        if n and float(col["step"].max()) >= 2.0 ** 53:
+            return None
+        values: dict[str, np.ndarray] = {}
+        present: dict[str, np.ndarray] = {}
+        for fname in MONITORED_FIELDS:
+            if fname not in col:
+                values[fname], present[fname] = np.full(n, np.nan), np.zeros(n, dtype=bool)
+                continue
+            x, ok = col[fname], np.ones(n, dtype=bool)
+            conv = t.converter(fname)
+            if conv == "rate":
+                ok = x != 0
+                x = np.where(ok, 1.0 / np.where(ok, x, 1.0), np.nan)
+            elif conv is not None:
+                x = x / conv
+            values[fname], present[fname] = x, ok
+        mx = None
+        mg = t.max_steps_group(self.want_records)
+        if n and mg is not None:
+            mx = int(rows[-1][mg])
+        return {"steps": col["step"].astype(np.int64), "values": values, "present": present, "max": mx}
+
+    def _template_records(self, rows: list) -> list[dict]:
+        """Records mode: each row through record_from_mapping, exactly as the parser does."""
+        t = self.template
+        recs = []
+        for tp in rows:
+            mapping: dict[str, Any] = {}
+            for v in t.values:
+                g = v.rgroup - 1
+                if v.role in ("step", "max_steps"):
+                    text = tp[g].decode() + ("/" + tp[g + 1].decode() if v.slash else "")
+                else:
+                    text = tp[g].decode("utf-8", "replace")
+                mapping[v.key] = text if v.quote else bare_value(text)
+            rec = record_from_mapping(mapping, t.src)
+            if rec is not None:
+                recs.append(rec)
+        return recs
+
+    def _merge(self, cols: dict, rows: list, events: list, match_of_row: np.ndarray) -> Batch:
+        n_rows = len(rows)
+        t_values, t_present = cols["values"], cols["present"]
+        t_recs = self._template_records(rows) if self.want_records else None
+        if not events:
+            return Batch(cols["steps"], t_values, t_present, cols["max"], [], t_recs)
+        # Order key: template row at match j -> slot 2j+1; an event carries its slot, and
+        # its sequence number orders events that share a slot.
+        recs = [(slot, seq, obj) for slot, seq, (kind, obj) in events if kind == RECORD]
+        g_steps, g_values, g_present = records_to_arrays([obj for _, _, obj in recs])
+        key = np.concatenate((
+            (2 * match_of_row + 1) << 32,
+            np.array([(slot << 32) + seq for slot, seq, _ in recs], dtype=np.int64)))
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        steps = np.concatenate((cols["steps"], g_steps))[order]
+        values = {f: np.concatenate((t_values[f], g_values[f]))[order] for f in MONITORED_FIELDS}
+        present = {f: np.concatenate((t_present[f], g_present[f]))[order] for f in MONITORED_FIELDS}
+        marks = [(int(np.searchsorted(sorted_key, (slot << 32) + seq)), obj)
+                 for slot, seq, (kind, obj) in events if kind == MARK]
+        # max_steps of the last record (in order) that has one
+        best_key, mx = -1, None
+        if cols["max"] is not None and n_rows:
+            best_key, mx = int((2 * match_of_row[-1] + 1) << 32), cols["max"]
+        for slot, seq, obj in recs:
+            if obj.get("max_steps") is not None and (slot << 32) + seq > best_key:
+                best_key, mx = (slot << 32) + seq, obj["max_steps"]
+        out_recs = None
+        if self.want_records:
+            all_recs = t_recs + [obj for _, _, obj in recs]
+            out_recs = [all_recs[i] for i in order.tolist()]
+        return Batch(steps, values, present, mx, marks, out_recs)
+
+    def _general(self, buf: bytes, end: int) -> Batch:
+        """Every line through the parser (no template yet); learn one on the way."""
+        events: list = []
+        parser = self.parser
+        lines = buf[1:end].split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        for line in lines:
+            evs = parser.process_line(line)
+            events.extend(evs)
+            if (self.template is None and self._learn_tries < self.MAX_LEARN and evs
+                    and evs[-1][0] == RECORD and evs[-1][1]["src"] in _DICT_SRCS):
+                self._learn_tries += 1
+                self.template = Template.learn(line)
+        self.slow_lines += len(lines)
+        return batch_from_events(events, self.want_records)
+
+
+# ----------------------------------------------------------------------------- files
+
+def read_range(path: str, start: int, end: int | None, scanner: ChunkScanner,
+               final: bool, chunk: int = CHUNK) -> Iterator[Batch]:
+    """Batches for the bytes [start, end) of a file (``start`` at a line start);
+    ``final`` flushes the last partial line at the end."""
+    parser = scanner.parser
+    with open(path, "rb") as f:
+        pos = start
+        size = FIRST_CHUNK if scanner.template is None else chunk
+        while end is None or pos < end:
+            want = size if end is None else min(size, end - pos)
+            if parser.has_partial:
+                # inside an unfinished (maybe huge) line: the parser takes bytes to its newline
+                f.seek(pos)
+                data = f.read(want)
+                if not data:
+                    break
+                nl = data.find(b"\n")
+                take = len(data) if nl < 0 else nl + 1
+                events = parser.feed_events(data[:take])
+                pos += take
+                if events:
+                    yield batch_from_events(events, scanner.want_records)
+                continue
+            if pos > 0:   # start the buffer with the newline that ended the previous line
+                f.seek(pos - 1)
+                buf = f.read(want + 1)
+            else:
+                buf = b"\n" + f.read(want)
+            if len(buf) <= 1:
+                break
+            last = buf.rfind(b"\n")
+            if last <= 0:
+                parser.feed_events(buf[1:])
+                pos += len(buf) - 1
+                continue
+            batch = scanner.scan(buf, last + 1)
+            pos += last
+            size = chunk
+            if len(batch) or batch.marks:
+                yield batch
+    tail = parser.flush_events() if final else parser.release_events()
+    if tail:
+        yield batch_from_events(tail, scanner.want_records)
+
+
+def concat_batches(batches: list[Batch]) -> Batch:
+    if len(batches) == 1:
+        return batches[0]
+    steps = np.concatenate([b.steps for b in batches])
+    values = {f: np.concatenate([b.values[f] for b in batches]) for f in MONITORED_FIELDS}
+    present = {f: np.concatenate([b.present[f] for b in batches]) for f in MONITORED_FIELDS}
+    marks, off, mx = [], 0, None
+    recs: list | None = [] if all(b.records is not None for b in batches) else None
+    for b in batches:
+        marks.extend((i + off, m) for i, m in b.marks)
+        off += len(b)
+        if b.max_steps is not None:
+            mx = b.max_steps
+        if recs is not None:
+            recs.extend(b.records)
+    return Batch(steps, values, present, mx, marks, recs)
+
+
+def _find_split(path: str, size: int, template: Template, fraction: float) -> int | None:
+    """A line start near ``fraction`` of the file whose line the template matches."""
+    at = int(size * fraction)
+    with open(path, "rb") as f:
+        f.seek(at)
+        window = f.read(1 << 20)
+    nl = window.find(b"\n")
+    if nl < 0:
+        return None
+    step_g = template.step_group(False) + 1
+    m = template.rx.search(window, nl)
+    while m is not None and m.group(step_g) is None:   # skip dicts of another shape
+        m = template.rx.search(window, m.end())
+    if m is None:
+        return None
+    return at + window.rfind(b"\n", 0, m.start() + 1) + 1
+
+
+# The forked reader takes the first part of the file and streams its batches; this process
+# reads the rest, hands the child's batches on as they come, and its own after them. It also
+# does the consumer's work (summary, monitors), so it takes a bit less of the file.
+SPLIT_FRACTION = 0.55
+
+
+def scan_file(path: str, want_records: bool = False, workers: int = 2,
+              max_line_bytes: int = 1 << 20, split_min_bytes: int = SPLIT_MIN_BYTES,
+              ) -> Iterator[tuple[Batch, ParseStats]]:
+    """Batches of a whole file in order, each with the statistics so far (the last ones are
+    the totals). With ``workers`` >= 2 and a file of at least ``split_min_bytes``, a forked
+    child reads the first part."""
+    size = os.path.getsize(path)
+    split, template = None, None
+    if workers >= 2 and size >= split_min_bytes:
+        with open(path, "rb") as f:
+            head = f.read(FIRST_CHUNK)
+        learner = ChunkScanner(LogParser(max_line_bytes))
+        learner._general(b"\n" + head, head.rfind(b"\n") + 2)
+        template = learner.template
+        if template is not None:
+            split = _find_split(path, size, template, SPLIT_FRACTION)
+    if split is None:
+        parser = LogParser(max_line_bytes)
+        scanner = ChunkScanner(parser, want_records)
+        for batch in read_range(path, 0, None, scanner, final=True):
+            yield batch, parser.stats
+        return
+    yield from _scan_split(path, split, want_records, max_line_bytes, template)
+
+
+def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
+                template: Template) -> Iterator[tuple[Batch, ParseStats]]:
+    child = _Child(path, split, want_records, max_line_bytes, template)
+    try:
+        parser = LogParser(max_line_bytes)
+        scanner = ChunkScanner(parser, want_records, template)
+        own: list[Batch] = []
+        for batch in read_range(path, split, None, scanner, final=True):
+            own.append(batch)
+            for b in child.ready():
+                yield b, child.stats
+        for b in child.rest():
+            yield b, child.stats
+        # the child's totals shift this part's line numbers and record counts
+        base_lines, base_records = child.stats.lines, child.records_emitted
+        for b in own:
+            for _, mark in b.marks:
+                mark["line"] = mark.get("line", 0) + base_lines
+                mark["records_before"] = mark.get("records_before", 0) + base_records
+        parser.stats.examples = [(ln + base_lines, text) for ln, text in parser.stats.examples]
+        total = ParseStats()
+        total.merge(child.stats)
+        total.merge(parser.stats)
+        for b in own:
+            yield b, total
+    finally:
+        child.close()
+
+
+class _Child:
+    """A forked reader of [0, end) that streams pickled batches through a pipe."""
+
+    def __init__(self, path: str, end: int, want_records: bool, max_line_bytes: int, template: Template):
+        r, w = os.pipe()
+        try:  # room for a few batches, so the child rarely waits for this process to read
+            fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except OSError:
+            pass
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            _child_main(w, path, end, want_records, max_line_bytes, template)
+        os.close(w)
+        self.pid: int | None = pid
+        self.fd = os.fdopen(r, "rb")
+        self.stats = ParseStats()
+        self.records_emitted = 0
+        self.done = False
+
+    def _message(self) -> Batch | None:
+        head = self.fd.read(8)
+        if len(head) != 8:
+            raise RuntimeError("the bulk reader process ended early")
+        kind, payload = pickle.loads(self.fd.read(struct.unpack("<Q", head)[0]))
+        if kind == "batch":
+            return payload
+        if kind == "end":
+            self.stats, self.records_emitted = payload
+            self.done = True
+            return None
+        raise RuntimeError(f"the bulk reader process failed: {payload}")
+
+    def ready(self) -> Iterator[Batch]:
+        """Batches already sent, without waiting."""
+        while not self.done and select.select([self.fd], [], [], 0)[0]:
+            b = self._message()
+            if b is not None:
+                yield b
+
+    def rest(self) -> Iterator[Batch]:
+        while not self.done:
+            b = self._message()
+            if b is not None:
+                yield b
+
+    def close(self) -> None:
+        self.fd.close()
+        if self.pid is not None:
+            if not self.done:
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            os.waitpid(self.pid, 0)
+            self.pid = None
+
+
+def _child_main(w: int, path: str, end: int, want_records: bool, max_line_bytes: int,
+                template: Template) -> None:
+    """Runs in the forked child; never returns."""
+    code = 0
+    out = os.fdopen(w, "wb")
+
+    def send(kind: str, payload: Any) -> None:
+        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(struct.pack("<Q", len(data)))
+        out.write(data)
+        out.flush()
+
+    try:
+        parser = LogParser(max_line_bytes)
+        scanner = ChunkScanner(parser, want_records, template)
+        for batch in read_range(path, 0, end, scanner, final=False, chunk=CHUNK // 4):
+            send("batch", batch)
+        send("end", (parser.stats, parser.records_emitted))
+    except BaseException as exc:  # noqa: BLE001 - report, never return into the caller
+        code = 1
+        try:
+            send("error", f"{type(exc).__name__}: {exc}")
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        try:
+            out.close()
+        except BaseException:  # noqa: BLE001
+            pass
+        os._exit(code)

@@ -1,0 +1,129 @@
+"""Past logs on disk: which file to read for a path, and its records.
+
+A path may be a log file, an ms-swift ``logging.jsonl``, a Hugging Face
+``trainer_state.json``, or a directory: an ms-swift output dir (its newest ``v*/`` run,
+``logging.jsonl``), a checkpoint dir (``trainer_state.json``), a run directory (``train.log``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Iterator
+
+from runner.errors import InputError
+from runner.ingest.bulk import Batch, batch_from_events, concat_batches, scan_file
+from runner.ingest.parser import MARK, RECORD, ParseStats
+from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
+
+LOG, TRAINER_STATE = "log", "trainer_state"
+_SWIFT_RUN_RE = re.compile(r"^v(\d+)-")
+
+
+def resolve_log(path: str | os.PathLike) -> tuple[Path, str]:
+    """(file to read, LOG or TRAINER_STATE); InputError when there is nothing readable."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory")
+    if p.is_dir():
+        return _from_dir(p)
+    if not p.is_file():
+        raise InputError(f"{p}: not a regular file")
+    if not os.access(p, os.R_OK):
+        raise InputError(f"{p}: permission denied")
+    if p.name == "trainer_state.json" or (p.suffix == ".json" and _looks_like_trainer_state(p)):
+        return p, TRAINER_STATE
+    return p, LOG
+
+
+def _from_dir(d: Path) -> tuple[Path, str]:
+    if (d / "logging.jsonl").is_file():
+        return d / "logging.jsonl", LOG
+    runs = sorted((int(m.group(1)), c) for c in d.iterdir()
+                  if c.is_dir() and (m := _SWIFT_RUN_RE.match(c.name)) and (c / "logging.jsonl").is_file())
+    if runs:
+        return runs[-1][1] / "logging.jsonl", LOG
+    if (d / "trainer_state.json").is_file():
+        return d / "trainer_state.json", TRAINER_STATE
+    if (d / "train.log").is_file():
+        return d / "train.log", LOG
+    raise InputError(f"{d}: no log found (looked for logging.jsonl, v*/logging.jsonl, "
+                     "trainer_state.json, train.log)")
+
+
+def _looks_like_trainer_state(p: Path) -> bool:
+    try:
+        with open(p, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"log_history"' in head
+
+
+def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
+    """Records (src "hf_state") and marks from ``log_history``."""
+    try:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            state = json.load(f)
+    except OSError as exc:
+        raise InputError(f"{p}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise InputError(f"{p}: not valid JSON ({exc})") from None
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise InputError(f"{p}: no log_history (not a trainer_state.json)")
+    stats = ParseStats()
+    events: list[tuple[str, dict]] = []
+    max_steps = state.get("max_steps") if isinstance(state.get("max_steps"), int) else None
+    for i, entry in enumerate(history, 1):
+        stats.lines += 1
+        if not isinstance(entry, dict):
+            stats.unparsed_lines += 1
+            continue
+        kind = classify_mapping(entry)
+        rec = record_from_mapping(entry, "hf_state")
+        if kind == "metric" and rec is not None:
+            if rec["max_steps"] is None:
+                rec["max_steps"] = max_steps
+            events.append((RECORD, rec))
+            stats.metric_lines += 1
+            stats.formats["hf_state"] += 1
+        elif kind in ("eval", "summary", "final"):
+            mark = mark_from_mapping(kind, entry, rec["step"] if rec else None)
+            mark["line"] = i
+            events.append((MARK, mark))
+            stats.mark_lines += 1
+        else:
+            stats.unparsed_lines += 1
+    return events, stats
+
+
+def iter_batches(path: str | os.PathLike, want_records: bool = False,
+                 workers: int = 2) -> Iterator[tuple[Batch, ParseStats]]:
+    """Record batches of any supported path, in order; the last stats are the totals."""
+    real, kind = resolve_log(path)
+    if kind == TRAINER_STATE:
+        events, stats = trainer_state_events(real)
+        yield batch_from_events(events, want_records), stats
+        return
+    try:
+        yield from scan_file(str(real), want_records=want_records, workers=workers)
+    except OSError as exc:
+        raise InputError(f"{real}: {exc.strerror or exc}") from None
+
+
+def records_from_path(path: str | os.PathLike) -> tuple[list[dict], ParseStats]:
+    """All metric records of a log, logging.jsonl, trainer_state.json or directory."""
+    batches, stats = [], ParseStats()
+    for batch, stats in iter_batches(path, want_records=True, workers=1):
+        batches.append(batch)
+    if not batches:
+        return [], stats
+    merged = concat_batches(batches)
+    return list(merged.records or []), stats
+
+
+def marks_from_path(path: str | os.PathLike) -> list[dict]:
+    """Checkpoint saves, attempt markers, eval results of a past log, in order."""
+    return [m for batch, _ in iter_batches(path, want_records=False, workers=1) for _, m in batch.marks]

@@ -1,0 +1,63 @@
+"""What part of a raw log line carries the message.
+
+A line is the bytes between two newlines. Within it, a carriage return sends the terminal's
+cursor back to column 0: tqdm redraws its bar that way and clears it with spaces before
+printing a message. So moeconsole reads a line the way a terminal shows it: the text after
+the last carriage return that is not blank (ANSI colour codes removed). Earlier segments were
+overwritten on screen and are not parsed. A torchrun ``[rankN]:`` prefix and a progress bar
+that a message got glued to are stripped from the front.
+"""
+from __future__ import annotations
+
+import re
+
+ANSI_RE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)?(\d{1,6})\]:\s?")
+# tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]"
+# and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".
+BAR_RE = re.compile(
+    r"\s*(?:[^|%\[\]\r\n]{0,120}?:\s*)?(?:"
+    r"\d{1,3}%\|[^|\r\n]{0,300}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\r\n]{0,200}\]"
+    r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
+    r")")
+_WS = b" \t\x0b\x0c"
+
+
+def visible_segment(line: bytes) -> bytes | None:
+    """The last non-blank carriage-return segment of a line, ANSI codes removed; None if the
+    whole line is blank."""
+    if b"\x1b" in line:
+        line = ANSI_RE.sub(b"", line)
+    if b"\r" not in line:
+        return line if line.strip() else None
+    for seg in reversed(line.split(b"\r")):
+        if seg.strip():
+            return seg
+    return None
+
+
+def decode(seg: bytes) -> str:
+    """Bytes to text; invalid UTF-8 becomes U+FFFD, NULs are dropped."""
+    text = seg.decode("utf-8", "replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text.strip()
+
+
+def split_rank(text: str) -> tuple[int | None, str]:
+    """(rank, rest) for a ``[rank3]:`` / ``[default3]:`` prefixed line, else (None, text)."""
+    if text.startswith("["):
+        m = RANK_PREFIX_RE.match(text)
+        if m:
+            return int(m.group(1)), text[m.end():].strip()
+    return None, text
+
+
+def strip_bar(text: str) -> tuple[bool, str]:
+    """(starts_with_bar, text after the bar). A segment that is only a bar leaves ''."""
+    if "[" not in text:
+        return False, text
+    m = BAR_RE.match(text)
+    if not m:
+        return False, text
+    return True, text[m.end():].strip()

@@ -1,0 +1,167 @@
+"""Read a printed Python dict (``str(dict)``) without evaluating anything.
+
+``ast.literal_eval`` cannot read what trainers print: NaN prints as a bare ``nan``, tensors as
+``tensor(1.2, device='cuda:0')``; it is also slow. This reader accepts quoted strings,
+numbers, nan/inf, None/True/False (and JSON's null/true/false), nested lists/dicts/tuples, and
+a call such as ``tensor(1.2, ...)`` (read as its first number). Anything else, including a
+truncated dict, gives None: it never raises.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from runner.ingest.records import parse_number
+
+# One flat "key: value," pair; the common case, read with one regex match.
+_S1 = r"'((?:[^'\\\n]|\\.)*)'"
+_S2 = r'"((?:[^"\\\n]|\\.)*)"'
+FLAT_PAIR_RE = re.compile(
+    r"\s*(?:" + _S1 + "|" + _S2 + r")\s*:\s*(?:" + _S1 + "|" + _S2 + r"|([-+\w.]+))\s*([,}])")
+_TOKEN_RE = re.compile(r"\s*(?:'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"|([-+\w.]+)|(.))", re.S)
+_ESC_RE = re.compile(r"\\(.)")
+_CONSTS = {"None": None, "null": None, "True": True, "true": True, "False": False, "false": False}
+_MAX_DEPTH = 20
+
+
+class _Fail(Exception):
+    pass
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    return _ESC_RE.sub(lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), s)
+
+
+def bare_value(tok: str) -> Any:
+    """A bare token: None/True/False, an int, a float (nan/inf included), else the text."""
+    if tok in _CONSTS:
+        return _CONSTS[tok]
+    if tok.isdigit() or (tok[:1] in "+-" and tok[1:].isdigit()):
+        return int(tok)
+    num = parse_number(tok)
+    return tok if num is None else num
+
+
+def parse_pydict(text: str) -> dict | None:
+    """The dict printed in ``text`` (which must start with '{' and end with '}'), or None."""
+    if not text.startswith("{"):
+        return None
+    out: dict = {}
+    pos = 1
+    n = len(text)
+    if text[1:].strip() == "}":
+        return out
+    while True:
+        m = FLAT_PAIR_RE.match(text, pos)
+        if m is None:
+            return _parse_nested(text)
+        k1, k2, v1, v2, bare, end = m.groups()
+        key = _unescape(k1 if k1 is not None else k2)
+        if v1 is not None:
+            out[key] = _unescape(v1)
+        elif v2 is not None:
+            out[key] = _unescape(v2)
+        else:
+            out[key] = bare_value(bare)
+        pos = m.end()
+        if end == "}":
+            return out if text[pos:].strip() == "" else None
+        if pos >= n:
+            return None
+
+
+def _parse_nested(text: str) -> dict | None:
+    try:
+        toks = _Tokens(text)
+        value = toks.value(0)
+        if not isinstance(value, dict) or toks.peek() is not None:
+            return None
+        return value
+    except (_Fail, RecursionError, IndexError, ValueError):
+        return None
+
+
+class _Tokens:
+    def __init__(self, text: str):
+        self.toks: list[tuple[str, Any]] = []
+        for m in _TOKEN_RE.finditer(text):
+            s1, s2, bare, punct = m.groups()
+            if s1 is not None:
+                self.toks.append(("str", _unescape(s1)))
+            elif s2 is not None:
+                self.toks.append(("str", _unescape(s2)))
+            elif bare is not None:
+                self.toks.append(("bare", bare))
+            elif punct is not None and not punct.isspace():
+                self.toks.append(("p", punct))
+        self.i = 0
+
+    def peek(self) -> tuple[str, Any] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def next(self) -> tuple[str, Any]:
+        if self.i >= len(self.toks):
+            raise _Fail
+        tok = self.toks[self.i]
+        self.i += 1
+        return tok
+
+    def expect(self, p: str) -> None:
+        if self.next() != ("p", p):
+            raise _Fail
+
+    def value(self, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            raise _Fail
+        kind, v = self.next()
+        if kind == "str":
+            return v
+        if kind == "bare":
+            nxt = self.peek()
+            if nxt == ("p", "(") and v.isidentifier():
+                self.next()
+                args = self.seq(")", depth)
+                return next((a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)), None)
+            return bare_value(v)
+        if v == "{":
+            return self.mapping(depth)
+        if v == "[":
+            return self.seq("]", depth)
+        if v == "(":
+            return tuple(self.seq(")", depth))
+        raise _Fail
+
+    def seq(self, close: str, depth: int) -> list:
+        items: list = []
+        while True:
+            nxt = self.peek()
+            if nxt == ("p", close):
+                self.next()
+                return items
+            # keyword arguments inside calls: name=value
+            if nxt is not None and nxt[0] == "bare" and self.i + 1 < len(self.toks) and self.toks[self.i + 1] == ("p", "="):
+                self.i += 2
+            items.append(self.value(depth + 1))
+            sep = self.next()
+            if sep == ("p", close):
+                return items
+            if sep != ("p", ","):
+                raise _Fail
+
+    def mapping(self, depth: int) -> dict:
+        out: dict = {}
+        while True:
+            nxt = self.peek()
+            if nxt == ("p", "}"):
+                self.next()
+                return out
+            key = self.value(depth + 1)
+            self.expect(":")
+            out[key if isinstance(key, str) else str(key)] = self.value(depth + 1)
+            sep = self.next()
+            if sep == ("p", "}"):
+                return out
+            if sep != ("p", ","):
+                raise _Fail

@@ -1,0 +1,213 @@
+"""From a parsed mapping (a printed dict, a JSON line, key/value pairs) to a metric record.
+
+A metric record is the design's metrics.jsonl schema without the fields the runner adds
+("v", "t", "attempt")::
+
+    {"step": int, "max_steps": int|None, "loss", "grad_norm", "lr", "mem_gib", "tokens_per_s",
+     "step_time_s", "epoch": float|None, "extra": {...}, "src": str}
+
+Field names differ between trainers and versions; ``FIELD_KEYS`` lists the spellings each
+record field is read from, with the unit conversion each implies. NaN/inf stay Python floats
+here (``runner.jsonio.dumps`` writes them as strings).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
+
+_NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NONFINITE = {
+    "nan": math.nan, "-nan": math.nan, "+nan": math.nan,
+    "inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
+    "-inf": -math.inf, "-infinity": -math.inf,
+}
+
+
+def parse_number(text: Any) -> float | None:
+    """A float from a value as logs print it: numbers, numeric strings, every NaN/inf
+    spelling (nan, NaN, -nan, NAN, inf, Infinity, -inf). None when it is not a number."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    if isinstance(text, bytes):
+        text = text.decode("ascii", "replace")
+    if not isinstance(text, str):
+        return None
+    s = text.strip()
+    if not s or len(s) > 64:
+        return None
+    low = s.lower()
+    if low in _NONFINITE:
+        return _NONFINITE[low]
+    if not _NUM_RE.fullmatch(s):
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def parse_step(value: Any) -> tuple[int | None, int | None]:
+    """(step, max_steps) from 12, '12', '00012', '12/200' or ' 12/  200'."""
+    if isinstance(value, bool):
+        return None, None
+    if isinstance(value, int):
+        return value, None
+    if isinstance(value, float):
+        return (int(value), None) if math.isfinite(value) and value == int(value) else (None, None)
+    if not isinstance(value, str):
+        return None, None
+    s = value.strip()
+    if "/" in s:
+        a, _, b = s.partition("/")
+        a, b = a.strip(), b.strip()
+        if a.isdigit() and b.isdigit():
+            return int(a), int(b)
+        return None, None
+    return (int(s), None) if s.isdigit() else (None, None)
+
+
+def _ident(x: float) -> float:
+    return x
+
+
+def _mib_to_gib(x: float) -> float:
+    return x / 1024.0
+
+
+def _ms_to_s(x: float) -> float:
+    return x / 1000.0
+
+
+def _rate_to_period(x: float) -> float | None:
+    """it/s -> s/it. A zero rate has no period."""
+    if x == 0:
+        return None
+    return 1.0 / x
+
+
+# record field -> [(key as printed, converter)]. First key found wins.
+FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
+    "loss": [("loss", _ident), ("lm loss", _ident), ("lm_loss", _ident), ("train/loss", _ident),
+             ("train_loss", _ident)],
+    "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
+                  ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
+    "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
+           ("train/learning_rate", _ident), ("train/lr", _ident)],
+    "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
+                ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib)],
+    "tokens_per_s": [("tokens_per_s", _ident), ("tok/sec", _ident), ("tok/s", _ident), ("tps", _ident),
+                     ("tokens_per_second", _ident), ("tokens/s", _ident), ("throughput_tokens", _ident)],
+    "step_time_s": [("step_time_s", _ident), ("train_speed(s/it)", _ident),
+                    ("train_speed(iter/s)", _rate_to_period),
+                    ("elapsed time per iteration (ms)", _ms_to_s),
+                    ("elapsed_time_per_iteration", _ident), ("step_time", _ident),
+                    ("time_per_step", _ident), ("iter_time", _ident)],
+    "epoch": [("epoch", _ident), ("train/epoch", _ident)],
+}
+STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",
+             "train/global_step", "it")
+MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
+
+KNOWN_KEYS = frozenset(k for keys in FIELD_KEYS.values() for k, _ in keys) | set(STEP_KEYS) | set(MAX_STEP_KEYS)
+METRIC_HINT_KEYS = frozenset(("loss", "lm loss", "grad_norm", "learning_rate", "lr", "gnorm", "grad norm"))
+
+
+def convert_extra(value: Any) -> Any:
+    """An extra field as the record keeps it: numbers (and numeric strings) as float, other
+    short strings as they are; None and containers are dropped (returned as None)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        num = parse_number(value)
+        if num is not None:
+            return num
+        return value[:200]
+    return None
+
+
+def classify_mapping(m: dict) -> str:
+    """'metric', 'eval', 'summary', 'final' or 'other' for a parsed dict/JSON object."""
+    if "last_model_checkpoint" in m or "log_history" in m:
+        return "final"
+    if "train_runtime" in m:
+        return "summary"
+    keys = list(m.keys())
+    if any(k.startswith("eval_") for k in keys) and not any(k in METRIC_HINT_KEYS for k in keys):
+        return "eval"
+    for fname in ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s"):
+        for key, _ in FIELD_KEYS[fname]:
+            if key in m:
+                return "metric"
+    return "other"
+
+
+def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> dict | None:
+    """A metric record from a flat mapping, or None when it has no step and no inferred one.
+
+    Unknown keys go to ``extra`` (numbers as float, short strings as they are)."""
+    step: int | None = None
+    max_steps: int | None = None
+    used: set[str] = set()
+    for key in STEP_KEYS:
+        if key in m:
+            s, mx = parse_step(m[key])
+            if s is not None:
+                step, used = s, used | {key}
+                if mx is not None:
+                    max_steps = mx
+                break
+    for key in MAX_STEP_KEYS:
+        if key in m and max_steps is None:
+            s, _ = parse_step(m[key])
+            if s is not None:
+                max_steps = s
+                used.add(key)
+    extra: dict[str, Any] = {}
+    if step is None:
+        if inferred_step is None:
+            return None
+        step = inferred_step
+        extra["step_inferred"] = 1.0
+    rec: dict[str, Any] = {"step": step, "max_steps": max_steps}
+    for fname, keys in FIELD_KEYS.items():
+        val = None
+        for key, conv in keys:
+            if key in m:
+                num = parse_number(m[key])
+                used.add(key)
+                if num is not None:
+                    val = conv(num)
+                    break
+        rec[fname] = val
+    for key, value in m.items():
+        if key in used:
+            continue
+        ex = convert_extra(value)
+        if ex is not None:
+            extra[str(key)[:100]] = ex
+    rec["extra"] = extra
+    rec["src"] = src
+    return rec
+
+
+def mark_from_mapping(kind: str, m: dict, step: int | None) -> dict:
+    """A non-metric fact from a dict line: eval results, the end-of-training summary, the final
+    ms-swift record naming the last checkpoint."""
+    if kind == "final":
+        path = m.get("last_model_checkpoint")
+        return {"kind": "last_model_checkpoint", "path": path if isinstance(path, str) else None,
+                "best_model_checkpoint": m.get("best_model_checkpoint")
+                if isinstance(m.get("best_model_checkpoint"), str) else None}
+    values = {}
+    for k, v in m.items():
+        ex = convert_extra(v)
+        if ex is not None and k != "log_history":
+            values[str(k)[:100]] = ex
+    return {"kind": "eval" if kind == "eval" else "train_summary", "step": step, "values": values}

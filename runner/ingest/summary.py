@@ -1,0 +1,198 @@
+"""A short account of a parsed log: what ``moeconsole parse`` prints without --json.
+
+Built from record batches (numpy columns), so a million steps cost a few array operations;
+``Summary.add_records`` accepts plain records for the same result.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from runner.monitors import Monitors, fmt_num, records_to_arrays
+
+MAX_LISTED_ALERTS = 10
+
+
+@dataclass
+class Summary:
+    records: int = 0
+    first_step: int | None = None
+    last_step: int | None = None
+    max_steps: int | None = None
+    loss_first: tuple[float, int] | None = None    # (value, step)
+    loss_last: tuple[float, int] | None = None
+    loss_min: tuple[float, int] | None = None
+    grad_max: tuple[float, int] | None = None
+    mem_peak: tuple[float, int] | None = None
+    non_finite: Counter = field(default_factory=Counter)   # field -> count of NaN/inf values
+    checkpoints: int = 0
+    last_checkpoint: str | None = None
+    attempts: int = 0
+    restarts: int = 0
+    alert_counts: Counter = field(default_factory=Counter)  # (level, rule) -> count
+    alerts: list = field(default_factory=list)              # the first few, in order
+    _prev_step: int | None = None
+
+    def add_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
+                   present: dict[str, np.ndarray], max_steps: int | None = None) -> None:
+        n = len(steps)
+        if n == 0:
+            return
+        self.records += n
+        prev = np.concatenate(([steps[0] if self._prev_step is None else self._prev_step], steps[:-1]))
+        self.restarts += int(np.count_nonzero(steps < prev))
+        self._prev_step = int(steps[-1])
+        if self.first_step is None:
+            self.first_step = int(steps[0])
+        self.last_step = int(steps[-1])
+        if max_steps is not None:
+            self.max_steps = int(max_steps)
+        loss, has = values["loss"], present["loss"]
+        idx = np.flatnonzero(has)
+        if len(idx):
+            if self.loss_first is None:
+                self.loss_first = (float(loss[idx[0]]), int(steps[idx[0]]))
+            self.loss_last = (float(loss[idx[-1]]), int(steps[idx[-1]]))
+        self._extreme("loss_min", loss, has, steps, lowest=True)
+        self._extreme("grad_max", values["grad_norm"], present["grad_norm"], steps, lowest=False)
+        self._extreme("mem_peak", values["mem_gib"], present["mem_gib"], steps, lowest=False)
+        for f in ("loss", "grad_norm"):
+            bad = int(np.count_nonzero(present[f] & ~np.isfinite(values[f])))
+            if bad:
+                self.non_finite[f] += bad
+
+    def _extreme(self, name: str, x: np.ndarray, has: np.ndarray, steps: np.ndarray, lowest: bool) -> None:
+        ok = has & np.isfinite(x)
+        if not ok.any():
+            return
+        masked = np.where(ok, x, np.inf if lowest else -np.inf)
+        i = int(np.argmin(masked) if lowest else np.argmax(masked))
+        cur = getattr(self, name)
+        v = float(x[i])
+        if cur is None or (v < cur[0] if lowest else v > cur[0]):
+            setattr(self, name, (v, int(steps[i])))
+
+    def add_records(self, records: list[dict]) -> None:
+        steps, values, present = records_to_arrays(records)
+        mx = next((r["max_steps"] for r in reversed(records) if r.get("max_steps") is not None), None)
+        self.add_arrays(steps, values, present, mx)
+
+    def add_mark(self, mark: dict) -> None:
+        kind = mark.get("kind")
+        if kind == "checkpoint_saved":
+            self.checkpoints += 1
+            self.last_checkpoint = mark.get("path") or self.last_checkpoint
+        elif kind == "attempt_marker":
+            self.attempts += 1
+
+    def add_alert(self, alert: dict) -> None:
+        self.alert_counts[(alert["level"], alert["rule"])] += 1
+        if len(self.alerts) < MAX_LISTED_ALERTS:
+            self.alerts.append(alert)
+
+    def to_dict(self) -> dict[str, Any]:
+        def pair(p: tuple[float, int] | None) -> dict | None:
+            return None if p is None else {"value": p[0], "step": p[1]}
+        return {
+            "records": self.records, "first_step": self.first_step, "last_step": self.last_step,
+            "max_steps": self.max_steps, "loss_first": pair(self.loss_first),
+            "loss_last": pair(self.loss_last), "loss_min": pair(self.loss_min),
+            "grad_norm_max": pair(self.grad_max), "mem_gib_peak": pair(self.mem_peak),
+            "non_finite": dict(self.non_finite), "checkpoints": self.checkpoints,
+            "last_checkpoint": self.last_checkpoint, "attempts": self.attempts,
+            "restarts": self.restarts,
+            "alerts": {f"{lvl}:{rule}": n for (lvl, rule), n in sorted(self.alert_counts.items())},
+        }
+
+
+def _at(p: tuple[float, int] | None, unit: str = "") -> str:
+    if p is None:
+        return "-"
+    return f"{fmt_num(p[0])}{unit} (step {p[1]:,})"
+
+
+def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) -> str:
+    """The text a user reads after ``moeconsole parse LOGFILE``."""
+    s = summary
+    lines = [str(path)]
+    fmts = ", ".join(f"{name} ({n:,})" for name, n in stats.formats.most_common()) or "none recognised"
+    lines.append(f"  formats      {fmts}")
+    lines.append(f"  lines        {stats.lines:,} ({stats.metric_lines:,} metric, {stats.mark_lines:,} marks, "
+                 f"{stats.unparsed_lines:,} not understood)")
+    if s.records:
+        total = f" of {s.max_steps:,}" if s.max_steps else ""
+        restarts = f", {s.restarts} restart{'s' if s.restarts != 1 else ''}" if s.restarts else ""
+        lines.append(f"  steps        {s.first_step:,} -> {s.last_step:,}{total} ({s.records:,} records{restarts})")
+        lines.append(f"  loss         first {_at(s.loss_first)}, last {_at(s.loss_last)}, min {_at(s.loss_min)}")
+        lines.append(f"  grad norm    max {_at(s.grad_max)}")
+        lines.append(f"  memory       peak {_at(s.mem_peak, ' GiB')}")
+        if s.non_finite:
+            nf = ", ".join(f"{f} {n:,}" for f, n in sorted(s.non_finite.items()))
+            lines.append(f"  non-finite   {nf}")
+    else:
+        lines.append("  steps        no metric records found")
+    if s.checkpoints or s.attempts:
+        ck = f"{s.checkpoints:,} saved" + (f", last {s.last_checkpoint}" if s.last_checkpoint else "")
+        lines.append(f"  checkpoints  {ck}" + (f"; {s.attempts} attempt markers" if s.attempts else ""))
+    if not monitors_on:
+        lines.append("  alerts       (monitors off)")
+    elif not s.alert_counts:
+        lines.append("  alerts       none")
+    else:
+        counts = ", ".join(f"{n:,} {lvl} {rule}" for (lvl, rule), n in sorted(
+            s.alert_counts.items(), key=lambda kv: (kv[0][0] != "critical", kv[0][1])))
+        lines.append(f"  alerts       {counts}")
+        for a in s.alerts:
+            lines.append(f"    {a['level'].upper():8s} {a['rule']}: {a['message']}")
+        shown = sum(s.alert_counts.values())
+        if shown > len(s.alerts):
+            lines.append(f"    ... {shown - len(s.alerts):,} more")
+    if stats.unparsed_lines:
+        extra = f" ({stats.suspect_lines:,} looked like metrics)" if stats.suspect_lines else ""
+        lines.append(f"  not understood {stats.unparsed_lines:,} line(s){extra}")
+        for line_no, text in stats.examples:
+            lines.append(f"    line {line_no:,}: {text[:100]}")
+    return "\n".join(lines)
+
+
+def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
+    """One batch (runner.ingest.bulk.Batch) into the summary and the monitors.
+
+    Attempt markers reset the monitors; checkpoint saves are checked against the state of
+    the monitors at their place in the stream."""
+    summary.add_arrays(batch.steps, batch.values, batch.present, batch.max_steps)
+    for _, mark in batch.marks:
+        summary.add_mark(mark)
+    if monitors is None:
+        return
+    parts: list[tuple[int, int, list, bool]] = []
+    start, cps = 0, []
+    for i, mark in batch.marks:
+        if mark.get("kind") == "attempt_marker":
+            parts.append((start, i, cps, True))
+            start, cps = i, []
+        elif mark.get("kind") == "checkpoint_saved":
+            cps.append((i - start, mark.get("step"), mark.get("path")))
+    parts.append((start, len(batch.steps), cps, False))
+    for a, b, part_cps, then_reset in parts:
+        sl = slice(a, b)
+        alerts = monitors.observe_arrays(batch.steps[sl], {f: v[sl] for f, v in batch.values.items()},
+                                         {f: p[sl] for f, p in batch.present.items()}, part_cps)
+        for _, alert in alerts:
+            summary.add_alert(alert)
+        if then_reset:
+            monitors.reset()
+
+
+def summarize_path(path: Any, monitors: Monitors | None, workers: int = 2) -> tuple[Summary, Any]:
+    """Summary and parse statistics of any supported path (see runner.ingest.files)."""
+    from runner.ingest.files import iter_batches
+    from runner.ingest.parser import ParseStats
+
+    summary, stats = Summary(), ParseStats()
+    for batch, stats in iter_batches(path, workers=workers):
+        feed_batch(summary, monitors, batch)
+    return summary, stats
