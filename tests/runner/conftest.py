@@ -50,7 +50,7 @@ class Harness:
         return path
 
     def cli(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         env.pop("MOECONSOLE_RUNS_DIR", None)
         proc = subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(self.runs_dir)]
                               if args and args[0] not in ("parse", "lint", "doctor") else
