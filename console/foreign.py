@@ -13,18 +13,6 @@ from runner import jsonio, rundir
 from runner.errors import InputError
 
 IMPORTED = "imported"
-LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
-
-
-def _main_log(path: Path) -> Path | None:
-    """The text log to show for a path: the file itself, else the newest *.log in the dir."""
-    if path.is_file():
-        return path
-    candidates = [p for p in path.rglob("*") if p.is_file() and p.suffix in LOG_SUFFIXES]
-    if not candidates:
-        jsonl = sorted(path.rglob("logging.jsonl"), key=lambda p: p.stat().st_mtime)
-        return jsonl[-1] if jsonl else None
-    return max(candidates, key=lambda p: p.stat().st_mtime)
 
 
 def open_path(path: Path, scratch: Path) -> rundir.RunDir:
@@ -36,10 +24,11 @@ def open_path(path: Path, scratch: Path) -> rundir.RunDir:
     if path.is_dir() and rundir.is_run_dir(path):
         return rundir.RunDir(path.resolve())
     try:
-        from runner.ingest.files import records_from_path
+        from runner.ingest.files import records_from_path, resolve_log
     except ImportError:
         raise InputError("reading logs not made by moeconsole needs runner.ingest (not installed)") from None
-    records = [r for r in records_from_path(path) if isinstance(r, dict)]
+    log, _kind = resolve_log(path)
+    records = [r for r in records_from_path(path)[0] if isinstance(r, dict)]
     steps = [r for r in records if isinstance(r.get("step"), int)]
     if not steps:
         raise InputError(f"{path}: no training steps found")
@@ -52,11 +41,9 @@ def open_path(path: Path, scratch: Path) -> rundir.RunDir:
     for rec in steps:
         jsonio.append_jsonl(run.metrics, {"v": jsonio.SCHEMA_VERSION, **rec})
     _record_checkpoints(run, path if path.is_dir() else path.parent, steps)
-    log = _main_log(path)
     if run.log.is_symlink() or run.log.exists():
         run.log.unlink()
-    if log is not None:
-        os.symlink(log.resolve(), run.log)
+    os.symlink(log.resolve(), run.log)
     times = [t for t in (jsonio.as_float(r.get("t")) for r in steps) if t]
     last = steps[-1]
     run.write_state({

@@ -179,7 +179,7 @@ def _load_foreign(path: Path) -> RunSide:
         raise InputError(f"{path}: reading logs not made by moeconsole needs runner.ingest") from None
     series = {k: Series() for k in CHART_KEYS}
     last_step = None
-    for rec in records_from_path(path):
+    for rec in records_from_path(path)[0]:
         step = rec.get("step")
         if not isinstance(step, int):
             continue
@@ -191,6 +191,9 @@ def _load_foreign(path: Path) -> RunSide:
     if last_step is None:
         raise InputError(f"{path}: no training steps found")
     folder = path if path.is_dir() else path.parent
+    if not (folder / "args.json").is_file():  # a swift output dir keeps args.json in its newest v*/ run
+        from runner.ingest.files import resolve_log
+        folder = resolve_log(path)[0].parent
     return RunSide(label=path.name, path=str(path), series=series,
                    info={"step": last_step, "status": "foreign"}, recipe=_read_recipe(folder))
 

@@ -115,6 +115,8 @@ class BrowserScreen(Screen):
             parts.append(f"filter '{self.filter_text}'")
         if self.marked:
             parts.append("marked: " + ", ".join(self.marked))
+        elif self.rows:
+            parts.append("enter opens, space marks two to compare")
         if not self.rows and not self.filter_text:
             parts.append("(no runs yet: start one with `moeconsole run RECIPE`, or o to open a log)")
         self.query_one("#browser-title", Static).update("  ·  ".join(parts))

@@ -8,6 +8,7 @@ keys hidden: no runner listens). Every request goes to the runner's control sock
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 from textual import work
@@ -102,8 +103,16 @@ class RunScreen(Screen):
             while not self._applied.wait(0.2):
                 if worker.is_cancelled:
                     return
-            if self._wake.wait(self.interval):
-                self._wake.clear()
+            # Sleep until the next tick, a poll_now(), or cancellation (checked 4x a second:
+            # a thread worker cannot be force-cancelled, and app exit waits for it).
+            deadline = time.monotonic() + self.interval
+            while not worker.is_cancelled:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if self._wake.wait(min(0.25, left)):
+                    self._wake.clear()
+                    break
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""

@@ -12,10 +12,16 @@ import tempfile
 import threading
 from pathlib import Path
 
+import sys
+
 import pytest
 import yaml
 
-from runner import control, jsonio, rundir
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # plain `pytest` (not `python -m pytest`) does not add the repo
+    sys.path.insert(0, str(REPO))
+
+from runner import control, jsonio, rundir  # noqa: E402
 
 T0 = 1_700_000_000.0
 
@@ -37,7 +43,8 @@ def write_run(base: Path, run_id: str = "20240101-000000-demo-0001", *, name: st
               checkpoints: tuple[tuple[int, bool], ...] = ((20, True), (40, False)),
               crash: dict | None = None, recipe: dict | None = None, cost_per_hour: float | None = None,
               ended: bool | None = None, mem_capacity_gib: float | None = 80.0, log_lines: int = 30,
-              loss_scale: float = 1.0, mem_base: float = 60.0, step_time: float = 0.5) -> rundir.RunDir:
+              loss_scale: float = 1.0, mem_base: float = 60.0, step_time: float = 0.5,
+              started: bool = True) -> rundir.RunDir:
     """A run directory as the runner leaves it: state.json, metrics.jsonl, events.jsonl,
     crashes/attempt-N.json, train.log, recipe.yaml. Times are fixed, so screens are stable."""
     run = rundir.RunDir(base / run_id)
@@ -46,8 +53,8 @@ def write_run(base: Path, run_id: str = "20240101-000000-demo-0001", *, name: st
     end_t = T0 + steps * step_time + 10
     state = {
         "v": 1, "run_id": run_id, "name": name, "status": status, "attempt": attempt, "restarts": restarts,
-        "max_restarts": max_restarts, "step": steps, "max_steps": max_steps, "started_at": T0,
-        "ended_at": end_t if ended else None, "recipe_hash": "abc123def4567890",
+        "max_restarts": max_restarts, "step": steps, "max_steps": max_steps, "started_at": T0 if started else None,
+        "ended_at": end_t if (ended and started) else None, "recipe_hash": "abc123def4567890",
         "pids": pids or [], "pgid": (pids[0]["pid"] if pids else None), "mem_capacity_gib": mem_capacity_gib,
         "cost_per_hour": cost_per_hour, "port": 29500,
         "runner": {"pid": runner_pid, "host": rundir.hostname()} if runner_pid else {},

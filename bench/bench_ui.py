@@ -1,0 +1,293 @@
+"""Benchmark of the attached console: CPU share and RSS over 60 s, and chart redraw time.
+
+Run from the repository root:  .venv/bin/python bench/bench_ui.py [--seconds 60]
+
+1. A writer process appends one training step per second to a run directory (metrics, log,
+   state) and keeps state.json's runner PID alive. Two real Textual apps run at the same
+   time, each in its own pseudo-terminal (160x48, TERM=xterm-256color), with the fake NVML
+   library serving 8 GPUs polled at 1 Hz:
+   - the console: ``moeconsole attach RUN`` (snapshot poll, GPU telemetry and blocker scan,
+     charts, GPU rows, events, log tail);
+   - the baseline: a minimal, naive Textual app that each second re-reads the metrics, redraws
+     one chart (a Static) and rebuilds one 8-row DataTable from NVML.
+   Their CPU time (psutil, user+system) and RSS are sampled once a second.
+2. Chart redraw with 1,000,000 points of history: ``render_chart`` (downsample + braille rows)
+   at the chart sizes of an 80x24 and a 160x48 terminal, against drawing every point.
+
+Prints a Markdown section; medians, p99 and ratios against the baseline of the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import platform
+import pty
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+WRITER = textwrap.dedent('''
+    import json, math, os, sys, time
+    run = sys.argv[1]
+    step = 0
+    def put_state(step):
+        tmp = os.path.join(run, ".state.tmp")
+        with open(tmp, "w") as f:
+            json.dump({"v": 1, "run_id": os.path.basename(run), "name": "bench", "status": "running",
+                       "attempt": 1, "restarts": 0, "max_restarts": 5, "step": step, "max_steps": 100000,
+                       "started_at": START, "mem_capacity_gib": 140.4, "cost_per_hour": 70.0,
+                       "runner": {"pid": os.getpid(), "host": os.uname().nodename}, "pids": []}, f)
+        os.replace(tmp, os.path.join(run, "state.json"))
+    START = time.time()
+    while True:
+        step += 1
+        rec = {"v": 1, "t": time.time(), "attempt": 1, "step": step, "max_steps": 100000,
+               "loss": 2.0 * math.exp(-step / 500) + 0.5, "grad_norm": 1.0 + 0.1 * (step % 7),
+               "lr": 1e-4, "mem_gib": 120.0 + (step % 5), "tokens_per_s": 5000.0, "step_time_s": 1.0}
+        with open(os.path.join(run, "metrics.jsonl"), "a") as f:
+            f.write(json.dumps(rec) + "\\n")
+        with open(os.path.join(run, "train.log"), "a") as f:
+            f.write(f"step {step}/100000 loss {rec['loss']:.4f} grad_norm {rec['grad_norm']:.3f}\\n")
+        put_state(step)
+        time.sleep(1.0)
+''')
+
+NAIVE_APP = textwrap.dedent('''
+    """A minimal, naive Textual app: every second re-read the metrics, redraw one chart, rebuild
+    one table from NVML. The baseline the console is measured against."""
+    import json, sys
+    import pynvml
+    from textual.app import App
+    from textual.widgets import DataTable, Static
+
+    BLOCKS = " ▁▂▃▄▅▆▇█"
+
+    class Naive(App):
+        def compose(self):
+            yield Static(id="chart")
+            yield DataTable(id="table")
+
+        def on_mount(self):
+            pynvml.nvmlInit()
+            t = self.query_one(DataTable)
+            t.add_columns("GPU", "util %", "mem used MiB", "mem total MiB", "temp C")
+            self.set_interval(1.0, self.tick)
+
+        def tick(self):
+            losses = []
+            with open(sys.argv[1] + "/metrics.jsonl") as f:
+                for line in f:
+                    losses.append(json.loads(line)["loss"])
+            width, height = 120, 12
+            pts = losses[-width:]
+            lo, hi = min(pts), max(pts)
+            rows = []
+            for r in range(height):
+                row = ""
+                for v in pts:
+                    level = (v - lo) / ((hi - lo) or 1) * height
+                    row += "█" if level >= height - r else " "
+                rows.append(row)
+            self.query_one("#chart", Static).update("\\n".join(rows))
+            t = self.query_one(DataTable)
+            t.clear()
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                h = pynvml.nvmlDeviceGetHandleByIndex(i)
+                m = pynvml.nvmlDeviceGetMemoryInfo(h)
+                t.add_row(str(i), str(pynvml.nvmlDeviceGetUtilizationRates(h).gpu), str(m.used >> 20),
+                          str(m.total >> 20), str(pynvml.nvmlDeviceGetTemperature(h, 0)))
+
+    Naive().run()
+''')
+
+
+def spawn_in_pty(argv: list[str], env: dict, cols: int, rows: int) -> tuple[subprocess.Popen, int]:
+    """Start ``argv`` on a new pseudo-terminal of the given size; returns (process, master fd)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO,
+                            start_new_session=True, close_fds=True)
+    os.close(slave)
+    return proc, master
+
+
+def drain(fd: int, stop: threading.Event) -> None:
+    """Read the terminal output as a terminal would, so the app never blocks on a full pty."""
+    while not stop.is_set():
+        try:
+            if not os.read(fd, 65536):
+                return
+        except OSError:
+            return
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> dict[str, dict]:
+    time.sleep(warmup)
+    first = {k: p.cpu_times() for k, p in procs.items()}
+    last = dict(first)
+    per_second: dict[str, list[float]] = {k: [] for k in procs}
+    rss: dict[str, list[float]] = {k: [] for k in procs}
+    t0 = prev = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        time.sleep(1.0)
+        now = time.monotonic()
+        for k, p in procs.items():
+            ct = p.cpu_times()
+            used = (ct.user + ct.system) - (last[k].user + last[k].system)
+            per_second[k].append(100.0 * used / (now - prev))
+            last[k] = ct
+            rss[k].append(p.memory_info().rss / 2**20)
+        prev = now
+    wall = time.monotonic() - t0
+    out = {}
+    for k in procs:
+        total = (last[k].user + last[k].system) - (first[k].user + first[k].system)
+        out[k] = {"cpu_share": 100.0 * total / wall, "cpu_median": statistics.median(per_second[k]),
+                  "cpu_p99": pct(per_second[k], 99), "rss_median": statistics.median(rss[k]),
+                  "rss_max": max(rss[k])}
+    return out
+
+
+def bench_attached(seconds: float) -> tuple[dict, dict]:
+    from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
+    work = Path(tempfile.mkdtemp(prefix="mcbench-"))
+    procs: list[subprocess.Popen] = []
+    stop = threading.Event()
+    try:
+        base = work / "runs"
+        run = base / "20260101-000000-bench-0001"
+        (run / "crashes").mkdir(parents=True)
+        libdir = build_fake_nvml(work / "nvml")
+        scenario = write_scenario(work / "scenario.txt", 8)
+        env = fake_env(libdir, scenario)
+        env.update(TERM="xterm-256color", PYTHONPATH=str(REPO), TEXTUAL_ANIMATIONS="none")
+        env.pop("NO_COLOR", None)
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(run)], env=env)
+        procs.append(writer)
+        deadline = time.time() + 10
+        while not (run / "state.json").exists() and time.time() < deadline:
+            time.sleep(0.05)
+        naive_py = work / "naive_app.py"
+        naive_py.write_text(NAIVE_APP)
+        ui, ui_fd = spawn_in_pty([sys.executable, "-m", "console.cli", "attach", run.name, "--runs-dir", str(base)],
+                                 env, 160, 48)
+        naive, naive_fd = spawn_in_pty([sys.executable, str(naive_py), str(run)], env, 160, 48)
+        procs += [ui, naive]
+        for fd in (ui_fd, naive_fd):
+            threading.Thread(target=drain, args=(fd, stop), daemon=True).start()
+        result = measure({"console": psutil.Process(ui.pid), "naive": psutil.Process(naive.pid)},
+                         seconds, warmup=8.0)
+        for name, p in (("console", ui), ("naive", naive)):
+            if p.poll() is not None:
+                raise SystemExit(f"the {name} app exited early with {p.returncode}")
+        steps = sum(1 for _ in open(run / "metrics.jsonl"))
+        return result, {"steps_written": steps}
+    finally:
+        stop.set()
+        for p in procs:  # by PID, each one we started
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def naive_full_render(x: np.ndarray, y: np.ndarray, width: int, height: int) -> list[str]:
+    """Baseline: every point of the history mapped to a braille dot (no downsampling)."""
+    px_w, px_h = width * 2, height * 4
+    fin = np.isfinite(y)
+    xs, ys = x[fin], y[fin]
+    cols = np.clip(((xs - xs.min()) / max(1.0, xs.max() - xs.min()) * (px_w - 1)).astype(np.int64), 0, px_w - 1)
+    rows = np.clip(((ys.max() - ys) / ((ys.max() - ys.min()) or 1.0) * (px_h - 1)).astype(np.int64), 0, px_h - 1)
+    bits = np.array([[0x01, 0x02, 0x04, 0x40], [0x08, 0x10, 0x20, 0x80]], dtype=np.uint16)
+    grid = np.zeros((height, width), dtype=np.uint16)
+    np.bitwise_or.at(grid, (rows // 4, cols // 2), bits[cols % 2, rows % 4])
+    return ["".join(chr(0x2800 + int(v)) for v in row) for row in grid]
+
+
+def bench_chart(repeats: int = 60) -> list[dict]:
+    from console.chart import Marker, render_chart
+    from runner.series import Series
+    n = 1_000_000
+    s = Series(capacity=n)
+    rng = np.random.default_rng(0)
+    s._x[:n] = np.arange(n, dtype=np.float64)
+    s._y[:n] = 2.0 * np.exp(-np.arange(n) / 2e5) + 0.5 + 0.05 * rng.standard_normal(n)
+    s._y[n // 3] = 40.0
+    s.n = n
+    markers = [Marker(float(k), "ckpt") for k in range(0, n, 50_000)] + [Marker(600_000.0, "restart")]
+    out = []
+    for label, (w, h) in (("80x24 terminal (26x8 chart)", (26, 8)), ("160x48 terminal (53x14 chart)", (53, 14))):
+        ours, base = [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            render_chart([s], w, h, title="loss", markers=markers)
+            ours.append((time.perf_counter() - t) * 1000)
+        for _ in range(max(5, repeats // 6)):
+            t = time.perf_counter()
+            naive_full_render(s.x, s.y, w - 7, h - 2)
+            base.append((time.perf_counter() - t) * 1000)
+        out.append({"size": label, "median": statistics.median(ours), "p99": pct(ours, 99),
+                    "base_median": statistics.median(base), "base_p99": pct(base, 99)})
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=60.0)
+    args = ap.parse_args()
+    import textual
+    chart = bench_chart()
+    attached, info = bench_attached(args.seconds)
+    c, b = attached["console"], attached["naive"]
+    print("## Console (UI) benchmarks\n")
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"Textual {textual.__version__}. Command: `.venv/bin/python bench/bench_ui.py`"
+          f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}\n")
+    print(f"### Attached UI over {args.seconds:g} s at 1 step/s, 8 GPUs (fake NVML) polled at 1 Hz, 160x48 pty\n")
+    print(f"{info['steps_written']} steps written during the run; both apps measured at the same time.\n")
+    print("| app | CPU share | CPU/s median | CPU/s p99 | RSS median | RSS max |")
+    print("|---|---|---|---|---|---|")
+    for name, r in (("moeconsole attach", c), ("naive Textual app (baseline)", b)):
+        print(f"| {name} | {r['cpu_share']:.2f}% | {r['cpu_median']:.2f}% | {r['cpu_p99']:.2f}% | "
+              f"{r['rss_median']:.1f} MiB | {r['rss_max']:.1f} MiB |")
+    ratio = c["cpu_share"] / b["cpu_share"] if b["cpu_share"] else float("nan")
+    print(f"\nCPU ratio console/baseline: {ratio:.2f}x (goal: console below 2%: "
+          f"{'met' if c['cpu_share'] < 2.0 else 'NOT met'}).\n")
+    print("### Chart redraw with 1,000,000 points of history\n")
+    print("`render_chart` = downsample to the pixel width (bucket max) + braille rows + markers (21 markers). "
+          "Baseline: every point mapped to a dot, no downsampling.\n")
+    print("| chart | median | p99 | baseline median | baseline p99 | speed-up |")
+    print("|---|---|---|---|---|---|")
+    for r in chart:
+        print(f"| {r['size']} | {r['median']:.2f} ms | {r['p99']:.2f} ms | {r['base_median']:.2f} ms | "
+              f"{r['base_p99']:.2f} ms | {r['base_median'] / r['median']:.1f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""Attach the real app (headless, default telemetry) to a run and print what its widgets show,
+as one JSON object: the UI half of the --json agreement test. Usage: probe_ui.py RUNS_DIR RUN"""
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from console.app import MoeConsole  # noqa: E402
+from console.screens.run import RunScreen  # noqa: E402
+from console.widgets.chart import ChartView  # noqa: E402
+from console.widgets.gpus import GpuPanel  # noqa: E402
+from console.widgets.panes import BlockerTable, EventPane, LogTail  # noqa: E402
+from console.widgets.status import StatusLine  # noqa: E402
+from runner import rundir  # noqa: E402
+
+
+async def probe(base: Path, ref: str) -> dict:
+    app = MoeConsole(base, rundir.resolve(base, ref), interval=3600)
+    async with app.run_test(size=(160, 48)) as pilot:
+        deadline = time.monotonic() + 30
+        while not (isinstance(app.screen, RunScreen) and app.screen.snapshot is not None):
+            if time.monotonic() > deadline:
+                raise SystemExit("no snapshot within 30 s")
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        s = app.screen
+        loss = s.query_one("#chart-loss", ChartView)
+        return {
+            "status": s.query_one(StatusLine).plain_lines,
+            "events": s.query_one(EventPane).plain_lines,
+            "log": s.query_one(LogTail).plain_lines,
+            "gpus": s.query_one(GpuPanel).plain_lines,
+            "blockers": [b["pid"] for b in s.query_one(BlockerTable).blockers],
+            "loss_rows": loss.text_rows(),
+            "loss_size": [loss.content_size.width, loss.content_size.height],
+        }
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(probe(Path(sys.argv[1]), sys.argv[2]))))

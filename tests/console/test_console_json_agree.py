@@ -1,0 +1,89 @@
+"""`moeconsole --json` and the UI show the same data: both run as real processes on the same
+run directory (with the fake NVML library serving eight GPUs and a foreign GPU process), and
+what the UI's widgets show is compared with the formatting of the JSON snapshot."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from console import format as fmt
+from console.chart import markers_from, render_chart, rows_text
+from console.widgets.panes import event_pane_lines
+from runner.jsonio import as_float
+from runner.series import Series
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = Path(__file__).with_name("probe_ui.py")
+
+
+@pytest.fixture(scope="module")
+def nvml_libdir(tmp_path_factory):
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the fake NVML library")
+    from tests.fakes.nvml import build_fake_nvml
+    return build_fake_nvml(tmp_path_factory.mktemp("fake-nvml"))
+
+
+@pytest.fixture
+def stranger():
+    """A real process that the fake driver lists as holding GPU memory (a zombie to the run)."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        yield p
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def series_from_pairs(pairs) -> Series:
+    s = Series()
+    for x, y in pairs:
+        s.append(x, as_float(y))
+    return s
+
+
+def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
+    from tests.fakes.nvml import FakeGpu, FakeProc, fake_env, write_scenario
+    run = make_run(base, runner_pid=os.getpid(), started=False, nan_at=50, crash={"class": "cuda_oom"})
+    scenario = write_scenario(tmp_path / "scenario.txt",
+                              [FakeGpu(util_pct=30 + i, mem_base_used_mib=60_000 + 1000 * i) for i in range(8)],
+                              [FakeProc(gpu=3, pid=stranger.pid, used_mib=12_000)])
+    env = fake_env(nvml_libdir, scenario)
+    env["PYTHONPATH"] = str(REPO)
+
+    done = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", run.run_id,
+                           "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    d = json.loads(done.stdout)
+    probe = subprocess.run([sys.executable, str(PROBE), str(base), run.run_id], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=90)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    ui = json.loads(probe.stdout.strip().splitlines()[-1])
+
+    # status line: the very same text from the JSON run object
+    assert ui["status"] == [fmt.plain(line) for line in fmt.status_lines(d["run"])]
+    # events, crashes, checkpoints
+    assert ui["events"] == [t for t, _ in event_pane_lines(d["checkpoints"], d["crashes"], d["events"], 40)]
+    # log tail: the newest lines that fit
+    assert ui["log"] == d["log_tail"][-len(ui["log"]):]
+    # GPUs: every GPU's memory against capacity and utilisation, from the same driver data
+    gpus_text = " ".join(ui["gpus"])
+    assert d["gpu"]["available"] and len(d["gpu"]["gpus"]) == 8
+    for g in d["gpu"]["gpus"]:
+        assert f"{g['mem_used_mib'] / 1024:.1f}/{g['mem_total_mib'] / 1024:.1f}G" in gpus_text
+        assert f"{int(g['util_pct'])}%" in gpus_text
+    # zombies: the stranger on GPU 3 is listed by both
+    json_blockers = [b["pid"] for b in d["blockers"] if set(b.get("labels") or ()) - {"run_tree"}]
+    assert stranger.pid in json_blockers and ui["blockers"] == json_blockers
+    # the loss chart: the JSON series drawn at the UI's size gives the UI's plot, marker for marker
+    width, height = ui["loss_size"]
+    drawn = rows_text(render_chart([series_from_pairs(d["series"]["loss"])], width, height,
+                                   markers=markers_from(d["restarts_at"], d["checkpoints"])))
+    assert ui["loss_rows"][1:] == drawn[1:]
+    assert ui["loss_rows"][0].startswith(f"loss {fmt.num(d['last_metrics']['loss'])}")

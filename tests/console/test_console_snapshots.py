@@ -1,0 +1,141 @@
+"""SVG snapshots of the main screens at 80x24 (compact layout) and 160x48, and the NO_COLOR
+rendering. Regenerate after an intended change with MOECONSOLE_UPDATE_SNAPSHOTS=1 and look at
+the SVGs before committing them."""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from console.app import MoeConsole
+from console.screens.browser import BrowserScreen
+from console.screens.compare import CompareScreen
+from console.screens.run import RunScreen
+from console.widgets.status import StatusLine
+
+SNAPSHOTS = Path(__file__).with_name("snapshots")
+UPDATE = os.environ.get("MOECONSOLE_UPDATE_SNAPSHOTS") == "1"
+
+GPU = {"available": True, "backend": "nvml", "reason": None, "driver": "550", "taken_at": 0.0, "gpus": [
+    {"index": i, "name": "NVIDIA H200", "util_pct": 40 + 7 * i, "mem_used_mib": 110_000 + 3500 * i,
+     "mem_total_mib": 143_771, "temp_c": 55 + 4 * i, "power_w": 350 + 20 * i, "power_limit_w": 700,
+     "processes": [{"pid": 31337, "used_mib": 1000}]} for i in range(8)]}
+ZOMBIE = {"pid": 424242, "start_time": 1.0, "user": "bob", "cmdline": ["python", "-m", "vllm.entrypoints.api_server"],
+          "age_s": 7200, "gpu_mem_mib": 12_000, "labels": ["foreign_gpu"], "blocker": True}
+
+
+@pytest.fixture
+def utc():
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
+
+
+def check_snapshot(name: str, svg: str, tmp_path: Path) -> None:
+    svg = re.sub(r"/tmp/mcui-[A-Za-z0-9_]{8}", "/tmp/mcui-RUNSDIR_", svg)  # the runs dir is random
+    svg = re.sub(r"terminal-\d+", "terminal-0", svg)  # an id hashed from the content above
+    path = SNAPSHOTS / f"{name}.svg"
+    if UPDATE or not path.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(svg)
+        if not UPDATE:
+            pytest.fail(f"snapshot {path.name} was missing and has been written; check it and run again")
+        return
+    if path.read_text() != svg:
+        actual = tmp_path / f"{name}.actual.svg"
+        actual.write_text(svg)
+        pytest.fail(f"{name} differs from {path} (actual screen: {actual}); "
+                    "MOECONSOLE_UPDATE_SNAPSHOTS=1 regenerates it after an intended change")
+
+
+async def _until(pilot, cond, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await pilot.pause(0.05)
+
+
+def _live(base, make_run):
+    return make_run(base, runner_pid=os.getpid(), started=False, nan_at=50, crash={"class": "cuda_oom"},
+                    pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}])
+
+
+async def _run_screen_svg(base, run, size) -> str:
+    # interval: one poll only, so the GPU sparklines do not depend on timing
+    app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]))
+    async with app.run_test(size=size) as pilot:
+        await _until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+        await pilot.pause(0.2)
+        return app.export_screenshot(title="moeconsole")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+def test_run_screen_snapshot(base, make_run, utc, tmp_path, size):
+    run = _live(base, make_run)
+    svg = asyncio.run(_run_screen_svg(base, run, size))
+    check_snapshot(f"run_{size[0]}x{size[1]}", svg, tmp_path)
+
+
+def test_browser_snapshot_80x24(base, make_run, utc, tmp_path):
+    make_run(base, "20240101-000000-bf16-aaaa", name="moe-bf16", status="succeeded", steps=80)
+    make_run(base, "20240102-000000-fp8-bbbb", name="moe-fp8", status="failed", steps=60)
+    make_run(base, "20240103-000000-nvfp4-cccc", name="moe-nvfp4", status="killed", steps=40)
+
+    async def go():
+        app = MoeConsole(base, None)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _until(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
+            await pilot.pause(0.2)
+            return app.export_screenshot(title="moeconsole")
+    check_snapshot("browser_80x24", asyncio.run(go()), tmp_path)
+
+
+def test_compare_snapshot_160x48(base, make_run, utc, tmp_path):
+    a = make_run(base, "20240101-000000-bf16-aaaa", name="moe-bf16", status="succeeded", steps=80, restart_at=None,
+                 recipe={"name": "moe", "command": ["swift", "sft", "--torch_dtype", "bfloat16"]})
+    b = make_run(base, "20240102-000000-fp8-bbbb", name="moe-fp8", status="succeeded", steps=80, restart_at=None,
+                 loss_scale=1.08, mem_base=48.0, step_time=0.41,
+                 recipe={"name": "moe", "command": ["swift", "sft", "--torch_dtype", "bfloat16",
+                                                    "--fp8_recipe", "blockwise", "--fp8_format", "e4m3"]})
+
+    async def go():
+        app = MoeConsole(base, None)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await _until(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows)
+            app.push_screen(CompareScreen(a.path, b.path, base))
+            await _until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result is not None)
+            await pilot.pause(0.2)
+            return app.export_screenshot(title="moeconsole")
+    check_snapshot("compare_160x48", asyncio.run(go()), tmp_path)
+
+
+def test_no_color_renders_grey_only_and_keeps_the_words(base, make_run, monkeypatch):
+    run = _live(base, make_run)
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def go():
+        app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]))
+        assert app.no_color
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await pilot.pause(0.2)
+            return app.export_screenshot(), app.screen.query_one(StatusLine).plain_lines
+    svg, status = asyncio.run(go())
+    window_chrome = {"ff5f57", "febc2e", "28c840", "c5c8c6"}  # the SVG frame's buttons and title
+    colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg)) - window_chrome
+    assert colours
+    coloured = [c for c in colours if len({c[0:2], c[2:4], c[4:6]}) > 1]
+    assert not coloured, f"colours under NO_COLOR: {coloured[:5]}"
+    assert "RUNNING" in status[0]
