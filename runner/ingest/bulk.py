@@ -536,7 +536,7 @@ def read_range(path: str, start: int, end: int | None, scanner: ChunkScanner,
     parser = scanner.parser
     with open(path, "rb") as f:
         pos = start
-        size = FIRST_CHUNK if scanner.template is None else chunk
+        size = min(FIRST_CHUNK, chunk) if scanner.template is None else chunk
         while end is None or pos < end:
             want = size if end is None else min(size, end - pos)
             if parser.has_partial:
@@ -618,7 +618,7 @@ SPLIT_FRACTION = 0.55
 
 def scan_file(path: str, want_records: bool = False, workers: int = 2,
               max_line_bytes: int = 1 << 20, split_min_bytes: int = SPLIT_MIN_BYTES,
-              ) -> Iterator[tuple[Batch, ParseStats]]:
+              chunk: int = CHUNK) -> Iterator[tuple[Batch, ParseStats]]:
     """Batches of a whole file in order, each with the statistics so far (the last ones are
     the totals). With ``workers`` >= 2 and a file of at least ``split_min_bytes``, a forked
     child reads the first part."""
@@ -635,20 +635,20 @@ def scan_file(path: str, want_records: bool = False, workers: int = 2,
     if split is None:
         parser = LogParser(max_line_bytes)
         scanner = ChunkScanner(parser, want_records)
-        for batch in read_range(path, 0, None, scanner, final=True):
+        for batch in read_range(path, 0, None, scanner, final=True, chunk=chunk):
             yield batch, parser.stats
         return
-    yield from _scan_split(path, split, want_records, max_line_bytes, template)
+    yield from _scan_split(path, split, want_records, max_line_bytes, template, chunk)
 
 
 def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
-                template: Template) -> Iterator[tuple[Batch, ParseStats]]:
-    child = _Child(path, split, want_records, max_line_bytes, template)
+                template: Template, chunk: int) -> Iterator[tuple[Batch, ParseStats]]:
+    child = _Child(path, split, want_records, max_line_bytes, template, max(chunk // 4, 1 << 12))
     try:
         parser = LogParser(max_line_bytes)
         scanner = ChunkScanner(parser, want_records, template)
         own: list[Batch] = []
-        for batch in read_range(path, split, None, scanner, final=True):
+        for batch in read_range(path, split, None, scanner, final=True, chunk=chunk):
             own.append(batch)
             for b in child.ready():
                 yield b, child.stats
@@ -673,7 +673,8 @@ def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
 class _Child:
     """A forked reader of [0, end) that streams pickled batches through a pipe."""
 
-    def __init__(self, path: str, end: int, want_records: bool, max_line_bytes: int, template: Template):
+    def __init__(self, path: str, end: int, want_records: bool, max_line_bytes: int, template: Template,
+                 chunk: int):
         r, w = os.pipe()
         try:  # room for a few batches, so the child rarely waits for this process to read
             fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
@@ -682,7 +683,7 @@ class _Child:
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _child_main(w, path, end, want_records, max_line_bytes, template)
+            _child_main(w, path, end, want_records, max_line_bytes, template, chunk)
         os.close(w)
         self.pid: int | None = pid
         self.fd = os.fdopen(r, "rb")
@@ -729,7 +730,7 @@ class _Child:
 
 
 def _child_main(w: int, path: str, end: int, want_records: bool, max_line_bytes: int,
-                template: Template) -> None:
+                template: Template, chunk: int) -> None:
     """Runs in the forked child; never returns."""
     code = 0
     out = os.fdopen(w, "wb")
@@ -743,7 +744,7 @@ def _child_main(w: int, path: str, end: int, want_records: bool, max_line_bytes:
     try:
         parser = LogParser(max_line_bytes)
         scanner = ChunkScanner(parser, want_records, template)
-        for batch in read_range(path, 0, end, scanner, final=False, chunk=CHUNK // 4):
+        for batch in read_range(path, 0, end, scanner, final=False, chunk=chunk):
             send("batch", batch)
         send("end", (parser.stats, parser.records_emitted))
     except BaseException as exc:  # noqa: BLE001 - report, never return into the caller

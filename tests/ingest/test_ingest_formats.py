@@ -1,0 +1,199 @@
+"""Each supported log format, one or two lines at a time, to the record a user gets."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from runner.ingest import LogParser
+from tests.ingest import ingest_samples as S
+
+
+def parse(*lines: str | bytes) -> tuple[list[dict], list[dict], LogParser]:
+    p = LogParser()
+    data = b"".join((ln if isinstance(ln, bytes) else ln.encode()) + b"\n" for ln in lines)
+    recs = p.feed(data) + p.flush()
+    return recs, p.take_marks(), p
+
+
+def test_swift_hf_dict_transformers5_string_values():
+    recs, _, p = parse(S.swift_hf_dict(10, 200, 1.23456, 0.87654, lr=2e-5, mem=35.12, speed=6.2))
+    (r,) = recs
+    assert r["src"] == "swift_dict"
+    assert (r["step"], r["max_steps"]) == (10, 200)
+    assert r["loss"] == pytest.approx(1.235)          # .4g string, read as a number
+    assert r["grad_norm"] == pytest.approx(0.8765)
+    assert r["lr"] == pytest.approx(2e-5)
+    assert r["mem_gib"] == pytest.approx(35.12)
+    assert r["step_time_s"] == pytest.approx(6.2)     # train_speed(s/it) is seconds per step
+    assert r["extra"]["token_acc"] == pytest.approx(0.7123)
+    assert r["extra"]["elapsed_time"] == "1m 2s"
+    assert p.stats.formats == {"swift_dict": 1}
+
+
+def test_swift_hf_dict_old_style_converts_iter_per_s_to_step_time():
+    recs, _, _ = parse(S.swift_hf_dict(10, 200, 1.23456789, 0.5, speed=4.0, old=True))
+    (r,) = recs
+    assert r["loss"] == 1.23456789 and r["grad_norm"] == 0.5
+    assert r["step_time_s"] == pytest.approx(4.0)      # 'train_speed(iter/s)': 0.25
+    assert r["extra"]["percentage"] == "5.00%"
+
+
+def test_swift_dict_without_memory_on_cpu():
+    (r,), _, _ = parse(S.swift_hf_dict(3, 30, 2.0, 1.0, mem=None))
+    assert r["mem_gib"] is None and r["step"] == 3
+
+
+def test_swift_megatron_4x_dict_has_iteration_i_of_n():
+    (r,), _, _ = parse(S.swift_megatron_dict(10, 200, 1.23456789, 0.87654321, mem=35.12, speed=6.2))
+    assert r["src"] == "swift_megatron"
+    assert (r["step"], r["max_steps"], r["loss"], r["mem_gib"], r["step_time_s"]) == (10, 200, 1.23456789, 35.12, 6.2)
+
+
+@pytest.mark.parametrize("new_ts", [True, False])
+def test_megatron_iteration_line_all_fields(new_ts):
+    (r,), _, _ = parse(S.megatron_line(120, 5000, 2.345678, 0.877, lr=2.9999e-5, ms=1834.6, new_ts=new_ts))
+    assert r["src"] == "megatron"
+    assert (r["step"], r["max_steps"]) == (120, 5000)
+    assert r["loss"] == pytest.approx(2.345678)
+    assert r["grad_norm"] == pytest.approx(0.877)
+    assert r["lr"] == pytest.approx(2.9999e-5)
+    assert r["step_time_s"] == pytest.approx(1.8346)   # ms -> s
+    assert r["extra"]["consumed samples"] == 7680
+    assert r["extra"]["throughput per GPU (TFLOP/s/GPU)"] == pytest.approx(412.3)
+    assert r["extra"]["timestamp"].startswith("2026-01-02 03:04:05")
+
+
+def test_megatron_nan_and_inf_in_e_notation():
+    line = S.megatron_line(7, 100, math.nan, math.inf)
+    assert "NAN" in line and "grad norm: inf" in line
+    (r,), _, _ = parse(line)
+    assert math.isnan(r["loss"]) and r["grad_norm"] == math.inf
+
+
+def test_megatron_line_without_grad_norm():
+    (r,), _, _ = parse(S.megatron_line(5, 10, 3.0, None))
+    assert r["grad_norm"] is None and r["loss"] == 3.0
+
+
+def test_megatron_swift3_patched_line():
+    (r,), _, _ = parse(S.megatron_swift3_line(10, 200, 1.234568, 0.877, mem=35.12))
+    assert r["src"] == "megatron_swift3"
+    assert r["mem_gib"] == 35.12 and r["step"] == 10
+    assert r["extra"]["remaining time"] == "19m 38s"
+
+
+def test_megatron_memory_reports_become_one_record_per_step_with_the_highest_rank():
+    recs, _, p = parse(S.megatron_line(120, 5000, 2.0, 0.8),
+                       S.memory_report(0, 120, 61440.0),
+                       S.memory_report(4, 120, 62464.0),
+                       S.megatron_line(121, 5000, 2.0, 0.8))
+    assert [(r["step"], r["src"]) for r in recs] == [(120, "megatron"), (120, "megatron_mem"), (121, "megatron")]
+    mem = recs[1]
+    assert mem["mem_gib"] == pytest.approx(62464.0 / 1024)     # MiB -> GiB, max over ranks
+    assert mem["extra"]["ranks"] == 2
+    assert mem["loss"] is None and mem["grad_norm"] is None
+
+
+def test_memory_report_at_end_of_stream_is_released_by_flush():
+    p = LogParser()
+    assert p.feed((S.memory_report(0, 10, 2048.0) + "\n").encode()) == []
+    (r,) = p.flush()
+    assert r["src"] == "megatron_mem" and r["mem_gib"] == 2.0
+
+
+def test_memory_report_around_a_save_is_understood_but_not_a_record():
+    recs, _, p = parse(S.memory_report(0, 0, 2048.0, name="(before save_checkpoint for iteration 100)"))
+    assert recs == [] and p.stats.unparsed_lines == 0 and p.stats.ignored_lines == 1
+
+
+def test_hf_trainer_dicts_have_no_step_and_are_numbered():
+    recs, _, _ = parse(S.hf_dict(1.2346, 0.8765432), S.hf_dict(1.1, 0.7, strings=True))
+    assert [r["step"] for r in recs] == [1, 2]
+    assert all(r["extra"]["step_inferred"] == 1 for r in recs)
+    assert recs[1]["loss"] == pytest.approx(1.1) and recs[0]["src"] == "hf_dict"
+
+
+def test_step_colon_style_with_memory_units():
+    (r,), _, _ = parse(S.kv_line(7, 2.5, 1.5, 12.5, 12345))
+    assert (r["src"], r["step"], r["loss"], r["grad_norm"], r["mem_gib"], r["tokens_per_s"]) == \
+        ("kv", 7, 2.5, 1.5, 12.5, 12345.0)
+
+
+def test_kv_memory_in_mib_is_converted():
+    (r,), _, _ = parse("step=11 loss=1.5 lr=3e-4 mem=2048MiB")
+    assert r["mem_gib"] == 2.0 and r["lr"] == 3e-4
+
+
+def test_nanogpt_pipe_style():
+    (r,), _, _ = parse(S.nanogpt_line(50, 30000, 3.456789, 350.12, 1497753, 0.345))
+    assert r["src"] == "nanogpt_pipe"
+    assert (r["step"], r["max_steps"]) == (50, 30000)
+    assert r["loss"] == pytest.approx(3.456789)
+    assert r["step_time_s"] == pytest.approx(0.35012)
+    assert r["tokens_per_s"] == 1497753.0        # thousands separators
+    assert r["grad_norm"] == pytest.approx(0.345)
+
+
+def test_nanogpt_original_iter_line():
+    (r,), _, _ = parse("iter 10: loss 1.2345, time 45.21ms, mfu 12.34%")
+    assert (r["step"], r["loss"], r["step_time_s"]) == (10, 1.2345, pytest.approx(0.04521))
+
+
+def test_jsonl_metric_lines_keep_nan():
+    (r,), _, _ = parse(S.jsonl({"loss": 1.2, "grad_norm": float("nan"), "learning_rate": 1e-5, "epoch": 0.1,
+                                "global_step/max_steps": "10/20"}))
+    assert r["src"] == "jsonl" and r["step"] == 10 and math.isnan(r["grad_norm"])
+
+
+def test_moeconsole_metrics_jsonl_reads_back():
+    rec = {"v": 1, "t": 1.0, "attempt": 1, "step": 4, "max_steps": 9, "loss": "nan", "grad_norm": 0.5,
+           "lr": None, "mem_gib": None, "tokens_per_s": None, "step_time_s": 1.5, "epoch": None,
+           "extra": {}, "src": "kv"}
+    (r,), _, _ = parse(S.jsonl(rec))
+    assert r["step"] == 4 and math.isnan(r["loss"]) and r["step_time_s"] == 1.5
+
+
+@pytest.mark.parametrize("spelling", ["nan", "NaN", "-nan", "NAN", "inf", "-inf", "Infinity", "+inf"])
+def test_non_finite_spellings_are_kept(spelling):
+    (r,), _, _ = parse(f"step: 3  loss: {spelling}  grad_norm: 1.0")
+    assert not math.isfinite(r["loss"])
+    assert (r["loss"] < 0) == spelling.startswith("-inf")
+
+
+def test_python_repr_nan_and_tensor_values():
+    (r,), _, _ = parse("{'loss': nan, 'grad_norm': tensor(0.5, device='cuda:0'), 'global_step/max_steps': '13/200'}")
+    assert math.isnan(r["loss"]) and r["grad_norm"] == 0.5
+
+
+def test_eval_and_train_summary_dicts_are_marks_not_records():
+    recs, marks, _ = parse(
+        "{'eval_loss': 1.1, 'eval_runtime': 2.0, 'epoch': 0.5, 'global_step/max_steps': '100/200'}",
+        "{'train_runtime': 100.1, 'train_samples_per_second': 3.2, 'train_loss': 1.5, 'epoch': 1.0}")
+    assert recs == []
+    assert [m["kind"] for m in marks] == ["eval", "train_summary"]
+    assert marks[0]["step"] == 100 and marks[0]["values"]["eval_loss"] == 1.1
+
+
+def test_checkpoint_and_attempt_marks():
+    _, marks, _ = parse(
+        "[INFO:swift] Saving model checkpoint to /out/v0-20260101-000000/checkpoint-100",
+        "  [2026-01-02 03:04:05.678901] successfully saved checkpoint from iteration     300 to /ckpt "
+        "[ t 1/8, gtp_remat 1/1, p 1/1 ]",
+        "Successfully saved Megatron model weights in `/out/v1/checkpoint-400`.",
+        "[INFO:swift] last_model_checkpoint: /out/v0/checkpoint-400",
+        "[INFO:swift] last_model_checkpoint: None",
+        "=== moeconsole: attempt 2 start 2026-01-01T00:00:00")
+    kinds = [(m["kind"], m.get("step"), m.get("path")) for m in marks]
+    assert kinds[:3] == [("checkpoint_saved", 100, "/out/v0-20260101-000000/checkpoint-100"),
+                         ("checkpoint_saved", 300, "/ckpt"),
+                         ("checkpoint_saved", 400, "/out/v1/checkpoint-400")]
+    assert kinds[3] == ("last_model_checkpoint", None, "/out/v0/checkpoint-400")
+    assert kinds[4] == ("last_model_checkpoint", None, None)
+    assert marks[5] == {"kind": "attempt_marker", "attempt": 2, "line": 6, "records_before": 0}
+
+
+def test_swift_logging_jsonl_final_record_names_the_last_checkpoint():
+    _, marks, _ = parse(S.jsonl({"last_model_checkpoint": "/o/v0/checkpoint-30", "best_model_checkpoint": None,
+                                 "best_metric": None, "global_step": 30, "log_history": [{"loss": 1.0}]}))
+    assert marks[0]["kind"] == "last_model_checkpoint" and marks[0]["path"] == "/o/v0/checkpoint-30"

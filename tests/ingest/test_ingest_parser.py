@@ -1,0 +1,187 @@
+"""LogParser as a stream: chunking, partial lines, progress bars, prefixes, and bad input."""
+from __future__ import annotations
+
+import random
+import tracemalloc
+
+import pytest
+
+from runner.ingest import LogParser
+from tests.ingest import ingest_samples as S
+
+
+def mixed_log() -> bytes:
+    """Every format, bars, colours, rank prefixes, marks and junk in one log."""
+    n = 40
+    parts = ["[INFO:swift] Start time of running main: 2026-01-02 03:04:05"]
+    for i in range(1, n + 1):
+        parts.append(S.tqdm_write(S.swift_hf_dict(i, n, 2.0 - i / 100, 0.9, strings=i % 2 == 0), i, n))
+        if i % 10 == 0:
+            parts.append(f"[INFO:swift] Saving model checkpoint to /o/v0/checkpoint-{i}")
+    parts += [
+        S.megatron_line(41, 100, 1.5, 0.7),
+        S.memory_report(0, 41, 4096.0), S.memory_report(2, 41, 5120.0),
+        "\x1b[32m" + S.swift_megatron_dict(42, 100, 1.4, 0.6) + "\x1b[0m",
+        "[rank1]: " + S.swift_hf_dict(43, 100, 1.3, 0.5),
+        "[rank0]: " + S.swift_hf_dict(43, 100, 1.3, 0.5),
+        S.kv_line(44, 1.2, 0.4, 12.0, 9000),
+        S.nanogpt_line(45, 100, 1.1, 300.0, 123456, 0.3),
+        S.jsonl({"step": 46, "loss": 1.0, "grad_norm": float("inf")}),
+        "\x00\x01\x02 binary junk \xff\xfe",
+        "{'loss': '1.0', 'grad_norm': '0.3', 'global_step/max_steps': '47/1",
+        S.bar(50, 100),
+        "=== moeconsole: attempt 2 start",
+        S.swift_hf_dict(10, 100, 2.5, 0.9),
+    ]
+    return b"\n".join(p.encode("utf-8", "surrogateescape") if isinstance(p, str) else p for p in parts) + b"\n"
+
+
+def run(data: bytes, sizes: list[int] | None = None, max_line_bytes: int = 1 << 20):
+    p = LogParser(max_line_bytes)
+    events, pos = [], 0
+    for size in sizes or [len(data)]:
+        events += p.feed_events(data[pos:pos + size])
+        pos += size
+    events += p.feed_events(data[pos:])
+    events += p.flush_events()
+    return events, p.stats
+
+
+def test_chunking_never_changes_the_result():
+    data = mixed_log()
+    whole, stats = run(data)
+    rnd = random.Random(7)
+    for _ in range(5):
+        sizes = [rnd.randint(1, 300) for _ in range(len(data) // 100)]
+        chunked, cstats = run(data, sizes)
+        assert len(chunked) == len(whole)
+        assert all(a[0] == b[0] and S.same_record(a[1], b[1]) for a, b in zip(whole, chunked))
+        assert cstats == stats
+    one_by_one, _ = run(data[:4000], [1] * 4000)
+    assert [e[1].get("step") for e in one_by_one] == [e[1].get("step") for e in run(data[:4000])[0]]
+
+
+def test_mixed_log_reads_everything_it_should():
+    events, stats = run(mixed_log())
+    recs = [o for k, o in events if k == "record"]
+    marks = [o for k, o in events if k == "mark"]
+    assert [r["step"] for r in recs] == list(range(1, 42)) + [41, 42, 43, 43, 44, 45, 46, 10]
+    assert [m["kind"] for m in marks] == ["checkpoint_saved"] * 4 + ["attempt_marker"]
+    assert marks[-1]["records_before"] == len(recs) - 1
+    ranks = [r["extra"].get("rank") for r in recs if r["step"] == 43]
+    assert ranks == [1, 0]
+    assert stats.suspect_lines == 1                  # the truncated dict, counted and shown
+    assert "47/1" in stats.examples[0][1]
+    assert stats.unparsed_lines == 3                 # + the start line and the junk line
+    assert stats.ignored_lines == 1                  # the bare progress bar
+    assert stats.formats["megatron_mem"] == 2 and stats.formats["swift_dict"] == 43
+
+
+def test_a_line_is_parsed_only_when_complete():
+    p = LogParser()
+    line = S.swift_hf_dict(5, 10, 1.0, 0.5).encode()
+    assert p.feed(line[:30]) == []
+    assert p.feed(line[30:]) == []
+    (r,) = p.feed(b"\n")
+    assert r["step"] == 5
+    assert p.feed(line) == []
+    (r2,) = p.flush()                                # bulk mode: EOF completes the last line
+    assert r2["step"] == 5
+
+
+def test_progress_bar_redraws_and_tqdm_write():
+    n = 3
+    data = "".join(f"\r{S.bar(i, n)}" for i in range(4)) + "\r" + " " * 60 + "\r" + S.swift_hf_dict(3, 3, 1.0, 0.5) + "\n"
+    p = LogParser()
+    (r,) = p.feed(data.encode())
+    assert r["step"] == 3 and p.stats.unparsed_lines == 0
+
+
+def test_save_message_glued_to_a_bar():
+    p = LogParser()
+    p.feed((S.bar(100, 200) + "[INFO:swift] Saving model checkpoint to /o/v0/checkpoint-100\n").encode())
+    (m,) = p.take_marks()
+    assert m["step"] == 100 and m["path"] == "/o/v0/checkpoint-100"
+
+
+def test_crlf_line_endings():
+    p = LogParser()
+    (r,) = p.feed(("step: 4  loss: 1.5  grad_norm: 0.2\r\n").encode())
+    assert r["step"] == 4
+
+
+def test_binary_garbage_and_invalid_utf8_never_raise():
+    rnd = random.Random(3)
+    p = LogParser(max_line_bytes=4096)
+    junk = bytes(rnd.getrandbits(8) for _ in range(200_000))
+    for i in range(0, len(junk), 777):
+        p.feed(junk[i:i + 777])
+    recs = p.feed(b"\n" + S.kv_line(9, 1.0, 0.5, 1.0, 10).encode() + b"\n") + p.flush()
+    assert recs[-1]["step"] == 9                   # the parser is still reading after the junk
+    assert p.stats.lines == junk.count(b"\n") + 2
+    p2 = LogParser()
+    (r,) = p2.feed(b"\xff\xfe\xfa" + b"\n" + S.kv_line(9, 1.0, 0.5, 1.0, 10).encode() + b"\n")
+    assert r["step"] == 9 and p2.stats.unparsed_lines == 1
+
+
+def test_fuzzed_fragments_of_real_lines():
+    """Random cuts and splices of valid lines: no exception, same result in any chunking."""
+    rnd = random.Random(11)
+    pieces = mixed_log().split(b"\n")
+    blob = b""
+    for _ in range(400):
+        a = rnd.choice(pieces)
+        cut = rnd.randint(0, len(a))
+        blob += a[:cut] + rnd.choice([b"\n", b"\r", b"", b"\x00", b"}", b"{'", b"\xff"]) + a[cut:]
+    whole, stats = run(blob)
+    chunked, cstats = run(blob, [rnd.randint(1, 50) for _ in range(2000)])
+    assert [e[0] for e in whole] == [e[0] for e in chunked] and stats == cstats
+
+
+def test_a_huge_line_without_newline_keeps_memory_bounded():
+    """50 MB with no newline: the parser holds at most about one capped line."""
+    cap = 64 << 10
+    p = LogParser(max_line_bytes=cap)
+    chunk = b"x" * (1 << 20)
+    tracemalloc.start()
+    try:
+        for _ in range(50):
+            p.feed(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * (1 << 20)          # the 1 MB chunk plus at most a capped buffer
+    (r,) = p.feed(b"\n" + S.kv_line(3, 1.0, 0.5, 2.0, 5).encode() + b"\n")
+    assert r["step"] == 3
+    assert p.stats.overlong_lines == 1 and p.stats.unparsed_lines == 1
+
+
+def test_overlong_carriage_return_line_keeps_its_last_segment():
+    """Megabytes of bar redraws, then the message: only the visible text is kept."""
+    p = LogParser(max_line_bytes=4096)
+    for i in range(2000):
+        p.feed(("\r" + S.bar(i, 2000)).encode())
+    (r,) = p.feed(("\r" + S.swift_hf_dict(2000, 2000, 0.5, 0.1) + "\n").encode())
+    assert r["step"] == 2000
+
+
+def test_a_line_over_the_cap_is_counted_not_kept():
+    p = LogParser(max_line_bytes=1024)
+    long_dict = "{'loss': 1.0, 'global_step/max_steps': '1/2', 'note': '" + "a" * 5000 + "'}"
+    assert p.feed((long_dict + "\n").encode()) == []
+    assert p.stats.overlong_lines == 1
+
+
+@pytest.mark.parametrize("steps", [[1, 2, 3, 3, 2, 1, 5], [10, 20, 10, 20]])
+def test_duplicated_and_decreasing_steps_are_kept_as_written(steps):
+    p = LogParser()
+    recs = p.feed("".join(S.kv_line(s, 1.0, 0.5, 1.0, 10) + "\n" for s in steps).encode())
+    assert [r["step"] for r in recs] == steps
+
+
+def test_reset_partial_drops_an_unfinished_line():
+    p = LogParser()
+    p.feed(b"step: 3  loss: 1.0 grad_")
+    p.reset_partial()
+    (r,) = p.feed(b"step: 4  loss: 2.0  grad_norm: 0.5\n")
+    assert r["step"] == 4 and p.stats.lines == 1
