@@ -79,7 +79,7 @@ def restart(run: dict, recipe: dict) -> Confirmation:
             f"SIGTERM to the whole tree now; SIGKILL to whatever is left after {fmt.duration(grace)} (kill grace).",
             f"Then cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until no process of "
             "the old tree is left, GPU memory is released and the rendezvous port is free.",
-            "Then restart from the latest verified checkpoint (counts as a restart).",
+            "Then start a new attempt from the latest verified checkpoint.",
         ),
         request={"cmd": "restart", "now": False, "by": "console"},
     )

@@ -1,0 +1,240 @@
+"""Every key of the run screen against the real runner and the real demo trainer
+(recipes/tiny-moe-cpu.yaml started with `moeconsole run --detach`), driven with Pilot.
+
+One demo run serves the tests that leave it running (read-only, detach/attach, verify,
+zombie, restart); the kill test gets its own. Every process is ended by PID at teardown."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from console.app import MoeConsole
+from console.screens.dialogs import ConfirmScreen
+from console.screens.run import RunScreen
+from console.source import _live_telemetry
+from console.widgets.panes import BlockerTable
+from console.widgets.status import StatusLine
+from runner import rundir
+from tests.conftest import end_processes, run_processes
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = REPO / "recipes" / "tiny-moe-cpu.yaml"
+FAST = ["--set", "args.max_steps=100000", "--set", "kill.grace_s=3", "--set", "cooldown.floor_s=0.5",
+        "--set", "args.save_steps=10"]
+
+
+def start_demo(base: Path) -> rundir.RunDir:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(RECIPE), "--detach", *FAST,
+                           "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return rundir.resolve(base, done.stdout.strip().splitlines()[-1])
+
+
+def wait_state(run: rundir.RunDir, cond, timeout: float = 60.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = run.read_state()
+        if cond(state):
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"state not reached in {timeout}s: {state.get('status')} step {state.get('step')}")
+        time.sleep(0.1)
+
+
+def reap(base: Path, run: rundir.RunDir | None) -> None:
+    """End, by PID and start time, the runner, the training tree and anything tied to ``base``."""
+    procs = run_processes(base)
+    if run is not None:
+        state = run.read_state()
+        for p in [state.get("runner") or {}] + list(state.get("pids") or []):
+            if p.get("pid") and p.get("start_time"):
+                procs[int(p["pid"])] = float(p["start_time"])
+    end_processes(procs)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    import shutil
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="mclive-"))
+    run = None
+    try:
+        run = start_demo(base)
+        wait_state(run, lambda s: s.get("status") == "running" and (s.get("step") or 0) >= 3, timeout=90)
+        yield base, run
+    finally:
+        reap(base, run)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+async def until(pilot, cond, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await pilot.pause(0.1)
+
+
+def app_for(base, run, **kw) -> MoeConsole:
+    kw.setdefault("interval", 0.25)
+    return MoeConsole(base, run, telemetry=_live_telemetry(blocker_scan_s=0.5), **kw)
+
+
+async def attached(pilot) -> RunScreen:
+    await until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
+    return pilot.app.screen
+
+
+def test_readonly_changes_nothing(demo):
+    base, run = demo
+    before = run.read_state()
+
+    async def go():
+        app = app_for(base, run, readonly=True)
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = await attached(pilot)
+            assert "READ-ONLY" in screen.query_one(StatusLine).plain_lines[0]
+            for key in ("k", "r", "z"):
+                await pilot.press(key)
+                await pilot.pause(0.2)
+                assert not isinstance(app.screen, ConfirmScreen)
+    asyncio.run(go())
+    after = run.read_state()
+    assert after["status"] == "running" and after["attempt"] == before["attempt"]
+    assert not [e for e in _events(run) if e.get("type") in ("kill", "blocker_kill")]
+
+
+def _events(run):
+    from runner.jsonio import read_jsonl
+    return read_jsonl(run.events)
+
+
+def test_detach_and_attach_again_leave_the_run_going(demo):
+    base, run = demo
+    runner_pid = run.read_state()["runner"]["pid"]
+
+    async def once() -> int:
+        app = app_for(base, run)
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = await attached(pilot)
+            step = screen.snapshot.run["step"]
+            await pilot.press("q")
+        return step
+
+    first = asyncio.run(once())
+    state = wait_state(run, lambda s: (s.get("step") or 0) > first + 2)
+    assert state["status"] == "running" and state["runner"]["pid"] == runner_pid
+    assert psutil.pid_exists(runner_pid)
+    second = asyncio.run(once())
+    assert second > first
+
+
+def test_v_verifies_the_latest_checkpoint(demo):
+    base, run = demo
+    wait_state(run, lambda s: (s.get("step") or 0) >= 12)
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await attached(pilot)
+            await pilot.press("v")
+            await until(pilot, lambda: any(str(n.message).startswith("verify: ok") for n in app._notifications))
+    asyncio.run(go())
+    verified = [e for e in _events(run) if e.get("type") == "checkpoint" and e.get("requested_by") == "user"]
+    assert verified and verified[-1]["ok"] is True
+
+
+def test_z_ends_a_real_zombie_of_the_run(demo):
+    base, run = demo
+    env = {**os.environ, "MOECONSOLE_RUN_ID": run.run_id}  # a leftover of this run, outside its tree
+    zombie = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env)
+    try:
+        async def go():
+            app = app_for(base, run)
+            async with app.run_test(size=(120, 36)) as pilot:
+                screen = await attached(pilot)
+                table = screen.query_one(BlockerTable)
+                await until(pilot, lambda: any(b["pid"] == zombie.pid for b in table.blockers))
+                table.focus()
+                table.move_cursor(row=[b["pid"] for b in table.blockers].index(zombie.pid))
+                await pilot.press("z")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                assert str(zombie.pid) in app.screen.confirmation.title
+                assert "orphan" in " ".join(app.screen.confirmation.lines)
+                await pilot.press("y")
+                await until(pilot, lambda: zombie.poll() is not None, timeout=20)
+        asyncio.run(go())
+        assert zombie.returncode is not None
+        kills = [e for e in _events(run) if e.get("type") == "blocker_kill"]
+        assert kills and kills[-1]["pid"] == zombie.pid
+        assert run.read_state()["status"] == "running"  # the run itself untouched
+    finally:
+        if zombie.poll() is None:
+            zombie.kill()
+        zombie.wait(timeout=10)
+
+
+def test_r_waits_and_restarts(demo):
+    base, run = demo
+    before = run.read_state()
+    old = [(p["pid"], p["start_time"]) for p in before["pids"]]
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = await attached(pilot)
+            await pilot.press("r")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            body = " ".join(app.screen.confirmation.lines)
+            assert all(str(pid) in body for pid, _ in old) and "3s" in body
+            await pilot.press("y")
+            await until(pilot, lambda: screen.snapshot.run["status"] == "cooldown"
+                        or (screen.snapshot.run["attempt"] or 0) > before["attempt"], timeout=30)
+    asyncio.run(go())
+    state = wait_state(run, lambda s: s.get("attempt", 0) > before["attempt"] and s.get("status") == "running",
+                       timeout=60)
+    assert state["attempt"] == before["attempt"] + 1
+    for pid, start in old:  # the old tree is gone
+        assert not (psutil.pid_exists(pid) and abs(psutil.Process(pid).create_time() - start) < 0.05)
+
+
+def test_k_kills_cleanly(tmp_path_factory):
+    import shutil
+    import tempfile
+    base = Path(tempfile.mkdtemp(prefix="mckill-"))
+    run = None
+    try:
+        run = start_demo(base)
+        state = wait_state(run, lambda s: s.get("status") == "running" and (s.get("step") or 0) >= 2, timeout=90)
+        tree = [(p["pid"], p["start_time"]) for p in state["pids"]]
+
+        async def go():
+            app = app_for(base, run)
+            async with app.run_test(size=(100, 30)) as pilot:
+                screen = await attached(pilot)
+                await pilot.press("k")
+                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                assert all(str(pid) in " ".join(app.screen.confirmation.lines) for pid, _ in tree)
+                await pilot.press("y")
+                await until(pilot, lambda: screen.snapshot.run["status"] == "killed", timeout=30)
+                assert "KILLED" in screen.query_one(StatusLine).plain_lines[0]
+                await until(pilot, lambda: "k" not in {k for k, b in screen.active_bindings.items()
+                                                      if b.binding.show})  # no runner left to ask
+        asyncio.run(go())
+        for pid, start in tree:
+            assert not (psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                        and abs(psutil.Process(pid).create_time() - start) < 0.05)
+        kills = [e for e in _events(run) if e.get("type") == "kill"]
+        assert kills and kills[-1]["requested_by"] == "console"
+    finally:
+        reap(base, run)
+        shutil.rmtree(base, ignore_errors=True)
