@@ -1,0 +1,108 @@
+"""Smoke test in a real terminal: `moeconsole demo` inside a tmux session (80x24, 256 colours),
+keys sent with send-keys, the screen read with capture-pane; detaching leaves the run going."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from runner import rundir
+from tests.conftest import end_processes, run_processes
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.name, *args], capture_output=True, text=True, timeout=20)
+        return done.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "demo")
+
+    def wait_for(self, text: str, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not on screen after {timeout}s:\n{screen}")
+            time.sleep(0.2)
+
+
+def test_demo_in_tmux():
+    base = Path(tempfile.mkdtemp(prefix="mctmux-"))
+    tmux = Tmux(f"moeconsole-test-{os.getpid()}")
+    server_pid = None
+    socket_path = ""
+    try:
+        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
+               f"{shlex.quote(sys.executable)} -m console.cli demo --runs-dir {shlex.quote(str(base))} "
+               "--set args.max_steps=100000")
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
+        tmux("set-option", "-t", "demo", "remain-on-exit", "on")
+        server_pid = int(tmux("display-message", "-p", "-t", "demo", "#{pid}").strip())
+        socket_path = tmux("display-message", "-p", "-t", "demo", "#{socket_path}").strip()
+        screen = tmux.wait_for("RUNNING", timeout=90)
+        assert "q Detach" in screen and "k Kill" in screen  # the footer spells out the keys
+        run = rundir.newest_live(base)
+        assert run is not None
+        tmux.wait_for("ckpt OK", timeout=60)  # a verified checkpoint listed in the events pane
+
+        tmux("send-keys", "-t", "demo", "?")
+        tmux.wait_for("Run screen")
+        tmux("send-keys", "-t", "demo", "Escape")
+        tmux.wait_for("q Detach")
+
+        tmux("send-keys", "-t", "demo", "k")
+        screen = tmux.wait_for("Clean kill")
+        leader = run.read_state()["pids"][0]["pid"]
+        assert str(leader) in screen and "SIGKILL" in screen
+        tmux("send-keys", "-t", "demo", "n")
+        tmux.wait_for("cancelled")
+        assert run.read_state()["status"] == "running"
+
+        tmux("send-keys", "-t", "demo", "q")
+        deadline = time.monotonic() + 20
+        while tmux("display-message", "-p", "-t", "demo", "#{pane_dead}").strip() != "1":
+            assert time.monotonic() < deadline, "the console did not exit on q"
+            time.sleep(0.2)
+        state = run.read_state()
+        step = state["step"]
+        assert state["status"] == "running" and psutil.pid_exists(state["runner"]["pid"])
+        deadline = time.monotonic() + 30
+        while (run.read_state().get("step") or 0) <= step:  # training goes on without the UI
+            assert time.monotonic() < deadline, "training stopped after the console detached"
+            time.sleep(0.2)
+    finally:
+        tmux("kill-server")  # the server on our own socket
+        if server_pid:
+            try:
+                psutil.Process(server_pid).wait(timeout=5)
+            except psutil.NoSuchProcess:
+                pass
+            except psutil.TimeoutExpired:
+                psutil.Process(server_pid).kill()  # by PID, only if it did not go
+        if socket_path.startswith("/"):
+            Path(socket_path).unlink(missing_ok=True)
+        procs = run_processes(base)
+        for r in rundir.list_run_dirs(base):
+            st = r.read_state()
+            for p in [st.get("runner") or {}] + list(st.get("pids") or []):
+                if p.get("pid") and p.get("start_time"):
+                    procs[int(p["pid"])] = float(p["start_time"])
+        end_processes(procs)
+        shutil.rmtree(base, ignore_errors=True)
