@@ -40,7 +40,9 @@ def open_path(path: Path, scratch: Path) -> rundir.RunDir:
         f.unlink(missing_ok=True)
     for rec in steps:
         jsonio.append_jsonl(run.metrics, {"v": jsonio.SCHEMA_VERSION, **rec})
-    _record_checkpoints(run, path if path.is_dir() else path.parent, steps)
+    root = path if path.is_dir() else path.parent
+    if path.is_dir() or any(n.startswith(("checkpoint-", "iter_")) for n in os.listdir(root)):
+        _record_checkpoints(run, root, steps)
     if run.log.is_symlink() or run.log.exists():
         run.log.unlink()
     os.symlink(log.resolve(), run.log)
