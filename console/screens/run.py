@@ -14,7 +14,7 @@ import numpy as np
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Key
 from textual.message import Message
 from textual.screen import Screen
@@ -81,7 +81,8 @@ class RunScreen(Screen):
             with Vertical(id="side"):
                 yield Static("zombies / blockers: none", id="blockers-title")
                 yield BlockerTable(id="blockers")
-                yield EventPane(id="events")
+                with VerticalScroll(id="events-scroll"):
+                    yield EventPane(id="events")
             yield LogTail(id="logtail")
         yield Footer()
 

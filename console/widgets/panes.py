@@ -18,21 +18,31 @@ def _text(lines: list[tuple[str, str]], widget: Static) -> Text:
 
 
 def event_pane_lines(checkpoints, crashes, events, limit: int) -> list[tuple[str, str]]:
-    """Newest first: latest checkpoint verdict, crashes, then alerts and events."""
+    """Newest first: latest checkpoint verdicts and crashes, then alerts and events; after
+    them every crash and every checkpoint of the run (the pane scrolls)."""
+    checkpoints, crashes = list(checkpoints), list(crashes)
     lines: list[tuple[str, str]] = []
-    for ck in list(checkpoints)[:2]:
+    for ck in checkpoints[:2]:
         lines.append(fmt.checkpoint_line(ck))
-    for c in list(crashes)[-2:][::-1]:
+    for c in crashes[-2:][::-1]:
         lines.append(("crash " + fmt.crash_line(c), "event--crit"))
+    shown = 0
     for ev in reversed(list(events)):
         if ev.get("type") == "checkpoint":
             continue
         lines.append(fmt.event_line(ev))
-        if len(lines) >= limit:
+        shown += 1
+        if shown >= limit:
             break
     if not lines:
         lines.append(("no events yet", "event--dim"))
-    return lines[:limit]
+    if len(crashes) > 2:
+        lines.append((f"── all crashes ({len(crashes)}) ──", "event--dim"))
+        lines += [("crash " + fmt.crash_line(c), "event--crit") for c in crashes[::-1]]
+    if len(checkpoints) > 2:
+        lines.append((f"── all checkpoints ({len(checkpoints)}) ──", "event--dim"))
+        lines += [fmt.checkpoint_line(ck) for ck in checkpoints]
+    return lines
 
 
 class EventPane(Static):
