@@ -8,11 +8,25 @@ See docs/parsing.md for the formats and the rules a line is read by.
   trainer_state.json, directories), using the bulk fast path.
 - ``FileTailer`` / ``LiveTail``: a growing file, by offset, with notifications.
 - ``Summary`` / ``summarize_path``: what ``moeconsole parse`` prints.
-"""
-from runner.ingest.files import iter_batches, marks_from_path, records_from_path, resolve_log
-from runner.ingest.parser import LogParser, ParseStats
-from runner.ingest.summary import Summary, feed_batch, summarize_path
-from runner.ingest.tail import FileTailer, LiveTail
 
-__all__ = ["LogParser", "ParseStats", "records_from_path", "marks_from_path", "iter_batches",
-           "resolve_log", "FileTailer", "LiveTail", "Summary", "feed_batch", "summarize_path"]
+Names are imported on first use, so ``moeconsole parse`` does not pay for the tailing
+machinery (threads, logging) and the runner does not pay for the bulk reader.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "LogParser": "parser", "ParseStats": "parser",
+    "records_from_path": "files", "marks_from_path": "files", "iter_batches": "files", "resolve_log": "files",
+    "FileTailer": "tail", "LiveTail": "tail",
+    "Summary": "summary", "feed_batch": "summary", "summarize_path": "summary",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"runner.ingest.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'runner.ingest' has no attribute {name!r}")

@@ -21,6 +21,7 @@ import re
 import select
 import signal
 import struct
+import tempfile
 from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import itemgetter
@@ -38,7 +39,7 @@ from runner.monitors import MONITORED_FIELDS, records_to_arrays
 
 CHUNK = 8 << 20
 FIRST_CHUNK = 256 << 10
-SPLIT_MIN_BYTES = 48 << 20
+SPLIT_MIN_BYTES = 8 << 20   # below this a second process costs more than it saves
 
 _NONCLOSE_RE = re.compile(rb"\n(?<!\}\n)")
 _CLOSE_RE = re.compile(rb"\}\n")
@@ -311,7 +312,13 @@ class ChunkScanner:
         tuples = rx.findall(buf, head - 1, end)
         n_lines = buf.count(b"\n", 1, end)
         n_head = buf.count(b"\n", 1, head)
-        n_trail = b"".join(map(itemgetter(trail), tuples)).count(b"\n")
+        specials = [(0, 0, line, i + 1) for i, line in enumerate(buf[1:head].split(b"\n")[:-1])]
+        n_trail = 0
+        for j in compress(range(len(tuples)), map(itemgetter(trail), tuples)):
+            lines = tuples[j][trail].split(b"\n")[:-1]
+            line_no = n_head + j + 1 + n_trail      # line number of match j
+            specials.extend((j + 1, 0, line, line_no + i + 1) for i, line in enumerate(lines))
+            n_trail += len(lines)
         # Every line is a head line, a match, or a plain line trailing a match: if the counts
         # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
         if n_head + len(tuples) + n_trail == n_lines:
@@ -319,15 +326,6 @@ class ChunkScanner:
             if cols is not None:
                 if not self.want_records and tuples:
                     cols["max"] = self.template.last_max(buf, end)
-                specials = [(0, 0, line, i + 1) for i, line in enumerate(buf[1:head].split(b"\n")[:-1])]
-                line_no, prev_j = n_head, 0
-                trails_before = 0
-                for j in compress(range(len(tuples)), map(itemgetter(trail), tuples)):
-                    lines = tuples[j][trail].split(b"\n")[:-1]
-                    line_no = n_head + j + 1 + trails_before   # line number of match j
-                    for i, line in enumerate(lines):
-                        specials.append((j + 1, 0, line, line_no + i + 1))
-                    trails_before += len(lines)
                 return self._assemble(tuples, cols, set(), specials, n_lines)
         return self._positions(buf, end, rx, n_lines)
 
@@ -482,9 +480,13 @@ class ChunkScanner:
         t_recs = self._template_records(rows) if self.want_records else None
         if not events:
             return Batch(cols["steps"], t_values, t_present, cols["max"], [], t_recs)
+        recs = [(slot, seq, obj) for slot, seq, (kind, obj) in events if kind == RECORD]
+        if not recs:   # only marks: the template rows are already in order
+            slots_of_rows = 2 * match_of_row + 1
+            marks = [(int(np.searchsorted(slots_of_rows, slot)), obj) for slot, _, (_, obj) in events]
+            return Batch(cols["steps"], t_values, t_present, cols["max"], marks, t_recs)
         # Order key: template row at match j -> slot 2j+1; an event carries its slot, and
         # its sequence number orders events that share a slot.
-        recs = [(slot, seq, obj) for slot, seq, (kind, obj) in events if kind == RECORD]
         g_steps, g_values, g_present = records_to_arrays([obj for _, _, obj in recs])
         key = np.concatenate((
             (2 * match_of_row + 1) << 32,
@@ -592,6 +594,20 @@ def concat_batches(batches: list[Batch]) -> Batch:
     return Batch(steps, values, present, mx, marks, recs)
 
 
+def learn_template(head: bytes, max_line_bytes: int = 1 << 20) -> Template | None:
+    """The template of the first metric dict line in ``head`` (read with a scratch parser)."""
+    parser = LogParser(max_line_bytes)
+    tries = 0
+    for line in head.split(b"\n")[:-1]:
+        evs = parser.process_line(line)
+        if evs and evs[-1][0] == RECORD and evs[-1][1]["src"] in _DICT_SRCS:
+            template = Template.learn(line)
+            tries += 1
+            if template is not None or tries >= ChunkScanner.MAX_LEARN:
+                return template
+    return None
+
+
 def _find_split(path: str, size: int, template: Template, fraction: float) -> int | None:
     """A line start near ``fraction`` of the file whose line the template matches."""
     at = int(size * fraction)
@@ -627,9 +643,7 @@ def scan_file(path: str, want_records: bool = False, workers: int = 2,
     if workers >= 2 and size >= split_min_bytes:
         with open(path, "rb") as f:
             head = f.read(FIRST_CHUNK)
-        learner = ChunkScanner(LogParser(max_line_bytes))
-        learner._general(b"\n" + head, head.rfind(b"\n") + 2)
-        template = learner.template
+        template = learn_template(head, max_line_bytes)
         if template is not None:
             split = _find_split(path, size, template, SPLIT_FRACTION)
     if split is None:
@@ -643,30 +657,36 @@ def scan_file(path: str, want_records: bool = False, workers: int = 2,
 
 def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
                 template: Template, chunk: int) -> Iterator[tuple[Batch, ParseStats]]:
-    child = _Child(path, split, want_records, max_line_bytes, template, max(chunk // 4, 1 << 12))
+    child = _Child(path, split, want_records, max_line_bytes, template, max(chunk // 2, 1 << 12))
+    # This part's batches wait on disk until the child's part has been handed on, so memory
+    # stays flat however long the file is.
+    spool = tempfile.TemporaryFile(prefix="moeconsole-parse-")
     try:
         parser = LogParser(max_line_bytes)
         scanner = ChunkScanner(parser, want_records, template)
-        own: list[Batch] = []
+        n_own = 0
         for batch in read_range(path, split, None, scanner, final=True, chunk=chunk):
-            own.append(batch)
+            pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
+            n_own += 1
             for b in child.ready():
                 yield b, child.stats
         for b in child.rest():
             yield b, child.stats
         # the child's totals shift this part's line numbers and record counts
         base_lines, base_records = child.stats.lines, child.records_emitted
-        for b in own:
-            for _, mark in b.marks:
-                mark["line"] = mark.get("line", 0) + base_lines
-                mark["records_before"] = mark.get("records_before", 0) + base_records
         parser.stats.examples = [(ln + base_lines, text) for ln, text in parser.stats.examples]
         total = ParseStats()
         total.merge(child.stats)
         total.merge(parser.stats)
-        for b in own:
+        spool.seek(0)
+        for _ in range(n_own):
+            b = pickle.load(spool)
+            for _, mark in b.marks:
+                mark["line"] = mark.get("line", 0) + base_lines
+                mark["records_before"] = mark.get("records_before", 0) + base_records
             yield b, total
     finally:
+        spool.close()
         child.close()
 
 

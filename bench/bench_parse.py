@@ -1,0 +1,306 @@
+"""Benchmarks of log ingestion: bulk parse speed, live latency, memory.
+
+Run from the repository root:
+
+    .venv/bin/python bench/bench_parse.py [--steps 1000000] [--live-lines 10000]
+
+It writes an ms-swift 4.x style log (transformers 5.x string values, a tqdm bar redrawn with
+carriage returns and cleared before every dict line, a checkpoint save every 100 steps) into a
+temporary directory, times ``moeconsole parse FILE`` (summary mode, the whole command) against
+``grep -c`` over the same file and against the obvious per-line ``ast.literal_eval`` parser,
+measures the live tail's latency from append to subscriber, and peak RSS. It prints a
+Markdown section and deletes the files.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
+
+
+# ----------------------------------------------------------------------------- the log
+
+def format_time(seconds: float) -> str:
+    """ms-swift's format_time: '{d}d {h}h {m}m {s}s' without leading zero units."""
+    s = int(round(seconds))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    parts = [(d, "d"), (h, "h"), (m, "m")]
+    out, started = [], False
+    for v, unit in parts:
+        if v or started:
+            out.append(f"{v}{unit}")
+            started = True
+    out.append(f"{s}s")
+    return " ".join(out)
+
+
+def tqdm_bar(i: int, n: int, elapsed: float, per_it: float) -> str:
+    pct = i * 100 // n
+    filled = i * 10 // n
+    rem = (n - i) * per_it
+    clock = lambda t: f"{int(t // 3600):d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}"  # noqa: E731
+    return f"Train: {pct:3d}%|{'█' * filled}{' ' * (10 - filled)}| {i}/{n} [{clock(elapsed)}<{clock(rem)}, {per_it:.2f}s/it]"
+
+
+def write_swift_log(path: Path, steps: int, seed: int = 0) -> int:
+    """ms-swift 4.x HF-trainer output with transformers 5.x: returns the number of lines."""
+    rnd = random.Random(seed)
+    per_it = 0.195
+    lines = 0
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        head = [
+            "run sh: `/usr/bin/python -m torch.distributed.run --nproc_per_node 8 swift/cli/sft.py --model Qwen3-MoE`",
+            "[INFO:swift] Start time of running main: 2026-01-02 03:04:05.123456",
+            "[INFO:swift] model_kwargs: {'device_map': 'cuda:0'}",
+            "[INFO:swift] output_dir: /data/out/v3-20260102-030405",
+        ]
+        f.write("\n".join(head) + "\n")
+        lines += len(head)
+        buf = []
+        for i in range(1, steps + 1):
+            elapsed = i * per_it
+            loss = 2.2 * math.exp(-i / (steps / 3)) + 0.6 + rnd.random() * 0.05
+            grad = 0.8 + rnd.random() * 0.2
+            lr = 2e-5 * 0.5 * (1 + math.cos(math.pi * i / steps))
+            d = {"loss": f"{loss:.4g}", "grad_norm": f"{grad:.4g}", "learning_rate": f"{lr:.4g}",
+                 "token_acc": f"{0.6 + 0.3 * i / steps:.4g}", "epoch": f"{3 * i / steps:.4g}",
+                 "global_step/max_steps": f"{i}/{steps}", "elapsed_time": format_time(elapsed),
+                 "remaining_time": format_time((steps - i) * per_it), "memory(GiB)": "35.12",
+                 "train_speed(s/it)": f"{per_it:.4g}"}
+            bar = tqdm_bar(i, steps, elapsed, per_it)
+            buf.append(f"\r{bar}\r{' ' * len(bar)}\r{d}\n")
+            lines += 1
+            if i % 100 == 0:
+                buf.append(f"[INFO:swift] Saving model checkpoint to /data/out/v3-20260102-030405/checkpoint-{i}\n")
+                lines += 1
+            if len(buf) >= 4096:
+                f.write("".join(buf))
+                buf.clear()
+        f.write("".join(buf))
+        tail = [
+            str({"train_runtime": f"{steps * per_it:.4g}", "train_samples_per_second": "41.03",
+                 "train_steps_per_second": "5.128", "train_loss": "1.1", "epoch": "3.0",
+                 "global_step/max_steps": f"{steps}/{steps}"}),
+            f"[INFO:swift] last_model_checkpoint: /data/out/v3-20260102-030405/checkpoint-{steps}",
+        ]
+        f.write("\n".join(tail) + "\n")
+        lines += len(tail)
+    return lines
+
+
+# ----------------------------------------------------------------------------- timing
+
+def run_timed(argv: list[str]) -> tuple[float, int, str]:
+    """Wall time, peak RSS (KiB, the process and its children) and stdout of a command."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{argv}: exit {proc.returncode}: {err.decode()[-500:]}")
+    return wall, 0, out.decode(errors="replace")
+
+
+def run_rss(argv: list[str]) -> tuple[float, int]:
+    """Wall time and peak RSS (KiB) of one run, measured with wait4."""
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir(REPO)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{argv}: failed")
+    return wall, int(usage.ru_maxrss)
+
+
+def median_runs(argv: list[str], runs: int) -> tuple[float, list[float], str]:
+    walls, out = [], ""
+    for _ in range(runs):
+        wall, _, out = run_timed(argv)
+        walls.append(wall)
+    return statistics.median(walls), walls, out
+
+
+def literal_eval_baseline(path: Path, max_lines: int) -> tuple[float, int]:
+    """The obvious parser: each line, the text after the last \\r, ast.literal_eval, a record."""
+    t0 = time.perf_counter()
+    n = recs = 0
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+        for line in f:
+            n += 1
+            text = line.rstrip("\n").rsplit("\r", 1)[-1].strip()
+            if text.startswith("{"):
+                try:
+                    d = ast.literal_eval(text)
+                except (ValueError, SyntaxError):
+                    d = None
+                if isinstance(d, dict) and "global_step/max_steps" in d:
+                    step, _, total = str(d["global_step/max_steps"]).partition("/")
+                    _ = {"step": int(step), "max_steps": int(total), "loss": float(d.get("loss", "nan")),
+                         "grad_norm": float(d.get("grad_norm", "nan")), "mem_gib": float(d.get("memory(GiB)", "nan"))}
+                    recs += 1
+            if n >= max_lines:
+                break
+    return time.perf_counter() - t0, recs
+
+
+def general_parser_rate(path: Path, max_bytes: int) -> tuple[float, int]:
+    """moeconsole's line-by-line LogParser (the path live tailing uses), for reference."""
+    from runner.ingest.parser import LogParser
+    p = LogParser()
+    t0 = time.perf_counter()
+    n = 0
+    with open(path, "rb") as f:
+        data = f.read(max_bytes)
+    for i in range(0, len(data), 1 << 20):
+        n += len(p.feed(data[i:i + (1 << 20)]))
+    return time.perf_counter() - t0, n
+
+
+# ----------------------------------------------------------------------------- live
+
+WRITER = r"""
+import sys, time
+path, n, gap = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+with open(path, "a", buffering=1) as f:
+    for i in range(1, n + 1):
+        f.write(f"step: {i}  loss: 1.5  grad_norm: 0.5  sent: {time.monotonic():.6f}\n")
+        f.flush()
+        if gap:
+            time.sleep(gap)
+"""
+
+
+def bench_live(tmp: Path, lines: int, gap: float) -> dict:
+    from runner.ingest.tail import LiveTail
+    log = tmp / "live.log"
+    log.write_text("")
+    lat: list[float] = []
+    done = threading.Event()
+
+    def on_records(recs: list[dict]) -> None:
+        now = time.monotonic()
+        for r in recs:
+            lat.append(now - r["extra"]["sent"])
+        if len(lat) >= lines:
+            done.set()
+
+    tail = LiveTail(log, on_records, poll_interval=0.25).start()
+    try:
+        writer = subprocess.Popen([PY, "-c", WRITER, str(log), str(lines), str(gap)])
+        try:
+            writer.wait(timeout=lines * (gap + 0.01) + 60)
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+                writer.wait()
+        done.wait(30)
+    finally:
+        tail.stop()
+    lat.sort()
+    q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000  # noqa: E731
+    return {"n": len(lat), "p50": q(0.50), "p99": q(0.99), "max": lat[-1] * 1000 if lat else float("nan")}
+
+
+# ----------------------------------------------------------------------------- main
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=1_000_000)
+    ap.add_argument("--live-lines", type=int, default=10_000)
+    ap.add_argument("--live-gap", type=float, default=0.001, help="seconds between appended lines")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--baseline-lines", type=int, default=60_000)
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-parse-"))
+    try:
+        big = tmp / "train.log"
+        t0 = time.perf_counter()
+        n_lines = write_swift_log(big, args.steps)
+        gen_s = time.perf_counter() - t0
+        size = big.stat().st_size
+        small = tmp / "train-small.log"
+        write_swift_log(small, max(args.steps // 5, 1000), seed=1)
+        with open(big, "rb") as f:           # warm the page cache for everybody
+            while f.read(64 << 20):
+                pass
+        load_before = os.getloadavg()
+
+        grep_med, grep_runs, grep_out = median_runs(["grep", "-c", "loss", str(big)], 3)
+        parse_argv = [PY, "-m", "console.cli", "parse", str(big)]
+        parse_med, parse_runs, summary = median_runs(parse_argv, args.runs)
+        nomon_med, _, _ = median_runs(parse_argv + ["--no-monitors"], 3)
+        _, rss_big = run_rss(parse_argv)
+        _, rss_small = run_rss([PY, "-m", "console.cli", "parse", str(small)])
+        base_s, base_recs = literal_eval_baseline(big, args.baseline_lines)
+        gen_parse_s, gen_recs = general_parser_rate(big, 40 << 20)
+        load_after = os.getloadavg()
+        live = bench_live(tmp, args.live_lines, args.live_gap)
+
+        metric_lines = args.steps
+        rate = metric_lines / parse_med
+        base_rate = base_recs / base_s
+        print("## Log parsing (`moeconsole parse`)\n")
+        print(f"Command: `.venv/bin/python bench/bench_parse.py --steps {args.steps} --live-lines {args.live_lines}` "
+              f"(from the repository root). Machine: {os.cpu_count()} cores; load average "
+              f"{load_before[0]:.2f} before and {load_after[0]:.2f} after the bulk runs (other work was running).\n")
+        print(f"Input: generated ms-swift 4.x log, {args.steps:,} steps, {n_lines:,} lines, {size / 1e6:.0f} MB "
+              f"(string values, tqdm bar + clearing spaces + `\\r` before every dict line, a save line every "
+              f"100 steps); generated in {gen_s:.1f} s.\n")
+        print("| what | time | metric lines/s | vs `moeconsole parse` |")
+        print("|---|---:|---:|---:|")
+        print(f"| `moeconsole parse FILE` (summary + monitors, whole command, median of {args.runs}) | "
+              f"{parse_med:.2f} s | {rate / 1e6:.2f} M | 1.0x |")
+        print(f"| `moeconsole parse FILE --no-monitors` (median of 3) | {nomon_med:.2f} s | "
+              f"{metric_lines / nomon_med / 1e6:.2f} M | {parse_med / nomon_med:.2f}x faster |")
+        print(f"| `grep -c loss FILE` (median of 3) | {grep_med:.2f} s | {metric_lines / grep_med / 1e6:.2f} M | "
+              f"{parse_med / grep_med:.1f}x faster |")
+        print(f"| per-line `ast.literal_eval` ({args.baseline_lines:,} lines) | {base_s:.2f} s | "
+              f"{base_rate / 1e3:.1f} k | {rate / base_rate:.0f}x slower |")
+        print(f"| moeconsole's line-by-line LogParser (first 40 MB) | {gen_parse_s:.2f} s | "
+              f"{gen_recs / gen_parse_s / 1e3:.1f} k | {rate / (gen_recs / gen_parse_s):.0f}x slower |")
+        print()
+        print(f"All `moeconsole parse` runs (s): {', '.join(f'{w:.2f}' for w in parse_runs)}; "
+              f"grep runs: {', '.join(f'{w:.2f}' for w in grep_runs)} (grep counted {grep_out.strip()}).\n")
+        print(f"Peak RSS of `moeconsole parse` (both processes, wait4): {rss_big / 1024:.0f} MiB for "
+              f"{args.steps:,} steps ({size / 1e6:.0f} MB), {rss_small / 1024:.0f} MiB for "
+              f"{max(args.steps // 5, 1000):,} steps ({small.stat().st_size / 1e6:.0f} MB).\n")
+        print(f"Live tail (watchdog + 0.25 s poll): {live['n']:,} lines appended one at a time every "
+              f"{args.live_gap * 1000:g} ms by another process; append -> subscriber: "
+              f"p50 {live['p50']:.2f} ms, p99 {live['p99']:.2f} ms, max {live['max']:.1f} ms.\n")
+        print("Summary printed for the big file:\n")
+        print("```")
+        print(summary.rstrip())
+        print("```")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    main()
