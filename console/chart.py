@@ -11,7 +11,6 @@ glyph, because braille dots of two runs could not be told apart without colour.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 

@@ -14,7 +14,8 @@ def run(args) -> int:
     ref = getattr(args, "run", None)
     target = rundir.resolve(base, ref) if ref else rundir.newest_live(base)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise InputError("the console needs a terminal; use `moeconsole --json` for scripts")
+        where = f" (the run {target.run_id} goes on)" if target else ""
+        raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
     from console.app import run_app
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
                    gpu=not getattr(args, "no_gpu", False))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from console import format as fmt
 from runner import jsonio, rundir, store
