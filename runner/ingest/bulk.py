@@ -8,13 +8,12 @@ exactly (other formats, save messages, eval dicts, odd values) goes through the 
 ``LogParser.process_line``, in file order, and the parser's state is kept as if it had read
 every line itself. Tests compare both paths on mixed files.
 
-``scan_file`` also splits a big file in two at a template line and reads the second half in
-a forked process (the parser state at such a line is fully determined by the line).
+``scan_file`` also splits a big file in two at a template line (the parser state after such
+a line is fully determined by the line) and reads the first part in a forked process.
 """
 from __future__ import annotations
 
 import bisect
-import fcntl
 import os
 import pickle
 import re
@@ -23,7 +22,7 @@ import signal
 import struct
 import tempfile
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from itertools import compress
 from operator import itemgetter
 from typing import Any, Iterator
 
@@ -34,7 +33,7 @@ from runner.ingest.lines import visible_segment
 from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.ingest.pydict import bare_value
 from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
-                                   parse_number, parse_step, record_from_mapping)
+                                   parse_number, record_from_mapping)
 from runner.monitors import MONITORED_FIELDS, records_to_arrays
 
 CHUNK = 8 << 20
@@ -268,11 +267,6 @@ class Batch:
         return len(self.steps)
 
 
-def empty_batch() -> Batch:
-    return Batch(np.empty(0, dtype=np.int64), {f: np.empty(0) for f in MONITORED_FIELDS},
-                 {f: np.zeros(0, dtype=bool) for f in MONITORED_FIELDS})
-
-
 def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Batch:
     """A batch from LogParser events (the general path)."""
     recs = [obj for kind, obj in events if kind == RECORD]
@@ -421,19 +415,16 @@ class ChunkScanner:
         return batch
 
     def _columns(self, rows: list) -> dict[str, Any] | None:
-        """Template rows as columns, converted in one pass; None if a value does not convert
+        """Template rows as columns, one float() pass per column; None if a value does not convert
         (an other-shaped dict, or a value only the parser knows what to do with)."""
         t = self.template
         n = len(rows)
-        groups = t.numeric_groups(self.want_records)
-        width = len(groups)
-        getter = itemgetter(*[g for _, g in groups])
-        flat_rows = chain.from_iterable(map(getter, rows)) if width > 1 else map(getter, rows)
+        col: dict[str, np.ndarray] = {}
         try:
-            mat = np.fromiter(map(float, flat_rows), dtype=np.float64, count=n * width).reshape(n, width)
+            for role, g in t.numeric_groups(self.want_records):
+                col[role] = np.fromiter(map(float, map(itemgetter(g), rows)), dtype=np.float64, count=n)
         except ValueError:
             return None
-        col = {role: mat[:, i] for i, (role, _) in enumerate(groups)}
         if n and float(col["step"].max()) >= 2.0 ** 53:
             return None
         values: dict[str, np.ndarray] = {}
@@ -657,7 +648,7 @@ def scan_file(path: str, want_records: bool = False, workers: int = 2,
 
 def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
                 template: Template, chunk: int) -> Iterator[tuple[Batch, ParseStats]]:
-    child = _Child(path, split, want_records, max_line_bytes, template, max(chunk // 2, 1 << 12))
+    child = _Child(path, split, want_records, max_line_bytes, template, chunk)
     # This part's batches wait on disk until the child's part has been handed on, so memory
     # stays flat however long the file is.
     spool = tempfile.TemporaryFile(prefix="moeconsole-parse-")
@@ -691,22 +682,21 @@ def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
 
 
 class _Child:
-    """A forked reader of [0, end) that streams pickled batches through a pipe."""
+    """A forked reader of [0, end). It appends pickled batches to an unlinked temporary file
+    and announces each one (its length) on a pipe, so it never waits for this process."""
 
     def __init__(self, path: str, end: int, want_records: bool, max_line_bytes: int, template: Template,
                  chunk: int):
+        self.data = tempfile.TemporaryFile(prefix="moeconsole-parse-")
         r, w = os.pipe()
-        try:  # room for a few batches, so the child rarely waits for this process to read
-            fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-        except OSError:
-            pass
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            _child_main(w, path, end, want_records, max_line_bytes, template, chunk)
+            _child_main(w, self.data.fileno(), path, end, want_records, max_line_bytes, template, chunk)
         os.close(w)
         self.pid: int | None = pid
         self.fd = os.fdopen(r, "rb")
+        self.offset = 0            # next message in the data file
         self.stats = ParseStats()
         self.records_emitted = 0
         self.done = False
@@ -715,7 +705,10 @@ class _Child:
         head = self.fd.read(8)
         if len(head) != 8:
             raise RuntimeError("the bulk reader process ended early")
-        kind, payload = pickle.loads(self.fd.read(struct.unpack("<Q", head)[0]))
+        size = struct.unpack("<Q", head)[0]
+        blob = os.pread(self.data.fileno(), size, self.offset)
+        self.offset += size
+        kind, payload = pickle.loads(blob)
         if kind == "batch":
             return payload
         if kind == "end":
@@ -725,7 +718,7 @@ class _Child:
         raise RuntimeError(f"the bulk reader process failed: {payload}")
 
     def ready(self) -> Iterator[Batch]:
-        """Batches already sent, without waiting."""
+        """Batches already announced, without waiting."""
         while not self.done and select.select([self.fd], [], [], 0)[0]:
             b = self._message()
             if b is not None:
@@ -739,6 +732,7 @@ class _Child:
 
     def close(self) -> None:
         self.fd.close()
+        self.data.close()
         if self.pid is not None:
             if not self.done:
                 try:
@@ -749,17 +743,18 @@ class _Child:
             self.pid = None
 
 
-def _child_main(w: int, path: str, end: int, want_records: bool, max_line_bytes: int,
+def _child_main(w: int, data_fd: int, path: str, end: int, want_records: bool, max_line_bytes: int,
                 template: Template, chunk: int) -> None:
     """Runs in the forked child; never returns."""
     code = 0
-    out = os.fdopen(w, "wb")
+    note = os.fdopen(w, "wb", buffering=0)
 
     def send(kind: str, payload: Any) -> None:
-        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-        out.write(struct.pack("<Q", len(data)))
-        out.write(data)
-        out.flush()
+        blob = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(data_fd, view):]
+        note.write(struct.pack("<Q", len(blob)))
 
     try:
         parser = LogParser(max_line_bytes)
@@ -775,7 +770,7 @@ def _child_main(w: int, path: str, end: int, want_records: bool, max_line_bytes:
             pass
     finally:
         try:
-            out.close()
+            note.close()
         except BaseException:  # noqa: BLE001
             pass
         os._exit(code)
