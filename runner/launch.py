@@ -59,12 +59,16 @@ def wait_ready(run: rundir.RunDir, runner_pid: int, timeout: float = READY_TIMEO
     deadline = time.time() + timeout
     while time.time() < deadline:
         state = run.read_state()
-        if (state.get("runner") or {}).get("pid") == runner_pid and run.sock.exists():
-            return state
+        if (state.get("runner") or {}).get("pid") == runner_pid and (
+                run.sock.exists() or state.get("status") in rundir.TERMINAL):
+            return state  # a run refused at start (drift, pre-flight) ends before we look
         if not rundir.pid_alive(runner_pid) or _is_zombie(runner_pid):
             break
         time.sleep(0.05)
     tail = _tail(run.runner_log)
+    if rundir.pid_alive(runner_pid):
+        raise InputError(f"the runner for {run.run_id} (pid {runner_pid}) is not ready after {timeout:g}s: "
+                         f"{tail or 'no output'}")
     raise InputError(f"the runner for {run.run_id} did not start: {tail or 'no output'}")
 
 

@@ -117,6 +117,9 @@ class RunWatcher:
             if not isinstance(step, int):
                 continue
             self.metric_count += 1
+            attempt = rec.get("attempt")
+            if self.last_metrics is not None and attempt != self.last_metrics.get("attempt"):
+                self.restarts_at.append(step)
             self.last_metrics = rec
             for key in CHART_KEYS:
                 value = jsonio.as_float(rec.get(key))
@@ -133,9 +136,6 @@ class RunWatcher:
             elif kind == "checkpoint" and ev.get("path"):
                 self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
                                                 ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t")}
-            elif kind == "attempt_start" and (ev.get("attempt") or 0) > 1:
-                last = self.series["loss"].x
-                self.restarts_at.append(int(last[-1]) if len(last) else 0)
 
     def _crashes(self) -> tuple[dict, ...]:
         out = []
