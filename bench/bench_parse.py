@@ -18,7 +18,6 @@ import ast
 import math
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -107,42 +106,36 @@ def write_swift_log(path: Path, steps: int, seed: int = 0) -> int:
 
 # ----------------------------------------------------------------------------- timing
 
-def run_timed(argv: list[str]) -> tuple[float, int, str]:
-    """Wall time, peak RSS (KiB, the process and its children) and stdout of a command."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate()
-    wall = time.perf_counter() - t0
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{argv}: exit {proc.returncode}: {err.decode()[-500:]}")
-    return wall, 0, out.decode(errors="replace")
-
-
-def run_rss(argv: list[str]) -> tuple[float, int]:
-    """Wall time and peak RSS (KiB) of one run, measured with wait4."""
+def run_measured(argv: list[str]) -> dict:
+    """One run: wall time, CPU time (user+sys, children included) and peak RSS, via wait4.
+    stdout goes to a file so the output can be shown."""
+    out = tempfile.TemporaryFile()
+    load = os.getloadavg()[0]
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:
         try:
             os.chdir(REPO)
+            os.dup2(out.fileno(), 1)
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.execv(argv[0], argv)
+            os.dup2(devnull, 2)
+            os.execvp(argv[0], argv)
         finally:
             os._exit(127)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{argv}: failed")
-    return wall, int(usage.ru_maxrss)
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{argv}: exit {os.waitstatus_to_exitcode(status)}")
+    out.seek(0)
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_kib": int(usage.ru_maxrss),
+            "load": load, "out": out.read().decode(errors="replace")}
 
 
-def median_runs(argv: list[str], runs: int) -> tuple[float, list[float], str]:
-    walls, out = [], ""
-    for _ in range(runs):
-        wall, _, out = run_timed(argv)
-        walls.append(wall)
-    return statistics.median(walls), walls, out
+def median_runs(argv: list[str], runs: int) -> tuple[dict, list[dict]]:
+    results = [run_measured(argv) for _ in range(runs)]
+    med = {k: statistics.median(r[k] for r in results) for k in ("wall", "cpu", "rss_kib", "load")}
+    med["out"] = results[-1]["out"]
+    return med, results
 
 
 def literal_eval_baseline(path: Path, max_lines: int) -> tuple[float, int]:
@@ -251,56 +244,56 @@ def main() -> None:
                 pass
         load_before = os.getloadavg()
 
-        grep_med, grep_runs, grep_out = median_runs(["grep", "-c", "loss", str(big)], 3)
+        grep, grep_runs = median_runs(["grep", "-c", "loss", str(big)], 3)
         parse_argv = [PY, "-m", "console.cli", "parse", str(big)]
-        parse_med, parse_runs, summary = median_runs(parse_argv, args.runs)
-        nomon_med, _, _ = median_runs(parse_argv + ["--no-monitors"], 3)
-        _, rss_big = run_rss(parse_argv)
-        _, rss_small = run_rss([PY, "-m", "console.cli", "parse", str(small)])
+        parse, parse_runs = median_runs(parse_argv, args.runs)
+        nomon, _ = median_runs(parse_argv + ["--no-monitors"], 3)
+        small_run = run_measured([PY, "-m", "console.cli", "parse", str(small)])
         base_s, base_recs = literal_eval_baseline(big, args.baseline_lines)
         gen_parse_s, gen_recs = general_parser_rate(big, 40 << 20)
         load_after = os.getloadavg()
         live = bench_live(tmp, args.live_lines, args.live_gap)
 
         metric_lines = args.steps
-        rate = metric_lines / parse_med
+        rate = metric_lines / parse["wall"]
         base_rate = base_recs / base_s
+        gen_rate = gen_recs / gen_parse_s
         print("## Log parsing (`moeconsole parse`)\n")
         print(f"Command: `.venv/bin/python bench/bench_parse.py --steps {args.steps} --live-lines {args.live_lines}` "
-              f"(from the repository root). Machine: {os.cpu_count()} cores; load average "
-              f"{load_before[0]:.2f} before and {load_after[0]:.2f} after the bulk runs (other work was running).\n")
+              f"(from the repository root). Machine: {os.cpu_count()} cores, shared: load average "
+              f"{load_before[0]:.2f} before and {load_after[0]:.2f} after the bulk runs.\n")
         print(f"Input: generated ms-swift 4.x log, {args.steps:,} steps, {n_lines:,} lines, {size / 1e6:.0f} MB "
-              f"(string values, tqdm bar + clearing spaces + `\\r` before every dict line, a save line every "
-              f"100 steps); generated in {gen_s:.1f} s.\n")
-        print("| what | time | metric lines/s | vs `moeconsole parse` |")
-        print("|---|---:|---:|---:|")
+              f"(transformers 5.x string values, tqdm bar + clearing spaces + `\\r` before every dict line, "
+              f"a save line every 100 steps); generated in {gen_s:.1f} s.\n")
+        print("| what | wall | CPU (user+sys) | metric lines/s (wall) | ratio |")
+        print("|---|---:|---:|---:|---:|")
         print(f"| `moeconsole parse FILE` (summary + monitors, whole command, median of {args.runs}) | "
-              f"{parse_med:.2f} s | {rate / 1e6:.2f} M | 1.0x |")
-        print(f"| `moeconsole parse FILE --no-monitors` (median of 3) | {nomon_med:.2f} s | "
-              f"{metric_lines / nomon_med / 1e6:.2f} M | {parse_med / nomon_med:.2f}x faster |")
-        print(f"| `grep -c loss FILE` (median of 3) | {grep_med:.2f} s | {metric_lines / grep_med / 1e6:.2f} M | "
-              f"{parse_med / grep_med:.1f}x faster |")
-        print(f"| per-line `ast.literal_eval` ({args.baseline_lines:,} lines) | {base_s:.2f} s | "
-              f"{base_rate / 1e3:.1f} k | {rate / base_rate:.0f}x slower |")
-        print(f"| moeconsole's line-by-line LogParser (first 40 MB) | {gen_parse_s:.2f} s | "
-              f"{gen_recs / gen_parse_s / 1e3:.1f} k | {rate / (gen_recs / gen_parse_s):.0f}x slower |")
+              f"{parse['wall']:.2f} s | {parse['cpu']:.2f} s | {rate / 1e6:.2f} M | 1 |")
+        print(f"| `moeconsole parse FILE --no-monitors` (median of 3) | {nomon['wall']:.2f} s | "
+              f"{nomon['cpu']:.2f} s | {metric_lines / nomon['wall'] / 1e6:.2f} M | "
+              f"{parse['wall'] / nomon['wall']:.2f}x as fast |")
+        print(f"| `grep -c loss FILE` (median of 3) | {grep['wall']:.2f} s | {grep['cpu']:.2f} s | "
+              f"{metric_lines / grep['wall'] / 1e6:.2f} M | {parse['wall'] / grep['wall']:.1f}x as fast |")
+        print(f"| per-line `ast.literal_eval` (first {args.baseline_lines:,} lines, in-process) | "
+              f"{base_s:.2f} s | - | {base_rate / 1e3:.1f} k | {rate / base_rate:.0f}x slower |")
+        print(f"| moeconsole's line-by-line `LogParser` (first 40 MB, in-process) | {gen_parse_s:.2f} s | - | "
+              f"{gen_rate / 1e3:.1f} k | {rate / gen_rate:.0f}x slower |")
         print()
-        print(f"All `moeconsole parse` runs (s): {', '.join(f'{w:.2f}' for w in parse_runs)}; "
-              f"grep runs: {', '.join(f'{w:.2f}' for w in grep_runs)} (grep counted {grep_out.strip()}).\n")
-        print(f"Peak RSS of `moeconsole parse` (both processes, wait4): {rss_big / 1024:.0f} MiB for "
-              f"{args.steps:,} steps ({size / 1e6:.0f} MB), {rss_small / 1024:.0f} MiB for "
+        runs = "; ".join(f"{r['wall']:.2f} s wall / {r['cpu']:.2f} s CPU (load {r['load']:.2f})" for r in parse_runs)
+        print(f"Every `moeconsole parse` run: {runs}. grep counted {grep['out'].strip()} lines.\n")
+        print(f"Peak RSS of `moeconsole parse` (wait4, both processes): {parse['rss_kib'] / 1024:.0f} MiB for "
+              f"{args.steps:,} steps ({size / 1e6:.0f} MB); {small_run['rss_kib'] / 1024:.0f} MiB for "
               f"{max(args.steps // 5, 1000):,} steps ({small.stat().st_size / 1e6:.0f} MB).\n")
         print(f"Live tail (watchdog + 0.25 s poll): {live['n']:,} lines appended one at a time every "
               f"{args.live_gap * 1000:g} ms by another process; append -> subscriber: "
               f"p50 {live['p50']:.2f} ms, p99 {live['p99']:.2f} ms, max {live['max']:.1f} ms.\n")
         print("Summary printed for the big file:\n")
         print("```")
-        print(summary.rstrip())
+        print(parse["out"].rstrip())
         print("```")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     main()
