@@ -21,6 +21,7 @@ import select
 import signal
 import struct
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import itemgetter
@@ -631,7 +632,9 @@ def scan_file(path: str, want_records: bool = False, workers: int = 2,
     child reads the first part."""
     size = os.path.getsize(path)
     split, template = None, None
-    if workers >= 2 and size >= split_min_bytes:
+    # fork only from a single-threaded process: a thread holding a lock at fork time (as in a
+    # UI) could leave the child waiting forever
+    if workers >= 2 and size >= split_min_bytes and threading.active_count() == 1:
         with open(path, "rb") as f:
             head = f.read(FIRST_CHUNK)
         template = learn_template(head, max_line_bytes)
@@ -666,7 +669,7 @@ def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
         # the child's totals shift this part's line numbers and record counts
         base_lines, base_records = child.stats.lines, child.records_emitted
         parser.stats.examples = [(ln + base_lines, text) for ln, text in parser.stats.examples]
-        total = ParseStats()
+        total = ParseStats(processes=2)
         total.merge(child.stats)
         total.merge(parser.stats)
         spool.seek(0)

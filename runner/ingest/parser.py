@@ -41,6 +41,7 @@ class ParseStats:
     overlong_lines: int = 0   # ... of which were longer than the cap
     formats: Counter = field(default_factory=Counter)
     examples: list = field(default_factory=list)   # (line number, text) of suspect lines
+    processes: int = field(default=1, compare=False)   # processes that read the file (bulk)
 
     def merge(self, other: "ParseStats") -> None:
         for name in ("lines", "metric_lines", "mark_lines", "ignored_lines", "unparsed_lines",

@@ -94,6 +94,7 @@ def test_fast_path_records_marks_and_stats_equal_the_parser(mixed, workers):
     out = list(scan_file(str(mixed), want_records=True, workers=workers, split_min_bytes=0, chunk=48 << 10))
     batch = concat_batches([b for b, _ in out])
     fast_stats = out[-1][1]
+    assert fast_stats.processes == workers      # the two-process path really ran
     assert len(batch.records) == len(recs) > 3000
     assert all(S.same_record(a, b) for a, b in zip(recs, batch.records))
     assert [m for _, m in batch.marks] == marks
@@ -159,3 +160,32 @@ def test_small_and_empty_files(tmp_path):
     one.write_text(S.swift_hf_dict(1, 2, 1.0, 0.5))
     (batch, stats), = list(scan_file(str(one), want_records=True))
     assert batch.records[0]["step"] == 1 and stats.lines == 1
+
+
+def test_no_fork_from_a_threaded_process_and_no_child_left(mixed):
+    import threading
+
+    import psutil
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        *_, (_, stats) = scan_file(str(mixed), workers=2, split_min_bytes=0, chunk=48 << 10)
+        assert stats.processes == 1
+    finally:
+        stop.set()
+        t.join()
+    *_, (_, stats) = scan_file(str(mixed), workers=2, split_min_bytes=0, chunk=48 << 10)
+    assert stats.processes == 2
+    assert psutil.Process().children() == []
+
+
+def test_stopping_early_ends_the_child(mixed):
+    import psutil
+
+    gen = scan_file(str(mixed), workers=2, split_min_bytes=0, chunk=16 << 10)
+    next(gen)
+    assert len(psutil.Process().children()) == 1
+    gen.close()                                      # the consumer gives up (Ctrl-C, error)
+    assert psutil.Process().children() == []
