@@ -633,8 +633,10 @@ class Supervisor:
         self.leader_rc = rc
         self.exit_seen_at = time.time()
         self._catch_up_log()
-        self.run.event("attempt_end", attempt=self.state.get("attempt"), returncode=rc,
-                       detected_at=self.exit_seen_at)
+        from runner.crash import decode_exit
+        code, sig = decode_exit(rc)
+        self.run.event("attempt_end", attempt=self.state.get("attempt"), returncode=rc, exit_code=code,
+                       signal=sig, detected_at=self.exit_seen_at)
         self.dirty = True
 
     def _after_exit(self) -> None:
