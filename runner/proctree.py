@@ -89,6 +89,7 @@ class ProcessTree:
         self.procs: dict[int, TrackedProc] = {}
         self.leader: TrackedProc | None = None
         self.pgid: int | None = None
+        self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
 
     def set_leader(self, pid: int, created: float | None = None) -> None:
         created = created if created is not None else (start_time(pid) or time.time())
@@ -102,14 +103,16 @@ class ProcessTree:
     def refresh(self) -> None:
         """Add every descendant of the leader and of this runner (orphans re-parented to us);
         drop processes that are gone or whose PID was reused."""
+        # Our own descendants cover a leader we spawned and every orphan re-parented to us; an
+        # adopted leader (not our child) is walked on its own. One walk reads the whole process
+        # table, so never do two when one suffices.
         roots: list[psutil.Process] = []
-        try:
-            roots.append(psutil.Process(os.getpid()))
-        except psutil.NoSuchProcess:
-            pass
-        if self.leader:
+        root_pids = [os.getpid()]
+        if self.leader and self.adopted:
+            root_pids.append(self.leader.pid)
+        for pid in root_pids:
             try:
-                roots.append(psutil.Process(self.leader.pid))
+                roots.append(psutil.Process(pid))
             except psutil.NoSuchProcess:
                 pass
         for root in roots:

@@ -225,6 +225,7 @@ class Supervisor:
     def _adopt(self, leader: dict) -> None:
         self.adopted = True
         self.tree.set_leader(int(leader["pid"]), float(leader["start_time"]))
+        self.tree.adopted = True
         for p in self.state.get("pids") or []:
             if p.get("role") != "leader" and proctree.same_process(p["pid"], p["start_time"]):
                 self.tree.procs[p["pid"]] = proctree.TrackedProc(p["pid"], p["start_time"], "child")
