@@ -106,11 +106,34 @@ def write_swift_log(path: Path, steps: int, seed: int = 0) -> int:
 
 # ----------------------------------------------------------------------------- timing
 
+def cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def wait_quiet(max_wait: float, busy_max: float = 0.10, window: float = 3.0) -> float:
+    """Wait (at most max_wait s) for a window in which the machine is at most busy_max busy;
+    returns the busy fraction of the last window. Other people's work shares these cores."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        b0, t0 = cpu_ticks()
+        time.sleep(window)
+        b1, t1 = cpu_ticks()
+        busy = (b1 - b0) / max(t1 - t0, 1)
+        if busy <= busy_max or time.monotonic() >= deadline:
+            return busy
+
+
 def run_measured(argv: list[str]) -> dict:
     """One run: wall time, CPU time (user+sys, children included) and peak RSS, via wait4.
-    stdout goes to a file so the output can be shown."""
+    stdout goes to a file so the output can be shown. ``others`` is the machine's busy CPU
+    time during the run that was not this command's."""
     out = tempfile.TemporaryFile()
     load = os.getloadavg()[0]
+    b0, j0 = cpu_ticks()
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -124,16 +147,20 @@ def run_measured(argv: list[str]) -> dict:
             os._exit(127)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
+    b1, j1 = cpu_ticks()
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{argv}: exit {os.waitstatus_to_exitcode(status)}")
     out.seek(0)
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_kib": int(usage.ru_maxrss),
-            "load": load, "out": out.read().decode(errors="replace")}
+    cpu = usage.ru_utime + usage.ru_stime
+    hz = os.sysconf("SC_CLK_TCK")
+    others = max(0.0, (b1 - b0) / hz - cpu)
+    return {"wall": wall, "cpu": cpu, "rss_kib": int(usage.ru_maxrss), "load": load, "others": others,
+            "out": out.read().decode(errors="replace")}
 
 
 def median_runs(argv: list[str], runs: int) -> tuple[dict, list[dict]]:
     results = [run_measured(argv) for _ in range(runs)]
-    med = {k: statistics.median(r[k] for r in results) for k in ("wall", "cpu", "rss_kib", "load")}
+    med = {k: statistics.median(r[k] for r in results) for k in ("wall", "cpu", "rss_kib", "load", "others")}
     med["out"] = results[-1]["out"]
     return med, results
 
@@ -228,6 +255,8 @@ def main() -> None:
     ap.add_argument("--live-gap", type=float, default=0.001, help="seconds between appended lines")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline-lines", type=int, default=60_000)
+    ap.add_argument("--wait-quiet", type=float, default=120.0,
+                    help="wait up to this many seconds for the shared machine to be quiet before timing")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-parse-"))
@@ -242,6 +271,7 @@ def main() -> None:
         with open(big, "rb") as f:           # warm the page cache for everybody
             while f.read(64 << 20):
                 pass
+        busy_before = wait_quiet(args.wait_quiet)
         load_before = os.getloadavg()
 
         grep, grep_runs = median_runs(["grep", "-c", "loss", str(big)], 3)
@@ -260,8 +290,10 @@ def main() -> None:
         gen_rate = gen_recs / gen_parse_s
         print("## Log parsing (`moeconsole parse`)\n")
         print(f"Command: `.venv/bin/python bench/bench_parse.py --steps {args.steps} --live-lines {args.live_lines}` "
-              f"(from the repository root). Machine: {os.cpu_count()} cores, shared: load average "
-              f"{load_before[0]:.2f} before and {load_after[0]:.2f} after the bulk runs.\n")
+              f"(from the repository root). Machine: {os.cpu_count()} cores, shared with other work: "
+              f"{busy_before * 100:.0f}% busy just before timing, load average {load_before[0]:.2f} before and "
+              f"{load_after[0]:.2f} after the bulk runs; the CPU-seconds other processes used during each "
+              f"run are listed below.\n")
         print(f"Input: generated ms-swift 4.x log, {args.steps:,} steps, {n_lines:,} lines, {size / 1e6:.0f} MB "
               f"(transformers 5.x string values, tqdm bar + clearing spaces + `\\r` before every dict line, "
               f"a save line every 100 steps); generated in {gen_s:.1f} s.\n")
@@ -279,7 +311,8 @@ def main() -> None:
         print(f"| moeconsole's line-by-line `LogParser` (first 40 MB, in-process) | {gen_parse_s:.2f} s | - | "
               f"{gen_rate / 1e3:.1f} k | {rate / gen_rate:.0f}x slower |")
         print()
-        runs = "; ".join(f"{r['wall']:.2f} s wall / {r['cpu']:.2f} s CPU (load {r['load']:.2f})" for r in parse_runs)
+        runs = "; ".join(f"{r['wall']:.2f} s wall / {r['cpu']:.2f} s CPU (others used {r['others']:.2f} CPU-s)"
+                         for r in parse_runs)
         print(f"Every `moeconsole parse` run: {runs}. grep counted {grep['out'].strip()} lines.\n")
         print(f"Peak RSS of `moeconsole parse` (wait4, both processes): {parse['rss_kib'] / 1024:.0f} MiB for "
               f"{args.steps:,} steps ({size / 1e6:.0f} MB); {small_run['rss_kib'] / 1024:.0f} MiB for "
