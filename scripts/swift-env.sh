@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Create the isolated ms-swift environment for recipes/swift-tiny-cpu.yaml, then build the tiny
+# Qwen3-MoE model and dataset the recipe trains on. Run from anywhere:
+#
+#     scripts/swift-env.sh            # creates .venv-swift/ and .swift-tiny/ at the repo root
+#
+# ms-swift stays out of .venv (the console must not need it): the recipe runs
+# .venv-swift/bin/swift, moeconsole runs from .venv. Idempotent: a finished install is kept
+# (delete .venv-swift/ to reinstall); the model is rebuilt only when missing.
+# Needs network access to PyPI (or its mirror) for ms-swift; about 3-4 minutes and 2 GB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+VENV=.venv-swift
+STAMP="$VENV/.installed"
+
+if [ ! -f "$STAMP" ]; then
+  "$PYTHON" -m venv "$VENV"
+  # Keep the environment out of git whatever the repo's .gitignore says (as Python 3.13 venvs do).
+  echo '*' > "$VENV/.gitignore"
+  # torch first, pinned: 2.13.0 is the CPU wheel on local disk; a bare torch pulls a CUDA build.
+  # ms-swift then keeps the installed torch.
+  "$VENV/bin/python" -m pip install -q torch==2.13.0
+  # The recipe uses 4.6 flags (--tuner_type; 4.2's --train_type is rejected by 4.6).
+  "$VENV/bin/python" -m pip install -q 'ms-swift>=4.6,<4.7'
+  touch "$STAMP"
+fi
+
+mkdir -p .swift-tiny
+echo '*' > .swift-tiny/.gitignore
+"$VENV/bin/python" -m runner.demo.swift_tiny --out .swift-tiny
+echo "ms-swift environment ready: $VENV/bin/swift; tiny model and data in .swift-tiny/"
