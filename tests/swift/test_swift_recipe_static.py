@@ -1,0 +1,41 @@
+"""The shipped recipe as a file: it loads, lints clean, and points where scripts/swift-env.sh
+puts ms-swift, the model and the data. No ms-swift needed."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from runner import recipe as recipes
+from tests.swift.swift_helpers import RECIPE, REPO, cli
+
+SETUP = REPO / "scripts" / "swift-env.sh"
+
+
+def filled(argv: list[str], flag: str, values: dict[str, str]) -> str:
+    return recipes.fill(argv[argv.index(flag) + 1], values)
+
+
+def test_the_recipe_lints_without_errors_or_warnings():
+    proc = cli(None, "lint", str(RECIPE))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 error(s), 0 warning(s)" in proc.stdout + proc.stderr
+
+
+def test_the_recipe_runs_what_the_setup_script_creates():
+    recipe = recipes.load(RECIPE)
+    values = {"recipe_dir": recipe["_recipe_dir"], "run_dir": "/R"}
+    script = SETUP.read_text()
+    venv = re.search(r"^VENV=(\S+)$", script, re.M).group(1)
+    data = re.search(r"-m runner\.demo\.swift_tiny --out (\S+)", script).group(1)
+    argv = recipe["command"]
+    assert Path(recipes.fill(argv[0], values)).resolve() == REPO / venv / "bin" / "swift"
+    assert Path(filled(argv, "--model", values)).resolve() == REPO / data / "model"
+    assert Path(filled(argv, "--dataset", values)).resolve() == REPO / data / "data.jsonl"
+    # ms-swift 4.6 flags (swift.md): --tuner_type, a template, no hub check, no dataloader workers.
+    for flag, value in (("--tuner_type", "lora"), ("--template", "qwen3_nothinking"), ("--check_model", "false"),
+                        ("--dataloader_num_workers", "0"), ("--logging_steps", "1")):
+        assert filled(argv, flag, values) == value
+    assert "--train_type" not in argv
+    assert filled(argv, "--output_dir", values) == "/R/output"
+    assert recipes.fill(recipe["checkpoints"]["dir"], values) == "/R/output"
+    assert recipe["resume"]["arg"] == "--resume_from_checkpoint"
