@@ -18,6 +18,9 @@ COMMANDS = (
 )
 
 
+RUNS_ACTIONS = ("ls", "show", "diff", "rebuild")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit 2."""
 
@@ -73,8 +76,9 @@ def build_parser() -> _Parser:
     _common(p)
 
     p = sub.add_parser("runs", help="past runs from the index")
-    p.add_argument("action", nargs="?", default="ls", choices=["ls", "show", "diff", "rebuild"])
-    p.add_argument("ids", nargs="*")
+    # One positional list: argparse cannot give two positionals their values when options
+    # stand between them (`runs show --json RUN`).
+    p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild")
     p.add_argument("--json", action="store_true")
     _common(p)
 
@@ -137,8 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     first = _first_positional(argv)
     try:
         if first in COMMANDS and (argv and argv[0] == first):
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            args, extra = parser.parse_known_args(argv)
             name = args.command
+            if extra and (name != "runs" or any(e.startswith("-") for e in extra)):
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            if name == "runs":
+                args.words += extra
+                args.action, args.ids = (args.words[0], args.words[1:]) if args.words else ("ls", [])
+                if args.action not in RUNS_ACTIONS:
+                    raise InputError(f"runs: unknown action {args.action!r} (choose from {', '.join(RUNS_ACTIONS)})")
         else:
             args = build_top_parser().parse_args(argv)
             name = "json" if args.json else "attach"
