@@ -1,0 +1,33 @@
+"""The command line as a user types it: words and options in any order, one-line errors."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)
+
+
+def test_runs_words_may_follow_options(tmp_path):
+    out = cli("runs", "--runs-dir", str(tmp_path), "rebuild")
+    assert out.returncode == 0 and "indexed 0 runs" in out.stdout
+    out = cli("runs", "show", "--runs-dir", str(tmp_path), "nosuch")
+    assert out.returncode == 2 and out.stderr.strip() == f"moeconsole: no run matches 'nosuch' under {tmp_path}"
+
+
+def test_usage_errors_are_one_line_exit_2(tmp_path):
+    for args in (("kill", "a", "b"), ("runs", "bogus"), ("kill",), ("verify", "--full")):
+        out = cli(*args)
+        assert out.returncode == 2, args
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, (args, out.stderr)
+
+
+def test_unknown_run_for_kill_and_json(tmp_path):
+    for args in (("kill", "nope"), ("--json", "nope", "--once")):
+        out = cli(*args, "--runs-dir", str(tmp_path))
+        assert out.returncode == 2 and out.stderr.startswith("moeconsole: no run"), out.stderr
