@@ -14,7 +14,6 @@ from runner.ingest.files import LOG, TRAINER_STATE, resolve_log, trainer_state_e
 from runner.ingest.parser import RECORD, LogParser
 from runner.ingest.summary import render, summarize_path
 from runner.jsonio import dumps
-from runner.monitors import Monitors
 
 READ_SIZE = 4 << 20
 
@@ -24,9 +23,9 @@ def run(args: Any) -> int:
     if getattr(args, "json", False):
         _print_records(path)
         return 0
-    monitors = None if getattr(args, "no_monitors", False) else Monitors()
-    summary, stats = summarize_path(path, monitors)
-    sys.stdout.write(render(path, summary, stats, monitors_on=monitors is not None) + "\n")
+    monitors = not getattr(args, "no_monitors", False)
+    summary, stats = summarize_path(path, monitors=monitors)
+    sys.stdout.write(render(path, summary, stats, monitors_on=monitors) + "\n")
     return 0
 
 

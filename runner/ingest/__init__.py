@@ -20,6 +20,7 @@ from typing import Any
 _WHERE = {
     "LogParser": "parser", "ParseStats": "parser",
     "records_from_path": "files", "marks_from_path": "files", "iter_batches": "files", "resolve_log": "files",
+    "fold_path": "files",
     "FileTailer": "tail", "LiveTail": "tail",
     "Summary": "summary", "feed_batch": "summary", "summarize_path": "summary",
 }

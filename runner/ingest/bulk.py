@@ -8,8 +8,8 @@ exactly (other formats, save messages, eval dicts, odd values) goes through the 
 ``LogParser.process_line``, in file order, and the parser's state is kept as if it had read
 every line itself. Tests compare both paths on mixed files.
 
-``scan_file`` also splits a big file in two at a template line (the parser state after such
-a line is fully determined by the line) and reads the first part in a forked process.
+``fold_file`` also splits a big file in two at a template line (the parser state after such
+a line is fully determined by the line) and folds the first part in a forked process.
 """
 from __future__ import annotations
 
@@ -17,15 +17,13 @@ import bisect
 import os
 import pickle
 import re
-import select
 import signal
-import struct
 import tempfile
 import threading
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import itemgetter
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -618,43 +616,59 @@ def _find_split(path: str, size: int, template: Template, fraction: float) -> in
     return at + window.rfind(b"\n", 0, m.start() + 1) + 1
 
 
-# The forked reader takes the first part of the file and streams its batches; this process
-# reads the rest, hands the child's batches on as they come, and its own after them. It also
-# does the consumer's work (summary, monitors), so it takes a bit less of the file.
+# The forked child reads (and folds) the first part while this process reads the second;
+# this process then also folds its own part, so it takes a little less of the file.
 SPLIT_FRACTION = 0.55
 
 
-def scan_file(path: str, want_records: bool = False, workers: int = 2,
-              max_line_bytes: int = 1 << 20, split_min_bytes: int = SPLIT_MIN_BYTES,
+def scan_file(path: str, want_records: bool = False, max_line_bytes: int = 1 << 20,
               chunk: int = CHUNK) -> Iterator[tuple[Batch, ParseStats]]:
     """Batches of a whole file in order, each with the statistics so far (the last ones are
-    the totals). With ``workers`` >= 2 and a file of at least ``split_min_bytes``, a forked
-    child reads the first part."""
-    size = os.path.getsize(path)
-    split, template = None, None
+    the totals)."""
+    parser = LogParser(max_line_bytes)
+    scanner = ChunkScanner(parser, want_records)
+    for batch in read_range(path, 0, None, scanner, final=True, chunk=chunk):
+        yield batch, parser.stats
+
+
+def plan_split(path: str, max_line_bytes: int = 1 << 20, split_min_bytes: int = SPLIT_MIN_BYTES,
+               fraction: float = SPLIT_FRACTION) -> tuple[Template, int] | None:
+    """(template, offset of a template line near ``fraction`` of the file) when the file is
+    big enough and this process may fork; else None."""
     # fork only from a single-threaded process: a thread holding a lock at fork time (as in a
     # UI) could leave the child waiting forever
-    if workers >= 2 and size >= split_min_bytes and threading.active_count() == 1:
-        with open(path, "rb") as f:
-            head = f.read(FIRST_CHUNK)
-        template = learn_template(head, max_line_bytes)
-        if template is not None:
-            split = _find_split(path, size, template, SPLIT_FRACTION)
-    if split is None:
-        parser = LogParser(max_line_bytes)
-        scanner = ChunkScanner(parser, want_records)
-        for batch in read_range(path, 0, None, scanner, final=True, chunk=chunk):
-            yield batch, parser.stats
-        return
-    yield from _scan_split(path, split, want_records, max_line_bytes, template, chunk)
+    if threading.active_count() != 1 or os.path.getsize(path) < split_min_bytes:
+        return None
+    with open(path, "rb") as f:
+        head = f.read(FIRST_CHUNK)
+    template = learn_template(head, max_line_bytes)
+    if template is None:
+        return None
+    split = _find_split(path, os.path.getsize(path), template, fraction)
+    return None if split is None else (template, split)
 
 
-def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
-                template: Template, chunk: int) -> Iterator[tuple[Batch, ParseStats]]:
-    child = _Child(path, split, want_records, max_line_bytes, template, chunk)
-    # This part's batches wait on disk until the child's part has been handed on, so memory
-    # stays flat however long the file is.
-    spool = tempfile.TemporaryFile(prefix="moeconsole-parse-")
+def fold_file(path: str, init: Callable[[], Any], step: Callable[[Any, Batch], None],
+              want_records: bool = False, workers: int = 2, max_line_bytes: int = 1 << 20,
+              chunk: int = CHUNK, split_min_bytes: int = SPLIT_MIN_BYTES) -> tuple[Any, ParseStats]:
+    """``step(state, batch)`` for every batch of the file in order, from ``state = init()``;
+    returns (state, statistics).
+
+    With ``workers`` >= 2 a big file is cut at a template line: a forked child folds the first
+    part from a fresh state (exact: that is where the file starts) and sends the state back
+    (pickled); this process reads the second part meanwhile, then folds it onto that state.
+    If the child fails, this process folds the first part itself."""
+    plan = plan_split(path, max_line_bytes, split_min_bytes) if workers >= 2 else None
+    if plan is None:
+        state = init()
+        stats = ParseStats()
+        for batch, stats in scan_file(path, want_records, max_line_bytes, chunk):
+            step(state, batch)
+        return state, stats
+    template, split = plan
+    child = _Forked(lambda: _fold_range(path, 0, split, template, init, step, want_records,
+                                        max_line_bytes, chunk))
+    spool = tempfile.TemporaryFile(prefix="moeconsole-parse-")  # the second part waits on disk
     try:
         parser = LogParser(max_line_bytes)
         scanner = ChunkScanner(parser, want_records, template)
@@ -662,118 +676,81 @@ def _scan_split(path: str, split: int, want_records: bool, max_line_bytes: int,
         for batch in read_range(path, split, None, scanner, final=True, chunk=chunk):
             pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
             n_own += 1
-            for b in child.ready():
-                yield b, child.stats
-        for b in child.rest():
-            yield b, child.stats
-        # the child's totals shift this part's line numbers and record counts
-        base_lines, base_records = child.stats.lines, child.records_emitted
-        parser.stats.examples = [(ln + base_lines, text) for ln, text in parser.stats.examples]
-        total = ParseStats(processes=2)
-        total.merge(child.stats)
-        total.merge(parser.stats)
+        result = child.result()
+        processes = 2
+        if result is None:   # the child failed: do its part here
+            result = _fold_range(path, 0, split, template, init, step, want_records, max_line_bytes, chunk)
+            processes = 1
+        state, first_stats, first_records = result
+        # the first part's totals shift this part's line numbers and record counts
+        parser.stats.examples = [(ln + first_stats.lines, text) for ln, text in parser.stats.examples]
         spool.seek(0)
         for _ in range(n_own):
-            b = pickle.load(spool)
-            for _, mark in b.marks:
-                mark["line"] = mark.get("line", 0) + base_lines
-                mark["records_before"] = mark.get("records_before", 0) + base_records
-            yield b, total
+            batch = pickle.load(spool)
+            for _, mark in batch.marks:
+                mark["line"] = mark.get("line", 0) + first_stats.lines
+                mark["records_before"] = mark.get("records_before", 0) + first_records
+            step(state, batch)
+        total = ParseStats(processes=processes)
+        total.merge(first_stats)
+        total.merge(parser.stats)
+        return state, total
     finally:
         spool.close()
         child.close()
 
 
-class _Child:
-    """A forked reader of [0, end). It appends pickled batches to an unlinked temporary file
-    and announces each one (its length) on a pipe, so it never waits for this process."""
+def _fold_range(path: str, start: int, end: int, template: Template, init: Callable[[], Any],
+                step: Callable[[Any, Batch], None], want_records: bool, max_line_bytes: int,
+                chunk: int) -> tuple[Any, ParseStats, int]:
+    state = init()
+    parser = LogParser(max_line_bytes)
+    scanner = ChunkScanner(parser, want_records, template)
+    for batch in read_range(path, start, end, scanner, final=False, chunk=chunk):
+        step(state, batch)
+    return state, parser.stats, parser.records_emitted
 
-    def __init__(self, path: str, end: int, want_records: bool, max_line_bytes: int, template: Template,
-                 chunk: int):
-        self.data = tempfile.TemporaryFile(prefix="moeconsole-parse-")
+
+class _Forked:
+    """``fn()`` run in a forked child; ``result()`` is its return value (pickled through a
+    pipe), or None if the child failed."""
+
+    def __init__(self, fn: Callable[[], Any]):
         r, w = os.pipe()
         pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            _child_main(w, self.data.fileno(), path, end, want_records, max_line_bytes, template, chunk)
+        if pid == 0:  # the child: never returns into the caller
+            code = 1
+            try:
+                os.close(r)
+                blob = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(w, "wb") as out:
+                    out.write(blob)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the parent notices and does the work itself
+                pass
+            finally:
+                os._exit(code)
         os.close(w)
         self.pid: int | None = pid
         self.fd = os.fdopen(r, "rb")
-        self.offset = 0            # next message in the data file
-        self.stats = ParseStats()
-        self.records_emitted = 0
-        self.done = False
 
-    def _message(self) -> Batch | None:
-        head = self.fd.read(8)
-        if len(head) != 8:
-            raise RuntimeError("the bulk reader process ended early")
-        size = struct.unpack("<Q", head)[0]
-        blob = os.pread(self.data.fileno(), size, self.offset)
-        self.offset += size
-        kind, payload = pickle.loads(blob)
-        if kind == "batch":
-            return payload
-        if kind == "end":
-            self.stats, self.records_emitted = payload
-            self.done = True
+    def result(self) -> Any:
+        blob = self.fd.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        if os.waitstatus_to_exitcode(status) != 0 or not blob:
             return None
-        raise RuntimeError(f"the bulk reader process failed: {payload}")
-
-    def ready(self) -> Iterator[Batch]:
-        """Batches already announced, without waiting."""
-        while not self.done and select.select([self.fd], [], [], 0)[0]:
-            b = self._message()
-            if b is not None:
-                yield b
-
-    def rest(self) -> Iterator[Batch]:
-        while not self.done:
-            b = self._message()
-            if b is not None:
-                yield b
+        try:
+            return pickle.loads(blob)
+        except Exception:  # noqa: BLE001 - a torn result: treat as a failed child
+            return None
 
     def close(self) -> None:
         self.fd.close()
-        self.data.close()
         if self.pid is not None:
-            if not self.done:
-                try:
-                    os.kill(self.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             os.waitpid(self.pid, 0)
             self.pid = None
-
-
-def _child_main(w: int, data_fd: int, path: str, end: int, want_records: bool, max_line_bytes: int,
-                template: Template, chunk: int) -> None:
-    """Runs in the forked child; never returns."""
-    code = 0
-    note = os.fdopen(w, "wb", buffering=0)
-
-    def send(kind: str, payload: Any) -> None:
-        blob = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
-        view = memoryview(blob)
-        while view:
-            view = view[os.write(data_fd, view):]
-        note.write(struct.pack("<Q", len(blob)))
-
-    try:
-        parser = LogParser(max_line_bytes)
-        scanner = ChunkScanner(parser, want_records, template)
-        for batch in read_range(path, 0, end, scanner, final=False, chunk=chunk):
-            send("batch", batch)
-        send("end", (parser.stats, parser.records_emitted))
-    except BaseException as exc:  # noqa: BLE001 - report, never return into the caller
-        code = 1
-        try:
-            send("error", f"{type(exc).__name__}: {exc}")
-        except BaseException:  # noqa: BLE001
-            pass
-    finally:
-        try:
-            note.close()
-        except BaseException:  # noqa: BLE001
-            pass
-        os._exit(code)

@@ -10,10 +10,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from runner.errors import InputError
-from runner.ingest.bulk import Batch, batch_from_events, concat_batches, scan_file
+from runner.ingest.bulk import Batch, batch_from_events, concat_batches, fold_file, scan_file
 from runner.ingest.parser import MARK, RECORD, ParseStats
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
 
@@ -99,8 +99,7 @@ def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
     return events, stats
 
 
-def iter_batches(path: str | os.PathLike, want_records: bool = False,
-                 workers: int = 2) -> Iterator[tuple[Batch, ParseStats]]:
+def iter_batches(path: str | os.PathLike, want_records: bool = False) -> Iterator[tuple[Batch, ParseStats]]:
     """Record batches of any supported path, in order; the last stats are the totals."""
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
@@ -108,7 +107,22 @@ def iter_batches(path: str | os.PathLike, want_records: bool = False,
         yield batch_from_events(events, want_records), stats
         return
     try:
-        yield from scan_file(str(real), want_records=want_records, workers=workers)
+        yield from scan_file(str(real), want_records=want_records)
+    except OSError as exc:
+        raise InputError(f"{real}: {exc.strerror or exc}") from None
+
+
+def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[Any, Batch], None],
+              workers: int = 2) -> tuple[Any, ParseStats]:
+    """``fold_file`` for any supported path (two processes for a big log file)."""
+    real, kind = resolve_log(path)
+    if kind == TRAINER_STATE:
+        events, stats = trainer_state_events(real)
+        state = init()
+        step(state, batch_from_events(events, False))
+        return state, stats
+    try:
+        return fold_file(str(real), init, step, workers=workers)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
 
@@ -116,7 +130,7 @@ def iter_batches(path: str | os.PathLike, want_records: bool = False,
 def records_from_path(path: str | os.PathLike) -> tuple[list[dict], ParseStats]:
     """All metric records of a log, logging.jsonl, trainer_state.json or directory."""
     batches, stats = [], ParseStats()
-    for batch, stats in iter_batches(path, want_records=True, workers=1):
+    for batch, stats in iter_batches(path, want_records=True):
         batches.append(batch)
     if not batches:
         return [], stats
@@ -126,4 +140,4 @@ def records_from_path(path: str | os.PathLike) -> tuple[list[dict], ParseStats]:
 
 def marks_from_path(path: str | os.PathLike) -> list[dict]:
     """Checkpoint saves, attempt markers, eval results of a past log, in order."""
-    return [m for batch, _ in iter_batches(path, want_records=False, workers=1) for _, m in batch.marks]
+    return [m for batch, _ in iter_batches(path, want_records=False) for _, m in batch.marks]

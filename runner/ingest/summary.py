@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from runner.monitors import Monitors, fmt_num, records_to_arrays
+from runner.monitors import Monitors, Thresholds, fmt_num, records_to_arrays
 
 MAX_LISTED_ALERTS = 10
 
@@ -187,12 +187,17 @@ def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
             monitors.reset()
 
 
-def summarize_path(path: Any, monitors: Monitors | None, workers: int = 2) -> tuple[Summary, Any]:
-    """Summary and parse statistics of any supported path (see runner.ingest.files)."""
-    from runner.ingest.files import iter_batches
-    from runner.ingest.parser import ParseStats
+def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bool = True,
+                   workers: int = 2) -> tuple[Summary, Any]:
+    """Summary (with the monitors' alerts unless ``monitors`` is False) and parse statistics
+    of any supported path (see runner.ingest.files); a big log is read by two processes."""
+    from runner.ingest.files import fold_path
 
-    summary, stats = Summary(), ParseStats()
-    for batch, stats in iter_batches(path, workers=workers):
-        feed_batch(summary, monitors, batch)
+    def init() -> tuple[Summary, Monitors | None]:
+        return Summary(), (Monitors(thresholds) if monitors else None)
+
+    def step(state: tuple[Summary, Monitors | None], batch: Any) -> None:
+        feed_batch(state[0], state[1], batch)
+
+    (summary, _), stats = fold_path(path, init, step, workers=workers)
     return summary, stats

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from runner.ingest import LogParser
-from runner.ingest.bulk import concat_batches, scan_file
+import os
+
+from runner.ingest.bulk import concat_batches, fold_file, scan_file
 from runner.ingest.summary import Summary, feed_batch
 from runner.jsonio import dumps
 from runner.monitors import Monitors, Thresholds
@@ -88,12 +90,16 @@ def mixed(tmp_path_factory):
     return path
 
 
+def fold_batches(path, workers: int, want_records: bool = True):
+    batches, stats = fold_file(str(path), list, list.append, want_records=want_records, workers=workers,
+                               split_min_bytes=0, chunk=48 << 10)
+    return concat_batches(batches), stats
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_fast_path_records_marks_and_stats_equal_the_parser(mixed, workers):
     recs, marks, (stats, _) = general(mixed)
-    out = list(scan_file(str(mixed), want_records=True, workers=workers, split_min_bytes=0, chunk=48 << 10))
-    batch = concat_batches([b for b, _ in out])
-    fast_stats = out[-1][1]
+    batch, fast_stats = fold_batches(mixed, workers)
     assert fast_stats.processes == workers      # the two-process path really ran
     assert len(batch.records) == len(recs) > 3000
     assert all(S.same_record(a, b) for a, b in zip(recs, batch.records))
@@ -141,9 +147,10 @@ def general_summary(path) -> tuple[dict, list[dict]]:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_fast_summary_and_alerts_equal_the_reference(mixed, workers):
     want, want_alerts = general_summary(mixed)
-    mon, summary = Monitors(Thresholds(mem_capacity_gib=38.0)), Summary()
-    for batch, _ in scan_file(str(mixed), workers=workers, split_min_bytes=0, chunk=48 << 10):
-        feed_batch(summary, mon, batch)
+    (summary, _), stats = fold_file(
+        str(mixed), lambda: (Summary(), Monitors(Thresholds(mem_capacity_gib=38.0))),
+        lambda st, batch: feed_batch(st[0], st[1], batch), workers=workers, split_min_bytes=0, chunk=48 << 10)
+    assert stats.processes == workers
     assert summary.to_dict() == want
     assert dumps(summary.alerts) == dumps(want_alerts[:len(summary.alerts)])   # NaN-safe compare
     rules = {a["rule"] for a in want_alerts}
@@ -171,21 +178,40 @@ def test_no_fork_from_a_threaded_process_and_no_child_left(mixed):
     t = threading.Thread(target=stop.wait)
     t.start()
     try:
-        *_, (_, stats) = scan_file(str(mixed), workers=2, split_min_bytes=0, chunk=48 << 10)
-        assert stats.processes == 1
+        assert fold_batches(mixed, 2, want_records=False)[1].processes == 1
     finally:
         stop.set()
         t.join()
-    *_, (_, stats) = scan_file(str(mixed), workers=2, split_min_bytes=0, chunk=48 << 10)
-    assert stats.processes == 2
+    assert fold_batches(mixed, 2, want_records=False)[1].processes == 2
     assert psutil.Process().children() == []
 
 
-def test_stopping_early_ends_the_child(mixed):
+def test_a_failing_child_is_replaced_by_this_process(mixed):
+    """The child dies half way: the parent folds the first part itself, same result."""
     import psutil
 
-    gen = scan_file(str(mixed), workers=2, split_min_bytes=0, chunk=16 << 10)
-    next(gen)
-    assert len(psutil.Process().children()) == 1
-    gen.close()                                      # the consumer gives up (Ctrl-C, error)
+    parent = os.getpid()
+    want, _ = fold_batches(mixed, 1)
+
+    def step(state: list, batch) -> None:
+        if os.getpid() != parent and len(state) > 3:
+            raise MemoryError("simulated")
+        state.append(batch)
+
+    batches, stats = fold_file(str(mixed), list, step, want_records=True, workers=2, split_min_bytes=0,
+                               chunk=48 << 10)
+    got = concat_batches(batches)
+    assert stats.processes == 1
+    assert len(got.records) == len(want.records) and all(S.same_record(a, b) for a, b in zip(got.records, want.records))
+    assert psutil.Process().children() == []
+
+
+def test_an_error_in_this_process_ends_the_child(mixed):
+    import psutil
+
+    def step(state: list, batch) -> None:
+        raise KeyError("consumer bug")
+
+    with pytest.raises(KeyError):
+        fold_file(str(mixed), list, step, workers=2, split_min_bytes=0, chunk=48 << 10)
     assert psutil.Process().children() == []
