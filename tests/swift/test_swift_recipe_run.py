@@ -11,7 +11,7 @@ from safetensors import safe_open
 
 from runner.checkpoints.discover import find_checkpoints
 from runner.checkpoints.watch import latest_good
-from tests.swift.swift_helpers import TIMEOUT, Run, require_swift, start
+from tests.swift.swift_helpers import Run, require_swift, start
 
 MAX_STEPS = 30      # the recipe's --max_steps
 SAVE_STEPS = 10     # the recipe's --save_steps
