@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench swift-env clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,5 +26,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
+# Optional: real ms-swift 4.6 in its own environment for recipes/swift-tiny-cpu.yaml and tests/swift.
+swift-env:
+	scripts/swift-env.sh
+
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) .venv-swift .swift-tiny *.egg-info

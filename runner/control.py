@@ -28,13 +28,36 @@ class ControlError(Exception):
     """No runner answered (not running, socket missing, or timed out)."""
 
 
+MAX_SUN_PATH = 104  # sockaddr_un holds 108 bytes on Linux (104 on BSDs); keep to the smaller
+
+
+class _ShortPath:
+    """A socket path short enough for sockaddr_un: a deep runs directory is reached through
+    /proc/self/fd/N of the directory, which names the same place in a few bytes."""
+
+    def __init__(self, path: str) -> None:
+        self.fd: int | None = None
+        self.path = path
+        if len(os.fsencode(path)) >= MAX_SUN_PATH:
+            parent, name = os.path.split(path)
+            self.fd = os.open(parent or ".", os.O_PATH | os.O_DIRECTORY)
+            self.path = f"/proc/self/fd/{self.fd}/{name}"
+
+    def __enter__(self) -> str:
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
 def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
-    sock_path = str(sock_path)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         try:
-            s.connect(sock_path)
+            with _ShortPath(str(sock_path)) as short:
+                s.connect(short)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise ControlError(f"no runner is listening on {sock_path} ({exc.strerror})") from None
         s.sendall(json.dumps(request).encode() + b"\n")
@@ -71,7 +94,8 @@ def listen(sock_path: Path | str) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        s.bind(sock_path)
+        with _ShortPath(sock_path) as short:
+            s.bind(short)
     finally:
         os.umask(old)
     os.chmod(sock_path, 0o600)

@@ -37,6 +37,8 @@ def check_executable(recipe: dict) -> list[Problem]:
     exe = recipe["command"][0]
     if exe == "{python}":
         return _check_python_module(recipe)
+    # Placeholders known before launch are filled; run-time ones ({run_dir}) cannot be checked.
+    exe = recipes.fill(exe, {"recipe_dir": recipe.get("_recipe_dir", "")})
     if "{" in exe:
         return []
     if os.sep in exe:

@@ -140,25 +140,35 @@ class ProcessTree:
     def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
         """Send ``sig`` to the process group and to every tracked process whose start time
         still matches. Returns the PIDs signalled."""
-        sent: list[int] = []
+        targets = procs if procs is not None else {p: t.start_time for p, t in self.procs.items()}
+        targets = {pid: c for pid, c in targets.items() if pid not in (0, 1, os.getpid()) and same_process(pid, c)}
+        sent: set[int] = set()
         if self.pgid and self.pgid > 1 and self.pgid != os.getpgid(0):
             try:
                 os.killpg(self.pgid, sig)
+                sent.update(pid for pid in targets if _pgid(pid) == self.pgid)
             except (ProcessLookupError, PermissionError):
                 pass
-        targets = procs if procs is not None else {p: t.start_time for p, t in self.procs.items()}
         for pid, created in targets.items():
-            if pid in (0, 1, os.getpid()) or not same_process(pid, created):
+            # Members of the group got it already; a re-check keeps a reused PID out.
+            if pid in sent or not same_process(pid, created):
                 continue
             try:
                 os.kill(pid, sig)
-                sent.append(pid)
+                sent.add(pid)
             except (ProcessLookupError, PermissionError):
                 continue
-        return sent
+        return sorted(sent)
 
     def to_list(self) -> list[dict]:
         return [t.to_dict() for t in self.procs.values()]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def reap_children() -> dict[int, int]:

@@ -160,6 +160,24 @@ def _check_hf(d: Path, layout: str, found: _Findings) -> None:
             found.problems.append(("missing_config", f"{MODEL_CONFIG} is missing next to the model weights"))
     if not weights and not pickles and layout != "hf_adapter" and not indexes:
         found.problems.append(("empty_stub", "directory holds no weight files"))
+    _check_trainer_state(d, files_on_disk, found)
+
+
+TRAINER_RESUME_FILES = ("optimizer.pt", "scheduler.pt", "training_args.bin")
+
+
+def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings) -> None:
+    """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
+    trainer_state.json, which the Trainer writes last: without it the save was cut short and a
+    resume from here fails (FileNotFoundError) on every attempt."""
+    if not any(f in files_on_disk for f in TRAINER_RESUME_FILES):
+        return
+    state, err = _read_json(d / "trainer_state.json")
+    if err:
+        found.problems.append(("incomplete", err))
+    elif state is None:
+        found.problems.append(("incomplete", "trainer_state.json is missing (written last by the Trainer: "
+                                             "the save was cut short, and resuming from it fails)"))
 
 
 def _check_pickles(d: Path, pickles: list[Path], found: _Findings) -> None:

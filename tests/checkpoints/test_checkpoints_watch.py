@@ -12,6 +12,7 @@ import time
 
 from runner.checkpoints.discover import find_checkpoints
 from runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current, write_sidecar
+from runner.checkpoints.verify import verify_checkpoint
 from runner.checkpoints.watch import CheckpointWatcher, latest_good
 
 
@@ -221,3 +222,16 @@ def test_watch_poll_cost_is_a_listing(mk, tmp_path):
 def _rchar() -> int:
     with open("/proc/self/io") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def test_trainer_checkpoint_cut_short_before_trainer_state_is_never_resumed(mk, tmp_path):
+    # The HF Trainer writes trainer_state.json last: a kill during the save leaves weights,
+    # optimizer and args but no state, and ms-swift's resume then fails on every attempt.
+    out = tmp_path / "out"
+    good = mk.demo(out / "checkpoint-20", 20)
+    cut = mk.demo(out / "checkpoint-25", 25)
+    (cut / "trainer_state.json").unlink()
+    v = verify_checkpoint(cut)
+    assert not v.ok and v.verdict == "incomplete" and "trainer_state.json" in v.reason
+    assert verify_checkpoint(good).ok
+    assert latest_good(out).path == good

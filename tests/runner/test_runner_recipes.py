@@ -86,3 +86,35 @@ def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
     st = third.wait_status("failed", "succeeded", timeout=90)
     assert st["status"] == "succeeded"
     assert third.events("attempt_start")[0]["resumed_from"].endswith("checkpoint-8")
+
+
+def test_control_socket_works_under_a_deep_runs_directory(tmp_path):
+    # sockaddr_un holds about 108 bytes; a deep runs directory must still get a socket.
+    from runner import control
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5)
+    deep.mkdir(parents=True)
+    path = deep / "control.sock"
+    assert len(str(path)) > 120
+    server = control.listen(path)
+    try:
+        import threading
+        def answer():
+            import select
+            select.select([server], [], [], 5)
+            conn, _ = server.accept()
+            req = control.read_request(conn)
+            control.reply(conn, {"ok": True, "echo": req["cmd"]})
+        t = threading.Thread(target=answer)
+        t.start()
+        assert control.send(path, {"cmd": "status"}, timeout=5) == {"ok": True, "echo": "status"}
+        t.join()
+        assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        server.close()
+
+
+def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft]\n")
+    out = harness.cli("lint", str(p))
+    assert out.returncode == 1 and "executable_missing" in out.stdout and "missing-venv" in out.stdout
