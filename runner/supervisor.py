@@ -397,7 +397,7 @@ class Supervisor:
             if self.pidfd is not None and pidfd_registered != self.pidfd:
                 sel.register(self.pidfd, selectors.EVENT_READ, "pidfd")
                 pidfd_registered = self.pidfd
-            for key, _ in sel.select(timeout=LOOP_TICK_S):
+            for key, _ in sel.select(timeout=self._next_wakeup()):
                 if key.data == "wake":
                     try:
                         while os.read(rfd, 512):
@@ -414,6 +414,16 @@ class Supervisor:
             self.tick()
         self.flush_state(force=True)
         sel.close()
+
+    def _next_wakeup(self) -> float:
+        """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
+        now = time.time()
+        due = [LOOP_TICK_S]
+        if self.kill and not self.kill.escalated and self.kill.deadline > now:
+            due.append(self.kill.deadline - now)
+        if self.cooldown and self.cooldown.earliest > now:
+            due.append(self.cooldown.earliest - now)
+        return max(0.001, min(due))
 
     def _on_runner_signal(self, signum, _frame) -> None:
         # Stopping the runner leaves training alive: a new runner adopts it.
@@ -443,8 +453,9 @@ class Supervisor:
             self._progress_kill(now)
         elif self.leader_exited:
             self._after_exit()
-        if self.cooldown and self.state.get("status") == COOLDOWN and \
-                self._every("cooldown", float(self.recipe["cooldown"]["poll_s"])):
+        if self.cooldown and self.state.get("status") == COOLDOWN and (
+                self._every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
+                or (now >= self.cooldown.earliest and not self.cooldown.waiting_on)):
             self._progress_cooldown(now)
         self.flush_state()
 
