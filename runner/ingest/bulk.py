@@ -618,7 +618,7 @@ def _find_split(path: str, size: int, template: Template, fraction: float) -> in
 
 # The forked child reads (and folds) the first part while this process reads the second;
 # this process then also folds its own part, so it takes a little less of the file.
-SPLIT_FRACTION = 0.55
+SPLIT_FRACTION = 0.52
 
 
 def scan_file(path: str, want_records: bool = False, max_line_bytes: int = 1 << 20,

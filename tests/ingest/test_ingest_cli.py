@@ -78,10 +78,14 @@ def test_json_mode_on_a_trainer_state(tmp_path):
     state = {"global_step": 20, "max_steps": 20, "log_history": [
         {"epoch": 0.5, "grad_norm": 0.5, "learning_rate": 1e-5, "loss": 1.25, "step": 10},
         {"epoch": 1.0, "grad_norm": 0.4, "learning_rate": 1e-5, "loss": 1.0, "step": 20}]}
-    path = tmp_path / "trainer_state.json"
+    ckpt = tmp_path / "checkpoint-20"
+    ckpt.mkdir()
+    path = ckpt / "trainer_state.json"
     path.write_text(json.dumps(state, indent=2, sort_keys=True))
     rows = [json.loads(x) for x in parse_cli(str(path), "--json").stdout.splitlines()]
     assert [(r["step"], r["loss"], r["src"]) for r in rows] == [(10, 1.25, "hf_state"), (20, 1.0, "hf_state")]
+    out = parse_cli(str(ckpt)).stdout                # the checkpoint directory, summary mode
+    assert "formats      hf_state (2)" in out and "steps        10 -> 20 of 20 (2 records)" in out
 
 
 def test_garbage_is_not_an_error(tmp_path):
