@@ -20,6 +20,6 @@ def run(args) -> int:
         sys.stdout.flush()
         if args.once:
             return 0
-        if snap.run.get("status") in rundir.TERMINAL and not args.run:
-            return 0
+        if snap.run.get("status") in rundir.TERMINAL:
+            return 0  # the last snapshot of a finished run has been printed
         time.sleep(interval)

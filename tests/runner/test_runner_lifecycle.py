@@ -66,7 +66,21 @@ def test_json_once_prints_one_snapshot(harness):
     assert snap["run"]["step"] >= 3 and snap["last_metrics"]["step"] >= 3
     assert any(e["type"] == "attempt_start" for e in snap["events"])
     assert [p["role"] for p in snap["run"]["pids"]].count("leader") == 1
-    harness.cli("kill", run.id, check=True)
+    # Streaming: one snapshot per interval, steps moving, until the run ends.
+    import subprocess
+    stream = subprocess.Popen([sys.executable, "-m", "console.cli", "--json", run.id, "--interval", "0.2",
+                               "--no-gpu", "--runs-dir", str(harness.runs_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        snaps = [json.loads(stream.stdout.readline()) for _ in range(4)]
+        assert snaps[-1]["t"] > snaps[0]["t"] and snaps[-1]["run"]["step"] >= snaps[0]["run"]["step"]
+        harness.cli("kill", run.id, check=True)
+        rest = [json.loads(l) for l in stream.stdout]  # ends by itself once the run is over
+        assert stream.wait(timeout=10) == 0
+        assert rest[-1]["run"]["status"] == "killed"
+    finally:
+        if stream.poll() is None:
+            stream.kill()
+            stream.wait()
 
 
 def test_clean_kill_of_a_tree_that_ignores_sigterm_escalates_after_grace(harness, tmp_path):
