@@ -23,7 +23,7 @@ from runner.ingest import formats
 from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
 
-METRIC_HINTS = ("loss", "grad_norm", "grad norm", "iteration", "learning_rate", "tok/s")
+_STEP_WORDS = ("step", "iter")
 MAX_EXAMPLES = 5
 
 RECORD, MARK = "record", "mark"
@@ -37,7 +37,7 @@ class ParseStats:
     mark_lines: int = 0       # checkpoint saves, attempt markers, eval results, ...
     ignored_lines: int = 0    # understood but carrying nothing: progress bars, other memory reports
     unparsed_lines: int = 0   # non-blank lines not understood
-    suspect_lines: int = 0    # ... of which looked like metrics (a dict, 'loss', 'iteration')
+    suspect_lines: int = 0    # ... of which looked like metrics (a dict; a step and a loss)
     overlong_lines: int = 0   # ... of which were longer than the cap
     formats: Counter = field(default_factory=Counter)
     examples: list = field(default_factory=list)   # (line number, text) of suspect lines
@@ -57,6 +57,13 @@ class ParseStats:
                 "ignored_lines": self.ignored_lines, "unparsed_lines": self.unparsed_lines,
                 "suspect_lines": self.suspect_lines, "overlong_lines": self.overlong_lines,
                 "formats": dict(self.formats), "examples": [list(e) for e in self.examples]}
+
+
+def looks_like_metrics(text: str) -> bool:
+    """A line not understood that a user would expect to be read: a step and a loss with
+    numbers (argument dumps such as ``loss_type=None,`` are not)."""
+    low = text.lower()
+    return "loss" in low and any(w in low for w in _STEP_WORDS) and any(c.isdigit() for c in text)
 
 
 class LogParser:
@@ -191,7 +198,7 @@ class LogParser:
                 rec = record_from_mapping(mapping, src)
                 if rec is not None:
                     return events + self._record(rec, rank)
-        self._unparsed(text, suspect=any(h in text for h in METRIC_HINTS))
+        self._unparsed(text, suspect=looks_like_metrics(text))
         return events
 
     def _object(self, text: str, rank: int | None) -> list[Event]:

@@ -185,3 +185,11 @@ def test_reset_partial_drops_an_unfinished_line():
     p.reset_partial()
     (r,) = p.feed(b"step: 4  loss: 2.0  grad_norm: 0.5\n")
     assert r["step"] == 4 and p.stats.lines == 1
+
+
+def test_only_lines_that_look_like_metrics_are_suspect():
+    p = LogParser()
+    p.feed(b"    loss_type=None,\n    learning_rate=0.005,\n[INFO:swift] run sh: `python sft.py`\n"
+           b"step 5: the loss went up\n")
+    assert p.stats.unparsed_lines == 4 and p.stats.suspect_lines == 1
+    assert p.stats.examples == [(4, "step 5: the loss went up")]
