@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import math
 import os
 import selectors
 import signal
@@ -87,6 +88,7 @@ class Supervisor:
         self.next_env: dict[str, str] = {}
         self.port_override: int | None = None
         self._timers: dict[str, float] = {}
+        self.saved_marks: dict[str, bool] = {}  # checkpoint dir name -> saved during an excursion
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -473,45 +475,67 @@ class Supervisor:
                 break
 
     def _read_log(self) -> bool:
+        resets = self.tailer.resets
         data = self.tailer.read_new()
+        if self.tailer.resets != resets:
+            self.parser.reset_partial()  # truncated or replaced: the old unfinished line is gone
         if not data:
             return False
         self.last_output = time.time()
         self._keep_tail(data)
-        records = self.parser.feed(data)
-        for mark in self.parser.take_marks():
-            if mark.get("kind") == "checkpoint_saved" and self.ckpt_watcher:
-                self._timers["ckpt"] = 0.0  # look now
-        attempt = self.state.get("attempt")
-        for rec in records:
-            step = rec.get("step")
-            if not isinstance(step, int):
-                continue
-            if self.last_step_written is not None and step <= self.last_step_written:
-                continue  # a duplicate after adoption, or a repeated line: never written twice
-            self.last_step_written = step
-            jsonio.append_jsonl(self.run.metrics, {"v": jsonio.SCHEMA_VERSION, "t": time.time(),
-                                                   "attempt": attempt, **rec})
-            self.attempt_steps += 1
-            if self.attempt_first_step is None:
-                self.attempt_first_step = step
-            self.last_progress = time.time()
-            loss = jsonio.as_float(rec.get("loss"))
-            fields = {"step": step}
-            if rec.get("max_steps"):
-                fields["max_steps"] = rec["max_steps"]
-            if loss is not None and loss == loss and abs(loss) != float("inf"):
-                fields["last_loss"] = loss
-                fields["min_loss"] = min(loss, self.state.get("min_loss") or loss)
-            if rec.get("step_time_s") is not None:
-                fields["step_time_s"] = rec["step_time_s"]
-            self.set(**fields)
-            for a in self.monitors.observe(rec):
-                self.run.event("alert", attempt=attempt, **a)
-                if a.get("level") == "critical" and a.get("rule") == "non_finite" and not self.kill \
-                        and not self.leader_exited:
-                    self._start_kill("divergence")
+        events = self.parser.feed_events(data) + self.parser.release_events()
+        for kind, obj in events:
+            if kind == "mark":
+                self._on_mark(obj)
+            else:
+                self._on_record(obj)
         return True
+
+    def _on_mark(self, mark: dict) -> None:
+        if mark.get("kind") != "checkpoint_saved":
+            return
+        # Judged now, in log order with the steps: at verification the excursion may be over.
+        alerts = self.monitors.on_checkpoint(mark.get("step"), mark.get("path"))
+        for a in alerts:
+            self.run.event("alert", attempt=self.state.get("attempt"), **a)
+        if mark.get("path"):
+            self.saved_marks[os.path.basename(str(mark["path"]).rstrip("/"))] = bool(alerts)
+        if self.ckpt_watcher:
+            self._timers["ckpt"] = 0.0  # look now
+
+    def _on_record(self, rec: dict) -> None:
+        step = rec.get("step")
+        if not isinstance(step, int):
+            return
+        attempt = self.state.get("attempt")
+        extra_of_step = rec.get("src") == "megatron_mem" and step == self.last_step_written
+        if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
+            return  # a duplicate after adoption, or a repeated line: never written twice
+        jsonio.append_jsonl(self.run.metrics, {"v": jsonio.SCHEMA_VERSION, "t": time.time(),
+                                               "attempt": attempt, **rec})
+        for a in self.monitors.observe(rec):
+            self.run.event("alert", attempt=attempt, **a)
+            if a.get("level") == "critical" and a.get("rule") == "non_finite" and not self.kill \
+                    and not self.leader_exited:
+                self._start_kill("divergence")
+        if extra_of_step:
+            return
+        self.last_step_written = step
+        self.attempt_steps += 1
+        if self.attempt_first_step is None:
+            self.attempt_first_step = step
+        self.last_progress = time.time()
+        loss = jsonio.as_float(rec.get("loss"))
+        fields: dict = {"step": step}
+        if rec.get("max_steps"):
+            fields["max_steps"] = rec["max_steps"]
+        if loss is not None and math.isfinite(loss):
+            fields["last_loss"] = loss
+            prev = self.state.get("min_loss")
+            fields["min_loss"] = loss if prev is None else min(loss, prev)
+        if rec.get("step_time_s") is not None:
+            fields["step_time_s"] = rec["step_time_s"]
+        self.set(**fields)
 
     def _keep_tail(self, data: bytes) -> None:
         text = self._partial + data.decode("utf-8", "replace")
@@ -557,8 +581,11 @@ class Supervisor:
         from runner.checkpoints.verify import verify_checkpoint
         for ck in ready:
             v = verify_checkpoint(ck.path)
-            suspect_alerts = self.monitors.on_checkpoint(ck.step, str(ck.path)) if v.ok else []
-            suspect = bool(suspect_alerts)
+            if ck.path.name in self.saved_marks:
+                suspect, suspect_alerts = self.saved_marks[ck.path.name], []
+            else:  # the log named no save for it: judge by the monitors' state now
+                suspect_alerts = self.monitors.on_checkpoint(ck.step, str(ck.path)) if v.ok else []
+                suspect = bool(suspect_alerts)
             rec = v.to_dict()
             self.run.event("checkpoint", path=str(ck.path), step=ck.step, verdict=rec.get("verdict"), ok=v.ok,
                            reason=rec.get("reason"), suspect=suspect, tensors=rec.get("tensors"),

@@ -107,3 +107,15 @@ def test_restart_cap_fails_the_run(harness):
     st = run.wait_status("failed", "succeeded", "paused", timeout=120)
     assert st["status"] == "failed" and st["attempt"] == 3
     assert [a for a in run.events("alert") if a["rule"] == "restart_policy"]
+
+
+def test_checkpoint_saved_during_a_grad_norm_spike_is_suspect(harness):
+    run = harness.start(harness.recipe(command=_demo("spike@16", max_steps=20, save_steps=4)))
+    st = run.wait_status("succeeded", "failed", "paused", timeout=90)
+    assert st["status"] == "succeeded"
+    spikes = [a for a in run.events("alert") if a["rule"] == "grad_norm_spike"]
+    assert spikes and spikes[0]["step"] == 16 and spikes[0]["level"] == "critical"
+    cks = {os.path.basename(e["path"]): e for e in run.events("checkpoint")}
+    assert cks["checkpoint-16"]["suspect"] is True and cks["checkpoint-16"]["ok"] is True
+    assert cks["checkpoint-12"]["suspect"] is False and cks["checkpoint-20"]["suspect"] is False
+    assert [a for a in run.events("alert") if a["rule"] == "checkpoint_in_excursion"]

@@ -173,3 +173,31 @@ def test_restart_resumes_from_latest_verified_checkpoint(harness):
     assert not (run.path / "crashes" / "attempt-1.json").exists(), "a requested restart is not a crash"
     harness.cli("kill", run.id, check=True)
     assert _tree_gone(run)
+
+
+def test_megatron_log_records_include_memory_reports(harness, tmp_path):
+    script = tmp_path / "megatron_like.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        for i in range(1, 4):
+            print(f" [2026-01-02 03:04:0{i}.000001] iteration {i:8d}/{3:8d} | consumed samples: {64*i:12d} |"
+                  f" elapsed time per iteration (ms): 1834.6 | learning rate: 3.000000E-05 |"
+                  f" global batch size:    64 | lm loss: {3.0 - i * 0.1:.6E} | loss scale: 1.0 |"
+                  f" grad norm: 0.877 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+                  flush=True)
+            if i == 1:
+                for r in (0, 4):
+                    print(f"[Rank {r}] (after 1 iterations) memory (MB) | allocated: 20480.00 | "
+                          f"max allocated: 57344.00 | reserved: 61440.00 | max reserved: {61440 + r * 1024:.2f}",
+                          flush=True)
+            time.sleep(0.05)
+    """))
+    run = harness.start(harness.recipe(command=["{python}", str(script)], checkpoints={"dir": None},
+                                       resume={"arg": None}))
+    run.wait_status("succeeded", timeout=60)
+    recs = run.metrics()
+    steps = [(m["step"], m["src"]) for m in recs]
+    assert [s for s, src in steps if src == "megatron"] == [1, 2, 3]
+    mem = [m for m in recs if m["src"] == "megatron_mem"]
+    assert len(mem) == 1 and mem[0]["step"] == 1 and abs(mem[0]["mem_gib"] - 64.0) < 0.01
+    assert run.state()["max_steps"] == 3 and abs(run.state()["last_loss"] - 2.7) < 1e-9
