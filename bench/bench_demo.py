@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from benchlib import timings
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -37,15 +38,6 @@ def p99(xs: list[float]) -> float:
     return s[min(len(s) - 1, int(round(0.99 * (len(s) - 1))))]
 
 
-def timings(fn: Callable[[], object], n: int, warmup: int = 3) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def env() -> dict[str, str]:

@@ -31,26 +31,15 @@ from runner.telemetry.gpu import get_backend  # noqa: E402
 from runner.telemetry.host import host_snapshot  # noqa: E402
 from runner.telemetry.procs import find_blockers  # noqa: E402
 from tests.fakes.nvml import SCENARIO_ENV, FakeProc, build_fake_nvml, write_scenario  # noqa: E402
+from benchlib import p99, timings
 
 N_GPUS = 8
 RANKS_PER_GPU = 2
 PORT = 29500
 
 
-def timings(fn: Callable[[], object], n: int, warmup: int = 5) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
-def p99(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(round(0.99 * (len(s) - 1))))]
 
 
 def ms(x: float) -> str:

@@ -37,25 +37,14 @@ import numpy as np  # noqa: E402
 from runner.checkpoints.safetensors_file import check_safetensors  # noqa: E402
 from runner.checkpoints.scan import hash_file  # noqa: E402
 from runner.checkpoints.verify import verify_checkpoint  # noqa: E402
+from benchlib import p99, timings
 
 GB = 1 << 30
 HEADER_TENSORS = 5000
 
 
-def timings(fn: Callable[[], object], n: int, warmup: int = 3) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
-def p99(xs: list[float]) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(round(0.99 * (len(s) - 1))))]
 
 
 def moe_shard_header(total_bytes: int, n: int = HEADER_TENSORS) -> bytes:
