@@ -28,17 +28,34 @@ def _vt(v: str | None) -> tuple[int, ...]:
     return tuple(out)
 
 
-def known_bad(versions: dict[str, str | None]) -> list[dict]:
-    """Combinations documented to break (see shared formats/swift notes); each with the reason."""
+def requirement_conflicts(versions: dict[str, str | None], requires: dict[str, list[str]]) -> list[dict]:
+    """Each installed package's own declared requirements, checked against what is installed:
+    e.g. ms-swift 4.6.0 declares transformers<5.20.0, so transformers 5.21 is a known-bad pair."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    installed = {canonicalize_name(k): v for k, v in versions.items() if v}
     out = []
-    swift, tf = versions.get("ms-swift"), versions.get("transformers")
-    if swift and tf:
-        if _vt(swift) >= (4,) and _vt(tf) >= (5, 17):
-            out.append({"level": "error", "rule": "swift4_transformers",
-                        "message": f"ms-swift {swift} pins transformers<5.17.0 but {tf} is installed"})
-        if (3,) <= _vt(swift) < (4,) and _vt(tf) >= (4, 58):
-            out.append({"level": "error", "rule": "swift3_transformers",
-                        "message": f"ms-swift {swift} pins transformers<4.58 but {tf} is installed"})
+    for pkg, reqs in requires.items():
+        for text in reqs:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue  # an optional extra, or another platform
+            have = installed.get(canonicalize_name(req.name))
+            if have and req.specifier and not req.specifier.contains(have, prereleases=True):
+                out.append({"level": "error", "rule": "requirement_conflict",
+                            "message": f"{pkg} {versions.get(pkg)} requires {req.name}{req.specifier} "
+                                       f"but {have} is installed"})
+    return out
+
+
+def known_bad(versions: dict[str, str | None], requires: dict[str, list[str]] | None = None) -> list[dict]:
+    """Combinations that break training: declared requirement conflicts, plus what the
+    packages do not declare."""
+    out = requirement_conflicts(versions, requires or {})
     fla = versions.get("flash-linear-attention")
     if fla and _vt(fla) < (0, 4):
         out.append({"level": "info", "rule": "fla_no_tma_switch",
@@ -48,6 +65,10 @@ def known_bad(versions: dict[str, str | None]) -> list[dict]:
         out.append({"level": "warning", "rule": "cpu_torch_with_gpu_stack",
                     "message": f"torch {torch_v} is a CPU build but GPU training packages are installed"})
     return out
+
+
+def _requires(versions: dict[str, str | None]) -> dict[str, list[str]]:
+    return {p: list(md.requires(p) or []) for p, v in versions.items() if v}
 
 
 def run(args) -> int:
@@ -60,7 +81,7 @@ def run(args) -> int:
                "count": len(snap.get("gpus") or [])}
     except Exception as exc:  # doctor reports, never crashes
         gpu = {"available": False, "reason": str(exc)}
-    problems = known_bad(versions)
+    problems = known_bad(versions, _requires(versions))
     if args.json:
         print(jsonio.dumps({"v": 1, "python": sys.version.split()[0], "platform": platform.platform(),
                             "packages": versions, "gpu": gpu, "problems": problems}))
