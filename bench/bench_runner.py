@@ -465,19 +465,16 @@ def notes(det: dict | None, kills: dict, cpu: dict | None) -> list[str]:
                    f"`select`): {ms(seen)} ms median from death to `detected_at`, against about half the poll "
                    f"interval for a poll loop. The `crash` event adds classification, the crash report and a "
                    f"state flush.")
-        out.append(f"- Relaunch with cooldown floor 0 took {ms(relaunch)} ms median. The cooldown is only "
-                   f"re-checked when the loop ticks (select timeout fixed at `LOOP_TICK_S` = {tick} in "
-                   f"runner/supervisor.py); the first check runs in the same tick as the crash, before the "
-                   f"backoff has passed, so a relaunch waits at least one full tick and `cooldown.poll_s` "
-                   f"below {tick} has no effect. Irrelevant against the default 10 s floor.")
+        out.append(f"- Relaunch with cooldown floor 0 took {ms(relaunch)} ms median: the backoff (at most 50 ms "
+                   f"in this recipe), the launch conditions (a scan of every process for the run's marker, a "
+                   f"bind of the port) and the spawn. The runner's `select` wakes at the cooldown's earliest "
+                   f"restart time, so no loop tick ({tick}) is added.")
     ig = kills.get("ignore")
     if ig and ig["escalate_late"]:
-        out.append(f"- The epsilon over the grace is mostly the wait for the next loop tick: `_progress_kill` "
-                   f"compares the deadline only when the loop runs, and `select` waits up to {tick} with no "
-                   f"timer for the deadline, so SIGKILL went out {ms(statistics.median(ig['escalate_late']))} ms "
-                   f"(median) after the grace; reaping and the environment-marker scan then took "
-                   f"{ms(statistics.median(ig['after_escalate']))} ms. Bounded by about one tick; a select "
-                   f"timeout of min({tick}, deadline - now) would remove it.")
+        out.append(f"- The epsilon over the grace: SIGKILL went out {ms(statistics.median(ig['escalate_late']))} ms "
+                   f"(median) after the grace (the runner's `select` wakes at the kill deadline), then reaping and "
+                   f"the environment-marker scan that proves no process survived took "
+                   f"{ms(statistics.median(ig['after_escalate']))} ms.")
     if kills.get("handle"):
         k = kills["handle"]
         out.append(f"- Of the {ms(statistics.median(k['from_cli']))} ms from invoking `moeconsole kill` to "
