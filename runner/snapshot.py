@@ -40,6 +40,7 @@ class Snapshot:
     gpu: dict | None
     blockers: tuple[dict, ...]
     log_tail: tuple[str, ...]
+    nodes: tuple[dict, ...] = ()
 
     def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
         return {
@@ -56,6 +57,7 @@ class Snapshot:
             "gpu": self.gpu,
             "blockers": list(self.blockers),
             "log_tail": list(self.log_tail),
+            "nodes": list(self.nodes),
         }
 
 
@@ -234,7 +236,31 @@ class RunWatcher:
             gpu=gpu,
             blockers=tuple(blockers),
             log_tail=_tail_lines(self.run.log),
+            nodes=read_nodes(self.run, now),
         )
+
+
+NODE_STALE_S = 10.0
+
+
+def read_nodes(run: rundir.RunDir, now: float) -> tuple[dict, ...]:
+    """Per-node GPU telemetry written by ``moeconsole agent`` into ``telemetry/<host>.json``
+    (multi-node runs on shared storage). An agent silent for NODE_STALE_S is marked stale."""
+    try:
+        names = sorted(n for n in os.listdir(run.telemetry) if n.endswith(".json"))
+    except OSError:
+        return ()
+    out = []
+    for name in names:
+        doc = jsonio.read_json(run.telemetry / name)
+        if not isinstance(doc, dict):
+            continue
+        t = doc.get("t")
+        age = (now - t) if isinstance(t, (int, float)) else None
+        host = doc.get("host") if isinstance(doc.get("host"), dict) else {}
+        out.append({"host": host.get("hostname") or name[:-5], "t": t, "age_s": age,
+                    "stale": age is None or age > NODE_STALE_S, "gpu": doc.get("gpu"), "host_stats": host})
+    return tuple(out)
 
 
 def _recent_step_time(series: Series, state: dict, window: int = 20) -> float | None:
