@@ -88,11 +88,11 @@ class Supervisor:
         self.next_env: dict[str, str] = {}
         self.port_override: int | None = None
         self._timers: dict[str, float] = {}
-        self.saved_marks: dict[str, bool] = {}  # checkpoint dir name -> saved during an excursion
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
     def _init_components(self) -> None:
+        from runner.checkpoints.keeper import CheckpointKeeper
         from runner.ingest.parser import LogParser
         from runner.ingest.tail import FileTailer
         from runner.monitors import Monitors, Thresholds
@@ -113,7 +113,10 @@ class Supervisor:
             self._diag(f"GPU telemetry unavailable: {exc}")
         root = self.recipe["checkpoints"].get("dir")
         self.ckpt_root = Path(self._fill(root)).resolve() if root else None
-        self.ckpt_watcher = None
+        ck = self.recipe["checkpoints"]
+        self.checkpoints = CheckpointKeeper(self.run, self.ckpt_root, recipe_hash=self.hash,
+                                            settle_s=float(ck["settle_s"]), verify=bool(ck.get("verify", True)),
+                                            verified=self.state.get("verified") or [], diag=self._diag)
 
     def _fill(self, text: str) -> str:
         return recipes.fill(text, self._placeholders())
@@ -149,9 +152,15 @@ class Supervisor:
     def set_status(self, status: str, reason: str = "") -> None:
         if self.state.get("status") == status:
             return
-        self.set(status=status)
         if status in rundir.TERMINAL:
+            # Saves the watcher had not settled yet are verified before anyone sees the end.
+            try:
+                self.checkpoints.sweep(self.monitors.on_checkpoint, self.state.get("attempt"))
+                self._checkpoint_state()
+            except Exception as exc:
+                self._diag(f"final checkpoint sweep failed: {exc}")
             self.set(ended_at=time.time())
+        self.set(status=status)
         self.run.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
         self.flush_state(force=True)
         self._index()
@@ -210,19 +219,7 @@ class Supervisor:
                                  delay=0.0, floor=0.0 if self.restart_requested_at_start else None)
         else:
             self._first_launch()
-        self._init_checkpoint_watcher()
         self.flush_state(force=True)
-
-    def _init_checkpoint_watcher(self) -> None:
-        if not (self.ckpt_root and self.recipe["checkpoints"].get("verify", True)):
-            return
-        from runner.checkpoints.discover import find_checkpoints
-        from runner.checkpoints.watch import CheckpointWatcher
-        known = [c.path for c in find_checkpoints(self.ckpt_root)] if self.ckpt_root.exists() else []
-        seen = set(self.state.get("verified") or [])
-        # Checkpoints from before this runner that were never verified get verified now.
-        self.ckpt_watcher = CheckpointWatcher(self.ckpt_root, settle_s=float(self.recipe["checkpoints"]["settle_s"]),
-                                              known=[p for p in known if str(p) in seen])
 
     def _adopt(self, leader: dict) -> None:
         self.adopted = True
@@ -262,32 +259,27 @@ class Supervisor:
 
     def _drift_check(self) -> bool | None:
         """A first attempt that would resume from a checkpoint saved under another recipe hash."""
-        if not (self.recipe["resume"].get("arg") and self.ckpt_root and self.ckpt_root.exists()):
+        if not self.recipe["resume"].get("arg"):
             return None
-        from runner.checkpoints.discover import find_checkpoints
-        from runner.checkpoints.sidecar import read_sidecar
-        for ck in find_checkpoints(self.ckpt_root):
-            side = read_sidecar(ck.path) or {}
-            other = side.get("recipe_hash")
-            if other and other != self.hash:
-                mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
-                self.run.event("drift", checkpoint=str(ck.path), checkpoint_hash=other, recipe_hash=self.hash,
-                               policy=mode)
-                if mode == "refuse":
-                    msg = (f"recipe drift: {ck.path} was saved by recipe {other}, this recipe is {self.hash}; "
-                           f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
-                    self.alert("critical", "recipe_drift", msg, checkpoint=str(ck.path))
-                    self.set(pause_reason=msg)
-                    self.set_status(FAILED, msg)
-                    return False
-                if mode == "warn":
-                    self.alert("warning", "recipe_drift", f"recipe drift: starting fresh instead of resuming {ck.path}")
-                    self.set(no_resume=True)
-                else:
-                    self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {ck.path}")
-                    self.set(allow_drift=True)
-                return True
-            break
+        found = self.checkpoints.drifted()
+        if not found:
+            return True
+        path, other = found
+        mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
+        self.run.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
+        if mode == "refuse":
+            msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}; "
+                   f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
+            self.alert("critical", "recipe_drift", msg, checkpoint=str(path))
+            self.set(pause_reason=msg)
+            self.set_status(FAILED, msg)
+            return False
+        if mode == "warn":
+            self.alert("warning", "recipe_drift", f"recipe drift: starting fresh instead of resuming {path}")
+            self.set(no_resume=True)
+        else:
+            self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {path}")
+            self.set(allow_drift=True)
         return True
 
     # ---- launching --------------------------------------------------------------------
@@ -310,13 +302,9 @@ class Supervisor:
         return None
 
     def _resume_checkpoint(self) -> str | None:
-        arg = self.recipe["resume"].get("arg")
-        if not (arg and self.ckpt_root and self.ckpt_root.exists()) or self.state.get("no_resume"):
+        if not self.recipe["resume"].get("arg") or self.state.get("no_resume"):
             return None
-        from runner.checkpoints.watch import latest_good
-        expected = None if self.state.get("allow_drift") else self.hash
-        ck = latest_good(self.ckpt_root, expected_recipe_hash=expected)
-        return str(ck.path) if ck else None
+        return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
 
     def _launch(self) -> None:
         attempt = int(self.state.get("attempt") or 0) + 1
@@ -447,8 +435,9 @@ class Supervisor:
         if self.state.get("status") in (RUNNING, STOPPING) and self._every("tree", TREE_REFRESH_S):
             self.tree.refresh()
             self.dirty = True
-        if self.ckpt_watcher and self._every("ckpt", CHECKPOINT_POLL_S):
-            self._poll_checkpoints()
+        if self.checkpoints.active and self._every("ckpt", CHECKPOINT_POLL_S):
+            if self.checkpoints.poll(self.monitors.on_checkpoint, self.state.get("attempt")):
+                self._checkpoint_state()
         if self.state.get("status") == RUNNING and not self.kill and not self.leader_exited:
             self._heartbeat(now)
         if self.kill:
@@ -498,10 +487,8 @@ class Supervisor:
         alerts = self.monitors.on_checkpoint(mark.get("step"), mark.get("path"))
         for a in alerts:
             self.run.event("alert", attempt=self.state.get("attempt"), **a)
-        if mark.get("path"):
-            self.saved_marks[os.path.basename(str(mark["path"]).rstrip("/"))] = bool(alerts)
-        if self.ckpt_watcher:
-            self._timers["ckpt"] = 0.0  # look now
+        self.checkpoints.note_saved(mark.get("path"), bool(alerts))
+        self._timers["ckpt"] = 0.0  # look now
 
     def _on_record(self, rec: dict) -> None:
         step = rec.get("step")
@@ -560,65 +547,8 @@ class Supervisor:
             self._start_kill("hang")
 
     # ---- checkpoints ------------------------------------------------------------------
-    def _poll_checkpoints(self) -> None:
-        try:
-            ready = self.ckpt_watcher.poll()
-        except OSError as exc:
-            self._diag(f"checkpoint watch failed: {exc}")
-            return
-        self._verify_and_record(ready)
-
-    def _final_checkpoint_sweep(self) -> None:
-        """At the end of a run no process writes any more: verify what the watcher has not settled yet."""
-        if not (self.ckpt_watcher and self.ckpt_root and self.ckpt_root.exists()):
-            return
-        from runner.checkpoints.discover import find_checkpoints
-        done = set(self.state.get("verified") or [])
-        self._verify_and_record([c for c in reversed(find_checkpoints(self.ckpt_root)) if str(c.path) not in done])
-
-    def _verify_and_record(self, ready: list) -> None:
-        from runner.checkpoints.sidecar import write_sidecar
-        from runner.checkpoints.verify import verify_checkpoint
-        for ck in ready:
-            v = verify_checkpoint(ck.path)
-            if ck.path.name in self.saved_marks:
-                suspect, suspect_alerts = self.saved_marks[ck.path.name], []
-            else:  # the log named no save for it: judge by the monitors' state now
-                suspect_alerts = self.monitors.on_checkpoint(ck.step, str(ck.path)) if v.ok else []
-                suspect = bool(suspect_alerts)
-            rec = v.to_dict()
-            self.run.event("checkpoint", path=str(ck.path), step=ck.step, verdict=rec.get("verdict"), ok=v.ok,
-                           reason=rec.get("reason"), suspect=suspect, tensors=rec.get("tensors"),
-                           params=rec.get("params"), recipe_hash=self.hash, attempt=self.state.get("attempt"))
-            for a in suspect_alerts:
-                self.run.event("alert", attempt=self.state.get("attempt"), **a)
-            if not v.ok:
-                self.alert("critical", "checkpoint_bad", f"checkpoint {ck.path.name} is {rec.get('verdict')}: "
-                           f"{rec.get('reason')}", path=str(ck.path), verdict=rec.get("verdict"))
-            try:
-                write_sidecar(ck.path, run_id=self.run.run_id, recipe_hash=self.hash, step=ck.step,
-                              verdict=rec.get("verdict"), suspect=suspect)
-            except OSError as exc:
-                self._diag(f"cannot write sidecar in {ck.path}: {exc}")
-            verified = list(self.state.get("verified") or [])[-200:]
-            verified.append(str(ck.path))
-            self.set(verified=verified, last_checkpoint={"path": str(ck.path), "step": ck.step,
-                                                         "verdict": rec.get("verdict"), "ok": v.ok})
-
-    def verify_latest(self) -> dict:
-        from runner.checkpoints.discover import find_checkpoints
-        from runner.checkpoints.verify import verify_checkpoint
-        if not (self.ckpt_root and self.ckpt_root.exists()):
-            return {"ok": False, "message": "this run has no checkpoint directory yet"}
-        cks = find_checkpoints(self.ckpt_root)
-        if not cks:
-            return {"ok": False, "message": f"no checkpoints under {self.ckpt_root}"}
-        v = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash).to_dict()
-        self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
-                       ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False),
-                       tensors=v.get("tensors"), params=v.get("params"), requested_by="user")
-        return {"ok": True, "message": f"{v.get('verdict')}: {cks[0].path.name} ({v.get('tensors')} tensors) "
-                                       f"{v.get('reason') or ''}".strip(), "verdict": v}
+    def _checkpoint_state(self) -> None:
+        self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last)
 
     # ---- killing ----------------------------------------------------------------------
     def _start_kill(self, reason: str, *, grace: float | None = None, requested_by: str = "runner",
@@ -893,7 +823,7 @@ class Supervisor:
             self._begin_cooldown(reason="resumed by user", delay=0.0)
             return {"ok": True, "message": "resuming after cooldown"}
         if cmd == "verify":
-            return self.verify_latest()
+            return self.checkpoints.verify_latest()
         if cmd == "kill_pid":
             from runner.telemetry.procs import kill_checked
             pid, st = req.get("pid"), req.get("start_time")
@@ -906,12 +836,6 @@ class Supervisor:
 
     # ---- shutdown ---------------------------------------------------------------------
     def close(self) -> None:
-        if self.state.get("status") in rundir.TERMINAL:
-            try:
-                self._final_checkpoint_sweep()
-                self.flush_state(force=True)
-            except Exception as exc:
-                self._diag(f"final checkpoint sweep failed: {exc}")
         try:
             self.sock.close()
             if self.state.get("status") in rundir.TERMINAL:

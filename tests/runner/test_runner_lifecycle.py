@@ -25,10 +25,7 @@ def test_run_succeeds_and_records_every_step(harness):
     assert steps == list(range(1, 13))
     rec = run.metrics()[-1]
     assert rec["v"] == 1 and rec["attempt"] == 1 and rec["src"] and rec["loss"] is not None
-    # Every checkpoint the trainer saved was verified as soon as it landed.
-    deadline = time.time() + 10
-    while time.time() < deadline and len(run.events("checkpoint")) < 3:
-        time.sleep(0.1)
+    # Every checkpoint the trainer saved was verified, at the latest before the run is shown as over.
     verdicts = {os.path.basename(e["path"]): e["verdict"] for e in run.events("checkpoint")}
     assert verdicts == {"checkpoint-4": "ok", "checkpoint-8": "ok", "checkpoint-12": "ok"}
     assert _tree_gone(run)

@@ -1,0 +1,128 @@
+"""A live run's checkpoints, as its runner keeps them: verify each save the moment its files
+settle, record the verdict (event + sidecar), raise a critical alert on a stub, remember which
+saves landed during a grad-norm excursion, and name the resume point and any recipe drift.
+
+The runner owns the loop and the run's state; this object owns everything about checkpoints.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable
+
+from runner import rundir
+from runner.checkpoints.discover import Checkpoint, find_checkpoints
+from runner.checkpoints.sidecar import read_sidecar, write_sidecar
+from runner.checkpoints.verify import verify_checkpoint
+from runner.checkpoints.watch import CheckpointWatcher, latest_good
+
+VERIFIED_KEEP = 200  # names kept in state.json so a new runner does not verify them again
+
+
+class CheckpointKeeper:
+    def __init__(self, run: rundir.RunDir, root: Path | None, *, recipe_hash: str, settle_s: float,
+                 verify: bool = True, verified: Iterable[str] = (),
+                 diag: Callable[[str], None] = lambda msg: None) -> None:
+        self.run = run
+        self.root = root
+        self.hash = recipe_hash
+        self.diag = diag
+        self.verified: list[str] = list(verified)[-VERIFIED_KEEP:]
+        self.newest_step: int | None = None
+        self.last: dict | None = None
+        self.saved_marks: dict[str, bool] = {}  # checkpoint dir name -> saved during an excursion
+        self.watcher: CheckpointWatcher | None = None
+        if root is not None and verify:
+            done = set(self.verified)
+            known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
+            # Checkpoints from before this runner that were never verified get verified now.
+            self.watcher = CheckpointWatcher(root, settle_s=settle_s, known=known)
+
+    @property
+    def active(self) -> bool:
+        return self.watcher is not None
+
+    def note_saved(self, path: str | None, suspect: bool) -> None:
+        """A save line in the log, judged in log order with the steps (at verification time
+        the excursion may be over)."""
+        if path:
+            self.saved_marks[Path(str(path).rstrip("/")).name] = suspect
+
+    def poll(self, on_checkpoint: Callable[[int | None, str], list[dict]], attempt: int | None) -> bool:
+        """Verify what settled since the last poll; True if anything was recorded."""
+        if not self.watcher:
+            return False
+        try:
+            ready = self.watcher.poll()
+        except OSError as exc:
+            self.diag(f"checkpoint watch failed: {exc}")
+            return False
+        self._record(ready, on_checkpoint, attempt)
+        return bool(ready)
+
+    def sweep(self, on_checkpoint: Callable[[int | None, str], list[dict]], attempt: int | None) -> None:
+        """At the end of a run nothing writes any more: verify the saves newer than the newest
+        verified one that the watcher had not settled yet."""
+        if not (self.watcher and self.root and self.root.exists()):
+            return
+        done = set(self.verified)
+        pending = [c for c in reversed(find_checkpoints(self.root)) if str(c.path) not in done
+                   and (self.newest_step is None or c.step is None or c.step > self.newest_step)]
+        self._record(pending, on_checkpoint, attempt)
+
+    def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
+        for ck in ready:
+            v = verify_checkpoint(ck.path)
+            rec = v.to_dict()
+            if ck.path.name in self.saved_marks:
+                suspect, alerts = self.saved_marks[ck.path.name], []
+            else:  # the log named no save for it: judge by the monitors' state now
+                alerts = on_checkpoint(ck.step, str(ck.path)) if v.ok else []
+                suspect = bool(alerts)
+            self.run.event("checkpoint", path=str(ck.path), step=ck.step, verdict=rec.get("verdict"), ok=v.ok,
+                           reason=rec.get("reason"), suspect=suspect, tensors=rec.get("tensors"),
+                           params=rec.get("params"), recipe_hash=self.hash, attempt=attempt)
+            for a in alerts:
+                self.run.event("alert", attempt=attempt, **a)
+            if not v.ok:
+                self.run.event("alert", attempt=attempt, level="critical", rule="checkpoint_bad", step=ck.step,
+                               message=f"checkpoint {ck.path.name} is {rec.get('verdict')}: {rec.get('reason')}",
+                               values={"path": str(ck.path), "verdict": rec.get("verdict")})
+            try:
+                write_sidecar(ck.path, run_id=self.run.run_id, recipe_hash=self.hash, step=ck.step,
+                              verdict=rec.get("verdict"), suspect=suspect)
+            except OSError as exc:
+                self.diag(f"cannot write sidecar in {ck.path}: {exc}")
+            self.verified = (self.verified + [str(ck.path)])[-VERIFIED_KEEP:]
+            if ck.step is not None:
+                self.newest_step = max(ck.step, self.newest_step or ck.step)
+            self.last = {"path": str(ck.path), "step": ck.step, "verdict": rec.get("verdict"), "ok": v.ok}
+
+    def verify_latest(self) -> dict:
+        """The user's `v`: verify the newest checkpoint now, whatever the watcher thinks."""
+        if not (self.root and self.root.exists()):
+            return {"ok": False, "message": "this run has no checkpoint directory yet"}
+        cks = find_checkpoints(self.root)
+        if not cks:
+            return {"ok": False, "message": f"no checkpoints under {self.root}"}
+        v = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash).to_dict()
+        self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
+                       ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False),
+                       tensors=v.get("tensors"), params=v.get("params"), requested_by="user")
+        return {"ok": True, "message": f"{v.get('verdict')}: {cks[0].path.name} ({v.get('tensors')} tensors) "
+                                       f"{v.get('reason') or ''}".strip(), "verdict": v}
+
+    def resume_point(self, *, allow_drift: bool) -> str | None:
+        """The newest checkpoint that verified ok under this recipe (any recipe if drift is allowed)."""
+        if not (self.root and self.root.exists()):
+            return None
+        ck = latest_good(self.root, expected_recipe_hash=None if allow_drift else self.hash)
+        return str(ck.path) if ck else None
+
+    def drifted(self) -> tuple[Path, str] | None:
+        """The newest checkpoint, if a sidecar says it was saved under another recipe hash."""
+        if not (self.root and self.root.exists()):
+            return None
+        for ck in find_checkpoints(self.root):
+            other = (read_sidecar(ck.path) or {}).get("recipe_hash")
+            return (ck.path, other) if other and other != self.hash else None
+        return None
