@@ -212,6 +212,8 @@ class Supervisor:
             self.leader_exited, self.leader_rc = True, None
             self._catch_up_log()
             self._finish_attempt()
+        elif status == PAUSED and not self.restart_requested_at_start:
+            self._diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
         elif status in (COOLDOWN, PAUSED) or (status in rundir.TERMINAL and self.restart_requested_at_start):
             if status in rundir.TERMINAL:
                 self.set(ended_at=None)

@@ -76,7 +76,13 @@ def test_nan_loss_stops_the_run_and_pauses_it(harness):
     assert run.events("kill")[0]["reason"] == "divergence"
     assert st["step"] < 20, "the runner stopped the run at once, not at the end"
     assert not marked_processes(run.id)
-    # The user decides: resume from PAUSED (it will diverge again, but the command works).
+    # A new runner for a paused run keeps it paused: the user decides.
+    os.kill(st["runner"]["pid"], 9)
+    out = harness.cli("supervise", run.id, check=True)
+    assert "paused" in out.stdout
+    import time
+    time.sleep(0.5)
+    assert run.state()["status"] == "paused" and run.state()["attempt"] == 1
     out = harness.cli("kill", run.id, check=True)
     assert "killed" in out.stdout
 

@@ -198,3 +198,35 @@ def test_megatron_log_records_include_memory_reports(harness, tmp_path):
     mem = [m for m in recs if m["src"] == "megatron_mem"]
     assert len(mem) == 1 and mem[0]["step"] == 1 and abs(mem[0]["mem_gib"] - 64.0) < 0.01
     assert run.state()["max_steps"] == 3 and abs(run.state()["last_loss"] - 2.7) < 1e-9
+
+
+def test_restart_of_a_finished_run_starts_a_new_runner_and_resumes(harness):
+    faults = [f"oom@6#{a}" for a in (1, 2)]
+    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "10",
+           "--save_steps", "4"]
+    for f in faults:
+        cmd += ["--fault", f]
+    run = harness.start(harness.recipe(command=cmd, restart={"max_restarts": 1}))
+    st = run.wait_status("failed", "succeeded", timeout=90)
+    assert st["status"] == "failed" and st["attempt"] == 2
+    old_runner = st["runner"]["pid"]
+    out = harness.cli("restart", run.id, check=True)
+    assert "attempt 3 running" in out.stdout
+    st = run.wait_status("succeeded", "failed", timeout=90)
+    assert st["status"] == "succeeded" and st["runner"]["pid"] != old_runner
+    assert run.events("attempt_start")[-1]["resumed_from"].endswith("checkpoint-4")
+
+
+def test_runner_killed_during_cooldown_is_replaced_and_the_restart_happens(harness):
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "10", "--save_steps", "4",
+                                                "--fault", "oom@6"],
+                                       cooldown={"floor_s": 3.0, "ceiling_s": 10.0}))
+    st = run.wait(
+        lambda s: s.get("status") == "cooldown" and s.get("attempt") == 1, timeout=60, what="cooldown after crash")
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    out = harness.cli("supervise", run.id, check=True)
+    assert "cooldown" in out.stdout
+    st = run.wait_status("succeeded", "failed", timeout=90)
+    assert st["status"] == "succeeded" and st["attempt"] == 2
+    assert _tree_gone(run)
