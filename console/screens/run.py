@@ -139,7 +139,7 @@ class RunScreen(Screen):
             self.refresh_bindings()
         self.query_one(StatusLine).show_run(run)
         self._show_charts(snap)
-        self.query_one(GpuPanel).show_gpu(snap.gpu)
+        self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
         blockers = [b for b in snap.blockers if isinstance(b, dict)]
         table = self.query_one(BlockerTable)
         table.show(blockers)

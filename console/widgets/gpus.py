@@ -1,18 +1,30 @@
 """GpuPanel: one compact row per GPU in the nvidia-smi grammar (index, utilisation bar, memory
 bar against capacity, temperature, power, a utilisation sparkline). Rows flow into two or more
-columns when the panel is wide, so eight GPUs fit an 80x24 terminal in four lines."""
+columns when the panel is wide, so eight GPUs fit an 80x24 terminal in four lines.
+
+A multi-node run adds the nodes whose ``moeconsole agent`` writes into the run directory
+(``Snapshot.nodes``): one group per node, its host name heading its GPU rows. When the rows of
+every node do not fit the panel, each node shrinks to one summary line. A node whose agent went
+silent says STALE and how long ago it last wrote, in words."""
 from __future__ import annotations
 
 import collections
+import math
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.widgets import Static
 
 from console import format as fmt
+from runner import rundir
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
 HISTORY = 60
+HOST_LABEL_MAX = 28
+FALLBACK_LINES = 10  # when the panel's max-height is not a number of cells
+
+Pieces = list[tuple[str, str]]
 
 
 def bar(frac: float | None, width: int) -> str:
@@ -35,7 +47,7 @@ def _gib(mib: float | None) -> str:
     return "?" if mib is None else f"{mib / 1024:.1f}"
 
 
-def gpu_row(g: dict, width: int, history: list[float] | None = None) -> list[tuple[str, str]]:
+def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     """One GPU as (text, style) pieces fitting ``width`` cells; fields drop from the right."""
     util = g.get("util_pct")
     used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
@@ -44,7 +56,7 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> list[tup
     temp = g.get("temp_c")
     temp_style = "gpu--crit" if (temp or 0) >= 85 else ("gpu--warn" if (temp or 0) >= 75 else "")
     bw = 10 if width >= 60 else 6
-    pieces: list[tuple[str, str]] = [
+    pieces: Pieces = [
         (f"{g.get('index', '?'):>2} ", "gpu--index"),
         (bar(None if util is None else util / 100, bw), "gpu--util"),
         (f"{'?' if util is None else int(util):>3}% ", ""),
@@ -52,7 +64,7 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> list[tup
         (f"{_gib(used):>5}/{_gib(total)}G", mem_style),
         ("!" if (mem_frac or 0) >= 0.95 else " ", mem_style),
     ]
-    extra: list[tuple[str, str]] = [
+    extra: Pieces = [
         (f" {'?' if temp is None else int(temp)}C", temp_style),
         (f" {'?' if g.get('power_w') is None else int(g['power_w'])}/"
          f"{'?' if g.get('power_limit_w') is None else int(g['power_limit_w'])}W", ""),
@@ -71,56 +83,275 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> list[tup
     return pieces
 
 
+def gpu_lines(gpus: list[dict], width: int, history_of) -> list[Pieces]:
+    """GPU rows flowed into columns (two on 80 columns, more from 124), filled column by column."""
+    cols = max(1, min(len(gpus) or 1, width // 62 if width >= 124 else (2 if width >= 76 else 1)))
+    col_w = (width - (cols - 1) * 2) // cols
+    rows = [gpu_row(g, col_w, history_of(g.get("index"))) for g in gpus]
+    per_col = -(-len(rows) // cols) if rows else 0
+    lines: list[Pieces] = []
+    for r in range(per_col):
+        line: Pieces = []
+        for c in range(cols):
+            i = c * per_col + r
+            if i >= len(rows):
+                break
+            if c:
+                line.append(("  ", ""))
+            cell = rows[i]
+            pad = col_w - sum(len(t) for t, _ in cell)
+            line += cell + ([(" " * pad, "")] if pad > 0 and c < cols - 1 else [])
+        lines.append(line)
+    return lines
+
+
+# ---- nodes ------------------------------------------------------------------------------------
+
+def _gpu_dicts(gpu: dict) -> list[dict]:
+    """The GPU dicts of a snapshot, skipping anything else a foreign agent file may hold."""
+    gpus = gpu.get("gpus")
+    return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """One node as the panel shows it: the live local snapshot or an agent's file."""
+
+    host: str
+    gpu: dict | None
+    local: bool = False
+    live: bool = False
+    stale: bool = False
+    age_s: float | None = None
+
+
+def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str) -> list[NodeGroup]:
+    """Every node once, in the order of ``Snapshot.nodes``: the local host's agent file is
+    replaced by the live local snapshot (unless that one has no GPUs and the file has), and the
+    local node comes first when it has no agent file."""
+    groups: list[NodeGroup] = []
+    local_seen = False
+    for node in nodes:
+        host = str(node.get("host") or "?")
+        local = host == local_host
+        gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None  # another version's file
+        age = node.get("age_s")
+        from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
+                              age_s=float(age) if isinstance(age, (int, float)) else None)
+        if local and not local_seen and local_gpu is not None:
+            local_seen = True
+            file_better = not local_gpu.get("available") and bool(gpu and gpu.get("available"))
+            groups.append(from_file if file_better else NodeGroup(host, local_gpu, local=True, live=True))
+        else:
+            groups.append(from_file)
+    if local_gpu is not None and not local_seen:
+        groups.insert(0, NodeGroup(local_host, local_gpu, local=True, live=True))
+    return groups
+
+
+def age_words(seconds: float | None) -> str:
+    """How long ago, in words: 45 seconds, 1 minute, 3 hours, 2 days."""
+    if seconds is None or not math.isfinite(seconds):
+        return "an unknown time"
+    s = max(0, int(seconds))
+    unit, size = next((u, n) for u, n in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+                      if s >= n or u == "second")
+    count = s // size
+    return f"{count} {unit}{'' if count == 1 else 's'}"
+
+
+def stale_words(group: NodeGroup, *, short: bool = False) -> str:
+    """STALE and how long the node's agent has been silent, in words."""
+    if group.age_s is None:
+        return "STALE: no time in its agent file" if not short else "STALE, no time"
+    age = age_words(group.age_s)
+    return f"STALE {age} ago" if short else f"STALE: last update {age} ago"
+
+
+def _gib_sum(mib: float) -> str:
+    gib = mib / 1024
+    return f"{gib:.0f}" if gib >= 100 else f"{gib:.1f}"
+
+
+def node_stats(gpu: dict) -> dict:
+    """A node's GPUs in a few numbers: count, memory used/total (MiB), max util, hottest temp.
+    Unknown values are left out of sums and maxima (None when no GPU reports them)."""
+    gpus = _gpu_dicts(gpu)
+
+    def known(key: str) -> list[float]:
+        return [float(g[key]) for g in gpus if isinstance(g.get(key), (int, float))]
+    used, total = known("mem_used_mib"), known("mem_total_mib")
+    util, temp = known("util_pct"), known("temp_c")
+    return {"count": len(gpus), "mem_used_mib": sum(used) if used else None,
+            "mem_total_mib": sum(total) if total else None,
+            "util_max": max(util) if util else None, "temp_max": max(temp) if temp else None}
+
+
+def host_label(group: NodeGroup) -> str:
+    host = group.host if len(group.host) <= HOST_LABEL_MAX else group.host[: HOST_LABEL_MAX - 1] + "…"
+    return host + (" (this node)" if group.local else "")
+
+
+def _stat_fields(gpu: dict, *, short: bool) -> Pieces:
+    s = node_stats(gpu)
+    n = s["count"]
+    used = "?" if s["mem_used_mib"] is None else _gib_sum(s["mem_used_mib"])
+    total = "?" if s["mem_total_mib"] is None else _gib_sum(s["mem_total_mib"])
+    return [
+        (f"  {n} GPU{'' if n == 1 else 's'}", ""),
+        (f"  {'' if short else 'mem '}{used}/{total}G", ""),
+        (f"  max util {'?' if s['util_max'] is None else int(s['util_max'])}%", ""),
+        (f"  hottest {'?' if s['temp_max'] is None else int(s['temp_max'])}C", ""),
+    ]
+
+
+def _summary_layout(group: NodeGroup, width: int, label_w: int, short: bool) -> tuple[Pieces, bool]:
+    """One layout of a summary line, and whether every field fitted ``width``."""
+    pieces: Pieces = [(host_label(group).ljust(label_w), "gpu--title")]
+    if group.stale:
+        pieces.append(("  " + stale_words(group, short=short), "gpu--stale"))
+    gpu = group.gpu
+    if gpu is None:
+        return pieces + [("  no GPU data in its agent file", "gpu--dim")], True
+    if not gpu.get("available"):
+        return pieces + [(f"  GPUs not available: {gpu.get('reason') or 'unknown reason'}", "gpu--dim")], True
+    used_w = sum(len(t) for t, _ in pieces)
+    for piece in _stat_fields(gpu, short=short):
+        if used_w + len(piece[0]) > width:
+            return pieces, False
+        pieces.append(piece)
+        used_w += len(piece[0])
+    return pieces, True
+
+
+def summary_layout(groups: list[NodeGroup], width: int) -> tuple[int, bool]:
+    """(label width, short words) for a block of summary lines: aligned hosts and long words if
+    every line then fits ``width``, else short words, else unaligned hosts. One choice for the
+    whole block, so its lines read alike."""
+    label_w = min(max((len(host_label(g)) for g in groups), default=0), HOST_LABEL_MAX + 12)
+    layouts = ((label_w, False), (label_w, True), (0, True))
+    for pad, short in layouts:
+        if all(_summary_layout(g, width, pad, short)[1] for g in groups):
+            return pad, short
+    return layouts[-1]
+
+
+def node_summary(group: NodeGroup, width: int, label_w: int = 0, short: bool = False) -> Pieces:
+    """A node in one line: host, STALE and its age (never dropped), then GPU count, memory
+    used/total, max utilisation and hottest temperature, dropped from the right if too long."""
+    return _summary_layout(group, width, label_w, short)[0]
+
+
+def _problem(group: NodeGroup) -> bool:
+    return group.stale or group.gpu is None or not group.gpu.get("available")
+
+
+def summary_lines(groups: list[NodeGroup], width: int, budget: int) -> list[Pieces]:
+    """One line per node; past ``budget`` lines, stale and GPU-less nodes are listed first and
+    the rest are counted on a last line."""
+    if len(groups) <= budget:
+        return [node_summary(g, width, *summary_layout(groups, width)) for g in groups]
+    keep = max(0, budget - 1)
+    ordered = sorted(groups, key=lambda g: not _problem(g))  # stable: problems first, order kept
+    shown, hidden = ordered[:keep], ordered[keep:]
+    layout = summary_layout(shown, width)
+    stale = sum(1 for g in hidden if g.stale)
+    more = f"+{len(hidden)} more node{'' if len(hidden) == 1 else 's'}"
+    more += f" ({stale} STALE)" if stale else ""
+    return [node_summary(g, width, *layout) for g in shown] + [[(more + "; moeconsole --json lists all",
+                                                                "gpu--stale" if stale else "gpu--dim")]]
+
+
+def _dimmed(line: Pieces) -> Pieces:
+    return [(t, "gpu--dim") for t, _ in line]
+
+
 class GpuPanel(Static):
     COMPONENT_CLASSES = {"gpu--index", "gpu--util", "gpu--ok", "gpu--warn", "gpu--crit", "gpu--dim",
-                         "gpu--spark", "gpu--title"}
+                         "gpu--spark", "gpu--title", "gpu--stale"}
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, local_host: str | None = None) -> None:
         super().__init__("", id=id)
+        self.local_host = local_host or rundir.hostname()
         self._gpu: dict | None = None
-        self._history: dict[int, collections.deque[float]] = {}
+        self._agent_nodes: tuple[dict, ...] = ()
+        self._history: dict[tuple[str, int], collections.deque[float]] = {}
+        self._node_t: dict[str, float | None] = {}
         self._shown: object = None
+        self._budget_used: int | None = None
         self.plain_lines: list[str] = []
+        self.summarised = False  # True when the nodes are shown as one summary line each
 
-    def show_gpu(self, gpu: dict | None) -> None:
+    def show_gpu(self, gpu: dict | None, nodes: tuple[dict, ...] | list[dict] = ()) -> None:
+        """The local live snapshot (``Snapshot.gpu``) and the agents' nodes (``Snapshot.nodes``)."""
         if gpu is not self._gpu and gpu is not None:
-            for g in gpu.get("gpus") or ():
-                if g.get("util_pct") is not None:
-                    self._history.setdefault(g["index"], collections.deque(maxlen=HISTORY)).append(g["util_pct"])
+            self._record(self.local_host, gpu)
+        for node in nodes:
+            host = str(node.get("host") or "?")
+            replaced_by_live = host == self.local_host and gpu is not None
+            if not replaced_by_live and node.get("t") != self._node_t.get(host) and not node.get("stale"):
+                self._node_t[host] = node.get("t")
+                self._record(host, node["gpu"] if isinstance(node.get("gpu"), dict) else {})
         self._gpu = gpu
+        self._agent_nodes = tuple(nodes)
         self._draw()
+
+    def _record(self, host: str, gpu: dict) -> None:
+        for g in _gpu_dicts(gpu):
+            if isinstance(g.get("util_pct"), (int, float)) and g.get("index") is not None:
+                self._history.setdefault((host, g["index"]), collections.deque(maxlen=HISTORY)).append(g["util_pct"])
 
     def on_resize(self) -> None:
         self._draw()
 
+    def notify_style_update(self) -> None:
+        """The screen's breakpoints change the panel's max-height: redraw if the room changed."""
+        super().notify_style_update()
+        if self.is_mounted and self._budget_used is not None and self._line_budget() != self._budget_used:
+            self.call_later(self._draw)
+
+    def _line_budget(self) -> int:
+        max_height = self.styles.max_height
+        cells = max_height.cells if max_height is not None else None
+        return max(1, cells) if cells else FALLBACK_LINES
+
+    def _history_of(self, host: str):
+        return lambda index: list(self._history.get((host, index), ()))
+
+    def _single_lines(self, gpu: dict | None, width: int) -> list[Pieces]:
+        """The panel of a one-node run: the local snapshot's rows, no heading."""
+        if gpu is None:
+            return [[("GPUs: no telemetry (not polled)", "gpu--dim")]]
+        if not gpu.get("available"):
+            return [[(f"GPUs: not available: {gpu.get('reason') or 'unknown reason'}", "gpu--dim")]]
+        gpus = gpu.get("gpus") or []
+        if not gpus:
+            return [[("GPUs: none visible", "gpu--dim")]]
+        return gpu_lines(gpus, width, self._history_of(self.local_host))
+
+    def _node_lines(self, groups: list[NodeGroup], width: int, budget: int) -> tuple[list[Pieces], bool]:
+        """Every node's heading and rows if they fit ``budget`` lines, else one summary line each."""
+        layout = summary_layout(groups, width)
+        full: list[Pieces] = []
+        for g in groups:
+            full.append(node_summary(g, width, *layout))
+            if g.gpu and g.gpu.get("available"):
+                rows = gpu_lines(_gpu_dicts(g.gpu), width, self._history_of(g.host))
+                full += [_dimmed(r) for r in rows] if g.stale else rows
+        if len(full) <= budget:
+            return full, False
+        return summary_lines(groups, width, budget), True
+
     def _draw(self) -> None:
         width = self.content_size.width or 80
-        gpu = self._gpu
-        lines: list[list[tuple[str, str]]] = []
-        if gpu is None:
-            lines.append([("GPUs: no telemetry (not polled)", "gpu--dim")])
-        elif not gpu.get("available"):
-            lines.append([(f"GPUs: not available: {gpu.get('reason') or 'unknown reason'}", "gpu--dim")])
+        groups = node_groups(self._agent_nodes, self._gpu, self.local_host)
+        multi = not (len(groups) == 0 or (len(groups) == 1 and groups[0].live))
+        self.set_class(multi, "-nodes")  # applies the CSS now: the budget below sees it
+        budget = self._budget_used = self._line_budget()
+        if multi:
+            lines, self.summarised = self._node_lines(groups, width, budget)
         else:
-            gpus = gpu.get("gpus") or []
-            cols = max(1, min(len(gpus) or 1, width // 62 if width >= 124 else (2 if width >= 76 else 1)))
-            col_w = (width - (cols - 1) * 2) // cols
-            rows = [gpu_row(g, col_w, list(self._history.get(g.get("index"), ()))) for g in gpus]
-            per_col = -(-len(rows) // cols) if rows else 0
-            for r in range(per_col):
-                line: list[tuple[str, str]] = []
-                for c in range(cols):
-                    i = c * per_col + r
-                    if i >= len(rows):
-                        break
-                    if c:
-                        line.append(("  ", ""))
-                    cell = rows[i]
-                    pad = col_w - sum(len(t) for t, _ in cell)
-                    line += cell + ([(" " * pad, "")] if pad > 0 and c < cols - 1 else [])
-                lines.append(line)
-            if not gpus:
-                lines.append([("GPUs: none visible", "gpu--dim")])
+            lines, self.summarised = self._single_lines(self._gpu, width), False
         key = (width, repr(lines))
         if key == self._shown:
             return
