@@ -7,6 +7,7 @@ defined in the TCSS file; the words alone always carry the meaning.
 from __future__ import annotations
 
 import math
+import signal
 import time
 from typing import Any, Iterable
 
@@ -198,8 +199,7 @@ def event_line(ev: dict) -> tuple[str, str]:
         res = f" from {ev['resumed_from']}" if ev.get("resumed_from") else ""
         text = f"attempt {ev.get('attempt')} started{res}"
     elif kind == "attempt_end":
-        sig = f" signal {ev['signal']}" if ev.get("signal") else ""
-        text = f"attempt {ev.get('attempt')} ended: exit {ev.get('exit_code')}{sig}"
+        text = f"attempt {ev.get('attempt')} ended: {exit_words(ev)}"
     elif kind == "crash":
         style = "event--crit"
         text = f"CRASH {ev.get('class')}: {ev.get('summary') or ''} -> {ev.get('recovery') or ''}"
@@ -244,9 +244,20 @@ def checkpoint_line(ck: dict) -> tuple[str, str]:
     return f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}", style
 
 
+def exit_words(d: dict) -> str:
+    """How a process ended, as a user reads it: "killed by SIGKILL", "exit 1", "exit unknown"."""
+    sig = d.get("signal")
+    if sig:
+        try:
+            return f"killed by {signal.Signals(int(sig)).name}"
+        except (ValueError, TypeError):
+            return f"killed by signal {sig}"
+    code = d.get("exit_code")
+    return "exit unknown" if code is None else f"exit {code}"
+
+
 def crash_line(c: dict) -> str:
-    sig = f" signal {c['signal']}" if c.get("signal") else ""
-    return (f"attempt {c.get('attempt')}: {c.get('class') or 'unknown'} (exit {c.get('exit_code')}{sig}) "
+    return (f"attempt {c.get('attempt')}: {c.get('class') or 'unknown'} ({exit_words(c)}) "
             f"{c.get('summary') or ''}").rstrip()
 
 

@@ -111,3 +111,12 @@ def test_every_run_key_has_help_and_process_keys_are_marked():
     assert marked == {"k", "r", "z"} == set(keys.PROCESS_KEYS)
     issue_keys = {"k", "r", "v", "z", "b", "l", "?", "q"}
     assert issue_keys <= {k.shown_key for k in keys.RUN_KEYS}
+
+
+def test_exit_words_name_the_signal_not_a_missing_code():
+    from console.format import crash_line, exit_words
+    assert exit_words({"signal": 9, "exit_code": None}) == "killed by SIGKILL"
+    assert exit_words({"signal": None, "exit_code": 1}) == "exit 1"
+    assert exit_words({}) == "exit unknown"
+    assert crash_line({"attempt": 1, "class": "segfault", "signal": 11, "summary": "SIGSEGV"}) == \
+        "attempt 1: segfault (killed by SIGSEGV) SIGSEGV"
