@@ -713,10 +713,10 @@ class Supervisor:
         self.set_status(COOLDOWN, reason)
 
     def _conditions(self) -> list[str]:
-        """What still keeps us from launching: survivors of this run, the port, GPU memory and
-        foreign processes on the GPUs the recipe uses. Leftovers of other runs that hold neither
-        a GPU nor the port do not block this one."""
-        from runner.telemetry.preflight import port_free, preflight
+        """What still keeps us from launching: survivors of this run, the port (and whoever holds
+        it), GPU memory and foreign processes on the GPUs the recipe uses. Leftovers of other runs
+        that hold neither a GPU of ours nor the port do not block this one."""
+        from runner.telemetry.preflight import gpu_problems, port_free, preflight
         from runner.telemetry.procs import PORT_HOLDER
         waiting: list[str] = []
         survivors = self.tree.survivors(scan_markers=True)
@@ -726,18 +726,20 @@ class Supervisor:
         if port and not port_free(port):
             waiting.append(f"port {port} busy")
         self._blockers = []
-        devices = self.recipe["gpus"].get("devices")
-        if self.gpu_backend and devices:
-            try:
-                res = preflight(self.gpu_backend, devices=devices,
-                                tolerance_mib=float(self.recipe["cooldown"]["gpu_mem_tolerance_mib"]),
-                                port=port, run_id=self.run.run_id, exclude_pids={os.getpid()})
-            except Exception as exc:
-                self._diag(f"pre-flight check failed: {exc}")
-            else:
-                self._blockers = [b for b in res.blockers if b.gpus or PORT_HOLDER in b.labels]
-                waiting += [p for p in res.problems if not p.startswith(("leftover", f"port {port}"))
-                            or any(str(b.pid) in p for b in self._blockers)]
+        devices = self.recipe["gpus"].get("devices") or []
+        if not (port or devices):
+            return waiting
+        tolerance = float(self.recipe["cooldown"]["gpu_mem_tolerance_mib"])
+        try:
+            res = preflight(self.gpu_backend, devices=devices, tolerance_mib=tolerance, port=port,
+                            run_id=self.run.run_id, exclude_pids={os.getpid()})
+        except Exception as exc:  # a scan racing with exits must not stop supervision
+            self._diag(f"pre-flight check failed: {exc}")
+            return waiting
+        self._blockers = [b for b in res.blockers if PORT_HOLDER in b.labels or (devices and b.gpus)]
+        if devices:
+            waiting += gpu_problems(res.gpu, devices, tolerance)
+        waiting += [b.describe() for b in self._blockers]
         return waiting
 
     def _progress_cooldown(self, now: float) -> None:

@@ -118,3 +118,71 @@ def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
     p.write_text("name: x\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft]\n")
     out = harness.cli("lint", str(p))
     assert out.returncode == 1 and "executable_missing" in out.stdout and "missing-venv" in out.stdout
+
+
+def _port_holder(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    import time
+    ready = tmp_path / "port"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import socket, sys, time\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+        f"open({str(ready)!r}, 'w').write(str(s.getsockname()[1]))\n"
+        "time.sleep(300)\n")])
+    deadline = time.time() + 20
+    while time.time() < deadline and not (ready.exists() and ready.read_text()):
+        time.sleep(0.05)
+    return holder, int(ready.read_text())
+
+
+def test_preflight_refuse_fails_the_run_naming_the_port_holder(harness, tmp_path):
+    holder, port = _port_holder(tmp_path)
+    try:
+        run = harness.start(harness.recipe(preflight={"port": port, "on_busy": "refuse"}))
+        st = run.wait_status("failed", "succeeded", "running", timeout=60)
+        assert st["status"] == "failed" and not run.events("attempt_start")
+        assert f"port {port} busy" in st["pause_reason"] and f"PID {holder.pid}" in st["pause_reason"]
+        assert holder.poll() is None, "refuse never kills"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_preflight_kill_ends_the_port_holder_then_launches(harness, tmp_path):
+    holder, port = _port_holder(tmp_path)
+    try:
+        run = harness.start(harness.recipe(preflight={"port": port, "on_busy": "kill"}, kill={"grace_s": 1}))
+        st = run.wait_status("succeeded", "failed", timeout=90)
+        assert st["status"] == "succeeded"
+        assert holder.wait(timeout=5) is not None
+        kills = run.events("blocker_kill")
+        assert kills and kills[0]["pid"] == holder.pid and kills[0]["result"]["ok"]
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_port_still_busy_at_the_ceiling_moves_the_run_to_a_free_port(harness, tmp_path):
+    holder, port = _port_holder(tmp_path)
+    script = tmp_path / "show_port.py"
+    script.write_text("import os, sys\nprint('step: 1  loss: 1.0')\n"
+                      "print('port', os.environ['MASTER_PORT'], ' '.join(sys.argv[1:]), flush=True)\n")
+    try:
+        run = harness.start(harness.recipe(command=["{python}", str(script), "--master_port", str(port)],
+                                           env={"MASTER_PORT": str(port)}, checkpoints={"dir": None},
+                                           resume={"arg": None}, cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+        st = run.wait_status("succeeded", "failed", timeout=60)
+        assert st["status"] == "succeeded"
+        change = run.events("port_change")[0]
+        assert change["old"] == port and change["new"] != port
+        assert [a for a in run.events("alert") if a["rule"] == "cooldown_ceiling"]
+        log = (run.path / "train.log").read_text()
+        new = change["new"]
+        assert f"port {new} --master_port {new}" in log, log
+        assert holder.poll() is None, "wait never kills"
+    finally:
+        holder.kill()
+        holder.wait()
