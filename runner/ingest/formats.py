@@ -22,6 +22,7 @@ from typing import Any
 
 from runner.ingest.pydict import parse_pydict
 from runner.ingest.records import parse_number
+from runner.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
                            "memory(GiB)", "remaining_time", "elapsed_time", "percentage"))
@@ -229,7 +230,6 @@ _SAVE_HF_RE = re.compile(r"Saving model checkpoint to (\S+)")
 _SAVE_MEGATRON_RE = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d+) to (\S+)")
 _SAVE_SWIFT_MEGATRON_RE = re.compile(r"Successfully saved Megatron model weights in `([^`]+)`")
 _LAST_CKPT_RE = re.compile(r"last_model_checkpoint: (\S+)")
-_ATTEMPT_RE = re.compile(r"=== moeconsole: attempt (\d+) start")
 _CKPT_STEP_RE = re.compile(r"(?:checkpoint-|iter_)(\d+)/*$")
 
 
@@ -241,7 +241,7 @@ def step_from_path(path: str) -> int | None:
 def read_mark(text: str) -> dict | None:
     """Checkpoint saves, the final checkpoint, the runner's attempt marker."""
     if "=== moeconsole" in text:
-        m = _ATTEMPT_RE.search(text)
+        m = ATTEMPT_MARKER_RE.search(text)
         if m:
             return {"kind": "attempt_marker", "attempt": int(m.group(1))}
     if "heckpoint" not in text and "Megatron model weights" not in text:
