@@ -103,7 +103,6 @@ class Supervisor:
         self.Monitors = Monitors
         self.monitors = Monitors(self.thresholds)
         self.parser = LogParser()
-        self.FileTailer = FileTailer
         self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0))
         self.gpu_backend = None
         try:
@@ -238,7 +237,6 @@ class Supervisor:
         self.last_output = time.time()
         self.last_progress = time.time()
         self.attempt_steps = 0
-        self.attempt_first_step = None
         self.last_step_written = self._last_written_step(self.state.get("attempt"))
         self.run.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
         self._diag(f"adopted attempt {self.state.get('attempt')} leader pid {self.tree.leader.pid}")
@@ -360,7 +358,6 @@ class Supervisor:
         self.last_output = now
         self.last_progress = now
         self.attempt_steps = 0
-        self.attempt_first_step = None
         self.last_step_written = None
         self.log_tail.clear()
         self.resumed_step = _step_of(resumed_from)
@@ -511,8 +508,6 @@ class Supervisor:
             return
         self.last_step_written = step
         self.attempt_steps += 1
-        if self.attempt_first_step is None:
-            self.attempt_first_step = step
         self.last_progress = time.time()
         loss = jsonio.as_float(rec.get("loss"))
         fields: dict = {"step": step}
@@ -624,6 +619,10 @@ class Supervisor:
         self.leader_exited = False
         self.tree.leader = None
         self._catch_up_log()
+        # Nothing of this attempt writes any more: verify its last saves now, before the next
+        # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
+        self.checkpoints.sweep(self.monitors.on_checkpoint, self.state.get("attempt"))
+        self._checkpoint_state()
         rc = self.leader_rc
         attempt = self.state.get("attempt")
         now = time.time()

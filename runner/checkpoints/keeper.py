@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 from runner import rundir
 from runner.checkpoints.discover import Checkpoint, find_checkpoints
-from runner.checkpoints.sidecar import read_sidecar, write_sidecar
+from runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
 from runner.checkpoints.verify import verify_checkpoint
 from runner.checkpoints.watch import CheckpointWatcher, latest_good
 
@@ -56,8 +56,16 @@ class CheckpointKeeper:
         except OSError as exc:
             self.diag(f"checkpoint watch failed: {exc}")
             return False
+        ready = [ck for ck in ready if not self._already_verified(ck.path)]
         self._record(ready, on_checkpoint, attempt)
         return bool(ready)
+
+    def _already_verified(self, path: Path) -> bool:
+        """Verified before (e.g. by the sweep at the end of an attempt) and unchanged since."""
+        if str(path) not in self.verified:
+            return False
+        side = read_sidecar(path)
+        return bool(side) and sidecar_current(path, side)
 
     def sweep(self, on_checkpoint: Callable[[int | None, str], list[dict]], attempt: int | None) -> None:
         """At the end of a run nothing writes any more: verify the saves newer than the newest

@@ -100,7 +100,7 @@ def test_empty_checkpoint_stub_is_a_critical_alert_and_never_resumed(harness):
     st = run.wait_status("succeeded", "failed", "paused", timeout=120)
     assert st["status"] == "succeeded"
     bad = [a for a in run.events("alert") if a["rule"] == "checkpoint_bad"]
-    assert bad and bad[0]["level"] == "critical" and "checkpoint-8" in bad[0]["message"]
+    assert len(bad) == 1 and bad[0]["level"] == "critical" and "checkpoint-8" in bad[0]["message"]
     ck8 = [e for e in run.events("checkpoint") if e["path"].endswith("checkpoint-8")]
     assert ck8[0]["verdict"] == "empty_stub" and ck8[0]["ok"] is False
     assert os.path.basename(run.events("attempt_start")[1]["resumed_from"]) == "checkpoint-4"
