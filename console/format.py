@@ -300,3 +300,19 @@ def diff_rows(d: dict) -> list[list[str]]:
             change = f"{num(delta['diff'])}{pct}{better}"
         rows.append([label, diff_cell(key, d["a"].get(key)), diff_cell(key, d["b"].get(key)), change])
     return rows
+
+
+def run_cell(key: str, row: dict) -> str:
+    """One cell of a run-index row, as `runs ls` and the run browser show it."""
+    v = row.get(key)
+    if key in ("started_at", "ended_at"):
+        return date(v)
+    if key in ("last_loss", "min_loss"):
+        return num(v)
+    if key == "last_step":
+        return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
+    if key == "status":
+        return str(v or "unknown").upper()
+    if key == "recipe_hash":
+        return (v or NA)[:8]
+    return NA if v is None else str(v)

@@ -26,19 +26,6 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def ls_cell(key: str, row: dict) -> str:
-    v = row.get(key)
-    if key == "started_at":
-        return fmt.date(v)
-    if key in ("last_loss", "min_loss"):
-        return fmt.num(v)
-    if key == "last_step":
-        return f"{fmt.intc(v)}/{fmt.intc(row.get('max_steps'))}" if row.get("max_steps") else fmt.intc(v)
-    if key == "status":
-        return str(v or "unknown").upper()
-    return fmt.NA if v is None else str(v)
-
-
 def cmd_ls(base, as_json: bool) -> int:
     rows = store.list_runs(base)
     if as_json:
@@ -47,7 +34,7 @@ def cmd_ls(base, as_json: bool) -> int:
     if not rows:
         _out(f"no runs under {base}")
         return 0
-    _out(table([h for _, h in LS_COLUMNS], [[ls_cell(k, r) for k, _ in LS_COLUMNS] for r in rows]))
+    _out(table([h for _, h in LS_COLUMNS], [[fmt.run_cell(k, r) for k, _ in LS_COLUMNS] for r in rows]))
     return 0
 
 
@@ -75,7 +62,7 @@ def cmd_show(base, ref: str, as_json: bool) -> int:
         f"elapsed {fmt.duration(r.get('elapsed_s'))}",
         f"  attempts  {fmt.NA if summary['attempts'] is None else summary['attempts']}   "
         f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
-        f"  steps     {ls_cell('last_step', summary)}",
+        f"  steps     {fmt.run_cell('last_step', summary)}",
         f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]

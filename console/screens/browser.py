@@ -20,21 +20,6 @@ COLUMNS = (("status", "STATUS"), ("name", "NAME"), ("started_at", "STARTED"), ("
 STATUS_FILTER = "status:"
 
 
-def cell(key: str, row: dict) -> str:
-    v = row.get(key)
-    if key in ("started_at", "ended_at"):
-        return fmt.date(v)
-    if key in ("last_loss", "min_loss"):
-        return fmt.num(v)
-    if key == "last_step":
-        return f"{fmt.intc(v)}/{fmt.intc(row.get('max_steps'))}" if row.get("max_steps") else fmt.intc(v)
-    if key == "status":
-        return str(v or "unknown").upper()
-    if key == "recipe_hash":
-        return (v or fmt.NA)[:8]
-    return fmt.NA if v is None else str(v)
-
-
 def parse_filter(text: str) -> tuple[str | None, str | None]:
     """'status:failed llama' -> (status, name substring)."""
     status, words = None, []
@@ -94,7 +79,7 @@ class BrowserScreen(Screen):
         for row in rows:
             cells = []
             for key, _ in COLUMNS:
-                text = cell(key, row)
+                text = fmt.run_cell(key, row)
                 if key == "status":
                     mark = "*" if row["id"] in self.marked else " "
                     style = self.get_component_rich_style(fmt.STATUS_STYLE.get((row.get("status") or "").lower(),

@@ -12,10 +12,10 @@ import collections
 import math
 from dataclasses import dataclass
 
-from rich.text import Text
 from textual.widgets import Static
 
 from console import format as fmt
+from console.widgets import styled_text
 from runner import rundir
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -357,10 +357,4 @@ class GpuPanel(Static):
             return
         self._shown = key
         self.plain_lines = [fmt.plain(line) for line in lines]
-        text = Text(no_wrap=True, overflow="crop")
-        for i, line in enumerate(lines):
-            if i:
-                text.append("\n")
-            for piece, style in line:
-                text.append(piece, self.get_component_rich_style(style, partial=True) if style else "")
-        self.update(text)
+        self.update(styled_text(self, lines))

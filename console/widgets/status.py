@@ -2,10 +2,10 @@
 restarts used/cap, cost, and what a cooldown waits on."""
 from __future__ import annotations
 
-from rich.text import Text
 from textual.widgets import Static
 
 from console import format as fmt
+from console.widgets import styled_text
 
 
 class StatusLine(Static):
@@ -26,10 +26,4 @@ class StatusLine(Static):
             return
         self._shown = lines
         self.plain_lines = [fmt.plain(line) for line in lines]
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for i, line in enumerate(lines):
-            if i:
-                text.append("\n")
-            for piece, style in line:
-                text.append(piece, self.get_component_rich_style(style, partial=True) if style else "")
-        self.update(text)
+        self.update(styled_text(self, lines, overflow="ellipsis"))

@@ -14,15 +14,12 @@ supersedes the earlier one.
 """
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from runner.checkpoints.discover import (SIDECAR_NAME, Checkpoint, find_checkpoints, megatron_save_complete)
-from runner.checkpoints.sidecar import read_sidecar, sidecar_current
-
-_MAX_DEPTH = 3
+from runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
+from runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current
 
 
 def signature(path: Path) -> tuple[tuple[str, int], ...]:
@@ -32,28 +29,7 @@ def signature(path: Path) -> tuple[tuple[str, int], ...]:
             return ((path.name, path.stat().st_size),)
         except OSError:
             return ()
-    out: list[tuple[str, int]] = []
-
-    def walk(d: Path, prefix: str, depth: int) -> None:
-        try:
-            with os.scandir(d) as it:
-                entries = list(it)
-        except OSError:
-            return
-        for e in entries:
-            if e.name == SIDECAR_NAME or e.name.startswith(f".{SIDECAR_NAME}."):
-                continue
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    if depth < _MAX_DEPTH:
-                        walk(Path(e.path), prefix + e.name + "/", depth + 1)
-                else:
-                    out.append((prefix + e.name, e.stat().st_size))
-            except OSError:
-                continue
-
-    walk(path, "", 0)
-    return tuple(sorted(out))
+    return tuple(sorted((name, size) for name, (size, _mtime) in fingerprint(path).items()))
 
 
 class CheckpointWatcher:
