@@ -19,8 +19,7 @@ def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift
     on_disk = recipes.for_run_dir(recipe)
     on_disk["_launch"] = {"recipe_dir": recipe.get("_recipe_dir", ""), "cwd": os.getcwd()}
     run.recipe.write_text(recipes.dump_yaml(on_disk))
-    literal = {k: v for k, v in recipe.get("env", {}).items()
-               if recipes.SECRET_KEY.search(k) and on_disk["env"].get(k) == recipes.REDACTED}
+    literal = recipes.secrets_doc(recipe)
     if literal:
         fd = os.open(run.path / "secrets.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from runner import jsonio, rundir
+from runner.secrets import Redactor
 from runner.series import Series, to_pairs
 
 CHART_KEYS = ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")
@@ -72,8 +73,10 @@ def status_word(run: dict) -> str:
     return status
 
 
-def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES) -> tuple[str, ...]:
-    """Last complete lines of a log; progress-bar carriage returns keep only the newest redraw."""
+def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES,
+                redactor: Redactor | None = None) -> tuple[str, ...]:
+    """Last complete lines of a log, secrets masked; progress-bar carriage returns keep only the
+    newest redraw."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -88,7 +91,7 @@ def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_B
     out = []
     for line in lines[-(n + 1):]:
         line = line.rstrip("\r").rsplit("\r", 1)[-1]
-        out.append(line[:500])
+        out.append((redactor.redact(line) if redactor else line)[:500])
     while out and not out[-1]:
         out.pop()
     return tuple(out[-n:])
@@ -111,6 +114,7 @@ class RunWatcher:
         self.checkpoints: dict[str, dict] = {}
         self.restarts_at: list[int] = []
         self._crash_cache: dict[str, dict] = {}
+        self.redactor = Redactor.for_run_dir(run.path)
 
     def _read_metrics(self) -> None:
         for off, rec in jsonio.iter_jsonl(self.run.metrics, self._metrics_off):
@@ -235,7 +239,7 @@ class RunWatcher:
             restarts_at=tuple(self.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),
-            log_tail=_tail_lines(self.run.log),
+            log_tail=_tail_lines(self.run.log, redactor=self.redactor),
             nodes=read_nodes(self.run, now),
         )
 

@@ -65,11 +65,11 @@ class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
         self.run = run
         self.restart_requested_at_start = restart
-        self.recipe = _load_run_recipe(run)
+        self.recipe = recipes.restore_secrets(_load_run_recipe(run),
+                                              jsonio.read_json(run.path / "secrets.json", default=None))
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
-        self.env_resolved.update(jsonio.read_json(run.path / "secrets.json", default={}) or {})
-        self.secrets = recipes.secret_values(self.env_resolved)
+        self.secrets = recipes.secret_values(self.env_resolved, self.recipe["command"])
         self.state: dict = run.read_state()
         self.tree = proctree.ProcessTree(run.run_id)
         self.proc: subprocess.Popen | None = None

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import sys
 
-from runner import launch, recipe as recipes
+from runner import launch, recipe as recipes, rundir
 from runner.lint import lint_recipe
 from runner.paths import runs_base
+
+STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) before handing over
 
 
 def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
@@ -24,16 +26,41 @@ def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name:
     return 0, run
 
 
+def first_outcome(run, timeout: float = STARTED_WAIT_S) -> dict:
+    """Until the first attempt is running or the run is refused (drift, pre-flight ``refuse``,
+    a launch error); a pre-flight still waiting after ``timeout`` is reported as such."""
+    return launch.wait_status(run, {rundir.RUNNING, *rundir.TERMINAL}, timeout)
+
+
+def report_start(run_dir) -> int:
+    """Print the run id, then what became of the start: 0 launched (or still in pre-flight),
+    1 refused (the reason on stderr)."""
+    print(run_dir.run_id)
+    sys.stdout.flush()
+    state = first_outcome(run_dir)
+    status = state.get("status")
+    if status in rundir.TERMINAL:
+        reason = state.get("pause_reason") or (state.get("last_crash") or {}).get("summary") or status
+        sys.stderr.write(f"moeconsole: run {run_dir.run_id} did not start: {reason}\n")
+        return 1
+    if status == rundir.RUNNING:
+        sys.stderr.write(f"run {run_dir.run_id} started under a detached runner; directory {run_dir.path}\n")
+    else:
+        waiting = ", ".join(str(w) for w in ((state.get("cooldown") or {}).get("waiting_on") or [])) or "pre-flight"
+        sys.stderr.write(f"run {run_dir.run_id} is {status}: waiting on {waiting}; the runner launches when "
+                         f"it clears (directory {run_dir.path})\n")
+    return 0
+
+
 def run(args) -> int:
     code, run_dir = start(args.recipe, args.overrides, runs_dir=args.runs_dir, name=args.name,
                           allow_drift=args.allow_drift)
     if code:
         return code
-    print(run_dir.run_id)
-    sys.stderr.write(f"run {run_dir.run_id} started under a detached runner; directory {run_dir.path}\n")
-    sys.stdout.flush()
     if args.detach:
-        return 0
+        return report_start(run_dir)
+    print(run_dir.run_id)
+    sys.stdout.flush()
     from console.commands import attach
     args.run = run_dir.run_id
     return attach.run(args)

@@ -60,16 +60,21 @@ class Harness:
             raise AssertionError(f"moeconsole {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
         return proc
 
-    def start(self, recipe: Path, *extra: str) -> "Run":
-        proc = self.cli("run", str(recipe), "--detach", *extra, check=True)
-        run_id = proc.stdout.strip().splitlines()[0]
-        return Run(self.runs_dir / run_id)
+    def start(self, recipe: Path, *extra: str, refused: bool = False) -> "Run":
+        """``run --detach``; exit 0 when the run started, 1 (with the reason) when it was refused."""
+        proc = self.cli("run", str(recipe), "--detach", *extra)
+        if proc.returncode != (1 if refused else 0) or not proc.stdout.strip():
+            raise AssertionError(f"moeconsole run exited {proc.returncode} (expected {int(refused)}): {proc.stderr}")
+        run = Run(self.runs_dir / proc.stdout.strip().splitlines()[0])
+        run.start_stderr = proc.stderr
+        return run
 
 
 class Run:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.id = path.name
+        self.start_stderr = ""
 
     def state(self) -> dict:
         try:

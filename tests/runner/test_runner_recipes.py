@@ -78,7 +78,8 @@ def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
     first = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(shared)}))
     first.wait_status("succeeded", timeout=90)
     changed = cmd + ["--learning_rate", "0.01"]
-    second = harness.start(harness.recipe(command=changed, checkpoints={"dir": str(shared)}))
+    second = harness.start(harness.recipe(command=changed, checkpoints={"dir": str(shared)}), refused=True)
+    assert "did not start" in second.start_stderr and "drift" in second.start_stderr
     st = second.wait_status("failed", "succeeded", timeout=60)
     assert st["status"] == "failed" and "drift" in st["pause_reason"]
     assert second.events("drift") and not second.events("attempt_start")
@@ -140,7 +141,8 @@ def _port_holder(tmp_path):
 def test_preflight_refuse_fails_the_run_naming_the_port_holder(harness, tmp_path):
     holder, port = _port_holder(tmp_path)
     try:
-        run = harness.start(harness.recipe(preflight={"port": port, "on_busy": "refuse"}))
+        run = harness.start(harness.recipe(preflight={"port": port, "on_busy": "refuse"}), refused=True)
+        assert f"did not start: " in run.start_stderr and f"port {port} busy" in run.start_stderr
         st = run.wait_status("failed", "succeeded", "running", timeout=60)
         assert st["status"] == "failed" and not run.events("attempt_start")
         assert f"port {port} busy" in st["pause_reason"] and f"PID {holder.pid}" in st["pause_reason"]
