@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
@@ -418,18 +418,18 @@ def masked_command(argv: list[str]) -> list[str]:
     return argv
 
 
-def secret_values(env: dict[str, str], argv: list[str] = ()) -> list[str]:
+def secret_values(env: dict[str, str], argv: Sequence[str] = ()) -> list[str]:
     """Values that must never be written anywhere: secret-named env values, secret flags' values."""
     values = [v for k, v in env.items() if is_secret_env(k)] + list(secret_argv_positions(list(argv)).values())
     return secret_text.Redactor(values).values
 
 
-def redact(text: str, secrets: list[str]) -> str:
+def redact(text: str, secrets: Sequence[str]) -> str:
     """Known secret values and anything shaped like a token, masked."""
     return secret_text.Redactor(secrets).redact(text)
 
 
-def redact_argv(argv: list[str], secrets: list[str] = ()) -> list[str]:
+def redact_argv(argv: list[str], secrets: Sequence[str] = ()) -> list[str]:
     """Argv safe to show: values of secret-looking flags and known secret values masked."""
     return secret_text.Redactor(secrets).redact_argv(argv)
 

@@ -63,13 +63,14 @@ def average_gradients(params: "list[torch.nn.Parameter]", world: World) -> None:
     import torch
     import torch.distributed as dist
 
-    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    grads = [p.grad for p in params if p.grad is not None]
+    flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat)
     flat /= world.size
     offset = 0
-    for p in params:
-        n = p.grad.numel()
-        p.grad.copy_(flat[offset: offset + n].view_as(p.grad))
+    for g in grads:
+        n = g.numel()
+        g.copy_(flat[offset: offset + n].view_as(g))
         offset += n
 
 

@@ -170,8 +170,15 @@ class TinyMoELM(nn.Module):
         self.lm_head = LoRALinear(cfg.hidden_size, cfg.vocab_size, cfg.lora_rank, cfg.lora_alpha,
                                   gen, base_std=0.02)
 
+    def block(self, i: int) -> Block:
+        """Layer ``i`` as its own type (``nn.ModuleList`` indexing is typed loosely)."""
+        layer = self.layers[i]
+        assert isinstance(layer, Block)
+        return layer
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed[tokens] + self.positions[: tokens.shape[1]]
+        positions = self.get_buffer("positions")
+        x = self.embed[tokens] + positions[: tokens.shape[1]]
         for layer in self.layers:
             x = layer(x)
         return self.lm_head(rms_norm(x))

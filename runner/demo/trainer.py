@@ -126,7 +126,7 @@ class DemoTrainer:
 
     def arm_step_faults(self, step: int) -> None:
         """Faults that act inside the computation of ``step``."""
-        layer0 = self.model.layers[0]
+        layer0 = self.model.block(0)
         if self.plan.fires("nan", step):
             faults.poison_with_nan(layer0.attn.q_proj.lora_A)
         if self.plan.fires("cuda_fault", step):

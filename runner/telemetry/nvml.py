@@ -7,6 +7,8 @@ short reason. Names and UUIDs never change, so they are read once.
 """
 from __future__ import annotations
 
+import functools
+
 import ctypes
 import threading
 import time
@@ -63,8 +65,10 @@ def _load_library(nv: Any, lib_path: Path | str) -> None:
             raise NvmlUnavailable(f"pynvml already uses {getattr(loaded, '_name', '?')} in this process")
 
 
-def _error_code(exc: BaseException) -> int | None:
-    return getattr(exc, "value", None)
+def _error_code(exc: BaseException) -> int:
+    """NVML's return code of an NVMLError (-1 when the exception carries none)."""
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else -1
 
 
 class NvmlBackend:
@@ -130,7 +134,8 @@ class NvmlBackend:
         nv = self._nv
         ways = [(f"nvmlDeviceGetComputeRunningProcesses_{v}", getattr(nv, f"nvmlDeviceGetComputeRunningProcesses_{v}"))
                 for v in ("v3", "v2") if hasattr(nv, f"nvmlDeviceGetComputeRunningProcesses_{v}")]
-        return self._first([(sym, (lambda fn=fn: fn(h))) for sym, fn in ways])
+        calls: list[tuple[str, Callable[[], Any]]] = [(sym, functools.partial(fn, h)) for sym, fn in ways]
+        return self._first(calls)
 
     def _static_info(self, index: int, h: Any, na: dict[str, str]) -> tuple[str | None, str | None]:
         if index in self._static:

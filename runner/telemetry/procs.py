@@ -272,7 +272,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
         row = rows.get(pid)
         if row is None:
             if pid in usage:  # listed by the driver, invisible here
-                labels = (RUN_TREE,) if pid in tree else (FOREIGN_GPU,)
+                labels: tuple[str, ...] = (RUN_TREE,) if pid in tree else (FOREIGN_GPU,)
                 found.append(_proc_info(pid, None, labels, usage[pid], now))
             continue
         marked_live = bool(row.run_id) and _run_is_live(row.run_dir, live_cache)
