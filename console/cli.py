@@ -18,7 +18,7 @@ COMMANDS = (
 )
 
 
-RUNS_ACTIONS = ("ls", "show", "diff", "rebuild")
+RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,8 +78,11 @@ def build_parser() -> _Parser:
     p = sub.add_parser("runs", help="past runs from the index")
     # One positional list: argparse cannot give two positionals their values when options
     # stand between them (`runs show --json RUN`).
-    p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild")
+    p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild|receipt RUN")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--md", action="store_true", help="receipt: markdown with a loss plot (the default)")
+    p.add_argument("--full", action="store_true", help="receipt: hash every checkpoint's content")
+    p.add_argument("--out", metavar="DIR", help="receipt: write receipt.json, receipt.md and loss.png here")
     _common(p)
 
     p = sub.add_parser("parse", help="any training log -> metric records")
