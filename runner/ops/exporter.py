@@ -35,6 +35,7 @@ from runner.ops.tally import EventTally
 from runner.snapshot import RunWatcher
 
 EXPORTER_FILE = "exporter.json"
+PARENT_CHECK_S = 0.5  # how soon an exporter notices its runner is gone (and frees the port)
 
 
 class RunMetrics:
@@ -143,20 +144,24 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     textfile = Path(args.textfile) if args.textfile else None
+    next_write = 0.0
     while not stop.is_set():
-        if textfile is not None:
-            try:
-                write_textfile(textfile, registry)
-            except OSError as exc:
-                sys.stderr.write(f"exporter: cannot write {textfile}: {exc}\n")
-        else:
-            with collector._lock:
-                collector.view()
+        now = time.monotonic()
+        if now >= next_write:
+            next_write = now + args.interval
+            if textfile is not None:
+                try:
+                    write_textfile(textfile, registry)
+                except OSError as exc:
+                    sys.stderr.write(f"exporter: cannot write {textfile}: {exc}\n")
+            else:
+                with collector._lock:
+                    collector.view()
+            if args.parent_pid is None and collector.last_status in rundir.TERMINAL:
+                break
         if args.parent_pid is not None and not _alive(args.parent_pid):
             break
-        if args.parent_pid is None and collector.last_status in rundir.TERMINAL:
-            break
-        stop.wait(args.interval)
+        stop.wait(min(PARENT_CHECK_S, args.interval))
     return 0
 
 
