@@ -101,16 +101,6 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     run = rundir.RunDir(Path(args.run_dir))
@@ -159,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                     collector.view()
             if args.parent_pid is None and collector.last_status in rundir.TERMINAL:
                 break
-        if args.parent_pid is not None and not _alive(args.parent_pid):
+        if args.parent_pid is not None and not rundir.pid_alive(args.parent_pid):
             break
         stop.wait(min(PARENT_CHECK_S, args.interval))
     return 0

@@ -14,7 +14,6 @@ A rate limit per kind of notification keeps a crash loop from paging fifty times
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess

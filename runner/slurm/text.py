@@ -171,7 +171,7 @@ def batch_script(spec: BatchSpec) -> str:
     lines = ["#!/bin/bash",
              f"#SBATCH --job-name={shlex.quote(spec.job_name)}",
              f"#SBATCH --output={shlex.quote(spec.output)}",
-             f"#SBATCH --open-mode=append",
+             "#SBATCH --open-mode=append",
              f"#SBATCH --chdir={shlex.quote(spec.workdir)}",
              f"#SBATCH --nodes={int(spec.nodes)}",
              f"#SBATCH --ntasks-per-node={int(spec.ntasks_per_node)}"]

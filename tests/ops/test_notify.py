@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ops.ops_helpers import wait_for
 from runner.ops.notify import NOTIFY_LOG, Notifier, NotifySettings, RateLimiter, notification_for
 
 
@@ -76,15 +77,6 @@ def receiver():
         server.server_close()
 
 
-def _wait(pred, timeout=60.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
 def _log(run_dir: Path) -> list[dict]:
     try:
         return [json.loads(l) for l in (run_dir / NOTIFY_LOG).read_text().splitlines()]
@@ -103,7 +95,7 @@ def test_webhook_gets_the_event_and_the_url_stays_out_of_argv_and_log(tmp_path, 
     assert len(procs) == 1 and all("s3cr3t" not in a for a in procs[0].args)
     assert n.on_event(crash, now=110.0) == []          # rate-limited
     try:
-        _wait(lambda: len(_Receiver.bodies) == 1 and _log(tmp_path))
+        wait_for(lambda: len(_Receiver.bodies) == 1 and _log(tmp_path))
     finally:
         for p in procs:
             p.wait(timeout=30)

@@ -3,14 +3,11 @@ scraped over loopback after a real supervised run with a crash, the textfile for
 shipped alert rules checked by promtool."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -21,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from runner.ops.prometheus import MetricsView, families
 from runner.ops.tally import EventTally
 from tests.fakes.nvml import FakeGpu, build_fake_nvml, fake_env, write_scenario
+from tests.ops.ops_helpers import end, read_json, wait_for
 from tests.runner.conftest import Harness
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,30 +100,6 @@ def test_families_values_units_and_absent_fields():
     assert ("moeconsole_ingest_lag_bytes", ()) not in s
 
 
-def _free_exporter(cmd: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _wait(pred, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _end(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
 @pytest.fixture(scope="module")
 def fake_libdir(tmp_path_factory) -> Path:
     if shutil.which("gcc") is None:
@@ -143,16 +117,17 @@ def test_exporter_scraped_on_loopback_after_a_crash_and_restart(tmp_path, runs_d
 
     scenario = write_scenario(tmp_path / "scn.txt", [FakeGpu(uuid="GPU-a", mem_base_used_mib=2048.0), FakeGpu(uuid="GPU-b")])
     env = fake_env(fake_libdir, scenario, {**os.environ, "PYTHONPATH": str(REPO)})
-    proc = _free_exporter([sys.executable, "-m", "runner.ops.exporter", str(run.path), "--port", "0",
-                           "--interval", "0.2", "--parent-pid", str(os.getpid())], env)
+    proc = subprocess.Popen([sys.executable, "-m", "runner.ops.exporter", str(run.path), "--port", "0",
+                           "--interval", "0.2", "--parent-pid", str(os.getpid())], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     try:
-        bound = _wait(lambda: _read_json(run.path / "exporter.json"), 60, "exporter.json")
+        bound = wait_for(lambda: read_json(run.path / "exporter.json"), 60, "exporter.json")
         assert bound["addr"] == "127.0.0.1" and bound["pid"] == proc.pid
         url = f"http://127.0.0.1:{bound['port']}/metrics"
         with urllib.request.urlopen(url, timeout=30) as resp:
             text = resp.read().decode()
     finally:
-        _end(proc)
+        end(proc)
     s = samples(text)
     assert s[("moeconsole_run_status", (("status", "succeeded"),))] == 1
     assert s[("moeconsole_step", ())] == 12
@@ -163,13 +138,6 @@ def test_exporter_scraped_on_loopback_after_a_crash_and_restart(tmp_path, runs_d
     assert s[("moeconsole_gpu_memory_used_bytes", (("gpu", "0"), ("uuid", "GPU-a")))] == 2048 * 1024 ** 2
     assert s[("moeconsole_gpu_memory_total_bytes", (("gpu", "1"), ("uuid", "GPU-b")))] == 143771 * 1024 ** 2
     assert s[("moeconsole_run_stale", ())] == 0
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def test_exporter_textfile_is_replaced_whole_and_exits_when_the_run_is_over(tmp_path, runs_dir):

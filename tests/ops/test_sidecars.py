@@ -2,7 +2,6 @@
 runner and ended with it, a dead exporter started again, sync offered only good checkpoints."""
 from __future__ import annotations
 
-import json
 import time
 import urllib.request
 from pathlib import Path
@@ -11,6 +10,7 @@ import pytest
 
 from runner.ops.sidecars import EXPORTER_RESPAWN_S, MetricsSettings, OpsSidecars
 from tests.checkpoints.conftest import write_adapter
+from tests.ops.ops_helpers import read_json, wait_for
 from tests.runner.conftest import Harness
 
 
@@ -21,21 +21,8 @@ def test_metrics_section_is_checked(bad, problem):
         MetricsSettings.from_recipe(bad)
 
 
-def _wait(pred, timeout=60.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
 def _bound(run_path: Path) -> dict | None:
-    try:
-        return json.loads((run_path / "exporter.json").read_text())
-    except (OSError, ValueError):
-        return None
+    return read_json(run_path / "exporter.json")
 
 
 def test_exporter_lives_and_dies_with_the_sidecars(tmp_path, runs_dir):
@@ -45,7 +32,7 @@ def test_exporter_lives_and_dies_with_the_sidecars(tmp_path, runs_dir):
     ops = OpsSidecars.from_recipe({"metrics": {"port": 0, "interval_s": 0.2}}, run.path, run.id)
     ops.start()
     try:
-        first = _wait(lambda: _bound(run.path))
+        first = wait_for(lambda: _bound(run.path))
         with urllib.request.urlopen(f"http://127.0.0.1:{first['port']}/metrics", timeout=30) as resp:
             assert b'moeconsole_step{run_id="' in resp.read()
         # an exporter that dies is started again (not at once: a port may still be held)

@@ -3,18 +3,17 @@ real: `moeconsole service` becomes the runner, is SIGKILLed as a crash would, is
 the way systemd would, adopts the live training, and never starts a finished run again."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from runner.ops.service import Candidate, choose
+from tests.ops.ops_helpers import end, read_json, wait_for
 from tests.runner.conftest import Harness
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,20 +70,7 @@ def test_unit_refuses_paths_systemd_cannot_hold(tmp_path, runs_dir):
 
 
 def _state(path: Path) -> dict:
-    try:
-        return json.loads((path / "state.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _wait(pred, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return read_json(path / "state.json") or {}
 
 
 def _service(h: Harness, recipe: Path) -> subprocess.Popen:
@@ -93,20 +79,14 @@ def _service(h: Harness, recipe: Path) -> subprocess.Popen:
                             env=_env(), cwd=REPO)
 
 
-def _end(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-
-
 def test_service_survives_a_runner_death_and_never_reruns_a_finished_run(tmp_path, runs_dir):
     h = Harness(tmp_path, runs_dir)
     recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
                                "--max_steps", "30", "--save_steps", "10", "--step_delay", "0.15"])
     first = _service(h, recipe)
     try:
-        run_path = _wait(lambda: next(iter(runs_dir.iterdir()), None), 60, "the run directory")
-        st = _wait(lambda: (s := _state(run_path)).get("status") == "running" and (s.get("step") or 0) >= 2 and s,
+        run_path = wait_for(lambda: next(iter(runs_dir.iterdir()), None), 60, "the run directory")
+        st = wait_for(lambda: (s := _state(run_path)).get("status") == "running" and (s.get("step") or 0) >= 2 and s,
                    180, "training steps")
         assert st["runner"]["pid"] == first.pid          # the service process became the runner (exec)
         leader = next(p for p in st["pids"] if p.get("role") == "leader")
@@ -114,14 +94,14 @@ def test_service_survives_a_runner_death_and_never_reruns_a_finished_run(tmp_pat
         first.wait(timeout=30)
         os.kill(leader["pid"], 0)                        # training goes on without a runner
     finally:
-        _end(first)
+        end(first)
 
     second = _service(h, recipe)                         # systemd's Restart=always
     try:
-        _wait(lambda: _state(run_path).get("runner", {}).get("pid") == second.pid, 60, "the new runner")
+        wait_for(lambda: _state(run_path).get("runner", {}).get("pid") == second.pid, 60, "the new runner")
         assert second.wait(timeout=240) == 0             # the run ended; the runner exits 0: no restart
     finally:
-        _end(second)
+        end(second)
     st = _state(run_path)
     assert st["status"] == "succeeded" and st["attempt"] == 1   # adopted, not relaunched
     assert [p.name for p in runs_dir.iterdir() if p.is_dir()] == [run_path.name]
