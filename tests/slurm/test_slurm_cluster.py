@@ -96,3 +96,29 @@ def test_scancel_term_reaches_the_srun_step(submit):
     subprocess.run(["scancel", "--signal=TERM", job], check=True, timeout=60)
     _wait(job, lambda s: s.final)
     assert "got TERM" in log.read_text()
+
+
+def test_follower_sees_pending_reason_then_the_final_state_without_blocking(submit, tmp_path):
+    from runner.slurm.client import JobFollower, cancel
+
+    hog, _ = submit("import time; time.sleep(60)", extra_sbatch=["--exclusive"])
+    _wait(hog, lambda s: s.state == "RUNNING")
+    job, log = submit("print('second', flush=True)")
+    f = JobFollower(job, interval_s=0.2)
+    deadline = time.time() + 60
+    seen = None
+    while time.time() < deadline:
+        t0 = time.monotonic()
+        seen = f.poll()
+        assert time.monotonic() - t0 < 0.5          # a poll never waits for Slurm
+        if seen is not None and seen.pending and seen.reason:
+            break
+        time.sleep(0.05)
+    assert seen is not None and seen.state == "PENDING" and seen.reason in ("Resources", "Priority")
+    cancel(hog).wait()
+    deadline = time.time() + 120
+    while not (seen and seen.final) and time.time() < deadline:
+        seen = f.poll()
+        time.sleep(0.05)
+    assert seen.state == "COMPLETED" and seen.exit_code == 0 and seen.source == "sacct"
+    assert "second" in log.read_text()
