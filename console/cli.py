@@ -14,11 +14,11 @@ from runner.errors import InputError
 
 COMMANDS = (
     "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",
-    "gpus", "lint", "doctor", "agent", "supervise",
+    "gpus", "lint", "doctor", "agent", "supervise", "service", "systemd", "prometheus",
 )
 
 
-RUNS_ACTIONS = ("ls", "show", "diff", "rebuild")
+RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,8 +78,11 @@ def build_parser() -> _Parser:
     p = sub.add_parser("runs", help="past runs from the index")
     # One positional list: argparse cannot give two positionals their values when options
     # stand between them (`runs show --json RUN`).
-    p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild")
+    p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild|receipt RUN")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--md", action="store_true", help="receipt: markdown with a loss plot (the default)")
+    p.add_argument("--full", action="store_true", help="receipt: hash every checkpoint's content")
+    p.add_argument("--out", metavar="DIR", help="receipt: write receipt.json, receipt.md and loss.png here")
     _common(p)
 
     p = sub.add_parser("parse", help="any training log -> metric records")
@@ -111,6 +114,26 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("supervise", help="(re)start the runner of a run; it adopts live training")
     p.add_argument("run_dir", metavar="RUN")
+    _common(p)
+
+    p = sub.add_parser("service", help="the runner of a recipe's run in the foreground (for systemd)")
+    p.add_argument("recipe")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    _common(p)
+
+    p = sub.add_parser("systemd", help="print a systemd unit that keeps a recipe's runner alive")
+    p.add_argument("recipe")
+    p.add_argument("--user", action="store_true", help="a user unit (systemctl --user)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    _common(p)
+
+    p = sub.add_parser("prometheus", help="alert rules, and a metrics endpoint for a run")
+    p.add_argument("action", choices=("rules", "serve"))
+    p.add_argument("run", nargs="?")
+    p.add_argument("--port", type=int, help="serve /metrics on this port (0: any free one)")
+    p.add_argument("--addr", default="127.0.0.1", help="bind address (default loopback)")
+    p.add_argument("--textfile", help="write metrics here for node_exporter's textfile collector")
+    p.add_argument("--interval", type=float, default=15.0)
     _common(p)
     return top
 

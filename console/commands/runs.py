@@ -102,9 +102,10 @@ def run(args) -> int:
     base = runs_base(getattr(args, "runs_dir", None))
     action = args.action or "ls"
     ids = list(args.ids or [])
-    need = {"ls": 0, "rebuild": 0, "show": 1, "diff": 2}[action]
+    need = {"ls": 0, "rebuild": 0, "show": 1, "diff": 2, "receipt": 1}[action]
     if len(ids) != need:
-        usage = {"ls": "runs ls", "rebuild": "runs rebuild", "show": "runs show RUN", "diff": "runs diff A B"}
+        usage = {"ls": "runs ls", "rebuild": "runs rebuild", "show": "runs show RUN", "diff": "runs diff A B",
+                 "receipt": "runs receipt RUN [--json|--md] [--full] [--out DIR]"}
         raise InputError(f"usage: moeconsole {usage[action]}")
     if action == "ls":
         return cmd_ls(base, args.json)
@@ -114,4 +115,8 @@ def run(args) -> int:
         return 0
     if action == "show":
         return cmd_show(base, ids[0], args.json)
+    if action == "receipt":
+        from console.commands.receipt import run_receipt
+        return run_receipt(base, ids[0], as_json=args.json, full=getattr(args, "full", False),
+                           out=getattr(args, "out", None))
     return cmd_diff(base, ids[0], ids[1], args.json)

@@ -1,0 +1,143 @@
+"""``moeconsole runs receipt RUN [--json|--md] [--full] [--out DIR]``: a run's receipt.
+
+``--json`` prints the schema-versioned receipt; ``--md`` prints it as markdown with a loss-curve
+image beside the tables (matplotlib, optional: without it the markdown says so and carries a
+text sparkline instead). ``--out DIR`` writes receipt.json, receipt.md and loss.png there, ready
+to attach to a report. Plain output is the markdown too.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from console import format as fmt
+from runner import jsonio, receipt as receipts, rundir
+from runner.errors import InputError
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def plot_loss(curve: list[list[float]], path: Path, restarts_at: list[int] = ()) -> str | None:
+    """Draw the loss curve into ``path``; None when it was drawn, else why not."""
+    if len(curve) < 2:
+        return "fewer than two finite loss values"
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install matplotlib)"
+    fig, ax = plt.subplots(figsize=(6.4, 2.6), dpi=100)
+    ax.plot([p[0] for p in curve], [p[1] for p in curve], linewidth=1.2)
+    for i, step in enumerate(restarts_at):
+        ax.axvline(step, color="tab:red", alpha=0.5, linestyle="--", linewidth=1,
+                   label="restart" if i == 0 else None)
+    if restarts_at:
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return None
+
+
+def sparkline(curve: list[list[float]], width: int = 60) -> str:
+    ys = [p[1] for p in curve if math.isfinite(p[1])]
+    if not ys:
+        return ""
+    if len(ys) > width:
+        ys = [ys[int(i * len(ys) / width)] for i in range(width)]
+    lo, hi = min(ys), max(ys)
+    span = (hi - lo) or 1.0
+    return "".join(SPARK[min(len(SPARK) - 1, int((y - lo) / span * (len(SPARK) - 1)))] for y in ys)
+
+
+def _env_row(name: str, e: dict[str, Any]) -> list[str]:
+    return [name, fmt.num(e.get("first")), fmt.num(e.get("min")), fmt.num(e.get("median")), fmt.num(e.get("max")),
+            fmt.num(e.get("last")), str(e.get("nonfinite") or 0)]
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return out
+
+
+def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) -> str:
+    run, steps, rec = r["run"], r["steps"], r["recipe"]
+    lines = [f"# Run receipt: {run.get('name') or run['id']}", "",
+             f"- run `{run['id']}`, status **{run.get('status')}**",
+             f"- started {fmt.date(run.get('started_at'))}, ended {fmt.date(run.get('ended_at'))}, "
+             f"elapsed {fmt.duration(run.get('elapsed_s'))}",
+             f"- attempts {run.get('attempts')}, restarts {run.get('restarts')}",
+             f"- steps {steps.get('first')}..{steps.get('last')} of {steps.get('max_steps') or fmt.NA} "
+             f"({steps.get('records')} records)",
+             f"- recipe `{rec.get('name')}` hash `{rec.get('hash')}`, engine {rec.get('engine')}",
+             f"- cost {fmt.money(r['cost'].get('total'))} at {fmt.money(r['cost'].get('per_hour'))}/h", ""]
+    if run.get("pause_reason"):
+        lines += [f"- last reason: {run['pause_reason']}", ""]
+    lines += ["## Loss", ""]
+    if image:
+        lines += [f"![loss curve]({image})", ""]
+    else:
+        spark = sparkline(r.get("loss_curve") or [])
+        lines += [f"`{spark}`" if spark else "(no loss values)", "", f"(no plot: {no_image_reason})", ""]
+    lines += ["## Metrics", ""]
+    lines += _table(["series", "first", "min", "median", "max", "last", "non-finite"],
+                    [_env_row(k, r[k]) for k in ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")])
+    lines += ["", "## Restarts and crashes", ""]
+    if r["crashes"]:
+        lines += _table(["attempt", "class", "recovery", "summary"],
+                        [[str(c.get("attempt")), str(c.get("class")), str(c.get("decision") or c.get("recovery") or ""),
+                          str(c.get("summary") or "")[:120]] for c in r["crashes"]])
+    else:
+        lines.append("none")
+    lines += ["", "## Checkpoints", ""]
+    if r["checkpoints"]:
+        lines += _table(["step", "verdict", "tensors", "suspect", "header sha256", "content sha256", "path"],
+                        [[str(c.get("step")), str(c.get("verdict")), str(c.get("tensors")),
+                          "yes" if c.get("suspect") else "", (c.get("header_sha256") or "")[:16],
+                          (c.get("sha256") or "")[:16], str(c.get("path"))] for c in r["checkpoints"]])
+    else:
+        lines.append("none")
+    lines += ["", "## Alerts", ""]
+    if r["alerts"]["total"]:
+        lines += _table(["rule", "count"], [[k, str(v)] for k, v in sorted(r["alerts"]["by_rule"].items())])
+    else:
+        lines.append("none")
+    versions = r["environment"].get("versions") or {}
+    lines += ["", "## Environment", ""]
+    if versions:
+        lines += _table(["package", "version"], [[k, str(v)] for k, v in sorted(versions.items())])
+    else:
+        lines.append("versions were not recorded at launch")
+    return "\n".join(lines) + "\n"
+
+
+def run_receipt(base: Path, ref: str, *, as_json: bool, full: bool, out: str | None) -> int:
+    run = rundir.resolve(base, ref)
+    r = receipts.build(run, full=full).to_dict()
+    if out:
+        out_dir = Path(out)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"--out {out}: {exc.strerror or exc}") from None
+        why = plot_loss(r["loss_curve"], out_dir / "loss.png", r["restarts_at"])
+        (out_dir / "receipt.json").write_text(jsonio.dumps(r) + "\n")
+        (out_dir / "receipt.md").write_text(markdown(r, None if why else "loss.png", why))
+        sys.stdout.write(f"{out_dir / 'receipt.md'}\n")
+        return 0
+    if as_json:
+        sys.stdout.write(jsonio.dumps(r) + "\n")
+        return 0
+    image = run.path / "receipt" / "loss.png"
+    why = plot_loss(r["loss_curve"], image, r["restarts_at"])
+    sys.stdout.write(markdown(r, None if why else os.fspath(image), why))
+    return 0

@@ -1,0 +1,63 @@
+"""``moeconsole service RECIPE [--set K=V]``: the runner in the foreground, for systemd.
+
+Finds the run of this recipe (same name and recipe hash) and becomes its runner (``exec``, so
+the service manager's main process is the runner itself); starts a new run only when the recipe
+has none. A finished run is reported and left alone (exit 0), so a reboot never starts it again.
+See ``moeconsole systemd`` for the unit that calls this.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from runner import launch, recipe as recipes, rundir
+from runner.errors import InputError
+from runner.ops.service import Candidate, choose
+from runner.paths import runs_base
+
+
+def _candidates(base: Path) -> list[Candidate]:
+    out = []
+    for run in rundir.list_run_dirs(base):
+        st = run.read_state()
+        if not isinstance(st, dict):
+            continue
+        out.append(Candidate(run.run_id, st.get("name"), st.get("recipe_hash"), st.get("status"),
+                             st.get("started_at") if isinstance(st.get("started_at"), (int, float)) else None))
+    return out
+
+
+def _exec_runner(run: rundir.RunDir) -> None:
+    """Replace this process with the runner; its diagnostics go to runner.log as usual."""
+    fd = os.open(run.runner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")}
+    root = str(Path(launch.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    os.execve(sys.executable, [sys.executable, "-m", "runner.supervisor", str(run.path)], env)
+
+
+def run(args) -> int:
+    base = runs_base(getattr(args, "runs_dir", None))
+    base.mkdir(parents=True, exist_ok=True)
+    recipe = recipes.load(args.recipe, args.overrides)
+    choice = choose(_candidates(base), recipe["name"], recipes.recipe_hash(recipe))
+    if choice.action == "over":
+        print(f"{choice.run_id}: run is over ({choice.status}); nothing to supervise. "
+              f"Start a new run with `moeconsole run {args.recipe}`.", flush=True)
+        return 0
+    if choice.action == "supervise":
+        run_dir = rundir.resolve(base, choice.run_id)
+        if launch.runner_alive(run_dir):
+            raise InputError(f"{run_dir.run_id}: another runner is alive; this service waits for it to end")
+        print(f"{run_dir.run_id}: supervising ({choice.status}); runner log: {run_dir.runner_log}", flush=True)
+    else:
+        run_dir = launch.create_run(base, recipe)
+        print(f"{run_dir.run_id}: new run; runner log: {run_dir.runner_log}", flush=True)
+    _exec_runner(run_dir)
+    return 0  # not reached

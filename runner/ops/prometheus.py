@@ -1,0 +1,168 @@
+"""A run as Prometheus metrics: the numbers a team watches over a day-long run.
+
+``families(view)`` is pure: it turns one :class:`MetricsView` (built from a snapshot and the
+event tally) into metric families, so the names, labels and values are tested on plain data.
+:mod:`runner.ops.exporter` serves them over HTTP (loopback by default) or writes them for
+node_exporter's textfile collector.
+
+Naming follows Prometheus conventions: ``moeconsole_`` prefix, base units (seconds, bytes),
+``_total`` for counters. Every series carries ``run_id`` so one Prometheus can watch many runs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from runner.ops.tally import EventTally
+
+STATUSES = ("starting", "running", "cooldown", "paused", "stopping", "succeeded", "failed", "killed")
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+@dataclass
+class MetricsView:
+    """Everything the metrics are made of, taken at one moment."""
+
+    now: float
+    run: Mapping[str, Any]                    # Snapshot.run
+    last_metrics: Mapping[str, Any] | None    # newest metrics.jsonl record
+    tally: EventTally
+    gpu: Mapping[str, Any] | None = None      # GpuSnapshot.to_dict(), None when not collected
+    state_updated_at: float | None = None     # state.json's updated_at (runner liveness)
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _num(x: Any) -> float | None:
+    """A finite or non-finite float from a record value ("nan"/"inf" strings included)."""
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _gauge(name: str, doc: str, labels: dict[str, str], value: float | None) -> Iterator[Metric]:
+    """One single-sample gauge family, or nothing when the value is unknown."""
+    if value is None:
+        return
+    fam = GaugeMetricFamily(name, doc, labels=list(labels))
+    fam.add_metric(list(labels.values()), value)
+    yield fam
+
+
+def families(view: MetricsView) -> Iterator[Metric]:
+    """The metric families of one run. Absent values produce no sample (never a fake zero)."""
+    run, tally = view.run, view.tally
+    rid = str(run.get("id") or "")
+    base = {"run_id": rid}
+    status = str(run.get("status") or "").lower()
+
+    info = GaugeMetricFamily("moeconsole_run_info", "Run identity (value is always 1).",
+                             labels=["run_id", "name", "recipe_hash"])
+    info.add_metric([rid, str(run.get("name") or ""), str(run.get("recipe_hash") or "")], 1)
+    yield info
+
+    st = GaugeMetricFamily("moeconsole_run_status", "1 for the run's current status, 0 for the others.",
+                           labels=["run_id", "status"])
+    for s in STATUSES:
+        st.add_metric([rid, s], 1.0 if s == status else 0.0)
+    yield st
+
+    stale = bool(run.get("stale"))
+    yield from _gauge("moeconsole_run_stale", "1 when the run says it is live but its runner is gone.",
+                 base, 1.0 if stale else 0.0)
+    if view.state_updated_at is not None:
+        yield from _gauge("moeconsole_state_age_seconds", "Seconds since the runner last wrote state.json.",
+                     base, max(0.0, view.now - view.state_updated_at))
+    for fams in (
+        _gauge("moeconsole_attempt", "Current attempt number (1-based).", base, _num(run.get("attempt"))),
+        _gauge("moeconsole_run_elapsed_seconds", "Seconds since the run started.", base, _num(run.get("elapsed_s"))),
+        _gauge("moeconsole_step", "Last training step completed.", base, _num(run.get("step"))),
+        _gauge("moeconsole_max_steps", "Steps the run will take in all.", base, _num(run.get("max_steps"))),
+        _gauge("moeconsole_step_time_seconds", "Recent median time per step.", base, _num(run.get("step_time_s"))),
+        _gauge("moeconsole_eta_seconds", "Estimated seconds to the last step.", base, _num(run.get("eta_s"))),
+        _gauge("moeconsole_cost_dollars", "Cost so far at the recipe's hourly price.", base,
+               _num(run.get("cost_so_far"))),
+        _gauge("moeconsole_ingest_lag_bytes", "Bytes of train.log the runner has not ingested yet.", base,
+               _num(run.get("ingest_lag_bytes"))),
+    ):
+        yield from fams
+
+    restarts = CounterMetricFamily("moeconsole_restarts", "Automatic restarts of the run.", labels=["run_id"])
+    restarts.add_metric([rid], float(_num(run.get("restarts")) or 0.0))
+    yield restarts
+
+    crashes = CounterMetricFamily("moeconsole_crashes", "Crashes of the run by crash class.",
+                                  labels=["run_id", "class"])
+    for cls, n in sorted(tally.crashes.items()):
+        crashes.add_metric([rid, cls], float(n))
+    yield crashes
+
+    lm = view.last_metrics or {}
+    loss = _num(lm.get("loss"))
+    grad = _num(lm.get("grad_norm"))
+    mem_gib = _num(lm.get("mem_gib"))
+    for fams in (
+        _gauge("moeconsole_loss", "Loss of the newest step (NaN is reported as NaN).", base, loss),
+        _gauge("moeconsole_grad_norm", "Gradient norm of the newest step.", base, grad),
+        _gauge("moeconsole_learning_rate", "Learning rate of the newest step.", base, _num(lm.get("lr"))),
+        _gauge("moeconsole_tokens_per_second", "Training throughput of the newest step.", base,
+               _num(lm.get("tokens_per_s"))),
+        _gauge("moeconsole_train_memory_bytes", "GPU memory the trainer reports for the newest step.", base,
+               None if mem_gib is None else mem_gib * GIB),
+    ):
+        yield from fams
+    nonfinite = any(v is not None and not math.isfinite(v) for v in (loss, grad))
+    yield from _gauge("moeconsole_nonfinite", "1 when the newest loss or grad norm is NaN or infinite.",
+                 base, 1.0 if nonfinite else 0.0)
+
+    cap = _num(run.get("mem_capacity_gib"))
+    if cap is not None:
+        yield from _gauge("moeconsole_gpu_memory_capacity_bytes", "Usable GPU memory per device (recipe).",
+                     base, cap * GIB)
+    gpus = (view.gpu or {}).get("gpus") or []
+    if gpus:
+        used = GaugeMetricFamily("moeconsole_gpu_memory_used_bytes", "GPU memory in use per device.",
+                                 labels=["run_id", "gpu", "uuid"])
+        total = GaugeMetricFamily("moeconsole_gpu_memory_total_bytes", "GPU memory per device.",
+                                  labels=["run_id", "gpu", "uuid"])
+        for g in gpus:
+            lab = [rid, str(g.get("index")), str(g.get("uuid") or "")]
+            if _num(g.get("mem_used_mib")) is not None:
+                used.add_metric(lab, float(g["mem_used_mib"]) * MIB)
+            if _num(g.get("mem_total_mib")) is not None:
+                total.add_metric(lab, float(g["mem_total_mib"]) * MIB)
+        yield used
+        yield total
+
+    ck = CounterMetricFamily("moeconsole_checkpoints", "Checkpoint verifications by verdict.",
+                             labels=["run_id", "verdict"])
+    for verdict, n in sorted(tally.checkpoints.items()):
+        ck.add_metric([rid, verdict], float(n))
+    yield ck
+    if tally.verified_step is not None:
+        yield from _gauge("moeconsole_checkpoint_verified_step", "Step of the newest checkpoint that verified ok.",
+                     base, float(tally.verified_step))
+        if tally.verified_at is not None:
+            yield from _gauge("moeconsole_checkpoint_verified_age_seconds",
+                         "Seconds since the newest good checkpoint was verified.",
+                         base, max(0.0, view.now - tally.verified_at))
+
+    active = GaugeMetricFamily("moeconsole_alerts_active", "Alerts raised during the current attempt.",
+                               labels=["run_id", "rule", "level"])
+    for (rule, level), n in sorted(tally.alerts_active.items()):
+        active.add_metric([rid, rule, level], float(n))
+    yield active
+    total_alerts = CounterMetricFamily("moeconsole_alerts", "Alerts raised during the run.",
+                                       labels=["run_id", "rule", "level"])
+    for (rule, level), n in sorted(tally.alerts_total.items()):
+        total_alerts.add_metric([rid, rule, level], float(n))
+    yield total_alerts
+
+    for name, value in sorted(view.extra.items()):
+        yield from _gauge(name, name.replace("_", " "), base, value)

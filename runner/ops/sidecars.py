@@ -1,0 +1,124 @@
+"""What a runner does for operations besides supervising: the metrics exporter process,
+notifications and checkpoint sync. One object, a handful of calls from the runner's loop, none
+of which blocks it: every slow thing (HTTP, copying, a notification command) is a child process.
+
+    ops = OpsSidecars.from_recipe(recipe, run_dir, run_id, recipe_hash=...)
+    ops.start()                      # when the runner starts (spawns the exporter if asked)
+    ops.on_event(ev)                 # every event the runner writes (notifications)
+    ops.on_checkpoint(ev)            # a checkpoint verdict (sync of the good ones)
+    for ev in ops.poll(now): ...     # each loop turn: results to record as events
+    ops.state(now)                   # the ``sync`` block of state.json
+    ops.close()
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from runner.checkpoints.sync import CheckpointSyncer, SyncSettings
+from runner.ops.notify import Notifier, NotifySettings
+
+EXPORTER_RESPAWN_S = 5.0
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    port: int | None = None
+    addr: str = "127.0.0.1"
+    textfile: str | None = None
+    interval_s: float = 15.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.port is not None or bool(self.textfile)
+
+    @classmethod
+    def from_recipe(cls, section: Mapping[str, Any] | None) -> "MetricsSettings":
+        s = dict(section or {})
+        unknown = set(s) - {"port", "addr", "textfile", "interval_s"}
+        if unknown:
+            raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}")
+        port = s.get("port")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
+            raise ValueError("port must be an integer 0..65535 (0: any free port)")
+        addr = s.get("addr", "127.0.0.1")
+        if not isinstance(addr, str) or not addr:
+            raise ValueError("addr must be an address to bind (default 127.0.0.1)")
+        textfile = s.get("textfile")
+        if textfile is not None and (not isinstance(textfile, str) or not textfile.endswith(".prom")):
+            raise ValueError("textfile must be a path ending in .prom (node_exporter reads only those)")
+        interval = s.get("interval_s", 15.0)
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 < float(interval) < 86400:
+            raise ValueError("interval_s must be a number of seconds > 0")
+        return cls(port, addr, textfile, float(interval))
+
+
+class OpsSidecars:
+    def __init__(self, metrics: MetricsSettings, notify: NotifySettings, sync: SyncSettings, run_dir: Path,
+                 run_id: str, *, recipe_hash: str | None = None, python: str = sys.executable,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.metrics = metrics
+        self.run_dir = run_dir
+        self.python = python
+        self.notifier = Notifier(notify, run_dir, run_id, env=env, python=python) if notify.enabled else None
+        self.syncer = CheckpointSyncer(sync, run_dir, python=python, recipe_hash=recipe_hash) if sync.enabled else None
+        self.exporter: subprocess.Popen | None = None
+        self._exporter_started = 0.0
+
+    @classmethod
+    def from_recipe(cls, recipe: Mapping[str, Any], run_dir: Path, run_id: str, **kw: Any) -> "OpsSidecars":
+        return cls(MetricsSettings.from_recipe(recipe.get("metrics")), NotifySettings.from_recipe(recipe.get("notify")),
+                   SyncSettings.from_recipe(recipe.get("sync")), run_dir, run_id, **kw)
+
+    def start(self) -> None:
+        if self.metrics.enabled:
+            self._spawn_exporter()
+
+    def _spawn_exporter(self) -> None:
+        argv = [self.python, "-m", "runner.ops.exporter", str(self.run_dir), "--addr", self.metrics.addr,
+                "--interval", str(self.metrics.interval_s), "--parent-pid", str(os.getpid())]
+        if self.metrics.port is not None:
+            argv += ["--port", str(self.metrics.port)]
+        if self.metrics.textfile:
+            argv += ["--textfile", self.metrics.textfile]
+        log = os.open(self.run_dir / "exporter.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            self.exporter = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
+        finally:
+            os.close(log)
+        self._exporter_started = time.monotonic()
+
+    def on_event(self, ev: Mapping[str, Any]) -> None:
+        if self.notifier is not None:
+            self.notifier.on_event(ev)
+
+    def on_checkpoint(self, ev: Mapping[str, Any]) -> None:
+        if self.syncer is not None and ev.get("ok") is True and ev.get("path"):
+            t = ev.get("t")
+            self.syncer.offer(str(ev["path"]), float(t) if isinstance(t, (int, float)) else time.time())
+
+    def poll(self, now: float) -> list[dict[str, Any]]:
+        """Results to record as events; restarts an exporter that died (for example because the
+        previous runner's exporter still held the port for a moment)."""
+        if self.metrics.enabled and self.exporter is not None and self.exporter.poll() is not None \
+                and time.monotonic() - self._exporter_started >= EXPORTER_RESPAWN_S:
+            self._spawn_exporter()
+        return self.syncer.poll(now) if self.syncer is not None else []
+
+    def state(self, now: float) -> dict[str, Any] | None:
+        return self.syncer.status.to_dict(now) if self.syncer is not None else None
+
+    def close(self) -> None:
+        """The exporter ends with its runner (it watches our pid); end it now instead of later."""
+        if self.exporter is not None and self.exporter.poll() is None:
+            self.exporter.terminate()
+            try:
+                self.exporter.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.exporter.kill()
+                self.exporter.wait()

@@ -1,0 +1,219 @@
+"""Slurm's command output, parsed; the batch script, written.
+
+Slurm prints job state three ways and they disagree on details (measured on Slurm 22.05):
+``squeue`` knows only pending/running jobs; ``scontrol show job`` knows a job until MinJobAge
+after it ends and gives ``ExitCode=143:0`` for a batch script that died of SIGTERM; ``sacct``
+knows it forever (with accounting) and gives ``15:0`` for the same job. So the state and exit
+are read from whichever answers, and the source is kept beside the value.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+# Job states as Slurm names them (squeue %T / sacct State / scontrol JobState).
+PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
+                            "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT"})
+RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
+FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
+                          "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"})
+
+
+@dataclass(frozen=True)
+class JobState:
+    job_id: str
+    state: str                      # e.g. RUNNING, PENDING, TIMEOUT (CANCELLED by N -> CANCELLED)
+    reason: str | None = None       # pending reason (Resources, Priority, ReqNodeNotAvail, ...)
+    exit_code: int | None = None    # the script's exit status, as the source reports it
+    exit_signal: int | None = None  # the signal that ended it, if any
+    nodes: tuple[str, ...] = ()
+    source: str = ""                # squeue | scontrol | sacct
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @property
+    def pending(self) -> bool:
+        return self.state in PENDING_STATES
+
+
+def _state_word(text: str) -> str:
+    """``CANCELLED by 0`` -> ``CANCELLED``; ``RUNNING+`` (sacct's truncation mark) -> ``RUNNING``."""
+    return text.strip().split()[0].rstrip("+").upper() if text.strip() else "UNKNOWN"
+
+
+def _exit(text: str | None) -> tuple[int | None, int | None]:
+    m = re.fullmatch(r"\s*(\d+):(\d+)\s*", text or "")
+    if not m:
+        return None, None
+    code, sig = int(m.group(1)), int(m.group(2))
+    return code, (sig or None)
+
+
+def parse_sbatch_parsable(out: str) -> str:
+    """``sbatch --parsable`` prints ``JOBID`` or ``JOBID;CLUSTER``."""
+    line = out.strip().splitlines()[-1] if out.strip() else ""
+    job = line.split(";", 1)[0].strip()
+    if not job.isdigit():
+        raise ValueError(f"sbatch printed no job id: {out.strip()[:200]!r}")
+    return job
+
+
+SQUEUE_FORMAT = "%i|%T|%r|%N"
+
+
+def parse_squeue(out: str, job_id: str) -> JobState | None:
+    """``squeue -h -j ID -o '%i|%T|%r|%N'``; None when squeue no longer lists the job."""
+    for line in out.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 4 or parts[0] != job_id:
+            continue
+        reason = parts[2].strip() or None
+        if reason in ("None", "(null)"):
+            reason = None
+        return JobState(job_id, _state_word(parts[1]), reason, None, None, expand_nodes(parts[3]), "squeue")
+    return None
+
+
+def parse_scontrol_job(out: str) -> JobState | None:
+    """``scontrol show job -o ID``: one line of Key=Value pairs (values may hold spaces only in
+    a few keys we do not read)."""
+    fields: dict[str, str] = {}
+    for tok in re.findall(r"(\w+)=(\S*)", out):
+        fields.setdefault(tok[0], tok[1])
+    job_id = fields.get("JobId")
+    if not job_id:
+        return None
+    code, sig = _exit(fields.get("ExitCode"))
+    reason = fields.get("Reason")
+    if reason in ("None", "(null)", ""):
+        reason = None
+    nodes = fields.get("NodeList") or ""
+    return JobState(job_id, _state_word(fields.get("JobState", "")), reason, code, sig,
+                    expand_nodes("" if nodes == "(null)" else nodes), "scontrol")
+
+
+SACCT_FIELDS = "JobID,State,ExitCode,NodeList"
+
+
+def parse_sacct(out: str, job_id: str) -> JobState | None:
+    """``sacct -n -P -X -j ID -o JobID,State,ExitCode,NodeList``: the allocation's line."""
+    for line in out.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 4 or parts[0] != job_id:
+            continue
+        code, sig = _exit(parts[2])
+        return JobState(job_id, _state_word(parts[1]), None, code, sig, expand_nodes(parts[3]), "sacct")
+    return None
+
+
+def expand_nodes(text: str) -> tuple[str, ...]:
+    """``gpu[01-03,07],login1`` -> ``('gpu01', 'gpu02', 'gpu03', 'gpu07', 'login1')`` (the
+    common hostlist forms; ``None assigned`` and empty give no nodes)."""
+    text = text.strip()
+    if not text or text in ("(null)", "None assigned", "n/a"):
+        return ()
+    out: list[str] = []
+    for prefix, ranges, plain in re.findall(r"([^,\[]+)\[([^\]]+)\]|([^,\[\]]+)", text):
+        if plain:
+            out.append(plain)
+            continue
+        for part in ranges.split(","):
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                width = len(lo)
+                out += [f"{prefix}{i:0{width}d}" for i in range(int(lo), int(hi) + 1)]
+            else:
+                out.append(prefix + part)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """What the runner submits: every value from the recipe, quoted when written."""
+    job_name: str
+    argv: Sequence[str]                      # the training command: runs under srun
+    output: str                              # the run's train.log (Slurm appends to it)
+    workdir: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    nodes: int = 1
+    gpus_per_node: int | None = None
+    ntasks_per_node: int = 1
+    time_limit: str | None = None            # Slurm's forms: MM, HH:MM:SS, D-HH:MM:SS
+    partition: str | None = None
+    account: str | None = None
+    extra_sbatch: Sequence[str] = ()         # each one "--flag=value", checked by the recipe loader
+    marker: str | None = None                # the attempt's marker line, echoed before the step
+    srun_extra: Sequence[str] = ()
+
+
+# Options the runner sets from the recipe's own keys (or that would replace the script).
+_OWNED_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name", "--parsable",
+                            "-o", "-e", "-D", "-J"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def batch_script(spec: BatchSpec) -> str:
+    """The batch script: ``#SBATCH`` lines, the environment as quoted exports, the marker, then
+    ``exec srun ...`` so a ``scancel --signal=TERM`` reaches the training step itself. Every
+    value is quoted with shlex: no recipe value is ever read by a shell as code."""
+    if not spec.argv:
+        raise ValueError("the command is empty")
+    for value in (*spec.argv, *spec.env.values()):
+        if "\0" in value:
+            raise ValueError(f"a value holds a NUL byte: {value[:40]!r}")
+    for value in (spec.job_name, spec.output, spec.workdir, spec.partition or "", spec.account or ""):
+        if "\0" in value or "\n" in value or "\r" in value:
+            raise ValueError(f"an #SBATCH value holds a NUL or a line break: {value[:40]!r}")
+    lines = ["#!/bin/bash",
+             f"#SBATCH --job-name={shlex.quote(spec.job_name)}",
+             f"#SBATCH --output={shlex.quote(spec.output)}",
+             "#SBATCH --open-mode=append",
+             f"#SBATCH --chdir={shlex.quote(spec.workdir)}",
+             f"#SBATCH --nodes={int(spec.nodes)}",
+             f"#SBATCH --ntasks-per-node={int(spec.ntasks_per_node)}"]
+    if spec.gpus_per_node:
+        lines.append(f"#SBATCH --gpus-per-node={int(spec.gpus_per_node)}")
+    if spec.time_limit:
+        if not re.fullmatch(r"(\d+-)?\d+(:\d{2}){0,2}", spec.time_limit):
+            raise ValueError(f"time limit {spec.time_limit!r} is not a Slurm time (MM, HH:MM:SS, D-HH:MM:SS)")
+        lines.append(f"#SBATCH --time={spec.time_limit}")
+    if spec.partition:
+        lines.append(f"#SBATCH --partition={shlex.quote(spec.partition)}")
+    if spec.account:
+        lines.append(f"#SBATCH --account={shlex.quote(spec.account)}")
+    for opt in spec.extra_sbatch:
+        if opt.split("=", 1)[0] in _OWNED_OPTIONS:
+            raise ValueError(f"extra sbatch option {opt!r}: moeconsole sets that one itself")
+        if not re.fullmatch(r"--[a-z][a-z0-9-]*(=[^\s'\"\\$`;]+)?", opt):
+            raise ValueError(f"extra sbatch option {opt!r} must look like --flag or --flag=value")
+        lines.append(f"#SBATCH {opt}")
+    lines += ["set -u"]
+    for k, v in sorted(spec.env.items()):
+        if not _ENV_NAME.match(k):
+            raise ValueError(f"environment name {k!r} is not a valid name")
+        lines.append(f"export {k}={shlex.quote(v)}")
+    if spec.marker:
+        lines.append(f"printf '%s\\n' {shlex.quote(spec.marker)}")
+    srun = ["srun", "--kill-on-bad-exit=1", *spec.srun_extra, *spec.argv]
+    lines.append("exec " + " ".join(shlex.quote(a) for a in srun))
+    return "\n".join(lines) + "\n"
+
+
+# Slurm's final state -> the crash class it implies, before any log evidence is weighed.
+STATE_CLASS = {
+    "NODE_FAIL": "node_fail",
+    "PREEMPTED": "preempted",
+    "TIMEOUT": "timeout",
+    "OUT_OF_MEMORY": "killed_oom",
+    "BOOT_FAIL": "node_fail",
+    "DEADLINE": "timeout",
+}
+
+
+def class_from_state(js: JobState) -> str | None:
+    """The crash class Slurm's own state proves (None: decide from the exit status and log)."""
+    return STATE_CLASS.get(js.state)

@@ -1,0 +1,76 @@
+"""`moeconsole runs receipt` on a real run that crashed once, restarted from its checkpoint and
+saved an empty stub: the JSON carries every fact, the markdown renders, the plot is a real PNG,
+and without matplotlib the receipt still comes out and says why there is no plot."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.runner.conftest import Harness
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(runs_dir: Path, *args: str, pythonpath: str = str(REPO)) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    return subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(runs_dir)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
+
+
+@pytest.fixture
+def crashed_run(tmp_path, runs_dir):
+    h = Harness(tmp_path, runs_dir)
+    recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+                               "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0",
+                               "--fault", "segv@6#1", "--fault", "stub@8#2"], cost_per_hour=70)
+    run = h.start(recipe)
+    run.wait_status("succeeded", "failed", "killed", timeout=240)
+    return run
+
+
+def test_receipt_json_markdown_and_plot(crashed_run, runs_dir, tmp_path):
+    proc = _cli(runs_dir, "runs", "receipt", crashed_run.id, "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["v"] == 1 and r["kind"] == "moeconsole.receipt"
+    assert r["run"]["status"] == "succeeded" and r["run"]["attempts"] == 2 and r["run"]["restarts"] == 1
+    assert r["steps"]["first"] == 1 and r["steps"]["last"] == 12 and r["steps"]["max_steps"] == 12
+    assert r["restarts_at"] == [5]                       # attempt 2 resumed from checkpoint-4
+    assert [c["class"] for c in r["crashes"]] == ["segfault"]
+    verdicts = {c["step"]: c["verdict"] for c in r["checkpoints"]}
+    assert verdicts[4] == "ok" and verdicts[12] == "ok" and verdicts[8].lower() == "empty_stub"
+    assert all(len(c["header_sha256"]) == 64 for c in r["checkpoints"])
+    assert r["loss"]["min"] <= r["loss"]["first"] and r["loss"]["last"] == r["loss"]["min"]
+    assert r["alerts"]["by_rule"].get("critical:checkpoint_bad") == 1
+    assert r["cost"]["per_hour"] == 70 and r["cost"]["total"] > 0
+
+    out = tmp_path / "report"
+    proc = _cli(runs_dir, "runs", "receipt", crashed_run.id, "--out", str(out), "--full")
+    assert proc.returncode == 0, proc.stderr
+    md = (out / "receipt.md").read_text()
+    assert "![loss curve](loss.png)" in md and "| 1 | segfault | restart |" in md
+    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    full = json.loads((out / "receipt.json").read_text())
+    assert all(len(c["sha256"]) == 64 for c in full["checkpoints"])   # --full hashes content
+
+
+def test_receipt_without_matplotlib_says_why(crashed_run, runs_dir, tmp_path):
+    blocker = tmp_path / "no-mpl" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('matplotlib is not installed here')\n")
+    proc = _cli(runs_dir, "runs", "receipt", crashed_run.id, "--md",
+                pythonpath=os.pathsep.join([str(blocker.parent), str(REPO)]))
+    assert proc.returncode == 0, proc.stderr
+    assert "(no plot: matplotlib is not installed" in proc.stdout
+    assert "![loss curve]" not in proc.stdout
+
+
+def test_receipt_of_an_unknown_run_is_one_line(runs_dir):
+    proc = _cli(runs_dir, "runs", "receipt", "nope")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1

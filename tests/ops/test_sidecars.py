@@ -1,0 +1,66 @@
+"""The runner-side ops object: recipe sections validated, the exporter started beside the
+runner and ended with it, a dead exporter started again, sync offered only good checkpoints."""
+from __future__ import annotations
+
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from runner.ops.sidecars import EXPORTER_RESPAWN_S, MetricsSettings, OpsSidecars
+from tests.checkpoints.conftest import write_adapter
+from tests.ops.ops_helpers import read_json, wait_for
+from tests.runner.conftest import Harness
+
+
+@pytest.mark.parametrize("bad, problem", [({"port": 70000}, "port"), ({"textfile": "/tmp/x.txt"}, ".prom"),
+                                          ({"interval_s": 0}, "interval_s"), ({"prot": 1}, "unknown")])
+def test_metrics_section_is_checked(bad, problem):
+    with pytest.raises(ValueError, match=problem):
+        MetricsSettings.from_recipe(bad)
+
+
+def _bound(run_path: Path) -> dict | None:
+    return read_json(run_path / "exporter.json")
+
+
+def test_exporter_lives_and_dies_with_the_sidecars(tmp_path, runs_dir):
+    h = Harness(tmp_path, runs_dir)
+    run = h.start(h.recipe())
+    run.wait_status("succeeded", "failed", "killed", timeout=240)
+    ops = OpsSidecars.from_recipe({"metrics": {"port": 0, "interval_s": 0.2}}, run.path, run.id)
+    ops.start()
+    try:
+        first = wait_for(lambda: _bound(run.path))
+        with urllib.request.urlopen(f"http://127.0.0.1:{first['port']}/metrics", timeout=30) as resp:
+            assert b'moeconsole_step{run_id="' in resp.read()
+        # an exporter that dies is started again (not at once: a port may still be held)
+        (run.path / "exporter.json").unlink()
+        ops.exporter.kill()
+        ops.exporter.wait()
+        ops.poll(time.time())
+        deadline = time.monotonic() + EXPORTER_RESPAWN_S + 60
+        while _bound(run.path) is None and time.monotonic() < deadline:
+            ops.poll(time.time())
+            time.sleep(0.1)
+        assert _bound(run.path)["pid"] == ops.exporter.pid
+    finally:
+        ops.close()
+    assert ops.exporter.poll() is not None
+
+
+def test_only_good_checkpoints_are_offered_to_sync(tmp_path):
+    ck = write_adapter(tmp_path / "out" / "checkpoint-4")
+    ops = OpsSidecars.from_recipe({"sync": {"dest": str(tmp_path / "keep")}}, tmp_path, "r")
+    ops.on_checkpoint({"type": "checkpoint", "ok": False, "path": str(ck), "verdict": "empty_stub", "t": 1.0})
+    assert ops.state(2.0)["pending"] is None
+    ops.on_checkpoint({"type": "checkpoint", "ok": True, "path": str(ck), "verdict": "ok", "t": 1.0})
+    assert ops.state(2.0)["pending"] == str(ck) and ops.state(2.0)["lag_s"] == 1.0
+    events = []
+    deadline = time.time() + 120
+    while not any(e["type"] == "sync" for e in events) and time.time() < deadline:
+        events += ops.poll(time.time())
+        time.sleep(0.05)
+    assert next(e for e in events if e["type"] == "sync")["ok"] is True
+    assert (tmp_path / "keep" / "checkpoint-4" / "adapter_model.safetensors").exists()

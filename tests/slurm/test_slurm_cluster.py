@@ -1,0 +1,124 @@
+"""The batch script and the parsers against a real one-node Slurm cluster on loopback
+(scripts/slurm-local.sh; .ci/run installs and starts it). Skipped, with the reason, where no
+cluster answers."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, BatchSpec, JobState, batch_script, parse_sacct,
+                               parse_sbatch_parsable, parse_squeue)
+
+
+def _cluster_up() -> str | None:
+    if shutil.which("sbatch") is None:
+        return "Slurm is not installed (scripts/slurm-local.sh install)"
+    try:
+        if subprocess.run(["scontrol", "ping"], capture_output=True, timeout=20).returncode != 0:
+            return "no Slurm controller answers (scripts/slurm-local.sh start)"
+    except subprocess.TimeoutExpired:
+        return "scontrol ping timed out"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
+
+
+def _state(job: str) -> JobState | None:
+    q = parse_squeue(subprocess.run(["squeue", "-h", "-j", job, "-o", SQUEUE_FORMAT], capture_output=True,
+                                    text=True).stdout, job)
+    if q is not None:
+        return q
+    return parse_sacct(subprocess.run(["sacct", "-n", "-P", "-X", "-j", job, "-o", SACCT_FIELDS],
+                                      capture_output=True, text=True).stdout, job)
+
+
+def _wait(job: str, pred, timeout: float = 120.0) -> JobState:
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = _state(job)
+        if last is not None and pred(last):
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"job {job}: timed out; last state {last}")
+
+
+@pytest.fixture
+def submit(tmp_path):
+    jobs: list[str] = []
+
+    def _submit(code: str, **kw) -> tuple[str, Path]:
+        log = tmp_path / "train.log"
+        spec = BatchSpec(job_name="moeconsole-test", argv=[sys.executable, "-u", "-c", code], output=str(log),
+                         workdir=str(tmp_path), marker="=== moeconsole: attempt 1 start", **kw)
+        script = tmp_path / "job.sh"
+        script.write_text(batch_script(spec))
+        out = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        job = parse_sbatch_parsable(out.stdout)
+        jobs.append(job)
+        return job, log
+
+    try:
+        yield _submit
+    finally:
+        for job in jobs:
+            subprocess.run(["scancel", job], capture_output=True, timeout=60)
+
+
+def test_follow_to_success(submit):
+    job, log = submit("import time\nfor i in range(3): print(f'step {i}', flush=True); time.sleep(0.3)",
+                      env={"MOECONSOLE_TEST": "a value with spaces"})
+    final = _wait(job, lambda s: s.final)
+    assert (final.state, final.exit_code, final.source) == ("COMPLETED", 0, "sacct")
+    assert final.nodes == ("localhost",)
+    text = log.read_text()
+    assert text.splitlines()[0] == "=== moeconsole: attempt 1 start" and "step 2" in text
+
+
+def test_scancel_term_reaches_the_srun_step(submit):
+    code = ("import signal, sys, time\n"
+            "def bye(*_): print('got TERM', flush=True); sys.exit(3)\n"
+            "signal.signal(signal.SIGTERM, bye)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(120)\n")
+    job, log = submit(code)
+    _wait(job, lambda s: s.state == "RUNNING")
+    deadline = time.time() + 60
+    while "ready" not in (log.read_text() if log.exists() else "") and time.time() < deadline:
+        time.sleep(0.1)
+    subprocess.run(["scancel", "--signal=TERM", job], check=True, timeout=60)
+    _wait(job, lambda s: s.final)
+    assert "got TERM" in log.read_text()
+
+
+def test_follower_sees_pending_reason_then_the_final_state_without_blocking(submit, tmp_path):
+    from runner.slurm.client import JobFollower, cancel
+
+    hog, _ = submit("import time; time.sleep(60)", extra_sbatch=["--exclusive"])
+    _wait(hog, lambda s: s.state == "RUNNING")
+    job, log = submit("print('second', flush=True)")
+    f = JobFollower(job, interval_s=0.2)
+    deadline = time.time() + 60
+    seen = None
+    while time.time() < deadline:
+        t0 = time.monotonic()
+        seen = f.poll()
+        assert time.monotonic() - t0 < 0.5          # a poll never waits for Slurm
+        if seen is not None and seen.pending and seen.reason:
+            break
+        time.sleep(0.05)
+    assert seen is not None and seen.state == "PENDING" and seen.reason in ("Resources", "Priority")
+    cancel(hog).wait()
+    deadline = time.time() + 120
+    while not (seen and seen.final) and time.time() < deadline:
+        seen = f.poll()
+        time.sleep(0.05)
+    assert seen.state == "COMPLETED" and seen.exit_code == 0 and seen.source == "sacct"
+    assert "second" in log.read_text()
