@@ -45,6 +45,10 @@ DEFAULTS: dict[str, Any] = {
     "preflight": {"on_busy": "wait", "port": None},
     "cost_per_hour": None,
     "lint": {"ignore": []},
+    # Operations, validated by their own modules (runner/ops, runner/checkpoints/sync.py).
+    "metrics": {},
+    "notify": {},
+    "sync": {},
 }
 
 _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
@@ -65,6 +69,7 @@ _CHOICES = {("resume", "drift"): ("refuse", "warn", "allow"),
 _TOP_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,), "description": (str,), "command": (list,), "env": (dict,), "workdir": (str, type(None)),
     "engine": (str,), "restart": (dict,), "alerts": (dict,), "cost_per_hour": (int, float, type(None)),
+    "metrics": (dict,), "notify": (dict,), "sync": (dict,),
 }
 
 SECRET_KEY = re.compile(r"(TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)", re.I)
@@ -215,6 +220,15 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
             if not place.startswith(section):
                 place, problem = section, text
             raise RecipeError(src, place, problem) from None
+    from runner.checkpoints.sync import SyncSettings
+    from runner.ops.notify import NotifySettings
+    from runner.ops.sidecars import MetricsSettings
+    for section, ops_check in (("metrics", MetricsSettings.from_recipe), ("notify", NotifySettings.from_recipe),
+                               ("sync", SyncSettings.from_recipe)):
+        try:
+            ops_check(out[section])
+        except ValueError as exc:
+            raise RecipeError(src, section, str(exc)) from None
     return out
 
 
@@ -241,6 +255,11 @@ def _parse_scalar(text: str) -> Any:
         return text
 
 
+_OPS_KEYS = {"metrics": ("port", "addr", "textfile", "interval_s"),
+             "notify": ("command", "webhook", "on", "min_interval_s", "timeout_s"),
+             "sync": ("dest", "keep_last", "full", "retry_s")}
+
+
 def _known_subkeys(section: str) -> list[str] | None:
     """The keys a section accepts (None: any key, as in ``env``)."""
     if section in _SECTION_TYPES:
@@ -251,6 +270,8 @@ def _known_subkeys(section: str) -> list[str] | None:
     if section == "alerts":
         from runner.monitors import Thresholds
         return [f.name for f in dataclass_fields(Thresholds)]
+    if section in _OPS_KEYS:
+        return list(_OPS_KEYS[section])
     return None
 
 
@@ -356,8 +377,7 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
     """The ``--set`` item that gave the value at ``place`` (``command[i]`` comes from args.*)."""
     for item in overrides:
         key = item.split("=", 1)[0]
-        if key == place or (place.startswith("command") and key.startswith("args.")) \
-                or (key.startswith("args.") and place == key):
+        if key == place or key.startswith(place + ".") or (place.startswith("command") and key.startswith("args.")):
             return item
     return None
 

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     registry = CollectorRegistry(auto_describe=False)
     collector = RunMetrics(run, gpu=not args.no_gpu)
-    registry.register(collector)  # type: ignore[arg-type]
+    registry.register(collector)
     bound: dict[str, Any] = {"v": jsonio.SCHEMA_VERSION, "pid": os.getpid(), "addr": None, "port": None,
                              "textfile": args.textfile}
     if args.port is not None:
