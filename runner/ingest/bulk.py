@@ -33,6 +33,7 @@ from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.ingest.pydict import bare_value
 from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
                                    parse_number, record_from_mapping)
+from runner.jsonio import dumps
 from runner.monitors import MONITORED_FIELDS, records_to_arrays
 
 CHUNK = 8 << 20
@@ -395,6 +396,24 @@ def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Bat
     return Batch(steps, values, present, mx, marks, recs if want_records else None)
 
 
+class _LazySteps:
+    """The step column of template rows, read only where it is needed (NDJSON mode: the
+    parser's state before other lines, and the last row); a numpy array on demand."""
+
+    def __init__(self, rows: list, group: int):
+        self.rows, self.group = rows, group
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.rows[i][self.group])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.fromiter(map(int, map(itemgetter(self.group), self.rows)), dtype=np.int64,
+                           count=len(self.rows))
+
+
 class ChunkScanner:
     """Reads chunks of complete lines with a template where it can, the parser elsewhere.
 
@@ -561,10 +580,9 @@ class ChunkScanner:
         n = len(rows)
         if self._json_rows:   # the JSON lines need no columns; the step keeps the parser's state
             g = t.step_group(True)
-            try:
-                steps = np.fromiter(map(int, map(itemgetter(g), rows)), dtype=np.int64, count=n)
-            except ValueError:   # a dict of another shape among the rows: exact positions needed
+            if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
                 return None
+            steps = _LazySteps(rows, g)
             return {"steps": steps, "max": None,
                     "values": {f: np.full(n, np.nan) for f in MONITORED_FIELDS},
                     "present": {f: np.zeros(n, dtype=bool) for f in MONITORED_FIELDS}}
@@ -650,7 +668,10 @@ class ChunkScanner:
                 best_key, mx = (slot << 32) + seq, obj["max_steps"]
         out_recs = None
         if self.want_records:
-            all_recs = t_recs + [obj for _, _, obj in recs]
+            if self._json_rows:   # the parser's records as their JSON lines too
+                all_recs = t_recs + [(dumps({"v": 1, **obj}) + "\n").encode() for _, _, obj in recs]
+            else:
+                all_recs = t_recs + [obj for _, _, obj in recs]
             out_recs = [all_recs[i] for i in order.tolist()]
         return Batch(steps, values, present, mx, marks, out_recs)
 

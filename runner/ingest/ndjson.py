@@ -24,8 +24,11 @@ from runner.jsonio import dumps
 
 
 def _lines(records: list) -> bytes:
-    return b"".join(r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode()
-                    for r in records)
+    try:
+        return b"".join(records)    # only template lines: one C-level join
+    except TypeError:
+        return b"".join(r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode()
+                        for r in records)
 
 
 def write_range(path: str, start: int, end: int | None, out: BinaryIO, template: Template | None,
