@@ -289,7 +289,7 @@ def read_bar_postfix(text: str) -> tuple[dict, str] | None:
     The step is the postfix's own (``global_step=188.0``, ``step``, ``iter``); else the
     bar's count, unless the bar counts batches of an epoch (``Epoch N: ...``, Lightning), in
     which case the mapping has no step and the parser numbers it."""
-    if "=" not in text and ": " not in text:
+    if "it/s, " not in text and "s/it, " not in text:   # the rate, then ", " and the postfix
         return None
     m = _BAR_POSTFIX_RE.match(text)
     if m is None:

@@ -178,7 +178,7 @@ class LogParser:
             self._unparsed("", suspect=False)
             return events
         events = []
-        if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw) and (b"=" in raw or b": " in raw):
+        if b"\r" in raw and (b"it/s, " in raw or b"s/it, " in raw):   # bars with a postfix
             events = self._earlier_bars(raw, seg)
         text = decode(seg)
         rank, text = split_rank(text)

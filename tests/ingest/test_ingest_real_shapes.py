@@ -122,3 +122,24 @@ def test_mmengine_and_xtuner_lines():
     assert a["epoch"] == pytest.approx(1 + 200 / 735) and a["extra"]["eta"] == "0:41:12"
     assert (b["step"], b["max_steps"], b["mem_gib"]) == (300, 10000, 2.0)
     assert p.stats.formats == {"mmengine": 2}
+
+
+def test_parse_summary_names_each_detected_format(tmp_path):
+    """The `parse` command's summary says which format each family of lines was read as."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    log = tmp_path / "mixed.log"
+    log.write_text("\n".join([
+        "3: " + MEGATRON,
+        "3: " + MEM.format(r=3, mx=61440.0),
+        "Epoch 0:  12%|#    | 188/1563 [02:05<15:15,  1.50it/s, v_num=0, loss=7.75, global_step=188.0]",
+        "11/23 10:05:42 - mmengine - INFO - Iter(train) [300/10000]  lr: 1.0000e-04  time: 0.5  loss: 1.5",
+    ]) + "\n")
+    res = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log)], cwd=repo,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    formats = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("formats"))
+    for name in ("megatron (1)", "megatron_mem (1)", "pl_bar (1)", "mmengine (1)"):
+        assert name in formats
