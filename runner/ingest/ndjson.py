@@ -18,6 +18,7 @@ import signal
 import tempfile
 from typing import BinaryIO, Callable
 
+from runner.errors import InputError
 from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, ChunkScanner, Template, plan_split, read_range
 from runner.ingest.parser import LogParser
 from runner.jsonio import dumps
@@ -73,7 +74,8 @@ def write_ndjson(path: str, out: BinaryIO, workers: int = 2, chunk: int = CHUNK,
                               on_chunk=child.check)
             status = child.wait()
             if status != 0:
-                raise RuntimeError(f"the process reading the first part of {path} failed ({status})")
+                raise InputError(f"{path}: the process reading its first part failed (exit {status}); "
+                                 f"the output above is incomplete")
             spool.flush()
             spool.seek(0)
             out.flush()

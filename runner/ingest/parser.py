@@ -180,6 +180,8 @@ class LogParser:
         events = []
         if b"\r" in raw and (b"it/s, " in raw or b"s/it, " in raw):   # bars with a postfix
             events = self._earlier_bars(raw, seg)
+            if events:   # a held memory record belongs before them
+                events = self._release() + events
         text = decode(seg)
         rank, text = split_rank(text)
         if self._frag is not None:
