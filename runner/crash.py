@@ -7,6 +7,7 @@ precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations
 
+import os
 import re
 import signal as _signal
 from dataclasses import dataclass, field
@@ -726,6 +727,14 @@ def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:
         except OSError:
             continue
     return out
+
+
+def live_pid_set(proc: str = "/proc") -> set[int]:
+    """The PIDs alive in this process's PID namespace now (``live_pids`` for classify)."""
+    try:
+        return {int(name) for name in os.listdir(proc) if name.isdigit()}
+    except OSError:
+        return set()
 
 
 def foreign_holders(named: dict[str, str], own_pids: Collection[int] | None,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from runner.crash import classify, own_pid_set
+from runner.crash import classify, live_pid_set, own_pid_set
 from runner.policy import AttemptRecord, RestartSettings, decide
 
 OOM_OWN = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
@@ -83,8 +83,9 @@ def test_own_pid_set_reads_nspid_of_a_real_process(tmp_path):
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-    # a process that is gone is skipped, its PID kept
+    # a process that is gone is skipped, its PID kept; it is not alive any more
     assert own_pid_set([child.pid]) == {child.pid}
+    assert os.getpid() in live_pid_set() and child.pid not in live_pid_set()
     # a fake /proc: a process seen from the host with its container PID
     (tmp_path / "4242").mkdir()
     (tmp_path / "4242" / "status").write_text("Name:\tpython\nNSpid:\t4242\t17\nPPid:\t1\n")
