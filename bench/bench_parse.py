@@ -14,7 +14,6 @@ the same run, and prints a Markdown section (medians with min-max) and deletes t
 from __future__ import annotations
 
 import argparse
-import ast
 import math
 import os
 import random
@@ -185,19 +184,6 @@ with open(sys.argv[1], encoding="utf-8", errors="replace", newline="\n") as f:
                    "mem_gib": float(d.get("memory(GiB)", "nan"))}
             out.write(json.dumps(rec) + "\n")
 """
-
-
-def general_parser_rate(path: Path, max_bytes: int) -> tuple[float, int]:
-    """moeconsole's line-by-line LogParser (the path live tailing uses), for reference."""
-    from runner.ingest.parser import LogParser
-    p = LogParser()
-    t0 = time.perf_counter()
-    n = 0
-    with open(path, "rb") as f:
-        data = f.read(max_bytes)
-    for i in range(0, len(data), 1 << 20):
-        n += len(p.feed(data[i:i + (1 << 20)]))
-    return time.perf_counter() - t0, n
 
 
 # ----------------------------------------------------------------------------- live
