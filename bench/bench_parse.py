@@ -2,19 +2,18 @@
 
 Run from the repository root:
 
-    .venv/bin/python bench/bench_parse.py [--steps 1000000] [--live-lines 10000]
+    .venv/bin/python bench/bench_parse.py [--sizes 10000,1000000] [--runs 5]
 
 It writes an ms-swift 4.x style log (transformers 5.x string values, a tqdm bar redrawn with
 carriage returns and cleared before every dict line, a checkpoint save every 100 steps) into a
-temporary directory, times ``moeconsole parse FILE`` (summary mode, the whole command) against
-``grep -c`` over the same file and against the obvious per-line ``ast.literal_eval`` parser,
-measures the live tail's latency from append to subscriber, and peak RSS. It prints a
-Markdown section and deletes the files.
+temporary directory for each size (10k and 1M steps by default; 5M with ``--sizes``), times
+``moeconsole parse FILE --json`` and ``moeconsole parse FILE`` (whole commands) against
+``grep -c`` over the same file and against the obvious per-line ``ast.literal_eval`` script in
+the same run, and prints a Markdown section (medians with min-max) and deletes the files.
 """
 from __future__ import annotations
 
 import argparse
-import ast
 import math
 import os
 import random
@@ -127,7 +126,7 @@ def wait_quiet(max_wait: float, busy_max: float = 0.10, window: float = 3.0) -> 
             return busy
 
 
-def run_measured(argv: list[str]) -> dict:
+def run_measured(argv: list[str], to_null: bool = False) -> dict:
     """One run: wall time, CPU time (user+sys, children included) and peak RSS, via wait4.
     stdout goes to a file so the output can be shown. ``others`` is the machine's busy CPU
     time during the run that was not this command's."""
@@ -139,7 +138,7 @@ def run_measured(argv: list[str]) -> dict:
     if pid == 0:
         try:
             os.chdir(REPO)
-            os.dup2(out.fileno(), 1)
+            os.dup2(os.open(os.devnull, os.O_WRONLY) if to_null else out.fileno(), 1)
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 2)
             os.execvp(argv[0], argv)
@@ -158,47 +157,33 @@ def run_measured(argv: list[str]) -> dict:
             "out": out.read().decode(errors="replace")}
 
 
-def median_runs(argv: list[str], runs: int) -> tuple[dict, list[dict]]:
-    results = [run_measured(argv) for _ in range(runs)]
+def median_runs(argv: list[str], runs: int, to_null: bool = False) -> tuple[dict, list[dict]]:
+    results = [run_measured(argv, to_null) for _ in range(runs)]
     med = {k: statistics.median(r[k] for r in results) for k in ("wall", "cpu", "rss_kib", "load", "others")}
     med["out"] = results[-1]["out"]
     return med, results
 
 
-def literal_eval_baseline(path: Path, max_lines: int) -> tuple[float, int]:
-    """The obvious parser: each line, the text after the last \\r, ast.literal_eval, a record."""
-    t0 = time.perf_counter()
-    n = recs = 0
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
-        for line in f:
-            n += 1
-            text = line.rstrip("\n").rsplit("\r", 1)[-1].strip()
-            if text.startswith("{"):
-                try:
-                    d = ast.literal_eval(text)
-                except (ValueError, SyntaxError):
-                    d = None
-                if isinstance(d, dict) and "global_step/max_steps" in d:
-                    step, _, total = str(d["global_step/max_steps"]).partition("/")
-                    _ = {"step": int(step), "max_steps": int(total), "loss": float(d.get("loss", "nan")),
-                         "grad_norm": float(d.get("grad_norm", "nan")), "mem_gib": float(d.get("memory(GiB)", "nan"))}
-                    recs += 1
-            if n >= max_lines:
-                break
-    return time.perf_counter() - t0, recs
-
-
-def general_parser_rate(path: Path, max_bytes: int) -> tuple[float, int]:
-    """moeconsole's line-by-line LogParser (the path live tailing uses), for reference."""
-    from runner.ingest.parser import LogParser
-    p = LogParser()
-    t0 = time.perf_counter()
-    n = 0
-    with open(path, "rb") as f:
-        data = f.read(max_bytes)
-    for i in range(0, len(data), 1 << 20):
-        n += len(p.feed(data[i:i + (1 << 20)]))
-    return time.perf_counter() - t0, n
+NAIVE = r"""
+import ast, json, sys
+# The obvious `parse --json`: each line, the text after the last \r, ast.literal_eval, a record.
+out = sys.stdout
+with open(sys.argv[1], encoding="utf-8", errors="replace", newline="\n") as f:
+    for line in f:
+        text = line.rstrip("\n").rsplit("\r", 1)[-1].strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            d = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(d, dict) and "global_step/max_steps" in d:
+            step, _, total = str(d["global_step/max_steps"]).partition("/")
+            rec = {"v": 1, "step": int(step), "max_steps": int(total), "loss": float(d.get("loss", "nan")),
+                   "grad_norm": float(d.get("grad_norm", "nan")), "lr": float(d.get("learning_rate", "nan")),
+                   "mem_gib": float(d.get("memory(GiB)", "nan"))}
+            out.write(json.dumps(rec) + "\n")
+"""
 
 
 # ----------------------------------------------------------------------------- live
@@ -248,82 +233,83 @@ def bench_live(tmp: Path, lines: int, gap: float) -> dict:
 
 # ----------------------------------------------------------------------------- main
 
+def spread(runs: list[dict], key: str) -> str:
+    vals = sorted(r[key] for r in runs)
+    return f"{statistics.median(vals):.2f} s ({vals[0]:.2f}-{vals[-1]:.2f})"
+
+
+def bench_size(tmp: Path, steps: int, runs: int, naive_runs: int) -> dict:
+    """Every command on one generated log of ``steps`` steps; medians and spreads."""
+    log = tmp / f"train-{steps}.log"
+    t0 = time.perf_counter()
+    n_lines = write_swift_log(log, steps)
+    gen_s = time.perf_counter() - t0
+    with open(log, "rb") as f:           # warm the page cache for everybody
+        while f.read(64 << 20):
+            pass
+    cli = [PY, "-m", "console.cli", "parse", str(log)]
+    out = {"steps": steps, "lines": n_lines, "mb": log.stat().st_size / 1e6, "gen_s": gen_s}
+    out["json"] = median_runs(cli + ["--json"], runs, to_null=True)
+    out["summary"] = median_runs(cli, runs)
+    out["grep"] = median_runs(["grep", "-c", "loss", str(log)], runs)
+    out["naive"] = median_runs([PY, "-c", NAIVE, str(log)], naive_runs, to_null=True)
+    log.unlink()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=1_000_000)
-    ap.add_argument("--live-lines", type=int, default=10_000)
-    ap.add_argument("--live-gap", type=float, default=0.001, help="seconds between appended lines")
+    ap.add_argument("--sizes", default="10000,1000000",
+                    help="comma-separated step counts (5000000 writes a 2 GB log)")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--baseline-lines", type=int, default=60_000)
-    ap.add_argument("--wait-quiet", type=float, default=120.0,
+    ap.add_argument("--naive-runs", type=int, default=3)
+    ap.add_argument("--live-lines", type=int, default=0, help="also time LiveTail (0: skip)")
+    ap.add_argument("--live-gap", type=float, default=0.001, help="seconds between appended lines")
+    ap.add_argument("--wait-quiet", type=float, default=60.0,
                     help="wait up to this many seconds for the shared machine to be quiet before timing")
     args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-parse-"))
     try:
-        big = tmp / "train.log"
-        t0 = time.perf_counter()
-        n_lines = write_swift_log(big, args.steps)
-        gen_s = time.perf_counter() - t0
-        size = big.stat().st_size
-        small = tmp / "train-small.log"
-        write_swift_log(small, max(args.steps // 5, 1000), seed=1)
-        with open(big, "rb") as f:           # warm the page cache for everybody
-            while f.read(64 << 20):
-                pass
         busy_before = wait_quiet(args.wait_quiet)
         load_before = os.getloadavg()
-
-        grep, grep_runs = median_runs(["grep", "-c", "loss", str(big)], 3)
-        parse_argv = [PY, "-m", "console.cli", "parse", str(big)]
-        parse, parse_runs = median_runs(parse_argv, args.runs)
-        nomon, _ = median_runs(parse_argv + ["--no-monitors"], 3)
-        small_run = run_measured([PY, "-m", "console.cli", "parse", str(small)])
-        base_s, base_recs = literal_eval_baseline(big, args.baseline_lines)
-        gen_parse_s, gen_recs = general_parser_rate(big, 40 << 20)
+        results = [bench_size(tmp, n, args.runs, args.naive_runs) for n in sizes]
         load_after = os.getloadavg()
-        live = bench_live(tmp, args.live_lines, args.live_gap)
-
-        metric_lines = args.steps
-        rate = metric_lines / parse["wall"]
-        base_rate = base_recs / base_s
-        gen_rate = gen_recs / gen_parse_s
         print("## Log parsing (`moeconsole parse`)\n")
-        print(f"Command: `.venv/bin/python bench/bench_parse.py --steps {args.steps} --live-lines {args.live_lines}` "
+        print(f"Command: `.venv/bin/python bench/bench_parse.py --sizes {args.sizes} --runs {args.runs}` "
               f"(from the repository root). Machine: {os.cpu_count()} cores, shared with other work: "
               f"{busy_before * 100:.0f}% busy just before timing, load average {load_before[0]:.2f} before and "
-              f"{load_after[0]:.2f} after the bulk runs; the CPU-seconds other processes used during each "
-              f"run are listed below.\n")
-        print(f"Input: generated ms-swift 4.x log, {args.steps:,} steps, {n_lines:,} lines, {size / 1e6:.0f} MB "
-              f"(transformers 5.x string values, tqdm bar + clearing spaces + `\\r` before every dict line, "
-              f"a save line every 100 steps); generated in {gen_s:.1f} s.\n")
-        print("| what | wall | CPU (user+sys) | metric lines/s (wall) | ratio |")
-        print("|---|---:|---:|---:|---:|")
-        print(f"| `moeconsole parse FILE` (summary + monitors, whole command, median of {args.runs}) | "
-              f"{parse['wall']:.2f} s | {parse['cpu']:.2f} s | {rate / 1e6:.2f} M | 1 |")
-        print(f"| `moeconsole parse FILE --no-monitors` (median of 3) | {nomon['wall']:.2f} s | "
-              f"{nomon['cpu']:.2f} s | {metric_lines / nomon['wall'] / 1e6:.2f} M | "
-              f"{parse['wall'] / nomon['wall']:.2f}x as fast |")
-        print(f"| `grep -c loss FILE` (median of 3) | {grep['wall']:.2f} s | {grep['cpu']:.2f} s | "
-              f"{metric_lines / grep['wall'] / 1e6:.2f} M | {parse['wall'] / grep['wall']:.1f}x as fast |")
-        print(f"| per-line `ast.literal_eval` (first {args.baseline_lines:,} lines, in-process) | "
-              f"{base_s:.2f} s | - | {base_rate / 1e3:.1f} k | {rate / base_rate:.0f}x slower |")
-        print(f"| moeconsole's line-by-line `LogParser` (first 40 MB, in-process) | {gen_parse_s:.2f} s | - | "
-              f"{gen_rate / 1e3:.1f} k | {rate / gen_rate:.0f}x slower |")
+              f"{load_after[0]:.2f} after.\n")
+        print("Input: generated ms-swift 4.x logs (transformers 5.x string values, tqdm bar + clearing "
+              "spaces + `\\r` before every dict line, a save line every 100 steps). Every command is a "
+              "whole subprocess (start-up included), timed with wait4; `--json` and the naive script "
+              "write to /dev/null. Times: median (min-max) of the runs; lines/s = metric lines / median "
+              "wall time.\n")
+        print("| steps (log size) | command | runs | wall | CPU (user+sys) | metric lines/s | vs naive |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for r in results:
+            naive_wall = r["naive"][0]["wall"]
+            for key, label in (("json", "`moeconsole parse FILE --json`"),
+                               ("summary", "`moeconsole parse FILE` (summary + monitors)"),
+                               ("grep", "`grep -c loss FILE`"),
+                               ("naive", "naive per-line `ast.literal_eval` + `json.dumps` script")):
+                med, runs = r[key]
+                rate = r["steps"] / med["wall"]
+                print(f"| {r['steps']:,} ({r['mb']:.0f} MB) | {label} | {len(runs)} | {spread(runs, 'wall')} | "
+                      f"{spread(runs, 'cpu')} | {rate / 1e6:.2f} M | {naive_wall / med['wall']:.1f}x |")
         print()
-        runs = "; ".join(f"{r['wall']:.2f} s wall / {r['cpu']:.2f} s CPU (others used {r['others']:.2f} CPU-s)"
-                         for r in parse_runs)
-        print(f"Every `moeconsole parse` run: {runs}. grep counted {grep['out'].strip()} lines.\n")
-        print(f"Peak RSS of `moeconsole parse` (wait4, both processes): {parse['rss_kib'] / 1024:.0f} MiB for "
-              f"{args.steps:,} steps ({size / 1e6:.0f} MB); {small_run['rss_kib'] / 1024:.0f} MiB for "
-              f"{max(args.steps // 5, 1000):,} steps ({small.stat().st_size / 1e6:.0f} MB).\n")
-        print(f"Live tail (watchdog + 0.25 s poll): {live['n']:,} lines appended one at a time every "
-              f"{args.live_gap * 1000:g} ms by another process; append -> subscriber: "
-              f"p50 {live['p50']:.2f} ms, p99 {live['p99']:.2f} ms, max {live['max']:.1f} ms.\n")
-        print("Summary printed for the big file:\n")
-        print("```")
-        print(parse["out"].rstrip())
-        print("```")
+        for r in results:
+            others = ", ".join(f"{x['others']:.2f}" for x in r["json"][1])
+            print(f"- {r['steps']:,} steps: log generated in {r['gen_s']:.1f} s; CPU-seconds used by "
+                  f"other processes during each `--json` run: {others}; peak RSS of `--json` "
+                  f"{r['json'][0]['rss_kib'] / 1024:.0f} MiB, of the summary "
+                  f"{r['summary'][0]['rss_kib'] / 1024:.0f} MiB.")
+        if args.live_lines:
+            live = bench_live(tmp, args.live_lines, args.live_gap)
+            print(f"\nLive tail (watchdog + 0.25 s poll): {live['n']:,} lines appended one at a time every "
+                  f"{args.live_gap * 1000:g} ms by another process; append -> subscriber: "
+                  f"p50 {live['p50']:.2f} ms, p99 {live['p99']:.2f} ms, max {live['max']:.1f} ms.")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -7,19 +7,20 @@ precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations
 
+import os
 import re
 import signal as _signal
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Collection, Iterable
 
 CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
-    "user_kill", "unknown",
+    "user_kill", "gpu_unavailable", "config_error", "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
-    "fail", "restart_launch_blocking", "none",
+    "fail", "restart_launch_blocking", "wait_gpu", "none",
 )
 
 MAX_EVIDENCE = 10
@@ -116,6 +117,8 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 # [rank3]: (torch logging), [default3]: (torchrun --tee role prefix), [3]:text (prefix template).
 # A bare "[0]:" line is torchrun's failure index inside ChildFailedError and is kept.
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?|^\[(\d+)\]:[ ]?(?=\S)")
+# Slurm ``srun --label``: "[host:3]: " or "3: " in front of everything a task prints.
+_SRUN_LABEL = re.compile(r"^(?:\[[A-Za-z0-9][\w.-]{0,254}:(\d{1,6})\]|(\d{1,6})):\s")
 
 
 def clean_line(raw: str) -> tuple[str, int | None]:
@@ -130,7 +133,13 @@ def _clean(raw: str) -> tuple[str, int | None, int]:
     text = _ANSI.sub("", raw) if "\x1b" in raw else raw
     text = text.rstrip()
     body = text.lstrip()
-    rank = None
+    rank = label_rank = None
+    if body[:1].isdigit() or body[:1] == "[":
+        m = _SRUN_LABEL.match(body)
+        if m:
+            label_rank = int(m.group(1) or m.group(2))
+            text = body[m.end():]
+            body = text.lstrip()
     while body.startswith("["):
         m = _RANK_PREFIX.match(body)
         if not m:
@@ -139,7 +148,7 @@ def _clean(raw: str) -> tuple[str, int | None, int]:
             rank = int(m.group(1) or m.group(2))
         text = body[m.end():]
         body = text.lstrip()
-    return body, rank, len(text) - len(body)
+    return body, (rank if rank is not None else label_rank), len(text) - len(body)
 
 
 def _cap(text: str) -> str:
@@ -162,7 +171,11 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
-             "got signal:")),
+             "got signal:", "died with <Signals.", "Caught signal", "return code =")),
+    ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
+             "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE")),
+    ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
+               "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
 )
@@ -234,7 +247,11 @@ _SIG_TEXT = re.compile(
     r"|(?P<oomkill>Out of memory: Killed process \d+)"
     r"|(?:^|: line \d+: +\d+ +)(?P<shell>Killed|Segmentation fault|Bus error|Aborted)"
     r"(?: +\(core dumped\))?(?:\s|$)"
-    r"|SignalException: Process \d+ got signal: (?P<agent>\d+)")
+    r"|SignalException: Process \d+ got signal: (?P<agent>\d+)"
+    r"|died with <Signals\.SIG[A-Z0-9]+: (?P<cpe>\d+)>"
+    r"|Caught signal (?P<caught>\d+)\b"
+    r"|exits with return code = -(?P<rcneg>\d+)\b"
+    r"|\bKilled: (?P<killedn>\d+)\b")
 _STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 6,
               "Terminated": 15, "Interrupt": 2, "Hangup": 1}
 
@@ -248,8 +265,20 @@ _TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: 
 
 _FRAME = re.compile(r'^File "([^"]*)", line \d+, in (\S+)')
 _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
-_EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?"
+_EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Interrupt)\b:?"
                   r"|^terminate called after throwing")
+
+_GPU_UNAVAILABLE = re.compile(
+    r"devices?(?:\(s\))? (?:is/are |is |are )?busy or unavailable"
+    r"|no CUDA-capable device is detected|cudaErrorDevicesUnavailable|cudaErrorNoDevice"
+    r"|CUDA_ERROR_NO_DEVICE")
+# Usage errors a trainer reports before doing anything: argparse ("prog: error: ..."), ms-swift
+# ("ValueError: remaining_argv: [...]"), HfArgumentParser ("... not used by the HfArgumentParser").
+_USAGE = re.compile(
+    r"^(?:usage: )?[\w.+/-]+(?: [\w.+/-]+)*: error: \S"
+    r"|remaining_argv"
+    r"|unrecognized arguments:"
+    r"|Some specified arguments are not used by the HfArgumentParser")
 
 _SIGNAL_CLASSES = {_signal.SIGSEGV: "segfault", _signal.SIGBUS: "bus_error",
                    _signal.SIGKILL: "killed_oom"}
@@ -298,6 +327,8 @@ class _Scan:
     fault: _Hits = field(default_factory=_Hits)
     xids: list[tuple[int, str, int, str]] = field(default_factory=list)  # idx, text, xid, pci
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
+    gpu: _Hits = field(default_factory=_Hits)
+    usage: _Hits = field(default_factory=_Hits)
     exceptions: list[tuple[int, str]] = field(default_factory=list)
     root: _RootCause | None = None
     failed_line: _RootCause | None = None
@@ -387,6 +418,10 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             signum = _text_signal(text)
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
+        if "gpu" in families and _GPU_UNAVAILABLE.search(text):
+            s.gpu.decisive.append((idx, text))
+        if "usage" in families and _USAGE.search(text):
+            s.usage.decisive.append((idx, text))
         if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
             s.exceptions.append((idx, text))
     return s
@@ -442,8 +477,9 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGKILL)
     if m.group("shell"):
         return _STRSIGNAL.get(m.group("shell"))
-    if m.group("agent"):
-        return int(m.group("agent"))
+    for name in ("agent", "cpe", "caught", "rcneg", "killedn"):
+        if m.group(name):
+            return int(m.group(name))
     return None
 
 
@@ -469,7 +505,9 @@ def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> No
 
 def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = False,
              hang: bool = False, steps_seen: int = 0, foreign_gpu_memory: bool = False,
-             divergence: bool = False) -> CrashVerdict:
+             divergence: bool = False, attempt: int | None = None,
+             own_pids: Collection[int] | None = None,
+             live_pids: Collection[int] | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -479,6 +517,17 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     5. the fatal signal of the failed worker (torchrun's root cause, else the exit status, else
        a signal named in the log): SIGSEGV, SIGBUS, SIGKILL, SIGABRT (nccl_error with NCCL text);
     6. NCCL errors (usually the echo of another rank's death, hence so low); 7. unknown.
+
+    Before those: ``config_error`` for a first attempt (``attempt`` None or 1) that logged no
+    step and printed a usage error; ``gpu_unavailable`` (devices busy/unavailable, no device)
+    comes right after the root causes of 3.
+
+    PIDs named in an OOM message ("Process 566680 has 79.00 GiB memory in use") are another
+    process's only when that can be proven: with ``own_pids`` (every PID of the attempt's tree,
+    in every PID namespace: see :func:`own_pid_set`) a named PID is foreign when it is not one
+    of them and, if ``live_pids`` is given, is still alive in the runner's namespace (a holder
+    of GPU memory outlives our crashed tree; a PID we cannot see cannot be proven foreign).
+    Without ``own_pids`` every named PID counts as foreign (the caller knows nothing better).
 
     ``exit_code`` 0 with no flag is not a crash (see :func:`is_crash`): ValueError.
     """
@@ -492,6 +541,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _verdict("divergence", s.div.decisive + s.div.support,
                         "non-finite loss or grad norm seen by the monitors; the run was stopped",
                         retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
+    if s.usage and steps_seen == 0 and attempt in (None, 1) and not (s.oom or s.fault or s.nccl):
+        return _config_verdict(s, code, status_lines)
     if s.recompute:
         return _recompute_verdict(s)
     if s.div or code in (EXIT_RESUME_TO_DISAMBIGUATE, EXIT_FAILED_ON_RESULT_VALIDATION):
@@ -499,9 +550,11 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if s.fault:
         return _fault_verdict(s)
     if s.oom:
-        return _oom_verdict(s, steps_seen, foreign_gpu_memory)
+        return _oom_verdict(s, steps_seen, foreign_gpu_memory, own_pids, live_pids)
     if s.port:
         return _port_verdict(s)
+    if s.gpu:
+        return _gpu_unavailable_verdict(s, status_lines)
     if hang:
         if s.nccl_timeout:
             return _nccl_verdict(s, status_lines)
@@ -657,8 +710,49 @@ def _oom_phase(frames: list[tuple[str, str]]) -> str:
     return ""
 
 
-def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool) -> CrashVerdict:
+def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:
+    """The PIDs of a process tree in every PID namespace: each PID plus the ``NSpid`` values
+    of ``/proc/PID/status`` (a process in a container has one PID per namespace level, and
+    NVML, hence PyTorch's OOM message, names the outermost one). Read while the processes
+    are alive; missing entries are skipped."""
+    out: set[int] = set()
+    for pid in pids:
+        out.add(int(pid))
+        try:
+            with open(f"{proc}/{int(pid)}/status", encoding="ascii", errors="replace") as f:
+                for line in f:
+                    if line.startswith("NSpid:"):
+                        out.update(int(x) for x in line.split()[1:] if x.isdigit())
+                        break
+        except OSError:
+            continue
+    return out
+
+
+def live_pid_set(proc: str = "/proc") -> set[int]:
+    """The PIDs alive in this process's PID namespace now (``live_pids`` for classify)."""
+    try:
+        return {int(name) for name in os.listdir(proc) if name.isdigit()}
+    except OSError:
+        return set()
+
+
+def foreign_holders(named: dict[str, str], own_pids: Collection[int] | None,
+                    live_pids: Collection[int] | None) -> dict[str, str]:
+    """The PIDs of an OOM message proven to be other processes' (see :func:`classify`)."""
+    if own_pids is None:
+        return dict(named)
+    own = {int(p) for p in own_pids}
+    live = None if live_pids is None else {int(p) for p in live_pids}
+    return {pid: size for pid, size in named.items()
+            if int(pid) not in own and (live is None or int(pid) in live)}
+
+
+def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
+                 own_pids: Collection[int] | None = None,
+                 live_pids: Collection[int] | None = None) -> CrashVerdict:
     info = s.oom_info
+    foreign = foreign_holders(info.foreign, own_pids, live_pids)
     phase = _oom_phase(info.frames)
     if not phase and steps_seen == 0:
         phase = " before the first logged step"
@@ -666,8 +760,8 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool) -> CrashVe
     if info.gpus:
         gpus = f" on GPU {info.gpus[0]}" if len(info.gpus) == 1 else f" on GPUs {', '.join(info.gpus)}"
     size = f", tried to allocate {info.size}" if info.size else ""
-    if steps_seen == 0 and (foreign_gpu_memory or info.foreign):
-        held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(info.foreign.items())[:4])
+    if steps_seen == 0 and (foreign_gpu_memory or foreign):
+        held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(foreign.items())[:4])
         who = f" ({held})" if held else ""
         return _verdict("gpu_busy_at_init", s.oom.decisive,
                         f"CUDA out of memory{phase}{gpus} while other processes hold GPU memory{who}",
@@ -682,6 +776,29 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool) -> CrashVe
                  "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
     return _verdict("cuda_oom", s.oom.decisive, f"CUDA out of memory{phase}{size}{gpus}",
                     retryable=True, recovery="restart", hint=hint)
+
+
+def _config_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerdict:
+    own = s.usage.decisive[-1][1]     # argparse prints usage first, the error line last
+    how = f" (exit {code})" if code is not None else ""
+    return _verdict("config_error", s.usage.decisive + status_lines,
+                    f"configuration error{how}: {_cap(own)[:300]}", retryable=False, recovery="fail",
+                    hint="the trainer rejected its command line or arguments before training "
+                         "started; restarting would fail the same way: fix the recipe's command "
+                         "(see the trainer's own error line) and run it again")
+
+
+def _gpu_unavailable_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
+    text = s.gpu.decisive[0][1]
+    m = _GPU_UNAVAILABLE.search(text)
+    what = m.group(0) if m else "CUDA devices unavailable"
+    return _verdict("gpu_unavailable", s.gpu.decisive + status_lines, f"no usable GPU: {what}",
+                    retryable=True, recovery="wait_gpu",
+                    hint="the GPUs are in exclusive-process mode and held by another process, "
+                         "missing from CUDA_VISIBLE_DEVICES, or the driver lost them: check "
+                         "`nvidia-smi` (compute mode, processes) and the job's device list; the "
+                         "runner waits for a device up to the restart section's gpu_wait_max_s, "
+                         "then fails")
 
 
 def _port_verdict(s: _Scan) -> CrashVerdict:

@@ -29,6 +29,8 @@ class RestartSettings:
     max_crashes_per_window: int = 3      # more than this many crashes ...
     crash_window_s: float = 3600.0       # ... within this window => pause with an alert
     no_progress_attempts: int = 3        # this many attempts in a row without step progress => fail
+    gpu_wait_s: float = 60.0             # gpu_unavailable: wait this long before the next try ...
+    gpu_wait_max_s: float = 900.0        # ... and fail once the waits in a row would pass this
 
     @classmethod
     def from_recipe(cls, section: dict | None, *, ignore: Iterable[str] = ()) -> "RestartSettings":
@@ -138,20 +140,24 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
            now: float) -> Decision:
     """What to do after the attempt that just ended (``history[-1]``).
 
-    Order: user kill -> stop; not retryable -> pause (divergence) or fail; restart cap ->
+    Order: user kill -> stop; gpu_unavailable -> wait for the device (its own capped wait,
+    outside the restart cap) or fail; not retryable -> pause (divergence) or fail; restart cap ->
     fail; no progress for N attempts -> fail; too many crashes in the window -> pause;
     otherwise restart after the backoff delay (with a warning for killed_oom, a repeated
     cuda_oom, or a divergence Megatron asked to rerun).
     """
     if verdict.cls == "user_kill":
         return Decision(STOP, 0.0, "stopped by the user; no restart", None)
+    if verdict.cls == "gpu_unavailable":
+        return _wait_for_gpu(verdict, history, settings)
     if not verdict.retryable:
         action = PAUSE if verdict.recovery == "pause" else FAIL
         verb = "paused" if action == PAUSE else "failed"
         return Decision(action, 0.0, f"{verb}: {verdict.cls}: {verdict.summary}", CRITICAL)
 
     classes = _classes(verdict, history)
-    crashes = sum(1 for c in classes if _is_crash(c)) or 1
+    # waits for a GPU have their own cap: they use neither restarts nor the no-progress count
+    crashes = sum(1 for c in classes if _is_crash(c) and c != "gpu_unavailable") or 1
     restarts_used = crashes - 1
     if restarts_used >= settings.max_restarts:
         return Decision(FAIL, 0.0, f"restart cap reached ({restarts_used}/{settings.max_restarts} "
@@ -159,12 +165,13 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
                         CRITICAL)
 
     n = settings.no_progress_attempts
-    if len(history) >= n and not any(_made_progress(r) for r in history[-n:]):
+    tried = [r for r, c in zip(history, classes) if c != "gpu_unavailable"]
+    if len(tried) >= n and not any(_made_progress(r) for r in tried[-n:]):
         return Decision(FAIL, 0.0, f"no step progress in {n} attempts in a row (last crash: "
                                    f"{verdict.cls}); restarting again would not help", CRITICAL)
 
     recent = sum(1 for rec, c in zip(history, classes)
-                 if _is_crash(c) and now - rec.ended_at <= settings.crash_window_s)
+                 if _is_crash(c) and c != "gpu_unavailable" and now - rec.ended_at <= settings.crash_window_s)
     if recent > settings.max_crashes_per_window:
         return Decision(PAUSE, 0.0, f"{recent} crashes within {settings.crash_window_s:g} s "
                                     f"(limit {settings.max_crashes_per_window}); paused",
@@ -182,3 +189,24 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     elif verdict.cls == "divergence":
         alert, reason = WARNING, reason + "; Megatron asked for a rerun of a suspect step"
     return Decision(RESTART, delay, reason, alert)
+
+
+def _wait_for_gpu(verdict: CrashVerdict, history: list[AttemptRecord],
+                  settings: RestartSettings) -> Decision:
+    """No usable GPU: not a crash of the training, so no blind restart. Wait ``gpu_wait_s``
+    for the device and try again while the waits in a row stay within ``gpu_wait_max_s``;
+    then fail with the reason."""
+    in_a_row = 0
+    for cls in reversed(_classes(verdict, history)):
+        if cls != "gpu_unavailable":
+            break
+        in_a_row += 1
+    waited = (in_a_row - 1) * settings.gpu_wait_s
+    if settings.gpu_wait_s <= 0 or waited + settings.gpu_wait_s > settings.gpu_wait_max_s:
+        return Decision(FAIL, 0.0, f"failed: gpu_unavailable: {verdict.summary} (still no device "
+                                   f"after {in_a_row} tries, {waited:g} s of waiting; limit "
+                                   f"gpu_wait_max_s {settings.gpu_wait_max_s:g} s)", CRITICAL)
+    return Decision(RESTART, settings.gpu_wait_s,
+                    f"waiting {settings.gpu_wait_s:g} s for a usable GPU (try {in_a_row}, "
+                    f"{waited:g} of {settings.gpu_wait_max_s:g} s waited): {verdict.summary}",
+                    WARNING)

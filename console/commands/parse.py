@@ -2,20 +2,21 @@
 
 Without --json: a short summary (formats found, steps, loss, grad norm, memory, alerts,
 lines not understood). With --json: one NDJSON metric record per line, ``{"v": 1, ...}``.
-Exit 2 (one line on stderr) when the file cannot be read.
+Exit 2 (one line on stderr) when the file cannot be read. When the reader of the output goes
+away (``parse --json | head``) the command ends quietly, by SIGPIPE as command-line tools do.
 """
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Any
 
 from runner.errors import InputError
 from runner.ingest.files import LOG, TRAINER_STATE, resolve_log, trainer_state_events
-from runner.ingest.parser import RECORD, LogParser
+from runner.ingest.ndjson import write_ndjson
+from runner.ingest.parser import RECORD
 from runner.ingest.summary import render, summarize_path
 from runner.jsonio import dumps
-
-READ_SIZE = 4 << 20
 
 
 def run(args: Any) -> int:
@@ -32,27 +33,18 @@ def run(args: Any) -> int:
 def _print_records(path: str) -> None:
     """Stream records as NDJSON; memory stays flat whatever the file size."""
     real, kind = resolve_log(path)
-    out = sys.stdout
+    # a closed pipe ends the command quietly (no "Broken pipe" traceback), like grep or cat
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    out = sys.stdout.buffer
     if kind == TRAINER_STATE:
         events, _ = trainer_state_events(real)
-        for ev_kind, obj in events:
-            if ev_kind == RECORD:
-                out.write(dumps({"v": 1, **obj}) + "\n")
+        out.write(b"".join((dumps({"v": 1, **obj}) + "\n").encode()
+                           for ev_kind, obj in events if ev_kind == RECORD))
+        out.flush()
         return
     assert kind == LOG
-    parser = LogParser()
     try:
-        with open(real, "rb") as f:
-            while True:
-                chunk = f.read(READ_SIZE)
-                if not chunk:
-                    break
-                _write(out, parser.feed(chunk))
+        write_ndjson(str(real), out)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
-    _write(out, parser.flush())
-
-
-def _write(out: Any, records: list[dict]) -> None:
-    if records:
-        out.write("".join(dumps({"v": 1, **r}) + "\n" for r in records))
+    out.flush()

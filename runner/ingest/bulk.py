@@ -33,6 +33,7 @@ from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.ingest.pydict import bare_value
 from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
                                    parse_number, record_from_mapping)
+from runner.jsonio import dumps
 from runner.monitors import MONITORED_FIELDS, records_to_arrays
 
 CHUNK = 8 << 20
@@ -59,6 +60,29 @@ _CONVERT = {  # converter name in FIELD_KEYS -> vectorised form
     "_ident": None, "_mib_to_gib": 1024.0, "_ms_to_s": 1000.0, "_rate_to_period": "rate",
 }
 
+# NDJSON mode: values whose text is already what ``json.dumps`` writes for the record's value,
+# so a template line becomes its JSON line by one ``%`` format. A float's JSON is its repr: the
+# shortest round-trip digits (ensured here by at most 15 significant digits and no trailing
+# zero), fixed notation from 1e-4 up to 1e16, else d.ddde[+-]XX. Anything else (a trailing
+# zero, more digits, NaN, an odd spelling) does not match and goes through the parser like any
+# other line. Bounded repetitions instead of look-aheads: they cost less per value.
+_J_FLOAT = (rb"(?:-?(?:[1-9][0-9]{0,6}\.(?:0|[0-9]{0,7}[1-9])|0\.(?:0|0{0,3}[1-9](?:[0-9]{0,13}[1-9])?))"
+            rb"|-?[1-9](?:\.[0-9]{0,13}[1-9])?e(?:-(?:0[5-9]|[1-9][0-9]|[12][0-9]{2})"
+            rb"|\+(?:1[6-9]|[2-9][0-9]|[12][0-9]{2})))")
+_J_INT = rb"(?:0|[1-9][0-9]{0,15})"           # a step: no leading zero
+_J_INT_FLOAT = rb"(?:-?(?:0|[1-9][0-9]{0,14}))"  # an integer read as a float: JSON adds ".0"
+
+
+def _json_text(quote: bytes) -> bytes:
+    """Quoted text that stays text and needs no JSON escaping: printable ASCII without quotes
+    or backslash, at most 200 characters, with at least one character that cannot be part of
+    a number or of a NaN/inf spelling (so ``parse_number`` would not read it)."""
+    allowed = bytes(c for c in range(0x20, 0x7F) if c not in (ord(quote), 0x22, 0x5C))
+    non_num = bytes(c for c in allowed if c not in b"-+.0123456789eE nNaAiIfFtTyY")
+    cls = b"[" + b"".join(re.escape(bytes([c])) for c in allowed) + b"]"
+    ncls = b"[" + b"".join(re.escape(bytes([c])) for c in non_num) + b"]"
+    return cls + b"{0,100}" + ncls + cls + b"{0,99}"
+
 
 # ----------------------------------------------------------------------------- template
 
@@ -70,21 +94,29 @@ class _Value:
     group: int = 0      # first capture group (1-based) in the summary regex, 0 if not captured
     rgroup: int = 0     # capture group in the records regex
     slash: bool = False  # step value is "i/N"
+    json: str = ""      # NDJSON mode: "int" (step), "float", "intfloat" or "text"
 
 
 class Template:
     """One dict line shape, compiled to regexes over raw bytes."""
 
     def __init__(self, anchor: bytes, values: list[_Value], body_parts: list[tuple[bytes, int]],
-                 src: str):
+                 src: str, texts: dict[str, str] | None = None):
+        self._learned = texts or {}     # each value's text in the line it was learned from
         self.anchor = anchor
         self.values = values
         self.src = src
         self.keys = [v.key for v in values]
         self.rx = self._compile(body_parts, records=False)
         self.rx_records = self._compile(body_parts, records=True)
+        self.rx_json: re.Pattern | None = None
+        self.json_line: Callable[[tuple], bytes] | None = None
+        self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
+        if texts is not None and self._plan_json():
+            self.rx_json = self._compile(body_parts, records=True, json=True)
+            self.json_line = self._json_formatter()
 
-    def _compile(self, parts: list[tuple[bytes, int]], records: bool) -> re.Pattern:
+    def _compile(self, parts: list[tuple[bytes, int]], records: bool, json: bool = False) -> re.Pattern:
         out = [re.escape(self.anchor), rb"\{(?:"]
         group = 0
         for literal, vi in parts:
@@ -93,6 +125,19 @@ class Template:
                 continue
             v = self.values[vi]
             capture = records or v.role in ("step", "max_steps") or v.role in MONITORED_FIELDS
+            if json:
+                if v.json == "text":
+                    pat, width = b"(" + _json_text(v.quote) + b")", 1
+                elif v.role == "step" and v.slash:
+                    pat, width = b"(" + _J_INT + b")/(" + _J_INT + b")", 2
+                else:
+                    inner = {"int": _J_INT, "float": _J_FLOAT, "intfloat": _J_INT_FLOAT}[v.json]
+                    pat, width = b"(" + inner + b")", 1
+                if v.quote:
+                    pat = re.escape(v.quote) + pat + re.escape(v.quote)
+                group += width
+                out.append(pat)
+                continue
             if v.role == "step":
                 if v.slash:   # summary mode needs max_steps only once per chunk (see last_max)
                     pat, width = (rb"(\d+)/(\d+)", 2) if records else (rb"(\d+)/\d+", 1)
@@ -118,10 +163,79 @@ class Template:
                     v.group = group + 1
             group += width
             out.append(pat)
-        # or any other dict (its template groups stay empty); then the plain lines that
-        # follow (the last group, "trail")
-        out.append(rb"|[^\r\n]*\})" + _TRAIL)
+        # or any other dict (its template groups stay empty; NDJSON mode captures its text);
+        # then the plain lines that follow (the last group, "trail")
+        out.append((rb"|([^\r\n]*\}))" if json else rb"|[^\r\n]*\})") + _TRAIL)
         return re.compile(b"".join(out))
+
+    def _plan_json(self) -> bool:
+        """Decide each value's JSON form from the learned line; False when some value cannot be
+        copied (a unit conversion, a bare word, a container)."""
+        for v in self.values:
+            if v.role in ("step", "max_steps"):
+                v.json = "int"
+                continue
+            if v.role != "extra":
+                conv = next(c for k, c in FIELD_KEYS[v.role] if k in self.keys)
+                if conv.__name__ != "_ident":
+                    return False
+            text = self._learned[v.key]
+            if parse_number(text) is None:
+                if v.role != "extra" or not v.quote:
+                    return False
+                v.json = "text"
+            elif re.fullmatch(r"-?\d+", text.strip()):
+                v.json = "intfloat"
+            else:
+                v.json = "float"
+        return True
+
+    def _json_formatter(self) -> Callable[[tuple], bytes]:
+        """row (the records regex's groups) -> its NDJSON line, as ``runner.jsonio.dumps``
+        writes the record (``{"v": 1, ...}``)."""
+        import json as _json
+        from runner.ingest.records import RECORD_FIELDS
+        by_role = {v.role: v for v in self.values if v.role != "extra"}
+        pieces: list[bytes] = []
+        order: list[int] = []
+
+        def lit(text: str) -> None:
+            pieces.append(text.encode().replace(b"%", b"%%"))
+
+        def val(v: _Value, g: int) -> None:
+            order.append(g)
+            pieces.append({"text": b'"%s"', "intfloat": b"%s.0"}.get(v.json, b"%s"))
+
+        step = by_role["step"]
+        lit('{"v":1,"step":')
+        val(step, step.rgroup - 1)
+        lit(',"max_steps":')
+        if step.slash:
+            order.append(step.rgroup)
+            pieces.append(b"%s")
+        elif "max_steps" in by_role:
+            val(by_role["max_steps"], by_role["max_steps"].rgroup - 1)
+        else:
+            lit("null")
+        for fname in RECORD_FIELDS:
+            lit(f',"{fname}":')
+            if fname in by_role:
+                val(by_role[fname], by_role[fname].rgroup - 1)
+            else:
+                lit("null")
+        lit(',"extra":{')
+        first = True
+        for v in self.values:
+            if v.role != "extra":
+                continue
+            lit(("" if first else ",") + _json.dumps(str(v.key)[:100]) + ":")
+            val(v, v.rgroup - 1)
+            first = False
+        lit("}," + '"src":' + _json.dumps(self.src) + "}\n")
+        fmt = b"".join(pieces)
+        getter = itemgetter(*order) if len(order) > 1 else (lambda row, g=order[0]: (row[g],))
+        self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
+        return lambda row: fmt % getter(row)
 
     def step_group(self, records: bool) -> int:
         """0-based group of the step (empty/None on a match of another dict shape)."""
@@ -181,6 +295,7 @@ class Template:
             return None
         pos, parts, values, literal = 1, [], [], b""
         mapping: dict[str, Any] = {}
+        texts: dict[str, str] = {}
         while pos < len(seg):
             m = _PAIR_RE.match(seg, pos)
             if m is None:
@@ -190,6 +305,7 @@ class Template:
             key = key_raw[1:-1].decode("utf-8", "replace")
             text = val_raw[1:-1].decode("utf-8", "replace") if quote else val_raw.decode("ascii", "replace")
             mapping[key] = text if quote else bare_value(text)
+            texts[key] = text
             values.append(_Value(key, quote, "extra"))
             parts.append((literal + key_raw + m.group("colon"), len(values) - 1))
             literal = m.group("sep")
@@ -204,7 +320,7 @@ class Template:
         if classify_mapping(mapping) != "metric" or not cls._assign_roles(values, mapping):
             return None
         src = "jsonl" if seg.startswith(b'{"') else dict_src(mapping)
-        return cls(anchor, values, parts, src)
+        return cls(anchor, values, parts, src, texts)
 
     @staticmethod
     def _assign_roles(values: list[_Value], mapping: dict) -> bool:
@@ -280,6 +396,24 @@ def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Bat
     return Batch(steps, values, present, mx, marks, recs if want_records else None)
 
 
+class _LazySteps:
+    """The step column of template rows, read only where it is needed (NDJSON mode: the
+    parser's state before other lines, and the last row); a numpy array on demand."""
+
+    def __init__(self, rows: list, group: int):
+        self.rows, self.group = rows, group
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.rows[i][self.group])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.fromiter(map(int, map(itemgetter(self.group), self.rows)), dtype=np.int64,
+                           count=len(self.rows))
+
+
 class ChunkScanner:
     """Reads chunks of complete lines with a template where it can, the parser elsewhere.
 
@@ -288,9 +422,12 @@ class ChunkScanner:
 
     MAX_LEARN = 64   # dict lines tried as templates before giving up on a file
 
-    def __init__(self, parser: LogParser, want_records: bool = False, template: Template | None = None):
+    def __init__(self, parser: LogParser, want_records: bool = False, template: Template | None = None,
+                 json_lines: bool = False):
         self.parser = parser
-        self.want_records = want_records
+        self.want_records = want_records or json_lines
+        # NDJSON mode: template rows become their JSON lines (bytes) in ``Batch.records``
+        self.json_lines = json_lines
         self.template = template
         self.fast_lines = 0
         self.slow_lines = 0
@@ -299,7 +436,7 @@ class ChunkScanner:
     def scan(self, buf: bytes, end: int) -> Batch:
         if self.template is None:
             return self._general(buf, end)
-        rx = self.template.rx_records if self.want_records else self.template.rx
+        rx = self._rx()
         trail = rx.groups - 1
         head = _HEAD_RE.match(buf, 1, end).end()
         tuples = rx.findall(buf, head - 1, end)
@@ -307,20 +444,43 @@ class ChunkScanner:
         n_head = buf.count(b"\n", 1, head)
         specials = [(0, 0, line, i + 1) for i, line in enumerate(buf[1:head].split(b"\n")[:-1])]
         n_trail = 0
-        for j in compress(range(len(tuples)), map(itemgetter(trail), tuples)):
-            lines = tuples[j][trail].split(b"\n")[:-1]
+        # NDJSON mode captures the text of a dict the template does not match (group before
+        # the trail), so such dicts go to the parser here instead of the slow exact path
+        alt = trail - 1 if rx is self.template.rx_json else None
+        alt_rows: set[int] = set()
+        with_trail = compress(range(len(tuples)), map(itemgetter(trail), tuples))
+        if alt is not None:
+            alt_rows = set(compress(range(len(tuples)), map(itemgetter(alt), tuples)))
+            if alt_rows:
+                with_trail = sorted(alt_rows.union(with_trail))
+        for j in with_trail:
             line_no = n_head + j + 1 + n_trail      # line number of match j
+            if j in alt_rows:
+                specials.append((j, 1, b"{" + tuples[j][alt], line_no))
+            lines = tuples[j][trail].split(b"\n")[:-1]
             specials.extend((j + 1, 0, line, line_no + i + 1) for i, line in enumerate(lines))
             n_trail += len(lines)
         # Every line is a head line, a match, or a plain line trailing a match: if the counts
         # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
         if n_head + len(tuples) + n_trail == n_lines:
-            cols = self._columns(tuples)
+            rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows] if alt_rows else tuples
+            cols = self._columns(rows)
             if cols is not None:
                 if not self.want_records and tuples:
                     cols["max"] = self.template.last_max(buf, end)
-                return self._assemble(tuples, cols, set(), specials, n_lines)
+                return self._assemble(tuples, cols, alt_rows, specials, n_lines)
         return self._positions(buf, end, rx, n_lines)
+
+    def _rx(self) -> re.Pattern:
+        t = self.template
+        assert t is not None
+        if self.json_lines and t.rx_json is not None:
+            return t.rx_json
+        return t.rx_records if self.want_records else t.rx
+
+    @property
+    def _json_rows(self) -> bool:
+        return self.json_lines and self.template is not None and self.template.json_line is not None
 
     def _positions(self, buf: bytes, end: int, rx: re.Pattern, n_lines: int) -> Batch:
         """Exact ordering from match positions: used when some line is neither a match nor a
@@ -418,6 +578,14 @@ class ChunkScanner:
         (an other-shaped dict, or a value only the parser knows what to do with)."""
         t = self.template
         n = len(rows)
+        if self._json_rows:   # the JSON lines need no columns; the step keeps the parser's state
+            g = t.step_group(True)
+            if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
+                return None
+            steps = _LazySteps(rows, g)
+            return {"steps": steps, "max": None,
+                    "values": {f: np.full(n, np.nan) for f in MONITORED_FIELDS},
+                    "present": {f: np.zeros(n, dtype=bool) for f in MONITORED_FIELDS}}
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
@@ -447,8 +615,11 @@ class ChunkScanner:
         return {"steps": col["step"].astype(np.int64), "values": values, "present": present, "max": mx}
 
     def _template_records(self, rows: list) -> list[dict]:
-        """Records mode: each row through record_from_mapping, exactly as the parser does."""
+        """Records mode: each row through record_from_mapping, exactly as the parser does
+        (NDJSON mode: each row's JSON line, the same text ``dumps`` gives that record)."""
         t = self.template
+        if self._json_rows:
+            return t.json_rows(rows)
         recs = []
         for tp in rows:
             mapping: dict[str, Any] = {}
@@ -497,7 +668,10 @@ class ChunkScanner:
                 best_key, mx = (slot << 32) + seq, obj["max_steps"]
         out_recs = None
         if self.want_records:
-            all_recs = t_recs + [obj for _, _, obj in recs]
+            if self._json_rows:   # the parser's records as their JSON lines too
+                all_recs = t_recs + [(dumps({"v": 1, **obj}) + "\n").encode() for _, _, obj in recs]
+            else:
+                all_recs = t_recs + [obj for _, _, obj in recs]
             out_recs = [all_recs[i] for i in order.tolist()]
         return Batch(steps, values, present, mx, marks, out_recs)
 

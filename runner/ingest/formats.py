@@ -13,6 +13,12 @@ Formats (``src`` names in records):
 - ``megatron_mem``: ``[Rank N] (after N iterations) memory (MB) | ...`` report lines.
 - ``nanogpt_pipe``: ``step 00050/30000 (0.17%) | loss: ... | dt: ...ms | tok/sec: ...``.
 - ``kv``: ``key=value`` / ``key: value`` lines with a step (``step: 5  loss: 1.2  memory: 3GiB``).
+- ``pl_bar``: a PyTorch Lightning / NeMo progress bar whose postfix carries the metrics
+  (``Epoch 0:  12%|...| 188/1563 [02:05<15:15, 1.50it/s, v_num=0, loss=7.75, global_step=188.0]``).
+- ``tqdm_postfix``: any other tqdm bar with metrics in its postfix, ``name=value`` (tqdm's
+  ``set_postfix``) or ``name: value``; the step is the bar's count unless the postfix names one.
+- ``mmengine``: mmengine / xtuner / mmdet logger lines
+  (``Epoch(train)  [1][200/735]  lr: 2.0000e-04  eta: ...  time: 3.4  memory: 10762  loss: 2.75``).
 """
 from __future__ import annotations
 
@@ -262,3 +268,91 @@ def read_mark(text: str) -> dict | None:
         path = m.group(1)
         return {"kind": "last_model_checkpoint", "path": None if path == "None" else path}
     return None
+
+
+# --------------------------------------------------------------------------- progress-bar postfix
+
+# "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{, postfix}]" and the
+# total-less "{desc}: {n}{unit} [{elapsed}, {rate}{, postfix}]".
+_BAR_POSTFIX_RE = re.compile(
+    r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
+    r"(?:\d{1,3}%\|[^|\r\n]{0,300}\|\s*(?P<n>\d+)/(?P<tot>\d+|\?)"
+    r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
+    r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it)(?P<post>,[^\]\r\n]*)\]\s*$")
+_POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
+_EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)\b")
+
+
+def read_bar_postfix(text: str) -> tuple[dict, str] | None:
+    """A tqdm bar whose postfix carries metrics, as a mapping; None for a bar without one.
+
+    The step is the postfix's own (``global_step=188.0``, ``step``, ``iter``); else the
+    bar's count, unless the bar counts batches of an epoch (``Epoch N: ...``, Lightning), in
+    which case the mapping has no step and the parser numbers it."""
+    if "it/s, " not in text and "s/it, " not in text:   # the rate, then ", " and the postfix
+        return None
+    m = _BAR_POSTFIX_RE.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {}
+    for piece in m.group("post")[1:].split(","):
+        pair = _POSTFIX_PAIR_RE.match(piece)
+        if pair is None:
+            continue
+        key, raw = pair.group(1).strip(), pair.group(2)
+        if key.lower() in ("global_step", "step", "iter", "iteration"):
+            num = parse_number(raw)
+            if num is not None and num >= 0 and num == int(num):
+                out["step"] = int(num)
+            continue
+        out[key] = raw
+    if not any(parse_number(out.get(k)) is not None for k in _BAR_METRIC_KEYS):
+        return None
+    desc = (m.group("desc") or "").strip()
+    epoch = _EPOCH_DESC_RE.match(desc)
+    if epoch and "epoch" not in out:
+        out["epoch"] = epoch.group(1)
+    lightning = bool(epoch) or "v_num" in out
+    if "step" not in out and not lightning:
+        out["step"] = int(m.group("n") or m.group("n2"))
+        tot = m.group("tot")
+        if tot and tot.isdigit():
+            out["max_steps"] = int(tot)
+    return out, "pl_bar" if lightning else "tqdm_postfix"
+
+
+_BAR_METRIC_KEYS = ("loss", "train_loss", "reduced_train_loss", "lm_loss", "grad_norm", "lr",
+                    "learning_rate", "gnorm")
+
+
+# --------------------------------------------------------------------------- mmengine / xtuner
+
+_MMENGINE_RE = re.compile(
+    r"\b(Epoch|Iter)\((train|val|test)\)\s*(?:\[\s*(\d+)\s*\])?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+_MMENGINE_PAIR_RE = re.compile(r"(?<!\S)([A-Za-z_][\w./-]*):\s+(\S+)")
+_MMENGINE_KEYS = {"time": "step_time", "memory": "memory(MB)", "lr": "lr"}
+
+
+def read_mmengine(text: str) -> tuple[dict, str] | None:
+    """An mmengine ``LoggerHook`` training line (mmdet, mmpretrain, xtuner, ...).
+
+    ``Epoch(train) [e][i/n]``: step = (e-1)*n + i, epoch = e-1 + i/n (fractional, like
+    Hugging Face); ``Iter(train) [i/n]``: step i of n. ``time`` is seconds per iteration,
+    ``memory`` is MB (max allocated). Validation/test lines are not training records."""
+    m = _MMENGINE_RE.search(text)
+    if m is None or m.group(2) != "train":
+        return None
+    kind, ep, i, n = m.group(1), m.group(3), int(m.group(4)), int(m.group(5))
+    out: dict[str, Any] = {}
+    if kind == "Epoch":
+        if ep is None or n <= 0:
+            return None
+        e = int(ep)
+        out["step"] = max(e - 1, 0) * n + i
+        out["epoch"] = max(e - 1, 0) + i / n
+        out["iters_per_epoch"] = n
+    else:
+        out["step"], out["max_steps"] = i, n
+    for key, raw in _MMENGINE_PAIR_RE.findall(text, m.end()):
+        out.setdefault(_MMENGINE_KEYS.get(key, key), raw)
+    return out, "mmengine"

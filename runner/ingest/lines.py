@@ -13,6 +13,8 @@ import re
 
 ANSI_RE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)?(\d{1,6})\]:\s?")
+# Slurm ``srun --label``: "[host:3]: " (newer Slurm with the node name) or "3: ".
+SRUN_LABEL_RE = re.compile(r"^(?:\[[A-Za-z0-9][\w.-]{0,254}:(\d{1,6})\]|(\d{1,6})):\s")
 # tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]"
 # and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".
 BAR_RE = re.compile(
@@ -45,12 +47,24 @@ def decode(seg: bytes) -> str:
 
 
 def split_rank(text: str) -> tuple[int | None, str]:
-    """(rank, rest) for a ``[rank3]:`` / ``[default3]:`` prefixed line, else (None, text)."""
+    """(rank, rest) for a line behind a rank prefix, else (None, text).
+
+    Prefixes: torchrun's ``[rank3]:`` / ``[default3]:``, and Slurm ``srun --label``'s
+    ``[host:3]: `` or ``3: `` (the task number; the host name is dropped, never read as a
+    metric). An srun label in front of a torchrun prefix is removed too; the rank kept is
+    the innermost one."""
+    rank = None
+    c = text[:1]
+    if c.isdigit() or c == "[":
+        m = SRUN_LABEL_RE.match(text)
+        if m:
+            rank = int(m.group(1) or m.group(2))
+            text = text[m.end():].strip()
     if text.startswith("["):
         m = RANK_PREFIX_RE.match(text)
         if m:
             return int(m.group(1)), text[m.end():].strip()
-    return None, text
+    return rank, text
 
 
 def strip_bar(text: str) -> tuple[bool, str]:

@@ -15,16 +15,20 @@ the ranks (what ms-swift's ``memory(GiB)`` reports), other fields None.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from runner.ingest import formats
-from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
+from runner.ingest.lines import ANSI_RE, decode, split_rank, strip_bar, visible_segment
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
 
 _STEP_WORDS = ("step", "iter")
 MAX_EXAMPLES = 5
+# Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
+_RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
+                           r"\[before the start of training step\] datetime")
 
 RECORD, MARK = "record", "mark"
 Event = tuple[str, dict]
@@ -79,6 +83,9 @@ class LogParser:
         self._last_step: int | None = None
         self._pending_mem: dict | None = None
         self._overlong_before = False  # a dropped overlong segment precedes the buffered text
+        self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
+        self._last_epoch: float | None = None   # epoch of the last record with an inferred step
+        self._last_bar_step: int | None = None  # step of the last progress-bar record
 
     # ------------------------------------------------------------------ public API
 
@@ -124,6 +131,7 @@ class LogParser:
         events: list[Event] = []
         if self._buf or self._skipping:
             events.extend(self._complete_partial())
+        events.extend(self._drop_fragment())
         events.extend(self._release())
         return events
 
@@ -143,9 +151,10 @@ class LogParser:
     def note_foreign(self, last_step: int, records: int) -> list[Event]:
         """The bulk reader read some metric lines itself (``records`` records, the last at
         ``last_step``): leave the state those lines would have left."""
-        events = self._release()
+        events = self._drop_fragment() + self._release()
         self.records_emitted += records
         self._last_step = last_step
+        self._last_epoch = None
         return events
 
     # ------------------------------------------------------------------ lines
@@ -164,33 +173,61 @@ class LogParser:
         if seg is None:
             return self._release()
         if len(seg) > self.max_line_bytes:
-            events = self._release()
+            events = self._drop_fragment() + self._release()
             self.stats.overlong_lines += 1
             self._unparsed("", suspect=False)
             return events
+        events = []
+        if b"\r" in raw and (b"it/s, " in raw or b"s/it, " in raw):   # bars with a postfix
+            events = self._earlier_bars(raw, seg)
+            if events:   # a held memory record belongs before them
+                events = self._release() + events
         text = decode(seg)
         rank, text = split_rank(text)
-        if text[:1] == "{" and text[-1:] == "}":
-            events = self._release()
-            events.extend(self._object(text, rank))
-            return events
-        had_bar, text = strip_bar(text)
-        if not text:
-            events = self._release()
-            if had_bar:
+        if self._frag is not None:
+            joined = self._join_fragment(text)
+            if joined is not None:
+                return events + joined
+        if text[:1] != "{" and text[-1:] == "}":
+            # a dict glued to a progress bar with no carriage return between them
+            had_bar, rest = strip_bar(text)
+            if had_bar and rest[:1] == "{":
+                text = rest
+        if text[:1] == "{":
+            if text[-1:] == "}":
+                events += self._release()
+                events.extend(self._object(text, rank))
+                return events
+            if ("':" in text or '":' in text) and len(text) < (64 << 10):
+                # a dict cut by a stray newline: wait for the rest
+                self._frag = (text, rank, 1)
+                return events + self._release()
+        had_bar, rest = strip_bar(text)
+        if had_bar and not rest:
+            events += self._release()
+            got = formats.read_bar_postfix(text)
+            if got is not None:
+                events += self._bar_record(got, rank)
+            else:
                 self.stats.ignored_lines += 1
             return events
+        text = rest
         # Megatron memory reports come one per rank after the iteration line: merge them.
         if text.startswith("[Rank ") and "memory (MB)" in text:
             report = formats.read_memory_report(text)
             if report is not None:
-                return self._memory_report(report)
-        events = self._release()
+                return events + self._memory_report(report)
+        events += self._release()
         mark = formats.read_mark(text)
         if mark is not None:
             return events + self._mark(mark)
-        for reader in (formats.read_megatron, formats.read_nanogpt_pipe, formats.read_kv):
+        if _RUN_START_RE.search(text):
+            self._new_run()
+        for reader in (formats.read_megatron, formats.read_mmengine, formats.read_nanogpt_pipe,
+                       formats.read_kv):
             if reader is formats.read_megatron and "iteration" not in text:
+                continue
+            if reader is formats.read_mmengine and "(train)" not in text:
                 continue
             got = reader(text)
             if got is not None:
@@ -200,6 +237,63 @@ class LogParser:
                     return events + self._record(rec, rank)
         self._unparsed(text, suspect=looks_like_metrics(text))
         return events
+
+    def _new_run(self) -> None:
+        """A training (re)starts in this file: numbering of step-less records starts over."""
+        self._last_step = None
+        self._last_epoch = None
+        self._last_bar_step = None
+
+    def _join_fragment(self, text: str) -> list[Event] | None:
+        """The line after a cut dict: events if it completes (or continues) the dict, None if
+        it is something else (the fragment is then counted as not understood)."""
+        assert self._frag is not None
+        frag, rank, n = self._frag
+        if text[:1] != "{" and text:
+            joined = frag + text
+            if joined.endswith("}") and formats.read_object(joined) is not None:
+                self._frag = None
+                self.stats.lines -= n    # the record is numbered like one line
+                events = self._object(joined, rank)
+                self.stats.lines += n
+                return events
+            if (not joined.endswith("}") and n < 4 and len(joined) < (64 << 10)
+                    and ("':" in text or '":' in text) and text[-1:] == ","):
+                self._frag = (joined, rank, n + 1)
+                return []
+        self._drop_fragment()
+        return None
+
+    def _drop_fragment(self) -> list[Event]:
+        if self._frag is not None:
+            self._unparsed(self._frag[0], suspect=True)
+            self._frag = None
+        return []
+
+    def _earlier_bars(self, raw: bytes, seg: bytes) -> list[Event]:
+        """Progress-bar redraws before the visible one, when they carry metrics with an explicit
+        step: one record per new step (a terminal overwrote them, but the values were real)."""
+        events: list[Event] = []
+        parts = [p for p in raw.split(b"\r") if p.strip()]
+        for part in parts[:-1]:
+            if b"\x1b" in part:
+                part = ANSI_RE.sub(b"", part)
+            _, text = split_rank(decode(part))
+            got = formats.read_bar_postfix(text)
+            if got is not None and "step" in got[0]:
+                events += self._bar_record(got, None)
+        return events
+
+    def _bar_record(self, got: tuple[dict, str], rank: int | None) -> list[Event]:
+        mapping, src = got
+        if "step" in mapping and mapping["step"] == self._last_bar_step:
+            return []    # the same step redrawn
+        rec = record_from_mapping(mapping, src, inferred_step=(self._last_step or 0) + 1)
+        if rec is None:
+            return []
+        if "step" in mapping:
+            self._last_bar_step = rec["step"]
+        return self._record(rec, rank)
 
     def _object(self, text: str, rank: int | None) -> list[Event]:
         got = formats.read_object(text)
@@ -211,6 +305,15 @@ class LogParser:
         if kind == "metric":
             rec = record_from_mapping(mapping, src, inferred_step=(self._last_step or 0) + 1)
             if rec is not None:
+                if rec["extra"].get("step_inferred"):
+                    epoch = rec["epoch"]
+                    if (epoch is not None and self._last_epoch is not None
+                            and epoch < self._last_epoch - 1e-9):
+                        # the epoch went back: a new run in the same file, count from 1
+                        rec["step"] = 1
+                    self._last_epoch = epoch
+                else:
+                    self._last_epoch = None
                 return self._record(rec, rank)
         elif kind in ("eval", "summary", "final"):
             rec = record_from_mapping({k: v for k, v in mapping.items() if k != "log_history"}, src)
@@ -228,6 +331,8 @@ class LogParser:
         return [(RECORD, rec)]
 
     def _mark(self, mark: dict) -> list[Event]:
+        if mark["kind"] == "attempt_marker":
+            self._new_run()
         self.stats.mark_lines += 1
         mark["line"] = self.stats.lines
         mark["records_before"] = self.records_emitted

@@ -93,7 +93,7 @@ def _rate_to_period(x: float) -> float | None:
 # record field -> [(key as printed, converter)]. First key found wins.
 FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "loss": [("loss", _ident), ("lm loss", _ident), ("lm_loss", _ident), ("train/loss", _ident),
-             ("train_loss", _ident)],
+             ("train_loss", _ident), ("reduced_train_loss", _ident)],
     "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
                   ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
@@ -105,8 +105,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "step_time_s": [("step_time_s", _ident), ("train_speed(s/it)", _ident),
                     ("train_speed(iter/s)", _rate_to_period),
                     ("elapsed time per iteration (ms)", _ms_to_s),
+                    ("elapsed time per iteration (s)", _ident),
                     ("elapsed_time_per_iteration", _ident), ("step_time", _ident),
-                    ("time_per_step", _ident), ("iter_time", _ident)],
+                    ("time_per_step", _ident), ("iter_time", _ident),
+                    ("train_step_timing in s", _ident)],
     "epoch": [("epoch", _ident), ("train/epoch", _ident)],
 }
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",

@@ -58,6 +58,14 @@ def write_mixed(path, n: int = 3000, seed: int = 5) -> None:
             out.append(S.memory_report(1, step, 5120.0))
         if i % 333 == 0:
             out.append(b"\xff\xfe junk \x00")
+        if i % 600 == 17:                 # srun --label, a dict cut by a newline, other formats
+            out.append("[gpu-a:7]: " + S.megatron_line(step, 4000, loss, grad))
+            out.append("7: " + S.memory_report(7, step, 6144.0))
+            out.append("{'loss': 0.5, 'grad_norm': 0.25, 'learning_rate': 1e-05,")
+            out.append("'epoch': 0.5}")
+            out.append(f"Epoch 0:  12%|#    | 18/156 [00:05<00:40,  3.40it/s, v_num=0, loss=1.75, global_step={step}.0]")
+            out.append(f"11/23 10:05:42 - mmengine - INFO - Iter(train) [{step}/4000]  lr: 2.0000e-04  "
+                       "time: 0.4567  memory: 10762  loss: 2.75  grad_norm: 3.06")
         if i == 1000:
             out.append("{'loss': '1.0', 'grad_norm': 'n/a', 'learning_rate': '2e-05', 'token_acc': '0.7', "
                        "'epoch': '0.5', 'global_step/max_steps': '1001/4000', 'elapsed_time': '1m', "

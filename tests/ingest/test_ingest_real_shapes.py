@@ -1,0 +1,145 @@
+"""Line shapes met in real training logs that once were misread: each written here from the
+trainer's format, fed as bytes, checked on the record a user gets."""
+from __future__ import annotations
+
+import pytest
+
+from runner.ingest import LogParser
+
+MEGATRON = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
+            "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:"
+            "    16 | lm loss: 1.234568E+00 | loss scale: 1.0 | grad norm: 0.877 | "
+            "number of skipped iterations:   0 | number of nan iterations:   0 |")
+MEM = ("[Rank {r}] (after 10 iterations) memory (MB) | allocated: 20480.00 | max allocated: 57344.00 | "
+       "reserved: 61440.00 | max reserved: {mx:.2f}")
+
+
+def parse(*lines: str | bytes, sizes: int | None = None) -> tuple[list[dict], LogParser]:
+    p = LogParser()
+    data = b"".join((ln if isinstance(ln, bytes) else ln.encode()) + b"\n" for ln in lines)
+    recs = []
+    step = sizes or len(data) or 1
+    for i in range(0, len(data), step):
+        recs += p.feed(data[i:i + step])
+    return recs + p.flush(), p
+
+
+def test_dict_glued_to_a_progress_bar_without_carriage_return():
+    bar = "Train:   4%|▍         | 42/1000 [00:42<41:47, 42.51s/it]"
+    recs, p = parse(bar + "{'loss': '0.3713', 'grad_norm': '1.25', 'learning_rate': '1e-05', "
+                    "'epoch': '0.04', 'global_step/max_steps': '42/1000', 'memory(GiB)': '35.12', "
+                    "'train_speed(s/it)': '42.51'}")
+    (r,) = recs
+    assert (r["step"], r["max_steps"], r["loss"], r["mem_gib"]) == (42, 1000, 0.3713, 35.12)
+    assert r["src"] == "swift_dict" and p.stats.unparsed_lines == 0
+
+
+@pytest.mark.parametrize("prefix", ["[gpu-node-07.cluster:3]: ", "3: ", "12: [rank3]: "])
+def test_srun_label_before_megatron_iteration_and_memory_report(prefix):
+    recs, p = parse(prefix + MEGATRON, prefix + MEM.format(r=3, mx=61440.0),
+                    prefix + MEM.format(r=5, mx=65536.0), prefix + "[after training is done] datetime: x")
+    it, mem = recs
+    assert it["src"] == "megatron"
+    assert (it["step"], it["max_steps"], it["grad_norm"], it["lr"]) == (10, 200, 0.877, 2e-05)
+    assert it["step_time_s"] == pytest.approx(6.2003)
+    assert it["extra"]["rank"] == 3
+    # the host name is dropped, never a metric
+    assert not any("gpu" in k or "node" in k for k in it["extra"])
+    assert mem["src"] == "megatron_mem" and mem["step"] == 10 and mem["mem_gib"] == 64.0
+    assert p.stats.formats == {"megatron": 1, "megatron_mem": 2}
+
+
+def test_megatron_step_time_in_seconds():
+    recs, _ = parse(MEGATRON.replace("elapsed time per iteration (ms): 6200.3",
+                                     "elapsed time per iteration (s): 35.8"))
+    assert recs[0]["step_time_s"] == 35.8
+
+
+def hf(loss: float, epoch: float) -> str:
+    return f"{{'loss': {loss}, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': {epoch}}}"
+
+
+def test_a_dict_cut_by_a_stray_newline_does_not_shift_later_steps():
+    cut = hf(0.8, 0.02)
+    recs, p = parse(hf(0.9, 0.01), cut[:30], cut[30:], hf(0.7, 0.03), sizes=7)
+    assert [r["step"] for r in recs] == [1, 2, 3]
+    assert [r["loss"] for r in recs] == [0.9, 0.8, 0.7]
+    assert p.stats.unparsed_lines == 0
+
+
+def test_a_cut_dict_that_never_closes_is_reported_and_the_next_line_still_read():
+    recs, p = parse(hf(0.9, 0.01)[:30], "[INFO:swift] Saving model checkpoint to /o/checkpoint-1",
+                    hf(0.7, 0.03))
+    assert [r["step"] for r in recs] == [1]
+    assert p.take_marks()[0]["kind"] == "checkpoint_saved"
+    assert p.stats.suspect_lines == 1
+
+
+def test_two_runs_in_one_file_do_not_continue_one_step_count():
+    first = [hf(1.0 - i / 10, i / 10) for i in range(1, 4)]
+    # a new run announced by the trainer's banner
+    recs, _ = parse(*first, "***** Running training *****", hf(2.0, 0.1), hf(1.9, 0.2))
+    assert [r["step"] for r in recs] == [1, 2, 3, 1, 2]
+    # no banner: the epoch going back gives it away
+    recs, _ = parse(*first, hf(2.0, 0.1), hf(1.9, 0.2))
+    assert [r["step"] for r in recs] == [1, 2, 3, 1, 2]
+
+
+def test_lightning_and_nemo_bar_postfix_every_redraw_with_a_new_step():
+    bar = ("Epoch 0:  12%|█▏        | {n}/1563 [02:05<15:15,  1.50it/s, v_num=0, loss={loss}, "
+           "reduced_train_loss={loss}, global_step={n}.0, consumed_samples={s}.0]")
+    line = "\r".join(bar.format(n=n, loss=l, s=n * 64) for n, l in ((187, 7.8), (187, 7.8), (188, 7.75)))
+    recs, p = parse(line)
+    assert [(r["step"], r["loss"], r["src"]) for r in recs] == [(187, 7.8, "pl_bar"), (188, 7.75, "pl_bar")]
+    assert recs[-1]["extra"]["consumed_samples"] == 188 * 64
+
+
+def test_lightning_bar_without_global_step_is_numbered():
+    recs, _ = parse("Epoch 1: 100%|██████████| 50/50 [00:10<00:00,  4.90it/s, v_num=3, train_loss=0.25]")
+    (r,) = recs
+    assert r["loss"] == 0.25 and r["epoch"] == 1.0 and r["step"] == 1 and r["extra"]["step_inferred"]
+
+
+def test_tqdm_name_value_postfix_takes_the_bar_count_as_step():
+    recs, p = parse("Training:  40%|████      | 40/100 [00:10<00:15,  3.90it/s, loss: 2.345, lr: 1.0e-04]",
+                    "Training:  41%|████      | 41/100 [00:10<00:15,  3.90it/s, loss=2.3, lr=1.0e-04]",
+                    "Training:  42%|████      | 42/100 [00:10<00:15,  3.90it/s]")
+    assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == [(40, 100, 2.345), (41, 100, 2.3)]
+    assert recs[0]["lr"] == 1e-4 and p.stats.formats == {"tqdm_postfix": 2}
+    assert p.stats.ignored_lines == 1      # a bar with no metrics is not a record
+
+
+def test_mmengine_and_xtuner_lines():
+    recs, p = parse(
+        "11/23 10:05:42 - mmengine - INFO - Epoch(train)  [2][200/735]  lr: 2.0000e-04  eta: 0:41:12  "
+        "time: 3.4567  data_time: 0.0123  memory: 10762  loss: 2.75  grad_norm: 3.06",
+        "11/23 10:06:42 - mmengine - INFO - Iter(train) [  300/10000]  lr: 1.0000e-04  time: 0.5  "
+        "memory: 2048  loss: 1.5",
+        "11/23 10:07:42 - mmengine - INFO - Epoch(val)  [2][10/20]  eta: 0:00:02  time: 0.1")
+    a, b = recs
+    assert (a["step"], a["loss"], a["grad_norm"], a["lr"]) == (735 + 200, 2.75, 3.06, 2e-4)
+    assert a["mem_gib"] == pytest.approx(10762 / 1024) and a["step_time_s"] == 3.4567
+    assert a["epoch"] == pytest.approx(1 + 200 / 735) and a["extra"]["eta"] == "0:41:12"
+    assert (b["step"], b["max_steps"], b["mem_gib"]) == (300, 10000, 2.0)
+    assert p.stats.formats == {"mmengine": 2}
+
+
+def test_parse_summary_names_each_detected_format(tmp_path):
+    """The `parse` command's summary says which format each family of lines was read as."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    log = tmp_path / "mixed.log"
+    log.write_text("\n".join([
+        "3: " + MEGATRON,
+        "3: " + MEM.format(r=3, mx=61440.0),
+        "Epoch 0:  12%|#    | 188/1563 [02:05<15:15,  1.50it/s, v_num=0, loss=7.75, global_step=188.0]",
+        "11/23 10:05:42 - mmengine - INFO - Iter(train) [300/10000]  lr: 1.0000e-04  time: 0.5  loss: 1.5",
+    ]) + "\n")
+    res = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log)], cwd=repo,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    formats = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("formats"))
+    for name in ("megatron (1)", "megatron_mem (1)", "pl_bar (1)", "mmengine (1)"):
+        assert name in formats
