@@ -103,7 +103,7 @@ class Resolved:
     token: str          # as written, without any ``=value``
     index: int          # position in argv
     status: str         # exact | abbreviated | ambiguous | unknown
-    field: str | None = None
+    dest: str | None = None
     candidates: list[str] = field(default_factory=list)
 
 
