@@ -35,7 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "heartbeat": {"timeout_s": 1800.0, "stale_state_s": 30.0},
     "checkpoints": {"dir": None, "settle_s": 2.0, "verify": True},
     "resume": {"arg": None, "args": None, "drift": "refuse"},
-    "swift": {"version": None, "python": None},
+    "swift": {"version": None, "python": None, "validated_max_length": None, "dataset_samples": None},
     "markers": {"init_done": None},
     "alerts": {},  # validated by runner.monitors.Thresholds.from_recipe
     "gpus": {"devices": None, "memory_capacity_gib": None},
@@ -51,7 +51,7 @@ _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float)},
     "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,)},
     "resume": {"arg": (str, type(None)), "args": (list, type(None)), "drift": (str,)},
-    "swift": {"version": (str, type(None)), "python": (str, type(None))},
+    "swift": {"version": (str, type(None)), "python": (str, type(None)), "validated_max_length": (int, type(None)), "dataset_samples": (int, type(None))},
     "markers": {"init_done": (str, type(None))},
     "gpus": {"devices": (list, type(None)), "memory_capacity_gib": (int, float, type(None))},
     "preflight": {"on_busy": (str,), "port": (int, type(None))},
