@@ -55,11 +55,12 @@ class SwiftCommand:
     start: int                  # index of the first argument after the subcommand
     table: swift_flags.Table | None
     how: str                    # which table / parser was used, in words
+    checked_as: str = ""        # the command whose flags apply: `swift sft --use_megatron` is `megatron sft`
     values: dict[str, list[str]] = field(default_factory=dict)   # field -> value tokens (last wins)
 
     @property
     def megatron(self) -> bool:
-        return self.command.startswith("megatron ") or _truthy(self.values.get("use_megatron"))
+        return self.checked_as.startswith("megatron ")
 
     def get(self, name: str, default: str | None = None) -> str | None:
         v = self.values.get(name)
@@ -88,8 +89,11 @@ def parse_command(recipe: dict) -> SwiftCommand | None:
         return None
     version = (recipe.get("swift") or {}).get("version")
     table, how = swift_flags.pick(version)
-    cmd = SwiftCommand(argv, command, start, table, how)
-    fields = table.fields(command) if table else None
+    cmd = SwiftCommand(argv, command, start, table, how, checked_as=command)
+    given = {a[2:].split("=", 1)[0].replace("-", "_") for a in argv[start:] if a.startswith("--")}
+    if command == "swift sft" and given & {"use_megatron", "megatron_use_mcore", *MEGATRON_ONLY}:
+        cmd.checked_as = "megatron sft"
+    fields = table.fields(cmd.checked_as) if table else None
     for r in swift_flags.resolve(argv[start:], fields or {}):
         name = r.dest or r.token[2:].replace("-", "_")
         cmd.values[name] = swift_flags.values_of(argv[start:], r.index)
@@ -122,7 +126,7 @@ def _check_flags(recipe: dict, cmd: SwiftCommand) -> list[dict]:
         if os.path.isdir(python):
             python = os.path.join(python, "bin", "python")
         if os.path.isfile(python):
-            res = probe(python, cmd.command, cmd.argv[cmd.start:], env=_probe_env())
+            res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env())
             if not res.failed and not res.import_error:
                 return _from_probe(cmd, res)
             why = res.failed or res.import_error
@@ -139,7 +143,7 @@ def _probe_env() -> dict[str, str]:
 
 
 def _from_probe(cmd: SwiftCommand, res: ProbeResult) -> list[dict]:
-    where = f"ms-swift {res.version}'s own `{cmd.command}` parser ({res.python})"
+    where = f"ms-swift {res.version}'s own `{cmd.checked_as}` parser ({res.python})"
     out = [_p("info", "swift_checked_with", f"checked with {where}")]
     fields = cmd.table.fields(cmd.command) if cmd.table else None
     for f in res.flags:
@@ -164,13 +168,14 @@ def _from_probe(cmd: SwiftCommand, res: ProbeResult) -> list[dict]:
 def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
     if cmd.table is None:
         return [_p("warning", "swift_no_flag_table", f"{cmd.how}: flags not checked")]
-    fields = cmd.table.fields(cmd.command)
+    fields = cmd.table.fields(cmd.checked_as)
     if fields is None:
-        return [_p("info", "swift_no_flag_table", f"no flag table for `{cmd.command}` in ms-swift {cmd.table.version}")]
+        return [_p("info", "swift_no_flag_table", f"no flag table for `{cmd.checked_as}` in ms-swift {cmd.table.version}")]
     v = cmd.table.version
-    partial = cmd.table.partial(cmd.command)
-    out = [_p("info", "swift_checked_with", cmd.how + (f" (`{cmd.command}` fields of ms-swift's own classes; "
-                                                       f"{', '.join(partial)} not in the table)" if partial else ""))]
+    partial = cmd.table.partial(cmd.checked_as)
+    as_ = f" as `{cmd.checked_as}`" if cmd.checked_as != cmd.command else ""
+    out = [_p("info", "swift_checked_with", cmd.how + as_ + (f" (`{cmd.command}` fields of ms-swift's own classes; "
+                                                             f"{', '.join(partial)} not in the table)" if partial else ""))]
     if not announce:
         out = []
     args = cmd.argv[cmd.start:]
@@ -180,15 +185,15 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
         if r.status == "unknown":
             if partial and name not in RENAMES:
                 continue    # may be a transformers TrainingArguments field the table cannot see
-            out.append(_p("error", "swift_unknown_flag", f"{r.token}: ms-swift {v} `{cmd.command}` has no such flag "
+            out.append(_p("error", "swift_unknown_flag", f"{r.token}: ms-swift {v} `{cmd.checked_as}` has no such flag "
                                                           f"(ValueError: remaining_argv){fix}"))
         elif r.status == "ambiguous":
             shown = ", ".join(r.candidates[:6]) + (", ..." if len(r.candidates) > 6 else "")
             out.append(_p("error", "swift_ambiguous_flag", f"{r.token}: ambiguous prefix in ms-swift {v} "
-                                                            f"`{cmd.command}` (argparse exits 2): could be {shown}{fix}"))
+                                                            f"`{cmd.checked_as}` (argparse exits 2): could be {shown}{fix}"))
         elif r.status == "abbreviated":
             out.append(_p("error", "swift_abbreviated_flag", f"{r.token} is silently taken as --{r.dest} by ms-swift "
-                                                              f"{v} `{cmd.command}` (argparse prefix match){fix}"))
+                                                              f"{v} `{cmd.checked_as}` (argparse prefix match){fix}"))
         else:
             problem = swift_flags.type_problem(fields[r.dest], swift_flags.values_of(args, r.index))
             if problem:
@@ -383,13 +388,12 @@ def fix_recipe(recipe_raw: dict, recipe: dict) -> tuple[dict, list[str]]:
     cmd = parse_command(recipe)
     if cmd is None or cmd.table is None:
         return recipe_raw, []
-    fields = cmd.table.fields("megatron sft" if cmd.megatron else cmd.command) or {}
+    fields = cmd.table.fields(cmd.checked_as) or {}
     argv = [str(a) for a in recipe_raw["command"]]
     changes: list[str] = []
     out: list[str] = []
     i = 0
-    to_megatron = cmd.command == "swift sft" and cmd.megatron or (
-        cmd.command == "swift sft" and any(f in cmd.values for f in MEGATRON_ONLY))
+    to_megatron = cmd.command == "swift sft" and cmd.checked_as == "megatron sft"
     while i < len(argv):
         a = argv[i]
         if i == cmd.start - 1 and to_megatron and os.path.basename(argv[i - 1]) == "swift":
