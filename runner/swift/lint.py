@@ -332,11 +332,14 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     saves = math.ceil(iters / every) if iters else None
     limit = cmd.num("save_total_limit")
     kept = int(min(limit, saves) if limit and saves else limit or saves or 1)
-    need = kept * per_save
+    # Rotation runs after a save: while it is written, save_total_limit + 1 saves are on disk.
+    peak = kept + 1 if limit and saves and saves > limit else kept
+    need = peak * per_save
     how = ("" if cmd.flag("merge_lora") else " (merge_lora not given: it follows save_safetensors, true)")
     msg = (f"merge_lora true{how} writes a full merged model at every save: ~{_tb(per_save)} each for a "
            f"{params:g}B model in {cmd.get('torch_dtype') or 'bf16'}; {kept} kept"
-           f"{' (save_total_limit)' if limit else ' (no save_total_limit)'} = ~{_tb(need)}")
+           f"{' (save_total_limit)' if limit else ' (no save_total_limit)'}"
+           f"{f', {peak} on disk while the next is written' if peak > kept else ''} = ~{_tb(need)}")
     where = cmd.get("output_dir") or cmd.get("save")
     free = _free_bytes(where) if where and "{" not in where else None
     if free:
