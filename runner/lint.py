@@ -127,12 +127,14 @@ def _is_swift(argv: list[str]) -> bool:
         any("swift/cli" in a or a.startswith("swift.cli") for a in argv)
 
 
-def check_swift(recipe: dict) -> list[Problem]:
+def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """ms-swift commands (runner/swift/lint.py). ``run``'s pre-flight checks against the flag
+    tables only; ms-swift's own parser (seconds to import) is asked by ``lint``."""
     argv = recipe["command"]
     if not _is_swift(argv):
         return []
     from runner.swift.lint import check
-    out = check(recipe)
+    out = check(recipe, probe_parser=not preflight)
     flags = _swift_flags(argv)
     if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
             and "use_megatron" not in flags:
@@ -173,7 +175,7 @@ def lint_recipe(recipe: dict, *, preflight: bool = False) -> list[Problem]:
     ignore = set(recipe.get("lint", {}).get("ignore") or [])
     problems: list[Problem] = []
     for check in CHECKS:
-        found = check(recipe, preflight=preflight) if check is check_executable else check(recipe)
+        found = check(recipe, preflight=preflight) if check in (check_executable, check_swift) else check(recipe)
         problems += [p for p in found if p["rule"] not in ignore]
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(problems, key=lambda p: order[p["level"]])

@@ -228,8 +228,7 @@ def fields_of(index: Index, class_name: str) -> tuple[dict[str, dict], list[str]
                 name = stmt.target.id
                 entry = _field(stmt)
                 entry["defined_in"] = f"{k[0]}.{k[1]}"
-                fields.pop(name, None)      # a redefinition keeps the base's position in dataclasses
-                fields[name] = entry
+                fields[name] = entry        # as in dataclasses: a redefinition keeps the base's position
     return fields, [f"{m}.{c}" for m, c in mro], sorted(unresolved)
 
 

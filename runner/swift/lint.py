@@ -100,11 +100,11 @@ def parse_command(recipe: dict) -> SwiftCommand | None:
     return cmd
 
 
-def check(recipe: dict) -> list[dict]:
+def check(recipe: dict, *, probe_parser: bool = True) -> list[dict]:
     cmd = parse_command(recipe)
     if cmd is None:
         return []
-    out = _check_flags(recipe, cmd)
+    out = _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
     for rule in (rule_entry_point, rule_warmup, rule_reachable_steps, rule_sequence_parallel, rule_envelope,
                  rule_merged_disk, rule_fused_experts, rule_stub_trap, rule_resume):
         out += rule(recipe, cmd)
@@ -122,7 +122,8 @@ def _replacement(name: str, fields: dict | None) -> str:
 def _check_flags(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     python = (recipe.get("swift") or {}).get("python")
     if python:
-        python = os.path.expanduser(python)
+        from runner.recipe import fill
+        python = os.path.expanduser(fill(python, {"recipe_dir": recipe.get("_recipe_dir", "")}))
         if os.path.isdir(python):
             python = os.path.join(python, "bin", "python")
         if os.path.isfile(python):
