@@ -118,3 +118,35 @@ def test_a_merged_dir_is_never_the_resume_point_on_46(tmp_path):
     assert latest_good(tmp_path).path == ck200
     shutil.rmtree(ck200)
     assert latest_good(tmp_path).path.name == "checkpoint-100"
+
+
+def test_the_watcher_waits_for_an_ms_swift_save_to_finish(tmp_path):
+    """ms-swift writes args.json, then iter_N/common.pt and the tracker, then the weights: the
+    watcher never reports the save in between (it would read as a stub)."""
+    from runner.checkpoints.watch import CheckpointWatcher
+
+    now = [0.0]
+    w = CheckpointWatcher(tmp_path, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])
+
+    def settle():
+        got = []
+        for _ in range(3):
+            got += w.poll()
+            now[0] += 2.0
+        return got
+
+    ck = tmp_path / "checkpoint-100"
+    ck.mkdir()
+    (ck / "args.json").write_text("{}")
+    assert settle() == []
+    swift_common(ck, 100)
+    assert settle() == []                     # metadata only, no weights, no -merged yet
+    merged_model(tmp_path / "checkpoint-100-merged", 100)
+    ready = settle()
+    assert {c.path.name for c in ready} == {"checkpoint-100", "checkpoint-100-merged"}
+    assert all(verify_checkpoint(c.path).ok for c in ready)
+    # An adapter save is ready once the adapter is there.
+    ck2 = swift_common(tmp_path / "checkpoint-200", 200)
+    assert settle() == []
+    write_adapter(ck2)
+    assert [c.path.name for c in settle()] == ["checkpoint-200"]
