@@ -206,9 +206,10 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
 def rule_entry_point(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     if cmd.command != "swift sft":
         return []
-    megatron_flags = [f for f in MEGATRON_ONLY if f in cmd.values]
-    if "use_megatron" in cmd.values or megatron_flags:
-        shown = ", ".join(f"--{f}" for f in (["use_megatron"] if "use_megatron" in cmd.values else []) + megatron_flags[:3])
+    given = [a[2:].split("=", 1)[0].replace("-", "_") for a in cmd.argv[cmd.start:] if a.startswith("--")]
+    megatron_flags = [f for f in given if f in ("use_megatron", "megatron_use_mcore", *MEGATRON_ONLY)]
+    if megatron_flags:
+        shown = ", ".join(f"--{f}" for f in megatron_flags[:4])
         return [_p("error", "swift_megatron_entry_point", f"`swift sft` with Megatron flags ({shown}): ms-swift runs "
                                                           "Megatron training as `megatron sft` (lint --fix rewrites it)")]
     return []
