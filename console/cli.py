@@ -102,9 +102,12 @@ def build_parser() -> _Parser:
     p = sub.add_parser("lint", help="recipe checks, before anything is launched")
     p.add_argument("recipe")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--fix", action="store_true", help="write the corrected recipe (the original kept as .bak)")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("doctor", help="versions and known-bad combinations")
+    p = sub.add_parser("doctor", help="the training environment: versions and known-bad combinations")
+    p.add_argument("recipe", nargs="?", help="inspect the Python this recipe trains with (swift.python)")
+    p.add_argument("--python", help="inspect this Python (or venv) instead of moeconsole's own")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("agent", help="per-node telemetry agent writing into a run directory")

@@ -33,10 +33,13 @@ def check_argv_shape(recipe: dict) -> list[Problem]:
     return out
 
 
-def check_executable(recipe: dict) -> list[Problem]:
+def check_executable(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """A missing executable is a warning here (the recipe may be linted on another machine
+    than the one that runs it) and an error in ``run``'s pre-flight."""
+    level = "error" if preflight else "warning"
     exe = recipe["command"][0]
     if exe == "{python}":
-        return _check_python_module(recipe)
+        return _check_python_module(recipe, level)
     # Placeholders known before launch are filled; run-time ones ({run_dir}) cannot be checked.
     exe = recipes.fill(exe, {"recipe_dir": recipe.get("_recipe_dir", "")})
     if "{" in exe:
@@ -45,10 +48,10 @@ def check_executable(recipe: dict) -> list[Problem]:
         ok = os.path.isfile(exe) and os.access(exe, os.X_OK)
     else:
         ok = shutil.which(exe) is not None
-    return [] if ok else [_p("error", "executable_missing", f"{exe!r} is not an executable on PATH here")]
+    return [] if ok else [_p(level, "executable_missing", f"{exe!r} is not an executable on PATH here")]
 
 
-def _check_python_module(recipe: dict) -> list[Problem]:
+def _check_python_module(recipe: dict, level: str) -> list[Problem]:
     cmd = recipe["command"]
     if len(cmd) >= 3 and cmd[1] == "-m":
         mod = cmd[2]
@@ -57,7 +60,7 @@ def _check_python_module(recipe: dict) -> list[Problem]:
         except (ImportError, ValueError):
             found = False
         if not found:
-            return [_p("error", "module_missing", f"python module {mod!r} is not importable here")]
+            return [_p(level, "module_missing", f"python module {mod!r} is not importable here")]
     return []
 
 
@@ -81,9 +84,9 @@ def check_checkpoints(recipe: dict) -> list[Problem]:
     if not ck.get("dir"):
         out.append(_p("warning", "no_checkpoint_dir", "checkpoints.dir is not set: saves are not verified and "
                                                       "restarts cannot resume"))
-        if recipe["resume"].get("arg"):
-            out.append(_p("error", "resume_without_checkpoints", "resume.arg is set but checkpoints.dir is not"))
-    elif not recipe["resume"].get("arg"):
+        if recipe["resume"].get("arg") or recipe["resume"].get("args"):
+            out.append(_p("error", "resume_without_checkpoints", "resume is set but checkpoints.dir is not"))
+    elif not (recipe["resume"].get("arg") or recipe["resume"].get("args")):
         out.append(_p("warning", "no_resume_arg", "resume.arg is not set: a restart starts from step 0"))
     return out
 
@@ -124,24 +127,23 @@ def _is_swift(argv: list[str]) -> bool:
         any("swift/cli" in a or a.startswith("swift.cli") for a in argv)
 
 
-def check_swift(recipe: dict) -> list[Problem]:
+def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """ms-swift commands (runner/swift/lint.py). ``run``'s pre-flight checks against the flag
+    tables only; ms-swift's own parser (seconds to import) is asked by ``lint``."""
     argv = recipe["command"]
     if not _is_swift(argv):
         return []
-    out = []
+    from runner.swift.lint import check
+    out = check(recipe, probe_parser=not preflight)
     flags = _swift_flags(argv)
-    if "train_type" in flags:
-        out.append(_p("error", "swift_train_type", "ms-swift 4.6 rejects --train_type "
-                                                   "(ValueError: remaining_argv); use --tuner_type"))
-    if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]):
+    if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
+            and "use_megatron" not in flags:
         out.append(_p("warning", "swift_merge_lora_sft", "--merge_lora is not a `swift sft` argument in 4.6; "
                                                          "merge with `swift export --merge_lora true` afterwards"))
     if "output_dir" in flags and recipe["checkpoints"].get("dir") and \
             recipe["checkpoints"]["dir"].rstrip("/") == flags["output_dir"].rstrip("/"):
         out.append(_p("info", "swift_versioned_output", "ms-swift writes into <output_dir>/v<N>-<time>/: "
                                                         "checkpoint discovery looks inside those"))
-    from runner.checkpoints.lint_rules import swift_stub_trap
-    out += swift_stub_trap(argv, recipe.get("env"))
     return out
 
 
@@ -167,10 +169,13 @@ CHECKS: tuple[Callable[[dict], list[Problem]], ...] = (
 )
 
 
-def lint_recipe(recipe: dict) -> list[Problem]:
+def lint_recipe(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """Every check's problems, errors first. ``preflight``: for ``run``, where what is missing on
+    this machine (the executable, a module) is an error rather than a warning."""
     ignore = set(recipe.get("lint", {}).get("ignore") or [])
     problems: list[Problem] = []
     for check in CHECKS:
-        problems += [p for p in check(recipe) if p["rule"] not in ignore]
+        found = check(recipe, preflight=preflight) if check in (check_executable, check_swift) else check(recipe)
+        problems += [p for p in found if p["rule"] not in ignore]
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(problems, key=lambda p: order[p["level"]])

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from runner import control, jsonio, proctree, recipe as recipes, rundir, store
+from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, store
 from runner.errors import InputError
 from runner.rundir import COOLDOWN, FAILED, KILLED, PAUSED, RUNNING, STARTING, STOPPING, SUCCEEDED
 
@@ -259,7 +259,7 @@ class Supervisor:
 
     def _drift_check(self) -> bool | None:
         """A first attempt that would resume from a checkpoint saved under another recipe hash."""
-        if not self.recipe["resume"].get("arg"):
+        if not (self.recipe["resume"].get("arg") or self.recipe["resume"].get("args")):
             return None
         found = self.checkpoints.drifted()
         if not found:
@@ -302,7 +302,7 @@ class Supervisor:
         return None
 
     def _resume_checkpoint(self) -> str | None:
-        if not self.recipe["resume"].get("arg") or self.state.get("no_resume"):
+        if not (self.recipe["resume"].get("arg") or self.recipe["resume"].get("args")) or self.state.get("no_resume"):
             return None
         return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
 
@@ -312,7 +312,7 @@ class Supervisor:
         argv = recipes.launch_argv(self.recipe, self._placeholders())
         resumed_from = self._resume_checkpoint()
         if resumed_from:
-            argv = recipes.set_flag(argv, self.recipe["resume"]["arg"], resumed_from)
+            argv = resume.resume_argv(argv, self.recipe["resume"], resumed_from)
         port = self._port()
         if self.port_override:
             argv = [recipes.fill(a, {}) for a in argv]

@@ -35,3 +35,85 @@ def test_doctor_reports_this_environment():
     human = subprocess.run([sys.executable, "-m", "console.cli", "doctor"], capture_output=True, text=True,
                            cwd=REPO, timeout=60)
     assert "GPUs: none" in human.stdout and "no known-bad combination found" in human.stdout
+
+
+# ---- the training environment (runner/doctor.py) -------------------------------------------
+from runner import doctor  # noqa: E402
+
+
+def report(packages=None, env=None, torch=None, sources=None, requires=None):
+    return doctor.EnvReport(python="3.11", executable="/opt/swift/bin/python", packages=packages or {},
+                            env=env or {}, torch=torch, sources=sources or {}, requires=requires or {})
+
+
+GPU_STACK = {"ms-swift": "4.6.0", "megatron-core": "0.15.0", "mcore-bridge": "1.0.0", "transformers": "5.19.0",
+             "torch": "2.10.0", "transformer-engine": "2.8.0", "flash-linear-attention": "0.5.0"}
+H200 = {"version": "2.10.0", "cuda": "12.9", "available": True, "nccl": "2.27.5",
+        "devices": [{"name": "NVIDIA H200", "capability": [9, 0]}] * 8}
+B200 = {**H200, "devices": [{"name": "NVIDIA B200", "capability": [10, 0]}]}
+
+
+def rules(found):
+    return {f["rule"]: f for f in found}
+
+
+def test_fla_from_pypi_050_lacks_the_backward_fix_but_a_git_build_is_fine():
+    r = rules(doctor.findings(report(GPU_STACK, torch=H200)))
+    assert r["fla_missing_gdn_backward_fix"]["level"] == "warning"
+    assert "gated-delta-rule backward fix" in r["fla_missing_gdn_backward_fix"]["message"]
+    git = {"flash-linear-attention": {"url": "https://github.com/fla-org/flash-linear-attention",
+                                      "vcs_info": {"vcs": "git", "commit_id": "0123456789abcdef"}}}
+    r = rules(doctor.findings(report(GPU_STACK, torch=H200, sources=git)))
+    assert "fla_missing_gdn_backward_fix" not in r and "0123456789ab" in r["fla_git_build"]["message"]
+
+
+def test_alloc_conf_name_follows_the_torch_version():
+    old = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    r = rules(doctor.findings(report(GPU_STACK, env=old, torch=H200)))
+    assert "PYTORCH_ALLOC_CONF" in r["alloc_conf_renamed"]["message"] and "2.10.0" in r["alloc_conf_renamed"]["message"]
+    assert "alloc_conf_renamed" not in rules(doctor.findings(report({**GPU_STACK, "torch": "2.8.0"}, env=old)))
+    new = {"PYTORCH_ALLOC_CONF": "expandable_segments:True"}
+    assert "alloc_conf_renamed" not in rules(doctor.findings(report(GPU_STACK, env=new, torch=H200)))
+    assert "(< 2.9) only reads" in rules(doctor.findings(report({**GPU_STACK, "torch": "2.8.0"}, env=new)))[
+        "alloc_conf_renamed"]["message"]
+
+
+def test_fla_tma_on_blackwell_only():
+    assert rules(doctor.findings(report(GPU_STACK, env={"FLA_USE_TMA": "1"}, torch=B200)))[
+        "fla_tma_on_blackwell"]["level"] == "warning"
+    assert "fla_tma_on_blackwell" not in rules(doctor.findings(report(GPU_STACK, env={"FLA_USE_TMA": "1"}, torch=H200)))
+
+
+def test_missing_pieces_and_dev_builds_say_why():
+    r = rules(doctor.findings(report({"ms-swift": "4.6.0", "torch": "2.10.0", "transformers": "5.20.0.dev0"})))
+    assert "swift/megatron/init.py" in r["megatron_core_missing"]["message"]
+    assert r["transformers_dev_build"]["level"] == "warning"
+    r = rules(doctor.findings(report({**GPU_STACK, "mcore-bridge": None, "transformer-engine": None}, torch=H200)))
+    assert "mcore_bridge_missing" in r and "transformer_engine_missing" in r
+    assert rules(doctor.findings(report({"torch": "2.10.0"})))["swift_missing"]["level"] == "error"
+    r = rules(doctor.findings(report({**GPU_STACK, "ms-swift": "3.12.6"}, torch=H200)))
+    assert "flag tables for 4.2.0, 4.6.0" in r["swift_untabled_version"]["message"]
+
+
+def test_doctor_inspects_another_python_with_the_recipes_environment(tmp_path):
+    """A real second environment: a venv made here (no ms-swift in it), inspected through a recipe."""
+    import venv
+    env_dir = tmp_path / "trainenv"
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    # It sees this environment's packages (torch) through a .pth file, as a layered venv would.
+    import site
+    (site_dir,) = env_dir.glob("lib/python*/site-packages")
+    (site_dir / "layer.pth").write_text(site.getsitepackages()[0] + "\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"name: r\ncommand: [megatron, sft]\nswift: {{python: {env_dir}}}\n"
+                      "env: {PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True'}\n")
+    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(recipe), "--json"], capture_output=True,
+                         text=True, cwd=REPO, timeout=120)
+    doc = json.loads(out.stdout)
+    assert doc["executable"].startswith(str(env_dir)) and doc["env"]["PYTORCH_CUDA_ALLOC_CONF"]
+    found = {p["rule"] for p in doc["problems"]}
+    assert "swift_missing" in found and out.returncode == 1       # that env cannot train with ms-swift
+    assert "alloc_conf_renamed" in found                            # torch 2.13 there, the old variable set
+    bad = subprocess.run([sys.executable, "-m", "console.cli", "doctor", "--python", str(tmp_path / "nope")],
+                         capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert bad.returncode == 2 and "not an executable Python" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,100 +1,79 @@
-"""``moeconsole doctor``: versions in the training environment and known-bad combinations."""
+"""``moeconsole doctor [--python PATH | RECIPE]``: the training environment, not only moeconsole's:
+versions, GPUs, settings and known-bad combinations, each finding with its reason
+(runner/doctor.py does the work)."""
 from __future__ import annotations
 
-import importlib.metadata as md
-import platform
 import sys
 
-from runner import jsonio
+from runner import doctor, jsonio, recipe as recipes
+from runner.errors import InputError
 
-PACKAGES = ("torch", "transformers", "ms-swift", "megatron-core", "flash-linear-attention", "triton", "peft",
-            "trl", "deepspeed", "nvidia-ml-py", "textual", "safetensors")
-
-
-def _version(name: str) -> str | None:
-    try:
-        return md.version(name)
-    except md.PackageNotFoundError:
-        return None
-
-
-def _vt(v: str | None) -> tuple[int, ...]:
-    out = []
-    for part in (v or "0").split("+")[0].split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
-
-
-def requirement_conflicts(versions: dict[str, str | None], requires: dict[str, list[str]]) -> list[dict]:
-    """Each installed package's own declared requirements, checked against what is installed:
-    e.g. ms-swift 4.6.0 declares transformers<5.20.0, so transformers 5.21 is a known-bad pair."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    installed = {canonicalize_name(k): v for k, v in versions.items() if v}
-    out = []
-    for pkg, reqs in requires.items():
-        for text in reqs:
-            try:
-                req = Requirement(text)
-            except InvalidRequirement:
-                continue
-            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-                continue  # an optional extra, or another platform
-            have = installed.get(canonicalize_name(req.name))
-            if have and req.specifier and not req.specifier.contains(have, prereleases=True):
-                out.append({"level": "error", "rule": "requirement_conflict",
-                            "message": f"{pkg} {versions.get(pkg)} requires {req.name}{req.specifier} "
-                                       f"but {have} is installed"})
-    return out
+# Kept for callers of the old module API.
+requirement_conflicts = doctor.requirement_conflicts
 
 
 def known_bad(versions: dict[str, str | None], requires: dict[str, list[str]] | None = None) -> list[dict]:
-    """Combinations that break training: declared requirement conflicts, plus what the
-    packages do not declare."""
-    out = requirement_conflicts(versions, requires or {})
-    fla = versions.get("flash-linear-attention")
-    if fla and _vt(fla) < (0, 4):
-        out.append({"level": "info", "rule": "fla_no_tma_switch",
-                    "message": f"flash-linear-attention {fla} predates FLA_USE_TMA (0.4.0+): TMA cannot be toggled"})
-    torch_v = versions.get("torch")
-    if torch_v and "+cpu" in torch_v and (versions.get("megatron-core") or versions.get("flash-linear-attention")):
-        out.append({"level": "warning", "rule": "cpu_torch_with_gpu_stack",
-                    "message": f"torch {torch_v} is a CPU build but GPU training packages are installed"})
-    return out
+    """Requirement conflicts and the CPU-torch-with-GPU-stack pair, from versions alone."""
+    report = doctor.EnvReport(python="", executable="", packages=dict(versions), requires=requires or {})
+    rules = {"requirement_conflict", "cpu_torch_with_gpu_stack"}
+    return [f for f in doctor.findings(report) if f["rule"] in rules]
 
 
-def _requires(versions: dict[str, str | None]) -> dict[str, list[str]]:
-    return {p: list(md.requires(p) or []) for p, v in versions.items() if v}
+def _target(args) -> tuple[str | None, dict[str, str], str]:
+    """(python, env, what) from --python, a recipe's swift.python and env, or this Python."""
+    if args.python and args.recipe:
+        raise InputError("doctor: give --python or a RECIPE, not both")
+    if args.recipe:
+        r = recipes.load(args.recipe)
+        py = (r.get("swift") or {}).get("python")
+        env = recipes.resolve_env(r.get("env") or {})
+        if not py:
+            return None, env, f"{args.recipe} (no swift.python: moeconsole's own Python)"
+        py = recipes.fill(py, {"recipe_dir": r.get("_recipe_dir", "")})
+        return py, env, f"{args.recipe} (swift.python {py})"
+    return args.python, {}, args.python or "moeconsole's own Python"
 
 
-def run(args) -> int:
-    versions = {p: _version(p) for p in PACKAGES}
-    gpu = None
+def _gpu() -> dict:
     try:
         from runner.telemetry.gpu import get_backend
         snap = get_backend().snapshot().to_dict()
-        gpu = {"available": snap.get("available"), "driver": snap.get("driver"), "reason": snap.get("reason"),
-               "count": len(snap.get("gpus") or [])}
+        return {"available": snap.get("available"), "driver": snap.get("driver"), "reason": snap.get("reason"),
+                "count": len(snap.get("gpus") or [])}
     except Exception as exc:  # doctor reports, never crashes
-        gpu = {"available": False, "reason": str(exc)}
-    problems = known_bad(versions, _requires(versions))
+        return {"available": False, "reason": str(exc)}
+
+
+def run(args) -> int:
+    python, env, what = _target(args)
+    try:
+        report = doctor.inspect(python, env)
+    except doctor.ProbeFailed as exc:
+        raise InputError(f"doctor: {exc}") from None
+    problems = doctor.findings(report, training_env=python is not None)
+    gpu = _gpu()
     if args.json:
-        print(jsonio.dumps({"v": 1, "python": sys.version.split()[0], "platform": platform.platform(),
-                            "packages": versions, "gpu": gpu, "problems": problems}))
+        print(jsonio.dumps({"v": 1, "target": what, "python": report.python, "executable": report.executable,
+                            "platform": report.platform, "packages": report.packages, "torch": report.torch,
+                            "nvml": report.nvml, "env": report.env, "gpu": gpu, "problems": problems}))
     else:
-        print(f"python {sys.version.split()[0]} on {platform.platform()}")
-        for name, v in versions.items():
-            print(f"  {name:24s} {v or '-'}")
+        print(f"python {report.python} at {report.executable} ({what}) on {report.platform}")
+        for name, v in report.packages.items():
+            if v or name in ("ms-swift", "megatron-core", "transformers", "torch", "flash-linear-attention"):
+                src = doctor._vcs(report, name)
+                print(f"  {name:26s} {v or '-'}{'  (' + src + ')' if src else ''}")
+        t = report.torch or {}
+        if t.get("version"):
+            nccl = f", NCCL {t['nccl']}" if t.get("nccl") else ""
+            print(f"  torch CUDA {t.get('cuda') or 'none'}, {len(t.get('devices') or [])} device(s){nccl}")
+        driver = (report.nvml or {}).get("driver") or gpu.get("driver")
         if gpu.get("available"):
-            print(f"GPUs: {gpu['count']} (driver {gpu.get('driver')})")
+            print(f"GPUs: {gpu['count']} (driver {driver})")
         else:
             print(f"GPUs: none ({gpu.get('reason')})")
         for p in problems:
             print(f"{p['level']:7s} {p['rule']}: {p['message']}")
-        if not problems:
+        if not any(p["level"] in ("error", "warning") for p in problems):
             print("no known-bad combination found")
+    sys.stdout.flush()
     return 1 if any(p["level"] == "error" for p in problems) else 0

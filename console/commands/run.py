@@ -13,7 +13,7 @@ STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) befo
 def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
           allow_drift: bool = False) -> tuple[int, object]:
     recipe = recipes.load(recipe_path, overrides)
-    problems = lint_recipe(recipe)
+    problems = lint_recipe(recipe, preflight=True)
     errors = [p for p in problems if p["level"] == "error"]
     for p in problems:
         sys.stderr.write(f"lint {p['level']}: {p['rule']}: {p['message']}\n")

@@ -185,10 +185,34 @@ def tracker_iteration(save_dir: Path) -> int | str | None:
     return int(text) if text.isdigit() else None
 
 
+_SWIFT_FIRST_FILES = frozenset({"args.json", SIDECAR_NAME})
+
+
+def _swift_save_underway(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> bool:
+    """ms-swift's Megatron save_checkpoint writes, in order: args.json, iter_N/common.pt, the
+    tracker, then the safetensors (adapter here, or the full model in checkpoint-N-merged/).
+    A checkpoint-N/ holding only the first of these has more coming."""
+    if not CHECKPOINT_DIR.match(ckpt.path.name) or ckpt.path.name.endswith("-merged"):
+        return False
+    if files and files <= _SWIFT_FIRST_FILES and not dirs:
+        return True                       # args.json copied, nothing else yet
+    iters = [d for d in dirs if ITER_DIR.match(d)]
+    if not iters or TRACKER not in files:
+        return False
+    weights = any(f.endswith((".safetensors", ".bin")) for f in files)
+    common_only = all(_names(ckpt.path / d)[0] <= {"common.pt"} and not _names(ckpt.path / d)[1] for d in iters)
+    merged = (ckpt.path.parent / (ckpt.path.name + "-merged")).is_dir()
+    return common_only and not weights and not merged
+
+
 def megatron_save_complete(ckpt: Checkpoint) -> bool:
     """Megatron writes the tracker only after every rank finished saving: an iteration newer than
-    the tracker is still being written (or its save died)."""
-    if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in _names(ckpt.path)[1]):
+    the tracker is still being written (or its save died). ms-swift's checkpoint-N/ is also
+    unfinished while it holds only what its save writes first (see ``_swift_save_underway``)."""
+    files, dirs = _names(ckpt.path) if ckpt.path.is_dir() else (set(), set())
+    if _swift_save_underway(ckpt, files, dirs):
+        return False
+    if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in dirs):
         return True
     tracker_dir = ckpt.path.parent if is_megatron_iter_dir(ckpt.path) else ckpt.path
     tracked = tracker_iteration(tracker_dir)

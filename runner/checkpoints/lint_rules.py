@@ -62,12 +62,19 @@ def flag_values(argv: list[str], names: set[str]) -> dict[str, bool | None]:
     return values
 
 
-def swift_stub_trap(argv: list[str], env: dict[str, str] | None = None) -> list[dict]:
+def swift_stub_trap(argv: list[str], env: dict[str, str] | None = None, *, version: str | None = None) -> list[dict]:
     """Lint findings for the stub trap; empty when ``argv`` is not an ms-swift Megatron launch
     or does not combine the flags. ``env`` is accepted for symmetry with other rules; ms-swift
-    reads these settings from the command line only."""
+    reads these settings from the command line only.
+
+    ``version``: the ms-swift version targeted. The trap is 4.2's (where the stubs were seen);
+    from 4.6 on, ``save_checkpoint`` writes the LoRA adapter through the bridge whenever it does
+    not merge, and an omitted ``--merge_lora`` follows ``--save_safetensors``, so there is no
+    trap (a merged save's disk cost is a separate rule). ``None``: unknown, judged as 4.2."""
     del env
     if not is_swift_megatron_launch(argv):
+        return []
+    if version is not None and not version.startswith(("4.0", "4.1", "4.2", "3.")):
         return []
     given = flag_values(argv, set(_DEFAULTS))
     tuner = _tuner(argv)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from runner.checkpoints.discover import ITER_DIR, TRACKER, is_megatron_iter_dir, tracker_iteration
 
+COMMON = "common.pt"
+MERGED_SUFFIX = "-merged"
 MP_RANK_DIR = re.compile(r"^mp_rank_\d{2}(_\d{3})?$")
 _MAX_DCP_METADATA_BYTES = 512 << 20
 
@@ -32,6 +34,7 @@ class MegatronReport:
     problems: list[tuple[str, str]] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)
     format: str = "unknown"
+    weights_elsewhere: Path | None = None   # the -merged dir holding this save's weights
 
 
 def _file_entry(path: Path, base: Path, verdict: str = "ok", reason: str = "") -> dict:
@@ -146,7 +149,16 @@ def check_iter_dir(d: Path, base: Path | None = None) -> MegatronReport:
         return report
     files = {e.name for e in entries if e.is_file()}
     dirs = {e.name for e in entries if e.is_dir()}
-    if any(f.endswith(".distcp") for f in files) or "metadata.json" in files or ".metadata" in files:
+    if files == {COMMON} and not dirs:
+        # ms-swift with --no_save_optim and --save_safetensors saves no model state here
+        # (save_mcore_checkpoint with models=[]): common.pt holds the iteration and args only.
+        report.format = "common_only"
+        entry = _file_entry(d / COMMON, base)
+        if entry["size"] == 0:
+            entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
+            report.problems.append(("empty_stub", f"{d.name}/{COMMON} is empty (0 bytes)"))
+        report.files.append(entry)
+    elif any(f.endswith(".distcp") for f in files) or "metadata.json" in files or ".metadata" in files:
         _check_torch_dist(d, base, files, report)
     elif any(MP_RANK_DIR.match(x) for x in dirs):
         _check_legacy(d, base, dirs, report)
@@ -186,4 +198,28 @@ def check_megatron(path: Path, step: int | None) -> MegatronReport:
         report.format = sub.format
         m = ITER_DIR.match(d.name)
         report.problems += check_tracker(path, int(m.group(1)) if m else None, required=True)
+    if report.format == "common_only" and not has_hf_weights(path):
+        report.weights_elsewhere = merged_sibling(path)
+        if report.weights_elsewhere is None:
+            report.problems.append(("empty_stub", f"no weights: {iter_dirs[-1].name} holds only {COMMON} (saved with "
+                                                  "--no_save_optim) and there is neither an adapter/model "
+                                                  f"safetensors here nor a {path.name}{MERGED_SUFFIX}/ beside it"))
     return report
+
+
+def has_hf_weights(path: Path) -> bool:
+    """Does an ms-swift checkpoint dir hold HF weights (safetensors or torch pickles) itself?"""
+    try:
+        return any(e.is_file() and (e.name.endswith(".safetensors") or e.name.endswith(".bin"))
+                   for e in os.scandir(path))
+    except OSError:
+        return False
+
+
+def merged_sibling(path: Path) -> Path | None:
+    """``checkpoint-N-merged/`` next to ``checkpoint-N/``: with ``--merge_lora true`` ms-swift
+    writes the weights only there (4.2 always; 4.6 unless the bridge saves grouped LoRA)."""
+    if path.name.endswith(MERGED_SUFFIX):
+        return None
+    sib = path.with_name(path.name + MERGED_SUFFIX)
+    return sib if sib.is_dir() else None

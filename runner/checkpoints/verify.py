@@ -200,7 +200,12 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
         report = megatron.check_megatron(d, step)
         found.problems += report.problems
         found.files += report.files
-        if not found.summary and report.format != "unknown":
+        if report.weights_elsewhere is not None:
+            _check_merged_weights(report.weights_elsewhere, found)
+        elif report.format == "common_only" and layout != "merged":
+            found.notes.append("Megatron state is common.pt only (--no_save_optim): the safetensors here are "
+                               "the weights; resume with --finetune false --no_load_optim true --no_load_rng true")
+        if not found.summary and report.format not in ("unknown", "common_only"):
             found.summary = f"Megatron {report.format}, {len(report.files)} files"
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
         _check_hf(d, layout, found)
@@ -209,6 +214,18 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
     if layout.startswith("hf") or layout == "merged":
         if not (d / "args.json").is_file() and CHECKPOINT_DIR.match(d.name):
             found.notes.append("args.json is missing (ms-swift copies it into every checkpoint)")
+
+
+def _check_merged_weights(merged: Path, found: _Findings) -> None:
+    """A metadata-only ``checkpoint-N/`` whose weights ms-swift wrote to ``checkpoint-N-merged/``
+    (``--merge_lora true``): the save is as good as that merged model."""
+    mv = verify_checkpoint(merged)
+    if mv.ok:
+        found.summary = f"weights in {merged.name}/ ({mv.tensors} tensors, merged full model)"
+        found.notes.append(f"this dir holds Megatron metadata only; the weights of this save are {merged.name}/")
+    else:
+        found.problems.append((mv.verdict, f"the weights of this save are {merged.name}/, which is "
+                                           f"{mv.verdict}: {mv.reason}"))
 
 
 def _hash_files(base: Path, found: _Findings) -> dict[str, Any]:

@@ -157,7 +157,9 @@ def test_lint_flags_the_stub_trap(tmp_path, merge):
                "--save_safetensors", "true", "--no_save_optim", "true", "--output_dir", "{run_dir}/output"]
     if merge:
         command += ["--merge_lora", merge]
-    recipe = {"name": "trap", "command": command, "checkpoints": {"dir": "{run_dir}/output"}}
+    # The trap is ms-swift 4.2's (4.6 merges by default and saves the adapter otherwise).
+    recipe = {"name": "trap", "command": command, "checkpoints": {"dir": "{run_dir}/output"},
+              "swift": {"version": "4.2.0"}}
     path = tmp_path / "trap.yaml"
     path.write_text(yaml.safe_dump(recipe))
     proc = cli("lint", str(path), "--json")

@@ -52,3 +52,12 @@ def test_safe_or_other_launches_pass(argv):
 def test_message_says_which_flags_caused_it():
     (f,) = swift_stub_trap(_flag(BASE, no_save_optim="true", merge_lora="false"))
     assert "save_safetensors true (the default)" in f["message"] and "merge_lora false" in f["message"]
+
+
+@pytest.mark.parametrize("argv", [
+    _flag(BASE, save_safetensors="true", no_save_optim="true"),                   # merge_lora follows save_safetensors
+    _flag(BASE, save_safetensors="true", no_save_optim="true", merge_lora="false"),  # 4.6 saves the adapter itself
+])
+def test_no_trap_on_46(argv):
+    assert swift_stub_trap(argv, None, version="4.6.0") == []
+    assert swift_stub_trap(argv, None, version="4.2.0") != []      # where the record's stubs came from

@@ -40,7 +40,7 @@ def test_lint_flags_shell_string_and_swift_stub_trap(harness, tmp_path):
     out = harness.cli("lint", str(p))
     assert out.returncode == 1 and "shell_string" in out.stdout
     p.write_text("name: m\ncommand: [megatron, sft, --save_safetensors, 'true', --no_save_optim, 'true',"
-                 " --tuner_type, lora]\nlint: {ignore: [executable_missing]}\n")
+                 " --tuner_type, lora]\nlint: {ignore: [executable_missing]}\nswift: {version: '4.2.0'}\n")
     out = harness.cli("lint", str(p), "--json")
     doc = json.loads(out.stdout)
     assert out.returncode == 1 and not doc["ok"]
@@ -118,7 +118,8 @@ def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("name: x\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft]\n")
     out = harness.cli("lint", str(p))
-    assert out.returncode == 1 and "executable_missing" in out.stdout and "missing-venv" in out.stdout
+    # A warning in lint (the recipe may be linted away from the machine that runs it); an error in run.
+    assert out.returncode == 0 and "warning executable_missing" in out.stdout and "missing-venv" in out.stdout
 
 
 def _port_holder(tmp_path):

@@ -1,0 +1,190 @@
+"""ms-swift's command line as its parser sees it, from the shipped flag tables.
+
+ms-swift parses with transformers' ``HfArgumentParser`` (an ``argparse`` parser with
+``allow_abbrev`` on). For each dataclass field it registers ``--name``, ``--name-with-dashes``
+when the name has ``_``, and for a bool defaulting to true also ``--no_name``/``--no-name``.
+argparse then accepts any unique prefix of those strings (``--use_megatron`` silently becomes
+``--use_megatron_fsdp``), exits 2 on an ambiguous one (``--save``), and ms-swift raises
+``ValueError: remaining_argv: [...]`` for anything left unknown.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+FLAGS_DIR = Path(__file__).resolve().parent / "flags"
+_TABLE_NAME = re.compile(r"^ms-swift-(\d+)\.(\d+)\.(\d+)(\S*)\.json$")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One generated table: the fields each command parses, for one ms-swift version."""
+    version: str
+    source: str
+    commands: dict[str, dict[str, Any]]
+    path: Path
+
+    def fields(self, command: str) -> dict[str, dict] | None:
+        c = self.commands.get(command)
+        return None if c is None else c["fields"]
+
+    def partial(self, command: str) -> list[str]:
+        """Bases of the command's argument class that the table could not read (outside ms-swift)."""
+        c = self.commands.get(command)
+        return list(c.get("unresolved_bases", [])) if c else []
+
+
+def _version_key(v: str) -> tuple:
+    nums = [int(x) for x in re.findall(r"\d+", v)[:3]]
+    return tuple(nums + [0] * (3 - len(nums)))
+
+
+@lru_cache(maxsize=None)
+def available(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ...]:
+    """(version, path) of every shipped table, oldest first."""
+    out = []
+    for p in Path(flags_dir).glob("ms-swift-*.json"):
+        if _TABLE_NAME.match(p.name):
+            out.append((p.name[len("ms-swift-"):-len(".json")], str(p)))
+    return tuple(sorted(out, key=lambda vp: _version_key(vp[0])))
+
+
+@lru_cache(maxsize=None)
+def load(path: str) -> Table:
+    raw = json.loads(Path(path).read_text())
+    return Table(version=raw["ms_swift_version"], source=raw.get("source", ""), commands=raw["commands"],
+                 path=Path(path))
+
+
+def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | None, str]:
+    """The table for ``version`` ("4.6", "4.2.0", "4.6.x"): the same major.minor, the patch
+    closest at or below. Without a version, the newest table. Returns (table, how it was chosen)."""
+    tables = available(flags_dir)
+    if not tables:
+        return None, "no flag tables are shipped"
+    if not version:
+        v, p = tables[-1]
+        return load(p), f"no ms-swift version named; checked against {v}, the newest table"
+    want = _version_key(version.replace("x", "0"))
+    same_minor = [(v, p) for v, p in tables if _version_key(v)[:2] == want[:2]]
+    if not same_minor:
+        known = ", ".join(v for v, _ in tables)
+        return None, f"no flag table for ms-swift {version} (tables: {known})"
+    at_or_below = [(v, p) for v, p in same_minor if _version_key(v) <= want] or same_minor
+    v, p = at_or_below[-1]
+    return load(p), f"checked against the ms-swift {v} flag table"
+
+
+def is_bool(spec: dict) -> bool:
+    return spec.get("type", "").replace(" ", "") in ("bool", "Optional[bool]")
+
+
+def option_strings(fields: dict[str, dict]) -> dict[str, str]:
+    """Every option string the parser registers -> the field it sets."""
+    out: dict[str, str] = {}
+    for name, spec in fields.items():
+        out[f"--{name}"] = name
+        if "_" in name:
+            out[f"--{name.replace('_', '-')}"] = name
+        if is_bool(spec) and spec.get("default") is True:
+            out[f"--no_{name}"] = name
+            out[f"--no-{name.replace('_', '-')}"] = name
+    return out
+
+
+@dataclass
+class Resolved:
+    """What the parser makes of one ``--flag`` token."""
+    token: str          # as written, without any ``=value``
+    index: int          # position in argv
+    status: str         # exact | abbreviated | ambiguous | unknown
+    dest: str | None = None
+    candidates: list[str] = field(default_factory=list)
+
+
+def resolve(argv: list[str], fields: dict[str, dict]) -> list[Resolved]:
+    """Each ``--flag`` of ``argv`` (the arguments after the subcommand) as argparse resolves it."""
+    opts = option_strings(fields)
+    by_len = sorted(opts)
+    out = []
+    for i, tok in enumerate(argv):
+        if not tok.startswith("--") or tok == "--":
+            continue
+        name = tok.split("=", 1)[0]
+        if name in opts:
+            out.append(Resolved(name, i, "exact", opts[name]))
+            continue
+        matches = [o for o in by_len if o.startswith(name)]
+        targets = sorted({opts[o] for o in matches})
+        if len(targets) == 1:
+            out.append(Resolved(name, i, "abbreviated", targets[0], [m for m in matches]))
+        elif targets:
+            out.append(Resolved(name, i, "ambiguous", None, sorted(f"--{t}" for t in targets)))
+        else:
+            out.append(Resolved(name, i, "unknown"))
+    return out
+
+
+def values_of(argv: list[str], index: int) -> list[str]:
+    """The value tokens that follow the flag at ``index`` (up to the next ``--flag``)."""
+    tok = argv[index]
+    if "=" in tok:
+        return [tok.split("=", 1)[1]]
+    vals = []
+    for a in argv[index + 1:]:
+        if a.startswith("--"):
+            break
+        vals.append(a)
+    return vals
+
+
+_TRUE = {"true", "yes", "t", "y", "1"}
+_FALSE = {"false", "no", "f", "n", "0"}
+
+
+def type_problem(spec: dict, vals: list[str]) -> str | None:
+    """A value the field's type conversion would reject, as argparse would say it (None if fine)."""
+    t = spec.get("type", "").replace(" ", "")
+    inner = re.sub(r"^Optional\[(.*)\]$", r"\1", t)
+    if is_bool(spec):
+        if len(vals) > 1:
+            return f"takes one value, got {len(vals)}"
+        if vals and vals[0].lower() not in _TRUE | _FALSE:
+            return f"expects true/false, got {vals[0]!r}"
+        return None
+    is_list = inner.startswith(("List[", "list["))
+    if not vals and not is_list:
+        return "expects a value"
+    if len(vals) > 1 and not is_list:
+        return f"takes one value, got {len(vals)} ({' '.join(vals)})"
+    base = re.sub(r"^(List|list)\[(.*)\]$", r"\2", inner)
+    for v in vals:
+        if base == "int" and not re.fullmatch(r"[-+]?\d+", v):
+            return f"expects an integer, got {v!r}"
+        if base == "float":
+            try:
+                float(v)
+            except ValueError:
+                return f"expects a number, got {v!r}"
+        choices = spec.get("choices")
+        if choices and v not in [str(c) for c in choices]:
+            return f"must be one of {', '.join(str(c) for c in choices)}, got {v!r}"
+    return None
+
+
+def command_of(argv: list[str]) -> tuple[str | None, int]:
+    """("megatron sft", index of the first argument after it) for an ms-swift launch, else (None, 0).
+    Recognises ``megatron sft``, ``swift sft`` and the CLI modules run by python/torchrun."""
+    for i, a in enumerate(argv):
+        base = os.path.basename(a)
+        if base in ("megatron", "swift") and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            return f"{base} {argv[i + 1].replace('_', '-')}", i + 2
+        m = re.search(r"swift[/.]cli[/.](_megatron[/.])?(sft|pt|rlhf|export)(\.py)?$", a)
+        if m:
+            return ("megatron " if m.group(1) else "swift ") + m.group(2), i + 1
+    return None, 0

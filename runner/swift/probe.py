@@ -1,0 +1,108 @@
+"""Ask the training environment's own ms-swift how it parses a command line, in a subprocess.
+
+The probe builds ms-swift's parser (``HfArgumentParser`` over the command's argument class,
+with ms-swift's own type-hint patch) and resolves each ``--flag`` the way argparse does, then
+runs ``parse_known_args`` for value types; it never constructs the dataclass, so no
+``__post_init__`` runs, no model or dataset is loaded and no process group is started.
+``megatron *`` commands need megatron-core importable (ms-swift patches it on import); where
+it is not, the probe says so and lint falls back to the shipped flag tables.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+
+# Runs inside the training environment's Python: stdlib + ms-swift only, prints one JSON line.
+PROBE = r'''
+import io, json, sys, contextlib
+command, argv = sys.argv[1], sys.argv[2:]
+out = {"version": None, "flags": [], "error": None, "import_error": None}
+try:
+    import swift
+    out["version"] = getattr(swift, "__version__", None)
+    if command.startswith("megatron "):
+        from swift.megatron.arguments import MegatronSftArguments, MegatronPretrainArguments, MegatronRLHFArguments
+        cls = {"megatron sft": MegatronSftArguments, "megatron pt": MegatronPretrainArguments,
+               "megatron rlhf": MegatronRLHFArguments}[command]
+    else:
+        from swift.arguments import SftArguments, PretrainArguments, RLHFArguments, ExportArguments
+        cls = {"swift sft": SftArguments, "swift pt": PretrainArguments, "swift rlhf": RLHFArguments,
+               "swift export": ExportArguments}[command]
+    from transformers import HfArgumentParser
+    try:
+        from swift.utils.utils import _patch_get_type_hints
+    except ImportError:
+        _patch_get_type_hints = contextlib.nullcontext
+    with _patch_get_type_hints():
+        parser = HfArgumentParser([cls])
+except Exception as exc:
+    out["import_error"] = f"{type(exc).__name__}: {exc}"
+    print(json.dumps(out)); sys.exit(0)
+
+def resolve(tok):
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            r = parser._parse_optional(tok)
+    except SystemExit:
+        msg = err.getvalue().strip().splitlines()
+        return {"token": tok, "status": "ambiguous", "message": msg[-1] if msg else "ambiguous"}
+    tuples = r if isinstance(r, list) else ([r] if r else [])
+    actions = [t[0] for t in tuples if t and t[0] is not None]
+    if not actions:
+        return {"token": tok, "status": "unknown"}
+    opts = actions[0].option_strings
+    status = "exact" if tok.split("=", 1)[0] in opts else "abbreviated"
+    return {"token": tok, "status": status, "field": actions[0].dest, "option": opts[0]}
+
+for a in argv:
+    if a.startswith("--") and a != "--":
+        out["flags"].append(resolve(a.split("=", 1)[0]))
+if not any(f["status"] == "ambiguous" for f in out["flags"]):
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            _ns, rest = parser.parse_known_args(argv)
+        out["remaining"] = rest
+    except SystemExit:
+        lines = err.getvalue().strip().splitlines()
+        out["error"] = lines[-1] if lines else "argparse exited"
+print(json.dumps(out))
+'''
+
+
+@dataclass
+class ProbeResult:
+    """What ms-swift's parser in the training environment said."""
+    python: str
+    version: str | None = None
+    flags: list[dict] = field(default_factory=list)
+    error: str | None = None          # argparse's own message (wrong value type, ambiguous ...)
+    import_error: str | None = None   # the argument class could not be imported there
+    remaining: list[str] = field(default_factory=list)
+    failed: str | None = None         # the probe itself could not run
+
+
+def probe(python: str, command: str, argv: list[str], *, timeout: float = 120.0,
+          env: dict[str, str] | None = None) -> ProbeResult:
+    """Run the probe with ``python`` for ``command`` ("megatron sft", "swift sft") and ``argv``."""
+    res = ProbeResult(python=python)
+    try:
+        proc = subprocess.run([python, "-c", PROBE, command, *argv], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        res.failed = f"{python}: {exc}"
+        return res
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    if line is None:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        res.failed = f"probe exited {proc.returncode}: {tail}"
+        return res
+    data = json.loads(line)
+    res.version = data.get("version")
+    res.flags = data.get("flags") or []
+    res.error = data.get("error")
+    res.import_error = data.get("import_error")
+    res.remaining = data.get("remaining") or []
+    return res

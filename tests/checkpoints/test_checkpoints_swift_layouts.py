@@ -1,0 +1,152 @@
+"""Every save layout ms-swift 4.2.0 and 4.6 write on the Megatron path gets the right verdict.
+
+The layouts follow ms-swift's ``MegatronTrainer.save_checkpoint`` (swift/megatron/trainers/base.py)
+and ``save_mcore_checkpoint`` (swift/megatron/utils/megatron_lm_utils.py): with
+``--save_safetensors true --no_save_optim true`` the Megatron part is ``iter_N/common.pt`` only;
+the weights are the adapter (``--merge_lora false``) or ``checkpoint-N-merged/`` (``true``).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from runner.checkpoints.discover import find_checkpoints
+from runner.checkpoints.verify import verify_checkpoint
+from runner.checkpoints.watch import latest_good
+from tests.checkpoints.conftest import write_adapter, write_megatron_iter, write_stub
+
+
+def swift_common(ck: Path, n: int) -> Path:
+    """What save_mcore_checkpoint writes with models=[]: iter_N/common.pt and the tracker."""
+    d = ck / f"iter_{n:07d}"
+    d.mkdir(parents=True, exist_ok=True)
+    torch.save({"iteration": n, "args": None}, d / "common.pt")
+    (ck / "latest_checkpointed_iteration.txt").write_text(str(n))
+    (ck / "args.json").write_text(json.dumps({"tuner_type": "lora", "model": "Qwen/Qwen3.5-397B-A17B"}))
+    return ck
+
+
+def merged_model(d: Path, n: int, *, stub: bool = False) -> Path:
+    """checkpoint-N-merged/: a full model (safetensors + config.json), plus the copied metadata."""
+    from safetensors.numpy import save_file
+
+    d.mkdir(parents=True, exist_ok=True)
+    if stub:
+        write_stub(d / "model.safetensors")
+    else:
+        rng = np.random.default_rng(n)
+        save_file({f"model.layers.{i}.mlp.experts.{e}.down_proj.weight": rng.standard_normal((4, 8)).astype(np.float32)
+                   for i in range(2) for e in range(4)}, str(d / "model.safetensors"), metadata={"format": "pt"})
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
+    swift_common(d, n)
+    return d
+
+
+def v46_adapter_save(out: Path, n: int) -> Path:
+    """4.6, --merge_lora false: checkpoint-N/ = adapter + adapter_config + args.json + tracker + common.pt."""
+    ck = write_adapter(out / f"checkpoint-{n}")
+    return swift_common(ck, n)
+
+
+def test_46_adapter_with_common_pt_only_is_ok_not_a_stub(tmp_path):
+    ck = v46_adapter_save(tmp_path, 100)
+    assert sorted(p.name for p in ck.iterdir()) == ["adapter_config.json", "adapter_model.safetensors", "args.json",
+                                                    "iter_0000100", "latest_checkpointed_iteration.txt"]
+    v = verify_checkpoint(ck)
+    assert (v.ok, v.verdict, v.step) == (True, "ok", 100), v.problems
+    assert v.tensors == 16 and "LoRA r=8" in v.reason
+    assert any("--finetune false" in n for n in v.notes)
+
+
+def test_the_records_39kb_stub_beside_common_pt_stays_empty_stub(tmp_path):
+    ck = swift_common(tmp_path / "checkpoint-200", 200)
+    write_stub(ck / "adapter_model.safetensors")
+    (ck / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+    assert (ck / "adapter_model.safetensors").stat().st_size == 39 * 1024
+    v = verify_checkpoint(ck)
+    assert (v.ok, v.verdict) == (False, "empty_stub")
+    assert "adapter_model.safetensors" in v.reason
+
+
+def test_merge_lora_save_metadata_dir_is_as_good_as_its_merged_model(tmp_path):
+    # 4.2.0 (and 4.6 without grouped-LoRA bridge support): checkpoint-N/ has no weights at all.
+    ck = swift_common(tmp_path / "checkpoint-300", 300)
+    merged = merged_model(tmp_path / "checkpoint-300-merged", 300)
+    v = verify_checkpoint(ck)
+    assert v.ok and "checkpoint-300-merged" in v.reason, v.problems
+    mv = verify_checkpoint(merged)
+    assert (mv.ok, mv.layout, mv.tensors) == (True, "merged", 8)
+
+
+def test_metadata_dir_without_weights_anywhere_is_empty_stub(tmp_path):
+    ck = swift_common(tmp_path / "checkpoint-300", 300)
+    v = verify_checkpoint(ck)
+    assert (v.ok, v.verdict) == (False, "empty_stub")
+    assert "common.pt" in v.reason and "checkpoint-300-merged" in v.reason
+
+
+def test_metadata_dir_whose_merged_model_is_a_stub_is_bad(tmp_path):
+    ck = swift_common(tmp_path / "checkpoint-300", 300)
+    merged_model(tmp_path / "checkpoint-300-merged", 300, stub=True)
+    v = verify_checkpoint(ck)
+    assert (v.ok, v.verdict) == (False, "empty_stub")
+    assert "checkpoint-300-merged" in v.reason
+
+
+def test_optimizer_state_saved_gives_torch_dist_shards_beside_the_adapter(tmp_path):
+    # --no_save_optim false: save_mcore_checkpoint runs dist_checkpointing.save (distcp shards).
+    ck = write_adapter(tmp_path / "checkpoint-50")
+    write_megatron_iter(ck, 50)
+    v = verify_checkpoint(ck)
+    assert v.ok, v.problems
+    assert {"iter_0000050/.metadata", "iter_0000050/common.pt"} <= {f["path"] for f in v.files}
+    (ck / "iter_0000050" / "__0_0.distcp").unlink()
+    bad = verify_checkpoint(ck)
+    assert not bad.ok and bad.verdict in ("missing_shard", "empty_stub")
+
+
+def test_a_merged_dir_is_never_the_resume_point_on_46(tmp_path):
+    run = tmp_path / "v0-20260101-000000"
+    v46_adapter_save(run, 100)
+    ck200 = v46_adapter_save(run, 200)
+    merged_model(run / "checkpoint-200-merged", 200)    # newest by mtime, a full model
+    assert [c.layout for c in find_checkpoints(tmp_path)][:1] == ["merged"]
+    assert latest_good(tmp_path).path == ck200
+    shutil.rmtree(ck200)
+    assert latest_good(tmp_path).path.name == "checkpoint-100"
+
+
+def test_the_watcher_waits_for_an_ms_swift_save_to_finish(tmp_path):
+    """ms-swift writes args.json, then iter_N/common.pt and the tracker, then the weights: the
+    watcher never reports the save in between (it would read as a stub)."""
+    from runner.checkpoints.watch import CheckpointWatcher
+
+    now = [0.0]
+    w = CheckpointWatcher(tmp_path, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])
+
+    def settle():
+        got = []
+        for _ in range(3):
+            got += w.poll()
+            now[0] += 2.0
+        return got
+
+    ck = tmp_path / "checkpoint-100"
+    ck.mkdir()
+    (ck / "args.json").write_text("{}")
+    assert settle() == []
+    swift_common(ck, 100)
+    assert settle() == []                     # metadata only, no weights, no -merged yet
+    merged_model(tmp_path / "checkpoint-100-merged", 100)
+    ready = settle()
+    assert {c.path.name for c in ready} == {"checkpoint-100", "checkpoint-100-merged"}
+    assert all(verify_checkpoint(c.path).ok for c in ready)
+    # An adapter save is ready once the adapter is there.
+    ck2 = swift_common(tmp_path / "checkpoint-200", 200)
+    assert settle() == []
+    write_adapter(ck2)
+    assert [c.path.name for c in settle()] == ["checkpoint-200"]

@@ -1,0 +1,107 @@
+"""The flag-table generator (ast over a package's source) and argparse's view of a command line."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from runner.swift import flags
+
+REPO = Path(__file__).resolve().parents[2]
+GEN = REPO / "scripts" / "gen_swift_flags.py"
+
+SOURCES = {
+    "swift/version.py": "__version__ = '9.1.0'\n",
+    "swift/__init__.py": "",
+    "swift/arguments/__init__.py": "from .base import BaseArguments\n",
+    "swift/arguments/base.py": (
+        "from dataclasses import dataclass, field\nfrom typing import List, Literal, Optional\n"
+        "@dataclass\nclass DataMixin:\n    dataset: List[str] = field(default_factory=list)\n"
+        "    packing: bool = False\n"
+        "@dataclass\nclass BaseArguments(DataMixin):\n    tuner_type: Literal['lora', 'full'] = 'lora'\n"
+        "    save_safetensors: bool = True\n    seed: int = 42\n"),
+    "swift/megatron/__init__.py": "raise ImportError('megatron-core missing: never imported by the generator')\n",
+    "swift/megatron/arguments/__init__.py": "",
+    "swift/megatron/arguments/sft_args.py": (
+        "from dataclasses import dataclass\nfrom typing import Optional\n"
+        "from swift.arguments import BaseArguments\nfrom .megatron_args import MegatronArguments\n"
+        "@dataclass\nclass MegatronSftArguments(MegatronArguments, BaseArguments):\n"
+        "    save_steps: int = 500\n    save_total_limit: Optional[int] = None\n"),
+    "swift/megatron/arguments/megatron_args.py": (
+        "from dataclasses import dataclass\n"
+        "@dataclass\nclass MegatronArguments:\n    use_megatron_fsdp: bool = False\n    seed: int = 1\n"),
+}
+
+
+def _wheel(tmp_path: Path) -> Path:
+    whl = tmp_path / "ms_swift-9.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for name, text in SOURCES.items():
+            z.writestr(name, text)
+    return whl
+
+
+def test_generator_reads_dataclasses_across_modules_without_importing(tmp_path):
+    out = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, str(GEN), str(_wheel(tmp_path)), "--out", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    table = json.loads(out.read_text())
+    assert table["ms_swift_version"] == "9.1.0"
+    sft = table["commands"]["megatron sft"]
+    assert sft["unresolved_bases"] == []
+    # Dataclass order: fields of the last base first (reverse MRO); a redefinition keeps the first place.
+    assert list(sft["fields"]) == ["dataset", "packing", "tuner_type", "save_safetensors", "seed",
+                                   "use_megatron_fsdp", "save_steps", "save_total_limit"]
+    assert sft["fields"]["seed"]["default"] == 1          # MegatronArguments comes first in the MRO
+    assert sft["fields"]["tuner_type"]["choices"] == ["lora", "full"]
+    assert sft["fields"]["dataset"]["default"] == {"factory": "list"}
+
+
+def test_shipped_tables_cover_both_supported_versions():
+    versions = [v for v, _ in flags.available()]
+    assert "4.2.0" in versions and "4.6.0" in versions
+    t46, how = flags.pick("4.6")
+    assert t46.version == "4.6.0" and "4.6.0" in how
+    assert "use_megatron_fsdp" in t46.fields("megatron sft")
+    t42, _ = flags.pick("4.2.x")
+    assert t42.version == "4.2.0" and "use_megatron_fsdp" not in t42.fields("megatron sft")
+    for t in (t42, t46):
+        f = t.fields("megatron sft")
+        assert {"tuner_type", "target_modules", "output_dir", "save_steps", "logging_steps", "adapters", "finetune",
+                "no_load_optim", "no_load_rng", "merge_lora", "dataloader_num_workers"} <= set(f)
+        assert not {"train_type", "lora_target_modules", "use_megatron", "save", "load", "log_interval"} & set(f)
+    none, why = flags.pick("3.12")
+    assert none is None and "no flag table for ms-swift 3.12" in why
+
+
+@pytest.mark.parametrize("token,status,dest", [
+    ("--tuner_type", "exact", "tuner_type"),
+    ("--tuner-type", "exact", "tuner_type"),
+    ("--no_save_safetensors", "exact", "save_safetensors"),     # bool defaulting to true
+    ("--use_megatron", "abbreviated", "use_megatron_fsdp"),
+    ("--save", "ambiguous", None),
+    ("--load", "ambiguous", None),
+    ("--train_type", "unknown", None),
+    ("--lora_target_modules", "unknown", None),
+])
+def test_resolution_on_46_megatron_sft(token, status, dest):
+    t, _ = flags.pick("4.6.0")
+    (r,) = flags.resolve([token, "x"], t.fields("megatron sft"))
+    assert (r.status, r.dest) == (status, dest)
+    if status == "ambiguous":
+        assert len(r.candidates) > 1
+
+
+def test_value_types():
+    t, _ = flags.pick("4.6.0")
+    f = t.fields("megatron sft")
+    assert flags.type_problem(f["save_steps"], ["ten"]) == "expects an integer, got 'ten'"
+    assert flags.type_problem(f["merge_lora"], ["maybe"]) == "expects true/false, got 'maybe'"
+    assert flags.type_problem(f["recompute_granularity"], ["most"]).startswith("must be one of")
+    assert flags.type_problem(f["target_modules"], ["a", "b"]) is None
+    assert flags.type_problem(f["lr"], ["1e-4"]) is None

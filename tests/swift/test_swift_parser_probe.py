@@ -1,0 +1,55 @@
+"""lint asks the real ms-swift's own parser (in .venv-swift) how it reads a command line, and
+the shipped 4.6.0 flag table agrees with the installed ms-swift."""
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from runner.swift import flags
+from runner.swift.probe import probe
+from tests.swift.swift_helpers import SWIFT_PYTHON, cli, require_swift
+
+
+def test_lint_uses_ms_swifts_own_parser(tmp_path):
+    require_swift()
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "name": "p", "swift": {"version": "4.6.0", "python": str(SWIFT_PYTHON)},
+        "command": [str(SWIFT_PYTHON.parent / "swift"), "sft", "--model", "m", "--train_type", "lora",
+                    "--logging_step", "1", "--lora_rank", "eight", "--dataset", "d.jsonl"]}))
+    proc = cli(None, "lint", str(recipe), "--json")
+    doc = json.loads(proc.stdout)
+    by = {p["rule"]: p["message"] for p in doc["problems"]}
+    assert proc.returncode == 1
+    assert "ms-swift 4.6.0's own `swift sft` parser" in by["swift_checked_with"]
+    assert "--train_type" in by["swift_unknown_flag"] and "--tuner_type" in by["swift_unknown_flag"]
+    assert "--logging_step is silently taken as --logging_steps" in by["swift_abbreviated_flag"]
+    assert "invalid int value: 'eight'" in by["swift_bad_value"]
+
+
+def test_ambiguous_prefix_from_the_real_parser():
+    require_swift()
+    res = probe(str(SWIFT_PYTHON), "swift sft", ["--save", "x", "--tuner_type", "lora"])
+    assert res.version == "4.6.0" and not res.import_error
+    save = [f for f in res.flags if f["token"] == "--save"][0]
+    assert save["status"] == "ambiguous" and "--save_steps" in save["message"]
+    assert [f["status"] for f in res.flags if f["token"] == "--tuner_type"] == ["exact"]
+
+
+def test_megatron_arguments_need_megatron_core_and_lint_falls_back_to_the_table():
+    require_swift()
+    res = probe(str(SWIFT_PYTHON), "megatron sft", ["--tuner_type", "lora"])
+    assert res.import_error and "megatron" in res.import_error
+
+
+def test_shipped_46_table_matches_the_installed_ms_swift():
+    """Every `swift sft` field in the table is an exact option of the real parser (the table's
+    transformers part is absent by design; the ms-swift part must be complete and right)."""
+    require_swift()
+    table, _ = flags.pick("4.6.0")
+    names = list(table.fields("swift sft"))
+    res = probe(str(SWIFT_PYTHON), "swift sft", [f"--{n}" for n in names])
+    assert res.version == table.version
+    statuses = {f["token"][2:]: f["status"] for f in res.flags}
+    assert {n for n, s in statuses.items() if s != "exact"} == set()
