@@ -51,13 +51,11 @@ def level_of(entry: Entry) -> str | None:
     if entry.kind == "alert":
         word = entry.text.split(" ", 1)[0]
         return word if word in ("CRIT", "WARN") else None
-    if entry.kind == "checkpoint" and entry.event.get("ok") is False:
-        return "CRIT"
-    return None
+    return None  # a bad checkpoint arrives with its own alert from the runner
 
 
 def active(entries: list[Entry], acked: frozenset[str]) -> list[Alert]:
-    """Unacknowledged critical and warning alerts (and crashes, bad checkpoints), newest first."""
+    """Unacknowledged critical and warning alerts (and crashes), newest first."""
     out = []
     for e in reversed(entries):
         level = level_of(e)
@@ -72,11 +70,11 @@ def bar_lines(alerts: list[Alert], room: int) -> list[tuple[str, str]]:
         return []
     crit = sum(a.level == "CRIT" for a in alerts)
     warn = len(alerts) - crit
-    head = f"{len(alerts)} active alert{'s' if len(alerts) != 1 else ''} ({crit} CRIT, {warn} WARN)"
-    head += "  a: acknowledge all  enter on an event: details"
+    counts = ", ".join(f"{n} {w}" for n, w in ((crit, "CRIT"), (warn, "WARN")) if n)
+    head = f"{len(alerts)} active alert{'s' if len(alerts) != 1 else ''} ({counts}) · a: acknowledge · enter: details"
     lines = [(head, "alert--crit" if crit else "alert--warn")]
     for a in alerts[: max(0, room - 1)]:
-        lines.append((f"{a.level} {fmt.clock(a.entry.t)} {a.entry.text}", "alert--crit" if a.level == "CRIT"
+        lines.append((f"{fmt.clock(a.entry.t)} {a.entry.text}", "alert--crit" if a.level == "CRIT"
                       else "alert--warn"))
     return lines
 

@@ -104,6 +104,13 @@ def intc(x: Any) -> str:
     return f"{int(v):,}"
 
 
+def run_status_style(row: dict) -> str:
+    """Style of a run-index row's status cell (a stale run reads like a failed one)."""
+    if row.get("stale"):
+        return "status--failed"
+    return STATUS_STYLE.get((row.get("status") or "").lower(), "status--other")
+
+
 def status_style(run: dict) -> str:
     if run.get("stale"):
         return "status--failed"
@@ -169,7 +176,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         line1 += [("  ", ""), (f"ETA {duration(run['eta_s'])}", "")]
     if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
         limit = f" (hang limit {duration(heartbeat_s)})" if heartbeat_s else ""
-        line1 += [("  ", ""), (f"no output for {duration(quiet_s)}{limit}",
+        line1 += [("  ", ""), (f"quiet {duration(quiet_s)}{limit}",
                                "status--cooldown" if hung(run, quiet_s) else "")]
     if readonly:
         line1 += [("  ", ""), ("READ-ONLY", "status--readonly")]
@@ -352,7 +359,12 @@ def run_cell(key: str, row: dict) -> str:
     if key == "last_step":
         return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
     if key == "status":
-        return str(v or "unknown").upper()
+        word = str(v or "unknown").upper()
+        return f"STALE {word}" if row.get("stale") else word
     if key == "recipe_hash":
         return (v or NA)[:8]
+    if key == "display_name":
+        return str(v or row.get("name") or row.get("id") or NA)
+    if key == "crashes":
+        return str(v or 0)
     return NA if v is None else str(v)

@@ -69,7 +69,15 @@ class EventPane(OptionList):
             self.highlighted = len(entries) - 1
         else:
             self.highlighted = next((i for i, e in enumerate(entries) if e.seq == old), len(entries) - 1)
-        self.scroll_to_highlight()
+        if self.highlighted == len(entries) - 1:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+        else:
+            self.scroll_to_highlight()
+
+    def on_resize(self) -> None:
+        # The alert bar or the blocker table came or went: keep the newest event in view.
+        if self.entries and self.highlighted == len(self.entries) - 1:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
 
     def _style(self, name: str):
         return self.get_component_rich_style(name, partial=True) if name else ""
@@ -125,12 +133,11 @@ class LogTail(Static):
 
     def _draw(self) -> None:
         h = max(1, self.content_size.height or 10)
-        lines = list(self._lines[-h:]) or ["(train.log is empty)"]
-        key = (h, tuple(lines))
+        key = (h, self._lines[-h:])
         if key == self._shown:
             return
         self._shown = key
-        self.plain_lines = self._columns.rows(lines)
+        self.plain_lines = self._columns.rows(self._lines, h) or ["(train.log is empty)"]
         self.update(_text([(line, "") for line in self.plain_lines], self))
 
 

@@ -74,7 +74,7 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     lines = event_pane_lines(d["events"])
     assert len(lines) > 5 and ui["events"][-(len(lines) - 1):] == lines[1:]
     # log tail: the newest lines that fit, metric lines as columns
-    assert ui["log"] == MetricColumns().rows(d["log_tail"][-len(ui["log"]):])
+    assert ui["log"] == MetricColumns().rows(d["log_tail"], len(ui["log"]))
     # GPUs: every GPU's memory against capacity and utilisation, from the same driver data
     gpus_text = " ".join(ui["gpus"])
     assert d["gpu"]["available"] and len(d["gpu"]["gpus"]) == 8
