@@ -48,7 +48,7 @@ def _pids(items: Any) -> str:
 def _values(d: Any) -> str:
     if not isinstance(d, dict) or not d:
         return ""
-    return ", ".join(f"{k.replace('_', ' ')} {fmt.num(v) if isinstance(v, float) else v}" for k, v in d.items())
+    return ", ".join(f"{k.replace('_', ' ')} {_field(v)}" for k, v in d.items())
 
 
 def sentence(ev: dict) -> tuple[str, str]:
@@ -194,6 +194,9 @@ def detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
 
 
 def _field(v: Any) -> str:
+    """A value in words: numbers short, lists joined, mappings as "key value" pairs."""
+    if isinstance(v, float):
+        return fmt.num(v)
     if isinstance(v, dict):
         return _values(v) or fmt.NA
     if isinstance(v, (list, tuple)):
