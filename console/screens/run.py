@@ -72,6 +72,7 @@ class RunScreen(Screen):
         self._toasted: set[str] | None = None  # alert keys already seen (None: nothing shown yet)
         self._stale = False
         self._heartbeat_s: float | None = None
+        self._alerts_from: object = None
         self.snapshot: Snapshot | None = None
         self.polls = 0
         self._applied = threading.Event()
@@ -175,7 +176,9 @@ class RunScreen(Screen):
                      "zombies / blockers: none")
         pane = self.query_one(EventPane)
         pane.show(snap.events)
-        self._show_alerts(pane.entries)
+        if pane.entries is not self._alerts_from:  # the timeline changed (rare): alerts too
+            self._alerts_from = pane.entries
+            self._show_alerts(pane.entries)
         self.query_one(LogTail).show(snap.log_tail)
 
     def _show_runner_gone(self, run: dict) -> None:
