@@ -170,10 +170,9 @@ class RunScreen(Screen):
         errors = [b["error"] for b in blockers if b.get("error")]
         title = self.query_one("#blockers-title", Static)
         real = table.blockers
-        table.display = bool(real)
-        title.update(f"zombies / blockers: {len(real)} (tab to select, z to end)" if real else
-                     ("zombies / blockers: scan failed: " + errors[0]) if errors else
-                     "zombies / blockers: none")
+        _show(table, bool(real))
+        _set_text(title, f"zombies / blockers: {len(real)} (tab to select, z to end)" if real else
+                  ("zombies / blockers: scan failed: " + errors[0]) if errors else "zombies / blockers: none")
         pane = self.query_one(EventPane)
         pane.show(snap.events)
         if pane.entries is not self._alerts_from:  # the timeline changed (rare): alerts too
@@ -183,18 +182,18 @@ class RunScreen(Screen):
 
     def _show_runner_gone(self, run: dict) -> None:
         banner = self.query_one("#runner-gone", Static)
-        banner.display = bool(run.get("stale"))
+        _show(banner, bool(run.get("stale")))
         if run.get("stale"):
             key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
-            banner.update(f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
-                          f"handling); {key}run: moeconsole supervise {run.get('id')}")
+            _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
+                              f"handling); {key}run: moeconsole supervise {run.get('id')}")
 
     def _show_alerts(self, entries) -> None:
         """The alert bar, and a toast for each alert or crash that arrives while attached."""
         self.active_alerts = alerts_mod.active(entries, self.acked)
         bar = self.query_one(AlertBar)
         bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2)
-        bar.display = bool(self.active_alerts)
+        _show(bar, bool(self.active_alerts))
         keys_now = {alerts_mod.alert_key(e) for e in entries if alerts_mod.level_of(e)}
         if self._toasted is None:
             self._toasted = keys_now
@@ -381,6 +380,19 @@ class RunScreen(Screen):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+
+
+def _show(widget, visible: bool) -> None:
+    """Show or hide a widget; untouched when already so (every change costs a new layout)."""
+    if widget.display != visible:
+        widget.display = visible
+
+
+def _set_text(widget: Static, text: str) -> None:
+    """Replace a Static's text only when it changed (an update re-lays out the screen)."""
+    if getattr(widget, "_moe_text", None) != text:
+        widget._moe_text = text
+        widget.update(text)
 
 
 def _confirm_screen(confirmation):

@@ -107,8 +107,9 @@ class AlertBar(Static):
         if lines == self._shown:
             return
         self._shown = lines
+        relayout = len(lines) != len(self.plain_lines)  # height auto: only a new line count moves things
         self.plain_lines = [t for t, _ in lines]
-        self.update(_text(lines, self))
+        self.update(_text(lines, self), layout=relayout)
 
 
 class LogTail(Static):
@@ -138,7 +139,7 @@ class LogTail(Static):
             return
         self._shown = key
         self.plain_lines = self._columns.rows(self._lines, h) or ["(train.log is empty)"]
-        self.update(_text([(line, "") for line in self.plain_lines], self))
+        self.update(_text([(line, "") for line in self.plain_lines], self), layout=False)  # fixed size
 
 
 # Processes of the run itself are listed by the telemetry layer too; they are not zombies.

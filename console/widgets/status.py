@@ -26,4 +26,4 @@ class StatusLine(Static):
             return
         self._shown = lines
         self.plain_lines = [fmt.plain(line) for line in lines]
-        self.update(styled_text(self, lines, overflow="ellipsis"))
+        self.update(styled_text(self, lines, overflow="ellipsis"), layout=False)  # fixed height

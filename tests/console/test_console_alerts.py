@@ -154,9 +154,7 @@ def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_r
         while not procs and time.monotonic() < deadline:
             time.sleep(0.1)
             procs = run_processes(base)
-        runner = (run.read_state().get("runner") or {}).get("pid")
         end_processes(procs)
-        assert runner in procs or runner is None
 
 
 def test_readonly_console_does_not_start_a_runner(base, make_run):
