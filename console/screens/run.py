@@ -35,6 +35,9 @@ from runner import rundir
 from runner.snapshot import Snapshot
 
 PROCESS_ACTIONS = frozenset(k.action for k in keys.RUN_KEYS if k.changes_process)
+# A chart of the whole run gains nothing from redrawing every second; at most this often (a
+# new checkpoint or restart marker redraws at once). The status line still counts every step.
+CHART_REFRESH_S = 2.0
 
 
 def _series_key(s) -> tuple:
@@ -73,6 +76,7 @@ class RunScreen(Screen):
         self._stale = False
         self._heartbeat_s: float | None = None
         self._alerts_from: object = None
+        self._charts_at = float("-inf")
         self.snapshot: Snapshot | None = None
         self.polls = 0
         self._applied = threading.Event()
@@ -215,6 +219,10 @@ class RunScreen(Screen):
 
     def _show_charts(self, snap: Snapshot) -> None:
         marker_key = (snap.restarts_at, tuple((c.get("step"), c.get("ok"), c.get("suspect")) for c in snap.checkpoints))
+        now = time.monotonic()
+        if marker_key == self._marker_key and now - self._charts_at < CHART_REFRESH_S:
+            return
+        self._charts_at = now
         if marker_key != self._marker_key:
             self._marker_key = marker_key
             self._markers = markers_from(snap.restarts_at, snap.checkpoints)
