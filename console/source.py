@@ -2,6 +2,7 @@
 ``RunWatcher``) and the runner's control socket. Never signals a process itself. UI-free."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -62,6 +63,7 @@ class RunSource:
         self._lock = threading.Lock()
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None)
         self._recipe: dict | None = None
+        self._children: list[int] = []  # runners started from this console (reaped by poll)
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
         if self._telemetry is None:
@@ -70,6 +72,8 @@ class RunSource:
 
     def poll(self) -> Snapshot:
         """Read what is new in the run directory (file I/O: call from a worker thread)."""
+        if self._children:
+            self._reap()
         with self._lock:
             return self.watcher.poll(with_gpu=self.gpu)
 
@@ -93,9 +97,22 @@ class RunSource:
         return float(value) if isinstance(value, (int, float)) else DEFAULT_HEARTBEAT_S
 
     def start_runner(self) -> int:
-        """Start a new runner for this run (it adopts live training); returns its pid."""
+        """Start a new runner for this run (it adopts live training); returns its pid. It runs
+        in a session of its own and outlives the console; if it ends first, ``poll`` reaps it."""
         from runner.launch import spawn_runner
-        return spawn_runner(self.run)
+        pid = spawn_runner(self.run)
+        self._children.append(pid)
+        return pid
+
+    def _reap(self) -> None:
+        """Collect runners this console started that have exited (no zombies under the UI)."""
+        for pid in list(self._children):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self._children.remove(pid)
 
     def request(self, cmd: str, **fields: Any) -> dict:
         """One control request; a missing runner becomes {"ok": False, "message": ...}."""

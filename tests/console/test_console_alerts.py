@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 from console.alerts import ACKS_NAME
 from console.app import MoeConsole
 from console.screens.dialogs import DetailScreen
@@ -155,6 +157,12 @@ def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_r
             time.sleep(0.1)
             procs = run_processes(base)
         end_processes(procs)
+        for pid in procs:  # the runner is a child of this process (the console started it): reap it
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        assert not [c for c in psutil.Process().children() if c.pid in procs]
 
 
 def test_readonly_console_does_not_start_a_runner(base, make_run):
