@@ -23,8 +23,10 @@ class MoeConsole(App):
 
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
-                 telemetry=None) -> None:
+                 telemetry=None, clock=None) -> None:
         super().__init__()
+        # The wall clock of the quiet-time indicator (tests pin it so screens do not depend on time).
+        self.clock = clock
         self.base = Path(base)
         self.first_run = run
         self.readonly = readonly
@@ -48,7 +50,8 @@ class MoeConsole(App):
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
                            control_timeout=self.control_timeout)
-        self.push_screen(RunScreen(source, readonly=self.readonly, interval=self.interval))
+        self.push_screen(RunScreen(source, readonly=self.readonly, interval=self.interval,
+                                  clock=self.clock))
 
     def scratch_dir(self) -> Path:
         """Where logs not made by moeconsole are ingested; removed when the app ends."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 
 from runner.errors import InputError
@@ -20,6 +21,56 @@ COMMANDS = (
 
 RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 
+# One line per command for `moeconsole --help` and `moeconsole help` (the sub-parsers use them too).
+COMMAND_HELP = {
+    "run": "start a supervised run of a recipe, then attach the UI",
+    "demo": "run the built-in tiny MoE recipe (CPU, no GPU needed), then attach",
+    "attach": "open the UI on a run (id, unique id prefix or path); none: the newest live run",
+    "kill": "clean kill of a run: SIGTERM, grace period, SIGKILL; no restart",
+    "restart": "clean kill, cool down, restart from the latest verified checkpoint",
+    "verify": "verify checkpoints (a path or a run's latest) from their headers",
+    "runs": "the run index: ls, show RUN, diff A B, receipt RUN, rebuild",
+    "parse": "turn any training log into metric records",
+    "gpus": "per-GPU telemetry and zombie/blocker processes",
+    "lint": "check a recipe before anything is launched",
+    "doctor": "the training environment: versions and known-bad combinations",
+    "agent": "per-node GPU telemetry agent for a multi-node run",
+    "supervise": "(re)start the runner of a run; it adopts live training",
+    "service": "the runner of a recipe's run in the foreground (what the systemd unit runs)",
+    "systemd": "print a systemd unit that keeps a recipe's runner alive across reboots",
+    "prometheus": "print the alert rules, or serve a run's metrics (rules | serve RUN)",
+    "help": "this list",
+}
+
+
+def commands_text() -> str:
+    width = max(len(c) for c in COMMAND_HELP)
+    return "commands:\n" + "\n".join(f"  {c:<{width}}  {h}" for c, h in COMMAND_HELP.items())
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance with adjacent swaps counted as one edit (`rnus` -> `runs`)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, prev2[j - 2] + 1)
+            cur.append(d)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def suggest(word: str) -> str | None:
+    """The command a near-miss word was probably meant to be (`runz` -> `runs`): the fewest
+    edits, then the same length (a typo replaces a letter more often than it drops one)."""
+    word = word.lower()
+    best = min(COMMAND_HELP, key=lambda c: (_edits(word, c), abs(len(c) - len(word)), c))
+    limit = 1 if len(word) <= 4 else 2
+    return best if _edits(word, best) <= limit else None
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit 2."""
@@ -29,15 +80,27 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a finite, non-negative number of seconds (`--grace nan` is refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds >= 0")
+    return value
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", help="base directory of runs (default $MOECONSOLE_RUNS_DIR or XDG data dir)")
 
 
 def build_parser() -> _Parser:
-    top = _Parser(prog="moeconsole", description="Supervise, watch and steer training runs.")
+    top = _Parser(prog="moeconsole", description="Supervise, watch and steer training runs.",
+                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
-    p = sub.add_parser("run", help="start a supervised run")
+    p = sub.add_parser("run", help=COMMAND_HELP["run"])
     p.add_argument("recipe")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--detach", action="store_true", help="do not attach the UI")
@@ -46,36 +109,36 @@ def build_parser() -> _Parser:
     p.add_argument("--readonly", action="store_true")
     _common(p)
 
-    p = sub.add_parser("demo", help="run the built-in tiny MoE recipe under the UI (no GPU needed)")
+    p = sub.add_parser("demo", help=COMMAND_HELP["demo"])
     p.add_argument("--detach", action="store_true")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--readonly", action="store_true")
     _common(p)
 
-    p = sub.add_parser("attach", help="attach the UI to a run")
+    p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
     p.add_argument("run", nargs="?")
     p.add_argument("--readonly", action="store_true")
     _common(p)
 
-    p = sub.add_parser("kill", help="clean kill (SIGTERM, grace, SIGKILL), no restart")
+    p = sub.add_parser("kill", help=COMMAND_HELP["kill"])
     p.add_argument("run")
-    p.add_argument("--grace", type=float, help="override the recipe's kill grace (seconds)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds to wait for the kill to finish")
+    p.add_argument("--grace", type=seconds, help="override the recipe's kill grace (seconds)")
+    p.add_argument("--timeout", type=seconds, default=None, help="seconds to wait for the kill to finish")
     _common(p)
 
-    p = sub.add_parser("restart", help="clean kill, cool down, restart from the latest verified checkpoint")
+    p = sub.add_parser("restart", help=COMMAND_HELP["restart"])
     p.add_argument("run")
     p.add_argument("--now", action="store_true", help="skip the cooldown floor")
     _common(p)
 
-    p = sub.add_parser("verify", help="verify checkpoints")
+    p = sub.add_parser("verify", help=COMMAND_HELP["verify"])
     p.add_argument("target", metavar="PATH|RUN")
     p.add_argument("--full", action="store_true", help="hash content and scan for NaN/inf")
     p.add_argument("--compare", metavar="OTHER")
     p.add_argument("--json", action="store_true")
     _common(p)
 
-    p = sub.add_parser("runs", help="past runs from the index")
+    p = sub.add_parser("runs", help=COMMAND_HELP["runs"])
     # One positional list: argparse cannot give two positionals their values when options
     # stand between them (`runs show --json RUN`).
     p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild|receipt RUN")
@@ -85,67 +148,69 @@ def build_parser() -> _Parser:
     p.add_argument("--out", metavar="DIR", help="receipt: write receipt.json, receipt.md and loss.png here")
     _common(p)
 
-    p = sub.add_parser("parse", help="any training log -> metric records")
+    p = sub.add_parser("parse", help=COMMAND_HELP["parse"])
     p.add_argument("logfile")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
 
-    p = sub.add_parser("gpus", help="per-GPU telemetry and zombie processes")
+    p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
     p.add_argument("--json", action="store_true")
     p.add_argument("--port", type=int, default=29500, help="rendezvous port to check for holders")
     p.add_argument("--kill", type=int, action="append", metavar="PID", help="kill this listed process (repeatable)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument("--grace", type=seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument("--allow-other-users", action="store_true", help="as root: allow killing other users' processes")
     _common(p)
 
-    p = sub.add_parser("lint", help="recipe checks, before anything is launched")
+    p = sub.add_parser("lint", help=COMMAND_HELP["lint"])
     p.add_argument("recipe")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--fix", action="store_true", help="write the corrected recipe (the original kept as .bak)")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("doctor", help="the training environment: versions and known-bad combinations")
+    p = sub.add_parser("doctor", help=COMMAND_HELP["doctor"])
     p.add_argument("recipe", nargs="?", help="inspect the Python this recipe trains with (swift.python)")
     p.add_argument("--python", help="inspect this Python (or venv) instead of moeconsole's own")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("agent", help="per-node telemetry agent writing into a run directory")
+    p = sub.add_parser("agent", help=COMMAND_HELP["agent"])
     p.add_argument("run")
     p.add_argument("--interval", type=float, default=1.0)
     _common(p)
 
-    p = sub.add_parser("supervise", help="(re)start the runner of a run; it adopts live training")
+    p = sub.add_parser("supervise", help=COMMAND_HELP["supervise"])
     p.add_argument("run_dir", metavar="RUN")
     _common(p)
 
-    p = sub.add_parser("service", help="the runner of a recipe's run in the foreground (for systemd)")
+    p = sub.add_parser("service", help=COMMAND_HELP["service"])
     p.add_argument("recipe")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     _common(p)
 
-    p = sub.add_parser("systemd", help="print a systemd unit that keeps a recipe's runner alive")
+    p = sub.add_parser("systemd", help=COMMAND_HELP["systemd"])
     p.add_argument("recipe")
     p.add_argument("--user", action="store_true", help="a user unit (systemctl --user)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     _common(p)
 
-    p = sub.add_parser("prometheus", help="alert rules, and a metrics endpoint for a run")
+    p = sub.add_parser("prometheus", help=COMMAND_HELP["prometheus"])
     p.add_argument("action", choices=("rules", "serve"))
     p.add_argument("run", nargs="?")
     p.add_argument("--port", type=int, help="serve /metrics on this port (0: any free one)")
     p.add_argument("--addr", default="127.0.0.1", help="bind address (default loopback)")
     p.add_argument("--textfile", help="write metrics here for node_exporter's textfile collector")
-    p.add_argument("--interval", type=float, default=15.0)
+    p.add_argument("--interval", type=seconds, default=15.0)
     _common(p)
     return top
 
 
 def build_top_parser() -> _Parser:
     """The command-less form: ``moeconsole [--json [RUN] [--once] [--interval S]]``."""
-    top = _Parser(prog="moeconsole", description="Attach to the newest live run, or open the run browser.",
-                  epilog="commands: " + ", ".join(COMMANDS))
-    top.add_argument("run", nargs="?")
+    top = _Parser(prog="moeconsole", usage="moeconsole [COMMAND] ... | moeconsole --json [RUN] [--once]",
+                  description="With no command: attach to the newest live run, or open the run browser.\n"
+                              "`moeconsole COMMAND --help` describes a command's options.",
+                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
+    top.add_argument("run", nargs="?", metavar="RUN", help="with --json: the run (id, unique id prefix or path)")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")
     top.add_argument("--interval", type=float, default=1.0)
@@ -165,6 +230,9 @@ def _first_positional(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = _first_positional(argv)
+    if first == "help" and argv and argv[0] == "help":
+        build_top_parser().print_help()
+        return 0
     try:
         if first in COMMANDS and (argv and argv[0] == first):
             parser = build_parser()
@@ -179,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                     raise InputError(f"runs: unknown action {args.action!r} (choose from {', '.join(RUNS_ACTIONS)})")
         else:
             args = build_top_parser().parse_args(argv)
+            if args.run is not None and not args.json:
+                raise InputError(_unknown_command(args.run))
             name = "json" if args.json else "attach"
         module = importlib.import_module(f"console.commands.{name}")
         return int(module.run(args) or 0)
@@ -194,6 +264,14 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+
+
+def _unknown_command(word: str) -> str:
+    """One line for a word that is not a command (a run is opened with `attach RUN`)."""
+    near = suggest(word)
+    hint = f"did you mean `moeconsole {near}`? " if near else ""
+    return (f"unknown command {word!r}: {hint}commands: {', '.join(COMMANDS)}; "
+            f"`moeconsole attach {word}` opens a run; `moeconsole --help` says more")
 
 
 if __name__ == "__main__":

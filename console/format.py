@@ -104,6 +104,13 @@ def intc(x: Any) -> str:
     return f"{int(v):,}"
 
 
+def run_status_style(row: dict) -> str:
+    """Style of a run-index row's status cell (a stale run reads like a failed one)."""
+    if row.get("stale"):
+        return "status--failed"
+    return STATUS_STYLE.get((row.get("status") or "").lower(), "status--other")
+
+
 def status_style(run: dict) -> str:
     if run.get("stale"):
         return "status--failed"
@@ -122,12 +129,39 @@ def _waiting_on(items: Iterable[Any]) -> str:
     return ", ".join(out)
 
 
-def status_lines(run: dict, *, readonly: bool = False) -> list[list[tuple[str, str]]]:
+# The quiet-time indicator appears after this long without a log line or a step.
+QUIET_SHOWN_S = 15.0
+
+
+def hung(run: dict, quiet_s: float | None) -> bool:
+    """No output for much longer than a step takes: an ETA would be a guess."""
+    if quiet_s is None:
+        return False
+    step_time = as_float(run.get("step_time_s")) or 0.0
+    return quiet_s >= max(60.0, 10 * step_time)
+
+
+def state_word(run: dict) -> str:
+    """The state word; a cooldown whose floor has passed says what it still waits on instead
+    of counting down to "COOLDOWN 0s"."""
+    word = run.get("status_word") or (run.get("status") or "unknown").upper()
+    cd = run.get("cooldown") or {}
+    if (run.get("status") or "").lower() == "cooldown" and not run.get("stale") and cd.get("waiting_on") \
+            and (as_float(cd.get("remaining_s")) or 0.0) <= 0:
+        word = "COOLDOWN waiting"
+    return word
+
+
+def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
+                 heartbeat_s: float | None = None) -> list[list[tuple[str, str]]]:
     """The two status lines as (text, style) pieces. Style "" is plain.
 
-    Line 1: name, state word, step/total, step time, ETA. Line 2: attempt, restarts used/cap,
-    elapsed, cost, and what a cooldown waits on / why the run is paused or failed."""
-    word = run.get("status_word") or (run.get("status") or "unknown").upper()
+    Line 1: name, state word, step/total, step time, ETA (only while running and not quiet for
+    long), the quiet time with the heartbeat limit. Line 2: attempt, restarts used/cap, elapsed,
+    cost, and what a cooldown waits on / why the run is paused or failed."""
+    word = state_word(run)
+    status = (run.get("status") or "").lower()
+    running = status in ("running", "starting") and not run.get("stale")
     step, total = run.get("step"), run.get("max_steps")
     steps = f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
     if step is not None and total:
@@ -138,8 +172,12 @@ def status_lines(run: dict, *, readonly: bool = False) -> list[list[tuple[str, s
     ]
     if run.get("step_time_s") is not None:
         line1 += [("  ", ""), (f"{num(run['step_time_s'], 3)} s/step", "")]
-    if run.get("eta_s") is not None:
+    if run.get("eta_s") is not None and running and not hung(run, quiet_s):
         line1 += [("  ", ""), (f"ETA {duration(run['eta_s'])}", "")]
+    if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
+        limit = f" (hang limit {duration(heartbeat_s)})" if heartbeat_s else ""
+        line1 += [("  ", ""), (f"quiet {duration(quiet_s)}{limit}",
+                               "status--cooldown" if hung(run, quiet_s) else "")]
     if readonly:
         line1 += [("  ", ""), ("READ-ONLY", "status--readonly")]
 
@@ -156,20 +194,29 @@ def status_lines(run: dict, *, readonly: bool = False) -> list[list[tuple[str, s
         if run.get("cost_projected") is not None and run.get("eta_s") is not None:
             cost += f", {money(run['cost_projected'])} projected"
         line2.append((cost, ""))
-    status = (run.get("status") or "").lower()
     if run.get("stale"):
-        line2.append((" · the runner is gone: status file is stale", "status--failed"))
+        line2.append((" · the runner is gone: nothing supervises this run", "status--failed"))
     elif status == "cooldown":
         cd = run.get("cooldown") or {}
         waiting = _waiting_on(cd.get("waiting_on") or ())
-        line2.append((f" · waiting on: {waiting or 'cooldown floor'}", "status--cooldown"))
+        left = as_float(cd.get("remaining_s"))
+        floor = f" (at least {duration(left)} more)" if left else ""
+        line2.append((f" · waiting on: {waiting or 'the cooldown floor'}{floor}", "status--cooldown"))
     elif status == "paused" and run.get("pause_reason"):
-        line2.append((f" · paused: {run['pause_reason']}", "status--paused"))
+        line2.append((f" · paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"))
     elif status in ("failed", "killed") and run.get("last_crash"):
         crash = run["last_crash"]
         text = crash.get("class") if isinstance(crash, dict) else str(crash)
         line2.append((f" · last crash: {text}", "status--failed"))
     return [line1, line2]
+
+
+def strip_word(reason: Any, word: str) -> str:
+    """'paused: paused: divergence' -> 'divergence' (a reason that repeats the state word)."""
+    text = str(reason or "").strip()
+    while text.lower().startswith(word.lower() + ":"):
+        text = text[len(word) + 1:].strip()
+    return text
 
 
 def plain(pieces: list[tuple[str, str]]) -> str:
@@ -312,7 +359,12 @@ def run_cell(key: str, row: dict) -> str:
     if key == "last_step":
         return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
     if key == "status":
-        return str(v or "unknown").upper()
+        word = str(v or "unknown").upper()
+        return f"STALE {word}" if row.get("stale") else word
     if key == "recipe_hash":
         return (v or NA)[:8]
+    if key == "display_name":
+        return str(v or row.get("name") or row.get("id") or NA)
+    if key == "crashes":
+        return str(v or 0)
     return NA if v is None else str(v)

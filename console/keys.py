@@ -40,6 +40,12 @@ RUN_KEYS: tuple[Key, ...] = (
     Key("v", "verify", "Verify", "Ask the runner to verify the latest checkpoint now (reads files, signals nothing)."),
     Key("z", "kill_zombie", "Zombie", "End the selected zombie/blocker process (the runner checks its start time "
         "first, so a reused PID is never hit).", changes_process=True),
+    Key("a", "acknowledge", "Ack", "Acknowledge the active alerts: they leave the alert bar (kept in the "
+        "run directory's acks.json, so they stay acknowledged when you attach again)."),
+    Key("enter", "details", "Details", "Open the highlighted event (or the newest active alert): full text, "
+        "evidence, crash report, checkpoint verdict.", show=False),
+    Key("s", "start_runner", "Start runner", "Only when the runner is gone: start a new runner for this run "
+        "(the same as `moeconsole supervise RUN`); it adopts the training if it still runs."),
     Key("b", "browser", "Runs", "Open the run browser (all runs from the index)."),
     Key("l", "log", "Log", "Full log of the run, with search."),
     Key("tab", "app.focus_next", "Next pane", "Move the selection to the next pane (zombie list, events).",

@@ -2,6 +2,7 @@
 ``RunWatcher``) and the runner's control socket. Never signals a process itself. UI-free."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -17,6 +18,8 @@ Telemetry = Callable[[dict], tuple[dict | None, list[dict]]]
 # processes, so it runs every few seconds, and on every poll only while it matters most.
 BLOCKER_SCAN_S = 5.0
 SCAN_EVERY_POLL = frozenset({"starting", "cooldown", "stopping"})
+# The runner's hang limit when a recipe does not set heartbeat.timeout_s.
+DEFAULT_HEARTBEAT_S = 1800.0
 
 
 def _live_telemetry(blocker_scan_s: float = BLOCKER_SCAN_S) -> Telemetry:
@@ -60,6 +63,7 @@ class RunSource:
         self._lock = threading.Lock()
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None)
         self._recipe: dict | None = None
+        self._children: list[int] = []  # runners started from this console (reaped by poll)
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
         if self._telemetry is None:
@@ -68,8 +72,47 @@ class RunSource:
 
     def poll(self) -> Snapshot:
         """Read what is new in the run directory (file I/O: call from a worker thread)."""
+        if self._children:
+            self._reap()
         with self._lock:
             return self.watcher.poll(with_gpu=self.gpu)
+
+    def last_output_t(self, snap: Snapshot) -> float | None:
+        """When the training last showed life: the newest of train.log's mtime and the time of
+        the last metric record (file I/O: call from a worker thread)."""
+        times = []
+        try:
+            times.append(self.run.log.stat().st_mtime)
+        except OSError:
+            pass
+        t = (snap.last_metrics or {}).get("t")
+        if isinstance(t, (int, float)):
+            times.append(float(t))
+        return max(times) if times else None
+
+    def heartbeat_s(self) -> float:
+        """The recipe's hang limit (heartbeat.timeout_s; the runner's default when unset)."""
+        hb = self.recipe().get("heartbeat")
+        value = hb.get("timeout_s") if isinstance(hb, dict) else None
+        return float(value) if isinstance(value, (int, float)) else DEFAULT_HEARTBEAT_S
+
+    def start_runner(self) -> int:
+        """Start a new runner for this run (it adopts live training); returns its pid. It runs
+        in a session of its own and outlives the console; if it ends first, ``poll`` reaps it."""
+        from runner.launch import spawn_runner
+        pid = spawn_runner(self.run)
+        self._children.append(pid)
+        return pid
+
+    def _reap(self) -> None:
+        """Collect runners this console started that have exited (no zombies under the UI)."""
+        for pid in list(self._children):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self._children.remove(pid)
 
     def request(self, cmd: str, **fields: Any) -> dict:
         """One control request; a missing runner becomes {"ok": False, "message": ...}."""

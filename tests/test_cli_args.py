@@ -31,3 +31,22 @@ def test_unknown_run_for_kill_and_json(tmp_path):
     for args in (("kill", "nope"), ("--json", "nope", "--once")):
         out = cli(*args, "--runs-dir", str(tmp_path))
         assert out.returncode == 2 and out.stderr.startswith("moeconsole: no run"), out.stderr
+
+
+def test_help_lists_every_command_with_one_line():
+    from console.cli import COMMANDS
+    for args in (("--help",), ("help",)):
+        out = cli(*args)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        for command in COMMANDS:
+            row = [line for line in lines if line.split()[:1] == [command]]
+            assert len(row) == 1 and len(row[0].split()) > 3, (command, out.stdout)
+
+
+def test_unknown_word_gives_usage_and_suggests_the_near_command(tmp_path):
+    out = cli("runz", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "did you mean `moeconsole runs`?" in out.stderr and "no run matches" not in out.stderr
+    out = cli("frobnicate", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and "unknown command 'frobnicate'" in out.stderr and "did you mean" not in out.stderr

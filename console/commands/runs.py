@@ -8,8 +8,11 @@ from runner import jsonio, rundir, store
 from runner.errors import InputError
 from runner.paths import runs_base
 
-LS_COLUMNS = (("id", "ID"), ("name", "NAME"), ("status", "STATUS"), ("started_at", "STARTED"),
-              ("attempts", "ATT"), ("last_step", "STEP"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"))
+# The full id (attach takes any unique part of it); the name with the recipe values that tell
+# runs of one name apart; STALE before the status of a live run whose runner is gone.
+LS_COLUMNS = (("id", "ID"), ("display_name", "NAME"), ("status", "STATUS"), ("started_at", "STARTED"),
+              ("attempts", "ATT"), ("last_step", "STEP"), ("crashes", "CRASHES"),
+              ("last_crash_class", "LAST CRASH"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"))
 
 
 def _out(text: str) -> None:

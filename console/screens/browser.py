@@ -14,9 +14,14 @@ from console import format as fmt
 from console import keys
 from runner import rundir, store
 
-COLUMNS = (("status", "STATUS"), ("name", "NAME"), ("started_at", "STARTED"), ("ended_at", "ENDED"),
-           ("attempts", "ATT"), ("last_step", "STEPS"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"),
-           ("recipe_hash", "RECIPE"), ("id", "ID"))
+# The full id comes second so no width cuts it; NAME is the display name (with the recipe
+# values that tell runs of one name apart).
+COLUMNS = (("status", "STATUS"), ("id", "ID"), ("display_name", "NAME"), ("started_at", "STARTED"),
+           ("ended_at", "ENDED"), ("attempts", "ATT"), ("last_step", "STEPS"), ("crashes", "CRASHES"),
+           ("last_crash_class", "LAST CRASH"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"),
+           ("recipe_hash", "RECIPE"))
+SORT_KEY = {"display_name": "name"}  # the index sorts by the stored column
+NAME_MAX = 48
 STATUS_FILTER = "status:"
 
 
@@ -41,7 +46,7 @@ class BrowserScreen(Screen):
         self.base = Path(base)
         self.rows: list[dict] = []
         self.marked: list[str] = []
-        self.sort_index = 2  # started_at
+        self.sort_index = 3  # started_at
         self.descending = True
         self.filter_text = ""
 
@@ -52,14 +57,13 @@ class BrowserScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
         table.focus()
         self.action_reload()
 
     # ---- data ---------------------------------------------------------------------------
     def action_reload(self) -> None:
-        self._load(self.filter_text, COLUMNS[self.sort_index][0], self.descending)
+        key = COLUMNS[self.sort_index][0]
+        self._load(self.filter_text, SORT_KEY.get(key, key), self.descending)
 
     @work(thread=True, exclusive=True, group="browser-load")
     def _load(self, filter_text: str, order: str, descending: bool) -> None:
@@ -75,15 +79,21 @@ class BrowserScreen(Screen):
         self.rows = rows
         table = self.query_one(DataTable)
         keep = table.cursor_row
-        table.clear()
-        for row in rows:
-            cells = []
-            for key, _ in COLUMNS:
-                text = fmt.run_cell(key, row)
+        texts = [[fmt.run_cell(key, row) for key, _ in COLUMNS] for row in rows]
+        # Widths from the content, set explicitly: the same table on every redraw, however
+        # busy the machine (auto widths are settled later, after the first paint).
+        widths = [max([len(label)] + [len(t[i]) + (1 if key == "status" else 0) for t in texts])
+                  for i, (key, label) in enumerate(COLUMNS)]
+        widths[2] = min(widths[2], NAME_MAX)
+        table.clear(columns=True)
+        for (key, label), width in zip(COLUMNS, widths):
+            table.add_column(label, key=key, width=width)
+        for row, cells_text in zip(rows, texts):
+            cells: list = []
+            for (key, _), text in zip(COLUMNS, cells_text):
                 if key == "status":
                     mark = "*" if row["id"] in self.marked else " "
-                    style = self.get_component_rich_style(fmt.STATUS_STYLE.get((row.get("status") or "").lower(),
-                                                                                "status--other"), partial=True)
+                    style = self.get_component_rich_style(fmt.run_status_style(row), partial=True)
                     cells.append(Text(mark) + Text(text, style=style))
                 else:
                     cells.append(text)

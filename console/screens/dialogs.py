@@ -1,5 +1,6 @@
 """Modal dialogs: the confirmation (y/n) for process-changing actions, the help screen built
-from the key tables, and a one-line text prompt (filter, search, open path)."""
+from the key tables, a one-line text prompt (filter, search, open path) and the detail view
+of an event or alert."""
 from __future__ import annotations
 
 from rich.table import Table
@@ -91,4 +92,24 @@ class PromptScreen(ModalScreen[str | None]):
         self.dismiss(event.value)
 
     def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class DetailScreen(ModalScreen[None]):
+    """The full text of one event or alert: every field, evidence, crash report, verdict."""
+
+    BINDINGS = [Binding("escape,q,enter", "close", "Close")]
+
+    def __init__(self, title: str, lines: list[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail"):
+            yield Static(Text(self.title_text, style="bold"), id="detail-title")
+            yield Static(Text("\n".join(self.lines)), id="detail-body")
+        yield Footer()
+
+    def action_close(self) -> None:
         self.dismiss(None)

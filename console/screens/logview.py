@@ -104,7 +104,21 @@ class LogScreen(Screen):
         self._update_title()
         self.query_one(LogView).focus()
         self._index()
-        self.set_interval(self.interval, self._index)
+        self.set_interval(self.interval, self._tick)
+
+    def _tick(self) -> None:
+        self._index()
+        self._keep_following()
+
+    def _keep_following(self) -> None:
+        """While following, stay on the last line: a scroll made before the first layout (or a
+        resize) would otherwise leave the view short of the end until the file grows again."""
+        view = self.query_one(LogView)
+        if self.follow and view.scroll_offset.y < view.max_scroll_y:
+            view.scroll_end(animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._keep_following)
 
     def _update_title(self) -> None:
         n = len(self.log_file)
@@ -121,7 +135,7 @@ class LogScreen(Screen):
         view = self.query_one(LogView)
         view.set_line_count(len(self.log_file))
         if self.follow:
-            self.call_after_refresh(view.scroll_end, animate=False, immediate=True)
+            self.call_after_refresh(self._keep_following)
         self._update_title()
 
     def action_follow(self) -> None:

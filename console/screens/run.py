@@ -1,4 +1,5 @@
-"""The run screen: status line, charts, GPU rows, zombies/blockers, events, log tail.
+"""The run screen: status line, runner-gone banner, alert bar, charts, GPU rows,
+zombies/blockers, events, log tail.
 
 A thread worker polls the run directory about once a second (``RunSource.poll`` does file I/O)
 and hands each Snapshot to the UI thread; every widget redraws only if its slice changed. The
@@ -14,25 +15,29 @@ import numpy as np
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.events import Key
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
+from console import alerts as alerts_mod
 from console import confirmations, keys
 from console import format as fmt
 from console.chart import markers_from
 from console.source import RunSource
 from console.widgets.chart import ChartView
 from console.widgets.gpus import GpuPanel
-from console.widgets.panes import BlockerTable, EventPane, LogTail
+from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
 from console.widgets.status import StatusLine
 from runner import rundir
 from runner.snapshot import Snapshot
 
 PROCESS_ACTIONS = frozenset(k.action for k in keys.RUN_KEYS if k.changes_process)
+# A chart of the whole run gains nothing from redrawing every second; at most this often (a
+# new checkpoint or restart marker redraws at once). The status line still counts every step.
+CHART_REFRESH_S = 2.0
 
 
 def _series_key(s) -> tuple:
@@ -51,16 +56,27 @@ class RunScreen(Screen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     class SnapshotReady(Message):
-        def __init__(self, snapshot: Snapshot | None, error: str | None = None) -> None:
+        def __init__(self, snapshot: Snapshot | None, error: str | None = None,
+                     last_output_t: float | None = None) -> None:
             super().__init__()
             self.snapshot = snapshot
             self.error = error
+            self.last_output_t = last_output_t
 
-    def __init__(self, source: RunSource, *, readonly: bool = False, interval: float = 1.0) -> None:
+    def __init__(self, source: RunSource, *, readonly: bool = False, interval: float = 1.0,
+                 clock=None) -> None:
         super().__init__()
         self.source = source
         self.readonly = readonly
         self.interval = interval
+        self.clock = clock or time.time
+        self.acked: frozenset[str] = alerts_mod.read_acks(source.run.path)
+        self.active_alerts: list[alerts_mod.Alert] = []
+        self._toasted: set[str] | None = None  # alert keys already seen (None: nothing shown yet)
+        self._stale = False
+        self._heartbeat_s: float | None = None
+        self._alerts_from: object = None
+        self._charts_at = float("-inf")
         self.snapshot: Snapshot | None = None
         self.polls = 0
         self._applied = threading.Event()
@@ -72,6 +88,8 @@ class RunScreen(Screen):
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield StatusLine(readonly=self.readonly, id="status")
+        yield Static("", id="runner-gone")
+        yield AlertBar(id="alerts")
         with Horizontal(id="charts"):
             yield ChartView("loss", id="chart-loss")
             yield ChartView("grad norm", id="chart-grad")
@@ -81,13 +99,14 @@ class RunScreen(Screen):
             with Vertical(id="side"):
                 yield Static("zombies / blockers: none", id="blockers-title")
                 yield BlockerTable(id="blockers")
-                with VerticalScroll(id="events-scroll"):
-                    yield EventPane(id="events")
+                yield EventPane(id="events")
             yield LogTail(id="logtail")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#blockers").display = False
+        self.query_one("#runner-gone").display = False
+        self.query_one(AlertBar).display = False
         self._poll_loop()
 
     # ---- polling ------------------------------------------------------------------------
@@ -97,7 +116,10 @@ class RunScreen(Screen):
         while not worker.is_cancelled:
             self._applied.clear()
             try:
-                self.post_message(self.SnapshotReady(self.source.poll()))
+                snap = self.source.poll()
+                if self._heartbeat_s is None:
+                    self._heartbeat_s = self.source.heartbeat_s()
+                self.post_message(self.SnapshotReady(snap, last_output_t=self.source.last_output_t(snap)))
             except Exception as exc:  # a bad file must not kill the poller: show it and go on
                 self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
             # Back-pressure: never queue a second snapshot before the UI applied the first.
@@ -122,22 +144,28 @@ class RunScreen(Screen):
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
         try:
             if message.snapshot is not None:
-                self.apply(message.snapshot)
+                self.apply(message.snapshot, message.last_output_t)
             elif message.error:
                 self.notify(message.error, title="reading the run failed", severity="error")
         finally:
             self._applied.set()
 
-    def apply(self, snap: Snapshot) -> None:
+    def apply(self, snap: Snapshot, last_output_t: float | None = None) -> None:
         """Show a snapshot; each widget compares its slice with what it shows."""
         self.snapshot = snap
         self.polls += 1
         run = snap.run
         live = bool(run.get("runner_alive")) or (run.get("status") in rundir.LIVE and not run.get("stale"))
-        if live != self._live:
-            self._live = live
+        stale = bool(run.get("stale"))
+        if live != self._live or stale != self._stale:
+            self._live, self._stale = live, stale
             self.refresh_bindings()
-        self.query_one(StatusLine).show_run(run)
+        quiet = None
+        if last_output_t is not None and run.get("status") in rundir.LIVE:
+            quiet = self.clock() - last_output_t
+            quiet = quiet if quiet >= 0 else None
+        self.query_one(StatusLine).show_run(run, quiet_s=quiet, heartbeat_s=self._heartbeat_s)
+        self._show_runner_gone(run)
         self._show_charts(snap)
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
         blockers = [b for b in snap.blockers if isinstance(b, dict)]
@@ -146,15 +174,55 @@ class RunScreen(Screen):
         errors = [b["error"] for b in blockers if b.get("error")]
         title = self.query_one("#blockers-title", Static)
         real = table.blockers
-        table.display = bool(real)
-        title.update(f"zombies / blockers: {len(real)} (tab to select, z to end)" if real else
-                     ("zombies / blockers: scan failed: " + errors[0]) if errors else
-                     "zombies / blockers: none")
-        self.query_one(EventPane).show(snap.checkpoints, snap.crashes, snap.events)
+        _show(table, bool(real))
+        _set_text(title, f"zombies / blockers: {len(real)} (tab to select, z to end)" if real else
+                  ("zombies / blockers: scan failed: " + errors[0]) if errors else "zombies / blockers: none")
+        pane = self.query_one(EventPane)
+        pane.show(snap.events)
+        if pane.entries is not self._alerts_from:  # the timeline changed (rare): alerts too
+            self._alerts_from = pane.entries
+            self._show_alerts(pane.entries)
         self.query_one(LogTail).show(snap.log_tail)
+
+    def _show_runner_gone(self, run: dict) -> None:
+        banner = self.query_one("#runner-gone", Static)
+        _show(banner, bool(run.get("stale")))
+        if run.get("stale"):
+            key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
+            _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
+                              f"handling); {key}run: moeconsole supervise {run.get('id')}")
+
+    def _show_alerts(self, entries) -> None:
+        """The alert bar, and a toast for each alert or crash that arrives while attached."""
+        self.active_alerts = alerts_mod.active(entries, self.acked)
+        bar = self.query_one(AlertBar)
+        bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2)
+        _show(bar, bool(self.active_alerts))
+        keys_now = {alerts_mod.alert_key(e) for e in entries if alerts_mod.level_of(e)}
+        if self._toasted is None:
+            self._toasted = keys_now
+            if bool(self.active_alerts) != getattr(self, "_had_alerts", None):
+                self._had_alerts = bool(self.active_alerts)
+                self.refresh_bindings()
+            return
+        for e in entries:
+            key = alerts_mod.alert_key(e)
+            if key in self._toasted or not alerts_mod.level_of(e):
+                continue
+            self._toasted.add(key)
+            level = alerts_mod.level_of(e)
+            self.notify(e.text, title="crash" if e.kind == "crash" else f"{level} alert",
+                        severity="error" if level == "CRIT" else "warning", timeout=10)
+        if bool(self.active_alerts) != getattr(self, "_had_alerts", None):
+            self._had_alerts = bool(self.active_alerts)
+            self.refresh_bindings()
 
     def _show_charts(self, snap: Snapshot) -> None:
         marker_key = (snap.restarts_at, tuple((c.get("step"), c.get("ok"), c.get("suspect")) for c in snap.checkpoints))
+        now = time.monotonic()
+        if marker_key == self._marker_key and now - self._charts_at < CHART_REFRESH_S:
+            return
+        self._charts_at = now
         if marker_key != self._marker_key:
             self._marker_key = marker_key
             self._markers = markers_from(snap.restarts_at, snap.checkpoints)
@@ -189,6 +257,12 @@ class RunScreen(Screen):
 
     # ---- keys ---------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "start_runner":
+            if not self._stale:
+                return False  # only offered when the runner is gone
+            return None if self.readonly else True
+        if action == "acknowledge":
+            return bool(self.active_alerts)
         if action in PROCESS_ACTIONS or action == "verify":
             if self._live is False:
                 return False  # a past run: no runner to ask, so the keys are not shown
@@ -199,11 +273,59 @@ class RunScreen(Screen):
         return True
 
     def on_key(self, event: Key) -> None:
-        if self.readonly and event.key in keys.PROCESS_KEYS and self._live is not False:
+        if self.readonly and ((event.key in keys.PROCESS_KEYS and self._live is not False)
+                              or (event.key == "s" and self._stale)):
             event.stop()
             event.prevent_default()
             self.notify("read-only console: process-changing keys are disabled", severity="warning")
 
+    # ---- alerts, details, runner --------------------------------------------------------
+    def action_acknowledge(self) -> None:
+        """Acknowledge every active alert; kept in the run directory for the next console."""
+        if not self.active_alerts:
+            self.notify("no active alerts")
+            return
+        acked = self.acked | {a.key for a in self.active_alerts}
+        try:
+            alerts_mod.write_acks(self.source.run.path, acked)
+        except OSError as exc:
+            self.notify(f"acknowledged for this console only: cannot write acks.json ({exc})", severity="warning")
+        n = len(self.active_alerts)
+        self.acked = acked
+        self._show_alerts(self.query_one(EventPane).entries)
+        self.notify(f"acknowledged {n} alert{'s' if n != 1 else ''}")
+
+    def on_event_pane_chosen(self, message: EventPane.Chosen) -> None:
+        self._open_detail(message.entry)
+
+    def action_details(self) -> None:
+        pane = self.query_one(EventPane)
+        if self.active_alerts and not pane.has_focus:
+            self._open_detail(self.active_alerts[0].entry)
+        elif pane.entries and pane.highlighted is not None:
+            self._open_detail(pane.entries[min(pane.highlighted, len(pane.entries) - 1)])
+        else:
+            self.notify("no event to show")
+
+    def _open_detail(self, entry) -> None:
+        from console.screens.dialogs import DetailScreen
+        from console.timeline import detail_lines
+        report = None
+        if entry.kind == "crash" and self.snapshot is not None:
+            report = next((c for c in self.snapshot.crashes if c.get("attempt") == entry.event.get("attempt")), None)
+        self.app.push_screen(DetailScreen(entry.text.split(":", 1)[0], detail_lines(entry, report)))
+
+    def action_start_runner(self) -> None:
+        if not self._stale:
+            self.notify("the runner is alive: nothing to start")
+            return
+        try:
+            pid = self.source.start_runner()
+        except Exception as exc:  # say why on screen; the run directory is untouched
+            self.notify(f"could not start a runner: {exc}", severity="error")
+            return
+        self.notify(f"started a new runner (pid {pid}); it adopts the training if it still runs")
+        self.poll_now()
     def _confirm_and_send(self, confirmation: confirmations.Confirmation) -> None:
         def done(yes: bool | None) -> None:
             if yes:
@@ -266,6 +388,19 @@ class RunScreen(Screen):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+
+
+def _show(widget, visible: bool) -> None:
+    """Show or hide a widget; untouched when already so (every change costs a new layout)."""
+    if widget.display != visible:
+        widget.display = visible
+
+
+def _set_text(widget: Static, text: str) -> None:
+    """Replace a Static's text only when it changed (an update re-lays out the screen)."""
+    if getattr(widget, "_moe_text", None) != text:
+        widget._moe_text = text
+        widget.update(text)
 
 
 def _confirm_screen(confirmation):

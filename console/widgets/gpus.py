@@ -356,5 +356,7 @@ class GpuPanel(Static):
         if key == self._shown:
             return
         self._shown = key
+        # A new layout only when the number of lines changes (a redraw alone is far cheaper).
+        relayout = len(lines) != len(self.plain_lines)
         self.plain_lines = [fmt.plain(line) for line in lines]
-        self.update(styled_text(self, lines))
+        self.update(styled_text(self, lines), layout=relayout)

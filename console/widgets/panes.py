@@ -1,11 +1,16 @@
-"""Text panes of the run screen: events/alerts/checkpoints/crashes, the log tail, and the
+"""Panes of the run screen: the events list (Enter opens an event), the log tail, and the
 zombie/blocker table (a selectable list: ``z`` acts on its cursor row)."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable, Static
+from textual.message import Message
+from textual.widgets import DataTable, OptionList, Static
+from textual.widgets.option_list import Option
 
 from console import format as fmt
+from console import timeline
+from console.logtail import MetricColumns
+from console.timeline import Entry
 
 
 def _text(lines: list[tuple[str, str]], widget: Static) -> Text:
@@ -17,53 +22,99 @@ def _text(lines: list[tuple[str, str]], widget: Static) -> Text:
     return text
 
 
-def event_pane_lines(checkpoints, crashes, events, limit: int) -> list[tuple[str, str]]:
-    """Newest first: latest checkpoint verdicts and crashes, then alerts and events; after
-    them every crash and every checkpoint of the run (the pane scrolls)."""
-    checkpoints, crashes = list(checkpoints), list(crashes)
-    lines: list[tuple[str, str]] = []
-    for ck in checkpoints[:2]:
-        lines.append(fmt.checkpoint_line(ck))
-    for c in crashes[-2:][::-1]:
-        lines.append(("crash " + fmt.crash_line(c), "event--crit"))
-    shown = 0
-    for ev in reversed(list(events)):
-        if ev.get("type") == "checkpoint":
-            continue
-        lines.append(fmt.event_line(ev))
-        shown += 1
-        if shown >= limit:
-            break
-    if not lines:
-        lines.append(("no events yet", "event--dim"))
-    if len(crashes) > 2:
-        lines.append((f"── all crashes ({len(crashes)}) ──", "event--dim"))
-        lines += [("crash " + fmt.crash_line(c), "event--crit") for c in crashes[::-1]]
-    if len(checkpoints) > 2:
-        lines.append((f"── all checkpoints ({len(checkpoints)}) ──", "event--dim"))
-        lines += [fmt.checkpoint_line(ck) for ck in checkpoints]
-    return lines
+def event_pane_entries(events) -> list[Entry]:
+    """The events pane: every event of the snapshot as a sentence, oldest first (time order,
+    stable sequence), de-duplicated."""
+    return timeline.timeline(list(events))
 
 
-class EventPane(Static):
-    COMPONENT_CLASSES = {"event--crit", "event--warn", "event--ok", "event--dim"}
+def event_pane_lines(events) -> list[str]:
+    entries = event_pane_entries(events)
+    return [e.line for e in entries] if entries else ["no events yet"]
+
+
+class EventPane(OptionList):
+    """Events in time order; the cursor follows the newest unless moved; Enter opens the detail
+    view of the highlighted event (``EventPane.Chosen``)."""
+
+    COMPONENT_CLASSES = OptionList.COMPONENT_CLASSES | {"event--crit", "event--warn", "event--ok", "event--dim"}
+
+    class Chosen(Message):
+        def __init__(self, entry: Entry) -> None:
+            super().__init__()
+            self.entry = entry
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: object = None
+        self.entries: list[Entry] = []
+        self.plain_lines: list[str] = []
+
+    def show(self, events) -> None:
+        key = (len(events), events[-1].get("t") if events else None, id(events[-1]) if events else None)
+        if key == self._shown:
+            return
+        self._shown = key
+        entries = event_pane_entries(events)
+        following = self.highlighted is None or self.highlighted >= len(self.entries) - 1
+        old = self.entries[self.highlighted].seq if (self.highlighted is not None and self.entries
+                                                      and not following) else None
+        self.entries = entries
+        self.plain_lines = [e.line for e in entries] or ["no events yet"]
+        self.set_options([Option(self._prompt(e), id=str(i)) for i, e in enumerate(entries)]
+                         or [Option(Text("no events yet", style=self._style("event--dim")), disabled=True)])
+        if not entries:
+            return
+        if following or old is None:
+            self.highlighted = len(entries) - 1
+        else:
+            self.highlighted = next((i for i, e in enumerate(entries) if e.seq == old), len(entries) - 1)
+        if self.highlighted == len(entries) - 1:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+        else:
+            self.scroll_to_highlight()
+
+    def on_resize(self) -> None:
+        # The alert bar or the blocker table came or went: keep the newest event in view.
+        if self.entries and self.highlighted == len(self.entries) - 1:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+
+    def _style(self, name: str):
+        return self.get_component_rich_style(name, partial=True) if name else ""
+
+    def _prompt(self, e: Entry) -> Text:
+        return Text(e.line, style=self._style(e.style), no_wrap=True, overflow="ellipsis")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self.entries):
+            self.post_message(self.Chosen(self.entries[event.option_index]))
+
+
+class AlertBar(Static):
+    """Active critical and warning alerts above the charts: a count, then the newest first."""
+
+    COMPONENT_CLASSES = {"alert--crit", "alert--warn"}
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self._shown: object = None
         self.plain_lines: list[str] = []
 
-    def show(self, checkpoints, crashes, events) -> None:
-        lines = event_pane_lines(checkpoints, crashes, events, limit=40)
+    def show_alerts(self, alerts, room: int) -> None:
+        from console.alerts import bar_lines
+        lines = bar_lines(alerts, room)
         if lines == self._shown:
             return
         self._shown = lines
+        relayout = len(lines) != len(self.plain_lines)  # height auto: only a new line count moves things
         self.plain_lines = [t for t, _ in lines]
-        self.update(_text(lines, self))
+        self.update(_text(lines, self), layout=relayout)
 
 
 class LogTail(Static):
-    """The last lines of train.log that fit, oldest at the top (a following tail)."""
+    """The last lines of train.log that fit, oldest at the top (a following tail); metric lines
+    as aligned columns (``console.logtail``)."""
 
     COMPONENT_CLASSES = {"event--dim"}
 
@@ -71,6 +122,7 @@ class LogTail(Static):
         super().__init__("", id=id)
         self._lines: tuple[str, ...] = ()
         self._shown: object = None
+        self._columns = MetricColumns()
         self.plain_lines: list[str] = []
 
     def show(self, lines: tuple[str, ...]) -> None:
@@ -82,13 +134,12 @@ class LogTail(Static):
 
     def _draw(self) -> None:
         h = max(1, self.content_size.height or 10)
-        lines = list(self._lines[-h:]) or ["(train.log is empty)"]
-        key = (h, tuple(lines))
+        key = (h, self._lines[-h:])
         if key == self._shown:
             return
         self._shown = key
-        self.plain_lines = lines
-        self.update(_text([(line.expandtabs(4), "") for line in lines], self))
+        self.plain_lines = self._columns.rows(self._lines, h) or ["(train.log is empty)"]
+        self.update(_text([(line, "") for line in self.plain_lines], self), layout=False)  # fixed size
 
 
 # Processes of the run itself are listed by the telemetry layer too; they are not zombies.

@@ -20,10 +20,10 @@ class StatusLine(Static):
         self._shown: object = None
         self.plain_lines: list[str] = []
 
-    def show_run(self, run: dict) -> None:
-        lines = fmt.status_lines(run, readonly=self.readonly)
+    def show_run(self, run: dict, *, quiet_s: float | None = None, heartbeat_s: float | None = None) -> None:
+        lines = fmt.status_lines(run, readonly=self.readonly, quiet_s=quiet_s, heartbeat_s=heartbeat_s)
         if lines == self._shown:
             return
         self._shown = lines
         self.plain_lines = [fmt.plain(line) for line in lines]
-        self.update(styled_text(self, lines, overflow="ellipsis"))
+        self.update(styled_text(self, lines, overflow="ellipsis"), layout=False)  # fixed height

@@ -21,7 +21,11 @@ from runner import rundir  # noqa: E402
 
 
 async def probe(base: Path, ref: str) -> dict:
-    app = MoeConsole(base, rundir.resolve(base, ref), interval=3600)
+    run = rundir.resolve(base, ref)
+    # The clock pinned just after the log's last write: the quiet-time indicator (not part of
+    # the JSON's status) stays off however long a loaded machine takes to get here.
+    log_t = run.log.stat().st_mtime
+    app = MoeConsole(base, run, interval=3600, clock=lambda: log_t + 1)
     async with app.run_test(size=(160, 48)) as pilot:
         deadline = time.monotonic() + 30
         while not (isinstance(app.screen, RunScreen) and app.screen.snapshot is not None):

@@ -222,7 +222,11 @@ def test_screen_shows_the_snapshot(base, make_run):
             events = screen.query_one(EventPane).plain_lines
             assert any("BAD" in e and "checkpoint-40" in e for e in events)
             assert any("cuda_oom" in e for e in events)
-            assert screen.query_one(LogTail).plain_lines[-1] == "step 60/100 loss 0.7707"
+            # metric lines as aligned columns: step, loss, grad norm, lr
+            tail = screen.query_one(LogTail).plain_lines
+            assert tail[0].split() == ["step", "loss", "grad", "norm", "lr"]
+            assert tail[-1].split() == ["60/100", "0.7707", "—", "—"]
+            assert len({len(line) for line in tail}) == 1  # right-aligned under the header
             assert "bob" in str(screen.query_one("#blockers").get_row_at(0))
     asyncio.run(go())
 

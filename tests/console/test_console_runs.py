@@ -102,3 +102,61 @@ def test_bad_input_is_one_line_and_exit_2(base, make_run, args):
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("moeconsole: ")
     assert "Traceback" not in out.stderr
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, make_run):
+    import os
+    from runner import store
+    live = make_run(base, "20240105-000000-demo-live", name="tiny-moe-cpu", status="running", steps=10,
+                    runner_pid=os.getpid(), crash={"class": "cuda_oom"},
+                    recipe={"name": "tiny-moe-cpu", "command": ["python"], "args": {"fault": "oom@40", "lr": 0.001}})
+    gone = make_run(base, "20240104-000000-demo-gone", name="tiny-moe-cpu", status="running", steps=5,
+                    runner_pid=_dead_pid(),
+                    recipe={"name": "tiny-moe-cpu", "command": ["python"], "args": {"fault": None, "lr": 0.001}})
+    assert cli("runs", "rebuild", base=base).returncode == 0
+    # the runner goes on after the index was written: 30 more steps, state.json says so
+    for step in range(11, 41):
+        jsonio.append_jsonl(live.metrics, {"v": 1, "t": 0.0, "attempt": 2, "step": step, "loss": 0.25})
+    state = live.read_state()
+    state["step"] = 40
+    jsonio.atomic_write_json(live.state, state)
+
+    out = cli("runs", "ls", base=base)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    header = lines[0].split()
+    assert header[:3] == ["ID", "NAME", "STATUS"] and "CRASHES" in header and "LAST" in header
+    live_line = next(line for line in lines if line.startswith(live.run_id))  # the full id
+    gone_line = next(line for line in lines if line.startswith(gone.run_id))
+    assert "tiny-moe-cpu args.fault=oom@40" in live_line and "tiny-moe-cpu args.fault=null" in gone_line
+    assert " 40/100 " in live_line and " 1 " in live_line and "cuda_oom" in live_line and "0.25" in live_line
+    assert "STALE RUNNING" in gone_line and "STALE" not in live_line
+    # the index itself was brought up to date
+    row = next(r for r in store.list_runs(base, refresh=False) if r["id"] == live.run_id)
+    assert row["last_step"] == 40 and row["crashes"] == 1 and row["last_crash_class"] == "cuda_oom"
+    rows = json.loads(cli("runs", "ls", "--json", base=base).stdout)["runs"]
+    assert {r["id"]: r["stale"] for r in rows} == {live.run_id: False, gone.run_id: True}
+    # a unique prefix of the id is enough to open the run
+    out = cli("runs", "show", "20240104", base=base)
+    assert out.returncode == 0 and gone.run_id in out.stdout
+
+
+def test_an_old_index_gains_the_new_columns(base, make_run):
+    import sqlite3
+    from runner import store
+    make_run(base, "20240101-000000-a-aaaa", name="a", status="failed", crash={"class": "nccl_timeout"})
+    conn = sqlite3.connect(base / store.INDEX_NAME)
+    conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, recipe_hash TEXT, status TEXT, "
+                 "started_at REAL, ended_at REAL, attempts INTEGER, restarts INTEGER, last_step INTEGER, "
+                 "max_steps INTEGER, last_loss REAL, min_loss REAL, path TEXT, updated_at REAL)")
+    conn.commit()
+    conn.close()
+    assert cli("runs", "rebuild", base=base).returncode == 0
+    (row,) = store.list_runs(base)
+    assert row["crashes"] == 1 and row["last_crash_class"] == "nccl_timeout" and row["display_name"] == "a"

@@ -1,6 +1,9 @@
-"""SVG snapshots of the main screens at 80x24 (compact layout) and 160x48, and the NO_COLOR
-rendering. Regenerate after an intended change with MOECONSOLE_UPDATE_SNAPSHOTS=1 and look at
-the SVGs before committing them."""
+"""SVG snapshots of the main screens at 80x24 (compact layout), 120x36 and 160x48, and the
+NO_COLOR rendering. Regenerate after an intended change with MOECONSOLE_UPDATE_SNAPSHOTS=1 and
+look at the SVGs before committing them.
+
+Stable under load: the run is polled once, the wall clock of the screen is pinned, and a
+screenshot is taken only when two in a row agree (a loaded machine may still be laying out)."""
 from __future__ import annotations
 
 import asyncio
@@ -16,6 +19,7 @@ from console.screens.browser import BrowserScreen
 from console.screens.compare import CompareScreen
 from console.screens.run import RunScreen
 from console.widgets.status import StatusLine
+from tests.console.conftest import T0
 
 SNAPSHOTS = Path(__file__).with_name("snapshots")
 UPDATE = os.environ.get("MOECONSOLE_UPDATE_SNAPSHOTS") == "1"
@@ -72,16 +76,30 @@ def _live(base, make_run):
                     pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}])
 
 
+async def settled_screenshot(app, pilot, timeout: float = 20.0) -> str:
+    """The screen once it stopped changing: two screenshots 0.2 s apart that agree."""
+    deadline = time.monotonic() + timeout
+    last = app.export_screenshot(title="moeconsole")
+    while True:
+        await pilot.pause(0.2)
+        now = app.export_screenshot(title="moeconsole")
+        if now == last:
+            return now
+        assert time.monotonic() < deadline, "the screen kept changing"
+        last = now
+
+
 async def _run_screen_svg(base, run, size) -> str:
-    # interval: one poll only, so the GPU sparklines do not depend on timing
-    app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]))
+    # interval: one poll only, so the GPU sparklines do not depend on timing; the clock is
+    # pinned just after the run's last line, so the quiet time reads the same on every run
+    os.utime(run.log, (T0 + 31, T0 + 31))
+    app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]), clock=lambda: T0 + 50)
     async with app.run_test(size=size) as pilot:
         await _until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
-        await pilot.pause(0.2)
-        return app.export_screenshot(title="moeconsole")
+        return await settled_screenshot(app, pilot)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (160, 48)])
 def test_run_screen_snapshot(base, make_run, utc, tmp_path, size):
     run = _live(base, make_run)
     svg = asyncio.run(_run_screen_svg(base, run, size))
@@ -97,8 +115,7 @@ def test_browser_snapshot_80x24(base, make_run, utc, tmp_path):
         app = MoeConsole(base, None)
         async with app.run_test(size=(80, 24)) as pilot:
             await _until(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
-            await pilot.pause(0.2)
-            return app.export_screenshot(title="moeconsole")
+            return await settled_screenshot(app, pilot)
     check_snapshot("browser_80x24", asyncio.run(go()), tmp_path)
 
 
@@ -116,8 +133,7 @@ def test_compare_snapshot_160x48(base, make_run, utc, tmp_path):
             await _until(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows)
             app.push_screen(CompareScreen(a.path, b.path, base))
             await _until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result is not None)
-            await pilot.pause(0.2)
-            return app.export_screenshot(title="moeconsole")
+            return await settled_screenshot(app, pilot)
     check_snapshot("compare_160x48", asyncio.run(go()), tmp_path)
 
 

@@ -1,0 +1,206 @@
+"""The run's events as a time-ordered list of sentences: what the events pane shows and what
+Enter opens. Pure (event dicts in, ``Entry`` out), so tests need no UI and no processes.
+
+Each event keeps its position in ``events.jsonl`` as a stable sequence number: entries sort by
+(time, sequence), so events of the same second keep the order the runner wrote them in. A
+status change that only repeats the event just before it (``attempt 2 started`` followed by
+``status running: attempt 2 started``) is dropped, and identical sentences in a row are shown
+once with a count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from console import format as fmt
+
+LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
+
+# A status event right after one of these (same attempt, within a few seconds) says nothing new.
+STATUS_IMPLIED_BY = {"running": {"attempt_start", "adopt"}, "paused": {"pause"}, "cooldown": {"cooldown"},
+                     "stopping": {"kill"}, "succeeded": {"success"}}
+IMPLIED_WITHIN_S = 5.0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the events pane and what its detail view shows."""
+
+    seq: int                 # position in events.jsonl (stable across polls)
+    t: float | None
+    kind: str                # the event's type
+    text: str                # the sentence, without the time
+    style: str = ""          # TCSS component class; the first word carries the meaning alone
+    count: int = 1           # identical sentences in a row, shown once
+    event: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def line(self) -> str:
+        times = f" (×{self.count})" if self.count > 1 else ""
+        return f"{fmt.clock(self.t)} {self.text}{times}"
+
+
+def _pids(items: Any) -> str:
+    pids = [str(p.get("pid") if isinstance(p, dict) else p) for p in items or ()]
+    return ", ".join(pids) if pids else fmt.NA
+
+
+def _values(d: Any) -> str:
+    if not isinstance(d, dict) or not d:
+        return ""
+    return ", ".join(f"{k.replace('_', ' ')} {_field(v)}" for k, v in d.items())
+
+
+def sentence(ev: dict) -> tuple[str, str]:
+    """One event as (sentence, style): the first word names the kind, never a Python dict."""
+    kind = str(ev.get("type") or "event")
+    attempt = ev.get("attempt")
+    if kind == "alert":
+        level = fmt.LEVEL_WORD.get(str(ev.get("level") or "").lower(), str(ev.get("level") or "ALERT").upper())
+        step = f" @{ev['step']}" if ev.get("step") is not None else ""
+        return f"{level} {ev.get('rule') or 'alert'}{step}: {ev.get('message') or ''}".rstrip(": "), \
+            LEVEL_STYLE.get(level, "")
+    if kind == "status":
+        word = str(ev.get("status") or "?")
+        reason = fmt.strip_word(str(ev.get("reason") or ""), word)
+        style = "event--crit" if word in ("failed", "killed") else ""
+        return f"{word.upper()}" + (f": {reason}" if reason else ""), style
+    if kind == "attempt_start":
+        if ev.get("error"):
+            return f"attempt {attempt} could not start: {ev['error']}", "event--crit"
+        where = f"resuming from {_name(ev['resumed_from'])}" if ev.get("resumed_from") else "from scratch"
+        pid = f", leader pid {ev['pid']}" if ev.get("pid") else ""
+        port = f", port {ev['port']}" if ev.get("port") else ""
+        return f"attempt {attempt} started {where}{pid}{port}", ""
+    if kind == "attempt_end":
+        return f"attempt {attempt} ended: {fmt.exit_words(ev)}", ""
+    if kind == "crash":
+        text = f"CRASH attempt {attempt}: {ev.get('class') or 'unknown'}"
+        if ev.get("summary"):
+            text += f", {ev['summary']}"
+        nxt = ev.get("decision") or ev.get("recovery")
+        if nxt:
+            text += f"; next: {nxt}"
+        return text, "event--crit"
+    if kind == "cooldown":
+        why = f" ({ev['reason']})" if ev.get("reason") else ""
+        return f"COOLDOWN until {fmt.clock(ev.get('until'))} at the earliest{why}", "event--warn"
+    if kind == "restart":
+        return f"RESTART of attempt {attempt} requested by {ev.get('requested_by') or 'the runner'}", "event--warn"
+    if kind == "checkpoint":
+        return fmt.checkpoint_line(ev)
+    if kind == "kill":
+        why = f" ({ev['reason']})" if ev.get("reason") else ""
+        return (f"KILL by {ev.get('requested_by') or '?'}{why}: SIGTERM to pids {_pids(ev.get('pids'))}, "
+                f"SIGKILL after {fmt.num(ev.get('grace_s'), 3)}s"), "event--warn"
+    if kind == "kill_done":
+        how = "escalated to SIGKILL" if ev.get("escalated") else "no SIGKILL needed"
+        why = f" ({ev['reason']})" if ev.get("reason") else ""
+        return f"kill done{why} in {fmt.num(ev.get('seconds'), 3)}s, {how}", ""
+    if kind == "kill_escalate":
+        return f"SIGKILL to pids {_pids(ev.get('pids'))}: {ev.get('why') or 'still alive'}", "event--warn"
+    if kind == "pause":
+        return f"PAUSE: {fmt.strip_word(str(ev.get('reason') or ''), 'paused')}", "event--warn"
+    if kind == "drift":
+        return (f"DRIFT: {_name(ev.get('checkpoint'))} was saved by recipe {str(ev.get('checkpoint_hash'))[:8]}, "
+                f"this recipe is {str(ev.get('recipe_hash'))[:8]} (policy {ev.get('policy')})"), "event--warn"
+    if kind == "adopt":
+        return f"runner adopted attempt {attempt} (pids {_pids(ev.get('pids'))})", ""
+    if kind == "port_change":
+        return f"rendezvous port moved from {ev.get('old')} to {ev.get('new')}", "event--warn"
+    if kind == "blocker_kill":
+        res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+        ok = "ended" if res.get("ok") else "not ended"
+        why = f": {res['reason']}" if res.get("reason") else ""
+        return f"blocker pid {ev.get('pid')} {ok}{why}", "event--warn"
+    if kind == "success":
+        return f"SUCCESS: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt})", "event--ok"
+    rest = {k: v for k, v in ev.items() if k not in ("v", "t", "type")}
+    return (f"{kind.replace('_', ' ')}: {_values(rest)}" if rest else kind.replace("_", " ")), ""
+
+
+def _name(path: Any) -> str:
+    s = str(path or fmt.NA).rstrip("/")
+    return s.rsplit("/", 1)[-1]
+
+
+def _implied(ev: dict, prev: dict | None) -> bool:
+    if prev is None or ev.get("type") != "status":
+        return False
+    kinds = STATUS_IMPLIED_BY.get(str(ev.get("status")), set())
+    t, pt = ev.get("t"), prev.get("t")
+    close = isinstance(t, (int, float)) and isinstance(pt, (int, float)) and abs(t - pt) <= IMPLIED_WITHIN_S
+    return prev.get("type") in kinds and close
+
+
+def timeline(events: list[dict] | tuple[dict, ...], first_seq: int = 0) -> list[Entry]:
+    """Events (in file order, the first at ``first_seq``) as entries in time order."""
+    numbered = [(i + first_seq, ev) for i, ev in enumerate(events) if isinstance(ev, dict)]
+    numbered.sort(key=lambda p: (p[1].get("t") if isinstance(p[1].get("t"), (int, float)) else 0.0, p[0]))
+    out: list[Entry] = []
+    prev: dict | None = None
+    for seq, ev in numbered:
+        if _implied(ev, prev):
+            prev = ev
+            continue
+        prev = ev
+        text, style = sentence(ev)
+        if out and out[-1].text == text:
+            last = out[-1]
+            out[-1] = Entry(last.seq, last.t, last.kind, last.text, last.style, last.count + 1, last.event)
+            continue
+        out.append(Entry(seq, ev.get("t"), str(ev.get("type") or "event"), text, style, 1, ev))
+    return out
+
+
+def detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
+    """The full text of an entry for the detail view: the sentence, every field, and for a crash
+    its report (evidence lines), for a checkpoint its verdict."""
+    ev = entry.event
+    lines = [f"{fmt.clock(entry.t)}  {entry.text}", ""]
+    if entry.count > 1:
+        lines.append(f"seen {entry.count} times in a row")
+    if entry.kind == "checkpoint":
+        lines += [f"verdict: {ev.get('verdict') or fmt.NA} ({'ok' if ev.get('ok') else 'NOT ok'})",
+                  f"path: {ev.get('path') or fmt.NA}", f"step: {fmt.intc(ev.get('step'))}"]
+        if ev.get("reason"):
+            lines.append(f"reason: {ev['reason']}")
+        if ev.get("tensors") is not None:
+            lines.append(f"tensors: {ev['tensors']}")
+        if ev.get("suspect"):
+            lines.append("suspect: yes (the monitors flagged the steps before it)")
+    elif entry.kind == "alert":
+        lines += [f"level: {ev.get('level')}", f"rule: {ev.get('rule')}", f"step: {fmt.intc(ev.get('step'))}",
+                  f"attempt: {ev.get('attempt') if ev.get('attempt') is not None else fmt.NA}",
+                  f"message: {ev.get('message') or ''}"]
+        values = ev.get("values")
+        if isinstance(values, dict) and values:
+            lines.append("evidence:")
+            lines += [f"  {k}: {v}" for k, v in values.items()]
+    else:
+        for k, v in ev.items():
+            if k in ("v", "t", "type"):
+                continue
+            lines.append(f"{k.replace('_', ' ')}: {_field(v)}")
+    if crash_report:
+        lines += ["", f"crash report (attempt {crash_report.get('attempt')}):",
+                  f"class: {crash_report.get('class') or 'unknown'}", f"how it ended: {fmt.exit_words(crash_report)}",
+                  f"summary: {crash_report.get('summary') or ''}", f"recovery: {crash_report.get('recovery') or fmt.NA}"]
+        evidence = crash_report.get("evidence") or []
+        if evidence:
+            lines.append("evidence:")
+            lines += [f"  {line}" for line in evidence]
+    return lines
+
+
+def _field(v: Any) -> str:
+    """A value in words: numbers short, lists joined, mappings as "key value" pairs."""
+    if isinstance(v, float):
+        return fmt.num(v)
+    if isinstance(v, dict):
+        return _values(v) or fmt.NA
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_field(x) for x in v) or fmt.NA
+    if v is None:
+        return fmt.NA
+    return str(v)

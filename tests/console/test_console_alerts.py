@@ -1,0 +1,180 @@
+"""The real app on real run directories: the alert bar and its acknowledgements across
+attaches, toasts for alerts that arrive while attached, the detail view of an event, the
+runner-gone banner whose key starts a real runner, and the quiet-time indicator."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+
+from console.alerts import ACKS_NAME
+from console.app import MoeConsole
+from console.screens.dialogs import DetailScreen
+from console.screens.run import RunScreen
+from console.widgets.panes import AlertBar, EventPane
+from console.widgets.status import StatusLine
+from runner import jsonio
+from tests.conftest import end_processes, run_processes
+
+
+async def until(pilot, cond, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await pilot.pause(0.05)
+
+
+def app_for(base, run, **kw) -> MoeConsole:
+    kw.setdefault("interval", 0.1)
+    return MoeConsole(base, run, gpu=False, **kw)
+
+
+async def attached(pilot) -> RunScreen:
+    await until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
+    return pilot.app.screen
+
+
+def bar_of(screen) -> list[str]:
+    bar = screen.query_one(AlertBar)
+    return list(bar.plain_lines) if bar.display else []
+
+
+def test_alert_bar_ack_survives_reattach_and_new_alerts_toast(base, make_run):
+    run = make_run(base, runner_pid=os.getpid(), crash={"class": "cuda_oom"})
+
+    async def first():
+        app = app_for(base, run)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            await until(pilot, lambda: bool(bar_of(screen)))
+            bar = bar_of(screen)
+            assert bar[0].startswith("2 active alerts (2 CRIT)")
+            assert "CRASH attempt 1: cuda_oom" in bar[1] and "checkpoint_empty_stub @40" in bar[2]  # newest first
+            assert not app._notifications, "history is not toasted on attach"
+            await pilot.press("a")
+            await until(pilot, lambda: not bar_of(screen))
+            # an alert written while attached: a toast and the bar again
+            run.event("alert", level="warning", rule="grad_norm_spike", step=61, message="grad norm 40x median")
+            await until(pilot, lambda: bool(bar_of(screen)))
+            assert bar_of(screen)[0].startswith("1 active alert (1 WARN)")
+            await until(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
+    asyncio.run(first())
+    acked = jsonio.read_json(run.path / ACKS_NAME)
+    assert acked["v"] == 1 and len(acked["acked"]) == 2
+
+    async def again():
+        app = app_for(base, run)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            await pilot.pause(0.3)
+            bar = bar_of(screen)
+            assert len(bar) == 2 and "grad_norm_spike" in bar[1], "the acknowledged two stay quiet"
+    asyncio.run(again())
+
+
+def test_enter_opens_the_crash_report_of_an_event(base, make_run):
+    run = make_run(base, status="failed", crash={"class": "cuda_oom"})
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            pane = screen.query_one(EventPane)
+            await until(pilot, lambda: any("CRASH" in line for line in pane.plain_lines))
+            pane.focus()
+            pane.highlighted = next(i for i, e in enumerate(pane.entries) if e.kind == "crash")
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            body = "\n".join(app.screen.lines)
+            assert "torch.OutOfMemoryError: CUDA out of memory." in body and "class: cuda_oom" in body
+            await pilot.press("escape")
+            await until(pilot, lambda: isinstance(app.screen, RunScreen))
+            # an alert: its evidence (the checkpoint verdict's alert)
+            pane.highlighted = next(i for i, e in enumerate(pane.entries) if e.kind == "checkpoint"
+                                    and e.event.get("ok") is False)
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            body = "\n".join(app.screen.lines)
+            assert "verdict: empty_stub (NOT ok)" in body and "reason: empty header (39 KB)" in body
+    asyncio.run(go())
+
+
+def test_quiet_time_shows_with_the_recipe_hang_limit(base, make_run):
+    run = make_run(base, runner_pid=os.getpid(), recipe={"name": "demo", "command": ["python"],
+                                                          "heartbeat": {"timeout_s": 600}})
+    last = max(rec["t"] for rec in jsonio.read_jsonl(run.metrics))
+    os.utime(run.log, (last, last))
+
+    async def go():
+        app = app_for(base, run, clock=lambda: last + 125)
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await attached(pilot)
+            status = screen.query_one(StatusLine)
+            await until(pilot, lambda: "quiet" in status.plain_lines[0])
+            assert "quiet 2m05s (hang limit 10m00s)" in status.plain_lines[0]
+            assert "ETA" not in status.plain_lines[0]  # hung for 250 steps: no guess
+    asyncio.run(go())
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_run):
+    recipe = {"name": "demo", "command": ["{python}", "-c", "import time; time.sleep(60)"],
+              "kill": {"grace_s": 1.0}, "cooldown": {"floor_s": 0.0, "ceiling_s": 5.0}}
+    run = make_run(base, runner_pid=_dead_pid(), recipe=recipe)
+    state = run.read_state()
+    state["runner"]["pid"] = _dead_pid()
+    jsonio.atomic_write_json(run.state, state)
+
+    async def go():
+        app = app_for(base, run, interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            banner = screen.query_one("#runner-gone")
+            await until(pilot, lambda: banner.display)
+            text = str(banner.render())
+            assert "RUNNER GONE" in text and f"moeconsole supervise {run.run_id}" in text and "press s" in text
+            shown = {k for k, b in screen.active_bindings.items() if b.binding.show}
+            assert "s" in shown
+            await pilot.press("s")
+            await until(pilot, lambda: any("started a new runner" in n.message for n in app._notifications))
+            await until(pilot, lambda: not banner.display, timeout=60)
+            assert screen.snapshot.run["runner_alive"]
+    try:
+        asyncio.run(go())
+    finally:
+        deadline = time.monotonic() + 5
+        procs = run_processes(base)
+        while not procs and time.monotonic() < deadline:
+            time.sleep(0.1)
+            procs = run_processes(base)
+        end_processes(procs)
+        for pid in procs:  # the runner is a child of this process (the console started it): reap it
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        assert not [c for c in psutil.Process().children() if c.pid in procs]
+
+
+def test_readonly_console_does_not_start_a_runner(base, make_run):
+    run = make_run(base, runner_pid=_dead_pid())
+
+    async def go():
+        app = app_for(base, run, readonly=True)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            await until(pilot, lambda: screen.query_one("#runner-gone").display)
+            assert "press s" not in str(screen.query_one("#runner-gone").render())
+            await pilot.press("s")
+            await until(pilot, lambda: any("read-only" in n.message for n in app._notifications))
+    asyncio.run(go())
+    assert not run_processes(base)
