@@ -13,6 +13,7 @@ import threading
 from array import array
 from bisect import bisect_right
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -20,9 +21,11 @@ CHUNK = 4 << 20
 
 
 class LogFile:
-    def __init__(self, path: Path | str, *, max_line: int = 2000) -> None:
+    def __init__(self, path: Path | str, *, max_line: int = 2000,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.path = Path(path)
         self.max_line = max_line
+        self.redact = redact           # secrets out of every line shown
         self._starts = array("q")      # byte offset of each complete line's start
         self._end = 0                  # offset just past the last indexed newline
         self._size = 0                 # file size at the last refresh (bytes past _end: a partial line)
@@ -80,6 +83,8 @@ class LogFile:
         text = raw.rstrip(b"\n").decode("utf-8", "replace").rstrip("\r")
         if "\r" in text:
             text = text.rsplit("\r", 1)[-1]
+        if self.redact is not None:
+            text = self.redact(text)
         if len(text) > self.max_line:
             text = text[: self.max_line] + "…"
         return text.expandtabs(4)

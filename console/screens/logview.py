@@ -19,6 +19,7 @@ from textual.widgets import Footer, Static
 
 from console import keys
 from console.logfile import LogFile
+from runner.secrets import Redactor
 
 
 class LogView(ScrollView, can_focus=True):
@@ -91,7 +92,7 @@ class LogScreen(Screen):
         self.path = Path(path)
         self.title_text = title or str(path)
         self.interval = interval
-        self.log_file = LogFile(self.path)
+        self.log_file = LogFile(self.path, redact=Redactor.for_run_dir(self.path.parent).redact)
         self.follow = True
         self.needle = ""
 
