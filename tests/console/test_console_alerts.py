@@ -157,12 +157,20 @@ def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_r
             time.sleep(0.1)
             procs = run_processes(base)
         end_processes(procs)
-        for pid in procs:  # the runner is a child of this process (the console started it): reap it
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-        assert not [c for c in psutil.Process().children() if c.pid in procs]
+        # The runner is a child of this process (the console started it): reap it, whether it
+        # was ended above or exited by itself after the app had closed.
+        runner = (run.read_state().get("runner") or {}).get("pid")
+        mine = set(procs) | ({runner} if runner else set())
+        for pid in mine:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.05)
+        assert not [c for c in psutil.Process().children() if c.pid in mine]
 
 
 def test_readonly_console_does_not_start_a_runner(base, make_run):
