@@ -230,51 +230,10 @@ LEVEL_WORD = {"critical": "CRIT", "crit": "CRIT", "error": "CRIT", "warning": "W
 
 
 def event_line(ev: dict) -> tuple[str, str]:
-    """One event as (text, style). The first word names the kind, so colour is never needed."""
-    kind = ev.get("type") or "?"
-    t = clock(ev.get("t"))
-    style = ""
-    if kind == "alert":
-        level = LEVEL_WORD.get(str(ev.get("level") or "").lower(), str(ev.get("level") or "ALERT").upper())
-        style = "event--crit" if level == "CRIT" else "event--warn"
-        step = f" @{ev['step']}" if ev.get("step") is not None else ""
-        text = f"{level} {ev.get('rule') or ''}{step}: {ev.get('message') or ''}"
-    elif kind == "status":
-        reason = f" ({ev['reason']})" if ev.get("reason") else ""
-        text = f"status {str(ev.get('status') or '?').upper()}{reason}"
-    elif kind == "attempt_start":
-        res = f" from {ev['resumed_from']}" if ev.get("resumed_from") else ""
-        text = f"attempt {ev.get('attempt')} started{res}"
-    elif kind == "attempt_end":
-        text = f"attempt {ev.get('attempt')} ended: {exit_words(ev)}"
-    elif kind == "crash":
-        style = "event--crit"
-        text = f"CRASH {ev.get('class')}: {ev.get('summary') or ''} -> {ev.get('recovery') or ''}"
-    elif kind == "cooldown":
-        text = f"cooldown until {clock(ev.get('until'))}"
-        if ev.get("waiting_on"):
-            text += f", waiting on {_waiting_on(ev['waiting_on'])}"
-    elif kind == "restart":
-        style = "event--warn"
-        text = f"RESTART attempt {ev.get('attempt')}"
-    elif kind == "checkpoint":
-        text, style = checkpoint_line(ev)
-    elif kind == "kill":
-        pids = ", ".join(str(p.get("pid") if isinstance(p, dict) else p) for p in ev.get("pids") or [])
-        text = f"KILL by {ev.get('requested_by') or '?'} pids {pids or NA} grace {num(ev.get('grace_s'), 3)}s"
-        style = "event--warn"
-    elif kind == "pause":
-        style = "event--warn"
-        text = f"PAUSE {ev.get('reason') or ''}"
-    elif kind == "drift":
-        style = "event--warn"
-        text = "DRIFT recipe changed: " + ", ".join(f"{k}" for k in (ev.get("changed") or ev.get("keys") or []))
-    elif kind == "adopt":
-        text = "adopted pids " + ", ".join(str(p.get("pid") if isinstance(p, dict) else p) for p in ev.get("pids") or [])
-    else:
-        extra = {k: v for k, v in ev.items() if k not in ("v", "t", "type")}
-        text = f"{kind} {extra}" if extra else kind
-    return f"{t} {text}", style
+    """One event as (time and sentence, style), as the events pane and ``runs show`` write it."""
+    from console.timeline import sentence  # it builds on this module
+    text, style = sentence(ev)
+    return f"{clock(ev.get('t'))} {text}", style
 
 
 def checkpoint_line(ck: dict) -> tuple[str, str]:
