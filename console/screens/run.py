@@ -52,6 +52,7 @@ def _finite_min(y: np.ndarray) -> float | None:
 
 class RunScreen(Screen):
     BINDINGS = keys.bindings(keys.RUN_KEYS) + [Binding("escape", "back", "Back", show=False)]
+    AUTO_FOCUS = "#events"  # Enter opens the newest event at once; tab reaches the zombie list
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
@@ -174,6 +175,8 @@ class RunScreen(Screen):
         errors = [b["error"] for b in blockers if b.get("error")]
         title = self.query_one("#blockers-title", Static)
         real = table.blockers
+        if not real and table.has_focus:
+            self.query_one(EventPane).focus()  # a hidden table must not swallow Enter
         _show(table, bool(real))
         _set_text(title, f"zombies / blockers: {len(real)} (tab to select, z to end)" if real else
                   ("zombies / blockers: scan failed: " + errors[0]) if errors else "zombies / blockers: none")

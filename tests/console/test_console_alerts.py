@@ -62,6 +62,16 @@ def test_alert_bar_ack_survives_reattach_and_new_alerts_toast(base, make_run):
             await until(pilot, lambda: bool(bar_of(screen)))
             assert bar_of(screen)[0].startswith("1 active alert (1 WARN)")
             await until(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
+            # a crash: a toast of its own, and Enter opens it (the newest alert) in full
+            run.event("crash", attempt=2, **{"class": "nccl_timeout"}, summary="watchdog timeout",
+                      recovery="restart")
+            await until(pilot, lambda: any(n.title == "crash" and "nccl_timeout" in n.message
+                                           for n in app._notifications))
+            await until(pilot, lambda: bar_of(screen)[0].startswith("2 active alerts (1 CRIT, 1 WARN)"))
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            assert "class: nccl_timeout" in app.screen.lines and "summary: watchdog timeout" in app.screen.lines
+            await pilot.press("escape")
     asyncio.run(first())
     acked = jsonio.read_json(run.path / ACKS_NAME)
     assert acked["v"] == 1 and len(acked["acked"]) == 2
@@ -72,7 +82,8 @@ def test_alert_bar_ack_survives_reattach_and_new_alerts_toast(base, make_run):
             screen = await attached(pilot)
             await pilot.pause(0.3)
             bar = bar_of(screen)
-            assert len(bar) == 2 and "grad_norm_spike" in bar[1], "the acknowledged two stay quiet"
+            assert len(bar) == 3 and "nccl_timeout" in bar[1] and "grad_norm_spike" in bar[2], \
+                "the acknowledged two stay quiet"
     asyncio.run(again())
 
 
@@ -129,7 +140,7 @@ def _dead_pid() -> int:
 def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_run):
     recipe = {"name": "demo", "command": ["{python}", "-c", "import time; time.sleep(60)"],
               "kill": {"grace_s": 1.0}, "cooldown": {"floor_s": 0.0, "ceiling_s": 5.0}}
-    run = make_run(base, runner_pid=_dead_pid(), recipe=recipe)
+    run = make_run(base, runner_pid=_dead_pid(), recipe=recipe, log_lines=0)
     state = run.read_state()
     state["runner"]["pid"] = _dead_pid()
     jsonio.atomic_write_json(run.state, state)
