@@ -88,6 +88,18 @@ class Supervisor:
         self.next_env: dict[str, str] = {}
         self.port_override: int | None = None
         self._timers: dict[str, float] = {}
+        # Per-attempt progress, reset at each launch or adoption (set here so a runner that only
+        # judges an attempt that ended unsupervised has them too).
+        now = time.time()
+        self.attempt_started = now
+        self.last_output = now
+        self.last_progress = now
+        self.exit_seen_at = now
+        self.attempt_steps = 0
+        self.last_step_written: int | None = None
+        self.resumed_step: int | None = None
+        self._blockers: list = []
+        self.exit_record: dict | None = None
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -201,14 +213,20 @@ class Supervisor:
         self.state.setdefault("restarts", 0)
         self.history = [_attempt_record(a) for a in self.state.get("history", [])]
         status = self.state.get("status")
-        leader = next((p for p in self.state.get("pids") or [] if p.get("role") == "leader"), None)
+        pids = self.state.get("pids") or []
+        # The waiter is the attempt's root (it outlives the command by the moment it takes to
+        # record the exit); runs from before the waiter have only a leader.
+        leader = next((p for p in pids if p.get("role") == "waiter"), None) or \
+            next((p for p in pids if p.get("role") == "leader"), None)
         if status in rundir.LIVE and status != STARTING and leader and \
                 proctree.same_process(leader["pid"], leader["start_time"]):
             self._adopt(leader)
-        elif status in (RUNNING, STOPPING) and leader:
-            # The runner died and the training died while nobody watched: judge it from the log.
+        elif status in (RUNNING, STOPPING) and (leader or self.state.get("attempt")):
+            # The runner died and the training died while nobody watched: the waiter's exit record
+            # says how it ended; without one the log is the only witness.
             self._diag("previous attempt ended while unsupervised")
-            self.leader_exited, self.leader_rc = True, None
+            self.leader_exited, self.leader_rc = True, self._recorded_exit()
+            self.last_step_written = self._last_written_step(self.state.get("attempt"))
             self._catch_up_log()
             self._finish_attempt()
         elif status == PAUSED and not self.restart_requested_at_start:
@@ -222,13 +240,22 @@ class Supervisor:
             self._first_launch()
         self.flush_state(force=True)
 
+    def _recorded_exit(self) -> int | None:
+        """The return code the attempt's waiter recorded, if it did."""
+        attempt = self.state.get("attempt")
+        rec = jsonio.read_json(self.run.exit_record(attempt), default=None) if attempt else None
+        self.exit_record = rec if isinstance(rec, dict) else None
+        rc = (self.exit_record or {}).get("returncode")
+        return rc if isinstance(rc, int) else None
+
     def _adopt(self, leader: dict) -> None:
         self.adopted = True
-        self.tree.set_leader(int(leader["pid"]), float(leader["start_time"]))
+        self.tree.set_leader(int(leader["pid"]), float(leader["start_time"]), waiter=leader.get("role") == "waiter")
         self.tree.adopted = True
         for p in self.state.get("pids") or []:
-            if p.get("role") != "leader" and proctree.same_process(p["pid"], p["start_time"]):
-                self.tree.procs[p["pid"]] = proctree.TrackedProc(p["pid"], p["start_time"], "child")
+            if p["pid"] != leader["pid"] and proctree.same_process(p["pid"], p["start_time"]):
+                role = p.get("role") if p.get("role") in ("leader", "child") else "child"
+                self.tree.procs[p["pid"]] = proctree.TrackedProc(p["pid"], p["start_time"], role)
         self.tree.refresh()
         try:
             self.pidfd = os.pidfd_open(self.tree.leader.pid)
@@ -331,16 +358,18 @@ class Supervisor:
             "_launch_cwd") or str(self.run.path)
         shown = recipes.redact_argv(argv, self.secrets)
         marker = rundir.ATTEMPT_MARKER.format(attempt=attempt)
-        with open(self.run.log, "ab") as f:
-            f.write(f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
-        log_fd = os.open(self.run.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        jsonio.append_bytes(self.run.log,
+                            f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
+        log_fd = jsonio.open_append(self.run.log)
+        exit_record = self.run.exit_record(attempt)
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, cwd=workdir,
+            self.run.exits.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
+            exit_record.unlink(missing_ok=True)
+            self.proc = subprocess.Popen(_waiter_argv(exit_record, argv), stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, cwd=workdir,
                                          env=env, start_new_session=True, close_fds=True)
         except OSError as exc:
             msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
-            with open(self.run.log, "ab") as f:
-                f.write(f"moeconsole: {msg}\n".encode())
+            jsonio.append_bytes(self.run.log, f"moeconsole: {msg}\n".encode())
             self.run.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from, error=msg)
             self.set(pause_reason=msg, exit_code=None)
             self.set_status(FAILED, msg)
@@ -350,8 +379,10 @@ class Supervisor:
         self.adopted = False
         self.leader_exited = False
         self.leader_rc = None
+        self.exit_record = None
         self.tree = proctree.ProcessTree(self.run.run_id)
-        self.tree.set_leader(self.proc.pid)
+        self.tree.set_leader(self.proc.pid, waiter=True)
+        self._await_command()
         self.monitors = self.Monitors(self.thresholds)
         now = time.time()
         self.attempt_started = now
@@ -368,6 +399,16 @@ class Supervisor:
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
         self.flush_state(force=True)
+
+    def _await_command(self, limit_s: float = 2.0) -> None:
+        """The waiter forks the command within milliseconds of starting; track it before the
+        state says RUNNING, so every reader sees the command as the ``leader``. Bounded."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and self.proc is not None and self.proc.poll() is None:
+            self.tree.refresh()
+            if any(t.role == "leader" for t in self.tree.procs.values()):
+                return
+            time.sleep(0.005)
 
     # ---- the loop ---------------------------------------------------------------------
     def loop(self) -> None:
@@ -596,8 +637,11 @@ class Supervisor:
         if self.leader_exited:
             return
         self.leader_exited = True
-        self.leader_rc = rc
         self.exit_seen_at = time.time()
+        recorded = self._recorded_exit()
+        if rc is None:  # not our child (adopted): the waiter wrote down how it ended
+            rc = recorded
+        self.leader_rc = rc
         self._catch_up_log()
         from runner.crash import decode_exit
         code, sig = decode_exit(rc)
@@ -628,13 +672,19 @@ class Supervisor:
         now = time.time()
         last_step = self.state.get("step")
         self.history.append(AttemptRecord(attempt=attempt, started_at=self.state.get("attempt_started_at") or now,
-                                          ended_at=now, resumed_step=self.resumed_step if hasattr(self, "resumed_step")
-                                          else None, last_step=last_step, crash_class=None))
+                                          ended_at=now, resumed_step=self.resumed_step, last_step=last_step, crash_class=None))
         if rc == 0 and kill_reason in (None, "cleanup"):
             self.run.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)
             self._store_history()
             self.set_status(SUCCEEDED, "training finished (exit 0)")
+            return
+        exec_error = (self.exit_record or {}).get("error") if rc is not None else None
+        if exec_error and kill_reason is None:
+            # The command could not even be started: retrying the same argv cannot help.
+            self.set(pause_reason=exec_error, exit_code=None)
+            self._store_history()
+            self.set_status(FAILED, exec_error)
             return
         if kill_reason == "restart":
             self.run.event("restart", attempt=attempt, requested_by="user")
@@ -859,6 +909,13 @@ def _step_of(path: str | None) -> int | None:
         return None
     tail = Path(path).name.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else None
+
+
+def _waiter_argv(exit_record: Path, argv: list[str]) -> list[str]:
+    """The command under ``runner.waiter``, run by path with -S -E: stdlib only, fast to start,
+    and the command still gets the environment untouched."""
+    waiter = str(Path(__file__).with_name("waiter.py"))
+    return [sys.executable, "-S", "-E", waiter, str(exit_record), "--", *argv]
 
 
 def _free_port() -> int:
