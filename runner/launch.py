@@ -95,6 +95,8 @@ def _tail(path: Path, n: int = 3) -> str:
 
 
 def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
+    if rundir.runner_locked(run):
+        return True
     state = run.read_state() if state is None else state
     r = state.get("runner") or {}
     return bool(r.get("pid") and r.get("host") == rundir.hostname() and r.get("start_time")

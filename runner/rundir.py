@@ -13,6 +13,7 @@ One directory per run under the base directory::
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -84,6 +85,43 @@ class RunDir:
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
         jsonio.append_jsonl(self.events, rec)
         return rec
+
+
+class RunLocked(InputError):
+    """Another runner holds this run's lock."""
+
+
+def lock_runner(run: RunDir, *, wait_s: float = 0.5) -> int:
+    """Take the run's runner lock (flock on ``runner.lock``) and return its descriptor, to keep
+    open for the runner's life. The kernel drops it when the runner dies, however it dies, so a
+    crashed runner never blocks its successor, and two runners can never supervise one run.
+    A client probing the lock holds it for microseconds: retry briefly before giving up."""
+    fd = os.open(run.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise RunLocked(f"{run.run_id}: another runner already supervises this run") from None
+            time.sleep(0.02)
+
+
+def runner_locked(run: RunDir) -> bool:
+    """True while some runner holds the run's lock (a live runner, whatever state.json says)."""
+    try:
+        fd = os.open(run.lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def new_run_id(name: str) -> str:

@@ -31,6 +31,7 @@ import yaml
 
 from runner import control, jsonio, proctree, recipe as recipes, rundir, store
 from runner.errors import InputError
+from runner.state import Status
 from runner.rundir import COOLDOWN, FAILED, KILLED, PAUSED, RUNNING, STARTING, STOPPING, SUCCEEDED
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
@@ -70,7 +71,11 @@ class Supervisor:
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.env_resolved.update(jsonio.read_json(run.path / "secrets.json", default={}) or {})
         self.secrets = recipes.secret_values(self.env_resolved)
-        self.state: dict = run.read_state()
+        loaded = run.load_state()
+        self.state: dict = dict(loaded.state)
+        if loaded.problem and run.path.joinpath("events.jsonl").exists():
+            self._diag(f"{loaded.problem}: rebuilding the run's state from its records")
+            self.state = recover_state(run, self.state, loaded.problem)
         self.tree = proctree.ProcessTree(run.run_id)
         self.proc: subprocess.Popen | None = None
         self.leader_rc: int | None = None
@@ -198,10 +203,6 @@ class Supervisor:
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
-        prev = self.state.get("runner") or {}
-        if (prev.get("pid") and prev.get("host") == me["host"] and prev.get("pid") != me["pid"]
-                and prev.get("start_time") and proctree.same_process(prev["pid"], prev["start_time"])):
-            raise InputError(f"{self.run.run_id}: a runner (pid {prev['pid']}) already supervises this run")
         self.sock = control.listen(self.run.sock)
         self.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
                  max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
@@ -898,6 +899,55 @@ class Supervisor:
         self._index()
 
 
+def recover_state(run: rundir.RunDir, partial: dict, problem: str) -> dict:
+    """``state.json`` is missing or damaged: rebuild what a runner needs from the append-only
+    records (status and attempt from events, progress from metrics, the ingest offset from the
+    attempt's marker in the log, the attempt's waiter from its run marker)."""
+    state = dict(partial)
+    status, attempt, waiter, restarts = None, 0, None, 0
+    for _, ev in jsonio.iter_jsonl(run.events):
+        kind = ev.get("type")
+        if kind == "status" and Status.parse(ev.get("status")):
+            status = Status(ev["status"])
+        elif kind == "attempt_start" and isinstance(ev.get("attempt"), int):
+            attempt, waiter = ev["attempt"], ev.get("pid")
+            status = status if status in rundir.TERMINAL else RUNNING
+        elif kind == "crash" and ev.get("decision") == "restart":
+            restarts += 1
+        elif kind == "drift" and ev.get("policy") == "allow":
+            state["allow_drift"] = True
+    if status is None:
+        return state
+    state.update(status=status, attempt=attempt, restarts=restarts, recovered_from=problem)
+    last = None
+    for _, rec in jsonio.iter_jsonl(run.metrics):
+        if rec.get("attempt") == attempt and isinstance(rec.get("step"), int):
+            last = rec
+    if last:
+        state.update(step=last["step"], max_steps=last.get("max_steps"))
+    state["log_offset"] = _marker_offset(run.log, attempt)
+    if isinstance(waiter, int) and waiter in proctree.marked_processes(run.run_id):
+        state["pids"] = [{"pid": waiter, "start_time": proctree.start_time(waiter), "role": "waiter"}]
+    else:
+        state["pids"] = []
+    return state
+
+
+def _marker_offset(log: Path, attempt: int) -> int:
+    """Where attempt ``attempt`` starts in ``train.log`` (0 when its marker is not found)."""
+    marker = rundir.ATTEMPT_MARKER.format(attempt=attempt).encode()
+    offset = found = 0
+    try:
+        with open(log, "rb") as f:
+            for line in f:
+                if line.startswith(marker):
+                    found = offset
+                offset += len(line)
+    except OSError:
+        return 0
+    return found
+
+
 def _attempt_record(d: dict):
     from runner.policy import AttemptRecord
     return AttemptRecord(**{k: d.get(k) for k in ("attempt", "started_at", "ended_at", "resumed_step",
@@ -944,6 +994,7 @@ def main(argv: list[str] | None = None) -> int:
     run = rundir.RunDir(Path(args.run_dir).resolve())
     proctree.set_child_subreaper()
     try:
+        lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
         sup = Supervisor(run, restart=args.restart)
         sup.start()
     except InputError as exc:
@@ -953,6 +1004,7 @@ def main(argv: list[str] | None = None) -> int:
         sup.loop()
     finally:
         sup.close()
+        os.close(lock_fd)
     return 0
 
 

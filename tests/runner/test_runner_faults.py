@@ -1,0 +1,166 @@
+"""The runner under faults a user meets: its own death, races, damaged files, hostile clients."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from runner.proctree import marked_processes
+from tests.runner.conftest import REPO
+
+
+def _demo(steps: int, delay: float = 0.05, save: int = 10) -> list[str]:
+    return ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(steps),
+            "--save_steps", str(save), "--step_delay", str(delay)]
+
+
+def _runners(run) -> list[int]:
+    """Live runner processes supervising this run (by command line: they are our children's kin)."""
+    out = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmd = p.info["cmdline"] or []
+            if p.info["status"] != psutil.STATUS_ZOMBIE and "runner.supervisor" in cmd and str(run.path) in cmd:
+                out.append(p.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _leader(state: dict) -> int:
+    return next(p for p in state["pids"] if p["role"] == "leader")["pid"]
+
+
+def _wait_gone(pid: int, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} still alive after {timeout}s")
+
+
+def _kill_runner(run, state: dict) -> int:
+    pid = state["runner"]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid)
+    return pid
+
+
+def test_two_supervise_calls_race_and_exactly_one_runner_wins(harness):
+    run = harness.start(harness.recipe(command=_demo(80)))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
+    _kill_runner(run, st)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "console.cli", "supervise", run.id, "--runs-dir", str(harness.runs_dir)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+             for _ in range(2)]
+    try:
+        results = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 2], results
+    loser_err = next(err for p, (_, err) in zip(procs, results) if p.returncode == 2)
+    assert "already" in loser_err and "Traceback" not in loser_err
+    assert len(_runners(run)) == 1
+    st = run.wait_status("succeeded", timeout=120)
+    assert len(run.events("adopt")) == 1
+    steps = [m["step"] for m in run.metrics()]
+    assert steps == list(range(1, 81)), "no step lost or written twice"
+    saved = [e["path"] for e in run.events("checkpoint")]
+    assert len(saved) == len(set(saved)), "each checkpoint verified once"
+
+
+def test_attempt_that_finished_cleanly_while_no_runner_watched_is_succeeded(harness):
+    run = harness.start(harness.recipe(command=_demo(40)))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
+    leader = _leader(st)
+    _kill_runner(run, st)
+    _wait_gone(leader, timeout=120)  # training goes on to 40/40 and exits 0, unwatched
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0, out.stderr
+    st = run.wait_status("succeeded", "failed", "paused", "cooldown", "running", timeout=60)
+    st = run.wait_status("succeeded", timeout=60)
+    assert st["attempt"] == 1, "a finished attempt is not launched again"
+    assert (run.path / "exits" / "attempt-1.json").exists()
+    assert json.loads((run.path / "exits" / "attempt-1.json").read_text())["returncode"] == 0
+    assert [m["step"] for m in run.metrics()] == list(range(1, 41))
+
+
+def test_adopted_attempt_that_finishes_cleanly_is_succeeded_not_unknown(harness):
+    run = harness.start(harness.recipe(command=_demo(60)))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
+    _kill_runner(run, st)
+    harness.cli("supervise", run.id, check=True)
+    st = run.wait_status("succeeded", "failed", "paused", timeout=120)
+    assert st["status"] == "succeeded" and st["attempt"] == 1 and st["exit_code"] == 0
+    assert not run.events("crash")
+
+
+def test_runner_and_training_both_killed_then_supervise_restarts_per_policy(harness):
+    run = harness.start(harness.recipe(command=_demo(400)))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
+    leader = _leader(st)
+    _kill_runner(run, st)
+    os.kill(leader, signal.SIGKILL)
+    _wait_gone(leader)
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    st = run.wait(lambda s: (s.get("attempt") or 0) >= 2 and s.get("status") == "running", what="attempt 2")
+    crash = run.crash(1)
+    assert crash["returncode"] == -9, "the waiter recorded the SIGKILL"
+    harness.cli("kill", run.id, check=True)
+    run.wait_status("killed", timeout=60)
+    assert not marked_processes(run.id)
+
+
+def test_truncated_state_json_after_both_died_is_supervised_truthfully(harness):
+    run = harness.start(harness.recipe(command=_demo(30)))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
+    leader = _leader(st)
+    _kill_runner(run, st)
+    _wait_gone(leader, timeout=120)
+    raw = (run.path / "state.json").read_bytes()
+    (run.path / "state.json").write_bytes(raw[: len(raw) // 3])
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    st = run.wait_status("succeeded", timeout=60)
+    assert st["attempt"] == 1, "the finished attempt was recognised from the run directory"
+    assert [m["step"] for m in run.metrics()] == list(range(1, 31))
+
+
+def test_run_directory_is_private_and_symlinks_are_not_followed(harness, tmp_path):
+    run = harness.start(harness.recipe())
+    run.wait_status("succeeded", timeout=90)
+    assert stat.S_IMODE(os.stat(run.path).st_mode) == 0o700
+    for name in ("recipe.yaml", "state.json", "train.log", "events.jsonl", "metrics.jsonl", "runner.log",
+                 "crashes", "exits/attempt-1.json"):
+        mode = stat.S_IMODE(os.stat(run.path / name).st_mode)
+        assert mode & 0o077 == 0, f"{name} is {oct(mode)}"
+    # A planted symlink is refused, never written through.
+    from runner import jsonio
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("")
+    (run.path / "events.jsonl").unlink()
+    (run.path / "events.jsonl").symlink_to(outside)
+    with pytest.raises(OSError):
+        jsonio.append_jsonl(run.path / "events.jsonl", {"type": "x"})
+    assert outside.read_text() == ""
+
+
+def test_a_record_after_a_partial_line_starts_on_a_line_of_its_own(tmp_path):
+    from runner import jsonio
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b'{"v":1,"step":1}\n{"v":1,"st')  # a writer died mid-append
+    jsonio.append_jsonl(path, {"v": 1, "step": 2})
+    assert [r["step"] for r in jsonio.read_jsonl(path)] == [1, 2]
