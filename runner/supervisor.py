@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from runner import control, jsonio, proctree, recipe as recipes, rundir, store
+from runner.journal import Journal
 from runner.errors import InputError
 from runner.state import Status
 from runner.rundir import COOLDOWN, FAILED, KILLED, PAUSED, RUNNING, STARTING, STOPPING, SUCCEEDED
@@ -38,6 +39,8 @@ LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
 STATE_FLUSH_S = 1.0
+STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives
+STALE_AFTER_S = 15.0       # readers call a live run stale when state.json is older than this
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
 
@@ -65,6 +68,7 @@ class CooldownOp:
 class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
         self.run = run
+        self.journal = Journal(run, self._diag)
         self.restart_requested_at_start = restart
         self.recipe = _load_run_recipe(run)
         self.hash = recipes.recipe_hash(self.recipe)
@@ -130,7 +134,7 @@ class Supervisor:
         root = self.recipe["checkpoints"].get("dir")
         self.ckpt_root = Path(self._fill(root)).resolve() if root else None
         ck = self.recipe["checkpoints"]
-        self.checkpoints = CheckpointKeeper(self.run, self.ckpt_root, recipe_hash=self.hash,
+        self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck["settle_s"]), verify=bool(ck.get("verify", True)),
                                             verified=self.state.get("verified") or [], diag=self._diag)
 
@@ -143,8 +147,11 @@ class Supervisor:
                 "python": sys.executable}
 
     def _diag(self, msg: str) -> None:
-        sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {msg}\n")
-        sys.stderr.flush()
+        try:  # runner.log shares the run's disk: a full disk must not end the runner
+            sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {msg}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
 
     # ---- state ------------------------------------------------------------------------
     def set(self, **fields) -> None:
@@ -153,17 +160,22 @@ class Supervisor:
 
     def flush_state(self, force: bool = False) -> None:
         now = time.time()
-        if not (force or (self.dirty and now - self.last_flush >= STATE_FLUSH_S)):
+        retry = bool(self.journal.pending or self.journal.error)
+        due = (self.dirty or retry) and now - self.last_flush >= STATE_FLUSH_S
+        if not (force or due or now - self.last_flush >= STATE_HEARTBEAT_S):
             return
+        self.journal.flush()
         self.state["pids"] = self.tree.to_list() if not self.leader_exited or self.kill else []
         self.state["pgid"] = self.tree.pgid
         self.state["log_offset"] = self.tailer.offset
         self.state["cooldown"] = ({"until": self.cooldown.earliest, "ceiling_at": self.cooldown.ceiling_at,
                                    "waiting_on": self.cooldown.waiting_on, "reason": self.cooldown.reason}
                                   if self.cooldown else None)
-        self.run.write_state(self.state)
-        self.dirty = False
+        self.state["storage"] = self.journal.storage
+        self.state["stale_after_s"] = STALE_AFTER_S
         self.last_flush = now
+        if self.journal.write_state(self.state):
+            self.dirty = False
 
     def set_status(self, status: str, reason: str = "") -> None:
         if self.state.get("status") == status:
@@ -177,7 +189,7 @@ class Supervisor:
                 self._diag(f"final checkpoint sweep failed: {exc}")
             self.set(ended_at=time.time())
         self.set(status=status)
-        self.run.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
+        self.journal.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
         self.flush_state(force=True)
         self._index()
 
@@ -197,7 +209,7 @@ class Supervisor:
         return {"last_loss": self.state.get("last_loss"), "min_loss": self.state.get("min_loss")}
 
     def alert(self, level: str, rule: str, message: str, **values) -> None:
-        self.run.event("alert", level=level, rule=rule, step=self.state.get("step"), message=message,
+        self.journal.event("alert", level=level, rule=rule, step=self.state.get("step"), message=message,
                        values=values, attempt=self.state.get("attempt"))
 
     # ---- startup ----------------------------------------------------------------------
@@ -266,7 +278,7 @@ class Supervisor:
         self.last_progress = time.time()
         self.attempt_steps = 0
         self.last_step_written = self._last_written_step(self.state.get("attempt"))
-        self.run.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
+        self.journal.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
         self._diag(f"adopted attempt {self.state.get('attempt')} leader pid {self.tree.leader.pid}")
         if self.state.get("status") == STOPPING:
             self.set(status=RUNNING)
@@ -294,7 +306,7 @@ class Supervisor:
             return True
         path, other = found
         mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
-        self.run.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
+        self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
         if mode == "refuse":
             msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}; "
                    f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
@@ -359,8 +371,11 @@ class Supervisor:
             "_launch_cwd") or str(self.run.path)
         shown = recipes.redact_argv(argv, self.secrets)
         marker = rundir.ATTEMPT_MARKER.format(attempt=attempt)
-        jsonio.append_bytes(self.run.log,
-                            f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
+        try:
+            jsonio.append_bytes(self.run.log,
+                                f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
+        except OSError as exc:
+            self.journal.failed(exc)
         log_fd = jsonio.open_append(self.run.log)
         exit_record = self.run.exit_record(attempt)
         try:
@@ -370,8 +385,11 @@ class Supervisor:
                                          env=env, start_new_session=True, close_fds=True)
         except OSError as exc:
             msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
-            jsonio.append_bytes(self.run.log, f"moeconsole: {msg}\n".encode())
-            self.run.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from, error=msg)
+            try:
+                jsonio.append_bytes(self.run.log, f"moeconsole: {msg}\n".encode())
+            except OSError as write_exc:
+                self.journal.failed(write_exc)
+            self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from, error=msg)
             self.set(pause_reason=msg, exit_code=None)
             self.set_status(FAILED, msg)
             return
@@ -395,7 +413,7 @@ class Supervisor:
         self.resumed_step = _step_of(resumed_from)
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
                  resumed_from=resumed_from, port=port, attempt_started_at=now)
-        self.run.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
+        self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
                        pid=self.proc.pid, port=port, env_overrides=self.next_env)
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
@@ -527,7 +545,7 @@ class Supervisor:
         # Judged now, in log order with the steps: at verification the excursion may be over.
         alerts = self.monitors.on_checkpoint(mark.get("step"), mark.get("path"))
         for a in alerts:
-            self.run.event("alert", attempt=self.state.get("attempt"), **a)
+            self.journal.event("alert", attempt=self.state.get("attempt"), **a)
         self.checkpoints.note_saved(mark.get("path"), bool(alerts))
         self._timers["ckpt"] = 0.0  # look now
 
@@ -539,10 +557,9 @@ class Supervisor:
         extra_of_step = rec.get("src") == "megatron_mem" and step == self.last_step_written
         if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
             return  # a duplicate after adoption, or a repeated line: never written twice
-        jsonio.append_jsonl(self.run.metrics, {"v": jsonio.SCHEMA_VERSION, "t": time.time(),
-                                               "attempt": attempt, **rec})
+        self.journal.metric({"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": attempt, **rec})
         for a in self.monitors.observe(rec):
-            self.run.event("alert", attempt=attempt, **a)
+            self.journal.event("alert", attempt=attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite" and not self.kill \
                     and not self.leader_exited:
                 self._start_kill("divergence")
@@ -601,7 +618,7 @@ class Supervisor:
         self.tree.refresh()
         self.kill = KillOp(reason, now, now + grace, requested_by, now_restart=now_restart)
         pids = self.tree.signal(signal.SIGTERM)
-        self.run.event("kill", reason=reason, requested_by=requested_by, pids=pids, grace_s=grace,
+        self.journal.event("kill", reason=reason, requested_by=requested_by, pids=pids, grace_s=grace,
                        attempt=self.state.get("attempt"))
         self.set_status(STOPPING, f"{reason} kill")
         return {"ok": True, "message": f"SIGTERM sent to {pids}; SIGKILL in {grace:g}s for anything left",
@@ -615,9 +632,9 @@ class Supervisor:
             hidden = self.tree.survivors(scan_markers=True)
             if hidden:
                 self.tree.signal(signal.SIGKILL, hidden)
-                self.run.event("kill_escalate", pids=list(hidden), why="marked processes outside the tree")
+                self.journal.event("kill_escalate", pids=list(hidden), why="marked processes outside the tree")
                 return
-            self.run.event("kill_done", reason=op.reason, seconds=round(now - op.started, 3),
+            self.journal.event("kill_done", reason=op.reason, seconds=round(now - op.started, 3),
                            escalated=op.escalated, survivors=[])
             self.kill = None
             if self.leader_exited:
@@ -626,7 +643,7 @@ class Supervisor:
         if now >= op.deadline and not op.escalated:
             op.escalated = True
             sent = self.tree.signal(signal.SIGKILL, alive)
-            self.run.event("kill_escalate", pids=sent, why=f"still alive after {op.deadline - op.started:g}s grace")
+            self.journal.event("kill_escalate", pids=sent, why=f"still alive after {op.deadline - op.started:g}s grace")
         elif op.escalated and now >= op.deadline + 30:
             self.alert("critical", "kill_failed", f"processes survive SIGKILL: {sorted(alive)}",
                        pids=sorted(alive))
@@ -646,7 +663,7 @@ class Supervisor:
         self._catch_up_log()
         from runner.crash import decode_exit
         code, sig = decode_exit(rc)
-        self.run.event("attempt_end", attempt=self.state.get("attempt"), returncode=rc, exit_code=code,
+        self.journal.event("attempt_end", attempt=self.state.get("attempt"), returncode=rc, exit_code=code,
                        signal=sig, detected_at=self.exit_seen_at)
         self.dirty = True
 
@@ -675,7 +692,7 @@ class Supervisor:
         self.history.append(AttemptRecord(attempt=attempt, started_at=self.state.get("attempt_started_at") or now,
                                           ended_at=now, resumed_step=self.resumed_step, last_step=last_step, crash_class=None))
         if rc == 0 and kill_reason in (None, "cleanup"):
-            self.run.event("success", attempt=attempt, step=last_step)
+            self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)
             self._store_history()
             self.set_status(SUCCEEDED, "training finished (exit 0)")
@@ -688,7 +705,7 @@ class Supervisor:
             self.set_status(FAILED, exec_error)
             return
         if kill_reason == "restart":
-            self.run.event("restart", attempt=attempt, requested_by="user")
+            self.journal.event("restart", attempt=attempt, requested_by="user")
             self._store_history()
             self._begin_cooldown(reason="restart requested", delay=0.0, floor=0.0 if now_restart else None)
             return
@@ -706,9 +723,9 @@ class Supervisor:
                   "last_step": last_step, "resumed_from": self.state.get("resumed_from"),
                   "log_tail": tail[-CRASH_REPORT_TAIL:], "gpu": self._gpu_state(),
                   "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3)}
-        jsonio.atomic_write_json(self.run.crash_report(attempt), report)
+        self.journal.write_json(self.run.crash_report(attempt), report)
         decision = decide(verdict, self.history, self.settings, now)
-        self.run.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
+        self.journal.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
                        recovery=verdict.recovery, exit_code=code, signal=sig, decision=decision.action,
                        reason=decision.reason)
         self.set(last_crash={"class": verdict.cls, "attempt": attempt, "summary": verdict.summary},
@@ -723,7 +740,7 @@ class Supervisor:
             self._begin_cooldown(reason=f"{verdict.cls}: {decision.reason}", delay=decision.delay_s, floor=floor)
         elif decision.action == "pause":
             self.set(pause_reason=decision.reason)
-            self.run.event("pause", reason=decision.reason, attempt=attempt)
+            self.journal.event("pause", reason=decision.reason, attempt=attempt)
             self.set_status(PAUSED, decision.reason)
         elif decision.action == "stop":
             self.set_status(KILLED, "killed by user")
@@ -757,7 +774,7 @@ class Supervisor:
         earliest = now + max(floor, delay)
         ceiling_at = max(now + float(cd["ceiling_s"]), earliest)
         self.cooldown = CooldownOp(now, earliest, ceiling_at, reason)
-        self.run.event("cooldown", attempt=self.state.get("attempt"), until=earliest, ceiling_at=ceiling_at,
+        self.journal.event("cooldown", attempt=self.state.get("attempt"), until=earliest, ceiling_at=ceiling_at,
                        reason=reason)
         self._timers["cooldown"] = 0.0
         self.set_status(COOLDOWN, reason)
@@ -818,7 +835,7 @@ class Supervisor:
             port = self._port()
             if port and any(w.startswith(f"port {port}") for w in waiting):
                 self.port_override = _free_port()
-                self.run.event("port_change", old=port, new=self.port_override)
+                self.journal.event("port_change", old=port, new=self.port_override)
         self.cooldown = None
         self._launch()
 
@@ -827,7 +844,7 @@ class Supervisor:
         for b in self._blockers:
             if "foreign_gpu" in b.labels or "orphan" in b.labels or "port_holder" in b.labels:
                 res = kill_checked(b.pid, b.start_time, grace_s=float(self.recipe["kill"]["grace_s"]))
-                self.run.event("blocker_kill", pid=b.pid, labels=list(b.labels), result=res.to_dict())
+                self.journal.event("blocker_kill", pid=b.pid, labels=list(b.labels), result=res.to_dict())
         self._blockers = []
 
     # ---- control requests -------------------------------------------------------------
@@ -884,7 +901,7 @@ class Supervisor:
             if not isinstance(pid, int) or not isinstance(st, (int, float)):
                 return {"ok": False, "message": "kill_pid needs an integer pid and its start_time"}
             res = kill_checked(pid, float(st), grace_s=float(req.get("grace_s") or self.recipe["kill"]["grace_s"]))
-            self.run.event("blocker_kill", pid=pid, result=res.to_dict(), requested_by=req.get("by", "client"))
+            self.journal.event("blocker_kill", pid=pid, result=res.to_dict(), requested_by=req.get("by", "client"))
             return {"ok": res.ok, "message": res.reason, "result": res.to_dict()}
         return {"ok": False, "message": f"unknown command {cmd!r} (known: {', '.join(control.COMMANDS)})"}
 

@@ -164,3 +164,69 @@ def test_a_record_after_a_partial_line_starts_on_a_line_of_its_own(tmp_path):
     path.write_bytes(b'{"v":1,"step":1}\n{"v":1,"st')  # a writer died mid-append
     jsonio.append_jsonl(path, {"v": 1, "step": 2})
     assert [r["step"] for r in jsonio.read_jsonl(path)] == [1, 2]
+
+
+@pytest.fixture
+def small_disk(runs_dir):
+    """The runs directory on a 2 MiB tmpfs (needs root to mount; skipped otherwise)."""
+    from tests.conftest import end_processes, run_processes
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(runs_dir)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield runs_dir
+    finally:
+        end_processes(run_processes(runs_dir))
+        subprocess.run(["umount", "-l", str(runs_dir)], capture_output=True)
+
+
+def _fill(path) -> None:
+    chunk = b"\0" * 65536
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                os.write(fd, chunk)
+            except OSError:
+                if len(chunk) == 1:
+                    break
+                chunk = chunk[: len(chunk) // 2]
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_keeps_training_alive_and_loses_no_record(harness, small_disk, tmp_path):
+    # A trainer that, like a careful one, survives its own log writes failing.
+    script = tmp_path / "steady.py"
+    script.write_text(
+        "import os, time\n"
+        "for i in range(1, 121):\n"
+        "    try:\n"
+        "        os.write(1, f'step: {i}  loss: {1.0 / i:.4f}\\n'.encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    time.sleep(0.05)\n")
+    run = harness.start(harness.recipe(command=["{python}", str(script)], checkpoints={"dir": None},
+                                       resume={"arg": None}))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 5, what="5 steps")
+    runner_pid, leader = st["runner"]["pid"], _leader(st)
+    filler = small_disk / "filler"
+    _fill(filler)
+    try:
+        st = run.wait(lambda s: bool(s.get("storage")), timeout=30, what="the storage error in state.json")
+        assert "space" in st["storage"]["error"].lower()
+        assert psutil.pid_exists(runner_pid) and psutil.Process(runner_pid).status() != psutil.STATUS_ZOMBIE
+        snap = json.loads(harness.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
+        assert snap["run"]["storage"]["error"] == st["storage"]["error"]
+    finally:
+        filler.unlink()
+    st = run.wait_status("succeeded", timeout=60)
+    assert st["storage"] is None
+    logged = [int(line.split()[1]) for line in (run.path / "train.log").read_text().splitlines()
+              if line.startswith("step: ")]
+    steps = [m["step"] for m in run.metrics()]
+    assert steps == sorted(set(steps)), "no record duplicated or out of order"
+    assert steps == logged, "every step the log holds has its record"
+    assert len(run.events("success")) == 1 and run.events("status")[-1]["status"] == "succeeded"
+    assert leader not in marked_processes(run.id)
