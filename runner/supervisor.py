@@ -109,6 +109,7 @@ class Supervisor:
         self.resumed_step: int | None = None
         self._blockers: list = []
         self.exit_record: dict | None = None
+        self.clients: list[control.ClientConn] = []
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -454,14 +455,20 @@ class Supervisor:
                     except BlockingIOError:
                         pass
                 elif key.data == "sock":
-                    self._accept()
+                    self._accept(sel)
+                elif isinstance(key.data, control.ClientConn):
+                    self._on_client(sel, key.data)
                 elif key.data == "pidfd":
                     sel.unregister(self.pidfd)
                     os.close(self.pidfd)
                     self.pidfd = pidfd_registered = None
                     self._on_leader_exit(None)
+            self._expire_clients(sel)
             self.tick()
         self.flush_state(force=True)
+        for client in list(self.clients):
+            self._drop_client(sel, client)
+            client.answer({"ok": False, "message": "runner is exiting"}, timeout_s=0.05)
         sel.close()
 
     def _next_wakeup(self) -> float:
@@ -848,22 +855,45 @@ class Supervisor:
         self._blockers = []
 
     # ---- control requests -------------------------------------------------------------
-    def _accept(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-        except (BlockingIOError, OSError):
+    def _accept(self, sel: selectors.BaseSelector) -> None:
+        """A new client: read it without blocking, as its bytes arrive (see ``_on_client``)."""
+        for _ in range(16):
+            client = control.ClientConn.accept(self.sock)
+            if client is None:
+                return
+            self.clients.append(client)
+            sel.register(client.sock, selectors.EVENT_READ, client)
+
+    def _on_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
+        done, req, err = client.read()
+        if not done:
             return
-        req = control.read_request(conn)
+        self._drop_client(sel, client)
         if req is None:
-            control.reply(conn, {"ok": False, "message": "unreadable request"})
+            client.answer({"ok": False, "message": err or "unreadable request"})
             return
         try:
             answer = self.handle(req)
         except Exception as exc:
             self._diag("control request failed:\n" + traceback.format_exc())
             answer = {"ok": False, "message": f"runner error: {exc}"}
-        control.reply(conn, answer)
+        client.answer(answer)
         self.flush_state(force=True)
+
+    def _drop_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
+        try:
+            sel.unregister(client.sock)
+        except (KeyError, ValueError):
+            pass
+        if client in self.clients:
+            self.clients.remove(client)
+
+    def _expire_clients(self, sel: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for client in [c for c in self.clients if c.expired(now)]:
+            self._drop_client(sel, client)
+            client.answer({"ok": False, "message": f"request not complete within {control.CLIENT_TIMEOUT_S:g}s"},
+                          timeout_s=0.05)
 
     def handle(self, req: dict) -> dict:
         cmd = req.get("cmd")

@@ -230,3 +230,69 @@ def test_a_full_disk_keeps_training_alive_and_loses_no_record(harness, small_dis
     assert steps == logged, "every step the log holds has its record"
     assert len(run.events("success")) == 1 and run.events("status")[-1]["status"] == "succeeded"
     assert leader not in marked_processes(run.id)
+
+
+def _raw_client(run):
+    import socket as socketlib
+    from runner import control
+    s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+    with control._ShortPath(str(run.path / "control.sock")) as short:
+        s.connect(short)
+    return s
+
+
+def test_hostile_control_clients_neither_kill_nor_stall_the_runner(harness):
+    from runner import control
+    run = harness.start(harness.recipe(command=_demo(2000)))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
+    runner_pid = st["runner"]["pid"]
+    # 400 KB of nested brackets: refused with an answer, the runner lives on.
+    s = _raw_client(run)
+    s.settimeout(20)
+    try:
+        try:
+            s.sendall(b"[" * 400_000 + b"\n")
+        except OSError:
+            pass  # the runner may close on us once it has seen enough
+        answer = s.recv(4096)
+    finally:
+        s.close()
+    assert answer == b"" or json.loads(answer)["ok"] is False
+    assert control.send(run.path / "control.sock", {"cmd": "status"})["ok"] is True
+    deep: list = [1]
+    for _ in range(20):
+        deep = [deep]
+    assert control.send(run.path / "control.sock", {"cmd": "status", "x": deep})["ok"] is False
+    # A client dribbling one byte every 1.5 s: log ingestion and state writes go on meanwhile.
+    slow = _raw_client(run)
+    try:
+        before = run.state()
+        t0 = time.time()
+        closed = False
+        for ch in b'{"cmd": "status"}':
+            try:
+                slow.sendall(bytes([ch]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(1.5)  # the hostile client's pace, not a wait for the runner
+            if time.time() - t0 > 6:
+                break
+        after = run.state()
+        assert after["step"] > before["step"] and after["updated_at"] > before["updated_at"]
+        assert closed or slow.recv(4096) is not None
+    finally:
+        slow.close()
+    assert psutil.Process(runner_pid).status() != psutil.STATUS_ZOMBIE
+    harness.cli("kill", run.id, check=True)
+    run.wait_status("killed")
+
+
+def test_nesting_check_ignores_brackets_inside_strings():
+    from runner.control import parse_request, too_deep
+    assert not too_deep(b'{"cmd": "status", "by": "[[[[[[[[[[[[[[[[[[[[[[[[[[["}')
+    assert too_deep(b"[" * 17 + b"]" * 17)
+    req, err = parse_request(b'{"cmd": "kill", "grace_s": 3}')
+    assert err is None and req["cmd"] == "kill"
+    assert parse_request(b'{"v": 9, "cmd": "status"}')[1].startswith("control version 9")
+    assert parse_request(b"[" * 400_000)[1].startswith("request larger")
