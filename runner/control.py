@@ -244,7 +244,11 @@ def read_request(conn: socket.socket, timeout: float = 2.0) -> dict | None:
     except OSError:
         return None
     req, _ = parse_request(data.split(b"\n", 1)[0])
-    return dict(req) if req is not None else None
+    if req is None:
+        return None
+    body = dict(req)
+    body.pop("v", None)  # the version is the envelope's; callers see the request as it was built
+    return body
 
 
 def reply(conn: socket.socket, answer: dict) -> None:

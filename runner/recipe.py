@@ -47,7 +47,7 @@ _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "cooldown": {"floor_s": (int, float), "ceiling_s": (int, float), "gpu_mem_tolerance_mib": (int, float),
                  "poll_s": (int, float)},
     "kill": {"grace_s": (int, float)},
-    "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float)},
+    "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float), "startup_s": (int, float, type(None))},
     "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,)},
     "resume": {"arg": (str, type(None)), "drift": (str,)},
     "markers": {"init_done": (str, type(None))},

@@ -40,7 +40,8 @@ TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
 STATE_FLUSH_S = 1.0
 STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives
-STALE_AFTER_S = 15.0       # readers call a live run stale when state.json is older than this
+STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
+INGEST_SLICE_BYTES = 256 * 1024  # log bytes parsed per loop turn: control and state never wait longer
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
 
@@ -110,6 +111,8 @@ class Supervisor:
         self._blockers: list = []
         self.exit_record: dict | None = None
         self.clients: list[control.ClientConn] = []
+        self.lagging = False  # the last log read filled a whole slice: more is waiting
+        self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -125,7 +128,8 @@ class Supervisor:
         self.Monitors = Monitors
         self.monitors = Monitors(self.thresholds)
         self.parser = LogParser()
-        self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0))
+        self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
+                                 max_read=INGEST_SLICE_BYTES)
         self.gpu_backend = None
         try:
             from runner.telemetry.gpu import get_backend
@@ -173,7 +177,8 @@ class Supervisor:
                                    "waiting_on": self.cooldown.waiting_on, "reason": self.cooldown.reason}
                                   if self.cooldown else None)
         self.state["storage"] = self.journal.storage
-        self.state["stale_after_s"] = STALE_AFTER_S
+        self.state["stale_after_s"] = float(self.recipe["heartbeat"]["stale_state_s"])
+        self.state["ingest"] = self._ingest_lag()
         self.last_flush = now
         if self.journal.write_state(self.state):
             self.dirty = False
@@ -474,6 +479,8 @@ class Supervisor:
     def _next_wakeup(self) -> float:
         """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
         now = time.time()
+        if self.lagging:
+            return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S]
         if self.kill and not self.kill.escalated and self.kill.deadline > now:
             due.append(self.kill.deadline - now)
@@ -506,6 +513,8 @@ class Supervisor:
                 self._checkpoint_state()
         if self.state.get("status") == RUNNING and not self.kill and not self.leader_exited:
             self._heartbeat(now)
+        if self.terminations:
+            self._progress_terminations()
         if self.kill:
             self._progress_kill(now)
         elif self.leader_exited:
@@ -534,6 +543,7 @@ class Supervisor:
         data = self.tailer.read_new()
         if self.tailer.resets != resets:
             self.parser.reset_partial()  # truncated or replaced: the old unfinished line is gone
+        self.lagging = len(data) >= self.tailer.max_read
         if not data:
             return False
         self.last_output = time.time()
@@ -587,6 +597,13 @@ class Supervisor:
             fields["step_time_s"] = rec["step_time_s"]
         self.set(**fields)
 
+    def _ingest_lag(self) -> dict:
+        try:
+            size = os.stat(self.run.log).st_size
+        except OSError:
+            size = self.tailer.offset
+        return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
+
     def _keep_tail(self, data: bytes) -> None:
         text = self._partial + data.decode("utf-8", "replace")
         lines = text.split("\n")
@@ -602,11 +619,12 @@ class Supervisor:
 
     # ---- heartbeat --------------------------------------------------------------------
     def _heartbeat(self, now: float) -> None:
-        timeout = float(self.recipe["heartbeat"]["timeout_s"])
+        timeout = heartbeat_limit(self.recipe["heartbeat"], steps_seen=self.attempt_steps)
         quiet = now - max(self.last_output, self.last_progress)
         if quiet > timeout:
-            self.alert("critical", "hang", f"no log output and no step progress for {quiet:.0f}s: killing the tree",
-                       quiet_s=round(quiet, 1), timeout_s=timeout)
+            phase = "before the first step" if not self.attempt_steps else "between steps"
+            self.alert("critical", "hang", f"no log output and no step progress for {quiet:.0f}s {phase}: "
+                       f"killing the tree", quiet_s=round(quiet, 1), timeout_s=timeout)
             self._start_kill("hang")
 
     # ---- checkpoints ------------------------------------------------------------------
@@ -616,7 +634,7 @@ class Supervisor:
     # ---- killing ----------------------------------------------------------------------
     def _start_kill(self, reason: str, *, grace: float | None = None, requested_by: str = "runner",
                     now_restart: bool = False) -> dict:
-        grace = float(self.recipe["kill"]["grace_s"] if grace is None else grace)
+        grace = self._grace(grace)
         now = time.time()
         if self.kill:
             if reason == "user" and self.kill.reason != "user":
@@ -847,12 +865,34 @@ class Supervisor:
         self._launch()
 
     def _kill_blockers(self) -> None:
-        from runner.telemetry.procs import kill_checked
         for b in self._blockers:
             if "foreign_gpu" in b.labels or "orphan" in b.labels or "port_holder" in b.labels:
-                res = kill_checked(b.pid, b.start_time, grace_s=float(self.recipe["kill"]["grace_s"]))
-                self.journal.event("blocker_kill", pid=b.pid, labels=list(b.labels), result=res.to_dict())
+                self._terminate(b.pid, b.start_time, self._grace(None), labels=list(b.labels))
         self._blockers = []
+
+    def _grace(self, asked) -> float:
+        from runner.telemetry.kill import sane_grace
+        return sane_grace(asked, sane_grace(self.recipe["kill"]["grace_s"], 10.0))
+
+    def _terminate(self, pid: int, start_time: float | None, grace_s: float, **fields):
+        """End a process that is not part of the attempt (a blocker, a user's pick) with the same
+        checked SIGTERM -> deadline -> SIGKILL as everything else, driven by ``tick``: never waits."""
+        from runner.telemetry.kill import KillResult, start_termination
+        if pid in self.terminations:
+            return self.terminations[pid][0]
+        term = start_termination(pid, start_time, grace_s=grace_s)
+        if isinstance(term, KillResult):
+            self.journal.event("blocker_kill", pid=pid, result=term.to_dict(), **fields)
+            return term
+        self.terminations[pid] = (term, fields)
+        return term
+
+    def _progress_terminations(self) -> None:
+        for pid, (term, fields) in list(self.terminations.items()):
+            res = term.step()
+            if res is not None:
+                del self.terminations[pid]
+                self.journal.event("blocker_kill", pid=pid, result=res.to_dict(), **fields)
 
     # ---- control requests -------------------------------------------------------------
     def _accept(self, sel: selectors.BaseSelector) -> None:
@@ -926,13 +966,17 @@ class Supervisor:
         if cmd == "verify":
             return self.checkpoints.verify_latest()
         if cmd == "kill_pid":
-            from runner.telemetry.procs import kill_checked
+            from runner.telemetry.kill import KillResult
             pid, st = req.get("pid"), req.get("start_time")
-            if not isinstance(pid, int) or not isinstance(st, (int, float)):
+            if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(st, (int, float)):
                 return {"ok": False, "message": "kill_pid needs an integer pid and its start_time"}
-            res = kill_checked(pid, float(st), grace_s=float(req.get("grace_s") or self.recipe["kill"]["grace_s"]))
-            self.journal.event("blocker_kill", pid=pid, result=res.to_dict(), requested_by=req.get("by", "client"))
-            return {"ok": res.ok, "message": res.reason, "result": res.to_dict()}
+            grace = self._grace(req.get("grace_s"))
+            term = self._terminate(pid, float(st), grace, requested_by=req.get("by", "client"))
+            if isinstance(term, KillResult):
+                return {"ok": term.ok, "message": term.reason, "result": term.to_dict()}
+            return {"ok": True, "message": f"SIGTERM sent to PID {pid}; SIGKILL in {grace:g}s if it is still there "
+                                           f"(the outcome is recorded as a blocker_kill event)",
+                    "result": {"pid": pid, "ok": True, "action": "signalled", "reason": "under way", "seconds": 0.0}}
         return {"ok": False, "message": f"unknown command {cmd!r} (known: {', '.join(control.COMMANDS)})"}
 
     # ---- shutdown ---------------------------------------------------------------------
@@ -944,6 +988,17 @@ class Supervisor:
         except OSError:
             pass
         self._index()
+
+
+def heartbeat_limit(heartbeat: dict, *, steps_seen: int) -> float:
+    """How long an attempt may be silent: ``startup_s`` until its first step (loading a large
+    model prints little for a long time), ``timeout_s`` between steps. Without ``startup_s`` the
+    start-up allowance is the larger of ``timeout_s`` and STARTUP_DEFAULT_S."""
+    timeout = float(heartbeat["timeout_s"])
+    if steps_seen:
+        return timeout
+    startup = heartbeat.get("startup_s")
+    return float(startup) if startup is not None else max(timeout, STARTUP_DEFAULT_S)
 
 
 def recover_state(run: rundir.RunDir, partial: dict, problem: str) -> dict:

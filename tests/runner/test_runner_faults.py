@@ -296,3 +296,27 @@ def test_nesting_check_ignores_brackets_inside_strings():
     assert err is None and req["cmd"] == "kill"
     assert parse_request(b'{"v": 9, "cmd": "status"}')[1].startswith("control version 9")
     assert parse_request(b"[" * 400_000)[1].startswith("request larger")
+
+
+def test_heartbeat_allows_a_slow_start_but_not_a_silent_one(harness, tmp_path):
+    slow = tmp_path / "slow_load.py"
+    slow.write_text("import time\ntime.sleep(3)\nfor i in range(1, 6):\n    print(f'step: {i}  loss: 1.0', flush=True)\n")
+    run = harness.start(harness.recipe(command=["{python}", str(slow)], heartbeat={"timeout_s": 1, "startup_s": 60},
+                                       checkpoints={"dir": None}, resume={"arg": None}))
+    st = run.wait_status("succeeded", "failed", "paused", timeout=60)
+    assert st["status"] == "succeeded" and st["attempt"] == 1, "a model that loads slowly is not a hang"
+    silent = tmp_path / "silent.py"
+    silent.write_text("import time\ntime.sleep(600)\n")
+    run = harness.start(harness.recipe(command=["{python}", str(silent)], heartbeat={"timeout_s": 600, "startup_s": 1},
+                                       restart={"max_restarts": 0}, checkpoints={"dir": None}, resume={"arg": None}))
+    run.wait_status("failed", "paused", timeout=60)
+    assert run.crash(1)["class"] == "hang"
+    assert "before the first step" in [a for a in run.events("alert") if a["rule"] == "hang"][0]["message"]
+
+
+def test_heartbeat_limit_is_the_startup_allowance_until_the_first_step():
+    from runner.supervisor import STARTUP_DEFAULT_S, heartbeat_limit
+    assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=0) == 300
+    assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=1) == 5
+    assert heartbeat_limit({"timeout_s": 5}, steps_seen=0) == STARTUP_DEFAULT_S
+    assert heartbeat_limit({"timeout_s": 5000, "startup_s": None}, steps_seen=0) == 5000
