@@ -191,7 +191,7 @@ def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, lis
     if isinstance(event, LeaderExit):
         return _leader_exit(life, event)
     if isinstance(event, TreeProbe):
-        return _tree_probe(life, event, now)
+        return _tree_probe(life, event, now, cfg)
     if isinstance(event, Control):
         return _control(life, event, now, cfg)
     if isinstance(event, Tick):
@@ -250,7 +250,7 @@ def _leader_exit(life: Life, ev: LeaderExit) -> tuple[Life, list[Effect]]:
             [Record("attempt_end", {"returncode": ev.returncode})])
 
 
-def _tree_probe(life: Life, ev: TreeProbe, now: float) -> tuple[Life, list[Effect]]:
+def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     if life.kill:
         if ev.alive or life.attempt_live:
             return life, []
@@ -263,7 +263,7 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float) -> tuple[Life, list[Effec
                 [done, JudgeAttempt(kill.reason, kill.now_restart)])
     if life.exited:
         if ev.alive:  # the leader is gone but part of its tree lives: end it before judging
-            return _begin_kill(life, "cleanup", now, None)
+            return _begin_kill(life, "cleanup", now, cfg.grace_s)
         return replace(life, exited=False), [JudgeAttempt(None)]
     return life, []
 

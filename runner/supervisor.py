@@ -24,16 +24,17 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
 from runner import control, jsonio, proctree, recipe as recipes, rundir, store
+from runner import lifecycle as lc
 from runner.journal import Journal
 from runner.errors import InputError
 from runner.state import Status
-from runner.rundir import COOLDOWN, FAILED, KILLED, PAUSED, RUNNING, STARTING, STOPPING, SUCCEEDED
+from runner.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -44,26 +45,6 @@ STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the
 INGEST_SLICE_BYTES = 256 * 1024  # log bytes parsed per loop turn: control and state never wait longer
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
-
-
-@dataclass
-class KillOp:
-    reason: str            # user | restart | hang | divergence | cleanup | preflight
-    started: float
-    deadline: float
-    requested_by: str = "runner"
-    escalated: bool = False
-    now_restart: bool = False
-
-
-@dataclass
-class CooldownOp:
-    started: float
-    earliest: float
-    ceiling_at: float
-    reason: str
-    waiting_on: list[str] = field(default_factory=list)
-    reported: bool = False
 
 
 class Supervisor:
@@ -84,11 +65,12 @@ class Supervisor:
         self.tree = proctree.ProcessTree(run.run_id)
         self.proc: subprocess.Popen | None = None
         self.leader_rc: int | None = None
-        self.leader_exited = False
         self.adopted = False
         self.pidfd: int | None = None
-        self.kill: KillOp | None = None
-        self.cooldown: CooldownOp | None = None
+        status = Status.parse(self.state.get("status")) or Status.STARTING
+        self.life = lc.Life(status)  # the lifecycle's own state; every decision goes through lc.step
+        self._start_leader: dict | None = None
+        self._last_signalled: list[int] = []
         self.stop = False
         self.dirty = True
         self.last_flush = 0.0
@@ -171,11 +153,11 @@ class Supervisor:
             return
         self.journal.flush()
         self.state["pids"] = self.tree.to_list() if not self.leader_exited or self.kill else []
+        cd = self.cooldown
         self.state["pgid"] = self.tree.pgid
         self.state["log_offset"] = self.tailer.offset
-        self.state["cooldown"] = ({"until": self.cooldown.earliest, "ceiling_at": self.cooldown.ceiling_at,
-                                   "waiting_on": self.cooldown.waiting_on, "reason": self.cooldown.reason}
-                                  if self.cooldown else None)
+        self.state["cooldown"] = ({"until": _wall(cd.earliest), "ceiling_at": _wall(cd.ceiling_at),
+                                   "waiting_on": list(cd.waiting_on), "reason": cd.reason} if cd else None)
         self.state["storage"] = self.journal.storage
         self.state["stale_after_s"] = float(self.recipe["heartbeat"]["stale_state_s"])
         self.state["ingest"] = self._ingest_lag()
@@ -195,6 +177,7 @@ class Supervisor:
                 self._diag(f"final checkpoint sweep failed: {exc}")
             self.set(ended_at=time.time())
         self.set(status=status)
+        self.life = replace(self.life, status=Status(status))
         self.journal.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
         self.flush_state(force=True)
         self._index()
@@ -237,27 +220,126 @@ class Supervisor:
         # record the exit); runs from before the waiter have only a leader.
         leader = next((p for p in pids if p.get("role") == "waiter"), None) or \
             next((p for p in pids if p.get("role") == "leader"), None)
-        if status in rundir.LIVE and status != STARTING and leader and \
-                proctree.same_process(leader["pid"], leader["start_time"]):
-            self._adopt(leader)
-        elif status in (RUNNING, STOPPING) and (leader or self.state.get("attempt")):
+        alive = bool(status in rundir.LIVE and status != STARTING and leader
+                     and proctree.same_process(leader["pid"], leader["start_time"]))
+        known = bool(leader or self.state.get("attempt"))
+        drift = None
+        if not alive and status in (STARTING, None):
+            drift = self._drift_check()
+        elif not alive and status in (RUNNING, STOPPING) and known:
             # The runner died and the training died while nobody watched: the waiter's exit record
             # says how it ended; without one the log is the only witness.
             self._diag("previous attempt ended while unsupervised")
-            self.leader_exited, self.leader_rc = True, self._recorded_exit()
+            self.leader_rc = self._recorded_exit()
             self.last_step_written = self._last_written_step(self.state.get("attempt"))
             self._catch_up_log()
-            self._finish_attempt()
         elif status == PAUSED and not self.restart_requested_at_start:
             self._diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
-        elif status in (COOLDOWN, PAUSED) or (status in rundir.TERMINAL and self.restart_requested_at_start):
-            if status in rundir.TERMINAL:
-                self.set(ended_at=None)
-            self._begin_cooldown(reason="restart requested" if self.restart_requested_at_start else "resumed",
-                                 delay=0.0, floor=0.0 if self.restart_requested_at_start else None)
-        else:
-            self._first_launch()
+        elif status in rundir.TERMINAL and self.restart_requested_at_start:
+            self.set(ended_at=None)
+        self._start_leader = leader
+        self.apply(lc.Started(leader_alive=alive, leader_known=known,
+                              restart_requested=self.restart_requested_at_start, drift_refused=drift))
         self.flush_state(force=True)
+
+    # ---- the lifecycle: events in, effects out ----------------------------------------------
+    @property
+    def kill(self) -> lc.Kill | None:
+        return self.life.kill
+
+    @property
+    def cooldown(self) -> lc.Cooldown | None:
+        return self.life.cooldown
+
+    @property
+    def leader_exited(self) -> bool:
+        return self.life.exited
+
+    def _lifecycle_settings(self) -> lc.Settings:
+        cd = self.recipe["cooldown"]
+        return lc.Settings(grace_s=self._grace(None), floor_s=lc.sane_seconds(cd["floor_s"], 0.0),
+                           ceiling_s=lc.sane_seconds(cd["ceiling_s"], 0.0))
+
+    def apply(self, event: lc.Event) -> dict | None:
+        """Feed one event to the lifecycle and carry out its effects (which may raise the next
+        event: judging an attempt answers with the policy's decision). Returns a control reply."""
+        answer = None
+        queue: list[lc.Event] = [event]
+        while queue:
+            ev = queue.pop(0)
+            self.life, effects = lc.step(self.life, ev, time.monotonic(), self._lifecycle_settings())
+            for eff in effects:
+                if isinstance(eff, lc.Reply):
+                    answer = eff.answer
+                    continue
+                follow = self._execute(eff)
+                if follow is not None:
+                    queue.append(follow)
+        self.dirty = True
+        return answer
+
+    def _execute(self, eff: lc.Effect) -> lc.Event | None:
+        attempt = self.state.get("attempt")
+        if isinstance(eff, lc.SetStatus):
+            if eff.status in (FAILED, PAUSED):
+                self.set(pause_reason=eff.reason)
+            self.set_status(eff.status, eff.reason)
+        elif isinstance(eff, lc.SignalTree):
+            self._signal_tree(eff)
+        elif isinstance(eff, lc.Record):
+            self._record(eff)
+        elif isinstance(eff, lc.Adopt):
+            assert self._start_leader is not None
+            self._adopt(self._start_leader)
+        elif isinstance(eff, lc.Launch):
+            if eff.ceiling_alert:
+                self.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
+                           f"{'; '.join(eff.ceiling_alert)}; launching anyway", waiting_on=list(eff.ceiling_alert))
+            if eff.new_port:
+                port = self._port()
+                self.port_override = _free_port()
+                self.journal.event("port_change", old=port, new=self.port_override, attempt=attempt)
+            self._launch()
+        elif isinstance(eff, lc.JudgeAttempt):
+            return self._finish_attempt(eff.kill_reason, eff.now_restart)
+        elif isinstance(eff, lc.KillBlockers):
+            self._kill_blockers()
+        return None
+
+    def _signal_tree(self, eff: lc.SignalTree) -> None:
+        if eff.sig == "TERM":
+            self.tree.refresh()
+            self._last_signalled = self.tree.signal(signal.SIGTERM)
+            return
+        if eff.why == "marked processes outside the tree":
+            targets = self.tree.survivors(scan_markers=True)
+        else:
+            self.tree.refresh()
+            targets = self.tree.survivors()
+        sent = self.tree.signal(signal.SIGKILL, targets)
+        self.journal.event("kill_escalate", pids=sent or sorted(targets), why=eff.why,
+                           attempt=self.state.get("attempt"))
+
+    def _record(self, eff: lc.Record) -> None:
+        attempt = self.state.get("attempt")
+        f = dict(eff.fields)
+        if eff.type == "kill":
+            self.journal.event("kill", reason=f["reason"], requested_by=f["requested_by"], pids=self._last_signalled,
+                               grace_s=f["grace_s"], attempt=attempt)
+        elif eff.type == "attempt_end":
+            from runner.crash import decode_exit
+            code, sig = decode_exit(self.leader_rc)
+            self.journal.event("attempt_end", attempt=attempt, returncode=self.leader_rc, exit_code=code,
+                               signal=sig, detected_at=self.exit_seen_at)
+        elif eff.type == "alert":
+            alive = sorted(self.tree.survivors())
+            self.alert(f["level"], f["rule"], f"{f['message']}: {alive}", pids=alive)
+        elif eff.type == "cooldown":
+            self.journal.event("cooldown", attempt=attempt, until=_wall(f["until"]), ceiling_at=_wall(f["ceiling_at"]),
+                               reason=f["reason"])
+            self._timers["cooldown"] = 0.0
+        else:
+            self.journal.event(eff.type, attempt=attempt, **f)
 
     def _recorded_exit(self) -> int | None:
         """The return code the attempt's waiter recorded, if it did."""
@@ -297,19 +379,14 @@ class Supervisor:
                 last = rec["step"]
         return last
 
-    def _first_launch(self) -> None:
-        drift = self._drift_check()
-        if drift is False:
-            return
-        self._begin_cooldown(reason="pre-flight", delay=0.0, floor=0.0)
-
-    def _drift_check(self) -> bool | None:
-        """A first attempt that would resume from a checkpoint saved under another recipe hash."""
+    def _drift_check(self) -> str | None:
+        """A first attempt that would resume from a checkpoint saved under another recipe hash:
+        the refusal message under ``resume.drift: refuse``, else None (warn/allow noted)."""
         if not self.recipe["resume"].get("arg"):
             return None
         found = self.checkpoints.drifted()
         if not found:
-            return True
+            return None
         path, other = found
         mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
         self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
@@ -317,16 +394,14 @@ class Supervisor:
             msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}; "
                    f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
             self.alert("critical", "recipe_drift", msg, checkpoint=str(path))
-            self.set(pause_reason=msg)
-            self.set_status(FAILED, msg)
-            return False
+            return msg
         if mode == "warn":
             self.alert("warning", "recipe_drift", f"recipe drift: starting fresh instead of resuming {path}")
             self.set(no_resume=True)
         else:
             self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {path}")
             self.set(allow_drift=True)
-        return True
+        return None
 
     # ---- launching --------------------------------------------------------------------
     def _port(self) -> int | None:
@@ -402,7 +477,6 @@ class Supervisor:
         finally:
             os.close(log_fd)
         self.adopted = False
-        self.leader_exited = False
         self.leader_rc = None
         self.exit_record = None
         self.tree = proctree.ProcessTree(self.run.run_id)
@@ -482,10 +556,11 @@ class Supervisor:
         if self.lagging:
             return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S]
-        if self.kill and not self.kill.escalated and self.kill.deadline > now:
-            due.append(self.kill.deadline - now)
-        if self.cooldown and self.cooldown.earliest > now:
-            due.append(self.cooldown.earliest - now)
+        mono = time.monotonic()
+        if self.kill and not self.kill.escalated and self.kill.deadline > mono:
+            due.append(self.kill.deadline - mono)
+        if self.cooldown and self.cooldown.earliest > mono:
+            due.append(self.cooldown.earliest - mono)
         return max(0.001, min(due))
 
     def _on_runner_signal(self, signum, _frame) -> None:
@@ -500,7 +575,7 @@ class Supervisor:
                 if self.proc is not None:
                     self.proc.returncode = proctree.returncode_from_status(status)
                 self._on_leader_exit(proctree.returncode_from_status(status))
-        if self.adopted and not self.leader_exited and self.tree.leader and self.pidfd is None and \
+        if self.adopted and self.life.attempt_live and self.tree.leader and self.pidfd is None and \
                 self._every("adopt_check", 0.5) and \
                 not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
             self._on_leader_exit(None)
@@ -511,18 +586,24 @@ class Supervisor:
         if self.checkpoints.active and self._every("ckpt", CHECKPOINT_POLL_S):
             if self.checkpoints.poll(self.monitors.on_checkpoint, self.state.get("attempt")):
                 self._checkpoint_state()
-        if self.state.get("status") == RUNNING and not self.kill and not self.leader_exited:
+        if self.state.get("status") == RUNNING and not self.kill and self.life.attempt_live:
             self._heartbeat(now)
         if self.terminations:
             self._progress_terminations()
         if self.kill:
-            self._progress_kill(now)
+            self.apply(lc.Tick())
+            self.tree.refresh()
+            alive = bool(self.tree.survivors())
+            hidden = not alive and not self.life.attempt_live and bool(self.tree.survivors(scan_markers=True))
+            self.apply(lc.TreeProbe(alive=alive, hidden=hidden))
         elif self.leader_exited:
-            self._after_exit()
+            self.tree.refresh()
+            self.apply(lc.TreeProbe(alive=bool(self.tree.survivors())))
+        mono = time.monotonic()
         if self.cooldown and self.state.get("status") == COOLDOWN and (
                 self._every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
-                or (now >= self.cooldown.earliest and not self.cooldown.waiting_on)):
-            self._progress_cooldown(now)
+                or (mono >= self.cooldown.earliest and not self.cooldown.waiting_on)):
+            self._probe_conditions()
         self.flush_state()
 
     def _every(self, name: str, period: float) -> bool:
@@ -577,9 +658,8 @@ class Supervisor:
         self.journal.metric({"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": attempt, **rec})
         for a in self.monitors.observe(rec):
             self.journal.event("alert", attempt=attempt, **a)
-            if a.get("level") == "critical" and a.get("rule") == "non_finite" and not self.kill \
-                    and not self.leader_exited:
-                self._start_kill("divergence")
+            if a.get("level") == "critical" and a.get("rule") == "non_finite":
+                self.apply(lc.Divergence(a.get("message", "")))
         if extra_of_step:
             return
         self.last_step_written = step
@@ -625,85 +705,30 @@ class Supervisor:
             phase = "before the first step" if not self.attempt_steps else "between steps"
             self.alert("critical", "hang", f"no log output and no step progress for {quiet:.0f}s {phase}: "
                        f"killing the tree", quiet_s=round(quiet, 1), timeout_s=timeout)
-            self._start_kill("hang")
+            self.apply(lc.Hang(quiet, timeout))
 
     # ---- checkpoints ------------------------------------------------------------------
     def _checkpoint_state(self) -> None:
         self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last)
 
     # ---- killing ----------------------------------------------------------------------
-    def _start_kill(self, reason: str, *, grace: float | None = None, requested_by: str = "runner",
-                    now_restart: bool = False) -> dict:
-        grace = self._grace(grace)
-        now = time.time()
-        if self.kill:
-            if reason == "user" and self.kill.reason != "user":
-                self.kill.reason, self.kill.requested_by = "user", requested_by
-            return {"ok": True, "message": f"already stopping ({self.kill.reason})", "pids": list(self.tree.procs)}
-        self.tree.refresh()
-        self.kill = KillOp(reason, now, now + grace, requested_by, now_restart=now_restart)
-        pids = self.tree.signal(signal.SIGTERM)
-        self.journal.event("kill", reason=reason, requested_by=requested_by, pids=pids, grace_s=grace,
-                       attempt=self.state.get("attempt"))
-        self.set_status(STOPPING, f"{reason} kill")
-        return {"ok": True, "message": f"SIGTERM sent to {pids}; SIGKILL in {grace:g}s for anything left",
-                "pids": pids, "grace_s": grace}
-
-    def _progress_kill(self, now: float) -> None:
-        op = self.kill
-        self.tree.refresh()
-        alive = self.tree.survivors()
-        if not alive and (self.leader_exited or self.tree.leader is None):
-            hidden = self.tree.survivors(scan_markers=True)
-            if hidden:
-                self.tree.signal(signal.SIGKILL, hidden)
-                self.journal.event("kill_escalate", pids=list(hidden), why="marked processes outside the tree")
-                return
-            self.journal.event("kill_done", reason=op.reason, seconds=round(now - op.started, 3),
-                           escalated=op.escalated, survivors=[])
-            self.kill = None
-            if self.leader_exited:
-                self._finish_attempt(kill_reason=op.reason, now_restart=op.now_restart)
-            return
-        if now >= op.deadline and not op.escalated:
-            op.escalated = True
-            sent = self.tree.signal(signal.SIGKILL, alive)
-            self.journal.event("kill_escalate", pids=sent, why=f"still alive after {op.deadline - op.started:g}s grace")
-        elif op.escalated and now >= op.deadline + 30:
-            self.alert("critical", "kill_failed", f"processes survive SIGKILL: {sorted(alive)}",
-                       pids=sorted(alive))
-            op.deadline = now  # re-report every 30 s, keep trying
-            self.tree.signal(signal.SIGKILL, alive)
-
     # ---- exits and recovery -----------------------------------------------------------
     def _on_leader_exit(self, rc: int | None) -> None:
-        if self.leader_exited:
+        if not self.life.attempt_live:
             return
-        self.leader_exited = True
         self.exit_seen_at = time.time()
         recorded = self._recorded_exit()
         if rc is None:  # not our child (adopted): the waiter wrote down how it ended
             rc = recorded
         self.leader_rc = rc
         self._catch_up_log()
-        from runner.crash import decode_exit
-        code, sig = decode_exit(rc)
-        self.journal.event("attempt_end", attempt=self.state.get("attempt"), returncode=rc, exit_code=code,
-                       signal=sig, detected_at=self.exit_seen_at)
-        self.dirty = True
+        self.apply(lc.LeaderExit(rc))
 
-    def _after_exit(self) -> None:
-        """Leader gone and no kill under way: make sure the rest of the tree is gone too."""
-        self.tree.refresh()
-        if self.tree.survivors():
-            self._start_kill("cleanup")
-        else:
-            self._finish_attempt()
-
-    def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> None:
+    def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
+        """Judge the ended attempt: verify its last saves, classify the crash, write its report,
+        ask the restart policy. The answer goes back to the lifecycle."""
         from runner.crash import classify, decode_exit
         from runner.policy import AttemptRecord, decide
-        self.leader_exited = False
         self.tree.leader = None
         self._catch_up_log()
         # Nothing of this attempt writes any more: verify its last saves now, before the next
@@ -720,20 +745,17 @@ class Supervisor:
             self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)
             self._store_history()
-            self.set_status(SUCCEEDED, "training finished (exit 0)")
-            return
+            return lc.Judged("succeed", "training finished (exit 0)")
         exec_error = (self.exit_record or {}).get("error") if rc is not None else None
         if exec_error and kill_reason is None:
             # The command could not even be started: retrying the same argv cannot help.
-            self.set(pause_reason=exec_error, exit_code=None)
+            self.set(exit_code=None)
             self._store_history()
-            self.set_status(FAILED, exec_error)
-            return
+            return lc.Judged("fail", exec_error)
         if kill_reason == "restart":
             self.journal.event("restart", attempt=attempt, requested_by="user")
             self._store_history()
-            self._begin_cooldown(reason="restart requested", delay=0.0, floor=0.0 if now_restart else None)
-            return
+            return lc.Judged("restart", "restart requested", 0.0, 0.0 if now_restart else None)
         tail = self._attempt_tail()
         verdict = classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
                            steps_seen=self.attempt_steps, foreign_gpu_memory=self._foreign_gpu_memory(),
@@ -762,16 +784,10 @@ class Supervisor:
             self.next_env = dict(verdict.env)
             self.set(restarts=int(self.state.get("restarts") or 0) + 1)
             floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
-            self._begin_cooldown(reason=f"{verdict.cls}: {decision.reason}", delay=decision.delay_s, floor=floor)
-        elif decision.action == "pause":
-            self.set(pause_reason=decision.reason)
-            self.journal.event("pause", reason=decision.reason, attempt=attempt)
-            self.set_status(PAUSED, decision.reason)
-        elif decision.action == "stop":
-            self.set_status(KILLED, "killed by user")
-        else:
-            self.set(pause_reason=decision.reason)
-            self.set_status(FAILED, decision.reason)
+            return lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
+        if decision.action in ("pause", "stop"):
+            return lc.Judged(decision.action, decision.reason)
+        return lc.Judged("fail", decision.reason)
 
     def _store_history(self) -> None:
         self.set(history=[h.__dict__ for h in self.history[-50:]])
@@ -792,18 +808,6 @@ class Supervisor:
         return any(p.get("pid") not in mine for g in gpu.get("gpus", []) for p in g.get("processes") or [])
 
     # ---- cooldown ---------------------------------------------------------------------
-    def _begin_cooldown(self, reason: str, delay: float, floor: float | None = None) -> None:
-        cd = self.recipe["cooldown"]
-        now = time.time()
-        floor = float(cd["floor_s"]) if floor is None else floor
-        earliest = now + max(floor, delay)
-        ceiling_at = max(now + float(cd["ceiling_s"]), earliest)
-        self.cooldown = CooldownOp(now, earliest, ceiling_at, reason)
-        self.journal.event("cooldown", attempt=self.state.get("attempt"), until=earliest, ceiling_at=ceiling_at,
-                       reason=reason)
-        self._timers["cooldown"] = 0.0
-        self.set_status(COOLDOWN, reason)
-
     def _conditions(self) -> list[str]:
         """What still keeps us from launching: survivors of this run, the port (and whoever holds
         it), GPU memory and foreign processes on the GPUs the recipe uses. Leftovers of other runs
@@ -834,35 +838,12 @@ class Supervisor:
         waiting += [b.describe() for b in self._blockers]
         return waiting
 
-    def _progress_cooldown(self, now: float) -> None:
-        op = self.cooldown
+    def _probe_conditions(self) -> None:
         waiting = self._conditions()
-        if waiting != op.waiting_on:
-            op.waiting_on = waiting
-            self.dirty = True
-        on_busy = self.recipe["preflight"]["on_busy"]
-        if waiting and on_busy == "kill" and getattr(self, "_blockers", None):
-            self._kill_blockers()
-        if waiting and on_busy == "refuse" and op.reason == "pre-flight":
-            msg = "pre-flight failed: " + "; ".join(waiting)
-            self.cooldown = None
-            self.set(pause_reason=msg)
-            self.set_status(FAILED, msg)
-            return
-        if now < op.earliest:
-            return
-        if waiting and now < op.ceiling_at:
-            return
-        if waiting:
-            self.alert("warning", "cooldown_ceiling",
-                       f"cooldown ceiling reached; still waiting on: {'; '.join(waiting)}; launching anyway",
-                       waiting_on=waiting)
-            port = self._port()
-            if port and any(w.startswith(f"port {port}") for w in waiting):
-                self.port_override = _free_port()
-                self.journal.event("port_change", old=port, new=self.port_override)
-        self.cooldown = None
-        self._launch()
+        port = self._port()
+        port_busy = bool(port) and any(w.startswith(f"port {port}") for w in waiting)
+        self.apply(lc.ConditionsProbe(tuple(waiting), self.recipe["preflight"]["on_busy"], port_busy=port_busy,
+                                      blockers=bool(self._blockers)))
 
     def _kill_blockers(self) -> None:
         for b in self._blockers:
@@ -940,29 +921,16 @@ class Supervisor:
         status = self.state.get("status")
         if cmd == "status":
             return {"ok": True, "state": self.state}
-        if cmd == "kill":
-            grace = req.get("grace_s")
-            if status in (RUNNING, STOPPING) and (not self.leader_exited or self.kill):
-                return self._start_kill("user", grace=grace, requested_by=req.get("by", "client"))
-            self.cooldown = None
-            self.set_status(KILLED, "killed by user while " + str(status))
-            return {"ok": True, "message": f"run stopped (was {status}); nothing was running", "pids": []}
-        if cmd == "restart":
-            now_flag = bool(req.get("now"))
-            if status in (RUNNING, STOPPING) and not self.leader_exited:
-                ans = self._start_kill("restart", requested_by=req.get("by", "client"), now_restart=now_flag)
-                if self.kill and self.kill.reason == "restart":
-                    self.kill.now_restart = now_flag
-                return ans
-            if status in (COOLDOWN, PAUSED):
-                self._begin_cooldown(reason="restart requested", delay=0.0, floor=0.0 if now_flag else None)
-                return {"ok": True, "message": "cooling down, then restarting", "pids": []}
-            return {"ok": False, "message": f"cannot restart while {status}"}
-        if cmd == "resume":
-            if status != PAUSED:
-                return {"ok": False, "message": f"run is {status}, not paused"}
-            self._begin_cooldown(reason="resumed by user", delay=0.0)
-            return {"ok": True, "message": "resuming after cooldown"}
+        if cmd in ("kill", "restart", "resume"):
+            self._last_signalled = []
+            answer = self.apply(lc.Control(cmd, grace_s=req.get("grace_s"), now=bool(req.get("now")),
+                                           by=str(req.get("by", "client"))))
+            answer = dict(answer or {"ok": False, "message": f"{cmd}: nothing to do while {status}"})
+            answer.setdefault("pids", self._last_signalled or sorted(self.tree.procs) if self.kill else [])
+            if cmd == "kill" and self._last_signalled:
+                answer["message"] = (f"SIGTERM sent to {self._last_signalled}; SIGKILL in "
+                                     f"{answer.get('grace_s', 0):g}s for anything left")
+            return answer
         if cmd == "verify":
             return self.checkpoints.verify_latest()
         if cmd == "kill_pid":
@@ -1068,6 +1036,11 @@ def _waiter_argv(exit_record: Path, argv: list[str]) -> list[str]:
     and the command still gets the environment untouched."""
     waiter = str(Path(__file__).with_name("waiter.py"))
     return [sys.executable, "-S", "-E", waiter, str(exit_record), "--", *argv]
+
+
+def _wall(mono: float) -> float:
+    """A monotonic deadline as the wall-clock time readers show."""
+    return time.time() + (mono - time.monotonic())
 
 
 def _free_port() -> int:
