@@ -31,6 +31,8 @@ import yaml
 
 from runner import control, jsonio, proctree, recipe as recipes, rundir, store
 from runner import lifecycle as lc
+from runner.attempt import ExitStatus, LaunchSpec
+from runner.engines.local import LocalEngine
 from runner.journal import Journal
 from runner.errors import InputError
 from runner.state import Status
@@ -51,6 +53,7 @@ class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
         self.run = run
         self.journal = Journal(run, self._diag)
+        self.engine = LocalEngine(run)  # the attempt engine (runner.attempt); Slurm plugs in here
         self.restart_requested_at_start = restart
         self.recipe = _load_run_recipe(run)
         self.hash = recipes.recipe_hash(self.recipe)
@@ -91,7 +94,8 @@ class Supervisor:
         self.last_step_written: int | None = None
         self.resumed_step: int | None = None
         self._blockers: list = []
-        self.exit_record: dict | None = None
+        self.exit_status: ExitStatus | None = None
+        self.attempt = None  # the current attempt (runner.attempt.Attempt), once launched or adopted
         self.clients: list[control.ClientConn] = []
         self.lagging = False  # the last log read filled a whole slice: more is waiting
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
@@ -343,25 +347,19 @@ class Supervisor:
 
     def _recorded_exit(self) -> int | None:
         """The return code the attempt's waiter recorded, if it did."""
-        attempt = self.state.get("attempt")
-        rec = jsonio.read_json(self.run.exit_record(attempt), default=None) if attempt else None
-        self.exit_record = rec if isinstance(rec, dict) else None
-        rc = (self.exit_record or {}).get("returncode")
-        return rc if isinstance(rc, int) else None
+        self.exit_status = self.engine.exit_status(int(self.state.get("attempt") or 0))
+        return self.exit_status.returncode if self.exit_status else None
 
     def _adopt(self, leader: dict) -> None:
+        attempt = self.engine.adopt(int(self.state.get("attempt") or 0), self.state.get("pids") or [])
         self.adopted = True
-        self.tree.set_leader(int(leader["pid"]), float(leader["start_time"]), waiter=leader.get("role") == "waiter")
-        self.tree.adopted = True
-        for p in self.state.get("pids") or []:
-            if p["pid"] != leader["pid"] and proctree.same_process(p["pid"], p["start_time"]):
-                role = p.get("role") if p.get("role") in ("leader", "child") else "child"
-                self.tree.procs[p["pid"]] = proctree.TrackedProc(p["pid"], p["start_time"], role)
-        self.tree.refresh()
-        try:
-            self.pidfd = os.pidfd_open(self.tree.leader.pid)
-        except (AttributeError, OSError):
-            self.pidfd = None
+        if attempt is None:  # ended between the check and now: judged like any exit
+            self.tree.leader = None
+            self._on_leader_exit(None)
+            return
+        self.attempt = attempt
+        self.tree = attempt.tree
+        self.pidfd = attempt.wait_fd()
         self.last_output = time.time()
         self.last_progress = time.time()
         self.attempt_steps = 0
@@ -458,12 +456,8 @@ class Supervisor:
         except OSError as exc:
             self.journal.failed(exc)
         log_fd = jsonio.open_append(self.run.log)
-        exit_record = self.run.exit_record(attempt)
         try:
-            self.run.exits.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
-            exit_record.unlink(missing_ok=True)
-            self.proc = subprocess.Popen(_waiter_argv(exit_record, argv), stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, cwd=workdir,
-                                         env=env, start_new_session=True, close_fds=True)
+            started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
         except OSError as exc:
             msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
             try:
@@ -476,12 +470,10 @@ class Supervisor:
             return
         finally:
             os.close(log_fd)
+        self.attempt, self.proc, self.tree = started, started.proc, started.tree
         self.adopted = False
         self.leader_rc = None
-        self.exit_record = None
-        self.tree = proctree.ProcessTree(self.run.run_id)
-        self.tree.set_leader(self.proc.pid, waiter=True)
-        self._await_command()
+        self.exit_status = None
         self.monitors = self.Monitors(self.thresholds)
         now = time.time()
         self.attempt_started = now
@@ -494,20 +486,11 @@ class Supervisor:
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
                  resumed_from=resumed_from, port=port, attempt_started_at=now)
         self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
-                       pid=self.proc.pid, port=port, env_overrides=self.next_env)
+                       pid=self.proc.pid, command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
+                           port=port, env_overrides=self.next_env)
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
         self.flush_state(force=True)
-
-    def _await_command(self, limit_s: float = 2.0) -> None:
-        """The waiter forks the command within milliseconds of starting; track it before the
-        state says RUNNING, so every reader sees the command as the ``leader``. Bounded."""
-        deadline = time.monotonic() + limit_s
-        while time.monotonic() < deadline and self.proc is not None and self.proc.poll() is None:
-            self.tree.refresh()
-            if any(t.role == "leader" for t in self.tree.procs.values()):
-                return
-            time.sleep(0.005)
 
     # ---- the loop ---------------------------------------------------------------------
     def loop(self) -> None:
@@ -746,7 +729,7 @@ class Supervisor:
             self.set(exit_code=0)
             self._store_history()
             return lc.Judged("succeed", "training finished (exit 0)")
-        exec_error = (self.exit_record or {}).get("error") if rc is not None else None
+        exec_error = self.exit_status.error if self.exit_status and rc is not None else None
         if exec_error and kill_reason is None:
             # The command could not even be started: retrying the same argv cannot help.
             self.set(exit_code=None)
@@ -1029,13 +1012,6 @@ def _step_of(path: str | None) -> int | None:
         return None
     tail = Path(path).name.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else None
-
-
-def _waiter_argv(exit_record: Path, argv: list[str]) -> list[str]:
-    """The command under ``runner.waiter``, run by path with -S -E: stdlib only, fast to start,
-    and the command still gets the environment untouched."""
-    waiter = str(Path(__file__).with_name("waiter.py"))
-    return [sys.executable, "-S", "-E", waiter, str(exit_record), "--", *argv]
 
 
 def _wall(mono: float) -> float:
