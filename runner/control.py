@@ -11,17 +11,143 @@ Requests::
     {"cmd": "verify"}                           verify the newest checkpoint now
     {"cmd": "kill_pid", "pid": 123, "start_time": 1.7e9}   end a blocker (start time checked)
 
-Answers: {"ok": true|false, "message": "...", ...}.
+Answers: {"ok": true|false, "message": "...", ...}. Every message carries ``"v": 1``; a request
+without ``v`` is read as version 1 (older clients).
+
+The runner never lets a client hold its loop: connections are non-blocking, a request is at most
+``MAX_REQUEST`` bytes and ``MAX_DEPTH`` levels of nesting (checked before parsing), and a client
+has ``CLIENT_TIMEOUT_S`` in all to send its line.
 """
 from __future__ import annotations
 
 import json
 import os
 import socket
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, TypedDict
 
-MAX_MESSAGE = 1 << 20
+CONTROL_VERSION = 1
+MAX_MESSAGE = 1 << 20      # an answer (the status carries the whole state)
+MAX_REQUEST = 64 * 1024    # a request is a few dozen bytes; anything near this is not a client of ours
+MAX_DEPTH = 16
+CLIENT_TIMEOUT_S = 2.0
 COMMANDS = ("status", "kill", "restart", "resume", "verify", "kill_pid")
+
+Command = Literal["status", "kill", "restart", "resume", "verify", "kill_pid"]
+
+
+class Request(TypedDict, total=False):
+    v: int
+    cmd: Command
+    by: str          # who asks (shown in events): "ui", "cli", ...
+    grace_s: float   # kill, kill_pid
+    now: bool        # restart: skip the cooldown floor
+    pid: int         # kill_pid
+    start_time: float
+
+
+class Answer(TypedDict, total=False):
+    v: int
+    ok: bool
+    message: str
+    pids: list[int]
+    grace_s: float
+    state: dict
+    result: dict
+    verdict: dict
+
+
+def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """True when JSON text nests deeper than ``limit`` (brackets inside strings do not count).
+    Checked before parsing, so a hostile message costs one linear scan, never a recursion."""
+    depth = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def parse_request(data: bytes) -> tuple[Request | None, str | None]:
+    """One request line as a typed request, or why it is refused."""
+    if len(data) > MAX_REQUEST:
+        return None, f"request larger than {MAX_REQUEST} bytes"
+    if too_deep(data):
+        return None, f"request nested deeper than {MAX_DEPTH} levels"
+    try:
+        raw = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, "unreadable request"
+    if not isinstance(raw, dict) or not isinstance(raw.get("cmd"), str):
+        return None, "a request is a JSON object with a \"cmd\""
+    if raw.get("v", CONTROL_VERSION) != CONTROL_VERSION:
+        return None, f"control version {raw.get('v')!r} not supported (this runner speaks {CONTROL_VERSION})"
+    return Request(**raw), None  # type: ignore[typeddict-item]
+
+
+@dataclass
+class ClientConn:
+    """One client connection being read without blocking, with a deadline for the whole line."""
+    sock: socket.socket
+    deadline: float
+    data: bytearray = field(default_factory=bytearray)
+
+    @classmethod
+    def accept(cls, listener: socket.socket, timeout_s: float = CLIENT_TIMEOUT_S) -> "ClientConn | None":
+        try:
+            conn, _ = listener.accept()
+        except (BlockingIOError, OSError):
+            return None
+        conn.setblocking(False)
+        return cls(conn, time.monotonic() + timeout_s)
+
+    def read(self) -> tuple[bool, Request | None, str | None]:
+        """(done, request, error): done once a whole line, EOF, an oversize message or an error."""
+        try:
+            chunk = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return False, None, None
+        except OSError as exc:
+            return True, None, f"read failed: {exc}"
+        if chunk:
+            self.data += chunk
+            if len(self.data) > MAX_REQUEST:
+                return True, None, f"request larger than {MAX_REQUEST} bytes"
+            if b"\n" not in chunk:
+                return False, None, None
+        line = bytes(self.data).split(b"\n", 1)[0]
+        if not line.strip():
+            return True, None, "empty request"
+        req, err = parse_request(line)
+        return True, req, err
+
+    def expired(self, now: float) -> bool:
+        return now >= self.deadline
+
+    def answer(self, answer: dict, timeout_s: float = 0.5) -> None:
+        """Send the answer (bounded: a client that does not read loses it) and close."""
+        try:
+            self.sock.settimeout(timeout_s)
+            self.sock.sendall(json.dumps({"v": CONTROL_VERSION, **answer}, default=str).encode() + b"\n")
+        except OSError:
+            pass
+        finally:
+            self.sock.close()
 
 
 class ControlError(Exception):
@@ -60,7 +186,7 @@ def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
                 s.connect(short)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise ControlError(f"no runner is listening on {sock_path} ({exc.strerror})") from None
-        s.sendall(json.dumps(request).encode() + b"\n")
+        s.sendall(json.dumps({"v": CONTROL_VERSION, **request}).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
             chunk = s.recv(65536)
@@ -105,18 +231,24 @@ def listen(sock_path: Path | str) -> socket.socket:
 
 
 def read_request(conn: socket.socket, timeout: float = 2.0) -> dict | None:
+    """Blocking read of one request (for simple servers such as test doubles; the runner reads
+    through ``ClientConn`` so no client can hold its loop)."""
     conn.settimeout(timeout)
     data = b""
     try:
-        while not data.endswith(b"\n") and len(data) < MAX_MESSAGE:
+        while not data.endswith(b"\n") and len(data) <= MAX_REQUEST:
             chunk = conn.recv(65536)
             if not chunk:
                 break
             data += chunk
-        req = json.loads(data)
-    except (OSError, ValueError):
+    except OSError:
         return None
-    return req if isinstance(req, dict) else None
+    req, _ = parse_request(data.split(b"\n", 1)[0])
+    if req is None:
+        return None
+    body = dict(req)
+    body.pop("v", None)  # the version is the envelope's; callers see the request as it was built
+    return body
 
 
 def reply(conn: socket.socket, answer: dict) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 SCHEMA_VERSION = 1
+FILE_MODE = 0o600  # run files hold logs and commands: owner only
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def finite_or_str(x: Any) -> Any:
@@ -67,14 +69,44 @@ def atomic_write_json(path: Path | str, obj: Any) -> None:
         raise
 
 
-def append_jsonl(path: Path | str, obj: Any) -> None:
-    """One record, one line, one write(2) on an O_APPEND descriptor: no interleaving, no rewrite."""
-    line = (dumps(obj) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+def open_append(path: Path | str, *, readable: bool = False) -> int:
+    """An O_APPEND descriptor on a run file, created 0600, refusing a symlink (ELOOP): a planted
+    link must not make the runner write outside the run directory."""
+    flags = (_APPEND_FLAGS & ~os.O_WRONLY) | os.O_RDWR if readable else _APPEND_FLAGS
+    return os.open(path, flags, FILE_MODE)
+
+
+def append_bytes(path: Path | str, data: bytes, *, line: bool = False) -> None:
+    """Append ``data`` in one write(2). With ``line``, a file that ends mid-line (a writer died
+    half-way) gets a newline first, so the new record is never glued onto the broken one. A write
+    that fails part-way (disk full) is cut back off, so a retry does not leave a fragment."""
+    fd = open_append(path, readable=line)
     try:
-        os.write(fd, line)
+        size = os.fstat(fd).st_size
+        if line and size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        try:
+            n = os.write(fd, data)
+        except OSError:
+            _cut(fd, size)
+            raise
+        if n != len(data):
+            _cut(fd, size)
+            raise OSError(28, f"short write ({n} of {len(data)} bytes)")
     finally:
         os.close(fd)
+
+
+def _cut(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
+
+
+def append_jsonl(path: Path | str, obj: Any) -> None:
+    """One record, one line, one write(2) on an O_APPEND descriptor: no interleaving, no rewrite."""
+    append_bytes(path, (dumps(obj) + "\n").encode(), line=True)
 
 
 def read_json(path: Path | str, default: Any = None) -> Any:

@@ -18,7 +18,7 @@ def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift
     run = rundir.create(base, name or recipe["name"])
     on_disk = recipes.for_run_dir(recipe)
     on_disk["_launch"] = {"recipe_dir": recipe.get("_recipe_dir", ""), "cwd": os.getcwd()}
-    run.recipe.write_text(recipes.dump_yaml(on_disk))
+    _write_new(run.recipe, recipes.dump_yaml(on_disk).encode())
     literal = recipes.secrets_doc(recipe)
     if literal:
         fd = os.open(run.path / "secrets.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -27,10 +27,16 @@ def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift
     run.write_state({"status": rundir.STARTING, "name": name or recipe["name"], "attempt": 0,
                      "recipe_hash": recipes.recipe_hash(recipe), "started_at": time.time(),
                      "allow_drift": allow_drift})
-    run.log.touch()
-    run.metrics.touch()
-    run.events.touch()
+    for path in (run.log, run.metrics, run.events, run.runner_log):
+        os.close(jsonio.open_append(path))
     return run
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A new run file, 0600, never through a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, jsonio.FILE_MODE)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
@@ -39,7 +45,7 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
     argv = [sys.executable, "-m", "runner.supervisor", str(run.path)]
     if restart:
         argv.append("--restart")
-    out = os.open(run.runner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    out = jsonio.open_append(run.runner_log)
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")}
         root = str(Path(__file__).resolve().parent.parent)
@@ -88,6 +94,8 @@ def _tail(path: Path, n: int = 3) -> str:
 
 
 def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
+    if rundir.runner_locked(run):
+        return True
     state = run.read_state() if state is None else state
     r = state.get("runner") or {}
     return bool(r.get("pid") and r.get("host") == rundir.hostname() and r.get("start_time")

@@ -75,7 +75,7 @@ def marked_processes(run_id: str) -> dict[int, float]:
 class TrackedProc:
     pid: int
     start_time: float
-    role: str  # "leader" | "child"
+    role: str  # "waiter" (our direct child) | "leader" (the command) | "child"
 
     def to_dict(self) -> dict:
         return {"pid": self.pid, "start_time": self.start_time, "role": self.role}
@@ -91,9 +91,11 @@ class ProcessTree:
         self.pgid: int | None = None
         self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
 
-    def set_leader(self, pid: int, created: float | None = None) -> None:
+    def set_leader(self, pid: int, created: float | None = None, *, waiter: bool = False) -> None:
+        """``pid`` is the process whose end ends the attempt. With ``waiter`` it is the waiter
+        (``runner.waiter``) and its own child, once seen, is tracked as the command: ``leader``."""
         created = created if created is not None else (start_time(pid) or time.time())
-        self.leader = TrackedProc(pid, created, "leader")
+        self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
         self.procs = {pid: self.leader}
         try:
             self.pgid = os.getpgid(pid)
@@ -124,7 +126,11 @@ class ProcessTree:
                 if child.pid in self.procs:
                     continue
                 try:
-                    self.procs[child.pid] = TrackedProc(child.pid, child.create_time(), "child")
+                    role = "child"
+                    if self.leader and self.leader.role == "waiter" and child.ppid() == self.leader.pid:
+                        role = "leader"  # the command: its process group is the attempt's
+                        self.pgid = _pgid(child.pid) or self.pgid
+                    self.procs[child.pid] = TrackedProc(child.pid, child.create_time(), role)
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
         self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}

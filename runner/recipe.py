@@ -56,7 +56,7 @@ _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "cooldown": {"floor_s": (int, float), "ceiling_s": (int, float), "gpu_mem_tolerance_mib": (int, float),
                  "poll_s": (int, float)},
     "kill": {"grace_s": (int, float)},
-    "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float)},
+    "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float), "startup_s": (int, float, type(None))},
     "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,)},
     "resume": {"arg": (str, type(None)), "args": (list, type(None)), "drift": (str,)},
     "swift": {"version": (str, type(None)), "python": (str, type(None)), "validated_max_length": (int, type(None)), "dataset_samples": (int, type(None))},

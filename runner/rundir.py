@@ -13,6 +13,7 @@ One directory per run under the base directory::
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -22,13 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner import jsonio
+from runner import state as run_state
+from runner.state import LIVE, TERMINAL, Status
 from runner.errors import InputError
 
-# Statuses a run can be in. Terminal ones end the runner.
-STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = "starting", "running", "cooldown", "paused", "stopping"
-SUCCEEDED, FAILED, KILLED = "succeeded", "failed", "killed"
-TERMINAL = frozenset({SUCCEEDED, FAILED, KILLED})
-LIVE = frozenset({STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING})
+# Statuses a run can be in (``runner.state.Status``, a str enum). Terminal ones end the runner.
+STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
+                                                 Status.PAUSED, Status.STOPPING)
+SUCCEEDED, FAILED, KILLED = Status.SUCCEEDED, Status.FAILED, Status.KILLED
+DIR_MODE = 0o700
+LOCK_NAME = "runner.lock"
 
 ATTEMPT_MARKER = "=== moeconsole: attempt {attempt} start"
 ATTEMPT_MARKER_RE = re.compile(r"^=== moeconsole: attempt (\d+) start")
@@ -57,17 +61,67 @@ class RunDir:
     def crash_report(self, attempt: int) -> Path:
         return self.crashes / f"attempt-{attempt}.json"
 
+    lock = property(lambda self: self.path / LOCK_NAME)
+    exits = property(lambda self: self.path / "exits")
+
+    def exit_record(self, attempt: int) -> Path:
+        """Written by the attempt's waiter when the command ends (outlives any runner)."""
+        return self.exits / f"attempt-{attempt}.json"
+
     def read_state(self) -> dict:
-        return jsonio.read_json(self.state, default={}) or {}
+        """The state as a plain dict (empty when missing or corrupt); see ``load_state``."""
+        raw = jsonio.read_json(self.state, default={})
+        return raw if isinstance(raw, dict) else {}
+
+    def load_state(self) -> run_state.LoadedState:
+        """The typed state, with the reason when the file is missing, truncated or corrupt."""
+        return run_state.load(self.state)
 
     def write_state(self, state: dict) -> None:
-        state = {"v": jsonio.SCHEMA_VERSION, **state, "updated_at": time.time()}
+        state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
         jsonio.atomic_write_json(self.state, state)
 
     def event(self, type_: str, **fields) -> dict:
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
         jsonio.append_jsonl(self.events, rec)
         return rec
+
+
+class RunLocked(InputError):
+    """Another runner holds this run's lock."""
+
+
+def lock_runner(run: RunDir, *, wait_s: float = 0.5) -> int:
+    """Take the run's runner lock (flock on ``runner.lock``) and return its descriptor, to keep
+    open for the runner's life. The kernel drops it when the runner dies, however it dies, so a
+    crashed runner never blocks its successor, and two runners can never supervise one run.
+    A client probing the lock holds it for microseconds: retry briefly before giving up."""
+    fd = os.open(run.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise RunLocked(f"{run.run_id}: another runner already supervises this run") from None
+            time.sleep(0.02)
+
+
+def runner_locked(run: RunDir) -> bool:
+    """True while some runner holds the run's lock (a live runner, whatever state.json says)."""
+    try:
+        fd = os.open(run.lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def new_run_id(name: str) -> str:
@@ -81,10 +135,12 @@ def create(base: Path, name: str) -> RunDir:
     for _ in range(10):
         path = base / new_run_id(name)
         try:
-            path.mkdir()
+            path.mkdir(mode=DIR_MODE)
         except FileExistsError:
             continue
-        (path / "crashes").mkdir()
+        os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
+        (path / "crashes").mkdir(mode=DIR_MODE)
+        (path / "exits").mkdir(mode=DIR_MODE)
         return RunDir(path)
     raise InputError(f"{base}: could not create a unique run directory")
 

@@ -167,7 +167,12 @@ class RunWatcher:
         status = state.get("status")
         alive = bool(runner_pid) and runner.get("host") == rundir.hostname() and rundir.pid_alive(runner_pid)
         live = status in rundir.LIVE
-        stale = live and runner.get("host") == rundir.hostname() and not alive
+        updated, limit = state.get("updated_at"), state.get("stale_after_s")
+        state_age = now - updated if isinstance(updated, (int, float)) else None
+        # A runner that lives but no longer moves its state (stuck, or a disk that refuses
+        # writes) is as stale as a dead one.
+        frozen = live and state_age is not None and isinstance(limit, (int, float)) and state_age > limit
+        stale = (live and runner.get("host") == rundir.hostname() and not alive) or frozen
         cd = state.get("cooldown")
         if cd and status == rundir.COOLDOWN:
             cd = {**cd, "remaining_s": max(0.0, (cd.get("until") or now) - now)}
@@ -215,6 +220,9 @@ class RunWatcher:
             "checkpoint_root": state.get("checkpoint_root"),
             "mem_capacity_gib": state.get("mem_capacity_gib"),
             "metric_count": self.metric_count,
+            "state_age_s": state_age,
+            "storage": state.get("storage"),
+            "ingest": state.get("ingest"),
         }
 
     def poll(self, *, with_gpu: bool = True) -> Snapshot:

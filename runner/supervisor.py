@@ -24,61 +24,56 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
 from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, store
+from runner import lifecycle as lc
+from runner.attempt import ExitStatus, LaunchSpec
+from runner.engines.local import LocalEngine
+from runner.journal import Journal
 from runner.errors import InputError
-from runner.rundir import COOLDOWN, FAILED, KILLED, PAUSED, RUNNING, STARTING, STOPPING, SUCCEEDED
+from runner.state import Status
+from runner.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
 STATE_FLUSH_S = 1.0
+STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives
+STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
+INGEST_SLICE_BYTES = 256 * 1024  # log bytes parsed per loop turn: control and state never wait longer
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
-
-
-@dataclass
-class KillOp:
-    reason: str            # user | restart | hang | divergence | cleanup | preflight
-    started: float
-    deadline: float
-    requested_by: str = "runner"
-    escalated: bool = False
-    now_restart: bool = False
-
-
-@dataclass
-class CooldownOp:
-    started: float
-    earliest: float
-    ceiling_at: float
-    reason: str
-    waiting_on: list[str] = field(default_factory=list)
-    reported: bool = False
 
 
 class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
         self.run = run
+        self.journal = Journal(run, self._diag)
+        self.engine = LocalEngine(run)  # the attempt engine (runner.attempt); Slurm plugs in here
         self.restart_requested_at_start = restart
         self.recipe = recipes.restore_secrets(_load_run_recipe(run),
                                               jsonio.read_json(run.path / "secrets.json", default=None))
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.secrets = recipes.secret_values(self.env_resolved, self.recipe["command"])
-        self.state: dict = run.read_state()
+        loaded = run.load_state()
+        self.state: dict = dict(loaded.state)
+        if loaded.problem and run.path.joinpath("events.jsonl").exists():
+            self._diag(f"{loaded.problem}: rebuilding the run's state from its records")
+            self.state = recover_state(run, self.state, loaded.problem)
         self.tree = proctree.ProcessTree(run.run_id)
         self.proc: subprocess.Popen | None = None
         self.leader_rc: int | None = None
-        self.leader_exited = False
         self.adopted = False
         self.pidfd: int | None = None
-        self.kill: KillOp | None = None
-        self.cooldown: CooldownOp | None = None
+        status = Status.parse(self.state.get("status")) or Status.STARTING
+        self.life = lc.Life(status)  # the lifecycle's own state; every decision goes through lc.step
+        self._start_leader: dict | None = None
+        self._last_signalled: list[int] = []
         self.stop = False
         self.dirty = True
         self.last_flush = 0.0
@@ -88,6 +83,22 @@ class Supervisor:
         self.next_env: dict[str, str] = {}
         self.port_override: int | None = None
         self._timers: dict[str, float] = {}
+        # Per-attempt progress, reset at each launch or adoption (set here so a runner that only
+        # judges an attempt that ended unsupervised has them too).
+        now = time.time()
+        self.attempt_started = now
+        self.last_output = now
+        self.last_progress = now
+        self.exit_seen_at = now
+        self.attempt_steps = 0
+        self.last_step_written: int | None = None
+        self.resumed_step: int | None = None
+        self._blockers: list = []
+        self.exit_status: ExitStatus | None = None
+        self.attempt = None  # the current attempt (runner.attempt.Attempt), once launched or adopted
+        self.clients: list[control.ClientConn] = []
+        self.lagging = False  # the last log read filled a whole slice: more is waiting
+        self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -103,7 +114,8 @@ class Supervisor:
         self.Monitors = Monitors
         self.monitors = Monitors(self.thresholds)
         self.parser = LogParser()
-        self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0))
+        self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
+                                 max_read=INGEST_SLICE_BYTES)
         self.gpu_backend = None
         try:
             from runner.telemetry.gpu import get_backend
@@ -113,7 +125,7 @@ class Supervisor:
         root = self.recipe["checkpoints"].get("dir")
         self.ckpt_root = Path(self._fill(root)).resolve() if root else None
         ck = self.recipe["checkpoints"]
-        self.checkpoints = CheckpointKeeper(self.run, self.ckpt_root, recipe_hash=self.hash,
+        self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck["settle_s"]), verify=bool(ck.get("verify", True)),
                                             verified=self.state.get("verified") or [], diag=self._diag)
 
@@ -126,8 +138,11 @@ class Supervisor:
                 "python": sys.executable}
 
     def _diag(self, msg: str) -> None:
-        sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {msg}\n")
-        sys.stderr.flush()
+        try:  # runner.log shares the run's disk: a full disk must not end the runner
+            sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {msg}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
 
     # ---- state ------------------------------------------------------------------------
     def set(self, **fields) -> None:
@@ -136,17 +151,23 @@ class Supervisor:
 
     def flush_state(self, force: bool = False) -> None:
         now = time.time()
-        if not (force or (self.dirty and now - self.last_flush >= STATE_FLUSH_S)):
+        retry = bool(self.journal.pending or self.journal.error)
+        due = (self.dirty or retry) and now - self.last_flush >= STATE_FLUSH_S
+        if not (force or due or now - self.last_flush >= STATE_HEARTBEAT_S):
             return
+        self.journal.flush()
         self.state["pids"] = self.tree.to_list() if not self.leader_exited or self.kill else []
+        cd = self.cooldown
         self.state["pgid"] = self.tree.pgid
         self.state["log_offset"] = self.tailer.offset
-        self.state["cooldown"] = ({"until": self.cooldown.earliest, "ceiling_at": self.cooldown.ceiling_at,
-                                   "waiting_on": self.cooldown.waiting_on, "reason": self.cooldown.reason}
-                                  if self.cooldown else None)
-        self.run.write_state(self.state)
-        self.dirty = False
+        self.state["cooldown"] = ({"until": _wall(cd.earliest), "ceiling_at": _wall(cd.ceiling_at),
+                                   "waiting_on": list(cd.waiting_on), "reason": cd.reason} if cd else None)
+        self.state["storage"] = self.journal.storage
+        self.state["stale_after_s"] = float(self.recipe["heartbeat"]["stale_state_s"])
+        self.state["ingest"] = self._ingest_lag()
         self.last_flush = now
+        if self.journal.write_state(self.state):
+            self.dirty = False
 
     def set_status(self, status: str, reason: str = "") -> None:
         if self.state.get("status") == status:
@@ -160,7 +181,8 @@ class Supervisor:
                 self._diag(f"final checkpoint sweep failed: {exc}")
             self.set(ended_at=time.time())
         self.set(status=status)
-        self.run.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
+        self.life = replace(self.life, status=Status(status))
+        self.journal.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
         self.flush_state(force=True)
         self._index()
 
@@ -180,16 +202,12 @@ class Supervisor:
         return {"last_loss": self.state.get("last_loss"), "min_loss": self.state.get("min_loss")}
 
     def alert(self, level: str, rule: str, message: str, **values) -> None:
-        self.run.event("alert", level=level, rule=rule, step=self.state.get("step"), message=message,
+        self.journal.event("alert", level=level, rule=rule, step=self.state.get("step"), message=message,
                        values=values, attempt=self.state.get("attempt"))
 
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
-        prev = self.state.get("runner") or {}
-        if (prev.get("pid") and prev.get("host") == me["host"] and prev.get("pid") != me["pid"]
-                and prev.get("start_time") and proctree.same_process(prev["pid"], prev["start_time"])):
-            raise InputError(f"{self.run.run_id}: a runner (pid {prev['pid']}) already supervises this run")
         self.sock = control.listen(self.run.sock)
         self.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
                  max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
@@ -201,44 +219,152 @@ class Supervisor:
         self.state.setdefault("restarts", 0)
         self.history = [_attempt_record(a) for a in self.state.get("history", [])]
         status = self.state.get("status")
-        leader = next((p for p in self.state.get("pids") or [] if p.get("role") == "leader"), None)
-        if status in rundir.LIVE and status != STARTING and leader and \
-                proctree.same_process(leader["pid"], leader["start_time"]):
-            self._adopt(leader)
-        elif status in (RUNNING, STOPPING) and leader:
-            # The runner died and the training died while nobody watched: judge it from the log.
+        pids = self.state.get("pids") or []
+        # The waiter is the attempt's root (it outlives the command by the moment it takes to
+        # record the exit); runs from before the waiter have only a leader.
+        leader = next((p for p in pids if p.get("role") == "waiter"), None) or \
+            next((p for p in pids if p.get("role") == "leader"), None)
+        alive = bool(status in rundir.LIVE and status != STARTING and leader
+                     and proctree.same_process(leader["pid"], leader["start_time"]))
+        known = bool(leader or self.state.get("attempt"))
+        drift = None
+        if not alive and status in (STARTING, None):
+            drift = self._drift_check()
+        elif not alive and status in (RUNNING, STOPPING) and known:
+            # The runner died and the training died while nobody watched: the waiter's exit record
+            # says how it ended; without one the log is the only witness.
             self._diag("previous attempt ended while unsupervised")
-            self.leader_exited, self.leader_rc = True, None
+            self.leader_rc = self._recorded_exit()
+            self.last_step_written = self._last_written_step(self.state.get("attempt"))
             self._catch_up_log()
-            self._finish_attempt()
         elif status == PAUSED and not self.restart_requested_at_start:
             self._diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
-        elif status in (COOLDOWN, PAUSED) or (status in rundir.TERMINAL and self.restart_requested_at_start):
-            if status in rundir.TERMINAL:
-                self.set(ended_at=None)
-            self._begin_cooldown(reason="restart requested" if self.restart_requested_at_start else "resumed",
-                                 delay=0.0, floor=0.0 if self.restart_requested_at_start else None)
-        else:
-            self._first_launch()
+        elif status in rundir.TERMINAL and self.restart_requested_at_start:
+            self.set(ended_at=None)
+        self._start_leader = leader
+        self.apply(lc.Started(leader_alive=alive, leader_known=known,
+                              restart_requested=self.restart_requested_at_start, drift_refused=drift))
         self.flush_state(force=True)
 
+    # ---- the lifecycle: events in, effects out ----------------------------------------------
+    @property
+    def kill(self) -> lc.Kill | None:
+        return self.life.kill
+
+    @property
+    def cooldown(self) -> lc.Cooldown | None:
+        return self.life.cooldown
+
+    @property
+    def leader_exited(self) -> bool:
+        return self.life.exited
+
+    def _lifecycle_settings(self) -> lc.Settings:
+        cd = self.recipe["cooldown"]
+        return lc.Settings(grace_s=self._grace(None), floor_s=lc.sane_seconds(cd["floor_s"], 0.0),
+                           ceiling_s=lc.sane_seconds(cd["ceiling_s"], 0.0))
+
+    def apply(self, event: lc.Event) -> dict | None:
+        """Feed one event to the lifecycle and carry out its effects (which may raise the next
+        event: judging an attempt answers with the policy's decision). Returns a control reply."""
+        answer = None
+        queue: list[lc.Event] = [event]
+        while queue:
+            ev = queue.pop(0)
+            self.life, effects = lc.step(self.life, ev, time.monotonic(), self._lifecycle_settings())
+            for eff in effects:
+                if isinstance(eff, lc.Reply):
+                    answer = eff.answer
+                    continue
+                follow = self._execute(eff)
+                if follow is not None:
+                    queue.append(follow)
+        self.dirty = True
+        return answer
+
+    def _execute(self, eff: lc.Effect) -> lc.Event | None:
+        attempt = self.state.get("attempt")
+        if isinstance(eff, lc.SetStatus):
+            if eff.status in (FAILED, PAUSED):
+                self.set(pause_reason=eff.reason)
+            self.set_status(eff.status, eff.reason)
+        elif isinstance(eff, lc.SignalTree):
+            self._signal_tree(eff)
+        elif isinstance(eff, lc.Record):
+            self._record(eff)
+        elif isinstance(eff, lc.Adopt):
+            assert self._start_leader is not None
+            self._adopt(self._start_leader)
+        elif isinstance(eff, lc.Launch):
+            if eff.ceiling_alert:
+                self.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
+                           f"{'; '.join(eff.ceiling_alert)}; launching anyway", waiting_on=list(eff.ceiling_alert))
+            if eff.new_port:
+                port = self._port()
+                self.port_override = _free_port()
+                self.journal.event("port_change", old=port, new=self.port_override, attempt=attempt)
+            self._launch()
+        elif isinstance(eff, lc.JudgeAttempt):
+            return self._finish_attempt(eff.kill_reason, eff.now_restart)
+        elif isinstance(eff, lc.KillBlockers):
+            self._kill_blockers()
+        return None
+
+    def _signal_tree(self, eff: lc.SignalTree) -> None:
+        if eff.sig == "TERM":
+            self.tree.refresh()
+            self._last_signalled = self.tree.signal(signal.SIGTERM)
+            return
+        if eff.why == "marked processes outside the tree":
+            targets = self.tree.survivors(scan_markers=True)
+        else:
+            self.tree.refresh()
+            targets = self.tree.survivors()
+        sent = self.tree.signal(signal.SIGKILL, targets)
+        self.journal.event("kill_escalate", pids=sent or sorted(targets), why=eff.why,
+                           attempt=self.state.get("attempt"))
+
+    def _record(self, eff: lc.Record) -> None:
+        attempt = self.state.get("attempt")
+        f = dict(eff.fields)
+        if eff.type == "kill":
+            self.journal.event("kill", reason=f["reason"], requested_by=f["requested_by"], pids=self._last_signalled,
+                               grace_s=f["grace_s"], attempt=attempt)
+        elif eff.type == "attempt_end":
+            from runner.crash import decode_exit
+            code, sig = decode_exit(self.leader_rc)
+            self.journal.event("attempt_end", attempt=attempt, returncode=self.leader_rc, exit_code=code,
+                               signal=sig, detected_at=self.exit_seen_at)
+        elif eff.type == "alert":
+            alive = sorted(self.tree.survivors())
+            self.alert(f["level"], f["rule"], f"{f['message']}: {alive}", pids=alive)
+        elif eff.type == "cooldown":
+            self.journal.event("cooldown", attempt=attempt, until=_wall(f["until"]), ceiling_at=_wall(f["ceiling_at"]),
+                               reason=f["reason"])
+            self._timers["cooldown"] = 0.0
+        else:
+            self.journal.event(eff.type, attempt=attempt, **f)
+
+    def _recorded_exit(self) -> int | None:
+        """The return code the attempt's waiter recorded, if it did."""
+        self.exit_status = self.engine.exit_status(int(self.state.get("attempt") or 0))
+        return self.exit_status.returncode if self.exit_status else None
+
     def _adopt(self, leader: dict) -> None:
+        attempt = self.engine.adopt(int(self.state.get("attempt") or 0), self.state.get("pids") or [])
         self.adopted = True
-        self.tree.set_leader(int(leader["pid"]), float(leader["start_time"]))
-        self.tree.adopted = True
-        for p in self.state.get("pids") or []:
-            if p.get("role") != "leader" and proctree.same_process(p["pid"], p["start_time"]):
-                self.tree.procs[p["pid"]] = proctree.TrackedProc(p["pid"], p["start_time"], "child")
-        self.tree.refresh()
-        try:
-            self.pidfd = os.pidfd_open(self.tree.leader.pid)
-        except (AttributeError, OSError):
-            self.pidfd = None
+        if attempt is None:  # ended between the check and now: judged like any exit
+            self.tree.leader = None
+            self._on_leader_exit(None)
+            return
+        self.attempt = attempt
+        self.tree = attempt.tree
+        self.pidfd = attempt.wait_fd()
         self.last_output = time.time()
         self.last_progress = time.time()
         self.attempt_steps = 0
         self.last_step_written = self._last_written_step(self.state.get("attempt"))
-        self.run.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
+        self.journal.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
         self._diag(f"adopted attempt {self.state.get('attempt')} leader pid {self.tree.leader.pid}")
         if self.state.get("status") == STOPPING:
             self.set(status=RUNNING)
@@ -251,36 +377,29 @@ class Supervisor:
                 last = rec["step"]
         return last
 
-    def _first_launch(self) -> None:
-        drift = self._drift_check()
-        if drift is False:
-            return
-        self._begin_cooldown(reason="pre-flight", delay=0.0, floor=0.0)
-
-    def _drift_check(self) -> bool | None:
-        """A first attempt that would resume from a checkpoint saved under another recipe hash."""
+    def _drift_check(self) -> str | None:
+        """A first attempt that would resume from a checkpoint saved under another recipe hash:
+        the refusal message under ``resume.drift: refuse``, else None (warn/allow noted)."""
         if not (self.recipe["resume"].get("arg") or self.recipe["resume"].get("args")):
             return None
         found = self.checkpoints.drifted()
         if not found:
-            return True
+            return None
         path, other = found
         mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
-        self.run.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
+        self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
         if mode == "refuse":
             msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}; "
                    f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
             self.alert("critical", "recipe_drift", msg, checkpoint=str(path))
-            self.set(pause_reason=msg)
-            self.set_status(FAILED, msg)
-            return False
+            return msg
         if mode == "warn":
             self.alert("warning", "recipe_drift", f"recipe drift: starting fresh instead of resuming {path}")
             self.set(no_resume=True)
         else:
             self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {path}")
             self.set(allow_drift=True)
-        return True
+        return None
 
     # ---- launching --------------------------------------------------------------------
     def _port(self) -> int | None:
@@ -331,27 +450,30 @@ class Supervisor:
             "_launch_cwd") or str(self.run.path)
         shown = recipes.redact_argv(argv, self.secrets)
         marker = rundir.ATTEMPT_MARKER.format(attempt=attempt)
-        with open(self.run.log, "ab") as f:
-            f.write(f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
-        log_fd = os.open(self.run.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, cwd=workdir,
-                                         env=env, start_new_session=True, close_fds=True)
+            jsonio.append_bytes(self.run.log,
+                                f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
+        except OSError as exc:
+            self.journal.failed(exc)
+        log_fd = jsonio.open_append(self.run.log)
+        try:
+            started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
         except OSError as exc:
             msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
-            with open(self.run.log, "ab") as f:
-                f.write(f"moeconsole: {msg}\n".encode())
-            self.run.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from, error=msg)
+            try:
+                jsonio.append_bytes(self.run.log, f"moeconsole: {msg}\n".encode())
+            except OSError as write_exc:
+                self.journal.failed(write_exc)
+            self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from, error=msg)
             self.set(pause_reason=msg, exit_code=None)
             self.set_status(FAILED, msg)
             return
         finally:
             os.close(log_fd)
+        self.attempt, self.proc, self.tree = started, started.proc, started.tree
         self.adopted = False
-        self.leader_exited = False
         self.leader_rc = None
-        self.tree = proctree.ProcessTree(self.run.run_id)
-        self.tree.set_leader(self.proc.pid)
+        self.exit_status = None
         self.monitors = self.Monitors(self.thresholds)
         now = time.time()
         self.attempt_started = now
@@ -363,8 +485,9 @@ class Supervisor:
         self.resumed_step = _step_of(resumed_from)
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
                  resumed_from=resumed_from, port=port, attempt_started_at=now)
-        self.run.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
-                       pid=self.proc.pid, port=port, env_overrides=self.next_env)
+        self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
+                       pid=self.proc.pid, command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
+                           port=port, env_overrides=self.next_env)
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
         self.flush_state(force=True)
@@ -394,24 +517,33 @@ class Supervisor:
                     except BlockingIOError:
                         pass
                 elif key.data == "sock":
-                    self._accept()
+                    self._accept(sel)
+                elif isinstance(key.data, control.ClientConn):
+                    self._on_client(sel, key.data)
                 elif key.data == "pidfd":
                     sel.unregister(self.pidfd)
                     os.close(self.pidfd)
                     self.pidfd = pidfd_registered = None
                     self._on_leader_exit(None)
+            self._expire_clients(sel)
             self.tick()
         self.flush_state(force=True)
+        for client in list(self.clients):
+            self._drop_client(sel, client)
+            client.answer({"ok": False, "message": "runner is exiting"}, timeout_s=0.05)
         sel.close()
 
     def _next_wakeup(self) -> float:
         """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
         now = time.time()
+        if self.lagging:
+            return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S]
-        if self.kill and not self.kill.escalated and self.kill.deadline > now:
-            due.append(self.kill.deadline - now)
-        if self.cooldown and self.cooldown.earliest > now:
-            due.append(self.cooldown.earliest - now)
+        mono = time.monotonic()
+        if self.kill and not self.kill.escalated and self.kill.deadline > mono:
+            due.append(self.kill.deadline - mono)
+        if self.cooldown and self.cooldown.earliest > mono:
+            due.append(self.cooldown.earliest - mono)
         return max(0.001, min(due))
 
     def _on_runner_signal(self, signum, _frame) -> None:
@@ -426,7 +558,7 @@ class Supervisor:
                 if self.proc is not None:
                     self.proc.returncode = proctree.returncode_from_status(status)
                 self._on_leader_exit(proctree.returncode_from_status(status))
-        if self.adopted and not self.leader_exited and self.tree.leader and self.pidfd is None and \
+        if self.adopted and self.life.attempt_live and self.tree.leader and self.pidfd is None and \
                 self._every("adopt_check", 0.5) and \
                 not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
             self._on_leader_exit(None)
@@ -437,16 +569,24 @@ class Supervisor:
         if self.checkpoints.active and self._every("ckpt", CHECKPOINT_POLL_S):
             if self.checkpoints.poll(self.monitors.on_checkpoint, self.state.get("attempt")):
                 self._checkpoint_state()
-        if self.state.get("status") == RUNNING and not self.kill and not self.leader_exited:
+        if self.state.get("status") == RUNNING and not self.kill and self.life.attempt_live:
             self._heartbeat(now)
+        if self.terminations:
+            self._progress_terminations()
         if self.kill:
-            self._progress_kill(now)
+            self.apply(lc.Tick())
+            self.tree.refresh()
+            alive = bool(self.tree.survivors())
+            hidden = not alive and not self.life.attempt_live and bool(self.tree.survivors(scan_markers=True))
+            self.apply(lc.TreeProbe(alive=alive, hidden=hidden))
         elif self.leader_exited:
-            self._after_exit()
+            self.tree.refresh()
+            self.apply(lc.TreeProbe(alive=bool(self.tree.survivors())))
+        mono = time.monotonic()
         if self.cooldown and self.state.get("status") == COOLDOWN and (
                 self._every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
-                or (now >= self.cooldown.earliest and not self.cooldown.waiting_on)):
-            self._progress_cooldown(now)
+                or (mono >= self.cooldown.earliest and not self.cooldown.waiting_on)):
+            self._probe_conditions()
         self.flush_state()
 
     def _every(self, name: str, period: float) -> bool:
@@ -467,6 +607,7 @@ class Supervisor:
         data = self.tailer.read_new()
         if self.tailer.resets != resets:
             self.parser.reset_partial()  # truncated or replaced: the old unfinished line is gone
+        self.lagging = len(data) >= self.tailer.max_read
         if not data:
             return False
         self.last_output = time.time()
@@ -485,7 +626,7 @@ class Supervisor:
         # Judged now, in log order with the steps: at verification the excursion may be over.
         alerts = self.monitors.on_checkpoint(mark.get("step"), mark.get("path"))
         for a in alerts:
-            self.run.event("alert", attempt=self.state.get("attempt"), **a)
+            self.journal.event("alert", attempt=self.state.get("attempt"), **a)
         self.checkpoints.note_saved(mark.get("path"), bool(alerts))
         self._timers["ckpt"] = 0.0  # look now
 
@@ -497,13 +638,11 @@ class Supervisor:
         extra_of_step = rec.get("src") == "megatron_mem" and step == self.last_step_written
         if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
             return  # a duplicate after adoption, or a repeated line: never written twice
-        jsonio.append_jsonl(self.run.metrics, {"v": jsonio.SCHEMA_VERSION, "t": time.time(),
-                                               "attempt": attempt, **rec})
+        self.journal.metric({"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": attempt, **rec})
         for a in self.monitors.observe(rec):
-            self.run.event("alert", attempt=attempt, **a)
-            if a.get("level") == "critical" and a.get("rule") == "non_finite" and not self.kill \
-                    and not self.leader_exited:
-                self._start_kill("divergence")
+            self.journal.event("alert", attempt=attempt, **a)
+            if a.get("level") == "critical" and a.get("rule") == "non_finite":
+                self.apply(lc.Divergence(a.get("message", "")))
         if extra_of_step:
             return
         self.last_step_written = step
@@ -521,6 +660,13 @@ class Supervisor:
             fields["step_time_s"] = rec["step_time_s"]
         self.set(**fields)
 
+    def _ingest_lag(self) -> dict:
+        try:
+            size = os.stat(self.run.log).st_size
+        except OSError:
+            size = self.tailer.offset
+        return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
+
     def _keep_tail(self, data: bytes) -> None:
         text = self._partial + data.decode("utf-8", "replace")
         lines = text.split("\n")
@@ -536,87 +682,36 @@ class Supervisor:
 
     # ---- heartbeat --------------------------------------------------------------------
     def _heartbeat(self, now: float) -> None:
-        timeout = float(self.recipe["heartbeat"]["timeout_s"])
+        timeout = heartbeat_limit(self.recipe["heartbeat"], steps_seen=self.attempt_steps)
         quiet = now - max(self.last_output, self.last_progress)
         if quiet > timeout:
-            self.alert("critical", "hang", f"no log output and no step progress for {quiet:.0f}s: killing the tree",
-                       quiet_s=round(quiet, 1), timeout_s=timeout)
-            self._start_kill("hang")
+            phase = "before the first step" if not self.attempt_steps else "between steps"
+            self.alert("critical", "hang", f"no log output and no step progress for {quiet:.0f}s {phase}: "
+                       f"killing the tree", quiet_s=round(quiet, 1), timeout_s=timeout)
+            self.apply(lc.Hang(quiet, timeout))
 
     # ---- checkpoints ------------------------------------------------------------------
     def _checkpoint_state(self) -> None:
         self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last)
 
     # ---- killing ----------------------------------------------------------------------
-    def _start_kill(self, reason: str, *, grace: float | None = None, requested_by: str = "runner",
-                    now_restart: bool = False) -> dict:
-        grace = float(self.recipe["kill"]["grace_s"] if grace is None else grace)
-        now = time.time()
-        if self.kill:
-            if reason == "user" and self.kill.reason != "user":
-                self.kill.reason, self.kill.requested_by = "user", requested_by
-            return {"ok": True, "message": f"already stopping ({self.kill.reason})", "pids": list(self.tree.procs)}
-        self.tree.refresh()
-        self.kill = KillOp(reason, now, now + grace, requested_by, now_restart=now_restart)
-        pids = self.tree.signal(signal.SIGTERM)
-        self.run.event("kill", reason=reason, requested_by=requested_by, pids=pids, grace_s=grace,
-                       attempt=self.state.get("attempt"))
-        self.set_status(STOPPING, f"{reason} kill")
-        return {"ok": True, "message": f"SIGTERM sent to {pids}; SIGKILL in {grace:g}s for anything left",
-                "pids": pids, "grace_s": grace}
-
-    def _progress_kill(self, now: float) -> None:
-        op = self.kill
-        self.tree.refresh()
-        alive = self.tree.survivors()
-        if not alive and (self.leader_exited or self.tree.leader is None):
-            hidden = self.tree.survivors(scan_markers=True)
-            if hidden:
-                self.tree.signal(signal.SIGKILL, hidden)
-                self.run.event("kill_escalate", pids=list(hidden), why="marked processes outside the tree")
-                return
-            self.run.event("kill_done", reason=op.reason, seconds=round(now - op.started, 3),
-                           escalated=op.escalated, survivors=[])
-            self.kill = None
-            if self.leader_exited:
-                self._finish_attempt(kill_reason=op.reason, now_restart=op.now_restart)
-            return
-        if now >= op.deadline and not op.escalated:
-            op.escalated = True
-            sent = self.tree.signal(signal.SIGKILL, alive)
-            self.run.event("kill_escalate", pids=sent, why=f"still alive after {op.deadline - op.started:g}s grace")
-        elif op.escalated and now >= op.deadline + 30:
-            self.alert("critical", "kill_failed", f"processes survive SIGKILL: {sorted(alive)}",
-                       pids=sorted(alive))
-            op.deadline = now  # re-report every 30 s, keep trying
-            self.tree.signal(signal.SIGKILL, alive)
-
     # ---- exits and recovery -----------------------------------------------------------
     def _on_leader_exit(self, rc: int | None) -> None:
-        if self.leader_exited:
+        if not self.life.attempt_live:
             return
-        self.leader_exited = True
-        self.leader_rc = rc
         self.exit_seen_at = time.time()
+        recorded = self._recorded_exit()
+        if rc is None:  # not our child (adopted): the waiter wrote down how it ended
+            rc = recorded
+        self.leader_rc = rc
         self._catch_up_log()
-        from runner.crash import decode_exit
-        code, sig = decode_exit(rc)
-        self.run.event("attempt_end", attempt=self.state.get("attempt"), returncode=rc, exit_code=code,
-                       signal=sig, detected_at=self.exit_seen_at)
-        self.dirty = True
+        self.apply(lc.LeaderExit(rc))
 
-    def _after_exit(self) -> None:
-        """Leader gone and no kill under way: make sure the rest of the tree is gone too."""
-        self.tree.refresh()
-        if self.tree.survivors():
-            self._start_kill("cleanup")
-        else:
-            self._finish_attempt()
-
-    def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> None:
+    def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
+        """Judge the ended attempt: verify its last saves, classify the crash, write its report,
+        ask the restart policy. The answer goes back to the lifecycle."""
         from runner.crash import classify, decode_exit
         from runner.policy import AttemptRecord, decide
-        self.leader_exited = False
         self.tree.leader = None
         self._catch_up_log()
         # Nothing of this attempt writes any more: verify its last saves now, before the next
@@ -628,19 +723,22 @@ class Supervisor:
         now = time.time()
         last_step = self.state.get("step")
         self.history.append(AttemptRecord(attempt=attempt, started_at=self.state.get("attempt_started_at") or now,
-                                          ended_at=now, resumed_step=self.resumed_step if hasattr(self, "resumed_step")
-                                          else None, last_step=last_step, crash_class=None))
+                                          ended_at=now, resumed_step=self.resumed_step, last_step=last_step, crash_class=None))
         if rc == 0 and kill_reason in (None, "cleanup"):
-            self.run.event("success", attempt=attempt, step=last_step)
+            self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)
             self._store_history()
-            self.set_status(SUCCEEDED, "training finished (exit 0)")
-            return
-        if kill_reason == "restart":
-            self.run.event("restart", attempt=attempt, requested_by="user")
+            return lc.Judged("succeed", "training finished (exit 0)")
+        exec_error = self.exit_status.error if self.exit_status and rc is not None else None
+        if exec_error and kill_reason is None:
+            # The command could not even be started: retrying the same argv cannot help.
+            self.set(exit_code=None)
             self._store_history()
-            self._begin_cooldown(reason="restart requested", delay=0.0, floor=0.0 if now_restart else None)
-            return
+            return lc.Judged("fail", exec_error)
+        if kill_reason == "restart":
+            self.journal.event("restart", attempt=attempt, requested_by="user")
+            self._store_history()
+            return lc.Judged("restart", "restart requested", 0.0, 0.0 if now_restart else None)
         tail = self._attempt_tail()
         verdict = classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
                            steps_seen=self.attempt_steps, foreign_gpu_memory=self._foreign_gpu_memory(),
@@ -655,9 +753,9 @@ class Supervisor:
                   "last_step": last_step, "resumed_from": self.state.get("resumed_from"),
                   "log_tail": tail[-CRASH_REPORT_TAIL:], "gpu": self._gpu_state(),
                   "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3)}
-        jsonio.atomic_write_json(self.run.crash_report(attempt), report)
+        self.journal.write_json(self.run.crash_report(attempt), report)
         decision = decide(verdict, self.history, self.settings, now)
-        self.run.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
+        self.journal.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
                        recovery=verdict.recovery, exit_code=code, signal=sig, decision=decision.action,
                        reason=decision.reason)
         self.set(last_crash={"class": verdict.cls, "attempt": attempt, "summary": verdict.summary},
@@ -669,16 +767,10 @@ class Supervisor:
             self.next_env = dict(verdict.env)
             self.set(restarts=int(self.state.get("restarts") or 0) + 1)
             floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
-            self._begin_cooldown(reason=f"{verdict.cls}: {decision.reason}", delay=decision.delay_s, floor=floor)
-        elif decision.action == "pause":
-            self.set(pause_reason=decision.reason)
-            self.run.event("pause", reason=decision.reason, attempt=attempt)
-            self.set_status(PAUSED, decision.reason)
-        elif decision.action == "stop":
-            self.set_status(KILLED, "killed by user")
-        else:
-            self.set(pause_reason=decision.reason)
-            self.set_status(FAILED, decision.reason)
+            return lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
+        if decision.action in ("pause", "stop"):
+            return lc.Judged(decision.action, decision.reason)
+        return lc.Judged("fail", decision.reason)
 
     def _store_history(self) -> None:
         self.set(history=[h.__dict__ for h in self.history[-50:]])
@@ -699,18 +791,6 @@ class Supervisor:
         return any(p.get("pid") not in mine for g in gpu.get("gpus", []) for p in g.get("processes") or [])
 
     # ---- cooldown ---------------------------------------------------------------------
-    def _begin_cooldown(self, reason: str, delay: float, floor: float | None = None) -> None:
-        cd = self.recipe["cooldown"]
-        now = time.time()
-        floor = float(cd["floor_s"]) if floor is None else floor
-        earliest = now + max(floor, delay)
-        ceiling_at = max(now + float(cd["ceiling_s"]), earliest)
-        self.cooldown = CooldownOp(now, earliest, ceiling_at, reason)
-        self.run.event("cooldown", attempt=self.state.get("attempt"), until=earliest, ceiling_at=ceiling_at,
-                       reason=reason)
-        self._timers["cooldown"] = 0.0
-        self.set_status(COOLDOWN, reason)
-
     def _conditions(self) -> list[str]:
         """What still keeps us from launching: survivors of this run, the port (and whoever holds
         it), GPU memory and foreign processes on the GPUs the recipe uses. Leftovers of other runs
@@ -741,100 +821,113 @@ class Supervisor:
         waiting += [b.describe() for b in self._blockers]
         return waiting
 
-    def _progress_cooldown(self, now: float) -> None:
-        op = self.cooldown
+    def _probe_conditions(self) -> None:
         waiting = self._conditions()
-        if waiting != op.waiting_on:
-            op.waiting_on = waiting
-            self.dirty = True
-        on_busy = self.recipe["preflight"]["on_busy"]
-        if waiting and on_busy == "kill" and getattr(self, "_blockers", None):
-            self._kill_blockers()
-        if waiting and on_busy == "refuse" and op.reason == "pre-flight":
-            msg = "pre-flight failed: " + "; ".join(waiting)
-            self.cooldown = None
-            self.set(pause_reason=msg)
-            self.set_status(FAILED, msg)
-            return
-        if now < op.earliest:
-            return
-        if waiting and now < op.ceiling_at:
-            return
-        if waiting:
-            self.alert("warning", "cooldown_ceiling",
-                       f"cooldown ceiling reached; still waiting on: {'; '.join(waiting)}; launching anyway",
-                       waiting_on=waiting)
-            port = self._port()
-            if port and any(w.startswith(f"port {port}") for w in waiting):
-                self.port_override = _free_port()
-                self.run.event("port_change", old=port, new=self.port_override)
-        self.cooldown = None
-        self._launch()
+        port = self._port()
+        port_busy = bool(port) and any(w.startswith(f"port {port}") for w in waiting)
+        self.apply(lc.ConditionsProbe(tuple(waiting), self.recipe["preflight"]["on_busy"], port_busy=port_busy,
+                                      blockers=bool(self._blockers)))
 
     def _kill_blockers(self) -> None:
-        from runner.telemetry.procs import kill_checked
         for b in self._blockers:
             if "foreign_gpu" in b.labels or "orphan" in b.labels or "port_holder" in b.labels:
-                res = kill_checked(b.pid, b.start_time, grace_s=float(self.recipe["kill"]["grace_s"]))
-                self.run.event("blocker_kill", pid=b.pid, labels=list(b.labels), result=res.to_dict())
+                self._terminate(b.pid, b.start_time, self._grace(None), labels=list(b.labels))
         self._blockers = []
 
+    def _grace(self, asked) -> float:
+        from runner.telemetry.kill import sane_grace
+        return sane_grace(asked, sane_grace(self.recipe["kill"]["grace_s"], 10.0))
+
+    def _terminate(self, pid: int, start_time: float | None, grace_s: float, **fields):
+        """End a process that is not part of the attempt (a blocker, a user's pick) with the same
+        checked SIGTERM -> deadline -> SIGKILL as everything else, driven by ``tick``: never waits."""
+        from runner.telemetry.kill import KillResult, start_termination
+        if pid in self.terminations:
+            return self.terminations[pid][0]
+        term = start_termination(pid, start_time, grace_s=grace_s)
+        if isinstance(term, KillResult):
+            self.journal.event("blocker_kill", pid=pid, result=term.to_dict(), **fields)
+            return term
+        self.terminations[pid] = (term, fields)
+        return term
+
+    def _progress_terminations(self) -> None:
+        for pid, (term, fields) in list(self.terminations.items()):
+            res = term.step()
+            if res is not None:
+                del self.terminations[pid]
+                self.journal.event("blocker_kill", pid=pid, result=res.to_dict(), **fields)
+
     # ---- control requests -------------------------------------------------------------
-    def _accept(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-        except (BlockingIOError, OSError):
+    def _accept(self, sel: selectors.BaseSelector) -> None:
+        """A new client: read it without blocking, as its bytes arrive (see ``_on_client``)."""
+        for _ in range(16):
+            client = control.ClientConn.accept(self.sock)
+            if client is None:
+                return
+            self.clients.append(client)
+            sel.register(client.sock, selectors.EVENT_READ, client)
+
+    def _on_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
+        done, req, err = client.read()
+        if not done:
             return
-        req = control.read_request(conn)
+        self._drop_client(sel, client)
         if req is None:
-            control.reply(conn, {"ok": False, "message": "unreadable request"})
+            client.answer({"ok": False, "message": err or "unreadable request"})
             return
         try:
             answer = self.handle(req)
         except Exception as exc:
             self._diag("control request failed:\n" + traceback.format_exc())
             answer = {"ok": False, "message": f"runner error: {exc}"}
-        control.reply(conn, answer)
+        client.answer(answer)
         self.flush_state(force=True)
+
+    def _drop_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
+        try:
+            sel.unregister(client.sock)
+        except (KeyError, ValueError):
+            pass
+        if client in self.clients:
+            self.clients.remove(client)
+
+    def _expire_clients(self, sel: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for client in [c for c in self.clients if c.expired(now)]:
+            self._drop_client(sel, client)
+            client.answer({"ok": False, "message": f"request not complete within {control.CLIENT_TIMEOUT_S:g}s"},
+                          timeout_s=0.05)
 
     def handle(self, req: dict) -> dict:
         cmd = req.get("cmd")
         status = self.state.get("status")
         if cmd == "status":
             return {"ok": True, "state": self.state}
-        if cmd == "kill":
-            grace = req.get("grace_s")
-            if status in (RUNNING, STOPPING) and (not self.leader_exited or self.kill):
-                return self._start_kill("user", grace=grace, requested_by=req.get("by", "client"))
-            self.cooldown = None
-            self.set_status(KILLED, "killed by user while " + str(status))
-            return {"ok": True, "message": f"run stopped (was {status}); nothing was running", "pids": []}
-        if cmd == "restart":
-            now_flag = bool(req.get("now"))
-            if status in (RUNNING, STOPPING) and not self.leader_exited:
-                ans = self._start_kill("restart", requested_by=req.get("by", "client"), now_restart=now_flag)
-                if self.kill and self.kill.reason == "restart":
-                    self.kill.now_restart = now_flag
-                return ans
-            if status in (COOLDOWN, PAUSED):
-                self._begin_cooldown(reason="restart requested", delay=0.0, floor=0.0 if now_flag else None)
-                return {"ok": True, "message": "cooling down, then restarting", "pids": []}
-            return {"ok": False, "message": f"cannot restart while {status}"}
-        if cmd == "resume":
-            if status != PAUSED:
-                return {"ok": False, "message": f"run is {status}, not paused"}
-            self._begin_cooldown(reason="resumed by user", delay=0.0)
-            return {"ok": True, "message": "resuming after cooldown"}
+        if cmd in ("kill", "restart", "resume"):
+            self._last_signalled = []
+            answer = self.apply(lc.Control(cmd, grace_s=req.get("grace_s"), now=bool(req.get("now")),
+                                           by=str(req.get("by", "client"))))
+            answer = dict(answer or {"ok": False, "message": f"{cmd}: nothing to do while {status}"})
+            answer.setdefault("pids", self._last_signalled or sorted(self.tree.procs) if self.kill else [])
+            if cmd == "kill" and self._last_signalled:
+                answer["message"] = (f"SIGTERM sent to {self._last_signalled}; SIGKILL in "
+                                     f"{answer.get('grace_s', 0):g}s for anything left")
+            return answer
         if cmd == "verify":
             return self.checkpoints.verify_latest()
         if cmd == "kill_pid":
-            from runner.telemetry.procs import kill_checked
+            from runner.telemetry.kill import KillResult
             pid, st = req.get("pid"), req.get("start_time")
-            if not isinstance(pid, int) or not isinstance(st, (int, float)):
+            if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(st, (int, float)):
                 return {"ok": False, "message": "kill_pid needs an integer pid and its start_time"}
-            res = kill_checked(pid, float(st), grace_s=float(req.get("grace_s") or self.recipe["kill"]["grace_s"]))
-            self.run.event("blocker_kill", pid=pid, result=res.to_dict(), requested_by=req.get("by", "client"))
-            return {"ok": res.ok, "message": res.reason, "result": res.to_dict()}
+            grace = self._grace(req.get("grace_s"))
+            term = self._terminate(pid, float(st), grace, requested_by=req.get("by", "client"))
+            if isinstance(term, KillResult):
+                return {"ok": term.ok, "message": term.reason, "result": term.to_dict()}
+            return {"ok": True, "message": f"SIGTERM sent to PID {pid}; SIGKILL in {grace:g}s if it is still there "
+                                           f"(the outcome is recorded as a blocker_kill event)",
+                    "result": {"pid": pid, "ok": True, "action": "signalled", "reason": "under way", "seconds": 0.0}}
         return {"ok": False, "message": f"unknown command {cmd!r} (known: {', '.join(control.COMMANDS)})"}
 
     # ---- shutdown ---------------------------------------------------------------------
@@ -848,6 +941,66 @@ class Supervisor:
         self._index()
 
 
+def heartbeat_limit(heartbeat: dict, *, steps_seen: int) -> float:
+    """How long an attempt may be silent: ``startup_s`` until its first step (loading a large
+    model prints little for a long time), ``timeout_s`` between steps. Without ``startup_s`` the
+    start-up allowance is the larger of ``timeout_s`` and STARTUP_DEFAULT_S."""
+    timeout = float(heartbeat["timeout_s"])
+    if steps_seen:
+        return timeout
+    startup = heartbeat.get("startup_s")
+    return float(startup) if startup is not None else max(timeout, STARTUP_DEFAULT_S)
+
+
+def recover_state(run: rundir.RunDir, partial: dict, problem: str) -> dict:
+    """``state.json`` is missing or damaged: rebuild what a runner needs from the append-only
+    records (status and attempt from events, progress from metrics, the ingest offset from the
+    attempt's marker in the log, the attempt's waiter from its run marker)."""
+    state = dict(partial)
+    status, attempt, waiter, restarts = None, 0, None, 0
+    for _, ev in jsonio.iter_jsonl(run.events):
+        kind = ev.get("type")
+        if kind == "status" and Status.parse(ev.get("status")):
+            status = Status(ev["status"])
+        elif kind == "attempt_start" and isinstance(ev.get("attempt"), int):
+            attempt, waiter = ev["attempt"], ev.get("pid")
+            status = status if status in rundir.TERMINAL else RUNNING
+        elif kind == "crash" and ev.get("decision") == "restart":
+            restarts += 1
+        elif kind == "drift" and ev.get("policy") == "allow":
+            state["allow_drift"] = True
+    if status is None:
+        return state
+    state.update(status=status, attempt=attempt, restarts=restarts, recovered_from=problem)
+    last = None
+    for _, rec in jsonio.iter_jsonl(run.metrics):
+        if rec.get("attempt") == attempt and isinstance(rec.get("step"), int):
+            last = rec
+    if last:
+        state.update(step=last["step"], max_steps=last.get("max_steps"))
+    state["log_offset"] = _marker_offset(run.log, attempt)
+    if isinstance(waiter, int) and waiter in proctree.marked_processes(run.run_id):
+        state["pids"] = [{"pid": waiter, "start_time": proctree.start_time(waiter), "role": "waiter"}]
+    else:
+        state["pids"] = []
+    return state
+
+
+def _marker_offset(log: Path, attempt: int) -> int:
+    """Where attempt ``attempt`` starts in ``train.log`` (0 when its marker is not found)."""
+    marker = rundir.ATTEMPT_MARKER.format(attempt=attempt).encode()
+    offset = found = 0
+    try:
+        with open(log, "rb") as f:
+            for line in f:
+                if line.startswith(marker):
+                    found = offset
+                offset += len(line)
+    except OSError:
+        return 0
+    return found
+
+
 def _attempt_record(d: dict):
     from runner.policy import AttemptRecord
     return AttemptRecord(**{k: d.get(k) for k in ("attempt", "started_at", "ended_at", "resumed_step",
@@ -859,6 +1012,11 @@ def _step_of(path: str | None) -> int | None:
         return None
     tail = Path(path).name.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else None
+
+
+def _wall(mono: float) -> float:
+    """A monotonic deadline as the wall-clock time readers show."""
+    return time.time() + (mono - time.monotonic())
 
 
 def _free_port() -> int:
@@ -887,6 +1045,7 @@ def main(argv: list[str] | None = None) -> int:
     run = rundir.RunDir(Path(args.run_dir).resolve())
     proctree.set_child_subreaper()
     try:
+        lock_fd = rundir.lock_runner(run)  # held (open) until this process ends
         sup = Supervisor(run, restart=args.restart)
         sup.start()
     except InputError as exc:
@@ -896,6 +1055,7 @@ def main(argv: list[str] | None = None) -> int:
         sup.loop()
     finally:
         sup.close()
+        os.close(lock_fd)
     return 0
 
 

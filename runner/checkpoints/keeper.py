@@ -95,15 +95,27 @@ class CheckpointKeeper:
                 self.run.event("alert", attempt=attempt, level="critical", rule="checkpoint_bad", step=ck.step,
                                message=f"checkpoint {ck.path.name} is {rec.get('verdict')}: {rec.get('reason')}",
                                values={"path": str(ck.path), "verdict": rec.get("verdict")})
-            try:
-                write_sidecar(ck.path, run_id=self.run.run_id, recipe_hash=self.hash, step=ck.step,
-                              verdict=rec.get("verdict"), suspect=suspect)
-            except OSError as exc:
-                self.diag(f"cannot write sidecar in {ck.path}: {exc}")
+            if self._stamped_by_other_recipe(ck.path):
+                # Saved under another recipe and unchanged since: its sidecar is the drift guard's
+                # evidence; stamping our hash over it would let the drifted recipe resume next time.
+                self.diag(f"{ck.path.name}: saved by another recipe; its sidecar is kept")
+            else:
+                self._stamp(ck, rec, suspect)
             self.verified = (self.verified + [str(ck.path)])[-VERIFIED_KEEP:]
             if ck.step is not None:
                 self.newest_step = max(ck.step, self.newest_step or ck.step)
             self.last = {"path": str(ck.path), "step": ck.step, "verdict": rec.get("verdict"), "ok": v.ok}
+
+    def _stamped_by_other_recipe(self, path: Path) -> bool:
+        side = read_sidecar(path)
+        return bool(side) and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)
+
+    def _stamp(self, ck: Checkpoint, rec: dict, suspect: bool) -> None:
+        try:
+            write_sidecar(ck.path, run_id=self.run.run_id, recipe_hash=self.hash, step=ck.step,
+                          verdict=rec.get("verdict"), suspect=suspect)
+        except OSError as exc:
+            self.diag(f"cannot write sidecar in {ck.path}: {exc}")
 
     def verify_latest(self) -> dict:
         """The user's `v`: verify the newest checkpoint now, whatever the watcher thinks."""

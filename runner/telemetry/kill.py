@@ -67,16 +67,6 @@ def _exited(proc: psutil.Process) -> bool:
         return False
 
 
-def _wait_exit(proc: psutil.Process, timeout_s: float, poll_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if _exited(proc):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll_s)
-
-
 def _refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_users: bool) -> str | None:
     try:
         actual = proc.create_time()
@@ -95,9 +85,17 @@ def _refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_user
     return None
 
 
-def kill_checked(pid: int, start_time: float | None, *, grace_s: float = 10.0, allow_other_users: bool = False,
-                 kill_wait_s: float = 10.0, poll_s: float = 0.05) -> KillResult:
-    """SIGTERM, wait ``grace_s``, SIGKILL, wait ``kill_wait_s``; only after every check passed."""
+def sane_grace(grace_s: float | None, default: float) -> float:
+    """A grace period that ends: NaN, infinity or a negative value mean ``default``."""
+    try:
+        g = float(grace_s) if grace_s is not None else default
+    except (TypeError, ValueError):
+        return default
+    return g if math.isfinite(g) and g >= 0 else default
+
+
+def check_target(pid: int, start_time: float | None, *, allow_other_users: bool = False) -> KillResult | None:
+    """Every refusal rule, or "gone"; None when ``pid`` may be signalled."""
     if pid <= 1:
         return KillResult(pid, False, "refused", f"refusing to signal PID {pid}", 0.0)
     if start_time is None:
@@ -118,30 +116,86 @@ def kill_checked(pid: int, start_time: float | None, *, grace_s: float = 10.0, a
         except psutil.Error:
             parent = ""
         return KillResult(pid, True, "gone", f"PID {pid} has already exited (defunct{parent})", 0.0)
-    t0 = time.monotonic()
+    return None
+
+
+class Termination:
+    """The one way a process is ended: SIGTERM now, SIGKILL at a monotonic deadline, done when it
+    has exited (or ``kill_wait_s`` after SIGKILL). ``step`` never blocks, so the runner drives many
+    of these from its loop; ``kill_checked`` drives one to the end for a command-line caller."""
+
+    def __init__(self, pid: int, start_time: float, *, grace_s: float, kill_wait_s: float = 10.0,
+                 now: float | None = None) -> None:
+        self.pid = pid
+        self.start_time = start_time
+        self.grace_s = sane_grace(grace_s, 10.0)
+        self.kill_wait_s = sane_grace(kill_wait_s, 10.0)
+        self.started = time.monotonic() if now is None else now
+        self.deadline = self.started + self.grace_s
+        self.escalated = False
+        self.result: KillResult | None = None
+        self._proc = psutil.Process(pid)
+        self._signal(signal.SIGTERM)
+
+    def _signal(self, sig: int) -> None:
+        try:
+            self._proc.send_signal(sig)  # psutil re-checks the start time before signalling
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.AccessDenied:
+            self.result = KillResult(self.pid, False, "refused", f"no permission to send {sig!r} to PID {self.pid}",
+                                     0.0)
+
+    def step(self, now: float | None = None) -> KillResult | None:
+        """Advance; the result once the process is gone (or given up on), else None."""
+        if self.result is not None:
+            return self.result
+        now = time.monotonic() if now is None else now
+        took = now - self.started
+        if _exited(self._proc):
+            if self.escalated:
+                self.result = KillResult(self.pid, True, "killed", f"PID {self.pid} ignored SIGTERM for "
+                                         f"{self.grace_s:g} s; SIGKILL ended it ({took:.1f} s in all)", took)
+            else:
+                self.result = KillResult(self.pid, True, "terminated",
+                                         f"PID {self.pid} exited after SIGTERM in {took:.1f} s", took)
+        elif not self.escalated and now >= self.deadline:
+            self.escalated = True
+            self._signal(signal.SIGKILL)
+        elif self.escalated and now >= self.deadline + self.kill_wait_s:
+            self.result = KillResult(self.pid, False, "killed", f"PID {self.pid} still alive {self.kill_wait_s:g} s "
+                                     f"after SIGKILL (stuck in the kernel, D state?)", took)
+        return self.result
+
+    def next_due(self) -> float:
+        return self.deadline if not self.escalated else self.deadline + self.kill_wait_s
+
+
+def start_termination(pid: int, start_time: float | None, *, grace_s: float, allow_other_users: bool = False,
+                      kill_wait_s: float = 10.0) -> Termination | KillResult:
+    """A checked termination under way, or the refusal / "gone" result at once."""
+    early = check_target(pid, start_time, allow_other_users=allow_other_users)
+    if early is not None:
+        return early
+    assert start_time is not None
     try:
-        proc.send_signal(signal.SIGTERM)  # psutil re-checks the start time before signalling
+        return Termination(pid, start_time, grace_s=grace_s, kill_wait_s=kill_wait_s)
     except psutil.NoSuchProcess:
         return KillResult(pid, True, "gone", f"PID {pid} exited before the signal", 0.0)
-    except psutil.AccessDenied:
-        return KillResult(pid, False, "refused", f"no permission to signal PID {pid}", 0.0)
-    if _wait_exit(proc, grace_s, poll_s):
-        took = time.monotonic() - t0
-        return KillResult(pid, True, "terminated", f"PID {pid} exited after SIGTERM in {took:.1f} s", took)
-    try:
-        proc.send_signal(signal.SIGKILL)
-    except psutil.NoSuchProcess:
-        took = time.monotonic() - t0
-        return KillResult(pid, True, "terminated", f"PID {pid} exited after SIGTERM in {took:.1f} s", took)
-    except psutil.AccessDenied:
-        return KillResult(pid, False, "refused", f"no permission to SIGKILL PID {pid}", time.monotonic() - t0)
-    if _wait_exit(proc, kill_wait_s, poll_s):
-        took = time.monotonic() - t0
-        return KillResult(pid, True, "killed",
-                          f"PID {pid} ignored SIGTERM for {grace_s:g} s; SIGKILL ended it ({took:.1f} s in all)", took)
-    took = time.monotonic() - t0
-    return KillResult(pid, False, "killed",
-                      f"PID {pid} still alive {kill_wait_s:g} s after SIGKILL (stuck in the kernel, D state?)", took)
+
+
+def kill_checked(pid: int, start_time: float | None, *, grace_s: float = 10.0, allow_other_users: bool = False,
+                 kill_wait_s: float = 10.0, poll_s: float = 0.05) -> KillResult:
+    """SIGTERM, wait ``grace_s``, SIGKILL, wait ``kill_wait_s``; only after every check passed.
+    Blocking: for command-line callers. The runner drives a ``Termination`` from its loop."""
+    term = start_termination(pid, start_time, grace_s=grace_s, allow_other_users=allow_other_users,
+                             kill_wait_s=kill_wait_s)
+    while isinstance(term, Termination):
+        res = term.step()
+        if res is not None:
+            return res
+        time.sleep(poll_s)
+    return term
 
 
 Tolerance = float | Mapping[int, float]

@@ -1,0 +1,204 @@
+"""The ``state.json`` contract: a run's status enum and the typed, versioned state record.
+
+The runner is the only writer; the UI, ``--json``, the run browser and ``launch`` read it. The
+status is a ``str`` enum, so ``state["status"] == "running"`` and the JSON on disk stay exactly
+what they were before the enum existed.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+STATE_VERSION = 1
+
+
+class Status(str, enum.Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    COOLDOWN = "cooldown"
+    PAUSED = "paused"
+    STOPPING = "stopping"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    KILLED = "killed"
+
+    def __str__(self) -> str:  # "running", not "Status.RUNNING", in messages and f-strings
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+    @classmethod
+    def parse(cls, value: Any) -> "Status | None":
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.KILLED})
+LIVE = frozenset({Status.STARTING, Status.RUNNING, Status.COOLDOWN, Status.PAUSED, Status.STOPPING})
+
+
+class RunnerInfo(TypedDict):
+    pid: int
+    start_time: float | None
+    host: str
+
+
+class TrackedPid(TypedDict):
+    pid: int
+    start_time: float
+    role: str  # "leader" | "child"
+
+
+class Cooldown(TypedDict):
+    until: float
+    ceiling_at: float
+    waiting_on: list[str]
+    reason: str
+
+
+# "class" is a Python keyword, so this one is spelled in the functional form
+LastCrash = TypedDict("LastCrash", {"class": str, "attempt": int, "summary": str})
+
+
+class LastCheckpoint(TypedDict, total=False):
+    path: str
+    step: int | None
+    verdict: str | None
+    ok: bool
+
+
+class AttemptHistory(TypedDict, total=False):
+    attempt: int
+    started_at: float
+    ended_at: float
+    resumed_step: int | None
+    last_step: int | None
+    crash_class: str | None
+
+
+class Storage(TypedDict):
+    """Set while run files cannot be written (disk full, read-only, permissions)."""
+    error: str
+    since: float
+    pending_records: int
+
+
+class Ingest(TypedDict):
+    """How far log ingestion trails the end of ``train.log``."""
+    offset: int
+    size: int
+    lag_bytes: int
+
+
+class RunState(TypedDict, total=False):
+    v: int
+    status: Status
+    run_id: str
+    name: str
+    attempt: int
+    restarts: int
+    max_restarts: int
+    runner: RunnerInfo | None
+    pids: list[TrackedPid]
+    pgid: int | None
+    step: int | None
+    max_steps: int | None
+    last_loss: float | None
+    min_loss: float | None
+    step_time_s: float | None
+    recipe_hash: str
+    cooldown: Cooldown | None
+    resumed_from: str | None
+    last_crash: LastCrash | None
+    last_checkpoint: LastCheckpoint | None
+    checkpoint_root: str | None
+    port: int | None
+    log_offset: int
+    history: list[AttemptHistory]
+    pause_reason: str | None
+    exit_code: int | None
+    started_at: float
+    ended_at: float | None
+    attempt_started_at: float
+    first_step_at: float | None
+    updated_at: float
+    stale_after_s: float
+    allow_drift: bool
+    no_resume: bool
+    verified: list[str]
+    cost_per_hour: float | None
+    mem_capacity_gib: float | None
+    storage: Storage | None
+    ingest: Ingest | None
+
+
+@dataclass(frozen=True)
+class LoadedState:
+    """A state file as read: the record (empty when unreadable) and why it could not be used."""
+    state: RunState
+    problem: str | None = None
+
+    @property
+    def status(self) -> Status | None:
+        return Status.parse(self.state.get("status"))
+
+
+_INT_KEYS = ("attempt", "restarts", "log_offset")
+
+
+def coerce(raw: Any) -> tuple[RunState, str | None]:
+    """A raw JSON object as a ``RunState``: unknown status and wrongly typed counters are dropped
+    (with the reason), so a damaged file never crashes a reader or the runner."""
+    if not isinstance(raw, dict):
+        return RunState(), "state.json is not a JSON object"
+    state: dict = dict(raw)
+    problems = []
+    status = Status.parse(state.get("status"))
+    if state.get("status") is not None and status is None:
+        problems.append(f"unknown status {state.get('status')!r}")
+        state.pop("status")
+    elif status is not None:
+        state["status"] = status
+    for key in _INT_KEYS:
+        if key in state and not (isinstance(state[key], int) and not isinstance(state[key], bool)
+                                 and state[key] >= 0):
+            problems.append(f"bad {key} {state[key]!r}")
+            state.pop(key)
+    for key in ("pids", "history", "verified"):
+        if key in state and not isinstance(state[key], list):
+            problems.append(f"bad {key}")
+            state.pop(key)
+    if "pids" in state:
+        state["pids"] = [p for p in state["pids"] if isinstance(p, dict) and isinstance(p.get("pid"), int)
+                         and isinstance(p.get("start_time"), (int, float))]
+    if "runner" in state and not isinstance(state["runner"], dict):
+        state["runner"] = None
+    return RunState(**state), ("; ".join(problems) or None)  # type: ignore[typeddict-item]
+
+
+def load(path: Path | str) -> LoadedState:
+    """The typed loader: never raises; a missing, truncated or corrupt file says so in ``problem``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return LoadedState(RunState(), "no state.json")
+    except OSError as exc:
+        return LoadedState(RunState(), f"cannot read state.json: {exc.strerror or exc}")
+    try:
+        with os.fdopen(fd, "rb") as f:
+            raw = json.loads(f.read())
+    except (OSError, ValueError) as exc:
+        return LoadedState(RunState(), f"state.json is corrupt: {exc}")
+    state, problem = coerce(raw)
+    return LoadedState(state, problem)

@@ -1,0 +1,160 @@
+"""The lifecycle as a pure function: every event in every state, on plain data."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from runner import lifecycle as lc
+from runner.state import LIVE, TERMINAL, Status
+
+CFG = lc.Settings(grace_s=5.0, floor_s=10.0, ceiling_s=90.0)
+NOW = 1000.0
+
+
+def kinds(effects) -> list[str]:
+    return [type(e).__name__ for e in effects]
+
+
+def status_set(effects) -> Status | None:
+    return next((e.status for e in effects if isinstance(e, lc.SetStatus)), None)
+
+
+def running() -> lc.Life:
+    return lc.Life(Status.RUNNING, attempt_live=True)
+
+
+ALL_EVENTS = [
+    lc.Started(leader_alive=True, leader_known=True), lc.Started(leader_alive=False, leader_known=True),
+    lc.Started(leader_alive=False, leader_known=False, restart_requested=True),
+    lc.LeaderExit(0), lc.LeaderExit(-9), lc.LeaderExit(None),
+    lc.TreeProbe(alive=True), lc.TreeProbe(alive=False), lc.TreeProbe(alive=False, hidden=True),
+    lc.Control("kill", grace_s=float("nan")), lc.Control("restart", now=True), lc.Control("resume"),
+    lc.Control("status"), lc.Tick(), lc.Hang(100.0, 60.0), lc.Divergence(),
+    lc.ConditionsProbe(("port 29500 busy",), "wait", port_busy=True), lc.ConditionsProbe((), "wait"),
+    lc.Judged("restart", "oom", 1.0, 0.0), lc.Judged("succeed", "exit 0"), lc.Judged("fail", "fatal"),
+]
+ALL_LIVES = [lc.Life(s) for s in Status] + [
+    running(), lc.Life(Status.RUNNING, exited=True, returncode=1),
+    lc.Life(Status.STOPPING, attempt_live=True, kill=lc.Kill("user", NOW - 1, NOW + 4)),
+    lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 1, NOW + 5, NOW + 60, "oom")),
+]
+
+
+@pytest.mark.parametrize("life,event", list(itertools.product(ALL_LIVES, ALL_EVENTS)))
+def test_every_event_in_every_state_gives_a_valid_state(life, event):
+    new, effects = lc.step(life, event, NOW, CFG)
+    assert isinstance(new.status, Status)
+    # A written status is the new state's status; a terminal run stays terminal unless restarted.
+    if status_set(effects) is not None:
+        assert status_set(effects) == new.status
+    if life.status in TERMINAL and not (isinstance(event, lc.Started) and event.restart_requested):
+        assert new.status == life.status
+    # Deadlines are real numbers: a NaN grace never leaves a kill that cannot escalate.
+    if new.kill:
+        assert math.isfinite(new.kill.deadline) and new.kill.deadline >= NOW - 1
+    if new.cooldown:
+        assert new.cooldown.earliest <= new.cooldown.ceiling_at
+    # Never two attempts: a launch only from a cooldown with no live attempt.
+    if any(isinstance(e, lc.Launch) for e in effects):
+        assert life.status == Status.COOLDOWN and not life.attempt_live
+
+
+def test_new_runner_adopts_a_live_attempt_and_judges_a_dead_one():
+    new, eff = lc.step(lc.Life(Status.STOPPING), lc.Started(leader_alive=True, leader_known=True), NOW, CFG)
+    assert kinds(eff) == ["Adopt"] and new.status == Status.RUNNING and new.attempt_live
+    # Runner and training both died: the attempt is judged, not left RUNNING forever.
+    new, eff = lc.step(lc.Life(Status.RUNNING), lc.Started(leader_alive=False, leader_known=True), NOW, CFG)
+    assert eff == [lc.JudgeAttempt(None)]
+    new, eff = lc.step(new, lc.Judged("succeed", "training finished (exit 0)"), NOW, CFG)
+    assert new.status == Status.SUCCEEDED
+    # A paused run stays paused under a new runner.
+    new, eff = lc.step(lc.Life(Status.PAUSED), lc.Started(False, True), NOW, CFG)
+    assert new.status == Status.PAUSED and eff == []
+    # A fresh run cools down (pre-flight) before its first launch.
+    new, eff = lc.step(lc.Life(Status.STARTING), lc.Started(False, False), NOW, CFG)
+    assert new.status == Status.COOLDOWN and new.cooldown.preflight and new.cooldown.earliest == NOW
+
+
+def test_kill_with_nan_grace_still_escalates_to_sigkill():
+    new, eff = lc.step(running(), lc.Control("kill", grace_s=float("nan")), NOW, CFG)
+    assert eff[0] == lc.SignalTree("TERM", "user") and new.status == Status.STOPPING
+    assert new.kill.deadline == NOW + CFG.grace_s
+    same, eff = lc.step(new, lc.Tick(), NOW + 1, CFG)
+    assert eff == []
+    later, eff = lc.step(new, lc.Tick(), NOW + CFG.grace_s, CFG)
+    assert eff[0].sig == "KILL" and later.kill.escalated
+
+
+def test_leader_exit_then_survivors_are_cleaned_before_judging():
+    life, eff = lc.step(running(), lc.LeaderExit(-9), NOW, CFG)
+    assert life.exited and kinds(eff) == ["Record"]
+    life, eff = lc.step(life, lc.TreeProbe(alive=True), NOW, CFG)
+    assert life.kill.reason == "cleanup" and eff[0] == lc.SignalTree("TERM", "cleanup")
+    life, eff = lc.step(life, lc.TreeProbe(alive=False, hidden=True), NOW + 1, CFG)
+    assert eff == [lc.SignalTree("KILL", "marked processes outside the tree")]
+    life, eff = lc.step(life, lc.TreeProbe(alive=False), NOW + 2, CFG)
+    assert eff[-1] == lc.JudgeAttempt("cleanup") and life.kill is None
+
+
+def test_user_kill_during_a_restart_kill_wins_and_is_not_restarted():
+    life, _ = lc.step(running(), lc.Control("restart"), NOW, CFG)
+    assert life.kill.reason == "restart"
+    life, eff = lc.step(life, lc.Control("kill"), NOW + 1, CFG)
+    assert life.kill.reason == "user"
+    life, _ = lc.step(life, lc.LeaderExit(-15), NOW + 2, CFG)
+    life, eff = lc.step(life, lc.TreeProbe(alive=False), NOW + 2, CFG)
+    assert eff[-1] == lc.JudgeAttempt("user", False)
+
+
+def test_cooldown_waits_for_conditions_until_the_ceiling_then_launches_on_a_new_port():
+    life, _ = lc.step(lc.Life(Status.PAUSED), lc.Control("resume"), NOW, CFG)
+    busy = lc.ConditionsProbe(("port 29500 busy",), "wait", port_busy=True)
+    same, eff = lc.step(life, busy, NOW + CFG.floor_s + 1, CFG)
+    assert eff == [] and same.cooldown.waiting_on == ("port 29500 busy",)
+    new, eff = lc.step(life, busy, NOW + CFG.ceiling_s, CFG)
+    assert eff == [lc.Launch(new_port=True, ceiling_alert=("port 29500 busy",))] and new.attempt_live
+
+
+def test_preflight_refuse_fails_the_run_and_kill_policy_kills_blockers():
+    life, _ = lc.step(lc.Life(Status.STARTING), lc.Started(False, False), NOW, CFG)
+    new, eff = lc.step(life, lc.ConditionsProbe(("GPU 0: 30 GiB used",), "refuse"), NOW, CFG)
+    assert new.status == Status.FAILED and "pre-flight failed" in eff[-1].reason
+    new, eff = lc.step(life, lc.ConditionsProbe(("pid 77 holds GPU 0",), "kill", blockers=True), NOW, CFG)
+    assert kinds(eff) == ["KillBlockers"] and new.status == Status.COOLDOWN
+
+
+def test_hang_and_divergence_kill_only_a_live_attempt():
+    new, eff = lc.step(running(), lc.Hang(120.0, 60.0), NOW, CFG)
+    assert new.kill.reason == "hang"
+    new, eff = lc.step(lc.Life(Status.COOLDOWN), lc.Hang(120.0, 60.0), NOW, CFG)
+    assert eff == []
+    new, eff = lc.step(running(), lc.Divergence(), NOW, CFG)
+    assert new.kill.reason == "divergence"
+
+
+@pytest.mark.parametrize("action,status", [("restart", Status.COOLDOWN), ("pause", Status.PAUSED),
+                                           ("fail", Status.FAILED), ("stop", Status.KILLED),
+                                           ("succeed", Status.SUCCEEDED)])
+def test_the_policy_decision_sets_the_status(action, status):
+    new, eff = lc.step(lc.Life(Status.RUNNING, exited=True), lc.Judged(action, "why", 2.0, 0.0), NOW, CFG)
+    assert new.status == status and status_set(eff) == status
+    if action == "restart":
+        assert new.cooldown.earliest == NOW + 2.0
+
+
+def test_kill_of_a_run_with_nothing_running_ends_it_and_terminal_runs_refuse_control():
+    for s in (Status.COOLDOWN, Status.PAUSED):
+        new, eff = lc.step(lc.Life(s), lc.Control("kill"), NOW, CFG)
+        assert new.status == Status.KILLED and eff[-1].answer["ok"]
+    for s in TERMINAL:
+        new, eff = lc.step(lc.Life(s), lc.Control("restart"), NOW, CFG)
+        assert new.status == s and eff[-1].answer["ok"] is False
+
+
+def test_status_enum_is_a_plain_string_on_the_wire():
+    import json
+    assert json.dumps({"status": Status.RUNNING}) == '{"status": "running"}'
+    assert Status.RUNNING == "running" and f"{Status.PAUSED}" == "paused" and "killed" in TERMINAL
+    assert Status.STARTING in LIVE
