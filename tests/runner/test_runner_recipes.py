@@ -86,7 +86,7 @@ def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
     # The refusal leaves the evidence alone: the same drifted recipe is refused again.
     sidecar = json.loads((shared / "checkpoint-8" / "moeconsole.json").read_text())
     assert sidecar["recipe_hash"] == first.state()["recipe_hash"]
-    again = harness.start(harness.recipe(command=changed, checkpoints={"dir": str(shared)}))
+    again = harness.start(harness.recipe(command=changed, checkpoints={"dir": str(shared)}), refused=True)
     st = again.wait_status("failed", "succeeded", timeout=60)
     assert st["status"] == "failed" and "drift" in st["pause_reason"]
     third = harness.start(harness.recipe(command=changed, checkpoints={"dir": str(shared)}), "--allow-drift")
