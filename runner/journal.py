@@ -29,6 +29,9 @@ class Journal:
         self.error: str | None = None
         self.since: float | None = None
         self.reserve = run.path / ".reserve"
+        # Called with every event, after it is queued (notifications, checkpoint sync). A
+        # listener's failure is reported, never raised into the runner.
+        self.listeners: list[Callable[[dict], None]] = []
 
     # the parts of RunDir the checkpoint keeper uses, so it writes through the journal too
     @property
@@ -42,6 +45,11 @@ class Journal:
     def event(self, type_: str, **fields) -> dict:
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
         self._queue("line", self.run.events, rec)
+        for listener in self.listeners:
+            try:
+                listener(rec)
+            except Exception as exc:  # noqa: BLE001 - an ops side effect must not stop supervision
+                self.diag(f"event listener failed: {exc!r}")
         return rec
 
     def metric(self, rec: dict) -> None:

@@ -13,6 +13,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import psutil
 
@@ -90,6 +91,9 @@ class ProcessTree:
         self.leader: TrackedProc | None = None
         self.pgid: int | None = None
         self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
+        # The runner's own helpers (metrics exporter, checkpoint sync, notifications): children
+        # of the runner but not of the attempt, so never tracked, never signalled with it.
+        self.sidecars: Callable[[], set[int]] = set
 
     def set_leader(self, pid: int, created: float | None = None, *, waiter: bool = False) -> None:
         """``pid`` is the process whose end ends the attempt. With ``waiter`` it is the waiter
@@ -117,13 +121,14 @@ class ProcessTree:
                 roots.append(psutil.Process(pid))
             except psutil.NoSuchProcess:
                 pass
+        excluded = self._sidecar_pids()
         for root in roots:
             try:
                 kids = root.children(recursive=True)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
             for child in kids:
-                if child.pid in self.procs:
+                if child.pid in self.procs or child.pid in excluded:
                     continue
                 try:
                     role = "child"
@@ -134,6 +139,24 @@ class ProcessTree:
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
         self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+
+    def set_sidecars(self, pids: Callable[[], set[int]]) -> None:
+        """Name the runner's helpers, and drop any of them a walk already picked up."""
+        self.sidecars = pids
+        for pid in self._sidecar_pids():
+            if self.leader is None or pid != self.leader.pid:
+                self.procs.pop(pid, None)
+
+    def _sidecar_pids(self) -> set[int]:
+        """The runner's helpers and everything they started (rsync, a notification command)."""
+        out: set[int] = set()
+        for pid in self.sidecars():
+            out.add(pid)
+            try:
+                out.update(c.pid for c in psutil.Process(pid).children(recursive=True))
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return out
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
         """Live processes of this tree; with ``scan_markers`` also any process carrying the run's

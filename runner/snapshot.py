@@ -223,6 +223,7 @@ class RunWatcher:
             "state_age_s": state_age,
             "storage": state.get("storage"),
             "ingest": state.get("ingest"),
+            "sync": state.get("sync"),
         }
 
     def poll(self, *, with_gpu: bool = True) -> Snapshot:

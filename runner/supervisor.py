@@ -34,6 +34,7 @@ from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
 from runner.journal import Journal
+from runner.ops.sidecars import OpsSidecars
 from runner.errors import InputError
 from runner.state import Status
 from runner.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING
@@ -47,6 +48,8 @@ STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the
 INGEST_SLICE_BYTES = 256 * 1024  # log bytes parsed per loop turn: control and state never wait longer
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
+OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
+SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
 
 
 class Supervisor:
@@ -209,6 +212,11 @@ class Supervisor:
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
         self.sock = control.listen(self.run.sock)
+        self.ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
+                                           env={**os.environ, **self.env_resolved})
+        self.journal.listeners.append(self._on_event_for_ops)
+        self.tree.set_sidecars(self.ops.pids)
+        self.ops.start()
         self.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
                  max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
                  mem_capacity_gib=self.recipe["gpus"].get("memory_capacity_gib"),
@@ -359,6 +367,7 @@ class Supervisor:
             return
         self.attempt = attempt
         self.tree = attempt.tree
+        self.tree.set_sidecars(self.ops.pids)
         self.pidfd = attempt.wait_fd()
         self.last_output = time.time()
         self.last_progress = time.time()
@@ -471,6 +480,7 @@ class Supervisor:
         finally:
             os.close(log_fd)
         self.attempt, self.proc, self.tree = started, started.proc, started.tree
+        self.tree.set_sidecars(self.ops.pids)
         self.adopted = False
         self.leader_rc = None
         self.exit_status = None
@@ -527,6 +537,8 @@ class Supervisor:
                     self._on_leader_exit(None)
             self._expire_clients(sel)
             self.tick()
+        if not self.stop and self.state.get("status") in rundir.TERMINAL:
+            self._finish_ops()
         self.flush_state(force=True)
         for client in list(self.clients):
             self._drop_client(sel, client)
@@ -587,7 +599,35 @@ class Supervisor:
                 self._every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
                 or (mono >= self.cooldown.earliest and not self.cooldown.waiting_on)):
             self._probe_conditions()
+        if self._every("ops", OPS_POLL_S):
+            for ev in self.ops.poll(now):
+                kind = ev.pop("type")
+                self.journal.event(kind, attempt=self.state.get("attempt"), **ev)
+            sync = self.ops.state(now)
+            if sync is not None and sync != self.state.get("sync"):
+                self.set(sync=sync)
         self.flush_state()
+
+    def _finish_ops(self) -> None:
+        """The run is over: let the last good checkpoint reach persistent storage before the
+        runner exits (training no longer waits on anything; a SIGTERM still ends this at once)."""
+        deadline = time.monotonic() + SYNC_FINAL_WAIT_S
+        while self.ops.syncing() and not self.stop and time.monotonic() < deadline:
+            now = time.time()
+            for ev in self.ops.poll(now):
+                kind = ev.pop("type")
+                self.journal.event(kind, attempt=self.state.get("attempt"), **ev)
+            self.set(sync=self.ops.state(now))
+            self.flush_state()
+            time.sleep(OPS_POLL_S)
+        sync = self.ops.state(time.time())
+        if sync is not None:
+            self.set(sync=sync)
+
+    def _on_event_for_ops(self, ev: dict) -> None:
+        self.ops.on_event(ev)
+        if ev.get("type") == "checkpoint":
+            self.ops.on_checkpoint(ev)
 
     def _every(self, name: str, period: float) -> bool:
         now = time.monotonic()
@@ -932,6 +972,9 @@ class Supervisor:
 
     # ---- shutdown ---------------------------------------------------------------------
     def close(self) -> None:
+        ops = getattr(self, "ops", None)
+        if ops is not None:
+            ops.close()
         try:
             self.sock.close()
             if self.state.get("status") in rundir.TERMINAL:

@@ -89,7 +89,14 @@ def families(view: MetricsView) -> Iterator[Metric]:
         _gauge("moeconsole_cost_dollars", "Cost so far at the recipe's hourly price.", base,
                _num(run.get("cost_so_far"))),
         _gauge("moeconsole_ingest_lag_bytes", "Bytes of train.log the runner has not ingested yet.", base,
-               _num(run.get("ingest_lag_bytes"))),
+               _num((run.get("ingest") or {}).get("lag_bytes"))),
+        _gauge("moeconsole_checkpoint_sync_lag_seconds",
+               "Seconds the newest good checkpoint has waited for its persistent copy (0: in sync).", base,
+               _num((run.get("sync") or {}).get("lag_s"))),
+        _gauge("moeconsole_checkpoint_sync_failures", "Failed sync tries in a row.", base,
+               _num((run.get("sync") or {}).get("failures"))),
+        _gauge("moeconsole_checkpoint_synced_step", "Step of the newest checkpoint copied and verified.", base,
+               _num((run.get("sync") or {}).get("last_synced_step"))),
     ):
         yield from fams
 

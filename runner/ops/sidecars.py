@@ -110,6 +110,19 @@ class OpsSidecars:
             self._spawn_exporter()
         return self.syncer.poll(now) if self.syncer is not None else []
 
+    def pids(self) -> set[int]:
+        """Live helper processes (the runner keeps them out of the attempt's process tree)."""
+        procs: list[subprocess.Popen | None] = [self.exporter]
+        if self.syncer is not None:
+            procs.append(self.syncer.proc)
+        if self.notifier is not None:
+            procs.extend(self.notifier.children)
+        return {p.pid for p in procs if p is not None and p.poll() is None}
+
+    def syncing(self) -> bool:
+        """A checkpoint still waits for (or is in) its copy."""
+        return self.syncer is not None and (self.syncer.proc is not None or self.syncer.status.pending is not None)
+
     def state(self, now: float) -> dict[str, Any] | None:
         return self.syncer.status.to_dict(now) if self.syncer is not None else None
 
