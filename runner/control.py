@@ -97,7 +97,7 @@ def parse_request(data: bytes) -> tuple[Request | None, str | None]:
         return None, "a request is a JSON object with a \"cmd\""
     if raw.get("v", CONTROL_VERSION) != CONTROL_VERSION:
         return None, f"control version {raw.get('v')!r} not supported (this runner speaks {CONTROL_VERSION})"
-    return Request(**raw), None  # type: ignore[typeddict-item]
+    return Request(**raw), None
 
 
 @dataclass

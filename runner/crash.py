@@ -280,7 +280,7 @@ _USAGE = re.compile(
     r"|unrecognized arguments:"
     r"|Some specified arguments are not used by the HfArgumentParser")
 
-_SIGNAL_CLASSES = {_signal.SIGSEGV: "segfault", _signal.SIGBUS: "bus_error",
+_SIGNAL_CLASSES: dict[int, str] = {_signal.SIGSEGV: "segfault", _signal.SIGBUS: "bus_error",
                    _signal.SIGKILL: "killed_oom"}
 _DECISIVE_SIGNALS = frozenset({_signal.SIGSEGV, _signal.SIGBUS, _signal.SIGKILL,
                                _signal.SIGABRT})

@@ -194,7 +194,7 @@ def findings(report: EnvReport, *, training_env: bool = True) -> list[dict]:
     tf = pk.get("transformers")
     if tf and (".dev" in tf or "dev" in tf.split("+")[0] or _vcs(report, "transformers")):
         out.append(_f("warning", "transformers_dev_build", f"transformers {tf} is a development build"
-                                                           f"{' (' + _vcs(report, 'transformers') + ')' if _vcs(report, 'transformers') else ''}: "
+                                                           f"{' (' + str(_vcs(report, 'transformers')) + ')' if _vcs(report, 'transformers') else ''}: "
                                                            "ms-swift pins released versions; results may not "
                                                            "reproduce elsewhere"))
     fla = pk.get("flash-linear-attention") or pk.get("fla-core")

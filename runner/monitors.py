@@ -603,7 +603,7 @@ class Monitors:
         _, nf_loss = state(self._idx["loss_nf"], a.nf_loss.flags, a.nf_loss.before)
         _, nf_grad = state(self._idx["grad_nf"], a.nf_grad.flags, a.nf_grad.before)
         gi, level = state(self._idx["grad"], a.grad.levels > 0, a.grad.before[0] > 0)
-        out = []
+        out: list = []
         for j in np.flatnonzero(nf_loss | nf_grad | level).tolist():
             c, step, path = cps[j]
             last = a.grad.values_at(int(gi[j])) if gi[j] >= 0 else a.grad.before[1]

@@ -48,7 +48,7 @@ class RestartSettings:
                 continue
             if key not in known:
                 raise InputError(f"restart.{key}: unknown setting (known: {', '.join(known)})")
-            values[key] = _check_value(key, value, known[key].type)
+            values[key] = _check_value(key, value, str(known[key].type))
         settings = cls(**values)
         if settings.backoff_initial_s > settings.backoff_max_s:
             raise InputError("restart.backoff_initial_s: must not exceed backoff_max_s "

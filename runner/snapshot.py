@@ -165,7 +165,7 @@ class RunWatcher:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
-        alive = bool(runner_pid) and runner.get("host") == rundir.hostname() and rundir.pid_alive(runner_pid)
+        alive = isinstance(runner_pid, int) and runner.get("host") == rundir.hostname() and rundir.pid_alive(runner_pid)
         live = status in rundir.LIVE
         updated, limit = state.get("updated_at"), state.get("stale_after_s")
         state_age = now - updated if isinstance(updated, (int, float)) else None
@@ -233,7 +233,8 @@ class RunWatcher:
         self._read_events()
         run = self._run_info(state, now)
         run["status_word"] = status_word(run)
-        gpu, blockers = None, []
+        gpu: dict | None = None
+        blockers: list[dict] = []
         if with_gpu and self.telemetry:
             gpu, blockers = self.telemetry(state)
         return Snapshot(
@@ -270,7 +271,7 @@ def read_nodes(run: rundir.RunDir, now: float) -> tuple[dict, ...]:
             continue
         t = doc.get("t")
         age = (now - t) if isinstance(t, (int, float)) else None
-        host = doc.get("host") if isinstance(doc.get("host"), dict) else {}
+        host: dict = doc["host"] if isinstance(doc.get("host"), dict) else {}
         out.append({"host": host.get("hostname") or name[:-5], "t": t, "age_s": age,
                     "stale": age is None or age > NODE_STALE_S, "gpu": doc.get("gpu"), "host_stats": host})
     return tuple(out)

@@ -184,7 +184,7 @@ def coerce(raw: Any) -> tuple[RunState, str | None]:
                          and isinstance(p.get("start_time"), (int, float))]
     if "runner" in state and not isinstance(state["runner"], dict):
         state["runner"] = None
-    return RunState(**state), ("; ".join(problems) or None)  # type: ignore[typeddict-item]
+    return RunState(**state), ("; ".join(problems) or None)
 
 
 def load(path: Path | str) -> LoadedState:

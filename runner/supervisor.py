@@ -34,6 +34,7 @@ from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
 from runner.journal import Journal
+from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
 from runner.errors import InputError
 from runner.state import Status
@@ -69,6 +70,7 @@ class Supervisor:
             self._diag(f"{loaded.problem}: rebuilding the run's state from its records")
             self.state = recover_state(run, self.state, loaded.problem)
         self.tree = proctree.ProcessTree(run.run_id)
+        self.own_pids: set[int] = set()
         self.proc: subprocess.Popen | None = None
         self.leader_rc: int | None = None
         self.adopted = False
@@ -480,6 +482,7 @@ class Supervisor:
         finally:
             os.close(log_fd)
         self.attempt, self.proc, self.tree = started, started.proc, started.tree
+        self.own_pids = own_pid_set(self.tree.procs)
         self.tree.set_sidecars(self.ops.pids)
         self.adopted = False
         self.leader_rc = None
@@ -577,6 +580,9 @@ class Supervisor:
         self._read_log()
         if self.state.get("status") in (RUNNING, STOPPING) and self._every("tree", TREE_REFRESH_S):
             self.tree.refresh()
+            # Every PID the attempt has in any namespace, read while alive: an OOM message that
+            # names one of them names us, not a foreign process holding the GPU.
+            self.own_pids |= own_pid_set(self.tree.procs)
             self.dirty = True
         if self.checkpoints.active and self._every("ckpt", CHECKPOINT_POLL_S):
             if self.checkpoints.poll(self.monitors.on_checkpoint, self.state.get("attempt")):
@@ -750,7 +756,7 @@ class Supervisor:
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt: verify its last saves, classify the crash, write its report,
         ask the restart policy. The answer goes back to the lifecycle."""
-        from runner.crash import classify, decode_exit
+        from runner.crash import classify, decode_exit, live_pid_set
         from runner.policy import AttemptRecord, decide
         self.tree.leader = None
         self._catch_up_log()
@@ -782,7 +788,8 @@ class Supervisor:
         tail = self._attempt_tail()
         verdict = classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
                            steps_seen=self.attempt_steps, foreign_gpu_memory=self._foreign_gpu_memory(),
-                           divergence=kill_reason == "divergence")
+                           divergence=kill_reason == "divergence", attempt=attempt,
+                           own_pids=self.own_pids, live_pids=live_pid_set())
         code, sig = decode_exit(rc)
         self.history[-1] = AttemptRecord(**{**self.history[-1].__dict__, "crash_class": verdict.cls})
         report = {"v": jsonio.SCHEMA_VERSION, "t": now, "run_id": self.run.run_id, "attempt": attempt,

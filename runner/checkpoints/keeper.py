@@ -7,19 +7,31 @@ The runner owns the loop and the run's state; this object owns everything about 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
-from runner import rundir
 from runner.checkpoints.discover import Checkpoint, find_checkpoints
 from runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
 from runner.checkpoints.verify import verify_checkpoint
 from runner.checkpoints.watch import CheckpointWatcher, latest_good
 
+class RunWriter(Protocol):
+    """Where the keeper records verdicts: a RunDir, or the runner's Journal (which survives a
+    full disk)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def path(self) -> Path: ...
+
+    def event(self, type_: str, **fields: Any) -> dict: ...
+
+
 VERIFIED_KEEP = 200  # names kept in state.json so a new runner does not verify them again
 
 
 class CheckpointKeeper:
-    def __init__(self, run: rundir.RunDir, root: Path | None, *, recipe_hash: str, settle_s: float,
+    def __init__(self, run: RunWriter, root: Path | None, *, recipe_hash: str, settle_s: float,
                  verify: bool = True, verified: Iterable[str] = (),
                  diag: Callable[[str], None] = lambda msg: None) -> None:
         self.run = run
@@ -65,7 +77,7 @@ class CheckpointKeeper:
         if str(path) not in self.verified:
             return False
         side = read_sidecar(path)
-        return bool(side) and sidecar_current(path, side)
+        return side is not None and sidecar_current(path, side)
 
     def sweep(self, on_checkpoint: Callable[[int | None, str], list[dict]], attempt: int | None) -> None:
         """At the end of a run nothing writes any more: verify the saves newer than the newest
@@ -82,7 +94,8 @@ class CheckpointKeeper:
             v = verify_checkpoint(ck.path)
             rec = v.to_dict()
             if ck.path.name in self.saved_marks:
-                suspect, alerts = self.saved_marks[ck.path.name], []
+                alerts: list[dict] = []
+                suspect = self.saved_marks[ck.path.name]
             else:  # the log named no save for it: judge by the monitors' state now
                 alerts = on_checkpoint(ck.step, str(ck.path)) if v.ok else []
                 suspect = bool(alerts)
@@ -108,12 +121,12 @@ class CheckpointKeeper:
 
     def _stamped_by_other_recipe(self, path: Path) -> bool:
         side = read_sidecar(path)
-        return bool(side) and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)
+        return side is not None and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)
 
     def _stamp(self, ck: Checkpoint, rec: dict, suspect: bool) -> None:
         try:
             write_sidecar(ck.path, run_id=self.run.run_id, recipe_hash=self.hash, step=ck.step,
-                          verdict=rec.get("verdict"), suspect=suspect)
+                          verdict=str(rec.get("verdict")), suspect=suspect)
         except OSError as exc:
             self.diag(f"cannot write sidecar in {ck.path}: {exc}")
 

@@ -174,7 +174,7 @@ def _entry(name: str, info: Any) -> TensorEntry:
                 else:
                     total = n * bits
                     if not total & 7 and total >> 3 == end - begin:
-                        return TensorEntry(name, dtype, tuple(shape), begin, end, n)
+                        return TensorEntry(name, str(dtype), tuple(shape), begin, end, n)
     _explain(name, info)
     raise HeaderProblem(CORRUPT_HEADER, f"tensor {_short(name, 80)!r}: invalid entry")   # not reached
 

@@ -24,7 +24,7 @@ def _as_float(x: object) -> float | None:
     if isinstance(x, bool) or x is None:
         return None
     try:
-        return float(x)  # also reads "nan"/"inf" strings as jsonio writes them
+        return float(x)  # type: ignore[arg-type]  # also reads "nan"/"inf" strings as jsonio writes them
     except (TypeError, ValueError):
         return None
 

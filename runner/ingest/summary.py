@@ -169,7 +169,7 @@ def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
     if monitors is None:
         return
     parts: list[tuple[int, int, list, bool]] = []
-    start, cps = 0, []
+    start, cps = 0, []  # type: int, list
     for i, mark in batch.marks:
         if mark.get("kind") == "attempt_marker":
             parts.append((start, i, cps, True))

@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from runner.ingest.parser import MARK, RECORD, LogParser
 
@@ -62,7 +62,7 @@ class FileTailer:
         """Bytes appended since the last call (b"" if none). After a truncation or a
         replacement the next bytes come from offset 0 of the new file and ``resets`` grows."""
         if self._fd is None:
-            if not self._open():
+            if not self._open() or self._fd is None:
                 return b""
             if os.fstat(self._fd).st_size < self.offset:
                 self.offset = 0
@@ -106,7 +106,7 @@ class LiveTail:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._observer = None
+        self._observer: Any = None
         self._lock = threading.Lock()
 
     def subscribe(self, on_records: Callback | None = None, on_marks: Callback | None = None) -> None:
@@ -202,7 +202,8 @@ class LiveTail:
         """Runs of records and of marks, in file order."""
         with self._lock:
             rec_subs, mark_subs = list(self._record_subs), list(self._mark_subs)
-        run_kind, run = None, []
+        run_kind: str | None = None
+        run: list = []
         for kind, obj in events + [(None, None)]:
             if kind != run_kind and run:
                 for cb in rec_subs if run_kind == RECORD else mark_subs if run_kind == MARK else []:

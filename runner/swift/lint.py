@@ -68,7 +68,8 @@ class SwiftCommand:
 
     def num(self, name: str) -> float | None:
         try:
-            return float(self.get(name)) if self.get(name) is not None else None
+            value = self.get(name)
+            return float(value) if value is not None else None
         except ValueError:
             return None
 
@@ -195,7 +196,7 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
         elif r.status == "abbreviated":
             out.append(_p("error", "swift_abbreviated_flag", f"{r.token} is silently taken as --{r.dest} by ms-swift "
                                                               f"{v} `{cmd.checked_as}` (argparse prefix match){fix}"))
-        else:
+        elif r.dest is not None:
             problem = swift_flags.type_problem(fields[r.dest], swift_flags.values_of(args, r.index))
             if problem:
                 out.append(_p("error", "swift_bad_value", f"{r.token} {problem}"))
