@@ -26,6 +26,7 @@ import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -100,7 +101,7 @@ class Supervisor:
         self.resumed_step: int | None = None
         self._blockers: list = []
         self.exit_status: ExitStatus | None = None
-        self.attempt = None  # the current attempt (runner.attempt.Attempt), once launched or adopted
+        self.attempt: Any = None  # the current attempt (runner.attempt.Attempt), once launched or adopted
         self.clients: list[control.ClientConn] = []
         self.lagging = False  # the last log read filled a whole slice: more is waiting
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
@@ -376,7 +377,8 @@ class Supervisor:
         self.attempt_steps = 0
         self.last_step_written = self._last_written_step(self.state.get("attempt"))
         self.journal.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
-        self._diag(f"adopted attempt {self.state.get('attempt')} leader pid {self.tree.leader.pid}")
+        self._diag(f"adopted attempt {self.state.get('attempt')} leader pid "
+                   f"{self.tree.leader.pid if self.tree.leader else None}")
         if self.state.get("status") == STOPPING:
             self.set(status=RUNNING)
         self._catch_up_log()
@@ -499,7 +501,7 @@ class Supervisor:
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
                  resumed_from=resumed_from, port=port, attempt_started_at=now)
         self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
-                       pid=self.proc.pid, command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
+                       pid=started.proc.pid if started.proc else None, command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
                            port=port, env_overrides=self.next_env)
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
@@ -533,7 +535,7 @@ class Supervisor:
                     self._accept(sel)
                 elif isinstance(key.data, control.ClientConn):
                     self._on_client(sel, key.data)
-                elif key.data == "pidfd":
+                elif key.data == "pidfd" and self.pidfd is not None:
                     sel.unregister(self.pidfd)
                     os.close(self.pidfd)
                     self.pidfd = pidfd_registered = None
@@ -765,7 +767,7 @@ class Supervisor:
         self.checkpoints.sweep(self.monitors.on_checkpoint, self.state.get("attempt"))
         self._checkpoint_state()
         rc = self.leader_rc
-        attempt = self.state.get("attempt")
+        attempt = int(self.state.get("attempt") or 0)
         now = time.time()
         last_step = self.state.get("step")
         self.history.append(AttemptRecord(attempt=attempt, started_at=self.state.get("attempt_started_at") or now,
@@ -924,7 +926,7 @@ class Supervisor:
             client.answer({"ok": False, "message": err or "unreadable request"})
             return
         try:
-            answer = self.handle(req)
+            answer = self.handle(dict(req))
         except Exception as exc:
             self._diag("control request failed:\n" + traceback.format_exc())
             answer = {"ok": False, "message": f"runner error: {exc}"}
@@ -1053,8 +1055,9 @@ def _marker_offset(log: Path, attempt: int) -> int:
 
 def _attempt_record(d: dict):
     from runner.policy import AttemptRecord
-    return AttemptRecord(**{k: d.get(k) for k in ("attempt", "started_at", "ended_at", "resumed_step",
-                                                  "last_step", "crash_class")})
+    return AttemptRecord(attempt=int(d.get("attempt") or 0), started_at=float(d.get("started_at") or 0.0),
+                         ended_at=float(d.get("ended_at") or 0.0), resumed_step=d.get("resumed_step"),
+                         last_step=d.get("last_step"), crash_class=d.get("crash_class"))
 
 
 def _step_of(path: str | None) -> int | None:
