@@ -208,7 +208,26 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         crash = run["last_crash"]
         text = crash.get("class") if isinstance(crash, dict) else str(crash)
         line2.append((f" · last crash: {text}", "status--failed"))
+    sync = run.get("sync")
+    if isinstance(sync, dict):
+        line2.append(sync_piece(sync))
     return [line1, line2]
+
+
+SYNC_LAG_WARN_S = 600.0
+
+
+def sync_piece(sync: dict) -> tuple[str, str]:
+    """Checkpoint sync in a few words: failing (and why), copying with its lag, or in sync."""
+    if sync.get("failures"):
+        return (f" · sync failing ({sync['failures']}x): {sync.get('last_error') or '?'}", "status--failed")
+    lag = as_float(sync.get("lag_s")) or 0.0
+    if sync.get("pending"):
+        name = str(sync["pending"]).rstrip("/").rsplit("/", 1)[-1]
+        return (f" · syncing {name}, lag {duration(lag)}", "status--cooldown" if lag > SYNC_LAG_WARN_S else "")
+    if sync.get("last_synced_step") is not None:
+        return (f" · synced step {sync['last_synced_step']}", "")
+    return (" · sync: nothing yet", "")
 
 
 def strip_word(reason: Any, word: str) -> str:

@@ -37,6 +37,7 @@ from runner.engines.local import LocalEngine
 from runner.journal import Journal
 from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
+from runner.versions import package_versions
 from runner.errors import InputError
 from runner.state import Status
 from runner.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING
@@ -502,7 +503,7 @@ class Supervisor:
                  resumed_from=resumed_from, port=port, attempt_started_at=now)
         self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
                        pid=started.proc.pid if started.proc else None, command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
-                           port=port, env_overrides=self.next_env)
+                           port=port, env_overrides=self.next_env, versions=package_versions())
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
         self.flush_state(force=True)

@@ -150,10 +150,22 @@ def oom_message(device: int, foreign: Iterable[tuple[int, str]] = (), *, tried: 
             f"and {reserved_unallocated} is reserved by PyTorch but unallocated. {_OOM_ADVICE}")
 
 
+def _runner_pid() -> int | None:
+    """The waiter's parent (the runner), or None outside a supervised run."""
+    try:
+        with open(f"/proc/{os.getppid()}/stat") as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return ppid if ppid > 1 else None
+
+
 def raise_gpu_busy_oom(device: int) -> None:
-    """OOM while placing the model: two foreign processes still hold most of the GPU."""
-    base = os.getpid()
-    foreign = [(base + 1187 + 2 * device, "96.31 GiB"), (base + 2213 + 2 * device, "40.12 GiB")]
+    """OOM while placing the model: foreign processes still hold most of the GPU. They are named
+    by live PIDs outside the attempt (init and the supervising runner), as a leftover server
+    would be: the classifier counts a named PID as foreign only when it is alive and not ours."""
+    runner = _runner_pid()
+    foreign = [(1, "96.31 GiB")] + ([(runner, "40.12 GiB")] if runner else [])
     raise torch.OutOfMemoryError(oom_message(
         device, foreign, tried="1.94 GiB", free="1.06 GiB", this_process="2.30 GiB",
         allocated="1.80 GiB", reserved_unallocated="14.00 MiB"))

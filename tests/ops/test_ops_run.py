@@ -66,7 +66,9 @@ def test_metrics_notify_and_sync_in_a_real_run(tmp_path, runs_dir, hook):
     final = wait_for(lambda: (s := run.state().get("sync")) and s.get("last_synced_step") == 24 and s, 120,
                      "the last checkpoint synced")
     assert final["pending"] is None and final["failures"] == 0
-    assert sorted(p.name for p in keep.iterdir()) == ["checkpoint-20", "checkpoint-24"]
+    kept = sorted(p.name for p in keep.iterdir())
+    # retention keeps two copies, the newest always (a save superseded while another copied is skipped)
+    assert len(kept) == 2 and "checkpoint-24" in kept, kept
     assert [e for e in run.events("sync") if e.get("ok")]
     snap = h.cli("--json", run.id, "--once", "--no-gpu", check=True)
     assert json.loads(snap.stdout)["run"]["sync"]["last_synced_step"] == 24

@@ -49,6 +49,7 @@ def test_receipt_json_markdown_and_plot(crashed_run, runs_dir, tmp_path):
     assert r["loss"]["min"] <= r["loss"]["first"] and r["loss"]["last"] == r["loss"]["min"]
     assert r["alerts"]["by_rule"].get("critical:checkpoint_bad") == 1
     assert r["cost"]["per_hour"] == 70 and r["cost"]["total"] > 0
+    assert r["environment"]["recorded_at_launch"] and r["environment"]["versions"]["torch"].startswith("2.")
 
     out = tmp_path / "report"
     proc = _cli(runs_dir, "runs", "receipt", crashed_run.id, "--out", str(out), "--full")

@@ -64,3 +64,14 @@ def test_only_good_checkpoints_are_offered_to_sync(tmp_path):
         time.sleep(0.05)
     assert next(e for e in events if e["type"] == "sync")["ok"] is True
     assert (tmp_path / "keep" / "checkpoint-4" / "adapter_model.safetensors").exists()
+
+
+def test_status_line_says_how_the_sync_stands():
+    from console.format import plain, status_lines
+    base = {"id": "r", "name": "r", "status": "running", "attempt": 1, "restarts": 0, "max_restarts": 3}
+    def line2(sync):
+        return plain(status_lines({**base, "sync": sync})[1])
+    assert "synced step 400" in line2({"last_synced_step": 400, "failures": 0, "pending": None, "lag_s": 0})
+    assert "syncing checkpoint-500, lag 2m" in line2({"pending": "/ckpt/checkpoint-500", "failures": 0, "lag_s": 125})
+    assert "sync failing (3x): No space left" in line2({"failures": 3, "last_error": "No space left", "lag_s": 9})
+    assert "sync" not in plain(status_lines(base)[1])
