@@ -2,7 +2,6 @@
 --json see it."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
