@@ -24,7 +24,7 @@ from pathlib import Path
 
 from runner import jsonio
 from runner import state as run_state
-from runner.state import LIVE, Status
+from runner.state import LIVE, TERMINAL, Status
 from runner.errors import InputError
 
 # Statuses a run can be in (``runner.state.Status``, a str enum). Terminal ones end the runner.

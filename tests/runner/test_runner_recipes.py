@@ -129,6 +129,7 @@ def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
 
 
 def _port_holder(tmp_path):
+    import socket
     import subprocess
     import sys
     import time
@@ -148,7 +149,7 @@ def test_preflight_refuse_fails_the_run_naming_the_port_holder(harness, tmp_path
     holder, port = _port_holder(tmp_path)
     try:
         run = harness.start(harness.recipe(preflight={"port": port, "on_busy": "refuse"}), refused=True)
-        assert "did not start: " in run.start_stderr and f"port {port} busy" in run.start_stderr
+        assert f"did not start: " in run.start_stderr and f"port {port} busy" in run.start_stderr
         st = run.wait_status("failed", "succeeded", "running", timeout=60)
         assert st["status"] == "failed" and not run.events("attempt_start")
         assert f"port {port} busy" in st["pause_reason"] and f"PID {holder.pid}" in st["pause_reason"]

@@ -2,6 +2,7 @@
 --json see it."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
