@@ -61,3 +61,14 @@ def runs_dir(tmp_path):
     yield d
     leftovers = run_processes(d)
     end_processes(leftovers)
+
+
+def _terminated(signum, _frame):
+    raise KeyboardInterrupt(f"pytest got signal {signum}")
+
+
+def pytest_configure(config):
+    """A SIGTERM to the test process (a CI timeout, a user's kill) runs every fixture teardown
+    and ``finally`` block like Ctrl-C does, so the processes tests started are ended by PID
+    instead of outliving the run."""
+    signal.signal(signal.SIGTERM, _terminated)

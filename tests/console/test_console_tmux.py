@@ -55,6 +55,9 @@ def test_demo_in_tmux():
         tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
         tmux("set-option", "-t", "demo", "remain-on-exit", "on")
         server_pid = int(tmux("display-message", "-p", "-t", "demo", "#{pid}").strip())
+        # If this test process dies without its finally (SIGKILL), the server ends itself.
+        tmux("run-shell", "-b", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+                                f"tmux -L {shlex.quote(tmux.name)} kill-server")
         socket_path = tmux("display-message", "-p", "-t", "demo", "#{socket_path}").strip()
         screen = tmux.wait_for("RUNNING", timeout=90)
         assert "q Detach" in screen and "k Kill" in screen  # the footer spells out the keys
