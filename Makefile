@@ -28,7 +28,14 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-bench: $(STAMP)
+# The UI benchmark runs nvitop side by side, from an environment of its own.
+BENCH_ENV = .venv-bench/.installed
+$(BENCH_ENV):
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/pip install -q nvitop
+	touch $(BENCH_ENV)
+
+bench: $(STAMP) $(BENCH_ENV)
 	$(PY) bench/run_all.py
 
 # Optional: real ms-swift 4.6 in its own environment for recipes/swift-tiny-cpu.yaml and tests/swift.
@@ -36,4 +43,4 @@ swift-env:
 	scripts/swift-env.sh
 
 clean:
-	rm -rf $(VENV) .venv-swift .swift-tiny *.egg-info
+	rm -rf $(VENV) .venv-swift .venv-bench .swift-tiny *.egg-info

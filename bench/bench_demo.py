@@ -1,6 +1,6 @@
 """Benchmark: the demo trainer. Prints a Markdown section.
 
-    /work/main/.venv/bin/python bench/bench_demo.py [--steps N] [--starts N]
+    .venv/bin/python bench/bench_demo.py [--steps N] [--starts N]
 
 1. Start-up: launch of ``python -m runner.demo.train`` to its first step line in the log file,
    against launch of ``python -c "import torch; print(...)"`` to that print (baseline, same run).

@@ -1,6 +1,6 @@
 """Benchmark: the runner (the supervisor of training runs). Prints a Markdown section.
 
-    /work/main/.venv/bin/python bench/bench_runner.py [--deaths N] [--kill-reps N] [--grace G]
+    .venv/bin/python bench/bench_runner.py [--deaths N] [--kill-reps N] [--grace G]
                                                       [--cpu-seconds S]
 
 Everything goes through the real CLI (``python -m console.cli run ... --detach``, ``kill``), the
@@ -496,8 +496,8 @@ def report(args, det: dict | None, kills: dict, cpu: dict | None, total: float) 
              f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
              f"1-minute load average {args.load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end. "
              f"Total bench time {total:.0f} s.", "",
-             "Command (from /work/main):", "",
-             f"    /work/main/.venv/bin/python bench/bench_runner.py --deaths {args.deaths} "
+             "Command (from the repository root):", "",
+             f"    .venv/bin/python bench/bench_runner.py --deaths {args.deaths} "
              f"--kill-reps {args.kill_reps} --grace {args.grace:g} --cpu-seconds {args.cpu_seconds:g}"
              + "".join(f" --skip {k}" for k in args.skip), ""]
     if det:

@@ -1,7 +1,7 @@
 """Benchmark: one full telemetry snapshot (8 GPUs + host + process scan) and the CPU share
 of polling it at 1 Hz. Prints a Markdown section.
 
-    /work/main/.venv/bin/python bench/bench_telemetry.py [--iterations N] [--poll-seconds S]
+    .venv/bin/python bench/bench_telemetry.py [--iterations N] [--poll-seconds S]
 
 There is no GPU here: NVML is the fake library from tests/fakes (built with gcc), loaded
 in-process through the backend's ``lib_path``. So the GPU figures measure our wrapper,

@@ -1,6 +1,6 @@
 """Benchmark: checkpoint verification. Prints a Markdown section.
 
-    /work/main/.venv/bin/python bench/bench_verify.py [--iterations N] [--hash-gb G] [--rounds R]
+    .venv/bin/python bench/bench_verify.py [--iterations N] [--hash-gb G] [--rounds R]
 
 1. Header verification (the fast path) of sparse shards of 1, 10 and 30 GB, each with the same
    real header of a MoE expert shard (5,000 bf16 tensors, ~0.6 MB of JSON): it must stay well
