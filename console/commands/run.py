@@ -39,9 +39,13 @@ def report_start(run_dir) -> int:
     sys.stdout.flush()
     state = first_outcome(run_dir)
     status = state.get("status")
+    if status == rundir.SUCCEEDED:  # short enough to finish while we waited
+        sys.stderr.write(f"run {run_dir.run_id} ran and succeeded; directory {run_dir.path}\n")
+        return 0
     if status in rundir.TERMINAL:
         reason = state.get("pause_reason") or (state.get("last_crash") or {}).get("summary") or status
-        sys.stderr.write(f"moeconsole: run {run_dir.run_id} did not start: {reason}\n")
+        started = int(state.get("attempt") or 0) > 0
+        sys.stderr.write(f"moeconsole: run {run_dir.run_id} {'failed' if started else 'did not start'}: {reason}\n")
         return 1
     if status == rundir.RUNNING:
         sys.stderr.write(f"run {run_dir.run_id} started under a detached runner; directory {run_dir.path}\n")
