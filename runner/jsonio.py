@@ -52,14 +52,20 @@ def as_float(x: Any) -> float | None:
 
 def atomic_write_json(path: Path | str, obj: Any) -> None:
     """Write to a temp file in the same directory, fsync, rename: readers never see half a file."""
+    atomic_write_bytes(path, (json.dumps(_clean(obj), indent=1, allow_nan=False, default=str) + "\n").encode())
+
+
+def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> None:
+    """Replace ``path`` with ``data`` whole (temp file, fsync, rename), created with ``mode``."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(_clean(obj), indent=1, allow_nan=False, default=str))
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if mode != FILE_MODE:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:

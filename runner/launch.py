@@ -39,19 +39,26 @@ def _write_new(path: Path, data: bytes) -> None:
         f.write(data)
 
 
+def runner_argv(run: rundir.RunDir) -> list[str]:
+    return [sys.executable, "-m", "runner.supervisor", str(run.path)]
+
+
+def runner_env() -> dict[str, str]:
+    """The runner's environment: ours without another run's markers, this checkout importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")}
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
 def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
     """Start ``python -m runner.supervisor RUN_DIR`` in a session of its own, detached from this
     terminal: closing the shell, the UI or the SSH connection does not touch it."""
-    argv = [sys.executable, "-m", "runner.supervisor", str(run.path)]
-    if restart:
-        argv.append("--restart")
+    argv = runner_argv(run) + (["--restart"] if restart else [])
     out = jsonio.open_append(run.runner_log)
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")}
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                                close_fds=True, env=env, cwd=os.getcwd())
+                                close_fds=True, env=runner_env(), cwd=os.getcwd())
     finally:
         os.close(out)
     # The runner outlives us; drop the Popen so nothing waits on it at exit.

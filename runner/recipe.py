@@ -413,28 +413,11 @@ def is_secret_env(name: str) -> bool:
     return bool(SECRET_KEY.search(name)) or secret_text.is_secret_name(name)
 
 
-def secret_argv_positions(argv: list[str]) -> dict[int, str]:
-    """Index -> the part of that argument that is a secret: the value after ``--hub_token`` or
-    the ``VALUE`` of ``--hub_token=VALUE``."""
-    out: dict[int, str] = {}
-    for i, a in enumerate(argv):
-        if not a.startswith("-"):
-            continue
-        name, eq, value = a.partition("=")
-        if not secret_text.is_secret_name(name):
-            continue
-        if eq and value:
-            out[i] = value
-        elif not eq and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-            out[i + 1] = argv[i + 1]
-    return out
-
-
 def masked_command(argv: list[str]) -> list[str]:
     """The command with secret flag values replaced by ``<redacted>`` (for recipe.yaml, the hash)."""
     argv = [str(a) for a in argv]
-    for i, value in secret_argv_positions(argv).items():
-        if _ENV_REF.fullmatch(value):
+    for i, value in secret_text.secret_positions(argv).items():
+        if not value or _ENV_REF.fullmatch(value):
             continue
         argv[i] = argv[i][: len(argv[i]) - len(value)] + REDACTED
     return argv
@@ -442,7 +425,7 @@ def masked_command(argv: list[str]) -> list[str]:
 
 def secret_values(env: dict[str, str], argv: Sequence[str] = ()) -> list[str]:
     """Values that must never be written anywhere: secret-named env values, secret flags' values."""
-    values = [v for k, v in env.items() if is_secret_env(k)] + list(secret_argv_positions(list(argv)).values())
+    values = [v for k, v in env.items() if is_secret_env(k)] + list(secret_text.secret_positions(list(argv)).values())
     return secret_text.Redactor(values).values
 
 
@@ -470,7 +453,7 @@ def secrets_doc(recipe: dict) -> dict | None:
     """What ``secrets.json`` holds so the runner can launch what recipe.yaml no longer shows."""
     env = {k: v for k, v in recipe.get("env", {}).items() if is_secret_env(k) and not _ENV_REF.fullmatch(v)}
     cmd = [str(a) for a in recipe["command"]]
-    argv = {str(i): cmd[i] for i, v in secret_argv_positions(cmd).items() if not _ENV_REF.fullmatch(v)}
+    argv = {str(i): cmd[i] for i, v in secret_text.secret_positions(cmd).items() if v and not _ENV_REF.fullmatch(v)}
     if not env and not argv:
         return None
     return {"v": 1, "env": env, "argv": argv}

@@ -61,30 +61,38 @@ def mask_values(text: str) -> str:
     return _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
 
 
+def secret_positions(argv: Sequence[str]) -> dict[int, str]:
+    """Index -> the secret part of that argument: the value after a secret-named flag
+    (``--hub_token V``) or the ``V`` of ``--hub_token=V`` (possibly empty). The one walk of an
+    argv that everything masking, storing or hashing secrets relies on."""
+    out: dict[int, str] = {}
+    for i, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            continue
+        name, eq, value = arg.partition("=")
+        if not is_secret_name(name):
+            continue
+        if eq:
+            out[i] = value
+        elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            out[i + 1] = argv[i + 1]
+    return out
+
+
 def redact_argv(argv: list[str]) -> list[str]:
+    hidden = secret_positions(argv)
     out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            hide_next = False
-            if not arg.startswith("-"):
-                out.append(MASK)
-                continue
-        if arg.startswith("-"):
-            name, eq, _value = arg.partition("=")
-            if is_secret_name(name):
-                if eq:
-                    out.append(f"{name}={MASK}")
-                else:
-                    out.append(arg)
-                    hide_next = True
-                continue
+    for i, arg in enumerate(argv):
+        if i in hidden:
+            out.append(f"{arg.partition('=')[0]}={MASK}" if arg.startswith("-") else MASK)
+            continue
+        name, eq, _value = arg.partition("=")
+        if not arg.startswith("-") and eq and _ENV_NAME.fullmatch(name) and is_secret_name(name):
+            out.append(f"{name}={MASK}")
+        elif arg.startswith("-") and is_secret_name(name):
+            out.append(arg)
         else:
-            name, eq, _value = arg.partition("=")
-            if eq and _ENV_NAME.fullmatch(name) and is_secret_name(name):
-                out.append(f"{name}={MASK}")
-                continue
-        out.append(mask_values(arg))
+            out.append(mask_values(arg))
     return out
 
 
@@ -104,22 +112,7 @@ def mask_assignments(text: str) -> str:
 
 def secret_argv_values(argv: Sequence[str]) -> list[str]:
     """The values of secret-named flags: ``--hub_token V`` and ``--hub_token=V``."""
-    out: list[str] = []
-    take_next = False
-    for arg in argv:
-        if take_next:
-            take_next = False
-            if not arg.startswith("-"):
-                out.append(arg)
-                continue
-        if arg.startswith("-"):
-            name, eq, value = arg.partition("=")
-            if is_secret_name(name):
-                if eq:
-                    out.append(value)
-                else:
-                    take_next = True
-    return [v for v in out if v]
+    return [v for v in secret_positions(argv).values() if v]
 
 
 class Redactor:

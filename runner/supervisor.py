@@ -37,6 +37,7 @@ from runner.engines.local import LocalEngine
 from runner.journal import Journal
 from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
+from runner.secrets import Redactor
 from runner.versions import package_versions
 from runner.errors import InputError
 from runner.state import Status
@@ -66,6 +67,7 @@ class Supervisor:
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.secrets = recipes.secret_values(self.env_resolved, self.recipe["command"])
+        self.redactor = Redactor(self.secrets)
         loaded = run.load_state()
         self.state: dict = dict(loaded.state)
         if loaded.problem and run.path.joinpath("events.jsonl").exists():
@@ -462,7 +464,7 @@ class Supervisor:
                     "PYTHONUNBUFFERED": "1"})
         workdir = self._fill(self.recipe["workdir"]) if self.recipe.get("workdir") else self.recipe.get(
             "_launch_cwd") or str(self.run.path)
-        shown = recipes.redact_argv(argv, self.secrets)
+        shown = self.redactor.redact_argv(argv)
         marker = rundir.ATTEMPT_MARKER.format(attempt=attempt)
         try:
             jsonio.append_bytes(self.run.log,
@@ -609,29 +611,27 @@ class Supervisor:
                 or (mono >= self.cooldown.earliest and not self.cooldown.waiting_on)):
             self._probe_conditions()
         if self._every("ops", OPS_POLL_S):
-            for ev in self.ops.poll(now):
-                kind = ev.pop("type")
-                self.journal.event(kind, attempt=self.state.get("attempt"), **ev)
-            sync = self.ops.state(now)
-            if sync is not None and sync != self.state.get("sync"):
-                self.set(sync=sync)
+            self._poll_ops(now)
         self.flush_state()
+
+    def _poll_ops(self, now: float) -> None:
+        """Record what the ops helpers finished (sync results) and the sync state."""
+        for ev in self.ops.poll(now):
+            kind = ev.pop("type")
+            self.journal.event(kind, attempt=self.state.get("attempt"), **ev)
+        sync = self.ops.state(now)
+        if sync is not None and sync != self.state.get("sync"):
+            self.set(sync=sync)
 
     def _finish_ops(self) -> None:
         """The run is over: let the last good checkpoint reach persistent storage before the
         runner exits (training no longer waits on anything; a SIGTERM still ends this at once)."""
         deadline = time.monotonic() + SYNC_FINAL_WAIT_S
         while self.ops.syncing() and not self.stop and time.monotonic() < deadline:
-            now = time.time()
-            for ev in self.ops.poll(now):
-                kind = ev.pop("type")
-                self.journal.event(kind, attempt=self.state.get("attempt"), **ev)
-            self.set(sync=self.ops.state(now))
+            self._poll_ops(time.time())
             self.flush_state()
             time.sleep(OPS_POLL_S)
-        sync = self.ops.state(time.time())
-        if sync is not None:
-            self.set(sync=sync)
+        self._poll_ops(time.time())
 
     def _on_event_for_ops(self, ev: dict) -> None:
         self.ops.on_event(ev)
@@ -720,14 +720,13 @@ class Supervisor:
         text = self._partial + data.decode("utf-8", "replace")
         lines = text.split("\n")
         self._partial = lines.pop()[-4096:]
-        for line in lines:
-            self.log_tail.append(recipes.redact(line[-2000:], self.secrets))
+        # Only the newest lines can stay; they are masked when read, not on this hot path.
+        self.log_tail.extend(line[-2000:] for line in lines[-LOG_TAIL_KEEP:])
 
     def _attempt_tail(self) -> list[str]:
-        lines = list(self.log_tail)
-        if self._partial:
-            lines.append(recipes.redact(self._partial, self.secrets))
-        return lines
+        """The attempt's last log lines, secrets masked (classification and crash reports)."""
+        lines = list(self.log_tail) + ([self._partial] if self._partial else [])
+        return [self.redactor.redact(line) for line in lines]
 
     # ---- heartbeat --------------------------------------------------------------------
     def _heartbeat(self, now: float) -> None:

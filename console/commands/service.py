@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from runner import launch, recipe as recipes, rundir
+from runner import jsonio, launch, recipe as recipes, rundir
 from runner.errors import InputError
 from runner.ops.service import Candidate, choose
 from runner.paths import runs_base
@@ -30,16 +30,14 @@ def _candidates(base: Path) -> list[Candidate]:
 
 def _exec_runner(run: rundir.RunDir) -> None:
     """Replace this process with the runner; its diagnostics go to runner.log as usual."""
-    fd = os.open(run.runner_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = jsonio.open_append(run.runner_log)
     sys.stdout.flush()
     sys.stderr.flush()
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")}
-    root = str(Path(launch.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    os.execve(sys.executable, [sys.executable, "-m", "runner.supervisor", str(run.path)], env)
+    argv = launch.runner_argv(run)
+    os.execve(argv[0], argv, launch.runner_env())
 
 
 def run(args) -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from runner import jsonio
+from runner.ops.settings import seconds
 
 MARKER = ".moeconsole-sync.json"      # in each synced copy: where it came from, when, how checked
 PARTIAL = ".partial-"
@@ -62,10 +63,7 @@ class SyncSettings:
         full = s.get("full", False)
         if not isinstance(full, bool):
             raise ValueError("full must be true or false")
-        retry = s.get("retry_s", 60.0)
-        if isinstance(retry, bool) or not isinstance(retry, (int, float)) or not (0 <= float(retry) < float("inf")):
-            raise ValueError("retry_s must be a finite number of seconds >= 0")
-        return cls(dest, keep, full, float(retry))
+        return cls(dest, keep, full, seconds(s, "retry_s", 60.0))
 
 
 @dataclass

@@ -772,6 +772,15 @@ def learn_template(head: bytes, max_line_bytes: int = 1 << 20) -> Template | Non
     return None
 
 
+def kill_child(pid: int) -> None:
+    """End a forked worker of ours and reap it (its result is no longer wanted)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+
+
 def _find_split(path: str, size: int, template: Template, fraction: float) -> int | None:
     """A line start near ``fraction`` of the file whose line the template matches."""
     at = int(size * fraction)
@@ -922,9 +931,5 @@ class _Forked:
     def close(self) -> None:
         self.fd.close()
         if self.pid is not None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self.pid, 0)
+            kill_child(self.pid)
             self.pid = None

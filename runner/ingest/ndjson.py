@@ -19,7 +19,7 @@ import tempfile
 from typing import BinaryIO, Callable
 
 from runner.errors import InputError
-from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, ChunkScanner, Template, plan_split, read_range
+from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, ChunkScanner, Template, kill_child, plan_split, read_range
 from runner.ingest.parser import LogParser
 from runner.jsonio import dumps
 
@@ -111,11 +111,7 @@ class _Child:
 
     def kill(self) -> None:
         if self.pid is not None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self.pid, 0)
+            kill_child(self.pid)
             self.pid = None
 
 

@@ -20,7 +20,6 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -66,6 +65,11 @@ class RunMetrics:
         return MetricsView(now=time.time(), run=snap.run, last_metrics=snap.last_metrics, tally=self.tally,
                            gpu=gpu, state_updated_at=updated if isinstance(updated, (int, float)) else None)
 
+    def refresh(self) -> None:
+        """Read what is new without serving it (notices the run's end between scrapes)."""
+        with self._lock:
+            self.view()
+
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             fams = list(families(self.view()))
@@ -73,20 +77,9 @@ class RunMetrics:
 
 
 def write_textfile(path: Path, registry: CollectorRegistry) -> None:
-    """node_exporter reads ``*.prom`` files: replace atomically so it never reads half a file."""
-    data = generate_latest(registry)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # the collector runs as another user; metrics hold no secrets
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """node_exporter reads ``*.prom`` files: replace atomically so it never reads half a file.
+    Readable by others: the collector runs as another user, and metrics hold no secrets."""
+    jsonio.atomic_write_bytes(path, generate_latest(registry), mode=0o644)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -145,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 except OSError as exc:
                     sys.stderr.write(f"exporter: cannot write {textfile}: {exc}\n")
             else:
-                with collector._lock:
-                    collector.view()
+                collector.refresh()
             if args.parent_pid is None and collector.last_status in rundir.TERMINAL:
                 break
         if args.parent_pid is not None and not rundir.pid_alive(args.parent_pid):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from runner import jsonio
+from runner.ops.settings import seconds
 
 KINDS = ("critical", "crash", "pause", "end")
 NOTIFY_LOG = "notify.log"
@@ -64,13 +65,8 @@ class NotifySettings:
         on = s.get("on", list(KINDS))
         if not isinstance(on, list) or not set(on) <= set(KINDS):
             raise ValueError(f"on must be a list of: {', '.join(KINDS)}")
-        vals = {}
-        for key, default in (("min_interval_s", 300.0), ("timeout_s", 10.0)):
-            v = s.get(key, default)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= float(v) < float("inf")):
-                raise ValueError(f"{key} must be a finite number of seconds >= 0")
-            vals[key] = float(v)
-        return cls(tuple(command), webhook, frozenset(on), vals["min_interval_s"], vals["timeout_s"])
+        return cls(tuple(command), webhook, frozenset(on), seconds(s, "min_interval_s", 300.0),
+                   seconds(s, "timeout_s", 10.0))
 
 
 @dataclass(frozen=True)
@@ -190,13 +186,8 @@ class Notifier:
 
 
 def _log_line(path: str, target: str, ok: bool, detail: str) -> None:
-    line = jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "t": time.time(), "target": target, "ok": ok,
-                         "detail": detail}) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
+    jsonio.append_jsonl(path, {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "target": target, "ok": ok,
+                               "detail": detail})
 
 
 def _deliver(argv: Sequence[str]) -> int:

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from runner.checkpoints.sync import CheckpointSyncer, SyncSettings
 from runner.ops.notify import Notifier, NotifySettings
+from runner.ops.settings import seconds
 
 EXPORTER_RESPAWN_S = 5.0
 
@@ -52,10 +53,7 @@ class MetricsSettings:
         textfile = s.get("textfile")
         if textfile is not None and (not isinstance(textfile, str) or not textfile.endswith(".prom")):
             raise ValueError("textfile must be a path ending in .prom (node_exporter reads only those)")
-        interval = s.get("interval_s", 15.0)
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0 < float(interval) < 86400:
-            raise ValueError("interval_s must be a number of seconds > 0")
-        return cls(port, addr, textfile, float(interval))
+        return cls(port, addr, textfile, seconds(s, "interval_s", 15.0, positive=True, below=86400))
 
 
 class OpsSidecars:
