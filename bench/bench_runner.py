@@ -339,7 +339,8 @@ def bench_kill(work: Path, runs_dir: Path, mode: str, reps: int, grace: float) -
         def tree_up():
             st = read_state(run)
             pids = st.get("pids") or []
-            live = [p for p in pids if proctree.same_process(p["pid"], p["start_time"])]
+            # the command and its two children (the attempt's waiter is tracked beside them)
+            live = [p for p in pids if p.get("role") != "waiter" and proctree.same_process(p["pid"], p["start_time"])]
             return st if st.get("status") == "running" and len(live) == 3 else None
 
         st = wait_for(tree_up, 20, "3 tracked processes", run)
