@@ -246,12 +246,12 @@ def bench_chart(repeats: int = 60) -> list[dict]:
     from console.chart import Marker, render_chart
     from runner.series import Series
     n = 1_000_000
-    s = Series(capacity=n)
+    s = Series()
     rng = np.random.default_rng(0)
-    s._x[:n] = np.arange(n, dtype=np.float64)
-    s._y[:n] = 2.0 * np.exp(-np.arange(n) / 2e5) + 0.5 + 0.05 * rng.standard_normal(n)
-    s._y[n // 3] = 40.0
-    s.n = n
+    ys = 2.0 * np.exp(-np.arange(n) / 2e5) + 0.5 + 0.05 * rng.standard_normal(n)
+    ys[n // 3] = 40.0
+    for i, v in enumerate(ys.tolist()):
+        s.append(i, v)
     markers = [Marker(float(k), "ckpt") for k in range(0, n, 50_000)] + [Marker(600_000.0, "restart")]
     out = []
     for label, (w, h) in (("80x24 terminal (26x8 chart)", (26, 8)), ("160x48 terminal (53x14 chart)", (53, 14))):
@@ -262,7 +262,7 @@ def bench_chart(repeats: int = 60) -> list[dict]:
             ours.append((time.perf_counter() - t) * 1000)
         for _ in range(max(5, repeats // 6)):
             t = time.perf_counter()
-            naive_full_render(s.x, s.y, w - 7, h - 2)
+            naive_full_render(np.arange(n, dtype=np.float64), ys, w - 7, h - 2)
             base.append((time.perf_counter() - t) * 1000)
         out.append({"size": label, "median": statistics.median(ours), "p99": pct(ours, 99),
                     "base_median": statistics.median(base), "base_p99": pct(base, 99)})

@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-import numpy as np
+import math
 
 from console.format import short
 
 Row = list[tuple[str, str]]
 
 # Braille dot bits by (pixel column within the cell, pixel row within the cell).
-_BITS = np.array([[0x01, 0x02, 0x04, 0x40], [0x08, 0x10, 0x20, 0x80]], dtype=np.uint16)
+_BITS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 
 MARKER_GLYPH = {"restart": "R", "ckpt": "C", "ckpt_bad": "✗", "ckpt_suspect": "?"}
 MARKER_STYLE = {"restart": "chart--restart", "ckpt": "chart--ckpt", "ckpt_bad": "chart--bad",
@@ -35,7 +35,7 @@ LABEL_W = 6
 class Downsampled(Protocol):
     n: int
 
-    def downsample(self, points: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def downsample(self, points: int) -> tuple[Sequence[float], Sequence[float]]: ...
 
 
 @dataclass(frozen=True)
@@ -77,13 +77,12 @@ def _title(left: str, right: str, width: int) -> str:
     return _fit(left, width)
 
 
-def _y_range(ys: list[np.ndarray], cap: float | None, floor: float | None) -> tuple[float, float] | None:
-    finite = [y[np.isfinite(y)] for y in ys]
-    finite = [f for f in finite if f.size]
+def _y_range(ys: list[Sequence[float]], cap: float | None, floor: float | None) -> tuple[float, float] | None:
+    finite = [v for y in ys for v in y if math.isfinite(v)]
     if not finite and cap is None:
         return None
-    lo = min(float(f.min()) for f in finite) if finite else 0.0
-    hi = max(float(f.max()) for f in finite) if finite else 0.0
+    lo = min(finite) if finite else 0.0
+    hi = max(finite) if finite else 0.0
     if cap is not None:
         lo = 0.0
         hi = max(hi, cap * 1.04)
@@ -115,32 +114,31 @@ def render_chart(series: Sequence[Downsampled], width: int, height: int, *, titl
     px_w = plot_w if overlay else plot_w * 2
     px_h = plot_h if overlay else plot_h * 4
     data = [s.downsample(px_w) for s in series]
-    xs_all = [x for x, _ in data if x.size]
+    xs_all = [x for x, _ in data if len(x)]
     if not xs_all:
         empty = _fit("no data yet", plot_w)
         rows += [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
                  for i in range(plot_h)]
         rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])
         return rows
-    x0 = min(float(x.min()) for x in xs_all)
-    x1 = max(float(x.max()) for x in xs_all)
+    x0 = min(min(x) for x in xs_all)
+    x1 = max(max(x) for x in xs_all)
     for s in series:  # a bucket is labelled by its first step: the true last step may lie beyond
-        last_x = getattr(s, "x", None)
-        if last_x is not None and len(last_x):
-            x1 = max(x1, float(last_x[-1]))
+        last_x = getattr(s, "last_x", None)
+        if isinstance(last_x, (int, float)):
+            x1 = max(x1, float(last_x))
     if not right_title:
         rows[0] = [(_title(title, f"{short(x0)}–{short(x1)}", width), "chart--title")]
     yr = _y_range([y for _, y in data], cap, y_floor)
     y0, y1 = yr if yr else (0.0, 1.0)
 
-    def col_of(x: np.ndarray | float) -> np.ndarray:
+    def col_of(x: float) -> int:
         if x1 <= x0:
-            return np.zeros_like(np.asarray(x, dtype=np.float64), dtype=np.int64)
-        return np.clip(np.rint((np.asarray(x, dtype=np.float64) - x0) / (x1 - x0) * (px_w - 1)), 0, px_w - 1
-                       ).astype(np.int64)
+            return 0
+        return min(max(round((x - x0) / (x1 - x0) * (px_w - 1)), 0), px_w - 1)
 
-    def row_of(y: np.ndarray) -> np.ndarray:
-        return np.clip(np.rint((y1 - y) / (y1 - y0) * (px_h - 1)), 0, px_h - 1).astype(np.int64)
+    def row_of(y: float) -> int:
+        return min(max(round((y1 - y) / (y1 - y0) * (px_h - 1)), 0), px_h - 1)
 
     # cells[r][c] = (glyph, style); None = empty.
     cells: list[list[tuple[str, str] | None]] = [[None] * plot_w for _ in range(plot_h)]
@@ -148,9 +146,11 @@ def render_chart(series: Sequence[Downsampled], width: int, height: int, *, titl
     if overlay:
         for i, (x, y) in enumerate(data):
             glyph, style = SERIES_GLYPHS[i % len(SERIES_GLYPHS)], SERIES_STYLES[i % len(SERIES_STYLES)]
-            fin = np.isfinite(y)
-            bad_cols.update(col_of(x[~fin]).tolist())
-            for c, r in zip(col_of(x[fin]).tolist(), row_of(y[fin]).tolist()):
+            for xv, yv in zip(x, y):
+                if not math.isfinite(yv):
+                    bad_cols.add(col_of(xv))
+                    continue
+                c, r = col_of(xv), row_of(yv)
                 cur = cells[r][c]
                 if cur is not None and cur[0] != glyph:
                     cells[r][c] = (BOTH_GLYPH, "chart--both")
@@ -158,15 +158,14 @@ def render_chart(series: Sequence[Downsampled], width: int, height: int, *, titl
                     cells[r][c] = (glyph, style)
     else:
         x, y = data[0]
-        dots = np.zeros((plot_h, plot_w), dtype=np.uint16)
-        fin = np.isfinite(y)
-        bad_cols.update((col_of(x[~fin]) // 2).tolist())
-        pcol, prow = col_of(x), np.where(fin, row_of(np.where(fin, y, y0)), -1)
+        dots = [[0] * plot_w for _ in range(plot_h)]
+        pcol = [col_of(v) for v in x]
+        prow = [row_of(v) if math.isfinite(v) else -1 for v in y]
+        bad_cols.update(c // 2 for c, r in zip(pcol, prow) if r < 0)
         # Connect each point to the previous one: vertical spans, interpolated across the
         # columns between two points when the data is sparser than the pixels (a line, not dots).
         prev_c = prev_r = -1
-        span_c, span_r = [], []
-        for c, r in zip(pcol.tolist(), prow.tolist()):
+        for c, r in zip(pcol, prow):
             if r < 0:
                 prev_c = prev_r = -1
                 continue
@@ -180,19 +179,18 @@ def render_chart(series: Sequence[Downsampled], width: int, height: int, *, titl
                     last = rr
             for cc, a, b in cols:
                 lo, hi = (a, b) if a <= b else (b, a)
-                span_c.extend([cc] * (hi - lo + 1))
-                span_r.extend(range(lo, hi + 1))
+                bits = _BITS[cc % 2]
+                for rr in range(lo, hi + 1):
+                    dots[rr // 4][cc // 2] |= bits[rr % 4]
             prev_c, prev_r = c, r
-        if span_c:
-            sc, sr = np.array(span_c), np.array(span_r)
-            np.bitwise_or.at(dots, (sr // 4, sc // 2), _BITS[sc % 2, sr % 4])
         for r in range(plot_h):
             row = dots[r]
-            for c in np.nonzero(row)[0].tolist():
-                cells[r][c] = (chr(0x2800 + int(row[c])), "chart--line")
+            for c, bits in enumerate(row):
+                if bits:
+                    cells[r][c] = (chr(0x2800 + bits), "chart--line")
 
     if cap is not None:
-        r = int(np.clip(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0, plot_h - 1))
+        r = min(max(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0), plot_h - 1)
         for c in range(plot_w):
             if cells[r][c] is None:
                 cells[r][c] = ("╌", "chart--cap")
@@ -201,7 +199,7 @@ def render_chart(series: Sequence[Downsampled], width: int, height: int, *, titl
     for m in sorted(markers, key=lambda m: m.kind == "ckpt"):  # bad verdicts drawn over good ones
         if not (x0 <= m.step <= x1) and x1 > x0:
             continue
-        c = int(col_of(m.step)) // cell_w
+        c = col_of(m.step) // cell_w
         axis[c] = (MARKER_GLYPH.get(m.kind, "|"), MARKER_STYLE.get(m.kind, "chart--axis"))
         if m.kind == "restart":
             for r in range(plot_h):
@@ -214,7 +212,7 @@ def render_chart(series: Sequence[Downsampled], width: int, height: int, *, titl
 
     labels = {0: short(y1), plot_h - 1: short(y0)}
     if cap is not None and plot_h > 2:
-        rc = int(np.clip(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0, plot_h - 1))
+        rc = min(max(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0), plot_h - 1)
         labels[rc] = cap_label
     for r in range(plot_h):
         label = labels.get(r, "")[:LABEL_W].rjust(LABEL_W)

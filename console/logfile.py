@@ -15,7 +15,6 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 
 CHUNK = 4 << 20
 
@@ -51,6 +50,7 @@ class LogFile:
             self._size = st.st_size
             if st.st_size == self._end:
                 return len(self) != before
+            import numpy as np  # only once the full-log view opens: the attached screen stays numpy-free
             with open(self.path, "rb") as f:
                 f.seek(self._end)
                 pos = self._end

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import shlex
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import numpy as np
 
 from runner import jsonio, rundir
 from runner.errors import InputError
@@ -41,31 +41,33 @@ class RunSide:
         return side_stats(self.series, self.info)
 
 
-def _finite(values: np.ndarray) -> np.ndarray:
-    return values[np.isfinite(values)]
+def _finite(values: list[float]) -> list[float]:
+    return [v for v in values if math.isfinite(v)]
+
+
+def _mean(vals: list[float]) -> float:
+    return math.fsum(vals) / len(vals)
 
 
 def side_stats(series: dict[str, Series], info: dict) -> dict:
     """Final/min loss, peak memory, mean tokens/s and step time over all logged steps."""
-    loss = series.get("loss") or Series()
-    mem = series.get("mem_gib") or Series()
-    tps = series.get("tokens_per_s") or Series()
-    st = series.get("step_time_s") or Series()
-    lf = _finite(loss.y)
+    loss = series.get("loss") or Series(limit=None)
+    mem = series.get("mem_gib") or Series(limit=None)
+    tps = series.get("tokens_per_s") or Series(limit=None)
+    st = series.get("step_time_s") or Series(limit=None)
     out: dict[str, Any] = {k: None for k in STAT_KEYS}
-    steps = [int(s.x[-1]) for s in series.values() if s.n]
+    steps = [int(s.last_x) for s in series.values() if s.last_x is not None]
     out["steps"] = info.get("step") if info.get("step") is not None else (max(steps) if steps else None)
     if loss.n:
-        out["final_loss"] = float(loss.y[-1])
-    if lf.size:
-        finite_idx = np.nonzero(np.isfinite(loss.y))[0]
-        i = int(finite_idx[np.argmin(loss.y[finite_idx])])
-        out["min_loss"] = float(loss.y[i])
-        out["min_loss_step"] = int(loss.x[i])
-    for key, s, fn in (("peak_mem_gib", mem, np.max), ("mean_tokens_per_s", tps, np.mean),
-                       ("mean_step_time_s", st, np.mean), ("median_step_time_s", st, np.median)):
+        out["final_loss"] = loss.last()
+    lowest = loss.finite_min()
+    if lowest is not None:
+        out["min_loss"], out["min_loss_step"] = lowest[0], int(lowest[1])
+    out["peak_mem_gib"] = mem.finite_max()
+    for key, s, fn in (("mean_tokens_per_s", tps, _mean), ("mean_step_time_s", st, _mean),
+                       ("median_step_time_s", st, statistics.median)):
         vals = _finite(s.y)
-        if vals.size:
+        if vals:
             out[key] = float(fn(vals))
     for key in ("attempts", "restarts", "status", "duration_s"):
         out[key] = info.get(key)
@@ -161,7 +163,7 @@ def load_side(ref: str | Path, base: Path | None = None) -> RunSide:
     elif not path.exists() and base is not None:
         run = rundir.resolve(base, str(ref))
     if run is not None:
-        snap = RunWatcher(run).poll(with_gpu=False)
+        snap = RunWatcher(run, full=True).poll(with_gpu=False)
         info = dict(snap.run)
         info["attempts"] = info.get("attempt")
         info["duration_s"] = info.get("elapsed_s")
@@ -177,7 +179,7 @@ def _load_foreign(path: Path) -> RunSide:
         from runner.ingest.files import records_from_path
     except ImportError:
         raise InputError(f"{path}: reading logs not made by moeconsole needs runner.ingest") from None
-    series = {k: Series() for k in CHART_KEYS}
+    series = {k: Series(limit=None) for k in CHART_KEYS}  # exact statistics: every point
     last_step = None
     for rec in records_from_path(path)[0]:
         step = rec.get("step")
@@ -217,7 +219,7 @@ class Comparison:
             "b": {"label": self.b.label, "path": self.b.path, **sb},
             "delta": stat_deltas(sa, sb),
             "recipe_diff": self.recipe_diff(),
-            "loss": {side: to_pairs(*s.series.get("loss", Series()).downsample(points))
+            "loss": {side: to_pairs(*s.series.get("loss", Series(limit=None)).downsample(points))
                      for side, s in (("a", self.a), ("b", self.b))},
         }
 

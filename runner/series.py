@@ -1,60 +1,179 @@
-"""Growable numeric series for whole-run charts: append in O(1), downsample to a width in O(width)
-per read, so a 1M-step run draws as fast as a short one."""
+"""Bounded numeric series for whole-run charts, in plain Python (no numpy on the console's path).
+
+A run may log millions of steps, but a chart is a few hundred pixels wide. ``Series`` keeps at
+most ``limit`` points: when full, neighbouring pairs merge into one bucket (first step, max value),
+so memory, append and every read stay O(limit) whatever the run's length. Max, not mean: a spike
+or a NaN is the thing a user must not miss, and it survives every merge. The newest raw values,
+the exact last value and the finite extremes are kept beside the buckets.
+
+``limit=None`` keeps every point (run comparison statistics need the exact values).
+"""
 from __future__ import annotations
 
+import collections
 import math
+from array import array
+from typing import Iterable
 
-import numpy as np
+DEFAULT_LIMIT = 2048
+RECENT_KEEP = 64
+
+
+def _bmax(a: float, b: float) -> float:
+    """Max that keeps NaN (a NaN bucket must stay visible)."""
+    if a != a or b != b:
+        return math.nan
+    return a if a >= b else b
 
 
 class Series:
-    """Parallel step/value arrays; NaN marks a missing value."""
+    """Step/value pairs, bucketed when longer than ``limit``; NaN marks a non-finite value."""
 
-    def __init__(self, capacity: int = 1024) -> None:
-        self._x = np.empty(capacity, dtype=np.float64)
-        self._y = np.empty(capacity, dtype=np.float64)
-        self.n = 0
+    def __init__(self, limit: int | None = DEFAULT_LIMIT) -> None:
+        self.limit = None if limit is None else max(2, int(limit) & ~1)
+        self._x = array("d")
+        self._y = array("d")
+        self.stride = 1          # raw points per stored bucket
+        self._pend_x = 0.0       # the bucket being filled once stride > 1
+        self._pend_y = 0.0
+        self._pend_n = 0
+        self.n = 0               # points appended in all
+        self.last_x: float | None = None
+        self._last: float | None = None
+        self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_KEEP)
+        self._min: tuple[float, float] | None = None  # (value, step) of the smallest finite value
+        self._max: float | None = None
 
     def append(self, x: float, y: float | None) -> None:
-        if self.n == len(self._x):
-            self._x = np.concatenate([self._x, np.empty_like(self._x)])
-            self._y = np.concatenate([self._y, np.empty_like(self._y)])
-        self._x[self.n] = x
-        self._y[self.n] = math.nan if y is None else y
+        y = math.nan if y is None else float(y)
+        x = float(x)
         self.n += 1
+        self.last_x, self._last = x, y
+        self._recent.append(y)
+        if math.isfinite(y):
+            if self._min is None or y < self._min[0]:
+                self._min = (y, x)
+            if self._max is None or y > self._max:
+                self._max = y
+        if self.stride == 1:
+            self._x.append(x)
+            self._y.append(y)
+        else:
+            if self._pend_n == 0:
+                self._pend_x, self._pend_y = x, y
+            else:
+                self._pend_y = _bmax(self._pend_y, y)
+            self._pend_n += 1
+            if self._pend_n < self.stride:
+                return
+            self._x.append(self._pend_x)
+            self._y.append(self._pend_y)
+            self._pend_n = 0
+        if self.limit is not None and len(self._x) >= self.limit:
+            self._halve()
+
+    def _halve(self) -> None:
+        xs, ys = self._x, self._y
+        self._x = array("d", xs[0::2])
+        self._y = array("d", [_bmax(a, b) for a, b in zip(ys[0::2], ys[1::2])])
+        if len(ys) % 2:
+            self._y.append(ys[-1])
+        self.stride *= 2
+
+    def points(self) -> tuple[list[float], list[float]]:
+        """Every stored bucket plus the one being filled (so the newest step is always drawn)."""
+        xs, ys = self._x.tolist(), self._y.tolist()
+        if self._pend_n:
+            xs.append(self._pend_x)
+            ys.append(self._pend_y)
+        return xs, ys
 
     @property
-    def x(self) -> np.ndarray:
-        return self._x[: self.n]
+    def x(self) -> list[float]:
+        return self.points()[0]
 
     @property
-    def y(self) -> np.ndarray:
-        return self._y[: self.n]
+    def y(self) -> list[float]:
+        return self.points()[1]
 
     def last(self) -> float | None:
-        return float(self._y[self.n - 1]) if self.n else None
+        return self._last
 
-    def downsample(self, points: int) -> tuple[np.ndarray, np.ndarray]:
-        """At most ``points`` (x, y) pairs. Each bucket keeps its max, so spikes and NaN stay
-        visible (a spike is the thing a user must not miss). Non-finite values survive as NaN/inf."""
-        n = self.n
-        if n <= points or points <= 0:
-            return self.x.copy(), self.y.copy()
-        edges = np.linspace(0, n, points + 1).astype(np.int64)
-        x = self._x[edges[:-1]]
-        y = np.maximum.reduceat(self._y[:n], edges[:-1])
-        return x, y
+    def recent(self, k: int) -> list[float]:
+        """The newest ``k`` raw values (k <= RECENT_KEEP), oldest first."""
+        return list(self._recent)[-k:] if k > 0 else []
+
+    def finite_min(self) -> tuple[float, float] | None:
+        """(value, step) of the smallest finite value ever appended."""
+        return self._min
+
+    def finite_max(self) -> float | None:
+        return self._max
+
+    def downsample(self, points: int) -> tuple[list[float], list[float]]:
+        """At most ``points`` (x, y) pairs: equal buckets over the stored ones, each keeping its
+        first step and its max value (NaN wins)."""
+        xs, ys = self.points()
+        m = len(xs)
+        if m <= points or points <= 0:
+            return xs, ys
+        ox, oy = [], []
+        for b in range(points):
+            lo, hi = b * m // points, (b + 1) * m // points
+            v = ys[lo]
+            for w in ys[lo + 1:hi]:
+                if v != v:
+                    break
+                v = _bmax(v, w)
+            ox.append(xs[lo])
+            oy.append(v)
+        return ox, oy
+
+    # ---- a compact, JSON-friendly form (series.json) ------------------------------------
+    def to_doc(self) -> dict:
+        xs, ys = self._x.tolist(), self._y.tolist()
+        return {"stride": self.stride, "n": self.n, "x": xs, "y": [_json_num(v) for v in ys],
+                "pend": [self._pend_x, _json_num(self._pend_y), self._pend_n],
+                "last": [self.last_x, _json_num(self._last) if self._last is not None else None],
+                "recent": [_json_num(v) for v in self._recent],
+                "min": list(self._min) if self._min else None, "max": self._max}
+
+    @classmethod
+    def from_doc(cls, doc: dict, limit: int | None = DEFAULT_LIMIT) -> "Series":
+        """The inverse of ``to_doc``; raises ValueError/TypeError/KeyError on a malformed doc."""
+        s = cls(limit)
+        xs = [float(v) for v in doc["x"]]
+        ys = [_num(v) for v in doc["y"]]
+        if len(xs) != len(ys):
+            raise ValueError("x and y differ in length")
+        s._x, s._y = array("d", xs), array("d", ys)
+        s.stride = max(1, int(doc["stride"]))
+        s.n = int(doc["n"])
+        px, py, pn = doc["pend"]
+        s._pend_x, s._pend_y, s._pend_n = float(px), _num(py), int(pn)
+        lx, lv = doc["last"]
+        s.last_x = None if lx is None else float(lx)
+        s._last = None if lv is None else _num(lv)
+        s._recent.extend(_num(v) for v in doc["recent"])
+        s._min = (float(doc["min"][0]), float(doc["min"][1])) if doc.get("min") else None
+        s._max = None if doc.get("max") is None else float(doc["max"])
+        while s.limit is not None and len(s._x) >= s.limit:
+            s._halve()
+        return s
 
 
-def to_pairs(x: np.ndarray, y: np.ndarray) -> list[list]:
+def _json_num(v: float) -> float | str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def _num(v) -> float:
+    return float(v)  # float("nan") / float("inf") read the string forms back
+
+
+def to_pairs(x: Iterable[float], y: Iterable[float]) -> list[list]:
     """JSON-friendly [[step, value], ...]; non-finite as strings like the metrics schema."""
-    out = []
-    for a, b in zip(x.tolist(), y.tolist()):
-        if math.isnan(b):
-            v: float | str | None = "nan"
-        elif math.isinf(b):
-            v = "inf" if b > 0 else "-inf"
-        else:
-            v = b
-        out.append([int(a), v])
-    return out
+    return [[int(a), _json_num(b)] for a, b in zip(x, y)]

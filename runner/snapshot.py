@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from runner import jsonio, rundir
+from runner import jsonio, rundir, seriesfile
 from runner.secrets import Redactor
 from runner.series import Series, to_pairs
-
-CHART_KEYS = ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")
+from runner.seriesfile import CHART_KEYS
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 64 * 1024
@@ -101,36 +100,26 @@ class RunWatcher:
     """Turns a run directory into Snapshots, reading only what is new each poll."""
 
     def __init__(self, run: rundir.RunDir, *,
-                 telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None) -> None:
+                 telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None,
+                 full: bool = False) -> None:
+        """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
+        otherwise the bounded chart series, started from the runner's ``series.json``."""
         self.run = run
         self.telemetry = telemetry
-        self._metrics_off = 0
+        self.full = full
+        self.book: seriesfile.SeriesBook | None = None
         self._events_off = 0
-        self.series: dict[str, Series] = {k: Series() for k in CHART_KEYS}
-        self.last_metrics: dict | None = None
-        self.metric_count = 0
         self.events: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
         self.alerts: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
         self.checkpoints: dict[str, dict] = {}
-        self.restarts_at: list[int] = []
         self._crash_cache: dict[str, dict] = {}
         self.redactor = Redactor.for_run_dir(run.path)
 
-    def _read_metrics(self) -> None:
-        for off, rec in jsonio.iter_jsonl(self.run.metrics, self._metrics_off):
-            self._metrics_off = off
-            step = rec.get("step")
-            if not isinstance(step, int):
-                continue
-            self.metric_count += 1
-            attempt = rec.get("attempt")
-            if self.last_metrics is not None and attempt != self.last_metrics.get("attempt"):
-                self.restarts_at.append(step)
-            self.last_metrics = rec
-            for key in CHART_KEYS:
-                value = jsonio.as_float(rec.get(key))
-                if value is not None:
-                    self.series[key].append(step, value)
+    def _read_metrics(self) -> seriesfile.SeriesBook:
+        if self.book is None:
+            self.book = seriesfile.SeriesBook(limit=None) if self.full else seriesfile.load(self.run)
+        self.book.feed_file(self.run)
+        return self.book
 
     def _read_events(self) -> None:
         for off, ev in jsonio.iter_jsonl(self.run.events, self._events_off):
@@ -161,7 +150,7 @@ class RunWatcher:
             out.append(self._crash_cache[name])
         return tuple(out)
 
-    def _run_info(self, state: dict, now: float) -> dict:
+    def _run_info(self, state: dict, now: float, book: seriesfile.SeriesBook) -> dict:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
@@ -178,8 +167,8 @@ class RunWatcher:
             cd = {**cd, "remaining_s": max(0.0, (cd.get("until") or now) - now)}
         step = state.get("step")
         max_steps = state.get("max_steps")
-        lm = self.last_metrics or {}
-        step_time = _recent_step_time(self.series["step_time_s"], state)
+        lm = book.last_metrics or {}
+        step_time = _recent_step_time(book.series["step_time_s"], state)
         eta = None
         if step is not None and max_steps and step_time and live:
             eta = max(0, max_steps - step) * step_time
@@ -219,7 +208,7 @@ class RunWatcher:
             "port": state.get("port"),
             "checkpoint_root": state.get("checkpoint_root"),
             "mem_capacity_gib": state.get("mem_capacity_gib"),
-            "metric_count": self.metric_count,
+            "metric_count": book.metric_count,
             "state_age_s": state_age,
             "storage": state.get("storage"),
             "ingest": state.get("ingest"),
@@ -229,9 +218,9 @@ class RunWatcher:
     def poll(self, *, with_gpu: bool = True) -> Snapshot:
         now = time.time()
         state = self.run.read_state()
-        self._read_metrics()
+        book = self._read_metrics()
         self._read_events()
-        run = self._run_info(state, now)
+        run = self._run_info(state, now, book)
         run["status_word"] = status_word(run)
         gpu: dict | None = None
         blockers: list[dict] = []
@@ -240,13 +229,13 @@ class RunWatcher:
         return Snapshot(
             taken_at=now,
             run=run,
-            last_metrics=self.last_metrics,
-            series=self.series,
+            last_metrics=book.last_metrics,
+            series=book.series,
             events=tuple(self.events),
             alerts=tuple(self.alerts),
             crashes=self._crashes(),
             checkpoints=tuple(sorted(self.checkpoints.values(), key=lambda c: (c.get("step") or -1), reverse=True)),
-            restarts_at=tuple(self.restarts_at),
+            restarts_at=tuple(book.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),
             log_tail=_tail_lines(self.run.log, redactor=self.redactor),
@@ -280,7 +269,7 @@ def read_nodes(run: rundir.RunDir, now: float) -> tuple[dict, ...]:
 def _recent_step_time(series: Series, state: dict, window: int = 20) -> float | None:
     """Median of the last step times: robust to one slow step (a save)."""
     if series.n:
-        recent = [v for v in series.y[-window:].tolist() if math.isfinite(v)]
+        recent = [v for v in series.recent(window) if math.isfinite(v)]
         if recent:
             recent.sort()
             return recent[len(recent) // 2]

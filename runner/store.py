@@ -87,17 +87,19 @@ def upsert(conn: sqlite3.Connection, row: dict) -> None:
 
 
 def row_from_run_dir(run: rundir.RunDir) -> dict:
-    """Summarise a run directory (reads its metrics once: used by rebuild and for foreign dirs)."""
+    """Summarise a run directory from its series book (series.json plus the records after it:
+    constant time for a run its runner kept; one scan of metrics.jsonl for a foreign dir)."""
+    from runner import seriesfile
     state = run.read_state()
-    last_step = last_loss = min_loss = max_steps = None
-    for _, rec in jsonio.iter_jsonl(run.metrics):
-        if isinstance(rec.get("step"), int):
-            last_step = rec["step"]
-            max_steps = rec.get("max_steps") or max_steps
-            loss = _finite(rec.get("loss"))
-            if loss is not None:
-                last_loss = loss
-                min_loss = loss if min_loss is None else min(min_loss, loss)
+    book = seriesfile.load(run)
+    last = book.last_metrics or {}
+    last_step = last.get("step") if isinstance(last.get("step"), int) else None
+    max_steps = last.get("max_steps")
+    loss = book.series["loss"]
+    finite = [v for v in loss.recent(64) if math.isfinite(v)]
+    last_loss = finite[-1] if finite else None
+    lowest = loss.finite_min()
+    min_loss = lowest[0] if lowest else None
     return {
         "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
         "status": state.get("status") or "unknown", "started_at": state.get("started_at"),

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, store
+from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
 from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
@@ -48,6 +48,7 @@ TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
 STATE_FLUSH_S = 1.0
 STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives
+SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 INGEST_SLICE_BYTES = 256 * 1024  # log bytes parsed per loop turn: control and state never wait longer
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
@@ -123,6 +124,10 @@ class Supervisor:
         self.Monitors = Monitors
         self.monitors = Monitors(self.thresholds)
         self.parser = LogParser()
+        # The charts of the whole run in bounded memory, saved as series.json for every reader.
+        self.book = seriesfile.load(self.run)
+        self._book_saved = (self.book.metric_count, self.book.offset)
+        self._book_saved_at = 0.0
         self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
                                  max_read=INGEST_SLICE_BYTES)
         self.gpu_backend = None
@@ -177,6 +182,27 @@ class Supervisor:
         self.last_flush = now
         if self.journal.write_state(self.state):
             self.dirty = False
+        self._save_series(force)
+
+    def _save_series(self, force: bool = False) -> None:
+        """series.json, when it has news and every fed record is on disk (its offset must be
+        the exact length of metrics.jsonl it describes)."""
+        now = time.monotonic()
+        if self.journal.pending or not (force or now - self._book_saved_at >= SERIES_SAVE_S):
+            return
+        try:
+            self.book.offset = os.stat(self.run.metrics).st_size
+        except OSError:
+            return
+        if (self.book.metric_count, self.book.offset) == self._book_saved:
+            return
+        try:
+            seriesfile.save(self.run, self.book)
+        except OSError as exc:
+            self._diag(f"series.json not written: {exc}")
+            return
+        self._book_saved = (self.book.metric_count, self.book.offset)
+        self._book_saved_at = now
 
     def set_status(self, status: str, reason: str = "") -> None:
         if self.state.get("status") == status:
@@ -387,11 +413,9 @@ class Supervisor:
         self._catch_up_log()
 
     def _last_written_step(self, attempt) -> int | None:
-        last = None
-        for _, rec in jsonio.iter_jsonl(self.run.metrics):
-            if rec.get("attempt") == attempt and isinstance(rec.get("step"), int):
-                last = rec["step"]
-        return last
+        """The attempt's newest step in metrics.jsonl (the book ends where the file ends)."""
+        last = self.book.last_metrics
+        return last["step"] if last is not None and last.get("attempt") == attempt else None
 
     def _drift_check(self) -> str | None:
         """A first attempt that would resume from a checkpoint saved under another recipe hash:
@@ -687,7 +711,9 @@ class Supervisor:
         extra_of_step = rec.get("src") == "megatron_mem" and step == self.last_step_written
         if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
             return  # a duplicate after adoption, or a repeated line: never written twice
-        self.journal.metric({"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": attempt, **rec})
+        written = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": attempt, **rec}
+        self.journal.metric(written)
+        self.book.feed(written)
         for a in self.monitors.observe(rec):
             self.journal.event("alert", attempt=attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite":

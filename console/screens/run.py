@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 
-import numpy as np
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -43,11 +42,6 @@ CHART_REFRESH_S = 2.0
 def _series_key(s) -> tuple:
     last = s.last()
     return (s.n, None if last is None else (repr(last)))
-
-
-def _finite_min(y: np.ndarray) -> float | None:
-    f = y[np.isfinite(y)]
-    return float(f.min()) if f.size else None
 
 
 class RunScreen(Screen):
@@ -235,7 +229,7 @@ class RunScreen(Screen):
         key = (_series_key(loss), marker_key)
         chart = self.query_one("#chart-loss", ChartView)
         if key != chart._data_key:
-            lo = _finite_min(loss.y)
+            lo = (loss.finite_min() or (None,))[0]
             last = f"loss {fmt.num(loss.last())}"
             chart.set_data([loss], key=key, markers=markers,
                            heading=(f"{last} min {fmt.num(lo)}", last) if lo is not None else (last,))
@@ -250,7 +244,7 @@ class RunScreen(Screen):
             last = fmt.num(mem.last(), 3)
             heading: tuple[str, ...] = (f"memory {last} GiB", f"mem {last}G")
             if cap:
-                peak = float(np.nanmax(mem.y)) if mem.n and np.isfinite(mem.y).any() else None
+                peak = mem.finite_max()
                 free = f"{fmt.num(cap - peak, 3)}" if peak is not None else fmt.NA
                 capt = fmt.num(cap, 3)
                 heading = (f"memory {last} of {capt} GiB, headroom {free} GiB at peak",
