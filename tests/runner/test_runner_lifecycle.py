@@ -152,6 +152,11 @@ def test_runner_sigkill_then_adoption_keeps_training_and_records(harness):
     assert any(e["type"] == "adopt" for e in run.events())
     steps = [m["step"] for m in run.metrics()]
     assert steps == list(range(1, 61)), "no step lost or written twice across the adoption"
+    # The chart book the second runner took over (series.json of the first plus the records
+    # after it) covers the whole metrics file, each step once.
+    book = json.loads((run.path / "series.json").read_text())
+    assert book["metric_count"] == 60 and book["last_metrics"]["step"] == 60
+    assert book["metrics_offset"] == (run.path / "metrics.jsonl").stat().st_size
 
 
 def test_restart_resumes_from_latest_verified_checkpoint(harness):

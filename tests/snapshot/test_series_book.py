@@ -1,0 +1,118 @@
+"""The bounded chart series and series.json: a run of any length opens from a small file plus the
+records after it, and shows exactly what a full read of metrics.jsonl would show."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from runner import jsonio, rundir, seriesfile
+from runner.series import Series
+from runner.snapshot import RunWatcher
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _write_metrics(run: rundir.RunDir, steps: range, attempt: int = 1, nan_at: int | None = None) -> None:
+    with open(run.metrics, "a") as f:
+        for s in steps:
+            loss = "nan" if s == nan_at else 3.0 - s / 1e5
+            f.write(json.dumps({"v": 1, "t": 1.0, "attempt": attempt, "step": s, "loss": loss,
+                                "grad_norm": 1.0 + (s % 7), "mem_gib": 10.0, "step_time_s": 0.5}) + "\n")
+
+
+def _run(tmp_path: Path) -> rundir.RunDir:
+    run = rundir.create(tmp_path / "runs", "book")
+    run.write_state({"status": "running", "name": "book", "attempt": 1, "step": 0})
+    return run
+
+
+def test_a_million_points_stay_bounded_and_keep_spike_nan_extremes_and_last():
+    s = Series(limit=512)
+    for i in range(1_000_000):
+        s.append(i, 9e9 if i == 654_321 else (math.nan if i == 123_456 else 1.0 + i * 1e-6))
+    xs, ys = s.points()
+    assert len(xs) <= 512 and s.n == 1_000_000
+    assert max(v for v in ys if v == v) == 9e9, "the spike survives every merge"
+    assert any(v != v for v in ys), "so does the NaN"
+    assert s.last() == 1.0 + 999_999 * 1e-6 and s.last_x == 999_999
+    assert s.finite_min() == (1.0, 0.0) and s.finite_max() == 9e9
+    dx, dy = s.downsample(100)
+    assert len(dx) == 100 and dx == sorted(dx) and 9e9 in dy
+
+
+def test_series_doc_round_trips_and_continues_like_the_original():
+    a = Series(limit=64)
+    for i in range(1000):
+        a.append(i, float(i % 13))
+    b = Series.from_doc(json.loads(json.dumps(a.to_doc())), limit=64)
+    for i in range(1000, 1500):
+        a.append(i, float(i % 13))
+        b.append(i, float(i % 13))
+    assert a.points() == b.points() and a.n == b.n and a.recent(20) == b.recent(20)
+
+
+def test_book_plus_tail_equals_a_full_read_and_a_stale_book_is_rebuilt(tmp_path):
+    run = _run(tmp_path)
+    _write_metrics(run, range(0, 30_000), nan_at=777)
+    seriesfile.save(run, seriesfile.load(run))          # what the runner leaves behind
+    _write_metrics(run, range(30_000, 31_000))
+    _write_metrics(run, range(31_000, 32_000), attempt=2)
+    cached = seriesfile.load(run)
+    os.unlink(seriesfile.path_of(run))
+    fresh = seriesfile.load(run)
+    assert cached.to_doc() == fresh.to_doc()
+    assert cached.metric_count == 32_000 and cached.restarts_at == [31_000]
+
+    # a book that describes a longer (replaced) metrics file is not trusted
+    seriesfile.save(run, fresh)
+    run.metrics.write_text(run.metrics.read_text().splitlines(keepends=True)[0])
+    assert seriesfile.load(run).metric_count == 1
+    # nor one whose offset falls inside a line, nor a corrupt one
+    doc = json.loads(seriesfile.path_of(run).read_text())
+    doc["metrics_offset"] = 5
+    jsonio.atomic_write_json(seriesfile.path_of(run), doc)
+    assert seriesfile.load(run).metric_count == 1
+    seriesfile.path_of(run).write_text("{not json")
+    assert seriesfile.load(run).metric_count == 1
+
+
+def test_json_once_agrees_with_and_without_the_book(tmp_path):
+    """The user-visible output: `--json --once` of a 200k-step run from the book (reading only the
+    tail) prints the very same run, series and last metrics as a full read."""
+    run = _run(tmp_path)
+    _write_metrics(run, range(200_000), nan_at=150_000)
+    seriesfile.save(run, seriesfile.load(run))
+    _write_metrics(run, range(200_000, 200_050))
+
+    def once() -> dict:
+        done = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", run.run_id,
+                               "--runs-dir", str(run.path.parent), "--no-gpu"], cwd=REPO, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert done.returncode == 0, done.stderr
+        d = json.loads(done.stdout)
+        for k in ("t", "taken_at"):
+            d.pop(k, None)
+        for k in ("elapsed_s", "state_age_s", "cost_so_far", "cost_projected"):
+            d["run"].pop(k, None)
+        return d
+
+    with_book = once()
+    os.unlink(seriesfile.path_of(run))
+    without = once()
+    assert with_book == without
+    assert with_book["run"]["metric_count"] == 200_050
+    assert with_book["last_metrics"]["step"] == 200_049
+    assert "nan" in [v for _, v in with_book["series"]["loss"]], "the NaN step is still marked"
+
+
+def test_run_comparison_reads_every_point(tmp_path):
+    run = _run(tmp_path)
+    _write_metrics(run, range(10_000))
+    seriesfile.save(run, seriesfile.load(run))
+    snap = RunWatcher(run, full=True).poll(with_gpu=False)
+    assert len(snap.series["loss"].points()[0]) == 10_000
+    assert len(RunWatcher(run).poll(with_gpu=False).series["loss"].points()[0]) <= seriesfile.DEFAULT_LIMIT
