@@ -151,12 +151,66 @@ def _is_kernel_thread(pid: int, ppid: int | None) -> bool:
 _markers: dict[tuple[int, float | None], tuple[str | None, str | None]] = {}
 
 
-def _read_markers(p: psutil.Process) -> tuple[str | None, str | None]:
+def _read_markers(pid: int) -> tuple[str | None, str | None]:
     try:
-        env = p.environ()
-    except (psutil.Error, OSError):
-        return None, None
-    return env.get(RUN_ID_ENV), env.get(RUN_DIR_ENV)
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            block = f.read()
+    except OSError:
+        try:
+            env = psutil.Process(pid).environ()  # not Linux: psutil's own way
+        except (psutil.Error, OSError):
+            return None, None
+        return env.get(RUN_ID_ENV), env.get(RUN_DIR_ENV)
+    found: dict[str, str] = {}
+    for item in block.split(b"\0"):
+        if item.startswith(b"MOECONSOLE_RUN_"):
+            key, _, value = item.decode("utf-8", "replace").partition("=")
+            found[key] = value
+    return found.get(RUN_ID_ENV), found.get(RUN_DIR_ENV)
+
+
+# /proc/PID/stat state letters, as psutil names them.
+_STATES = {"R": psutil.STATUS_RUNNING, "S": psutil.STATUS_SLEEPING, "D": psutil.STATUS_DISK_SLEEP,
+           "T": psutil.STATUS_STOPPED, "t": psutil.STATUS_TRACING_STOP, "Z": psutil.STATUS_ZOMBIE,
+           "X": psutil.STATUS_DEAD, "x": psutil.STATUS_DEAD, "K": "wake-kill",
+           "W": psutil.STATUS_WAKING, "I": psutil.STATUS_IDLE, "P": psutil.STATUS_PARKED}
+
+
+def _proc_rows() -> list[_Row] | None:
+    """Every process from /proc directly: one stat and one small read each, a tenth of what
+    psutil's per-process objects cost (the scan is most of an attached console's CPU). The
+    start time is psutil's (boot time + start ticks / clock ticks), so it compares with start
+    times recorded through psutil. None where there is no /proc."""
+    try:
+        names = os.listdir("/proc")
+        boot, ticks = psutil.boot_time(), os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, psutil.Error):
+        return None
+    rows = []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            uid = os.stat(f"/proc/{name}").st_uid
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
+            rows.append(_Row(pid=int(name), ppid=int(fields[1]), uid=uid,
+                             status=_STATES.get(fields[0].decode(), "?"),
+                             create_time=boot + int(fields[19]) / ticks))
+        except (OSError, ValueError, IndexError):
+            continue  # exited while we looked
+    return rows
+
+
+def _psutil_rows() -> list[_Row]:
+    rows = []
+    for p in psutil.process_iter(["pid", "ppid", "uids", "status", "create_time"]):
+        info = p.info
+        uids = info.get("uids")
+        rows.append(_Row(pid=info["pid"], ppid=info.get("ppid"), uid=uids.real if uids else None,
+                         status=info.get("status"), create_time=info.get("create_time")))
+    return rows
 
 
 def _scan(read_env: bool) -> dict[int, _Row]:
@@ -166,11 +220,8 @@ def _scan(read_env: bool) -> dict[int, _Row]:
     my_uid, root = os.getuid(), os.geteuid() == 0
     rows: dict[int, _Row] = {}
     seen: dict[tuple[int, float | None], tuple[str | None, str | None]] = {}
-    for p in psutil.process_iter(["pid", "ppid", "uids", "status", "create_time"]):
-        info = p.info
-        uids = info.get("uids")
-        row = _Row(pid=info["pid"], ppid=info.get("ppid"), uid=uids.real if uids else None,
-                   status=info.get("status"), create_time=info.get("create_time"))
+    found = _proc_rows()
+    for row in found if found is not None else _psutil_rows():
         rows[row.pid] = row
         if not read_env or _is_kernel_thread(row.pid, row.ppid) or row.status == psutil.STATUS_ZOMBIE:
             continue
@@ -179,7 +230,7 @@ def _scan(read_env: bool) -> dict[int, _Row]:
         key = (row.pid, row.create_time)
         markers = _markers.get(key)
         if markers is None:
-            markers = _read_markers(p)
+            markers = _read_markers(row.pid)
         seen[key] = markers
         row.run_id, row.run_dir = markers
     if read_env:

@@ -163,3 +163,25 @@ def test_cli_kill_confirms_names_pid_and_clears(nvml_env, scenario, spawn):
     assert last.startswith(f"terminated: PID {server.pid} exited after SIGTERM")
     assert "GPU memory released after" in last
     assert not alive(server.pid)
+
+
+def test_proc_scan_reads_the_same_facts_as_psutil(spawn):
+    """The /proc reader behind every blocker scan gives each process the parent, owner, state
+    and start time psutil gives it (start times are compared with ones recorded via psutil)."""
+    from runner.telemetry.procs import _proc_rows, _psutil_rows
+    live = spawn.popen()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.time() + 30
+    while psutil.Process(dead.pid).status() != psutil.STATUS_ZOMBIE and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        ours = {r.pid: r for r in _proc_rows() or []}
+        theirs = {r.pid: r for r in _psutil_rows()}
+        for pid in (live.pid, dead.pid):
+            assert (ours[pid].ppid, ours[pid].uid, ours[pid].status) == \
+                   (theirs[pid].ppid, theirs[pid].uid, theirs[pid].status)
+            assert ours[pid].create_time == pytest.approx(theirs[pid].create_time, abs=0.011)
+        assert ours[dead.pid].status == psutil.STATUS_ZOMBIE
+        assert set(ours) & set(theirs) >= {live.pid, dead.pid}
+    finally:
+        dead.wait(timeout=10)
