@@ -6,6 +6,7 @@ lost SSH connection changes nothing for the run. Looks live in ``console.tcss``.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,8 +24,11 @@ class MoeConsole(App):
 
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
-                 telemetry=None, clock=None) -> None:
+                 telemetry=None, clock=None, bell: bool | None = None) -> None:
         super().__init__()
+        # The terminal bell for a new critical alert: on unless MOECONSOLE_BELL=0 or --no-bell;
+        # the `m` key toggles it while attached.
+        self.bell_on = bell_enabled() if bell is None else bell
         # The wall clock of the quiet-time indicator (tests pin it so screens do not depend on time).
         self.clock = clock
         self.base = Path(base)
@@ -64,8 +68,15 @@ class MoeConsole(App):
             shutil.rmtree(self._scratch, ignore_errors=True)
 
 
-def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False, gpu: bool = True) -> int:
+def bell_enabled(environ=None) -> bool:
+    """MOECONSOLE_BELL=0 (or off/no/false) silences the bell for critical alerts."""
+    value = (environ if environ is not None else os.environ).get("MOECONSOLE_BELL", "1")
+    return value.strip().lower() not in ("0", "off", "no", "false")
+
+
+def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False, gpu: bool = True,
+            bell: bool | None = None) -> int:
     """Open the UI on ``run`` (or the browser) and block until the user detaches."""
-    app = MoeConsole(base, run, readonly=readonly, gpu=gpu)
+    app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell)
     result = app.run()
     return int(result or 0) if isinstance(result, int) else (app.return_code or 0)

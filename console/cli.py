@@ -107,17 +107,20 @@ def build_parser() -> _Parser:
     p.add_argument("--name", help="run name (default: the recipe's name)")
     p.add_argument("--allow-drift", action="store_true", help="resume even if the recipe hash changed")
     p.add_argument("--readonly", action="store_true")
+    p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
     _common(p)
 
     p = sub.add_parser("demo", help=COMMAND_HELP["demo"])
     p.add_argument("--detach", action="store_true")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--readonly", action="store_true")
+    p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
     _common(p)
 
     p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
     p.add_argument("run", nargs="?")
     p.add_argument("--readonly", action="store_true")
+    p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
     _common(p)
 
     p = sub.add_parser("kill", help=COMMAND_HELP["kill"])

@@ -48,6 +48,8 @@ RUN_KEYS: tuple[Key, ...] = (
         "(the same as `moeconsole supervise RUN`); it adopts the training if it still runs."),
     Key("b", "browser", "Runs", "Open the run browser (all runs from the index)."),
     Key("l", "log", "Log", "Full log of the run, with search."),
+    Key("m", "toggle_bell", "Bell", "Turn the terminal bell for new critical alerts and crashes off or on "
+        "(off from the start with MOECONSOLE_BELL=0 or --no-bell).", show=False),
     Key("tab", "app.focus_next", "Next pane", "Move the selection to the next pane (zombie list, events).",
         show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),

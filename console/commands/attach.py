@@ -18,4 +18,5 @@ def run(args) -> int:
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
     from console.app import run_app
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
-                   gpu=not getattr(args, "no_gpu", False))
+                   gpu=not getattr(args, "no_gpu", False),
+                   bell=False if getattr(args, "no_bell", False) else None)

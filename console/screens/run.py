@@ -202,14 +202,18 @@ class RunScreen(Screen):
                 self._had_alerts = bool(self.active_alerts)
                 self.refresh_bindings()
             return
+        ring = False
         for e in entries:
             key = alerts_mod.alert_key(e)
             if key in self._toasted or not alerts_mod.level_of(e):
                 continue
             self._toasted.add(key)
             level = alerts_mod.level_of(e)
+            ring = ring or (level == "CRIT" and key not in self.acked)
             self.notify(e.text, title="crash" if e.kind == "crash" else f"{level} alert",
                         severity="error" if level == "CRIT" else "warning", timeout=10)
+        if ring and getattr(self.app, "bell_on", False):
+            self.app.bell()  # once per poll that brought critical news, however many arrived
         if bool(self.active_alerts) != getattr(self, "_had_alerts", None):
             self._had_alerts = bool(self.active_alerts)
             self.refresh_bindings()
@@ -291,6 +295,10 @@ class RunScreen(Screen):
         self.acked = acked
         self._show_alerts(self.query_one(EventPane).entries)
         self.notify(f"acknowledged {n} alert{'s' if n != 1 else ''}")
+
+    def action_toggle_bell(self) -> None:
+        self.app.bell_on = not getattr(self.app, "bell_on", False)
+        self.notify("bell on for new critical alerts" if self.app.bell_on else "bell off")
 
     def on_event_pane_chosen(self, message: EventPane.Chosen) -> None:
         self._open_detail(message.entry)

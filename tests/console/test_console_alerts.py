@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
@@ -197,3 +198,50 @@ def test_readonly_console_does_not_start_a_runner(base, make_run):
             await until(pilot, lambda: any("read-only" in n.message for n in app._notifications))
     asyncio.run(go())
     assert not run_processes(base)
+
+
+class BellCounter(MoeConsole):
+    """The real app, counting the terminal bells it rings (the bell itself is a write to the
+    terminal that a test cannot hear)."""
+
+    CSS_PATH = str(Path(sys.modules[MoeConsole.__module__].__file__).parent / "console.tcss")
+    rings = 0
+
+    def bell(self) -> None:
+        self.rings += 1
+        super().bell()
+
+
+def test_bell_rings_once_for_new_critical_news_not_for_history_warnings_or_when_muted(base, make_run):
+    run = make_run(base, runner_pid=os.getpid(), crash={"class": "cuda_oom"})
+
+    async def go():
+        app = BellCounter(base, run, gpu=False, interval=0.1, bell=True)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            await until(pilot, lambda: bool(bar_of(screen)))
+            assert app.rings == 0, "alerts already there on attach do not ring"
+            run.event("alert", level="warning", rule="grad_norm_spike", step=61, message="grad norm 40x median")
+            await until(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
+            assert app.rings == 0, "a warning only toasts"
+            run.event("alert", level="critical", rule="non_finite", step=62, message="loss is nan")
+            run.event("crash", attempt=2, **{"class": "nccl_timeout"}, summary="watchdog timeout",
+                      recovery="restart")
+            await until(pilot, lambda: any("nccl_timeout" in n.message for n in app._notifications))
+            await until(pilot, lambda: app.rings >= 1)
+            polls = screen.polls
+            await until(pilot, lambda: screen.polls >= polls + 3)
+            assert app.rings in (1, 2), "once per poll that brought critical news, never again for it"
+            rung = app.rings
+            await pilot.press("m")
+            await until(pilot, lambda: any(n.message == "bell off" for n in app._notifications))
+            run.event("alert", level="critical", rule="non_finite", step=63, message="loss is inf")
+            await until(pilot, lambda: any("loss is inf" in n.message for n in app._notifications))
+            assert app.rings == rung, "muted with m"
+    asyncio.run(go())
+
+
+def test_bell_setting_from_the_environment():
+    from console.app import bell_enabled
+    assert bell_enabled({}) and bell_enabled({"MOECONSOLE_BELL": "1"})
+    assert not bell_enabled({"MOECONSOLE_BELL": "0"}) and not bell_enabled({"MOECONSOLE_BELL": "off"})
