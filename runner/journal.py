@@ -55,6 +55,11 @@ class Journal:
     def metric(self, rec: dict) -> None:
         self._queue("line", self.run.metrics, rec)
 
+    def metrics(self, recs: list[dict]) -> None:
+        """A batch of metric records: one write for all (live ingest writes per log slice)."""
+        if recs:
+            self._queue("lines", self.run.metrics, recs)
+
     def write_json(self, path: Path, obj: Any) -> None:
         """A whole file replaced atomically (a crash report), retried like a record."""
         self._queue("file", path, obj)
@@ -72,6 +77,8 @@ class Journal:
             try:
                 if kind == "line":
                     jsonio.append_jsonl(path, obj)
+                elif kind == "lines":
+                    jsonio.append_jsonl_many(path, obj)
                 else:
                     jsonio.atomic_write_json(path, obj)
             except OSError as exc:
@@ -93,7 +100,8 @@ class Journal:
     def storage(self) -> Storage | None:
         if self.error is None:
             return None
-        return Storage(error=self.error, since=self.since or time.time(), pending_records=len(self.pending))
+        waiting = sum(len(obj) if kind == "lines" else 1 for kind, _, obj in self.pending)
+        return Storage(error=self.error, since=self.since or time.time(), pending_records=waiting)
 
     def write_state(self, state: dict) -> bool:
         """Replace ``state.json``; on a full disk give up the reserve once to say so."""

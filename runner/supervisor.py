@@ -114,7 +114,7 @@ class Supervisor:
     # ---- components -------------------------------------------------------------------
     def _init_components(self) -> None:
         from runner.checkpoints.keeper import CheckpointKeeper
-        from runner.ingest.parser import LogParser
+        from runner.ingest.live import LiveReader
         from runner.ingest.tail import FileTailer
         from runner.monitors import Monitors, Thresholds
         from runner.policy import RestartSettings
@@ -123,7 +123,7 @@ class Supervisor:
         self.thresholds = Thresholds.from_recipe(self.recipe["alerts"], gpus.get("memory_capacity_gib"))
         self.Monitors = Monitors
         self.monitors = Monitors(self.thresholds)
-        self.parser = LogParser()
+        self.reader = LiveReader()  # the bulk engine on each slice of train.log
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
         self.book = seriesfile.load(self.run)
         self._book_saved = (self.book.metric_count, self.book.offset)
@@ -679,18 +679,21 @@ class Supervisor:
         resets = self.tailer.resets
         data = self.tailer.read_new()
         if self.tailer.resets != resets:
-            self.parser.reset_partial()  # truncated or replaced: the old unfinished line is gone
+            self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
         self.lagging = len(data) >= self.tailer.max_read
         if not data:
             return False
         self.last_output = time.time()
         self._keep_tail(data)
-        events = self.parser.feed_events(data) + self.parser.release_events()
-        for kind, obj in events:
-            if kind == "mark":
+        records: list[dict] = []
+        for kind, obj in self.reader.feed(data):
+            if kind == "mark":  # judged in log order with the steps: the records before it first
+                self._on_records(records)
+                records = []
                 self._on_mark(obj)
             else:
-                self._on_record(obj)
+                records.append(obj)
+        self._on_records(records)
         return True
 
     def _on_mark(self, mark: dict) -> None:
@@ -703,37 +706,47 @@ class Supervisor:
         self.checkpoints.note_saved(mark.get("path"), bool(alerts))
         self._timers["ckpt"] = 0.0  # look now
 
-    def _on_record(self, rec: dict) -> None:
-        step = rec.get("step")
-        if not isinstance(step, int):
-            return
+    def _on_records(self, recs: list[dict]) -> None:
+        """A slice's records: written in one append, the monitors run once over all of them."""
         attempt = self.state.get("attempt")
-        extra_of_step = rec.get("src") == "megatron_mem" and step == self.last_step_written
-        if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
-            return  # a duplicate after adoption, or a repeated line: never written twice
-        written = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": attempt, **rec}
-        self.journal.metric(written)
-        self.book.feed(written)
-        for a in self.monitors.observe(rec):
+        now = time.time()
+        written: list[dict] = []
+        fields: dict = {}
+        min_loss = self.state.get("min_loss")
+        for rec in recs:
+            step = rec.get("step")
+            if not isinstance(step, int):
+                continue
+            extra_of_step = rec.get("src") == "megatron_mem" and step == self.last_step_written
+            if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
+                continue  # a duplicate after adoption, or a repeated line: never written twice
+            written.append({"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt, **rec})
+            if extra_of_step:
+                continue
+            self.last_step_written = step
+            self.attempt_steps += 1
+            fields["step"] = step
+            if rec.get("max_steps"):
+                fields["max_steps"] = rec["max_steps"]
+            loss = jsonio.as_float(rec.get("loss"))
+            if loss is not None and math.isfinite(loss):
+                fields["last_loss"] = loss
+                min_loss = loss if min_loss is None else min(loss, min_loss)
+                fields["min_loss"] = min_loss
+            if rec.get("step_time_s") is not None:
+                fields["step_time_s"] = rec["step_time_s"]
+        if not written:
+            return
+        self.journal.metrics(written)
+        for rec in written:
+            self.book.feed(rec)
+        if fields:
+            self.last_progress = now
+            self.set(**fields)
+        for a in self.monitors.observe_records(written):
             self.journal.event("alert", attempt=attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite":
                 self.apply(lc.Divergence(a.get("message", "")))
-        if extra_of_step:
-            return
-        self.last_step_written = step
-        self.attempt_steps += 1
-        self.last_progress = time.time()
-        loss = jsonio.as_float(rec.get("loss"))
-        fields: dict = {"step": step}
-        if rec.get("max_steps"):
-            fields["max_steps"] = rec["max_steps"]
-        if loss is not None and math.isfinite(loss):
-            fields["last_loss"] = loss
-            prev = self.state.get("min_loss")
-            fields["min_loss"] = loss if prev is None else min(loss, prev)
-        if rec.get("step_time_s") is not None:
-            fields["step_time_s"] = rec["step_time_s"]
-        self.set(**fields)
 
     def _ingest_lag(self) -> dict:
         try:

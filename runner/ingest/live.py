@@ -1,0 +1,56 @@
+"""Live log ingestion with the bulk engine: the runner's reader of ``train.log``.
+
+The runner reads the log in slices of arbitrary bytes as the training writes it. Each slice
+goes through the same ``ChunkScanner`` that reads past logs (a learned template over whole
+chunks of complete lines, the line parser for every other line), so a backlog of millions of
+lines is caught up at the bulk engine's speed instead of line by line. An unfinished last line
+waits in the parser, exactly as with ``LogParser.feed_events``; the events (records and marks,
+in file order) are the same as the line parser's, which the tests check.
+"""
+from __future__ import annotations
+
+from runner.ingest.bulk import Batch, ChunkScanner
+from runner.ingest.parser import MARK, RECORD, Event, LogParser
+
+
+class LiveReader:
+    def __init__(self, parser: LogParser | None = None) -> None:
+        self.parser = parser or LogParser()
+        self.scanner = ChunkScanner(self.parser, want_records=True)
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Events for the lines this slice completes (and held records now due)."""
+        parser = self.parser
+        events: list[Event] = []
+        pos = 0
+        if parser.has_partial:
+            # finish the line the previous slice left open, through the parser that holds it
+            nl = data.find(b"\n")
+            pos = len(data) if nl < 0 else nl + 1
+            events.extend(parser.feed_events(data[:pos]))
+        last = data.rfind(b"\n", pos)
+        if last >= pos:
+            buf = b"\n" + data[pos:last + 1]
+            events.extend(_events_of(self.scanner.scan(buf, len(buf))))
+            pos = last + 1
+        if pos < len(data):
+            events.extend(parser.feed_events(data[pos:]))  # an unfinished line: kept for later
+        events.extend(parser.release_events())
+        return events
+
+    def reset_partial(self) -> None:
+        self.parser.reset_partial()
+
+
+def _events_of(batch: Batch) -> list[Event]:
+    recs = batch.records or []
+    if not batch.marks:
+        return [(RECORD, r) for r in recs]
+    out: list[Event] = []
+    i = 0
+    for before, mark in batch.marks:
+        out.extend((RECORD, r) for r in recs[i:before])
+        i = max(i, before)
+        out.append((MARK, mark))
+    out.extend((RECORD, r) for r in recs[i:])
+    return out
