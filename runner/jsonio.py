@@ -34,8 +34,14 @@ def _clean(obj: Any) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    """Compact JSON with non-finite floats as strings; never emits NaN/Infinity tokens."""
-    return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, default=str)
+    """Compact JSON with non-finite floats as strings; never emits NaN/Infinity tokens.
+
+    The C encoder refuses a non-finite float (allow_nan=False): only then is the object walked
+    to replace them, so the common record costs one C call."""
+    try:
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:
+        return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, default=str)
 
 
 def as_float(x: Any) -> float | None:

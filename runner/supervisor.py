@@ -50,6 +50,7 @@ STATE_FLUSH_S = 1.0
 STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
+CATCH_UP_TURN_S = 0.2      # after the leader's exit, log reading per loop turn before control is served
 INGEST_SLICE_BYTES = 256 * 1024  # log bytes parsed per loop turn: control and state never wait longer
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
@@ -108,6 +109,7 @@ class Supervisor:
         self.attempt: Any = None  # the current attempt (runner.attempt.Attempt), once launched or adopted
         self.clients: list[control.ClientConn] = []
         self.lagging = False  # the last log read filled a whole slice: more is waiting
+        self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
         self._init_components()
 
@@ -410,7 +412,7 @@ class Supervisor:
                    f"{self.tree.leader.pid if self.tree.leader else None}")
         if self.state.get("status") == STOPPING:
             self.set(status=RUNNING)
-        self._catch_up_log()
+        # The log written while no runner watched is read by the loop, a slice per turn.
 
     def _last_written_step(self, attempt) -> int | None:
         """The attempt's newest step in metrics.jsonl (the book ends where the file ends)."""
@@ -606,7 +608,10 @@ class Supervisor:
                 self._every("adopt_check", 0.5) and \
                 not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
             self._on_leader_exit(None)
-        self._read_log()
+        if self.draining:
+            self._drain_then_judge()
+        else:
+            self._read_log()
         if self.state.get("status") in (RUNNING, STOPPING) and self._every("tree", TREE_REFRESH_S):
             self.tree.refresh()
             # Every PID the attempt has in any namespace, read while alive: an OOM message that
@@ -784,15 +789,27 @@ class Supervisor:
     # ---- killing ----------------------------------------------------------------------
     # ---- exits and recovery -----------------------------------------------------------
     def _on_leader_exit(self, rc: int | None) -> None:
-        if not self.life.attempt_live:
+        if not self.life.attempt_live or self.draining:
             return
         self.exit_seen_at = time.time()
         recorded = self._recorded_exit()
         if rc is None:  # not our child (adopted): the waiter wrote down how it ended
             rc = recorded
         self.leader_rc = rc
-        self._catch_up_log()
-        self.apply(lc.LeaderExit(rc))
+        self.draining = True
+        self._drain_then_judge()
+
+    def _drain_then_judge(self) -> None:
+        """The ended attempt is judged once its whole log is read (the crash text is at the end).
+        A backlog is read for CATCH_UP_TURN_S per loop turn, so status, kill and the state file
+        keep being served while millions of lines are caught up."""
+        deadline = time.monotonic() + CATCH_UP_TURN_S
+        while self._read_log() and self.lagging and time.monotonic() < deadline:
+            pass
+        if self.lagging:
+            return  # more waits: the next loop turn comes back here
+        self.draining = False
+        self.apply(lc.LeaderExit(self.leader_rc))
 
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt: verify its last saves, classify the crash, write its report,

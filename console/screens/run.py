@@ -8,6 +8,8 @@ keys hidden: no runner listens). Every request goes to the runner's control sock
 """
 from __future__ import annotations
 
+import os
+import select
 import threading
 import time
 
@@ -22,7 +24,7 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from console import alerts as alerts_mod
-from console import confirmations, keys
+from console import confirmations, dirwatch, keys
 from console import format as fmt
 from console.chart import markers_from
 from console.source import RunSource
@@ -37,6 +39,7 @@ PROCESS_ACTIONS = frozenset(k.action for k in keys.RUN_KEYS if k.changes_process
 # A chart of the whole run gains nothing from redrawing every second; at most this often (a
 # new checkpoint or restart marker redraws at once). The status line still counts every step.
 CHART_REFRESH_S = 2.0
+WATCH_GAP_S = 0.05  # a change in the run directory polls at once, but not more often than this
 
 
 def _series_key(s) -> tuple:
@@ -75,7 +78,12 @@ class RunScreen(Screen):
         self.snapshot: Snapshot | None = None
         self.polls = 0
         self._applied = threading.Event()
-        self._wake = threading.Event()
+        # poll_now() writes here; the file watch wakes the poller when the run directory changes
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._watch = dirwatch.watch(source.run.path)
+        self._polled_at = float("-inf")
         self._live: bool | None = None
         self._marker_key: object = None
         self._markers: tuple = ()
@@ -108,33 +116,64 @@ class RunScreen(Screen):
     @work(thread=True, exclusive=True, group="poll")
     def _poll_loop(self) -> None:
         worker = get_current_worker()
-        while not worker.is_cancelled:
-            self._applied.clear()
-            try:
-                snap = self.source.poll()
-                if self._heartbeat_s is None:
-                    self._heartbeat_s = self.source.heartbeat_s()
-                self.post_message(self.SnapshotReady(snap, last_output_t=self.source.last_output_t(snap)))
-            except Exception as exc:  # a bad file must not kill the poller: show it and go on
-                self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
-            # Back-pressure: never queue a second snapshot before the UI applied the first.
-            while not self._applied.wait(0.2):
-                if worker.is_cancelled:
-                    return
-            # Sleep until the next tick, a poll_now(), or cancellation (checked 4x a second:
-            # a thread worker cannot be force-cancelled, and app exit waits for it).
-            deadline = time.monotonic() + self.interval
+        try:
             while not worker.is_cancelled:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                if self._wake.wait(min(0.25, left)):
-                    self._wake.clear()
-                    break
+                self._applied.clear()
+                try:
+                    snap = self.source.poll()
+                    if self._heartbeat_s is None:
+                        self._heartbeat_s = self.source.heartbeat_s()
+                    self.post_message(self.SnapshotReady(snap, last_output_t=self.source.last_output_t(snap)))
+                except Exception as exc:  # a bad file must not kill the poller: show it and go on
+                    self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
+                # Back-pressure: never queue a second snapshot before the UI applied the first.
+                while not self._applied.wait(0.2):
+                    if worker.is_cancelled:
+                        return
+                self._wait_next(worker)
+        finally:
+            self._close_wakers()
+
+    def _wait_next(self, worker) -> None:
+        """Sleep until the next tick, a poll_now(), a change in the run directory, or
+        cancellation (checked 4x a second: a thread worker cannot be force-cancelled, and app
+        exit waits for it). Changes wake the poller at most every WATCH_GAP_S: a log written
+        a thousand lines a second is still read in a few coalesced polls."""
+        self._polled_at = time.monotonic()
+        deadline = self._polled_at + self.interval
+        fds = [self._wake_r] + ([self._watch] if self._watch is not None else [])
+        while not worker.is_cancelled:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            ready, _, _ = select.select(fds, [], [], min(0.25, left))
+            if not ready:
+                continue
+            if self._watch is not None and self._watch in ready:
+                gap = WATCH_GAP_S - (time.monotonic() - self._polled_at)
+                if gap > 0:
+                    time.sleep(gap)
+                self._watch.drain()
+            _drain_fd(self._wake_r)
+            return
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
-        self._wake.set()
+        try:
+            if self._wake_w >= 0:
+                os.write(self._wake_w, b"w")
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending
+
+    def _close_wakers(self) -> None:
+        """Called by the poll thread as it ends (never while it selects on them)."""
+        r, w, self._wake_r, self._wake_w = self._wake_r, self._wake_w, -1, -1
+        for fd in (r, w):
+            if fd >= 0:
+                os.close(fd)
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
         try:
@@ -393,6 +432,14 @@ class RunScreen(Screen):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+
+
+def _drain_fd(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except (BlockingIOError, OSError):
+        pass
 
 
 def _show(widget, visible: bool) -> None:

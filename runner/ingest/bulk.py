@@ -423,8 +423,11 @@ class ChunkScanner:
     MAX_LEARN = 64   # dict lines tried as templates before giving up on a file
 
     def __init__(self, parser: LogParser, want_records: bool = False, template: Template | None = None,
-                 json_lines: bool = False):
+                 json_lines: bool = False, keep_dicts: bool = False):
+        """``keep_dicts`` (with ``json_lines``): the parser's own records stay dicts, only
+        template rows become JSON lines (the live reader loads those back)."""
         self.parser = parser
+        self.keep_dicts = keep_dicts
         self.want_records = want_records or json_lines
         # NDJSON mode: template rows become their JSON lines (bytes) in ``Batch.records``
         self.json_lines = json_lines
@@ -668,7 +671,7 @@ class ChunkScanner:
                 best_key, mx = (slot << 32) + seq, obj["max_steps"]
         out_recs = None
         if self.want_records:
-            if self._json_rows:   # the parser's records as their JSON lines too
+            if self._json_rows and not self.keep_dicts:   # the parser's records as their JSON lines too
                 all_recs = t_recs + [(dumps({"v": 1, **obj}) + "\n").encode() for _, _, obj in recs]
             else:
                 all_recs = t_recs + [obj for _, _, obj in recs]

@@ -245,3 +245,29 @@ def test_bell_setting_from_the_environment():
     from console.app import bell_enabled
     assert bell_enabled({}) and bell_enabled({"MOECONSOLE_BELL": "1"})
     assert not bell_enabled({"MOECONSOLE_BELL": "0"}) and not bell_enabled({"MOECONSOLE_BELL": "off"})
+
+
+def test_a_new_log_line_reaches_the_screen_without_waiting_for_the_poll(base, make_run):
+    """The screen polls every 60 s here; a line the training writes still shows at once,
+    because the run directory's changes wake the poller (and a steady stream of lines is read
+    in coalesced polls, not one poll per line)."""
+    from console.widgets.panes import LogTail
+    run = make_run(base, runner_pid=os.getpid())
+
+    async def go():
+        app = app_for(base, run, interval=60.0)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            polls = screen.polls
+            with open(run.log, "a") as f:
+                f.write("[INFO:swift] a line written while attached\n")
+            tail = screen.query_one(LogTail)
+            await until(pilot, lambda: any("a line written while attached" in line for line in tail.plain_lines))
+            assert screen.polls >= polls + 1
+            before = screen.polls
+            for i in range(200):
+                with open(run.log, "a") as f:
+                    f.write(f"[INFO:swift] burst {i}\n")
+            await until(pilot, lambda: any("burst 199" in line for line in tail.plain_lines))
+            assert screen.polls - before < 100, "coalesced, not a poll per line"
+    asyncio.run(go())
