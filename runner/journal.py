@@ -55,10 +55,11 @@ class Journal:
     def metric(self, rec: dict) -> None:
         self._queue("line", self.run.metrics, rec)
 
-    def metrics(self, recs: list[dict]) -> None:
-        """A batch of metric records: one write for all (live ingest writes per log slice)."""
+    def metrics(self, recs: list[dict], lines: list[bytes | None] | None = None) -> None:
+        """A batch of metric records: one write for all (live ingest writes per log slice).
+        ``lines``: each record's JSON line where the caller has it already (else None)."""
         if recs:
-            self._queue("lines", self.run.metrics, recs)
+            self._queue("lines", self.run.metrics, (recs, lines))
 
     def write_json(self, path: Path, obj: Any) -> None:
         """A whole file replaced atomically (a crash report), retried like a record."""
@@ -78,7 +79,10 @@ class Journal:
                 if kind == "line":
                     jsonio.append_jsonl(path, obj)
                 elif kind == "lines":
-                    jsonio.append_jsonl_many(path, obj)
+                    recs, lines = obj
+                    jsonio.append_bytes(path, b"".join(
+                        line if line is not None else (jsonio.dumps(rec) + "\n").encode()
+                        for rec, line in zip(recs, lines or [None] * len(recs))), line=True)
                 else:
                     jsonio.atomic_write_json(path, obj)
             except OSError as exc:
@@ -100,7 +104,7 @@ class Journal:
     def storage(self) -> Storage | None:
         if self.error is None:
             return None
-        waiting = sum(len(obj) if kind == "lines" else 1 for kind, _, obj in self.pending)
+        waiting = sum(len(obj[0]) if kind == "lines" else 1 for kind, _, obj in self.pending)
         return Storage(error=self.error, since=self.since or time.time(), pending_records=waiting)
 
     def write_state(self, state: dict) -> bool:

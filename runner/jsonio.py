@@ -121,12 +121,6 @@ def append_jsonl(path: Path | str, obj: Any) -> None:
     append_bytes(path, (dumps(obj) + "\n").encode(), line=True)
 
 
-def append_jsonl_many(path: Path | str, objs: list[Any]) -> None:
-    """Records as lines in one write(2): all of them or (cut back on failure) none."""
-    if objs:
-        append_bytes(path, "".join(dumps(o) + "\n" for o in objs).encode(), line=True)
-
-
 def read_json(path: Path | str, default: Any = None) -> Any:
     try:
         with open(path) as f:

@@ -716,6 +716,9 @@ class Supervisor:
         attempt = self.state.get("attempt")
         now = time.time()
         written: list[dict] = []
+        lines: list[bytes | None] = []
+        head = b'{"v":%d,"t":%s,"attempt":%s,' % (jsonio.SCHEMA_VERSION, repr(now).encode(),
+                                                 jsonio.dumps(attempt).encode())
         fields: dict = {}
         min_loss = self.state.get("min_loss")
         for rec in recs:
@@ -726,6 +729,8 @@ class Supervisor:
             if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
                 continue  # a duplicate after adoption, or a repeated line: never written twice
             written.append({"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt, **rec})
+            raw = getattr(rec, "raw", None)  # a template row's JSON line: the same text, no encoding
+            lines.append(head + raw[len(b'{"v":1,'):] if raw is not None else None)
             if extra_of_step:
                 continue
             self.last_step_written = step
@@ -742,7 +747,7 @@ class Supervisor:
                 fields["step_time_s"] = rec["step_time_s"]
         if not written:
             return
-        self.journal.metrics(written)
+        self.journal.metrics(written, lines)
         for rec in written:
             self.book.feed(rec)
         if fields:

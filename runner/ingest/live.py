@@ -15,6 +15,14 @@ from runner.ingest.bulk import Batch, ChunkScanner
 from runner.ingest.parser import MARK, RECORD, Event, LogParser
 
 
+class JsonRecord(dict):
+    """A record read from a template row, with that row's JSON line (``{"v":1,...}\n``, the
+    exact text ``jsonio.dumps`` writes for it): the runner writes the line instead of encoding
+    the dict again."""
+
+    __slots__ = ("raw",)
+
+
 class LiveReader:
     def __init__(self, parser: LogParser | None = None) -> None:
         self.parser = parser or LogParser()
@@ -58,8 +66,9 @@ def _records(objs: list) -> list[dict]:
         if isinstance(o, dict):
             out.append(o)
         else:
-            rec = next(loaded)
+            rec = JsonRecord(next(loaded))
             del rec["v"]
+            rec.raw = o
             out.append(rec)
     return out
 

@@ -43,3 +43,18 @@ def test_live_slices_give_the_parsers_events(tmp_path, seed, mean):
     assert sum(1 for k, _ in got if k == "record") > 2500
     if mean > 100_000:
         assert reader.scanner.fast_lines > 2000, "big slices take the template route"
+
+
+def test_template_rows_carry_the_exact_json_line_the_runner_writes(tmp_path):
+    """The runner writes a template row's JSON line instead of encoding its dict: the line must
+    be byte for byte what encoding gives (metrics.jsonl cannot tell the two paths apart)."""
+    from runner import jsonio
+    from runner.ingest.live import JsonRecord
+    path = tmp_path / "train.log"
+    write_mixed(path, n=2000, seed=9)
+    data = path.read_bytes()
+    got, _ = by_live(data, list(range(0, len(data), 50_000)) + [len(data)])
+    rows = [r for k, r in got if k == "record" and isinstance(r, JsonRecord)]
+    assert len(rows) > 1000
+    for rec in rows:
+        assert rec.raw == (jsonio.dumps({"v": 1, **rec}) + "\n").encode()

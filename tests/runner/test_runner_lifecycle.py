@@ -25,6 +25,9 @@ def test_run_succeeds_and_records_every_step(harness):
     assert steps == list(range(1, 13))
     rec = run.metrics()[-1]
     assert rec["v"] == 1 and rec["attempt"] == 1 and rec["src"] and rec["loss"] is not None
+    from runner import jsonio
+    for line in (run.path / "metrics.jsonl").read_text().splitlines():
+        assert line == jsonio.dumps(json.loads(line)), "every record in the one canonical encoding"
     # Every checkpoint the trainer saved was verified, at the latest before the run is shown as over.
     verdicts = {os.path.basename(e["path"]): e["verdict"] for e in run.events("checkpoint")}
     assert verdicts == {"checkpoint-4": "ok", "checkpoint-8": "ok", "checkpoint-12": "ok"}
