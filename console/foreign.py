@@ -38,8 +38,7 @@ def open_path(path: Path, scratch: Path) -> rundir.RunDir:
     (run.path / "crashes").mkdir(exist_ok=True)
     for f in (run.metrics, run.events):
         f.unlink(missing_ok=True)
-    for rec in steps:
-        jsonio.append_jsonl(run.metrics, {"v": jsonio.SCHEMA_VERSION, **rec})
+    _write_metrics(run, steps)
     root = path if path.is_dir() else path.parent
     if path.is_dir() or any(n.startswith(("checkpoint-", "iter_")) for n in os.listdir(root)):
         _record_checkpoints(run, root, steps)
@@ -55,6 +54,20 @@ def open_path(path: Path, scratch: Path) -> rundir.RunDir:
         "source_path": str(path.resolve()), "imported_at": time.time(),
     })
     return run
+
+
+def _write_metrics(run: rundir.RunDir, steps: list[dict], chunk: int = 20_000) -> None:
+    """metrics.jsonl in writes of ``chunk`` records, and the series.json a runner would keep,
+    so the run screen opens the import without reading it again."""
+    from runner import seriesfile
+    book = seriesfile.SeriesBook()
+    for i in range(0, len(steps), chunk):
+        recs = [{"v": jsonio.SCHEMA_VERSION, **rec} for rec in steps[i:i + chunk]]
+        jsonio.append_bytes(run.metrics, "".join(jsonio.dumps(r) + "\n" for r in recs).encode(), line=True)
+        for r in recs:
+            book.feed(r)
+    book.offset = run.metrics.stat().st_size
+    seriesfile.save(run, book)
 
 
 def _record_checkpoints(run: rundir.RunDir, root: Path, steps: list[dict]) -> None:
