@@ -72,6 +72,48 @@ class Series:
         if self.limit is not None and len(self._x) >= self.limit:
             self._halve()
 
+    def extend(self, xs: list[float], ys: list[float]) -> None:
+        """``append`` of many points (NaN for missing values), with the same result: whole
+        buckets are reduced by the C ``max`` instead of one call per point."""
+        n = len(xs)
+        if not n:
+            return
+        xs = [float(x) for x in xs]
+        self.n += n
+        self.last_x, self._last = xs[-1], ys[-1]
+        self._recent.extend(ys[-RECENT_KEEP:])
+        finite = [(y, x) for x, y in zip(xs, ys) if y - y == 0]  # y - y is NaN for NaN and inf
+        if finite:
+            low = min(finite)
+            if self._min is None or low[0] < self._min[0]:
+                self._min = low
+            high = max(y for y, _ in finite)
+            if self._max is None or high > self._max:
+                self._max = high
+        i = 0
+        while i < n:
+            if self.stride == 1:
+                take = n - i if self.limit is None else min(n - i, self.limit - len(self._x))
+                self._x.extend(xs[i:i + take])
+                self._y.extend(ys[i:i + take])
+                i += take
+            else:
+                chunk = ys[i:i + self.stride - self._pend_n]
+                top = math.nan if any(v != v for v in chunk) else max(chunk)
+                if self._pend_n == 0:
+                    self._pend_x, self._pend_y = xs[i], top
+                else:
+                    self._pend_y = _bmax(self._pend_y, top)
+                self._pend_n += len(chunk)
+                i += len(chunk)
+                if self._pend_n < self.stride:
+                    continue
+                self._x.append(self._pend_x)
+                self._y.append(self._pend_y)
+                self._pend_n = 0
+            if self.limit is not None and len(self._x) >= self.limit:
+                self._halve()
+
     def _halve(self) -> None:
         xs, ys = self._x, self._y
         self._x = array("d", xs[0::2])

@@ -53,6 +53,28 @@ class SeriesBook:
             if value is not None:
                 self.series[key].append(step, value)
 
+    def feed_many(self, recs: list[dict]) -> None:
+        """``feed`` of a batch (the runner's slice of records), a series at a time."""
+        steps = [r.get("step") for r in recs]
+        kept = [(s, r) for s, r in zip(steps, recs) if isinstance(s, int)]
+        if not kept:
+            return
+        prev = self.last_metrics
+        for s, r in kept:
+            if prev is not None and r.get("attempt") != prev.get("attempt"):
+                self.restarts_at.append(s)
+            prev = r
+        self.last_metrics = prev
+        self.metric_count += len(kept)
+        for key in CHART_KEYS:
+            xs, ys = [], []
+            for s, r in kept:
+                value = jsonio.as_float(r.get(key))
+                if value is not None:
+                    xs.append(s)
+                    ys.append(value)
+            self.series[key].extend(xs, ys)
+
     def feed_file(self, run: rundir.RunDir) -> int:
         """Feed the records written after ``offset``; returns how many lines were read."""
         n = 0

@@ -748,8 +748,7 @@ class Supervisor:
         if not written:
             return
         self.journal.metrics(written, lines)
-        for rec in written:
-            self.book.feed(rec)
+        self.book.feed_many(written)
         if fields:
             self.last_progress = now
             self.set(**fields)

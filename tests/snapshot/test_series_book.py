@@ -116,3 +116,24 @@ def test_run_comparison_reads_every_point(tmp_path):
     snap = RunWatcher(run, full=True).poll(with_gpu=False)
     assert len(snap.series["loss"].points()[0]) == 10_000
     assert len(RunWatcher(run).poll(with_gpu=False).series["loss"].points()[0]) <= seriesfile.DEFAULT_LIMIT
+
+
+def test_batches_give_what_one_by_one_gives():
+    """The runner feeds its book a slice at a time: the result is the one-by-one result."""
+    import random
+    rnd = random.Random(3)
+    recs = []
+    for s in range(1, 20_001):
+        loss = rnd.choice([math.nan, math.inf, -math.inf]) if rnd.random() < 0.01 else rnd.random() * 3
+        recs.append({"attempt": 1 if s < 12_000 else 2, "step": s, "loss": loss,
+                     "grad_norm": None if s % 7 == 0 else rnd.random(), "mem_gib": "nan" if s == 500 else 30.0})
+    one = seriesfile.SeriesBook(limit=256)
+    for r in recs:
+        one.feed(r)
+    many = seriesfile.SeriesBook(limit=256)
+    i = 0
+    while i < len(recs):
+        k = rnd.choice([1, 3, 50, 700, 5000])
+        many.feed_many(recs[i:i + k])
+        i += k
+    assert json.dumps(one.to_doc()) == json.dumps(many.to_doc())
