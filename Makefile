@@ -28,11 +28,11 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# The UI benchmark runs nvitop side by side, from an environment of its own.
+# The UI benchmarks run nvitop and toolong side by side, from an environment of their own.
 BENCH_ENV = .venv-bench/.installed
 $(BENCH_ENV):
 	$(PYTHON) -m venv .venv-bench
-	.venv-bench/bin/pip install -q nvitop
+	.venv-bench/bin/pip install -q nvitop toolong
 	touch $(BENCH_ENV)
 
 bench: $(STAMP) $(BENCH_ENV)

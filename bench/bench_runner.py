@@ -249,8 +249,10 @@ class NaivePoller(threading.Thread):
         pids = []
         for line in lines:
             ev = json.loads(line)
-            if ev.get("type") == "attempt_start" and ev.get("pid"):
-                pids.append(int(ev["pid"]))
+            # the training command itself (``pid`` is the runner's waiter that wraps it)
+            leader = ev.get("command_pid") or ev.get("pid")
+            if ev.get("type") == "attempt_start" and leader:
+                pids.append(int(leader))
         return pids
 
     def run(self) -> None:
@@ -523,10 +525,11 @@ def report(args, det: dict | None, kills: dict, cpu: dict | None, total: float) 
         naive = r["naive"]["sigkill"] + r["naive"]["exit1"]
         crash = r["crash"]["sigkill"] + r["crash"]["exit1"]
         seen = r["detected_at"]["sigkill"] + r["detected_at"]["exit1"]
+        ratios = (f"naive poll / runner detection = {statistics.median(naive) / statistics.median(seen):.0f}x; "
+                  f"naive poll / crash event = {statistics.median(naive) / statistics.median(crash):.1f}x"
+                  if naive and seen and crash else "not computed (a row has no data)")
         lines += ["",
-                  f"Ratios (medians): naive poll / runner detection = "
-                  f"{statistics.median(naive) / statistics.median(seen):.0f}x; naive poll / crash event = "
-                  f"{statistics.median(naive) / statistics.median(crash):.1f}x. Crash classes: SIGKILL -> "
+                  f"Ratios (medians): {ratios}. Crash classes: SIGKILL -> "
                   f"{', '.join(sorted(det['classes']['sigkill']))}; exit 1 -> "
                   f"{', '.join(sorted(det['classes']['exit1']))}. Deaths the naive poller missed: "
                   f"{det['naive_missed']}.", ""]
