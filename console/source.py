@@ -2,6 +2,7 @@
 ``RunWatcher``) and the runner's control socket. Never signals a process itself. UI-free."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -64,18 +65,26 @@ class RunSource:
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None)
         self._recipe: dict | None = None
         self._children: list[int] = []  # runners started from this console (reaped by poll)
+        self._last_gpu: tuple[dict | None, tuple[dict, ...]] | None = None
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
         if self._telemetry is None:
             self._telemetry = _live_telemetry()
         return self._telemetry(state)
 
-    def poll(self) -> Snapshot:
-        """Read what is new in the run directory (file I/O: call from a worker thread)."""
+    def poll(self, telemetry: bool = True) -> Snapshot:
+        """Read what is new in the run directory (file I/O: call from a worker thread).
+        ``telemetry=False`` (a poll woken by a file change between two timer polls): the GPU
+        reading and blockers of the last full poll are shown again, the driver is not asked."""
         if self._children:
             self._reap()
         with self._lock:
-            return self.watcher.poll(with_gpu=self.gpu)
+            if telemetry or self._last_gpu is None or not self.gpu:
+                snap = self.watcher.poll(with_gpu=self.gpu)
+                self._last_gpu = (snap.gpu, snap.blockers)
+                return snap
+            snap = self.watcher.poll(with_gpu=False)
+            return dataclasses.replace(snap, gpu=self._last_gpu[0], blockers=self._last_gpu[1])
 
     def last_output_t(self, snap: Snapshot) -> float | None:
         """When the training last showed life: the newest of train.log's mtime and the time of

@@ -84,6 +84,7 @@ class RunScreen(Screen):
         os.set_blocking(self._wake_w, False)
         self._watch = dirwatch.watch(source.run.path)
         self._polled_at = float("-inf")
+        self._gpu_at = float("-inf")
         self._live: bool | None = None
         self._marker_key: object = None
         self._markers: tuple = ()
@@ -116,11 +117,14 @@ class RunScreen(Screen):
     @work(thread=True, exclusive=True, group="poll")
     def _poll_loop(self) -> None:
         worker = get_current_worker()
+        full = True  # GPU telemetry too: on the timer, not on every file change
         try:
             while not worker.is_cancelled:
                 self._applied.clear()
                 try:
-                    snap = self.source.poll()
+                    if full:
+                        self._gpu_at = time.monotonic()
+                    snap = self.source.poll(telemetry=full)
                     if self._heartbeat_s is None:
                         self._heartbeat_s = self.source.heartbeat_s()
                     self.post_message(self.SnapshotReady(snap, last_output_t=self.source.last_output_t(snap)))
@@ -130,32 +134,36 @@ class RunScreen(Screen):
                 while not self._applied.wait(0.2):
                     if worker.is_cancelled:
                         return
-                self._wait_next(worker)
+                woken_by_file = self._wait_next(worker)
+                full = not woken_by_file or time.monotonic() - self._gpu_at >= 0.75 * self.interval
         finally:
             self._close_wakers()
 
-    def _wait_next(self, worker) -> None:
+    def _wait_next(self, worker) -> bool:
         """Sleep until the next tick, a poll_now(), a change in the run directory, or
         cancellation (checked 4x a second: a thread worker cannot be force-cancelled, and app
         exit waits for it). Changes wake the poller at most every WATCH_GAP_S: a log written
-        a thousand lines a second is still read in a few coalesced polls."""
+        a thousand lines a second is still read in a few coalesced polls. True when a file
+        change (not the timer or a request) ended the wait."""
         self._polled_at = time.monotonic()
         deadline = self._polled_at + self.interval
         fds = [self._wake_r] + ([self._watch] if self._watch is not None else [])
         while not worker.is_cancelled:
             left = deadline - time.monotonic()
             if left <= 0:
-                return
+                return False
             ready, _, _ = select.select(fds, [], [], min(0.25, left))
             if not ready:
                 continue
+            by_file = self._watch is not None and self._watch in ready and self._wake_r not in ready
             if self._watch is not None and self._watch in ready:
                 gap = WATCH_GAP_S - (time.monotonic() - self._polled_at)
                 if gap > 0:
                     time.sleep(gap)
                 self._watch.drain()
             _drain_fd(self._wake_r)
-            return
+            return by_file
+        return False
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""

@@ -271,3 +271,32 @@ def test_a_new_log_line_reaches_the_screen_without_waiting_for_the_poll(base, ma
             await until(pilot, lambda: any("burst 199" in line for line in tail.plain_lines))
             assert screen.polls - before < 100, "coalesced, not a poll per line"
     asyncio.run(go())
+
+
+def test_a_file_change_polls_the_run_but_not_the_gpu_driver(base, make_run):
+    """Between two timer polls, a change in the run directory reads the run files only: the GPU
+    reading of the last full poll is shown again (the driver is asked on the timer)."""
+    from console.widgets.panes import LogTail
+    run = make_run(base, runner_pid=os.getpid())
+    calls = []
+
+    def telemetry(state):
+        calls.append(time.monotonic())
+        return {"available": False, "backend": "none", "reason": "test driver", "gpus": []}, []
+
+    async def go():
+        app = MoeConsole(base, run, gpu=True, interval=60.0, telemetry=telemetry)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            assert len(calls) == 1
+            tail = screen.query_one(LogTail)
+            for i in range(3):
+                polls = screen.polls
+                with open(run.log, "a") as f:
+                    f.write(f"[INFO:swift] change {i}\n")
+                await until(pilot, lambda: screen.polls > polls and any(f"change {i}" in l for l in tail.plain_lines))
+            assert len(calls) == 1, "file changes do not ask the driver"
+            assert screen.snapshot.gpu["reason"] == "test driver", "the last reading is still shown"
+            screen.poll_now()
+            await until(pilot, lambda: len(calls) == 2)
+    asyncio.run(go())
