@@ -67,7 +67,8 @@ class SeriesBook:
         self.last_metrics = prev
         self.metric_count += len(kept)
         for key in CHART_KEYS:
-            xs, ys = [], []
+            xs: list[float] = []
+            ys: list[float] = []
             for s, r in kept:
                 value = jsonio.as_float(r.get(key))
                 if value is not None:

@@ -21,6 +21,7 @@ class JsonRecord(dict):
     the dict again."""
 
     __slots__ = ("raw",)
+    raw: bytes
 
 
 class LiveReader:
