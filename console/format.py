@@ -187,6 +187,10 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         (f"attempt {attempt if attempt is not None else NA}", ""),
         (f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""),
     ]
+    job = run.get("job") or {}
+    if job.get("job_id"):
+        where = f" on {','.join(job['nodes'][:4])}" if job.get("nodes") else ""
+        line2.append((f" · {run.get('engine') or 'slurm'} job {job['job_id']} {job.get('state') or NA}{where}", ""))
     if run.get("elapsed_s") is not None:
         line2.append((f" · elapsed {duration(run['elapsed_s'])}", ""))
     if run.get("cost_per_hour"):

@@ -29,11 +29,13 @@ class ExitStatus:
     returncode: int | None       # Popen convention: exit code, or -N for signal N
     error: str | None = None     # the command could not be started at all
     ended_at: float | None = None
+    job_state: str | None = None  # a batch engine's final job state (Slurm: TIMEOUT, NODE_FAIL, ...)
 
 
 class Attempt(Protocol):
     number: int
     adopted: bool
+    polled: bool  # the end is learned by ``poll`` each loop turn (batch jobs), not from ``wait_fd``
 
     def wait_fd(self) -> int | None:
         """A descriptor that becomes readable when the attempt ends (None: poll instead)."""
@@ -57,6 +59,9 @@ class Engine(Protocol):
 
     def start(self, spec: LaunchSpec, log_fd: int) -> Attempt:
         """Start an attempt, output to ``log_fd``; raises OSError when nothing could start."""
+
+    def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
+        """Whether attempt ``number`` (recorded by a previous runner) still runs."""
 
     def adopt(self, number: int, pids: Sequence[TrackedPid]) -> Attempt | None:
         """Take over a live attempt a previous runner started; None when it is gone."""

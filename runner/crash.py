@@ -16,7 +16,8 @@ from typing import Collection, Iterable
 CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
-    "user_kill", "gpu_unavailable", "config_error", "unknown",
+    "user_kill", "gpu_unavailable", "config_error", "node_fail", "preempted", "time_limit",
+    "job_cancelled", "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
@@ -251,7 +252,9 @@ _SIG_TEXT = re.compile(
     r"|died with <Signals\.SIG[A-Z0-9]+: (?P<cpe>\d+)>"
     r"|Caught signal (?P<caught>\d+)\b"
     r"|exits with return code = -(?P<rcneg>\d+)\b"
-    r"|\bKilled: (?P<killedn>\d+)\b")
+    r"|\bKilled: (?P<killedn>\d+)\b"
+    # Slurm's srun names how a task ended: "srun: error: node1: task 3: Segmentation fault"
+    r"|srun: error: \S+: tasks? [\d,\-\[\]]+: (?P<srun>Killed|Segmentation fault|Bus error|Aborted)")
 _STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 6,
               "Terminated": 15, "Interrupt": 2, "Hangup": 1}
 
@@ -275,7 +278,7 @@ _GPU_UNAVAILABLE = re.compile(
 # Usage errors a trainer reports before doing anything: argparse ("prog: error: ..."), ms-swift
 # ("ValueError: remaining_argv: [...]"), HfArgumentParser ("... not used by the HfArgumentParser").
 _USAGE = re.compile(
-    r"^(?:usage: )?[\w.+/-]+(?: [\w.+/-]+)*: error: \S"
+    r"^(?:usage: )?(?!srun: |slurmstepd)[\w.+/-]+(?: [\w.+/-]+)*: error: \S"
     r"|remaining_argv"
     r"|unrecognized arguments:"
     r"|Some specified arguments are not used by the HfArgumentParser")
@@ -477,6 +480,8 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGKILL)
     if m.group("shell"):
         return _STRSIGNAL.get(m.group("shell"))
+    if m.group("srun"):
+        return _STRSIGNAL.get(m.group("srun"))
     for name in ("agent", "cpe", "caught", "rcneg", "killedn"):
         if m.group(name):
             return int(m.group(name))
@@ -611,6 +616,38 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
     return CrashVerdict(cls=cls, evidence=_evidence(lines, extra or []), retryable=retryable,
                         recovery=recovery, summary=summary, hint=hint, env=env or {},
                         cooldown_scale=cooldown_scale)
+
+
+# A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
+_JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
+_JOB_STATES = {
+    # state: (class, summary, recovery, retryable, hint)
+    "NODE_FAIL": ("node_fail", "a node of the job failed (Slurm: NODE_FAIL)", "restart", True,
+                  "resubmitted from the newest verified checkpoint; Slurm avoids a node it marked down"),
+    "BOOT_FAIL": ("node_fail", "a node could not boot for the job (Slurm: BOOT_FAIL)", "restart", True, None),
+    "PREEMPTED": ("preempted", "the job was preempted by a higher-priority job (Slurm: PREEMPTED)", "restart", True,
+                  "resubmitted from the newest verified checkpoint"),
+    "TIMEOUT": ("time_limit", "the job reached its time limit (Slurm: TIMEOUT)", "restart", True,
+                "resubmitted from the newest verified checkpoint; a longer slurm.time or more frequent "
+                "saves lose less work"),
+    "DEADLINE": ("time_limit", "the job reached its deadline (Slurm: DEADLINE)", "restart", True, None),
+    "OUT_OF_MEMORY": ("killed_oom", "the job ran out of host memory (Slurm: OUT_OF_MEMORY)", "restart", True,
+                      "the node's memory limit (cgroup) killed it: lower the batch size or ask for more --mem"),
+    "CANCELLED": ("job_cancelled", "the job was cancelled outside moeconsole (scancel by a user or an admin)",
+                  "none", False, "not restarted: whoever cancelled it meant it; `moeconsole restart RUN` starts it again"),
+}
+
+
+def classify_job_state(job_state: str | None, log_tail: list[str]) -> CrashVerdict | None:
+    """The crash a batch system's final job state proves (None: judge by exit status and log).
+    TIMEOUT ends with exit 0:0 in sacct, so the state, not the exit code, is the witness.
+    Evidence: the state itself and slurmstepd's ``*** JOB N ... CANCELLED ... ***`` lines."""
+    if job_state not in _JOB_STATES:
+        return None
+    cls, summary, recovery, retryable, hint = _JOB_STATES[job_state]
+    lines = [(i, line) for i, line in enumerate(log_tail) if _JOB_STATE_TEXT.search(line)]
+    return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint,
+                    extra=[(-1, f"Slurm job state: {job_state}")])
 
 
 _DIVERGENCE_HINT = ("the run is paused with its log window kept: inspect the loss and grad-norm "

@@ -164,8 +164,31 @@ def check_gpus(recipe: dict) -> list[Problem]:
     return out
 
 
-CHECKS: tuple[Callable[[dict], list[Problem]], ...] = (
+def check_engine(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """A Slurm recipe needs Slurm's client commands where the runner runs; a slurm section under
+    the local engine does nothing."""
+    import shutil
+    slurm = recipe.get("slurm") or {}
+    if recipe.get("engine") != "slurm":
+        return [_p("warning", "slurm_section_unused", "a slurm section is set but engine is local: "
+                                                      "the command runs on this host")] if slurm else []
+    out = []
+    missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
+    if missing:
+        out.append(_p("error" if preflight else "warning", "slurm_missing",
+                      f"engine: slurm but {', '.join(missing)} not found on PATH"))
+    if not slurm.get("time"):
+        out.append(_p("info", "slurm_no_time", "slurm.time is not set: the partition's default time limit "
+                                               "applies (a TIMEOUT resubmits from the last verified checkpoint)"))
+    if not recipe["resume"].get("arg") and not recipe["resume"].get("args"):
+        out.append(_p("warning", "slurm_no_resume", "no resume.arg: a job that hits its time limit or is "
+                                                    "preempted restarts from step 0"))
+    return out
+
+
+CHECKS: tuple[Callable[..., list[Problem]], ...] = (
     check_argv_shape, check_executable, check_secrets, check_checkpoints, check_supervision, check_swift, check_gpus,
+    check_engine,
 )
 
 
@@ -175,7 +198,7 @@ def lint_recipe(recipe: dict, *, preflight: bool = False) -> list[Problem]:
     ignore = set(recipe.get("lint", {}).get("ignore") or [])
     problems: list[Problem] = []
     for check in CHECKS:
-        found = check(recipe, preflight=preflight) if check in (check_executable, check_swift) else check(recipe)
+        found = check(recipe, preflight=preflight) if check in (check_executable, check_swift, check_engine) else check(recipe)
         problems += [p for p in found if p["rule"] not in ignore]
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(problems, key=lambda p: order[p["level"]])

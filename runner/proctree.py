@@ -166,6 +166,14 @@ class ProcessTree:
             alive.update(marked_processes(self.run_id))
         return alive
 
+    def alive(self, *, scan_markers: bool = False) -> bool:
+        """Anything of the attempt still running (a batch engine's tree also asks its scheduler)."""
+        return bool(self.survivors(scan_markers=scan_markers))
+
+    def blocking(self) -> list[str]:
+        """What of the attempt, beyond its processes, still keeps the next one from starting."""
+        return []
+
     def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
         """Send ``sig`` to the process group and to every tracked process whose start time
         still matches. Returns the PIDs signalled."""

@@ -50,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "metrics": {},
     "notify": {},
     "sync": {},
+    "slurm": {},  # engine: slurm; validated by runner.engines.slurm.SlurmSettings
 }
 
 _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
@@ -71,7 +72,7 @@ _CHOICES = {("resume", "drift"): ("refuse", "warn", "allow"),
 _TOP_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,), "description": (str,), "command": (list,), "env": (dict,), "workdir": (str, type(None)),
     "engine": (str,), "restart": (dict,), "alerts": (dict,), "cost_per_hour": (int, float, type(None)),
-    "metrics": (dict,), "notify": (dict,), "sync": (dict,),
+    "metrics": (dict,), "notify": (dict,), "sync": (dict,), "slurm": (dict,),
 }
 
 SECRET_KEY = re.compile(r"(TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)", re.I)
@@ -231,6 +232,12 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
             ops_check(out[section])
         except ValueError as exc:
             raise RecipeError(src, section, str(exc)) from None
+    from runner.slurm.settings import SlurmSettings
+    try:
+        SlurmSettings.from_recipe(out["slurm"])
+    except ValueError as exc:
+        place, _, problem = str(exc).partition(": ")
+        raise RecipeError(src, place, problem) from None
     return out
 
 
@@ -274,6 +281,9 @@ def _known_subkeys(section: str) -> list[str] | None:
         return [f.name for f in dataclass_fields(Thresholds)]
     if section in _OPS_KEYS:
         return list(_OPS_KEYS[section])
+    if section == "slurm":
+        from runner.slurm.settings import SlurmSettings
+        return [f.name for f in dataclass_fields(SlurmSettings)]
     return None
 
 

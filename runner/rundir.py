@@ -8,6 +8,7 @@ One directory per run under the base directory::
     metrics.jsonl         one record per parsed training step (append-only)
     events.jsonl          state changes, alerts, crashes, restarts, verifications (append-only)
     crashes/attempt-N.json
+    jobs/attempt-N.json   Slurm runs: each attempt's job id, state and exit (and its batch script)
     control.sock          the runner's control socket, mode 0600
     runner.log            the runner's own diagnostics
 """
@@ -63,6 +64,25 @@ class RunDir:
 
     lock = property(lambda self: self.path / LOCK_NAME)
     exits = property(lambda self: self.path / "exits")
+    jobs = property(lambda self: self.path / "jobs")  # batch engines: jobs/attempt-N.{json,sh}
+
+    def job_record(self, attempt: int) -> Path:
+        """The batch job of attempt ``attempt``: its id and, once known, how it ended."""
+        return self.jobs / f"attempt-{attempt}.json"
+
+    def job_records(self) -> list[dict]:
+        """Every attempt's batch job record (``jobs/attempt-N.json``), oldest first."""
+        try:
+            names = os.listdir(self.jobs)
+        except OSError:
+            return []
+        out = []
+        for name in names:
+            m = re.fullmatch(r"attempt-(\d+)\.json", name)
+            rec = jsonio.read_json(self.jobs / name, default=None) if m else None
+            if isinstance(rec, dict) and isinstance(rec.get("job_id"), str):
+                out.append(rec)
+        return sorted(out, key=lambda r: r["attempt"] if isinstance(r.get("attempt"), int) else 0)
 
     def exit_record(self, attempt: int) -> Path:
         """Written by the attempt's waiter when the command ends (outlives any runner)."""

@@ -69,6 +69,10 @@ def status_word(run: dict) -> str:
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("remaining_s") is not None:
         return f"COOLDOWN {int(math.ceil(cd['remaining_s']))}s"
+    job = run.get("job") or {}
+    if status == "RUNNING" and job.get("state") and job.get("ended_at") is None and job["state"] != "RUNNING":
+        # Submitted but not (yet) running: Slurm's word and why, e.g. PENDING (Resources).
+        return f"{job['state']} ({job['reason']})" if job.get("reason") else str(job["state"])
     return status
 
 
@@ -170,7 +174,9 @@ class RunWatcher:
         lm = book.last_metrics or {}
         step_time = _recent_step_time(book.series["step_time_s"], state)
         eta = None
-        if step is not None and max_steps and step_time and live:
+        job = state.get("job") or None
+        queued = bool(job and job.get("ended_at") is None and job.get("state") not in (None, "RUNNING"))
+        if step is not None and max_steps and step_time and live and not queued:
             eta = max(0, max_steps - step) * step_time
         started = state.get("started_at")
         ended = state.get("ended_at")
@@ -213,6 +219,8 @@ class RunWatcher:
             "storage": state.get("storage"),
             "ingest": state.get("ingest"),
             "sync": state.get("sync"),
+            "engine": state.get("engine") or "local",
+            "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
         }
 
     def poll(self, *, with_gpu: bool = True) -> Snapshot:

@@ -101,6 +101,22 @@ class Ingest(TypedDict):
     lag_bytes: int
 
 
+class JobRecord(TypedDict, total=False):
+    """``jobs/attempt-N.json`` and the ``job`` field of ``state.json``: one attempt's batch job."""
+    v: int
+    engine: str                 # "slurm"
+    attempt: int
+    job_id: str
+    submitted_at: float
+    state: str | None           # Slurm's word: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
+    reason: str | None          # why it is pending (Resources, Priority, ReqNodeNotAvail, ...)
+    nodes: list[str]
+    exit_code: int | None
+    signal: int | None
+    source: str | None          # which Slurm command said so: squeue | sacct | scontrol
+    ended_at: float | None
+
+
 class RunState(TypedDict, total=False):
     v: int
     status: Status
@@ -141,6 +157,8 @@ class RunState(TypedDict, total=False):
     mem_capacity_gib: float | None
     storage: Storage | None
     ingest: Ingest | None
+    engine: str
+    job: JobRecord | None
 
 
 @dataclass(frozen=True)

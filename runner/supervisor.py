@@ -62,7 +62,6 @@ class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
         self.run = run
         self.journal = Journal(run, self._diag)
-        self.engine = LocalEngine(run)  # the attempt engine (runner.attempt); Slurm plugs in here
         self.restart_requested_at_start = restart
         self.recipe = recipes.restore_secrets(_load_run_recipe(run),
                                               jsonio.read_json(run.path / "secrets.json", default=None))
@@ -70,6 +69,7 @@ class Supervisor:
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.secrets = recipes.secret_values(self.env_resolved, self.recipe["command"])
         self.redactor = Redactor(self.secrets)
+        self.engine = _engine(run, self.recipe)  # runs the attempts (runner.attempt)
         loaded = run.load_state()
         self.state: dict = dict(loaded.state)
         if loaded.problem and run.path.joinpath("events.jsonl").exists():
@@ -257,17 +257,15 @@ class Supervisor:
                  checkpoint_root=str(self.ckpt_root) if self.ckpt_root else None,
                  port=self._port())
         self.state.setdefault("started_at", time.time())
+        self.state["engine"] = self.engine.name
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
         self.history = [_attempt_record(a) for a in self.state.get("history", [])]
         status = self.state.get("status")
         pids = self.state.get("pids") or []
-        # The waiter is the attempt's root (it outlives the command by the moment it takes to
-        # record the exit); runs from before the waiter have only a leader.
-        leader = next((p for p in pids if p.get("role") == "waiter"), None) or \
-            next((p for p in pids if p.get("role") == "leader"), None)
-        alive = bool(status in rundir.LIVE and status != STARTING and leader
-                     and proctree.same_process(leader["pid"], leader["start_time"]))
+        leader = next((p for p in pids if p.get("role") in ("waiter", "leader")), None)
+        alive = bool(status in rundir.LIVE and status != STARTING
+                     and self.engine.attempt_alive(int(self.state.get("attempt") or 0), pids))
         known = bool(leader or self.state.get("attempt"))
         drift = None
         if not alive and status in (STARTING, None):
@@ -283,7 +281,7 @@ class Supervisor:
             self._diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
         elif status in rundir.TERMINAL and self.restart_requested_at_start:
             self.set(ended_at=None)
-        self._start_leader = leader
+        self._start_leader = leader or {}
         self.apply(lc.Started(leader_alive=alive, leader_known=known,
                               restart_requested=self.restart_requested_at_start, drift_refused=drift))
         self.flush_state(force=True)
@@ -356,6 +354,7 @@ class Supervisor:
         if eff.sig == "TERM":
             self.tree.refresh()
             self._last_signalled = self.tree.signal(signal.SIGTERM)
+            self._note_job()
             return
         if eff.why == "marked processes outside the tree":
             targets = self.tree.survivors(scan_markers=True)
@@ -379,7 +378,8 @@ class Supervisor:
                                signal=sig, detected_at=self.exit_seen_at)
         elif eff.type == "alert":
             alive = sorted(self.tree.survivors())
-            self.alert(f["level"], f["rule"], f"{f['message']}: {alive}", pids=alive)
+            left = alive or self.tree.blocking()
+            self.alert(f["level"], f["rule"], f"{f['message']}: {left}", pids=alive)
         elif eff.type == "cooldown":
             self.journal.event("cooldown", attempt=attempt, until=_wall(f["until"]), ceiling_at=_wall(f["ceiling_at"]),
                                reason=f["reason"])
@@ -403,11 +403,13 @@ class Supervisor:
         self.tree = attempt.tree
         self.tree.set_sidecars(self.ops.pids)
         self.pidfd = attempt.wait_fd()
+        self._note_job()
         self.last_output = time.time()
         self.last_progress = time.time()
         self.attempt_steps = 0
         self.last_step_written = self._last_written_step(self.state.get("attempt"))
-        self.journal.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs))
+        self.journal.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs),
+                           **({"job_id": attempt.job_id} if hasattr(attempt, "job_id") else {}))
         self._diag(f"adopted attempt {self.state.get('attempt')} leader pid "
                    f"{self.tree.leader.pid if self.tree.leader else None}")
         if self.state.get("status") == STOPPING:
@@ -529,9 +531,12 @@ class Supervisor:
         self.resumed_step = _step_of(resumed_from)
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
                  resumed_from=resumed_from, port=port, attempt_started_at=now)
+        job = {"engine": self.engine.name, "job_id": started.job_id} if hasattr(started, "job_id") else {}
         self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
-                       pid=started.proc.pid if started.proc else None, command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
-                           port=port, env_overrides=self.next_env, versions=package_versions())
+                           pid=started.proc.pid if started.proc else None,
+                           command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
+                           port=port, env_overrides=self.next_env, versions=package_versions(), **job)
+        self._note_job()
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
         self.flush_state(force=True)
@@ -604,6 +609,11 @@ class Supervisor:
                 if self.proc is not None:
                     self.proc.returncode = proctree.returncode_from_status(status)
                 self._on_leader_exit(proctree.returncode_from_status(status))
+        if self.attempt is not None and self.attempt.polled and self.life.attempt_live and not self.draining:
+            rc = self.attempt.poll({})
+            self._note_job()
+            if rc is not False:
+                self._on_leader_exit(rc)
         if self.adopted and self.life.attempt_live and self.tree.leader and self.pidfd is None and \
                 self._every("adopt_check", 0.5) and \
                 not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
@@ -628,12 +638,12 @@ class Supervisor:
         if self.kill:
             self.apply(lc.Tick())
             self.tree.refresh()
-            alive = bool(self.tree.survivors())
-            hidden = not alive and not self.life.attempt_live and bool(self.tree.survivors(scan_markers=True))
+            alive = self.tree.alive()
+            hidden = not alive and not self.life.attempt_live and self.tree.alive(scan_markers=True)
             self.apply(lc.TreeProbe(alive=alive, hidden=hidden))
         elif self.leader_exited:
             self.tree.refresh()
-            self.apply(lc.TreeProbe(alive=bool(self.tree.survivors())))
+            self.apply(lc.TreeProbe(alive=self.tree.alive()))
         mono = time.monotonic()
         if self.cooldown and self.state.get("status") == COOLDOWN and (
                 self._every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
@@ -777,7 +787,19 @@ class Supervisor:
         return [self.redactor.redact(line) for line in lines]
 
     # ---- heartbeat --------------------------------------------------------------------
+    def _note_job(self) -> None:
+        """A batch job's state (pending reason, nodes) into state.json when it changes."""
+        view = getattr(self.attempt, "view", None)
+        if view is not None:
+            job = view()
+            if job != self.state.get("job"):
+                self.set(job=job)
+
     def _heartbeat(self, now: float) -> None:
+        if getattr(self.attempt, "pending", False):
+            # Queued by the batch system: silence is expected until the job runs.
+            self.last_output = self.last_progress = self.attempt_started = now
+            return
         timeout = heartbeat_limit(self.recipe["heartbeat"], steps_seen=self.attempt_steps)
         quiet = now - max(self.last_output, self.last_progress)
         if quiet > timeout:
@@ -818,7 +840,7 @@ class Supervisor:
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt: verify its last saves, classify the crash, write its report,
         ask the restart policy. The answer goes back to the lifecycle."""
-        from runner.crash import classify, decode_exit, live_pid_set
+        from runner.crash import classify, classify_job_state, decode_exit, live_pid_set
         from runner.policy import AttemptRecord, decide
         self.tree.leader = None
         self._catch_up_log()
@@ -832,7 +854,10 @@ class Supervisor:
         last_step = self.state.get("step")
         self.history.append(AttemptRecord(attempt=attempt, started_at=self.state.get("attempt_started_at") or now,
                                           ended_at=now, resumed_step=self.resumed_step, last_step=last_step, crash_class=None))
-        if rc == 0 and kill_reason in (None, "cleanup"):
+        # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0).
+        job_state = self.exit_status.job_state if self.exit_status else None
+        job_verdict = classify_job_state(job_state, self._attempt_tail()) if kill_reason is None else None
+        if rc == 0 and kill_reason in (None, "cleanup") and job_verdict is None:
             self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)
             self._store_history()
@@ -848,7 +873,7 @@ class Supervisor:
             self._store_history()
             return lc.Judged("restart", "restart requested", 0.0, 0.0 if now_restart else None)
         tail = self._attempt_tail()
-        verdict = classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
+        verdict = job_verdict or classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
                            steps_seen=self.attempt_steps, foreign_gpu_memory=self._foreign_gpu_memory(),
                            divergence=kill_reason == "divergence", attempt=attempt,
                            own_pids=self.own_pids, live_pids=live_pid_set())
@@ -861,7 +886,8 @@ class Supervisor:
                   "retryable": verdict.retryable, "hint": verdict.hint, "steps_seen": self.attempt_steps,
                   "last_step": last_step, "resumed_from": self.state.get("resumed_from"),
                   "log_tail": tail[-CRASH_REPORT_TAIL:], "gpu": self._gpu_state(),
-                  "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3)}
+                  "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3),
+                  "job": self.state.get("job")}
         self.journal.write_json(self.run.crash_report(attempt), report)
         decision = decide(verdict, self.history, self.settings, now)
         self.journal.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
@@ -910,6 +936,7 @@ class Supervisor:
         survivors = self.tree.survivors(scan_markers=True)
         if survivors:
             waiting.append(f"survivors of this run: PIDs {sorted(survivors)[:8]}")
+        waiting += self.tree.blocking()
         port = self._port()
         if port and not port_free(port):
             waiting.append(f"port {port} busy")
@@ -1136,6 +1163,14 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _engine(run: rundir.RunDir, recipe: dict):
+    """The recipe's engine: ``local`` runs the command here, ``slurm`` submits a batch job."""
+    if recipe.get("engine") == "slurm":
+        from runner.engines.slurm import SlurmEngine
+        return SlurmEngine(run, recipe)
+    return LocalEngine(run)
 
 
 def _load_run_recipe(run: rundir.RunDir) -> dict:

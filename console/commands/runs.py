@@ -47,7 +47,7 @@ def run_summary(run: rundir.RunDir) -> dict:
     snap = RunWatcher(run).poll(with_gpu=False)
     return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run), "run": snap.run,
             "crashes": list(snap.crashes), "checkpoints": list(snap.checkpoints),
-            "alerts": list(snap.alerts[-20:])}
+            "alerts": list(snap.alerts[-20:]), "engine": snap.run.get("engine"), "jobs": run.job_records()}
 
 
 def cmd_show(base, ref: str, as_json: bool) -> int:
@@ -69,6 +69,12 @@ def cmd_show(base, ref: str, as_json: bool) -> int:
         f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
+    if summary["jobs"]:
+        lines.append(f"{summary['engine'] or 'batch'} jobs ({len(summary['jobs'])})")
+        lines += [f"  attempt {j.get('attempt')}  job {j['job_id']}  {j.get('state') or fmt.NA}"
+                  + (f" ({j['reason']})" if j.get("reason") else "")
+                  + (f"  exit {j['exit_code']}:{j.get('signal') or 0}" if j.get("exit_code") is not None else "")
+                  + (f"  on {','.join(j['nodes'])}" if j.get("nodes") else "") for j in summary["jobs"]]
     lines.append(f"crashes ({len(summary['crashes'])})")
     lines += [f"  {fmt.crash_line(c)}" for c in summary["crashes"]] or ["  none"]
     lines.append(f"checkpoints ({len(summary['checkpoints'])})")

@@ -29,6 +29,9 @@ def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
 
 
 class LocalAttempt:
+    polled = False  # the runner reaps the waiter (or an adopted one's pidfd wakes the loop)
+    pending = False
+
     def __init__(self, number: int, tree: proctree.ProcessTree, proc: subprocess.Popen | None,
                  adopted: bool) -> None:
         self.number = number
@@ -73,6 +76,13 @@ class LocalAttempt:
         return [TrackedPid(**t) for t in self.tree.to_list()]  # type: ignore[typeddict-item]
 
 
+def _root(pids: Sequence[TrackedPid]) -> TrackedPid | None:
+    """The waiter is the attempt's root (it outlives the command by the moment it takes to
+    record the exit); runs from before the waiter have only a leader."""
+    return next((p for p in pids if p.get("role") == "waiter"), None) or \
+        next((p for p in pids if p.get("role") == "leader"), None)
+
+
 class LocalEngine:
     name = "local"
 
@@ -98,9 +108,12 @@ class LocalEngine:
             time.sleep(0.005)
         return attempt
 
+    def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
+        root = _root(pids)
+        return root is not None and proctree.same_process(root["pid"], root["start_time"])
+
     def adopt(self, number: int, pids: Sequence[TrackedPid]) -> LocalAttempt | None:
-        root = next((p for p in pids if p.get("role") == "waiter"), None) or \
-            next((p for p in pids if p.get("role") == "leader"), None)
+        root = _root(pids)
         if root is None or not proctree.same_process(root["pid"], root["start_time"]):
             return None
         tree = proctree.ProcessTree(self.run.run_id)

@@ -160,9 +160,13 @@ class JobFollower:
             return
         if self.pending_kind == "squeue":
             st = parse_squeue(res.out, self.job_id) if res.returncode == 0 else None
-            if st is None:
-                # Not (or no longer) listed; squeue also fails for a job id it has forgotten.
+            if st is None or st.final:
+                # Not (or no longer) listed, or listed as ended without its exit code: the
+                # final word comes from sacct/scontrol. squeue also fails for a forgotten id.
                 self.left_queue = True
+                if st is not None and self.state is not None:
+                    self.state = JobState(st.job_id, "COMPLETING", None, None, None, st.nodes or self.state.nodes,
+                                          "squeue")
                 return
             self.state = st
         elif self.pending_kind == "sacct":
@@ -174,6 +178,10 @@ class JobFollower:
             if st is not None:
                 self.state = st
         self.last_error = None
+
+    def hurry(self) -> None:
+        """Ask again at once (after a cancel: its effect should show without a poll period)."""
+        self.next_at = 0.0
 
     def close(self) -> None:
         if self.pending_cmd is not None:

@@ -148,6 +148,21 @@ class BatchSpec:
     extra_sbatch: Sequence[str] = ()         # each one "--flag=value", checked by the recipe loader
     marker: str | None = None                # the attempt's marker line, echoed before the step
     srun_extra: Sequence[str] = ()
+    background_steps: Sequence[Sequence[str]] = ()  # srun options + argv of steps beside the training
+
+
+def check_time_limit(text: str) -> None:
+    if not re.fullmatch(r"(\d+-)?\d+(:\d{2}){0,2}", text):
+        raise ValueError(f"time limit {text!r} is not a Slurm time (MM, HH:MM:SS, D-HH:MM:SS)")
+
+
+def check_sbatch_option(opt: str) -> None:
+    """One extra option: ``--flag`` or ``--flag=value`` with nothing a shell or Slurm's own
+    script parser could read as more than one word."""
+    if opt.split("=", 1)[0] in _OWNED_OPTIONS:
+        raise ValueError(f"option {opt!r}: moeconsole sets that one itself")
+    if not re.fullmatch(r"--[a-z][a-z0-9-]*(=[^\s'\"\\$`;]+)?", opt):
+        raise ValueError(f"option {opt!r} must look like --flag or --flag=value")
 
 
 # Options the runner sets from the recipe's own keys (or that would replace the script).
@@ -178,18 +193,14 @@ def batch_script(spec: BatchSpec) -> str:
     if spec.gpus_per_node:
         lines.append(f"#SBATCH --gpus-per-node={int(spec.gpus_per_node)}")
     if spec.time_limit:
-        if not re.fullmatch(r"(\d+-)?\d+(:\d{2}){0,2}", spec.time_limit):
-            raise ValueError(f"time limit {spec.time_limit!r} is not a Slurm time (MM, HH:MM:SS, D-HH:MM:SS)")
+        check_time_limit(spec.time_limit)
         lines.append(f"#SBATCH --time={spec.time_limit}")
     if spec.partition:
         lines.append(f"#SBATCH --partition={shlex.quote(spec.partition)}")
     if spec.account:
         lines.append(f"#SBATCH --account={shlex.quote(spec.account)}")
     for opt in spec.extra_sbatch:
-        if opt.split("=", 1)[0] in _OWNED_OPTIONS:
-            raise ValueError(f"extra sbatch option {opt!r}: moeconsole sets that one itself")
-        if not re.fullmatch(r"--[a-z][a-z0-9-]*(=[^\s'\"\\$`;]+)?", opt):
-            raise ValueError(f"extra sbatch option {opt!r} must look like --flag or --flag=value")
+        check_sbatch_option(opt)
         lines.append(f"#SBATCH {opt}")
     lines += ["set -u"]
     for k, v in sorted(spec.env.items()):
@@ -198,6 +209,8 @@ def batch_script(spec: BatchSpec) -> str:
         lines.append(f"export {k}={shlex.quote(v)}")
     if spec.marker:
         lines.append(f"printf '%s\\n' {shlex.quote(spec.marker)}")
+    for step in spec.background_steps:  # e.g. the per-node agents; ended with the job
+        lines.append(" ".join(shlex.quote(a) for a in ["srun", *step]) + " &")
     srun = ["srun", "--kill-on-bad-exit=1", *spec.srun_extra, *spec.argv]
     lines.append("exec " + " ".join(shlex.quote(a) for a in srun))
     return "\n".join(lines) + "\n"

@@ -1,0 +1,207 @@
+"""The Slurm engine end to end: the real CLI and runner submitting the demo to a real one-node
+Slurm cluster on loopback (scripts/slurm-local.sh; .ci/run installs and starts it). Skipped,
+with the reason, where no cluster answers."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from runner import proctree
+from tests.runner.conftest import Harness, Run
+from tests.slurm.test_slurm_cluster import _cluster_up
+
+pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
+
+FAST = {"slurm": {"poll_s": 0.2}, "heartbeat": {"timeout_s": 120}}
+
+
+def _demo(steps: int = 12, save: int = 4, delay: float = 0.0, *extra: str) -> list[str]:
+    return ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(steps),
+            "--save_steps", str(save), "--step_delay", str(delay), *extra]
+
+
+def _squeue(job: str) -> str:
+    return subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
+def _jobs(run: Run) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((run.path / "jobs").glob("attempt-*.json"))]
+
+
+@pytest.fixture
+def slurm(tmp_path, runs_dir):
+    """The harness, and at the end every job of every run here cancelled (by id)."""
+    h = Harness(tmp_path, runs_dir)
+    extra_jobs: list[str] = []
+    h.extra_jobs = extra_jobs  # type: ignore[attr-defined]
+    try:
+        yield h
+    finally:
+        ids = extra_jobs + [json.loads(p.read_text())["job_id"] for p in runs_dir.glob("*/jobs/attempt-*.json")]
+        for run in runs_dir.iterdir():
+            st = Run(run).state()
+            pid = (st.get("runner") or {}).get("pid")
+            if isinstance(pid, int) and proctree.start_time(pid):
+                os.kill(pid, signal.SIGTERM)  # the runner first: it must not resubmit
+        if ids:
+            subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
+        deadline = time.time() + 60
+        while ids and time.time() < deadline and any(_squeue(j) for j in ids):
+            time.sleep(0.2)
+
+
+def test_submit_follow_to_success_with_job_in_json_and_runs_show(slurm):
+    secret = "hf_SLURMSECRETVALUE1234567890"
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(12, 4), env={"HF_TOKEN": secret, "OMP_NUM_THREADS": "1"},
+                                   **FAST))
+    st = run.wait_status("succeeded", "failed", timeout=180)
+    assert st["status"] == "succeeded", st
+    assert st["engine"] == "slurm"
+    (job,) = _jobs(run)
+    assert job["job_id"] == st["job"]["job_id"] and job["state"] == "COMPLETED" and job["exit_code"] == 0
+    assert job["nodes"] == ["localhost"] and job["source"] in ("sacct", "scontrol")
+    start = run.events("attempt_start")[0]
+    assert start["job_id"] == job["job_id"] and start["engine"] == "slurm"
+    assert [m["step"] for m in run.metrics()] == list(range(1, 13)), "the job's output was tailed into metrics"
+    script = (run.path / "jobs" / "attempt-1.sh").read_text()
+    assert "exec srun --kill-on-bad-exit=1" in script and "OMP_NUM_THREADS" not in script, \
+        "the training runs under srun; the environment travels through sbatch, not the file"
+    snap = json.loads(slurm.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
+    assert snap["run"]["engine"] == "slurm" and snap["run"]["job"]["job_id"] == job["job_id"]
+    shown = slurm.cli("runs", "show", run.id, check=True).stdout
+    assert f"attempt 1  job {job['job_id']}  COMPLETED" in shown
+    for path in run.path.rglob("*"):
+        if path.is_file() and path.name != "secrets.json":
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def test_pending_reason_shown_then_runs_when_the_node_frees(slurm, tmp_path):
+    # Hold the node with an exclusive job, so ours waits for Resources.
+    blocker = subprocess.run(["sbatch", "--parsable", "--exclusive", f"--output={tmp_path}/blocker.out",
+                              "--wrap", "sleep 300"], capture_output=True, text=True, timeout=60)
+    assert blocker.returncode == 0, blocker.stderr
+    blocker_id = blocker.stdout.strip().split(";")[0]
+    slurm.extra_jobs.append(blocker_id)
+    deadline = time.time() + 60
+    while _squeue(blocker_id) != "RUNNING":
+        assert time.time() < deadline, "the blocking job never started"
+        time.sleep(0.2)
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(8, 4), heartbeat={"timeout_s": 2},
+                                   slurm={"poll_s": 0.2, "sbatch": ["--exclusive"]}))
+    st = run.wait(lambda s: (s.get("job") or {}).get("state") == "PENDING" and (s.get("job") or {}).get("reason"),
+                  timeout=60, what="the job pending with a reason")
+    reason = st["job"]["reason"]
+    assert reason in ("Resources", "Priority"), reason
+    snap = json.loads(slurm.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
+    assert snap["run"]["status_word"] == f"PENDING ({reason})" and snap["run"]["eta_s"] is None
+    time.sleep(3)  # longer than the 2 s heartbeat: queued silence is not a hang
+    assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
+    assert run.state()["status"] == "running"
+    subprocess.run(["scancel", blocker_id], capture_output=True, timeout=60)
+    st = run.wait_status("succeeded", "failed", timeout=180)
+    assert st["status"] == "succeeded", st
+
+
+def test_clean_kill_term_then_scancel_leaves_no_survivor(slurm):
+    # The step ignores SIGTERM: the grace runs out and a plain scancel ends the job.
+    code = ("import signal, time\n"
+            "signal.signal(signal.SIGTERM, lambda *a: print('got SIGTERM, ignoring it', flush=True))\n"
+            "i = 0\n"
+            "while True:\n"
+            "    i += 1; print(f'step {i} loss 1.0', flush=True); time.sleep(0.1)\n")
+    run = slurm.start(slurm.recipe(engine="slurm", command=["{python}", "-u", "-c", code], kill={"grace_s": 2},
+                                   **FAST))
+    run.wait(lambda s: (s.get("job") or {}).get("state") == "RUNNING", timeout=60, what="job running")
+    deadline = time.time() + 60
+    while "step 3 " not in (run.path / "train.log").read_text():
+        assert time.time() < deadline, "no output from the job"
+        time.sleep(0.1)
+    job_id = run.state()["job"]["job_id"]
+    out = slurm.cli("kill", run.id, timeout=180)
+    assert out.returncode == 0, out.stderr
+    st = run.wait_status("killed", timeout=120)
+    log = (run.path / "train.log").read_text()
+    assert "got SIGTERM, ignoring it" in log, "scancel --signal=TERM reached the srun step"
+    assert any(e["type"] == "kill_escalate" for e in run.events()), "TERM was ignored: escalated"
+    assert _squeue(job_id) == "", "Slurm no longer runs the job"
+    (job,) = _jobs(run)
+    assert job["state"] in ("CANCELLED", "FAILED") and job["ended_at"]
+    assert proctree.marked_processes(run.id) == {}, "no process of the run survives on this node"
+    assert st["job"]["state"] == job["state"]
+
+
+def test_crash_resubmits_from_the_verified_checkpoint(slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(12, 4, 0.0, "--fault", "segv@7#1"), **FAST))
+    st = run.wait_status("succeeded", "failed", timeout=240)
+    assert st["status"] == "succeeded", st
+    jobs = _jobs(run)
+    assert [j["attempt"] for j in jobs] == [1, 2] and jobs[0]["job_id"] != jobs[1]["job_id"]
+    assert jobs[0]["state"] == "FAILED" and jobs[1]["state"] == "COMPLETED"
+    crash = run.crash(1)
+    assert crash["class"] == "segfault", crash
+    assert crash["job"]["job_id"] == jobs[0]["job_id"]
+    start2 = run.events("attempt_start")[1]
+    assert start2["resumed_from"].endswith("checkpoint-4") and start2["job_id"] == jobs[1]["job_id"]
+    assert "--resume_from_checkpoint" in (run.path / "jobs" / "attempt-2.sh").read_text()
+    shown = slurm.cli("runs", "show", run.id, check=True).stdout
+    assert f"attempt 1  job {jobs[0]['job_id']}  FAILED" in shown and f"attempt 2  job {jobs[1]['job_id']}" in shown
+
+
+def test_adoption_after_the_runner_is_sigkilled(slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(60, 20, 0.1), **FAST))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 5, timeout=120, what="5 steps")
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    job_id = st["job"]["job_id"]
+    time.sleep(0.5)
+    assert _squeue(job_id) == "RUNNING", "killing the runner must not take the job down"
+    out = slurm.cli("supervise", run.id, check=True)
+    assert "running" in out.stdout
+    st = run.wait_status("succeeded", "failed", timeout=180)
+    assert st["status"] == "succeeded", st
+    adopt = next(e for e in run.events() if e["type"] == "adopt")
+    assert adopt["job_id"] == job_id
+    assert len(_jobs(run)) == 1, "the live job was followed, not resubmitted"
+    assert [m["step"] for m in run.metrics()] == list(range(1, 61))
+
+
+@pytest.mark.skipif(os.environ.get("MOECONSOLE_SLURM_SLOW") == "0", reason="MOECONSOLE_SLURM_SLOW=0")
+def test_time_limit_resubmits_from_the_verified_checkpoint(slurm):
+    # Slurm's shortest limit is a minute, enforced on its own ~30 s sweep: this test takes 1-2 min.
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(100000, 10, 0.05),
+                                   slurm={"poll_s": 0.5, "time": "1"}, heartbeat={"timeout_s": 300}))
+    run.wait(lambda s: (s.get("attempt") or 0) >= 2, timeout=240, what="a second attempt")
+    crash = run.crash(1)
+    assert crash["class"] == "time_limit" and crash["recovery"] == "restart", crash
+    assert "Slurm job state: TIMEOUT" in crash["evidence"]
+    start2 = run.events("attempt_start")[1]
+    assert start2["resumed_from"] and "checkpoint-" in start2["resumed_from"]
+    assert run.events("crash")[0]["decision"] == "restart"
+    assert slurm.cli("kill", run.id, timeout=180).returncode == 0
+    run.wait_status("killed", timeout=120)
+
+
+def test_agents_report_every_node_of_the_job_into_the_run_directory(slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(40, 20, 0.1),
+                                   slurm={"poll_s": 0.2, "agents": True}))
+    script = (run.path / "jobs" / "attempt-1.sh").read_text()
+    assert "agent" in script and script.index(" agent ") < script.index("exec srun")
+    deadline = time.time() + 120
+    while not list((run.path / "telemetry").glob("*.json")):
+        assert time.time() < deadline, "no agent wrote telemetry"
+        assert run.state().get("status") != "failed", run.state()
+        time.sleep(0.1)
+    snap = json.loads(slurm.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
+    (node,) = snap["nodes"]
+    assert node["host"] and node["gpu"]["available"] is False, "no GPU here: a clear state, not a crash"
+    st = run.wait_status("succeeded", "failed", timeout=180)
+    assert st["status"] == "succeeded", st
+    deadline = time.time() + 30
+    while proctree.marked_processes(run.id):
+        assert time.time() < deadline, "the agent step outlived the job"
+        time.sleep(0.2)
