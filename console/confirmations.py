@@ -41,15 +41,27 @@ def pid_list(pids: list, limit: int = 12) -> str:
     return ", ".join(out[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
+def _job(run: dict) -> dict | None:
+    """The batch job of a run under a batch engine (Slurm), while it is not over."""
+    job = run.get("job") or None
+    return job if job and job.get("job_id") and job.get("ended_at") is None else None
+
+
 def kill(run: dict, recipe: dict) -> Confirmation:
     grace = _grace(recipe)
     pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
+    job = _job(run)
+    what = (f"{run.get('engine') or 'slurm'} job {job['job_id']} ({job.get('state') or 'state unknown'})." if job
+            else f"PIDs: {pid_list(run.get('pids') or [])}{pgid}.")
+    how = (f"scancel --signal=TERM to the job's step now; a plain scancel after {fmt.duration(grace)} (kill grace); "
+           "then a check that Slurm reports the job ended." if job else
+           f"SIGTERM to the whole tree now; SIGKILL to whatever is left after {fmt.duration(grace)} "
+           f"(kill grace); then a check that no process of the tree survives.")
     return Confirmation(
         title=f"Clean kill of {run.get('name') or run.get('id')}?",
         lines=(
-            f"PIDs: {pid_list(run.get('pids') or [])}{pgid}.",
-            f"SIGTERM to the whole tree now; SIGKILL to whatever is left after {fmt.duration(grace)} "
-            f"(kill grace); then a check that no process of the tree survives.",
+            what,
+            how,
             "The run ends as KILLED. It is not restarted.",
         ),
         request={"cmd": "kill", "grace_s": grace, "by": "console"},
@@ -72,11 +84,18 @@ def restart(run: dict, recipe: dict) -> Confirmation:
             request={"cmd": "resume", "by": "console"},
         )
     pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
+    job = _job(run)
+    if job:
+        stop = (f"{run.get('engine') or 'slurm'} job {job['job_id']} ({job.get('state') or 'state unknown'}).",
+                f"scancel --signal=TERM to the job's step now; a plain scancel after {fmt.duration(grace)} "
+                "(kill grace). The new attempt is a new job.")
+    else:
+        stop = (f"PIDs: {pid_list(run.get('pids') or [])}{pgid}.",
+                f"SIGTERM to the whole tree now; SIGKILL to whatever is left after {fmt.duration(grace)} (kill grace).")
     return Confirmation(
         title=f"Wait-and-restart {run.get('name') or run.get('id')}?",
         lines=(
-            f"PIDs: {pid_list(run.get('pids') or [])}{pgid}.",
-            f"SIGTERM to the whole tree now; SIGKILL to whatever is left after {fmt.duration(grace)} (kill grace).",
+            *stop,
             f"Then cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until no process of "
             "the old tree is left, GPU memory is released and the rendezvous port is free.",
             "Then start a new attempt from the latest verified checkpoint.",

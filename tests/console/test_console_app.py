@@ -410,3 +410,27 @@ def test_runner_gone_is_reported_not_hidden(base, make_run, fake_runner):
             await pilot.press("v")
             await until(pilot, lambda: any("no runner is listening" in str(n.message) for n in app._notifications))
     asyncio.run(go())
+
+
+def test_a_slurm_run_shows_its_job_and_k_names_the_job_not_pids(base, make_run, fake_runner):
+    run = make_run(base, runner_pid=os.getpid())
+    state = jsonio.read_json(run.state)
+    state.update(engine="slurm", job={"v": 1, "engine": "slurm", "attempt": 2, "job_id": "4711", "state": "PENDING",
+                                      "reason": "Resources", "nodes": [], "ended_at": None})
+    jsonio.atomic_write_json(run.state, state)
+    runner = fake_runner(run)
+
+    async def go():
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await attached(pilot)
+            status = str(screen.query_one(StatusLine).render())
+            assert "PENDING (Resources)" in status and "slurm job 4711 PENDING" in status
+            await pilot.press("k")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            body = " ".join(app.screen.confirmation.lines)
+            assert "slurm job 4711 (PENDING)" in body and "scancel --signal=TERM" in body and "PIDs" not in body
+            await pilot.press("y")
+            await until(pilot, lambda: runner.requests)
+            assert runner.requests == [{"cmd": "kill", "grace_s": 7.0, "by": "console"}]
+    asyncio.run(go())

@@ -205,3 +205,38 @@ def test_agents_report_every_node_of_the_job_into_the_run_directory(slurm):
     while proctree.marked_processes(run.id):
         assert time.time() < deadline, "the agent step outlived the job"
         time.sleep(0.2)
+
+
+def test_restart_and_verify_work_as_for_a_local_run(slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(100000, 5, 0.05), **FAST))
+    run.wait(lambda s: (s.get("step") or 0) >= 12 and s.get("verified"), timeout=120, what="a verified checkpoint")
+    assert slurm.cli("verify", run.id, timeout=120).returncode == 0
+    first = run.state()["job"]["job_id"]
+    out = slurm.cli("restart", run.id, "--now", timeout=180)
+    assert out.returncode == 0, out.stderr
+    st = run.wait(lambda s: s.get("attempt") == 2 and (s.get("job") or {}).get("state") == "RUNNING",
+                  timeout=120, what="attempt 2 running as a new job")
+    assert st["job"]["job_id"] != first and _squeue(first) == ""
+    jobs = _jobs(run)
+    assert jobs[0]["ended_at"] and jobs[0]["state"] in ("CANCELLED", "FAILED", "COMPLETED")
+    assert run.events("attempt_start")[1]["resumed_from"], "the new job resumes from the verified checkpoint"
+    assert slurm.cli("kill", run.id, timeout=180).returncode == 0
+    run.wait_status("killed", timeout=120)
+
+
+def test_a_job_that_ended_while_no_runner_watched_is_judged_from_slurms_record(slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(30, 10, 0.05, "--fault", "segv@20#1"), **FAST))
+    st = run.wait(lambda s: (s.get("job") or {}).get("state") == "RUNNING", timeout=120, what="job running")
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    job_id = st["job"]["job_id"]
+    deadline = time.time() + 120
+    while _squeue(job_id):
+        assert time.time() < deadline, "the job never ended"
+        time.sleep(0.2)
+    assert slurm.cli("supervise", run.id, timeout=120).returncode == 0
+    st = run.wait_status("succeeded", "failed", timeout=180)
+    assert st["status"] == "succeeded", st
+    assert run.crash(1)["class"] == "segfault", "the ended job was judged from its log and Slurm's record"
+    jobs = _jobs(run)
+    assert jobs[0]["job_id"] == job_id and jobs[0]["state"] == "FAILED" and jobs[0]["source"] in ("sacct", "scontrol")
+    assert len(jobs) == 2 and jobs[1]["state"] == "COMPLETED"
