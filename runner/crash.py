@@ -17,11 +17,11 @@ CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
     "user_kill", "gpu_unavailable", "config_error", "node_fail", "preempted", "time_limit",
-    "job_cancelled", "unknown",
+    "job_cancelled", "submit_refused", "slurm_unavailable", "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
-    "fail", "restart_launch_blocking", "wait_gpu", "none",
+    "fail", "restart_launch_blocking", "wait_gpu", "wait_slurm", "none",
 )
 
 MAX_EVIDENCE = 10
@@ -633,6 +633,11 @@ _JOB_STATES = {
     "DEADLINE": ("time_limit", "the job reached its deadline (Slurm: DEADLINE)", "restart", True, None),
     "OUT_OF_MEMORY": ("killed_oom", "the job ran out of host memory (Slurm: OUT_OF_MEMORY)", "restart", True,
                       "the node's memory limit (cgroup) killed it: lower the batch size or ask for more --mem"),
+    # Not Slurm's words: the runner's record of an sbatch that gave no job id.
+    "SUBMIT_REFUSED": ("submit_refused", "sbatch refused the job", "fail", False,
+                       "fix the slurm section (partition, account, options) and start the run again"),
+    "SUBMIT_UNREACHABLE": ("slurm_unavailable", "the Slurm controller could not be reached to submit the job",
+                           "wait_slurm", True, "submitted again after restart.submit_wait_s"),
     "CANCELLED": ("job_cancelled", "the job was cancelled outside moeconsole (scancel by a user or an admin)",
                   "none", False, "not restarted: whoever cancelled it meant it; `moeconsole restart RUN` starts it again"),
 }
@@ -646,6 +651,11 @@ def classify_job_state(job_state: str | None, log_tail: list[str]) -> CrashVerdi
         return None
     cls, summary, recovery, retryable, hint = _JOB_STATES[job_state]
     lines = [(i, line) for i, line in enumerate(log_tail) if _JOB_STATE_TEXT.search(line)]
+    said = [(i, line) for i, line in enumerate(log_tail) if line.startswith("moeconsole: sbatch failed: ")]
+    if job_state.startswith("SUBMIT_"):
+        lines = said
+        if said:
+            summary = f"{summary}: {said[-1][1].split(': ', 2)[-1]}"
     return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint,
                     extra=[(-1, f"Slurm job state: {job_state}")])
 

@@ -31,6 +31,8 @@ class RestartSettings:
     no_progress_attempts: int = 3        # this many attempts in a row without step progress => fail
     gpu_wait_s: float = 60.0             # gpu_unavailable: wait this long before the next try ...
     gpu_wait_max_s: float = 900.0        # ... and fail once the waits in a row would pass this
+    submit_wait_s: float = 60.0          # slurm_unavailable: submit again after this long ...
+    submit_wait_max_s: float = 3600.0    # ... while the waits in a row stay within this
 
     @classmethod
     def from_recipe(cls, section: dict | None, *, ignore: Iterable[str] = ()) -> "RestartSettings":
@@ -107,6 +109,10 @@ def backoff_delay(consecutive_crashes: int, settings: RestartSettings) -> float:
     return min(delay, settings.backoff_max_s)
 
 
+# Classes that wait for something outside the training (a device, a controller) and retry.
+WAIT_CLASSES = frozenset({"gpu_unavailable", "slurm_unavailable"})
+
+
 def _is_crash(cls: str | None) -> bool:
     return cls is not None and cls != "user_kill"
 
@@ -140,7 +146,8 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
            now: float) -> Decision:
     """What to do after the attempt that just ended (``history[-1]``).
 
-    Order: user kill -> stop; gpu_unavailable -> wait for the device (its own capped wait,
+    Order: user kill -> stop; gpu_unavailable / slurm_unavailable -> wait for the device or the
+    Slurm controller (its own capped wait,
     outside the restart cap) or fail; not retryable -> pause (divergence) or fail; restart cap ->
     fail; no progress for N attempts -> fail; too many crashes in the window -> pause;
     otherwise restart after the backoff delay (with a warning for killed_oom, a repeated
@@ -149,7 +156,11 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     if verdict.cls == "user_kill":
         return Decision(STOP, 0.0, "stopped by the user; no restart", None)
     if verdict.cls == "gpu_unavailable":
-        return _wait_for_gpu(verdict, history, settings)
+        return _wait_for(verdict, history, settings.gpu_wait_s, settings.gpu_wait_max_s, "gpu_wait_max_s",
+                         "a usable GPU", "no device")
+    if verdict.cls == "slurm_unavailable":
+        return _wait_for(verdict, history, settings.submit_wait_s, settings.submit_wait_max_s, "submit_wait_max_s",
+                         "the Slurm controller", "no controller")
     if not verdict.retryable:
         action = PAUSE if verdict.recovery == "pause" else FAIL
         verb = "paused" if action == PAUSE else "failed"
@@ -157,7 +168,7 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
 
     classes = _classes(verdict, history)
     # waits for a GPU have their own cap: they use neither restarts nor the no-progress count
-    crashes = sum(1 for c in classes if _is_crash(c) and c != "gpu_unavailable") or 1
+    crashes = sum(1 for c in classes if _is_crash(c) and c not in WAIT_CLASSES) or 1
     restarts_used = crashes - 1
     if restarts_used >= settings.max_restarts:
         return Decision(FAIL, 0.0, f"restart cap reached ({restarts_used}/{settings.max_restarts} "
@@ -165,13 +176,13 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
                         CRITICAL)
 
     n = settings.no_progress_attempts
-    tried = [r for r, c in zip(history, classes) if c != "gpu_unavailable"]
+    tried = [r for r, c in zip(history, classes) if c not in WAIT_CLASSES]
     if len(tried) >= n and not any(_made_progress(r) for r in tried[-n:]):
         return Decision(FAIL, 0.0, f"no step progress in {n} attempts in a row (last crash: "
                                    f"{verdict.cls}); restarting again would not help", CRITICAL)
 
     recent = sum(1 for rec, c in zip(history, classes)
-                 if _is_crash(c) and c != "gpu_unavailable" and now - rec.ended_at <= settings.crash_window_s)
+                 if _is_crash(c) and c not in WAIT_CLASSES and now - rec.ended_at <= settings.crash_window_s)
     if recent > settings.max_crashes_per_window:
         return Decision(PAUSE, 0.0, f"{recent} crashes within {settings.crash_window_s:g} s "
                                     f"(limit {settings.max_crashes_per_window}); paused",
@@ -191,22 +202,22 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     return Decision(RESTART, delay, reason, alert)
 
 
-def _wait_for_gpu(verdict: CrashVerdict, history: list[AttemptRecord],
-                  settings: RestartSettings) -> Decision:
-    """No usable GPU: not a crash of the training, so no blind restart. Wait ``gpu_wait_s``
-    for the device and try again while the waits in a row stay within ``gpu_wait_max_s``;
-    then fail with the reason."""
+def _wait_for(verdict: CrashVerdict, history: list[AttemptRecord], wait_s: float, max_s: float, max_key: str,
+              what: str, still: str) -> Decision:
+    """Not a crash of the training (no usable GPU, no Slurm controller), so no blind restart:
+    wait ``wait_s`` and try again while the waits in a row stay within ``max_s``; then fail
+    with the reason. These waits use neither the restart cap nor the no-progress count."""
     in_a_row = 0
     for cls in reversed(_classes(verdict, history)):
-        if cls != "gpu_unavailable":
+        if cls != verdict.cls:
             break
         in_a_row += 1
-    waited = (in_a_row - 1) * settings.gpu_wait_s
-    if settings.gpu_wait_s <= 0 or waited + settings.gpu_wait_s > settings.gpu_wait_max_s:
-        return Decision(FAIL, 0.0, f"failed: gpu_unavailable: {verdict.summary} (still no device "
+    waited = (in_a_row - 1) * wait_s
+    if wait_s <= 0 or waited + wait_s > max_s:
+        return Decision(FAIL, 0.0, f"failed: {verdict.cls}: {verdict.summary} (still {still} "
                                    f"after {in_a_row} tries, {waited:g} s of waiting; limit "
-                                   f"gpu_wait_max_s {settings.gpu_wait_max_s:g} s)", CRITICAL)
-    return Decision(RESTART, settings.gpu_wait_s,
-                    f"waiting {settings.gpu_wait_s:g} s for a usable GPU (try {in_a_row}, "
-                    f"{waited:g} of {settings.gpu_wait_max_s:g} s waited): {verdict.summary}",
+                                   f"{max_key} {max_s:g} s)", CRITICAL)
+    return Decision(RESTART, wait_s,
+                    f"waiting {wait_s:g} s for {what} (try {in_a_row}, "
+                    f"{waited:g} of {max_s:g} s waited): {verdict.summary}",
                     WARNING)

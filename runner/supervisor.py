@@ -34,6 +34,7 @@ from runner import control, jsonio, proctree, recipe as recipes, resume, rundir,
 from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
+from runner.slurm import client as slurm_client
 from runner.journal import Journal
 from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
@@ -531,11 +532,11 @@ class Supervisor:
         self.resumed_step = _step_of(resumed_from)
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
                  resumed_from=resumed_from, port=port, attempt_started_at=now)
-        job = {"engine": self.engine.name, "job_id": started.job_id} if hasattr(started, "job_id") else {}
         self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resumed_from,
                            pid=started.proc.pid if started.proc else None,
                            command_pid=next((t.pid for t in self.tree.procs.values() if t.role == "leader"), None),
-                           port=port, env_overrides=self.next_env, versions=package_versions(), **job)
+                           port=port, env_overrides=self.next_env, versions=package_versions(),
+                           engine=self.engine.name)
         self._note_job()
         self.next_env = {}
         self.set_status(RUNNING, f"attempt {attempt} started")
@@ -604,7 +605,9 @@ class Supervisor:
 
     def tick(self) -> None:
         now = time.time()
-        for pid, status in proctree.reap_children().items():
+        reaped = proctree.reap_children()
+        slurm_client.deliver(reaped)  # the Slurm engine's sbatch/squeue/scancel children
+        for pid, status in reaped.items():
             if self.tree.leader and pid == self.tree.leader.pid and not self.adopted:
                 if self.proc is not None:
                     self.proc.returncode = proctree.returncode_from_status(status)
@@ -788,12 +791,20 @@ class Supervisor:
 
     # ---- heartbeat --------------------------------------------------------------------
     def _note_job(self) -> None:
-        """A batch job's state (pending reason, nodes) into state.json when it changes."""
+        """A batch job's state (pending reason, nodes) into state.json when it changes; its id,
+        once sbatch gives it, into events.jsonl."""
         view = getattr(self.attempt, "view", None)
-        if view is not None:
-            job = view()
-            if job != self.state.get("job"):
-                self.set(job=job)
+        if view is None:
+            return
+        job = view()
+        if job == self.state.get("job"):
+            return
+        before = self.state.get("job") or {}
+        if job.get("job_id") and (before.get("job_id") != job["job_id"] or before.get("attempt") != job.get("attempt")) \
+                and not self.adopted:
+            self.journal.event("job_submitted", attempt=job.get("attempt"), engine=job.get("engine"),
+                               job_id=job["job_id"], state=job.get("state"))
+        self.set(job=job)
 
     def _heartbeat(self, now: float) -> None:
         if getattr(self.attempt, "pending", False):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from runner import launch, recipe as recipes, rundir
 from runner.lint import lint_recipe
@@ -29,7 +30,14 @@ def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name:
 def first_outcome(run, timeout: float = STARTED_WAIT_S) -> dict:
     """Until the first attempt is running or the run is refused (drift, pre-flight ``refuse``,
     a launch error); a pre-flight still waiting after ``timeout`` is reported as such."""
-    return launch.wait_status(run, {rundir.RUNNING, *rundir.TERMINAL}, timeout)
+    deadline = time.time() + timeout
+    state = launch.wait_status(run, {rundir.RUNNING, *rundir.TERMINAL}, timeout)
+    # A batch job is launched once sbatch gave its id (a refusal comes back as a failed run).
+    while state.get("status") == rundir.RUNNING and (state.get("job") or {}).get("state") == "SUBMITTING" \
+            and time.time() < deadline and launch.runner_alive(run, state):
+        time.sleep(0.05)
+        state = run.read_state()
+    return state
 
 
 def report_start(run_dir) -> int:
@@ -48,7 +56,9 @@ def report_start(run_dir) -> int:
         sys.stderr.write(f"moeconsole: run {run_dir.run_id} {'failed' if started else 'did not start'}: {reason}\n")
         return 1
     if status == rundir.RUNNING:
-        sys.stderr.write(f"run {run_dir.run_id} started under a detached runner; directory {run_dir.path}\n")
+        job = state.get("job") or {}
+        what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}" if job.get("job_id") else "started"
+        sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}\n")
     else:
         waiting = ", ".join(str(w) for w in ((state.get("cooldown") or {}).get("waiting_on") or [])) or "pre-flight"
         sys.stderr.write(f"run {run_dir.run_id} is {status}: waiting on {waiting}; the runner launches when "

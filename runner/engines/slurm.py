@@ -48,28 +48,61 @@ def _record_of(js: JobState, base: JobRecord) -> JobRecord:
     return rec
 
 
-class JobTree(proctree.ProcessTree):
-    """The attempt as Slurm sees it: alive while the job is unfinished. No local PIDs are
-    tracked (``procs`` stays empty); ``survivors(scan_markers=True)`` still finds any process
-    on this host that carries the run's marker, and those are signalled by PID + start time."""
+# Not Slurm's words: an attempt whose sbatch is still running, or gave no job id.
+SUBMITTING = "SUBMITTING"
+SUBMIT_REFUSED = "SUBMIT_REFUSED"          # sbatch refused the job (bad partition, account, option)
+SUBMIT_UNREACHABLE = "SUBMIT_UNREACHABLE"  # the controller did not answer: try again later
 
-    def __init__(self, run_id: str, follower: client.JobFollower) -> None:
+
+class JobTree(proctree.ProcessTree):
+    """The attempt as Slurm sees it: alive while sbatch runs and then while the job is
+    unfinished. No local PIDs are tracked (``procs`` stays empty); ``survivors(scan_markers=
+    True)`` still finds any process on this host carrying the run's marker, and those are
+    signalled by PID + start time."""
+
+    def __init__(self, run_id: str, follower: client.JobFollower | None,
+                 submission: client.Submission | None = None, poll_s: float = 2.0) -> None:
         super().__init__(run_id)
         self.adopted = True  # never our child: nothing to reap
         self.follower = follower
-        self.job_id = follower.job_id
+        self.submission = submission
+        self.poll_s = poll_s
+        self.failed: client.SubmitError | None = None
+        self.cancel_when_submitted = False
         self.cancels: list[client.AsyncCommand] = []
 
     @property
+    def job_id(self) -> str | None:
+        return self.follower.job_id if self.follower is not None else None
+
+    @property
     def job(self) -> JobState | None:
-        return self.follower.state
+        return self.follower.state if self.follower is not None else None
 
     def job_alive(self) -> bool:
+        if self.submission is not None:
+            return True
+        if self.follower is None:
+            return False
         st = self.follower.state
         return st is None or not st.final
 
     def refresh(self) -> None:
-        self.follower.poll()
+        if self.submission is not None:
+            try:
+                job_id = self.submission.poll()
+            except client.SubmitError as exc:
+                self.submission, self.failed = None, exc
+                return
+            if job_id is None:
+                return
+            self.submission = None
+            self.follower = client.JobFollower(job_id, interval_s=self.poll_s)
+            self.follower.state = JobState(job_id, "PENDING", None, source="sbatch")
+            if self.cancel_when_submitted:  # a kill came while sbatch ran: nothing may start
+                self.cancels.append(client.cancel(job_id))
+        if self.follower is not None:
+            self.follower.poll()
         self.cancels = [c for c in self.cancels if c.poll() is None]
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
@@ -81,44 +114,52 @@ class JobTree(proctree.ProcessTree):
     def blocking(self) -> list[str]:
         if not self.job_alive():
             return []
-        st = self.follower.state
+        if self.submission is not None:
+            return ["sbatch still submitting the job"]
+        st = self.job
         return [f"Slurm job {self.job_id} still {st.state if st else 'known to Slurm'}"]
 
     def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
         """SIGTERM: ``scancel --signal=TERM`` (reaches the srun step; a job still pending is
-        simply cancelled). Anything else: plain ``scancel``, which ends the job. Local marked
-        processes passed in ``procs`` get the signal themselves."""
+        simply cancelled). Anything else: plain ``scancel``, which ends the job. A job still
+        being submitted is cancelled as soon as its id is known. Local marked processes passed
+        in ``procs`` get the signal themselves."""
         sent = super().signal(sig, procs) if procs else []
-        if self.job_alive():
+        if self.submission is not None:
+            self.cancel_when_submitted = True
+        elif self.follower is not None and self.job_alive():
             st = self.follower.state
             graceful = sig == signal.SIGTERM and st is not None and not st.pending
-            self.cancels.append(client.cancel(self.job_id, signal_name="TERM" if graceful else None))
+            self.cancels.append(client.cancel(self.follower.job_id, signal_name="TERM" if graceful else None))
             self.follower.hurry()
         return sent
 
 
 class SlurmAttempt:
-    """One attempt = one batch job."""
+    """One attempt = one batch job. Submitted in the background: the job id is known once
+    sbatch answers (``poll`` writes ``jobs/attempt-N.json`` then)."""
     polled = True  # the end is learned by asking Slurm, not from a descriptor
 
-    def __init__(self, run: rundir.RunDir, record: JobRecord, follower: client.JobFollower,
-                 adopted: bool) -> None:
+    def __init__(self, run: rundir.RunDir, record: JobRecord, tree: JobTree, adopted: bool) -> None:
         self.run = run
         self.number = int(record["attempt"])
-        self.job_id = record["job_id"]
         self.record = record
         self.adopted = adopted
         self.proc = None
-        self.tree = JobTree(run.run_id, follower)
+        self.tree = tree
+
+    @property
+    def job_id(self) -> str | None:
+        return self.tree.job_id
 
     def wait_fd(self) -> int | None:
         return None
 
     @property
     def pending(self) -> bool:
-        """Queued, not yet running: no output is expected, so no hang can be declared."""
+        """Submitting or queued, not yet running: no output is expected, so no hang."""
         st = self.tree.job
-        return st is None or st.pending
+        return self.tree.submission is not None or st is None or st.pending
 
     def view(self) -> JobRecord:
         st = self.tree.job
@@ -126,13 +167,33 @@ class SlurmAttempt:
 
     def poll(self, reaped: Mapping[int, int]) -> int | None | bool:
         self.tree.refresh()
+        if self.tree.failed is not None:
+            if self.record.get("ended_at") is None:
+                self._submit_failed(self.tree.failed)
+            return None
         st = self.tree.job
-        if st is None or not st.final:
+        if st is None:
+            return False  # sbatch still running
+        if not self.record.get("job_id"):
+            self.record = _record_of(st, {**self.record, "job_id": st.job_id})
+            jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+        if not st.final:
             return False
         if self.record.get("ended_at") is None:
             self.record = _record_of(st, self.record)
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return returncode(st)
+
+    def _submit_failed(self, exc: client.SubmitError) -> None:
+        """No job: the record says why; the crash classes read it (and the line in train.log)."""
+        state = SUBMIT_UNREACHABLE if exc.transient else SUBMIT_REFUSED
+        self.record = JobRecord(**{**self.record, "state": state, "reason": str(exc)[:300],
+                                   "ended_at": time.time()})
+        try:
+            jsonio.append_bytes(self.run.log, f"moeconsole: sbatch failed: {str(exc)[:300]}\n".encode())
+        except OSError:
+            pass
+        jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
 
     def signal(self, sig: int, pids: Mapping[int, float] | None = None) -> list[int]:
         return self.tree.signal(sig, dict(pids) if pids is not None else None)
@@ -166,6 +227,8 @@ class SlurmEngine:
         rec = jsonio.read_json(self.run.job_record(number), default=None) if number else None
         if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), str):
             return None
+        if not rec["job_id"] and rec.get("ended_at") is None:
+            return None  # sbatch never answered this runner
         return JobRecord(**rec)
 
     def _follower(self, job_id: str) -> client.JobFollower:
@@ -204,8 +267,9 @@ class SlurmEngine:
                          background_steps=background)
 
     def start(self, spec: LaunchSpec, log_fd: int) -> SlurmAttempt:
-        """Write the batch script, submit it; the environment reaches the job through sbatch's
-        own (``--export=ALL``), so no value of it is written to any file."""
+        """Write the batch script and start sbatch in the background (the loop learns the job
+        id, or why there is none, from ``poll``). The environment reaches the job through
+        sbatch's own (``--export=ALL``), so no value of it is written to any file."""
         why = client.available()
         if why:
             raise OSError(why)
@@ -217,36 +281,23 @@ class SlurmEngine:
         script = self.run.jobs / f"attempt-{spec.attempt}.sh"
         jsonio.atomic_write_bytes(script, text.encode())
         self.run.job_record(spec.attempt).unlink(missing_ok=True)
-        res = client.AsyncCommand(["sbatch", "--parsable", str(script)], timeout_s=self.timeout_s,
-                                  env=dict(spec.env)).wait(self.timeout_s + 5)
-        if res.returncode != 0:
-            err = res.err.strip().splitlines()
-            raise OSError(f"sbatch failed: {err[-1] if err else f'exit {res.returncode}'}"
-                          if res.returncode is not None else f"sbatch did not answer in {res.seconds:.0f}s")
-        try:
-            job_id = client.parse_sbatch_parsable(res.out)
-        except ValueError as exc:
-            raise OSError(str(exc)) from None
-        record = JobRecord(v=JOB_SCHEMA, engine=self.name, attempt=spec.attempt, job_id=job_id,
-                           submitted_at=time.time(), state="PENDING", reason=None, nodes=[], exit_code=None,
+        submission = client.Submission(str(script), env=dict(spec.env), timeout_s=self.timeout_s)
+        record = JobRecord(v=JOB_SCHEMA, engine=self.name, attempt=spec.attempt, job_id="",
+                           submitted_at=time.time(), state=SUBMITTING, reason=None, nodes=[], exit_code=None,
                            signal=None, source="sbatch", ended_at=None)
-        jsonio.atomic_write_json(self.run.job_record(spec.attempt), record)
-        follower = self._follower(job_id)
-        follower.state = JobState(job_id, "PENDING", None, source="sbatch")
-        return SlurmAttempt(self.run, record, follower, adopted=False)
+        return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s),
+                            adopted=False)
 
     def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
         rec = self._read_record(number)
-        if rec is None:
-            return False
-        if rec.get("ended_at") is not None:
+        if rec is None or rec.get("ended_at") is not None or not rec["job_id"]:
             return False
         st = self._probed[rec["job_id"]] = self.query(rec["job_id"])
         return st is not None and not st.final
 
     def adopt(self, number: int, pids: Sequence[TrackedPid]) -> SlurmAttempt | None:
         rec = self._read_record(number)
-        if rec is None:
+        if rec is None or not rec["job_id"]:
             return None
         st = self._probed.pop(rec["job_id"], None) or self.query(rec["job_id"])
         if st is None or st.final:
@@ -254,7 +305,8 @@ class SlurmEngine:
         follower = self._follower(rec["job_id"])
         follower.state = st
         follower.left_queue = st.source != "squeue"
-        return SlurmAttempt(self.run, rec, follower, adopted=True)
+        return SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
+                            adopted=True)
 
     def exit_status(self, number: int) -> ExitStatus | None:
         rec = self._read_record(number)

@@ -14,12 +14,25 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from runner.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, JobState, parse_sacct, parse_sbatch_parsable,
                                parse_scontrol_job, parse_squeue)
 
 COMMAND_TIMEOUT_S = 30.0
+
+# Commands still running, by PID: a runner reaps every child itself (``waitpid(-1)``, it is a
+# subreaper), so it hands their exit statuses back here with ``deliver``.
+_RUNNING: dict[int, "AsyncCommand"] = {}
+
+
+def deliver(reaped: Mapping[int, int]) -> None:
+    """Give each of our commands the raw wait status a ``waitpid(-1)`` loop collected for it
+    (without this, ``Popen.poll`` would find the child gone and report exit 0)."""
+    for pid, status in reaped.items():
+        cmd = _RUNNING.pop(pid, None)
+        if cmd is not None:
+            cmd.reaped_status = status
 
 
 @dataclass(frozen=True)
@@ -44,19 +57,24 @@ class AsyncCommand:
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
                                      close_fds=True, env=env, start_new_session=True)
         self.result: Finished | None = None
+        self.reaped_status: int | None = None
+        _RUNNING[self.proc.pid] = self
 
     def poll(self) -> Finished | None:
         if self.result is not None:
             return self.result
-        rc = self.proc.poll()
+        if self.reaped_status is not None:
+            rc = self.proc.returncode = os.waitstatus_to_exitcode(self.reaped_status)
+        else:
+            rc = self.proc.poll()
         if rc is None:
             if time.monotonic() - self.started < self.timeout_s:
                 return None
-            self.proc.kill()
-            self.proc.wait()
+            self.kill()
             rc = None
         else:
             rc = int(rc)
+        _RUNNING.pop(self.proc.pid, None)
         self._out.seek(0)
         self._err.seek(0)
         out = self._out.read().decode(errors="replace")
@@ -76,12 +94,16 @@ class AsyncCommand:
         return res
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
+        if self.reaped_status is None and self.proc.returncode is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self.proc.wait()
+            try:
+                self.proc.wait(timeout=5)
+            except (ChildProcessError, subprocess.TimeoutExpired):
+                pass
+        _RUNNING.pop(self.proc.pid, None)
 
 
 def available() -> str | None:
@@ -90,24 +112,43 @@ def available() -> str | None:
     return f"Slurm commands not found: {', '.join(missing)}" if missing else None
 
 
+# sbatch's words for a controller it cannot reach right now (the job was not refused).
+_TRANSIENT = ("Unable to contact slurm controller", "Socket timed out", "timed out", "temporarily unable",
+              "Connection refused", "Zero Bytes were transmitted", "Communication connection failure")
+
+
 class Submission:
     """``sbatch --parsable SCRIPT`` in the background; ``poll()`` gives the job id or raises."""
 
-    def __init__(self, script: str, *, spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
-        self.cmd = spawn(["sbatch", "--parsable", script])
+    def __init__(self, script: str, *, env: dict[str, str] | None = None, timeout_s: float = COMMAND_TIMEOUT_S,
+                 spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
+        self.cmd = spawn(["sbatch", "--parsable", script], timeout_s=timeout_s, env=env)
 
     def poll(self) -> str | None:
         res = self.cmd.poll()
         if res is None:
             return None
+        if res.returncode is None:
+            raise SubmitError(f"sbatch did not answer in {res.seconds:.0f}s", transient=True)
         if res.returncode != 0:
             why = res.err.strip().splitlines()[-1] if res.err.strip() else f"exit {res.returncode}"
-            raise SubmitError(why if res.returncode is not None else f"sbatch did not answer in {res.seconds:.0f}s")
-        return parse_sbatch_parsable(res.out)
+            raise SubmitError(why, transient=any(t.lower() in why.lower() for t in _TRANSIENT))
+        try:
+            return parse_sbatch_parsable(res.out)
+        except ValueError as exc:
+            raise SubmitError(str(exc), transient=False) from None
+
+    def kill(self) -> None:
+        self.cmd.kill()
 
 
 class SubmitError(Exception):
-    pass
+    """sbatch did not give a job id; ``transient`` when the controller could not be reached
+    (try again later) rather than refusing the job (a bad partition, account, option)."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class JobFollower:

@@ -66,8 +66,9 @@ def test_submit_follow_to_success_with_job_in_json_and_runs_show(slurm):
     (job,) = _jobs(run)
     assert job["job_id"] == st["job"]["job_id"] and job["state"] == "COMPLETED" and job["exit_code"] == 0
     assert job["nodes"] == ["localhost"] and job["source"] in ("sacct", "scontrol")
-    start = run.events("attempt_start")[0]
-    assert start["job_id"] == job["job_id"] and start["engine"] == "slurm"
+    assert run.events("attempt_start")[0]["engine"] == "slurm"
+    (submitted,) = run.events("job_submitted")
+    assert submitted["job_id"] == job["job_id"] and submitted["attempt"] == 1
     assert [m["step"] for m in run.metrics()] == list(range(1, 13)), "the job's output was tailed into metrics"
     script = (run.path / "jobs" / "attempt-1.sh").read_text()
     assert "exec srun --kill-on-bad-exit=1" in script and "OMP_NUM_THREADS" not in script, \
@@ -147,7 +148,8 @@ def test_crash_resubmits_from_the_verified_checkpoint(slurm):
     assert crash["class"] == "segfault", crash
     assert crash["job"]["job_id"] == jobs[0]["job_id"]
     start2 = run.events("attempt_start")[1]
-    assert start2["resumed_from"].endswith("checkpoint-4") and start2["job_id"] == jobs[1]["job_id"]
+    assert start2["resumed_from"].endswith("checkpoint-4")
+    assert [e["job_id"] for e in run.events("job_submitted")] == [jobs[0]["job_id"], jobs[1]["job_id"]]
     assert "--resume_from_checkpoint" in (run.path / "jobs" / "attempt-2.sh").read_text()
     shown = slurm.cli("runs", "show", run.id, check=True).stdout
     assert f"attempt 1  job {jobs[0]['job_id']}  FAILED" in shown and f"attempt 2  job {jobs[1]['job_id']}" in shown
@@ -240,3 +242,41 @@ def test_a_job_that_ended_while_no_runner_watched_is_judged_from_slurms_record(s
     jobs = _jobs(run)
     assert jobs[0]["job_id"] == job_id and jobs[0]["state"] == "FAILED" and jobs[0]["source"] in ("sacct", "scontrol")
     assert len(jobs) == 2 and jobs[1]["state"] == "COMPLETED"
+
+
+def test_a_refused_submission_fails_the_run_with_sbatchs_reason(slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(8, 4), slurm={"poll_s": 0.2, "partition": "nosuchpart"}),
+                      refused=True)
+    assert "Invalid partition" in run.start_stderr, "run --detach says why, exit 1"
+    st = run.wait_status("failed", "succeeded", timeout=120)
+    assert st["status"] == "failed", st
+    crash = run.crash(1)
+    assert crash["class"] == "submit_refused" and "partition" in crash["summary"].lower(), crash
+    assert "moeconsole: sbatch failed:" in (run.path / "train.log").read_text()
+    assert len(run.events("attempt_start")) == 1, "a refused job is not submitted again"
+    assert _jobs(run)[0]["state"] == "SUBMIT_REFUSED"
+
+
+def test_an_unreachable_controller_is_waited_for_then_the_job_is_submitted(slurm, tmp_path, monkeypatch):
+    # The runner and its Slurm commands read this config; it names a dead controller port first.
+    good = open("/etc/slurm/slurm.conf").read() if os.path.exists("/etc/slurm/slurm.conf") else None
+    if good is None:
+        pytest.skip("the local cluster's slurm.conf is not at /etc/slurm/slurm.conf")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(good.replace("SlurmctldPort=6817", "SlurmctldPort=6999"))
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(8, 4), slurm={"poll_s": 0.2},
+                                   restart={"submit_wait_s": 0.5, "submit_wait_max_s": 600}))
+    st = run.wait(lambda s: (s.get("last_crash") or {}).get("class") == "slurm_unavailable", timeout=120,
+                  what="the failed submission judged")
+    # While sbatch waited on the dead controller the runner kept answering.
+    status = slurm.cli("--json", run.id, "--once", "--no-gpu", timeout=30)
+    assert status.returncode == 0
+    crash = run.events("crash")[0]
+    assert crash["decision"] == "restart" and "controller" in crash["summary"], crash
+    conf.write_text(good)  # the controller is back
+    st = run.wait_status("succeeded", "failed", timeout=180)
+    assert st["status"] == "succeeded", st
+    assert st["restarts"] == 1
+    jobs = _jobs(run)
+    assert jobs[0]["state"] == "SUBMIT_UNREACHABLE" and jobs[-1]["state"] == "COMPLETED"
