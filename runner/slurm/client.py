@@ -63,6 +63,7 @@ class AsyncCommand:
     def poll(self) -> Finished | None:
         if self.result is not None:
             return self.result
+        rc: int | None
         if self.reaped_status is not None:
             rc = self.proc.returncode = os.waitstatus_to_exitcode(self.reaped_status)
         else:
