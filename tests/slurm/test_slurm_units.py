@@ -179,3 +179,14 @@ def test_run_refuses_a_slurm_recipe_where_slurm_is_missing(tmp_path):
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert "sbatch" in out.stderr and "not found on PATH" in out.stderr
     assert not list((tmp_path / "runs").glob("*/state.json")), "nothing started"
+
+
+def test_a_command_reaped_by_the_runners_waitpid_loop_keeps_its_exit_status():
+    # The runner reaps every child itself; Popen alone would then report exit 0 for a failure.
+    import os
+    from runner.slurm import client
+    cmd = AsyncCommand(["sh", "-c", "echo refused >&2; exit 3"])
+    _, status = os.waitpid(cmd.proc.pid, 0)   # what proctree.reap_children does in the runner
+    client.deliver({cmd.proc.pid: status, 999_999_999: 0})
+    res = cmd.wait(10)
+    assert (res.returncode, res.err.strip()) == (3, "refused")
