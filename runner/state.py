@@ -106,7 +106,8 @@ class JobRecord(TypedDict, total=False):
     v: int
     engine: str                 # "slurm"
     attempt: int
-    job_id: str
+    job_id: str                 # "" until sbatch answers
+    job_name: str               # unique per attempt: finds a job whose sbatch answer was lost
     submitted_at: float
     state: str | None           # Slurm's word: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
     reason: str | None          # why it is pending (Resources, Priority, ReqNodeNotAvail, ...)

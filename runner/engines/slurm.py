@@ -218,18 +218,39 @@ class SlurmEngine:
                  command_timeout_s: float = client.COMMAND_TIMEOUT_S) -> None:
         self.run = run
         self.settings = SlurmSettings.from_recipe(recipe.get("slurm"))
-        self.job_name = f"moeconsole-{recipe.get('name') or 'run'}"
         self.timeout_s = command_timeout_s
         self._probed: dict[str, JobState | None] = {}
 
     # -- helpers ---------------------------------------------------------------------
+    def job_name(self, attempt: int) -> str:
+        """Unique per attempt, so a job whose sbatch answer no runner saw can still be found."""
+        return f"moeconsole-{self.run.run_id}-{attempt}"
+
     def _read_record(self, number: int) -> JobRecord | None:
         rec = jsonio.read_json(self.run.job_record(number), default=None) if number else None
         if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), str):
             return None
         if not rec["job_id"] and rec.get("ended_at") is None:
-            return None  # sbatch never answered this runner
+            # The runner died while sbatch ran: ask Slurm for the job by its name.
+            job_id = self.find_by_name(self.job_name(number))
+            if job_id is None:
+                return None
+            rec["job_id"] = job_id
+            jsonio.atomic_write_json(self.run.job_record(number), rec)
         return JobRecord(**rec)
+
+    def find_by_name(self, name: str) -> str | None:
+        """The id of the job named ``name`` (queued, running, or in accounting), if any."""
+        for argv in (["squeue", "-h", "--name", name, "-o", "%i"],
+                     ["sacct", "-n", "-P", "-X", "--name", name, "-o", "JobID", "-S", "now-7days"]):
+            try:
+                res = client.AsyncCommand(argv, timeout_s=self.timeout_s).wait(self.timeout_s + 5)
+            except (OSError, TimeoutError):
+                continue
+            ids = [x.strip() for x in res.out.split() if x.strip().isdigit()]
+            if res.returncode == 0 and ids:
+                return ids[-1]
+        return None
 
     def _follower(self, job_id: str) -> client.JobFollower:
         return client.JobFollower(job_id, interval_s=self.settings.poll_s)
@@ -260,7 +281,7 @@ class SlurmEngine:
             if cmd:
                 background.append(["--overlap", f"--nodes={s.nodes}", "--ntasks-per-node=1",
                                    "--kill-on-bad-exit=0", cmd, "agent", str(self.run.path)])
-        return BatchSpec(job_name=self.job_name, argv=list(spec.argv), output=str(self.run.log),
+        return BatchSpec(job_name=self.job_name(spec.attempt), argv=list(spec.argv), output=str(self.run.log),
                          workdir=spec.cwd, nodes=s.nodes, gpus_per_node=s.gpus_per_node,
                          ntasks_per_node=s.ntasks_per_node, time_limit=s.time, partition=s.partition,
                          account=s.account, extra_sbatch=s.sbatch, srun_extra=s.srun,
@@ -280,11 +301,12 @@ class SlurmEngine:
             raise OSError(f"batch script: {exc}") from None
         script = self.run.jobs / f"attempt-{spec.attempt}.sh"
         jsonio.atomic_write_bytes(script, text.encode())
-        self.run.job_record(spec.attempt).unlink(missing_ok=True)
-        submission = client.Submission(str(script), env=dict(spec.env), timeout_s=self.timeout_s)
         record = JobRecord(v=JOB_SCHEMA, engine=self.name, attempt=spec.attempt, job_id="",
-                           submitted_at=time.time(), state=SUBMITTING, reason=None, nodes=[], exit_code=None,
-                           signal=None, source="sbatch", ended_at=None)
+                           job_name=self.job_name(spec.attempt), submitted_at=time.time(), state=SUBMITTING,
+                           reason=None, nodes=[], exit_code=None, signal=None, source="sbatch", ended_at=None)
+        # Written before sbatch runs: a runner that dies meanwhile leaves the name to look for.
+        jsonio.atomic_write_json(self.run.job_record(spec.attempt), record)
+        submission = client.Submission(str(script), env=dict(spec.env), timeout_s=self.timeout_s)
         return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s),
                             adopted=False)
 

@@ -280,3 +280,21 @@ def test_an_unreachable_controller_is_waited_for_then_the_job_is_submitted(slurm
     assert st["restarts"] == 1
     jobs = _jobs(run)
     assert jobs[0]["state"] == "SUBMIT_UNREACHABLE" and jobs[-1]["state"] == "COMPLETED"
+
+
+def test_a_job_whose_sbatch_answer_was_lost_is_found_by_name_and_adopted(slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(40, 20, 0.1), **FAST))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, timeout=120, what="3 steps")
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    job_id = st["job"]["job_id"]
+    # As if the runner had died while sbatch ran: the record knows the job's name, not its id.
+    rec_path = run.path / "jobs" / "attempt-1.json"
+    rec = json.loads(rec_path.read_text())
+    assert rec["job_name"] == f"moeconsole-{run.id}-1"
+    rec.update(job_id="", state="SUBMITTING")
+    rec_path.write_text(json.dumps(rec))
+    assert slurm.cli("supervise", run.id, timeout=120).returncode == 0
+    st = run.wait_status("succeeded", "failed", timeout=180)
+    assert st["status"] == "succeeded", st
+    assert next(e for e in run.events() if e["type"] == "adopt")["job_id"] == job_id
+    assert len(_jobs(run)) == 1 and _jobs(run)[0]["job_id"] == job_id, "found, not submitted twice"
