@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -64,6 +63,7 @@ def atomic_write_json(path: Path | str, obj: Any) -> None:
 def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data`` whole (temp file, fsync, rename), created with ``mode``."""
     path = Path(path)
+    import tempfile  # writers only: readers start faster without it
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import secrets
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +145,7 @@ def runner_locked(run: RunDir) -> bool:
 def new_run_id(name: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     safe = _SAFE_NAME.sub("-", name).strip("-")[:40] or "run"
+    import secrets  # only where a run is created: readers start faster without it
     return f"{stamp}-{safe}-{secrets.token_hex(2)}"
 
 
@@ -209,7 +208,7 @@ def newest_live(base: Path) -> RunDir | None:
 
 
 def hostname() -> str:
-    return socket.gethostname()
+    return os.uname().nodename  # what socket.gethostname() returns, without importing socket
 
 
 def pid_alive(pid: int) -> bool:

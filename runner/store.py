@@ -12,10 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from runner.seriesfile import SeriesBook
 
 from runner import jsonio, rundir
 
@@ -43,8 +47,9 @@ CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
 
 
-def connect(base: Path) -> sqlite3.Connection:
+def connect(base: Path) -> "sqlite3.Connection":
     base.mkdir(parents=True, exist_ok=True)
+    import sqlite3  # the index only: `runs show` and `--json` start faster without it
     conn = sqlite3.connect(base / INDEX_NAME, timeout=10.0)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
@@ -76,7 +81,7 @@ def _finite(x) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
 
-def upsert(conn: sqlite3.Connection, row: dict) -> None:
+def upsert(conn: "sqlite3.Connection", row: dict) -> None:
     row = {k: row.get(k) for k in COLUMNS}
     row["updated_at"] = time.time()
     cols = ", ".join(COLUMNS)
@@ -86,12 +91,13 @@ def upsert(conn: sqlite3.Connection, row: dict) -> None:
         conn.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {updates}", row)
 
 
-def row_from_run_dir(run: rundir.RunDir) -> dict:
+def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> dict:
     """Summarise a run directory from its series book (series.json plus the records after it:
-    constant time for a run its runner kept; one scan of metrics.jsonl for a foreign dir)."""
+    constant time for a run its runner kept; one scan of metrics.jsonl for a foreign dir).
+    ``book``: one the caller already read (loading series.json twice costs as much as the rest)."""
     from runner import seriesfile
     state = run.read_state()
-    book = seriesfile.load(run)
+    book = book if book is not None else seriesfile.load(run)
     last = book.last_metrics or {}
     last_step = last.get("step") if isinstance(last.get("step"), int) else None
     max_steps = last.get("max_steps")
@@ -241,6 +247,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         order = "started_at"
     if not (base / INDEX_NAME).exists() and rundir.list_run_dirs(base):
         rebuild(base)
+    import sqlite3
     conn = connect(base)
     try:
         where, args = [], []

@@ -44,8 +44,9 @@ def cmd_ls(base, as_json: bool) -> int:
 def run_summary(run: rundir.RunDir) -> dict:
     """What ``runs show`` prints: the index row, plus crashes and checkpoints from the run dir."""
     from runner.snapshot import RunWatcher
-    snap = RunWatcher(run).poll(with_gpu=False)
-    return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run), "run": snap.run,
+    watcher = RunWatcher(run)
+    snap = watcher.poll(with_gpu=False)
+    return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run, watcher.book), "run": snap.run,
             "crashes": list(snap.crashes), "checkpoints": list(snap.checkpoints),
             "alerts": list(snap.alerts[-20:]), "engine": snap.run.get("engine"), "jobs": run.job_records()}
 
