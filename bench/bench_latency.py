@@ -1,6 +1,6 @@
 """Benchmark: line written -> visible on screen. Prints a Markdown section.
 
-    .venv/bin/python bench/bench_latency.py [--seconds 30] [--rate 5]
+    .venv/bin/python bench/bench_latency.py [--seconds 30] [--rate 5] [--phases quiet,loaded]
 
 A live demo-like run (a writer process plays the runner: state.json with its live PID, one
 metric record and one log line per step) is shown by real terminal apps, each in its own
@@ -8,7 +8,8 @@ pseudo-terminal (160x48): ``moeconsole attach RUN`` (its log tail pane), and in 
 ``tail -F train.log`` and toolong (``tl train.log``, when installed: ``make bench`` puts it in
 ``.venv-bench``). This process appends a log line carrying a unique mark at a steady rate and
 reads every pty; the latency of a mark is the time from its write to its first appearance in an
-app's output (escape sequences stripped). p50 / p99 / max per app, in the same run.
+app's output (escape sequences stripped). p50 / p99 / max per app, in the same run. The
+second phase repeats it with both cores kept busy (stress-ng), as on a loaded training host.
 """
 from __future__ import annotations
 
@@ -87,17 +88,42 @@ def summarise(lat: list[float]) -> str:
     return f"| {statistics.median(s) * 1000:.0f} ms | {p99 * 1000:.0f} ms | {s[-1] * 1000:.0f} ms | {len(s)} |"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--rate", type=float, default=5.0, help="lines per second")
-    ap.add_argument("--warmup", type=float, default=6.0)
-    args = ap.parse_args()
+def load_processes() -> tuple[list[subprocess.Popen], str]:
+    """Both cores kept busy, as on a loaded training host: stress-ng when installed, else one
+    busy Python loop per core."""
+    n = os.cpu_count() or 2
+    if shutil.which("stress-ng"):
+        return [subprocess.Popen(["stress-ng", "--cpu", str(n), "--quiet"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)], f"stress-ng --cpu {n}"
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)], \
+        f"{n} busy Python loops"
+
+
+def end(procs: list[subprocess.Popen]) -> None:
+    for p in procs:  # by PID (stress-ng: its own session, so its workers too), each one we started
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM) if p.args[0] == "stress-ng" else p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+
+def measure(seconds: float, rate: float, warmup: float, loaded: bool) -> tuple[dict, dict, bool, str]:
+    """(seen, written, toolong present, load description) for one phase."""
     work = Path(tempfile.mkdtemp(prefix="mclat-"))
     procs: list[subprocess.Popen] = []
+    load: list[subprocess.Popen] = []
+    what = "quiet"
     stop = threading.Event()
     seen: dict[str, dict[int, float]] = {}
     written: dict[int, float] = {}
+    tl = toolong_cmd()
     try:
         base = work / "runs"
         run = base / "20260101-000000-latency-0001"
@@ -116,7 +142,6 @@ def main() -> int:
         apps = {"moeconsole attach": [sys.executable, "-m", "console.cli", "attach", run.name, "--runs-dir",
                                       str(base)],
                 "tail -F": ["tail", "-n", "0", "-F", str(log)]}
-        tl = toolong_cmd()
         if tl:
             apps["toolong"] = [*tl, str(log)]
         for name, argv in apps.items():
@@ -124,10 +149,13 @@ def main() -> int:
             procs.append(p)
             seen[name] = {}
             threading.Thread(target=reader, args=(name, fd, seen, stop), daemon=True).start()
-        time.sleep(args.warmup)
-        period = 1.0 / args.rate
+        time.sleep(warmup)
+        if loaded:
+            load, what = load_processes()
+            time.sleep(1.0)
+        period = 1.0 / rate
         n = 0
-        t_end = time.monotonic() + args.seconds
+        t_end = time.monotonic() + seconds
         next_t = time.monotonic()
         with open(log, "a") as f, open(run / "metrics.jsonl", "a") as mf:
             while time.monotonic() < t_end:
@@ -146,25 +174,32 @@ def main() -> int:
                 raise SystemExit(f"{name} exited early with {p.returncode}")
     finally:
         stop.set()
-        for p in procs:  # by PID, each one we started
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
+        end(load)
+        end(procs)
         shutil.rmtree(work, ignore_errors=True)
+    return seen, written, bool(tl), what
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--rate", type=float, default=5.0, help="lines per second")
+    ap.add_argument("--warmup", type=float, default=6.0)
+    ap.add_argument("--phases", default="quiet,loaded", help="quiet, loaded (both cores busy) or both")
+    args = ap.parse_args()
     print("# Line written -> on screen\n")
-    print(f"{len(written)} log lines written at {args.rate:g}/s over {args.seconds:g} s to a live run's train.log; "
-          "latency from the write to the line's first appearance in each app's pseudo-terminal output, "
-          "all apps in the same run." + ("" if tl else " toolong not installed: row left out.") + "\n")
-    print("| app | p50 | p99 | max | lines seen |")
-    print("|---|---:|---:|---:|---:|")
-    for name in seen:
-        lat = [seen[name][i] - t for i, t in written.items() if i in seen[name]]
-        print(f"| {name} {summarise(lat)}")
+    for phase in [p.strip() for p in args.phases.split(",") if p.strip()]:
+        seen, written, tl, what = measure(args.seconds, args.rate, args.warmup, phase == "loaded")
+        print(f"**{phase}** ({what}): {len(written)} log lines written at {args.rate:g}/s over {args.seconds:g} s "
+              "to a live run's train.log; latency from the write to the line's first appearance in each app's "
+              "pseudo-terminal output, all apps in the same run." + ("" if tl else " toolong not installed: row left out.")
+              + "\n")
+        print("| app | p50 | p99 | max | lines seen |")
+        print("|---|---:|---:|---:|---:|")
+        for name in seen:
+            lat = [seen[name][i] - t for i, t in written.items() if i in seen[name]]
+            print(f"| {name} {summarise(lat)}")
+        print()
     return 0
 
 

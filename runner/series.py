@@ -13,7 +13,8 @@ from __future__ import annotations
 import collections
 import math
 from array import array
-from typing import Iterable
+from itertools import compress
+from typing import Sequence, Iterable
 
 DEFAULT_LIMIT = 2048
 RECENT_KEEP = 64
@@ -72,24 +73,35 @@ class Series:
         if self.limit is not None and len(self._x) >= self.limit:
             self._halve()
 
-    def extend(self, xs: list[float], ys: list[float]) -> None:
+    def extend(self, xs: Sequence[float], ys: Sequence[float]) -> None:
         """``append`` of many points (NaN for missing values), with the same result: whole
         buckets are reduced by the C ``max`` instead of one call per point."""
         n = len(xs)
         if not n:
             return
-        xs = [float(x) for x in xs]
+        xs = [float(x) for x in xs] if type(xs) is not list or type(xs[0]) is not float else xs
+        ys = ys if type(ys) is list else list(ys)
         self.n += n
         self.last_x, self._last = xs[-1], ys[-1]
         self._recent.extend(ys[-RECENT_KEEP:])
-        finite = [(y, x) for x, y in zip(xs, ys) if y - y == 0]  # y - y is NaN for NaN and inf
-        if finite:
-            low = min(finite)
-            if self._min is None or low[0] < self._min[0]:
-                self._min = low
-            high = max(y for y, _ in finite)
+        total = sum(ys)
+        all_finite = total - total == 0  # a NaN or an inf makes the sum NaN or inf
+        if all_finite:
+            high, low = max(ys), min(ys)
+            at = xs[ys.index(low)] if ys.count(low) == 1 else min(compress(xs, map(low.__eq__, ys)))
+            if self._min is None or low < self._min[0]:
+                self._min = (low, at)
             if self._max is None or high > self._max:
                 self._max = high
+        else:
+            finite = [(y, x) for x, y in zip(xs, ys) if y - y == 0]  # y - y is NaN for NaN and inf
+            if finite:
+                lowest = min(finite)
+                if self._min is None or lowest[0] < self._min[0]:
+                    self._min = lowest
+                high = max(y for y, _ in finite)
+                if self._max is None or high > self._max:
+                    self._max = high
         i = 0
         while i < n:
             if self.stride == 1:
@@ -99,7 +111,7 @@ class Series:
                 i += take
             else:
                 chunk = ys[i:i + self.stride - self._pend_n]
-                top = math.nan if any(v != v for v in chunk) else max(chunk)
+                top = max(chunk) if all_finite or not any(v != v for v in chunk) else math.nan
                 if self._pend_n == 0:
                     self._pend_x, self._pend_y = xs[i], top
                 else:

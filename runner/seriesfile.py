@@ -76,6 +76,23 @@ class SeriesBook:
                     ys.append(value)
             self.series[key].extend(xs, ys)
 
+    def feed_columns(self, steps: list[float], values: dict[str, list[float]], present: dict[str, list[bool]],
+                     last: dict) -> None:
+        """``feed_many`` of one attempt's records given as columns (the runner's live batches):
+        ``values[k][i]`` counts where ``present[k][i]``; ``last`` is the newest record."""
+        if not steps:
+            return
+        if self.last_metrics is not None and last.get("attempt") != self.last_metrics.get("attempt"):
+            self.restarts_at.append(int(steps[0]))
+        self.last_metrics = last
+        self.metric_count += len(steps)
+        for key in CHART_KEYS:
+            ok, ys = present[key], values[key]
+            if all(ok):
+                self.series[key].extend(steps, ys)
+            else:
+                self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
+
     def feed_file(self, run: rundir.RunDir) -> int:
         """Feed the records written after ``offset``; returns how many lines were read."""
         n = 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import math
 import os
 import selectors
@@ -28,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
@@ -90,8 +92,8 @@ class Supervisor:
         self.dirty = True
         self.last_flush = 0.0
         self.history: list = []
-        self.log_tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_KEEP)
-        self._partial = ""
+        self.log_tail: collections.deque[bytes] = collections.deque(maxlen=LOG_TAIL_KEEP)  # decoded when read
+        self._partial = b""
         self.next_env: dict[str, str] = {}
         self.port_override: int | None = None
         self._timers: dict[str, float] = {}
@@ -703,72 +705,113 @@ class Supervisor:
             return False
         self.last_output = time.time()
         self._keep_tail(data)
-        records: list[dict] = []
-        for kind, obj in self.reader.feed(data):
-            if kind == "mark":  # judged in log order with the steps: the records before it first
-                self._on_records(records)
-                records = []
-                self._on_mark(obj)
-            else:
-                records.append(obj)
-        self._on_records(records)
+        for batch in self.reader.feed_batches(data):
+            self._on_batch(batch)
         return True
 
-    def _on_mark(self, mark: dict) -> None:
-        if mark.get("kind") != "checkpoint_saved":
-            return
-        # Judged now, in log order with the steps: at verification the excursion may be over.
-        alerts = self.monitors.on_checkpoint(mark.get("step"), mark.get("path"))
-        for a in alerts:
-            self.journal.event("alert", attempt=self.state.get("attempt"), **a)
-        self.checkpoints.note_saved(mark.get("path"), bool(alerts))
-        self._timers["ckpt"] = 0.0  # look now
 
-    def _on_records(self, recs: list[dict]) -> None:
-        """A slice's records: written in one append, the monitors run once over all of them."""
+    def _on_batch(self, batch) -> None:
+        """A batch of the log (a slice's records and save marks): written in one append, the
+        monitors and charts fed once from the batch's columns. A template row is its JSON line
+        (bytes), written as is; only the parser's records are dicts. A save is judged where it
+        stands among the steps (at verification the excursion may be over)."""
+        saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
+                 if mark.get("kind") == "checkpoint_saved"]
         attempt = self.state.get("attempt")
         now = time.time()
-        written: list[dict] = []
-        lines: list[bytes | None] = []
+        recs = batch.records
+        arr = np.asarray(batch.steps)
+        steps = arr.tolist()
+        last = self.last_step_written
+        kept: list[int] = []     # rows written
+        counted: list[int] = []  # rows that are a new step (not a memory report of the last one)
+        if steps and set(map(type, recs)) == {bytes} and (last is None or steps[0] > last) \
+                and bool((arr[1:] > arr[:-1]).all()):
+            kept = counted = list(range(len(steps)))  # the usual batch: template rows, each a new step
+            last = steps[-1]
+            steps = []
+        for i, step in enumerate(steps):
+            rec = recs[i]
+            if type(rec) is not bytes:
+                if not isinstance(rec.get("step"), int):
+                    continue
+                if rec.get("src") == "megatron_mem" and step == last:
+                    kept.append(i)  # the memory report of the step just written: an extra record
+                    continue
+            if last is not None and step <= last:
+                continue  # a duplicate after adoption, or a repeated line: never written twice
+            kept.append(i)
+            counted.append(i)
+            last = step
+        if not kept:
+            self._judge_saves(saves, None)
+            return
         head = b'{"v":%d,"t":%s,"attempt":%s,' % (jsonio.SCHEMA_VERSION, repr(now).encode(),
                                                  jsonio.dumps(attempt).encode())
-        fields: dict = {}
-        min_loss = self.state.get("min_loss")
-        for rec in recs:
-            step = rec.get("step")
-            if not isinstance(step, int):
-                continue
-            extra_of_step = rec.get("src") == "megatron_mem" and step == self.last_step_written
-            if self.last_step_written is not None and step <= self.last_step_written and not extra_of_step:
-                continue  # a duplicate after adoption, or a repeated line: never written twice
-            written.append({"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt, **rec})
-            raw = getattr(rec, "raw", None)  # a template row's JSON line: the same text, no encoding
-            lines.append(head + raw[len(b'{"v":1,'):] if raw is not None else None)
-            if extra_of_step:
-                continue
-            self.last_step_written = step
-            self.attempt_steps += 1
-            fields["step"] = step
-            if rec.get("max_steps"):
-                fields["max_steps"] = rec["max_steps"]
-            loss = jsonio.as_float(rec.get("loss"))
-            if loss is not None and math.isfinite(loss):
-                fields["last_loss"] = loss
-                min_loss = loss if min_loss is None else min(loss, min_loss)
-                fields["min_loss"] = min_loss
-            if rec.get("step_time_s") is not None:
-                fields["step_time_s"] = rec["step_time_s"]
-        if not written:
-            return
-        self.journal.metrics(written, lines)
-        self.book.feed_many(written)
-        if fields:
+        cut = len(b'{"v":1,')
+        written: list[dict | None] = []
+        lines: list[bytes | None] = []
+        for i in kept:
+            rec = recs[i]
+            if type(rec) is bytes:
+                written.append(None)
+                lines.append(head + rec[cut:])
+            else:
+                written.append({"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt, **rec})
+                lines.append(None)
+        self.journal.metrics(written, lines)  # type: ignore[arg-type]
+        rows = np.asarray(kept)
+        col_steps = np.asarray(batch.steps)[rows]
+        values = {f: batch.values[f][rows] for f in batch.values}
+        present = {f: batch.present[f][rows] for f in batch.present}
+        newest = recs[kept[-1]]  # the book keeps the newest record as a dict: one load per batch
+        last_rec = written[-1] if written[-1] is not None else {
+            "v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt, **json.loads(b"{" + newest[cut:])}
+        self.book.feed_columns(col_steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
+                               {f: p.tolist() for f, p in present.items()}, last_rec)
+        if counted:
+            self.last_step_written = last
+            self.attempt_steps += len(counted)
+            fields: dict = {"step": last}
+            if batch.max_steps:
+                fields["max_steps"] = batch.max_steps
+            idx = np.searchsorted(rows, np.asarray(counted))
+            loss, has = values["loss"][idx], present["loss"][idx]
+            finite = loss[has & np.isfinite(loss)]
+            if finite.size:
+                low = float(finite.min())
+                min_loss = self.state.get("min_loss")
+                fields["last_loss"] = float(finite[-1])
+                fields["min_loss"] = low if min_loss is None else min(low, min_loss)
+            has_t = present["step_time_s"][idx]
+            if has_t.any():
+                fields["step_time_s"] = float(values["step_time_s"][idx][has_t][-1])
             self.last_progress = now
             self.set(**fields)
-        for a in self.monitors.observe_records(written):
+        at = [(int(np.searchsorted(rows, c)), step, path) for c, step, path in saves]
+        alerts = self.monitors.observe_arrays(col_steps, values, present, at)
+        self._judge_saves(at, alerts)
+        for _, a in alerts:
             self.journal.event("alert", attempt=attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite":
                 self.apply(lc.Divergence(a.get("message", "")))
+
+    def _judge_saves(self, saves: list[tuple[int, int | None, str | None]],
+                     alerts: list[tuple[int, dict]] | None) -> None:
+        """Checkpoint saves seen in the log, (records before it, step, path): suspect when the
+        monitors flagged the save at its place among the records. ``alerts`` None: the batch
+        had no records to write, so each save is judged on the monitors' state now."""
+        for c, step, path in saves:
+            if alerts is None:
+                flagged = self.monitors.on_checkpoint(step, path)
+                for a in flagged:
+                    self.journal.event("alert", attempt=self.state.get("attempt"), **a)
+            else:
+                flagged = [a for i, a in alerts if i == c and a.get("rule") == "checkpoint_in_excursion"
+                           and a.get("step") == step]
+            self.checkpoints.note_saved(path, bool(flagged))
+        if saves:
+            self._timers["ckpt"] = 0.0  # look now
 
     def _ingest_lag(self) -> dict:
         try:
@@ -778,16 +821,19 @@ class Supervisor:
         return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
 
     def _keep_tail(self, data: bytes) -> None:
-        text = self._partial + data.decode("utf-8", "replace")
-        lines = text.split("\n")
+        lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()[-4096:]
-        # Only the newest lines can stay; they are masked when read, not on this hot path.
-        self.log_tail.extend(line[-2000:] for line in lines[-LOG_TAIL_KEEP:])
+        lines = lines[-LOG_TAIL_KEEP:]
+        if lines and max(map(len, lines)) <= 2000:
+            self.log_tail.extend(lines)
+            return
+        # Only the newest lines can stay (bytes, decoded and masked when read, not on this hot path).
+        self.log_tail.extend(line[-2000:] for line in lines)
 
     def _attempt_tail(self) -> list[str]:
         """The attempt's last log lines, secrets masked (classification and crash reports)."""
         lines = list(self.log_tail) + ([self._partial] if self._partial else [])
-        return [self.redactor.redact(line) for line in lines]
+        return [self.redactor.redact(line.decode("utf-8", "replace")) for line in lines]
 
     # ---- heartbeat --------------------------------------------------------------------
     def _note_job(self) -> None:

@@ -423,11 +423,14 @@ class ChunkScanner:
     MAX_LEARN = 64   # dict lines tried as templates before giving up on a file
 
     def __init__(self, parser: LogParser, want_records: bool = False, template: Template | None = None,
-                 json_lines: bool = False, keep_dicts: bool = False):
+                 json_lines: bool = False, keep_dicts: bool = False, columns: bool = False):
         """``keep_dicts`` (with ``json_lines``): the parser's own records stay dicts, only
-        template rows become JSON lines (the live reader loads those back)."""
+        template rows become JSON lines. ``columns`` (with ``json_lines``): the batch's
+        steps/values/present columns are filled for template rows too (the runner feeds its
+        monitors and charts from them, never building a dict per row)."""
         self.parser = parser
         self.keep_dicts = keep_dicts
+        self.columns = columns
         self.want_records = want_records or json_lines
         # NDJSON mode: template rows become their JSON lines (bytes) in ``Batch.records``
         self.json_lines = json_lines
@@ -581,7 +584,7 @@ class ChunkScanner:
         (an other-shaped dict, or a value only the parser knows what to do with)."""
         t = self.template
         n = len(rows)
-        if self._json_rows:   # the JSON lines need no columns; the step keeps the parser's state
+        if self._json_rows and not self.columns:   # the JSON lines need no columns; the step keeps the parser's state
             g = t.step_group(True)
             if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
                 return None

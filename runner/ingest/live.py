@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from runner.ingest.bulk import Batch, ChunkScanner
+from runner.ingest.bulk import Batch, ChunkScanner, batch_from_events
 from runner.ingest.parser import MARK, RECORD, Event, LogParser
 
 
@@ -27,9 +27,34 @@ class JsonRecord(dict):
 class LiveReader:
     def __init__(self, parser: LogParser | None = None) -> None:
         self.parser = parser or LogParser()
-        # Template rows come out as their JSON lines (formatted from the captured text, no
-        # per-value conversion) and are loaded back by the C JSON reader: the cheap way to a dict.
-        self.scanner = ChunkScanner(self.parser, want_records=True, json_lines=True, keep_dicts=True)
+        # Template rows come out as their JSON lines (formatted from the captured text) with
+        # their values as columns: the runner feeds its monitors and charts from those, never
+        # building a dict per row (``feed`` loads the lines back as dicts, for comparison).
+        self.scanner = ChunkScanner(self.parser, want_records=True, json_lines=True, keep_dicts=True,
+                                    columns=True)
+
+    def feed_batches(self, data: bytes) -> list[Batch]:
+        """The same records and marks as ``feed``, in file order, as batches: ``records`` holds
+        a template row's JSON line (bytes) or the parser's dict, and ``steps``/``values``/
+        ``present`` hold every record's numbers (no dict is built for a template row)."""
+        parser = self.parser
+        out: list[Batch] = []
+        pos = 0
+        if parser.has_partial:
+            nl = data.find(b"\n")
+            pos = len(data) if nl < 0 else nl + 1
+            out.append(batch_from_events(parser.feed_events(data[:pos]), True))
+        last = data.rfind(b"\n", pos)
+        if last >= pos:
+            buf = b"\n" + data[pos:last + 1]
+            out.append(self.scanner.scan(buf, len(buf)))
+            pos = last + 1
+        tail: list[Event] = []
+        if pos < len(data):
+            tail.extend(parser.feed_events(data[pos:]))
+        tail.extend(parser.release_events())
+        out.append(batch_from_events(tail, True))
+        return [b for b in out if len(b) or b.marks]
 
     def feed(self, data: bytes) -> list[Event]:
         """Events for the lines this slice completes (and held records now due)."""

@@ -58,3 +58,48 @@ def test_template_rows_carry_the_exact_json_line_the_runner_writes(tmp_path):
     assert len(rows) > 1000
     for rec in rows:
         assert rec.raw == (jsonio.dumps({"v": 1, **rec}) + "\n").encode()
+
+
+def by_batches(data: bytes, cuts: list[int]) -> tuple[list, list, LiveReader]:
+    """Records (template rows loaded from their JSON lines) and marks from ``feed_batches``,
+    with the columns of every batch checked against the records they stand for."""
+    import json
+
+    import numpy as np
+
+    from runner.monitors import MONITORED_FIELDS, records_to_arrays
+    r = LiveReader()
+    events, rows = [], 0
+    for a, b in zip(cuts, cuts[1:]):
+        for batch in r.feed_batches(data[a:b]):
+            recs = [r_ if isinstance(r_, dict) else {k: v for k, v in json.loads(r_).items() if k != "v"}
+                    for r_ in batch.records]
+            steps, values, present = records_to_arrays(recs)
+            assert np.array_equal(np.asarray(batch.steps), steps)
+            for f in MONITORED_FIELDS:
+                assert np.array_equal(batch.present[f], present[f]), f
+                assert np.array_equal(batch.values[f][present[f]], values[f][present[f]], equal_nan=True), f
+            i = 0
+            for before, mark in batch.marks:
+                events += [("record", x) for x in recs[i:before]] + [("mark", mark)]
+                i = max(i, before)
+            events += [("record", x) for x in recs[i:]]
+            rows += sum(1 for x in batch.records if isinstance(x, bytes))
+    return events + r.parser.flush_events(), rows, r
+
+
+@pytest.mark.parametrize("seed,mean", [(4, 256 * 1024), (5, 4096), (6, 97)])
+def test_batches_hold_the_parsers_events_and_matching_columns(tmp_path, seed, mean):
+    path = tmp_path / "train.log"
+    write_mixed(path, n=2500, seed=seed)
+    data = path.read_bytes()
+    rnd = random.Random(seed)
+    cuts = [0]
+    while cuts[-1] < len(data):
+        cuts.append(min(len(data), cuts[-1] + max(1, int(rnd.expovariate(1 / mean)))))
+    want = by_parser(data, cuts)
+    got, template_rows, _ = by_batches(data, cuts)
+    assert [k for k, _ in got] == [k for k, _ in want]
+    assert got == want
+    if mean > 100_000:
+        assert template_rows > 2000, "big slices take the template route, without a dict per row"

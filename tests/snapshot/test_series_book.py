@@ -137,3 +137,32 @@ def test_batches_give_what_one_by_one_gives():
         many.feed_many(recs[i:i + k])
         i += k
     assert json.dumps(one.to_doc()) == json.dumps(many.to_doc())
+
+
+def test_columns_give_what_one_by_one_gives():
+    """The runner feeds its book from the log's columns (no dict per record): same book."""
+    import random
+
+    from runner.monitors import records_to_arrays
+    rnd = random.Random(5)
+    recs = []
+    for s in range(1, 30_001):
+        loss = math.nan if rnd.random() < 0.001 else round(rnd.random() * 3, 1)  # ties for the minimum
+        recs.append({"attempt": 1 if s < 17_000 else 2, "step": s, "loss": loss,
+                     "grad_norm": None if s % 7 == 0 else rnd.random(), "mem_gib": 30.0 + (s % 5),
+                     "step_time_s": 0.5, "tokens_per_s": None})
+    one = seriesfile.SeriesBook(limit=256)
+    for r in recs:
+        one.feed(r)
+    cols = seriesfile.SeriesBook(limit=256)
+    i = 0
+    while i < len(recs):
+        k = rnd.choice([1, 3, 50, 700, 5000])
+        part = recs[i:i + k]
+        if part[0]["attempt"] != part[-1]["attempt"]:  # the runner's batches are one attempt each
+            part = [r for r in part if r["attempt"] == part[0]["attempt"]]
+        steps, values, present = records_to_arrays(part)
+        cols.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
+                          {f: p.tolist() for f, p in present.items()}, part[-1])
+        i += len(part)
+    assert json.dumps(one.to_doc()) == json.dumps(cols.to_doc())
