@@ -14,8 +14,6 @@ wait for a poll interval.
 from __future__ import annotations
 
 import argparse
-import collections
-import json
 import math
 import os
 import selectors
@@ -37,6 +35,7 @@ from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
 from runner.slurm import client as slurm_client
+from runner.ingest.live import LogTail
 from runner.journal import Journal
 from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
@@ -92,8 +91,7 @@ class Supervisor:
         self.dirty = True
         self.last_flush = 0.0
         self.history: list = []
-        self.log_tail: collections.deque[bytes] = collections.deque(maxlen=LOG_TAIL_KEEP)  # decoded when read
-        self._partial = b""
+        self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.next_env: dict[str, str] = {}
         self.port_override: int | None = None
         self._timers: dict[str, float] = {}
@@ -704,7 +702,7 @@ class Supervisor:
         if not data:
             return False
         self.last_output = time.time()
-        self._keep_tail(data)
+        self.log_tail.add(data)
         for batch in self.reader.feed_batches(data):
             self._on_batch(batch)
         return True
@@ -715,86 +713,53 @@ class Supervisor:
         monitors and charts fed once from the batch's columns. A template row is its JSON line
         (bytes), written as is; only the parser's records are dicts. A save is judged where it
         stands among the steps (at verification the excursion may be over)."""
+        from runner.ingest.live import metric_lines, newest_record, rows_to_write
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
-        attempt = self.state.get("attempt")
-        now = time.time()
-        recs = batch.records
-        arr = np.asarray(batch.steps)
-        steps = arr.tolist()
-        last = self.last_step_written
-        kept: list[int] = []     # rows written
-        counted: list[int] = []  # rows that are a new step (not a memory report of the last one)
-        if steps and set(map(type, recs)) == {bytes} and (last is None or steps[0] > last) \
-                and bool((arr[1:] > arr[:-1]).all()):
-            kept = counted = list(range(len(steps)))  # the usual batch: template rows, each a new step
-            last = steps[-1]
-            steps = []
-        for i, step in enumerate(steps):
-            rec = recs[i]
-            if type(rec) is not bytes:
-                if not isinstance(rec.get("step"), int):
-                    continue
-                if rec.get("src") == "megatron_mem" and step == last:
-                    kept.append(i)  # the memory report of the step just written: an extra record
-                    continue
-            if last is not None and step <= last:
-                continue  # a duplicate after adoption, or a repeated line: never written twice
-            kept.append(i)
-            counted.append(i)
-            last = step
+        all_steps = np.asarray(batch.steps)
+        kept, counted, newest = rows_to_write(batch.records, all_steps.tolist(), self.last_step_written)
         if not kept:
             self._judge_saves(saves, None)
             return
-        head = b'{"v":%d,"t":%s,"attempt":%s,' % (jsonio.SCHEMA_VERSION, repr(now).encode(),
-                                                 jsonio.dumps(attempt).encode())
-        cut = len(b'{"v":1,')
-        written: list[dict | None] = []
-        lines: list[bytes | None] = []
-        for i in kept:
-            rec = recs[i]
-            if type(rec) is bytes:
-                written.append(None)
-                lines.append(head + rec[cut:])
-            else:
-                written.append({"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt, **rec})
-                lines.append(None)
-        self.journal.metrics(written, lines)  # type: ignore[arg-type]
+        attempt = self.state.get("attempt")
+        now = time.time()
+        stamp = {"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt}
+        self.journal.metrics(*metric_lines(batch.records, kept, stamp))  # type: ignore[arg-type]
         rows = np.asarray(kept)
-        col_steps = np.asarray(batch.steps)[rows]
+        steps = all_steps[rows]
         values = {f: batch.values[f][rows] for f in batch.values}
         present = {f: batch.present[f][rows] for f in batch.present}
-        newest = recs[kept[-1]]  # the book keeps the newest record as a dict: one load per batch
-        last_rec = written[-1] if written[-1] is not None else {
-            "v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt, **json.loads(b"{" + newest[cut:])}
-        self.book.feed_columns(col_steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
-                               {f: p.tolist() for f, p in present.items()}, last_rec)
+        self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
+                               {f: p.tolist() for f, p in present.items()},
+                               newest_record(batch.records, kept, stamp))
         if counted:
-            self.last_step_written = last
+            self.last_step_written = newest
             self.attempt_steps += len(counted)
-            fields: dict = {"step": last}
-            if batch.max_steps:
-                fields["max_steps"] = batch.max_steps
-            idx = np.searchsorted(rows, np.asarray(counted))
-            loss, has = values["loss"][idx], present["loss"][idx]
-            finite = loss[has & np.isfinite(loss)]
-            if finite.size:
-                low = float(finite.min())
-                min_loss = self.state.get("min_loss")
-                fields["last_loss"] = float(finite[-1])
-                fields["min_loss"] = low if min_loss is None else min(low, min_loss)
-            has_t = present["step_time_s"][idx]
-            if has_t.any():
-                fields["step_time_s"] = float(values["step_time_s"][idx][has_t][-1])
             self.last_progress = now
-            self.set(**fields)
+            self.set(**self._progress(batch, values, present, np.searchsorted(rows, np.asarray(counted))))
         at = [(int(np.searchsorted(rows, c)), step, path) for c, step, path in saves]
-        alerts = self.monitors.observe_arrays(col_steps, values, present, at)
+        alerts = self.monitors.observe_arrays(steps, values, present, at)
         self._judge_saves(at, alerts)
         for _, a in alerts:
             self.journal.event("alert", attempt=attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite":
                 self.apply(lc.Divergence(a.get("message", "")))
+
+    def _progress(self, batch, values: dict, present: dict, idx) -> dict:
+        """state.json's progress fields from the new steps of a batch (rows ``idx``)."""
+        fields: dict = {"step": self.last_step_written}
+        if batch.max_steps:
+            fields["max_steps"] = batch.max_steps
+        loss = values["loss"][idx]
+        finite = loss[present["loss"][idx] & np.isfinite(loss)]
+        if finite.size:
+            low, before = float(finite.min()), self.state.get("min_loss")
+            fields["last_loss"] = float(finite[-1])
+            fields["min_loss"] = low if before is None else min(low, before)
+        has_t = present["step_time_s"][idx]
+        if has_t.any():
+            fields["step_time_s"] = float(values["step_time_s"][idx][has_t][-1])
+        return fields
 
     def _judge_saves(self, saves: list[tuple[int, int | None, str | None]],
                      alerts: list[tuple[int, dict]] | None) -> None:
@@ -820,20 +785,9 @@ class Supervisor:
             size = self.tailer.offset
         return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
 
-    def _keep_tail(self, data: bytes) -> None:
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()[-4096:]
-        lines = lines[-LOG_TAIL_KEEP:]
-        if lines and max(map(len, lines)) <= 2000:
-            self.log_tail.extend(lines)
-            return
-        # Only the newest lines can stay (bytes, decoded and masked when read, not on this hot path).
-        self.log_tail.extend(line[-2000:] for line in lines)
-
     def _attempt_tail(self) -> list[str]:
         """The attempt's last log lines, secrets masked (classification and crash reports)."""
-        lines = list(self.log_tail) + ([self._partial] if self._partial else [])
-        return [self.redactor.redact(line.decode("utf-8", "replace")) for line in lines]
+        return [self.redactor.redact(line) for line in self.log_tail.text()]
 
     # ---- heartbeat --------------------------------------------------------------------
     def _note_job(self) -> None:

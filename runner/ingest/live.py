@@ -9,6 +9,7 @@ in file order) are the same as the line parser's, which the tests check.
 """
 from __future__ import annotations
 
+import collections
 import json
 
 from runner.ingest.bulk import Batch, ChunkScanner, batch_from_events
@@ -111,3 +112,85 @@ def _events_of(batch: Batch) -> list[Event]:
         out.append((MARK, mark))
     out.extend((RECORD, r) for r in recs[i:])
     return out
+
+
+# ---- the runner's side of a batch: pure functions, tested without a runner -------------------
+
+def rows_to_write(records: list, steps: list[int], last: int | None) -> tuple[list[int], list[int], int | None]:
+    """Which rows of a batch the runner writes: (kept, counted, newest step). A step at or
+    below the last one written is a duplicate (after an adoption, or a repeated line) and is
+    never written twice; Megatron's memory report of the step just written is kept as an extra
+    record but is not a new step. ``counted``: the kept rows that are new steps."""
+    n = len(steps)
+    if n and set(map(type, records)) == {bytes} and (last is None or steps[0] > last) and \
+            all(a < b for a, b in zip(steps, steps[1:])):
+        rows = list(range(n))  # the usual batch: template rows, each a new step
+        return rows, rows, steps[-1]
+    kept: list[int] = []
+    counted: list[int] = []
+    for i, step in enumerate(steps):
+        rec = records[i]
+        if type(rec) is not bytes:
+            if not isinstance(rec.get("step"), int):
+                continue
+            if rec.get("src") == "megatron_mem" and step == last:
+                kept.append(i)
+                continue
+        if last is not None and step <= last:
+            continue
+        kept.append(i)
+        counted.append(i)
+        last = step
+    return kept, counted, last
+
+
+def metric_lines(records: list, kept: list[int], stamp: dict) -> tuple[list[dict | None], list[bytes | None]]:
+    """What ``Journal.metrics`` appends for the kept rows: a template row's JSON line with the
+    stamp (``v``, ``t``, ``attempt``) spliced in after ``{"v":1,``, a parser record as a dict
+    to encode. Both give the same bytes ``jsonio.dumps`` writes for the stamped record."""
+    from runner import jsonio
+    head = b'{"v":%d,"t":%s,"attempt":%s,' % (stamp["v"], repr(stamp["t"]).encode(),
+                                             jsonio.dumps(stamp["attempt"]).encode())
+    cut = len(b'{"v":1,')
+    dicts: list[dict | None] = []
+    lines: list[bytes | None] = []
+    for i in kept:
+        rec = records[i]
+        if type(rec) is bytes:
+            dicts.append(None)
+            lines.append(head + rec[cut:])
+        else:
+            dicts.append({**stamp, **rec})
+            lines.append(None)
+    return dicts, lines
+
+
+def newest_record(records: list, kept: list[int], stamp: dict) -> dict:
+    """The last kept row as the stamped dict (one JSON load per batch, for the chart book)."""
+    rec = records[kept[-1]]
+    return {**stamp, **(json.loads(b"{" + rec[len(b'{"v":1,'):]) if type(rec) is bytes else rec)}
+
+
+class LogTail:
+    """The attempt's last lines, kept as bytes (decoded only when a crash is judged): the hot
+    path splits a slice, it never decodes it."""
+
+    def __init__(self, keep: int = 2000, width: int = 2000) -> None:
+        self.lines: collections.deque[bytes] = collections.deque(maxlen=keep)
+        self.width = width
+        self.partial = b""
+
+    def add(self, data: bytes) -> None:
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()[-2 * self.width:]
+        lines = lines[-(self.lines.maxlen or len(lines)):]
+        if lines and max(map(len, lines)) > self.width:
+            lines = [line[-self.width:] for line in lines]
+        self.lines.extend(lines)
+
+    def clear(self) -> None:
+        self.lines.clear()
+
+    def text(self) -> list[str]:
+        out = list(self.lines) + ([self.partial] if self.partial else [])
+        return [line.decode("utf-8", "replace") for line in out]

@@ -103,3 +103,58 @@ def test_batches_hold_the_parsers_events_and_matching_columns(tmp_path, seed, me
     assert got == want
     if mean > 100_000:
         assert template_rows > 2000, "big slices take the template route, without a dict per row"
+
+
+def test_rows_to_write_drops_duplicates_and_keeps_megatron_memory_reports():
+    from runner.ingest.live import rows_to_write
+    t = b'{"v":1,"step":5}\n'
+    recs = [t, t, {"step": 6, "src": "hf"}, {"step": 6, "src": "megatron_mem"}, {"step": 4}, {"step": None},
+            {"step": 7}]
+    kept, counted, last = rows_to_write(recs, [5, 5, 6, 6, 4, 0, 7], 4)
+    assert (kept, counted, last) == ([0, 2, 3, 6], [0, 2, 6], 7)
+    # the usual batch: all template rows, each a new step
+    assert rows_to_write([t, t, t], [8, 9, 10], 7) == ([0, 1, 2], [0, 1, 2], 10)
+    # template rows repeated after an adoption: written once
+    assert rows_to_write([t, t, t], [6, 7, 8], 7) == ([2], [2], 8)
+
+
+def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):
+    """A template row's line with the runner's stamp spliced in equals encoding the record."""
+    import json
+
+    from runner import jsonio
+    from runner.ingest.live import metric_lines, newest_record
+    path = tmp_path / "train.log"
+    write_mixed(path, n=1500, seed=11)
+    r = LiveReader()
+    data = path.read_bytes()
+    batches = [b for i in range(0, len(data), 50_000) for b in r.feed_batches(data[i:i + 50_000])]
+    stamp = {"v": 1, "t": 1795590000.123456, "attempt": 3}
+    seen_bytes = 0
+    for b in batches:
+        kept = list(range(len(b.records)))
+        if not kept:
+            continue
+        dicts, lines = metric_lines(b.records, kept, stamp)
+        for rec, d, line in zip(b.records, dicts, lines):
+            if line is not None:
+                seen_bytes += 1
+                loaded = json.loads(line)
+                assert line == (jsonio.dumps(loaded) + "\n").encode()
+                assert {k: loaded[k] for k in ("v", "t", "attempt")} == stamp
+            else:
+                assert d == {**stamp, **rec}
+        last = newest_record(b.records, kept, stamp)
+        assert last["attempt"] == 3 and last["step"] == int(b.steps[-1])
+    assert seen_bytes > 1000
+
+
+def test_log_tail_keeps_the_last_lines_as_bytes_and_decodes_when_read():
+    from runner.ingest.live import LogTail
+    t = LogTail(keep=3, width=10)
+    t.add(b"one\ntwo\nthr")
+    t.add("ee\nfour\n\xe9t\xe9 ".encode() + b"x" * 30 + b"\npart")
+    # the last 3 complete lines (a long one cut to its last 10 bytes), then the unfinished one
+    assert t.text() == ["three", "four", "x" * 10, "part"]
+    t.add("\n\xe9".encode())
+    assert t.text() == ["four", "x" * 10, "part", "\xe9"], "a character split across reads is whole"
