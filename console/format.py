@@ -342,6 +342,9 @@ def run_cell(key: str, row: dict) -> str:
         return f"{intc(v)}/{intc(row.get('max_steps'))}" if row.get("max_steps") else intc(v)
     if key == "status":
         word = str(v or "unknown").upper()
+        job = row.get("job") or {}
+        if word == "RUNNING" and job.get("state") not in (None, "RUNNING") and job.get("ended_at") is None:
+            word = str(job["state"])  # a Slurm job still queued: PENDING, not RUNNING
         return f"STALE {word}" if row.get("stale") else word
     if key == "recipe_hash":
         return (v or NA)[:8]

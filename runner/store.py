@@ -181,6 +181,7 @@ def refresh_live(row: dict) -> dict:
         out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
     out["crashes"], out["last_crash_class"] = crash_facts(run, state)
     out["stale"] = runner_gone(state)
+    out["job"] = state.get("job")  # a batch engine's job (shown, not indexed): PENDING while queued
     return out
 
 

@@ -101,6 +101,8 @@ def test_pending_reason_shown_then_runs_when_the_node_frees(slurm, tmp_path):
     assert reason in ("Resources", "Priority"), reason
     snap = json.loads(slurm.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
     assert snap["run"]["status_word"] == f"PENDING ({reason})" and snap["run"]["eta_s"] is None
+    listed = slurm.cli("runs", "ls", check=True).stdout
+    assert run.id in listed and "PENDING" in listed, listed
     time.sleep(3)  # longer than the 2 s heartbeat: queued silence is not a hang
     assert not [a for a in run.events("alert") if a.get("rule") == "hang"]
     assert run.state()["status"] == "running"

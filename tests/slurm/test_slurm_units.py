@@ -190,3 +190,12 @@ def test_a_command_reaped_by_the_runners_waitpid_loop_keeps_its_exit_status():
     client.deliver({cmd.proc.pid: status, 999_999_999: 0})
     res = cmd.wait(10)
     assert (res.returncode, res.err.strip()) == (3, "refused")
+
+
+def test_runs_ls_and_the_browser_say_pending_for_a_queued_job():
+    row = {"status": "running", "stale": False,
+           "job": {"job_id": "7", "state": "PENDING", "reason": "Priority", "ended_at": None}}
+    assert fmt.run_cell("status", row) == "PENDING"
+    assert fmt.run_cell("status", {**row, "job": {**row["job"], "state": "RUNNING"}}) == "RUNNING"
+    assert fmt.run_cell("status", {**row, "stale": True}) == "STALE PENDING"
+    assert fmt.run_cell("status", {"status": "running"}) == "RUNNING"
