@@ -273,11 +273,12 @@ class Supervisor:
             drift = self._drift_check()
         elif not alive and status in (RUNNING, STOPPING) and known:
             # The runner died and the training died while nobody watched: the waiter's exit record
-            # says how it ended; without one the log is the only witness.
-            self._diag("previous attempt ended while unsupervised")
-            self.leader_rc = self._recorded_exit()
+            # says how it ended; without one the log is the only witness. The attempt is taken
+            # over as if it had ended right at adoption: its log is read by the loop, a slice per
+            # turn (control is served meanwhile), then it is judged.
+            self._diag("previous attempt ended while unsupervised; reading its log, then judging it")
             self.last_step_written = self._last_written_step(self.state.get("attempt"))
-            self._catch_up_log()
+            alive = True
         elif status == PAUSED and not self.restart_requested_at_start:
             self._diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
         elif status in rundir.TERMINAL and self.restart_requested_at_start:

@@ -320,3 +320,31 @@ def test_heartbeat_limit_is_the_startup_allowance_until_the_first_step():
     assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=1) == 5
     assert heartbeat_limit({"timeout_s": 5}, steps_seen=0) == STARTUP_DEFAULT_S
     assert heartbeat_limit({"timeout_s": 5000, "startup_s": None}, steps_seen=0) == 5000
+
+
+def test_a_backlog_left_by_an_unwatched_attempt_is_read_while_control_answers(harness, tmp_path):
+    """The new runner reads the dead attempt's log a slice per loop turn: `status` is answered
+    before the attempt is judged, and every step is written once."""
+    from runner import control
+    n = 300_000
+    log = tmp_path / "backlog.txt"
+    with open(log, "w") as f:
+        for i in range(1, n + 1):
+            f.write(f"{{'loss': '{1 + 1 / i:.4f}', 'grad_norm': '0.5', 'learning_rate': '0.0001', "
+                    f"'global_step/max_steps': '{i}/{n}'}}\n")
+    code = f"import sys, time; time.sleep(2); sys.stdout.buffer.write(open({str(log)!r}, 'rb').read())"
+    run = harness.start(harness.recipe(command=["{python}", "-c", code]))
+    st = run.wait(lambda s: s.get("status") == "running" and any(p.get("role") == "leader" for p in s.get("pids", [])),
+                  what="the command running")
+    leader = _leader(st)
+    _kill_runner(run, st)
+    _wait_gone(leader, timeout=120)  # it printed every step and exited 0, unwatched
+    assert harness.cli("supervise", run.id, timeout=120).returncode == 0
+    answer = control.send(run.path / "control.sock", {"cmd": "status"}, timeout=60)
+    assert answer.get("ok"), answer
+    judged = [e for e in run.events() if e["type"] in ("attempt_end", "success")]
+    assert not judged, "status was answered while the backlog was still being read"
+    st = run.wait_status("succeeded", timeout=300)
+    assert st["step"] == n and st["attempt"] == 1
+    steps = [json.loads(line)["step"] for line in (run.path / "metrics.jsonl").read_bytes().splitlines()]
+    assert steps == list(range(1, n + 1))
