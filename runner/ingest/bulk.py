@@ -688,13 +688,21 @@ class ChunkScanner:
         lines = buf[1:end].split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
-        for line in lines:
+        pos = 1   # where the next line starts in buf
+        for i, line in enumerate(lines):
+            pos += len(line) + 1
             evs = parser.process_line(line)
             events.extend(evs)
             if (self.template is None and self._learn_tries < self.MAX_LEARN and evs
                     and evs[-1][0] == RECORD and evs[-1][1]["src"] in _DICT_SRCS):
                 self._learn_tries += 1
                 self.template = Template.learn(line)
+                if self.template is not None and pos < end:
+                    # the rest of the chunk goes through the template just learned (its
+                    # newline, buf[pos - 1], starts the rest as ``scan`` expects)
+                    self.slow_lines += i + 1
+                    head = batch_from_events(events, self.want_records)
+                    return concat_batches([head, self.scan(buf[pos - 1:end], end - pos + 1)])
         self.slow_lines += len(lines)
         return batch_from_events(events, self.want_records)
 

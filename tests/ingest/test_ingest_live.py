@@ -158,3 +158,17 @@ def test_log_tail_keeps_the_last_lines_as_bytes_and_decodes_when_read():
     assert t.text() == ["three", "four", "x" * 10, "part"]
     t.add("\n\xe9".encode())
     assert t.text() == ["four", "x" * 10, "part", "\xe9"], "a character split across reads is whole"
+
+
+def test_a_first_slice_holding_the_whole_log_turns_to_the_template_once_learned(tmp_path):
+    """A runner adopting a long log reads a big first slice: the lines after the first dict that
+    teaches the template go through the template, with the same events as the line parser."""
+    path = tmp_path / "train.log"
+    write_mixed(path, n=2500, seed=7)
+    data = path.read_bytes()
+    cuts = [0, len(data)]
+    want = by_parser(data, cuts)
+    got, template_rows, reader = by_batches(data, cuts)
+    assert got == want
+    assert template_rows > 2000
+    assert reader.scanner.slow_lines < 0.2 * (reader.scanner.fast_lines + reader.scanner.slow_lines)
