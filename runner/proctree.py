@@ -72,6 +72,25 @@ def marked_processes(run_id: str) -> dict[int, float]:
     return out
 
 
+def foreign_pids(pids: list[int], tracked: set[int], run_id: str) -> list[int]:
+    """Of ``pids`` (say, the processes NVML lists on a GPU), those that are not this run's: not
+    tracked, alive, and without the run's marker. The marker makes a Slurm job's tasks (started
+    by slurmstepd, never our children) and orphans of an earlier attempt ours."""
+    out = []
+    for pid in pids:
+        if pid in tracked:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue   # gone since it was listed: it holds nothing now
+        if not has_run_marker(proc, run_id):
+            out.append(pid)
+    return out
+
+
 @dataclass
 class TrackedProc:
     pid: int

@@ -934,8 +934,8 @@ class Supervisor:
         gpu = self._gpu_state()
         if not gpu or not gpu.get("available"):
             return False
-        mine = set(self.tree.procs)
-        return any(p.get("pid") not in mine for g in gpu.get("gpus", []) for p in g.get("processes") or [])
+        listed = [p["pid"] for g in gpu.get("gpus", []) for p in g.get("processes") or [] if p.get("pid")]
+        return bool(proctree.foreign_pids(listed, set(self.tree.procs), self.run.run_id))
 
     # ---- cooldown ---------------------------------------------------------------------
     def _conditions(self) -> list[str]:
