@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import itemgetter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -244,7 +244,8 @@ class Template:
 
     def last_max(self, buf: bytes, end: int) -> int | None:
         """max_steps of the last template line in buf[:end] (summary mode does not capture it)."""
-        if self.max_steps_group(True) is None:
+        mg = self.max_steps_group(True)
+        if mg is None:
             return None
         start = max(0, end - (64 << 10))
         while True:
@@ -253,7 +254,7 @@ class Template:
                 if m.group(1 + self.step_group(True)) is not None:
                     last = m
             if last is not None:
-                return int(last.group(1 + self.max_steps_group(True)))
+                return int(last.group(1 + mg))
             if start == 0:
                 return None
             start = max(0, start - (1 << 20))
@@ -376,7 +377,7 @@ class Batch:
     present: dict[str, np.ndarray]
     max_steps: int | None = None                        # of the last record that had one
     marks: list[tuple[int, dict]] = field(default_factory=list)   # (records before it, mark)
-    records: list[dict] | None = None                  # records mode only
+    records: list[Any] | None = None   # records mode only: dicts, or (NDJSON mode) a template row's JSON line
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -444,7 +445,8 @@ class ChunkScanner:
             return self._general(buf, end)
         rx = self._rx()
         trail = rx.groups - 1
-        head = _HEAD_RE.match(buf, 1, end).end()
+        head_m = _HEAD_RE.match(buf, 1, end)   # matches at least the empty string
+        head = head_m.end() if head_m else 1
         tuples = rx.findall(buf, head - 1, end)
         n_lines = buf.count(b"\n", 1, end)
         n_head = buf.count(b"\n", 1, head)
@@ -452,9 +454,9 @@ class ChunkScanner:
         n_trail = 0
         # NDJSON mode captures the text of a dict the template does not match (group before
         # the trail), so such dicts go to the parser here instead of the slow exact path
-        alt = trail - 1 if rx is self.template.rx_json else None
+        alt = trail - 1 if rx is self._t.rx_json else None
         alt_rows: set[int] = set()
-        with_trail = compress(range(len(tuples)), map(itemgetter(trail), tuples))
+        with_trail: Iterable[int] = compress(range(len(tuples)), map(itemgetter(trail), tuples))
         if alt is not None:
             alt_rows = set(compress(range(len(tuples)), map(itemgetter(alt), tuples)))
             if alt_rows:
@@ -473,13 +475,19 @@ class ChunkScanner:
             cols = self._columns(rows)
             if cols is not None:
                 if not self.want_records and tuples:
-                    cols["max"] = self.template.last_max(buf, end)
+                    cols["max"] = self._t.last_max(buf, end)
                 return self._assemble(tuples, cols, alt_rows, specials, n_lines)
         return self._positions(buf, end, rx, n_lines)
 
-    def _rx(self) -> re.Pattern:
+    @property
+    def _t(self) -> Template:
+        """The learned template (only called on paths that have one)."""
         t = self.template
         assert t is not None
+        return t
+
+    def _rx(self) -> re.Pattern:
+        t = self._t
         if self.json_lines and t.rx_json is not None:
             return t.rx_json
         return t.rx_records if self.want_records else t.rx
@@ -491,8 +499,11 @@ class ChunkScanner:
     def _positions(self, buf: bytes, end: int, rx: re.Pattern, n_lines: int) -> Batch:
         """Exact ordering from match positions: used when some line is neither a match nor a
         plain line, or a dict of another shape shows up (its template groups are None)."""
-        step_g = self.template.step_group(self.want_records)
-        ends, tuples, alt_rows, alt_text = [], [], set(), {}
+        step_g = self._t.step_group(self.want_records)
+        ends: list[int] = []
+        tuples: list[tuple] = []
+        alt_rows: set[int] = set()
+        alt_text: dict[int, bytes] = {}
         for m in rx.finditer(buf, 0, end):
             if m.group(step_g + 1) is None:
                 alt_rows.add(len(tuples))
@@ -516,7 +527,7 @@ class ChunkScanner:
         if cols is None:  # a value the template cannot vouch for: the parser reads the chunk
             return self._general(buf, end)
         if not self.want_records and rows:
-            cols["max"] = self.template.last_max(buf, end)
+            cols["max"] = self._t.last_max(buf, end)
         return self._assemble(tuples, cols, alt_rows, specials, n_lines)
 
     def _assemble(self, tuples: list, cols: dict, alt_rows: set, specials: list, n_lines: int) -> Batch:
@@ -525,7 +536,7 @@ class ChunkScanner:
         ``specials`` are (k, kind, raw, line) sorted by line: kind 0 is a line before match
         k, kind 1 is match k itself, a dict of another shape; ``line`` is its line number
         in the chunk."""
-        parser, t = self.parser, self.template
+        parser, t = self.parser, self._t
         if alt_rows:
             is_row = np.ones(len(tuples), dtype=np.int64)
             is_row[list(alt_rows)] = 0
@@ -582,7 +593,7 @@ class ChunkScanner:
     def _columns(self, rows: list) -> dict[str, Any] | None:
         """Template rows as columns, one float() pass per column; None if a value does not convert
         (an other-shaped dict, or a value only the parser knows what to do with)."""
-        t = self.template
+        t = self._t
         n = len(rows)
         if self._json_rows and not self.columns:   # the JSON lines need no columns; the step keeps the parser's state
             g = t.step_group(True)
@@ -620,10 +631,10 @@ class ChunkScanner:
             mx = int(rows[-1][mg])
         return {"steps": col["step"].astype(np.int64), "values": values, "present": present, "max": mx}
 
-    def _template_records(self, rows: list) -> list[dict]:
+    def _template_records(self, rows: list) -> list[Any]:
         """Records mode: each row through record_from_mapping, exactly as the parser does
         (NDJSON mode: each row's JSON line, the same text ``dumps`` gives that record)."""
-        t = self.template
+        t = self._t
         if self._json_rows:
             return t.json_rows(rows)
         recs = []
@@ -673,7 +684,7 @@ class ChunkScanner:
             if obj.get("max_steps") is not None and (slot << 32) + seq > best_key:
                 best_key, mx = (slot << 32) + seq, obj["max_steps"]
         out_recs = None
-        if self.want_records:
+        if t_recs is not None:
             if self._json_rows and not self.keep_dicts:   # the parser's records as their JSON lines too
                 all_recs = t_recs + [(dumps({"v": 1, **obj}) + "\n").encode() for _, _, obj in recs]
             else:
@@ -760,7 +771,8 @@ def concat_batches(batches: list[Batch]) -> Batch:
     steps = np.concatenate([b.steps for b in batches])
     values = {f: np.concatenate([b.values[f] for b in batches]) for f in MONITORED_FIELDS}
     present = {f: np.concatenate([b.present[f] for b in batches]) for f in MONITORED_FIELDS}
-    marks, off, mx = [], 0, None
+    marks: list[tuple[int, dict]] = []
+    off, mx = 0, None
     recs: list | None = [] if all(b.records is not None for b in batches) else None
     for b in batches:
         marks.extend((i + off, m) for i, m in b.marks)
@@ -768,7 +780,7 @@ def concat_batches(batches: list[Batch]) -> Batch:
         if b.max_steps is not None:
             mx = b.max_steps
         if recs is not None:
-            recs.extend(b.records)
+            recs.extend(b.records or [])
     return Batch(steps, values, present, mx, marks, recs)
 
 
@@ -933,6 +945,7 @@ class _Forked:
 
     def result(self) -> Any:
         blob = self.fd.read()
+        assert self.pid is not None
         _, status = os.waitpid(self.pid, 0)
         self.pid = None
         if os.waitstatus_to_exitcode(status) != 0 or not blob:
