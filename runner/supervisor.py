@@ -110,6 +110,7 @@ class Supervisor:
         self.attempt: Any = None  # the current attempt (runner.attempt.Attempt), once launched or adopted
         self.clients: list[control.ClientConn] = []
         self.lagging = False  # the last log read filled a whole slice: more is waiting
+        self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
         self._init_components()
@@ -556,7 +557,7 @@ class Supervisor:
         sel.register(rfd, selectors.EVENT_READ, "wake")
         sel.register(self.sock, selectors.EVENT_READ, "sock")
         pidfd_registered = None
-        while not self.stop and self.state.get("status") not in rundir.TERMINAL:
+        while not self.stop and not self._over():
             if self.pidfd is not None and pidfd_registered != self.pidfd:
                 sel.register(self.pidfd, selectors.EVENT_READ, "pidfd")
                 pidfd_registered = self.pidfd
@@ -577,18 +578,37 @@ class Supervisor:
                     self.pidfd = pidfd_registered = None
                     self._on_leader_exit(None)
             self._expire_clients(sel)
-            self.tick()
+            if self.finishing_until is None:
+                self.tick()
+            elif self._every("finishing", OPS_POLL_S):
+                self._poll_ops(time.time())
+                self.flush_state()
         if not self.stop and self.state.get("status") in rundir.TERMINAL:
-            self._finish_ops()
+            self._poll_ops(time.time())
         self.flush_state(force=True)
         for client in list(self.clients):
             self._drop_client(sel, client)
             client.answer({"ok": False, "message": "runner is exiting"}, timeout_s=0.05)
         sel.close()
 
+    def _over(self) -> bool:
+        """The run has ended and the last good checkpoint has reached persistent storage (or
+        ``SYNC_FINAL_WAIT_S`` passed). Until then the loop keeps serving control: ``status``
+        answers, commands are refused with the reason."""
+        if self.state.get("status") not in rundir.TERMINAL:
+            return False
+        if self.finishing_until is None:
+            if not self.ops.syncing():
+                return True
+            self.finishing_until = time.monotonic() + SYNC_FINAL_WAIT_S
+            self._diag("run over; waiting for the last checkpoint's sync before exiting")
+        return not self.ops.syncing() or time.monotonic() >= self.finishing_until
+
     def _next_wakeup(self) -> float:
         """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
         now = time.time()
+        if self.finishing_until is not None:
+            return OPS_POLL_S
         if self.lagging:
             return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S]
@@ -665,16 +685,6 @@ class Supervisor:
         sync = self.ops.state(now)
         if sync is not None and sync != self.state.get("sync"):
             self.set(sync=sync)
-
-    def _finish_ops(self) -> None:
-        """The run is over: let the last good checkpoint reach persistent storage before the
-        runner exits (training no longer waits on anything; a SIGTERM still ends this at once)."""
-        deadline = time.monotonic() + SYNC_FINAL_WAIT_S
-        while self.ops.syncing() and not self.stop and time.monotonic() < deadline:
-            self._poll_ops(time.time())
-            self.flush_state()
-            time.sleep(OPS_POLL_S)
-        self._poll_ops(time.time())
 
     def _on_event_for_ops(self, ev: dict) -> None:
         self.ops.on_event(ev)
@@ -1052,6 +1062,11 @@ class Supervisor:
         status = self.state.get("status")
         if cmd == "status":
             return {"ok": True, "state": self.state}
+        if self.finishing_until is not None and cmd != "verify":
+            left = max(0.0, self.finishing_until - time.monotonic())
+            return {"ok": False, "message": f"the run is over ({status}); its runner exits once the last "
+                                            f"checkpoint's copy to persistent storage ends (at most {left:.0f} s "
+                                            f"more): try {cmd} again then"}
         if cmd in ("kill", "restart", "resume"):
             self._last_signalled = []
             answer = self.apply(lc.Control(cmd, grace_s=req.get("grace_s"), now=bool(req.get("now")),

@@ -87,3 +87,33 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+def test_a_runner_waiting_on_the_last_sync_still_answers_control(tmp_path, runs_dir):
+    """After the run ends the runner waits for the last checkpoint's copy (here one that can
+    never happen). Meanwhile `status` is answered and commands are refused with the reason,
+    instead of hanging until the client gives up; SIGTERM still ends the runner at once."""
+    import os
+    import signal
+
+    from runner import control
+    h = Harness(tmp_path, runs_dir)
+    not_a_dir = tmp_path / "not-a-dir"
+    not_a_dir.write_text("a file where the destination's parent should be\n")
+    recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+                               "--max_steps", "8", "--save_steps", "4", "--step_delay", "0.05"],
+                      sync={"dest": str(not_a_dir / "keep"), "retry_s": 0.5})
+    run = h.start(recipe)
+    st = run.wait_status("succeeded", "failed", timeout=240)
+    assert st["status"] == "succeeded"
+    runner_pid = st["runner"]["pid"]
+    wait_for(lambda: "waiting for the last checkpoint's sync" in (run.path / "runner.log").read_text(), 120,
+             "the runner to wait on the sync")
+    sock = run.path / "control.sock"
+    answer = control.send(sock, {"cmd": "status"}, timeout=60)
+    assert answer["ok"] and answer["state"]["status"] == "succeeded"
+    assert answer["state"]["sync"]["pending"] is not None
+    refused = control.send(sock, {"cmd": "restart"}, timeout=60)
+    assert refused["ok"] is False and "persistent storage" in refused["message"], refused
+    os.kill(runner_pid, signal.SIGTERM)
+    wait_for(lambda: not _alive(runner_pid), 60, "the runner to exit on SIGTERM")
