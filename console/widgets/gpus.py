@@ -12,10 +12,8 @@ import collections
 import math
 from dataclasses import dataclass
 
-from textual.widgets import Static
-
 from console import format as fmt
-from console.widgets import styled_text
+from console.widgets.lines import LinesView
 from runner import rundir
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -266,12 +264,12 @@ def _dimmed(line: Pieces) -> Pieces:
     return [(t, "gpu--dim") for t, _ in line]
 
 
-class GpuPanel(Static):
+class GpuPanel(LinesView):
     COMPONENT_CLASSES = {"gpu--index", "gpu--util", "gpu--ok", "gpu--warn", "gpu--crit", "gpu--dim",
                          "gpu--spark", "gpu--title", "gpu--stale"}
 
     def __init__(self, *, id: str | None = None, local_host: str | None = None) -> None:
-        super().__init__("", id=id)
+        super().__init__(id=id)
         self.local_host = local_host or rundir.hostname()
         self._gpu: dict | None = None
         self._agent_nodes: tuple[dict, ...] = ()
@@ -356,7 +354,7 @@ class GpuPanel(Static):
         if key == self._shown:
             return
         self._shown = key
-        # A new layout only when the number of lines changes (a redraw alone is far cheaper).
-        relayout = len(lines) != len(self.plain_lines)
+        # Only the rows that changed are drawn again; a new layout only when the number of
+        # lines changes (the height is auto).
         self.plain_lines = [fmt.plain(line) for line in lines]
-        self.update(styled_text(self, lines), layout=relayout)
+        self.set_lines(lines)

@@ -11,6 +11,7 @@ from console import format as fmt
 from console import timeline
 from console.logtail import MetricColumns
 from console.timeline import Entry
+from console.widgets.lines import LinesView
 
 
 def _text(lines: list[tuple[str, str]], widget: Static) -> Text:
@@ -112,21 +113,23 @@ class AlertBar(Static):
         self.update(_text(lines, self), layout=relayout)
 
 
-class LogTail(Static):
+class LogTail(LinesView):
     """The last lines of train.log that fit, oldest at the top (a following tail); metric lines
-    as aligned columns (``console.logtail``)."""
+    as aligned columns (``console.logtail``). A line is drawn once: as the tail moves up, the
+    lines already on screen are reused."""
 
     COMPONENT_CLASSES = {"event--dim"}
+    OVERFLOW = "ellipsis"
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id)
-        self._lines: tuple[str, ...] = ()
+        super().__init__(id=id)
+        self._lines_in: tuple[str, ...] = ()
         self._shown: object = None
         self._columns = MetricColumns()
         self.plain_lines: list[str] = []
 
     def show(self, lines: tuple[str, ...]) -> None:
-        self._lines = lines
+        self._lines_in = lines
         self._draw()
 
     def on_resize(self) -> None:
@@ -134,12 +137,12 @@ class LogTail(Static):
 
     def _draw(self) -> None:
         h = max(1, self.content_size.height or 10)
-        key = (h, self._lines[-h:])
+        key = (h, self._lines_in[-h:])
         if key == self._shown:
             return
         self._shown = key
-        self.plain_lines = self._columns.rows(self._lines, h) or ["(train.log is empty)"]
-        self.update(_text([(line, "") for line in self.plain_lines], self), layout=False)  # fixed size
+        self.plain_lines = self._columns.rows(self._lines_in, h) or ["(train.log is empty)"]
+        self.set_lines([((line, ""),) for line in self.plain_lines])
 
 
 # Processes of the run itself are listed by the telemetry layer too; they are not zombies.

@@ -1,0 +1,134 @@
+"""LinesView (status line, GPU rows, log tail): drawn segment for segment as a Static of the
+same text (styles, truncation, the text-selection offsets), and an update draws and repaints
+only the lines that changed."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.app import App
+from textual.geometry import Region
+from textual.visual import Visual, visualize
+
+from console import format as fmt
+from console.widgets.gpus import GpuPanel, gpu_lines
+from console.widgets.panes import LogTail
+from console.widgets.status import StatusLine
+
+CSS = Path(__file__).resolve().parents[2] / "console" / "console.tcss"
+GPUS = [{"index": i, "util_pct": 40 + 7 * i, "mem_used_mib": 110_000 + 3500 * i, "mem_total_mib": 143_771,
+         "temp_c": 55 + 9 * i, "power_w": 350 + 20 * i, "power_limit_w": 700, "processes": [1]} for i in range(8)]
+RUN = {"id": "20240101-000000-demo-0001", "name": "qwen3-moe-lora-with-a-long-name", "status": "running",
+       "step": 1234, "max_steps": 10000, "attempt": 2, "restarts": 1, "max_restarts": 10,
+       "started_at": 1_700_000_000.0, "step_time_s": 2.1, "cost_per_hour": 70.0}
+
+
+class Panes(App):
+    CSS_PATH = str(CSS)
+
+    def compose(self):
+        yield StatusLine(id="status")
+        yield GpuPanel(id="gpus")
+        yield LogTail(id="logtail")
+
+
+def pipeline_rows(widget) -> list:
+    """What a Static holding the widget's text draws: the Content pipeline on all of it."""
+    width, height = widget.size
+    visual = visualize(widget, widget.render(), markup=False)
+    strips = Visual.to_strips(widget, visual, width, height, widget.visual_style)
+    return [list(strip) for strip in strips]
+
+
+def drawn_rows(widget) -> list:
+    return [list(widget.render_line(y)) for y in range(len(widget.lines))]
+
+
+def test_lines_are_drawn_as_a_static_draws_them():
+    status_runs = [RUN, {**RUN, "status": "paused", "pause_reason": "divergence"},
+                   {**RUN, "status": "failed", "last_crash_class": "cuda_oom", "step": 7},
+                   {**RUN, "status": "cooldown", "cooldown_until": 1e18}]
+    log = tuple(["step 1/100 loss 2.0 grad_norm 1.0", "plain words " * 12, "tab\tseparated", "wide 中文 text",
+                 "", "a bell \x07 and a carriage return\r", "x" * 200, "ünïcödé and — dashes · dots"]
+                + [f"{{'loss': {1 / (i + 1):.4f}, 'grad_norm': 0.5, 'global_step/max_steps': '{i}/100'}}"
+                   for i in range(30)])
+
+    async def go():
+        for size in ((160, 48), (80, 24), (45, 20)):
+            app = Panes()
+            async with app.run_test(size=size) as pilot:
+                status, gpus, tail = app.query_one(StatusLine), app.query_one(GpuPanel), app.query_one(LogTail)
+                for run in status_runs:
+                    status.show_run(run, quiet_s=125.0, heartbeat_s=600.0)
+                    await pilot.pause()
+                    assert drawn_rows(status) == pipeline_rows(status), (size, run["status"])
+                for k in range(3):
+                    gpus.show_gpu({"available": True, "gpus": [{**g, "util_pct": g["util_pct"] + k} for g in GPUS]})
+                    await pilot.pause()
+                    assert drawn_rows(gpus) == pipeline_rows(gpus)[: len(gpus.lines)], size
+                for n in range(1, len(log) + 1, 3):
+                    tail.show(log[:n])
+                    await pilot.pause()
+                    assert drawn_rows(tail) == pipeline_rows(tail), (size, n)
+    asyncio.run(go())
+
+
+def test_only_changed_lines_are_drawn_and_repainted():
+    async def go():
+        app = Panes()
+        async with app.run_test(size=(160, 48)) as pilot:
+            status, gpus, tail = app.query_one(StatusLine), app.query_one(GpuPanel), app.query_one(LogTail)
+            width = gpus.size.width
+            snapshot = {"available": True, "gpus": [dict(g) for g in GPUS]}
+            gpus.show_gpu(snapshot)
+            status.show_run(RUN)
+            tail.show(tuple(f"line {i}" for i in range(100)))
+            await pilot.pause()
+            lines = len(gpus.lines)
+            assert lines == len(gpu_lines(GPUS, width, lambda i: [1.0])) and gpus.draws == lines
+
+            # the same snapshot again: nothing is drawn or repainted
+            draws = (status.draws, gpus.draws, tail.draws)
+            status.show_run(RUN)
+            gpus.show_gpu(snapshot)
+            tail.show(tuple(f"line {i}" for i in range(100)))
+            assert [w for w in (status, gpus, tail) if w._repaint_regions] == []
+            await pilot.pause()
+            assert (status.draws, gpus.draws, tail.draws) == draws
+
+            # one GPU changes (the same poll: no new utilisation sample for the sparklines)
+            before = [gpus.render_line(y) for y in range(lines)]
+            snapshot["gpus"][0]["temp_c"] = 91
+            gpus.show_gpu(snapshot)
+            assert [(r.y - gpus.content_offset.y, r.height) for r in gpus._repaint_regions] == [(0, 1)]
+            await pilot.pause()
+            assert gpus.draws == draws[1] + 1
+            after = [gpus.render_line(y) for y in range(lines)]
+            assert after[1:] == before[1:] and after[0] != before[0]
+            assert "91C" in gpus.plain_lines[0]
+
+            # a new step changes the first status line only
+            status.show_run({**RUN, "step": RUN["step"] + 1})
+            assert [(r.y, r.height) for r in status._repaint_regions] == [(0, 1)]
+            await pilot.pause()
+            assert status.draws == draws[0] + 1
+            assert fmt.intc(RUN["step"] + 1) in status.plain_lines[0]
+    asyncio.run(go())
+
+
+def test_a_pane_whose_line_count_changes_is_laid_out_again():
+    async def go():
+        app = Panes()
+        async with app.run_test(size=(160, 48)) as pilot:
+            gpus = app.query_one(GpuPanel)
+            gpus.show_gpu({"available": True, "gpus": GPUS})
+            await pilot.pause()
+            assert gpus.size.height == len(gpus.lines) > 1
+            gpus.show_gpu({"available": True, "gpus": GPUS[:1]})
+            await pilot.pause()
+            assert gpus.size.height == len(gpus.lines) == 1
+            lines = [gpus.render_line(y).text for y in range(gpus.size.height)]
+            assert lines[0].startswith(" 0 [")
+            assert [s.text.strip() for s in gpus.render_lines(Region(0, 0, *gpus.outer_size))] == \
+                [line.strip() for line in gpus.plain_lines]
+    asyncio.run(go())
