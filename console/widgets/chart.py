@@ -12,6 +12,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from console.chart import Downsampled, Marker, render_chart
+from console.widgets import row_regions
 
 
 class ChartView(Widget):
@@ -31,6 +32,7 @@ class ChartView(Widget):
         self._data_key: object = None
         self._cache_key: object = None
         self._strips: list[Strip] = []
+        self._styles: dict[str, Style] = {}  # by component class ("" the widget's own), until new CSS
         self.draws = 0  # how many times the rows were rebuilt (the benchmark reads it)
 
     def set_data(self, series: Sequence[Downsampled], *, heading: str | Sequence[str] | None = None,
@@ -42,8 +44,20 @@ class ChartView(Widget):
         self._series, self._markers, self._cap, self._cap_label = series, markers, cap, cap_label
         self._heading = heading if heading is not None else self.title
         self._data_key = key
+        old, drawn_at = self._strips, self._cache_key
         self._cache_key = None
-        self.refresh()
+        size = self.content_size
+        if key is None or not self.is_mounted or drawn_at is None or drawn_at[1:] != (size.width, size.height):
+            self.refresh()
+            return True
+        # Redraw now and repaint only the rows that changed: on a long run a new step moves
+        # the title and a row or two, not the whole chart.
+        new = self._rows()
+        changed = [y for y in range(len(new)) if y >= len(old) or new[y] != old[y]]
+        if len(new) != len(old) or len(changed) == len(new):
+            self.refresh()
+        elif changed:
+            self.refresh(*row_regions(changed, size.width))
         return True
 
     def text_rows(self) -> list[str]:
@@ -57,12 +71,13 @@ class ChartView(Widget):
             return self._strips
         rows = render_chart(self._series, size.width, size.height, title=self._heading, markers=self._markers,
                             cap=self._cap, cap_label=self._cap_label)
-        styles: dict[str, Style] = {}
-        base = self.rich_style
+        styles = self._styles
+        if not styles:
+            styles[""] = self.rich_style
 
         def style(name: str) -> Style:
             if name not in styles:
-                styles[name] = base + self.get_component_rich_style(name, partial=True) if name else base
+                styles[name] = styles[""] + self.get_component_rich_style(name, partial=True)
             return styles[name]
 
         self._strips = [Strip([Segment(text, style(name)) for text, name in row]).adjust_cell_length(size.width)
@@ -76,4 +91,10 @@ class ChartView(Widget):
         return rows[y] if 0 <= y < len(rows) else Strip.blank(self.content_size.width, self.rich_style)
 
     def on_resize(self) -> None:
+        self._cache_key = None
+
+    def notify_style_update(self) -> None:
+        """New CSS (a theme, a breakpoint class): the styles are looked up again."""
+        super().notify_style_update()
+        self._styles.clear()
         self._cache_key = None

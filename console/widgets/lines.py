@@ -18,11 +18,12 @@ from typing import Sequence
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
-from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import Visual, visualize
 from textual.widget import Widget
+
+from console.widgets import row_regions
 
 Pieces = Sequence[tuple[str, str]]
 Line = tuple[tuple[str, str], ...]
@@ -45,6 +46,7 @@ class LinesView(Widget):
         self._lines: tuple[Line, ...] = ()
         self._rows: dict[int, Strip] = {}  # drawn lines by y, for the current lines
         self._layouts: dict[Line, Layout | None] = {}  # None: drawn by the Content pipeline
+        self._piece_styles: dict[str, Style | None] = {}  # by component class, as the layouts
         self._drawn_for: tuple[int, object] | None = None  # (width, visual style) of the above
         self._text: Text | None = None
         self.draws = 0  # lines drawn (the tests read it: an unchanged line is not drawn again)
@@ -76,7 +78,7 @@ class LinesView(Widget):
             return True
         width = self.size.width
         if width and len(changed) < len(new):
-            self.refresh(*_runs(changed, width))
+            self.refresh(*row_regions(changed, width))
         else:
             self.refresh()
         return True
@@ -118,11 +120,14 @@ class LinesView(Widget):
         # is not empty) is a span of its own; pieces without one run together.
         spans: list[tuple[int, int, Style | None]] = []
         x = 0
+        piece_styles = self._piece_styles
         for piece, name in line:
             if not piece:
                 continue
-            rich = self.get_component_rich_style(name, partial=True) if name else None
-            style = Style.from_rich_style(rich, ansi_theme) if rich else None
+            if name not in piece_styles:
+                rich = self.get_component_rich_style(name, partial=True) if name else None
+                piece_styles[name] = Style.from_rich_style(rich, ansi_theme) if rich else None
+            style = piece_styles[name]
             if style is None and spans and spans[-1][2] is None and spans[-1][1] == x:
                 spans[-1] = (spans[-1][0], x + len(piece), None)
             else:
@@ -164,6 +169,7 @@ class LinesView(Widget):
             self._drawn_for = (width, self.visual_style)
             self._rows.clear()
             self._layouts.clear()
+            self._piece_styles.clear()
         if not (width and 0 <= y < len(self._lines)):
             return Strip.blank(width, self.visual_style.rich_style)
         strip = self._rows.get(y)
@@ -176,17 +182,5 @@ class LinesView(Widget):
         super().notify_style_update()
         self._rows.clear()
         self._layouts.clear()
+        self._piece_styles.clear()
         self._text = None
-
-
-def _runs(ys: list[int], width: int) -> list[Region]:
-    """Consecutive line numbers as one region each."""
-    regions: list[Region] = []
-    start = prev = ys[0]
-    for y in ys[1:]:
-        if y != prev + 1:
-            regions.append(Region(0, start, width, prev - start + 1))
-            start = y
-        prev = y
-    regions.append(Region(0, start, width, prev - start + 1))
-    return regions

@@ -132,3 +132,38 @@ def test_a_pane_whose_line_count_changes_is_laid_out_again():
             assert [s.text.strip() for s in gpus.render_lines(Region(0, 0, *gpus.outer_size))] == \
                 [line.strip() for line in gpus.plain_lines]
     asyncio.run(go())
+
+
+def test_a_chart_repaints_only_the_rows_a_new_step_changed():
+    from runner.series import Series
+    from console.widgets.chart import ChartView
+
+    class Charts(App):
+        CSS_PATH = str(CSS)
+
+        def compose(self):
+            yield ChartView("memory", id="chart-mem")
+
+    def series(n: int) -> Series:
+        s = Series()
+        for i in range(1, n + 1):
+            s.append(i, 120.0 + i % 5)
+        return s
+
+    async def go():
+        app = Charts()
+        async with app.run_test(size=(60, 16)) as pilot:
+            chart = app.query_one(ChartView)
+            chart.set_data([series(3000)], key=3000, cap=140.0)
+            await pilot.pause()
+            before = [chart.render_line(y) for y in range(chart.size.height)]
+            draws = chart.draws
+            chart.set_data([series(3002)], key=3002, cap=140.0, heading="memory 122 GiB")
+            rows = {y - chart.content_offset.y for r in chart._repaint_regions for y in range(r.y, r.bottom)}
+            assert rows and len(rows) < len(before) and chart.draws == draws + 1
+            await pilot.pause()
+            chart._cache_key = None  # drawn again from scratch: what the screen must now show
+            after = [chart.render_line(y) for y in range(chart.size.height)]
+            assert {y for y in range(len(after)) if after[y] != before[y]} <= rows
+            assert chart.text_rows()[0].startswith("memory 122 GiB")
+    asyncio.run(go())
