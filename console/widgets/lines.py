@@ -17,7 +17,10 @@ from typing import Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
+from rich.style import Style as RichStyle
 from rich.text import Text
+from textual._segment_tools import line_pad
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import Visual, visualize
@@ -27,8 +30,9 @@ from console.widgets import row_regions
 
 Pieces = Sequence[tuple[str, str]]
 Line = tuple[tuple[str, str], ...]
-# One line laid out at a width: (x, text, style) per segment, before the selection offsets.
-Layout = list[tuple[int, str, Style]]
+# One line laid out at a width: (x, text, piece style key) per segment.
+Layout = list[tuple[int, str, str]]
+OFFSET_STYLES_MAX = 8192
 
 
 class LinesView(Widget):
@@ -46,7 +50,11 @@ class LinesView(Widget):
         self._lines: tuple[Line, ...] = ()
         self._rows: dict[int, Strip] = {}  # drawn lines by y, for the current lines
         self._layouts: dict[Line, Layout | None] = {}  # None: drawn by the Content pipeline
-        self._piece_styles: dict[str, Style | None] = {}  # by component class, as the layouts
+        self._piece_styles: dict[str, tuple[str, Style]] = {}  # by component class
+        self._offset_styles: dict[tuple[str, int, int], RichStyle] = {}  # by (piece style, x, y)
+        self._frame: tuple[bool, int, Style] | None = None  # set while render_lines runs
+        self._final: dict[int, tuple[Strip, Strip]] = {}  # y: (line, the line as on screen)
+        self._box_drawn: tuple | None = None  # what is around the lines of _final
         self._drawn_for: tuple[int, object] | None = None  # (width, visual style) of the above
         self._text: Text | None = None
         self.draws = 0  # lines drawn (the tests read it: an unchanged line is not drawn again)
@@ -108,42 +116,55 @@ class LinesView(Widget):
         return (styles.text_wrap == "nowrap" and styles.text_overflow in ("ellipsis", "clip")
                 and styles.text_align in ("left", "start") and not styles.line_pad)
 
+    def _piece_style(self, name: str) -> tuple[str, Style]:
+        """(key, style) of a piece: the style Content.render gives it (the widget's style, then
+        the piece's); key "" for a piece without a style of its own."""
+        if name not in self._piece_styles:
+            base = self.visual_style
+            rich = self.get_component_rich_style(name, partial=True) if name else None
+            if rich:
+                self._piece_styles[name] = (name, base + (base + Style.from_rich_style(rich, self.app.ansi_theme)))
+            else:
+                self._piece_styles[name] = ("", base + base)
+        return self._piece_styles[name]
+
     def _layout(self, line: Line, width: int) -> Layout | None:
         """A line's segments as the Content pipeline makes them, or None if it is not plain
         single-cell text, or empty (then the pipeline draws it)."""
         plain = "".join(piece for piece, _ in line)
         if not (plain and plain.isprintable() and cell_len(plain) == len(plain)):
             return None
-        ansi_theme = self.app.ansi_theme
-        base = self.visual_style
         # Spans as rich Text and Content.from_rich_text make them: a piece with a style (that
         # is not empty) is a span of its own; pieces without one run together.
-        spans: list[tuple[int, int, Style | None]] = []
+        spans: list[tuple[int, int, str]] = []
         x = 0
-        piece_styles = self._piece_styles
         for piece, name in line:
             if not piece:
                 continue
-            if name not in piece_styles:
-                rich = self.get_component_rich_style(name, partial=True) if name else None
-                piece_styles[name] = Style.from_rich_style(rich, ansi_theme) if rich else None
-            style = piece_styles[name]
-            if style is None and spans and spans[-1][2] is None and spans[-1][1] == x:
-                spans[-1] = (spans[-1][0], x + len(piece), None)
+            key = self._piece_style(name)[0] if name else ""
+            if not key and spans and not spans[-1][2] and spans[-1][1] == x:
+                spans[-1] = (spans[-1][0], x + len(piece), "")
             else:
-                spans.append((x, x + len(piece), style))
+                spans.append((x, x + len(piece), key))
             x += len(piece)
         text = plain
         if len(plain) > width:  # Content.truncate: the spans cut at the new end
             ellipsis = self.styles.text_overflow == "ellipsis"
             text = plain[: width - 1] + "…" if ellipsis else plain[:width]
             end = len(text)
-            spans = [(a, min(b, end), s) for a, b, s in spans if a < end]
-        layout: Layout = []
-        plain_style = base + base  # Content.render: the widget's style, then each span's
-        for a, b, style in spans:
-            layout.append((a, text[a:b], plain_style if style is None else base + (base + style)))
-        return layout
+            spans = [(a, min(b, end), k) for a, b, k in spans if a < end]
+        return [(a, text[a:b], key) for a, b, key in spans]
+
+    def _offset_style(self, key: str, x: int, y: int) -> RichStyle:
+        """The piece style with its text-selection offset; one object per place, so a line
+        drawn again at the same place reuses it (and the ANSI codes cached on it)."""
+        styles = self._offset_styles
+        style = styles.get((key, x, y))
+        if style is None:
+            if len(styles) >= OFFSET_STYLES_MAX:
+                styles.clear()
+            style = styles[key, x, y] = self._piece_style(key)[1].rich_style_with_offset(x, y)
+        return style
 
     def _draw_row(self, y: int, width: int) -> Strip:
         line = self._lines[y]
@@ -158,29 +179,95 @@ class LinesView(Widget):
             visual = visualize(self, text, markup=False)
             strips = Visual.to_strips(self, visual, width, y + 1, self.visual_style)
             return strips[y] if len(strips) > y else Strip.blank(width, self.visual_style.rich_style)
-        return Strip([Segment(text, style.rich_style_with_offset(x, y)) for x, text, style in layout],
+        offset_style = self._offset_style
+        return Strip([Segment(text, offset_style(key, x, y)) for x, text, key in layout],
                      sum(len(text) for _, text, _ in layout))
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The lines as the screen shows them. For a plain box (no border, outline, tint,
+        hatch, top or bottom padding, opacity 1: these panes) the widget's padding, background
+        and the app's line filters are put around each changed line here, as Textual's styles
+        cache would, and kept by line until the line or the box changes; else, and during a
+        text selection, Textual's styles cache does it."""
+        frame = self._frame = (self.text_selection is None, self.size.width, self.visual_style)
+        try:
+            box = self._box() if frame[0] else None
+            if box is None:
+                return super().render_lines(crop)
+            if box != self._box_drawn:
+                self._box_drawn = box
+                self._final.clear()
+            width, content_width, content_height, inner, pad_left, pad_right, background, filters = box
+            final = self._final
+            strips: list[Strip] = []
+            for y in crop.line_range:
+                line = self.render_line(y) if y < content_height else Strip.blank(content_width, inner)
+                done = final.get(y)
+                if done is not None and done[0] is line:
+                    strips.append(done[1])
+                    continue
+                strip = line.adjust_cell_length(content_width, inner)
+                if pad_left or pad_right:
+                    strip = Strip(line_pad(strip, pad_left, pad_right, inner), width)
+                else:
+                    strip = Strip(strip, width)
+                for line_filter in filters:
+                    strip = strip.apply_filter(line_filter, background)
+                final[y] = (line, strip)
+                strips.append(strip)
+            if crop.column_span != (0, width):
+                x1, x2 = crop.column_span
+                strips = [strip.crop(x1, x2) for strip in strips]
+            return strips
+        finally:
+            self._frame = None
+
+    def _box(self) -> tuple | None:
+        """What the styles cache would put around a content line, if it is only padding on the
+        left and right and a background; None for anything else."""
+        styles = self.styles
+        if self.BLANK or self._border_title is not None or self._border_subtitle is not None:
+            return None
+        if any(edge[0] for edge in styles.border) or any(edge[0] for edge in styles.outline):
+            return None
+        padding = styles.padding
+        if padding.top or padding.bottom or styles.tint.a or styles.text_opacity != 1.0 or self.opacity != 1.0:
+            return None
+        if styles.has_rule("hatch") and styles.hatch != "none":
+            return None
+        if self.auto_links:
+            hover = self.hover_style
+            if hover._link_id and hover._meta and "@click" in hover.meta:
+                return None
+        base_background, background = self.background_colors
+        inner = Style(background=base_background + background).rich_style
+        content = self.content_region
+        return (self.region.width, content.width, content.height, inner, padding.left, padding.right, background,
+                tuple(self.get_line_filters()))
+
     def render_line(self, y: int) -> Strip:
-        if self.text_selection is not None:
+        unselected, width, visual_style = self._frame or (self.text_selection is None, self.size.width,
+                                                          self.visual_style)
+        if not unselected:
             return super().render_line(y)  # the whole text, as a Static draws a selection
-        width = self.size.width
-        if (width, self.visual_style) != self._drawn_for:
-            self._drawn_for = (width, self.visual_style)
-            self._rows.clear()
-            self._layouts.clear()
-            self._piece_styles.clear()
+        if (width, visual_style) != self._drawn_for:
+            self._drawn_for = (width, visual_style)
+            self._forget_drawn()
         if not (width and 0 <= y < len(self._lines)):
-            return Strip.blank(width, self.visual_style.rich_style)
+            return Strip.blank(width, visual_style.rich_style)
         strip = self._rows.get(y)
         if strip is None:
             strip = self._rows[y] = self._draw_row(y, width)
         return strip
 
-    def notify_style_update(self) -> None:
-        """New CSS (a theme, a breakpoint class): every line is drawn again."""
-        super().notify_style_update()
+    def _forget_drawn(self) -> None:
         self._rows.clear()
         self._layouts.clear()
         self._piece_styles.clear()
+        self._offset_styles.clear()
+
+    def notify_style_update(self) -> None:
+        """New CSS (a theme, a breakpoint class): every line is drawn again."""
+        super().notify_style_update()
+        self._forget_drawn()
         self._text = None

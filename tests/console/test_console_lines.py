@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.app import App
 from textual.geometry import Region
 from textual.visual import Visual, visualize
+from textual.widget import Widget
 
 from console import format as fmt
 from console.widgets.gpus import GpuPanel, gpu_lines
@@ -44,6 +45,15 @@ def drawn_rows(widget) -> list:
     return [list(widget.render_line(y)) for y in range(len(widget.lines))]
 
 
+def assert_screen_lines_as_textual_draws_them(widget) -> None:
+    """The lines with padding, background and line filters (LinesView.render_lines) are the
+    ones Textual's styles cache makes, whole and cropped."""
+    for region in (Region(0, 0, *widget.outer_size), Region(3, 1, widget.outer_size.width - 5, 2)):
+        ours = widget.render_lines(region)
+        widget._styles_cache.clear()
+        assert ours == Widget.render_lines(widget, region), region
+
+
 def test_lines_are_drawn_as_a_static_draws_them():
     status_runs = [RUN, {**RUN, "status": "paused", "pause_reason": "divergence"},
                    {**RUN, "status": "failed", "last_crash_class": "cuda_oom", "step": 7},
@@ -62,14 +72,17 @@ def test_lines_are_drawn_as_a_static_draws_them():
                     status.show_run(run, quiet_s=125.0, heartbeat_s=600.0)
                     await pilot.pause()
                     assert drawn_rows(status) == pipeline_rows(status), (size, run["status"])
+                    assert_screen_lines_as_textual_draws_them(status)
                 for k in range(3):
                     gpus.show_gpu({"available": True, "gpus": [{**g, "util_pct": g["util_pct"] + k} for g in GPUS]})
                     await pilot.pause()
                     assert drawn_rows(gpus) == pipeline_rows(gpus)[: len(gpus.lines)], size
+                    assert_screen_lines_as_textual_draws_them(gpus)
                 for n in range(1, len(log) + 1, 3):
                     tail.show(log[:n])
                     await pilot.pause()
                     assert drawn_rows(tail) == pipeline_rows(tail), (size, n)
+                    assert_screen_lines_as_textual_draws_them(tail)
     asyncio.run(go())
 
 
