@@ -9,13 +9,13 @@ from typing import Sequence
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
-from textual.widget import Widget
 
 from console.chart import Downsampled, Marker, render_chart
 from console.widgets import row_regions
+from console.widgets.lines import BoxedLines
 
 
-class ChartView(Widget):
+class ChartView(BoxedLines):
     COMPONENT_CLASSES = {
         "chart--title", "chart--axis", "chart--line", "chart--line-b", "chart--line-c", "chart--line-d",
         "chart--both", "chart--restart", "chart--ckpt", "chart--bad", "chart--cap",
@@ -53,7 +53,12 @@ class ChartView(Widget):
         # Redraw now and repaint only the rows that changed: on a long run a new step moves
         # the title and a row or two, not the whole chart.
         new = self._rows()
-        changed = [y for y in range(len(new)) if y >= len(old) or new[y] != old[y]]
+        changed = []
+        for y, row in enumerate(new):
+            if y < len(old) and row == old[y]:
+                new[y] = old[y]  # the same row keeps its strip (and the screen line made of it)
+            else:
+                changed.append(y)
         if len(new) != len(old) or len(changed) == len(new):
             self.refresh()
         elif changed:

@@ -35,7 +35,74 @@ Layout = list[tuple[int, str, str]]
 OFFSET_STYLES_MAX = 8192
 
 
-class LinesView(Widget):
+class BoxedLines(Widget):
+    """A Line-API widget whose screen lines are made here for a plain box: the widget's left
+    and right padding, its background and the app's line filters are put around each line
+    that changed (a line is "changed" when render_line returns a new Strip), as Textual's
+    styles cache would, and kept until the line or the box changes. Anything else (a border,
+    an outline, a tint, a hatch, vertical padding, opacity) goes through the styles cache,
+    which makes 4 strips and reads a dozen style rules for every line it draws."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._final: dict[int, tuple[Strip, Strip]] = {}  # y: (line, the line as on screen)
+        self._box_drawn: tuple | None = None  # what is around the lines of _final
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        box = self._box()
+        if box is None:
+            return super().render_lines(crop)
+        if box != self._box_drawn:
+            self._box_drawn = box
+            self._final.clear()
+        width, content_width, content_height, inner, pad_left, pad_right, background, filters = box
+        final = self._final
+        strips: list[Strip] = []
+        for y in crop.line_range:
+            line = self.render_line(y) if y < content_height else Strip.blank(content_width, inner)
+            done = final.get(y)
+            if done is not None and done[0] is line:
+                strips.append(done[1])
+                continue
+            strip = line.adjust_cell_length(content_width, inner)
+            if pad_left or pad_right:
+                strip = Strip(line_pad(strip, pad_left, pad_right, inner), width)
+            else:
+                strip = Strip(strip, width)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            final[y] = (line, strip)
+            strips.append(strip)
+        if crop.column_span != (0, width):
+            x1, x2 = crop.column_span
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
+
+    def _box(self) -> tuple | None:
+        """What the styles cache would put around a content line, if it is only padding on the
+        left and right and a background; None for anything else."""
+        styles = self.styles
+        if self.BLANK or self._border_title is not None or self._border_subtitle is not None:
+            return None
+        if any(edge[0] for edge in styles.border) or any(edge[0] for edge in styles.outline):
+            return None
+        padding = styles.padding
+        if padding.top or padding.bottom or styles.tint.a or styles.text_opacity != 1.0 or self.opacity != 1.0:
+            return None
+        if styles.has_rule("hatch") and styles.hatch != "none":
+            return None
+        if self.auto_links:
+            hover = self.hover_style
+            if hover._link_id and hover._meta and "@click" in hover.meta:
+                return None
+        base_background, background = self.background_colors
+        inner = Style(background=base_background + background).rich_style
+        content = self.content_region
+        return (self.region.width, content.width, content.height, inner, padding.left, padding.right, background,
+                tuple(self.get_line_filters()))
+
+
+class LinesView(BoxedLines):
     """Lines of (text, style-name) pieces; style names are the widget's component classes."""
 
     DEFAULT_CSS = """
@@ -53,8 +120,6 @@ class LinesView(Widget):
         self._piece_styles: dict[str, tuple[str, Style]] = {}  # by component class
         self._offset_styles: dict[tuple[str, int, int], RichStyle] = {}  # by (piece style, x, y)
         self._frame: tuple[bool, int, Style] | None = None  # set while render_lines runs
-        self._final: dict[int, tuple[Strip, Strip]] = {}  # y: (line, the line as on screen)
-        self._box_drawn: tuple | None = None  # what is around the lines of _final
         self._drawn_for: tuple[int, object] | None = None  # (width, visual style) of the above
         self._text: Text | None = None
         self.draws = 0  # lines drawn (the tests read it: an unchanged line is not drawn again)
@@ -184,66 +249,14 @@ class LinesView(Widget):
                      sum(len(text) for _, text, _ in layout))
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """The lines as the screen shows them. For a plain box (no border, outline, tint,
-        hatch, top or bottom padding, opacity 1: these panes) the widget's padding, background
-        and the app's line filters are put around each changed line here, as Textual's styles
-        cache would, and kept by line until the line or the box changes; else, and during a
-        text selection, Textual's styles cache does it."""
-        frame = self._frame = (self.text_selection is None, self.size.width, self.visual_style)
+        # What every line of this render shares, looked up once.
+        self._frame = (self.text_selection is None, self.size.width, self.visual_style)
         try:
-            box = self._box() if frame[0] else None
-            if box is None:
-                return super().render_lines(crop)
-            if box != self._box_drawn:
-                self._box_drawn = box
-                self._final.clear()
-            width, content_width, content_height, inner, pad_left, pad_right, background, filters = box
-            final = self._final
-            strips: list[Strip] = []
-            for y in crop.line_range:
-                line = self.render_line(y) if y < content_height else Strip.blank(content_width, inner)
-                done = final.get(y)
-                if done is not None and done[0] is line:
-                    strips.append(done[1])
-                    continue
-                strip = line.adjust_cell_length(content_width, inner)
-                if pad_left or pad_right:
-                    strip = Strip(line_pad(strip, pad_left, pad_right, inner), width)
-                else:
-                    strip = Strip(strip, width)
-                for line_filter in filters:
-                    strip = strip.apply_filter(line_filter, background)
-                final[y] = (line, strip)
-                strips.append(strip)
-            if crop.column_span != (0, width):
-                x1, x2 = crop.column_span
-                strips = [strip.crop(x1, x2) for strip in strips]
-            return strips
+            if not self._frame[0]:  # a text selection: Textual's styles cache, as for a Static
+                return Widget.render_lines(self, crop)
+            return super().render_lines(crop)
         finally:
             self._frame = None
-
-    def _box(self) -> tuple | None:
-        """What the styles cache would put around a content line, if it is only padding on the
-        left and right and a background; None for anything else."""
-        styles = self.styles
-        if self.BLANK or self._border_title is not None or self._border_subtitle is not None:
-            return None
-        if any(edge[0] for edge in styles.border) or any(edge[0] for edge in styles.outline):
-            return None
-        padding = styles.padding
-        if padding.top or padding.bottom or styles.tint.a or styles.text_opacity != 1.0 or self.opacity != 1.0:
-            return None
-        if styles.has_rule("hatch") and styles.hatch != "none":
-            return None
-        if self.auto_links:
-            hover = self.hover_style
-            if hover._link_id and hover._meta and "@click" in hover.meta:
-                return None
-        base_background, background = self.background_colors
-        inner = Style(background=base_background + background).rich_style
-        content = self.content_region
-        return (self.region.width, content.width, content.height, inner, padding.left, padding.right, background,
-                tuple(self.get_line_filters()))
 
     def render_line(self, y: int) -> Strip:
         unselected, width, visual_style = self._frame or (self.text_selection is None, self.size.width,

@@ -169,6 +169,7 @@ def test_a_chart_repaints_only_the_rows_a_new_step_changed():
             chart = app.query_one(ChartView)
             chart.set_data([series(3000)], key=3000, cap=140.0)
             await pilot.pause()
+            assert_screen_lines_as_textual_draws_them(chart)
             before = [chart.render_line(y) for y in range(chart.size.height)]
             draws = chart.draws
             chart.set_data([series(3002)], key=3002, cap=140.0, heading="memory 122 GiB")
@@ -178,5 +179,6 @@ def test_a_chart_repaints_only_the_rows_a_new_step_changed():
             chart._cache_key = None  # drawn again from scratch: what the screen must now show
             after = [chart.render_line(y) for y in range(chart.size.height)]
             assert {y for y in range(len(after)) if after[y] != before[y]} <= rows
+            assert_screen_lines_as_textual_draws_them(chart)
             assert chart.text_rows()[0].startswith("memory 122 GiB")
     asyncio.run(go())
