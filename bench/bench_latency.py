@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_ui import spawn_in_pty  # noqa: E402
+from benchlib import end_processes  # noqa: E402
 
 CSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 MARK = re.compile(rb"mk(\d{6})z")
@@ -99,21 +99,6 @@ def load_processes() -> tuple[list[subprocess.Popen], str]:
         f"{n} busy Python loops"
 
 
-def end(procs: list[subprocess.Popen]) -> None:
-    for p in procs:  # by PID (stress-ng: its own session, so its workers too), each one we started
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM) if p.args[0] == "stress-ng" else p.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=5)
-
-
 def measure(seconds: float, rate: float, warmup: float, loaded: bool) -> tuple[dict, dict, bool, str]:
     """(seen, written, toolong present, load description) for one phase."""
     work = Path(tempfile.mkdtemp(prefix="mclat-"))
@@ -174,8 +159,8 @@ def measure(seconds: float, rate: float, warmup: float, loaded: bool) -> tuple[d
                 raise SystemExit(f"{name} exited early with {p.returncode}")
     finally:
         stop.set()
-        end(load)
-        end(procs)
+        end_processes(load)
+        end_processes(procs)
         shutil.rmtree(work, ignore_errors=True)
     return seen, written, bool(tl), what
 

@@ -29,7 +29,6 @@ import os
 import platform
 import pty
 import shutil
-import signal
 import statistics
 import struct
 import subprocess
@@ -46,6 +45,8 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from benchlib import end_processes  # noqa: E402
 
 WRITER = textwrap.dedent('''
     import json, math, os, sys, time
@@ -217,15 +218,7 @@ def bench_attached(seconds: float, nvitop: str | None = None) -> tuple[dict, dic
         return result, {"steps_written": steps}
     finally:
         stop.set()
-        for p in procs:  # by PID, each one we started
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=5)
+        end_processes(procs)
         shutil.rmtree(work, ignore_errors=True)
 
 

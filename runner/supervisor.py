@@ -35,7 +35,7 @@ from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
 from runner.slurm import client as slurm_client
-from runner.ingest.live import LogTail
+from runner.ingest.live import LiveReader, LogTail, metric_lines, newest_record, rows_to_write
 from runner.journal import Journal
 from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
@@ -118,7 +118,6 @@ class Supervisor:
     # ---- components -------------------------------------------------------------------
     def _init_components(self) -> None:
         from runner.checkpoints.keeper import CheckpointKeeper
-        from runner.ingest.live import LiveReader
         from runner.ingest.tail import FileTailer
         from runner.monitors import Monitors, Thresholds
         from runner.policy import RestartSettings
@@ -718,13 +717,11 @@ class Supervisor:
             self._on_batch(batch)
         return True
 
-
     def _on_batch(self, batch) -> None:
         """A batch of the log (a slice's records and save marks): written in one append, the
         monitors and charts fed once from the batch's columns. A template row is its JSON line
         (bytes), written as is; only the parser's records are dicts. A save is judged where it
         stands among the steps (at verification the excursion may be over)."""
-        from runner.ingest.live import metric_lines, newest_record, rows_to_write
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
         all_steps = np.asarray(batch.steps)

@@ -42,6 +42,7 @@ class LiveReader:
         out: list[Batch] = []
         pos = 0
         if parser.has_partial:
+            # finish the line the previous slice left open, through the parser that holds it
             nl = data.find(b"\n")
             pos = len(data) if nl < 0 else nl + 1
             out.append(batch_from_events(parser.feed_events(data[:pos]), True))
@@ -52,30 +53,15 @@ class LiveReader:
             pos = last + 1
         tail: list[Event] = []
         if pos < len(data):
-            tail.extend(parser.feed_events(data[pos:]))
+            tail.extend(parser.feed_events(data[pos:]))  # an unfinished line: kept for later
         tail.extend(parser.release_events())
         out.append(batch_from_events(tail, True))
         return [b for b in out if len(b) or b.marks]
 
     def feed(self, data: bytes) -> list[Event]:
-        """Events for the lines this slice completes (and held records now due)."""
-        parser = self.parser
-        events: list[Event] = []
-        pos = 0
-        if parser.has_partial:
-            # finish the line the previous slice left open, through the parser that holds it
-            nl = data.find(b"\n")
-            pos = len(data) if nl < 0 else nl + 1
-            events.extend(parser.feed_events(data[:pos]))
-        last = data.rfind(b"\n", pos)
-        if last >= pos:
-            buf = b"\n" + data[pos:last + 1]
-            events.extend(_events_of(self.scanner.scan(buf, len(buf))))
-            pos = last + 1
-        if pos < len(data):
-            events.extend(parser.feed_events(data[pos:]))  # an unfinished line: kept for later
-        events.extend(parser.release_events())
-        return events
+        """Events for the lines this slice completes (and held records now due): the batches
+        of ``feed_batches`` as the line parser's events, template rows loaded back as dicts."""
+        return [ev for batch in self.feed_batches(data) for ev in _events_of(batch)]
 
     def reset_partial(self) -> None:
         self.parser.reset_partial()

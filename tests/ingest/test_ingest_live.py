@@ -11,6 +11,15 @@ from runner.ingest.live import LiveReader
 from tests.ingest.test_ingest_bulk import write_mixed
 
 
+def random_cuts(size: int, seed: int, mean: float) -> list[int]:
+    """Slice boundaries as a training process's writes fall: random sizes around ``mean``."""
+    rnd = random.Random(seed)
+    cuts = [0]
+    while cuts[-1] < size:
+        cuts.append(min(size, cuts[-1] + max(1, int(rnd.expovariate(1 / mean)))))
+    return cuts
+
+
 def by_parser(data: bytes, cuts: list[int]) -> list:
     p = LogParser()
     events = []
@@ -32,10 +41,7 @@ def test_live_slices_give_the_parsers_events(tmp_path, seed, mean):
     path = tmp_path / "train.log"
     write_mixed(path, n=2500, seed=seed)
     data = path.read_bytes()
-    rnd = random.Random(seed)
-    cuts = [0]
-    while cuts[-1] < len(data):
-        cuts.append(min(len(data), cuts[-1] + max(1, int(rnd.expovariate(1 / mean)))))
+    cuts = random_cuts(len(data), seed, mean)
     want = by_parser(data, cuts)
     got, reader = by_live(data, cuts)
     assert [k for k, _ in got] == [k for k, _ in want]
@@ -93,10 +99,7 @@ def test_batches_hold_the_parsers_events_and_matching_columns(tmp_path, seed, me
     path = tmp_path / "train.log"
     write_mixed(path, n=2500, seed=seed)
     data = path.read_bytes()
-    rnd = random.Random(seed)
-    cuts = [0]
-    while cuts[-1] < len(data):
-        cuts.append(min(len(data), cuts[-1] + max(1, int(rnd.expovariate(1 / mean)))))
+    cuts = random_cuts(len(data), seed, mean)
     want = by_parser(data, cuts)
     got, template_rows, _ = by_batches(data, cuts)
     assert [k for k, _ in got] == [k for k, _ in want]

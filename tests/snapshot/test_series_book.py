@@ -118,6 +118,14 @@ def test_run_comparison_reads_every_point(tmp_path):
     assert len(RunWatcher(run).poll(with_gpu=False).series["loss"].points()[0]) <= seriesfile.DEFAULT_LIMIT
 
 
+def one_by_one(recs: list[dict]) -> seriesfile.SeriesBook:
+    """The reference: a book fed one record at a time."""
+    book = seriesfile.SeriesBook(limit=256)
+    for r in recs:
+        book.feed(r)
+    return book
+
+
 def test_batches_give_what_one_by_one_gives():
     """The runner feeds its book a slice at a time: the result is the one-by-one result."""
     import random
@@ -127,9 +135,7 @@ def test_batches_give_what_one_by_one_gives():
         loss = rnd.choice([math.nan, math.inf, -math.inf]) if rnd.random() < 0.01 else rnd.random() * 3
         recs.append({"attempt": 1 if s < 12_000 else 2, "step": s, "loss": loss,
                      "grad_norm": None if s % 7 == 0 else rnd.random(), "mem_gib": "nan" if s == 500 else 30.0})
-    one = seriesfile.SeriesBook(limit=256)
-    for r in recs:
-        one.feed(r)
+    one = one_by_one(recs)
     many = seriesfile.SeriesBook(limit=256)
     i = 0
     while i < len(recs):
@@ -151,9 +157,7 @@ def test_columns_give_what_one_by_one_gives():
         recs.append({"attempt": 1 if s < 17_000 else 2, "step": s, "loss": loss,
                      "grad_norm": None if s % 7 == 0 else rnd.random(), "mem_gib": 30.0 + (s % 5),
                      "step_time_s": 0.5, "tokens_per_s": None})
-    one = seriesfile.SeriesBook(limit=256)
-    for r in recs:
-        one.feed(r)
+    one = one_by_one(recs)
     cols = seriesfile.SeriesBook(limit=256)
     i = 0
     while i < len(recs):
