@@ -50,8 +50,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 PY = sys.executable
 
-from runner import proctree  # noqa: E402  (after the path insert)
-from runner.supervisor import LOOP_TICK_S  # noqa: E402
+from runner.process import proctree  # noqa: E402  (after the path insert)
+from runner.supervisor.supervisor import LOOP_TICK_S  # noqa: E402
 
 DIE_SCRIPT = textwrap.dedent("""\
     import os, random, sys, time

@@ -74,7 +74,7 @@ def timed(argv: list[str], runs: int) -> tuple[float, float, float]:
 
 def make_run(base: Path, steps: int) -> Path:
     """A finished run of ``steps`` steps as the runner leaves it (metrics.jsonl, series.json)."""
-    from runner import rundir, seriesfile
+    from runner.rundir import rundir, seriesfile
     run = rundir.create(base, f"long-{steps}")
     rnd = random.Random(steps)
     now = time.time()
@@ -116,7 +116,7 @@ def bench_open(tmp: Path, steps: int, runs: int, naive_max: int) -> dict:
 
 def bench_backlog(tmp: Path, steps: int, naive_max: int) -> dict:
     from bench.bench_parse import NAIVE, write_swift_log
-    from runner import control
+    from runner.supervisor import control
     log = tmp / "backlog.log"
     lines = write_swift_log(log, steps)
     runs_dir = tmp / "runs-backlog"
@@ -168,7 +168,7 @@ def bench_latency(tmp: Path, lines: int, watch: bool) -> list[float]:
     from console.app import MoeConsole
     from console.screens.run import RunScreen
     from console.widgets.panes import LogTail
-    from runner import rundir
+    from runner.rundir import rundir
     base = tmp / f"runs-lat-{int(watch)}"
     run = rundir.create(base, "latency")
     run.write_state({"status": "running", "name": "latency", "attempt": 1, "step": 1,

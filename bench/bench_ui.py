@@ -237,7 +237,7 @@ def naive_full_render(x: np.ndarray, y: np.ndarray, width: int, height: int) -> 
 
 def bench_chart(repeats: int = 60) -> list[dict]:
     from console.chart import Marker, render_chart
-    from runner.series import Series
+    from runner.core.series import Series
     n = 1_000_000
     s = Series()
     rng = np.random.default_rng(0)

@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from console import format as fmt
 from console.timeline import Entry
-from runner import jsonio
+from runner.rundir import jsonio
 
 ACKS_NAME = "acks.json"
 ACKS_VERSION = 1

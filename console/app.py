@@ -14,7 +14,7 @@ from pathlib import Path
 from textual.app import App
 
 from console.source import RunSource
-from runner import rundir
+from runner.rundir import rundir
 
 
 class MoeConsole(App):

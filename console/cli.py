@@ -11,7 +11,7 @@ import importlib
 import math
 import sys
 
-from runner.errors import InputError
+from runner.core.errors import InputError
 
 COMMANDS = (
     "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",

@@ -9,8 +9,8 @@ import os
 import time
 from pathlib import Path
 
-from runner import jsonio, rundir
-from runner.errors import InputError
+from runner.rundir import jsonio, rundir
+from runner.core.errors import InputError
 
 IMPORTED = "imported"
 
@@ -59,7 +59,7 @@ def open_path(path: Path, scratch: Path) -> rundir.RunDir:
 def _write_metrics(run: rundir.RunDir, steps: list[dict], chunk: int = 20_000) -> None:
     """metrics.jsonl in writes of ``chunk`` records, and the series.json a runner would keep,
     so the run screen opens the import without reading it again."""
-    from runner import seriesfile
+    from runner.rundir import seriesfile
     book = seriesfile.SeriesBook()
     for i in range(0, len(steps), chunk):
         recs = [{"v": jsonio.SCHEMA_VERSION, **rec} for rec in steps[i:i + chunk]]

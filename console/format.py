@@ -11,7 +11,7 @@ import signal
 import time
 from typing import Any, Iterable
 
-from runner.jsonio import as_float
+from runner.rundir.jsonio import as_float
 
 NA = "—"
 

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from runner import control, rundir
-from runner.snapshot import RunWatcher, Snapshot
+from runner.supervisor import control
+from runner.rundir import rundir
+from runner.rundir.snapshot import RunWatcher, Snapshot
 
 Telemetry = Callable[[dict], tuple[dict | None, list[dict]]]
 
@@ -27,7 +28,7 @@ def _live_telemetry(blocker_scan_s: float = BLOCKER_SCAN_S) -> Telemetry:
     """GPU telemetry every call, blockers every ``blocker_scan_s`` (or every call during a
     start or a cooldown); a missing driver or module becomes a GPU dict that says why."""
     try:
-        from runner.snapshot import LiveTelemetry
+        from runner.rundir.snapshot import LiveTelemetry
         live = LiveTelemetry()
     except Exception as exc:  # the telemetry layer itself missing or broken: say so on screen
         reason = f"GPU telemetry failed to start: {exc}"
@@ -108,7 +109,7 @@ class RunSource:
     def start_runner(self) -> int:
         """Start a new runner for this run (it adopts live training); returns its pid. It runs
         in a session of its own and outlives the console; if it ends first, ``poll`` reaps it."""
-        from runner.launch import spawn_runner
+        from runner.process.launch import spawn_runner
         pid = spawn_runner(self.run)
         self._children.append(pid)
         return pid

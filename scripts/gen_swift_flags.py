@@ -8,7 +8,7 @@ fields collected in dataclass order (reverse MRO). Nothing of ms-swift is execut
     scripts/gen_swift_flags.py .venv-swift/lib/python3.12/site-packages   # an installed tree
     scripts/gen_swift_flags.py --git /path/ms-swift.git --rev v4.2.0      # a git tag
 
-The table goes to runner/swift/flags/ms-swift-<version>.json (``--out`` to choose), where
+The table goes to runner/recipes/swift/flags/ms-swift-<version>.json (``--out`` to choose), where
 ``moeconsole lint`` reads it. Bases that live outside ms-swift (transformers'
 TrainingArguments behind ``swift sft``) cannot be read here and are listed as
 ``unresolved_bases``: lint treats such a table as partial.
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("source", help="wheel, sdist, directory holding swift/, or (with --rev) a git dir")
     ap.add_argument("--git", action="store_true", help="SOURCE is a git directory; read --rev from it")
     ap.add_argument("--rev", help="git revision (tag) to read")
-    ap.add_argument("--out", help="output file (default runner/swift/flags/ms-swift-<version>.json)")
+    ap.add_argument("--out", help="output file (default runner/recipes/swift/flags/ms-swift-<version>.json)")
     ns = ap.parse_args(argv)
     if ns.git and not ns.rev:
         ap.error("--git needs --rev")

@@ -37,8 +37,8 @@ def test_doctor_reports_this_environment():
     assert "GPUs: none" in human.stdout and "no known-bad combination found" in human.stdout
 
 
-# ---- the training environment (runner/doctor.py) -------------------------------------------
-from runner import doctor  # noqa: E402
+# ---- the training environment (runner/recipes/doctor.py) -------------------------------------------
+from runner.recipes import doctor  # noqa: E402
 
 
 def report(packages=None, env=None, torch=None, sources=None, requires=None):

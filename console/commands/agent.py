@@ -12,9 +12,9 @@ import signal
 import time
 from pathlib import Path
 
-from runner import jsonio, rundir
-from runner.errors import InputError
-from runner.paths import runs_base
+from runner.rundir import jsonio, rundir
+from runner.core.errors import InputError
+from runner.rundir.paths import runs_base
 from runner.telemetry.gpu import get_backend
 from runner.telemetry.host import host_snapshot
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from runner import rundir
-from runner.errors import InputError
-from runner.paths import runs_base
+from runner.rundir import rundir
+from runner.core.errors import InputError
+from runner.rundir.paths import runs_base
 
 
 def run(args) -> int:

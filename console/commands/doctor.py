@@ -1,12 +1,13 @@
 """``moeconsole doctor [--python PATH | RECIPE]``: the training environment, not only moeconsole's:
 versions, GPUs, settings and known-bad combinations, each finding with its reason
-(runner/doctor.py does the work)."""
+(runner/recipes/doctor.py does the work)."""
 from __future__ import annotations
 
 import sys
 
-from runner import doctor, jsonio, recipe as recipes
-from runner.errors import InputError
+from runner.recipes import doctor, recipe as recipes
+from runner.rundir import jsonio
+from runner.core.errors import InputError
 
 # Kept for callers of the old module API.
 requirement_conflicts = doctor.requirement_conflicts

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Iterable
 
-from runner import jsonio
-from runner.errors import InputError
+from runner.rundir import jsonio
+from runner.core.errors import InputError
 from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
 from runner.telemetry.host import host_snapshot
 from runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released

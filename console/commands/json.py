@@ -4,9 +4,9 @@ from __future__ import annotations
 import sys
 import time
 
-from runner import jsonio, rundir
-from runner.paths import runs_base
-from runner.snapshot import LiveTelemetry, RunWatcher
+from runner.rundir import jsonio, rundir
+from runner.rundir.paths import runs_base
+from runner.rundir.snapshot import LiveTelemetry, RunWatcher
 
 
 def run(args) -> int:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from runner import launch, rundir
-from runner.paths import runs_base
+from runner.process import launch
+from runner.rundir import rundir
+from runner.rundir.paths import runs_base
 
 
 def ensure_runner(run: rundir.RunDir) -> dict:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from runner import jsonio, recipe as recipes
-from runner.errors import InputError
-from runner.lint import lint_recipe
+from runner.rundir import jsonio
+from runner.recipes import recipe as recipes
+from runner.core.errors import InputError
+from runner.recipes.lint import lint_recipe
 
 
 def _leading_comments(text: str) -> str:
@@ -26,7 +27,7 @@ def _leading_comments(text: str) -> str:
 
 def fix(path: str, overrides: list[str]) -> list[str]:
     """Rewrite the recipe file with the fixes lint knows; returns what changed, in words."""
-    from runner.swift.lint import fix_recipe
+    from runner.recipes.swift.lint import fix_recipe
 
     recipe = recipes.load(path, overrides)
     text = Path(path).read_text()

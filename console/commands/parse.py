@@ -11,12 +11,12 @@ import signal
 import sys
 from typing import Any
 
-from runner.errors import InputError
+from runner.core.errors import InputError
 from runner.ingest.files import LOG, TRAINER_STATE, resolve_log, trainer_state_events
 from runner.ingest.ndjson import write_ndjson
 from runner.ingest.parser import RECORD
 from runner.ingest.summary import render, summarize_path
-from runner.jsonio import dumps
+from runner.rundir.jsonio import dumps
 
 
 def run(args: Any) -> int:

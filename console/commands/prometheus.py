@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from importlib import resources
 
-from runner import rundir
-from runner.errors import InputError
-from runner.paths import runs_base
+from runner.rundir import rundir
+from runner.core.errors import InputError
+from runner.rundir.paths import runs_base
 
 
 def rules_text() -> str:

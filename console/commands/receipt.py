@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from console import format as fmt
-from runner import jsonio, receipt as receipts, rundir
-from runner.errors import InputError
+from runner.rundir import jsonio, receipt as receipts, rundir
+from runner.core.errors import InputError
 
 SPARK = "▁▂▃▄▅▆▇█"
 

@@ -5,8 +5,9 @@ import sys
 import time
 
 from console.commands.kill import ensure_runner
-from runner import launch, rundir
-from runner.paths import runs_base
+from runner.process import launch
+from runner.rundir import rundir
+from runner.rundir.paths import runs_base
 
 
 def run(args) -> int:

@@ -4,9 +4,11 @@ from __future__ import annotations
 import sys
 import time
 
-from runner import launch, recipe as recipes, rundir
-from runner.lint import lint_recipe
-from runner.paths import runs_base
+from runner.process import launch
+from runner.recipes import recipe as recipes
+from runner.rundir import rundir
+from runner.recipes.lint import lint_recipe
+from runner.rundir.paths import runs_base
 
 STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) before handing over
 

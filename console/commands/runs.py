@@ -4,9 +4,9 @@ from __future__ import annotations
 import sys
 
 from console import format as fmt
-from runner import jsonio, rundir, store
-from runner.errors import InputError
-from runner.paths import runs_base
+from runner.rundir import jsonio, rundir, store
+from runner.core.errors import InputError
+from runner.rundir.paths import runs_base
 
 # The full id (attach takes any unique part of it); the name with the recipe values that tell
 # runs of one name apart; STALE before the status of a live run whose runner is gone.
@@ -43,7 +43,7 @@ def cmd_ls(base, as_json: bool) -> int:
 
 def run_summary(run: rundir.RunDir) -> dict:
     """What ``runs show`` prints: the index row, plus crashes and checkpoints from the run dir."""
-    from runner.snapshot import RunWatcher
+    from runner.rundir.snapshot import RunWatcher
     watcher = RunWatcher(run)
     snap = watcher.poll(with_gpu=False)
     return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run, watcher.book), "run": snap.run,
@@ -88,7 +88,7 @@ def cmd_show(base, ref: str, as_json: bool) -> int:
 
 
 def cmd_diff(base, a: str, b: str, as_json: bool) -> int:
-    from runner import rundiff
+    from runner.rundir import rundiff
     comparison = rundiff.compare(a, b, base)
     d = comparison.to_dict()
     if as_json:

@@ -11,10 +11,12 @@ import os
 import sys
 from pathlib import Path
 
-from runner import jsonio, launch, recipe as recipes, rundir
-from runner.errors import InputError
+from runner.rundir import jsonio, rundir
+from runner.process import launch
+from runner.recipes import recipe as recipes
+from runner.core.errors import InputError
 from runner.ops.service import Candidate, choose
-from runner.paths import runs_base
+from runner.rundir.paths import runs_base
 
 
 def _candidates(base: Path) -> list[Candidate]:

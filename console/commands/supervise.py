@@ -1,9 +1,10 @@
 """``moeconsole supervise RUN``: (re)start the runner of an existing run; it adopts live training."""
 from __future__ import annotations
 
-from runner import launch, rundir
-from runner.errors import InputError
-from runner.paths import runs_base
+from runner.process import launch
+from runner.rundir import rundir
+from runner.core.errors import InputError
+from runner.rundir.paths import runs_base
 
 
 def run(args) -> int:

@@ -16,13 +16,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner import jsonio, paths, rundir
+from runner.rundir import jsonio, paths, rundir
 from runner.checkpoints import suspect
 from runner.checkpoints.compare import Comparison, compare_checkpoints
 from runner.checkpoints.discover import Checkpoint, find_checkpoints
 from runner.checkpoints.safetensors_file import human_bytes, human_count
 from runner.checkpoints.verify import CheckpointVerdict, verify_found
-from runner.errors import InputError
+from runner.core.errors import InputError
 
 _HELPER_FILES = (".safetensors.index.json", "adapter_config.json", "config.json")
 

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from console import format as fmt
 from console import keys
-from runner import rundir, store
+from runner.rundir import rundir, store
 
 # The full id comes second so no width cuts it; NAME is the display name (with the recipe
 # values that tell runs of one name apart).

@@ -1,6 +1,6 @@
 """Two runs side by side: loss curves overlaid (• A, × B, ◆ both), the stats table (final/min
 loss, peak memory, mean tokens/s and step time) and the recipe differences. Same data as
-``moeconsole runs diff A B``, from ``runner.rundiff``."""
+``moeconsole runs diff A B``, from ``runner.rundir.rundiff``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +28,7 @@ def stats_table(d: dict) -> Table:
 
 
 def recipe_table(diffs: list[dict]) -> Table | Text:
-    from runner.rundiff import format_value
+    from runner.rundir.rundiff import format_value
     if not diffs:
         return Text("recipe differences: none")
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False,
@@ -62,7 +62,7 @@ class CompareScreen(Screen):
 
     @work(thread=True, exclusive=True, group="compare")
     def _load(self) -> None:
-        from runner import rundiff
+        from runner.rundir import rundiff
         try:
             comparison = rundiff.compare(self.a, self.b, self.base)
             d = comparison.to_dict()

@@ -19,7 +19,7 @@ from textual.widgets import Footer, Static
 
 from console import keys
 from console.logfile import LogFile
-from runner.secrets import Redactor
+from runner.rundir.secrets import Redactor
 
 
 class LogView(ScrollView, can_focus=True):

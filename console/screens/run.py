@@ -32,8 +32,8 @@ from console.widgets.chart import ChartView
 from console.widgets.gpus import GpuPanel
 from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
 from console.widgets.status import StatusLine
-from runner import rundir
-from runner.snapshot import Snapshot
+from runner.rundir import rundir
+from runner.rundir.snapshot import Snapshot
 
 PROCESS_ACTIONS = frozenset(k.action for k in keys.RUN_KEYS if k.changes_process)
 # A chart of the whole run gains nothing from redrawing every second; at most this often (a

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from console import format as fmt
 from console.widgets.lines import LinesView
-from runner import rundir
+from runner.rundir import rundir
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from runner import jsonio
+from runner.rundir import jsonio
 from runner.checkpoints.discover import SIDECAR_NAME
 
 _MAX_DEPTH = 3

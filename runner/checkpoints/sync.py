@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from runner import jsonio
+from runner.rundir import jsonio
 from runner.ops.settings import seconds
 
 MARKER = ".moeconsole-sync.json"      # in each synced copy: where it came from, when, how checked

@@ -15,7 +15,7 @@ hand the monitors the whole run of records at once, instead of one record at a t
 - ``LogParser.feed(chunk) -> list[record]`` / ``feed_events(chunk) -> [(kind, obj)]`` take any
   number of bytes (a whole backlog too) and return the records (and marks) of every line the
   chunk completed, in file order; ``release_pending()`` once nothing more is waiting.
-- ``runner.monitors.Monitors.observe_records(records) -> alerts`` runs the vectorised monitors
+- ``runner.core.monitors.Monitors.observe_records(records) -> alerts`` runs the vectorised monitors
   on the batch; its alerts are the same as ``observe`` record by record (tested), at a fraction
   of the cost. Checkpoint marks go to ``Monitors.on_checkpoint`` between the records they
   followed (split the batch at a mark: ``records_before`` says where).

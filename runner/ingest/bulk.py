@@ -33,8 +33,8 @@ from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.ingest.pydict import bare_value
 from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
                                    parse_number, record_from_mapping)
-from runner.jsonio import dumps
-from runner.monitors import MONITORED_FIELDS, records_to_arrays
+from runner.rundir.jsonio import dumps
+from runner.core.monitors import MONITORED_FIELDS, records_to_arrays
 
 CHUNK = 8 << 20
 FIRST_CHUNK = 256 << 10
@@ -191,7 +191,7 @@ class Template:
         return True
 
     def _json_formatter(self) -> Callable[[tuple], bytes]:
-        """row (the records regex's groups) -> its NDJSON line, as ``runner.jsonio.dumps``
+        """row (the records regex's groups) -> its NDJSON line, as ``runner.rundir.jsonio.dumps``
         writes the record (``{"v": 1, ...}``)."""
         import json as _json
         from runner.ingest.records import RECORD_FIELDS

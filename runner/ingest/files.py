@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from runner.errors import InputError
+from runner.core.errors import InputError
 from runner.ingest.bulk import Batch, batch_from_events, concat_batches, fold_file, scan_file
 from runner.ingest.parser import MARK, RECORD, ParseStats
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping

@@ -28,7 +28,7 @@ from typing import Any
 
 from runner.ingest.pydict import parse_pydict
 from runner.ingest.records import parse_number
-from runner.rundir import ATTEMPT_MARKER_RE
+from runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
                            "memory(GiB)", "remaining_time", "elapsed_time", "percentage"))

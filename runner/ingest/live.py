@@ -134,7 +134,7 @@ def metric_lines(records: list, kept: list[int], stamp: dict) -> tuple[list[dict
     """What ``Journal.metrics`` appends for the kept rows: a template row's JSON line with the
     stamp (``v``, ``t``, ``attempt``) spliced in after ``{"v":1,``, a parser record as a dict
     to encode. Both give the same bytes ``jsonio.dumps`` writes for the stamped record."""
-    from runner import jsonio
+    from runner.rundir import jsonio
     head = b'{"v":%d,"t":%s,"attempt":%s,' % (stamp["v"], repr(stamp["t"]).encode(),
                                              jsonio.dumps(stamp["attempt"]).encode())
     cut = len(b'{"v":1,')

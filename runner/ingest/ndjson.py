@@ -1,7 +1,7 @@
 """A past log to NDJSON metric records, fast: what ``moeconsole parse --json`` prints.
 
 The bulk reader's template (see ``bulk``) gets an NDJSON form: values whose text is already
-the JSON ``runner.jsonio.dumps`` writes (shortest float digits, plain text) are copied into
+the JSON ``runner.rundir.jsonio.dumps`` writes (shortest float digits, plain text) are copied into
 one ``%`` format per line, so a template line costs one regex match and one format. Every
 other line (other formats, odd values, NaN) goes through ``LogParser`` and ``dumps``, in file
 order; the output is byte-identical to dumping the parser's records (tests compare both).
@@ -18,10 +18,10 @@ import signal
 import tempfile
 from typing import BinaryIO, Callable
 
-from runner.errors import InputError
+from runner.core.errors import InputError
 from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, ChunkScanner, Template, kill_child, plan_split, read_range
 from runner.ingest.parser import LogParser
-from runner.jsonio import dumps
+from runner.rundir.jsonio import dumps
 
 
 def _lines(records: list) -> bytes:

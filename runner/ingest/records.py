@@ -8,7 +8,7 @@ A metric record is the design's metrics.jsonl schema without the fields the runn
 
 Field names differ between trainers and versions; ``FIELD_KEYS`` lists the spellings each
 record field is read from, with the unit conversion each implies. NaN/inf stay Python floats
-here (``runner.jsonio.dumps`` writes them as strings).
+here (``runner.rundir.jsonio.dumps`` writes them as strings).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from runner.monitors import Monitors, Thresholds, fmt_num, records_to_arrays
+from runner.core.monitors import Monitors, Thresholds, fmt_num, records_to_arrays
 
 MAX_LISTED_ALERTS = 10
 

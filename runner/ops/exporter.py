@@ -28,10 +28,10 @@ from typing import Any, Iterator
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.core import Metric
 
-from runner import jsonio, rundir
+from runner.rundir import jsonio, rundir
 from runner.ops.prometheus import MetricsView, families
 from runner.ops.tally import EventTally
-from runner.snapshot import RunWatcher
+from runner.rundir.snapshot import RunWatcher
 
 EXPORTER_FILE = "exporter.json"
 PARENT_CHECK_S = 0.5  # how soon an exporter notices its runner is gone (and frees the port)

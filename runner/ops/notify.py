@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from runner import jsonio
+from runner.rundir import jsonio
 from runner.ops.settings import seconds
 
 KINDS = ("critical", "crash", "pause", "end")

@@ -4,7 +4,7 @@ UI-free: the Textual app, ``moeconsole gpus``, the node agent and the runner all
 same snapshots. Modules: ``gpu`` (snapshot types, backend protocol, ``get_backend``),
 ``nvml`` (the NVML backend), ``host`` (CPU/RAM/load), ``procs`` (labelling processes),
 ``kill`` (checked kills, waiting for GPU memory), ``preflight`` (launch conditions).
-Secrets in command lines are masked by :mod:`runner.secrets`.
+Secrets in command lines are masked by :mod:`runner.rundir.secrets`.
 """
 from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuProcess, GpuSnapshot, NoGpuBackend, get_backend
 from runner.telemetry.host import host_snapshot

@@ -25,11 +25,11 @@ from typing import Iterable
 
 import psutil
 
-from runner import rundir
+from runner.rundir import rundir
 from runner.telemetry.gpu import GpuSnapshot
 from runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
     KillResult, kill_checked, self_and_ancestors, start_time_matches, wait_gpu_released)
-from runner.secrets import redact_cmdline
+from runner.rundir.secrets import redact_cmdline
 
 RUN_ID_ENV = "MOECONSOLE_RUN_ID"
 RUN_DIR_ENV = "MOECONSOLE_RUN_DIR"

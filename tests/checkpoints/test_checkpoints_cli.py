@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner import jsonio
+from runner.rundir import jsonio
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # plain `pytest` (not `python -m pytest`) does not add the repo
     sys.path.insert(0, str(REPO))
 
-from runner import control, jsonio, rundir  # noqa: E402
+from runner.supervisor import control  # noqa: E402
+from runner.rundir import jsonio, rundir
 
 T0 = 1_700_000_000.0
 

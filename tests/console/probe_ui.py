@@ -17,7 +17,7 @@ from console.widgets.chart import ChartView  # noqa: E402
 from console.widgets.gpus import GpuPanel  # noqa: E402
 from console.widgets.panes import BlockerTable, EventPane, LogTail  # noqa: E402
 from console.widgets.status import StatusLine  # noqa: E402
-from runner import rundir  # noqa: E402
+from runner.rundir import rundir  # noqa: E402
 
 
 async def probe(base: Path, ref: str) -> dict:

@@ -18,7 +18,7 @@ from console.screens.dialogs import DetailScreen
 from console.screens.run import RunScreen
 from console.widgets.panes import AlertBar, EventPane
 from console.widgets.status import StatusLine
-from runner import jsonio
+from runner.rundir import jsonio
 from tests.conftest import end_processes, run_processes
 
 

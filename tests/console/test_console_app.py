@@ -20,7 +20,7 @@ from console.widgets.chart import ChartView
 from console.widgets.gpus import GpuPanel
 from console.widgets.panes import EventPane, LogTail
 from console.widgets.status import StatusLine
-from runner import jsonio
+from runner.rundir import jsonio
 
 GPU = {"available": True, "backend": "nvml", "reason": None, "driver": "550", "taken_at": 0.0, "gpus": [
     {"index": i, "name": "NVIDIA H200", "util_pct": 50 + i, "mem_used_mib": 120_000 + 1000 * i,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from console.chart import Marker, markers_from, render_chart, rows_text
-from runner.series import Series
+from runner.core.series import Series
 
 
 def series(xs, ys) -> Series:

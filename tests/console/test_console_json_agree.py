@@ -16,8 +16,8 @@ from console import format as fmt
 from console.chart import markers_from, render_chart, rows_text
 from console.logtail import MetricColumns
 from console.widgets.panes import event_pane_lines
-from runner.jsonio import as_float
-from runner.series import Series
+from runner.rundir.jsonio import as_float
+from runner.core.series import Series
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("probe_ui.py")

@@ -148,7 +148,7 @@ def test_a_pane_whose_line_count_changes_is_laid_out_again():
 
 
 def test_a_chart_repaints_only_the_rows_a_new_step_changed():
-    from runner.series import Series
+    from runner.core.series import Series
     from console.widgets.chart import ChartView
 
     class Charts(App):

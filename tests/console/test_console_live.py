@@ -21,7 +21,7 @@ from console.screens.run import RunScreen
 from console.source import _live_telemetry
 from console.widgets.panes import BlockerTable
 from console.widgets.status import StatusLine
-from runner import rundir
+from runner.rundir import rundir
 from tests.conftest import end_processes, run_processes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,7 +114,7 @@ def test_readonly_changes_nothing(demo):
 
 
 def _events(run):
-    from runner.jsonio import read_jsonl
+    from runner.rundir.jsonio import read_jsonl
     return read_jsonl(run.events)
 
 

@@ -28,7 +28,7 @@ from console.screens.run import RunScreen
 from console.widgets.gpus import GpuPanel
 from console.widgets.panes import LogTail
 from console.widgets.status import StatusLine
-from runner import jsonio, rundir
+from runner.rundir import jsonio, rundir
 
 REPO = Path(__file__).resolve().parents[2]
 STALE_AGE_S = 150  # "2 minutes" for the 29 s a test may take

@@ -1,4 +1,4 @@
-"""`moeconsole runs ls|show|diff|rebuild` through the real CLI, and runner.rundiff on run dirs
+"""`moeconsole runs ls|show|diff|rebuild` through the real CLI, and runner.rundir.rundiff on run dirs
 written the way the runner writes them (the BF16 vs FP8 comparison users make)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner import jsonio, rundiff
+from runner.rundir import jsonio, rundiff
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,7 +112,7 @@ def _dead_pid() -> int:
 
 def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, make_run):
     import os
-    from runner import store
+    from runner.rundir import store
     live = make_run(base, "20240105-000000-demo-live", name="tiny-moe-cpu", status="running", steps=10,
                     runner_pid=os.getpid(), crash={"class": "cuda_oom"},
                     recipe={"name": "tiny-moe-cpu", "command": ["python"], "args": {"fault": "oom@40", "lr": 0.001}})
@@ -149,7 +149,7 @@ def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, ma
 
 def test_an_old_index_gains_the_new_columns(base, make_run):
     import sqlite3
-    from runner import store
+    from runner.rundir import store
     make_run(base, "20240101-000000-a-aaaa", name="a", status="failed", crash={"class": "nccl_timeout"})
     conn = sqlite3.connect(base / store.INDEX_NAME)
     conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, recipe_hash TEXT, status TEXT, "

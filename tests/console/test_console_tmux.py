@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner import rundir
+from runner.rundir import rundir
 from tests.conftest import end_processes, run_processes
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.crash import CrashVerdict, classify
-from runner.errors import InputError
-from runner.policy import AttemptRecord, Decision, RestartSettings, backoff_delay, consecutive_crashes, decide
+from runner.core.crash import CrashVerdict, classify
+from runner.core.errors import InputError
+from runner.core.policy import AttemptRecord, Decision, RestartSettings, backoff_delay, consecutive_crashes, decide
 
 HOUR = 3600.0
 NOW = 1_000_000.0

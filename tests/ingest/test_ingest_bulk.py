@@ -13,8 +13,8 @@ import os
 
 from runner.ingest.bulk import concat_batches, fold_file, scan_file
 from runner.ingest.summary import Summary, feed_batch
-from runner.jsonio import dumps
-from runner.monitors import Monitors, Thresholds
+from runner.rundir.jsonio import dumps
+from runner.core.monitors import Monitors, Thresholds
 from tests.ingest import ingest_samples as S
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from runner.errors import InputError
+from runner.core.errors import InputError
 from runner.ingest import LogParser, marks_from_path, records_from_path, resolve_log
 from tests.ingest import ingest_samples as S
 

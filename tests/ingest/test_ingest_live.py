@@ -54,7 +54,7 @@ def test_live_slices_give_the_parsers_events(tmp_path, seed, mean):
 def test_template_rows_carry_the_exact_json_line_the_runner_writes(tmp_path):
     """The runner writes a template row's JSON line instead of encoding its dict: the line must
     be byte for byte what encoding gives (metrics.jsonl cannot tell the two paths apart)."""
-    from runner import jsonio
+    from runner.rundir import jsonio
     from runner.ingest.live import JsonRecord
     path = tmp_path / "train.log"
     write_mixed(path, n=2000, seed=9)
@@ -73,7 +73,7 @@ def by_batches(data: bytes, cuts: list[int]) -> tuple[list, list, LiveReader]:
 
     import numpy as np
 
-    from runner.monitors import MONITORED_FIELDS, records_to_arrays
+    from runner.core.monitors import MONITORED_FIELDS, records_to_arrays
     r = LiveReader()
     events, rows = [], 0
     for a, b in zip(cuts, cuts[1:]):
@@ -125,7 +125,7 @@ def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):
     """A template row's line with the runner's stamp spliced in equals encoding the record."""
     import json
 
-    from runner import jsonio
+    from runner.rundir import jsonio
     from runner.ingest.live import metric_lines, newest_record
     path = tmp_path / "train.log"
     write_mixed(path, n=1500, seed=11)

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from runner.errors import InputError
-from runner.jsonio import dumps
-from runner.monitors import Monitors, Thresholds, records_to_arrays
+from runner.core.errors import InputError
+from runner.rundir.jsonio import dumps
+from runner.core.monitors import Monitors, Thresholds, records_to_arrays
 
 
 def feed(series: list[dict], t: Thresholds | None = None, checkpoints: dict[int, str] | None = None):

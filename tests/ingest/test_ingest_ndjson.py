@@ -13,7 +13,7 @@ import pytest
 from runner.ingest import LogParser
 from runner.ingest.bulk import ChunkScanner, Template
 from runner.ingest.ndjson import write_ndjson
-from runner.jsonio import dumps
+from runner.rundir.jsonio import dumps
 from tests.ingest import ingest_samples as S
 from tests.ingest.test_ingest_bulk import write_mixed
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner import recipe as recipes
-from runner.lint import lint_recipe
+from runner.recipes import recipe as recipes
+from runner.recipes.lint import lint_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = {"4.6": REPO / "recipes" / "qwen3.5-397b-a17b-8xh200-swift4.6.yaml",

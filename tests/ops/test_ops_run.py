@@ -96,7 +96,7 @@ def test_a_runner_waiting_on_the_last_sync_still_answers_control(tmp_path, runs_
     import os
     import signal
 
-    from runner import control
+    from runner.supervisor import control
     h = Harness(tmp_path, runs_dir)
     not_a_dir = tmp_path / "not-a-dir"
     not_a_dir.write_text("a file where the destination's parent should be\n")

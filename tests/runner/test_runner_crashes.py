@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from runner.proctree import marked_processes
+from runner.process.proctree import marked_processes
 
 
 def _demo(*faults: str, max_steps: int = 12, save_steps: int = 4) -> list[str]:

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from runner.proctree import marked_processes
+from runner.process.proctree import marked_processes
 from tests.runner.conftest import REPO
 
 
@@ -148,7 +148,7 @@ def test_run_directory_is_private_and_symlinks_are_not_followed(harness, tmp_pat
         mode = stat.S_IMODE(os.stat(run.path / name).st_mode)
         assert mode & 0o077 == 0, f"{name} is {oct(mode)}"
     # A planted symlink is refused, never written through.
-    from runner import jsonio
+    from runner.rundir import jsonio
     outside = tmp_path / "outside.jsonl"
     outside.write_text("")
     (run.path / "events.jsonl").unlink()
@@ -159,7 +159,7 @@ def test_run_directory_is_private_and_symlinks_are_not_followed(harness, tmp_pat
 
 
 def test_a_record_after_a_partial_line_starts_on_a_line_of_its_own(tmp_path):
-    from runner import jsonio
+    from runner.rundir import jsonio
     path = tmp_path / "metrics.jsonl"
     path.write_bytes(b'{"v":1,"step":1}\n{"v":1,"st')  # a writer died mid-append
     jsonio.append_jsonl(path, {"v": 1, "step": 2})
@@ -234,7 +234,7 @@ def test_a_full_disk_keeps_training_alive_and_loses_no_record(harness, small_dis
 
 def _raw_client(run):
     import socket as socketlib
-    from runner import control
+    from runner.supervisor import control
     s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
     with control._ShortPath(str(run.path / "control.sock")) as short:
         s.connect(short)
@@ -242,7 +242,7 @@ def _raw_client(run):
 
 
 def test_hostile_control_clients_neither_kill_nor_stall_the_runner(harness):
-    from runner import control
+    from runner.supervisor import control
     run = harness.start(harness.recipe(command=_demo(2000)))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
     runner_pid = st["runner"]["pid"]
@@ -289,7 +289,7 @@ def test_hostile_control_clients_neither_kill_nor_stall_the_runner(harness):
 
 
 def test_nesting_check_ignores_brackets_inside_strings():
-    from runner.control import parse_request, too_deep
+    from runner.supervisor.control import parse_request, too_deep
     assert not too_deep(b'{"cmd": "status", "by": "[[[[[[[[[[[[[[[[[[[[[[[[[[["}')
     assert too_deep(b"[" * 17 + b"]" * 17)
     req, err = parse_request(b'{"cmd": "kill", "grace_s": 3}')
@@ -315,7 +315,7 @@ def test_heartbeat_allows_a_slow_start_but_not_a_silent_one(harness, tmp_path):
 
 
 def test_heartbeat_limit_is_the_startup_allowance_until_the_first_step():
-    from runner.supervisor import STARTUP_DEFAULT_S, heartbeat_limit
+    from runner.supervisor.supervisor import STARTUP_DEFAULT_S, heartbeat_limit
     assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=0) == 300
     assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=1) == 5
     assert heartbeat_limit({"timeout_s": 5}, steps_seen=0) == STARTUP_DEFAULT_S
@@ -325,7 +325,7 @@ def test_heartbeat_limit_is_the_startup_allowance_until_the_first_step():
 def test_a_backlog_left_by_an_unwatched_attempt_is_read_while_control_answers(harness, tmp_path):
     """The new runner reads the dead attempt's log a slice per loop turn: `status` is answered
     before the attempt is judged, and every step is written once."""
-    from runner import control
+    from runner.supervisor import control
     n = 300_000
     log = tmp_path / "backlog.txt"
     with open(log, "w") as f:

@@ -10,7 +10,7 @@ import time
 
 import psutil
 
-from runner.proctree import marked_processes
+from runner.process.proctree import marked_processes
 
 
 def _tree_gone(run) -> bool:
@@ -25,7 +25,7 @@ def test_run_succeeds_and_records_every_step(harness):
     assert steps == list(range(1, 13))
     rec = run.metrics()[-1]
     assert rec["v"] == 1 and rec["attempt"] == 1 and rec["src"] and rec["loss"] is not None
-    from runner import jsonio
+    from runner.rundir import jsonio
     for line in (run.path / "metrics.jsonl").read_text().splitlines():
         assert line == jsonio.dumps(json.loads(line)), "every record in the one canonical encoding"
     # Every checkpoint the trainer saved was verified, at the latest before the run is shown as over.

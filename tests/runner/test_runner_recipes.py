@@ -97,7 +97,7 @@ def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
 
 def test_control_socket_works_under_a_deep_runs_directory(tmp_path):
     # sockaddr_un holds about 108 bytes; a deep runs directory must still get a socket.
-    from runner import control
+    from runner.supervisor import control
     deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5)
     deep.mkdir(parents=True)
     path = deep / "control.sock"

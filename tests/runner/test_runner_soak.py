@@ -8,7 +8,7 @@ import sys
 
 import psutil
 
-from runner.proctree import marked_processes
+from runner.process.proctree import marked_processes
 
 KINDS = ["oom", "segv", "sigkill", "nccl", "cuda_fault"]
 CRASHES = 50

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from runner.proctree import marked_processes
+from runner.process.proctree import marked_processes
 
 
 def _free_port() -> int:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from runner import proctree
+from runner.process import proctree
 from tests.runner.conftest import Harness, Run
 from tests.slurm.test_slurm_cluster import _cluster_up
 

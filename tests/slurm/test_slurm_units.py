@@ -9,14 +9,14 @@ import time
 import pytest
 
 from console import format as fmt
-from runner import recipe as recipes
-from runner.crash import classify, classify_job_state
-from runner.errors import InputError
-from runner.policy import AttemptRecord, RestartSettings, decide
-from runner.slurm.client import AsyncCommand, Finished, JobFollower
-from runner.slurm.settings import SlurmSettings
-from runner.slurm.text import BatchSpec, batch_script
-from runner.snapshot import status_word
+from runner.recipes import recipe as recipes
+from runner.core.crash import classify, classify_job_state
+from runner.core.errors import InputError
+from runner.core.policy import AttemptRecord, RestartSettings, decide
+from runner.process.slurm.client import AsyncCommand, Finished, JobFollower
+from runner.process.slurm.settings import SlurmSettings
+from runner.process.slurm.text import BatchSpec, batch_script
+from runner.rundir.snapshot import status_word
 
 
 def test_settings_from_the_recipe_and_their_refusals():
@@ -160,7 +160,7 @@ def test_batch_script_background_steps_are_quoted_and_end_with_the_job(tmp_path)
 
 
 def test_lint_rules_for_the_engine(tmp_path):
-    from runner.lint import lint_recipe
+    from runner.recipes.lint import lint_recipe
     r = recipes.load("recipes/tiny-moe-slurm.yaml", ["resume.arg=null", "slurm.time=null"])
     rules = {p["rule"]: p["level"] for p in lint_recipe(r)}
     assert rules.get("slurm_no_resume") == "warning" and rules.get("slurm_no_time") == "info"
@@ -184,7 +184,7 @@ def test_run_refuses_a_slurm_recipe_where_slurm_is_missing(tmp_path):
 def test_a_command_reaped_by_the_runners_waitpid_loop_keeps_its_exit_status():
     # The runner reaps every child itself; Popen alone would then report exit 0 for a failure.
     import os
-    from runner.slurm import client
+    from runner.process.slurm import client
     cmd = AsyncCommand(["sh", "-c", "echo refused >&2; exit 3"])
     _, status = os.waitpid(cmd.proc.pid, 0)   # what proctree.reap_children does in the runner
     client.deliver({cmd.proc.pid: status, 999_999_999: 0})

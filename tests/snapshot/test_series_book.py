@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner import jsonio, rundir, seriesfile
-from runner.series import Series
-from runner.snapshot import RunWatcher
+from runner.rundir import jsonio, rundir, seriesfile
+from runner.core.series import Series
+from runner.rundir.snapshot import RunWatcher
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -149,7 +149,7 @@ def test_columns_give_what_one_by_one_gives():
     """The runner feeds its book from the log's columns (no dict per record): same book."""
     import random
 
-    from runner.monitors import records_to_arrays
+    from runner.core.monitors import records_to_arrays
     rnd = random.Random(5)
     recs = []
     for s in range(1, 30_001):

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from runner import jsonio, rundir
-from runner.snapshot import NODE_STALE_S, RunWatcher
+from runner.rundir import jsonio, rundir
+from runner.rundir.snapshot import NODE_STALE_S, RunWatcher
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,8 +6,8 @@ import json
 
 import yaml
 
-from runner.swift import flags
-from runner.swift.probe import probe
+from runner.recipes.swift import flags
+from runner.recipes.swift.probe import probe
 from tests.swift.swift_helpers import SWIFT_PYTHON, cli, require_swift
 
 

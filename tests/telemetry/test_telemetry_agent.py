@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from runner import rundir
+from runner.rundir import rundir
 from tests.fakes.nvml import FakeGpu, write_scenario
 from tests.telemetry.telemetry_helpers import PY, REPO, base_env, run_cli
 

@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from runner import rundir
+from runner.rundir import rundir
 from runner.telemetry.preflight import port_free
 from runner.telemetry.procs import find_blockers
 from tests.fakes.nvml import FakeProc, write_scenario
@@ -121,7 +121,7 @@ def _gpus_kill(env: dict[str, str], pids: list[int], yes: bool, stdin: str = "")
             "from console.commands import gpus\n"
             f"ns = argparse.Namespace(json=False, port=None, runs_dir=None, kill={pids!r}, yes={yes!r},"
             " grace=3.0, allow_other_users=False)\n"
-            "from runner.errors import InputError\n"
+            "from runner.core.errors import InputError\n"
             "try:\n    sys.exit(gpus.run(ns))\n"
             "except InputError as exc:\n    sys.stderr.write(f'moeconsole: {exc}\\n'); sys.exit(2)\n")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,

@@ -9,7 +9,7 @@ from runner.telemetry.host import cpu_busy_pct
 from runner.telemetry.kill import gpu_released, release_targets
 from runner.telemetry.preflight import gpu_problems
 from runner.telemetry.procs import ProcFacts, classify, fmt_age
-from runner.secrets import redact_argv, redact_cmdline
+from runner.rundir.secrets import redact_argv, redact_cmdline
 
 
 @pytest.mark.parametrize("facts, labels", [

@@ -1,0 +1,361 @@
+"""The run's lifecycle as one pure function: ``step(life, event, now) -> (life, effects)``.
+
+No processes, files or clocks here: the runner turns what it sees (a leader's exit, a control
+request, a deadline passing, the result of a probe) into an ``Event``, calls ``step``, and carries
+out the ``Effect``s it gets back (signal the tree, launch, judge the attempt, write a status).
+Every decision about *what happens next* lives here, so it is tested on plain data like
+``policy.decide``; how to do it lives in the runner and the attempt engine.
+
+Times are the runner's monotonic clock (``now``); deadlines are compared, never slept on.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Union
+
+from runner.core.state import TERMINAL, Status
+
+ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often while anything lives
+
+
+# ---- the lifecycle's own state ---------------------------------------------------------------
+@dataclass(frozen=True)
+class Kill:
+    reason: str            # user | restart | hang | divergence | cleanup
+    started: float
+    deadline: float        # SIGKILL at this monotonic time
+    requested_by: str = "runner"
+    escalated: bool = False
+    now_restart: bool = False
+
+
+@dataclass(frozen=True)
+class Cooldown:
+    started: float
+    earliest: float
+    ceiling_at: float
+    reason: str
+    preflight: bool = False  # before the first launch: ``on_busy: refuse`` applies
+    waiting_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Life:
+    status: Status
+    attempt_live: bool = False   # a leader of the current attempt exists and has not exited
+    exited: bool = False         # the leader exited; the rest of the tree may still live
+    returncode: int | None = None
+    kill: Kill | None = None
+    cooldown: Cooldown | None = None
+
+
+# ---- events -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Started:
+    """A runner took over the run: what the run directory and the process table say."""
+    leader_alive: bool           # the recorded attempt root is still the same process
+    leader_known: bool           # an attempt was launched at all
+    restart_requested: bool = False
+    drift_refused: str | None = None
+
+
+@dataclass(frozen=True)
+class LeaderExit:
+    returncode: int | None
+
+
+@dataclass(frozen=True)
+class TreeProbe:
+    """After the leader's exit or during a kill: what of the attempt's tree still lives."""
+    alive: bool
+    hidden: bool = False         # processes carrying the run marker outside the tracked tree
+
+
+@dataclass(frozen=True)
+class Control:
+    cmd: str
+    grace_s: float | None = None
+    now: bool = False
+    by: str = "client"
+
+
+@dataclass(frozen=True)
+class Tick:
+    """Time passed: kill deadlines."""
+
+
+@dataclass(frozen=True)
+class Hang:
+    quiet_s: float
+    limit_s: float
+
+
+@dataclass(frozen=True)
+class Divergence:
+    message: str = "non-finite loss"
+
+
+@dataclass(frozen=True)
+class ConditionsProbe:
+    waiting: tuple[str, ...]
+    on_busy: str                 # wait | kill | refuse
+    port_busy: bool = False
+    blockers: bool = False       # killable blockers were found
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The attempt was classified and the restart policy decided (impure inputs, pure result)."""
+    action: str                  # restart | pause | fail | stop | succeed
+    reason: str
+    delay_s: float = 0.0
+    floor_s: float | None = None
+
+
+Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, ConditionsProbe, Judged]
+
+
+# ---- effects ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SetStatus:
+    status: Status
+    reason: str
+
+
+@dataclass(frozen=True)
+class SignalTree:
+    sig: str                     # "TERM" | "KILL"
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Record:
+    type: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Adopt:
+    pass
+
+
+@dataclass(frozen=True)
+class Launch:
+    new_port: bool = False
+    ceiling_alert: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeAttempt:
+    """Classify the ended attempt (log, GPUs) and ask the policy: the runner answers with Judged."""
+    kill_reason: str | None
+    now_restart: bool = False
+
+
+@dataclass(frozen=True)
+class KillBlockers:
+    pass
+
+
+@dataclass(frozen=True)
+class Reply:
+    answer: dict
+
+
+Effect = Union[SetStatus, SignalTree, Record, Adopt, Launch, JudgeAttempt, KillBlockers, Reply]
+
+
+@dataclass(frozen=True)
+class Settings:
+    grace_s: float
+    floor_s: float
+    ceiling_s: float
+
+
+def sane_seconds(value: float | None, default: float) -> float:
+    try:
+        v = float(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+    return v if math.isfinite(v) and v >= 0 else default
+
+
+# ---- the function -----------------------------------------------------------------------------
+def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
+    """The next lifecycle state and what to do, for one event."""
+    if life.status in TERMINAL and not isinstance(event, (Started, Control)):
+        return life, []
+    if isinstance(event, Started):
+        return _started(life, event, now, cfg)
+    if isinstance(event, LeaderExit):
+        return _leader_exit(life, event)
+    if isinstance(event, TreeProbe):
+        return _tree_probe(life, event, now, cfg)
+    if isinstance(event, Control):
+        return _control(life, event, now, cfg)
+    if isinstance(event, Tick):
+        return _tick(life, now)
+    if isinstance(event, Hang):
+        if life.status != Status.RUNNING or life.kill or not life.attempt_live:
+            return life, []
+        return _begin_kill(life, "hang", now, cfg.grace_s)
+    if isinstance(event, Divergence):
+        if life.kill or not life.attempt_live:
+            return life, []
+        return _begin_kill(life, "divergence", now, cfg.grace_s)
+    if isinstance(event, ConditionsProbe):
+        return _conditions(life, event, now)
+    if isinstance(event, Judged):
+        return _judged(life, event, now, cfg)
+    raise TypeError(f"unknown event {event!r}")
+
+
+def _cooldown(life: Life, reason: str, now: float, cfg: Settings, *, delay: float = 0.0,
+              floor: float | None = None, preflight: bool = False) -> tuple[Life, list[Effect]]:
+    floor = cfg.floor_s if floor is None else floor
+    earliest = now + max(sane_seconds(floor, 0.0), sane_seconds(delay, 0.0))
+    ceiling_at = max(now + cfg.ceiling_s, earliest)
+    cd = Cooldown(now, earliest, ceiling_at, reason, preflight=preflight)
+    return (replace(life, status=Status.COOLDOWN, cooldown=cd, kill=None, attempt_live=False, exited=False),
+            [Record("cooldown", {"until": earliest, "ceiling_at": ceiling_at, "reason": reason}),
+             SetStatus(Status.COOLDOWN, reason)])
+
+
+def _started(life: Life, ev: Started, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
+    status = life.status
+    if ev.drift_refused:
+        return replace(life, status=Status.FAILED), [SetStatus(Status.FAILED, ev.drift_refused)]
+    if status in (Status.RUNNING, Status.STOPPING, Status.COOLDOWN, Status.PAUSED) and ev.leader_alive:
+        # A live attempt outlives its runner: take it over, never start a second one.
+        return replace(life, status=Status.RUNNING, attempt_live=True), [Adopt()]
+    if status in (Status.RUNNING, Status.STOPPING) and ev.leader_known:
+        # Runner and training both died: judge the attempt from its records.
+        return replace(life, attempt_live=False, exited=True), [JudgeAttempt(None)]
+    if status == Status.PAUSED and not ev.restart_requested:
+        return life, []  # only the user resumes, restarts or kills a paused run
+    if status in (Status.COOLDOWN, Status.PAUSED) or (status in TERMINAL and ev.restart_requested):
+        if ev.restart_requested:
+            return _cooldown(life, "restart requested", now, cfg, floor=0.0)
+        return _cooldown(life, "resumed", now, cfg)
+    if status in TERMINAL:
+        return life, []
+    return _cooldown(life, "pre-flight", now, cfg, floor=0.0, preflight=True)
+
+
+def _leader_exit(life: Life, ev: LeaderExit) -> tuple[Life, list[Effect]]:
+    if not life.attempt_live:
+        return life, []
+    return (replace(life, attempt_live=False, exited=True, returncode=ev.returncode),
+            [Record("attempt_end", {"returncode": ev.returncode})])
+
+
+def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
+    if life.kill:
+        if ev.alive or life.attempt_live:
+            return life, []
+        if ev.hidden:
+            return life, [SignalTree("KILL", "marked processes outside the tree")]
+        kill = life.kill
+        done = Record("kill_done", {"reason": kill.reason, "seconds": round(now - kill.started, 3),
+                                    "escalated": kill.escalated, "survivors": []})
+        return (replace(life, kill=None, exited=False),
+                [done, JudgeAttempt(kill.reason, kill.now_restart)])
+    if life.exited:
+        if ev.alive:  # the leader is gone but part of its tree lives: end it before judging
+            return _begin_kill(life, "cleanup", now, cfg.grace_s)
+        return replace(life, exited=False), [JudgeAttempt(None)]
+    return life, []
+
+
+def _begin_kill(life: Life, reason: str, now: float, grace: float | None, *, by: str = "runner",
+                now_restart: bool = False) -> tuple[Life, list[Effect]]:
+    g = sane_seconds(grace, 10.0)
+    kill = Kill(reason, now, now + g, by, now_restart=now_restart)
+    return (replace(life, status=Status.STOPPING, kill=kill),
+            [SignalTree("TERM", reason), Record("kill", {"reason": reason, "requested_by": by, "grace_s": g}),
+             SetStatus(Status.STOPPING, f"{reason} kill")])
+
+
+def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
+    status = life.status
+    busy = status in (Status.RUNNING, Status.STOPPING) and (life.attempt_live or life.kill is not None)
+    if ev.cmd == "kill":
+        grace = sane_seconds(ev.grace_s, cfg.grace_s)
+        if life.kill:
+            kill = replace(life.kill, reason="user", requested_by=ev.by) if life.kill.reason != "user" else life.kill
+            return replace(life, kill=kill), [Reply({"ok": True, "message": f"already stopping ({life.kill.reason})"})]
+        if busy:
+            new, effects = _begin_kill(life, "user", now, grace, by=ev.by)
+            return new, effects + [Reply({"ok": True, "message": f"SIGTERM sent; SIGKILL in {grace:g}s for "
+                                                                 f"anything left", "grace_s": grace})]
+        if status in TERMINAL:
+            return life, [Reply({"ok": False, "message": f"run is already {status}"})]
+        return (replace(life, status=Status.KILLED, cooldown=None),
+                [SetStatus(Status.KILLED, f"killed by user while {status}"),
+                 Reply({"ok": True, "message": f"run stopped (was {status}); nothing was running", "pids": []})])
+    if ev.cmd == "restart":
+        if busy and life.attempt_live:
+            if life.kill:
+                kill = replace(life.kill, reason="restart", now_restart=ev.now) if life.kill.reason != "user" \
+                    else life.kill
+                return replace(life, kill=kill), [Reply({"ok": True, "message": f"already stopping ({kill.reason})"})]
+            new, effects = _begin_kill(life, "restart", now, cfg.grace_s, by=ev.by, now_restart=ev.now)
+            return new, effects + [Reply({"ok": True, "message": "stopping, then restarting"})]
+        if status in (Status.COOLDOWN, Status.PAUSED):
+            new, effects = _cooldown(life, "restart requested", now, cfg, floor=0.0 if ev.now else None)
+            return new, effects + [Reply({"ok": True, "message": "cooling down, then restarting", "pids": []})]
+        return life, [Reply({"ok": False, "message": f"cannot restart while {status}"})]
+    if ev.cmd == "resume":
+        if status != Status.PAUSED:
+            return life, [Reply({"ok": False, "message": f"run is {status}, not paused"})]
+        new, effects = _cooldown(life, "resumed by user", now, cfg)
+        return new, effects + [Reply({"ok": True, "message": "resuming after cooldown"})]
+    return life, []  # status, verify, kill_pid: answered by the runner, no lifecycle change
+
+
+def _tick(life: Life, now: float) -> tuple[Life, list[Effect]]:
+    kill = life.kill
+    if not kill:
+        return life, []
+    if not kill.escalated and now >= kill.deadline:
+        return (replace(life, kill=replace(kill, escalated=True)),
+                [SignalTree("KILL", f"still alive after {kill.deadline - kill.started:g}s grace")])
+    if kill.escalated and now >= kill.deadline + ESCALATED_REPORT_S:
+        return (replace(life, kill=replace(kill, deadline=now)),
+                [SignalTree("KILL", "processes survive SIGKILL"),
+                 Record("alert", {"level": "critical", "rule": "kill_failed",
+                                  "message": "processes survive SIGKILL"})])
+    return life, []
+
+
+def _conditions(life: Life, ev: ConditionsProbe, now: float) -> tuple[Life, list[Effect]]:
+    cd = life.cooldown
+    if life.status != Status.COOLDOWN or cd is None:
+        return life, []
+    cd = replace(cd, waiting_on=tuple(ev.waiting))
+    life = replace(life, cooldown=cd)
+    effects: list[Effect] = []
+    if ev.waiting and ev.on_busy == "kill" and ev.blockers:
+        effects.append(KillBlockers())
+    if ev.waiting and ev.on_busy == "refuse" and cd.preflight:
+        msg = "pre-flight failed: " + "; ".join(ev.waiting)
+        return replace(life, status=Status.FAILED, cooldown=None), effects + [SetStatus(Status.FAILED, msg)]
+    if now < cd.earliest or (ev.waiting and now < cd.ceiling_at):
+        return life, effects
+    launch = Launch(new_port=bool(ev.waiting) and ev.port_busy, ceiling_alert=tuple(ev.waiting))
+    return replace(life, cooldown=None, attempt_live=True, exited=False, returncode=None), effects + [launch]
+
+
+def _judged(life: Life, ev: Judged, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
+    life = replace(life, attempt_live=False, exited=False, kill=None)
+    if ev.action == "succeed":
+        return replace(life, status=Status.SUCCEEDED), [SetStatus(Status.SUCCEEDED, ev.reason)]
+    if ev.action == "restart":
+        return _cooldown(life, ev.reason, now, cfg, delay=ev.delay_s, floor=ev.floor_s)
+    if ev.action == "pause":
+        return (replace(life, status=Status.PAUSED),
+                [Record("pause", {"reason": ev.reason}), SetStatus(Status.PAUSED, ev.reason)])
+    if ev.action == "stop":
+        return replace(life, status=Status.KILLED), [SetStatus(Status.KILLED, "killed by user")]
+    return replace(life, status=Status.FAILED), [SetStatus(Status.FAILED, ev.reason)]

@@ -1,0 +1,707 @@
+"""Divergence monitors: pure rules over the stream of metric records.
+
+Every rule works on numpy arrays of one batch of records and carries its state to the next
+batch, so the same code serves a live run (a batch of one record) and a million-step log (big
+batches): results do not depend on how the stream is cut into batches (tests check this bit
+for bit). Each alert is a dict::
+
+    {"level": "warning"|"critical", "rule": ..., "step": int|None, "message": str, "values": {...}}
+
+Rules (thresholds in ``Thresholds``; docs/monitors.md explains each):
+
+- ``non_finite``: loss or grad norm is NaN/inf (critical; once per run of such steps).
+- ``grad_norm_spike``: grad norm against the EMA *from before* the step (alpha 0.01), warning
+  above 10x, critical above 100x. Comparing with the old EMA is what keeps critical reachable:
+  an EMA that already includes a spike g is at least alpha*g, capping the ratio at 1/alpha.
+- ``loss_spike``: mean of the last few losses above 2x the mean of the window before them.
+- ``throughput_drop``: tokens/s (or, without tokens/s, the step time) much worse than the
+  median of the recent window.
+- ``step_time_unstable``: coefficient of variation of the step time over the recent window.
+- ``mem_headroom``: capacity minus memory below a margin (needs the GPU capacity).
+- ``mem_growth``: memory above its post-warm-up level by a margin (a leak), re-armed each time.
+- ``checkpoint_in_excursion``: a checkpoint saved while a grad-norm excursion (or a non-finite
+  loss/grad norm) is active; reported by ``Monitors.on_checkpoint``.
+
+A restart (the step goes back) or ``reset()`` starts every window afresh, so resuming from an
+older checkpoint never compares the new attempt with the old one. Records that repeat the
+step of the previous record of the same field (two ranks printing the same line) are skipped.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterable
+
+import numpy as np
+
+from runner.core.errors import InputError
+
+WARNING, CRITICAL = "warning", "critical"
+
+RULE_ORDER = ("non_finite", "grad_norm_spike", "loss_spike", "throughput_drop",
+              "step_time_unstable", "mem_headroom", "mem_growth", "checkpoint_in_excursion")
+MONITORED_FIELDS = ("loss", "grad_norm", "tokens_per_s", "step_time_s", "mem_gib")
+
+_EMA_BLOCK = 1024  # EMA is evaluated in blocks: weights (1-a)^-k stay below ~3e4 for a=0.01
+
+
+@dataclass
+class Thresholds:
+    """Alert thresholds. Defaults follow the design; a recipe's ``alerts:`` section overrides."""
+    ema_alpha: float = 0.01
+    grad_warn_x: float = 10.0
+    grad_crit_x: float = 100.0
+    grad_warmup: int = 10             # grad norms seen (per attempt) before the spike rule may fire
+    loss_spike_x: float = 2.0
+    loss_smooth: int = 10             # the smoothed loss is the mean of this many last losses
+    loss_window: int = 100            # ... compared with the mean of up to this many before them
+    loss_min_history: int = 20
+    throughput_drop_frac: float = 0.5  # tokens/s below this fraction of the recent median
+    throughput_window: int = 50
+    throughput_min_history: int = 10
+    step_time_cv_max: float = 0.3
+    step_time_window: int = 50
+    mem_capacity_gib: float | None = None
+    mem_headroom_warn_gib: float = 2.0
+    mem_headroom_crit_gib: float = 0.5
+    mem_warmup: int = 20              # memory values whose max is the flat level a leak grows from
+    mem_growth_gib: float = 1.0
+    mem_growth_frac: float = 0.05
+
+    @classmethod
+    def from_recipe(cls, alerts: dict | None, mem_capacity_gib: float | None = None) -> "Thresholds":
+        """Thresholds from a recipe's ``alerts:`` mapping; an unknown key or a bad value is an
+        InputError that names it."""
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, raw in (alerts or {}).items():
+            if key not in known:
+                raise InputError(f"alerts: unknown threshold {key!r} (known: {', '.join(sorted(known))})")
+            values[key] = _check_threshold(key, raw, known[key].type)
+        if mem_capacity_gib is not None:
+            values["mem_capacity_gib"] = _check_threshold("mem_capacity_gib", mem_capacity_gib, "float | None")
+        t = cls(**values)
+        t.validate()
+        return t
+
+    def validate(self) -> None:
+        if not 0.0 < self.ema_alpha < 1.0:
+            raise InputError(f"alerts: ema_alpha must be between 0 and 1, got {self.ema_alpha}")
+        if self.grad_crit_x < self.grad_warn_x:
+            raise InputError("alerts: grad_crit_x must not be below grad_warn_x")
+        if not 0.0 < self.throughput_drop_frac < 1.0:
+            raise InputError(f"alerts: throughput_drop_frac must be between 0 and 1, got {self.throughput_drop_frac}")
+        for name in ("loss_smooth", "loss_window", "throughput_window", "step_time_window"):
+            if getattr(self, name) < 1:
+                raise InputError(f"alerts: {name} must be at least 1")
+
+
+def _check_threshold(key: str, raw: Any, type_: Any) -> Any:
+    type_s = str(type_)
+    if raw is None and "None" in type_s:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise InputError(f"alerts: {key} must be a number, got {raw!r}")
+    if not math.isfinite(raw) or raw < 0:
+        raise InputError(f"alerts: {key} must be a finite number >= 0, got {raw!r}")
+    if type_s.startswith("int"):
+        if int(raw) != raw:
+            raise InputError(f"alerts: {key} must be a whole number, got {raw!r}")
+        return int(raw)
+    return float(raw)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def fmt_num(x: float | None) -> str:
+    """A number for a one-line message: 4 significant digits, nan/inf spelled out."""
+    if x is None:
+        return "-"
+    if not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return f"{x:.3e}"
+    return f"{x:.4g}"
+
+
+def _median(values: Iterable[float]) -> float:
+    s = sorted(float(v) for v in values)
+    n = len(s)
+    mid = n // 2
+    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2.0
+
+
+def _excursions(levels: np.ndarray, prev_max: int) -> tuple[list[tuple[int, int]], int]:
+    """Where an alert fires in a series of levels (0 none, 1 warning, 2 critical): on entering
+    an excursion (a run of non-zero levels) and when it escalates to critical. Returns
+    [(position, level)] and the max level of the excursion still open at the end."""
+    fired: list[tuple[int, int]] = []
+    cur = prev_max
+    nz = np.flatnonzero(levels)
+    last = -2 if prev_max == 0 else -1   # position -1 means "just before this batch"
+    for pos in nz.tolist():
+        lvl = int(levels[pos])
+        if pos != last + 1:
+            cur = 0
+        if lvl > cur:
+            fired.append((pos, lvl))
+            cur = lvl
+        last = pos
+    if len(levels) and (len(nz) == 0 or nz[-1] != len(levels) - 1):
+        cur = 0
+    return fired, cur
+
+
+def _entries(flags: np.ndarray, prev: bool) -> np.ndarray:
+    """Positions where a run of True starts (the rule starts firing)."""
+    if not len(flags):
+        return np.empty(0, dtype=np.int64)
+    before = np.concatenate(([prev], flags[:-1]))
+    return np.flatnonzero(flags & ~before)
+
+
+def _cumsum_from(last: float | None, x: np.ndarray) -> np.ndarray:
+    """Sequential running sum continuing from ``last``: identical to one cumsum over the
+    whole series, whatever the batch boundaries."""
+    if last is None:
+        return np.cumsum(x)
+    return np.cumsum(np.concatenate(([last], x)))[1:]
+
+
+def _prev_window_extreme(full: np.ndarray, start: int, window: int, use_max: bool) -> np.ndarray:
+    """For each position p >= start of ``full``: max (or min) of full[max(0,p-window):p].
+
+    Van Herk/Gil-Werman: block-wise prefix and suffix extremes, O(n) whatever the window."""
+    n = len(full)
+    if n <= start:
+        return np.empty(0)
+    acc = np.maximum.accumulate if use_max else np.minimum.accumulate
+    pick = np.maximum if use_max else np.minimum
+    w = window
+    # window of p is padded[p : p+w] with w neutral values in front
+    padded = np.concatenate((np.full(w, -np.inf if use_max else np.inf), full))
+    nb = -(-len(padded) // w)
+    blocks = np.concatenate((padded, np.full(nb * w - len(padded), -np.inf if use_max else np.inf))).reshape(nb, w)
+    prefix = acc(blocks, axis=1).ravel()
+    suffix = acc(blocks[:, ::-1], axis=1)[:, ::-1].ravel()
+    q = np.arange(start, n)
+    return pick(suffix[q], prefix[q + w - 1])
+
+
+def _alert(level: str, rule: str, step: int | None, message: str, values: dict) -> dict:
+    return {"level": level, "rule": rule, "step": step, "message": message, "values": values}
+
+
+# ----------------------------------------------------------------------------- rules
+
+class _NonFinite:
+    def __init__(self, name: str):
+        self.name = name
+        self.active = False
+        self.before = False
+        self.flags = np.zeros(0, dtype=bool)
+
+    def process(self, steps: np.ndarray, x: np.ndarray) -> list[tuple[int, dict]]:
+        nf = ~np.isfinite(x)
+        self.before, self.flags = self.active, nf
+        out = []
+        for pos in _entries(nf, self.active).tolist():
+            v = float(x[pos])
+            out.append((pos, _alert(CRITICAL, "non_finite", int(steps[pos]),
+                                    f"{self.name} is {fmt_num(v)} at step {int(steps[pos])}",
+                                    {self.name: v})))
+        if len(nf):
+            self.active = bool(nf[-1])
+        return out
+
+
+class _GradSpike:
+    """EMA of finite grad norms; each value is compared with the EMA before it.
+
+    The EMA is computed in closed form per block of _EMA_BLOCK values,
+    ema_k = D^(k+1) E + a D^k C_k with D = 1-a, E the EMA before the block and
+    C_k = sum_{j<=k} g_j D^-j, so a million values cost a few numpy passes and the result
+    is the same for any batching."""
+
+    def __init__(self, t: Thresholds):
+        self.t = t
+        a = t.ema_alpha
+        d = 1.0 - a
+        ks = np.arange(_EMA_BLOCK + 1, dtype=np.float64)
+        self.dpow = np.power(d, ks)                  # D^k, k = 0..B
+        self.adpow = a * self.dpow                   # a D^k
+        self.dinv = np.power(d, -ks[:_EMA_BLOCK])    # D^-k, k = 0..B-1
+        self.n = 0            # finite values seen this attempt
+        self.block_e = 0.0    # EMA before the current block
+        self.block_c: float | None = None  # running C of the current block
+        self.block_o = 0      # values already in the current block
+        self.ema: float | None = None
+        self.exc = 0          # level of the open excursion (0 none)
+        self.last: dict = {}
+        self.levels = np.zeros(0, dtype=np.int8)   # per value of the last batch
+        self.ratio = self.prev = self.g = np.zeros(0)
+        self.before: tuple[int, dict] = (0, {})
+
+    def _emas(self, g: np.ndarray) -> np.ndarray:
+        """EMA after each value of g (the first value of an attempt initialises it)."""
+        out = np.empty(len(g))
+        i = 0
+        if self.n == 0 and len(g):
+            out[0] = self.ema = self.block_e = float(g[0])
+            self.block_c, self.block_o = None, 0
+            i = 1
+        B = _EMA_BLOCK
+        while i < len(g):
+            o = self.block_o
+            take = min(B - o, len(g) - i)
+            if o == 0 and take == B:
+                # whole blocks at once: C per row, then E from block to block
+                nb = (len(g) - i) // B
+                rows = g[i:i + nb * B].reshape(nb, B) * self.dinv
+                cm = np.cumsum(rows, axis=1)
+                es = np.empty(nb)
+                e = self.block_e
+                for b in range(nb):
+                    es[b] = e
+                    e = float(self.dpow[B] * e + self.adpow[B - 1] * cm[b, B - 1])
+                emas = self.dpow[1:][None, :] * es[:, None] + self.adpow[:B][None, :] * cm
+                out[i:i + nb * B] = emas.ravel()
+                self.block_e = e
+                self.block_c, self.block_o = None, 0
+                i += nb * B
+                continue
+            seg = g[i:i + take] * self.dinv[o:o + take]
+            c = _cumsum_from(self.block_c, seg)
+            emas = self.dpow[o + 1:o + take + 1] * self.block_e + self.adpow[o:o + take] * c
+            out[i:i + take] = emas
+            if o + take == B:
+                self.block_e = float(emas[-1])
+                self.block_c, self.block_o = None, 0
+            else:
+                self.block_c, self.block_o = float(c[-1]), o + take
+            i += take
+        return out
+
+    def process(self, steps: np.ndarray, g: np.ndarray) -> list[tuple[int, dict]]:
+        self.before = (self.exc, self.last)
+        if not len(g):
+            self.levels, self.ratio, self.prev, self.g = np.zeros(0, dtype=np.int8), g, g, g
+            return []
+        ema_before = self.ema
+        first_n = self.n
+        emas = self._emas(g)
+        prev = np.concatenate(([np.nan if ema_before is None else ema_before], emas[:-1]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(prev > 0, g / prev, np.nan)
+        levels = np.zeros(len(g), dtype=np.int8)
+        levels[ratio > self.t.grad_warn_x] = 1
+        levels[ratio > self.t.grad_crit_x] = 2
+        warm = self.t.grad_warmup - first_n
+        if warm > 0:
+            levels[:warm] = 0
+        fired, self.exc = _excursions(levels, self.exc)
+        self.n = first_n + len(g)
+        self.ema = float(emas[-1])
+        self.levels, self.ratio, self.prev, self.g = levels, ratio, prev, g
+        self.last = self.values_at(len(g) - 1)
+        out = []
+        for pos, lvl in fired:
+            r, gv, ev = float(ratio[pos]), float(g[pos]), float(prev[pos])
+            limit = self.t.grad_crit_x if lvl == 2 else self.t.grad_warn_x
+            out.append((pos, _alert(CRITICAL if lvl == 2 else WARNING, "grad_norm_spike", int(steps[pos]),
+                                    f"grad norm {fmt_num(gv)} is {fmt_num(r)}x its EMA {fmt_num(ev)} "
+                                    f"(limit {fmt_num(limit)}x) at step {int(steps[pos])}",
+                                    {"grad_norm": gv, "ema": ev, "ratio": r})))
+        return out
+
+    def values_at(self, pos: int) -> dict:
+        return {"grad_norm": float(self.g[pos]), "ema": float(self.prev[pos]), "ratio": float(self.ratio[pos])}
+
+
+class _LossSpike:
+    def __init__(self, t: Thresholds):
+        self.t = t
+        self.n = 0
+        self.cs_tail = np.empty(0)
+        self.active = False
+
+    def process(self, steps: np.ndarray, x: np.ndarray) -> list[tuple[int, dict]]:
+        if not len(x):
+            return []
+        s, w, t = self.t.loss_smooth, self.t.loss_window, self.t
+        last = float(self.cs_tail[-1]) if len(self.cs_tail) else None
+        cs_new = _cumsum_from(last, x)
+        cs = np.concatenate((self.cs_tail, cs_new))
+        base = self.n - len(self.cs_tail)            # absolute index of cs[0]
+        i = np.arange(self.n, self.n + len(x))        # absolute indices of the new values
+
+        cz = np.concatenate(([0.0], cs))             # cz[1 + j - base] = cumsum at absolute j
+
+        def at(abs_idx: np.ndarray) -> np.ndarray:    # (garbage where not eligible, masked later)
+            return cz[np.maximum(abs_idx - base + 1, 0)]
+
+        n_before = i - s + 1                           # values before the smoothing window
+        count_b = np.minimum(w, n_before)
+        eligible = n_before >= max(t.loss_min_history, 1)
+        smoothed = (at(i) - at(i - s)) / s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            baseline = (at(i - s) - at(i - s - count_b)) / np.maximum(count_b, 1)
+        alert = eligible & (baseline > 0) & (smoothed > t.loss_spike_x * baseline)
+        out = []
+        for pos in _entries(alert, self.active).tolist():
+            sm, bl = float(smoothed[pos]), float(baseline[pos])
+            out.append((pos, _alert(WARNING, "loss_spike", int(steps[pos]),
+                                    f"smoothed loss {fmt_num(sm)} is {fmt_num(sm / bl)}x its recent average "
+                                    f"{fmt_num(bl)} at step {int(steps[pos])}",
+                                    {"loss": float(x[pos]), "smoothed": sm, "average": bl})))
+        self.active = bool(alert[-1])
+        self.n += len(x)
+        self.cs_tail = cs[-(s + w + 1):]
+        return out
+
+
+class _RollingMedianDrop:
+    """A value much worse than the median of the window before it: ``low`` mode for rates
+    (value < frac * median), ``high`` mode for durations (frac * value > median)."""
+
+    def __init__(self, t: Thresholds, name: str, high: bool):
+        self.t = t
+        self.name = name
+        self.high = high
+        self.tail = np.empty(0)
+        self.n = 0
+        self.active = False
+
+    def process(self, steps: np.ndarray, x: np.ndarray) -> list[tuple[int, dict]]:
+        if not len(x):
+            return []
+        W, frac = self.t.throughput_window, self.t.throughput_drop_frac
+        full = np.concatenate((self.tail, x))
+        start = len(self.tail)
+        count = np.minimum(W, self.n + np.arange(len(x)))
+        eligible = count >= max(self.t.throughput_min_history, 1)
+        if self.high:
+            bound = _prev_window_extreme(full, start, W, use_max=False)
+            cand = eligible & (frac * x > bound)
+        else:
+            bound = _prev_window_extreme(full, start, W, use_max=True)
+            cand = eligible & (x < frac * bound)
+        alert = np.zeros(len(x), dtype=bool)
+        medians: dict[int, float] = {}
+        for pos in np.flatnonzero(cand).tolist():
+            p = start + pos
+            med = _median(full[max(0, p - W):p])
+            v = float(x[pos])
+            if (frac * v > med) if self.high else (v < frac * med):
+                alert[pos] = True
+                medians[pos] = med
+        out = []
+        for pos in _entries(alert, self.active).tolist():
+            v, med = float(x[pos]), medians[pos]
+            st = int(steps[pos])
+            if self.high:
+                msg = (f"step time {fmt_num(v)} s is over {fmt_num(1 / frac)}x the recent median "
+                       f"{fmt_num(med)} s at step {st}")
+            else:
+                msg = (f"tokens/s {fmt_num(v)} fell below {fmt_num(frac * 100)}% of the recent median "
+                       f"{fmt_num(med)} at step {st}")
+            out.append((pos, _alert(WARNING, "throughput_drop", st, msg, {self.name: v, "median": med})))
+        self.active = bool(alert[-1])
+        self.n += len(x)
+        self.tail = full[-W:]
+        return out
+
+
+class _StepTimeCV:
+    def __init__(self, t: Thresholds):
+        self.t = t
+        self.n = 0
+        self.tail1 = np.empty(0)
+        self.tail2 = np.empty(0)
+        self.active = False
+
+    def process(self, steps: np.ndarray, x: np.ndarray) -> list[tuple[int, dict]]:
+        if not len(x):
+            return []
+        W = self.t.step_time_window
+        c1 = np.concatenate((self.tail1, _cumsum_from(float(self.tail1[-1]) if len(self.tail1) else None, x)))
+        c2 = np.concatenate((self.tail2, _cumsum_from(float(self.tail2[-1]) if len(self.tail2) else None, x * x)))
+        base = self.n - len(self.tail1)
+        i = np.arange(self.n, self.n + len(x))
+
+        z1, z2 = np.concatenate(([0.0], c1)), np.concatenate(([0.0], c2))
+
+        def at(c: np.ndarray, abs_idx: np.ndarray) -> np.ndarray:
+            return c[np.maximum(abs_idx - base + 1, 0)]
+
+        eligible = i >= W - 1
+        s1 = at(z1, i) - at(z1, i - W)
+        s2 = at(z2, i) - at(z2, i - W)
+        mean = s1 / W
+        var = np.maximum(s2 / W - mean * mean, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cv = np.where(mean > 0, np.sqrt(var) / mean, 0.0)
+        alert = eligible & (cv > self.t.step_time_cv_max)
+        out = []
+        for pos in _entries(alert, self.active).tolist():
+            c, m = float(cv[pos]), float(mean[pos])
+            out.append((pos, _alert(WARNING, "step_time_unstable", int(steps[pos]),
+                                    f"step time varies: CV {fmt_num(c)} over the last {W} steps "
+                                    f"(mean {fmt_num(m)} s) at step {int(steps[pos])}",
+                                    {"step_time_s": float(x[pos]), "cv": c, "mean": m})))
+        self.active = bool(alert[-1])
+        self.n += len(x)
+        self.tail1, self.tail2 = c1[-(W + 1):], c2[-(W + 1):]
+        return out
+
+
+class _MemHeadroom:
+    def __init__(self, t: Thresholds):
+        self.t = t
+        self.exc = 0
+
+    def process(self, steps: np.ndarray, m: np.ndarray) -> list[tuple[int, dict]]:
+        cap = self.t.mem_capacity_gib
+        if cap is None or not len(m):
+            return []
+        headroom = cap - m
+        levels = np.zeros(len(m), dtype=np.int8)
+        levels[headroom < self.t.mem_headroom_warn_gib] = 1
+        levels[headroom < self.t.mem_headroom_crit_gib] = 2
+        fired, self.exc = _excursions(levels, self.exc)
+        out = []
+        for pos, lvl in fired:
+            v, h = float(m[pos]), float(headroom[pos])
+            out.append((pos, _alert(CRITICAL if lvl == 2 else WARNING, "mem_headroom", int(steps[pos]),
+                                    f"memory {fmt_num(v)} GiB leaves {fmt_num(h)} GiB of {fmt_num(cap)} GiB "
+                                    f"at step {int(steps[pos])}",
+                                    {"mem_gib": v, "headroom_gib": h, "capacity_gib": cap})))
+        return out
+
+
+class _MemGrowth:
+    def __init__(self, t: Thresholds):
+        self.t = t
+        self.n = 0
+        self.level: float | None = None
+
+    def process(self, steps: np.ndarray, m: np.ndarray) -> list[tuple[int, dict]]:
+        out = []
+        pos = 0
+        if self.n < self.t.mem_warmup:
+            pos = min(self.t.mem_warmup - self.n, len(m))
+            if pos:
+                top = float(m[:pos].max())
+                self.level = top if self.level is None else max(self.level, top)
+        self.n += len(m)
+        while pos < len(m) and self.level is not None:
+            limit = self.level + max(self.t.mem_growth_gib, self.t.mem_growth_frac * self.level)
+            over = m[pos:] > limit
+            if not over.any():
+                break
+            j = pos + int(np.argmax(over))
+            v = float(m[j])
+            out.append((j, _alert(WARNING, "mem_growth", int(steps[j]),
+                                  f"memory grew from {fmt_num(self.level)} to {fmt_num(v)} GiB "
+                                  f"at step {int(steps[j])} (expected flat after warm-up)",
+                                  {"mem_gib": v, "previous_gib": self.level, "limit_gib": limit})))
+            self.level = v
+            pos = j + 1
+        return out
+
+
+@dataclass
+class _Attempt:
+    """Rule state for one attempt (reset by a restart)."""
+    t: Thresholds
+    last_step_by_field: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        t = self.t
+        self.nf_loss = _NonFinite("loss")
+        self.nf_grad = _NonFinite("grad_norm")
+        self.grad = _GradSpike(t)
+        self.loss = _LossSpike(t)
+        self.tps = _RollingMedianDrop(t, "tokens_per_s", high=False)
+        self.slow = _RollingMedianDrop(t, "step_time_s", high=True)
+        self.cv = _StepTimeCV(t)
+        self.headroom = _MemHeadroom(t)
+        self.growth = _MemGrowth(t)
+
+
+class Monitors:
+    """All rules over one run's record stream. Feed records with ``observe`` (one) or
+    ``observe_records`` / ``observe_arrays`` (many); results are the same either way."""
+
+    def __init__(self, thresholds: Thresholds | None = None):
+        self.thresholds = thresholds or Thresholds()
+        self.restarts = 0
+        self._last_step: int | None = None
+        self._a = _Attempt(self.thresholds)
+        self._idx: dict[str, np.ndarray] = {}
+
+    def reset(self) -> None:
+        """Start every window afresh (a new attempt)."""
+        self._a = _Attempt(self.thresholds)
+        self._last_step = None
+
+    @property
+    def in_excursion(self) -> bool:
+        a = self._a
+        return a.grad.exc > 0 or a.nf_grad.active or a.nf_loss.active
+
+    def observe(self, record: dict) -> list[dict]:
+        return self.observe_records([record])
+
+    def observe_records(self, records: list[dict]) -> list[dict]:
+        steps, values, present = records_to_arrays(records)
+        return [a for _, a in self.observe_arrays(steps, values, present)]
+
+    def observe_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
+                       present: dict[str, np.ndarray],
+                       checkpoints: list[tuple[int, int | None, str | None]] | None = None,
+                       ) -> list[tuple[int, dict]]:
+        """Alerts for a batch as (index in the batch, alert), in stream order. ``values[f]``
+        is float64 (anything where absent), ``present[f]`` says where field f exists.
+        ``checkpoints`` are (c, step, path): a checkpoint saved after the first c records
+        of the batch; its alert (if any) is reported at index c, before record c's."""
+        steps = np.asarray(steps, dtype=np.int64)
+        n = len(steps)
+        cps = sorted(checkpoints or [], key=lambda cp: cp[0])
+        out: list[tuple[int, int, dict]] = []
+        for c, step, path in (cp for cp in cps if cp[0] <= 0 or n == 0):
+            out.extend((c, -1, a) for a in self.on_checkpoint(step, path))
+        if n == 0:
+            return [(i, al) for i, _, al in out]
+        restart_first = self._last_step is not None and int(steps[0]) < self._last_step
+        inner = (np.flatnonzero(steps[1:] < steps[:-1]) + 1).tolist()
+        bounds = [0] + inner + [n]
+        for k in range(len(bounds) - 1):
+            a, b = bounds[k], bounds[k + 1]
+            if k > 0 or restart_first:
+                self.restarts += 1
+                self.reset()
+            out.extend(self._segment(steps, values, present, a, b))
+            seg_cps = [cp for cp in cps if a < cp[0] <= b]
+            if seg_cps:
+                out.extend(self._checkpoints_at(seg_cps))
+            self._last_step = int(steps[b - 1])
+        out.sort(key=lambda r: (r[0], r[1]))
+        return [(i, al) for i, _, al in out]
+
+    def _checkpoints_at(self, cps: list[tuple[int, int | None, str | None]]) -> list[tuple[int, int, dict]]:
+        """on_checkpoint as it would have answered right after record c-1 of this segment,
+        for each checkpoint (c, step, path); vectorised, since saves can be frequent."""
+        a = self._a
+        cs = np.array([cp[0] for cp in cps], dtype=np.int64)
+
+        def state(rule_idx: np.ndarray, flags: np.ndarray, before: Any) -> tuple[np.ndarray, np.ndarray]:
+            i = np.searchsorted(rule_idx, cs) - 1
+            got = np.where(i >= 0, flags[np.maximum(i, 0)] if len(flags) else before, before)
+            return i, got.astype(bool)
+
+        _, nf_loss = state(self._idx["loss_nf"], a.nf_loss.flags, a.nf_loss.before)
+        _, nf_grad = state(self._idx["grad_nf"], a.nf_grad.flags, a.nf_grad.before)
+        gi, level = state(self._idx["grad"], a.grad.levels > 0, a.grad.before[0] > 0)
+        out: list = []
+        for j in np.flatnonzero(nf_loss | nf_grad | level).tolist():
+            c, step, path = cps[j]
+            last = a.grad.values_at(int(gi[j])) if gi[j] >= 0 else a.grad.before[1]
+            out.extend((c, -1, al) for al in _checkpoint_alert(step, path, bool(level[j]), bool(nf_loss[j]),
+                                                               bool(nf_grad[j]), last))
+        return out
+
+    def _kept(self, fname: str, steps: np.ndarray, present: dict, a: int, b: int) -> np.ndarray:
+        """Indices in [a, b) where the field exists and its step differs from the previous one."""
+        pres = present.get(fname)
+        if pres is None:
+            return np.empty(0, dtype=np.int64)
+        idx = np.flatnonzero(pres[a:b]) + a
+        if not len(idx):
+            return idx
+        s = steps[idx]
+        last = self._a.last_step_by_field.get(fname)
+        before = np.concatenate(([s[0] - 1 if last is None else last], s[:-1]))
+        idx = idx[s != before]
+        if len(idx):
+            self._a.last_step_by_field[fname] = int(steps[idx[-1]])
+        return idx
+
+    def _segment(self, steps, values, present, a, b) -> list[tuple[int, int, dict]]:
+        at = self._a
+        out: list[tuple[int, int, dict]] = []
+
+        def emit(rule_idx: np.ndarray, results: list[tuple[int, dict]]) -> None:
+            for pos, alert in results:
+                out.append((int(rule_idx[pos]), RULE_ORDER.index(alert["rule"]), alert))
+
+        kept = {f: self._kept(f, steps, present, a, b) for f in MONITORED_FIELDS}
+        for fname, rule in (("loss", at.nf_loss), ("grad_norm", at.nf_grad)):
+            idx = kept[fname]
+            emit(idx, rule.process(steps[idx], values[fname][idx]))
+        idx = kept["grad_norm"]
+        idx = idx[np.isfinite(values["grad_norm"][idx])]
+        emit(idx, at.grad.process(steps[idx], values["grad_norm"][idx]))
+        self._idx = {"loss_nf": kept["loss"], "grad_nf": kept["grad_norm"], "grad": idx}
+        idx = kept["loss"]
+        idx = idx[np.isfinite(values["loss"][idx])]
+        emit(idx, at.loss.process(steps[idx], values["loss"][idx]))
+        idx = kept["tokens_per_s"]
+        x = values["tokens_per_s"][idx]
+        idx = idx[np.isfinite(x) & (x > 0)]
+        emit(idx, at.tps.process(steps[idx], values["tokens_per_s"][idx]))
+        st_idx = kept["step_time_s"]
+        x = values["step_time_s"][st_idx]
+        st_idx = st_idx[np.isfinite(x) & (x > 0)]
+        tps_present = present.get("tokens_per_s")
+        slow_idx = st_idx if tps_present is None else st_idx[~tps_present[st_idx]]
+        emit(slow_idx, at.slow.process(steps[slow_idx], values["step_time_s"][slow_idx]))
+        emit(st_idx, at.cv.process(steps[st_idx], values["step_time_s"][st_idx]))
+        idx = kept["mem_gib"]
+        idx = idx[np.isfinite(values["mem_gib"][idx])]
+        emit(idx, at.headroom.process(steps[idx], values["mem_gib"][idx]))
+        emit(idx, at.growth.process(steps[idx], values["mem_gib"][idx]))
+        return out
+
+    def on_checkpoint(self, step: int | None, path: str | None) -> list[dict]:
+        """A checkpoint was saved: suspect if a grad-norm excursion or a non-finite value is on."""
+        a = self._a
+        return _checkpoint_alert(step, path, a.grad.exc > 0, a.nf_loss.active, a.nf_grad.active, a.grad.last)
+
+
+def _checkpoint_alert(step: int | None, path: str | None, in_excursion: bool, nf_loss: bool,
+                      nf_grad: bool, last: dict) -> list[dict]:
+    where = path or "(unnamed)"
+    if nf_loss or nf_grad:
+        return [_alert(CRITICAL, "checkpoint_in_excursion", step,
+                       f"checkpoint {where} saved while loss/grad norm is non-finite",
+                       {"loss_non_finite": nf_loss, "grad_norm_non_finite": nf_grad})]
+    if not in_excursion:
+        return []
+    return [_alert(WARNING, "checkpoint_in_excursion", step,
+                   f"checkpoint {where} saved during a grad-norm excursion "
+                   f"(grad norm {fmt_num(last.get('grad_norm'))} = {fmt_num(last.get('ratio'))}x its EMA)",
+                   dict(last))]
+
+
+def records_to_arrays(records: list[dict]) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Metric records -> (steps, values, present) for ``observe_arrays``. None means absent."""
+    n = len(records)
+    steps = np.fromiter((int(r.get("step") or 0) for r in records), dtype=np.int64, count=n)
+    values: dict[str, np.ndarray] = {}
+    present: dict[str, np.ndarray] = {}
+    for f in MONITORED_FIELDS:
+        vals = [_as_float(r.get(f)) for r in records]
+        present[f] = np.fromiter((v is not None for v in vals), dtype=bool, count=n)
+        values[f] = np.fromiter((math.nan if v is None else v for v in vals), dtype=np.float64, count=n)
+    return steps, values, present
+
+
+def _as_float(v: Any) -> float | None:
+    """A record value as float; None when absent or not a number ("nan"/"inf" strings count)."""
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,223 @@
+"""Restart policy: after a crash, restart (after which backoff), pause, fail or stop.
+
+Pure: it sees the crash verdict, the attempt history and the recipe's ``restart:`` settings,
+never a process or a clock of its own (``now`` is passed in). The rules and their order are
+documented in docs/crash-classes.md ("Restart policy").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Iterable
+
+from runner.core.crash import CrashVerdict
+from runner.core.errors import InputError
+
+RESTART, PAUSE, FAIL, STOP = "restart", "pause", "fail", "stop"
+CRITICAL, WARNING = "critical", "warning"
+
+
+@dataclass(frozen=True)
+class RestartSettings:
+    """The recipe's ``restart:`` section; defaults from design.md."""
+
+    max_restarts: int = 10
+    backoff_initial_s: float = 30.0
+    backoff_max_s: float = 600.0
+    backoff_factor: float = 2.0
+    reset_after_s: float = 3600.0        # a run stable this long resets the backoff
+    max_crashes_per_window: int = 3      # more than this many crashes ...
+    crash_window_s: float = 3600.0       # ... within this window => pause with an alert
+    no_progress_attempts: int = 3        # this many attempts in a row without step progress => fail
+    gpu_wait_s: float = 60.0             # gpu_unavailable: wait this long before the next try ...
+    gpu_wait_max_s: float = 900.0        # ... and fail once the waits in a row would pass this
+    submit_wait_s: float = 60.0          # slurm_unavailable: submit again after this long ...
+    submit_wait_max_s: float = 3600.0    # ... while the waits in a row stay within this
+
+    @classmethod
+    def from_recipe(cls, section: dict | None, *, ignore: Iterable[str] = ()) -> "RestartSettings":
+        """Build from a recipe section. ``ignore`` names keys of the same section that other
+        parts of the runner own (e.g. cooldown settings); any other unknown key is an error."""
+        if section is None:
+            return cls()
+        if not isinstance(section, dict):
+            raise InputError(f"restart: expected a mapping, got {type(section).__name__}")
+        known = {f.name: f for f in fields(cls)}
+        skip = set(ignore)
+        values = {}
+        for key, value in section.items():
+            if key in skip:
+                continue
+            if key not in known:
+                raise InputError(f"restart.{key}: unknown setting (known: {', '.join(known)})")
+            values[key] = _check_value(key, value, str(known[key].type))
+        settings = cls(**values)
+        if settings.backoff_initial_s > settings.backoff_max_s:
+            raise InputError("restart.backoff_initial_s: must not exceed backoff_max_s "
+                             f"({settings.backoff_initial_s:g} > {settings.backoff_max_s:g})")
+        return settings
+
+
+def _check_value(key: str, value, type_name: str):
+    wants_int = type_name in ("int", int)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            wants_int and not isinstance(value, int)):
+        kind = "an integer" if wants_int else "a number"
+        raise InputError(f"restart.{key}: expected {kind}, got {value!r}")
+    if not math.isfinite(value):
+        raise InputError(f"restart.{key}: must be finite, got {value!r}")
+    if key == "backoff_factor" and value < 1:
+        raise InputError(f"restart.{key}: must be >= 1, got {value!r}")
+    if key in ("max_crashes_per_window", "no_progress_attempts") and value < 1:
+        raise InputError(f"restart.{key}: must be >= 1, got {value!r}")
+    if value < 0:
+        raise InputError(f"restart.{key}: must be >= 0, got {value!r}")
+    return value if wants_int else float(value)
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    attempt: int
+    started_at: float
+    ended_at: float
+    resumed_step: int | None     # the step this attempt resumed from (None: fresh start)
+    last_step: int | None        # the last training step it logged (None: none)
+    crash_class: str | None      # None: it did not crash (clean exit)
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str          # "restart" | "pause" | "fail" | "stop"
+    delay_s: float       # backoff delay before the cooldown may end
+    reason: str          # one human line
+    alert: str | None    # "critical" / "warning" when the user must be told
+
+    def to_dict(self) -> dict:
+        return {"action": self.action, "delay_s": self.delay_s, "reason": self.reason,
+                "alert": self.alert}
+
+
+def backoff_delay(consecutive_crashes: int, settings: RestartSettings) -> float:
+    """initial * factor**(n-1), capped: 30, 60, 120, ... 600 s with the defaults; 0 for n <= 0."""
+    if consecutive_crashes <= 0:
+        return 0.0
+    delay = settings.backoff_initial_s
+    for _ in range(consecutive_crashes - 1):
+        if delay >= settings.backoff_max_s:
+            break
+        delay *= settings.backoff_factor
+    return min(delay, settings.backoff_max_s)
+
+
+# Classes that wait for something outside the training (a device, a controller) and retry.
+WAIT_CLASSES = frozenset({"gpu_unavailable", "slurm_unavailable"})
+
+
+def _is_crash(cls: str | None) -> bool:
+    return cls is not None and cls != "user_kill"
+
+
+def _classes(verdict: CrashVerdict, history: list[AttemptRecord]) -> list[str | None]:
+    """Crash class per attempt; the last attempt's class is the verdict's."""
+    return [r.crash_class for r in history[:-1]] + [verdict.cls]
+
+
+def consecutive_crashes(verdict: CrashVerdict, history: list[AttemptRecord],
+                        settings: RestartSettings) -> int:
+    """Crashes in a row ending with this one; an attempt that ran for at least
+    ``reset_after_s`` starts the count afresh (it counts as the first)."""
+    if not history:
+        return 1
+    count = 0
+    for rec, cls in zip(reversed(history), reversed(_classes(verdict, history))):
+        if not _is_crash(cls):
+            break
+        count += 1
+        if rec.ended_at - rec.started_at >= settings.reset_after_s:
+            break
+    return max(count, 1)
+
+
+def _made_progress(rec: AttemptRecord) -> bool:
+    return rec.last_step is not None and rec.last_step > (rec.resumed_step or 0)
+
+
+def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: RestartSettings,
+           now: float) -> Decision:
+    """What to do after the attempt that just ended (``history[-1]``).
+
+    Order: user kill -> stop; gpu_unavailable / slurm_unavailable -> wait for the device or the
+    Slurm controller (its own capped wait,
+    outside the restart cap) or fail; not retryable -> pause (divergence) or fail; restart cap ->
+    fail; no progress for N attempts -> fail; too many crashes in the window -> pause;
+    otherwise restart after the backoff delay (with a warning for killed_oom, a repeated
+    cuda_oom, or a divergence Megatron asked to rerun).
+    """
+    if verdict.cls == "user_kill":
+        return Decision(STOP, 0.0, "stopped by the user; no restart", None)
+    if verdict.cls == "gpu_unavailable":
+        return _wait_for(verdict, history, settings.gpu_wait_s, settings.gpu_wait_max_s, "gpu_wait_max_s",
+                         "a usable GPU", "no device")
+    if verdict.cls == "slurm_unavailable":
+        return _wait_for(verdict, history, settings.submit_wait_s, settings.submit_wait_max_s, "submit_wait_max_s",
+                         "the Slurm controller", "no controller")
+    if not verdict.retryable:
+        action = PAUSE if verdict.recovery == "pause" else FAIL
+        verb = "paused" if action == PAUSE else "failed"
+        return Decision(action, 0.0, f"{verb}: {verdict.cls}: {verdict.summary}", CRITICAL)
+
+    classes = _classes(verdict, history)
+    # waits for a GPU have their own cap: they use neither restarts nor the no-progress count
+    crashes = sum(1 for c in classes if _is_crash(c) and c not in WAIT_CLASSES) or 1
+    restarts_used = crashes - 1
+    if restarts_used >= settings.max_restarts:
+        return Decision(FAIL, 0.0, f"restart cap reached ({restarts_used}/{settings.max_restarts} "
+                                   f"restarts used); last crash: {verdict.cls}: {verdict.summary}",
+                        CRITICAL)
+
+    n = settings.no_progress_attempts
+    tried = [r for r, c in zip(history, classes) if c not in WAIT_CLASSES]
+    if len(tried) >= n and not any(_made_progress(r) for r in tried[-n:]):
+        return Decision(FAIL, 0.0, f"no step progress in {n} attempts in a row (last crash: "
+                                   f"{verdict.cls}); restarting again would not help", CRITICAL)
+
+    recent = sum(1 for rec, c in zip(history, classes)
+                 if _is_crash(c) and c not in WAIT_CLASSES and now - rec.ended_at <= settings.crash_window_s)
+    if recent > settings.max_crashes_per_window:
+        return Decision(PAUSE, 0.0, f"{recent} crashes within {settings.crash_window_s:g} s "
+                                    f"(limit {settings.max_crashes_per_window}); paused",
+                        CRITICAL)
+
+    run_of = consecutive_crashes(verdict, history, settings)
+    delay = backoff_delay(run_of, settings)
+    reason = (f"restart {restarts_used + 1}/{settings.max_restarts} after {delay:g} s "
+              f"(crash {run_of} in a row: {verdict.cls})")
+    alert = None
+    if verdict.cls == "killed_oom":
+        alert, reason = WARNING, reason + "; killed by SIGKILL, likely the host OOM killer"
+    elif verdict.cls == "cuda_oom" and len(classes) >= 2 and classes[-2] == "cuda_oom":
+        alert, reason = WARNING, reason + "; CUDA out of memory again"
+    elif verdict.cls == "divergence":
+        alert, reason = WARNING, reason + "; Megatron asked for a rerun of a suspect step"
+    return Decision(RESTART, delay, reason, alert)
+
+
+def _wait_for(verdict: CrashVerdict, history: list[AttemptRecord], wait_s: float, max_s: float, max_key: str,
+              what: str, still: str) -> Decision:
+    """Not a crash of the training (no usable GPU, no Slurm controller), so no blind restart:
+    wait ``wait_s`` and try again while the waits in a row stay within ``max_s``; then fail
+    with the reason. These waits use neither the restart cap nor the no-progress count."""
+    in_a_row = 0
+    for cls in reversed(_classes(verdict, history)):
+        if cls != verdict.cls:
+            break
+        in_a_row += 1
+    waited = (in_a_row - 1) * wait_s
+    if wait_s <= 0 or waited + wait_s > max_s:
+        return Decision(FAIL, 0.0, f"failed: {verdict.cls}: {verdict.summary} (still {still} "
+                                   f"after {in_a_row} tries, {waited:g} s of waiting; limit "
+                                   f"{max_key} {max_s:g} s)", CRITICAL)
+    return Decision(RESTART, wait_s,
+                    f"waiting {wait_s:g} s for {what} (try {in_a_row}, "
+                    f"{waited:g} of {max_s:g} s waited): {verdict.summary}",
+                    WARNING)

@@ -1,1 +1,0 @@
-"""Attempt engines: how an attempt's processes are started, watched and ended (``runner.attempt``)."""

@@ -1,0 +1,138 @@
+"""The local engine: the command runs on this host under the waiter (``runner.process.waiter``).
+
+The waiter is the runner's child and the root of the attempt: it records the command's exit in
+``exits/attempt-N.json`` and ends the same way, so this runner reaps the exact status and a later
+runner reads it from the file. Processes are tracked by PID + start time (``runner.process.proctree``);
+the runner, a child subreaper, also collects what the command orphans.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from runner.rundir import jsonio, rundir
+from runner.process import proctree
+from runner.process.attempt import ExitStatus, LaunchSpec
+from runner.core.state import TrackedPid
+
+COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bounded wait
+
+
+def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
+    """The command under the waiter, run by path with -S -E: stdlib only, fast to start, and the
+    command still gets the environment untouched."""
+    waiter = str(Path(__file__).resolve().parent.parent / "waiter.py")
+    return [sys.executable, "-S", "-E", waiter, str(exit_record), "--", *argv]
+
+
+class LocalAttempt:
+    polled = False  # the runner reaps the waiter (or an adopted one's pidfd wakes the loop)
+    pending = False
+
+    def __init__(self, number: int, tree: proctree.ProcessTree, proc: subprocess.Popen | None,
+                 adopted: bool) -> None:
+        self.number = number
+        self.tree = tree
+        self.proc = proc
+        self.adopted = adopted
+        self._pidfd: int | None = None
+        if adopted and tree.leader is not None:
+            try:
+                self._pidfd = os.pidfd_open(tree.leader.pid)
+            except (AttributeError, OSError):
+                self._pidfd = None
+
+    def wait_fd(self) -> int | None:
+        return self._pidfd
+
+    def close_wait_fd(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def poll(self, reaped: Mapping[int, int]) -> int | None | bool:
+        root = self.tree.leader
+        if root is None:
+            return None
+        if not self.adopted:
+            if root.pid in reaped:
+                rc = proctree.returncode_from_status(reaped[root.pid])
+                if self.proc is not None:
+                    self.proc.returncode = rc
+                return rc
+            return False
+        return False if proctree.same_process(root.pid, root.start_time) else None
+
+    def signal(self, sig: int, pids: Mapping[int, float] | None = None) -> list[int]:
+        return self.tree.signal(sig, dict(pids) if pids is not None else None)
+
+    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
+        return self.tree.survivors(scan_markers=scan_markers)
+
+    def tracked(self) -> list[TrackedPid]:
+        return [TrackedPid(**t) for t in self.tree.to_list()]  # type: ignore[typeddict-item]
+
+
+def _root(pids: Sequence[TrackedPid]) -> TrackedPid | None:
+    """The waiter is the attempt's root (it outlives the command by the moment it takes to
+    record the exit); runs from before the waiter have only a leader."""
+    return next((p for p in pids if p.get("role") == "waiter"), None) or \
+        next((p for p in pids if p.get("role") == "leader"), None)
+
+
+class LocalEngine:
+    name = "local"
+
+    def __init__(self, run: rundir.RunDir) -> None:
+        self.run = run
+
+    def start(self, spec: LaunchSpec, log_fd: int) -> LocalAttempt:
+        record = self.run.exit_record(spec.attempt)
+        self.run.exits.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
+        record.unlink(missing_ok=True)
+        proc = subprocess.Popen(waiter_argv(record, spec.argv), stdin=subprocess.DEVNULL, stdout=log_fd,
+                                stderr=log_fd, cwd=spec.cwd, env=dict(spec.env), start_new_session=True,
+                                close_fds=True)
+        tree = proctree.ProcessTree(self.run.run_id)
+        tree.set_leader(proc.pid, waiter=True)
+        attempt = LocalAttempt(spec.attempt, tree, proc, adopted=False)
+        # Track the command before anyone is told the attempt runs: readers see it as the leader.
+        deadline = time.monotonic() + COMMAND_APPEARS_S
+        while time.monotonic() < deadline and proc.poll() is None:
+            tree.refresh()
+            if any(t.role == "leader" for t in tree.procs.values()):
+                break
+            time.sleep(0.005)
+        return attempt
+
+    def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
+        root = _root(pids)
+        return root is not None and proctree.same_process(root["pid"], root["start_time"])
+
+    def adopt(self, number: int, pids: Sequence[TrackedPid]) -> LocalAttempt | None:
+        root = _root(pids)
+        if root is None or not proctree.same_process(root["pid"], root["start_time"]):
+            return None
+        tree = proctree.ProcessTree(self.run.run_id)
+        tree.set_leader(int(root["pid"]), float(root["start_time"]), waiter=root.get("role") == "waiter")
+        tree.adopted = True
+        for p in pids:
+            if p["pid"] != root["pid"] and proctree.same_process(p["pid"], p["start_time"]):
+                role = p.get("role") if p.get("role") in ("leader", "child") else "child"
+                tree.procs[p["pid"]] = proctree.TrackedProc(p["pid"], p["start_time"], role)
+        tree.refresh()
+        return LocalAttempt(number, tree, None, adopted=True)
+
+    def exit_status(self, number: int) -> ExitStatus | None:
+        if not number:
+            return None
+        rec = jsonio.read_json(self.run.exit_record(number), default=None)
+        if not isinstance(rec, dict):
+            return None
+        rc = rec.get("returncode")
+        return ExitStatus(rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
+                          rec.get("error") if isinstance(rec.get("error"), str) else None, rec.get("ended_at"))

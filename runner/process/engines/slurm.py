@@ -1,0 +1,347 @@
+"""The Slurm engine: each attempt is one batch job, followed through Slurm's own commands.
+
+The runner writes the batch script (every recipe value quoted, the training under ``srun`` so
+``scancel --signal=TERM`` reaches it), submits it with ``sbatch --parsable`` and keeps the job id
+in ``jobs/attempt-N.json``. From then on the job is only ever seen through Slurm: ``squeue`` while
+it is queued or running, ``sacct`` (or ``scontrol`` without accounting) for how it ended. Those
+commands run as child processes the loop polls (``runner.process.slurm.client``): a slow controller
+never stops the runner from reading the log or answering ``status``.
+
+The job's processes belong to slurmstepd, possibly on other hosts, so the attempt has no PIDs
+of its own here: it is alive while Slurm lists the job unfinished. On this host the run's
+environment marker still finds any process of the run that outlives the job.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from runner.rundir import jsonio, rundir
+from runner.process import proctree
+from runner.process.attempt import ExitStatus, LaunchSpec
+from runner.process.slurm import client
+from runner.process.slurm.settings import SlurmSettings
+from runner.process.slurm.text import BatchSpec, JobState, batch_script
+from runner.core.state import JobRecord, TrackedPid
+
+JOB_SCHEMA = 1
+
+
+def returncode(js: JobState) -> int | None:
+    """Popen's convention from Slurm's ``code:signal``: -N when a signal ended it."""
+    if js.exit_signal:
+        return -js.exit_signal
+    return js.exit_code
+
+
+def _record_of(js: JobState, base: JobRecord) -> JobRecord:
+    rec = JobRecord(**base)
+    rec["state"], rec["reason"], rec["source"] = js.state, js.reason, js.source
+    rec["nodes"] = list(js.nodes) or list(base.get("nodes") or [])
+    if js.final:
+        rec["exit_code"], rec["signal"] = js.exit_code, js.exit_signal
+        rec["ended_at"] = base.get("ended_at") or time.time()
+    return rec
+
+
+# Not Slurm's words: an attempt whose sbatch is still running, or gave no job id.
+SUBMITTING = "SUBMITTING"
+SUBMIT_REFUSED = "SUBMIT_REFUSED"          # sbatch refused the job (bad partition, account, option)
+SUBMIT_UNREACHABLE = "SUBMIT_UNREACHABLE"  # the controller did not answer: try again later
+
+
+class JobTree(proctree.ProcessTree):
+    """The attempt as Slurm sees it: alive while sbatch runs and then while the job is
+    unfinished. No local PIDs are tracked (``procs`` stays empty); ``survivors(scan_markers=
+    True)`` still finds any process on this host carrying the run's marker, and those are
+    signalled by PID + start time."""
+
+    def __init__(self, run_id: str, follower: client.JobFollower | None,
+                 submission: client.Submission | None = None, poll_s: float = 2.0) -> None:
+        super().__init__(run_id)
+        self.adopted = True  # never our child: nothing to reap
+        self.follower = follower
+        self.submission = submission
+        self.poll_s = poll_s
+        self.failed: client.SubmitError | None = None
+        self.cancel_when_submitted = False
+        self.cancels: list[client.AsyncCommand] = []
+
+    @property
+    def job_id(self) -> str | None:
+        return self.follower.job_id if self.follower is not None else None
+
+    @property
+    def job(self) -> JobState | None:
+        return self.follower.state if self.follower is not None else None
+
+    def job_alive(self) -> bool:
+        if self.submission is not None:
+            return True
+        if self.follower is None:
+            return False
+        st = self.follower.state
+        return st is None or not st.final
+
+    def refresh(self) -> None:
+        if self.submission is not None:
+            try:
+                job_id = self.submission.poll()
+            except client.SubmitError as exc:
+                self.submission, self.failed = None, exc
+                return
+            if job_id is None:
+                return
+            self.submission = None
+            self.follower = client.JobFollower(job_id, interval_s=self.poll_s)
+            self.follower.state = JobState(job_id, "PENDING", None, source="sbatch")
+            if self.cancel_when_submitted:  # a kill came while sbatch ran: nothing may start
+                self.cancels.append(client.cancel(job_id))
+        if self.follower is not None:
+            self.follower.poll()
+        self.cancels = [c for c in self.cancels if c.poll() is None]
+
+    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
+        return proctree.marked_processes(self.run_id) if scan_markers else {}
+
+    def alive(self, *, scan_markers: bool = False) -> bool:
+        return self.job_alive() or bool(self.survivors(scan_markers=scan_markers))
+
+    def blocking(self) -> list[str]:
+        if not self.job_alive():
+            return []
+        if self.submission is not None:
+            return ["sbatch still submitting the job"]
+        st = self.job
+        return [f"Slurm job {self.job_id} still {st.state if st else 'known to Slurm'}"]
+
+    def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
+        """SIGTERM: ``scancel --signal=TERM`` (reaches the srun step; a job still pending is
+        simply cancelled). Anything else: plain ``scancel``, which ends the job. A job still
+        being submitted is cancelled as soon as its id is known. Local marked processes passed
+        in ``procs`` get the signal themselves."""
+        sent = super().signal(sig, procs) if procs else []
+        if self.submission is not None:
+            self.cancel_when_submitted = True
+        elif self.follower is not None and self.job_alive():
+            st = self.follower.state
+            graceful = sig == signal.SIGTERM and st is not None and not st.pending
+            self.cancels.append(client.cancel(self.follower.job_id, signal_name="TERM" if graceful else None))
+            self.follower.hurry()
+        return sent
+
+
+class SlurmAttempt:
+    """One attempt = one batch job. Submitted in the background: the job id is known once
+    sbatch answers (``poll`` writes ``jobs/attempt-N.json`` then)."""
+    polled = True  # the end is learned by asking Slurm, not from a descriptor
+
+    def __init__(self, run: rundir.RunDir, record: JobRecord, tree: JobTree, adopted: bool) -> None:
+        self.run = run
+        self.number = int(record["attempt"])
+        self.record = record
+        self.adopted = adopted
+        self.proc = None
+        self.tree = tree
+
+    @property
+    def job_id(self) -> str | None:
+        return self.tree.job_id
+
+    def wait_fd(self) -> int | None:
+        return None
+
+    @property
+    def pending(self) -> bool:
+        """Submitting or queued, not yet running: no output is expected, so no hang."""
+        st = self.tree.job
+        return self.tree.submission is not None or st is None or st.pending
+
+    def view(self) -> JobRecord:
+        st = self.tree.job
+        return _record_of(st, self.record) if st is not None else self.record
+
+    def poll(self, reaped: Mapping[int, int]) -> int | None | bool:
+        self.tree.refresh()
+        if self.tree.failed is not None:
+            if self.record.get("ended_at") is None:
+                self._submit_failed(self.tree.failed)
+            return None
+        st = self.tree.job
+        if st is None:
+            return False  # sbatch still running
+        if not self.record.get("job_id"):
+            self.record = _record_of(st, {**self.record, "job_id": st.job_id})
+            jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+        if not st.final:
+            return False
+        if self.record.get("ended_at") is None:
+            self.record = _record_of(st, self.record)
+            jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+        return returncode(st)
+
+    def _submit_failed(self, exc: client.SubmitError) -> None:
+        """No job: the record says why; the crash classes read it (and the line in train.log)."""
+        state = SUBMIT_UNREACHABLE if exc.transient else SUBMIT_REFUSED
+        self.record = JobRecord(**{**self.record, "state": state, "reason": str(exc)[:300],
+                                   "ended_at": time.time()})
+        try:
+            jsonio.append_bytes(self.run.log, f"moeconsole: sbatch failed: {str(exc)[:300]}\n".encode())
+        except OSError:
+            pass
+        jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
+
+    def signal(self, sig: int, pids: Mapping[int, float] | None = None) -> list[int]:
+        return self.tree.signal(sig, dict(pids) if pids is not None else None)
+
+    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
+        return self.tree.survivors(scan_markers=scan_markers)
+
+    def tracked(self) -> list[TrackedPid]:
+        return []
+
+
+def moeconsole_command() -> str | None:
+    """The installed ``moeconsole`` beside this Python (for the per-node agents)."""
+    path = Path(sys.executable).parent / "moeconsole"
+    return str(path) if os.access(path, os.X_OK) else None
+
+
+class SlurmEngine:
+    name = "slurm"
+
+    def __init__(self, run: rundir.RunDir, recipe: Mapping[str, Any], *,
+                 command_timeout_s: float = client.COMMAND_TIMEOUT_S) -> None:
+        self.run = run
+        self.settings = SlurmSettings.from_recipe(recipe.get("slurm"))
+        self.timeout_s = command_timeout_s
+        self._probed: dict[str, JobState | None] = {}
+
+    # -- helpers ---------------------------------------------------------------------
+    def job_name(self, attempt: int) -> str:
+        """Unique per attempt, so a job whose sbatch answer no runner saw can still be found."""
+        return f"moeconsole-{self.run.run_id}-{attempt}"
+
+    def _read_record(self, number: int) -> JobRecord | None:
+        rec = jsonio.read_json(self.run.job_record(number), default=None) if number else None
+        if not isinstance(rec, dict) or not isinstance(rec.get("job_id"), str):
+            return None
+        if not rec["job_id"] and rec.get("ended_at") is None:
+            # The runner died while sbatch ran: ask Slurm for the job by its name.
+            job_id = self.find_by_name(self.job_name(number))
+            if job_id is None:
+                return None
+            rec["job_id"] = job_id
+            jsonio.atomic_write_json(self.run.job_record(number), rec)
+        return JobRecord(**rec)
+
+    def find_by_name(self, name: str) -> str | None:
+        """The id of the job named ``name`` (queued, running, or in accounting), if any."""
+        for argv in (["squeue", "-h", "--name", name, "-o", "%i"],
+                     ["sacct", "-n", "-P", "-X", "--name", name, "-o", "JobID", "-S", "now-7days"]):
+            try:
+                res = client.AsyncCommand(argv, timeout_s=self.timeout_s).wait(self.timeout_s + 5)
+            except (OSError, TimeoutError):
+                continue
+            ids = [x.strip() for x in res.out.split() if x.strip().isdigit()]
+            if res.returncode == 0 and ids:
+                return ids[-1]
+        return None
+
+    def _follower(self, job_id: str) -> client.JobFollower:
+        return client.JobFollower(job_id, interval_s=self.settings.poll_s)
+
+    def query(self, job_id: str) -> JobState | None:
+        """Slurm's answer now (blocking, bounded): for a runner starting up, never its loop."""
+        f = self._follower(job_id)
+        deadline = time.monotonic() + 3 * (self.timeout_s + 5)
+        while time.monotonic() < deadline:
+            f.poll()
+            if f.pending_cmd is not None:
+                f.pending_cmd.wait(self.timeout_s + 5)
+                f.poll()
+            if f.state is not None and (f.state.final or not f.left_queue):
+                break
+            if f.left_queue and f.last_error and f.state is None and f.pending_kind == "scontrol":
+                break
+            f.hurry()
+        f.close()
+        return f.state
+
+    # -- the engine interface --------------------------------------------------------
+    def batch_spec(self, spec: LaunchSpec) -> BatchSpec:
+        s = self.settings
+        background: list[list[str]] = []
+        if s.agents:
+            cmd = moeconsole_command()
+            if cmd:
+                background.append(["--overlap", f"--nodes={s.nodes}", "--ntasks-per-node=1",
+                                   "--kill-on-bad-exit=0", cmd, "agent", str(self.run.path)])
+        return BatchSpec(job_name=self.job_name(spec.attempt), argv=list(spec.argv), output=str(self.run.log),
+                         workdir=spec.cwd, nodes=s.nodes, gpus_per_node=s.gpus_per_node,
+                         ntasks_per_node=s.ntasks_per_node, time_limit=s.time, partition=s.partition,
+                         account=s.account, extra_sbatch=s.sbatch, srun_extra=s.srun,
+                         background_steps=background)
+
+    def start(self, spec: LaunchSpec, log_fd: int) -> SlurmAttempt:
+        """Write the batch script and start sbatch in the background (the loop learns the job
+        id, or why there is none, from ``poll``). The environment reaches the job through
+        sbatch's own (``--export=ALL``), so no value of it is written to any file."""
+        why = client.available()
+        if why:
+            raise OSError(why)
+        self.run.jobs.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
+        try:
+            text = batch_script(self.batch_spec(spec))
+        except ValueError as exc:
+            raise OSError(f"batch script: {exc}") from None
+        script = self.run.jobs / f"attempt-{spec.attempt}.sh"
+        jsonio.atomic_write_bytes(script, text.encode())
+        record = JobRecord(v=JOB_SCHEMA, engine=self.name, attempt=spec.attempt, job_id="",
+                           job_name=self.job_name(spec.attempt), submitted_at=time.time(), state=SUBMITTING,
+                           reason=None, nodes=[], exit_code=None, signal=None, source="sbatch", ended_at=None)
+        # Written before sbatch runs: a runner that dies meanwhile leaves the name to look for.
+        jsonio.atomic_write_json(self.run.job_record(spec.attempt), record)
+        submission = client.Submission(str(script), env=dict(spec.env), timeout_s=self.timeout_s)
+        return SlurmAttempt(self.run, record, JobTree(self.run.run_id, None, submission, self.settings.poll_s),
+                            adopted=False)
+
+    def attempt_alive(self, number: int, pids: Sequence[TrackedPid]) -> bool:
+        rec = self._read_record(number)
+        if rec is None or rec.get("ended_at") is not None or not rec["job_id"]:
+            return False
+        st = self._probed[rec["job_id"]] = self.query(rec["job_id"])
+        return st is not None and not st.final
+
+    def adopt(self, number: int, pids: Sequence[TrackedPid]) -> SlurmAttempt | None:
+        rec = self._read_record(number)
+        if rec is None or not rec["job_id"]:
+            return None
+        st = self._probed.pop(rec["job_id"], None) or self.query(rec["job_id"])
+        if st is None or st.final:
+            return None
+        follower = self._follower(rec["job_id"])
+        follower.state = st
+        follower.left_queue = st.source != "squeue"
+        return SlurmAttempt(self.run, rec, JobTree(self.run.run_id, follower, poll_s=self.settings.poll_s),
+                            adopted=True)
+
+    def exit_status(self, number: int) -> ExitStatus | None:
+        rec = self._read_record(number)
+        if rec is None:
+            return None
+        if rec.get("ended_at") is None:
+            st = self.query(rec["job_id"])
+            if st is None or not st.final:
+                return None
+            rec = _record_of(st, rec)
+            jsonio.atomic_write_json(self.run.job_record(number), rec)
+        state = rec.get("state")
+        code, sig = rec.get("exit_code"), rec.get("signal")
+        rc = -sig if sig else code
+        return ExitStatus(rc, None, rec.get("ended_at"), job_state=state)

@@ -1,0 +1,135 @@
+"""Starting and steering runners from a client: create the run directory, start the detached
+runner, wait until it is up; send kill/restart and wait for the outcome."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from runner.supervisor import control
+from runner.rundir import jsonio, rundir
+from runner.process import proctree
+from runner.recipes import recipe as recipes
+from runner.core.errors import InputError
+
+READY_TIMEOUT_S = 20.0
+
+
+def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift: bool = False) -> rundir.RunDir:
+    run = rundir.create(base, name or recipe["name"])
+    on_disk = recipes.for_run_dir(recipe)
+    on_disk["_launch"] = {"recipe_dir": recipe.get("_recipe_dir", ""), "cwd": os.getcwd()}
+    _write_new(run.recipe, recipes.dump_yaml(on_disk).encode())
+    literal = recipes.secrets_doc(recipe)
+    if literal:
+        fd = os.open(run.path / "secrets.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(jsonio.dumps(literal))
+    run.write_state({"status": rundir.STARTING, "name": name or recipe["name"], "attempt": 0,
+                     "recipe_hash": recipes.recipe_hash(recipe), "started_at": time.time(),
+                     "allow_drift": allow_drift})
+    for path in (run.log, run.metrics, run.events, run.runner_log):
+        os.close(jsonio.open_append(path))
+    return run
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """A new run file, 0600, never through a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, jsonio.FILE_MODE)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def runner_argv(run: rundir.RunDir) -> list[str]:
+    return [sys.executable, "-m", "runner.supervisor", str(run.path)]
+
+
+def runner_env() -> dict[str, str]:
+    """The runner's environment: ours without another run's markers, this checkout importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")}
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
+    """Start ``python -m runner.supervisor RUN_DIR`` in a session of its own, detached from this
+    terminal: closing the shell, the UI or the SSH connection does not touch it."""
+    argv = runner_argv(run) + (["--restart"] if restart else [])
+    out = jsonio.open_append(run.runner_log)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+                                close_fds=True, env=runner_env(), cwd=os.getcwd())
+    finally:
+        os.close(out)
+    # The runner outlives us; drop the Popen so nothing waits on it at exit.
+    proc.returncode = 0
+    return proc.pid
+
+
+def wait_ready(run: rundir.RunDir, runner_pid: int, timeout: float = READY_TIMEOUT_S) -> dict:
+    """Until the runner has written its state with its own pid, or died trying."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        state = run.read_state()
+        if (state.get("runner") or {}).get("pid") == runner_pid and (
+                run.sock.exists() or state.get("status") in rundir.TERMINAL):
+            return state  # a run refused at start (drift, pre-flight) ends before we look
+        if not rundir.pid_alive(runner_pid) or _is_zombie(runner_pid):
+            break
+        time.sleep(0.05)
+    tail = _tail(run.runner_log)
+    if rundir.pid_alive(runner_pid):
+        raise InputError(f"the runner for {run.run_id} (pid {runner_pid}) is not ready after {timeout:g}s: "
+                         f"{tail or 'no output'}")
+    raise InputError(f"the runner for {run.run_id} did not start: {tail or 'no output'}")
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    return not rundir.pid_alive(pid)
+
+
+def _tail(path: Path, n: int = 3) -> str:
+    try:
+        lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])
+
+
+def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
+    if rundir.runner_locked(run):
+        return True
+    state = run.read_state() if state is None else state
+    r = state.get("runner") or {}
+    return bool(r.get("pid") and r.get("host") == rundir.hostname() and r.get("start_time")
+                and proctree.same_process(r["pid"], r["start_time"]))
+
+
+def request(run: rundir.RunDir, req: dict, timeout: float = 10.0) -> dict:
+    try:
+        return control.send(run.sock, req, timeout=timeout)
+    except control.ControlError as exc:
+        raise InputError(f"{run.run_id}: {exc}") from None
+
+
+def wait_status(run: rundir.RunDir, statuses: set[str], timeout: float | None) -> dict:
+    deadline = None if timeout is None else time.time() + timeout
+    while True:
+        state = run.read_state()
+        if state.get("status") in statuses:
+            return state
+        if deadline is not None and time.time() > deadline:
+            return state
+        if not runner_alive(run, state) and state.get("status") not in statuses:
+            time.sleep(0.2)
+            state = run.read_state()
+            if state.get("status") in statuses or not runner_alive(run, state):
+                return state
+        time.sleep(0.05)

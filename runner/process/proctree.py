@@ -1,0 +1,257 @@
+"""Owning a training process tree: know every process of it, signal only those, prove none survive.
+
+A process group is not the whole tree (torchrun puts each worker in a session of its own), and a
+SIGKILLed launcher orphans its workers. So the runner makes itself a child subreaper (orphans come
+back to it, not to PID 1), and tracks PID + start time of every descendant, refreshed
+continuously. A PID is only ever signalled if its start time still matches: a reused PID is a
+stranger.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+START_TIME_TOLERANCE = 0.05
+
+
+def set_child_subreaper() -> bool:
+    """Linux only; without it orphans go to PID 1 and are found by their environment marker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+
+
+def same_process(pid: int, created: float) -> bool:
+    """True if ``pid`` is still the process that started at ``created`` (and is not a zombie)."""
+    try:
+        p = psutil.Process(pid)
+        if abs(p.create_time() - created) > START_TIME_TOLERANCE:
+            return False
+        return p.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def has_run_marker(proc: psutil.Process, run_id: str) -> bool:
+    try:
+        return proc.environ().get("MOECONSOLE_RUN_ID") == run_id
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+        return False
+
+
+def marked_processes(run_id: str) -> dict[int, float]:
+    """Every live process of ours carrying this run's environment marker (orphans included)."""
+    me = os.getuid()
+    out: dict[int, float] = {}
+    for p in psutil.process_iter(["uids", "status"]):
+        try:
+            if p.info["uids"] is None or p.info["uids"].real != me or p.pid == os.getpid():
+                continue
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if has_run_marker(p, run_id):
+                out[p.pid] = p.create_time()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+def foreign_pids(pids: list[int], tracked: set[int], run_id: str) -> list[int]:
+    """Of ``pids`` (say, the processes NVML lists on a GPU), those that are not this run's: not
+    tracked, alive, and without the run's marker. The marker makes a Slurm job's tasks (started
+    by slurmstepd, never our children) and orphans of an earlier attempt ours."""
+    out = []
+    for pid in pids:
+        if pid in tracked:
+            continue
+        try:
+            proc = psutil.Process(pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue   # gone since it was listed: it holds nothing now
+        if not has_run_marker(proc, run_id):
+            out.append(pid)
+    return out
+
+
+@dataclass
+class TrackedProc:
+    pid: int
+    start_time: float
+    role: str  # "waiter" (our direct child) | "leader" (the command) | "child"
+
+    def to_dict(self) -> dict:
+        return {"pid": self.pid, "start_time": self.start_time, "role": self.role}
+
+
+class ProcessTree:
+    """The set of processes that belong to one attempt of a run."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.procs: dict[int, TrackedProc] = {}
+        self.leader: TrackedProc | None = None
+        self.pgid: int | None = None
+        self.adopted = False  # the leader is not our child (a new runner took over a live attempt)
+        # The runner's own helpers (metrics exporter, checkpoint sync, notifications): children
+        # of the runner but not of the attempt, so never tracked, never signalled with it.
+        self.sidecars: Callable[[], set[int]] = set
+
+    def set_leader(self, pid: int, created: float | None = None, *, waiter: bool = False) -> None:
+        """``pid`` is the process whose end ends the attempt. With ``waiter`` it is the waiter
+        (``runner.process.waiter``) and its own child, once seen, is tracked as the command: ``leader``."""
+        created = created if created is not None else (start_time(pid) or time.time())
+        self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
+        self.procs = {pid: self.leader}
+        try:
+            self.pgid = os.getpgid(pid)
+        except OSError:
+            self.pgid = pid
+
+    def refresh(self) -> None:
+        """Add every descendant of the leader and of this runner (orphans re-parented to us);
+        drop processes that are gone or whose PID was reused."""
+        # Our own descendants cover a leader we spawned and every orphan re-parented to us; an
+        # adopted leader (not our child) is walked on its own. One walk reads the whole process
+        # table, so never do two when one suffices.
+        roots: list[psutil.Process] = []
+        root_pids = [os.getpid()]
+        if self.leader and self.adopted:
+            root_pids.append(self.leader.pid)
+        for pid in root_pids:
+            try:
+                roots.append(psutil.Process(pid))
+            except psutil.NoSuchProcess:
+                pass
+        excluded = self._sidecar_pids()
+        for root in roots:
+            try:
+                kids = root.children(recursive=True)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            for child in kids:
+                if child.pid in self.procs or child.pid in excluded:
+                    continue
+                try:
+                    role = "child"
+                    if self.leader and self.leader.role == "waiter" and child.ppid() == self.leader.pid:
+                        role = "leader"  # the command: its process group is the attempt's
+                        self.pgid = _pgid(child.pid) or self.pgid
+                    self.procs[child.pid] = TrackedProc(child.pid, child.create_time(), role)
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+        self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+
+    def set_sidecars(self, pids: Callable[[], set[int]]) -> None:
+        """Name the runner's helpers, and drop any of them a walk already picked up."""
+        self.sidecars = pids
+        for pid in self._sidecar_pids():
+            if self.leader is None or pid != self.leader.pid:
+                self.procs.pop(pid, None)
+
+    def _sidecar_pids(self) -> set[int]:
+        """The runner's helpers and everything they started (rsync, a notification command)."""
+        out: set[int] = set()
+        for pid in self.sidecars():
+            out.add(pid)
+            try:
+                out.update(c.pid for c in psutil.Process(pid).children(recursive=True))
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return out
+
+    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
+        """Live processes of this tree; with ``scan_markers`` also any process carrying the run's
+        marker (the proof step after a kill, where a double-forked orphan could hide)."""
+        alive = {pid: t.start_time for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+        if scan_markers:
+            alive.update(marked_processes(self.run_id))
+        return alive
+
+    def alive(self, *, scan_markers: bool = False) -> bool:
+        """Anything of the attempt still running (a batch engine's tree also asks its scheduler)."""
+        return bool(self.survivors(scan_markers=scan_markers))
+
+    def blocking(self) -> list[str]:
+        """What of the attempt, beyond its processes, still keeps the next one from starting."""
+        return []
+
+    def signal(self, sig: int, procs: dict[int, float] | None = None) -> list[int]:
+        """Send ``sig`` to the process group and to every tracked process whose start time
+        still matches. Returns the PIDs signalled."""
+        targets = procs if procs is not None else {p: t.start_time for p, t in self.procs.items()}
+        targets = {pid: c for pid, c in targets.items() if pid not in (0, 1, os.getpid()) and same_process(pid, c)}
+        sent: set[int] = set()
+        if self.pgid and self.pgid > 1 and self.pgid != os.getpgid(0):
+            try:
+                os.killpg(self.pgid, sig)
+                sent.update(pid for pid in targets if _pgid(pid) == self.pgid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid, created in targets.items():
+            # Members of the group got it already; a re-check keeps a reused PID out.
+            if pid in sent or not same_process(pid, created):
+                continue
+            try:
+                os.kill(pid, sig)
+                sent.add(pid)
+            except (ProcessLookupError, PermissionError):
+                continue
+        return sorted(sent)
+
+    def to_list(self) -> list[dict]:
+        return [t.to_dict() for t in self.procs.values()]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def reap_children() -> dict[int, int]:
+    """Collect every exited child (we are a subreaper, so orphans too): {pid: raw wait status}."""
+    out: dict[int, int] = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        out[pid] = status
+    return out
+
+
+def returncode_from_status(status: int) -> int:
+    """Popen's convention: exit code, or -N when killed by signal N."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return status
+
+
+def describe_signal(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"

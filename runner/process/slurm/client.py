@@ -1,0 +1,239 @@
+"""Talking to Slurm without ever waiting on it in the runner's loop.
+
+Every Slurm command (sbatch, squeue, sacct, scontrol, scancel) runs as a child process whose
+output goes to an unlinked temporary file; the caller polls. A controller that hangs costs a
+child that is killed at its timeout, never a frozen runner: the loop keeps reading the log and
+answering the control socket.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, JobState, parse_sacct, parse_sbatch_parsable,
+                               parse_scontrol_job, parse_squeue)
+
+COMMAND_TIMEOUT_S = 30.0
+
+# Commands still running, by PID: a runner reaps every child itself (``waitpid(-1)``, it is a
+# subreaper), so it hands their exit statuses back here with ``deliver``.
+_RUNNING: dict[int, "AsyncCommand"] = {}
+
+
+def deliver(reaped: Mapping[int, int]) -> None:
+    """Give each of our commands the raw wait status a ``waitpid(-1)`` loop collected for it
+    (without this, ``Popen.poll`` would find the child gone and report exit 0)."""
+    for pid, status in reaped.items():
+        cmd = _RUNNING.pop(pid, None)
+        if cmd is not None:
+            cmd.reaped_status = status
+
+
+@dataclass(frozen=True)
+class Finished:
+    argv: tuple[str, ...]
+    returncode: int | None          # None: killed at its timeout
+    out: str
+    err: str
+    seconds: float
+
+
+class AsyncCommand:
+    """One command in a child process; ``poll()`` is None until it has finished (or timed out)."""
+
+    def __init__(self, argv: Sequence[str], *, timeout_s: float = COMMAND_TIMEOUT_S,
+                 env: dict[str, str] | None = None) -> None:
+        self.argv = tuple(argv)
+        self.timeout_s = timeout_s
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
+                                     close_fds=True, env=env, start_new_session=True)
+        self.result: Finished | None = None
+        self.reaped_status: int | None = None
+        _RUNNING[self.proc.pid] = self
+
+    def poll(self) -> Finished | None:
+        if self.result is not None:
+            return self.result
+        rc: int | None
+        if self.reaped_status is not None:
+            rc = self.proc.returncode = os.waitstatus_to_exitcode(self.reaped_status)
+        else:
+            rc = self.proc.poll()
+        if rc is None:
+            if time.monotonic() - self.started < self.timeout_s:
+                return None
+            self.kill()
+            rc = None
+        else:
+            rc = int(rc)
+        _RUNNING.pop(self.proc.pid, None)
+        self._out.seek(0)
+        self._err.seek(0)
+        out = self._out.read().decode(errors="replace")
+        err = self._err.read().decode(errors="replace")
+        self._out.close()
+        self._err.close()
+        self.result = Finished(self.argv, rc, out, err, round(time.monotonic() - self.started, 3))
+        return self.result
+
+    def wait(self, deadline_s: float = COMMAND_TIMEOUT_S + 5) -> Finished:
+        """For tests and command-line tools (never the runner's loop)."""
+        end = time.monotonic() + deadline_s
+        while (res := self.poll()) is None:
+            if time.monotonic() > end:
+                raise TimeoutError(" ".join(self.argv))
+            time.sleep(0.02)
+        return res
+
+    def kill(self) -> None:
+        if self.reaped_status is None and self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except (ChildProcessError, subprocess.TimeoutExpired):
+                pass
+        _RUNNING.pop(self.proc.pid, None)
+
+
+def available() -> str | None:
+    """None when the Slurm client commands are on PATH, else why not."""
+    missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
+    return f"Slurm commands not found: {', '.join(missing)}" if missing else None
+
+
+# sbatch's words for a controller it cannot reach right now (the job was not refused).
+_TRANSIENT = ("Unable to contact slurm controller", "Socket timed out", "timed out", "temporarily unable",
+              "Connection refused", "Zero Bytes were transmitted", "Communication connection failure")
+
+
+class Submission:
+    """``sbatch --parsable SCRIPT`` in the background; ``poll()`` gives the job id or raises."""
+
+    def __init__(self, script: str, *, env: dict[str, str] | None = None, timeout_s: float = COMMAND_TIMEOUT_S,
+                 spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
+        self.cmd = spawn(["sbatch", "--parsable", script], timeout_s=timeout_s, env=env)
+
+    def poll(self) -> str | None:
+        res = self.cmd.poll()
+        if res is None:
+            return None
+        if res.returncode is None:
+            raise SubmitError(f"sbatch did not answer in {res.seconds:.0f}s", transient=True)
+        if res.returncode != 0:
+            why = res.err.strip().splitlines()[-1] if res.err.strip() else f"exit {res.returncode}"
+            raise SubmitError(why, transient=any(t.lower() in why.lower() for t in _TRANSIENT))
+        try:
+            return parse_sbatch_parsable(res.out)
+        except ValueError as exc:
+            raise SubmitError(str(exc), transient=False) from None
+
+    def kill(self) -> None:
+        self.cmd.kill()
+
+
+class SubmitError(Exception):
+    """sbatch did not give a job id; ``transient`` when the controller could not be reached
+    (try again later) rather than refusing the job (a bad partition, account, option)."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class JobFollower:
+    """The state of one job, asked of Slurm at most every ``interval_s``: squeue while Slurm
+    lists the job, then sacct (accounting) or scontrol (without it) for the final state."""
+
+    def __init__(self, job_id: str, *, interval_s: float = 2.0, accounting: bool = True,
+                 spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
+        self.job_id = job_id
+        self.interval_s = interval_s
+        self.accounting = accounting
+        self.spawn = spawn
+        self.state: JobState | None = None
+        self.pending_cmd: AsyncCommand | None = None
+        self.pending_kind = ""
+        self.next_at = 0.0
+        self.left_queue = False
+        self.last_error: str | None = None
+
+    def poll(self, now: float | None = None) -> JobState | None:
+        now = time.monotonic() if now is None else now
+        if self.pending_cmd is not None:
+            res = self.pending_cmd.poll()
+            if res is None:
+                return self.state
+            self._read(res)
+            self.pending_cmd = None
+            self.next_at = now + (0.0 if self.left_queue and not (self.state and self.state.final) else self.interval_s)
+        if self.state is not None and self.state.final:
+            return self.state
+        if now >= self.next_at:
+            self._ask()
+        return self.state
+
+    def _ask(self) -> None:
+        j = self.job_id
+        if not self.left_queue:
+            self.pending_kind, argv = "squeue", ["squeue", "-h", "-j", j, "-o", SQUEUE_FORMAT]
+        elif self.accounting:
+            self.pending_kind, argv = "sacct", ["sacct", "-n", "-P", "-X", "-j", j, "-o", SACCT_FIELDS]
+        else:
+            self.pending_kind, argv = "scontrol", ["scontrol", "show", "job", "-o", j]
+        self.pending_cmd = self.spawn(argv)
+
+    def _read(self, res: Finished) -> None:
+        if res.returncode != 0 and self.pending_kind != "squeue":
+            self.last_error = (res.err.strip() or f"{self.pending_kind} exit {res.returncode}")[:300]
+            if self.pending_kind == "sacct" and "accounting storage is disabled" in res.err:
+                self.accounting = False
+            return
+        if self.pending_kind == "squeue":
+            st = parse_squeue(res.out, self.job_id) if res.returncode == 0 else None
+            if st is None or st.final:
+                # Not (or no longer) listed, or listed as ended without its exit code: the
+                # final word comes from sacct/scontrol. squeue also fails for a forgotten id.
+                self.left_queue = True
+                if st is not None and self.state is not None:
+                    self.state = JobState(st.job_id, "COMPLETING", None, None, None, st.nodes or self.state.nodes,
+                                          "squeue")
+                return
+            self.state = st
+        elif self.pending_kind == "sacct":
+            st = parse_sacct(res.out, self.job_id)
+            if st is not None:
+                self.state = st
+        else:
+            st = parse_scontrol_job(res.out)
+            if st is not None:
+                self.state = st
+        self.last_error = None
+
+    def hurry(self) -> None:
+        """Ask again at once (after a cancel: its effect should show without a poll period)."""
+        self.next_at = 0.0
+
+    def close(self) -> None:
+        if self.pending_cmd is not None:
+            self.pending_cmd.kill()
+            self.pending_cmd = None
+
+
+def cancel(job_id: str, *, signal_name: str | None = None,
+           spawn: Callable[..., AsyncCommand] = AsyncCommand) -> AsyncCommand:
+    """``scancel --signal=TERM JOB`` reaches the job's srun steps (the training: the batch script
+    ``exec``s srun); plain ``scancel JOB`` ends the job. Returns the running command to poll."""
+    argv = ["scancel"] + ([f"--signal={signal_name}"] if signal_name else []) + [job_id]
+    return spawn(argv)

@@ -1,0 +1,257 @@
+"""The training environment, inspected: versions, GPUs and settings, and what is wrong with them.
+
+``inspect(python, env)`` runs a small probe script (stdlib only; it imports torch and pynvml if
+present, nothing else of the stack) in the Python that trains, with the recipe's environment.
+``findings(env_report)`` turns what it saw into findings that each say why they matter. Both
+halves are separate so the rules are tested without a GPU stack.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+PACKAGES = ("ms-swift", "megatron-core", "mcore-bridge", "transformers", "torch", "transformer-engine",
+            "transformer-engine-torch", "flash-linear-attention", "fla-core", "triton", "peft", "trl",
+            "deepspeed", "flash-attn", "causal-conv1d", "nvidia-nccl-cu12", "nvidia-nccl-cu13")
+ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "FLA_USE_TMA", "CUDA_VISIBLE_DEVICES",
+            "CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_DEBUG")
+
+PROBE = r'''
+import importlib.metadata as md, json, os, platform, sys
+packages, requires, sources = {}, {}, {}
+for name in sys.argv[1].split(","):
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        packages[name] = None
+        continue
+    packages[name] = dist.version
+    requires[name] = list(dist.requires or [])
+    try:
+        direct = dist.read_text("direct_url.json")
+        if direct:
+            sources[name] = json.loads(direct)
+    except Exception:
+        pass
+out = {"python": sys.version.split()[0], "executable": sys.executable, "platform": platform.platform(),
+       "packages": packages, "requires": requires, "sources": sources,
+       "env": {k: os.environ.get(k) for k in sys.argv[2].split(",")}, "torch": None, "nvml": None}
+if packages.get("torch"):
+    try:
+        import torch
+        t = {"version": torch.__version__, "cuda": torch.version.cuda, "available": torch.cuda.is_available(),
+             "devices": [], "nccl": None}
+        if t["available"]:
+            for i in range(torch.cuda.device_count()):
+                t["devices"].append({"name": torch.cuda.get_device_name(i),
+                                     "capability": list(torch.cuda.get_device_capability(i))})
+            try:
+                v = torch.cuda.nccl.version()
+                t["nccl"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+            except Exception:
+                pass
+        out["torch"] = t
+    except Exception as exc:
+        out["torch"] = {"error": f"{type(exc).__name__}: {exc}"}
+try:
+    import pynvml
+    pynvml.nvmlInit()
+    d = pynvml.nvmlSystemGetDriverVersion()
+    out["nvml"] = {"driver": d.decode() if isinstance(d, bytes) else d}
+except Exception as exc:
+    out["nvml"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+print(json.dumps(out))
+'''
+
+
+@dataclass
+class EnvReport:
+    """What the probe saw in one Python environment (schema ``v``)."""
+    python: str
+    executable: str
+    platform: str = ""
+    packages: dict[str, str | None] = field(default_factory=dict)
+    requires: dict[str, list[str]] = field(default_factory=dict)
+    sources: dict[str, dict] = field(default_factory=dict)     # PEP 610 direct_url.json (git builds)
+    env: dict[str, str | None] = field(default_factory=dict)
+    torch: dict[str, Any] | None = None
+    nvml: dict[str, Any] | None = None
+    v: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ProbeFailed(Exception):
+    """The probe could not run in that Python (one line saying why)."""
+
+
+def resolve_python(path: str) -> str:
+    """A venv directory means its bin/python."""
+    path = os.path.expanduser(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "bin", "python")
+    return path
+
+
+def inspect(python: str | None = None, env: dict[str, str] | None = None, *, timeout: float = 120.0) -> EnvReport:
+    python = resolve_python(python) if python else sys.executable
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise ProbeFailed(f"{python}: not an executable Python")
+    full_env = {**os.environ, **(env or {})}
+    try:
+        proc = subprocess.run([python, "-c", PROBE, ",".join(PACKAGES), ",".join(ENV_KEYS)], capture_output=True,
+                              text=True, timeout=timeout, env=full_env)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProbeFailed(f"{python}: {exc}") from None
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    if proc.returncode != 0 or line is None:
+        tail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise ProbeFailed(f"{python}: the probe failed: {tail}")
+    data = json.loads(line)
+    return EnvReport(**{k: data.get(k) for k in ("python", "executable", "platform", "packages", "requires",
+                                                 "sources", "env", "torch", "nvml")})
+
+
+def _vt(v: str | None) -> tuple[int, ...]:
+    out = []
+    for part in (v or "0").split("+")[0].split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def _f(level: str, rule: str, message: str) -> dict:
+    return {"level": level, "rule": rule, "message": message}
+
+
+def requirement_conflicts(versions: dict[str, str | None], requires: dict[str, list[str]]) -> list[dict]:
+    """Each installed package's own declared requirements, checked against what is installed:
+    e.g. ms-swift 4.6.0 declares transformers<5.20.0, so transformers 5.21 is a known-bad pair."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    installed = {canonicalize_name(k): v for k, v in versions.items() if v}
+    out = []
+    for pkg, reqs in requires.items():
+        for text in reqs:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue  # an optional extra, or another platform
+            have = installed.get(canonicalize_name(req.name))
+            if have and req.specifier and not req.specifier.contains(have, prereleases=True):
+                out.append(_f("error", "requirement_conflict", f"{pkg} {versions.get(pkg)} requires "
+                                                               f"{req.name}{req.specifier} but {have} is installed"))
+    return out
+
+
+def _vcs(report: EnvReport, name: str) -> str | None:
+    """``git <url>@<commit>`` when ``name`` was installed from a VCS checkout (PEP 610)."""
+    src = report.sources.get(name) or {}
+    info = src.get("vcs_info")
+    if info:
+        return f"{info.get('vcs', 'vcs')} {src.get('url', '')}@{str(info.get('commit_id', ''))[:12]}"
+    return None
+
+
+def findings(report: EnvReport, *, training_env: bool = True) -> list[dict]:
+    """What is wrong or worth knowing in the training environment, each with its reason.
+    ``training_env=False``: the report is moeconsole's own Python, which needs no ms-swift."""
+    pk = report.packages
+    out = requirement_conflicts(pk, report.requires)
+    swift, mcore = pk.get("ms-swift"), pk.get("megatron-core")
+    if not swift and training_env:
+        out.append(_f("error", "swift_missing", f"ms-swift is not installed in {report.executable}: `swift` and "
+                                                "`megatron` recipes cannot run there"))
+    elif not swift:
+        out.append(_f("info", "swift_not_here", "ms-swift is not installed in moeconsole's own Python (it needs "
+                                                "none): inspect the training environment with --python PATH or "
+                                                "a RECIPE naming swift.python"))
+    else:
+        from runner.recipes.swift.flags import available
+        shipped = [v for v, _ in available()]
+        if not any(_vt(v)[:2] == _vt(swift)[:2] for v in shipped):
+            out.append(_f("warning", "swift_untabled_version", f"ms-swift {swift}: lint ships flag tables for "
+                                                               f"{', '.join(shipped)} only; name swift.python in the "
+                                                               "recipe so lint asks this ms-swift's own parser"))
+        if not mcore:
+            out.append(_f("warning", "megatron_core_missing", "megatron-core is not installed: `megatron sft` imports "
+                                                              "it at start-up (swift/megatron/init.py), so only the "
+                                                              "transformers path (`swift sft`) works here"))
+        elif not pk.get("mcore-bridge") and _vt(swift) >= (4, 0):
+            out.append(_f("warning", "mcore_bridge_missing", "mcore-bridge is not installed: ms-swift 4.x converts "
+                                                             "HF <-> Megatron weights through it on the Megatron path"))
+    tf = pk.get("transformers")
+    if tf and (".dev" in tf or "dev" in tf.split("+")[0] or _vcs(report, "transformers")):
+        out.append(_f("warning", "transformers_dev_build", f"transformers {tf} is a development build"
+                                                           f"{' (' + str(_vcs(report, 'transformers')) + ')' if _vcs(report, 'transformers') else ''}: "
+                                                           "ms-swift pins released versions; results may not "
+                                                           "reproduce elsewhere"))
+    fla = pk.get("flash-linear-attention") or pk.get("fla-core")
+    fla_git = _vcs(report, "flash-linear-attention") or _vcs(report, "fla-core")
+    if fla and fla.split("+")[0] == "0.5.0" and not fla_git:
+        out.append(_f("warning", "fla_missing_gdn_backward_fix",
+                      "flash-linear-attention 0.5.0 from PyPI lacks the gated-delta-rule backward fix (Qwen3.5's "
+                      "linear-attention layers train on it); install a git main build "
+                      "(pip install git+https://github.com/fla-org/flash-linear-attention), as the 397B record did"))
+    elif fla and fla_git:
+        out.append(_f("info", "fla_git_build", f"flash-linear-attention {fla} built from {fla_git}"))
+    elif not fla and mcore:
+        out.append(_f("info", "fla_missing", "flash-linear-attention is not installed: Qwen3.5 / Qwen3-Next "
+                                             "gated-delta-net layers need it"))
+    if mcore and not (pk.get("transformer-engine") or pk.get("transformer-engine-torch")):
+        out.append(_f("warning", "transformer_engine_missing", "transformer-engine is not installed: Megatron-Core's "
+                                                               "fused layers (and ms-swift's default TE spec) need it"))
+    out += _torch_findings(report)
+    return out
+
+
+def _torch_findings(report: EnvReport) -> list[dict]:
+    out: list[dict] = []
+    pk, t = report.packages, report.torch or {}
+    tv = pk.get("torch")
+    if not tv:
+        if report.executable:
+            out.append(_f("warning", "torch_missing", f"torch is not installed in {report.executable}"))
+        return out
+    if "+cpu" in tv and (pk.get("megatron-core") or pk.get("flash-linear-attention")):
+        out.append(_f("warning", "cpu_torch_with_gpu_stack", f"torch {tv} is a CPU build but GPU training "
+                                                             "packages are installed"))
+    if t.get("error"):
+        out.append(_f("error", "torch_import_failed", f"import torch failed: {t['error']}"))
+    elif not t.get("available"):
+        out.append(_f("info", "no_cuda", f"torch {tv} sees no CUDA device here (CUDA {t.get('cuda') or 'none'})"))
+    fla = pk.get("flash-linear-attention") or pk.get("fla-core")
+    blackwell = [d for d in t.get("devices") or [] if d.get("capability", [0])[0] >= 10]
+    tma = report.env.get("FLA_USE_TMA")
+    if fla and blackwell and tma == "1":
+        out.append(_f("warning", "fla_tma_on_blackwell", f"FLA_USE_TMA=1 on {blackwell[0]['name']} (sm_"
+                                                         f"{''.join(map(str, blackwell[0]['capability']))}): FLA's "
+                                                         "Triton TMA kernels have failed on Blackwell; FLA's default "
+                                                         "is off (FLA_USE_TMA=0) unless you verified them"))
+    elif fla and blackwell and tma is None:
+        out.append(_f("info", "fla_tma_on_blackwell", "Blackwell GPU: FLA_USE_TMA is unset, so FLA runs without "
+                                                      "TMA (its default); set it only after verifying the kernels"))
+    old, new = report.env.get("PYTORCH_CUDA_ALLOC_CONF"), report.env.get("PYTORCH_ALLOC_CONF")
+    if _vt(tv) >= (2, 9) and old is not None:
+        if new is None:
+            out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_CUDA_ALLOC_CONF={old} with torch {tv}: since "
+                                                           "2.9 torch reads PYTORCH_ALLOC_CONF (the old name is "
+                                                           "deprecated); set PYTORCH_ALLOC_CONF instead"))
+        elif new != old:
+            out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF={new} and PYTORCH_CUDA_ALLOC_CONF="
+                                                           f"{old} disagree: torch {tv} reads PYTORCH_ALLOC_CONF"))
+    elif _vt(tv) < (2, 9) and new is not None and old is None:
+        out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF is set but torch {tv} (< 2.9) only "
+                                                       "reads PYTORCH_CUDA_ALLOC_CONF"))
+    return out

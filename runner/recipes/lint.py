@@ -1,0 +1,204 @@
+"""Recipe checks before anything is launched: each a small function returning problems.
+
+A problem is ``{"level": "error"|"warning"|"info", "rule": name, "message": one line}``.
+Errors stop ``moeconsole run``; ``lint.ignore`` in the recipe silences rules by name.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from typing import Callable
+
+from runner.recipes import recipe as recipes
+
+Problem = dict
+
+
+def _p(level: str, rule: str, message: str) -> Problem:
+    return {"level": level, "rule": rule, "message": message}
+
+
+def check_argv_shape(recipe: dict) -> list[Problem]:
+    cmd = recipe["command"]
+    out = []
+    if len(cmd) == 1 and " " in cmd[0].strip():
+        out.append(_p("error", "shell_string", f"command is one string {cmd[0]!r}: give the arguments as a list "
+                                               "(recipes never run through a shell)"))
+    for i, a in enumerate(cmd[:-1]):
+        if os.path.basename(a) in ("sh", "bash", "zsh", "dash") and cmd[i + 1] == "-c":
+            out.append(_p("warning", "shell_wrapper", "command runs through a shell (-c): signals and exit "
+                                                      "codes of the training pass through it"))
+    return out
+
+
+def check_executable(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """A missing executable is a warning here (the recipe may be linted on another machine
+    than the one that runs it) and an error in ``run``'s pre-flight."""
+    level = "error" if preflight else "warning"
+    exe = recipe["command"][0]
+    if exe == "{python}":
+        return _check_python_module(recipe, level)
+    # Placeholders known before launch are filled; run-time ones ({run_dir}) cannot be checked.
+    exe = recipes.fill(exe, {"recipe_dir": recipe.get("_recipe_dir", "")})
+    if "{" in exe:
+        return []
+    if os.sep in exe:
+        ok = os.path.isfile(exe) and os.access(exe, os.X_OK)
+    else:
+        ok = shutil.which(exe) is not None
+    return [] if ok else [_p(level, "executable_missing", f"{exe!r} is not an executable on PATH here")]
+
+
+def _check_python_module(recipe: dict, level: str) -> list[Problem]:
+    cmd = recipe["command"]
+    if len(cmd) >= 3 and cmd[1] == "-m":
+        mod = cmd[2]
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return [_p(level, "module_missing", f"python module {mod!r} is not importable here")]
+    return []
+
+
+def check_secrets(recipe: dict) -> list[Problem]:
+    out = []
+    for k, v in recipe.get("env", {}).items():
+        if recipes.SECRET_KEY.search(k) and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", v):
+            out.append(_p("warning", "secret_literal", f"env.{k} holds a literal secret; write ${{{k}}} to take it "
+                                                       "from your environment (it is kept out of logs either way)"))
+    for a in recipe["command"]:
+        if re.search(r"(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9]{20,})", a):
+            out.append(_p("error", "secret_in_argv", "a token appears in the command line, where every process "
+                                                     "listing shows it: pass it through env instead"))
+            break
+    return out
+
+
+def check_checkpoints(recipe: dict) -> list[Problem]:
+    ck = recipe["checkpoints"]
+    out = []
+    if not ck.get("dir"):
+        out.append(_p("warning", "no_checkpoint_dir", "checkpoints.dir is not set: saves are not verified and "
+                                                      "restarts cannot resume"))
+        if recipe["resume"].get("arg") or recipe["resume"].get("args"):
+            out.append(_p("error", "resume_without_checkpoints", "resume is set but checkpoints.dir is not"))
+    elif not (recipe["resume"].get("arg") or recipe["resume"].get("args")):
+        out.append(_p("warning", "no_resume_arg", "resume.arg is not set: a restart starts from step 0"))
+    return out
+
+
+def check_supervision(recipe: dict) -> list[Problem]:
+    out = []
+    cd = recipe["cooldown"]
+    if recipe["kill"]["grace_s"] < 5 and _is_distributed(recipe):
+        out.append(_p("warning", "short_grace", f"kill.grace_s={recipe['kill']['grace_s']}: NCCL and CUDA need "
+                                                "time to clean up; 30-60 s is usual on a GPU node"))
+    if cd["ceiling_s"] == 0 and _is_distributed(recipe):
+        out.append(_p("warning", "no_cooldown", "cooldown.ceiling_s=0: a relaunch can hit stale NCCL state or "
+                                                "a port in TIME_WAIT"))
+    return out
+
+
+def _is_distributed(recipe: dict) -> bool:
+    joined = " ".join(recipe["command"])
+    return any(s in joined for s in ("torchrun", "torch.distributed.run", "NPROC_PER_NODE", "megatron")) or \
+        "NPROC_PER_NODE" in recipe.get("env", {})
+
+
+def _swift_flags(argv: list[str]) -> dict[str, str]:
+    flags: dict[str, str] = {}
+    for i, a in enumerate(argv):
+        if a.startswith("--"):
+            if "=" in a:
+                k, v = a[2:].split("=", 1)
+            else:
+                k = a[2:]
+                v = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else "true"
+            flags[k] = v
+    return flags
+
+
+def _is_swift(argv: list[str]) -> bool:
+    return any(os.path.basename(a) in ("swift", "megatron") for a in argv[:2]) or \
+        any("swift/cli" in a or a.startswith("swift.cli") for a in argv)
+
+
+def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """ms-swift commands (runner/recipes/swift/lint.py). ``run``'s pre-flight checks against the flag
+    tables only; ms-swift's own parser (seconds to import) is asked by ``lint``."""
+    argv = recipe["command"]
+    if not _is_swift(argv):
+        return []
+    from runner.recipes.swift.lint import check
+    out = check(recipe, probe_parser=not preflight)
+    flags = _swift_flags(argv)
+    if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
+            and "use_megatron" not in flags:
+        out.append(_p("warning", "swift_merge_lora_sft", "--merge_lora is not a `swift sft` argument in 4.6; "
+                                                         "merge with `swift export --merge_lora true` afterwards"))
+    if "output_dir" in flags and recipe["checkpoints"].get("dir") and \
+            recipe["checkpoints"]["dir"].rstrip("/") == flags["output_dir"].rstrip("/"):
+        out.append(_p("info", "swift_versioned_output", "ms-swift writes into <output_dir>/v<N>-<time>/: "
+                                                        "checkpoint discovery looks inside those"))
+    return out
+
+
+def check_gpus(recipe: dict) -> list[Problem]:
+    g = recipe["gpus"]
+    out = []
+    nproc = recipe.get("env", {}).get("NPROC_PER_NODE")
+    argv = recipe["command"]
+    for i, a in enumerate(argv):
+        if a in ("--nproc_per_node", "--nproc-per-node") and i + 1 < len(argv):
+            nproc = argv[i + 1]
+    if g.get("devices") and nproc and str(nproc).isdigit() and int(nproc) != len(g["devices"]):
+        out.append(_p("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "
+                                                       f"{len(g['devices'])} GPUs"))
+    if _is_distributed(recipe) and not g.get("memory_capacity_gib"):
+        out.append(_p("info", "no_memory_capacity", "gpus.memory_capacity_gib is not set: memory headroom "
+                                                    "alerts use the GPU's reported total"))
+    return out
+
+
+def check_engine(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """A Slurm recipe needs Slurm's client commands where the runner runs; a slurm section under
+    the local engine does nothing."""
+    import shutil
+    slurm = recipe.get("slurm") or {}
+    if recipe.get("engine") != "slurm":
+        return [_p("warning", "slurm_section_unused", "a slurm section is set but engine is local: "
+                                                      "the command runs on this host")] if slurm else []
+    out = []
+    missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
+    if missing:
+        out.append(_p("error" if preflight else "warning", "slurm_missing",
+                      f"engine: slurm but {', '.join(missing)} not found on PATH"))
+    if not slurm.get("time"):
+        out.append(_p("info", "slurm_no_time", "slurm.time is not set: the partition's default time limit "
+                                               "applies (a TIMEOUT resubmits from the last verified checkpoint)"))
+    if not recipe["resume"].get("arg") and not recipe["resume"].get("args"):
+        out.append(_p("warning", "slurm_no_resume", "no resume.arg: a job that hits its time limit or is "
+                                                    "preempted restarts from step 0"))
+    return out
+
+
+CHECKS: tuple[Callable[..., list[Problem]], ...] = (
+    check_argv_shape, check_executable, check_secrets, check_checkpoints, check_supervision, check_swift, check_gpus,
+    check_engine,
+)
+
+
+def lint_recipe(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+    """Every check's problems, errors first. ``preflight``: for ``run``, where what is missing on
+    this machine (the executable, a module) is an error rather than a warning."""
+    ignore = set(recipe.get("lint", {}).get("ignore") or [])
+    problems: list[Problem] = []
+    for check in CHECKS:
+        found = check(recipe, preflight=preflight) if check in (check_executable, check_swift, check_engine) else check(recipe)
+        problems += [p for p in found if p["rule"] not in ignore]
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(problems, key=lambda p: order[p["level"]])

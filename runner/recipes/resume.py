@@ -1,0 +1,76 @@
+"""The command line of a resumed attempt, from the recipe's resume settings (pure).
+
+``resume.args`` is a list of arguments with a ``{checkpoint}`` placeholder (``{step}`` too),
+e.g. ms-swift 4.6 on Megatron::
+
+    resume:
+      args: [--adapters, "{checkpoint}", --finetune, "false", --no_load_optim, "true", --no_load_rng, "true"]
+
+Each flag of the template replaces every spelling of the same flag already in the command
+(``--x v``, ``--x=v``, ``--x-with-dashes``, list values, bool negations ``--no_x``), so a
+resume never duplicates a flag. The older single ``resume.arg`` (one flag set to the
+checkpoint path) still works.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+PLACEHOLDER = "{checkpoint}"
+_STEP = re.compile(r"checkpoint-(\d+)|iter_(\d+)")
+
+
+def _canon(flag: str) -> str:
+    name = flag[2:].split("=", 1)[0].replace("-", "_")
+    return name[3:] if name.startswith("no_") else name
+
+
+def groups(argv: list[str]) -> list[list[str]]:
+    """argv split into [flag, values...] groups (a leading non-flag group holds the program)."""
+    out: list[list[str]] = []
+    for a in argv:
+        if a.startswith("--") and a != "--":
+            out.append([a])
+        elif out:
+            out[-1].append(a)
+        else:
+            out.append([a])
+    return out
+
+
+def template_problems(resume: dict) -> list[str]:
+    """Why a recipe's resume settings cannot work (empty when fine)."""
+    args = resume.get("args")
+    if args is None:
+        return []
+    out = []
+    if resume.get("arg"):
+        out.append("resume.arg and resume.args are both set: keep one (resume.args replaces resume.arg)")
+    if not args or not all(isinstance(a, str) for a in args):
+        out.append("resume.args must be a non-empty list of strings")
+        return out
+    if not args[0].startswith("--"):
+        out.append(f"resume.args must start with a --flag, got {args[0]!r}")
+    if not any(PLACEHOLDER in a for a in args):
+        out.append("resume.args never uses {checkpoint}: the resumed attempt would not know where to resume from")
+    return out
+
+
+def fill(template: list[str], checkpoint: str) -> list[str]:
+    m = _STEP.search(Path(checkpoint).name)
+    step = (m.group(1) or m.group(2)).lstrip("0") or "0" if m else ""
+    return [a.replace(PLACEHOLDER, checkpoint).replace("{step}", step) for a in template]
+
+
+def resume_argv(argv: list[str], resume: dict, checkpoint: str) -> list[str]:
+    """``argv`` with the recipe's resume arguments for ``checkpoint`` in place of any the
+    command already had. Without resume settings ``argv`` comes back unchanged."""
+    if resume.get("args"):
+        add = groups(fill(list(resume["args"]), checkpoint))
+        replaced = {_canon(g[0]) for g in add if g[0].startswith("--")}
+        kept = [g for g in groups(argv) if not (g[0].startswith("--") and _canon(g[0]) in replaced)]
+        return [a for g in kept + add for a in g]
+    if resume.get("arg"):
+        from runner.recipes.recipe import set_flag
+        return set_flag(argv, resume["arg"], checkpoint)
+    return list(argv)

@@ -1,0 +1,147 @@
+"""The runner's writes to its run directory, made to survive a full or unwritable disk.
+
+Records (events, metrics) and replaced files (crash reports) that cannot be written wait in
+memory, in order, and go out first the next time a write succeeds: none is lost, none is
+duplicated, and the runner never dies of ``ENOSPC``. While writes fail, ``storage`` says so (the
+runner puts it into ``state.json``; a small reserve file is given up to make room for that one
+write, and taken back once the disk has space again).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from runner.rundir import jsonio, rundir
+from runner.core.state import Storage
+
+RESERVE_BYTES = 256 * 1024
+PENDING_WARN = 10_000
+
+
+class Journal:
+    def __init__(self, run: rundir.RunDir, diag: Callable[[str], None] = lambda msg: None) -> None:
+        self.run = run
+        self.diag = diag
+        self.pending: collections.deque[tuple[str, Path, Any]] = collections.deque()
+        self.error: str | None = None
+        self.since: float | None = None
+        self.reserve = run.path / ".reserve"
+        # Called with every event, after it is queued (notifications, checkpoint sync). A
+        # listener's failure is reported, never raised into the runner.
+        self.listeners: list[Callable[[dict], None]] = []
+
+    # the parts of RunDir the checkpoint keeper uses, so it writes through the journal too
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def path(self) -> Path:
+        return self.run.path
+
+    def event(self, type_: str, **fields) -> dict:
+        rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
+        self._queue("line", self.run.events, rec)
+        for listener in self.listeners:
+            try:
+                listener(rec)
+            except Exception as exc:  # noqa: BLE001 - an ops side effect must not stop supervision
+                self.diag(f"event listener failed: {exc!r}")
+        return rec
+
+    def metric(self, rec: dict) -> None:
+        self._queue("line", self.run.metrics, rec)
+
+    def metrics(self, recs: list[dict], lines: list[bytes | None] | None = None) -> None:
+        """A batch of metric records: one write for all (live ingest writes per log slice).
+        ``lines``: each record's JSON line where the caller has it already (else None)."""
+        if recs:
+            self._queue("lines", self.run.metrics, (recs, lines))
+
+    def write_json(self, path: Path, obj: Any) -> None:
+        """A whole file replaced atomically (a crash report), retried like a record."""
+        self._queue("file", path, obj)
+
+    def _queue(self, kind: str, path: Path, obj: Any) -> None:
+        self.pending.append((kind, path, obj))
+        if len(self.pending) == PENDING_WARN:
+            self.diag(f"{PENDING_WARN} records wait for the disk")
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write what waits, oldest first; stop at the first failure (order is kept)."""
+        while self.pending:
+            kind, path, obj = self.pending[0]
+            try:
+                if kind == "line":
+                    jsonio.append_jsonl(path, obj)
+                elif kind == "lines":
+                    recs, lines = obj
+                    jsonio.append_bytes(path, b"".join(
+                        line if line is not None else (jsonio.dumps(rec) + "\n").encode()
+                        for rec, line in zip(recs, lines or [None] * len(recs))), line=True)
+                else:
+                    jsonio.atomic_write_json(path, obj)
+            except OSError as exc:
+                self.failed(exc)
+                return False
+            self.pending.popleft()
+        if self.error is not None:
+            self.diag(f"run directory writable again after {time.time() - (self.since or time.time()):.0f}s")
+            self.error = self.since = None
+        return True
+
+    def failed(self, exc: OSError) -> None:
+        if self.error is None:
+            self.since = time.time()
+            self.diag(f"cannot write to the run directory: {exc}; records wait in memory")
+        self.error = f"{exc.strerror or exc}" + (f" ({exc.filename})" if getattr(exc, "filename", None) else "")
+
+    @property
+    def storage(self) -> Storage | None:
+        if self.error is None:
+            return None
+        waiting = sum(len(obj[0]) if kind == "lines" else 1 for kind, _, obj in self.pending)
+        return Storage(error=self.error, since=self.since or time.time(), pending_records=waiting)
+
+    def write_state(self, state: dict) -> bool:
+        """Replace ``state.json``; on a full disk give up the reserve once to say so."""
+        try:
+            self.run.write_state(state)
+        except OSError as exc:
+            self.failed(exc)
+            if not self._release_reserve():
+                return False
+            try:
+                self.run.write_state({**state, "storage": self.storage})
+            except OSError:
+                return False
+            return False  # written, but only thanks to the reserve: keep retrying
+        if self.error is None:
+            self.ensure_reserve()
+        return True
+
+    def ensure_reserve(self) -> None:
+        if self.reserve.exists():
+            return
+        try:
+            fd = os.open(self.reserve, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:
+            os.close(fd)
+            self.reserve.unlink(missing_ok=True)
+            return
+        os.close(fd)
+
+    def _release_reserve(self) -> bool:
+        try:
+            self.reserve.unlink()
+            return True
+        except OSError:
+            return False

@@ -1,0 +1,229 @@
+"""A run receipt: one schema-versioned summary of a run that people attach to a report.
+
+Built only from the run directory (recipe, state, metrics, events, crash reports) plus a fresh
+verification of each checkpoint the run saved, so it can be made for any past run, and again
+later with the same result. Secrets never enter it: the recipe and argv come from the run
+directory, where they are already masked.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.rundir import jsonio, rundir
+
+RECEIPT_VERSION = 1
+ALERT_LIST_MAX = 50
+
+
+@dataclass
+class Envelope:
+    """min / median / max of one series, and where it started and ended."""
+    first: float | None = None
+    last: float | None = None
+    min: float | None = None
+    min_step: int | None = None
+    median: float | None = None
+    max: float | None = None
+    max_step: int | None = None
+    nonfinite: int = 0
+    count: int = 0
+
+
+@dataclass
+class CheckpointLine:
+    path: str
+    step: int | None
+    verdict: str
+    ok: bool
+    suspect: bool
+    tensors: int
+    header_sha256: str | None          # digest of every weight file's size and header: cheap identity
+    sha256: str | None = None          # content digest, with --full only
+
+
+@dataclass
+class Receipt:
+    v: int
+    kind: str
+    generated_at: float
+    run: dict[str, Any]
+    recipe: dict[str, Any]
+    environment: dict[str, Any]
+    steps: dict[str, Any]
+    loss: Envelope
+    grad_norm: Envelope
+    mem_gib: Envelope
+    step_time_s: Envelope
+    tokens_per_s: Envelope
+    cost: dict[str, Any]
+    crashes: list[dict[str, Any]]
+    checkpoints: list[CheckpointLine]
+    alerts: dict[str, Any]
+    loss_curve: list[list[float]] = field(default_factory=list)   # downsampled (step, loss)
+    restarts_at: list[int] = field(default_factory=list)          # first step of each later attempt
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _SeriesStats:
+    """Streaming envelope: exact min/max/first/last, median from all finite values."""
+
+    def __init__(self) -> None:
+        self.env = Envelope()
+        self.values: list[float] = []
+
+    def add(self, step: int, v: Any) -> None:
+        x = jsonio.as_float(v)
+        if x is None:
+            return
+        e = self.env
+        e.count += 1
+        if not math.isfinite(x):
+            e.nonfinite += 1
+            e.last = x
+            return
+        if e.first is None:
+            e.first = x
+        e.last = x
+        self.values.append(x)
+        if e.min is None or x < e.min:
+            e.min, e.min_step = x, step
+        if e.max is None or x > e.max:
+            e.max, e.max_step = x, step
+
+    def done(self) -> Envelope:
+        if self.values:
+            vals = sorted(self.values)
+            self.env.median = vals[len(vals) // 2]
+        return self.env
+
+
+def _downsample(points: list[tuple[int, float]], n: int = 400) -> list[list[float]]:
+    if len(points) <= n:
+        return [[float(s), v] for s, v in points]
+    stride = len(points) / n
+    return [[float(points[int(i * stride)][0]), points[int(i * stride)][1]] for i in range(n)] + \
+        [[float(points[-1][0]), points[-1][1]]]
+
+
+def header_digest(ckpt: Path) -> str | None:
+    """sha256 over (relative path, size, header bytes) of each safetensors file: changes when
+    the tensors' names, shapes, dtypes or the file size change; costs a few KB of reading."""
+    files = sorted(p for p in (ckpt.rglob("*.safetensors") if ckpt.is_dir() else [ckpt]) if p.is_file())
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for p in files:
+        try:
+            with open(p, "rb") as f:
+                raw_len = f.read(8)
+                n = struct.unpack("<Q", raw_len)[0] if len(raw_len) == 8 else 0
+                header = f.read(min(n, 100 * 1024 * 1024))
+            size = p.stat().st_size
+        except OSError:
+            continue
+        rel = str(p.relative_to(ckpt)) if ckpt.is_dir() else p.name
+        h.update(f"{rel}\0{size}\0".encode())
+        h.update(header)
+    return h.hexdigest()
+
+
+def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
+    try:
+        raw = yaml.safe_load(run.recipe.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        raw = {}
+    raw = raw if isinstance(raw, dict) else {}
+    return {"name": raw.get("name") or state.get("name"), "hash": state.get("recipe_hash"),
+            "command": raw.get("command"), "env": raw.get("env") or {}, "engine": raw.get("engine", "local"),
+            "description": raw.get("description") or ""}
+
+
+def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -> Receipt:
+    """The receipt of one run. ``full`` also hashes every checkpoint's content (slow for big ones)."""
+    from runner.checkpoints.verify import verify_checkpoint
+
+    state = run.read_state() or {}
+    events = jsonio.read_jsonl(run.events)
+    stats = {k: _SeriesStats() for k in ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")}
+    loss_points: list[tuple[int, float]] = []
+    first_step = last_step = max_steps = None
+    n_records = 0
+    restarts_at: list[int] = []
+    attempt = None
+    for _, rec in jsonio.iter_jsonl(run.metrics):
+        step = rec.get("step")
+        if not isinstance(step, int):
+            continue
+        n_records += 1
+        if attempt is not None and rec.get("attempt") != attempt:
+            restarts_at.append(step)
+        attempt = rec.get("attempt")
+        first_step = step if first_step is None else min(first_step, step)
+        last_step = step if last_step is None else max(last_step, step)
+        if isinstance(rec.get("max_steps"), int):
+            max_steps = rec["max_steps"]
+        for key, st in stats.items():
+            st.add(step, rec.get(key))
+        loss = jsonio.as_float(rec.get("loss"))
+        if loss is not None and math.isfinite(loss):
+            loss_points.append((step, loss))
+
+    versions: dict[str, Any] = {}
+    for ev in events:
+        if ev.get("type") == "attempt_start" and isinstance(ev.get("versions"), dict):
+            versions = ev["versions"]
+    crashes = []
+    for ev in events:
+        if ev.get("type") == "crash":
+            crashes.append({k: ev.get(k) for k in ("attempt", "class", "summary", "recovery", "decision",
+                                                    "exit_code", "signal")})
+    ck_paths: dict[str, int | None] = {}
+    for ev in events:
+        if ev.get("type") == "checkpoint" and ev.get("path"):
+            ck_paths[str(ev["path"])] = ev.get("step") if isinstance(ev.get("step"), int) else None
+    checkpoints = []
+    for path, step in sorted(ck_paths.items(), key=lambda kv: (kv[1] is None, kv[1] or 0, kv[0])):
+        p = Path(path)
+        if not p.exists():
+            checkpoints.append(CheckpointLine(path, step, "missing", False, False, 0, None))
+            continue
+        v = verify_checkpoint(p, full=full, expected_recipe_hash=state.get("recipe_hash"))
+        checkpoints.append(CheckpointLine(path, v.step if v.step is not None else step, v.verdict, v.ok, v.suspect,
+                                          v.tensors, header_digest(p), (v.full or {}).get("hash") if full else None))
+    alerts = [ev for ev in events if ev.get("type") == "alert"]
+    by_rule: dict[str, int] = {}
+    for a in alerts:
+        key = f"{a.get('level')}:{a.get('rule')}"
+        by_rule[key] = by_rule.get(key, 0) + 1
+    started, ended = state.get("started_at"), state.get("ended_at")
+    now = time.time() if now is None else now
+    elapsed = ((ended or now) - started) if isinstance(started, (int, float)) else None
+    price = state.get("cost_per_hour")
+    step_env = stats["step_time_s"].done()
+    return Receipt(
+        v=RECEIPT_VERSION, kind="moeconsole.receipt", generated_at=now,
+        run={"id": run.run_id, "name": state.get("name"), "status": state.get("status"),
+             "started_at": started, "ended_at": ended, "elapsed_s": elapsed, "attempts": state.get("attempt"),
+             "restarts": state.get("restarts", 0), "pause_reason": state.get("pause_reason")},
+        recipe=_recipe_section(run, state),
+        environment={"versions": versions, "recorded_at_launch": bool(versions)},
+        steps={"first": first_step, "last": last_step, "max_steps": max_steps, "records": n_records},
+        loss=stats["loss"].done(), grad_norm=stats["grad_norm"].done(), mem_gib=stats["mem_gib"].done(),
+        step_time_s=step_env, tokens_per_s=stats["tokens_per_s"].done(),
+        cost={"per_hour": price, "total": (elapsed / 3600 * price) if (price and elapsed) else None},
+        crashes=crashes, checkpoints=checkpoints,
+        alerts={"total": len(alerts), "by_rule": by_rule,
+                "recent": [{k: a.get(k) for k in ("t", "level", "rule", "step", "message")}
+                           for a in alerts[-ALERT_LIST_MAX:]]},
+        loss_curve=_downsample(loss_points), restarts_at=restarts_at,
+    )

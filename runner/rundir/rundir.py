@@ -1,0 +1,221 @@
+"""The run directory: the contract between runner, UI, ``--json`` and the run browser.
+
+One directory per run under the base directory::
+
+    recipe.yaml           the resolved recipe as launched
+    state.json            current status (atomic replace)
+    train.log             raw output of all attempts, attempt marker lines between them
+    metrics.jsonl         one record per parsed training step (append-only)
+    events.jsonl          state changes, alerts, crashes, restarts, verifications (append-only)
+    crashes/attempt-N.json
+    jobs/attempt-N.json   Slurm runs: each attempt's job id, state and exit (and its batch script)
+    control.sock          the runner's control socket, mode 0600
+    runner.log            the runner's own diagnostics
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.rundir import jsonio
+from runner.core import state as run_state
+from runner.core.state import LIVE, TERMINAL, Status
+from runner.core.errors import InputError
+
+# Statuses a run can be in (``runner.core.state.Status``, a str enum). Terminal ones end the runner.
+STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
+                                                 Status.PAUSED, Status.STOPPING)
+SUCCEEDED, FAILED, KILLED = Status.SUCCEEDED, Status.FAILED, Status.KILLED
+DIR_MODE = 0o700
+LOCK_NAME = "runner.lock"
+
+ATTEMPT_MARKER = "=== moeconsole: attempt {attempt} start"
+ATTEMPT_MARKER_RE = re.compile(r"^=== moeconsole: attempt (\d+) start")
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    recipe = property(lambda self: self.path / "recipe.yaml")
+    state = property(lambda self: self.path / "state.json")
+    log = property(lambda self: self.path / "train.log")
+    metrics = property(lambda self: self.path / "metrics.jsonl")
+    events = property(lambda self: self.path / "events.jsonl")
+    crashes = property(lambda self: self.path / "crashes")
+    sock = property(lambda self: self.path / "control.sock")
+    runner_log = property(lambda self: self.path / "runner.log")
+    telemetry = property(lambda self: self.path / "telemetry")
+
+    def crash_report(self, attempt: int) -> Path:
+        return self.crashes / f"attempt-{attempt}.json"
+
+    lock = property(lambda self: self.path / LOCK_NAME)
+    exits = property(lambda self: self.path / "exits")
+    jobs = property(lambda self: self.path / "jobs")  # batch engines: jobs/attempt-N.{json,sh}
+
+    def job_record(self, attempt: int) -> Path:
+        """The batch job of attempt ``attempt``: its id and, once known, how it ended."""
+        return self.jobs / f"attempt-{attempt}.json"
+
+    def job_records(self) -> list[dict]:
+        """Every attempt's batch job record (``jobs/attempt-N.json``), oldest first."""
+        try:
+            names = os.listdir(self.jobs)
+        except OSError:
+            return []
+        out = []
+        for name in names:
+            m = re.fullmatch(r"attempt-(\d+)\.json", name)
+            rec = jsonio.read_json(self.jobs / name, default=None) if m else None
+            if isinstance(rec, dict) and isinstance(rec.get("job_id"), str):
+                out.append(rec)
+        return sorted(out, key=lambda r: r["attempt"] if isinstance(r.get("attempt"), int) else 0)
+
+    def exit_record(self, attempt: int) -> Path:
+        """Written by the attempt's waiter when the command ends (outlives any runner)."""
+        return self.exits / f"attempt-{attempt}.json"
+
+    def read_state(self) -> dict:
+        """The state as a plain dict (empty when missing or corrupt); see ``load_state``."""
+        raw = jsonio.read_json(self.state, default={})
+        return raw if isinstance(raw, dict) else {}
+
+    def load_state(self) -> run_state.LoadedState:
+        """The typed state, with the reason when the file is missing, truncated or corrupt."""
+        return run_state.load(self.state)
+
+    def write_state(self, state: dict) -> None:
+        state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
+        jsonio.atomic_write_json(self.state, state)
+
+    def event(self, type_: str, **fields) -> dict:
+        rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
+        jsonio.append_jsonl(self.events, rec)
+        return rec
+
+
+class RunLocked(InputError):
+    """Another runner holds this run's lock."""
+
+
+def lock_runner(run: RunDir, *, wait_s: float = 0.5) -> int:
+    """Take the run's runner lock (flock on ``runner.lock``) and return its descriptor, to keep
+    open for the runner's life. The kernel drops it when the runner dies, however it dies, so a
+    crashed runner never blocks its successor, and two runners can never supervise one run.
+    A client probing the lock holds it for microseconds: retry briefly before giving up."""
+    fd = os.open(run.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise RunLocked(f"{run.run_id}: another runner already supervises this run") from None
+            time.sleep(0.02)
+
+
+def runner_locked(run: RunDir) -> bool:
+    """True while some runner holds the run's lock (a live runner, whatever state.json says)."""
+    try:
+        fd = os.open(run.lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def new_run_id(name: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    safe = _SAFE_NAME.sub("-", name).strip("-")[:40] or "run"
+    import secrets  # only where a run is created: readers start faster without it
+    return f"{stamp}-{safe}-{secrets.token_hex(2)}"
+
+
+def create(base: Path, name: str) -> RunDir:
+    base.mkdir(parents=True, exist_ok=True)
+    for _ in range(10):
+        path = base / new_run_id(name)
+        try:
+            path.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
+        (path / "crashes").mkdir(mode=DIR_MODE)
+        (path / "exits").mkdir(mode=DIR_MODE)
+        return RunDir(path)
+    raise InputError(f"{base}: could not create a unique run directory")
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "state.json").is_file() or (path / "recipe.yaml").is_file()
+
+
+def list_run_dirs(base: Path) -> list[RunDir]:
+    """All run directories under ``base``, newest first (by id, which starts with a timestamp)."""
+    if not base.is_dir():
+        return []
+    runs = [RunDir(p) for p in base.iterdir() if p.is_dir() and is_run_dir(p)]
+    return sorted(runs, key=lambda r: r.run_id, reverse=True)
+
+
+def resolve(base: Path, ref: str | None) -> RunDir:
+    """A run from what a user types: a path, a full id, a unique id prefix or suffix, or
+    nothing (the newest live run, else the newest run)."""
+    if ref:
+        p = Path(ref).expanduser()
+        if p.is_dir() and is_run_dir(p):
+            return RunDir(p.resolve())
+        direct = base / ref
+        if direct.is_dir() and is_run_dir(direct):
+            return RunDir(direct)
+        matches = [r for r in list_run_dirs(base) if r.run_id.startswith(ref) or r.run_id.endswith(ref)
+                   or ref in r.run_id]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise InputError(f"no run matches {ref!r} under {base}")
+        raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
+    runs = list_run_dirs(base)
+    if not runs:
+        raise InputError(f"no runs under {base}")
+    live = [r for r in runs if r.read_state().get("status") in LIVE]
+    return live[0] if live else runs[0]
+
+
+def newest_live(base: Path) -> RunDir | None:
+    for r in list_run_dirs(base):
+        if r.read_state().get("status") in LIVE:
+            return r
+    return None
+
+
+def hostname() -> str:
+    return os.uname().nodename  # what socket.gethostname() returns, without importing socket
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

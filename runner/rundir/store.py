@@ -1,0 +1,279 @@
+"""The run index: one SQLite file in the base directory for the run browser and ``runs ls``.
+
+It is a cache. The run directories are the truth, and ``rebuild`` recreates the index from them.
+Writers (the runner) upsert one row at status changes; SQLite's WAL mode and a busy timeout
+let several runners and a UI share it. Readers refresh the rows of live runs from their
+``state.json`` and the tail of ``metrics.jsonl`` (the runner writes the index only at status
+changes), mark a live run whose runner is gone as stale, and give runs that share a name a
+display name with the recipe values that tell them apart.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from runner.rundir.seriesfile import SeriesBook
+
+from runner.rundir import jsonio, rundir
+
+INDEX_NAME = "index.sqlite"
+COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
+           "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
+           "last_crash_class")
+# Added after the first release: older index files get them by ALTER TABLE.
+ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT"}
+# How much of metrics.jsonl a reader looks at to find a live run's newest step.
+METRICS_TAIL_BYTES = 16 * 1024
+# Recipe keys that differ between runs of one name but never tell a user which run is which.
+NOT_DISTINGUISHING = ("name", "description")
+DISPLAY_VALUES = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    name TEXT, recipe_hash TEXT, status TEXT,
+    started_at REAL, ended_at REAL, attempts INTEGER, restarts INTEGER,
+    last_step INTEGER, max_steps INTEGER, last_loss REAL, min_loss REAL,
+    path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
+"""
+
+
+def connect(base: Path) -> "sqlite3.Connection":
+    base.mkdir(parents=True, exist_ok=True)
+    import sqlite3  # the index only: `runs show` and `--json` start faster without it
+    conn = sqlite3.connect(base / INDEX_NAME, timeout=10.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(_SCHEMA)
+    have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    for name, kind in ADDED_COLUMNS.items():
+        if name not in have:
+            try:
+                with conn:
+                    conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError:  # another process added it first
+                pass
+    return conn
+
+
+def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
+    """How many crash reports the run has, and the class of the last crash."""
+    try:
+        n = sum(1 for name in os.listdir(run.crashes) if name.startswith("attempt-") and name.endswith(".json"))
+    except OSError:
+        n = 0
+    last = state.get("last_crash")
+    cls = last.get("class") if isinstance(last, dict) else (str(last) if last else None)
+    return n, cls
+
+
+def _finite(x) -> float | None:
+    v = jsonio.as_float(x)
+    return v if v is not None and math.isfinite(v) else None
+
+
+def upsert(conn: "sqlite3.Connection", row: dict) -> None:
+    row = {k: row.get(k) for k in COLUMNS}
+    row["updated_at"] = time.time()
+    cols = ", ".join(COLUMNS)
+    marks = ", ".join(f":{c}" for c in COLUMNS)
+    updates = ", ".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "id")
+    with conn:
+        conn.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {updates}", row)
+
+
+def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> dict:
+    """Summarise a run directory from its series book (series.json plus the records after it:
+    constant time for a run its runner kept; one scan of metrics.jsonl for a foreign dir).
+    ``book``: one the caller already read (loading series.json twice costs as much as the rest)."""
+    from runner.rundir import seriesfile
+    state = run.read_state()
+    book = book if book is not None else seriesfile.load(run)
+    last = book.last_metrics or {}
+    last_step = last.get("step") if isinstance(last.get("step"), int) else None
+    max_steps = last.get("max_steps")
+    loss = book.series["loss"]
+    finite = [v for v in loss.recent(64) if math.isfinite(v)]
+    last_loss = finite[-1] if finite else None
+    lowest = loss.finite_min()
+    min_loss = lowest[0] if lowest else None
+    return {
+        "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
+        "status": state.get("status") or "unknown", "started_at": state.get("started_at"),
+        "ended_at": state.get("ended_at"), "attempts": state.get("attempt"), "restarts": state.get("restarts"),
+        "last_step": state.get("step", last_step) if state.get("step") is not None else last_step,
+        "max_steps": state.get("max_steps") or max_steps, "last_loss": last_loss, "min_loss": min_loss,
+        "path": str(run.path), **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
+    }
+
+
+def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
+    """The row a live runner upserts: no file scan, it already knows the numbers."""
+    return {
+        "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
+        "status": state.get("status"), "started_at": state.get("started_at"), "ended_at": state.get("ended_at"),
+        "attempts": state.get("attempt"), "restarts": state.get("restarts"), "last_step": state.get("step"),
+        "max_steps": state.get("max_steps"), "last_loss": summary.get("last_loss"),
+        "min_loss": summary.get("min_loss"), "path": str(run.path),
+        **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
+    }
+
+
+def _last_metric(run: rundir.RunDir) -> dict | None:
+    """The newest metric record, from the last few KiB of metrics.jsonl (no full scan)."""
+    try:
+        with open(run.metrics, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - METRICS_TAIL_BYTES))
+            data = f.read()
+    except OSError:
+        return None
+    for line in reversed(data.split(b"\n")):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a partial first line, or a record being written
+        if isinstance(rec, dict) and isinstance(rec.get("step"), int):
+            return rec
+    return None
+
+
+def runner_gone(state: dict) -> bool:
+    """A live status whose runner was on this host and is not running any more."""
+    runner = state.get("runner") or {}
+    pid = runner.get("pid")
+    return (state.get("status") in rundir.LIVE and runner.get("host") == rundir.hostname()
+            and not (pid and rundir.pid_alive(pid)))
+
+
+def refresh_live(row: dict) -> dict:
+    """A live run's row brought up to date from its state.json and newest metric record, with
+    ``stale`` set when its runner is gone."""
+    path = row.get("path")
+    if not path or row.get("status") not in rundir.LIVE:
+        return {**row, "stale": False}
+    run = rundir.RunDir(Path(path))
+    state = run.read_state()
+    if not state:
+        return {**row, "stale": False}
+    out = dict(row)
+    for col, key in (("status", "status"), ("attempts", "attempt"), ("restarts", "restarts"),
+                     ("ended_at", "ended_at"), ("max_steps", "max_steps")):
+        if state.get(key) is not None:
+            out[col] = state[key]
+    rec = _last_metric(run)
+    steps = [s for s in (state.get("step"), rec.get("step") if rec else None, row.get("last_step"))
+             if isinstance(s, int)]
+    out["last_step"] = max(steps) if steps else None
+    loss = _finite(rec.get("loss")) if rec else None
+    if loss is not None:
+        out["last_loss"] = loss
+        out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
+    out["crashes"], out["last_crash_class"] = crash_facts(run, state)
+    out["stale"] = runner_gone(state)
+    out["job"] = state.get("job")  # a batch engine's job (shown, not indexed): PENDING while queued
+    return out
+
+
+def rebuild(base: Path) -> int:
+    """Recreate the index from the run directories; returns how many runs were indexed."""
+    conn = connect(base)
+    try:
+        with conn:
+            conn.execute("DELETE FROM runs")
+        runs = rundir.list_run_dirs(base)
+        for run in runs:
+            upsert(conn, row_from_run_dir(run))
+        return len(runs)
+    finally:
+        conn.close()
+
+
+def _recipe_values(path: str | None) -> dict[str, Any]:
+    from runner.rundir.rundiff import flatten_recipe  # numpy: only when two runs share a name
+    if not path:
+        return {}
+    try:
+        import yaml
+        data = yaml.safe_load((Path(path) / "recipe.yaml").read_text())
+    except Exception:  # a missing or broken recipe only loses the display suffix
+        return {}
+    return flatten_recipe(data) if isinstance(data, dict) else {}
+
+
+def _short(v: Any) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, default=str)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def display_names(rows: list[dict]) -> dict[str, str]:
+    """id -> name, and for runs that share a name, the recipe values that tell them apart
+    (``tiny-moe-cpu args.fault=oom@40``), read from each run's recipe.yaml."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row.get("name") or row["id"], []).append(row)
+    out = {}
+    for name, group in groups.items():
+        if len(group) == 1:
+            out[group[0]["id"]] = name
+            continue
+        values = {row["id"]: _recipe_values(row.get("path")) for row in group}
+        keys = sorted({k for v in values.values() for k in v})
+        differ = [k for k in keys if k.split(".")[0] not in NOT_DISTINGUISHING
+                  and len({json.dumps(v.get(k), sort_keys=True, default=str) for v in values.values()}) > 1]
+        for row in group:
+            mine = values[row["id"]]
+            parts = [f"{k}={_short(mine[k])}" for k in differ if k in mine][:DISPLAY_VALUES]
+            out[row["id"]] = f"{name} {' '.join(parts)}" if parts else name
+    return out
+
+
+def list_runs(base: Path, *, status: str | None = None, name_like: str | None = None,
+              order: str = "started_at", descending: bool = True, refresh: bool = True) -> list[dict]:
+    """Rows of the index; rebuilt first if the index is missing but run directories exist.
+    With ``refresh``, live runs are brought up to date from their run directories (and the
+    index with them), get ``stale`` when their runner is gone, and every row a
+    ``display_name``."""
+    if order not in COLUMNS:
+        order = "started_at"
+    if not (base / INDEX_NAME).exists() and rundir.list_run_dirs(base):
+        rebuild(base)
+    import sqlite3
+    conn = connect(base)
+    try:
+        where, args = [], []
+        if status:
+            where.append("status = ?")
+            args.append(status)
+        if name_like:
+            where.append("(name LIKE ? OR id LIKE ?)")
+            args += [f"%{name_like}%", f"%{name_like}%"]
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
+        rows = [dict(r) for r in conn.execute(sql, args)]
+        if not refresh:
+            return rows
+        for i, row in enumerate(rows):
+            fresh = refresh_live(row)
+            if any(fresh.get(k) != row.get(k) for k in COLUMNS if k != "updated_at"):
+                try:
+                    upsert(conn, {k: fresh.get(k) for k in COLUMNS})
+                except sqlite3.Error:  # a read-only or busy index: show the fresh row anyway
+                    pass
+            rows[i] = fresh
+        names = display_names(rows)
+        for row in rows:
+            row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
+        return rows
+    finally:
+        conn.close()

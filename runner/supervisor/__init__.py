@@ -1,0 +1,1 @@
+"""The runner: the driver loop that supervises one run, and its control protocol."""
