@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
 from runner.core.errors import InputError
 
@@ -45,7 +46,7 @@ def open_path(path: Path, scratch: Path) -> rundir.RunDir:
     if run.log.is_symlink() or run.log.exists():
         run.log.unlink()
     os.symlink(log.resolve(), run.log)
-    times = [t for t in (jsonio.as_float(r.get("t")) for r in steps) if t]
+    times = [t for t in (as_float(r.get("t")) for r in steps) if t]
     last = steps[-1]
     run.write_state({
         "run_id": run.run_id, "name": f"{path.name} (imported)", "status": IMPORTED,

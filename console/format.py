@@ -11,9 +11,9 @@ import signal
 import time
 from typing import Any, Iterable
 
-from runner.rundir.jsonio import as_float
+from runner.core.numbers import as_float
+from runner.core.units import NA, duration  # noqa: F401  (the console's text for both)
 
-NA = "—"
 
 # Status -> style name (TCSS component class). The word is always shown with it.
 STATUS_STYLE = {
@@ -55,24 +55,6 @@ def short(x: Any) -> str:
     if a >= 100 or v == int(v):
         return str(int(round(v)))
     return num(v, 3)
-
-
-def duration(seconds: Any) -> str:
-    """42s, 7m36s, 3h02m, 2d04h."""
-    s = as_float(seconds)
-    if s is None or not math.isfinite(s):
-        return NA
-    s = max(0, int(round(s)))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 48:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
 
 
 def clock(t: Any) -> str:

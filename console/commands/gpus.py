@@ -16,7 +16,8 @@ from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
 from runner.telemetry.host import host_snapshot
 from runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
 from runner.telemetry.preflight import port_free
-from runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers, fmt_age, port_users
+from runner.core.units import duration
+from runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers, port_users
 
 NA = "N/A"
 
@@ -70,7 +71,7 @@ def proc_row(p: ProcInfo, width: int = 60) -> str:
     if len(cmd) > width:
         cmd = cmd[: width - 3] + "..."
     mark = "!" if p.blocker else " "
-    return (f"{mark} {p.pid:>7}  {(p.user or '?')[:10]:<10} {fmt_age(p.age_s):>7}  {mem:>8}  {gpus:<7} "
+    return (f"{mark} {p.pid:>7}  {(p.user or '?')[:10]:<10} {duration(p.age_s):>7}  {mem:>8}  {gpus:<7} "
             f"{','.join(p.labels):<24} {cmd}")
 
 

@@ -20,7 +20,7 @@ from runner.rundir import jsonio, paths, rundir
 from runner.checkpoints import suspect
 from runner.checkpoints.compare import Comparison, compare_checkpoints
 from runner.checkpoints.discover import Checkpoint, find_checkpoints
-from runner.checkpoints.safetensors_file import human_bytes, human_count
+from runner.core.units import human_bytes, human_count
 from runner.checkpoints.verify import CheckpointVerdict, verify_found
 from runner.core.errors import InputError
 

@@ -16,6 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from runner.core.units import human_bytes, human_count
 from runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for
 
 DEFAULT_MAX_HEADER_BYTES = 100 << 20   # the safetensors library refuses headers above 100 MB too
@@ -321,18 +322,3 @@ def _size_or_zero(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def human_bytes(n: int | float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
-
-
-def human_count(n: int) -> str:
-    for unit, scale in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
-        if n >= scale:
-            return f"{n / scale:.1f}{unit}"
-    return str(n)

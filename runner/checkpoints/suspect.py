@@ -1,9 +1,10 @@
 """Was a checkpoint saved while the grad norm was in an excursion? Then it is suspect.
 
-The rule is the design's grad-norm monitor: an exponential moving average (alpha 0.01) of the
-grad norm; each logged value is compared with the EMA from *before* it, then folded in. A value
-above ``ratio`` times that EMA, or a non-finite one, is an excursion. The save is suspect when
-the last grad norm logged at or before its step was one.
+There is one grad-norm rule, the live monitor's (``runner.core.monitors``: the grad norm against
+its EMA from before the step, after a warm-up, and any non-finite loss or grad norm); this module
+only asks it after the fact. The grad norms up to the save's step are replayed through a fresh
+``Monitors`` and the save is suspect when the monitor would have flagged it at that moment, so
+``verify`` and the live runner can never disagree.
 
 Sources, in the order the runner and ``verify`` use them: the sidecar the runner wrote (its
 live monitor decided), the run's ``metrics.jsonl``, and the ``log_history`` HF/ms-swift store
@@ -12,49 +13,43 @@ in ``trainer_state.json`` inside the checkpoint.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from pathlib import Path
 
-EMA_ALPHA = 0.01
-EXCURSION_RATIO = 10.0
+from runner.core.monitors import Monitors, Thresholds, fmt_num
+from runner.core.numbers import as_float
 
 
-def _as_float(x: object) -> float | None:
-    if isinstance(x, bool) or x is None:
+def excursion_at(points: Iterable[tuple[int, float]], step: int,
+                 thresholds: Thresholds | None = None) -> str | None:
+    """Reason string if a save at ``step`` would have been flagged by the live monitor, else None.
+
+    ``points`` are (step, grad_norm) pairs in any order; the last value logged for a step wins
+    (a resumed run logs a step again)."""
+    by_step: dict[int, float] = {}
+    for s, g in points:
+        if s <= step:
+            by_step[s] = g
+    if not by_step:
         return None
-    try:
-        return float(x)  # type: ignore[arg-type]  # also reads "nan"/"inf" strings as jsonio writes them
-    except (TypeError, ValueError):
+    monitors = Monitors(thresholds)
+    monitors.observe_records([{"step": s, "grad_norm": by_step[s]} for s in sorted(by_step)])
+    alerts = monitors.on_checkpoint(step, None)
+    if not alerts:
         return None
-
-
-def excursion_at(points: Iterable[tuple[int, float]], step: int, *, alpha: float = EMA_ALPHA,
-                 ratio: float = EXCURSION_RATIO) -> str | None:
-    """Reason string if the last grad norm at or before ``step`` was an excursion, else None.
-
-    ``points`` are (step, grad_norm) pairs in any order."""
-    ema: float | None = None
-    verdict: str | None = None
-    for s, g in sorted(points, key=lambda p: p[0]):
-        if s > step:
-            break
-        if not math.isfinite(g):
-            verdict = f"grad norm was {g} at step {s}"
-            continue
-        if ema is not None and ema > 0 and g > ratio * ema:
-            verdict = f"grad norm {g:.4g} at step {s} was {g / ema:.0f}x its moving average {ema:.4g}"
-        else:
-            verdict = None
-        ema = g if ema is None else (1 - alpha) * ema + alpha * g
-    return verdict
+    values = alerts[0]["values"]
+    last = max(by_step)
+    if values.get("grad_norm_non_finite"):
+        return f"grad norm was {fmt_num(by_step[last])} at step {last}"
+    return (f"grad norm {fmt_num(values.get('grad_norm'))} at step {last} was {fmt_num(values.get('ratio'))}x "
+            f"its moving average {fmt_num(values.get('ema'))}")
 
 
 def points_from_records(records: Iterable[dict]) -> list[tuple[int, float]]:
     """(step, grad_norm) from metric records or HF log_history entries."""
     out = []
     for rec in records:
-        step, g = rec.get("step"), _as_float(rec.get("grad_norm"))
+        step, g = rec.get("step"), as_float(rec.get("grad_norm"))
         if isinstance(step, int) and not isinstance(step, bool) and g is not None:
             out.append((step, g))
     return out

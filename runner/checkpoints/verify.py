@@ -18,7 +18,8 @@ from typing import Any
 from runner.checkpoints import adapter, megatron, sharded, suspect
 from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, Checkpoint,
                                          layout_of, step_of)
-from runner.checkpoints.safetensors_file import FileVerdict, check_safetensors, human_bytes
+from runner.checkpoints.safetensors_file import FileVerdict, check_safetensors
+from runner.core.units import human_bytes
 from runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
 from runner.checkpoints.sidecar import read_sidecar
 

@@ -34,6 +34,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from runner.core.numbers import as_float
 from runner.core.errors import InputError
 
 WARNING, CRITICAL = "warning", "critical"
@@ -51,7 +52,7 @@ class Thresholds:
     ema_alpha: float = 0.01
     grad_warn_x: float = 10.0
     grad_crit_x: float = 100.0
-    grad_warmup: int = 10             # grad norms seen (per attempt) before the spike rule may fire
+    grad_warmup: int = 5              # grad norms seen (per attempt) before the spike rule may fire
     loss_spike_x: float = 2.0
     loss_smooth: int = 10             # the smoothed loss is the mean of this many last losses
     loss_window: int = 100            # ... compared with the mean of up to this many before them
@@ -691,17 +692,7 @@ def records_to_arrays(records: list[dict]) -> tuple[np.ndarray, dict[str, np.nda
     values: dict[str, np.ndarray] = {}
     present: dict[str, np.ndarray] = {}
     for f in MONITORED_FIELDS:
-        vals = [_as_float(r.get(f)) for r in records]
+        vals = [as_float(r.get(f)) for r in records]
         present[f] = np.fromiter((v is not None for v in vals), dtype=bool, count=n)
         values[f] = np.fromiter((math.nan if v is None else v for v in vals), dtype=np.float64, count=n)
     return steps, values, present
-
-
-def _as_float(v: Any) -> float | None:
-    """A record value as float; None when absent or not a number ("nan"/"inf" strings count)."""
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from runner.core.numbers import as_float
 from runner.ops.tally import EventTally
 
 STATUSES = ("starting", "running", "cooldown", "paused", "stopping", "succeeded", "failed", "killed")
@@ -34,16 +35,6 @@ class MetricsView:
     gpu: Mapping[str, Any] | None = None      # GpuSnapshot.to_dict(), None when not collected
     state_updated_at: float | None = None     # state.json's updated_at (runner liveness)
     extra: dict[str, float] = field(default_factory=dict)
-
-
-def _num(x: Any) -> float | None:
-    """A finite or non-finite float from a record value ("nan"/"inf" strings included)."""
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return None
 
 
 def _gauge(name: str, doc: str, labels: dict[str, str], value: float | None) -> Iterator[Metric]:
@@ -80,28 +71,28 @@ def families(view: MetricsView) -> Iterator[Metric]:
         yield from _gauge("moeconsole_state_age_seconds", "Seconds since the runner last wrote state.json.",
                      base, max(0.0, view.now - view.state_updated_at))
     for fams in (
-        _gauge("moeconsole_attempt", "Current attempt number (1-based).", base, _num(run.get("attempt"))),
-        _gauge("moeconsole_run_elapsed_seconds", "Seconds since the run started.", base, _num(run.get("elapsed_s"))),
-        _gauge("moeconsole_step", "Last training step completed.", base, _num(run.get("step"))),
-        _gauge("moeconsole_max_steps", "Steps the run will take in all.", base, _num(run.get("max_steps"))),
-        _gauge("moeconsole_step_time_seconds", "Recent median time per step.", base, _num(run.get("step_time_s"))),
-        _gauge("moeconsole_eta_seconds", "Estimated seconds to the last step.", base, _num(run.get("eta_s"))),
+        _gauge("moeconsole_attempt", "Current attempt number (1-based).", base, as_float(run.get("attempt"))),
+        _gauge("moeconsole_run_elapsed_seconds", "Seconds since the run started.", base, as_float(run.get("elapsed_s"))),
+        _gauge("moeconsole_step", "Last training step completed.", base, as_float(run.get("step"))),
+        _gauge("moeconsole_max_steps", "Steps the run will take in all.", base, as_float(run.get("max_steps"))),
+        _gauge("moeconsole_step_time_seconds", "Recent median time per step.", base, as_float(run.get("step_time_s"))),
+        _gauge("moeconsole_eta_seconds", "Estimated seconds to the last step.", base, as_float(run.get("eta_s"))),
         _gauge("moeconsole_cost_dollars", "Cost so far at the recipe's hourly price.", base,
-               _num(run.get("cost_so_far"))),
+               as_float(run.get("cost_so_far"))),
         _gauge("moeconsole_ingest_lag_bytes", "Bytes of train.log the runner has not ingested yet.", base,
-               _num((run.get("ingest") or {}).get("lag_bytes"))),
+               as_float((run.get("ingest") or {}).get("lag_bytes"))),
         _gauge("moeconsole_checkpoint_sync_lag_seconds",
                "Seconds the newest good checkpoint has waited for its persistent copy (0: in sync).", base,
-               _num((run.get("sync") or {}).get("lag_s"))),
+               as_float((run.get("sync") or {}).get("lag_s"))),
         _gauge("moeconsole_checkpoint_sync_failures", "Failed sync tries in a row.", base,
-               _num((run.get("sync") or {}).get("failures"))),
+               as_float((run.get("sync") or {}).get("failures"))),
         _gauge("moeconsole_checkpoint_synced_step", "Step of the newest checkpoint copied and verified.", base,
-               _num((run.get("sync") or {}).get("last_synced_step"))),
+               as_float((run.get("sync") or {}).get("last_synced_step"))),
     ):
         yield from fams
 
     restarts = CounterMetricFamily("moeconsole_restarts", "Automatic restarts of the run.", labels=["run_id"])
-    restarts.add_metric([rid], float(_num(run.get("restarts")) or 0.0))
+    restarts.add_metric([rid], float(as_float(run.get("restarts")) or 0.0))
     yield restarts
 
     crashes = CounterMetricFamily("moeconsole_crashes", "Crashes of the run by crash class.",
@@ -111,15 +102,15 @@ def families(view: MetricsView) -> Iterator[Metric]:
     yield crashes
 
     lm = view.last_metrics or {}
-    loss = _num(lm.get("loss"))
-    grad = _num(lm.get("grad_norm"))
-    mem_gib = _num(lm.get("mem_gib"))
+    loss = as_float(lm.get("loss"))
+    grad = as_float(lm.get("grad_norm"))
+    mem_gib = as_float(lm.get("mem_gib"))
     for fams in (
         _gauge("moeconsole_loss", "Loss of the newest step (NaN is reported as NaN).", base, loss),
         _gauge("moeconsole_grad_norm", "Gradient norm of the newest step.", base, grad),
-        _gauge("moeconsole_learning_rate", "Learning rate of the newest step.", base, _num(lm.get("lr"))),
+        _gauge("moeconsole_learning_rate", "Learning rate of the newest step.", base, as_float(lm.get("lr"))),
         _gauge("moeconsole_tokens_per_second", "Training throughput of the newest step.", base,
-               _num(lm.get("tokens_per_s"))),
+               as_float(lm.get("tokens_per_s"))),
         _gauge("moeconsole_train_memory_bytes", "GPU memory the trainer reports for the newest step.", base,
                None if mem_gib is None else mem_gib * GIB),
     ):
@@ -128,7 +119,7 @@ def families(view: MetricsView) -> Iterator[Metric]:
     yield from _gauge("moeconsole_nonfinite", "1 when the newest loss or grad norm is NaN or infinite.",
                  base, 1.0 if nonfinite else 0.0)
 
-    cap = _num(run.get("mem_capacity_gib"))
+    cap = as_float(run.get("mem_capacity_gib"))
     if cap is not None:
         yield from _gauge("moeconsole_gpu_memory_capacity_bytes", "Usable GPU memory per device (recipe).",
                      base, cap * GIB)
@@ -140,9 +131,9 @@ def families(view: MetricsView) -> Iterator[Metric]:
                                   labels=["run_id", "gpu", "uuid"])
         for g in gpus:
             lab = [rid, str(g.get("index")), str(g.get("uuid") or "")]
-            if _num(g.get("mem_used_mib")) is not None:
+            if as_float(g.get("mem_used_mib")) is not None:
                 used.add_metric(lab, float(g["mem_used_mib"]) * MIB)
-            if _num(g.get("mem_total_mib")) is not None:
+            if as_float(g.get("mem_total_mib")) is not None:
                 total.add_metric(lab, float(g["mem_total_mib"]) * MIB)
         yield used
         yield total

@@ -43,18 +43,6 @@ def dumps(obj: Any) -> str:
         return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, default=str)
 
 
-def as_float(x: Any) -> float | None:
-    """Read back a metric value written by ``dumps`` ("nan"/"inf" strings included)."""
-    if x is None:
-        return None
-    if isinstance(x, (int, float)):
-        return float(x)
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return None
-
-
 def atomic_write_json(path: Path | str, obj: Any) -> None:
     """Write to a temp file in the same directory, fsync, rename: readers never see half a file."""
     atomic_write_bytes(path, (json.dumps(_clean(obj), indent=1, allow_nan=False, default=str) + "\n").encode())

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
 
 RECEIPT_VERSION = 1
@@ -82,7 +83,7 @@ class _SeriesStats:
         self.values: list[float] = []
 
     def add(self, step: int, v: Any) -> None:
-        x = jsonio.as_float(v)
+        x = as_float(v)
         if x is None:
             return
         e = self.env
@@ -174,7 +175,7 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
             max_steps = rec["max_steps"]
         for key, st in stats.items():
             st.add(step, rec.get(key))
-        loss = jsonio.as_float(rec.get("loss"))
+        loss = as_float(rec.get("loss"))
         if loss is not None and math.isfinite(loss):
             loss_points.append((step, loss))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 
+from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
 from runner.core.errors import InputError
 from runner.core.series import Series, to_pairs
@@ -187,7 +188,7 @@ def _load_foreign(path: Path) -> RunSide:
             continue
         last_step = step
         for key in CHART_KEYS:
-            v = jsonio.as_float(rec.get(key))
+            v = as_float(rec.get(key))
             if v is not None:
                 series[key].append(step, v)
     if last_step is None:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
+from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
 from runner.core.series import DEFAULT_LIMIT, Series
 
@@ -49,7 +50,7 @@ class SeriesBook:
             self.restarts_at.append(step)
         self.last_metrics = rec
         for key in CHART_KEYS:
-            value = jsonio.as_float(rec.get(key))
+            value = as_float(rec.get(key))
             if value is not None:
                 self.series[key].append(step, value)
 
@@ -70,7 +71,7 @@ class SeriesBook:
             xs: list[float] = []
             ys: list[float] = []
             for s, r in kept:
-                value = jsonio.as_float(r.get(key))
+                value = as_float(r.get(key))
                 if value is not None:
                     xs.append(s)
                     ys.append(value)

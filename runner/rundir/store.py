@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from runner.rundir.seriesfile import SeriesBook
 
+from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
 
 INDEX_NAME = "index.sqlite"
@@ -77,7 +78,7 @@ def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
 
 
 def _finite(x) -> float | None:
-    v = jsonio.as_float(x)
+    v = as_float(x)
     return v if v is not None and math.isfinite(v) else None
 
 

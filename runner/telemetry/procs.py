@@ -25,6 +25,7 @@ from typing import Iterable
 
 import psutil
 
+from runner.core.units import duration
 from runner.rundir import rundir
 from runner.telemetry.gpu import GpuSnapshot
 from runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
@@ -74,19 +75,6 @@ def classify(f: ProcFacts) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def fmt_age(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(max(0, seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
-
-
 @dataclass(frozen=True)
 class ProcInfo:
     pid: int
@@ -113,7 +101,7 @@ class ProcInfo:
             who = "not visible here: another PID namespace?"
         else:
             cmd = self.cmdline if len(self.cmdline) <= width else self.cmdline[: width - 3] + "..."
-            who = f"{self.user or '?'}, {fmt_age(self.age_s)}, {cmd or '?'}"
+            who = f"{self.user or '?'}, {duration(self.age_s)}, {cmd or '?'}"
         mem = ""
         if self.gpus:
             amount = "?" if self.gpu_mem_mib is None else f"{self.gpu_mem_mib:.0f}"

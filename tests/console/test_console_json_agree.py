@@ -16,7 +16,7 @@ from console import format as fmt
 from console.chart import markers_from, render_chart, rows_text
 from console.logtail import MetricColumns
 from console.widgets.panes import event_pane_lines
-from runner.rundir.jsonio import as_float
+from runner.core.numbers import as_float
 from runner.core.series import Series
 
 REPO = Path(__file__).resolve().parents[2]

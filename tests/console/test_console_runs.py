@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runner.core.numbers import as_float
 import numpy as np
 import pytest
 
@@ -33,7 +34,7 @@ def two_runs(base, make_run):
 
 
 def metric_values(run, key):
-    return np.array([jsonio.as_float(r[key]) for r in jsonio.read_jsonl(run.metrics)], dtype=float)
+    return np.array([as_float(r[key]) for r in jsonio.read_jsonl(run.metrics)], dtype=float)
 
 
 def test_compare_stats_match_the_metrics_files(base, make_run):

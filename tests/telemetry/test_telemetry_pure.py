@@ -8,7 +8,7 @@ from runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot
 from runner.telemetry.host import cpu_busy_pct
 from runner.telemetry.kill import gpu_released, release_targets
 from runner.telemetry.preflight import gpu_problems
-from runner.telemetry.procs import ProcFacts, classify, fmt_age
+from runner.telemetry.procs import ProcFacts, classify
 from runner.rundir.secrets import redact_argv, redact_cmdline
 
 
@@ -51,11 +51,6 @@ def test_redact_argv(argv, shown):
 
 def test_redact_cmdline_quotes_spaces():
     assert redact_cmdline(["python", "-c", "print(1) ", "--token", "t"]) == "python -c 'print(1) ' --token ***"
-
-
-@pytest.mark.parametrize("seconds, text", [(None, "?"), (5, "5s"), (65, "1m05s"), (3725, "1h02m"), (90061, "1d01h")])
-def test_fmt_age(seconds, text):
-    assert fmt_age(seconds) == text
 
 
 def _snap(*gpus: GpuInfo) -> GpuSnapshot:

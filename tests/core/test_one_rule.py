@@ -1,0 +1,88 @@
+"""Rules that used to be written twice, and disagreed when run, now have one owner each.
+Each test runs every former caller on the same input and checks they give one answer."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from runner.checkpoints import suspect
+from runner.core.monitors import Monitors, Thresholds, records_to_arrays
+from runner.core.numbers import as_float
+from runner.ops.prometheus import MetricsView, families
+from runner.ops.tally import EventTally
+
+
+def live_flags_save(values: list[float], save_step: int, t: Thresholds | None = None) -> bool:
+    """The live runner's answer: records stream in, a save lands after the record of save_step."""
+    records = [{"step": i + 1, "grad_norm": g} for i, g in enumerate(values)]
+    steps, vals, present = records_to_arrays(records)
+    out = Monitors(t).observe_arrays(steps, vals, present, checkpoints=[(save_step, save_step, "ckpt")])
+    return any(a["rule"] == "checkpoint_in_excursion" for _, a in out)
+
+
+def verify_flags_save(values: list[float], save_step: int, t: Thresholds | None = None) -> bool:
+    """``verify``'s answer for the same save, from the run's (step, grad_norm) points."""
+    points = [(i + 1, g) for i, g in enumerate(values)]
+    return suspect.excursion_at(points, save_step, t) is not None
+
+
+def test_a_spike_after_five_steady_steps_is_one_answer_for_live_and_verify():
+    """Grad norm 1.0 for 5 steps, then 50.0 with a save at step 6: before, verify called the save
+    suspect (50x) while the live monitor (10-value warm-up) said nothing."""
+    values = [1.0] * 5 + [50.0]
+    assert live_flags_save(values, 6) and verify_flags_save(values, 6)
+    reason = suspect.excursion_at([(i + 1, g) for i, g in enumerate(values)], 6)
+    assert "50x" in reason and "step 6" in reason
+
+
+def test_within_the_warm_up_neither_flags():
+    values = [1.0, 1.0, 40.0]
+    assert not live_flags_save(values, 3) and not verify_flags_save(values, 3)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_live_and_verify_agree_on_random_series(seed):
+    rng = random.Random(seed)
+    n = rng.randint(1, 60)
+    values = [rng.choice([1.0, 1.2, 0.9, 30.0, 200.0, float("nan"), float("inf")]) if rng.random() < 0.2
+              else rng.uniform(0.5, 2.0) for _ in range(n)]
+    t = Thresholds(grad_warmup=rng.randint(0, 8))
+    for save in range(1, n + 1):
+        assert live_flags_save(values, save, t) == verify_flags_save(values, save, t), (values, save)
+
+
+@pytest.mark.parametrize("raw,expected", [
+    (True, None), (False, None), (None, None), ("nan", "nan"), ("inf", float("inf")), ("-inf", float("-inf")),
+    (3, 3.0), ("2.5", 2.5), ("x", None), ({}, None), ("1" * 400, float("1" * 400)),
+])
+def test_as_float_has_one_policy(raw, expected):
+    got = as_float(raw)
+    if expected == "nan":
+        assert got is not None and np.isnan(got)
+    else:
+        assert got == expected
+
+
+def test_a_bool_is_not_a_number_for_the_monitors_nor_for_prometheus():
+    """True in a metric field used to be 1.0 for the run index and None for the monitors."""
+    _, values, present = records_to_arrays([{"step": 1, "loss": True, "grad_norm": False}])
+    assert not present["loss"][0] and not present["grad_norm"][0]
+    view = MetricsView(now=0.0, run={"id": "r", "step": True, "status": "running"}, last_metrics=None,
+                       tally=EventTally())
+    assert not [f for f in families(view) if f.name == "moeconsole_step"]
+
+
+@pytest.mark.parametrize("seconds, text", [(None, "—"), (5, "5s"), (65, "1m05s"), (3725, "1h02m"),
+                                           (26 * 3600, "26h00m"), (50 * 3600 + 60, "2d02h"),
+                                           (float("nan"), "—")])
+def test_a_duration_reads_the_same_in_gpus_and_in_the_console(seconds, text):
+    """`gpus` used to print a 26-hour-old process as 1d02h while the status line said 26h00m."""
+    from console import format as fmt
+    from runner.core.units import duration
+    from runner.telemetry.procs import ProcInfo
+    assert duration(seconds) == fmt.duration(seconds) == text
+    info = ProcInfo(pid=1, start_time=None, uid=0, user="u", cmdline="train", age_s=seconds, gpu_mem_mib=None,
+                    gpus=(), labels=("orphan",))
+    assert text in info.describe()
