@@ -20,10 +20,8 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -187,51 +185,6 @@ with open(sys.argv[1], encoding="utf-8", errors="replace", newline="\n") as f:
 """
 
 
-# ----------------------------------------------------------------------------- live
-
-WRITER = r"""
-import sys, time
-path, n, gap = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-with open(path, "a", buffering=1) as f:
-    for i in range(1, n + 1):
-        f.write(f"step: {i}  loss: 1.5  grad_norm: 0.5  sent: {time.monotonic():.6f}\n")
-        f.flush()
-        if gap:
-            time.sleep(gap)
-"""
-
-
-def bench_live(tmp: Path, lines: int, gap: float) -> dict:
-    from runner.ingest.tail import LiveTail
-    log = tmp / "live.log"
-    log.write_text("")
-    lat: list[float] = []
-    done = threading.Event()
-
-    def on_records(recs: list[dict]) -> None:
-        now = time.monotonic()
-        for r in recs:
-            lat.append(now - r["extra"]["sent"])
-        if len(lat) >= lines:
-            done.set()
-
-    tail = LiveTail(log, on_records, poll_interval=0.25).start()
-    try:
-        writer = subprocess.Popen([PY, "-c", WRITER, str(log), str(lines), str(gap)])
-        try:
-            writer.wait(timeout=lines * (gap + 0.01) + 60)
-        finally:
-            if writer.poll() is None:
-                writer.kill()
-                writer.wait()
-        done.wait(30)
-    finally:
-        tail.stop()
-    lat.sort()
-    q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000  # noqa: E731
-    return {"n": len(lat), "p50": q(0.50), "p99": q(0.99), "max": lat[-1] * 1000 if lat else float("nan")}
-
-
 # ----------------------------------------------------------------------------- main
 
 def spread(runs: list[dict], key: str) -> str:
@@ -268,8 +221,6 @@ def main() -> None:
     ap.add_argument("--naive-runs", type=int, default=3)
     ap.add_argument("--naive-max", type=int, default=1000000,
                     help="above this many steps: 3 runs of each command, 1 of the naive script")
-    ap.add_argument("--live-lines", type=int, default=0, help="also time LiveTail (0: skip)")
-    ap.add_argument("--live-gap", type=float, default=0.001, help="seconds between appended lines")
     ap.add_argument("--wait-quiet", type=float, default=60.0,
                     help="wait up to this many seconds for the shared machine to be quiet before timing")
     args = ap.parse_args()
@@ -315,11 +266,6 @@ def main() -> None:
                   f"other processes during each `--json` run: {others}; peak RSS of `--json` "
                   f"{r['json'][0]['rss_kib'] / 1024:.0f} MiB, of the summary "
                   f"{r['summary'][0]['rss_kib'] / 1024:.0f} MiB.")
-        if args.live_lines:
-            live = bench_live(tmp, args.live_lines, args.live_gap)
-            print(f"\nLive tail (watchdog + 0.25 s poll): {live['n']:,} lines appended one at a time every "
-                  f"{args.live_gap * 1000:g} ms by another process; append -> subscriber: "
-                  f"p50 {live['p50']:.2f} ms, p99 {live['p99']:.2f} ms, max {live['max']:.1f} ms.")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from console import alerts as alerts_mod
-from console import confirmations, dirwatch, keys
+from console import confirmations, keys
 from console import format as fmt
 from console.chart import markers_from
 from console.source import RunSource
@@ -32,7 +32,7 @@ from console.widgets.chart import ChartView
 from console.widgets.gpus import GpuPanel
 from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
 from console.widgets.status import StatusLine
-from runner.rundir import rundir
+from runner.rundir import dirwatch, rundir
 from runner.rundir.snapshot import Snapshot
 
 PROCESS_ACTIONS = frozenset(k.action for k in keys.RUN_KEYS if k.changes_process)

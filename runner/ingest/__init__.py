@@ -6,7 +6,7 @@ See docs/parsing.md for the formats and the rules a line is read by.
 - ``LogParser``: incremental bytes -> records (+ marks), the reference behaviour.
 - ``records_from_path`` / ``iter_batches``: past logs (log file, logging.jsonl,
   trainer_state.json, directories), using the bulk fast path.
-- ``FileTailer`` / ``LiveTail``: a growing file, by offset, with notifications.
+- ``FileTailer``: a growing file, by offset.
 - ``Summary`` / ``summarize_path``: what ``moeconsole parse`` prints.
 
 Batch APIs for a live reader (the runner can feed whatever a read returned, in one call, and
@@ -33,7 +33,7 @@ _WHERE = {
     "LogParser": "parser", "ParseStats": "parser",
     "records_from_path": "files", "marks_from_path": "files", "iter_batches": "files", "resolve_log": "files",
     "fold_path": "files",
-    "FileTailer": "tail", "LiveTail": "tail",
+    "FileTailer": "tail",
     "Summary": "summary", "feed_batch": "summary", "summarize_path": "summary",
 }
 __all__ = sorted(_WHERE)

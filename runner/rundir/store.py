@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from runner.rundir.seriesfile import SeriesBook
 
 from runner.core.numbers import as_float
-from runner.rundir import jsonio, rundir
+from runner.rundir import rundir
 
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
