@@ -32,8 +32,11 @@ async def probe(base: Path, ref: str) -> dict:
             if time.monotonic() > deadline:
                 raise SystemExit("no snapshot within 30 s")
             await pilot.pause(0.05)
-        await pilot.pause(0.2)
         s = app.screen
+        while not s.query_one(StatusLine).plain_lines:  # the first snapshot drawn
+            if time.monotonic() > deadline:
+                raise SystemExit("nothing drawn within 30 s")
+            await pilot.pause(0.05)
         loss = s.query_one("#chart-loss", ChartView)
         return {
             "status": s.query_one(StatusLine).plain_lines,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 
+from tests.waiting import until_ui
 from console.alerts import ACKS_NAME
 from console.app import MoeConsole
 from console.screens.dialogs import DetailScreen
@@ -22,20 +23,13 @@ from runner.rundir import jsonio
 from tests.conftest import end_processes, run_processes
 
 
-async def until(pilot, cond, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await pilot.pause(0.05)
-
-
 def app_for(base, run, **kw) -> MoeConsole:
     kw.setdefault("interval", 0.1)
     return MoeConsole(base, run, gpu=False, **kw)
 
 
 async def attached(pilot) -> RunScreen:
-    await until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
+    await until_ui(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
     return pilot.app.screen
 
 
@@ -51,26 +45,26 @@ def test_alert_bar_ack_survives_reattach_and_new_alerts_toast(base, make_run):
         app = app_for(base, run)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
-            await until(pilot, lambda: bool(bar_of(screen)))
+            await until_ui(pilot, lambda: bool(bar_of(screen)))
             bar = bar_of(screen)
             assert bar[0].startswith("2 active alerts (2 CRIT)")
             assert "CRASH attempt 1: cuda_oom" in bar[1] and "checkpoint_empty_stub @40" in bar[2]  # newest first
             assert not app._notifications, "history is not toasted on attach"
             await pilot.press("a")
-            await until(pilot, lambda: not bar_of(screen))
+            await until_ui(pilot, lambda: not bar_of(screen))
             # an alert written while attached: a toast and the bar again
             run.event("alert", level="warning", rule="grad_norm_spike", step=61, message="grad norm 40x median")
-            await until(pilot, lambda: bool(bar_of(screen)))
+            await until_ui(pilot, lambda: bool(bar_of(screen)))
             assert bar_of(screen)[0].startswith("1 active alert (1 WARN)")
-            await until(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
+            await until_ui(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
             # a crash: a toast of its own, and Enter opens it (the newest alert) in full
             run.event("crash", attempt=2, **{"class": "nccl_timeout"}, summary="watchdog timeout",
                       recovery="restart")
-            await until(pilot, lambda: any(n.title == "crash" and "nccl_timeout" in n.message
+            await until_ui(pilot, lambda: any(n.title == "crash" and "nccl_timeout" in n.message
                                            for n in app._notifications))
-            await until(pilot, lambda: bar_of(screen)[0].startswith("2 active alerts (1 CRIT, 1 WARN)"))
+            await until_ui(pilot, lambda: bar_of(screen)[0].startswith("2 active alerts (1 CRIT, 1 WARN)"))
             await pilot.press("enter")
-            await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, DetailScreen))
             assert "class: nccl_timeout" in app.screen.lines and "summary: watchdog timeout" in app.screen.lines
             await pilot.press("escape")
     asyncio.run(first())
@@ -81,8 +75,7 @@ def test_alert_bar_ack_survives_reattach_and_new_alerts_toast(base, make_run):
         app = app_for(base, run)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
-            await pilot.pause(0.3)
-            bar = bar_of(screen)
+            bar = await until_ui(pilot, lambda: len(bar_of(screen)) == 3 and bar_of(screen), what="3 alert rows")
             assert len(bar) == 3 and "nccl_timeout" in bar[1] and "grad_norm_spike" in bar[2], \
                 "the acknowledged two stay quiet"
     asyncio.run(again())
@@ -96,20 +89,20 @@ def test_enter_opens_the_crash_report_of_an_event(base, make_run):
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
             pane = screen.query_one(EventPane)
-            await until(pilot, lambda: any("CRASH" in line for line in pane.plain_lines))
+            await until_ui(pilot, lambda: any("CRASH" in line for line in pane.plain_lines))
             pane.focus()
             pane.highlighted = next(i for i, e in enumerate(pane.entries) if e.kind == "crash")
             await pilot.press("enter")
-            await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, DetailScreen))
             body = "\n".join(app.screen.lines)
             assert "torch.OutOfMemoryError: CUDA out of memory." in body and "class: cuda_oom" in body
             await pilot.press("escape")
-            await until(pilot, lambda: isinstance(app.screen, RunScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))
             # an alert: its evidence (the checkpoint verdict's alert)
             pane.highlighted = next(i for i, e in enumerate(pane.entries) if e.kind == "checkpoint"
                                     and e.event.get("ok") is False)
             await pilot.press("enter")
-            await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, DetailScreen))
             body = "\n".join(app.screen.lines)
             assert "verdict: empty_stub (NOT ok)" in body and "reason: empty header (39 KB)" in body
     asyncio.run(go())
@@ -126,7 +119,7 @@ def test_quiet_time_shows_with_the_recipe_hang_limit(base, make_run):
         async with app.run_test(size=(160, 48)) as pilot:
             screen = await attached(pilot)
             status = screen.query_one(StatusLine)
-            await until(pilot, lambda: "quiet" in status.plain_lines[0])
+            await until_ui(pilot, lambda: "quiet" in status.plain_lines[0])
             assert "quiet 2m05s (hang limit 10m00s)" in status.plain_lines[0]
             assert "ETA" not in status.plain_lines[0]  # hung for 250 steps: no guess
     asyncio.run(go())
@@ -151,14 +144,14 @@ def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_r
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
             banner = screen.query_one("#runner-gone")
-            await until(pilot, lambda: banner.display)
+            await until_ui(pilot, lambda: banner.display)
             text = str(banner.render())
             assert "RUNNER GONE" in text and f"moeconsole supervise {run.run_id}" in text and "press s" in text
             shown = {k for k, b in screen.active_bindings.items() if b.binding.show}
             assert "s" in shown
             await pilot.press("s")
-            await until(pilot, lambda: any("started a new runner" in n.message for n in app._notifications))
-            await until(pilot, lambda: not banner.display, timeout=60)
+            await until_ui(pilot, lambda: any("started a new runner" in n.message for n in app._notifications))
+            await until_ui(pilot, lambda: not banner.display, timeout=60)
             assert screen.snapshot.run["runner_alive"]
     try:
         asyncio.run(go())
@@ -192,10 +185,10 @@ def test_readonly_console_does_not_start_a_runner(base, make_run):
         app = app_for(base, run, readonly=True)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
-            await until(pilot, lambda: screen.query_one("#runner-gone").display)
+            await until_ui(pilot, lambda: screen.query_one("#runner-gone").display)
             assert "press s" not in str(screen.query_one("#runner-gone").render())
             await pilot.press("s")
-            await until(pilot, lambda: any("read-only" in n.message for n in app._notifications))
+            await until_ui(pilot, lambda: any("read-only" in n.message for n in app._notifications))
     asyncio.run(go())
     assert not run_processes(base)
 
@@ -219,24 +212,24 @@ def test_bell_rings_once_for_new_critical_news_not_for_history_warnings_or_when_
         app = BellCounter(base, run, gpu=False, interval=0.1, bell=True)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
-            await until(pilot, lambda: bool(bar_of(screen)))
+            await until_ui(pilot, lambda: bool(bar_of(screen)))
             assert app.rings == 0, "alerts already there on attach do not ring"
             run.event("alert", level="warning", rule="grad_norm_spike", step=61, message="grad norm 40x median")
-            await until(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
+            await until_ui(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
             assert app.rings == 0, "a warning only toasts"
             run.event("alert", level="critical", rule="non_finite", step=62, message="loss is nan")
             run.event("crash", attempt=2, **{"class": "nccl_timeout"}, summary="watchdog timeout",
                       recovery="restart")
-            await until(pilot, lambda: any("nccl_timeout" in n.message for n in app._notifications))
-            await until(pilot, lambda: app.rings >= 1)
+            await until_ui(pilot, lambda: any("nccl_timeout" in n.message for n in app._notifications))
+            await until_ui(pilot, lambda: app.rings >= 1)
             polls = screen.polls
-            await until(pilot, lambda: screen.polls >= polls + 3)
+            await until_ui(pilot, lambda: screen.polls >= polls + 3)
             assert app.rings in (1, 2), "once per poll that brought critical news, never again for it"
             rung = app.rings
             await pilot.press("m")
-            await until(pilot, lambda: any(n.message == "bell off" for n in app._notifications))
+            await until_ui(pilot, lambda: any(n.message == "bell off" for n in app._notifications))
             run.event("alert", level="critical", rule="non_finite", step=63, message="loss is inf")
-            await until(pilot, lambda: any("loss is inf" in n.message for n in app._notifications))
+            await until_ui(pilot, lambda: any("loss is inf" in n.message for n in app._notifications))
             assert app.rings == rung, "muted with m"
     asyncio.run(go())
 
@@ -262,13 +255,13 @@ def test_a_new_log_line_reaches_the_screen_without_waiting_for_the_poll(base, ma
             with open(run.log, "a") as f:
                 f.write("[INFO:swift] a line written while attached\n")
             tail = screen.query_one(LogTail)
-            await until(pilot, lambda: any("a line written while attached" in line for line in tail.plain_lines))
+            await until_ui(pilot, lambda: any("a line written while attached" in line for line in tail.plain_lines))
             assert screen.polls >= polls + 1
             before = screen.polls
             for i in range(200):
                 with open(run.log, "a") as f:
                     f.write(f"[INFO:swift] burst {i}\n")
-            await until(pilot, lambda: any("burst 199" in line for line in tail.plain_lines))
+            await until_ui(pilot, lambda: any("burst 199" in line for line in tail.plain_lines))
             assert screen.polls - before < 100, "coalesced, not a poll per line"
     asyncio.run(go())
 
@@ -294,9 +287,9 @@ def test_a_file_change_polls_the_run_but_not_the_gpu_driver(base, make_run):
                 polls = screen.polls
                 with open(run.log, "a") as f:
                     f.write(f"[INFO:swift] change {i}\n")
-                await until(pilot, lambda: screen.polls > polls and any(f"change {i}" in l for l in tail.plain_lines))
+                await until_ui(pilot, lambda: screen.polls > polls and any(f"change {i}" in l for l in tail.plain_lines))
             assert len(calls) == 1, "file changes do not ask the driver"
             assert screen.snapshot.gpu["reason"] == "test driver", "the last reading is still shown"
             screen.poll_now()
-            await until(pilot, lambda: len(calls) == 2)
+            await until_ui(pilot, lambda: len(calls) == 2)
     asyncio.run(go())

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 
 import pytest
 
+from tests.waiting import until_ui
 from console import keys
 from console.app import MoeConsole
 from console.screens.browser import BrowserScreen
@@ -34,14 +34,6 @@ def telemetry(blockers=()):
     return lambda state: (GPU, list(blockers))
 
 
-async def until(pilot, cond, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.05)
-
-
 def app_for(base, run, **kw) -> MoeConsole:
     kw.setdefault("interval", 0.2)
     kw.setdefault("control_timeout", 3.0)
@@ -49,7 +41,7 @@ def app_for(base, run, **kw) -> MoeConsole:
 
 
 async def attached(pilot) -> RunScreen:
-    await until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
+    await until_ui(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
     return pilot.app.screen
 
 
@@ -73,13 +65,13 @@ def test_k_asks_naming_pids_and_grace_then_sends_kill_only_on_yes(base, make_run
         async with app.run_test(size=(100, 30)) as pilot:
             await attached(pilot)
             await pilot.press("k")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             body = " ".join(app.screen.confirmation.lines)
             assert "31337 (leader)" in body and "31338" in body and "7s" in body  # recipe kill.grace_s: 7
             await pilot.press(answer)
-            await until(pilot, lambda: isinstance(app.screen, RunScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))
             if answer == "y":
-                await until(pilot, lambda: runner.requests)
+                await until_ui(pilot, lambda: runner.requests)
                 assert runner.requests == [{"cmd": "kill", "grace_s": 7.0, "by": "console"}]
             else:
                 await pilot.pause(0.3)
@@ -96,20 +88,20 @@ def test_r_restarts_and_on_a_paused_run_resumes(base, make_run, fake_runner):
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             await pilot.press("r")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             assert "cool down" in " ".join(app.screen.confirmation.lines)
             await pilot.press("y")
-            await until(pilot, lambda: len(runner.requests) == 1)
+            await until_ui(pilot, lambda: len(runner.requests) == 1)
             assert runner.requests[0]["cmd"] == "restart"
             state = jsonio.read_json(run.state)
             jsonio.atomic_write_json(run.state, {**state, "status": "paused", "pause_reason": "NaN loss at step 50"})
-            await until(pilot, lambda: screen.snapshot.run["status"] == "paused")
+            await until_ui(pilot, lambda: screen.snapshot.run["status"] == "paused")
             assert "PAUSED" in screen.query_one(StatusLine).plain_lines[0]
             await pilot.press("r")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             assert app.screen.confirmation.title.startswith("Resume")
             await pilot.press("y")
-            await until(pilot, lambda: len(runner.requests) == 2)
+            await until_ui(pilot, lambda: len(runner.requests) == 2)
             assert runner.requests[1]["cmd"] == "resume"
     asyncio.run(go())
 
@@ -123,9 +115,9 @@ def test_v_asks_the_runner_to_verify_and_shows_its_answer(base, make_run, fake_r
         async with app.run_test(size=(100, 30)) as pilot:
             await attached(pilot)
             await pilot.press("v")
-            await until(pilot, lambda: runner.requests)
+            await until_ui(pilot, lambda: runner.requests)
             assert runner.requests == [{"cmd": "verify"}]
-            await until(pilot, lambda: any("checkpoint-60" in str(n.message) for n in app._notifications))
+            await until_ui(pilot, lambda: any("checkpoint-60" in str(n.message) for n in app._notifications))
     asyncio.run(go())
 
 
@@ -140,14 +132,14 @@ def test_z_ends_the_selected_zombie_by_pid_and_start_time(base, make_run, fake_r
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             table = screen.query_one("#blockers")
-            await until(pilot, lambda: table.row_count == 2)
+            await until_ui(pilot, lambda: table.row_count == 2)
             table.focus()
             await pilot.press("down")
             await pilot.press("z")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             assert "515151" in app.screen.confirmation.title and "carol" in " ".join(app.screen.confirmation.lines)
             await pilot.press("y")
-            await until(pilot, lambda: runner.requests)
+            await until_ui(pilot, lambda: runner.requests)
             assert runner.requests == [{"cmd": "kill_pid", "pid": 515151, "start_time": 5.0, "grace_s": 7.0,
                                         "by": "console"}]
     asyncio.run(go())
@@ -185,7 +177,7 @@ def test_q_detaches_without_touching_the_run(base, make_run, fake_runner):
         async with app.run_test(size=(100, 30)) as pilot:
             await attached(pilot)
             await pilot.press("q")
-            await until(pilot, lambda: app._exit_renderables is not None or not app.is_running)
+            await until_ui(pilot, lambda: app._exit_renderables is not None or not app.is_running)
         return app
 
     asyncio.run(go())
@@ -239,15 +231,15 @@ def test_widgets_redraw_only_when_data_changes(base, make_run):
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             chart = screen.query_one("#chart-loss", ChartView)
-            await until(pilot, lambda: screen.polls >= 3)
+            await until_ui(pilot, lambda: screen.polls >= 3)
             draws = chart.draws
             polls = screen.polls
-            await until(pilot, lambda: screen.polls >= polls + 5)
+            await until_ui(pilot, lambda: screen.polls >= polls + 5)
             assert chart.draws == draws, "an idle run must not redraw its charts"
             jsonio.append_jsonl(run.metrics, {"v": 1, "t": 0, "attempt": 2, "step": 61, "loss": 0.5,
                                               "grad_norm": 1.0, "mem_gib": 61.0})
-            await until(pilot, lambda: screen.snapshot.run["metric_count"] == 61)
-            await until(pilot, lambda: chart.draws > draws)
+            await until_ui(pilot, lambda: screen.snapshot.run["metric_count"] == 61)
+            await until_ui(pilot, lambda: chart.draws > draws)
     asyncio.run(go())
 
 
@@ -276,7 +268,7 @@ def test_help_is_generated_from_the_key_tables(base, make_run):
         async with app.run_test(size=(120, 60)) as pilot:
             await attached(pilot)
             await pilot.press("question_mark")
-            await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen))
             await pilot.pause(0.1)
             visible = _screen_text(app)
             assert "Run screen" in visible and "Clean kill" in visible  # the current screen's keys first
@@ -289,7 +281,7 @@ def test_help_is_generated_from_the_key_tables(base, make_run):
                 for k in table:
                     assert f"{k.shown_key} {k.help}" in whole, k
             await pilot.press("escape")
-            await until(pilot, lambda: isinstance(app.screen, RunScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))
     asyncio.run(go())
 
 
@@ -313,21 +305,21 @@ def test_l_opens_the_full_log_with_search(base, make_run):
         async with app.run_test(size=(100, 30)) as pilot:
             await attached(pilot)
             await pilot.press("l")
-            await until(pilot, lambda: isinstance(app.screen, LogScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, LogScreen))
             view = app.screen.query_one(LogView)
-            await until(pilot, lambda: view.virtual_size.height == 502)
+            await until_ui(pilot, lambda: view.virtual_size.height == 502)
             # Follows the end (the scroll lands after a refresh: wait for it, a loaded machine is slow).
-            await until(pilot, lambda: view.visible_text()[-1:] == ["tail line 199"])
+            await until_ui(pilot, lambda: view.visible_text()[-1:] == ["tail line 199"])
             await pilot.press("slash")
             await pilot.press(*"out of memory")
             await pilot.press("enter")
-            await until(pilot, lambda: view.current == 301)
-            await until(pilot, lambda: any("Tried to allocate" in line for line in view.visible_text()))
+            await until_ui(pilot, lambda: view.current == 301)
+            await until_ui(pilot, lambda: any("Tried to allocate" in line for line in view.visible_text()))
             await pilot.press("N")
             await pilot.pause(0.2)
             assert view.current == 301  # the only match: wraps onto itself
             await pilot.press("escape")
-            await until(pilot, lambda: isinstance(app.screen, RunScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))
     asyncio.run(go())
 
 
@@ -340,46 +332,46 @@ def test_browser_lists_sorts_filters_opens_and_compares(base, make_run):
     async def go():
         app = app_for(base, None)
         async with app.run_test(size=(160, 48)) as pilot:
-            await until(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
             browser = app.screen
 
             def names():
                 return [r["name"] for r in browser.rows]
             assert names() == ["moe-nvfp4", "moe-fp8", "moe-bf16"]  # same start time: by id, newest first
             await pilot.press("s")  # next column: ended, newest first
-            await until(pilot, lambda: names() == ["moe-bf16", "moe-fp8", "moe-nvfp4"])
+            await until_ui(pilot, lambda: names() == ["moe-bf16", "moe-fp8", "moe-nvfp4"])
             await pilot.press("S")
-            await until(pilot, lambda: names() == ["moe-nvfp4", "moe-fp8", "moe-bf16"])
+            await until_ui(pilot, lambda: names() == ["moe-nvfp4", "moe-fp8", "moe-bf16"])
             await pilot.press("slash")
             await pilot.press(*"status:failed")
             await pilot.press("enter")
-            await until(pilot, lambda: [r["name"] for r in browser.rows] == ["moe-fp8"])
+            await until_ui(pilot, lambda: [r["name"] for r in browser.rows] == ["moe-fp8"])
             await pilot.press("slash")
             for _ in range(20):
                 await pilot.press("backspace")
             await pilot.press("enter")
-            await until(pilot, lambda: len(browser.rows) == 3)
+            await until_ui(pilot, lambda: len(browser.rows) == 3)
             order = names()
             table = browser.query_one("#runs")
             table.move_cursor(row=order.index("moe-bf16"))
             await pilot.press("space")
             table.move_cursor(row=order.index("moe-fp8"))
             await pilot.press("c")
-            await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result is not None)
+            await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result is not None)
             d = app.screen.result
             assert {d["a"]["label"], d["b"]["label"]} == {"moe-bf16", "moe-fp8"}
             assert any(x["key"] == "command --fp8_recipe" for x in d["recipe_diff"])
             chart = app.screen.query_one(ChartView).text_rows()
             assert any("•" in r for r in chart) and any("×" in r for r in chart)
             await pilot.press("escape")
-            await until(pilot, lambda: isinstance(app.screen, BrowserScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen))
             table.move_cursor(row=order.index("moe-nvfp4"))
             await pilot.press("enter")
             screen = await attached(pilot)
             assert screen.snapshot.run["name"] == "moe-nvfp4"
             assert "KILLED" in screen.query_one(StatusLine).plain_lines[0]
             await pilot.press("b")  # back to the same browser, not a new one
-            await until(pilot, lambda: app.screen is browser)
+            await until_ui(pilot, lambda: app.screen is browser)
     asyncio.run(go())
 
 
@@ -391,9 +383,9 @@ def test_b_from_a_run_opens_the_browser_and_escape_returns(base, make_run):
         async with app.run_test(size=(100, 30)) as pilot:
             await attached(pilot)
             await pilot.press("b")
-            await until(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows)
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows)
             await pilot.press("escape")
-            await until(pilot, lambda: isinstance(app.screen, RunScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))
     asyncio.run(go())
 
 
@@ -408,7 +400,7 @@ def test_runner_gone_is_reported_not_hidden(base, make_run, fake_runner):
         async with app.run_test(size=(100, 30)) as pilot:
             await attached(pilot)
             await pilot.press("v")
-            await until(pilot, lambda: any("no runner is listening" in str(n.message) for n in app._notifications))
+            await until_ui(pilot, lambda: any("no runner is listening" in str(n.message) for n in app._notifications))
     asyncio.run(go())
 
 
@@ -427,10 +419,10 @@ def test_a_slurm_run_shows_its_job_and_k_names_the_job_not_pids(base, make_run, 
             status = str(screen.query_one(StatusLine).render())
             assert "PENDING (Resources)" in status and "slurm job 4711 PENDING" in status
             await pilot.press("k")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             body = " ".join(app.screen.confirmation.lines)
             assert "slurm job 4711 (PENDING)" in body and "scancel --signal=TERM" in body and "PIDs" not in body
             await pilot.press("y")
-            await until(pilot, lambda: runner.requests)
+            await until_ui(pilot, lambda: runner.requests)
             assert runner.requests == [{"cmd": "kill", "grace_s": 7.0, "by": "console"}]
     asyncio.run(go())

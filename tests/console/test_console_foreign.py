@@ -7,12 +7,13 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
 
+from console.screens.dialogs import PromptScreen
+from tests.waiting import until_ui
 from console.app import MoeConsole
 from console.screens.browser import BrowserScreen
 from console.screens.run import RunScreen
@@ -46,29 +47,22 @@ def swift_output(root: Path, steps: int = 30) -> Path:
     return root
 
 
-async def until(pilot, cond, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await pilot.pause(0.05)
-
-
 def test_open_a_swift_output_dir_from_the_browser(base, tmp_path):
     out = swift_output(tmp_path / "swift-out")
 
     async def go():
         app = MoeConsole(base, None, interval=0.2)
         async with app.run_test(size=(120, 36)) as pilot:
-            await until(pilot, lambda: isinstance(app.screen, BrowserScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen))
             await pilot.press("o")
-            await pilot.pause(0.1)
+            await until_ui(pilot, lambda: isinstance(app.screen, PromptScreen), what="the path prompt")
             await pilot.press(*str(out))
             await pilot.press("enter")
-            await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
             screen = app.screen
-            await until(pilot, lambda: len(screen.snapshot.checkpoints) == 2)
-            await pilot.pause(0.2)
-            status = screen.query_one(StatusLine).plain_lines
+            await until_ui(pilot, lambda: len(screen.snapshot.checkpoints) == 2)
+            status = await until_ui(pilot, lambda: (s := screen.query_one(StatusLine).plain_lines) and "IMPORTED" in s[0]
+                                    and s, what="the imported run's status line")
             assert "IMPORTED" in status[0] and "step 30/30" in status[0]
             assert screen.query_one("#chart-loss", ChartView).text_rows()[0].startswith("loss 1.1")
             events = " ".join(screen.query_one(EventPane).plain_lines)

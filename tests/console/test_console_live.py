@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.waiting import until_ui
 from console.app import MoeConsole
 from console.screens.dialogs import ConfirmScreen
 from console.screens.run import RunScreen
@@ -76,21 +77,13 @@ def demo():
         shutil.rmtree(base, ignore_errors=True)
 
 
-async def until(pilot, cond, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.1)
-
-
 def app_for(base, run, **kw) -> MoeConsole:
     kw.setdefault("interval", 0.25)
     return MoeConsole(base, run, telemetry=_live_telemetry(blocker_scan_s=0.5), **kw)
 
 
 async def attached(pilot) -> RunScreen:
-    await until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
+    await until_ui(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
     return pilot.app.screen
 
 
@@ -105,7 +98,7 @@ def test_readonly_changes_nothing(demo):
             assert "READ-ONLY" in screen.query_one(StatusLine).plain_lines[0]
             for key in ("k", "r", "z"):
                 await pilot.press(key)
-                await pilot.pause(0.2)
+                await pilot.pause()
                 assert not isinstance(app.screen, ConfirmScreen)
     asyncio.run(go())
     after = run.read_state()
@@ -147,7 +140,7 @@ def test_v_verifies_the_latest_checkpoint(demo):
         async with app.run_test(size=(100, 30)) as pilot:
             await attached(pilot)
             await pilot.press("v")
-            await until(pilot, lambda: any(str(n.message).startswith("verify: ok") for n in app._notifications))
+            await until_ui(pilot, lambda: any(str(n.message).startswith("verify: ok") for n in app._notifications))
     asyncio.run(go())
     verified = [e for e in _events(run) if e.get("type") == "checkpoint" and e.get("requested_by") == "user"]
     assert verified and verified[-1]["ok"] is True
@@ -163,15 +156,15 @@ def test_z_ends_a_real_zombie_of_the_run(demo):
             async with app.run_test(size=(120, 36)) as pilot:
                 screen = await attached(pilot)
                 table = screen.query_one(BlockerTable)
-                await until(pilot, lambda: any(b["pid"] == zombie.pid for b in table.blockers))
+                await until_ui(pilot, lambda: any(b["pid"] == zombie.pid for b in table.blockers))
                 table.focus()
                 table.move_cursor(row=[b["pid"] for b in table.blockers].index(zombie.pid))
                 await pilot.press("z")
-                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
                 assert str(zombie.pid) in app.screen.confirmation.title
                 assert "orphan" in " ".join(app.screen.confirmation.lines)
                 await pilot.press("y")
-                await until(pilot, lambda: zombie.poll() is not None, timeout=20)
+                await until_ui(pilot, lambda: zombie.poll() is not None, timeout=20)
         asyncio.run(go())
         assert zombie.returncode is not None
         kills = [e for e in _events(run) if e.get("type") == "blocker_kill"]
@@ -193,11 +186,11 @@ def test_r_waits_and_restarts(demo):
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             await pilot.press("r")
-            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
             body = " ".join(app.screen.confirmation.lines)
             assert all(str(pid) in body for pid, _ in old) and "3s" in body
             await pilot.press("y")
-            await until(pilot, lambda: screen.snapshot.run["status"] == "cooldown"
+            await until_ui(pilot, lambda: screen.snapshot.run["status"] == "cooldown"
                         or (screen.snapshot.run["attempt"] or 0) > before["attempt"], timeout=30)
     asyncio.run(go())
     state = wait_state(run, lambda s: s.get("attempt", 0) > before["attempt"] and s.get("status") == "running",
@@ -222,12 +215,12 @@ def test_k_kills_cleanly(tmp_path_factory):
             async with app.run_test(size=(100, 30)) as pilot:
                 screen = await attached(pilot)
                 await pilot.press("k")
-                await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+                await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
                 assert all(str(pid) in " ".join(app.screen.confirmation.lines) for pid, _ in tree)
                 await pilot.press("y")
-                await until(pilot, lambda: screen.snapshot.run["status"] == "killed", timeout=30)
+                await until_ui(pilot, lambda: screen.snapshot.run["status"] == "killed", timeout=30)
                 assert "KILLED" in screen.query_one(StatusLine).plain_lines[0]
-                await until(pilot, lambda: "k" not in {k for k, b in screen.active_bindings.items()
+                await until_ui(pilot, lambda: "k" not in {k for k, b in screen.active_bindings.items()
                                                       if b.binding.show})  # no runner left to ask
         asyncio.run(go())
         for pid, start in tree:

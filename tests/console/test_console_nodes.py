@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from textual.geometry import Region
 
+from tests.waiting import until_ui
 from console.app import MoeConsole
 from console.screens.run import RunScreen
 from console.widgets.gpus import GpuPanel
@@ -136,14 +137,6 @@ def two_node_run(base, make_run, agent_docs, fresh_agent) -> rundir.RunDir:
 
 # ---- driving the app ------------------------------------------------------------------------
 
-async def until(pilot, cond, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.05)
-
-
 def visible_lines(widget) -> list[str]:
     """The panel's text as it is on screen (cropped to its region), padding stripped."""
     width, height = widget.size
@@ -156,7 +149,7 @@ def panel_view(base, run, size, local_gpu: dict | None, *, gpu: bool = True) -> 
     async def go() -> dict:
         app = MoeConsole(base, run, interval=0.2, gpu=gpu, telemetry=lambda state: (local_gpu, []))
         async with app.run_test(size=size) as pilot:
-            await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
             panel = app.screen.query_one(GpuPanel)  # drawn from the same poll as the snapshot
             await pilot.pause(0.3)  # and a poll later: the view is settled
             return {"lines": visible_lines(panel), "plain": list(panel.plain_lines), "height": panel.size.height,
@@ -333,13 +326,13 @@ def test_rows_come_back_when_the_terminal_grows(base, make_run, agent_docs, fres
     async def go() -> None:
         app = MoeConsole(base, run, interval=3600, gpu=False)  # one poll: only the resizes redraw
         async with app.run_test(size=(160, 30)) as pilot:
-            await until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
             panel = app.screen.query_one(GpuPanel)
-            await until(pilot, lambda: len([line for line in visible_lines(panel) if line]) == 2)
+            await until_ui(pilot, lambda: len([line for line in visible_lines(panel) if line]) == 2)
             assert not any(re.match(r"\d+ \[", line) for line in visible_lines(panel))
             await pilot.resize_terminal(160, 48)
-            await until(pilot, lambda: len(re.findall(r"(?:^|  )\s?\d \[", rows_under(visible_lines(panel), "gpu-node-a"),
+            await until_ui(pilot, lambda: len(re.findall(r"(?:^|  )\s?\d \[", rows_under(visible_lines(panel), "gpu-node-a"),
                                                       re.M)) == 8)
             await pilot.resize_terminal(160, 30)
-            await until(pilot, lambda: len([line for line in visible_lines(panel) if line]) == 2)
+            await until_ui(pilot, lambda: len([line for line in visible_lines(panel) if line]) == 2)
     asyncio.run(go())

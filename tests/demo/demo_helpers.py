@@ -9,12 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 import pytest
+from tests.waiting import reached as wait_for  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -127,10 +127,3 @@ class DemoLauncher:
             self.end(proc)
 
 
-def wait_for(predicate, timeout: float = TIMEOUT_S, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()

@@ -2,21 +2,10 @@
 from __future__ import annotations
 
 import os
-import time
 
 
 from runner.ingest import FileTailer
 
-WAIT = float(os.environ.get("MOECONSOLE_TEST_WAIT", "10"))
-
-
-def wait_for(cond, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return cond()
 
 
 def append(path, text: str) -> None:

@@ -6,19 +6,9 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
-from typing import Any, Callable
-
-
-def wait_for(pred: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+from typing import Any
+from tests.waiting import until as wait_for  # noqa: F401  (the ops tests' name for it)
 
 
 def read_json(path: Path) -> Any:

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from runner.process.proctree import marked_processes
+from tests.waiting import until
 
 
 def _demo(*faults: str, max_steps: int = 12, save_steps: int = 4) -> list[str]:
@@ -80,9 +81,10 @@ def test_nan_loss_stops_the_run_and_pauses_it(harness):
     os.kill(st["runner"]["pid"], 9)
     out = harness.cli("supervise", run.id, check=True)
     assert "paused" in out.stdout
-    import time
-    time.sleep(0.5)
-    assert run.state()["status"] == "paused" and run.state()["attempt"] == 1
+    # Two state writes by the new runner: its loop has turned past any decision to relaunch.
+    first = run.state()["updated_at"]
+    st = until(lambda: (s := run.state())["updated_at"] > first and s, what="the new runner's next state write")
+    assert st["status"] == "paused" and st["attempt"] == 1
     out = harness.cli("kill", run.id, check=True)
     assert "killed" in out.stdout
 

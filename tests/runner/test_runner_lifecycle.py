@@ -11,6 +11,7 @@ import time
 import psutil
 
 from runner.process.proctree import marked_processes
+from tests.waiting import until
 
 
 def _tree_gone(run) -> bool:
@@ -146,8 +147,8 @@ def test_runner_sigkill_then_adoption_keeps_training_and_records(harness):
     runner_pid = st["runner"]["pid"]
     leader = next(p for p in st["pids"] if p["role"] == "leader")["pid"]
     os.kill(runner_pid, signal.SIGKILL)
-    time.sleep(1.0)
-    assert psutil.pid_exists(leader), "killing the runner must not take training down"
+    until(lambda: not _running(runner_pid), what="the runner to be gone")
+    assert _running(leader), "killing the runner must not take training down"
     out = harness.cli("supervise", run.id, check=True)
     assert "running" in out.stdout
     st = run.wait_status("succeeded", timeout=90)
@@ -238,3 +239,11 @@ def test_runner_killed_during_cooldown_is_replaced_and_the_restart_happens(harne
     st = run.wait_status("succeeded", "failed", timeout=90)
     assert st["status"] == "succeeded" and st["attempt"] == 2
     assert _tree_gone(run)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

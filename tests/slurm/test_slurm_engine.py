@@ -9,11 +9,13 @@ import signal
 import subprocess
 import time
 
+import psutil
 import pytest
 
 from runner.process import proctree
 from tests.runner.conftest import Harness, Run
 from tests.slurm.test_slurm_cluster import _cluster_up
+from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
 
@@ -162,7 +164,8 @@ def test_adoption_after_the_runner_is_sigkilled(slurm):
     st = run.wait(lambda s: (s.get("step") or 0) >= 5, timeout=120, what="5 steps")
     os.kill(st["runner"]["pid"], signal.SIGKILL)
     job_id = st["job"]["job_id"]
-    time.sleep(0.5)
+    until(lambda: not psutil.pid_exists(st["runner"]["pid"])
+          or psutil.Process(st["runner"]["pid"]).status() == psutil.STATUS_ZOMBIE, what="the runner to be gone")
     assert _squeue(job_id) == "RUNNING", "killing the runner must not take the job down"
     out = slurm.cli("supervise", run.id, check=True)
     assert "running" in out.stdout
