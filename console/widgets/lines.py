@@ -13,13 +13,12 @@ not plain single-cell text (tabs, control codes, wide characters) and a text sel
 drawn by the Content pipeline itself."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
-from textual._segment_tools import line_pad
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.style import Style
@@ -66,7 +65,7 @@ class BoxedLines(Widget):
                 continue
             strip = line.adjust_cell_length(content_width, inner)
             if pad_left or pad_right:
-                strip = Strip(line_pad(strip, pad_left, pad_right, inner), width)
+                strip = Strip(_padded(strip, pad_left, pad_right, inner), width)
             else:
                 strip = Strip(strip, width)
             for line_filter in filters:
@@ -284,3 +283,14 @@ class LinesView(BoxedLines):
         super().notify_style_update()
         self._forget_drawn()
         self._text = None
+
+
+def _padded(segments: Iterable[Segment], pad_left: int, pad_right: int, style: RichStyle) -> list[Segment]:
+    """The line with ``pad_left`` / ``pad_right`` blank cells of ``style`` around it (what Textual
+    puts around a widget's content for its ``padding``)."""
+    line = list(segments)
+    if pad_left:
+        line.insert(0, Segment(" " * pad_left, style))
+    if pad_right:
+        line.append(Segment(" " * pad_right, style))
+    return line
