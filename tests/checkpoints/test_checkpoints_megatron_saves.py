@@ -188,3 +188,26 @@ def test_messages_name_the_right_things(tmp_path):
     (stub / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
     v = verify_checkpoint(stub)
     assert v.verdict == "empty_stub" and not any("are the weights" in n for n in v.notes)
+
+
+def test_a_42_save_is_synced_with_its_merged_weights(tmp_path):
+    """The recipe's sync copies checkpoint-N/ with checkpoint-N-merged/, where its weights are; the
+    copy verifies as a pair, and retention removes the pair."""
+    from runner.checkpoints.sync import MARKER, sync_one
+
+    out, dest = tmp_path / "out", tmp_path / "ebs"
+    for n in (100, 200, 300):
+        swift_common(out / f"checkpoint-{n}", n)
+        merged_finished(merged_started(out / f"checkpoint-{n}-merged", n), n)
+        res = sync_one(out / f"checkpoint-{n}", dest, keep_last=2, use_rsync=False)
+        assert res.ok, res.reason
+        assert (dest / f"checkpoint-{n}" / MARKER).is_file() and (dest / f"checkpoint-{n}-merged" / "config.json").is_file()
+        v = verify_checkpoint(dest / f"checkpoint-{n}")
+        assert v.ok and f"checkpoint-{n}-merged" in v.reason, v.problems
+    assert sorted(p.name for p in dest.iterdir()) == ["checkpoint-200", "checkpoint-200-merged",
+                                                      "checkpoint-300", "checkpoint-300-merged"]
+    # An unfinished merged model is never synced.
+    swift_common(out / "checkpoint-400", 400)
+    merged_started(out / "checkpoint-400-merged", 400)
+    res = sync_one(out / "checkpoint-400", dest, keep_last=2, use_rsync=False)
+    assert not res.ok and "not synced" in res.reason and not (dest / "checkpoint-400").exists()
