@@ -95,7 +95,8 @@ def lora_params(config: dict, rank: int) -> int | None:
     """Trainable parameters of an ``all-linear`` LoRA of ``rank`` on this HF config (experts and
     shared expert exact, attention from the head counts). Megatron's ``all-linear`` reaches the
     experts (``megatron sft`` builds grouped LoRA on them). None when the config lacks the sizes."""
-    c = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text = config.get("text_config")
+    c: dict = text if isinstance(text, dict) else config
     try:
         hidden, layers = int(c["hidden_size"]), int(c["num_hidden_layers"])
     except (KeyError, TypeError, ValueError):
