@@ -89,21 +89,7 @@ def _check_torch_dist(d: Path, base: Path, files: set[str], report: MegatronRepo
         expected = None
     else:
         expected = _expected_shards(d / ".metadata", base, report)
-    for name in ["common.pt", *distcp]:
-        if name not in files:
-            continue
-        entry = _file_entry(d / name, base)
-        if entry["size"] == 0:
-            entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
-            report.problems.append(("empty_stub", f"{d.name}/{name} is empty (0 bytes)"))
-        report.files.append(entry)
-    if not distcp:
-        report.problems.append(("empty_stub", f"{d.name} holds no .distcp shard"))
-    if expected:
-        missing = sorted(expected - set(distcp))
-        if missing:
-            report.problems.append(("missing_shard", f"{d.name}/.metadata names {len(missing)} shard(s) that do "
-                                                     f"not exist: {', '.join(missing[:5])}"))
+    _check_shards(d, base, ["common.pt", *distcp] if "common.pt" in files else distcp, expected, report)
 
 
 def _check_fsdp_dcp(d: Path, base: Path, files: set[str], report: MegatronReport) -> None:
@@ -111,7 +97,13 @@ def _check_fsdp_dcp(d: Path, base: Path, files: set[str], report: MegatronReport
     report.format = "fsdp_dtensor"
     distcp = sorted(f for f in files if f.endswith(".distcp"))
     expected = _expected_shards(d / ".metadata", base, report)
-    for name in distcp:
+    _check_shards(d, base, distcp, expected, report)
+
+
+def _check_shards(d: Path, base: Path, names: list[str], expected: set[str] | None, report: MegatronReport) -> None:
+    """Each file non-empty, at least one ``.distcp`` shard, and every shard ``.metadata`` names on disk."""
+    distcp = [n for n in names if n.endswith(".distcp")]
+    for name in names:
         entry = _file_entry(d / name, base)
         if entry["size"] == 0:
             entry.update(ok=False, verdict="empty_stub", reason="0 bytes")

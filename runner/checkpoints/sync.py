@@ -189,7 +189,7 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
     try:
         jsonio.atomic_write_json(staging / src.name / MARKER, record)
         for m in members:                          # the weights first, the checkpoint that names them last
-            _put_in_place(staging / m.name, dest_root / m.name)
+            jsonio.replace_dir(staging / m.name, dest_root / m.name)
         os.rmdir(staging)
         dfd = os.open(dest_root, os.O_RDONLY)
         try:
@@ -206,17 +206,6 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
         shutil.rmtree(dest_root / f"{name}-merged", ignore_errors=True)    # its weights, synced with it
     return SyncResult(jsonio.SCHEMA_VERSION, True, str(src), str(final), step, total,
                       round(time.monotonic() - t0, 3), method, "copied and verified", time.time(), deleted)
-
-
-def _put_in_place(copy: Path, final: Path) -> None:
-    """Rename a verified copy to its real name; an older copy there is moved aside first."""
-    if final.exists():
-        old = final.with_name(f"{PARTIAL}old.{final.name}.{os.getpid()}")
-        os.rename(final, old)
-        os.rename(copy, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(copy, final)
 
 
 @dataclass
