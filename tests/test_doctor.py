@@ -78,10 +78,77 @@ def test_alloc_conf_name_follows_the_torch_version():
         "alloc_conf_renamed"]["message"]
 
 
-def test_fla_tma_on_blackwell_only():
-    assert rules(doctor.findings(report(GPU_STACK, env={"FLA_USE_TMA": "1"}, torch=B200)))[
-        "fla_tma_on_blackwell"]["level"] == "warning"
-    assert "fla_tma_on_blackwell" not in rules(doctor.findings(report(GPU_STACK, env={"FLA_USE_TMA": "1"}, torch=H200)))
+A100 = {**H200, "devices": [{"name": "NVIDIA A100", "capability": [8, 0]}]}
+
+
+def test_fla_tma_on_hopper_and_blackwell_and_in_builds_that_turn_it_on_by_default():
+    # FLA_USE_TMA=1 opts into FLA's Triton TMA kernels on compute capability 9.x and 10.x alike.
+    for gpu in (H200, B200):
+        found = rules(doctor.findings(report(GPU_STACK, env={"FLA_USE_TMA": "1"}, torch=gpu)))
+        assert found["fla_tma_enabled"]["level"] == "warning", found
+        assert gpu["devices"][0]["name"] in found["fla_tma_enabled"]["message"]
+    assert "fla_tma_enabled" not in rules(doctor.findings(report(GPU_STACK, env={"FLA_USE_TMA": "1"}, torch=A100)))
+    assert "fla_tma_enabled" not in rules(doctor.findings(report(GPU_STACK, torch=H200)))
+    # Before 0.4.0 TMA is on by default on sm_90+ (fla/utils.py: FLA_NO_USE_TMA to turn it off).
+    old = {**GPU_STACK, "flash-linear-attention": None, "fla-core": "0.3.2"}
+    found = rules(doctor.findings(report(old, torch=H200)))
+    assert "before 0.4.0" in found["fla_tma_default_on"]["message"] and "FLA_NO_USE_TMA=1" in \
+        found["fla_tma_default_on"]["message"]
+    assert "fla_tma_default_on" not in rules(doctor.findings(report(old, env={"FLA_NO_USE_TMA": "1"}, torch=H200)))
+
+
+SWIFT_46_MEGATRON = {"ms-swift": ["transformers<5.20.0,>=4.33", 'mcore-bridge>=1.6.3; extra == "megatron"',
+                                  'megatron-core>=0.16; extra == "megatron"', 'peft>=0.15; extra == "megatron"']}
+
+
+def test_ms_swift_megatron_extra_and_what_it_refuses_to_start_without():
+    stack = {**GPU_STACK, "megatron-core": "0.16.1", "peft": "0.20.0", "transformers": "5.19.0"}
+    ok = rules(doctor.findings(report({**stack, "mcore-bridge": "1.6.3"}, torch=H200, requires=SWIFT_46_MEGATRON)))
+    assert "swift_megatron_extra" not in ok and "swift_megatron_requirement" not in ok
+    # 1.5.x starts (megatron_args.py requires >=1.5.0) but is not what 4.6.0[megatron] declares.
+    found = rules(doctor.findings(report({**stack, "mcore-bridge": "1.5.0"}, torch=H200, requires=SWIFT_46_MEGATRON)))
+    assert found["swift_megatron_extra"]["level"] == "warning"
+    assert "mcore-bridge>=1.6.3 but 1.5.0" in found["swift_megatron_extra"]["message"]
+    # Below 1.5.0 `megatron sft` refuses to start.
+    found = rules(doctor.findings(report({**stack, "mcore-bridge": "1.4.2"}, torch=H200, requires=SWIFT_46_MEGATRON)))
+    assert found["swift_megatron_requirement"]["level"] == "error" and "swift_megatron_extra" not in found
+    assert "mcore-bridge>=1.5.0" in found["swift_megatron_requirement"]["message"]
+    # 4.2.0 asks for 1.2.0 (init.py _patch_mcore_bridge).
+    old = rules(doctor.findings(report({**stack, "ms-swift": "4.2.0", "mcore-bridge": "1.2.0"}, torch=H200)))
+    assert "swift_megatron_requirement" not in old
+
+
+def test_recipe_pins_and_version_are_checked_against_the_training_python():
+    git = {"flash-linear-attention": {"url": "https://github.com/fla-org/flash-linear-attention",
+                                      "vcs_info": {"vcs": "git", "commit_id": "5aea42b0123456789"}}}
+    stack = {**GPU_STACK, "torch": "2.9.1+cu128", "megatron-core": "0.16.1", "triton": "3.5.1"}
+    pins = {"torch": "2.9.1", "megatron-core": "0.16.1", "triton": "3.5.1", "flash-linear-attention": "git:5aea42b",
+            "transformer-engine": ">=2.15"}
+    found = doctor.findings(report(stack, torch=H200, sources=git), pins=pins, expected_swift="4.6.0")
+    mism = [f["message"] for f in found if f["rule"] == "pin_mismatch"]
+    assert mism == ["transformer-engine is pinned to >=2.15 (swift.pins) but 2.8.0 is installed"], mism
+    found = doctor.findings(report({**stack, "torch": "2.13.0+cpu"}, torch=H200), pins=pins, expected_swift="4.2.0")
+    mism = " | ".join(f["message"] for f in found if f["rule"] == "pin_mismatch")
+    assert "torch is pinned to 2.9.1 (swift.pins) but 2.13.0+cpu is installed" in mism
+    assert "flash-linear-attention is pinned to git commit 5aea42b" in mism and "not a git build" in mism
+    assert "4.2.0 (swift.version) but 4.6.0 is installed" in rules(found)["swift_version_mismatch"]["message"]
+
+
+def test_doctor_recipe_whose_python_is_absent_reports_it(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: r\ncommand: [megatron, sft]\nswift: {python: /nonexistent/swift/bin/python, "
+                      "pins: {torch: '2.9.1'}}\n")
+    for extra in ([], ["--json"]):
+        out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(recipe), *extra], capture_output=True,
+                             text=True, cwd=REPO, timeout=60)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert "training_python_missing" in out.stdout and "/nonexistent/swift/bin/python" in out.stdout
+    assert json.loads(out.stdout)["problems"][0]["level"] == "warning"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: r\ncommand: [megatron, sft]\nswift: {pins: {torch: 'not a version'}}\n")
+    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(bad)], capture_output=True, text=True,
+                         cwd=REPO, timeout=60)
+    assert out.returncode == 2 and "swift.pins: torch: 'not a version'" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_missing_pieces_and_dev_builds_say_why():

@@ -3,7 +3,9 @@ versions, GPUs, settings and known-bad combinations, each finding with its reaso
 (runner/recipes/doctor.py does the work)."""
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import dataclass
 
 from runner.recipes import doctor, recipe as recipes
 from runner.rundir import jsonio
@@ -20,19 +22,40 @@ def known_bad(versions: dict[str, str | None], requires: dict[str, list[str]] | 
     return [f for f in doctor.findings(report) if f["rule"] in rules]
 
 
-def _target(args) -> tuple[str | None, dict[str, str], str]:
-    """(python, env, what) from --python, a recipe's swift.python and env, or this Python."""
+@dataclass
+class Target:
+    """What doctor inspects: a Python, the environment it runs with, and what the recipe expects."""
+    python: str | None
+    env: dict[str, str]
+    what: str
+    expected_swift: str | None = None
+    pins: dict[str, str] | None = None
+
+
+def _target(args) -> Target:
+    """--python, a recipe's swift.python (with its env, version and pins), or this Python."""
     if args.python and args.recipe:
         raise InputError("doctor: give --python or a RECIPE, not both")
     if args.recipe:
         r = recipes.load(args.recipe)
-        py = (r.get("swift") or {}).get("python")
+        sw = r.get("swift") or {}
+        py = sw.get("python")
         env = recipes.resolve_env(r.get("env") or {})
         if not py:
-            return None, env, f"{args.recipe} (no swift.python: moeconsole's own Python)"
+            return Target(None, env, f"{args.recipe} (no swift.python: moeconsole's own Python)", sw.get("version"),
+                          sw.get("pins"))
         py = recipes.fill(py, {"recipe_dir": r.get("_recipe_dir", "")})
-        return py, env, f"{args.recipe} (swift.python {py})"
-    return args.python, {}, args.python or "moeconsole's own Python"
+        return Target(py, env, f"{args.recipe} (swift.python {py})", sw.get("version"), sw.get("pins"))
+    return Target(args.python, {}, args.python or "moeconsole's own Python")
+
+
+def _absent(target: Target) -> list[dict]:
+    """A recipe's training Python that is not on this machine: nothing of it can be inspected here
+    (doctor may be run where the recipe is written, not where it trains)."""
+    return [{"level": "warning", "rule": "training_python_missing",
+             "message": f"{target.python} (swift.python) does not exist on this machine: its packages, "
+                        f"{'pins, ' if target.pins else ''}torch and GPUs were not inspected; run "
+                        "`moeconsole doctor RECIPE` on the node that trains"}]
 
 
 def _gpu() -> dict:
@@ -46,13 +69,18 @@ def _gpu() -> dict:
 
 
 def run(args) -> int:
-    python, env, what = _target(args)
+    target = _target(args)
+    pins = list((target.pins or {}).keys())
+    if args.recipe and target.python and not os.path.exists(doctor.resolve_python(target.python)):
+        return _report_absent(args, target)
     try:
-        report = doctor.inspect(python, env)
+        report = doctor.inspect(target.python, target.env, packages=pins)
     except doctor.ProbeFailed as exc:
         raise InputError(f"doctor: {exc}") from None
-    problems = doctor.findings(report, training_env=python is not None)
+    problems = doctor.findings(report, training_env=target.python is not None, expected_swift=target.expected_swift,
+                               pins=target.pins)
     gpu = _gpu()
+    what = target.what
     if args.json:
         print(jsonio.dumps({"v": 1, "target": what, "python": report.python, "executable": report.executable,
                             "platform": report.platform, "packages": report.packages, "torch": report.torch,
@@ -72,9 +100,26 @@ def run(args) -> int:
             print(f"GPUs: {gpu['count']} (driver {driver})")
         else:
             print(f"GPUs: none ({gpu.get('reason')})")
-        for p in problems:
-            print(f"{p['level']:7s} {p['rule']}: {p['message']}")
-        if not any(p["level"] in ("error", "warning") for p in problems):
-            print("no known-bad combination found")
+        _print_problems(problems)
     sys.stdout.flush()
     return 1 if any(p["level"] == "error" for p in problems) else 0
+
+
+def _print_problems(problems: list[dict]) -> None:
+    for p in problems:
+        print(f"{p['level']:7s} {p['rule']}: {p['message']}")
+    if not any(p["level"] in ("error", "warning") for p in problems):
+        print("no known-bad combination found")
+
+
+def _report_absent(args, target: Target) -> int:
+    problems = _absent(target)
+    if args.json:
+        print(jsonio.dumps({"v": 1, "target": target.what, "python": None, "executable": target.python,
+                            "platform": None, "packages": {}, "torch": None, "nvml": None, "env": {},
+                            "gpu": _gpu(), "problems": problems}))
+    else:
+        print(f"{target.what}: not inspected")
+        _print_problems(problems)
+    sys.stdout.flush()
+    return 0

@@ -134,8 +134,13 @@ def find_checkpoints(root: Path | str) -> list[Checkpoint]:
 
     ``root`` may be a checkpoint itself (a dir or a single .safetensors file), an output dir,
     an ms-swift output dir with ``v*/`` run subdirs, or a Megatron save dir. Symlinks such as
-    ms-swift's ``last-checkpoint`` are followed but each checkpoint is listed once."""
+    ms-swift's ``last-checkpoint`` are followed but each checkpoint is listed once; given as
+    ``root``, such a link is the one checkpoint it points at (4.6.0 ``update_last_checkpoint_symlink``,
+    swift/utils/io_utils.py, links ``last-checkpoint`` to ``checkpoint-N`` after every save), not a
+    container of its ``iter_*`` dir."""
     root = Path(root)
+    if root.is_symlink() and CHECKPOINT_DIR.match(root.resolve().name):
+        root = root.resolve()
     if root.is_file():
         return [Checkpoint(root, None, "file")] if root.name.endswith(".safetensors") else []
     if not root.is_dir():
@@ -186,23 +191,80 @@ def tracker_iteration(save_dir: Path) -> int | str | None:
 
 
 _SWIFT_FIRST_FILES = frozenset({"args.json", SIDECAR_NAME})
+MERGED_SUFFIX = "-merged"
+# mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
+# each shard as model-0000i-of-?????.safetensors and renames the set in finalize().
+_UNNUMBERED_SHARD = "-of-?????."
+
+
+def has_hf_weights(path: Path) -> bool:
+    """Does an ms-swift checkpoint dir hold HF weights (safetensors or torch pickles) itself?"""
+    files, _dirs = _names(path)
+    return any(f.endswith(".safetensors") or PICKLE_WEIGHTS.match(f) for f in files)
+
+
+def weights_sibling(path: Path) -> Path | None:
+    """``checkpoint-N-merged/`` when it holds the weights of ``checkpoint-N/``: ms-swift with
+    ``--merge_lora true`` writes the merged model there, and 4.2.0 writes no adapter into
+    ``checkpoint-N/`` then (``save_checkpoint``, trainers/base.py), so the save's weights are the
+    sibling's. None for a ``-merged`` dir itself, a dir with weights of its own, or no sibling."""
+    m = CHECKPOINT_DIR.match(path.name)
+    if not m or m.group(2) or has_hf_weights(path):
+        return None
+    sib = path.with_name(path.name + MERGED_SUFFIX)
+    return sib if sib.is_dir() else None
+
+
+def merged_weights_settled(path: Path) -> bool:
+    """Has a merged save (``checkpoint-N-merged/``) finished writing its model? ms-swift writes, in
+    order: the tracker, args.json and iter_N/common.pt copied from checkpoint-N/, the weights
+    (``GPTBridge.save_weights``: shards under temporary ``-of-?????`` names, renamed at the end,
+    then ``model.safetensors.index.json``), then ``config.json`` and the tokenizer files
+    (ms-swift init.py ``_patch_mcore_bridge``'s ``save_weights``). So it is finished once
+    ``config.json`` is there, no shard has its temporary name, and the index's shards all exist."""
+    files, _dirs = _names(path)
+    if "config.json" not in files or any(_UNNUMBERED_SHARD in f for f in files):
+        return False
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text()).get("weight_map") or {}
+            return bool(weight_map) and set(map(str, weight_map.values())) <= files
+        except (OSError, ValueError, AttributeError):
+            return False
+    return any(f.endswith(".safetensors") for f in files)
 
 
 def _swift_save_underway(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> bool:
-    """ms-swift's Megatron save_checkpoint writes, in order: args.json, iter_N/common.pt, the
-    tracker, then the safetensors (adapter here, or the full model in checkpoint-N-merged/).
-    A checkpoint-N/ holding only the first of these has more coming."""
-    if not CHECKPOINT_DIR.match(ckpt.path.name) or ckpt.path.name.endswith("-merged"):
+    """ms-swift's Megatron ``save_checkpoint`` (trainers/base.py, 4.2.0 and 4.6.0) writes, in
+    order: args.json, iter_N/common.pt and the tracker (``save_mcore_checkpoint``), the adapter
+    (adapter_model.safetensors, then adapter_config.json) unless 4.2 merges, then the merged
+    model into checkpoint-N-merged/. A save is still being written while:
+
+    - checkpoint-N/ holds only args.json (and our sidecar);
+    - checkpoint-N/ holds metadata and no weights, and its -merged sibling is absent or has not
+      finished (``merged_weights_settled``): its weights are the sibling's;
+    - checkpoint-N-merged/ itself has not finished;
+    - a Megatron save's adapter has no adapter_config.json yet."""
+    named = CHECKPOINT_DIR.match(ckpt.path.name)
+    if not named:
         return False
+    if named.group(2):
+        return (bool(files & {TRACKER, "args.json"}) or any(ITER_DIR.match(d) for d in dirs)) \
+            and not merged_weights_settled(ckpt.path)
     if files and files <= _SWIFT_FIRST_FILES and not dirs:
         return True                       # args.json copied, nothing else yet
+    if "adapter_model.safetensors" in files and "adapter_config.json" not in files and TRACKER in files:
+        return True                       # the bridge writes adapter_config.json right after the adapter
     iters = [d for d in dirs if ITER_DIR.match(d)]
     if not iters or TRACKER not in files:
         return False
     weights = any(f.endswith((".safetensors", ".bin")) for f in files)
     common_only = all(_names(ckpt.path / d)[0] <= {"common.pt"} and not _names(ckpt.path / d)[1] for d in iters)
-    merged = (ckpt.path.parent / (ckpt.path.name + "-merged")).is_dir()
-    return common_only and not weights and not merged
+    if not common_only or weights:
+        return False
+    merged = ckpt.path.parent / (ckpt.path.name + MERGED_SUFFIX)
+    return not (merged.is_dir() and merged_weights_settled(merged))
 
 
 def megatron_save_complete(ckpt: Checkpoint) -> bool:

@@ -1,11 +1,17 @@
 """Recipe lint for the checkpoint stub trap of ms-swift Megatron.
 
-An ms-swift Megatron LoRA run launched with ``--save_safetensors true --no_save_optim true``
-but without ``--merge_lora true`` saved 39 KB safetensors files with no tensors, for 36 hours.
-ms-swift's own example (examples/megatron/mcore_bridge/lora/moe.sh) uses exactly that
-combination with ``--merge_lora false``. In the ms-swift source we read, ``save_safetensors``
-defaults to true in Megatron mode, so leaving it out counts as true; ``merge_lora`` must be
-given as true explicitly to pass.
+The 397B record's LoRA run, launched with ``--save_safetensors true --no_save_optim true`` and
+``--merge_lora false``, saved 39 KB ``adapter_model.safetensors`` files with no tensors, for 36
+hours. What ms-swift's source says about that combination:
+
+- ``merge_lora`` is ``Optional[bool] = None`` and an omitted one follows ``save_safetensors``
+  (``MegatronArguments.__post_init__``: 4.2.0 megatron_args.py l.706-707, 4.6.0 l.923-924), and
+  ``save_safetensors`` defaults to true: leaving ``--merge_lora`` out merges, so it is no trap.
+- With ``--merge_lora false``, 4.2.0's ``MegatronTrainer.save_checkpoint`` (trainers/base.py)
+  writes the adapter through mcore-bridge (``save_weights(peft_format=True)``) and 4.6.0 does the
+  same; the stubs the record saw came from that path on its 4.2 stack, so on 4.2 (or an unknown
+  version) an explicit ``false`` is a warning that cites the record. From 4.6 on it is not
+  reported (4.6 also writes the adapter when merging, ``_support_hf_grouped_lora``).
 """
 from __future__ import annotations
 
@@ -67,29 +73,26 @@ def swift_stub_trap(argv: list[str], env: dict[str, str] | None = None, *, versi
     or does not combine the flags. ``env`` is accepted for symmetry with other rules; ms-swift
     reads these settings from the command line only.
 
-    ``version``: the ms-swift version targeted. The trap is 4.2's (where the stubs were seen);
-    from 4.6 on, ``save_checkpoint`` writes the LoRA adapter through the bridge whenever it does
-    not merge, and an omitted ``--merge_lora`` follows ``--save_safetensors``, so there is no
-    trap (a merged save's disk cost is a separate rule). ``None``: unknown, judged as 4.2."""
+    ``version``: the ms-swift version targeted (``None``: unknown, judged as 4.2)."""
     del env
     if not is_swift_megatron_launch(argv):
         return []
     if version is not None and not version.startswith(("4.0", "4.1", "4.2", "3.")):
         return []
     given = flag_values(argv, set(_DEFAULTS))
-    tuner = _tuner(argv)
-    if tuner == "full":
+    if _tuner(argv) == "full":
         return []       # merge_lora only matters for LoRA
     save_st = given.get("save_safetensors", _DEFAULTS["save_safetensors"])
     no_optim = given.get("no_save_optim", _DEFAULTS["no_save_optim"])
-    merge = given.get("merge_lora", _DEFAULTS["merge_lora"])
-    if save_st is True and no_optim is True and merge is not True:
+    # An omitted --merge_lora follows --save_safetensors (megatron_args.py 4.2.0 l.706-707).
+    merge = given["merge_lora"] if "merge_lora" in given else save_st
+    if save_st is True and no_optim is True and merge is False:
         how_save = "save_safetensors true" + ("" if "save_safetensors" in given else " (the default)")
-        how_merge = "merge_lora false" if merge is False else "merge_lora not set to true"
-        return [{"level": "error", "rule": RULE,
-                 "message": (f"ms-swift Megatron with {how_save}, no_save_optim true and {how_merge} saved "
-                             "empty safetensors stubs (no tensors) in a past run; add --merge_lora true "
-                             "(or drop --no_save_optim) so checkpoints hold weights")}]
+        return [{"level": "warning", "rule": RULE,
+                 "message": (f"ms-swift Megatron with {how_save}, no_save_optim true and merge_lora false: the "
+                             "397B record's 4.2 run with exactly this saved 39 KB adapter_model.safetensors stubs "
+                             "(no tensors) for 36 hours; keep --merge_lora true, as the record did afterwards "
+                             "(moeconsole verifies every save and alerts on a stub)")}]
     return []
 
 

@@ -2,10 +2,15 @@
 
 We cannot read distcp tensors without torch, so a Megatron check is structural:
 
-- ``torch_dist`` (distributed checkpoint): ``metadata.json`` (Megatron's, names the backend),
-  ``.metadata`` (torch DCP's index, written last), ``common.pt`` and ``*.distcp`` shards. The
-  shard names DCP expects are read from ``.metadata``'s pickle opcodes *without unpickling it*
-  (``pickletools.genops`` only decodes; nothing is executed), so a missing shard is found.
+- ``torch_dist`` (distributed checkpoint, megatron-core ``dist_checkpointing.save``): ``common.pt``
+  first, the ``*.distcp`` shards, torch DCP's index ``.metadata``, then ``metadata.json``
+  (Megatron's, names the backend) last. The shard names DCP expects are read from ``.metadata``'s
+  pickle opcodes *without unpickling it* (``pickletools.genops`` only decodes; nothing is
+  executed), so a missing shard is found.
+- ``fsdp_dtensor`` (ms-swift 4.6 with ``--use_megatron_fsdp``): plain torch DCP, ``*.distcp`` +
+  ``.metadata`` and no ``common.pt`` or ``metadata.json``; the args and iteration live inside the
+  DCP state (4.6.0 swift/megatron/utils/megatron_fsdp_checkpoint.py ``save_checkpoint``,
+  ``is_checkpoint``).
 - legacy torch format: ``mp_rank_XX[_YYY]/model_optim_rng.pt`` per model-parallel rank.
 - the tracker ``latest_checkpointed_iteration.txt``, written after every rank finished: an
   iteration newer than the tracker is an unfinished save.
@@ -20,10 +25,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.checkpoints.discover import ITER_DIR, TRACKER, is_megatron_iter_dir, tracker_iteration
+from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
+                                         is_megatron_iter_dir, tracker_iteration, weights_sibling)
 
 COMMON = "common.pt"
-MERGED_SUFFIX = "-merged"
 MP_RANK_DIR = re.compile(r"^mp_rank_\d{2}(_\d{3})?$")
 _MAX_DCP_METADATA_BYTES = 512 << 20
 
@@ -34,7 +39,8 @@ class MegatronReport:
     problems: list[tuple[str, str]] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)
     format: str = "unknown"
-    weights_elsewhere: Path | None = None   # the -merged dir holding this save's weights
+    weights_elsewhere: Path | None = None   # where this save's weights are: the -merged sibling, or for
+                                            # an iter_N/ alone, the checkpoint-N/ holding it
 
 
 def _file_entry(path: Path, base: Path, verdict: str = "ok", reason: str = "") -> dict:
@@ -83,9 +89,21 @@ def _check_torch_dist(d: Path, base: Path, files: set[str], report: MegatronRepo
         expected = None
     else:
         expected = _expected_shards(d / ".metadata", base, report)
-    for name in ["common.pt", *distcp]:
-        if name not in files:
-            continue
+    _check_shards(d, base, ["common.pt", *distcp] if "common.pt" in files else distcp, expected, report)
+
+
+def _check_fsdp_dcp(d: Path, base: Path, files: set[str], report: MegatronReport) -> None:
+    """A Megatron-FSDP ``fsdp_dtensor`` save: torch DCP writes the shards, then ``.metadata``."""
+    report.format = "fsdp_dtensor"
+    distcp = sorted(f for f in files if f.endswith(".distcp"))
+    expected = _expected_shards(d / ".metadata", base, report)
+    _check_shards(d, base, distcp, expected, report)
+
+
+def _check_shards(d: Path, base: Path, names: list[str], expected: set[str] | None, report: MegatronReport) -> None:
+    """Each file non-empty, at least one ``.distcp`` shard, and every shard ``.metadata`` names on disk."""
+    distcp = [n for n in names if n.endswith(".distcp")]
+    for name in names:
         entry = _file_entry(d / name, base)
         if entry["size"] == 0:
             entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
@@ -158,6 +176,8 @@ def check_iter_dir(d: Path, base: Path | None = None) -> MegatronReport:
             entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
             report.problems.append(("empty_stub", f"{d.name}/{COMMON} is empty (0 bytes)"))
         report.files.append(entry)
+    elif ".metadata" in files and COMMON not in files and "metadata.json" not in files:
+        _check_fsdp_dcp(d, base, files, report)
     elif any(f.endswith(".distcp") for f in files) or "metadata.json" in files or ".metadata" in files:
         _check_torch_dist(d, base, files, report)
     elif any(MP_RANK_DIR.match(x) for x in dirs):
@@ -184,10 +204,15 @@ def check_tracker(save_dir: Path, iteration: int | None, *, required: bool) -> l
 
 def check_megatron(path: Path, step: int | None) -> MegatronReport:
     """Check a Megatron checkpoint: an ``iter_*`` dir itself, or an ms-swift ``checkpoint-N/``
-    that nests one (with its own tracker)."""
+    that nests one (with its own tracker). With ``--save_safetensors true --no_save_optim true``
+    ms-swift's ``iter_N/`` holds only ``common.pt`` (``save_mcore_checkpoint`` with no models):
+    the weights are then elsewhere, and ``weights_elsewhere`` says where."""
     if is_megatron_iter_dir(path):
         report = check_iter_dir(path)
         report.problems += check_tracker(path.parent, step, required=False)
+        if report.format == "common_only" and CHECKPOINT_DIR.match(path.parent.name):
+            report.weights_elsewhere = (path.parent if has_hf_weights(path.parent) else
+                                        weights_sibling(path.parent) or path.parent)
         return report
     iter_dirs = sorted(p for p in path.iterdir() if p.is_dir() and ITER_DIR.match(p.name))
     report = MegatronReport()
@@ -199,27 +224,10 @@ def check_megatron(path: Path, step: int | None) -> MegatronReport:
         m = ITER_DIR.match(d.name)
         report.problems += check_tracker(path, int(m.group(1)) if m else None, required=True)
     if report.format == "common_only" and not has_hf_weights(path):
-        report.weights_elsewhere = merged_sibling(path)
-        if report.weights_elsewhere is None:
+        report.weights_elsewhere = weights_sibling(path)
+        if report.weights_elsewhere is None and not path.name.endswith(MERGED_SUFFIX):
             report.problems.append(("empty_stub", f"no weights: {iter_dirs[-1].name} holds only {COMMON} (saved with "
                                                   "--no_save_optim) and there is neither an adapter/model "
                                                   f"safetensors here nor a {path.name}{MERGED_SUFFIX}/ beside it"))
     return report
 
-
-def has_hf_weights(path: Path) -> bool:
-    """Does an ms-swift checkpoint dir hold HF weights (safetensors or torch pickles) itself?"""
-    try:
-        return any(e.is_file() and (e.name.endswith(".safetensors") or e.name.endswith(".bin"))
-                   for e in os.scandir(path))
-    except OSError:
-        return False
-
-
-def merged_sibling(path: Path) -> Path | None:
-    """``checkpoint-N-merged/`` next to ``checkpoint-N/``: with ``--merge_lora true`` ms-swift
-    writes the weights only there (4.2 always; 4.6 unless the bridge saves grouped LoRA)."""
-    if path.name.endswith(MERGED_SUFFIX):
-        return None
-    sib = path.with_name(path.name + MERGED_SUFFIX)
-    return sib if sib.is_dir() else None

@@ -3,7 +3,10 @@
 ``{"v":1, "run_id", "recipe_hash", "step", "verdict", "suspect", "verified_at", "files"}`` where
 ``files`` maps each file of the checkpoint (relative path) to ``[size, mtime_ns]`` at
 verification time, so a later reader can trust the stored verdict only while the files are
-unchanged. Written atomically.
+unchanged. A metadata-only ``checkpoint-N/`` whose weights are its ``checkpoint-N-merged/``
+sibling (ms-swift ``--merge_lora true``) includes the sibling's files as ``../checkpoint-N-merged/...``:
+the verdict is the sibling's, so a change there (a merged model still being written when it was
+first judged) makes the verdict stale. Written atomically.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import time
 from pathlib import Path
 
 from runner.rundir import jsonio
-from runner.checkpoints.discover import SIDECAR_NAME
+from runner.checkpoints.discover import SIDECAR_NAME, weights_sibling
 
 _MAX_DEPTH = 3
 
@@ -33,13 +36,16 @@ def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:
                 if e.is_dir(follow_symlinks=False):
                     if depth < _MAX_DEPTH:
                         walk(Path(e.path), rel + "/", depth + 1)
-                elif rel != SIDECAR_NAME and not e.name.startswith(f".{SIDECAR_NAME}."):
+                elif not (depth == 0 and e.name == SIDECAR_NAME) and not e.name.startswith(f".{SIDECAR_NAME}."):
                     st = e.stat()
                     out[rel] = [st.st_size, st.st_mtime_ns]
             except OSError:
                 continue
 
     walk(Path(ckpt_dir), "", 0)
+    sibling = weights_sibling(Path(ckpt_dir))
+    if sibling is not None:
+        walk(sibling, f"../{sibling.name}/", 0)
     return out
 
 

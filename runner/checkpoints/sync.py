@@ -131,55 +131,66 @@ def retention(synced: list[tuple[str, int | None]], keep_last: int, newest_verif
 def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int = 3, use_rsync: bool = True,
              expected_recipe_hash: str | None = None) -> SyncResult:
     """Copy, verify, rename into place, apply retention. Never raises for an I/O problem: the
-    result says what went wrong, and no half copy is left under a real name."""
+    result says what went wrong, and no half copy is left under a real name.
+
+    A metadata-only ``checkpoint-N/`` whose weights are its ``checkpoint-N-merged/`` sibling
+    (ms-swift 4.2 with ``--merge_lora true``) is copied with that sibling: both are staged in one
+    temporary directory, the copy is verified there as a pair, and the sibling is renamed into
+    place first, so the destination never holds the metadata without its weights."""
+    from runner.checkpoints.discover import weights_sibling
     from runner.checkpoints.verify import verify_checkpoint
 
     t0 = time.monotonic()
     src = src.resolve()
     final = dest_root / src.name
-    tmp = dest_root / f"{PARTIAL}{src.name}.{os.getpid()}"
+    staging = dest_root / f"{PARTIAL}{src.name}.{os.getpid()}"
     step = _step_of(src.name)
+    sibling = weights_sibling(src)
+    members = ([sibling] if sibling is not None else []) + [src]
 
     def fail(reason: str, method: str = "") -> SyncResult:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         return SyncResult(jsonio.SCHEMA_VERSION, False, str(src), str(final), step, 0,
                           round(time.monotonic() - t0, 3), method, reason, time.time())
 
     source = verify_checkpoint(src, full=full, expected_recipe_hash=expected_recipe_hash)
     if not source.ok:
         return fail(f"source is not a good checkpoint ({source.verdict}: {source.reason}); not synced")
+    method = ""
     try:
         dest_root.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-        method = _copy(src, tmp, use_rsync=use_rsync)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        for m in members:
+            method = _copy(m, staging / m.name, use_rsync=use_rsync)
     except OSError as exc:
-        return fail(f"copy failed: {exc}")
-    try:
-        want, got = _files(src), _files(tmp)
-    except OSError as exc:
-        return fail(f"cannot list the copy: {exc}", method)
-    missing = sorted(set(want) - set(got))
-    wrong = sorted(r for r in want if r in got and got[r] != want[r])
-    if missing or wrong:
-        return fail("copy differs from the source: " + "; ".join(
-            [f"missing {', '.join(missing[:5])}"] * bool(missing) + [f"size differs: {', '.join(wrong[:5])}"] * bool(wrong)),
-            method)
-    copy = verify_checkpoint(tmp, full=full)
+        return fail(f"copy failed: {exc}", method)
+    total = 0
+    for m in members:
+        try:
+            want, got = _files(m), _files(staging / m.name)
+        except OSError as exc:
+            return fail(f"cannot list the copy: {exc}", method)
+        total += sum(want.values())
+        missing = sorted(set(want) - set(got))
+        wrong = sorted(r for r in want if r in got and got[r] != want[r])
+        if missing or wrong:
+            return fail(f"copy of {m.name} differs from the source: " + "; ".join(
+                [f"missing {', '.join(missing[:5])}"] * bool(missing) + [f"size differs: {', '.join(wrong[:5])}"] * bool(wrong)),
+                method)
+    copy = verify_checkpoint(staging / src.name, full=full)
     if not copy.ok:
         return fail(f"the copy does not verify ({copy.verdict}: {copy.reason})", method)
     if full and (source.full or {}).get("hash") != (copy.full or {}).get("hash"):
         return fail("content hash of the copy differs from the source", method)
     record = {"v": jsonio.SCHEMA_VERSION, "src": str(src), "step": step, "synced_at": time.time(), "method": method,
-              "verdict": copy.verdict, "tensors": copy.tensors, "full_hash": (copy.full or {}).get("hash")}
+              "verdict": copy.verdict, "tensors": copy.tensors, "full_hash": (copy.full or {}).get("hash"),
+              "with": [m.name for m in members if m != src]}
     try:
-        jsonio.atomic_write_json(tmp / MARKER, record)
-        if final.exists():
-            old = dest_root / f"{PARTIAL}old.{src.name}.{os.getpid()}"
-            os.rename(final, old)
-            os.rename(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, final)
+        jsonio.atomic_write_json(staging / src.name / MARKER, record)
+        for m in members:                          # the weights first, the checkpoint that names them last
+            jsonio.replace_dir(staging / m.name, dest_root / m.name)
+        os.rmdir(staging)
         dfd = os.open(dest_root, os.O_RDONLY)
         try:
             os.fsync(dfd)
@@ -192,7 +203,8 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
     deleted = retention(synced, keep_last, final.name)
     for name in deleted:
         shutil.rmtree(dest_root / name, ignore_errors=True)
-    return SyncResult(jsonio.SCHEMA_VERSION, True, str(src), str(final), step, sum(want.values()),
+        shutil.rmtree(dest_root / f"{name}-merged", ignore_errors=True)    # its weights, synced with it
+    return SyncResult(jsonio.SCHEMA_VERSION, True, str(src), str(final), step, total,
                       round(time.monotonic() - t0, 3), method, "copied and verified", time.time(), deleted)
 
 

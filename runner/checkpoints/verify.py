@@ -202,10 +202,9 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
         found.problems += report.problems
         found.files += report.files
         if report.weights_elsewhere is not None:
-            _check_merged_weights(report.weights_elsewhere, found)
-        elif report.format == "common_only" and layout != "merged":
-            found.notes.append("Megatron state is common.pt only (--no_save_optim): the safetensors here are "
-                               "the weights; resume with --finetune false --no_load_optim true --no_load_rng true")
+            _check_weights_elsewhere(d, report.weights_elsewhere, found)
+        elif report.format == "common_only" and layout in ("hf_adapter", "hf_full", "hf_sharded"):
+            found.notes.append(resume_hint(d, layout))
         if not found.summary and report.format not in ("unknown", "common_only"):
             found.summary = f"Megatron {report.format}, {len(report.files)} files"
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
@@ -217,16 +216,33 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
             found.notes.append("args.json is missing (ms-swift copies it into every checkpoint)")
 
 
-def _check_merged_weights(merged: Path, found: _Findings) -> None:
-    """A metadata-only ``checkpoint-N/`` whose weights ms-swift wrote to ``checkpoint-N-merged/``
-    (``--merge_lora true``): the save is as good as that merged model."""
-    mv = verify_checkpoint(merged)
-    if mv.ok:
-        found.summary = f"weights in {merged.name}/ ({mv.tensors} tensors, merged full model)"
-        found.notes.append(f"this dir holds Megatron metadata only; the weights of this save are {merged.name}/")
-    else:
-        found.problems.append((mv.verdict, f"the weights of this save are {merged.name}/, which is "
-                                           f"{mv.verdict}: {mv.reason}"))
+def resume_hint(d: Path, layout: str) -> str:
+    """How ms-swift resumes from this save, and what that resume keeps (BaseMegatronTrainer.
+    _load_checkpoint, trainers/base.py): the iteration and data position, not the optimizer or
+    the LR schedule, which load only from torch_dist state with --mcore_adapter/--mcore_model."""
+    flag = "--adapters" if layout == "hf_adapter" else "--model"
+    return (f"Megatron state is {megatron.COMMON} only (--no_save_optim): resume with {flag} {d} --finetune false "
+            "(the iteration and data position continue; the optimizer and the LR schedule start over)")
+
+
+def _check_weights_elsewhere(d: Path, where: Path, found: _Findings) -> None:
+    """A save whose weights are not in ``d``: a metadata-only ``checkpoint-N/`` whose merged model
+    ms-swift wrote to ``checkpoint-N-merged/`` (``--merge_lora true``), or an ``iter_N/`` holding
+    only ``common.pt`` inside ``checkpoint-N/``. The save is as good as those weights."""
+    merged = where.name.endswith(megatron.MERGED_SUFFIX)
+    mv = verify_checkpoint(where)
+    what = "the merged full model" if merged else (
+        "the adapter" if (where / ADAPTER_WEIGHTS).is_file() else "the model weights")
+    if not mv.ok:
+        found.problems.append((mv.verdict, f"{d.name}/ holds Megatron metadata only; the weights of this save are "
+                                           f"{what} in {where.name}/, which is {mv.verdict}: {mv.reason}"))
+        return
+    found.summary = f"weights in {where.name}/ ({mv.tensors} tensors, {what})"
+    found.notes.append(f"{d.name}/ holds Megatron metadata only ({megatron.COMMON}); the weights of this save are "
+                       f"{what} in {where}")
+    if merged:
+        found.notes.append(f"resume (4.2) with --model {where} --finetune false: the merged weights become the base "
+                           "and a new LoRA starts on them; the optimizer and the LR schedule start over")
 
 
 def _hash_files(base: Path, found: _Findings) -> dict[str, Any]:

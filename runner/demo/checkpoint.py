@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from runner.rundir import jsonio
+
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
 ARGS = "args.json"
@@ -120,19 +122,8 @@ def save_checkpoint(output_dir: Path, step: int, *, tensors: dict[str, torch.Ten
     _write_json(tmp / TRAINER_STATE, state, sort_keys=True)
     torch.save(optimizer_state, tmp / OPTIMIZER)
     torch.save({"python": random.getstate(), "cpu": torch.get_rng_state()}, tmp / RNG_STATE)
-    _replace_dir(tmp, final)
+    jsonio.replace_dir(tmp, final)
     return final
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """rename(2) ``src`` onto ``dst``; an older ``dst`` (a re-run of the same step) is moved aside first."""
-    if dst.exists():
-        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
-        os.rename(dst, old)
-        os.rename(src, dst)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(src, dst)
 
 
 def load_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict, dict]:

@@ -18,7 +18,7 @@ SCHEMA_VERSION = 1
 PACKAGES = ("ms-swift", "megatron-core", "mcore-bridge", "transformers", "torch", "transformer-engine",
             "transformer-engine-torch", "flash-linear-attention", "fla-core", "triton", "peft", "trl",
             "deepspeed", "flash-attn", "causal-conv1d", "nvidia-nccl-cu12", "nvidia-nccl-cu13")
-ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "FLA_USE_TMA", "CUDA_VISIBLE_DEVICES",
+ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "FLA_USE_TMA", "FLA_NO_USE_TMA", "CUDA_VISIBLE_DEVICES",
             "CUDA_DEVICE_MAX_CONNECTIONS", "NCCL_DEBUG")
 
 PROBE = r'''
@@ -99,13 +99,17 @@ def resolve_python(path: str) -> str:
     return path
 
 
-def inspect(python: str | None = None, env: dict[str, str] | None = None, *, timeout: float = 120.0) -> EnvReport:
+def inspect(python: str | None = None, env: dict[str, str] | None = None, *, timeout: float = 120.0,
+            packages: tuple[str, ...] | list[str] = ()) -> EnvReport:
+    """Run the probe in ``python`` (default: this one); ``packages`` are looked up besides
+    ``PACKAGES`` (a recipe's pins)."""
     python = resolve_python(python) if python else sys.executable
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise ProbeFailed(f"{python}: not an executable Python")
     full_env = {**os.environ, **(env or {})}
     try:
-        proc = subprocess.run([python, "-c", PROBE, ",".join(PACKAGES), ",".join(ENV_KEYS)], capture_output=True,
+        names = list(dict.fromkeys([*PACKAGES, *packages]))
+        proc = subprocess.run([python, "-c", PROBE, ",".join(names), ",".join(ENV_KEYS)], capture_output=True,
                               text=True, timeout=timeout, env=full_env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProbeFailed(f"{python}: {exc}") from None
@@ -164,11 +168,19 @@ def _vcs(report: EnvReport, name: str) -> str | None:
     return None
 
 
-def findings(report: EnvReport, *, training_env: bool = True) -> list[dict]:
+def findings(report: EnvReport, *, training_env: bool = True, expected_swift: str | None = None,
+             pins: dict[str, str] | None = None) -> list[dict]:
     """What is wrong or worth knowing in the training environment, each with its reason.
-    ``training_env=False``: the report is moeconsole's own Python, which needs no ms-swift."""
+    ``training_env=False``: the report is moeconsole's own Python, which needs no ms-swift.
+    ``expected_swift`` and ``pins``: the recipe's ``swift.version`` and ``swift.pins``."""
     pk = report.packages
     out = requirement_conflicts(pk, report.requires)
+    if pk.get("ms-swift") and (pk.get("megatron-core") or pk.get("mcore-bridge")):
+        out += megatron_requirements(pk, report.requires)
+    if expected_swift:
+        out += swift_version_findings(pk.get("ms-swift"), expected_swift)
+    if pins:
+        out += pin_findings(report, parse_pins(pins))
     swift, mcore = pk.get("ms-swift"), pk.get("megatron-core")
     if not swift and training_env:
         out.append(_f("error", "swift_missing", f"ms-swift is not installed in {report.executable}: `swift` and "
@@ -231,17 +243,8 @@ def _torch_findings(report: EnvReport) -> list[dict]:
         out.append(_f("error", "torch_import_failed", f"import torch failed: {t['error']}"))
     elif not t.get("available"):
         out.append(_f("info", "no_cuda", f"torch {tv} sees no CUDA device here (CUDA {t.get('cuda') or 'none'})"))
-    fla = pk.get("flash-linear-attention") or pk.get("fla-core")
-    blackwell = [d for d in t.get("devices") or [] if d.get("capability", [0])[0] >= 10]
-    tma = report.env.get("FLA_USE_TMA")
-    if fla and blackwell and tma == "1":
-        out.append(_f("warning", "fla_tma_on_blackwell", f"FLA_USE_TMA=1 on {blackwell[0]['name']} (sm_"
-                                                         f"{''.join(map(str, blackwell[0]['capability']))}): FLA's "
-                                                         "Triton TMA kernels have failed on Blackwell; FLA's default "
-                                                         "is off (FLA_USE_TMA=0) unless you verified them"))
-    elif fla and blackwell and tma is None:
-        out.append(_f("info", "fla_tma_on_blackwell", "Blackwell GPU: FLA_USE_TMA is unset, so FLA runs without "
-                                                      "TMA (its default); set it only after verifying the kernels"))
+    out += fla_tma_findings(pk.get("flash-linear-attention") or pk.get("fla-core"), t.get("devices") or [],
+                            report.env)
     old, new = report.env.get("PYTORCH_CUDA_ALLOC_CONF"), report.env.get("PYTORCH_ALLOC_CONF")
     if _vt(tv) >= (2, 9) and old is not None:
         if new is None:
@@ -254,4 +257,178 @@ def _torch_findings(report: EnvReport) -> list[dict]:
     elif _vt(tv) < (2, 9) and new is not None and old is None:
         out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF is set but torch {tv} (< 2.9) only "
                                                        "reads PYTORCH_CUDA_ALLOC_CONF"))
+    return out
+
+
+# ---- ms-swift's Megatron requirements ------------------------------------------------------------
+# What `megatron sft` checks itself at start-up (transformers' require_version raises ImportError):
+# 4.6.0 MegatronArguments._check_bridge_backend (megatron_args.py l.819) and __post_init__ (l.842);
+# 4.2.0 init.py _patch_mcore_bridge (l.124) and MegatronArguments.__post_init__ (l.636).
+START_REQUIREMENTS: dict[tuple[int, int], tuple[tuple[str, str], ...]] = {
+    (4, 6): (("mcore-bridge>=1.5.0", "megatron_args.py _check_bridge_backend"),
+             ("peft>=0.15", "megatron_args.py MegatronArguments.__post_init__, for LoRA")),
+    (4, 2): (("mcore-bridge>=1.2.0", "init.py _patch_mcore_bridge"),
+             ("peft>=0.15", "megatron_args.py MegatronArguments.__post_init__, for LoRA")),
+}
+
+
+def _start_requirements(swift: str) -> tuple[tuple[str, str], ...]:
+    """The checks of the newest listed release at or below ``swift`` (same major)."""
+    have = _vt(swift)[:2]
+    known = sorted((k for k in START_REQUIREMENTS if k[0] == have[0] and k <= have), reverse=True)
+    return START_REQUIREMENTS[known[0]] if known else ()
+
+
+def megatron_requirements(versions: dict[str, str | None], requires: dict[str, list[str]]) -> list[dict]:
+    """ms-swift's ``megatron`` extra (what ``pip install ms-swift[megatron]`` brings: 4.6.0 declares
+    mcore-bridge>=1.6.3, megatron-core>=0.16, peft>=0.15), against what is installed (a warning:
+    the release was tested with those), and the versions ``megatron sft`` refuses to start
+    without (an error)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    swift = versions.get("ms-swift") or ""
+    installed = {canonicalize_name(k): v for k, v in versions.items() if v}
+    out: list[dict] = []
+    refused: set[str] = set()
+    for text, where in _start_requirements(swift):
+        req = Requirement(text)
+        have = installed.get(canonicalize_name(req.name))
+        if have and not req.specifier.contains(have, prereleases=True):
+            refused.add(canonicalize_name(req.name))
+            out.append(_f("error", "swift_megatron_requirement",
+                          f"ms-swift {swift} `megatron sft` refuses to start with {req.name} {have}: it requires "
+                          f"{req.name}{req.specifier} ({where}; ImportError at start-up)"))
+    for text in requires.get("ms-swift") or []:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if req.marker is None or req.marker.evaluate({"extra": ""}) or not req.marker.evaluate({"extra": "megatron"}):
+            continue
+        name = canonicalize_name(req.name)
+        have = installed.get(name)
+        if have and name not in refused and req.specifier and not req.specifier.contains(have, prereleases=True):
+            out.append(_f("warning", "swift_megatron_extra",
+                          f"ms-swift {swift}[megatron] declares {req.name}{req.specifier} but {have} is installed "
+                          f"(pip install 'ms-swift[megatron]=={swift}' brings the tested versions)"))
+    return out
+
+
+def swift_version_findings(installed: str | None, expected: str) -> list[dict]:
+    """The recipe targets one ms-swift (``swift.version``) and the training Python has another."""
+    import re
+    if not installed:
+        return []
+    want = re.findall(r"\d+", re.sub(r"\.x$", "", expected))[:3]
+    if re.findall(r"\d+", installed)[: len(want)] == want:
+        return []
+    return [_f("warning", "swift_version_mismatch", f"the recipe targets ms-swift {expected} (swift.version) but "
+                                                    f"{installed} is installed: its flags, defaults and save layouts "
+                                                    "are the installed version's")]
+
+
+# ---- flash-linear-attention and TMA -------------------------------------------------------------
+# fla/utils.py (fla-core 0.3.2): is_tma_supported = capability >= 9 and FLA_NO_USE_TMA != '1' and
+# triton has tensor descriptors: TMA on by default on Hopper and newer. From fla-core 0.4.0:
+# ... and os.environ.get('FLA_USE_TMA', '0') == '1': off unless asked for.
+FLA_TMA_OFF_BY_DEFAULT = (0, 4, 0)
+
+
+def fla_tma_findings(fla: str | None, devices: list[dict], env: dict[str, str | None]) -> list[dict]:
+    """FLA's Triton TMA kernels on compute capability 9.x (H100/H200) and 10.x (Blackwell): on
+    when asked for with ``FLA_USE_TMA=1``, and on by default in FLA builds before 0.4.0."""
+    tma_gpus = [d for d in devices if (d.get("capability") or [0])[0] >= 9]
+    if not fla or not tma_gpus:
+        return []
+    gpu = tma_gpus[0]
+    where = f"{gpu.get('name')} (sm_{''.join(map(str, gpu.get('capability') or []))})"
+    if _vt(fla) < FLA_TMA_OFF_BY_DEFAULT:
+        if env.get("FLA_NO_USE_TMA") == "1":
+            return []
+        return [_f("warning", "fla_tma_default_on", f"flash-linear-attention {fla} turns TMA on by default on {where} "
+                                                   "(builds before 0.4.0; fla/utils.py is_tma_supported): its TMA "
+                                                   "kernels have failed there; set FLA_NO_USE_TMA=1 or install "
+                                                   ">= 0.4.0, where TMA is off unless FLA_USE_TMA=1")]
+    if env.get("FLA_USE_TMA") == "1":
+        return [_f("warning", "fla_tma_enabled", f"FLA_USE_TMA=1 on {where}: FLA's Triton TMA kernels have failed "
+                                                "on Hopper and Blackwell GPUs; FLA's default (since 0.4.0) is off: "
+                                                "unset it unless you verified the kernels on this stack")]
+    return []
+
+
+# ---- version pins ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pin:
+    """One ``swift.pins`` entry: a version ("2.9.1": that public version, any local label such as
+    +cu128), a PEP 440 specifier (">=1.5,<2"), or a VCS commit ("git:5aea42b")."""
+    name: str
+    spec: str
+
+    @property
+    def commit(self) -> str | None:
+        return self.spec[4:].strip().lower() if self.spec.startswith("git:") else None
+
+    def specifier(self):
+        from packaging.specifiers import SpecifierSet
+        text = self.spec.strip()
+        return SpecifierSet(text if text[:1] in "<>=!~" else f"=={text}")
+
+
+def parse_pins(raw: object) -> dict[str, Pin]:
+    """``swift.pins`` checked: package name -> spec. Raises ValueError naming the bad entry."""
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.utils import canonicalize_name
+    if not isinstance(raw, dict):
+        raise ValueError("expected a mapping of package name to version")
+    out: dict[str, Pin] = {}
+    for name, spec in raw.items():
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"{name!r}: a package name must be a non-empty string")
+        if not isinstance(spec, str) or not spec.strip():
+            raise ValueError(f"{name}: expected a version string such as \"2.9.1\" or \"git:5aea42b\", got {spec!r}")
+        pin = Pin(str(canonicalize_name(name)), spec.strip())
+        if pin.commit is not None:
+            if not (4 <= len(pin.commit) <= 40 and all(c in "0123456789abcdef" for c in pin.commit)):
+                raise ValueError(f"{name}: {spec!r} is not git:<commit hash>")
+        else:
+            try:
+                pin.specifier()
+            except InvalidSpecifier:
+                raise ValueError(f"{name}: {spec!r} is not a version or a version specifier") from None
+        out[pin.name] = pin
+    return out
+
+
+def pin_findings(report: EnvReport, pins: dict[str, Pin]) -> list[dict]:
+    """Each pinned package that is missing or differs in the training Python (a warning: the
+    recipe was validated on the pinned stack)."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+    installed = {str(canonicalize_name(k)): (k, v) for k, v in report.packages.items() if v}
+    out = []
+    for pin in pins.values():
+        name, have = installed.get(pin.name, (pin.name, None))
+        if have is None:
+            out.append(_f("warning", "pin_mismatch", f"{pin.name} is pinned to {pin.spec} (swift.pins) but is not "
+                                                     "installed in the training Python"))
+            continue
+        if pin.commit is not None:
+            src = report.sources.get(name) or {}
+            got = str((src.get("vcs_info") or {}).get("commit_id") or "")
+            if not got.lower().startswith(pin.commit):
+                what = f"commit {got[:12]}" if got else f"{have}, not a git build"
+                out.append(_f("warning", "pin_mismatch", f"{name} is pinned to git commit {pin.commit} (swift.pins) "
+                                                         f"but the installed one is {what}"))
+            continue
+        try:
+            version = Version(have)
+            spec = pin.specifier()
+            ok = spec.contains(version, prereleases=True) or (
+                "+" not in pin.spec and spec.contains(version.public, prereleases=True))
+        except InvalidVersion:
+            ok = False
+        if not ok:
+            out.append(_f("warning", "pin_mismatch", f"{name} is pinned to {pin.spec} (swift.pins) but {have} is "
+                                                     "installed"))
     return out

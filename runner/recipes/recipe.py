@@ -39,7 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "heartbeat": {"timeout_s": 1800.0, "stale_state_s": 30.0},
     "checkpoints": {"dir": None, "settle_s": 2.0, "verify": True},
     "resume": {"arg": None, "args": None, "drift": "refuse"},
-    "swift": {"version": None, "python": None, "validated_max_length": None, "dataset_samples": None},
+    "swift": {"version": None, "python": None, "validated_max_length": None, "dataset_samples": None, "pins": None},
     "markers": {"init_done": None},
     "alerts": {},  # validated by runner.core.monitors.Thresholds.from_recipe
     "gpus": {"devices": None, "memory_capacity_gib": None},
@@ -60,7 +60,8 @@ _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float), "startup_s": (int, float, type(None))},
     "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,)},
     "resume": {"arg": (str, type(None)), "args": (list, type(None)), "drift": (str,)},
-    "swift": {"version": (str, type(None)), "python": (str, type(None)), "validated_max_length": (int, type(None)), "dataset_samples": (int, type(None))},
+    "swift": {"version": (str, type(None)), "python": (str, type(None)), "validated_max_length": (int, type(None)),
+              "dataset_samples": (int, type(None)), "pins": (dict, type(None))},
     "markers": {"init_done": (str, type(None))},
     "gpus": {"devices": (list, type(None)), "memory_capacity_gib": (int, float, type(None))},
     "preflight": {"on_busy": (str,), "port": (int, type(None))},
@@ -208,6 +209,12 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
     cost = out.get("cost_per_hour")
     if cost is not None and (not math.isfinite(cost) or cost < 0):
         raise RecipeError(src, "cost_per_hour", f"must be a finite number >= 0, got {cost!r}")
+    if out["swift"]["pins"] is not None:
+        from runner.recipes.doctor import parse_pins
+        try:
+            parse_pins(out["swift"]["pins"])
+        except ValueError as exc:
+            raise RecipeError(src, "swift.pins", str(exc)) from None
     out["command"] = [str(a) for a in cmd]
     out["env"] = {str(k): str(v) for k, v in (out.get("env") or {}).items()}
     _check_demo_faults(src, out["command"])

@@ -69,6 +69,20 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE) 
         raise
 
 
+def replace_dir(src: Path | str, dst: Path | str) -> None:
+    """rename(2) the finished directory ``src`` onto ``dst``; an older ``dst`` is moved aside
+    first and removed after, so ``dst`` is never a half-written directory."""
+    import shutil
+    src, dst = Path(src), Path(dst)
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        os.rename(dst, old)
+        os.rename(src, dst)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(src, dst)
+
+
 def open_append(path: Path | str, *, readable: bool = False) -> int:
     """An O_APPEND descriptor on a run file, created 0600, refusing a symlink (ELOOP): a planted
     link must not make the runner write outside the run directory."""

@@ -138,6 +138,72 @@ def write_megatron_iter(save_dir: Path, iteration: int, *, tracker: bool = True,
     return d
 
 
+def swift_common(ck: Path, n: int) -> Path:
+    """What ms-swift's save_mcore_checkpoint writes with models=[] (``--save_safetensors true
+    --no_save_optim true``): iter_N/common.pt, the tracker, and the args.json copied first."""
+    import torch
+
+    d = ck / f"iter_{n:07d}"
+    d.mkdir(parents=True, exist_ok=True)
+    torch.save({"iteration": n, "args": None}, d / "common.pt")
+    (ck / "latest_checkpointed_iteration.txt").write_text(str(n))
+    (ck / "args.json").write_text(json.dumps({"tuner_type": "lora", "model": "Qwen/Qwen3.5-397B-A17B"}))
+    return ck
+
+
+def merged_tensors(n: int, shard: int = 0) -> dict:
+    rng = np.random.default_rng(n * 10 + shard)
+    return {f"model.layers.{shard}.mlp.experts.{e}.down_proj.weight": rng.standard_normal((4, 8)).astype(np.float32)
+            for e in range(4)}
+
+
+def merged_started(d: Path, n: int, *, shards_done: int = 1, total: int = 2) -> Path:
+    """checkpoint-N-merged/ part-way through ms-swift's merged save: the metadata copied from
+    checkpoint-N/, then shards under mcore-bridge's temporary ``-of-?????`` names."""
+    from safetensors.numpy import save_file
+
+    d.mkdir(parents=True, exist_ok=True)
+    swift_common(d, n)
+    for i in range(shards_done):
+        save_file(merged_tensors(n, i), str(d / f"model-{i + 1:05d}-of-?????.safetensors"), metadata={"format": "pt"})
+    return d
+
+
+def merged_finished(d: Path, n: int, *, total: int = 2) -> Path:
+    """The rest of the merged save: the remaining shards, the rename to -of-0000T, the index,
+    then config.json (StreamingSafetensorSaver.finalize, then ms-swift's save_weights)."""
+    from safetensors.numpy import save_file
+
+    for i in range(total):
+        tmp = d / f"model-{i + 1:05d}-of-?????.safetensors"
+        if not tmp.exists():
+            save_file(merged_tensors(n, i), str(tmp), metadata={"format": "pt"})
+    weight_map = {}
+    for i in range(total):
+        final = f"model-{i + 1:05d}-of-{total:05d}.safetensors"
+        (d / f"model-{i + 1:05d}-of-?????.safetensors").rename(d / final)
+        weight_map.update({k: final for k in merged_tensors(n, i)})
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 0},
+                                                                "weight_map": weight_map}))
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
+    return d
+
+
+def merged_model(d: Path, n: int, *, stub: bool = False) -> Path:
+    """checkpoint-N-merged/ complete: a full model (safetensors + config.json) and the copied metadata."""
+    from safetensors.numpy import save_file
+
+    d.mkdir(parents=True, exist_ok=True)
+    if stub:
+        write_stub(d / "model.safetensors")
+    else:
+        save_file({**merged_tensors(n, 0), **merged_tensors(n, 1)}, str(d / "model.safetensors"),
+                  metadata={"format": "pt"})
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
+    swift_common(d, n)
+    return d
+
+
 def write_megatron_legacy(save_dir: Path, iteration: int, *, ranks: int = 2, tracker: bool = True) -> Path:
     import torch
 

@@ -11,39 +11,10 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from runner.checkpoints.discover import find_checkpoints
 from runner.checkpoints.verify import verify_checkpoint
 from runner.checkpoints.watch import latest_good
-from tests.checkpoints.conftest import write_adapter, write_megatron_iter, write_stub
-
-
-def swift_common(ck: Path, n: int) -> Path:
-    """What save_mcore_checkpoint writes with models=[]: iter_N/common.pt and the tracker."""
-    d = ck / f"iter_{n:07d}"
-    d.mkdir(parents=True, exist_ok=True)
-    torch.save({"iteration": n, "args": None}, d / "common.pt")
-    (ck / "latest_checkpointed_iteration.txt").write_text(str(n))
-    (ck / "args.json").write_text(json.dumps({"tuner_type": "lora", "model": "Qwen/Qwen3.5-397B-A17B"}))
-    return ck
-
-
-def merged_model(d: Path, n: int, *, stub: bool = False) -> Path:
-    """checkpoint-N-merged/: a full model (safetensors + config.json), plus the copied metadata."""
-    from safetensors.numpy import save_file
-
-    d.mkdir(parents=True, exist_ok=True)
-    if stub:
-        write_stub(d / "model.safetensors")
-    else:
-        rng = np.random.default_rng(n)
-        save_file({f"model.layers.{i}.mlp.experts.{e}.down_proj.weight": rng.standard_normal((4, 8)).astype(np.float32)
-                   for i in range(2) for e in range(4)}, str(d / "model.safetensors"), metadata={"format": "pt"})
-    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
-    swift_common(d, n)
-    return d
+from tests.checkpoints.conftest import merged_model, swift_common, write_adapter, write_megatron_iter, write_stub
 
 
 def v46_adapter_save(out: Path, n: int) -> Path:

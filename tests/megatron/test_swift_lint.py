@@ -2,6 +2,7 @@
 `--fix`, the run's arithmetic, and a missing executable (warning in lint, error in run)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -93,26 +94,51 @@ def test_lint_fix_writes_a_recipe_that_lints_clean(tmp_path):
     assert r["resume"]["args"][:2] == ["--adapters", "{checkpoint}"] and r["resume"]["arg"] is None
 
 
-@pytest.mark.parametrize("version", ["4.6", "4.2"])
-def test_shipped_397b_recipes_lint_without_errors_and_name_their_version(version):
+RECIPES["4.6-full-state"] = REPO / "recipes" / "qwen3.5-397b-a17b-8xh200-swift4.6-full-state.yaml"
+RECORD_VALUES = {"--lora_rank": "32", "--lora_alpha": "64", "--recompute_num_layers": "3", "--global_batch_size": "8",
+                 "--micro_batch_size": "1", "--lr": "2e-5", "--lr_warmup_fraction": "0.03", "--min_lr": "2e-6",
+                 "--lr_decay_style": "cosine", "--num_train_epochs": "3", "--max_length": "2048", "--packing": "true",
+                 "--padding_free": "true", "--expert_model_parallel_size": "8", "--optimizer_cpu_offload": "true",
+                 "--optimizer_offload_fraction": "1", "--recompute_granularity": "full", "--save_steps": "100",
+                 "--save_safetensors": "true", "--no_save_rng": "true", "--linear_decoupled_in_proj": "true"}
+
+
+@pytest.mark.parametrize("version", ["4.6", "4.2", "4.6-full-state"])
+def test_shipped_397b_recipes_carry_the_records_values_and_lint_without_errors(version):
     proc = cli("lint", "--json", str(RECIPES[version]))
-    import json
     doc = json.loads(proc.stdout)
     assert doc["ok"] is True and proc.returncode == 0, doc["problems"]
     r = recipes.load(RECIPES[version])
-    assert r["swift"]["version"].startswith(version)
+    assert r["swift"]["version"].startswith(version[:3])
     checked = [p["message"] for p in doc["problems"] if p["rule"] in ("swift_checked_with", "swift_parser_unavailable")]
-    assert any(f"ms-swift {version}" in m for m in checked), checked
+    assert any(f"ms-swift {version[:3]}" in m for m in checked), checked
     cmd = r["command"]
     got = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
-    assert got["--expert_model_parallel_size"] == "8" and got["--max_length"] == "2048"
-    assert got["--packing"] == "true" and got["--optimizer_cpu_offload"] == "true"
-    assert got["--recompute_granularity"] == "full" and got["--train_iters"] == "4473"
+    assert {k: got.get(k) for k in RECORD_VALUES} == RECORD_VALUES
+    assert "--train_iters" not in got          # dead beside --num_train_epochs: ms-swift derives it
+    assert r["swift"]["dataset_samples"] == 402000
+    assert r["env"]["PYTORCH_ALLOC_CONF"] and "PYTORCH_CUDA_ALLOC_CONF" not in r["env"]   # the record's torch 2.9.1
+    assert r["swift"]["pins"]["torch"] == "2.9.1" and r["swift"]["pins"]["megatron-core"] == "0.16.1"
+    assert r["swift"]["pins"]["flash-linear-attention"] == "git:5aea42b"
+    assert r["sync"]["dest"] and r["sync"]["keep_last"] >= 2                         # the record's EBS copies
     assert r["gpus"]["memory_capacity_gib"] == 141.1 and r["kill"]["grace_s"] == 90
     assert r["restart"]["backoff_initial_s"] == 90 and r["cost_per_hour"]
     assert "{checkpoint}" in " ".join(r["resume"]["args"])
-    merged = [p for p in doc["problems"] if p["rule"] == "swift_merged_save_disk"]
-    assert bool(merged) == (version == "4.2")      # 4.2 merges (~0.8 TB/save); 4.6 saves the adapter
+    rules = {p["rule"]: p for p in doc["problems"]}
+    assert ("swift_merged_save_disk" in rules) == (version == "4.2")    # 4.2 merges (~0.8 TB/save)
+    assert got["--merge_lora"] == ("true" if version == "4.2" else "false")
+    if version == "4.6-full-state":
+        assert got["--no_save_optim"] == "false" and r["resume"]["args"][:2] == ["--mcore_adapter", "{checkpoint}"]
+        assert "bytes per trainable parameter" in rules["swift_full_state_resume"]["message"]
+        assert "swift_resume_restarts_schedule" not in rules
+    else:
+        warn = rules["swift_resume_restarts_schedule"]
+        assert warn["level"] == "warning"
+        # 3% of ~150,750 iterations (402,000 x 3 // 8 before packing) re-run at every resume.
+        assert "~4,522 of ~150,750 iterations" in warn["message"], warn["message"]
+        assert ("--mcore_adapter {checkpoint} --finetune false" in warn["message"]) == (version == "4.6")
+        if version == "4.2":
+            assert "a new LoRA starts on top of it" in warn["message"]
 
 
 def test_missing_executable_is_a_warning_in_lint_and_an_error_in_run(tmp_path):
@@ -129,18 +155,68 @@ def test_arithmetic_rules_give_numbers(tmp_path):
     data = tmp_path / "d.jsonl"
     data.write_text("{}\n" * 1000)
     base = ["megatron", "sft", "--model", "Qwen/Qwen3.5-397B-A17B", "--dataset", str(data), "--tuner_type", "lora"]
-    probs = lint(tmp_path, base + ["--train_iters", "300", "--lr_warmup_iters", "500", "--num_train_epochs", "2",
+    probs = lint(tmp_path, base + ["--train_iters", "300", "--lr_warmup_iters", "500",
                                    "--global_batch_size", "16", "--sequence_parallel", "true",
                                    "--max_length", "8192", "--merge_lora", "false"],
                  swift={"version": "4.6.0", "validated_max_length": 2048}, gpus={"memory_capacity_gib": 141.1})
     warm = by_rule(probs, "swift_warmup_too_long")[0]
     assert warm["level"] == "error" and "500" in warm["message"] and "300" in warm["message"]
-    steps = by_rule(probs, "swift_steps_unreachable")[0]
-    assert "2 epoch(s) of 1,000 samples at global batch 16 give at most 126 iterations" in steps["message"]
     assert "tensor_model_parallel_size 1" in by_rule(probs, "swift_sp_without_tp")[0]["message"]
     env = by_rule(probs, "swift_length_over_envelope")[0]["message"]
     assert "8192 > 2048" in env and "141.1 GiB" in env
     assert not by_rule(probs, "swift_merged_save_disk")
+
+
+def test_train_iters_beside_num_train_epochs_is_dead(tmp_path):
+    """MegatronArguments.init_iters replaces train_iters when num_train_epochs is set."""
+    data = tmp_path / "d.jsonl"
+    data.write_text("{}\n" * 1003)
+    cmd = ["megatron", "sft", "--model", "M", "--dataset", str(data), "--tuner_type", "lora", "--train_iters", "300",
+           "--num_train_epochs", "2", "--global_batch_size", "4", "--merge_lora", "false"]
+    (w,) = by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"}), "swift_train_iters_ignored")
+    assert w["level"] == "warning" and "--train_iters 300 is ignored" in w["message"]
+    assert "~501 iterations (1,003 samples x 2 epoch(s) // global batch 4)" in w["message"], w["message"]
+    # With the world size known, the dataset is cut to whole micro-batch x DP steps first (1,000 of 1,003).
+    (w,) = by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"}, env={"NPROC_PER_NODE": "8"}),
+                   "swift_train_iters_ignored")
+    assert "~500 iterations" in w["message"], w["message"]
+    assert not by_rule(lint(tmp_path, cmd[:-8] + cmd[-6:], swift={"version": "4.6.0"}), "swift_train_iters_ignored")
+
+
+def test_save_total_limit_below_two_is_refused_like_ms_swift(tmp_path):
+    cmd = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--merge_lora", "false"]
+    (e,) = by_rule(lint(tmp_path, cmd + ["--save_total_limit", "1"], swift={"version": "4.2.0"}),
+                   "swift_save_total_limit")
+    assert e["level"] == "error" and "greater than or equal to 2" in e["message"]
+    (e,) = by_rule(lint(tmp_path, cmd + ["--save_total_limit", "3", "--async_save", "true"],
+                        swift={"version": "4.6.0"}), "swift_save_total_limit")
+    assert "async_save" in e["message"]
+    assert not by_rule(lint(tmp_path, cmd + ["--save_total_limit", "2"], swift={"version": "4.6.0"}),
+                       "swift_save_total_limit")
+
+
+@pytest.mark.parametrize("old,new", [("--learning_rate", "--lr"), ("--warmup_ratio", "--lr_warmup_fraction"),
+                                     ("--warmup_steps", "--lr_warmup_iters")])
+def test_transformers_names_on_the_megatron_path_name_their_replacement(tmp_path, old, new):
+    cmd = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--merge_lora", "false", old, "0.1"]
+    (e,) = by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"}), "swift_unknown_flag")
+    assert e["message"].startswith(f"{old}: ms-swift 4.6.0 `megatron sft` has no such flag") and new in e["message"]
+    raw = {"name": "r", "command": cmd, "checkpoints": {"dir": "/ckpt/out"}, "swift": {"version": "4.6.0"},
+           "resume": {"args": ["--adapters", "{checkpoint}", "--finetune", "false"]}}
+    p = write(tmp_path, **raw)
+    fixed = cli("lint", "--fix", str(p))
+    assert f"fixed: {old} -> {new}" in fixed.stderr, fixed.stderr
+    assert recipes.load(p)["command"][-2:] == [new, "0.1"]
+
+
+def test_a_bare_optional_bool_flag_is_an_error(tmp_path):
+    """HfArgumentParser gives an Optional[bool] without default no nargs='?': argparse exits 2."""
+    cmd = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--merge_lora", "--save_steps", "10"]
+    (e,) = by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"}), "swift_bad_value")
+    assert e["message"].startswith("--merge_lora needs a value") and "exits 2" in e["message"]
+    # A plain bool (and an Optional[bool] with a default) takes the bare form.
+    assert not by_rule(lint(tmp_path, cmd[:-3] + ["--merge_lora", "true", "--packing"], swift={"version": "4.6.0"}),
+                       "swift_bad_value")
 
 
 def test_merged_save_disk_cost(tmp_path):
@@ -148,10 +224,23 @@ def test_merged_save_disk_cost(tmp_path):
             "--save_steps", "100", "--output_dir", str(tmp_path)]
     (p,) = by_rule(lint(tmp_path, base, swift={"version": "4.6.0"}), "swift_merged_save_disk")
     assert "merge_lora not given: it follows save_safetensors" in p["message"]
-    assert "~794 GB each" in p["message"] and "10 kept (no save_total_limit) = ~7.9 TB" in p["message"]
+    assert "~794 GB each" in p["message"] and "11 saves, none removed (no save_total_limit) = ~8.7 TB" in p["message"]
     assert p["level"] == "warning" and "free here" in p["message"]
     assert not by_rule(lint(tmp_path, base + ["--merge_lora", "false"], swift={"version": "4.6.0"}),
                        "swift_merged_save_disk")
+
+
+def test_merged_disk_counts_one_rotation_per_restart(tmp_path):
+    """Each attempt writes into its own v<N>-<time>/: rotation never removes an earlier attempt's saves."""
+    base = ["megatron", "sft", "--model", "Qwen/Qwen3.5-397B-A17B", "--tuner_type", "lora", "--train_iters", "4000",
+            "--save_steps", "100", "--save_total_limit", "2", "--output_dir", str(tmp_path)]
+    (p,) = by_rule(lint(tmp_path, base, swift={"version": "4.2.0"}, restart={"max_restarts": 5}),
+                   "swift_merged_save_disk")
+    assert "2 kept per output directory" in p["message"] and "with up to 5 restart(s)" in p["message"]
+    assert "up to 13 saves on disk = ~10.3 TB" in p["message"], p["message"]
+    (p,) = by_rule(lint(tmp_path, base + ["--add_version", "false"], swift={"version": "4.2.0"},
+                        restart={"max_restarts": 5}), "swift_merged_save_disk")
+    assert "3 on disk while the next is written = ~2.4 TB" in p["message"], p["message"]
 
 
 def test_all_linear_misses_fused_experts_only_on_the_hf_path(tmp_path):
@@ -166,5 +255,70 @@ def test_all_linear_misses_fused_experts_only_on_the_hf_path(tmp_path):
 
 def test_stub_trap_follows_the_targeted_version(tmp_path):
     cmd = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--no_save_optim", "true"]
-    assert by_rule(lint(tmp_path, cmd, swift={"version": "4.2.0"}), "swift_megatron_stub_trap")
-    assert not by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"}), "swift_megatron_stub_trap")
+    # Omitted, --merge_lora follows --save_safetensors on 4.2.0 too (megatron_args.py l.706-707): no trap.
+    assert not by_rule(lint(tmp_path, cmd, swift={"version": "4.2.0"}), "swift_megatron_stub_trap")
+    (w,) = by_rule(lint(tmp_path, cmd + ["--merge_lora", "false"], swift={"version": "4.2.0"}),
+                   "swift_megatron_stub_trap")
+    assert w["level"] == "warning" and "record" in w["message"]
+    assert not by_rule(lint(tmp_path, cmd + ["--merge_lora", "false"], swift={"version": "4.6.0"}),
+                       "swift_megatron_stub_trap")
+
+
+def resume_lint(tmp_path, template, extra=(), version="4.6.0", **kw):
+    cmd = ["megatron", "sft", "--model", "Qwen/Qwen3.5-397B-A17B", "--tuner_type", "lora", "--merge_lora", "false",
+           "--num_train_epochs", "3", "--global_batch_size", "8", "--lr_warmup_fraction", "0.03", *extra]
+    return lint(tmp_path, cmd, swift={"version": version, "dataset_samples": 402000}, resume={"args": template}, **kw)
+
+
+def test_a_resume_that_restarts_the_schedule_says_so_with_the_warmup(tmp_path):
+    probs = resume_lint(tmp_path, ["--adapters", "{checkpoint}", "--finetune", "false", "--no_load_optim", "true"])
+    (w,) = by_rule(probs, "swift_resume_restarts_schedule")
+    assert w["level"] == "warning" and "never load" in w["message"]
+    assert "re-runs the warmup of 0.03 x lr_decay_iters (~4,522 of ~150,750 iterations" in w["message"], w["message"]
+    assert "--no_load_optim/--no_load_rng change nothing here" in w["message"]
+    assert "--mcore_adapter {checkpoint} --finetune false" in w["message"]
+    probs = resume_lint(tmp_path, ["--adapters", "{checkpoint}", "--finetune", "false"], ["--lr_warmup_iters", "50"])
+    assert "the 50-iteration warmup" not in by_rule(probs, "swift_resume_restarts_schedule")[0]["message"]  # fraction wins
+    probs = lint(tmp_path, ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--merge_lora", "false",
+                            "--train_iters", "500", "--lr_warmup_iters", "50"], swift={"version": "4.6.0"})
+    assert "re-runs the 50-iteration warmup" in by_rule(probs, "swift_resume_restarts_schedule")[0]["message"]
+
+
+def test_the_42_route_starts_a_new_lora_on_the_merged_weights(tmp_path):
+    probs = resume_lint(tmp_path, ["--model", "{checkpoint}-merged", "--finetune", "false"], version="4.2.0")
+    (w,) = by_rule(probs, "swift_resume_restarts_schedule")
+    assert "the merged model becomes the new base and a new LoRA starts on top of it" in w["message"]
+    assert "full-state resume" not in w["message"]          # offered for 4.6 only
+
+
+def test_adapters_pointing_at_a_merged_model_is_an_error(tmp_path):
+    probs = resume_lint(tmp_path, ["--adapters", "{checkpoint}-merged", "--finetune", "false"], version="4.2.0")
+    (e,) = by_rule(probs, "swift_resume_merged_as_adapter")
+    assert e["level"] == "error" and "full merged model" in e["message"]
+
+
+def test_full_state_resume_needs_the_optimizer_saved_and_says_what_it_costs(tmp_path, monkeypatch):
+    tpl = ["--mcore_adapter", "{checkpoint}", "--finetune", "false"]
+    (e,) = by_rule(resume_lint(tmp_path, tpl, ["--no_save_optim", "true"]), "swift_resume_needs_mcore_state")
+    assert e["level"] == "error" and "--no_save_optim false" in e["message"]
+    probs = resume_lint(tmp_path, tpl, ["--no_save_optim", "false", "--lora_rank", "32", "--save_total_limit", "5"])
+    (i,) = by_rule(probs, "swift_full_state_resume")
+    assert "~14 bytes per trainable parameter" in i["message"] and "unknown here" in i["message"]
+    assert not by_rule(probs, "swift_resume_restarts_schedule")
+    # With the model's config.json on this machine (a Hugging Face cache), a number.
+    snap = tmp_path / "hf" / "hub" / "models--Qwen--Qwen3.5-397B-A17B" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps({"text_config": {
+        "hidden_size": 4096, "num_hidden_layers": 60, "num_experts": 512, "moe_intermediate_size": 1024,
+        "shared_expert_intermediate_size": 1024, "num_attention_heads": 32, "num_key_value_heads": 2,
+        "head_dim": 256}}))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    probs = resume_lint(tmp_path, tpl, ["--no_save_optim", "false", "--lora_rank", "32", "--save_total_limit", "5"])
+    (i,) = by_rule(probs, "swift_full_state_resume")
+    assert "rank 32 on Qwen/Qwen3.5-397B-A17B trains ~11.16B parameters" in i["message"], i["message"]
+    assert "~156 GB of optimizer state per save x 6 on disk while one is written = ~937 GB" in i["message"]
+
+
+def test_resume_without_finetune_false_restarts_at_zero(tmp_path):
+    (w,) = by_rule(resume_lint(tmp_path, ["--adapters", "{checkpoint}"]), "swift_resume_from_zero")
+    assert "iteration 0" in w["message"]

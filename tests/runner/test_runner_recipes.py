@@ -40,11 +40,12 @@ def test_lint_flags_shell_string_and_swift_stub_trap(harness, tmp_path):
     out = harness.cli("lint", str(p))
     assert out.returncode == 1 and "shell_string" in out.stdout
     p.write_text("name: m\ncommand: [megatron, sft, --save_safetensors, 'true', --no_save_optim, 'true',"
-                 " --tuner_type, lora]\nlint: {ignore: [executable_missing]}\nswift: {version: '4.2.0'}\n")
+                 " --tuner_type, lora, --merge_lora, 'false']\nlint: {ignore: [executable_missing]}\n"
+                 "swift: {version: '4.2.0'}\n")
     out = harness.cli("lint", str(p), "--json")
     doc = json.loads(out.stdout)
-    assert out.returncode == 1 and not doc["ok"]
-    assert any(x["rule"] == "swift_megatron_stub_trap" for x in doc["problems"])
+    # The record's combination on 4.2: a warning citing the record (the source saves the adapter).
+    assert [x["level"] for x in doc["problems"] if x["rule"] == "swift_megatron_stub_trap"] == ["warning"]
 
 
 def test_shipped_recipes_lint_clean_of_errors(harness):

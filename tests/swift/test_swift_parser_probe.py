@@ -53,3 +53,39 @@ def test_shipped_46_table_matches_the_installed_ms_swift():
     assert res.version == table.version
     statuses = {f["token"][2:]: f["status"] for f in res.flags}
     assert {n for n, s in statuses.items() if s != "exact"} == set()
+
+
+def test_a_recipe_for_another_ms_swift_than_the_installed_one_is_a_warning(tmp_path):
+    require_swift()
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "name": "p", "swift": {"version": "4.2.0", "python": str(SWIFT_PYTHON)},
+        "command": [str(SWIFT_PYTHON.parent / "swift"), "sft", "--model", "m", "--tuner_type", "lora"]}))
+    doc = json.loads(cli(None, "lint", str(recipe), "--json").stdout)
+    (w,) = [p for p in doc["problems"] if p["rule"] == "swift_version_mismatch"]
+    assert w["level"] == "warning" and "targets ms-swift 4.2.0" in w["message"] and "ms-swift 4.6.0" in w["message"]
+    # doctor says the same of the environment, and checks the recipe's pins there.
+    raw = yaml.safe_load(recipe.read_text())
+    raw["swift"]["pins"] = {"torch": "2.9.1", "transformers": ">=5.0"}
+    recipe.write_text(yaml.safe_dump(raw))
+    doc = json.loads(cli(None, "doctor", str(recipe), "--json").stdout)
+    by = {(p["rule"], p["message"].split(" ")[0]): p for p in doc["problems"]}
+    assert ("swift_version_mismatch", "the") in by
+    assert by[("pin_mismatch", "torch")]["message"].startswith("torch is pinned to 2.9.1 (swift.pins) but 2.13")
+    assert ("pin_mismatch", "transformers") not in by
+
+
+def test_the_real_parser_refuses_a_bare_optional_bool_and_lint_says_so_from_the_table_too(tmp_path):
+    """transformers' HfArgumentParser: Optional[bool] = None gets no nargs='?'."""
+    require_swift()
+    table, _ = flags.pick("4.6.0")
+    assert table.fields("swift sft")["lazy_tokenize"] == {**table.fields("swift sft")["lazy_tokenize"],
+                                                          "type": "Optional[bool]", "default": None}
+    res = probe(str(SWIFT_PYTHON), "swift sft", ["--lazy_tokenize", "--tuner_type", "lora"])
+    assert "expected one argument" in (res.error or "")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({"name": "p", "swift": {"version": "4.6.0"},
+                                      "command": ["swift", "sft", "--lazy_tokenize", "--tuner_type", "lora"]}))
+    doc = json.loads(cli(None, "lint", str(recipe), "--json").stdout)
+    assert any(p["rule"] == "swift_bad_value" and p["message"].startswith("--lazy_tokenize needs a value")
+               for p in doc["problems"]), doc["problems"]

@@ -84,6 +84,16 @@ def is_bool(spec: dict) -> bool:
     return spec.get("type", "").replace(" ", "") in ("bool", "Optional[bool]")
 
 
+def takes_bare(spec: dict) -> bool:
+    """Can the flag be given without a value (meaning true)? transformers' ``HfArgumentParser``
+    (hf_argparser.py ``_parse_dataclass_field``) adds ``nargs="?", const=True`` for ``bool``, and
+    for ``Optional[bool]`` only when the field has a default other than None: a bare
+    ``--merge_lora`` (``Optional[bool] = None``) makes argparse exit 2, "expected one argument"."""
+    if not is_bool(spec):
+        return False
+    return spec.get("type", "").replace(" ", "") == "bool" or spec.get("default") is not None
+
+
 def option_strings(fields: dict[str, dict]) -> dict[str, str]:
     """Every option string the parser registers -> the field it sets."""
     out: dict[str, str] = {}
@@ -154,6 +164,9 @@ def type_problem(spec: dict, vals: list[str]) -> str | None:
     if is_bool(spec):
         if len(vals) > 1:
             return f"takes one value, got {len(vals)}"
+        if not vals and not takes_bare(spec):
+            return ("needs a value (true/false): an Optional[bool] with no default takes no bare flag, "
+                    "argparse exits 2 (expected one argument)")
         if vals and vals[0].lower() not in _TRUE | _FALSE:
             return f"expects true/false, got {vals[0]!r}"
         return None

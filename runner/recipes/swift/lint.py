@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.recipes.swift import flags as swift_flags
+from runner.recipes.swift import sizes
 from runner.recipes.swift.probe import ProbeResult, probe
 
 # Flags of older ms-swift / Megatron-LM spellings that the 4.x argument classes do not have,
@@ -31,16 +32,25 @@ RENAMES: dict[str, tuple[str | None, str]] = {
     "eval_interval": ("eval_steps", "renamed to --eval_steps"),
     "num_workers": ("dataloader_num_workers", "renamed to --dataloader_num_workers"),
     "max_epochs": ("num_train_epochs", "renamed to --num_train_epochs"),
+    # transformers' TrainingArguments names (`swift sft`) that the Megatron path spells its own way
+    # (MegatronArguments in swift/megatron/arguments/megatron_args.py).
+    "learning_rate": ("lr", "the Megatron path's learning rate is --lr"),
+    "warmup_ratio": ("lr_warmup_fraction", "the Megatron path's warmup fraction is --lr_warmup_fraction"),
+    "warmup_steps": ("lr_warmup_iters", "the Megatron path's warmup length is --lr_warmup_iters"),
 }
 MEGATRON_ONLY = ("expert_model_parallel_size", "tensor_model_parallel_size", "pipeline_model_parallel_size",
                  "micro_batch_size", "global_batch_size", "recompute_granularity", "train_iters", "sequence_parallel")
 RESUME_TEMPLATES = {
-    # trainers/base.py _load_iteration (4.2.0 and 4.6): the iteration is read from the tracker of
-    # adapters[0] (LoRA) or model, and only with --finetune false.
-    "4.6": ["--adapters", "{checkpoint}", "--finetune", "false", "--no_load_optim", "true", "--no_load_rng", "true"],
-    "4.2": ["--model", "{checkpoint}-merged", "--finetune", "false", "--no_load_optim", "true", "--no_load_rng", "true"],
+    # BaseMegatronTrainer._load_checkpoint / _load_iteration (trainers/base.py, 4.2.0 and 4.6.0):
+    # the iteration is read from the tracker of adapters[0] (LoRA) or model, and the consumed
+    # samples from iter_N/common.pt, only with --finetune false. Nothing on this path loads
+    # optimizer or scheduler state, so --no_load_optim/--no_load_rng would change nothing.
+    "4.6": ["--adapters", "{checkpoint}", "--finetune", "false"],
+    "4.2": ["--model", "{checkpoint}-merged", "--finetune", "false"],
 }
-_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float32": 4, "fp32": 4}
+# The full-state resume (4.6): load_mcore_checkpoint (utils/megatron_lm_utils.py) restores the
+# adapter, the optimizer and the LR scheduler from iter_N/ when it was saved with --no_save_optim false.
+FULL_STATE_RESUME = ["--mcore_adapter", "{checkpoint}", "--finetune", "false"]
 
 
 def _p(level: str, rule: str, message: str) -> dict:
@@ -106,8 +116,9 @@ def check(recipe: dict, *, probe_parser: bool = True) -> list[dict]:
     if cmd is None:
         return []
     out = _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
-    for rule in (rule_entry_point, rule_warmup, rule_reachable_steps, rule_sequence_parallel, rule_envelope,
-                 rule_merged_disk, rule_fused_experts, rule_stub_trap, rule_resume):
+    for rule in (rule_entry_point, rule_warmup, rule_train_iters_ignored, rule_save_total_limit,
+                 rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_fused_experts, rule_stub_trap,
+                 rule_resume, rule_resume_semantics):
         out += rule(recipe, cmd)
     return out
 
@@ -129,13 +140,29 @@ def _check_flags(recipe: dict, cmd: SwiftCommand) -> list[dict]:
             python = os.path.join(python, "bin", "python")
         if os.path.isfile(python):
             res = probe(python, cmd.checked_as, cmd.argv[cmd.start:], env=_probe_env())
+            mismatch = version_mismatch(recipe, res.version)
             if not res.failed and not res.import_error:
-                return _from_probe(cmd, res)
+                return mismatch + _from_probe(cmd, res)
             why = res.failed or res.import_error
             out = [_p("info", "swift_parser_unavailable", f"ms-swift's own parser could not be used with {python} "
                                                           f"({why}); {cmd.how}")]
-            return out + _from_table(cmd, announce=False)
+            return mismatch + out + _from_table(cmd, announce=False)
     return _from_table(cmd)
+
+
+def version_mismatch(recipe: dict, installed: str | None) -> list[dict]:
+    """The recipe names one ms-swift (``swift.version``) and the training Python has another: its
+    flags, defaults and save layout are the installed one's, not what the recipe was written for."""
+    wanted = (recipe.get("swift") or {}).get("version")
+    if not (wanted and installed):
+        return []
+    want = re.findall(r"\d+", re.sub(r"\.x$", "", str(wanted)))[:3]
+    have = re.findall(r"\d+", installed)[:3]
+    if want[: len(want)] == have[: len(want)]:
+        return []
+    return [_p("warning", "swift_version_mismatch", f"the recipe targets ms-swift {wanted} (swift.version) but the "
+                                                    f"training Python has ms-swift {installed}: flags, defaults and "
+                                                    "save layouts follow the installed one")]
 
 
 def _probe_env() -> dict[str, str]:
@@ -218,6 +245,8 @@ def rule_entry_point(recipe: dict, cmd: SwiftCommand) -> list[dict]:
 
 def rule_warmup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     total = cmd.num("train_iters") if cmd.megatron else cmd.num("max_steps")
+    if cmd.megatron and cmd.num("num_train_epochs"):
+        total = None        # ms-swift replaces train_iters (rule_train_iters_ignored)
     warm = cmd.num("lr_warmup_iters") if cmd.megatron else cmd.num("warmup_steps")
     frac = cmd.num("lr_warmup_fraction") if cmd.megatron else cmd.num("warmup_ratio")
     if frac is not None and frac > 1:
@@ -245,25 +274,55 @@ def _dataset_samples(recipe: dict, cmd: SwiftCommand) -> int | None:
     return total or None
 
 
-def rule_reachable_steps(recipe: dict, cmd: SwiftCommand) -> list[dict]:
-    epochs = cmd.num("num_train_epochs")
-    iters = cmd.num("train_iters") if cmd.megatron else cmd.num("max_steps")
-    if not (epochs and iters):
-        return []
+def _global_batch(cmd: SwiftCommand) -> float:
+    return cmd.num("global_batch_size") or 16.0      # MegatronArguments.global_batch_size default
+
+
+def train_iters_estimate(recipe: dict, cmd: SwiftCommand) -> tuple[int | None, str]:
+    """The iterations the run will have, and how that is known: ``--train_iters`` when no epochs
+    are given, else what ms-swift derives (``MegatronArguments.init_iters``) from the dataset's
+    samples, an upper bound under packing. (None, why) when it cannot be known before the run."""
+    iters, epochs = cmd.num("train_iters"), cmd.num("num_train_epochs")
+    if not epochs:
+        return (int(iters), "--train_iters") if iters else (None, "neither --train_iters nor --num_train_epochs")
     samples = _dataset_samples(recipe, cmd)
-    gbs = cmd.num("global_batch_size") if cmd.megatron else None
-    if cmd.megatron and gbs is None:
-        gbs = 16.0      # MegatronArguments.global_batch_size default
-    if not (samples and gbs):
+    if not samples:
+        return None, "derived by ms-swift from the dataset (its size is not known here: swift.dataset_samples)"
+    dp = sizes.data_parallel_size(recipe.get("env") or {}, cmd.num("tensor_model_parallel_size"),
+                                  cmd.num("pipeline_model_parallel_size"), cmd.num("context_parallel_size"))
+    n = sizes.derived_train_iters(samples, int(epochs), int(_global_batch(cmd)), int(cmd.num("micro_batch_size") or 1),
+                                  dp)
+    packed = "; fewer once packing merges samples into rows" if cmd.flag("packing") else ""
+    return n, (f"{samples:,} samples x {int(epochs)} epoch(s) // global batch {_global_batch(cmd):.0f}{packed}")
+
+
+def rule_train_iters_ignored(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+    """``--train_iters`` beside ``--num_train_epochs`` is dead on the Megatron path: ``init_iters``
+    overwrites it from the dataset once it is built (4.2.0 and 4.6.0)."""
+    if not (cmd.megatron and cmd.num("train_iters") and cmd.num("num_train_epochs")):
         return []
-    per_epoch = math.ceil(samples / gbs)
-    reachable = int(epochs) * per_epoch
-    if iters <= reachable:
+    n, how = train_iters_estimate(recipe, cmd)
+    derived = f": ~{n:,} iterations ({how})" if n else f" ({how})"
+    return [_p("warning", "swift_train_iters_ignored",
+               f"--train_iters {cmd.num('train_iters'):.0f} is ignored: with --num_train_epochs "
+               f"{cmd.num('num_train_epochs'):.0f} ms-swift sets train_iters from the dataset "
+               f"(MegatronArguments.init_iters){derived}; drop one of the two")]
+
+
+def rule_save_total_limit(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+    """MegatronArguments.__post_init__ (4.2.0 megatron_args.py l.693-697, 4.6.0 l.910-914) raises at start-up."""
+    limit = cmd.num("save_total_limit")
+    if not cmd.megatron or limit is None:
         return []
-    packed = " (packing merges samples into rows, so the epochs give even fewer)" if cmd.flag("packing") else ""
-    return [_p("warning", "swift_steps_unreachable",
-               f"train_iters {iters:.0f} needs {iters * gbs:,.0f} samples, but {int(epochs)} epoch(s) of {samples:,} "
-               f"samples at global batch {gbs:.0f} give at most {reachable:,} iterations{packed}")]
+    if limit < 2:
+        return [_p("error", "swift_save_total_limit", f"--save_total_limit {limit:.0f}: ms-swift's Megatron path "
+                                                      "refuses it at start (ValueError: save_total_limit must be "
+                                                      "greater than or equal to 2)")]
+    if cmd.flag("async_save"):
+        return [_p("error", "swift_save_total_limit", "--async_save with --save_total_limit: ms-swift refuses it at "
+                                                      "start (ValueError: async_save is not supported with "
+                                                      "save_total_limit)")]
+    return []
 
 
 def rule_sequence_parallel(recipe: dict, cmd: SwiftCommand) -> list[dict]:
@@ -289,12 +348,7 @@ def rule_envelope(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return []
 
 
-def model_params_billion(model: str | None) -> float | None:
-    """Total parameters from a model name ("Qwen3.5-397B-A17B" -> 397)."""
-    if not model:
-        return None
-    m = re.search(r"(?<![\d.])(\d+(?:\.\d+)?)[Bb](?![a-z])", os.path.basename(model.rstrip("/")))
-    return float(m.group(1)) if m else None
+model_params_billion = sizes.model_params_billion
 
 
 def merge_lora_effective(cmd: SwiftCommand) -> bool:
@@ -316,8 +370,12 @@ def _free_bytes(path: str) -> tuple[str, int] | None:
         return None
 
 
-def _tb(n: float) -> str:
-    return f"{n / 1e12:.1f} TB" if n >= 1e12 else f"{n / 1e9:.0f} GB"
+def _max_restarts(recipe: dict) -> int:
+    from runner.core.policy import RestartSettings
+    try:
+        return RestartSettings.from_recipe(recipe.get("restart")).max_restarts
+    except Exception:      # an invalid section is reported by the recipe loader, not here
+        return RestartSettings().max_restarts
 
 
 def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
@@ -328,28 +386,33 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     if not params:
         return [_p("info", "swift_merged_save_disk", "merge_lora is on: every save also writes a full merged model "
                                                      "(checkpoint-N-merged/); size unknown from the model name")]
-    per_byte = _BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
+    per_byte = sizes.DTYPE_BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
     per_save = params * 1e9 * per_byte
-    iters = cmd.num("train_iters")
+    iters, _how = train_iters_estimate(recipe, cmd)
     every = cmd.num("save_steps") or 500
-    saves = math.ceil(iters / every) if iters else None
-    limit = cmd.num("save_total_limit")
-    kept = int(min(limit, saves) if limit and saves else limit or saves or 1)
-    # Rotation runs after a save: while it is written, save_total_limit + 1 saves are on disk.
-    peak = kept + 1 if limit and saves and saves > limit else kept
-    need = peak * per_save
+    saves = sizes.ceil_div(iters, every) + 1 if iters else None     # every save_steps, and one at the end
+    limit = int(cmd.num("save_total_limit") or 0) or None
+    restarts = _max_restarts(recipe) if limit and cmd.flag("add_version") is not False else 0
+    on_disk = sizes.saves_on_disk(saves if saves else (limit or 1) * (restarts + 1) + 1, limit, restarts)
+    need = on_disk * per_save
     how = ("" if cmd.flag("merge_lora") else " (merge_lora not given: it follows save_safetensors, true)")
-    msg = (f"merge_lora true{how} writes a full merged model at every save: ~{_tb(per_save)} each for a "
-           f"{params:g}B model in {cmd.get('torch_dtype') or 'bf16'}; {kept} kept"
-           f"{' (save_total_limit)' if limit else ' (no save_total_limit)'}"
-           f"{f', {peak} on disk while the next is written' if peak > kept else ''} = ~{_tb(need)}")
+    if limit:
+        kept = (f"{limit} kept per output directory (save_total_limit); rotation runs after each save, and every "
+                f"restart writes into a new v<N>-<time>/ that later attempts never rotate: with up to {restarts} "
+                f"restart(s) (restart.max_restarts) up to {on_disk} saves on disk" if restarts else
+                f"{limit} kept (save_total_limit), {on_disk} on disk while the next is written")
+    else:
+        kept = f"{on_disk} saves, none removed (no save_total_limit)"
+    msg = (f"merge_lora true{how} writes a full merged model at every save: ~{sizes.human_bytes(per_save)} each for "
+           f"a {params:g}B model in {cmd.get('torch_dtype') or 'bf16'}; {kept} = ~{sizes.human_bytes(need)}")
     where = cmd.get("output_dir") or cmd.get("save")
     free = _free_bytes(where) if where and "{" not in where else None
     if free:
-        msg += f"; {free[0]} has {_tb(free[1])} free here"
+        msg += f"; {free[0]} has {sizes.human_bytes(free[1])} free here"
         if need > free[1]:
-            return [_p("warning", "swift_merged_save_disk", msg + ": the disk fills before the run ends (set "
-                                                                  "--merge_lora false to save only the adapter)")]
+            return [_p("warning", "swift_merged_save_disk", msg + ": the disk can fill before the run ends (set "
+                                                                  "--merge_lora false to save only the adapter, or "
+                                                                  "remove old attempts' v<N>-<time>/ once synced)")]
     return [_p("info" if limit else "warning", "swift_merged_save_disk", msg)]
 
 
@@ -381,6 +444,112 @@ def rule_resume(recipe: dict, cmd: SwiftCommand) -> list[dict]:
         out.append(_p("error", "swift_resume_arg", f"resume.arg {resume['arg']}: ms-swift 4.x Megatron has no such flag; "
                                                    f"use resume.args: [{', '.join(suggested_resume(cmd))}]"))
     return out
+
+
+def _resume_values(recipe: dict, cmd: SwiftCommand) -> dict[str, list[str]]:
+    """Flag -> values of a resumed attempt's command line: the command's, with the template's
+    flags in their place (runner/recipes/resume.py replaces every spelling of a template flag)."""
+    from runner.recipes.resume import groups
+    out = dict(cmd.values)
+    for g in groups([str(a) for a in (recipe.get("resume") or {}).get("args") or []]):
+        if not g[0].startswith("--"):
+            continue
+        name = g[0][2:].split("=", 1)[0].replace("-", "_")
+        vals = [g[0].split("=", 1)[1]] if "=" in g[0] else g[1:]
+        if name.startswith("no_") and name[3:] in ("finetune",):
+            name, vals = name[3:], ["false" if _truthy(vals) else "true"]
+        out[name] = vals
+    return out
+
+
+def _warmup_words(recipe: dict, cmd: SwiftCommand) -> str:
+    """The warmup, in iterations, as ``get_optimizer_param_scheduler`` builds it."""
+    frac, iters_ = cmd.num("lr_warmup_fraction"), cmd.num("lr_warmup_iters")
+    total, how = train_iters_estimate(recipe, cmd)
+    decay = cmd.num("lr_decay_iters") or total
+    n = sizes.warmup_iters(warmup_iters=iters_, warmup_fraction=frac, decay_iters=decay)
+    if frac is not None:
+        return (f"the warmup of {frac:g} x lr_decay_iters" + (f" (~{n:,.0f} of ~{decay:,.0f} iterations: {how})"
+                                                             if n else f" ({how})"))
+    if not n:
+        return "no warmup (lr_warmup_iters 0), but the cosine still starts over from the peak"
+    return f"the {n:,.0f}-iteration warmup (lr_warmup_iters)"
+
+
+def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+    """What a resumed attempt really continues (BaseMegatronTrainer._load_checkpoint, trainers/base.py,
+    4.2.0 and 4.6.0): ``--finetune false`` restores the iteration (tracker) and the data position
+    (consumed samples from iter_N/common.pt); the adapter loads through mcore-bridge; the optimizer
+    and the LR scheduler load only inside ``load_mcore_checkpoint`` (``--mcore_adapter`` /
+    ``--mcore_model``). Otherwise the scheduler, built by ``get_optimizer_param_scheduler``, starts
+    at step 0 again."""
+    if not cmd.megatron or not (recipe.get("resume") or {}).get("args"):
+        return []
+    v = _resume_values(recipe, cmd)
+    first = lambda k: (v.get(k) or [""])[0]          # noqa: E731
+    finetune = _truthy(v["finetune"]) if "finetune" in v else True    # MegatronArguments.finetune = True
+    adapters, model = first("adapters"), first("model")
+    mcore = "mcore_adapter" if v.get("mcore_adapter") else "mcore_model" if v.get("mcore_model") else None
+    out: list[dict] = []
+    if adapters.rstrip("/").endswith("-merged"):
+        out.append(_p("error", "swift_resume_merged_as_adapter",
+                      f"--adapters {adapters}: a -merged directory is a full merged model, and --adapters loads "
+                      "LoRA weights (bridge.load_weights(peft_format=True)); resume from the adapter in "
+                      "checkpoint-N/ (4.6) or give the merged model as --model (4.2)"))
+    if finetune:
+        out.append(_p("warning", "swift_resume_from_zero", "resume.args without --finetune false: ms-swift loads the "
+                                                           "weights but restarts at iteration 0 (MegatronArguments."
+                                                           "finetune defaults to true)"))
+        return out
+    if mcore:
+        no_optim = cmd.flag("no_save_optim")
+        if no_optim:
+            out.append(_p("error", "swift_resume_needs_mcore_state",
+                          f"--{mcore} resumes from the Megatron state in iter_N/, but the command saves with "
+                          "--no_save_optim true, which writes only common.pt there: save with --no_save_optim false"))
+        else:
+            out.append(_p("info", "swift_full_state_resume", full_state_cost(recipe, cmd)))
+        return out
+    lost = ("the optimizer and LR-scheduler state never load on this path (only load_mcore_checkpoint does, with "
+            "--mcore_adapter/--mcore_model), so the scheduler starts again at step 0: every resume re-runs "
+            f"{_warmup_words(recipe, cmd)} and restarts the cosine, which then ends before reaching min_lr"
+            + ("; --no_load_optim/--no_load_rng change nothing here" if {"no_load_optim", "no_load_rng"} & set(v) else ""))
+    version = cmd.table.version if cmd.table else ""
+    offer = ("" if version.startswith(("4.0", "4.1", "4.2", "3.")) else
+             ". On 4.6 the full-state resume keeps both: save with --no_save_optim false and resume with "
+             "--mcore_adapter {checkpoint} --finetune false")
+    if model.rstrip("/").endswith("-merged") and not adapters:
+        out.append(_p("warning", "swift_resume_restarts_schedule",
+                      f"resume with --model {model} --finetune false continues the iteration and the data position, "
+                      "but the merged model becomes the new base and a new LoRA starts on top of it (zero lora_B, "
+                      f"fresh Adam moments); {lost}"))
+    elif adapters or model:
+        out.append(_p("warning", "swift_resume_restarts_schedule",
+                      f"resume with --{'adapters' if adapters else 'model'} --finetune false continues the iteration "
+                      f"and the data position and loads the {'LoRA weights' if adapters else 'weights'}, but {lost}"
+                      f"{offer}"))
+    return out
+
+
+def full_state_cost(recipe: dict, cmd: SwiftCommand) -> str:
+    """What the full-state resume costs on disk: the adapter's Megatron copy and its optimizer state
+    in every checkpoint-N/iter_N/."""
+    per_param = sizes.SHARD_BYTES_PER_PARAM + sizes.OPTIMIZER_BYTES_PER_PARAM
+    head = ("full-state resume: --mcore_adapter restores the adapter, the optimizer and the LR scheduler from "
+            "iter_N/ (load_mcore_checkpoint), so the schedule continues; the price is disk: each save adds "
+            f"torch_dist shards of ~{per_param} bytes per trainable parameter (bf16 weight + fp32 main copy + 2 "
+            "fp32 Adam moments), about 7x the adapter's safetensors")
+    rank = int(cmd.num("lora_rank") or 8)
+    counted = sizes.lora_params_of(cmd.get("model"), rank)
+    limit = int(cmd.num("save_total_limit") or 0) or None
+    if counted is None:
+        return head + (f"; the LoRA size is unknown here (no config.json of {cmd.get('model')} on this machine)"
+                       f"{f', x {limit} saves kept per output directory' if limit else ''}")
+    n, path = counted
+    per_save = n * per_param
+    kept = f" x {limit + 1} on disk while one is written = ~{sizes.human_bytes(per_save * (limit + 1))}" if limit else ""
+    return head + (f"; rank {rank} on {cmd.get('model')} trains ~{n / 1e9:.2f}B parameters (from {path}): "
+                   f"~{sizes.human_bytes(per_save)} of optimizer state per save{kept}")
 
 
 def suggested_resume(cmd: SwiftCommand) -> list[str]:
