@@ -196,7 +196,8 @@ def static_memory(recipe: dict, model_config: str | None = None):
     if not path:
         return None
     config = memory_estimate.load_config(path)
-    return memory_estimate.estimate(config, flags, memory_estimate.world_size(recipe, flags))
+    return memory_estimate.estimate(config, flags, memory_estimate.world_size(recipe, flags),
+                                    megatron=memory_estimate.is_megatron(recipe["command"], flags))
 
 
 def check_memory(recipe: dict) -> list[Problem]:

@@ -46,16 +46,19 @@ from runner.core.errors import InputError
 GIB = 1024 ** 3
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4, "fp32": 4,
                "float": 4, "fp8": 1, "float8": 1}
-# Module kinds LoRA can target, and the names recipes use for them (Megatron's and Hugging Face's).
-_TARGET_NAMES = {
-    "attn_in": ("linear_qkv", "q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value"),
-    "attn_out": ("linear_proj", "o_proj", "dense"),
-    "lin_in": ("in_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "in_proj_qkvz", "in_proj_ba"),
-    "lin_out": ("out_proj",),
-    "mlp_in": ("linear_fc1", "gate_proj", "up_proj", "gate_up_proj", "w1", "w3"),
-    "mlp_out": ("linear_fc2", "down_proj", "w2"),
+# The linear modules LoRA can target, as parts of a layer; the names recipes use for them
+# (Megatron's fused modules and Hugging Face's separate ones) and the parts each covers.
+_TARGET_PARTS = {
+    "linear_qkv": ("q", "k", "v"), "qkv_proj": ("q", "k", "v"), "query_key_value": ("q", "k", "v"),
+    "c_attn": ("q", "k", "v"), "q_proj": ("q",), "k_proj": ("k",), "v_proj": ("v",),
+    "linear_proj": ("o",), "o_proj": ("o",), "dense": ("o",),
+    "in_proj": ("lin_qkv", "lin_z", "lin_b", "lin_a"), "in_proj_qkv": ("lin_qkv",), "in_proj_z": ("lin_z",),
+    "in_proj_b": ("lin_b",), "in_proj_a": ("lin_a",), "in_proj_qkvz": ("lin_qkv", "lin_z"),
+    "in_proj_ba": ("lin_b", "lin_a"), "out_proj": ("lin_out",),
+    "linear_fc1": ("gate", "up"), "gate_up_proj": ("gate", "up"), "gate_proj": ("gate",), "w1": ("gate",),
+    "up_proj": ("up",), "w3": ("up",), "linear_fc2": ("down",), "down_proj": ("down",), "w2": ("down",),
 }
-ALL_KINDS = tuple(_TARGET_NAMES)
+ALL_PARTS = ("q", "k", "v", "o", "lin_qkv", "lin_z", "lin_b", "lin_a", "lin_out", "gate", "up", "down")
 
 
 def _get(cfg: Mapping[str, Any], *names: str, default: Any = None) -> Any:
@@ -85,8 +88,9 @@ class ModelShape:
     vision: int
     experts: int
     active_experts: int | None
-    # the linear modules of each layer as (kind, in, out, per_expert_count or 0 for dense)
-    linears: list[list[tuple[str, int, int, int]]] = field(repr=False)
+    # the linear modules of each layer as (in, ((part, out), ...), experts or 0): a fused module
+    # (Megatron's linear_qkv, linear_fc1, in_proj) is one entry with several parts
+    linears: list[list[tuple[int, tuple[tuple[str, int], ...], int]]] = field(repr=False)
 
     @property
     def total(self) -> int:
@@ -141,20 +145,19 @@ def model_shape(config: Mapping[str, Any]) -> ModelShape:
     first_dense = int(_get(c, "first_k_dense_replace", default=0) or 0)
     dense_per, expert_per, linears = [], [], []
     for i in range(n_layers):
-        mods: list[tuple[str, int, int, int]] = []
+        mods: list[tuple[int, tuple[tuple[str, int], ...], int]] = []
         count = 2 * h                                               # input and post-attention norms
         if types[i] == "linear_attention":
             kd = need("linear_num_key_heads") * need("linear_key_head_dim")
             nv = need("linear_num_value_heads")
             vd = nv * need("linear_value_head_dim")
             kernel = int(_get(c, "linear_conv_kernel_dim", default=4))
-            mods += [("lin_in", h, 2 * kd + vd, 0), ("lin_in", h, vd, 0), ("lin_in", h, nv, 0),
-                     ("lin_in", h, nv, 0), ("lin_out", vd, h, 0)]
+            mods += [(h, (("lin_qkv", 2 * kd + vd), ("lin_z", vd), ("lin_b", nv), ("lin_a", nv)), 0),
+                     (vd, (("lin_out", h),), 0)]
             count += (2 * kd + vd) * kernel + 2 * nv + int(need("linear_value_head_dim"))
         else:
             q_out = nh * hd * (2 if gate else 1)
-            mods += [("attn_in", h, q_out, 0), ("attn_in", h, nkv * hd, 0), ("attn_in", h, nkv * hd, 0),
-                     ("attn_out", nh * hd, h, 0)]
+            mods += [(h, (("q", q_out), ("k", nkv * hd), ("v", nkv * hd)), 0), (nh * hd, (("o", h),), 0)]
             if bias:
                 count += q_out + 2 * nkv * hd
             if qk_norm:
@@ -162,15 +165,15 @@ def model_shape(config: Mapping[str, Any]) -> ModelShape:
         moe = experts > 0 and i not in dense_layers and i >= first_dense and (i + 1) % step == 0
         exp = 0
         if moe:
-            mods += [("mlp_in", h, 2 * moe_inter, experts), ("mlp_out", moe_inter, h, experts)]
+            mods += [(h, (("gate", moe_inter), ("up", moe_inter)), experts), (moe_inter, (("down", h),), experts)]
             exp = experts * 3 * h * moe_inter
             count += h * experts                                    # router
             if shared:
-                mods += [("mlp_in", h, 2 * shared, 0), ("mlp_out", shared, h, 0)]
+                mods += [(h, (("gate", shared), ("up", shared)), 0), (shared, (("down", h),), 0)]
                 count += h                                          # the shared expert's gate
         elif inter:
-            mods += [("mlp_in", h, 2 * inter, 0), ("mlp_out", inter, h, 0)]
-        count += sum(fan_in * fan_out for _, fan_in, fan_out, per_expert in mods if per_expert == 0)
+            mods += [(h, (("gate", inter), ("up", inter)), 0), (inter, (("down", h),), 0)]
+        count += sum(fan_in * sum(o for _, o in parts) for fan_in, parts, per_expert in mods if per_expert == 0)
         dense_per.append(count)
         expert_per.append(exp)
         linears.append(mods)
@@ -245,14 +248,16 @@ class Layout:
     dtype_bytes: int
     tuner: str                    # lora | full
     lora_rank: int
-    targets: tuple[str, ...]      # module kinds LoRA targets
+    targets: tuple[str, ...]      # the parts (ALL_PARTS) LoRA targets
     target_names: tuple[str, ...]  # as the command names them
+    fused: bool                   # Megatron's fused modules (one LoRA pair per fused module)
     unknown_targets: tuple[str, ...]
     distributed_optimizer: bool
     offload_fraction: float       # of the optimizer state kept on the CPU
     grad_bytes: int
     master_bytes: int
     moment_bytes: int
+    lora_bytes: int               # one LoRA parameter (the model's dtype on Megatron, fp32 under peft)
 
     @property
     def dp(self) -> int:
@@ -263,8 +268,11 @@ class Layout:
         return max(1, self.world // max(1, self.ep * self.etp * self.pp))
 
 
-def layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any] | None = None) -> Layout:
-    """The layout from ``megatron sft`` / Megatron-LM flags (dashes or underscores)."""
+def layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any] | None = None, *,
+           megatron: bool = True) -> Layout:
+    """The layout from ``megatron sft`` / Megatron-LM flags (dashes or underscores). ``megatron``
+    False: a Hugging Face / peft run (separate q/k/v and gate/up modules; experts fused into 3-D
+    parameters, as transformers 5 builds MoE blocks, are no linear for all-linear)."""
     tp, pp = _int(flags, "tensor_model_parallel_size", 1), _int(flags, "pipeline_model_parallel_size", 1)
     ep, cp = _int(flags, "expert_model_parallel_size", 1), _int(flags, "context_parallel_size", 1)
     etp = _int(flags, "expert_tensor_parallel_size", 1)
@@ -274,28 +282,44 @@ def layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any
     if _bool(flags, "bf16", False):
         dtype = "bfloat16"
     nbytes = DTYPE_BYTES.get(dtype.replace("torch.", "").lower(), 2)
-    tuner = str(_flag(flags, "tuner_type") or _flag(flags, "train_type") or "full").lower()
-    tuner = "lora" if tuner.startswith("lora") else tuner
     names = str(_flag(flags, "target_modules") or _flag(flags, "lora_target_modules") or "all-linear").split()
-    kinds: list[str] = []
+    parts: list[str] = []
     unknown: list[str] = []
     for name in names:
         if name == "all-linear":
-            kinds += list(ALL_KINDS)
-            continue
-        kind = next((k for k, ns in _TARGET_NAMES.items() if name in ns), None)
-        (kinds if kind else unknown).append(kind or name)
+            parts += list(ALL_PARTS)
+        elif name in _TARGET_PARTS:
+            parts += list(_TARGET_PARTS[name])
+        else:
+            unknown.append(name)
     offload = _float(flags, "optimizer_offload_fraction", 1.0) if _bool(flags, "optimizer_cpu_offload", False) else 0.0
     dt = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+    if megatron:
+        tuner = str(_flag(flags, "tuner_type") or _flag(flags, "train_type") or "full").lower()
+        grad, master = dt.get(str(_flag(flags, "main_grads_dtype", "fp32")), 4), \
+            dt.get(str(_flag(flags, "main_params_dtype", "fp32")), 4)
+        moments = dt.get(str(_flag(flags, "exp_avg_dtype", "fp32")), 4) + dt.get(str(_flag(flags, "exp_avg_sq_dtype",
+                                                                                                "fp32")), 4)
+        distributed = _bool(flags, "use_distributed_optimizer", True)
+    else:
+        # Hugging Face Trainer + peft: adapters in fp32 (peft's autocast_adapter_dtype), their
+        # gradients fp32, AdamW's two fp32 moments and no separate master copy; DDP keeps the
+        # optimizer whole on every GPU (DeepSpeed ZeRO would shard it: not modelled).
+        tuner = str(_flag(flags, "tuner_type") or _flag(flags, "train_type") or "lora").lower()
+        grad, master, moments, distributed = 4, 0, 8, False
+    tuner = "lora" if tuner.startswith("lora") else tuner
     return Layout(world=w, tp=tp, pp=pp, ep=ep, etp=etp, cp=cp, dtype_bytes=nbytes, tuner=tuner,
-                  lora_rank=_int(flags, "lora_rank", 8), targets=tuple(dict.fromkeys(kinds)), target_names=tuple(names),
-                  unknown_targets=tuple(unknown),
-                  distributed_optimizer=_bool(flags, "use_distributed_optimizer", True),
-                  offload_fraction=min(1.0, max(0.0, offload)),
-                  grad_bytes=dt.get(str(_flag(flags, "main_grads_dtype", "fp32")), 4),
-                  master_bytes=dt.get(str(_flag(flags, "main_params_dtype", "fp32")), 4),
-                  moment_bytes=dt.get(str(_flag(flags, "exp_avg_dtype", "fp32")), 4)
-                  + dt.get(str(_flag(flags, "exp_avg_sq_dtype", "fp32")), 4))
+                  lora_rank=_int(flags, "lora_rank", 8), targets=tuple(dict.fromkeys(parts)), target_names=tuple(names),
+                  fused=megatron, unknown_targets=tuple(unknown), distributed_optimizer=distributed,
+                  offload_fraction=min(1.0, max(0.0, offload)), grad_bytes=grad, master_bytes=master,
+                  moment_bytes=moments, lora_bytes=nbytes if megatron else 4)
+
+
+def is_megatron(argv: list[str], flags: Mapping[str, str]) -> bool:
+    """ms-swift's ``megatron sft`` (or ``swift ... --use_megatron``), or Megatron-LM itself."""
+    heads = [os.path.basename(a) for a in argv[:3]]
+    return "megatron" in heads or _bool(flags, "use_megatron", False) or any(
+        a.endswith("pretrain_gpt.py") for a in argv) or any(k.startswith("tensor-model-parallel") for k in flags)
 
 
 # ------------------------------------------------------------------------------ the estimate
@@ -343,10 +367,30 @@ def _b(n: float) -> str:
     return f"{n:.0f}"
 
 
-def estimate(config: Mapping[str, Any], flags: Mapping[str, str], world: int | None = None) -> Estimate:
+def _lora_params(mods: list[tuple[int, tuple[tuple[str, int], ...], int]], lo: Layout) -> tuple[int, int]:
+    """LoRA parameters of one layer, (dense, experts): r x (in + out) per targeted module. A fused
+    module (Megatron) carries one pair over all its parts; separate modules (Hugging Face) one
+    pair each; experts fused into 3-D parameters are not targeted without Megatron."""
+    r, dense, experts = lo.lora_rank, 0, 0
+    for fan_in, parts, per_expert in mods:
+        hit = [out for part, out in parts if part in lo.targets]
+        if not hit:
+            continue
+        if per_expert and not lo.fused:
+            continue
+        n = r * (fan_in + sum(out for _, out in parts)) if lo.fused else sum(r * (fan_in + out) for out in hit)
+        if per_expert:
+            experts += per_expert * n
+        else:
+            dense += n
+    return dense, experts
+
+
+def estimate(config: Mapping[str, Any], flags: Mapping[str, str], world: int | None = None, *,
+             megatron: bool = True) -> Estimate:
     """The static memory of the heaviest GPU (see the module docstring)."""
     shape = model_shape(config)
-    lo = layout(flags, world, config)
+    lo = layout(flags, world, config, megatron=megatron)
     notes: list[str] = []
     L, pp = shape.layers, max(1, lo.pp)
     per_stage = math.ceil(L / pp)
@@ -365,20 +409,15 @@ def estimate(config: Mapping[str, Any], flags: Mapping[str, str], world: int | N
                 + f" = {_b(base)} x {lo.dtype_bytes} B")]
     if lo.tuner == "lora":
         r = lo.lora_rank
-        lora_dense = lora_exp = 0
-        for mods in sorted(shape.linears, key=lambda m: -sum(r * (i + o) * max(e, 1) for _, i, o, e in m))[:per_stage]:
-            for kind, i, o, e in mods:
-                if kind in lo.targets:
-                    if e:
-                        lora_exp += e * r * (i + o)
-                    else:
-                        lora_dense += r * (i + o)
+        per_layer = [_lora_params(mods, lo) for mods in shape.linears]
+        heaviest = sorted(per_layer, key=lambda d_e: -(d_e[0] + d_e[1]))[:per_stage]
+        lora_dense, lora_exp = sum(d for d, _ in heaviest), sum(e for _, e in heaviest)
         trainable_dense, trainable_exp = lora_dense / lo.tp, lora_exp / (lo.ep * lo.etp)
         trainable = trainable_dense + trainable_exp
-        rows.append(Row(f"LoRA r={r} {' '.join(lo.target_names)}", int(trainable), lo.dtype_bytes,
-                        trainable * lo.dtype_bytes / GIB,
+        rows.append(Row(f"LoRA r={r} {' '.join(lo.target_names)}", int(trainable), lo.lora_bytes,
+                        trainable * lo.lora_bytes / GIB,
                         f"r x (in + out) per target: {_b(lora_dense)} / TP {lo.tp} + {_b(lora_exp)} experts / "
-                        f"(EP {lo.ep} x ETP {lo.etp}) = {_b(trainable)} x {lo.dtype_bytes} B"))
+                        f"(EP {lo.ep} x ETP {lo.etp}) = {_b(trainable)} x {lo.lora_bytes} B"))
         if lo.unknown_targets:
             notes.append(f"LoRA targets not counted (unknown module names): {', '.join(lo.unknown_targets)}")
     else:
@@ -398,7 +437,7 @@ def estimate(config: Mapping[str, Any], flags: Mapping[str, str], world: int | N
     rows.append(Row(f"optimizer state ({where})", int(sharded * on_gpu), state_bytes,
                     sharded * state_bytes * on_gpu / GIB,
                     f"({_b(trainable_dense)} / DP {shard_dense} + {_b(trainable_exp)} / expert-DP {shard_exp}) x "
-                    f"{state_bytes} B (fp32 master + 2 moments) x {on_gpu:g} on GPU"))
+                    f"{state_bytes} B ({'fp32 master + ' if lo.master_bytes else ''}2 moments) x {on_gpu:g} on GPU"))
     notes.append("activations and workspace (CUDA context, NCCL buffers, kernels' scratch) are measured, "
                  "not estimated: after the first steps the console shows measured - static")
     return Estimate(shape.model_type, shape.total, shape.active, lo, tuple(rows), tuple(notes))
