@@ -58,7 +58,7 @@ def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:
     act_text = f" · activations + workspace {act:.2f} GiB" if act is not None else ""
     full = (f"memory {label} {gib(peak)}/{gib(cap)} GiB · effective headroom {gib(eff)} GiB{low} "
             f"(min {gib(minimum)}) · {trend_words(g)}{act_text}")
-    mid = f"memory {label} {gib(peak)}/{gib(cap)}G · eff. headroom {gib(eff)}G{low} · {trend_words(g, short=True)}"
+    mid = f"{label} {gib(peak)}/{gib(cap)}G eff {gib(eff)}G{low} · {trend_words(g, short=True)}"
     small = f"mem {short_label} eff {gib(eff)}G{low} · {trend_words(g, short=True)}"
     return (full, mid, small, f"mem {short_label} {gib(eff)}G{low}")
 

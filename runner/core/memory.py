@@ -111,12 +111,14 @@ ALLOC_CONF_NEW, ALLOC_CONF_OLD = "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"
 
 
 def version_tuple(v: str | None) -> tuple[int, ...]:
-    """'2.9.1+cu128' -> (2, 9, 1); () when unknown."""
+    """'2.9.1+cu128' -> (2, 9, 1), '2.10.0a0' -> (2, 10, 0); () when unknown. The local part
+    after '+' is ignored; each dotted part counts by its digits."""
     out: list[int] = []
-    for part in re.split(r"[.+-]", v or ""):
-        if not part.isdigit():
+    for part in (v or "").split("+")[0].split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
             break
-        out.append(int(part))
+        out.append(int(digits))
     return tuple(out)
 
 

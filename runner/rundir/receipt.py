@@ -202,7 +202,8 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
         v = verify_checkpoint(p, full=full, expected_recipe_hash=state.get("recipe_hash"))
         checkpoints.append(CheckpointLine(path, v.step if v.step is not None else step, v.verdict, v.ok, v.suspect,
                                           v.tensors, header_digest(p), (v.full or {}).get("hash") if full else None))
-    alerts = [ev for ev in events if ev.get("type") == "alert"]
+    # an alert that updates its numbers, or ends, is still the one alert (runner.core.memory)
+    alerts = [ev for ev in events if ev.get("type") == "alert" and not (ev.get("update") or ev.get("resolved"))]
     by_rule: dict[str, int] = {}
     for a in alerts:
         key = f"{a.get('level')}:{a.get('rule')}"
