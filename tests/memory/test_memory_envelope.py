@@ -180,3 +180,33 @@ def test_the_allocator_env_name_follows_the_torch_version(version, name):
     assert advice.startswith(f"{name or 'PYTORCH_ALLOC_CONF'}=expandable_segments:True")
     if name is None:
         assert "PYTORCH_CUDA_ALLOC_CONF before" in advice
+
+
+def test_deepspeed_memory_records_are_per_rank_readings():
+    """DeepSpeed's see_memory_usage (MA / Max_MA / CA / Max_CA) as issue 26's parser keeps it:
+    src deepspeed_mem, values under records.MEMORY_FIELDS, the rank of the line's prefix."""
+    rec = {"step": 40, "src": "deepspeed_mem", "mem_gib": None,
+           "extra": {"mem_allocated_gib": 30.5, "mem_max_allocated_gib": 41.0, "mem_reserved_gib": 44.0,
+                     "mem_max_reserved_gib": 46.0, "rank": 1}}
+    r = reading_from_record(rec)
+    assert (r.source, r.rank, r.top(), r.cache_gib()) == ("deepspeed_mem", 1, 46.0, 13.5)
+    w = feed(MemoryWatch(MemorySettings(capacity_gib=80.0, warmup_steps=0)), [r])
+    (e,) = w.envelopes()
+    assert e.gpu == 1 and e.fragmentation_gib == 13.5 and e.steady_peak_gib == 46.0 - 13.5
+
+
+def test_prometheus_families_per_gpu_from_the_envelope():
+    from prometheus_client.core import Metric  # noqa: F401  (the exporter's library)
+    from runner.ops.prometheus import memory_families
+    w = MemoryWatch(MemorySettings(capacity_gib=80.0, transients=(("t", 0.25),), warmup_steps=0))
+    for i in range(1, 30):
+        w.observe(Reading("nvml", step=i, gpu=2, used_gib=70.0, total_gib=79.0))
+        w.observe(Reading("log", step=i, peak_gib=71.0))
+    fams = {f.name: f for f in memory_families("r1", w.to_dict())}
+    eff = {s.labels["gpu"]: s.value for s in fams["moeconsole_memory_effective_headroom_bytes"].samples}
+    assert eff == {"2": pytest.approx((79.0 - 70.0 - 0.25) * 1024 ** 3), "all": pytest.approx((79.0 - 71.0 - 0.25) * 1024 ** 3)}
+    cap = {s.labels["gpu"]: s.value for s in fams["moeconsole_memory_capacity_bytes"].samples}
+    assert cap == {"2": 79.0 * 1024 ** 3, "all": 79.0 * 1024 ** 3}
+    assert [s.value for s in fams["moeconsole_memory_growth_bytes_per_step"].samples] == [0.0, 0.0]
+    assert fams["moeconsole_memory_oom_in_steps"].samples == []          # no forecast: no sample
+    assert fams["moeconsole_memory_transients_bytes"].samples[0].value == 0.25 * 1024 ** 3

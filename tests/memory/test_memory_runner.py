@@ -78,11 +78,20 @@ def test_a_leak_is_forecast_once_explained_after_the_oom_and_paused_when_it_repe
     assert crash_ev["memory_verdict"] == "leak"
 
 
-def test_flat_envelope_with_rare_spikes_no_alert_and_stable(harness):
-    """266 MiB spikes every 37 steps on a flat 70 GiB: ms-swift's running peak steps up once."""
+def test_flat_envelope_with_rare_spikes_no_alert_and_stable(harness, tmp_path):
+    """266 MiB spikes every 37 steps on a flat 70 GiB: ms-swift's running peak steps up once.
+    With the model's config.json the envelope also says what activations + workspace take."""
+    from runner.recipes import memory_estimate as me
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "qwen3_moe", "hidden_size": 4096, "num_hidden_layers": 48,
+                                  "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                                  "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8,
+                                  "moe_intermediate_size": 768}))
+    static = me.estimate(me.load_config(config), {}, None, megatron=False).per_gpu_gib
     env = {"FAKE_MEM_STEPS": "400", "FAKE_MEM_BASE_GIB": "70", "FAKE_MEM_SPIKE_EVERY": "37",
            "FAKE_MEM_SPIKE_MIB": "266"}
-    run = harness.start(harness.recipe(**recipe(env)))
+    run = harness.start(harness.recipe(**recipe(env, memory={"transients": {"fla_gdn_bwd": "266MiB"},
+                                                              "model_config": str(config)})))
     st = run.wait_status("succeeded", "failed", "paused", timeout=240)
     assert st["status"] == "succeeded", st
     assert alerts(run, "mem_forecast") == [] and alerts(run, "mem_headroom") == []
@@ -91,6 +100,8 @@ def test_flat_envelope_with_rare_spikes_no_alert_and_stable(harness):
     assert g["device_peak_gib"] == pytest.approx(71.26, abs=0.01)    # 70 + 1 cache + the spike, kept by the peak
     assert g["effective_headroom_gib"] == pytest.approx(80.0 - 71.26 - 266 * MIB, abs=0.01)
     assert g["capacity_source"] == "recipe" and g["ok"] is True
+    assert st["memory"]["static"]["per_gpu_gib"] == pytest.approx(static)
+    assert g["activations_workspace_gib"] == pytest.approx(g["steady_peak_gib"] - static)
 
 
 def test_a_transient_oom_restarts_and_a_step_change_after_it_is_no_leak(harness):
