@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 
 GIB_MIB = 1024.0
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from runner.demo.swiftlog import format_time  # noqa: E402  (ms-swift's own format, cheap to import)
 
 
 def _f(name: str, default: float) -> float:
@@ -60,20 +62,6 @@ def _at(spec: str | None, attempt: int) -> int | None:
     return int(step)
 
 
-def _format_time(seconds: float) -> str:
-    """ms-swift's ``format_time`` (swift/utils/utils.py): leading zero units dropped."""
-    s = int(round(seconds))
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    parts = [(d, "d"), (h, "h"), (m, "m")]
-    out = ""
-    for v, unit in parts:
-        if v or out:
-            out += f"{v}{unit} "
-    return out + f"{s}s"
-
-
 def _size(gib: float) -> str:
     """torch's ``format_size`` (``%.2f`` MiB up to 1 GiB, then GiB)."""
     return f"{gib * 1024:.2f} MiB" if gib <= 1.0 else f"{gib:.2f} GiB"
@@ -83,7 +71,6 @@ def _nvml(gpus: int, used_gib: float) -> None:
     path = os.environ.get("FAKE_NVML_SCENARIO")
     if not path or os.environ.get("FAKE_MEM_NVML") != "1":
         return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from tests.fakes.nvml import FakeGpu, FakeProc, write_scenario
     cap = _f("FAKE_MEM_CAPACITY_GIB", 80.0)
     write_scenario(path, [FakeGpu(mem_total_mib=cap * GIB_MIB) for _ in range(gpus)],
@@ -140,7 +127,7 @@ def main() -> int:
         speed = elapsed / it
         loss = 2.0 * math.exp(-it / 100.0) + 0.5
         logs = {"loss": round(loss, 8), "grad_norm": 0.8, "learning_rate": 2e-05, "iteration": f"{it}/{steps}",
-                "elapsed_time": _format_time(elapsed), "remaining_time": _format_time((steps - it) * speed),
+                "elapsed_time": format_time(elapsed), "remaining_time": format_time((steps - it) * speed),
                 "memory(GiB)": round(max_reserved, 2), "train_speed(s/it)": round(speed, 6)}
         print(str(logs), flush=True)
         if report:

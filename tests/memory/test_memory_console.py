@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
-from pathlib import Path
-
-import pytest
 
 from console import memory as memory_view
 from console.alerts import active
@@ -16,18 +11,9 @@ from console.timeline import timeline as build
 from console.widgets.chart import ChartView
 from runner.core.memory import MemorySettings, MemoryWatch, Reading
 from runner.rundir import jsonio
-from tests.console.conftest import write_run
+from tests.console.conftest import base, write_run  # noqa: F401  (base: the short runs directory fixture)
 from tests.console.test_console_app import app_for, attached, telemetry
 from tests.waiting import until_ui
-
-
-@pytest.fixture
-def base():
-    path = Path(tempfile.mkdtemp(prefix="mcmem-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def watch_with_a_tight_gpu() -> tuple[MemoryWatch, list[dict]]:
