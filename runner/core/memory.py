@@ -34,7 +34,7 @@ import collections
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from runner.core.errors import InputError
 from runner.core.numbers import as_float
@@ -524,6 +524,31 @@ class MemoryWatch:
             tr.restart()
         self.last_step = None
 
+    def _track(self, key: int | None) -> _Track:
+        tr = self.tracks.get(key)
+        if tr is None:
+            tr = self.tracks[key] = _Track(key)
+        return tr
+
+    def _at_step(self, tr: _Track, step: int, top: float | None, t: float | None) -> None:
+        """A value of ``step``: a later step finishes the one before, an earlier one is a restart."""
+        if tr.cur_step is not None and step < tr.cur_step:
+            tr.restart()     # the step went back: a new attempt resumed from an older step
+        if tr.cur_step is not None and step > tr.cur_step:
+            self._finish(tr)
+        if tr.cur_step != step:
+            tr.cur_step, tr.cur_peak, tr.cur_t = step, None, t
+        if top is not None:
+            tr.cur_peak = top if tr.cur_peak is None else max(tr.cur_peak, top)
+        if self.last_step is None or step > self.last_step:
+            self.last_step = step
+
+    def _remember(self, tr: _Track, t: float | None, item: dict) -> None:
+        tr.history.append(item)
+        if t is not None:
+            while tr.history and tr.history[0]["t"] is not None and t - tr.history[0]["t"] > self.settings.history_s:
+                tr.history.popleft()
+
     def observe(self, r: Reading) -> None:
         s = self.settings
         key = r.gpu
@@ -531,21 +556,10 @@ class MemoryWatch:
             key = gpu_of_rank(r.rank, s.visible)
         if r.source == "nvml" and s.devices is not None and key not in s.devices:
             return
-        tr = self.tracks.get(key)
-        if tr is None:
-            tr = self.tracks[key] = _Track(key)
+        tr = self._track(key)
         top = r.top()
         if r.step is not None:
-            if tr.cur_step is not None and r.step < tr.cur_step:
-                tr.restart()     # the step went back: a new attempt resumed from an older step
-            if tr.cur_step is not None and r.step > tr.cur_step:
-                self._finish(tr)
-            if tr.cur_step != r.step:
-                tr.cur_step, tr.cur_peak, tr.cur_t = r.step, None, r.t
-            if top is not None:
-                tr.cur_peak = top if tr.cur_peak is None else max(tr.cur_peak, top)
-            if self.last_step is None or r.step > self.last_step:
-                self.last_step = r.step
+            self._at_step(tr, r.step, top, r.t)
         tr.sources.add(r.source)
         if r.used_gib is not None:
             tr.used = r.used_gib
@@ -561,12 +575,24 @@ class MemoryWatch:
         if cache is not None:
             tr.cache = cache
         if r.t is not None or r.step is not None:
-            tr.history.append({"t": r.t, "step": r.step, "source": r.source, "used_gib": r.used_gib,
-                               "peak_gib": top, "allocated_gib": r.allocated_gib, "reserved_gib": r.reserved_gib,
-                               "foreign_gib": r.foreign_gib})
-            if r.t is not None:
-                while tr.history and tr.history[0]["t"] is not None and r.t - tr.history[0]["t"] > s.history_s:
-                    tr.history.popleft()
+            self._remember(tr, r.t, {"t": r.t, "step": r.step, "source": r.source, "used_gib": r.used_gib,
+                                     "peak_gib": top, "allocated_gib": r.allocated_gib,
+                                     "reserved_gib": r.reserved_gib, "foreign_gib": r.foreign_gib})
+
+    def observe_log_peaks(self, steps: Sequence[int], peaks: Sequence[float], t: float | None) -> None:
+        """Many rank-less peaks of one batch (a trainer's ``memory(GiB)`` column): the same as
+        ``observe(Reading("log", step=s, t=t, peak_gib=p))`` for each finite positive p, in a
+        fraction of the time (the live runner feeds thousands of rows per log slice)."""
+        tr = self._track(RUN_WIDE)
+        kept = [(int(st), float(p)) for st, p in zip(steps, peaks) if p == p and 0 < p < math.inf]
+        if not kept:
+            return
+        for st, p in kept:
+            self._at_step(tr, st, p, t)
+        tr.sources.add("log")
+        for st, p in kept[-HISTORY_MAX:]:
+            self._remember(tr, t, {"t": t, "step": st, "source": "log", "used_gib": None, "peak_gib": p,
+                                   "allocated_gib": None, "reserved_gib": None, "foreign_gib": None})
 
     def _finish(self, tr: _Track) -> None:
         """The track's current step is over: its peak joins the series, the trend is read again."""

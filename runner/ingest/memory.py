@@ -1,8 +1,9 @@
 """Metric records as memory readings for ``runner.core.memory``.
 
-A memory report record (``records.MEMORY_SRCS``: Megatron's ``report_memory``, DeepSpeed's lines)
-carries allocated / reserved and their peaks under the ``records.MEMORY_FIELDS`` names, with the
-rank the line names in ``extra.rank`` (a report merged over ranks has none: it is the run-wide
+A memory report record (``records.MEMORY_SRCS``: Megatron's ``report_memory``, DeepSpeed's lines;
+or any record whose trainer prints allocator figures, e.g. torchtune's) carries allocated /
+reserved and their peaks under the ``records.MEMORY_FIELDS`` names, with the rank the line names
+in ``extra.rank`` (a report merged over ranks has none: it is the run-wide
 maximum). Any other record's ``mem_gib`` (ms-swift's ``memory(GiB)``, torch's max reserved over
 the model-parallel group; other trainers' peak memory) is one peak for the run, or for the rank
 its line was prefixed with.
@@ -14,7 +15,7 @@ from typing import Any, Mapping
 from runner.core.memory import Reading
 from runner.core.numbers import as_float
 from runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED, MEM_RESERVED,
-                                   MEMORY_SRCS)
+                                   MEMORY_FIELDS, MEMORY_SRCS)
 
 
 def _rank(extra: Mapping[str, Any]) -> int | None:
@@ -30,23 +31,18 @@ def reading_from_record(rec: Mapping[str, Any], t: float | None = None) -> Readi
     extra = rec.get("extra") if isinstance(rec.get("extra"), Mapping) else {}
     assert isinstance(extra, Mapping)
     src = str(rec.get("src") or "log")
-    if src in MEMORY_SRCS:
+    if src in MEMORY_SRCS or any(k in extra for k in MEMORY_FIELDS):
+        # a memory report, or a trainer's line that gives allocator figures beside its metrics
         vals = {k: as_float(extra.get(k)) for k in (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_RESERVED, MEM_MAX_RESERVED,
                                                       MEM_DEVICE_USED)}
         peak = as_float(rec.get("mem_gib"))
         if all(v is None for v in vals.values()) and peak is None:
             return None
-        return Reading(src, step=step, t=t, rank=_rank(extra), peak_gib=peak, used_gib=vals[MEM_DEVICE_USED],
+        return Reading(src if src in MEMORY_SRCS else "log", step=step, t=t, rank=_rank(extra), peak_gib=peak,
+                       used_gib=vals[MEM_DEVICE_USED],
                        allocated_gib=vals[MEM_ALLOCATED], reserved_gib=vals[MEM_RESERVED],
                        max_allocated_gib=vals[MEM_MAX_ALLOCATED], max_reserved_gib=vals[MEM_MAX_RESERVED])
     peak = as_float(rec.get("mem_gib"))
     if peak is None or peak != peak or peak in (float("inf"), float("-inf")) or peak <= 0:
         return None
     return Reading("log", step=step, t=t, rank=_rank(extra), peak_gib=peak)
-
-
-def reading_from_column(step: int, mem_gib: float, t: float | None = None) -> Reading | None:
-    """A template row's ``mem_gib`` (a dict line the bulk reader matched without a record)."""
-    if not mem_gib == mem_gib or mem_gib <= 0 or mem_gib == float("inf"):
-        return None
-    return Reading("log", step=int(step), t=t, peak_gib=float(mem_gib))

@@ -10,7 +10,7 @@ from typing import Any, Callable, Collection, Sequence
 
 from runner.core.memory import MemoryWatch, physical_gpu, readings_from_nvml
 from runner.core.oom import explain_oom, merge_messages, torch_size_text
-from runner.ingest.memory import reading_from_column, reading_from_record
+from runner.ingest.memory import reading_from_record
 from runner.recipes import recipe as recipes
 
 OOM_CLASSES = ("cuda_oom", "gpu_busy_at_init")
@@ -44,14 +44,23 @@ class MemoryFeed:
                 mem: Sequence[float], has_mem: Sequence[bool], t: float) -> None:
         """The kept rows of a batch: a parser record is read whole (memory reports name their
         rank), a template row (a dict line the bulk reader matched) by its ``mem_gib`` column."""
+        col_steps: list[int] = []
+        col_peaks: list[float] = []
         for j, i in enumerate(kept):
             rec = records[i]
             if type(rec) is bytes:
-                r = reading_from_column(int(steps[j]), float(mem[j]), t) if has_mem[j] else None
-            else:
-                r = reading_from_record(rec, t)
+                if has_mem[j]:
+                    col_steps.append(int(steps[j]))
+                    col_peaks.append(float(mem[j]))
+                continue
+            if col_steps:   # keep the file's order: the template rows before this record first
+                self.watch.observe_log_peaks(col_steps, col_peaks, t)
+                col_steps, col_peaks = [], []
+            r = reading_from_record(rec, t)
             if r is not None:
                 self.watch.observe(r)
+        if col_steps:
+            self.watch.observe_log_peaks(col_steps, col_peaks, t)
 
     def on_gpus(self, gpu: dict | None, step: int | None, own_pids: Collection[int], t: float) -> None:
         for r in readings_from_nvml(gpu, step=step, t=t, own_pids=own_pids, devices=self.settings.devices):

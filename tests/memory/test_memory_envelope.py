@@ -8,7 +8,7 @@ from runner.core.errors import InputError
 from runner.core.memory import (DEFAULT_MIN_HEADROOM_GIB, MemorySettings, MemoryWatch, Reading, alloc_conf_advice,
                                 alloc_conf_env, gpu_of_rank, parse_size_gib, physical_gpu, readings_from_nvml,
                                 visible_devices)
-from runner.ingest.memory import reading_from_column, reading_from_record
+from runner.ingest.memory import reading_from_record
 from runner.ingest.parser import LogParser
 
 MIB = 1 / 1024
@@ -109,7 +109,23 @@ def test_records_become_readings_megatron_per_rank_and_swift_run_wide():
     assert (r.rank, r.gpu, r.peak_gib) == (None, None, 35.12)
     assert reading_from_record({"step": 1, "src": "swift_dict", "mem_gib": 0.0, "extra": {}}) is None  # no CUDA
     assert reading_from_record({"step": None, "mem_gib": 3.0}) is None
-    assert reading_from_column(5, 35.12).peak_gib == 35.12 and reading_from_column(5, float("nan")) is None
+
+
+def test_a_column_of_log_peaks_is_the_same_as_one_reading_each():
+    """The runner's fast path for template rows (thousands per log slice)."""
+    steps = list(range(1, 3000)) + list(range(50, 400))          # a restart in the middle
+    peaks = [60.0 + (s % 13) * 0.01 + (0.002 * s if s > 1000 else 0) for s in steps]
+    peaks[7] = float("nan")
+    peaks[9] = 0.0
+    one, many = MemoryWatch(MemorySettings(capacity_gib=80.0)), MemoryWatch(MemorySettings(capacity_gib=80.0))
+    for st, p in zip(steps, peaks):
+        r = Reading("log", step=st, t=5.0, peak_gib=p) if p == p and p > 0 else None
+        if r is not None:
+            one.observe(r)
+    many.observe_log_peaks(steps[:1234], peaks[:1234], 5.0)
+    many.observe_log_peaks(steps[1234:], peaks[1234:], 5.0)
+    assert one.to_dict() == many.to_dict()
+    assert one.history(None) == many.history(None)
 
 
 def test_the_parsers_megatron_report_reaches_the_envelope():
