@@ -177,9 +177,9 @@ class MemorySettings:
                     devices: Iterable[int] | None = None, env: Mapping[str, str] | None = None
                     ) -> "MemorySettings":
         """Validate a recipe's ``memory:`` mapping; InputError names the key ("memory.x: ...")."""
-        sec = dict(section or {})
         if not isinstance(section, (Mapping, type(None))):
             raise InputError(f"memory: expected a mapping, got {type(section).__name__}")
+        sec = dict(section or {})
         values: dict[str, Any] = {}
         for key, raw in sec.items():
             place = f"memory.{key}"

@@ -190,14 +190,18 @@ def check_engine(recipe: dict, *, preflight: bool = False) -> list[Problem]:
 def static_memory(recipe: dict, model_config: str | None = None):
     """The static memory estimate (runner.recipes.memory_estimate) of the recipe's model, or None
     when no config.json is known; InputError when one is named but unreadable."""
+    from runner.core.errors import InputError
     from runner.recipes import memory_estimate
     flags = command_flags(recipe["command"])
     path = model_config or memory_estimate.config_path(recipe, flags)
     if not path:
         return None
     config = memory_estimate.load_config(path)
-    return memory_estimate.estimate(config, flags, memory_estimate.world_size(recipe, flags),
-                                    megatron=memory_estimate.is_megatron(recipe["command"], flags))
+    try:
+        return memory_estimate.estimate(config, flags, memory_estimate.world_size(recipe, flags),
+                                        megatron=memory_estimate.is_megatron(recipe["command"], flags))
+    except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
+        raise InputError(f"{path}: a config.json field this estimate cannot use: {exc}") from None
 
 
 def check_memory(recipe: dict) -> list[Problem]:

@@ -26,11 +26,10 @@ class MemoryFeed:
 
     def _static(self) -> dict | None:
         """lint's static estimate per GPU, when the recipe's model config.json is readable here."""
-        from runner.core.errors import InputError
         from runner.recipes.lint import static_memory
         try:
             est = static_memory(self.recipe)
-        except (InputError, OSError, ValueError) as exc:
+        except Exception as exc:  # an estimate is a help: a config it cannot read must not stop the runner
             self.diag(f"no static memory estimate: {exc}")
             return None
         if est is None:

@@ -147,6 +147,11 @@ def test_lint_says_when_the_config_is_missing_or_the_model_does_not_fit(tmp_path
                                       "memory": {"model_config": "nowhere.json"}}))
     proc = lint(str(recipe))
     assert proc.returncode == 0 and "memory_config_unreadable" in proc.stdout and "no such file" in proc.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(dict(DENSE, num_key_value_heads=[1])))
+    proc = lint(str(recipe), "--model-config", str(bad))
+    assert proc.returncode == 0 and "memory_config_unreadable" in proc.stdout and "cannot use" in proc.stdout
+    assert "Traceback" not in proc.stderr
     (tmp_path / "config.json").write_text(json.dumps(DENSE))
     proc = lint(str(recipe), "--model-config", str(tmp_path))
     assert "memory_static_over_capacity" in proc.stdout
