@@ -41,6 +41,9 @@ def alert_key(entry: Entry) -> str:
     """Stable identity of an alert across polls and consoles: its kind, time, rule and step
     (not its position: the snapshot keeps only the newest events)."""
     ev = entry.event
+    if entry.kind == "alert" and ev.get("cause"):
+        # one alert per cause: its updates keep the identity (an ack holds) until the level changes
+        return f"alert|cause|{ev['cause']}|{ev.get('opened_step')}|{ev.get('level')}|{ev.get('attempt')}"
     what = ev.get("rule") or ev.get("class") or ev.get("path") or ""
     return f"{entry.kind}|{entry.t!r}|{what}|{ev.get('step')}|{ev.get('attempt')}"
 
@@ -55,9 +58,19 @@ def level_of(entry: Entry) -> str | None:
 
 
 def active(entries: list[Entry], acked: frozenset[str]) -> list[Alert]:
-    """Unacknowledged critical and warning alerts (and crashes), newest first."""
+    """Unacknowledged critical and warning alerts (and crashes), newest first. An alert with a
+    ``cause`` counts once, as its newest event says (an update carries the new numbers; a
+    resolved one is over)."""
     out = []
+    causes: set[tuple] = set()
     for e in reversed(entries):
+        cause = e.event.get("cause") if e.kind == "alert" else None
+        if cause:
+            if (cause, e.event.get("attempt")) in causes:
+                continue
+            causes.add((cause, e.event.get("attempt")))
+            if e.event.get("resolved"):
+                continue
         level = level_of(e)
         if level and alert_key(e) not in acked:
             out.append(Alert(alert_key(e), level, e))

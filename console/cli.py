@@ -169,6 +169,8 @@ def build_parser() -> _Parser:
     p.add_argument("recipe")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--fix", action="store_true", help="write the corrected recipe (the original kept as .bak)")
+    p.add_argument("--model-config", metavar="PATH",
+                   help="the model's config.json (or its directory) for the static memory estimate")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("doctor", help=COMMAND_HELP["doctor"])

@@ -190,6 +190,11 @@ def detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
         if evidence:
             lines.append("evidence:")
             lines += [f"  {line}" for line in evidence]
+        mem = crash_report.get("memory")
+        if isinstance(mem, dict):
+            lines += ["", f"memory verdict: {mem.get('verdict')}: {mem.get('summary') or ''}",
+                      f"advice: {mem.get('advice') or fmt.NA}"]
+            lines += [f"  {line}" for line in mem.get("evidence") or []]
     return lines
 
 

@@ -49,6 +49,15 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     return changes
 
 
+def _estimate(recipe: dict):
+    """The static memory table, or None (no config.json, or one lint already reported unreadable)."""
+    from runner.recipes.lint import static_memory
+    try:
+        return static_memory(recipe, recipe.get("_model_config"))
+    except InputError:
+        return None
+
+
 def run(args) -> int:
     if getattr(args, "fix", False):
         changes = fix(args.recipe, args.overrides)
@@ -57,13 +66,21 @@ def run(args) -> int:
         sys.stderr.write(f"{args.recipe}: {len(changes)} fix(es) written" + (f" (original in {args.recipe}.bak)\n"
                                                                             if changes else "\n"))
     recipe = recipes.load(args.recipe, args.overrides)
+    model_config = getattr(args, "model_config", None)
+    if model_config:
+        recipe["_model_config"] = os.path.abspath(model_config)
     problems = lint_recipe(recipe)
     errors = sum(1 for p in problems if p["level"] == "error")
+    est = _estimate(recipe)
     if args.json:
-        print(jsonio.dumps({"v": 1, "recipe": args.recipe, "ok": errors == 0, "problems": problems}))
+        print(jsonio.dumps({"v": 1, "recipe": args.recipe, "ok": errors == 0, "problems": problems,
+                            "memory": est.to_dict() if est else None}))
     else:
         for p in problems:
             print(f"{p['level']:7s} {p['rule']}: {p['message']}")
+        if est is not None:
+            from runner.recipes.memory_estimate import render
+            print("\n".join(render(est)))
         warnings = sum(1 for p in problems if p["level"] == "warning")
         print(f"{args.recipe}: {errors} error(s), {warnings} warning(s)")
     return 1 if errors else 0

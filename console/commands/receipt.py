@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from console import format as fmt
+from console import memory as memory_view
 from runner.rundir import jsonio, receipt as receipts, rundir
 from runner.core.errors import InputError
 
@@ -69,6 +70,26 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def memory_lines(mem: dict[str, Any]) -> list[str]:
+    """The per-GPU envelope, tightest first: capacity = steady peak + fragmentation + transients +
+    effective headroom, then the trend and the CUDA OOM verdicts."""
+    gpus = mem.get("gpus") or []
+    if not gpus:
+        return ["no memory readings"]
+    g3 = memory_view.gib
+    out = _table(["GPU", "capacity", "steady peak", "fragmentation", "transients", "effective headroom",
+                  "trend", "activations + workspace"],
+                 [[str(g.get("label") or g.get("gpu")), f"{g3(g.get('capacity_gib'))} ({g.get('capacity_source') or '?'})",
+                   g3(g.get("steady_peak_gib")), g3(g.get("fragmentation_gib")), g3(g.get("transients_gib")),
+                   g3(g.get("effective_headroom_gib")) + ("" if g.get("ok") is not False else " (below minimum)"),
+                   memory_view.trend_words(g), g3(g.get("activations_workspace_gib"))] for g in gpus])
+    out += ["", f"GiB; minimum headroom {g3(mem.get('min_headroom_gib'))}"
+            + (f", static estimate {g3((mem.get('static') or {}).get('per_gpu_gib'))} per GPU" if mem.get("static") else "")]
+    for o in mem.get("ooms") or []:
+        out.append(f"- attempt {o.get('attempt')} CUDA OOM: {o.get('memory_verdict')}: {o.get('memory_summary')}")
+    return out
+
+
 def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) -> str:
     run, steps, rec = r["run"], r["steps"], r["recipe"]
     lines = [f"# Run receipt: {run.get('name') or run['id']}", "",
@@ -91,6 +112,8 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
     lines += ["## Metrics", ""]
     lines += _table(["series", "first", "min", "median", "max", "last", "non-finite"],
                     [_env_row(k, r[k]) for k in ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")])
+    lines += ["", "## GPU memory", ""]
+    lines += memory_lines(r.get("memory") or {})
     lines += ["", "## Restarts and crashes", ""]
     if r["crashes"]:
         lines += _table(["attempt", "class", "recovery", "summary"],

@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 from console import alerts as alerts_mod
 from console import confirmations, keys
 from console import format as fmt
+from console import memory as memory_view
 from console.chart import markers_from
 from console.source import RunSource
 from console.widgets.chart import ChartView
@@ -288,13 +289,18 @@ class RunScreen(Screen):
         chart = self.query_one("#chart-grad", ChartView)
         if key != chart._data_key:
             chart.set_data([grad], key=key, markers=markers, heading=f"grad norm {fmt.num(grad.last())}")
-        cap = snap.run.get("mem_capacity_gib") or _gpu_capacity_gib(snap.gpu)
-        key = (_series_key(mem), marker_key, cap)
+        envelope = snap.run.get("memory")
+        tight = memory_view.tightest(envelope) or {}
+        cap = tight.get("capacity_gib") or snap.run.get("mem_capacity_gib") or _gpu_capacity_gib(snap.gpu)
+        key = (_series_key(mem), marker_key, cap, memory_view.heading_key(envelope))
         chart = self.query_one("#chart-mem", ChartView)
         if key != chart._data_key:
             last = fmt.num(mem.last(), 3)
             heading: tuple[str, ...] = (f"memory {last} GiB", f"mem {last}G")
-            if cap:
+            by_gpu = memory_view.heading(envelope)   # the tightest GPU first, when the runner knows it
+            if by_gpu:
+                heading = by_gpu
+            elif cap:
                 peak = mem.finite_max()
                 free = f"{fmt.num(cap - peak, 3)}" if peak is not None else fmt.NA
                 capt = fmt.num(cap, 3)

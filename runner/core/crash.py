@@ -13,6 +13,9 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Collection, Iterable
 
+from runner.core.memory import alloc_conf_advice
+from runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
+
 CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
@@ -191,10 +194,6 @@ def _families(text: str) -> set[str]:
 
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory"
                   r"|Cuda failure 'out of memory'")
-_OOM_SIZE = re.compile(r"Tried to allocate (more than \S+|[\d.]+ ?(?:bytes|[KMGT]iB|[KMGTE]B))")
-_OOM_GPU = re.compile(r"GPU (\d+)(?: has a total capacity|;)")
-_OOM_FOREIGN = re.compile(r"Process (\d+) has ([\d.]+ ?(?:bytes|[KMGT]iB)) memory in use")
-_OOM_UNALLOCATED = re.compile(r"and ([\d.]+) ?(bytes|[KMGT]iB) is reserved by PyTorch but unallocated")
 
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
                            r"|milliseconds before timing out")
@@ -338,9 +337,6 @@ class _Scan:
     oom_info: _OomInfo = field(default_factory=_OomInfo)
     last_lines: list[tuple[int, str]] = field(default_factory=list)
 
-
-_SIZE_UNITS = {"bytes": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "MiB": 1 / 1024, "GiB": 1.0,
-               "TiB": 1024.0}
 
 
 def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]]:
@@ -489,18 +485,16 @@ def _text_signal(text: str) -> int | None:
 
 
 def _collect_oom(info: _OomInfo, text: str, frames: list[tuple[str, str]]) -> None:
-    if info.size is None:
-        m = _OOM_SIZE.search(text)
-        if m:
-            info.size = m.group(1)
-    m = _OOM_GPU.search(text)
-    if m and m.group(1) not in info.gpus:
-        info.gpus.append(m.group(1))
-    for pid, size in _OOM_FOREIGN.findall(text):
-        info.foreign.setdefault(pid, size)
-    m = _OOM_UNALLOCATED.search(text)
-    if m:
-        info.unallocated_gib = max(info.unallocated_gib, float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    msg = parse_oom_message(text)
+    if msg is not None:
+        if info.size is None and msg.tried_text:
+            info.size = msg.tried_text
+        if msg.gpu is not None and str(msg.gpu) not in info.gpus:
+            info.gpus.append(str(msg.gpu))
+        for pid, gib in msg.others:
+            info.foreign.setdefault(str(pid), torch_size_text(gib))
+        if msg.reserved_unallocated_gib is not None:
+            info.unallocated_gib = max(info.unallocated_gib, msg.reserved_unallocated_gib)
     if frames and not info.frames:
         info.frames = list(frames)
 
@@ -818,9 +812,8 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                              "for the memory to be released before restarting")
     hint = ("a transient spike may pass on restart; if it repeats, lower the micro-batch or "
             "sequence length, or enable activation recompute")
-    if info.unallocated_gib >= 1.0:
-        hint += ("; reserved-but-unallocated memory is large, try "
-                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    if info.unallocated_gib >= FRAGMENTATION_MIN_GIB:
+        hint += f"; reserved-but-unallocated memory is large, try {alloc_conf_advice(None)}"
     return _verdict("cuda_oom", s.oom.decisive, f"CUDA out of memory{phase}{size}{gpus}",
                     retryable=True, recovery="restart", hint=hint)
 

@@ -17,8 +17,9 @@ Rules (thresholds in ``Thresholds``; docs/monitors.md explains each):
 - ``throughput_drop``: tokens/s (or, without tokens/s, the step time) much worse than the
   median of the recent window.
 - ``step_time_unstable``: coefficient of variation of the step time over the recent window.
-- ``mem_headroom``: capacity minus memory below a margin (needs the GPU capacity).
-- ``mem_growth``: memory above its post-warm-up level by a margin (a leak), re-armed each time.
+
+Memory (headroom against each GPU's capacity, a growing envelope and its OOM forecast) is not a
+rule here: ``runner.core.memory`` owns it, per GPU, with NVML beside the log.
 - ``checkpoint_in_excursion``: a checkpoint saved while a grad-norm excursion (or a non-finite
   loss/grad norm) is active; reported by ``Monitors.on_checkpoint``.
 
@@ -40,10 +41,19 @@ from runner.core.errors import InputError
 WARNING, CRITICAL = "warning", "critical"
 
 RULE_ORDER = ("non_finite", "grad_norm_spike", "loss_spike", "throughput_drop",
-              "step_time_unstable", "mem_headroom", "mem_growth", "checkpoint_in_excursion")
+              "step_time_unstable", "checkpoint_in_excursion")
 MONITORED_FIELDS = ("loss", "grad_norm", "tokens_per_s", "step_time_s", "mem_gib")
 
 _EMA_BLOCK = 1024  # EMA is evaluated in blocks: weights (1-a)^-k stay below ~3e4 for a=0.01
+
+
+# alerts: keys of older recipes whose job runner.core.memory took over (recipe ``memory:``).
+MOVED_TO_MEMORY = {
+    "mem_capacity_gib": "gpus.memory_capacity_gib",
+    "mem_headroom_warn_gib": "memory.min_headroom", "mem_headroom_crit_gib": "memory.min_headroom",
+    "mem_warmup": "memory.warmup_steps", "mem_growth_gib": "the memory forecast (memory.horizon_steps)",
+    "mem_growth_frac": "the memory forecast (memory.horizon_steps)",
+}
 
 
 @dataclass
@@ -62,25 +72,20 @@ class Thresholds:
     throughput_min_history: int = 10
     step_time_cv_max: float = 0.3
     step_time_window: int = 50
-    mem_capacity_gib: float | None = None
-    mem_headroom_warn_gib: float = 2.0
-    mem_headroom_crit_gib: float = 0.5
-    mem_warmup: int = 20              # memory values whose max is the flat level a leak grows from
-    mem_growth_gib: float = 1.0
-    mem_growth_frac: float = 0.05
 
     @classmethod
-    def from_recipe(cls, alerts: dict | None, mem_capacity_gib: float | None = None) -> "Thresholds":
+    def from_recipe(cls, alerts: dict | None) -> "Thresholds":
         """Thresholds from a recipe's ``alerts:`` mapping; an unknown key or a bad value is an
-        InputError that names it."""
+        InputError that names it. The memory keys of older recipes (``MOVED_TO_MEMORY``) are
+        still accepted and ignored (lint says where they went), so old run directories load."""
         known = {f.name: f for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, raw in (alerts or {}).items():
+            if key in MOVED_TO_MEMORY:
+                continue
             if key not in known:
                 raise InputError(f"alerts: unknown threshold {key!r} (known: {', '.join(sorted(known))})")
             values[key] = _check_threshold(key, raw, known[key].type)
-        if mem_capacity_gib is not None:
-            values["mem_capacity_gib"] = _check_threshold("mem_capacity_gib", mem_capacity_gib, "float | None")
         t = cls(**values)
         t.validate()
         return t
@@ -456,61 +461,6 @@ class _StepTimeCV:
         return out
 
 
-class _MemHeadroom:
-    def __init__(self, t: Thresholds):
-        self.t = t
-        self.exc = 0
-
-    def process(self, steps: np.ndarray, m: np.ndarray) -> list[tuple[int, dict]]:
-        cap = self.t.mem_capacity_gib
-        if cap is None or not len(m):
-            return []
-        headroom = cap - m
-        levels = np.zeros(len(m), dtype=np.int8)
-        levels[headroom < self.t.mem_headroom_warn_gib] = 1
-        levels[headroom < self.t.mem_headroom_crit_gib] = 2
-        fired, self.exc = _excursions(levels, self.exc)
-        out = []
-        for pos, lvl in fired:
-            v, h = float(m[pos]), float(headroom[pos])
-            out.append((pos, _alert(CRITICAL if lvl == 2 else WARNING, "mem_headroom", int(steps[pos]),
-                                    f"memory {fmt_num(v)} GiB leaves {fmt_num(h)} GiB of {fmt_num(cap)} GiB "
-                                    f"at step {int(steps[pos])}",
-                                    {"mem_gib": v, "headroom_gib": h, "capacity_gib": cap})))
-        return out
-
-
-class _MemGrowth:
-    def __init__(self, t: Thresholds):
-        self.t = t
-        self.n = 0
-        self.level: float | None = None
-
-    def process(self, steps: np.ndarray, m: np.ndarray) -> list[tuple[int, dict]]:
-        out = []
-        pos = 0
-        if self.n < self.t.mem_warmup:
-            pos = min(self.t.mem_warmup - self.n, len(m))
-            if pos:
-                top = float(m[:pos].max())
-                self.level = top if self.level is None else max(self.level, top)
-        self.n += len(m)
-        while pos < len(m) and self.level is not None:
-            limit = self.level + max(self.t.mem_growth_gib, self.t.mem_growth_frac * self.level)
-            over = m[pos:] > limit
-            if not over.any():
-                break
-            j = pos + int(np.argmax(over))
-            v = float(m[j])
-            out.append((j, _alert(WARNING, "mem_growth", int(steps[j]),
-                                  f"memory grew from {fmt_num(self.level)} to {fmt_num(v)} GiB "
-                                  f"at step {int(steps[j])} (expected flat after warm-up)",
-                                  {"mem_gib": v, "previous_gib": self.level, "limit_gib": limit})))
-            self.level = v
-            pos = j + 1
-        return out
-
-
 @dataclass
 class _Attempt:
     """Rule state for one attempt (reset by a restart)."""
@@ -526,8 +476,6 @@ class _Attempt:
         self.tps = _RollingMedianDrop(t, "tokens_per_s", high=False)
         self.slow = _RollingMedianDrop(t, "step_time_s", high=True)
         self.cv = _StepTimeCV(t)
-        self.headroom = _MemHeadroom(t)
-        self.growth = _MemGrowth(t)
 
 
 class Monitors:
@@ -658,10 +606,6 @@ class Monitors:
         slow_idx = st_idx if tps_present is None else st_idx[~tps_present[st_idx]]
         emit(slow_idx, at.slow.process(steps[slow_idx], values["step_time_s"][slow_idx]))
         emit(st_idx, at.cv.process(steps[st_idx], values["step_time_s"][st_idx]))
-        idx = kept["mem_gib"]
-        idx = idx[np.isfinite(values["mem_gib"][idx])]
-        emit(idx, at.headroom.process(steps[idx], values["mem_gib"][idx]))
-        emit(idx, at.growth.process(steps[idx], values["mem_gib"][idx]))
         return out
 
     def on_checkpoint(self, step: int | None, path: str | None) -> list[dict]:

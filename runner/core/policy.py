@@ -83,6 +83,7 @@ class AttemptRecord:
     resumed_step: int | None     # the step this attempt resumed from (None: fresh start)
     last_step: int | None        # the last training step it logged (None: none)
     crash_class: str | None      # None: it did not crash (clean exit)
+    memory_verdict: str | None = None   # a CUDA OOM's verdict (runner.core.oom): leak, transient, ...
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,8 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     Order: user kill -> stop; gpu_unavailable / slurm_unavailable -> wait for the device or the
     Slurm controller (its own capped wait,
     outside the restart cap) or fail; not retryable -> pause (divergence) or fail; restart cap ->
-    fail; no progress for N attempts -> fail; too many crashes in the window -> pause;
+    fail; no progress for N attempts -> fail; a memory leak that ran out of memory at the same
+    step as the attempt before -> pause; too many crashes in the window -> pause;
     otherwise restart after the backoff delay (with a warning for killed_oom, a repeated
     cuda_oom, or a divergence Megatron asked to rerun).
     """
@@ -181,6 +183,10 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
         return Decision(FAIL, 0.0, f"no step progress in {n} attempts in a row (last crash: "
                                    f"{verdict.cls}); restarting again would not help", CRITICAL)
 
+    same = repeated_leak(verdict, history)
+    if same is not None:
+        return Decision(PAUSE, 0.0, same, CRITICAL)
+
     recent = sum(1 for rec, c in zip(history, classes)
                  if _is_crash(c) and c not in WAIT_CLASSES and now - rec.ended_at <= settings.crash_window_s)
     if recent > settings.max_crashes_per_window:
@@ -200,6 +206,27 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     elif verdict.cls == "divergence":
         alert, reason = WARNING, reason + "; Megatron asked for a rerun of a suspect step"
     return Decision(RESTART, delay, reason, alert)
+
+
+LEAK_SAME_STEP_STEPS = 5          # two leak OOMs this close (or within LEAK_SAME_STEP_FRAC) are "the same step"
+LEAK_SAME_STEP_FRAC = 0.05
+
+
+def repeated_leak(verdict: CrashVerdict, history: list[AttemptRecord]) -> str | None:
+    """The pause reason when this attempt and the one before both ran out of CUDA memory through a
+    leak at about the same step: a third try would loop; None otherwise."""
+    if verdict.cls != "cuda_oom" or len(history) < 2:
+        return None
+    now, before = history[-1], history[-2]
+    if now.memory_verdict != "leak" or before.memory_verdict != "leak" or before.crash_class != "cuda_oom":
+        return None
+    if now.last_step is None or before.last_step is None:
+        return None
+    tolerance = max(LEAK_SAME_STEP_STEPS, LEAK_SAME_STEP_FRAC * max(now.last_step, before.last_step))
+    if abs(now.last_step - before.last_step) > tolerance:
+        return None
+    return (f"paused: a memory leak ran out of CUDA memory at step {now.last_step} (attempt {now.attempt}) "
+            f"and at step {before.last_step} (attempt {before.attempt}): restarting would loop")
 
 
 def _wait_for(verdict: CrashVerdict, history: list[AttemptRecord], wait_s: float, max_s: float, max_key: str,

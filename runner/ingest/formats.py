@@ -27,7 +27,8 @@ import re
 from typing import Any
 
 from runner.ingest.pydict import parse_pydict
-from runner.ingest.records import parse_number
+from runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED, MEM_RESERVED,
+                                   parse_number)
 from runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -94,9 +95,16 @@ _MEM_FIELD_RE = re.compile(r"\|\s*([a-z ]+?):\s*([-+\w.]+)")
 _AFTER_ITERS_RE = re.compile(r"^after (\d+) iterations$")
 
 
+_MEGATRON_MEM_NAMES = {"allocated": MEM_ALLOCATED, "max allocated": MEM_MAX_ALLOCATED,
+                       "reserved": MEM_RESERVED, "max reserved": MEM_MAX_RESERVED,
+                       "total device memory used": MEM_DEVICE_USED}
+
+
 def read_memory_report(text: str) -> dict | None:
-    """A Megatron ``report_memory`` line: {'rank', 'name', 'step' (None unless the report is
-    '(after N iterations)'), and the values in GiB}."""
+    """A Megatron ``report_memory`` line (``[Rank N] (after N iterations) memory (MB) |
+    allocated: ... | max allocated: ... | reserved: ... | max reserved: ...``): {'rank', 'name',
+    'step' (None unless the report is '(after N iterations)'), 'values' in GiB under the
+    ``MEMORY_FIELDS`` names}."""
     if not text.startswith("[Rank "):
         return None
     m = _MEM_REPORT_RE.match(text)
@@ -106,8 +114,9 @@ def read_memory_report(text: str) -> dict | None:
     values: dict[str, float] = {}
     for key, raw in _MEM_FIELD_RE.findall(rest):
         num = parse_number(raw)
-        if num is not None:
-            values[key.strip().replace(" ", "_") + "_gib"] = num / 1024.0
+        field = _MEGATRON_MEM_NAMES.get(key.strip())
+        if num is not None and field is not None:
+            values[field] = num / 1024.0
     after = _AFTER_ITERS_RE.match(name)
     return {"rank": rank, "name": name, "step": int(after.group(1)) if after else None, "values": values}
 

@@ -11,7 +11,8 @@ Megatron prints its memory report (``[Rank N] (after N iterations) memory (MB) .
 the iteration line of the same step, one line per model-parallel rank. The parser holds the
 report until the next other line (or ``release_pending``/``flush``) and then emits one extra
 record for that step: ``src: "megatron_mem"``, ``mem_gib`` = the highest ``max reserved`` over
-the ranks (what ms-swift's ``memory(GiB)`` reports), other fields None.
+the ranks (what ms-swift's ``memory(GiB)`` reports), the highest of each value over the ranks in
+``extra`` under the ``records.MEMORY_FIELDS`` names, other fields None.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from typing import Any
 
 from runner.ingest import formats
 from runner.ingest.lines import ANSI_RE, decode, split_rank, strip_bar, visible_segment
-from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
+from runner.ingest.records import (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED, MEM_RESERVED, classify_mapping,
+                                   mark_from_mapping, record_from_mapping)
 
 _STEP_WORDS = ("step", "iter")
 MAX_EXAMPLES = 5
@@ -364,9 +366,8 @@ class LogParser:
             return []
         self._pending_mem = None
         values = dict(pend["values"])
-        mem = values.pop("max_reserved_gib", None)
-        if mem is None:
-            mem = values.get("reserved_gib")
+        mem = next((values[k] for k in (MEM_MAX_RESERVED, MEM_RESERVED, MEM_MAX_ALLOCATED, MEM_ALLOCATED)
+                    if values.get(k) is not None), None)
         extra: dict[str, Any] = {k: v for k, v in values.items()}
         extra["ranks"] = float(pend["ranks"])
         rec = {"step": pend["step"], "max_steps": None, "loss": None, "grad_norm": None, "lr": None,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from runner.core.memory import KEEP_STEPS, Trend, mib_rate_text, trend
 from runner.core.monitors import Monitors, Thresholds, fmt_num, records_to_arrays
 
 MAX_LISTED_ALERTS = 10
@@ -34,6 +35,7 @@ class Summary:
     restarts: int = 0
     alert_counts: Counter = field(default_factory=Counter)  # (level, rule) -> count
     alerts: list = field(default_factory=list)              # the first few, in order
+    mem_tail: list = field(default_factory=list)            # (step, peak) of the last steps, for the trend
     _prev_step: int | None = None
 
     def add_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
@@ -59,10 +61,34 @@ class Summary:
         self._extreme("loss_min", loss, has, steps, lowest=True)
         self._extreme("grad_max", values["grad_norm"], present["grad_norm"], steps, lowest=False)
         self._extreme("mem_peak", values["mem_gib"], present["mem_gib"], steps, lowest=False)
+        self._memory_tail(steps, values["mem_gib"], present["mem_gib"])
         for f in ("loss", "grad_norm"):
             bad = int(np.count_nonzero(present[f] & ~np.isfinite(values[f])))
             if bad:
                 self.non_finite[f] += bad
+
+    def _memory_tail(self, steps: np.ndarray, mem: np.ndarray, has: np.ndarray) -> None:
+        """The per-step memory peaks of the newest steps of the last attempt (a step going back
+        starts afresh): what ``runner.core.memory.trend`` reads at the end."""
+        idx = np.flatnonzero(has & np.isfinite(mem) & (mem > 0))
+        if not len(idx):
+            return
+        s = steps[idx]
+        prev = np.concatenate(([self.mem_tail[-1][0] if self.mem_tail else s[0]], s[:-1]))
+        back = np.flatnonzero(s < prev)
+        if len(back):
+            self.mem_tail = []
+            idx = idx[back[-1]:]
+        for i in idx[-2 * KEEP_STEPS:].tolist():
+            step, v = int(steps[i]), float(mem[i])
+            if self.mem_tail and self.mem_tail[-1][0] == step:
+                self.mem_tail[-1] = (step, max(v, self.mem_tail[-1][1]))
+            else:
+                self.mem_tail.append((step, v))
+        del self.mem_tail[:-KEEP_STEPS]
+
+    def memory_trend(self) -> Trend:
+        return trend([st for st, _ in self.mem_tail], [v for _, v in self.mem_tail])
 
     def _extreme(self, name: str, x: np.ndarray, has: np.ndarray, steps: np.ndarray, lowest: bool) -> None:
         ok = has & np.isfinite(x)
@@ -105,6 +131,7 @@ class Summary:
             "last_checkpoint": self.last_checkpoint, "attempts": self.attempts,
             "restarts": self.restarts,
             "alerts": {f"{lvl}:{rule}": n for (lvl, rule), n in sorted(self.alert_counts.items())},
+            "memory_trend": self.memory_trend().to_dict() if self.mem_tail else None,
         }
 
 
@@ -112,6 +139,17 @@ def _at(p: tuple[float, int] | None, unit: str = "") -> str:
     if p is None:
         return "-"
     return f"{fmt_num(p[0])}{unit} (step {p[1]:,})"
+
+
+def _trend_words(s: Summary) -> str:
+    """'; stable over the last 385 steps' / '; growing 12.0 MiB/step over the last 385 steps'."""
+    if not s.mem_tail:
+        return ""
+    tr = s.memory_trend()
+    if tr.state == "unknown":
+        return f"; too few steps ({tr.steps}) for a trend"
+    what = f"growing {mib_rate_text(tr.gib_per_step or 0.0)}" if tr.state == "growing" else "stable"
+    return f"; {what} over the last {tr.steps:,} steps"
 
 
 def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) -> str:
@@ -128,7 +166,7 @@ def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) ->
         lines.append(f"  steps        {s.first_step:,} -> {s.last_step:,}{total} ({s.records:,} records{restarts})")
         lines.append(f"  loss         first {_at(s.loss_first)}, last {_at(s.loss_last)}, min {_at(s.loss_min)}")
         lines.append(f"  grad norm    max {_at(s.grad_max)}")
-        lines.append(f"  memory       peak {_at(s.mem_peak, ' GiB')}")
+        lines.append(f"  memory       peak {_at(s.mem_peak, ' GiB')}{_trend_words(s)}")
         if s.non_finite:
             nf = ", ".join(f"{f} {n:,}" for f, n in sorted(s.non_finite.items()))
             lines.append(f"  non-finite   {nf}")

@@ -80,7 +80,8 @@ class Notification:
 def notification_for(ev: Mapping[str, Any]) -> Notification | None:
     """Which events page someone. Pure: the rules are tested on plain event dicts."""
     kind = ev.get("type")
-    if kind == "alert" and ev.get("level") == "critical":
+    if kind == "alert" and ev.get("level") == "critical" and not (ev.get("update") and not ev.get("escalated")):
+        # an alert that only updates its numbers pages nobody again; one that turns critical does
         rule = str(ev.get("rule") or "alert")
         return Notification("critical", f"critical:{rule}", f"critical alert {rule}: {ev.get('message', '')}".strip(), ev)
     if kind == "crash":

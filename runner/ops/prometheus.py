@@ -138,6 +138,8 @@ def families(view: MetricsView) -> Iterator[Metric]:
         yield used
         yield total
 
+    yield from memory_families(rid, run.get("memory"))
+
     ck = CounterMetricFamily("moeconsole_checkpoints", "Checkpoint verifications by verdict.",
                              labels=["run_id", "verdict"])
     for verdict, n in sorted(tally.checkpoints.items()):
@@ -164,3 +166,61 @@ def families(view: MetricsView) -> Iterator[Metric]:
 
     for name, value in sorted(view.extra.items()):
         yield from _gauge(name, name.replace("_", " "), base, value)
+
+
+# per-GPU memory envelope (state.json "memory", runner.core.memory): (metric, doc, key, scale)
+_MEMORY_GAUGES = (
+    ("moeconsole_memory_capacity_bytes", "GPU memory capacity (NVML, else the recipe).", "capacity_gib", GIB),
+    ("moeconsole_memory_device_peak_bytes", "Median per-step peak memory of the GPU.", "device_peak_gib", GIB),
+    ("moeconsole_memory_steady_peak_bytes", "Per-step peak without the allocator's reserved-but-free cache.",
+     "steady_peak_gib", GIB),
+    ("moeconsole_memory_fragmentation_bytes", "Reserved but unallocated by torch's caching allocator.",
+     "fragmentation_gib", GIB),
+    ("moeconsole_memory_headroom_bytes", "Capacity minus the per-step peak.", "headroom_gib", GIB),
+    ("moeconsole_memory_effective_headroom_bytes",
+     "Capacity minus steady peak, fragmentation and declared transients.", "effective_headroom_gib", GIB),
+)
+
+
+def memory_families(rid: str, memory: Any) -> Iterator[Metric]:
+    """The memory envelope per GPU (label ``gpu``: an index, or ``all`` for a trainer's max over
+    ranks), its trend and forecast, and the recipe's minimum and declared transients."""
+    if not isinstance(memory, Mapping):
+        return
+    gpus = [g for g in memory.get("gpus") or () if isinstance(g, Mapping)]
+    for name, doc, key, scale in _MEMORY_GAUGES:
+        fam = GaugeMetricFamily(name, doc, labels=["run_id", "gpu"])
+        for g in gpus:
+            v = as_float(g.get(key))
+            if v is not None:
+                fam.add_metric([rid, _gpu_label(g)], v * scale)
+        yield fam
+    growth = GaugeMetricFamily("moeconsole_memory_growth_bytes_per_step",
+                               "Robust trend of the per-step peak (0 when stable).", labels=["run_id", "gpu"])
+    oom = GaugeMetricFamily("moeconsole_memory_oom_in_steps", "Steps until the growing peak reaches capacity "
+                            "minus the declared transients.", labels=["run_id", "gpu"])
+    oom_s = GaugeMetricFamily("moeconsole_memory_oom_in_seconds", "The same forecast in seconds.",
+                              labels=["run_id", "gpu"])
+    for g in gpus:
+        tr, fc = g.get("trend") or {}, g.get("forecast") or {}
+        if as_float(tr.get("gib_per_step")) is not None:
+            growth.add_metric([rid, _gpu_label(g)], float(tr["gib_per_step"]) * GIB)
+        if as_float(fc.get("oom_in_steps")) is not None:
+            oom.add_metric([rid, _gpu_label(g)], float(fc["oom_in_steps"]))
+        if as_float(fc.get("oom_in_s")) is not None:
+            oom_s.add_metric([rid, _gpu_label(g)], float(fc["oom_in_s"]))
+    yield growth
+    yield oom
+    yield oom_s
+    for name, doc, key in (("moeconsole_memory_min_headroom_bytes", "The recipe's memory.min_headroom.",
+                            "min_headroom_gib"),
+                           ("moeconsole_memory_transients_bytes", "The recipe's declared transients, summed.",
+                            "transients_gib")):
+        v = as_float(memory.get(key))
+        if v is not None:
+            yield from _gauge(name, doc, {"run_id": rid}, v * GIB)
+
+
+def _gpu_label(g: Mapping[str, Any]) -> str:
+    return "all" if g.get("gpu") is None else str(g.get("gpu"))
+

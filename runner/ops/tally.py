@@ -43,6 +43,8 @@ class EventTally:
                                                                   or step >= self.verified_step):
                 self.verified_step, self.verified_at = step, t
         elif kind == "alert":
+            if ev.get("update") or ev.get("resolved"):
+                return  # an alert that changes its numbers, or ends, is still the one alert
             key = (str(ev.get("rule") or "unknown"), str(ev.get("level") or "warning"))
             self.alerts_total[key] += 1
             self.alerts_active[key] += 1

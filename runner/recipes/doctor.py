@@ -14,6 +14,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runner.core.memory import ALLOC_CONF_NEW, ALLOC_CONF_OLD, alloc_conf_env, version_tuple
+
 SCHEMA_VERSION = 1
 PACKAGES = ("ms-swift", "megatron-core", "mcore-bridge", "transformers", "torch", "transformer-engine",
             "transformer-engine-torch", "flash-linear-attention", "fla-core", "triton", "peft", "trl",
@@ -123,13 +125,7 @@ def inspect(python: str | None = None, env: dict[str, str] | None = None, *, tim
 
 
 def _vt(v: str | None) -> tuple[int, ...]:
-    out = []
-    for part in (v or "0").split("+")[0].split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
+    return version_tuple(v or "0")
 
 
 def _f(level: str, rule: str, message: str) -> dict:
@@ -245,8 +241,9 @@ def _torch_findings(report: EnvReport) -> list[dict]:
         out.append(_f("info", "no_cuda", f"torch {tv} sees no CUDA device here (CUDA {t.get('cuda') or 'none'})"))
     out += fla_tma_findings(pk.get("flash-linear-attention") or pk.get("fla-core"), t.get("devices") or [],
                             report.env)
-    old, new = report.env.get("PYTORCH_CUDA_ALLOC_CONF"), report.env.get("PYTORCH_ALLOC_CONF")
-    if _vt(tv) >= (2, 9) and old is not None:
+    old, new = report.env.get(ALLOC_CONF_OLD), report.env.get(ALLOC_CONF_NEW)
+    reads_new = alloc_conf_env(tv) == ALLOC_CONF_NEW      # one owner of the 2.9 rename: runner.core.memory
+    if reads_new and old is not None:
         if new is None:
             out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_CUDA_ALLOC_CONF={old} with torch {tv}: since "
                                                            "2.9 torch reads PYTORCH_ALLOC_CONF (the old name is "
@@ -254,7 +251,7 @@ def _torch_findings(report: EnvReport) -> list[dict]:
         elif new != old:
             out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF={new} and PYTORCH_CUDA_ALLOC_CONF="
                                                            f"{old} disagree: torch {tv} reads PYTORCH_ALLOC_CONF"))
-    elif _vt(tv) < (2, 9) and new is not None and old is None:
+    elif alloc_conf_env(tv) == ALLOC_CONF_OLD and new is not None and old is None:
         out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF is set but torch {tv} (< 2.9) only "
                                                        "reads PYTORCH_CUDA_ALLOC_CONF"))
     return out

@@ -109,7 +109,8 @@ def _is_distributed(recipe: dict) -> bool:
         "NPROC_PER_NODE" in recipe.get("env", {})
 
 
-def _swift_flags(argv: list[str]) -> dict[str, str]:
+def command_flags(argv: list[str]) -> dict[str, str]:
+    """``--name value`` / ``--name=value`` / a bare ``--flag`` (true) of a command, by name."""
     flags: dict[str, str] = {}
     for i, a in enumerate(argv):
         if a.startswith("--"):
@@ -135,7 +136,7 @@ def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
         return []
     from runner.recipes.swift.lint import check
     out = check(recipe, probe_parser=not preflight)
-    flags = _swift_flags(argv)
+    flags = command_flags(argv)
     if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
             and "use_megatron" not in flags:
         out.append(_p("warning", "swift_merge_lora_sft", "--merge_lora is not a `swift sft` argument in 4.6; "
@@ -186,9 +187,62 @@ def check_engine(recipe: dict, *, preflight: bool = False) -> list[Problem]:
     return out
 
 
+def static_memory(recipe: dict, model_config: str | None = None):
+    """The static memory estimate (runner.recipes.memory_estimate) of the recipe's model, or None
+    when no config.json is known; InputError when one is named but unreadable."""
+    from runner.core.errors import InputError
+    from runner.recipes import memory_estimate
+    flags = command_flags(recipe["command"])
+    path = model_config or memory_estimate.config_path(recipe, flags)
+    if not path:
+        return None
+    config = memory_estimate.load_config(path)
+    try:
+        return memory_estimate.estimate(config, flags, memory_estimate.world_size(recipe, flags),
+                                        megatron=memory_estimate.is_megatron(recipe["command"], flags))
+    except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
+        raise InputError(f"{path}: a config.json field this estimate cannot use: {exc}") from None
+
+
+def check_memory(recipe: dict) -> list[Problem]:
+    """The static part of each GPU's memory against its capacity, and the memory keys that moved."""
+    from runner.core.errors import InputError
+    from runner.core.memory import gib_text
+    from runner.core.monitors import MOVED_TO_MEMORY
+    out = []
+    for key in recipe.get("alerts") or {}:
+        if key in MOVED_TO_MEMORY:
+            out.append(_p("warning", "alerts_memory_key_moved", f"alerts.{key} is no longer read: memory alerts "
+                                                                f"follow {MOVED_TO_MEMORY[key]}"))
+    try:
+        est = static_memory(recipe, recipe.get("_model_config"))
+    except InputError as exc:
+        return out + [_p("warning", "memory_config_unreadable", f"static memory estimate: {exc}")]
+    if est is None:
+        if _is_distributed(recipe):
+            out.append(_p("info", "memory_no_model_config", "no config.json for a static memory estimate: set "
+                                                            "memory.model_config (or lint --model-config PATH)"))
+        return out
+    settings = recipes.memory_settings(recipe)
+    cap = settings.capacity_gib
+    if cap is None:
+        return out
+    left = cap - est.per_gpu_gib - settings.transients_gib - settings.min_headroom_gib
+    if est.per_gpu_gib >= cap:
+        out.append(_p("warning", "memory_static_over_capacity",
+                      f"static memory {gib_text(est.per_gpu_gib)} per GPU is over the {gib_text(cap)} capacity "
+                      f"before any activation: the model does not fit this layout"))
+    else:
+        out.append(_p("info", "memory_left_for_activations",
+                      f"{gib_text(max(0.0, left))} per GPU left for activations + workspace: {gib_text(cap)} capacity "
+                      f"- {gib_text(est.per_gpu_gib)} static - {gib_text(settings.transients_gib)} transients - "
+                      f"{gib_text(settings.min_headroom_gib)} minimum headroom"))
+    return out
+
+
 CHECKS: tuple[Callable[..., list[Problem]], ...] = (
     check_argv_shape, check_executable, check_secrets, check_checkpoints, check_supervision, check_swift, check_gpus,
-    check_engine,
+    check_engine, check_memory,
 )
 
 

@@ -18,12 +18,15 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import yaml
 
 from runner.rundir import secrets as secret_text
 from runner.core.errors import InputError
+
+if TYPE_CHECKING:
+    from runner.core.memory import MemorySettings
 
 # Defaults from the design. Tests and the demo recipe shorten them.
 DEFAULTS: dict[str, Any] = {
@@ -42,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "swift": {"version": None, "python": None, "validated_max_length": None, "dataset_samples": None, "pins": None},
     "markers": {"init_done": None},
     "alerts": {},  # validated by runner.core.monitors.Thresholds.from_recipe
+    "memory": {},  # validated by runner.core.memory.MemorySettings.from_recipe
     "gpus": {"devices": None, "memory_capacity_gib": None},
     "preflight": {"on_busy": "wait", "port": None},
     "cost_per_hour": None,
@@ -72,7 +76,7 @@ _CHOICES = {("resume", "drift"): ("refuse", "warn", "allow"),
             ("engine",): ("local", "slurm")}
 _TOP_TYPES: dict[str, tuple[type, ...]] = {
     "name": (str,), "description": (str,), "command": (list,), "env": (dict,), "workdir": (str, type(None)),
-    "engine": (str,), "restart": (dict,), "alerts": (dict,), "cost_per_hour": (int, float, type(None)),
+    "engine": (str,), "restart": (dict,), "alerts": (dict,), "memory": (dict,), "cost_per_hour": (int, float, type(None)),
     "metrics": (dict,), "notify": (dict,), "sync": (dict,), "slurm": (dict,),
 }
 
@@ -230,6 +234,11 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
             if not place.startswith(section):
                 place, problem = section, text
             raise RecipeError(src, place, problem) from None
+    try:
+        memory_settings(out)
+    except InputError as exc:
+        place, _, problem = str(exc).partition(": ")
+        raise RecipeError(src, place, problem) from None
     from runner.checkpoints.sync import SyncSettings
     from runner.ops.notify import NotifySettings
     from runner.ops.sidecars import MetricsSettings
@@ -246,6 +255,15 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
         place, _, problem = str(exc).partition(": ")
         raise RecipeError(src, place, problem) from None
     return out
+
+
+def memory_settings(recipe: dict) -> "MemorySettings":
+    """The run's memory settings: the recipe's ``memory:`` section with the capacity and the
+    devices of ``gpus:`` and the CUDA_VISIBLE_DEVICES of ``env:``."""
+    from runner.core.memory import MemorySettings
+    g = recipe.get("gpus") or {}
+    return MemorySettings.from_recipe(recipe.get("memory") or {}, capacity_gib=g.get("memory_capacity_gib"),
+                                      devices=g.get("devices"), env=recipe.get("env") or {})
 
 
 def _check_demo_faults(src: Path | str, argv: list[str]) -> None:
@@ -286,6 +304,9 @@ def _known_subkeys(section: str) -> list[str] | None:
     if section == "alerts":
         from runner.core.monitors import Thresholds
         return [f.name for f in dataclass_fields(Thresholds)]
+    if section == "memory":
+        from runner.core.memory import MemorySettings
+        return list(MemorySettings.KEYS)
     if section in _OPS_KEYS:
         return list(_OPS_KEYS[section])
     if section == "slurm":

@@ -70,6 +70,7 @@ class Receipt:
     alerts: dict[str, Any]
     loss_curve: list[list[float]] = field(default_factory=list)   # downsampled (step, loss)
     restarts_at: list[int] = field(default_factory=list)          # first step of each later attempt
+    memory: dict[str, Any] = field(default_factory=dict)          # per-GPU envelope, static estimate, OOM verdicts
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,7 +188,7 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
     for ev in events:
         if ev.get("type") == "crash":
             crashes.append({k: ev.get(k) for k in ("attempt", "class", "summary", "recovery", "decision",
-                                                    "exit_code", "signal")})
+                                                    "exit_code", "signal", "memory_verdict", "memory_summary")})
     ck_paths: dict[str, int | None] = {}
     for ev in events:
         if ev.get("type") == "checkpoint" and ev.get("path"):
@@ -201,7 +202,8 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
         v = verify_checkpoint(p, full=full, expected_recipe_hash=state.get("recipe_hash"))
         checkpoints.append(CheckpointLine(path, v.step if v.step is not None else step, v.verdict, v.ok, v.suspect,
                                           v.tensors, header_digest(p), (v.full or {}).get("hash") if full else None))
-    alerts = [ev for ev in events if ev.get("type") == "alert"]
+    # an alert that updates its numbers, or ends, is still the one alert (runner.core.memory)
+    alerts = [ev for ev in events if ev.get("type") == "alert" and not (ev.get("update") or ev.get("resolved"))]
     by_rule: dict[str, int] = {}
     for a in alerts:
         key = f"{a.get('level')}:{a.get('rule')}"
@@ -227,4 +229,19 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
                 "recent": [{k: a.get(k) for k in ("t", "level", "rule", "step", "message")}
                            for a in alerts[-ALERT_LIST_MAX:]]},
         loss_curve=_downsample(loss_points), restarts_at=restarts_at,
+        memory=_memory_section(state, crashes),
     )
+
+
+def _memory_section(state: dict, crashes: list[dict]) -> dict[str, Any]:
+    """The memory envelope per GPU as the runner last wrote it (tightest first), the static
+    estimate it was measured against, and the verdict of every CUDA OOM."""
+    mem: dict = state["memory"] if isinstance(state.get("memory"), dict) else {}
+    keep = ("gpu", "label", "capacity_gib", "capacity_source", "device_peak_gib", "max_gib", "steady_peak_gib",
+            "fragmentation_gib", "transients_gib", "headroom_gib", "effective_headroom_gib", "min_headroom_gib",
+            "ok", "static_gib", "activations_workspace_gib", "trend", "forecast")
+    return {"gpus": [{k: g.get(k) for k in keep} for g in mem.get("gpus") or () if isinstance(g, dict)],
+            "min_headroom_gib": mem.get("min_headroom_gib"), "transients": mem.get("transients") or {},
+            "static": mem.get("static"),
+            "ooms": [{k: c.get(k) for k in ("attempt", "class", "memory_verdict", "memory_summary")}
+                     for c in crashes if c.get("memory_verdict")]}

@@ -151,6 +151,10 @@ class RunWatcher:
                 self._crash_cache[name] = {k: rep.get(k) for k in
                                            ("attempt", "class", "exit_code", "signal", "summary", "evidence", "t",
                                             "recovery")}
+                mem = rep.get("memory")
+                if isinstance(mem, dict):  # a CUDA OOM's verdict (its memory history stays in the report)
+                    self._crash_cache[name]["memory"] = {k: mem.get(k) for k in (
+                        "verdict", "summary", "evidence", "advice", "restart", "gpu", "env", "failed_allocation")}
             out.append(self._crash_cache[name])
         return tuple(out)
 
@@ -214,6 +218,7 @@ class RunWatcher:
             "port": state.get("port"),
             "checkpoint_root": state.get("checkpoint_root"),
             "mem_capacity_gib": state.get("mem_capacity_gib"),
+            "memory": state.get("memory"),  # the envelope per GPU, tightest first (runner.core.memory)
             "metric_count": book.metric_count,
             "state_age_s": state_age,
             "storage": state.get("storage"),

@@ -61,6 +61,7 @@ LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
+MEMORY_SAMPLE_S = 2.0      # NVML memory of the run's GPUs for the envelope, while an attempt runs
 
 
 class Supervisor:
@@ -125,8 +126,9 @@ class Supervisor:
         from runner.core.monitors import Monitors, Thresholds
         from runner.core.policy import RestartSettings
         self.settings = RestartSettings.from_recipe(self.recipe["restart"])
-        gpus = self.recipe["gpus"]
-        self.thresholds = Thresholds.from_recipe(self.recipe["alerts"], gpus.get("memory_capacity_gib"))
+        self.thresholds = Thresholds.from_recipe(self.recipe["alerts"])
+        from runner.supervisor.memory_feed import MemoryFeed
+        self.memory = MemoryFeed(self.recipe, self._diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.Monitors = Monitors
         self.monitors = Monitors(self.thresholds)
         self.reader = LiveReader()  # the bulk engine on each slice of train.log
@@ -185,6 +187,7 @@ class Supervisor:
         self.state["storage"] = self.journal.storage
         self.state["stale_after_s"] = float(self.recipe["heartbeat"]["stale_state_s"])
         self.state["ingest"] = self._ingest_lag()
+        self.state["memory"] = self.memory.state()
         self.last_flush = now
         if self.journal.write_state(self.state):
             self.dirty = False
@@ -526,6 +529,7 @@ class Supervisor:
         self.leader_rc = None
         self.exit_status = None
         self.monitors = self.Monitors(self.thresholds)
+        self.memory.new_attempt()
         now = time.time()
         self.attempt_started = now
         self.last_output = now
@@ -659,6 +663,8 @@ class Supervisor:
                 self._checkpoint_state()
         if self.state.get("status") == RUNNING and not self.kill and self.life.attempt_live:
             self._heartbeat(now)
+            if self.gpu_backend is not None and self._every("memory", MEMORY_SAMPLE_S):
+                self._sample_gpu_memory(now)
         if self.terminations:
             self._progress_terminations()
         if self.kill:
@@ -755,6 +761,24 @@ class Supervisor:
             self.journal.event("alert", attempt=attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite":
                 self.apply(lc.Divergence(a.get("message", "")))
+        self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
+                            present["mem_gib"].tolist(), now)
+        self._memory_alerts()
+
+    def _memory_alerts(self) -> None:
+        """The memory watch's news (one alert per cause: opened, updated, resolved)."""
+        recent = [v for v in self.book.series["step_time_s"].recent(20) if math.isfinite(v) and v > 0]
+        step_time = sorted(recent)[len(recent) // 2] if recent else self.state.get("step_time_s")
+        for a in self.memory.alerts(self.state.get("max_steps"), step_time):
+            self.journal.event("alert", attempt=self.state.get("attempt"), **a)
+
+    def _sample_gpu_memory(self, now: float) -> None:
+        """NVML's view of the run's GPUs into the memory envelope (a step's peak is the highest
+        sample during it)."""
+        gpu = self._gpu_state()
+        if gpu and gpu.get("available"):
+            self.memory.on_gpus(gpu, self.last_step_written, self.own_pids | set(self.tree.procs), now)
+            self._memory_alerts()
 
     def _progress(self, batch, values: dict, present: dict, idx) -> dict:
         """state.json's progress fields from the new steps of a batch (rows ``idx``)."""
@@ -910,11 +934,16 @@ class Supervisor:
                   "log_tail": tail[-CRASH_REPORT_TAIL:], "gpu": self._gpu_state(),
                   "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3),
                   "job": self.state.get("job")}
+        memory = self._explain_oom(verdict, last_step)
+        if memory is not None:
+            report["memory"] = memory
+            self.history[-1] = AttemptRecord(**{**self.history[-1].__dict__, "memory_verdict": memory["verdict"]})
         self.journal.write_json(self.run.crash_report(attempt), report)
         decision = decide(verdict, self.history, self.settings, now)
         self.journal.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
                        recovery=verdict.recovery, exit_code=code, signal=sig, decision=decision.action,
-                       reason=decision.reason)
+                       reason=decision.reason,
+                       **({"memory_verdict": memory["verdict"], "memory_summary": memory["summary"]} if memory else {}))
         self.set(last_crash={"class": verdict.cls, "attempt": attempt, "summary": verdict.summary},
                  exit_code=code)
         self._store_history()
@@ -928,6 +957,19 @@ class Supervisor:
         if decision.action in ("pause", "stop"):
             return lc.Judged(decision.action, decision.reason)
         return lc.Judged("fail", decision.reason)
+
+    def _explain_oom(self, verdict, last_step: int | None) -> dict | None:
+        """A CUDA OOM's memory verdict (the crash report's ``memory``), or None."""
+        from runner.core.crash import foreign_holders, live_pid_set
+        try:
+            return self.memory.explain(
+                verdict, prove_foreign=lambda named: foreign_holders(named, self.own_pids, live_pid_set()),
+                last_step=last_step, attempt_start_step=self.resumed_step or 0, env=self.env_resolved,
+                python=(self.recipe.get("swift") or {}).get("python"))
+        except Exception as exc:  # the verdict is an explanation: it must never stop the judging
+            self._diag("memory verdict failed:\n" + traceback.format_exc())
+            return {"verdict": "unknown", "summary": f"no memory verdict: {exc}", "evidence": [], "advice": "",
+                    "restart": "unknown"}
 
     def _store_history(self) -> None:
         self.set(history=[h.__dict__ for h in self.history[-50:]])
@@ -1171,7 +1213,8 @@ def _attempt_record(d: dict):
     from runner.core.policy import AttemptRecord
     return AttemptRecord(attempt=int(d.get("attempt") or 0), started_at=float(d.get("started_at") or 0.0),
                          ended_at=float(d.get("ended_at") or 0.0), resumed_step=d.get("resumed_step"),
-                         last_step=d.get("last_step"), crash_class=d.get("crash_class"))
+                         last_step=d.get("last_step"), crash_class=d.get("crash_class"),
+                         memory_verdict=d.get("memory_verdict"))
 
 
 def _step_of(path: str | None) -> int | None:

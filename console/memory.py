@@ -1,0 +1,70 @@
+"""GPU memory as the console shows it: the tightest GPU first, its numbers, its trend.
+
+Pure text from the ``memory`` block of a snapshot's run (``state.json``'s, written by the
+runner from ``runner.core.memory``); the run screen's memory chart, ``runs receipt`` and tests
+read the same functions. Sizes in GiB with two decimals.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from runner.core.memory import duration_text
+from runner.core.numbers import as_float
+from runner.core.units import NA
+
+
+def gib(x: Any) -> str:
+    v = as_float(x)
+    return NA if v is None else f"{v:.2f}"
+
+
+def tightest(memory: Mapping[str, Any] | None) -> dict | None:
+    """The GPU with the least effective headroom (the runner sorts them so)."""
+    gpus = (memory or {}).get("gpus") or []
+    return gpus[0] if gpus and isinstance(gpus[0], dict) else None
+
+
+def trend_words(g: Mapping[str, Any], *, short: bool = False) -> str:
+    """``stable``, ``+12.0 MiB/step, OOM in ~340 steps (~1.7 h)``, or ``trend ?`` (too few steps)."""
+    tr, fc = g.get("trend") or {}, g.get("forecast") or {}
+    state = tr.get("state")
+    if state == "stable":
+        return "stable"
+    if state != "growing":
+        return "trend ?"
+    rate = as_float(tr.get("mib_per_step")) or 0.0
+    text = f"+{rate:.1f} MiB/step"
+    steps = fc.get("oom_in_steps")
+    if steps is None:
+        return text
+    if short:
+        return f"OOM ~{steps:,} steps"
+    secs = as_float(fc.get("oom_in_s"))
+    return f"{text}, OOM in ~{steps:,} steps" + (f" ({duration_text(secs)})" if secs is not None else "")
+
+
+def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+    """The memory chart's heading, widest first (the chart picks what fits); None without a
+    GPU to show."""
+    g = tightest(memory)
+    if g is None:
+        return None
+    label = str(g.get("label") or "GPU ?")
+    short_label = label.replace("GPU ", "GPU") if label.startswith("GPU ") else "max"
+    peak, cap = g.get("device_peak_gib"), g.get("capacity_gib")
+    eff, minimum = g.get("effective_headroom_gib"), g.get("min_headroom_gib")
+    low = "" if g.get("ok") is not False else " LOW"
+    act = as_float(g.get("activations_workspace_gib"))
+    act_text = f" · activations + workspace {act:.2f} GiB" if act is not None else ""
+    full = (f"memory {label} {gib(peak)}/{gib(cap)} GiB · effective headroom {gib(eff)} GiB{low} "
+            f"(min {gib(minimum)}) · {trend_words(g)}{act_text}")
+    mid = f"{label} {gib(peak)}/{gib(cap)}G eff {gib(eff)}G{low} · {trend_words(g, short=True)}"
+    small = f"mem {short_label} eff {gib(eff)}G{low} · {trend_words(g, short=True)}"
+    return (full, mid, small, f"mem {short_label} {gib(eff)}G{low}")
+
+
+def heading_key(memory: Mapping[str, Any] | None) -> tuple:
+    """What the heading depends on (the chart redraws only when it changes)."""
+    g = tightest(memory) or {}
+    return tuple(str(x) for x in (g.get("gpu"), g.get("device_peak_gib"), g.get("capacity_gib"),
+                                  g.get("effective_headroom_gib"), trend_words(g), g.get("activations_workspace_gib")))

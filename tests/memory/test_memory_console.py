@@ -1,0 +1,85 @@
+"""The memory panel and the alert bar, driven with Pilot against a run directory whose
+``state.json`` memory block and events the memory watch itself produced."""
+from __future__ import annotations
+
+import asyncio
+import os
+
+from console import memory as memory_view
+from console.alerts import active
+from console.timeline import timeline as build
+from console.widgets.chart import ChartView
+from runner.core.memory import MemorySettings, MemoryWatch, Reading
+from runner.rundir import jsonio
+from tests.console.conftest import base, write_run  # noqa: F401  (base: the short runs directory fixture)
+from tests.console.test_console_app import app_for, attached, telemetry
+from tests.waiting import until_ui
+
+
+def watch_with_a_tight_gpu() -> tuple[MemoryWatch, list[dict]]:
+    """Eight H200s by NVML (143,771 MiB = 140.40 GiB each); GPU 3 grows 12.3 MiB/step to 139.9 GiB,
+    the others sit at 130 GiB."""
+    s = MemorySettings(capacity_gib=141.1, transients=(("fla_gdn_bwd", 266 / 1024),), warmup_steps=5)
+    w = MemoryWatch(s)
+    w.step_time_s = 18.0
+    events: list[dict] = []
+    for step in range(1, 200):
+        for gpu in range(8):
+            used = 130.0 if gpu != 3 else 137.5 + step * 0.012
+            w.observe(Reading("nvml", step=step, gpu=gpu, used_gib=used, total_gib=143771 / 1024))
+        events += w.alerts()
+    return w, events
+
+
+def test_the_memory_chart_names_the_tightest_gpu_its_headroom_and_forecast(base):
+    w, events = watch_with_a_tight_gpu()
+    mem = w.to_dict()
+    run = write_run(base, runner_pid=os.getpid(), pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}])
+    state = jsonio.read_json(run.state)
+    state["memory"] = mem
+    jsonio.atomic_write_json(run.state, state)
+    for ev in events:
+        jsonio.append_jsonl(run.events, {"v": 1, "t": 1_700_000_100.0 + ev["step"], "type": "alert", "attempt": 2, **ev})
+    g = mem["gpus"][0]
+    assert g["gpu"] == 3 and g["ok"] is False
+    want = memory_view.heading(mem)
+    assert want[0].startswith(f"memory GPU 3 {g['device_peak_gib']:.2f}/140.40 GiB · effective headroom "
+                              f"{g['effective_headroom_gib']:.2f} GiB LOW (min 0.49) · +12.3 MiB/step, OOM in ~")
+
+    async def go():
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(200, 48)) as pilot:
+            screen = await attached(pilot)
+            chart = screen.query_one("#chart-mem", ChartView)
+            await until_ui(pilot, lambda: chart.text_rows() and "GPU 3" in chart.text_rows()[0])
+            rows = chart.text_rows()
+            # the widest heading that fits a third of 200 columns
+            assert rows[0].startswith(f"GPU 3 {g['device_peak_gib']:.2f}/140.40G eff "
+                                      f"{g['effective_headroom_gib']:.2f}G LOW · OOM ~{g['forecast']['oom_in_steps']} steps")
+            assert any("╌" in r for r in rows), "a line at capacity"
+            # the forecast and the headroom: one alert each in the bar, with the newest numbers
+            alerts = [a for a in screen.active_alerts if a.entry.event.get("cause")]
+            assert sorted(a.entry.event["cause"] for a in alerts) == ["mem_forecast", "mem_headroom"]
+            newest = max((e for e in events if e["rule"] == "mem_forecast"), key=lambda e: e["update"])
+            shown = next(a for a in alerts if a.entry.event["cause"] == "mem_forecast")
+            assert shown.entry.event["update"] == newest["update"] and newest["message"] in shown.entry.text
+    asyncio.run(go())
+
+
+def test_one_alert_per_cause_updates_keep_the_ack_and_resolution_ends_it():
+    base = {"type": "alert", "rule": "mem_forecast", "cause": "mem_forecast", "opened_step": 60, "attempt": 1}
+    evs = [{**base, "t": 1.0, "level": "warning", "step": 60, "update": 0, "message": "OOM in ~900 steps"},
+           {**base, "t": 2.0, "level": "warning", "step": 90, "update": 1, "message": "OOM in ~600 steps"},
+           {"type": "alert", "t": 2.5, "level": "warning", "rule": "loss_spike", "step": 91, "message": "x"}]
+    on = active(build(evs), frozenset())
+    assert [a.entry.event.get("message") for a in on] == ["x", "OOM in ~600 steps"]
+    acked = frozenset(a.key for a in on)
+    more = evs + [{**base, "t": 3.0, "level": "warning", "step": 120, "update": 2, "message": "OOM in ~400 steps"}]
+    assert active(build(more), acked) == []                         # an update of an acknowledged alert
+    crit = more + [{**base, "t": 4.0, "level": "critical", "step": 150, "update": 3, "escalated": True,
+                    "message": "OOM in ~40 steps"}]
+    assert [a.entry.event["message"] for a in active(build(crit), acked)] == ["OOM in ~40 steps"]
+    done = crit + [{**base, "t": 5.0, "level": "info", "step": 300, "update": 4, "resolved": True,
+                    "message": "memory stable again"}]
+    assert active(build(done), frozenset()) == [a for a in active(build(done), frozenset())
+                                                if a.entry.event.get("rule") == "loss_spike"]
