@@ -281,7 +281,13 @@ class SlurmEngine:
             if cmd:
                 background.append(["--overlap", f"--nodes={s.nodes}", "--ntasks-per-node=1",
                                    "--kill-on-bad-exit=0", cmd, "agent", str(self.run.path)])
-        return BatchSpec(job_name=self.job_name(spec.attempt), argv=list(spec.argv), output=str(self.run.log),
+        argv = list(spec.argv)
+        if s.rendezvous_port is not None:
+            # Each node's task finds the first node, waits out a held port, then execs the command.
+            argv = [sys.executable, "-m", "runner.slurm.nodestep", "--run-dir", str(self.run.path),
+                    "--attempt", str(spec.attempt), "--port", str(s.rendezvous_port),
+                    "--wait-s", f"{s.rendezvous_wait_s:g}", "--", *argv]
+        return BatchSpec(job_name=self.job_name(spec.attempt), argv=argv, output=str(self.run.log),
                          workdir=spec.cwd, nodes=s.nodes, gpus_per_node=s.gpus_per_node,
                          ntasks_per_node=s.ntasks_per_node, time_limit=s.time, partition=s.partition,
                          account=s.account, extra_sbatch=s.sbatch, srun_extra=s.srun,

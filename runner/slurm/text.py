@@ -167,6 +167,7 @@ def check_sbatch_option(opt: str) -> None:
 
 # Options the runner sets from the recipe's own keys (or that would replace the script).
 _OWNED_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name", "--parsable",
+                            "--requeue", "--no-requeue",
                             "-o", "-e", "-D", "-J"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -187,6 +188,9 @@ def batch_script(spec: BatchSpec) -> str:
              f"#SBATCH --job-name={shlex.quote(spec.job_name)}",
              f"#SBATCH --output={shlex.quote(spec.output)}",
              "#SBATCH --open-mode=append",
+             # Never requeued by Slurm (JobRequeue=1 is its default on NODE_FAIL): the same
+             # script would start again with the old resume point. The runner resubmits instead.
+             "#SBATCH --no-requeue",
              f"#SBATCH --chdir={shlex.quote(spec.workdir)}",
              f"#SBATCH --nodes={int(spec.nodes)}",
              f"#SBATCH --ntasks-per-node={int(spec.ntasks_per_node)}"]
