@@ -269,8 +269,12 @@ def read_nodes(run: rundir.RunDir, now: float) -> tuple[dict, ...]:
         t = doc.get("t")
         age = (now - t) if isinstance(t, (int, float)) else None
         host: dict = doc["host"] if isinstance(doc.get("host"), dict) else {}
+        ranks = doc.get("ranks")
+        procs = doc.get("processes")
         out.append({"host": host.get("hostname") or name[:-5], "t": t, "age_s": age,
-                    "stale": age is None or age > NODE_STALE_S, "gpu": doc.get("gpu"), "host_stats": host})
+                    "stale": age is None or age > NODE_STALE_S, "gpu": doc.get("gpu"), "host_stats": host,
+                    "ranks": [r for r in ranks if isinstance(r, dict)] if isinstance(ranks, list) else [],
+                    "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None})
     return tuple(out)
 
 

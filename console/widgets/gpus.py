@@ -121,6 +121,8 @@ class NodeGroup:
     live: bool = False
     stale: bool = False
     age_s: float | None = None
+    ranks: tuple[int, ...] = ()       # the ranks its agent found running there
+    agent: bool = False               # an agent file stands behind it (it has a heartbeat)
 
 
 def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str) -> list[NodeGroup]:
@@ -134,17 +136,58 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
         local = host == local_host
         gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None  # another version's file
         age = node.get("age_s")
+        ranks = node_rank_numbers(node)
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
-                              age_s=float(age) if isinstance(age, (int, float)) else None)
+                              age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True)
         if local and not local_seen and local_gpu is not None:
             local_seen = True
             file_better = not local_gpu.get("available") and bool(gpu and gpu.get("available"))
-            groups.append(from_file if file_better else NodeGroup(host, local_gpu, local=True, live=True))
+            groups.append(from_file if file_better else
+                          NodeGroup(host, local_gpu, local=True, live=True, age_s=from_file.age_s, ranks=ranks,
+                                    agent=True))
         else:
             groups.append(from_file)
     if local_gpu is not None and not local_seen:
         groups.insert(0, NodeGroup(local_host, local_gpu, local=True, live=True))
     return groups
+
+
+def node_rank_numbers(node: dict) -> tuple[int, ...]:
+    """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique."""
+    ranks = node.get("ranks")
+    if not isinstance(ranks, list):
+        return ()
+    return tuple(sorted({r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)
+                         and not isinstance(r.get("rank"), bool)}))
+
+
+def ranks_words(ranks: tuple[int, ...], *, short: bool = False) -> str:
+    """``rank 3``, ``ranks 0-7``, ``ranks 0-3,8`` (short: ``r3``, ``r0-7``); ``no ranks`` when
+    none runs there."""
+    if not ranks:
+        return "no ranks"
+    spans: list[str] = []
+    start = prev = ranks[0]
+    for r in (*ranks[1:], None):
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    text = ",".join(spans)
+    if len(text) > 24:  # scattered ranks: the first ones and how many
+        text = text[:20].rsplit(",", 1)[0] + f",… ({len(ranks)})"
+    return ("r" if short else "rank " if len(ranks) == 1 else "ranks ") + text
+
+
+def heartbeat_words(group: "NodeGroup", *, short: bool = False) -> str:
+    """The agent's heartbeat: how long ago it last wrote (``agent 2s ago``; short ``agent 2s``)."""
+    age = group.age_s
+    if age is None or not math.isfinite(age):
+        return "agent ?"
+    words = f"{max(0, int(age))}s" if age < 120 else age_words(age)
+    return f"agent {words}" if short else f"agent {words} ago"
 
 
 def age_words(seconds: float | None) -> str:
@@ -208,6 +251,9 @@ def _summary_layout(group: NodeGroup, width: int, label_w: int, short: bool) -> 
     pieces: Pieces = [(host_label(group).ljust(label_w), "gpu--title")]
     if group.stale:
         pieces.append(("  " + stale_words(group, short=short), "gpu--stale"))
+    if group.agent and not group.stale:  # a silent agent's ranks are old news: STALE says it
+        pieces.append(("  " + heartbeat_words(group, short=short), "gpu--dim"))
+        pieces.append(("  " + ranks_words(group.ranks, short=short), ""))
     gpu = group.gpu
     if gpu is None:
         return pieces + [("  no GPU data in its agent file", "gpu--dim")], True
