@@ -261,6 +261,7 @@ _STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 
 _TR_ROOT = re.compile(r"^Root Cause \(first observed failure\):")
 _TR_FAILURES = re.compile(r"^Failures:")
 _TR_RANK = re.compile(r"^rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)")
+_TR_HOST = re.compile(r"^host\s*:\s*(\S+)")
 _TR_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
 _TR_TRACEBACK = re.compile(r"^traceback\s*:\s*(.*)")
 _TR_BORDER = re.compile(r"^=+$")
@@ -308,6 +309,7 @@ class _RootCause:
     rank: int | None = None
     pid: int | None = None
     lines: list[tuple[int, str]] = field(default_factory=list)
+    host: str | None = None     # the node it ran on (a multi-node job's node name)
 
 
 @dataclass
@@ -450,6 +452,11 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
         return False, True
     root = s.root
     assert root is not None
+    m = _TR_HOST.match(text)
+    if m:
+        root.host = m.group(1)
+        root.lines.append((idx, text))
+        return True, root_seen
     m = _TR_RANK.match(text)
     if m:
         root.rank = int(m.group(1))
@@ -902,7 +909,9 @@ def _who(status_lines: list, s: _Scan) -> str:
         return ""
     parts = []
     if root.rank is not None:
-        parts.append(f"rank {root.rank}")
+        parts.append(f"rank {root.rank}" + (f" on {root.host}" if root.host else ""))
+    elif root.host:
+        parts.append(f"on {root.host}")
     if root.pid is not None:
         parts.append(f"pid {root.pid}")
     return f" ({', '.join(parts)})" if parts else ""
