@@ -875,7 +875,9 @@ class Supervisor:
                                           ended_at=now, resumed_step=self.resumed_step, last_step=last_step, crash_class=None))
         # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0).
         job_state = self.exit_status.job_state if self.exit_status else None
-        job_verdict = classify_job_state(job_state, self._attempt_tail()) if kill_reason is None else None
+        job_verdict = classify_job_state(job_state, self._attempt_tail(),
+                                         self.exit_status.failed_nodes if self.exit_status else ()) \
+            if kill_reason is None else None
         if rc == 0 and kill_reason in (None, "cleanup") and job_verdict is None:
             self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)

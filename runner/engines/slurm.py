@@ -25,10 +25,13 @@ from runner import jsonio, proctree, rundir
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.slurm import client
 from runner.slurm.settings import SlurmSettings
-from runner.slurm.text import BatchSpec, JobState, batch_script
+from runner.slurm.text import (SINFO_NODE_FORMAT, BatchSpec, JobState, batch_script, nodes_out_of_service,
+                               parse_sinfo_nodes)
 from runner.state import JobRecord, TrackedPid
 
 JOB_SCHEMA = 1
+# Final states after which Slurm is asked which of the job's nodes it took out of service.
+_ASK_NODES = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 
 
 def returncode(js: JobState) -> int | None:
@@ -147,6 +150,7 @@ class SlurmAttempt:
         self.adopted = adopted
         self.proc = None
         self.tree = tree
+        self.node_probe: client.AsyncCommand | None = None
 
     @property
     def job_id(self) -> str | None:
@@ -179,10 +183,26 @@ class SlurmAttempt:
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         if not st.final:
             return False
+        if st.state in _ASK_NODES and "failed_nodes" not in self.record and st.nodes:
+            if not self._probe_nodes(st):
+                return False  # sinfo still answering: the end is judged with the node named
         if self.record.get("ended_at") is None:
             self.record = _record_of(st, self.record)
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return returncode(st)
+
+    def _probe_nodes(self, st: JobState) -> bool:
+        """Ask sinfo (in the background) which of the job's nodes are out of service; True once
+        ``failed_nodes`` is in the record (empty when sinfo could not say)."""
+        if self.node_probe is None:
+            self.node_probe = client.AsyncCommand(["sinfo", "-h", "-N", "-n", ",".join(st.nodes),
+                                                   "-o", SINFO_NODE_FORMAT], timeout_s=10)
+        res = self.node_probe.poll()
+        if res is None:
+            return False
+        failed = nodes_out_of_service(parse_sinfo_nodes(res.out)) if res.returncode == 0 else ()
+        self.record = JobRecord(**{**self.record, "failed_nodes": list(failed)})
+        return True
 
     def _submit_failed(self, exc: client.SubmitError) -> None:
         """No job: the record says why; the crash classes read it (and the line in train.log)."""
@@ -349,4 +369,5 @@ class SlurmEngine:
         state = rec.get("state")
         code, sig = rec.get("exit_code"), rec.get("signal")
         rc = -sig if sig else code
-        return ExitStatus(rc, None, rec.get("ended_at"), job_state=state)
+        return ExitStatus(rc, None, rec.get("ended_at"), job_state=state,
+                          failed_nodes=tuple(rec.get("failed_nodes") or ()))
