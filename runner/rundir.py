@@ -68,6 +68,10 @@ class RunDir:
         """The batch job of attempt ``attempt``: its id and, once known, how it ended."""
         return self.jobs / f"attempt-{attempt}.json"
 
+    def rendezvous_record(self, attempt: int) -> Path:
+        """A multi-node job's rendezvous endpoint, published by its first node (runner.slurm.nodestep)."""
+        return self.jobs / f"attempt-{attempt}.rdzv.json"
+
     def job_records(self) -> list[dict]:
         """Every attempt's batch job record (``jobs/attempt-N.json``), oldest first."""
         try:

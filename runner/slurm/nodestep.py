@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from runner import jsonio
+from runner import jsonio, rundir
 from runner.slurm.text import expand_nodes
 from runner.telemetry.preflight import port_free
 from runner.telemetry.procs import port_users
@@ -96,10 +96,6 @@ def wait_for_port(port: int, wait_s: float, node: str) -> int:
     return port
 
 
-def publication(run_dir: Path, attempt: int) -> Path:
-    return run_dir / "jobs" / f"attempt-{attempt}.rdzv.json"
-
-
 def wait_for_publication(path: Path, job_id: str, wait_s: float, node: str, host: str) -> int | None:
     started = time.monotonic()
     said = False
@@ -130,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     node = environ.get("SLURMD_NODENAME") or socket.gethostname()
     host = first_node(environ)
     job_id = environ.get("SLURM_JOB_ID", "")
-    pub = publication(args.run_dir, args.attempt)
+    pub = rundir.RunDir(args.run_dir).rendezvous_record(args.attempt)
     if environ.get("SLURM_NODEID", "0") == "0":
         port = wait_for_port(args.port, args.wait_s, node)
         jsonio.atomic_write_json(pub, {"v": SCHEMA, "job_id": job_id, "host": host, "port": port,
