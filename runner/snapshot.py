@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from runner import jsonio, rundir, seriesfile
+from runner import jsonio, nodehealth, ranktimes, rundir, seriesfile
 from runner.secrets import Redactor
 from runner.series import Series, to_pairs
 from runner.seriesfile import CHART_KEYS
@@ -247,8 +247,15 @@ class RunWatcher:
             gpu=gpu,
             blockers=tuple(blockers),
             log_tail=_tail_lines(self.run.log, redactor=self.redactor),
-            nodes=read_nodes(self.run, now),
+            nodes=self._nodes(now),
         )
+
+    def _nodes(self, now: float) -> tuple[dict, ...]:
+        """The agents' nodes, each judged (``health``) and ordered worst first."""
+        nodes = read_nodes(self.run, now)
+        if not nodes:
+            return ()
+        return tuple(nodehealth.judge(list(nodes), ranktimes.load(self.run)))
 
 
 NODE_STALE_S = 10.0

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
+from runner import control, jsonio, proctree, ranktimes, recipe as recipes, resume, rundir, seriesfile, store
 from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
@@ -129,6 +129,7 @@ class Supervisor:
         self.reader = LiveReader()  # the bulk engine on each slice of train.log
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
         self.book = seriesfile.load(self.run)
+        self.rank_times = ranktimes.RankTimes()
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = 0.0
         self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
@@ -186,6 +187,11 @@ class Supervisor:
         if self.journal.write_state(self.state):
             self.dirty = False
         self._save_series(force)
+        if self.rank_times.changed:
+            try:
+                ranktimes.save(self.run, self.rank_times)
+            except OSError as exc:
+                self._diag(f"ranks.json not written: {exc}")
 
     def _save_series(self, force: bool = False) -> None:
         """series.json, when it has news and every fed record is on disk (its offset must be
@@ -724,6 +730,7 @@ class Supervisor:
         stands among the steps (at verification the excursion may be over)."""
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
+        self.rank_times.feed(batch.records)
         all_steps = np.asarray(batch.steps)
         kept, counted, newest = rows_to_write(batch.records, all_steps.tolist(), self.last_step_written)
         if not kept:

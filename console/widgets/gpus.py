@@ -3,9 +3,12 @@ bar against capacity, temperature, power, a utilisation sparkline). Rows flow in
 columns when the panel is wide, so eight GPUs fit an 80x24 terminal in four lines.
 
 A multi-node run adds the nodes whose ``moeconsole agent`` writes into the run directory
-(``Snapshot.nodes``): one group per node, its host name heading its GPU rows. When the rows of
-every node do not fit the panel, each node shrinks to one summary line. A node whose agent went
-silent says STALE and how long ago it last wrote, in words."""
+(``Snapshot.nodes``, worst first: see ``runner.nodehealth``): one group per node, its host name
+heading its GPU rows, then what is wrong with it (a GPU nearly out of memory, utilisation far
+below the other nodes', a straggler's step time), its agent's heartbeat and the ranks running
+there. When the rows of every node do not fit the panel, each node shrinks to one summary line
+and the worst ones are listed; the rest are counted. A node whose agent went silent says
+STALE and how long ago it last wrote, in words."""
 from __future__ import annotations
 
 import collections
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from console import format as fmt
 from console.widgets.lines import LinesView
 from runner import rundir
+from runner.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -50,7 +54,7 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     util = g.get("util_pct")
     used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
     mem_frac = (used / total) if (used is not None and total) else None
-    mem_style = "gpu--crit" if (mem_frac or 0) >= 0.95 else ("gpu--warn" if (mem_frac or 0) >= 0.85 else "gpu--ok")
+    mem_style = "gpu--crit" if (mem_frac or 0) >= MEM_CRIT_FRAC else ("gpu--warn" if (mem_frac or 0) >= MEM_WARN_FRAC else "gpu--ok")
     temp = g.get("temp_c")
     temp_style = "gpu--crit" if (temp or 0) >= 85 else ("gpu--warn" if (temp or 0) >= 75 else "")
     bw = 10 if width >= 60 else 6
@@ -60,7 +64,7 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
         (f"{'?' if util is None else int(util):>3}% ", ""),
         (bar(mem_frac, bw), mem_style),
         (f"{_gib(used):>5}/{_gib(total)}G", mem_style),
-        ("!" if (mem_frac or 0) >= 0.95 else " ", mem_style),
+        ("!" if (mem_frac or 0) >= MEM_CRIT_FRAC else " ", mem_style),
     ]
     extra: Pieces = [
         (f" {'?' if temp is None else int(temp)}C", temp_style),
@@ -123,6 +127,8 @@ class NodeGroup:
     age_s: float | None = None
     ranks: tuple[int, ...] = ()       # the ranks its agent found running there
     agent: bool = False               # an agent file stands behind it (it has a heartbeat)
+    why: tuple[str, ...] = ()         # its problems in words (runner.nodehealth): "0.4G free", "step 6.1s (1.3x)"
+    critical: bool = False            # one of them is a GPU nearly out of memory
 
 
 def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str) -> list[NodeGroup]:
@@ -137,14 +143,18 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
         gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None  # another version's file
         age = node.get("age_s")
         ranks = node_rank_numbers(node)
+        health = node.get("health") if isinstance(node.get("health"), dict) else {}
+        why = tuple(str(w) for w in health.get("why") or ())
+        critical = "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
-                              age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True)
+                              age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True,
+                              why=why, critical=critical)
         if local and not local_seen and local_gpu is not None:
             local_seen = True
             file_better = not local_gpu.get("available") and bool(gpu and gpu.get("available"))
             groups.append(from_file if file_better else
                           NodeGroup(host, local_gpu, local=True, live=True, age_s=from_file.age_s, ranks=ranks,
-                                    agent=True))
+                                    agent=True, why=why, critical=critical))
         else:
             groups.append(from_file)
     if local_gpu is not None and not local_seen:
@@ -251,6 +261,8 @@ def _summary_layout(group: NodeGroup, width: int, label_w: int, short: bool) -> 
     pieces: Pieces = [(host_label(group).ljust(label_w), "gpu--title")]
     if group.stale:
         pieces.append(("  " + stale_words(group, short=short), "gpu--stale"))
+    if group.why:  # what makes it one of the worst nodes, right after its name
+        pieces.append(("  " + ", ".join(group.why), "gpu--crit" if group.critical else "gpu--warn"))
     if group.agent and not group.stale:  # a silent agent's ranks are old news: STALE says it
         pieces.append(("  " + heartbeat_words(group, short=short), "gpu--dim"))
         pieces.append(("  " + ranks_words(group.ranks, short=short), ""))
@@ -287,7 +299,7 @@ def node_summary(group: NodeGroup, width: int, label_w: int = 0, short: bool = F
 
 
 def _problem(group: NodeGroup) -> bool:
-    return group.stale or group.gpu is None or not group.gpu.get("available")
+    return group.stale or group.gpu is None or not group.gpu.get("available") or bool(group.why)
 
 
 def summary_lines(groups: list[NodeGroup], width: int, budget: int) -> list[Pieces]:
