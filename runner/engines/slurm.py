@@ -8,8 +8,8 @@ commands run as child processes the loop polls (``runner.slurm.client``): a slow
 never stops the runner from reading the log or answering ``status``.
 
 The job's processes belong to slurmstepd, possibly on other hosts, so the attempt has no PIDs
-of its own here: it is alive while Slurm lists the job unfinished. On this host the run's
-environment marker still finds any process of the run that outlives the job.
+of its own here: it is alive while Slurm lists the job unfinished. On this host (same host
+name) the run's environment marker still finds any process of the run that outlives the job.
 """
 from __future__ import annotations
 
@@ -109,7 +109,11 @@ class JobTree(proctree.ProcessTree):
         self.cancels = [c for c in self.cancels if c.poll() is None]
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
-        return proctree.marked_processes(self.run_id) if scan_markers else {}
+        """Marked processes on this host only: the job's processes on the nodes are Slurm's to end
+        (on a test cluster of namespaced nodes they share our process table, not our host name)."""
+        if not scan_markers:
+            return {}
+        return {pid: t for pid, t in proctree.marked_processes(self.run_id).items() if proctree.same_host(pid)}
 
     def alive(self, *, scan_markers: bool = False) -> bool:
         return self.job_alive() or bool(self.survivors(scan_markers=scan_markers))
