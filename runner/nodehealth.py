@@ -30,15 +30,22 @@ PROBLEMS = ("stale", "mem", "util", "slow")
 
 
 def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    t = type(v)
+    if t is float:
+        return v if math.isfinite(v) else None
+    return float(v) if t is int else None
 
 
 def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
     """A node's GPUs in the numbers the rule needs: least free memory (MiB) and the fraction
     used on that GPU, the highest used fraction, mean and lowest utilisation."""
-    gpus = [g for g in (gpu or {}).get("gpus") or [] if isinstance(g, dict)] if isinstance(gpu, Mapping) else []
+    gpus = gpu.get("gpus") if isinstance(gpu, Mapping) else None
     free, frac, util = [], [], []
-    for g in gpus:
+    count = 0
+    for g in gpus if isinstance(gpus, list) else ():
+        if not isinstance(g, dict):
+            continue
+        count += 1
         used, total = _num(g.get("mem_used_mib")), _num(g.get("mem_total_mib"))
         if used is not None and total:
             free.append(total - used)
@@ -46,7 +53,7 @@ def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
         u = _num(g.get("util_pct"))
         if u is not None:
             util.append(u)
-    return {"gpus": len(gpus), "min_free_mib": min(free) if free else None, "max_mem_frac": max(frac) if frac else None,
+    return {"gpus": count, "min_free_mib": min(free) if free else None, "max_mem_frac": max(frac) if frac else None,
             "mean_util_pct": sum(util) / len(util) if util else None, "min_util_pct": min(util) if util else None}
 
 

@@ -27,10 +27,15 @@ def telemetry_path(run: rundir.RunDir, host: str | None = None) -> Path:
     return run.telemetry / f"{host or rundir.hostname()}.json"
 
 
+def record(gpu: dict, host: dict, interval: float, node_view: dict, *, t: float | None = None,
+           pid: int | None = None) -> dict:
+    """One telemetry file's content (the format every reader of ``telemetry/*.json`` expects)."""
+    return {"v": jsonio.SCHEMA_VERSION, "t": time.time() if t is None else t, "host": host, "gpu": gpu,
+            "agent_pid": os.getpid() if pid is None else pid, "interval_s": interval, **node_view}
+
+
 def _record(backend, interval: float, run_id: str) -> dict:
-    return {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "host": host_snapshot(),
-            "gpu": backend.snapshot().to_dict(), "agent_pid": os.getpid(), "interval_s": interval,
-            **node_ranks(run_id)}
+    return record(backend.snapshot().to_dict(), host_snapshot(), interval, node_ranks(run_id))
 
 
 def run(args) -> int:

@@ -85,9 +85,22 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     return pieces
 
 
+def gpu_columns(count: int, width: int) -> int:
+    """How many columns ``count`` GPU rows flow into at ``width`` cells."""
+    return max(1, min(count or 1, width // 62 if width >= 124 else (2 if width >= 76 else 1)))
+
+
+def gpu_row_count(group: "NodeGroup", width: int) -> int:
+    """How many lines a node's GPU rows take under its heading (0 without GPU data)."""
+    if not (group.gpu and group.gpu.get("available")):
+        return 0
+    n = len(_gpu_dicts(group.gpu))
+    return -(-n // gpu_columns(n, width)) if n else 0
+
+
 def gpu_lines(gpus: list[dict], width: int, history_of) -> list[Pieces]:
     """GPU rows flowed into columns (two on 80 columns, more from 124), filled column by column."""
-    cols = max(1, min(len(gpus) or 1, width // 62 if width >= 124 else (2 if width >= 76 else 1)))
+    cols = gpu_columns(len(gpus), width)
     col_w = (width - (cols - 1) * 2) // cols
     rows = [gpu_row(g, col_w, history_of(g.get("index"))) for g in gpus]
     per_col = -(-len(rows) // cols) if rows else 0
@@ -162,13 +175,24 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
     return groups
 
 
+_RANKS_SEEN: dict[tuple[str, object], tuple[int, ...]] = {}
+
+
 def node_rank_numbers(node: dict) -> tuple[int, ...]:
-    """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique."""
+    """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique. Kept per
+    (host, file time): a 128-node panel redraws more often than agents write."""
+    key = (str(node.get("host")), node.get("t"))
+    got = _RANKS_SEEN.get(key)
+    if got is not None:
+        return got
     ranks = node.get("ranks")
-    if not isinstance(ranks, list):
-        return ()
-    return tuple(sorted({r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)
-                         and not isinstance(r.get("rank"), bool)}))
+    got = () if not isinstance(ranks, list) else \
+        tuple(sorted({r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)
+                      and not isinstance(r.get("rank"), bool)}))
+    if len(_RANKS_SEEN) > 4096:
+        _RANKS_SEEN.clear()
+    _RANKS_SEEN[key] = got
+    return got
 
 
 def ranks_words(ranks: tuple[int, ...], *, short: bool = False) -> str:
@@ -386,7 +410,10 @@ class GpuPanel(LinesView):
         return gpu_lines(gpus, width, self._history_of(self.local_host))
 
     def _node_lines(self, groups: list[NodeGroup], width: int, budget: int) -> tuple[list[Pieces], bool]:
-        """Every node's heading and rows if they fit ``budget`` lines, else one summary line each."""
+        """Every node's heading and rows if they fit ``budget`` lines, else one summary line each
+        (counted first: a 128-node run never builds the rows it cannot show)."""
+        if sum(1 + gpu_row_count(g, width) for g in groups) > budget:
+            return summary_lines(groups, width, budget), True
         layout = summary_layout(groups, width)
         full: list[Pieces] = []
         for g in groups:
