@@ -202,6 +202,8 @@ def test_the_job_trains_on_both_nodes_and_the_console_shows_each_with_its_ranks_
     log = (run.path / "train.log").read_text()
     assert "[rank1]:" in log and "[rank0]:" in log, "every worker's lines carry its rank"
     assert max(m["step"] for m in run.metrics()) == 60
+    kept = json.loads((run.path / "ranks.json").read_text())["ranks"]
+    assert kept["0"]["step"] == 60 and kept["0"]["step_time_s"] > 0, "rank 0's own lines timed its steps"
     (rec,) = [json.loads(p.read_text()) for p in (run.path / "jobs").glob("attempt-*[0-9].json")]
     assert rec["state"] == "COMPLETED" and sorted(rec["nodes"]) == sorted(nodes)
 

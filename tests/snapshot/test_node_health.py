@@ -83,3 +83,27 @@ def test_ranks_in_words():
     assert ranks_words((0, 1, 2, 3), short=True) == "r0-3"
     assert ranks_words(tuple(range(0, 64, 2))).endswith("(32)")
     assert NodeGroup("h", None).ranks == ()
+
+
+def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_second(tmp_path, monkeypatch):
+    from runner import jsonio
+    from runner.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(128):
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps({"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"},
+                                                                   "gpu": _node("x")["gpu"]}))
+    reads = []
+    real = jsonio.read_json
+    monkeypatch.setattr(jsonio, "read_json", lambda p, *a, **k: (reads.append(p.name), real(p, *a, **k))[1])
+    reader = NodeReader(run)
+    assert len(reader.read(now)) == 128 and len(reads) == 128
+    reads.clear()
+    assert len(reader.read(now + 0.5)) == 128 and reads == [], "nothing changed: nothing read"
+    (run.telemetry / "n005.json").write_text(json.dumps({"v": 1, "t": now + 1, "host": {"hostname": "n005"},
+                                                         "gpu": _node("x", used=143_000)["gpu"]}))
+    reader.read(now + 1.0)
+    assert reads == [], "128 nodes: a changed file waits 2 s for its turn"
+    first = reader.read(now + 2.1)
+    assert reads == ["n005.json"] and first[0]["host"] == "n005" and first[0]["health"]["problems"] == ["mem"]
