@@ -304,7 +304,9 @@ def test_a_rendezvous_port_held_on_the_first_node_is_waited_out(cluster):
         log = run.path / "train.log"
         said = f"{first}: rendezvous port {port} is in use (held by pid"
         _wait(lambda: said in (log.read_text() if log.exists() else ""), 180, "the first node waiting for its port")
-        assert _job(run).get("state") == "RUNNING" and not run.state().get("step")
+        st = run.wait(lambda s: (s.get("job") or {}).get("state") == "RUNNING", timeout=60,
+                      what="the runner seeing the job running (squeue lags the job's own output)")
+        assert not st.get("step") and st["status"] == "running", "waiting: no step yet, and no crash"
         with socket.socket() as probe:  # the holder really is in the first node's namespace, not here
             probe.bind(("0.0.0.0", port))
     finally:
