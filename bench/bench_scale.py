@@ -109,6 +109,7 @@ def main() -> int:
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
     from runner import rundir
     from runner.snapshot import RunWatcher
+    load_start = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="mcscale-"))
     procs: list[subprocess.Popen] = []
     stop = threading.Event()
@@ -191,7 +192,8 @@ def main() -> int:
 
     ms = lambda xs: f"{statistics.median(xs) * 1000:.0f} / {p99(xs) * 1000:.0f}"  # noqa: E731
     print("## Scale: a 128-node, 1,024-GPU job played into one run directory\n")
-    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"1-minute load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end. "
           f"Command: `.venv/bin/python bench/bench_scale.py`"
           f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}"
           f"{'' if args.step_s == 4 else f' --step-s {args.step_s:g}'}\n")
@@ -228,6 +230,9 @@ def main() -> int:
           f"{ms(jl_small)} | {statistics.median(jl_big) / statistics.median(jl_small):.2f}x |")
     print(f"| `RunWatcher.poll` in process (20 polls: {NODES} agent files + ranks.json) | {ms(poll_big)} | "
           f"{ms(poll_small)} | {statistics.median(poll_big) / statistics.median(poll_small):.1f}x |")
+    print("\nThe 8-GPU console is the reference for the 1,024-GPU one in the same run (same machine load); "
+          "the 8-GPU goal against nvitop itself is tracked by `bench/bench_ui.py` (docs/benchmarks-ui.md). "
+          "On a busy machine both consoles and nvitop move by a few tenths of a percent of a core.")
     print("\n### What the console shows first\n")
     first = [(n["host"], n["health"]["problems"], n["health"]["why"]) for n in snap["nodes"][:4]]
     print(f"`--json` `nodes`, first four of {len(snap['nodes'])} "
