@@ -99,12 +99,39 @@ def panel_lines(base: Path, run: Path, env: dict) -> tuple[list[str], dict]:
     return asyncio.run(go())
 
 
+def runner_only(base: Path, work: Path, env: dict, step_s: float, seconds: float) -> dict:
+    """The runner alone on the same job at a faster step (headroom): CPU, ingest lag, lines/s."""
+    started = cli(base, "run", str(recipe(work / "stress.yaml", step_s)), "--detach", env=env)
+    if started.returncode != 0:
+        raise SystemExit(f"run failed: {started.stderr}")
+    run = base / started.stdout.split()[0]
+    try:
+        proc = psutil.Process(json.loads((run / "state.json").read_text())["runner"]["pid"])
+        time.sleep(5)
+        c0, t0, size0 = proc.cpu_times(), time.monotonic(), (run / "train.log").stat().st_size
+        lags = []
+        while time.monotonic() - t0 < seconds:
+            time.sleep(1.0)
+            try:
+                lags.append(int(json.loads((run / "state.json").read_text())["ingest"]["lag_bytes"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        c1, wall = proc.cpu_times(), time.monotonic() - t0
+        size = (run / "train.log").stat().st_size - size0
+        return {"cpu": 100 * ((c1.user + c1.system) - (c0.user + c0.system)) / wall, "lag_max": max(lags or [0]),
+                "lag_median": statistics.median(lags) if lags else 0, "kib_s": size / wall / 1024,
+                "lines_s": NODES * GPUS / step_s}
+    finally:
+        cli(base, "kill", run.name, env=env)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--step-s", type=float, default=4.0, help="the simulated job's step time")
     ap.add_argument("--nvitop", default=str(REPO / ".venv-bench" / "bin" / "nvitop"))
     ap.add_argument("--json-runs", type=int, default=15)
+    ap.add_argument("--stress-step-s", type=float, default=0.4, help="the runner alone at this step time (0: skip)")
     args = ap.parse_args()
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
     from runner import rundir
@@ -182,6 +209,11 @@ def main() -> int:
         poll_big = timings(lambda: w_big.poll(with_gpu=False), 20)
         poll_small = timings(lambda: w_small.poll(with_gpu=False), 20)
         panel, snap = panel_lines(base, big, env)
+        stop.set()
+        end_processes(procs)
+        procs = []
+        cli(base, "kill", big.name, env=env)  # the stress run has the machine to itself
+        stress = runner_only(base, work, env, args.stress_step_s, 30.0) if args.stress_step_s else None
     finally:
         stop.set()
         if runner_pid and psutil.pid_exists(runner_pid):
@@ -210,6 +242,10 @@ def main() -> int:
           f"the rank that printed it first), {len(ranks)} ranks with their latest step time in ranks.json, "
           f"`state.json` ingest offset {state['ingest']['offset']:,} of {state['ingest']['size']:,} bytes. "
           f"The agents' simulator used {cpu['agents']['cpu_share']:.1f}% of a core.\n")
+    if stress:
+        print(f"Headroom: the runner alone on the same job at one step every {args.stress_step_s:g} s "
+              f"({stress['lines_s']:.0f} lines/s, {stress['kib_s']:.0f} KiB/s) over 30 s: CPU {stress['cpu']:.1f}% "
+              f"of a core, ingest lag median {stress['lag_median']:.0f} / max {stress['lag_max']:,} bytes.\n")
     print("### Attached UI and --json\n")
     print("| | CPU share | CPU/s p99 | RSS median |")
     print("|---|---|---|---|")
