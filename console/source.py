@@ -76,7 +76,8 @@ class RunSource:
     def poll(self, telemetry: bool = True) -> Snapshot:
         """Read what is new in the run directory (file I/O: call from a worker thread).
         ``telemetry=False`` (a poll woken by a file change between two timer polls): the GPU
-        reading and blockers of the last full poll are shown again, the driver is not asked."""
+        reading, blockers and agents' nodes of the last full poll are shown again, the driver and
+        the nodes' files are not asked (a 128-node run's agents write 128 files a second)."""
         if self._children:
             self._reap()
         with self._lock:
@@ -84,7 +85,7 @@ class RunSource:
                 snap = self.watcher.poll(with_gpu=self.gpu)
                 self._last_gpu = (snap.gpu, snap.blockers)
                 return snap
-            snap = self.watcher.poll(with_gpu=False)
+            snap = self.watcher.poll(with_gpu=False, nodes=False)
             return dataclasses.replace(snap, gpu=self._last_gpu[0], blockers=self._last_gpu[1])
 
     def last_output_t(self, snap: Snapshot) -> float | None:

@@ -1,8 +1,9 @@
 """``moeconsole agent RUN [--interval S]``: the per-node telemetry agent.
 
 Every interval it replaces ``<run_dir>/telemetry/<hostname>.json`` atomically with
-``{"v":1, "t", "host", "gpu", ...}``, so a console on any node sharing the run directory
-sees every node's GPUs. It stops, exit 0, when the run's state is terminal or on
+``{"v":1, "t", "host", "gpu", "ranks", "processes", "interval_s", ...}``, so a console on any
+node sharing the run directory sees every node's GPUs, which ranks run there (``RANK`` in the
+environment of the run's processes on this node) and, from ``t``, the agent's heartbeat. It stops, exit 0, when the run's state is terminal or on
 SIGTERM/SIGINT.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from runner.core.errors import InputError
 from runner.rundir.paths import runs_base
 from runner.telemetry.gpu import get_backend
 from runner.telemetry.host import host_snapshot
+from runner.telemetry.ranks import node_ranks
 
 _SLICE_S = 0.1  # how often a sleeping agent looks at its stop flag
 
@@ -25,9 +27,15 @@ def telemetry_path(run: rundir.RunDir, host: str | None = None) -> Path:
     return run.telemetry / f"{host or rundir.hostname()}.json"
 
 
-def _record(backend, interval: float) -> dict:
-    return {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "host": host_snapshot(),
-            "gpu": backend.snapshot().to_dict(), "agent_pid": os.getpid(), "interval_s": interval}
+def record(gpu: dict, host: dict, interval: float, node_view: dict, *, t: float | None = None,
+           pid: int | None = None) -> dict:
+    """One telemetry file's content (the format every reader of ``telemetry/*.json`` expects)."""
+    return {"v": jsonio.SCHEMA_VERSION, "t": time.time() if t is None else t, "host": host, "gpu": gpu,
+            "agent_pid": os.getpid() if pid is None else pid, "interval_s": interval, **node_view}
+
+
+def _record(backend, interval: float, run_id: str) -> dict:
+    return record(backend.snapshot().to_dict(), host_snapshot(), interval, node_ranks(run_id))
 
 
 def run(args) -> int:
@@ -50,7 +58,7 @@ def run(args) -> int:
     try:
         while stop["signal"] is None:
             started = time.monotonic()
-            jsonio.atomic_write_json(out, _record(backend, interval))
+            jsonio.atomic_write_json(out, _record(backend, interval, run_dir.run_id))
             if run_dir.read_state().get("status") in rundir.TERMINAL:
                 break
             while stop["signal"] is None and time.monotonic() - started < interval:

@@ -3,9 +3,12 @@ bar against capacity, temperature, power, a utilisation sparkline). Rows flow in
 columns when the panel is wide, so eight GPUs fit an 80x24 terminal in four lines.
 
 A multi-node run adds the nodes whose ``moeconsole agent`` writes into the run directory
-(``Snapshot.nodes``): one group per node, its host name heading its GPU rows. When the rows of
-every node do not fit the panel, each node shrinks to one summary line. A node whose agent went
-silent says STALE and how long ago it last wrote, in words."""
+(``Snapshot.nodes``, worst first: see ``runner.core.nodehealth``): one group per node, its host name
+heading its GPU rows, then what is wrong with it (a GPU nearly out of memory, utilisation far
+below the other nodes', a straggler's step time), its agent's heartbeat and the ranks running
+there. When the rows of every node do not fit the panel, each node shrinks to one summary line
+and the worst ones are listed; the rest are counted. A node whose agent went silent says
+STALE and how long ago it last wrote, in words."""
 from __future__ import annotations
 
 import collections
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from console import format as fmt
 from console.widgets.lines import LinesView
 from runner.rundir import rundir
+from runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -50,7 +54,7 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     util = g.get("util_pct")
     used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
     mem_frac = (used / total) if (used is not None and total) else None
-    mem_style = "gpu--crit" if (mem_frac or 0) >= 0.95 else ("gpu--warn" if (mem_frac or 0) >= 0.85 else "gpu--ok")
+    mem_style = "gpu--crit" if (mem_frac or 0) >= MEM_CRIT_FRAC else ("gpu--warn" if (mem_frac or 0) >= MEM_WARN_FRAC else "gpu--ok")
     temp = g.get("temp_c")
     temp_style = "gpu--crit" if (temp or 0) >= 85 else ("gpu--warn" if (temp or 0) >= 75 else "")
     bw = 10 if width >= 60 else 6
@@ -60,7 +64,7 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
         (f"{'?' if util is None else int(util):>3}% ", ""),
         (bar(mem_frac, bw), mem_style),
         (f"{_gib(used):>5}/{_gib(total)}G", mem_style),
-        ("!" if (mem_frac or 0) >= 0.95 else " ", mem_style),
+        ("!" if (mem_frac or 0) >= MEM_CRIT_FRAC else " ", mem_style),
     ]
     extra: Pieces = [
         (f" {'?' if temp is None else int(temp)}C", temp_style),
@@ -81,9 +85,22 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     return pieces
 
 
+def gpu_columns(count: int, width: int) -> int:
+    """How many columns ``count`` GPU rows flow into at ``width`` cells."""
+    return max(1, min(count or 1, width // 62 if width >= 124 else (2 if width >= 76 else 1)))
+
+
+def gpu_row_count(group: "NodeGroup", width: int) -> int:
+    """How many lines a node's GPU rows take under its heading (0 without GPU data)."""
+    if not (group.gpu and group.gpu.get("available")):
+        return 0
+    n = len(_gpu_dicts(group.gpu))
+    return -(-n // gpu_columns(n, width)) if n else 0
+
+
 def gpu_lines(gpus: list[dict], width: int, history_of) -> list[Pieces]:
     """GPU rows flowed into columns (two on 80 columns, more from 124), filled column by column."""
-    cols = max(1, min(len(gpus) or 1, width // 62 if width >= 124 else (2 if width >= 76 else 1)))
+    cols = gpu_columns(len(gpus), width)
     col_w = (width - (cols - 1) * 2) // cols
     rows = [gpu_row(g, col_w, history_of(g.get("index"))) for g in gpus]
     per_col = -(-len(rows) // cols) if rows else 0
@@ -121,6 +138,10 @@ class NodeGroup:
     live: bool = False
     stale: bool = False
     age_s: float | None = None
+    ranks: tuple[int, ...] = ()       # the ranks its agent found running there
+    agent: bool = False               # an agent file stands behind it (it has a heartbeat)
+    why: tuple[str, ...] = ()         # its problems in words (runner.core.nodehealth): "0.4G free", "step 6.1s (1.3x)"
+    critical: bool = False            # one of them is a GPU nearly out of memory
 
 
 def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str) -> list[NodeGroup]:
@@ -134,17 +155,73 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
         local = host == local_host
         gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None  # another version's file
         age = node.get("age_s")
+        ranks = node_rank_numbers(node)
+        health = node.get("health") if isinstance(node.get("health"), dict) else {}
+        why = tuple(str(w) for w in health.get("why") or ())
+        critical = "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
-                              age_s=float(age) if isinstance(age, (int, float)) else None)
+                              age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True,
+                              why=why, critical=critical)
         if local and not local_seen and local_gpu is not None:
             local_seen = True
             file_better = not local_gpu.get("available") and bool(gpu and gpu.get("available"))
-            groups.append(from_file if file_better else NodeGroup(host, local_gpu, local=True, live=True))
+            groups.append(from_file if file_better else
+                          NodeGroup(host, local_gpu, local=True, live=True, age_s=from_file.age_s, ranks=ranks,
+                                    agent=True, why=why, critical=critical))
         else:
             groups.append(from_file)
     if local_gpu is not None and not local_seen:
         groups.insert(0, NodeGroup(local_host, local_gpu, local=True, live=True))
     return groups
+
+
+_RANKS_SEEN: dict[tuple[str, object], tuple[int, ...]] = {}
+
+
+def node_rank_numbers(node: dict) -> tuple[int, ...]:
+    """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique. Kept per
+    (host, file time): a 128-node panel redraws more often than agents write."""
+    key = (str(node.get("host")), node.get("t"))
+    got = _RANKS_SEEN.get(key)
+    if got is not None:
+        return got
+    ranks = node.get("ranks")
+    got = () if not isinstance(ranks, list) else \
+        tuple(sorted({r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)
+                      and not isinstance(r.get("rank"), bool)}))
+    if len(_RANKS_SEEN) > 4096:
+        _RANKS_SEEN.clear()
+    _RANKS_SEEN[key] = got
+    return got
+
+
+def ranks_words(ranks: tuple[int, ...], *, short: bool = False) -> str:
+    """``rank 3``, ``ranks 0-7``, ``ranks 0-3,8`` (short: ``r3``, ``r0-7``); ``no ranks`` when
+    none runs there."""
+    if not ranks:
+        return "no ranks"
+    spans: list[str] = []
+    start = prev = ranks[0]
+    for r in (*ranks[1:], None):
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        spans.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    text = ",".join(spans)
+    if len(text) > 24:  # scattered ranks: the first ones and how many
+        text = text[:20].rsplit(",", 1)[0] + f",… ({len(ranks)})"
+    return ("r" if short else "rank " if len(ranks) == 1 else "ranks ") + text
+
+
+def heartbeat_words(group: "NodeGroup", *, short: bool = False) -> str:
+    """The agent's heartbeat: how long ago it last wrote (``agent 2s ago``; short ``agent 2s``)."""
+    age = group.age_s
+    if age is None or not math.isfinite(age):
+        return "agent ?"
+    words = f"{max(0, int(age))}s" if age < 120 else age_words(age)
+    return f"agent {words}" if short else f"agent {words} ago"
 
 
 def age_words(seconds: float | None) -> str:
@@ -208,6 +285,11 @@ def _summary_layout(group: NodeGroup, width: int, label_w: int, short: bool) -> 
     pieces: Pieces = [(host_label(group).ljust(label_w), "gpu--title")]
     if group.stale:
         pieces.append(("  " + stale_words(group, short=short), "gpu--stale"))
+    if group.why:  # what makes it one of the worst nodes, right after its name
+        pieces.append(("  " + ", ".join(group.why), "gpu--crit" if group.critical else "gpu--warn"))
+    if group.agent and not group.stale:  # a silent agent's ranks are old news: STALE says it
+        pieces.append(("  " + heartbeat_words(group, short=short), "gpu--dim"))
+        pieces.append(("  " + ranks_words(group.ranks, short=short), ""))
     gpu = group.gpu
     if gpu is None:
         return pieces + [("  no GPU data in its agent file", "gpu--dim")], True
@@ -241,7 +323,7 @@ def node_summary(group: NodeGroup, width: int, label_w: int = 0, short: bool = F
 
 
 def _problem(group: NodeGroup) -> bool:
-    return group.stale or group.gpu is None or not group.gpu.get("available")
+    return group.stale or group.gpu is None or not group.gpu.get("available") or bool(group.why)
 
 
 def summary_lines(groups: list[NodeGroup], width: int, budget: int) -> list[Pieces]:
@@ -328,7 +410,10 @@ class GpuPanel(LinesView):
         return gpu_lines(gpus, width, self._history_of(self.local_host))
 
     def _node_lines(self, groups: list[NodeGroup], width: int, budget: int) -> tuple[list[Pieces], bool]:
-        """Every node's heading and rows if they fit ``budget`` lines, else one summary line each."""
+        """Every node's heading and rows if they fit ``budget`` lines, else one summary line each
+        (counted first: a 128-node run never builds the rows it cannot show)."""
+        if sum(1 + gpu_row_count(g, width) for g in groups) > budget:
+            return summary_lines(groups, width, budget), True
         layout = summary_layout(groups, width)
         full: list[Pieces] = []
         for g in groups:

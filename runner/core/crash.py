@@ -260,6 +260,7 @@ _STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 
 _TR_ROOT = re.compile(r"^Root Cause \(first observed failure\):")
 _TR_FAILURES = re.compile(r"^Failures:")
 _TR_RANK = re.compile(r"^rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)")
+_TR_HOST = re.compile(r"^host\s*:\s*(\S+)")
 _TR_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
 _TR_TRACEBACK = re.compile(r"^traceback\s*:\s*(.*)")
 _TR_BORDER = re.compile(r"^=+$")
@@ -307,6 +308,7 @@ class _RootCause:
     rank: int | None = None
     pid: int | None = None
     lines: list[tuple[int, str]] = field(default_factory=list)
+    host: str | None = None     # the node it ran on (a multi-node job's node name)
 
 
 @dataclass
@@ -446,6 +448,11 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
         return False, True
     root = s.root
     assert root is not None
+    m = _TR_HOST.match(text)
+    if m:
+        root.host = m.group(1)
+        root.lines.append((idx, text))
+        return True, root_seen
     m = _TR_RANK.match(text)
     if m:
         root.rank = int(m.group(1))
@@ -613,6 +620,7 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
+_NODE_FAILURE = re.compile(r"srun: error: Node failure on (\S+)")
 _JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
@@ -637,21 +645,30 @@ _JOB_STATES = {
 }
 
 
-def classify_job_state(job_state: str | None, log_tail: list[str]) -> CrashVerdict | None:
+def classify_job_state(job_state: str | None, log_tail: list[str],
+                       failed_nodes: tuple[str, ...] = ()) -> CrashVerdict | None:
     """The crash a batch system's final job state proves (None: judge by exit status and log).
     TIMEOUT ends with exit 0:0 in sacct, so the state, not the exit code, is the witness.
-    Evidence: the state itself and slurmstepd's ``*** JOB N ... CANCELLED ... ***`` lines."""
+    Evidence: the state itself, slurmstepd's ``*** JOB N ... CANCELLED ... ***`` lines, srun's
+    ``Node failure on NODE`` and, after a NODE_FAIL, the nodes Slurm took out of service
+    (``failed_nodes``: ``node2: down* (Not responding)``), which the summary names."""
     if job_state not in _JOB_STATES:
         return None
     cls, summary, recovery, retryable, hint = _JOB_STATES[job_state]
+    said_failed = [(i, line) for i, line in enumerate(log_tail) if _NODE_FAILURE.search(line)]
+    if cls == "node_fail":
+        names = [n.split(":", 1)[0] for n in failed_nodes] or \
+                list(dict.fromkeys(m.group(1) for _, line in said_failed if (m := _NODE_FAILURE.search(line))))
+        if names:
+            summary = f"{', '.join(names)} failed: {summary}"
     lines = [(i, line) for i, line in enumerate(log_tail) if _JOB_STATE_TEXT.search(line)]
     said = [(i, line) for i, line in enumerate(log_tail) if line.startswith("moeconsole: sbatch failed: ")]
     if job_state.startswith("SUBMIT_"):
         lines = said
         if said:
             summary = f"{summary}: {said[-1][1].split(': ', 2)[-1]}"
-    return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint,
-                    extra=[(-1, f"Slurm job state: {job_state}")])
+    return _verdict(cls, lines[-3:] + said_failed[-3:], summary, retryable=retryable, recovery=recovery, hint=hint,
+                    extra=[(-1, f"Slurm job state: {job_state}")] + [(-1, f"Slurm node {n}") for n in failed_nodes])
 
 
 _DIVERGENCE_HINT = ("the run is paused with its log window kept: inspect the loss and grad-norm "
@@ -895,7 +912,9 @@ def _who(status_lines: list, s: _Scan) -> str:
         return ""
     parts = []
     if root.rank is not None:
-        parts.append(f"rank {root.rank}")
+        parts.append(f"rank {root.rank}" + (f" on {root.host}" if root.host else ""))
+    elif root.host:
+        parts.append(f"on {root.host}")
     if root.pid is not None:
         parts.append(f"pid {root.pid}")
     return f" ({', '.join(parts)})" if parts else ""

@@ -116,6 +116,7 @@ class JobRecord(TypedDict, total=False):
     signal: int | None
     source: str | None          # which Slurm command said so: squeue | sacct | scontrol
     ended_at: float | None
+    failed_nodes: list[str]     # after NODE_FAIL: the job's nodes sinfo lists down, "node2: down* (Not responding)"
 
 
 class RunState(TypedDict, total=False):

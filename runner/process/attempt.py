@@ -30,6 +30,7 @@ class ExitStatus:
     error: str | None = None     # the command could not be started at all
     ended_at: float | None = None
     job_state: str | None = None  # a batch engine's final job state (Slurm: TIMEOUT, NODE_FAIL, ...)
+    failed_nodes: tuple[str, ...] = ()  # nodes of the job the batch system lists down ("node2: down*, Not responding")
 
 
 class Attempt(Protocol):

@@ -72,6 +72,15 @@ def marked_processes(run_id: str) -> dict[int, float]:
     return out
 
 
+def same_host(pid: int) -> bool:
+    """True unless ``pid`` runs under another host name than ours (another UTS namespace: a
+    container, or one of the nodes a one-machine test cluster simulates). Unreadable: True."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/uts") == os.readlink("/proc/self/ns/uts")
+    except OSError:
+        return True
+
+
 def foreign_pids(pids: list[int], tracked: set[int], run_id: str) -> list[int]:
     """Of ``pids`` (say, the processes NVML lists on a GPU), those that are not this run's: not
     tracked, alive, and without the run's marker. The marker makes a Slurm job's tasks (started

@@ -62,11 +62,16 @@ class RunDir:
 
     lock = property(lambda self: self.path / LOCK_NAME)
     exits = property(lambda self: self.path / "exits")
+    rank_times = property(lambda self: self.path / "ranks.json")  # each rank's latest step time (runner.rundir.ranktimes)
     jobs = property(lambda self: self.path / "jobs")  # batch engines: jobs/attempt-N.{json,sh}
 
     def job_record(self, attempt: int) -> Path:
         """The batch job of attempt ``attempt``: its id and, once known, how it ended."""
         return self.jobs / f"attempt-{attempt}.json"
+
+    def rendezvous_record(self, attempt: int) -> Path:
+        """A multi-node job's rendezvous endpoint, published by its first node (runner.process.slurm.nodestep)."""
+        return self.jobs / f"attempt-{attempt}.rdzv.json"
 
     def job_records(self) -> list[dict]:
         """Every attempt's batch job record (``jobs/attempt-N.json``), oldest first."""

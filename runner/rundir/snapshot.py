@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.rundir import jsonio, rundir, seriesfile
+from runner.rundir import jsonio, ranktimes, rundir, seriesfile
+from runner.core import nodehealth
 from runner.rundir.secrets import Redactor
 from runner.core.series import Series, to_pairs
 from runner.rundir.seriesfile import CHART_KEYS
@@ -118,6 +119,16 @@ class RunWatcher:
         self.checkpoints: dict[str, dict] = {}
         self._crash_cache: dict[str, dict] = {}
         self.redactor = Redactor.for_run_dir(run.path)
+        self.nodes = NodeReader(run)
+        self._tail: tuple[tuple | None, tuple[str, ...]] = (None, ())
+
+    def _log_tail(self) -> tuple[str, ...]:
+        """The log's last lines, read again only when the file changed (a poll woken by another
+        file's write, or a quiet log, costs one stat)."""
+        key = _stat_key(str(self.run.log))
+        if key is None or key != self._tail[0]:
+            self._tail = (key, _tail_lines(self.run.log, redactor=self.redactor))
+        return self._tail[1]
 
     def _read_metrics(self) -> seriesfile.SeriesBook:
         if self.book is None:
@@ -228,7 +239,9 @@ class RunWatcher:
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
         }
 
-    def poll(self, *, with_gpu: bool = True) -> Snapshot:
+    def poll(self, *, with_gpu: bool = True, nodes: bool = True) -> Snapshot:
+        """``nodes=False``: the agents' nodes of the last poll again (ages brought up to date),
+        their files not looked at (a console's poll woken by a log write between two timer polls)."""
         now = time.time()
         state = self.run.read_state()
         book = self._read_metrics()
@@ -251,32 +264,107 @@ class RunWatcher:
             restarts_at=tuple(book.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),
-            log_tail=_tail_lines(self.run.log, redactor=self.redactor),
-            nodes=read_nodes(self.run, now),
+            log_tail=self._log_tail(),
+            nodes=self.nodes.read(now) if nodes else self.nodes.again(now),
         )
 
 
 NODE_STALE_S = 10.0
 
 
-def read_nodes(run: rundir.RunDir, now: float) -> tuple[dict, ...]:
-    """Per-node GPU telemetry written by ``moeconsole agent`` into ``telemetry/<host>.json``
-    (multi-node runs on shared storage). An agent silent for NODE_STALE_S is marked stale."""
+def _stat_key(path: str) -> tuple | None:
+    """What tells a changed file from the one read last time: inode, size, mtime."""
     try:
-        names = sorted(n for n in os.listdir(run.telemetry) if n.endswith(".json"))
+        st = os.stat(path)
     except OSError:
-        return ()
-    out = []
-    for name in names:
-        doc = jsonio.read_json(run.telemetry / name)
-        if not isinstance(doc, dict):
-            continue
-        t = doc.get("t")
-        age = (now - t) if isinstance(t, (int, float)) else None
-        host: dict = doc["host"] if isinstance(doc.get("host"), dict) else {}
-        out.append({"host": host.get("hostname") or name[:-5], "t": t, "age_s": age,
-                    "stale": age is None or age > NODE_STALE_S, "gpu": doc.get("gpu"), "host_stats": host})
-    return tuple(out)
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _node_entry(doc: dict, name: str) -> dict:
+    """One agent file as a ``Snapshot.nodes`` entry, without its age (that changes each poll)."""
+    host: dict = doc["host"] if isinstance(doc.get("host"), dict) else {}
+    ranks = doc.get("ranks")
+    procs = doc.get("processes")
+    return {"host": host.get("hostname") or name[:-5], "t": doc.get("t"), "gpu": doc.get("gpu"), "host_stats": host,
+            "ranks": [r for r in ranks if isinstance(r, dict)] if isinstance(ranks, list) else [],
+            "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None}
+
+
+def _with_age(entry: dict, now: float) -> dict:
+    t = entry.get("t")
+    age = (now - t) if isinstance(t, (int, float)) else None
+    return {**entry, "age_s": age, "stale": age is None or age > NODE_STALE_S}
+
+
+class NodeReader:
+    """The agents' files of a run (``telemetry/<host>.json``), each re-read only when it changed
+    (its inode, size or mtime), and the nodes judged again only when a file or ``ranks.json``
+    changed or a node went stale: a console on a 128-node run polls several times a second,
+    agents write once a second. Past ``FILES_PER_S`` nodes a changed file waits its turn:
+    each is re-read at most every (nodes / FILES_PER_S) seconds, so the cost per second stays
+    flat (128 nodes: every 2 s)."""
+
+    FILES_PER_S = 64
+
+    def __init__(self, run: rundir.RunDir) -> None:
+        self.run = run
+        self._dir = str(run.telemetry)
+        self._files: dict[str, tuple[tuple, float, dict]] = {}   # name -> (stat key, read at, entry)
+        self._ranks: tuple[tuple | None, dict] = (None, {})
+        self._judged: tuple[tuple, tuple[dict, ...]] | None = None
+
+    def _rank_times(self) -> tuple[tuple | None, dict]:
+        key = _stat_key(str(self.run.rank_times))
+        if key != self._ranks[0]:
+            self._ranks = (key, ranktimes.load(self.run) if key else {})
+        return self._ranks
+
+    def read(self, now: float) -> tuple[dict, ...]:
+        """Per-node telemetry (multi-node runs on shared storage), judged and ordered worst first
+        (``runner.core.nodehealth``). An agent silent for NODE_STALE_S is marked stale."""
+        try:
+            names = sorted(n for n in os.listdir(self._dir) if n.endswith(".json"))
+        except OSError:
+            names = []
+        files: dict[str, tuple[tuple, float, dict]] = {}
+        wait_s = len(names) / self.FILES_PER_S if len(names) > self.FILES_PER_S else 0.0
+        for name in names:
+            path = os.path.join(self._dir, name)
+            key = _stat_key(path)
+            if key is None:
+                continue
+            old = self._files.get(name)
+            if old is not None and (old[0] == key or now - old[1] < wait_s):
+                files[name] = old
+                continue
+            doc = jsonio.read_json(Path(path))
+            if isinstance(doc, dict):
+                files[name] = (key, now, _node_entry(doc, name))
+        self._files = files
+        if not files:
+            return ()
+        nodes = [_with_age(entry, now) for _, _, entry in files.values()]
+        ranks_key, rank_times = self._rank_times()
+        key = (tuple((n, k) for n, (k, _, _) in files.items()), ranks_key, tuple(n["stale"] for n in nodes))
+        if self._judged is not None and self._judged[0] == key:
+            ages = {n["host"]: n["age_s"] for n in nodes}  # same verdicts: only the ages moved on
+            return tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
+        judged = tuple(nodehealth.judge(nodes, rank_times))
+        self._judged = (key, judged)
+        return judged
+
+    def again(self, now: float) -> tuple[dict, ...]:
+        """The last ``read`` with the ages at ``now`` (nothing read; stale flags as last judged)."""
+        if self._judged is None:
+            return self.read(now)
+        return tuple({**n, "age_s": (now - n["t"]) if isinstance(n.get("t"), (int, float)) else None}
+                     for n in self._judged[1])
+
+
+def read_nodes(run: rundir.RunDir, now: float) -> tuple[dict, ...]:
+    """The nodes of a run once (see ``NodeReader``)."""
+    return NodeReader(run).read(now)
 
 
 def _recent_step_time(series: Series, state: dict, window: int = 20) -> float | None:

@@ -31,7 +31,7 @@ import numpy as np
 import yaml
 
 from runner.supervisor import control
-from runner.rundir import jsonio, rundir, seriesfile, store
+from runner.rundir import jsonio, ranktimes, rundir, seriesfile, store
 from runner.process import proctree
 from runner.recipes import recipe as recipes, resume
 from runner.core import lifecycle as lc
@@ -134,6 +134,7 @@ class Supervisor:
         self.reader = LiveReader()  # the bulk engine on each slice of train.log
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
         self.book = seriesfile.load(self.run)
+        self.rank_times = ranktimes.RankTimes()
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = 0.0
         self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
@@ -192,6 +193,11 @@ class Supervisor:
         if self.journal.write_state(self.state):
             self.dirty = False
         self._save_series(force)
+        if self.rank_times.changed:
+            try:
+                ranktimes.save(self.run, self.rank_times)
+            except OSError as exc:
+                self._diag(f"ranks.json not written: {exc}")
 
     def _save_series(self, force: bool = False) -> None:
         """series.json, when it has news and every fed record is on disk (its offset must be
@@ -733,6 +739,7 @@ class Supervisor:
         stands among the steps (at verification the excursion may be over)."""
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
+        self.rank_times.feed(batch.records)
         all_steps = np.asarray(batch.steps)
         kept, counted, newest = rows_to_write(batch.records, all_steps.tolist(), self.last_step_written)
         if not kept:
@@ -902,7 +909,9 @@ class Supervisor:
                                           ended_at=now, resumed_step=self.resumed_step, last_step=last_step, crash_class=None))
         # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0).
         job_state = self.exit_status.job_state if self.exit_status else None
-        job_verdict = classify_job_state(job_state, self._attempt_tail()) if kill_reason is None else None
+        job_verdict = classify_job_state(job_state, self._attempt_tail(),
+                                         self.exit_status.failed_nodes if self.exit_status else ()) \
+            if kill_reason is None else None
         if rc == 0 and kill_reason in (None, "cleanup") and job_verdict is None:
             self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)

@@ -218,8 +218,9 @@ def test_every_node_with_its_rows_at_160x48(base, make_run, agent_docs, fresh_ag
     rows_b = rows_under(lines, "gpu-node-b")
     for g in agent_docs["four"]["gpu"]["gpus"]:
         assert mem_text(g) in rows_b
-    # order: this node first, then the agents' nodes as the snapshot lists them
-    assert heading(lines, LOCAL) < heading(lines, "gpu-node-a") < heading(lines, "gpu-node-b")
+    # order: this node first, then the agents' nodes as the snapshot lists them: worst first,
+    # so the STALE node before the healthy one
+    assert heading(lines, LOCAL) < heading(lines, "gpu-node-b") < heading(lines, "gpu-node-a")
 
 
 def test_80x24_shows_one_summary_line_per_node(base, make_run, agent_docs, fresh_agent):
@@ -299,7 +300,7 @@ def test_json_lists_the_same_nodes_as_the_panel(base, make_run, agent_docs, fres
                            "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     nodes = json.loads(done.stdout)["nodes"]
-    assert [n["host"] for n in nodes] == ["gpu-node-a", "gpu-node-b", "gpu-node-c"]
+    assert [n["host"] for n in nodes] == ["gpu-node-b", "gpu-node-a", "gpu-node-c"]  # the STALE one first
 
     for size in ((160, 48), (80, 24)):
         lines = [line for line in panel_view(base, run, size, None, gpu=False)["lines"] if line]

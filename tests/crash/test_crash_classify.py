@@ -407,7 +407,7 @@ def test_sigkill_root_cause_inside_torchrun_block():
                                        root_traceback="Signal 9 (SIGKILL) received by PID 41234")
     v = classify(1, tail, steps_seen=100)
     assert v.cls == "killed_oom"
-    assert v.summary.startswith("killed by SIGKILL (rank 6, pid 41234)")
+    assert v.summary.startswith("killed by SIGKILL (rank 6 on node-a, pid 41234)")
 
 
 def test_failed_line_is_used_when_block_is_missing():

@@ -1,6 +1,6 @@
-"""The batch script and the parsers against a real one-node Slurm cluster on loopback
-(scripts/slurm-local.sh; .ci/run installs and starts it). Skipped, with the reason, where no
-cluster answers."""
+"""The batch script and the parsers against a real Slurm cluster on this machine: the one-node
+cluster on loopback or the multi-node one of network namespaces (scripts/slurm-local.sh;
+.ci/run installs and starts the latter). Skipped, with the reason, where no cluster answers."""
 from __future__ import annotations
 
 import shutil
@@ -27,6 +27,13 @@ def _cluster_up() -> str | None:
 
 
 pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
+
+
+def cluster_nodes() -> list[str]:
+    """The cluster's node names (``localhost`` on the one-node cluster, node1..nodeN on the
+    multi-node one)."""
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, timeout=60).stdout
+    return sorted(set(out.split()))
 
 
 def _state(job: str) -> JobState | None:
@@ -77,7 +84,7 @@ def test_follow_to_success(submit):
                       env={"MOECONSOLE_TEST": "a value with spaces"})
     final = _wait(job, lambda s: s.final)
     assert (final.state, final.exit_code, final.source) == ("COMPLETED", 0, "sacct")
-    assert final.nodes == ("localhost",)
+    assert len(final.nodes) == 1 and final.nodes[0] in cluster_nodes()
     text = log.read_text()
     assert text.splitlines()[0] == "=== moeconsole: attempt 1 start" and "step 2" in text
 
@@ -101,7 +108,7 @@ def test_scancel_term_reaches_the_srun_step(submit):
 def test_follower_sees_pending_reason_then_the_final_state_without_blocking(submit, tmp_path):
     from runner.process.slurm.client import JobFollower, cancel
 
-    hog, _ = submit("import time; time.sleep(60)", extra_sbatch=["--exclusive"])
+    hog, _ = submit("import time; time.sleep(60)", extra_sbatch=["--exclusive"], nodes=len(cluster_nodes()))
     _wait(hog, lambda s: s.state == "RUNNING")
     job, log = submit("print('second', flush=True)")
     f = JobFollower(job, interval_s=0.2)

@@ -1,6 +1,6 @@
-"""The Slurm engine end to end: the real CLI and runner submitting the demo to a real one-node
-Slurm cluster on loopback (scripts/slurm-local.sh; .ci/run installs and starts it). Skipped,
-with the reason, where no cluster answers."""
+"""The Slurm engine end to end: the real CLI and runner submitting the demo to a real Slurm
+cluster on this machine, one node on loopback or the multi-node one (scripts/slurm-local.sh;
+.ci/run installs and starts it). Skipped, with the reason, where no cluster answers."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ import pytest
 
 from runner.process import proctree
 from tests.runner.conftest import Harness, Run
-from tests.slurm.test_slurm_cluster import _cluster_up
+from tests.slurm.test_slurm_cluster import _cluster_up, cluster_nodes
 from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
@@ -67,7 +67,7 @@ def test_submit_follow_to_success_with_job_in_json_and_runs_show(slurm):
     assert st["engine"] == "slurm"
     (job,) = _jobs(run)
     assert job["job_id"] == st["job"]["job_id"] and job["state"] == "COMPLETED" and job["exit_code"] == 0
-    assert job["nodes"] == ["localhost"] and job["source"] in ("sacct", "scontrol")
+    assert len(job["nodes"]) == 1 and job["nodes"][0] in cluster_nodes() and job["source"] in ("sacct", "scontrol")
     assert run.events("attempt_start")[0]["engine"] == "slurm"
     (submitted,) = run.events("job_submitted")
     assert submitted["job_id"] == job["job_id"] and submitted["attempt"] == 1
@@ -85,8 +85,9 @@ def test_submit_follow_to_success_with_job_in_json_and_runs_show(slurm):
 
 
 def test_pending_reason_shown_then_runs_when_the_node_frees(slurm, tmp_path):
-    # Hold the node with an exclusive job, so ours waits for Resources.
-    blocker = subprocess.run(["sbatch", "--parsable", "--exclusive", f"--output={tmp_path}/blocker.out",
+    # Hold every node with an exclusive job, so ours waits for Resources.
+    blocker = subprocess.run(["sbatch", "--parsable", "--exclusive", f"--nodes={len(cluster_nodes())}",
+                              f"--output={tmp_path}/blocker.out",
                               "--wrap", "sleep 300"], capture_output=True, text=True, timeout=60)
     assert blocker.returncode == 0, blocker.stderr
     blocker_id = blocker.stdout.strip().split(";")[0]
@@ -282,7 +283,7 @@ def test_an_unreachable_controller_is_waited_for_then_the_job_is_submitted(slurm
     conf.write_text(good)  # the controller is back
     st = run.wait_status("succeeded", "failed", timeout=180)
     assert st["status"] == "succeeded", st
-    assert st["restarts"] == 1
+    assert st["restarts"] >= 1  # more on a loaded machine: it tries every 0.5 s until the conf is back
     jobs = _jobs(run)
     assert jobs[0]["state"] == "SUBMIT_UNREACHABLE" and jobs[-1]["state"] == "COMPLETED"
 

@@ -36,7 +36,7 @@ def test_nodes_from_agent_files_with_staleness(tmp_path):
     assert set(nodes) == {"node-a", "node-b"}
     assert nodes["node-a"]["stale"] is False and nodes["node-b"]["stale"] is True
     assert nodes["node-a"]["gpu"]["gpus"][0]["mem_used_mib"] == 1000.0
-    assert [n["host"] for n in snap.to_dict()["nodes"]] == ["node-a", "node-b"]
+    assert [n["host"] for n in snap.to_dict()["nodes"]] == ["node-b", "node-a"]  # worst (STALE) first
 
 
 def test_real_agent_process_feeds_the_snapshot(tmp_path):

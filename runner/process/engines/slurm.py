@@ -8,8 +8,8 @@ commands run as child processes the loop polls (``runner.process.slurm.client``)
 never stops the runner from reading the log or answering ``status``.
 
 The job's processes belong to slurmstepd, possibly on other hosts, so the attempt has no PIDs
-of its own here: it is alive while Slurm lists the job unfinished. On this host the run's
-environment marker still finds any process of the run that outlives the job.
+of its own here: it is alive while Slurm lists the job unfinished. On this host (same host
+name) the run's environment marker still finds any process of the run that outlives the job.
 """
 from __future__ import annotations
 
@@ -26,10 +26,13 @@ from runner.process import proctree
 from runner.process.attempt import ExitStatus, LaunchSpec
 from runner.process.slurm import client
 from runner.process.slurm.settings import SlurmSettings
-from runner.process.slurm.text import BatchSpec, JobState, batch_script
+from runner.process.slurm.text import (SINFO_NODE_FORMAT, BatchSpec, JobState, batch_script, nodes_out_of_service,
+                               parse_sinfo_nodes)
 from runner.core.state import JobRecord, TrackedPid
 
 JOB_SCHEMA = 1
+# Final states after which Slurm is asked which of the job's nodes it took out of service.
+_ASK_NODES = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 
 
 def returncode(js: JobState) -> int | None:
@@ -107,7 +110,11 @@ class JobTree(proctree.ProcessTree):
         self.cancels = [c for c in self.cancels if c.poll() is None]
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
-        return proctree.marked_processes(self.run_id) if scan_markers else {}
+        """Marked processes on this host only: the job's processes on the nodes are Slurm's to end
+        (on a test cluster of namespaced nodes they share our process table, not our host name)."""
+        if not scan_markers:
+            return {}
+        return {pid: t for pid, t in proctree.marked_processes(self.run_id).items() if proctree.same_host(pid)}
 
     def alive(self, *, scan_markers: bool = False) -> bool:
         return self.job_alive() or bool(self.survivors(scan_markers=scan_markers))
@@ -148,6 +155,7 @@ class SlurmAttempt:
         self.adopted = adopted
         self.proc = None
         self.tree = tree
+        self.node_probe: client.AsyncCommand | None = None
 
     @property
     def job_id(self) -> str | None:
@@ -180,10 +188,26 @@ class SlurmAttempt:
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         if not st.final:
             return False
+        if st.state in _ASK_NODES and "failed_nodes" not in self.record and st.nodes:
+            if not self._probe_nodes(st):
+                return False  # sinfo still answering: the end is judged with the node named
         if self.record.get("ended_at") is None:
             self.record = _record_of(st, self.record)
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         return returncode(st)
+
+    def _probe_nodes(self, st: JobState) -> bool:
+        """Ask sinfo (in the background) which of the job's nodes are out of service; True once
+        ``failed_nodes`` is in the record (empty when sinfo could not say)."""
+        if self.node_probe is None:
+            self.node_probe = client.AsyncCommand(["sinfo", "-h", "-N", "-n", ",".join(st.nodes),
+                                                   "-o", SINFO_NODE_FORMAT], timeout_s=10)
+        res = self.node_probe.poll()
+        if res is None:
+            return False
+        failed = nodes_out_of_service(parse_sinfo_nodes(res.out)) if res.returncode == 0 else ()
+        self.record = JobRecord(**{**self.record, "failed_nodes": list(failed)})
+        return True
 
     def _submit_failed(self, exc: client.SubmitError) -> None:
         """No job: the record says why; the crash classes read it (and the line in train.log)."""
@@ -282,7 +306,13 @@ class SlurmEngine:
             if cmd:
                 background.append(["--overlap", f"--nodes={s.nodes}", "--ntasks-per-node=1",
                                    "--kill-on-bad-exit=0", cmd, "agent", str(self.run.path)])
-        return BatchSpec(job_name=self.job_name(spec.attempt), argv=list(spec.argv), output=str(self.run.log),
+        argv = list(spec.argv)
+        if s.rendezvous_port is not None:
+            # Each node's task finds the first node, waits out a held port, then execs the command.
+            argv = [sys.executable, "-m", "runner.process.slurm.nodestep", "--run-dir", str(self.run.path),
+                    "--attempt", str(spec.attempt), "--port", str(s.rendezvous_port),
+                    "--wait-s", f"{s.rendezvous_wait_s:g}", "--", *argv]
+        return BatchSpec(job_name=self.job_name(spec.attempt), argv=argv, output=str(self.run.log),
                          workdir=spec.cwd, nodes=s.nodes, gpus_per_node=s.gpus_per_node,
                          ntasks_per_node=s.ntasks_per_node, time_limit=s.time, partition=s.partition,
                          account=s.account, extra_sbatch=s.sbatch, srun_extra=s.srun,
@@ -344,4 +374,5 @@ class SlurmEngine:
         state = rec.get("state")
         code, sig = rec.get("exit_code"), rec.get("signal")
         rc = -sig if sig else code
-        return ExitStatus(rc, None, rec.get("ended_at"), job_state=state)
+        return ExitStatus(rc, None, rec.get("ended_at"), job_state=state,
+                          failed_nodes=tuple(rec.get("failed_nodes") or ()))

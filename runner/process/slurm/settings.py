@@ -22,6 +22,8 @@ class SlurmSettings:
     srun: tuple[str, ...] = ()       # options for the training step's srun
     poll_s: float = 2.0              # how often Slurm is asked about the job
     agents: bool = False             # one `moeconsole agent` per node, for the GPU panel
+    rendezvous_port: int | None = None   # multi-node: the training runs under runner.process.slurm.nodestep
+    rendezvous_wait_s: float = 600.0     # how long the first node waits for a held port
 
     @classmethod
     def from_recipe(cls, section: Mapping[str, Any] | None) -> "SlurmSettings":
@@ -75,4 +77,14 @@ class SlurmSettings:
             if not isinstance(a, bool):
                 raise ValueError(f"slurm.agents: must be true or false, got {a!r}")
             out["agents"] = a
+        port = section.get("rendezvous_port")
+        if port is not None:
+            if isinstance(port, bool) or not isinstance(port, int) or not 1024 <= port <= 65535:
+                raise ValueError(f"slurm.rendezvous_port: must be a port number from 1024 to 65535, got {port!r}")
+            out["rendezvous_port"] = port
+        w = section.get("rendezvous_wait_s")
+        if w is not None:
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= 86400:
+                raise ValueError(f"slurm.rendezvous_wait_s: must be seconds between 0 and 86400, got {w!r}")
+            out["rendezvous_wait_s"] = float(w)
         return cls(**out)

@@ -110,6 +110,35 @@ def parse_sacct(out: str, job_id: str) -> JobState | None:
     return None
 
 
+SINFO_NODE_FORMAT = "%N|%T|%E"
+# Node states that mean the node is out of service (sinfo's long words; "*" = not responding).
+_NODE_OUT = ("DOWN", "FAIL", "DRAIN", "NOT_RESPONDING", "POWERED_DOWN", "POWER_DOWN", "UNKNOWN")
+
+
+def parse_sinfo_nodes(out: str) -> list[tuple[str, str, str | None]]:
+    """``sinfo -h -N -n NODES -o '%N|%T|%E'``: (node, state, reason) per line."""
+    rows = []
+    for line in out.splitlines():
+        parts = line.strip().split("|", 2)
+        if len(parts) < 2 or not parts[0]:
+            continue
+        reason = parts[2].strip() if len(parts) > 2 else ""
+        rows.append((parts[0].strip(), parts[1].strip(), None if reason in ("", "none", "None") else reason))
+    return rows
+
+
+def nodes_out_of_service(rows: list[tuple[str, str, str | None]]) -> tuple[str, ...]:
+    """The rows whose node is down, failing, drained or not responding, as ``node2: down* (Not
+    responding)``: what a NODE_FAIL report names. Each node once, in sinfo's order."""
+    out: dict[str, str] = {}
+    for node, state, reason in rows:
+        word = state.upper().rstrip("*~#!%$@^-")
+        if node in out or not (state.endswith("*") or any(word.startswith(w) for w in _NODE_OUT)):
+            continue
+        out[node] = f"{node}: {state}" + (f" ({reason})" if reason else "")
+    return tuple(out.values())
+
+
 def expand_nodes(text: str) -> tuple[str, ...]:
     """``gpu[01-03,07],login1`` -> ``('gpu01', 'gpu02', 'gpu03', 'gpu07', 'login1')`` (the
     common hostlist forms; ``None assigned`` and empty give no nodes)."""
@@ -167,6 +196,7 @@ def check_sbatch_option(opt: str) -> None:
 
 # Options the runner sets from the recipe's own keys (or that would replace the script).
 _OWNED_OPTIONS = frozenset({"--wrap", "--output", "--error", "--open-mode", "--chdir", "--job-name", "--parsable",
+                            "--requeue", "--no-requeue",
                             "-o", "-e", "-D", "-J"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -187,6 +217,9 @@ def batch_script(spec: BatchSpec) -> str:
              f"#SBATCH --job-name={shlex.quote(spec.job_name)}",
              f"#SBATCH --output={shlex.quote(spec.output)}",
              "#SBATCH --open-mode=append",
+             # Never requeued by Slurm (JobRequeue=1 is its default on NODE_FAIL): the same
+             # script would start again with the old resume point. The runner resubmits instead.
+             "#SBATCH --no-requeue",
              f"#SBATCH --chdir={shlex.quote(spec.workdir)}",
              f"#SBATCH --nodes={int(spec.nodes)}",
              f"#SBATCH --ntasks-per-node={int(spec.ntasks_per_node)}"]

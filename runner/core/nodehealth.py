@@ -1,0 +1,112 @@
+"""Which nodes of a multi-node run need a look first: the rule behind the order of
+``Snapshot.nodes`` (so ``--json`` and the UI list them alike).
+
+A node is judged from what its agent wrote (its GPUs) and from its ranks' step times (the
+``ranks.json`` the runner keeps from rank-prefixed log lines). Problems, worst first:
+
+1. ``stale``: the agent went silent (or wrote no GPU data): nothing else it says is current;
+2. ``mem``: a GPU at or above ``MEM_CRIT_FRAC`` of its memory (least free memory first);
+3. ``util``: the node's mean utilisation far below the other nodes' (a node idling while the
+   job runs: lowest first);
+4. ``slow``: a straggler, its ranks' step time well above the median node's (slowest first).
+
+Then the nodes with nothing to report, by name. A node keeps its place while its flags do not
+change, so the list does not shuffle between polls.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Iterable, Mapping
+
+MEM_WARN_FRAC = 0.85          # memory used / total: shown in warning colour
+MEM_CRIT_FRAC = 0.95          # shown critical; a node with such a GPU is listed first
+LOW_UTIL_RATIO = 0.5          # mean utilisation below half the median node's ...
+LOW_UTIL_MIN_MEDIAN = 20.0    # ... while the median node is busy at all (percent)
+STRAGGLER_RATIO = 1.15        # step time at least 15% above the median node's
+MIN_PEERS = 3                 # fewer nodes than this: no median to compare with
+
+PROBLEMS = ("stale", "mem", "util", "slow")
+
+
+def _num(v: Any) -> float | None:
+    t = type(v)
+    if t is float:
+        return v if math.isfinite(v) else None
+    return float(v) if t is int else None
+
+
+def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
+    """A node's GPUs in the numbers the rule needs: least free memory (MiB) and the fraction
+    used on that GPU, the highest used fraction, mean and lowest utilisation."""
+    gpus = gpu.get("gpus") if isinstance(gpu, Mapping) else None
+    free, frac, util = [], [], []
+    count = 0
+    for g in gpus if isinstance(gpus, list) else ():
+        if not isinstance(g, dict):
+            continue
+        count += 1
+        used, total = _num(g.get("mem_used_mib")), _num(g.get("mem_total_mib"))
+        if used is not None and total:
+            free.append(total - used)
+            frac.append(used / total)
+        u = _num(g.get("util_pct"))
+        if u is not None:
+            util.append(u)
+    return {"gpus": count, "min_free_mib": min(free) if free else None, "max_mem_frac": max(frac) if frac else None,
+            "mean_util_pct": sum(util) / len(util) if util else None, "min_util_pct": min(util) if util else None}
+
+
+def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, Any]]) -> float | None:
+    """A node is as slow as its slowest rank: the largest latest step time among its ranks."""
+    times = [t for r in ranks if (t := _num((rank_times.get(r) or {}).get("step_time_s"))) is not None]
+    return max(times) if times else None
+
+
+def judge(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] | None = None) -> list[dict]:
+    """Each node dict with ``health`` added (figures, ``problems`` and ``why`` in words), ordered
+    worst first (see the module's docstring). ``nodes``: ``Snapshot.nodes`` entries."""
+    rank_times = rank_times or {}
+    figs = []
+    for n in nodes:
+        f = gpu_figures(n.get("gpu") if n.get("gpu") else None)
+        ranks = [r["rank"] for r in n.get("ranks") or [] if isinstance(r, dict) and isinstance(r.get("rank"), int)]
+        f["step_time_s"] = node_step_time(ranks, rank_times)
+        figs.append(f)
+    live = [f for n, f in zip(nodes, figs) if not n.get("stale")]
+    utils = [u for f in live if (u := f["mean_util_pct"]) is not None]
+    steps = [s for f in live if (s := f["step_time_s"]) is not None]
+    med_util = statistics.median(utils) if len(utils) >= MIN_PEERS else None
+    med_step = statistics.median(steps) if len(steps) >= MIN_PEERS else None
+    out = []
+    for n, f in zip(nodes, figs):
+        problems: list[str] = []
+        why: list[str] = []
+        if n.get("stale"):
+            problems.append("stale")
+        if f["max_mem_frac"] is not None and f["max_mem_frac"] >= MEM_CRIT_FRAC:
+            problems.append("mem")
+            why.append(f"{f['min_free_mib'] / 1024:.1f}G free")
+        if (med_util is not None and med_util >= LOW_UTIL_MIN_MEDIAN and f["mean_util_pct"] is not None
+                and f["mean_util_pct"] < LOW_UTIL_RATIO * med_util):
+            problems.append("util")
+            why.append(f"util {f['mean_util_pct']:.0f}% vs {med_util:.0f}%")
+        if med_step and f["step_time_s"] is not None and f["step_time_s"] >= STRAGGLER_RATIO * med_step:
+            problems.append("slow")
+            why.append(f"step {f['step_time_s']:.2f}s ({f['step_time_s'] / med_step:.2f}x)")
+        f["median_step_time_s"] = med_step
+        f["median_util_pct"] = med_util
+        out.append({**n, "health": {**f, "problems": problems, "why": why}})
+    out.sort(key=_order)
+    return out
+
+
+def _order(node: dict) -> tuple:
+    h = node["health"]
+    problems = h["problems"]
+    if not problems:
+        return (len(PROBLEMS), 0.0, str(node.get("host")))
+    first = min(PROBLEMS.index(p) for p in problems)
+    worse = {"stale": 0.0, "mem": h["min_free_mib"] or 0.0, "util": h["mean_util_pct"] or 0.0,
+             "slow": -(h["step_time_s"] or 0.0)}[PROBLEMS[first]]
+    return (first, worse, str(node.get("host")))

@@ -1,0 +1,60 @@
+"""Each rank's latest step and step time, from the rank-prefixed lines of the log.
+
+A multi-node job whose workers all print (torchrun ``--tee 3`` writes every worker's lines with
+its ``[rankN]:`` prefix; ``srun --label`` puts the task number in front) tells the runner how
+fast each rank goes. The main series keeps one record per step (the first rank to print it);
+this book keeps, per rank, the last step it printed and the step time that line gave, and the
+runner writes it to ``ranks.json`` (at most every state flush, only when it changed). The
+snapshot joins it with the ranks each node's agent reports: a node is as slow as its slowest
+rank, and the slowest nodes are the stragglers (``runner.core.nodehealth``).
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Iterable
+
+from runner.rundir import jsonio, rundir
+
+SCHEMA = 1
+
+
+class RankTimes:
+    def __init__(self) -> None:
+        self.ranks: dict[int, dict[str, Any]] = {}
+        self.changed = False
+
+    def feed(self, records: Iterable[Any], now: float | None = None) -> None:
+        """The parser's records of a batch; template rows (bytes) carry no rank and are skipped."""
+        stamp = time.time() if now is None else now
+        for rec in records:
+            if type(rec) is not dict:
+                continue
+            extra = rec.get("extra")
+            rank = extra.get("rank") if isinstance(extra, dict) else None
+            step = rec.get("step")
+            if not isinstance(rank, int) or not isinstance(step, int):
+                continue
+            st = rec.get("step_time_s")
+            entry = self.ranks.setdefault(rank, {"step": step, "step_time_s": None, "t": stamp})
+            entry["step"], entry["t"] = step, stamp
+            if isinstance(st, float) and math.isfinite(st):
+                entry["step_time_s"] = st
+            self.changed = True
+
+    def to_doc(self) -> dict:
+        return {"v": SCHEMA, "t": time.time(), "ranks": {str(r): e for r, e in sorted(self.ranks.items())}}
+
+
+def save(run: rundir.RunDir, book: RankTimes) -> None:
+    jsonio.atomic_write_json(run.rank_times, book.to_doc())
+    book.changed = False
+
+
+def load(run: rundir.RunDir) -> dict[int, dict[str, Any]]:
+    """``ranks.json`` as {rank: {"step", "step_time_s", "t"}}; empty when missing or unreadable."""
+    doc = jsonio.read_json(run.rank_times, default=None)
+    ranks = doc.get("ranks") if isinstance(doc, dict) else None
+    if not isinstance(ranks, dict):
+        return {}
+    return {int(k): v for k, v in ranks.items() if k.isdigit() and isinstance(v, dict)}

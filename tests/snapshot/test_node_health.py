@@ -1,0 +1,110 @@
+"""Nodes worst first (runner.core.nodehealth), the ranks' step times the runner keeps
+(runner.rundir.ranktimes) and what a node's summary line says (console.widgets.gpus)."""
+from __future__ import annotations
+
+import json
+import time
+
+from console.widgets.gpus import NodeGroup, node_groups, node_summary, ranks_words
+from runner.core import nodehealth
+from runner.rundir import ranktimes, rundir
+from runner.ingest.parser import LogParser, RECORD
+from runner.rundir.snapshot import RunWatcher
+
+
+def _node(host: str, *, used: float = 100_000, util: float = 90, ranks=(), stale: bool = False) -> dict:
+    gpus = [{"index": i, "mem_used_mib": used if i == 3 else 100_000, "mem_total_mib": 143_771,
+             "util_pct": util} for i in range(8)]
+    return {"host": host, "stale": stale, "age_s": 1.0, "gpu": {"available": True, "gpus": gpus},
+            "ranks": [{"rank": r} for r in ranks]}
+
+
+def test_worst_first_memory_then_utilisation_then_stragglers_then_by_name():
+    nodes = [_node(f"n{i:03d}", ranks=range(8 * i, 8 * i + 8)) for i in range(6)]
+    nodes[4] = _node("n004", used=143_000, ranks=range(32, 40))          # 0.75 GiB free on GPU 3
+    nodes[2] = _node("n002", util=20, ranks=range(16, 24))               # idling
+    nodes[5] = _node("n005", ranks=range(40, 48))
+    times = {r: {"step_time_s": 5.0} for r in range(48)}
+    times[44] = {"step_time_s": 6.5}                                      # one slow rank on n005
+    nodes.append(_node("n006", stale=True))
+    judged = nodehealth.judge(nodes, times)
+    assert [n["host"] for n in judged] == ["n006", "n004", "n002", "n005", "n000", "n001", "n003"]
+    by = {n["host"]: n["health"] for n in judged}
+    assert by["n004"]["problems"] == ["mem"] and by["n004"]["why"] == ["0.8G free"]
+    assert by["n002"]["problems"] == ["util"] and by["n002"]["why"][0].startswith("util 20% vs")
+    assert by["n005"]["problems"] == ["slow"] and by["n005"]["why"] == ["step 6.50s (1.30x)"]
+    assert by["n000"]["problems"] == [] and by["n000"]["step_time_s"] == 5.0
+
+
+def test_two_nodes_have_no_median_to_be_stragglers_against():
+    judged = nodehealth.judge([_node("a", ranks=[0]), _node("b", ranks=[1])],
+                              {0: {"step_time_s": 1.0}, 1: {"step_time_s": 9.0}})
+    assert [n["health"]["problems"] for n in judged] == [[], []]
+
+
+def test_rank_prefixed_lines_give_each_rank_its_step_time(tmp_path):
+    lines = [f"[rank{r}]: iteration      {s}/     100 | elapsed time per iteration (ms): {1000 + 100 * r:.1f} |"
+             for s in (1, 2) for r in range(3)]
+    recs = [ev[1] for ev in LogParser().feed_events(("\n".join(lines) + "\n").encode()) if ev[0] == RECORD]
+    book = ranktimes.RankTimes()
+    book.feed(recs + [b'{"v":1,"step":3}'], now=10.0)
+    assert book.changed and {r: (e["step"], e["step_time_s"]) for r, e in book.ranks.items()} == \
+        {0: (2, 1.0), 1: (2, 1.1), 2: (2, 1.2)}
+    run = rundir.RunDir(tmp_path)
+    ranktimes.save(run, book)
+    assert not book.changed and ranktimes.load(run)[2]["step_time_s"] == 1.2
+    (tmp_path / "ranks.json").write_text("{broken")
+    assert ranktimes.load(run) == {}
+
+
+def test_the_snapshot_joins_agents_ranks_and_step_times_into_stragglers(tmp_path):
+    run = rundir.RunDir(tmp_path / "r")
+    run.path.mkdir()
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(4):
+        doc = {"v": 1, "t": now, "host": {"hostname": f"node{i}"}, "gpu": _node("x")["gpu"],
+               "ranks": [{"pid": 100 + i, "rank": i}], "processes": 2}
+        (run.telemetry / f"node{i}.json").write_text(json.dumps(doc))
+    (tmp_path / "r" / "ranks.json").write_text(json.dumps(
+        {"v": 1, "t": now, "ranks": {str(i): {"step": 9, "step_time_s": 2.0 if i != 1 else 3.0, "t": now}
+                                     for i in range(4)}}))
+    nodes = RunWatcher(run).poll(with_gpu=False).to_dict()["nodes"]
+    assert nodes[0]["host"] == "node1" and nodes[0]["health"]["problems"] == ["slow"]
+    assert nodes[0]["processes"] == 2 and [r["rank"] for r in nodes[0]["ranks"]] == [1]
+    group = node_groups(tuple(nodes), None, "elsewhere")[0]
+    line = "".join(t for t, _ in node_summary(group, 160))
+    assert line.startswith("node1  step 3.00s (1.50x)  agent 0s ago  rank 1  8 GPUs"), line
+
+
+def test_ranks_in_words():
+    assert ranks_words(()) == "no ranks"
+    assert ranks_words((3,)) == "rank 3"
+    assert ranks_words((0, 1, 2, 3, 8)) == "ranks 0-3,8"
+    assert ranks_words((0, 1, 2, 3), short=True) == "r0-3"
+    assert ranks_words(tuple(range(0, 64, 2))).endswith("(32)")
+    assert NodeGroup("h", None).ranks == ()
+
+
+def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_second(tmp_path, monkeypatch):
+    from runner.rundir import jsonio
+    from runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(128):
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps({"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"},
+                                                                   "gpu": _node("x")["gpu"]}))
+    reads = []
+    real = jsonio.read_json
+    monkeypatch.setattr(jsonio, "read_json", lambda p, *a, **k: (reads.append(p.name), real(p, *a, **k))[1])
+    reader = NodeReader(run)
+    assert len(reader.read(now)) == 128 and len(reads) == 128
+    reads.clear()
+    assert len(reader.read(now + 0.5)) == 128 and reads == [], "nothing changed: nothing read"
+    (run.telemetry / "n005.json").write_text(json.dumps({"v": 1, "t": now + 1, "host": {"hostname": "n005"},
+                                                         "gpu": _node("x", used=143_000)["gpu"]}))
+    reader.read(now + 1.0)
+    assert reads == [], "128 nodes: a changed file waits 2 s for its turn"
+    first = reader.read(now + 2.1)
+    assert reads == ["n005.json"] and first[0]["host"] == "n005" and first[0]["health"]["problems"] == ["mem"]
