@@ -154,6 +154,7 @@ def build_parser() -> _Parser:
     p = sub.add_parser("parse", help=COMMAND_HELP["parse"])
     p.add_argument("logfile")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
     p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])

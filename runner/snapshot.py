@@ -41,6 +41,10 @@ class Snapshot:
     blockers: tuple[dict, ...]
     log_tail: tuple[str, ...]
     nodes: tuple[dict, ...] = ()
+    # evaluation results (evals.jsonl): their own series, never training steps
+    eval_series: Series = field(default_factory=Series, repr=False)
+    last_eval: dict | None = None
+    eval_count: int = 0
 
     def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
         return {
@@ -58,6 +62,8 @@ class Snapshot:
             "blockers": list(self.blockers),
             "log_tail": list(self.log_tail),
             "nodes": list(self.nodes),
+            "eval": {"count": self.eval_count, "last": self.last_eval,
+                     "loss": to_pairs(*self.eval_series.downsample(series_points))},
         }
 
 
@@ -248,6 +254,9 @@ class RunWatcher:
             blockers=tuple(blockers),
             log_tail=_tail_lines(self.run.log, redactor=self.redactor),
             nodes=read_nodes(self.run, now),
+            eval_series=book.eval_series,
+            last_eval=book.last_eval,
+            eval_count=book.eval_count,
         )
 
 

@@ -36,6 +36,7 @@ from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
 from runner.slurm import client as slurm_client
 from runner.ingest.live import LiveReader, LogTail, metric_lines, newest_record, rows_to_write
+from runner.ingest.records import eval_record
 from runner.journal import Journal
 from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
@@ -724,6 +725,10 @@ class Supervisor:
         stands among the steps (at verification the excursion may be over)."""
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
+        evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
+        if evals:   # evaluation results: their own file, never a training step
+            stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.state.get("attempt")}
+            self.journal.evals([{**stamp_e, **eval_record(m)} for m in evals])
         all_steps = np.asarray(batch.steps)
         kept, counted, newest = rows_to_write(batch.records, all_steps.tolist(), self.last_step_written)
         if not kept:

@@ -1,7 +1,8 @@
-"""``moeconsole parse LOGFILE [--json] [--no-monitors]``: any training log -> metric records.
+"""``moeconsole parse LOGFILE [--json [--eval]] [--no-monitors]``: any training log -> metric records.
 
-Without --json: a short summary (formats found, steps, loss, grad norm, memory, alerts,
-lines not understood). With --json: one NDJSON metric record per line, ``{"v": 1, ...}``.
+Without --json: a short summary (formats found, steps, loss, grad norm, memory, evaluations,
+alerts, lines not understood). With --json: one NDJSON metric record per line, ``{"v": 1, ...}``;
+with --json --eval: the evaluation results instead (never training steps).
 Exit 2 (one line on stderr) when the file cannot be read. When the reader of the output goes
 away (``parse --json | head``) the command ends quietly, by SIGPIPE as command-line tools do.
 """
@@ -12,9 +13,10 @@ import sys
 from typing import Any
 
 from runner.errors import InputError
-from runner.ingest.files import LOG, TRAINER_STATE, resolve_log, trainer_state_events
+from runner.ingest.files import LOG, TRAINER_STATE, iter_batches, resolve_log, trainer_state_events
 from runner.ingest.ndjson import write_ndjson
 from runner.ingest.parser import RECORD
+from runner.ingest.records import eval_record
 from runner.ingest.summary import render, summarize_path
 from runner.jsonio import dumps
 
@@ -22,7 +24,10 @@ from runner.jsonio import dumps
 def run(args: Any) -> int:
     path = args.logfile
     if getattr(args, "json", False):
-        _print_records(path)
+        if getattr(args, "eval", False):
+            _print_evals(path)
+        else:
+            _print_records(path)
         return 0
     monitors = not getattr(args, "no_monitors", False)
     summary, stats = summarize_path(path, monitors=monitors)
@@ -47,4 +52,16 @@ def _print_records(path: str) -> None:
         write_ndjson(str(real), out)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
+    out.flush()
+
+
+def _print_evals(path: str) -> None:
+    """Evaluation results as NDJSON (``evals.jsonl``'s schema without the runner's stamp)."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    out = sys.stdout.buffer
+    for batch, _ in iter_batches(path):
+        lines = [(dumps({"v": 1, **eval_record(m)}) + "\n").encode() for _, m in batch.marks
+                 if m.get("kind") == "eval"]
+        if lines:
+            out.write(b"".join(lines))
     out.flush()

@@ -98,6 +98,7 @@ class RunScreen(Screen):
             yield ChartView("loss", id="chart-loss")
             yield ChartView("grad norm", id="chart-grad")
             yield ChartView("memory", id="chart-mem")
+            yield ChartView("eval loss", id="chart-eval")   # shown once the run has evaluations
         yield GpuPanel(id="gpus")
         with Horizontal(id="lower"):
             with Vertical(id="side"):
@@ -109,6 +110,7 @@ class RunScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#blockers").display = False
+        self.query_one("#chart-eval").display = False
         self.query_one("#runner-gone").display = False
         self.query_one(AlertBar).display = False
         self._poll_loop()
@@ -302,6 +304,25 @@ class RunScreen(Screen):
                            f"mem {last}/{capt}G, {free}G free at peak", f"mem {last}/{capt}G")
             chart.set_data([mem], key=key, markers=markers, cap=cap,
                            cap_label=f"{fmt.short(cap)}G" if cap else "cap", heading=heading)
+        self._show_eval_chart(snap, markers, marker_key)
+
+    def _show_eval_chart(self, snap: Snapshot, markers: tuple, marker_key: object) -> None:
+        """Evaluation loss by step: a chart of its own (an evaluation is never a training step)."""
+        ev = snap.eval_series
+        chart = self.query_one("#chart-eval", ChartView)
+        if not ev.n:
+            chart.display = False
+            return
+        chart.display = True
+        key = (_series_key(ev), marker_key)
+        if key != chart._data_key:
+            last = snap.last_eval or {}
+            split = last.get("split") or "eval"
+            lo = ev.finite_min()
+            head = f"{split} loss {fmt.num(ev.last())}"
+            best = f" best {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
+            chart.set_data([ev], key=key, markers=markers,
+                           heading=(f"{head}{best} ({snap.eval_count} evals)", head))
 
     # ---- keys ---------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -27,11 +27,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from runner.ingest.formats import dict_src
+from runner.ingest.formats import object_src
 from runner.ingest.lines import visible_segment
 from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.ingest.pydict import bare_value
-from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
+from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key,
                                    parse_number, record_from_mapping)
 from runner.jsonio import dumps
 from runner.monitors import MONITORED_FIELDS, records_to_arrays
@@ -318,9 +318,10 @@ class Template:
         else:
             return None
         parts.append((literal, -1))
-        if classify_mapping(mapping) != "metric" or not cls._assign_roles(values, mapping):
-            return None
-        src = "jsonl" if seg.startswith(b'{"') else dict_src(mapping)
+        if classify_mapping(mapping) != "metric" or any(eval_key(k) is not None for k in mapping) \
+                or not cls._assign_roles(values, mapping):
+            return None   # evaluation values beside the step's go through the parser
+        src = object_src(mapping, json_text=seg.startswith(b'{"'))
         return cls(anchor, values, parts, src, texts)
 
     @staticmethod

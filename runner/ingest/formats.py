@@ -58,7 +58,7 @@ def object_src(obj: dict, json_text: bool) -> str:
     """The ``src`` of a dict line: JSON (``jsonl``, fairseq's ``--log-format json``) or a
     printed Python dict (ms-swift, Hugging Face)."""
     if json_text:
-        return "fairseq_json" if "num_updates" in obj else "jsonl"
+        return "fairseq_json" if any(str(k).endswith("num_updates") for k in obj) else "jsonl"
     return dict_src(obj)
 
 
@@ -632,7 +632,7 @@ def read_mmengine(text: str) -> tuple[dict, str] | EvalLine | None:
     if m is None:
         return None
     kind, mode, ep, i, n = m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5)
-    src = "mmengine" if mode else "mmcv"
+    src = "mmcv" if (mode is None or n is None or "\t" in text) else "mmengine"
     pairs = _MMENGINE_PAIR_RE.findall(text, m.end())
     if mode in ("val", "test"):
         values = {k: v for k, v in pairs if k not in _MMENGINE_PROGRESS}

@@ -290,6 +290,9 @@ class LogParser:
             return self._mark(got)
         mapping, src = got
         train, evals = split_eval(mapping)
+        if evals and not has_train_metric(train):   # an evaluation in a training format
+            step = eval_step(mapping)
+            return self._eval_line(EvalLine(evals, step, src), rank)
         rec = record_from_mapping(train, src)
         if rec is None:
             return None

@@ -201,6 +201,15 @@ class EvalLine:
     extra: dict = field(default_factory=dict)
 
 
+EVAL_RECORD_KEYS = ("step", "split", "loss", "values", "src", "step_inferred")
+
+
+def eval_record(mark: dict) -> dict:
+    """An ``eval`` mark as ``evals.jsonl`` and ``parse --json --eval`` keep it (without the
+    mark's place in the file)."""
+    return {k: mark[k] for k in EVAL_RECORD_KEYS if k in mark}
+
+
 def eval_step(m: dict) -> int | None:
     """The step an evaluation mapping names: a plain step key, else a split-prefixed one
     (fairseq's ``valid_num_updates``)."""
@@ -331,9 +340,11 @@ def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> 
     return rec
 
 
-def mark_from_mapping(kind: str, m: dict, step: int | None) -> dict:
+def mark_from_mapping(kind: str, m: dict, step: int | None, src: str = "hf_state") -> dict:
     """A non-metric fact from a dict line: eval results, the end-of-training summary, the final
     ms-swift record naming the last checkpoint."""
+    if kind == "eval":
+        return eval_mark(m, step, src)
     if kind == "final":
         path = m.get("last_model_checkpoint")
         return {"kind": "last_model_checkpoint", "path": path if isinstance(path, str) else None,
