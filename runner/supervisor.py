@@ -864,7 +864,7 @@ class Supervisor:
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt: verify its last saves, classify the crash, write its report,
         ask the restart policy. The answer goes back to the lifecycle."""
-        from runner.crash import classify, classify_job_state, decode_exit, live_pid_set
+        from runner.crash import classify, classify_job_state, decode_exit, interpreter_of, live_pid_set
         from runner.policy import AttemptRecord, decide
         self.tree.leader = None
         self._catch_up_log()
@@ -900,7 +900,8 @@ class Supervisor:
         verdict = job_verdict or classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
                            steps_seen=self.attempt_steps, foreign_gpu_memory=self._foreign_gpu_memory(),
                            divergence=kill_reason == "divergence", attempt=attempt,
-                           own_pids=self.own_pids, live_pids=live_pid_set())
+                           own_pids=self.own_pids, live_pids=live_pid_set(),
+                           python=interpreter_of(recipes.launch_argv(self.recipe, self._placeholders())))
         code, sig = decode_exit(rc)
         self.history[-1] = AttemptRecord(**{**self.history[-1].__dict__, "crash_class": verdict.cls})
         report = {"v": jsonio.SCHEMA_VERSION, "t": now, "run_id": self.run.run_id, "attempt": attempt,

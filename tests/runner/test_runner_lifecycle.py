@@ -249,3 +249,18 @@ def test_runner_killed_during_cooldown_is_replaced_and_the_restart_happens(harne
     st = run.wait_status("succeeded", "failed", timeout=90)
     assert st["status"] == "succeeded" and st["attempt"] == 2
     assert _tree_gone(run)
+
+
+def test_missing_python_module_fails_once_with_a_hint_instead_of_three_restarts(harness, tmp_path):
+    """A training whose Python lacks a module cannot heal by itself: one attempt, a class of its
+    own, a hint naming the module and the interpreter, and no restart."""
+    script = tmp_path / "train_needs_module.py"
+    script.write_text("print('step 0: loading', flush=True)\nimport moeconsole_absent_module_xyz\n")
+    run = harness.start(harness.recipe(command=["{python}", str(script)], checkpoints={"dir": None},
+                                       resume={"arg": None}))
+    st = run.wait_status("failed", timeout=60)
+    assert st["attempt"] == 1 and st.get("restarts", 0) == 0
+    crash = run.crash(1)
+    assert crash["class"] == "missing_dependency" and crash["retryable"] is False
+    assert "moeconsole_absent_module_xyz" in crash["summary"]
+    assert sys.executable in crash["hint"] and "pip install moeconsole_absent_module_xyz" in crash["hint"]
