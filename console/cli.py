@@ -25,7 +25,7 @@ RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 COMMAND_HELP = {
     "run": "start a supervised run of a recipe, then attach the UI",
     "demo": "run the built-in tiny MoE recipe (CPU, no GPU needed), then attach",
-    "attach": "open the UI on a run (id, unique id prefix or path); none: the newest live run",
+    "attach": "open the UI on a run (id, unique id prefix or path) or on any training log or output dir; none: the newest live run",
     "kill": "clean kill of a run: SIGTERM, grace period, SIGKILL; no restart",
     "restart": "clean kill, cool down, restart from the latest verified checkpoint",
     "verify": "verify checkpoints (a path or a run's latest) from their headers",

@@ -111,12 +111,16 @@ class RunWatcher:
 
     def __init__(self, run: rundir.RunDir, *,
                  telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None,
-                 full: bool = False) -> None:
+                 full: bool = False,
+                 book_source: Callable[[], seriesfile.SeriesBook] | None = None) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
-        otherwise the bounded chart series, started from the runner's ``series.json``."""
+        otherwise the bounded chart series, started from the runner's ``series.json``.
+        ``book_source``: the chart book comes from there instead of the run directory (a log
+        being imported: its newest steps, then its whole history)."""
         self.run = run
         self.telemetry = telemetry
         self.full = full
+        self.book_source = book_source
         self.book: seriesfile.SeriesBook | None = None
         self._events_off = 0
         self.events: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
@@ -126,6 +130,8 @@ class RunWatcher:
         self.redactor = Redactor.for_run_dir(run.path)
 
     def _read_metrics(self) -> seriesfile.SeriesBook:
+        if self.book_source is not None:
+            return self.book_source()
         if self.book is None:
             self.book = seriesfile.SeriesBook(limit=None) if self.full else seriesfile.load(self.run)
         self.book.feed_file(self.run)
@@ -227,6 +233,7 @@ class RunWatcher:
             "sync": state.get("sync"),
             "engine": state.get("engine") or "local",
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
+            "import": state.get("import"),  # a log not made by moeconsole being read: progress, done
         }
 
     def poll(self, *, with_gpu: bool = True) -> Snapshot:

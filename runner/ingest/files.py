@@ -113,8 +113,9 @@ def iter_batches(path: str | os.PathLike, want_records: bool = False) -> Iterato
 
 
 def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[Any, Batch], None],
-              workers: int = 2) -> tuple[Any, ParseStats]:
-    """``fold_file`` for any supported path (two processes for a big log file)."""
+              workers: int = 2, report: Callable[[int, int], None] | None = None) -> tuple[Any, ParseStats]:
+    """``fold_file`` for any supported path (two processes for a big log file); ``report(done,
+    total)`` as the reading goes."""
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
@@ -122,7 +123,7 @@ def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[
         step(state, batch_from_events(events, False))
         return state, stats
     try:
-        return fold_file(str(real), init, step, workers=workers)
+        return fold_file(str(real), init, step, workers=workers, report=report)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
 
