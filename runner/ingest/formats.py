@@ -400,12 +400,12 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         return None
     if is_val:
         vals = {("val_" + k if k in _FIELD_NAMES else k): v for k, v in out.items()}
-        return EvalLine(vals, int(step), src if src == "nemo" else "automodel", split="val",
+        return EvalLine(vals, int(step), src, split="val",
                         loss=out.get("loss"))
     if not any(f in out for f in ("loss", "grad_norm", "lr")):
         return None
     out["step"] = int(step)
-    return out, src if src == "nemo" else "automodel"
+    return out, src
 
 
 _FIELD_NAMES = frozenset(("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s"))

@@ -205,10 +205,10 @@ class LogParser:
         if seg is None:
             return self._release()
         if len(seg) > self.max_line_bytes:
-            events = self._drop_fragment() + self._release()
+            dropped = self._drop_fragment() + self._release()
             self.stats.overlong_lines += 1
             self._unparsed("", suspect=False)
-            return events
+            return dropped
         events: list[Event] = []
         line_rank = None
         if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw):   # redraws of a progress bar
@@ -228,7 +228,7 @@ class LogParser:
                 text = rest
         if text[:1] == "{":
             if text[-1:] == "}":
-                events.extend(self._object(text, rank))
+                events.extend(self._object(text, rank) or [])
                 return events
             if ("':" in text or '":' in text) and len(text) < (64 << 10):
                 # a dict cut by a stray newline: wait for the rest

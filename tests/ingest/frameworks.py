@@ -261,7 +261,7 @@ def nemo_automodel() -> Log:
         steps.append((step, round(loss, 4)))
     lines.append(f"{_ts(9)} | INFO | root | " + '[val] name "{}" | step {} | epoch {} | loss {:.4f} | lr {:.2e} | '
                  'num_label_tokens {}'.format("default", 30, 0, 1.5, 2e-5, 4096))
-    return Log("automodel", lines, steps, [(30, 1.5)], src="automodel", extra={"mem_gib_first": 24.9})
+    return Log("automodel", lines, steps, [(30, 1.5)], src="pipes", extra={"mem_gib_first": 24.9})
 
 
 # --------------------------------------------------------------------------------- detectron2, nanoGPT, Megatron
