@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from bench_parse import write_swift_log  # noqa: E402
+from bench_parse import wait_quiet, write_swift_log  # noqa: E402
 
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
 POLL_S = 0.02
@@ -158,8 +158,11 @@ def main() -> None:
         tl_cmd = f"{shlex.quote(tl)} {shlex.quote(str(log))}"
         results: dict[str, list[dict]] = {"moeconsole": [], "toolong": []}
         t_start = time.time()
+        busy: list[float] = []
         for _ in range(args.runs):
+            busy.append(wait_quiet(120))   # other people's work shares these cores: wait for a lull
             results["moeconsole"].append(measure(mc_cmd, *_ordered(moeconsole_marks(args.steps)), ["q"]))
+            busy.append(wait_quiet(120))
             results["toolong"].append(measure(tl_cmd, *_ordered(toolong_marks()), ["C-q", "C-c"]))
         took = time.time() - t_start
     finally:
@@ -167,7 +170,9 @@ def main() -> None:
     print("# Opening a big past log\n")
     print(f"Machine: {os.uname().machine}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
           f"1-minute load average {os.getloadavg()[0]:.2f} at the end. {args.runs} runs of each, "
-          f"alternating, {took:.0f} s.\n")
+          f"alternating, {took:.0f} s; before each run the bench waits (up to 120 s) for 3 s with the "
+          f"machine at most 10% busy (busy before the runs: median {statistics.median(busy) * 100:.0f}%, "
+          f"max {max(busy) * 100:.0f}%).\n")
     print(f"The log: ms-swift 4.x output of {args.steps:,} steps ({lines:,} lines, {size_mb:.0f} MB: "
           f"transformers 5.x dicts behind tqdm redraws, a save every 100 steps). Each tool in its own "
           f"tmux server (140x40), the screen read every {POLL_S * 1000:.0f} ms; times from starting "
@@ -186,7 +191,7 @@ def main() -> None:
     except (KeyError, ZeroDivisionError, statistics.StatisticsError):
         print("\nA tool did not reach a mark in time (see '-' above).")
     print("\nWhat the marks mean: moeconsole shows the newest steps (status line and loss chart) from "
-          "the last MiB of the file, then reads the whole history in a background thread "
+          "the last 512 KiB of the file, then reads the whole history in a background thread "
           "(`runner.ingest.history`, the bulk engine in 2 MiB chunks) with a progress bar in the "
           "status line; toolong indexes every line break before it can show the end of the file.")
 

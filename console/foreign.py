@@ -19,8 +19,6 @@ from array import array
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
 from runner import jsonio, rundir, seriesfile
 from runner.errors import InputError
 
@@ -125,6 +123,7 @@ class Import:
             last = last_record(batch) or {}
             self.book.feed_columns(steps, values, present, last)
             self.records += len(batch)
+            import numpy as np   # only on the reading thread: the screen opens before it
             ok = batch.present["grad_norm"]
             self._steps.extend(np.asarray(batch.steps, dtype=np.int64)[ok].tolist())
             self._grads.extend(batch.values["grad_norm"][ok].tolist())

@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from runner.ingest.bulk import Batch, ChunkScanner, read_range
 from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.jsonio import dumps
 
-TAIL_BYTES = 1 << 20
+if TYPE_CHECKING:
+    from runner.ingest.bulk import Batch
+
+TAIL_BYTES = 512 << 10
 # The history is read in chunks this big: a smaller chunk than ``parse``'s keeps the memory of
 # a UI that reads in the background low (each chunk's rows exist at once), at a few % of speed.
 HISTORY_CHUNK = 2 << 20
@@ -44,7 +46,7 @@ def read_tail(path: str, max_bytes: int = TAIL_BYTES) -> tuple[list[dict], list[
     return ([o for k, o in events if k == RECORD], [o for k, o in events if k == MARK], start)
 
 
-def record_lines(batch: Batch) -> bytes:
+def record_lines(batch: "Batch") -> bytes:
     """A batch's records as NDJSON (``{"v": 1, ...}`` per line): template rows are their line
     already, the parser's records are encoded like ``jsonio.dumps``."""
     recs = batch.records or []
@@ -54,7 +56,7 @@ def record_lines(batch: Batch) -> bytes:
         return b"".join(r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode() for r in recs)
 
 
-def last_record(batch: Batch) -> dict | None:
+def last_record(batch: "Batch") -> dict | None:
     """The batch's newest record as a dict (one JSON load per batch)."""
     if not batch.records:
         return None
@@ -66,10 +68,11 @@ def last_record(batch: Batch) -> dict | None:
     return dict(last)
 
 
-def scan_history(path: str, on_batch: Callable[[Batch], None], *, progress: Callable[[int], None] | None = None,
+def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Callable[[int], None] | None = None,
                  stop: threading.Event | None = None) -> ParseStats:
     """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
     marks); ``progress(offset)`` as the reading goes; ``stop`` ends it early."""
+    from runner.ingest.bulk import ChunkScanner, read_range   # numpy: only once the history is read
     parser = LogParser()
     scanner = ChunkScanner(parser, json_lines=True, columns=True)
     for batch in read_range(path, 0, None, scanner, final=True, chunk=HISTORY_CHUNK, progress=progress):
