@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from textual import work
 from textual.app import App
 
 from console.source import RunSource
@@ -24,8 +25,11 @@ class MoeConsole(App):
 
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
-                 telemetry=None, clock=None, bell: bool | None = None) -> None:
+                 telemetry=None, clock=None, bell: bool | None = None, open_path: Path | None = None) -> None:
+        """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``)."""
         super().__init__()
+        self.first_path = open_path
+        self._imports: list = []
         # The terminal bell for a new critical alert: on unless MOECONSOLE_BELL=0 or --no-bell;
         # the `m` key toggles it while attached.
         self.bell_on = bell_enabled() if bell is None else bell
@@ -47,15 +51,33 @@ class MoeConsole(App):
         else:
             from console.screens.browser import BrowserScreen
             self.push_screen(BrowserScreen(self.base))
+            if self.first_path is not None:
+                self.open_foreign(self.first_path)
 
-    def open_run(self, run: rundir.RunDir) -> None:
-        """Show a run: live runs with GPU telemetry and the process keys, past runs without."""
+    def open_run(self, run: rundir.RunDir, importing=None) -> None:
+        """Show a run: live runs with GPU telemetry and the process keys, past runs without.
+        ``importing``: the import reading a foreign log's history (started here)."""
         from console.screens.run import RunScreen
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
-                           control_timeout=self.control_timeout)
+                           control_timeout=self.control_timeout, importing=importing)
         self.push_screen(RunScreen(source, readonly=self.readonly, interval=self.interval,
                                   clock=self.clock))
+        if importing is not None:
+            self._imports.append(importing)
+            importing.start()
+
+    @work(thread=True, exclusive=True, group="open-foreign")
+    def open_foreign(self, path: Path) -> None:
+        """Open a log not made by moeconsole: its newest steps at once, its history read in the
+        background (a progress bar on the run screen)."""
+        from console.foreign import start_import
+        try:
+            run, importing = start_import(Path(path).expanduser(), self.scratch_dir())
+        except Exception as exc:  # InputError and unreadable files: one line, keep the browser
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        self.call_from_thread(self.open_run, run, importing)
 
     def scratch_dir(self) -> Path:
         """Where logs not made by moeconsole are ingested; removed when the app ends."""
@@ -64,6 +86,8 @@ class MoeConsole(App):
         return self._scratch
 
     def on_unmount(self) -> None:
+        for importing in self._imports:
+            importing.cancel()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
@@ -75,8 +99,8 @@ def bell_enabled(environ=None) -> bool:
 
 
 def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False, gpu: bool = True,
-            bell: bool | None = None) -> int:
-    """Open the UI on ``run`` (or the browser) and block until the user detaches."""
-    app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell)
+            bell: bool | None = None, open_path: Path | None = None) -> int:
+    """Open the UI on ``run`` (or the browser, or a foreign log) and block until the user detaches."""
+    app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell, open_path=open_path)
     result = app.run()
     return int(result or 0) if isinstance(result, int) else (app.return_code or 0)

@@ -25,7 +25,7 @@ RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 COMMAND_HELP = {
     "run": "start a supervised run of a recipe, then attach the UI",
     "demo": "run the built-in tiny MoE recipe (CPU, no GPU needed), then attach",
-    "attach": "open the UI on a run (id, unique id prefix or path); none: the newest live run",
+    "attach": "open the UI on a run (id, unique id prefix or path) or on any training log or output dir; none: the newest live run",
     "kill": "clean kill of a run: SIGTERM, grace period, SIGKILL; no restart",
     "restart": "clean kill, cool down, restart from the latest verified checkpoint",
     "verify": "verify checkpoints (a path or a run's latest) from their headers",
@@ -154,6 +154,7 @@ def build_parser() -> _Parser:
     p = sub.add_parser("parse", help=COMMAND_HELP["parse"])
     p.add_argument("logfile")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
     p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])

@@ -1,81 +1,219 @@
 """Open a log or directory not made by moeconsole (a swift output dir, a Megatron log, a
 logging.jsonl) the same way as a run: its records are ingested into a scratch run directory
-(metrics.jsonl, events.jsonl with checkpoint verdicts, train.log linked to the original log),
-which the ordinary run screen then shows. The original files are only read."""
+(metrics.jsonl, evals.jsonl, events.jsonl with checkpoint verdicts, train.log linked to the
+original log), which the ordinary run screen then shows. The original files are only read.
+
+A big log is not read before the screen opens: ``start_import`` reads its last bytes (the newest
+steps, shown at once), then ``Import`` reads the whole history in a thread, in bounded memory,
+writing the scratch directory as it goes and saying how far it got (``state.json``'s
+``import``); the run screen shows the newest steps and a progress bar meanwhile, and the whole
+run once the history is in.
+"""
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
+from array import array
 from pathlib import Path
+from typing import Callable
 
-from runner.core.numbers import as_float
-from runner.rundir import jsonio, rundir
+from runner.rundir import jsonio, rundir, seriesfile
 from runner.core.errors import InputError
 
 IMPORTED = "imported"
+STATE_EVERY_S = 0.25   # how often the import's progress goes into state.json
 
 
-def open_path(path: Path, scratch: Path) -> rundir.RunDir:
-    """A RunDir for ``path``: the path itself if it is a moeconsole run dir, else a scratch copy
-    of its ingested records. Raises InputError when nothing can be read."""
+class Import:
+    """The reading of one foreign log into its scratch run directory."""
+
+    def __init__(self, run: rundir.RunDir, log: Path, source: Path, kind: str) -> None:
+        self.run, self.log, self.source, self.kind = run, log, source, kind
+        self.size = max(1, log.stat().st_size)
+        self.stop = threading.Event()
+        self.offset = 0
+        self.records = 0
+        self.done = False
+        self.error: str | None = None
+        self.tail_book = seriesfile.SeriesBook()   # the newest steps, shown while the history is read
+        self.book = seriesfile.SeriesBook()        # the whole history (used once done)
+        self._state: dict = {}
+        self._thread: threading.Thread | None = None
+        self._state_at = 0.0
+        # (step, grad_norm) of every record, for the checkpoint verdicts: arrays (a million steps
+        # as Python tuples would cost ~100 MiB)
+        self._steps, self._grads = array("q"), array("d")
+
+    # ---- what the screen reads -----------------------------------------------------------
+    def current_book(self) -> seriesfile.SeriesBook:
+        return self.book if self.done else self.tail_book
+
+    def status(self) -> dict:
+        return {"progress": 1.0 if self.done else min(1.0, self.offset / self.size), "done": self.done,
+                "records": self.records, "bytes": self.size, "error": self.error}
+
+    # ---- the work --------------------------------------------------------------------------
+    def read_newest(self) -> None:
+        """The last part of the log, read now (a fraction of a second whatever the file's size)."""
+        from runner.ingest.files import LOG
+        from runner.ingest.history import read_tail
+        if self.kind != LOG:
+            return
+        records, marks, _ = read_tail(str(self.log))
+        for rec in records:
+            self.tail_book.feed(rec)
+        for mark in marks:
+            if mark.get("kind") == "eval":
+                self.tail_book.feed_eval(mark)
+        self._write_state(self.tail_book.last_metrics)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="moeconsole-import", daemon=True)
+        self._thread.start()
+
+    def cancel(self, wait: float = 5.0) -> None:
+        self.stop.set()
+        if self._thread is not None:
+            self._thread.join(wait)
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            self._read_history()
+            if not self.records and not self.stop.is_set():
+                self.error = "no training steps found"
+        except Exception as exc:  # an unreadable file: said on screen, never a crash of the UI
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            if not self.stop.is_set() and self.error is None:
+                self._finish()
+            self.done = self.error is None and not self.stop.is_set()
+            self._write_state(self.book.last_metrics if self.done else self.tail_book.last_metrics)
+
+    def _read_history(self) -> None:
+        from runner.ingest.files import TRAINER_STATE, trainer_state_events
+        from runner.ingest.history import last_record, record_lines, scan_history
+        from runner.ingest.bulk import batch_from_events
+        if self.kind == TRAINER_STATE:
+            events, _ = trainer_state_events(self.log)
+            self._on_batch(batch_from_events(events, True), record_lines, last_record)
+            return
+
+        def progress(offset: int) -> None:
+            self.offset = offset
+            now = time.monotonic()
+            if now - self._state_at >= STATE_EVERY_S:
+                self._state_at = now
+                self._write_state(self.tail_book.last_metrics)
+        scan_history(str(self.log), lambda b: self._on_batch(b, record_lines, last_record),
+                     progress=progress, stop=self.stop)
+
+    def _on_batch(self, batch, record_lines, last_record) -> None:
+        from runner.ingest.records import eval_record
+        if len(batch):
+            jsonio.append_bytes(self.run.metrics, record_lines(batch), line=True)
+            steps = [float(s) for s in batch.steps]
+            values = {k: v.tolist() for k, v in batch.values.items()}
+            present = {k: p.tolist() for k, p in batch.present.items()}
+            last = last_record(batch) or {}
+            self.book.feed_columns(steps, values, present, last)
+            self.records += len(batch)
+            import numpy as np   # only on the reading thread: the screen opens before it
+            ok = batch.present["grad_norm"]
+            self._steps.extend(np.asarray(batch.steps, dtype=np.int64)[ok].tolist())
+            self._grads.extend(batch.values["grad_norm"][ok].tolist())
+        evals = [{"v": jsonio.SCHEMA_VERSION, **eval_record(m)} for _, m in batch.marks if m.get("kind") == "eval"]
+        if evals:
+            jsonio.append_bytes(self.run.evals, "".join(jsonio.dumps(e) + "\n" for e in evals).encode(), line=True)
+            for e in evals:
+                self.book.feed_eval(e)
+
+    def _finish(self) -> None:
+        """The history is in: the chart book for the next opening, checkpoint verdicts."""
+        self.offset = self.size
+        try:
+            self.book.offset = self.run.metrics.stat().st_size
+        except OSError:
+            self.book.offset = 0
+        try:
+            self.book.evals_offset = self.run.evals.stat().st_size
+        except OSError:
+            self.book.evals_offset = 0
+        seriesfile.save(self.run, self.book)
+        root = self.source if self.source.is_dir() else self.source.parent
+        try:
+            names = os.listdir(root)
+        except OSError:
+            names = []
+        if self.source.is_dir() or any(n.startswith(("checkpoint-", "iter_")) for n in names):
+            _record_checkpoints(self.run, root, lambda: list(zip(self._steps, self._grads)))
+
+    def _write_state(self, last: dict | None) -> None:
+        last = last or {}
+        self._state.update({
+            "run_id": self.run.run_id, "name": f"{self.source.name} (imported)", "status": IMPORTED,
+            "step": last.get("step"), "max_steps": last.get("max_steps"),
+            "source_path": str(self.source), "imported_at": self._state.get("imported_at") or time.time(),
+            "import": self.status(),
+        })
+        try:
+            self.run.write_state(dict(self._state))
+        except OSError as exc:
+            self.error = self.error or f"cannot write {self.run.path}: {exc.strerror or exc}"
+
+
+def start_import(path: Path, scratch: Path) -> tuple[rundir.RunDir, Import | None]:
+    """A RunDir for ``path`` at once: the path itself if it is a moeconsole run dir (no import),
+    else a scratch directory holding the newest steps, whose ``Import`` reads the rest in the
+    background once started. Raises InputError when nothing can be read."""
     path = path.expanduser()
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     if path.is_dir() and rundir.is_run_dir(path):
-        return rundir.RunDir(path.resolve())
+        return rundir.RunDir(path.resolve()), None
     try:
-        from runner.ingest.files import records_from_path, resolve_log
+        from runner.ingest.files import resolve_log
     except ImportError:
         raise InputError("reading logs not made by moeconsole needs runner.ingest (not installed)") from None
-    log, _kind = resolve_log(path)
-    records = [r for r in records_from_path(path)[0] if isinstance(r, dict)]
-    steps = [r for r in records if isinstance(r.get("step"), int)]
-    if not steps:
-        raise InputError(f"{path}: no training steps found")
+    log, kind = resolve_log(path)
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
     run = rundir.RunDir(scratch / f"imported-{path.name}-{key}")
     run.path.mkdir(parents=True, exist_ok=True)
     (run.path / "crashes").mkdir(exist_ok=True)
-    for f in (run.metrics, run.events):
+    for f in (run.metrics, run.evals, run.events, seriesfile.path_of(run)):
         f.unlink(missing_ok=True)
-    _write_metrics(run, steps)
-    root = path if path.is_dir() else path.parent
-    if path.is_dir() or any(n.startswith(("checkpoint-", "iter_")) for n in os.listdir(root)):
-        _record_checkpoints(run, root, steps)
     if run.log.is_symlink() or run.log.exists():
         run.log.unlink()
     os.symlink(log.resolve(), run.log)
-    times = [t for t in (as_float(r.get("t")) for r in steps) if t]
-    last = steps[-1]
-    run.write_state({
-        "run_id": run.run_id, "name": f"{path.name} (imported)", "status": IMPORTED,
-        "step": last["step"], "max_steps": last.get("max_steps"),
-        "started_at": min(times) if times else None, "ended_at": max(times) if times else None,
-        "source_path": str(path.resolve()), "imported_at": time.time(),
-    })
+    job = Import(run, log, path.resolve(), kind)
+    job.read_newest()
+    return run, job
+
+
+def open_path(path: Path, scratch: Path) -> rundir.RunDir:
+    """``start_import`` read to the end before returning (scripts and tests)."""
+    run, job = start_import(path, scratch)
+    if job is None:
+        return run
+    job.start()
+    job.wait()
+    if job.error:
+        raise InputError(f"{path}: {job.error}")
+    if not job.records:
+        raise InputError(f"{path}: no training steps found")
     return run
 
 
-def _write_metrics(run: rundir.RunDir, steps: list[dict], chunk: int = 20_000) -> None:
-    """metrics.jsonl in writes of ``chunk`` records, and the series.json a runner would keep,
-    so the run screen opens the import without reading it again."""
-    from runner.rundir import seriesfile
-    book = seriesfile.SeriesBook()
-    for i in range(0, len(steps), chunk):
-        recs = [{"v": jsonio.SCHEMA_VERSION, **rec} for rec in steps[i:i + chunk]]
-        jsonio.append_bytes(run.metrics, "".join(jsonio.dumps(r) + "\n" for r in recs).encode(), line=True)
-        for r in recs:
-            book.feed(r)
-    book.offset = run.metrics.stat().st_size
-    seriesfile.save(run, book)
-
-
-def _record_checkpoints(run: rundir.RunDir, root: Path, steps: list[dict]) -> None:
-    """Verify (headers only) the checkpoints found beside the log and record the verdicts."""
+def _record_checkpoints(run: rundir.RunDir, root: Path, points_of: Callable[[], list[tuple[int, float]]]) -> None:
+    """Verify (headers only) the checkpoints found beside the log and record the verdicts
+    (``points_of``: the (step, grad norm) pairs, built only when there are checkpoints)."""
     try:
         from runner.checkpoints.discover import find_checkpoints
-        from runner.checkpoints.suspect import points_from_records
         from runner.checkpoints.verify import verify_found
     except ImportError:
         return
@@ -83,7 +221,7 @@ def _record_checkpoints(run: rundir.RunDir, root: Path, steps: list[dict]) -> No
         found = find_checkpoints(root)
     except OSError:
         return
-    points = points_from_records(steps)
+    points = points_of() if found else []
     for ckpt in found[:50]:
         try:
             verdict = verify_found(ckpt, grad_norms=points)

@@ -197,7 +197,28 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     sync = run.get("sync")
     if isinstance(sync, dict):
         line2.append(sync_piece(sync))
+    imp = run.get("import")
+    if isinstance(imp, dict):
+        piece = import_piece(imp)
+        if piece is not None:
+            line1 += [("  ", ""), piece]
     return [line1, line2]
+
+
+IMPORT_BAR_CELLS = 12
+
+
+def import_piece(imp: dict) -> tuple[str, str] | None:
+    """A log being read into the console: a progress bar until its whole history is in (the
+    newest steps are shown meanwhile); a read that failed says why."""
+    if imp.get("error"):
+        return (f"history: {imp['error']}", "status--failed")
+    if imp.get("done"):
+        return None
+    frac = min(1.0, max(0.0, as_float(imp.get("progress")) or 0.0))
+    full = int(frac * IMPORT_BAR_CELLS)
+    bar = "█" * full + "░" * (IMPORT_BAR_CELLS - full)
+    return (f"newest steps; reading history {bar} {frac * 100:.0f}%", "status--cooldown")
 
 
 SYNC_LAG_WARN_S = 600.0

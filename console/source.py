@@ -57,13 +57,17 @@ class RunSource:
     """One run: snapshots from its directory (with GPU telemetry when asked), requests to its runner."""
 
     def __init__(self, run: rundir.RunDir, *, gpu: bool = True, telemetry: Telemetry | None = None,
-                 control_timeout: float = 10.0) -> None:
+                 control_timeout: float = 10.0, importing: Any = None) -> None:
+        """``importing``: the ``console.foreign.Import`` reading this (foreign) log; its book
+        feeds the charts while the history is read."""
         self.run = run
         self.gpu = gpu
         self.control_timeout = control_timeout
         self._telemetry = telemetry
         self._lock = threading.Lock()
-        self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None)
+        self.importing = importing
+        self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
+                                  book_source=importing.current_book if importing is not None else None)
         self._recipe: dict | None = None
         self._children: list[int] = []  # runners started from this console (reaped by poll)
         self._last_gpu: tuple[dict | None, tuple[dict, ...]] | None = None

@@ -3,6 +3,7 @@ run; with no RUN the newest live run, else the run browser. Closing it leaves th
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from runner.rundir import rundir
 from runner.core.errors import InputError
@@ -12,11 +13,30 @@ from runner.rundir.paths import runs_base
 def run(args) -> int:
     base = runs_base(getattr(args, "runs_dir", None))
     ref = getattr(args, "run", None)
-    target = rundir.resolve(base, ref) if ref else rundir.newest_live(base)
+    foreign = _foreign_path(ref)
+    target = None if foreign else (rundir.resolve(base, ref) if ref else rundir.newest_live(base))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
     from console.app import run_app
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
                    gpu=not getattr(args, "no_gpu", False),
-                   bell=False if getattr(args, "no_bell", False) else None)
+                   bell=False if getattr(args, "no_bell", False) else None, open_path=foreign)
+
+
+def _foreign_path(ref: str | None) -> Path | None:
+    """``attach PATH`` with a log or directory not made by moeconsole: opened like the run
+    browser's `o` (newest steps at once, the history read in the background)."""
+    if not ref:
+        return None
+    p = Path(ref).expanduser()
+    if not p.exists() or (p.is_dir() and rundir.is_run_dir(p)):
+        return None
+    if p.is_file():
+        return p
+    from runner.ingest.files import resolve_log   # a directory: only one that holds a log
+    try:
+        resolve_log(p)
+    except InputError:
+        return None
+    return p

@@ -1,36 +1,88 @@
-"""``moeconsole parse LOGFILE [--json] [--no-monitors]``: any training log -> metric records.
+"""``moeconsole parse LOGFILE [--json [--eval]] [--no-monitors]``: any training log -> metric records.
 
-Without --json: a short summary (formats found, steps, loss, grad norm, memory, alerts,
-lines not understood). With --json: one NDJSON metric record per line, ``{"v": 1, ...}``.
+Without --json: a short summary (formats found, steps, loss, grad norm, memory, evaluations,
+alerts, lines not understood). With --json: one NDJSON metric record per line, ``{"v": 1, ...}``;
+with --json --eval: the evaluation results instead (never training steps).
 Exit 2 (one line on stderr) when the file cannot be read. When the reader of the output goes
 away (``parse --json | head``) the command ends quietly, by SIGPIPE as command-line tools do.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import time
 from typing import Any
 
 from runner.core.errors import InputError
-from runner.ingest.files import LOG, TRAINER_STATE, resolve_log, trainer_state_events
+from runner.ingest.files import LOG, TRAINER_STATE, iter_batches, resolve_log, trainer_state_events
 from runner.ingest.ndjson import write_ndjson
 from runner.ingest.parser import RECORD
+from runner.ingest.records import eval_record
 from runner.ingest.summary import render, summarize_path
 from runner.rundir.jsonio import dumps
 
 
+# A parse that takes longer than this draws a progress bar on stderr (when it is a terminal).
+PROGRESS_AFTER_S = float(os.environ.get("MOECONSOLE_PROGRESS_AFTER_S", "1.0"))
+
+
+class TerminalProgress:
+    """A one-line progress bar on a terminal, drawn only once the work has taken longer than
+    ``after`` seconds (a quick parse prints nothing extra), at most 10 times a second, and wiped
+    when done so the summary (or the NDJSON on stdout) is all that stays."""
+
+    def __init__(self, stream: Any, after: float = PROGRESS_AFTER_S, width: int = 30) -> None:
+        self.stream, self.after, self.width = stream, after, width
+        self.t0 = time.monotonic()
+        self.shown = False
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.t0 < self.after or now - self._last < 0.1:
+            return
+        self._last = now
+        frac = min(1.0, done / total) if total else 0.0
+        full = int(frac * self.width)
+        self.stream.write(f"\rparse {'#' * full}{'.' * (self.width - full)} {frac * 100:3.0f}% "
+                          f"{done / 1e6:,.0f}/{total / 1e6:,.0f} MB {now - self.t0:.0f}s")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _progress() -> TerminalProgress | None:
+    try:
+        return TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    except (AttributeError, ValueError):
+        return None
+
+
 def run(args: Any) -> int:
     path = args.logfile
-    if getattr(args, "json", False):
-        _print_records(path)
-        return 0
-    monitors = not getattr(args, "no_monitors", False)
-    summary, stats = summarize_path(path, monitors=monitors)
+    progress = _progress()
+    try:
+        if getattr(args, "json", False):
+            if getattr(args, "eval", False):
+                _print_evals(path)
+            else:
+                _print_records(path, progress)
+            return 0
+        monitors = not getattr(args, "no_monitors", False)
+        summary, stats = summarize_path(path, monitors=monitors, report=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     sys.stdout.write(render(path, summary, stats, monitors_on=monitors) + "\n")
     return 0
 
 
-def _print_records(path: str) -> None:
+def _print_records(path: str, progress: TerminalProgress | None = None) -> None:
     """Stream records as NDJSON; memory stays flat whatever the file size."""
     real, kind = resolve_log(path)
     # a closed pipe ends the command quietly (no "Broken pipe" traceback), like grep or cat
@@ -44,7 +96,19 @@ def _print_records(path: str) -> None:
         return
     assert kind == LOG
     try:
-        write_ndjson(str(real), out)
+        write_ndjson(str(real), out, report=progress)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
+    out.flush()
+
+
+def _print_evals(path: str) -> None:
+    """Evaluation results as NDJSON (``evals.jsonl``'s schema without the runner's stamp)."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    out = sys.stdout.buffer
+    for batch, _ in iter_batches(path):
+        lines = [(dumps({"v": 1, **eval_record(m)}) + "\n").encode() for _, m in batch.marks
+                 if m.get("kind") == "eval"]
+        if lines:
+            out.write(b"".join(lines))
     out.flush()

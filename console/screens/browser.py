@@ -186,15 +186,8 @@ class BrowserScreen(Screen):
         self.app.push_screen(PromptScreen("Open a log or directory (swift output dir, Megatron log, "
                                           "logging.jsonl, or a run dir):", placeholder="/path/to/log"), got)
 
-    @work(thread=True, exclusive=True, group="browser-open")
     def _open_foreign(self, text: str) -> None:
-        from console.foreign import open_path
-        try:
-            run = open_path(Path(text).expanduser(), self.app.scratch_dir())
-        except Exception as exc:  # InputError and unreadable files: one line, keep the browser
-            self.app.call_from_thread(self.notify, str(exc), severity="error")
-            return
-        self.app.call_from_thread(self.app.open_run, run)
+        self.app.open_foreign(Path(text).expanduser())  # type: ignore[attr-defined]
 
     def action_help(self) -> None:
         from console.screens.dialogs import HelpScreen

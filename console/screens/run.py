@@ -99,6 +99,7 @@ class RunScreen(Screen):
             yield ChartView("loss", id="chart-loss")
             yield ChartView("grad norm", id="chart-grad")
             yield ChartView("memory", id="chart-mem")
+            yield ChartView("eval loss", id="chart-eval")   # shown once the run has evaluations
         yield GpuPanel(id="gpus")
         with Horizontal(id="lower"):
             with Vertical(id="side"):
@@ -110,6 +111,7 @@ class RunScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#blockers").display = False
+        self.query_one("#chart-eval").display = False
         self.query_one("#runner-gone").display = False
         self.query_one(AlertBar).display = False
         self._poll_loop()
@@ -156,14 +158,17 @@ class RunScreen(Screen):
             ready, _, _ = select.select(fds, [], [], min(0.25, left))
             if not ready:
                 continue
-            by_file = self._watch is not None and self._watch in ready and self._wake_r not in ready
             if self._watch is not None and self._watch in ready:
                 gap = WATCH_GAP_S - (time.monotonic() - self._polled_at)
                 if gap > 0:
                     time.sleep(gap)
                 self._watch.drain()
-            _drain_fd(self._wake_r)
-            return by_file
+            # A request (poll_now) is answered by a full poll, also when it came in during the
+            # coalescing gap; it is drained only here, so none is ever lost to a file wake-up.
+            requested = self._wake_r in ready or bool(select.select([self._wake_r], [], [], 0)[0])
+            if requested:
+                _drain_fd(self._wake_r)
+            return not requested
         return False
 
     def poll_now(self) -> None:
@@ -308,6 +313,25 @@ class RunScreen(Screen):
                            f"mem {last}/{capt}G, {free}G free at peak", f"mem {last}/{capt}G")
             chart.set_data([mem], key=key, markers=markers, cap=cap,
                            cap_label=f"{fmt.short(cap)}G" if cap else "cap", heading=heading)
+        self._show_eval_chart(snap, markers, marker_key)
+
+    def _show_eval_chart(self, snap: Snapshot, markers: tuple, marker_key: object) -> None:
+        """Evaluation loss by step: a chart of its own (an evaluation is never a training step)."""
+        ev = snap.eval_series
+        chart = self.query_one("#chart-eval", ChartView)
+        if not ev.n:
+            chart.display = False
+            return
+        chart.display = True
+        key = (_series_key(ev), marker_key)
+        if key != chart._data_key:
+            last = snap.last_eval or {}
+            split = last.get("split") or "eval"
+            lo = ev.finite_min()
+            head = f"{split} loss {fmt.num(ev.last())}"
+            best = f" best {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
+            chart.set_data([ev], key=key, markers=markers,
+                           heading=(f"{head}{best} ({snap.eval_count} evals)", head))
 
     # ---- keys ---------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -20,7 +20,7 @@ CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
     "user_kill", "gpu_unavailable", "config_error", "node_fail", "preempted", "time_limit",
-    "job_cancelled", "submit_refused", "slurm_unavailable", "unknown",
+    "job_cancelled", "submit_refused", "slurm_unavailable", "missing_dependency", "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
@@ -167,20 +167,25 @@ def _cap(text: str) -> str:
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError")),
     ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out")),
+    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
+    ("hostoom", ("running low on memory", "killed due to memory pressure")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
     ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:",
-             "Spiky loss", "transient error")),
+             "Spiky loss", "transient error", "Loss became infinite", "Minimum loss scale reached",
+             "gradients are Nan/Inf")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation")),
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
-               "cudaError", "CUDA_ERROR_", "NVRM: Xid")),
+               "cudaError", "CUDA_ERROR_", "NVRM: Xid", "fallen off the bus", "GPU is lost")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
-             "got signal:", "died with <Signals.", "Caught signal", "return code =")),
+             "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
+             "RECEIVED BY")),
+    ("dep", ("ModuleNotFoundError", "ImportError")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
              "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE")),
     ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
                "not used by the HfArgumentParser")),
-    ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===")),
+    ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
 )
 
@@ -192,7 +197,8 @@ def _families(text: str) -> set[str]:
     return found
 
 
-_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory"
+# (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
+_OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
                   r"|Cuda failure 'out of memory'")
 
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
@@ -201,6 +207,7 @@ _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|watchdog got stuck for"
     r"|milliseconds before timing out"
     r"|Process group watchdog thread terminated with exception"
+    r"|NCCL watchdog thread terminated with exception"   # torch <= 2.1
     r"|Some NCCL operations have failed or timed out"
     r"|we are taking the entire process down"
     r"|NCCL error"
@@ -220,10 +227,14 @@ _DIV = re.compile(
     r"found (?:NaN|Inf) in local (?:grad norm|forward loss)"
     r"|Unexpected result tensor\(-?(?:nan|inf)"
     r"|Rank \d+, node \S+, device \S+, iteration \d+: Unexpected result"
-    r"|returned nan values in its \d+\w* output")
+    r"|returned nan values in its \d+\w* output"
+    # detectron2 (engine/train_loop.py), fairseq (optim/dynamic_loss_scaler.py, trainer.py)
+    r"|Loss became infinite or NaN at iteration=\d+"
+    r"|Minimum loss scale reached \([\d.e-]+\)"
+    r"|FloatingPointError: gradients are Nan/Inf")
 _DIV_SUPPORT = re.compile(r"Unexpected result|^(?:First|Second) rerun:|Spiky loss"
                           r"|[Pp]ossible transient error")
-_DIV_ITERATION = re.compile(r"iteration #?(\d+)")
+_DIV_ITERATION = re.compile(r"iteration[ =]#?(\d+)")
 
 _RECOMPUTE = re.compile(
     r"different number of tensors was saved"
@@ -237,7 +248,11 @@ _FAULT = re.compile(
     r"|device-side assert triggered|uncorrectable ECC error encountered"
     r"|an illegal instruction was encountered|misaligned address"
     r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
-    r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)")
+    r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)"
+    r"|GPU has fallen off the bus|GPU is lost")
+# A GPU gone from the bus (the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
+# nvidia-smi's "GPU is lost"): like Xid 79, only a reset brings it back.
+_GPU_GONE = re.compile(r"fallen off the bus|GPU is lost")
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 
 _SIG_TEXT = re.compile(
@@ -253,7 +268,29 @@ _SIG_TEXT = re.compile(
     r"|exits with return code = -(?P<rcneg>\d+)\b"
     r"|\bKilled: (?P<killedn>\d+)\b"
     # Slurm's srun names how a task ended: "srun: error: node1: task 3: Segmentation fault"
-    r"|srun: error: \S+: tasks? [\d,\-\[\]]+: (?P<srun>Killed|Segmentation fault|Bus error|Aborted)")
+    r"|srun: error: \S+: tasks? [\d,\-\[\]]+: (?P<srun>Killed|Segmentation fault|Bus error|Aborted)"
+    # torchrun's failure entry: "traceback : Signal 11 (SIGSEGV) received by PID 41234" (any case)
+    r"|(?i:signal) (?P<recv>\d+) \((?i:sig)[A-Za-z0-9]+\) (?i:received by)")
+# Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
+# plugin after the kernel's OOM killer ran in the job (task_cgroup_memory.c): the same causes
+# the job's final state gives, for when accounting cannot be asked.
+_SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+?))?"
+                           r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
+_SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?")
+_SLURM_WHY = {"TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "NODE FAILURE": "NODE_FAIL",
+              "JOB REQUEUE": "PREEMPTED", None: "CANCELLED"}
+# Ray's memory monitor killing a worker before the kernel does (ray/_raylet: the worker's exit
+# detail; "Task was killed ..." up to Ray 2.54, "N worker(s) were killed ..." from 2.55; the
+# raylet's summary "... Workers (tasks / actors) killed due to memory pressure (OOM)").
+_HOST_OOM = re.compile(r"(?:Task was|worker\(s\) were) killed due to the node running low on memory"
+                       r"|killed due to memory pressure \(OOM\)")
+# A Python dependency that is not there: the interpreter's own words for a missing module and
+# a compiled extension that cannot load.
+_DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$")
+_DEP_MODULE = re.compile(r"No module named '([^']+)'")
+_DEP_SO = re.compile(r"(\S+?\.so(?:\.[\d.]+)?)\b")
+_DEP_FROM = re.compile(r"cannot import name '([^']+)' from '([^']+)'")
+_SITE_PACKAGES = re.compile(r'^File "(/[^"]*?)/lib/python(\d+\.\d+)/(?:site|dist)-packages/')
 _STRSIGNAL = {"Killed": 9, "Bus error": 7, "Segmentation fault": 11, "Aborted": 6,
               "Terminated": 15, "Interrupt": 2, "Hangup": 1}
 
@@ -265,6 +302,12 @@ _TR_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
 _TR_TRACEBACK = re.compile(r"^traceback\s*:\s*(.*)")
 _TR_BORDER = re.compile(r"^=+$")
 _TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+# A failure entry's fields anywhere in a line, in any case, with or without the spacing and
+# colons of the block: pasted blocks lose their header, get joined ("rank2 (local rank:
+# 2)exitcode: -9 (pid: 36071)") or lower-cased.
+_TRF_RANK = re.compile(r"\brank\s*:?\s*(\d+)\s*\(local[_ ]rank\s*:\s*(\d+)\)", re.IGNORECASE)
+_TRF_EXIT = re.compile(r"exitcode\s*:?\s*(-?\d+)\s*\(pid\s*:\s*(\d+)\)", re.IGNORECASE)
+_TERMINATED_BY_AGENT = frozenset({-15, 143})   # siblings torchrun ended after the first failure
 
 _FRAME = re.compile(r'^File "([^"]*)", line \d+, in (\S+)')
 _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
@@ -333,6 +376,10 @@ class _Scan:
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
+    slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
+    host_oom: _Hits = field(default_factory=_Hits)
+    deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
+    failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
     root: _RootCause | None = None
     failed_line: _RootCause | None = None
@@ -386,6 +433,20 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                         stack.append((fm.group(1), fm.group(2)))
         if "tr" in families or in_root:
             in_root, root_seen = _scan_torchrun(s, idx, text, in_root, root_seen)
+            _scan_failure_entry(s, idx, text)
+        if "slurm" in families:
+            m = _SLURM_CANCEL.search(text)
+            if m:
+                s.slurm.append((idx, text, _SLURM_WHY.get(m.group("why"), "CANCELLED")))
+            elif _SLURM_OOM.search(text):
+                s.slurm.append((idx, text, "OUT_OF_MEMORY"))
+        if "hostoom" in families and _HOST_OOM.search(text):
+            s.host_oom.decisive.append((idx, text))
+        if "dep" in families:
+            dm = _DEP.match(text)
+            stack = frames.get(rank) or frames.get(last_frames_rank) or []
+            if dm and stack:   # the exception that ended a traceback, not a logged warning
+                s.deps.append((idx, text, list(stack)))
         if "oom" in families and _OOM.search(text):
             s.oom.decisive.append((idx, text))
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
@@ -469,6 +530,29 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
     return True, root_seen
 
 
+def _scan_failure_entry(s: _Scan, idx: int, text: str) -> None:
+    """Failure entries of a torchrun block, wherever they stand (the root-cause header may be
+    missing from a pasted block): each ``rank`` starts one, its ``exitcode`` completes it."""
+    rm = _TRF_RANK.search(text)
+    if rm:
+        s.failures.append(_RootCause(None, int(rm.group(1)), None, [(idx, text)]))
+    em = _TRF_EXIT.search(text)
+    if em:
+        if not s.failures or s.failures[-1].exitcode is not None:
+            s.failures.append(_RootCause(lines=[]))
+        entry = s.failures[-1]
+        entry.exitcode, entry.pid = int(em.group(1)), int(em.group(2))
+        if not rm:
+            entry.lines.append((idx, text))
+
+
+def _failure_entry(s: _Scan) -> _RootCause | None:
+    """Without a root-cause block: the first failure entry that is not a sibling torchrun ended
+    itself (SIGTERM), else the first one."""
+    entries = [e for e in s.failures if e.exitcode is not None]
+    return next((e for e in entries if e.exitcode not in _TERMINATED_BY_AGENT), entries[0] if entries else None)
+
+
 def _text_signal(text: str) -> int | None:
     m = _SIG_TEXT.search(text)
     if not m:
@@ -485,7 +569,7 @@ def _text_signal(text: str) -> int | None:
         return _STRSIGNAL.get(m.group("shell"))
     if m.group("srun"):
         return _STRSIGNAL.get(m.group("srun"))
-    for name in ("agent", "cpe", "caught", "rcneg", "killedn"):
+    for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv"):
         if m.group(name):
             return int(m.group(name))
     return None
@@ -513,7 +597,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
              hang: bool = False, steps_seen: int = 0, foreign_gpu_memory: bool = False,
              divergence: bool = False, attempt: int | None = None,
              own_pids: Collection[int] | None = None,
-             live_pids: Collection[int] | None = None) -> CrashVerdict:
+             live_pids: Collection[int] | None = None,
+             python: str | None = None) -> CrashVerdict:
     """Classify one ended attempt. Precedence, highest first (why: docs/crash-classes.md):
 
     1. ``user_kill``; 2. ``divergence`` flag from the runner's monitors;
@@ -525,8 +610,14 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     6. NCCL errors (usually the echo of another rank's death, hence so low); 7. unknown.
 
     Before those: ``config_error`` for a first attempt (``attempt`` None or 1) that logged no
-    step and printed a usage error; ``gpu_unavailable`` (devices busy/unavailable, no device)
-    comes right after the root causes of 3.
+    step and printed a usage error; then Slurm's own words when the scheduler ended the job
+    (``*** JOB N ON host CANCELLED AT ... DUE TO TIME LIMIT ***``, ``... PREEMPTION``, an
+    ``oom_kill`` event: the classes the job's state gives, for when accounting cannot be asked).
+    ``gpu_unavailable`` (devices busy/unavailable, no device) and Ray's memory monitor
+    (``killed_oom``) come right after the root causes of 3; a missing Python dependency
+    (``missing_dependency``: the ``ModuleNotFoundError``/``ImportError`` that ended a traceback,
+    with no fatal signal) right after 4. ``python``: the interpreter the attempt ran, named in the
+    hint of a missing dependency when the traceback does not show it.
 
     PIDs named in an OOM message ("Process 566680 has 79.00 GiB memory in use") are another
     process's only when that can be proven: with ``own_pids`` (every PID of the attempt's tree,
@@ -549,6 +640,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
     if s.usage and steps_seen == 0 and attempt in (None, 1) and not (s.oom or s.fault or s.nccl):
         return _config_verdict(s, code, status_lines)
+    slurm = _slurm_text_verdict(s, hang)
+    if slurm is not None:
+        return slurm
     if s.recompute:
         return _recompute_verdict(s)
     if s.div or code in (EXIT_RESUME_TO_DISAMBIGUATE, EXIT_FAILED_ON_RESULT_VALIDATION):
@@ -561,6 +655,13 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _port_verdict(s)
     if s.gpu:
         return _gpu_unavailable_verdict(s, status_lines)
+    if s.host_oom:
+        return _verdict("killed_oom", s.host_oom.decisive,
+                        "Ray's memory monitor killed a worker: the node ran low on host memory",
+                        retryable=True, recovery="restart",
+                        hint="host RAM, not GPU memory, ran out: lower dataloader workers, pinned memory "
+                             "or CPU offload, or raise RAY_memory_usage_threshold only if the node "
+                             "really has the room")
     if hang:
         if s.nccl_timeout:
             return _nccl_verdict(s, status_lines)
@@ -569,6 +670,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         "the runner killed the attempt", retryable=True, recovery="restart",
                         hint="if it recurs at the same step, look for a collective one rank "
                              "never reaches (uneven data, a rank stuck in I/O)")
+    if s.deps and signum not in _DECISIVE_SIGNALS:
+        return _dependency_verdict(s, status_lines, python)
     sig, sig_lines = _fatal_signal(signum, status_lines, s)
     if sig == _signal.SIGABRT and s.nccl:
         return _nccl_verdict(s, sig_lines)
@@ -580,8 +683,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
 
 
 def _effective_status(exit_code: int | None, s: _Scan) -> tuple[int | None, int | None, list]:
-    """The failed worker's status: torchrun's root cause, its 'failed' line, else our own."""
-    for entry in (s.root, s.failed_line):
+    """The failed worker's status: torchrun's root cause, its 'failed' line, a failure entry
+    pasted without its header, else our own."""
+    for entry in (s.root, s.failed_line, _failure_entry(s)):
         if entry is not None and entry.exitcode is not None:
             code, signum = decode_exit(entry.exitcode)
             return code, signum, entry.lines
@@ -698,6 +802,16 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
     first = (s.div.decisive or s.div.support or [(0, "")])[0][1]
     it = _DIV_ITERATION.search(first)
     where = f" at iteration {it.group(1)}" if it else ""
+    if "Loss became infinite or NaN" in first:
+        return _verdict("divergence", s.div.decisive + status_lines,
+                        f"detectron2: the loss became infinite or NaN{where}", retryable=False,
+                        recovery="pause", hint=_DIVERGENCE_HINT)
+    if "Minimum loss scale reached" in first or "gradients are Nan/Inf" in first:
+        scale = re.search(r"Minimum loss scale reached \(([^)]+)\)", first)
+        what = (f"fairseq: the fp16 loss scale fell to its minimum ({scale.group(1)}): the loss is exploding"
+                if scale else "fairseq: the gradients are NaN/Inf")
+        return _verdict("divergence", s.div.decisive + status_lines, what, retryable=False,
+                        recovery="pause", hint=_DIVERGENCE_HINT)
     if "grad norm" in first:
         what = f"Megatron found a non-finite local grad norm{where}"
     elif "forward loss" in first:
@@ -726,6 +840,12 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]
     reset = next((x for x in s.xids if x[2] in RESET_XIDS), None)
+    gone = next((text for _, text in s.fault.decisive if _GPU_GONE.search(text)), None)
+    if reset is None and gone is not None:
+        return _verdict("cuda_fault", s.fault.decisive, "a GPU has fallen off the bus: it needs a reset",
+                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
+                        hint="the driver lost the GPU (like Xid 79): reset it or drain the node; check "
+                             "`nvidia-smi -q` and dmesg before running on this GPU again")
     if reset is not None:
         return _verdict("cuda_fault", s.fault.decisive,
                         f"NVIDIA Xid {reset[2]} on {reset[3]}: the GPU needs a reset",
@@ -766,6 +886,14 @@ def _oom_phase(frames: list[tuple[str, str]]) -> str:
         name = next((func for _, func in reversed(own) if func not in _GENERIC_FRAMES), None)
         return f" in forward ({name})" if name else " in forward"
     return ""
+
+
+def interpreter_of(argv: list[str]) -> str | None:
+    """The Python an attempt ran (its argv[0] when that is a Python interpreter), for the hint of
+    a missing dependency."""
+    if argv and os.path.basename(argv[0]).startswith("python"):
+        return argv[0]
+    return None
 
 
 def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:
@@ -833,6 +961,77 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
         hint += f"; reserved-but-unallocated memory is large, try {alloc_conf_advice(None)}"
     return _verdict("cuda_oom", s.oom.decisive, f"CUDA out of memory{phase}{size}{gpus}",
                     retryable=True, recovery="restart", hint=hint)
+
+
+def _slurm_text_verdict(s: _Scan, hang: bool) -> CrashVerdict | None:
+    """The class Slurm's own words give when the scheduler ended the job (time limit, preemption,
+    node failure, a cgroup OOM kill); a plain ``CANCELLED`` is someone's scancel, unless the
+    runner itself ended the attempt (``hang``: it cancelled the job after the heartbeat)."""
+    if not s.slurm:
+        return None
+    hits = [h for h in s.slurm if h[2] != "CANCELLED" or not hang]
+    if not hits:
+        return None
+    state = next((h[2] for h in reversed(hits) if h[2] != "CANCELLED"), hits[-1][2])
+    cls, summary, recovery, retryable, hint = _JOB_STATES[state]
+    lines = [(i, t) for i, t, st in hits if st == state]
+    summary = summary.replace("(Slurm: ", "(Slurm's message; state ")
+    return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint)
+
+
+# pip's name for a module whose distribution is called otherwise
+_PIP_NAMES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "pillow",
+              "flash_attn": "flash-attn", "fla": "flash-linear-attention", "swift": "ms-swift"}
+
+
+def _python_of(frames: list[tuple[str, str]]) -> str | None:
+    """The interpreter whose site-packages the traceback ran through."""
+    for path, _ in frames:
+        m = _SITE_PACKAGES.match(f'File "{path}"')
+        if m:
+            return f"{m.group(1)}/bin/python{m.group(2)}"
+    return None
+
+
+def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> CrashVerdict:
+    idx, text, frames = s.deps[0]
+    dm = _DEP.match(text)
+    assert dm is not None
+    msg = dm.group("msg")
+    where = _python_of(frames) or python
+    in_python = f" in {where}" if where else ""
+    missing = _DEP_MODULE.search(msg)
+    if missing:
+        module = missing.group(1)
+        top = module.split(".")[0]
+        summary = f"Python module '{module}' is not installed{in_python}"
+        pip = _PIP_NAMES.get(top, top)
+        what = f"pip install {pip}"
+    else:
+        so = _DEP_SO.search(msg)
+        name = _DEP_FROM.search(msg)
+        if so:
+            lib = so.group(1).rsplit("/", 1)[-1].split(".")[0]
+            summary = f"a compiled extension cannot be loaded{in_python}: {_cap(msg)[:200]}"
+            what = (f"reinstall the package that ships {lib} built for this Python's torch and CUDA "
+                    f"(a missing or mismatched library)")
+        elif name:
+            summary = (f"'{name.group(1)}' cannot be imported from '{name.group(2)}'{in_python} "
+                       f"(a version mismatch)")
+            what = f"install the version of {name.group(2).split('.')[0]} the code expects"
+        else:
+            summary = f"an import failed{in_python}: {_cap(msg)[:200]}"
+            what = "install what the import needs"
+    demo = any("/runner/demo/" in path.replace("\\", "/") for path, _ in frames)
+    interp = where or "the Python that runs the training"
+    if demo:
+        hint = (f"the demo needs torch in {interp}: run `{where + ' -m ' if where else ''}pip install "
+                f"'moeconsole[demo]'`, then `moeconsole restart RUN`; a restart without it fails the same way")
+    else:
+        hint = (f"{what} in {interp}, then `moeconsole restart RUN`; it cannot heal by itself, so "
+                f"it is not restarted")
+    return _verdict("missing_dependency", [(idx, text)] + status_lines, summary, retryable=False,
+                    recovery="fail", hint=hint)
 
 
 def _config_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerdict:
@@ -907,7 +1106,7 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
 
 
 def _who(status_lines: list, s: _Scan) -> str:
-    root = s.root if s.root is not None and s.root.exitcode is not None else s.failed_line
+    root = s.root if s.root is not None and s.root.exitcode is not None else (s.failed_line or _failure_entry(s))
     if root is None or not status_lines:
         return ""
     parts = []

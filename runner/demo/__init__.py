@@ -3,3 +3,9 @@ logging and checkpointing like ms-swift, with fault injection for every crash cl
 
 Run it as ``python -m runner.demo.train`` (see ``runner.demo.train`` and docs/demo.md). Importing
 this package is cheap: torch is imported only by the modules that train."""
+
+# What the demo imports beyond moeconsole's own dependencies: ``moeconsole run``'s pre-flight
+# checks that the recipe's Python has them (runner.recipes.lint), so a missing torch is said before
+# launch instead of failing three attempts. ``pip install 'moeconsole[demo]'`` installs them.
+REQUIRES = ("torch", "safetensors")
+INSTALL_HINT = "pip install 'moeconsole[demo]'"

@@ -18,6 +18,7 @@ import os
 import pickle
 import re
 import signal
+import struct
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -27,11 +28,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from runner.ingest.formats import dict_src
+from runner.ingest.formats import object_src
 from runner.ingest.lines import visible_segment
 from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.ingest.pydict import bare_value
-from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
+from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key,
                                    parse_number, record_from_mapping)
 from runner.rundir.jsonio import dumps
 from runner.core.monitors import MONITORED_FIELDS, records_to_arrays
@@ -318,9 +319,10 @@ class Template:
         else:
             return None
         parts.append((literal, -1))
-        if classify_mapping(mapping) != "metric" or not cls._assign_roles(values, mapping):
-            return None
-        src = "jsonl" if seg.startswith(b'{"') else dict_src(mapping)
+        if classify_mapping(mapping) != "metric" or any(eval_key(k) is not None for k in mapping) \
+                or not cls._assign_roles(values, mapping):
+            return None   # evaluation values beside the step's go through the parser
+        src = object_src(mapping, json_text=seg.startswith(b'{"'))
         return cls(anchor, values, parts, src, texts)
 
     @staticmethod
@@ -721,14 +723,16 @@ class ChunkScanner:
 # ----------------------------------------------------------------------------- files
 
 def read_range(path: str, start: int, end: int | None, scanner: ChunkScanner,
-               final: bool, chunk: int = CHUNK) -> Iterator[Batch]:
+               final: bool, chunk: int = CHUNK, progress: Callable[[int], None] | None = None) -> Iterator[Batch]:
     """Batches for the bytes [start, end) of a file (``start`` at a line start);
-    ``final`` flushes the last partial line at the end."""
+    ``final`` flushes the last partial line at the end. ``progress(offset)`` after each chunk."""
     parser = scanner.parser
     with open(path, "rb") as f:
         pos = start
         size = min(FIRST_CHUNK, chunk) if scanner.template is None else chunk
         while end is None or pos < end:
+            if progress is not None:
+                progress(pos)
             want = size if end is None else min(size, end - pos)
             if parser.has_partial:
                 # inside an unfinished (maybe huge) line: the parser takes bytes to its newline
@@ -857,35 +861,67 @@ def plan_split(path: str, max_line_bytes: int = 1 << 20, split_min_bytes: int = 
     return None if split is None else (template, split)
 
 
+class SharedOffsets:
+    """How far each reading process got (bytes), in memory a forked child shares with its parent:
+    the parent reports progress for both."""
+
+    def __init__(self, slots: int = 2) -> None:
+        import mmap
+        self._m = mmap.mmap(-1, 8 * slots)
+        self.slots = slots
+
+    def set(self, slot: int, value: int) -> None:
+        struct.pack_into("q", self._m, 8 * slot, int(value))
+
+    def total(self) -> int:
+        return sum(struct.unpack_from("q", self._m, 8 * i)[0] for i in range(self.slots))
+
+
+Report = Callable[[int, int], None]   # (bytes read, bytes in all): a progress display
+
+
 def fold_file(path: str, init: Callable[[], Any], step: Callable[[Any, Batch], None],
               want_records: bool = False, workers: int = 2, max_line_bytes: int = 1 << 20,
-              chunk: int = CHUNK, split_min_bytes: int = SPLIT_MIN_BYTES) -> tuple[Any, ParseStats]:
+              chunk: int = CHUNK, split_min_bytes: int = SPLIT_MIN_BYTES,
+              report: Report | None = None) -> tuple[Any, ParseStats]:
     """``step(state, batch)`` for every batch of the file in order, from ``state = init()``;
     returns (state, statistics).
 
     With ``workers`` >= 2 a big file is cut at a template line: a forked child folds the first
     part from a fresh state (exact: that is where the file starts) and sends the state back
     (pickled); this process reads the second part meanwhile, then folds it onto that state.
-    If the child fails, this process folds the first part itself."""
+    If the child fails, this process folds the first part itself. ``report(done, total)`` is
+    called from this process as the reading goes (both parts counted)."""
+    size = os.path.getsize(path)
     plan = plan_split(path, max_line_bytes, split_min_bytes) if workers >= 2 else None
     if plan is None:
         state = init()
         stats = ParseStats()
-        for batch, stats in scan_file(path, want_records, max_line_bytes, chunk):
+        parser = LogParser(max_line_bytes)
+        scanner = ChunkScanner(parser, want_records)
+        progress = (lambda pos: report(pos, size)) if report is not None else None
+        for batch in read_range(path, 0, None, scanner, final=True, chunk=chunk, progress=progress):
             step(state, batch)
-        return state, stats
+        return state, parser.stats
     template, split = plan
+    offsets = SharedOffsets(2)
     child = _Forked(lambda: _fold_range(path, 0, split, template, init, step, want_records,
-                                        max_line_bytes, chunk))
+                                        max_line_bytes, chunk, lambda pos: offsets.set(0, pos)))
+
+    def own(pos: int) -> None:
+        offsets.set(1, pos - split)
+        if report is not None:
+            report(offsets.total(), size)
     spool = tempfile.TemporaryFile(prefix="moeconsole-parse-")  # the second part waits on disk
     try:
         parser = LogParser(max_line_bytes)
         scanner = ChunkScanner(parser, want_records, template)
         n_own = 0
-        for batch in read_range(path, split, None, scanner, final=True, chunk=chunk):
+        for batch in read_range(path, split, None, scanner, final=True, chunk=chunk, progress=own):
             pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
             n_own += 1
-        result = child.result()
+        offsets.set(1, size - split)
+        result = child.result(waiting=(lambda: report(offsets.total(), size)) if report is not None else None)
         processes = 2
         if result is None:   # the child failed: do its part here
             result = _fold_range(path, 0, split, template, init, step, want_records, max_line_bytes, chunk)
@@ -911,11 +947,11 @@ def fold_file(path: str, init: Callable[[], Any], step: Callable[[Any, Batch], N
 
 def _fold_range(path: str, start: int, end: int, template: Template, init: Callable[[], Any],
                 step: Callable[[Any, Batch], None], want_records: bool, max_line_bytes: int,
-                chunk: int) -> tuple[Any, ParseStats, int]:
+                chunk: int, progress: Callable[[int], None] | None = None) -> tuple[Any, ParseStats, int]:
     state = init()
     parser = LogParser(max_line_bytes)
     scanner = ChunkScanner(parser, want_records, template)
-    for batch in read_range(path, start, end, scanner, final=False, chunk=chunk):
+    for batch in read_range(path, start, end, scanner, final=False, chunk=chunk, progress=progress):
         step(state, batch)
     return state, parser.stats, parser.records_emitted
 
@@ -943,7 +979,12 @@ class _Forked:
         self.pid: int | None = pid
         self.fd = os.fdopen(r, "rb")
 
-    def result(self) -> Any:
+    def result(self, waiting: Callable[[], None] | None = None) -> Any:
+        """The child's return value; ``waiting()`` every 0.1 s until it comes."""
+        if waiting is not None:
+            import select
+            while not select.select([self.fd], [], [], 0.1)[0]:
+                waiting()
         blob = self.fd.read()
         assert self.pid is not None
         _, status = os.waitpid(self.pid, 0)

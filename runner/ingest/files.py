@@ -10,12 +10,16 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from runner.core.errors import InputError
-from runner.ingest.bulk import Batch, batch_from_events, concat_batches, fold_file, scan_file
 from runner.ingest.parser import MARK, RECORD, ParseStats
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
+
+if TYPE_CHECKING:
+    from runner.ingest.bulk import Batch
+# The bulk engine (numpy) is imported where it reads: resolving a path stays cheap (the console
+# opens a log's newest steps before the bulk reader is needed).
 
 LOG, TRAINER_STATE = "log", "trainer_state"
 _SWIFT_RUN_RE = re.compile(r"^v(\d+)-")
@@ -99,8 +103,9 @@ def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
     return events, stats
 
 
-def iter_batches(path: str | os.PathLike, want_records: bool = False) -> Iterator[tuple[Batch, ParseStats]]:
+def iter_batches(path: str | os.PathLike, want_records: bool = False) -> Iterator[tuple["Batch", ParseStats]]:
     """Record batches of any supported path, in order; the last stats are the totals."""
+    from runner.ingest.bulk import batch_from_events, scan_file
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
@@ -112,9 +117,11 @@ def iter_batches(path: str | os.PathLike, want_records: bool = False) -> Iterato
         raise InputError(f"{real}: {exc.strerror or exc}") from None
 
 
-def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[Any, Batch], None],
-              workers: int = 2) -> tuple[Any, ParseStats]:
-    """``fold_file`` for any supported path (two processes for a big log file)."""
+def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[Any, "Batch"], None],
+              workers: int = 2, report: Callable[[int, int], None] | None = None) -> tuple[Any, ParseStats]:
+    """``fold_file`` for any supported path (two processes for a big log file); ``report(done,
+    total)`` as the reading goes."""
+    from runner.ingest.bulk import batch_from_events, fold_file
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
@@ -122,13 +129,14 @@ def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[
         step(state, batch_from_events(events, False))
         return state, stats
     try:
-        return fold_file(str(real), init, step, workers=workers)
+        return fold_file(str(real), init, step, workers=workers, report=report)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
 
 
 def records_from_path(path: str | os.PathLike) -> tuple[list[dict], ParseStats]:
     """All metric records of a log, logging.jsonl, trainer_state.json or directory."""
+    from runner.ingest.bulk import concat_batches
     batches, stats = [], ParseStats()
     for batch, stats in iter_batches(path, want_records=True):
         batches.append(batch)

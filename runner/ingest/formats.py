@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from runner.ingest.pydict import parse_pydict
-from runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED, MEM_RESERVED,
-                                   parse_number)
+from runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
+                                   MEM_RESERVED, EvalLine, parse_number)
 from runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -45,12 +46,20 @@ def read_object(text: str) -> tuple[dict, str] | None:
         except ValueError:
             obj = parse_pydict(text)
         if isinstance(obj, dict):
-            return obj, "jsonl"
+            return obj, object_src(obj, json_text=True)
         return None
     obj = parse_pydict(text)
     if obj is None:
         return None
-    return obj, dict_src(obj)
+    return obj, object_src(obj, json_text=False)
+
+
+def object_src(obj: dict, json_text: bool) -> str:
+    """The ``src`` of a dict line: JSON (``jsonl``, fairseq's ``--log-format json``) or a
+    printed Python dict (ms-swift, Hugging Face)."""
+    if json_text:
+        return "fairseq_json" if any(str(k).endswith("num_updates") for k in obj) else "jsonl"
+    return dict_src(obj)
 
 
 def dict_src(obj: dict) -> str:
@@ -60,6 +69,25 @@ def dict_src(obj: dict) -> str:
     if any(k in SWIFT_HF_KEYS for k in obj):
         return "swift_dict"
     return "hf_dict"
+
+
+# A dict printed behind a logger's prefix (a timestamp, a level, a logger name, a rank, a
+# container runtime's stream tag): the prefix may not end in a label that names the dict
+# (``model_kwargs: {...}``, ``args = {...}`` are argument dumps), except Python logging's
+# ``INFO:__main__:`` form.
+_DICT_LABEL_RE = re.compile(r"[A-Za-z_][\w.]*\s*[:=]\s*$")
+_LEVEL_NAME_RE = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:$")
+
+
+def split_prefixed_object(text: str) -> tuple[str, str] | None:
+    """(prefix, dict text) for a line that ends with a dict behind a logger prefix, else None."""
+    start = text.find("{")
+    if start <= 0 or text[-1:] != "}":
+        return None
+    prefix = text[:start]
+    if _DICT_LABEL_RE.search(prefix) and not _LEVEL_NAME_RE.search(prefix.rstrip()):
+        return None
+    return prefix, text[start:]
 
 
 # --------------------------------------------------------------------------- Megatron-LM
@@ -93,6 +121,9 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
 _MEM_REPORT_RE = re.compile(r"^\[Rank (\d+)\] \((.*?)\) memory \(MB\)(.*)$")
 _MEM_FIELD_RE = re.compile(r"\|\s*([a-z ]+?):\s*([-+\w.]+)")
 _AFTER_ITERS_RE = re.compile(r"^after (\d+) iterations$")
+_MEGATRON_MEM_NAMES = {"allocated": MEM_ALLOCATED, "max allocated": MEM_MAX_ALLOCATED,
+                       "reserved": MEM_RESERVED, "max reserved": MEM_MAX_RESERVED,
+                       "total device memory used": MEM_DEVICE_USED}
 
 
 _MEGATRON_MEM_NAMES = {"allocated": MEM_ALLOCATED, "max allocated": MEM_MAX_ALLOCATED,
@@ -121,23 +152,59 @@ def read_memory_report(text: str) -> dict | None:
     return {"rank": rank, "name": name, "step": int(after.group(1)) if after else None, "values": values}
 
 
+# DeepSpeed ``ThroughputTimer.stop`` (deepspeed/utils/timer.py), once per ``steps_per_print``:
+# "epoch={}/micro_step={}/global_step={}, RunningAvgSamplesPerSec={}, CurrSamplesPerSec={},
+#  MemAllocated={}GB, MaxMemAllocated={}GB"
+_DS_TPUT_RE = re.compile(
+    r"\bepoch=(\d+)/micro_step=(\d+)/global_step=(\d+), RunningAvgSamplesPerSec=(\S+?), "
+    r"CurrSamplesPerSec=(\S+?), MemAllocated=([-+\w.]+?)GB, MaxMemAllocated=([-+\w.]+?)GB\s*$")
+# DeepSpeed ``see_memory_usage`` (deepspeed/runtime/utils.py), after its message line:
+# f"MA {..} GB         Max_MA {..} GB         CA {..} GB         Max_CA {..} GB "
+_DS_SEE_RE = re.compile(r"^MA ([-+\w.]+) GB\s+Max_MA ([-+\w.]+) GB\s+CA ([-+\w.]+) GB\s+"
+                        r"Max_CA ([-+\w.]+) GB\s*$")
+
+
+def read_deepspeed_memory(text: str) -> tuple[int | None, dict[str, float], dict] | None:
+    """(step or None, memory values in GiB, other values) of a DeepSpeed memory line."""
+    if "MemAllocated=" in text:
+        m = _DS_TPUT_RE.search(text)
+        if m is None:
+            return None
+        vals = {MEM_ALLOCATED: parse_number(m.group(6)), MEM_MAX_ALLOCATED: parse_number(m.group(7))}
+        other = {"epoch": parse_number(m.group(1)), "micro_step": parse_number(m.group(2)),
+                 "samples_per_s_avg": parse_number(m.group(4)), "samples_per_s": parse_number(m.group(5))}
+        return int(m.group(3)), {k: v for k, v in vals.items() if v is not None}, \
+            {k: v for k, v in other.items() if v is not None}
+    if text.startswith("MA "):
+        m = _DS_SEE_RE.match(text)
+        if m is None:
+            return None
+        names = (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_RESERVED, MEM_MAX_RESERVED)
+        vals2 = {k: parse_number(v) for k, v in zip(names, m.groups())}
+        return None, {k: v for k, v in vals2.items() if v is not None}, {}
+    return None
+
+
 # --------------------------------------------------------------------------- text key/value
 
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)\b"
-_UNIT = r"GiB|GB|MiB|MB|ms|s|%|m|it/s|s/it|tok/s"
+# Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
+# ("3782M", MiB) and friends.
+_UNIT = r"GiB|GB|MiB|MB|ms|s|%|m|it/s|s/it|tok/s|M|G"
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
 _KV_RE = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\([A-Za-z/%]+\))?)(?P<sep>\s*[:=]\s*|\s+)"
-    r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?P<unit>" + _UNIT + r")?(?![\w.])")
+    r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?: ?(?P<unit>" + _UNIT + r"))?(?![\w.:])")
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 _SPACE_KEYS = frozenset(("loss", "lr", "time", "dt", "mfu", "step", "iter", "iteration", "epoch",
-                         "gnorm", "grad_norm", "tps"))
+                         "gnorm", "grad_norm", "tps", "mem"))
 # kv key (lower case) -> record field; memory and time keys take their unit into account
 _KV_FIELDS = {
-    "loss": "loss", "train_loss": "loss", "train/loss": "loss", "lm_loss": "loss",
+    "loss": "loss", "train_loss": "loss", "train/loss": "loss", "lm_loss": "loss", "total_loss": "loss",
+    "reduced_train_loss": "loss",
     "grad_norm": "grad_norm", "gnorm": "grad_norm", "grad-norm": "grad_norm", "gradnorm": "grad_norm",
     "train/grad_norm": "grad_norm",
     "lr": "lr", "learning_rate": "lr", "train/lr": "lr",
@@ -146,7 +213,7 @@ _KV_FIELDS = {
     "tps": "tokens_per_s", "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s",
     "tokens_per_s": "tokens_per_s", "tokens_per_sec": "tokens_per_s",
     "dt": "step_time_s", "time": "step_time_s", "step_time": "step_time_s", "iter_time": "step_time_s",
-    "step_time_s": "step_time_s",
+    "step_time_s": "step_time_s", "train_step_timing": "step_time_s",
     "epoch": "epoch",
 }
 
@@ -158,7 +225,7 @@ def _num(raw: str) -> float | None:
 def _to_field(field: str, value: float, unit: str | None) -> float | None:
     """Apply a unit to a value bound for a record field."""
     if field == "mem_gib":
-        if unit in ("MiB", "MB"):
+        if unit in ("MiB", "MB", "M"):
             return value / 1024.0
         return value
     if field == "step_time_s":
@@ -198,8 +265,52 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
     return (out, "nanogpt_pipe") if got else None
 
 
+# nanoGPT's evaluation line (train.py): f"step {iter_num}: train loss {..:.4f}, val loss {..:.4f}"
+_NANOGPT_EVAL_RE = re.compile(r"^step (\d+): train loss (\S+), val loss (\S+)\s*$")
+
+
+def read_nanogpt_eval(text: str) -> EvalLine | None:
+    m = _NANOGPT_EVAL_RE.match(text)
+    if m is None:
+        return None
+    train, val = parse_number(m.group(2)), parse_number(m.group(3))
+    if train is None or val is None:
+        return None
+    return EvalLine({"train_loss": train, "val_loss": val}, int(m.group(1)), "nanogpt", split="val", loss=val)
+
+
+# Megatron-LM ``evaluate_and_print_results`` (megatron/training/training.py):
+#   f' validation{suffix} loss at {prefix} | ' + '{} value: {:.6E} | '.format(key, ..)
+#   + '{} PPL: {:.6E} | '.format(key, ppl), prefix 'iteration N' (or '... on validation set',
+#   '... on test set' after training).
+_MEGATRON_VAL_RE = re.compile(r"^(validation\S*) loss at iteration (\d+)(?: on (\w+) set)? \|(.*)$")
+
+
+def read_megatron_validation(text: str) -> EvalLine | None:
+    m = _MEGATRON_VAL_RE.match(text)
+    if m is None:
+        return None
+    split = "test" if m.group(3) == "test" else m.group(1)
+    values: dict[str, float] = {}
+    loss = None
+    for piece in m.group(4).split("|"):
+        key, sep, raw = piece.strip().rpartition(": ")
+        num = parse_number(raw) if sep else None
+        if num is None:
+            continue
+        values[key] = num
+        if loss is None and key.endswith(" value"):
+            loss = num
+    if not values:
+        return None
+    return EvalLine(values, int(m.group(2)), "megatron", split=split, loss=loss)
+
+
 def read_kv(text: str) -> tuple[dict, str] | None:
-    """Generic ``key=value`` / ``key: value`` pairs; needs a step and one known metric."""
+    """Generic ``key=value`` / ``key: value`` pairs; needs a step and one known metric.
+
+    detectron2's ``CommonMetricPrinter`` line (``iter: 19  total_loss: 1.9 ... max_mem: 3782M``)
+    is read here too (``src`` "detectron2")."""
     if not any(c in text for c in ":= "):
         return None
     out: dict[str, Any] = {}
@@ -236,7 +347,144 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             out[key] = value
     if "step" not in out or not got_metric:
         return None
-    return out, "kv"
+    return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
+
+
+# " | "-separated "key: value" / "key value [unit]" lines whose keys may hold spaces:
+# NeMo 2's ProgressPrinter ("Training epoch 0, iteration 9/19 | lr: 1.5e-06 | global_step: 9 |
+# reduced_train_loss: 11.03 | train_step_timing in s: 7.57 | consumed_samples: 5120") and NeMo
+# Automodel's recipes ("step 10 | epoch 0 | loss 1.2345 | grad_norm 0.8765 | lr 2.00e-05 |
+# mem 24.90 GiB | tps 12345.67(1543.21/gpu) | num_label_tokens 4096", "[val] name "default" |
+# step 100 | ... | loss 1.5 | ...").
+_PIPE_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./()\- ]{0,60}?)\s*(?::\s*|\s+)(" + _NUM + r")"
+                           r"(?:\s?(" + _UNIT + r"))?(?:\s*\([^)]*\))?\s*$")
+_NEMO_HEAD_RE = re.compile(r"^\s*(Training|Validation|Testing) epoch (\d+), iteration (\d+)/(\d+)\s*$")
+_PIPE_STEP_KEYS = ("global_step", "step", "iteration", "iter")
+_UNIT_IN_KEY_RE = re.compile(r"^(.+) in (s|ms)$")
+
+
+def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
+    if text.count("|") < 2:
+        return None
+    out: dict[str, Any] = {}
+    src = "pipes"
+    is_val = False
+    for piece in text.split("|"):
+        head = _NEMO_HEAD_RE.match(piece)
+        if head:
+            src = "nemo"
+            out["epoch"] = int(head.group(2))
+            out["epoch_iteration"] = int(head.group(3))
+            is_val = head.group(1) != "Training"
+            continue
+        if piece.strip().startswith("[val]"):
+            is_val = True
+            continue
+        m = _PIPE_PAIR_RE.match(piece)
+        if m is None:
+            continue
+        key, raw, unit = m.group(1).strip(), m.group(2), m.group(3)
+        value = _num(raw)
+        if value is None or key in out:
+            continue
+        low = key.lower()
+        unit_in_key = _UNIT_IN_KEY_RE.match(low)   # NeMo's "train_step_timing in s"
+        if unit_in_key:
+            low, unit = unit_in_key.group(1), unit or unit_in_key.group(2)
+        field = _KV_FIELDS.get(low)
+        if low in _PIPE_STEP_KEYS:
+            out[low] = value
+        elif field is not None and field not in out and field != "epoch":
+            out[field] = _to_field(field, value, unit)
+        else:
+            out[key] = value
+    step = next((out.pop(k) for k in _PIPE_STEP_KEYS if k in out), None)
+    for k in _PIPE_STEP_KEYS:
+        out.pop(k, None)
+    if step is None or step != int(step) or step < 0:
+        return None
+    if is_val:
+        vals = {("val_" + k if k in _FIELD_NAMES else k): v for k, v in out.items()}
+        return EvalLine(vals, int(step), src, split="val",
+                        loss=out.get("loss"))
+    if not any(f in out for f in ("loss", "grad_norm", "lr")):
+        return None
+    out["step"] = int(step)
+    return out, src
+
+
+_FIELD_NAMES = frozenset(("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s"))
+
+
+# fairseq (fairseq/logging/progress_bar.py), behind its logger's "%(asctime)s | %(levelname)s |
+# %(name)s | " (fairseq_cli/train.py) or, before 0.9, printed with a leading "| ":
+#   simple, per log_interval:  "{prefix}:  {i+1:5d} / {size:d} {k=v, k=v, ...}" with prefix
+#     "epoch {epoch:03d}"; the step is num_updates.
+#   end of epoch / validation: "{prefix} | {k v | k v | ...}" (print), prefix "epoch 001" or
+#     "epoch 001 | valid on 'valid' subset".
+_FAIRSEQ_SIMPLE_RE = re.compile(r"(?:^|\|\s)epoch (\d+):\s+(\d+) / (\d+) (\w+=.*)$")
+_FAIRSEQ_PRINT_RE = re.compile(r"(?:^|\|\s)epoch (\d+)(?: \| valid on '([^']*)' subset)? \| (\w+ .*)$")
+
+
+def read_fairseq(text: str) -> tuple[dict, str] | EvalLine | dict | None:
+    """A training record (simple format), an evaluation (validation print) or a summary mark
+    (the end-of-epoch print: ``{"kind": "train_summary", ...}``)."""
+    if "epoch " not in text:
+        return None
+    m = _FAIRSEQ_SIMPLE_RE.search(text)
+    if m is not None:
+        out: dict[str, Any] = {}
+        for piece in m.group(4).split(", "):
+            key, sep, raw = piece.partition("=")
+            if sep:
+                out[key.strip()] = raw.strip()
+        if "num_updates" not in out:
+            return None
+        i, size = int(m.group(2)), int(m.group(3))
+        out["epoch"] = int(m.group(1)) - 1 + (i / size if size else 0)
+        return out, "fairseq"
+    m = _FAIRSEQ_PRINT_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {}
+    for piece in m.group(3).split(" | "):
+        key, sep, raw = piece.strip().partition(" ")
+        num = parse_number(raw) if sep else None
+        if num is not None:
+            values[key] = num
+    step = values.pop("num_updates", None)
+    if step is None or step != int(step):
+        return None
+    if m.group(2) is not None:
+        return EvalLine(values, int(step), "fairseq", split=m.group(2), loss=values.get("loss"))
+    return {"kind": "train_summary", "step": int(step), "values": {"epoch": float(m.group(1)), **values}}
+
+
+# torchtune's recipes: the tqdm description f"{curr_epoch + 1}|{self.global_step}|Loss: {loss}"
+# (recipes/*.py) on a bar without postfix, and its StdoutLogger/DiskLogger "txt" line
+# f"Step {step} | " + "".join(f"{name}:{data} ") (torchtune/training/metric_logging.py).
+_TORCHTUNE_BAR_RE = re.compile(r"^(\d+)\|(\d+)\|Loss: (\S+?):\s+\d{1,3}%\|")
+_TORCHTUNE_STEP_RE = re.compile(r"^Step (\d+) \| ((?:[\w/.]+:\S+ ?)+)$")
+
+
+def read_torchtune_bar(text: str) -> tuple[dict, str] | None:
+    m = _TORCHTUNE_BAR_RE.match(text)
+    if m is None:
+        return None
+    return {"step": int(m.group(2)), "epoch": int(m.group(1)), "loss": m.group(3)}, "torchtune"
+
+
+def read_torchtune_step(text: str) -> tuple[dict, str] | None:
+    if not text.startswith("Step "):
+        return None
+    m = _TORCHTUNE_STEP_RE.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1))}
+    for pair in m.group(2).split():
+        key, _, raw = pair.partition(":")
+        out[key] = raw
+    return out, "torchtune"
 
 
 # --------------------------------------------------------------------------- marks
@@ -289,79 +537,134 @@ _BAR_POSTFIX_RE = re.compile(
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
     r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it)(?P<post>,[^\]\r\n]*)\]\s*$")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
-_EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)\b")
+_EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)\b", re.IGNORECASE)
+_BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
+# The loss of the step itself, when a bar also shows Lightning 1.x's running mean as "loss"
+# (``get_standard_metrics``: f"{trainer.fit_loop.running_loss.mean():.3g}").
+STEP_LOSS_KEYS = ("reduced_train_loss", "train_loss_step", "train_loss", "lm_loss")
 
 
-def read_bar_postfix(text: str) -> tuple[dict, str] | None:
-    """A tqdm bar whose postfix carries metrics, as a mapping; None for a bar without one.
+@dataclass
+class Bar:
+    """A progress-bar redraw with metrics: its postfix as a mapping (with ``step`` when the
+    postfix or the description names one), the bar's own counter, and the postfix text
+    (two redraws with the same text show the same values)."""
+    mapping: dict
+    src: str
+    n: int
+    total: int | None
+    epoch_label: str | None
+    explicit_step: bool
+    post: str
 
-    The step is the postfix's own (``global_step=188.0``, ``step``, ``iter``); else the
-    bar's count, unless the bar counts batches of an epoch (``Epoch N: ...``, Lightning), in
-    which case the mapping has no step and the parser numbers it."""
+
+def read_bar_postfix(text: str) -> Bar | None:
+    """A tqdm bar whose postfix carries metrics; None for a bar without one.
+
+    The step is the postfix's own (``global_step=188.0``, ``step``, ``iter``, fairseq's
+    ``num_updates``); else the parser counts it from the bar's counter (``Bar.n``) across the
+    epochs the description names (``Epoch N``). In a Lightning/NeMo bar, ``loss`` is Lightning
+    1.x's running mean: when the step's own loss is there too (``reduced_train_loss``,
+    ``train_loss_step``, ``train_loss``), that is the record's loss and the running mean is kept
+    as ``loss_smoothed``."""
     if "it/s, " not in text and "s/it, " not in text:   # the rate, then ", " and the postfix
         return None
     m = _BAR_POSTFIX_RE.match(text)
     if m is None:
         return None
     out: dict[str, Any] = {}
+    explicit = False
+    post_parts = []
     for piece in m.group("post")[1:].split(","):
         pair = _POSTFIX_PAIR_RE.match(piece)
         if pair is None:
             continue
         key, raw = pair.group(1).strip(), pair.group(2)
-        if key.lower() in ("global_step", "step", "iter", "iteration"):
+        if key.lower() in _BAR_STEP_KEYS:
             num = parse_number(raw)
             if num is not None and num >= 0 and num == int(num):
                 out["step"] = int(num)
+                explicit = True
             continue
         out[key] = raw
+        post_parts.append(piece.strip())
     if not any(parse_number(out.get(k)) is not None for k in _BAR_METRIC_KEYS):
         return None
     desc = (m.group("desc") or "").strip()
     epoch = _EPOCH_DESC_RE.match(desc)
     if epoch and "epoch" not in out:
         out["epoch"] = epoch.group(1)
-    lightning = bool(epoch) or "v_num" in out
-    if "step" not in out and not lightning:
-        out["step"] = int(m.group("n") or m.group("n2"))
-        tot = m.group("tot")
-        if tot and tot.isdigit():
-            out["max_steps"] = int(tot)
-    return out, "pl_bar" if lightning else "tqdm_postfix"
+    lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
+    if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
+        out["loss_smoothed"] = out.pop("loss")
+    tot = m.group("tot")
+    total = int(tot) if tot and tot.isdigit() else None
+    if total is not None and "step" not in out and epoch is None:   # an epoch's bar counts that epoch only
+        out["max_steps"] = total
+    src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
+    return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
+               explicit, ", ".join(post_parts))
 
 
 _BAR_METRIC_KEYS = ("loss", "train_loss", "reduced_train_loss", "lm_loss", "grad_norm", "lr",
-                    "learning_rate", "gnorm")
+                    "learning_rate", "gnorm", "train_loss_step")
 
 
-# --------------------------------------------------------------------------- mmengine / xtuner
+# --------------------------------------------------------------------------- mmengine / mmcv
 
+# mmengine's LogProcessor: "Epoch(train)  [2][200/735]  lr: 2.0000e-04  eta: 0:41:12  time: ..."
+# and "Iter(train) [300/10000]  ...", "Epoch(val) [1][100/100]  accuracy/top1: 76.5  ...".
+# mmcv 1.x's TextLoggerHook (mmcv/runner/hooks/logger/text.py): "Epoch [1][2400/7517]\t" or
+# "Iter [100/100000]\t", then "lr: 1.000e-02, eta: 37 days, 2:03:17, time: 0.456, data_time:
+# 0.012, memory: 3782, loss_cls: 0.1230, loss: 0.5300, grad_norm: 2.1000"; validation
+# "Epoch(val) [1][5000]\tbbox_mAP: 0.3000, ...".
 _MMENGINE_RE = re.compile(
-    r"\b(Epoch|Iter)\((train|val|test)\)\s*(?:\[\s*(\d+)\s*\])?\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")
-_MMENGINE_PAIR_RE = re.compile(r"(?<!\S)([A-Za-z_][\w./-]*):\s+(\S+)")
+    r"\b(Epoch|Iter)(?:\((train|val|test)\)| )\s*(?:\[\s*(\d+)\s*\])?\s*\[\s*(\d+)\s*(?:/\s*(\d+)\s*)?\]")
+_MMENGINE_PAIR_RE = re.compile(r"(?<!\S)([A-Za-z_][\w./-]*):\s+(\S+?),?(?=\s|$)")
 _MMENGINE_KEYS = {"time": "step_time", "memory": "memory(MB)", "lr": "lr"}
+_MMENGINE_PROGRESS = frozenset(("eta", "time", "data_time", "memory", "lr"))
 
 
-def read_mmengine(text: str) -> tuple[dict, str] | None:
-    """An mmengine ``LoggerHook`` training line (mmdet, mmpretrain, xtuner, ...).
+def read_mmengine(text: str) -> tuple[dict, str] | EvalLine | None:
+    """An mmengine ``LoggerHook`` line (mmdet, mmpretrain, xtuner, ...) or an mmcv 1.x
+    ``TextLoggerHook`` line (``src`` "mmcv").
 
     ``Epoch(train) [e][i/n]``: step = (e-1)*n + i, epoch = e-1 + i/n (fractional, like
     Hugging Face); ``Iter(train) [i/n]``: step i of n. ``time`` is seconds per iteration,
-    ``memory`` is MB (max allocated). Validation/test lines are not training records."""
+    ``memory`` is MB (max allocated). A validation/test line with metrics is an evaluation (at
+    the last training step); one with only progress (eta, time) is nothing."""
     m = _MMENGINE_RE.search(text)
-    if m is None or m.group(2) != "train":
+    if m is None:
         return None
-    kind, ep, i, n = m.group(1), m.group(3), int(m.group(4)), int(m.group(5))
+    kind, mode, ep, i, n = m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5)
+    src = "mmcv" if (mode is None or n is None or "\t" in text) else "mmengine"
+    pairs = _MMENGINE_PAIR_RE.findall(text, m.end())
+    if mode in ("val", "test"):
+        values = {k: v for k, v in pairs if k not in _MMENGINE_PROGRESS}
+        if not any(parse_number(v) is not None for v in values.values()):
+            return None
+        return EvalLine(values, None, src, split=mode, loss=parse_number(values.get("loss")))
+    if n is None:
+        return None
+    total = int(n)
     out: dict[str, Any] = {}
     if kind == "Epoch":
-        if ep is None or n <= 0:
+        if ep is None or total <= 0:
             return None
         e = int(ep)
-        out["step"] = max(e - 1, 0) * n + i
-        out["epoch"] = max(e - 1, 0) + i / n
-        out["iters_per_epoch"] = n
+        out["step"] = max(e - 1, 0) * total + i
+        out["epoch"] = max(e - 1, 0) + i / total
+        out["iters_per_epoch"] = total
+    elif ep is not None:
+        return None
     else:
-        out["step"], out["max_steps"] = i, n
-    for key, raw in _MMENGINE_PAIR_RE.findall(text, m.end()):
+        out["step"], out["max_steps"] = i, total
+    for key, raw in pairs:
         out.setdefault(_MMENGINE_KEYS.get(key, key), raw)
-    return out, "mmengine"
+    eta = _ETA_RE.search(text, m.end())
+    if eta:
+        out["eta"] = eta.group(1)
+    return out, src
+
+
+_ETA_RE = re.compile(r"\beta: ((?:\d+ days?, )?\d+:\d\d:\d\d)")

@@ -14,6 +14,7 @@ import json
 
 from runner.ingest.bulk import Batch, ChunkScanner, batch_from_events
 from runner.ingest.parser import MARK, RECORD, Event, LogParser
+from runner.ingest.records import MEMORY_SRCS
 
 
 class JsonRecord(dict):
@@ -105,8 +106,10 @@ def _events_of(batch: Batch) -> list[Event]:
 def rows_to_write(records: list, steps: list[int], last: int | None) -> tuple[list[int], list[int], int | None]:
     """Which rows of a batch the runner writes: (kept, counted, newest step). A step at or
     below the last one written is a duplicate (after an adoption, or a repeated line) and is
-    never written twice; Megatron's memory report of the step just written is kept as an extra
-    record but is not a new step. ``counted``: the kept rows that are new steps."""
+    never written twice; a memory report (Megatron's per rank, DeepSpeed's, ``MEMORY_SRCS``) at or
+    after the last step written is kept as a record of its own but is not a new step (DeepSpeed
+    prints its report before the trainer's record of the same step). ``counted``: the kept rows
+    that are new steps."""
     n = len(steps)
     if n and set(map(type, records)) == {bytes} and (last is None or steps[0] > last) and \
             all(a < b for a, b in zip(steps, steps[1:])):
@@ -119,8 +122,9 @@ def rows_to_write(records: list, steps: list[int], last: int | None) -> tuple[li
         if type(rec) is not bytes:
             if not isinstance(rec.get("step"), int):
                 continue
-            if rec.get("src") == "megatron_mem" and step == last:
-                kept.append(i)
+            if rec.get("src") in MEMORY_SRCS:
+                if last is None or step >= last:
+                    kept.append(i)
                 continue
         if last is not None and step <= last:
             continue

@@ -16,10 +16,12 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+import time
 from typing import BinaryIO, Callable
 
 from runner.core.errors import InputError
-from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, ChunkScanner, Template, kill_child, plan_split, read_range
+from runner.ingest.bulk import (CHUNK, SPLIT_MIN_BYTES, ChunkScanner, Report, SharedOffsets, Template, kill_child,
+                                plan_split, read_range)
 from runner.ingest.parser import LogParser
 from runner.rundir.jsonio import dumps
 
@@ -34,11 +36,12 @@ def _lines(records: list) -> bytes:
 
 def write_range(path: str, start: int, end: int | None, out: BinaryIO, template: Template | None,
                 final: bool, chunk: int = CHUNK, max_line_bytes: int = 1 << 20,
-                on_chunk: Callable[[], None] | None = None) -> int:
+                on_chunk: Callable[[], None] | None = None,
+                progress: Callable[[int], None] | None = None) -> int:
     """NDJSON of the records in bytes [start, end) of a log; returns the number written."""
     scanner = ChunkScanner(LogParser(max_line_bytes), template=template, json_lines=True)
     n = 0
-    for batch in read_range(path, start, end, scanner, final=final, chunk=chunk):
+    for batch in read_range(path, start, end, scanner, final=final, chunk=chunk, progress=progress):
         if batch.records:
             out.write(_lines(batch.records))
             n += len(batch.records)
@@ -48,19 +51,25 @@ def write_range(path: str, start: int, end: int | None, out: BinaryIO, template:
 
 
 def write_ndjson(path: str, out: BinaryIO, workers: int = 2, chunk: int = CHUNK,
-                 split_min_bytes: int = SPLIT_MIN_BYTES, max_line_bytes: int = 1 << 20) -> int:
+                 split_min_bytes: int = SPLIT_MIN_BYTES, max_line_bytes: int = 1 << 20,
+                 report: Report | None = None) -> int:
     """Every metric record of a log file as NDJSON (``{"v": 1, ...}`` per line) to ``out``;
-    returns the number of records. Two processes for a big file (see the module doc)."""
+    returns the number of records. Two processes for a big file (see the module doc).
+    ``report(done, total)`` as the reading goes (from this process, both parts counted)."""
+    size = os.path.getsize(path)
     plan = plan_split(path, max_line_bytes, split_min_bytes) if workers >= 2 else None
     if plan is None:
-        return write_range(path, 0, None, out, None, True, chunk, max_line_bytes)
+        progress = (lambda pos: report(pos, size)) if report is not None else None
+        return write_range(path, 0, None, out, None, True, chunk, max_line_bytes, progress=progress)
     template, split = plan
+    offsets = SharedOffsets(2)
     out.flush()
     pid = os.fork()
     if pid == 0:   # the child: the first part, straight to the output; never returns
         code = 1
         try:
-            write_range(path, 0, split, out, template, False, chunk, max_line_bytes)
+            write_range(path, 0, split, out, template, False, chunk, max_line_bytes,
+                        progress=lambda pos: offsets.set(0, pos))
             out.flush()
             code = 0
         except BaseException:  # noqa: BLE001 - the parent reports a failed child
@@ -68,11 +77,17 @@ def write_ndjson(path: str, out: BinaryIO, workers: int = 2, chunk: int = CHUNK,
         finally:
             os._exit(code)
     child = _Child(pid)
+
+    def own_progress(pos: int) -> None:
+        offsets.set(1, pos - split)
+        if report is not None:
+            report(offsets.total(), size)
     try:
         with tempfile.TemporaryFile(prefix="moeconsole-ndjson-") as spool:
             own = write_range(path, split, None, spool, template, True, chunk, max_line_bytes,
-                              on_chunk=child.check)
-            status = child.wait()
+                              on_chunk=child.check, progress=own_progress)
+            offsets.set(1, size - split)
+            status = child.wait((lambda: report(offsets.total(), size)) if report is not None else None)
             if status != 0:
                 raise InputError(f"{path}: the process reading its first part failed (exit {status}); "
                                  f"the output above is incomplete")
@@ -102,9 +117,19 @@ class _Child:
             self._status = status
             _follow_sigpipe(status)
 
-    def wait(self) -> int:
+    def wait(self, waiting: Callable[[], None] | None = None) -> int:
+        """The child's exit code; ``waiting()`` every 0.1 s until it ends."""
         if self.pid is not None:
-            _, self._status = os.waitpid(self.pid, 0)
+            if waiting is not None:
+                while True:
+                    done, status = os.waitpid(self.pid, os.WNOHANG)
+                    if done:
+                        self._status = status
+                        break
+                    waiting()
+                    time.sleep(0.1)
+            else:
+                _, self._status = os.waitpid(self.pid, 0)
             self.pid = None
         _follow_sigpipe(self._status)
         return os.waitstatus_to_exitcode(self._status)

@@ -7,26 +7,33 @@ dicts and absurdly long lines are counted in ``stats``, not fatal. A line whose 
 is longer than ``max_line_bytes`` is not kept (counted as overlong); a partial line is
 trimmed to its last carriage-return segment while it grows, so memory stays bounded.
 
-Megatron prints its memory report (``[Rank N] (after N iterations) memory (MB) ...``) after
-the iteration line of the same step, one line per model-parallel rank. The parser holds the
-report until the next other line (or ``release_pending``/``flush``) and then emits one extra
-record for that step: ``src: "megatron_mem"``, ``mem_gib`` = the highest ``max reserved`` over
-the ranks (what ms-swift's ``memory(GiB)`` reports), the highest of each value over the ranks in
-``extra`` under the ``records.MEMORY_FIELDS`` names, other fields None.
+Every line is read on its own once its newline has arrived, so the records do not depend on
+how the bytes were cut (the runner's live reader and ``parse`` give the same records).
+Evaluation results are marks of kind ``eval`` (``records.eval_mark``), never training records.
+Memory reports (Megatron's ``[Rank N] (after N iterations) memory (MB) ...``, DeepSpeed's) are
+records of their own at the step they name, one per line and rank (``records.memory_record``).
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from runner.ingest import formats
 from runner.ingest.lines import ANSI_RE, decode, split_rank, strip_bar, visible_segment
-from runner.ingest.records import (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED, MEM_RESERVED, classify_mapping,
-                                   mark_from_mapping, record_from_mapping)
+from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_mark, eval_step,
+                                   has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
+                                   split_eval)
 
 _STEP_WORDS = ("step", "iter")
+# Format readers tried in order on a text line; each returns None when the line is not its
+# format (see runner.ingest.formats).
+_READERS: tuple[Callable[[str], Any], ...] = (
+    formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
+    formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
+    formats.read_torchtune_step, formats.read_pipes, formats.read_kv,
+)
 MAX_EXAMPLES = 5
 # Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
@@ -72,6 +79,27 @@ def looks_like_metrics(text: str) -> bool:
     return "loss" in low and any(w in low for w in _STEP_WORDS) and any(c.isdigit() for c in text)
 
 
+@dataclass
+class _BarState:
+    """What the parser remembers of progress bars: the last bar record (step and the postfix
+    values it showed) and the running count across epochs of a bar without a step of its own."""
+    step: int | None = None
+    post: tuple | None = None
+    label: str | None = None      # the epoch the description names ("Epoch 1")
+    offset: int = 0               # steps of the epochs before it
+    total: int | None = None      # the current epoch's total, else the highest count seen
+    top: int = 0
+
+
+def _torchtune_bar(text: str) -> formats.Bar | None:
+    """torchtune's bar: the step and the loss are in its description, not a postfix."""
+    got = formats.read_torchtune_bar(text)
+    if got is None:
+        return None
+    mapping, src = got
+    return formats.Bar(mapping, src, mapping["step"], None, None, True, "")
+
+
 class LogParser:
     """Stateful, incremental: feed raw bytes in any chunking; emits records for complete lines only."""
 
@@ -82,12 +110,13 @@ class LogParser:
         self._buf = bytearray()
         self._skipping = False         # the partial line is over the cap: drop until newline
         self._marks: list[dict] = []
-        self._last_step: int | None = None
-        self._pending_mem: dict | None = None
+        self._last_step: int | None = None      # the last training step (not memory reports)
         self._overlong_before = False  # a dropped overlong segment precedes the buffered text
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
-        self._last_bar_step: int | None = None  # step of the last progress-bar record
+        self._bar = _BarState()
+        self._mixed_eval: dict | None = None    # evaluation values last read beside training values
+        self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
 
     # ------------------------------------------------------------------ public API
 
@@ -96,11 +125,11 @@ class LogParser:
         return self._split(self.feed_events(chunk))
 
     def flush(self) -> list[dict]:
-        """At EOF (bulk mode): parse the trailing partial line and release held records."""
+        """At EOF (bulk mode): parse the trailing partial line."""
         return self._split(self.flush_events())
 
     def release_pending(self) -> list[dict]:
-        """Everything written so far has been fed: emit a held memory record now."""
+        """Everything written so far has been fed (kept for callers; nothing is held back)."""
         return self._split(self._release())
 
     def take_marks(self) -> list[dict]:
@@ -157,6 +186,7 @@ class LogParser:
         self.records_emitted += records
         self._last_step = last_step
         self._last_epoch = None
+        self._prev_text = ""
         return events
 
     # ------------------------------------------------------------------ lines
@@ -175,17 +205,18 @@ class LogParser:
         if seg is None:
             return self._release()
         if len(seg) > self.max_line_bytes:
-            events = self._drop_fragment() + self._release()
+            dropped = self._drop_fragment() + self._release()
             self.stats.overlong_lines += 1
             self._unparsed("", suspect=False)
-            return events
-        events = []
-        if b"\r" in raw and (b"it/s, " in raw or b"s/it, " in raw):   # bars with a postfix
-            events = self._earlier_bars(raw, seg)
-            if events:   # a held memory record belongs before them
-                events = self._release() + events
+            return dropped
+        events: list[Event] = []
+        line_rank = None
+        if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw):   # redraws of a progress bar
+            events, line_rank = self._earlier_bars(raw)
         text = decode(seg)
         rank, text = split_rank(text)
+        if rank is None:
+            rank = line_rank
         if self._frag is not None:
             joined = self._join_fragment(text)
             if joined is not None:
@@ -197,54 +228,99 @@ class LogParser:
                 text = rest
         if text[:1] == "{":
             if text[-1:] == "}":
-                events += self._release()
-                events.extend(self._object(text, rank))
+                events.extend(self._object(text, rank) or [])
                 return events
             if ("':" in text or '":' in text) and len(text) < (64 << 10):
                 # a dict cut by a stray newline: wait for the rest
                 self._frag = (text, rank, 1)
                 return events + self._release()
-        had_bar, rest = strip_bar(text)
+        bar = _torchtune_bar(text) if "|Loss: " in text else None
+        had_bar, rest = (True, "") if bar is not None else strip_bar(text)
         if had_bar and not rest:
-            events += self._release()
-            got = formats.read_bar_postfix(text)
-            if got is not None:
-                events += self._bar_record(got, rank)
+            bar = bar or formats.read_bar_postfix(text)
+            if bar is not None:
+                events += self._bar_events(bar, rank)
+            if any(kind == RECORD for kind, _ in events):
+                self.stats.metric_lines += 1
             else:
                 self.stats.ignored_lines += 1
             return events
         text = rest
-        # Megatron memory reports come one per rank after the iteration line: merge them.
+        try:
+            return events + self._text_line(text, rank)
+        finally:
+            self._prev_text = text
+
+    def _text_line(self, text: str, rank: int | None) -> list[Event]:
+        """A line that is neither a whole dict nor a progress bar."""
         if text.startswith("[Rank ") and "memory (MB)" in text:
             report = formats.read_memory_report(text)
             if report is not None:
-                return events + self._memory_report(report)
-        events += self._release()
+                return self._memory_report(report, rank)
+        if "MemAllocated=" in text or text.startswith("MA "):
+            ds = formats.read_deepspeed_memory(text)
+            if ds is not None:
+                return self._deepspeed_memory(ds, rank)
         mark = formats.read_mark(text)
         if mark is not None:
-            return events + self._mark(mark)
+            return self._mark(mark)
         if _RUN_START_RE.search(text):
             self._new_run()
-        for reader in (formats.read_megatron, formats.read_mmengine, formats.read_nanogpt_pipe,
-                       formats.read_kv):
-            if reader is formats.read_megatron and "iteration" not in text:
-                continue
-            if reader is formats.read_mmengine and "(train)" not in text:
-                continue
+        if text[-1:] == "}" and "{" in text:
+            cut = formats.split_prefixed_object(text)
+            if cut is not None:
+                got = self._object(cut[1], rank, prefixed=True)
+                if got is not None:
+                    return got
+        for reader in _READERS:
             got = reader(text)
             if got is not None:
-                mapping, src = got
-                rec = record_from_mapping(mapping, src)
-                if rec is not None:
-                    return events + self._record(rec, rank)
+                evs = self._from_reader(got, rank)
+                if evs is not None:
+                    return evs
         self._unparsed(text, suspect=looks_like_metrics(text))
-        return events
+        return []
+
+    def _from_reader(self, got: Any, rank: int | None) -> list[Event] | None:
+        """Events for what a format reader returned: an evaluation, a summary mark, or a
+        mapping (a training record, maybe with evaluation values beside it)."""
+        if isinstance(got, EvalLine):
+            return self._eval_line(got, rank)
+        if isinstance(got, dict):
+            return self._mark(got)
+        mapping, src = got
+        train, evals = split_eval(mapping)
+        if evals and not has_train_metric(train):   # an evaluation in a training format
+            step = eval_step(mapping)
+            return self._eval_line(EvalLine(evals, step, src), rank)
+        rec = record_from_mapping(train, src)
+        if rec is None:
+            return None
+        return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+
+    def _eval_line(self, got: EvalLine, rank: int | None) -> list[Event]:
+        step, inferred = got.step, False
+        if step is None:
+            step, inferred = self._last_step, self._last_step is not None
+        mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
+        if rank is not None:
+            mark["rank"] = rank
+        return self._mark(mark)
+
+    def _mixed(self, evals: dict, step: int | None, src: str) -> list[Event]:
+        """Evaluation values printed beside a training step's (a Lightning bar's ``val_loss``,
+        NeMo's line, a JSON line with ``val_loss``): an evaluation each time they change."""
+        if not evals or evals == self._mixed_eval:
+            return []
+        self._mixed_eval = dict(evals)
+        return self._mark(eval_mark(evals, step, src))
 
     def _new_run(self) -> None:
         """A training (re)starts in this file: numbering of step-less records starts over."""
         self._last_step = None
         self._last_epoch = None
-        self._last_bar_step = None
+        self._bar = _BarState()
+        self._mixed_eval = None
 
     def _join_fragment(self, text: str) -> list[Event] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -272,40 +348,70 @@ class LogParser:
             self._frag = None
         return []
 
-    def _earlier_bars(self, raw: bytes, seg: bytes) -> list[Event]:
-        """Progress-bar redraws before the visible one, when they carry metrics with an explicit
-        step: one record per new step (a terminal overwrote them, but the values were real)."""
+    def _earlier_bars(self, raw: bytes) -> tuple[list[Event], int | None]:
+        """Progress-bar redraws before the visible one (a terminal overwrote them, but each
+        showed a step's values): read like the visible one. Also the rank prefix the line
+        started with (a launcher prefixes a line, not each redraw)."""
         events: list[Event] = []
         parts = [p for p in raw.split(b"\r") if p.strip()]
-        for part in parts[:-1]:
+        line_rank = None
+        for i, part in enumerate(parts[:-1]):
             if b"\x1b" in part:
                 part = ANSI_RE.sub(b"", part)
-            _, text = split_rank(decode(part))
-            got = formats.read_bar_postfix(text)
-            if got is not None and "step" in got[0]:
-                events += self._bar_record(got, None)
-        return events
+            rank, text = split_rank(decode(part))
+            if i == 0:
+                line_rank = rank
+            bar = _torchtune_bar(text) if "|Loss: " in text else formats.read_bar_postfix(text)
+            if bar is not None:
+                events += self._bar_events(bar, rank if rank is not None else line_rank)
+        return events, line_rank
 
-    def _bar_record(self, got: tuple[dict, str], rank: int | None) -> list[Event]:
-        mapping, src = got
-        if "step" in mapping and mapping["step"] == self._last_bar_step:
-            return []    # the same step redrawn
-        rec = record_from_mapping(mapping, src, inferred_step=(self._last_step or 0) + 1)
-        if rec is None:
-            return []
-        if "step" in mapping:
-            self._last_bar_step = rec["step"]
-        return self._record(rec, rank)
+    def _bar_events(self, bar: formats.Bar, rank: int | None) -> list[Event]:
+        """A redraw gives a training record when it shows a new step with new values: a bar
+        redrawn before its postfix was updated (tqdm's ``update`` then ``set_postfix``,
+        Lightning's ``_update_n`` then ``set_postfix``) shows the last step's values under the
+        new count, and a bar redrawn while nothing was logged shows old values; neither is a
+        step of its own. A bar that names its step (``global_step``) is a record per step."""
+        st = self._bar
+        mapping = bar.mapping
+        if bar.explicit_step:
+            step = mapping["step"]
+        else:
+            if bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
+                st.offset += st.total if st.total else st.top
+                st.top = 0
+            if bar.epoch_label is not None:
+                st.label = bar.epoch_label
+            st.total, st.top = bar.total, max(st.top, bar.n)
+            step = st.offset + bar.n
+            mapping = dict(mapping, step=step)
+        train, evals = split_eval(mapping)
+        post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
+        events: list[Event] = []
+        if step != st.step and (bar.explicit_step or post != st.post):
+            rec = record_from_mapping(train, bar.src)
+            if rec is not None:
+                st.step, st.post = step, post
+                events = self._record(rec, rank, count=False)
+        return events + self._mixed(evals, step, bar.src)
 
-    def _object(self, text: str, rank: int | None) -> list[Event]:
+    def _object(self, text: str, rank: int | None, prefixed: bool = False) -> list[Event] | None:
+        """A dict line. ``prefixed``: the dict stood behind a logger prefix; it is read only when
+        it names a step or a loss (else None: the line is something else)."""
         got = formats.read_object(text)
         if got is None:
+            if prefixed:
+                return None
             self._unparsed(text, suspect=True)
             return []
         mapping, src = got
         kind = classify_mapping(mapping)
+        if prefixed and not (kind in ("summary", "final") or any(k in mapping for k in STEP_KEYS)
+                             or has_train_metric(mapping) or kind == "eval"):
+            return None
         if kind == "metric":
-            rec = record_from_mapping(mapping, src, inferred_step=(self._last_step or 0) + 1)
+            train, evals = split_eval(mapping)
+            rec = record_from_mapping(train, src, inferred_step=(self._last_step or 0) + 1)
             if rec is not None:
                 if rec["extra"].get("step_inferred"):
                     epoch = rec["epoch"]
@@ -316,19 +422,33 @@ class LogParser:
                     self._last_epoch = epoch
                 else:
                     self._last_epoch = None
-                return self._record(rec, rank)
-        elif kind in ("eval", "summary", "final"):
+                return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+        elif kind == "eval":
+            step = eval_step(mapping)
+            inferred = step is None and self._last_step is not None
+            mark = eval_mark(mapping, self._last_step if step is None else step, src, inferred=inferred)
+            if rank is not None:
+                mark["rank"] = rank
+            return self._mark(mark)
+        elif kind in ("summary", "final"):
             rec = record_from_mapping({k: v for k, v in mapping.items() if k != "log_history"}, src)
             return self._mark(mark_from_mapping(kind, mapping, rec["step"] if rec else None))
+        if prefixed:
+            return None
         self._unparsed(text, suspect=False)
         return []
 
-    def _record(self, rec: dict, rank: int | None) -> list[Event]:
+    def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[Event]:
+        """``side``: a memory report beside the step's own record (the numbering of step-less
+        records goes on from the training records). ``count``: the record came from its own line
+        (a bar redraw overwritten on the same line is not a line of its own)."""
         if rank is not None:
             rec["extra"]["rank"] = rank
         self.records_emitted += 1
-        self._last_step = rec["step"]
-        self.stats.metric_lines += 1
+        if not side:
+            self._last_step = rec["step"]
+        if count:
+            self.stats.metric_lines += 1
         self.stats.formats[rec["src"]] += 1
         return [(RECORD, rec)]
 
@@ -340,42 +460,28 @@ class LogParser:
         mark["records_before"] = self.records_emitted
         return [(MARK, mark)]
 
-    def _memory_report(self, report: dict) -> list[Event]:
-        step = report["step"]
-        pend = self._pending_mem
-        events: list[Event] = []
-        if pend is not None and pend["step"] != step:
-            events = self._release()
-            pend = None
-        if step is None:
+    def _memory_report(self, report: dict, rank: int | None) -> list[Event]:
+        """One Megatron memory report: a record of that rank at that step. Reports that name no
+        iteration (around checkpoint saves) are understood and skipped."""
+        if report["step"] is None or not report["values"]:
             self.stats.ignored_lines += 1
-            return events
-        values = report["values"]
-        if pend is None:
-            pend = self._pending_mem = {"step": step, "ranks": 0, "values": {}}
-        pend["ranks"] += 1
-        for k, v in values.items():
-            pend["values"][k] = max(v, pend["values"].get(k, v))
-        self.stats.metric_lines += 1
-        self.stats.formats["megatron_mem"] += 1
-        return events
+            return []
+        rec = memory_record(report["step"], report["values"], "megatron_mem", rank=report["rank"])
+        return self._record(rec, None, side=True)
+
+    def _deepspeed_memory(self, got: tuple, rank: int | None) -> list[Event]:
+        """DeepSpeed's throughput line (its own global step) or ``see_memory_usage`` (at the
+        last training step, 0 before the first; the message line before it names the moment)."""
+        step, values, other = got
+        if step is None:
+            step = self._last_step or 0
+            if self._prev_text and len(self._prev_text) <= 100:
+                other = dict(other, mem_report=self._prev_text)
+        rec = memory_record(step, values, "deepspeed_mem", rank=rank, extra=other)
+        return self._record(rec, None, side=True)
 
     def _release(self) -> list[Event]:
-        pend = self._pending_mem
-        if pend is None:
-            return []
-        self._pending_mem = None
-        values = dict(pend["values"])
-        mem = next((values[k] for k in (MEM_MAX_RESERVED, MEM_RESERVED, MEM_MAX_ALLOCATED, MEM_ALLOCATED)
-                    if values.get(k) is not None), None)
-        extra: dict[str, Any] = {k: v for k, v in values.items()}
-        extra["ranks"] = float(pend["ranks"])
-        rec = {"step": pend["step"], "max_steps": None, "loss": None, "grad_norm": None, "lr": None,
-               "mem_gib": mem, "tokens_per_s": None, "step_time_s": None, "epoch": None,
-               "extra": extra, "src": "megatron_mem"}
-        self.records_emitted += 1
-        self._last_step = rec["step"]
-        return [(RECORD, rec)]
+        return []
 
     def _unparsed(self, text: str, suspect: bool) -> None:
         self.stats.unparsed_lines += 1

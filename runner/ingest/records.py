@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
@@ -93,13 +94,15 @@ def _rate_to_period(x: float) -> float | None:
 # record field -> [(key as printed, converter)]. First key found wins.
 FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "loss": [("loss", _ident), ("lm loss", _ident), ("lm_loss", _ident), ("train/loss", _ident),
-             ("train_loss", _ident), ("reduced_train_loss", _ident)],
+             ("train_loss", _ident), ("reduced_train_loss", _ident), ("train_loss_step", _ident),
+             ("total_loss", _ident)],
     "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
                   ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
            ("train/learning_rate", _ident), ("train/lr", _ident)],
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
-                ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib)],
+                ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
+                ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident)],
     "tokens_per_s": [("tokens_per_s", _ident), ("tok/sec", _ident), ("tok/s", _ident), ("tps", _ident),
                      ("tokens_per_second", _ident), ("tokens/s", _ident), ("throughput_tokens", _ident)],
     "step_time_s": [("step_time_s", _ident), ("train_speed(s/it)", _ident),
@@ -112,11 +115,150 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "epoch": [("epoch", _ident), ("train/epoch", _ident)],
 }
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",
-             "train/global_step", "it")
+             "train/global_step", "it", "num_updates")
 MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
 
 KNOWN_KEYS = frozenset(k for keys in FIELD_KEYS.values() for k, _ in keys) | set(STEP_KEYS) | set(MAX_STEP_KEYS)
-METRIC_HINT_KEYS = frozenset(("loss", "lm loss", "grad_norm", "learning_rate", "lr", "gnorm", "grad norm"))
+# Keys only a training step has: a mapping with one of them is a training record, whatever else
+# it carries (an evaluation dict has eval_* keys and maybe memory or speed, never these).
+METRIC_HINT_KEYS = frozenset(k for f in ("loss", "grad_norm", "lr") for k, _ in FIELD_KEYS[f])
+
+# ---------------------------------------------------------------------------------- evaluation
+
+# A key that names an evaluation metric: the trainer's split prefix, then the metric
+# (HF ``eval_loss``, Lightning ``val_loss``, fairseq ``valid_loss`` / ``valid1_loss``, torchtune
+# ``val_loss``, W&B-style ``eval/loss``, ``test_acc``).
+_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|dev)[_/ ](.+)$", re.IGNORECASE)
+EVAL_LOSS_METRICS = ("loss", "lm loss", "lm_loss", "lm loss value")
+
+
+def eval_key(key: Any) -> tuple[str, str] | None:
+    """(split, metric) for a key that names an evaluation metric, else None."""
+    if not isinstance(key, str):
+        return None
+    m = _EVAL_KEY_RE.match(key)
+    if m is None:
+        return None
+    return m.group(1).lower(), m.group(2)
+
+
+def split_eval(m: dict) -> tuple[dict, dict]:
+    """(training part, evaluation part) of a mapping: the evaluation part holds the keys
+    ``eval_key`` recognises, as printed."""
+    train: dict = {}
+    evals: dict = {}
+    for k, v in m.items():
+        (evals if eval_key(k) is not None else train)[k] = v
+    return train, evals
+
+
+def has_train_metric(m: dict) -> bool:
+    return any(k in METRIC_HINT_KEYS for k in m)
+
+
+def eval_mark(values: dict, step: int | None, src: str, *, split: str | None = None,
+              loss: float | None = None, inferred: bool = False) -> dict:
+    """An evaluation result: ``{"kind": "eval", "step", "split", "loss", "values", "src"}``.
+
+    ``values`` keeps every numeric value under its printed name; ``loss`` is the evaluation
+    loss (given, else the value of the first ``<split>_loss``-like key); ``split`` is the
+    trainer's name for the evaluation set (``eval``, ``val``, ``valid``, ``test``, ...).
+    ``step_inferred`` is set when the line named no step and the last training step is used."""
+    vals: dict[str, float] = {}
+    for k, v in values.items():
+        if isinstance(v, bool) or k in STEP_KEYS:
+            continue
+        num = parse_number(v)
+        if num is not None:
+            vals[str(k)[:100]] = num
+    if loss is None or split is None:
+        for k in vals:
+            ek = eval_key(k)
+            if ek is None:
+                continue
+            if split is None:
+                split = ek[0]
+            if loss is None and ek[1].lower() in EVAL_LOSS_METRICS:
+                loss = vals[k]
+                break
+    mark = {"kind": "eval", "step": step, "split": split or "eval", "loss": loss, "values": vals,
+            "src": src}
+    if inferred:
+        mark["step_inferred"] = True
+    return mark
+
+
+@dataclass
+class EvalLine:
+    """What a format reader returns for a line that is an evaluation result, not a training
+    step (Megatron's ``validation loss at iteration N``, nanoGPT's ``step N: train loss ..., val
+    loss ...``, fairseq's ``valid on 'valid' subset``, mmengine's ``Epoch(val)``)."""
+    values: dict
+    step: int | None
+    src: str
+    split: str | None = None
+    loss: float | None = None
+    extra: dict = field(default_factory=dict)
+
+
+EVAL_RECORD_KEYS = ("step", "split", "loss", "values", "src", "step_inferred")
+
+
+def eval_record(mark: dict) -> dict:
+    """An ``eval`` mark as ``evals.jsonl`` and ``parse --json --eval`` keep it (without the
+    mark's place in the file)."""
+    return {k: mark[k] for k in EVAL_RECORD_KEYS if k in mark}
+
+
+def eval_step(m: dict) -> int | None:
+    """The step an evaluation mapping names: a plain step key, else a split-prefixed one
+    (fairseq's ``valid_num_updates``)."""
+    for key in STEP_KEYS:
+        if key in m:
+            s, _ = parse_step(m[key])
+            if s is not None:
+                return s
+    for k, v in m.items():
+        ek = eval_key(k)
+        if ek is not None and ek[1] in STEP_KEYS:
+            s, _ = parse_step(v)
+            if s is not None:
+                return s
+    return None
+
+
+# ---------------------------------------------------------------------------------- memory
+
+# The names memory reports are kept under (GiB), whatever the trainer printed:
+#   Megatron ``report_memory``: allocated / max allocated / reserved / max reserved /
+#     total device memory used (MB);
+#   DeepSpeed ``see_memory_usage``: MA / Max_MA / CA / Max_CA (GB); its throughput line:
+#     MemAllocated / MaxMemAllocated (GB);
+#   torchtune ``get_memory_stats``: peak_memory_alloc / peak_memory_reserved / peak_memory_active (GiB).
+MEM_ALLOCATED, MEM_MAX_ALLOCATED = "mem_allocated_gib", "mem_max_allocated_gib"
+MEM_RESERVED, MEM_MAX_RESERVED = "mem_reserved_gib", "mem_max_reserved_gib"
+MEM_DEVICE_USED = "mem_device_used_gib"
+MEMORY_FIELDS = (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_RESERVED, MEM_MAX_RESERVED, MEM_DEVICE_USED)
+# Formats whose records carry only memory: a report printed beside the step's own record
+# (same step), never a new step of its own.
+MEMORY_SRCS = frozenset(("megatron_mem", "deepspeed_mem"))
+
+
+def memory_record(step: int, values: dict[str, float], src: str, rank: int | None = None,
+                  extra: dict | None = None) -> dict:
+    """A memory-report record: ``mem_gib`` is the peak the report gives (max reserved, else
+    reserved, else max allocated, else allocated: what ms-swift's ``memory(GiB)`` and NVML come
+    closest to), every value under its ``MEMORY_FIELDS`` name in ``extra``, with the rank the
+    line names."""
+    mem = next((values[k] for k in (MEM_MAX_RESERVED, MEM_RESERVED, MEM_MAX_ALLOCATED, MEM_ALLOCATED)
+                if values.get(k) is not None), None)
+    ex: dict[str, Any] = dict(extra or {})
+    ex.update({k: v for k, v in values.items() if v is not None})
+    if rank is not None:
+        ex["rank"] = rank
+    return {"step": step, "max_steps": None, "loss": None, "grad_norm": None, "lr": None,
+            "mem_gib": mem, "tokens_per_s": None, "step_time_s": None, "epoch": None,
+            "extra": ex, "src": src}
 
 
 def convert_extra(value: Any) -> Any:
@@ -138,10 +280,9 @@ def classify_mapping(m: dict) -> str:
     """'metric', 'eval', 'summary', 'final' or 'other' for a parsed dict/JSON object."""
     if "last_model_checkpoint" in m or "log_history" in m:
         return "final"
-    if "train_runtime" in m:
+    if "train_runtime" in m or "train_num_updates" in m:   # HF's end of training; fairseq's end of epoch
         return "summary"
-    keys = list(m.keys())
-    if any(k.startswith("eval_") for k in keys) and not any(k in METRIC_HINT_KEYS for k in keys):
+    if not has_train_metric(m) and any(eval_key(k) is not None for k in m):
         return "eval"
     for fname in ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s"):
         for key, _ in FIELD_KEYS[fname]:
@@ -199,9 +340,11 @@ def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> 
     return rec
 
 
-def mark_from_mapping(kind: str, m: dict, step: int | None) -> dict:
+def mark_from_mapping(kind: str, m: dict, step: int | None, src: str = "hf_state") -> dict:
     """A non-metric fact from a dict line: eval results, the end-of-training summary, the final
     ms-swift record naming the last checkpoint."""
+    if kind == "eval":
+        return eval_mark(m, step, src)
     if kind == "final":
         path = m.get("last_model_checkpoint")
         return {"kind": "last_model_checkpoint", "path": path if isinstance(path, str) else None,

@@ -5,6 +5,7 @@ Built from record batches (numpy columns), so a million steps cost a few array o
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,11 @@ class Summary:
     alert_counts: Counter = field(default_factory=Counter)  # (level, rule) -> count
     alerts: list = field(default_factory=list)              # the first few, in order
     mem_tail: list = field(default_factory=list)            # (step, peak) of the last steps, for the trend
+    evals: int = 0                                          # evaluation results (never steps)
+    eval_first: tuple[float, int] | None = None             # (eval loss, step)
+    eval_last: tuple[float, int] | None = None
+    eval_best: tuple[float, int] | None = None
+    eval_split: str | None = None
     _prev_step: int | None = None
 
     def add_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
@@ -113,6 +119,16 @@ class Summary:
             self.last_checkpoint = mark.get("path") or self.last_checkpoint
         elif kind == "attempt_marker":
             self.attempts += 1
+        elif kind == "eval":
+            self.evals += 1
+            loss, step = mark.get("loss"), mark.get("step")
+            self.eval_split = self.eval_split or mark.get("split")
+            if isinstance(loss, float) and isinstance(step, int):
+                point = (loss, step)
+                self.eval_first = self.eval_first or point
+                self.eval_last = point
+                if math.isfinite(loss) and (self.eval_best is None or loss < self.eval_best[0]):
+                    self.eval_best = point
 
     def add_alert(self, alert: dict) -> None:
         self.alert_counts[(alert["level"], alert["rule"])] += 1
@@ -130,6 +146,8 @@ class Summary:
             "non_finite": dict(self.non_finite), "checkpoints": self.checkpoints,
             "last_checkpoint": self.last_checkpoint, "attempts": self.attempts,
             "restarts": self.restarts,
+            "evals": self.evals, "eval_loss_first": pair(self.eval_first),
+            "eval_loss_last": pair(self.eval_last), "eval_loss_best": pair(self.eval_best),
             "alerts": {f"{lvl}:{rule}": n for (lvl, rule), n in sorted(self.alert_counts.items())},
             "memory_trend": self.memory_trend().to_dict() if self.mem_tail else None,
         }
@@ -172,6 +190,11 @@ def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) ->
             lines.append(f"  non-finite   {nf}")
     else:
         lines.append("  steps        no metric records found")
+    if s.evals:
+        what = f"{s.evals:,} ({s.eval_split or 'eval'})"
+        if s.eval_last is not None:
+            what += f"; loss first {_at(s.eval_first)}, last {_at(s.eval_last)}, best {_at(s.eval_best)}"
+        lines.append(f"  evaluations  {what}")
     if s.checkpoints or s.attempts:
         ck = f"{s.checkpoints:,} saved" + (f", last {s.last_checkpoint}" if s.last_checkpoint else "")
         lines.append(f"  checkpoints  {ck}" + (f"; {s.attempts} attempt markers" if s.attempts else ""))
@@ -226,7 +249,7 @@ def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
 
 
 def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bool = True,
-                   workers: int = 2) -> tuple[Summary, Any]:
+                   workers: int = 2, report: Any = None) -> tuple[Summary, Any]:
     """Summary (with the monitors' alerts unless ``monitors`` is False) and parse statistics
     of any supported path (see runner.ingest.files); a big log is read by two processes."""
     from runner.ingest.files import fold_path
@@ -237,5 +260,5 @@ def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bo
     def step(state: tuple[Summary, Monitors | None], batch: Any) -> None:
         feed_batch(state[0], state[1], batch)
 
-    (summary, _), stats = fold_path(path, init, step, workers=workers)
+    (summary, _), stats = fold_path(path, init, step, workers=workers, report=report)
     return summary, stats

@@ -61,6 +61,40 @@ def _check_python_module(recipe: dict, level: str) -> list[Problem]:
             found = False
         if not found:
             return [_p(level, "module_missing", f"python module {mod!r} is not importable here")]
+        return _check_requirements(mod, level)
+    return []
+
+
+def _check_requirements(mod: str, level: str) -> list[Problem]:
+    """The modules one of our own workloads (``python -m runner.demo.train``) imports, declared as
+    ``REQUIRES`` in its package, importable by this Python (``{python}`` is this interpreter).
+    User modules are never imported here: that would run their code."""
+    if not mod.startswith("runner."):
+        return []
+    import importlib
+    import sys
+    parts = mod.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            pkg = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        requires = getattr(pkg, "REQUIRES", None)
+        if not requires:
+            continue
+        missing = []
+        for name in requires:
+            try:
+                if importlib.util.find_spec(name) is None:
+                    missing.append(name)
+            except (ImportError, ValueError):
+                missing.append(name)
+        if missing:
+            how = getattr(pkg, "INSTALL_HINT", "pip install " + " ".join(missing))
+            return [_p(level, "missing_dependency",
+                       f"{mod} needs {', '.join(missing)}, which {sys.executable} cannot import: "
+                       f"`{sys.executable} -m {how}`")]
+        return []
     return []
 
 

@@ -61,6 +61,11 @@ class Journal:
         if recs:
             self._queue("lines", self.run.metrics, (recs, lines))
 
+    def evals(self, recs: list[dict]) -> None:
+        """Evaluation results (``evals.jsonl``), in one write."""
+        if recs:
+            self._queue("lines", self.run.evals, (recs, None))
+
     def write_json(self, path: Path, obj: Any) -> None:
         """A whole file replaced atomically (a crash report), retried like a record."""
         self._queue("file", path, obj)

@@ -51,6 +51,7 @@ class RunDir:
     state = property(lambda self: self.path / "state.json")
     log = property(lambda self: self.path / "train.log")
     metrics = property(lambda self: self.path / "metrics.jsonl")
+    evals = property(lambda self: self.path / "evals.jsonl")   # evaluation results, never steps
     events = property(lambda self: self.path / "events.jsonl")
     crashes = property(lambda self: self.path / "crashes")
     sock = property(lambda self: self.path / "control.sock")

@@ -19,15 +19,20 @@ from runner.core.series import DEFAULT_LIMIT, Series
 
 SCHEMA = 1
 CHART_KEYS = ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")
+EVAL_KEY = "eval_loss"   # the evaluation loss series (from evals.jsonl), beside the training charts
 
 
-class SeriesDoc(TypedDict):
+class SeriesDoc(TypedDict, total=False):
     v: int
     metrics_offset: int
     metric_count: int
     last_metrics: dict | None
     restarts_at: list[int]
     series: dict[str, dict]
+    # evaluation results (evals.jsonl); absent in books written before evaluations were read
+    evals_offset: int
+    eval_count: int
+    last_eval: dict | None
 
 
 class SeriesBook:
@@ -40,6 +45,10 @@ class SeriesBook:
         self.metric_count = 0
         self.restarts_at: list[int] = []
         self.offset = 0  # bytes of metrics.jsonl fed so far
+        self.eval_series = Series(limit)   # evaluation loss by step
+        self.last_eval: dict | None = None
+        self.eval_count = 0
+        self.evals_offset = 0  # bytes of evals.jsonl fed so far
 
     def feed(self, rec: dict) -> None:
         step = rec.get("step")
@@ -94,19 +103,36 @@ class SeriesBook:
             else:
                 self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
 
+    def feed_eval(self, rec: dict) -> None:
+        """One evaluation result (an ``evals.jsonl`` record): the eval-loss chart and the newest."""
+        self.eval_count += 1
+        self.last_eval = rec
+        step = rec.get("step")
+        loss = as_float(rec.get("loss"))
+        if isinstance(step, int) and loss is not None:
+            self.eval_series.append(step, loss)
+
     def feed_file(self, run: rundir.RunDir) -> int:
-        """Feed the records written after ``offset``; returns how many lines were read."""
+        """Feed the records written after ``offset`` (and the evaluations after
+        ``evals_offset``); returns how many lines were read."""
         n = 0
         for off, rec in jsonio.iter_jsonl(run.metrics, self.offset):
             self.offset = off
             self.feed(rec)
             n += 1
+        for off, rec in jsonio.iter_jsonl(run.evals, self.evals_offset):
+            self.evals_offset = off
+            self.feed_eval(rec)
+            n += 1
         return n
 
     def to_doc(self) -> SeriesDoc:
+        series = {k: s.to_doc() for k, s in self.series.items()}
+        series[EVAL_KEY] = self.eval_series.to_doc()
         return {"v": SCHEMA, "metrics_offset": self.offset, "metric_count": self.metric_count,
                 "last_metrics": self.last_metrics, "restarts_at": list(self.restarts_at),
-                "series": {k: s.to_doc() for k, s in self.series.items()}}
+                "series": series, "evals_offset": self.evals_offset, "eval_count": self.eval_count,
+                "last_eval": self.last_eval}
 
     @classmethod
     def from_doc(cls, doc: object, limit: int | None = DEFAULT_LIMIT) -> "SeriesBook | None":
@@ -122,6 +148,12 @@ class SeriesBook:
             book.restarts_at = [int(s) for s in doc["restarts_at"]]
             for key in CHART_KEYS:
                 book.series[key] = Series.from_doc(doc["series"][key], limit)
+            if EVAL_KEY in doc["series"] and "evals_offset" in doc:
+                book.eval_series = Series.from_doc(doc["series"][EVAL_KEY], limit)
+                book.evals_offset = int(doc["evals_offset"])
+                book.eval_count = int(doc.get("eval_count") or 0)
+                last_eval = doc.get("last_eval")
+                book.last_eval = last_eval if isinstance(last_eval, dict) else None
         except (KeyError, TypeError, ValueError, IndexError):
             return None
         return book
@@ -157,5 +189,19 @@ def _cached(run: rundir.RunDir, limit: int | None) -> SeriesBook | None:
                 return None
     except OSError:
         return None
+    if book.evals_offset and not _on_line_boundary(run.evals, book.evals_offset):
+        # evals.jsonl replaced or cut: its part of the book is read again from the start
+        book.eval_series, book.last_eval, book.eval_count, book.evals_offset = Series(limit), None, 0, 0
     return book
+
+
+def _on_line_boundary(path: Path, offset: int) -> bool:
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size < offset:
+                return False
+            f.seek(offset - 1)
+            return f.read(1) == b"\n"
+    except OSError:
+        return False
 

@@ -42,6 +42,10 @@ class Snapshot:
     blockers: tuple[dict, ...]
     log_tail: tuple[str, ...]
     nodes: tuple[dict, ...] = ()
+    # evaluation results (evals.jsonl): their own series, never training steps
+    eval_series: Series = field(default_factory=Series, repr=False)
+    last_eval: dict | None = None
+    eval_count: int = 0
 
     def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
         return {
@@ -59,6 +63,8 @@ class Snapshot:
             "blockers": list(self.blockers),
             "log_tail": list(self.log_tail),
             "nodes": list(self.nodes),
+            "eval": {"count": self.eval_count, "last": self.last_eval,
+                     "loss": to_pairs(*self.eval_series.downsample(series_points))},
         }
 
 
@@ -106,12 +112,16 @@ class RunWatcher:
 
     def __init__(self, run: rundir.RunDir, *,
                  telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None,
-                 full: bool = False) -> None:
+                 full: bool = False,
+                 book_source: Callable[[], seriesfile.SeriesBook] | None = None) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
-        otherwise the bounded chart series, started from the runner's ``series.json``."""
+        otherwise the bounded chart series, started from the runner's ``series.json``.
+        ``book_source``: the chart book comes from there instead of the run directory (a log
+        being imported: its newest steps, then its whole history)."""
         self.run = run
         self.telemetry = telemetry
         self.full = full
+        self.book_source = book_source
         self.book: seriesfile.SeriesBook | None = None
         self._events_off = 0
         self.events: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
@@ -131,6 +141,8 @@ class RunWatcher:
         return self._tail[1]
 
     def _read_metrics(self) -> seriesfile.SeriesBook:
+        if self.book_source is not None:
+            return self.book_source()
         if self.book is None:
             self.book = seriesfile.SeriesBook(limit=None) if self.full else seriesfile.load(self.run)
         self.book.feed_file(self.run)
@@ -237,6 +249,7 @@ class RunWatcher:
             "sync": state.get("sync"),
             "engine": state.get("engine") or "local",
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
+            "import": state.get("import"),  # a log not made by moeconsole being read: progress, done
         }
 
     def poll(self, *, with_gpu: bool = True, nodes: bool = True) -> Snapshot:
@@ -266,6 +279,9 @@ class RunWatcher:
             blockers=tuple(blockers),
             log_tail=self._log_tail(),
             nodes=self.nodes.read(now) if nodes else self.nodes.again(now),
+            eval_series=book.eval_series,
+            last_eval=book.last_eval,
+            eval_count=book.eval_count,
         )
 
 

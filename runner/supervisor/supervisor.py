@@ -39,6 +39,7 @@ from runner.process.attempt import ExitStatus, LaunchSpec
 from runner.process.engines.local import LocalEngine
 from runner.process.slurm import client as slurm_client
 from runner.ingest.live import LiveReader, LogTail, metric_lines, newest_record, rows_to_write
+from runner.ingest.records import eval_record
 from runner.rundir.journal import Journal
 from runner.core.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
@@ -740,6 +741,10 @@ class Supervisor:
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
         self.rank_times.feed(batch.records)
+        evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
+        if evals:   # evaluation results: their own file, never a training step
+            stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.state.get("attempt")}
+            self.journal.evals([{**stamp_e, **eval_record(m)} for m in evals])
         all_steps = np.asarray(batch.steps)
         kept, counted, newest = rows_to_write(batch.records, all_steps.tolist(), self.last_step_written)
         if not kept:
@@ -893,7 +898,7 @@ class Supervisor:
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt: verify its last saves, classify the crash, write its report,
         ask the restart policy. The answer goes back to the lifecycle."""
-        from runner.core.crash import classify, classify_job_state, decode_exit, live_pid_set
+        from runner.core.crash import classify, classify_job_state, decode_exit, interpreter_of, live_pid_set
         from runner.core.policy import AttemptRecord, decide
         self.tree.leader = None
         self._catch_up_log()
@@ -931,7 +936,8 @@ class Supervisor:
         verdict = job_verdict or classify(rc, tail, user_kill=kill_reason == "user", hang=kill_reason == "hang",
                            steps_seen=self.attempt_steps, foreign_gpu_memory=self._foreign_gpu_memory(),
                            divergence=kill_reason == "divergence", attempt=attempt,
-                           own_pids=self.own_pids, live_pids=live_pid_set())
+                           own_pids=self.own_pids, live_pids=live_pid_set(),
+                           python=interpreter_of(recipes.launch_argv(self.recipe, self._placeholders())))
         code, sig = decode_exit(rc)
         self.history[-1] = AttemptRecord(**{**self.history[-1].__dict__, "crash_class": verdict.cls})
         report = {"v": jsonio.SCHEMA_VERSION, "t": now, "run_id": self.run.run_id, "attempt": attempt,

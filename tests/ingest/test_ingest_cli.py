@@ -114,3 +114,49 @@ def test_unreadable_inputs_exit_2_with_one_line(tmp_path):
 def test_missing_argument_is_a_usage_error():
     res = parse_cli()
     assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def _parse_on_a_terminal(args: list[str], tmp_path: Path) -> tuple[int, bytes, bytes]:
+    """``parse`` with stderr on a pseudo-terminal (stdout to a file), the bar's delay set to 0."""
+    import os
+    import pty
+    import select
+    master, slave = pty.openpty()
+    out_path = tmp_path / "stdout"
+    env = dict(os.environ, MOECONSOLE_PROGRESS_AFTER_S="0")
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen([PY, "-m", "console.cli", "parse", *args], cwd=REPO, stdout=out, stderr=slave,
+                                env=env)
+    os.close(slave)
+    err = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            err += data
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=60)
+    os.close(master)
+    return proc.returncode, out_path.read_bytes(), err
+
+
+def test_parse_draws_a_progress_bar_on_a_terminal_and_wipes_it(tmp_path):
+    log = tmp_path / "train.log"
+    swift_log(log, n=2000)
+    code, out, err = _parse_on_a_terminal([str(log)], tmp_path)
+    assert code == 0
+    assert b"\rparse " in err and b"%" in err and err.endswith(b"\r\x1b[K")
+    assert b"formats      swift_dict (2,000)" in out           # the summary itself untouched
+    code, out, err = _parse_on_a_terminal([str(log), "--json"], tmp_path)
+    assert code == 0 and err.endswith(b"\r\x1b[K")
+    assert out == parse_cli(str(log), "--json").stdout.encode()  # the NDJSON untouched
+    # not a terminal: no bar
+    res = subprocess.run([PY, "-m", "console.cli", "parse", str(log)], cwd=REPO, capture_output=True, timeout=60,
+                         env={**__import__("os").environ, "MOECONSOLE_PROGRESS_AFTER_S": "0"})
+    assert res.returncode == 0 and res.stderr == b""

@@ -83,23 +83,25 @@ def test_megatron_swift3_patched_line():
     assert r["extra"]["remaining time"] == "19m 38s"
 
 
-def test_megatron_memory_reports_become_one_record_per_step_with_the_highest_rank():
+def test_megatron_memory_reports_become_one_record_per_rank_at_their_step():
     recs, _, p = parse(S.megatron_line(120, 5000, 2.0, 0.8),
                        S.memory_report(0, 120, 61440.0),
                        S.memory_report(4, 120, 62464.0),
                        S.megatron_line(121, 5000, 2.0, 0.8))
-    assert [(r["step"], r["src"]) for r in recs] == [(120, "megatron"), (120, "megatron_mem"), (121, "megatron")]
-    mem = recs[1]
-    assert mem["mem_gib"] == pytest.approx(62464.0 / 1024)     # MiB -> GiB, max over ranks
-    assert mem["extra"]["ranks"] == 2
+    assert [(r["step"], r["src"], r["extra"].get("rank")) for r in recs] == [
+        (120, "megatron", None), (120, "megatron_mem", 0), (120, "megatron_mem", 4), (121, "megatron", None)]
+    mem = recs[2]
+    assert mem["mem_gib"] == pytest.approx(62464.0 / 1024)     # MiB -> GiB: that rank's max reserved
+    assert mem["extra"]["mem_max_reserved_gib"] == pytest.approx(62464.0 / 1024)
+    assert mem["extra"]["mem_reserved_gib"] == pytest.approx((62464.0 - 1024) / 1024)
+    assert mem["extra"]["mem_allocated_gib"] == 20.0 and mem["extra"]["mem_max_allocated_gib"] == 56.0
     assert mem["loss"] is None and mem["grad_norm"] is None
 
 
-def test_memory_report_at_end_of_stream_is_released_by_flush():
+def test_memory_report_is_a_record_as_soon_as_its_line_ends():
     p = LogParser()
-    assert p.feed((S.memory_report(0, 10, 2048.0) + "\n").encode()) == []
-    (r,) = p.flush()
-    assert r["src"] == "megatron_mem" and r["mem_gib"] == 2.0
+    (r,) = p.feed((S.memory_report(0, 10, 2048.0) + "\n").encode())
+    assert r["src"] == "megatron_mem" and r["mem_gib"] == 2.0 and r["extra"]["rank"] == 0
 
 
 def test_memory_report_around_a_save_is_understood_but_not_a_record():

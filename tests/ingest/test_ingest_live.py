@@ -119,6 +119,10 @@ def test_rows_to_write_drops_duplicates_and_keeps_megatron_memory_reports():
     assert rows_to_write([t, t, t], [8, 9, 10], 7) == ([0, 1, 2], [0, 1, 2], 10)
     # template rows repeated after an adoption: written once
     assert rows_to_write([t, t, t], [6, 7, 8], 7) == ([2], [2], 8)
+    # DeepSpeed reports its memory before the trainer's record of the same step: both kept,
+    # only the trainer's is a new step; a report of a step already passed is a duplicate
+    ds = [{"step": 10, "src": "deepspeed_mem"}, {"step": 10, "src": "hf"}, {"step": 8, "src": "deepspeed_mem"}]
+    assert rows_to_write(ds, [10, 10, 8], 9) == ([0, 1], [1], 10)
 
 
 def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):

@@ -38,14 +38,15 @@ def test_dict_glued_to_a_progress_bar_without_carriage_return():
 def test_srun_label_before_megatron_iteration_and_memory_report(prefix):
     recs, p = parse(prefix + MEGATRON, prefix + MEM.format(r=3, mx=61440.0),
                     prefix + MEM.format(r=5, mx=65536.0), prefix + "[after training is done] datetime: x")
-    it, mem = recs
+    it, mem, mem5 = recs
     assert it["src"] == "megatron"
     assert (it["step"], it["max_steps"], it["grad_norm"], it["lr"]) == (10, 200, 0.877, 2e-05)
     assert it["step_time_s"] == pytest.approx(6.2003)
     assert it["extra"]["rank"] == 3
     # the host name is dropped, never a metric
     assert not any("gpu" in k or "node" in k for k in it["extra"])
-    assert mem["src"] == "megatron_mem" and mem["step"] == 10 and mem["mem_gib"] == 64.0
+    assert (mem["src"], mem["step"], mem["mem_gib"], mem["extra"]["rank"]) == ("megatron_mem", 10, 60.0, 3)
+    assert (mem5["src"], mem5["step"], mem5["mem_gib"], mem5["extra"]["rank"]) == ("megatron_mem", 10, 64.0, 5)
     assert p.stats.formats == {"megatron": 1, "megatron_mem": 2}
 
 
@@ -94,10 +95,10 @@ def test_lightning_and_nemo_bar_postfix_every_redraw_with_a_new_step():
     assert recs[-1]["extra"]["consumed_samples"] == 188 * 64
 
 
-def test_lightning_bar_without_global_step_is_numbered():
+def test_lightning_bar_without_global_step_takes_its_counter():
     recs, _ = parse("Epoch 1: 100%|██████████| 50/50 [00:10<00:00,  4.90it/s, v_num=3, train_loss=0.25]")
     (r,) = recs
-    assert r["loss"] == 0.25 and r["epoch"] == 1.0 and r["step"] == 1 and r["extra"]["step_inferred"]
+    assert r["loss"] == 0.25 and r["epoch"] == 1.0 and r["step"] == 50 and "step_inferred" not in r["extra"]
 
 
 def test_tqdm_name_value_postfix_takes_the_bar_count_as_step():

@@ -152,10 +152,11 @@ def test_per_gpu_envelope_from_nvml_and_megatron_reports_then_fragmentation(harn
     assert doc["run"]["memory"]["gpus"], doc["run"]
     st = run.wait_status("failed", "paused", "succeeded", timeout=240)
     all_gpus = {g["gpu"]: g for g in st["memory"]["gpus"]}
-    # the run-wide report (ranks merged) knows the cache: fragmentation 3 GiB, steady peak without it
-    run_wide = all_gpus[None]
-    assert run_wide["fragmentation_gib"] == pytest.approx(3.0)
-    assert run_wide["steady_peak_gib"] == pytest.approx(run_wide["device_peak_gib"] - 3.0)
+    # each rank's report lands on its GPU and knows the cache: fragmentation 3 GiB, steady peak without it
+    for gpu in (0, 1):
+        assert "megatron_mem" in all_gpus[gpu]["sources"]
+        assert all_gpus[gpu]["fragmentation_gib"] == pytest.approx(3.0)
+        assert all_gpus[gpu]["steady_peak_gib"] == pytest.approx(all_gpus[gpu]["device_peak_gib"] - 3.0)
     mem = run.crash(1)["memory"]
     assert mem["verdict"] == "fragmentation"
     torch_version = subprocess.run([sys.executable, "-c", "import importlib.metadata as m; print(m.version('torch'))"],

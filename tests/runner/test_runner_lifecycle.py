@@ -196,6 +196,10 @@ def test_megatron_log_records_include_memory_reports(harness, tmp_path):
                     print(f"[Rank {r}] (after 1 iterations) memory (MB) | allocated: 20480.00 | "
                           f"max allocated: 57344.00 | reserved: 61440.00 | max reserved: {61440 + r * 1024:.2f}",
                           flush=True)
+            if i == 2:   # megatron/training/training.py evaluate_and_print_results
+                string = " validation loss at iteration 2 | "
+                string += "{} value: {:.6E} | ".format("lm loss", 2.5) + "{} PPL: {:.6E} | ".format("lm loss", 12.18)
+                print("-" * (len(string) + 1)); print(string); print("-" * (len(string) + 1), flush=True)
             time.sleep(0.05)
     """))
     run = harness.start(harness.recipe(command=["{python}", str(script)], checkpoints={"dir": None},
@@ -205,8 +209,15 @@ def test_megatron_log_records_include_memory_reports(harness, tmp_path):
     steps = [(m["step"], m["src"]) for m in recs]
     assert [s for s, src in steps if src == "megatron"] == [1, 2, 3]
     mem = [m for m in recs if m["src"] == "megatron_mem"]
-    assert len(mem) == 1 and mem[0]["step"] == 1 and abs(mem[0]["mem_gib"] - 64.0) < 0.01
+    assert [(m["step"], m["extra"]["rank"], round(m["mem_gib"], 2)) for m in mem] == [(1, 0, 60.0), (1, 4, 64.0)]
     assert run.state()["max_steps"] == 3 and abs(run.state()["last_loss"] - 2.7) < 1e-9
+    # the validation result is an evaluation of its own, never a training step
+    assert all(m["loss"] != 2.5 for m in recs)
+    (ev,) = [json.loads(line) for line in (run.path / "evals.jsonl").read_text().splitlines()]
+    assert (ev["step"], ev["split"], ev["loss"], ev["attempt"]) == (2, "validation", 2.5, 1)
+    snap = json.loads(harness.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
+    assert snap["eval"]["count"] == 1 and snap["eval"]["loss"] == [[2, 2.5]]
+    assert snap["eval"]["last"]["split"] == "validation"
 
 
 def test_restart_of_a_finished_run_starts_a_new_runner_and_resumes(harness):
@@ -247,3 +258,16 @@ def _running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+def test_missing_python_module_fails_once_with_a_hint_instead_of_three_restarts(harness, tmp_path):
+    """A training whose Python lacks a module cannot heal by itself: one attempt, a class of its
+    own, a hint naming the module and the interpreter, and no restart."""
+    script = tmp_path / "train_needs_module.py"
+    script.write_text("print('step 0: loading', flush=True)\nimport moeconsole_absent_module_xyz\n")
+    run = harness.start(harness.recipe(command=["{python}", str(script)], checkpoints={"dir": None},
+                                       resume={"arg": None}))
+    st = run.wait_status("failed", timeout=60)
+    assert st["attempt"] == 1 and st.get("restarts", 0) == 0
+    crash = run.crash(1)
+    assert crash["class"] == "missing_dependency" and crash["retryable"] is False
+    assert "moeconsole_absent_module_xyz" in crash["summary"]
+    assert sys.executable in crash["hint"] and "pip install moeconsole_absent_module_xyz" in crash["hint"]

@@ -1,0 +1,82 @@
+"""A past log opened to be looked at: the newest steps at once, the whole history after.
+
+A user who opens a finished run's log (a million steps, hundreds of MB) wants to see where it
+ended now, not after the whole file has been read. ``read_tail`` parses only the last bytes of
+the file (the newest steps, in a fraction of a second); ``scan_history`` then reads the whole
+file with the bulk engine, chunk by chunk, handing each batch to the caller as NDJSON lines (the
+exact text ``metrics.jsonl`` holds) plus numpy columns for the charts, so memory stays bounded
+whatever the file's length. UI-free: ``console.foreign`` runs it in a thread and shows progress.
+
+Step-less records (Hugging Face dicts) are numbered by the parser from the start of what it
+reads: in the tail they count from the tail's first record, until the history has been read.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import TYPE_CHECKING, Callable
+
+from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
+from runner.rundir.jsonio import dumps
+
+if TYPE_CHECKING:
+    from runner.ingest.bulk import Batch
+
+TAIL_BYTES = 512 << 10
+# The history is read in chunks this big: a smaller chunk than ``parse``'s keeps the memory of
+# a UI that reads in the background low (each chunk's rows exist at once), at a few % of speed.
+HISTORY_CHUNK = 2 << 20
+
+
+def read_tail(path: str, max_bytes: int = TAIL_BYTES) -> tuple[list[dict], list[dict], int]:
+    """(records, marks, offset read from) of the last ``max_bytes`` of a log, from the first line
+    that starts in them."""
+    size = os.path.getsize(path)
+    start = max(0, size - max_bytes)
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(size - start)
+    if start:
+        nl = data.find(b"\n")
+        data = data[nl + 1:] if nl >= 0 else b""
+        start = size - len(data)
+    parser = LogParser()
+    events = parser.feed_events(data) + parser.flush_events()
+    return ([o for k, o in events if k == RECORD], [o for k, o in events if k == MARK], start)
+
+
+def record_lines(batch: "Batch") -> bytes:
+    """A batch's records as NDJSON (``{"v": 1, ...}`` per line): template rows are their line
+    already, the parser's records are encoded like ``jsonio.dumps``."""
+    recs = batch.records or []
+    try:
+        return b"".join(recs)
+    except TypeError:
+        return b"".join(r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode() for r in recs)
+
+
+def last_record(batch: "Batch") -> dict | None:
+    """The batch's newest record as a dict (one JSON load per batch)."""
+    if not batch.records:
+        return None
+    last = batch.records[-1]
+    if isinstance(last, bytes):
+        rec = json.loads(last)
+        rec.pop("v", None)
+        return rec
+    return dict(last)
+
+
+def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Callable[[int], None] | None = None,
+                 stop: threading.Event | None = None) -> ParseStats:
+    """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
+    marks); ``progress(offset)`` as the reading goes; ``stop`` ends it early."""
+    from runner.ingest.bulk import ChunkScanner, read_range   # numpy: only once the history is read
+    parser = LogParser()
+    scanner = ChunkScanner(parser, json_lines=True, columns=True)
+    for batch in read_range(path, 0, None, scanner, final=True, chunk=HISTORY_CHUNK, progress=progress):
+        on_batch(batch)
+        if stop is not None and stop.is_set():
+            break
+    return parser.stats

@@ -1,0 +1,142 @@
+"""Opening a big past log (the run browser's `o`, `moeconsole attach PATH`): the newest steps and
+a chart at once, the history read in the background with a progress bar, and in the end the same
+records `parse --json` gives."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from console import foreign
+from console.app import MoeConsole
+from console.screens.run import RunScreen
+from console.widgets.chart import ChartView
+from console.widgets.status import StatusLine
+from runner.rundir import seriesfile
+from tests.ingest import ingest_samples as S
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = 30_000
+
+
+def big_log(path: Path, steps: int = STEPS) -> Path:
+    """An ms-swift log (transformers 5.x dicts behind tqdm redraws) with an eval every 5,000 steps."""
+    with open(path, "w") as f:
+        f.write("[INFO:swift] Start time of running main: 2026-01-02 03:04:05\n")
+        for i in range(1, steps + 1):
+            f.write(S.tqdm_write(S.swift_hf_dict(i, steps, 2.0 - i / (2 * steps), 0.9, strings=True), i, steps) + "\n")
+            if i % 5000 == 0:
+                f.write(str({"eval_loss": f"{1.6 - i / (10 * steps):.4g}", "eval_runtime": "2.0", "epoch": "0.5",
+                             "global_step/max_steps": f"{i}/{steps}"}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory) -> Path:
+    return big_log(tmp_path_factory.mktemp("big") / "train.log")
+
+
+def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_path):
+    run, job = foreign.start_import(log, tmp_path)
+    assert job is not None
+    state = run.read_state()
+    assert state["status"] == "imported" and state["step"] == STEPS and state["max_steps"] == STEPS
+    assert state["import"]["done"] is False and state["import"]["progress"] == 0.0
+    newest = job.current_book()
+    assert newest.last_metrics["step"] == STEPS and 0 < newest.series["loss"].n < STEPS
+    job.start()
+    job.wait(120)
+    assert job.done and job.error is None and job.records == STEPS
+    state = run.read_state()
+    assert state["import"]["done"] is True and state["import"]["progress"] == 1.0
+    full = job.current_book()
+    assert full.metric_count == STEPS and full.eval_count == STEPS // 5000
+    assert [p[0] for p in zip(*full.eval_series.points())] == [5000.0 * k for k in range(1, 7)]
+    # metrics.jsonl holds exactly what `parse --json` prints
+    parsed = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log), "--json"], cwd=REPO,
+                            capture_output=True, timeout=300)
+    assert parsed.returncode == 0
+    assert run.metrics.read_bytes() == parsed.stdout
+    # the chart book is saved for the next opening, covering the whole file
+    again = seriesfile.load(run)
+    assert again.metric_count == STEPS and again.offset == run.metrics.stat().st_size
+    assert again.eval_count == 6
+
+
+def test_run_screen_shows_the_newest_steps_and_a_progress_bar_then_the_whole_run(log, tmp_path, monkeypatch):
+    gate = threading.Event()
+    read = foreign.Import._read_history
+
+    def held(self):  # the history waits until the test has seen the screen before it
+        gate.wait(60)
+        read(self)
+    monkeypatch.setattr(foreign.Import, "_read_history", held)
+
+    async def go():
+        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log)
+        async with app.run_test(size=(140, 40)) as pilot:
+            deadline = time.monotonic() + 30
+            while not (isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                       and app.screen.query_one("#chart-loss", ChartView).text_rows()):
+                assert time.monotonic() < deadline
+                await pilot.pause(0.05)
+            screen = app.screen
+            await pilot.pause(0.3)
+            status = screen.query_one(StatusLine).plain_lines
+            assert f"step {STEPS:,}/{STEPS:,}" in status[0] and "reading history" in status[0]
+            assert screen.query_one("#chart-loss", ChartView).text_rows()[0].startswith("loss")
+            assert screen.snapshot.series["loss"].last_x == STEPS
+            gate.set()
+            deadline = time.monotonic() + 120
+            while not (screen.snapshot.run.get("import") or {}).get("done"):
+                assert time.monotonic() < deadline, "history not read"
+                await pilot.pause(0.1)
+            await pilot.pause(0.5)
+            status = screen.query_one(StatusLine).plain_lines
+            assert "reading history" not in status[0]
+            assert screen.snapshot.series["loss"].n == STEPS and screen.snapshot.eval_count == 6
+            assert screen.query_one("#chart-eval", ChartView).display
+    asyncio.run(go())
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_attach_a_log_path_in_a_terminal(log):
+    from tests.console.test_console_tmux import Tmux
+    tmux = Tmux(f"moeconsole-open-{os.getpid()}")
+    base = Path(tempfile.mkdtemp(prefix="mcopen-"))
+    try:
+        cmd = (f"cd {shlex.quote(str(REPO))} && env PYTHONPATH={shlex.quote(str(REPO))} "
+               f"{shlex.quote(sys.executable)} -m console.cli attach {shlex.quote(str(log))} "
+               f"--runs-dir {shlex.quote(str(base))}")
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd)
+        tmux("run-shell", "-b", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+                                f"tmux -L {shlex.quote(tmux.name)} kill-server")
+        screen = tmux.wait_for("IMPORTED", timeout=60)
+        assert f"{STEPS:,}" in screen
+        tmux.wait_for("eval loss", timeout=120)   # the history is in: its evaluations are charted
+        tmux("send-keys", "-t", "demo", "q")
+        deadline = time.monotonic() + 20
+        while "demo" in tmux("list-sessions"):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        tmux("kill-server")
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_attach_refuses_a_path_that_is_no_log(tmp_path):
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    res = subprocess.run([sys.executable, "-m", "console.cli", "attach", str(empty), "--runs-dir",
+                          str(tmp_path / "runs")], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

@@ -1,0 +1,173 @@
+"""Crash texts that once fell to `unknown` (and were restarted three times): each family written
+from the program that prints it, in the forms users paste (without headers, joined, lower-cased)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.core.crash import classify
+from runner.core.policy import AttemptRecord, RestartSettings, decide
+
+REPO = Path(__file__).resolve().parents[2]
+
+# torch/distributed/elastic/multiprocessing/errors/__init__.py: one failure entry of the
+# ChildFailedError block, pasted without the "Root Cause (first observed failure):" header.
+ENTRY_SEGV = ["[0]:",
+              "  time      : 2026-01-02_03:04:05",
+              "  host      : node-a",
+              "  rank      : 3 (local_rank: 3)",
+              "  exitcode  : -11 (pid: 41234)",
+              "  error_file: <N/A>",
+              "  traceback : Signal 11 (SIGSEGV) received by PID 41234"]
+
+
+def test_torchrun_failure_entry_without_its_header_names_the_signal_and_rank():
+    v = classify(1, ["step 40 loss 1.2", *ENTRY_SEGV], steps_seen=40)
+    assert v.cls == "segfault" and "rank 3" in v.summary and "pid 41234" in v.summary
+
+
+def test_torchrun_entries_joined_and_lower_cased_when_pasted():
+    joined = ["[1]:time: 2026-01-02_03:04:05host: node-b",
+              "rank2 (local rank: 2)exitcode: -9 (pid: 36071)",
+              "error_file: <n/a>traceback: signal 9 (sigkill) received by pid 36071"]
+    v = classify(1, joined, steps_seen=10)
+    assert v.cls == "killed_oom" and "rank 2" in v.summary and "pid 36071" in v.summary
+    v = classify(1, ["traceback : signal 9 (SIGKILL) received by PID 36071"], steps_seen=10)
+    assert v.cls == "killed_oom"
+
+
+def test_the_sibling_torchrun_terminated_is_not_the_cause():
+    """Without the header, entries of siblings the agent ended (-15) come first in the block."""
+    sibling = ["  rank      : 0 (local_rank: 0)", "  exitcode  : -15 (pid: 41231)  (SIGTERM)",
+               "  traceback : Signal 15 (SIGTERM) received by PID 41231"]
+    v = classify(1, sibling + ENTRY_SEGV, steps_seen=10)
+    assert v.cls == "segfault" and "rank 3" in v.summary
+
+
+def test_torch_2_1_nccl_watchdog_wording_is_an_nccl_failure():
+    tail = ["[E ProcessGroupNCCL.cpp:915] [Rank 1] NCCL watchdog thread terminated with exception: "
+            "CUDA error: unknown error",
+            "terminate called after throwing an instance of 'std::runtime_error'",
+            "  what():  [Rank 1] NCCL watchdog thread terminated with exception: CUDA error: unknown error"]
+    v = classify(None, tail + ["  exitcode  : -6 (pid: 77)"], steps_seen=300)
+    assert v.cls == "nccl_error" and v.retryable
+
+
+@pytest.mark.parametrize("tail, words", [
+    # detectron2/engine/train_loop.py: FloatingPointError(f"Loss became infinite or NaN at iteration={cur_iter}!\n...")
+    (["Traceback (most recent call last):", '  File "tools/train_net.py", line 9, in <module>',
+      "FloatingPointError: Loss became infinite or NaN at iteration=1234!",
+      "loss_dict = {'loss_cls': nan, 'loss_box_reg': 0.5}"], "detectron2: the loss became infinite or NaN at iteration 1234"),
+    # fairseq/optim/dynamic_loss_scaler.py
+    (["Traceback (most recent call last):", '  File "fairseq_cli/train.py", line 9, in <module>',
+      "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the "
+      "learning rate, using gradient clipping or increasing the batch size."], "minimum (0.0001)"),
+])
+def test_divergence_texts_of_other_frameworks_pause(tail, words):
+    v = classify(1, tail, steps_seen=1234)
+    assert v.cls == "divergence" and not v.retryable and v.recovery == "pause"
+    assert words in v.summary
+
+
+def test_ray_memory_monitor_kill_is_host_oom_not_cuda_oom():
+    old = ["ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+           "Memory on the node (IP: 10.0.62.231, ID: e5d9) where the task (task ID: 4353, name=train_fn, "
+           "pid=11362, memory used=1.25GB) was running was 27.71GB / 28.80GB (0.962273), which exceeds the "
+           "memory usage threshold of 0.95. Ray killed this worker (ID: 6f2e) because it was the most "
+           "recently scheduled task"]
+    new = ["ray.exceptions.OutOfMemoryError: 1 worker(s) were killed due to the node running low on memory."]
+    for tail in (old, new):
+        v = classify(1, tail, steps_seen=50)
+        assert v.cls == "killed_oom" and "Ray's memory monitor" in v.summary and v.retryable
+
+
+def test_gpu_fallen_off_the_bus_without_an_xid_needs_a_reset():
+    tail = ["NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
+            "RuntimeError: CUDA error: unspecified launch failure"]
+    v = classify(1, tail, steps_seen=9)
+    assert v.cls == "cuda_fault" and not v.retryable and "fallen off the bus" in v.summary
+    v = classify(1, ["Unable to determine the device handle for GPU 0000:81:00.0: GPU is lost.  Reboot the "
+                     "system to recover this GPU"], steps_seen=9)
+    assert v.cls == "cuda_fault" and not v.retryable
+
+
+def _missing(module: str, python: str = "/opt/venv/lib/python3.11/site-packages") -> list[str]:
+    return ["Traceback (most recent call last):",
+            f'  File "{python}/swift/cli/sft.py", line 1, in <module>',
+            f"    import {module}",
+            f"ModuleNotFoundError: No module named '{module}'"]
+
+
+def test_missing_module_is_its_own_class_not_retried():
+    v = classify(1, _missing("flash_attn"), steps_seen=0)
+    assert v.cls == "missing_dependency" and not v.retryable and v.recovery == "fail"
+    assert "'flash_attn'" in v.summary and "/opt/venv/bin/python3.11" in v.summary
+    assert "pip install flash-attn" in (v.hint or "") and "/opt/venv/bin/python3.11" in (v.hint or "")
+    decision = decide(v, [AttemptRecord(attempt=1, started_at=0.0, ended_at=1.0, resumed_step=None,
+                                        last_step=None, crash_class=v.cls)], RestartSettings(), now=2.0)
+    assert decision.action == "fail"
+
+
+def test_compiled_extension_that_cannot_load():
+    tail = ["Traceback (most recent call last):",
+            '  File "/home/u/train.py", line 3, in <module>',
+            "    import flash_attn_2_cuda as flash_attn_cuda",
+            "ImportError: /home/u/.venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+            "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"]
+    v = classify(1, tail, steps_seen=0, python="/home/u/.venv/bin/python")
+    assert v.cls == "missing_dependency" and "compiled extension" in v.summary
+    assert "/home/u/.venv/bin/python" in v.summary and "flash_attn_2_cuda" in (v.hint or "")
+
+
+def test_demo_without_torch_names_the_demo_extra():
+    tail = ["Traceback (most recent call last):",
+            f'  File "{REPO}/runner/demo/train.py", line 120, in <module>',
+            "    import torch",
+            "ModuleNotFoundError: No module named 'torch'"]
+    v = classify(1, tail, steps_seen=0, python="/usr/bin/python3")
+    assert v.cls == "missing_dependency" and "pip install 'moeconsole[demo]'" in (v.hint or "")
+    assert "/usr/bin/python3" in (v.hint or "")
+
+
+def test_an_import_error_logged_as_a_warning_decides_nothing():
+    v = classify(1, ["WARNING: ImportError: apex not found, using torch AMP", "KeyError: 'labels'"], steps_seen=3)
+    assert v.cls == "unknown"
+
+
+@pytest.mark.parametrize("line, cls", [
+    # src/slurmd/slurmstepd/req.c
+    ("slurmstepd: error: *** JOB 1234 ON gpu-07 CANCELLED AT 2026-01-02T03:04:05 DUE TO TIME LIMIT ***", "time_limit"),
+    ("slurmstepd: error: *** STEP 1234.0 ON gpu-07 CANCELLED AT 2026-01-02T03:04:05 DUE TO PREEMPTION ***", "preempted"),
+    ("slurmstepd: error: *** JOB 1234 ON gpu-07 CANCELLED AT 2026-01-02T03:04:05 DUE TO NODE FAILURE, SEE "
+     "SLURMCTLD LOG FOR DETAILS ***", "node_fail"),
+    # src/plugins/task/cgroup/task_cgroup_memory.c (Slurm >= 20.11) and older releases
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=1234.batch. Some of the step tasks have been OOM "
+     "Killed.", "killed_oom"),
+    ("slurmstepd: error: Detected 2 oom-kill event(s) in step 1234.0 cgroup. Some of your processes may have "
+     "been killed by the cgroup out-of-memory handler.", "killed_oom"),
+    ("slurmstepd-localhost: error: *** JOB 3 ON localhost CANCELLED AT 2026-11-21T22:34:21 ***", "job_cancelled"),
+])
+def test_slurm_texts_give_the_job_state_classes_without_accounting(line, cls):
+    v = classify(None, ["step 10 loss 1.0", "srun: Job step aborted: Waiting up to 32 seconds for job step "
+                        "to finish.", line, "srun: error: gpu-07: task 0: Terminated"], steps_seen=10)
+    assert v.cls == cls and line.split("error: ")[-1][:30] in " ".join(v.evidence)
+
+
+def test_the_runners_own_cancel_after_a_hang_stays_a_hang():
+    v = classify(None, ["slurmstepd: error: *** JOB 3 ON localhost CANCELLED AT 2026-11-21T22:34:21 ***"],
+                 hang=True, steps_seen=10)
+    assert v.cls == "hang"
+
+
+def test_run_preflight_refuses_the_demo_when_its_python_lacks_torch(tmp_path):
+    """`moeconsole run` checks the demo's own imports before launching anything."""
+    code = ("import sys; sys.modules['torch'] = None; from console.cli import main; "
+            f"sys.exit(main(['run', 'recipes/tiny-moe-cpu.yaml', '--detach', '--runs-dir', {str(tmp_path)!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "missing_dependency" in res.stderr and "torch" in res.stderr
+    assert "pip install 'moeconsole[demo]'" in res.stderr
+    assert not any(tmp_path.iterdir()) or not any(p.is_dir() for p in tmp_path.iterdir())

@@ -1,0 +1,381 @@
+"""Training logs of many frameworks, each line built with the format string the framework's own
+logging code uses (the source is named above each builder), so the tests read what a real run
+prints. Values are made up; every builder returns the lines and what a reader must get from
+them: the training steps (step, loss) and the evaluations (step, loss)."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Log:
+    name: str
+    lines: list[str]
+    steps: list[tuple[int, float | None]]            # (step, loss) of every training record, in order
+    evals: list[tuple[int | None, float | None]] = field(default_factory=list)
+    src: str = ""                                    # the format name the records carry
+    extra: dict = field(default_factory=dict)        # what a test checks beyond steps and losses
+
+    def text(self) -> bytes:
+        return ("\n".join(self.lines) + "\n").encode()
+
+
+def _ts(i: int = 0) -> str:
+    return (_dt.datetime(2026, 1, 2, 3, 4, 5) + _dt.timedelta(seconds=i)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _g(x: float) -> str:
+    return "{:g}".format(x)
+
+
+# --------------------------------------------------------------------------------- fairseq
+
+def _fairseq_stats(update: int, loss: float) -> dict:
+    """fairseq_cli/train.py get_training_stats + trainer.py log_scalar order, formatted by
+    progress_bar.format_stat ("{:g}" for numbers)."""
+    return {"loss": _g(round(loss, 3)), "nll_loss": _g(round(loss - 0.7, 3)), "ppl": _g(round(2 ** (loss - 0.7), 2)),
+            "wps": "12345", "ups": "3.21", "wpb": "3900.5", "bsz": "128", "num_updates": str(update),
+            "lr": "0.0005", "gnorm": _g(round(0.79 + update / 1000, 3)), "loss_scale": "128",
+            "train_wall": "21", "gb_free": "9.8", "wall": str(95 + update)}
+
+
+def fairseq_simple(old: bool = False) -> Log:
+    """--log-format simple (fairseq/logging/progress_bar.py SimpleProgressBar.log):
+    "{}:  {:5d} / {:d} {}".format(prefix, i + 1, size, _str_commas(stats)), prefix "epoch {:03d}",
+    behind the logger format "%(asctime)s | %(levelname)s | %(name)s | %(message)s" with the logger
+    renamed to the tag ("train_inner"); end of epoch and validation through print():
+    "{} | {}".format(prefix, _str_pipes(stats)). Before 0.9 (``old``) the same came from print()
+    with the prefix "| epoch {:03d}" and no logger."""
+    lines, steps, evals = [], [], []
+    size = 600
+    prefix = "| epoch 001" if old else "epoch 001"
+    head = "" if old else f"{_ts()} | INFO | fairseq_cli.train | "
+    lines.append(head + "Start iterating over samples")
+    for k, upd in enumerate(range(100, 700, 100)):
+        loss = 9.0 - k * 0.5
+        stats = _fairseq_stats(upd, loss)
+        post = ", ".join(key + "=" + v.strip() for key, v in stats.items())
+        msg = "{}:  {:5d} / {:d} {}".format(prefix, upd, size, post)
+        lines.append(msg if old else f"{_ts(k)} | INFO | train_inner | {msg}")
+        steps.append((upd, round(loss, 3)))
+    valid = {"loss": "6.9", "nll_loss": "6.2", "ppl": "73.5", "wps": "30000", "wpb": "3900", "bsz": "128",
+             "num_updates": "600", "best_loss": "6.9"}
+    vmsg = "{} | {}".format(prefix + " | valid on 'valid' subset",
+                            " | ".join(k + " " + v.strip() for k, v in valid.items()))
+    lines.append(vmsg if old else f"{_ts(9)} | INFO | valid | {vmsg}")
+    evals.append((600, 6.9))
+    train = _fairseq_stats(600, 7.5)
+    tmsg = "{} | {}".format(prefix, " | ".join(k + " " + v.strip() for k, v in train.items()))
+    lines.append(tmsg if old else f"{_ts(10)} | INFO | train | {tmsg}")
+    lines.append(("| " if old else f"{_ts(11)} | INFO | fairseq.checkpoint_utils | ")
+                 + "Saved checkpoint checkpoints/checkpoint1.pt (epoch 1 @ 600 updates, score 6.9)")
+    return Log("fairseq_old" if old else "fairseq_simple", lines, steps, evals, src="fairseq")
+
+
+def fairseq_json() -> Log:
+    """--log-format json (JsonProgressBar.log / print): json.dumps of an OrderedDict with
+    "epoch", "update" (epoch - 1 + (i + 1) / size, rounded to 3), then the stats as strings;
+    print() prefixes every key with the tag ("valid_loss", "train_loss")."""
+    lines, steps = [], []
+    for k, upd in enumerate(range(100, 700, 100)):
+        loss = 9.0 - k * 0.5
+        d = {"epoch": 1, "update": round((upd) / 600.0, 3), **_fairseq_stats(upd, loss)}
+        lines.append(f"{_ts(k)} | INFO | train_inner | " + json.dumps(d))
+        steps.append((upd, round(loss, 3)))
+    valid = {"epoch": 1, "valid_loss": "6.9", "valid_nll_loss": "6.2", "valid_ppl": "73.5",
+             "valid_num_updates": "600", "valid_best_loss": "6.9"}
+    lines.append(f"{_ts(9)} | INFO | valid | " + json.dumps(valid))
+    train = {"epoch": 1, **{"train_" + k: v for k, v in _fairseq_stats(600, 7.5).items()}}
+    lines.append(f"{_ts(10)} | INFO | train | " + json.dumps(train))
+    return Log("fairseq_json", lines, steps, [(600, 6.9)], src="fairseq_json")
+
+
+def fairseq_tqdm() -> Log:
+    """--log-format tqdm on a terminal (TqdmProgressBar): tqdm(iterable, "epoch 001") with
+    set_postfix(stats, refresh=False), so the stats show on the next redraw."""
+    redraws, steps = [], []
+    size = 600
+    for k, upd in enumerate(range(100, 700, 100)):
+        loss = 9.0 - k * 0.5
+        post = ", ".join(f"{key}={v}" for key, v in _fairseq_stats(upd, loss).items())
+        redraws.append(f"epoch 001:  {int(100 * upd / size):3d}%|{'█' * (upd // 60):10s}| {upd}/{size} "
+                       f"[01:{k:02d}<00:30,  4.41it/s, {post}]")
+        steps.append((upd, round(loss, 3)))
+    return Log("fairseq_tqdm", ["\r" + "\r".join(redraws)], steps, [], src="fairseq")
+
+
+# --------------------------------------------------------------------------------- mmcv / mmengine
+
+def mmcv1() -> Log:
+    """mmcv 1.x TextLoggerHook._log_info (mmcv/runner/hooks/logger/text.py, v1.7.2):
+    f'Epoch [{epoch}][{iter}/{len(data_loader)}]\\t' + f'lr: {lr:.3e}, ' + f'eta: {eta_str}, ' +
+    f'time: {time:.3f}, data_time: {data_time:.3f}, ' + f'memory: {memory}, ' + ', '.join(
+    f'{name}: {val:.4f}'); validation f'Epoch({mode}) [{epoch}][{iter}]\\t' + items. The logger
+    format is mmcv's '%(asctime)s - %(name)s - %(levelname)s - %(message)s'."""
+    lines, steps = [], []
+    n = 7517
+    for k, it in enumerate((50, 100, 150)):
+        loss = 1.2 - k * 0.1
+        eta = str(_dt.timedelta(seconds=int(37 * 86400 + 7397 - k)))
+        msg = (f"Epoch [1][{it}/{n}]\tlr: {1e-2:.3e}, eta: {eta}, time: {0.456:.3f}, data_time: {0.012:.3f}, "
+               f"memory: {3782 + k}, loss_rpn_cls: {0.0123:.4f}, loss_rpn_bbox: {0.0456:.4f}, "
+               f"loss: {loss:.4f}, grad_norm: {2.1:.4f}")
+        lines.append(f"2021-01-01 12:00:0{k},000 - mmdet - INFO - {msg}")
+        steps.append((it, round(loss, 4)))
+    lines.append(f"2021-01-01 12:10:00,000 - mmdet - INFO - Epoch [2][50/{n}]\tlr: {1e-2:.3e}, eta: 1 day, "
+                 f"0:00:01, time: {0.45:.3f}, data_time: {0.01:.3f}, memory: 3790, loss: {0.8:.4f}")
+    steps.append((n + 50, 0.8))
+    lines.append("2021-01-01 12:20:00,000 - mmdet - INFO - Epoch(val) [2][5000]\tbbox_mAP: 0.3000, "
+                 "bbox_mAP_50: 0.5000, bbox_mAP_copypaste: 0.300 0.500 0.310 0.150 0.330 0.400")
+    return Log("mmcv1", lines, steps, [(n + 50, None)], src="mmcv", extra={"mem_gib_first": 3782 / 1024})
+
+
+def mmengine() -> Log:
+    """mmengine LogProcessor.get_log_after_iter / get_log_after_epoch: "Epoch(train)  [e][i/n]  lr:
+    ..  eta: ..  time: ..  data_time: ..  memory: ..  loss: .." and "Epoch(val) [e][n/n]
+    metric: value"; logger format '%(asctime)s - %(name)s - %(levelname)s - %(message)s'."""
+    lines, steps = [], []
+    for k, it in enumerate((100, 200)):
+        loss = 2.0 - k * 0.25
+        lines.append(f"2023/11/23 10:0{k}:42 - mmengine - INFO - Epoch(train)  [1][{it:3d}/735]  "
+                     f"lr: 2.0000e-04  eta: 0:41:12  time: 3.4567  data_time: 0.0123  memory: 10762  "
+                     f"loss: {loss:.4f}  grad_norm: 3.0600")
+        steps.append((it, loss))
+    lines.append("2023/11/23 10:05:42 - mmengine - INFO - Epoch(val)  [1][10/20]    eta: 0:00:02  time: 0.1000  "
+                 "data_time: 0.0100  memory: 1000")
+    lines.append("2023/11/23 10:06:42 - mmengine - INFO - Epoch(val) [1][20/20]    accuracy/top1: 76.5000  "
+                 "accuracy/top5: 93.1000  data_time: 0.0100  time: 0.1000")
+    return Log("mmengine", lines, steps, [(200, None)], src="mmengine")
+
+
+# --------------------------------------------------------------------------------- torchtune
+
+def torchtune() -> Log:
+    """torchtune recipes (recipes/full_finetune_distributed.py): tqdm(desc=f"{epochs_run}|{global_step}"),
+    then per step pbar.update(1) and pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss:
+    {loss_to_log}"); StdoutLogger.log_dict (torchtune/training/metric_logging.py):
+    f"Step {step} | " then f"{name}:{data} " per item; the validation dict {"val_loss": ...}."""
+    redraws, steps = ["0|0:   0%|          | 0/4 [00:00<?, ?it/s]"], []
+    out_lines = []
+    loss_prev = None
+    for step in range(1, 5):
+        loss = 1.5 - step * 0.125
+        if loss_prev is not None:   # update(1) redraws with the old description first
+            redraws.append(f"1|{step - 1}|Loss: {loss_prev}: {step * 25:3d}%|{'█' * step * 2:10s}| {step}/4 "
+                           f"[00:{step:02d}<00:10,  1.96it/s]")
+        redraws.append(f"1|{step}|Loss: {loss}: {step * 25:3d}%|{'█' * step * 2:10s}| {step}/4 "
+                       f"[00:{step:02d}<00:10,  1.96it/s]")
+        steps.append((step, loss))
+        loss_prev = loss
+    out_lines.append("\r".join(redraws))
+    out_lines.append("Step 4 | loss:1.0 lr:2e-05 tokens_per_second_per_gpu:1234.5 peak_memory_active:12.1 "
+                     "peak_memory_alloc:12.0 peak_memory_reserved:14.1 grad_norm:0.9 ")
+    steps.append((4, 1.0))
+    out_lines.append("Step 4 | val_loss:1.25 ")
+    return Log("torchtune", out_lines, steps, [(4, 1.25)], src="torchtune", extra={"mem_gib_last": 14.1})
+
+
+# --------------------------------------------------------------------------------- Lightning / NeMo
+
+def _tqdm_bar(desc: str, n: int, total: int, post: str) -> str:
+    pct = int(100 * n / total)
+    return f"{desc}: {pct:3d}%|{'█' * (pct // 10):10s}| {n}/{total} [00:{n:02d}<00:10,  4.90it/s{post}]"
+
+
+def lightning2() -> Log:
+    """Lightning 2.x TQDMProgressBar (src/lightning/pytorch/callbacks/progress/tqdm_progress.py):
+    on_train_epoch_start set_description(f"Epoch {trainer.current_epoch}"); on_train_batch_end
+    _update_n(bar, batch_idx + 1) (a redraw with the old postfix) then set_postfix(get_metrics())
+    (a redraw with the new one); the postfix is v_num plus the metrics logged with prog_bar=True,
+    here train_loss (step) and, after validation, val_loss. Two epochs of 3 batches, one line."""
+    redraws, steps, evals = [], [], []
+    post = ""
+    losses = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]
+    for ep in range(2):
+        redraws.append(_tqdm_bar(f"Epoch {ep}", 0, 3, post))
+        for b in range(1, 4):
+            redraws.append(_tqdm_bar(f"Epoch {ep}", b, 3, post))
+            loss = losses[ep * 3 + b - 1]
+            post = f", v_num=0, train_loss={loss}" + (", val_loss=1.5" if ep == 1 else "")
+            redraws.append(_tqdm_bar(f"Epoch {ep}", b, 3, post))
+            steps.append((ep * 3 + b, loss))
+    evals.append((4, 1.5))
+    return Log("lightning2", ["\r" + "\r".join(redraws)], steps, evals, src="pl_bar")
+
+
+def lightning_nemo_bar() -> Log:
+    """NeMo 1.x on Lightning 1.x: the bar's postfix is get_metrics(): Lightning 1.x's running mean
+    as loss=f"{:.3g}", v_num, then NeMo's self.log(..., prog_bar=True) values: reduced_train_loss
+    (the step's loss), global_step (a float), consumed_samples. Each step is drawn twice
+    (_update_n, then set_postfix): first with the previous step's postfix."""
+    losses = {185: 7.7, 186: 7.8, 187: 7.62, 188: 7.56}
+    means = {185: 7.9, 186: 7.88, 187: 7.8, 188: 7.75}
+
+    def post(s: int) -> str:
+        return (f", loss={means[s]:.3g}, v_num=0, reduced_train_loss={losses[s]:.3f}, global_step={s}.0, "
+                f"consumed_samples={s * 64}.0")
+    redraws = []
+    for n in (186, 187, 188):
+        redraws.append(_tqdm_bar("Epoch 0", n, 1563, post(n - 1)))
+        redraws.append(_tqdm_bar("Epoch 0", n, 1563, post(n)))
+    return Log("nemo_bar", ["\r".join(redraws)], [(s, losses[s]) for s in (185, 186, 187, 188)], [],
+               src="pl_bar", extra={"loss_smoothed_last": 7.75})
+
+
+def nemo2() -> Log:
+    """NeMo 2 ProgressPrinter (nemo/lightning/pytorch/callbacks/progress_printer.py): prefix
+    f"Training epoch {epoch}, iteration {n-1}/{total-1}", then f' | {metric}: {val}' (an int when
+    the float is whole, else f'{val:.4}'); NeMo logs "train_step_timing in s", and val_loss once
+    validation ran."""
+    lines, steps, evals = [], [], []
+    for it in range(5):
+        loss = 11.03 - it * 0.25
+        metrics = {"lr": 1.499e-06 * (it + 1), "global_batch_size": 512.0, "global_step": float(it),
+                   "reduced_train_loss": loss, "train_step_timing in s": 7.5 + it / 100,
+                   "consumed_samples": float(512 * (it + 1))}
+        if it >= 3:
+            metrics["val_loss"] = 10.5
+        s = f"Training epoch 0, iteration {it}/19"
+        for k, v in metrics.items():
+            s += f" | {k}: {int(v)}" if isinstance(v, float) and v.is_integer() else f" | {k}: {v:.4}"
+        lines.append(s)
+        steps.append((it, float(f"{loss:.4}")))
+    evals.append((3, 10.5))
+    return Log("nemo2", lines, steps, evals, src="nemo", extra={"step_time_s_first": 7.5})
+
+
+def nemo_automodel() -> Log:
+    """NeMo Automodel recipes (nemo_automodel/recipes/llm/train_ft.py log_train_metrics /
+    log_val_metrics) behind its ColorFormatter "%(asctime)s | %(levelname)s | %(name)s | ":
+    "step {} | epoch {} | loss {:.4f} | grad_norm {:.4f} | lr {:.2e} | mem {:.2f} GiB | tps {:.2f}({:.2f}/gpu) |
+    num_label_tokens {}" and '[val] name "{}" | step {} | epoch {} | loss {:.4f} | lr {:.2e} |
+    num_label_tokens {}'."""
+    lines, steps = [], []
+    for k, step in enumerate((10, 20, 30)):
+        loss = 1.2345 - k * 0.1
+        lines.append(f"{_ts(k)} | INFO | root | " + "step {} | epoch {} | loss {:.4f} | grad_norm {:.4f} | lr {:.2e} | "
+                     "mem {:.2f} GiB | tps {:.2f}({:.2f}/gpu) | num_label_tokens {}".format(
+                         step, 0, loss, 0.8765, 2e-5, 24.9 + k, 12345.67, 1543.21, 4096))
+        steps.append((step, round(loss, 4)))
+    lines.append(f"{_ts(9)} | INFO | root | " + '[val] name "{}" | step {} | epoch {} | loss {:.4f} | lr {:.2e} | '
+                 'num_label_tokens {}'.format("default", 30, 0, 1.5, 2e-5, 4096))
+    return Log("automodel", lines, steps, [(30, 1.5)], src="pipes", extra={"mem_gib_first": 24.9})
+
+
+# --------------------------------------------------------------------------------- detectron2, nanoGPT, Megatron
+
+def detectron2() -> Log:
+    """detectron2 CommonMetricPrinter.write (detectron2/utils/events.py): " {eta}iter: {iter}  {losses}
+    {non_losses}  {avg_time}{last_time}{avg_data_time}{last_data_time} lr: {lr}  {memory}" with
+    "{}: {:.4g}" per loss, "time: {:.4f}  ", "last_time: {:.4f}  ", "max_mem: {:.0f}M", behind
+    setup_logger's "[%(asctime)s] %(name)s %(levelname)s: " (datefmt "%m/%d %H:%M:%S")."""
+    lines, steps = [], []
+    for k, it in enumerate((19, 39, 59)):
+        total = 1.9 - k * 0.2
+        losses = "  ".join("{}: {:.4g}".format(n, v) for n, v in
+                           (("loss_box_reg", 0.4), ("loss_cls", 0.6), ("total_loss", total)))
+        msg = str.format(" {eta}iter: {iter}  {losses}  {non_losses}  {avg_time}{last_time}"
+                         "{avg_data_time}{last_data_time} lr: {lr}  {memory}",
+                         eta="eta: 0:01:2{}  ".format(k), iter=it, losses=losses, non_losses="",
+                         avg_time="time: {:.4f}  ".format(0.4567), last_time="last_time: {:.4f}  ".format(0.4),
+                         avg_data_time="data_time: {:.4f}  ".format(0.0123),
+                         last_data_time="last_data_time: {:.4f}  ".format(0.01), lr="{:.5g}".format(0.00039962),
+                         memory="max_mem: {:.0f}M".format(3782.0 + k))
+        lines.append(f"[06/21 12:00:{k:02d}] d2.utils.events INFO: {msg}")
+        steps.append((it, float("{:.4g}".format(total))))
+    return Log("detectron2", lines, steps, [], src="detectron2", extra={"mem_gib_first": 3782 / 1024})
+
+
+def nanogpt() -> Log:
+    """nanoGPT train.py: print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss
+    {losses['val']:.4f}") at each eval_interval, print(f"saving checkpoint to {out_dir}"), and
+    print(f"iter {iter_num}: loss {lossf:.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%")."""
+    lines, steps, evals = [], [], []
+    for it in range(0, 6):
+        if it % 5 == 0:
+            lines.append(f"step {it}: train loss {4.2 - it * 0.1:.4f}, val loss {4.3 - it * 0.1:.4f}")
+            evals.append((it, round(4.3 - it * 0.1, 4)))
+            if it:
+                lines.append("saving checkpoint to out")
+        lines.append(f"iter {it}: loss {4.1 - it * 0.1:.4f}, time {45.21:.2f}ms, mfu {-100.0 if it < 5 else 12.34:.2f}%")
+        steps.append((it, round(4.1 - it * 0.1, 4)))
+    return Log("nanogpt", lines, steps, evals, src="kv")
+
+
+def megatron_validation() -> Log:
+    """Megatron-LM training_log lines and evaluate_and_print_results (megatron/training/training.py):
+    a dashed rule, f' validation loss at iteration {it} | ' + '{} value: {:.6E} | {} PPL: {:.6E} | ',
+    and the rule again."""
+    lines, steps = [], []
+    for it in (10, 20):
+        loss = 3.0 - it / 100
+        lines.append(f" [2026-01-02 03:04:05.678901] iteration {it:8d}/{100:8d} | consumed samples: {it * 64:12d} | "
+                     f"elapsed time per iteration (ms): 1834.6 | learning rate: {3e-5:.6E} | global batch size: "
+                     f"{64:5d} | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: 0.877 | number of skipped "
+                     f"iterations: {0:3d} | number of nan iterations: {0:3d} |")
+        steps.append((it, loss))
+    string = " validation loss at iteration 20 | " + "{} value: {:.6E} | ".format("lm loss", 2.9) + \
+        "{} PPL: {:.6E} | ".format("lm loss", 18.17)
+    lines += ["-" * (len(string) + 1), string, "-" * (len(string) + 1)]
+    string = " validation loss at iteration 20 on test set | " + "{} value: {:.6E} | ".format("lm loss", 2.95)
+    lines += [string]
+    return Log("megatron_val", lines, steps, [(20, 2.9), (20, 2.95)], src="megatron")
+
+
+def swift_prefixed() -> Log:
+    """ms-swift's per-step dict (transformers 5.x: values as .4g strings) as it lands in logs that
+    add their own prefix: a container runtime's "<RFC3339> stdout F ", a timestamp and Python
+    logging's "INFO:__main__:" form; an argument dump ("model_kwargs: {...}") stays no record."""
+    def d(step: int, loss: float) -> str:
+        return str({"loss": f"{loss:.4g}", "grad_norm": "0.8765", "learning_rate": "2e-05", "epoch": "0.05",
+                    "global_step/max_steps": f"{step}/200", "elapsed_time": "1m 2s", "remaining_time": "19m 38s",
+                    "memory(GiB)": "35.12", "train_speed(s/it)": "6.2"})
+    lines = [
+        "[INFO:swift] model_kwargs: {'loss': 1, 'learning_rate': 2}",
+        "2026-01-02T03:04:05.123456789Z stdout F " + d(10, 1.5),
+        f"{_ts(1)} " + d(20, 1.4),
+        "INFO:__main__:" + d(30, 1.3),
+        "(RayTrainWorker pid=4242) " + d(40, 1.2),
+        "2026-01-02T03:04:09.123456789Z stdout F {'eval_loss': '1.1', 'eval_runtime': '2.0', "
+        "'epoch': '0.2', 'global_step/max_steps': '40/200'}",
+    ]
+    return Log("swift_prefixed", lines, [(10, 1.5), (20, 1.4), (30, 1.3), (40, 1.2)], [(40, 1.1)],
+               src="swift_dict")
+
+
+def hf_eval() -> Log:
+    """Hugging Face Trainer (transformers 4.x ProgressCallback): per-step dicts without a step, an
+    eval dict {'eval_loss', 'eval_runtime', ..., 'epoch'} (at the last step), the end-of-train dict."""
+    lines = [str({"loss": 2.0 - i / 10, "grad_norm": 0.5, "learning_rate": 1e-05, "epoch": i / 10})
+             for i in range(1, 4)]
+    lines.append(str({"eval_loss": 1.8, "eval_runtime": 2.5, "eval_samples_per_second": 40.0,
+                      "eval_steps_per_second": 5.0, "epoch": 0.3}))
+    lines.append(str({"train_runtime": 100.0, "train_samples_per_second": 3.2, "train_steps_per_second": 0.03,
+                      "train_loss": 1.9, "epoch": 0.3}))
+    return Log("hf_eval", lines, [(1, 1.9), (2, 1.8), (3, 1.7)], [(3, 1.8)], src="hf_dict")
+
+
+def deepspeed() -> Log:
+    """DeepSpeed: ThroughputTimer.stop (deepspeed/utils/timer.py) logs "epoch={}/micro_step={}/global_step={},
+    RunningAvgSamplesPerSec={}, CurrSamplesPerSec={}, MemAllocated={}GB, MaxMemAllocated={}GB" through its
+    logger "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] "; see_memory_usage
+    (deepspeed/runtime/utils.py) prints its message, then f"MA {..} GB         Max_MA {..} GB         CA
+    {..} GB         Max_CA {..} GB " (Max_CA rounded to a whole GB). With HF dicts for the steps."""
+    lines = ["DeepSpeed Engine: After configure distributed model",
+             "MA 0.52 GB         Max_MA 0.52 GB         CA 0.55 GB         Max_CA 1 GB "]
+    for step in (10, 20):
+        lines.append(f"[rank1]:[2026-01-02 03:04:05,123] [INFO] [timer.py:264:stop] epoch=0/micro_step={step * 4}/"
+                     f"global_step={step}, RunningAvgSamplesPerSec=12.3, CurrSamplesPerSec=12.5, "
+                     f"MemAllocated=4.56GB, MaxMemAllocated={9.5 + step / 100:.2f}GB")
+        lines.append(str({"loss": round(2.0 - step / 100, 4), "grad_norm": 0.5, "learning_rate": 1e-05,
+                          "epoch": step / 100}))
+    # memory records: (step, rank, mem_gib); the HF dicts are numbered 1, 2 (they carry no step)
+    return Log("deepspeed", lines, [(1, 1.9), (2, 1.8)], [], src="hf_dict",
+               extra={"memory": [(0, None, 1.0), (10, 1, 9.6), (20, 1, 9.7)]})
+
+
+ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
+       lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
+       swift_prefixed, hf_eval, deepspeed)

@@ -1,0 +1,141 @@
+"""Every framework's training log (tests/ingest/frameworks.py, built from each framework's own
+format strings) read to the right training steps and evaluations, and the same by every path:
+the line parser, ``parse`` (the bulk reader on the whole file) and the runner's live reader on
+random slices."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.ingest import LogParser
+from runner.ingest.files import iter_batches, records_from_path
+from runner.ingest.live import LiveReader
+from tests.ingest import frameworks as F
+from tests.ingest.test_ingest_live import random_cuts
+
+REPO = Path(__file__).resolve().parents[2]
+LOGS = {log.name: log for log in (make() for make in F.ALL)}
+
+
+def by_line_parser(data: bytes) -> tuple[list[dict], list[dict]]:
+    p = LogParser()
+    events = [ev for line in data.split(b"\n")[:-1] for ev in p.process_line(line)] + p.flush_events()
+    return [o for k, o in events if k == "record"], [o for k, o in events if k == "mark"]
+
+
+def by_parse(path: Path) -> tuple[list[dict], list[dict]]:
+    records, _ = records_from_path(path)
+    marks = [m for batch, _ in iter_batches(path) for _, m in batch.marks]
+    return records, marks
+
+
+def by_live(data: bytes, seed: int, mean: float) -> tuple[list[dict], list[dict]]:
+    reader = LiveReader()
+    events = []
+    cuts = random_cuts(len(data), seed, mean)
+    for a, b in zip(cuts, cuts[1:]):
+        events += reader.feed(data[a:b])
+    events += reader.parser.flush_events()
+    return [dict(o) for k, o in events if k == "record"], [o for k, o in events if k == "mark"]
+
+
+def evals_of(marks: list[dict]) -> list[tuple]:
+    return [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"]
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+def test_each_framework_gives_its_steps_and_evaluations(name):
+    log = LOGS[name]
+    recs, marks = by_line_parser(log.text())
+    train = [r for r in recs if r["src"] not in ("megatron_mem", "deepspeed_mem")]
+    assert [(r["step"], r["loss"]) for r in train] == log.steps
+    assert {r["src"] for r in train} == {log.src}
+    assert evals_of(marks) == log.evals
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+@pytest.mark.parametrize("seed,mean", [(1, 7), (2, 300), (3, 1 << 16)])
+def test_live_reader_and_parse_give_the_same_records_for_every_format(tmp_path, name, seed, mean):
+    log = LOGS[name]
+    path = tmp_path / "train.log"
+    data = log.text() * 3     # a format repeated: the bulk reader may learn a template on the way
+    path.write_bytes(data)
+    want = by_line_parser(data)
+    assert by_parse(path) == want
+    got_recs, got_marks = by_live(data, seed, mean)
+    assert (got_recs, got_marks) == want
+
+
+def test_fairseq_details():
+    recs, marks = by_line_parser(LOGS["fairseq_simple"].text())
+    r = recs[0]
+    assert (r["grad_norm"], r["lr"]) == (0.89, 0.0005)
+    assert r["epoch"] == pytest.approx(100 / 600) and r["extra"]["wps"] == 12345
+    summary = [m for m in marks if m["kind"] == "train_summary"]
+    assert summary and summary[0]["step"] == 600 and summary[0]["values"]["loss"] == 7.5
+    ev = next(m for m in marks if m["kind"] == "eval")
+    assert ev["split"] == "valid" and ev["values"]["best_loss"] == 6.9
+    _, marks = by_line_parser(LOGS["fairseq_json"].text())
+    kinds = [(m["kind"], m.get("step")) for m in marks]
+    assert kinds == [("eval", 600), ("train_summary", None)]
+
+
+def test_memory_with_units_is_read_in_gib():
+    recs, _ = by_line_parser(LOGS["detectron2"].text())
+    assert recs[0]["mem_gib"] == pytest.approx(3782 / 1024) and recs[0]["step_time_s"] == 0.4567
+    recs, _ = by_line_parser(LOGS["automodel"].text())
+    assert recs[0]["mem_gib"] == pytest.approx(24.9) and recs[0]["tokens_per_s"] == pytest.approx(12345.67)
+    recs, _ = by_line_parser(LOGS["nemo2"].text())
+    assert recs[0]["step_time_s"] == 7.5 and "s" not in recs[0]["extra"]
+    assert recs[0]["lr"] == pytest.approx(1.499e-06)
+    recs, _ = by_line_parser(LOGS["mmcv1"].text())
+    assert recs[0]["mem_gib"] == pytest.approx(3782 / 1024) and recs[0]["extra"]["eta"] == "37 days, 2:03:17"
+    assert recs[0]["step_time_s"] == 0.456 and recs[0]["grad_norm"] == 2.1
+    recs, _ = by_line_parser(LOGS["torchtune"].text())
+    assert recs[-1]["mem_gib"] == 14.1 and recs[-1]["grad_norm"] == 0.9
+
+
+def test_lightning_step_loss_is_the_loss_and_the_running_mean_is_kept():
+    recs, _ = by_line_parser(LOGS["nemo_bar"].text())
+    last = recs[-1]
+    assert last["loss"] == 7.56 and last["extra"]["loss_smoothed"] == 7.75
+    assert last["extra"]["consumed_samples"] == 188 * 64
+
+
+def test_megatron_memory_reports_and_deepspeed_memory_lines_per_rank():
+    recs, _ = by_line_parser(LOGS["deepspeed"].text())
+    mem = [(r["step"], r["extra"].get("rank"), r["mem_gib"]) for r in recs if r["src"] == "deepspeed_mem"]
+    assert mem == LOGS["deepspeed"].extra["memory"]
+    first = next(r for r in recs if r["src"] == "deepspeed_mem")
+    assert first["extra"]["mem_report"] == "DeepSpeed Engine: After configure distributed model"
+    assert first["extra"]["mem_reserved_gib"] == 0.55 and first["extra"]["mem_max_allocated_gib"] == 0.52
+
+
+def test_eval_only_lines_never_make_a_training_step():
+    """nanoGPT's evaluation line once became an extra training record at its step."""
+    p = LogParser()
+    recs = p.feed(b"step 250: train loss 2.1000, val loss 2.3000\n") + p.flush()
+    (m,) = p.take_marks()
+    assert recs == [] and (m["kind"], m["step"], m["split"], m["loss"]) == ("eval", 250, "val", 2.3)
+    assert m["values"] == {"train_loss": 2.1, "val_loss": 2.3}
+
+
+def test_parse_cli_summary_and_json_eval(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_bytes(LOGS["nanogpt"].text())
+    res = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("evaluations"))
+    assert "2 (val)" in line and "best 3.8 (step 5)" in line
+    steps = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log), "--json"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert [json.loads(x)["step"] for x in steps.stdout.splitlines()] == list(range(6))
+    evals = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log), "--json", "--eval"],
+                           cwd=REPO, capture_output=True, text=True, timeout=120)
+    got = [json.loads(x) for x in evals.stdout.splitlines()]
+    assert [(e["v"], e["step"], e["split"], e["loss"]) for e in got] == [(1, 0, "val", 4.3), (1, 5, "val", 3.8)]
