@@ -22,7 +22,8 @@ from typing import Any, Sequence
 
 import yaml
 
-from runner import secrets as secret_text
+from runner import cmdline, secrets as secret_text
+from runner.cmdline import set_flag
 from runner.errors import InputError
 
 # Defaults from the design. Tests and the demo recipe shorten them.
@@ -289,7 +290,8 @@ def _known_subkeys(section: str) -> list[str] | None:
 
 def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict:
     """``key.sub=value`` sets a recipe value; ``args.flag=value`` sets ``--flag value`` in the
-    command (replacing an existing ``--flag``, else appending). Keys are checked against the
+    command where it stands (``runner.cmdline.set_flag``: a missing flag goes to its own part of
+    the command, a launcher's before the script). Keys are checked against the
     schema (with near-miss suggestions) and a key given twice is refused, so what runs is
     exactly what was typed."""
     raw = copy.deepcopy(raw)
@@ -330,25 +332,6 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
             node = nxt
         node[parts[-1]] = text if parts[0] == "env" else _parse_scalar(text)
     return raw
-
-
-def set_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
-    """Replace ``flag VALUE`` / ``flag=VALUE`` in argv, or append it. ``value=None`` removes it."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == flag:
-            i += 2
-            continue
-        if a.startswith(flag + "="):
-            i += 1
-            continue
-        out.append(a)
-        i += 1
-    if value is not None:
-        out += [flag, value]
-    return out
 
 
 def load(path: str | Path, overrides: list[str] | None = None) -> dict:
@@ -417,6 +400,20 @@ def resolve_env(recipe_env: dict[str, str], caller_env: dict[str, str] | None = 
 def launch_argv(recipe: dict, values: dict[str, str]) -> list[str]:
     values = {"python": sys.executable, **values}
     return [fill(a, values) for a in recipe["command"]]
+
+
+def attempt_argv(recipe: dict, values: dict[str, str], *, resume_from: str | None = None,
+                 port: int | None = None) -> list[str]:
+    """The argv of an attempt exactly as the runner runs it: placeholders filled, the resume
+    arguments for ``resume_from`` set, the rendezvous port moved to ``port``. ``lint`` checks
+    what this returns, so it checks what will run."""
+    from runner.resume import resume_argv
+    argv = launch_argv(recipe, values)
+    if resume_from:
+        argv = resume_argv(argv, recipe["resume"], resume_from)
+    if port is not None:
+        argv = cmdline.with_port(argv, port)
+    return argv
 
 
 def is_secret_env(name: str) -> bool:

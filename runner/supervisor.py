@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
+from runner import control, jsonio, proctree, recipe as recipes, rundir, seriesfile, store
 from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
@@ -474,16 +474,10 @@ class Supervisor:
     def _launch(self) -> None:
         attempt = int(self.state.get("attempt") or 0) + 1
         self.set(attempt=attempt)
-        argv = recipes.launch_argv(self.recipe, self._placeholders())
         resumed_from = self._resume_checkpoint()
-        if resumed_from:
-            argv = resume.resume_argv(argv, self.recipe["resume"], resumed_from)
+        argv = recipes.attempt_argv(self.recipe, self._placeholders(), resume_from=resumed_from,
+                                    port=self.port_override)
         port = self._port()
-        if self.port_override:
-            argv = [recipes.fill(a, {}) for a in argv]
-            for flag in ("--master_port", "--master-port"):
-                if any(a == flag or a.startswith(flag + "=") for a in argv):
-                    argv = recipes.set_flag(argv, flag, str(self.port_override))
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
         env.update(self.env_resolved)
         if self.port_override:

@@ -12,7 +12,7 @@ import yaml
 
 from runner import jsonio, recipe as recipes
 from runner.errors import InputError
-from runner.lint import lint_recipe
+from runner.lint import launch_commands, lint_recipe
 
 
 def _leading_comments(text: str) -> str:
@@ -48,6 +48,12 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     return changes
 
 
+def _shown_commands(recipe: dict) -> dict[str, list[str]]:
+    """The commands the runner will run, secrets masked (lint output lands in CI logs)."""
+    secrets = recipes.secret_values(recipes.resolve_env(recipe.get("env", {})), recipe["command"])
+    return {k: recipes.redact_argv(v, secrets) for k, v in launch_commands(recipe).items()}
+
+
 def run(args) -> int:
     if getattr(args, "fix", False):
         changes = fix(args.recipe, args.overrides)
@@ -59,7 +65,8 @@ def run(args) -> int:
     problems = lint_recipe(recipe)
     errors = sum(1 for p in problems if p["level"] == "error")
     if args.json:
-        print(jsonio.dumps({"v": 1, "recipe": args.recipe, "ok": errors == 0, "problems": problems}))
+        print(jsonio.dumps({"v": 1, "recipe": args.recipe, "ok": errors == 0, "problems": problems,
+                            "commands": _shown_commands(recipe)}))
     else:
         for p in problems:
             print(f"{p['level']:7s} {p['rule']}: {p['message']}")
