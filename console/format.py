@@ -21,8 +21,9 @@ STATUS_STYLE = {
     "cooldown": "status--cooldown", "stopping": "status--cooldown",
     "paused": "status--paused",
     "failed": "status--failed", "killed": "status--killed",
-    "succeeded": "status--succeeded",
+    "succeeded": "status--succeeded", "unsaved": "status--unsaved",
 }
+STATUS_STYLES = frozenset(STATUS_STYLE.values()) | {"status--other"}
 
 
 def num(x: Any, digits: int = 4) -> str:
@@ -208,6 +209,8 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         line2.append((f" · waiting on: {waiting or 'the cooldown floor'}{floor}", "status--cooldown"))
     elif status == "paused" and run.get("pause_reason"):
         line2.append((f" · paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"))
+    elif status == "unsaved":
+        line2.append((f" · not saved: {strip_word(run.get('pause_reason'), 'unsaved')}", "status--unsaved"))
     elif status in ("failed", "killed") and run.get("last_crash"):
         crash = run["last_crash"]
         text = crash.get("class") if isinstance(crash, dict) else str(crash)

@@ -18,7 +18,7 @@ LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
 
 # A status event right after one of these (same attempt, within a few seconds) says nothing new.
 STATUS_IMPLIED_BY = {"running": {"attempt_start", "adopt"}, "paused": {"pause"}, "cooldown": {"cooldown"},
-                     "stopping": {"kill"}, "succeeded": {"success"}}
+                     "stopping": {"kill"}, "succeeded": {"success"}, "unsaved": {"unsaved"}}
 IMPLIED_WITHIN_S = 5.0
 
 
@@ -63,7 +63,7 @@ def sentence(ev: dict) -> tuple[str, str]:
     if kind == "status":
         word = str(ev.get("status") or "?")
         reason = fmt.strip_word(str(ev.get("reason") or ""), word)
-        style = "event--crit" if word in ("failed", "killed") else ""
+        style = "event--crit" if word in ("failed", "killed", "unsaved") else ""
         return f"{word.upper()}" + (f": {reason}" if reason else ""), style
     if kind == "attempt_start":
         if ev.get("error"):
@@ -113,6 +113,9 @@ def sentence(ev: dict) -> tuple[str, str]:
         ok = "ended" if res.get("ok") else "not ended"
         why = f": {res['reason']}" if res.get("reason") else ""
         return f"blocker pid {ev.get('pid')} {ok}{why}", "event--warn"
+    if kind == "unsaved":
+        return (f"UNSAVED: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt}) but "
+                f"{ev.get('reason') or 'no checkpoint verified ok'}"), "event--crit"
     if kind == "success":
         return f"SUCCESS: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt})", "event--ok"
     rest = {k: v for k, v in ev.items() if k not in ("v", "t", "type")}

@@ -22,7 +22,7 @@ ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often wh
 # ---- the lifecycle's own state ---------------------------------------------------------------
 @dataclass(frozen=True)
 class Kill:
-    reason: str            # user | restart | hang | divergence | cleanup
+    reason: str            # user | restart | hang | divergence | bad_saves | cleanup
     started: float
     deadline: float        # SIGKILL at this monotonic time
     requested_by: str = "runner"
@@ -97,6 +97,13 @@ class Divergence:
 
 
 @dataclass(frozen=True)
+class BadSaves:
+    """Saves in a row failed verification (``checkpoints.pause_after_bad_saves``): stop the
+    attempt and pause; training on would only write more of them."""
+    reason: str
+
+
+@dataclass(frozen=True)
 class ConditionsProbe:
     waiting: tuple[str, ...]
     on_busy: str                 # wait | kill | refuse
@@ -107,13 +114,13 @@ class ConditionsProbe:
 @dataclass(frozen=True)
 class Judged:
     """The attempt was classified and the restart policy decided (impure inputs, pure result)."""
-    action: str                  # restart | pause | fail | stop | succeed
+    action: str                  # restart | pause | fail | stop | succeed | unsaved
     reason: str
     delay_s: float = 0.0
     floor_s: float | None = None
 
 
-Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, ConditionsProbe, Judged]
+Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, BadSaves, ConditionsProbe, Judged]
 
 
 # ---- effects ----------------------------------------------------------------------------------
@@ -204,6 +211,10 @@ def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, lis
         if life.kill or not life.attempt_live:
             return life, []
         return _begin_kill(life, "divergence", now, cfg.grace_s)
+    if isinstance(event, BadSaves):
+        if life.status != Status.RUNNING or life.kill or not life.attempt_live:
+            return life, []
+        return _begin_kill(life, "bad_saves", now, cfg.grace_s)
     if isinstance(event, ConditionsProbe):
         return _conditions(life, event, now)
     if isinstance(event, Judged):
@@ -351,6 +362,8 @@ def _judged(life: Life, ev: Judged, now: float, cfg: Settings) -> tuple[Life, li
     life = replace(life, attempt_live=False, exited=False, kill=None)
     if ev.action == "succeed":
         return replace(life, status=Status.SUCCEEDED), [SetStatus(Status.SUCCEEDED, ev.reason)]
+    if ev.action == "unsaved":  # exit 0, but no verified checkpoint holds the result
+        return replace(life, status=Status.UNSAVED), [SetStatus(Status.UNSAVED, ev.reason)]
     if ev.action == "restart":
         return _cooldown(life, ev.reason, now, cfg, delay=ev.delay_s, floor=ev.floor_s)
     if ev.action == "pause":

@@ -38,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "cooldown": {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5},
     "kill": {"grace_s": 60.0},
     "heartbeat": {"timeout_s": 1800.0, "stale_state_s": 30.0},
-    "checkpoints": {"dir": None, "settle_s": 2.0, "verify": True},
+    "checkpoints": {"dir": None, "settle_s": 2.0, "verify": True, "pause_after_bad_saves": 2},
     "resume": {"arg": None, "args": None, "drift": "refuse"},
     "swift": {"version": None, "python": None, "validated_max_length": None, "dataset_samples": None},
     "markers": {"init_done": None},
@@ -59,7 +59,8 @@ _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
                  "poll_s": (int, float)},
     "kill": {"grace_s": (int, float)},
     "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float), "startup_s": (int, float, type(None))},
-    "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,)},
+    "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,),
+                    "pause_after_bad_saves": (int,)},
     "resume": {"arg": (str, type(None)), "args": (list, type(None)), "drift": (str,)},
     "swift": {"version": (str, type(None)), "python": (str, type(None)), "validated_max_length": (int, type(None)), "dataset_samples": (int, type(None))},
     "markers": {"init_done": (str, type(None))},
@@ -97,6 +98,7 @@ _BOUNDS: dict[tuple[str, str], tuple[float, bool]] = {
     ("cooldown", "gpu_mem_tolerance_mib"): (0.0, True), ("cooldown", "poll_s"): (0.0, False),
     ("kill", "grace_s"): (0.0, True), ("heartbeat", "timeout_s"): (0.0, False),
     ("heartbeat", "stale_state_s"): (0.0, False), ("checkpoints", "settle_s"): (0.0, True),
+    ("checkpoints", "pause_after_bad_saves"): (0.0, True),
     ("gpus", "memory_capacity_gib"): (0.0, False),
 }
 _NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\Z")

@@ -43,7 +43,7 @@ from runner.secrets import Redactor
 from runner.versions import package_versions
 from runner.errors import InputError
 from runner.state import Status
-from runner.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING
+from runner.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING, UNSAVED
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -113,6 +113,7 @@ class Supervisor:
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
+        self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -144,7 +145,8 @@ class Supervisor:
         ck = self.recipe["checkpoints"]
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck["settle_s"]), verify=bool(ck.get("verify", True)),
-                                            verified=self.state.get("verified") or [], diag=self._diag)
+                                            verified=self.state.get("verified") or [],
+                                            bad_saves=self.state.get("bad_saves"), diag=self._diag)
 
     def _fill(self, text: str) -> str:
         return recipes.fill(text, self._placeholders())
@@ -327,7 +329,7 @@ class Supervisor:
     def _execute(self, eff: lc.Effect) -> lc.Event | None:
         attempt = self.state.get("attempt")
         if isinstance(eff, lc.SetStatus):
-            if eff.status in (FAILED, PAUSED):
+            if eff.status in (FAILED, PAUSED, UNSAVED):
                 self.set(pause_reason=eff.reason)
             self.set_status(eff.status, eff.reason)
         elif isinstance(eff, lc.SignalTree):
@@ -823,7 +825,25 @@ class Supervisor:
 
     # ---- checkpoints ------------------------------------------------------------------
     def _checkpoint_state(self) -> None:
-        self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last)
+        self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
+                 bad_saves=self.checkpoints.bad_saves)
+        self._pause_on_bad_saves()
+
+    def _pause_on_bad_saves(self) -> None:
+        """``checkpoints.pause_after_bad_saves`` saves in a row failed verification: the attempt
+        is stopped and the run paused, naming the last good checkpoint (the resume point)."""
+        limit = int(self.recipe["checkpoints"].get("pause_after_bad_saves") or 0)
+        bad = self.checkpoints.bad_in_a_row
+        if not limit or len(bad) < limit or self.kill or not self.life.attempt_live \
+                or self.state.get("status") != RUNNING:
+            return
+        from runner.checkpoints.keeper import describe_good
+        names = ", ".join(Path(p).name for p in bad[-limit:])
+        self._bad_saves_reason = (f"{len(bad)} bad saves in a row ({names}); "
+                                  f"{describe_good(self.checkpoints.last_good())}; "
+                                  f"paused by checkpoints.pause_after_bad_saves={limit}")
+        self.alert("critical", "bad_saves", self._bad_saves_reason, paths=list(bad))
+        self.apply(lc.BadSaves(self._bad_saves_reason))
 
     # ---- killing ----------------------------------------------------------------------
     # ---- exits and recovery -----------------------------------------------------------
@@ -871,10 +891,19 @@ class Supervisor:
         job_state = self.exit_status.job_state if self.exit_status else None
         job_verdict = classify_job_state(job_state, self._attempt_tail()) if kill_reason is None else None
         if rc == 0 and kill_reason in (None, "cleanup") and job_verdict is None:
-            self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)
             self._store_history()
+            saved = self.checkpoints.final_check()
+            if not saved.ok:  # a lost run is never called a success
+                self.journal.event("unsaved", attempt=attempt, step=last_step, reason=saved.reason,
+                                   last_good=saved.last_good)
+                self.alert("critical", "unsaved", f"training finished but {saved.reason}", last_good=saved.last_good)
+                return lc.Judged("unsaved", f"training finished (exit 0) but {saved.reason}")
+            self.journal.event("success", attempt=attempt, step=last_step)
             return lc.Judged("succeed", "training finished (exit 0)")
+        if kill_reason == "bad_saves":
+            self._store_history()
+            return lc.Judged("pause", self._bad_saves_reason or "bad saves in a row")
         exec_error = self.exit_status.error if self.exit_status and rc is not None else None
         if exec_error and kill_reason is None:
             # The command could not even be started: retrying the same argv cannot help.

@@ -38,8 +38,7 @@ def parse_filter(text: str) -> tuple[str | None, str | None]:
 
 class BrowserScreen(Screen):
     BINDINGS = keys.bindings(keys.BROWSER_KEYS)
-    COMPONENT_CLASSES = {"status--running", "status--cooldown", "status--paused", "status--failed",
-                         "status--killed", "status--succeeded", "status--other"}
+    COMPONENT_CLASSES = set(fmt.STATUS_STYLES)
 
     def __init__(self, base: Path) -> None:
         super().__init__()

@@ -7,10 +7,7 @@ from console.widgets.lines import LinesView
 
 
 class StatusLine(LinesView):
-    COMPONENT_CLASSES = {
-        "status--name", "status--running", "status--cooldown", "status--paused", "status--failed",
-        "status--killed", "status--succeeded", "status--other", "status--readonly",
-    }
+    COMPONENT_CLASSES = set(fmt.STATUS_STYLES) | {"status--name", "status--readonly", "status--critical"}
     OVERFLOW = "ellipsis"
 
     def __init__(self, *, readonly: bool = False, id: str | None = None) -> None:

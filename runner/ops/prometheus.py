@@ -17,8 +17,9 @@ from typing import Any, Iterator, Mapping
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from runner.ops.tally import EventTally
+from runner.state import Status
 
-STATUSES = ("starting", "running", "cooldown", "paused", "stopping", "succeeded", "failed", "killed")
+STATUSES = tuple(s.value for s in Status)
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
