@@ -109,6 +109,28 @@ def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
                 and proctree.same_process(r["pid"], r["start_time"]))
 
 
+def restart_plan(run: rundir.RunDir, state: dict) -> str:
+    """What a restart of this run will do, in one sentence: the next attempt, where it resumes
+    (the newest checkpoint verified ok under the run's recipe, as the runner picks it), and
+    that elapsed time and cost keep counting."""
+    from runner.checkpoints.watch import latest_good
+    nxt = int(state.get("attempt") or 0) + 1
+    try:
+        import yaml
+        recipe = yaml.safe_load(run.recipe.read_text()) or {}
+    except (OSError, ValueError):
+        recipe = {}
+    resume = recipe.get("resume") if isinstance(recipe, dict) and isinstance(recipe.get("resume"), dict) else {}
+    root = state.get("checkpoint_root")
+    where = "from step 0 (the recipe has no resume setting)"
+    if (resume.get("arg") or resume.get("args")) and not state.get("no_resume"):
+        good = latest_good(root, expected_recipe_hash=None if state.get("allow_drift") else state.get("recipe_hash")) \
+            if root and Path(root).is_dir() else None
+        where = (f"resumed from {good.path.name} (step {good.step}, the newest checkpoint verified ok)" if good
+                 else "from step 0 (no checkpoint verified ok)")
+    return f"start attempt {nxt} {where}; elapsed time and cost keep counting"
+
+
 def request(run: rundir.RunDir, req: dict, timeout: float = 10.0) -> dict:
     try:
         return control.send(run.sock, req, timeout=timeout)
