@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from pathlib import Path
@@ -64,7 +63,6 @@ class RunSource:
         self._lock = threading.Lock()
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None)
         self._recipe: dict | None = None
-        self._children: list[int] = []  # runners started from this console (reaped by poll)
         self._last_gpu: tuple[dict | None, tuple[dict, ...]] | None = None
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
@@ -76,8 +74,6 @@ class RunSource:
         """Read what is new in the run directory (file I/O: call from a worker thread).
         ``telemetry=False`` (a poll woken by a file change between two timer polls): the GPU
         reading and blockers of the last full poll are shown again, the driver is not asked."""
-        if self._children:
-            self._reap()
         with self._lock:
             if telemetry or self._last_gpu is None or not self.gpu:
                 snap = self.watcher.poll(with_gpu=self.gpu)
@@ -107,21 +103,10 @@ class RunSource:
 
     def start_runner(self) -> int:
         """Start a new runner for this run (it adopts live training); returns its pid. It runs
-        in a session of its own and outlives the console; if it ends first, ``poll`` reaps it."""
+        in a session of its own and outlives the console; if it ends first, it is reaped
+        (``runner.launch.spawn_runner``)."""
         from runner.launch import spawn_runner
-        pid = spawn_runner(self.run)
-        self._children.append(pid)
-        return pid
-
-    def _reap(self) -> None:
-        """Collect runners this console started that have exited (no zombies under the UI)."""
-        for pid in list(self._children):
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done = pid
-            if done:
-                self._children.remove(pid)
+        return spawn_runner(self.run)
 
     def request(self, cmd: str, **fields: Any) -> dict:
         """One control request; a missing runner becomes {"ok": False, "message": ...}."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -61,9 +62,19 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
                                 close_fds=True, env=runner_env(), cwd=os.getcwd())
     finally:
         os.close(out)
-    # The runner outlives us; drop the Popen so nothing waits on it at exit.
+    # The runner outlives us; drop the Popen so nothing waits on it at exit. If it ends while
+    # we live (a console attached to a short run), it is reaped at once, never left <defunct>
+    # under the console (where it would look like a zombie of the run).
     proc.returncode = 0
+    threading.Thread(target=_reap, args=(proc.pid,), name=f"reap-runner-{proc.pid}", daemon=True).start()
     return proc.pid
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # already collected (wait_ready or a console's own reaping)
 
 
 def wait_ready(run: rundir.RunDir, runner_pid: int, timeout: float = READY_TIMEOUT_S) -> dict:
@@ -120,7 +131,9 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
         recipe = yaml.safe_load(run.recipe.read_text()) or {}
     except (OSError, ValueError):
         recipe = {}
-    resume = recipe.get("resume") if isinstance(recipe, dict) and isinstance(recipe.get("resume"), dict) else {}
+    resume: dict = {}
+    if isinstance(recipe, dict) and isinstance(recipe.get("resume"), dict):
+        resume = recipe["resume"]
     root = state.get("checkpoint_root")
     where = "from step 0 (the recipe has no resume setting)"
     if (resume.get("arg") or resume.get("args")) and not state.get("no_resume"):

@@ -16,6 +16,7 @@ from typing import Union
 
 from runner.state import TERMINAL, Status
 
+PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
 ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often while anything lives
 
 
@@ -251,7 +252,7 @@ def _started(life: Life, ev: Started, now: float, cfg: Settings) -> tuple[Life, 
         return _cooldown(life, "resumed", now, cfg)
     if status in TERMINAL:
         return life, []
-    return _cooldown(life, "pre-flight", now, cfg, floor=0.0, preflight=True)
+    return _cooldown(life, PREFLIGHT, now, cfg, floor=0.0, preflight=True)
 
 
 def _leader_exit(life: Life, ev: LeaderExit) -> tuple[Life, list[Effect]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from runner import jsonio
 from runner import state as run_state
-from runner.state import FINISHED, LIVE, TERMINAL, Status
+from runner.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status
 from runner.errors import InputError
 
 # Statuses a run can be in (``runner.state.Status``, a str enum). Terminal ones end the runner.

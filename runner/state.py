@@ -49,6 +49,8 @@ TERMINAL = frozenset({Status.SUCCEEDED, Status.UNSAVED, Status.FAILED, Status.KI
 # The training reached its end (as opposed to being stopped): a restart needs --force.
 FINISHED = frozenset({Status.SUCCEEDED, Status.UNSAVED})
 LIVE = frozenset({Status.STARTING, Status.RUNNING, Status.COOLDOWN, Status.PAUSED, Status.STOPPING})
+# An attempt's processes are alive (or being ended by the runner): its own, not leftovers.
+ATTEMPT_LIVE = frozenset({Status.RUNNING, Status.STOPPING})
 
 
 class RunnerInfo(TypedDict):

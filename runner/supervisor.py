@@ -931,7 +931,8 @@ class Supervisor:
                   "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3),
                   "job": self.state.get("job")}
         self.journal.write_json(self.run.crash_report(attempt), report)
-        decision = decide(verdict, self.history, self.settings, now)
+        floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
+        decision = decide(verdict, self.history, self.settings, now, floor_s=floor)
         self.journal.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
                        recovery=verdict.recovery, exit_code=code, signal=sig, decision=decision.action,
                        reason=decision.reason)
@@ -943,7 +944,6 @@ class Supervisor:
         if decision.action == "restart":
             self.next_env = dict(verdict.env)
             self.set(restarts=int(self.state.get("restarts") or 0) + 1)
-            floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
             return lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
         if decision.action in ("pause", "stop"):
             return lc.Judged(decision.action, decision.reason)

@@ -91,8 +91,9 @@ def write_run(base: Path, run_id: str = "20240101-000000-demo-0001", *, name: st
                                "tensors": 16 if ok else 0})
                 if not ok:
                     events.append({"v": 1, "t": t, "type": "alert", "level": "critical",
-                                   "rule": "checkpoint_empty_stub", "step": ck_step,
-                                   "message": f"checkpoint checkpoint-{ck_step} is bad (empty_stub)"})
+                                   "rule": "checkpoint_bad", "step": ck_step,
+                                   "message": f"checkpoint checkpoint-{ck_step} is empty_stub: adapter_model."
+                                              "safetensors holds no tensors (empty header, 39936 bytes)"})
         if log_lines and step > steps - log_lines:
             lines.append(f"step {step}/{max_steps} loss {loss:.4f}")
     if crash:

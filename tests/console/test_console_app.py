@@ -30,6 +30,13 @@ ZOMBIE = {"pid": 424242, "start_time": 1_699_999_000.0, "user": "bob", "cmdline"
           "age_s": 7200, "gpu_mem_mib": 12_000, "labels": ["foreign_gpu"], "blocker": True}
 
 
+def judged(proc: dict) -> dict:
+    """A process as the telemetry layer reports it: its labels judged by the one rule."""
+    from runner.telemetry.procs import standing
+    s = standing(proc["labels"])
+    return {**proc, "blocker": s.blocker, "shown": s.shown, "killable": s.killable, "not_killable_why": s.why or None}
+
+
 def telemetry(blockers=()):
     return lambda state: (GPU, list(blockers))
 
@@ -133,10 +140,10 @@ def test_z_ends_the_selected_zombie_by_pid_and_start_time(base, make_run, fake_r
     run = live_run(base, make_run)
     runner = fake_runner(run)
     other = {**ZOMBIE, "pid": 515151, "start_time": 5.0, "user": "carol", "labels": ["orphan"]}
-    mine = {**ZOMBIE, "pid": 31337, "labels": ["run_tree"]}  # the run itself: listed, never a zombie
+    mine = {**ZOMBIE, "pid": 31337, "labels": ["run_tree", "port_holder"]}  # the run itself: never a zombie
 
     async def go():
-        app = app_for(base, run, telemetry=telemetry([ZOMBIE, mine, other]))
+        app = app_for(base, run, telemetry=telemetry([judged(p) for p in (ZOMBIE, mine, other)]))
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             table = screen.query_one("#blockers")
@@ -158,7 +165,7 @@ def test_readonly_disables_every_process_key(base, make_run, fake_runner):
     runner = fake_runner(run)
 
     async def go():
-        app = app_for(base, run, readonly=True, telemetry=telemetry([ZOMBIE]))
+        app = app_for(base, run, readonly=True, telemetry=telemetry([judged(ZOMBIE)]))
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             shown = footer_keys(screen)
@@ -204,7 +211,7 @@ def test_screen_shows_the_snapshot(base, make_run):
     run = live_run(base, make_run, nan_at=50, crash={"class": "cuda_oom"})
 
     async def go():
-        app = app_for(base, run, telemetry=telemetry([ZOMBIE]))
+        app = app_for(base, run, telemetry=telemetry([judged(ZOMBIE)]))
         async with app.run_test(size=(160, 48)) as pilot:
             screen = await attached(pilot)
             snap = screen.snapshot

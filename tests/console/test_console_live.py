@@ -30,10 +30,10 @@ FAST = ["--set", "args.max_steps=100000", "--set", "kill.grace_s=3", "--set", "c
         "--set", "args.save_steps=10"]
 
 
-def start_demo(base: Path) -> rundir.RunDir:
+def start_demo(base: Path, *extra: str) -> rundir.RunDir:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(RECIPE), "--detach", *FAST,
+    done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(RECIPE), "--detach", *FAST, *extra,
                            "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return rundir.resolve(base, done.stdout.strip().splitlines()[-1])
