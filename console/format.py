@@ -386,6 +386,9 @@ def run_cell(key: str, row: dict) -> str:
         return (v or NA)[:8]
     if key == "display_name":
         return str(v or row.get("name") or row.get("id") or NA)
-    if key == "crashes":
+    if key in ("crashes", "bad_saves"):
         return str(v or 0)
+    if key == "open_alerts":
+        crit = row.get("open_critical") or 0
+        return f"{v or 0}" + (f" ({crit} CRIT)" if crit else "")
     return NA if v is None else str(v)

@@ -895,9 +895,9 @@ class Supervisor:
             self._store_history()
             saved = self.checkpoints.final_check()
             if not saved.ok:  # a lost run is never called a success
+                self.alert("critical", "unsaved", f"training finished but {saved.reason}", last_good=saved.last_good)
                 self.journal.event("unsaved", attempt=attempt, step=last_step, reason=saved.reason,
                                    last_good=saved.last_good)
-                self.alert("critical", "unsaved", f"training finished but {saved.reason}", last_good=saved.last_good)
                 return lc.Judged("unsaved", f"training finished (exit 0) but {saved.reason}")
             self.journal.event("success", attempt=attempt, step=last_step)
             return lc.Judged("succeed", "training finished (exit 0)")
