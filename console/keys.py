@@ -98,6 +98,11 @@ LOG_KEYS: tuple[Key, ...] = (
     Key("n", "next_match", "Next", "Next match."),
     Key("N", "prev_match", "Prev", "Previous match."),
     Key("f", "follow", "Follow", "Follow the end of the log as it grows (on by default)."),
+    Key("w", "wrap", "Wrap", "Wrap long lines (a line takes the rows it needs) or scroll them sideways (the "
+        "default)."),
+    Key("right", "pan_right", "Pan", "Scroll long lines to the right by a third of the width (line numbers "
+        "stay); left goes back.", display="→"),
+    Key("left", "pan_left", "Pan left", "Scroll long lines back to the left.", show=False, display="←"),
     Key("g", "top", "Top", "Go to the first line.", show=False),
     Key("G", "bottom", "Bottom", "Go to the last line.", show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),

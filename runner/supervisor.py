@@ -435,9 +435,14 @@ class Supervisor:
             return None
         path, other = found
         mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
-        self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
+        changed = self._drift_changes(path)
+        self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode,
+                           changed=changed)
         if mode == "refuse":
-            msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}; "
+            what = "; changed: " + ", ".join(
+                f"{c['key']} {_short(c['a'])} -> {_short(c['b'])}" for c in changed[:6]) if changed else ""
+            more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+            msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}{what}{more}; "
                    f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
             self.alert("critical", "recipe_drift", msg, checkpoint=str(path))
             return msg
@@ -448,6 +453,24 @@ class Supervisor:
             self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {path}")
             self.set(allow_drift=True)
         return None
+
+    def _drift_changes(self, checkpoint: Path) -> list[dict]:
+        """The hashed recipe keys that differ from the run that saved ``checkpoint`` (named in
+        its sidecar; found beside this run or above the checkpoint), secrets masked."""
+        from runner.checkpoints.sidecar import read_sidecar
+        from runner.rundiff import drift_keys
+        saved_by = str((read_sidecar(checkpoint) or {}).get("run_id") or "")
+        candidates = [self.run.path.parent / saved_by] if saved_by else []
+        candidates += [p for p in checkpoint.parents if p.name == saved_by or (p / "recipe.yaml").is_file()][:1]
+        ours = {"command": recipes.masked_command(self.recipe["command"]),
+                "env": recipes.for_run_dir(self.recipe)["env"]}
+        for where in candidates:
+            if where.is_dir() and rundir.is_run_dir(where) and where != self.run.path:
+                try:
+                    return drift_keys(where, ours)
+                except Exception as exc:  # naming the keys is a courtesy; the refusal stands
+                    self._diag(f"cannot diff against {where}: {exc}")
+        return []
 
     # ---- launching --------------------------------------------------------------------
     def _port(self) -> int | None:
@@ -1204,6 +1227,11 @@ def _step_of(path: str | None) -> int | None:
 def _wall(mono: float) -> float:
     """A monotonic deadline as the wall-clock time readers show."""
     return time.time() + (mono - time.monotonic())
+
+
+def _short(v: Any, n: int = 24) -> str:
+    text = "(none)" if v is None else str(v)
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _free_port() -> int:

@@ -441,3 +441,44 @@ def test_a_slurm_run_shows_its_job_and_k_names_the_job_not_pids(base, make_run, 
             await until(pilot, lambda: runner.requests)
             assert runner.requests == [{"cmd": "kill", "grace_s": 7.0, "by": "console"}]
     asyncio.run(go())
+
+
+def test_the_full_log_wraps_and_scrolls_sideways(base, make_run):
+    """A line longer than the screen: by default it scrolls sideways (the line numbers stay),
+    with w it wraps onto as many rows as it needs, the end of the log still in view."""
+    run = make_run(base, status="succeeded", steps=40, log_lines=40)
+    long_line = "MARK-START " + " ".join(f"word{i:03d}" for i in range(60)) + " MARK-END"
+    with open(run.log, "a") as f:
+        f.write(long_line + "\n" + "".join(f"tail line {i}\n" for i in range(5)))
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("l")
+            await until(pilot, lambda: isinstance(app.screen, LogScreen))
+            view = app.screen.query_one(LogView)
+            await until(pilot, lambda: view.visible_text()[-1:] == ["tail line 4"])
+            index = view.scroll_offset.y + next(i for i, t in enumerate(view.visible_text())
+                                                if t.startswith("MARK-START"))
+
+            def screen_row() -> str:  # the long line as drawn (the view may move it up a row)
+                return view.render_line(index - view.scroll_offset.y).text
+            assert "MARK-START" in screen_row() and "MARK-END" not in screen_row()
+            number = screen_row()[:8]
+            for _ in range(30):
+                await pilot.press("right")
+                if "MARK-END" in screen_row():
+                    break
+            assert "MARK-END" in screen_row() and "MARK-START" not in screen_row()
+            assert screen_row()[:8] == number, "the line number stays in place"
+            assert "columns " in str(app.screen.query_one("#log-title").render())
+            await pilot.press("w")
+            await until(pilot, lambda: view.wrap and view.visible_text()[-1:] == ["tail line 4"])
+            rows = view.visible_text()
+            start = next(i for i, t in enumerate(rows) if t.startswith("MARK-START"))
+            end = next(i for i, t in enumerate(rows) if "MARK-END" in t)
+            assert end > start and "".join(rows[start:end + 1]) == long_line
+            assert all(view.render_line(i).text.startswith("      ↪ ") for i in range(start + 1, end + 1))
+            assert view.scroll_offset.x == 0 and "wrapped" in str(app.screen.query_one("#log-title").render())
+    asyncio.run(go())

@@ -84,6 +84,11 @@ def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
     assert "did not start" in second.start_stderr and "drift" in second.start_stderr
     st = second.wait_status("failed", "succeeded", timeout=60)
     assert st["status"] == "failed" and "drift" in st["pause_reason"]
+    # the refusal names what changed, as `runs diff` would
+    assert "changed: command --learning_rate (none) -> 0.01" in st["pause_reason"], st["pause_reason"]
+    assert "changed: command --learning_rate" in second.start_stderr
+    assert second.events("drift")[0]["changed"] == [{"key": "command --learning_rate", "a": None, "b": "0.01",
+                                                     "only": "b"}]
     assert second.events("drift") and not second.events("attempt_start")
     # The refusal leaves the evidence alone: the same drifted recipe is refused again.
     sidecar = json.loads((shared / "checkpoint-8" / "moeconsole.json").read_text())
