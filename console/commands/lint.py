@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from runner import jsonio, recipe as recipes
+from runner import jsonio, recipe as recipes, recipe_edit
 from runner.errors import InputError
 from runner.lint import launch_commands, lint_recipe
 
@@ -25,7 +25,9 @@ def _leading_comments(text: str) -> str:
 
 
 def fix(path: str, overrides: list[str]) -> list[str]:
-    """Rewrite the recipe file with the fixes lint knows; returns what changed, in words."""
+    """Rewrite the recipe file with the fixes lint knows; returns what changed, in words. Only
+    the changed values are rewritten in the text (``runner.recipe_edit``): comments, key order,
+    line breaks of a flow list and quoting stay as written."""
     from runner.swift.lint import fix_recipe
 
     recipe = recipes.load(path, overrides)
@@ -38,12 +40,17 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     if not changes:
         return []
     recipes.validate(fixed, path)       # never write a recipe that does not load
-    body = yaml.safe_dump(fixed, sort_keys=False, default_flow_style=None, width=110)
-    header = _leading_comments(text) + "# Corrected by `moeconsole lint --fix`: " + "; ".join(changes) + "\n"
+    try:
+        body = recipe_edit.patch(text, fixed)
+    except recipe_edit.EditError as exc:
+        raise InputError(f"{path}: cannot apply the fixes in place ({exc}); nothing written. "
+                         f"The fixes: {'; '.join(changes)}") from None
+    note = "# Corrected by `moeconsole lint --fix`: " + "; ".join(changes) + "\n"
+    lead = _leading_comments(body)
     shutil.copy2(path, path + ".bak")
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
-        f.write(header + body)
+        f.write(lead + note + body[len(lead):])
     os.replace(tmp, path)
     return changes
 
