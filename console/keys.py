@@ -62,7 +62,8 @@ RUN_KEYS: tuple[Key, ...] = (
         "leave the alert bar (kept in the run directory's acks.json, so they stay acknowledged when you attach "
         "again; a newer alert of the same cause opens them again).", needs=(ALERTS,)),
     Key("d", "alert_details", "Alert", "Open the newest active alert: its cause, how often and at which steps "
-        "it fired, the evidence, and for a crash its report and hint.", needs=(ALERTS,)),
+        "it fired, the evidence, and for a crash its report and hint. (The alert bar names it.)",
+        needs=(ALERTS,), show=False),
     Key("enter", "details", "Details", "Open the highlighted event: full text, evidence, crash report and "
         "hint, checkpoint verdict.", show=False),
     Key("s", "start_runner", "Start runner", "Only when the runner is gone: start a new runner for this run "

@@ -120,3 +120,10 @@ def test_metric_lines_become_aligned_columns_and_other_lines_stay():
     assert rows[1].split() == ["10/100", "1.234", "0.61", "9.9e-05"]
     assert rows[2] == "Traceback (most recent call last):"
     assert len(rows[1]) == len(rows[3])  # right-aligned in the same columns
+
+
+def test_event_details_show_times_as_clock_times_not_epoch_floats():
+    entry = timeline([ev(0, "cooldown", attempt=1, until=T + 42, ceiling_at=T + 90, reason="nccl_error: restart")])[0]
+    text = "\n".join(detail_lines(entry))
+    assert f"until: {fmt.clock(T + 42)}" in text and f"ceiling at: {fmt.clock(T + 90)}" in text
+    assert "e+09" not in text

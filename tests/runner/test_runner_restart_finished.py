@@ -36,3 +36,21 @@ def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
     assert "is killed: restarting will start attempt 2 resumed from checkpoint-" in out.stderr
     assert "attempt 2 running" in out.stdout
     harness.cli("kill", run.id, check=True)
+
+
+def test_an_nccl_crash_says_the_wait_it_really_gets(harness):
+    """nccl_error waits three cooldown floors (NCCL IPC cleanup): the crash's reason names that
+    wait (6 s here), not the 0.1 s backoff, and the next attempt starts no sooner."""
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "12", "--save_steps", "4",
+                                                "--fault", "nccl@6"],
+                                       cooldown={"floor_s": 2.0, "ceiling_s": 20.0}))
+    st = run.wait_status("succeeded", "unsaved", "failed", "paused", timeout=120)
+    assert st["status"] == "succeeded", st.get("pause_reason")
+    crash = run.events("crash")[0]
+    assert crash["class"] == "nccl_error" and crash["decision"] == "restart"
+    assert "after at least 6 s (cooldown floor 6 s for nccl_error)" in crash["reason"], crash["reason"]
+    cooldown = [e for e in run.events("cooldown") if e["attempt"] == 1][0]
+    assert cooldown["until"] - cooldown["t"] >= 5.9
+    second = run.events("attempt_start")[1]
+    assert second["t"] - crash["t"] >= 5.9
