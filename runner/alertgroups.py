@@ -204,8 +204,9 @@ class AlertBook:
 
 
 def active(groups: Iterable[AlertGroup]) -> list[AlertGroup]:
-    """The groups nobody acknowledged yet, critical ones first, then newest first."""
-    return sorted((g for g in groups if g.active), key=lambda g: (not g.critical, -g.last_t))
+    """The groups nobody acknowledged yet, critical ones first, then newest first (then by
+    cause, so two causes of the same moment always come in the same order)."""
+    return sorted((g for g in groups if g.active), key=lambda g: (not g.critical, -g.last_t, g.key))
 
 
 def with_acks(groups: Iterable[AlertGroup], acks: dict[str, float]) -> list[AlertGroup]:
