@@ -112,6 +112,7 @@ def test_enter_opens_the_crash_report_of_an_event(base, make_run):
             await until(pilot, lambda: isinstance(app.screen, DetailScreen))
             body = "\n".join(app.screen.lines)
             assert "torch.OutOfMemoryError: CUDA out of memory." in body and "class: cuda_oom" in body
+            assert "hint: lower the micro-batch size, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in body
             await pilot.press("escape")
             await until(pilot, lambda: isinstance(app.screen, RunScreen))
             # an alert: its evidence (the checkpoint verdict's alert)
