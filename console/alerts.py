@@ -1,104 +1,76 @@
-"""Active alerts for the alert bar, and their acknowledgements.
+"""How alert groups read on screen: the alert bar, the one toast for news, the detail view.
 
-An alert is active while it is critical or a warning (or a crash) and nobody acknowledged it.
-Acknowledgements live in the run directory (``acks.json``, written by the console only, by
-atomic replace), so a console that attaches later, or on another host, does not shout about
-what someone already looked at. Pure apart from ``read_acks``/``write_acks``.
+The groups themselves (one per cause, with a count, the first and last step, and whether they
+are acknowledged) come from the snapshot (``runner.rundir.alertgroups``), so the screen shows exactly
+what ``--json`` carries. Pure: groups in, lines out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TypedDict
-
 from console import format as fmt
-from console.timeline import Entry
-from runner.rundir import jsonio
+from runner.rundir.alertgroups import AlertGroup
 
-ACKS_NAME = "acks.json"
-ACKS_VERSION = 1
-
-
-class AcksFile(TypedDict):
-    """``<run_dir>/acks.json``."""
-
-    v: int
-    acked: list[str]     # alert keys (see ``alert_key``)
+LEVEL_WORD = {"critical": "CRIT", "warning": "WARN"}
+KEYS_HINT = "a: acknowledge · d: details"
 
 
-@dataclass(frozen=True)
-class Alert:
-    key: str
-    level: str           # "CRIT" or "WARN"
-    entry: Entry
-
-    @property
-    def line(self) -> str:
-        return self.entry.line
+def word(group: AlertGroup) -> str:
+    return LEVEL_WORD.get(group.level, group.level.upper())
 
 
-def alert_key(entry: Entry) -> str:
-    """Stable identity of an alert across polls and consoles: its kind, time, rule and step
-    (not its position: the snapshot keeps only the newest events)."""
-    ev = entry.event
-    if entry.kind == "alert" and ev.get("cause"):
-        # one alert per cause: its updates keep the identity (an ack holds) until the level changes
-        return f"alert|cause|{ev['cause']}|{ev.get('opened_step')}|{ev.get('level')}|{ev.get('attempt')}"
-    what = ev.get("rule") or ev.get("class") or ev.get("path") or ""
-    return f"{entry.kind}|{entry.t!r}|{what}|{ev.get('step')}|{ev.get('attempt')}"
+def style(group: AlertGroup) -> str:
+    return "alert--crit" if group.critical else "alert--warn"
 
 
-def level_of(entry: Entry) -> str | None:
-    if entry.kind == "crash":
-        return "CRIT"
-    if entry.kind == "alert":
-        word = entry.text.split(" ", 1)[0]
-        return word if word in ("CRIT", "WARN") else None
-    return None  # a bad checkpoint arrives with its own alert from the runner
-
-
-def active(entries: list[Entry], acked: frozenset[str]) -> list[Alert]:
-    """Unacknowledged critical and warning alerts (and crashes), newest first. An alert with a
-    ``cause`` counts once, as its newest event says (an update carries the new numbers; a
-    resolved one is over)."""
-    out = []
-    causes: set[tuple] = set()
-    for e in reversed(entries):
-        cause = e.event.get("cause") if e.kind == "alert" else None
-        if cause:
-            if (cause, e.event.get("attempt")) in causes:
-                continue
-            causes.add((cause, e.event.get("attempt")))
-            if e.event.get("resolved"):
-                continue
-        level = level_of(e)
-        if level and alert_key(e) not in acked:
-            out.append(Alert(alert_key(e), level, e))
-    return out
-
-
-def bar_lines(alerts: list[Alert], room: int) -> list[tuple[str, str]]:
-    """The alert bar as (text, style) lines: a count, then the newest alerts that fit."""
-    if not alerts:
+def bar_lines(groups: list[AlertGroup], room: int, *, in_headline: str | None = None) -> list[tuple[str, str]]:
+    """The alert bar as (text, style) lines: a count with the keys, then the groups that fit
+    (critical first), each "CRIT <what> (x<count>, steps a-b) · hh:mm:ss". ``in_headline``: the
+    cause the status line already shows; it is counted, not repeated (80x24 has no line to spare)."""
+    if not groups:
         return []
-    crit = sum(a.level == "CRIT" for a in alerts)
-    warn = len(alerts) - crit
-    counts = ", ".join(f"{n} {w}" for n, w in ((crit, "CRIT"), (warn, "WARN")) if n)
-    head = f"{len(alerts)} active alert{'s' if len(alerts) != 1 else ''} ({counts}) · a: acknowledge · enter: details"
+    crit = sum(g.critical for g in groups)
+    counts = ", ".join(f"{n} {w}" for n, w in ((crit, "CRIT"), (len(groups) - crit, "WARN")) if n)
+    head = f"{len(groups)} active alert{'s' if len(groups) != 1 else ''} ({counts}) · {KEYS_HINT}"
     lines = [(head, "alert--crit" if crit else "alert--warn")]
-    for a in alerts[: max(0, room - 1)]:
-        lines.append((f"{fmt.clock(a.entry.t)} {a.entry.text}", "alert--crit" if a.level == "CRIT"
-                      else "alert--warn"))
+    for g in [g for g in groups if g.key != in_headline][: max(0, room - 1)]:
+        lines.append((f"{word(g)} {g.headline()} · {fmt.clock(g.last_t)}", style(g)))
     return lines
 
 
-def read_acks(run_dir: Path) -> frozenset[str]:
-    doc = jsonio.read_json(run_dir / ACKS_NAME)
-    if not isinstance(doc, dict) or not isinstance(doc.get("acked"), list):
-        return frozenset()
-    return frozenset(str(k) for k in doc["acked"])
+def toast(news: list[AlertGroup]) -> tuple[str, str, str]:
+    """One toast for every group that got news in a poll: (title, message, severity). Several
+    causes share one toast, so toasts never pile up over the screen."""
+    crit = any(g.critical for g in news)
+    severity = "error" if crit else "warning"
+    if len(news) == 1:
+        g = news[0]
+        title = "crash" if g.members and g.members[-1].get("type") == "crash" else f"{word(g)} alert"
+        return title, g.latest(), severity
+    shown = [f"{word(g)} {g.latest()}" for g in news[:3]]
+    more = f"\n…and {len(news) - 3} more (see the alert bar)" if len(news) > 3 else ""
+    return f"{len(news)} new alerts", "\n".join(shown) + more, severity
 
 
-def write_acks(run_dir: Path, acked: frozenset[str]) -> None:
-    doc: AcksFile = {"v": ACKS_VERSION, "acked": sorted(acked)}
-    jsonio.atomic_write_json(run_dir / ACKS_NAME, doc)
+def detail_lines(group: AlertGroup, crash_report: dict | None = None) -> list[str]:
+    """The detail view of a group: what, how often and where, the hint, then every occurrence."""
+    from console.timeline import sentence
+    lines = [f"{word(group)} {group.headline()}", "",
+             f"cause: {group.key}", f"level: {group.level}",
+             f"seen: {group.count} time{'s' if group.count != 1 else ''}, first {fmt.clock(group.first_t)}, "
+             f"last {fmt.clock(group.last_t)}",
+             f"steps: {group.steps() or fmt.NA}",
+             f"attempts: {', '.join(map(str, group.attempts)) or fmt.NA}",
+             f"rules: {', '.join(group.rules)}",
+             f"acknowledged: {'yes' if group.acknowledged else 'no'}"]
+    if group.hint:
+        lines += ["", f"hint: {group.hint}"]
+    lines += ["", "occurrences (newest last):"]
+    lines += [f"  {fmt.clock(ev.get('t'))} {sentence(ev)[0]}" for ev in group.members]
+    if crash_report:
+        lines += ["", f"crash report (attempt {crash_report.get('attempt')}):",
+                  f"summary: {crash_report.get('summary') or ''}",
+                  f"recovery: {crash_report.get('recovery') or fmt.NA}"]
+        evidence = crash_report.get("evidence") or []
+        if evidence:
+            lines.append("evidence:")
+            lines += [f"  {line}" for line in evidence]
+    return lines

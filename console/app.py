@@ -13,9 +13,14 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App
+from textual.notifications import Notification, Notify
 
 from console.source import RunSource
 from runner.rundir import rundir
+
+# Toasts sit in the bottom right corner, over the log; more than this many would climb over the
+# charts. The oldest goes when a new one comes.
+MAX_TOASTS = 2
 
 
 class MoeConsole(App):
@@ -44,6 +49,7 @@ class MoeConsole(App):
         self.telemetry = telemetry
         self.animation_level = "none"
         self._scratch: Path | None = None
+        self._alert_note: Notification | None = None
 
     def on_mount(self) -> None:
         if self.first_run is not None:
@@ -78,6 +84,20 @@ class MoeConsole(App):
             self.call_from_thread(self.notify, str(exc), severity="error")
             return
         self.call_from_thread(self.open_run, run, importing)
+
+    def _on_notify(self, event: Notify) -> None:
+        """Every toast goes through here: at most MAX_TOASTS on screen, the oldest dropped."""
+        shown = list(self._notifications)
+        for old in shown[: max(0, len(shown) - MAX_TOASTS + 1)]:
+            self._unnotify(old, refresh=False)
+        super()._on_notify(event)
+
+    def toast_alert(self, message: str, *, title: str, severity: str, timeout: float = 10.0) -> None:
+        """The alert toast: one at a time, a new one replaces the last (call on the UI thread)."""
+        if self._alert_note is not None:
+            self._unnotify(self._alert_note, refresh=False)
+        self._alert_note = Notification(message, title, severity, timeout, markup=False)  # type: ignore[arg-type]
+        self.post_message(Notify(self._alert_note))
 
     def scratch_dir(self) -> Path:
         """Where logs not made by moeconsole are ingested; removed when the app ends."""

@@ -132,6 +132,7 @@ def build_parser() -> _Parser:
     p = sub.add_parser("restart", help=COMMAND_HELP["restart"])
     p.add_argument("run")
     p.add_argument("--now", action="store_true", help="skip the cooldown floor")
+    p.add_argument("--force", action="store_true", help="restart a run that already finished (succeeded or unsaved)")
     _common(p)
 
     p = sub.add_parser("verify", help=COMMAND_HELP["verify"])

@@ -21,8 +21,9 @@ STATUS_STYLE = {
     "cooldown": "status--cooldown", "stopping": "status--cooldown",
     "paused": "status--paused",
     "failed": "status--failed", "killed": "status--killed",
-    "succeeded": "status--succeeded",
+    "succeeded": "status--succeeded", "unsaved": "status--unsaved",
 }
+STATUS_STYLES = frozenset(STATUS_STYLE.values()) | {"status--other"}
 
 
 def num(x: Any, digits: int = 4) -> str:
@@ -130,17 +131,44 @@ def state_word(run: dict) -> str:
     cd = run.get("cooldown") or {}
     if (run.get("status") or "").lower() == "cooldown" and not run.get("stale") and cd.get("waiting_on") \
             and (as_float(cd.get("remaining_s")) or 0.0) <= 0:
-        word = "COOLDOWN waiting"
+        word = f"{word.split(' ', 1)[0]} waiting"
     return word
 
 
+def alert_args(run: dict, groups: Iterable[dict]) -> dict[str, Any]:
+    """What the status line shows of the alert groups (``Snapshot.alert_groups`` as dicts, the
+    same in ``--json``): the newest unacknowledged critical headline and how many more, and
+    whether to name the last good checkpoint (once the run had a bad save or any critical
+    alert: after ``a`` it is what is left to know)."""
+    groups = list(groups)
+    crit = [g for g in groups if g.get("level") == "critical"]
+    active = sorted((g for g in crit if g.get("active")), key=lambda g: -(as_float(g.get("last_t")) or 0.0))
+    return {"alert": active[0].get("headline") if active else None, "more_alerts": max(0, len(active) - 1),
+            "show_last_good": bool(run.get("bad_saves")) or bool(crit)}
+
+
+def last_good_piece(good: dict | None, now: float) -> str:
+    """"last good checkpoint: step 36, 4m02s ago" (or that there is none yet)."""
+    if not good:
+        return "no good checkpoint yet"
+    t = as_float(good.get("t"))
+    ago = f", {duration(now - t)} ago" if t is not None else ""
+    return f"last good checkpoint: step {intc(good.get('step'))}{ago}"
+
+
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
-                 heartbeat_s: float | None = None) -> list[list[tuple[str, str]]]:
+                 heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
+                 show_last_good: bool = False, now: float | None = None) -> list[list[tuple[str, str]]]:
     """The two status lines as (text, style) pieces. Style "" is plain.
 
     Line 1: name, state word, step/total, step time, ETA (only while running and not quiet for
     long), the quiet time with the heartbeat limit. Line 2: attempt, restarts used/cap, elapsed,
-    cost, and what a cooldown waits on / why the run is paused or failed."""
+    cost, and what a cooldown waits on / why the run is paused or failed.
+
+    ``alert``: an unacknowledged critical alert (its one-line headline). It takes over the
+    headline: the state word reads ``CRIT · RUNNING`` in the critical style, and line 2 is the
+    alert itself, most telling part first, so it reads at 80 columns. ``show_last_good``:
+    line 2 names the newest good checkpoint and its age (after a bad save or a critical alert)."""
     word = state_word(run)
     status = (run.get("status") or "").lower()
     running = status in ("running", "starting") and not run.get("stale")
@@ -148,9 +176,9 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     steps = f"step {intc(step)}/{intc(total)}" if total else f"step {intc(step)}"
     if step is not None and total:
         steps += f" ({100 * float(step) / float(total):.1f}%)"
+    badge = (f" CRIT · {word} ", "status--critical") if alert else (f" {word} ", status_style(run))
     line1: list[tuple[str, str]] = [
-        (run.get("name") or run.get("id") or "?", "status--name"), ("  ", ""),
-        (f" {word} ", status_style(run)), ("  ", ""), (steps, ""),
+        (run.get("name") or run.get("id") or "?", "status--name"), ("  ", ""), badge, ("  ", ""), (steps, ""),
     ]
     if run.get("step_time_s") is not None:
         line1 += [("  ", ""), (f"{num(run['step_time_s'], 3)} s/step", "")]
@@ -165,10 +193,16 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
 
     attempt = run.get("attempt")
     cap = run.get("max_restarts")
-    line2: list[tuple[str, str]] = [
-        (f"attempt {attempt if attempt is not None else NA}", ""),
-        (f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""),
-    ]
+    line2: list[tuple[str, str]] = []
+    if alert:  # first, so that 80 columns show it whole; the rest follows where there is room
+        more = f" (+{more_alerts} more)" if more_alerts else ""
+        line2 += [(f"CRIT {alert}{more}", "status--critical"), (" · ", "")]
+    line2.append((f"attempt {attempt if attempt is not None else NA}", ""))
+    if show_last_good:
+        good = run.get("last_good_checkpoint")
+        line2.append((f" · {last_good_piece(good, time.time() if now is None else now)}",
+                      "" if good else "status--failed"))
+    line2.append((f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))
     job = run.get("job") or {}
     if job.get("job_id"):
         where = f" on {','.join(job['nodes'][:4])}" if job.get("nodes") else ""
@@ -190,6 +224,8 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         line2.append((f" · waiting on: {waiting or 'the cooldown floor'}{floor}", "status--cooldown"))
     elif status == "paused" and run.get("pause_reason"):
         line2.append((f" · paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"))
+    elif status == "unsaved":
+        line2.append((f" · not saved: {strip_word(run.get('pause_reason'), 'unsaved')}", "status--unsaved"))
     elif status in ("failed", "killed") and run.get("last_crash"):
         crash = run["last_crash"]
         text = crash.get("class") if isinstance(crash, dict) else str(crash)
@@ -353,6 +389,9 @@ def run_cell(key: str, row: dict) -> str:
         return (v or NA)[:8]
     if key == "display_name":
         return str(v or row.get("name") or row.get("id") or NA)
-    if key == "crashes":
+    if key in ("crashes", "bad_saves"):
         return str(v or 0)
+    if key == "open_alerts":
+        crit = row.get("open_critical") or 0
+        return f"{v or 0}" + (f" ({crit} CRIT)" if crit else "")
     return NA if v is None else str(v)

@@ -22,6 +22,7 @@ class Key:
     changes_process: bool = False
     show: bool = True   # in the footer
     display: str = ""   # how the help screen writes the key ("?" for question_mark)
+    needs: tuple[str, ...] = ()  # run conditions (see ``run_conditions``) under which the key applies
 
     @property
     def shown_key(self) -> str:
@@ -31,21 +32,42 @@ class Key:
         return Binding(self.key, self.action, self.label, show=self.show, key_display=self.display or None)
 
 
+# Conditions of the run screen that decide which keys apply (``run_conditions``): a runner is
+# there to ask; the runner is gone from a live run; alerts are active; a listed process can be ended.
+RUNNER, STALE, ALERTS, ZOMBIES = "runner", "stale", "alerts", "zombies"
+
+
+def run_conditions(*, runner: bool, stale: bool, alerts: bool, killable: bool) -> frozenset[str]:
+    """The conditions that hold now; a key applies when all of its ``needs`` hold."""
+    return frozenset(name for name, on in ((RUNNER, runner), (STALE, stale), (ALERTS, alerts),
+                                           (ZOMBIES, killable and runner)) if on)
+
+
+def applies(key: Key, conditions: frozenset[str]) -> bool:
+    return set(key.needs) <= conditions
+
+
 RUN_KEYS: tuple[Key, ...] = (
     Key("k", "kill", "Kill", "Clean kill: SIGTERM to the whole training tree, wait the recipe's grace period, "
-        "then SIGKILL what is left. No restart.", changes_process=True),
+        "then SIGKILL what is left. No restart.", changes_process=True, needs=(RUNNER,)),
     Key("r", "restart", "Restart", "Wait-and-restart: clean kill, cool down until no process of the old tree is "
         "left, GPU memory is released and the rendezvous port is free, then restart from the latest verified "
-        "checkpoint. On a PAUSED run: resume the same way.", changes_process=True),
-    Key("v", "verify", "Verify", "Ask the runner to verify the latest checkpoint now (reads files, signals nothing)."),
+        "checkpoint. On a PAUSED run: resume the same way.", changes_process=True, needs=(RUNNER,)),
+    Key("v", "verify", "Verify", "Ask the runner to verify the latest checkpoint now (reads files, signals nothing).",
+        needs=(RUNNER,)),
     Key("z", "kill_zombie", "Zombie", "End the selected zombie/blocker process (the runner checks its start time "
-        "first, so a reused PID is never hit).", changes_process=True),
-    Key("a", "acknowledge", "Ack", "Acknowledge the active alerts: they leave the alert bar (kept in the "
-        "run directory's acks.json, so they stay acknowledged when you attach again)."),
-    Key("enter", "details", "Details", "Open the highlighted event (or the newest active alert): full text, "
-        "evidence, crash report, checkpoint verdict.", show=False),
+        "first, so a reused PID is never hit). Offered only while a listed process can be ended.",
+        changes_process=True, needs=(ZOMBIES,)),
+    Key("a", "acknowledge", "Ack", "Acknowledge the active alerts, in every console attached to the run: they "
+        "leave the alert bar (kept in the run directory's acks.json, so they stay acknowledged when you attach "
+        "again; a newer alert of the same cause opens them again).", needs=(ALERTS,)),
+    Key("d", "alert_details", "Alert", "Open the newest active alert: its cause, how often and at which steps "
+        "it fired, the evidence, and for a crash its report and hint. (The alert bar names it.)",
+        needs=(ALERTS,), show=False),
+    Key("enter", "details", "Details", "Open the highlighted event: full text, evidence, crash report and "
+        "hint, checkpoint verdict.", show=False),
     Key("s", "start_runner", "Start runner", "Only when the runner is gone: start a new runner for this run "
-        "(the same as `moeconsole supervise RUN`); it adopts the training if it still runs."),
+        "(the same as `moeconsole supervise RUN`); it adopts the training if it still runs.", needs=(STALE,)),
     Key("b", "browser", "Runs", "Open the run browser (all runs from the index)."),
     Key("l", "log", "Log", "Full log of the run, with search."),
     Key("m", "toggle_bell", "Bell", "Turn the terminal bell for new critical alerts and crashes off or on "
@@ -77,6 +99,11 @@ LOG_KEYS: tuple[Key, ...] = (
     Key("n", "next_match", "Next", "Next match."),
     Key("N", "prev_match", "Prev", "Previous match."),
     Key("f", "follow", "Follow", "Follow the end of the log as it grows (on by default)."),
+    Key("w", "wrap", "Wrap", "Wrap long lines (a line takes the rows it needs) or scroll them sideways (the "
+        "default)."),
+    Key("right", "pan_right", "Pan", "Scroll long lines to the right by a third of the width (line numbers "
+        "stay); left goes back.", display="→"),
+    Key("left", "pan_left", "Pan left", "Scroll long lines back to the left.", show=False, display="←"),
     Key("g", "top", "Top", "Go to the first line.", show=False),
     Key("G", "bottom", "Bottom", "Go to the last line.", show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 from pathlib import Path
@@ -69,7 +68,6 @@ class RunSource:
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
                                   book_source=importing.current_book if importing is not None else None)
         self._recipe: dict | None = None
-        self._children: list[int] = []  # runners started from this console (reaped by poll)
         self._last_gpu: tuple[dict | None, tuple[dict, ...]] | None = None
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
@@ -82,8 +80,6 @@ class RunSource:
         ``telemetry=False`` (a poll woken by a file change between two timer polls): the GPU
         reading, blockers and agents' nodes of the last full poll are shown again, the driver and
         the nodes' files are not asked (a 128-node run's agents write 128 files a second)."""
-        if self._children:
-            self._reap()
         with self._lock:
             if telemetry or self._last_gpu is None or not self.gpu:
                 snap = self.watcher.poll(with_gpu=self.gpu)
@@ -113,21 +109,10 @@ class RunSource:
 
     def start_runner(self) -> int:
         """Start a new runner for this run (it adopts live training); returns its pid. It runs
-        in a session of its own and outlives the console; if it ends first, ``poll`` reaps it."""
+        in a session of its own and outlives the console; if it ends first, it is reaped
+        (``runner.process.launch.spawn_runner``)."""
         from runner.process.launch import spawn_runner
-        pid = spawn_runner(self.run)
-        self._children.append(pid)
-        return pid
-
-    def _reap(self) -> None:
-        """Collect runners this console started that have exited (no zombies under the UI)."""
-        for pid in list(self._children):
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done = pid
-            if done:
-                self._children.remove(pid)
+        return spawn_runner(self.run)
 
     def request(self, cmd: str, **fields: Any) -> dict:
         """One control request; a missing runner becomes {"ok": False, "message": ...}."""

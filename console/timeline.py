@@ -13,12 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console import format as fmt
+from runner.core.lifecycle import PREFLIGHT
 
 LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
+# Event fields holding a unix time: shown as a clock time, never as 1.80e+09.
+TIME_FIELDS = frozenset({"t", "until", "ceiling_at", "detected_at", "started_at", "ended_at", "submitted_at",
+                         "since", "last_synced_at", "pending_since", "first_t", "last_t"})
 
 # A status event right after one of these (same attempt, within a few seconds) says nothing new.
 STATUS_IMPLIED_BY = {"running": {"attempt_start", "adopt"}, "paused": {"pause"}, "cooldown": {"cooldown"},
-                     "stopping": {"kill"}, "succeeded": {"success"}}
+                     "stopping": {"kill"}, "succeeded": {"success"}, "unsaved": {"unsaved"}}
 IMPLIED_WITHIN_S = 5.0
 
 
@@ -48,7 +52,7 @@ def _pids(items: Any) -> str:
 def _values(d: Any) -> str:
     if not isinstance(d, dict) or not d:
         return ""
-    return ", ".join(f"{k.replace('_', ' ')} {_field(v)}" for k, v in d.items())
+    return ", ".join(f"{k.replace('_', ' ')} {_field(v, k)}" for k, v in d.items())
 
 
 def sentence(ev: dict) -> tuple[str, str]:
@@ -63,17 +67,22 @@ def sentence(ev: dict) -> tuple[str, str]:
     if kind == "status":
         word = str(ev.get("status") or "?")
         reason = fmt.strip_word(str(ev.get("reason") or ""), word)
-        style = "event--crit" if word in ("failed", "killed") else ""
+        style = "event--crit" if word in ("failed", "killed", "unsaved") else ""
         return f"{word.upper()}" + (f": {reason}" if reason else ""), style
     if kind == "attempt_start":
         if ev.get("error"):
             return f"attempt {attempt} could not start: {ev['error']}", "event--crit"
         where = f"resuming from {_name(ev['resumed_from'])}" if ev.get("resumed_from") else "from scratch"
-        pid = f", leader pid {ev['pid']}" if ev.get("pid") else ""
+        # The roles as state.json (and the kill dialog) name them: the waiter is the attempt's
+        # root, the leader the command it runs.
+        roles = [f"{role} {ev[key]}" for key, role in (("pid", "waiter"), ("command_pid", "leader")) if ev.get(key)]
+        pid = f", pids {', '.join(roles)}" if roles else ""
         port = f", port {ev['port']}" if ev.get("port") else ""
         return f"attempt {attempt} started {where}{pid}{port}", ""
     if kind == "attempt_end":
         return f"attempt {attempt} ended: {fmt.exit_words(ev)}", ""
+    if kind == "crash" and ev.get("class") == "user_kill":  # the user's own act: an event, not an alert
+        return f"STOPPED attempt {attempt}: killed by the user; no restart", ""
     if kind == "crash":
         text = f"CRASH attempt {attempt}: {ev.get('class') or 'unknown'}"
         if ev.get("summary"):
@@ -82,6 +91,9 @@ def sentence(ev: dict) -> tuple[str, str]:
         if nxt:
             text += f"; next: {nxt}"
         return text, "event--crit"
+    if kind == "cooldown" and ev.get("reason") == PREFLIGHT:
+        return (f"PRE-FLIGHT: checking leftovers, the port and the GPUs before the first attempt "
+                f"(launching by {fmt.clock(ev.get('ceiling_at'))} at the latest)"), ""
     if kind == "cooldown":
         why = f" ({ev['reason']})" if ev.get("reason") else ""
         return f"COOLDOWN until {fmt.clock(ev.get('until'))} at the earliest{why}", "event--warn"
@@ -113,6 +125,9 @@ def sentence(ev: dict) -> tuple[str, str]:
         ok = "ended" if res.get("ok") else "not ended"
         why = f": {res['reason']}" if res.get("reason") else ""
         return f"blocker pid {ev.get('pid')} {ok}{why}", "event--warn"
+    if kind == "unsaved":
+        return (f"UNSAVED: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt}) but "
+                f"{ev.get('reason') or 'no checkpoint verified ok'}"), "event--crit"
     if kind == "success":
         return f"SUCCESS: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt})", "event--ok"
     rest = {k: v for k, v in ev.items() if k not in ("v", "t", "type")}
@@ -181,11 +196,13 @@ def detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
         for k, v in ev.items():
             if k in ("v", "t", "type"):
                 continue
-            lines.append(f"{k.replace('_', ' ')}: {_field(v)}")
+            lines.append(f"{k.replace('_', ' ')}: {_field(v, k)}")
     if crash_report:
         lines += ["", f"crash report (attempt {crash_report.get('attempt')}):",
                   f"class: {crash_report.get('class') or 'unknown'}", f"how it ended: {fmt.exit_words(crash_report)}",
                   f"summary: {crash_report.get('summary') or ''}", f"recovery: {crash_report.get('recovery') or fmt.NA}"]
+        if crash_report.get("hint"):
+            lines.append(f"hint: {crash_report['hint']}")
         evidence = crash_report.get("evidence") or []
         if evidence:
             lines.append("evidence:")
@@ -198,8 +215,11 @@ def detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
     return lines
 
 
-def _field(v: Any) -> str:
-    """A value in words: numbers short, lists joined, mappings as "key value" pairs."""
+def _field(v: Any, key: str = "") -> str:
+    """A value in words: times as clock times, numbers short, lists joined, mappings as
+    "key value" pairs."""
+    if key in TIME_FIELDS and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return fmt.clock(v)
     if isinstance(v, float):
         return fmt.num(v)
     if isinstance(v, dict):

@@ -11,9 +11,9 @@ from pathlib import Path
 import yaml
 
 from runner.rundir import jsonio
-from runner.recipes import recipe as recipes
+from runner.recipes import recipe as recipes, recipe_edit
 from runner.core.errors import InputError
-from runner.recipes.lint import lint_recipe
+from runner.recipes.lint import launch_commands, lint_recipe
 
 
 def _leading_comments(text: str) -> str:
@@ -26,7 +26,9 @@ def _leading_comments(text: str) -> str:
 
 
 def fix(path: str, overrides: list[str]) -> list[str]:
-    """Rewrite the recipe file with the fixes lint knows; returns what changed, in words."""
+    """Rewrite the recipe file with the fixes lint knows; returns what changed, in words. Only
+    the changed values are rewritten in the text (``runner.recipes.recipe_edit``): comments, key order,
+    line breaks of a flow list and quoting stay as written."""
     from runner.recipes.swift.lint import fix_recipe
 
     recipe = recipes.load(path, overrides)
@@ -39,12 +41,17 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     if not changes:
         return []
     recipes.validate(fixed, path)       # never write a recipe that does not load
-    body = yaml.safe_dump(fixed, sort_keys=False, default_flow_style=None, width=110)
-    header = _leading_comments(text) + "# Corrected by `moeconsole lint --fix`: " + "; ".join(changes) + "\n"
+    try:
+        body = recipe_edit.patch(text, fixed)
+    except recipe_edit.EditError as exc:
+        raise InputError(f"{path}: cannot apply the fixes in place ({exc}); nothing written. "
+                         f"The fixes: {'; '.join(changes)}") from None
+    note = "# Corrected by `moeconsole lint --fix`: " + "; ".join(changes) + "\n"
+    lead = _leading_comments(body)
     shutil.copy2(path, path + ".bak")
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
-        f.write(header + body)
+        f.write(lead + note + body[len(lead):])
     os.replace(tmp, path)
     return changes
 
@@ -56,6 +63,10 @@ def _estimate(recipe: dict):
         return static_memory(recipe, recipe.get("_model_config"))
     except InputError:
         return None
+def _shown_commands(recipe: dict) -> dict[str, list[str]]:
+    """The commands the runner will run, secrets masked (lint output lands in CI logs)."""
+    secrets = recipes.secret_values(recipes.resolve_env(recipe.get("env", {})), recipe["command"])
+    return {k: recipes.redact_argv(v, secrets) for k, v in launch_commands(recipe).items()}
 
 
 def run(args) -> int:
@@ -74,7 +85,7 @@ def run(args) -> int:
     est = _estimate(recipe)
     if args.json:
         print(jsonio.dumps({"v": 1, "recipe": args.recipe, "ok": errors == 0, "problems": problems,
-                            "memory": est.to_dict() if est else None}))
+                            "memory": est.to_dict() if est else None, "commands": _shown_commands(recipe)}))
     else:
         for p in problems:
             print(f"{p['level']:7s} {p['rule']}: {p['message']}")

@@ -96,7 +96,7 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
              f"- run `{run['id']}`, status **{run.get('status')}**",
              f"- started {fmt.date(run.get('started_at'))}, ended {fmt.date(run.get('ended_at'))}, "
              f"elapsed {fmt.duration(run.get('elapsed_s'))}",
-             f"- attempts {run.get('attempts')}, restarts {run.get('restarts')}",
+             f"- attempts {run.get('attempts')}, restarts {run.get('restarts')}, bad saves {run.get('bad_saves') or 0}",
              f"- steps {steps.get('first')}..{steps.get('last')} of {steps.get('max_steps') or fmt.NA} "
              f"({steps.get('records')} records)",
              f"- recipe `{rec.get('name')}` hash `{rec.get('hash')}`, engine {rec.get('engine')}",
@@ -119,6 +119,9 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
         lines += _table(["attempt", "class", "recovery", "summary"],
                         [[str(c.get("attempt")), str(c.get("class")), str(c.get("decision") or c.get("recovery") or ""),
                           str(c.get("summary") or "")[:120]] for c in r["crashes"]])
+        hints = [c for c in r["crashes"] if c.get("hint")]
+        if hints:
+            lines += [""] + [f"- hint for attempt {c.get('attempt')} ({c.get('class')}): {c['hint']}" for c in hints]
     else:
         lines.append("none")
     lines += ["", "## Checkpoints", ""]
@@ -130,7 +133,14 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
     else:
         lines.append("none")
     lines += ["", "## Alerts", ""]
-    if r["alerts"]["total"]:
+    groups = r["alerts"].get("groups") or []
+    if groups:
+        lines += [f"{len(groups)} cause(s), {r['alerts'].get('open', 0)} not acknowledged", ""]
+        lines += _table(["level", "cause", "count", "steps", "acknowledged", "first alert"],
+                        [[str(g["level"]), str(g["key"]), str(g["count"]),
+                          f"{g['first_step']}..{g['last_step']}" if g.get("first_step") is not None else fmt.NA,
+                          "yes" if g["acknowledged"] else "NO", str(g["title"])] for g in groups])
+    elif r["alerts"]["total"]:
         lines += _table(["rule", "count"], [[k, str(v)] for k, v in sorted(r["alerts"]["by_rule"].items())])
     else:
         lines.append("none")

@@ -1,4 +1,6 @@
-"""``moeconsole restart RUN [--now]``: clean kill, cool down, restart from the newest good checkpoint."""
+"""``moeconsole restart RUN [--now] [--force]``: clean kill, cool down, restart from the newest good
+checkpoint. A run that finished (succeeded, or unsaved) is restarted only with ``--force``: the
+refusal says what the restart would do."""
 from __future__ import annotations
 
 import sys
@@ -7,6 +9,7 @@ import time
 from console.commands.kill import ensure_runner
 from runner.process import launch
 from runner.rundir import rundir
+from runner.core.errors import InputError
 from runner.rundir.paths import runs_base
 
 
@@ -14,7 +17,13 @@ def run(args) -> int:
     run = rundir.resolve(runs_base(args.runs_dir), args.run)
     state = ensure_runner(run)
     before = int(state.get("attempt") or 0)
-    if state.get("status") in rundir.TERMINAL or not launch.runner_alive(run, state):
+    status = state.get("status")
+    if status in rundir.FINISHED and not getattr(args, "force", False):
+        raise InputError(f"{run.run_id} already {status}: restarting it would {launch.restart_plan(run, state)}; "
+                         f"add --force to do that")
+    if status in rundir.TERMINAL:
+        sys.stderr.write(f"{run.run_id} is {status}: restarting will {launch.restart_plan(run, state)}\n")
+    if status in rundir.TERMINAL or not launch.runner_alive(run, state):
         pid = launch.spawn_runner(run, restart=True)
         launch.wait_ready(run, pid)
         sys.stderr.write(f"{run.run_id}: new runner started for the next attempt\n")

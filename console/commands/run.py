@@ -53,9 +53,7 @@ def report_start(run_dir) -> int:
         sys.stderr.write(f"run {run_dir.run_id} ran and succeeded; directory {run_dir.path}\n")
         return 0
     if status in rundir.TERMINAL:
-        reason = state.get("pause_reason") or (state.get("last_crash") or {}).get("summary") or status
-        started = int(state.get("attempt") or 0) > 0
-        sys.stderr.write(f"moeconsole: run {run_dir.run_id} {'failed' if started else 'did not start'}: {reason}\n")
+        sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")
         return 1
     if status == rundir.RUNNING:
         job = state.get("job") or {}
@@ -66,6 +64,23 @@ def report_start(run_dir) -> int:
         sys.stderr.write(f"run {run_dir.run_id} is {status}: waiting on {waiting}; the runner launches when "
                          f"it clears (directory {run_dir.path})\n")
     return 0
+
+
+def ended_line(run_id: str, state: dict) -> str:
+    """How a run that is over ended, for a run that did not succeed: one line."""
+    status = state.get("status")
+    reason = state.get("pause_reason") or (state.get("last_crash") or {}).get("summary") or status
+    if status == rundir.UNSAVED:
+        return f"run {run_id} finished but is UNSAVED: {reason}"
+    started = int(state.get("attempt") or 0) > 0
+    return f"run {run_id} {('ended ' + str(status).upper()) if started else 'did not start'}: {reason}"
+
+
+def exit_code(state: dict) -> int:
+    """What `run` exits with once the UI is closed: 0 while the run goes on or after it
+    succeeded, 1 when it ended any other way (failed, killed, unsaved)."""
+    status = state.get("status")
+    return 1 if status in rundir.TERMINAL and status != rundir.SUCCEEDED else 0
 
 
 def run(args) -> int:
@@ -79,4 +94,9 @@ def run(args) -> int:
     sys.stdout.flush()
     from console.commands import attach
     args.run = run_dir.run_id
-    return attach.run(args)
+    code = attach.run(args)
+    state = run_dir.read_state()
+    if code == 0 and exit_code(state):
+        sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")
+        return exit_code(state)
+    return code

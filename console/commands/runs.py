@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from console import format as fmt
 from runner.rundir import jsonio, rundir, store
@@ -12,7 +13,8 @@ from runner.rundir.paths import runs_base
 # runs of one name apart; STALE before the status of a live run whose runner is gone.
 LS_COLUMNS = (("id", "ID"), ("display_name", "NAME"), ("status", "STATUS"), ("started_at", "STARTED"),
               ("attempts", "ATT"), ("last_step", "STEP"), ("crashes", "CRASHES"),
-              ("last_crash_class", "LAST CRASH"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"))
+              ("last_crash_class", "LAST CRASH"), ("bad_saves", "BAD SAVES"), ("open_alerts", "ALERTS"),
+              ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"))
 
 
 def _out(text: str) -> None:
@@ -42,18 +44,43 @@ def cmd_ls(base, as_json: bool) -> int:
 
 
 def run_summary(run: rundir.RunDir) -> dict:
-    """What ``runs show`` prints: the index row, plus crashes and checkpoints from the run dir."""
+    """What ``runs show`` prints: the index row, plus crashes (with their hints), checkpoints and
+    the alert groups (with their acknowledgement) from the run dir."""
     from runner.rundir.snapshot import RunWatcher
     watcher = RunWatcher(run)
     snap = watcher.poll(with_gpu=False)
     return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run, watcher.book), "run": snap.run,
             "crashes": list(snap.crashes), "checkpoints": list(snap.checkpoints),
-            "alerts": list(snap.alerts[-20:]), "engine": snap.run.get("engine"), "jobs": run.job_records()}
+            "alerts": list(snap.alerts[-20:]), "alert_groups": [g.to_dict() for g in snap.alert_groups],
+            "engine": snap.run.get("engine"), "jobs": run.job_records()}
 
 
 def cmd_show(base, ref: str, as_json: bool) -> int:
+    path = Path(ref).expanduser()
+    if path.exists() and not (path.is_dir() and rundir.is_run_dir(path)):
+        return _show_foreign(path, as_json)
     run = rundir.resolve(base, ref)
+    return _show(run, as_json)
+
+
+def _show_foreign(path: Path, as_json: bool) -> int:
+    """``runs show`` of a log or directory not made by moeconsole (what the browser's ``o``
+    opens): read into a scratch run directory, shown, then removed."""
+    import shutil
+    import tempfile
+    from console.foreign import open_path
+    scratch = Path(tempfile.mkdtemp(prefix="moeconsole-show-"))
+    try:
+        return _show(open_path(path, scratch), as_json, imported_from=path)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) -> int:
     summary = run_summary(run)
+    if imported_from is not None:
+        summary["imported_from"] = str(imported_from.resolve())
+        summary["path"] = summary["imported_from"]
     if as_json:
         _out(jsonio.dumps(summary))
         return 0
@@ -76,8 +103,21 @@ def cmd_show(base, ref: str, as_json: bool) -> int:
                   + (f" ({j['reason']})" if j.get("reason") else "")
                   + (f"  exit {j['exit_code']}:{j.get('signal') or 0}" if j.get("exit_code") is not None else "")
                   + (f"  on {','.join(j['nodes'])}" if j.get("nodes") else "") for j in summary["jobs"]]
+    if summary.get("imported_from"):
+        lines.insert(1, "  imported  a log not made by moeconsole (read only)")
     lines.append(f"crashes ({len(summary['crashes'])})")
-    lines += [f"  {fmt.crash_line(c)}" for c in summary["crashes"]] or ["  none"]
+    for c in summary["crashes"]:
+        lines.append(f"  {fmt.crash_line(c)}")
+        if c.get("hint"):
+            lines.append(f"    hint: {c['hint']}")
+    if not summary["crashes"]:
+        lines.append("  none")
+    groups = summary["alert_groups"]
+    if groups:
+        open_n = sum(1 for g in groups if g["active"])
+        lines.append(f"alerts by cause ({len(groups)}, {open_n} open)")
+        lines += [f"  {fmt.LEVEL_WORD.get(g['level'], g['level'].upper())} {g['headline']}"
+                  f"{'' if g['active'] else '  (acknowledged)'}" for g in groups]
     lines.append(f"checkpoints ({len(summary['checkpoints'])})")
     lines += [f"  {fmt.checkpoint_line(c)[0]}  {c.get('path') or ''}" for c in summary["checkpoints"]] or ["  none"]
     if summary["alerts"]:

@@ -18,8 +18,8 @@ from runner.rundir import rundir, store
 # values that tell runs of one name apart).
 COLUMNS = (("status", "STATUS"), ("id", "ID"), ("display_name", "NAME"), ("started_at", "STARTED"),
            ("ended_at", "ENDED"), ("attempts", "ATT"), ("last_step", "STEPS"), ("crashes", "CRASHES"),
-           ("last_crash_class", "LAST CRASH"), ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"),
-           ("recipe_hash", "RECIPE"))
+           ("last_crash_class", "LAST CRASH"), ("bad_saves", "BAD SAVES"), ("open_alerts", "ALERTS"),
+           ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"), ("recipe_hash", "RECIPE"))
 SORT_KEY = {"display_name": "name"}  # the index sorts by the stored column
 NAME_MAX = 48
 STATUS_FILTER = "status:"
@@ -38,8 +38,7 @@ def parse_filter(text: str) -> tuple[str | None, str | None]:
 
 class BrowserScreen(Screen):
     BINDINGS = keys.bindings(keys.BROWSER_KEYS)
-    COMPONENT_CLASSES = {"status--running", "status--cooldown", "status--paused", "status--failed",
-                         "status--killed", "status--succeeded", "status--other"}
+    COMPONENT_CLASSES = set(fmt.STATUS_STYLES)
 
     def __init__(self, base: Path) -> None:
         super().__init__()

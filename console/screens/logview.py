@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.style import Style
 from textual import work
 from textual.app import ComposeResult
 from textual.geometry import Size
+from textual.message import Message
 from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -22,20 +24,71 @@ from console.logfile import LogFile
 from runner.rundir.secrets import Redactor
 
 
+GUTTER = 8  # "   1234 ": the line number, kept in place when the text scrolls sideways
+
+
 class LogView(ScrollView, can_focus=True):
+    """The log as numbered lines. Long lines either scroll sideways (the default: the line
+    numbers stay, left/right pan, the view is as wide as the widest line read so far) or wrap
+    (``w``): a line takes as many rows as it needs, continuation rows marked with ``↪``."""
+
     COMPONENT_CLASSES = {"logview--match", "logview--current"}
+    # left/right from the log view's key table (a ScrollView binds them to 1-cell steps)
+    BINDINGS = keys.bindings(tuple(k for k in keys.LOG_KEYS if k.action in ("pan_left", "pan_right")))
 
     def __init__(self, log: LogFile, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.log_file = log
         self.needle = ""
         self.current: int | None = None
+        self.wrap = False
+        self.following = True  # the screen's follow mode: wrapped rows are laid out from the end
         self._cache: dict[int, str] = {}
+        self._widest = 0
+        self._rows_key: tuple | None = None
+        self._rows: list[tuple[int, str, bool]] = []  # wrap mode: (line, text of the row, first row of the line)
 
     def set_line_count(self, n: int) -> None:
         self._cache.clear()
-        self.virtual_size = Size(self.size.width, n)
+        self._rows_key = None
+        self._size_to(n)
         self.refresh()
+
+    @property
+    def text_width(self) -> int:
+        """Columns for text: the view without the scrollbar and the line numbers."""
+        return max(8, self.scrollable_content_region.width - GUTTER)
+
+    def _size_to(self, n: int) -> None:
+        # wrapped, nothing is wider than the view: no sideways range (and no horizontal scrollbar)
+        self.virtual_size = Size(1 if self.wrap else GUTTER + self._widest, n)
+
+    def set_wrap(self, wrap: bool) -> None:
+        self.wrap = wrap
+        self._rows_key = None
+        self._size_to(self.virtual_size.height)
+        if wrap:
+            self.scroll_to(x=0, animate=False, immediate=True)
+        self.refresh()
+
+    class Panned(Message):
+        """The view scrolled sideways (the screen's title says which columns show)."""
+
+    def pan(self, direction: int) -> None:
+        """Sideways by a third of the text width (no-wrap mode)."""
+        if self.wrap:
+            self.notify("lines are wrapped: w to scroll sideways instead")
+            return
+        step = max(8, self.text_width // 3)
+        self.scroll_to(x=max(0, min(self.max_scroll_x, self.scroll_offset.x + direction * step)), animate=False,
+                       immediate=True)
+        self.post_message(self.Panned())
+
+    def action_pan_left(self) -> None:
+        self.pan(-1)
+
+    def action_pan_right(self) -> None:
+        self.pan(1)
 
     def _line(self, index: int) -> str:
         if index not in self._cache:
@@ -46,31 +99,80 @@ class LogView(ScrollView, can_focus=True):
                 self._cache.clear()
             for i, text in enumerate(lines):
                 self._cache[start + i] = text
+            widest = max((cell_len(t) for t in lines), default=0)
+            if widest > self._widest:  # a longer line than any so far: the sideways range grows
+                self._widest = widest
+                if not self.wrap:
+                    self.call_later(self._size_to, self.virtual_size.height)
         return self._cache.get(index, "")
 
+    # ---- wrapped rows ---------------------------------------------------------------------
+    def _wrapped(self) -> list[tuple[int, str, bool]]:
+        """The rows on screen in wrap mode: from the top line down, or, when following the end,
+        from the last line up so the end is always in view."""
+        n, height = self.virtual_size.height, max(1, self.size.height)
+        width = self.text_width
+        at_end = self.following and self.scroll_offset.y >= self.max_scroll_y
+        key = (self.scroll_offset.y, width, height, n, at_end, len(self._cache))
+        if key == self._rows_key:
+            return self._rows
+        rows: list[tuple[int, str, bool]] = []
+        if at_end:
+            index = n - 1
+            while index >= 0 and len(rows) < height:
+                rows[:0] = _chop(index, self._line(index), width)
+                index -= 1
+            rows = rows[-height:]
+        else:
+            index = self.scroll_offset.y
+            while index < n and len(rows) < height:
+                rows += _chop(index, self._line(index), width)
+                index += 1
+            rows = rows[:height]
+        self._rows_key, self._rows = key, rows
+        return rows
+
+    # ---- drawing ----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
-        index = self.scroll_offset.y + y
-        width = self.size.width
+        width = self.scrollable_content_region.width
         base = self.rich_style
+        if self.wrap:
+            rows = self._wrapped()
+            if y >= len(rows):
+                return Strip.blank(width, base)
+            index, text, first = rows[y]
+            number = f"{index + 1:>7} " if first else "      ↪ "
+            return self._draw(index, number, text, 0, self.text_width).extend_cell_length(width, base)
+        index = self.scroll_offset.y + y
         if index >= self.virtual_size.height:
             return Strip.blank(width, base)
-        text = self._line(index)
-        number = f"{index + 1:>7} "
-        segs = [Segment(number, base + Style(dim=True))]
+        return self._draw(index, f"{index + 1:>7} ", self._line(index), self.scroll_offset.x,
+                          self.text_width).extend_cell_length(width, base)
+
+    def _draw(self, index: int, number: str, text: str, x: int, text_width: int) -> Strip:
+        base = self.rich_style
         style = base
         if self.current == index:
             style = base + self.get_component_rich_style("logview--current", partial=True)
         if self.needle and self.needle.lower() in text.lower():
-            segs += _highlight(text, self.needle, style, base + self.get_component_rich_style("logview--match",
-                                                                                               partial=True))
+            segs = _highlight(text, self.needle, style, base + self.get_component_rich_style("logview--match",
+                                                                                              partial=True))
         else:
-            segs.append(Segment(text, style))
-        return Strip(segs).crop(0, width).extend_cell_length(width, base)
+            segs = [Segment(text, style)]
+        body = Strip(segs).crop(x, x + max(0, text_width))
+        return Strip([Segment(number, base + Style(dim=True)), *body])
 
     def visible_text(self) -> list[str]:
-        """The lines on screen as plain text (tests)."""
+        """The text on screen, one entry per row (tests): whole lines, or the wrapped rows."""
+        if self.wrap:
+            return [text for _, text, _ in self._wrapped()]
         top = self.scroll_offset.y
         return [self._line(i) for i in range(top, min(top + self.size.height, self.virtual_size.height))]
+
+
+def _chop(index: int, text: str, width: int) -> list[tuple[int, str, bool]]:
+    parts = chop_cells(text, width) if cell_len(text) > width else [text]
+    return [(index, part, i == 0) for i, part in enumerate(parts or [""])]
 
 
 def _highlight(text: str, needle: str, style: Style, match: Style) -> list[Segment]:
@@ -125,7 +227,19 @@ class LogScreen(Screen):
         n = len(self.log_file)
         search = f"  search '{self.needle}'" if self.needle else ""
         follow = "following" if self.follow else "paused (f to follow)"
-        self.query_one("#log-title", Static).update(f"{self.title_text}  {n:,} lines  {follow}{search}")
+        view = self.query_one(LogView)
+        lines = "wrapped" if view.wrap else (f"columns {view.scroll_offset.x + 1}+" if view.scroll_offset.x else "")
+        lines = f"  {lines}" if lines else ""
+        self.query_one("#log-title", Static).update(f"{self.title_text}  {n:,} lines  {follow}{lines}{search}")
+
+    def action_wrap(self) -> None:
+        view = self.query_one(LogView)
+        view.set_wrap(not view.wrap)
+        self.call_after_refresh(self._keep_following)
+        self._update_title()
+
+    def on_log_view_panned(self, _message: LogView.Panned) -> None:
+        self._update_title()
 
     @work(thread=True, exclusive=True, group="log-index")
     def _index(self) -> None:
@@ -141,12 +255,14 @@ class LogScreen(Screen):
 
     def action_follow(self) -> None:
         self.follow = not self.follow
+        self.query_one(LogView).following = self.follow
         if self.follow:
             self.query_one(LogView).scroll_end(animate=False)
         self._update_title()
 
     def action_top(self) -> None:
         self.follow = False
+        self.query_one(LogView).following = False
         self.query_one(LogView).scroll_home(animate=False)
         self._update_title()
 
@@ -186,7 +302,7 @@ class LogScreen(Screen):
         if line is None:
             self.notify(f"'{needle}' not found", severity="warning")
             return
-        self.follow = False
+        self.follow = view.following = False
         view.current = line
         view.scroll_to(y=max(0, line - view.size.height // 2), animate=False, immediate=True)
         view.refresh()

@@ -33,10 +33,11 @@ from console.widgets.chart import ChartView
 from console.widgets.gpus import GpuPanel
 from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
 from console.widgets.status import StatusLine
-from runner.rundir import dirwatch, rundir
+from runner.rundir import alertgroups, dirwatch, rundir
+from runner.rundir.alertgroups import AlertGroup
 from runner.rundir.snapshot import Snapshot
 
-PROCESS_ACTIONS = frozenset(k.action for k in keys.RUN_KEYS if k.changes_process)
+_RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 # A chart of the whole run gains nothing from redrawing every second; at most this often (a
 # new checkpoint or restart marker redraws at once). The status line still counts every step.
 CHART_REFRESH_S = 2.0
@@ -69,12 +70,13 @@ class RunScreen(Screen):
         self.readonly = readonly
         self.interval = interval
         self.clock = clock or time.time
-        self.acked: frozenset[str] = alerts_mod.read_acks(source.run.path)
-        self.active_alerts: list[alerts_mod.Alert] = []
-        self._toasted: set[str] | None = None  # alert keys already seen (None: nothing shown yet)
+        self.active_alerts: list[AlertGroup] = []
+        self._seen_alerts: dict[str, int] | None = None  # cause -> occurrences seen (None: nothing shown yet)
+        self._local_acks: dict[str, float] = {}  # written by this console, until the next snapshot has them
+        self._alert_dicts: list[dict] = []  # the groups as --json carries them (the status line reads these)
+        self._conditions: frozenset[str] = frozenset()
         self._stale = False
         self._heartbeat_s: float | None = None
-        self._alerts_from: object = None
         self._charts_at = float("-inf")
         self.snapshot: Snapshot | None = None
         self.polls = 0
@@ -203,16 +205,18 @@ class RunScreen(Screen):
         self.snapshot = snap
         self.polls += 1
         run = snap.run
-        live = bool(run.get("runner_alive")) or (run.get("status") in rundir.LIVE and not run.get("stale"))
+        # A runner is there to ask while the run is not over and its runner lives (a finished
+        # run's runner may still finish a checkpoint sync: it refuses commands then).
+        live = run.get("status") in rundir.LIVE and (bool(run.get("runner_alive")) or not run.get("stale"))
         stale = bool(run.get("stale"))
-        if live != self._live or stale != self._stale:
-            self._live, self._stale = live, stale
-            self.refresh_bindings()
+        self._live, self._stale = live, stale
+        self._show_alerts(snap)
         quiet = None
         if last_output_t is not None and run.get("status") in rundir.LIVE:
             quiet = self.clock() - last_output_t
             quiet = quiet if quiet >= 0 else None
-        self.query_one(StatusLine).show_run(run, quiet_s=quiet, heartbeat_s=self._heartbeat_s)
+        self.query_one(StatusLine).show_run(run, quiet_s=quiet, heartbeat_s=self._heartbeat_s, now=self.clock(),
+                                            **fmt.alert_args(run, self._alert_dicts))
         self._show_runner_gone(run)
         self._show_charts(snap)
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
@@ -225,13 +229,16 @@ class RunScreen(Screen):
         if not real and table.has_focus:
             self.query_one(EventPane).focus()  # a hidden table must not swallow Enter
         _show(table, bool(real))
-        _set_text(title, f"zombies / blockers: {len(real)} (tab to select, z to end)" if real else
-                  ("zombies / blockers: scan failed: " + errors[0]) if errors else "zombies / blockers: none")
-        pane = self.query_one(EventPane)
-        pane.show(snap.events)
-        if pane.entries is not self._alerts_from:  # the timeline changed (rare): alerts too
-            self._alerts_from = pane.entries
-            self._show_alerts(pane.entries)
+        killable = any(b.get("killable") for b in real)
+        _set_text(title, f"zombies / blockers: {len(real)}" + (" (tab to select, z to end)" if killable and live else "")
+                  if real else ("zombies / blockers: scan failed: " + errors[0]) if errors
+                  else "zombies / blockers: none")
+        conditions = keys.run_conditions(runner=live, stale=stale, alerts=bool(self.active_alerts),
+                                         killable=killable)
+        if conditions != self._conditions:
+            self._conditions = conditions
+            self.refresh_bindings()  # the footer shows only the keys that apply now
+        self.query_one(EventPane).show(snap.events)
         self.query_one(LogTail).show(snap.log_tail)
 
     def _show_runner_gone(self, run: dict) -> None:
@@ -242,34 +249,32 @@ class RunScreen(Screen):
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
                               f"handling); {key}run: moeconsole supervise {run.get('id')}")
 
-    def _show_alerts(self, entries) -> None:
-        """The alert bar, and a toast for each alert or crash that arrives while attached."""
-        self.active_alerts = alerts_mod.active(entries, self.acked)
+    def _show_alerts(self, snap: Snapshot) -> None:
+        """The alert bar (one line per cause, critical first), and one toast for the causes that
+        got news since the last poll (never one per alert: toasts must not pile up)."""
+        groups = alertgroups.with_acks(snap.alert_groups, self._local_acks)
+        self._alert_dicts = [g.to_dict() for g in groups]
+        self.active_alerts = alertgroups.active(groups)
         bar = self.query_one(AlertBar)
-        bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2)
+        headline = next((g.key for g in self.active_alerts if g.critical), None)  # the status line shows it
+        bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2, in_headline=headline)
         _show(bar, bool(self.active_alerts))
-        keys_now = {alerts_mod.alert_key(e) for e in entries if alerts_mod.level_of(e)}
-        if self._toasted is None:
-            self._toasted = keys_now
-            if bool(self.active_alerts) != getattr(self, "_had_alerts", None):
-                self._had_alerts = bool(self.active_alerts)
-                self.refresh_bindings()
+        seen = {g.key: g.count for g in groups}
+        if self._seen_alerts is None:  # history is not news
+            self._seen_alerts = seen
             return
-        ring = False
-        for e in entries:
-            key = alerts_mod.alert_key(e)
-            if key in self._toasted or not alerts_mod.level_of(e):
-                continue
-            self._toasted.add(key)
-            level = alerts_mod.level_of(e)
-            ring = ring or (level == "CRIT" and key not in self.acked)
-            self.notify(e.text, title="crash" if e.kind == "crash" else f"{level} alert",
-                        severity="error" if level == "CRIT" else "warning", timeout=10)
-        if ring and getattr(self.app, "bell_on", False):
+        news = [g for g in self.active_alerts if g.count > self._seen_alerts.get(g.key, 0)]
+        self._seen_alerts = seen
+        if not news:
+            return
+        title, message, severity = alerts_mod.toast(news)
+        toast = getattr(self.app, "toast_alert", None)
+        if toast is not None:
+            toast(message, title=title, severity=severity)
+        else:
+            self.notify(message, title=title, severity=severity, timeout=10)  # type: ignore[arg-type]
+        if any(g.critical for g in news) and getattr(self.app, "bell_on", False):
             self.app.bell()  # once per poll that brought critical news, however many arrived
-        if bool(self.active_alerts) != getattr(self, "_had_alerts", None):
-            self._had_alerts = bool(self.active_alerts)
-            self.refresh_bindings()
 
     def _show_charts(self, snap: Snapshot) -> None:
         marker_key = (snap.restarts_at, tuple((c.get("step"), c.get("ok"), c.get("suspect")) for c in snap.checkpoints))
@@ -335,19 +340,18 @@ class RunScreen(Screen):
 
     # ---- keys ---------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "start_runner":
-            if not self._stale:
-                return False  # only offered when the runner is gone
-            return None if self.readonly else True
-        if action == "acknowledge":
-            return bool(self.active_alerts)
-        if action in PROCESS_ACTIONS or action == "verify":
-            if self._live is False:
-                return False  # a past run: no runner to ask, so the keys are not shown
-            if self.readonly and action in PROCESS_ACTIONS:
-                return None  # shown dimmed
+        """Keys as data (``console.keys``): a key shows only while its conditions hold (no kill
+        on a finished run, no z without a process that can be ended); process keys of a
+        read-only console are shown dimmed."""
         if action == "back":
             return len(self.app.screen_stack) > 2
+        key = _RUN_KEY_BY_ACTION.get(action)
+        if key is None:
+            return True
+        if not keys.applies(key, self._conditions):
+            return False
+        if self.readonly and (key.changes_process or action == "start_runner"):
+            return None  # shown dimmed
         return True
 
     def on_key(self, event: Key) -> None:
@@ -359,19 +363,22 @@ class RunScreen(Screen):
 
     # ---- alerts, details, runner --------------------------------------------------------
     def action_acknowledge(self) -> None:
-        """Acknowledge every active alert; kept in the run directory for the next console."""
+        """Acknowledge every active alert group, in acks.json: every console attached to the
+        run (and every later one) sees them acknowledged."""
         if not self.active_alerts:
             self.notify("no active alerts")
             return
-        acked = self.acked | {a.key for a in self.active_alerts}
+        groups = list(self.active_alerts)
         try:
-            alerts_mod.write_acks(self.source.run.path, acked)
+            self._local_acks = alertgroups.acknowledge(self.source.run.path, groups)
         except OSError as exc:
+            self._local_acks = {**self._local_acks, **{g.key: g.last_t for g in groups}}
             self.notify(f"acknowledged for this console only: cannot write acks.json ({exc})", severity="warning")
-        n = len(self.active_alerts)
-        self.acked = acked
-        self._show_alerts(self.query_one(EventPane).entries)
+        n = len(groups)
+        if self.snapshot is not None:
+            self.apply(self.snapshot)
         self.notify(f"acknowledged {n} alert{'s' if n != 1 else ''}")
+        self.poll_now()
 
     def action_toggle_bell(self) -> None:
         self.app.bell_on = not getattr(self.app, "bell_on", False)
@@ -381,20 +388,32 @@ class RunScreen(Screen):
         self._open_detail(message.entry)
 
     def action_details(self) -> None:
+        """Enter outside the events list: the highlighted event (Enter in the list opens it too)."""
         pane = self.query_one(EventPane)
-        if self.active_alerts and not pane.has_focus:
-            self._open_detail(self.active_alerts[0].entry)
-        elif pane.entries and pane.highlighted is not None:
+        if pane.entries and pane.highlighted is not None:
             self._open_detail(pane.entries[min(pane.highlighted, len(pane.entries) - 1)])
         else:
             self.notify("no event to show")
 
+    def action_alert_details(self) -> None:
+        """d: the newest active alert group (critical first): its cause, count, steps, hint."""
+        from console.screens.dialogs import DetailScreen
+        if not self.active_alerts:
+            self.notify("no active alerts")
+            return
+        group = self.active_alerts[0]
+        self.app.push_screen(DetailScreen(f"{alerts_mod.word(group)} alert", alerts_mod.detail_lines(
+            group, self._crash_report(group.members[-1] if group.members else {}))))
+
+    def _crash_report(self, ev: dict) -> dict | None:
+        if ev.get("type") != "crash" or self.snapshot is None:
+            return None
+        return next((c for c in self.snapshot.crashes if c.get("attempt") == ev.get("attempt")), None)
+
     def _open_detail(self, entry) -> None:
         from console.screens.dialogs import DetailScreen
         from console.timeline import detail_lines
-        report = None
-        if entry.kind == "crash" and self.snapshot is not None:
-            report = next((c for c in self.snapshot.crashes if c.get("attempt") == entry.event.get("attempt")), None)
+        report = self._crash_report(entry.event)
         self.app.push_screen(DetailScreen(entry.text.split(":", 1)[0], detail_lines(entry, report)))
 
     def action_start_runner(self) -> None:
@@ -443,6 +462,10 @@ class RunScreen(Screen):
         blocker = self.query_one(BlockerTable).selected()
         if blocker is None:
             self.notify("no zombie or blocker process to end", severity="warning")
+            return
+        if not blocker.get("killable"):
+            why = blocker.get("not_killable_why") or "it is not a process that may be ended"
+            self.notify(f"PID {blocker.get('pid')} cannot be ended: {why}", severity="warning")
             return
         self._confirm_and_send(confirmations.kill_zombie(blocker, self.source.recipe()))
 

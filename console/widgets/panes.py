@@ -102,9 +102,9 @@ class AlertBar(Static):
         self._shown: object = None
         self.plain_lines: list[str] = []
 
-    def show_alerts(self, alerts, room: int) -> None:
+    def show_alerts(self, alerts, room: int, in_headline: str | None = None) -> None:
         from console.alerts import bar_lines
-        lines = bar_lines(alerts, room)
+        lines = bar_lines(alerts, room, in_headline=in_headline)
         if lines == self._shown:
             return
         self._shown = lines
@@ -145,8 +145,6 @@ class LogTail(LinesView):
         self.set_lines([((line, ""),) for line in self.plain_lines])
 
 
-# Processes of the run itself are listed by the telemetry layer too; they are not zombies.
-SHOWN_NOT_BLOCKING = frozenset({"run_tree"})
 BLOCKER_COLUMNS = ("PID", "WHY", "GPU MiB", "USER", "AGE", "COMMAND")
 
 
@@ -162,8 +160,9 @@ class BlockerTable(DataTable):
         self.add_columns(*BLOCKER_COLUMNS)
 
     def show(self, blockers) -> None:
-        rows = [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None
-                and set(b.get("labels") or ()) - SHOWN_NOT_BLOCKING]
+        # The telemetry layer's judgement (runner.telemetry.procs.standing), as --json carries it:
+        # the run's own processes are not listed.
+        rows = [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None and b.get("shown")]
         key = tuple((b.get("pid"), b.get("start_time"), b.get("gpu_mem_mib"), tuple(b.get("labels") or ()))
                     for b in rows)
         if key == self._shown:

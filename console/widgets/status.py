@@ -7,10 +7,7 @@ from console.widgets.lines import LinesView
 
 
 class StatusLine(LinesView):
-    COMPONENT_CLASSES = {
-        "status--name", "status--running", "status--cooldown", "status--paused", "status--failed",
-        "status--killed", "status--succeeded", "status--other", "status--readonly",
-    }
+    COMPONENT_CLASSES = set(fmt.STATUS_STYLES) | {"status--name", "status--readonly", "status--critical"}
     OVERFLOW = "ellipsis"
 
     def __init__(self, *, readonly: bool = False, id: str | None = None) -> None:
@@ -18,7 +15,9 @@ class StatusLine(LinesView):
         self.readonly = readonly
         self.plain_lines: list[str] = []
 
-    def show_run(self, run: dict, *, quiet_s: float | None = None, heartbeat_s: float | None = None) -> None:
-        lines = fmt.status_lines(run, readonly=self.readonly, quiet_s=quiet_s, heartbeat_s=heartbeat_s)
+    def show_run(self, run: dict, **shown) -> None:
+        """``shown``: what ``format.status_lines`` takes besides the run (quiet time, an active
+        critical alert, whether to name the last good checkpoint, the clock)."""
+        lines = fmt.status_lines(run, readonly=self.readonly, **shown)
         if self.set_lines(lines):  # only the line that changed is drawn again (fixed height)
             self.plain_lines = [fmt.plain(line) for line in lines]

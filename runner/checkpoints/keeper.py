@@ -6,13 +6,32 @@ The runner owns the loop and the run's state; this object owns everything about 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
 from runner.checkpoints.discover import Checkpoint, find_checkpoints
 from runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
 from runner.checkpoints.verify import verify_checkpoint
-from runner.checkpoints.watch import CheckpointWatcher, latest_good
+from runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good
+
+
+@dataclass(frozen=True)
+class SaveCheck:
+    """Whether a run's newest save holds its result: ``ok`` False when no checkpoint verified
+    or the newest one is bad; ``reason`` says which in one line; ``last_good`` names the newest
+    good one ({path, step}) if any."""
+    ok: bool
+    reason: str = ""
+    last_good: dict | None = None
+
+
+def describe_good(good: dict | None) -> str:
+    """"last good checkpoint: checkpoint-40 (step 40)" (or that there is none)."""
+    if not good:
+        return "no checkpoint verified ok"
+    step = f" (step {good['step']})" if good.get("step") is not None else ""
+    return f"last good checkpoint: {Path(str(good['path'])).name}{step}"
 
 class RunWriter(Protocol):
     """Where the keeper records verdicts: a RunDir, or the runner's Journal (which survives a
@@ -32,7 +51,7 @@ VERIFIED_KEEP = 200  # names kept in state.json so a new runner does not verify 
 
 class CheckpointKeeper:
     def __init__(self, run: RunWriter, root: Path | None, *, recipe_hash: str, settle_s: float,
-                 verify: bool = True, verified: Iterable[str] = (),
+                 verify: bool = True, verified: Iterable[str] = (), bad_saves: dict | None = None,
                  diag: Callable[[str], None] = lambda msg: None) -> None:
         self.run = run
         self.root = root
@@ -42,6 +61,11 @@ class CheckpointKeeper:
         self.newest_step: int | None = None
         self.last: dict | None = None
         self.saved_marks: dict[str, bool] = {}  # checkpoint dir name -> saved during an excursion
+        # Bad saves: how many in all, and the newest ones in a row (paths, oldest first); a new
+        # runner takes them over from state.json.
+        prior = bad_saves or {}
+        self.bad_total = int(prior.get("total") or 0)
+        self.bad_in_a_row: list[str] = [str(p) for p in prior.get("in_a_row") or []]
         self.watcher: CheckpointWatcher | None = None
         if root is not None and verify:
             done = set(self.verified)
@@ -118,6 +142,50 @@ class CheckpointKeeper:
             if ck.step is not None:
                 self.newest_step = max(ck.step, self.newest_step or ck.step)
             self.last = {"path": str(ck.path), "step": ck.step, "verdict": rec.get("verdict"), "ok": v.ok}
+            self._count(str(ck.path), v.ok)
+
+    def _count(self, path: str, ok: bool) -> None:
+        """A verdict for the bad-save counts. A save reported again (its files changed after a
+        first verdict) replaces its earlier verdict instead of counting twice."""
+        again = path in self.bad_in_a_row
+        if ok:
+            if again:
+                self.bad_total = max(0, self.bad_total - 1)
+                self.bad_in_a_row.remove(path)
+            if not again or not self.bad_in_a_row:
+                self.bad_in_a_row = []
+            return
+        if not again:
+            self.bad_total += 1
+            self.bad_in_a_row.append(path)
+
+    @property
+    def bad_saves(self) -> dict:
+        """For state.json: ``{total, in_a_row: [paths]}``."""
+        return {"total": self.bad_total, "in_a_row": list(self.bad_in_a_row)}
+
+    def final_check(self) -> SaveCheck:
+        """Does the newest save hold the run's result? Asked when the training ends with exit 0.
+        Without a checkpoint directory (or with ``checkpoints.verify: false``) nothing is
+        judged. Merged exports are not the training's own saves and are skipped."""
+        if not self.watcher or self.root is None:
+            return SaveCheck(True)
+        saves = [c for c in find_checkpoints(self.root) if c.layout != "merged"] if self.root.exists() else []
+        if not saves:
+            return SaveCheck(False, f"no checkpoint was saved under {self.root}")
+        newest = saves[0]
+        good = self.last_good()
+        verdict = known_verdict(newest)[0]
+        if verdict == "ok":
+            return SaveCheck(True, last_good=good)
+        return SaveCheck(False, f"the newest checkpoint {newest.path.name} is {verdict}; {describe_good(good)}", good)
+
+    def last_good(self) -> dict | None:
+        """The resume point as {path, step}: the newest checkpoint verified ok under this recipe."""
+        if not (self.root and self.root.exists()):
+            return None
+        ck = latest_good(self.root, expected_recipe_hash=self.hash)
+        return {"path": str(ck.path), "step": ck.step} if ck else None
 
     def _stamped_by_other_recipe(self, path: Path) -> bool:
         side = read_sidecar(path)

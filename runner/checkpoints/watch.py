@@ -103,6 +103,18 @@ class CheckpointWatcher:
         return sorted(self._pending)
 
 
+def known_verdict(ckpt: Checkpoint) -> tuple[str, str | None, bool]:
+    """(verdict, recipe hash, suspect) of a checkpoint: its sidecar's while the files are
+    unchanged since it was written, else verified now (fast path)."""
+    from runner.checkpoints.verify import verify_found
+
+    record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
+    if record is not None and sidecar_current(ckpt.path, record):
+        return str(record["verdict"]), record.get("recipe_hash"), bool(record.get("suspect"))
+    v = verify_found(ckpt)
+    return v.verdict, v.recipe_hash, v.suspect
+
+
 def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, allow_suspect: bool = True,
                 include_merged: bool = False) -> Checkpoint | None:
     """The newest checkpoint under ``root`` that verifies ok: a resume point, never a stub.
@@ -112,17 +124,10 @@ def latest_good(root: Path | str, *, expected_recipe_hash: str | None = None, al
     ``expected_recipe_hash``, checkpoints whose stored recipe hash differs are skipped
     (a checkpoint without a stored hash is not known to drift). ``-merged`` exports are not
     resume points unless ``include_merged``; suspect saves are skipped unless ``allow_suspect``."""
-    from runner.checkpoints.verify import verify_found
-
     for ckpt in find_checkpoints(root):
         if ckpt.layout == "merged" and not include_merged:
             continue
-        record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
-        if record is not None and sidecar_current(ckpt.path, record):
-            verdict, stored_hash, is_suspect = record["verdict"], record.get("recipe_hash"), bool(record.get("suspect"))
-        else:
-            v = verify_found(ckpt)
-            verdict, stored_hash, is_suspect = v.verdict, v.recipe_hash, v.suspect
+        verdict, stored_hash, is_suspect = known_verdict(ckpt)
         if verdict != "ok" or (is_suspect and not allow_suspect):
             continue
         if expected_recipe_hash is not None and stored_hash is not None and stored_hash != expected_recipe_hash:

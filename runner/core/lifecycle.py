@@ -16,13 +16,14 @@ from typing import Union
 
 from runner.core.state import TERMINAL, Status
 
+PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
 ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often while anything lives
 
 
 # ---- the lifecycle's own state ---------------------------------------------------------------
 @dataclass(frozen=True)
 class Kill:
-    reason: str            # user | restart | hang | divergence | cleanup
+    reason: str            # user | restart | hang | divergence | bad_saves | cleanup
     started: float
     deadline: float        # SIGKILL at this monotonic time
     requested_by: str = "runner"
@@ -97,6 +98,13 @@ class Divergence:
 
 
 @dataclass(frozen=True)
+class BadSaves:
+    """Saves in a row failed verification (``checkpoints.pause_after_bad_saves``): stop the
+    attempt and pause; training on would only write more of them."""
+    reason: str
+
+
+@dataclass(frozen=True)
 class ConditionsProbe:
     waiting: tuple[str, ...]
     on_busy: str                 # wait | kill | refuse
@@ -107,13 +115,13 @@ class ConditionsProbe:
 @dataclass(frozen=True)
 class Judged:
     """The attempt was classified and the restart policy decided (impure inputs, pure result)."""
-    action: str                  # restart | pause | fail | stop | succeed
+    action: str                  # restart | pause | fail | stop | succeed | unsaved
     reason: str
     delay_s: float = 0.0
     floor_s: float | None = None
 
 
-Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, ConditionsProbe, Judged]
+Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, BadSaves, ConditionsProbe, Judged]
 
 
 # ---- effects ----------------------------------------------------------------------------------
@@ -204,6 +212,10 @@ def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, lis
         if life.kill or not life.attempt_live:
             return life, []
         return _begin_kill(life, "divergence", now, cfg.grace_s)
+    if isinstance(event, BadSaves):
+        if life.status != Status.RUNNING or life.kill or not life.attempt_live:
+            return life, []
+        return _begin_kill(life, "bad_saves", now, cfg.grace_s)
     if isinstance(event, ConditionsProbe):
         return _conditions(life, event, now)
     if isinstance(event, Judged):
@@ -240,7 +252,7 @@ def _started(life: Life, ev: Started, now: float, cfg: Settings) -> tuple[Life, 
         return _cooldown(life, "resumed", now, cfg)
     if status in TERMINAL:
         return life, []
-    return _cooldown(life, "pre-flight", now, cfg, floor=0.0, preflight=True)
+    return _cooldown(life, PREFLIGHT, now, cfg, floor=0.0, preflight=True)
 
 
 def _leader_exit(life: Life, ev: LeaderExit) -> tuple[Life, list[Effect]]:
@@ -351,6 +363,8 @@ def _judged(life: Life, ev: Judged, now: float, cfg: Settings) -> tuple[Life, li
     life = replace(life, attempt_live=False, exited=False, kill=None)
     if ev.action == "succeed":
         return replace(life, status=Status.SUCCEEDED), [SetStatus(Status.SUCCEEDED, ev.reason)]
+    if ev.action == "unsaved":  # exit 0, but no verified checkpoint holds the result
+        return replace(life, status=Status.UNSAVED), [SetStatus(Status.UNSAVED, ev.reason)]
     if ev.action == "restart":
         return _cooldown(life, ev.reason, now, cfg, delay=ev.delay_s, floor=ev.floor_s)
     if ev.action == "pause":

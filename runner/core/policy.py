@@ -144,8 +144,10 @@ def _made_progress(rec: AttemptRecord) -> bool:
 
 
 def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: RestartSettings,
-           now: float) -> Decision:
-    """What to do after the attempt that just ended (``history[-1]``).
+           now: float, *, floor_s: float = 0.0) -> Decision:
+    """What to do after the attempt that just ended (``history[-1]``). ``floor_s``: the
+    cooldown floor the runner keeps for this crash (the recipe's, scaled by the class: NCCL
+    waits longer); a restart says the wait it really gets, the larger of floor and backoff.
 
     Order: user kill -> stop; gpu_unavailable / slurm_unavailable -> wait for the device or the
     Slurm controller (its own capped wait,
@@ -196,8 +198,10 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
 
     run_of = consecutive_crashes(verdict, history, settings)
     delay = backoff_delay(run_of, settings)
-    reason = (f"restart {restarts_used + 1}/{settings.max_restarts} after {delay:g} s "
-              f"(crash {run_of} in a row: {verdict.cls})")
+    wait = max(delay, floor_s if math.isfinite(floor_s) else 0.0)
+    why = (f"cooldown floor {floor_s:g} s for {verdict.cls}" if floor_s > delay
+           else f"backoff after crash {run_of} in a row: {verdict.cls}")
+    reason = f"restart {restarts_used + 1}/{settings.max_restarts} after at least {wait:g} s ({why})"
     alert = None
     if verdict.cls == "killed_oom":
         alert, reason = WARNING, reason + "; killed by SIGKILL, likely the host OOM killer"

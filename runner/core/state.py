@@ -23,6 +23,7 @@ class Status(str, enum.Enum):
     PAUSED = "paused"
     STOPPING = "stopping"
     SUCCEEDED = "succeeded"
+    UNSAVED = "unsaved"     # the training finished, but no verified checkpoint holds its result
     FAILED = "failed"
     KILLED = "killed"
 
@@ -44,8 +45,12 @@ class Status(str, enum.Enum):
             return None
 
 
-TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.KILLED})
+TERMINAL = frozenset({Status.SUCCEEDED, Status.UNSAVED, Status.FAILED, Status.KILLED})
+# The training reached its end (as opposed to being stopped): a restart needs --force.
+FINISHED = frozenset({Status.SUCCEEDED, Status.UNSAVED})
 LIVE = frozenset({Status.STARTING, Status.RUNNING, Status.COOLDOWN, Status.PAUSED, Status.STOPPING})
+# An attempt's processes are alive (or being ended by the runner): its own, not leftovers.
+ATTEMPT_LIVE = frozenset({Status.RUNNING, Status.STOPPING})
 
 
 class RunnerInfo(TypedDict):
@@ -85,6 +90,12 @@ class AttemptHistory(TypedDict, total=False):
     resumed_step: int | None
     last_step: int | None
     crash_class: str | None
+
+
+class BadSaves(TypedDict):
+    """Saves that failed verification: how many in all, and the newest in a row (paths)."""
+    total: int
+    in_a_row: list[str]
 
 
 class Storage(TypedDict):
@@ -140,6 +151,7 @@ class RunState(TypedDict, total=False):
     resumed_from: str | None
     last_crash: LastCrash | None
     last_checkpoint: LastCheckpoint | None
+    bad_saves: BadSaves | None
     checkpoint_root: str | None
     port: int | None
     log_offset: int

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from runner.rundir import jsonio
+from runner.core.state import TERMINAL
 from runner.ops.settings import seconds
 
 KINDS = ("critical", "crash", "pause", "end")
@@ -91,7 +92,7 @@ def notification_for(ev: Mapping[str, Any]) -> Notification | None:
                             f"{ev.get('reason') or ev.get('summary') or ''}".strip(), ev)
     if kind == "pause":
         return Notification("pause", "pause", f"run paused: {ev.get('reason', '')}".strip(), ev)
-    if kind == "status" and str(ev.get("status") or "").lower() in ("succeeded", "failed", "killed"):
+    if kind == "status" and str(ev.get("status") or "").lower() in TERMINAL:
         status = str(ev["status"]).lower()
         return Notification("end", "end", f"run {status}" + (f": {ev['reason']}" if ev.get("reason") else ""), ev)
     return None

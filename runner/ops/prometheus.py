@@ -18,8 +18,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from runner.core.numbers import as_float
 from runner.ops.tally import EventTally
+from runner.core.state import Status
 
-STATUSES = ("starting", "running", "cooldown", "paused", "stopping", "succeeded", "failed", "killed")
+STATUSES = tuple(s.value for s in Status)
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 

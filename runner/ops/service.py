@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-LIVE = frozenset({"starting", "running", "cooldown", "paused", "stopping"})
+from runner.core.state import LIVE
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,9 +65,19 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
                                 close_fds=True, env=runner_env(), cwd=os.getcwd())
     finally:
         os.close(out)
-    # The runner outlives us; drop the Popen so nothing waits on it at exit.
+    # The runner outlives us; drop the Popen so nothing waits on it at exit. If it ends while
+    # we live (a console attached to a short run), it is reaped at once, never left <defunct>
+    # under the console (where it would look like a zombie of the run).
     proc.returncode = 0
+    threading.Thread(target=_reap, args=(proc.pid,), name=f"reap-runner-{proc.pid}", daemon=True).start()
     return proc.pid
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # already collected (wait_ready or a console's own reaping)
 
 
 def wait_ready(run: rundir.RunDir, runner_pid: int, timeout: float = READY_TIMEOUT_S) -> dict:
@@ -110,6 +121,30 @@ def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:
     r = state.get("runner") or {}
     return bool(r.get("pid") and r.get("host") == rundir.hostname() and r.get("start_time")
                 and proctree.same_process(r["pid"], r["start_time"]))
+
+
+def restart_plan(run: rundir.RunDir, state: dict) -> str:
+    """What a restart of this run will do, in one sentence: the next attempt, where it resumes
+    (the newest checkpoint verified ok under the run's recipe, as the runner picks it), and
+    that elapsed time and cost keep counting."""
+    from runner.checkpoints.watch import latest_good
+    nxt = int(state.get("attempt") or 0) + 1
+    try:
+        import yaml
+        recipe = yaml.safe_load(run.recipe.read_text()) or {}
+    except (OSError, ValueError):
+        recipe = {}
+    resume: dict = {}
+    if isinstance(recipe, dict) and isinstance(recipe.get("resume"), dict):
+        resume = recipe["resume"]
+    root = state.get("checkpoint_root")
+    where = "from step 0 (the recipe has no resume setting)"
+    if (resume.get("arg") or resume.get("args")) and not state.get("no_resume"):
+        good = latest_good(root, expected_recipe_hash=None if state.get("allow_drift") else state.get("recipe_hash")) \
+            if root and Path(root).is_dir() else None
+        where = (f"resumed from {good.path.name} (step {good.step}, the newest checkpoint verified ok)" if good
+                 else "from step 0 (no checkpoint verified ok)")
+    return f"start attempt {nxt} {where}; elapsed time and cost keep counting"
 
 
 def request(run: rundir.RunDir, req: dict, timeout: float = 10.0) -> dict:

@@ -11,7 +11,7 @@ import re
 import shutil
 from typing import Callable
 
-from runner.recipes import recipe as recipes
+from runner.recipes import cmdline, recipe as recipes
 
 Problem = dict
 
@@ -30,6 +30,35 @@ def check_argv_shape(recipe: dict) -> list[Problem]:
         if os.path.basename(a) in ("sh", "bash", "zsh", "dash") and cmd[i + 1] == "-c":
             out.append(_p("warning", "shell_wrapper", "command runs through a shell (-c): signals and exit "
                                                       "codes of the training pass through it"))
+    return out
+
+
+# What lint fills in to build the command the runner will run on a resumed attempt whose
+# rendezvous port had to move (values are placeholders; only the shape of the command matters).
+SAMPLE_CHECKPOINT = "<checkpoint>"
+SAMPLE_PORT = 1
+
+
+def launch_commands(recipe: dict) -> dict[str, list[str]]:
+    """The commands the runner will run for this recipe, built by the runner's own function
+    (``recipe.attempt_argv``): ``first`` (the first attempt) and ``resumed`` (an attempt that
+    resumes from a checkpoint after its rendezvous port had to move). Run-time placeholders
+    (``{run_dir}``) stay unfilled."""
+    values = {"recipe_dir": recipe.get("_recipe_dir", "")}
+    return {"first": recipes.attempt_argv(recipe, values),
+            "resumed": recipes.attempt_argv(recipe, values, resume_from=SAMPLE_CHECKPOINT, port=SAMPLE_PORT)}
+
+
+def check_command_layout(recipe: dict) -> list[Problem]:
+    """Launcher flags after the training script, in the commands the runner will run
+    (:func:`launch_commands`): what lint passes is what runs."""
+    when = {"first": "", "resumed": " once the runner resumes it or moves its rendezvous port"}
+    out, seen = [], set()
+    for name, argv in launch_commands(recipe).items():
+        for line in cmdline.misplaced(argv):
+            if line not in seen:
+                seen.add(line)
+                out.append(_p("error", "launcher_flag_after_script", f"{line}{when[name]}"))
     return out
 
 
@@ -275,8 +304,8 @@ def check_memory(recipe: dict) -> list[Problem]:
 
 
 CHECKS: tuple[Callable[..., list[Problem]], ...] = (
-    check_argv_shape, check_executable, check_secrets, check_checkpoints, check_supervision, check_swift, check_gpus,
-    check_engine, check_memory,
+    check_argv_shape, check_command_layout, check_executable, check_secrets, check_checkpoints, check_supervision,
+    check_swift, check_gpus, check_engine, check_memory,
 )
 
 

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import yaml
 
+from runner.recipes import cmdline
 from runner.rundir import secrets as secret_text
+from runner.recipes.cmdline import set_flag
 from runner.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -40,7 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "cooldown": {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5},
     "kill": {"grace_s": 60.0},
     "heartbeat": {"timeout_s": 1800.0, "stale_state_s": 30.0},
-    "checkpoints": {"dir": None, "settle_s": 2.0, "verify": True},
+    "checkpoints": {"dir": None, "settle_s": 2.0, "verify": True, "pause_after_bad_saves": 2},
     "resume": {"arg": None, "args": None, "drift": "refuse"},
     "swift": {"version": None, "python": None, "validated_max_length": None, "dataset_samples": None, "pins": None},
     "markers": {"init_done": None},
@@ -62,7 +64,8 @@ _SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
                  "poll_s": (int, float)},
     "kill": {"grace_s": (int, float)},
     "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float), "startup_s": (int, float, type(None))},
-    "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,)},
+    "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,),
+                    "pause_after_bad_saves": (int,)},
     "resume": {"arg": (str, type(None)), "args": (list, type(None)), "drift": (str,)},
     "swift": {"version": (str, type(None)), "python": (str, type(None)), "validated_max_length": (int, type(None)),
               "dataset_samples": (int, type(None)), "pins": (dict, type(None))},
@@ -101,6 +104,7 @@ _BOUNDS: dict[tuple[str, str], tuple[float, bool]] = {
     ("cooldown", "gpu_mem_tolerance_mib"): (0.0, True), ("cooldown", "poll_s"): (0.0, False),
     ("kill", "grace_s"): (0.0, True), ("heartbeat", "timeout_s"): (0.0, False),
     ("heartbeat", "stale_state_s"): (0.0, False), ("checkpoints", "settle_s"): (0.0, True),
+    ("checkpoints", "pause_after_bad_saves"): (0.0, True),
     ("gpus", "memory_capacity_gib"): (0.0, False),
 }
 _NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\Z")
@@ -317,7 +321,8 @@ def _known_subkeys(section: str) -> list[str] | None:
 
 def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict:
     """``key.sub=value`` sets a recipe value; ``args.flag=value`` sets ``--flag value`` in the
-    command (replacing an existing ``--flag``, else appending). Keys are checked against the
+    command where it stands (``runner.recipes.cmdline.set_flag``: a missing flag goes to its own part of
+    the command, a launcher's before the script). Keys are checked against the
     schema (with near-miss suggestions) and a key given twice is refused, so what runs is
     exactly what was typed."""
     raw = copy.deepcopy(raw)
@@ -358,25 +363,6 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
             node = nxt
         node[parts[-1]] = text if parts[0] == "env" else _parse_scalar(text)
     return raw
-
-
-def set_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
-    """Replace ``flag VALUE`` / ``flag=VALUE`` in argv, or append it. ``value=None`` removes it."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == flag:
-            i += 2
-            continue
-        if a.startswith(flag + "="):
-            i += 1
-            continue
-        out.append(a)
-        i += 1
-    if value is not None:
-        out += [flag, value]
-    return out
 
 
 def load(path: str | Path, overrides: list[str] | None = None) -> dict:
@@ -445,6 +431,20 @@ def resolve_env(recipe_env: dict[str, str], caller_env: dict[str, str] | None = 
 def launch_argv(recipe: dict, values: dict[str, str]) -> list[str]:
     values = {"python": sys.executable, **values}
     return [fill(a, values) for a in recipe["command"]]
+
+
+def attempt_argv(recipe: dict, values: dict[str, str], *, resume_from: str | None = None,
+                 port: int | None = None) -> list[str]:
+    """The argv of an attempt exactly as the runner runs it: placeholders filled, the resume
+    arguments for ``resume_from`` set, the rendezvous port moved to ``port``. ``lint`` checks
+    what this returns, so it checks what will run."""
+    from runner.recipes.resume import resume_argv
+    argv = launch_argv(recipe, values)
+    if resume_from:
+        argv = resume_argv(argv, recipe["resume"], resume_from)
+    if port is not None:
+        argv = cmdline.with_port(argv, port)
+    return argv
 
 
 def is_secret_env(name: str) -> bool:

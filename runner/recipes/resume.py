@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from runner.recipes.cmdline import set_flag
+
 PLACEHOLDER = "{checkpoint}"
 _STEP = re.compile(r"checkpoint-(\d+)|iter_(\d+)")
 
@@ -71,6 +73,5 @@ def resume_argv(argv: list[str], resume: dict, checkpoint: str) -> list[str]:
         kept = [g for g in groups(argv) if not (g[0].startswith("--") and _canon(g[0]) in replaced)]
         return [a for g in kept + add for a in g]
     if resume.get("arg"):
-        from runner.recipes.recipe import set_flag
         return set_flag(argv, resume["arg"], checkpoint)
     return list(argv)

@@ -187,8 +187,11 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
     crashes = []
     for ev in events:
         if ev.get("type") == "crash":
-            crashes.append({k: ev.get(k) for k in ("attempt", "class", "summary", "recovery", "decision",
-                                                    "exit_code", "signal", "memory_verdict", "memory_summary")})
+            report = jsonio.read_json(run.crash_report(ev["attempt"])) if isinstance(ev.get("attempt"), int) else None
+            crashes.append({**{k: ev.get(k) for k in ("attempt", "class", "summary", "recovery", "decision",
+                                                       "exit_code", "signal", "memory_verdict",
+                                                       "memory_summary")},
+                            "hint": report.get("hint") if isinstance(report, dict) else None})
     ck_paths: dict[str, int | None] = {}
     for ev in events:
         if ev.get("type") == "checkpoint" and ev.get("path"):
@@ -204,6 +207,8 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
                                           v.tensors, header_digest(p), (v.full or {}).get("hash") if full else None))
     # an alert that updates its numbers, or ends, is still the one alert (runner.core.memory)
     alerts = [ev for ev in events if ev.get("type") == "alert" and not (ev.get("update") or ev.get("resolved"))]
+    from runner.rundir.alertgroups import AlertBook, crash_hints, read_acks
+    groups = AlertBook().feed_all(events).groups(read_acks(run.path), crash_hints(crashes))
     by_rule: dict[str, int] = {}
     for a in alerts:
         key = f"{a.get('level')}:{a.get('rule')}"
@@ -217,7 +222,8 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
         v=RECEIPT_VERSION, kind="moeconsole.receipt", generated_at=now,
         run={"id": run.run_id, "name": state.get("name"), "status": state.get("status"),
              "started_at": started, "ended_at": ended, "elapsed_s": elapsed, "attempts": state.get("attempt"),
-             "restarts": state.get("restarts", 0), "pause_reason": state.get("pause_reason")},
+             "restarts": state.get("restarts", 0), "pause_reason": state.get("pause_reason"),
+             "bad_saves": (state.get("bad_saves") or {}).get("total", sum(1 for c in checkpoints if not c.ok))},
         recipe=_recipe_section(run, state),
         environment={"versions": versions, "recorded_at_launch": bool(versions)},
         steps={"first": first_step, "last": last_step, "max_steps": max_steps, "records": n_records},
@@ -226,6 +232,8 @@ def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -
         cost={"per_hour": price, "total": (elapsed / 3600 * price) if (price and elapsed) else None},
         crashes=crashes, checkpoints=checkpoints,
         alerts={"total": len(alerts), "by_rule": by_rule,
+                "groups": [g.to_dict() for g in groups],
+                "open": sum(1 for g in groups if g.active),
                 "recent": [{k: a.get(k) for k in ("t", "level", "rule", "step", "message")}
                            for a in alerts[-ALERT_LIST_MAX:]]},
         loss_curve=_downsample(loss_points), restarts_at=restarts_at,

@@ -138,6 +138,18 @@ def recipe_differences(a: dict[str, Any], b: dict[str, Any]) -> list[dict]:
     return diffs
 
 
+def drift_keys(saved_by: Path, recipe: dict) -> list[dict]:
+    """What changed in the recipe's hashed part (command and environment) between the run dir
+    ``saved_by`` (which wrote a checkpoint) and ``recipe`` (the one that would resume it): the
+    keys ``runs diff`` shows, as {key, a (then), b (now)}. Empty when that run is not found."""
+    then = _read_recipe(saved_by)
+    if not then:
+        return []
+    now = flatten_recipe({"command": recipe.get("command") or [], "env": recipe.get("env") or {}})
+    hashed = lambda k: k.startswith("command") or k.startswith("env.")  # noqa: E731
+    return recipe_differences({k: v for k, v in then.items() if hashed(k)}, {k: v for k, v in now.items() if hashed(k)})
+
+
 def _read_recipe(path: Path) -> dict:
     """recipe.yaml of a run dir, else a swift ``args.json`` (the recipe of a foreign run)."""
     rec = path / "recipe.yaml"

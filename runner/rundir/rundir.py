@@ -23,13 +23,13 @@ from pathlib import Path
 
 from runner.rundir import jsonio
 from runner.core import state as run_state
-from runner.core.state import LIVE, TERMINAL, Status
+from runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status
 from runner.core.errors import InputError
 
 # Statuses a run can be in (``runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
                                                  Status.PAUSED, Status.STOPPING)
-SUCCEEDED, FAILED, KILLED = Status.SUCCEEDED, Status.FAILED, Status.KILLED
+SUCCEEDED, UNSAVED, FAILED, KILLED = Status.SUCCEEDED, Status.UNSAVED, Status.FAILED, Status.KILLED
 DIR_MODE = 0o700
 LOCK_NAME = "runner.lock"
 

@@ -20,6 +20,9 @@ from runner.core import nodehealth
 from runner.rundir.secrets import Redactor
 from runner.core.series import Series, to_pairs
 from runner.rundir.seriesfile import CHART_KEYS
+from runner.rundir import alertgroups
+from runner.rundir.alertgroups import AlertBook, AlertGroup
+from runner.core.lifecycle import PREFLIGHT
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 64 * 1024
@@ -46,6 +49,7 @@ class Snapshot:
     eval_series: Series = field(default_factory=Series, repr=False)
     last_eval: dict | None = None
     eval_count: int = 0
+    alert_groups: tuple[AlertGroup, ...] = ()  # one per cause, newest news first, with ack state
 
     def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
         return {
@@ -65,7 +69,13 @@ class Snapshot:
             "nodes": list(self.nodes),
             "eval": {"count": self.eval_count, "last": self.last_eval,
                      "loss": to_pairs(*self.eval_series.downsample(series_points))},
+            "alert_groups": [g.to_dict() for g in self.alert_groups],
         }
+
+    @property
+    def active_alerts(self) -> list[AlertGroup]:
+        """Unacknowledged groups, critical first: what the alert bar and the headline show."""
+        return alertgroups.active(self.alert_groups)
 
 
 def status_word(run: dict) -> str:
@@ -74,6 +84,8 @@ def status_word(run: dict) -> str:
     if run.get("stale"):
         return f"{status}? (runner gone)"
     cd = run.get("cooldown") or {}
+    if status == "COOLDOWN" and cd.get("reason") == PREFLIGHT:
+        return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
     if status == "COOLDOWN" and cd.get("remaining_s") is not None:
         return f"COOLDOWN {int(math.ceil(cd['remaining_s']))}s"
     job = run.get("job") or {}
@@ -128,6 +140,7 @@ class RunWatcher:
         self.alerts: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
         self.checkpoints: dict[str, dict] = {}
         self._crash_cache: dict[str, dict] = {}
+        self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
         self._tail: tuple[tuple | None, tuple[str, ...]] = (None, ())
@@ -152,6 +165,7 @@ class RunWatcher:
         for off, ev in jsonio.iter_jsonl(self.run.events, self._events_off):
             self._events_off = off
             self.events.append(ev)
+            self.alert_book.feed(ev)
             kind = ev.get("type")
             if kind == "alert":
                 self.alerts.append(ev)
@@ -173,7 +187,7 @@ class RunWatcher:
                     continue
                 self._crash_cache[name] = {k: rep.get(k) for k in
                                            ("attempt", "class", "exit_code", "signal", "summary", "evidence", "t",
-                                            "recovery")}
+                                            "recovery", "hint")}
                 mem = rep.get("memory")
                 if isinstance(mem, dict):  # a CUDA OOM's verdict (its memory history stays in the report)
                     self._crash_cache[name]["memory"] = {k: mem.get(k) for k in (
@@ -250,7 +264,19 @@ class RunWatcher:
             "engine": state.get("engine") or "local",
             "job": job,  # a batch engine's job of this attempt: id, state, pending reason, nodes
             "import": state.get("import"),  # a log not made by moeconsole being read: progress, done
+            "bad_saves": (state.get("bad_saves") or {}).get("total", 0),
+            "last_good_checkpoint": self._last_good(),
         }
+
+    def _last_good(self) -> dict | None:
+        """The newest checkpoint verified ok and not suspect (by step): {path, step, t}, from the
+        verdict events."""
+        good = [c for c in self.checkpoints.values() if c.get("ok") and not c.get("suspect")
+                and isinstance(c.get("step"), int)]
+        if not good:
+            return None
+        best = max(good, key=lambda c: (c["step"], c.get("t") or 0.0))
+        return {"path": best.get("path"), "step": best["step"], "t": best.get("t")}
 
     def poll(self, *, with_gpu: bool = True, nodes: bool = True) -> Snapshot:
         """``nodes=False``: the agents' nodes of the last poll again (ages brought up to date),
@@ -265,6 +291,9 @@ class RunWatcher:
         blockers: list[dict] = []
         if with_gpu and self.telemetry:
             gpu, blockers = self.telemetry(state)
+        crashes = self._crashes()
+        groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
+        run["open_alerts"] = sum(1 for g in groups if g.active)
         return Snapshot(
             taken_at=now,
             run=run,
@@ -272,7 +301,7 @@ class RunWatcher:
             series=book.series,
             events=tuple(self.events),
             alerts=tuple(self.alerts),
-            crashes=self._crashes(),
+            crashes=crashes,
             checkpoints=tuple(sorted(self.checkpoints.values(), key=lambda c: (c.get("step") or -1), reverse=True)),
             restarts_at=tuple(book.restarts_at),
             gpu=gpu,
@@ -282,6 +311,7 @@ class RunWatcher:
             eval_series=book.eval_series,
             last_eval=book.last_eval,
             eval_count=book.eval_count,
+            alert_groups=tuple(groups),
         )
 
 
@@ -402,13 +432,13 @@ class LiveTelemetry:
         self.backend = get_backend()
 
     def __call__(self, state: dict) -> tuple[dict | None, list[dict]]:
-        from runner.telemetry.procs import find_blockers
+        from runner.telemetry.procs import RunView, find_blockers
         snap = self.backend.snapshot()
         tracked = {int(p["pid"]): float(p.get("start_time") or 0) for p in state.get("pids") or []}
         try:
             blockers = [b.to_dict() for b in find_blockers(
                 snap, run_id=state.get("run_id"), tracked=tracked or None,
-                port=state.get("port"), run_tree=set(tracked))]
+                port=state.get("port"), run_tree=set(tracked), view=RunView.from_state(state))]
         except Exception as exc:  # a process scan racing with exits must not break the screen
             blockers = [{"error": str(exc)}]
         return snap.to_dict(), blockers

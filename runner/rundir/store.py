@@ -22,14 +22,16 @@ if TYPE_CHECKING:
     from runner.rundir.seriesfile import SeriesBook
 
 from runner.core.numbers import as_float
-from runner.rundir import rundir
+from runner.rundir import jsonio, rundir
 
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
-           "last_crash_class")
+           "last_crash_class", "bad_saves", "open_alerts", "open_critical")
 # Added after the first release: older index files get them by ALTER TABLE.
-ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT"}
+ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
+                 "open_alerts": "INTEGER", "open_critical": "INTEGER"}
+ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
 # How much of metrics.jsonl a reader looks at to find a live run's newest step.
 METRICS_TAIL_BYTES = 16 * 1024
 # Recipe keys that differ between runs of one name but never tell a user which run is which.
@@ -42,7 +44,8 @@ CREATE TABLE IF NOT EXISTS runs (
     name TEXT, recipe_hash TEXT, status TEXT,
     started_at REAL, ended_at REAL, attempts INTEGER, restarts INTEGER,
     last_step INTEGER, max_steps INTEGER, last_loss REAL, min_loss REAL,
-    path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT
+    path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
+    bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -75,6 +78,34 @@ def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
     last = state.get("last_crash")
     cls = last.get("class") if isinstance(last, dict) else (str(last) if last else None)
     return n, cls
+
+
+def alert_facts(run: rundir.RunDir, state: dict) -> dict[str, int]:
+    """Bad saves (the runner's count, else the checkpoint verdicts in events.jsonl) and the alert
+    groups nobody acknowledged yet (``runner.rundir.alertgroups``, with acks.json), all and critical."""
+    from runner.rundir.alertgroups import AlertBook, active, read_acks
+    book = AlertBook()
+    bad_paths: set[str] = set()
+    for _, ev in jsonio.iter_jsonl(run.events):
+        book.feed(ev)
+        if ev.get("type") == "checkpoint" and ev.get("ok") is False and ev.get("requested_by") != "user":
+            bad_paths.add(str(ev.get("path")))
+    open_groups = active(book.groups(read_acks(run.path)))
+    counted = (state.get("bad_saves") or {}).get("total") if isinstance(state.get("bad_saves"), dict) else None
+    return {"bad_saves": counted if isinstance(counted, int) else len(bad_paths),
+            "open_alerts": len(open_groups), "open_critical": sum(1 for g in open_groups if g.critical)}
+
+
+def _changed_since(run: rundir.RunDir, t: float | None) -> bool:
+    """events.jsonl or acks.json written after ``t`` (the row's last update)."""
+    from runner.rundir.alertgroups import ACKS_NAME
+    for path in (run.events, run.path / ACKS_NAME):
+        try:
+            if t is None or path.stat().st_mtime > t:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _finite(x) -> float | None:
@@ -114,6 +145,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
         "last_step": state.get("step", last_step) if state.get("step") is not None else last_step,
         "max_steps": state.get("max_steps") or max_steps, "last_loss": last_loss, "min_loss": min_loss,
         "path": str(run.path), **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
+        **alert_facts(run, state),
     }
 
 
@@ -126,6 +158,7 @@ def row_from_state(run: rundir.RunDir, state: dict, summary: dict) -> dict:
         "max_steps": state.get("max_steps"), "last_loss": summary.get("last_loss"),
         "min_loss": summary.get("min_loss"), "path": str(run.path),
         **dict(zip(("crashes", "last_crash_class"), crash_facts(run, state))),
+        **alert_facts(run, state),
     }
 
 
@@ -161,9 +194,14 @@ def refresh_live(row: dict) -> dict:
     """A live run's row brought up to date from its state.json and newest metric record, with
     ``stale`` set when its runner is gone."""
     path = row.get("path")
-    if not path or row.get("status") not in rundir.LIVE:
+    if not path:
         return {**row, "stale": False}
     run = rundir.RunDir(Path(path))
+    if row.get("status") not in rundir.LIVE:
+        # Over: only an acknowledgement (or a late event) can change what it shows.
+        if any(row.get(k) is None for k in ALERT_FACTS) or _changed_since(run, row.get("updated_at")):
+            return {**row, **alert_facts(run, run.read_state()), "stale": False}
+        return {**row, "stale": False}
     state = run.read_state()
     if not state:
         return {**row, "stale": False}
@@ -181,6 +219,7 @@ def refresh_live(row: dict) -> dict:
         out["last_loss"] = loss
         out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)
     out["crashes"], out["last_crash_class"] = crash_facts(run, state)
+    out.update(alert_facts(run, state))
     out["stale"] = runner_gone(state)
     out["job"] = state.get("job")  # a batch engine's job (shown, not indexed): PENDING while queued
     return out

@@ -33,7 +33,7 @@ import yaml
 from runner.supervisor import control
 from runner.rundir import jsonio, ranktimes, rundir, seriesfile, store
 from runner.process import proctree
-from runner.recipes import recipe as recipes, resume
+from runner.recipes import recipe as recipes
 from runner.core import lifecycle as lc
 from runner.process.attempt import ExitStatus, LaunchSpec
 from runner.process.engines.local import LocalEngine
@@ -47,7 +47,7 @@ from runner.rundir.secrets import Redactor
 from runner.recipes.versions import package_versions
 from runner.core.errors import InputError
 from runner.core.state import Status
-from runner.rundir.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING
+from runner.rundir.rundir import COOLDOWN, FAILED, PAUSED, RUNNING, STARTING, STOPPING, UNSAVED
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -118,6 +118,7 @@ class Supervisor:
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
+        self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -151,7 +152,8 @@ class Supervisor:
         ck = self.recipe["checkpoints"]
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck["settle_s"]), verify=bool(ck.get("verify", True)),
-                                            verified=self.state.get("verified") or [], diag=self._diag)
+                                            verified=self.state.get("verified") or [],
+                                            bad_saves=self.state.get("bad_saves"), diag=self._diag)
 
     def _fill(self, text: str) -> str:
         return recipes.fill(text, self._placeholders())
@@ -340,7 +342,7 @@ class Supervisor:
     def _execute(self, eff: lc.Effect) -> lc.Event | None:
         attempt = self.state.get("attempt")
         if isinstance(eff, lc.SetStatus):
-            if eff.status in (FAILED, PAUSED):
+            if eff.status in (FAILED, PAUSED, UNSAVED):
                 self.set(pause_reason=eff.reason)
             self.set_status(eff.status, eff.reason)
         elif isinstance(eff, lc.SignalTree):
@@ -446,9 +448,14 @@ class Supervisor:
             return None
         path, other = found
         mode = "allow" if self.state.get("allow_drift") else self.recipe["resume"].get("drift", "refuse")
-        self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode)
+        changed = self._drift_changes(path)
+        self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode,
+                           changed=changed)
         if mode == "refuse":
-            msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}; "
+            what = "; changed: " + ", ".join(
+                f"{c['key']} {_short(c['a'])} -> {_short(c['b'])}" for c in changed[:6]) if changed else ""
+            more = f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+            msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}{what}{more}; "
                    f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
             self.alert("critical", "recipe_drift", msg, checkpoint=str(path))
             return msg
@@ -459,6 +466,24 @@ class Supervisor:
             self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {path}")
             self.set(allow_drift=True)
         return None
+
+    def _drift_changes(self, checkpoint: Path) -> list[dict]:
+        """The hashed recipe keys that differ from the run that saved ``checkpoint`` (named in
+        its sidecar; found beside this run or above the checkpoint), secrets masked."""
+        from runner.checkpoints.sidecar import read_sidecar
+        from runner.rundir.rundiff import drift_keys
+        saved_by = str((read_sidecar(checkpoint) or {}).get("run_id") or "")
+        candidates = [self.run.path.parent / saved_by] if saved_by else []
+        candidates += [p for p in checkpoint.parents if p.name == saved_by or (p / "recipe.yaml").is_file()][:1]
+        ours = {"command": recipes.masked_command(self.recipe["command"]),
+                "env": recipes.for_run_dir(self.recipe)["env"]}
+        for where in candidates:
+            if where.is_dir() and rundir.is_run_dir(where) and where != self.run.path:
+                try:
+                    return drift_keys(where, ours)
+                except Exception as exc:  # naming the keys is a courtesy; the refusal stands
+                    self._diag(f"cannot diff against {where}: {exc}")
+        return []
 
     # ---- launching --------------------------------------------------------------------
     def _port(self) -> int | None:
@@ -487,16 +512,10 @@ class Supervisor:
     def _launch(self) -> None:
         attempt = int(self.state.get("attempt") or 0) + 1
         self.set(attempt=attempt)
-        argv = recipes.launch_argv(self.recipe, self._placeholders())
         resumed_from = self._resume_checkpoint()
-        if resumed_from:
-            argv = resume.resume_argv(argv, self.recipe["resume"], resumed_from)
+        argv = recipes.attempt_argv(self.recipe, self._placeholders(), resume_from=resumed_from,
+                                    port=self.port_override)
         port = self._port()
-        if self.port_override:
-            argv = [recipes.fill(a, {}) for a in argv]
-            for flag in ("--master_port", "--master-port"):
-                if any(a == flag or a.startswith(flag + "=") for a in argv):
-                    argv = recipes.set_flag(argv, flag, str(self.port_override))
         env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
         env.update(self.env_resolved)
         if self.port_override:
@@ -868,7 +887,25 @@ class Supervisor:
 
     # ---- checkpoints ------------------------------------------------------------------
     def _checkpoint_state(self) -> None:
-        self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last)
+        self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
+                 bad_saves=self.checkpoints.bad_saves)
+        self._pause_on_bad_saves()
+
+    def _pause_on_bad_saves(self) -> None:
+        """``checkpoints.pause_after_bad_saves`` saves in a row failed verification: the attempt
+        is stopped and the run paused, naming the last good checkpoint (the resume point)."""
+        limit = int(self.recipe["checkpoints"].get("pause_after_bad_saves") or 0)
+        bad = self.checkpoints.bad_in_a_row
+        if not limit or len(bad) < limit or self.kill or not self.life.attempt_live \
+                or self.state.get("status") != RUNNING:
+            return
+        from runner.checkpoints.keeper import describe_good
+        names = ", ".join(Path(p).name for p in bad[-limit:])
+        self._bad_saves_reason = (f"{len(bad)} bad saves in a row ({names}); "
+                                  f"{describe_good(self.checkpoints.last_good())}; "
+                                  f"paused by checkpoints.pause_after_bad_saves={limit}")
+        self.alert("critical", "bad_saves", self._bad_saves_reason, paths=list(bad))
+        self.apply(lc.BadSaves(self._bad_saves_reason))
 
     # ---- killing ----------------------------------------------------------------------
     # ---- exits and recovery -----------------------------------------------------------
@@ -918,10 +955,19 @@ class Supervisor:
                                          self.exit_status.failed_nodes if self.exit_status else ()) \
             if kill_reason is None else None
         if rc == 0 and kill_reason in (None, "cleanup") and job_verdict is None:
-            self.journal.event("success", attempt=attempt, step=last_step)
             self.set(exit_code=0)
             self._store_history()
+            saved = self.checkpoints.final_check()
+            if not saved.ok:  # a lost run is never called a success
+                self.alert("critical", "unsaved", f"training finished but {saved.reason}", last_good=saved.last_good)
+                self.journal.event("unsaved", attempt=attempt, step=last_step, reason=saved.reason,
+                                   last_good=saved.last_good)
+                return lc.Judged("unsaved", f"training finished (exit 0) but {saved.reason}")
+            self.journal.event("success", attempt=attempt, step=last_step)
             return lc.Judged("succeed", "training finished (exit 0)")
+        if kill_reason == "bad_saves":
+            self._store_history()
+            return lc.Judged("pause", self._bad_saves_reason or "bad saves in a row")
         exec_error = self.exit_status.error if self.exit_status and rc is not None else None
         if exec_error and kill_reason is None:
             # The command could not even be started: retrying the same argv cannot help.
@@ -954,7 +1000,8 @@ class Supervisor:
             report["memory"] = memory
             self.history[-1] = AttemptRecord(**{**self.history[-1].__dict__, "memory_verdict": memory["verdict"]})
         self.journal.write_json(self.run.crash_report(attempt), report)
-        decision = decide(verdict, self.history, self.settings, now)
+        floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
+        decision = decide(verdict, self.history, self.settings, now, floor_s=floor)
         self.journal.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,
                        recovery=verdict.recovery, exit_code=code, signal=sig, decision=decision.action,
                        reason=decision.reason,
@@ -967,7 +1014,6 @@ class Supervisor:
         if decision.action == "restart":
             self.next_env = dict(verdict.env)
             self.set(restarts=int(self.state.get("restarts") or 0) + 1)
-            floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
             return lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
         if decision.action in ("pause", "stop"):
             return lc.Judged(decision.action, decision.reason)
@@ -1242,6 +1288,11 @@ def _step_of(path: str | None) -> int | None:
 def _wall(mono: float) -> float:
     """A monotonic deadline as the wall-clock time readers show."""
     return time.time() + (mono - time.monotonic())
+
+
+def _short(v: Any, n: int = 24) -> str:
+    text = "(none)" if v is None else str(v)
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _free_port() -> int:

@@ -11,7 +11,11 @@ labelled by :func:`classify`, a pure function. Labels:
 * ``defunct``: exited but not reaped (Z state), child of us, of the run or of a leftover;
   it holds no memory and cannot be killed, only reaped by its parent;
 * ``port_holder``: has a socket bound to the run's rendezvous port;
-* ``run_tree``: part of the supervised run (shown, never a blocker).
+* ``run_tree``: part of the supervised run (its tracked tree, a process marked with the attempt
+  that is running now or a newer one, its runner): never a blocker, never offered for killing.
+
+What a label means for the zombie list is decided once, by :func:`standing`: the ``--json``
+fields ``shown``/``blocker``/``killable`` and the console's list come from it.
 
 Killing lives in :mod:`runner.telemetry.kill` and is re-exported here.
 """
@@ -34,6 +38,7 @@ from runner.rundir.secrets import redact_cmdline
 
 RUN_ID_ENV = "MOECONSOLE_RUN_ID"
 RUN_DIR_ENV = "MOECONSOLE_RUN_DIR"
+ATTEMPT_ENV = "MOECONSOLE_ATTEMPT"
 
 FOREIGN_GPU, ORPHAN, DEFUNCT, PORT_HOLDER, RUN_TREE = "foreign_gpu", "orphan", "defunct", "port_holder", "run_tree"
 # Labels that stop a launch. Defunct processes hold nothing but a PID, so they are shown, not blocking.
@@ -52,13 +57,14 @@ class ProcFacts:
     parent_relevant: bool = False     # its parent is us, the run tree, a tracked or a marked process
     holds_port: bool = False
     run_context: bool = False         # a run id or run tree was given (pre-flight), else a bare survey
+    own: bool = False                 # the run's own: its runner, or marked with its live or a newer attempt
 
 
 def classify(f: ProcFacts) -> tuple[str, ...]:
     """Labels for one process; empty when it does not matter to a launch."""
     # Without a run context (``moeconsole gpus``), processes of a live supervised run are
     # that run's own, not strangers.
-    supervised = f.in_run_tree or (not f.run_context and f.marker_run_live and not f.belongs_to_run)
+    supervised = f.in_run_tree or f.own or (not f.run_context and f.marker_run_live and not f.belongs_to_run)
     labels: list[str] = []
     if supervised:
         labels.append(RUN_TREE)
@@ -76,6 +82,27 @@ def classify(f: ProcFacts) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Standing:
+    """What the zombie list does with a labelled process."""
+    shown: bool          # listed as a zombie or blocker
+    blocker: bool        # stops a launch
+    killable: bool       # offered for ending (z in the console)
+    why: str = ""        # why it is not killable, when shown
+
+
+def standing(labels: Iterable[str]) -> Standing:
+    """The one rule for the zombie list: the run's own processes are neither listed nor offered
+    for killing (the runner ends them itself); a defunct process is listed but cannot be ended,
+    only reaped by its parent; the blocking labels are listed and may be ended."""
+    found = set(labels)
+    if RUN_TREE in found or not found:
+        return Standing(False, False, False)
+    if found & BLOCKING:
+        return Standing(True, True, True)
+    return Standing(True, False, False, "it has exited already; only its parent can reap it")
+
+
+@dataclass(frozen=True)
 class ProcInfo:
     pid: int
     start_time: float | None          # psutil create_time; None when the PID is not visible here
@@ -90,10 +117,11 @@ class ProcInfo:
     status: str | None = None         # psutil status: "running", "sleeping", "zombie", ...
     run_id: str | None = None         # the moeconsole run marker in its environment
     visible: bool = True              # False: the driver lists a PID this namespace cannot see
+    attempt: int | None = None        # the attempt marker in its environment
 
     @property
     def blocker(self) -> bool:
-        return RUN_TREE not in self.labels and bool(BLOCKING.intersection(self.labels))
+        return standing(self.labels).blocker
 
     def describe(self, width: int = 60) -> str:
         """One human line: PID, owner, age, command, memory, labels."""
@@ -113,7 +141,10 @@ class ProcInfo:
             "pid": self.pid, "start_time": self.start_time, "uid": self.uid, "user": self.user,
             "cmdline": self.cmdline, "age_s": self.age_s, "gpu_mem_mib": self.gpu_mem_mib,
             "gpus": list(self.gpus), "labels": list(self.labels), "blocker": self.blocker,
-            "ppid": self.ppid, "status": self.status, "run_id": self.run_id, "visible": self.visible,
+            "shown": standing(self.labels).shown, "killable": standing(self.labels).killable,
+            "not_killable_why": standing(self.labels).why or None,
+            "ppid": self.ppid, "status": self.status, "run_id": self.run_id, "attempt": self.attempt,
+            "visible": self.visible,
         }
 
 
@@ -128,18 +159,25 @@ class _Row:
     create_time: float | None
     run_id: str | None = None
     run_dir: str | None = None
+    attempt: int | None = None
 
 
 def _is_kernel_thread(pid: int, ppid: int | None) -> bool:
     return pid == 2 or ppid == 2
 
 
-# (pid, start time) -> (run id, run dir) markers. A process's environment block is fixed at
-# exec, so a marker read once stays true for that process: later scans only read new ones.
-_markers: dict[tuple[int, float | None], tuple[str | None, str | None]] = {}
+Markers = tuple[str | None, str | None, int | None]  # run id, run dir, attempt
+
+# (pid, start time) -> markers. A process's environment block is fixed at exec, so a marker
+# read once stays true for that process: later scans only read new ones.
+_markers: dict[tuple[int, float | None], Markers] = {}
 
 
-def _read_markers(pid: int) -> tuple[str | None, str | None]:
+def _attempt_of(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+def _read_markers(pid: int) -> Markers:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             block = f.read()
@@ -147,14 +185,14 @@ def _read_markers(pid: int) -> tuple[str | None, str | None]:
         try:
             env = psutil.Process(pid).environ()  # not Linux: psutil's own way
         except (psutil.Error, OSError):
-            return None, None
-        return env.get(RUN_ID_ENV), env.get(RUN_DIR_ENV)
+            return None, None, None
+        return env.get(RUN_ID_ENV), env.get(RUN_DIR_ENV), _attempt_of(env.get(ATTEMPT_ENV))
     found: dict[str, str] = {}
     for item in block.split(b"\0"):
-        if item.startswith(b"MOECONSOLE_RUN_"):
+        if item.startswith((b"MOECONSOLE_RUN_", b"MOECONSOLE_ATTEMPT=")):
             key, _, value = item.decode("utf-8", "replace").partition("=")
             found[key] = value
-    return found.get(RUN_ID_ENV), found.get(RUN_DIR_ENV)
+    return found.get(RUN_ID_ENV), found.get(RUN_DIR_ENV), _attempt_of(found.get(ATTEMPT_ENV))
 
 
 # /proc/PID/stat state letters, as psutil names them.
@@ -207,7 +245,7 @@ def _scan(read_env: bool) -> dict[int, _Row]:
     global _markers
     my_uid, root = os.getuid(), os.geteuid() == 0
     rows: dict[int, _Row] = {}
-    seen: dict[tuple[int, float | None], tuple[str | None, str | None]] = {}
+    seen: dict[tuple[int, float | None], Markers] = {}
     found = _proc_rows()
     for row in found if found is not None else _psutil_rows():
         rows[row.pid] = row
@@ -220,7 +258,7 @@ def _scan(read_env: bool) -> dict[int, _Row]:
         if markers is None:
             markers = _read_markers(row.pid)
         seen[key] = markers
-        row.run_id, row.run_dir = markers
+        row.run_id, row.run_dir, row.attempt = markers
     if read_env:
         _markers = seen
     return rows
@@ -277,23 +315,55 @@ def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[
     age = None if row.create_time is None else now - row.create_time
     return ProcInfo(pid=pid, start_time=row.create_time, uid=row.uid, user=user, cmdline=cmdline, age_s=age,
                     gpu_mem_mib=mem, gpus=gpus, labels=labels, ppid=row.ppid, status=row.status,
-                    run_id=row.run_id, visible=True)
+                    run_id=row.run_id, visible=True, attempt=row.attempt)
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a reader knows of the run it looks at (from state.json): which attempt is current,
+    whether it is running, and the runner's own PID and start time."""
+    attempt: int | None = None
+    attempt_live: bool = False
+    runner: tuple[int, float | None] | None = None
+
+    def owns(self, row: "_Row", run_id: str | None) -> bool:
+        """The run's own process: its runner, or one marked with this run's id and the attempt
+        that runs now or a newer one (a new attempt's waiter and command before state.json names
+        them, Slurm's srun of the job). A process of an attempt that is over is a leftover."""
+        if self.runner is not None and row.pid == self.runner[0] and (
+                self.runner[1] is None or start_time_matches(row.create_time, self.runner[1])):
+            return True
+        if run_id is None or row.run_id != run_id or row.attempt is None or self.attempt is None:
+            return False
+        return row.attempt > self.attempt or (row.attempt == self.attempt and self.attempt_live)
+
+    @classmethod
+    def from_state(cls, state: dict) -> "RunView":
+        runner = state.get("runner") or {}
+        pid = runner.get("pid")
+        attempt = state.get("attempt")
+        return cls(attempt=attempt if isinstance(attempt, int) else None,
+                   attempt_live=state.get("status") in rundir.ATTEMPT_LIVE,
+                   runner=(pid, runner.get("start_time")) if isinstance(pid, int) else None)
 
 
 def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
                   tracked: dict[int, float] | None = None, port: int | None = None,
-                  run_tree: set[int] | None = None) -> list[ProcInfo]:
+                  run_tree: set[int] | None = None, view: RunView | None = None) -> list[ProcInfo]:
     """Every process that matters to a launch, labelled; blockers first, then by GPU memory.
 
     ``run_tree``: PIDs of the supervised run as it is now (their GPU use is shown with the
     ``run_tree`` label). ``tracked``: {pid: start_time} the runner recorded for earlier
-    attempts. ``run_id``: this run's id, as in its processes' ``MOECONSOLE_RUN_ID``."""
+    attempts. ``run_id``: this run's id, as in its processes' ``MOECONSOLE_RUN_ID``.
+    ``view``: the reader's view of the run (current attempt, its runner): the run's own
+    processes outside the tracked tree are ``run_tree`` too."""
     now = time.time()
     tracked = tracked or {}
     tree = set(run_tree or ())
     usage = gpu.pid_usage() if gpu is not None else {}
     holders, _ = port_users(port) if port else (set(), 0)
     rows = _scan(read_env=True)
+    view = view or RunView()
     skip = self_and_ancestors()
     run_context = run_id is not None or run_tree is not None
     live_cache: dict[str, bool] = {}
@@ -325,6 +395,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
             parent_relevant=row.ppid in relevant_parents,
             holds_port=pid in holders,
             run_context=run_context,
+            own=view.owns(row, run_id),
         )
         labels = classify(facts)
         if labels:

@@ -92,13 +92,15 @@ def write_run(base: Path, run_id: str = "20240101-000000-demo-0001", *, name: st
                                "tensors": 16 if ok else 0})
                 if not ok:
                     events.append({"v": 1, "t": t, "type": "alert", "level": "critical",
-                                   "rule": "checkpoint_empty_stub", "step": ck_step,
-                                   "message": f"checkpoint checkpoint-{ck_step} is bad (empty_stub)"})
+                                   "rule": "checkpoint_bad", "step": ck_step,
+                                   "message": f"checkpoint checkpoint-{ck_step} is empty_stub: adapter_model."
+                                              "safetensors holds no tensors (empty header, 39936 bytes)"})
         if log_lines and step > steps - log_lines:
             lines.append(f"step {step}/{max_steps} loss {loss:.4f}")
     if crash:
         rep = {"v": 1, "attempt": 1, "t": T0 + 20, "exit_code": 1, "signal": None, "summary": "CUDA out of memory",
-               "evidence": ["torch.OutOfMemoryError: CUDA out of memory."], "recovery": "restart", **crash}
+               "evidence": ["torch.OutOfMemoryError: CUDA out of memory."], "recovery": "restart",
+               "hint": "lower the micro-batch size, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", **crash}
         jsonio.atomic_write_json(run.crash_report(1), rep)
         events.append({"v": 1, "t": T0 + 20, "type": "crash", "attempt": 1, "class": rep["class"],
                        "summary": rep["summary"], "recovery": rep["recovery"]})

@@ -46,6 +46,7 @@ async def probe(base: Path, ref: str) -> dict:
             "blockers": [b["pid"] for b in s.query_one(BlockerTable).blockers],
             "loss_rows": loss.text_rows(),
             "loss_size": [loss.content_size.width, loss.content_size.height],
+            "now": log_t + 1,
         }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 
 from tests.waiting import until_ui
-from console.alerts import ACKS_NAME
+from runner.rundir.alertgroups import ACKS_NAME
 from console.app import MoeConsole
 from console.screens.dialogs import DetailScreen
 from console.screens.run import RunScreen
@@ -47,8 +47,11 @@ def test_alert_bar_ack_survives_reattach_and_new_alerts_toast(base, make_run):
             screen = await attached(pilot)
             await until_ui(pilot, lambda: bool(bar_of(screen)))
             bar = bar_of(screen)
-            assert bar[0].startswith("2 active alerts (2 CRIT)")
-            assert "CRASH attempt 1: cuda_oom" in bar[1] and "checkpoint_empty_stub @40" in bar[2]  # newest first
+            assert bar[0].startswith("2 active alerts (2 CRIT) · a: acknowledge · d: details")
+            # the first critical cause is in the status line; the bar counts it and lists the other
+            status = screen.query_one(StatusLine).plain_lines
+            assert status[1].startswith("CRIT checkpoint checkpoint-40 is empty_stub (step 40) (+1 more)")
+            assert len(bar) == 2 and "crash cuda_oom: CUDA out of memory" in bar[1]
             assert not app._notifications, "history is not toasted on attach"
             await pilot.press("a")
             await until_ui(pilot, lambda: not bar_of(screen))
@@ -56,28 +59,34 @@ def test_alert_bar_ack_survives_reattach_and_new_alerts_toast(base, make_run):
             run.event("alert", level="warning", rule="grad_norm_spike", step=61, message="grad norm 40x median")
             await until_ui(pilot, lambda: bool(bar_of(screen)))
             assert bar_of(screen)[0].startswith("1 active alert (1 WARN)")
-            await until_ui(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
-            # a crash: a toast of its own, and Enter opens it (the newest alert) in full
-            run.event("crash", attempt=2, **{"class": "nccl_timeout"}, summary="watchdog timeout",
+            await until_ui(pilot, lambda: any("grad norm 40x median" in n.message for n in app._notifications))
+            # a crash of a known class: the group opens again with its count, one toast titled crash
+            run.event("crash", attempt=2, **{"class": "cuda_oom"}, summary="CUDA out of memory",
                       recovery="restart")
-            await until_ui(pilot, lambda: any(n.title == "crash" and "nccl_timeout" in n.message
+            await until_ui(pilot, lambda: any(n.title == "crash" and "crash cuda_oom: CUDA out of memory "
+                                           "(crash:cuda_oom x2)" in n.message
                                            for n in app._notifications))
             await until_ui(pilot, lambda: bar_of(screen)[0].startswith("2 active alerts (1 CRIT, 1 WARN)"))
-            await pilot.press("enter")
+            assert sum(n.title in ("crash", "WARN alert") for n in app._notifications) == 1, \
+                "one alert toast at a time"
+            await pilot.press("d")
             await until_ui(pilot, lambda: isinstance(app.screen, DetailScreen))
-            assert "class: nccl_timeout" in app.screen.lines and "summary: watchdog timeout" in app.screen.lines
+            body = "\n".join(app.screen.lines)
+            assert "cause: crash:cuda_oom" in body and "seen: 2 times" in body and "attempts: 1, 2" in body
             await pilot.press("escape")
     asyncio.run(first())
     acked = jsonio.read_json(run.path / ACKS_NAME)
-    assert acked["v"] == 1 and len(acked["acked"]) == 2
+    assert acked["v"] == 2 and set(acked["groups"]) == {"checkpoints", "crash:cuda_oom"}
 
     async def again():
         app = app_for(base, run)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await attached(pilot)
-            bar = await until_ui(pilot, lambda: len(bar_of(screen)) == 3 and bar_of(screen), what="3 alert rows")
-            assert len(bar) == 3 and "nccl_timeout" in bar[1] and "grad_norm_spike" in bar[2], \
-                "the acknowledged two stay quiet"
+            bar = await until_ui(pilot, lambda: len(bar_of(screen)) == 2 and bar_of(screen), what="2 alert rows")
+            status = screen.query_one(StatusLine).plain_lines
+            assert status[1].startswith("CRIT crash cuda_oom: CUDA out of memory (x2"), status
+            assert len(bar) == 2 and bar[0].startswith("2 active alerts (1 CRIT, 1 WARN)") \
+                and "grad norm 40x median" in bar[1], "the acknowledged stub stays quiet; what came after the ack does not"
     asyncio.run(again())
 
 
@@ -96,6 +105,7 @@ def test_enter_opens_the_crash_report_of_an_event(base, make_run):
             await until_ui(pilot, lambda: isinstance(app.screen, DetailScreen))
             body = "\n".join(app.screen.lines)
             assert "torch.OutOfMemoryError: CUDA out of memory." in body and "class: cuda_oom" in body
+            assert "hint: lower the micro-batch size, or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in body
             await pilot.press("escape")
             await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))
             # an alert: its evidence (the checkpoint verdict's alert)
@@ -215,7 +225,7 @@ def test_bell_rings_once_for_new_critical_news_not_for_history_warnings_or_when_
             await until_ui(pilot, lambda: bool(bar_of(screen)))
             assert app.rings == 0, "alerts already there on attach do not ring"
             run.event("alert", level="warning", rule="grad_norm_spike", step=61, message="grad norm 40x median")
-            await until_ui(pilot, lambda: any("grad_norm_spike" in n.message for n in app._notifications))
+            await until_ui(pilot, lambda: any("grad norm 40x median" in n.message for n in app._notifications))
             assert app.rings == 0, "a warning only toasts"
             run.event("alert", level="critical", rule="non_finite", step=62, message="loss is nan")
             run.event("crash", attempt=2, **{"class": "nccl_timeout"}, summary="watchdog timeout",

@@ -30,6 +30,13 @@ ZOMBIE = {"pid": 424242, "start_time": 1_699_999_000.0, "user": "bob", "cmdline"
           "age_s": 7200, "gpu_mem_mib": 12_000, "labels": ["foreign_gpu"], "blocker": True}
 
 
+def judged(proc: dict) -> dict:
+    """A process as the telemetry layer reports it: its labels judged by the one rule."""
+    from runner.telemetry.procs import standing
+    s = standing(proc["labels"])
+    return {**proc, "blocker": s.blocker, "shown": s.shown, "killable": s.killable, "not_killable_why": s.why or None}
+
+
 def telemetry(blockers=()):
     return lambda state: (GPU, list(blockers))
 
@@ -125,10 +132,10 @@ def test_z_ends_the_selected_zombie_by_pid_and_start_time(base, make_run, fake_r
     run = live_run(base, make_run)
     runner = fake_runner(run)
     other = {**ZOMBIE, "pid": 515151, "start_time": 5.0, "user": "carol", "labels": ["orphan"]}
-    mine = {**ZOMBIE, "pid": 31337, "labels": ["run_tree"]}  # the run itself: listed, never a zombie
+    mine = {**ZOMBIE, "pid": 31337, "labels": ["run_tree", "port_holder"]}  # the run itself: never a zombie
 
     async def go():
-        app = app_for(base, run, telemetry=telemetry([ZOMBIE, mine, other]))
+        app = app_for(base, run, telemetry=telemetry([judged(p) for p in (ZOMBIE, mine, other)]))
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             table = screen.query_one("#blockers")
@@ -150,7 +157,7 @@ def test_readonly_disables_every_process_key(base, make_run, fake_runner):
     runner = fake_runner(run)
 
     async def go():
-        app = app_for(base, run, readonly=True, telemetry=telemetry([ZOMBIE]))
+        app = app_for(base, run, readonly=True, telemetry=telemetry([judged(ZOMBIE)]))
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
             shown = footer_keys(screen)
@@ -196,7 +203,7 @@ def test_screen_shows_the_snapshot(base, make_run):
     run = live_run(base, make_run, nan_at=50, crash={"class": "cuda_oom"})
 
     async def go():
-        app = app_for(base, run, telemetry=telemetry([ZOMBIE]))
+        app = app_for(base, run, telemetry=telemetry([judged(ZOMBIE)]))
         async with app.run_test(size=(160, 48)) as pilot:
             screen = await attached(pilot)
             snap = screen.snapshot
@@ -338,6 +345,12 @@ def test_browser_lists_sorts_filters_opens_and_compares(base, make_run):
             def names():
                 return [r["name"] for r in browser.rows]
             assert names() == ["moe-nvfp4", "moe-fp8", "moe-bf16"]  # same start time: by id, newest first
+            # bad saves and the causes nobody acknowledged, per run (each fixture run has a stub at 40)
+            table = browser.query_one("#runs")
+            labels = [str(c.label) for c in table.columns.values()]
+            bad, open_ = labels.index("BAD SAVES"), labels.index("ALERTS")
+            fp8 = table.get_row_at(names().index("moe-fp8"))
+            assert str(fp8[bad]) == "1" and str(fp8[open_]) == "1 (1 CRIT)"  # the stub at step 40
             await pilot.press("s")  # next column: ended, newest first
             await until_ui(pilot, lambda: names() == ["moe-bf16", "moe-fp8", "moe-nvfp4"])
             await pilot.press("S")
@@ -425,4 +438,45 @@ def test_a_slurm_run_shows_its_job_and_k_names_the_job_not_pids(base, make_run, 
             await pilot.press("y")
             await until_ui(pilot, lambda: runner.requests)
             assert runner.requests == [{"cmd": "kill", "grace_s": 7.0, "by": "console"}]
+    asyncio.run(go())
+
+
+def test_the_full_log_wraps_and_scrolls_sideways(base, make_run):
+    """A line longer than the screen: by default it scrolls sideways (the line numbers stay),
+    with w it wraps onto as many rows as it needs, the end of the log still in view."""
+    run = make_run(base, status="succeeded", steps=40, log_lines=40)
+    long_line = "MARK-START " + " ".join(f"word{i:03d}" for i in range(60)) + " MARK-END"
+    with open(run.log, "a") as f:
+        f.write(long_line + "\n" + "".join(f"tail line {i}\n" for i in range(5)))
+
+    async def go():
+        app = app_for(base, run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await attached(pilot)
+            await pilot.press("l")
+            await until_ui(pilot, lambda: isinstance(app.screen, LogScreen))
+            view = app.screen.query_one(LogView)
+            await until_ui(pilot, lambda: view.visible_text()[-1:] == ["tail line 4"])
+            index = view.scroll_offset.y + next(i for i, t in enumerate(view.visible_text())
+                                                if t.startswith("MARK-START"))
+
+            def screen_row() -> str:  # the long line as drawn (the view may move it up a row)
+                return view.render_line(index - view.scroll_offset.y).text
+            assert "MARK-START" in screen_row() and "MARK-END" not in screen_row()
+            number = screen_row()[:8]
+            for _ in range(30):
+                await pilot.press("right")
+                if "MARK-END" in screen_row():
+                    break
+            assert "MARK-END" in screen_row() and "MARK-START" not in screen_row()
+            assert screen_row()[:8] == number, "the line number stays in place"
+            assert "columns " in str(app.screen.query_one("#log-title").render())
+            await pilot.press("w")
+            await until_ui(pilot, lambda: view.wrap and view.visible_text()[-1:] == ["tail line 4"])
+            rows = view.visible_text()
+            start = next(i for i, t in enumerate(rows) if t.startswith("MARK-START"))
+            end = next(i for i, t in enumerate(rows) if "MARK-END" in t)
+            assert end > start and "".join(rows[start:end + 1]) == long_line
+            assert all(view.render_line(i).text.startswith("      ↪ ") for i in range(start + 1, end + 1))
+            assert view.scroll_offset.x == 0 and "wrapped" in str(app.screen.query_one("#log-title").render())
     asyncio.run(go())

@@ -68,7 +68,10 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     ui = json.loads(probe.stdout.strip().splitlines()[-1])
 
     # status line: the very same text from the JSON run object
-    assert ui["status"] == [fmt.plain(line) for line in fmt.status_lines(d["run"])]
+    # (with the alert state the JSON carries: an unacknowledged critical takes over the headline)
+    headline = fmt.alert_args(d["run"], d["alert_groups"])
+    assert headline["alert"] and "CRIT ·" in ui["status"][0]
+    assert ui["status"] == [fmt.plain(line) for line in fmt.status_lines(d["run"], **headline, now=ui["now"])]
     # events, crashes, checkpoints
     # (the JSON carries the newest 20 events, the screen all it has read: compare the newest)
     lines = event_pane_lines(d["events"])
@@ -82,7 +85,7 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
         assert f"{g['mem_used_mib'] / 1024:.1f}/{g['mem_total_mib'] / 1024:.1f}G" in gpus_text
         assert f"{int(g['util_pct'])}%" in gpus_text
     # zombies: the stranger on GPU 3 is listed by both
-    json_blockers = [b["pid"] for b in d["blockers"] if set(b.get("labels") or ()) - {"run_tree"}]
+    json_blockers = [b["pid"] for b in d["blockers"] if b["shown"]]
     assert stranger.pid in json_blockers and ui["blockers"] == json_blockers
     # the loss chart: the JSON series drawn at the UI's size gives the UI's plot, marker for marker
     width, height = ui["loss_size"]

@@ -31,10 +31,10 @@ FAST = ["--set", "args.max_steps=100000", "--set", "kill.grace_s=3", "--set", "c
         "--set", "args.save_steps=10"]
 
 
-def start_demo(base: Path) -> rundir.RunDir:
+def start_demo(base: Path, *extra: str) -> rundir.RunDir:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(RECIPE), "--detach", *FAST,
+    done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(RECIPE), "--detach", *FAST, *extra,
                            "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return rundir.resolve(base, done.stdout.strip().splitlines()[-1])
@@ -211,7 +211,9 @@ def test_k_kills_cleanly(tmp_path_factory):
         tree = [(p["pid"], p["start_time"]) for p in state["pids"]]
 
         async def go():
-            app = app_for(base, run)
+            app = app_for(base, run, bell=True)
+            rings = []
+            app.bell = lambda: rings.append(1)  # the terminal bell, counted
             async with app.run_test(size=(100, 30)) as pilot:
                 screen = await attached(pilot)
                 await pilot.press("k")
@@ -222,12 +224,72 @@ def test_k_kills_cleanly(tmp_path_factory):
                 assert "KILLED" in screen.query_one(StatusLine).plain_lines[0]
                 await until_ui(pilot, lambda: "k" not in {k for k, b in screen.active_bindings.items()
                                                       if b.binding.show})  # no runner left to ask
+                # the user's own kill is an event, not a crash alert: no alert, no toast, no bell
+                from console.widgets.panes import AlertBar, EventPane
+                await until_ui(pilot, lambda: any("STOPPED attempt 1: killed by the user" in line
+                                               for line in screen.query_one(EventPane).plain_lines))
+                assert not screen.active_alerts and not screen.query_one(AlertBar).display
+                assert not [n for n in app._notifications if n.title == "crash" or "alert" in n.title]
+                assert not rings
         asyncio.run(go())
         for pid, start in tree:
             assert not (psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                         and abs(psutil.Process(pid).create_time() - start) < 0.05)
         kills = [e for e in _events(run) if e.get("type") == "kill"]
         assert kills and kills[-1]["requested_by"] == "console"
+    finally:
+        reap(base, run)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_torchruns_agent_and_workers_are_never_zombies_on_screen_or_in_json():
+    """torchrun's agent holds the rendezvous port and every worker is in a session of its own:
+    all of them are the run's own. The zombie list (and z) leave them out, and --json says the
+    same with the same rule."""
+    import json
+    import shutil
+    import socket
+    import tempfile
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = Path(tempfile.mkdtemp(prefix="mctorch-"))
+    run = None
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("MOECONSOLE_RUNS_DIR", None)
+        done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(REPO / "recipes" / "torchrun-cpu.yaml"),
+                               "--detach", "--set", f"preflight.port={port}", "--set", f"args.master_port={port}",
+                               "--set", "args.max_steps=100000", "--set", "kill.grace_s=3",
+                               "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        run = rundir.resolve(base, done.stdout.strip().splitlines()[-1])
+        state = wait_state(run, lambda s: s.get("status") == "running" and len(s.get("pids") or []) >= 4
+                           and (s.get("step") or 0) >= 2, timeout=120)
+        own = {p["pid"] for p in state["pids"]} | {state["runner"]["pid"]}
+
+        async def go():
+            app = app_for(base, run)
+            async with app.run_test(size=(80, 24)) as pilot:
+                screen = await attached(pilot)
+                table = screen.query_one(BlockerTable)
+                polls = screen.polls
+                await until_ui(pilot, lambda: screen.polls >= polls + 6)
+                assert not own & {b["pid"] for b in table.blockers}, table.blockers
+                assert not table.display
+                footer = {k for k, b in screen.active_bindings.items() if b.binding.show}
+                assert "z" not in footer and "k" in footer
+                return {b["pid"] for b in table.blockers}
+        on_screen = asyncio.run(go())
+        out = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", run.run_id,
+                              "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True,
+                             timeout=60)
+        blockers = json.loads(out.stdout)["blockers"]
+        agent = next((b for b in blockers if "port_holder" in b["labels"]), None)
+        assert agent is not None and agent["pid"] in own, blockers  # listed by the scan ...
+        assert agent["labels"][0] == "run_tree" and not agent["shown"] and not agent["killable"]  # ... not a zombie
+        assert {b["pid"] for b in blockers if b["shown"]} == on_screen
     finally:
         reap(base, run)
         shutil.rmtree(base, ignore_errors=True)

@@ -29,7 +29,8 @@ GPU = {"available": True, "backend": "nvml", "reason": None, "driver": "550", "t
      "mem_total_mib": 143_771, "temp_c": 55 + 4 * i, "power_w": 350 + 20 * i, "power_limit_w": 700,
      "processes": [{"pid": 31337, "used_mib": 1000}]} for i in range(8)]}
 ZOMBIE = {"pid": 424242, "start_time": 1.0, "user": "bob", "cmdline": ["python", "-m", "vllm.entrypoints.api_server"],
-          "age_s": 7200, "gpu_mem_mib": 12_000, "labels": ["foreign_gpu"], "blocker": True}
+          "age_s": 7200, "gpu_mem_mib": 12_000, "labels": ["foreign_gpu"], "blocker": True, "shown": True,
+          "killable": True}
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ de-duplication, acknowledgements, ETA and the quiet-time indicator, the log tail
 from __future__ import annotations
 
 from console import alerts
+from runner.rundir import alertgroups
 from console import format as fmt
 from console.logtail import MetricColumns
 from console.timeline import detail_lines, sentence, timeline
@@ -51,26 +52,33 @@ def test_time_order_with_a_stable_sequence_and_no_repeats():
         ev(4, "alert", level="warning", rule="grad_spike", step=9, message="grad norm 50"),
     ]
     entries = timeline(events)
-    assert [e.text.split(" ")[0] for e in entries] == ["COOLDOWN", "WARN", "attempt", "WARN"]
+    # the first cooldown is the pre-flight check, and says so; the attempt names its pids by role
+    assert [e.text.split(" ")[0] for e in entries] == ["PRE-FLIGHT:", "WARN", "attempt", "WARN"]
+    assert "before the first attempt" in entries[0].text and "COOLDOWN" not in entries[0].text
+    assert "pids waiter 42" in entries[2].text and "leader" not in entries[2].text
     assert entries[1].t == T + 2.5 and entries[-1].count == 2 and entries[-1].line.endswith("(×2)")
     assert [e.seq for e in timeline(events)] == [e.seq for e in entries]  # the same order every time
 
 
-def test_alerts_newest_first_and_acknowledged_by_key(tmp_path):
-    entries = timeline([
+def test_alert_groups_critical_first_and_acknowledged_by_cause(tmp_path):
+    events = [
         ev(0, "alert", level="info", rule="note", message="fyi"),
         ev(1, "alert", level="warning", rule="loss_spike", step=5, message="loss 9"),
         ev(2, "crash", attempt=1, **{"class": "cuda_oom"}, summary="CUDA out of memory", recovery="restart"),
         ev(3, "alert", level="critical", rule="non_finite", step=7, message="loss nan"),
-    ])
-    active = alerts.active(entries, frozenset())
-    assert [a.level for a in active] == ["CRIT", "CRIT", "WARN"]
-    assert active[0].entry.text.startswith("CRIT non_finite @7")
+    ]
+    groups = alertgroups.AlertBook().feed_all(events).groups()
+    active = alertgroups.active(groups)
+    # the loss spike and the NaN are one cause (divergence): critical, seen twice, steps 5-7
+    assert [(g.key, g.level, g.count) for g in active] == [("divergence", "critical", 2),
+                                                          ("crash:cuda_oom", "critical", 1)]
+    assert active[0].headline() == "loss nan (x2, steps 5-7)"
     bar = alerts.bar_lines(active, room=3)
-    assert bar[0][0].startswith("3 active alerts (2 CRIT, 1 WARN)") and len(bar) == 3
-    alerts.write_acks(tmp_path, frozenset(a.key for a in active[:2]))
-    assert [a.level for a in alerts.active(entries, alerts.read_acks(tmp_path))] == ["WARN"]
-    assert alerts.read_acks(tmp_path / "nowhere") == frozenset()
+    assert bar[0][0].startswith("2 active alerts (2 CRIT) · a: acknowledge · d: details") and len(bar) == 3
+    alertgroups.acknowledge(tmp_path, active[:1])
+    assert [g.key for g in alertgroups.active(
+        alertgroups.AlertBook().feed_all(events).groups(alertgroups.read_acks(tmp_path)))] == ["crash:cuda_oom"]
+    assert alertgroups.read_acks(tmp_path / "nowhere") == {}
 
 
 def test_detail_of_a_crash_has_the_report_and_of_an_alert_its_evidence():
@@ -112,3 +120,10 @@ def test_metric_lines_become_aligned_columns_and_other_lines_stay():
     assert rows[1].split() == ["10/100", "1.234", "0.61", "9.9e-05"]
     assert rows[2] == "Traceback (most recent call last):"
     assert len(rows[1]) == len(rows[3])  # right-aligned in the same columns
+
+
+def test_event_details_show_times_as_clock_times_not_epoch_floats():
+    entry = timeline([ev(0, "cooldown", attempt=1, until=T + 42, ceiling_at=T + 90, reason="nccl_error: restart")])[0]
+    text = "\n".join(detail_lines(entry))
+    assert f"until: {fmt.clock(T + 42)}" in text and f"ceiling at: {fmt.clock(T + 90)}" in text
+    assert "e+09" not in text

@@ -59,8 +59,9 @@ def test_demo_in_tmux():
         tmux("run-shell", "-b", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
                                 f"tmux -L {shlex.quote(tmux.name)} kill-server")
         socket_path = tmux("display-message", "-p", "-t", "demo", "#{socket_path}").strip()
-        screen = tmux.wait_for("RUNNING", timeout=90)
-        assert "q Detach" in screen and "k Kill" in screen  # the footer spells out the keys
+        tmux.wait_for("RUNNING", timeout=90)
+        screen = tmux.wait_for("k Kill", timeout=20)  # the footer: the keys that apply to a running run
+        assert "q Detach" in screen
         run = rundir.newest_live(base)
         assert run is not None
         tmux.wait_for("ckpt OK", timeout=60)  # a verified checkpoint listed in the events pane
@@ -99,6 +100,74 @@ def test_demo_in_tmux():
                 pass
             except psutil.TimeoutExpired:
                 psutil.Process(server_pid).kill()  # by PID, only if it did not go
+        if socket_path.startswith("/"):
+            Path(socket_path).unlink(missing_ok=True)
+        procs = run_processes(base)
+        for r in rundir.list_run_dirs(base):
+            st = r.read_state()
+            for p in [st.get("runner") or {}] + list(st.get("pids") or []):
+                if p.get("pid") and p.get("start_time"):
+                    procs[int(p["pid"])] = float(p["start_time"])
+        end_processes(procs)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_and_exits_1():
+    """`moeconsole demo` whose last save is an empty stub: the run ends UNSAVED while attached
+    (80x24); its runner is reaped (no <defunct> under the console, nothing in the zombie list),
+    the footer offers no kill/restart/verify/zombie keys for a run that is over, and detaching
+    exits 1 with the reason on stderr."""
+    base = Path(tempfile.mkdtemp(prefix="mctmux-"))
+    tmux = Tmux(f"moeconsole-test-end-{os.getpid()}")
+    server_pid = None
+    socket_path = ""
+    try:
+        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
+               f"{shlex.quote(sys.executable)} -m console.cli demo --runs-dir {shlex.quote(str(base))} "
+               "--set args.max_steps=12 --set args.save_steps=4 --set args.step_delay=0.05 "
+               "--set args.fault=stub@12; echo MOECONSOLE_EXIT=$?")
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
+        tmux("set-option", "-t", "demo", "remain-on-exit", "on")
+        server_pid = int(tmux("display-message", "-p", "-t", "demo", "#{pid}").strip())
+        tmux("run-shell", "-b", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+                                f"tmux -L {shlex.quote(tmux.name)} kill-server")
+        socket_path = tmux("display-message", "-p", "-t", "demo", "#{socket_path}").strip()
+        screen = tmux.wait_for("UNSAVED", timeout=120)
+        run = rundir.list_run_dirs(base)[0]
+        runner = run.read_state()["runner"]["pid"]
+        console = psutil.Process(int(tmux("display-message", "-p", "-t", "demo", "#{pane_pid}").strip()))
+        deadline = time.monotonic() + 30
+        while psutil.pid_exists(runner) and psutil.Process(runner).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the runner of a finished run did not exit"
+            time.sleep(0.2)
+        deadline = time.monotonic() + 10
+        while psutil.pid_exists(runner):  # reaped by the console that started it, not left <defunct>
+            assert time.monotonic() < deadline, f"runner {runner} left <defunct> under the console"
+            time.sleep(0.2)
+        assert not [c for c in console.children(recursive=True) if c.status() == psutil.STATUS_ZOMBIE]
+        time.sleep(2.5)  # a few polls with the runner gone
+        screen = tmux.screen()
+        assert "zombies / blockers: none" in screen and "defunct" not in screen
+        footer = screen.rstrip().splitlines()[-1]
+        for gone in ("k Kill", "r Restart", "v Verify", "z Zombie"):
+            assert gone not in footer, footer
+        assert "q Detach" in footer and "l Log" in footer
+        assert "checkpoint-12 is empty_stub" in screen
+        tmux("send-keys", "-t", "demo", "q")
+        after = tmux.wait_for("MOECONSOLE_EXIT=", timeout=30)  # the shell prints the exit code
+        assert "MOECONSOLE_EXIT=1" in after, after
+        # the terminal after the UI left: the line `run` wrote on stderr
+        joined = after.replace("\n", "")  # the terminal wraps the line at 80 columns
+        assert "finished but is UNSAVED" in joined and "checkpoint-12 is empty_stub" in joined, after
+    finally:
+        tmux("kill-server")
+        if server_pid:
+            try:
+                psutil.Process(server_pid).wait(timeout=5)
+            except psutil.NoSuchProcess:
+                pass
+            except psutil.TimeoutExpired:
+                psutil.Process(server_pid).kill()
         if socket_path.startswith("/"):
             Path(socket_path).unlink(missing_ok=True)
         procs = run_processes(base)

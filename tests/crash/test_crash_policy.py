@@ -132,7 +132,15 @@ def test_fatal_classes_fail(cls, recovery):
 def test_first_crash_restarts_after_initial_backoff():
     d = decide(verdict("segfault"), progressing_crashes(1), DEFAULTS, NOW)
     assert d.action == "restart" and d.delay_s == 30.0 and d.alert is None
-    assert d.reason.startswith("restart 1/10 after 30 s")
+    assert d.reason.startswith("restart 1/10 after at least 30 s (backoff")
+
+
+def test_a_restart_says_the_wait_it_really_gets_when_the_class_floor_is_longer():
+    """nccl_error triples the cooldown floor: the reason names that wait, not the 2 s backoff."""
+    s = RestartSettings(backoff_initial_s=2, backoff_max_s=30)
+    d = decide(verdict("nccl_error"), progressing_crashes(1, cls="nccl_error"), s, NOW, floor_s=6.0)
+    assert d.action == "restart" and d.delay_s == 2.0
+    assert d.reason.startswith("restart 1/10 after at least 6 s (cooldown floor 6 s for nccl_error)"), d.reason
 
 
 def test_restart_cap_boundary():

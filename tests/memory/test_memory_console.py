@@ -6,11 +6,10 @@ import asyncio
 import os
 
 from console import memory as memory_view
-from console.alerts import active
-from console.timeline import timeline as build
 from console.widgets.chart import ChartView
 from runner.core.memory import MemorySettings, MemoryWatch, Reading
 from runner.rundir import jsonio
+from runner.rundir.alertgroups import AlertBook, active
 from tests.console.conftest import base, write_run  # noqa: F401  (base: the short runs directory fixture)
 from tests.console.test_console_app import app_for, attached, telemetry
 from tests.waiting import until_ui
@@ -58,11 +57,16 @@ def test_the_memory_chart_names_the_tightest_gpu_its_headroom_and_forecast(base)
                                       f"{g['effective_headroom_gib']:.2f}G LOW · OOM ~{g['forecast']['oom_in_steps']} steps")
             assert any("╌" in r for r in rows), "a line at capacity"
             # the forecast and the headroom: one alert each in the bar, with the newest numbers
-            alerts = [a for a in screen.active_alerts if a.entry.event.get("cause")]
-            assert sorted(a.entry.event["cause"] for a in alerts) == ["mem_forecast", "mem_headroom"]
+            groups = {g.key: g for g in screen.active_alerts if g.key.startswith("mem_")}
+            assert sorted(groups) == ["mem_forecast", "mem_headroom"]
             newest = max((e for e in events if e["rule"] == "mem_forecast"), key=lambda e: e["update"])
-            shown = next(a for a in alerts if a.entry.event["cause"] == "mem_forecast")
-            assert shown.entry.event["update"] == newest["update"] and newest["message"] in shown.entry.text
+            forecast = [e for e in events if e["rule"] == "mem_forecast"]
+            news = [e for i, e in enumerate(forecast)   # opened, escalated or another level; not an update
+                    if e["update"] == 0 or e.get("escalated") or e["level"] != forecast[i - 1]["level"]]
+            assert groups["mem_forecast"].count == len(news), \
+                "an update is not counted again"
+            assert groups["mem_forecast"].members[-1]["update"] == newest["update"]
+            assert groups["mem_forecast"].title == newest["message"].split(": ", 1)[0]
     asyncio.run(go())
 
 
@@ -71,15 +75,23 @@ def test_one_alert_per_cause_updates_keep_the_ack_and_resolution_ends_it():
     evs = [{**base, "t": 1.0, "level": "warning", "step": 60, "update": 0, "message": "OOM in ~900 steps"},
            {**base, "t": 2.0, "level": "warning", "step": 90, "update": 1, "message": "OOM in ~600 steps"},
            {"type": "alert", "t": 2.5, "level": "warning", "rule": "loss_spike", "step": 91, "message": "x"}]
-    on = active(build(evs), frozenset())
-    assert [a.entry.event.get("message") for a in on] == ["x", "OOM in ~600 steps"]
-    acked = frozenset(a.key for a in on)
+
+    def on(events, acks=None):
+        return active(AlertBook().feed_all(events).groups(acks or {}))
+
+    first = on(evs)
+    assert [(g.key, g.title, g.count) for g in first] == [("divergence", "x", 1),
+                                                          ("mem_forecast", "OOM in ~600 steps", 1)]
+    acks = {g.key: g.last_t for g in first}
     more = evs + [{**base, "t": 3.0, "level": "warning", "step": 120, "update": 2, "message": "OOM in ~400 steps"}]
-    assert active(build(more), acked) == []                         # an update of an acknowledged alert
+    assert on(more, acks) == []                                     # an update of an acknowledged alert
     crit = more + [{**base, "t": 4.0, "level": "critical", "step": 150, "update": 3, "escalated": True,
                     "message": "OOM in ~40 steps"}]
-    assert [a.entry.event["message"] for a in active(build(crit), acked)] == ["OOM in ~40 steps"]
+    assert [(g.key, g.title) for g in on(crit, acks)] == [("mem_forecast", "OOM in ~40 steps")]
     done = crit + [{**base, "t": 5.0, "level": "info", "step": 300, "update": 4, "resolved": True,
                     "message": "memory stable again"}]
-    assert active(build(done), frozenset()) == [a for a in active(build(done), frozenset())
-                                                if a.entry.event.get("rule") == "loss_spike"]
+    assert [g.key for g in on(done)] == ["divergence"]
+    again = done + [{**base, "t": 6.0, "level": "warning", "step": 400, "opened_step": 400, "update": 0,
+                     "message": "OOM in ~800 steps"}]
+    assert [(g.key, g.title) for g in on(again, {g.key: g.last_t for g in on(done)})] == \
+        [("mem_forecast", "OOM in ~800 steps")], "a new episode after a resolution is news"

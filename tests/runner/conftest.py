@@ -117,6 +117,21 @@ class Run:
         return self.wait(lambda s: s.get("status") in statuses, timeout, f"status in {statuses}")
 
 
+def port_holder(tmp_path: Path) -> tuple[subprocess.Popen, int]:
+    """A process listening on a free port for 5 minutes (the test kills it): a port that stays
+    busy past any cooldown ceiling."""
+    ready = tmp_path / "port"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import socket, sys, time\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+        f"open({str(ready)!r}, 'w').write(str(s.getsockname()[1]))\n"
+        "time.sleep(300)\n")])
+    deadline = time.time() + 20
+    while time.time() < deadline and not (ready.exists() and ready.read_text()):
+        time.sleep(0.05)
+    return holder, int(ready.read_text())
+
+
 @pytest.fixture
 def harness(tmp_path, runs_dir):
     return Harness(tmp_path, runs_dir)

@@ -31,9 +31,10 @@ ALL_EVENTS = [
     lc.LeaderExit(0), lc.LeaderExit(-9), lc.LeaderExit(None),
     lc.TreeProbe(alive=True), lc.TreeProbe(alive=False), lc.TreeProbe(alive=False, hidden=True),
     lc.Control("kill", grace_s=float("nan")), lc.Control("restart", now=True), lc.Control("resume"),
-    lc.Control("status"), lc.Tick(), lc.Hang(100.0, 60.0), lc.Divergence(),
+    lc.Control("status"), lc.Tick(), lc.Hang(100.0, 60.0), lc.Divergence(), lc.BadSaves("2 stubs"),
     lc.ConditionsProbe(("port 29500 busy",), "wait", port_busy=True), lc.ConditionsProbe((), "wait"),
     lc.Judged("restart", "oom", 1.0, 0.0), lc.Judged("succeed", "exit 0"), lc.Judged("fail", "fatal"),
+    lc.Judged("unsaved", "no verified checkpoint"),
 ]
 ALL_LIVES = [lc.Life(s) for s in Status] + [
     running(), lc.Life(Status.RUNNING, exited=True, returncode=1),
@@ -134,9 +135,18 @@ def test_hang_and_divergence_kill_only_a_live_attempt():
     assert new.kill.reason == "divergence"
 
 
+def test_bad_saves_stop_a_live_attempt_and_its_judgement_pauses():
+    new, eff = lc.step(running(), lc.BadSaves("2 bad saves in a row"), NOW, CFG)
+    assert new.kill.reason == "bad_saves" and kinds(eff)[0] == "SignalTree"
+    new, eff = lc.step(new, lc.LeaderExit(-15), NOW + 1, CFG)
+    new, eff = lc.step(new, lc.TreeProbe(alive=False), NOW + 1, CFG)
+    assert eff[-1] == lc.JudgeAttempt("bad_saves")
+    assert lc.step(lc.Life(Status.COOLDOWN), lc.BadSaves("x"), NOW, CFG)[1] == []
+
+
 @pytest.mark.parametrize("action,status", [("restart", Status.COOLDOWN), ("pause", Status.PAUSED),
                                            ("fail", Status.FAILED), ("stop", Status.KILLED),
-                                           ("succeed", Status.SUCCEEDED)])
+                                           ("succeed", Status.SUCCEEDED), ("unsaved", Status.UNSAVED)])
 def test_the_policy_decision_sets_the_status(action, status):
     new, eff = lc.step(lc.Life(Status.RUNNING, exited=True), lc.Judged(action, "why", 2.0, 0.0), NOW, CFG)
     assert new.status == status and status_set(eff) == status

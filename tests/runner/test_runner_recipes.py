@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from tests.runner.conftest import port_holder
+
 
 def _no_runs(runs_dir) -> bool:
     return not [p for p in runs_dir.iterdir() if p.is_dir()]
@@ -83,6 +85,11 @@ def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
     assert "did not start" in second.start_stderr and "drift" in second.start_stderr
     st = second.wait_status("failed", "succeeded", timeout=60)
     assert st["status"] == "failed" and "drift" in st["pause_reason"]
+    # the refusal names what changed, as `runs diff` would
+    assert "changed: command --learning_rate (none) -> 0.01" in st["pause_reason"], st["pause_reason"]
+    assert "changed: command --learning_rate" in second.start_stderr
+    assert second.events("drift")[0]["changed"] == [{"key": "command --learning_rate", "a": None, "b": "0.01",
+                                                     "only": "b"}]
     assert second.events("drift") and not second.events("attempt_start")
     # The refusal leaves the evidence alone: the same drifted recipe is refused again.
     sidecar = json.loads((shared / "checkpoint-8" / "moeconsole.json").read_text())
@@ -129,25 +136,8 @@ def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
     assert out.returncode == 0 and "warning executable_missing" in out.stdout and "missing-venv" in out.stdout
 
 
-def _port_holder(tmp_path):
-    import socket
-    import subprocess
-    import sys
-    import time
-    ready = tmp_path / "port"
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import socket, sys, time\n"
-        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
-        f"open({str(ready)!r}, 'w').write(str(s.getsockname()[1]))\n"
-        "time.sleep(300)\n")])
-    deadline = time.time() + 20
-    while time.time() < deadline and not (ready.exists() and ready.read_text()):
-        time.sleep(0.05)
-    return holder, int(ready.read_text())
-
-
 def test_preflight_refuse_fails_the_run_naming_the_port_holder(harness, tmp_path):
-    holder, port = _port_holder(tmp_path)
+    holder, port = port_holder(tmp_path)
     try:
         run = harness.start(harness.recipe(preflight={"port": port, "on_busy": "refuse"}), refused=True)
         assert f"did not start: " in run.start_stderr and f"port {port} busy" in run.start_stderr
@@ -161,7 +151,7 @@ def test_preflight_refuse_fails_the_run_naming_the_port_holder(harness, tmp_path
 
 
 def test_preflight_kill_ends_the_port_holder_then_launches(harness, tmp_path):
-    holder, port = _port_holder(tmp_path)
+    holder, port = port_holder(tmp_path)
     try:
         run = harness.start(harness.recipe(preflight={"port": port, "on_busy": "kill"}, kill={"grace_s": 1}))
         st = run.wait_status("succeeded", "failed", timeout=90)
@@ -176,7 +166,7 @@ def test_preflight_kill_ends_the_port_holder_then_launches(harness, tmp_path):
 
 
 def test_port_still_busy_at_the_ceiling_moves_the_run_to_a_free_port(harness, tmp_path):
-    holder, port = _port_holder(tmp_path)
+    holder, port = port_holder(tmp_path)
     script = tmp_path / "show_port.py"
     script.write_text("import os, sys\nprint('step: 1  loss: 1.0')\n"
                       "print('port', os.environ['MASTER_PORT'], ' '.join(sys.argv[1:]), flush=True)\n")

@@ -2,10 +2,12 @@
 from torchrun's ChildFailedError block, the whole tree restarted from a verified checkpoint."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 
 from runner.process.proctree import marked_processes
+from tests.runner.conftest import port_holder
 
 
 def _free_port() -> int:
@@ -41,3 +43,65 @@ def test_a_worker_segfault_under_torchrun_is_classified_and_the_tree_restarted(h
     assert not any(os.path.exists(f"/proc/{w}") and open(f"/proc/{w}/stat").read().split()[2] != "Z"
                    for w in workers)
     assert not marked_processes(run.id)
+
+
+def _launch_flags_before_script(argv: list[str]) -> list[str]:
+    """The torchrun flags of an attempt's argv (everything before ``-m runner.demo.train``)."""
+    return argv[:argv.index("runner.demo.train") - 1]
+
+
+def test_a_rendezvous_port_busy_past_the_ceiling_moves_and_torchrun_trains(harness, tmp_path):
+    """A condition that can be waited out never becomes a failure: the port stays busy past the
+    cooldown ceiling, the runner moves torchrun to a free port (in torchrun's part of the
+    command, where it reads it) and the training runs to its end."""
+    holder, port = port_holder(tmp_path)
+    try:
+        cmd = _torchrun(port)
+        cmd[cmd.index("--max_steps") + 1] = "4"
+        run = harness.start(harness.recipe(command=cmd, env={"OMP_NUM_THREADS": "1",
+                                                             "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
+                                           preflight={"port": port}, heartbeat={"timeout_s": 120},
+                                           cooldown={"floor_s": 0, "ceiling_s": 1.0}))
+        st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=180)
+        assert st["status"] == "succeeded", (st.get("pause_reason"), run.events("crash"))
+        assert not run.events("crash")
+        new = run.events("port_change")[0]["new"]
+        assert new != port
+        argv = run.events("attempt_start")[0]["argv"]
+        flags = _launch_flags_before_script(argv)
+        assert flags[flags.index("--master_port") + 1] == str(new)
+        assert argv.count("--master_port") == 1
+        assert max(m["step"] for m in run.metrics()) == 4
+        assert holder.poll() is None, "waiting never kills the holder"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_set_args_on_a_torchrun_recipe_changes_torchrun_and_lint_sees_that_command(harness):
+    """``--set args.nproc_per_node=1`` changes torchrun's flag where it stands; ``lint`` shows
+    and checks the very command the runner runs."""
+    port = _free_port()
+    recipe = harness.recipe(command=_torchrun(port), env={"OMP_NUM_THREADS": "1",
+                                                         "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3"},
+                            preflight={"port": port}, heartbeat={"timeout_s": 120})
+    sets = ["--set", "args.nproc_per_node=1", "--set", "args.max_steps=4"]
+    run = harness.start(recipe, *sets)
+    st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=180)
+    assert st["status"] == "succeeded", (st.get("pause_reason"), run.events("crash"))
+    argv = run.events("attempt_start")[0]["argv"]
+    lint = harness.cli("lint", str(recipe), *sets, "--json")
+    assert lint.returncode == 0, lint.stdout
+    linted = json.loads(lint.stdout)["commands"]["first"]
+    assert [a.replace(str(run.path), "{run_dir}") for a in argv] == linted
+    flags = _launch_flags_before_script(argv)
+    assert flags[flags.index("--nproc_per_node") + 1] == "1" and argv.count("--nproc_per_node") == 1
+    assert len([p for p in st.get("pids") or [] if p.get("role") == "child"]) <= 1
+
+
+def test_lint_refuses_a_torchrun_flag_after_the_script(harness, tmp_path):
+    recipe = harness.recipe(command=["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m",
+                                     "runner.demo.train", "--master_port", "29517"])
+    out = harness.cli("lint", str(recipe))
+    assert out.returncode == 1, out.stdout
+    assert "error   launcher_flag_after_script: --master_port is a torchrun flag" in out.stdout

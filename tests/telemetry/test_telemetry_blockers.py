@@ -185,3 +185,59 @@ def test_proc_scan_reads_the_same_facts_as_psutil(spawn):
         assert set(ours) & set(theirs) >= {live.pid, dead.pid}
     finally:
         dead.wait(timeout=10)
+
+
+def _marked(spawn, run, attempt: int, *cmd: str):
+    return spawn.popen(*cmd, env=base_env(MOECONSOLE_RUN_ID=run.run_id, MOECONSOLE_RUN_DIR=str(run.path),
+                                          MOECONSOLE_ATTEMPT=str(attempt)))
+
+
+def _shown_by_console(state: dict) -> dict[int, dict]:
+    """What the console's zombie list gets: the telemetry call it makes, judged by the one rule."""
+    from runner.rundir.snapshot import LiveTelemetry
+    _, procs = LiveTelemetry()(state)
+    return {p["pid"]: p for p in procs if p.get("pid") is not None}
+
+
+def test_the_runs_own_attempt_is_never_an_orphan_and_a_leftover_is(spawn, tmp_path):
+    """A new attempt's waiter and command appear before state.json names them, and a batch
+    job's srun is no tracked PID: marked with the attempt that runs now (or a newer one) they
+    are the run's own. A process of an attempt that is over is a leftover to end."""
+    run = rundir.create(tmp_path / "runs", "live")
+    state = {"status": rundir.RUNNING, "run_id": run.run_id, "attempt": 2, "pids": [], "port": None}
+    run.write_state(state)
+    current = _marked(spawn, run, 2)
+    newer = _marked(spawn, run, 3)
+    leftover = _marked(spawn, run, 1)
+    seen = _shown_by_console(state)
+    for own in (current, newer):
+        assert own.pid not in seen or (not seen[own.pid]["shown"] and not seen[own.pid]["killable"]), seen.get(own.pid)
+    assert seen[leftover.pid]["labels"] == ["orphan"]
+    assert seen[leftover.pid]["shown"] and seen[leftover.pid]["killable"] and seen[leftover.pid]["attempt"] == 1
+    # In a cooldown after attempt 2 nothing of attempt 2 should live: a survivor is a leftover,
+    # while a process of attempt 3 (launching now) is not.
+    cooling = {**state, "status": rundir.COOLDOWN}
+    run.write_state(cooling)
+    seen = _shown_by_console(cooling)
+    assert seen[current.pid]["shown"] and "orphan" in seen[current.pid]["labels"]
+    assert newer.pid not in seen or not seen[newer.pid]["shown"]
+
+
+def test_the_runner_itself_is_never_a_zombie_of_its_run(spawn, tmp_path):
+    """A runner that exited under a console that has not reaped it yet is <defunct>: listed by
+    the scan, but it is the run's own, so the zombie list leaves it out."""
+    dead = spawn.popen("pass")
+    deadline = time.monotonic() + 10
+    while psutil.Process(dead.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run = rundir.create(tmp_path / "runs", "over")
+    state = {"status": rundir.SUCCEEDED, "run_id": run.run_id, "attempt": 1, "pids": [],
+             "runner": {"pid": dead.pid, "start_time": psutil.Process(dead.pid).create_time(),
+                        "host": rundir.hostname()}}
+    seen = _shown_by_console(state)
+    assert dead.pid not in seen or not seen[dead.pid]["shown"]
+    # Any other defunct child is listed, but never offered for ending: only its parent can reap it.
+    state["runner"] = {"pid": 1, "start_time": 0.0, "host": rundir.hostname()}
+    other = _shown_by_console(state)[dead.pid]
+    assert other["labels"] == ["defunct"] and other["shown"] and not other["killable"]
+    assert "reap" in other["not_killable_why"]

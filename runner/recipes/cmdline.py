@@ -1,0 +1,216 @@
+"""Where a flag lives in a recipe's command: the launcher's part or the training script's (pure).
+
+A launched command often has two parsers: ``python -m torch.distributed.run --nproc_per_node 2
+--master_port 29517 -m train --max_steps 200`` is read by torchrun up to the script (``-m train``)
+and by the training script after it. A launcher flag that lands after the script reaches the
+trainer, which exits ``unrecognized arguments``; a script flag before it reaches torchrun. So
+every change the runner or ``--set`` makes to a command goes through :func:`set_flag`, which
+replaces a flag where it stands (same spelling, same position) and inserts a missing one in its
+own part: launcher flags just before the script, script flags at the end.
+
+torchrun's flags are those of ``torch.distributed.run.get_args_parser`` (torch 2.13,
+``torch/distributed/run.py``): every option takes one value except the switches in
+``_TORCHRUN_SWITCHES``; options accept ``-`` and ``_`` spellings (``--master-port`` and
+``--master_port``) and ``--flag=value``. Its ``env`` actions read defaults from ``PET_<NAME>``,
+not ``MASTER_PORT``, which is why a moved rendezvous port must be written into the command.
+Other launchers (``swift``, ``megatron``, a plain ``python script.py``) have one parser: the
+whole command after the program is the script's.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+# torch/distributed/run.py get_args_parser(): options with one value (canonical, "_" spelling).
+_TORCHRUN_VALUED = frozenset({
+    "nnodes", "nproc_per_node", "rdzv_backend", "rdzv_endpoint", "rdzv_id", "rdzv_conf", "max_restarts",
+    "monitor_interval", "start_method", "event_log_handler", "role", "log_dir", "redirects", "tee",
+    "local_ranks_filter", "duplicate_stdout_filters", "duplicate_stderr_filters", "node_rank", "master_addr",
+    "master_port", "local_addr", "logs_specs", "numa_binding", "signals_to_handle", "shutdown_timeout",
+})
+# ... and the switches (action check_env, nargs 0). ``-m``/``--module`` and ``--no-python`` say how
+# the script is run; they belong to torchrun.
+_TORCHRUN_SWITCHES = frozenset({"standalone", "module", "no_python", "run_path", "virtual_local_rank"})
+_TORCHRUN_SHORT = {"-m": "module", "-r": "redirects", "-t": "tee"}
+TORCHRUN_FLAGS = _TORCHRUN_VALUED | _TORCHRUN_SWITCHES
+_TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+# CPython's own options before a script or -m (python --help): those that take a value.
+_PYTHON_VALUED = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+_PYTHON_EXE = re.compile(r"python[0-9.]*\Z")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A command split in two: ``argv[:script_at]`` is read by the launcher (and the
+    interpreter), ``argv[script_at:]`` by the training script. ``launcher`` names the launcher
+    whose flags are known (``torchrun``), else ``""``."""
+
+    script_at: int
+    launcher: str = ""
+    insert_at: int = -1  # where a new launcher flag goes: before switches like -m that lead to the script
+
+    def __post_init__(self) -> None:
+        if self.insert_at < 0:
+            object.__setattr__(self, "insert_at", self.script_at)
+
+    def launcher_flag(self, flag: str) -> bool:
+        """Is ``flag`` one the launcher itself reads?"""
+        return self.launcher == "torchrun" and canon(flag) in TORCHRUN_FLAGS
+
+
+def canon(flag: str) -> str:
+    """``--master-port=1`` -> ``master_port``: one name for every spelling of a long option."""
+    return flag.lstrip("-").split("=", 1)[0].replace("-", "_")
+
+
+def _is_python(arg: str) -> bool:
+    return arg == "{python}" or bool(_PYTHON_EXE.match(os.path.basename(arg)))
+
+
+def _skip_python_options(argv: list[str], i: int) -> int:
+    """Past CPython's options starting at ``i`` (``-u``, ``-X dev``, ``-W ignore``, ...), up to
+    ``-m``, ``-c`` or the script path."""
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-m", "-c") or not a.startswith("-") or a == "-":
+            return i
+        if a == "--":
+            return i + 1
+        i += 2 if a in _PYTHON_VALUED else 1
+    return i
+
+
+def _skip_torchrun_options(argv: list[str], i: int) -> int:
+    """Past torchrun's options starting at ``i``: the index of the training script (or of the
+    module name after ``-m``)."""
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return i + 1
+        if not a.startswith("-") or a == "-":
+            return i
+        name = _TORCHRUN_SHORT.get(a) or canon(a)
+        if "=" in a or name in _TORCHRUN_SWITCHES:
+            i += 1
+        else:
+            i += 2  # a valued option (an unknown one too: argparse would need its value)
+    return i
+
+
+# torchrun switches that say how the script is run; they stand right before it.
+_SCRIPT_SWITCHES = frozenset({"module", "no_python", "run_path"})
+
+
+def _torchrun_layout(argv: list[str], start: int) -> Layout:
+    script_at = _skip_torchrun_options(argv, start)
+    insert_at = script_at
+    while insert_at > start and (_TORCHRUN_SHORT.get(argv[insert_at - 1]) or canon(argv[insert_at - 1])) \
+            in _SCRIPT_SWITCHES and argv[insert_at - 1].startswith("-"):
+        insert_at -= 1
+    return Layout(script_at, "torchrun", insert_at)
+
+
+def layout(argv: list[str]) -> Layout:
+    """Where the training script starts in ``argv``, and which launcher reads what is before it."""
+    if not argv:
+        return Layout(0)
+    if os.path.basename(argv[0]) == "torchrun":
+        return _torchrun_layout(argv, 1)
+    if _is_python(argv[0]):
+        i = _skip_python_options(argv, 1)
+        if i + 1 < len(argv) and argv[i] == "-m" and argv[i + 1] in _TORCHRUN_MODULES:
+            return _torchrun_layout(argv, i + 2)
+        return Layout(i)
+    return Layout(1)
+
+
+def _occurrences(argv: list[str], flag: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """(start, length) of every ``flag VALUE`` / ``flag=VALUE`` in ``argv[lo:hi]``, any spelling."""
+    want = canon(flag)
+    out = []
+    i = lo
+    while i < hi:
+        a = argv[i]
+        if a.startswith("--") and a != "--" and canon(a) == want:
+            n = 1 if "=" in a else (2 if i + 1 < len(argv) and not _is_flag(argv[i + 1]) else 1)
+            out.append((i, n))
+            i += n
+            continue
+        i += 1
+    return out
+
+
+def _is_flag(arg: str) -> bool:
+    return arg.startswith("--") and len(arg) > 2
+
+
+def home(argv: list[str], flag: str) -> str:
+    """``"launcher"`` or ``"script"``: where ``flag`` is (or, when absent, belongs). A flag
+    already present stays in its part; a missing one goes to the launcher only if the
+    launcher reads it."""
+    lay = layout(argv)
+    if _occurrences(argv, flag, 0, lay.script_at):
+        return "launcher"
+    if _occurrences(argv, flag, lay.script_at, len(argv)):
+        return "script"
+    return "launcher" if lay.launcher_flag(flag) else "script"
+
+
+def set_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
+    """``argv`` with ``flag`` set to ``value`` in place: the first occurrence (``--f v`` or
+    ``--f=v``, either spelling) keeps its position and form, later repeats in the same part are
+    dropped; a missing flag is inserted in its part (:func:`home`): just before the script for a
+    launcher flag, at the end for a script flag. ``value=None`` removes it from its part."""
+    argv = [str(a) for a in argv]
+    lay = layout(argv)
+    part = home(argv, flag)
+    lo, hi = (0, lay.script_at) if part == "launcher" else (lay.script_at, len(argv))
+    found = _occurrences(argv, flag, lo, hi)
+    if not found:
+        if value is None:
+            return argv
+        at = lay.insert_at if part == "launcher" else len(argv)
+        return argv[:at] + [flag, value] + argv[at:]
+    out = list(argv)
+    for start, n in reversed(found[1:] if value is not None else found):
+        del out[start:start + n]
+    if value is not None:
+        start, n = found[0]
+        written = out[start]
+        out[start:start + n] = [f"{written.split('=', 1)[0]}={value}"] if "=" in written else [written, value]
+    return out
+
+
+# torchrun flags that say how to start the processes, which a training script does not take
+# (unlike --log_dir or --role, which a script may well have of its own).
+LAUNCH_ONLY = frozenset({"nproc_per_node", "nnodes", "node_rank", "master_port", "master_addr", "rdzv_backend",
+                         "rdzv_endpoint", "rdzv_id", "rdzv_conf", "standalone", "max_restarts", "start_method"})
+PORT_FLAG = "--master_port"
+
+
+def misplaced(argv: list[str]) -> list[str]:
+    """Launch-only flags that stand after the training script (the script gets them and exits
+    ``unrecognized arguments``), one line each; empty when the command is well formed."""
+    lay = layout(argv)
+    if not lay.launcher:
+        return []
+    script = " ".join(argv[lay.insert_at:lay.script_at + 1])
+    return [f"{a.split('=', 1)[0]} is a {lay.launcher} flag but stands after the training script ({script}): "
+            f"the script gets it and exits with 'unrecognized arguments'"
+            for a in argv[lay.script_at:] if _is_flag(a) and canon(a) in LAUNCH_ONLY]
+
+
+def with_port(argv: list[str], port: int) -> list[str]:
+    """The command with its rendezvous port moved to ``port``: ``--master_port`` (any spelling)
+    replaced where it stands; under torchrun without one (and without ``--standalone`` or
+    ``--rdzv_endpoint``, which choose their own) it is added before the script, because torchrun
+    reads ``PET_MASTER_PORT``, not ``MASTER_PORT``. Other commands get ``MASTER_PORT`` from the
+    environment only."""
+    lay = layout(argv)
+    present = _occurrences(argv, PORT_FLAG, 0, len(argv))
+    own_choice = any(canon(a) in ("standalone", "rdzv_endpoint") for a in argv[:lay.script_at] if a.startswith("--"))
+    if present or (lay.launcher == "torchrun" and not own_choice):
+        return set_flag(argv, PORT_FLAG, str(port))
+    return list(argv)

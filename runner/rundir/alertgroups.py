@@ -1,0 +1,277 @@
+"""Alerts grouped by cause, and whether someone acknowledged them (pure, plus ``acks.json``).
+
+The runner writes every alert it raises into ``events.jsonl``: one NaN step gives a non-finite
+loss, a non-finite grad norm, a checkpoint saved in the excursion, the divergence crash and the
+restart policy's pause; a leak re-fires as memory grows. A person needs one line per cause, with
+how often and where (first and last step). ``AlertBook`` is fed the events in file order and keeps
+one ``AlertGroup`` per cause; the snapshot (so the console and ``--json`` alike) carries them with
+their acknowledgement state from ``acks.json``.
+
+Causes: a crash groups by its class across attempts (three CUDA OOMs are one cause, seen three
+times), and the restart policy's alert joins the crash it judged; monitor rules group by what went
+wrong (``divergence``: non-finite values, spikes and a save inside one; ``memory``; ``throughput``);
+bad saves group together (``checkpoints``). A user's kill is not an alert at all.
+
+Acknowledging a group covers what it held at that moment: a later alert of the same cause opens it
+again (a leak that keeps growing is news). A memory alert is an episode (``runner.core.memory``):
+opened once, then *updated* as its numbers move (``update`` > 0: the group's line shows the new
+numbers, but an update at the same level is not news and does not count again), and *resolved*
+(``resolved``, level info) once the condition is gone; a group whose episodes are all resolved is
+no longer active. ``acks.json`` is written by a console (atomic replace)
+and read on every poll, so an acknowledgement in one console clears the alert in every console.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, TypedDict
+
+from runner.rundir import jsonio
+
+ACKS_NAME = "acks.json"
+ACKS_VERSION = 2
+CRITICAL, WARNING = "critical", "warning"
+
+# Monitor and runner rules -> the cause they report. Rules not listed are their own cause.
+CAUSE_OF_RULE = {
+    "non_finite": "divergence", "grad_norm_spike": "divergence", "loss_spike": "divergence",
+    "checkpoint_in_excursion": "divergence",
+    "mem_headroom": "memory", "mem_growth": "memory",  # the old monitors' rules (runs before the memory
+    # watch); the watch's episodes (events with a ``cause``: mem_forecast, mem_headroom) are causes of their own
+    "throughput_drop": "throughput", "step_time_unstable": "throughput",
+    "checkpoint_bad": "checkpoints", "bad_saves": "checkpoints", "unsaved": "checkpoints",
+}
+# Crash classes whose cause a monitor or the runner reported first: the crash joins that group.
+CAUSE_OF_CRASH = {"divergence": "divergence", "hang": "hang"}
+# Rules that speak about the attempt that just ended: they join that attempt's crash.
+ABOUT_THE_CRASH = frozenset({"restart_policy"})
+NOT_AN_ALERT = frozenset({"user_kill"})  # a user's kill is an event the user caused, not news
+
+
+class AcksFile(TypedDict, total=False):
+    """``<run_dir>/acks.json``: per cause, the time of the newest alert acknowledged."""
+    v: int
+    groups: dict[str, float]
+    acked: list[str]     # version 1: keys of single alerts (still read, never written)
+
+
+@dataclass(frozen=True)
+class AlertGroup:
+    """One cause: its worst level, how often it fired and where, and whether it is acknowledged."""
+
+    key: str                     # the cause: "divergence", "memory", "crash:cuda_oom", ...
+    level: str                   # critical | warning (the worst member's)
+    title: str                   # one line: the first worst member's message
+    count: int
+    first_step: int | None
+    last_step: int | None
+    first_t: float
+    last_t: float
+    attempts: tuple[int, ...]
+    rules: tuple[str, ...]       # the rules (and "crash") that fired
+    crash_class: str | None = None
+    hint: str | None = None      # the crash report's hint (filled by the snapshot)
+    acknowledged: bool = False
+    members: tuple[dict, ...] = field(default=(), repr=False, compare=False)
+    news_t: float = 0.0          # the newest occurrence that is news (an episode's update is not)
+    open_episodes: tuple[str, ...] = ()   # episode causes opened and not yet resolved
+    resolved: bool = False       # every episode of the group has been resolved
+
+    @property
+    def critical(self) -> bool:
+        return self.level == CRITICAL
+
+    @property
+    def active(self) -> bool:
+        return not self.acknowledged and not self.resolved
+
+    def steps(self) -> str:
+        """"step 10", "steps 10-42", or "" when no step is known."""
+        if self.first_step is None:
+            return ""
+        if self.last_step is None or self.last_step == self.first_step:
+            return f"step {self.first_step}"
+        return f"steps {self.first_step}-{self.last_step}"
+
+    def headline(self) -> str:
+        """The group in one short line, most telling part first: "checkpoint-40 is empty_stub
+        (x3, steps 32-40)". Keeps to what fits an 80-column status line."""
+        extra = [f"x{self.count}"] if self.count > 1 else []
+        if self.steps():
+            extra.append(self.steps())
+        return f"{self.title}" + (f" ({', '.join(extra)})" if extra else "")
+
+    def latest(self) -> str:
+        """The newest occurrence in one short line, with the group's count: what a toast says
+        when the group gets news ("loss is inf at step 63 (divergence x3, steps 61-63)")."""
+        newest = _title(self.members[-1]) if self.members else self.title
+        if self.count == 1:
+            return newest
+        return f"{newest} ({self.key} x{self.count}" + (f", {self.steps()})" if self.steps() else ")")
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "level": self.level, "title": self.title, "count": self.count,
+                "first_step": self.first_step, "last_step": self.last_step, "first_t": self.first_t,
+                "last_t": self.last_t, "attempts": list(self.attempts), "rules": list(self.rules),
+                "crash_class": self.crash_class, "hint": self.hint, "acknowledged": self.acknowledged,
+                "resolved": self.resolved, "active": self.active, "headline": self.headline()}
+
+
+def short_message(message: str, limit: int = 60) -> str:
+    """The part of an alert message a headline needs: up to its first ": " detail, shortened,
+    with a path reduced to its last part (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``)."""
+    text = " ".join(str(message or "").split())
+    head = text.split(": ", 1)[0] if ": " in text[:limit + 20] else text
+    words = [w.rstrip("/").rsplit("/", 1)[-1] if "/" in w and len(w) > 12 else w for w in head.split(" ")]
+    head = " ".join(words)
+    return head if len(head) <= limit else head[: limit - 1] + "…"
+
+
+def cause_of(ev: dict) -> str | None:
+    """The cause an event reports, or None when it is no alert (a kill by the user, an info line)."""
+    kind = ev.get("type")
+    if kind == "crash":
+        cls = str(ev.get("class") or "unknown")
+        if cls in NOT_AN_ALERT:
+            return None
+        return CAUSE_OF_CRASH.get(cls, f"crash:{cls}")
+    if kind != "alert" or str(ev.get("level") or "").lower() not in (CRITICAL, WARNING):
+        return None
+    if isinstance(ev.get("cause"), str) and ev["cause"]:
+        return ev["cause"]  # an episode (runner.core.memory): one alert per cause, updated in place
+    rule = str(ev.get("rule") or "alert")
+    if rule in ABOUT_THE_CRASH:
+        values = ev.get("values")
+        judged = str((values.get("crash_class") if isinstance(values, dict) else None) or "unknown")
+        return CAUSE_OF_CRASH.get(judged, f"crash:{judged}")
+    return CAUSE_OF_RULE.get(rule, rule)
+
+
+def _level(ev: dict) -> str:
+    return CRITICAL if ev.get("type") == "crash" else str(ev.get("level")).lower()
+
+
+def _title(ev: dict) -> str:
+    if ev.get("type") == "crash":  # the class, not the attempt: a group holds every attempt it hit
+        what = f"crash {ev.get('class') or 'unknown'}"
+        return f"{what}: {short_message(str(ev['summary']), 48)}" if ev.get("summary") else what
+    return short_message(str(ev.get("message") or ev.get("rule") or "alert"))
+
+
+class AlertBook:
+    """Groups fed in file order; the console and the snapshot keep one per run."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, AlertGroup] = {}
+        self.member_keep = 50  # per group, for the detail view
+
+    def feed(self, ev: dict) -> None:
+        episode = ev.get("cause") if ev.get("type") == "alert" and isinstance(ev.get("cause"), str) else None
+        if episode and ev.get("resolved"):
+            self._resolve(CAUSE_OF_RULE.get(episode, episode), episode)
+            return
+        cause = cause_of(ev)
+        if cause is None:
+            return
+        t = float(ev["t"]) if isinstance(ev.get("t"), (int, float)) else 0.0
+        update = bool(episode) and isinstance(ev.get("update"), int) and ev["update"] > 0 \
+            and not ev.get("escalated")
+        step = ev.get("step") if isinstance(ev.get("step"), int) else None
+        attempt = ev.get("attempt") if isinstance(ev.get("attempt"), int) else None
+        level = _level(ev)
+        rule = "crash" if ev.get("type") == "crash" else str(ev.get("rule") or "alert")
+        cls = ev.get("class") if ev.get("type") == "crash" else None
+        old = self._groups.get(cause)
+        episodes = (episode,) if episode else ()
+        if old is None:
+            self._groups[cause] = AlertGroup(
+                key=cause, level=level, title=_title(ev), count=1, first_step=step, last_step=step, first_t=t,
+                last_t=t, attempts=(attempt,) if attempt is not None else (), rules=(rule,), crash_class=cls,
+                members=(ev,), news_t=t, open_episodes=episodes)
+            return
+        worse = level == CRITICAL and old.level != CRITICAL
+        steps = [s for s in (old.first_step, step) if s is not None]
+        if update and old.level == level and not old.resolved:
+            # the same episode with new numbers: its line says them, but it is not news
+            self._groups[cause] = replace(
+                old, title=_title(ev), last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
+                last_t=max(old.last_t, t), members=(old.members + (ev,))[-self.member_keep:])
+            return
+        self._groups[cause] = replace(
+            old, level=CRITICAL if worse else old.level,
+            title=_title(ev) if worse or (episode and old.resolved) else old.title,
+            news_t=max(old.news_t, t), resolved=False,
+            open_episodes=old.open_episodes + tuple(e for e in episodes if e not in old.open_episodes),
+            count=old.count + 1, first_step=min(steps) if steps else None,
+            last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
+            last_t=max(old.last_t, t),
+            attempts=old.attempts + ((attempt,) if attempt is not None and attempt not in old.attempts else ()),
+            rules=old.rules + ((rule,) if rule not in old.rules else ()), crash_class=cls or old.crash_class,
+            members=(old.members + (ev,))[-self.member_keep:])
+
+    def _resolve(self, cause: str, episode: str) -> None:
+        old = self._groups.get(cause)
+        if old is None or episode not in old.open_episodes:
+            return
+        left = tuple(e for e in old.open_episodes if e != episode)
+        self._groups[cause] = replace(old, open_episodes=left, resolved=not left)
+
+    def feed_all(self, events: Iterable[dict]) -> "AlertBook":
+        for ev in events:
+            if isinstance(ev, dict):
+                self.feed(ev)
+        return self
+
+    def groups(self, acks: dict[str, float] | None = None, hints: dict[str, str] | None = None) -> list[AlertGroup]:
+        """Every group, newest news first, with its acknowledgement (``acks``: cause -> time of
+        the newest alert acknowledged) and, for a crash, its report's hint (``hints``: class ->
+        hint)."""
+        acks = acks or {}
+        hints = hints or {}
+        out = []
+        for g in self._groups.values():
+            acked_through = acks.get(g.key)
+            out.append(replace(g, acknowledged=acked_through is not None and g.news_t <= acked_through,
+                               hint=hints.get(g.crash_class or "") or None))
+        return sorted(out, key=lambda g: g.last_t, reverse=True)
+
+
+def active(groups: Iterable[AlertGroup]) -> list[AlertGroup]:
+    """The groups nobody acknowledged yet, critical ones first, then newest first (then by
+    cause, so two causes of the same moment always come in the same order)."""
+    return sorted((g for g in groups if g.active), key=lambda g: (not g.critical, -g.last_t, g.key))
+
+
+def with_acks(groups: Iterable[AlertGroup], acks: dict[str, float]) -> list[AlertGroup]:
+    """Groups with these acknowledgements applied on top (a console's own, before the next
+    snapshot has read them back from acks.json)."""
+    return [replace(g, acknowledged=True) if g.key in acks and g.news_t <= acks[g.key] else g for g in groups]
+
+
+def read_acks(run_dir: Path) -> dict[str, float]:
+    """cause -> time of the newest alert acknowledged; {} when there is no readable file."""
+    doc = jsonio.read_json(Path(run_dir) / ACKS_NAME)
+    if not isinstance(doc, dict) or not isinstance(doc.get("groups"), dict):
+        return {}
+    return {str(k): float(v) for k, v in doc["groups"].items() if isinstance(v, (int, float))
+            and not isinstance(v, bool)}
+
+
+def acknowledge(run_dir: Path, groups: Iterable[AlertGroup]) -> dict[str, float]:
+    """Acknowledge these groups as they are now (atomic replace of ``acks.json``, merged with
+    what other consoles acknowledged); returns the new acknowledgements."""
+    acks = read_acks(run_dir)
+    for g in groups:
+        acks[g.key] = max(acks.get(g.key, float("-inf")), g.last_t)
+    doc: AcksFile = {"v": ACKS_VERSION, "groups": acks}
+    jsonio.atomic_write_json(Path(run_dir) / ACKS_NAME, doc)
+    return acks
+
+
+def crash_hints(crashes: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """class -> the newest crash report's hint for it."""
+    out: dict[str, str] = {}
+    for c in crashes:
+        if isinstance(c, dict) and c.get("class") and c.get("hint"):
+            out[str(c["class"])] = str(c["hint"])
+    return out

@@ -1,0 +1,67 @@
+"""A flag the runner or ``--set`` changes keeps its place: launcher flags stay before the
+training script, a replaced flag keeps its position and spelling (pure functions, plain data)."""
+from __future__ import annotations
+
+import pytest
+
+from runner.recipes.cmdline import layout, misplaced, set_flag, with_port
+from runner.recipes.recipe import attempt_argv
+
+TORCHRUN = ["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+            "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "200"]
+
+
+def test_the_script_starts_after_torchruns_options():
+    lay = layout(TORCHRUN)
+    assert (lay.launcher, TORCHRUN[lay.script_at], TORCHRUN[lay.insert_at]) == ("torchrun", "runner.demo.train", "-m")
+    assert layout(["torchrun", "--standalone", "--nproc-per-node=2", "train.py", "--lr", "1"]).script_at == 3
+    assert layout(["python3.11", "-u", "-X", "dev", "-m", "torch.distributed.launch", "--nnodes", "1",
+                   "t.py"]).script_at == 8
+    assert layout(["swift", "sft", "--model", "m"]) .launcher == ""
+
+
+def test_a_changed_flag_keeps_its_position_and_spelling():
+    assert set_flag(TORCHRUN, "--master_port", "36997")[5:7] == ["--master_port", "36997"]
+    assert set_flag(TORCHRUN, "--nproc_per_node", "1")[3:5] == ["--nproc_per_node", "1"]
+    assert set_flag(TORCHRUN, "--max_steps", "5")[-2:] == ["--max_steps", "5"]
+    assert len(set_flag(TORCHRUN, "--max_steps", "5")) == len(TORCHRUN)
+    spelled = ["torchrun", "--master-port=1", "t.py", "--lr", "1e-4", "--epochs", "3"]
+    assert set_flag(spelled, "--master_port", "2") == ["torchrun", "--master-port=2", "t.py", "--lr", "1e-4",
+                                                       "--epochs", "3"]
+    assert set_flag(["t", "--lr", "1", "--x", "--lr=2"], "--lr", "3") == ["t", "--lr", "3", "--x"]
+    assert set_flag(["t", "--lr", "1", "--x"], "--lr", None) == ["t", "--x"]
+
+
+def test_a_missing_flag_goes_to_its_own_part():
+    # torchrun's own flag: before the script (and before -m, which belongs to the script's name)
+    assert set_flag(TORCHRUN, "--nnodes", "1")[7:11] == ["--nnodes", "1", "-m", "runner.demo.train"]
+    # anything else is the script's: at the end
+    assert set_flag(TORCHRUN, "--fault", "oom@3")[-2:] == ["--fault", "oom@3"]
+    assert set_flag(["python", "t.py"], "--nproc_per_node", "2") == ["python", "t.py", "--nproc_per_node", "2"]
+
+
+def test_a_moved_port_is_written_where_torchrun_reads_it():
+    assert with_port(TORCHRUN, 40000)[5:7] == ["--master_port", "40000"]
+    # torchrun reads PET_MASTER_PORT, not MASTER_PORT: without the flag it is added before the script
+    assert with_port(["torchrun", "--nproc_per_node", "2", "t.py"], 7) == \
+        ["torchrun", "--nproc_per_node", "2", "--master_port", "7", "t.py"]
+    # --standalone and --rdzv_endpoint choose their own port; a plain script keeps its own flag only
+    assert with_port(["torchrun", "--standalone", "t.py"], 7) == ["torchrun", "--standalone", "t.py"]
+    assert with_port(["python", "t.py"], 7) == ["python", "t.py"]
+    assert with_port(["python", "t.py", "--master_port", "5"], 7) == ["python", "t.py", "--master_port", "7"]
+
+
+def test_launch_only_flags_after_the_script_are_named():
+    assert misplaced(TORCHRUN) == []
+    assert misplaced(["torchrun", "t.py", "--log_dir", "x"]) == []  # a script may have its own --log_dir
+    bad = misplaced(TORCHRUN + ["--master_port", "1"])
+    assert len(bad) == 1 and "--master_port" in bad[0] and "-m runner.demo.train" in bad[0]
+
+
+@pytest.mark.parametrize("port", [None, 36997])
+def test_the_runners_command_keeps_launcher_flags_before_the_script(port):
+    recipe = {"command": TORCHRUN, "resume": {"arg": "--resume_from_checkpoint", "args": None}}
+    argv = attempt_argv(recipe, {"run_dir": "/r"}, resume_from="/r/output/checkpoint-4", port=port)
+    assert misplaced(argv) == []
+    assert argv[-2:] == ["--resume_from_checkpoint", "/r/output/checkpoint-4"]
+    assert argv[5:7] == ["--master_port", str(port or 29517)]

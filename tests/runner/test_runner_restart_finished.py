@@ -1,0 +1,56 @@
+"""``restart`` of a finished run: refused without --force (saying what it would do), done with it."""
+from __future__ import annotations
+
+
+def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness):
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "8", "--save_steps", "4"]))
+    st = run.wait_status("succeeded", "unsaved", "failed", timeout=90)
+    assert st["status"] == "succeeded"
+    ended = st["ended_at"]
+    out = harness.cli("restart", run.id)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "already succeeded" in lines[0] and "--force" in lines[0]
+    assert "start attempt 2 resumed from checkpoint-8 (step 8" in lines[0]
+    assert "elapsed time and cost keep counting" in lines[0]
+    # nothing happened: no new runner, no attempt, the end stays where it was
+    st = run.state()
+    assert (st["status"], st["attempt"], st["ended_at"]) == ("succeeded", 1, ended)
+    assert len(run.events("attempt_start")) == 1
+
+    out = harness.cli("restart", run.id, "--force")
+    assert "restarting will start attempt 2 resumed from checkpoint-8" in out.stderr, out.stderr
+    run.wait(lambda s: s.get("attempt") == 2, timeout=60, what="attempt 2")
+    assert run.events("attempt_start")[-1]["resumed_from"].endswith("checkpoint-8")
+    run.wait_status("succeeded", "unsaved", "failed", timeout=60)
+
+
+def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "400", "--save_steps", "4",
+                                                "--step_delay", "0.05"]))
+    run.wait(lambda s: (s.get("last_checkpoint") or {}).get("ok"), what="a verified checkpoint")
+    harness.cli("kill", run.id, check=True)
+    out = harness.cli("restart", run.id, check=True)
+    assert "is killed: restarting will start attempt 2 resumed from checkpoint-" in out.stderr
+    assert "attempt 2 running" in out.stdout
+    harness.cli("kill", run.id, check=True)
+
+
+def test_an_nccl_crash_says_the_wait_it_really_gets(harness):
+    """nccl_error waits three cooldown floors (NCCL IPC cleanup): the crash's reason names that
+    wait (6 s here), not the 0.1 s backoff, and the next attempt starts no sooner."""
+    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                                "{run_dir}/output", "--max_steps", "12", "--save_steps", "4",
+                                                "--fault", "nccl@6"],
+                                       cooldown={"floor_s": 2.0, "ceiling_s": 20.0}))
+    st = run.wait_status("succeeded", "unsaved", "failed", "paused", timeout=120)
+    assert st["status"] == "succeeded", st.get("pause_reason")
+    crash = run.events("crash")[0]
+    assert crash["class"] == "nccl_error" and crash["decision"] == "restart"
+    assert "after at least 6 s (cooldown floor 6 s for nccl_error)" in crash["reason"], crash["reason"]
+    cooldown = [e for e in run.events("cooldown") if e["attempt"] == 1][0]
+    assert cooldown["until"] - cooldown["t"] >= 5.9
+    second = run.events("attempt_start")[1]
+    assert second["t"] - crash["t"] >= 5.9
