@@ -2,7 +2,7 @@
 
 Pure functions on plain data (an exit status, the last log lines, a few facts the runner
 knows), so the runner can call :func:`classify` after every exit and tests can feed it texts.
-The signatures come from docs/crash-classes.md (built on formats.md section 4 and 5); the
+The signatures come from docs/crash-classes.md (torch, NCCL, CUDA and driver texts); the
 precedence between them is documented there and in :func:`classify`.
 """
 from __future__ import annotations

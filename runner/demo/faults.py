@@ -6,7 +6,7 @@ truncated mmap, SIGABRT from abort(), SIGKILL), the port error is a real ``TCPSt
 occupied port, the recompute mismatch is a real ``torch.utils.checkpoint`` error caused by routing
 that drifts between forward and recomputation. CUDA-only failures (OOM, illegal memory access,
 the NCCL watchdog) cannot happen without a GPU, so they raise or print the exact texts the real
-ones produce (formats.md section 4), from inside the real forward/backward call stack.
+ones produce (torch, NCCL and CUDA texts), from inside the real forward/backward call stack.
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _c10_prefix(rank: int, now: datetime, line: int) -> str:
 
 
 def nccl_watchdog_lines(rank: int, step: int, now: datetime | None = None) -> list[str]:
-    """The ProcessGroupNCCL watchdog-timeout report (formats.md 4.2) and the C++ terminate text."""
+    """The ProcessGroupNCCL watchdog-timeout report (ProcessGroupNCCL.cpp) and the C++ terminate text."""
     now = now or datetime.now()
     pg = f"[PG ID 0 PG GUID 0(default_pg) Rank {rank}] "
     seq = 4 * step + 1
@@ -142,7 +142,7 @@ _OOM_ADVICE = ("If reserved but unallocated memory is large try setting "
 def oom_message(device: int, foreign: Iterable[tuple[int, str]] = (), *, tried: str = "266.00 MiB",
                 total: str = "139.80 GiB", free: str = "221.50 MiB", this_process: str = "139.57 GiB",
                 allocated: str = "131.92 GiB", reserved_unallocated: str = "5.13 GiB") -> str:
-    """torch.OutOfMemoryError's text as the caching allocator builds it (formats.md 4.1)."""
+    """torch.OutOfMemoryError's text as the caching allocator builds it (c10/cuda/CUDACachingAllocator.cpp)."""
     others = "".join(f"Process {pid} has {size} memory in use. " for pid, size in foreign)
     return (f"CUDA out of memory. Tried to allocate {tried}. GPU {device} has a total capacity of {total} "
             f"of which {free} is free. {others}Including non-PyTorch memory, this process has "
