@@ -1,4 +1,4 @@
-"""Console output in the shape ms-swift 4.x on transformers 5.x produces (ms-swift's log dicts on transformers 5.x).
+"""Console output in the shape ms-swift 4.x on transformers 5.x produces (its log dicts and progress bars).
 
 Pure formatting functions plus ``SwiftConsole``, which writes them: ``[INFO:swift]`` lines and a
 ``Train:`` tqdm-style bar on stderr (the bar redrawn with ``\\r``, never a newline), and one
