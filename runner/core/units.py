@@ -41,6 +41,15 @@ def human_bytes(n: int | float) -> str:
     return f"{x:.1f} TB"
 
 
+def disk_bytes(n: float) -> str:
+    """Decimal units, as disks are sold: 1.2 TB, 794 GB, 22 MB (sizes of saves against free disk)."""
+    if n >= 1e12:
+        return f"{n / 1e12:.1f} TB"
+    if n >= 1e9:
+        return f"{n / 1e9:.0f} GB"
+    return f"{max(n, 0) / 1e6:.0f} MB"
+
+
 def human_count(n: int) -> str:
     """999, 1.5K, 2.0M, 397.0B."""
     for unit, scale in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):

@@ -386,6 +386,14 @@ def _lora_params(mods: list[tuple[int, tuple[tuple[str, int], ...], int]], lo: L
     return dense, experts
 
 
+def lora_params_total(config: Mapping[str, Any], flags: Mapping[str, str], *, megatron: bool = True) -> int:
+    """Every LoRA parameter the model trains (all layers, all experts, not split over GPUs): the
+    count a full-state save and the optimizer hold. InputError names a config field it lacks."""
+    shape = model_shape(config)
+    lo = layout(flags, None, config, megatron=megatron)
+    return sum(d + e for d, e in (_lora_params(mods, lo) for mods in shape.linears))
+
+
 def estimate(config: Mapping[str, Any], flags: Mapping[str, str], world: int | None = None, *,
              megatron: bool = True) -> Estimate:
     """The static memory of the heaviest GPU (see the module docstring)."""
@@ -476,18 +484,25 @@ def load_config(path: str | os.PathLike) -> dict:
     return raw
 
 
-def config_path(recipe: Mapping[str, Any], flags: Mapping[str, str]) -> str | None:
-    """Where the model's config.json is: the recipe's ``memory.model_config`` (relative to the
-    recipe's directory), else the command's ``--model`` when it is a local directory."""
+def declared_config(recipe: Mapping[str, Any]) -> str | None:
+    """The recipe's ``memory.model_config`` (relative to the recipe's directory), or None."""
     rdir = str(recipe.get("_recipe_dir") or "")
     given = (recipe.get("memory") or {}).get("model_config")
+    if not given:
+        return None
+    p = str(given).replace("{recipe_dir}", rdir)
+    return p if os.path.isabs(p) or not rdir else os.path.join(rdir, p)
+
+
+def config_path(recipe: Mapping[str, Any], flags: Mapping[str, str]) -> str | None:
+    """Where the model's config.json is: the recipe's ``memory.model_config``, else the command's
+    ``--model`` as a local directory or a download in the Hugging Face / ModelScope cache."""
+    given = declared_config(recipe)
     if given:
-        p = given.replace("{recipe_dir}", rdir)
-        return p if os.path.isabs(p) or not rdir else os.path.join(rdir, p)
-    model = _flag(flags, "model") or _flag(flags, "load")
-    if model and os.path.isfile(os.path.join(str(model), "config.json")):
-        return str(model)
-    return None
+        return given
+    from runner.recipes.swift.sizes import find_model_config
+    found = find_model_config(str(_flag(flags, "model") or _flag(flags, "load") or "") or None)
+    return str(found.parent) if found is not None else None
 
 
 def world_size(recipe: Mapping[str, Any], flags: Mapping[str, str]) -> int | None:

@@ -7,7 +7,6 @@ Each rule is a small function over a ``SwiftCommand``; problems are ``lint.Probl
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 import shutil
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.recipes.swift import flags as swift_flags
+from runner.core.units import disk_bytes
 from runner.recipes.swift import sizes
 from runner.recipes.swift.probe import ProbeResult, probe
 
@@ -403,12 +403,12 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
                 f"{limit} kept (save_total_limit), {on_disk} on disk while the next is written")
     else:
         kept = f"{on_disk} saves, none removed (no save_total_limit)"
-    msg = (f"merge_lora true{how} writes a full merged model at every save: ~{sizes.human_bytes(per_save)} each for "
-           f"a {params:g}B model in {cmd.get('torch_dtype') or 'bf16'}; {kept} = ~{sizes.human_bytes(need)}")
+    msg = (f"merge_lora true{how} writes a full merged model at every save: ~{disk_bytes(per_save)} each for "
+           f"a {params:g}B model in {cmd.get('torch_dtype') or 'bf16'}; {kept} = ~{disk_bytes(need)}")
     where = cmd.get("output_dir") or cmd.get("save")
     free = _free_bytes(where) if where and "{" not in where else None
     if free:
-        msg += f"; {free[0]} has {sizes.human_bytes(free[1])} free here"
+        msg += f"; {free[0]} has {disk_bytes(free[1])} free here"
         if need > free[1]:
             return [_p("warning", "swift_merged_save_disk", msg + ": the disk can fill before the run ends (set "
                                                                   "--merge_lora false to save only the adapter, or "
@@ -540,16 +540,17 @@ def full_state_cost(recipe: dict, cmd: SwiftCommand) -> str:
             f"torch_dist shards of ~{per_param} bytes per trainable parameter (bf16 weight + fp32 main copy + 2 "
             "fp32 Adam moments), about 7x the adapter's safetensors")
     rank = int(cmd.num("lora_rank") or 8)
-    counted = sizes.lora_params_of(cmd.get("model"), rank)
+    from runner.recipes.memory_estimate import declared_config
+    counted = sizes.lora_params_of(cmd.get("model"), rank, declared_config(recipe))
     limit = int(cmd.num("save_total_limit") or 0) or None
     if counted is None:
         return head + (f"; the LoRA size is unknown here (no config.json of {cmd.get('model')} on this machine)"
                        f"{f', x {limit} saves kept per output directory' if limit else ''}")
     n, path = counted
     per_save = n * per_param
-    kept = f" x {limit + 1} on disk while one is written = ~{sizes.human_bytes(per_save * (limit + 1))}" if limit else ""
+    kept = f" x {limit + 1} on disk while one is written = ~{disk_bytes(per_save * (limit + 1))}" if limit else ""
     return head + (f"; rank {rank} on {cmd.get('model')} trains ~{n / 1e9:.2f}B parameters (from {path}): "
-                   f"~{sizes.human_bytes(per_save)} of optimizer state per save{kept}")
+                   f"~{disk_bytes(per_save)} of optimizer state per save{kept}")
 
 
 def suggested_resume(cmd: SwiftCommand) -> list[str]:

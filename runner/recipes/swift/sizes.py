@@ -86,58 +86,34 @@ def find_model_config(model: str | None) -> Path | None:
     return Path(candidates[-1]) if candidates else None
 
 
-def _mlp_lora(hidden: int, inter: int, rank: int) -> int:
-    """LoRA on Megatron's fused gate+up ``linear_fc1`` (hidden -> 2 x inter) and ``linear_fc2``."""
-    return rank * (hidden + 2 * inter) + rank * (inter + hidden)
-
-
 def lora_params(config: dict, rank: int) -> int | None:
-    """Trainable parameters of an ``all-linear`` LoRA of ``rank`` on this HF config (experts and
-    shared expert exact, attention from the head counts). Megatron's ``all-linear`` reaches the
-    experts (``megatron sft`` builds grouped LoRA on them). None when the config lacks the sizes."""
-    text = config.get("text_config")
-    c: dict = text if isinstance(text, dict) else config
+    """Trainable parameters of an ``all-linear`` LoRA of ``rank`` on this HF config, counted by the
+    one model of the parameters (``runner.recipes.memory_estimate``: Megatron's fused modules,
+    the experts, linear-attention layers). None when the config lacks the sizes."""
+    from runner.core.errors import InputError
+    from runner.recipes.memory_estimate import lora_params_total
     try:
-        hidden, layers = int(c["hidden_size"]), int(c["num_hidden_layers"])
-    except (KeyError, TypeError, ValueError):
+        return lora_params_total(config, {"tuner_type": "lora", "lora_rank": str(rank),
+                                          "target_modules": "all-linear"}) or None
+    except InputError:
         return None
-    experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts")
-    moe_inter = c.get("moe_intermediate_size")
-    if experts and moe_inter:
-        shared = c.get("shared_expert_intermediate_size") or int(c.get("n_shared_experts") or 0) * int(moe_inter)
-        mlp = int(experts) * _mlp_lora(hidden, int(moe_inter), rank) + (_mlp_lora(hidden, int(shared), rank) if shared else 0)
-    elif c.get("intermediate_size"):
-        mlp = _mlp_lora(hidden, int(c["intermediate_size"]), rank)
-    else:
-        return None
-    heads = int(c.get("num_attention_heads") or 0)
-    kv = int(c.get("num_key_value_heads") or heads)
-    head_dim = int(c.get("head_dim") or (hidden // heads if heads else 0))
-    attn = rank * (hidden + heads * head_dim) + 2 * rank * (hidden + kv * head_dim) + rank * (heads * head_dim + hidden)
-    return layers * (mlp + attn)
 
 
-def lora_params_of(model: str | None, rank: int) -> tuple[int, Path] | None:
+def lora_params_of(model: str | None, rank: int, config: str | None = None) -> tuple[int, Path] | None:
     """(trainable LoRA parameters, the config.json they were counted from), when the model's
-    config is on this machine."""
-    path = find_model_config(model)
+    config is on this machine: ``config`` (a config.json or its directory, e.g. the recipe's
+    ``memory.model_config``), else the model's own."""
+    path = Path(config) if config else find_model_config(model)
+    if path is not None and path.is_dir():
+        path = path / "config.json"
     if path is None:
         return None
     try:
-        config = json.loads(path.read_text())
+        doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    n = lora_params(config, rank) if isinstance(config, dict) else None
+    n = lora_params(doc, rank) if isinstance(doc, dict) else None
     return (n, path) if n else None
-
-
-def human_bytes(n: float) -> str:
-    """Decimal units, as disks are sold: 1.2 TB, 794 GB, 22 GB."""
-    if n >= 1e12:
-        return f"{n / 1e12:.1f} TB"
-    if n >= 1e9:
-        return f"{n / 1e9:.0f} GB"
-    return f"{max(n, 0) / 1e6:.0f} MB"
 
 
 def saves_on_disk(total_saves: int, kept: int | None, restarts: int) -> int:
