@@ -36,13 +36,14 @@ from typing import Any, Iterable
 import numpy as np
 
 from runner.core.numbers import as_float
+from runner.core.columns import COLUMN_FIELDS, records_to_columns
 from runner.core.errors import InputError
 
 WARNING, CRITICAL = "warning", "critical"
 
 RULE_ORDER = ("non_finite", "grad_norm_spike", "loss_spike", "throughput_drop",
               "step_time_unstable", "checkpoint_in_excursion")
-MONITORED_FIELDS = ("loss", "grad_norm", "tokens_per_s", "step_time_s", "mem_gib")
+MONITORED_FIELDS = COLUMN_FIELDS  # the monitors read every column
 
 _EMA_BLOCK = 1024  # EMA is evaluated in blocks: weights (1-a)^-k stay below ~3e4 for a=0.01
 
@@ -503,7 +504,7 @@ class Monitors:
         return self.observe_records([record])
 
     def observe_records(self, records: list[dict]) -> list[dict]:
-        steps, values, present = records_to_arrays(records)
+        steps, values, present = records_to_columns(records)
         return [a for _, a in self.observe_arrays(steps, values, present)]
 
     def observe_arrays(self, steps: np.ndarray, values: dict[str, np.ndarray],
@@ -627,16 +628,3 @@ def _checkpoint_alert(step: int | None, path: str | None, in_excursion: bool, nf
                    f"checkpoint {where} saved during a grad-norm excursion "
                    f"(grad norm {fmt_num(last.get('grad_norm'))} = {fmt_num(last.get('ratio'))}x its EMA)",
                    dict(last))]
-
-
-def records_to_arrays(records: list[dict]) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Metric records -> (steps, values, present) for ``observe_arrays``. None means absent."""
-    n = len(records)
-    steps = np.fromiter((int(r.get("step") or 0) for r in records), dtype=np.int64, count=n)
-    values: dict[str, np.ndarray] = {}
-    present: dict[str, np.ndarray] = {}
-    for f in MONITORED_FIELDS:
-        vals = [as_float(r.get(f)) for r in records]
-        present[f] = np.fromiter((v is not None for v in vals), dtype=bool, count=n)
-        values[f] = np.fromiter((math.nan if v is None else v for v in vals), dtype=np.float64, count=n)
-    return steps, values, present

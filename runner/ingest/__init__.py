@@ -8,8 +8,6 @@ See docs/parsing.md for the formats and the rules a line is read by.
   trainer_state.json, directories), using the bulk fast path.
 - ``FileTailer``: a growing file, by offset.
 - ``Summary`` / ``summarize_path``: what ``moeconsole parse`` prints.
-- ``runner.ingest.memory``: records (memory reports per rank, ``mem_gib``) as readings for the
-  GPU memory envelope (``runner.core.memory``).
 
 Batch APIs for a live reader (the runner can feed whatever a read returned, in one call, and
 hand the monitors the whole run of records at once, instead of one record at a time):

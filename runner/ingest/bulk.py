@@ -35,7 +35,7 @@ from runner.ingest.pydict import bare_value
 from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key,
                                    parse_number, record_from_mapping)
 from runner.rundir.jsonio import dumps
-from runner.core.monitors import MONITORED_FIELDS, records_to_arrays
+from runner.core.columns import COLUMN_FIELDS, records_to_columns
 
 CHUNK = 8 << 20
 FIRST_CHUNK = 256 << 10
@@ -125,7 +125,7 @@ class Template:
             if vi < 0:
                 continue
             v = self.values[vi]
-            capture = records or v.role in ("step", "max_steps") or v.role in MONITORED_FIELDS
+            capture = records or v.role in ("step", "max_steps") or v.role in COLUMN_FIELDS
             if json:
                 if v.json == "text":
                     pat, width = b"(" + _json_text(v.quote) + b")", 1
@@ -265,7 +265,7 @@ class Template:
         out = []
         for v in self.values:
             g = (v.rgroup if records else v.group) - 1
-            if v.role == "step" or v.role in MONITORED_FIELDS:
+            if v.role == "step" or v.role in COLUMN_FIELDS:
                 out.append((v.role, g))
         return sorted(out, key=lambda rg: rg[1])
 
@@ -394,7 +394,7 @@ def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Bat
             n += 1
         else:
             marks.append((n, obj))
-    steps, values, present = records_to_arrays(recs)
+    steps, values, present = records_to_columns(recs)
     mx = next((r["max_steps"] for r in reversed(recs) if r.get("max_steps") is not None), None)
     return Batch(steps, values, present, mx, marks, recs if want_records else None)
 
@@ -603,8 +603,8 @@ class ChunkScanner:
                 return None
             steps = _LazySteps(rows, g)
             return {"steps": steps, "max": None,
-                    "values": {f: np.full(n, np.nan) for f in MONITORED_FIELDS},
-                    "present": {f: np.zeros(n, dtype=bool) for f in MONITORED_FIELDS}}
+                    "values": {f: np.full(n, np.nan) for f in COLUMN_FIELDS},
+                    "present": {f: np.zeros(n, dtype=bool) for f in COLUMN_FIELDS}}
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
@@ -615,7 +615,7 @@ class ChunkScanner:
             return None
         values: dict[str, np.ndarray] = {}
         present: dict[str, np.ndarray] = {}
-        for fname in MONITORED_FIELDS:
+        for fname in COLUMN_FIELDS:
             if fname not in col:
                 values[fname], present[fname] = np.full(n, np.nan), np.zeros(n, dtype=bool)
                 continue
@@ -667,15 +667,15 @@ class ChunkScanner:
             return Batch(cols["steps"], t_values, t_present, cols["max"], marks, t_recs)
         # Order key: template row at match j -> slot 2j+1; an event carries its slot, and
         # its sequence number orders events that share a slot.
-        g_steps, g_values, g_present = records_to_arrays([obj for _, _, obj in recs])
+        g_steps, g_values, g_present = records_to_columns([obj for _, _, obj in recs])
         key = np.concatenate((
             (2 * match_of_row + 1) << 32,
             np.array([(slot << 32) + seq for slot, seq, _ in recs], dtype=np.int64)))
         order = np.argsort(key, kind="stable")
         sorted_key = key[order]
         steps = np.concatenate((cols["steps"], g_steps))[order]
-        values = {f: np.concatenate((t_values[f], g_values[f]))[order] for f in MONITORED_FIELDS}
-        present = {f: np.concatenate((t_present[f], g_present[f]))[order] for f in MONITORED_FIELDS}
+        values = {f: np.concatenate((t_values[f], g_values[f]))[order] for f in COLUMN_FIELDS}
+        present = {f: np.concatenate((t_present[f], g_present[f]))[order] for f in COLUMN_FIELDS}
         marks = [(int(np.searchsorted(sorted_key, (slot << 32) + seq)), obj)
                  for slot, seq, (kind, obj) in events if kind == MARK]
         # max_steps of the last record (in order) that has one
@@ -773,8 +773,8 @@ def concat_batches(batches: list[Batch]) -> Batch:
     if len(batches) == 1:
         return batches[0]
     steps = np.concatenate([b.steps for b in batches])
-    values = {f: np.concatenate([b.values[f] for b in batches]) for f in MONITORED_FIELDS}
-    present = {f: np.concatenate([b.present[f] for b in batches]) for f in MONITORED_FIELDS}
+    values = {f: np.concatenate([b.values[f] for b in batches]) for f in COLUMN_FIELDS}
+    present = {f: np.concatenate([b.present[f] for b in batches]) for f in COLUMN_FIELDS}
     marks: list[tuple[int, dict]] = []
     off, mx = 0, None
     recs: list | None = [] if all(b.records is not None for b in batches) else None

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from runner.core.memory import KEEP_STEPS, Trend, mib_rate_text, trend
-from runner.core.monitors import Monitors, Thresholds, fmt_num, records_to_arrays
+from runner.core.columns import records_to_columns
+from runner.core.monitors import Monitors, Thresholds, fmt_num
 
 MAX_LISTED_ALERTS = 10
 
@@ -108,7 +109,7 @@ class Summary:
             setattr(self, name, (v, int(steps[i])))
 
     def add_records(self, records: list[dict]) -> None:
-        steps, values, present = records_to_arrays(records)
+        steps, values, present = records_to_columns(records)
         mx = next((r["max_steps"] for r in reversed(records) if r.get("max_steps") is not None), None)
         self.add_arrays(steps, values, present, mx)
 

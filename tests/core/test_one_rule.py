@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from runner.checkpoints import suspect
-from runner.core.monitors import Monitors, Thresholds, records_to_arrays
+from runner.core.columns import records_to_columns
+from runner.core.monitors import Monitors, Thresholds
 from runner.core.numbers import as_float
 from runner.ops.prometheus import MetricsView, families
 from runner.ops.tally import EventTally
@@ -17,7 +18,7 @@ from runner.ops.tally import EventTally
 def live_flags_save(values: list[float], save_step: int, t: Thresholds | None = None) -> bool:
     """The live runner's answer: records stream in, a save lands after the record of save_step."""
     records = [{"step": i + 1, "grad_norm": g} for i, g in enumerate(values)]
-    steps, vals, present = records_to_arrays(records)
+    steps, vals, present = records_to_columns(records)
     out = Monitors(t).observe_arrays(steps, vals, present, checkpoints=[(save_step, save_step, "ckpt")])
     return any(a["rule"] == "checkpoint_in_excursion" for _, a in out)
 
@@ -67,7 +68,7 @@ def test_as_float_has_one_policy(raw, expected):
 
 def test_a_bool_is_not_a_number_for_the_monitors_nor_for_prometheus():
     """True in a metric field used to be 1.0 for the run index and None for the monitors."""
-    _, values, present = records_to_arrays([{"step": 1, "loss": True, "grad_norm": False}])
+    _, values, present = records_to_columns([{"step": 1, "loss": True, "grad_norm": False}])
     assert not present["loss"][0] and not present["grad_norm"][0]
     view = MetricsView(now=0.0, run={"id": "r", "step": True, "status": "running"}, last_metrics=None,
                        tally=EventTally())

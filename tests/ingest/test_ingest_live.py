@@ -73,14 +73,14 @@ def by_batches(data: bytes, cuts: list[int]) -> tuple[list, list, LiveReader]:
 
     import numpy as np
 
-    from runner.core.monitors import MONITORED_FIELDS, records_to_arrays
+    from runner.core.columns import COLUMN_FIELDS as MONITORED_FIELDS, records_to_columns
     r = LiveReader()
     events, rows = [], 0
     for a, b in zip(cuts, cuts[1:]):
         for batch in r.feed_batches(data[a:b]):
             recs = [r_ if isinstance(r_, dict) else {k: v for k, v in json.loads(r_).items() if k != "v"}
                     for r_ in batch.records]
-            steps, values, present = records_to_arrays(recs)
+            steps, values, present = records_to_columns(recs)
             assert np.array_equal(np.asarray(batch.steps), steps)
             for f in MONITORED_FIELDS:
                 assert np.array_equal(batch.present[f], present[f]), f

@@ -9,7 +9,8 @@ import pytest
 
 from runner.core.errors import InputError
 from runner.rundir.jsonio import dumps
-from runner.core.monitors import Monitors, Thresholds, records_to_arrays
+from runner.core.columns import records_to_columns
+from runner.core.monitors import Monitors, Thresholds
 
 
 def feed(series: list[dict], t: Thresholds | None = None, checkpoints: dict[int, str] | None = None):
@@ -219,7 +220,7 @@ def test_checkpoints_inside_a_batch_match_one_by_one():
         if i in saves:
             want += m1.on_checkpoint(r["step"], saves[i])
     m2 = Monitors()
-    steps, values, present = records_to_arrays(recs)
+    steps, values, present = records_to_columns(recs)
     got = m2.observe_arrays(steps, values, present, [(i + 1, recs[i]["step"], p) for i, p in saves.items()])
     assert dumps([a for _, a in got]) == dumps(want)
     assert any(a["rule"] == "checkpoint_in_excursion" for a in want)
@@ -243,7 +244,7 @@ def test_bad_thresholds_name_the_key(alerts, word):
         Thresholds.from_recipe(alerts)
 
 
-def test_records_to_arrays_reads_back_jsonio_strings():
-    steps, values, present = records_to_arrays([{"step": 3, "loss": "nan", "grad_norm": None, "mem_gib": "x"}])
+def test_records_to_columns_reads_back_jsonio_strings():
+    steps, values, present = records_to_columns([{"step": 3, "loss": "nan", "grad_norm": None, "mem_gib": "x"}])
     assert steps.tolist() == [3] and np.isnan(values["loss"][0]) and present["loss"][0]
     assert not present["grad_norm"][0] and not present["mem_gib"][0]

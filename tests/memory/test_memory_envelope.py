@@ -8,7 +8,7 @@ from runner.core.errors import InputError
 from runner.core.memory import (DEFAULT_MIN_HEADROOM_GIB, MemorySettings, MemoryWatch, Reading, alloc_conf_advice,
                                 alloc_conf_env, gpu_of_rank, parse_size_gib, physical_gpu, readings_from_nvml,
                                 visible_devices)
-from runner.ingest.memory import reading_from_record
+from runner.supervisor.memory_feed import reading_from_record
 from runner.ingest.parser import LogParser
 
 MIB = 1 / 1024

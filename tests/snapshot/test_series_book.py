@@ -149,7 +149,7 @@ def test_columns_give_what_one_by_one_gives():
     """The runner feeds its book from the log's columns (no dict per record): same book."""
     import random
 
-    from runner.core.monitors import records_to_arrays
+    from runner.core.columns import records_to_columns
     rnd = random.Random(5)
     recs = []
     for s in range(1, 30_001):
@@ -165,7 +165,7 @@ def test_columns_give_what_one_by_one_gives():
         part = recs[i:i + k]
         if part[0]["attempt"] != part[-1]["attempt"]:  # the runner's batches are one attempt each
             part = [r for r in part if r["attempt"] == part[0]["attempt"]]
-        steps, values, present = records_to_arrays(part)
+        steps, values, present = records_to_columns(part)
         cols.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
                           {f: p.tolist() for f, p in present.items()}, part[-1])
         i += len(part)
