@@ -16,6 +16,8 @@ from typing import Collection, Iterable
 from runner.core.memory import alloc_conf_advice
 from runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
 
+from runner.core.logline import ANSI_TEXT_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
+
 CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
@@ -117,14 +119,6 @@ def is_crash(exit_code: int | None, *, user_kill: bool = False, hang: bool = Fal
 # ---------------------------------------------------------------------------------------
 # Line cleaning
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-# [rank3]: (torch logging), [default3]: (torchrun --tee role prefix), [3]:text (prefix template).
-# A bare "[0]:" line is torchrun's failure index inside ChildFailedError and is kept.
-_RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:[ ]?|^\[(\d+)\]:[ ]?(?=\S)")
-# Slurm ``srun --label``: "[host:3]: " or "3: " in front of everything a task prints.
-_SRUN_LABEL = re.compile(r"^(?:\[[A-Za-z0-9][\w.-]{0,254}:(\d{1,6})\]|(\d{1,6})):\s")
-
-
 def clean_line(raw: str) -> tuple[str, int | None]:
     """Strip ANSI escapes and rank prefixes; return the text and the rank the prefix named."""
     text, rank, _ = _clean(raw)
@@ -134,22 +128,22 @@ def clean_line(raw: str) -> tuple[str, int | None]:
 def _clean(raw: str) -> tuple[str, int | None, int]:
     """(text, rank, indentation): the indentation is what followed the rank prefix, so a
     traceback's source lines (indented 4) can be told from its frame lines (indented 2)."""
-    text = _ANSI.sub("", raw) if "\x1b" in raw else raw
+    text = ANSI_TEXT_RE.sub("", raw) if "\x1b" in raw else raw
     text = text.rstrip()
     body = text.lstrip()
     rank = label_rank = None
     if body[:1].isdigit() or body[:1] == "[":
-        m = _SRUN_LABEL.match(body)
+        m = SRUN_LABEL_RE.match(body)
         if m:
-            label_rank = int(m.group(1) or m.group(2))
+            label_rank = prefix_rank(m)
             text = body[m.end():]
             body = text.lstrip()
     while body.startswith("["):
-        m = _RANK_PREFIX.match(body)
+        m = RANK_PREFIX_RE.match(body)
         if not m:
             break
         if rank is None:
-            rank = int(m.group(1) or m.group(2))
+            rank = prefix_rank(m)
         text = body[m.end():]
         body = text.lstrip()
     return body, (rank if rank is not None else label_rank), len(text) - len(body)

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import re
 
-ANSI_RE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-RANK_PREFIX_RE = re.compile(r"^\[(?:rank|default)?(\d{1,6})\]:\s?")
-# Slurm ``srun --label``: "[host:3]: " (newer Slurm with the node name) or "3: ".
-SRUN_LABEL_RE = re.compile(r"^(?:\[[A-Za-z0-9][\w.-]{0,254}:(\d{1,6})\]|(\d{1,6})):\s")
+from runner.core.logline import ANSI_BYTES_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
+
 # tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]"
 # and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".
 BAR_RE = re.compile(
@@ -29,7 +27,7 @@ def visible_segment(line: bytes) -> bytes | None:
     """The last non-blank carriage-return segment of a line, ANSI codes removed; None if the
     whole line is blank."""
     if b"\x1b" in line:
-        line = ANSI_RE.sub(b"", line)
+        line = ANSI_BYTES_RE.sub(b"", line)
     if b"\r" not in line:
         return line if line.strip() else None
     for seg in reversed(line.split(b"\r")):
@@ -58,12 +56,12 @@ def split_rank(text: str) -> tuple[int | None, str]:
     if c.isdigit() or c == "[":
         m = SRUN_LABEL_RE.match(text)
         if m:
-            rank = int(m.group(1) or m.group(2))
+            rank = prefix_rank(m)
             text = text[m.end():].strip()
     if text.startswith("["):
         m = RANK_PREFIX_RE.match(text)
         if m:
-            return int(m.group(1)), text[m.end():].strip()
+            return prefix_rank(m), text[m.end():].strip()
     return rank, text
 
 

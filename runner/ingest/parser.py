@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from runner.ingest import formats
-from runner.ingest.lines import ANSI_RE, decode, split_rank, strip_bar, visible_segment
+from runner.core.logline import ANSI_BYTES_RE
+from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
 from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
@@ -357,7 +358,7 @@ class LogParser:
         line_rank = None
         for i, part in enumerate(parts[:-1]):
             if b"\x1b" in part:
-                part = ANSI_RE.sub(b"", part)
+                part = ANSI_BYTES_RE.sub(b"", part)
             rank, text = split_rank(decode(part))
             if i == 0:
                 line_rank = rank

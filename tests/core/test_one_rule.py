@@ -87,3 +87,23 @@ def test_a_duration_reads_the_same_in_gpus_and_in_the_console(seconds, text):
     info = ProcInfo(pid=1, start_time=None, uid=0, user="u", cmdline="train", age_s=seconds, gpu_mem_mib=None,
                     gpus=(), labels=("orphan",))
     assert text in info.describe()
+
+
+@pytest.mark.parametrize("line, rank, text", [
+    ("[rank3]: step 5 loss 1.0", 3, "step 5 loss 1.0"),
+    ("[default1]:step 5 loss 1.0", 1, "step 5 loss 1.0"),
+    ("[2]:step 5 loss 1.0", 2, "step 5 loss 1.0"),
+    ("[node2:5]: [rank5]: step 5 loss 1.0", 5, "step 5 loss 1.0"),
+    ("7: step 5 loss 1.0", 7, "step 5 loss 1.0"),
+    ("\x1b[31m[rank0]: step 5 loss 1.0\x1b[0m", 0, "step 5 loss 1.0"),
+    ("[0]:", None, "[0]:"),
+])
+def test_the_crash_classifier_and_the_metric_parser_read_a_prefix_alike(line, rank, text):
+    """The ANSI and rank-prefix rules were written twice (crash.py, ingest/lines.py) and differed
+    on a bare "[0]:" (torchrun's failure index) and on tabs; one definition now (core/logline)."""
+    from runner.core.crash import clean_line
+    from runner.ingest.lines import decode, split_rank, visible_segment
+    seg = visible_segment(line.encode())
+    assert seg is not None
+    assert split_rank(decode(seg)) == (rank, text)
+    assert clean_line(line) == (text, rank)
