@@ -634,7 +634,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
     if s.usage and steps_seen == 0 and attempt in (None, 1) and not (s.oom or s.fault or s.nccl):
         return _config_verdict(s, code, status_lines)
-    slurm = _slurm_text_verdict(s, hang)
+    slurm = _slurm_text_verdict(s, hang, plain_cancel=False)
     if slurm is not None:
         return slurm
     if s.recompute:
@@ -673,6 +673,11 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s)
     if s.nccl:
         return _nccl_verdict(s, status_lines)
+    # a plain CANCELLED comes last: srun --kill-on-bad-exit cancels the step (and the job)
+    # after a rank failed, so the rank's own evidence above is the cause when there is any
+    cancelled = _slurm_text_verdict(s, hang, plain_cancel=True)
+    if cancelled is not None:
+        return cancelled
     return _unknown_verdict(exit_code, code, signum, status_lines, s)
 
 
@@ -957,13 +962,14 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                     retryable=True, recovery="restart", hint=hint)
 
 
-def _slurm_text_verdict(s: _Scan, hang: bool) -> CrashVerdict | None:
+def _slurm_text_verdict(s: _Scan, hang: bool, *, plain_cancel: bool) -> CrashVerdict | None:
     """The class Slurm's own words give when the scheduler ended the job (time limit, preemption,
-    node failure, a cgroup OOM kill); a plain ``CANCELLED`` is someone's scancel, unless the
-    runner itself ended the attempt (``hang``: it cancelled the job after the heartbeat)."""
+    node failure, a cgroup OOM kill). A plain ``CANCELLED`` (``plain_cancel``: asked only when
+    nothing else explains the end) is someone's scancel, unless the runner itself ended the
+    attempt (``hang``: it cancelled the job after the heartbeat)."""
     if not s.slurm:
         return None
-    hits = [h for h in s.slurm if h[2] != "CANCELLED" or not hang]
+    hits = [h for h in s.slurm if h[2] != "CANCELLED" or (plain_cancel and not hang)]
     if not hits:
         return None
     state = next((h[2] for h in reversed(hits) if h[2] != "CANCELLED"), hits[-1][2])

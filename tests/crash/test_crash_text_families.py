@@ -171,3 +171,23 @@ def test_run_preflight_refuses_the_demo_when_its_python_lacks_torch(tmp_path):
     assert "missing_dependency" in res.stderr and "torch" in res.stderr
     assert "pip install 'moeconsole[demo]'" in res.stderr
     assert not any(tmp_path.iterdir()) or not any(p.is_dir() for p in tmp_path.iterdir())
+
+
+def test_a_step_cancelled_after_a_rank_died_is_the_rank_death_not_a_scancel():
+    """srun --kill-on-bad-exit cancels the step (slurmstepd says CANCELLED, with no reason) once a
+    rank died: the rank's own end is the cause; a plain CANCELLED alone is someone's scancel."""
+    tail = ["[rank1]: step 21 loss 2.9",
+            "srun: error: node2: task 1: Killed",
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+            "Root Cause (first observed failure):",
+            "[0]:",
+            "  time      : 2026-11-26_06:03:50",
+            "  host      : node2",
+            "  rank      : 1 (local_rank: 0)",
+            "  exitcode  : -9 (pid: 4242)",
+            "  error_file: <N/A>",
+            "  traceback : Signal 9 (SIGKILL) received by PID 4242",
+            "slurmstepd: error: *** STEP 176.0 ON node1 CANCELLED AT 2026-11-26T06:03:50 ***"]
+    v = classify(1, tail)
+    assert v.cls == "killed_oom" and "node2" in v.summary, v
+    assert classify(1, tail[-1:]).cls == "job_cancelled"
