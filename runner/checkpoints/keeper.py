@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
-from runner.checkpoints.discover import Checkpoint, find_checkpoints
+from runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
 from runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
 from runner.checkpoints.verify import verify_checkpoint
 from runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good
@@ -186,6 +186,14 @@ class CheckpointKeeper:
             return None
         ck = latest_good(self.root, expected_recipe_hash=self.hash)
         return {"path": str(ck.path), "step": ck.step} if ck else None
+
+    def streak_broken_by(self, good: dict | None) -> bool:
+        """A save verified ok that is newer than the newest bad one in a row: the saves recovered
+        before the watcher settled it (a busy machine, or several saves in one sweep)."""
+        if not (good and self.bad_in_a_row) or good.get("step") is None:
+            return False
+        bad_step = step_of(Path(self.bad_in_a_row[-1]))
+        return bad_step is not None and int(good["step"]) > bad_step
 
     def _stamped_by_other_recipe(self, path: Path) -> bool:
         side = read_sidecar(path)

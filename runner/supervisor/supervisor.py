@@ -900,9 +900,12 @@ class Supervisor:
                 or self.state.get("status") != RUNNING:
             return
         from runner.checkpoints.keeper import describe_good
+        good = self.checkpoints.last_good()
+        if self.checkpoints.streak_broken_by(good):
+            return  # a newer save is good: the watcher records it at its next poll
         names = ", ".join(Path(p).name for p in bad[-limit:])
         self._bad_saves_reason = (f"{len(bad)} bad saves in a row ({names}); "
-                                  f"{describe_good(self.checkpoints.last_good())}; "
+                                  f"{describe_good(good)}; "
                                   f"paused by checkpoints.pause_after_bad_saves={limit}")
         self.alert("critical", "bad_saves", self._bad_saves_reason, paths=list(bad))
         self.apply(lc.BadSaves(self._bad_saves_reason))
