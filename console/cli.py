@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import sys
+from typing import Any, Callable
 
+from runner import bounds
 from runner.errors import InputError
 
 COMMANDS = (
@@ -80,15 +81,24 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def seconds(text: str) -> float:
-    """An argparse type: a finite, non-negative number of seconds (`--grace nan` is refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds >= 0")
-    return value
+def bounded(rng: bounds.Range) -> Callable[[str], Any]:
+    """An argparse type for a number in ``rng`` (runner.bounds: `--grace nan`, `--interval inf`,
+    `--interval 0` and `--port 99999` are refused with one line)."""
+    def parse(text: str) -> Any:
+        try:
+            return bounds.parse(text, rng, "value")
+        except bounds.OutOfRange as exc:
+            raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
+    parse.__name__ = rng.unit  # argparse names the type in some messages
+    return parse
+
+
+seconds = bounded(bounds.SECONDS)
+grace_seconds = bounded(bounds.GRACE)
+interval = bounded(bounds.INTERVAL)
+port = bounded(bounds.PORT)
+port_or_any = bounded(bounds.PORT_OR_ANY)
+pid = bounded(bounds.PID)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -125,7 +135,7 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("kill", help=COMMAND_HELP["kill"])
     p.add_argument("run")
-    p.add_argument("--grace", type=seconds, help="override the recipe's kill grace (seconds)")
+    p.add_argument("--grace", type=grace_seconds, help="override the recipe's kill grace (seconds)")
     p.add_argument("--timeout", type=seconds, default=None, help="seconds to wait for the kill to finish")
     _common(p)
 
@@ -158,10 +168,10 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
     p.add_argument("--json", action="store_true")
-    p.add_argument("--port", type=int, default=29500, help="rendezvous port to check for holders")
-    p.add_argument("--kill", type=int, action="append", metavar="PID", help="kill this listed process (repeatable)")
+    p.add_argument("--port", type=port, default=29500, help="rendezvous port to check for holders")
+    p.add_argument("--kill", type=pid, action="append", metavar="PID", help="kill this listed process (repeatable)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--grace", type=seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument("--grace", type=grace_seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument("--allow-other-users", action="store_true", help="as root: allow killing other users' processes")
     _common(p)
 
@@ -178,7 +188,7 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("agent", help=COMMAND_HELP["agent"])
     p.add_argument("run")
-    p.add_argument("--interval", type=float, default=1.0)
+    p.add_argument("--interval", type=interval, default=1.0)
     _common(p)
 
     p = sub.add_parser("supervise", help=COMMAND_HELP["supervise"])
@@ -199,10 +209,10 @@ def build_parser() -> _Parser:
     p = sub.add_parser("prometheus", help=COMMAND_HELP["prometheus"])
     p.add_argument("action", choices=("rules", "serve"))
     p.add_argument("run", nargs="?")
-    p.add_argument("--port", type=int, help="serve /metrics on this port (0: any free one)")
+    p.add_argument("--port", type=port_or_any, help="serve /metrics on this port (0: any free one)")
     p.add_argument("--addr", default="127.0.0.1", help="bind address (default loopback)")
     p.add_argument("--textfile", help="write metrics here for node_exporter's textfile collector")
-    p.add_argument("--interval", type=seconds, default=15.0)
+    p.add_argument("--interval", type=interval, default=15.0)
     _common(p)
     return top
 
@@ -216,7 +226,7 @@ def build_top_parser() -> _Parser:
     top.add_argument("run", nargs="?", metavar="RUN", help="with --json: the run (id, unique id prefix or path)")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")
-    top.add_argument("--interval", type=float, default=1.0)
+    top.add_argument("--interval", type=interval, default=1.0, help="with --json: seconds between snapshots")
     top.add_argument("--readonly", action="store_true")
     top.add_argument("--no-gpu", action="store_true", help="skip GPU telemetry in snapshots")
     _common(top)

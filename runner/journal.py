@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from runner import jsonio, rundir
-from runner.state import Storage
+from runner.state import StateError, Storage
 
 RESERVE_BYTES = 256 * 1024
 PENDING_WARN = 10_000
@@ -111,6 +111,9 @@ class Journal:
         """Replace ``state.json``; on a full disk give up the reserve once to say so."""
         try:
             self.run.write_state(state)
+        except StateError as exc:  # a value the model refuses: say so, keep supervising
+            self.diag(str(exc))
+            return False
         except OSError as exc:
             self.failed(exc)
             if not self._release_reserve():

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from runner import secrets as secret_text
+from runner import bounds, secrets as secret_text
 from runner.errors import InputError
 
 # Defaults from the design. Tests and the demo recipe shorten them.
@@ -89,15 +89,22 @@ class RecipeError(InputError):
         super().__init__(f"{src}: {place}: {problem}" if place else f"{src}: {problem}")
 
 
-# Numbers with a lower bound: (bound, inclusive). Every number must also be finite; any other
-# ``*_s`` key (seconds) must be >= 0.
-_BOUNDS: dict[tuple[str, str], tuple[float, bool]] = {
-    ("cooldown", "floor_s"): (0.0, True), ("cooldown", "ceiling_s"): (0.0, True),
-    ("cooldown", "gpu_mem_tolerance_mib"): (0.0, True), ("cooldown", "poll_s"): (0.0, False),
-    ("kill", "grace_s"): (0.0, True), ("heartbeat", "timeout_s"): (0.0, False),
-    ("heartbeat", "stale_state_s"): (0.0, False), ("checkpoints", "settle_s"): (0.0, True),
-    ("gpus", "memory_capacity_gib"): (0.0, False),
+# The range of every number in the sections above (runner.bounds owns the rule and the
+# messages). Any other ``*_s`` key is a duration (bounds.SECONDS); every number must be finite.
+_GIB = bounds.Range(0.0, float(1 << 20), lo_open=True, unit="GiB")
+_RANGES: dict[tuple[str, str], bounds.Range] = {
+    ("cooldown", "floor_s"): bounds.SECONDS, ("cooldown", "ceiling_s"): bounds.SECONDS,
+    ("cooldown", "gpu_mem_tolerance_mib"): bounds.Range(0.0, float(1 << 30), unit="MiB"),
+    ("cooldown", "poll_s"): bounds.Range(0.0, bounds.HOUR, lo_open=True),
+    ("kill", "grace_s"): bounds.GRACE, ("heartbeat", "timeout_s"): bounds.POSITIVE_SECONDS,
+    ("heartbeat", "stale_state_s"): bounds.POSITIVE_SECONDS, ("heartbeat", "startup_s"): bounds.SECONDS,
+    ("checkpoints", "settle_s"): bounds.SECONDS, ("gpus", "memory_capacity_gib"): _GIB,
+    ("preflight", "port"): bounds.PORT,
+    ("swift", "validated_max_length"): bounds.Range(1, 1 << 30, integer=True, unit="count"),
+    ("swift", "dataset_samples"): bounds.Range(1, 1 << 50, integer=True, unit="count"),
 }
+_RANGES[("", "cost_per_hour")] = bounds.Range(0.0, 1e9, unit="money per hour")
+_ANY_NUMBER = bounds.Range(-1e300, 1e300, unit="any size")
 _NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\Z")
 
 
@@ -117,12 +124,12 @@ def _check_type(src: Path | str, place: str, value: Any, types: tuple[type, ...]
 def _check_number(src: Path | str, section: str, key: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
-    place = f"{section}.{key}"
-    if not math.isfinite(value):
-        raise RecipeError(src, place, f"must be a finite number, got {value!r}")
-    bound, inclusive = _BOUNDS.get((section, key), (0.0, True) if key.endswith("_s") else (-math.inf, True))
-    if value < bound or (value == bound and not inclusive):
-        raise RecipeError(src, place, f"must be {'>=' if inclusive else '>'} {bound:g}, got {value!r}")
+    place = f"{section}.{key}" if section else key
+    rng = _RANGES.get((section, key)) or (bounds.SECONDS if key.endswith("_s") else _ANY_NUMBER)
+    try:
+        bounds.check(value, rng, place)
+    except bounds.OutOfRange as exc:
+        raise RecipeError(src, place, str(exc).partition(": ")[2]) from None
 
 
 def _check_text(src: Path | str, place: str, value: str) -> None:
@@ -193,9 +200,6 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
     if out["cooldown"]["ceiling_s"] < out["cooldown"]["floor_s"]:
         raise RecipeError(src, "cooldown.ceiling_s", f"must be >= cooldown.floor_s "
                           f"({out['cooldown']['ceiling_s']:g} < {out['cooldown']['floor_s']:g})")
-    port = out["preflight"]["port"]
-    if port is not None and not 1 <= port <= 65535:
-        raise RecipeError(src, "preflight.port", f"must be a TCP port 1..65535, got {port}")
     devices = out["gpus"]["devices"]
     if devices is not None and (not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
                                 or len(set(devices)) != len(devices)):
@@ -205,9 +209,8 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
     arg = out["resume"]["arg"]
     if arg is not None and not arg.startswith("-"):
         raise RecipeError(src, "resume.arg", f"must be a flag such as --resume_from_checkpoint, got {arg!r}")
-    cost = out.get("cost_per_hour")
-    if cost is not None and (not math.isfinite(cost) or cost < 0):
-        raise RecipeError(src, "cost_per_hour", f"must be a finite number >= 0, got {cost!r}")
+    if out.get("cost_per_hour") is not None:
+        _check_number(src, "", "cost_per_hour", out["cost_per_hour"])
     out["command"] = [str(a) for a in cmd]
     out["env"] = {str(k): str(v) for k, v in (out.get("env") or {}).items()}
     _check_demo_faults(src, out["command"])

@@ -87,17 +87,19 @@ class RunDir:
         return self.exits / f"attempt-{attempt}.json"
 
     def read_state(self) -> dict:
-        """The state as a plain dict (empty when missing or corrupt); see ``load_state``."""
-        raw = jsonio.read_json(self.state, default={})
-        return raw if isinstance(raw, dict) else {}
+        """The state as a plain dict, checked against the model (empty when missing, corrupt or
+        wrongly typed); ``load_state`` also says why."""
+        return run_state.load(self.state).state
 
     def load_state(self) -> run_state.LoadedState:
         """The typed state, with the reason when the file is missing, truncated or corrupt."""
         return run_state.load(self.state)
 
     def write_state(self, state: dict) -> None:
+        """Replace state.json atomically, through the model (a value of the wrong type raises
+        ``StateError`` instead of reaching the file)."""
         state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
-        jsonio.atomic_write_json(self.state, state)
+        jsonio.atomic_write_bytes(self.state, run_state.encode(state))
 
     def event(self, type_: str, **fields) -> dict:
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}

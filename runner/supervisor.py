@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from runner import control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
+from runner import bounds, control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
 from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
@@ -303,8 +303,8 @@ class Supervisor:
 
     def _lifecycle_settings(self) -> lc.Settings:
         cd = self.recipe["cooldown"]
-        return lc.Settings(grace_s=self._grace(None), floor_s=lc.sane_seconds(cd["floor_s"], 0.0),
-                           ceiling_s=lc.sane_seconds(cd["ceiling_s"], 0.0))
+        return lc.Settings(grace_s=self._grace(None), floor_s=bounds.sane_seconds(cd["floor_s"], 0.0),
+                           ceiling_s=bounds.sane_seconds(cd["ceiling_s"], 0.0))
 
     def apply(self, event: lc.Event) -> dict | None:
         """Feed one event to the lifecycle and carry out its effects (which may raise the next
@@ -990,8 +990,8 @@ class Supervisor:
         self._blockers = []
 
     def _grace(self, asked) -> float:
-        from runner.telemetry.kill import sane_grace
-        return sane_grace(asked, sane_grace(self.recipe["kill"]["grace_s"], 10.0))
+        return bounds.sane_seconds(asked, bounds.sane_seconds(self.recipe["kill"]["grace_s"], 10.0, bounds.GRACE),
+                                   bounds.GRACE)
 
     def _terminate(self, pid: int, start_time: float | None, grace_s: float, **fields):
         """End a process that is not part of the attempt (a blocker, a user's pick) with the same

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from runner import bounds
 from runner.slurm.text import check_sbatch_option, check_time_limit
 
 
@@ -35,9 +36,10 @@ class SlurmSettings:
             v = section.get(key)
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"slurm.{key}: must be a whole number >= 1, got {v!r}")
-            out[key] = v
+            try:
+                out[key] = bounds.check(v, bounds.POSITIVE_COUNT, f"slurm.{key}")
+            except bounds.OutOfRange as exc:
+                raise ValueError(str(exc)) from None
         for key in ("partition", "account"):
             v = section.get(key)
             if v is None:
