@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from runner.errors import shown
+
 MINUTE = 60.0
 HOUR = 3600.0
 DAY = 86400.0
@@ -91,7 +93,7 @@ def check(value: Any, rng: Range, what: str) -> Any:
     ``OutOfRange`` naming ``what``."""
     if rng.contains(value):
         return int(value) if rng.integer else float(value)
-    raise OutOfRange(f"{what}: must be {rng.describe()}, got {_shown(value)}")
+    raise OutOfRange(f"{what}: must be {rng.describe()}, got {shown(value)}")
 
 
 def sane(value: Any, rng: Range, default: float) -> float:
@@ -123,8 +125,3 @@ def parse(text: str, rng: Range, what: str) -> Any:
     return check(value, rng, what)
 
 
-def _shown(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 63:
-        return f"a number of about {int(value.bit_length() * math.log10(2)) + 1} digits"  # str() may refuse it
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -203,12 +203,9 @@ def _recipe_values(path: str | None) -> dict[str, Any]:
     from runner.rundiff import flatten_recipe  # numpy: only when two runs share a name
     if not path:
         return {}
-    try:
-        import yaml
-        data = yaml.safe_load((Path(path) / "recipe.yaml").read_text())
-    except Exception:  # a missing or broken recipe only loses the display suffix
-        return {}
-    return flatten_recipe(data) if isinstance(data, dict) else {}
+    from runner.recipe import read_saved
+    data, _ = read_saved(path)  # a missing or broken recipe only loses the display suffix
+    return flatten_recipe(data) if data else {}
 
 
 def _short(v: Any) -> str:

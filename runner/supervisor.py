@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from runner import bounds, control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
 from runner import lifecycle as lc
@@ -732,14 +731,15 @@ class Supervisor:
         attempt = self.state.get("attempt")
         now = time.time()
         stamp = {"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt}
-        self.journal.metrics(*metric_lines(batch.records, kept, stamp))  # type: ignore[arg-type]
+        records = self.redactor.mask_rows(batch.records, kept)  # the run's own secrets, printed back
+        self.journal.metrics(*metric_lines(records, kept, stamp))  # type: ignore[arg-type]
         rows = np.asarray(kept)
         steps = all_steps[rows]
         values = {f: batch.values[f][rows] for f in batch.values}
         present = {f: batch.present[f][rows] for f in batch.present}
         self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
                                {f: p.tolist() for f, p in present.items()},
-                               newest_record(batch.records, kept, stamp))
+                               newest_record(records, kept, stamp))
         if counted:
             self.last_step_written = newest
             self.attempt_steps += len(counted)
@@ -1198,11 +1198,11 @@ def _engine(run: rundir.RunDir, recipe: dict):
 
 
 def _load_run_recipe(run: rundir.RunDir) -> dict:
-    try:
-        raw = yaml.safe_load(run.recipe.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{run.recipe}: cannot read the run's recipe: {exc}") from None
-    launch = raw.pop("_launch", {}) if isinstance(raw, dict) else {}
+    raw, problem = recipes.read_saved(run.path)
+    if problem:
+        raise InputError(f"cannot use the run's recipe: {problem}")
+    launch = raw.pop("_launch", {})
+    launch = launch if isinstance(launch, dict) else {}
     recipe = recipes.validate(raw, run.recipe)
     recipe["_recipe_dir"] = launch.get("recipe_dir", "")
     recipe["_launch_cwd"] = launch.get("cwd")

@@ -8,9 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-import yaml
-
-from runner import jsonio, recipe as recipes
+from runner import jsonio, recipe as recipes, yamlio
 from runner.errors import InputError
 from runner.lint import lint_recipe
 
@@ -29,16 +27,16 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     from runner.swift.lint import fix_recipe
 
     recipe = recipes.load(path, overrides)
-    text = Path(path).read_text()
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not YAML: {exc}") from None
+        text = yamlio.read_text(path, what="recipe file")
+        raw = yamlio.loads(text, path)
+    except yamlio.YamlError as exc:
+        raise InputError(str(exc)) from None
     fixed, changes = fix_recipe(raw, recipe)
     if not changes:
         return []
     recipes.validate(fixed, path)       # never write a recipe that does not load
-    body = yaml.safe_dump(fixed, sort_keys=False, default_flow_style=None, width=110)
+    body = yamlio.dumps(fixed, width=110)
     header = _leading_comments(text) + "# Corrected by `moeconsole lint --fix`: " + "; ".join(changes) + "\n"
     shutil.copy2(path, path + ".bak")
     tmp = f"{path}.tmp{os.getpid()}"

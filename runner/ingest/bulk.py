@@ -34,6 +34,7 @@ from runner.ingest.pydict import bare_value
 from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping,
                                    parse_number, record_from_mapping)
 from runner.jsonio import dumps
+from runner.secrets import is_secret_name, mask_lines
 from runner.monitors import MONITORED_FIELDS, records_to_arrays
 
 CHUNK = 8 << 20
@@ -234,7 +235,11 @@ class Template:
         lit("}," + '"src":' + _json.dumps(self.src) + "}\n")
         fmt = b"".join(pieces)
         getter = itemgetter(*order) if len(order) > 1 else (lambda row, g=order[0]: (row[g],))
-        self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
+        texts = any(v.json == "text" for v in self.values if v.role == "extra")
+        if texts:  # a quoted text value may hold a token the training printed: masked on the way out
+            self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))))
+        else:
+            self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)
 
     def step_group(self, records: bool) -> int:
@@ -320,6 +325,8 @@ class Template:
         parts.append((literal, -1))
         if classify_mapping(mapping) != "metric" or not cls._assign_roles(values, mapping):
             return None
+        if any(is_secret_name(k) for k in mapping):
+            return None  # a secret-named value: the parser's records mask it, a template would copy it
         src = "jsonl" if seg.startswith(b'{"') else dict_src(mapping)
         return cls(anchor, values, parts, src, texts)
 
