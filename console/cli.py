@@ -268,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         sys.stderr.write(f"moeconsole: {exc}\n")
         return 2
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as exc:
+        # A file the user named or may not read: one line, as for any other input problem.
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        sys.stderr.write(f"moeconsole: {where}{exc.strerror or exc}\n")
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -63,6 +63,8 @@ class Snapshot:
 
 def status_word(run: dict) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON)."""
+    if run.get("damaged") and not run.get("status"):
+        return "DAMAGED"
     status = (run.get("status") or "unknown").upper()
     if run.get("stale"):
         return f"{status}? (runner gone)"
@@ -154,7 +156,7 @@ class RunWatcher:
             out.append(self._crash_cache[name])
         return tuple(out)
 
-    def _run_info(self, state: dict, now: float, book: seriesfile.SeriesBook) -> dict:
+    def _run_info(self, state: dict, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> dict:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
@@ -188,6 +190,7 @@ class RunWatcher:
             "dir": str(self.run.path),
             "status": status,
             "status_word": "",
+            "damaged": problem,  # why state.json could not be used (missing, corrupt, wrongly typed)
             "stale": stale,
             "runner_pid": runner_pid,
             "runner_alive": alive,
@@ -225,10 +228,11 @@ class RunWatcher:
 
     def poll(self, *, with_gpu: bool = True) -> Snapshot:
         now = time.time()
-        state = self.run.read_state()
+        loaded = self.run.load_state()
+        state = loaded.state
         book = self._read_metrics()
         self._read_events()
-        run = self._run_info(state, now, book)
+        run = self._run_info(state, now, book, loaded.problem)
         run["status_word"] = status_word(run)
         gpu: dict | None = None
         blockers: list[dict] = []

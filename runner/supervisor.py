@@ -57,6 +57,7 @@ LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
+STORAGE_RETRY_S = 5.0      # a launch the run directory refused is tried again after this long
 
 
 class Supervisor:
@@ -73,9 +74,13 @@ class Supervisor:
         self.engine = _engine(run, self.recipe)  # runs the attempts (runner.attempt)
         loaded = run.load_state()
         self.state: dict = dict(loaded.state)
-        if loaded.problem and run.path.joinpath("events.jsonl").exists():
+        if loaded.problem:
             self._diag(f"{loaded.problem}: rebuilding the run's state from its records")
             self.state = recover_state(run, self.state, loaded.problem)
+            if Status.parse(self.state.get("status")) is None:
+                # Nothing says where the run stands: starting it again could repeat a finished run.
+                raise InputError(f"{run.run_id}: {loaded.problem}, and events.jsonl does not say where the run "
+                                 f"stands; no runner takes it over (the run directory is left as it is)")
         self.tree = proctree.ProcessTree(run.run_id)
         self.own_pids: set[int] = set()
         self.proc: subprocess.Popen | None = None
@@ -112,6 +117,7 @@ class Supervisor:
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
+        self._storage_alerted: str | None = None  # the storage problem that holds launches back, once alerted
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -344,7 +350,7 @@ class Supervisor:
                 port = self._port()
                 self.port_override = _free_port()
                 self.journal.event("port_change", old=port, new=self.port_override, attempt=attempt)
-            self._launch()
+            return self._launch()
         elif isinstance(eff, lc.JudgeAttempt):
             return self._finish_attempt(eff.kill_reason, eff.now_restart)
         elif isinstance(eff, lc.KillBlockers):
@@ -470,7 +476,39 @@ class Supervisor:
             return None
         return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
 
-    def _launch(self) -> None:
+    def _launch(self) -> lc.Event | None:
+        """Start the next attempt. Its output goes to train.log: when the run directory cannot
+        take it (read-only, full, deleted), nothing starts and the answer is the lifecycle's
+        next event (wait and retry, or fail when the directory is gone), never an exception."""
+        try:
+            log_fd = jsonio.open_append(self.run.log)
+        except OSError as exc:
+            return self._launch_blocked(exc)
+        try:
+            self._launch_with(log_fd)
+        finally:
+            os.close(log_fd)
+        return None
+
+    def _launch_blocked(self, exc: OSError) -> lc.Event:
+        self.journal.failed(exc)
+        if not self.run.path.is_dir():
+            return lc.Judged("fail", f"the run directory {self.run.path} is gone: nothing can be launched")
+        reason = f"run directory not writable ({exc.strerror or exc})"
+        if self._storage_alerted != reason:
+            self._storage_alerted = reason
+            self.alert("critical", "storage", f"{reason}: the next attempt waits until its log can be written")
+        return lc.Judged("restart", f"{reason}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
+
+    def _log_unwritable(self) -> str | None:
+        """Why the next attempt's log cannot be opened (a cooldown condition), else None."""
+        try:
+            os.close(jsonio.open_append(self.run.log))
+        except OSError as exc:
+            return f"run directory not writable ({exc.strerror or exc})"
+        return None
+
+    def _launch_with(self, log_fd: int) -> None:
         attempt = int(self.state.get("attempt") or 0) + 1
         self.set(attempt=attempt)
         argv = recipes.launch_argv(self.recipe, self._placeholders())
@@ -500,7 +538,6 @@ class Supervisor:
                                 f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
         except OSError as exc:
             self.journal.failed(exc)
-        log_fd = jsonio.open_append(self.run.log)
         try:
             started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
         except OSError as exc:
@@ -513,8 +550,7 @@ class Supervisor:
             self.set(pause_reason=msg, exit_code=None)
             self.set_status(FAILED, msg)
             return
-        finally:
-            os.close(log_fd)
+        self._storage_alerted = None
         self.attempt, self.proc, self.tree = started, started.proc, started.tree
         self.own_pids = own_pid_set(self.tree.procs)
         self.tree.set_sidecars(self.ops.pids)
@@ -636,10 +672,12 @@ class Supervisor:
             self._note_job()
             if rc is not False:
                 self._on_leader_exit(rc)
-        if self.adopted and self.life.attempt_live and self.tree.leader and self.pidfd is None and \
-                self._every("adopt_check", 0.5) and \
-                not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
-            self._on_leader_exit(None)
+        if self.life.attempt_live and self.tree.leader and self.pidfd is None and \
+                (self.adopted or not getattr(self.attempt, "polled", True)) and self._every("leader_check", 0.5) \
+                and not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
+            # An adopted leader is nobody's child here; our own child that vanished without our
+            # waitpid seeing it (reaped elsewhere) must not leave the run "running" forever.
+            self._on_leader_exit(self._recorded_exit() if not self.adopted else None)
         if self.draining:
             self._drain_then_judge()
         else:
@@ -952,6 +990,9 @@ class Supervisor:
         from runner.telemetry.preflight import gpu_problems, port_free, preflight
         from runner.telemetry.procs import PORT_HOLDER
         waiting: list[str] = []
+        unwritable = self._log_unwritable()
+        if unwritable:
+            waiting.append(unwritable)
         survivors = self.tree.survivors(scan_markers=True)
         if survivors:
             waiting.append(f"survivors of this run: PIDs {sorted(survivors)[:8]}")

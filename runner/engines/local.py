@@ -21,6 +21,15 @@ from runner.state import TrackedPid
 COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bounded wait
 
 
+def exited(pid: int) -> bool:
+    """True once child ``pid`` has ended, without reaping it (``WNOWAIT``): the exit status stays
+    for the runner's ``waitpid``."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
     """The command under the waiter, run by path with -S -E: stdlib only, fast to start, and the
     command still gets the environment untouched."""
@@ -100,8 +109,10 @@ class LocalEngine:
         tree.set_leader(proc.pid, waiter=True)
         attempt = LocalAttempt(spec.attempt, tree, proc, adopted=False)
         # Track the command before anyone is told the attempt runs: readers see it as the leader.
+        # Never proc.poll() here: it reaps the waiter, and the runner learns of an exit only from
+        # its own waitpid(-1); a command that ends within milliseconds would go unnoticed.
         deadline = time.monotonic() + COMMAND_APPEARS_S
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and not exited(proc.pid):
             tree.refresh()
             if any(t.role == "leader" for t in tree.procs.values()):
                 break
