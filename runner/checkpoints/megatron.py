@@ -13,13 +13,13 @@ We cannot read distcp tensors without torch, so a Megatron check is structural:
 from __future__ import annotations
 
 import io
-import json
 import os
 import pickletools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner import jsonio
 from runner.checkpoints.discover import ITER_DIR, TRACKER, is_megatron_iter_dir, tracker_iteration
 
 COMMON = "common.pt"
@@ -71,7 +71,7 @@ def _check_torch_dist(d: Path, base: Path, files: set[str], report: MegatronRepo
             report.problems.append(("missing_shard", f"{d.name}/{name} is missing"))
     if "metadata.json" in files:
         try:
-            meta = json.loads((d / "metadata.json").read_text())
+            meta = jsonio.loads((d / "metadata.json").read_text())
             if not isinstance(meta, dict):
                 raise ValueError("not an object")
         except (OSError, ValueError) as exc:

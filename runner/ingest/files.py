@@ -6,12 +6,12 @@ A path may be a log file, an ms-swift ``logging.jsonl``, a Hugging Face
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from runner import jsonio
 from runner.errors import InputError
 from runner.ingest.bulk import Batch, batch_from_events, concat_batches, fold_file, scan_file
 from runner.ingest.parser import MARK, RECORD, ParseStats
@@ -64,8 +64,7 @@ def _looks_like_trainer_state(p: Path) -> bool:
 def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
     """Records (src "hf_state") and marks from ``log_history``."""
     try:
-        with open(p, encoding="utf-8", errors="replace") as f:
-            state = json.load(f)
+        state = jsonio.loads(p.read_bytes().decode("utf-8", "replace"))
     except OSError as exc:
         raise InputError(f"{p}: {exc.strerror or exc}") from None
     except ValueError as exc:
