@@ -34,7 +34,7 @@ from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.engines.local import LocalEngine
 from runner.slurm import client as slurm_client
-from runner.ingest.live import LiveReader, LogTail, metric_lines, newest_record, rows_to_write
+from runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
 from runner.journal import Journal
 from runner.crash import own_pid_set
 from runner.ops.sidecars import OpsSidecars
@@ -108,6 +108,7 @@ class Supervisor:
         self.exit_seen_at = now
         self.attempt_steps = 0
         self.last_step_written: int | None = None
+        self.last_real_step: int | None = None  # an inferred step never makes a real record a duplicate
         self.resumed_step: int | None = None
         self._blockers: list = []
         self.exit_status: ExitStatus | None = None
@@ -282,7 +283,7 @@ class Supervisor:
             # over as if it had ended right at adoption: its log is read by the loop, a slice per
             # turn (control is served meanwhile), then it is judged.
             self._diag("previous attempt ended while unsupervised; reading its log, then judging it")
-            self.last_step_written = self._last_written_step(self.state.get("attempt"))
+            self.last_step_written = self.last_real_step = self._last_written_step(self.state.get("attempt"))
             alive = True
         elif status == PAUSED and not self.restart_requested_at_start:
             self._diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
@@ -414,7 +415,7 @@ class Supervisor:
         self.last_output = time.time()
         self.last_progress = time.time()
         self.attempt_steps = 0
-        self.last_step_written = self._last_written_step(self.state.get("attempt"))
+        self.last_step_written = self.last_real_step = self._last_written_step(self.state.get("attempt"))
         self.journal.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs),
                            **({"job_id": attempt.job_id} if hasattr(attempt, "job_id") else {}))
         self._diag(f"adopted attempt {self.state.get('attempt')} leader pid "
@@ -563,7 +564,7 @@ class Supervisor:
         self.last_output = now
         self.last_progress = now
         self.attempt_steps = 0
-        self.last_step_written = None
+        self.last_step_written = self.last_real_step = None
         self.log_tail.clear()
         self.resumed_step = _step_of(resumed_from)
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
@@ -762,7 +763,8 @@ class Supervisor:
         saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
                  if mark.get("kind") == "checkpoint_saved"]
         all_steps = np.asarray(batch.steps)
-        kept, counted, newest = rows_to_write(batch.records, all_steps.tolist(), self.last_step_written)
+        kept, counted, written = rows_to_write(batch.records, all_steps.tolist(),
+                                               Written(self.last_step_written, self.last_real_step))
         if not kept:
             self._judge_saves(saves, None)
             return
@@ -779,7 +781,7 @@ class Supervisor:
                                {f: p.tolist() for f, p in present.items()},
                                newest_record(records, kept, stamp))
         if counted:
-            self.last_step_written = newest
+            self.last_step_written, self.last_real_step = written.step, written.real
             self.attempt_steps += len(counted)
             self.last_progress = now
             self.set(**self._progress(batch, values, present, np.searchsorted(rows, np.asarray(counted))))

@@ -109,16 +109,16 @@ def test_batches_hold_the_parsers_events_and_matching_columns(tmp_path, seed, me
 
 
 def test_rows_to_write_drops_duplicates_and_keeps_megatron_memory_reports():
-    from runner.ingest.live import rows_to_write
+    from runner.ingest.live import Written, rows_to_write
     t = b'{"v":1,"step":5}\n'
     recs = [t, t, {"step": 6, "src": "hf"}, {"step": 6, "src": "megatron_mem"}, {"step": 4}, {"step": None},
             {"step": 7}]
-    kept, counted, last = rows_to_write(recs, [5, 5, 6, 6, 4, 0, 7], 4)
-    assert (kept, counted, last) == ([0, 2, 3, 6], [0, 2, 6], 7)
+    kept, counted, last = rows_to_write(recs, [5, 5, 6, 6, 4, 0, 7], Written.upto(4))
+    assert (kept, counted, last) == ([0, 2, 3, 6], [0, 2, 6], Written.upto(7))
     # the usual batch: all template rows, each a new step
-    assert rows_to_write([t, t, t], [8, 9, 10], 7) == ([0, 1, 2], [0, 1, 2], 10)
+    assert rows_to_write([t, t, t], [8, 9, 10], Written.upto(7)) == ([0, 1, 2], [0, 1, 2], Written.upto(10))
     # template rows repeated after an adoption: written once
-    assert rows_to_write([t, t, t], [6, 7, 8], 7) == ([2], [2], 8)
+    assert rows_to_write([t, t, t], [6, 7, 8], Written.upto(7)) == ([2], [2], Written.upto(8))
 
 
 def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):
