@@ -164,14 +164,16 @@ _VALUE_MARKS = (b"hf_", b"sk-", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"g
                 b"eyJ", b"://")
 
 
-def mask_lines(lines: list[bytes], known: Sequence[str] = ()) -> list[bytes]:
+def mask_lines(lines: list[bytes], known: Sequence[str] = (), probe: bytes | None = None) -> list[bytes]:
     """JSON lines (metric records as the ingest writes them) with tokens, URL passwords and the
     ``known`` secret values masked inside their strings; the list itself when none holds any.
-    A line that does is read, masked value by value and written again (``jsonio.dumps``'s
-    form), so a mask never lands in a number or breaks the JSON."""
+    ``probe``: the only bytes that can hold one (a template's text values), when the caller
+    knows them: far less to scan than the lines. A line that does is read, masked value by
+    value and written again (``jsonio.dumps``'s form), so a mask never lands in a number or
+    breaks the JSON."""
     if not lines:
         return lines
-    blob = b"".join(lines)
+    blob = b"".join(lines) if probe is None else probe
     known_b = [v.encode() for v in known]
     marks = [m for m in _VALUE_MARKS if m in blob] + [v for v in known_b if v in blob]
     if not marks:

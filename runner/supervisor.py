@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import numpy as np
 from runner import bounds, control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
 from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
+from runner.controlserver import ControlServer
 from runner.engines.local import LocalEngine
 from runner.slurm import client as slurm_client
 from runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
@@ -52,7 +52,8 @@ STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while t
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
-INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: control and state never wait longer
+INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
+INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
@@ -113,7 +114,6 @@ class Supervisor:
         self._blockers: list = []
         self.exit_status: ExitStatus | None = None
         self.attempt: Any = None  # the current attempt (runner.attempt.Attempt), once launched or adopted
-        self.clients: list[control.ClientConn] = []
         self.lagging = False  # the last log read filled a whole slice: more is waiting
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.draining = False  # the leader exited; its log is read to the end before it is judged
@@ -138,7 +138,7 @@ class Supervisor:
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = 0.0
         self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
-                                 max_read=INGEST_SLICE_BYTES)
+                                 max_read=INGEST_SUBSLICE_BYTES)
         self.gpu_backend = None
         try:
             from runner.telemetry.gpu import get_backend
@@ -189,9 +189,9 @@ class Supervisor:
         self.state["stale_after_s"] = float(self.recipe["heartbeat"]["stale_state_s"])
         self.state["ingest"] = self._ingest_lag()
         self.last_flush = now
+        self._save_series(force)  # first: a reader that sees the final state sees the final charts
         if self.journal.write_state(self.state):
             self.dirty = False
-        self._save_series(force)
 
     def _save_series(self, force: bool = False) -> None:
         """series.json, when it has news and every fed record is on disk (its offset must be
@@ -253,6 +253,7 @@ class Supervisor:
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
         self.sock = control.listen(self.run.sock)
+        self.control = ControlServer(self.sock, self.handle, lambda: self.flush_state(force=True), self._diag)
         self.ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
                                            env={**os.environ, **self.env_resolved})
         self.journal.listeners.append(self._on_event_for_ops)
@@ -590,7 +591,7 @@ class Supervisor:
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, self._on_runner_signal)
         sel.register(rfd, selectors.EVENT_READ, "wake")
-        sel.register(self.sock, selectors.EVENT_READ, "sock")
+        sel.register(self.control.fileno(), selectors.EVENT_READ, "control")
         pidfd_registered = None
         while not self.stop and not self._over():
             if self.pidfd is not None and pidfd_registered != self.pidfd:
@@ -603,16 +604,14 @@ class Supervisor:
                             pass
                     except BlockingIOError:
                         pass
-                elif key.data == "sock":
-                    self._accept(sel)
-                elif isinstance(key.data, control.ClientConn):
-                    self._on_client(sel, key.data)
+                elif key.data == "control":
+                    self.control.serve()
                 elif key.data == "pidfd" and self.pidfd is not None:
                     sel.unregister(self.pidfd)
                     os.close(self.pidfd)
                     self.pidfd = pidfd_registered = None
                     self._on_leader_exit(None)
-            self._expire_clients(sel)
+            self.control.serve()  # expire slow clients (and anything that arrived meanwhile)
             if self.finishing_until is None:
                 self.tick()
             elif self._every("finishing", OPS_POLL_S):
@@ -621,9 +620,7 @@ class Supervisor:
         if not self.stop and self.state.get("status") in rundir.TERMINAL:
             self._poll_ops(time.time())
         self.flush_state(force=True)
-        for client in list(self.clients):
-            self._drop_client(sel, client)
-            client.answer({"ok": False, "message": "runner is exiting"}, timeout_s=0.05)
+        self.control.close()
         sel.close()
 
     def _over(self) -> bool:
@@ -647,6 +644,9 @@ class Supervisor:
         if self.lagging:
             return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S]
+        expiry = self.control.next_expiry()
+        if expiry is not None:
+            due.append(expiry)
         mono = time.monotonic()
         if self.kill and not self.kill.escalated and self.kill.deadline > mono:
             due.append(self.kill.deadline - mono)
@@ -682,7 +682,7 @@ class Supervisor:
         if self.draining:
             self._drain_then_judge()
         else:
-            self._read_log()
+            self._ingest_turn()
         if self.state.get("status") in (RUNNING, STOPPING) and self._every("tree", TREE_REFRESH_S):
             self.tree.refresh()
             # Every PID the attempt has in any namespace, read while alive: an OOM message that
@@ -740,6 +740,15 @@ class Supervisor:
         for _ in range(10_000):
             if not self._read_log():
                 break
+
+    def _ingest_turn(self) -> None:
+        """Up to INGEST_SLICE_BYTES of the log, a sub-slice at a time, answering the control
+        socket between sub-slices: a flood of log lines never makes a kill or a status wait
+        for more than one sub-slice."""
+        for _ in range(INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES):
+            if not self._read_log() or not self.lagging:
+                return
+            self.control.serve()
 
     def _read_log(self) -> bool:
         resets = self.tailer.resets
@@ -890,7 +899,7 @@ class Supervisor:
         keep being served while millions of lines are caught up."""
         deadline = time.monotonic() + CATCH_UP_TURN_S
         while self._read_log() and self.lagging and time.monotonic() < deadline:
-            pass
+            self.control.serve()
         if self.lagging:
             return  # more waits: the next loop turn comes back here
         self.draining = False
@@ -1057,46 +1066,6 @@ class Supervisor:
                 self.journal.event("blocker_kill", pid=pid, result=res.to_dict(), **fields)
 
     # ---- control requests -------------------------------------------------------------
-    def _accept(self, sel: selectors.BaseSelector) -> None:
-        """A new client: read it without blocking, as its bytes arrive (see ``_on_client``)."""
-        for _ in range(16):
-            client = control.ClientConn.accept(self.sock)
-            if client is None:
-                return
-            self.clients.append(client)
-            sel.register(client.sock, selectors.EVENT_READ, client)
-
-    def _on_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
-        done, req, err = client.read()
-        if not done:
-            return
-        self._drop_client(sel, client)
-        if req is None:
-            client.answer({"ok": False, "message": err or "unreadable request"})
-            return
-        try:
-            answer = self.handle(dict(req))
-        except Exception as exc:
-            self._diag("control request failed:\n" + traceback.format_exc())
-            answer = {"ok": False, "message": f"runner error: {exc}"}
-        client.answer(answer)
-        self.flush_state(force=True)
-
-    def _drop_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
-        try:
-            sel.unregister(client.sock)
-        except (KeyError, ValueError):
-            pass
-        if client in self.clients:
-            self.clients.remove(client)
-
-    def _expire_clients(self, sel: selectors.BaseSelector) -> None:
-        now = time.monotonic()
-        for client in [c for c in self.clients if c.expired(now)]:
-            self._drop_client(sel, client)
-            client.answer({"ok": False, "message": f"request not complete within {control.CLIENT_TIMEOUT_S:g}s"},
-                          timeout_s=0.05)
-
     def handle(self, req: dict) -> dict:
         cmd = req.get("cmd")
         status = self.state.get("status")

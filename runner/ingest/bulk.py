@@ -235,9 +235,11 @@ class Template:
         lit("}," + '"src":' + _json.dumps(self.src) + "}\n")
         fmt = b"".join(pieces)
         getter = itemgetter(*order) if len(order) > 1 else (lambda row, g=order[0]: (row[g],))
-        texts = any(v.json == "text" for v in self.values if v.role == "extra")
+        texts = [v.rgroup - 1 for v in self.values if v.role == "extra" and v.json == "text"]
         if texts:  # a quoted text value may hold a token the training printed: masked on the way out
-            self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))))
+            probe = itemgetter(*texts) if len(texts) > 1 else (lambda row, g=texts[0]: (row[g],))
+            self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))),
+                                                     probe=b"\n".join(b"\n".join(probe(r)) for r in rows))
         else:
             self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)

@@ -1,0 +1,249 @@
+"""Benchmark: the control socket under load. Prints a Markdown section.
+
+    .venv/bin/python bench/bench_control.py [--clients 200] [--rate 200000] [--seconds 10] [--reps 3]
+
+Everything through the real runner (``python -m console.cli run ... --detach``) and real sockets.
+
+1. A crowd: ``--clients`` processes connect to one live run's ``control.sock`` at the same
+   moment and ask for ``status``, while ``moeconsole kill RUN`` is invoked in the middle of the
+   crowd. Counted: status answers received (each client retries a full backlog with backoff,
+   ``runner.control.send``), whether the kill got through (CLI exit 0, run ``killed``), and the
+   kill's wall time. Repeated ``--reps`` times.
+2. A live flood: the training command prints ms-swift metric lines at ``--rate`` lines/s for
+   ``--seconds`` s (written in 2,000-line blocks on a steady clock); a client asks ``status``
+   every 50 ms meanwhile. Reported: status latency p50 / p99 / max (goal: p99 under 250 ms), the
+   lines written and the metric records the runner wrote (nothing may be lost), and how far
+   ingestion trailed the log at the end of the flood.
+
+Temp directories only; every process started is ended by PID in a ``finally``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from benchlib import p99  # noqa: E402
+from runner import control, proctree  # noqa: E402
+
+PY = sys.executable
+
+FLOOD = textwrap.dedent("""\
+    import os, sys, time
+    rate, seconds, block = float(sys.argv[1]), float(sys.argv[2]), 2000
+    n = int(rate * seconds)
+    # ms-swift prints the loss rounded to 8 places, as Python writes a float (no trailing zeros)
+    losses = [repr(round(1.0 + ((i * 7919) % 997) / 997.0, 8)) for i in range(997)]
+    line = ("{'loss': %s, 'grad_norm': 0.51, 'learning_rate': 1e-05, 'token_acc': 0.71, 'epoch': 0.1, "
+            "'global_step/max_steps': '%d/" + str(n) + "', 'elapsed_time': '1m 2s', 'memory(GiB)': 35.1}\\n")
+    out = sys.stdout.buffer
+    t0 = time.monotonic()
+    for start in range(1, n + 1, block):
+        out.write("".join(line % (losses[i % 997], i) for i in range(start, min(n, start + block - 1) + 1)).encode())
+        out.flush()
+        due = t0 + (start + block - 1) / rate
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+    print("FLOOD_DONE %d %.3f" % (n, time.monotonic() - t0), flush=True)
+    time.sleep(float(sys.argv[3]))
+    """)
+
+SLEEPER = "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", flush=True)\ntime.sleep(600)\n"
+
+CROWD = textwrap.dedent("""\
+    import sys, time
+    sys.path.insert(0, sys.argv[3])
+    from runner import control
+    go = float(sys.argv[2])
+    while time.time() < go:
+        time.sleep(0.001)
+    t = time.monotonic()
+    try:
+        control.send(sys.argv[1], {"cmd": "status"}, timeout=30)
+        print("ok %.4f" % (time.monotonic() - t))
+    except control.ControlError as exc:
+        print("fail %s" % exc)
+    """)
+
+
+def env() -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
+    e["PYTHONPATH"] = str(REPO)
+    return e
+
+
+def start_run(tmp: Path, name: str, command: list[str], **extra) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    recipe = tmp / f"{name}.json"
+    recipe.write_text(json.dumps({"name": name, "command": command, "restart": {"max_restarts": 0},
+                                  "cooldown": {"floor_s": 0, "ceiling_s": 5, "poll_s": 0.05},
+                                  "kill": {"grace_s": 5}, "lint": {"ignore": ["no_checkpoint_dir"]}, **extra}))
+    runs = tmp / "runs"
+    out = subprocess.run([PY, "-m", "console.cli", "run", str(recipe), "--detach", "--runs-dir", str(runs)],
+                         capture_output=True, text=True, env=env(), cwd=REPO, timeout=120)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    run = runs / out.stdout.strip().splitlines()[0]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        st = _state(run)
+        if st.get("status") == "running" and any(p.get("role") == "leader" for p in st.get("pids") or []):
+            return run
+        time.sleep(0.05)
+    raise RuntimeError(f"{run} did not start: {_state(run)}")
+
+
+def _state(run: Path) -> dict:
+    try:
+        return json.loads((run / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def end_run(run: Path) -> None:
+    """Every process of the run, by PID and start time (runner, tree, marked processes)."""
+    st = _state(run)
+    procs = dict(proctree.marked_processes(run.name))
+    r = st.get("runner") or {}
+    if r.get("pid") and r.get("start_time"):
+        procs[r["pid"]] = r["start_time"]
+    for sig in (15, 9):
+        for pid, created in procs.items():
+            if proctree.same_process(pid, created):
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        time.sleep(0.3)
+
+
+def crowd(tmp: Path, clients: int) -> dict:
+    run = start_run(tmp, "crowd", [PY, "-c", SLEEPER])
+    try:
+        go = time.time() + 2.0
+        procs = [subprocess.Popen([PY, "-c", CROWD, str(run / "control.sock"), repr(go), str(REPO)],
+                                  stdout=subprocess.PIPE, text=True, env=env()) for _ in range(clients)]
+        while time.time() < go + 0.02:
+            time.sleep(0.001)
+        t = time.monotonic()
+        kill = subprocess.run([PY, "-m", "console.cli", "kill", run.name, "--grace", "2", "--runs-dir",
+                               str(run.parent)], capture_output=True, text=True, env=env(), cwd=REPO, timeout=120)
+        kill_s = time.monotonic() - t
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        ok = [float(o.split()[1]) for o in outs if o.startswith("ok")]
+        return {"clients": clients, "answered": len(ok), "failed": [o.strip() for o in outs if not o.startswith("ok")],
+                "kill_rc": kill.returncode, "kill_err": kill.stderr.strip()[-300:], "kill_s": kill_s,
+                "status": _state(run).get("status"), "lat": ok}
+    finally:
+        end_run(run)
+
+
+def flood(tmp: Path, rate: float, seconds: float) -> dict:
+    tmp.mkdir(parents=True, exist_ok=True)
+    script = tmp / "flood.py"
+    script.write_text(FLOOD)
+    run = start_run(tmp, "flood", [PY, str(script), str(rate), str(seconds), "30"])
+    lat: list[float] = []
+    errors = 0
+    try:
+        t_end = None
+        while True:
+            t = time.monotonic()
+            try:
+                control.send(run / "control.sock", {"cmd": "status"}, timeout=30)
+                lat.append(time.monotonic() - t)
+            except control.ControlError:
+                errors += 1
+            if t_end is None and b"FLOOD_DONE" in _log_tail(run / "train.log"):
+                t_end = time.monotonic()
+            if t_end is not None:
+                break
+            time.sleep(max(0.0, 0.05 - (time.monotonic() - t)))
+        lag = (_state(run).get("ingest") or {}).get("lag_bytes")
+        n = int(rate * seconds)
+        deadline = time.time() + 300
+        while time.time() < deadline and _state(run).get("step", 0) < n:
+            time.sleep(0.2)
+        records = sum(1 for _ in open(run / "metrics.jsonl", "rb"))
+        return {"rate": rate, "seconds": seconds, "lines": n, "records": records, "lat": lat, "errors": errors,
+                "lag_at_end": lag}
+    finally:
+        end_run(run)
+
+
+def _log_tail(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 4096))
+            return f.read()
+    except OSError:
+        return b""
+
+
+def q(lat: list[float]) -> str:
+    if not lat:
+        return "— / — / —"
+    return f"{statistics.median(lat) * 1000:.0f} / {p99(lat) * 1000:.0f} / {max(lat) * 1000:.0f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clients", type=int, default=200)
+    ap.add_argument("--rate", type=float, default=200_000)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--skip-crowd", action="store_true")
+    ap.add_argument("--skip-flood", action="store_true")
+    args = ap.parse_args()
+    load0 = os.getloadavg()[0]
+    crowds, floods = [], []
+    with tempfile.TemporaryDirectory(prefix="mcctl-") as d:
+        tmp = Path(d)
+        for i in range(args.reps):
+            if not args.skip_crowd:
+                crowds.append(crowd(tmp / f"c{i}", args.clients))
+            if not args.skip_flood:
+                floods.append(flood(tmp / f"f{i}", args.rate, args.seconds))
+    print("## Control socket under load\n")
+    print(f"Command: `.venv/bin/python bench/bench_control.py --clients {args.clients} --rate {args.rate:g} "
+          f"--seconds {args.seconds:g} --reps {args.reps}` (from the repository root). Machine: {os.cpu_count()} "
+          f"cores, load average {load0:.2f} before, {os.getloadavg()[0]:.2f} after.\n")
+    if crowds:
+        print(f"### {args.clients} clients at once, `moeconsole kill` in the middle\n")
+        print("| rep | status answered | kill exit | run after | kill wall s | status latency p50 / p99 / max ms |")
+        print("|---:|---:|---:|---|---:|---|")
+        for i, c in enumerate(crowds, 1):
+            print(f"| {i} | {c['answered']}/{c['clients']} | {c['kill_rc']} | {c['status']} | {c['kill_s']:.2f} | "
+                  f"{q(c['lat'])} |")
+        fails = [f for c in crowds for f in c["failed"]][:3]
+        if fails:
+            print("\nUnanswered: " + "; ".join(fails))
+        print()
+    if floods:
+        print(f"### A live flood of {args.rate:,.0f} lines/s for {args.seconds:g} s, `status` every 50 ms\n")
+        print("| rep | lines | records written | status answers | status p50 / p99 / max ms | errors | "
+              "lag at flood end |")
+        print("|---:|---:|---:|---:|---|---:|---:|")
+        for i, f in enumerate(floods, 1):
+            print(f"| {i} | {f['lines']:,} | {f['records']:,} | {len(f['lat'])} | {q(f['lat'])} | {f['errors']} | "
+                  f"{(f['lag_at_end'] or 0) / 1e6:.1f} MB |")
+        all_lat = [x for f in floods for x in f["lat"]]
+        print(f"\nAll reps: status p50 / p99 / max {q(all_lat)} ms over {len(all_lat)} answers; goal p99 < 250 ms: "
+              f"{'met' if all_lat and p99(all_lat) < 0.25 else 'NOT met'}.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
