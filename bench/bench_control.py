@@ -4,11 +4,12 @@
 
 Everything through the real runner (``python -m console.cli run ... --detach``) and real sockets.
 
-1. A crowd: ``--clients`` processes connect to one live run's ``control.sock`` at the same
-   moment and ask for ``status``, while ``moeconsole kill RUN`` is invoked in the middle of the
-   crowd. Counted: status answers received (each client retries a full backlog with backoff,
-   ``runner.control.send``), whether the kill got through (CLI exit 0, run ``killed``), and the
-   kill's wall time. Repeated ``--reps`` times.
+1. A crowd: ``--clients`` threads poll one live run's ``control.sock`` for ``status`` in a loop,
+   released at the same instant; a second later ``moeconsole kill RUN`` is invoked into the
+   crowd. Counted: status requests answered, refused while the runner lived (a full connection
+   queue that the client's retry with backoff, ``runner.control.send``, did not get past), and
+   refused because the killed run's runner had exited; whether the kill got through (CLI exit
+   0, run ``killed``) and the kill's wall time. Repeated ``--reps`` times.
 2. A live flood: the training command prints ms-swift metric lines at ``--rate`` lines/s for
    ``--seconds`` s (written in 2,000-line blocks on a steady clock); a client asks ``status``
    every 50 ms meanwhile. Reported: status latency p50 / p99 / max (goal: p99 under 250 ms), the
@@ -63,18 +64,35 @@ FLOOD = textwrap.dedent("""\
 SLEEPER = "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", flush=True)\ntime.sleep(600)\n"
 
 CROWD = textwrap.dedent("""\
-    import sys, time
+    import sys, threading, time
     sys.path.insert(0, sys.argv[3])
     from runner import control
-    go = float(sys.argv[2])
-    while time.time() < go:
-        time.sleep(0.001)
-    t = time.monotonic()
-    try:
-        control.send(sys.argv[1], {"cmd": "status"}, timeout=30)
-        print("ok %.4f" % (time.monotonic() - t))
-    except control.ControlError as exc:
-        print("fail %s" % exc)
+    n, seconds = int(sys.argv[2]), float(sys.argv[4])
+    barrier = threading.Barrier(n)
+    ok, fail = [], []
+
+    def one():
+        barrier.wait()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t = time.monotonic()
+            try:
+                answer = control.send(sys.argv[1], {"cmd": "status"}, timeout=30)
+                ok.append(time.monotonic() - t)
+                if answer.get("state", {}).get("status") not in ("running", "stopping"):
+                    return  # the run is over: the crowd leaves
+            except control.ControlError as exc:
+                fail.append(str(exc))
+                if "no runner" in str(exc):
+                    return
+
+    threads = [threading.Thread(target=one) for i in range(n)]
+    for th in threads:
+        th.start()
+    print("GO", flush=True)
+    for th in threads:
+        th.join()
+    print("\\n".join(["ok %.4f" % x for x in ok] + ["fail " + f for f in fail]), flush=True)
     """)
 
 
@@ -130,20 +148,26 @@ def end_run(run: Path) -> None:
 
 
 def crowd(tmp: Path, clients: int) -> dict:
+    """``clients`` threads of one process poll ``status`` in a loop, released at the same
+    instant (a barrier); a second later ``moeconsole kill`` is invoked into the crowd."""
     run = start_run(tmp, "crowd", [PY, "-c", SLEEPER])
     try:
-        go = time.time() + 2.0
-        procs = [subprocess.Popen([PY, "-c", CROWD, str(run / "control.sock"), repr(go), str(REPO)],
-                                  stdout=subprocess.PIPE, text=True, env=env()) for _ in range(clients)]
-        while time.time() < go + 0.02:
-            time.sleep(0.001)
+        proc = subprocess.Popen([PY, "-c", CROWD, str(run / "control.sock"), str(clients), str(REPO), "20"],
+                                stdout=subprocess.PIPE, text=True, env=env())
+        assert proc.stdout is not None
+        proc.stdout.readline()  # GO: the threads are released and poll status in a loop
+        time.sleep(1.0)         # the crowd is at full strength when the kill starts
         t = time.monotonic()
         kill = subprocess.run([PY, "-m", "console.cli", "kill", run.name, "--grace", "2", "--runs-dir",
                                str(run.parent)], capture_output=True, text=True, env=env(), cwd=REPO, timeout=120)
         kill_s = time.monotonic() - t
-        outs = [p.communicate(timeout=120)[0] for p in procs]
+        outs = proc.communicate(timeout=120)[0].splitlines()
         ok = [float(o.split()[1]) for o in outs if o.startswith("ok")]
-        return {"clients": clients, "answered": len(ok), "failed": [o.strip() for o in outs if not o.startswith("ok")],
+        failed = [o.strip() for o in outs if not o.startswith("ok")]
+        gone = [f for f in failed if any(w in f for w in ("no runner is listening", "reset by peer", "runner is exiting",
+                                                           "Broken pipe"))]
+        return {"clients": clients, "answered": len(ok), "failed": [f for f in failed if f not in gone],
+                "after_exit": len(gone), "requests": len(outs),
                 "kill_rc": kill.returncode, "kill_err": kill.stderr.strip()[-300:], "kill_s": kill_s,
                 "status": _state(run).get("status"), "lat": ok}
     finally:
@@ -222,11 +246,12 @@ def main() -> int:
           f"cores, load average {load0:.2f} before, {os.getloadavg()[0]:.2f} after.\n")
     if crowds:
         print(f"### {args.clients} clients at once, `moeconsole kill` in the middle\n")
-        print("| rep | status answered | kill exit | run after | kill wall s | status latency p50 / p99 / max ms |")
-        print("|---:|---:|---:|---|---:|---|")
+        print("| rep | status requests answered | refused, runner alive | refused, runner exited | kill exit | "
+              "run after | kill wall s | status latency p50 / p99 / max ms |")
+        print("|---:|---:|---:|---:|---:|---|---:|---|")
         for i, c in enumerate(crowds, 1):
-            print(f"| {i} | {c['answered']}/{c['clients']} | {c['kill_rc']} | {c['status']} | {c['kill_s']:.2f} | "
-                  f"{q(c['lat'])} |")
+            print(f"| {i} | {c['answered']}/{c['requests']} | {len(c['failed'])} | {c['after_exit']} | {c['kill_rc']} | "
+                  f"{c['status']} | {c['kill_s']:.2f} | {q(c['lat'])} |")
         fails = [f for c in crowds for f in c["failed"]][:3]
         if fails:
             print("\nUnanswered: " + "; ".join(fails))
