@@ -60,6 +60,8 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
     out = DirectKill()
     try:
         found = targets(run, state)
+        if not found:
+            return out  # nothing of the run lives: nothing to record either
         _event(run, "kill", reason="user", requested_by=by, pids=sorted(found), grace_s=grace_s,
                runner=None, why=why, attempt=state.get("attempt"))
         for _ in range(3):  # a process may fork while its parent is ended: look again

@@ -497,17 +497,23 @@ class Supervisor:
         if not self.run.path.is_dir():
             return lc.Judged("fail", f"the run directory {self.run.path} is gone: nothing can be launched")
         reason = f"run directory not writable ({exc.strerror or exc})"
+        self._storage_alert(reason)
+        return lc.Judged("restart", f"{reason}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
+
+    def _storage_alert(self, reason: str) -> None:
+        """One critical alert per storage problem that holds a launch back."""
         if self._storage_alerted != reason:
             self._storage_alerted = reason
             self.alert("critical", "storage", f"{reason}: the next attempt waits until its log can be written")
-        return lc.Judged("restart", f"{reason}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
 
     def _log_unwritable(self) -> str | None:
         """Why the next attempt's log cannot be opened (a cooldown condition), else None."""
         try:
             os.close(jsonio.open_append(self.run.log))
         except OSError as exc:
-            return f"run directory not writable ({exc.strerror or exc})"
+            reason = f"run directory not writable ({exc.strerror or exc})"
+            self._storage_alert(reason)
+            return reason
         return None
 
     def _launch_with(self, log_fd: int) -> None:

@@ -161,10 +161,11 @@ def main(argv: list[str] | None = None) -> int:
                     written = True
             else:
                 collector.refresh()
-            # By hand, a finished run's textfile is written once; its /metrics is served until
-            # stopped (a past run's numbers stay scrapeable). Beside a runner: until it ends.
+            # By hand, the textfile of a run that is not live (finished, damaged) is written
+            # once; /metrics is served until stopped (a past run's numbers stay scrapeable).
+            # Beside a runner: until it ends.
             if args.parent_pid is None and textfile is not None and args.port is None and \
-                    collector.last_status in rundir.TERMINAL:
+                    collector.last_status not in rundir.LIVE:
                 break
         if args.parent_pid is not None and not rundir.pid_alive(args.parent_pid):
             break
