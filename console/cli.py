@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.run is not None and not args.json:
                 raise InputError(_unknown_command(args.run))
             name = "json" if args.json else "attach"
+        _check_runs(args)
         module = importlib.import_module(f"console.commands.{name}")
         return int(module.run(args) or 0)
     except InputError as exc:
@@ -282,6 +283,18 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+
+
+def _check_runs(args: argparse.Namespace) -> None:
+    """Every RUN (or PATH|RUN) argument before any command looks at it: an empty one is a usage
+    error everywhere (``kill ""`` must never mean "the newest live run"), an overlong one too."""
+    from runner.rundir import check_ref
+    for attr in ("run", "run_dir", "target", "compare"):
+        value = getattr(args, attr, None)
+        if value is not None:
+            check_ref(value)
+    for value in getattr(args, "ids", None) or []:
+        check_ref(value)
 
 
 def _unknown_command(word: str) -> str:

@@ -35,7 +35,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from runner import bounds
-from runner.errors import InputError
+from runner.errors import InputError, shown
 
 WARNING, CRITICAL = "warning", "critical"
 
@@ -104,12 +104,12 @@ def _check_threshold(key: str, raw: Any, type_: Any) -> Any:
     if raw is None and "None" in type_s:
         return None
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise InputError(f"alerts: {key} must be a number, got {raw!r}")
+        raise InputError(f"alerts: {key} must be a number, got {shown(raw)}")
     if type_s.startswith("int"):
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
         if not isinstance(raw, int):
-            raise InputError(f"alerts: {key} must be a whole number, got {raw!r}")
+            raise InputError(f"alerts: {key} must be a whole number, got {shown(raw)}")
         rng = bounds.COUNT
     else:
         rng = _THRESHOLD

@@ -11,7 +11,7 @@ from typing import Iterable
 
 from runner import bounds
 from runner.crash import CrashVerdict
-from runner.errors import InputError
+from runner.errors import InputError, shown
 
 RESTART, PAUSE, FAIL, STOP = "restart", "pause", "fail", "stop"
 CRITICAL, WARNING = "critical", "warning"
@@ -68,7 +68,7 @@ def _check_value(key: str, value, type_name: str):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             wants_int and not isinstance(value, int)):
         kind = "an integer" if wants_int else "a number"
-        raise InputError(f"restart.{key}: expected {kind}, got {value!r}")
+        raise InputError(f"restart.{key}: expected {kind}, got {shown(value)}")
     if key == "backoff_factor":
         rng = _FACTOR
     elif wants_int:

@@ -230,7 +230,7 @@ def _pgid(pid: int) -> int | None:
 def session_members(sid: int) -> list[int]:
     """Every live process in session ``sid`` (read from /proc: a timed-out helper's whole
     family, grandchildren included, whatever their process group)."""
-    out = []
+    out: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:

@@ -146,8 +146,9 @@ def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
     command = raw.get("command")
     if isinstance(command, list):
         command = [redactor.redact(a) for a in recipes.masked_command([str(a) for a in command])]
-    env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
-    env = {str(k): redactor.redact(recipes.masked_env_value(str(k), str(v))) for k, v in env.items()}
+    given = raw.get("env")
+    env = {str(k): redactor.redact(recipes.masked_env_value(str(k), str(v)))
+           for k, v in (given.items() if isinstance(given, dict) else [])}
     return {"name": raw.get("name") or state.get("name"), "hash": state.get("recipe_hash"),
             "command": command, "env": env, "engine": raw.get("engine", "local"),
             "description": redactor.redact(str(raw.get("description") or ""))}

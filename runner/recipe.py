@@ -13,7 +13,6 @@ import difflib
 from dataclasses import fields as dataclass_fields
 import hashlib
 import json
-import math
 import os
 import re
 import sys

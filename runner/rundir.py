@@ -152,17 +152,21 @@ def new_run_id(name: str) -> str:
 
 
 def create(base: Path, name: str) -> RunDir:
-    base.mkdir(parents=True, exist_ok=True)
-    for _ in range(10):
-        path = base / new_run_id(name)
-        try:
-            path.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            continue
-        os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
-        (path / "crashes").mkdir(mode=DIR_MODE)
-        (path / "exits").mkdir(mode=DIR_MODE)
-        return RunDir(path)
+    check_base(base)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):
+            path = base / new_run_id(name)
+            try:
+                path.mkdir(mode=DIR_MODE)
+            except FileExistsError:
+                continue
+            os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
+            (path / "crashes").mkdir(mode=DIR_MODE)
+            (path / "exits").mkdir(mode=DIR_MODE)
+            return RunDir(path)
+    except OSError as exc:
+        raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}") from None
     raise InputError(f"{base}: could not create a unique run directory")
 
 

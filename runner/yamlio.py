@@ -48,7 +48,7 @@ class _Loader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -58,7 +58,7 @@ class _Loader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # type: ignore[override]
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, Any] = {}
             for key_node, _ in node.value:
@@ -75,7 +75,7 @@ class _Loader(yaml.SafeLoader):
                         key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
-    def construct_yaml_int(self, node: Any) -> int:  # type: ignore[override]
+    def construct_yaml_int(self, node: Any) -> int:
         text = str(node.value)
         digits = text.lstrip("+-")
         if len(digits) > MAX_INT_DIGITS:

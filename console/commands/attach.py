@@ -12,7 +12,7 @@ from runner.paths import runs_base
 def run(args) -> int:
     base = runs_base(getattr(args, "runs_dir", None))
     ref = getattr(args, "run", None)
-    target = rundir.resolve(base, ref) if ref else rundir.newest_live(base)
+    target = rundir.resolve(base, ref) if ref is not None else rundir.newest_live(base)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")

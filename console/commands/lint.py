@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from pathlib import Path
 
 from runner import jsonio, recipe as recipes, yamlio
 from runner.errors import InputError

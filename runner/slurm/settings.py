@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from runner import bounds
+from runner.errors import shown
 from runner.slurm.text import check_sbatch_option, check_time_limit
 
 
@@ -45,7 +46,7 @@ class SlurmSettings:
             if v is None:
                 continue
             if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9._,+-]+", v):
-                raise ValueError(f"slurm.{key}: must be a Slurm name (letters, digits, . _ , + -), got {v!r}")
+                raise ValueError(f"slurm.{key}: must be a Slurm name (letters, digits, . _ , + -), got {shown(v)}")
             out[key] = v
         t = section.get("time")
         if t is not None:
@@ -70,11 +71,11 @@ class SlurmSettings:
         p = section.get("poll_s")
         if p is not None:
             if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.05 <= p <= 600:
-                raise ValueError(f"slurm.poll_s: must be seconds between 0.05 and 600, got {p!r}")
+                raise ValueError(f"slurm.poll_s: must be seconds between 0.05 and 600, got {shown(p)}")
             out["poll_s"] = float(p)
         a = section.get("agents")
         if a is not None:
             if not isinstance(a, bool):
-                raise ValueError(f"slurm.agents: must be true or false, got {a!r}")
+                raise ValueError(f"slurm.agents: must be true or false, got {shown(a)}")
             out["agents"] = a
         return cls(**out)
