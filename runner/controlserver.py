@@ -35,6 +35,7 @@ class ControlServer:
         """``handle``: a request -> its answer (the runner's dispatcher); ``after_command``:
         called once after the commands of a pass (the runner writes its state then)."""
         self.listener = listener
+        listener.setblocking(False)  # accepting until the queue is empty must never block
         self.handle = handle
         self.after_command = after_command
         self.diag = diag

@@ -239,3 +239,22 @@ def test_a_kill_gets_through_200_status_pollers(harness):
     assert out.returncode == 0, out.stderr
     assert run.state()["status"] == "killed"
     assert not [r for r in refused if "queue" in r or "Resource temporarily" in r], refused[:3]
+
+
+# ---- records -----------------------------------------------------------------------------
+
+def test_the_runner_keeps_every_real_record_beside_inferred_ones_as_parse_does(harness, tmp_path):
+    """A metric line whose step cannot be read (invalid UTF-8), then lines with no step at all
+    between the real ones: the runner's metrics.jsonl holds every real loss, and the same
+    records as ``parse --json`` of its train.log."""
+    from tests.ingest.test_ingest_live import _stepless_between
+    log = tmp_path / "lines.bin"
+    log.write_bytes(_stepless_between())
+    run = harness.start(harness.recipe(command=["{python}", "-c", f"import sys; sys.stdout.buffer.write(open("
+                                                                  f"{str(log)!r}, 'rb').read())"]))
+    run.wait_status("succeeded")
+    written = run.metrics()
+    assert sorted(r["loss"] for r in written if r["loss"] < 5) == [round(1 + s / 1000, 4) for s in range(1, 41)]
+    parsed = [json.loads(line) for line in harness.cli("parse", str(run.path / "train.log"), "--json",
+                                                       check=True).stdout.splitlines()]
+    assert [(r["step"], r["loss"]) for r in written] == [(r["step"], r["loss"]) for r in parsed]
