@@ -216,19 +216,9 @@ class Redactor:
     def for_run_dir(cls, run_dir: "str | os.PathLike[str]") -> "Redactor":
         """For readers of a run directory (the console, --json): the literal secrets the launcher
         kept in ``secrets.json``; token-shaped values are masked whatever their source."""
-        values: list[str] = []
-        try:
-            fd = os.open(os.path.join(run_dir, SECRETS_FILE), os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd) as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
-            doc = None
-        if isinstance(doc, dict):
-            parts = [doc.get("env"), doc.get("argv")] if "v" in doc else [doc]
-            for part in parts:
-                if isinstance(part, dict):
-                    values += [v for v in part.values() if isinstance(v, str)]
-        return cls(values)
+        from runner import runfiles
+        doc = runfiles.read_secrets(os.fspath(run_dir))
+        return cls(list(doc.env.values()) + list(doc.argv.values()) if doc else [])
 
     def redact(self, text: str) -> str:
         for v in self.values:

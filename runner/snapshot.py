@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from runner import jsonio, rundir, seriesfile
+from runner import jsonio, rundir, runfiles, seriesfile
 from runner.secrets import Redactor
 from runner.series import Series, to_pairs
 from runner.seriesfile import CHART_KEYS
@@ -147,12 +147,19 @@ class RunWatcher:
             names = []
         for name in names:
             if name not in self._crash_cache:
-                rep = jsonio.read_json(self.run.crashes / name)
-                if not isinstance(rep, dict):
+                report, problem = runfiles.read(self.run.crashes / name, runfiles.CrashReport)
+                if report is None and problem is None:
                     continue
-                self._crash_cache[name] = {k: rep.get(k) for k in
-                                           ("attempt", "class", "exit_code", "signal", "summary", "evidence", "t",
-                                            "recovery")}
+                if report is None:  # a damaged report says so instead of showing garbage
+                    number = name.split("-", 1)[-1].split(".")[0]
+                    self._crash_cache[name] = {"attempt": int(number) if number.isdigit() else None,
+                                               "class": "damaged", "exit_code": None, "signal": None,
+                                               "summary": problem, "evidence": [], "t": None, "recovery": None}
+                else:
+                    rep = runfiles.as_dict(report)
+                    self._crash_cache[name] = {k: rep.get(k) for k in
+                                               ("attempt", "class", "exit_code", "signal", "summary", "evidence",
+                                                "t", "recovery")}
             out.append(self._crash_cache[name])
         return tuple(out)
 

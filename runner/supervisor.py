@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from runner import bounds, control, jsonio, proctree, recipe as recipes, resume, rundir, seriesfile, store
+from runner import bounds, control, jsonio, runfiles, proctree, recipe as recipes, resume, rundir, seriesfile, store
 from runner import lifecycle as lc
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.controlserver import ControlServer
@@ -66,8 +66,9 @@ class Supervisor:
         self.run = run
         self.journal = Journal(run, self._diag)
         self.restart_requested_at_start = restart
+        secrets_doc = runfiles.read_secrets(run.path)
         self.recipe = recipes.restore_secrets(_load_run_recipe(run),
-                                              jsonio.read_json(run.path / "secrets.json", default=None))
+                                              runfiles.as_dict(secrets_doc) if secrets_doc else None)
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.secrets = recipes.secret_values(self.env_resolved, self.recipe["command"])
@@ -962,6 +963,10 @@ class Supervisor:
                   "log_tail": tail[-CRASH_REPORT_TAIL:], "gpu": self._gpu_state(),
                   "detected_after_s": round(now - getattr(self, "exit_seen_at", now), 3),
                   "job": self.state.get("job")}
+        try:
+            report = runfiles.crash_report(report)  # the model every reader holds the file to
+        except ValueError as exc:  # msgspec.ValidationError: a bug, never a lost report
+            self._diag(f"crash report does not fit its model ({exc}); written as it is")
         self.journal.write_json(self.run.crash_report(attempt), report)
         decision = decide(verdict, self.history, self.settings, now)
         self.journal.event("crash", attempt=attempt, **{"class": verdict.cls}, summary=verdict.summary,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from runner import jsonio, proctree, rundir
+from runner import proctree, rundir, runfiles
 from runner.attempt import ExitStatus, LaunchSpec
 from runner.state import TrackedPid
 
@@ -140,9 +140,7 @@ class LocalEngine:
     def exit_status(self, number: int) -> ExitStatus | None:
         if not number:
             return None
-        rec = jsonio.read_json(self.run.exit_record(number), default=None)
-        if not isinstance(rec, dict):
+        rec, _problem = runfiles.read(self.run.exit_record(number), runfiles.ExitRecord)
+        if rec is None:  # missing or damaged: the log is the only witness, as without a waiter
             return None
-        rc = rec.get("returncode")
-        return ExitStatus(rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
-                          rec.get("error") if isinstance(rec.get("error"), str) else None, rec.get("ended_at"))
+        return ExitStatus(rec.returncode, rec.error, rec.ended_at)

@@ -258,3 +258,15 @@ def test_the_runner_keeps_every_real_record_beside_inferred_ones_as_parse_does(h
     parsed = [json.loads(line) for line in harness.cli("parse", str(run.path / "train.log"), "--json",
                                                        check=True).stdout.splitlines()]
     assert [(r["step"], r["loss"]) for r in written] == [(r["step"], r["loss"]) for r in parsed]
+
+
+def test_a_damaged_crash_report_is_shown_as_damaged_not_as_garbage(harness):
+    run = harness.start(harness.recipe(command=["sh", "-c", "sleep 0.2; exit 3"], restart={"max_restarts": 0}))
+    run.wait_status("failed")
+    report = run.path / "crashes" / "attempt-1.json"
+    assert json.loads(report.read_text())["class"]
+    report.write_text('{"class": 5, "evidence": 3, "attempt": "y", "summary": 7}')
+    show = harness.cli("runs", "show", run.id)
+    assert show.returncode == 0 and "attempt 1: damaged" in show.stdout and "$.class" in show.stdout, show.stdout
+    snap = json.loads(harness.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
+    assert snap["crashes"][0]["class"] == "damaged" and snap["crashes"][0]["attempt"] == 1
