@@ -173,6 +173,8 @@ def test_a_wrongly_typed_state_json_is_one_damaged_run_never_a_crash(harness, da
     good.wait_status("succeeded")
     bad = harness.start(harness.recipe(name="bad", command=["sleep", "0.3"]))
     bad.wait_status("succeeded")
+    from runner.rundir import RunDir, runner_locked
+    _wait(lambda: not runner_locked(RunDir(bad.path)), what="its runner to exit")  # nobody rewrites the file
     (harness.runs_dir / "index.sqlite").unlink()  # the index is rebuilt from the directories
     (bad.path / "events.jsonl").write_text("")    # nothing to rebuild the state from
     (bad.path / "state.json").write_bytes(damage)
