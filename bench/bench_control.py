@@ -125,17 +125,18 @@ def start_run(tmp: Path, name: str, command: list[str], **extra) -> Path:
 
 def _state(run: Path) -> dict:
     try:
-        return json.loads((run / "state.json").read_text())
-    except (OSError, ValueError):
+        raw = json.loads((run / "state.json").read_text())
+    except (OSError, ValueError, RecursionError):
         return {}
+    return raw if isinstance(raw, dict) else {}
 
 
 def end_run(run: Path) -> None:
-    """Every process of the run, by PID and start time (runner, tree, marked processes)."""
-    st = _state(run)
+    """Every process of the run, by PID and start time (runner, tree, marked processes); a
+    damaged state.json (the campaign damages some) only loses the runner's PID."""
     procs = dict(proctree.marked_processes(run.name))
-    r = st.get("runner") or {}
-    if r.get("pid") and r.get("start_time"):
+    r = _state(run).get("runner")
+    if isinstance(r, dict) and isinstance(r.get("pid"), int) and isinstance(r.get("start_time"), (int, float)):
         procs[r["pid"]] = r["start_time"]
     for sig in (15, 9):
         for pid, created in procs.items():
@@ -144,7 +145,9 @@ def end_run(run: Path) -> None:
                     os.kill(pid, sig)
                 except OSError:
                     pass
-        time.sleep(0.3)
+        deadline = time.time() + 5
+        while time.time() < deadline and any(proctree.same_process(p, c) for p, c in procs.items()):
+            time.sleep(0.05)
 
 
 def crowd(tmp: Path, clients: int) -> dict:

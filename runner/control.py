@@ -218,14 +218,7 @@ def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
     try:
         s.settimeout(max(0.01, deadline - time.monotonic()))
         s.sendall(json.dumps({"v": CONTROL_VERSION, **request}).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            if len(data) > MAX_MESSAGE:
-                raise ControlError("answer too large")
+        data = recv_line(s)
     except socket.timeout:
         raise ControlError(f"the runner did not answer within {timeout:g}s") from None
     except OSError as exc:
@@ -239,6 +232,19 @@ def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
     if not isinstance(answer, dict):
         raise ControlError("the runner sent an unreadable answer")
     return answer
+
+
+def recv_line(s: socket.socket, limit: int = MAX_MESSAGE) -> bytes:
+    """One answer line (up to EOF), at most ``limit`` bytes (ControlError beyond)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > limit:
+            raise ControlError("answer too large")
+    return data
 
 
 def listen(sock_path: Path | str) -> socket.socket:

@@ -68,9 +68,10 @@ class SecretsDoc(_File):
     argv: dict[str, str] = {}
 
 
-def read(path: Path | str, model: type[T]) -> tuple[T | None, str | None]:
+def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -> tuple[T | None, str | None]:
     """The file as ``model``: (value, None), (None, None) when it does not exist, or (None, the
-    problem in one line). Never raises; never follows a symlink; a regular file only."""
+    problem in one line). Never raises; never follows a symlink; a regular file of at most
+    ``max_bytes`` only (state.json, crash reports, exit records, secrets.json all read here)."""
     name = Path(path).name
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -82,11 +83,11 @@ def read(path: Path | str, model: type[T]) -> tuple[T | None, str | None]:
         with os.fdopen(fd, "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 return None, f"{name}: not a regular file"
-            data = f.read(MAX_FILE_BYTES + 1)
+            data = f.read(max_bytes + 1)
     except OSError as exc:
         return None, f"{name}: {exc.strerror or exc}"
-    if len(data) > MAX_FILE_BYTES:
-        return None, f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB"
+    if len(data) > max_bytes:
+        return None, f"{name}: larger than {max_bytes >> 20} MiB"
     try:
         return msgspec.json.decode(data, type=model), None
     except msgspec.ValidationError as exc:

@@ -10,7 +10,6 @@ before); the status is a ``str`` enum, so ``state["status"] == "running"`` holds
 from __future__ import annotations
 
 import enum
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
@@ -249,20 +248,7 @@ class LoadedState:
         return Status.parse(self.state.get("status"))
 
 
-_decoder = msgspec.json.Decoder(StateFile)
 _encoder = msgspec.json.Encoder()
-
-
-def decode(data: bytes) -> StateFile:
-    """The file's bytes as the model; ``StateError`` (one line) when they are not a state."""
-    if len(data) > MAX_STATE_BYTES:
-        raise StateError(f"state.json is larger than {MAX_STATE_BYTES >> 20} MiB")
-    try:
-        return _decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        raise StateError(f"state.json: {exc}") from None
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise StateError(f"state.json is corrupt: {str(exc) or type(exc).__name__}") from None
 
 
 def as_dict(model: StateFile) -> dict:
@@ -303,21 +289,8 @@ class StateError(ValueError):
 def load(path: Path | str) -> LoadedState:
     """The typed loader: never raises; a missing, truncated, corrupt or wrongly typed file says
     so in ``problem`` (and the state is empty)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return LoadedState({}, "no state.json")
-    except OSError as exc:
-        return LoadedState({}, f"cannot read state.json: {exc.strerror or exc}")
-    try:
-        with os.fdopen(fd, "rb") as f:
-            import stat
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return LoadedState({}, "state.json is not a regular file")
-            data = f.read(MAX_STATE_BYTES + 1)
-    except OSError as exc:
-        return LoadedState({}, f"cannot read state.json: {exc.strerror or exc}")
-    try:
-        return LoadedState(as_dict(decode(data)))
-    except StateError as exc:
-        return LoadedState({}, str(exc))
+    from runner.runfiles import read
+    model, problem = read(path, StateFile, max_bytes=MAX_STATE_BYTES)
+    if model is None:
+        return LoadedState({}, problem or "no state.json")
+    return LoadedState(as_dict(model))

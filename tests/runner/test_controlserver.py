@@ -39,13 +39,7 @@ def test_commands_are_answered_before_status_and_every_client_gets_its_line(tmp_
     answers = []
     for s in clients:
         s.settimeout(10)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        answers.append(json.loads(data))
+        answers.append(json.loads(control.recv_line(s)))
         s.close()
     assert all(a["v"] == control.CONTROL_VERSION for a in answers)
     assert sum(1 for a in answers if a.get("state")) == 120 and answers[-1]["ok"] is False

@@ -18,6 +18,7 @@ import pytest
 
 from runner import control
 from runner.proctree import marked_processes
+from tests.ops.ops_helpers import wait_for
 from tests.runner.conftest import REPO
 
 SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", "
@@ -32,13 +33,7 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess) -> str:
 
 
 def _wait(pred, timeout: float = 60, what: str = "condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_for(pred, timeout, what)
 
 
 def _gone(pid: int, created: float) -> bool:
