@@ -10,11 +10,13 @@ Everything through the real runner (``python -m console.cli run ... --detach``) 
    queue that the client's retry with backoff, ``runner.control.send``, did not get past), and
    refused because the killed run's runner had exited; whether the kill got through (CLI exit
    0, run ``killed``) and the kill's wall time. Repeated ``--reps`` times.
+   Baseline in the same run: the same crowd whose clients connect once, without the retry.
 2. A live flood: the training command prints ms-swift metric lines at ``--rate`` lines/s for
    ``--seconds`` s (written in 2,000-line blocks on a steady clock); a client asks ``status``
    every 50 ms meanwhile. Reported: status latency p50 / p99 / max (goal: p99 under 250 ms), the
    lines written and the metric records the runner wrote (nothing may be lost), and how far
-   ingestion trailed the log at the end of the flood.
+   ingestion trailed the log at the end of the flood. Baseline in the same run: the same polling
+   of a run printing 10 lines/s.
 
 Temp directories only; every process started is ended by PID in a ``finally``.
 """
@@ -53,7 +55,7 @@ FLOOD = textwrap.dedent("""\
     for start in range(1, n + 1, block):
         out.write("".join(line % (losses[i % 997], i) for i in range(start, min(n, start + block - 1) + 1)).encode())
         out.flush()
-        due = t0 + (start + block - 1) / rate
+        due = t0 + min(start + block - 1, n) / rate
         pause = due - time.monotonic()
         if pause > 0:
             time.sleep(pause)
@@ -67,7 +69,22 @@ CROWD = textwrap.dedent("""\
     import sys, threading, time
     sys.path.insert(0, sys.argv[3])
     from runner import control
-    n, seconds = int(sys.argv[2]), float(sys.argv[4])
+    import json, socket
+    n, seconds, retry = int(sys.argv[2]), float(sys.argv[4]), sys.argv[5] == "retry"
+
+    def send_once(path, req, timeout):
+        # the baseline client: one connect, a full queue is an error (no retry)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+            s.sendall(json.dumps({"v": 1, **req}).encode() + b"\\n")
+            return json.loads(control.recv_line(s))
+        except OSError as exc:
+            raise control.ControlError(f"control socket error: {exc}") from None
+        finally:
+            s.close()
+    send = control.send if retry else send_once
     barrier = threading.Barrier(n)
     ok, fail = [], []
 
@@ -77,7 +94,7 @@ CROWD = textwrap.dedent("""\
         while time.monotonic() < end:
             t = time.monotonic()
             try:
-                answer = control.send(sys.argv[1], {"cmd": "status"}, timeout=30)
+                answer = send(sys.argv[1], {"cmd": "status"}, timeout=30)
                 ok.append(time.monotonic() - t)
                 if answer.get("state", {}).get("status") not in ("running", "stopping"):
                     return  # the run is over: the crowd leaves
@@ -150,12 +167,13 @@ def end_run(run: Path) -> None:
             time.sleep(0.05)
 
 
-def crowd(tmp: Path, clients: int) -> dict:
+def crowd(tmp: Path, clients: int, retry: bool = True) -> dict:
     """``clients`` threads of one process poll ``status`` in a loop, released at the same
     instant (a barrier); a second later ``moeconsole kill`` is invoked into the crowd."""
     run = start_run(tmp, "crowd", [PY, "-c", SLEEPER])
     try:
-        proc = subprocess.Popen([PY, "-c", CROWD, str(run / "control.sock"), str(clients), str(REPO), "20"],
+        proc = subprocess.Popen([PY, "-c", CROWD, str(run / "control.sock"), str(clients), str(REPO), "20",
+                                 "retry" if retry else "once"],
                                 stdout=subprocess.PIPE, text=True, env=env())
         assert proc.stdout is not None
         proc.stdout.readline()  # GO: the threads are released and poll status in a loop
@@ -235,14 +253,16 @@ def main() -> int:
     ap.add_argument("--skip-flood", action="store_true")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
-    crowds, floods = [], []
+    crowds, floods, baselines, idles = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="mcctl-") as d:
         tmp = Path(d)
         for i in range(args.reps):
             if not args.skip_crowd:
                 crowds.append(crowd(tmp / f"c{i}", args.clients))
+                baselines.append(crowd(tmp / f"b{i}", args.clients, retry=False))
             if not args.skip_flood:
                 floods.append(flood(tmp / f"f{i}", args.rate, args.seconds))
+                idles.append(flood(tmp / f"i{i}", 10.0, args.seconds))  # baseline: the same polling, no flood
     print("## Control socket under load\n")
     print(f"Command: `.venv/bin/python bench/bench_control.py --clients {args.clients} --rate {args.rate:g} "
           f"--seconds {args.seconds:g} --reps {args.reps}` (from the repository root). Machine: {os.cpu_count()} "
@@ -255,9 +275,14 @@ def main() -> int:
         for i, c in enumerate(crowds, 1):
             print(f"| {i} | {c['answered']}/{c['requests']} | {len(c['failed'])} | {c['after_exit']} | {c['kill_rc']} | "
                   f"{c['status']} | {c['kill_s']:.2f} | {q(c['lat'])} |")
+        for i, c in enumerate(baselines, 1):
+            print(f"| baseline {i}: clients without retry | {c['answered']}/{c['requests']} | {len(c['failed'])} | "
+                  f"{c['after_exit']} | {c['kill_rc']} | {c['status']} | {c['kill_s']:.2f} | {q(c['lat'])} |")
         fails = [f for c in crowds for f in c["failed"]][:3]
         if fails:
             print("\nUnanswered: " + "; ".join(fails))
+        print("\nThe kill is a `moeconsole kill` CLI (it retries a full queue); the baseline crowd's own clients "
+              "connect once each, as clients did before the retry, so its refusals show how often the queue was full.")
         print()
     if floods:
         print(f"### A live flood of {args.rate:,.0f} lines/s for {args.seconds:g} s, `status` every 50 ms\n")
@@ -267,7 +292,14 @@ def main() -> int:
         for i, f in enumerate(floods, 1):
             print(f"| {i} | {f['lines']:,} | {f['records']:,} | {len(f['lat'])} | {q(f['lat'])} | {f['errors']} | "
                   f"{(f['lag_at_end'] or 0) / 1e6:.1f} MB |")
+        for i, f in enumerate(idles, 1):
+            print(f"| baseline {i}: 10 lines/s | {f['lines']:,} | {f['records']:,} | {len(f['lat'])} | {q(f['lat'])} | "
+                  f"{f['errors']} | {(f['lag_at_end'] or 0) / 1e6:.1f} MB |")
         all_lat = [x for f in floods for x in f["lat"]]
+        idle_lat = [x for f in idles for x in f["lat"]]
+        if idle_lat:
+            print(f"\nBaseline (the same polling of a run printing 10 lines/s): p50 / p99 / max {q(idle_lat)} ms; "
+                  f"flood / baseline p99: {p99(all_lat) / max(p99(idle_lat), 1e-6):.1f}x.")
         print(f"\nAll reps: status p50 / p99 / max {q(all_lat)} ms over {len(all_lat)} answers; goal p99 < 250 ms: "
               f"{'met' if all_lat and p99(all_lat) < 0.25 else 'NOT met'}.")
     return 0
