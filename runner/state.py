@@ -100,7 +100,7 @@ class _Record(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class RunnerRec(_Record):
-    pid: Pid
+    pid: Pid | None = None  # {} is "no runner recorded", as a run directory written by hand may say
     start_time: float | None = None
     host: str = ""
 
@@ -108,7 +108,7 @@ class RunnerRec(_Record):
 class PidRec(_Record):
     pid: Pid
     start_time: float
-    role: Literal["waiter", "leader", "child"]
+    role: Literal["waiter", "leader", "child"] = "child"  # records from before roles: a child
 
 
 class CooldownRec(_Record):
