@@ -224,6 +224,9 @@ class Supervisor:
                 self._checkpoint_state()
             except Exception as exc:
                 self._diag(f"final checkpoint sweep failed: {exc}")
+            ops = getattr(self, "ops", None)
+            if ops is not None:  # the sweep may have offered the last save to the sync: say so now
+                self._poll_ops(time.time())
             self.set(ended_at=time.time())
         self.set(status=status)
         self.life = replace(self.life, status=Status(status))
