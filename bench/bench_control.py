@@ -272,12 +272,11 @@ def main() -> int:
         print("| rep | status requests answered | refused, runner alive | refused, runner exited | kill exit | "
               "run after | kill wall s | status latency p50 / p99 / max ms |")
         print("|---:|---:|---:|---:|---:|---|---:|---|")
-        for i, c in enumerate(crowds, 1):
-            print(f"| {i} | {c['answered']}/{c['requests']} | {len(c['failed'])} | {c['after_exit']} | {c['kill_rc']} | "
-                  f"{c['status']} | {c['kill_s']:.2f} | {q(c['lat'])} |")
-        for i, c in enumerate(baselines, 1):
-            print(f"| baseline {i}: clients without retry | {c['answered']}/{c['requests']} | {len(c['failed'])} | "
-                  f"{c['after_exit']} | {c['kill_rc']} | {c['status']} | {c['kill_s']:.2f} | {q(c['lat'])} |")
+        rows = [(str(i), c) for i, c in enumerate(crowds, 1)]
+        rows += [(f"baseline {i}: clients without retry", c) for i, c in enumerate(baselines, 1)]
+        for label, c in rows:
+            print(f"| {label} | {c['answered']}/{c['requests']} | {len(c['failed'])} | {c['after_exit']} | "
+                  f"{c['kill_rc']} | {c['status']} | {c['kill_s']:.2f} | {q(c['lat'])} |")
         fails = [f for c in crowds for f in c["failed"]][:3]
         if fails:
             print("\nUnanswered: " + "; ".join(fails))
@@ -289,12 +288,11 @@ def main() -> int:
         print("| rep | lines | records written | status answers | status p50 / p99 / max ms | errors | "
               "lag at flood end |")
         print("|---:|---:|---:|---:|---|---:|---:|")
-        for i, f in enumerate(floods, 1):
-            print(f"| {i} | {f['lines']:,} | {f['records']:,} | {len(f['lat'])} | {q(f['lat'])} | {f['errors']} | "
+        flood_rows = [(str(i), f) for i, f in enumerate(floods, 1)]
+        flood_rows += [(f"baseline {i}: 10 lines/s", f) for i, f in enumerate(idles, 1)]
+        for label, f in flood_rows:
+            print(f"| {label} | {f['lines']:,} | {f['records']:,} | {len(f['lat'])} | {q(f['lat'])} | {f['errors']} | "
                   f"{(f['lag_at_end'] or 0) / 1e6:.1f} MB |")
-        for i, f in enumerate(idles, 1):
-            print(f"| baseline {i}: 10 lines/s | {f['lines']:,} | {f['records']:,} | {len(f['lat'])} | {q(f['lat'])} | "
-                  f"{f['errors']} | {(f['lag_at_end'] or 0) / 1e6:.1f} MB |")
         all_lat = [x for f in floods for x in f["lat"]]
         idle_lat = [x for f in idles for x in f["lat"]]
         if idle_lat:
