@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import sys
+from typing import Any, Callable
 
 from runner.core.errors import InputError
+from runner.core import bounds
 
 COMMANDS = (
     "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",
@@ -80,15 +81,24 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def seconds(text: str) -> float:
-    """An argparse type: a finite, non-negative number of seconds (`--grace nan` is refused)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds >= 0")
-    return value
+def bounded(rng: bounds.Range) -> Callable[[str], Any]:
+    """An argparse type for a number in ``rng`` (runner.core.bounds: `--grace nan`, `--interval inf`,
+    `--interval 0` and `--port 99999` are refused with one line)."""
+    def parse(text: str) -> Any:
+        try:
+            return bounds.parse(text, rng, "value")
+        except bounds.OutOfRange as exc:
+            raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
+    parse.__name__ = rng.unit  # argparse names the type in some messages
+    return parse
+
+
+seconds = bounded(bounds.SECONDS)
+grace_seconds = bounded(bounds.GRACE)
+interval = bounded(bounds.INTERVAL)
+port = bounded(bounds.PORT)
+port_or_any = bounded(bounds.PORT_OR_ANY)
+pid = bounded(bounds.PID)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -125,7 +135,7 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("kill", help=COMMAND_HELP["kill"])
     p.add_argument("run")
-    p.add_argument("--grace", type=seconds, help="override the recipe's kill grace (seconds)")
+    p.add_argument("--grace", type=grace_seconds, help="override the recipe's kill grace (seconds)")
     p.add_argument("--timeout", type=seconds, default=None, help="seconds to wait for the kill to finish")
     _common(p)
 
@@ -160,10 +170,10 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
     p.add_argument("--json", action="store_true")
-    p.add_argument("--port", type=int, default=29500, help="rendezvous port to check for holders")
-    p.add_argument("--kill", type=int, action="append", metavar="PID", help="kill this listed process (repeatable)")
+    p.add_argument("--port", type=port, default=29500, help="rendezvous port to check for holders")
+    p.add_argument("--kill", type=pid, action="append", metavar="PID", help="kill this listed process (repeatable)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--grace", type=seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")
+    p.add_argument("--grace", type=grace_seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")
     p.add_argument("--allow-other-users", action="store_true", help="as root: allow killing other users' processes")
     _common(p)
 
@@ -182,7 +192,7 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("agent", help=COMMAND_HELP["agent"])
     p.add_argument("run")
-    p.add_argument("--interval", type=float, default=1.0)
+    p.add_argument("--interval", type=interval, default=1.0)
     _common(p)
 
     p = sub.add_parser("supervise", help=COMMAND_HELP["supervise"])
@@ -203,10 +213,10 @@ def build_parser() -> _Parser:
     p = sub.add_parser("prometheus", help=COMMAND_HELP["prometheus"])
     p.add_argument("action", choices=("rules", "serve"))
     p.add_argument("run", nargs="?")
-    p.add_argument("--port", type=int, help="serve /metrics on this port (0: any free one)")
+    p.add_argument("--port", type=port_or_any, help="serve /metrics on this port (0: any free one)")
     p.add_argument("--addr", default="127.0.0.1", help="bind address (default loopback)")
     p.add_argument("--textfile", help="write metrics here for node_exporter's textfile collector")
-    p.add_argument("--interval", type=seconds, default=15.0)
+    p.add_argument("--interval", type=interval, default=15.0)
     _common(p)
     return top
 
@@ -220,7 +230,7 @@ def build_top_parser() -> _Parser:
     top.add_argument("run", nargs="?", metavar="RUN", help="with --json: the run (id, unique id prefix or path)")
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")
-    top.add_argument("--interval", type=float, default=1.0)
+    top.add_argument("--interval", type=interval, default=1.0, help="with --json: seconds between snapshots")
     top.add_argument("--readonly", action="store_true")
     top.add_argument("--no-gpu", action="store_true", help="skip GPU telemetry in snapshots")
     _common(top)
@@ -257,10 +267,16 @@ def main(argv: list[str] | None = None) -> int:
             if args.run is not None and not args.json:
                 raise InputError(_unknown_command(args.run))
             name = "json" if args.json else "attach"
+        _check_runs(args)
         module = importlib.import_module(f"console.commands.{name}")
         return int(module.run(args) or 0)
     except InputError as exc:
         sys.stderr.write(f"moeconsole: {exc}\n")
+        return 2
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileNotFoundError) as exc:
+        # A file the user named or may not read: one line, as for any other input problem.
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        sys.stderr.write(f"moeconsole: {where}{exc.strerror or exc}\n")
         return 2
     except KeyboardInterrupt:
         return 130
@@ -271,6 +287,18 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+
+
+def _check_runs(args: argparse.Namespace) -> None:
+    """Every RUN (or PATH|RUN) argument before any command looks at it: an empty one is a usage
+    error everywhere (``kill ""`` must never mean "the newest live run"), an overlong one too."""
+    from runner.rundir.rundir import check_ref
+    for attr in ("run", "run_dir", "target", "compare"):
+        value = getattr(args, attr, None)
+        if value is not None:
+            check_ref(value)
+    for value in getattr(args, "ids", None) or []:
+        check_ref(value)
 
 
 def _unknown_command(word: str) -> str:

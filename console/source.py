@@ -129,9 +129,7 @@ class RunSource:
 
 
 def read_recipe(path: Path) -> dict:
-    try:
-        import yaml
-        data = yaml.safe_load(path.read_text())
-    except Exception:  # a missing or unreadable recipe only loses the numbers in a dialog
-        return {}
-    return data if isinstance(data, dict) else {}
+    """A run's recipe.yaml (``path``); {} when missing or unreadable: that only loses the
+    numbers in a dialog."""
+    from runner.recipes.recipe import read_saved
+    return read_saved(path.parent)[0]

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from runner.rundir import jsonio, rundir
-from runner.core.errors import InputError
 from runner.rundir.paths import runs_base
 from runner.telemetry.gpu import get_backend
 from runner.telemetry.host import host_snapshot
@@ -39,9 +38,7 @@ def _record(backend, interval: float, run_id: str) -> dict:
 
 
 def run(args) -> int:
-    interval = float(args.interval)
-    if not interval > 0:
-        raise InputError(f"--interval {args.interval}: must be a positive number of seconds")
+    interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)
     run_dir = rundir.resolve(runs_base(getattr(args, "runs_dir", None)), args.run)
     run_dir.telemetry.mkdir(parents=True, exist_ok=True)
     out = telemetry_path(run_dir)

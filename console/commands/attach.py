@@ -14,7 +14,7 @@ def run(args) -> int:
     base = runs_base(getattr(args, "runs_dir", None))
     ref = getattr(args, "run", None)
     foreign = _foreign_path(ref)
-    target = None if foreign else (rundir.resolve(base, ref) if ref else rundir.newest_live(base))
+    target = None if foreign else (rundir.resolve(base, ref) if ref is not None else rundir.newest_live(base))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")

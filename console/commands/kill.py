@@ -1,4 +1,10 @@
-"""``moeconsole kill RUN``: clean kill through the runner (SIGTERM, grace, SIGKILL), no restart."""
+"""``moeconsole kill RUN``: clean kill through the runner (SIGTERM, grace, SIGKILL), no restart.
+
+A kill always gets through. The run's runner does it (a new runner is started to adopt the
+training when the old one died); when no runner can take the run over (its recipe or state is
+damaged, the directory refuses it), the processes are ended directly from what ``state.json``
+recorded and the run's environment marker (``runner.process.killrun``).
+"""
 from __future__ import annotations
 
 import sys
@@ -6,6 +12,8 @@ import sys
 from runner.process import launch
 from runner.rundir import rundir
 from runner.rundir.paths import runs_base
+from runner.core import bounds
+from runner.core.errors import InputError
 
 
 def ensure_runner(run: rundir.RunDir) -> dict:
@@ -21,16 +29,22 @@ def ensure_runner(run: rundir.RunDir) -> dict:
 
 def run(args) -> int:
     run = rundir.resolve(runs_base(args.runs_dir), args.run)
-    state = ensure_runner(run)
+    loaded = run.load_state()
+    state = loaded.state
+    if not launch.runner_alive(run, state) and (loaded.problem or state.get("status") in rundir.LIVE):
+        try:
+            state = ensure_runner_or_raise(run, loaded.problem)
+        except InputError as exc:
+            return _without_runner(run, state, args, str(exc))
     if state.get("status") in rundir.TERMINAL:
         print(f"{run.run_id}: already {state['status']}; nothing to kill")
         return 0
-    req = {"cmd": "kill", "by": "cli"}
+    req: dict = {"cmd": "kill", "by": "cli"}
     if args.grace is not None:
         req["grace_s"] = args.grace
     answer = launch.request(run, req)
     sys.stderr.write(f"{run.run_id}: {answer.get('message')}\n")
-    grace = float(answer.get("grace_s") or 60)
+    grace = bounds.sane_seconds(answer.get("grace_s"), 60.0, bounds.GRACE)
     timeout = args.timeout if args.timeout is not None else grace + 60
     state = launch.wait_status(run, rundir.TERMINAL | {rundir.PAUSED}, timeout)
     status = state.get("status")
@@ -39,3 +53,42 @@ def run(args) -> int:
         return 1
     print(f"{run.run_id}: {status}")
     return 0
+
+
+def ensure_runner_or_raise(run: rundir.RunDir, problem: str | None) -> dict:
+    """Start a runner for a live run whose runner is gone (or whose state.json is damaged: the
+    runner rebuilds it from the records); InputError when none can start."""
+    if problem:
+        sys.stderr.write(f"{run.run_id}: {problem}; starting a runner to rebuild it from the run's records\n")
+    else:
+        sys.stderr.write(f"runner of {run.run_id} is gone; starting a new one to adopt the training\n")
+    pid = launch.spawn_runner(run)
+    return launch.wait_ready(run, pid)
+
+
+def _without_runner(run: rundir.RunDir, state: dict, args, why: str) -> int:
+    """No runner could start: end the run's processes directly (``runner.process.killrun``)."""
+    from runner.process import killrun
+    grace = args.grace if args.grace is not None else _recipe_grace(run)
+    sys.stderr.write(f"{run.run_id}: no runner can take this run over ({why}); ending its processes "
+                     f"directly (SIGTERM, {grace:g}s grace, SIGKILL)\n")
+    try:
+        result = killrun.end_run(run, state, grace_s=grace, why=why)
+    except rundir.RunLocked:
+        raise InputError(f"{run.run_id}: a runner started meanwhile; run the kill again to ask it") from None
+    if result.survivors:
+        print(f"{run.run_id}: still alive after SIGKILL: PIDs {result.survivors}")
+        return 1
+    if not result.pids:
+        print(f"{run.run_id}: no process of this run is alive; nothing to kill")
+        return 0
+    print(f"{run.run_id}: killed (PIDs {result.pids}, no runner)")
+    return 0
+
+
+def _recipe_grace(run: rundir.RunDir) -> float:
+    """The recipe's kill grace when recipe.yaml still reads, else the default."""
+    from runner.recipes.recipe import read_saved
+    raw, _ = read_saved(run.path)
+    kill = raw.get("kill") if isinstance(raw.get("kill"), dict) else {}
+    return bounds.sane_seconds(kill.get("grace_s"), 60.0, bounds.GRACE)

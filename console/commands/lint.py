@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from pathlib import Path
 
-import yaml
 
 from runner.rundir import jsonio
 from runner.recipes import recipe as recipes, recipe_edit
 from runner.core.errors import InputError
 from runner.recipes.lint import launch_commands, lint_recipe
+from runner.rundir import yamlio
 
 
 def _leading_comments(text: str) -> str:
@@ -32,11 +31,11 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     from runner.recipes.swift.lint import fix_recipe
 
     recipe = recipes.load(path, overrides)
-    text = Path(path).read_text()
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not YAML: {exc}") from None
+        text = yamlio.read_text(path, what="recipe file")
+        raw = yamlio.loads(text, path)
+    except yamlio.YamlError as exc:
+        raise InputError(str(exc)) from None
     fixed, changes = fix_recipe(raw, recipe)
     if not changes:
         return []

@@ -12,7 +12,8 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from runner.core.errors import InputError
 from runner.ingest.files import LOG, TRAINER_STATE, iter_batches, resolve_log, trainer_state_events
@@ -21,6 +22,7 @@ from runner.ingest.parser import RECORD
 from runner.ingest.records import eval_record
 from runner.ingest.summary import render, summarize_path
 from runner.rundir.jsonio import dumps
+from runner.rundir.secrets import Redactor, mask_lines
 
 
 # A parse that takes longer than this draws a progress bar on stderr (when it is a terminal).
@@ -78,25 +80,52 @@ def run(args: Any) -> int:
     finally:
         if progress is not None:
             progress.close()
-    sys.stdout.write(render(path, summary, stats, monitors_on=monitors) + "\n")
+    text = render(path, summary, stats, monitors_on=monitors)
+    sys.stdout.write(_redactor(resolve_log(path)[0]).redact(text) + "\n")  # quoted lines may hold secrets
     return 0
 
 
+def _redactor(log: Path) -> Redactor:
+    """The run's own secrets when the log sits in a run directory (its secrets.json), else the
+    token shapes and secret-named values every redactor masks."""
+    return Redactor.for_run_dir(log.parent)
+
+
+class _Masking:
+    """An NDJSON sink that masks a run's known secret values in the records it passes on."""
+
+    def __init__(self, out: BinaryIO, known: list[str]) -> None:
+        self.out, self.known = out, known
+
+    def write(self, data: bytes) -> int:
+        self.out.write(b"".join(mask_lines(data.splitlines(keepends=True), self.known)))
+        return len(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 def _print_records(path: str, progress: TerminalProgress | None = None) -> None:
-    """Stream records as NDJSON; memory stays flat whatever the file size."""
+    """Stream records as NDJSON; memory stays flat whatever the file size. Tokens and
+    secret-named values are masked by the ingest itself; a run's own secret values (a log in
+    a run directory) by a masking sink."""
     real, kind = resolve_log(path)
+    known = _redactor(Path(real)).values
     # a closed pipe ends the command quietly (no "Broken pipe" traceback), like grep or cat
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     out = sys.stdout.buffer
     if kind == TRAINER_STATE:
         events, _ = trainer_state_events(real)
-        out.write(b"".join((dumps({"v": 1, **obj}) + "\n").encode()
-                           for ev_kind, obj in events if ev_kind == RECORD))
+        out.write(b"".join(mask_lines([(dumps({"v": 1, **obj}) + "\n").encode()
+                                       for ev_kind, obj in events if ev_kind == RECORD], known)))
         out.flush()
         return
     assert kind == LOG
     try:
-        write_ndjson(str(real), out, report=progress)
+        if known:
+            write_ndjson(str(real), _Masking(out, known), workers=1, report=progress)  # type: ignore[arg-type]
+        else:
+            write_ndjson(str(real), out, report=progress)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
     out.flush()
@@ -104,11 +133,12 @@ def _print_records(path: str, progress: TerminalProgress | None = None) -> None:
 
 def _print_evals(path: str) -> None:
     """Evaluation results as NDJSON (``evals.jsonl``'s schema without the runner's stamp)."""
+    known = _redactor(Path(resolve_log(path)[0])).values
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     out = sys.stdout.buffer
     for batch, _ in iter_batches(path):
         lines = [(dumps({"v": 1, **eval_record(m)}) + "\n").encode() for _, m in batch.marks
                  if m.get("kind") == "eval"]
         if lines:
-            out.write(b"".join(lines))
+            out.write(b"".join(mask_lines(lines, known)))
     out.flush()

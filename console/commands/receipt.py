@@ -171,6 +171,12 @@ def run_receipt(base: Path, ref: str, *, as_json: bool, full: bool, out: str | N
         sys.stdout.write(jsonio.dumps(r) + "\n")
         return 0
     image = run.path / "receipt" / "loss.png"
+    try:  # inside the run directory, owner-only like every run file
+        image.parent.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{image.parent}: {exc.strerror or exc}") from None
     why = plot_loss(r["loss_curve"], image, r["restarts_at"])
+    if why is None:
+        os.chmod(image, jsonio.FILE_MODE)
     sys.stdout.write(markdown(r, None if why else os.fspath(image), why))
     return 0

@@ -15,6 +15,7 @@ STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) befo
 
 def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
           allow_drift: bool = False) -> tuple[int, object]:
+    base = runs_base(runs_dir)  # a runs directory that cannot be one is refused before anything is read
     recipe = recipes.load(recipe_path, overrides)
     problems = lint_recipe(recipe, preflight=True)
     errors = [p for p in problems if p["level"] == "error"]
@@ -23,7 +24,7 @@ def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name:
     if errors:
         sys.stderr.write(f"moeconsole: {recipe_path}: {len(errors)} lint error(s); nothing launched\n")
         return 1, None
-    run = launch.create_run(runs_base(runs_dir), recipe, name=name, allow_drift=allow_drift)
+    run = launch.create_run(base, recipe, name=name, allow_drift=allow_drift)
     pid = launch.spawn_runner(run)
     launch.wait_ready(run, pid)
     return 0, run

@@ -97,6 +97,8 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
         f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
+    if r.get("damaged"):
+        lines.insert(1, f"  damaged   {r['damaged']}")
     if summary["jobs"]:
         lines.append(f"{summary['engine'] or 'batch'} jobs ({len(summary['jobs'])})")
         lines += [f"  attempt {j.get('attempt')}  job {j['job_id']}  {j.get('state') or fmt.NA}"

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.rundir import jsonio
+
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
 ITER_DIR = re.compile(r"^iter_(\d{7,})$")
 # Weights saved with save_safetensors=False: torch pickles we can only check for size.
@@ -100,8 +102,7 @@ def step_of(path: Path) -> int | None:
         return int(m.group(1))
     if path.is_dir():
         try:
-            with open(path / "trainer_state.json") as f:
-                step = json.load(f).get("global_step")
+            step = jsonio.load_file(path / "trainer_state.json").get("global_step")
             if isinstance(step, int) and not isinstance(step, bool):
                 return step
         except (OSError, ValueError, AttributeError):

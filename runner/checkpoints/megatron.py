@@ -18,7 +18,6 @@ We cannot read distcp tensors without torch, so a Megatron check is structural:
 from __future__ import annotations
 
 import io
-import json
 import os
 import pickletools
 import re
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
                                          is_megatron_iter_dir, tracker_iteration, weights_sibling)
+from runner.rundir import jsonio
 
 COMMON = "common.pt"
 MP_RANK_DIR = re.compile(r"^mp_rank_\d{2}(_\d{3})?$")
@@ -77,7 +77,7 @@ def _check_torch_dist(d: Path, base: Path, files: set[str], report: MegatronRepo
             report.problems.append(("missing_shard", f"{d.name}/{name} is missing"))
     if "metadata.json" in files:
         try:
-            meta = json.loads((d / "metadata.json").read_text())
+            meta = jsonio.loads((d / "metadata.json").read_text())
             if not isinstance(meta, dict):
                 raise ValueError("not an object")
         except (OSError, ValueError) as exc:

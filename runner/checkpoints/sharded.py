@@ -6,10 +6,11 @@ catch a ``-of-0000Y`` set with fewer than Y files on disk.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from runner.rundir import jsonio
 
 SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})(?P<ext>\.safetensors|\.bin)$")
 
@@ -25,7 +26,7 @@ def read_index(path: Path) -> IndexReport:
     """Parse an index file; a broken one is reported, not raised."""
     report = IndexReport()
     try:
-        obj = json.loads(path.read_text())
+        obj = jsonio.loads(path.read_text())
     except (OSError, ValueError) as exc:
         report.problems.append(("corrupt_header", f"{path.name} is not readable JSON: {exc}"))
         return report

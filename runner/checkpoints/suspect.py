@@ -12,12 +12,12 @@ in ``trainer_state.json`` inside the checkpoint.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from runner.core.monitors import Monitors, Thresholds, fmt_num
 from runner.core.numbers import as_float
+from runner.rundir import jsonio
 
 
 def excursion_at(points: Iterable[tuple[int, float]], step: int,
@@ -57,8 +57,7 @@ def points_from_records(records: Iterable[dict]) -> list[tuple[int, float]]:
 
 def points_from_trainer_state(ckpt_dir: Path) -> list[tuple[int, float]]:
     try:
-        with open(ckpt_dir / "trainer_state.json") as f:
-            history = json.load(f).get("log_history")
+        history = jsonio.load_file(ckpt_dir / "trainer_state.json").get("log_history")
     except (OSError, ValueError, AttributeError):
         return []
     return points_from_records(h for h in history if isinstance(h, dict)) if isinstance(history, list) else []

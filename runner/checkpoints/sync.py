@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from runner.rundir import jsonio
+from runner.core import bounds
 from runner.ops.settings import seconds
 
 MARKER = ".moeconsole-sync.json"      # in each synced copy: where it came from, when, how checked
@@ -58,8 +59,8 @@ class SyncSettings:
         if dest is not None and (not isinstance(dest, str) or not dest or "\0" in dest):
             raise ValueError("dest must be a directory path")
         keep = s.get("keep_last", 3)
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-            raise ValueError("keep_last must be an integer >= 1")
+        if not bounds.POSITIVE_COUNT.contains(keep):
+            raise ValueError(f"keep_last must be {bounds.POSITIVE_COUNT.describe()}")
         full = s.get("full", False)
         if not isinstance(full, bool):
             raise ValueError("full must be true or false")

@@ -8,13 +8,13 @@ serious one, so an empty stub is never hidden behind a lesser complaint.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.rundir import jsonio
 from runner.checkpoints import adapter, megatron, sharded, suspect
 from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, Checkpoint,
                                          layout_of, step_of)
@@ -72,7 +72,7 @@ class _Findings:
 
 def _read_json(path: Path) -> tuple[dict | None, str | None]:
     try:
-        obj = json.loads(path.read_text())
+        obj = jsonio.loads(path.read_text())
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as exc:

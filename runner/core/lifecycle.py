@@ -10,11 +10,11 @@ Times are the runner's monotonic clock (``now``); deadlines are compared, never 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Union
 
 from runner.core.state import TERMINAL, Status
+from runner.core.bounds import GRACE, sane_seconds
 
 PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
 ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often while anything lives
@@ -181,14 +181,6 @@ class Settings:
     ceiling_s: float
 
 
-def sane_seconds(value: float | None, default: float) -> float:
-    try:
-        v = float(value) if value is not None else default
-    except (TypeError, ValueError):
-        return default
-    return v if math.isfinite(v) and v >= 0 else default
-
-
 # ---- the function -----------------------------------------------------------------------------
 def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     """The next lifecycle state and what to do, for one event."""
@@ -282,7 +274,7 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[L
 
 def _begin_kill(life: Life, reason: str, now: float, grace: float | None, *, by: str = "runner",
                 now_restart: bool = False) -> tuple[Life, list[Effect]]:
-    g = sane_seconds(grace, 10.0)
+    g = sane_seconds(grace, 10.0, GRACE)
     kill = Kill(reason, now, now + g, by, now_restart=now_restart)
     return (replace(life, status=Status.STOPPING, kill=kill),
             [SignalTree("TERM", reason), Record("kill", {"reason": reason, "requested_by": by, "grace_s": g}),
@@ -293,7 +285,7 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
     status = life.status
     busy = status in (Status.RUNNING, Status.STOPPING) and (life.attempt_live or life.kill is not None)
     if ev.cmd == "kill":
-        grace = sane_seconds(ev.grace_s, cfg.grace_s)
+        grace = sane_seconds(ev.grace_s, cfg.grace_s, GRACE)
         if life.kill:
             kill = replace(life.kill, reason="user", requested_by=ev.by) if life.kill.reason != "user" else life.kill
             return replace(life, kill=kill), [Reply({"ok": True, "message": f"already stopping ({life.kill.reason})"})]

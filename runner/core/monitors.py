@@ -35,9 +35,10 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from runner.core.numbers import as_float
 from runner.core.columns import COLUMN_FIELDS, records_to_columns
 from runner.core.errors import InputError
+from runner.core import bounds
+from runner.core.errors import shown
 
 WARNING, CRITICAL = "warning", "critical"
 
@@ -104,18 +105,28 @@ class Thresholds:
 
 
 def _check_threshold(key: str, raw: Any, type_: Any) -> Any:
+    """One ``alerts:`` value: a whole number of values (windows, warm-ups) or a finite
+    non-negative number (factors, fractions, GiB), in the ranges of runner.core.bounds."""
     type_s = str(type_)
     if raw is None and "None" in type_s:
         return None
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise InputError(f"alerts: {key} must be a number, got {raw!r}")
-    if not math.isfinite(raw) or raw < 0:
-        raise InputError(f"alerts: {key} must be a finite number >= 0, got {raw!r}")
+        raise InputError(f"alerts: {key} must be a number, got {shown(raw)}")
     if type_s.startswith("int"):
-        if int(raw) != raw:
-            raise InputError(f"alerts: {key} must be a whole number, got {raw!r}")
-        return int(raw)
-    return float(raw)
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        if not isinstance(raw, int):
+            raise InputError(f"alerts: {key} must be a whole number, got {shown(raw)}")
+        rng = bounds.COUNT
+    else:
+        rng = _THRESHOLD
+    try:
+        return bounds.check(raw, rng, f"alerts: {key}")
+    except bounds.OutOfRange as exc:
+        raise InputError(str(exc).replace("alerts: " + key + ": ", f"alerts: {key} ", 1)) from None
+
+
+_THRESHOLD = bounds.Range(0.0, 1e12, unit="threshold")
 
 
 # ----------------------------------------------------------------------------- helpers

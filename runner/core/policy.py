@@ -12,6 +12,8 @@ from typing import Iterable
 
 from runner.core.crash import CrashVerdict
 from runner.core.errors import InputError
+from runner.core import bounds
+from runner.core.errors import shown
 
 RESTART, PAUSE, FAIL, STOP = "restart", "pause", "fail", "stop"
 CRITICAL, WARNING = "critical", "warning"
@@ -58,21 +60,27 @@ class RestartSettings:
         return settings
 
 
+_FACTOR = bounds.Range(1.0, 100.0, unit="factor")
+
+
 def _check_value(key: str, value, type_name: str):
+    """One ``restart:`` value against its range (runner.core.bounds): counts, durations, the
+    backoff factor."""
     wants_int = type_name in ("int", int)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             wants_int and not isinstance(value, int)):
         kind = "an integer" if wants_int else "a number"
-        raise InputError(f"restart.{key}: expected {kind}, got {value!r}")
-    if not math.isfinite(value):
-        raise InputError(f"restart.{key}: must be finite, got {value!r}")
-    if key == "backoff_factor" and value < 1:
-        raise InputError(f"restart.{key}: must be >= 1, got {value!r}")
-    if key in ("max_crashes_per_window", "no_progress_attempts") and value < 1:
-        raise InputError(f"restart.{key}: must be >= 1, got {value!r}")
-    if value < 0:
-        raise InputError(f"restart.{key}: must be >= 0, got {value!r}")
-    return value if wants_int else float(value)
+        raise InputError(f"restart.{key}: expected {kind}, got {shown(value)}")
+    if key == "backoff_factor":
+        rng = _FACTOR
+    elif wants_int:
+        rng = bounds.POSITIVE_COUNT if key in ("max_crashes_per_window", "no_progress_attempts") else bounds.COUNT
+    else:
+        rng = bounds.SECONDS
+    try:
+        return bounds.check(value, rng, f"restart.{key}")
+    except bounds.OutOfRange as exc:
+        raise InputError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,24 @@
 """The ``state.json`` contract: a run's status enum and the typed, versioned state record.
 
 The runner is the only writer; the UI, ``--json``, the run browser and ``launch`` read it. The
-status is a ``str`` enum, so ``state["status"] == "running"`` and the JSON on disk stay exactly
-what they were before the enum existed.
+file is read and written through one model (``StateFile``, a msgspec struct that refuses unknown
+keys and wrongly typed or out-of-range values), so a damaged file is found where it is read, as
+one line naming the key (``state.json: Expected `str`, got `int` - at `$.status```), and never
+reaches code that would trip over it. Readers get the state as a plain dict (``.get`` works as
+before); the status is a ``str`` enum, so ``state["status"] == "running"`` holds.
 """
 from __future__ import annotations
 
 import enum
-import json
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 STATE_VERSION = 1
+MAX_STATE_BYTES = 4 << 20  # a state file is a few KiB; anything near this is not ours
 
 
 class Status(str, enum.Enum):
@@ -26,6 +31,7 @@ class Status(str, enum.Enum):
     UNSAVED = "unsaved"     # the training finished, but no verified checkpoint holds its result
     FAILED = "failed"
     KILLED = "killed"
+    IMPORTED = "imported"  # a foreign log opened in the run browser: no runner, never live
 
     def __str__(self) -> str:  # "running", not "Status.RUNNING", in messages and f-strings
         return self.value
@@ -53,43 +59,11 @@ LIVE = frozenset({Status.STARTING, Status.RUNNING, Status.COOLDOWN, Status.PAUSE
 ATTEMPT_LIVE = frozenset({Status.RUNNING, Status.STOPPING})
 
 
-class RunnerInfo(TypedDict):
-    pid: int
-    start_time: float | None
-    host: str
-
-
+# ---- the in-memory shapes other modules build (engines, journal) -------------------------------
 class TrackedPid(TypedDict):
     pid: int
     start_time: float
-    role: str  # "leader" | "child"
-
-
-class Cooldown(TypedDict):
-    until: float
-    ceiling_at: float
-    waiting_on: list[str]
-    reason: str
-
-
-# "class" is a Python keyword, so this one is spelled in the functional form
-LastCrash = TypedDict("LastCrash", {"class": str, "attempt": int, "summary": str})
-
-
-class LastCheckpoint(TypedDict, total=False):
-    path: str
-    step: int | None
-    verdict: str | None
-    ok: bool
-
-
-class AttemptHistory(TypedDict, total=False):
-    attempt: int
-    started_at: float
-    ended_at: float
-    resumed_step: int | None
-    last_step: int | None
-    crash_class: str | None
+    role: str  # "waiter" | "leader" | "child"
 
 
 class BadSaves(TypedDict):
@@ -103,13 +77,6 @@ class Storage(TypedDict):
     error: str
     since: float
     pending_records: int
-
-
-class Ingest(TypedDict):
-    """How far log ingestion trails the end of ``train.log``."""
-    offset: int
-    size: int
-    lag_bytes: int
 
 
 class JobRecord(TypedDict, total=False):
@@ -130,55 +97,182 @@ class JobRecord(TypedDict, total=False):
     failed_nodes: list[str]     # after NODE_FAIL: the job's nodes sinfo lists down, "node2: down* (Not responding)"
 
 
-class RunState(TypedDict, total=False):
-    v: int
-    status: Status
-    run_id: str
-    name: str
-    attempt: int
-    restarts: int
-    max_restarts: int
-    runner: RunnerInfo | None
-    pids: list[TrackedPid]
-    pgid: int | None
-    step: int | None
-    max_steps: int | None
-    last_loss: float | None
-    min_loss: float | None
-    step_time_s: float | None
-    recipe_hash: str
-    cooldown: Cooldown | None
-    resumed_from: str | None
-    last_crash: LastCrash | None
-    last_checkpoint: LastCheckpoint | None
-    bad_saves: BadSaves | None
-    checkpoint_root: str | None
-    port: int | None
-    log_offset: int
-    history: list[AttemptHistory]
-    pause_reason: str | None
-    exit_code: int | None
-    started_at: float
-    ended_at: float | None
-    attempt_started_at: float
-    first_step_at: float | None
-    updated_at: float
-    stale_after_s: float
-    allow_drift: bool
-    no_resume: bool
-    verified: list[str]
-    cost_per_hour: float | None
-    mem_capacity_gib: float | None
-    storage: Storage | None
-    ingest: Ingest | None
-    engine: str
-    job: JobRecord | None
+# ---- the file's model -------------------------------------------------------------------------
+# Ranges: a PID fits Linux's pid_max (2^22), a count or an offset fits 63 bits, a time is a
+# finite number of seconds. A value outside is damage, not data.
+Pid = Annotated[int, msgspec.Meta(ge=1, le=1 << 22)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]
+Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
+Seconds = Annotated[float, msgspec.Meta(ge=0)]
+Step = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+
+
+class _Record(msgspec.Struct, forbid_unknown_fields=True):
+    """A part of state.json this module owns: unknown keys are damage."""
+
+
+class RunnerRec(_Record):
+    pid: Pid | None = None  # {} is "no runner recorded", as a run directory written by hand may say
+    start_time: float | None = None
+    host: str = ""
+
+
+class PidRec(_Record):
+    pid: Pid
+    start_time: float
+    role: Literal["waiter", "leader", "child"] = "child"  # records from before roles: a child
+
+
+class CooldownRec(_Record):
+    until: float
+    ceiling_at: float
+    waiting_on: list[str] = []
+    reason: str = ""
+
+
+class CrashRec(_Record):
+    cls: str = msgspec.field(name="class")
+    attempt: Count = 0
+    summary: str = ""
+
+
+class CheckpointRec(_Record):
+    path: str = ""
+    step: Step | None = None
+    verdict: str | None = None
+    ok: bool = False
+
+
+class HistoryRec(_Record):
+    attempt: Count = 0
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    resumed_step: Step | None = None
+    last_step: Step | None = None
+    crash_class: str | None = None
+    memory_verdict: str | None = None  # a CUDA OOM's verdict (runner.core.oom)
+
+
+class BadSavesRec(_Record):
+    total: Count = 0
+    in_a_row: list[str] = []
+
+
+class ImportRec(_Record):
+    """A foreign log being read in the console's scratch directory (console/foreign.py)."""
+    progress: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.0
+    done: bool = False
+    records: Count = 0
+    bytes: Count = 0
+    error: str | None = None
+
+
+class StorageRec(_Record):
+    error: str
+    since: float
+    pending_records: Count = 0
+
+
+class IngestRec(_Record):
+    offset: Count
+    size: Count
+    lag_bytes: Count = 0
+
+
+class JobRec(msgspec.Struct):
+    """A batch job as its engine reports it (``JobRecord``): the engine owns these keys, so a
+    newer engine's extra key is kept rather than called damage; the known ones are typed."""
+    v: int = 1
+    engine: str = ""
+    attempt: Count = 0
+    job_id: str = ""
+    job_name: str = ""
+    submitted_at: float | None = None
+    state: str | None = None
+    reason: str | None = None
+    nodes: list[str] = []
+    exit_code: int | None = None
+    signal: int | None = None
+    source: str | None = None
+    ended_at: float | None = None
+
+
+class SyncRec(msgspec.Struct):
+    """The checkpoint sync's report (``SyncStatus.to_dict``), owned by runner/checkpoints/sync."""
+    dest: str = ""
+    last_synced_step: Step | None = None
+    last_synced_at: float | None = None
+    pending: str | None = None
+    pending_since: float | None = None
+    failures: Count = 0
+    last_error: str | None = None
+    lag_s: float = 0.0
+
+
+class StateFile(_Record):
+    """Every key ``state.json`` may hold (docs/run-directory.md describes each). A key the
+    writer did not give stays out of the file (``UNSET``); ``null`` stays ``null``."""
+    v: Annotated[int, msgspec.Meta(ge=1, le=STATE_VERSION)] | UnsetType = UNSET  # a newer schema is refused
+    updated_at: float | None | UnsetType = UNSET
+    status: Status | None | UnsetType = UNSET
+    run_id: str | None | UnsetType = UNSET
+    name: str | None | UnsetType = UNSET
+    engine: Literal["local", "slurm"] | None | UnsetType = UNSET
+    attempt: Count | None | UnsetType = UNSET
+    restarts: Count | None | UnsetType = UNSET
+    max_restarts: Count | None | UnsetType = UNSET
+    runner: RunnerRec | None | UnsetType = UNSET
+    pids: list[PidRec] | UnsetType = UNSET
+    pgid: Pid | None | UnsetType = UNSET
+    step: Step | None | UnsetType = UNSET
+    max_steps: Step | None | UnsetType = UNSET
+    step_at_attempt_start: Step | None | UnsetType = UNSET
+    last_loss: float | None | UnsetType = UNSET
+    min_loss: float | None | UnsetType = UNSET
+    step_time_s: float | None | UnsetType = UNSET
+    recipe_hash: str | None | UnsetType = UNSET
+    cooldown: CooldownRec | None | UnsetType = UNSET
+    resumed_from: str | None | UnsetType = UNSET
+    last_crash: CrashRec | None | UnsetType = UNSET
+    last_checkpoint: CheckpointRec | None | UnsetType = UNSET
+    bad_saves: BadSavesRec | None | UnsetType = UNSET
+    checkpoint_root: str | None | UnsetType = UNSET
+    port: Port | None | UnsetType = UNSET
+    log_offset: Count | None | UnsetType = UNSET
+    history: list[HistoryRec] | UnsetType = UNSET
+    pause_reason: str | None | UnsetType = UNSET
+    exit_code: int | None | UnsetType = UNSET
+    started_at: float | None | UnsetType = UNSET
+    ended_at: float | None | UnsetType = UNSET
+    attempt_started_at: float | None | UnsetType = UNSET
+    first_step_at: float | None | UnsetType = UNSET
+    stale_after_s: Seconds | None | UnsetType = UNSET
+    allow_drift: bool | UnsetType = UNSET
+    no_resume: bool | UnsetType = UNSET
+    verified: list[str] | UnsetType = UNSET
+    cost_per_hour: float | None | UnsetType = UNSET
+    mem_capacity_gib: float | None | UnsetType = UNSET
+    storage: StorageRec | None | UnsetType = UNSET
+    ingest: IngestRec | None | UnsetType = UNSET
+    job: JobRec | None | UnsetType = UNSET
+    sync: SyncRec | None | UnsetType = UNSET
+    # the memory watch's per-GPU envelope and forecast (runner.core.memory.MemoryWatch.to_dict,
+    # which owns its keys)
+    memory: dict[str, Any] | None | UnsetType = UNSET
+    recovered_from: str | None | UnsetType = UNSET
+    # a foreign log opened in the run browser (console/foreign.py)
+    source_path: str | None | UnsetType = UNSET
+    imported_at: float | None | UnsetType = UNSET
+    import_: ImportRec | None | UnsetType = msgspec.field(default=UNSET, name="import")
+
+
+RunState = dict  # what readers get: StateFile's keys that hold a value, as plain JSON types
 
 
 @dataclass(frozen=True)
 class LoadedState:
-    """A state file as read: the record (empty when unreadable) and why it could not be used."""
-    state: RunState
+    """A state file as read: the record (empty when unusable) and why it could not be used."""
+    state: dict = field(default_factory=dict)
     problem: str | None = None
 
     @property
@@ -186,51 +280,49 @@ class LoadedState:
         return Status.parse(self.state.get("status"))
 
 
-_INT_KEYS = ("attempt", "restarts", "log_offset")
+_encoder = msgspec.json.Encoder()
 
 
-def coerce(raw: Any) -> tuple[RunState, str | None]:
-    """A raw JSON object as a ``RunState``: unknown status and wrongly typed counters are dropped
-    (with the reason), so a damaged file never crashes a reader or the runner."""
-    if not isinstance(raw, dict):
-        return RunState(), "state.json is not a JSON object"
-    state: dict = dict(raw)
-    problems = []
-    status = Status.parse(state.get("status"))
-    if state.get("status") is not None and status is None:
-        problems.append(f"unknown status {state.get('status')!r}")
-        state.pop("status")
-    elif status is not None:
-        state["status"] = status
-    for key in _INT_KEYS:
-        if key in state and not (isinstance(state[key], int) and not isinstance(state[key], bool)
-                                 and state[key] >= 0):
-            problems.append(f"bad {key} {state[key]!r}")
-            state.pop(key)
-    for key in ("pids", "history", "verified"):
-        if key in state and not isinstance(state[key], list):
-            problems.append(f"bad {key}")
-            state.pop(key)
-    if "pids" in state:
-        state["pids"] = [p for p in state["pids"] if isinstance(p, dict) and isinstance(p.get("pid"), int)
-                         and isinstance(p.get("start_time"), (int, float))]
-    if "runner" in state and not isinstance(state["runner"], dict):
-        state["runner"] = None
-    return RunState(**state), ("; ".join(problems) or None)
+def as_dict(model: StateFile) -> dict:
+    """The model as readers use it: plain JSON types, keys that hold no value left out."""
+    out = msgspec.to_builtins(model)
+    return out if isinstance(out, dict) else {}
+
+
+def from_dict(state: dict) -> StateFile:
+    """A writer's dict as the model (a value of the wrong type is a bug: ``StateError``)."""
+    try:
+        return msgspec.convert(state, StateFile, strict=False)
+    except msgspec.ValidationError as exc:
+        raise StateError(f"state not written: {exc}") from None
+
+
+def encode(state: dict) -> bytes:
+    """The file's bytes for a writer's dict, checked against the model first."""
+    return msgspec.json.format(_encoder.encode(from_dict(_finite(state))), indent=1) + b"\n"
+
+
+def _finite(obj: Any) -> Any:
+    """NaN and infinity have no JSON number: the state keeps None for them (a reader sees 'no
+    value', the same as a missing loss)."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+class StateError(ValueError):
+    """state.json cannot be read as a state, or a writer's state does not fit the model."""
 
 
 def load(path: Path | str) -> LoadedState:
-    """The typed loader: never raises; a missing, truncated or corrupt file says so in ``problem``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return LoadedState(RunState(), "no state.json")
-    except OSError as exc:
-        return LoadedState(RunState(), f"cannot read state.json: {exc.strerror or exc}")
-    try:
-        with os.fdopen(fd, "rb") as f:
-            raw = json.loads(f.read())
-    except (OSError, ValueError) as exc:
-        return LoadedState(RunState(), f"state.json is corrupt: {exc}")
-    state, problem = coerce(raw)
-    return LoadedState(state, problem)
+    """The typed loader: never raises; a missing, truncated, corrupt or wrongly typed file says
+    so in ``problem`` (and the state is empty)."""
+    from runner.rundir.runfiles import read
+    model, problem = read(path, StateFile, max_bytes=MAX_STATE_BYTES)
+    if model is None:
+        return LoadedState({}, problem or "no state.json")
+    return LoadedState(as_dict(model))

@@ -36,6 +36,7 @@ from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classif
                                    parse_number, record_from_mapping)
 from runner.rundir.jsonio import dumps
 from runner.core.columns import COLUMN_FIELDS, records_to_columns
+from runner.rundir.secrets import is_secret_name, mask_lines
 
 CHUNK = 8 << 20
 FIRST_CHUNK = 256 << 10
@@ -235,7 +236,13 @@ class Template:
         lit("}," + '"src":' + _json.dumps(self.src) + "}\n")
         fmt = b"".join(pieces)
         getter = itemgetter(*order) if len(order) > 1 else (lambda row, g=order[0]: (row[g],))
-        self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
+        texts = [v.rgroup - 1 for v in self.values if v.role == "extra" and v.json == "text"]
+        if texts:  # a quoted text value may hold a token the training printed: masked on the way out
+            probe = itemgetter(*texts) if len(texts) > 1 else (lambda row, g=texts[0]: (row[g],))
+            self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))),
+                                                     probe=b"\n".join(b"\n".join(probe(r)) for r in rows))
+        else:
+            self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)
 
     def step_group(self, records: bool) -> int:
@@ -322,6 +329,8 @@ class Template:
         if classify_mapping(mapping) != "metric" or any(eval_key(k) is not None for k in mapping) \
                 or not cls._assign_roles(values, mapping):
             return None   # evaluation values beside the step's go through the parser
+        if any(is_secret_name(k) for k in mapping):
+            return None  # a secret-named value: the parser's records mask it, a template would copy it
         src = object_src(mapping, json_text=seg.startswith(b'{"'))
         return cls(anchor, values, parts, src, texts)
 

@@ -6,13 +6,14 @@ A path may be a log file, an ms-swift ``logging.jsonl``, a Hugging Face
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from runner.core.errors import InputError
+from runner.rundir import jsonio
+from runner.ingest.bulk import Batch, batch_from_events, concat_batches, fold_file, scan_file
 from runner.ingest.parser import MARK, RECORD, ParseStats
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
 
@@ -68,8 +69,7 @@ def _looks_like_trainer_state(p: Path) -> bool:
 def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
     """Records (src "hf_state") and marks from ``log_history``."""
     try:
-        with open(p, encoding="utf-8", errors="replace") as f:
-            state = json.load(f)
+        state = jsonio.loads(p.read_bytes().decode("utf-8", "replace"))
     except OSError as exc:
         raise InputError(f"{p}: {exc.strerror or exc}") from None
     except ValueError as exc:
@@ -105,7 +105,6 @@ def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
 
 def iter_batches(path: str | os.PathLike, want_records: bool = False) -> Iterator[tuple["Batch", ParseStats]]:
     """Record batches of any supported path, in order; the last stats are the totals."""
-    from runner.ingest.bulk import batch_from_events, scan_file
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
@@ -121,7 +120,6 @@ def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[
               workers: int = 2, report: Callable[[int, int], None] | None = None) -> tuple[Any, ParseStats]:
     """``fold_file`` for any supported path (two processes for a big log file); ``report(done,
     total)`` as the reading goes."""
-    from runner.ingest.bulk import batch_from_events, fold_file
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
@@ -136,7 +134,6 @@ def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[
 
 def records_from_path(path: str | os.PathLike) -> tuple[list[dict], ParseStats]:
     """All metric records of a log, logging.jsonl, trainer_state.json or directory."""
-    from runner.ingest.bulk import concat_batches
     batches, stats = [], ParseStats()
     for batch, stats in iter_batches(path, want_records=True):
         batches.append(batch)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import collections
 import json
+from dataclasses import dataclass
+from typing import Any
 
 from runner.ingest.bulk import Batch, ChunkScanner, batch_from_events
 from runner.ingest.parser import MARK, RECORD, Event, LogParser
@@ -103,35 +105,58 @@ def _events_of(batch: Batch) -> list[Event]:
 
 # ---- the runner's side of a batch: pure functions, tested without a runner -------------------
 
-def rows_to_write(records: list, steps: list[int], last: int | None) -> tuple[list[int], list[int], int | None]:
-    """Which rows of a batch the runner writes: (kept, counted, newest step). A step at or
+@dataclass(frozen=True)
+class Written:
+    """How far an attempt's metric records are written: the newest step of any record (the
+    progress; an inferred step's duplicate) and the newest step a record really carried."""
+    step: int | None = None
+    real: int | None = None
+
+    @classmethod
+    def upto(cls, step: int | None) -> "Written":
+        return cls(step, step)
+
+
+def _inferred(rec: Any) -> bool:
+    return type(rec) is not bytes and bool((rec.get("extra") or {}).get("step_inferred"))
+
+
+def rows_to_write(records: list, steps: list[int], last: Written) -> tuple[list[int], list[int], Written]:
+    """Which rows of a batch the runner writes: (kept, counted, how far written). A step at or
     below the last one written is a duplicate (after an adoption, or a repeated line) and is
     never written twice; a memory report (Megatron's per rank, DeepSpeed's, ``MEMORY_SRCS``) at or
-    after the last step written is kept as a record of its own but is not a new step (DeepSpeed
-    prints its report before the trainer's record of the same step). ``counted``: the kept rows
-    that are new steps."""
+    after the newest step written is kept as a record of its own but is not a new step (DeepSpeed
+    prints its report before the trainer's record of the same step). A record whose step the
+    parser inferred (its line carried no readable step) never makes a real record a duplicate:
+    both are kept, as ``parse`` keeps them. ``counted``: the kept rows that are new steps."""
     n = len(steps)
-    if n and set(map(type, records)) == {bytes} and (last is None or steps[0] > last) and \
+    if n and set(map(type, records)) == {bytes} and (last.step is None or steps[0] > last.step) and \
             all(a < b for a, b in zip(steps, steps[1:])):
         rows = list(range(n))  # the usual batch: template rows, each a new step
-        return rows, rows, steps[-1]
+        return rows, rows, Written.upto(steps[-1])
     kept: list[int] = []
     counted: list[int] = []
+    newest, real = last.step, last.real
     for i, step in enumerate(steps):
         rec = records[i]
         if type(rec) is not bytes:
             if not isinstance(rec.get("step"), int):
                 continue
             if rec.get("src") in MEMORY_SRCS:
-                if last is None or step >= last:
+                if newest is None or step >= newest:
                     kept.append(i)
                 continue
-        if last is not None and step <= last:
+        if _inferred(rec):
+            if newest is not None and step <= newest:
+                continue
+        elif real is not None and step <= real:
             continue
+        else:
+            real = step
         kept.append(i)
         counted.append(i)
-        last = step
-    return kept, counted, last
+        newest = step if newest is None else max(newest, step)
+    return kept, counted, Written(newest, real)
 
 
 def metric_lines(records: list, kept: list[int], stamp: dict) -> tuple[list[dict | None], list[bytes | None]]:

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from runner.rundir.secrets import mask_field
+
 RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
 
 _NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -334,7 +336,8 @@ def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> 
             continue
         ex = convert_extra(value)
         if ex is not None:
-            extra[str(key)[:100]] = ex
+            name = str(key)[:100]
+            extra[name] = mask_field(name, ex)  # a token the training prints never reaches a file
     rec["extra"] = extra
     rec["src"] = src
     return rec

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from prometheus_client.core import Metric
 
 from runner.rundir import jsonio, rundir
+from runner.core import bounds
 from runner.ops.prometheus import MetricsView, families
 from runner.ops.tally import EventTally
 from runner.rundir.snapshot import RunWatcher
@@ -82,6 +83,18 @@ def write_textfile(path: Path, registry: CollectorRegistry) -> None:
     jsonio.atomic_write_bytes(path, generate_latest(registry), mode=0o644)
 
 
+def _textfile_problem(path: Path) -> str | None:
+    """Why metrics cannot be written to ``path`` (a directory, a missing parent), else None."""
+    try:
+        if path.is_dir():
+            return "is a directory; give a file path ending in .prom"
+        if not path.parent.is_dir():
+            return f"its directory {path.parent} does not exist"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m runner.ops.exporter")
     p.add_argument("run_dir")
@@ -106,9 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.port is not None and not 0 <= args.port <= 65535:
         sys.stderr.write(f"exporter: --port {args.port}: must be 0..65535\n")
         return 2
-    if not args.interval > 0:
-        sys.stderr.write(f"exporter: --interval {args.interval}: must be a positive number of seconds\n")
+    if not bounds.INTERVAL.contains(args.interval):
+        sys.stderr.write(f"exporter: --interval {args.interval}: must be {bounds.INTERVAL.describe()}\n")
         return 2
+    if args.textfile:
+        problem = _textfile_problem(Path(args.textfile))
+        if problem:
+            sys.stderr.write(f"exporter: --textfile {args.textfile}: {problem}\n")
+            return 2
     registry = CollectorRegistry(auto_describe=False)
     collector = RunMetrics(run, gpu=not args.no_gpu)
     registry.register(collector)
@@ -127,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     textfile = Path(args.textfile) if args.textfile else None
+    written = False
     next_write = 0.0
     while not stop.is_set():
         now = time.monotonic()
@@ -136,10 +155,18 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     write_textfile(textfile, registry)
                 except OSError as exc:
-                    sys.stderr.write(f"exporter: cannot write {textfile}: {exc}\n")
+                    sys.stderr.write(f"exporter: cannot write {textfile}: {exc.strerror or exc}\n")
+                    if not written:
+                        return 2  # never written: a usage problem, not a passing one
+                else:
+                    written = True
             else:
                 collector.refresh()
-            if args.parent_pid is None and collector.last_status in rundir.TERMINAL:
+            # By hand, the textfile of a run that is not live (finished, damaged) is written
+            # once; /metrics is served until stopped (a past run's numbers stay scrapeable).
+            # Beside a runner: until it ends.
+            if args.parent_pid is None and textfile is not None and args.port is None and \
+                    collector.last_status not in rundir.LIVE:
                 break
         if args.parent_pid is not None and not rundir.pid_alive(args.parent_pid):
             break

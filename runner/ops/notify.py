@@ -199,17 +199,24 @@ def _deliver(argv: Sequence[str]) -> int:
     if mode == "command":
         cmd = list(argv[4:])
         try:
-            proc = subprocess.run(cmd, input=payload, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _log_line(log, "command", False, f"{cmd[0]} did not finish within {timeout:g}s")
-            return 1
+            # A session of its own: on a timeout the command and everything it started (a
+            # `curl` under a shell script) is ended, not only the direct child.
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    start_new_session=True)
         except OSError as exc:
             _log_line(log, "command", False, f"{cmd[0]}: {exc.strerror or exc}")
             return 1
+        try:
+            _, err = proc.communicate(payload, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            from runner.process.proctree import kill_session
+            kill_session(proc.pid)
+            proc.wait()
+            _log_line(log, "command", False, f"{cmd[0]} did not finish within {timeout:g}s (its session was killed)")
+            return 1
         ok = proc.returncode == 0
         _log_line(log, "command", ok, f"{cmd[0]} exited {proc.returncode}"
-                  + ("" if ok else f": {proc.stderr.decode(errors='replace').strip()[-200:]}"))
+                  + ("" if ok else f": {err.decode(errors='replace').strip()[-200:]}"))
         return 0 if ok else 1
     url = os.environ.get(URL_ENV, "")
     req = urllib.request.Request(url, data=payload, method="POST",

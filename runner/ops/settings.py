@@ -4,15 +4,16 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from runner.core import bounds
+
 
 def seconds(section: Mapping[str, Any], key: str, default: float, *, positive: bool = False,
             below: float = math.inf) -> float:
-    """``section[key]`` as a finite number of seconds (> 0 with ``positive``, else >= 0);
-    ValueError naming the key otherwise."""
+    """``section[key]`` as a number of seconds in range (> 0 with ``positive``, else >= 0; at
+    most ``below`` and never beyond ``bounds.MAX_SECONDS``); ValueError naming the key."""
     v = section.get(key, default)
-    ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and \
-        (v > 0 if positive else v >= 0) and v < below
-    if not ok:
-        raise ValueError(f"{key} must be a finite number of seconds {'>' if positive else '>='} 0"
-                         + (f" and below {below:g}" if below != math.inf else ""))
-    return float(v)
+    rng = bounds.Range(0.0, min(below, bounds.MAX_SECONDS), lo_open=positive)
+    try:
+        return float(bounds.check(v, rng, key))
+    except bounds.OutOfRange as exc:
+        raise ValueError(str(exc)) from None

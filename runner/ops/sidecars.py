@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from runner.checkpoints.sync import CheckpointSyncer, SyncSettings
 from runner.ops.notify import Notifier, NotifySettings
+from runner.core import bounds
 from runner.ops.settings import seconds
 
 EXPORTER_RESPAWN_S = 5.0
@@ -45,7 +46,7 @@ class MetricsSettings:
         if unknown:
             raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}")
         port = s.get("port")
-        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
+        if port is not None and not bounds.PORT_OR_ANY.contains(port):
             raise ValueError("port must be an integer 0..65535 (0: any free port)")
         addr = s.get("addr", "127.0.0.1")
         if not isinstance(addr, str) or not addr:

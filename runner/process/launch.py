@@ -59,10 +59,17 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
     """Start ``python -m runner.supervisor RUN_DIR`` in a session of its own, detached from this
     terminal: closing the shell, the UI or the SSH connection does not touch it."""
     argv = runner_argv(run) + (["--restart"] if restart else [])
-    out = jsonio.open_append(run.runner_log)
+    try:
+        out = jsonio.open_append(run.runner_log)
+    except OSError as exc:
+        # A symlink planted as runner.log (ELOOP), a directory, a full disk: the file is refused,
+        # never the runner (a kill must still get through); its diagnostics are lost instead.
+        sys.stderr.write(f"{run.run_id}: cannot use {run.runner_log} ({exc.strerror or exc}); "
+                         f"the runner's diagnostics are discarded\n")
+        out = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-                                close_fds=True, env=runner_env(), cwd=os.getcwd())
+                                close_fds=True, env=runner_env(), cwd=_cwd())
     finally:
         os.close(out)
     # The runner outlives us; drop the Popen so nothing waits on it at exit. If it ends while
@@ -106,12 +113,28 @@ def _is_zombie(pid: int) -> bool:
     return not rundir.pid_alive(pid)
 
 
-def _tail(path: Path, n: int = 3) -> str:
+def _cwd() -> str:
+    """Where the runner starts: here, unless this directory is gone (then /)."""
     try:
-        lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
+        return os.getcwd()
+    except OSError:
+        return "/"
+
+
+def _tail(path: Path, n: int = 3, max_bytes: int = 64 * 1024) -> str:
+    """What the runner last said (its own error line when it refused to start), never through a
+    symlink (a planted one must not print another file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - max_bytes))
+            text = f.read(max_bytes).decode(errors="replace")
     except OSError:
         return ""
-    return " | ".join(lines[-n:])
+    lines = [l for l in text.splitlines() if l.strip()]
+    own = [l for l in lines if l.startswith("moeconsole runner:")]
+    return own[-1] if own else " | ".join(lines[-n:])
 
 
 def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:

@@ -236,6 +236,40 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
+def session_members(sid: int) -> list[int]:
+    """Every live process in session ``sid`` (read from /proc: a timed-out helper's whole
+    family, grandchildren included, whatever their process group)."""
+    out: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == sid:
+            out.append(int(name))
+    return out
+
+
+def kill_session(sid: int) -> list[int]:
+    """SIGKILL every process of session ``sid`` (the session leader included); the PIDs sent."""
+    sent = []
+    for pid in session_members(sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            sent.append(pid)
+        except OSError:
+            pass
+    return sent
+
+
 def reap_children() -> dict[int, int]:
     """Collect every exited child (we are a subreaper, so orphans too): {pid: raw wait status}."""
     out: dict[int, int] = {}

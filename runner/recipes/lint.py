@@ -12,6 +12,7 @@ import shutil
 from typing import Callable
 
 from runner.recipes import cmdline, recipe as recipes
+from runner.rundir.secrets import holds_token, is_secret_name
 
 Problem = dict
 
@@ -130,11 +131,11 @@ def _check_requirements(mod: str, level: str) -> list[Problem]:
 def check_secrets(recipe: dict) -> list[Problem]:
     out = []
     for k, v in recipe.get("env", {}).items():
-        if recipes.SECRET_KEY.search(k) and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", v):
+        if is_secret_name(k) and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", v):
             out.append(_p("warning", "secret_literal", f"env.{k} holds a literal secret; write ${{{k}}} to take it "
                                                        "from your environment (it is kept out of logs either way)"))
     for a in recipe["command"]:
-        if re.search(r"(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9]{20,})", a):
+        if holds_token(a):
             out.append(_p("error", "secret_in_argv", "a token appears in the command line, where every process "
                                                      "listing shows it: pass it through env instead"))
             break

@@ -13,19 +13,18 @@ import difflib
 from dataclasses import fields as dataclass_fields
 import hashlib
 import json
-import math
 import os
 import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-import yaml
-
+from runner.core import bounds
 from runner.recipes import cmdline
 from runner.rundir import secrets as secret_text
 from runner.recipes.cmdline import set_flag
-from runner.core.errors import InputError
+from runner.core.errors import InputError, shown
+from runner.rundir import yamlio
 
 if TYPE_CHECKING:
     from runner.core.memory import MemorySettings
@@ -83,7 +82,6 @@ _TOP_TYPES: dict[str, tuple[type, ...]] = {
     "metrics": (dict,), "notify": (dict,), "sync": (dict,), "slurm": (dict,),
 }
 
-SECRET_KEY = re.compile(r"(TOKEN|SECRET|PASSW|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)", re.I)
 REDACTED = "<redacted>"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -97,16 +95,23 @@ class RecipeError(InputError):
         super().__init__(f"{src}: {place}: {problem}" if place else f"{src}: {problem}")
 
 
-# Numbers with a lower bound: (bound, inclusive). Every number must also be finite; any other
-# ``*_s`` key (seconds) must be >= 0.
-_BOUNDS: dict[tuple[str, str], tuple[float, bool]] = {
-    ("cooldown", "floor_s"): (0.0, True), ("cooldown", "ceiling_s"): (0.0, True),
-    ("cooldown", "gpu_mem_tolerance_mib"): (0.0, True), ("cooldown", "poll_s"): (0.0, False),
-    ("kill", "grace_s"): (0.0, True), ("heartbeat", "timeout_s"): (0.0, False),
-    ("heartbeat", "stale_state_s"): (0.0, False), ("checkpoints", "settle_s"): (0.0, True),
-    ("checkpoints", "pause_after_bad_saves"): (0.0, True),
-    ("gpus", "memory_capacity_gib"): (0.0, False),
+# The range of every number in the sections above (runner.core.bounds owns the rule and the
+# messages). Any other ``*_s`` key is a duration (bounds.SECONDS); every number must be finite.
+_GIB = bounds.Range(0.0, float(1 << 20), lo_open=True, unit="GiB")
+_RANGES: dict[tuple[str, str], bounds.Range] = {
+    ("cooldown", "floor_s"): bounds.SECONDS, ("cooldown", "ceiling_s"): bounds.SECONDS,
+    ("cooldown", "gpu_mem_tolerance_mib"): bounds.Range(0.0, float(1 << 30), unit="MiB"),
+    ("cooldown", "poll_s"): bounds.Range(0.0, bounds.HOUR, lo_open=True),
+    ("kill", "grace_s"): bounds.GRACE, ("heartbeat", "timeout_s"): bounds.POSITIVE_SECONDS,
+    ("heartbeat", "stale_state_s"): bounds.POSITIVE_SECONDS, ("heartbeat", "startup_s"): bounds.SECONDS,
+    ("checkpoints", "settle_s"): bounds.SECONDS, ("gpus", "memory_capacity_gib"): _GIB,
+    ("checkpoints", "pause_after_bad_saves"): bounds.Range(0, 1 << 20, integer=True, unit="count"),
+    ("preflight", "port"): bounds.PORT,
+    ("swift", "validated_max_length"): bounds.Range(1, 1 << 30, integer=True, unit="count"),
+    ("swift", "dataset_samples"): bounds.Range(1, 1 << 50, integer=True, unit="count"),
 }
+_RANGES[("", "cost_per_hour")] = bounds.Range(0.0, 1e9, unit="money per hour")
+_ANY_NUMBER = bounds.Range(-1e300, 1e300, unit="any size")
 _NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\Z")
 
 
@@ -118,20 +123,20 @@ def _type_name(types: tuple[type, ...]) -> str:
 
 def _check_type(src: Path | str, place: str, value: Any, types: tuple[type, ...]) -> None:
     if isinstance(value, bool) and bool not in types:
-        raise RecipeError(src, place, f"expected {_type_name(types)}, got {value!r}")
+        raise RecipeError(src, place, f"expected {_type_name(types)}, got {shown(value)}")
     if not isinstance(value, types):
-        raise RecipeError(src, place, f"expected {_type_name(types)}, got {type(value).__name__} {value!r}")
+        raise RecipeError(src, place, f"expected {_type_name(types)}, got {type(value).__name__} {shown(value)}")
 
 
 def _check_number(src: Path | str, section: str, key: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return
-    place = f"{section}.{key}"
-    if not math.isfinite(value):
-        raise RecipeError(src, place, f"must be a finite number, got {value!r}")
-    bound, inclusive = _BOUNDS.get((section, key), (0.0, True) if key.endswith("_s") else (-math.inf, True))
-    if value < bound or (value == bound and not inclusive):
-        raise RecipeError(src, place, f"must be {'>=' if inclusive else '>'} {bound:g}, got {value!r}")
+    place = f"{section}.{key}" if section else key
+    rng = _RANGES.get((section, key)) or (bounds.SECONDS if key.endswith("_s") else _ANY_NUMBER)
+    try:
+        bounds.check(value, rng, place)
+    except bounds.OutOfRange as exc:
+        raise RecipeError(src, place, str(exc).partition(": ")[2]) from None
 
 
 def _check_text(src: Path | str, place: str, value: str) -> None:
@@ -162,7 +167,7 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
         raise RecipeError(src, "command", "empty list")
     for i, arg in enumerate(cmd):
         if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
-            raise RecipeError(src, f"command[{i}]", f"expected a string, got {arg!r}")
+            raise RecipeError(src, f"command[{i}]", f"expected a string, got {shown(arg)}")
         _check_text(src, f"command[{i}]", str(arg))
     for k, v in (raw.get("env") or {}).items():
         if not isinstance(k, str) or not k:
@@ -170,11 +175,11 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
         if "=" in k or "\0" in k:
             raise RecipeError(src, f"env.{k}", "an environment name cannot contain '=' or a NUL byte")
         if isinstance(v, (dict, list, bool)) or v is None:
-            raise RecipeError(src, f"env.{k}", f"expected a string value, got {v!r}")
+            raise RecipeError(src, f"env.{k}", f"expected a string value, got {shown(v)}")
         _check_text(src, f"env.{k}", str(v))
     name = raw.get("name")
     if name is not None and not _NAME_OK.match(name):
-        raise RecipeError(src, "name", f"{name!r}: use letters, digits and . _ + - (at most 64; it names run directories)")
+        raise RecipeError(src, "name", f"{shown(name)}: use letters, digits and . _ + - (at most 64; it names run directories)")
     for key in ("workdir", "description"):
         if isinstance(raw.get(key), str):
             _check_text(src, key, raw[key])
@@ -193,30 +198,26 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
                     _check_text(src, f"{key}.{sk}", sv)
                 choices = _CHOICES.get((key, sk))
                 if choices and sv not in choices:
-                    raise RecipeError(src, f"{key}.{sk}", f"must be one of {', '.join(choices)}, got {sv!r}")
+                    raise RecipeError(src, f"{key}.{sk}", f"must be one of {', '.join(choices)}, got {shown(sv)}")
             out[key] = {**out[key], **value}
         else:
             out[key] = value
     if out["engine"] not in _CHOICES[("engine",)]:
-        raise RecipeError(src, "engine", f"must be one of {', '.join(_CHOICES[('engine',)])}, got {out['engine']!r}")
+        raise RecipeError(src, "engine", f"must be one of {', '.join(_CHOICES[('engine',)])}, got {shown(out['engine'])}")
     if out["cooldown"]["ceiling_s"] < out["cooldown"]["floor_s"]:
         raise RecipeError(src, "cooldown.ceiling_s", f"must be >= cooldown.floor_s "
                           f"({out['cooldown']['ceiling_s']:g} < {out['cooldown']['floor_s']:g})")
-    port = out["preflight"]["port"]
-    if port is not None and not 1 <= port <= 65535:
-        raise RecipeError(src, "preflight.port", f"must be a TCP port 1..65535, got {port}")
     devices = out["gpus"]["devices"]
     if devices is not None and (not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
                                 or len(set(devices)) != len(devices)):
-        raise RecipeError(src, "gpus.devices", f"must be distinct GPU indexes (0, 1, ...), got {devices!r}")
+        raise RecipeError(src, "gpus.devices", f"must be distinct GPU indexes (0, 1, ...), got {shown(devices)}")
     if not all(isinstance(x, str) for x in out["lint"]["ignore"]):
         raise RecipeError(src, "lint.ignore", "must be a list of rule names")
     arg = out["resume"]["arg"]
     if arg is not None and not arg.startswith("-"):
-        raise RecipeError(src, "resume.arg", f"must be a flag such as --resume_from_checkpoint, got {arg!r}")
-    cost = out.get("cost_per_hour")
-    if cost is not None and (not math.isfinite(cost) or cost < 0):
-        raise RecipeError(src, "cost_per_hour", f"must be a finite number >= 0, got {cost!r}")
+        raise RecipeError(src, "resume.arg", f"must be a flag such as --resume_from_checkpoint, got {shown(arg)}")
+    if out.get("cost_per_hour") is not None:
+        _check_number(src, "", "cost_per_hour", out["cost_per_hour"])
     if out["swift"]["pins"] is not None:
         from runner.recipes.doctor import parse_pins
         try:
@@ -287,10 +288,7 @@ def _check_demo_faults(src: Path | str, argv: list[str]) -> None:
 
 
 def _parse_scalar(text: str) -> Any:
-    try:
-        return yaml.safe_load(text) if text != "" else ""
-    except yaml.YAMLError:
-        return text
+    return yamlio.scalar(text)
 
 
 _OPS_KEYS = {"metrics": ("port", "addr", "textfile", "interval_s"),
@@ -327,12 +325,13 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
     exactly what was typed."""
     raw = copy.deepcopy(raw)
     seen: dict[str, str] = {}
-    for item in overrides:
-        if "=" not in item:
+    for given in overrides:
+        item = given if len(given) <= 120 else given[:117] + "..."  # messages stay one readable line
+        if "=" not in given:
             raise InputError(f"{src} {item}: expected KEY=VALUE")
-        key, text = item.split("=", 1)
+        key, text = given.split("=", 1)
         if key in seen:
-            raise InputError(f"{src} {key}: given twice ({seen[key]!r} and {text!r}); give it once")
+            raise InputError(f"{src} {key}: given twice ({shown(seen[key])} and {shown(text)}); give it once")
         seen[key] = text
         parts = key.split(".")
         if any(not p for p in parts):
@@ -342,6 +341,8 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
                 raise InputError(f"{src} {item}: args takes one flag name (args.max_steps=100)")
             if "\0" in text:
                 raise InputError(f"{src} {item}: holds a NUL byte")
+            if not isinstance(raw.get("command") or [], list):
+                raise InputError(f"{src} {item}: the recipe's command is not a list, so it takes no --flag")
             cmd = [str(a) for a in raw.get("command") or []]
             raw["command"] = set_flag(cmd, "--" + parts[1], text)
             continue
@@ -366,21 +367,14 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
 
 
 def load(path: str | Path, overrides: list[str] | None = None) -> dict:
-    """Read, override and validate a recipe file. Every failure is an InputError (exit 2)."""
+    """Read, override and validate a recipe file. Every failure is an InputError (exit 2): a
+    missing, unreadable, oversized or non-regular file, YAML we do not accept (a duplicated
+    key, nesting or numbers beyond sense), a value the runner cannot use."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such recipe file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}: {where}: invalid YAML: {problem}") from None
+        raw = yamlio.load_file(path, what="recipe file")
+    except yamlio.YamlError as exc:
+        raise InputError(str(exc)) from None
     if raw is None:
         raise InputError(f"{path}: empty recipe")
     if overrides:
@@ -392,11 +386,24 @@ def load(path: str | Path, overrides: list[str] | None = None) -> dict:
     except RecipeError as exc:
         given = _override_for(exc.place, overrides or [])
         if given is not None:
-            raise InputError(f"--set {given}: {exc.problem}") from None
+            raise InputError(f"--set {given if len(given) <= 120 else given[:117] + '...'}: {exc.problem}") from None
         raise
     recipe["name"] = recipe["name"] or path.stem
     recipe["_recipe_dir"] = str(path.resolve().parent)
     return recipe
+
+
+def read_saved(run_dir: str | Path) -> tuple[dict, str | None]:
+    """A run's ``recipe.yaml`` as written at launch (secrets already masked), for readers that
+    show or compare it: (the mapping, None), or ({}, why it cannot be read)."""
+    path = Path(run_dir) / "recipe.yaml"
+    try:
+        raw = yamlio.load_file(path, what="run recipe")
+    except yamlio.YamlError as exc:
+        return {}, str(exc)
+    if not isinstance(raw, dict):
+        return {}, f"{path}: not a mapping"
+    return raw, None
 
 
 def _override_for(place: str, overrides: list[str]) -> str | None:
@@ -411,7 +418,8 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
 def recipe_hash(recipe: dict) -> str:
     """Identity of what is trained: argv and environment, secrets excluded, placeholders unfilled
     (so two runs of one recipe hash alike). Resume arguments are added later and not hashed."""
-    env = {k: v for k, v in sorted(recipe.get("env", {}).items()) if not is_secret_env(k)}
+    env = {k: masked_env_value(k, v) for k, v in sorted(recipe.get("env", {}).items())
+           if not secret_text.is_secret_name(k)}
     blob = json.dumps({"command": masked_command(recipe["command"]), "env": env}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -447,23 +455,33 @@ def attempt_argv(recipe: dict, values: dict[str, str], *, resume_from: str | Non
     return argv
 
 
-def is_secret_env(name: str) -> bool:
-    return bool(SECRET_KEY.search(name)) or secret_text.is_secret_name(name)
-
-
 def masked_command(argv: list[str]) -> list[str]:
-    """The command with secret flag values replaced by ``<redacted>`` (for recipe.yaml, the hash)."""
+    """The command as recipe.yaml shows it (and the hash sees it): a secret flag's value, a
+    token-shaped value and a URL's password replaced by ``<redacted>``."""
     argv = [str(a) for a in argv]
-    for i, value in secret_text.secret_positions(argv).items():
-        if not value or _ENV_REF.fullmatch(value):
-            continue
-        argv[i] = argv[i][: len(argv[i]) - len(value)] + REDACTED
+    hidden = secret_text.secret_positions(argv)
+    for i, arg in enumerate(argv):
+        value = hidden.get(i)
+        if value is not None:
+            if value and not _ENV_REF.fullmatch(value):
+                argv[i] = arg[: len(arg) - len(value)] + REDACTED
+        else:
+            argv[i] = secret_text.mask_values(arg, REDACTED)
     return argv
+
+
+def masked_env_value(name: str, value: str) -> str:
+    """An environment value as recipe.yaml shows it: a secret-named one replaced (unless it is a
+    ``${NAME}`` reference), tokens and URL passwords inside any other masked."""
+    if _ENV_REF.fullmatch(value):
+        return value
+    return REDACTED if secret_text.is_secret_name(name) else secret_text.mask_values(value, REDACTED)
 
 
 def secret_values(env: dict[str, str], argv: Sequence[str] = ()) -> list[str]:
     """Values that must never be written anywhere: secret-named env values, secret flags' values."""
-    values = [v for k, v in env.items() if is_secret_env(k)] + list(secret_text.secret_positions(list(argv)).values())
+    values = [v for k, v in env.items() if secret_text.is_secret_name(k)] + \
+        list(secret_text.secret_positions(list(argv)).values())
     return secret_text.Redactor(values).values
 
 
@@ -478,20 +496,21 @@ def redact_argv(argv: list[str], secrets: Sequence[str] = ()) -> list[str]:
 
 
 def for_run_dir(recipe: dict) -> dict:
-    """The recipe as written to ``recipe.yaml``: literal secret values (env and argv) replaced;
-    :func:`secrets_doc` holds them for ``secrets.json`` (mode 0600)."""
+    """The recipe as written to ``recipe.yaml``: literal secrets (secret-named env values, secret
+    flags' values, tokens and URL passwords anywhere in the command or the environment)
+    replaced; :func:`secrets_doc` holds them for ``secrets.json`` (mode 0600)."""
     r = {k: v for k, v in recipe.items() if not k.startswith("_")}
-    r["env"] = {k: (REDACTED if is_secret_env(k) and not _ENV_REF.fullmatch(v) else v)
-                for k, v in recipe.get("env", {}).items()}
+    r["env"] = {k: masked_env_value(k, v) for k, v in recipe.get("env", {}).items()}
     r["command"] = masked_command(recipe["command"])
     return r
 
 
 def secrets_doc(recipe: dict) -> dict | None:
-    """What ``secrets.json`` holds so the runner can launch what recipe.yaml no longer shows."""
-    env = {k: v for k, v in recipe.get("env", {}).items() if is_secret_env(k) and not _ENV_REF.fullmatch(v)}
+    """What ``secrets.json`` holds so the runner can launch what recipe.yaml no longer shows:
+    every environment value and argument that ``for_run_dir`` changed, as it was."""
+    env = {k: v for k, v in recipe.get("env", {}).items() if masked_env_value(k, v) != v}
     cmd = [str(a) for a in recipe["command"]]
-    argv = {str(i): cmd[i] for i, v in secret_text.secret_positions(cmd).items() if v and not _ENV_REF.fullmatch(v)}
+    argv = {str(i): cmd[i] for i, shown in enumerate(masked_command(cmd)) if shown != cmd[i]}
     if not env and not argv:
         return None
     return {"v": 1, "env": env, "argv": argv}
@@ -517,4 +536,4 @@ def restore_secrets(recipe: dict, doc: Any) -> dict:
 
 
 def dump_yaml(recipe: dict) -> str:
-    return yaml.safe_dump(recipe, sort_keys=False, default_flow_style=None)
+    return yamlio.dumps(recipe)

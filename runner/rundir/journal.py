@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from runner.rundir import jsonio, rundir
 from runner.core.state import Storage
+from runner.core.state import StateError
 
 RESERVE_BYTES = 256 * 1024
 PENDING_WARN = 10_000
@@ -116,6 +117,9 @@ class Journal:
         """Replace ``state.json``; on a full disk give up the reserve once to say so."""
         try:
             self.run.write_state(state)
+        except StateError as exc:  # a value the model refuses: say so, keep supervising
+            self.diag(str(exc))
+            return False
         except OSError as exc:
             self.failed(exc)
             if not self._release_reserve():

@@ -43,6 +43,22 @@ def dumps(obj: Any) -> str:
         return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, default=str)
 
 
+def loads(data: str | bytes, **kw: Any) -> Any:
+    """``json.loads`` for files we did not write (a checkpoint's index, a trainer_state.json):
+    nesting deeper than the interpreter can follow is a ``ValueError`` like any other bad JSON,
+    never a ``RecursionError`` that escapes the caller's ``except ValueError``."""
+    try:
+        return json.loads(data, **kw)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def load_file(path: Path | str, **kw: Any) -> Any:
+    """``loads`` of a whole file (OSError and ValueError as the caller expects them)."""
+    with open(path, "rb") as f:
+        return loads(f.read(), **kw)
+
+
 def atomic_write_json(path: Path | str, obj: Any) -> None:
     """Write to a temp file in the same directory, fsync, rename: readers never see half a file."""
     atomic_write_bytes(path, (json.dumps(_clean(obj), indent=1, allow_nan=False, default=str) + "\n").encode())
@@ -125,8 +141,7 @@ def append_jsonl(path: Path | str, obj: Any) -> None:
 
 def read_json(path: Path | str, default: Any = None) -> Any:
     try:
-        with open(path) as f:
-            return json.load(f)
+        return load_file(path)
     except (OSError, ValueError):
         return default
 
@@ -148,7 +163,7 @@ def iter_jsonl(path: Path | str, start: int = 0) -> Iterator[tuple[int, dict]]:
                 break
             offset += len(raw)
             try:
-                rec = json.loads(raw)
+                rec = loads(raw)
             except ValueError:
                 continue
             if isinstance(rec, dict):

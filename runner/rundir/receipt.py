@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
@@ -140,14 +139,21 @@ def header_digest(ckpt: Path) -> str | None:
 
 
 def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
-    try:
-        raw = yaml.safe_load(run.recipe.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        raw = {}
-    raw = raw if isinstance(raw, dict) else {}
+    """The recipe as launched, secrets masked again on the way out (a recipe.yaml written
+    before URL passwords were masked in it still shows none)."""
+    from runner.recipes import recipe as recipes
+    from runner.rundir.secrets import Redactor
+    raw, _ = recipes.read_saved(run.path)
+    redactor = Redactor.for_run_dir(run.path)
+    command = raw.get("command")
+    if isinstance(command, list):
+        command = [redactor.redact(a) for a in recipes.masked_command([str(a) for a in command])]
+    given = raw.get("env")
+    env = {str(k): redactor.redact(recipes.masked_env_value(str(k), str(v)))
+           for k, v in (given.items() if isinstance(given, dict) else [])}
     return {"name": raw.get("name") or state.get("name"), "hash": state.get("recipe_hash"),
-            "command": raw.get("command"), "env": raw.get("env") or {}, "engine": raw.get("engine", "local"),
-            "description": raw.get("description") or ""}
+            "command": command, "env": env, "engine": raw.get("engine", "local"),
+            "description": redactor.redact(str(raw.get("description") or ""))}
 
 
 def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -> Receipt:

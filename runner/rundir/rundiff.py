@@ -154,12 +154,9 @@ def _read_recipe(path: Path) -> dict:
     """recipe.yaml of a run dir, else a swift ``args.json`` (the recipe of a foreign run)."""
     rec = path / "recipe.yaml"
     if rec.is_file():
-        import yaml
-        try:
-            data = yaml.safe_load(rec.read_text())
-        except (OSError, yaml.YAMLError):
-            return {}
-        return flatten_recipe(data) if isinstance(data, dict) else {}
+        from runner.recipes.recipe import read_saved
+        data, _ = read_saved(path)
+        return flatten_recipe(data) if data else {}
     for candidate in (path / "args.json",):
         data = jsonio.read_json(candidate)
         if isinstance(data, dict):

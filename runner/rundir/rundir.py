@@ -23,7 +23,7 @@ from pathlib import Path
 
 from runner.rundir import jsonio
 from runner.core import state as run_state
-from runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status
+from runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
 from runner.core.errors import InputError
 
 # Statuses a run can be in (``runner.core.state.Status``, a str enum). Terminal ones end the runner.
@@ -93,17 +93,19 @@ class RunDir:
         return self.exits / f"attempt-{attempt}.json"
 
     def read_state(self) -> dict:
-        """The state as a plain dict (empty when missing or corrupt); see ``load_state``."""
-        raw = jsonio.read_json(self.state, default={})
-        return raw if isinstance(raw, dict) else {}
+        """The state as a plain dict, checked against the model (empty when missing, corrupt or
+        wrongly typed); ``load_state`` also says why."""
+        return run_state.load(self.state).state
 
     def load_state(self) -> run_state.LoadedState:
         """The typed state, with the reason when the file is missing, truncated or corrupt."""
         return run_state.load(self.state)
 
     def write_state(self, state: dict) -> None:
+        """Replace state.json atomically, through the model (a value of the wrong type raises
+        ``StateError`` instead of reaching the file)."""
         state = {**state, "v": run_state.STATE_VERSION, "updated_at": time.time()}
-        jsonio.atomic_write_json(self.state, state)
+        jsonio.atomic_write_bytes(self.state, run_state.encode(state))
 
     def event(self, type_: str, **fields) -> dict:
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
@@ -156,46 +158,111 @@ def new_run_id(name: str) -> str:
 
 
 def create(base: Path, name: str) -> RunDir:
-    base.mkdir(parents=True, exist_ok=True)
-    for _ in range(10):
-        path = base / new_run_id(name)
-        try:
-            path.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            continue
-        os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
-        (path / "crashes").mkdir(mode=DIR_MODE)
-        (path / "exits").mkdir(mode=DIR_MODE)
-        return RunDir(path)
+    check_base(base)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):
+            path = base / new_run_id(name)
+            try:
+                path.mkdir(mode=DIR_MODE)
+            except FileExistsError:
+                continue
+            os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
+            (path / "crashes").mkdir(mode=DIR_MODE)
+            (path / "exits").mkdir(mode=DIR_MODE)
+            return RunDir(path)
+    except OSError as exc:
+        raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}") from None
     raise InputError(f"{base}: could not create a unique run directory")
 
 
+RUN_ID_RE = re.compile(r"\d{8}-\d{6}-[A-Za-z0-9._-]*-[0-9a-f]{4}\Z")
+MAX_NAME_BYTES = 255   # NAME_MAX: a longer RUN cannot name a file or a run
+MAX_PATH_BYTES = 4096  # PATH_MAX
+
+
 def is_run_dir(path: Path) -> bool:
-    return (path / "state.json").is_file() or (path / "recipe.yaml").is_file()
+    """A directory with a state.json or recipe.yaml; one we may not look into counts when its
+    name is a run id (``runs ls`` then shows it as unreadable instead of hiding it)."""
+    try:
+        return (path / "state.json").is_file() or (path / "recipe.yaml").is_file()
+    except OSError:
+        return bool(RUN_ID_RE.match(path.name))
+
+
+def check_base(base: Path) -> Path:
+    """The runs directory as given (``--runs-dir``, the environment): an existing path must be a
+    directory; every problem is one InputError line."""
+    try:
+        if base.exists() and not base.is_dir():
+            raise InputError(f"runs directory {base}: not a directory")
+    except OSError as exc:
+        raise InputError(f"runs directory {base}: {exc.strerror or exc}") from None
+    return base
 
 
 def list_run_dirs(base: Path) -> list[RunDir]:
-    """All run directories under ``base``, newest first (by id, which starts with a timestamp)."""
-    if not base.is_dir():
+    """All run directories under ``base``, newest first (by id, which starts with a timestamp).
+    An entry that cannot be looked at is skipped, never an error for the others."""
+    try:
+        if not base.is_dir():
+            return []
+        entries = list(os.scandir(base))
+    except OSError:
         return []
-    runs = [RunDir(p) for p in base.iterdir() if p.is_dir() and is_run_dir(p)]
+    runs = []
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False) and is_run_dir(Path(e.path)):
+                runs.append(RunDir(Path(e.path)))
+        except OSError:
+            continue
     return sorted(runs, key=lambda r: r.run_id, reverse=True)
+
+
+def check_ref(ref: str) -> str:
+    """A RUN a user typed: never empty (``kill ""`` must not mean "the newest live run"), never
+    longer than a file name or path can be."""
+    if not ref.strip():
+        raise InputError("RUN is empty: give a run id, a unique part of one, or a run directory "
+                         "(`moeconsole runs ls` lists them)")
+    raw = os.fsencode(ref)
+    if b"\0" in raw or len(raw) > MAX_PATH_BYTES or any(len(part) > MAX_NAME_BYTES for part in raw.split(b"/")):
+        raise InputError(f"RUN {ref[:40]!r}... ({len(raw)} bytes): too long for a run id or a path")
+    return ref
+
+
+def _readable(run: RunDir) -> RunDir:
+    """A run directory this user may read (another user's run is one clear line, not a
+    PermissionError deep in a reader)."""
+    if not os.access(run.path, os.R_OK | os.X_OK):
+        try:
+            owner = f" (owned by uid {run.path.stat().st_uid})"
+        except OSError:
+            owner = ""
+        raise InputError(f"{run.run_id}: permission denied{owner}")
+    return run
 
 
 def resolve(base: Path, ref: str | None) -> RunDir:
     """A run from what a user types: a path, a full id, a unique id prefix or suffix, or
-    nothing (the newest live run, else the newest run)."""
-    if ref:
-        p = Path(ref).expanduser()
-        if p.is_dir() and is_run_dir(p):
-            return RunDir(p.resolve())
-        direct = base / ref
-        if direct.is_dir() and is_run_dir(direct):
-            return RunDir(direct)
+    nothing (``None``: the newest live run, else the newest run). An empty RUN is an error."""
+    check_base(base)
+    if ref is not None:
+        check_ref(ref)
+        try:
+            p = Path(ref).expanduser()
+            if p.is_dir() and is_run_dir(p):
+                return _readable(RunDir(p.resolve()))
+            direct = base / ref
+            if direct.is_dir() and is_run_dir(direct):
+                return _readable(RunDir(direct))
+        except OSError as exc:
+            raise InputError(f"RUN {ref!r}: {exc.strerror or exc}") from None
         matches = [r for r in list_run_dirs(base) if r.run_id.startswith(ref) or r.run_id.endswith(ref)
                    or ref in r.run_id]
         if len(matches) == 1:
-            return matches[0]
+            return _readable(matches[0])
         if not matches:
             raise InputError(f"no run matches {ref!r} under {base}")
         raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
@@ -203,7 +270,7 @@ def resolve(base: Path, ref: str | None) -> RunDir:
     if not runs:
         raise InputError(f"no runs under {base}")
     live = [r for r in runs if r.read_state().get("status") in LIVE]
-    return live[0] if live else runs[0]
+    return _readable(live[0] if live else runs[0])
 
 
 def newest_live(base: Path) -> RunDir | None:

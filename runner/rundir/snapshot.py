@@ -13,13 +13,13 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from runner.rundir import jsonio, ranktimes, rundir, seriesfile
+from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
+from runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from runner.core import nodehealth
 from runner.rundir.secrets import Redactor
 from runner.core.series import Series, to_pairs
-from runner.rundir.seriesfile import CHART_KEYS
 from runner.rundir import alertgroups
 from runner.rundir.alertgroups import AlertBook, AlertGroup
 from runner.core.lifecycle import PREFLIGHT
@@ -80,6 +80,8 @@ class Snapshot:
 
 def status_word(run: dict) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON)."""
+    if run.get("damaged") and not run.get("status"):
+        return "DAMAGED"
     status = (run.get("status") or "unknown").upper()
     if run.get("stale"):
         return f"{status}? (runner gone)"
@@ -182,20 +184,29 @@ class RunWatcher:
             names = []
         for name in names:
             if name not in self._crash_cache:
-                rep = jsonio.read_json(self.run.crashes / name)
-                if not isinstance(rep, dict):
+                report, problem = runfiles.read(self.run.crashes / name, runfiles.CrashReport)
+                if report is None and problem is None:
                     continue
-                self._crash_cache[name] = {k: rep.get(k) for k in
-                                           ("attempt", "class", "exit_code", "signal", "summary", "evidence", "t",
-                                            "recovery", "hint")}
-                mem = rep.get("memory")
-                if isinstance(mem, dict):  # a CUDA OOM's verdict (its memory history stays in the report)
-                    self._crash_cache[name]["memory"] = {k: mem.get(k) for k in (
-                        "verdict", "summary", "evidence", "advice", "restart", "gpu", "env", "failed_allocation")}
+                if report is None:  # a damaged report says so instead of showing garbage
+                    number = name.split("-", 1)[-1].split(".")[0]
+                    self._crash_cache[name] = {"attempt": int(number) if number.isdigit() else None,
+                                               "class": "damaged", "exit_code": None, "signal": None,
+                                               "summary": problem, "evidence": [], "t": None, "recovery": None,
+                                               "hint": None}
+                else:
+                    rep = runfiles.as_dict(report)
+                    self._crash_cache[name] = {k: rep.get(k) for k in
+                                               ("attempt", "class", "exit_code", "signal", "summary", "evidence",
+                                                "t", "recovery", "hint")}
+                    mem = rep.get("memory")
+                    if isinstance(mem, dict):  # a CUDA OOM's verdict (its memory history stays in the report)
+                        self._crash_cache[name]["memory"] = {k: mem.get(k) for k in (
+                            "verdict", "summary", "evidence", "advice", "restart", "gpu", "env",
+                            "failed_allocation")}
             out.append(self._crash_cache[name])
         return tuple(out)
 
-    def _run_info(self, state: dict, now: float, book: seriesfile.SeriesBook) -> dict:
+    def _run_info(self, state: dict, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> dict:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
@@ -229,6 +240,7 @@ class RunWatcher:
             "dir": str(self.run.path),
             "status": status,
             "status_word": "",
+            "damaged": problem,  # why state.json could not be used (missing, corrupt, wrongly typed)
             "stale": stale,
             "runner_pid": runner_pid,
             "runner_alive": alive,
@@ -282,10 +294,11 @@ class RunWatcher:
         """``nodes=False``: the agents' nodes of the last poll again (ages brought up to date),
         their files not looked at (a console's poll woken by a log write between two timer polls)."""
         now = time.time()
-        state = self.run.read_state()
+        loaded = self.run.load_state()
+        state = loaded.state
         book = self._read_metrics()
         self._read_events()
-        run = self._run_info(state, now, book)
+        run = self._run_info(state, now, book, loaded.problem)
         run["status_word"] = status_word(run)
         gpu: dict | None = None
         blockers: list[dict] = []

@@ -23,15 +23,17 @@ if TYPE_CHECKING:
 
 from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
+from runner.core.errors import InputError
 
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
-           "last_crash_class", "bad_saves", "open_alerts", "open_critical")
+           "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
-                 "open_alerts": "INTEGER", "open_critical": "INTEGER"}
+                 "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT"}
 ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
+DAMAGED = "damaged"  # the status shown for a run whose state.json cannot be used (``problem`` says why)
 # How much of metrics.jsonl a reader looks at to find a live run's newest step.
 METRICS_TAIL_BYTES = 16 * 1024
 # Recipe keys that differ between runs of one name but never tell a user which run is which.
@@ -45,16 +47,40 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at REAL, ended_at REAL, attempts INTEGER, restarts INTEGER,
     last_step INTEGER, max_steps INTEGER, last_loss REAL, min_loss REAL,
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
-    bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER
+    bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
 
 
+class IndexUnavailable(InputError):
+    """The index cannot be opened for writing (a read-only or foreign runs directory, a path
+    that is not a directory): readers fall back to the run directories."""
+
+
 def connect(base: Path) -> "sqlite3.Connection":
-    base.mkdir(parents=True, exist_ok=True)
+    """The index, created owner-only (0600: it names runs, their statuses and losses; SQLite
+    gives its -wal and -shm files the database file's mode). ``IndexUnavailable`` (one line)
+    when it cannot be opened for writing."""
     import sqlite3  # the index only: `runs show` and `--json` start faster without it
-    conn = sqlite3.connect(base / INDEX_NAME, timeout=10.0)
+    path = base / INDEX_NAME
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            st = os.fstat(fd)
+            if st.st_uid == os.geteuid() and st.st_mode & 0o077:
+                os.fchmod(fd, 0o600)  # an index from an older version was 0644
+        finally:
+            os.close(fd)
+        return _open(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise IndexUnavailable(f"run index {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _open(path: Path) -> "sqlite3.Connection":
+    import sqlite3
+    conn = sqlite3.connect(path, timeout=10.0)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     conn.executescript(_SCHEMA)
@@ -128,7 +154,8 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     constant time for a run its runner kept; one scan of metrics.jsonl for a foreign dir).
     ``book``: one the caller already read (loading series.json twice costs as much as the rest)."""
     from runner.rundir import seriesfile
-    state = run.read_state()
+    loaded = run.load_state()
+    state = loaded.state
     book = book if book is not None else seriesfile.load(run)
     last = book.last_metrics or {}
     last_step = last.get("step") if isinstance(last.get("step"), int) else None
@@ -140,7 +167,8 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     min_loss = lowest[0] if lowest else None
     return {
         "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
-        "status": state.get("status") or "unknown", "started_at": state.get("started_at"),
+        "status": state.get("status") or (DAMAGED if loaded.problem else "unknown"), "problem": loaded.problem,
+        "started_at": state.get("started_at"),
         "ended_at": state.get("ended_at"), "attempts": state.get("attempt"), "restarts": state.get("restarts"),
         "last_step": state.get("step", last_step) if state.get("step") is not None else last_step,
         "max_steps": state.get("max_steps") or max_steps, "last_loss": last_loss, "min_loss": min_loss,
@@ -202,7 +230,10 @@ def refresh_live(row: dict) -> dict:
         if any(row.get(k) is None for k in ALERT_FACTS) or _changed_since(run, row.get("updated_at")):
             return {**row, **alert_facts(run, run.read_state()), "stale": False}
         return {**row, "stale": False}
-    state = run.read_state()
+    loaded = run.load_state()
+    state = loaded.state
+    if loaded.problem:  # damaged while live (or unreadable): say so, keep the rest of the row
+        return {**row, "status": DAMAGED, "problem": loaded.problem, "stale": False}
     if not state:
         return {**row, "stale": False}
     out = dict(row)
@@ -227,6 +258,7 @@ def refresh_live(row: dict) -> dict:
 
 def rebuild(base: Path) -> int:
     """Recreate the index from the run directories; returns how many runs were indexed."""
+    rundir.check_base(base)
     conn = connect(base)
     try:
         with conn:
@@ -239,16 +271,26 @@ def rebuild(base: Path) -> int:
         conn.close()
 
 
+def _rows_without_index(base: Path, *, status: str | None, name_like: str | None, order: str,
+                        descending: bool) -> list[dict]:
+    rows = [{**row_from_run_dir(run), "stale": False} for run in rundir.list_run_dirs(base)]
+    rows = [refresh_live(r) if r.get("status") in rundir.LIVE else r for r in rows]
+    rows = [r for r in rows if (status is None or r.get("status") == status)
+            and (not name_like or name_like in (r.get("name") or "") or name_like in r["id"])]
+    rows.sort(key=lambda r: (r.get(order) is not None, r.get(order) or 0, r["id"]), reverse=descending)
+    names = display_names(rows)
+    for row in rows:
+        row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
+    return rows
+
+
 def _recipe_values(path: str | None) -> dict[str, Any]:
     from runner.rundir.rundiff import flatten_recipe  # numpy: only when two runs share a name
     if not path:
         return {}
-    try:
-        import yaml
-        data = yaml.safe_load((Path(path) / "recipe.yaml").read_text())
-    except Exception:  # a missing or broken recipe only loses the display suffix
-        return {}
-    return flatten_recipe(data) if isinstance(data, dict) else {}
+    from runner.recipes.recipe import read_saved
+    data, _ = read_saved(path)  # a missing or broken recipe only loses the display suffix
+    return flatten_recipe(data) if data else {}
 
 
 def _short(v: Any) -> str:
@@ -286,10 +328,16 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
     ``display_name``."""
     if order not in COLUMNS:
         order = "started_at"
-    if not (base / INDEX_NAME).exists() and rundir.list_run_dirs(base):
-        rebuild(base)
+    rundir.check_base(base)
     import sqlite3
-    conn = connect(base)
+    try:
+        if not (base / INDEX_NAME).exists() and rundir.list_run_dirs(base):
+            rebuild(base)
+        conn = connect(base)
+    except IndexUnavailable:
+        # Not ours to write (another user's runs, a read-only disk): the run directories are
+        # the truth, the index only a cache.
+        return _rows_without_index(base, status=status, name_like=name_like, order=order, descending=descending)
     try:
         where, args = [], []
         if status:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ MAX_MESSAGE = 1 << 20      # an answer (the status carries the whole state)
 MAX_REQUEST = 64 * 1024    # a request is a few dozen bytes; anything near this is not a client of ours
 MAX_DEPTH = 16
 CLIENT_TIMEOUT_S = 2.0
+BACKLOG = 1024             # pending connections the kernel queues (capped by net.core.somaxconn)
+RETRY_FIRST_S = 0.005      # a client that finds the queue full retries after this, doubling ...
+RETRY_MAX_S = 0.2          # ... up to this, until its own timeout
 COMMANDS = ("status", "kill", "restart", "resume", "verify", "kill_pid")
 
 Command = Literal["status", "kill", "restart", "resume", "verify", "kill_pid"]
@@ -141,9 +145,13 @@ class ClientConn:
 
     def answer(self, answer: dict, timeout_s: float = 0.5) -> None:
         """Send the answer (bounded: a client that does not read loses it) and close."""
+        self.answer_bytes(json.dumps({"v": CONTROL_VERSION, **answer}, default=str).encode() + b"\n", timeout_s)
+
+    def answer_bytes(self, line: bytes, timeout_s: float = 0.5) -> None:
+        """Send an encoded answer line (one encoding serves a crowd of status clients) and close."""
         try:
             self.sock.settimeout(timeout_s)
-            self.sock.sendall(json.dumps({"v": CONTROL_VERSION, **answer}, default=str).encode() + b"\n")
+            self.sock.sendall(line)
         except OSError:
             pass
         finally:
@@ -178,23 +186,39 @@ class _ShortPath:
 
 
 def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
+    """One request, one answer. A runner whose connection queue is full (a crowd of status
+    clients) is retried with exponential backoff and jitter until ``timeout``: a kill gets
+    through however many clients poll."""
+    deadline = time.monotonic() + timeout
+    delay = RETRY_FIRST_S
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(max(0.01, deadline - time.monotonic()))
         try:
             with _ShortPath(str(sock_path)) as short:
                 s.connect(short)
+            break
         except (FileNotFoundError, ConnectionRefusedError) as exc:
+            s.close()
             raise ControlError(f"no runner is listening on {sock_path} ({exc.strerror})") from None
+        except (BlockingIOError, InterruptedError) as exc:  # EAGAIN: the queue is full
+            s.close()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ControlError(f"the runner's connection queue stayed full for {timeout:g}s ({exc.strerror})") \
+                    from None
+            time.sleep(min(left, delay * (0.5 + random.random())))
+            delay = min(RETRY_MAX_S, delay * 2)
+        except socket.timeout:
+            s.close()
+            raise ControlError(f"the runner did not answer within {timeout:g}s") from None
+        except OSError as exc:
+            s.close()
+            raise ControlError(f"control socket error: {exc}") from None
+    try:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
         s.sendall(json.dumps({"v": CONTROL_VERSION, **request}).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-            if len(data) > MAX_MESSAGE:
-                raise ControlError("answer too large")
+        data = recv_line(s)
     except socket.timeout:
         raise ControlError(f"the runner did not answer within {timeout:g}s") from None
     except OSError as exc:
@@ -208,6 +232,19 @@ def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
     if not isinstance(answer, dict):
         raise ControlError("the runner sent an unreadable answer")
     return answer
+
+
+def recv_line(s: socket.socket, limit: int = MAX_MESSAGE) -> bytes:
+    """One answer line (up to EOF), at most ``limit`` bytes (ControlError beyond)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > limit:
+            raise ControlError("answer too large")
+    return data
 
 
 def listen(sock_path: Path | str) -> socket.socket:
@@ -225,7 +262,7 @@ def listen(sock_path: Path | str) -> socket.socket:
     finally:
         os.umask(old)
     os.chmod(sock_path, 0o600)
-    s.listen(16)
+    s.listen(BACKLOG)
     s.setblocking(False)
     return s
 

@@ -28,20 +28,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from runner.supervisor import control
-from runner.rundir import jsonio, ranktimes, rundir, seriesfile, store
+from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile, store
 from runner.process import proctree
 from runner.recipes import recipe as recipes
 from runner.core import lifecycle as lc
 from runner.process.attempt import ExitStatus, LaunchSpec
 from runner.process.engines.local import LocalEngine
 from runner.process.slurm import client as slurm_client
-from runner.ingest.live import LiveReader, LogTail, metric_lines, newest_record, rows_to_write
+from runner.ingest.live import LiveReader, LogTail, metric_lines, newest_record, rows_to_write, Written
 from runner.ingest.records import eval_record
 from runner.rundir.journal import Journal
 from runner.core.crash import own_pid_set
+from runner.core import bounds
+from runner.supervisor.controlserver import ControlServer
 from runner.ops.sidecars import OpsSidecars
 from runner.rundir.secrets import Redactor
 from runner.recipes.versions import package_versions
@@ -57,12 +58,14 @@ STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while t
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
-INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: control and state never wait longer
+INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
+INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 CRASH_REPORT_TAIL = 200
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
 MEMORY_SAMPLE_S = 2.0      # NVML memory of the run's GPUs for the envelope, while an attempt runs
+STORAGE_RETRY_S = 5.0      # a launch the run directory refused is tried again after this long
 
 
 class Supervisor:
@@ -70,8 +73,9 @@ class Supervisor:
         self.run = run
         self.journal = Journal(run, self._diag)
         self.restart_requested_at_start = restart
+        secrets_doc = runfiles.read_secrets(run.path)
         self.recipe = recipes.restore_secrets(_load_run_recipe(run),
-                                              jsonio.read_json(run.path / "secrets.json", default=None))
+                                              runfiles.as_dict(secrets_doc) if secrets_doc else None)
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.secrets = recipes.secret_values(self.env_resolved, self.recipe["command"])
@@ -79,9 +83,13 @@ class Supervisor:
         self.engine = _engine(run, self.recipe)  # runs the attempts (runner.process.attempt)
         loaded = run.load_state()
         self.state: dict = dict(loaded.state)
-        if loaded.problem and run.path.joinpath("events.jsonl").exists():
+        if loaded.problem:
             self._diag(f"{loaded.problem}: rebuilding the run's state from its records")
             self.state = recover_state(run, self.state, loaded.problem)
+            if Status.parse(self.state.get("status")) is None:
+                # Nothing says where the run stands: starting it again could repeat a finished run.
+                raise InputError(f"{run.run_id}: {loaded.problem}, and events.jsonl does not say where the run "
+                                 f"stands; no runner takes it over (the run directory is left as it is)")
         self.tree = proctree.ProcessTree(run.run_id)
         self.own_pids: set[int] = set()
         self.proc: subprocess.Popen | None = None
@@ -109,16 +117,17 @@ class Supervisor:
         self.exit_seen_at = now
         self.attempt_steps = 0
         self.last_step_written: int | None = None
+        self.last_real_step: int | None = None  # an inferred step never makes a real record a duplicate
         self.resumed_step: int | None = None
         self._blockers: list = []
         self.exit_status: ExitStatus | None = None
         self.attempt: Any = None  # the current attempt (runner.process.attempt.Attempt), once launched or adopted
-        self.clients: list[control.ClientConn] = []
         self.lagging = False  # the last log read filled a whole slice: more is waiting
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.terminations: dict[int, tuple] = {}  # pid -> (Termination, event fields): blockers, kill_pid
         self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
+        self._storage_alerted: str | None = None  # the storage problem that holds launches back, once alerted
         self._init_components()
 
     # ---- components -------------------------------------------------------------------
@@ -140,7 +149,7 @@ class Supervisor:
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = 0.0
         self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
-                                 max_read=INGEST_SLICE_BYTES)
+                                 max_read=INGEST_SUBSLICE_BYTES)
         self.gpu_backend = None
         try:
             from runner.telemetry.gpu import get_backend
@@ -193,9 +202,9 @@ class Supervisor:
         self.state["ingest"] = self._ingest_lag()
         self.state["memory"] = self.memory.state()
         self.last_flush = now
+        self._save_series(force)  # first: a reader that sees the final state sees the final charts
         if self.journal.write_state(self.state):
             self.dirty = False
-        self._save_series(force)
         if self.rank_times.changed:
             try:
                 ranktimes.save(self.run, self.rank_times)
@@ -232,6 +241,9 @@ class Supervisor:
                 self._checkpoint_state()
             except Exception as exc:
                 self._diag(f"final checkpoint sweep failed: {exc}")
+            ops = getattr(self, "ops", None)
+            if ops is not None:  # the sweep may have offered the last save to the sync: say so now
+                self._poll_ops(time.time())
             self.set(ended_at=time.time())
         self.set(status=status)
         self.life = replace(self.life, status=Status(status))
@@ -262,6 +274,7 @@ class Supervisor:
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
         self.sock = control.listen(self.run.sock)
+        self.control = ControlServer(self.sock, self.handle, lambda: self.flush_state(force=True), self._diag)
         self.ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
                                            env={**os.environ, **self.env_resolved})
         self.journal.listeners.append(self._on_event_for_ops)
@@ -292,7 +305,7 @@ class Supervisor:
             # over as if it had ended right at adoption: its log is read by the loop, a slice per
             # turn (control is served meanwhile), then it is judged.
             self._diag("previous attempt ended while unsupervised; reading its log, then judging it")
-            self.last_step_written = self._last_written_step(self.state.get("attempt"))
+            self.last_step_written = self.last_real_step = self._last_written_step(self.state.get("attempt"))
             alive = True
         elif status == PAUSED and not self.restart_requested_at_start:
             self._diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
@@ -318,8 +331,8 @@ class Supervisor:
 
     def _lifecycle_settings(self) -> lc.Settings:
         cd = self.recipe["cooldown"]
-        return lc.Settings(grace_s=self._grace(None), floor_s=lc.sane_seconds(cd["floor_s"], 0.0),
-                           ceiling_s=lc.sane_seconds(cd["ceiling_s"], 0.0))
+        return lc.Settings(grace_s=self._grace(None), floor_s=bounds.sane_seconds(cd["floor_s"], 0.0),
+                           ceiling_s=bounds.sane_seconds(cd["ceiling_s"], 0.0))
 
     def apply(self, event: lc.Event) -> dict | None:
         """Feed one event to the lifecycle and carry out its effects (which may raise the next
@@ -360,7 +373,7 @@ class Supervisor:
                 port = self._port()
                 self.port_override = _free_port()
                 self.journal.event("port_change", old=port, new=self.port_override, attempt=attempt)
-            self._launch()
+            return self._launch()
         elif isinstance(eff, lc.JudgeAttempt):
             return self._finish_attempt(eff.kill_reason, eff.now_restart)
         elif isinstance(eff, lc.KillBlockers):
@@ -424,7 +437,7 @@ class Supervisor:
         self.last_output = time.time()
         self.last_progress = time.time()
         self.attempt_steps = 0
-        self.last_step_written = self._last_written_step(self.state.get("attempt"))
+        self.last_step_written = self.last_real_step = self._last_written_step(self.state.get("attempt"))
         self.journal.event("adopt", attempt=self.state.get("attempt"), pids=list(self.tree.procs),
                            **({"job_id": attempt.job_id} if hasattr(attempt, "job_id") else {}))
         self._diag(f"adopted attempt {self.state.get('attempt')} leader pid "
@@ -509,7 +522,45 @@ class Supervisor:
             return None
         return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
 
-    def _launch(self) -> None:
+    def _launch(self) -> lc.Event | None:
+        """Start the next attempt. Its output goes to train.log: when the run directory cannot
+        take it (read-only, full, deleted), nothing starts and the answer is the lifecycle's
+        next event (wait and retry, or fail when the directory is gone), never an exception."""
+        try:
+            log_fd = jsonio.open_append(self.run.log)
+        except OSError as exc:
+            return self._launch_blocked(exc)
+        try:
+            self._launch_with(log_fd)
+        finally:
+            os.close(log_fd)
+        return None
+
+    def _launch_blocked(self, exc: OSError) -> lc.Event:
+        self.journal.failed(exc)
+        if not self.run.path.is_dir():
+            return lc.Judged("fail", f"the run directory {self.run.path} is gone: nothing can be launched")
+        reason = f"run directory not writable ({exc.strerror or exc})"
+        self._storage_alert(reason)
+        return lc.Judged("restart", f"{reason}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
+
+    def _storage_alert(self, reason: str) -> None:
+        """One critical alert per storage problem that holds a launch back."""
+        if self._storage_alerted != reason:
+            self._storage_alerted = reason
+            self.alert("critical", "storage", f"{reason}: the next attempt waits until its log can be written")
+
+    def _log_unwritable(self) -> str | None:
+        """Why the next attempt's log cannot be opened (a cooldown condition), else None."""
+        try:
+            os.close(jsonio.open_append(self.run.log))
+        except OSError as exc:
+            reason = f"run directory not writable ({exc.strerror or exc})"
+            self._storage_alert(reason)
+            return reason
+        return None
+
+    def _launch_with(self, log_fd: int) -> None:
         attempt = int(self.state.get("attempt") or 0) + 1
         self.set(attempt=attempt)
         resumed_from = self._resume_checkpoint()
@@ -533,7 +584,6 @@ class Supervisor:
                                 f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n".encode())
         except OSError as exc:
             self.journal.failed(exc)
-        log_fd = jsonio.open_append(self.run.log)
         try:
             started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
         except OSError as exc:
@@ -546,8 +596,7 @@ class Supervisor:
             self.set(pause_reason=msg, exit_code=None)
             self.set_status(FAILED, msg)
             return
-        finally:
-            os.close(log_fd)
+        self._storage_alerted = None
         self.attempt, self.proc, self.tree = started, started.proc, started.tree
         self.own_pids = own_pid_set(self.tree.procs)
         self.tree.set_sidecars(self.ops.pids)
@@ -561,7 +610,7 @@ class Supervisor:
         self.last_output = now
         self.last_progress = now
         self.attempt_steps = 0
-        self.last_step_written = None
+        self.last_step_written = self.last_real_step = None
         self.log_tail.clear()
         self.resumed_step = _step_of(resumed_from)
         self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
@@ -587,7 +636,7 @@ class Supervisor:
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, self._on_runner_signal)
         sel.register(rfd, selectors.EVENT_READ, "wake")
-        sel.register(self.sock, selectors.EVENT_READ, "sock")
+        sel.register(self.control.fileno(), selectors.EVENT_READ, "control")
         pidfd_registered = None
         while not self.stop and not self._over():
             if self.pidfd is not None and pidfd_registered != self.pidfd:
@@ -600,16 +649,14 @@ class Supervisor:
                             pass
                     except BlockingIOError:
                         pass
-                elif key.data == "sock":
-                    self._accept(sel)
-                elif isinstance(key.data, control.ClientConn):
-                    self._on_client(sel, key.data)
+                elif key.data == "control":
+                    self.control.serve()
                 elif key.data == "pidfd" and self.pidfd is not None:
                     sel.unregister(self.pidfd)
                     os.close(self.pidfd)
                     self.pidfd = pidfd_registered = None
                     self._on_leader_exit(None)
-            self._expire_clients(sel)
+            self.control.serve()  # expire slow clients (and anything that arrived meanwhile)
             if self.finishing_until is None:
                 self.tick()
             elif self._every("finishing", OPS_POLL_S):
@@ -618,9 +665,7 @@ class Supervisor:
         if not self.stop and self.state.get("status") in rundir.TERMINAL:
             self._poll_ops(time.time())
         self.flush_state(force=True)
-        for client in list(self.clients):
-            self._drop_client(sel, client)
-            client.answer({"ok": False, "message": "runner is exiting"}, timeout_s=0.05)
+        self.control.close()
         sel.close()
 
     def _over(self) -> bool:
@@ -638,12 +683,14 @@ class Supervisor:
 
     def _next_wakeup(self) -> float:
         """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
-        now = time.time()
         if self.finishing_until is not None:
             return OPS_POLL_S
         if self.lagging:
             return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S]
+        expiry = self.control.next_expiry()
+        if expiry is not None:
+            due.append(expiry)
         mono = time.monotonic()
         if self.kill and not self.kill.escalated and self.kill.deadline > mono:
             due.append(self.kill.deadline - mono)
@@ -670,14 +717,16 @@ class Supervisor:
             self._note_job()
             if rc is not False:
                 self._on_leader_exit(rc)
-        if self.adopted and self.life.attempt_live and self.tree.leader and self.pidfd is None and \
-                self._every("adopt_check", 0.5) and \
-                not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
-            self._on_leader_exit(None)
+        if self.life.attempt_live and self.tree.leader and self.pidfd is None and \
+                (self.adopted or not getattr(self.attempt, "polled", True)) and self._every("leader_check", 0.5) \
+                and not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
+            # An adopted leader is nobody's child here; our own child that vanished without our
+            # waitpid seeing it (reaped elsewhere) must not leave the run "running" forever.
+            self._on_leader_exit(self._recorded_exit() if not self.adopted else None)
         if self.draining:
             self._drain_then_judge()
         else:
-            self._read_log()
+            self._ingest_turn()
         if self.state.get("status") in (RUNNING, STOPPING) and self._every("tree", TREE_REFRESH_S):
             self.tree.refresh()
             # Every PID the attempt has in any namespace, read while alive: an OOM message that
@@ -738,6 +787,15 @@ class Supervisor:
             if not self._read_log():
                 break
 
+    def _ingest_turn(self) -> None:
+        """Up to INGEST_SLICE_BYTES of the log, a sub-slice at a time, answering the control
+        socket between sub-slices: a flood of log lines never makes a kill or a status wait
+        for more than one sub-slice."""
+        for _ in range(INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES):
+            if not self._read_log() or not self.lagging:
+                return
+            self.control.serve()
+
     def _read_log(self) -> bool:
         resets = self.tailer.resets
         data = self.tailer.read_new()
@@ -765,23 +823,25 @@ class Supervisor:
             stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.state.get("attempt")}
             self.journal.evals([{**stamp_e, **eval_record(m)} for m in evals])
         all_steps = np.asarray(batch.steps)
-        kept, counted, newest = rows_to_write(batch.records, all_steps.tolist(), self.last_step_written)
+        kept, counted, written = rows_to_write(batch.records, all_steps.tolist(),
+                                               Written(self.last_step_written, self.last_real_step))
         if not kept:
             self._judge_saves(saves, None)
             return
         attempt = self.state.get("attempt")
         now = time.time()
         stamp = {"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": attempt}
-        self.journal.metrics(*metric_lines(batch.records, kept, stamp))  # type: ignore[arg-type]
+        records = self.redactor.mask_rows(batch.records, kept)  # the run's own secrets, printed back
+        self.journal.metrics(*metric_lines(records, kept, stamp))  # type: ignore[arg-type]
         rows = np.asarray(kept)
         steps = all_steps[rows]
         values = {f: batch.values[f][rows] for f in batch.values}
         present = {f: batch.present[f][rows] for f in batch.present}
         self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
                                {f: p.tolist() for f, p in present.items()},
-                               newest_record(batch.records, kept, stamp))
+                               newest_record(records, kept, stamp))
         if counted:
-            self.last_step_written = newest
+            self.last_step_written, self.last_real_step = written.step, written.real
             self.attempt_steps += len(counted)
             self.last_progress = now
             self.set(**self._progress(batch, values, present, np.searchsorted(rows, np.asarray(counted))))
@@ -929,7 +989,7 @@ class Supervisor:
         keep being served while millions of lines are caught up."""
         deadline = time.monotonic() + CATCH_UP_TURN_S
         while self._read_log() and self.lagging and time.monotonic() < deadline:
-            pass
+            self.control.serve()
         if self.lagging:
             return  # more waits: the next loop turn comes back here
         self.draining = False
@@ -1002,6 +1062,10 @@ class Supervisor:
         if memory is not None:
             report["memory"] = memory
             self.history[-1] = AttemptRecord(**{**self.history[-1].__dict__, "memory_verdict": memory["verdict"]})
+        try:
+            report = runfiles.crash_report(report)  # the model every reader holds the file to
+        except ValueError as exc:  # msgspec.ValidationError: a bug, never a lost report
+            self._diag(f"crash report does not fit its model ({exc}); written as it is")
         self.journal.write_json(self.run.crash_report(attempt), report)
         floor = float(self.recipe["cooldown"]["floor_s"]) * float(verdict.cooldown_scale or 1.0)
         decision = decide(verdict, self.history, self.settings, now, floor_s=floor)
@@ -1061,6 +1125,9 @@ class Supervisor:
         from runner.telemetry.preflight import gpu_problems, port_free, preflight
         from runner.telemetry.procs import PORT_HOLDER
         waiting: list[str] = []
+        unwritable = self._log_unwritable()
+        if unwritable:
+            waiting.append(unwritable)
         survivors = self.tree.survivors(scan_markers=True)
         if survivors:
             waiting.append(f"survivors of this run: PIDs {sorted(survivors)[:8]}")
@@ -1099,8 +1166,8 @@ class Supervisor:
         self._blockers = []
 
     def _grace(self, asked) -> float:
-        from runner.telemetry.kill import sane_grace
-        return sane_grace(asked, sane_grace(self.recipe["kill"]["grace_s"], 10.0))
+        return bounds.sane_seconds(asked, bounds.sane_seconds(self.recipe["kill"]["grace_s"], 10.0, bounds.GRACE),
+                                   bounds.GRACE)
 
     def _terminate(self, pid: int, start_time: float | None, grace_s: float, **fields):
         """End a process that is not part of the attempt (a blocker, a user's pick) with the same
@@ -1123,46 +1190,6 @@ class Supervisor:
                 self.journal.event("blocker_kill", pid=pid, result=res.to_dict(), **fields)
 
     # ---- control requests -------------------------------------------------------------
-    def _accept(self, sel: selectors.BaseSelector) -> None:
-        """A new client: read it without blocking, as its bytes arrive (see ``_on_client``)."""
-        for _ in range(16):
-            client = control.ClientConn.accept(self.sock)
-            if client is None:
-                return
-            self.clients.append(client)
-            sel.register(client.sock, selectors.EVENT_READ, client)
-
-    def _on_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
-        done, req, err = client.read()
-        if not done:
-            return
-        self._drop_client(sel, client)
-        if req is None:
-            client.answer({"ok": False, "message": err or "unreadable request"})
-            return
-        try:
-            answer = self.handle(dict(req))
-        except Exception as exc:
-            self._diag("control request failed:\n" + traceback.format_exc())
-            answer = {"ok": False, "message": f"runner error: {exc}"}
-        client.answer(answer)
-        self.flush_state(force=True)
-
-    def _drop_client(self, sel: selectors.BaseSelector, client: control.ClientConn) -> None:
-        try:
-            sel.unregister(client.sock)
-        except (KeyError, ValueError):
-            pass
-        if client in self.clients:
-            self.clients.remove(client)
-
-    def _expire_clients(self, sel: selectors.BaseSelector) -> None:
-        now = time.monotonic()
-        for client in [c for c in self.clients if c.expired(now)]:
-            self._drop_client(sel, client)
-            client.answer({"ok": False, "message": f"request not complete within {control.CLIENT_TIMEOUT_S:g}s"},
-                          timeout_s=0.05)
-
     def handle(self, req: dict) -> dict:
         cmd = req.get("cmd")
         status = self.state.get("status")
@@ -1313,11 +1340,11 @@ def _engine(run: rundir.RunDir, recipe: dict):
 
 
 def _load_run_recipe(run: rundir.RunDir) -> dict:
-    try:
-        raw = yaml.safe_load(run.recipe.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"{run.recipe}: cannot read the run's recipe: {exc}") from None
-    launch = raw.pop("_launch", {}) if isinstance(raw, dict) else {}
+    raw, problem = recipes.read_saved(run.path)
+    if problem:
+        raise InputError(f"cannot use the run's recipe: {problem}")
+    launch = raw.pop("_launch", {})
+    launch = launch if isinstance(launch, dict) else {}
     recipe = recipes.validate(raw, run.recipe)
     recipe["_recipe_dir"] = launch.get("recipe_dir", "")
     recipe["_launch_cwd"] = launch.get("cwd")

@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 
 import psutil
 
+from runner.core.bounds import GRACE, sane_seconds
 from runner.telemetry.gpu import GpuBackend, GpuSnapshot
 
 # psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
@@ -85,15 +86,6 @@ def _refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_user
     return None
 
 
-def sane_grace(grace_s: float | None, default: float) -> float:
-    """A grace period that ends: NaN, infinity or a negative value mean ``default``."""
-    try:
-        g = float(grace_s) if grace_s is not None else default
-    except (TypeError, ValueError):
-        return default
-    return g if math.isfinite(g) and g >= 0 else default
-
-
 def check_target(pid: int, start_time: float | None, *, allow_other_users: bool = False) -> KillResult | None:
     """Every refusal rule, or "gone"; None when ``pid`` may be signalled."""
     if pid <= 1:
@@ -128,8 +120,8 @@ class Termination:
                  now: float | None = None) -> None:
         self.pid = pid
         self.start_time = start_time
-        self.grace_s = sane_grace(grace_s, 10.0)
-        self.kill_wait_s = sane_grace(kill_wait_s, 10.0)
+        self.grace_s = sane_seconds(grace_s, 10.0, GRACE)
+        self.kill_wait_s = sane_seconds(kill_wait_s, 10.0, GRACE)
         self.started = time.monotonic() if now is None else now
         self.deadline = self.started + self.grace_s
         self.escalated = False

@@ -127,7 +127,7 @@ def test_policy_waits_for_the_gpu_then_fails_with_the_reason():
 
 def test_gpu_wait_settings_are_validated():
     from runner.core.errors import InputError
-    with pytest.raises(InputError, match="restart.gpu_wait_s: must be >= 0"):
+    with pytest.raises(InputError, match="restart.gpu_wait_s: must be a finite number of seconds >= 0"):
         RestartSettings.from_recipe({"gpu_wait_s": -1})
     assert RestartSettings.from_recipe({"gpu_wait_max_s": 30}).gpu_wait_max_s == 30.0
 

@@ -109,20 +109,20 @@ def test_batches_hold_the_parsers_events_and_matching_columns(tmp_path, seed, me
 
 
 def test_rows_to_write_drops_duplicates_and_keeps_megatron_memory_reports():
-    from runner.ingest.live import rows_to_write
+    from runner.ingest.live import Written, rows_to_write
     t = b'{"v":1,"step":5}\n'
     recs = [t, t, {"step": 6, "src": "hf"}, {"step": 6, "src": "megatron_mem"}, {"step": 4}, {"step": None},
             {"step": 7}]
-    kept, counted, last = rows_to_write(recs, [5, 5, 6, 6, 4, 0, 7], 4)
-    assert (kept, counted, last) == ([0, 2, 3, 6], [0, 2, 6], 7)
+    kept, counted, last = rows_to_write(recs, [5, 5, 6, 6, 4, 0, 7], Written.upto(4))
+    assert (kept, counted, last) == ([0, 2, 3, 6], [0, 2, 6], Written.upto(7))
     # the usual batch: all template rows, each a new step
-    assert rows_to_write([t, t, t], [8, 9, 10], 7) == ([0, 1, 2], [0, 1, 2], 10)
+    assert rows_to_write([t, t, t], [8, 9, 10], Written.upto(7)) == ([0, 1, 2], [0, 1, 2], Written.upto(10))
     # template rows repeated after an adoption: written once
-    assert rows_to_write([t, t, t], [6, 7, 8], 7) == ([2], [2], 8)
+    assert rows_to_write([t, t, t], [6, 7, 8], Written.upto(7)) == ([2], [2], Written.upto(8))
     # DeepSpeed reports its memory before the trainer's record of the same step: both kept,
     # only the trainer's is a new step; a report of a step already passed is a duplicate
     ds = [{"step": 10, "src": "deepspeed_mem"}, {"step": 10, "src": "hf"}, {"step": 8, "src": "deepspeed_mem"}]
-    assert rows_to_write(ds, [10, 10, 8], 9) == ([0, 1], [1], 10)
+    assert rows_to_write(ds, [10, 10, 8], Written.upto(9)) == ([0, 1], [1], Written.upto(10))
 
 
 def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):
@@ -179,3 +179,42 @@ def test_a_first_slice_holding_the_whole_log_turns_to_the_template_once_learned(
     assert got == want
     assert template_rows > 2000
     assert reader.scanner.slow_lines < 0.2 * (reader.scanner.fast_lines + reader.scanner.slow_lines)
+
+
+def _stepless_between(n: int = 40) -> bytes:
+    """ms-swift lines, the first with invalid UTF-8 in its step, each followed by a metric line
+    that carries no step at all (the parser infers one)."""
+    lines = []
+    for s in range(1, n + 1):
+        gs = f"{s}/{n}".encode()
+        if s == 1:
+            gs = b"\xff" + gs
+        lines.append(b"{'loss': " + f"{1 + s / 1000:.4f}".encode() + b", 'grad_norm': 0.5, 'learning_rate': 1e-05, "
+                     b"'epoch': 0.1, 'global_step/max_steps': '" + gs + b"'}")
+        lines.append(b"{'loss': " + f"{9 + s / 1000:.4f}".encode() + b", 'grad_norm': 0.7}")
+    return b"\n".join(lines) + b"\n"
+
+
+@pytest.mark.parametrize("cut", [None, 97, 4096])
+def test_an_inferred_step_never_replaces_a_real_record_and_live_agrees_with_parse(tmp_path, cut):
+    """Live ingestion (slices, duplicates dropped) keeps what ``parse`` keeps: every real record,
+    and the records whose step was inferred beside them."""
+    import io
+    import json
+    from runner.ingest.live import Written, rows_to_write
+    from runner.ingest.ndjson import write_ndjson
+    data = _stepless_between()
+    log = tmp_path / "train.log"
+    log.write_bytes(data)
+    buf = io.BytesIO()
+    write_ndjson(str(log), buf)
+    offline = [json.loads(line) for line in buf.getvalue().splitlines()]
+    reader, last, live = LiveReader(), Written(), []
+    for i in range(0, len(data), cut or len(data)):
+        for batch in reader.feed_batches(data[i:i + (cut or len(data))]):
+            kept, _, last = rows_to_write(batch.records, list(batch.steps), last)
+            live += [json.loads(batch.records[k]) if isinstance(batch.records[k], bytes) else batch.records[k]
+                     for k in kept]
+    real = sorted(r["loss"] for r in live if r["loss"] < 5)
+    assert real == [round(1 + s / 1000, 4) for s in range(1, 41)], "no real record dropped as a duplicate"
+    assert [(r["step"], r["loss"]) for r in live] == [(r["step"], r["loss"]) for r in offline]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import sys
 import threading
 import time
@@ -134,3 +135,32 @@ def test_command_that_hangs_is_cut_at_its_timeout(tmp_path):
     for p in procs:
         assert p.wait(timeout=60) == 1
     assert "did not finish within 0.5s" in _log(tmp_path)[0]["detail"]
+
+
+def test_a_hung_command_loses_its_whole_session_grandchildren_too(tmp_path):
+    """The command is a shell that starts a grandchild: at the timeout every process of its
+    session ends, not only the direct child."""
+    import psutil
+    mark = f"moeconsole-notify-grandchild-{os.getpid()}"
+    sleeper = f"{sys.executable} -c 'import time; time.sleep(300)' {mark}"
+    cmd = ["sh", "-c", f"{sleeper} & {sleeper} & wait"]
+    n = Notifier(NotifySettings.from_recipe({"command": cmd, "timeout_s": 1.0}), tmp_path, "run-9")
+    procs = n.on_event({"type": "alert", "level": "critical", "rule": "hang", "message": "quiet"})
+    for p in procs:
+        assert p.wait(timeout=60) == 1
+    assert "did not finish within 1s" in _log(tmp_path)[0]["detail"]
+
+    def family() -> list[int]:
+        out = []
+        for p in psutil.process_iter(["cmdline", "status"]):
+            try:
+                if p.info["status"] != psutil.STATUS_ZOMBIE and mark in " ".join(p.info["cmdline"] or []):
+                    out.append(p.pid)
+            except psutil.Error:
+                continue
+        return out
+    try:
+        wait_for(lambda: not family(), timeout=30, what="the command's grandchildren to be gone")
+    finally:
+        for pid in family():  # a failing run must not leave them behind
+            os.kill(pid, 9)

@@ -14,12 +14,22 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from runner.rundir import jsonio, rundir
+from runner.rundir import rundir
 from runner.process import proctree
 from runner.process.attempt import ExitStatus, LaunchSpec
 from runner.core.state import TrackedPid
+from runner.rundir import runfiles
 
 COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bounded wait
+
+
+def exited(pid: int) -> bool:
+    """True once child ``pid`` has ended, without reaping it (``WNOWAIT``): the exit status stays
+    for the runner's ``waitpid``."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
@@ -101,8 +111,10 @@ class LocalEngine:
         tree.set_leader(proc.pid, waiter=True)
         attempt = LocalAttempt(spec.attempt, tree, proc, adopted=False)
         # Track the command before anyone is told the attempt runs: readers see it as the leader.
+        # Never proc.poll() here: it reaps the waiter, and the runner learns of an exit only from
+        # its own waitpid(-1); a command that ends within milliseconds would go unnoticed.
         deadline = time.monotonic() + COMMAND_APPEARS_S
-        while time.monotonic() < deadline and proc.poll() is None:
+        while time.monotonic() < deadline and not exited(proc.pid):
             tree.refresh()
             if any(t.role == "leader" for t in tree.procs.values()):
                 break
@@ -130,9 +142,7 @@ class LocalEngine:
     def exit_status(self, number: int) -> ExitStatus | None:
         if not number:
             return None
-        rec = jsonio.read_json(self.run.exit_record(number), default=None)
-        if not isinstance(rec, dict):
+        rec, _problem = runfiles.read(self.run.exit_record(number), runfiles.ExitRecord)
+        if rec is None:  # missing or damaged: the log is the only witness, as without a waiter
             return None
-        rc = rec.get("returncode")
-        return ExitStatus(rc if isinstance(rc, int) and not isinstance(rc, bool) else None,
-                          rec.get("error") if isinstance(rec.get("error"), str) else None, rec.get("ended_at"))
+        return ExitStatus(rec.returncode, rec.error, rec.ended_at)

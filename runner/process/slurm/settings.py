@@ -7,6 +7,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from runner.process.slurm.text import check_sbatch_option, check_time_limit
+from runner.core import bounds
+from runner.core.errors import shown
 
 
 @dataclass(frozen=True)
@@ -37,15 +39,16 @@ class SlurmSettings:
             v = section.get(key)
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"slurm.{key}: must be a whole number >= 1, got {v!r}")
-            out[key] = v
+            try:
+                out[key] = bounds.check(v, bounds.POSITIVE_COUNT, f"slurm.{key}")
+            except bounds.OutOfRange as exc:
+                raise ValueError(str(exc)) from None
         for key in ("partition", "account"):
             v = section.get(key)
             if v is None:
                 continue
             if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9._,+-]+", v):
-                raise ValueError(f"slurm.{key}: must be a Slurm name (letters, digits, . _ , + -), got {v!r}")
+                raise ValueError(f"slurm.{key}: must be a Slurm name (letters, digits, . _ , + -), got {shown(v)}")
             out[key] = v
         t = section.get("time")
         if t is not None:
@@ -70,12 +73,12 @@ class SlurmSettings:
         p = section.get("poll_s")
         if p is not None:
             if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.05 <= p <= 600:
-                raise ValueError(f"slurm.poll_s: must be seconds between 0.05 and 600, got {p!r}")
+                raise ValueError(f"slurm.poll_s: must be seconds between 0.05 and 600, got {shown(p)}")
             out["poll_s"] = float(p)
         a = section.get("agents")
         if a is not None:
             if not isinstance(a, bool):
-                raise ValueError(f"slurm.agents: must be true or false, got {a!r}")
+                raise ValueError(f"slurm.agents: must be true or false, got {shown(a)}")
             out["agents"] = a
         port = section.get("rendezvous_port")
         if port is not None:

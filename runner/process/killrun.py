@@ -1,0 +1,106 @@
+"""Ending a run's processes when no runner can take the run over.
+
+``moeconsole kill`` normally asks the run's runner, starting a new one if it died, because only
+the runner owns the tree. A runner cannot always start: the run's ``recipe.yaml`` is damaged,
+``state.json`` says nothing a runner could use, the directory refuses it. The training still runs
+and a kill must still get through. Then the kill works from what the run directory and the
+process table prove on their own:
+
+- the PIDs ``state.json`` recorded, each only while its start time still matches (a reused PID
+  is a stranger);
+- every process of this user carrying the run's marker (``MOECONSOLE_RUN_ID``) in its
+  environment, which every process of an attempt inherits.
+
+Each gets the checked termination of ``runner.telemetry.kill`` (SIGTERM, grace, SIGKILL; never
+PID 1, this process or its ancestors, another user's process). The runner lock is held for the
+whole kill, so no runner starts in the middle; the outcome is recorded as ``kill`` and
+``kill_done`` events and, when the state file is usable, ``status: killed``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from runner.rundir import jsonio, rundir
+from runner.process import proctree
+from runner.telemetry.kill import KillResult, Termination, start_termination
+
+POLL_S = 0.05
+
+
+@dataclass
+class DirectKill:
+    pids: list[int] = field(default_factory=list)   # signalled
+    results: list[KillResult] = field(default_factory=list)
+    survivors: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.survivors and all(r.ok for r in self.results)
+
+
+def targets(run: rundir.RunDir, state: dict) -> dict[int, float]:
+    """PID -> start time of every process that provably belongs to the run right now."""
+    out: dict[int, float] = {}
+    for p in state.get("pids") or []:
+        pid, created = p.get("pid"), p.get("start_time")
+        if isinstance(pid, int) and isinstance(created, (int, float)) and proctree.same_process(pid, created):
+            out[pid] = float(created)
+    out.update(proctree.marked_processes(run.run_id))
+    return out
+
+
+def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: str = "cli",
+            kill_wait_s: float = 10.0) -> DirectKill:
+    """Terminate every process of the run (see the module docstring); blocking, bounded by
+    ``grace_s + kill_wait_s`` per round. Raises ``rundir.RunLocked`` when a runner holds the run
+    (then ask it instead)."""
+    lock = rundir.lock_runner(run, wait_s=1.0)
+    t0 = time.monotonic()
+    out = DirectKill()
+    try:
+        found = targets(run, state)
+        if not found:
+            return out  # nothing of the run lives: nothing to record either
+        _event(run, "kill", reason="user", requested_by=by, pids=sorted(found), grace_s=grace_s,
+               runner=None, why=why, attempt=state.get("attempt"))
+        for _ in range(3):  # a process may fork while its parent is ended: look again
+            terms = {pid: start_termination(pid, created, grace_s=grace_s, kill_wait_s=kill_wait_s)
+                     for pid, created in found.items() if pid not in out.pids}
+            out.pids += sorted(terms)
+            while terms:
+                for pid, term in list(terms.items()):
+                    res = term.step() if isinstance(term, Termination) else term
+                    if res is not None:
+                        out.results.append(res)
+                        del terms[pid]
+                if terms:
+                    time.sleep(POLL_S)
+            found = {pid: c for pid, c in targets(run, state).items() if pid not in out.pids}
+            if not found:
+                break
+        out.survivors = sorted(targets(run, state))
+        out.seconds = round(time.monotonic() - t0, 3)
+        _event(run, "kill_done", reason="user", seconds=out.seconds,
+               escalated=any(r.action == "killed" for r in out.results), survivors=out.survivors,
+               runner=None, attempt=state.get("attempt"))
+        if state and not out.survivors:
+            try:
+                run.write_state({**state, "status": rundir.KILLED, "pids": [], "ended_at": time.time(),
+                                 "pause_reason": f"killed by user without a runner: {why}"})
+                _event(run, "status", status=rundir.KILLED, reason=f"killed by user without a runner: {why}",
+                       attempt=state.get("attempt"))
+            except (OSError, ValueError):
+                pass  # the processes are gone; the file says what it said
+    finally:
+        import os
+        os.close(lock)
+    return out
+
+
+def _event(run: rundir.RunDir, type_: str, **fields) -> None:
+    try:
+        jsonio.append_jsonl(run.events, {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields})
+    except OSError:
+        pass  # an unwritable run directory does not stop a kill

@@ -1,0 +1,120 @@
+"""Typed models of the run directory's files besides ``state.json`` (``runner/core/state.py``):
+crash reports, the waiter's exit records and ``secrets.json``.
+
+Each file is read through its model only (msgspec: types checked, unknown keys refused, one
+line naming the key when it does not fit), so a damaged file is a per-file problem a reader can
+show ("crash report damaged: ...") and never a wrong value deep in a screen. The runner writes
+crash reports through the same model. The waiter, which imports nothing but the standard
+library, writes its exit record by hand; the model is what every reader holds it to.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+MAX_FILE_BYTES = 16 << 20  # a crash report with its 200-line log tail is well below this
+
+T = TypeVar("T")
+
+
+class _File(msgspec.Struct, forbid_unknown_fields=True):
+    """A file this project writes: an unknown key is damage."""
+
+
+class CrashReport(_File):
+    """``crashes/attempt-N.json`` (docs/run-directory.md)."""
+    attempt: int
+    cls: str = msgspec.field(name="class")
+    v: int = 1
+    t: float = 0.0
+    run_id: str = ""
+    exit_code: int | None = None
+    returncode: int | None = None
+    signal: int | None = None
+    signal_name: str | None = None
+    summary: str = ""
+    evidence: list[str] = []
+    recovery: str = ""
+    retryable: bool = False
+    hint: str | None = None
+    steps_seen: int = 0
+    last_step: int | None = None
+    resumed_from: str | None = None
+    log_tail: list[str] = []
+    gpu: dict[str, Any] | None = None
+    detected_after_s: float | None = None
+    job: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None  # a CUDA OOM explained (runner.core.oom)
+
+
+class ExitRecord(_File):
+    """``exits/attempt-N.json``, written by the attempt's waiter."""
+    v: int = 1
+    pid: int | None = None
+    returncode: int | None = None
+    signal: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    error: str | None = None
+
+
+class SecretsDoc(_File):
+    """``secrets.json`` (0600): the literal secrets recipe.yaml does not show."""
+    v: Literal[1] = 1
+    env: dict[str, str] = {}
+    argv: dict[str, str] = {}
+
+
+def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -> tuple[T | None, str | None]:
+    """The file as ``model``: (value, None), (None, None) when it does not exist, or (None, the
+    problem in one line). Never raises; never follows a symlink; a regular file of at most
+    ``max_bytes`` only (state.json, crash reports, exit records, secrets.json all read here)."""
+    name = Path(path).name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"{name}: {exc.strerror or exc}"
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None, f"{name}: not a regular file"
+            data = f.read(max_bytes + 1)
+    except OSError as exc:
+        return None, f"{name}: {exc.strerror or exc}"
+    if len(data) > max_bytes:
+        return None, f"{name}: larger than {max_bytes >> 20} MiB"
+    try:
+        return msgspec.json.decode(data, type=model), None
+    except msgspec.ValidationError as exc:
+        return None, f"{name}: {exc}"
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return None, f"{name} is corrupt: {str(exc) or type(exc).__name__}"
+
+
+def read_secrets(run_dir: Path | str) -> SecretsDoc | None:
+    """``secrets.json`` of a run (the older flat ``{NAME: value}`` form read as its env), or
+    None when there is none or it is damaged (then nothing is restored and nothing known is
+    masked beyond the token shapes)."""
+    path = Path(run_dir) / "secrets.json"
+    doc, problem = read(path, SecretsDoc)
+    if doc is None and problem:
+        flat, _ = read(path, dict[str, str])
+        return SecretsDoc(env=flat) if flat else None
+    return doc
+
+
+def as_dict(value: msgspec.Struct) -> dict:
+    out = msgspec.to_builtins(value)
+    return out if isinstance(out, dict) else {}
+
+
+def crash_report(fields: dict) -> dict:
+    """A crash report as the runner writes it: checked against the model (a field of the wrong
+    type is a bug, caught here rather than by every reader)."""
+    return as_dict(msgspec.convert(fields, CrashReport, strict=False))

@@ -1,0 +1,169 @@
+"""The one way moeconsole reads YAML (recipes, ``--set`` values, a run's ``recipe.yaml``).
+
+PyYAML's ``safe_load`` speaks YAML 1.1, where ``on``, ``off``, ``yes``, ``no``, ``y`` and ``n``
+are booleans: the documented ``notify: {on: [crash]}`` became ``{True: [crash]}``. It also lets
+a duplicated key win silently, recurses once per nesting level (a recipe nested 5000 deep is a
+``RecursionError``) and turns a 5000-digit number into a ``ValueError`` deep inside. This loader
+resolves plain scalars by YAML 1.2's core schema (booleans are ``true``/``false`` only, no
+dates, no octal ``017``), refuses a key given twice, refuses nesting
+deeper than ``MAX_DEPTH`` and integers longer than ``MAX_INT_DIGITS``, and reports any problem as
+one ``YamlError`` line with the place. Files are read by ``read_text``: a regular file, at most
+``MAX_BYTES`` (``/dev/zero`` and a FIFO are refused, never read forever).
+"""
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_DEPTH = 64          # a recipe is 3 levels deep; an argv list one more
+MAX_INT_DIGITS = 30     # no count, port, time or size needs more; int() refuses beyond 4300
+MAX_BYTES = 1 << 20     # a recipe is a few KiB
+
+
+class YamlError(ValueError):
+    """The text is not YAML we accept: one line with the place (``line L, column C``)."""
+
+
+# YAML 1.2's core schema: what a plain scalar resolves to. YAML 1.1 (PyYAML's default) also reads
+# yes/no/on/off as booleans, 017 as octal, 1:30 as 90 and 2024-01-01 as a date.
+_CORE = {
+    "tag:yaml.org,2002:bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    "tag:yaml.org,2002:null": (re.compile(r"^(?:~|null|Null|NULL|)$"), "~nN"),
+    "tag:yaml.org,2002:int": (re.compile(r"^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+)$"), "-+0123456789"),
+    "tag:yaml.org,2002:float": (re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*|[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+|\.[0-9]+[eE][-+]?[0-9]+)"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), "-+.0123456789"),
+}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 booleans, unique keys, bounded depth and bounded integers."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:
+                    continue  # an unhashable key: the base class says so
+                if first is not key_node:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} given twice (first at line {first.start_mark.line + 1})",
+                        key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: Any) -> int:
+        text = str(node.value)
+        digits = text.lstrip("+-")
+        if len(digits) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(digits)} digits is too long (at most {MAX_INT_DIGITS})",
+                node.start_mark)
+        return int(text, 16) if digits.startswith("0x") else int(text, 10)  # 017 is 17, as in YAML 1.2
+
+
+_Loader.yaml_implicit_resolvers = {}
+for _tag, (_rx, _first) in _CORE.items():
+    _Loader.add_implicit_resolver(_tag, _rx, list(_first) + ([""] if _tag.endswith("null") else []))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that quotes exactly the strings ``loads`` would read as something else
+    (``'1e-4'``, ``'true'``): what is written reads back the same."""
+
+
+_Dumper.yaml_implicit_resolvers = dict(_Loader.yaml_implicit_resolvers)
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """YAML text that ``loads`` reads back as ``obj`` (keys in their order, lists in flow style
+    where short)."""
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=None, allow_unicode=True, **kw)
+
+
+def loads(text: str, src: str = "<yaml>") -> Any:
+    """Parse YAML text; ``YamlError("SRC: line L, column C: problem")`` when it is not accepted."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlError(f"{src}: {where}invalid YAML: {problem}") from None
+    except (RecursionError, ValueError, OverflowError) as exc:  # belt and braces: never a traceback
+        raise YamlError(f"{src}: invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
+
+def scalar(text: str) -> Any:
+    """A ``--set`` value: YAML when it parses as YAML we accept, else the text as a string."""
+    if text == "":
+        return ""
+    try:
+        return loads(text, "--set")
+    except YamlError:
+        return text
+
+
+def read_text(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "file") -> str:
+    """A small text file (a recipe): a regular file only, at most ``max_bytes``, UTF-8. A device
+    (/dev/zero), a FIFO or a directory is refused at once instead of read forever; every problem
+    is one ``YamlError`` line naming the path."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise YamlError(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise YamlError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise YamlError(f"{path}: {kind}; give a {what} (a regular file)")
+        if st.st_size > max_bytes:
+            raise YamlError(f"{path}: {st.st_size} bytes is too large for a {what} (at most {max_bytes})")
+        data = b""
+        while len(data) <= max_bytes:
+            chunk = os.read(fd, max_bytes + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        raise YamlError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise YamlError(f"{path}: too large for a {what} (at most {max_bytes} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def load_file(path: str | Path, *, what: str = "file") -> Any:
+    """``read_text`` then ``loads``."""
+    return loads(read_text(path, what=what), str(path))

@@ -1,0 +1,129 @@
+"""The runner's side of the control socket: accept, read, expire and answer clients without
+ever letting one hold the runner's loop, and with commands ahead of status.
+
+Clients come in crowds (a dashboard polling ``status`` from 200 shells) and one of them may be
+the ``kill`` that must get through. So:
+
+- the listening socket has a deep backlog (``control.BACKLOG``) and every pending connection is
+  accepted at once (clients that still find the queue full retry with backoff,
+  ``runner.supervisor.control.send``);
+- every client is read without blocking and has ``control.CLIENT_TIMEOUT_S`` in all;
+- the requests complete in one pass are answered commands first (kill, restart, resume, verify,
+  kill_pid), then every ``status`` with one encoding of the state;
+- the runner's loop waits on this server's own selector (an epoll descriptor is itself
+  readable), and the log ingestion calls ``serve()`` between slices, so a flood of log lines
+  never makes a client wait for more than one slice.
+"""
+from __future__ import annotations
+
+import json
+import selectors
+import socket
+import time
+import traceback
+from typing import Callable
+
+from runner.supervisor import control
+
+MAX_ACCEPT = 1024  # connections taken per pass (the backlog holds no more)
+
+
+class ControlServer:
+    def __init__(self, listener: socket.socket, handle: Callable[[dict], dict],
+                 after_command: Callable[[], None] = lambda: None,
+                 diag: Callable[[str], None] = lambda msg: None) -> None:
+        """``handle``: a request -> its answer (the runner's dispatcher); ``after_command``:
+        called once after the commands of a pass (the runner writes its state then)."""
+        self.listener = listener
+        listener.setblocking(False)  # accepting until the queue is empty must never block
+        self.handle = handle
+        self.after_command = after_command
+        self.diag = diag
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(listener, selectors.EVENT_READ, None)
+        self.clients: list[control.ClientConn] = []
+        self.answered = {"command": 0, "status": 0, "refused": 0}
+
+    def fileno(self) -> int:
+        """Readable while a connection or a request waits (register it in the runner's loop)."""
+        return self.sel.fileno()
+
+    def serve(self, timeout: float = 0.0) -> int:
+        """Accept and read what is ready, answer every complete request; how many were answered."""
+        ready: list[tuple[control.ClientConn, control.Request | None, str | None]] = []
+        for key, _ in self.sel.select(timeout):
+            if key.data is None:
+                self._accept()
+            else:
+                client: control.ClientConn = key.data
+                done, req, err = client.read()
+                if done:
+                    self._drop(client)
+                    ready.append((client, req, err))
+        self._expire()
+        if not ready:
+            return 0
+        commands = [(c, r) for c, r, _ in ready if r is not None and r.get("cmd") != "status"]
+        statuses = [c for c, r, _ in ready if r is not None and r.get("cmd") == "status"]
+        for client, req, err in ready:
+            if req is None:
+                client.answer({"ok": False, "message": err or "unreadable request"})
+                self.answered["refused"] += 1
+        for client, req in commands:
+            client.answer(self._dispatch(dict(req)))
+            self.answered["command"] += 1
+        if commands:
+            self.after_command()
+        if statuses:
+            body = encode(self._dispatch({"cmd": "status"}))  # one encoding for the whole crowd
+            for client in statuses:
+                client.answer_bytes(body)
+            self.answered["status"] += len(statuses)
+        return len(ready)
+
+    def _dispatch(self, req: dict) -> dict:
+        try:
+            return self.handle(req)
+        except Exception as exc:  # noqa: BLE001 - a bad request must not end the runner
+            self.diag("control request failed:\n" + traceback.format_exc())
+            return {"ok": False, "message": f"runner error: {exc}"}
+
+    def _accept(self) -> None:
+        for _ in range(MAX_ACCEPT):
+            client = control.ClientConn.accept(self.listener)
+            if client is None:
+                return
+            self.clients.append(client)
+            self.sel.register(client.sock, selectors.EVENT_READ, client)
+
+    def _drop(self, client: control.ClientConn) -> None:
+        try:
+            self.sel.unregister(client.sock)
+        except (KeyError, ValueError):
+            pass
+        if client in self.clients:
+            self.clients.remove(client)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for client in [c for c in self.clients if c.expired(now)]:
+            self._drop(client)
+            client.answer({"ok": False, "message": f"request not complete within {control.CLIENT_TIMEOUT_S:g}s"},
+                          timeout_s=0.05)
+
+    def next_expiry(self) -> float | None:
+        """Seconds until the oldest client's deadline (the runner wakes for it), else None."""
+        if not self.clients:
+            return None
+        return max(0.0, min(c.deadline for c in self.clients) - time.monotonic())
+
+    def close(self, message: str = "runner is exiting") -> None:
+        for client in list(self.clients):
+            self._drop(client)
+            client.answer({"ok": False, "message": message}, timeout_s=0.05)
+        self.sel.close()
+
+
+def encode(answer: dict) -> bytes:
+    """One answer line, as every client reads it."""
+    return json.dumps({"v": control.CONTROL_VERSION, **answer}, default=str).encode() + b"\n"

@@ -1,0 +1,718 @@
+"""The reliability campaign: inject faults, feed bad inputs, check the security rules and load
+the control socket, all through the real CLI, the real runner and real processes; print counts.
+
+    .venv/bin/python scripts/campaign.py                 everything (about 15 minutes on 2 cores)
+    .venv/bin/python scripts/campaign.py --only bad      one part: faults, bad, security, load
+    .venv/bin/python scripts/campaign.py --quick         fewer variants, shorter load (about 5 minutes)
+
+Each check is one line of the report: what was done, what was expected, what happened. A bad
+input passes when the command answers with one line on stderr and the documented exit code
+(2 for usage and input errors) within its timeout: no traceback, no hang, nothing started. A
+fault passes when the runner and the run end up where docs/design-notes.md says. Exit status 0
+when every check passed, 1 otherwise. Results go to docs/reliability.md by hand (the numbers
+differ per machine; the counts of checks do not).
+
+Temp directories only; every process a check starts is ended by PID (runner, training tree,
+anything carrying a run's marker) before the next check.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from runner.supervisor import control  # noqa: E402
+from runner.process import proctree
+from runner.rundir.rundir import RunDir, runner_locked  # noqa: E402
+
+PY = sys.executable
+SLEEPER = [PY, "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", flush=True)\n"
+                     "time.sleep(600)\n"]
+FAST = {"restart": {"max_restarts": 1, "backoff_initial_s": 0.05, "backoff_max_s": 0.1},
+        "cooldown": {"floor_s": 0, "ceiling_s": 3, "poll_s": 0.05}, "kill": {"grace_s": 2},
+        "lint": {"ignore": ["no_checkpoint_dir", "shell_wrapper", "secret_literal", "executable_missing"]}}
+
+
+@dataclass
+class Check:
+    part: str
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+# ---- plumbing ----------------------------------------------------------------------------
+
+def env() -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
+    e["PYTHONPATH"] = str(REPO)
+    return e
+
+
+def cli(args: list[str], runs: Path | None = None, timeout: float = 60, prefix: list[str] | None = None,
+        cwd: Path = REPO) -> tuple[int | None, str, str]:
+    argv = [*(prefix or []), PY, "-m", "console.cli", *args] + (["--runs-dir", str(runs)] if runs else [])
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, env=env(), cwd=cwd, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as exc:
+        return None, str(exc.stdout or ""), str(exc.stderr or "")
+
+
+def one_line(rc: int | None, err: str, codes: tuple[int, ...] = (2,)) -> tuple[bool, str]:
+    lines = err.strip().splitlines()
+    if rc is None:
+        return False, "hung (timeout)"
+    if "Traceback" in err:
+        return False, "traceback: " + (lines[-1] if lines else "")
+    if rc not in codes:
+        return False, f"exit {rc}: {err.strip()[-200:]}"
+    if codes == (2,) and (len(lines) != 1 or len(lines[0]) > 400):
+        return False, f"{len(lines)} lines on stderr"
+    return True, lines[0][:160] if lines else ""
+
+
+def state(run: Path) -> dict:
+    """state.json as the campaign sees it, independent of the code under test: {} when it is
+    not a JSON object (the campaign damages some on purpose)."""
+    try:
+        raw = json.loads((run / "state.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def wait(pred, timeout: float = 60) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def recipe_file(tmp: Path, name: str, body: dict) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / f"{name}.json"  # YAML 1.2 reads JSON
+    path.write_text(json.dumps({"name": name, **FAST, **body}))
+    return path
+
+
+def start(tmp: Path, name: str, **body) -> Path | None:
+    runs = tmp / "runs"
+    rc, out, err = cli(["run", str(recipe_file(tmp, name, body)), "--detach"], runs, timeout=120)
+    if rc not in (0, 1) or not out.strip():
+        return None
+    return runs / out.strip().splitlines()[0]
+
+
+def end_all(runs: Path) -> None:
+    """Every process tied to a runs directory: each run's runner and tree, by PID and start
+    time (``bench_control.end_run``)."""
+    from bench_control import end_run
+    for run in runs.glob("*/") if runs.exists() else []:
+        end_run(run)
+
+
+def running(run: Path, timeout: float = 60) -> dict:
+    wait(lambda: state(run).get("status") == "running"
+         and any(p.get("role") == "leader" for p in state(run).get("pids") or []), timeout)
+    return state(run)
+
+
+def kill_runner(run: Path) -> None:
+    r = state(run).get("runner") or {}
+    if r.get("pid") and proctree.same_process(r["pid"], r.get("start_time") or 0):
+        os.kill(r["pid"], signal.SIGKILL)
+        wait(lambda: not proctree.same_process(r["pid"], r["start_time"]), 10)
+
+
+def tree_gone(st: dict) -> bool:
+    return not any(proctree.same_process(p["pid"], p["start_time"]) for p in st.get("pids") or [])
+
+
+def no_dac_override() -> list[str] | None:
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+# ---- bad inputs ------------------------------------------------------------------------------
+
+RUN_COMMANDS = [["kill", "{}"], ["restart", "{}"], ["supervise", "{}"], ["attach", "{}"], ["verify", "{}"],
+                ["runs", "show", "{}"], ["runs", "receipt", "{}"], ["runs", "diff", "x", "{}"], ["agent", "{}"],
+                ["prometheus", "serve", "{}", "--port", "0"], ["--json", "{}", "--once"]]
+BAD_REFS = ["", " ", "\t", "r" * 256, "r" * 5000, "a/" + "b" * 300, "no-such-run", "../..", "*"]
+NUMBER_FLAGS = [(["--json", "X", "--interval"], True), (["agent", "X", "--interval"], True),
+                (["prometheus", "serve", "X", "--interval"], True), (["prometheus", "serve", "X", "--port"], True),
+                (["kill", "X", "--grace"], True), (["kill", "X", "--timeout"], True), (["gpus", "--port"], False),
+                (["gpus", "--grace"], False), (["gpus", "--kill"], False)]
+BAD_NUMBERS = ["inf", "-inf", "nan", "-1", "1e308", "9" * 400, "9" * 5000, "abc", "", "0x10", "1e", "99999"]
+RECIPE_KEYS = {"kill": ["grace_s"], "cooldown": ["floor_s", "ceiling_s", "poll_s", "gpu_mem_tolerance_mib"],
+               "heartbeat": ["timeout_s", "stale_state_s", "startup_s"], "checkpoints": ["settle_s", "dir", "verify"],
+               "preflight": ["port", "on_busy"], "restart": ["max_restarts", "backoff_initial_s", "backoff_max_s",
+                                                          "backoff_factor", "crash_window_s", "max_crashes_per_window"],
+               "gpus": ["devices", "memory_capacity_gib"], "metrics": ["port", "interval_s", "textfile"],
+               "notify": ["command", "on", "timeout_s", "min_interval_s"], "sync": ["keep_last", "retry_s", "dest"],
+               "alerts": ["grad_warn_x", "loss_window", "ema_alpha"]}
+BAD_VALUES = ["1.0e+308", ".inf", ".nan", "-1", "9" * 400, "9" * 5000, "[" * 3000 + "]" * 3000, "{a: 1, a: 2}",
+              "[1, 2]", "{x: y}", "'text'", "true"]
+
+
+def recipe_texts() -> list[tuple[str, str]]:
+    """Whole recipe files that must be refused, each with what it is."""
+    base = "name: bad\ncommand: [echo, hi]\n"
+    out = [("deep block", base + "alerts:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 200)) + "  " * 200
+            + "x: 1\n"),
+           ("deep flow", "name: bad\ncommand: " + "[" * 5000 + "]" * 5000 + "\n"),
+           ("duplicate top key", base + "name: again\n"), ("duplicate nested key", base + "kill: {grace_s: 1, grace_s: 2}\n"),
+           ("duplicate notify on", base + "notify: {command: [/bin/true], on: [crash], on: [end]}\n"),
+           ("not a mapping", "- a\n- b\n"), ("empty", ""), ("only a comment", "# nothing\n"),
+           ("unknown key", base + "cooldwn: {floor_s: 1}\n"), ("bad YAML", base + "kill: {grace_s: [1\n"),
+           ("python tag", base + "x: !!python/object/apply:os.system [id]\n"), ("NUL in arg", base.replace("hi", '"h\\0i"')),
+           ("command a string", "name: bad\ncommand: echo hi\n"), ("command empty", "name: bad\ncommand: []\n"),
+           ("command bool", "name: bad\ncommand: [true]\n"), ("name traversal", "name: ../evil\ncommand: [echo]\n"),
+           ("env bad name", base + "env: {\"A=B\": x}\n"), ("env list", base + "env: {A: [1]}\n"),
+           ("ceiling below floor", base + "cooldown: {floor_s: 30, ceiling_s: 10}\n"),
+           ("devices repeated", base + "gpus: {devices: [0, 0]}\n"), ("bad fault", "name: bad\ncommand: [python, -m, "
+                                                                                  "runner.demo.train, --fault, oom40]\n")]
+    for section, keys in RECIPE_KEYS.items():
+        for key in keys:
+            for value in BAD_VALUES:
+                if key in ("dir", "dest") and value not in ("[1, 2]", "{x: y}", "{a: 1, a: 2}", "[" * 3000 + "]" * 3000):
+                    continue  # any scalar is a path name there
+                if value in ("true", "'text'") and key in ("verify", "textfile", "on_busy"):
+                    continue
+                if value == "[1, 2]" and key in ("devices", "command", "on"):
+                    continue
+                out.append((f"{section}.{key}={value[:12]}", base + f"{section}: {{{key}: {value}}}\n"))
+    return out
+
+
+def bad_inputs(work: Path, quick: bool) -> list[Check]:
+    runs = work / "runs"
+    runs.mkdir(parents=True)
+    jobs: list[tuple[str, list[str], Path | None, tuple[int, ...]]] = []
+    for template in RUN_COMMANDS:
+        for ref in BAD_REFS[: 5 if quick else None]:
+            if template[0] == "verify" and ref == "../..":
+                continue  # verify takes a PATH too, and that one exists
+            codes = (2,)
+            jobs.append((f"{' '.join(template[:2])} RUN={ref[:10]!r}", [ref if a == "{}" else a for a in template],
+                         runs, codes))
+    for flag, with_runs in NUMBER_FLAGS:
+        for value in BAD_NUMBERS[: 6 if quick else None]:
+            jobs.append((f"{' '.join(flag)} {value[:12]!r}", [*flag, value], runs if with_runs else None, (2,)))
+    fifo = work / "fifo.yaml"
+    os.mkfifo(fifo)
+    big = work / "big.yaml"
+    big.write_bytes(b"# " + b"x" * (2 << 20) + b"\n")
+    binary = work / "binary.yaml"
+    binary.write_bytes(bytes(range(256)) * 64)
+    special = [("/dev/zero", "/dev/zero"), ("FIFO", str(fifo)), ("directory", str(work)), ("missing", str(work / "no")),
+               ("2 MiB", str(big)), ("binary", str(binary))]
+    for label, path in special:
+        for command in ("lint", "run", "systemd", "service", "doctor"):
+            jobs.append((f"{command} {label}", [command, path], runs if command in ("run", "systemd", "service")
+                         else None, (2,)))
+    texts = recipe_texts()
+    if quick:
+        texts = texts[::4]
+    for i, (label, text) in enumerate(texts):
+        path = work / f"r{i}.yaml"
+        path.write_text(text)
+        for command in ("lint", "run"):
+            jobs.append((f"{command} recipe {label}", [command, str(path)], runs if command == "run" else None, (2,)))
+    ok_recipe = work / "ok.yaml"
+    ok_recipe.write_text("name: ok\ncommand: [echo, hi]\n")
+    sets = [f"{s}.{k}={v}" for s, keys in RECIPE_KEYS.items() for k in keys for v in BAD_VALUES[:8]
+            if k not in ("dir", "dest", "textfile")]  # any --set text is a path name there
+    sets += ["command=5", "kill=3", "args=1", "nosuch.key=1", "kill.grace=3", "=1", "kill.grace_s", ".x=1",
+             "args.a.b=1", "env=1"]
+    if quick:
+        sets = sets[::4]
+    for s in sets:
+        for command in ("lint", "run"):
+            jobs.append((f"{command} --set {s[:30]}", [command, str(ok_recipe), "--set", s],
+                         runs if command == "run" else None, (2,)))
+    jobs.append(("lint --set command=5 --set args.x=1", ["lint", str(ok_recipe), "--set", "command=5", "--set",
+                                                         "args.x=1"], None, (2,)))
+    deep = work / "checkpoint-5"
+    deep.mkdir()
+    nest = "[" * 100_000 + "]" * 100_000
+    (deep / "model.safetensors.index.json").write_text('{"weight_map": ' + nest + "}")
+    (deep / "trainer_state.json").write_text('{"log_history": ' + nest + ', "global_step": 5}')
+    (deep / "bad.safetensors").write_bytes((10 ** 6).to_bytes(8, "little") + b"{" * 1000)
+    jobs += [("verify nested index", ["verify", str(deep), "--json"], None, (1,)),
+             ("parse nested trainer_state", ["parse", str(deep / "trainer_state.json")], None, (2,)),
+             ("parse --json nested trainer_state", ["parse", str(deep / "trainer_state.json"), "--json"], None, (2,)),
+             ("parse /dev/zero", ["parse", "/dev/zero"], None, (2,)), ("parse FIFO", ["parse", str(fifo)], None, (2,)),
+             ("parse missing", ["parse", str(work / "none.log")], None, (2,)),
+             ("verify missing", ["verify", str(work / "none")], None, (2,)),
+             ("runs-dir is a file: runs ls", ["runs", "ls", "--runs-dir", str(big)], None, (2,)),
+             ("runs-dir is a file: kill", ["kill", "x", "--runs-dir", str(big)], None, (2,)),
+             ("runs-dir is a file: run", ["run", str(ok_recipe), "--runs-dir", str(big)], None, (2,)),
+             ("runs-dir /proc: kill", ["kill", "x", "--runs-dir", "/proc"], None, (2,)),
+             ("runs-dir /proc: runs ls", ["runs", "ls", "--runs-dir", "/proc"], None, (0,)),
+             ("runs-dir empty", ["runs", "ls", "--runs-dir", ""], None, (2,)),
+             ("unknown command", ["kil", "x"], None, (2,)), ("runs unknown action", ["runs", "lss"], None, (2,)),
+             ("prometheus serve without RUN", ["prometheus", "serve"], runs, (2,))]
+
+    def run_job(job):
+        name, args, r, codes = job
+        rc, _, err = cli(args, r, timeout=60)
+        ok, detail = one_line(rc, err, codes)
+        return Check("bad", name, ok, detail)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        out = list(pool.map(run_job, jobs))
+    left = [p for p in runs.iterdir() if p.is_dir()] if runs.exists() else []
+    out.append(Check("bad", "no run directory created by any refused input", not left, f"{len(left)} created"))
+    end_all(runs)
+    return out
+
+
+# ---- faults --------------------------------------------------------------------------------
+
+def faults(work: Path, quick: bool) -> list[Check]:
+    out: list[Check] = []
+
+    def check(name: str, fn) -> None:
+        tmp = work / f"f{len(out)}"
+        tmp.mkdir(parents=True)
+        try:
+            ok, detail = fn(tmp)
+        except Exception as exc:  # noqa: BLE001 - a check that breaks is a failed check
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        finally:
+            end_all(tmp / "runs")
+        out.append(Check("faults", name, ok, detail))
+
+    def fast_exit(command: list[str], expect: tuple[str, ...]):
+        def f(tmp):
+            run = start(tmp, "fast", command=command)
+            ok = run is not None and wait(lambda: state(run).get("status") in expect, 60)
+            return ok, f"status {state(run).get('status') if run else None}"
+        return f
+
+    ended = ("failed", "paused")
+    for cmd, expect in ((["echo", "hi"], ("succeeded",)), (["true"], ("succeeded",)), (["sh", "-c", "exit 3"], ended),
+                        (["false"], ended), (["/no/such/binary"], ended),
+                        ([PY, "-c", "import os; os._exit(0)"], ("succeeded",)),
+                        ([PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"], ended)):
+        check(f"command exits at once: {' '.join(cmd)[:30]}", fast_exit(cmd, expect))
+
+    def adopt(tmp):
+        run = start(tmp, "adopt", command=SLEEPER)
+        st = running(run)
+        kill_runner(run)
+        rc, _, err = cli(["supervise", run.name], run.parent)
+        st2 = running(run)
+        return rc == 0 and st2["runner"]["pid"] != st["runner"]["pid"] and not tree_gone(st), err.strip()[-120:]
+    check("runner SIGKILLed, supervise adopts the live training", adopt)
+
+    def both_dead(tmp):
+        run = start(tmp, "both", command=SLEEPER, restart={"max_restarts": 0})
+        st = running(run)
+        kill_runner(run)
+        for p in st["pids"]:
+            if proctree.same_process(p["pid"], p["start_time"]):
+                os.kill(p["pid"], signal.SIGKILL)
+        rc, _, _ = cli(["supervise", run.name], run.parent)
+        return rc == 0 and wait(lambda: state(run).get("status") in ("failed", "paused"), 60), state(run).get("status")
+    check("runner and training SIGKILLed, supervise judges the attempt", both_dead)
+
+    damaged_states = [b'{"status": 5, "pids": "nope"}', b'{"status": "running", "runner": "x"}', b"[" * 100_000,
+                      b'{"v": 1, "status": "running", "attempt": -1}', b'{"v": 9, "status": "running"}', b"",
+                      b'{"status": "running"', b"\xff\xfe", b'{"status": "running", "pids": [{"pid": "1"}]}',
+                      b'{"v": 1, "status": "running", "surprise": true}']
+    for i, damage in enumerate(damaged_states[: 4 if quick else None]):
+        def wrong_state(tmp, damage=damage):
+            good = start(tmp, "good", command=["sleep", "0.3"])
+            bad = start(tmp, "bad", command=["sleep", "0.3"])
+            wait(lambda: state(bad).get("status") == "succeeded" and state(good).get("status") == "succeeded", 60)
+            wait(lambda: not runner_locked(RunDir(bad)), 60)  # its runner has exited: nobody rewrites the file
+            (bad / "events.jsonl").write_text("")
+            (bad / "state.json").write_bytes(damage)
+            (bad.parent / "index.sqlite").unlink(missing_ok=True)
+            results = []
+            for args in (["runs", "ls"], ["runs", "ls", "--json"], ["runs", "show", bad.name],
+                         ["--json", bad.name, "--once", "--no-gpu"], ["kill", bad.name],
+                         ["prometheus", "serve", bad.name, "--textfile", str(tmp / "m.prom")]):
+                rc, so, err = cli(args, bad.parent)
+                results.append(rc == 0 and "Traceback" not in err)
+            rc, _, err = cli(["supervise", bad.name], bad.parent)
+            results.append(one_line(rc, err)[0])
+            ls = json.loads(cli(["runs", "ls", "--json"], bad.parent)[1])["runs"]
+            statuses = {r["id"]: r["status"] for r in ls}
+            results.append(statuses.get(bad.name) == "damaged" and statuses.get(good.name) == "succeeded")
+            return all(results), f"{sum(results)}/{len(results)} commands answered right"
+        check(f"state.json damaged ({damage[:24]!r}), runner dead: every command", wrong_state)
+
+    def damaged_recipe(tmp):
+        run = start(tmp, "recipe", command=SLEEPER)
+        st = running(run)
+        kill_runner(run)
+        (run / "recipe.yaml").write_text("command: [unterminated\n")
+        rc, _, err = cli(["kill", run.name, "--grace", "2"], run.parent)
+        return rc == 0 and tree_gone(st) and state(run).get("status") == "killed", err.strip()[-160:]
+    check("recipe.yaml damaged, runner dead: kill ends the training from state.json", damaged_recipe)
+
+    def symlink_log(tmp):
+        run = start(tmp, "link", command=SLEEPER)
+        st = running(run)
+        kill_runner(run)
+        secret = tmp / "target.txt"
+        secret.write_text("keep me\n")
+        (run / "runner.log").unlink()
+        (run / "runner.log").symlink_to(secret)
+        rc1, o1, e1 = cli(["supervise", run.name], run.parent)
+        wait(lambda: (state(run).get("runner") or {}).get("pid") != st["runner"]["pid"], 30)
+        rc2, _, _ = cli(["kill", run.name, "--grace", "2"], run.parent)
+        ok = rc1 == 0 and rc2 == 0 and tree_gone(st) and secret.read_text() == "keep me\n" and "keep me" not in o1 + e1
+        return ok, f"supervise {rc1}, kill {rc2}"
+    check("runner.log is a planted symlink: supervise and kill still work", symlink_log)
+
+    for mode in ("read-only", "deleted"):
+        def dir_fails(tmp, mode=mode):
+            prefix = no_dac_override() if mode == "read-only" else []
+            if prefix is None:
+                return True, "skipped: needs root and setpriv"
+            path = recipe_file(tmp, "ro", {"command": [PY, "-c", "import time; print('up', flush=True); "
+                                                               "time.sleep(1.5); raise SystemExit(1)"],
+                                           "restart": {"max_restarts": 5, "backoff_initial_s": 0.05,
+                                                       "no_progress_attempts": 10}})
+            rc, o, _ = cli(["run", str(path), "--detach"], tmp / "runs", prefix=prefix)
+            run = tmp / "runs" / o.strip().splitlines()[0]
+            st = running(run)
+            runner = st["runner"]
+            if mode == "read-only":
+                subprocess.run(["chmod", "-R", "a-w", str(run)], check=True)
+                alive_meanwhile = wait(lambda: _waits_for_storage(run), 60)
+                subprocess.run(["chmod", "-R", "u+w", str(run)], check=True)
+                ok = alive_meanwhile and wait(lambda: (state(run).get("attempt") or 0) > st["attempt"]
+                                              and state(run).get("status") == "running", 60)
+                return ok, f"attempt {state(run).get('attempt')}"
+            keep = tmp / "gone"
+            run.rename(keep)  # the directory is gone from where the runner works
+            try:
+                ended = wait(lambda: not proctree.same_process(runner["pid"], runner["start_time"]), 60)
+            finally:
+                if proctree.same_process(runner["pid"], runner["start_time"]):
+                    os.kill(runner["pid"], signal.SIGKILL)
+                for pid, created in proctree.marked_processes(run.name).items():
+                    if proctree.same_process(pid, created):
+                        os.kill(pid, signal.SIGKILL)
+            return ended, "runner ended" if ended else "runner still alive"
+        check(f"run directory {mode} at the relaunch", dir_fails)
+
+    def ignores_term(tmp):
+        run = start(tmp, "stubborn", command=[PY, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                                                      "signal.SIG_IGN); print('up', flush=True); time.sleep(600)"])
+        st = running(run)
+        rc, _, _ = cli(["kill", run.name, "--grace", "1"], run.parent)
+        return rc == 0 and tree_gone(st) and any(json.loads(line)["type"] == "kill_escalate"
+                                                 for line in (run / "events.jsonl").read_text().splitlines()), ""
+    check("training ignores SIGTERM: the kill escalates", ignores_term)
+
+    def hang(tmp):
+        run = start(tmp, "hang", command=[PY, "-c", "import time; print('up', flush=True); time.sleep(600)"],
+                    heartbeat={"timeout_s": 1, "startup_s": 1}, restart={"max_restarts": 0})
+        return wait(lambda: state(run).get("status") in ("failed", "paused"), 60), state(run).get("status")
+    check("training hangs: the heartbeat kills it", hang)
+
+    def stepless(tmp):
+        from tests.ingest.test_ingest_live import _stepless_between
+        log = tmp / "lines.bin"
+        log.write_bytes(_stepless_between())
+        run = start(tmp, "records", command=[PY, "-c", f"import sys; sys.stdout.buffer.write(open({str(log)!r}, "
+                                                       "'rb').read())"])
+        wait(lambda: state(run).get("status") == "succeeded", 60)
+        written = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        parsed = [json.loads(line) for line in cli(["parse", str(run / "train.log"), "--json"])[1].splitlines()]
+        real = [r for r in written if r["loss"] < 5]
+        return len(real) == 40 and len(written) == len(parsed), f"{len(real)}/40 real records, {len(written)} " \
+                                                                  f"written, {len(parsed)} parsed"
+    check("invalid UTF-8 step and stepless lines: live keeps what parse keeps", stepless)
+
+    def notify_hang(tmp):
+        mark = f"campaign-notify-{os.getpid()}"
+        sleeper = f"{PY} -c 'import time; time.sleep(300)' {mark}"
+        run = start(tmp, "notify", command=["sh", "-c", "exit 3"], restart={"max_restarts": 0},
+                    notify={"command": ["sh", "-c", f"{sleeper} & {sleeper} & wait"], "timeout_s": 1})
+        wait(lambda: state(run).get("status") == "failed", 60)
+        import psutil
+
+        def family():
+            return [p.pid for p in psutil.process_iter(["cmdline"]) if mark in " ".join(p.info["cmdline"] or [])]
+        gone = wait(lambda: not family(), 30)
+        for pid in family():
+            os.kill(pid, signal.SIGKILL)
+        return gone, ""
+    check("a notification command hangs: its whole session is ended", notify_hang)
+
+    def damaged_reports(tmp):
+        run = start(tmp, "crash", command=["sh", "-c", "sleep 0.2; exit 3"], restart={"max_restarts": 0})
+        wait(lambda: state(run).get("status") == "failed", 60)
+        (run / "crashes" / "attempt-1.json").write_text('{"class": 5, "attempt": "y"}')
+        (run / "exits" / "attempt-1.json").write_text('{"returncode": "x"}')
+        (run / "secrets.json").write_text('{"v": 1, "env": "x"}')
+        rc, so, err = cli(["runs", "show", run.name], run.parent)
+        rc2, so2, err2 = cli(["--json", run.name, "--once", "--no-gpu"], run.parent)
+        return rc == rc2 == 0 and "damaged" in so and "Traceback" not in err + err2, so.splitlines()[-3][:100]
+    check("crash report, exit record and secrets.json damaged: shown as damaged", damaged_reports)
+    return out
+
+
+def _waits_for_storage(run: Path) -> bool:
+    try:
+        st = control.send(run / "control.sock", {"cmd": "status"}, timeout=10)["state"]
+    except control.ControlError:
+        return False
+    return any("not writable" in w for w in (st.get("cooldown") or {}).get("waiting_on", []))
+
+
+# ---- security ------------------------------------------------------------------------------
+
+PLANTED = {"hf token printed": "hf_" + "Kc9" * 12, "hub_token printed": "plain-hub-secret-77",
+           "URL password printed": "urlpw-99887766", "env secret printed back": "envsecret-55443322",
+           "URL password in argv": "argvpw-11223344", "secret flag value": "flagsecret-66778899"}
+TRAINER = textwrap.dedent("""\
+    import os, sys
+    for s in range(1, 4):
+        print({"loss": 1.0 + s / 10, "token_acc": 0.71, "global_step/max_steps": f"{s}/9", "elapsed_time": "1m"}, flush=True)
+    print({"loss": 0.9, "global_step/max_steps": "4/9", "hub_token": "%(hub)s", "note": "pushed with %(hf)s",
+           "data_url": "https://me:%(url)s@h/x", "run_note": os.environ["WANDB_API_KEY"]}, flush=True)
+    print("login " + os.environ["WANDB_API_KEY"] + " token_acc: 0.71", flush=True)
+    raise SystemExit(1)
+    """)
+
+
+def security(work: Path, quick: bool) -> list[Check]:
+    out: list[Check] = []
+    work.mkdir(parents=True, exist_ok=True)
+    runs = work / "runs"
+    script = work / "trainer.py"
+    p = PLANTED
+    script.write_text(TRAINER % {"hub": p["hub_token printed"], "hf": p["hf token printed"],
+                                 "url": p["URL password printed"]})
+    run = start(work, "secrets", command=[PY, str(script), "--dataset", f"https://u:{p['URL password in argv']}@h/d",
+                                          "--hub_token", p["secret flag value"]],
+                env={"WANDB_API_KEY": p["env secret printed back"]}, restart={"max_restarts": 0})
+    try:
+        assert run is not None
+        wait(lambda: state(run).get("status") == "failed", 90)
+        sources: dict[str, str] = {}
+        for path in sorted(run.rglob("*")):
+            if path.is_file() and not path.is_socket() and path.name not in ("train.log", "secrets.json"):
+                sources[f"file {path.relative_to(run)}"] = path.read_bytes().decode("utf-8", "replace")
+        rdir = work / "receipt"
+        for args in (["--json", run.name, "--once", "--no-gpu"], ["runs", "show", run.name],
+                     ["runs", "show", run.name, "--json"], ["runs", "ls", "--json"], ["runs", "receipt", run.name, "--json"],
+                     ["runs", "receipt", run.name, "--md"], ["runs", "receipt", run.name, "--out", str(rdir)],
+                     ["parse", str(run / "train.log"), "--json"], ["parse", str(run / "train.log")],
+                     ["prometheus", "serve", run.name, "--textfile", str(work / "m.prom")]):
+            rc, so, err = cli(args, runs if args[0] != "parse" else None)
+            sources[f"output of {' '.join(args[:2])}{' ' + args[-1] if args[-1].startswith('--') else ''}"] = so + err
+        for path in list(rdir.rglob("*.json")) + list(rdir.rglob("*.md")) + [work / "m.prom"]:
+            sources[f"file {path.name}"] = path.read_text(errors="replace")
+        with sqlite3.connect(runs / "index.sqlite") as conn:
+            sources["index.sqlite rows"] = json.dumps([list(r) for r in conn.execute("SELECT * FROM runs")])
+        for what, value in PLANTED.items():
+            leaks = [where for where, text in sources.items() if value in text]
+            out.append(Check("security", f"{what}: in none of {len(sources)} files and outputs", not leaks,
+                             ", ".join(leaks[:4])))
+        metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        out.append(Check("security", "token_acc (a metric) stays readable in metrics and the log tail",
+                         metrics[0]["extra"].get("token_acc") == 0.71 and any(
+                             "token_acc: 0.71" in line for line in json.loads(
+                                 cli(["--json", run.name, "--once", "--no-gpu"], runs)[1])["log_tail"])))
+        modes = {"run directory 0700": (run, 0o700), "secrets.json 0600": (run / "secrets.json", 0o600),
+                 "state.json 0600": (run / "state.json", 0o600),
+                 "index.sqlite 0600": (runs / "index.sqlite", 0o600)}
+        for name, (path, mode) in modes.items():
+            got = stat.S_IMODE(path.stat().st_mode)
+            out.append(Check("security", name, got == mode, oct(got)))
+        loose = [f.name for f in run.rglob("*") if f.is_file() and stat.S_IMODE(f.stat().st_mode) & 0o077]
+        out.append(Check("security", "every run file is owner-only", not loose, ", ".join(loose[:4])))
+    finally:
+        end_all(runs)
+
+    # planted symlinks are refused, never written through
+    live = start(work / "links", "links", command=SLEEPER)
+    try:
+        assert live is not None
+        running(live)
+        target = work / "outside.txt"
+        target.write_text("untouched\n")
+        (live / "events.jsonl").unlink()
+        (live / "events.jsonl").symlink_to(target)
+        cli(["kill", live.name, "--grace", "1"], live.parent)
+        out.append(Check("security", "a symlink planted as events.jsonl is never written through",
+                         target.read_text() == "untouched\n"))
+    finally:
+        end_all(live.parent if live else work / "links" / "runs")
+
+    # an empty RUN never picks the newest live run
+    victim = start(work / "victim", "victim", command=SLEEPER)
+    try:
+        assert victim is not None
+        running(victim)
+        for args in (["kill", ""], ["restart", " "], ["supervise", ""]):
+            cli(args, victim.parent)
+        out.append(Check("security", "kill/restart/supervise with an empty RUN touch no run",
+                         state(victim).get("status") == "running" and "kill" not in (victim / "events.jsonl").read_text()))
+    finally:
+        end_all(victim.parent if victim else work / "victim" / "runs")
+
+    # another user
+    if os.geteuid() == 0:
+        shared = Path(tempfile.mkdtemp(prefix="mc-campaign-shared-"))
+        os.chmod(shared, 0o755)
+        sruns = shared / "runs"
+        run2 = start(shared, "mine", command=["sleep", "0.3"])
+        try:
+            wait(lambda: state(run2).get("status") == "succeeded", 60)
+            cli(["runs", "ls"], sruns)
+            os.chmod(shared / "runs", 0o755)
+            preload = ",".join(["console.cli", "console.commands.kill", "console.commands.runs", "console.commands.json",
+                                "console.commands.supervise", "runner.rundir.store", "runner.rundir.snapshot", "runner.rundir.seriesfile",
+                                "runner.process.launch", "runner.rundir.receipt", "runner.rundir.rundiff", "runner.recipes.recipe", "sqlite3",
+                                "psutil", "yaml", "numpy", "shutil", "tempfile"]
+                               + [m for m in ("runner.process.killrun", "msgspec") if _importable(m)])
+            code = ("import importlib, os, sys\nfor m in sys.argv[1].split(','):\n    importlib.import_module(m)\n"
+                    "os.setgroups([]); os.setgid(65534); os.setuid(65534)\nfrom console.cli import main\n"
+                    "sys.exit(main(sys.argv[2:]))\n")
+            for args, codes in ((["runs", "ls"], (0,)), (["kill", run2.name], (2,)), (["--json", run2.name, "--once"], (2,)),
+                                (["runs", "show", run2.name], (2,)), (["supervise", run2.name], (2,))):
+                p2 = subprocess.run([PY, "-c", code, preload, *args, "--runs-dir", str(sruns)], capture_output=True,
+                                    text=True, env={**env(), "HOME": "/tmp"}, cwd="/", timeout=60)
+                ok, detail = one_line(p2.returncode, p2.stderr, codes)
+                out.append(Check("security", f"another user: {' '.join(args[:2])}", ok, detail))
+        finally:
+            end_all(sruns)
+            shutil.rmtree(shared, ignore_errors=True)
+    return out
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
+# ---- load ----------------------------------------------------------------------------------
+
+def load(work: Path, quick: bool) -> list[Check]:
+    import bench_control
+    out: list[Check] = []
+    for clients in ((200,) if quick else (60, 200)):
+        c = bench_control.crowd(work / f"crowd{clients}", clients)
+        ok = c["kill_rc"] == 0 and c["status"] == "killed" and not c["failed"]
+        out.append(Check("load", f"kill through {clients} status pollers", ok,
+                         f"kill exit {c['kill_rc']} in {c['kill_s']:.2f}s, {c['answered']}/{c['requests']} status "
+                         f"answered, {len(c['failed'])} refused while the runner lived"))
+    f = bench_control.flood(work / "flood", 200_000, 5.0 if quick else 10.0)
+    from benchlib import p99
+    lat_p99 = p99(f["lat"]) if f["lat"] else None
+    out.append(Check("load", "status p99 under 250 ms during a live flood of 200k lines/s",
+                     lat_p99 is not None and lat_p99 < 0.25,
+                     f"p99 {lat_p99 * 1000:.0f} ms over {len(f['lat'])} answers" if lat_p99 else "no answer"))
+    out.append(Check("load", "the flood loses no record", f["records"] == f["lines"],
+                     f"{f['records']:,} of {f['lines']:,}"))
+    out.append(_hostile_clients(work / "hostile"))
+    return out
+
+
+def _hostile_clients(tmp: Path) -> Check:
+    run = start(tmp, "hostile", command=SLEEPER)
+    try:
+        assert run is not None
+        running(run)
+        sock = str(run / "control.sock")
+        hogs = []
+        for payload in (b"[" * 400_000, b'{"cmd": "status", "x": ' + b"[" * 40 + b"]" * 40 + b"}\n", b"\xff" * 1000,
+                        b'{"cmd": "sta'):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sock)
+            try:
+                s.sendall(payload)
+            except OSError:
+                pass
+            hogs.append(s)
+        t = time.monotonic()
+        answer = control.send(sock, {"cmd": "status"}, timeout=30)
+        took = time.monotonic() - t
+        for s in hogs:
+            s.close()
+        ok = answer.get("ok") is True and took < 5
+        return Check("load", "hostile clients (oversized, deep, binary, silent) never stall status", ok,
+                     f"status in {took * 1000:.0f} ms")
+    finally:
+        end_all(tmp / "runs")
+
+
+# ---- main ----------------------------------------------------------------------------------
+
+PARTS = {"faults": faults, "bad": bad_inputs, "security": security, "load": load}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=sorted(PARTS), action="append")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="list every check, not only the failed ones")
+    args = ap.parse_args()
+    parts = args.only or ["faults", "bad", "security", "load"]
+    checks: list[Check] = []
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="mc-campaign-") as d:
+        for part in parts:
+            t = time.time()
+            got = PARTS[part](Path(d) / part, args.quick)
+            checks += got
+            print(f"{part}: {sum(c.ok for c in got)}/{len(got)} passed ({time.time() - t:.0f} s)", flush=True)
+    print(f"\n| part | checks | passed | failed |\n|---|---:|---:|---:|")
+    for part in parts:
+        got = [c for c in checks if c.part == part]
+        print(f"| {part} | {len(got)} | {sum(c.ok for c in got)} | {sum(not c.ok for c in got)} |")
+    total_failed = [c for c in checks if not c.ok]
+    print(f"| all | {len(checks)} | {len(checks) - len(total_failed)} | {len(total_failed)} |")
+    print(f"\n{time.time() - t0:.0f} s in all; machine: {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.2f} at the end.")
+    shown = checks if args.verbose else total_failed
+    if shown:
+        print("\n| part | check | result | detail |\n|---|---|---|---|")
+        for c in shown:
+            print(f"| {c.part} | {c.name} | {'ok' if c.ok else 'FAILED'} | {c.detail.replace('|', '/')[:200]} |")
+    load_checks = [c for c in checks if c.part == "load" and c.ok and c.detail]
+    if load_checks and not args.verbose:
+        print("\n| measured | |\n|---|---|")
+        for c in load_checks:
+            if c.detail and c.part == "load":
+                print(f"| {c.name} | {c.detail} |")
+    return 1 if total_failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
