@@ -50,6 +50,13 @@ class Snapshot:
     last_eval: dict | None = None
     eval_count: int = 0
     alert_groups: tuple[AlertGroup, ...] = ()  # one per cause, newest news first, with ack state
+    # every other number the log carries (lr, epoch, extras, the step's wall time "t") and every
+    # number of the evaluations, by name: any of them can be charted
+    other_series: dict[str, Series] = field(default_factory=dict, repr=False)
+    eval_values: dict[str, Series] = field(default_factory=dict, repr=False)
+    # this host: CPU, RAM and the disk I/O and free space of the run's output directory
+    # (``HostLine``), for a live run; None otherwise
+    host: dict | None = None
 
     def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
         return {
@@ -70,6 +77,9 @@ class Snapshot:
             "eval": {"count": self.eval_count, "last": self.last_eval,
                      "loss": to_pairs(*self.eval_series.downsample(series_points))},
             "alert_groups": [g.to_dict() for g in self.alert_groups],
+            "other_series": {k: to_pairs(*s.downsample(series_points)) for k, s in self.other_series.items()},
+            "eval_values": {k: to_pairs(*s.downsample(series_points)) for k, s in self.eval_values.items()},
+            "host": self.host,
         }
 
     @property
@@ -125,13 +135,15 @@ class RunWatcher:
     def __init__(self, run: rundir.RunDir, *,
                  telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None,
                  full: bool = False,
-                 book_source: Callable[[], seriesfile.SeriesBook] | None = None) -> None:
+                 book_source: Callable[[], seriesfile.SeriesBook] | None = None,
+                 host: Callable[[dict], dict | None] | None = None) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
         otherwise the bounded chart series, started from the runner's ``series.json``.
         ``book_source``: the chart book comes from there instead of the run directory (a log
         being imported: its newest steps, then its whole history)."""
         self.run = run
         self.telemetry = telemetry
+        self.host = host   # this host's line (CPU, RAM, output dir I/O), sampled with the GPUs
         self.full = full
         self.book_source = book_source
         self.book: seriesfile.SeriesBook | None = None
@@ -289,8 +301,11 @@ class RunWatcher:
         run["status_word"] = status_word(run)
         gpu: dict | None = None
         blockers: list[dict] = []
+        host: dict | None = None
         if with_gpu and self.telemetry:
             gpu, blockers = self.telemetry(state)
+        if with_gpu and self.host:
+            host = self.host(state)
         crashes = self._crashes()
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
         run["open_alerts"] = sum(1 for g in groups if g.active)
@@ -312,6 +327,9 @@ class RunWatcher:
             last_eval=book.last_eval,
             eval_count=book.eval_count,
             alert_groups=tuple(groups),
+            other_series=book.other,
+            eval_values=book.eval_values,
+            host=host,
         )
 
 
@@ -429,7 +447,13 @@ class LiveTelemetry:
 
     def __init__(self) -> None:
         from runner.telemetry.gpu import get_backend
+        from runner.telemetry.gpuranks import RankFinder
         self.backend = get_backend()
+        self.ranks = RankFinder()
+
+    def gpu(self, state: dict) -> dict | None:
+        """The GPU snapshot with each process's rank in the run (``RankFinder``)."""
+        return self.ranks.annotate(self.backend.snapshot().to_dict(), state)
 
     def __call__(self, state: dict) -> tuple[dict | None, list[dict]]:
         from runner.telemetry.procs import RunView, find_blockers
@@ -441,4 +465,26 @@ class LiveTelemetry:
                 port=state.get("port"), run_tree=set(tracked), view=RunView.from_state(state))]
         except Exception as exc:  # a process scan racing with exits must not break the screen
             blockers = [{"error": str(exc)}]
-        return snap.to_dict(), blockers
+        return self.ranks.annotate(snap.to_dict(), state), blockers
+
+
+class HostLine:
+    """This host's CPU and RAM (``runner.telemetry.host``) and the disk I/O and free space of the
+    run's output directory (its checkpoint root, else the run directory): the run screen's host
+    line. A figure the system cannot give is None."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = str(run_dir)
+        self._io: dict[str, Any] = {}
+
+    def __call__(self, state: dict) -> dict:
+        from runner.telemetry.host import DirIO, host_snapshot
+        out = host_snapshot()
+        path = state.get("checkpoint_root") or self.run_dir
+        if not os.path.isdir(path):
+            path = self.run_dir
+        io = self._io.get(path)
+        if io is None:
+            io = self._io[path] = DirIO(path)
+        out["io"] = io.sample()
+        return out
