@@ -130,3 +130,31 @@ def clean_choice(keys: Iterable[Any]) -> list[str]:
         if isinstance(k, str) and k and k not in out and len(k) <= 80:
             out.append(k)
     return out[:MAX_CHARTS]
+
+
+def by_time(s: Series, times: Series | None, t0: float | None) -> Series | None:
+    """``s`` with each point placed at the seconds since ``t0`` its step was logged (the wall
+    time of each step, ``other_series["t"]``, interpolated between its buckets); None without
+    times (a log opened from elsewhere has none)."""
+    if times is None or not times.n:
+        return None
+    tx, ty = times.points()
+    pairs = [(x, y) for x, y in zip(tx, ty) if y - y == 0]
+    if not pairs:
+        return None
+    tx, ty = [p[0] for p in pairs], [p[1] for p in pairs]
+    start = t0 if t0 is not None else ty[0]
+    from bisect import bisect_left
+    out = Series(limit=None)
+    xs, ys = s.points()
+    for x, y in zip(xs, ys):
+        i = bisect_left(tx, x)
+        if i <= 0:
+            t = ty[0]
+        elif i >= len(tx):
+            t = ty[-1]
+        else:
+            a, b = tx[i - 1], tx[i]
+            t = ty[i - 1] + (ty[i] - ty[i - 1]) * ((x - a) / (b - a) if b > a else 0.0)
+        out.append(max(0.0, t - start), y)
+    return out

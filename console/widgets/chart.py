@@ -4,7 +4,7 @@ The rendered rows are cached and rebuilt only when the data key (series length, 
 markers) or the size changes, so a 1 Hz poll of an idle run costs nothing to draw."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -12,6 +12,7 @@ from textual import events
 from textual.message import Message
 from textual.strip import Strip
 
+from console.format import short
 from console.chart import DEFAULT_OPTIONS, ChartOptions, Downsampled, Frame, Marker, render_chart_frame
 from console.widgets import row_regions
 from console.widgets.lines import BoxedLines
@@ -47,6 +48,7 @@ class ChartView(BoxedLines):
         self._cap: float | None = None
         self._cap_label = "cap"
         self._options: ChartOptions = DEFAULT_OPTIONS
+        self._x_label: Callable[[float], str] = short
         self.frame: Frame | None = None     # where the last drawing put the data (for the mouse)
         self._drag_from: float | None = None
         self._heading: str | Sequence[str] = title
@@ -58,13 +60,15 @@ class ChartView(BoxedLines):
 
     def set_data(self, series: Sequence[Downsampled], *, heading: str | Sequence[str] | None = None,
                  markers: Sequence[Marker] = (), cap: float | None = None, cap_label: str = "cap",
-                 key: object = None, options: ChartOptions = DEFAULT_OPTIONS) -> bool:
+                 key: object = None, options: ChartOptions = DEFAULT_OPTIONS,
+                 x_label: Callable[[float], str] = short) -> bool:
         """New data; redraws only if ``key`` (anything comparable) changed. Returns True if so.
         The options are part of what is drawn: the caller puts them into ``key``."""
         if key is not None and key == self._data_key:
             return False
         self._series, self._markers, self._cap, self._cap_label = series, markers, cap, cap_label
         self._options = options
+        self._x_label = x_label
         self._heading = heading if heading is not None else self.title
         self._data_key = key
         old, drawn_at = self._strips, self._cache_key
@@ -99,7 +103,7 @@ class ChartView(BoxedLines):
             return self._strips
         rows, self.frame = render_chart_frame(self._series, size.width, size.height, title=self._heading,
                                               markers=self._markers, cap=self._cap, cap_label=self._cap_label,
-                                              options=self._options)
+                                              options=self._options, x_label=self._x_label)
         styles = self._styles
         if not styles:
             styles[""] = self.rich_style
