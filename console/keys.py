@@ -126,6 +126,9 @@ LOG_KEYS: tuple[Key, ...] = (
     Key("right", "pan_right", "Pan", "Scroll long lines to the right by a third of the width (line numbers "
         "stay); left goes back.", display="→"),
     Key("left", "pan_left", "Pan left", "Scroll long lines back to the left.", show=False, display="←"),
+    Key("R", "ranks", "Ranks", "The ranks of a multi-node run in one log, merged by the time each line carries, "
+        "each line with its rank: torchrun's per-rank files (--log-dir), else train.log's [rankN]: / srun "
+        "--label prefixes. R again: the plain log."),
     Key("g", "top", "Top", "Go to the first line.", show=False),
     Key("G", "bottom", "Bottom", "Go to the last line.", show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),
