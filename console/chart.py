@@ -127,7 +127,7 @@ class Frame:
         return self.x0 + (c + 0.5) / self.plot_w * (self.x1 - self.x0)
 
 
-def _y_range(ys: list[Sequence[float]], cap: float | None, floor: float | None, zero_based: bool = False,
+def _y_range(ys: Sequence[Sequence[float]], cap: float | None, floor: float | None, zero_based: bool = False,
              clip: bool = False) -> tuple[tuple[float, float] | None, bool]:
     """(low, high) of the y axis, and whether it was clipped below the top value."""
     finite = [v for y in ys for v in y if math.isfinite(v)]
@@ -161,7 +161,7 @@ def _y_range(ys: list[Sequence[float]], cap: float | None, floor: float | None, 
     return (lo, hi), clipped
 
 
-def _log_ok(ys: list[Sequence[float]]) -> bool:
+def _log_ok(ys: Sequence[Sequence[float]]) -> bool:
     finite = [v for y in ys for v in y if math.isfinite(v)]
     return bool(finite) and min(finite) > 0
 
@@ -299,9 +299,9 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
     else:
         x, _ = data[0]
         y = raw_ys[0]
-        for c, v in zip(x, y):
+        for xv, v in zip(x, y):
             if clipped_axis and math.isfinite(v) and v > y1:
-                over_cols.add(col_of(c) // 2)
+                over_cols.add(col_of(xv) // 2)
                 over_points += 1
         raw_dots, bad = _dots([col_of(v) for v in x], [row_of(v) if math.isfinite(v) else -1 for v in y],
                               plot_w, plot_h)
@@ -330,7 +330,7 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
             continue
         by_col.setdefault(col_of(m.step) // cell_w, set()).add(m.kind)
     for c, kinds in by_col.items():
-        ck = next((k for k in ("ckpt_bad", "ckpt_suspect", "ckpt") if k in kinds), None)
+        ck: str | None = next((k for k in ("ckpt_bad", "ckpt_suspect", "ckpt") if k in kinds), None)
         shown = ck or next(iter(sorted(kinds - {"restart"})), None) or ("restart" if "restart" in kinds else None)
         if shown is not None:
             axis[c] = (MARKER_GLYPH.get(shown, "|"), MARKER_STYLE.get(shown, "chart--axis"))

@@ -154,7 +154,7 @@ COMPARE_KEYS: tuple[Key, ...] = (
 )
 
 PICKER_METRIC_KEYS: tuple[Key, ...] = (
-    Key("space", "toggle", "Mark", "Chart picker: mark or unmark the highlighted metric (charts follow the order "
+    Key("space", "mark_metric", "Mark", "Chart picker: mark or unmark the highlighted metric (charts follow the order "
         "of marking). Compare: choose it."),
     Key("enter", "apply", "Show", "Show the marked charts (compare: the highlighted metric)."),
     Key("slash", "filter", "Filter", "Filter the list by words of the metric's name.", display="/"),

@@ -57,8 +57,8 @@ def log_dirs(recipe: dict, run_dir: Path) -> list[Path]:
                 values.append(words[i + 1])
             elif w.startswith(flag + "="):
                 values.append(w[len(flag) + 1:])
-    launch = recipe.get("_launch") if isinstance(recipe.get("_launch"), dict) else {}
-    base = recipe.get("workdir") or launch.get("cwd") or str(run_dir)
+    launch = recipe.get("_launch")
+    base = recipe.get("workdir") or (launch.get("cwd") if isinstance(launch, dict) else None) or str(run_dir)
     out = []
     for v in values:
         v = v.replace("{run_dir}", str(run_dir)).replace("{run_id}", run_dir.name)
@@ -72,6 +72,7 @@ def rank_files(dirs: list[Path]) -> list[RankFile]:
     labelled by local rank (and node directory when there are several)."""
     found: list[tuple[str, str, int, str, Path]] = []
     for d in dirs:
+        top = str(d)
         try:
             runs = sorted((p for p in d.iterdir() if p.is_dir()), key=lambda p: (p.stat().st_mtime, p.name))
         except OSError:
@@ -84,12 +85,12 @@ def rank_files(dirs: list[Path]) -> list[RankFile]:
                     for stream in ("stdout", "stderr"):
                         f = rank_dir / f"{stream}.log"
                         if f.is_file():
-                            found.append((str(d), node.name, int(rank_dir.name), stream, f))
+                            found.append((top, node.name, int(rank_dir.name), stream, f))
     nodes = sorted({(d, n) for d, n, _, _, _ in found}, key=lambda dn: [x[1] for x in found].index(dn[1]))
     several = len(nodes) > 1
     out = []
-    for d, n, rank, stream, f in sorted(found, key=lambda x: (nodes.index((x[0], x[1])), x[2], x[3] == "stderr")):
-        label = (f"n{nodes.index((d, n))}/" if several else "") + f"r{rank}" + ("!" if stream == "stderr" else "")
+    for top, n, rank, stream, f in sorted(found, key=lambda x: (nodes.index((x[0], x[1])), x[2], x[3] == "stderr")):
+        label = (f"n{nodes.index((top, n))}/" if several else "") + f"r{rank}" + ("!" if stream == "stderr" else "")
         out.append(RankFile(label, f))
     return out[:MAX_FILES]
 

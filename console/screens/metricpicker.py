@@ -79,7 +79,7 @@ class MetricPicker(ModalScreen[list[str] | None]):
         return self.shown[min(max(table.cursor_row, 0), len(self.shown) - 1)]
 
     # ---- keys --------------------------------------------------------------------------------
-    def action_toggle(self) -> None:
+    def action_mark_metric(self) -> None:
         m = self._current()
         if m is None:
             return

@@ -421,9 +421,9 @@ class RunScreen(Screen):
             lo = (s.finite_min() or (None,))[0]
             heading = (f"{last} min {fmt.num(lo)}", last) if lo is not None else (last,)
         elif key not in ("grad_norm",):
-            lo, hi = s.finite_min(), s.finite_max()
-            if lo is not None and hi is not None:
-                heading = (f"{last} ({fmt.num(lo[0])}–{fmt.num(hi)})", last)
+            low, high = s.finite_min(), s.finite_max()
+            if low is not None and high is not None:
+                heading = (f"{last} ({fmt.num(low[0])}–{fmt.num(high)})", last)
         chart.set_data([s], key=dkey, markers=markers, heading=heading, options=options)
 
     def _draw_memory(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:

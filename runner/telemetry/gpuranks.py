@@ -72,7 +72,8 @@ def run_rows(gpu: dict | None) -> list[dict]:
     if not gpu or not gpu.get("available"):
         return rows
     for g in gpu.get("gpus") or ():
-        mine, others = [], []
+        mine: list[dict] = []
+        others: list[dict] = []
         for p in g.get("processes") or ():
             run = p.get("run")
             row = {"gpu": g.get("index"), "pid": p.get("pid"), "used_mib": p.get("used_mib"),
