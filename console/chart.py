@@ -460,7 +460,7 @@ def zoom_range(view: tuple[float, float] | None, full: tuple[float, float], fact
         return None
     lo, hi = view if view is not None else full
     span = max(MIN_ZOOM_STEPS, (hi - lo) * factor)
-    if span >= b - a:
+    if span >= (b - a) - 1:   # (a step short of the whole run after rounding is the whole run)
         return None
     if around is None:
         around = b if view is None else (lo + hi) / 2

@@ -129,6 +129,14 @@ def history_lines(h: gpuhistory.GpuHistory | None, width: int) -> list[str]:
     return lines
 
 
+def _plain(renderable, width: int) -> str:
+    import io
+    from rich.console import Console
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
 class GpuScreen(Screen):
     BINDINGS = keys.bindings(keys.GPU_KEYS)
 
@@ -139,6 +147,8 @@ class GpuScreen(Screen):
         self.history: gpuhistory.GpuHistory | None = None
         self._history_at = -math.inf
         self._shown: object = None
+        self.procs_text = ""     # what the process table shows, as plain text (tests)
+        self.history_text = ""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gpu-title")
@@ -193,7 +203,9 @@ class GpuScreen(Screen):
                                         f"{host_name}" + (" (STALE)" if node.get("stale") else "")))
         from rich.console import Group
         self.query_one("#gpu-procs", Static).update(Group(*tables))
-        self.query_one("#gpu-history", Static).update(Text("\n" + "\n".join(history_lines(self.history, width))))
+        self.history_text = "\n".join(history_lines(self.history, width))
+        self.query_one("#gpu-history", Static).update(Text("\n" + self.history_text))
+        self.procs_text = _plain(Group(*tables), width)
 
     def action_help(self) -> None:
         from console.screens.dialogs import HelpScreen
