@@ -18,12 +18,8 @@ from pathlib import Path
 import pytest
 
 from console.app import MoeConsole
-from console.screens.gpus import GpuScreen
 from console.screens.run import RunScreen
-from console.widgets.gpus import host_words, procs_words
-from runner.rundir import gpuhistory, rundir
-from runner.telemetry.gpuranks import RankFinder, run_rows
-from runner.telemetry.host import DirIO, io_rates, parse_block_stat
+from runner.rundir import rundir
 from tests.runner.conftest import Harness
 from tests.waiting import until, until_ui
 
@@ -44,8 +40,14 @@ def harness(tmp_path, runs_dir):
     return Harness(tmp_path, runs_dir)
 
 
+def _gpu_screen(app):
+    return app.screen if type(app.screen).__name__ == "GpuScreen" else None
+
+
 def test_ranks_are_read_from_the_tracked_processes_environment():
     """Only a PID the runner tracks is the run's; its RANK/LOCAL_RANK come from its environment."""
+    from console.widgets.gpus import procs_words
+    from runner.telemetry.gpuranks import RankFinder, run_rows
     env = {**os.environ, "RANK": "11", "LOCAL_RANK": "3"}
     rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -70,6 +72,8 @@ def test_ranks_are_read_from_the_tracked_processes_environment():
 
 
 def test_disk_io_of_a_directory_from_its_block_device(tmp_path):
+    from console.widgets.gpus import host_words
+    from runner.telemetry.host import DirIO, io_rates, parse_block_stat
     assert parse_block_stat("  10 0 2048 5 20 0 4096 9 0 10 14") == (2048 * 512, 4096 * 512)
     assert parse_block_stat("garbage") is None
     assert io_rates((0.0, 0, 0), (2.0, 1024, 4096)) == (512.0, 2048.0)
@@ -127,6 +131,7 @@ def test_the_runner_records_the_gpus_for_the_whole_run_and_json_names_the_rank(h
     st = run.wait_status("succeeded", "failed", "unsaved", timeout=240)
     assert st["status"] in ("succeeded", "unsaved"), st
 
+    from runner.rundir import gpuhistory
     history = gpuhistory.load(rundir.RunDir(run.path))
     assert history is not None and history.samples >= 2   # every 2 s while the training runs
     assert set(history.gpus) == {"0", "1"}
@@ -148,8 +153,7 @@ def test_the_runner_records_the_gpus_for_the_whole_run_and_json_names_the_rank(h
             await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
             assert not app.screen.query_one("#hostline").display, "a finished run is not polled: no host line"
             await pilot.press("g")
-            view = await until_ui(pilot, lambda: isinstance(app.screen, GpuScreen) and app.screen.history is not None
-                                  and app.screen)
+            view = await until_ui(pilot, lambda: _gpu_screen(app) and app.screen.history is not None and app.screen)
             await pilot.pause(0.3)
             procs, history_text = view.procs_text, view.history_text
             await pilot.press("q")
@@ -180,7 +184,7 @@ def test_g_shows_the_run_ranks_first_and_other_processes_after(tmp_path):
             panel = app.screen.query_one("#gpus")
             await until_ui(pilot, lambda: any("r8+1p" in line for line in panel.plain_lines))
             await pilot.press("g")
-            view = await until_ui(pilot, lambda: isinstance(app.screen, GpuScreen) and app.screen)
+            view = await until_ui(pilot, lambda: _gpu_screen(app))
             await pilot.pause(0.3)
             text = view.procs_text
             await pilot.press("escape")
