@@ -88,12 +88,14 @@ def _proc_cells(r: dict) -> tuple[str | Text, str, str, str]:
             _pct(r["sm_pct"]))
 
 
-def spark(s: Series, width: int, top: float | None) -> str:
-    """A series over the whole run as ``width`` sparkline cells (each cell the max of its part),
-    scaled to ``top`` (100 % for utilisation, the capacity for memory); blank without data."""
+def spark(s: Series, width: int, top: float | None, *, mean: bool = False) -> str:
+    """A series over the whole run as ``width`` sparkline cells, scaled to ``top`` (100 % for
+    utilisation, the capacity for memory); blank without data. Each cell is the max of its part
+    (a memory peak is never averaged away), or with ``mean`` its mean (a utilisation dip, a
+    stall or a save, is not hidden by the busy samples around it)."""
     if width <= 0:
         return ""
-    xs, ys = s.downsample(width)
+    xs, ys = s.downsample_means(width) if mean else s.downsample(width)
     if not ys:
         return " " * width
     finite = [v for v in ys if math.isfinite(v)]
@@ -119,11 +121,11 @@ def history_lines(h: gpuhistory.GpuHistory | None, width: int) -> list[str]:
         cap = h.mem_total_gib.get(key)
         peak = mem.finite_max()
         peak_t = fmt.NA if peak is None else f"{peak:.1f}" + (f"/{cap:.0f}G" if cap else "G")
-        lines.append(f"{key:>3} util {spark(util, spark_w, 100.0)} avg {mean:>4}  "
+        lines.append(f"{key:>3} util {spark(util, spark_w, 100.0, mean=True)} avg {mean:>4}  "
                      f"mem {spark(mem, spark_w, cap)} peak {peak_t}")
     cpu_y = [v for v in h.cpu.means()[1] if math.isfinite(v)]
     ram_peak = h.ram.finite_max()
-    lines.append(f"host cpu {spark(h.cpu, spark_w, 100.0)} avg {(f'{sum(cpu_y) / len(cpu_y):.0f}%' if cpu_y else fmt.NA):>4}  "
+    lines.append(f"host cpu {spark(h.cpu, spark_w, 100.0, mean=True)} avg {(f'{sum(cpu_y) / len(cpu_y):.0f}%' if cpu_y else fmt.NA):>4}  "
                  f"ram {spark(h.ram, spark_w, h.ram_total_gib)} peak "
                  + (fmt.NA if ram_peak is None else f"{ram_peak:.1f}" + (f"/{h.ram_total_gib:.0f}G" if h.ram_total_gib else "G")))
     return lines
