@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.supervisor import control
 from runner.rundir import rundir
 from runner.rundir.snapshot import RunWatcher, Snapshot
 
@@ -123,6 +122,7 @@ class RunSource:
 
     def request(self, cmd: str, **fields: Any) -> dict:
         """One control request; a missing runner becomes {"ok": False, "message": ...}."""
+        from runner.supervisor import control   # on the first request: an attached console may never send one
         try:
             return control.send(self.run.sock, {"cmd": cmd, **fields}, timeout=self.control_timeout)
         except control.ControlError as exc:

@@ -149,7 +149,10 @@ class GpuScreen(Screen):
         self.history: gpuhistory.GpuHistory | None = None
         self._history_at = -math.inf
         self._shown: object = None
-        self.procs_text = ""     # what the process table shows, as plain text (tests)
+        self._title_drawn = self._host_drawn = ""
+        self._history_drawn: object = None
+        self._history_stamp: object = None
+        self._tables = None
         self.history_text = ""
 
     def compose(self) -> ComposeResult:
@@ -167,33 +170,56 @@ class GpuScreen(Screen):
 
     @work(thread=True, exclusive=True, group="gpu-history")
     def _read_history(self) -> None:
+        """gpu-history.json again when the runner replaced it (every 10 s while it trains)."""
+        try:
+            st = self.source.run.gpu_history.stat()
+            stamp: object = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp == self._history_stamp and self.history is not None:
+            return
+        self._history_stamp = stamp
         history = gpuhistory.load(self.source.run)
         self.app.call_from_thread(self._got_history, history)
 
     def _got_history(self, history: gpuhistory.GpuHistory | None) -> None:
         self.history = history
         self._history_at = time.monotonic()
-        self._shown = None
+        self._history_drawn = None
         self.refresh_view()
 
     def refresh_view(self) -> None:
+        """Redraw what changed since the last second: the title, the host line, the process table
+        (only when the GPUs' numbers moved), the history (only when the runner wrote it again)."""
         if time.monotonic() - self._history_at >= HISTORY_READ_S:
             self._history_at = time.monotonic()
             self._read_history()
         snap = self.run_screen.snapshot
         width = max(40, self.size.width - 2)
-        key = (id(snap), width, id(self.history))
-        if key == self._shown:
-            return
-        self._shown = key
         run = snap.run if snap is not None else {}
         local = rundir.hostname()
-        self.query_one("#gpu-title", Static).update(Text(
-            f"GPUs of {run.get('name') or self.source.run.run_id}  ·  {run.get('status_word') or ''}  ·  "
-            f"the run's ranks first on each GPU, other processes after  ·  q back", style="bold"))
+        title = (f"GPUs of {run.get('name') or self.source.run.run_id}  ·  {run.get('status_word') or ''}  ·  "
+                 f"the run's ranks first on each GPU, other processes after  ·  q back")
+        if title != self._title_drawn:
+            self._title_drawn = title
+            self.query_one("#gpu-title", Static).update(Text(title, style="bold"))
         host = snap.host if snap is not None else None
-        self.query_one("#gpu-host", Static).update(host_words(host, width) if host else
-                                                    "host: not polled (a finished run)")
+        host_line = host_words(host, width) if host else "host: not polled (a finished run)"
+        if host_line != self._host_drawn:
+            self._host_drawn = host_line
+            self.query_one("#gpu-host", Static).update(Text(host_line))
+        gpu = snap.gpu if snap is not None else None
+        key = (width, (gpu or {}).get("available"), (gpu or {}).get("gpus"),   # not its time: only the numbers
+               tuple((n.get("host"), n.get("t")) for n in (snap.nodes if snap is not None else ())))
+        if key != self._shown:
+            self._shown = key
+            self._draw_tables(snap, local)
+        if (id(self.history), width) != self._history_drawn:
+            self._history_drawn = (id(self.history), width)
+            self.history_text = "\n".join(history_lines(self.history, width))
+            self.query_one("#gpu-history", Static).update(Text("\n" + self.history_text))
+
+    def _draw_tables(self, snap, local: str) -> None:
         tables: list = [process_table(snap.gpu if snap is not None else None, f"{local} (this node)")]
         for node in (snap.nodes if snap is not None else ()):
             host_name = str(node.get("host") or "?")
@@ -204,10 +230,13 @@ class GpuScreen(Screen):
             tables.append(process_table(annotate_from_ranks(gpu, node.get("ranks") or []),
                                         f"{host_name}" + (" (STALE)" if node.get("stale") else "")))
         from rich.console import Group
-        self.query_one("#gpu-procs", Static).update(Group(*tables))
-        self.history_text = "\n".join(history_lines(self.history, width))
-        self.query_one("#gpu-history", Static).update(Text("\n" + self.history_text))
-        self.procs_text = _plain(Group(*tables), width)
+        self._tables = Group(*tables)
+        self.query_one("#gpu-procs", Static).update(self._tables)
+
+    @property
+    def procs_text(self) -> str:
+        """What the process table shows, as plain text (tests)."""
+        return _plain(self._tables, max(40, self.size.width - 2)) if self._tables is not None else ""
 
     def action_help(self) -> None:
         from console.screens.dialogs import HelpScreen

@@ -153,9 +153,13 @@ class RunScreen(Screen):
                     if full:
                         self._gpu_at = time.monotonic()
                     snap = self.source.poll(telemetry=full)
-                    if self._heartbeat_s is None:
+                    last_output = self.source.last_output_t(snap)
+                    if self._heartbeat_s is None and last_output is not None and \
+                            self.clock() - last_output >= fmt.QUIET_SHOWN_S:
+                        # the hang limit is shown beside the quiet time only: the recipe (and its
+                        # YAML reader) is read once the run has been quiet, not on every attach
                         self._heartbeat_s = self.source.heartbeat_s()
-                    self.post_message(self.SnapshotReady(snap, last_output_t=self.source.last_output_t(snap)))
+                    self.post_message(self.SnapshotReady(snap, last_output_t=last_output))
                 except Exception as exc:  # a bad file must not kill the poller: show it and go on
                     self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
                 # Back-pressure: never queue a second snapshot before the UI applied the first.

@@ -22,7 +22,6 @@ from runner.core.series import Series, to_pairs
 from runner.rundir.seriesfile import CHART_KEYS
 from runner.rundir import alertgroups
 from runner.rundir.alertgroups import AlertBook, AlertGroup
-from runner.core.lifecycle import PREFLIGHT
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 64 * 1024
@@ -88,13 +87,20 @@ class Snapshot:
         return alertgroups.active(self.alert_groups)
 
 
+def preflight_reason() -> str:
+    """The lifecycle's name for the checks before the first launch (imported when a cooldown is
+    shown: the lifecycle module costs an attached console about 1 MiB it needs only then)."""
+    from runner.core.lifecycle import PREFLIGHT
+    return PREFLIGHT
+
+
 def status_word(run: dict) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON)."""
     status = (run.get("status") or "unknown").upper()
     if run.get("stale"):
         return f"{status}? (runner gone)"
     cd = run.get("cooldown") or {}
-    if status == "COOLDOWN" and cd.get("reason") == PREFLIGHT:
+    if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
     if status == "COOLDOWN" and cd.get("remaining_s") is not None:
         return f"COOLDOWN {int(math.ceil(cd['remaining_s']))}s"
