@@ -30,7 +30,8 @@ class MoeConsole(App):
 
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
-                 telemetry=None, clock=None, bell: bool | None = None, open_path: Path | None = None) -> None:
+                 telemetry=None, clock=None, bell: bool | None = None, open_path: Path | None = None,
+                 host=True) -> None:
         """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``)."""
         super().__init__()
         self.first_path = open_path
@@ -47,6 +48,7 @@ class MoeConsole(App):
         self.interval = interval
         self.control_timeout = control_timeout
         self.telemetry = telemetry
+        self.host = host   # the host line's sampler (True: this host's; see RunSource)
         self.animation_level = "none"
         self._scratch: Path | None = None
         self._alert_note: Notification | None = None
@@ -66,7 +68,7 @@ class MoeConsole(App):
         from console.screens.run import RunScreen
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
-                           control_timeout=self.control_timeout, importing=importing)
+                           control_timeout=self.control_timeout, importing=importing, host=self.host)
         self.push_screen(RunScreen(source, readonly=self.readonly, interval=self.interval,
                                   clock=self.clock))
         if importing is not None:

@@ -8,15 +8,20 @@ get their own glyphs on the axis row, so nothing depends on colour.
 Row layout: a title row, the plot rows (y labels on the left), and an axis row with markers.
 With two or more series (run comparison) each series is drawn at cell resolution with its own
 glyph, because braille dots of two runs could not be told apart without colour.
+
+``ChartOptions`` adds what TensorBoard and W&B users reach for: EMA smoothing drawn over the
+faint raw line, a log axis, a zoomed step range, and an axis clipped to a quantile so one spike
+does not flatten everything else (the points beyond it marked ``↑``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import math
 
 from console.format import short
+from runner.core.series import ema, in_range, reduce_mean
 
 Row = list[tuple[str, str]]
 
@@ -26,7 +31,7 @@ _BITS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 MARKER_GLYPH = {"restart": "R", "ckpt": "C", "ckpt_bad": "✗", "ckpt_suspect": "?"}
 MARKER_STYLE = {"restart": "chart--restart", "ckpt": "chart--ckpt", "ckpt_bad": "chart--bad",
                 "ckpt_suspect": "chart--bad"}
-SERIES_GLYPHS = ("•", "×", "+", "o")
+SERIES_GLYPHS = ("•", "×", "+", "o", "#", "@", "%", "&")
 SERIES_STYLES = ("chart--line", "chart--line-b", "chart--line-c", "chart--line-d")
 BOTH_GLYPH = "◆"
 LABEL_W = 6
@@ -77,60 +82,186 @@ def _title(left: str, right: str, width: int) -> str:
     return _fit(left, width)
 
 
-def _y_range(ys: list[Sequence[float]], cap: float | None, floor: float | None) -> tuple[float, float] | None:
+@dataclass(frozen=True)
+class ChartOptions:
+    """How a chart is drawn, beyond its data.
+
+    ``smooth``: EMA weight (0 off); the raw line stays behind the smoothed one, faint.
+    ``log``: a log10 y axis (when every value shown is positive; the title says if it cannot).
+    ``xrange``: (first, last) step shown, None for the whole run (zoom).
+    ``clip``: an axis clipped to the 98th percentile when a few values would squeeze the rest
+    into a sliver; the points beyond it are marked ``↑`` on the top row.
+    ``zero_based``: the y axis starts at 0 (a quantity like memory: its noise is not a sawtooth)."""
+    smooth: float = 0.0
+    log: bool = False
+    xrange: tuple[float, float] | None = None
+    clip: bool = True
+    zero_based: bool = False
+
+
+DEFAULT_OPTIONS = ChartOptions()
+CLIP_QUANTILE = 0.98
+CLIP_RATIO = 3.0        # clipped when the top value lies this many quantile spans above the floor
+CLIP_MIN_POINTS = 20
+MIN_REL_SPAN = 1e-3     # a flat series spans at least this fraction of its magnitude
+CLIP_GLYPH = "↑"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where a drawn chart put its data: the step range and the plot's cells (for the mouse)."""
+    x0: float
+    x1: float
+    plot_left: int      # first plot column (after the y labels)
+    plot_w: int         # plot columns
+    clipped: int = 0    # points drawn at the top because they lie beyond the clipped axis
+    log: bool = False   # the y axis is logarithmic
+
+    def step_at(self, column: int) -> float | None:
+        """The step under a column of the widget, None outside the plot."""
+        c = column - self.plot_left
+        if not 0 <= c < self.plot_w:
+            return None
+        if self.x1 <= self.x0:
+            return self.x0
+        return self.x0 + (c + 0.5) / self.plot_w * (self.x1 - self.x0)
+
+
+def _y_range(ys: Sequence[Sequence[float]], cap: float | None, floor: float | None, zero_based: bool = False,
+             clip: bool = False) -> tuple[tuple[float, float] | None, bool]:
+    """(low, high) of the y axis, and whether it was clipped below the top value."""
     finite = [v for y in ys for v in y if math.isfinite(v)]
     if not finite and cap is None:
-        return None
+        return None, False
     lo = min(finite) if finite else 0.0
     hi = max(finite) if finite else 0.0
+    clipped = False
     if cap is not None:
         lo = 0.0
         hi = max(hi, cap * 1.04)
+    else:
+        if zero_based:
+            lo = min(lo, 0.0)
+        if clip and len(finite) >= CLIP_MIN_POINTS:
+            ordered = sorted(finite)
+            q = ordered[min(len(ordered) - 1, int(CLIP_QUANTILE * (len(ordered) - 1)))]
+            if q > lo and hi - lo > CLIP_RATIO * (q - lo):
+                hi, clipped = q + 0.25 * (q - lo), True
     if floor is not None:
         lo = min(lo, floor)
+    need = MIN_REL_SPAN * max(abs(lo), abs(hi))
+    if hi - lo < need:
+        mid = (hi + lo) / 2
+        lo, hi = mid - need / 2, mid + need / 2
+        if zero_based and lo < 0 <= min(finite or [0.0]):
+            lo, hi = 0.0, need
     if hi <= lo:
         pad = abs(hi) * 0.1 or 1.0
-        return lo - pad, hi + pad
-    return lo, hi
+        return (lo - pad, hi + pad), clipped
+    return (lo, hi), clipped
+
+
+def _log_ok(ys: Sequence[Sequence[float]]) -> bool:
+    finite = [v for y in ys for v in y if math.isfinite(v)]
+    return bool(finite) and min(finite) > 0
+
+
+def _log10(ys: Sequence[float]) -> list[float]:
+    return [math.log10(v) if v > 0 else (v if v != v else -math.inf) for v in ys]
+
+
+def _smoothed(s: Downsampled, weight: float, points: int, lo: float | None, hi: float | None
+              ) -> tuple[list[float], list[float]] | None:
+    """The EMA of a series' bucket means over the whole run, cut to the range and reduced to the
+    pixel width; None when the series has no means (another kind of series)."""
+    means = getattr(s, "means", None)
+    if means is None:
+        return None
+    xs, ms = means()
+    ys = ema(ms, weight)
+    if lo is not None or hi is not None:
+        xs, ys = in_range(xs, ys, lo, hi)
+    return reduce_mean(xs, ys, points)
+
+
+def _downsample(s: Downsampled, points: int, lo: float | None, hi: float | None) -> tuple[Sequence[float], Sequence[float]]:
+    if lo is None and hi is None:
+        return s.downsample(points)
+    return s.downsample(points, lo, hi)  # type: ignore[call-arg]
 
 
 def render_chart(series: Sequence[Downsampled], width: int, height: int, *, title: str | Sequence[str] = "",
                  right_title: str = "", markers: Sequence[Marker] = (), cap: float | None = None,
-                 cap_label: str = "cap", y_floor: float | None = None) -> list[Row]:
+                 cap_label: str = "cap", y_floor: float | None = None,
+                 options: ChartOptions = DEFAULT_OPTIONS, x_label: Callable[[float], str] = short) -> list[Row]:
     """Rows of (text, style) runs, exactly ``height`` rows of ``width`` cells."""
+    return render_chart_frame(series, width, height, title=title, right_title=right_title, markers=markers, cap=cap,
+                              cap_label=cap_label, y_floor=y_floor, options=options, x_label=x_label)[0]
+
+
+def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *, title: str | Sequence[str] = "",
+                       right_title: str = "", markers: Sequence[Marker] = (), cap: float | None = None,
+                       cap_label: str = "cap", y_floor: float | None = None,
+                       options: ChartOptions = DEFAULT_OPTIONS, x_label: Callable[[float], str] = short
+                       ) -> tuple[list[Row], Frame | None]:
+    """``render_chart`` and the frame it drew in (None when nothing was plotted)."""
     width, height = max(0, width), max(0, height)
-    if not isinstance(title, str):  # candidates, longest first: the first that fits is shown
-        fitting = [t for t in title if len(t) <= width - 8] or list(title)[-1:] or [""]
-        title = fitting[0]
+    candidates = [title] if isinstance(title, str) else (list(title) or [""])
+    # candidates, longest first: the first that fits is shown (with the notes, below)
+    title = ([t for t in candidates if len(t) <= width - 8] or candidates[-1:])[0]
     if width == 0 or height == 0:
-        return [[("", "")] for _ in range(height)]
+        return [[("", "")] for _ in range(height)], None
     rows: list[Row] = [[(_title(title, right_title, width), "chart--title")]]
     plot_h = height - 2
     plot_w = width - LABEL_W - 1
     if plot_h < 1 or plot_w < 4:
-        return rows + [[(" " * width, "")] for _ in range(height - 1)]
+        return rows + [[(" " * width, "")] for _ in range(height - 1)], None
 
     overlay = len(series) > 1
     px_w = plot_w if overlay else plot_w * 2
     px_h = plot_h if overlay else plot_h * 4
-    data = [s.downsample(px_w) for s in series]
+    lo_x, hi_x = options.xrange if options.xrange else (None, None)
+    data = [_downsample(s, px_w, lo_x, hi_x) for s in series]
+    smooth = min(max(options.smooth, 0.0), 0.999)
+    smoothed = [_smoothed(s, smooth, px_w, lo_x, hi_x) for s in series] if smooth > 0 else [None] * len(series)
     xs_all = [x for x, _ in data if len(x)]
     if not xs_all:
-        empty = _fit("no data yet", plot_w)
+        empty = _fit("no data yet" if options.xrange is None else "no data in this range", plot_w)
         rows += [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
                  for i in range(plot_h)]
         rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])
-        return rows
+        return rows, None
     x0 = min(min(x) for x in xs_all)
     x1 = max(max(x) for x in xs_all)
-    for s in series:  # a bucket is labelled by its first step: the true last step may lie beyond
-        last_x = getattr(s, "last_x", None)
-        if isinstance(last_x, (int, float)):
-            x1 = max(x1, float(last_x))
-    if not right_title:
-        rows[0] = [(_title(title, f"{short(x0)}–{short(x1)}", width), "chart--title")]
-    yr = _y_range([y for _, y in data], cap, y_floor)
+    if options.xrange is not None:
+        x0, x1 = float(options.xrange[0]), float(options.xrange[1])
+    else:
+        for s in series:  # a bucket is labelled by its first step: the true last step may lie beyond
+            last_x = getattr(s, "last_x", None)
+            if isinstance(last_x, (int, float)):
+                x1 = max(x1, float(last_x))
+    raw_ys = [list(y) for _, y in data]
+    use_log = options.log and cap is None and _log_ok(raw_ys)
+    if use_log:
+        raw_ys = [_log10(y) for y in raw_ys]
+        smoothed = [None if sm is None else (sm[0], _log10(sm[1])) for sm in smoothed]
+    yr, clipped_axis = _y_range(raw_ys, cap, y_floor if not use_log else None,
+                                zero_based=options.zero_based and not use_log, clip=options.clip)
     y0, y1 = yr if yr else (0.0, 1.0)
+    notes, compact = [], []
+    if smooth > 0:
+        notes.append(f"EMA {smooth:g}")
+        compact.append(f"~{smooth:g}".replace("~0.", "~."))
+    if use_log:
+        notes.append("log")
+        compact.append("log")
+    elif options.log and cap is None:
+        notes.append("log n/a")
+        compact.append("lin")
+    span = f"{x_label(x0)}–{x_label(x1)}"
+    rights = [right_title] if right_title else ([f"zoom {span}", span] if options.xrange is not None else [span])
+    head, right = _with_notes(candidates, [" ".join(notes), " ".join(compact)], rights, width)
+    rows[0] = [(_title(head, right, width), "chart--title")]
 
     def col_of(x: float) -> int:
         if x1 <= x0:
@@ -143,86 +274,223 @@ def render_chart(series: Sequence[Downsampled], width: int, height: int, *, titl
     # cells[r][c] = (glyph, style); None = empty.
     cells: list[list[tuple[str, str] | None]] = [[None] * plot_w for _ in range(plot_h)]
     bad_cols: set[int] = set()
+    over_cols: set[int] = set()   # cell columns with a point beyond a clipped axis
+    over_points = 0
+    cell_w = 1 if overlay else 2
     if overlay:
-        for i, (x, y) in enumerate(data):
+        for i, (x, _) in enumerate(data):
             glyph, style = SERIES_GLYPHS[i % len(SERIES_GLYPHS)], SERIES_STYLES[i % len(SERIES_STYLES)]
-            for xv, yv in zip(x, y):
+            sm = smoothed[i]
+            xs_i, ys_i = (sm[0], sm[1]) if sm is not None else (x, raw_ys[i])
+            for xv, yv in zip(xs_i, ys_i):
                 if not math.isfinite(yv):
-                    bad_cols.add(col_of(xv))
+                    if sm is None:
+                        bad_cols.add(col_of(xv))
                     continue
                 c, r = col_of(xv), row_of(yv)
+                if clipped_axis and yv > y1:
+                    over_cols.add(c)
+                    over_points += 1
                 cur = cells[r][c]
                 if cur is not None and cur[0] != glyph:
                     cells[r][c] = (BOTH_GLYPH, "chart--both")
                 else:
                     cells[r][c] = (glyph, style)
     else:
-        x, y = data[0]
-        dots = [[0] * plot_w for _ in range(plot_h)]
-        pcol = [col_of(v) for v in x]
-        prow = [row_of(v) if math.isfinite(v) else -1 for v in y]
-        bad_cols.update(c // 2 for c, r in zip(pcol, prow) if r < 0)
-        # Connect each point to the previous one: vertical spans, interpolated across the
-        # columns between two points when the data is sparser than the pixels (a line, not dots).
-        prev_c = prev_r = -1
-        for c, r in zip(pcol, prow):
-            if r < 0:
-                prev_c = prev_r = -1
-                continue
-            if prev_r < 0 or c <= prev_c:
-                cols = [(c, r if prev_r < 0 else prev_r, r)]
-            else:
-                cols, last = [], prev_r
-                for cc in range(prev_c + 1, c + 1):
-                    rr = int(round(prev_r + (r - prev_r) * (cc - prev_c) / (c - prev_c)))
-                    cols.append((cc, last, rr))
-                    last = rr
-            for cc, a, b in cols:
-                lo, hi = (a, b) if a <= b else (b, a)
-                bits = _BITS[cc % 2]
-                for rr in range(lo, hi + 1):
-                    dots[rr // 4][cc // 2] |= bits[rr % 4]
-            prev_c, prev_r = c, r
-        for r in range(plot_h):
-            row = dots[r]
-            for c, bits in enumerate(row):
-                if bits:
-                    cells[r][c] = (chr(0x2800 + bits), "chart--line")
+        x, _ = data[0]
+        y = raw_ys[0]
+        for xv, v in zip(x, y):
+            if clipped_axis and math.isfinite(v) and v > y1:
+                over_cols.add(col_of(xv) // 2)
+                over_points += 1
+        raw_dots, bad = _dots([col_of(v) for v in x], [row_of(v) if math.isfinite(v) else -1 for v in y],
+                              plot_w, plot_h)
+        bad_cols.update(c // 2 for c in bad)
+        sm = smoothed[0]
+        if sm is None:
+            _paint(cells, raw_dots, "chart--line")
+        else:
+            line_dots, _ = _dots([col_of(v) for v in sm[0]],
+                                 [row_of(v) if math.isfinite(v) else -1 for v in sm[1]], plot_w, plot_h)
+            _paint(cells, raw_dots, "chart--raw")
+            _paint(cells, line_dots, "chart--line")   # the smoothed line over the raw one
 
     if cap is not None:
         r = min(max(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0), plot_h - 1)
         for c in range(plot_w):
             if cells[r][c] is None:
                 cells[r][c] = ("╌", "chart--cap")
-    cell_w = 1 if overlay else 2
     axis: list[tuple[str, str]] = [("─", "chart--axis")] * plot_w
-    for m in sorted(markers, key=lambda m: m.kind == "ckpt"):  # bad verdicts drawn over good ones
+    # Per column, the markers that land there: the axis shows the strongest checkpoint verdict
+    # (✗ over ? over C), else R; a restart that shares its column with a checkpoint is written at
+    # the top of its dashed line instead, so both are seen.
+    by_col: dict[int, set[str]] = {}
+    for m in markers:
         if not (x0 <= m.step <= x1) and x1 > x0:
             continue
-        c = col_of(m.step) // cell_w
-        axis[c] = (MARKER_GLYPH.get(m.kind, "|"), MARKER_STYLE.get(m.kind, "chart--axis"))
-        if m.kind == "restart":
+        by_col.setdefault(col_of(m.step) // cell_w, set()).add(m.kind)
+    for c, kinds in by_col.items():
+        ck: str | None = next((k for k in ("ckpt_bad", "ckpt_suspect", "ckpt") if k in kinds), None)
+        shown = ck or next(iter(sorted(kinds - {"restart"})), None) or ("restart" if "restart" in kinds else None)
+        if shown is not None:
+            axis[c] = (MARKER_GLYPH.get(shown, "|"), MARKER_STYLE.get(shown, "chart--axis"))
+        if "restart" in kinds:
             for r in range(plot_h):
                 if cells[r][c] is None:
                     cells[r][c] = ("┆", "chart--restart")
+            if shown != "restart":
+                top = 1 if (c in bad_cols or c in over_cols) and plot_h > 1 else 0
+                cells[top][c] = (MARKER_GLYPH["restart"], MARKER_STYLE["restart"])
+    if options.xrange is not None:   # more of the run lies left or right of a zoomed range
+        first, last = _extent(series)
+        if first is not None and first < x0 and axis[0][0] == "─":
+            axis[0] = ("◀", "chart--axis")
+        if last is not None and last > x1 and axis[-1][0] == "─":
+            axis[-1] = ("▶", "chart--axis")
+    for c in over_cols:
+        c = min(c, plot_w - 1)
+        cells[0][c] = (CLIP_GLYPH, "chart--bad")
     for c in bad_cols:
         c = min(c, plot_w - 1)
         cells[0][c] = ("!", "chart--bad")
         axis[c] = ("!", "chart--bad")
 
-    labels = {0: short(y1), plot_h - 1: short(y0)}
+    def label(v: float) -> str:
+        return short(10 ** v) if use_log else short(v)
+
+    labels = {0: (CLIP_GLYPH if clipped_axis else "") + label(y1), plot_h - 1: label(y0)}
     if cap is not None and plot_h > 2:
         rc = min(max(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0), plot_h - 1)
         labels[rc] = cap_label
+    if use_log and plot_h > 4:
+        labels.setdefault((plot_h - 1) // 2, label((y0 + y1) / 2))
     for r in range(plot_h):
-        label = labels.get(r, "")[:LABEL_W].rjust(LABEL_W)
-        line = [(label + "┤" if r in labels else label + "│", "chart--axis")]
+        text = labels.get(r, "")
+        text = (text[:LABEL_W] if len(text) <= LABEL_W else text[-LABEL_W:]).rjust(LABEL_W)
+        line = [(text + "┤" if r in labels else text + "│", "chart--axis")]
         line += [c if c is not None else (" ", "") for c in cells[r]]
         rows.append(_merge(line))
     rows.append(_merge([(" " * LABEL_W + "└", "chart--axis")] + axis))
-    return rows
+    return rows, Frame(x0=x0, x1=x1, plot_left=LABEL_W + 1, plot_w=plot_w, clipped=over_points, log=use_log)
+
+
+def _with_notes(candidates: list[str], notes: list[str], rights: list[str], width: int) -> tuple[str, str]:
+    """(title, right-hand title): the longest title candidate that fits beside the step range
+    with the notes (EMA, log; long or compact) after it. The notes say how the chart is drawn, so
+    they outrank the title's extras; the step range, first with "zoom", outranks nothing but is
+    dropped last (a zoomed axis also shows ◀ ▶ where more of the run lies)."""
+    long_note, short_note = (notes + ["", ""])[:2]
+    variants = [[(f"{c} · {long_note}" if c else long_note) for c in candidates] if long_note else [],
+                [(f"{c} {short_note}" if c else short_note) for c in candidates] if short_note else [],
+                list(candidates)]
+    for tries in variants:
+        for right in rights:
+            for head in tries:
+                if len(head) + len(right) + 1 <= width:
+                    return head, right
+    notes = [n for n in notes if n]
+    short = f"{candidates[-1]} {notes[-1] if notes else ''}".strip()
+    return (short if len(short) <= width else candidates[-1]), ""
+
+
+def _extent(series: Sequence[Downsampled]) -> tuple[float | None, float | None]:
+    """The first and last step of the whole series (not only the zoomed part)."""
+    firsts, lasts = [], []
+    for s in series:
+        xs, _ = s.downsample(1 << 30)
+        if len(xs):
+            firsts.append(xs[0])
+            lasts.append(max(xs[-1], float(getattr(s, "last_x", None) or xs[-1])))
+    return (min(firsts) if firsts else None), (max(lasts) if lasts else None)
+
+
+def _dots(pcol: list[int], prow: list[int], plot_w: int, plot_h: int) -> tuple[list[list[int]], set[int]]:
+    """Braille dot bits per cell for one line: each point joined to the previous one (vertical
+    spans, interpolated across the columns between two points when the data is sparser than the
+    pixels); and the pixel columns of non-finite points (row -1)."""
+    dots = [[0] * plot_w for _ in range(plot_h)]
+    bad = {c for c, r in zip(pcol, prow) if r < 0}
+    prev_c = prev_r = -1
+    for c, r in zip(pcol, prow):
+        if r < 0:
+            prev_c = prev_r = -1
+            continue
+        if prev_r < 0 or c <= prev_c:
+            cols = [(c, r if prev_r < 0 else prev_r, r)]
+        else:
+            cols, last = [], prev_r
+            for cc in range(prev_c + 1, c + 1):
+                rr = int(round(prev_r + (r - prev_r) * (cc - prev_c) / (c - prev_c)))
+                cols.append((cc, last, rr))
+                last = rr
+        for cc, a, b in cols:
+            lo, hi = (a, b) if a <= b else (b, a)
+            bits = _BITS[cc % 2]
+            for rr in range(lo, hi + 1):
+                dots[rr // 4][cc // 2] |= bits[rr % 4]
+        prev_c, prev_r = c, r
+    return dots, bad
+
+
+def _paint(cells: list[list[tuple[str, str] | None]], dots: list[list[int]], style: str) -> None:
+    for r, row in enumerate(dots):
+        for c, bits in enumerate(row):
+            if bits:
+                cells[r][c] = (chr(0x2800 + bits), style)
 
 
 def rows_text(rows: list[Row]) -> list[str]:
     """The rows as plain strings (tests, logs)."""
     return ["".join(t for t, _ in row) for row in rows]
+
+
+# ---- zoom: a step range over the whole run's (first, last) step -------------------------------
+
+MIN_ZOOM_STEPS = 4.0
+
+
+def zoom_range(view: tuple[float, float] | None, full: tuple[float, float], factor: float,
+               around: float | None = None) -> tuple[float, float] | None:
+    """The step range after zooming ``view`` (None: the whole run) by ``factor`` (0.5 in, 2 out)
+    around a step: the one given (the mouse), else the newest step when the whole run is shown
+    (a live run's news stays in view), else the middle of the range. None again once the range
+    covers the whole run."""
+    a, b = full
+    if b <= a:
+        return None
+    lo, hi = view if view is not None else full
+    span = max(MIN_ZOOM_STEPS, (hi - lo) * factor)
+    if span >= (b - a) - 1:   # (a step short of the whole run after rounding is the whole run)
+        return None
+    if around is None:
+        around = b if view is None else (lo + hi) / 2
+        frac = 1.0 if view is None else 0.5
+    else:
+        frac = (around - lo) / (hi - lo) if hi > lo else 0.5
+    new_lo = around - frac * span
+    new_lo = float(round(min(max(new_lo, a), b - span)))
+    return (new_lo, float(round(new_lo + span)))
+
+
+def zoom_to(lo: float, hi: float, full: tuple[float, float]) -> tuple[float, float] | None:
+    """The range a drag selected, at least MIN_ZOOM_STEPS wide, inside the run."""
+    a, b = full
+    if hi - lo < MIN_ZOOM_STEPS:
+        mid = (lo + hi) / 2
+        lo, hi = mid - MIN_ZOOM_STEPS / 2, mid + MIN_ZOOM_STEPS / 2
+    lo, hi = float(round(max(lo, a))), float(round(min(hi, b)))
+    if hi <= lo or (lo <= a and hi >= b):
+        return None
+    return (lo, hi)
+
+
+def pan_range(view: tuple[float, float] | None, full: tuple[float, float], direction: int
+              ) -> tuple[float, float] | None:
+    """``view`` moved by half its width (direction -1 earlier, 1 later), held inside the run."""
+    if view is None:
+        return None
+    a, b = full
+    lo, hi = view
+    span = hi - lo
+    lo = float(round(min(max(lo + direction * span / 2, a), b - span)))
+    return (lo, lo + span)

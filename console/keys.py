@@ -68,6 +68,20 @@ RUN_KEYS: tuple[Key, ...] = (
         "hint, checkpoint verdict.", show=False),
     Key("s", "start_runner", "Start runner", "Only when the runner is gone: start a new runner for this run "
         "(the same as `moeconsole supervise RUN`); it adopts the training if it still runs.", needs=(STALE,)),
+    Key("e", "smooth_more", "Smooth", "More smoothing: the charts draw an EMA (0.6, 0.8, 0.9, 0.95, 0.99) over "
+        "the faint raw line; the title says EMA and its weight.", show=False),
+    Key("E", "smooth_less", "Less smooth", "Less smoothing (down to none).", show=False),
+    Key("y", "log_scale", "Log y", "Log scale for the y axis of the charts (those whose values are all "
+        "positive; memory against its capacity stays linear).", show=False),
+    Key("plus,equals_sign", "zoom_in", "Zoom in", "Zoom the charts in to half the steps shown, around the "
+        "newest step (or the middle of a zoomed range). The mouse wheel over a chart zooms around the step "
+        "under it; a drag across a chart zooms to the steps it spans.", show=False, display="+"),
+    Key("minus", "zoom_out", "Zoom out", "Zoom the charts out to twice the steps shown.", show=False, display="-"),
+    Key("less_than_sign,comma", "pan_back", "Earlier", "Move the zoomed range back by half its width.",
+        show=False, display="<"),
+    Key("greater_than_sign,full_stop", "pan_forward", "Later", "Move the zoomed range forward by half its "
+        "width.", show=False, display=">"),
+    Key("0", "zoom_reset", "Whole run", "Show the whole run again (no zoom).", show=False),
     Key("b", "browser", "Runs", "Open the run browser (all runs from the index)."),
     Key("l", "log", "Log", "Full log of the run, with search."),
     Key("m", "toggle_bell", "Bell", "Turn the terminal bell for new critical alerts and crashes off or on "
@@ -76,13 +90,21 @@ RUN_KEYS: tuple[Key, ...] = (
         show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),
     Key("q", "detach", "Detach", "Close the console. The run and its runner go on; attach again at any time."),
+    # last in the footer: on an 80-column terminal with every key above shown, these two are the
+    # ones cut off (they stay in the help and always work)
+    Key("c", "charts", "Charts", "Choose the charts: every metric the log carries (token accuracy, eval loss, "
+        "learning rate, tokens/s, step time, MoE load-balancing loss, reward, ...) in a list, / filters it. "
+        "The choice is kept for the recipe (chart-prefs.json in the runs directory)."),
+    Key("g", "gpus", "GPUs", "GPU view: per GPU, which rank of the run holds how much memory and its "
+        "utilisation (beside other processes), the GPU history of the whole run, host CPU, RAM and disk I/O."),
 )
 
 BROWSER_KEYS: tuple[Key, ...] = (
     Key("enter", "open_run", "Open", "Open the selected run: charts, events, crashes, checkpoints (live runs "
         "attach)."),
-    Key("space", "mark", "Mark", "Mark or unmark the run for comparison (two runs)."),
-    Key("c", "compare", "Compare", "Compare the two marked runs (or the marked run and the selected one)."),
+    Key("space", "mark", "Mark", "Mark or unmark the run for comparison (any number of runs)."),
+    Key("c", "compare", "Compare", "Compare the marked runs (or the marked run and the selected one), live while "
+        "they train."),
     Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/"),
     Key("s", "sort", "Sort", "Sort by the next column (again to cycle)."),
     Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False),
@@ -104,6 +126,9 @@ LOG_KEYS: tuple[Key, ...] = (
     Key("right", "pan_right", "Pan", "Scroll long lines to the right by a third of the width (line numbers "
         "stay); left goes back.", display="→"),
     Key("left", "pan_left", "Pan left", "Scroll long lines back to the left.", show=False, display="←"),
+    Key("R", "ranks", "Ranks", "The ranks of a multi-node run in one log, merged by the time each line carries, "
+        "each line with its rank: torchrun's per-rank files (--log-dir), else train.log's [rankN]: / srun "
+        "--label prefixes. R again: the plain log."),
     Key("g", "top", "Top", "Go to the first line.", show=False),
     Key("G", "bottom", "Bottom", "Go to the last line.", show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),
@@ -111,8 +136,36 @@ LOG_KEYS: tuple[Key, ...] = (
 )
 
 COMPARE_KEYS: tuple[Key, ...] = (
+    Key("m", "metric", "Metric", "Choose the metric the runs are overlaid on (any metric the logs carry; / "
+        "filters the list)."),
+    Key("x", "align", "Step/time", "Align the runs by step or by wall time since each run started."),
+    Key("e", "smooth_more", "Smooth", "More smoothing (EMA) of every run's line.", show=False),
+    Key("E", "smooth_less", "Less smooth", "Less smoothing.", show=False),
+    Key("y", "log_scale", "Log y", "Log scale for the y axis.", show=False),
+    Key("plus,equals_sign", "zoom_in", "Zoom in", "Zoom in to half the range shown.", show=False, display="+"),
+    Key("minus", "zoom_out", "Zoom out", "Zoom out to twice the range shown.", show=False, display="-"),
+    Key("less_than_sign,comma", "pan_back", "Earlier", "Move the zoomed range back.", show=False, display="<"),
+    Key("greater_than_sign,full_stop", "pan_forward", "Later", "Move the zoomed range forward.", show=False,
+        display=">"),
+    Key("0", "zoom_reset", "Whole run", "Show the whole range again.", show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),
-    Key("escape", "back", "Back", "Back to the run browser."),
+    Key("escape", "back", "Back", "Back to the run browser.", show=False),
+    Key("q", "back", "Back", "Leave the comparison (back to the run browser)."),
+)
+
+PICKER_METRIC_KEYS: tuple[Key, ...] = (
+    Key("space", "mark_metric", "Mark", "Chart picker: mark or unmark the highlighted metric (charts follow the order "
+        "of marking). Compare: choose it."),
+    Key("enter", "apply", "Show", "Show the marked charts (compare: the highlighted metric)."),
+    Key("slash", "filter", "Filter", "Filter the list by words of the metric's name.", display="/"),
+    Key("d", "defaults", "Defaults", "Back to the default charts (loss, grad norm, memory, eval loss)."),
+    Key("escape", "cancel", "Cancel", "Leave without a change (in the filter: back to the list)."),
+)
+
+GPU_KEYS: tuple[Key, ...] = (
+    Key("question_mark", "help", "Help", "This help.", display="?"),
+    Key("escape", "back", "Back", "Back to the run.", show=False),
+    Key("q", "back", "Back", "Back to the run."),
 )
 
 CONFIRM_KEYS: tuple[Key, ...] = (
@@ -130,6 +183,8 @@ SCREENS: tuple[tuple[str, tuple[Key, ...]], ...] = (
     ("Run screen", RUN_KEYS),
     ("Run browser", BROWSER_KEYS),
     ("Compare", COMPARE_KEYS),
+    ("Metric picker", PICKER_METRIC_KEYS),
+    ("GPU view", GPU_KEYS),
     ("Log view", LOG_KEYS),
     ("Confirmation", CONFIRM_KEYS),
     ("Zombie list", PICKER_KEYS),

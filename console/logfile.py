@@ -138,6 +138,32 @@ class LogFile:
                 return self.line_of(hit)
         return None
 
+    def count(self, needle: str) -> int | None:
+        """Occurrences of ``needle`` (case-insensitive) in the indexed part of the file; None if
+        it cannot be read."""
+        pattern = needle.lower().encode()
+        if not pattern:
+            return 0
+        with self._lock:
+            end = self._end
+        overlap = len(pattern) - 1
+        total, pos, tail = 0, 0, b""
+        try:
+            with open(self.path, "rb") as f:
+                while pos < end:
+                    chunk = f.read(min(CHUNK, end - pos)).lower()
+                    if not chunk:
+                        break
+                    data = tail + chunk
+                    total += data.count(pattern)
+                    # a match across two chunks starts in the kept tail (too short to hold a whole
+                    # match by itself, so nothing is counted twice)
+                    tail = data[-overlap:] if overlap else b""
+                    pos += len(chunk)
+        except OSError:
+            return None
+        return total
+
     def _scan(self, pattern: bytes, lo: int, hi: int, backwards: bool) -> int | None:
         overlap = len(pattern) - 1
         try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from runner.core.memory import duration_text
 from runner.core.numbers import as_float
 from runner.core.units import NA
 
@@ -40,7 +39,10 @@ def trend_words(g: Mapping[str, Any], *, short: bool = False) -> str:
     if short:
         return f"OOM ~{steps:,} steps"
     secs = as_float(fc.get("oom_in_s"))
-    return f"{text}, OOM in ~{steps:,} steps" + (f" ({duration_text(secs)})" if secs is not None else "")
+    if secs is None:
+        return f"{text}, OOM in ~{steps:,} steps"
+    from runner.core.memory import duration_text   # only with a forecast: the module is ~1.7 MiB
+    return f"{text}, OOM in ~{steps:,} steps ({duration_text(secs)})"
 
 
 def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.supervisor import control
 from runner.rundir import rundir
 from runner.rundir.snapshot import RunWatcher, Snapshot
 
@@ -46,7 +45,7 @@ def _live_telemetry(blocker_scan_s: float = BLOCKER_SCAN_S) -> Telemetry:
                 gpu, blockers[0] = live(state)
                 last_scan[0] = now
                 return gpu, blockers[0]
-            return live.backend.snapshot().to_dict(), blockers[0]
+            return live.gpu(state), blockers[0]
         except Exception as exc:  # never let one bad poll break the screen
             return {"available": False, "backend": "none", "reason": f"telemetry error: {exc}", "gpus": []}, []
     return call
@@ -56,19 +55,26 @@ class RunSource:
     """One run: snapshots from its directory (with GPU telemetry when asked), requests to its runner."""
 
     def __init__(self, run: rundir.RunDir, *, gpu: bool = True, telemetry: Telemetry | None = None,
-                 control_timeout: float = 10.0, importing: Any = None) -> None:
+                 control_timeout: float = 10.0, importing: Any = None,
+                 host: Callable[[dict], dict | None] | None | bool = True) -> None:
         """``importing``: the ``console.foreign.Import`` reading this (foreign) log; its book
-        feeds the charts while the history is read."""
+        feeds the charts while the history is read. ``host``: the host line's sampler (True:
+        this host's, with a live run; a test that injects ``telemetry`` injects this too, else
+        there is no host line)."""
         self.run = run
         self.gpu = gpu
         self.control_timeout = control_timeout
         self._telemetry = telemetry
         self._lock = threading.Lock()
         self.importing = importing
+        if host is True:
+            from runner.rundir.snapshot import HostLine
+            host = HostLine(run.path) if telemetry is None else None
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
-                                  book_source=importing.current_book if importing is not None else None)
+                                  book_source=importing.current_book if importing is not None else None,
+                                  host=host or None)
         self._recipe: dict | None = None
-        self._last_gpu: tuple[dict | None, tuple[dict, ...]] | None = None
+        self._last_gpu: tuple[dict | None, tuple[dict, ...], dict | None] | None = None
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
         if self._telemetry is None:
@@ -83,10 +89,10 @@ class RunSource:
         with self._lock:
             if telemetry or self._last_gpu is None or not self.gpu:
                 snap = self.watcher.poll(with_gpu=self.gpu)
-                self._last_gpu = (snap.gpu, snap.blockers)
+                self._last_gpu = (snap.gpu, snap.blockers, snap.host)
                 return snap
             snap = self.watcher.poll(with_gpu=False, nodes=False)
-            return dataclasses.replace(snap, gpu=self._last_gpu[0], blockers=self._last_gpu[1])
+            return dataclasses.replace(snap, gpu=self._last_gpu[0], blockers=self._last_gpu[1], host=self._last_gpu[2])
 
     def last_output_t(self, snap: Snapshot) -> float | None:
         """When the training last showed life: the newest of train.log's mtime and the time of
@@ -116,6 +122,7 @@ class RunSource:
 
     def request(self, cmd: str, **fields: Any) -> dict:
         """One control request; a missing runner becomes {"ok": False, "message": ...}."""
+        from runner.supervisor import control   # on the first request: an attached console may never send one
         try:
             return control.send(self.run.sock, {"cmd": cmd, **fields}, timeout=self.control_timeout)
         except control.ControlError as exc:

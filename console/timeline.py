@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console import format as fmt
-from runner.core.lifecycle import PREFLIGHT
+from runner.rundir.snapshot import preflight_reason
 
 LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
 # Event fields holding a unix time: shown as a clock time, never as 1.80e+09.
@@ -91,7 +91,7 @@ def sentence(ev: dict) -> tuple[str, str]:
         if nxt:
             text += f"; next: {nxt}"
         return text, "event--crit"
-    if kind == "cooldown" and ev.get("reason") == PREFLIGHT:
+    if kind == "cooldown" and ev.get("reason") == preflight_reason():
         return (f"PRE-FLIGHT: checking leftovers, the port and the GPUs before the first attempt "
                 f"(launching by {fmt.clock(ev.get('ceiling_at'))} at the latest)"), ""
     if kind == "cooldown":

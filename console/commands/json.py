@@ -6,13 +6,13 @@ import time
 
 from runner.rundir import jsonio, rundir
 from runner.rundir.paths import runs_base
-from runner.rundir.snapshot import LiveTelemetry, RunWatcher
+from runner.rundir.snapshot import HostLine, LiveTelemetry, RunWatcher
 
 
 def run(args) -> int:
     run_dir = rundir.resolve(runs_base(args.runs_dir), args.run)
     telemetry = None if args.no_gpu else LiveTelemetry()
-    watcher = RunWatcher(run_dir, telemetry=telemetry)
+    watcher = RunWatcher(run_dir, telemetry=telemetry, host=None if args.no_gpu else HostLine(run_dir.path))
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)
     while True:
         snap = watcher.poll()

@@ -9,12 +9,24 @@ from runner.rundir import jsonio, rundir, store
 from runner.core.errors import InputError
 from runner.rundir.paths import runs_base
 
-# The full id (attach takes any unique part of it); the name with the recipe values that tell
-# runs of one name apart; STALE before the status of a live run whose runner is gone.
-LS_COLUMNS = (("id", "ID"), ("display_name", "NAME"), ("status", "STATUS"), ("started_at", "STARTED"),
-              ("attempts", "ATT"), ("last_step", "STEP"), ("crashes", "CRASHES"),
-              ("last_crash_class", "LAST CRASH"), ("bad_saves", "BAD SAVES"), ("open_alerts", "ALERTS"),
-              ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"))
+# `runs ls` columns, most important first: a terminal shows as many as fit its width (80
+# columns: status, name, step, bad saves, alerts, age and the short id; the name is cut first),
+# output that is not a terminal gets every column. `runs show` has everything of one run.
+# (key, header, narrow header)
+LS_COLUMNS = (("status", "STATUS", "STATUS"), ("display_name", "NAME", "NAME"), ("last_step", "STEP", "STEP"),
+              ("bad_saves", "BAD SAVES", "BAD"), ("open_alerts", "ALERTS", "ALERTS"), ("age", "AGE", "AGE"),
+              ("id", "ID", "ID"), ("attempts", "ATT", "ATT"), ("crashes", "CRASHES", "CRASHES"),
+              ("last_crash_class", "LAST CRASH", "LAST CRASH"), ("last_loss", "LAST LOSS", "LAST LOSS"),
+              ("min_loss", "MIN LOSS", "MIN LOSS"), ("started_at", "STARTED", "STARTED"))
+NAME_MIN = 16   # the name is cut (…) down to this before an important column is left out
+NAME_MAX = 48
+IMPORTANT = 7   # status, name, step, bad saves, alerts, age, id: the rest only if the name fits whole
+GAP = 2
+
+
+def _span(keys: list[str], widths: dict[str, int], name_w: int) -> int:
+    """Columns ``keys`` side by side, the name ``name_w`` wide."""
+    return sum(name_w if k == "display_name" else widths[k] for k in keys) + GAP * max(0, len(keys) - 1)
 
 
 def _out(text: str) -> None:
@@ -31,7 +43,87 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def output_width() -> int | None:
+    """The columns `runs ls` may use: a terminal's width (``$COLUMNS`` first, as
+    ``shutil.get_terminal_size`` reads it), else none: output to a file or a pipe gets every
+    column, as ``ps`` does."""
+    import shutil
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def short_ids(rows: list[dict]) -> dict[str, str]:
+    """Each run's id as `attach` needs it: its random suffix (``a3f2``) when no other listed run
+    has it, else the whole id."""
+    tails = [str(r["id"]).rsplit("-", 1)[-1] for r in rows]
+    return {str(r["id"]): (t if tails.count(t) == 1 and len(t) >= 4 else str(r["id"])) for r, t in zip(rows, tails)}
+
+
+def ls_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str:
+    if key == "age":
+        started = row.get("started_at")
+        return fmt.duration(now - started) if isinstance(started, (int, float)) else fmt.NA
+    if key == "id" and ids is not None:
+        return ids.get(str(row["id"]), str(row["id"]))
+    return fmt.run_cell(key, row)
+
+
+def ls_table(rows: list[dict], width: int | None, now: float) -> str:
+    """The run index as a table that fits ``width`` (None: every column): columns in order of
+    importance while they fit, the name cut with … down to NAME_MIN first."""
+    if width is None:
+        cols = [(k, h) for k, h, _ in LS_COLUMNS]
+        return table([h for _, h in cols], [[ls_cell(k, r, now, None) for k, _ in cols] for r in rows])
+    ids = short_ids(rows)
+    cells = {k: [ls_cell(k, r, now, ids) for r in rows] for k, _, _ in LS_COLUMNS}
+    widths = {k: max([len(head)] + [len(c) for c in cells[k]]) for k, _, head in LS_COLUMNS}
+    heads = {k: head for k, _, head in LS_COLUMNS}
+    important = [k for k, _, _ in LS_COLUMNS[:IMPORTANT]]
+    # the important columns, the name at its shortest; then the name as wide as it needs (up to
+    # NAME_MAX); then any other column that still fits whole
+    chosen: list[str] = []
+    for key in important:
+        need = NAME_MIN if key == "display_name" else widths[key]
+        if _span(chosen, widths, NAME_MIN) + (GAP if chosen else 0) + need > width:
+            if key == "display_name":
+                break
+            continue
+        chosen.append(key)
+    name_w = min(widths["display_name"], NAME_MAX)
+    if "display_name" in chosen:
+        name_w = max(NAME_MIN, min(name_w, width - _span([k for k in chosen if k != "display_name"], widths, 0)
+                                   - GAP))
+    for key, _, _ in LS_COLUMNS[IMPORTANT:]:
+        if _span(chosen, widths, name_w) + GAP + widths[key] <= width:
+            chosen.append(key)
+    order = [k for k, _, _ in LS_COLUMNS if k in chosen]
+    out_cols = [(k, heads[k], name_w if k == "display_name" else widths[k]) for k in order]
+    lines = ["  ".join(h.ljust(w) for _, h, w in out_cols).rstrip()]
+    for i in range(len(rows)):
+        lines.append("  ".join((cut_name(cells[k][i], w) if k == "display_name" else _cut(cells[k][i], w)).ljust(w)
+                               for k, _, w in out_cols).rstrip())
+    return "\n".join(lines)
+
+
+def _cut(text: str, w: int) -> str:
+    return text if len(text) <= w else text[: max(1, w - 1)] + "…"
+
+
+def cut_name(text: str, w: int) -> str:
+    """A display name cut to ``w``: the values that tell runs of one name apart are kept, the
+    shared name is shortened first (``tiny-m… --fault=oom@40``)."""
+    if len(text) <= w:
+        return text
+    name, sep, values = text.partition(" ")
+    if sep and len(values) + 3 <= w:
+        keep = w - len(values) - 2
+        return (name[:keep] + "… " if keep < len(name) else name + " ") + values
+    return _cut(text, w)
+
+
 def cmd_ls(base, as_json: bool) -> int:
+    import time
     rows = store.list_runs(base)
     if as_json:
         _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "runs": rows}))
@@ -39,7 +131,7 @@ def cmd_ls(base, as_json: bool) -> int:
     if not rows:
         _out(f"no runs under {base}")
         return 0
-    _out(table([h for _, h in LS_COLUMNS], [[fmt.run_cell(k, r) for k, _ in LS_COLUMNS] for r in rows]))
+    _out(ls_table(rows, output_width(), time.time()))
     return 0
 
 
@@ -95,6 +187,9 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
         f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
         f"  steps     {fmt.run_cell('last_step', summary)}",
         f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
+        f"  saves     bad {fmt.run_cell('bad_saves', summary)}   crashes {len(summary['crashes'])}"
+        f"   last crash {summary.get('last_crash_class') or fmt.NA}",
+        f"  alerts    open {fmt.run_cell('open_alerts', summary)}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
     if r.get("damaged"):

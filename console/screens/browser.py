@@ -110,7 +110,7 @@ class BrowserScreen(Screen):
         if self.marked:
             parts.append("marked: " + ", ".join(self.marked))
         elif self.rows:
-            parts.append("enter opens, space marks two to compare")
+            parts.append("enter opens, space marks runs to compare (c)")
         if not self.rows and not self.filter_text:
             parts.append("(no runs yet: start one with `moeconsole run RECIPE`, or o to open a log)")
         self.query_one("#browser-title", Static).update("  ·  ".join(parts))
@@ -143,10 +143,14 @@ class BrowserScreen(Screen):
         row = self.selected()
         if row is None:
             return
+        from console.screens.compare import MAX_RUNS
         if row["id"] in self.marked:
             self.marked.remove(row["id"])
+        elif len(self.marked) >= MAX_RUNS:
+            self.notify(f"at most {MAX_RUNS} runs side by side: unmark one first", severity="warning")
+            return
         else:
-            self.marked = (self.marked + [row["id"]])[-2:]
+            self.marked = self.marked + [row["id"]]
         self._show(self.rows)
 
     def action_compare(self) -> None:
@@ -154,12 +158,14 @@ class BrowserScreen(Screen):
         row = self.selected()
         if len(ids) < 2 and row is not None and row["id"] not in ids:
             ids.append(row["id"])
-        if len(ids) != 2:
-            self.notify("mark two runs with space (or one, and select the other)", severity="warning")
+        if len(ids) < 2:
+            self.notify("mark the runs to compare with space (or one, and select another)", severity="warning")
             return
-        paths = {r["id"]: r.get("path") for r in self.rows}
+        by_id = {r["id"]: r for r in self.rows}
+        refs = [(by_id.get(i) or {}).get("path") or i for i in ids]
+        labels = [fmt.run_cell("display_name", by_id[i]) if i in by_id else i for i in ids]
         from console.screens.compare import CompareScreen
-        self.app.push_screen(CompareScreen(paths.get(ids[0]) or ids[0], paths.get(ids[1]) or ids[1], self.base))
+        self.app.push_screen(CompareScreen(refs, base=self.base, labels=labels))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on the focused table arrives as a selection (the table binds enter itself)."""

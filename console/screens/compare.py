@@ -1,8 +1,17 @@
-"""Two runs side by side: loss curves overlaid (• A, × B, ◆ both), the stats table (final/min
-loss, peak memory, mean tokens/s and step time) and the recipe differences. Same data as
-``moeconsole runs diff A B``, from ``runner.rundir.rundiff``."""
+"""Several runs side by side, live while they train: one metric overlaid (any metric the logs
+carry, ``m`` to choose), aligned by step or by wall time since each run started (``x``), each
+run's status, step, ETA, alerts and its figures, and the recipe keys that differ between them.
+
+The BF16 / FP8 / NVFP4 profiles of one recipe trained at the same time is the case: the table of
+recipe differences says what sets the runs apart (``runs diff``'s code, ``runner.rundir.rundiff``,
+for any number of runs), the overlay shows where their curves part. Each run has a glyph
+(• × + o # @ % &) in the chart and in the tables, so nothing rests on colour; ◆ marks a cell two
+runs share. A run directory is followed with its own ``RunWatcher`` (only what is new is read at
+each poll); a log or directory not made by moeconsole is read once, as the browser's ``o`` does.
+``q`` or Esc goes back to the browser."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -13,41 +22,112 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from console import chartprefs, keys
 from console import format as fmt
-from console import keys
+from console import metrics as metrics_mod
+from console.chart import SERIES_GLYPHS, ChartOptions, pan_range, zoom_range, zoom_to
 from console.widgets.chart import ChartView
+from runner.core.series import Series
+from runner.rundir import rundir
+from runner.rundir.snapshot import RunWatcher, Snapshot
+
+MAX_RUNS = len(SERIES_GLYPHS)
+POLL_S = 2.0
 
 
-def stats_table(d: dict) -> Table:
+@dataclass
+class Side:
+    """One run of the comparison: where it is read from and its newest snapshot."""
+    ref: str
+    label: str
+    watcher: RunWatcher | None = None
+    snap: Snapshot | None = None
+    recipe: dict | None = None
+    error: str | None = None
+
+
+WIDE = 110   # from this width the table also has the minimum, peak memory and step time
+
+
+def stats_table(sides: list[Side], metric: str, width: int = WIDE) -> Table:
+    """Per run: glyph, label, status, step/max, ETA, open alerts, the metric's last value; on a
+    wide terminal also its minimum (with its step), peak memory, step time (median of the last
+    20)."""
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
-    for name in ("", "A •", "B ×", "B - A"):
-        table.add_column(name, no_wrap=True)
-    for row in fmt.diff_rows(d):
-        table.add_row(*row)
+    name = metrics_mod.label(metric)
+    wide = width >= WIDE
+    cols = ("", "run", "status", "step", "ETA", "alerts", name) + (("min @step", "peak mem", "s/step") if wide else ())
+    for col in cols:
+        table.add_column(col, no_wrap=True, overflow="ellipsis")
+    for i, side in enumerate(sides):
+        glyph = SERIES_GLYPHS[i % len(SERIES_GLYPHS)]
+        snap = side.snap
+        if snap is None:
+            table.add_row(glyph, side.label, side.error or "reading…")
+            continue
+        run = snap.run
+        s = metrics_mod.series_of(snap, metric)
+        low = s.finite_min() if s is not None else None
+        alerts = run.get("open_alerts") or 0
+        crit = sum(1 for g in snap.alert_groups if g.active and g.critical)
+        cells = [glyph, side.label, run.get("status_word") or fmt.NA, _step(run),
+                 fmt.duration(run.get("eta_s")) if run.get("eta_s") is not None else fmt.NA,
+                 (f"{alerts} ({crit} CRIT)" if crit else str(alerts)) if alerts else "0",
+                 fmt.num(s.last()) if s is not None else "not logged"]
+        if wide:
+            cells += [(f"{fmt.num(low[0])} @{fmt.short(low[1])}" if low is not None else fmt.NA),
+                      fmt.num(snap.series["mem_gib"].finite_max(), 3), fmt.num(run.get("step_time_s"), 3)]
+        table.add_row(*cells)
     return table
 
 
-def recipe_table(diffs: list[dict]) -> Table | Text:
-    from runner.rundir.rundiff import format_value
+def _step(run: dict) -> str:
+    step, total = run.get("step"), run.get("max_steps")
+    if step is None:
+        return fmt.NA
+    return f"{step:,}/{total:,}" if total else f"{step:,}"
+
+
+def recipe_table(sides: list[Side]) -> Table | Text:
+    """The recipe keys whose values differ between the runs (``runs diff`` for N runs)."""
+    from runner.rundir.rundiff import format_value, recipe_differences_n
+    recipes = [s.recipe or {} for s in sides]
+    diffs = recipe_differences_n(recipes)
     if not diffs:
         return Text("recipe differences: none")
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False,
                   title=f"recipe differences ({len(diffs)})", title_justify="left")
     table.add_column("key", no_wrap=True)
-    table.add_column("A", overflow="fold")
-    table.add_column("B", overflow="fold")
-    for x in diffs:
-        table.add_row(x["key"], format_value(x["a"]), format_value(x["b"]))
+    for i, _ in enumerate(sides):
+        table.add_column(SERIES_GLYPHS[i % len(SERIES_GLYPHS)], overflow="fold")
+    for d in diffs:
+        table.add_row(d["key"], *(format_value(v) for v in d["values"]))
     return table
 
 
 class CompareScreen(Screen):
     BINDINGS = keys.bindings(keys.COMPARE_KEYS)
 
-    def __init__(self, a: str | Path, b: str | Path, base: Path | None = None) -> None:
+    def __init__(self, refs: list[str | Path] | str | Path, b: str | Path | None = None, base: Path | None = None, *,
+                 labels: list[str] | None = None, interval: float = POLL_S, metric: str = "loss") -> None:
+        """``refs``: run ids, run directories or paths of logs (a second positional argument is
+        the second run, as before)."""
         super().__init__()
-        self.a, self.b, self.base = str(a), str(b), base
-        self.result: dict | None = None
+        items = [refs] if isinstance(refs, (str, Path)) else list(refs)
+        if b is not None:
+            items.append(b)
+        self.refs = [str(r) for r in items][:MAX_RUNS]
+        self.base = base
+        self.labels = labels or []
+        self.interval = interval
+        self.metric = metric
+        self.by_time = False
+        self.smooth = 0.0
+        self.log_y = False
+        self.xrange: tuple[float, float] | None = None
+        self.sides: list[Side] = []
+        self.result: dict | None = None   # what is shown, as data (tests)
+        self._drawn: object = None
 
     def compose(self) -> ComposeResult:
         yield Static("comparing…", id="compare-title")
@@ -60,30 +140,184 @@ class CompareScreen(Screen):
     def on_mount(self) -> None:
         self._load()
 
+    def on_resize(self) -> None:
+        if self.sides:
+            self._show()
+
+    # ---- data (worker threads) ---------------------------------------------------------------
     @work(thread=True, exclusive=True, group="compare")
     def _load(self) -> None:
-        from runner.rundir import rundiff
+        sides = [self._open(ref, self.labels[i] if i < len(self.labels) else None) for i, ref in enumerate(self.refs)]
+        self.app.call_from_thread(self._loaded, sides)
+
+    def _open(self, ref: str, label: str | None) -> Side:
+        from runner.rundir.rundiff import read_recipe
+        path = Path(ref).expanduser()
         try:
-            comparison = rundiff.compare(self.a, self.b, self.base)
-            d = comparison.to_dict()
-        except Exception as exc:  # InputError or unreadable data: say so on the screen
-            self.app.call_from_thread(self._failed, str(exc))
-            return
-        self.app.call_from_thread(self._show, comparison, d)
+            if path.is_dir() and rundir.is_run_dir(path):
+                run = rundir.RunDir(path.resolve())
+            elif not path.exists() and self.base is not None:
+                run = rundir.resolve(self.base, ref)
+            elif path.exists():
+                from console.foreign import open_path
+                scratch = self.app.scratch_dir() if hasattr(self.app, "scratch_dir") else None
+                if scratch is None:
+                    raise ValueError("no scratch directory to read it into")
+                run = open_path(path, scratch)
+            else:
+                raise ValueError("no such run or path")
+        except Exception as exc:  # InputError, unreadable: that run says so, the rest is compared
+            return Side(ref, label or Path(ref).name, error=f"cannot read: {exc}")
+        watcher = RunWatcher(run)
+        snap = watcher.poll(with_gpu=False)
+        recipe = read_recipe(run.path) or (read_recipe(path) if path.exists() and path.is_dir() else {})
+        return Side(ref, label or snap.run.get("name") or run.run_id, watcher=watcher, snap=snap, recipe=recipe)
 
-    def _failed(self, message: str) -> None:
-        self.query_one("#compare-title", Static).update(f"cannot compare: {message}")
+    def _loaded(self, sides: list[Side]) -> None:
+        self.sides = sides
+        self._show()
+        self.set_interval(self.interval, self._poll)
 
-    def _show(self, comparison, d: dict) -> None:
-        self.result = d
+    @work(thread=True, exclusive=True, group="compare-poll")
+    def _poll(self) -> None:
+        """Every run that may still change (live), read again: only what is new."""
+        changed = False
+        for side in self.sides:
+            if side.watcher is None or side.snap is None:
+                continue
+            if side.snap.run.get("status") not in rundir.LIVE and side.snap.run.get("status") is not None:
+                continue
+            try:
+                side.snap = side.watcher.poll(with_gpu=False)
+                changed = True
+            except Exception as exc:  # a run directory going away: said in its row
+                side.error = f"{type(exc).__name__}: {exc}"
+        if changed:
+            self.app.call_from_thread(self._show)
+
+    # ---- drawing -----------------------------------------------------------------------------
+    def _series(self) -> list[Series]:
+        out: list[Series] = []
+        for side in self.sides:
+            s = metrics_mod.series_of(side.snap, self.metric) if side.snap is not None else None
+            if s is not None and self.by_time:
+                t0 = side.snap.run.get("started_at") if side.snap is not None else None
+                s = metrics_mod.by_time(s, side.snap.other_series.get("t") if side.snap is not None else None, t0)
+            out.append(s if s is not None else Series())
+        return out
+
+    def _show(self) -> None:
+        sides = self.sides
+        live = sum(1 for s in sides if s.snap is not None and s.snap.run.get("status") in rundir.LIVE)
+        legend = "   ".join(f"{SERIES_GLYPHS[i % len(SERIES_GLYPHS)]} {s.label}" for i, s in enumerate(sides))
+        axis = "wall time since each run started" if self.by_time else "step"
         self.query_one("#compare-title", Static).update(
-            f"A • {d['a']['label']}  ({d['a']['path']})\nB × {d['b']['label']}  ({d['b']['path']})   ◆ both")
+            f"{len(sides)} runs ({live} live)  ·  {metrics_mod.label(self.metric)} by {axis}  ·  m metric, x step/time, "
+            f"q back\n{legend}   ◆ shared")
+        series = self._series()
         chart = self.query_one(ChartView)
-        chart.set_data([comparison.a.series["loss"], comparison.b.series["loss"]],
-                       heading=f"loss  A • {fmt.num(d['a']['final_loss'])}  B × {fmt.num(d['b']['final_loss'])}",
-                       key=("compare", self.a, self.b))
-        self.query_one("#compare-stats", Static).update(stats_table(d))
-        self.query_one("#compare-recipe", Static).update(recipe_table(d["recipe_diff"]))
+        options = ChartOptions(smooth=self.smooth, log=self.log_y, xrange=self.xrange,
+                               zero_based=metrics_mod.zero_based(self.metric))
+        key = ("compare", tuple((s.n, repr(s.last())) for s in series), self.metric, self.by_time, options)
+        missing = [sides[i].label for i, s in enumerate(series) if not s.n]
+        head = f"{metrics_mod.label(self.metric)}  " + "  ".join(
+            f"{SERIES_GLYPHS[i % len(SERIES_GLYPHS)]} {fmt.num(s.last())}" for i, s in enumerate(series) if s.n)
+        if self.by_time and missing:
+            head += f"  (no times: {', '.join(missing)})"
+        chart.set_data(series, heading=head, key=key, options=options,
+                       x_label=fmt.duration if self.by_time else fmt.short)
+        self.query_one("#compare-stats", Static).update(stats_table(sides, self.metric, self.size.width))
+        self.query_one("#compare-recipe", Static).update(recipe_table(sides))
+        from runner.rundir.rundiff import recipe_differences_n
+        self.result = {
+            "metric": self.metric, "by_time": self.by_time,
+            "runs": [{"label": s.label, "ref": s.ref, "error": s.error,
+                      "status": s.snap.run.get("status_word") if s.snap else None,
+                      "step": s.snap.run.get("step") if s.snap else None,
+                      "eta_s": s.snap.run.get("eta_s") if s.snap else None,
+                      "open_alerts": s.snap.run.get("open_alerts") if s.snap else None,
+                      "points": series[i].n, "last": series[i].last()} for i, s in enumerate(sides)],
+            "recipe_diff": recipe_differences_n([s.recipe or {} for s in sides]),
+        }
+
+    # ---- keys --------------------------------------------------------------------------------
+    def action_metric(self) -> None:
+        from console.screens.metricpicker import MetricPicker
+        seen: dict[str, metrics_mod.Metric] = {}
+        for side in self.sides:
+            if side.snap is not None:
+                for m in metrics_mod.catalogue(side.snap):
+                    seen.setdefault(m.key, m)
+        if not seen:
+            self.notify("no metrics yet")
+            return
+
+        def chosen(keys_: list[str] | None) -> None:
+            if keys_:
+                self.metric = keys_[0]
+                self.xrange = None
+                self._show()
+        self.app.push_screen(MetricPicker(list(seen.values()), [self.metric], multi=False,
+                                          title="Metric to overlay: enter chooses"), chosen)
+
+    def action_align(self) -> None:
+        self.by_time = not self.by_time
+        self.xrange = None
+        self._show()
+        self.notify("aligned by wall time since each run started" if self.by_time else "aligned by step")
+
+    def action_smooth_more(self) -> None:
+        self.smooth = chartprefs.step_smooth(self.smooth, 1)
+        self._show()
+
+    def action_smooth_less(self) -> None:
+        self.smooth = chartprefs.step_smooth(self.smooth, -1)
+        self._show()
+
+    def action_log_scale(self) -> None:
+        self.log_y = not self.log_y
+        self._show()
+
+    def _full(self) -> tuple[float, float] | None:
+        xs = [x for s in self._series() for x in s.points()[0]]
+        return (min(xs), max(xs)) if xs else None
+
+    def _zoom(self, view: tuple[float, float] | None) -> None:
+        self.xrange = view
+        self._show()
+
+    def action_zoom_in(self) -> None:
+        full = self._full()
+        if full is not None:
+            self._zoom(zoom_range(self.xrange, full, 0.5))
+
+    def action_zoom_out(self) -> None:
+        full = self._full()
+        if full is not None and self.xrange is not None:
+            self._zoom(zoom_range(self.xrange, full, 2.0))
+
+    def action_pan_back(self) -> None:
+        full = self._full()
+        if full is not None:
+            self._zoom(pan_range(self.xrange, full, -1))
+
+    def action_pan_forward(self) -> None:
+        full = self._full()
+        if full is not None:
+            self._zoom(pan_range(self.xrange, full, 1))
+
+    def action_zoom_reset(self) -> None:
+        self._zoom(None)
+
+    def on_chart_view_zoom_around(self, message: ChartView.ZoomAround) -> None:
+        full = self._full()
+        if full is not None:
+            self._zoom(zoom_range(self.xrange, full, message.factor, around=message.step))
+
+    def on_chart_view_zoom_to(self, message: ChartView.ZoomTo) -> None:
+        full = self._full()
+        if full is not None:
+            self._zoom(zoom_to(message.lo, message.hi, full))
 
     def action_help(self) -> None:
         from console.screens.dialogs import HelpScreen

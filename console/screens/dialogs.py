@@ -49,7 +49,7 @@ def help_table(current: str | None = None) -> Table:
             table.add_row("", "", "")
         table.add_row(Text(name, style="bold underline"), "", "")
         for key, what, note in keys.help_rows(table_keys):
-            table.add_row(key, what, note)
+            table.add_row(Text(key), Text(what), note)   # plain text: "[rankN]:" is no markup
     return table
 
 

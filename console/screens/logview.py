@@ -6,10 +6,12 @@ opens at once; indexing and search run in thread workers. Follow mode keeps the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.geometry import Size
@@ -38,7 +40,9 @@ class LogView(ScrollView, can_focus=True):
 
     def __init__(self, log: LogFile, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.log_file = log
+        self.log_file: Any = log   # a LogFile, or a ranks view (console.ranklog) with labels
+        self.label_w = 0           # the rank column's width (0: no rank column)
+        self._labels: dict[int, str] = {}
         self.needle = ""
         self.current: int | None = None
         self.wrap = False
@@ -48,8 +52,21 @@ class LogView(ScrollView, can_focus=True):
         self._rows_key: tuple | None = None
         self._rows: list[tuple[int, str, bool]] = []  # wrap mode: (line, text of the row, first row of the line)
 
+    def set_source(self, log: Any) -> None:
+        """Show another log (the plain train.log, or the ranks merged): line numbers are its own."""
+        self.log_file = log
+        self.label_w = 7 if hasattr(log, "labels") else 0
+        self.current = None
+        self._widest = 0
+        self.set_line_count(len(log))
+
+    @property
+    def number_w(self) -> int:
+        return GUTTER + self.label_w
+
     def set_line_count(self, n: int) -> None:
         self._cache.clear()
+        self._labels.clear()
         self._rows_key = None
         self._size_to(n)
         self.refresh()
@@ -57,11 +74,11 @@ class LogView(ScrollView, can_focus=True):
     @property
     def text_width(self) -> int:
         """Columns for text: the view without the scrollbar and the line numbers."""
-        return max(8, self.scrollable_content_region.width - GUTTER)
+        return max(8, self.scrollable_content_region.width - self.number_w)
 
     def _size_to(self, n: int) -> None:
         # wrapped, nothing is wider than the view: no sideways range (and no horizontal scrollbar)
-        self.virtual_size = Size(1 if self.wrap else GUTTER + self._widest, n)
+        self.virtual_size = Size(1 if self.wrap else self.number_w + self._widest, n)
 
     def set_wrap(self, wrap: bool) -> None:
         self.wrap = wrap
@@ -97,8 +114,12 @@ class LogView(ScrollView, can_focus=True):
             lines = self.log_file.lines(start, height * 3)
             if len(self._cache) > 4096:
                 self._cache.clear()
+                self._labels.clear()
             for i, text in enumerate(lines):
                 self._cache[start + i] = text
+            if self.label_w:
+                for i, label in enumerate(self.log_file.labels(start, len(lines))):
+                    self._labels[start + i] = label
             widest = max((cell_len(t) for t in lines), default=0)
             if widest > self._widest:  # a longer line than any so far: the sideways range grows
                 self._widest = widest
@@ -141,13 +162,21 @@ class LogView(ScrollView, can_focus=True):
             if y >= len(rows):
                 return Strip.blank(width, base)
             index, text, first = rows[y]
-            number = f"{index + 1:>7} " if first else "      ↪ "
+            number = (f"{index + 1:>7} " if first else "      ↪ ") + self._label_cell(index, first)
             return self._draw(index, number, text, 0, self.text_width).extend_cell_length(width, base)
         index = self.scroll_offset.y + y
         if index >= self.virtual_size.height:
             return Strip.blank(width, base)
-        return self._draw(index, f"{index + 1:>7} ", self._line(index), self.scroll_offset.x,
+        text = self._line(index)
+        return self._draw(index, f"{index + 1:>7} " + self._label_cell(index, True), text, self.scroll_offset.x,
                           self.text_width).extend_cell_length(width, base)
+
+    def _label_cell(self, index: int, first: bool) -> str:
+        """The rank column (ranks view): ``r3``, ``n1/r3!`` (stderr), blank for a line without one."""
+        if not self.label_w:
+            return ""
+        label = self._labels.get(index, "") if first else ""
+        return label[: self.label_w - 1].ljust(self.label_w - 1) + " "
 
     def _draw(self, index: int, number: str, text: str, x: int, text_width: int) -> Strip:
         base = self.rich_style
@@ -197,6 +226,9 @@ class LogScreen(Screen):
         self.log_file = LogFile(self.path, redact=Redactor.for_run_dir(self.path.parent).redact)
         self.follow = True
         self.needle = ""
+        self.match_count: int | None = None   # occurrences of the needle in train.log
+        self.ranks: Any = None      # the ranks view, made at the first R
+        self.ranks_mode = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="log-title")
@@ -224,13 +256,18 @@ class LogScreen(Screen):
         self.call_after_refresh(self._keep_following)
 
     def _update_title(self) -> None:
-        n = len(self.log_file)
-        search = f"  search '{self.needle}'" if self.needle else ""
+        n = len(self.query_one(LogView).log_file)
+        search = ""
+        if self.needle:
+            count = "" if self.match_count is None else f": {self.match_count:,} in the file"
+            search = f"  search '{self.needle}'{count} (n/N)"
+        if self.ranks_mode and self.ranks is not None:
+            search += f"  ranks: {self.ranks.describe} (R: the plain log)"
         follow = "following" if self.follow else "paused (f to follow)"
         view = self.query_one(LogView)
         lines = "wrapped" if view.wrap else (f"columns {view.scroll_offset.x + 1}+" if view.scroll_offset.x else "")
         lines = f"  {lines}" if lines else ""
-        self.query_one("#log-title", Static).update(f"{self.title_text}  {n:,} lines  {follow}{lines}{search}")
+        self.query_one("#log-title", Static).update(Text(f"{self.title_text}  {n:,} lines  {follow}{lines}{search}"))
 
     def action_wrap(self) -> None:
         view = self.query_one(LogView)
@@ -243,12 +280,13 @@ class LogScreen(Screen):
 
     @work(thread=True, exclusive=True, group="log-index")
     def _index(self) -> None:
-        if self.log_file.refresh():
+        source = self.query_one(LogView).log_file
+        if source.refresh():
             self.app.call_from_thread(self._indexed)
 
     def _indexed(self) -> None:
         view = self.query_one(LogView)
-        view.set_line_count(len(self.log_file))
+        view.set_line_count(len(view.log_file))
         if self.follow:
             self.call_after_refresh(self._keep_following)
         self._update_title()
@@ -275,6 +313,8 @@ class LogScreen(Screen):
         def got(value: str | None) -> None:
             if value:
                 self.needle = value
+                self.match_count = None
+                self._count(value)
                 self.query_one(LogView).needle = value
                 view = self.query_one(LogView)
                 self._find(value, view.scroll_offset.y, False)
@@ -294,8 +334,20 @@ class LogScreen(Screen):
 
     @work(thread=True, exclusive=True, group="log-search")
     def _find(self, needle: str, start: int, backwards: bool) -> None:
-        line = self.log_file.search(needle, start, backwards=backwards)
+        source = self.query_one(LogView).log_file
+        line = source.search(needle, start, backwards=backwards)
         self.app.call_from_thread(self._found, needle, line)
+
+    @work(thread=True, exclusive=True, group="log-count")
+    def _count(self, needle: str) -> None:
+        """How many times the needle occurs in the whole file (the title says it)."""
+        count = self.log_file.count(needle)
+        self.app.call_from_thread(self._counted, needle, count)
+
+    def _counted(self, needle: str, count: int | None) -> None:
+        if needle == self.needle:
+            self.match_count = count
+            self._update_title()
 
     def _found(self, needle: str, line: int | None) -> None:
         view = self.query_one(LogView)
@@ -306,6 +358,27 @@ class LogScreen(Screen):
         view.current = line
         view.scroll_to(y=max(0, line - view.size.height // 2), animate=False, immediate=True)
         view.refresh()
+        self._update_title()
+
+    def action_ranks(self) -> None:
+        """R: the ranks of a multi-node run merged by time, each line with its rank (or back)."""
+        view = self.query_one(LogView)
+        if self.ranks_mode:
+            self.ranks_mode = False
+            view.set_source(self.log_file)
+        else:
+            if self.ranks is None:
+                from console.ranklog import open_ranks
+                from console.source import read_recipe
+                run_dir = self.path.parent
+                self.ranks = open_ranks(read_recipe(run_dir / "recipe.yaml"), run_dir, self.log_file,
+                                        redact=self.log_file.redact)
+            self.ranks_mode = True
+            view.set_source(self.ranks)
+            self.notify(self.ranks.describe)
+        self._index()
+        if self.follow:
+            self.call_after_refresh(self._keep_following)
         self._update_title()
 
     def action_help(self) -> None:

@@ -8,6 +8,7 @@ keys hidden: no runner listens). Every request goes to the runner's control sock
 """
 from __future__ import annotations
 
+import math
 import os
 import select
 import threading
@@ -24,23 +25,31 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from console import alerts as alerts_mod
-from console import confirmations, keys
+from console import chartprefs, confirmations, keys
 from console import format as fmt
 from console import memory as memory_view
-from console.chart import markers_from
+from console import metrics as metrics_mod
+from console.chart import ChartOptions, markers_from, pan_range, zoom_range, zoom_to
 from console.source import RunSource
 from console.widgets.chart import ChartView
-from console.widgets.gpus import GpuPanel
+from console.widgets.gpus import GpuPanel, host_words
+from console.widgets.lines import LinesView
 from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
 from console.widgets.status import StatusLine
 from runner.rundir import alertgroups, dirwatch, rundir
 from runner.rundir.alertgroups import AlertGroup
+from runner.core.series import Series
 from runner.rundir.snapshot import Snapshot
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 # A chart of the whole run gains nothing from redrawing every second; at most this often (a
 # new checkpoint or restart marker redraws at once). The status line still counts every step.
 CHART_REFRESH_S = 2.0
+CHART_MIN_W = 20   # a chart narrower than this says too little: fewer charts are shown
+# The usual charts keep their widget ids (tests and the benchmark find them so); any other
+# metric gets a chart made for it.
+FIXED_CHART_IDS = {"loss": "chart-loss", "grad_norm": "chart-grad", "mem_gib": "chart-mem",
+                   metrics_mod.EVAL_LOSS: "chart-eval"}
 WATCH_GAP_S = 0.05  # a change in the run directory polls at once, but not more often than this
 
 
@@ -91,6 +100,17 @@ class RunScreen(Screen):
         self._live: bool | None = None
         self._marker_key: object = None
         self._markers: tuple = ()
+        # the charts: the metrics chosen for this recipe (None: the defaults), smoothing, log
+        # axis (saved per recipe) and the zoomed step range (this console only)
+        self.chart_choice: list[str] | None = None
+        self.smooth = 0.0
+        self.log_y = False
+        self.xrange: tuple[float, float] | None = None
+        self._prefs_loaded = False
+        self._recipe_name = ""
+        self._chart_look: object = None
+        self._extra_charts: dict[str, ChartView] = {}
+        self._extra_n = 0
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -103,6 +123,7 @@ class RunScreen(Screen):
             yield ChartView("memory", id="chart-mem")
             yield ChartView("eval loss", id="chart-eval")   # shown once the run has evaluations
         yield GpuPanel(id="gpus")
+        yield LinesView(id="hostline")   # this host: CPU, RAM, the output dir's disk I/O (live runs)
         with Horizontal(id="lower"):
             with Vertical(id="side"):
                 yield Static("zombies / blockers: none", id="blockers-title")
@@ -113,8 +134,10 @@ class RunScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#blockers").display = False
-        self.query_one("#chart-eval").display = False
+        for chart in self.query(ChartView):
+            chart.display = chart.id in ("chart-loss", "chart-grad", "chart-mem")
         self.query_one("#runner-gone").display = False
+        self.query_one("#hostline").display = False
         self.query_one(AlertBar).display = False
         self._poll_loop()
 
@@ -130,9 +153,13 @@ class RunScreen(Screen):
                     if full:
                         self._gpu_at = time.monotonic()
                     snap = self.source.poll(telemetry=full)
-                    if self._heartbeat_s is None:
+                    last_output = self.source.last_output_t(snap)
+                    if self._heartbeat_s is None and last_output is not None and \
+                            self.clock() - last_output >= fmt.QUIET_SHOWN_S:
+                        # the hang limit is shown beside the quiet time only: the recipe (and its
+                        # YAML reader) is read once the run has been quiet, not on every attach
                         self._heartbeat_s = self.source.heartbeat_s()
-                    self.post_message(self.SnapshotReady(snap, last_output_t=self.source.last_output_t(snap)))
+                    self.post_message(self.SnapshotReady(snap, last_output_t=last_output))
                 except Exception as exc:  # a bad file must not kill the poller: show it and go on
                     self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
                 # Back-pressure: never queue a second snapshot before the UI applied the first.
@@ -204,6 +231,8 @@ class RunScreen(Screen):
         """Show a snapshot; each widget compares its slice with what it shows."""
         self.snapshot = snap
         self.polls += 1
+        if not self._prefs_loaded:
+            self._load_prefs(snap)
         run = snap.run
         # A runner is there to ask while the run is not over and its runner lives (a finished
         # run's runner may still finish a checkpoint sync: it refuses commands then).
@@ -220,6 +249,10 @@ class RunScreen(Screen):
         self._show_runner_gone(run)
         self._show_charts(snap)
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
+        hostline = self.query_one("#hostline", LinesView)
+        _show(hostline, snap.host is not None)
+        if snap.host is not None:
+            hostline.set_lines([[(host_words(snap.host, max(20, self.size.width - 2)), "")]])
         blockers = [b for b in snap.blockers if isinstance(b, dict)]
         table = self.query_one(BlockerTable)
         table.show(blockers)
@@ -276,67 +309,256 @@ class RunScreen(Screen):
         if any(g.critical for g in news) and getattr(self.app, "bell_on", False):
             self.app.bell()  # once per poll that brought critical news, however many arrived
 
-    def _show_charts(self, snap: Snapshot) -> None:
+    # ---- charts -------------------------------------------------------------------------
+    def _load_prefs(self, snap: Snapshot) -> None:
+        """The chart choice saved for this recipe (once, at the first snapshot)."""
+        self._prefs_loaded = True
+        self._recipe_name = str(snap.run.get("name") or "")
+        base = getattr(self.app, "base", None)
+        if base is None or not self._recipe_name:
+            return
+        prefs = chartprefs.load(base, self._recipe_name)
+        if prefs is not None:
+            self.chart_choice = prefs.charts or None
+            self.smooth, self.log_y = prefs.smooth, prefs.log
+
+    def _save_prefs(self) -> None:
+        base = getattr(self.app, "base", None)
+        if base is None or not self._recipe_name:
+            return
+        try:
+            chartprefs.save(base, self._recipe_name, chartprefs.ChartPrefs(
+                charts=list(self.chart_choice or []), smooth=self.smooth, log=self.log_y))
+        except OSError as exc:
+            self.notify(f"chart choice not saved: {exc}", severity="warning")
+
+    def chart_keys(self, snap: Snapshot | None = None) -> list[str]:
+        """The metrics charted now: the recipe's saved choice, else the defaults."""
+        snap = snap or self.snapshot
+        return list(self.chart_choice) if self.chart_choice else metrics_mod.default_charts(snap)
+
+    def _options(self, key: str) -> ChartOptions:
+        return ChartOptions(smooth=self.smooth, log=self.log_y, xrange=self.xrange,
+                            zero_based=metrics_mod.zero_based(key))
+
+    def _chart_widgets(self, shown: list[str]) -> list[ChartView]:
+        """One ChartView per shown metric, in order (the usual four keep their ids); the rest hidden."""
+        row = self.query_one("#charts", Horizontal)
+        widgets: list[ChartView] = []
+        for key in shown:
+            wid = FIXED_CHART_IDS.get(key)
+            if wid is None:
+                chart = self._extra_charts.get(key)
+                if chart is None:
+                    self._extra_n += 1
+                    chart = self._extra_charts[key] = ChartView(metrics_mod.label(key), id=f"chart-x{self._extra_n}")
+                    row.mount(chart)
+            else:
+                chart = self.query_one(f"#{wid}", ChartView)
+            widgets.append(chart)
+        for chart in row.query(ChartView):
+            _show(chart, chart in widgets)
+        order = [c for c in row.children if isinstance(c, ChartView)]
+        if [c for c in order if c in widgets] != widgets:
+            for i, chart in enumerate(widgets):
+                if i == 0:
+                    row.move_child(chart, before=0)
+                else:
+                    row.move_child(chart, after=widgets[i - 1])
+        return widgets
+
+    def full_range(self, snap: Snapshot | None = None) -> tuple[float, float] | None:
+        """(first, last) step of what the charts show: the range zoom works inside."""
+        snap = snap or self.snapshot
+        if snap is None:
+            return None
+        lo, hi = math.inf, -math.inf
+        for key in self.chart_keys(snap):
+            s = metrics_mod.series_of(snap, key)
+            if s is None or not s.n:
+                continue
+            xs = s.points()[0]
+            if xs:
+                lo = min(lo, xs[0])
+                hi = max(hi, xs[-1], s.last_x if s.last_x is not None else xs[-1])
+        return (lo, hi) if hi >= lo else None
+
+    def _show_charts(self, snap: Snapshot, force: bool = False) -> None:
         marker_key = (snap.restarts_at, tuple((c.get("step"), c.get("ok"), c.get("suspect")) for c in snap.checkpoints))
         now = time.monotonic()
-        if marker_key == self._marker_key and now - self._charts_at < CHART_REFRESH_S:
+        look = (tuple(self.chart_keys(snap)), self.smooth, self.log_y, self.xrange, self.size.width)
+        if not force and marker_key == self._marker_key and look == self._chart_look \
+                and now - self._charts_at < CHART_REFRESH_S:
             return
         self._charts_at = now
+        self._chart_look = look
         if marker_key != self._marker_key:
             self._marker_key = marker_key
             self._markers = markers_from(snap.restarts_at, snap.checkpoints)
-        markers = self._markers
-        loss, grad, mem = snap.series["loss"], snap.series["grad_norm"], snap.series["mem_gib"]
+        keys_now = self.chart_keys(snap)
+        fit = max(1, self.size.width // CHART_MIN_W) if self.size.width else len(keys_now)
+        shown = keys_now[:fit]
+        for key, chart in zip(shown, self._chart_widgets(shown)):
+            self._draw_chart(chart, key, snap, marker_key)
 
-        key = (_series_key(loss), marker_key)
-        chart = self.query_one("#chart-loss", ChartView)
-        if key != chart._data_key:
-            lo = (loss.finite_min() or (None,))[0]
-            last = f"loss {fmt.num(loss.last())}"
-            chart.set_data([loss], key=key, markers=markers,
-                           heading=(f"{last} min {fmt.num(lo)}", last) if lo is not None else (last,))
-        key = (_series_key(grad), marker_key)
-        chart = self.query_one("#chart-grad", ChartView)
-        if key != chart._data_key:
-            chart.set_data([grad], key=key, markers=markers, heading=f"grad norm {fmt.num(grad.last())}")
+    def _draw_chart(self, chart: ChartView, key: str, snap: Snapshot, marker_key: object) -> None:
+        markers = self._markers
+        options = self._options(key)
+        s = metrics_mod.series_of(snap, key)
+        if key == "mem_gib":
+            self._draw_memory(chart, snap, marker_key, options)
+            return
+        if key == metrics_mod.EVAL_LOSS:
+            self._draw_eval(chart, snap, marker_key, options)
+            return
+        if s is None:
+            chart.set_data([Series()], key=(key, "none"), heading=f"{metrics_mod.label(key)}: not in this log",
+                           options=options)
+            return
+        dkey = (key, _series_key(s), marker_key, options)
+        if dkey == chart._data_key:
+            return
+        name = metrics_mod.label(key)
+        last = f"{name} {fmt.num(s.last())}"
+        heading: tuple[str, ...] = (last,)
+        if key == "loss":
+            lo = (s.finite_min() or (None,))[0]
+            heading = (f"{last} min {fmt.num(lo)}", last) if lo is not None else (last,)
+        elif key not in ("grad_norm",):
+            low, high = s.finite_min(), s.finite_max()
+            if low is not None and high is not None:
+                heading = (f"{last} ({fmt.num(low[0])}–{fmt.num(high)})", last)
+        chart.set_data([s], key=dkey, markers=markers, heading=heading, options=options)
+
+    def _draw_memory(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:
+        mem = snap.series["mem_gib"]
         envelope = snap.run.get("memory")
         tight = memory_view.tightest(envelope) or {}
         cap = tight.get("capacity_gib") or snap.run.get("mem_capacity_gib") or _gpu_capacity_gib(snap.gpu)
-        key = (_series_key(mem), marker_key, cap, memory_view.heading_key(envelope))
-        chart = self.query_one("#chart-mem", ChartView)
-        if key != chart._data_key:
-            last = fmt.num(mem.last(), 3)
-            heading: tuple[str, ...] = (f"memory {last} GiB", f"mem {last}G")
-            by_gpu = memory_view.heading(envelope)   # the tightest GPU first, when the runner knows it
-            if by_gpu:
-                heading = by_gpu
-            elif cap:
-                peak = mem.finite_max()
-                free = f"{fmt.num(cap - peak, 3)}" if peak is not None else fmt.NA
-                capt = fmt.num(cap, 3)
-                heading = (f"memory {last} of {capt} GiB, headroom {free} GiB at peak",
-                           f"mem {last}/{capt}G, {free}G free at peak", f"mem {last}/{capt}G")
-            chart.set_data([mem], key=key, markers=markers, cap=cap,
-                           cap_label=f"{fmt.short(cap)}G" if cap else "cap", heading=heading)
-        self._show_eval_chart(snap, markers, marker_key)
+        key = (_series_key(mem), marker_key, cap, memory_view.heading_key(envelope), options)
+        if key == chart._data_key:
+            return
+        last = fmt.num(mem.last(), 3)
+        heading: tuple[str, ...] = (f"memory {last} GiB", f"mem {last}G")
+        by_gpu = memory_view.heading(envelope)   # the tightest GPU first, when the runner knows it
+        if by_gpu:
+            heading = by_gpu
+        elif cap:
+            peak = mem.finite_max()
+            free = f"{fmt.num(cap - peak, 3)}" if peak is not None else fmt.NA
+            capt = fmt.num(cap, 3)
+            heading = (f"memory {last} of {capt} GiB, headroom {free} GiB at peak",
+                       f"mem {last}/{capt}G, {free}G free at peak", f"mem {last}/{capt}G")
+        chart.set_data([mem], key=key, markers=self._markers, cap=cap,
+                       cap_label=f"{fmt.short(cap)}G" if cap else "cap", heading=heading, options=options)
 
-    def _show_eval_chart(self, snap: Snapshot, markers: tuple, marker_key: object) -> None:
+    def _draw_eval(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:
         """Evaluation loss by step: a chart of its own (an evaluation is never a training step)."""
         ev = snap.eval_series
-        chart = self.query_one("#chart-eval", ChartView)
-        if not ev.n:
-            chart.display = False
+        key = (_series_key(ev), marker_key, options)
+        if key == chart._data_key:
             return
-        chart.display = True
-        key = (_series_key(ev), marker_key)
-        if key != chart._data_key:
-            last = snap.last_eval or {}
-            split = last.get("split") or "eval"
-            lo = ev.finite_min()
-            head = f"{split} loss {fmt.num(ev.last())}"
-            best = f" best {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
-            chart.set_data([ev], key=key, markers=markers,
-                           heading=(f"{head}{best} ({snap.eval_count} evals)", head))
+        if not ev.n:
+            chart.set_data([ev], key=key, heading="eval loss: no evaluations yet", options=options)
+            return
+        last = snap.last_eval or {}
+        split = last.get("split") or "eval"
+        lo = ev.finite_min()
+        head = f"{split} loss {fmt.num(ev.last())}"
+        best = f" best {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
+        chart.set_data([ev], key=key, markers=self._markers,
+                       heading=(f"{head}{best} ({snap.eval_count} evals)", head), options=options)
+
+    def _redraw_charts(self) -> None:
+        if self.snapshot is not None:
+            self._show_charts(self.snapshot, force=True)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._redraw_charts)   # more or fewer charts fit
+
+    def action_charts(self) -> None:
+        """c: every metric of the log in a list; the chosen ones become the charts (kept per recipe)."""
+        from console.screens.metricpicker import MetricPicker
+        if self.snapshot is None:
+            self.notify("no data yet")
+            return
+        entries = metrics_mod.catalogue(self.snapshot)
+
+        def chosen(keys_: list[str] | None) -> None:
+            if keys_ is None:
+                return
+            self.chart_choice = metrics_mod.clean_choice(keys_) or None
+            self._save_prefs()
+            self._redraw_charts()
+            shown = self.chart_keys()
+            fit = max(1, self.size.width // CHART_MIN_W)
+            more = f" ({len(shown) - fit} more on a wider terminal)" if len(shown) > fit else ""
+            self.notify("charts: " + ", ".join(metrics_mod.label(k) for k in shown) + more)
+        self.app.push_screen(MetricPicker(entries, self.chart_keys()), chosen)
+
+    def action_smooth_more(self) -> None:
+        self._set_smooth(chartprefs.step_smooth(self.smooth, 1))
+
+    def action_smooth_less(self) -> None:
+        self._set_smooth(chartprefs.step_smooth(self.smooth, -1))
+
+    def _set_smooth(self, value: float) -> None:
+        self.smooth = value
+        self._save_prefs()
+        self._redraw_charts()
+        self.notify(f"smoothing: EMA {value:g}" if value else "smoothing off")
+
+    def action_log_scale(self) -> None:
+        self.log_y = not self.log_y
+        self._save_prefs()
+        self._redraw_charts()
+        self.notify("y axis: log scale" if self.log_y else "y axis: linear")
+
+    def _zoom(self, view: tuple[float, float] | None, say: bool = True) -> None:
+        self.xrange = view
+        self._redraw_charts()
+        if say:
+            self.notify("whole run" if view is None else f"steps {fmt.short(view[0])}–{fmt.short(view[1])}")
+
+    def action_zoom_in(self) -> None:
+        full = self.full_range()
+        if full is None:
+            return
+        self._zoom(zoom_range(self.xrange, full, 0.5))
+
+    def action_zoom_out(self) -> None:
+        full = self.full_range()
+        if full is None or self.xrange is None:
+            return
+        self._zoom(zoom_range(self.xrange, full, 2.0))
+
+    def action_pan_back(self) -> None:
+        full = self.full_range()
+        if full is not None and self.xrange is not None:
+            self._zoom(pan_range(self.xrange, full, -1))
+
+    def action_pan_forward(self) -> None:
+        full = self.full_range()
+        if full is not None and self.xrange is not None:
+            self._zoom(pan_range(self.xrange, full, 1))
+
+    def action_zoom_reset(self) -> None:
+        if self.xrange is not None:
+            self._zoom(None)
+
+    def on_chart_view_zoom_around(self, message: ChartView.ZoomAround) -> None:
+        full = self.full_range()
+        if full is not None:
+            self._zoom(zoom_range(self.xrange, full, message.factor, around=message.step), say=False)
+
+    def on_chart_view_zoom_to(self, message: ChartView.ZoomTo) -> None:
+        full = self.full_range()
+        if full is not None:
+            self._zoom(zoom_to(message.lo, message.hi, full))
+
+    def action_gpus(self) -> None:
+        from console.screens.gpus import GpuScreen
+        self.app.push_screen(GpuScreen(self.source, self))
 
     # ---- keys ---------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -4,22 +4,41 @@ The rendered rows are cached and rebuilt only when the data key (series length, 
 markers) or the size changes, so a 1 Hz poll of an idle run costs nothing to draw."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
+from textual.message import Message
 from textual.strip import Strip
 
-from console.chart import Downsampled, Marker, render_chart
+from console.format import short
+from console.chart import DEFAULT_OPTIONS, ChartOptions, Downsampled, Frame, Marker, render_chart_frame
 from console.widgets import row_regions
 from console.widgets.lines import BoxedLines
 
 
 class ChartView(BoxedLines):
+    """A chart that also answers the mouse where the terminal sends it: the wheel zooms in or out
+    around the step under the pointer, a drag across the plot zooms to the steps it spans (the
+    screen decides what a zoom does: ``ZoomAround``, ``ZoomTo``)."""
+
     COMPONENT_CLASSES = {
         "chart--title", "chart--axis", "chart--line", "chart--line-b", "chart--line-c", "chart--line-d",
-        "chart--both", "chart--restart", "chart--ckpt", "chart--bad", "chart--cap",
+        "chart--both", "chart--restart", "chart--ckpt", "chart--bad", "chart--cap", "chart--raw",
     }
+
+    class ZoomAround(Message):
+        """The wheel over the plot: zoom in (factor < 1) or out around ``step``."""
+        def __init__(self, chart: "ChartView", step: float, factor: float) -> None:
+            super().__init__()
+            self.chart, self.step, self.factor = chart, step, factor
+
+    class ZoomTo(Message):
+        """A drag across the plot: show the steps from ``lo`` to ``hi``."""
+        def __init__(self, chart: "ChartView", lo: float, hi: float) -> None:
+            super().__init__()
+            self.chart, self.lo, self.hi = chart, lo, hi
 
     def __init__(self, title: str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -28,6 +47,10 @@ class ChartView(BoxedLines):
         self._markers: Sequence[Marker] = ()
         self._cap: float | None = None
         self._cap_label = "cap"
+        self._options: ChartOptions = DEFAULT_OPTIONS
+        self._x_label: Callable[[float], str] = short
+        self.frame: Frame | None = None     # where the last drawing put the data (for the mouse)
+        self._drag_from: float | None = None
         self._heading: str | Sequence[str] = title
         self._data_key: object = None
         self._cache_key: object = None
@@ -37,11 +60,15 @@ class ChartView(BoxedLines):
 
     def set_data(self, series: Sequence[Downsampled], *, heading: str | Sequence[str] | None = None,
                  markers: Sequence[Marker] = (), cap: float | None = None, cap_label: str = "cap",
-                 key: object = None) -> bool:
-        """New data; redraws only if ``key`` (anything comparable) changed. Returns True if so."""
+                 key: object = None, options: ChartOptions = DEFAULT_OPTIONS,
+                 x_label: Callable[[float], str] = short) -> bool:
+        """New data; redraws only if ``key`` (anything comparable) changed. Returns True if so.
+        The options are part of what is drawn: the caller puts them into ``key``."""
         if key is not None and key == self._data_key:
             return False
         self._series, self._markers, self._cap, self._cap_label = series, markers, cap, cap_label
+        self._options = options
+        self._x_label = x_label
         self._heading = heading if heading is not None else self.title
         self._data_key = key
         old, drawn_at = self._strips, self._cache_key
@@ -74,8 +101,9 @@ class ChartView(BoxedLines):
         key = (self._data_key, size.width, size.height) if self._data_key is not None else None
         if key is not None and key == self._cache_key:
             return self._strips
-        rows = render_chart(self._series, size.width, size.height, title=self._heading, markers=self._markers,
-                            cap=self._cap, cap_label=self._cap_label)
+        rows, self.frame = render_chart_frame(self._series, size.width, size.height, title=self._heading,
+                                              markers=self._markers, cap=self._cap, cap_label=self._cap_label,
+                                              options=self._options, x_label=self._x_label)
         styles = self._styles
         if not styles:
             styles[""] = self.rich_style
@@ -103,3 +131,39 @@ class ChartView(BoxedLines):
         super().notify_style_update()
         self._styles.clear()
         self._cache_key = None
+
+    # ---- the mouse (where the terminal sends it; every zoom also has a key) -------------------
+    def _step_at(self, x: int) -> float | None:
+        frame = self.frame
+        return None if frame is None else frame.step_at(x)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        step = self._step_at(event.x)
+        if step is not None:
+            event.stop()
+            self.post_message(self.ZoomAround(self, step, 0.5))
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        step = self._step_at(event.x)
+        if step is not None:
+            event.stop()
+            self.post_message(self.ZoomAround(self, step, 2.0))
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        self._drag_from = self._step_at(event.x)
+        if self._drag_from is not None:
+            self.capture_mouse()
+
+    def on_mouse_up(self, event: events.MouseUp) -> None:
+        start, self._drag_from = self._drag_from, None
+        self.release_mouse()
+        frame = self.frame
+        if start is None or frame is None:
+            return
+        column = min(max(event.x, frame.plot_left), frame.plot_left + frame.plot_w - 1)
+        end = frame.step_at(column)
+        if end is None or abs(column - (frame.plot_left + (start - frame.x0) / max(frame.x1 - frame.x0, 1e-12)
+                                        * frame.plot_w)) < 2:
+            return   # a click, not a drag
+        lo, hi = sorted((start, end))
+        self.post_message(self.ZoomTo(self, lo, hi))

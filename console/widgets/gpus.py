@@ -71,8 +71,7 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
         (f" {'?' if g.get('power_w') is None else int(g['power_w'])}/"
          f"{'?' if g.get('power_limit_w') is None else int(g['power_limit_w'])}W", ""),
     ]
-    procs = g.get("processes")
-    extra.append((f" {'?' if procs is None else len(procs)}p", "gpu--dim"))
+    extra.append((" " + procs_words(g.get("processes")), "gpu--dim"))
     used_w = sum(len(t) for t, _ in pieces)
     for piece in extra:
         if used_w + len(piece[0]) > width:
@@ -83,6 +82,69 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
         spark_w = min(len(history), width - used_w - 1, 30)
         pieces.append((" " + sparkline(history, spark_w), "gpu--spark"))
     return pieces
+
+
+def procs_words(procs: list | None) -> str:
+    """The processes on a GPU in a few characters: the run's rank there and how many others
+    (``r3``, ``r3+1p``, ``r0,1``), else the count (``2p``); ``?p`` when the driver cannot list them."""
+    if procs is None:
+        return "?p"
+    ranks = sorted({p["run"]["rank"] for p in procs if isinstance(p, dict) and isinstance(p.get("run"), dict)
+                    and isinstance(p["run"].get("rank"), int)})
+    own = sum(1 for p in procs if isinstance(p, dict) and isinstance(p.get("run"), dict))
+    others = len(procs) - own
+    if not own:
+        return f"{len(procs)}p"
+    text = "r" + ",".join(map(str, ranks[:3])) + ("…" if len(ranks) > 3 else "") if ranks else "run"
+    return text + (f"+{others}p" if others else "")
+
+
+def host_words(host: dict | None, width: int) -> str:
+    """This host in one line: CPU, RAM (where an optimizer offloaded to the host lives) and the
+    output directory's disk I/O and free space, shortened to ``width``."""
+    if not host:
+        return ""
+    cpu, cores = host.get("cpu_pct"), host.get("cpu_count")
+    used, total = host.get("ram_used_gib"), host.get("ram_total_gib")
+    io = host.get("io") or {}
+    cpu_t = f"cpu {'?' if cpu is None else f'{cpu:.0f}%'}" + (f" of {cores}" if cores else "")
+    ram_t = f"ram {'?' if used is None else f'{used:.1f}'}/{'?' if total is None else f'{total:.0f}'}G"
+    if used is not None and total:
+        ram_t += f" ({used / total * 100:.0f}%)"
+    free = io.get("free_gib")
+    free_t = f"{_gib_text(free)} free" if free is not None else ""
+    if io.get("read_bps") is not None or io.get("write_bps") is not None:
+        io_t = f"r {_rate(io.get('read_bps'))} w {_rate(io.get('write_bps'))}"
+    elif io.get("why") and "block device" in str(io.get("why")):
+        io_t = "I/O n/a"
+    else:
+        io_t = "I/O …"
+    path = str(io.get("path") or "")
+    dev = f" ({io['device']})" if io.get("device") else ""
+    candidates = [
+        f"host {host.get('hostname') or '?'} · {cpu_t} · {ram_t} · out {path}{dev}: {io_t}, {free_t}",
+        f"host {cpu_t} · {ram_t} · out {_short_path(path)}: {io_t}, {free_t}",
+        f"{cpu_t} · {ram_t} · out {io_t}, {free_t}",
+        f"{cpu_t} · {ram_t} · {io_t}",
+    ]
+    return next((c for c in candidates if len(c) <= width), candidates[-1][:width])
+
+
+def _rate(bps: float | None) -> str:
+    if bps is None:
+        return "?"
+    for div, unit in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+        if bps >= div:
+            return f"{bps / div:.1f}{unit}/s"
+    return f"{bps:.0f}B/s"
+
+
+def _gib_text(gib: float) -> str:
+    return f"{gib / 1024:.1f}T" if gib >= 1024 else f"{gib:.0f}G" if gib >= 10 else f"{gib:.1f}G"
+
+
+def _short_path(path: str) -> str:
+    return path if len(path) <= 24 else "…" + path[-23:]
 
 
 def gpu_columns(count: int, width: int) -> int:

@@ -16,7 +16,6 @@ change, so the list does not shuffle between polls.
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any, Iterable, Mapping
 
 MEM_WARN_FRAC = 0.85          # memory used / total: shown in warning colour
@@ -63,6 +62,14 @@ def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, A
     return max(times) if times else None
 
 
+def _median(values: list[float]) -> float:
+    """The median, as ``statistics.median`` gives it (the mean of the middle two of an even
+    count), without loading that module into every console."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def judge(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] | None = None) -> list[dict]:
     """Each node dict with ``health`` added (figures, ``problems`` and ``why`` in words), ordered
     worst first (see the module's docstring). ``nodes``: ``Snapshot.nodes`` entries."""
@@ -76,8 +83,8 @@ def judge(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] | None 
     live = [f for n, f in zip(nodes, figs) if not n.get("stale")]
     utils = [u for f in live if (u := f["mean_util_pct"]) is not None]
     steps = [s for f in live if (s := f["step_time_s"]) is not None]
-    med_util = statistics.median(utils) if len(utils) >= MIN_PEERS else None
-    med_step = statistics.median(steps) if len(steps) >= MIN_PEERS else None
+    med_util = _median(utils) if len(utils) >= MIN_PEERS else None
+    med_step = _median(steps) if len(steps) >= MIN_PEERS else None
     out = []
     for n, f in zip(nodes, figs):
         problems: list[str] = []

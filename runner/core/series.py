@@ -3,8 +3,10 @@
 A run may log millions of steps, but a chart is a few hundred pixels wide. ``Series`` keeps at
 most ``limit`` points: when full, neighbouring pairs merge into one bucket (first step, max value),
 so memory, append and every read stay O(limit) whatever the run's length. Max, not mean: a spike
-or a NaN is the thing a user must not miss, and it survives every merge. The newest raw values,
-the exact last value and the finite extremes are kept beside the buckets.
+or a NaN is the thing a user must not miss, and it survives every merge. Beside the max, each
+bucket keeps the mean of its finite values: what a smoothed line (``ema``) is drawn from, so a
+spike survives in the raw line but does not drag the smoothed one. The newest raw values, the
+exact last value and the finite extremes are kept beside the buckets.
 
 ``limit=None`` keeps every point (run comparison statistics need the exact values).
 """
@@ -18,6 +20,16 @@ from typing import Sequence, Iterable
 
 DEFAULT_LIMIT = 2048
 RECENT_KEEP = 64
+
+
+def _bmean(a: float, b: float) -> float:
+    """The mean of two bucket means of equal weight; a bucket without finite values (NaN) does
+    not count."""
+    if a - a != 0:
+        return b
+    if b - b != 0:
+        return a
+    return (a + b) / 2
 
 
 def _bmax(a: float, b: float) -> float:
@@ -34,10 +46,13 @@ class Series:
         self.limit = None if limit is None else max(2, int(limit) & ~1)
         self._x = array("d")
         self._y = array("d")
+        self._m = array("d")     # the mean of each bucket's finite values (NaN: none)
         self.stride = 1          # raw points per stored bucket
         self._pend_x = 0.0       # the bucket being filled once stride > 1
         self._pend_y = 0.0
         self._pend_n = 0
+        self._pend_s = 0.0       # sum and count of its finite values
+        self._pend_c = 0
         self.n = 0               # points appended in all
         self.last_x: float | None = None
         self._last: float | None = None
@@ -56,19 +71,26 @@ class Series:
                 self._min = (y, x)
             if self._max is None or y > self._max:
                 self._max = y
+        fin = y - y == 0
         if self.stride == 1:
             self._x.append(x)
             self._y.append(y)
+            self._m.append(y if fin else math.nan)
         else:
             if self._pend_n == 0:
                 self._pend_x, self._pend_y = x, y
+                self._pend_s, self._pend_c = 0.0, 0
             else:
                 self._pend_y = _bmax(self._pend_y, y)
+            if fin:
+                self._pend_s += y
+                self._pend_c += 1
             self._pend_n += 1
             if self._pend_n < self.stride:
                 return
             self._x.append(self._pend_x)
             self._y.append(self._pend_y)
+            self._m.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
             self._pend_n = 0
         if self.limit is not None and len(self._x) >= self.limit:
             self._halve()
@@ -107,31 +129,43 @@ class Series:
             if self.stride == 1:
                 take = n - i if self.limit is None else min(n - i, self.limit - len(self._x))
                 self._x.extend(xs[i:i + take])
-                self._y.extend(ys[i:i + take])
+                part = ys[i:i + take]
+                self._y.extend(part)
+                self._m.extend(part if all_finite else [v if v - v == 0 else math.nan for v in part])
                 i += take
             else:
                 chunk = ys[i:i + self.stride - self._pend_n]
                 top = max(chunk) if all_finite or not any(v != v for v in chunk) else math.nan
                 if self._pend_n == 0:
                     self._pend_x, self._pend_y = xs[i], top
+                    self._pend_s, self._pend_c = 0.0, 0
                 else:
                     self._pend_y = _bmax(self._pend_y, top)
+                acc, cnt = self._pend_s, self._pend_c
+                for v in chunk:   # one value at a time, as ``append`` adds them (same rounding)
+                    if v - v == 0:
+                        acc += v
+                        cnt += 1
+                self._pend_s, self._pend_c = acc, cnt
                 self._pend_n += len(chunk)
                 i += len(chunk)
                 if self._pend_n < self.stride:
                     continue
                 self._x.append(self._pend_x)
                 self._y.append(self._pend_y)
+                self._m.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
                 self._pend_n = 0
             if self.limit is not None and len(self._x) >= self.limit:
                 self._halve()
 
     def _halve(self) -> None:
-        xs, ys = self._x, self._y
+        xs, ys, ms = self._x, self._y, self._m
         self._x = array("d", xs[0::2])
         self._y = array("d", [_bmax(a, b) for a, b in zip(ys[0::2], ys[1::2])])
+        self._m = array("d", [_bmean(a, b) for a, b in zip(ms[0::2], ms[1::2])])
         if len(ys) % 2:
             self._y.append(ys[-1])
+            self._m.append(ms[-1])
         self.stride *= 2
 
     def points(self) -> tuple[list[float], list[float]]:
@@ -141,6 +175,15 @@ class Series:
             xs.append(self._pend_x)
             ys.append(self._pend_y)
         return xs, ys
+
+    def means(self) -> tuple[list[float], list[float]]:
+        """``points`` with each bucket's mean of finite values instead of its max (NaN: the
+        bucket held no finite value)."""
+        xs, ms = self._x.tolist(), self._m.tolist()
+        if self._pend_n:
+            xs.append(self._pend_x)
+            ms.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
+        return xs, ms
 
     @property
     def x(self) -> list[float]:
@@ -164,30 +207,29 @@ class Series:
     def finite_max(self) -> float | None:
         return self._max
 
-    def downsample(self, points: int) -> tuple[list[float], list[float]]:
+    def downsample(self, points: int, lo: float | None = None, hi: float | None = None) -> tuple[list[float], list[float]]:
         """At most ``points`` (x, y) pairs: equal buckets over the stored ones, each keeping its
-        first step and its max value (NaN wins)."""
+        first step and its max value (NaN wins). ``lo``/``hi``: only the buckets whose step lies
+        in that range (a zoomed chart)."""
         xs, ys = self.points()
-        m = len(xs)
-        if m <= points or points <= 0:
-            return xs, ys
-        ox, oy = [], []
-        for b in range(points):
-            lo, hi = b * m // points, (b + 1) * m // points
-            v = ys[lo]
-            for w in ys[lo + 1:hi]:
-                if v != v:
-                    break
-                v = _bmax(v, w)
-            ox.append(xs[lo])
-            oy.append(v)
-        return ox, oy
+        if lo is not None or hi is not None:
+            xs, ys = in_range(xs, ys, lo, hi)
+        return reduce_max(xs, ys, points)
+
+    def downsample_means(self, points: int, lo: float | None = None, hi: float | None = None
+                         ) -> tuple[list[float], list[float]]:
+        """``downsample`` of the bucket means (what a smoothed line is drawn from)."""
+        xs, ms = self.means()
+        if lo is not None or hi is not None:
+            xs, ms = in_range(xs, ms, lo, hi)
+        return reduce_mean(xs, ms, points)
 
     # ---- a compact, JSON-friendly form (series.json) ------------------------------------
     def to_doc(self) -> dict:
         xs, ys = self._x.tolist(), self._y.tolist()
         return {"stride": self.stride, "n": self.n, "x": xs, "y": [_json_num(v) for v in ys],
-                "pend": [self._pend_x, _json_num(self._pend_y), self._pend_n],
+                "m": [_json_num(v) for v in self._m.tolist()],
+                "pend": [self._pend_x, _json_num(self._pend_y), self._pend_n, self._pend_s, self._pend_c],
                 "last": [self.last_x, _json_num(self._last) if self._last is not None else None],
                 "recent": [_json_num(v) for v in self._recent],
                 "min": list(self._min) if self._min else None, "max": self._max}
@@ -200,11 +242,20 @@ class Series:
         ys = [_num(v) for v in doc["y"]]
         if len(xs) != len(ys):
             raise ValueError("x and y differ in length")
-        s._x, s._y = array("d", xs), array("d", ys)
+        # a doc written before bucket means were kept: the max stands in for the mean
+        ms = [_num(v) for v in doc["m"]] if "m" in doc else [v if v - v == 0 else math.nan for v in ys]
+        if len(ms) != len(ys):
+            raise ValueError("m and y differ in length")
+        s._x, s._y, s._m = array("d", xs), array("d", ys), array("d", ms)
         s.stride = max(1, int(doc["stride"]))
         s.n = int(doc["n"])
-        px, py, pn = doc["pend"]
+        pend = doc["pend"]
+        px, py, pn = pend[:3]
         s._pend_x, s._pend_y, s._pend_n = float(px), _num(py), int(pn)
+        if len(pend) >= 5:
+            s._pend_s, s._pend_c = float(pend[3]), int(pend[4])
+        elif s._pend_n and s._pend_y - s._pend_y == 0:
+            s._pend_s, s._pend_c = s._pend_y, 1
         lx, lv = doc["last"]
         s.last_x = None if lx is None else float(lx)
         s._last = None if lv is None else _num(lv)
@@ -231,3 +282,63 @@ def _num(v) -> float:
 def to_pairs(x: Iterable[float], y: Iterable[float]) -> list[list]:
     """JSON-friendly [[step, value], ...]; non-finite as strings like the metrics schema."""
     return [[int(a), _json_num(b)] for a, b in zip(x, y)]
+
+
+def in_range(xs: Sequence[float], ys: Sequence[float], lo: float | None, hi: float | None
+             ) -> tuple[list[float], list[float]]:
+    """The points whose step lies in [lo, hi] (either end open when None)."""
+    a = -math.inf if lo is None else lo
+    b = math.inf if hi is None else hi
+    keep = [a <= x <= b for x in xs]
+    return list(compress(xs, keep)), list(compress(ys, keep))
+
+
+def reduce_max(xs: list[float], ys: list[float], points: int) -> tuple[list[float], list[float]]:
+    """At most ``points`` pairs: equal runs of neighbours, each its first step and its max (NaN
+    wins: a non-finite value is never hidden by its neighbours)."""
+    m = len(xs)
+    if m <= points or points <= 0:
+        return xs, ys
+    ox, oy = [], []
+    for b in range(points):
+        lo, hi = b * m // points, (b + 1) * m // points
+        v = ys[lo]
+        for w in ys[lo + 1:hi]:
+            if v != v:
+                break
+            v = _bmax(v, w)
+        ox.append(xs[lo])
+        oy.append(v)
+    return ox, oy
+
+
+def reduce_mean(xs: list[float], ys: list[float], points: int) -> tuple[list[float], list[float]]:
+    """``reduce_max`` with the mean of the finite values of each run (NaN: none)."""
+    m = len(xs)
+    if m <= points or points <= 0:
+        return xs, ys
+    ox, oy = [], []
+    for b in range(points):
+        lo, hi = b * m // points, (b + 1) * m // points
+        fin = [v for v in ys[lo:hi] if v - v == 0]
+        ox.append(xs[lo])
+        oy.append(math.fsum(fin) / len(fin) if fin else math.nan)
+    return ox, oy
+
+
+def ema(ys: Sequence[float], weight: float) -> list[float]:
+    """The exponential moving average TensorBoard's smoothing slider draws: each value is
+    ``weight`` of the previous average plus ``1 - weight`` of itself, debiased at the start
+    (so the first value is itself, not a fraction of it). A non-finite value is skipped: it
+    stays non-finite in the output and does not enter the average. ``weight`` 0 is the data."""
+    weight = min(max(float(weight), 0.0), 0.9999)
+    out: list[float] = []
+    last, k = 0.0, 0
+    for v in ys:
+        if v - v != 0:
+            out.append(v)
+            continue
+        last = last * weight + (1 - weight) * v
+        k += 1
+        out.append(last / (1 - weight ** k) if weight else last)
+    return out

@@ -128,14 +128,31 @@ def flatten_recipe(recipe: Any, prefix: str = "") -> dict[str, Any]:
 
 def recipe_differences(a: dict[str, Any], b: dict[str, Any]) -> list[dict]:
     """Keys whose values differ, with both values (None when absent on one side)."""
+    diffs = []
+    for d in recipe_differences_n([a, b]):
+        va, vb = d["values"]
+        diffs.append({"key": d["key"], "a": va, "b": vb,
+                      "only": "a" if d["absent"] == [False, True] else ("b" if d["absent"] == [True, False] else None)})
+    return diffs
+
+
+def recipe_differences_n(recipes: list[dict[str, Any]]) -> list[dict]:
+    """Keys whose values are not the same in every recipe (flattened by ``flatten_recipe``):
+    ``{key, values: [value per recipe, None when absent], absent: [bool per recipe]}``, by key.
+    Two recipes give ``runs diff``'s table; any number give the comparison screen's."""
     absent = object()
     diffs = []
-    for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key, absent), b.get(key, absent)
-        if va != vb:
-            diffs.append({"key": key, "a": None if va is absent else va, "b": None if vb is absent else vb,
-                          "only": "a" if vb is absent else ("b" if va is absent else None)})
+    for key in sorted(set().union(*recipes) if recipes else ()):
+        vals = [r.get(key, absent) for r in recipes]
+        if any(v != vals[0] for v in vals[1:]):
+            diffs.append({"key": key, "values": [None if v is absent else v for v in vals],
+                          "absent": [v is absent for v in vals]})
     return diffs
+
+
+def read_recipe(path: Path) -> dict:
+    """The flattened recipe of a run dir (or a swift output dir's ``args.json``)."""
+    return _read_recipe(path)
 
 
 def drift_keys(saved_by: Path, recipe: dict) -> list[dict]:

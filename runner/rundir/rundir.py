@@ -64,6 +64,7 @@ class RunDir:
     lock = property(lambda self: self.path / LOCK_NAME)
     exits = property(lambda self: self.path / "exits")
     rank_times = property(lambda self: self.path / "ranks.json")  # each rank's latest step time (runner.rundir.ranktimes)
+    gpu_history = property(lambda self: self.path / "gpu-history.json")  # runner.rundir.gpuhistory
     jobs = property(lambda self: self.path / "jobs")  # batch engines: jobs/attempt-N.{json,sh}
 
     def job_record(self, attempt: int) -> Path:

@@ -6,6 +6,12 @@ then, with ``metrics_offset``: the byte length of ``metrics.jsonl`` the book cov
 the book and reads only the records after that offset, so ``--json --once``, attaching and
 ``runs show`` read a few hundred KiB however many steps the run has. ``metrics.jsonl`` stays the
 full record; the book is a cache of it and is rebuilt from it when missing, stale or corrupt.
+
+Beside the five chart series the book keeps every other number the log carries, so any of them
+can be charted: the learning rate, the epoch, each numeric ``extra`` of the records (token
+accuracy, MoE load-balancing loss, reward, consumed samples, ...), each number of the
+evaluations (``eval_values``), and the wall time of each step (``t``, to align runs by time).
+At most ``MAX_OTHER`` of them, ``OTHER_LIMIT`` buckets each, so the file stays small.
 """
 from __future__ import annotations
 
@@ -17,9 +23,50 @@ from runner.core.numbers import as_float
 from runner.rundir import jsonio, rundir
 from runner.core.series import DEFAULT_LIMIT, Series
 
-SCHEMA = 1
+SCHEMA = 2   # 2: bucket means, the other metrics and eval values (a version 1 book is rebuilt)
 CHART_KEYS = ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")
 EVAL_KEY = "eval_loss"   # the evaluation loss series (from evals.jsonl), beside the training charts
+RECORD_OTHER = ("lr", "epoch")   # record fields that are numbers but not one of the chart series
+TIME_KEY = "t"                   # the wall time of each step (not a chart: runs compared by time)
+# Numbers in a record's extras that are no metric: which rank a line came from.
+NOT_METRICS = frozenset({"rank", "local_rank", "world_size", "node_rank", "pid"})
+MAX_OTHER = 64                   # other series kept (the first seen); more are counted, not kept
+OTHER_LIMIT = 1024               # buckets per other series (the chart series keep DEFAULT_LIMIT)
+_RESERVED = frozenset(CHART_KEYS) | frozenset(RECORD_OTHER) | {TIME_KEY, EVAL_KEY}
+
+
+def extra_name(key: str) -> str:
+    """The series name of a record's extra: the key as the trainer printed it (cut to 64
+    characters), prefixed with ``extra.`` if it would shadow a record field."""
+    key = str(key)[:64]
+    return f"extra.{key}" if key in _RESERVED else key
+
+
+def other_values(rec: dict) -> list[tuple[str, float]]:
+    """(series name, value) of every number of a metric record that is not a chart series: lr,
+    epoch, the record's time and its numeric extras."""
+    out: list[tuple[str, float]] = []
+    for key in RECORD_OTHER:
+        v = as_float(rec.get(key))
+        if v is not None:
+            out.append((key, v))
+    t = as_float(rec.get("t"))
+    if t is not None:
+        out.append((TIME_KEY, t))
+    extra = rec.get("extra")
+    if isinstance(extra, dict):
+        for key, value in extra.items():
+            if key in NOT_METRICS or isinstance(value, str) and not _numeric_text(value):
+                continue
+            v = as_float(value)
+            if v is not None:
+                out.append((extra_name(key), v))
+    return out
+
+
+def _numeric_text(text: str) -> bool:
+    """A string extra that is a number as JSON writes non-finite ones ("nan", "inf")."""
+    return text in ("nan", "inf", "-inf")
 
 
 class SeriesDoc(TypedDict, total=False):
@@ -33,6 +80,9 @@ class SeriesDoc(TypedDict, total=False):
     evals_offset: int
     eval_count: int
     last_eval: dict | None
+    other: dict[str, dict]         # the other numbers of the records, by series name
+    eval_values: dict[str, dict]   # every number of the evaluations, by name
+    dropped: list[str]             # names seen past MAX_OTHER
 
 
 class SeriesBook:
@@ -49,6 +99,36 @@ class SeriesBook:
         self.last_eval: dict | None = None
         self.eval_count = 0
         self.evals_offset = 0  # bytes of evals.jsonl fed so far
+        other_limit = None if limit is None else min(limit, OTHER_LIMIT)
+        self.other_limit = other_limit
+        self.other: dict[str, Series] = {}         # lr, epoch, t, the extras by name
+        self.eval_values: dict[str, Series] = {}   # every number of the evaluations, by name
+        self.dropped: set[str] = set()             # names past MAX_OTHER (said, not kept)
+
+    def _other(self, table: dict[str, Series], name: str) -> Series | None:
+        s = table.get(name)
+        if s is None:
+            if len(self.other) + len(self.eval_values) >= MAX_OTHER:
+                if len(self.dropped) < 256:
+                    self.dropped.add(name)
+                return None
+            s = table[name] = Series(self.other_limit)
+        return s
+
+    def feed_other(self, steps: list[int], recs: list[dict]) -> None:
+        """The other numbers of metric records (``other_values``), one extend per series."""
+        cols: dict[str, tuple[list[float], list[float]]] = {}
+        for step, rec in zip(steps, recs):
+            for name, v in other_values(rec):
+                col = cols.get(name)
+                if col is None:
+                    col = cols[name] = ([], [])
+                col[0].append(step)
+                col[1].append(v)
+        for name, (xs, ys) in cols.items():
+            s = self._other(self.other, name)
+            if s is not None:
+                s.extend(xs, ys)
 
     def feed(self, rec: dict) -> None:
         step = rec.get("step")
@@ -62,6 +142,10 @@ class SeriesBook:
             value = as_float(rec.get(key))
             if value is not None:
                 self.series[key].append(step, value)
+        for name, value in other_values(rec):
+            s = self._other(self.other, name)
+            if s is not None:
+                s.append(step, value)
 
     def feed_many(self, recs: list[dict]) -> None:
         """``feed`` of a batch (the runner's slice of records), a series at a time."""
@@ -85,11 +169,14 @@ class SeriesBook:
                     xs.append(s)
                     ys.append(value)
             self.series[key].extend(xs, ys)
+        self.feed_other([s for s, _ in kept], [r for _, r in kept])
 
     def feed_columns(self, steps: list[float], values: dict[str, list[float]], present: dict[str, list[bool]],
-                     last: dict) -> None:
+                     last: dict, records: list | None = None) -> None:
         """``feed_many`` of one attempt's records given as columns (the runner's live batches):
-        ``values[k][i]`` counts where ``present[k][i]``; ``last`` is the newest record."""
+        ``values[k][i]`` counts where ``present[k][i]``; ``last`` is the newest record.
+        ``records``: the same rows as records (dicts, or a template row's JSON line), for the
+        numbers that are not columns (``other_values``); without them only the columns are fed."""
         if not steps:
             return
         if self.last_metrics is not None and last.get("attempt") != self.last_metrics.get("attempt"):
@@ -102,6 +189,12 @@ class SeriesBook:
                 self.series[key].extend(steps, ys)
             else:
                 self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
+        if records is not None:
+            t = last.get("t")
+            recs = as_dicts(records)
+            if t is not None:   # the runner stamps a batch with one time; a template row has none yet
+                recs = [r if "t" in r else {**r, "t": t} for r in recs]
+            self.feed_other([int(s) for s in steps], recs)
 
     def feed_eval(self, rec: dict) -> None:
         """One evaluation result (an ``evals.jsonl`` record): the eval-loss chart and the newest."""
@@ -111,6 +204,15 @@ class SeriesBook:
         loss = as_float(rec.get("loss"))
         if isinstance(step, int) and loss is not None:
             self.eval_series.append(step, loss)
+        values = rec.get("values")
+        if isinstance(step, int) and isinstance(values, dict):
+            for key, value in values.items():
+                v = as_float(value)
+                if v is None or key in NOT_METRICS:
+                    continue
+                s = self._other(self.eval_values, str(key)[:64])
+                if s is not None:
+                    s.append(step, v)
 
     def feed_file(self, run: rundir.RunDir) -> int:
         """Feed the records written after ``offset`` (and the evaluations after
@@ -132,7 +234,9 @@ class SeriesBook:
         return {"v": SCHEMA, "metrics_offset": self.offset, "metric_count": self.metric_count,
                 "last_metrics": self.last_metrics, "restarts_at": list(self.restarts_at),
                 "series": series, "evals_offset": self.evals_offset, "eval_count": self.eval_count,
-                "last_eval": self.last_eval}
+                "last_eval": self.last_eval, "other": {k: s.to_doc() for k, s in self.other.items()},
+                "eval_values": {k: s.to_doc() for k, s in self.eval_values.items()},
+                "dropped": sorted(self.dropped)}
 
     @classmethod
     def from_doc(cls, doc: object, limit: int | None = DEFAULT_LIMIT) -> "SeriesBook | None":
@@ -154,9 +258,24 @@ class SeriesBook:
                 book.eval_count = int(doc.get("eval_count") or 0)
                 last_eval = doc.get("last_eval")
                 book.last_eval = last_eval if isinstance(last_eval, dict) else None
+                book.eval_values = {str(k): Series.from_doc(d, book.other_limit)
+                                    for k, d in (doc.get("eval_values") or {}).items()}
+            book.other = {str(k): Series.from_doc(d, book.other_limit) for k, d in doc["other"].items()}
+            book.dropped = {str(k) for k in doc.get("dropped") or ()}
         except (KeyError, TypeError, ValueError, IndexError):
             return None
         return book
+
+
+def as_dicts(records: list) -> list[dict]:
+    """Records as dicts: a template row's JSON line (bytes) loaded (all of a batch in one call of
+    the JSON reader), a dict as it is."""
+    lines = [r for r in records if type(r) is bytes]
+    if not lines:
+        return records
+    import json
+    loaded = iter(json.loads(b"[" + b",".join(lines) + b"]"))
+    return [next(loaded) if type(r) is bytes else r for r in records]
 
 
 def path_of(run: rundir.RunDir) -> Path:
@@ -192,6 +311,7 @@ def _cached(run: rundir.RunDir, limit: int | None) -> SeriesBook | None:
     if book.evals_offset and not _on_line_boundary(run.evals, book.evals_offset):
         # evals.jsonl replaced or cut: its part of the book is read again from the start
         book.eval_series, book.last_eval, book.eval_count, book.evals_offset = Series(limit), None, 0, 0
+        book.eval_values = {}
     return book
 
 

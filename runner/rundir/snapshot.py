@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
@@ -22,7 +22,6 @@ from runner.rundir.secrets import Redactor
 from runner.core.series import Series, to_pairs
 from runner.rundir import alertgroups
 from runner.rundir.alertgroups import AlertBook, AlertGroup
-from runner.core.lifecycle import PREFLIGHT
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 64 * 1024
@@ -50,6 +49,13 @@ class Snapshot:
     last_eval: dict | None = None
     eval_count: int = 0
     alert_groups: tuple[AlertGroup, ...] = ()  # one per cause, newest news first, with ack state
+    # every other number the log carries (lr, epoch, extras, the step's wall time "t") and every
+    # number of the evaluations, by name: any of them can be charted
+    other_series: dict[str, Series] = field(default_factory=dict, repr=False)
+    eval_values: dict[str, Series] = field(default_factory=dict, repr=False)
+    # this host: CPU, RAM and the disk I/O and free space of the run's output directory
+    # (``HostLine``), for a live run; None otherwise
+    host: dict | None = None
 
     def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
         return {
@@ -70,12 +76,22 @@ class Snapshot:
             "eval": {"count": self.eval_count, "last": self.last_eval,
                      "loss": to_pairs(*self.eval_series.downsample(series_points))},
             "alert_groups": [g.to_dict() for g in self.alert_groups],
+            "other_series": {k: to_pairs(*s.downsample(series_points)) for k, s in self.other_series.items()},
+            "eval_values": {k: to_pairs(*s.downsample(series_points)) for k, s in self.eval_values.items()},
+            "host": self.host,
         }
 
     @property
     def active_alerts(self) -> list[AlertGroup]:
         """Unacknowledged groups, critical first: what the alert bar and the headline show."""
         return alertgroups.active(self.alert_groups)
+
+
+def preflight_reason() -> str:
+    """The lifecycle's name for the checks before the first launch (imported when a cooldown is
+    shown: the lifecycle module costs an attached console about 1 MiB it needs only then)."""
+    from runner.core.lifecycle import PREFLIGHT
+    return PREFLIGHT
 
 
 def status_word(run: dict) -> str:
@@ -86,7 +102,7 @@ def status_word(run: dict) -> str:
     if run.get("stale"):
         return f"{status}? (runner gone)"
     cd = run.get("cooldown") or {}
-    if status == "COOLDOWN" and cd.get("reason") == PREFLIGHT:
+    if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
     if status == "COOLDOWN" and cd.get("remaining_s") is not None:
         return f"COOLDOWN {int(math.ceil(cd['remaining_s']))}s"
@@ -127,13 +143,15 @@ class RunWatcher:
     def __init__(self, run: rundir.RunDir, *,
                  telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None,
                  full: bool = False,
-                 book_source: Callable[[], seriesfile.SeriesBook] | None = None) -> None:
+                 book_source: Callable[[], seriesfile.SeriesBook] | None = None,
+                 host: Callable[[dict], dict | None] | None = None) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
         otherwise the bounded chart series, started from the runner's ``series.json``.
         ``book_source``: the chart book comes from there instead of the run directory (a log
         being imported: its newest steps, then its whole history)."""
         self.run = run
         self.telemetry = telemetry
+        self.host = host   # this host's line (CPU, RAM, output dir I/O), sampled with the GPUs
         self.full = full
         self.book_source = book_source
         self.book: seriesfile.SeriesBook | None = None
@@ -302,8 +320,11 @@ class RunWatcher:
         run["status_word"] = status_word(run)
         gpu: dict | None = None
         blockers: list[dict] = []
+        host: dict | None = None
         if with_gpu and self.telemetry:
             gpu, blockers = self.telemetry(state)
+        if with_gpu and self.host:
+            host = self.host(state)
         crashes = self._crashes()
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
         run["open_alerts"] = sum(1 for g in groups if g.active)
@@ -325,6 +346,9 @@ class RunWatcher:
             last_eval=book.last_eval,
             eval_count=book.eval_count,
             alert_groups=tuple(groups),
+            other_series=book.other,
+            eval_values=book.eval_values,
+            host=host,
         )
 
 
@@ -442,7 +466,13 @@ class LiveTelemetry:
 
     def __init__(self) -> None:
         from runner.telemetry.gpu import get_backend
+        from runner.telemetry.gpuranks import RankFinder
         self.backend = get_backend()
+        self.ranks = RankFinder()
+
+    def gpu(self, state: dict) -> dict | None:
+        """The GPU snapshot with each process's rank in the run (``RankFinder``)."""
+        return self.ranks.annotate(self.backend.snapshot().to_dict(), state)
 
     def __call__(self, state: dict) -> tuple[dict | None, list[dict]]:
         from runner.telemetry.procs import RunView, find_blockers
@@ -454,4 +484,26 @@ class LiveTelemetry:
                 port=state.get("port"), run_tree=set(tracked), view=RunView.from_state(state))]
         except Exception as exc:  # a process scan racing with exits must not break the screen
             blockers = [{"error": str(exc)}]
-        return snap.to_dict(), blockers
+        return self.ranks.annotate(snap.to_dict(), state), blockers
+
+
+class HostLine:
+    """This host's CPU and RAM (``runner.telemetry.host``) and the disk I/O and free space of the
+    run's output directory (its checkpoint root, else the run directory): the run screen's host
+    line. A figure the system cannot give is None."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = str(run_dir)
+        self._io: dict[str, Any] = {}
+
+    def __call__(self, state: dict) -> dict:
+        from runner.telemetry.host import DirIO, host_snapshot
+        out = host_snapshot()
+        path = state.get("checkpoint_root") or self.run_dir
+        if not os.path.isdir(path):
+            path = self.run_dir
+        io = self._io.get(path)
+        if io is None:
+            io = self._io[path] = DirIO(path)
+        out["io"] = io.sample()
+        return out

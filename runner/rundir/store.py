@@ -298,6 +298,18 @@ def _short(v: Any) -> str:
     return text if len(text) <= 24 else text[:23] + "…"
 
 
+def _value_label(key: str, value: Any) -> str:
+    """A recipe value that tells runs apart, as short as it reads: a command flag as it is typed
+    (``--fault=oom@40``, a bare switch ``--fp8``), a positional word by itself, any other key as
+    ``key=value`` (``args.fault=oom@40``)."""
+    if key.startswith("command "):
+        flag = key[len("command "):]
+        if not flag.startswith("-"):
+            return _short(value)
+        return flag if value is True else f"{flag}={_short(value)}"
+    return f"{key}={_short(value)}"
+
+
 def display_names(rows: list[dict]) -> dict[str, str]:
     """id -> name, and for runs that share a name, the recipe values that tell them apart
     (``tiny-moe-cpu args.fault=oom@40``), read from each run's recipe.yaml."""
@@ -315,7 +327,7 @@ def display_names(rows: list[dict]) -> dict[str, str]:
                   and len({json.dumps(v.get(k), sort_keys=True, default=str) for v in values.values()}) > 1]
         for row in group:
             mine = values[row["id"]]
-            parts = [f"{k}={_short(mine[k])}" for k in differ if k in mine][:DISPLAY_VALUES]
+            parts = [_value_label(k, mine[k]) for k in differ if k in mine][:DISPLAY_VALUES]
             out[row["id"]] = f"{name} {' '.join(parts)}" if parts else name
     return out
 

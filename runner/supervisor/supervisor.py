@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from runner.supervisor import control
-from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile, store
+from runner.rundir import gpuhistory, jsonio, ranktimes, rundir, runfiles, seriesfile, store
 from runner.process import proctree
 from runner.recipes import recipe as recipes
 from runner.core import lifecycle as lc
@@ -146,6 +146,11 @@ class Supervisor:
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
         self.book = seriesfile.load(self.run)
         self.rank_times = ranktimes.RankTimes()
+        # the GPUs and the host over the whole run (gpu-history.json), continued by a new runner
+        from runner.telemetry.host import CpuMeter
+        self.gpu_history = gpuhistory.load(self.run) or gpuhistory.GpuHistory()
+        self.cpu_meter = CpuMeter()
+        self._history_saved_at = 0.0
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = 0.0
         self.tailer = FileTailer(self.run.log, start_offset=int(self.state.get("log_offset") or 0),
@@ -210,6 +215,12 @@ class Supervisor:
                 ranktimes.save(self.run, self.rank_times)
             except OSError as exc:
                 self._diag(f"ranks.json not written: {exc}")
+        if self.gpu_history.changed and (force or time.monotonic() - self._history_saved_at >= gpuhistory.SAVE_S):
+            self._history_saved_at = time.monotonic()
+            try:
+                gpuhistory.save(self.run, self.gpu_history)
+            except OSError as exc:
+                self._diag(f"gpu-history.json not written: {exc}")
 
     def _save_series(self, force: bool = False) -> None:
         """series.json, when it has news and every fed record is on disk (its offset must be
@@ -839,7 +850,7 @@ class Supervisor:
         present = {f: batch.present[f][rows] for f in batch.present}
         self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
                                {f: p.tolist() for f, p in present.items()},
-                               newest_record(records, kept, stamp))
+                               newest_record(records, kept, stamp), records=[records[i] for i in kept])
         if counted:
             self.last_step_written, self.last_real_step = written.step, written.real
             self.attempt_steps += len(counted)
@@ -867,6 +878,8 @@ class Supervisor:
         """NVML's view of the run's GPUs into the memory envelope (a step's peak is the highest
         sample during it)."""
         gpu = self._gpu_state()
+        from runner.telemetry.host import ram_now
+        self.gpu_history.feed(gpu, {"cpu_pct": self.cpu_meter.sample(), **ram_now()}, now)
         if gpu and gpu.get("available"):
             self.memory.on_gpus(gpu, self.last_step_written, self.own_pids | set(self.tree.procs), now)
             self._memory_alerts()

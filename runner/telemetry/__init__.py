@@ -6,11 +6,25 @@ same snapshots. Modules: ``gpu`` (snapshot types, backend protocol, ``get_backen
 ``kill`` (checked kills, waiting for GPU memory), ``preflight`` (launch conditions).
 Secrets in command lines are masked by :mod:`runner.rundir.secrets`.
 """
-from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuProcess, GpuSnapshot, NoGpuBackend, get_backend
-from runner.telemetry.host import host_snapshot
-from runner.telemetry.kill import KillResult, kill_checked, wait_gpu_released
-from runner.telemetry.preflight import ClearResult, PreflightResult, clear_for_launch, port_free, preflight
-from runner.telemetry.procs import ProcInfo, find_blockers
+import importlib
+from typing import Any
+
+# Each name is imported from its module on first use (PEP 562): a reader of GPU snapshots (the
+# attached console) does not load the launch pre-flight and what it needs.
+_HOME = {
+    "GpuBackend": "gpu", "GpuInfo": "gpu", "GpuProcess": "gpu", "GpuSnapshot": "gpu", "NoGpuBackend": "gpu",
+    "get_backend": "gpu", "host_snapshot": "host", "KillResult": "kill", "kill_checked": "kill",
+    "wait_gpu_released": "kill", "ClearResult": "preflight", "PreflightResult": "preflight",
+    "clear_for_launch": "preflight", "port_free": "preflight", "preflight": "preflight", "ProcInfo": "procs",
+    "find_blockers": "procs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(f"runner.telemetry.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'runner.telemetry' has no attribute {name!r}")
+
 
 __all__ = [
     "GpuBackend", "GpuInfo", "GpuProcess", "GpuSnapshot", "NoGpuBackend", "get_backend", "host_snapshot",

@@ -19,12 +19,16 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 @dataclass(frozen=True)
 class GpuProcess:
     """A compute process on one GPU as the driver lists it (the PID may belong to another
-    PID namespace when the driver runs outside a container)."""
+    PID namespace when the driver runs outside a container). ``sm_pct``/``mem_pct``: its share
+    of the GPU's SM and memory-controller time in the last second (nvitop's per-process
+    utilisation); None when the driver cannot say."""
     pid: int
     used_mib: float | None
+    sm_pct: float | None = None
+    mem_pct: float | None = None
 
     def to_dict(self) -> dict:
-        return {"pid": self.pid, "used_mib": self.used_mib}
+        return {"pid": self.pid, "used_mib": self.used_mib, "sm_pct": self.sm_pct, "mem_pct": self.mem_pct}
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,7 @@ class GpuInfo:
             temp_c=d.get("temp_c"), power_w=d.get("power_w"), power_limit_w=d.get("power_limit_w"),
             sm_clock_mhz=d.get("sm_clock_mhz"), mem_clock_mhz=d.get("mem_clock_mhz"),
             processes=None if procs is None else tuple(
-                GpuProcess(int(p["pid"]), p.get("used_mib")) for p in procs),
+                GpuProcess(int(p["pid"]), p.get("used_mib"), p.get("sm_pct"), p.get("mem_pct")) for p in procs),
             na=dict(d.get("na") or {}),
         )
 

@@ -23,6 +23,7 @@ MIB = 1024.0 * 1024.0
 # NVML return codes (nvml.h); kept here so reasons read well without pynvml loaded.
 _NOT_SUPPORTED = 3
 _NO_PERMISSION = 4
+_NOT_FOUND = 6
 _DRIVER_NOT_LOADED = 9
 _LIBRARY_NOT_FOUND = 12
 _FUNCTION_NOT_FOUND = 13
@@ -63,6 +64,14 @@ def _load_library(nv: Any, lib_path: Path | str) -> None:
                 raise NvmlUnavailable(f"cannot load {path}: {exc}") from None
         elif getattr(loaded, "_name", None) != str(path):
             raise NvmlUnavailable(f"pynvml already uses {getattr(loaded, '_name', '?')} in this process")
+
+
+def _proc_util(util_of: dict[int, tuple[float, float]] | None, pid: int) -> tuple[float | None, float | None]:
+    """A listed process's (SM %, memory %): 0 without a sample in the last second (it ran no
+    kernel: nvitop shows 0 too), None when the driver cannot give samples at all."""
+    if util_of is None:
+        return None, None
+    return util_of.get(pid, (0.0, 0.0))
 
 
 def _error_code(exc: BaseException) -> int:
@@ -137,6 +146,31 @@ class NvmlBackend:
         calls: list[tuple[str, Callable[[], Any]]] = [(sym, functools.partial(fn, h)) for sym, fn in ways]
         return self._first(calls)
 
+    def _process_util(self, h: Any) -> tuple[dict[int, tuple[float, float]] | None, str | None]:
+        """pid -> (SM %, memory %) from the newest utilisation sample of the last second (as
+        nvitop asks: samples newer than now - 1 s, the newest per pid winning). NOT_FOUND is an
+        answer, not a failure: no process ran a kernel in that second."""
+        nv = self._nv
+        symbol = "nvmlDeviceGetProcessUtilization"
+        if symbol in self._missing or not hasattr(nv, symbol):
+            return None, "not in this driver"
+        since = int(time.time() * 1_000_000) - 1_000_000
+        try:
+            samples = nv.nvmlDeviceGetProcessUtilization(h, since)
+        except nv.NVMLError as exc:
+            code = _error_code(exc)
+            if code == _NOT_FOUND:
+                return {}, None
+            if code == _FUNCTION_NOT_FOUND:
+                self._missing.add(symbol)
+            return None, _FIELD_REASONS.get(code) or str(exc)
+        except Exception as exc:  # a ctypes-level surprise must not cost the snapshot
+            return None, f"{type(exc).__name__}: {exc}"
+        out: dict[int, tuple[float, float]] = {}
+        for sample in sorted(samples, key=lambda x: x.timeStamp):
+            out[int(sample.pid)] = (float(sample.smUtil), float(sample.memUtil))
+        return out, None
+
     def _static_info(self, index: int, h: Any, na: dict[str, str]) -> tuple[str | None, str | None]:
         if index in self._static:
             return self._static[index]
@@ -190,6 +224,11 @@ class NvmlBackend:
         procs, why = self._processes(h)
         if why:
             na["processes"] = why
+        util_of: dict[int, tuple[float, float]] | None = {}
+        if procs:
+            util_of, why = self._process_util(h)
+            if why:
+                na["process_util"] = why
         return GpuInfo(
             index=index, name=name, uuid=uuid,
             util_pct=None if util is None else float(util.gpu),
@@ -201,7 +240,8 @@ class NvmlBackend:
             sm_clock_mhz=None if sm is None else float(sm),
             mem_clock_mhz=None if memclk is None else float(memclk),
             processes=None if procs is None else tuple(
-                GpuProcess(int(p.pid), None if p.usedGpuMemory is None else p.usedGpuMemory / MIB) for p in procs),
+                GpuProcess(int(p.pid), None if p.usedGpuMemory is None else p.usedGpuMemory / MIB,
+                           *(_proc_util(util_of, int(p.pid)))) for p in procs),
             na=na,
         )
 

@@ -51,6 +51,11 @@ def node_view(procs: Iterable[tuple[int, str, Mapping[str, str]]], run_id: str, 
     return {"ranks": ranks, "processes": count}
 
 
+def read_env(pid: int) -> dict[str, str] | None:
+    """The run marker, rank and node variables of a process's environment (None: unreadable)."""
+    return _environ(pid)
+
+
 def _environ(pid: int) -> dict[str, str] | None:
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:

@@ -132,9 +132,10 @@ def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, ma
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     header = lines[0].split()
-    assert header[:3] == ["ID", "NAME", "STATUS"] and "CRASHES" in header and "LAST" in header
-    live_line = next(line for line in lines if line.startswith(live.run_id))  # the full id
-    gone_line = next(line for line in lines if line.startswith(gone.run_id))
+    # not a terminal: every column, the important ones first, the full id
+    assert header[:3] == ["STATUS", "NAME", "STEP"] and "CRASHES" in header and "LAST" in header and "ID" in header
+    live_line = next(line for line in lines if live.run_id in line)  # the full id
+    gone_line = next(line for line in lines if gone.run_id in line)
     assert "tiny-moe-cpu args.fault=oom@40" in live_line and "tiny-moe-cpu args.fault=null" in gone_line
     assert " 40/100 " in live_line and " 1 " in live_line and "cuda_oom" in live_line and "0.25" in live_line
     assert "STALE RUNNING" in gone_line and "STALE" not in live_line

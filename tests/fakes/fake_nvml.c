@@ -16,6 +16,10 @@
  *                                           power_limit_mw sm_clock mem_clock
  *   error       <index> <symbol> <code>     that symbol fails with <code> on that GPU
  *   proc        <index> <pid> <bytes> [persist]
+ *   putil       <index> <pid> <sm%> <mem%>  that process's utilisation sample on that GPU
+ *                                           (nvmlDeviceGetProcessUtilization; a listed process
+ *                                           without one has no sample, as on a real driver
+ *                                           for a process that did not run a kernel lately)
  *
  * A process is listed (and its bytes counted in "used") only while /proc/<pid> exists and
  * is not a zombie: a real driver frees a process's memory when it exits, not when it is
@@ -28,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 
 typedef int nvmlReturn_t;
 enum {
@@ -35,6 +40,7 @@ enum {
     NVML_ERROR_UNINITIALIZED = 1,
     NVML_ERROR_INVALID_ARGUMENT = 2,
     NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
     NVML_ERROR_DRIVER_NOT_LOADED = 9,
     NVML_ERROR_FUNCTION_NOT_FOUND = 13,
@@ -68,6 +74,12 @@ typedef struct {
     unsigned int gpuInstanceId;
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
+/* nvml.h: nvmlProcessUtilizationSample_t (pynvml's c_nvmlProcessUtilizationSample_t) */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
 
 struct fake_gpu {
     char name[NAME_LEN];
@@ -77,6 +89,7 @@ struct fake_gpu {
     unsigned int temp, power_mw, power_limit_mw, sm_clock, mem_clock;
 };
 struct fake_proc { unsigned int gpu, pid, persist; unsigned long long bytes; };
+struct fake_putil { unsigned int gpu, pid, sm, mem; };
 struct fake_error { unsigned int gpu; char symbol[NAME_LEN]; int code; };
 
 /* The handle pynvml keeps is a pointer into this array. */
@@ -90,6 +103,8 @@ static struct {
     struct fake_gpu gpus[MAX_GPUS];
     unsigned int proc_count;
     struct fake_proc procs[MAX_PROCS];
+    unsigned int putil_count;
+    struct fake_putil putils[MAX_PROCS];
     unsigned int missing_count;
     char missing[MAX_MISSING][NAME_LEN];
     unsigned int error_count;
@@ -165,6 +180,12 @@ static void parse_line(char *line) {
         p->pid = (unsigned int)strtoul(f[2], NULL, 10);
         p->bytes = strtoull(f[3], NULL, 10);
         p->persist = n >= 5 && !strcmp(f[4], "persist");
+    } else if (!strcmp(f[0], "putil") && n >= 5 && sc.putil_count < MAX_PROCS) {
+        struct fake_putil *u = &sc.putils[sc.putil_count++];
+        u->gpu = (unsigned int)atoi(f[1]);
+        u->pid = (unsigned int)strtoul(f[2], NULL, 10);
+        u->sm = (unsigned int)atoi(f[3]);
+        u->mem = (unsigned int)atoi(f[4]);
     }
 }
 
@@ -470,4 +491,55 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *co
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(void *dev, unsigned int *count,
                                                      nvmlProcessInfo_t *infos) {
     return running_processes("nvmlDeviceGetComputeRunningProcesses_v2", dev, count, infos);
+}
+
+/* The listed process of GPU i with this pid, or NULL (a sample is only given for a process the
+ * driver lists on that GPU). */
+static const struct fake_proc *listed_proc(unsigned int i, unsigned int pid) {
+    for (unsigned int k = 0; k < sc.proc_count; k++)
+        if (sc.procs[k].gpu == i && sc.procs[k].pid == pid && proc_listed(&sc.procs[k])) return &sc.procs[k];
+    return NULL;
+}
+
+/* nvml.h, nvmlDeviceGetProcessUtilization(device, utilization, processSamplesCount,
+ * lastSeenTimeStamp): samples newer than lastSeenTimeStamp (CPU time, microseconds since the
+ * epoch). Called first with utilization NULL, it answers NVML_ERROR_INSUFFICIENT_SIZE and the
+ * count (pynvml's nvmlDeviceGetProcessUtilization relies on exactly that, then calls again with
+ * a buffer); with no sample newer than lastSeenTimeStamp it answers NVML_ERROR_NOT_FOUND, which
+ * is what a real driver says for an idle GPU (nvitop treats it as "no samples"). A sample's
+ * timestamp here is the time of the call. */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(void *dev, nvmlProcessUtilizationSample_t *utilization,
+                                             unsigned int *count, unsigned long long lastSeen) {
+    struct fake_gpu *g;
+    nvmlReturn_t r = device_enter("nvmlDeviceGetProcessUtilization", dev, &g);
+    if (r != NVML_SUCCESS) return r;
+    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    unsigned long long now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned long long)tv.tv_usec;
+    unsigned int i = gpu_index(g), n = 0;
+    if (now > lastSeen)
+        for (unsigned int k = 0; k < sc.putil_count; k++)
+            if (sc.putils[k].gpu == i && listed_proc(i, sc.putils[k].pid)) n++;
+    if (n == 0) {
+        *count = 0;
+        return NVML_ERROR_NOT_FOUND;
+    }
+    if (!utilization || *count < n) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    unsigned int out = 0;
+    for (unsigned int k = 0; k < sc.putil_count && out < n; k++) {
+        if (sc.putils[k].gpu != i || !listed_proc(i, sc.putils[k].pid)) continue;
+        utilization[out].pid = sc.putils[k].pid;
+        utilization[out].timeStamp = now;
+        utilization[out].smUtil = sc.putils[k].sm;
+        utilization[out].memUtil = sc.putils[k].mem;
+        utilization[out].encUtil = 0;
+        utilization[out].decUtil = 0;
+        out++;
+    }
+    *count = out;
+    return NVML_SUCCESS;
 }

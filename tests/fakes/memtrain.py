@@ -35,6 +35,8 @@ The profile (environment):
   FAKE_STEP_S           seconds per step (default 0.01)
   FAKE_MEM_NVML=1       rewrite $FAKE_NVML_SCENARIO each step: this process on GPU 0..N-1 with
                         reserved + 0.5 GiB (the CUDA context), as NVML counts it
+  FAKE_MEM_UTIL         the GPUs' utilisation then (percent, default 0); FAKE_MEM_SM_PCT this
+                        process's SM share (a utilisation sample; none when unset)
 """
 from __future__ import annotations
 
@@ -73,8 +75,11 @@ def _nvml(gpus: int, used_gib: float) -> None:
         return
     from tests.fakes.nvml import FakeGpu, FakeProc, write_scenario
     cap = _f("FAKE_MEM_CAPACITY_GIB", 80.0)
-    write_scenario(path, [FakeGpu(mem_total_mib=cap * GIB_MIB) for _ in range(gpus)],
-                   [FakeProc(gpu=i, pid=os.getpid(), used_mib=used_gib * GIB_MIB) for i in range(gpus)])
+    util = int(_f("FAKE_MEM_UTIL", 0))
+    sm = os.environ.get("FAKE_MEM_SM_PCT")
+    write_scenario(path, [FakeGpu(mem_total_mib=cap * GIB_MIB, util_pct=util) for _ in range(gpus)],
+                   [FakeProc(gpu=i, pid=os.getpid(), used_mib=used_gib * GIB_MIB,
+                             sm_pct=int(sm) if sm else None) for i in range(gpus)])
 
 
 def main() -> int:

@@ -92,11 +92,15 @@ class FakeGpu:
 
 @dataclass
 class FakeProc:
-    """A process the fake lists on ``gpu`` while it is alive (or always, if ``persist``)."""
+    """A process the fake lists on ``gpu`` while it is alive (or always, if ``persist``);
+    ``sm_pct``/``mem_pct``: its utilisation sample (nvmlDeviceGetProcessUtilization), none when
+    None (a process that ran no kernel lately)."""
     gpu: int
     pid: int
     used_mib: float
     persist: bool = False
+    sm_pct: int | None = None
+    mem_pct: int = 0
 
 
 def _gpu_lines(index: int, g: FakeGpu) -> list[str]:
@@ -140,6 +144,8 @@ def write_scenario(path: Path | str, gpus: int | Iterable[FakeGpu | Mapping] = 8
         lines += _gpu_lines(i, g)
     for p in map(_as_proc, processes):
         lines.append(f"proc\t{p.gpu}\t{p.pid}\t{int(p.used_mib * MIB)}" + ("\tpersist" if p.persist else ""))
+        if p.sm_pct is not None:
+            lines.append(f"putil\t{p.gpu}\t{p.pid}\t{int(p.sm_pct)}\t{int(p.mem_pct)}")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, path)

@@ -36,7 +36,8 @@ def test_eight_gpu_snapshot_reports_every_field(nvml_env, scenario, spawn):
     assert g5["sm_clock_mhz"] == 1975 and g5["mem_clock_mhz"] == 3201
     assert g5["mem_total_mib"] == pytest.approx(143771)
     assert g5["mem_used_mib"] == pytest.approx(105 + 6000)   # base + the live process on it
-    assert g5["processes"] == [{"pid": ranks[1].pid, "used_mib": pytest.approx(6000)}]
+    # no utilisation sample in the last second: 0 %, as nvitop shows an idle process
+    assert g5["processes"] == [{"pid": ranks[1].pid, "used_mib": pytest.approx(6000), "sm_pct": 0.0, "mem_pct": 0.0}]
     assert g5["na"] == {}
     # Both "ranks" are strangers here (no run context): foreign GPU processes with their memory.
     r0 = by_pid(out["blockers"], ranks[0].pid)
@@ -91,7 +92,8 @@ def test_missing_functions_become_na_field_by_field(nvml_env, scenario, spawn):
         assert g["power_w"] is None and g["temp_c"] is None
         assert g["na"]["power_w"] == "not in this driver" and g["na"]["temp_c"] == "not in this driver"
         assert g["power_limit_w"] == pytest.approx(700) and g["mem_total_mib"] == pytest.approx(143771)
-    assert out["gpu"]["gpus"][0]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(2048)}]
+    assert out["gpu"]["gpus"][0]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(2048), "sm_pct": 0.0,
+                                                   "mem_pct": 0.0}]
     table = run_cli(["gpus", "--port", "0"], nvml_env).stdout
     row0 = next(line for line in table.splitlines() if line.startswith("  0  "))
     assert "N/A / 700" in row0 and " N/A " in row0
@@ -119,7 +121,8 @@ def test_symbol_absent_from_library_falls_back_to_older_variant(tmp_path, spawn)
                    [FakeProc(1, rank.pid, 5000)], call_log=calls)
     out = run_flow(fake_env(libdir, scenario, base_env()), "inproc", str(libdir))  # also: in-process lib_path
     assert out["available"] is True
-    assert out["gpus"][1]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(5000)}]
+    assert out["gpus"][1]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(5000), "sm_pct": 0.0,
+                                            "mem_pct": 0.0}]
     assert out["gpus"][1]["mem_used_mib"] == pytest.approx(5300)  # v1 counts reserved memory as used
     called = calls.read_text().split()
     assert "nvmlDeviceGetComputeRunningProcesses_v2" in called
@@ -133,7 +136,8 @@ def test_in_process_library_path_without_ld_library_path(fake_libdir, scenario, 
     env.pop("LD_LIBRARY_PATH", None)
     out = run_flow(env, "inproc", str(fake_libdir))
     assert out["backend"] == "nvml" and len(out["gpus"]) == 2
-    assert out["gpus"][0]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(1234)}]
+    assert out["gpus"][0]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(1234), "sm_pct": 0.0,
+                                            "mem_pct": 0.0}]
 
 
 def test_process_list_is_read_live_and_memory_freed_when_process_exits(nvml_env, scenario, spawn):
@@ -143,7 +147,8 @@ def test_process_list_is_read_live_and_memory_freed_when_process_exits(nvml_env,
     server.kill()
     server.wait()
     second = gpus_json(nvml_env, "--port", "0")["gpu"]["gpus"][0]
-    assert first["processes"] == [{"pid": server.pid, "used_mib": pytest.approx(30000)}]
+    assert first["processes"] == [{"pid": server.pid, "used_mib": pytest.approx(30000), "sm_pct": 0.0,
+                                   "mem_pct": 0.0}]
     assert second["processes"] == [] and second["mem_used_mib"] == pytest.approx(0.5)
 
 
@@ -161,3 +166,19 @@ def test_bad_port_is_one_line_exit_2(nvml_env, scenario):
     done = run_cli(["gpus", "--port", "70000"], nvml_env)
     assert done.returncode == 2
     assert done.stderr.strip() == "moeconsole: --port 70000: not a TCP port (1-65535)"
+
+
+def test_each_process_has_its_own_utilisation_like_nvitop(nvml_env, scenario, spawn):
+    """nvmlDeviceGetProcessUtilization: a process's SM and memory share of the last second; a
+    process without a sample ran no kernel (0 %), a driver without the call gives N/A."""
+    busy, idle = spawn.popen(), spawn.popen()
+    write_scenario(scenario, 2, [FakeProc(0, busy.pid, 30000, sm_pct=97, mem_pct=41), FakeProc(0, idle.pid, 500),
+                                 FakeProc(1, busy.pid, 100, sm_pct=3, mem_pct=1)])
+    gpus = gpus_json(nvml_env, "--port", "0")["gpu"]["gpus"]
+    procs = {p["pid"]: p for p in gpus[0]["processes"]}
+    assert procs[busy.pid]["sm_pct"] == 97 and procs[busy.pid]["mem_pct"] == 41
+    assert procs[idle.pid]["sm_pct"] == 0 and procs[idle.pid]["mem_pct"] == 0
+    assert gpus[1]["processes"][0]["sm_pct"] == 3
+    write_scenario(scenario, 2, [FakeProc(0, busy.pid, 30000, sm_pct=97)], missing=["nvmlDeviceGetProcessUtilization"])
+    g0 = gpus_json(nvml_env, "--port", "0")["gpu"]["gpus"][0]
+    assert g0["processes"][0]["sm_pct"] is None and g0["na"]["process_util"] == "not in this driver"

@@ -1,0 +1,246 @@
+"""The GPU view (``g`` on the run screen): nvitop's process view for the run's own ranks, and
+the GPUs over the whole run.
+
+Per GPU: utilisation, memory, temperature and power, then the processes on it: the run's ranks
+first (rank, role, PID, the GPU memory it holds, its SM share of the last second), then every
+other process by memory (``other``: not the run's, a blocker candidate). The run's processes
+are the runner's tracked PIDs (``runner.telemetry.gpuranks``); another node's come from its
+agent's file. Under it, the history the runner recorded (``gpu-history.json``): per GPU a
+sparkline of utilisation and of memory over the whole run, and the host's CPU and RAM. The host
+line says CPU, RAM and the output directory's disk I/O now.
+
+It reads what the run screen polls (no second poller) and the history file every few seconds.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from console import format as fmt
+from console import keys
+from console.widgets.gpus import SPARK, host_words
+from runner.core.series import Series
+from runner.rundir import gpuhistory, rundir
+from runner.telemetry.gpuranks import annotate_from_ranks, run_rows
+
+HISTORY_READ_S = 5.0
+
+
+def _gib(mib: float | None) -> str:
+    return fmt.NA if mib is None else f"{mib / 1024:.1f}G"
+
+
+def _pct(v: float | None) -> str:
+    return fmt.NA if v is None else f"{v:.0f}%"
+
+
+def who(row: dict) -> str:
+    """The process in words: ``rank 3 (leader)``, ``run (waiter)``, ``other``."""
+    if not row["own"]:
+        return "other"
+    role = f" ({row['role']})" if row.get("role") and row["role"] not in ("child", "rank") else ""
+    if row["rank"] is None:
+        return f"run{role}"
+    local = f", local {row['local_rank']}" if row.get("local_rank") is not None and row["local_rank"] != row["rank"] else ""
+    return f"rank {row['rank']}{local}{role}"
+
+
+def process_table(gpu: dict | None, title: str) -> Table | Text:
+    """Each GPU's line and the processes on it, the run's ranks first (nvitop's process view)."""
+    if gpu is None:
+        return Text(f"{title}: no telemetry (a finished run is not polled)")
+    if not gpu.get("available"):
+        return Text(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}")
+    table = Table(box=None, header_style="bold", pad_edge=False, title=title, title_justify="left",
+                  title_style="bold")
+    for name, justify in (("GPU", "right"), ("util", "right"), ("memory", "right"), ("temp", "right"),
+                          ("power", "right"), ("process", "left"), ("PID", "right"), ("GPU mem", "right"),
+                          ("SM", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    rows = run_rows(gpu)
+    for g in gpu.get("gpus") or ():
+        used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
+        power = (f"{g['power_w']:.0f}/{g['power_limit_w']:.0f}W" if g.get("power_w") is not None
+                 and g.get("power_limit_w") is not None else fmt.NA)
+        mine = [r for r in rows if r["gpu"] == g.get("index")]
+        procs = g.get("processes")
+        first = mine[0] if mine else None
+        table.add_row(str(g.get("index")), _pct(g.get("util_pct")), f"{_gib(used)}/{_gib(total)}",
+                      fmt.NA if g.get("temp_c") is None else f"{g['temp_c']:.0f}C", power,
+                      *(_proc_cells(first) if first else
+                        (("(cannot list processes)" if procs is None else "no process"), "", "", "")))
+        for r in mine[1:]:
+            table.add_row("", "", "", "", "", *_proc_cells(r))
+    return table
+
+
+def _proc_cells(r: dict) -> tuple[str | Text, str, str, str]:
+    text = who(r)
+    return (Text(text, style="bold") if r["own"] else Text(text, style="dim"), str(r["pid"]), _gib(r["used_mib"]),
+            _pct(r["sm_pct"]))
+
+
+def spark(s: Series, width: int, top: float | None, *, mean: bool = False) -> str:
+    """A series over the whole run as ``width`` sparkline cells, scaled to ``top`` (100 % for
+    utilisation, the capacity for memory); blank without data. Each cell is the max of its part
+    (a memory peak is never averaged away), or with ``mean`` its mean (a utilisation dip, a
+    stall or a save, is not hidden by the busy samples around it)."""
+    if width <= 0:
+        return ""
+    xs, ys = s.downsample_means(width) if mean else s.downsample(width)
+    if not ys:
+        return " " * width
+    finite = [v for v in ys if math.isfinite(v)]
+    top = top or (max(finite) if finite else 1.0) or 1.0
+    cells = "".join(SPARK[min(7, max(0, int(v / top * 7.999)))] if math.isfinite(v) else "!" for v in ys)
+    return cells.ljust(width)
+
+
+def history_lines(h: gpuhistory.GpuHistory | None, width: int) -> list[str]:
+    """The recorded history as text lines: a heading with its span, then per GPU utilisation and
+    memory sparklines with their mean/max, then the host's CPU and RAM."""
+    if h is None or not h.samples:
+        return ["history: none recorded yet (the runner samples the GPUs every 2 s while the training runs; "
+                "gpu-history.json)"]
+    lines = [f"history of the whole run: {fmt.duration(h.span_s())} from "
+             f"{time.strftime('%H:%M', time.localtime(h.t0 or 0))}, {h.samples:,} samples by the runner"
+             + (f" on {h.host}" if h.host else "")]
+    spark_w = max(8, (width - 44) // 2)
+    for key in sorted(h.gpus, key=lambda k: int(k) if k.isdigit() else 0):
+        util, mem = h.gpus[key]["util"], h.gpus[key]["mem_gib"]
+        uy = [v for v in util.means()[1] if math.isfinite(v)]
+        mean = f"{sum(uy) / len(uy):.0f}%" if uy else fmt.NA
+        cap = h.mem_total_gib.get(key)
+        peak = mem.finite_max()
+        peak_t = fmt.NA if peak is None else f"{peak:.1f}" + (f"/{cap:.0f}G" if cap else "G")
+        lines.append(f"{key:>3} util {spark(util, spark_w, 100.0, mean=True)} avg {mean:>4}  "
+                     f"mem {spark(mem, spark_w, cap)} peak {peak_t}")
+    cpu_y = [v for v in h.cpu.means()[1] if math.isfinite(v)]
+    ram_peak = h.ram.finite_max()
+    lines.append(f"host cpu {spark(h.cpu, spark_w, 100.0, mean=True)} avg {(f'{sum(cpu_y) / len(cpu_y):.0f}%' if cpu_y else fmt.NA):>4}  "
+                 f"ram {spark(h.ram, spark_w, h.ram_total_gib)} peak "
+                 + (fmt.NA if ram_peak is None else f"{ram_peak:.1f}" + (f"/{h.ram_total_gib:.0f}G" if h.ram_total_gib else "G")))
+    return lines
+
+
+def _plain(renderable, width: int) -> str:
+    import io
+    from rich.console import Console
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+class GpuScreen(Screen):
+    BINDINGS = keys.bindings(keys.GPU_KEYS)
+
+    def __init__(self, source, run_screen) -> None:
+        super().__init__()
+        self.source = source
+        self.run_screen = run_screen
+        self.history: gpuhistory.GpuHistory | None = None
+        self._history_at = -math.inf
+        self._shown: object = None
+        self._title_drawn = self._host_drawn = ""
+        self._history_drawn: object = None
+        self._history_stamp: object = None
+        self._tables = None
+        self.history_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="gpu-title")
+        yield Static("", id="gpu-host")
+        with VerticalScroll(id="gpu-body"):
+            yield Static("", id="gpu-procs")
+            yield Static("", id="gpu-history")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._read_history()
+        self.refresh_view()
+        self.set_interval(1.0, self.refresh_view)
+
+    @work(thread=True, exclusive=True, group="gpu-history")
+    def _read_history(self) -> None:
+        """gpu-history.json again when the runner replaced it (every 10 s while it trains)."""
+        try:
+            st = self.source.run.gpu_history.stat()
+            stamp: object = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp == self._history_stamp and self.history is not None:
+            return
+        self._history_stamp = stamp
+        history = gpuhistory.load(self.source.run)
+        self.app.call_from_thread(self._got_history, history)
+
+    def _got_history(self, history: gpuhistory.GpuHistory | None) -> None:
+        self.history = history
+        self._history_at = time.monotonic()
+        self._history_drawn = None
+        self.refresh_view()
+
+    def refresh_view(self) -> None:
+        """Redraw what changed since the last second: the title, the host line, the process table
+        (only when the GPUs' numbers moved), the history (only when the runner wrote it again)."""
+        if time.monotonic() - self._history_at >= HISTORY_READ_S:
+            self._history_at = time.monotonic()
+            self._read_history()
+        snap = self.run_screen.snapshot
+        width = max(40, self.size.width - 2)
+        run = snap.run if snap is not None else {}
+        local = rundir.hostname()
+        title = (f"GPUs of {run.get('name') or self.source.run.run_id}  ·  {run.get('status_word') or ''}  ·  "
+                 f"the run's ranks first on each GPU, other processes after  ·  q back")
+        if title != self._title_drawn:
+            self._title_drawn = title
+            self.query_one("#gpu-title", Static).update(Text(title, style="bold"))
+        host = snap.host if snap is not None else None
+        host_line = host_words(host, width) if host else "host: not polled (a finished run)"
+        if host_line != self._host_drawn:
+            self._host_drawn = host_line
+            self.query_one("#gpu-host", Static).update(Text(host_line))
+        gpu = snap.gpu if snap is not None else None
+        key = (width, (gpu or {}).get("available"), (gpu or {}).get("gpus"),   # not its time: only the numbers
+               tuple((n.get("host"), n.get("t")) for n in (snap.nodes if snap is not None else ())))
+        if key != self._shown:
+            self._shown = key
+            self._draw_tables(snap, local)
+        if (id(self.history), width) != self._history_drawn:
+            self._history_drawn = (id(self.history), width)
+            self.history_text = "\n".join(history_lines(self.history, width))
+            self.query_one("#gpu-history", Static).update(Text("\n" + self.history_text))
+
+    def _draw_tables(self, snap, local: str) -> None:
+        tables: list = [process_table(snap.gpu if snap is not None else None, f"{local} (this node)")]
+        for node in (snap.nodes if snap is not None else ()):
+            host_name = str(node.get("host") or "?")
+            if host_name == local:
+                continue
+            gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None
+            tables.append(Text(""))
+            tables.append(process_table(annotate_from_ranks(gpu, node.get("ranks") or []),
+                                        f"{host_name}" + (" (STALE)" if node.get("stale") else "")))
+        from rich.console import Group
+        self._tables = Group(*tables)
+        self.query_one("#gpu-procs", Static).update(self._tables)
+
+    @property
+    def procs_text(self) -> str:
+        """What the process table shows, as plain text (tests)."""
+        return _plain(self._tables, max(40, self.size.width - 2)) if self._tables is not None else ""
+
+    def action_help(self) -> None:
+        from console.screens.dialogs import HelpScreen
+        self.app.push_screen(HelpScreen("GPU view"))
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
