@@ -170,7 +170,7 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
     p.add_argument("--json", action="store_true")
-    p.add_argument("--port", type=port, default=29500, help="rendezvous port to check for holders")
+    p.add_argument("--port", type=port_or_any, default=29500, help="rendezvous port to check for holders (0: none)")
     p.add_argument("--kill", type=pid, action="append", metavar="PID", help="kill this listed process (repeatable)")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--grace", type=grace_seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")

@@ -17,6 +17,10 @@ import pytest
 from runner.rundir import yamlio
 from tests.runner.conftest import REPO
 
+# A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
+# (with one, it would be a run without a verified save, UNSAVED).
+NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
+
 SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", "
                              "flush=True)\ntime.sleep(600)\n"]
 RUN_COMMANDS = [("kill", "{}"), ("restart", "{}"), ("supervise", "{}"), ("attach", "{}"), ("verify", "{}"),
@@ -222,7 +226,7 @@ def test_deeply_nested_checkpoint_files_are_bad_files_not_tracebacks(harness, tm
 # ---- prometheus serve ----------------------------------------------------------------------
 
 def test_prometheus_serve_refuses_a_directory_textfile_and_serves_a_finished_run(harness, tmp_path):
-    run = harness.start(harness.recipe(command=["sleep", "0.3"]))
+    run = harness.start(harness.recipe(command=["sleep", "0.3"], **NO_SAVES))
     run.wait_status("succeeded")
     refused(harness.cli("prometheus", "serve", run.id, "--textfile", str(tmp_path)), "directory")
     refused(harness.cli("prometheus", "serve", run.id, "--textfile", str(tmp_path / "no" / "m.prom")), "exist")
@@ -292,7 +296,7 @@ def test_another_users_runs_are_one_line_not_a_traceback(shared_harness):
     if os.geteuid() != 0:
         pytest.skip("needs root to become another user")
     harness = shared_harness
-    run = harness.start(harness.recipe(command=["sleep", "0.3"]))
+    run = harness.start(harness.recipe(command=["sleep", "0.3"], **NO_SAVES))
     run.wait_status("succeeded")
     harness.cli("runs", "ls", check=True)  # the index exists, owned by root, 0600
     assert (harness.runs_dir / "index.sqlite").stat().st_mode & 0o777 == 0o600

@@ -20,6 +20,10 @@ from runner.process.proctree import marked_processes
 from tests.ops.ops_helpers import wait_for
 from tests.runner.conftest import REPO
 
+# A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
+# (with one, it would be a run without a verified save, UNSAVED).
+NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
+
 SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", "
                              "flush=True)\ntime.sleep(600)\n"]
 
@@ -63,8 +67,10 @@ def test_a_command_that_exits_at_once_ends_the_run(harness, command, status):
     """The runner learns of every exit from its own waitpid: a command that is over before the
     launch returns is still seen, judged and restarted or finished (it used to stay
     ``running`` forever, and ``kill`` could not end it)."""
+    # no checkpoint directory: a clean exit is a success, not a run without a verified save
     run = harness.start(harness.recipe(command=command, restart={"max_restarts": 2, "backoff_initial_s": 0.05,
-                                                                 "backoff_max_s": 0.1}))
+                                                                 "backoff_max_s": 0.1},
+                                       **NO_SAVES))
     st = run.wait_status(status, timeout=60)
     ends = run.events("attempt_end")
     assert len(ends) == st["attempt"] >= 1 and all(e["returncode"] is not None for e in ends)
@@ -163,9 +169,9 @@ def test_a_symlink_planted_as_runner_log_is_refused_never_the_kill(harness, tmp_
                                     b'{"status": "running", "attempt": -4, "step": "a"}', b"[" * 100_000,
                                     b'{"v": 1, "status": "running", "surprise": 1}'])
 def test_a_wrongly_typed_state_json_is_one_damaged_run_never_a_crash(harness, damage):
-    good = harness.start(harness.recipe(command=["sleep", "0.3"]))
+    good = harness.start(harness.recipe(command=["sleep", "0.3"], **NO_SAVES))
     good.wait_status("succeeded")
-    bad = harness.start(harness.recipe(name="bad", command=["sleep", "0.3"]))
+    bad = harness.start(harness.recipe(name="bad", command=["sleep", "0.3"], **NO_SAVES))
     bad.wait_status("succeeded")
     from runner.rundir.rundir import RunDir, runner_locked
     _wait(lambda: not runner_locked(RunDir(bad.path)), what="its runner to exit")  # nobody rewrites the file
@@ -247,7 +253,7 @@ def test_the_runner_keeps_every_real_record_beside_inferred_ones_as_parse_does(h
     log = tmp_path / "lines.bin"
     log.write_bytes(_stepless_between())
     run = harness.start(harness.recipe(command=["{python}", "-c", f"import sys; sys.stdout.buffer.write(open("
-                                                                  f"{str(log)!r}, 'rb').read())"]))
+                                                                  f"{str(log)!r}, 'rb').read())"], **NO_SAVES))
     run.wait_status("succeeded")
     written = run.metrics()
     assert sorted(r["loss"] for r in written if r["loss"] < 5) == [round(1 + s / 1000, 4) for s in range(1, 41)]

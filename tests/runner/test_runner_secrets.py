@@ -18,6 +18,7 @@ PLANTED = (HF, HUB, URL_PW, ENV_SECRET, ARGV_PW)
 
 TRAINER = f"""
 import json, os, sys
+
 seen = {{"argv": sys.argv[1:], "env": os.environ.get("WANDB_API_KEY")}}
 json.dump(seen, open(os.environ["MOECONSOLE_RUN_DIR"] + "/../seen.json", "w"))
 for s in range(1, 6):
@@ -28,6 +29,11 @@ print({{"loss": 0.9, "global_step/max_steps": "6/9", "hub_token": "{HUB}", "note
 print("token_acc: 0.71 at the end; login with " + os.environ["WANDB_API_KEY"], flush=True)
 raise SystemExit(1)
 """
+
+
+# A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
+# (with one, it would be a run without a verified save, UNSAVED).
+NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
 
 def _grep(text: str, where: str) -> None:
@@ -84,7 +90,7 @@ def test_planted_secrets_reach_no_file_and_no_output_of_a_run(harness, tmp_path)
 
 
 def test_the_run_index_is_private(harness):
-    run = harness.start(harness.recipe(command=["sleep", "0.3"]))
+    run = harness.start(harness.recipe(command=["sleep", "0.3"], **NO_SAVES))
     run.wait_status("succeeded")
     assert harness.cli("runs", "ls").returncode == 0
     index = harness.runs_dir / "index.sqlite"

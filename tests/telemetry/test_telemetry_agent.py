@@ -101,4 +101,5 @@ def test_agent_bad_interval(live_run):
     base, run = live_run
     done = run_cli(["agent", run.run_id, "--interval", "0", "--runs-dir", str(base)], base_env())
     assert done.returncode == 2
-    assert done.stderr.strip() == "moeconsole: --interval 0.0: must be a positive number of seconds"
+    assert done.stderr.strip() == ("moeconsole agent: error: argument --interval: must be a finite number of "
+                                   "seconds >= 0.05 and <= 86400 (1 day), got 0.0")

@@ -165,7 +165,7 @@ def test_bad_port_is_one_line_exit_2(nvml_env, scenario):
     write_scenario(scenario, 1)
     done = run_cli(["gpus", "--port", "70000"], nvml_env)
     assert done.returncode == 2
-    assert done.stderr.strip() == "moeconsole: --port 70000: not a TCP port (1-65535)"
+    assert done.stderr.strip() == "moeconsole gpus: error: argument --port: must be a TCP port 0..65535, got 70000"
 
 
 def test_each_process_has_its_own_utilisation_like_nvitop(nvml_env, scenario, spawn):
