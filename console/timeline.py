@@ -121,7 +121,9 @@ def sentence(ev: dict) -> tuple[str, str]:
     if kind == "port_change":
         return f"rendezvous port moved from {ev.get('old')} to {ev.get('new')}", "event--warn"
     if kind == "blocker_kill":
-        res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+        res = ev.get("result")
+        if not isinstance(res, dict):
+            res = {}
         ok = "ended" if res.get("ok") else "not ended"
         why = f": {res['reason']}" if res.get("reason") else ""
         return f"blocker pid {ev.get('pid')} {ok}{why}", "event--warn"

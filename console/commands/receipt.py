@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from runner.core.errors import InputError
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-def plot_loss(curve: list[list[float]], path: Path, restarts_at: list[int] = ()) -> str | None:
+def plot_loss(curve: list[list[float]], path: Path, restarts_at: Sequence[int] = ()) -> str | None:
     """Draw the loss curve into ``path``; None when it was drawn, else why not."""
     if len(curve) < 2:
         return "fewer than two finite loss values"

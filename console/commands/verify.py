@@ -75,7 +75,7 @@ def _pairs(a: list[Checkpoint], b: list[Checkpoint]) -> list[tuple[Checkpoint, C
     """Two single checkpoints pair up; otherwise checkpoints pair by step (and merged-ness)."""
     if len(a) == 1 and len(b) == 1:
         return [(a[0], b[0])]
-    index = {(c.step, c.layout == "merged"): c for c in b if c.step is not None}
+    index: dict[tuple[int | None, bool], Checkpoint] = {(c.step, c.layout == "merged"): c for c in b if c.step is not None}
     return [(c, index[(c.step, c.layout == "merged")]) for c in a if (c.step, c.layout == "merged") in index]
 
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 import time
+from typing import ClassVar
 
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -53,6 +56,12 @@ def who(row: dict) -> str:
     return f"rank {row['rank']}{local}{role}"
 
 
+# The process table's columns and how each is aligned.
+PROCESS_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("GPU", "right"), ("util", "right"), ("memory", "right"), ("temp", "right"), ("power", "right"),
+    ("process", "left"), ("PID", "right"), ("GPU mem", "right"), ("SM", "right"))
+
+
 def process_table(gpu: dict | None, title: str) -> Table | Text:
     """Each GPU's line and the processes on it, the run's ranks first (nvitop's process view)."""
     if gpu is None:
@@ -61,10 +70,8 @@ def process_table(gpu: dict | None, title: str) -> Table | Text:
         return Text(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}")
     table = Table(box=None, header_style="bold", pad_edge=False, title=title, title_justify="left",
                   title_style="bold")
-    for name, justify in (("GPU", "right"), ("util", "right"), ("memory", "right"), ("temp", "right"),
-                          ("power", "right"), ("process", "left"), ("PID", "right"), ("GPU mem", "right"),
-                          ("SM", "right")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for name, justify in PROCESS_COLUMNS:
+        table.add_column(name, justify=justify, no_wrap=True)
     rows = run_rows(gpu)
     for g in gpu.get("gpus") or ():
         used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
@@ -140,7 +147,7 @@ def _plain(renderable, width: int) -> str:
 
 
 class GpuScreen(Screen):
-    BINDINGS = keys.bindings(keys.GPU_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.GPU_KEYS)
 
     def __init__(self, source, run_screen) -> None:
         super().__init__()
@@ -152,7 +159,7 @@ class GpuScreen(Screen):
         self._title_drawn = self._host_drawn = ""
         self._history_drawn: object = None
         self._history_stamp: object = None
-        self._tables = None
+        self._tables: Group | None = None  # the process tables last drawn (their text is tables_text)
         self.history_text = ""
 
     def compose(self) -> ComposeResult:
@@ -229,9 +236,9 @@ class GpuScreen(Screen):
             tables.append(Text(""))
             tables.append(process_table(annotate_from_ranks(gpu, node.get("ranks") or []),
                                         f"{host_name}" + (" (STALE)" if node.get("stale") else "")))
-        from rich.console import Group
-        self._tables = Group(*tables)
-        self.query_one("#gpu-procs", Static).update(self._tables)
+        drawn = Group(*tables)
+        self._tables = drawn
+        self.query_one("#gpu-procs", Static).update(drawn)
 
     @property
     def procs_text(self) -> str:

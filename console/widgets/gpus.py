@@ -218,7 +218,9 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
         gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None  # another version's file
         age = node.get("age_s")
         ranks = node_rank_numbers(node)
-        health = node.get("health") if isinstance(node.get("health"), dict) else {}
+        health = node.get("health")
+        if not isinstance(health, dict):
+            health = {}
         why = tuple(str(w) for w in health.get("why") or ())
         critical = "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
