@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from runner.rundir import rundir
-from runner.rundir.snapshot import RunWatcher, Snapshot
+from runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
 
-Telemetry = Callable[[dict], tuple[dict | None, list[dict]]]
 # The host line's sampler: a function, True for this host's (with a live run), None or False for none.
 HostSampler = Callable[[dict], dict | None] | None | bool
 
