@@ -65,7 +65,7 @@ def sentence(ev: dict) -> tuple[str, str]:
         return f"{level} {ev.get('rule') or 'alert'}{step}: {ev.get('message') or ''}".rstrip(": "), \
             LEVEL_STYLE.get(level, "")
     if kind == "status":
-        word = str(ev.get("status") or "?")
+        word = str(ev.get("status") or fmt.NA)
         reason = fmt.strip_word(str(ev.get("reason") or ""), word)
         style = "event--crit" if word in ("failed", "killed", "unsaved") else ""
         return f"{word.upper()}" + (f": {reason}" if reason else ""), style
@@ -103,7 +103,7 @@ def sentence(ev: dict) -> tuple[str, str]:
         return fmt.checkpoint_line(ev)
     if kind == "kill":
         why = f" ({ev['reason']})" if ev.get("reason") else ""
-        return (f"KILL by {ev.get('requested_by') or '?'}{why}: SIGTERM to pids {_pids(ev.get('pids'))}, "
+        return (f"KILL by {ev.get('requested_by') or fmt.NA}{why}: SIGTERM to pids {_pids(ev.get('pids'))}, "
                 f"SIGKILL after {fmt.num(ev.get('grace_s'), 3)}s"), "event--warn"
     if kind == "kill_done":
         how = "escalated to SIGKILL" if ev.get("escalated") else "no SIGKILL needed"

@@ -30,6 +30,7 @@ from textual.widgets import Footer, Static
 from console import format as fmt
 from console import keys
 from console.widgets.gpus import SPARK, host_words
+from runner.core import units
 from runner.core.series import Series
 from runner.rundir import gpuhistory, rundir
 from runner.telemetry.gpuranks import annotate_from_ranks, run_rows
@@ -37,12 +38,8 @@ from runner.telemetry.gpuranks import annotate_from_ranks, run_rows
 HISTORY_READ_S = 5.0
 
 
-def _gib(mib: float | None) -> str:
-    return fmt.NA if mib is None else f"{mib / 1024:.1f}G"
-
-
 def _pct(v: float | None) -> str:
-    return fmt.NA if v is None else f"{v:.0f}%"
+    return units.NA if v is None else f"{units.number(v)}%"
 
 
 def who(row: dict) -> str:
@@ -80,8 +77,9 @@ def process_table(gpu: dict | None, title: str) -> Table | Text:
         mine = [r for r in rows if r["gpu"] == g.get("index")]
         procs = g.get("processes")
         first = mine[0] if mine else None
-        table.add_row(str(g.get("index")), _pct(g.get("util_pct")), f"{_gib(used)}/{_gib(total)}",
-                      fmt.NA if g.get("temp_c") is None else f"{g['temp_c']:.0f}C", power,
+        memory = f"{units.gib_of_mib(used, 'G')}/{units.gib_of_mib(total, 'G')}"
+        table.add_row(str(g.get("index")), _pct(g.get("util_pct")), memory,
+                      units.NA if g.get("temp_c") is None else f"{units.number(g['temp_c'])}C", power,
                       *(_proc_cells(first) if first else
                         (("(cannot list processes)" if procs is None else "no process"), "", "", "")))
         for r in mine[1:]:
@@ -91,8 +89,8 @@ def process_table(gpu: dict | None, title: str) -> Table | Text:
 
 def _proc_cells(r: dict) -> tuple[str | Text, str, str, str]:
     text = who(r)
-    return (Text(text, style="bold") if r["own"] else Text(text, style="dim"), str(r["pid"]), _gib(r["used_mib"]),
-            _pct(r["sm_pct"]))
+    return (Text(text, style="bold") if r["own"] else Text(text, style="dim"), str(r["pid"]),
+            units.gib_of_mib(r["used_mib"], "G"), _pct(r["sm_pct"]))
 
 
 def spark(s: Series, width: int, top: float | None, *, mean: bool = False) -> str:
@@ -229,7 +227,7 @@ class GpuScreen(Screen):
     def _draw_tables(self, snap, local: str) -> None:
         tables: list = [process_table(snap.gpu if snap is not None else None, f"{local} (this node)")]
         for node in (snap.nodes if snap is not None else ()):
-            host_name = str(node.get("host") or "?")
+            host_name = str(node.get("host") or fmt.NA)
             if host_name == local:
                 continue
             gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None
