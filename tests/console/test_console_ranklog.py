@@ -33,7 +33,7 @@ rank = int(os.environ["RANK"])
 time.sleep(0.4 * rank)                 # rank 1 starts later: its lines interleave with rank 0's
 for i in range(4):
     logging.info("rank %d step %d", rank, i)
-    time.sleep(0.3)
+    time.sleep(0.3)                     # spaced, so the two ranks' lines interleave by time
 print(f"rank {rank} done", flush=True)  # stdout, no timestamp
 '''
 
