@@ -139,11 +139,14 @@ def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_
         # reaped by the console that started it, not left <defunct>
         until(lambda: not psutil.pid_exists(runner), timeout=10, what=f"runner {runner} reaped under the console")
         assert not [c for c in console.children(recursive=True) if c.status() == psutil.STATUS_ZOMBIE]
-        # the blocker scan after the runner went: nothing left over, nothing <defunct>
-        def no_blockers() -> str:
+        # the polls after the runner went: nothing left over, nothing <defunct>, only the keys of a
+        # finished run
+        def settled_over() -> str:
             screen = tmux.screen()
-            return screen if "zombies / blockers: none" in screen and "defunct" not in screen else ""
-        screen = until(no_blockers, timeout=30, what="the blockers list with the runner gone")
+            footer = screen.rstrip().splitlines()[-1] if screen.strip() else ""
+            return screen if ("zombies / blockers: none" in screen and "defunct" not in screen
+                              and "q Detach" in footer and "k Kill" not in footer) else ""
+        screen = until(settled_over, timeout=30, what="the screen of a finished run with its runner gone")
         footer = screen.rstrip().splitlines()[-1]
         for gone in ("k Kill", "r Restart", "v Verify", "z Zombie"):
             assert gone not in footer, footer
