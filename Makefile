@@ -23,7 +23,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# mypy on runner/ and the import contract (runner never imports console/).
+# mypy on runner/ and console/, and the import contracts (runner never imports console/, the layers).
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

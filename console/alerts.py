@@ -6,8 +6,12 @@ what ``--json`` carries. Pure: groups in, lines out.
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from console import format as fmt
 from runner.rundir.alertgroups import AlertGroup
+
+ToastSeverity = Literal["warning", "error"]  # a toast for news: error when one is critical
 
 LEVEL_WORD = {"critical": "CRIT", "warning": "WARN"}
 KEYS_HINT = "a: acknowledge · d: details"
@@ -36,11 +40,11 @@ def bar_lines(groups: list[AlertGroup], room: int, *, in_headline: str | None = 
     return lines
 
 
-def toast(news: list[AlertGroup]) -> tuple[str, str, str]:
+def toast(news: list[AlertGroup]) -> tuple[str, str, ToastSeverity]:
     """One toast for every group that got news in a poll: (title, message, severity). Several
     causes share one toast, so toasts never pile up over the screen."""
     crit = any(g.critical for g in news)
-    severity = "error" if crit else "warning"
+    severity: ToastSeverity = "error" if crit else "warning"
     if len(news) == 1:
         g = news[0]
         title = "crash" if g.members and g.members[-1].get("type") == "crash" else f"{word(g)} alert"

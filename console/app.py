@@ -9,33 +9,40 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App
-from textual.notifications import Notification, Notify
+from textual.notifications import Notification, Notify, SeverityLevel
 
-from console.source import RunSource
+from console.screens.messages import AlertNews, OpenPath, OpenRun, ToggleBell
+from console.source import HostSampler, RunSource, Telemetry
 from runner.rundir import rundir
+
+if TYPE_CHECKING:
+    from console.foreign import Import
 
 # Toasts sit in the bottom right corner, over the log; more than this many would climb over the
 # charts. The oldest goes when a new one comes.
 MAX_TOASTS = 2
 
 
-class MoeConsole(App):
+class MoeConsole(App[int]):
+    """The app returns the exit code of ``moeconsole attach`` (0: detached)."""
     CSS_PATH = "console.tcss"
     TITLE = "moeconsole"
     ENABLE_COMMAND_PALETTE = False
 
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
-                 telemetry=None, clock=None, bell: bool | None = None, open_path: Path | None = None,
-                 host=True) -> None:
+                 telemetry: Telemetry | None = None, clock: Callable[[], float] | None = None,
+                 bell: bool | None = None, open_path: Path | None = None, host: HostSampler = True) -> None:
         """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``)."""
         super().__init__()
         self.first_path = open_path
-        self._imports: list = []
+        self._imports: list[Import] = []
         # The terminal bell for a new critical alert: on unless MOECONSOLE_BELL=0 or --no-bell;
         # the `m` key toggles it while attached.
         self.bell_on = bell_enabled() if bell is None else bell
@@ -58,19 +65,34 @@ class MoeConsole(App):
             self.open_run(self.first_run)
         else:
             from console.screens.browser import BrowserScreen
-            self.push_screen(BrowserScreen(self.base))
+            self.push_screen(BrowserScreen(self.base, scratch=self.scratch_dir))
             if self.first_path is not None:
                 self.open_foreign(self.first_path)
 
-    def open_run(self, run: rundir.RunDir, importing=None) -> None:
+    def on_open_run(self, message: OpenRun) -> None:
+        self.open_run(message.run, message.importing)
+
+    def on_open_path(self, message: OpenPath) -> None:
+        self.open_foreign(message.path)
+
+    def on_toggle_bell(self, message: ToggleBell) -> None:
+        self.bell_on = not self.bell_on
+        self.notify("bell on for new critical alerts" if self.bell_on else "bell off")
+
+    def on_alert_news(self, message: AlertNews) -> None:
+        self.toast_alert(message.text, title=message.title, severity=message.severity)
+        if message.critical and self.bell_on:
+            self.bell()
+
+    def open_run(self, run: rundir.RunDir, importing: Import | None = None) -> None:
         """Show a run: live runs with GPU telemetry and the process keys, past runs without.
         ``importing``: the import reading a foreign log's history (started here)."""
         from console.screens.run import RunScreen
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
                            control_timeout=self.control_timeout, importing=importing, host=self.host)
-        self.push_screen(RunScreen(source, readonly=self.readonly, interval=self.interval,
-                                  clock=self.clock))
+        self.push_screen(RunScreen(source, base=self.base, scratch=self.scratch_dir, readonly=self.readonly,
+                                   interval=self.interval, clock=self.clock))
         if importing is not None:
             self._imports.append(importing)
             importing.start()
@@ -94,11 +116,11 @@ class MoeConsole(App):
             self._unnotify(old, refresh=False)
         super()._on_notify(event)
 
-    def toast_alert(self, message: str, *, title: str, severity: str, timeout: float = 10.0) -> None:
+    def toast_alert(self, message: str, *, title: str, severity: SeverityLevel, timeout: float = 10.0) -> None:
         """The alert toast: one at a time, a new one replaces the last (call on the UI thread)."""
         if self._alert_note is not None:
             self._unnotify(self._alert_note, refresh=False)
-        self._alert_note = Notification(message, title, severity, timeout, markup=False)  # type: ignore[arg-type]
+        self._alert_note = Notification(message, title, severity, timeout, markup=False)
         self.post_message(Notify(self._alert_note))
 
     def scratch_dir(self) -> Path:

@@ -40,7 +40,10 @@ LABEL_W = 6
 class Downsampled(Protocol):
     n: int
 
-    def downsample(self, points: int) -> tuple[Sequence[float], Sequence[float]]: ...
+    def downsample(self, points: int, lo: float | None = None, hi: float | None = None
+                   ) -> tuple[Sequence[float], Sequence[float]]:
+        """At most ``points`` (x, y) pairs, only those with x in ``lo``..``hi`` when given."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -185,9 +188,7 @@ def _smoothed(s: Downsampled, weight: float, points: int, lo: float | None, hi: 
 
 
 def _downsample(s: Downsampled, points: int, lo: float | None, hi: float | None) -> tuple[Sequence[float], Sequence[float]]:
-    if lo is None and hi is None:
-        return s.downsample(points)
-    return s.downsample(points, lo, hi)  # type: ignore[call-arg]
+    return s.downsample(points, lo, hi)
 
 
 def render_chart(series: Sequence[Downsampled], width: int, height: int, *, title: str | Sequence[str] = "",

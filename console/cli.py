@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from runner.core.errors import InputError
 from runner.core import bounds
@@ -76,7 +76,7 @@ def suggest(word: str) -> str | None:
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
 

@@ -111,7 +111,7 @@ def kill_zombie(blocker: dict, recipe: dict) -> Confirmation:
     return Confirmation(
         title=f"End process {blocker.get('pid')}?",
         lines=(
-            f"PID {blocker.get('pid')} (user {blocker.get('user') or '?'}, age {fmt.duration(blocker.get('age_s'))}"
+            f"PID {blocker.get('pid')} (user {blocker.get('user') or fmt.NA}, age {fmt.duration(blocker.get('age_s'))}"
             f"{mem}; {labels}):",
             f"  {fmt.blocker_cmd(blocker, 200)}",
             f"SIGTERM now; SIGKILL after {fmt.duration(grace)} if it is still there. The runner first checks "

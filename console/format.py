@@ -178,7 +178,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         steps += f" ({100 * float(step) / float(total):.1f}%)"
     badge = (f" CRIT · {word} ", "status--critical") if alert else (f" {word} ", status_style(run))
     line1: list[tuple[str, str]] = [
-        (run.get("name") or run.get("id") or "?", "status--name"), ("  ", ""), badge, ("  ", ""), (steps, ""),
+        (run.get("name") or run.get("id") or NA, "status--name"), ("  ", ""), badge, ("  ", ""), (steps, ""),
     ]
     if run.get("step_time_s") is not None:
         line1 += [("  ", ""), (f"{num(run['step_time_s'], 3)} s/step", "")]
@@ -263,7 +263,7 @@ SYNC_LAG_WARN_S = 600.0
 def sync_piece(sync: dict) -> tuple[str, str]:
     """Checkpoint sync in a few words: failing (and why), copying with its lag, or in sync."""
     if sync.get("failures"):
-        return (f" · sync failing ({sync['failures']}x): {sync.get('last_error') or '?'}", "status--failed")
+        return (f" · sync failing ({sync['failures']}x): {sync.get('last_error') or NA}", "status--failed")
     lag = as_float(sync.get("lag_s")) or 0.0
     if sync.get("pending"):
         name = str(sync["pending"]).rstrip("/").rsplit("/", 1)[-1]
@@ -299,7 +299,7 @@ def event_line(ev: dict) -> tuple[str, str]:
 
 
 def checkpoint_line(ck: dict) -> tuple[str, str]:
-    verdict = str(ck.get("verdict") or ("ok" if ck.get("ok") else "?"))
+    verdict = str(ck.get("verdict") or ("ok" if ck.get("ok") else NA))
     ok = ck.get("ok")
     mark = "OK " if ok else ("BAD" if ok is False else "?  ")
     if ck.get("suspect"):
@@ -333,7 +333,7 @@ def blocker_cmd(b: dict, width: int = 60) -> str:
     cmd = b.get("cmdline")
     if isinstance(cmd, (list, tuple)):
         cmd = " ".join(str(c) for c in cmd)
-    cmd = str(cmd or "?")
+    cmd = str(cmd or NA)
     return cmd if len(cmd) <= width else cmd[: width - 1] + "…"
 
 

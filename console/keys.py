@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,8 @@ SCREENS: tuple[tuple[str, tuple[Key, ...]], ...] = (
 PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
 
 
-def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+def bindings(keys: tuple[Key, ...]) -> list[BindingType]:
+    """A screen's ``BINDINGS`` (typed as Textual declares them, so a screen can add its own)."""
     return [k.binding() for k in keys]
 
 

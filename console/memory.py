@@ -24,13 +24,13 @@ def tightest(memory: Mapping[str, Any] | None) -> dict | None:
 
 
 def trend_words(g: Mapping[str, Any], *, short: bool = False) -> str:
-    """``stable``, ``+12.0 MiB/step, OOM in ~340 steps (~1.7 h)``, or ``trend ?`` (too few steps)."""
+    """``stable``, ``+12.0 MiB/step, OOM in ~340 steps (~1.7 h)``, or ``trend —`` (too few steps)."""
     tr, fc = g.get("trend") or {}, g.get("forecast") or {}
     state = tr.get("state")
     if state == "stable":
         return "stable"
     if state != "growing":
-        return "trend ?"
+        return f"trend {NA}"
     rate = as_float(tr.get("mib_per_step")) or 0.0
     text = f"+{rate:.1f} MiB/step"
     steps = fc.get("oom_in_steps")
@@ -47,17 +47,25 @@ def trend_words(g: Mapping[str, Any], *, short: bool = False) -> str:
 
 def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:
     """The memory chart's heading, widest first (the chart picks what fits); None without a
-    GPU to show."""
+    GPU to show. Without a known capacity (no NVML, no ``gpus.memory_capacity_gib``) there is no
+    headroom to show: the heading is the peak and its trend."""
     g = tightest(memory)
     if g is None:
         return None
-    label = str(g.get("label") or "GPU ?")
+    label = str(g.get("label") or f"GPU {NA}")
     short_label = label.replace("GPU ", "GPU") if label.startswith("GPU ") else "max"
     peak, cap = g.get("device_peak_gib"), g.get("capacity_gib")
     eff, minimum = g.get("effective_headroom_gib"), g.get("min_headroom_gib")
     low = "" if g.get("ok") is not False else " LOW"
     act = as_float(g.get("activations_workspace_gib"))
     act_text = f" · activations + workspace {act:.2f} GiB" if act is not None else ""
+    if as_float(cap) is None or as_float(eff) is None:
+        if as_float(peak) is None:
+            return None   # nothing to say beyond the chart's own last value
+        return (f"memory {label} peak {gib(peak)} GiB, capacity unknown · {trend_words(g)}{act_text}",
+                f"{label} peak {gib(peak)}G · {trend_words(g, short=True)}",
+                f"mem {short_label} peak {gib(peak)}G · {trend_words(g, short=True)}",
+                f"mem {short_label} {gib(peak)}G")
     full = (f"memory {label} {gib(peak)}/{gib(cap)} GiB · effective headroom {gib(eff)} GiB{low} "
             f"(min {gib(minimum)}) · {trend_words(g)}{act_text}")
     mid = f"{label} {gib(peak)}/{gib(cap)}G eff {gib(eff)}G{low} · {trend_words(g, short=True)}"

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from runner.rundir import rundir
-from runner.rundir.snapshot import RunWatcher, Snapshot
+from runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
 
-Telemetry = Callable[[dict], tuple[dict | None, list[dict]]]
+# The host line's sampler: a function, True for this host's (with a live run), None or False for none.
+HostSampler = Callable[[dict], dict | None] | None | bool
 
 
 # The blocker scan reads every process (and its environment): about 7 ms of CPU with 80
@@ -56,7 +57,7 @@ class RunSource:
 
     def __init__(self, run: rundir.RunDir, *, gpu: bool = True, telemetry: Telemetry | None = None,
                  control_timeout: float = 10.0, importing: Any = None,
-                 host: Callable[[dict], dict | None] | None | bool = True) -> None:
+                 host: HostSampler = True) -> None:
         """``importing``: the ``console.foreign.Import`` reading this (foreign) log; its book
         feeds the charts while the history is read. ``host``: the host line's sampler (True:
         this host's, with a live run; a test that injects ``telemetry`` injects this too, else

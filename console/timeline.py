@@ -65,7 +65,7 @@ def sentence(ev: dict) -> tuple[str, str]:
         return f"{level} {ev.get('rule') or 'alert'}{step}: {ev.get('message') or ''}".rstrip(": "), \
             LEVEL_STYLE.get(level, "")
     if kind == "status":
-        word = str(ev.get("status") or "?")
+        word = str(ev.get("status") or fmt.NA)
         reason = fmt.strip_word(str(ev.get("reason") or ""), word)
         style = "event--crit" if word in ("failed", "killed", "unsaved") else ""
         return f"{word.upper()}" + (f": {reason}" if reason else ""), style
@@ -103,7 +103,7 @@ def sentence(ev: dict) -> tuple[str, str]:
         return fmt.checkpoint_line(ev)
     if kind == "kill":
         why = f" ({ev['reason']})" if ev.get("reason") else ""
-        return (f"KILL by {ev.get('requested_by') or '?'}{why}: SIGTERM to pids {_pids(ev.get('pids'))}, "
+        return (f"KILL by {ev.get('requested_by') or fmt.NA}{why}: SIGTERM to pids {_pids(ev.get('pids'))}, "
                 f"SIGKILL after {fmt.num(ev.get('grace_s'), 3)}s"), "event--warn"
     if kind == "kill_done":
         how = "escalated to SIGKILL" if ev.get("escalated") else "no SIGKILL needed"
@@ -121,7 +121,9 @@ def sentence(ev: dict) -> tuple[str, str]:
     if kind == "port_change":
         return f"rendezvous port moved from {ev.get('old')} to {ev.get('new')}", "event--warn"
     if kind == "blocker_kill":
-        res = ev.get("result") if isinstance(ev.get("result"), dict) else {}
+        res = ev.get("result")
+        if not isinstance(res, dict):
+            res = {}
         ok = "ended" if res.get("ok") else "not ended"
         why = f": {res['reason']}" if res.get("reason") else ""
         return f"blocker pid {ev.get('pid')} {ok}{why}", "event--warn"

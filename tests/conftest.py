@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.waiting import reached
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -42,9 +43,8 @@ def end_processes(procs: dict[int, float]) -> None:
                     p.send_signal(sig)
             except psutil.NoSuchProcess:
                 pass
-        deadline = time.time() + 3
-        while time.time() < deadline and any(psutil.pid_exists(p) and _alive(p) for p in procs):
-            time.sleep(0.05)
+        # each signal its time to act, then the next one
+        reached(lambda: not any(psutil.pid_exists(p) and _alive(p) for p in procs), timeout=3)
 
 
 def _alive(pid: int) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from runner.recipes import doctor, recipe as recipes
 from runner.rundir import jsonio
 from runner.core.errors import InputError
+from runner.core.units import NA
 
 # Kept for callers of the old module API.
 requirement_conflicts = doctor.requirement_conflicts
@@ -90,7 +91,7 @@ def run(args) -> int:
         for name, v in report.packages.items():
             if v or name in ("ms-swift", "megatron-core", "transformers", "torch", "flash-linear-attention"):
                 src = doctor._vcs(report, name)
-                print(f"  {name:26s} {v or '-'}{'  (' + src + ')' if src else ''}")
+                print(f"  {name:26s} {v or NA}{'  (' + src + ')' if src else ''}")
         t = report.torch or {}
         if t.get("version"):
             nccl = f", NCCL {t['nccl']}" if t.get("nccl") else ""

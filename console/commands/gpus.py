@@ -16,24 +16,20 @@ from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
 from runner.telemetry.host import host_snapshot
 from runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
 from runner.telemetry.preflight import port_free
-from runner.core.units import duration
+from runner.core.units import NA, duration, number
 from runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers, port_users
 
-NA = "N/A"
+NONE = "-"  # a process on no GPU: nothing to show (not an unknown value, which is NA)
 
 
-def _num(value: float | None, fmt: str = "{:.0f}") -> str:
-    return NA if value is None else fmt.format(value)
-
-
-def _pair(a: float | None, b: float | None, fmt: str = "{:.0f}") -> str:
-    return f"{_num(a, fmt)} / {_num(b, fmt)}"
+def _pair(a: float | None, b: float | None, spec: str = ".0f") -> str:
+    return f"{number(a, spec)} / {number(b, spec)}"
 
 
 def gpu_row(g: GpuInfo) -> str:
     name = (g.name or NA)[:22]
-    util = NA if g.util_pct is None else f"{g.util_pct:.0f}%"
-    temp = NA if g.temp_c is None else f"{g.temp_c:.0f}C"
+    util = NA if g.util_pct is None else f"{number(g.util_pct)}%"
+    temp = NA if g.temp_c is None else f"{number(g.temp_c)}C"
     return (f"{g.index:>3}  {name:<22} {util:>4}  {_pair(g.mem_used_mib, g.mem_total_mib):>15}  "
             f"{temp:>4}  {_pair(g.power_w, g.power_limit_w):>9}  {_pair(g.sm_clock_mhz, g.mem_clock_mhz):>11}")
 
@@ -54,8 +50,8 @@ def render_gpus(snap: GpuSnapshot) -> list[str]:
 
 
 def render_host(host: dict) -> str:
-    cpu = NA if host.get("cpu_pct") is None else f"{host['cpu_pct']:.0f}% of {host.get('cpu_count') or '?'} cores"
-    ram = f"{_pair(host.get('ram_used_gib'), host.get('ram_total_gib'), '{:.1f}')} GiB"
+    cpu = NA if host.get("cpu_pct") is None else f"{number(host['cpu_pct'])}% of {host.get('cpu_count') or NA} cores"
+    ram = f"{_pair(host.get('ram_used_gib'), host.get('ram_total_gib'), '.1f')} GiB"
     loads = [host.get(k) for k in ("load1", "load5", "load15")]
     load = NA if None in loads else " ".join(f"{x:.2f}" for x in loads)
     return f"Host {host.get('hostname')}: CPU {cpu}, RAM {ram}, load {load}"
@@ -65,13 +61,13 @@ PROC_HEADER = f"  {'PID':>7}  {'User':<10} {'Age':>7}  {'GPU MiB':>8}  {'GPUs':<
 
 
 def proc_row(p: ProcInfo, width: int = 60) -> str:
-    mem = "-" if not p.gpus else NA if p.gpu_mem_mib is None else f"{p.gpu_mem_mib:.0f}"
-    gpus = ",".join(map(str, p.gpus)) or "-"
+    mem = NONE if not p.gpus else number(p.gpu_mem_mib)
+    gpus = ",".join(map(str, p.gpus)) or NONE
     cmd = p.cmdline if p.visible else "(not visible here: another PID namespace?)"
     if len(cmd) > width:
         cmd = cmd[: width - 3] + "..."
     mark = "!" if p.blocker else " "
-    return (f"{mark} {p.pid:>7}  {(p.user or '?')[:10]:<10} {duration(p.age_s):>7}  {mem:>8}  {gpus:<7} "
+    return (f"{mark} {p.pid:>7}  {(p.user or NA)[:10]:<10} {duration(p.age_s):>7}  {mem:>8}  {gpus:<7} "
             f"{','.join(p.labels):<24} {cmd}")
 
 

@@ -90,5 +90,7 @@ def _recipe_grace(run: rundir.RunDir) -> float:
     """The recipe's kill grace when recipe.yaml still reads, else the default."""
     from runner.recipes.recipe import read_saved
     raw, _ = read_saved(run.path)
-    kill = raw.get("kill") if isinstance(raw.get("kill"), dict) else {}
+    kill = raw.get("kill")
+    if not isinstance(kill, dict):
+        kill = {}
     return bounds.sane_seconds(kill.get("grace_s"), 60.0, bounds.GRACE)

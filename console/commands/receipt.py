@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from runner.core.errors import InputError
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-def plot_loss(curve: list[list[float]], path: Path, restarts_at: list[int] = ()) -> str | None:
+def plot_loss(curve: list[list[float]], path: Path, restarts_at: Sequence[int] = ()) -> str | None:
     """Draw the loss curve into ``path``; None when it was drawn, else why not."""
     if len(curve) < 2:
         return "fewer than two finite loss values"
@@ -79,7 +80,7 @@ def memory_lines(mem: dict[str, Any]) -> list[str]:
     g3 = memory_view.gib
     out = _table(["GPU", "capacity", "steady peak", "fragmentation", "transients", "effective headroom",
                   "trend", "activations + workspace"],
-                 [[str(g.get("label") or g.get("gpu")), f"{g3(g.get('capacity_gib'))} ({g.get('capacity_source') or '?'})",
+                 [[str(g.get("label") or g.get("gpu")), f"{g3(g.get('capacity_gib'))} ({g.get('capacity_source') or fmt.NA})",
                    g3(g.get("steady_peak_gib")), g3(g.get("fragmentation_gib")), g3(g.get("transients_gib")),
                    g3(g.get("effective_headroom_gib")) + ("" if g.get("ok") is not False else " (below minimum)"),
                    memory_view.trend_words(g), g3(g.get("activations_workspace_gib"))] for g in gpus])

@@ -14,7 +14,7 @@ STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) befo
 
 
 def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
-          allow_drift: bool = False) -> tuple[int, object]:
+          allow_drift: bool = False) -> tuple[int, rundir.RunDir | None]:
     base = runs_base(runs_dir)  # a runs directory that cannot be one is refused before anything is read
     recipe = recipes.load(recipe_path, overrides)
     problems = lint_recipe(recipe, preflight=True)
@@ -30,7 +30,7 @@ def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name:
     return 0, run
 
 
-def first_outcome(run, timeout: float = STARTED_WAIT_S) -> dict:
+def first_outcome(run: rundir.RunDir, timeout: float = STARTED_WAIT_S) -> dict:
     """Until the first attempt is running or the run is refused (drift, pre-flight ``refuse``,
     a launch error); a pre-flight still waiting after ``timeout`` is reported as such."""
     deadline = time.time() + timeout
@@ -43,7 +43,7 @@ def first_outcome(run, timeout: float = STARTED_WAIT_S) -> dict:
     return state
 
 
-def report_start(run_dir) -> int:
+def report_start(run_dir: rundir.RunDir) -> int:
     """Print the run id, then what became of the start: 0 launched (or still in pre-flight),
     1 refused (the reason on stderr)."""
     print(run_dir.run_id)
@@ -87,7 +87,7 @@ def exit_code(state: dict) -> int:
 def run(args) -> int:
     code, run_dir = start(args.recipe, args.overrides, runs_dir=args.runs_dir, name=args.name,
                           allow_drift=args.allow_drift)
-    if code:
+    if code or run_dir is None:
         return code
     if args.detach:
         return report_start(run_dir)

@@ -20,7 +20,7 @@ from runner.rundir import jsonio, paths, rundir
 from runner.checkpoints import suspect
 from runner.checkpoints.compare import Comparison, compare_checkpoints
 from runner.checkpoints.discover import Checkpoint, find_checkpoints
-from runner.core.units import human_bytes, human_count
+from runner.core.units import NA, human_bytes, human_count
 from runner.checkpoints.verify import CheckpointVerdict, verify_found
 from runner.core.errors import InputError
 
@@ -75,7 +75,7 @@ def _pairs(a: list[Checkpoint], b: list[Checkpoint]) -> list[tuple[Checkpoint, C
     """Two single checkpoints pair up; otherwise checkpoints pair by step (and merged-ness)."""
     if len(a) == 1 and len(b) == 1:
         return [(a[0], b[0])]
-    index = {(c.step, c.layout == "merged"): c for c in b if c.step is not None}
+    index: dict[tuple[int | None, bool], Checkpoint] = {(c.step, c.layout == "merged"): c for c in b if c.step is not None}
     return [(c, index[(c.step, c.layout == "merged")]) for c in a if (c.step, c.layout == "merged") in index]
 
 
@@ -98,8 +98,8 @@ def _verdict_lines(v: CheckpointVerdict) -> list[str]:
         lines.append(f"    DRIFT: saved under recipe {v.recipe_hash}, the run's recipe is now different")
     if v.full:
         f = v.full
-        speed = f"{f['mb_per_s']} MB/s" if f.get("mb_per_s") else "-"
-        lines.append(f"    {f['hash_algo']} {f['hash'] or '-'}  {human_bytes(f['bytes'])} hashed at {speed}; "
+        speed = f"{f['mb_per_s']} MB/s" if f.get("mb_per_s") else NA
+        lines.append(f"    {f['hash_algo']} {f['hash'] or NA}  {human_bytes(f['bytes'])} hashed at {speed}; "
                      f"{f['tensors_scanned']} tensors scanned, {f['nonfinite_tensors']} with NaN/inf, "
                      f"{f['zero_tensor_count']} all zeros")
     for note in v.notes:

@@ -2,16 +2,20 @@
 to compare, or open a log/directory not made by moeconsole."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console import format as fmt
 from console import keys
+from console.screens.messages import OpenPath, OpenRun
 from runner.rundir import rundir, store
 
 # The full id comes second so no width cuts it; NAME is the display name (with the recipe
@@ -37,12 +41,14 @@ def parse_filter(text: str) -> tuple[str | None, str | None]:
 
 
 class BrowserScreen(Screen):
-    BINDINGS = keys.bindings(keys.BROWSER_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.BROWSER_KEYS)
     COMPONENT_CLASSES = set(fmt.STATUS_STYLES)
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, *, scratch: Callable[[], Path] | None = None) -> None:
+        """``scratch``: where logs not made by moeconsole are read (for comparing them)."""
         super().__init__()
         self.base = Path(base)
+        self.scratch = scratch
         self.rows: list[dict] = []
         self.marked: list[str] = []
         self.sort_index = 3  # started_at
@@ -165,7 +171,7 @@ class BrowserScreen(Screen):
         refs = [(by_id.get(i) or {}).get("path") or i for i in ids]
         labels = [fmt.run_cell("display_name", by_id[i]) if i in by_id else i for i in ids]
         from console.screens.compare import CompareScreen
-        self.app.push_screen(CompareScreen(refs, base=self.base, labels=labels))
+        self.app.push_screen(CompareScreen(refs, base=self.base, labels=labels, scratch=self.scratch))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on the focused table arrives as a selection (the table binds enter itself)."""
@@ -180,7 +186,7 @@ class BrowserScreen(Screen):
         if not path.is_dir():
             self.notify(f"{path}: the run directory is gone (g reloads the index)", severity="error")
             return
-        self.app.open_run(rundir.RunDir(path))
+        self.post_message(OpenRun(rundir.RunDir(path)))
 
     def action_open_path(self) -> None:
         from console.screens.dialogs import PromptScreen
@@ -192,7 +198,7 @@ class BrowserScreen(Screen):
                                           "logging.jsonl, or a run dir):", placeholder="/path/to/log"), got)
 
     def _open_foreign(self, text: str) -> None:
-        self.app.open_foreign(Path(text).expanduser())  # type: ignore[attr-defined]
+        self.post_message(OpenPath(Path(text).expanduser()))
 
     def action_help(self) -> None:
         from console.screens.dialogs import HelpScreen

@@ -12,12 +12,15 @@ each poll); a log or directory not made by moeconsole is read once, as the brows
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -106,18 +109,21 @@ def recipe_table(sides: list[Side]) -> Table | Text:
 
 
 class CompareScreen(Screen):
-    BINDINGS = keys.bindings(keys.COMPARE_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.COMPARE_KEYS)
 
     def __init__(self, refs: list[str | Path] | str | Path, b: str | Path | None = None, base: Path | None = None, *,
-                 labels: list[str] | None = None, interval: float = POLL_S, metric: str = "loss") -> None:
+                 labels: list[str] | None = None, interval: float = POLL_S, metric: str = "loss",
+                 scratch: Callable[[], Path] | None = None) -> None:
         """``refs``: run ids, run directories or paths of logs (a second positional argument is
-        the second run, as before)."""
+        the second run, as before); ``scratch``: where a log not made by moeconsole is read into
+        (without it such a log is not compared)."""
         super().__init__()
         items = [refs] if isinstance(refs, (str, Path)) else list(refs)
         if b is not None:
             items.append(b)
         self.refs = [str(r) for r in items][:MAX_RUNS]
         self.base = base
+        self.scratch = scratch
         self.labels = labels or []
         self.interval = interval
         self.metric = metric
@@ -160,10 +166,9 @@ class CompareScreen(Screen):
                 run = rundir.resolve(self.base, ref)
             elif path.exists():
                 from console.foreign import open_path
-                scratch = self.app.scratch_dir() if hasattr(self.app, "scratch_dir") else None
-                if scratch is None:
+                if self.scratch is None:
                     raise ValueError("no scratch directory to read it into")
-                run = open_path(path, scratch)
+                run = open_path(path, self.scratch())
             else:
                 raise ValueError("no such run or path")
         except Exception as exc:  # InputError, unreadable: that run says so, the rest is compared

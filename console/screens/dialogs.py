@@ -3,10 +3,12 @@ from the key tables, a one-line text prompt (filter, search, open path) and the 
 of an event or alert."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
@@ -18,7 +20,7 @@ from console.confirmations import Confirmation
 class ConfirmScreen(ModalScreen[bool]):
     """Shows what will happen (PIDs, escalation timer); dismisses True only on 'y'."""
 
-    BINDINGS = keys.bindings(keys.CONFIRM_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.CONFIRM_KEYS)
 
     def __init__(self, confirmation: Confirmation) -> None:
         super().__init__()
@@ -54,7 +56,7 @@ def help_table(current: str | None = None) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
 
     def __init__(self, current: str | None = None) -> None:
         super().__init__()
@@ -74,7 +76,7 @@ class HelpScreen(ModalScreen[None]):
 class PromptScreen(ModalScreen[str | None]):
     """One line of input; Enter returns it, Esc returns None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, label: str, value: str = "", placeholder: str = "") -> None:
         super().__init__()
@@ -98,7 +100,7 @@ class PromptScreen(ModalScreen[str | None]):
 class DetailScreen(ModalScreen[None]):
     """The full text of one event or alert: every field, evidence, crash report, verdict."""
 
-    BINDINGS = [Binding("escape,q,enter", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,enter", "close", "Close")]
 
     def __init__(self, title: str, lines: list[str]) -> None:
         super().__init__()

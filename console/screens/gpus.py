@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 import time
+from typing import ClassVar
 
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -27,6 +30,7 @@ from textual.widgets import Footer, Static
 from console import format as fmt
 from console import keys
 from console.widgets.gpus import SPARK, host_words
+from runner.core import units
 from runner.core.series import Series
 from runner.rundir import gpuhistory, rundir
 from runner.telemetry.gpuranks import annotate_from_ranks, run_rows
@@ -34,12 +38,8 @@ from runner.telemetry.gpuranks import annotate_from_ranks, run_rows
 HISTORY_READ_S = 5.0
 
 
-def _gib(mib: float | None) -> str:
-    return fmt.NA if mib is None else f"{mib / 1024:.1f}G"
-
-
 def _pct(v: float | None) -> str:
-    return fmt.NA if v is None else f"{v:.0f}%"
+    return units.NA if v is None else f"{units.number(v)}%"
 
 
 def who(row: dict) -> str:
@@ -53,6 +53,12 @@ def who(row: dict) -> str:
     return f"rank {row['rank']}{local}{role}"
 
 
+# The process table's columns and how each is aligned.
+PROCESS_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("GPU", "right"), ("util", "right"), ("memory", "right"), ("temp", "right"), ("power", "right"),
+    ("process", "left"), ("PID", "right"), ("GPU mem", "right"), ("SM", "right"))
+
+
 def process_table(gpu: dict | None, title: str) -> Table | Text:
     """Each GPU's line and the processes on it, the run's ranks first (nvitop's process view)."""
     if gpu is None:
@@ -61,10 +67,8 @@ def process_table(gpu: dict | None, title: str) -> Table | Text:
         return Text(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}")
     table = Table(box=None, header_style="bold", pad_edge=False, title=title, title_justify="left",
                   title_style="bold")
-    for name, justify in (("GPU", "right"), ("util", "right"), ("memory", "right"), ("temp", "right"),
-                          ("power", "right"), ("process", "left"), ("PID", "right"), ("GPU mem", "right"),
-                          ("SM", "right")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for name, justify in PROCESS_COLUMNS:
+        table.add_column(name, justify=justify, no_wrap=True)
     rows = run_rows(gpu)
     for g in gpu.get("gpus") or ():
         used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
@@ -73,8 +77,9 @@ def process_table(gpu: dict | None, title: str) -> Table | Text:
         mine = [r for r in rows if r["gpu"] == g.get("index")]
         procs = g.get("processes")
         first = mine[0] if mine else None
-        table.add_row(str(g.get("index")), _pct(g.get("util_pct")), f"{_gib(used)}/{_gib(total)}",
-                      fmt.NA if g.get("temp_c") is None else f"{g['temp_c']:.0f}C", power,
+        memory = f"{units.gib_of_mib(used, 'G')}/{units.gib_of_mib(total, 'G')}"
+        table.add_row(str(g.get("index")), _pct(g.get("util_pct")), memory,
+                      units.NA if g.get("temp_c") is None else f"{units.number(g['temp_c'])}C", power,
                       *(_proc_cells(first) if first else
                         (("(cannot list processes)" if procs is None else "no process"), "", "", "")))
         for r in mine[1:]:
@@ -84,8 +89,8 @@ def process_table(gpu: dict | None, title: str) -> Table | Text:
 
 def _proc_cells(r: dict) -> tuple[str | Text, str, str, str]:
     text = who(r)
-    return (Text(text, style="bold") if r["own"] else Text(text, style="dim"), str(r["pid"]), _gib(r["used_mib"]),
-            _pct(r["sm_pct"]))
+    return (Text(text, style="bold") if r["own"] else Text(text, style="dim"), str(r["pid"]),
+            units.gib_of_mib(r["used_mib"], "G"), _pct(r["sm_pct"]))
 
 
 def spark(s: Series, width: int, top: float | None, *, mean: bool = False) -> str:
@@ -140,7 +145,7 @@ def _plain(renderable, width: int) -> str:
 
 
 class GpuScreen(Screen):
-    BINDINGS = keys.bindings(keys.GPU_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.GPU_KEYS)
 
     def __init__(self, source, run_screen) -> None:
         super().__init__()
@@ -152,7 +157,7 @@ class GpuScreen(Screen):
         self._title_drawn = self._host_drawn = ""
         self._history_drawn: object = None
         self._history_stamp: object = None
-        self._tables = None
+        self._tables: Group | None = None  # the process tables last drawn (their text is tables_text)
         self.history_text = ""
 
     def compose(self) -> ComposeResult:
@@ -222,16 +227,16 @@ class GpuScreen(Screen):
     def _draw_tables(self, snap, local: str) -> None:
         tables: list = [process_table(snap.gpu if snap is not None else None, f"{local} (this node)")]
         for node in (snap.nodes if snap is not None else ()):
-            host_name = str(node.get("host") or "?")
+            host_name = str(node.get("host") or fmt.NA)
             if host_name == local:
                 continue
             gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None
             tables.append(Text(""))
             tables.append(process_table(annotate_from_ranks(gpu, node.get("ranks") or []),
                                         f"{host_name}" + (" (STALE)" if node.get("stale") else "")))
-        from rich.console import Group
-        self._tables = Group(*tables)
-        self.query_one("#gpu-procs", Static).update(self._tables)
+        drawn = Group(*tables)
+        self._tables = drawn
+        self.query_one("#gpu-procs", Static).update(drawn)
 
     @property
     def procs_text(self) -> str:

@@ -6,7 +6,7 @@ opens at once; indexing and search run in thread workers. Follow mode keeps the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
@@ -14,6 +14,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
@@ -36,7 +37,7 @@ class LogView(ScrollView, can_focus=True):
 
     COMPONENT_CLASSES = {"logview--match", "logview--current"}
     # left/right from the log view's key table (a ScrollView binds them to 1-cell steps)
-    BINDINGS = keys.bindings(tuple(k for k in keys.LOG_KEYS if k.action in ("pan_left", "pan_right")))
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(tuple(k for k in keys.LOG_KEYS if k.action in ("pan_left", "pan_right")))
 
     def __init__(self, log: LogFile, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -216,7 +217,7 @@ def _highlight(text: str, needle: str, style: Style, match: Style) -> list[Segme
 
 
 class LogScreen(Screen):
-    BINDINGS = keys.bindings(keys.LOG_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.LOG_KEYS)
 
     def __init__(self, path: Path, *, title: str = "", interval: float = 1.0) -> None:
         super().__init__()

@@ -6,8 +6,11 @@ the defaults. In a comparison (``m``) it picks the one metric the runs are overl
 a row. Esc leaves without a change."""
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
@@ -17,7 +20,7 @@ from console.metrics import MAX_CHARTS, Metric, matches
 
 
 class MetricPicker(ModalScreen[list[str] | None]):
-    BINDINGS = keys.bindings(keys.PICKER_METRIC_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.PICKER_METRIC_KEYS)
 
     def __init__(self, metrics: list[Metric], chosen: list[str], *, multi: bool = True, title: str = "") -> None:
         super().__init__()

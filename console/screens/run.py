@@ -13,10 +13,13 @@ import os
 import select
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Key
 from textual.message import Message
@@ -35,6 +38,7 @@ from console.widgets.chart import ChartView
 from console.widgets.gpus import GpuPanel, host_words
 from console.widgets.lines import LinesView
 from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
+from console.screens.messages import AlertNews, ToggleBell
 from console.widgets.status import StatusLine
 from runner.rundir import alertgroups, dirwatch, rundir
 from runner.rundir.alertgroups import AlertGroup
@@ -59,7 +63,7 @@ def _series_key(s) -> tuple:
 
 
 class RunScreen(Screen):
-    BINDINGS = keys.bindings(keys.RUN_KEYS) + [Binding("escape", "back", "Back", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.RUN_KEYS) + [Binding("escape", "back", "Back", show=False)]
     AUTO_FOCUS = "#events"  # Enter opens the newest event at once; tab reaches the zombie list
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
@@ -72,10 +76,14 @@ class RunScreen(Screen):
             self.error = error
             self.last_output_t = last_output_t
 
-    def __init__(self, source: RunSource, *, readonly: bool = False, interval: float = 1.0,
-                 clock=None) -> None:
+    def __init__(self, source: RunSource, *, base: Path, scratch: Callable[[], Path] | None = None,
+                 readonly: bool = False, interval: float = 1.0, clock: Callable[[], float] | None = None) -> None:
+        """``base``: the runs directory (the browser's, and where chart choices are saved);
+        ``scratch``: where a browser opened from here reads logs not made by moeconsole."""
         super().__init__()
         self.source = source
+        self.base = base
+        self.scratch = scratch
         self.readonly = readonly
         self.interval = interval
         self.clock = clock or time.time
@@ -301,33 +309,26 @@ class RunScreen(Screen):
         if not news:
             return
         title, message, severity = alerts_mod.toast(news)
-        toast = getattr(self.app, "toast_alert", None)
-        if toast is not None:
-            toast(message, title=title, severity=severity)
-        else:
-            self.notify(message, title=title, severity=severity, timeout=10)  # type: ignore[arg-type]
-        if any(g.critical for g in news) and getattr(self.app, "bell_on", False):
-            self.app.bell()  # once per poll that brought critical news, however many arrived
+        # one message per poll that brought news, however many arrived: one toast, at most one bell
+        self.post_message(AlertNews(title, message, severity, critical=any(g.critical for g in news)))
 
     # ---- charts -------------------------------------------------------------------------
     def _load_prefs(self, snap: Snapshot) -> None:
         """The chart choice saved for this recipe (once, at the first snapshot)."""
         self._prefs_loaded = True
         self._recipe_name = str(snap.run.get("name") or "")
-        base = getattr(self.app, "base", None)
-        if base is None or not self._recipe_name:
+        if not self._recipe_name:
             return
-        prefs = chartprefs.load(base, self._recipe_name)
+        prefs = chartprefs.load(self.base, self._recipe_name)
         if prefs is not None:
             self.chart_choice = prefs.charts or None
             self.smooth, self.log_y = prefs.smooth, prefs.log
 
     def _save_prefs(self) -> None:
-        base = getattr(self.app, "base", None)
-        if base is None or not self._recipe_name:
+        if not self._recipe_name:
             return
         try:
-            chartprefs.save(base, self._recipe_name, chartprefs.ChartPrefs(
+            chartprefs.save(self.base, self._recipe_name, chartprefs.ChartPrefs(
                 charts=list(self.chart_choice or []), smooth=self.smooth, log=self.log_y))
         except OSError as exc:
             self.notify(f"chart choice not saved: {exc}", severity="warning")
@@ -603,8 +604,7 @@ class RunScreen(Screen):
         self.poll_now()
 
     def action_toggle_bell(self) -> None:
-        self.app.bell_on = not getattr(self.app, "bell_on", False)
-        self.notify("bell on for new critical alerts" if self.app.bell_on else "bell off")
+        self.post_message(ToggleBell())  # the app holds the setting and says what it became
 
     def on_event_pane_chosen(self, message: EventPane.Chosen) -> None:
         self._open_detail(message.entry)
@@ -699,7 +699,7 @@ class RunScreen(Screen):
                 for _ in range(len(stack) - 1 - i):
                     self.app.pop_screen()
                 return
-        self.app.push_screen(BrowserScreen(self.app.base))
+        self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch))
 
     def action_log(self) -> None:
         from console.screens.logview import LogScreen
@@ -733,8 +733,7 @@ def _show(widget, visible: bool) -> None:
 
 def _set_text(widget: Static, text: str) -> None:
     """Replace a Static's text only when it changed (an update re-lays out the screen)."""
-    if getattr(widget, "_moe_text", None) != text:
-        widget._moe_text = text
+    if widget.content != text:
         widget.update(text)
 
 

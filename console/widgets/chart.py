@@ -53,7 +53,7 @@ class ChartView(BoxedLines):
         self._drag_from: float | None = None
         self._heading: str | Sequence[str] = title
         self._data_key: object = None
-        self._cache_key: object = None
+        self._cache_key: tuple[object, int, int] | None = None  # (data key, width, height) last drawn
         self._strips: list[Strip] = []
         self._styles: dict[str, Style] = {}  # by component class ("" the widget's own), until new CSS
         self.draws = 0  # how many times the rows were rebuilt (the benchmark reads it)

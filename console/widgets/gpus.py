@@ -19,6 +19,7 @@ from console import format as fmt
 from console.widgets.lines import LinesView
 from runner.rundir import rundir
 from runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
+from runner.core.units import NA, byte_rate, gib_compact, gib_of_mib, number
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -30,9 +31,9 @@ Pieces = list[tuple[str, str]]
 
 
 def bar(frac: float | None, width: int) -> str:
-    """[████▌     ] with eighth-block resolution; '?' fill when unknown."""
+    """[████▌     ] with eighth-block resolution; filled with the missing-value mark when unknown."""
     if frac is None:
-        return "[" + "?" * width + "]"
+        return "[" + NA * width + "]"
     frac = min(1.0, max(0.0, frac))
     eighths = int(round(frac * width * 8))
     full, part = divmod(eighths, 8)
@@ -45,10 +46,6 @@ def sparkline(values: list[float], width: int) -> str:
     return "".join(SPARK[min(7, max(0, int(v / 100 * 7.999)))] for v in vals).ljust(width)
 
 
-def _gib(mib: float | None) -> str:
-    return "?" if mib is None else f"{mib / 1024:.1f}"
-
-
 def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     """One GPU as (text, style) pieces fitting ``width`` cells; fields drop from the right."""
     util = g.get("util_pct")
@@ -59,17 +56,16 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     temp_style = "gpu--crit" if (temp or 0) >= 85 else ("gpu--warn" if (temp or 0) >= 75 else "")
     bw = 10 if width >= 60 else 6
     pieces: Pieces = [
-        (f"{g.get('index', '?'):>2} ", "gpu--index"),
+        (f"{g.get('index', NA):>2} ", "gpu--index"),
         (bar(None if util is None else util / 100, bw), "gpu--util"),
-        (f"{'?' if util is None else int(util):>3}% ", ""),
+        (f"{_int(util):>3}% ", ""),
         (bar(mem_frac, bw), mem_style),
-        (f"{_gib(used):>5}/{_gib(total)}G", mem_style),
+        (f"{gib_of_mib(used):>5}/{gib_of_mib(total)}G", mem_style),
         ("!" if (mem_frac or 0) >= MEM_CRIT_FRAC else " ", mem_style),
     ]
     extra: Pieces = [
-        (f" {'?' if temp is None else int(temp)}C", temp_style),
-        (f" {'?' if g.get('power_w') is None else int(g['power_w'])}/"
-         f"{'?' if g.get('power_limit_w') is None else int(g['power_limit_w'])}W", ""),
+        (f" {_int(temp)}C", temp_style),
+        (f" {_int(g.get('power_w'))}/{_int(g.get('power_limit_w'))}W", ""),
     ]
     extra.append((" " + procs_words(g.get("processes")), "gpu--dim"))
     used_w = sum(len(t) for t, _ in pieces)
@@ -107,22 +103,22 @@ def host_words(host: dict | None, width: int) -> str:
     cpu, cores = host.get("cpu_pct"), host.get("cpu_count")
     used, total = host.get("ram_used_gib"), host.get("ram_total_gib")
     io = host.get("io") or {}
-    cpu_t = f"cpu {'?' if cpu is None else f'{cpu:.0f}%'}" + (f" of {cores}" if cores else "")
-    ram_t = f"ram {'?' if used is None else f'{used:.1f}'}/{'?' if total is None else f'{total:.0f}'}G"
+    cpu_t = f"cpu {NA if cpu is None else f'{number(cpu)}%'}" + (f" of {cores}" if cores else "")
+    ram_t = f"ram {number(used, '.1f')}/{number(total)}G"
     if used is not None and total:
         ram_t += f" ({used / total * 100:.0f}%)"
     free = io.get("free_gib")
-    free_t = f"{_gib_text(free)} free" if free is not None else ""
+    free_t = f"{gib_compact(free)} free" if free is not None else ""
     if io.get("read_bps") is not None or io.get("write_bps") is not None:
-        io_t = f"r {_rate(io.get('read_bps'))} w {_rate(io.get('write_bps'))}"
+        io_t = f"r {byte_rate(io.get('read_bps'))} w {byte_rate(io.get('write_bps'))}"
     elif io.get("why") and "block device" in str(io.get("why")):
-        io_t = "I/O n/a"
+        io_t = f"I/O {NA}"
     else:
         io_t = "I/O …"
     path = str(io.get("path") or "")
     dev = f" ({io['device']})" if io.get("device") else ""
     candidates = [
-        f"host {host.get('hostname') or '?'} · {cpu_t} · {ram_t} · out {path}{dev}: {io_t}, {free_t}",
+        f"host {host.get('hostname') or NA} · {cpu_t} · {ram_t} · out {path}{dev}: {io_t}, {free_t}",
         f"host {cpu_t} · {ram_t} · out {_short_path(path)}: {io_t}, {free_t}",
         f"{cpu_t} · {ram_t} · out {io_t}, {free_t}",
         f"{cpu_t} · {ram_t} · {io_t}",
@@ -130,17 +126,9 @@ def host_words(host: dict | None, width: int) -> str:
     return next((c for c in candidates if len(c) <= width), candidates[-1][:width])
 
 
-def _rate(bps: float | None) -> str:
-    if bps is None:
-        return "?"
-    for div, unit in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
-        if bps >= div:
-            return f"{bps / div:.1f}{unit}/s"
-    return f"{bps:.0f}B/s"
-
-
-def _gib_text(gib: float) -> str:
-    return f"{gib / 1024:.1f}T" if gib >= 1024 else f"{gib:.0f}G" if gib >= 10 else f"{gib:.1f}G"
+def _int(value: float | None) -> str:
+    """A whole reading (degrees, watts) truncated as the driver's integer; NA when unknown."""
+    return NA if value is None else str(int(value))
 
 
 def _short_path(path: str) -> str:
@@ -213,12 +201,14 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
     groups: list[NodeGroup] = []
     local_seen = False
     for node in nodes:
-        host = str(node.get("host") or "?")
+        host = str(node.get("host") or NA)
         local = host == local_host
         gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None  # another version's file
         age = node.get("age_s")
         ranks = node_rank_numbers(node)
-        health = node.get("health") if isinstance(node.get("health"), dict) else {}
+        health = node.get("health")
+        if not isinstance(health, dict):
+            health = {}
         why = tuple(str(w) for w in health.get("why") or ())
         critical = "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
@@ -332,13 +322,13 @@ def host_label(group: NodeGroup) -> str:
 def _stat_fields(gpu: dict, *, short: bool) -> Pieces:
     s = node_stats(gpu)
     n = s["count"]
-    used = "?" if s["mem_used_mib"] is None else _gib_sum(s["mem_used_mib"])
-    total = "?" if s["mem_total_mib"] is None else _gib_sum(s["mem_total_mib"])
+    used = NA if s["mem_used_mib"] is None else _gib_sum(s["mem_used_mib"])
+    total = NA if s["mem_total_mib"] is None else _gib_sum(s["mem_total_mib"])
     return [
         (f"  {n} GPU{'' if n == 1 else 's'}", ""),
         (f"  {'' if short else 'mem '}{used}/{total}G", ""),
-        (f"  max util {'?' if s['util_max'] is None else int(s['util_max'])}%", ""),
-        (f"  hottest {'?' if s['temp_max'] is None else int(s['temp_max'])}C", ""),
+        (f"  max util {_int(s['util_max'])}%", ""),
+        (f"  hottest {_int(s['temp_max'])}C", ""),
     ]
 
 
@@ -429,7 +419,7 @@ class GpuPanel(LinesView):
         if gpu is not self._gpu and gpu is not None:
             self._record(self.local_host, gpu)
         for node in nodes:
-            host = str(node.get("host") or "?")
+            host = str(node.get("host") or NA)
             replaced_by_live = host == self.local_host and gpu is not None
             if not replaced_by_live and node.get("t") != self._node_t.get(host) and not node.get("stale"):
                 self._node_t[host] = node.get("t")

@@ -13,9 +13,10 @@ not plain single-cell text (tabs, control codes, wide characters) and a text sel
 drawn by the Content pipeline itself."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 from rich.cells import cell_len
+from rich.console import OverflowMethod
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
@@ -109,7 +110,7 @@ class LinesView(BoxedLines):
         height: auto;
     }
     """
-    OVERFLOW = "crop"  # the rich Text overflow of render() (what the CSS text-overflow says wins)
+    OVERFLOW: ClassVar[OverflowMethod] = "crop"  # the rich Text overflow of render() (what the CSS text-overflow says wins)
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -157,7 +158,7 @@ class LinesView(BoxedLines):
 
     # ---- drawing ----------------------------------------------------------------------------
     def _line_text(self, line: Line) -> Text:
-        text = Text(no_wrap=True, overflow=self.OVERFLOW)  # type: ignore[arg-type]
+        text = Text(no_wrap=True, overflow=self.OVERFLOW)
         for piece, style in line:
             text.append(piece, self.get_component_rich_style(style, partial=True) if style else "")
         return text
@@ -166,7 +167,7 @@ class LinesView(BoxedLines):
         """All lines as one Text: what a Static of this content holds (the Content pipeline
         draws it for a text selection; it gives the height of an auto-height pane)."""
         if self._text is None:
-            text = Text(no_wrap=True, overflow=self.OVERFLOW)  # type: ignore[arg-type]
+            text = Text(no_wrap=True, overflow=self.OVERFLOW)
             for i, line in enumerate(self._lines):
                 if i:
                     text.append("\n")
@@ -238,7 +239,7 @@ class LinesView(BoxedLines):
             layout = self._layouts[line] = self._layout(line, width) if self._fast() else None
         self.draws += 1
         if layout is None:  # the Content pipeline, the line at its place (its offsets)
-            text = Text("\n" * y, no_wrap=True, overflow=self.OVERFLOW)  # type: ignore[arg-type]
+            text = Text("\n" * y, no_wrap=True, overflow=self.OVERFLOW)
             text.append_text(self._line_text(line))
             visual = visualize(self, text, markup=False)
             strips = Visual.to_strips(self, visual, width, y + 1, self.visual_style)

@@ -174,7 +174,7 @@ class BlockerTable(DataTable):
         for b in rows:
             self.add_row(str(b["pid"]), ",".join(b.get("labels") or ()) or fmt.NA,
                          fmt.intc(b.get("gpu_mem_mib")) if b.get("gpu_mem_mib") else fmt.NA,
-                         str(b.get("user") or "?"), fmt.duration(b.get("age_s")), fmt.blocker_cmd(b, 60))
+                         str(b.get("user") or fmt.NA), fmt.duration(b.get("age_s")), fmt.blocker_cmd(b, 60))
         if rows:
             self.move_cursor(row=min(keep, len(rows) - 1))
 

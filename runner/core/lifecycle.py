@@ -11,7 +11,7 @@ Times are the runner's monotonic clock (``now``); deadlines are compared, never 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import Any, Union
 
 from runner.core.state import TERMINAL, Status
 from runner.core.bounds import GRACE, sane_seconds
@@ -140,7 +140,7 @@ class SignalTree:
 @dataclass(frozen=True)
 class Record:
     type: str
-    fields: dict = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)  # the event's JSON fields besides its type
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class KillBlockers:
 
 @dataclass(frozen=True)
 class Reply:
-    answer: dict
+    answer: dict[str, Any]  # the control answer's JSON
 
 
 Effect = Union[SetStatus, SignalTree, Record, Adopt, Launch, JudgeAttempt, KillBlockers, Reply]

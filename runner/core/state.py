@@ -266,13 +266,13 @@ class StateFile(_Record):
     import_: ImportRec | None | UnsetType = msgspec.field(default=UNSET, name="import")
 
 
-RunState = dict  # what readers get: StateFile's keys that hold a value, as plain JSON types
+RunState = dict[str, Any]  # what readers get: StateFile's keys that hold a value, as plain JSON types
 
 
 @dataclass(frozen=True)
 class LoadedState:
     """A state file as read: the record (empty when unusable) and why it could not be used."""
-    state: dict = field(default_factory=dict)
+    state: RunState = field(default_factory=dict)
     problem: str | None = None
 
     @property
@@ -283,13 +283,13 @@ class LoadedState:
 _encoder = msgspec.json.Encoder()
 
 
-def as_dict(model: StateFile) -> dict:
+def as_dict(model: StateFile) -> RunState:
     """The model as readers use it: plain JSON types, keys that hold no value left out."""
     out = msgspec.to_builtins(model)
     return out if isinstance(out, dict) else {}
 
 
-def from_dict(state: dict) -> StateFile:
+def from_dict(state: RunState) -> StateFile:
     """A writer's dict as the model (a value of the wrong type is a bug: ``StateError``)."""
     try:
         return msgspec.convert(state, StateFile, strict=False)
@@ -297,7 +297,7 @@ def from_dict(state: dict) -> StateFile:
         raise StateError(f"state not written: {exc}") from None
 
 
-def encode(state: dict) -> bytes:
+def encode(state: RunState) -> bytes:
     """The file's bytes for a writer's dict, checked against the model first."""
     return msgspec.json.format(_encoder.encode(from_dict(_finite(state))), indent=1) + b"\n"
 

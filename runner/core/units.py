@@ -31,6 +31,35 @@ def duration(seconds: Any) -> str:
     return f"{d}d{h:02d}h"
 
 
+def number(value: Any, spec: str = ".0f") -> str:
+    """A measured number in ``spec`` (``.0f``, ``.1f``), or NA when it is unknown or not finite."""
+    v = as_float(value)
+    return NA if v is None or not math.isfinite(v) else format(v, spec)
+
+
+def gib_of_mib(mib: Any, unit: str = "") -> str:
+    """A MiB reading (NVML's unit) as GiB with one decimal (``79.6``, or ``79.6G`` with
+    ``unit="G"``); NA, without the unit, when it is unknown."""
+    v = as_float(mib)
+    return NA if v is None or not math.isfinite(v) else f"{v / 1024:.1f}{unit}"
+
+
+def byte_rate(bps: Any) -> str:
+    """A byte rate in few characters (powers of 1024): 812B/s, 1.5K/s, 3.2G/s; NA when unknown."""
+    v = as_float(bps)
+    if v is None or not math.isfinite(v):
+        return NA
+    for div, unit in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+        if v >= div:
+            return f"{v / div:.1f}{unit}/s"
+    return f"{v:.0f}B/s"
+
+
+def gib_compact(gib: float) -> str:
+    """A size in GiB in few characters: 1.5T, 794G, 9.5G (a disk's free space)."""
+    return f"{gib / 1024:.1f}T" if gib >= 1024 else f"{gib:.0f}G" if gib >= 10 else f"{gib:.1f}G"
+
+
 def human_bytes(n: int | float) -> str:
     """512 B, 1.5 KB, 30.0 GB (powers of 1024)."""
     x = float(n)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from runner.supervisor import control
@@ -177,7 +178,7 @@ def request(run: rundir.RunDir, req: dict, timeout: float = 10.0) -> dict:
         raise InputError(f"{run.run_id}: {exc}") from None
 
 
-def wait_status(run: rundir.RunDir, statuses: set[str], timeout: float | None) -> dict:
+def wait_status(run: rundir.RunDir, statuses: AbstractSet[str], timeout: float | None) -> dict:
     deadline = None if timeout is None else time.time() + timeout
     while True:
         state = run.read_state()

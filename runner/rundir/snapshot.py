@@ -18,10 +18,20 @@ from typing import Any, Callable
 from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from runner.core import nodehealth
+from runner.core.state import RunState
 from runner.rundir.secrets import Redactor
 from runner.core.series import Series, to_pairs
 from runner.rundir import alertgroups
 from runner.rundir.alertgroups import AlertBook, AlertGroup
+# One object of a run-directory file or of telemetry, as read: an event, an alert, a crash, a
+# checkpoint, a node, a GPU sample (JSON: its values stay Any until a reader narrows them).
+Doc = dict[str, Any]
+StatKey = tuple[int, int, int]  # inode, size, mtime (ns): what tells a changed file from the one read last
+RankTimes = dict[int, Doc]      # ranks.json: {rank: {"step", "step_time_s", "t"}}
+# What the node verdicts were judged from: each file's stat key, ranks.json's, and which are stale.
+NodesKey = tuple[tuple[tuple[str, StatKey], ...], StatKey | None, tuple[bool, ...]]
+Telemetry = Callable[[RunState], tuple[Doc | None, list[Doc]]]  # state -> (GPU document, blockers)
+
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 64 * 1024
@@ -32,21 +42,21 @@ class Snapshot:
     """Everything a screen or a script needs about a run at one moment."""
 
     taken_at: float
-    run: dict
-    last_metrics: dict | None
+    run: Doc
+    last_metrics: Doc | None
     series: dict[str, Series] = field(repr=False)
-    events: tuple[dict, ...]
-    alerts: tuple[dict, ...]
-    crashes: tuple[dict, ...]
-    checkpoints: tuple[dict, ...]
+    events: tuple[Doc, ...]
+    alerts: tuple[Doc, ...]
+    crashes: tuple[Doc, ...]
+    checkpoints: tuple[Doc, ...]
     restarts_at: tuple[int, ...]
-    gpu: dict | None
-    blockers: tuple[dict, ...]
+    gpu: Doc | None
+    blockers: tuple[Doc, ...]
     log_tail: tuple[str, ...]
-    nodes: tuple[dict, ...] = ()
+    nodes: tuple[Doc, ...] = ()
     # evaluation results (evals.jsonl): their own series, never training steps
     eval_series: Series = field(default_factory=Series, repr=False)
-    last_eval: dict | None = None
+    last_eval: Doc | None = None
     eval_count: int = 0
     alert_groups: tuple[AlertGroup, ...] = ()  # one per cause, newest news first, with ack state
     # every other number the log carries (lr, epoch, extras, the step's wall time "t") and every
@@ -55,9 +65,9 @@ class Snapshot:
     eval_values: dict[str, Series] = field(default_factory=dict, repr=False)
     # this host: CPU, RAM and the disk I/O and free space of the run's output directory
     # (``HostLine``), for a live run; None otherwise
-    host: dict | None = None
+    host: Doc | None = None
 
-    def to_dict(self, series_points: int = 120, events: int = 20) -> dict:
+    def to_dict(self, series_points: int = 120, events: int = 20) -> Doc:
         return {
             "v": jsonio.SCHEMA_VERSION,
             "t": self.taken_at,
@@ -94,7 +104,7 @@ def preflight_reason() -> str:
     return PREFLIGHT
 
 
-def status_word(run: dict) -> str:
+def status_word(run: Doc) -> str:
     """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON)."""
     if run.get("damaged") and not run.get("status"):
         return "DAMAGED"
@@ -141,10 +151,10 @@ class RunWatcher:
     """Turns a run directory into Snapshots, reading only what is new each poll."""
 
     def __init__(self, run: rundir.RunDir, *,
-                 telemetry: Callable[[dict], tuple[dict | None, list[dict]]] | None = None,
+                 telemetry: Telemetry | None = None,
                  full: bool = False,
                  book_source: Callable[[], seriesfile.SeriesBook] | None = None,
-                 host: Callable[[dict], dict | None] | None = None) -> None:
+                 host: Callable[[RunState], Doc | None] | None = None) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
         otherwise the bounded chart series, started from the runner's ``series.json``.
         ``book_source``: the chart book comes from there instead of the run directory (a log
@@ -156,14 +166,14 @@ class RunWatcher:
         self.book_source = book_source
         self.book: seriesfile.SeriesBook | None = None
         self._events_off = 0
-        self.events: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
-        self.alerts: collections.deque[dict] = collections.deque(maxlen=EVENT_KEEP)
-        self.checkpoints: dict[str, dict] = {}
-        self._crash_cache: dict[str, dict] = {}
+        self.events: collections.deque[Doc] = collections.deque(maxlen=EVENT_KEEP)
+        self.alerts: collections.deque[Doc] = collections.deque(maxlen=EVENT_KEEP)
+        self.checkpoints: dict[str, Doc] = {}
+        self._crash_cache: dict[str, Doc] = {}
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
-        self._tail: tuple[tuple | None, tuple[str, ...]] = (None, ())
+        self._tail: tuple[StatKey | None, tuple[str, ...]] = (None, ())
 
     def _log_tail(self) -> tuple[str, ...]:
         """The log's last lines, read again only when the file changed (a poll woken by another
@@ -193,7 +203,7 @@ class RunWatcher:
                 self.checkpoints[ev["path"]] = {k: ev.get(k) for k in
                                                 ("path", "step", "verdict", "ok", "reason", "suspect", "tensors", "t")}
 
-    def _crashes(self) -> tuple[dict, ...]:
+    def _crashes(self) -> tuple[Doc, ...]:
         out = []
         try:
             names = sorted(os.listdir(self.run.crashes), key=lambda s: int(s.split("-")[1].split(".")[0])
@@ -224,7 +234,7 @@ class RunWatcher:
             out.append(self._crash_cache[name])
         return tuple(out)
 
-    def _run_info(self, state: dict, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> dict:
+    def _run_info(self, state: RunState, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> Doc:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
@@ -298,7 +308,7 @@ class RunWatcher:
             "last_good_checkpoint": self._last_good(),
         }
 
-    def _last_good(self) -> dict | None:
+    def _last_good(self) -> Doc | None:
         """The newest checkpoint verified ok and not suspect (by step): {path, step, t}, from the
         verdict events."""
         good = [c for c in self.checkpoints.values() if c.get("ok") and not c.get("suspect")
@@ -318,9 +328,9 @@ class RunWatcher:
         self._read_events()
         run = self._run_info(state, now, book, loaded.problem)
         run["status_word"] = status_word(run)
-        gpu: dict | None = None
-        blockers: list[dict] = []
-        host: dict | None = None
+        gpu: Doc | None = None
+        blockers: list[Doc] = []
+        host: Doc | None = None
         if with_gpu and self.telemetry:
             gpu, blockers = self.telemetry(state)
         if with_gpu and self.host:
@@ -355,7 +365,7 @@ class RunWatcher:
 NODE_STALE_S = 10.0
 
 
-def _stat_key(path: str) -> tuple | None:
+def _stat_key(path: str) -> StatKey | None:
     """What tells a changed file from the one read last time: inode, size, mtime."""
     try:
         st = os.stat(path)
@@ -364,9 +374,9 @@ def _stat_key(path: str) -> tuple | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _node_entry(doc: dict, name: str) -> dict:
+def _node_entry(doc: Doc, name: str) -> Doc:
     """One agent file as a ``Snapshot.nodes`` entry, without its age (that changes each poll)."""
-    host: dict = doc["host"] if isinstance(doc.get("host"), dict) else {}
+    host: Doc = doc["host"] if isinstance(doc.get("host"), dict) else {}
     ranks = doc.get("ranks")
     procs = doc.get("processes")
     return {"host": host.get("hostname") or name[:-5], "t": doc.get("t"), "gpu": doc.get("gpu"), "host_stats": host,
@@ -374,7 +384,7 @@ def _node_entry(doc: dict, name: str) -> dict:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None}
 
 
-def _with_age(entry: dict, now: float) -> dict:
+def _with_age(entry: Doc, now: float) -> Doc:
     t = entry.get("t")
     age = (now - t) if isinstance(t, (int, float)) else None
     return {**entry, "age_s": age, "stale": age is None or age > NODE_STALE_S}
@@ -393,24 +403,24 @@ class NodeReader:
     def __init__(self, run: rundir.RunDir) -> None:
         self.run = run
         self._dir = str(run.telemetry)
-        self._files: dict[str, tuple[tuple, float, dict]] = {}   # name -> (stat key, read at, entry)
-        self._ranks: tuple[tuple | None, dict] = (None, {})
-        self._judged: tuple[tuple, tuple[dict, ...]] | None = None
+        self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
+        self._ranks: tuple[StatKey | None, RankTimes] = (None, {})
+        self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
 
-    def _rank_times(self) -> tuple[tuple | None, dict]:
+    def _rank_times(self) -> tuple[StatKey | None, RankTimes]:
         key = _stat_key(str(self.run.rank_times))
         if key != self._ranks[0]:
             self._ranks = (key, ranktimes.load(self.run) if key else {})
         return self._ranks
 
-    def read(self, now: float) -> tuple[dict, ...]:
+    def read(self, now: float) -> tuple[Doc, ...]:
         """Per-node telemetry (multi-node runs on shared storage), judged and ordered worst first
         (``runner.core.nodehealth``). An agent silent for NODE_STALE_S is marked stale."""
         try:
             names = sorted(n for n in os.listdir(self._dir) if n.endswith(".json"))
         except OSError:
             names = []
-        files: dict[str, tuple[tuple, float, dict]] = {}
+        files: dict[str, tuple[StatKey, float, Doc]] = {}
         wait_s = len(names) / self.FILES_PER_S if len(names) > self.FILES_PER_S else 0.0
         for name in names:
             path = os.path.join(self._dir, name)
@@ -429,15 +439,16 @@ class NodeReader:
             return ()
         nodes = [_with_age(entry, now) for _, _, entry in files.values()]
         ranks_key, rank_times = self._rank_times()
-        key = (tuple((n, k) for n, (k, _, _) in files.items()), ranks_key, tuple(n["stale"] for n in nodes))
-        if self._judged is not None and self._judged[0] == key:
+        judged_from: NodesKey = (tuple((n, k) for n, (k, _, _) in files.items()), ranks_key,
+                                 tuple(bool(n["stale"]) for n in nodes))
+        if self._judged is not None and self._judged[0] == judged_from:
             ages = {n["host"]: n["age_s"] for n in nodes}  # same verdicts: only the ages moved on
             return tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
         judged = tuple(nodehealth.judge(nodes, rank_times))
-        self._judged = (key, judged)
+        self._judged = (judged_from, judged)
         return judged
 
-    def again(self, now: float) -> tuple[dict, ...]:
+    def again(self, now: float) -> tuple[Doc, ...]:
         """The last ``read`` with the ages at ``now`` (nothing read; stale flags as last judged)."""
         if self._judged is None:
             return self.read(now)
@@ -445,12 +456,12 @@ class NodeReader:
                      for n in self._judged[1])
 
 
-def read_nodes(run: rundir.RunDir, now: float) -> tuple[dict, ...]:
+def read_nodes(run: rundir.RunDir, now: float) -> tuple[Doc, ...]:
     """The nodes of a run once (see ``NodeReader``)."""
     return NodeReader(run).read(now)
 
 
-def _recent_step_time(series: Series, state: dict, window: int = 20) -> float | None:
+def _recent_step_time(series: Series, state: RunState, window: int = 20) -> float | None:
     """Median of the last step times: robust to one slow step (a save)."""
     if series.n:
         recent = [v for v in series.recent(window) if math.isfinite(v)]
@@ -470,11 +481,11 @@ class LiveTelemetry:
         self.backend = get_backend()
         self.ranks = RankFinder()
 
-    def gpu(self, state: dict) -> dict | None:
+    def gpu(self, state: RunState) -> Doc | None:
         """The GPU snapshot with each process's rank in the run (``RankFinder``)."""
         return self.ranks.annotate(self.backend.snapshot().to_dict(), state)
 
-    def __call__(self, state: dict) -> tuple[dict | None, list[dict]]:
+    def __call__(self, state: RunState) -> tuple[Doc | None, list[Doc]]:
         from runner.telemetry.procs import RunView, find_blockers
         snap = self.backend.snapshot()
         tracked = {int(p["pid"]): float(p.get("start_time") or 0) for p in state.get("pids") or []}
@@ -496,7 +507,7 @@ class HostLine:
         self.run_dir = str(run_dir)
         self._io: dict[str, Any] = {}
 
-    def __call__(self, state: dict) -> dict:
+    def __call__(self, state: RunState) -> Doc:
         from runner.telemetry.host import DirIO, host_snapshot
         out = host_snapshot()
         path = state.get("checkpoint_root") or self.run_dir

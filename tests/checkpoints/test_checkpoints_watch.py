@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-
 
 from runner.checkpoints.discover import find_checkpoints
 from runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current, write_sidecar
 from runner.checkpoints.verify import verify_checkpoint
 from runner.checkpoints.watch import CheckpointWatcher, latest_good
+from tests.waiting import reached
 
 
 class Clock:
@@ -120,7 +119,7 @@ for step in (10, 20):
     arrays.update({f"layers.{i}.lora_B.weight": np.ones((8, 4), np.float32) for i in range(2)})
     save_file(arrays, str(d / "adapter_model.safetensors"))
     (d / "adapter_config.json").write_text('{"r": 4, "peft_type": "LORA"}')
-    time.sleep(0.3)
+    time.sleep(0.3)  # the writer's pace: the two saves land apart, as a trainer's do
 """
 
 
@@ -129,11 +128,12 @@ def test_real_writer_process_and_real_clock(tmp_path):
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(out)])
     try:
         w = CheckpointWatcher(out, settle_s=0.2)
-        seen = []
-        deadline = time.monotonic() + 30
-        while len(seen) < 2 and time.monotonic() < deadline:
-            seen += [c.step for c in w.poll()]
-            time.sleep(0.05)
+        seen: list[int] = []
+
+        def both_seen() -> bool:
+            seen.extend(c.step for c in w.poll())
+            return len(seen) >= 2
+        reached(both_seen, timeout=30)
         assert seen == [10, 20]
         assert writer.wait(timeout=30) == 0
     finally:

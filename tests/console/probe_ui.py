@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,6 +17,7 @@ from console.widgets.gpus import GpuPanel  # noqa: E402
 from console.widgets.panes import BlockerTable, EventPane, LogTail  # noqa: E402
 from console.widgets.status import StatusLine  # noqa: E402
 from runner.rundir import rundir  # noqa: E402
+from tests.waiting import until_ui  # noqa: E402
 
 
 async def probe(base: Path, ref: str) -> dict:
@@ -27,16 +27,9 @@ async def probe(base: Path, ref: str) -> dict:
     log_t = run.log.stat().st_mtime
     app = MoeConsole(base, run, interval=3600, clock=lambda: log_t + 1)
     async with app.run_test(size=(160, 48)) as pilot:
-        deadline = time.monotonic() + 30
-        while not (isinstance(app.screen, RunScreen) and app.screen.snapshot is not None):
-            if time.monotonic() > deadline:
-                raise SystemExit("no snapshot within 30 s")
-            await pilot.pause(0.05)
-        s = app.screen
-        while not s.query_one(StatusLine).plain_lines:  # the first snapshot drawn
-            if time.monotonic() > deadline:
-                raise SystemExit("nothing drawn within 30 s")
-            await pilot.pause(0.05)
+        s = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                           and app.screen, what="the first snapshot")
+        await until_ui(pilot, lambda: s.query_one(StatusLine).plain_lines, what="the first snapshot drawn")
         loss = s.query_one("#chart-loss", ChartView)
         return {
             "status": s.query_one(StatusLine).plain_lines,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.waiting import until_ui
+from tests.waiting import reached, until_ui
 from runner.rundir.alertgroups import ACKS_NAME
 from console.app import MoeConsole
 from console.screens.dialogs import DetailScreen
@@ -166,25 +166,24 @@ def test_runner_gone_banner_names_the_command_and_s_starts_a_runner(base, make_r
     try:
         asyncio.run(go())
     finally:
-        deadline = time.monotonic() + 5
-        procs = run_processes(base)
-        while not procs and time.monotonic() < deadline:
-            time.sleep(0.1)
-            procs = run_processes(base)
+        procs: dict[int, float] = {}
+
+        def found() -> bool:
+            procs.update(run_processes(base))
+            return bool(procs)
+        reached(found, timeout=5, interval=0.1)  # the runner the console started, once it shows
         end_processes(procs)
         # The runner is a child of this process (the console started it): reap it, whether it
         # was ended above or exited by itself after the app had closed.
         runner = (run.read_state().get("runner") or {}).get("pid")
         mine = set(procs) | ({runner} if runner else set())
+        def reaped(pid: int) -> bool:
+            try:
+                return bool(os.waitpid(pid, os.WNOHANG)[0])
+            except ChildProcessError:
+                return True
         for pid in mine:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    if os.waitpid(pid, os.WNOHANG)[0]:
-                        break
-                except ChildProcessError:
-                    break
-                time.sleep(0.05)
+            reached(lambda: reaped(pid), timeout=10)
         assert not [c for c in psutil.Process().children() if c.pid in mine]
 
 

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from textual.widgets._toast import Toast
@@ -24,6 +23,7 @@ from console.widgets.panes import AlertBar
 from console.widgets.status import StatusLine
 from runner.rundir import rundir
 from tests.console.test_console_live import REPO, reap, start_demo, wait_state
+from tests.waiting import until_ui
 
 NAN_AT = 60
 
@@ -34,13 +34,6 @@ class BellCounter(MoeConsole):
 
     def bell(self) -> None:
         self.rings += 1
-
-
-async def until(pilot, cond, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await pilot.pause(0.1)
 
 
 def alert_toasts(app) -> list:
@@ -66,12 +59,16 @@ def test_one_nan_one_alert_headline_and_an_ack_in_one_console_clears_every_conso
                 s1, s2 = await attached(p1), await attached(p2)
                 assert (s1.snapshot.run["step"] or 0) < NAN_AT, "attached before the NaN"
                 most_toasts = 0
-                while s1.snapshot.run["status"] != "paused" or not s1.active_alerts:
-                    most_toasts = max(most_toasts, len(alert_toasts(one)))
-                    assert time.monotonic() < deadline, "the run did not pause on the NaN"
-                    await p1.pause(0.1)
-                await p1.pause(1.0)  # every poll after the pause: still one cause
-                most_toasts = max(most_toasts, len(alert_toasts(one)))
+
+                def paused_with_an_alert(polls_after: int = 0) -> bool:
+                    nonlocal most_toasts
+                    most_toasts = max(most_toasts, len(alert_toasts(one)))  # every toast seen on the way
+                    return s1.snapshot.run["status"] == "paused" and bool(s1.active_alerts) \
+                        and s1.polls >= polls_after
+                await until_ui(p1, paused_with_an_alert, timeout=120, what="the run to pause on the NaN")
+                # four polls after the pause: still one cause, one toast
+                polls = s1.polls
+                await until_ui(p1, lambda: paused_with_an_alert(polls + 4), what="four more polls")
                 # one cause, one alert: the NaN's five events are one group
                 assert [(g.key, g.level) for g in s1.active_alerts] == [("divergence", "critical")]
                 group = s1.active_alerts[0]
@@ -90,24 +87,23 @@ def test_one_nan_one_alert_headline_and_an_ack_in_one_console_clears_every_conso
                 badge = s1.query_one(StatusLine).get_component_rich_style("status--critical")
                 assert badge.bold and contrast(badge.color, badge.bgcolor) >= 7.0
                 # the other console, attached all along, shows the same
-                await until(p2, lambda: [g.key for g in s2.active_alerts] == ["divergence"])
+                await until_ui(p2, lambda: [g.key for g in s2.active_alerts] == ["divergence"])
                 # d opens the alert with the crash report's hint
                 await p1.press("d")
-                await until(p1, lambda: isinstance(one.screen, DetailScreen))
+                await until_ui(p1, lambda: isinstance(one.screen, DetailScreen))
                 body = "\n".join(one.screen.lines)
                 assert "cause: divergence" in body and f"steps: step {NAN_AT}" in body and "hint: " in body
                 await p1.press("escape")
                 # a in console one: console two clears too, and both name the last good checkpoint
                 await p1.press("a")
-                await until(p1, lambda: not s1.active_alerts)
-                await until(p2, lambda: not s2.active_alerts and not s2.query_one(AlertBar).display)
+                await until_ui(p1, lambda: not s1.active_alerts)
+                await until_ui(p2, lambda: not s2.active_alerts and not s2.query_one(AlertBar).display)
                 for screen in (s1, s2):
-                    await until(p1, lambda: "CRIT" not in screen.query_one(StatusLine).plain_lines[0])
+                    await until_ui(p1, lambda: "CRIT" not in screen.query_one(StatusLine).plain_lines[0])
                     line = screen.query_one(StatusLine).plain_lines[1]
                     assert f"last good checkpoint: step {NAN_AT - 10}, " in line and " ago" in line, line
             return group
 
-        deadline = time.monotonic() + 120
         group = asyncio.run(go())
         # --json carries the same alert state: acknowledged, no longer active, the crash's hint
         env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -129,7 +125,7 @@ def start_demo_with_nan(base: Path) -> rundir.RunDir:
 
 
 async def attached(pilot) -> RunScreen:
-    await until(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
+    await until_ui(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
     return pilot.app.screen
 
 

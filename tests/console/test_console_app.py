@@ -81,7 +81,9 @@ def test_k_asks_naming_pids_and_grace_then_sends_kill_only_on_yes(base, make_run
                 await until_ui(pilot, lambda: runner.requests)
                 assert runner.requests == [{"cmd": "kill", "grace_s": 7.0, "by": "console"}]
             else:
-                await pilot.pause(0.3)
+                # "no" is answered in the same callback that would have sent the request
+                await until_ui(pilot, lambda: any("cancelled: nothing was sent" in str(n.message)
+                                                  for n in app._notifications))
                 assert runner.requests == []
     asyncio.run(go())
 
@@ -165,12 +167,13 @@ def test_readonly_disables_every_process_key(base, make_run, fake_runner):
             assert shown["v"] and shown["b"] and shown["l"] and shown["q"]
             assert "READ-ONLY" in screen.query_one(StatusLine).plain_lines[0]
             for key in ("k", "r", "z"):
+                seen = {n.identity for n in app._notifications}
                 await pilot.press(key)
-                await pilot.pause(0.1)
+                # each refused key says so (a new toast), and no confirmation opens
+                await until_ui(pilot, lambda: any("read-only" in str(n.message) and n.identity not in seen
+                                                  for n in app._notifications), what=f"{key} refused")
                 assert isinstance(app.screen, RunScreen)
-            await pilot.pause(0.3)
             assert runner.requests == []
-            assert any("read-only" in str(n.message) for n in app._notifications)
     asyncio.run(go())
 
 
@@ -257,8 +260,8 @@ def test_past_run_hides_process_keys(base, make_run):
         app = app_for(base, run)
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
-            await pilot.pause(0.1)
-            shown = footer_keys(screen)
+            shown = await until_ui(pilot, lambda: (keys_now := footer_keys(screen)) and "b" in keys_now
+                                   and not {"k", "r", "z", "v"} & set(keys_now) and keys_now)
             assert not {"k", "r", "z", "v"} & set(shown)
             assert {"b", "l", "q"} <= set(shown)
             assert "FAILED" in screen.query_one(StatusLine).plain_lines[0]
@@ -276,8 +279,8 @@ def test_help_is_generated_from_the_key_tables(base, make_run):
             await attached(pilot)
             await pilot.press("question_mark")
             await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen))
-            await pilot.pause(0.1)
-            visible = _screen_text(app)
+            visible = await until_ui(pilot, lambda: "Clean kill" in (text := _screen_text(app)) and text,
+                                     what="the help table drawn")
             assert "Run screen" in visible and "Clean kill" in visible  # the current screen's keys first
             from rich.console import Console
             from console.screens.dialogs import help_table
@@ -323,7 +326,9 @@ def test_l_opens_the_full_log_with_search(base, make_run):
             await until_ui(pilot, lambda: view.current == 301)
             await until_ui(pilot, lambda: any("Tried to allocate" in line for line in view.visible_text()))
             await pilot.press("N")
-            await pilot.pause(0.2)
+            # the search runs in a worker that hands its answer to the screen before it ends
+            await until_ui(pilot, lambda: not [w for w in app.workers if w.group == "log-search"],
+                           what="the search for the previous match")
             assert view.current == 301  # the only match: wraps onto itself
             await pilot.press("escape")
             await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))

@@ -9,13 +9,12 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.waiting import until_ui
+from tests.waiting import until, until_ui
 from console.app import MoeConsole
 from console.screens.dialogs import ConfirmScreen
 from console.screens.run import RunScreen
@@ -41,14 +40,15 @@ def start_demo(base: Path, *extra: str) -> rundir.RunDir:
 
 
 def wait_state(run: rundir.RunDir, cond, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
+    def reached() -> dict | None:
         state = run.read_state()
-        if cond(state):
-            return state
-        if time.monotonic() > deadline:
-            raise AssertionError(f"state not reached in {timeout}s: {state.get('status')} step {state.get('step')}")
-        time.sleep(0.1)
+        return state if cond(state) else None
+    try:
+        return until(reached, timeout, interval=0.1)
+    except AssertionError:
+        state = run.read_state()
+        raise AssertionError(f"state not reached in {timeout}s: {state.get('status')} step {state.get('step')}") \
+            from None
 
 
 def reap(base: Path, run: rundir.RunDir | None) -> None:

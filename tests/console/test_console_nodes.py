@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from textual.geometry import Region
 
-from tests.waiting import until_ui
+from tests.waiting import until, until_ui
 from console.app import MoeConsole
 from console.screens.run import RunScreen
 from console.widgets.gpus import GpuPanel
@@ -70,14 +70,14 @@ def agent_docs(tmp_path_factory) -> dict[str, dict]:
     agents = {name: _run_agent(libdir, path, tmp / "runs") for name, path in scenarios.items()}
     docs: dict[str, dict] = {}
     try:
-        deadline = time.monotonic() + 60
-        while len(docs) < len(agents) and time.monotonic() < deadline:
+        def every_agent_wrote() -> bool:
             for name, proc in agents.items():
                 doc = jsonio.read_json(proc.telemetry_file) if name not in docs else None
                 if isinstance(doc, dict):
                     docs[name] = doc
-                    proc.send_signal(signal.SIGTERM)
-            time.sleep(0.05)
+                    proc.send_signal(signal.SIGTERM)  # one file each is all the tests need
+            return len(docs) == len(agents)
+        until(every_agent_wrote, timeout=60, what="every agent's first telemetry file")
         for name, proc in agents.items():
             assert proc.wait(timeout=20) == 0, f"agent {name}: {proc.stderr.read()}"
     finally:
@@ -151,7 +151,8 @@ def panel_view(base, run, size, local_gpu: dict | None, *, gpu: bool = True) -> 
         async with app.run_test(size=size) as pilot:
             await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
             panel = app.screen.query_one(GpuPanel)  # drawn from the same poll as the snapshot
-            await pilot.pause(0.3)  # and a poll later: the view is settled
+            polls = app.screen.polls
+            await until_ui(pilot, lambda: app.screen.polls > polls, what="a poll later: the view is settled")
             return {"lines": visible_lines(panel), "plain": list(panel.plain_lines), "height": panel.size.height,
                     "summarised": panel.summarised, "status": app.screen.query_one(StatusLine).plain_lines,
                     "log": app.screen.query_one(LogTail).plain_lines,

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from console.widgets.chart import ChartView
 from console.widgets.status import StatusLine
 from runner.rundir import seriesfile
 from tests.ingest import ingest_samples as S
+from tests.waiting import until, until_ui
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 30_000
@@ -85,24 +85,18 @@ def test_run_screen_shows_the_newest_steps_and_a_progress_bar_then_the_whole_run
     async def go():
         app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log)
         async with app.run_test(size=(140, 40)) as pilot:
-            deadline = time.monotonic() + 30
-            while not (isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
-                       and app.screen.query_one("#chart-loss", ChartView).text_rows()):
-                assert time.monotonic() < deadline
-                await pilot.pause(0.05)
-            screen = app.screen
-            await pilot.pause(0.3)
-            status = screen.query_one(StatusLine).plain_lines
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                                    and app.screen.query_one("#chart-loss", ChartView).text_rows() and app.screen)
+            status = await until_ui(pilot, lambda: "reading history" in "".join(
+                (lines := screen.query_one(StatusLine).plain_lines)[:1]) and lines, what="the import's progress")
             assert f"step {STEPS:,}/{STEPS:,}" in status[0] and "reading history" in status[0]
             assert screen.query_one("#chart-loss", ChartView).text_rows()[0].startswith("loss")
             assert screen.snapshot.series["loss"].last_x == STEPS
             gate.set()
-            deadline = time.monotonic() + 120
-            while not (screen.snapshot.run.get("import") or {}).get("done"):
-                assert time.monotonic() < deadline, "history not read"
-                await pilot.pause(0.1)
-            await pilot.pause(0.5)
-            status = screen.query_one(StatusLine).plain_lines
+            await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
+                           what="the history read")
+            status = await until_ui(pilot, lambda: "reading history" not in "".join(
+                (lines := screen.query_one(StatusLine).plain_lines)[:1]) and lines, what="the status line after it")
             assert "reading history" not in status[0]
             assert screen.snapshot.series["loss"].n == STEPS and screen.snapshot.eval_count == 6
             assert screen.query_one("#chart-eval", ChartView).display
@@ -125,10 +119,7 @@ def test_attach_a_log_path_in_a_terminal(log):
         assert f"{STEPS:,}" in screen
         tmux.wait_for("eval loss", timeout=120)   # the history is in: its evaluations are charted
         tmux("send-keys", "-t", "demo", "q")
-        deadline = time.monotonic() + 20
-        while "demo" in tmux("list-sessions"):
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        until(lambda: "demo" not in tmux("list-sessions"), timeout=20, what="the console to leave tmux")
     finally:
         tmux("kill-server")
         shutil.rmtree(base, ignore_errors=True)

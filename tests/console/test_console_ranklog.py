@@ -33,7 +33,7 @@ rank = int(os.environ["RANK"])
 time.sleep(0.4 * rank)                 # rank 1 starts later: its lines interleave with rank 0's
 for i in range(4):
     logging.info("rank %d step %d", rank, i)
-    time.sleep(0.3)
+    time.sleep(0.3)                     # spaced, so the two ranks' lines interleave by time
 print(f"rank {rank} done", flush=True)  # stdout, no timestamp
 '''
 
@@ -106,7 +106,9 @@ def test_R_in_the_log_view_shows_the_ranks_merged_and_R_again_the_plain_log(base
             await pilot.press("R")
             await until_ui(pilot, lambda: type(view.log_file).__name__ == "MergedLog" and len(view.log_file) == 10)
             await pilot.press("g")
-            await pilot.pause(0.2)
+            await until_ui(pilot, lambda: view.scroll_offset.y == 0
+                           and any("rank 0 step 0" in view.render_line(y).text for y in range(10)),
+                           what="the merged view at its top")
             rows = [view.render_line(y).text for y in range(10)]
             title = str(screen.query_one("#log-title").render())
             await pilot.press("R")
@@ -142,7 +144,8 @@ def test_without_per_rank_files_train_logs_rank_prefixes_become_the_rank_column(
             await pilot.press("R")
             await until_ui(pilot, lambda: type(view.log_file).__name__ == "PrefixedLog")
             await pilot.press("g")
-            await pilot.pause(0.2)
+            await until_ui(pilot, lambda: view.scroll_offset.y == 0 and "step 0 loss" in view.render_line(1).text,
+                           what="the log at its top")
             rows = [view.render_line(y).text for y in range(4)]
             # the search counts its matches in the whole file and n/N move between them
             await pilot.press("slash", *"loss", "enter")

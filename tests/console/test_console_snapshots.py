@@ -20,6 +20,7 @@ from console.screens.compare import CompareScreen
 from console.screens.run import RunScreen
 from console.widgets.status import StatusLine
 from tests.console.conftest import T0
+from tests.waiting import until_ui
 
 SNAPSHOTS = Path(__file__).with_name("snapshots")
 UPDATE = os.environ.get("MOECONSOLE_UPDATE_SNAPSHOTS") == "1"
@@ -73,20 +74,14 @@ def check_snapshot(name: str, svg: str, tmp_path: Path) -> None:
                     "MOECONSOLE_UPDATE_SNAPSHOTS=1 regenerates it after an intended change")
 
 
-async def _until(pilot, cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await pilot.pause(0.05)
-
-
 def _live(base, make_run):
     return make_run(base, runner_pid=os.getpid(), started=False, nan_at=50, crash={"class": "cuda_oom"},
                     pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}])
 
 
 async def settled_screenshot(app, pilot, timeout: float = 20.0) -> str:
-    """The screen once it stopped changing: two screenshots 0.2 s apart that agree."""
+    """The screen once it stopped changing: two screenshots 0.2 s apart that agree (the 0.2 s is
+    what "stopped changing" means here, not a wait for something to happen)."""
     deadline = time.monotonic() + timeout
     last = app.export_screenshot(title="moeconsole")
     while True:
@@ -105,7 +100,7 @@ async def _run_screen_svg(base, run, size) -> str:
     app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]), clock=lambda: T0 + 50,
                      host=lambda state: HOST)
     async with app.run_test(size=size) as pilot:
-        await _until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+        await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
         return await settled_screenshot(app, pilot)
 
 
@@ -124,7 +119,7 @@ def test_browser_snapshot_80x24(base, make_run, utc, tmp_path):
     async def go():
         app = MoeConsole(base, None)
         async with app.run_test(size=(80, 24)) as pilot:
-            await _until(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
             return await settled_screenshot(app, pilot)
     check_snapshot("browser_80x24", asyncio.run(go()), tmp_path)
 
@@ -154,9 +149,9 @@ def test_gpu_view_snapshot(base, make_run, utc, tmp_path, size):
         app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]), clock=lambda: T0 + 50,
                          host=lambda state: HOST)
         async with app.run_test(size=size) as pilot:
-            await _until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
             await pilot.press("g")
-            await _until(pilot, lambda: type(app.screen).__name__ == "GpuScreen" and app.screen.history is not None)
+            await until_ui(pilot, lambda: type(app.screen).__name__ == "GpuScreen" and app.screen.history is not None)
             return await settled_screenshot(app, pilot)
     check_snapshot(f"gpus_{size[0]}x{size[1]}", asyncio.run(go()), tmp_path)
 
@@ -177,9 +172,9 @@ def test_compare_snapshot(base, make_run, utc, tmp_path, size):
     async def go():
         app = MoeConsole(base, None)
         async with app.run_test(size=size) as pilot:
-            await _until(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows)
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows)
             app.push_screen(CompareScreen([a.path, b.path, c.path], base=base))
-            await _until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result is not None)
+            await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result is not None)
             return await settled_screenshot(app, pilot)
     check_snapshot(f"compare_{size[0]}x{size[1]}", asyncio.run(go()), tmp_path)
 
@@ -197,9 +192,9 @@ def test_chart_picker_snapshot_80x24(base, make_run, utc, tmp_path):
         app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]), clock=lambda: T0 + 50,
                          host=lambda state: HOST)
         async with app.run_test(size=(80, 24)) as pilot:
-            await _until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
             await pilot.press("c")
-            await _until(pilot, lambda: type(app.screen).__name__ == "MetricPicker")
+            await until_ui(pilot, lambda: type(app.screen).__name__ == "MetricPicker")
             return await settled_screenshot(app, pilot)
     check_snapshot("picker_80x24", asyncio.run(go()), tmp_path)
 
@@ -212,9 +207,9 @@ def test_no_color_renders_grey_only_and_keeps_the_words(base, make_run, monkeypa
         app = MoeConsole(base, run, interval=3600, telemetry=lambda state: (GPU, [ZOMBIE]))
         assert app.no_color
         async with app.run_test(size=(100, 30)) as pilot:
-            await _until(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
-            await pilot.pause(0.2)
-            return app.export_screenshot(), app.screen.query_one(StatusLine).plain_lines
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await until_ui(pilot, lambda: "RUNNING" in "".join(app.screen.query_one(StatusLine).plain_lines[:1]))
+            return await settled_screenshot(app, pilot), app.screen.query_one(StatusLine).plain_lines
     svg, status = asyncio.run(go())
     window_chrome = {"ff5f57", "febc2e", "28c840", "c5c8c6"}  # the SVG frame's buttons and title
     colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg)) - window_chrome

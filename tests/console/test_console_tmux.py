@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import psutil
@@ -16,6 +15,7 @@ import pytest
 
 from runner.rundir import rundir
 from tests.conftest import end_processes, run_processes
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -33,14 +33,16 @@ class Tmux:
         return self("capture-pane", "-p", "-t", "demo")
 
     def wait_for(self, text: str, timeout: float = 60.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} not on screen after {timeout}s:\n{screen}")
-            time.sleep(0.2)
+        last = ""
+
+        def shown() -> str:
+            nonlocal last
+            last = self.screen()
+            return last if text in last else ""
+        try:
+            return until(shown, timeout, what=repr(text), interval=0.2)
+        except AssertionError:
+            raise AssertionError(f"{text!r} not on screen after {timeout}s:\n{last}") from None
 
 
 def test_demo_in_tmux():
@@ -80,17 +82,13 @@ def test_demo_in_tmux():
         assert run.read_state()["status"] == "running"
 
         tmux("send-keys", "-t", "demo", "q")
-        deadline = time.monotonic() + 20
-        while tmux("display-message", "-p", "-t", "demo", "#{pane_dead}").strip() != "1":
-            assert time.monotonic() < deadline, "the console did not exit on q"
-            time.sleep(0.2)
+        until(lambda: tmux("display-message", "-p", "-t", "demo", "#{pane_dead}").strip() == "1", timeout=20,
+              what="the console to exit on q")
         state = run.read_state()
         step = state["step"]
         assert state["status"] == "running" and psutil.pid_exists(state["runner"]["pid"])
-        deadline = time.monotonic() + 30
-        while (run.read_state().get("step") or 0) <= step:  # training goes on without the UI
-            assert time.monotonic() < deadline, "training stopped after the console detached"
-            time.sleep(0.2)
+        until(lambda: (run.read_state().get("step") or 0) > step, timeout=30,  # training goes on without the UI
+              what="a step after the console detached")
     finally:
         tmux("kill-server")  # the server on our own socket
         if server_pid:
@@ -136,18 +134,19 @@ def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_
         run = rundir.list_run_dirs(base)[0]
         runner = run.read_state()["runner"]["pid"]
         console = psutil.Process(int(tmux("display-message", "-p", "-t", "demo", "#{pane_pid}").strip()))
-        deadline = time.monotonic() + 30
-        while psutil.pid_exists(runner) and psutil.Process(runner).status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < deadline, "the runner of a finished run did not exit"
-            time.sleep(0.2)
-        deadline = time.monotonic() + 10
-        while psutil.pid_exists(runner):  # reaped by the console that started it, not left <defunct>
-            assert time.monotonic() < deadline, f"runner {runner} left <defunct> under the console"
-            time.sleep(0.2)
+        until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE,
+              timeout=30, what="the runner of a finished run to exit")
+        # reaped by the console that started it, not left <defunct>
+        until(lambda: not psutil.pid_exists(runner), timeout=10, what=f"runner {runner} reaped under the console")
         assert not [c for c in console.children(recursive=True) if c.status() == psutil.STATUS_ZOMBIE]
-        time.sleep(2.5)  # a few polls with the runner gone
-        screen = tmux.screen()
-        assert "zombies / blockers: none" in screen and "defunct" not in screen
+        # the polls after the runner went: nothing left over, nothing <defunct>, only the keys of a
+        # finished run
+        def settled_over() -> str:
+            screen = tmux.screen()
+            footer = screen.rstrip().splitlines()[-1] if screen.strip() else ""
+            return screen if ("zombies / blockers: none" in screen and "defunct" not in screen
+                              and "q Detach" in footer and "k Kill" not in footer) else ""
+        screen = until(settled_over, timeout=30, what="the screen of a finished run with its runner gone")
         footer = screen.rstrip().splitlines()[-1]
         for gone in ("k Kill", "r Restart", "v Verify", "z Zombie"):
             assert gone not in footer, footer

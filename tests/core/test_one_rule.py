@@ -107,3 +107,42 @@ def test_the_crash_classifier_and_the_metric_parser_read_a_prefix_alike(line, ra
     assert seg is not None
     assert split_rank(decode(seg)) == (rank, text)
     assert clean_line(line) == (text, rank)
+
+
+def _plain_row(pieces) -> str:
+    return "".join(text for text, _ in pieces)
+
+
+@pytest.mark.parametrize("missing", ["util_pct", "temp_c", "power_w", "mem_used_mib"])
+def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_view(missing):
+    """The same GPU with one reading the driver could not give: `moeconsole gpus` printed N/A, the
+    run screen's GPU panel ?, the GPU view —. Every one shows the owner's mark now."""
+    from console.commands.gpus import gpu_row as cli_row
+    from console.screens.gpus import process_table, _plain
+    from console.widgets.gpus import gpu_row as panel_row
+    from runner.core.units import NA
+    from runner.telemetry.gpu import GpuInfo, GpuSnapshot
+    readings = dict(util_pct=87.0, mem_used_mib=40960.0, mem_total_mib=81920.0, temp_c=61.0, power_w=350.0,
+                    power_limit_w=700.0, sm_clock_mhz=1980.0, mem_clock_mhz=2619.0)
+    readings[missing] = None
+    info = GpuInfo(0, name="H100", processes=(), **readings)
+    doc = GpuSnapshot(True, "nvml", None, "550.54", 0.0, gpus=(info,)).to_dict()
+    shown = {"gpus": cli_row(info),
+             "panel": _plain_row(panel_row(doc["gpus"][0], 120)),
+             "view": _plain(process_table(doc, "this host"), 160)}
+    for where, text in shown.items():
+        assert NA in text, (where, text)
+        assert "N/A" not in text and "?" not in text, (where, text)
+
+
+def test_host_ram_and_disk_read_alike_in_gpus_and_the_host_line():
+    """`gpus` and the run screen's host line format the host's RAM from one rule."""
+    from console.commands.gpus import render_host
+    from console.widgets.gpus import host_words
+    from runner.core.units import NA
+    host = {"hostname": "n1", "cpu_pct": None, "cpu_count": None, "ram_used_gib": 12.25, "ram_total_gib": None,
+            "load1": None, "load5": None, "load15": None, "io": {"path": "/out", "free_gib": 2048.0}}
+    cli, line = render_host(host), host_words(host, 200)
+    assert f"CPU {NA}" in cli and f"cpu {NA}" in line
+    assert f"12.2 / {NA} GiB" in cli and f"ram 12.2/{NA}G" in line
+    assert "2.0T free" in line and "?" not in cli + line

@@ -3,13 +3,17 @@
 import-linter proves it for the import statements it can see; this proves it at run time (lazy
 imports, plugins, a dependency that pulls textual or rich in): every runner module, and the
 console's headless commands, are imported in a fresh interpreter and its ``sys.modules`` checked
-after each one."""
+after each one. Then the commands scripts run in loops are run for real (``moeconsole --json``,
+``runs ls``, ``kill``, ...), through the CLI's ``main``, and the modules they loaded on the way
+(lazily, inside the command) are checked too."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,18 +49,82 @@ def first_offender(modules: list[str], banned: list[str]) -> dict:
 
 
 def test_no_runner_module_loads_textual_or_rich():
-    assert first_offender(modules_under("runner", skip=("runner.demo",)), ["textual", "rich"]) == {}
+    """Every runner module, the demo trainer's too (it may load torch, never a UI)."""
+    assert first_offender(modules_under("runner"), ["textual", "rich"]) == {}
 
 
 def test_only_the_demo_trainer_loads_torch():
     assert first_offender(modules_under("runner", skip=("runner.demo",)), ["torch"]) == {}
 
 
+# Every command but the two that open the UI (``attach``; ``run`` attaches after the start).
+HEADLESS_COMMANDS = ("json", "kill", "restart", "runs", "parse", "verify", "lint", "gpus", "supervise", "doctor",
+                     "agent", "prometheus", "receipt", "service", "systemd", "demo")
+
+
 def test_the_headless_console_commands_load_no_ui():
     """``--json``, ``kill``, ``runs``, ``parse``, ``verify``, ``lint``: scripts call these in loops."""
-    headless = [f"console.commands.{m}" for m in
-                ("json", "kill", "restart", "runs", "parse", "verify", "lint", "gpus", "supervise", "doctor")]
-    assert first_offender(["console.cli", *headless], ["textual", "torch"]) == {}
+    commands = sorted(p.stem for p in (REPO / "console" / "commands").glob("*.py") if p.stem != "__init__")
+    assert set(commands) == set(HEADLESS_COMMANDS) | {"attach", "run"}, "a new command: is it headless?"
+    headless = [f"console.commands.{m}" for m in HEADLESS_COMMANDS]
+    assert first_offender(["console.cli", *headless], ["textual", "rich", "torch"]) == {}
+
+
+CLI_PROBE = r"""
+import contextlib, io, json, sys
+from console.cli import main
+banned, argv = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(argv)
+print(json.dumps({"code": code, "out": out.getvalue(), "loaded": sorted(b for b in banned if b in sys.modules)}))
+"""
+
+
+def run_cli_probe(argv: list[str], banned: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, "-c", CLI_PROBE, json.dumps(banned), json.dumps(argv)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    from tests.console.conftest import write_run
+    write_run(tmp_path, "20240101-000000-demo-0001", status="failed")
+    write_run(tmp_path, "20240101-000001-demo-0002", status="killed")
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--json", "20240101-000000-demo-0001"], '"status":"failed"'),
+    (["runs", "ls"], "20240101-000001-demo-0002"),
+    (["runs", "ls", "--json"], '"runs":'),
+    (["runs", "show", "20240101-000000-demo-0001"], "60/100"),
+    (["kill", "20240101-000001-demo-0002"], "already killed; nothing to kill"),
+    (["gpus", "--json"], '"gpu":'),
+])
+def test_the_headless_commands_run_without_loading_a_ui(two_runs, argv, says):
+    """The command runs to its answer (not only its import) and never loads textual or rich."""
+    got = run_cli_probe([*argv, "--runs-dir", str(two_runs)], ["textual", "rich", "torch"])
+    assert got["code"] == 0 and says in got["out"], got
+    assert got["loaded"] == [], f"{' '.join(argv)} loaded {got['loaded']}"
+
+
+def test_lint_and_parse_run_without_loading_a_ui(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': 1.0, 'grad_norm': 0.5, 'global_step/max_steps': '{i}/3'}}\n"
+                           for i in range(1, 4)))
+    for argv in (["lint", str(REPO / "recipes" / "tiny-moe-cpu.yaml")], ["parse", str(log)]):
+        got = run_cli_probe(argv, ["textual", "rich", "torch"])
+        assert got["code"] == 0 and got["out"], got
+        assert got["loaded"] == [], f"{' '.join(argv)} loaded {got['loaded']}"
+
+
+def test_the_cli_probe_sees_what_a_command_loads(two_runs):
+    """The run-time check can fail: ``--json`` does load the snapshot module."""
+    got = run_cli_probe(["--json", "20240101-000000-demo-0001", "--runs-dir", str(two_runs)],
+                        ["runner.rundir.snapshot"])
+    assert got["loaded"] == ["runner.rundir.snapshot"]
 
 
 def test_the_probe_sees_a_module_that_does_load_textual():

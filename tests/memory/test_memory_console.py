@@ -70,6 +70,35 @@ def test_the_memory_chart_names_the_tightest_gpu_its_headroom_and_forecast(base)
     asyncio.run(go())
 
 
+
+def test_without_a_known_capacity_the_memory_heading_is_the_peak_and_its_trend(base):
+    """No NVML (no GPU on the host) and no ``gpus.memory_capacity_gib``: the memory block knows the
+    log's peaks but no capacity, so there is no headroom. The heading used to read
+    "mem max eff —G · stable"; it says the peak in GiB and the trend."""
+    w = MemoryWatch(MemorySettings(warmup_steps=5))
+    w.observe_log_peaks(list(range(1, 61)), [61.25] * 60, t=1_700_000_030.0)
+    mem = w.to_dict()
+    g = mem["gpus"][0]
+    assert g["capacity_gib"] is None and g["effective_headroom_gib"] is None and g["trend"]["state"] == "stable"
+    run = write_run(base, runner_pid=os.getpid(), pids=[{"pid": 31337, "start_time": 1.0, "role": "leader"}],
+                    mem_capacity_gib=None)
+    state = jsonio.read_json(run.state)
+    state["memory"] = mem
+    jsonio.atomic_write_json(run.state, state)
+
+    async def go():
+        for width, want in ((200, "all GPUs (max) peak 61.25G · stable"), (120, "mem max peak 61.25G · stable")):
+            app = app_for(base, run, telemetry=telemetry())
+            async with app.run_test(size=(width, 48)) as pilot:
+                screen = await attached(pilot)
+                chart = screen.query_one("#chart-mem", ChartView)
+                await until_ui(pilot, lambda: chart.text_rows() and "peak" in chart.text_rows()[0],
+                               what="the memory heading")
+                heading = chart.text_rows()[0]
+                assert heading.startswith(want), heading
+                assert "eff" not in heading and "—" not in heading and "headroom" not in heading
+    asyncio.run(go())
+
 def test_one_alert_per_cause_updates_keep_the_ack_and_resolution_ends_it():
     base = {"type": "alert", "rule": "mem_forecast", "cause": "mem_forecast", "opened_step": 60, "attempt": 1}
     evs = [{**base, "t": 1.0, "level": "warning", "step": 60, "update": 0, "message": "OOM in ~900 steps"},

@@ -40,11 +40,10 @@ def test_exporter_lives_and_dies_with_the_sidecars(tmp_path, runs_dir):
         ops.exporter.kill()
         ops.exporter.wait()
         ops.poll(time.time())
-        deadline = time.monotonic() + EXPORTER_RESPAWN_S + 60
-        while _bound(run.path) is None and time.monotonic() < deadline:
+        def respawned() -> dict | None:
             ops.poll(time.time())
-            time.sleep(0.1)
-        assert _bound(run.path)["pid"] == ops.exporter.pid
+            return _bound(run.path)
+        assert wait_for(respawned, EXPORTER_RESPAWN_S + 60, what="a new exporter")["pid"] == ops.exporter.pid
     finally:
         ops.close()
     assert ops.exporter.poll() is not None
@@ -58,10 +57,11 @@ def test_only_good_checkpoints_are_offered_to_sync(tmp_path):
     ops.on_checkpoint({"type": "checkpoint", "ok": True, "path": str(ck), "verdict": "ok", "t": 1.0})
     assert ops.state(2.0)["pending"] == str(ck) and ops.state(2.0)["lag_s"] == 1.0
     events = []
-    deadline = time.time() + 120
-    while not any(e["type"] == "sync" for e in events) and time.time() < deadline:
-        events += ops.poll(time.time())
-        time.sleep(0.05)
+
+    def synced() -> bool:
+        events.extend(ops.poll(time.time()))
+        return any(e["type"] == "sync" for e in events)
+    wait_for(synced, 120, what="the sync event")
     assert next(e for e in events if e["type"] == "sync")["ok"] is True
     assert (tmp_path / "keep" / "checkpoint-4" / "adapter_model.safetensors").exists()
 

@@ -15,6 +15,7 @@ import pytest
 
 from runner.checkpoints.sync import MARKER, PARTIAL, CheckpointSyncer, SyncSettings, retention, sync_one
 from tests.checkpoints.conftest import write_adapter, write_stub
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,13 +86,15 @@ def test_a_full_destination_leaves_no_half_copy(tmp_path, tiny_tmpfs):
 
 def _poll_until(syncer: CheckpointSyncer, pred, timeout: float = 120.0) -> list[dict]:
     events: list[dict] = []
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        events += syncer.poll(time.time())
-        if pred(events):
-            return events
-        time.sleep(0.05)
-    raise AssertionError(f"timed out; events so far: {events}")
+
+    def polled() -> bool:
+        events.extend(syncer.poll(time.time()))
+        return pred(events)
+    try:
+        until(polled, timeout, what="the syncer's events")
+    except AssertionError:
+        raise AssertionError(f"timed out; events so far: {events}") from None
+    return events
 
 
 def test_syncer_runs_in_a_child_retries_and_reports_lag(tmp_path, tiny_tmpfs):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = {"name": "t", "command": ["{python}", "-m", "runner.demo.train", "--max_steps", "3"]}
@@ -103,10 +104,8 @@ def test_recipe_yaml_keeps_no_argv_secret_and_the_training_still_gets_it(tmp_pat
     proc = _cli(runs, "run", str(path), "--detach")
     assert proc.returncode == 0, proc.stderr
     run_dir = runs / proc.stdout.strip().splitlines()[0]
-    deadline = __import__("time").time() + 120
-    while json.loads((run_dir / "state.json").read_text()).get("status") not in ("succeeded", "failed"):
-        assert __import__("time").time() < deadline
-        __import__("time").sleep(0.1)
+    until(lambda: json.loads((run_dir / "state.json").read_text()).get("status") in ("succeeded", "failed"),
+          timeout=120, what="the run's end")
     assert json.loads(out.read_text()) == ["--hub_token", token]          # the training got the real value
     for name in ("recipe.yaml", "state.json", "events.jsonl"):
         text = (run_dir / name).read_text()

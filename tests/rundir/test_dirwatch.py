@@ -7,6 +7,7 @@ import threading
 import time
 
 from runner.rundir import dirwatch
+from tests.waiting import reached
 
 
 def readable(fd, timeout: float) -> bool:
@@ -58,9 +59,7 @@ def test_close_ends_the_observer_threads(tmp_path):
     w = dirwatch.watch(tmp_path)
     assert w is not None and threading.active_count() > before
     w.close()
-    deadline = time.monotonic() + 30
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.05)
+    reached(lambda: threading.active_count() <= before, timeout=30)
     assert threading.active_count() == before
 
 

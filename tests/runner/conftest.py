@@ -5,11 +5,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -109,12 +110,13 @@ class Run:
         return json.loads((self.path / "crashes" / f"attempt-{attempt}.json").read_text())
 
     def wait(self, pred, timeout: float = 60, what: str = "condition") -> dict:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        def reached() -> dict | None:
             st = self.state()
-            if pred(st):
-                return st
-            time.sleep(0.05)
+            return st if pred(st) else None
+        try:
+            return until(reached, timeout, what=what)
+        except AssertionError:
+            pass
         raise AssertionError(f"timed out waiting for {what}; state={self.state()}\n"
                              f"runner.log: {(self.path / 'runner.log').read_text()[-2000:]}")
 
@@ -131,9 +133,7 @@ def port_holder(tmp_path: Path) -> tuple[subprocess.Popen, int]:
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
         f"open({str(ready)!r}, 'w').write(str(s.getsockname()[1]))\n"
         "time.sleep(300)\n")])
-    deadline = time.time() + 20
-    while time.time() < deadline and not (ready.exists() and ready.read_text()):
-        time.sleep(0.05)
+    until(lambda: ready.exists() and ready.read_text(), timeout=20, what="the port holder's port")
     return holder, int(ready.read_text())
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from runner.rundir import yamlio
 from tests.runner.conftest import REPO
+from tests.waiting import until
 
 # A command that saves nothing, judged without a checkpoint directory: its clean exit is a success
 # (with one, it would be a run without a verified save, UNSAVED).
@@ -201,10 +202,19 @@ notify: {{on: [crash], command: ["{sys.executable}", "{hook}"], min_interval_s: 
     from tests.runner.conftest import Run
     run = Run(harness.runs_dir / out.stdout.strip().splitlines()[0])
     run.wait_status("failed", timeout=60)
-    deadline = time.time() + 60
-    while time.time() < deadline and not (log.exists() and log.read_text().strip()):
-        time.sleep(0.05)
-    time.sleep(0.5)  # a wrongly sent "end" notification would have arrived by now as well
+
+    def all_sent_and_delivered() -> bool:
+        """The runner is gone (it dispatched whatever it would) and no delivery is still running
+        (each one writes the hook's line before it ends): a wrongly sent "end" would be in the log."""
+        import psutil
+        runner = (run.state().get("runner") or {}).get("pid")
+        if runner and psutil.pid_exists(runner) and psutil.Process(runner).status() != psutil.STATUS_ZOMBIE:
+            return False
+        marker = str(run.path / "notify.log")
+        if any(marker in (p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])):
+            return False
+        return log.exists() and bool(log.read_text().strip())
+    until(all_sent_and_delivered, timeout=60, what="the runner gone and every notification delivered")
     kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines() if line.strip()]
     assert kinds and set(kinds) == {"crash"}, kinds  # "end" is not in on: [crash]
 
@@ -235,19 +245,19 @@ def test_prometheus_serve_refuses_a_directory_textfile_and_serves_a_finished_run
                              "--runs-dir", str(harness.runs_dir)], env=env, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 60
-        port = None
-        while time.time() < deadline and port is None:
+        def bound_port() -> int | None:
+            assert proc.poll() is None, proc.communicate()
             try:
                 doc = json.loads((run.path / "exporter.json").read_text())
-                port = doc["port"] if doc.get("pid") == proc.pid else None
+                return doc["port"] if doc.get("pid") == proc.pid else None
             except (OSError, ValueError, KeyError):
-                pass
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.05)
+                return None
+        port = until(bound_port, timeout=60, what="the exporter's port in exporter.json")
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).read().decode()
         assert f'run_id="{run.id}"' in body and 'status="succeeded"' in body
-        time.sleep(0.5)
+        for _ in range(3):  # a past run is served until stopped: scrape after scrape, the server stays
+            assert 'status="succeeded"' in urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                                                  timeout=30).read().decode()
         assert proc.poll() is None, "a past run is served until stopped"
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -14,6 +14,7 @@ import pytest
 
 from runner.process.proctree import marked_processes
 from tests.runner.conftest import REPO
+from tests.waiting import until
 
 
 def _demo(steps: int, delay: float = 0.05, save: int = 10) -> list[str]:
@@ -39,12 +40,8 @@ def _leader(state: dict) -> int:
 
 
 def _wait_gone(pid: int, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"pid {pid} still alive after {timeout}s")
+    until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, timeout,
+          what=f"pid {pid} to end")
 
 
 def _kill_runner(run, state: dict) -> int:

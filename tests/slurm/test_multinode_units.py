@@ -56,12 +56,12 @@ def test_the_other_nodes_start_from_the_published_endpoint(tmp_path):
            "import os; print(os.environ['PET_RDZV_ENDPOINT'], os.environ['MASTER_PORT'])"]
     env = {"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NODEID": "1", "SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n2",
            "PATH": "/usr/bin:/bin"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
     (tmp_path / "jobs").mkdir()
-    time.sleep(0.3)
     (tmp_path / "jobs" / "attempt-3.rdzv.json").write_text('{"v": 1, "job_id": "6", "host": "n1", "port": 1}')
-    time.sleep(0.5)
-    assert proc.poll() is None, "an older job's endpoint is not ours"
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    # It reads the record for a while and says it still waits: an older job's endpoint is not ours
+    # (taking it, the command would have printed n1:1 first).
+    assert "n2: waiting for n1 to open the rendezvous" in proc.stdout.readline()
     (tmp_path / "jobs" / "attempt-3.rdzv.json").write_text('{"v": 1, "job_id": "7", "host": "n1", "port": 31000}')
     out, _ = proc.communicate(timeout=30)
     assert out.split() == ["n1:31000", "31000"]

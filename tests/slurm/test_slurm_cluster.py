@@ -13,6 +13,7 @@ import pytest
 
 from runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, BatchSpec, JobState, batch_script, parse_sacct,
                                parse_sbatch_parsable, parse_squeue)
+from tests.waiting import until
 
 
 def _cluster_up() -> str | None:
@@ -46,14 +47,16 @@ def _state(job: str) -> JobState | None:
 
 
 def _wait(job: str, pred, timeout: float = 120.0) -> JobState:
-    deadline = time.time() + timeout
     last = None
-    while time.time() < deadline:
+
+    def reached() -> JobState | None:
+        nonlocal last
         last = _state(job)
-        if last is not None and pred(last):
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"job {job}: timed out; last state {last}")
+        return last if last is not None and pred(last) else None
+    try:
+        return until(reached, timeout, what=f"job {job}", interval=0.2)
+    except AssertionError:
+        raise AssertionError(f"job {job}: timed out; last state {last}") from None
 
 
 @pytest.fixture
@@ -97,9 +100,7 @@ def test_scancel_term_reaches_the_srun_step(submit):
             "time.sleep(120)\n")
     job, log = submit(code)
     _wait(job, lambda s: s.state == "RUNNING")
-    deadline = time.time() + 60
-    while "ready" not in (log.read_text() if log.exists() else "") and time.time() < deadline:
-        time.sleep(0.1)
+    until(lambda: "ready" in (log.read_text() if log.exists() else ""), timeout=60, what="the job's ready line")
     subprocess.run(["scancel", "--signal=TERM", job], check=True, timeout=60)
     _wait(job, lambda s: s.final)
     assert "got TERM" in log.read_text()
@@ -112,20 +113,17 @@ def test_follower_sees_pending_reason_then_the_final_state_without_blocking(subm
     _wait(hog, lambda s: s.state == "RUNNING")
     job, log = submit("print('second', flush=True)")
     f = JobFollower(job, interval_s=0.2)
-    deadline = time.time() + 60
     seen = None
-    while time.time() < deadline:
+
+    def polled(done) -> bool:
+        nonlocal seen
         t0 = time.monotonic()
         seen = f.poll()
         assert time.monotonic() - t0 < 0.5          # a poll never waits for Slurm
-        if seen is not None and seen.pending and seen.reason:
-            break
-        time.sleep(0.05)
+        return seen is not None and done(seen)
+    until(lambda: polled(lambda s: s.pending and s.reason), timeout=60, what="the job pending with a reason")
     assert seen is not None and seen.state == "PENDING" and seen.reason in ("Resources", "Priority")
     cancel(hog).wait()
-    deadline = time.time() + 120
-    while not (seen and seen.final) and time.time() < deadline:
-        seen = f.poll()
-        time.sleep(0.05)
-    assert seen.state == "COMPLETED" and seen.exit_code == 0 and seen.source == "sacct"
+    until(lambda: polled(lambda s: s.final), timeout=120, what="the job's end")
+    assert seen is not None and seen.state == "COMPLETED" and seen.exit_code == 0 and seen.source == "sacct"
     assert "second" in log.read_text()

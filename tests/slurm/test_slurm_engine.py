@@ -15,7 +15,7 @@ import pytest
 from runner.process import proctree
 from tests.runner.conftest import Harness, Run
 from tests.slurm.test_slurm_cluster import _cluster_up, cluster_nodes
-from tests.waiting import until
+from tests.waiting import reached, until
 
 pytestmark = pytest.mark.skipif(_cluster_up() is not None, reason=str(_cluster_up()))
 
@@ -53,9 +53,7 @@ def slurm(tmp_path, runs_dir):
                 os.kill(pid, signal.SIGTERM)  # the runner first: it must not resubmit
         if ids:
             subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
-        deadline = time.time() + 60
-        while ids and time.time() < deadline and any(_squeue(j) for j in ids):
-            time.sleep(0.2)
+        reached(lambda: not ids or not any(_squeue(j) for j in ids), timeout=60, interval=0.2)
 
 
 def test_submit_follow_to_success_with_job_in_json_and_runs_show(slurm):
@@ -92,10 +90,7 @@ def test_pending_reason_shown_then_runs_when_the_node_frees(slurm, tmp_path):
     assert blocker.returncode == 0, blocker.stderr
     blocker_id = blocker.stdout.strip().split(";")[0]
     slurm.extra_jobs.append(blocker_id)
-    deadline = time.time() + 60
-    while _squeue(blocker_id) != "RUNNING":
-        assert time.time() < deadline, "the blocking job never started"
-        time.sleep(0.2)
+    until(lambda: _squeue(blocker_id) == "RUNNING", timeout=60, what="the blocking job to start", interval=0.2)
     run = slurm.start(slurm.recipe(engine="slurm", command=_demo(8, 4), heartbeat={"timeout_s": 2},
                                    slurm={"poll_s": 0.2, "sbatch": ["--exclusive"]}))
     st = run.wait(lambda s: (s.get("job") or {}).get("state") == "PENDING" and (s.get("job") or {}).get("reason"),
@@ -124,10 +119,7 @@ def test_clean_kill_term_then_scancel_leaves_no_survivor(slurm):
     run = slurm.start(slurm.recipe(engine="slurm", command=["{python}", "-u", "-c", code], kill={"grace_s": 2},
                                    **FAST))
     run.wait(lambda s: (s.get("job") or {}).get("state") == "RUNNING", timeout=60, what="job running")
-    deadline = time.time() + 60
-    while "step 3 " not in (run.path / "train.log").read_text():
-        assert time.time() < deadline, "no output from the job"
-        time.sleep(0.1)
+    until(lambda: "step 3 " in (run.path / "train.log").read_text(), timeout=60, what="output from the job")
     job_id = run.state()["job"]["job_id"]
     out = slurm.cli("kill", run.id, timeout=180)
     assert out.returncode == 0, out.stderr
@@ -199,20 +191,17 @@ def test_agents_report_every_node_of_the_job_into_the_run_directory(slurm):
                                    slurm={"poll_s": 0.2, "agents": True}))
     script = (run.path / "jobs" / "attempt-1.sh").read_text()
     assert "agent" in script and script.index(" agent ") < script.index("exec srun")
-    deadline = time.time() + 120
-    while not list((run.path / "telemetry").glob("*.json")):
-        assert time.time() < deadline, "no agent wrote telemetry"
+    def agent_wrote() -> bool:
         assert run.state().get("status") != "failed", run.state()
-        time.sleep(0.1)
+        return bool(list((run.path / "telemetry").glob("*.json")))
+    until(agent_wrote, timeout=120, what="an agent's telemetry")
     snap = json.loads(slurm.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
     (node,) = snap["nodes"]
     assert node["host"] and node["gpu"]["available"] is False, "no GPU here: a clear state, not a crash"
     st = run.wait_status("succeeded", "failed", timeout=180)
     assert st["status"] == "succeeded", st
-    deadline = time.time() + 30
-    while proctree.marked_processes(run.id):
-        assert time.time() < deadline, "the agent step outlived the job"
-        time.sleep(0.2)
+    until(lambda: not proctree.marked_processes(run.id), timeout=30, what="the agent step to end with the job",
+          interval=0.2)
 
 
 def test_restart_and_verify_work_as_for_a_local_run(slurm):
@@ -237,10 +226,7 @@ def test_a_job_that_ended_while_no_runner_watched_is_judged_from_slurms_record(s
     st = run.wait(lambda s: (s.get("job") or {}).get("state") == "RUNNING", timeout=120, what="job running")
     os.kill(st["runner"]["pid"], signal.SIGKILL)
     job_id = st["job"]["job_id"]
-    deadline = time.time() + 120
-    while _squeue(job_id):
-        assert time.time() < deadline, "the job never ended"
-        time.sleep(0.2)
+    until(lambda: not _squeue(job_id), timeout=120, what="the job's end", interval=0.2)
     assert slurm.cli("supervise", run.id, timeout=120).returncode == 0
     st = run.wait_status("succeeded", "failed", timeout=180)
     assert st["status"] == "succeeded", st

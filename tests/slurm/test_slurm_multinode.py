@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from runner.rundir import rundir
 from tests.console.test_console_nodes import panel_view
 from tests.runner.conftest import REPO, Harness, Run
 from tests.slurm.test_slurm_cluster import _cluster_up
+from tests.waiting import reached, until
 
 SCRIPT = REPO / "scripts" / "slurm-local.sh"
 RECIPE = REPO / "recipes" / "tiny-moe-slurm-2node.yaml"
@@ -64,13 +64,7 @@ def _sinfo_state(node: str) -> str:
 
 
 def _wait(cond, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return until(cond, timeout, what=what, interval=0.1)
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -126,9 +120,7 @@ def cluster(tmp_path, runs_dir):
             _script("restore", node, timeout=180)
         for node in h.drained:  # type: ignore[attr-defined]
             subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True, timeout=60)
-        deadline = time.time() + 120
-        while ids and time.time() < deadline and any(_squeue(j) for j in ids):
-            time.sleep(0.2)
+        reached(lambda: not ids or not any(_squeue(j) for j in ids), timeout=120, interval=0.2)
 
 
 def _recipe(h: Harness, *, steps: int, save: int = 10, delay: float = 0.1, port: int | None = None,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from runner.rundir import jsonio, rundir
 from runner.rundir.snapshot import NODE_STALE_S, RunWatcher
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,11 +46,7 @@ def test_real_agent_process_feeds_the_snapshot(tmp_path):
     agent = subprocess.Popen([sys.executable, "-m", "console.cli", "agent", str(run.path), "--interval", "0.2"],
                              env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.time() + 30
-        nodes = ()
-        while time.time() < deadline and not nodes:
-            nodes = RunWatcher(run).poll(with_gpu=False).nodes
-            time.sleep(0.1)
+        nodes = until(lambda: RunWatcher(run).poll(with_gpu=False).nodes, timeout=30, what="the agent's node")
         assert nodes and nodes[0]["host"] == rundir.hostname() and nodes[0]["stale"] is False
         assert nodes[0]["gpu"]["available"] is False  # no NVIDIA driver here: a state, not an error
         run.write_state({"status": "succeeded", "name": "nodes", "attempt": 1})

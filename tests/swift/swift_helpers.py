@@ -10,11 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from tests.waiting import reached, until
 
 REPO = Path(__file__).resolve().parents[2]
 SWIFT_VENV = REPO / ".venv-swift"
@@ -69,14 +70,20 @@ class Run:
         return [e for e in self.events("checkpoint") if e.get("ok") and e.get("verdict") == "ok"]
 
     def wait(self, pred, what: str, timeout: float = TIMEOUT) -> dict:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        class Over(Exception):
+            """The run ended: what we wait for will not happen any more."""
+
+        def reached() -> dict | None:
             st = self.state()
             if pred(st):
                 return st
             if st.get("status") in ("failed", "paused", "killed", "succeeded"):
-                break   # it will not happen any more
-            time.sleep(0.1)
+                raise Over
+            return None
+        try:
+            return until(reached, timeout, what=what, interval=0.1)
+        except (AssertionError, Over):
+            pass
         log = (self.path / "train.log").read_bytes()[-3000:].decode(errors="replace")
         raise AssertionError(f"no {what} within {timeout:g}s; state={self.state()}\ntrain.log tail:\n{log}")
 
@@ -123,6 +130,4 @@ def end_by_pid(procs: dict[int, float]) -> None:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
-        deadline = time.time() + 5
-        while time.time() < deadline and any(running(p, c) for p, c in procs.items()):
-            time.sleep(0.05)
+        reached(lambda: not any(running(p, c) for p, c in procs.items()), timeout=5)  # else the next signal

@@ -3,13 +3,13 @@ child), and `moeconsole restart` resumes ms-swift from the newest verified check
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import psutil
 
 from runner.checkpoints.watch import latest_good
 from tests.swift.swift_helpers import Run, cli, require_swift, running, start
+from tests.waiting import reached
 
 # Long enough that the kill lands mid-training; short saves so a checkpoint comes within a second.
 OVERRIDES = ("args.max_steps=400", "args.save_steps=5")
@@ -73,9 +73,8 @@ def test_kill_then_restart(swift_runs, tiny):
     second_tree = kill_and_check_gone(run)
     assert not set(second_tree) & set(first_tree)
     everything = {**first_tree, **second_tree}
-    deadline = time.time() + 10      # and reaped: no zombie is left behind either
-    while time.time() < deadline and any(_exists(p, c) for p, c in everything.items()):
-        time.sleep(0.1)
+    # and reaped: no zombie is left behind either
+    reached(lambda: not any(_exists(p, c) for p, c in everything.items()), timeout=60)
     assert [p for p, c in everything.items() if _exists(p, c)] == []
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.waiting import reached
+
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 FLOWS = Path(__file__).with_name("telemetry_flows.py")
@@ -109,9 +111,8 @@ class Spawner:
                         p.send_signal(sig)
                 except psutil.NoSuchProcess:
                     pass
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and any(alive(pid, c) for pid, c in self.started.items()):
-                time.sleep(0.05)
+            # each signal its time to act, then the next one
+            reached(lambda: not any(alive(pid, c) for pid, c in self.started.items()), timeout=5)
         for p in self.popens:
             try:
                 p.wait(timeout=5)

@@ -153,7 +153,8 @@ def test_the_runner_records_the_gpus_for_the_whole_run_and_json_names_the_rank(h
             assert not app.screen.query_one("#hostline").display, "a finished run is not polled: no host line"
             await pilot.press("g")
             view = await until_ui(pilot, lambda: _gpu_screen(app) and app.screen.history is not None and app.screen)
-            await pilot.pause(0.3)
+            await until_ui(pilot, lambda: "history of the whole run" in view.history_text and view.procs_text,
+                           what="the GPU view's history and process table")
             procs, history_text = view.procs_text, view.history_text
             await pilot.press("q")
             await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))
@@ -184,7 +185,8 @@ def test_g_shows_the_run_ranks_first_and_other_processes_after(tmp_path):
             await until_ui(pilot, lambda: any("r8+1p" in line for line in panel.plain_lines))
             await pilot.press("g")
             view = await until_ui(pilot, lambda: _gpu_screen(app))
-            await pilot.pause(0.3)
+            await until_ui(pilot, lambda: "rank 8, local 0" in view.procs_text and "4000" in view.procs_text,
+                           what="the run's ranks and the other process in the GPU view")
             text = view.procs_text
             await pilot.press("escape")
             await until_ui(pilot, lambda: isinstance(app.screen, RunScreen))

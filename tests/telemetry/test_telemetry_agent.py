@@ -5,25 +5,19 @@ import json
 import signal
 import socket
 import subprocess
-import time
 
 import pytest
 
 from runner.rundir import rundir
 from tests.fakes.nvml import FakeGpu, write_scenario
 from tests.telemetry.telemetry_helpers import PY, REPO, base_env, run_cli
+from tests.waiting import until
 
 WAIT_S = 30.0
 
 
 def _wait_for(pred, what: str, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return until(pred, timeout, what=what)
 
 
 def _read(path):

@@ -14,6 +14,7 @@ from runner.telemetry.preflight import port_free
 from runner.telemetry.procs import find_blockers
 from tests.fakes.nvml import FakeProc, write_scenario
 from tests.telemetry.telemetry_helpers import LISTEN, alive, base_env, by_pid, gpus_json, run_cli, run_flow
+from tests.waiting import until
 
 def test_zombie_found_killed_and_gpu_memory_released(nvml_env, scenario, spawn):
     """An inference server left from earlier holds 40 GiB on GPUs 0 and 1: it is listed with
@@ -72,9 +73,7 @@ def test_tracked_pid_orphan_only_while_start_time_matches(spawn):
 
 def test_defunct_child_is_listed_but_not_blocking(spawn):
     child = spawn.popen("pass")
-    deadline = time.monotonic() + 10
-    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, timeout=60, what="<defunct>")
     info = {p.pid: p for p in find_blockers(None, run_id="no-such-run")}[child.pid]
     assert info.labels == ("defunct",) and info.status == psutil.STATUS_ZOMBIE
     assert info.blocker is False
@@ -171,9 +170,7 @@ def test_proc_scan_reads_the_same_facts_as_psutil(spawn):
     from runner.telemetry.procs import _proc_rows, _psutil_rows
     live = spawn.popen()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.time() + 30
-    while psutil.Process(dead.pid).status() != psutil.STATUS_ZOMBIE and time.time() < deadline:
-        time.sleep(0.05)
+    until(lambda: psutil.Process(dead.pid).status() == psutil.STATUS_ZOMBIE, timeout=30, what="<defunct>")
     try:
         ours = {r.pid: r for r in _proc_rows() or []}
         theirs = {r.pid: r for r in _psutil_rows()}
@@ -227,9 +224,7 @@ def test_the_runner_itself_is_never_a_zombie_of_its_run(spawn, tmp_path):
     """A runner that exited under a console that has not reaped it yet is <defunct>: listed by
     the scan, but it is the run's own, so the zombie list leaves it out."""
     dead = spawn.popen("pass")
-    deadline = time.monotonic() + 10
-    while psutil.Process(dead.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: psutil.Process(dead.pid).status() == psutil.STATUS_ZOMBIE, timeout=60, what="<defunct>")
     run = rundir.create(tmp_path / "runs", "over")
     state = {"status": rundir.SUCCEEDED, "run_id": run.run_id, "attempt": 1, "pids": [],
              "runner": {"pid": dead.pid, "start_time": psutil.Process(dead.pid).create_time(),

@@ -10,6 +10,7 @@ import pytest
 
 from runner.telemetry.kill import kill_checked
 from tests.telemetry.telemetry_helpers import alive
+from tests.waiting import until
 
 IGNORE_TERM = ("import signal, time\n"
                "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -79,9 +80,7 @@ def test_already_gone_is_ok(spawn):
 def test_defunct_target_reported_gone_with_its_parent(spawn):
     p = spawn.popen("pass")
     started = _start(p.pid)
-    deadline = time.monotonic() + 10
-    while psutil.Process(p.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: psutil.Process(p.pid).status() == psutil.STATUS_ZOMBIE, timeout=60, what="<defunct>")
     res = kill_checked(p.pid, started)
     assert (res.ok, res.action) == (True, "gone")
     assert f"its parent PID {os.getpid()} must reap it" in res.reason

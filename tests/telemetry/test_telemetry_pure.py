@@ -97,8 +97,8 @@ def test_snapshot_round_trips_through_json_dict():
 
 def test_rows_show_na_for_missing_values():
     row = gpu_row(GpuInfo(0, name="NVIDIA H100 80GB HBM3 very long", mem_total_mib=81559))
-    assert row.split() == ["0", "NVIDIA", "H100", "80GB", "HBM3", "N/A", "N/A", "/", "81559", "N/A",
-                           "N/A", "/", "N/A", "N/A", "/", "N/A"]
+    assert row.split() == ["0", "NVIDIA", "H100", "80GB", "HBM3", "—", "—", "/", "81559", "—",
+                           "—", "/", "—", "—", "/", "—"]
     assert render_gpus(GpuSnapshot(False, "none", "NVIDIA driver not loaded", None, 0.0)) == [
         "No NVIDIA GPU: NVIDIA driver not loaded"]
     assert render_port(29500, False, [], 3) == "Port 29500: not bindable (3 in TIME_WAIT)"
