@@ -173,7 +173,7 @@ def _mismatch(info: Any, value: Any) -> str:
         base = opt.type if isinstance(opt, mi.Metadata) else opt
         if extra and "range" in extra and _is_number(value):
             return f"must be {extra['range'].describe()}, got {shown(value)}"
-        if extra and "must" in extra:
+        if extra and "must" in extra and (isinstance(value, str) or not isinstance(base, mi.StrType)):
             return f"must be {extra['must']}, got {shown(value)}"
         if isinstance(base, mi.LiteralType):
             return f"must be one of {', '.join(map(str, base.values))}, got {shown(value)}"
@@ -187,7 +187,10 @@ def _is_number(value: Any) -> bool:
 
 def _words(info: Any) -> str:
     if isinstance(info, mi.UnionType):
-        return " or ".join(dict.fromkeys(_words(t) for t in info.types))
+        words = [_words(t) for t in info.types]
+        if "a number" in words:   # int | float: "a number", not "a whole number or a number"
+            words = [w for w in words if w != "a whole number"]
+        return " or ".join(dict.fromkeys(words))
     if isinstance(info, mi.Metadata):
         return _words(info.type)
     names = {mi.FloatType: "a number", mi.IntType: "a whole number", mi.StrType: "a string",
