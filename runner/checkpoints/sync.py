@@ -36,7 +36,7 @@ MARKER = ".moeconsole-sync.json"      # in each synced copy: where it came from,
 PARTIAL = ".partial-"
 
 
-class SyncSettings(schema.Section):
+class SyncSettings(schema.Section, frozen=True):
     """The recipe's ``sync:`` section (the module docstring shows it)."""
     dest: schema.PathText | None = None
     keep_last: schema.PositiveCount = 3

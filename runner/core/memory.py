@@ -149,7 +149,7 @@ Size = Annotated[float, schema.within(SIZE_GIB)] | Annotated[
     str, schema.text(_SIZE_RE.pattern, "a size such as 266MiB or 1.5GiB")]
 
 
-class MemorySection(schema.Section):
+class MemorySection(schema.Section, frozen=True):
     """The recipe's ``memory:`` section as written (sizes as text or GiB); ``MemorySettings`` is
     what the runner uses, with the sizes in GiB and the devices of ``gpus:``."""
 

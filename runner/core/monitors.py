@@ -61,7 +61,7 @@ Threshold = Annotated[float, schema.within(_THRESHOLD)]
 _FRACTION = bounds.Range(0.0, 0.999, lo_open=True, unit="fraction")  # 1 would divide by 0 in the EMA
 
 
-class Thresholds(schema.Section):
+class Thresholds(schema.Section, frozen=True):
     """Alert thresholds. Defaults follow the design; a recipe's ``alerts:`` section overrides.
     Factors and fractions are finite numbers >= 0, windows and warm-ups whole numbers."""
     ema_alpha: Annotated[float, schema.within(_FRACTION)] = 0.01

@@ -20,7 +20,7 @@ CRITICAL, WARNING = "critical", "warning"
 _FACTOR = bounds.Range(1.0, 100.0, unit="factor")
 
 
-class RestartSettings(schema.Section):
+class RestartSettings(schema.Section, frozen=True):
     """The recipe's ``restart:`` section; defaults from design.md. The model is the schema:
     counts and seconds in the ranges of runner.core.bounds, unknown keys refused."""
 

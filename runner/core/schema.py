@@ -193,7 +193,7 @@ def _words(info: Any) -> str:
         return " or ".join(dict.fromkeys(words))
     if isinstance(info, mi.Metadata):
         return _words(info.type)
-    names = {mi.FloatType: "a number", mi.IntType: "a whole number", mi.StrType: "a string",
+    names: dict[type, str] = {mi.FloatType: "a number", mi.IntType: "a whole number", mi.StrType: "a string",
              mi.BoolType: "true/false", mi.NoneType: "null", mi.ListType: "a list", mi.TupleType: "a list",
              mi.VarTupleType: "a list", mi.SetType: "a list", mi.FrozenSetType: "a list",
              mi.DictType: "a mapping", mi.StructType: "a mapping", mi.AnyType: "a value"}

@@ -36,11 +36,11 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 Kind = Literal["critical", "crash", "pause", "end"]
-KINDS: tuple[str, ...] = get_args(Kind)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 Arg = Annotated[str, schema.text(r"^[^\x00]+$", "a non-empty argument without a NUL byte (an argv, never a shell string)")]
 
 
-class NotifySettings(schema.Section):
+class NotifySettings(schema.Section, frozen=True):
     """The recipe's ``notify:`` section (the module docstring shows it)."""
     command: Annotated[tuple[Arg, ...], schema.described("a list of arguments (an argv, never a shell string)")] = ()
     webhook: Annotated[str, schema.text(r"^(https?://.*|\$\{[A-Za-z_][A-Za-z0-9_]*\})$",

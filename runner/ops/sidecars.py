@@ -26,7 +26,7 @@ from runner.core import bounds, schema
 EXPORTER_RESPAWN_S = 5.0
 
 
-class MetricsSettings(schema.Section):
+class MetricsSettings(schema.Section, frozen=True):
     """The recipe's ``metrics:`` section: the Prometheus exporter's port (0: any free one) and/or
     a node_exporter textfile."""
     port: schema.PortOrAny | None = None

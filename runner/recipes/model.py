@@ -40,7 +40,7 @@ _FLAG = schema.text(r"^-[^\x00]*$", "a flag such as --resume_from_checkpoint")
 Text = schema.NoNul
 
 
-class Cooldown(schema.Section):
+class Cooldown(schema.Section, frozen=True):
     """Between attempts: wait at least ``floor_s``, at most ``ceiling_s`` for the GPUs to free."""
     floor_s: schema.Seconds = 10.0
     ceiling_s: schema.Seconds = 90.0
@@ -52,30 +52,30 @@ class Cooldown(schema.Section):
             raise ValueError(f"ceiling_s: must be >= cooldown.floor_s ({self.ceiling_s:g} < {self.floor_s:g})")
 
 
-class Kill(schema.Section):
+class Kill(schema.Section, frozen=True):
     grace_s: schema.Grace = 60.0     # SIGTERM -> SIGKILL
 
 
-class Heartbeat(schema.Section):
+class Heartbeat(schema.Section, frozen=True):
     timeout_s: schema.PositiveSeconds = 1800.0
     stale_state_s: schema.PositiveSeconds = 30.0
     startup_s: schema.Seconds | None = None   # silence allowed before the first step
 
 
-class Checkpoints(schema.Section):
+class Checkpoints(schema.Section, frozen=True):
     dir: Text | None = None
     settle_s: schema.Seconds = 2.0
     verify: bool = True
     pause_after_bad_saves: Annotated[int, schema.within(_BAD_SAVES)] = 2
 
 
-class Resume(schema.Section):
+class Resume(schema.Section, frozen=True):
     arg: Annotated[str, _FLAG] | None = None
     args: list[Any] | None = None    # checked by runner.recipes.resume (lint names each problem)
     drift: Literal["refuse", "warn", "allow"] = "refuse"
 
 
-class Swift(schema.Section):
+class Swift(schema.Section, frozen=True):
     version: Text | None = None
     python: Text | None = None
     validated_max_length: Annotated[int, schema.within(_MAX_LENGTH)] | None = None
@@ -83,11 +83,11 @@ class Swift(schema.Section):
     pins: dict[str, Any] | None = None   # checked by runner.recipes.doctor.parse_pins
 
 
-class Markers(schema.Section):
+class Markers(schema.Section, frozen=True):
     init_done: Text | None = None
 
 
-class Gpus(schema.Section):
+class Gpus(schema.Section, frozen=True):
     devices: list[Annotated[int, schema.within(_GPU_INDEX)]] | None = None
     memory_capacity_gib: Annotated[float, schema.within(_GIB)] | None = None
 
@@ -96,19 +96,19 @@ class Gpus(schema.Section):
             raise ValueError(f"devices: must be distinct GPU indexes (0, 1, ...), got {self.devices!r}")
 
 
-class Preflight(schema.Section):
+class Preflight(schema.Section, frozen=True):
     on_busy: Literal["wait", "kill", "refuse"] = "wait"
     port: schema.Port | None = None
 
 
-class Lint(schema.Section):
+class Lint(schema.Section, frozen=True):
     ignore: list[str] = []
 
 
 Arg = str | int | float   # a command argument as YAML gives it (numbers become text)
 
 
-class Recipe(schema.Section):
+class Recipe(schema.Section, frozen=True):
     """A whole recipe (docs/recipes.md)."""
     command: list[Arg]
     name: Annotated[str, _NAME] | None = None

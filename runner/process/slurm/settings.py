@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from msgspec.structs import force_setattr
-
 from runner.process.slurm.text import check_sbatch_option
 from runner.core import bounds, schema
 
@@ -15,7 +13,7 @@ _POLL = bounds.Range(0.05, 600.0)
 _RENDEZVOUS_PORT = bounds.Range(1024, 65535, integer=True, unit="port")
 
 
-class SlurmSettings(schema.Section):
+class SlurmSettings(schema.Section, frozen=True):
     """The recipe's ``slurm:`` section."""
     nodes: schema.PositiveCount = 1
     gpus_per_node: schema.PositiveCount | None = None
@@ -32,9 +30,12 @@ class SlurmSettings(schema.Section):
     rendezvous_port: Annotated[int, schema.within(_RENDEZVOUS_PORT)] | None = None
     rendezvous_wait_s: Annotated[float, schema.within(bounds.Range(0.0, bounds.DAY))] = 600.0  # how long the first node waits for a held port
 
+    @property
+    def time_limit(self) -> str | None:
+        """``time`` as sbatch takes it (a bare number of minutes as text)."""
+        return None if self.time is None else str(self.time)
+
     def __post_init__(self) -> None:
-        if isinstance(self.time, int):
-            force_setattr(self, "time", str(self.time))
         for key in ("sbatch", "srun"):
             for opt in getattr(self, key):
                 try:
