@@ -125,6 +125,10 @@ def measure(opts: argparse.Namespace, base: Path, label: str) -> int:
     print(row(f"baseline tree: `recipes.load` with one `--set` {each}", [x[0] for x in load_theirs], 1e6, us))
     print(row(f"this tree: `recipes.validate` alone {each}", [x[1] for x in load_mine], 1e6, us))
     print(row(f"baseline tree: `recipes.validate` alone {each}", [x[1] for x in load_theirs], 1e6, us))
+    print("\nA `lint` process is mostly imports and the lint rules; a load is mostly reading the YAML "
+          "(`runner/rundir/yamlio.py`), and `validate` (the models, or the hand-written parsers of the "
+          "baseline) is a small part of either. Whole-process medians move with the load of the shared "
+          "machine; compare the two trees only within one run.")
     return 0
 
 
