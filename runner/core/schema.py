@@ -167,6 +167,8 @@ def _culprit(data: Any, model: type, names: list[str], mapping: Any) -> str | No
 
 def _mismatch(info: Any, value: Any) -> str:
     """What is wrong with ``value`` for a field of type ``info``."""
+    if value is _ABSENT:   # a value msgspec could not point at: say what is expected
+        return f"expected {_words(info)}"
     options = info.types if isinstance(info, mi.UnionType) else (info,)
     for opt in options:
         extra = opt.extra if isinstance(opt, mi.Metadata) else None
