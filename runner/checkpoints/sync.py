@@ -30,41 +30,27 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from runner.rundir import jsonio
-from runner.core import bounds
-from runner.ops.settings import seconds
+from runner.core import schema
 
 MARKER = ".moeconsole-sync.json"      # in each synced copy: where it came from, when, how checked
 PARTIAL = ".partial-"
 
 
-@dataclass(frozen=True)
-class SyncSettings:
-    dest: str | None = None
-    keep_last: int = 3
+class SyncSettings(schema.Section, frozen=True):
+    """The recipe's ``sync:`` section (the module docstring shows it)."""
+    dest: schema.PathText | None = None
+    keep_last: schema.PositiveCount = 3
     full: bool = False
-    retry_s: float = 60.0
+    retry_s: schema.Seconds = 60.0
 
     @property
     def enabled(self) -> bool:
         return bool(self.dest)
 
     @classmethod
-    def from_recipe(cls, section: Mapping[str, Any] | None) -> "SyncSettings":
-        """Raises ValueError naming the problem (the recipe loader adds file and place)."""
-        s = dict(section or {})
-        unknown = set(s) - {"dest", "keep_last", "full", "retry_s"}
-        if unknown:
-            raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}")
-        dest = s.get("dest")
-        if dest is not None and (not isinstance(dest, str) or not dest or "\0" in dest):
-            raise ValueError("dest must be a directory path")
-        keep = s.get("keep_last", 3)
-        if not bounds.POSITIVE_COUNT.contains(keep):
-            raise ValueError(f"keep_last must be {bounds.POSITIVE_COUNT.describe()}")
-        full = s.get("full", False)
-        if not isinstance(full, bool):
-            raise ValueError("full must be true or false")
-        return cls(dest, keep, full, seconds(s, "retry_s", 60.0))
+    def from_recipe(cls, section: Any) -> "SyncSettings":
+        """SettingsError (a ValueError) naming the key; the recipe loader adds the file."""
+        return schema.convert({} if section is None else section, cls, "sync")
 
 
 @dataclass

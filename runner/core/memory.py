@@ -34,8 +34,9 @@ import collections
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Annotated, Any, Iterable, Mapping, Sequence
 
+from runner.core import bounds, schema
 from runner.core.errors import InputError
 from runner.core.numbers import as_float
 
@@ -143,80 +144,76 @@ def alloc_conf_advice(torch_version: str | None, setting: str = "expandable_segm
 
 # ------------------------------------------------------------------------------ settings
 
+SIZE_GIB = bounds.Range(0.0, float(1 << 20), unit="GiB")
+Size = Annotated[float, schema.within(SIZE_GIB)] | Annotated[
+    str, schema.text(_SIZE_RE.pattern, "a size such as 266MiB or 1.5GiB")]
+
+
+class MemorySection(schema.Section, frozen=True):
+    """The recipe's ``memory:`` section as written (sizes as text or GiB); ``MemorySettings`` is
+    what the runner uses, with the sizes in GiB and the devices of ``gpus:``."""
+
+    min_headroom: Size = DEFAULT_MIN_HEADROOM_GIB
+    transients: dict[str, Size] | None = None   # name: size (fla_gdn_bwd: 266MiB)
+    window: schema.PositiveCount = 64           # per-step peaks the device peak is the median of
+    warmup_steps: schema.Count = 20             # first steps of an attempt left out of the trend
+    horizon_steps: schema.Count = 20000         # a forecast further out than this (or than the
+                                                # run's last step) is no alert
+    critical_s: schema.Seconds = 1800.0         # an OOM expected sooner than this is critical
+    critical_steps: schema.Count = 50           # ... or within this many steps
+    min_update_steps: schema.Count = 10         # an alert's update is at least this many steps apart
+    confirm_steps: schema.Count = 8             # a condition holds this long before its alert opens
+    resolve_steps: schema.Count = 32            # ... and is gone this long before it is resolved
+    history_s: schema.Seconds = 600.0           # per-GPU memory kept for a crash report
+    model_config: schema.PathText | None = None  # config.json for lint's static estimate
+
+
+_D = MemorySection()
+
+
 @dataclass(frozen=True)
 class MemorySettings:
-    """The recipe's ``memory:`` section, plus the capacity and devices from ``gpus:``."""
+    """The recipe's ``memory:`` section, plus the capacity and devices from ``gpus:``. The
+    defaults are ``MemorySection``'s (one owner)."""
 
     capacity_gib: float | None = None          # gpus.memory_capacity_gib: used when NVML cannot say
     min_headroom_gib: float = DEFAULT_MIN_HEADROOM_GIB
     transients: tuple[tuple[str, float], ...] = ()   # (name, GiB)
-    window: int = 64                           # per-step peaks the device peak is the median of
-    warmup_steps: int = 20                     # first steps of an attempt left out of the trend
-    horizon_steps: int = 20000                 # a forecast further out than this (or than the
-                                               # run's last step) is no alert
-    critical_s: float = 1800.0                 # an OOM expected sooner than this is critical
-    critical_steps: int = 50                   # ... or within this many steps
-    min_update_steps: int = 10                 # an alert's update is at least this many steps apart
-    confirm_steps: int = 8                     # a condition holds this long before its alert opens
-    resolve_steps: int = 32                    # ... and is gone this long before it is resolved
-    history_s: float = 600.0                   # per-GPU memory kept for a crash report
+    window: int = _D.window
+    warmup_steps: int = _D.warmup_steps
+    horizon_steps: int = _D.horizon_steps
+    critical_s: float = _D.critical_s
+    critical_steps: int = _D.critical_steps
+    min_update_steps: int = _D.min_update_steps
+    confirm_steps: int = _D.confirm_steps
+    resolve_steps: int = _D.resolve_steps
+    history_s: float = _D.history_s
     devices: tuple[int, ...] | None = None     # the run's physical GPUs (NVML indexes)
     visible: tuple[int, ...] | None = None     # CUDA_VISIBLE_DEVICES as physical indexes
     model_config: str | None = None            # config.json for lint's static estimate
-
-    KEYS = ("min_headroom", "transients", "window", "warmup_steps", "horizon_steps", "critical_s",
-            "critical_steps", "min_update_steps", "confirm_steps", "resolve_steps", "history_s",
-            "model_config")
 
     @property
     def transients_gib(self) -> float:
         return sum(v for _, v in self.transients)
 
     @classmethod
-    def from_recipe(cls, section: Mapping[str, Any] | None, *, capacity_gib: float | None = None,
+    def from_recipe(cls, section: Any, *, capacity_gib: float | None = None,
                     devices: Iterable[int] | None = None, env: Mapping[str, str] | None = None
                     ) -> "MemorySettings":
-        """Validate a recipe's ``memory:`` mapping; InputError names the key ("memory.x: ...")."""
-        if not isinstance(section, (Mapping, type(None))):
-            raise InputError(f"memory: expected a mapping, got {type(section).__name__}")
-        sec = dict(section or {})
-        values: dict[str, Any] = {}
-        for key, raw in sec.items():
-            place = f"memory.{key}"
-            if key not in cls.KEYS:
-                raise InputError(f"{place}: unknown key (known: {', '.join(cls.KEYS)})")
-            if key == "min_headroom":
-                values["min_headroom_gib"] = parse_size_gib(raw, place)
-            elif key == "transients":
-                if raw is None:
-                    continue
-                if not isinstance(raw, Mapping):
-                    raise InputError(f"{place}: expected a mapping of name: size (fla_gdn_bwd: 266MiB)")
-                values["transients"] = tuple((str(k), parse_size_gib(v, f"{place}.{k}")) for k, v in raw.items())
-            elif key == "model_config":
-                if raw is not None and (not isinstance(raw, str) or "\0" in raw):
-                    raise InputError(f"{place}: expected a path to a model's config.json (or its directory)")
-                values["model_config"] = raw
-            elif key in ("critical_s", "history_s"):
-                values[key] = _number(raw, place, whole=False, low=0.0)
-            else:
-                values[key] = _number(raw, place, whole=True, low=1.0 if key == "window" else 0.0)
+        """Validate a recipe's ``memory:`` mapping (``MemorySection``); InputError names the key
+        ("memory.x: ...")."""
+        sec = schema.convert({} if section is None else section, MemorySection, "memory")
         visible = visible_devices((env or {}).get("CUDA_VISIBLE_DEVICES"))
         devs = tuple(int(d) for d in devices) if devices else None
         return cls(capacity_gib=None if capacity_gib is None else float(capacity_gib),
-                   devices=devs or visible, visible=visible, **values)
-
-
-def _number(raw: Any, place: str, *, whole: bool, low: float) -> Any:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
-        raise InputError(f"{place}: expected a number, got {raw!r}")
-    if raw < low:
-        raise InputError(f"{place}: must be >= {low:g}, got {raw!r}")
-    if whole:
-        if int(raw) != raw:
-            raise InputError(f"{place}: must be a whole number, got {raw!r}")
-        return int(raw)
-    return float(raw)
+                   min_headroom_gib=parse_size_gib(sec.min_headroom, "memory.min_headroom"),
+                   transients=tuple((k, parse_size_gib(v, f"memory.transients.{k}"))
+                                    for k, v in (sec.transients or {}).items()),
+                   window=sec.window, warmup_steps=sec.warmup_steps, horizon_steps=sec.horizon_steps,
+                   critical_s=sec.critical_s, critical_steps=sec.critical_steps,
+                   min_update_steps=sec.min_update_steps, confirm_steps=sec.confirm_steps,
+                   resolve_steps=sec.resolve_steps, history_s=sec.history_s, model_config=sec.model_config,
+                   devices=devs or visible, visible=visible)
 
 
 def visible_devices(text: str | None) -> tuple[int, ...] | None:

@@ -30,15 +30,13 @@ step of the previous record of the same field (two ranks printing the same line)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Iterable
 
 import numpy as np
 
 from runner.core.columns import COLUMN_FIELDS, records_to_columns
-from runner.core.errors import InputError
-from runner.core import bounds
-from runner.core.errors import shown
+from runner.core import bounds, schema
 
 WARNING, CRITICAL = "warning", "critical"
 
@@ -58,75 +56,45 @@ MOVED_TO_MEMORY = {
 }
 
 
-@dataclass
-class Thresholds:
-    """Alert thresholds. Defaults follow the design; a recipe's ``alerts:`` section overrides."""
-    ema_alpha: float = 0.01
-    grad_warn_x: float = 10.0
-    grad_crit_x: float = 100.0
-    grad_warmup: int = 5              # grad norms seen (per attempt) before the spike rule may fire
-    loss_spike_x: float = 2.0
-    loss_smooth: int = 10             # the smoothed loss is the mean of this many last losses
-    loss_window: int = 100            # ... compared with the mean of up to this many before them
-    loss_min_history: int = 20
-    throughput_drop_frac: float = 0.5  # tokens/s below this fraction of the recent median
-    throughput_window: int = 50
-    throughput_min_history: int = 10
-    step_time_cv_max: float = 0.3
-    step_time_window: int = 50
+_THRESHOLD = bounds.Range(0.0, 1e12, unit="threshold")
+Threshold = Annotated[float, schema.within(_THRESHOLD)]
+_FRACTION = bounds.Range(0.0, 0.999, lo_open=True, unit="fraction")  # 1 would divide by 0 in the EMA
+
+
+class Thresholds(schema.Section, frozen=True):
+    """Alert thresholds. Defaults follow the design; a recipe's ``alerts:`` section overrides.
+    Factors and fractions are finite numbers >= 0, windows and warm-ups whole numbers."""
+    ema_alpha: Annotated[float, schema.within(_FRACTION)] = 0.01
+    grad_warn_x: Threshold = 10.0
+    grad_crit_x: Threshold = 100.0
+    grad_warmup: schema.Count = 5           # grad norms seen (per attempt) before the spike rule may fire
+    loss_spike_x: Threshold = 2.0
+    loss_smooth: schema.PositiveCount = 10  # the smoothed loss is the mean of this many last losses
+    loss_window: schema.PositiveCount = 100  # ... compared with the mean of up to this many before them
+    loss_min_history: schema.Count = 20
+    throughput_drop_frac: Annotated[float, schema.within(_FRACTION)] = 0.5  # tokens/s below this fraction of the recent median
+    throughput_window: schema.PositiveCount = 50
+    throughput_min_history: schema.Count = 10
+    step_time_cv_max: Threshold = 0.3
+    step_time_window: schema.PositiveCount = 50
+
+    def __post_init__(self) -> None:
+        if self.grad_crit_x < self.grad_warn_x:
+            raise ValueError(f"grad_crit_x: must not be below grad_warn_x ({self.grad_crit_x:g} < {self.grad_warn_x:g})")
 
     @classmethod
-    def from_recipe(cls, alerts: dict | None) -> "Thresholds":
-        """Thresholds from a recipe's ``alerts:`` mapping; an unknown key or a bad value is an
-        InputError that names it. The memory keys of older recipes (``MOVED_TO_MEMORY``) are
-        still accepted and ignored (lint says where they went), so old run directories load."""
-        known = {f.name: f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, raw in (alerts or {}).items():
-            if key in MOVED_TO_MEMORY:
-                continue
-            if key not in known:
-                raise InputError(f"alerts: unknown threshold {key!r} (known: {', '.join(sorted(known))})")
-            values[key] = _check_threshold(key, raw, known[key].type)
-        t = cls(**values)
-        t.validate()
-        return t
-
-    def validate(self) -> None:
-        if not 0.0 < self.ema_alpha < 1.0:
-            raise InputError(f"alerts: ema_alpha must be between 0 and 1, got {self.ema_alpha}")
-        if self.grad_crit_x < self.grad_warn_x:
-            raise InputError("alerts: grad_crit_x must not be below grad_warn_x")
-        if not 0.0 < self.throughput_drop_frac < 1.0:
-            raise InputError(f"alerts: throughput_drop_frac must be between 0 and 1, got {self.throughput_drop_frac}")
-        for name in ("loss_smooth", "loss_window", "throughput_window", "step_time_window"):
-            if getattr(self, name) < 1:
-                raise InputError(f"alerts: {name} must be at least 1")
+    def from_recipe(cls, alerts: Any) -> "Thresholds":
+        """Thresholds from a recipe's ``alerts:`` mapping; SettingsError naming the key. The
+        memory keys of older recipes (``MOVED_TO_MEMORY``) are still accepted and ignored (lint
+        says where they went), so old run directories load."""
+        return schema.convert(current_alerts(alerts), cls, "alerts")
 
 
-def _check_threshold(key: str, raw: Any, type_: Any) -> Any:
-    """One ``alerts:`` value: a whole number of values (windows, warm-ups) or a finite
-    non-negative number (factors, fractions, GiB), in the ranges of runner.core.bounds."""
-    type_s = str(type_)
-    if raw is None and "None" in type_s:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise InputError(f"alerts: {key} must be a number, got {shown(raw)}")
-    if type_s.startswith("int"):
-        if isinstance(raw, float) and raw.is_integer():
-            raw = int(raw)
-        if not isinstance(raw, int):
-            raise InputError(f"alerts: {key} must be a whole number, got {shown(raw)}")
-        rng = bounds.COUNT
-    else:
-        rng = _THRESHOLD
-    try:
-        return bounds.check(raw, rng, f"alerts: {key}")
-    except bounds.OutOfRange as exc:
-        raise InputError(str(exc).replace("alerts: " + key + ": ", f"alerts: {key} ", 1)) from None
-
-
-_THRESHOLD = bounds.Range(0.0, 1e12, unit="threshold")
+def current_alerts(alerts: Any) -> Any:
+    """An ``alerts:`` section without the keys that moved to ``memory:`` (None: empty)."""
+    if alerts is None:
+        return {}
+    return {k: v for k, v in alerts.items() if k not in MOVED_TO_MEMORY} if isinstance(alerts, dict) else alerts
 
 
 # ----------------------------------------------------------------------------- helpers

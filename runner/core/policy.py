@@ -7,80 +7,48 @@ documented in docs/crash-classes.md ("Restart policy").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any, Iterable
 
 from runner.core.crash import CrashVerdict
-from runner.core.errors import InputError
-from runner.core import bounds
-from runner.core.errors import shown
+from runner.core import bounds, schema
 
 RESTART, PAUSE, FAIL, STOP = "restart", "pause", "fail", "stop"
 CRITICAL, WARNING = "critical", "warning"
 
 
-@dataclass(frozen=True)
-class RestartSettings:
-    """The recipe's ``restart:`` section; defaults from design.md."""
-
-    max_restarts: int = 10
-    backoff_initial_s: float = 30.0
-    backoff_max_s: float = 600.0
-    backoff_factor: float = 2.0
-    reset_after_s: float = 3600.0        # a run stable this long resets the backoff
-    max_crashes_per_window: int = 3      # more than this many crashes ...
-    crash_window_s: float = 3600.0       # ... within this window => pause with an alert
-    no_progress_attempts: int = 3        # this many attempts in a row without step progress => fail
-    gpu_wait_s: float = 60.0             # gpu_unavailable: wait this long before the next try ...
-    gpu_wait_max_s: float = 900.0        # ... and fail once the waits in a row would pass this
-    submit_wait_s: float = 60.0          # slurm_unavailable: submit again after this long ...
-    submit_wait_max_s: float = 3600.0    # ... while the waits in a row stay within this
-
-    @classmethod
-    def from_recipe(cls, section: dict | None, *, ignore: Iterable[str] = ()) -> "RestartSettings":
-        """Build from a recipe section. ``ignore`` names keys of the same section that other
-        parts of the runner own (e.g. cooldown settings); any other unknown key is an error."""
-        if section is None:
-            return cls()
-        if not isinstance(section, dict):
-            raise InputError(f"restart: expected a mapping, got {type(section).__name__}")
-        known = {f.name: f for f in fields(cls)}
-        skip = set(ignore)
-        values = {}
-        for key, value in section.items():
-            if key in skip:
-                continue
-            if key not in known:
-                raise InputError(f"restart.{key}: unknown setting (known: {', '.join(known)})")
-            values[key] = _check_value(key, value, str(known[key].type))
-        settings = cls(**values)
-        if settings.backoff_initial_s > settings.backoff_max_s:
-            raise InputError("restart.backoff_initial_s: must not exceed backoff_max_s "
-                             f"({settings.backoff_initial_s:g} > {settings.backoff_max_s:g})")
-        return settings
-
-
 _FACTOR = bounds.Range(1.0, 100.0, unit="factor")
 
 
-def _check_value(key: str, value, type_name: str):
-    """One ``restart:`` value against its range (runner.core.bounds): counts, durations, the
-    backoff factor."""
-    wants_int = type_name in ("int", int)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            wants_int and not isinstance(value, int)):
-        kind = "an integer" if wants_int else "a number"
-        raise InputError(f"restart.{key}: expected {kind}, got {shown(value)}")
-    if key == "backoff_factor":
-        rng = _FACTOR
-    elif wants_int:
-        rng = bounds.POSITIVE_COUNT if key in ("max_crashes_per_window", "no_progress_attempts") else bounds.COUNT
-    else:
-        rng = bounds.SECONDS
-    try:
-        return bounds.check(value, rng, f"restart.{key}")
-    except bounds.OutOfRange as exc:
-        raise InputError(str(exc)) from None
+class RestartSettings(schema.Section, frozen=True):
+    """The recipe's ``restart:`` section; defaults from design.md. The model is the schema:
+    counts and seconds in the ranges of runner.core.bounds, unknown keys refused."""
+
+    max_restarts: schema.Count = 10
+    backoff_initial_s: schema.Seconds = 30.0
+    backoff_max_s: schema.Seconds = 600.0
+    backoff_factor: Annotated[float, schema.within(_FACTOR)] = 2.0
+    reset_after_s: schema.Seconds = 3600.0        # a run stable this long resets the backoff
+    max_crashes_per_window: schema.PositiveCount = 3   # more than this many crashes ...
+    crash_window_s: schema.Seconds = 3600.0       # ... within this window => pause with an alert
+    no_progress_attempts: schema.PositiveCount = 3     # this many attempts in a row without step progress => fail
+    gpu_wait_s: schema.Seconds = 60.0             # gpu_unavailable: wait this long before the next try ...
+    gpu_wait_max_s: schema.Seconds = 900.0        # ... and fail once the waits in a row would pass this
+    submit_wait_s: schema.Seconds = 60.0          # slurm_unavailable: submit again after this long ...
+    submit_wait_max_s: schema.Seconds = 3600.0    # ... while the waits in a row stay within this
+
+    def __post_init__(self) -> None:
+        if self.backoff_initial_s > self.backoff_max_s:
+            raise ValueError("backoff_initial_s: must not exceed backoff_max_s "
+                             f"({self.backoff_initial_s:g} > {self.backoff_max_s:g})")
+
+    @classmethod
+    def from_recipe(cls, section: Any, *, ignore: Iterable[str] = ()) -> "RestartSettings":
+        """The section as settings (None: the defaults); SettingsError naming the key.
+        ``ignore`` names keys of the same section that other parts of the runner own."""
+        if isinstance(section, dict) and ignore:
+            section = {k: v for k, v in section.items() if k not in set(ignore)}
+        return schema.convert({} if section is None else section, cls, "restart")
 
 
 @dataclass(frozen=True)

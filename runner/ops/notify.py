@@ -24,50 +24,40 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Annotated, Any, Literal, Mapping, Sequence, get_args
 
 from runner.rundir import jsonio
 from runner.core.state import TERMINAL
-from runner.ops.settings import seconds
+from runner.core import schema
 
-KINDS = ("critical", "crash", "pause", "end")
 NOTIFY_LOG = "notify.log"
 URL_ENV = "MOECONSOLE_NOTIFY_URL"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-@dataclass(frozen=True)
-class NotifySettings:
-    command: tuple[str, ...] = ()
-    webhook: str | None = None          # may hold ${NAME} references, expanded at send time
-    on: frozenset[str] = frozenset(KINDS)
-    min_interval_s: float = 300.0
-    timeout_s: float = 10.0
+Kind = Literal["critical", "crash", "pause", "end"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+Arg = Annotated[str, schema.text(r"^[^\x00]+$", "a non-empty argument without a NUL byte (an argv, never a shell string)")]
+
+
+class NotifySettings(schema.Section, frozen=True):
+    """The recipe's ``notify:`` section (the module docstring shows it)."""
+    command: Annotated[tuple[Arg, ...], schema.described("a list of arguments (an argv, never a shell string)")] = ()
+    webhook: Annotated[str, schema.text(r"^(https?://.*|\$\{[A-Za-z_][A-Za-z0-9_]*\})$",
+                                        "an http(s) URL or a ${NAME} environment reference")] | None = None
+    # may hold ${NAME} references, expanded at send time
+    on: frozenset[Kind] = frozenset(KINDS)
+    min_interval_s: schema.Seconds = 300.0
+    timeout_s: schema.Seconds = 10.0
 
     @property
     def enabled(self) -> bool:
         return bool(self.command or self.webhook)
 
     @classmethod
-    def from_recipe(cls, section: Mapping[str, Any] | None) -> "NotifySettings":
-        """Raises ValueError with the problem in words (the recipe loader adds file and place)."""
-        s = dict(section or {})
-        unknown = set(s) - {"command", "webhook", "on", "min_interval_s", "timeout_s"}
-        if unknown:
-            raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}")
-        command = s.get("command") or ()
-        if not isinstance(command, (list, tuple)) or not all(isinstance(a, str) and a and "\0" not in a
-                                                             for a in command):
-            raise ValueError("command must be a list of non-empty strings (an argv, never a shell string)")
-        webhook = s.get("webhook")
-        if webhook is not None and (not isinstance(webhook, str)
-                                    or not (webhook.startswith(("http://", "https://")) or _ENV_REF.fullmatch(webhook))):
-            raise ValueError("webhook must be an http(s) URL or a ${NAME} environment reference")
-        on = s.get("on", list(KINDS))
-        if not isinstance(on, list) or not set(on) <= set(KINDS):
-            raise ValueError(f"on must be a list of: {', '.join(KINDS)}")
-        return cls(tuple(command), webhook, frozenset(on), seconds(s, "min_interval_s", 300.0),
-                   seconds(s, "timeout_s", 10.0))
+    def from_recipe(cls, section: Any) -> "NotifySettings":
+        """SettingsError (a ValueError) naming the key; the recipe loader adds the file."""
+        return schema.convert({} if section is None else section, cls, "notify")
 
 
 @dataclass(frozen=True)

@@ -16,45 +16,33 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
 
 from runner.checkpoints.sync import CheckpointSyncer, SyncSettings
 from runner.ops.notify import Notifier, NotifySettings
-from runner.core import bounds
-from runner.ops.settings import seconds
+from runner.core import bounds, schema
 
 EXPORTER_RESPAWN_S = 5.0
 
 
-@dataclass(frozen=True)
-class MetricsSettings:
-    port: int | None = None
-    addr: str = "127.0.0.1"
-    textfile: str | None = None
-    interval_s: float = 15.0
+class MetricsSettings(schema.Section, frozen=True):
+    """The recipe's ``metrics:`` section: the Prometheus exporter's port (0: any free one) and/or
+    a node_exporter textfile."""
+    port: schema.PortOrAny | None = None
+    addr: Annotated[str, schema.text(r"^\S+$", "an address to bind (default 127.0.0.1)")] = "127.0.0.1"
+    textfile: Annotated[str, schema.text(r"^[^\x00]*\.prom$",
+                                         "a path ending in .prom (node_exporter reads only those)")] | None = None
+    interval_s: Annotated[float, schema.within(bounds.Range(0.0, bounds.DAY, lo_open=True))] = 15.0
 
     @property
     def enabled(self) -> bool:
         return self.port is not None or bool(self.textfile)
 
     @classmethod
-    def from_recipe(cls, section: Mapping[str, Any] | None) -> "MetricsSettings":
-        s = dict(section or {})
-        unknown = set(s) - {"port", "addr", "textfile", "interval_s"}
-        if unknown:
-            raise ValueError(f"unknown key(s) {', '.join(sorted(unknown))}")
-        port = s.get("port")
-        if port is not None and not bounds.PORT_OR_ANY.contains(port):
-            raise ValueError("port must be an integer 0..65535 (0: any free port)")
-        addr = s.get("addr", "127.0.0.1")
-        if not isinstance(addr, str) or not addr:
-            raise ValueError("addr must be an address to bind (default 127.0.0.1)")
-        textfile = s.get("textfile")
-        if textfile is not None and (not isinstance(textfile, str) or not textfile.endswith(".prom")):
-            raise ValueError("textfile must be a path ending in .prom (node_exporter reads only those)")
-        return cls(port, addr, textfile, seconds(s, "interval_s", 15.0, positive=True, below=86400))
+    def from_recipe(cls, section: Any) -> "MetricsSettings":
+        """SettingsError (a ValueError) naming the key."""
+        return schema.convert({} if section is None else section, cls, "metrics")
 
 
 class OpsSidecars:

@@ -9,8 +9,6 @@ naming the file, the place and the problem. Values may use placeholders filled a
 from __future__ import annotations
 
 import copy
-import difflib
-from dataclasses import fields as dataclass_fields
 import hashlib
 import json
 import os
@@ -19,7 +17,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from runner.core import bounds
+import msgspec
+
+from runner.core import schema
 from runner.recipes import cmdline
 from runner.rundir import secrets as secret_text
 from runner.recipes.cmdline import set_flag
@@ -28,59 +28,6 @@ from runner.rundir import yamlio
 
 if TYPE_CHECKING:
     from runner.core.memory import MemorySettings
-
-# Defaults from the design. Tests and the demo recipe shorten them.
-DEFAULTS: dict[str, Any] = {
-    "name": None,
-    "description": "",
-    "command": None,
-    "env": {},
-    "workdir": None,
-    "engine": "local",
-    "restart": {},  # validated by runner.core.policy.RestartSettings.from_recipe
-    "cooldown": {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5},
-    "kill": {"grace_s": 60.0},
-    "heartbeat": {"timeout_s": 1800.0, "stale_state_s": 30.0},
-    "checkpoints": {"dir": None, "settle_s": 2.0, "verify": True, "pause_after_bad_saves": 2},
-    "resume": {"arg": None, "args": None, "drift": "refuse"},
-    "swift": {"version": None, "python": None, "validated_max_length": None, "dataset_samples": None, "pins": None},
-    "markers": {"init_done": None},
-    "alerts": {},  # validated by runner.core.monitors.Thresholds.from_recipe
-    "memory": {},  # validated by runner.core.memory.MemorySettings.from_recipe
-    "gpus": {"devices": None, "memory_capacity_gib": None},
-    "preflight": {"on_busy": "wait", "port": None},
-    "cost_per_hour": None,
-    "lint": {"ignore": []},
-    # Operations, validated by their own modules (runner/ops, runner/checkpoints/sync.py).
-    "metrics": {},
-    "notify": {},
-    "sync": {},
-    "slurm": {},  # engine: slurm; validated by runner.process.engines.slurm.SlurmSettings
-}
-
-_SECTION_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
-    "cooldown": {"floor_s": (int, float), "ceiling_s": (int, float), "gpu_mem_tolerance_mib": (int, float),
-                 "poll_s": (int, float)},
-    "kill": {"grace_s": (int, float)},
-    "heartbeat": {"timeout_s": (int, float), "stale_state_s": (int, float), "startup_s": (int, float, type(None))},
-    "checkpoints": {"dir": (str, type(None)), "settle_s": (int, float), "verify": (bool,),
-                    "pause_after_bad_saves": (int,)},
-    "resume": {"arg": (str, type(None)), "args": (list, type(None)), "drift": (str,)},
-    "swift": {"version": (str, type(None)), "python": (str, type(None)), "validated_max_length": (int, type(None)),
-              "dataset_samples": (int, type(None)), "pins": (dict, type(None))},
-    "markers": {"init_done": (str, type(None))},
-    "gpus": {"devices": (list, type(None)), "memory_capacity_gib": (int, float, type(None))},
-    "preflight": {"on_busy": (str,), "port": (int, type(None))},
-    "lint": {"ignore": (list,)},
-}
-_CHOICES = {("resume", "drift"): ("refuse", "warn", "allow"),
-            ("preflight", "on_busy"): ("wait", "kill", "refuse"),
-            ("engine",): ("local", "slurm")}
-_TOP_TYPES: dict[str, tuple[type, ...]] = {
-    "name": (str,), "description": (str,), "command": (list,), "env": (dict,), "workdir": (str, type(None)),
-    "engine": (str,), "restart": (dict,), "alerts": (dict,), "memory": (dict,), "cost_per_hour": (int, float, type(None)),
-    "metrics": (dict,), "notify": (dict,), "sync": (dict,), "slurm": (dict,),
-}
 
 REDACTED = "<redacted>"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -95,168 +42,48 @@ class RecipeError(InputError):
         super().__init__(f"{src}: {place}: {problem}" if place else f"{src}: {problem}")
 
 
-# The range of every number in the sections above (runner.core.bounds owns the rule and the
-# messages). Any other ``*_s`` key is a duration (bounds.SECONDS); every number must be finite.
-_GIB = bounds.Range(0.0, float(1 << 20), lo_open=True, unit="GiB")
-_RANGES: dict[tuple[str, str], bounds.Range] = {
-    ("cooldown", "floor_s"): bounds.SECONDS, ("cooldown", "ceiling_s"): bounds.SECONDS,
-    ("cooldown", "gpu_mem_tolerance_mib"): bounds.Range(0.0, float(1 << 30), unit="MiB"),
-    ("cooldown", "poll_s"): bounds.Range(0.0, bounds.HOUR, lo_open=True),
-    ("kill", "grace_s"): bounds.GRACE, ("heartbeat", "timeout_s"): bounds.POSITIVE_SECONDS,
-    ("heartbeat", "stale_state_s"): bounds.POSITIVE_SECONDS, ("heartbeat", "startup_s"): bounds.SECONDS,
-    ("checkpoints", "settle_s"): bounds.SECONDS, ("gpus", "memory_capacity_gib"): _GIB,
-    ("checkpoints", "pause_after_bad_saves"): bounds.Range(0, 1 << 20, integer=True, unit="count"),
-    ("preflight", "port"): bounds.PORT,
-    ("swift", "validated_max_length"): bounds.Range(1, 1 << 30, integer=True, unit="count"),
-    ("swift", "dataset_samples"): bounds.Range(1, 1 << 50, integer=True, unit="count"),
-}
-_RANGES[("", "cost_per_hour")] = bounds.Range(0.0, 1e9, unit="money per hour")
-_ANY_NUMBER = bounds.Range(-1e300, 1e300, unit="any size")
-_NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\Z")
-
-
-def _type_name(types: tuple[type, ...]) -> str:
-    names = {int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping",
-             bool: "true/false", type(None): "null"}
-    return " or ".join(dict.fromkeys(names[t] for t in types))
-
-
-def _check_type(src: Path | str, place: str, value: Any, types: tuple[type, ...]) -> None:
-    if isinstance(value, bool) and bool not in types:
-        raise RecipeError(src, place, f"expected {_type_name(types)}, got {shown(value)}")
-    if not isinstance(value, types):
-        raise RecipeError(src, place, f"expected {_type_name(types)}, got {type(value).__name__} {shown(value)}")
-
-
-def _check_number(src: Path | str, section: str, key: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return
-    place = f"{section}.{key}" if section else key
-    rng = _RANGES.get((section, key)) or (bounds.SECONDS if key.endswith("_s") else _ANY_NUMBER)
-    try:
-        bounds.check(value, rng, place)
-    except bounds.OutOfRange as exc:
-        raise RecipeError(src, place, str(exc).partition(": ")[2]) from None
-
-
 def _check_text(src: Path | str, place: str, value: str) -> None:
     if "\0" in value:
         raise RecipeError(src, place, "holds a NUL byte, which no command or environment can carry")
 
 
-def _suggest(word: str, known: list[str] | tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(word, list(known), n=3, cutoff=0.6)
-    return f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(known)}"
-
-
 def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
-    """Check a parsed recipe against the schema and return it merged with the defaults. Every
-    value the runner cannot use is refused here, with the file, the place and the problem."""
+    """Check a parsed recipe against the model (runner.recipes.model) and return it as the
+    plain dict callers read, defaults filled in. Every value the runner cannot use is refused
+    here, with the file, the place and the problem."""
     if not isinstance(raw, dict):
         raise RecipeError(src, "", f"a recipe must be a YAML mapping, got {type(raw).__name__}")
-    for key in raw:
-        if key not in DEFAULTS:
-            raise RecipeError(src, str(key), f"unknown key ({_suggest(str(key), list(DEFAULTS))})")
-    for key, types in _TOP_TYPES.items():
-        if key in raw and raw[key] is not None:
-            _check_type(src, key, raw[key], types)
-    if "command" not in raw or raw["command"] is None:
-        raise RecipeError(src, "command", "missing; give the command as a list of arguments")
-    cmd = raw["command"]
-    if not cmd:
-        raise RecipeError(src, "command", "empty list")
-    for i, arg in enumerate(cmd):
-        if isinstance(arg, bool) or not isinstance(arg, (str, int, float)):
-            raise RecipeError(src, f"command[{i}]", f"expected a string, got {shown(arg)}")
-        _check_text(src, f"command[{i}]", str(arg))
-    for k, v in (raw.get("env") or {}).items():
-        if not isinstance(k, str) or not k:
-            raise RecipeError(src, f"env.{k}", "environment names must be non-empty strings")
-        if "=" in k or "\0" in k:
-            raise RecipeError(src, f"env.{k}", "an environment name cannot contain '=' or a NUL byte")
-        if isinstance(v, (dict, list, bool)) or v is None:
-            raise RecipeError(src, f"env.{k}", f"expected a string value, got {shown(v)}")
-        _check_text(src, f"env.{k}", str(v))
-    name = raw.get("name")
-    if name is not None and not _NAME_OK.match(name):
-        raise RecipeError(src, "name", f"{shown(name)}: use letters, digits and . _ + - (at most 64; it names run directories)")
-    for key in ("workdir", "description"):
-        if isinstance(raw.get(key), str):
-            _check_text(src, key, raw[key])
-    out = copy.deepcopy(DEFAULTS)
-    for key, value in raw.items():
-        if key in _SECTION_TYPES:
-            if value is None:
-                continue
-            _check_type(src, key, value, (dict,))
-            for sk, sv in value.items():
-                if sk not in _SECTION_TYPES[key]:
-                    raise RecipeError(src, f"{key}.{sk}", f"unknown key ({_suggest(str(sk), list(_SECTION_TYPES[key]))})")
-                _check_type(src, f"{key}.{sk}", sv, _SECTION_TYPES[key][sk])
-                _check_number(src, key, sk, sv)
-                if isinstance(sv, str):
-                    _check_text(src, f"{key}.{sk}", sv)
-                choices = _CHOICES.get((key, sk))
-                if choices and sv not in choices:
-                    raise RecipeError(src, f"{key}.{sk}", f"must be one of {', '.join(choices)}, got {shown(sv)}")
-            out[key] = {**out[key], **value}
-        else:
-            out[key] = value
-    if out["engine"] not in _CHOICES[("engine",)]:
-        raise RecipeError(src, "engine", f"must be one of {', '.join(_CHOICES[('engine',)])}, got {shown(out['engine'])}")
-    if out["cooldown"]["ceiling_s"] < out["cooldown"]["floor_s"]:
-        raise RecipeError(src, "cooldown.ceiling_s", f"must be >= cooldown.floor_s "
-                          f"({out['cooldown']['ceiling_s']:g} < {out['cooldown']['floor_s']:g})")
-    devices = out["gpus"]["devices"]
-    if devices is not None and (not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
-                                or len(set(devices)) != len(devices)):
-        raise RecipeError(src, "gpus.devices", f"must be distinct GPU indexes (0, 1, ...), got {shown(devices)}")
-    if not all(isinstance(x, str) for x in out["lint"]["ignore"]):
-        raise RecipeError(src, "lint.ignore", "must be a list of rule names")
-    arg = out["resume"]["arg"]
-    if arg is not None and not arg.startswith("-"):
-        raise RecipeError(src, "resume.arg", f"must be a flag such as --resume_from_checkpoint, got {shown(arg)}")
-    if out.get("cost_per_hour") is not None:
-        _check_number(src, "", "cost_per_hour", out["cost_per_hour"])
+    from runner.core.monitors import current_alerts
+    from runner.recipes import model
+    data = {k: v for k, v in raw.items() if v is not None}   # a key given as null: its default
+    if "alerts" in data:
+        data["alerts"] = current_alerts(data["alerts"])
+    try:
+        recipe = schema.convert(data, model.Recipe)
+    except schema.SettingsError as exc:
+        problem = exc.problem
+        if exc.place == "command" and problem == "missing":
+            problem = "missing; give the command as a list of arguments"
+        raise RecipeError(src, exc.place, problem) from None
+    out: dict[str, Any] = msgspec.to_builtins(recipe)
+    for section in model.OWNED_ELSEWHERE:   # as written; the owner's model holds the defaults
+        out[section] = raw.get(section) or {}
+    for i, arg in enumerate(out["command"]):
+        _check_text(src, f"command[{i}]", arg)
+    for k, v in out["env"].items():
+        if not k or "=" in k or "\0" in k:
+            raise RecipeError(src, f"env.{k}", "an environment name must be non-empty, without '=' or a NUL byte")
+        _check_text(src, f"env.{k}", v)
     if out["swift"]["pins"] is not None:
         from runner.recipes.doctor import parse_pins
         try:
             parse_pins(out["swift"]["pins"])
         except ValueError as exc:
             raise RecipeError(src, "swift.pins", str(exc)) from None
-    out["command"] = [str(a) for a in cmd]
-    out["env"] = {str(k): str(v) for k, v in (out.get("env") or {}).items()}
     _check_demo_faults(src, out["command"])
-    # Sections validated by their own modules, so their rules live next to their use.
-    from runner.core.policy import RestartSettings
-    from runner.core.monitors import Thresholds
-    for section, check in (("restart", RestartSettings.from_recipe), ("alerts", Thresholds.from_recipe)):
-        try:
-            check(out[section])
-        except InputError as exc:
-            text = str(exc)
-            place, _, problem = text.partition(": ")
-            if not place.startswith(section):
-                place, problem = section, text
-            raise RecipeError(src, place, problem) from None
     try:
-        memory_settings(out)
+        memory_settings(out)      # sizes given as text (min_headroom: 1GiB)
     except InputError as exc:
-        place, _, problem = str(exc).partition(": ")
-        raise RecipeError(src, place, problem) from None
-    from runner.checkpoints.sync import SyncSettings
-    from runner.ops.notify import NotifySettings
-    from runner.ops.sidecars import MetricsSettings
-    for section, ops_check in (("metrics", MetricsSettings.from_recipe), ("notify", NotifySettings.from_recipe),
-                               ("sync", SyncSettings.from_recipe)):
-        try:
-            ops_check(out[section])
-        except ValueError as exc:
-            raise RecipeError(src, section, str(exc)) from None
-    from runner.process.slurm.settings import SlurmSettings
-    try:
-        SlurmSettings.from_recipe(out["slurm"])
-    except ValueError as exc:
         place, _, problem = str(exc).partition(": ")
         raise RecipeError(src, place, problem) from None
     return out
@@ -291,38 +118,13 @@ def _parse_scalar(text: str) -> Any:
     return yamlio.scalar(text)
 
 
-_OPS_KEYS = {"metrics": ("port", "addr", "textfile", "interval_s"),
-             "notify": ("command", "webhook", "on", "min_interval_s", "timeout_s"),
-             "sync": ("dest", "keep_last", "full", "retry_s")}
-
-
-def _known_subkeys(section: str) -> list[str] | None:
-    """The keys a section accepts (None: any key, as in ``env``)."""
-    if section in _SECTION_TYPES:
-        return list(_SECTION_TYPES[section])
-    if section == "restart":
-        from runner.core.policy import RestartSettings
-        return [f.name for f in dataclass_fields(RestartSettings)]
-    if section == "alerts":
-        from runner.core.monitors import Thresholds
-        return [f.name for f in dataclass_fields(Thresholds)]
-    if section == "memory":
-        from runner.core.memory import MemorySettings
-        return list(MemorySettings.KEYS)
-    if section in _OPS_KEYS:
-        return list(_OPS_KEYS[section])
-    if section == "slurm":
-        from runner.process.slurm.settings import SlurmSettings
-        return [f.name for f in dataclass_fields(SlurmSettings)]
-    return None
-
-
 def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict:
     """``key.sub=value`` sets a recipe value; ``args.flag=value`` sets ``--flag value`` in the
     command where it stands (``runner.recipes.cmdline.set_flag``: a missing flag goes to its own part of
     the command, a launcher's before the script). Keys are checked against the
     schema (with near-miss suggestions) and a key given twice is refused, so what runs is
     exactly what was typed."""
+    from runner.recipes import model
     raw = copy.deepcopy(raw)
     seen: dict[str, str] = {}
     for given in overrides:
@@ -346,13 +148,14 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
             cmd = [str(a) for a in raw.get("command") or []]
             raw["command"] = set_flag(cmd, "--" + parts[1], text)
             continue
-        if parts[0] not in DEFAULTS:
-            raise InputError(f"{src} {item}: unknown key {parts[0]!r} ({_suggest(parts[0], list(DEFAULTS) + ['args'])})")
+        if parts[0] not in model.KEYS:
+            raise InputError(f"{src} {item}: unknown key {parts[0]!r} ({schema.suggest(parts[0], model.KEYS + ('args',))})")
         if len(parts) > 1:
-            known = _known_subkeys(parts[0])
+            section = model.section_model(parts[0])
+            known = schema.field_names(section) if section is not None else None
             if known is not None and (len(parts) != 2 or parts[1] not in known):
-                raise InputError(f"{src} {item}: unknown key {key!r} ({_suggest(key, [f'{parts[0]}.{k}' for k in known])})")
-        elif isinstance(DEFAULTS[parts[0]], dict):
+                raise InputError(f"{src} {item}: unknown key {key!r} ({schema.suggest(key, [f'{parts[0]}.{k}' for k in known])})")
+        elif model.is_section(parts[0]):
             raise InputError(f"{src} {item}: {parts[0]} is a section; set one of its keys ({parts[0]}.KEY=VALUE)")
         node = raw
         for p in parts[:-1]:

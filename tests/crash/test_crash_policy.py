@@ -49,11 +49,11 @@ def test_settings_from_recipe_values():
 
 
 @pytest.mark.parametrize("section, message", [
-    ({"max_restart": 3}, "restart.max_restart: unknown setting"),
-    ({"max_restarts": "many"}, "restart.max_restarts: expected an integer, got 'many'"),
-    ({"max_restarts": 2.5}, "restart.max_restarts: expected an integer"),
-    ({"max_restarts": True}, "restart.max_restarts: expected an integer"),
-    ({"max_restarts": None}, "restart.max_restarts: expected an integer"),
+    ({"max_restart": 3}, "restart.max_restart: unknown key (did you mean max_restarts?)"),
+    ({"max_restarts": "many"}, "restart.max_restarts: expected a whole number, got str 'many'"),
+    ({"max_restarts": 2.5}, "restart.max_restarts: must be a whole number >= 0 and <= 1000000, got 2.5"),
+    ({"max_restarts": True}, "restart.max_restarts: expected a whole number, got True"),
+    ({"max_restarts": None}, "restart.max_restarts: expected a whole number, got None"),
     ({"backoff_initial_s": "30s"}, "restart.backoff_initial_s: expected a number"),
     ({"backoff_max_s": -1}, "restart.backoff_max_s: must be a finite number of seconds >= 0"),
     ({"backoff_max_s": 1e308}, "restart.backoff_max_s: must be a finite number of seconds >= 0 and <= 2592000"),

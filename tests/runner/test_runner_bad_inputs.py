@@ -151,7 +151,7 @@ def test_hostile_set_values_are_one_line(harness, sets, needle):
 
 def _documented_sections() -> list[tuple[str, str]]:
     """Every indented or fenced YAML block in docs/ that starts with a recipe key."""
-    from runner.recipes.recipe import DEFAULTS
+    from runner.recipes.model import KEYS
     out = []
     for md in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]:
         text = md.read_text()
@@ -160,7 +160,7 @@ def _documented_sections() -> list[tuple[str, str]]:
                    for m in re.finditer(r"(?m)(?:^    \S.*\n)(?:^(?:    .*|)\n)*", text)]
         for block in blocks:
             first = block.lstrip().split(":", 1)[0]
-            if first in DEFAULTS and first not in ("name", "command") and ":" in block.splitlines()[0]:
+            if first in KEYS and first not in ("name", "command") and ":" in block.splitlines()[0]:
                 out.append((f"{md.name}:{first}", block))
     return out
 

@@ -314,7 +314,7 @@ class SlurmEngine:
                     "--wait-s", f"{s.rendezvous_wait_s:g}", "--", *argv]
         return BatchSpec(job_name=self.job_name(spec.attempt), argv=argv, output=str(self.run.log),
                          workdir=spec.cwd, nodes=s.nodes, gpus_per_node=s.gpus_per_node,
-                         ntasks_per_node=s.ntasks_per_node, time_limit=s.time, partition=s.partition,
+                         ntasks_per_node=s.ntasks_per_node, time_limit=s.time_limit, partition=s.partition,
                          account=s.account, extra_sbatch=s.sbatch, srun_extra=s.srun,
                          background_steps=background)
 

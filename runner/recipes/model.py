@@ -1,0 +1,166 @@
+"""The recipe as a declarative model: one msgspec Struct per section, with its keys, types,
+defaults, choices (``Literal``) and ranges (``runner.core.bounds`` through
+``runner.core.schema``). Unknown keys are refused with "did you mean", NaN and infinity never
+pass a range. Sections whose settings another module uses are that module's model
+(``restart``: runner.core.policy, ``alerts``: runner.core.monitors, ``memory``:
+runner.core.memory, ``metrics``/``notify``: runner.ops, ``sync``: runner.checkpoints.sync,
+``slurm``: runner.process.slurm.settings), so each rule lives next to its use.
+
+``runner.recipes.recipe.validate`` converts a parsed recipe with ``Recipe`` and hands callers
+the plain dict they read (``recipe["cooldown"]["floor_s"]``).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec.structs import force_setattr
+
+from runner.checkpoints.sync import SyncSettings
+from runner.core import bounds, schema
+from runner.core.memory import MemorySection
+from runner.core.monitors import Thresholds
+from runner.core.policy import RestartSettings
+from runner.ops.notify import NotifySettings
+from runner.ops.sidecars import MetricsSettings
+from runner.process.slurm.settings import SlurmSettings
+
+_MIB = bounds.Range(0.0, float(1 << 30), unit="MiB")
+_POLL = bounds.Range(0.0, bounds.HOUR, lo_open=True)
+_GIB = bounds.Range(0.0, float(1 << 20), lo_open=True, unit="GiB")
+_BAD_SAVES = bounds.Range(0, 1 << 20, integer=True, unit="count")
+_MAX_LENGTH = bounds.Range(1, 1 << 30, integer=True, unit="count")
+_SAMPLES = bounds.Range(1, 1 << 50, integer=True, unit="count")
+_GPU_INDEX = bounds.Range(0, 1 << 16, integer=True, unit="count")
+_COST = bounds.Range(0.0, 1e9, unit="money per hour")
+_NAME = schema.text(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$",
+                    "letters, digits and . _ + - (at most 64; it names run directories)")
+_FLAG = schema.text(r"^-[^\x00]*$", "a flag such as --resume_from_checkpoint")
+
+Text = schema.NoNul
+
+
+class Cooldown(schema.Section, frozen=True):
+    """Between attempts: wait at least ``floor_s``, at most ``ceiling_s`` for the GPUs to free."""
+    floor_s: schema.Seconds = 10.0
+    ceiling_s: schema.Seconds = 90.0
+    gpu_mem_tolerance_mib: Annotated[float, schema.within(_MIB)] = 1024.0
+    poll_s: Annotated[float, schema.within(_POLL)] = 0.5
+
+    def __post_init__(self) -> None:
+        if self.ceiling_s < self.floor_s:
+            raise ValueError(f"ceiling_s: must be >= cooldown.floor_s ({self.ceiling_s:g} < {self.floor_s:g})")
+
+
+class Kill(schema.Section, frozen=True):
+    grace_s: schema.Grace = 60.0     # SIGTERM -> SIGKILL
+
+
+class Heartbeat(schema.Section, frozen=True):
+    timeout_s: schema.PositiveSeconds = 1800.0
+    stale_state_s: schema.PositiveSeconds = 30.0
+    startup_s: schema.Seconds | None = None   # silence allowed before the first step
+
+
+class Checkpoints(schema.Section, frozen=True):
+    dir: Text | None = None
+    settle_s: schema.Seconds = 2.0
+    verify: bool = True
+    pause_after_bad_saves: Annotated[int, schema.within(_BAD_SAVES)] = 2
+
+
+class Resume(schema.Section, frozen=True):
+    arg: Annotated[str, _FLAG] | None = None
+    args: list[Any] | None = None    # checked by runner.recipes.resume (lint names each problem)
+    drift: Literal["refuse", "warn", "allow"] = "refuse"
+
+
+class Swift(schema.Section, frozen=True):
+    version: Text | None = None
+    python: Text | None = None
+    validated_max_length: Annotated[int, schema.within(_MAX_LENGTH)] | None = None
+    dataset_samples: Annotated[int, schema.within(_SAMPLES)] | None = None
+    pins: dict[str, Any] | None = None   # checked by runner.recipes.doctor.parse_pins
+
+
+class Markers(schema.Section, frozen=True):
+    init_done: Text | None = None
+
+
+class Gpus(schema.Section, frozen=True):
+    devices: list[Annotated[int, schema.within(_GPU_INDEX)]] | None = None
+    memory_capacity_gib: Annotated[float, schema.within(_GIB)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.devices is not None and len(set(self.devices)) != len(self.devices):
+            raise ValueError(f"devices: must be distinct GPU indexes (0, 1, ...), got {self.devices!r}")
+
+
+class Preflight(schema.Section, frozen=True):
+    on_busy: Literal["wait", "kill", "refuse"] = "wait"
+    port: schema.Port | None = None
+
+
+class Lint(schema.Section, frozen=True):
+    ignore: list[str] = []
+
+
+Arg = str | int | float   # a command argument as YAML gives it (numbers become text)
+
+
+class Recipe(schema.Section, frozen=True):
+    """A whole recipe (docs/recipes.md)."""
+    command: list[Arg]
+    name: Annotated[str, _NAME] | None = None
+    description: Text = ""
+    env: dict[str, Arg] = {}
+    workdir: Text | None = None
+    engine: Literal["local", "slurm"] = "local"
+    restart: RestartSettings = RestartSettings()
+    cooldown: Cooldown = Cooldown()
+    kill: Kill = Kill()
+    heartbeat: Heartbeat = Heartbeat()
+    checkpoints: Checkpoints = Checkpoints()
+    resume: Resume = Resume()
+    swift: Swift = Swift()
+    markers: Markers = Markers()
+    alerts: Thresholds = Thresholds()
+    memory: MemorySection = MemorySection()
+    gpus: Gpus = Gpus()
+    preflight: Preflight = Preflight()
+    cost_per_hour: Annotated[float, schema.within(_COST)] | None = None
+    lint: Lint = Lint()
+    metrics: MetricsSettings = MetricsSettings()
+    notify: NotifySettings = NotifySettings()
+    sync: SyncSettings = SyncSettings()
+    slurm: SlurmSettings = SlurmSettings()
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise ValueError("command: empty list")
+        force_setattr(self, "command", [str(a) for a in self.command])
+        force_setattr(self, "env", {k: str(v) for k, v in self.env.items()})
+
+
+KEYS: tuple[str, ...] = tuple(schema.field_names(Recipe))
+# Sections another module builds its settings from: the dict keeps what the recipe wrote (that
+# module's model holds the defaults), so recipe.yaml and lint see the recipe as written.
+OWNED_ELSEWHERE = ("restart", "alerts", "memory", "metrics", "notify", "sync", "slurm")
+
+
+def section_model(key: str) -> type | None:
+    """The model of section ``key`` (None: not a section of fixed keys, as ``env``)."""
+    info = msgspec.inspect.type_info(Recipe)
+    assert isinstance(info, msgspec.inspect.StructType)
+    for f in info.fields:
+        if f.encode_name == key and isinstance(f.type, msgspec.inspect.StructType):
+            return f.type.cls
+    return None
+
+
+def is_section(key: str) -> bool:
+    """A key that holds a mapping (``kill``, ``env``): ``--set kill=3`` is refused."""
+    info = msgspec.inspect.type_info(Recipe)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return any(f.encode_name == key and isinstance(f.type, (msgspec.inspect.StructType, msgspec.inspect.DictType))
+               for f in info.fields)
