@@ -197,6 +197,17 @@ class Settings:
 
 
 # ---- the function -----------------------------------------------------------------------------
+def next_deadline(life: Life, now: float) -> float | None:
+    """Seconds until the lifecycle has something to do without any event from outside: the
+    kill's SIGKILL deadline or the cooldown's earliest launch (None: nothing is due)."""
+    due = []
+    if life.kill and not life.kill.escalated and life.kill.deadline > now:
+        due.append(life.kill.deadline - now)
+    if life.cooldown and life.cooldown.earliest > now:
+        due.append(life.cooldown.earliest - now)
+    return min(due) if due else None
+
+
 def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     """The next lifecycle state and what to do, for one event. A ``SetStatus`` that would not
     change the status is dropped: every status change is recorded once."""

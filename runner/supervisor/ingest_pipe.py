@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from runner.core import lifecycle as lc
 from runner.core.monitors import Monitors, Thresholds
 from runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
 from runner.ingest.records import eval_record
@@ -35,6 +36,7 @@ from runner.supervisor.memory_feed import MemoryFeed
 INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
 INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
+STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s")
 
@@ -158,9 +160,22 @@ class IngestPipe:
         """Seconds without log output and without step progress (the hang clock)."""
         return now - max(self.last_output, self.last_progress)
 
-    def hold_quiet(self, now: float) -> None:
-        """Silence is expected (a batch job waits in the queue): the hang clock starts later."""
-        self.last_output = self.last_progress = now
+    def hang(self, now: float, heartbeat: dict[str, Any], *, pending: bool = False) -> lc.Hang | None:
+        """The attempt hangs: no log output and no step progress for longer than the heartbeat
+        allows (alerted here; the lifecycle kills it). ``pending``: a batch job waits in the
+        queue, so silence is expected and the hang clock starts later."""
+        if pending:
+            self.last_output = self.last_progress = now
+            return None
+        limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
+        quiet = self.quiet(now)
+        if quiet <= limit:
+            return None
+        phase = "before the first step" if not self.steps_seen else "between steps"
+        self.journal.event("alert", level="critical", rule="hang", step=self.progress.get("step"),
+                           message=f"no log output and no step progress for {quiet:.0f}s {phase}: killing the tree",
+                           values={"quiet_s": round(quiet, 1), "timeout_s": limit}, attempt=self.attempt)
+        return lc.Hang(quiet, limit)
 
     # ---- one batch ----------------------------------------------------------------------------
     def _on_batch(self, batch: Any) -> None:
@@ -276,3 +291,14 @@ class IngestPipe:
             return
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = now
+
+
+def heartbeat_limit(heartbeat: dict[str, Any], *, steps_seen: int) -> float:
+    """How long an attempt may be silent: ``startup_s`` until its first step (loading a large
+    model prints little for a long time), ``timeout_s`` between steps. Without ``startup_s`` the
+    start-up allowance is the larger of ``timeout_s`` and STARTUP_DEFAULT_S."""
+    timeout = float(heartbeat["timeout_s"])
+    if steps_seen:
+        return timeout
+    startup = heartbeat.get("startup_s")
+    return float(startup) if startup is not None else max(timeout, STARTUP_DEFAULT_S)

@@ -2,15 +2,49 @@
 rebuilt from the append-only records when ``state.json`` is missing or damaged."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from runner.core.errors import InputError
 from runner.core.policy import AttemptRecord
-from runner.core.state import Status
+from runner.core.state import LIVE, Status
 from runner.process import proctree
 from runner.recipes import recipe as recipes
 from runner.rundir import jsonio, rundir
+
+
+def load_state(run: rundir.RunDir, diag: Callable[[str], None]) -> dict[str, Any]:
+    """The run's state for a runner taking it over: state.json, or rebuilt from the records
+    when it is missing or damaged; InputError when nothing says where the run stands (starting
+    it again could repeat a finished run)."""
+    loaded = run.load_state()
+    state = dict(loaded.state)
+    if loaded.problem:
+        diag(f"{loaded.problem}: rebuilding the run's state from its records")
+        state = recover_state(run, state, loaded.problem)
+        if Status.parse(state.get("status")) is None:
+            raise InputError(f"{run.run_id}: {loaded.problem}, and events.jsonl does not say where the run "
+                             f"stands; no runner takes it over (the run directory is left as it is)")
+    return state
+
+
+@dataclass(frozen=True)
+class Takeover:
+    """What a new runner finds of the recorded attempt."""
+    leader_alive: bool      # adopt it (also an attempt that ended unwatched: adopted as if it just ended)
+    leader_known: bool      # an attempt was launched at all
+    ended_unwatched: bool   # runner and training died while nobody watched: read its log, then judge it
+
+
+def takeover(status: Status, state: dict[str, Any], attempt_alive: Callable[[int, list[Any]], bool]) -> Takeover:
+    """Is the attempt ``state`` records still running (``attempt_alive``: the engine's check)?"""
+    attempt, pids = int(state.get("attempt") or 0), state.get("pids") or []
+    leader = next((p for p in pids if p.get("role") in ("waiter", "leader")), None)
+    alive = bool(status in LIVE and status != Status.STARTING and attempt_alive(attempt, pids))
+    known = bool(leader or attempt)
+    unwatched = not alive and status in (Status.RUNNING, Status.STOPPING) and known
+    return Takeover(alive or unwatched, known, unwatched)
 
 
 def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> dict[str, Any]:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import selectors
-import signal
 import sys
 import time
 from pathlib import Path
@@ -32,14 +30,13 @@ from typing import Any
 from runner.checkpoints.keeper import CheckpointKeeper
 from runner.core import bounds
 from runner.core import lifecycle as lc
-from runner.core.crash import interpreter_of, live_pid_set, own_pid_set
+from runner.core.crash import interpreter_of, live_pid_set
 from runner.core.errors import InputError
 from runner.core.monitors import Thresholds
 from runner.core.policy import AttemptRecord, RestartSettings
 from runner.core.state import Status
 from runner.ops.sidecars import OpsSidecars
 from runner.process import proctree
-from runner.process.attempt import Attempt, ExitStatus
 from runner.process.engines.local import LocalEngine
 from runner.process.slurm import client as slurm_client
 from runner.recipes import recipe as recipes
@@ -51,19 +48,19 @@ from runner.supervisor import control
 from runner.supervisor.conditions import ConditionsCheck, Terminations, cooldown_record, kill_grace
 from runner.supervisor.controlserver import ControlServer
 from runner.supervisor.dispatch import Dispatcher, Steered
+from runner.supervisor.attempt_watch import AttemptWatch
 from runner.supervisor.gpuwatch import GpuWatch
-from runner.supervisor.ingest_pipe import IngestPipe
+from runner.supervisor.ingest_pipe import STARTUP_DEFAULT_S, IngestPipe, heartbeat_limit  # noqa: F401 (re-exported)
 from runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from runner.supervisor.launcher import Launched, Launcher
 from runner.supervisor.memory_feed import MemoryFeed
-from runner.supervisor.recovery import attempt_record, load_run_recipe, recover_state, step_of
+from runner.supervisor.wakeups import Wakeups
+from runner.supervisor.runstate import RunState
+from runner.supervisor.recovery import attempt_record, load_run_recipe, load_state, step_of, takeover
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
 CHECKPOINT_POLL_S = 1.0
-STATE_FLUSH_S = 1.0
-STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives
-STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 CATCH_UP_TURN_S = 0.05     # after the leader's exit, log reading per loop turn before control is served
 OPS_POLL_S = 0.5           # checkpoint sync results, a dead metrics exporter
 SYNC_FINAL_WAIT_S = 1800.0  # after the run ends: how long the last checkpoint's sync may take
@@ -82,32 +79,12 @@ class Supervisor:
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe["command"]))
-        loaded = run.load_state()
-        state = dict(loaded.state)
-        if loaded.problem:
-            diag(f"{loaded.problem}: rebuilding the run's state from its records")
-            state = recover_state(run, state, loaded.problem)
-            if Status.parse(state.get("status")) is None:
-                # Nothing says where the run stands: starting it again could repeat a finished run.
-                raise InputError(f"{run.run_id}: {loaded.problem}, and events.jsonl does not say where the run "
-                                 f"stands; no runner takes it over (the run directory is left as it is)")
+        state = load_state(run, diag)
         # The status lives in the lifecycle only (every change through lc.step); the rest of
-        # state.json here, written together with it (``_state``).
-        self.life = lc.Life(Status.parse(state.pop("status", None)) or Status.STARTING)
-        self.state: dict[str, Any] = state
-        self.tree = proctree.ProcessTree(run.run_id)
-        self.attempt: Attempt | None = None  # the current attempt, once launched or adopted
-        self.own_pids: set[int] = set()
-        self.leader_rc: int | None = None
-        self.exit_status: ExitStatus | None = None
-        self.exit_seen_at = time.time()
-        self.adopted = False
-        self.pidfd: int | None = None
-        self._start_leader: dict[str, Any] = {}
-        self._last_signalled: list[int] = []
+        # state.json in ``self.state``, written together with it.
+        self.life = lc.Life(Status.parse(state.get("status")) or Status.STARTING)
+        self.state = RunState(self.journal, state, lambda: self.life.status)
         self.stop = False
-        self.dirty = True
-        self.last_flush = 0.0
         self.next_env: dict[str, str] = {}
         self.resumed_step: int | None = None
         self.blockers: tuple = ()
@@ -121,11 +98,12 @@ class Supervisor:
                                        floor_s=bounds.sane_seconds(cd["floor_s"], 0.0),
                                        ceiling_s=bounds.sane_seconds(cd["ceiling_s"], 0.0))
         self.engine = _engine(run, self.recipe)  # runs the attempts (runner.process.attempt)
+        self.watch = AttemptWatch(run.run_id, self.engine)  # the current attempt's processes
         self.launcher = Launcher(run, self.recipe, recipe_hash=self.hash, env=self.env_resolved,
-                                 redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.alert,
+                                 redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
                                  diag=diag)
         root = ck.get("dir")
-        self.ckpt_root = Path(self.launcher.fill(root, _attempt(state))).resolve() if root else None
+        self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck["settle_s"]), verify=bool(ck.get("verify", True)),
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
@@ -138,12 +116,12 @@ class Supervisor:
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, Thresholds.from_recipe(self.recipe["alerts"]),
                                note_saved=self.checkpoints.note_saved,
-                               on_saves=lambda: self.timers.due_now("ckpt"), on_progress=lambda f: self.set(**f),
+                               on_saves=lambda: self.timers.due_now("ckpt"), on_progress=lambda f: self.state.set(**f),
                                on_divergence=lambda msg: self.apply(lc.Divergence(msg)),
                                serve=lambda: self.control.serve(), start_offset=int(state.get("log_offset") or 0),
-                               attempt=_attempt(state), progress=state, diag=diag)
+                               attempt=self.state.attempt, progress=state, diag=diag)
         self.dispatcher = Dispatcher(
-            state=self._state, steer=self._steer, verify=self.checkpoints.verify_latest,
+            state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
             finishing_left=lambda: None if self.finishing_until is None else max(
                 0.0, self.finishing_until - time.monotonic()),
             terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe["kill"], asked))
@@ -151,35 +129,20 @@ class Supervisor:
         self.ops: OpsSidecars | None = None
 
     # ---- state ------------------------------------------------------------------------
-    def _state(self) -> dict[str, Any]:
-        """state.json as written and as ``status`` answers: the record and the lifecycle's status."""
-        return {**self.state, "status": self.life.status}
-
-    def set(self, **fields: Any) -> None:
-        self.state.update(fields)
-        self.dirty = True
-
     def flush_state(self, force: bool = False) -> None:
-        now = time.time()
-        retry = bool(self.journal.pending or self.journal.error)
-        due = (self.dirty or retry) and now - self.last_flush >= STATE_FLUSH_S
-        if not (force or due or now - self.last_flush >= STATE_HEARTBEAT_S):
+        """Write state.json when due (``runstate``), with the live parts read now."""
+        if not self.state.due(force):
             return
         self.journal.flush()
-        self.state.update(pids=self.tree.to_list() if not self.life.exited or self.life.kill else [],
-                          pgid=self.tree.pgid, log_offset=self.pipe.offset,
-                          cooldown=cooldown_record(self.life.cooldown, _wall), storage=self.journal.storage,
-                          stale_after_s=float(self.recipe["heartbeat"]["stale_state_s"]), ingest=self.pipe.lag(),
-                          memory=self.gpus.memory.state())
-        self.last_flush = now
+        tree = self.watch.tree
+        self.state.fields.update(
+            pids=tree.to_list() if not self.life.exited or self.life.kill else [], pgid=tree.pgid,
+            log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
+            storage=self.journal.storage, stale_after_s=float(self.recipe["heartbeat"]["stale_state_s"]),
+            ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
-        if self.journal.write_state(self._state()):
-            self.dirty = False
+        self.state.write()
         self.gpus.save(force)
-
-    def alert(self, level: str, rule: str, message: str, **values: Any) -> None:
-        self.journal.event("alert", level=level, rule=rule, step=self.state.get("step"), message=message,
-                           values=values, attempt=self.state.get("attempt"))
 
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
@@ -194,9 +157,9 @@ class Supervisor:
             if ev.get("type") == "checkpoint":
                 ops.on_checkpoint(ev)
         self.journal.listeners.append(to_ops)
-        self.tree.set_sidecars(ops.pids)
+        self.watch.watch_sidecars(ops.pids)
         ops.start()
-        self.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
+        self.state.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
                  max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
                  mem_capacity_gib=self.recipe["gpus"].get("memory_capacity_gib"),
                  checkpoint_root=str(self.ckpt_root) if self.ckpt_root else None, port=self.launcher.port(),
@@ -205,29 +168,23 @@ class Supervisor:
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
-        status, attempt = self.life.status, _attempt(self.state)
-        pids = self.state.get("pids") or []
-        leader = next((p for p in pids if p.get("role") in ("waiter", "leader")), None)
-        alive = bool(status in rundir.LIVE and status != STARTING and self.engine.attempt_alive(attempt, pids))
-        known = bool(leader or attempt)
+        status, attempt = self.life.status, self.state.attempt
+        found = takeover(status, self.state.fields, self.engine.attempt_alive)
         drift = None
-        if not alive and status == STARTING:
-            drift, fields = self.launcher.drift_check(self.checkpoints, allowed=bool(self.state.get("allow_drift")))
-            self.set(**fields)
-        elif not alive and status in (RUNNING, STOPPING) and known:
-            # The runner died and the training died while nobody watched: the waiter's exit record
-            # says how it ended; without one the log is the only witness. The attempt is taken
-            # over as if it had ended right at adoption: its log is read by the loop, a slice per
-            # turn (control is served meanwhile), then it is judged.
+        if found.ended_unwatched:
+            # The waiter's exit record says how it ended; without one the log is the only witness.
+            # It is taken over as if it had ended right at adoption: its log is read by the loop,
+            # a slice per turn (control is served meanwhile), then it is judged.
             diag("previous attempt ended while unsupervised; reading its log, then judging it")
             self.pipe.continued(attempt)
-            alive = True
+        elif not found.leader_alive and status == STARTING:
+            drift, fields = self.launcher.drift_check(self.checkpoints, allowed=bool(self.state.get("allow_drift")))
+            self.state.set(**fields)
         elif status == Status.PAUSED and not self.restart_requested_at_start:
             diag("run is paused; waiting for resume, restart or kill")  # the user decides, not a new runner
         elif status in rundir.TERMINAL and self.restart_requested_at_start:
-            self.set(ended_at=None)
-        self._start_leader = leader or {}
-        self.apply(lc.Started(leader_alive=alive, leader_known=known,
+            self.state.set(ended_at=None)
+        self.apply(lc.Started(leader_alive=found.leader_alive, leader_known=found.leader_known,
                               restart_requested=self.restart_requested_at_start, drift_refused=drift))
         self.flush_state(force=True)
 
@@ -247,23 +204,23 @@ class Supervisor:
                 follow = self._execute(eff)
                 if follow is not None:
                     queue.append(follow)
-        self.dirty = True
+        self.state.dirty = True
         return answer
 
     def _execute(self, eff: lc.Effect) -> lc.Event | None:
         if isinstance(eff, lc.SetStatus):
             if eff.status in (Status.FAILED, Status.PAUSED, Status.UNSAVED):
-                self.set(pause_reason=eff.reason)
+                self.state.set(pause_reason=eff.reason)
             self._record_status(eff.status, eff.reason)
         elif isinstance(eff, lc.SignalTree):
             self._signal_tree(eff)
         elif isinstance(eff, lc.Record):
             self._record(eff)
         elif isinstance(eff, lc.Adopt):
-            self._adopt(self._start_leader)
+            self._adopt()
         elif isinstance(eff, lc.Launch):
             if eff.ceiling_alert:
-                self.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
+                self.state.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
                            f"{'; '.join(eff.ceiling_alert)}; launching anyway", waiting_on=list(eff.ceiling_alert))
             if eff.new_port:
                 old, new = self.launcher.new_port()
@@ -287,41 +244,35 @@ class Supervisor:
                 diag(f"final checkpoint sweep failed: {exc}")
             if self.ops is not None:  # the sweep may have offered the last save to the sync: say so now
                 self._poll_ops(time.time())
-            self.set(ended_at=time.time())
+            self.state.set(ended_at=time.time())
         self.journal.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
         self.flush_state(force=True)
-        index_run(self.run, self._state())
+        index_run(self.run, self.state.as_dict())
 
     def _signal_tree(self, eff: lc.SignalTree) -> None:
         if eff.sig == "TERM":
-            self.tree.refresh()
-            self._last_signalled = self.tree.signal(signal.SIGTERM)
+            self.watch.terminate()
             self._note_job()
             return
-        if eff.why == "marked processes outside the tree":
-            targets = self.tree.survivors(scan_markers=True)
-        else:
-            self.tree.refresh()
-            targets = self.tree.survivors()
-        sent = self.tree.signal(signal.SIGKILL, targets)
-        self.journal.event("kill_escalate", pids=sent or sorted(targets), why=eff.why,
-                           attempt=self.state.get("attempt"))
+        pids = self.watch.kill(outside_tree=eff.why == "marked processes outside the tree")
+        self.journal.event("kill_escalate", pids=pids, why=eff.why, attempt=self.state.get("attempt"))
 
     def _record(self, eff: lc.Record) -> None:
         attempt = self.state.get("attempt")
         f = dict(eff.fields)
         if eff.type == "kill":
-            self.journal.event("kill", reason=f["reason"], requested_by=f["requested_by"], pids=self._last_signalled,
+            self.journal.event("kill", reason=f["reason"], requested_by=f["requested_by"], pids=self.watch.signalled,
                                grace_s=f["grace_s"], attempt=attempt)
         elif eff.type == "attempt_end":
             from runner.core.crash import decode_exit
-            code, sig = decode_exit(self.leader_rc)
-            self.journal.event("attempt_end", attempt=attempt, returncode=self.leader_rc, exit_code=code,
-                               signal=sig, detected_at=self.exit_seen_at)
+            rc = self.watch.returncode
+            code, sig = decode_exit(rc)
+            self.journal.event("attempt_end", attempt=attempt, returncode=rc, exit_code=code, signal=sig,
+                               detected_at=self.watch.exit_seen_at)
         elif eff.type == "alert":
-            alive = sorted(self.tree.survivors())
-            left = alive or self.tree.blocking()
-            self.alert(f["level"], f["rule"], f"{f['message']}: {left}", pids=alive)
+            alive = sorted(self.watch.tree.survivors())
+            left = alive or self.watch.tree.blocking()
+            self.state.alert(f["level"], f["rule"], f"{f['message']}: {left}", pids=alive)
         elif eff.type == "cooldown":
             self.journal.event("cooldown", attempt=attempt, until=_wall(f["until"]), ceiling_at=_wall(f["ceiling_at"]),
                                reason=f["reason"])
@@ -331,9 +282,9 @@ class Supervisor:
 
     def _steer(self, event: lc.Control) -> Steered:
         """A control command through the lifecycle (for the dispatcher)."""
-        self._last_signalled = []
+        self.watch.signalled = []
         reply = self.apply(event)
-        return Steered(reply, self._last_signalled, sorted(self.tree.procs) if self.life.kill else [])
+        return Steered(reply, self.watch.signalled, sorted(self.watch.tree.procs) if self.life.kill else [])
 
     # ---- attempts ---------------------------------------------------------------------
     def _launch(self) -> lc.Event | None:
@@ -343,87 +294,73 @@ class Supervisor:
         if not isinstance(log_fd, int):
             return log_fd
         try:
-            attempt = _attempt(self.state) + 1
-            self.set(attempt=attempt)
-            resume = None
-            if self.launcher.resumes and not self.state.get("no_resume"):
-                resume = self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
+            attempt = self.state.attempt + 1
+            self.state.set(attempt=attempt)
+            resume = self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift"))) \
+                if self.launcher.resumes and not self.state.get("no_resume") else None
             started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=self.next_env)
         finally:
             os.close(log_fd)
         if not isinstance(started, Launched):
-            self.set(exit_code=None)
+            self.state.set(exit_code=None)
             return lc.LaunchFailed(started)
-        self.attempt, self.tree = started.attempt, started.attempt.tree
-        self.own_pids = own_pid_set(self.tree.procs)
-        if self.ops is not None:
-            self.tree.set_sidecars(self.ops.pids)
-        self.adopted, self.leader_rc, self.exit_status = False, None, None
+        self.watch.launched(started.attempt)
         now = time.time()
         self.pipe.launched(attempt, now)
         self.resumed_step = step_of(started.resumed_from)
-        self.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
+        self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
         self.next_env = {}
         return lc.Launched(attempt)
 
-    def _adopt(self, leader: dict[str, Any]) -> None:
-        number = _attempt(self.state)
-        attempt = self.engine.adopt(number, self.state.get("pids") or [])
-        self.adopted = True
+    def _adopt(self) -> None:
+        number = self.state.attempt
+        attempt = self.watch.adopt(number, self.state.get("pids") or [])
         if attempt is None:  # ended between the check and now: judged like any exit
-            self.tree.leader = None
             self._on_leader_exit(None)
             return
-        self.attempt, self.tree = attempt, attempt.tree
-        if self.ops is not None:
-            self.tree.set_sidecars(self.ops.pids)
-        self.pidfd = attempt.wait_fd()
         self._note_job()
         self.pipe.continued(number, time.time())  # the log written meanwhile is read by the loop
-        self.journal.event("adopt", attempt=number, pids=list(self.tree.procs),
+        tree = self.watch.tree
+        self.journal.event("adopt", attempt=number, pids=list(tree.procs),
                            **({"job_id": attempt.job_id} if attempt.job_id is not None else {}))
-        diag(f"adopted attempt {number} leader pid {self.tree.leader.pid if self.tree.leader else None}")
+        diag(f"adopted attempt {number} leader pid {tree.leader.pid if tree.leader else None}")
 
     def _on_leader_exit(self, rc: int | None) -> None:
         """The leader ended: its log is read to the end (``tick``, a slice per turn), then it is judged."""
-        if not self.life.attempt_live or self.draining:
-            return
-        self.exit_seen_at = time.time()
-        self.exit_status = self.engine.exit_status(_attempt(self.state))
-        if rc is None:  # not our child (adopted): the waiter wrote down how it ended
-            rc = self.exit_status.returncode if self.exit_status else None
-        self.leader_rc = rc
-        self.draining = True
+        if self.life.attempt_live and not self.draining:
+            self.watch.ended(self.state.attempt, rc)
+            self.draining = True
 
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
         back to the lifecycle."""
-        self.tree.leader = None
+        watch = self.watch
+        watch.tree.leader = None
         self.pipe.catch_up()
         # Nothing of this attempt writes any more: verify its last saves now, before the next
         # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.get("attempt"))
         self._checkpoint_state()
         gpu = self.gpus.snapshot()
-        n = _attempt(self.state)
+        n = self.state.attempt
         ended = EndedAttempt(
-            run_id=self.run.run_id, attempt=n, returncode=self.leader_rc, ended_at=time.time(),
-            exit_status=self.exit_status, kill_reason=kill_reason, now_restart=now_restart, tail=self.pipe.tail(),
+            run_id=self.run.run_id, attempt=n, returncode=watch.returncode, ended_at=time.time(),
+            exit_status=watch.exit_status, kill_reason=kill_reason, now_restart=now_restart, tail=self.pipe.tail(),
             steps_seen=self.pipe.steps_seen, last_step=self.state.get("step"),
-            started_at=self.state.get("attempt_started_at"), exit_seen_at=self.exit_seen_at,
+            started_at=self.state.get("attempt_started_at"), exit_seen_at=watch.exit_seen_at,
             resumed_step=self.resumed_step, resumed_from=self.state.get("resumed_from"),
             restarts=int(self.state.get("restarts") or 0), job=self.state.get("job"), gpu=gpu,
-            foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.tree.procs), own_pids=frozenset(self.own_pids),
+            foreign_gpu_memory=self.gpus.foreign_memory(gpu, watch.tree.procs), own_pids=frozenset(watch.own_pids),
             live_pids=frozenset(live_pid_set()), bad_saves_reason=self._bad_saves_reason,
             python=interpreter_of(recipes.launch_argv(self.recipe, self.launcher.placeholders(n))))
         from runner.core.crash import foreign_holders
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe["cooldown"]["floor_s"]),
                     saved=self.checkpoints.final_check, diag=diag,
                     explain=lambda verdict, step: self.gpus.memory.explain(
-                        verdict, prove_foreign=lambda named: foreign_holders(named, self.own_pids, live_pid_set()),
+                        verdict, prove_foreign=lambda named: foreign_holders(named, watch.own_pids, live_pid_set()),
                         last_step=step, attempt_start_step=self.resumed_step or 0, env=self.env_resolved,
                         python=(self.recipe.get("swift") or {}).get("python")))
         self.history.append(out.record)
@@ -431,7 +368,7 @@ class Supervisor:
             self.journal.write_json(self.run.crash_report(n), runfiles.as_dict(out.report))
         for kind, fields in out.events:
             self.journal.event(kind, **fields)
-        self.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
+        self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
         if out.judged.action == "restart" and out.verdict is not None:
             self.next_env = out.next_env
         return out.judged
@@ -439,64 +376,39 @@ class Supervisor:
     def _checkpoint_state(self) -> None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
         a row that failed verification stop the attempt and pause the run."""
-        self.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
+        self.state.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
                  bad_saves=self.checkpoints.bad_saves)
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
             return
         reason = bad_saves_pause(self.checkpoints, int(self.recipe["checkpoints"].get("pause_after_bad_saves") or 0))
         if reason:
             self._bad_saves_reason = reason
-            self.alert("critical", "bad_saves", reason, paths=list(self.checkpoints.bad_in_a_row))
+            self.state.alert("critical", "bad_saves", reason, paths=list(self.checkpoints.bad_in_a_row))
             self.apply(lc.BadSaves(reason))
 
     def _note_job(self) -> None:
         """A batch job's state (pending reason, nodes) into state.json when it changes; its id,
         once sbatch gives it, into events.jsonl."""
-        job = self.attempt.view() if self.attempt is not None else None
-        if job is None or job == self.state.get("job"):
-            return
-        before = self.state.get("job") or {}
-        if job.get("job_id") and (before.get("job_id") != job["job_id"] or before.get("attempt") != job.get("attempt")) \
-                and not self.adopted:
-            self.journal.event("job_submitted", attempt=job.get("attempt"), engine=job.get("engine"),
-                               job_id=job["job_id"], state=job.get("state"))
-        self.set(job=job)
+        job, submitted = self.watch.job_news(self.state.get("job"))
+        if submitted is not None:
+            self.journal.event("job_submitted", **submitted)
+        if job is not None:
+            self.state.set(job=job)
 
     # ---- the loop ---------------------------------------------------------------------
     def loop(self) -> None:
-        sel = selectors.DefaultSelector()
-        rfd, wfd = os.pipe()
-        os.set_blocking(rfd, False)
-        os.set_blocking(wfd, False)
-        signal.set_wakeup_fd(wfd)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-
-        def leave_training(signum: int, _frame: Any) -> None:  # stopping the runner leaves training alive
+        def leave_training(signum: int) -> None:  # stopping the runner leaves training alive
             self.stop = True
             diag(f"runner got {proctree.describe_signal(signum)}; leaving training running")
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(s, leave_training)
-        sel.register(rfd, selectors.EVENT_READ, "wake")
-        sel.register(self.control.fileno(), selectors.EVENT_READ, "control")
-        pidfd_registered = None
+        wakeups = Wakeups(self.control.fileno(), leave_training)
         while not self.stop and not self._over():
-            if self.pidfd is not None and pidfd_registered != self.pidfd:
-                sel.register(self.pidfd, selectors.EVENT_READ, "pidfd")
-                pidfd_registered = self.pidfd
-            for key, _ in sel.select(timeout=self._next_wakeup()):
-                if key.data == "wake":
-                    try:
-                        while os.read(rfd, 512):
-                            pass
-                    except BlockingIOError:
-                        pass
-                elif key.data == "control":
-                    self.control.serve()
-                elif key.data == "pidfd" and self.pidfd is not None:
-                    sel.unregister(self.pidfd)
-                    os.close(self.pidfd)
-                    self.pidfd = pidfd_registered = None
-                    self._on_leader_exit(None)
+            ready = wakeups.wait(self._next_wakeup(), self.watch.pidfd)
+            if "control" in ready:
+                self.control.serve()
+            if "pidfd" in ready and self.watch.pidfd is not None:
+                os.close(self.watch.pidfd)
+                self.watch.pidfd = None
+                self._on_leader_exit(None)
             self.control.serve()  # expire slow clients (and anything that arrived meanwhile)
             if self.finishing_until is None:
                 self.tick()
@@ -507,7 +419,7 @@ class Supervisor:
             self._poll_ops(time.time())
         self.flush_state(force=True)
         self.control.close()
-        sel.close()
+        wakeups.close()
 
     def _over(self) -> bool:
         """The run has ended and the last good checkpoint has reached persistent storage (or
@@ -529,89 +441,53 @@ class Supervisor:
             return OPS_POLL_S
         if self.pipe.lagging:
             return 0.0  # more log waits: next slice at once (after the fds are served)
-        due = [LOOP_TICK_S]
-        expiry = self.control.next_expiry()
-        if expiry is not None:
-            due.append(expiry)
-        mono = time.monotonic()
-        kill, cooldown = self.life.kill, self.life.cooldown
-        if kill and not kill.escalated and kill.deadline > mono:
-            due.append(kill.deadline - mono)
-        if cooldown and cooldown.earliest > mono:
-            due.append(cooldown.earliest - mono)
-        return max(0.001, min(due))
+        due = [LOOP_TICK_S, self.control.next_expiry(), lc.next_deadline(self.life, time.monotonic())]
+        return max(0.001, min(d for d in due if d is not None))
 
     def tick(self) -> None:
         now = time.time()
         reaped = proctree.reap_children()
         slurm_client.deliver(reaped)  # the Slurm engine's sbatch/squeue/scancel children
-        attempt, leader = self.attempt, self.tree.leader
-        for pid, wait_status in reaped.items():
-            if leader and pid == leader.pid and not self.adopted:
-                rc = proctree.returncode_from_status(wait_status)
-                if attempt is not None and attempt.proc is not None:
-                    attempt.proc.returncode = rc
+        if not self.draining:
+            ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
+            if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:
+                self._note_job()
+            if ended:
                 self._on_leader_exit(rc)
-        if attempt is not None and attempt.polled and self.life.attempt_live and not self.draining:
-            polled = attempt.poll({})
-            self._note_job()
-            if polled is not False:
-                self._on_leader_exit(polled)
-        if self.life.attempt_live and self.tree.leader and self.pidfd is None and \
-                (self.adopted or (attempt is not None and not attempt.polled)) and self.timers.every("leader_check", 0.5) \
-                and not proctree.same_process(self.tree.leader.pid, self.tree.leader.start_time):
-            # An adopted leader is nobody's child here; our own child that vanished without our
-            # waitpid seeing it (reaped elsewhere) must not leave the run "running" forever. Either
-            # way the waiter's record says how it ended.
-            self._on_leader_exit(None)
         if self.draining:  # the ended attempt is judged once its whole log is read (the crash text is at the end)
             if not self.pipe.drain(CATCH_UP_TURN_S):
                 self.draining = False
-                self.apply(lc.LeaderExit(self.leader_rc))
+                self.apply(lc.LeaderExit(self.watch.returncode))
         else:
             self.pipe.turn()
         if self.life.status in (RUNNING, STOPPING) and self.timers.every("tree", TREE_REFRESH_S):
-            self.tree.refresh()
-            # Every PID the attempt has in any namespace, read while alive: an OOM message that
-            # names one of them names us, not a foreign process holding the GPU.
-            self.own_pids |= own_pid_set(self.tree.procs)
-            self.dirty = True
+            self.watch.refresh()
+            self.state.dirty = True
         if self.checkpoints.active and self.timers.every("ckpt", CHECKPOINT_POLL_S):
             if self.checkpoints.poll(self.pipe.monitors.on_checkpoint, self.state.get("attempt")):
                 self._checkpoint_state()
         if self.life.status == RUNNING and not self.life.kill and self.life.attempt_live:
-            if self.attempt is not None and self.attempt.pending:
-                self.pipe.hold_quiet(now)  # queued by the batch system: silence is expected until the job runs
-            else:
-                limit = heartbeat_limit(self.recipe["heartbeat"], steps_seen=self.pipe.steps_seen)
-                quiet = self.pipe.quiet(now)
-                if quiet > limit:
-                    phase = "before the first step" if not self.pipe.steps_seen else "between steps"
-                    self.alert("critical", "hang", f"no log output and no step progress for {quiet:.0f}s {phase}: "
-                               f"killing the tree", quiet_s=round(quiet, 1), timeout_s=limit)
-                    self.apply(lc.Hang(quiet, limit))
+            hang = self.pipe.hang(now, self.recipe["heartbeat"],
+                                  pending=self.watch.attempt is not None and self.watch.attempt.pending)
+            if hang is not None:
+                self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
-                    self.gpus.sample(now, self.pipe.written.step, self.own_pids | set(self.tree.procs)):
+                    self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.tree.procs)):
                 self.pipe.memory_alerts()
         if self.terminations:
             self.terminations.progress()
         if self.life.kill:
             self.apply(lc.Tick())
-            self.tree.refresh()
-            alive = self.tree.alive()
-            hidden = not alive and not self.life.attempt_live and self.tree.alive(scan_markers=True)
-            self.apply(lc.TreeProbe(alive=alive, hidden=hidden))
+            self.apply(self.watch.probe(hidden_too=not self.life.attempt_live))
         elif self.life.exited:
-            self.tree.refresh()
-            self.apply(lc.TreeProbe(alive=self.tree.alive()))
+            self.apply(self.watch.probe())
         cd = self.life.cooldown
         if cd and self.life.status == Status.COOLDOWN and (
                 self.timers.every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
-            port = self.launcher.port()
-            probe = self.conditions.probe(unwritable=self.launcher.unwritable(), port=port,
-                                          survivors=self.tree.survivors(scan_markers=True),
-                                          tree_blocking=self.tree.blocking())
+            tree = self.watch.tree
+            probe = self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
+                                          survivors=tree.survivors(scan_markers=True), tree_blocking=tree.blocking())
             self.blockers = probe.blockers
             self.apply(lc.ConditionsProbe(probe.waiting, self.recipe["preflight"]["on_busy"],
                                           port_busy=probe.port_busy, blockers=bool(probe.blockers)))
@@ -628,7 +504,7 @@ class Supervisor:
             self.journal.event(kind, attempt=self.state.get("attempt"), **ev)
         sync = self.ops.state(now)
         if sync is not None and sync != self.state.get("sync"):
-            self.set(sync=sync)
+            self.state.set(sync=sync)
 
     # ---- shutdown ---------------------------------------------------------------------
     def close(self) -> None:
@@ -640,7 +516,7 @@ class Supervisor:
                 os.unlink(self.run.sock)
         except OSError:
             pass
-        index_run(self.run, self._state())
+        index_run(self.run, self.state.as_dict())
 
 
 class Every:
@@ -659,17 +535,6 @@ class Every:
 
     def due_now(self, name: str) -> None:
         self.last[name] = 0.0
-
-
-def heartbeat_limit(heartbeat: dict[str, Any], *, steps_seen: int) -> float:
-    """How long an attempt may be silent: ``startup_s`` until its first step (loading a large
-    model prints little for a long time), ``timeout_s`` between steps. Without ``startup_s`` the
-    start-up allowance is the larger of ``timeout_s`` and STARTUP_DEFAULT_S."""
-    timeout = float(heartbeat["timeout_s"])
-    if steps_seen:
-        return timeout
-    startup = heartbeat.get("startup_s")
-    return float(startup) if startup is not None else max(timeout, STARTUP_DEFAULT_S)
 
 
 def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
@@ -692,11 +557,6 @@ def diag(msg: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-
-
-def _attempt(state: dict[str, Any]) -> int:
-    """The state's attempt number (0 before the first)."""
-    return int(state.get("attempt") or 0)
 
 
 def _wall(mono: float) -> float:
