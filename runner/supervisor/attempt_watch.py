@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from runner.core import lifecycle as lc
-from runner.core.crash import own_pid_set
+from runner.core.crash import decode_exit, own_pid_set
 from runner.core.state import JobRecord
 from runner.process import proctree
 from runner.process.attempt import Attempt, Engine, ExitStatus
@@ -118,6 +118,23 @@ class AttemptWatch:
         self.tree.refresh()
         alive = self.tree.alive()
         return lc.TreeProbe(alive=alive, hidden=hidden_too and not alive and self.tree.alive(scan_markers=True))
+
+    def record_fields(self, eff: lc.Record, attempt: int | None, wall: Callable[[float], float]) -> dict[str, Any]:
+        """A lifecycle record's event fields: the kill names the PIDs the SIGTERM went to, the
+        attempt's end how the leader ended and when it was noticed, a cooldown its wall-clock
+        times (``wall``: a monotonic time as wall-clock time)."""
+        f = dict(eff.fields)
+        if eff.type == "kill":
+            return {"reason": f["reason"], "requested_by": f["requested_by"], "pids": self.signalled,
+                    "grace_s": f["grace_s"], "attempt": attempt}
+        if eff.type == "attempt_end":
+            code, sig = decode_exit(self.returncode)
+            return {"attempt": attempt, "returncode": self.returncode, "exit_code": code, "signal": sig,
+                    "detected_at": self.exit_seen_at}
+        if eff.type == "cooldown":
+            return {"attempt": attempt, "until": wall(f["until"]), "ceiling_at": wall(f["ceiling_at"]),
+                    "reason": f["reason"]}
+        return {"attempt": attempt, **f}
 
     def refresh(self) -> None:
         """The tree as it is now, and every PID it has in any namespace, read while alive."""

@@ -45,6 +45,18 @@ class GpuWatch:
         listed = [p["pid"] for g in gpu.get("gpus", []) for p in g.get("processes") or [] if p.get("pid")]
         return bool(proctree.foreign_pids(listed, set(own), self.run.run_id))
 
+    def explainer(self, own_pids: Collection[int], *, attempt_start_step: int, env: dict[str, str],
+                  python: str | None) -> Callable[[Any, int | None], dict[str, Any] | None]:
+        """The memory verdict of a CUDA OOM (the judge's ``explain``): the PIDs its message
+        names count as foreign only when proven to be none of the attempt's."""
+        from runner.core.crash import foreign_holders, live_pid_set
+
+        def explain(verdict: Any, step: int | None) -> dict[str, Any] | None:
+            return self.memory.explain(verdict, prove_foreign=lambda named: foreign_holders(named, own_pids,
+                                                                                              live_pid_set()),
+                                       last_step=step, attempt_start_step=attempt_start_step, env=env, python=python)
+        return explain
+
     def sample(self, now: float, step: int | None, own_pids: Collection[int]) -> bool:
         """NVML's view of the run's GPUs into the history and the memory envelope (a step's peak
         is the highest sample during it); True when the envelope was fed."""

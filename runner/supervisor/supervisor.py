@@ -151,12 +151,7 @@ class Supervisor:
         self.control = ControlServer(self.sock, self.dispatcher.handle, lambda: self.flush_state(force=True), diag)
         self.ops = ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
                                                  env={**os.environ, **self.env_resolved})
-
-        def to_ops(ev: dict[str, Any]) -> None:
-            ops.on_event(ev)
-            if ev.get("type") == "checkpoint":
-                ops.on_checkpoint(ev)
-        self.journal.listeners.append(to_ops)
+        self.journal.listeners.append(ops.on_event)  # notifications; good checkpoints to the sync
         self.watch.watch_sidecars(ops.pids)
         ops.start()
         self.state.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
@@ -212,8 +207,12 @@ class Supervisor:
             if eff.status in (Status.FAILED, Status.PAUSED, Status.UNSAVED):
                 self.state.set(pause_reason=eff.reason)
             self._record_status(eff.status, eff.reason)
+        elif isinstance(eff, lc.SignalTree) and eff.sig == "TERM":
+            self.watch.terminate()
+            self._note_job()
         elif isinstance(eff, lc.SignalTree):
-            self._signal_tree(eff)
+            pids = self.watch.kill(outside_tree=eff.why == "marked processes outside the tree")
+            self.journal.event("kill_escalate", pids=pids, why=eff.why, attempt=self.state.attempt)
         elif isinstance(eff, lc.Record):
             self._record(eff)
         elif isinstance(eff, lc.Adopt):
@@ -224,7 +223,7 @@ class Supervisor:
                            f"{'; '.join(eff.ceiling_alert)}; launching anyway", waiting_on=list(eff.ceiling_alert))
             if eff.new_port:
                 old, new = self.launcher.new_port()
-                self.journal.event("port_change", old=old, new=new, attempt=self.state.get("attempt"))
+                self.journal.event("port_change", old=old, new=new, attempt=self.state.attempt)
             return self._launch()
         elif isinstance(eff, lc.JudgeAttempt):
             return self._finish_attempt(eff.kill_reason, eff.now_restart)
@@ -238,47 +237,28 @@ class Supervisor:
         watcher had not settled yet are verified before anyone sees the end."""
         if status in rundir.TERMINAL:
             try:
-                self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.get("attempt"))
+                self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
                 self._checkpoint_state()
             except Exception as exc:
                 diag(f"final checkpoint sweep failed: {exc}")
             if self.ops is not None:  # the sweep may have offered the last save to the sync: say so now
                 self._poll_ops(time.time())
             self.state.set(ended_at=time.time())
-        self.journal.event("status", status=status, reason=reason, attempt=self.state.get("attempt"))
+        self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
         index_run(self.run, self.state.as_dict())
 
-    def _signal_tree(self, eff: lc.SignalTree) -> None:
-        if eff.sig == "TERM":
-            self.watch.terminate()
-            self._note_job()
-            return
-        pids = self.watch.kill(outside_tree=eff.why == "marked processes outside the tree")
-        self.journal.event("kill_escalate", pids=pids, why=eff.why, attempt=self.state.get("attempt"))
-
     def _record(self, eff: lc.Record) -> None:
-        attempt = self.state.get("attempt")
-        f = dict(eff.fields)
-        if eff.type == "kill":
-            self.journal.event("kill", reason=f["reason"], requested_by=f["requested_by"], pids=self.watch.signalled,
-                               grace_s=f["grace_s"], attempt=attempt)
-        elif eff.type == "attempt_end":
-            from runner.core.crash import decode_exit
-            rc = self.watch.returncode
-            code, sig = decode_exit(rc)
-            self.journal.event("attempt_end", attempt=attempt, returncode=rc, exit_code=code, signal=sig,
-                               detected_at=self.watch.exit_seen_at)
-        elif eff.type == "alert":
+        """A lifecycle record as its event (``attempt_watch.record_fields`` adds what only the
+        runner knows: the PIDs signalled, how the leader ended, what survives)."""
+        if eff.type == "alert":
             alive = sorted(self.watch.tree.survivors())
             left = alive or self.watch.tree.blocking()
-            self.state.alert(f["level"], f["rule"], f"{f['message']}: {left}", pids=alive)
-        elif eff.type == "cooldown":
-            self.journal.event("cooldown", attempt=attempt, until=_wall(f["until"]), ceiling_at=_wall(f["ceiling_at"]),
-                               reason=f["reason"])
+            self.state.alert(eff.fields["level"], eff.fields["rule"], f"{eff.fields['message']}: {left}", pids=alive)
+            return
+        if eff.type == "cooldown":
             self.timers.due_now("cooldown")
-        else:
-            self.journal.event(eff.type, attempt=attempt, **f)
+        self.journal.event(eff.type, **self.watch.record_fields(eff, self.state.attempt, _wall))
 
     def _steer(self, event: lc.Control) -> Steered:
         """A control command through the lifecycle (for the dispatcher)."""
@@ -308,7 +288,7 @@ class Supervisor:
         now = time.time()
         self.pipe.launched(attempt, now)
         self.resumed_step = step_of(started.resumed_from)
-        self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.get("step"),
+        self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
@@ -342,27 +322,24 @@ class Supervisor:
         self.pipe.catch_up()
         # Nothing of this attempt writes any more: verify its last saves now, before the next
         # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
-        self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.get("attempt"))
+        self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
         self._checkpoint_state()
         gpu = self.gpus.snapshot()
         n = self.state.attempt
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, returncode=watch.returncode, ended_at=time.time(),
             exit_status=watch.exit_status, kill_reason=kill_reason, now_restart=now_restart, tail=self.pipe.tail(),
-            steps_seen=self.pipe.steps_seen, last_step=self.state.get("step"),
+            steps_seen=self.pipe.steps_seen, last_step=self.state.step,
             started_at=self.state.get("attempt_started_at"), exit_seen_at=watch.exit_seen_at,
             resumed_step=self.resumed_step, resumed_from=self.state.get("resumed_from"),
             restarts=int(self.state.get("restarts") or 0), job=self.state.get("job"), gpu=gpu,
             foreign_gpu_memory=self.gpus.foreign_memory(gpu, watch.tree.procs), own_pids=frozenset(watch.own_pids),
             live_pids=frozenset(live_pid_set()), bad_saves_reason=self._bad_saves_reason,
             python=interpreter_of(recipes.launch_argv(self.recipe, self.launcher.placeholders(n))))
-        from runner.core.crash import foreign_holders
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe["cooldown"]["floor_s"]),
                     saved=self.checkpoints.final_check, diag=diag,
-                    explain=lambda verdict, step: self.gpus.memory.explain(
-                        verdict, prove_foreign=lambda named: foreign_holders(named, watch.own_pids, live_pid_set()),
-                        last_step=step, attempt_start_step=self.resumed_step or 0, env=self.env_resolved,
-                        python=(self.recipe.get("swift") or {}).get("python")))
+                    explain=self.gpus.explainer(watch.own_pids, attempt_start_step=self.resumed_step or 0,
+                                                env=self.env_resolved, python=(self.recipe.get("swift") or {}).get("python")))
         self.history.append(out.record)
         if out.report is not None:
             self.journal.write_json(self.run.crash_report(n), runfiles.as_dict(out.report))
@@ -464,7 +441,7 @@ class Supervisor:
             self.watch.refresh()
             self.state.dirty = True
         if self.checkpoints.active and self.timers.every("ckpt", CHECKPOINT_POLL_S):
-            if self.checkpoints.poll(self.pipe.monitors.on_checkpoint, self.state.get("attempt")):
+            if self.checkpoints.poll(self.pipe.monitors.on_checkpoint, self.state.attempt):
                 self._checkpoint_state()
         if self.life.status == RUNNING and not self.life.kill and self.life.attempt_live:
             hang = self.pipe.hang(now, self.recipe["heartbeat"],
@@ -474,8 +451,7 @@ class Supervisor:
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
                     self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.tree.procs)):
                 self.pipe.memory_alerts()
-        if self.terminations:
-            self.terminations.progress()
+        self.terminations.progress()
         if self.life.kill:
             self.apply(lc.Tick())
             self.apply(self.watch.probe(hidden_too=not self.life.attempt_live))
@@ -501,7 +477,7 @@ class Supervisor:
             return
         for ev in self.ops.poll(now):
             kind = ev.pop("type")
-            self.journal.event(kind, attempt=self.state.get("attempt"), **ev)
+            self.journal.event(kind, attempt=self.state.attempt, **ev)
         sync = self.ops.state(now)
         if sync is not None and sync != self.state.get("sync"):
             self.state.set(sync=sync)
