@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from runner.core import lifecycle as lc
-from runner.core.crash import decode_exit, own_pid_set
+from runner.core.crash import decode_exit, live_pid_set, own_pid_set
 from runner.core.state import JobRecord
 from runner.process import proctree
 from runner.process.attempt import Attempt, Engine, ExitStatus
@@ -118,6 +118,19 @@ class AttemptWatch:
         self.tree.refresh()
         alive = self.tree.alive()
         return lc.TreeProbe(alive=alive, hidden=hidden_too and not alive and self.tree.alive(scan_markers=True))
+
+    def end_facts(self) -> dict[str, Any]:
+        """What the watch knows of the ended attempt, for the judge (``judge.EndedAttempt``)."""
+        return {"returncode": self.returncode, "exit_status": self.exit_status, "exit_seen_at": self.exit_seen_at,
+                "own_pids": frozenset(self.own_pids), "live_pids": frozenset(live_pid_set())}
+
+    def survivors_alert(self, eff: lc.Record) -> dict[str, Any]:
+        """The lifecycle's alert about processes that outlive SIGKILL, naming them (or what
+        the engine still waits for)."""
+        alive = sorted(self.tree.survivors())
+        left = alive or self.tree.blocking()
+        return {"level": eff.fields["level"], "rule": eff.fields["rule"], "message": f"{eff.fields['message']}: {left}",
+                "pids": alive}
 
     def record_fields(self, eff: lc.Record, attempt: int | None, wall: Callable[[float], float]) -> dict[str, Any]:
         """A lifecycle record's event fields: the kill names the PIDs the SIGTERM went to, the

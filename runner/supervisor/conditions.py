@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from runner.core import bounds
+from runner.core import lifecycle as lc
 from runner.core.lifecycle import Cooldown
 from runner.telemetry.kill import KillResult, Termination, start_termination
 from runner.telemetry.procs import BLOCKING, PORT_HOLDER, ProcInfo
@@ -39,16 +40,31 @@ class Probe:
 
 
 class ConditionsCheck:
-    def __init__(self, *, run_id: str, devices: list[int], tolerance_mib: float, gpu_backend: Any,
+    def __init__(self, run_id: str, recipe: Mapping[str, Any], *, gpu_backend: Any,
                  diag: Callable[[str], None]) -> None:
+        """``recipe``: the GPUs it uses, the cooldown's GPU memory tolerance, ``preflight.on_busy``."""
         self.run_id = run_id
-        self.devices = devices
-        self.tolerance_mib = tolerance_mib
+        self.devices: list[int] = list(recipe["gpus"].get("devices") or [])
+        self.tolerance_mib = float(recipe["cooldown"]["gpu_mem_tolerance_mib"])
+        self.on_busy = str(recipe["preflight"]["on_busy"])
         self.gpu_backend = gpu_backend
         self.diag = diag
+        self.blockers: tuple[ProcInfo, ...] = ()  # the last probe's (``on_busy: kill`` ends them)
 
     def probe(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
-              port: int | None) -> Probe:
+              port: int | None) -> lc.ConditionsProbe:
+        """The lifecycle's event for one look at the conditions (``look``)."""
+        found = self.look(unwritable=unwritable, survivors=survivors, tree_blocking=tree_blocking, port=port)
+        self.blockers = found.blockers
+        return lc.ConditionsProbe(found.waiting, self.on_busy, port_busy=found.port_busy, blockers=bool(found.blockers))
+
+    def take_blockers(self) -> tuple[ProcInfo, ...]:
+        """The blockers the last probe found, once (a second kill order finds none)."""
+        found, self.blockers = self.blockers, ()
+        return found
+
+    def look(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
+             port: int | None) -> Probe:
         """What still keeps us from launching. ``unwritable``: why the log cannot be opened;
         ``survivors``: processes of this run still alive; ``tree_blocking``: what the attempt's
         engine still waits for (a batch job not yet ended)."""

@@ -90,6 +90,22 @@ class Launcher:
             self.port_override = s.getsockname()[1]
         return old, self.port_override
 
+    def python(self, attempt: int) -> str | None:
+        """The interpreter the command runs (the crash classes' dependency hints)."""
+        from runner.core.crash import interpreter_of
+        return interpreter_of(recipes.launch_argv(self.recipe, self.placeholders(attempt)))
+
+    def past_the_ceiling(self, launch: lc.Launch, attempt: int) -> None:
+        """A launch at the cooldown's ceiling: say what still waits, and move the rendezvous
+        to a free port when the old one stayed busy."""
+        if launch.ceiling_alert:
+            waiting = list(launch.ceiling_alert)
+            self.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
+                       f"{'; '.join(waiting)}; launching anyway", waiting_on=waiting)
+        if launch.new_port:
+            old, new = self.new_port()
+            self.journal.event("port_change", old=old, new=new, attempt=attempt)
+
     @property
     def resumes(self) -> bool:
         return bool(self.recipe["resume"].get("arg") or self.recipe["resume"].get("args"))

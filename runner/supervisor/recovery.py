@@ -105,7 +105,9 @@ def attempt_record(d: dict[str, Any]) -> AttemptRecord:
 
 
 def load_run_recipe(run: rundir.RunDir) -> dict[str, Any]:
-    """The recipe the run was launched with (recipe.yaml), validated, with where it was launched."""
+    """The recipe the run was launched with (recipe.yaml), validated, with where it was
+    launched and its literal secrets restored from secrets.json."""
+    from runner.rundir import runfiles
     raw, problem = recipes.read_saved(run.path)
     if problem:
         raise InputError(f"cannot use the run's recipe: {problem}")
@@ -114,7 +116,8 @@ def load_run_recipe(run: rundir.RunDir) -> dict[str, Any]:
     recipe = recipes.validate(raw, run.recipe)
     recipe["_recipe_dir"] = launch.get("recipe_dir", "")
     recipe["_launch_cwd"] = launch.get("cwd")
-    return recipe
+    secrets = runfiles.read_secrets(run.path)
+    return recipes.restore_secrets(recipe, runfiles.as_dict(secrets) if secrets else None)
 
 
 def step_of(path: str | None) -> int | None:

@@ -30,7 +30,6 @@ from typing import Any
 from runner.checkpoints.keeper import CheckpointKeeper
 from runner.core import bounds
 from runner.core import lifecycle as lc
-from runner.core.crash import interpreter_of, live_pid_set
 from runner.core.errors import InputError
 from runner.core.monitors import Thresholds
 from runner.core.policy import AttemptRecord, RestartSettings
@@ -73,9 +72,7 @@ class Supervisor:
         self.run = run
         self.journal = Journal(run, diag)
         self.restart_requested_at_start = restart
-        secrets_doc = runfiles.read_secrets(run.path)
-        self.recipe = recipes.restore_secrets(load_run_recipe(run),
-                                              runfiles.as_dict(secrets_doc) if secrets_doc else None)
+        self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe["env"])
         self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe["command"]))
@@ -87,7 +84,6 @@ class Supervisor:
         self.stop = False
         self.next_env: dict[str, str] = {}
         self.resumed_step: int | None = None
-        self.blockers: tuple = ()
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
@@ -110,9 +106,7 @@ class Supervisor:
                                             diag=diag)
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
-        self.conditions = ConditionsCheck(run_id=run.run_id, devices=self.recipe["gpus"].get("devices") or [],
-                                          tolerance_mib=float(cd["gpu_mem_tolerance_mib"]),
-                                          gpu_backend=self.gpus.backend, diag=diag)
+        self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, Thresholds.from_recipe(self.recipe["alerts"]),
                                note_saved=self.checkpoints.note_saved,
@@ -218,18 +212,12 @@ class Supervisor:
         elif isinstance(eff, lc.Adopt):
             self._adopt()
         elif isinstance(eff, lc.Launch):
-            if eff.ceiling_alert:
-                self.state.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
-                           f"{'; '.join(eff.ceiling_alert)}; launching anyway", waiting_on=list(eff.ceiling_alert))
-            if eff.new_port:
-                old, new = self.launcher.new_port()
-                self.journal.event("port_change", old=old, new=new, attempt=self.state.attempt)
+            self.launcher.past_the_ceiling(eff, self.state.attempt)
             return self._launch()
         elif isinstance(eff, lc.JudgeAttempt):
             return self._finish_attempt(eff.kill_reason, eff.now_restart)
         elif isinstance(eff, lc.KillBlockers):
-            self.terminations.kill_blockers(self.blockers, kill_grace(self.recipe["kill"]))
-            self.blockers = ()
+            self.terminations.kill_blockers(self.conditions.take_blockers(), kill_grace(self.recipe["kill"]))
         return None
 
     def _record_status(self, status: Status, reason: str) -> None:
@@ -251,11 +239,8 @@ class Supervisor:
     def _record(self, eff: lc.Record) -> None:
         """A lifecycle record as its event (``attempt_watch.record_fields`` adds what only the
         runner knows: the PIDs signalled, how the leader ended, what survives)."""
-        if eff.type == "alert":
-            alive = sorted(self.watch.tree.survivors())
-            left = alive or self.watch.tree.blocking()
-            self.state.alert(eff.fields["level"], eff.fields["rule"], f"{eff.fields['message']}: {left}", pids=alive)
-            return
+        if eff.type == "alert":  # processes survive SIGKILL: name them
+            return self.state.alert(**self.watch.survivors_alert(eff))
         if eff.type == "cooldown":
             self.timers.due_now("cooldown")
         self.journal.event(eff.type, **self.watch.record_fields(eff, self.state.attempt, _wall))
@@ -317,28 +302,23 @@ class Supervisor:
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
         back to the lifecycle."""
-        watch = self.watch
-        watch.tree.leader = None
+        self.watch.tree.leader = None
         self.pipe.catch_up()
         # Nothing of this attempt writes any more: verify its last saves now, before the next
         # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
         self._checkpoint_state()
-        gpu = self.gpus.snapshot()
-        n = self.state.attempt
+        n, gpu = self.state.attempt, self.gpus.snapshot()
         ended = EndedAttempt(
-            run_id=self.run.run_id, attempt=n, returncode=watch.returncode, ended_at=time.time(),
-            exit_status=watch.exit_status, kill_reason=kill_reason, now_restart=now_restart, tail=self.pipe.tail(),
-            steps_seen=self.pipe.steps_seen, last_step=self.state.step,
-            started_at=self.state.get("attempt_started_at"), exit_seen_at=watch.exit_seen_at,
-            resumed_step=self.resumed_step, resumed_from=self.state.get("resumed_from"),
-            restarts=int(self.state.get("restarts") or 0), job=self.state.get("job"), gpu=gpu,
-            foreign_gpu_memory=self.gpus.foreign_memory(gpu, watch.tree.procs), own_pids=frozenset(watch.own_pids),
-            live_pids=frozenset(live_pid_set()), bad_saves_reason=self._bad_saves_reason,
-            python=interpreter_of(recipes.launch_argv(self.recipe, self.launcher.placeholders(n))))
+            run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
+            **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
+            started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
+            resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),
+            job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.tree.procs),
+            bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n))
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe["cooldown"]["floor_s"]),
                     saved=self.checkpoints.final_check, diag=diag,
-                    explain=self.gpus.explainer(watch.own_pids, attempt_start_step=self.resumed_step or 0,
+                    explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
                                                 env=self.env_resolved, python=(self.recipe.get("swift") or {}).get("python")))
         self.history.append(out.record)
         if out.report is not None:
@@ -374,10 +354,7 @@ class Supervisor:
 
     # ---- the loop ---------------------------------------------------------------------
     def loop(self) -> None:
-        def leave_training(signum: int) -> None:  # stopping the runner leaves training alive
-            self.stop = True
-            diag(f"runner got {proctree.describe_signal(signum)}; leaving training running")
-        wakeups = Wakeups(self.control.fileno(), leave_training)
+        wakeups = Wakeups(self.control.fileno(), lambda: setattr(self, "stop", True), diag)
         while not self.stop and not self._over():
             ready = wakeups.wait(self._next_wakeup(), self.watch.pidfd)
             if "control" in ready:
@@ -462,11 +439,8 @@ class Supervisor:
                 self.timers.every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
             tree = self.watch.tree
-            probe = self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
-                                          survivors=tree.survivors(scan_markers=True), tree_blocking=tree.blocking())
-            self.blockers = probe.blockers
-            self.apply(lc.ConditionsProbe(probe.waiting, self.recipe["preflight"]["on_busy"],
-                                          port_busy=probe.port_busy, blockers=bool(probe.blockers)))
+            self.apply(self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
+                                             survivors=tree.survivors(scan_markers=True), tree_blocking=tree.blocking()))
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
         self.flush_state()
@@ -476,8 +450,7 @@ class Supervisor:
         if self.ops is None:
             return
         for ev in self.ops.poll(now):
-            kind = ev.pop("type")
-            self.journal.event(kind, attempt=self.state.attempt, **ev)
+            self.journal.event(ev.pop("type"), attempt=self.state.attempt, **ev)
         sync = self.ops.state(now)
         if sync is not None and sync != self.state.get("sync"):
             self.state.set(sync=sync)

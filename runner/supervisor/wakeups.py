@@ -13,8 +13,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class Wakeups:
-    def __init__(self, control_fd: int, on_stop: Callable[[int], None]) -> None:
-        """``on_stop(signum)``: SIGTERM, SIGINT or SIGHUP reached the runner."""
+    def __init__(self, control_fd: int, on_stop: Callable[[], Any], diag: Callable[[str], None]) -> None:
+        """``on_stop()``: SIGTERM, SIGINT or SIGHUP reached the runner; it exits and leaves the
+        training running (a new runner adopts it)."""
         self.sel = selectors.DefaultSelector()
         self.rfd, self.wfd = os.pipe()
         os.set_blocking(self.rfd, False)
@@ -23,7 +24,8 @@ class Wakeups:
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
         def stop(signum: int, _frame: Any) -> None:
-            on_stop(signum)
+            on_stop()
+            diag(f"runner got {signal.Signals(signum).name}; leaving training running")
         for s in STOP_SIGNALS:
             signal.signal(s, stop)
         self.sel.register(self.rfd, selectors.EVENT_READ, "wake")
