@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from console import format as fmt
+from runner.supervisor import control
 
 DEFAULT_GRACE_S = 60.0
 DEFAULT_FLOOR_S = 10.0
@@ -15,7 +16,7 @@ DEFAULT_CEILING_S = 90.0
 class Confirmation:
     title: str
     lines: tuple[str, ...]
-    request: dict  # what goes to the control socket on "yes"
+    request: control.Request  # what goes to the control socket on "yes"
 
 
 def _grace(recipe: dict) -> float:
@@ -64,7 +65,7 @@ def kill(run: dict, recipe: dict) -> Confirmation:
             how,
             "The run ends as KILLED. It is not restarted.",
         ),
-        request={"cmd": "kill", "grace_s": grace, "by": "console"},
+        request=control.Kill(grace_s=grace, by="console"),
     )
 
 
@@ -81,7 +82,7 @@ def restart(run: dict, recipe: dict) -> Confirmation:
                 f"Cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until GPU memory "
                 "is released and the rendezvous port is free, then restart from the latest verified checkpoint.",
             ),
-            request={"cmd": "resume", "by": "console"},
+            request=control.Resume(by="console"),
         )
     pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
     job = _job(run)
@@ -100,7 +101,7 @@ def restart(run: dict, recipe: dict) -> Confirmation:
             "the old tree is left, GPU memory is released and the rendezvous port is free.",
             "Then start a new attempt from the latest verified checkpoint.",
         ),
-        request={"cmd": "restart", "now": False, "by": "console"},
+        request=control.Restart(now=False, by="console"),
     )
 
 
@@ -117,6 +118,5 @@ def kill_zombie(blocker: dict, recipe: dict) -> Confirmation:
             f"SIGTERM now; SIGKILL after {fmt.duration(grace)} if it is still there. The runner first checks "
             "that the PID still has the same start time, so a reused PID is never hit.",
         ),
-        request={"cmd": "kill_pid", "pid": blocker.get("pid"), "start_time": blocker.get("start_time"),
-                 "grace_s": grace, "by": "console"},
+        request=control.KillPid(pid=blocker["pid"], start_time=blocker["start_time"], grace_s=grace, by="console"),
     )

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from runner.rundir import rundir
 from runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
+from runner.supervisor import control
 
 # The host line's sampler: a function, True for this host's (with a live run), None or False for none.
 HostSampler = Callable[[dict], dict | None] | None | bool
@@ -121,13 +122,12 @@ class RunSource:
         from runner.process.launch import spawn_runner
         return spawn_runner(self.run)
 
-    def request(self, cmd: str, **fields: Any) -> dict:
-        """One control request; a missing runner becomes {"ok": False, "message": ...}."""
-        from runner.supervisor import control   # on the first request: an attached console may never send one
+    def request(self, req: control.Request) -> control.Answer:
+        """One typed control request; a missing runner becomes a refusal that says so."""
         try:
-            return control.send(self.run.sock, {"cmd": cmd, **fields}, timeout=self.control_timeout)
+            return control.send(self.run.sock, req, timeout=self.control_timeout)
         except control.ControlError as exc:
-            return {"ok": False, "message": str(exc)}
+            return control.refusal(str(exc))
 
     def recipe(self) -> dict:
         """The run's recipe.yaml (for the grace period and cooldown shown in confirmations)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from runner.process import launch
+from runner.supervisor import control
 from runner.rundir import rundir
 from runner.rundir.paths import runs_base
 from runner.core import bounds
@@ -39,12 +40,10 @@ def run(args) -> int:
     if state.get("status") in rundir.TERMINAL:
         print(f"{run.run_id}: already {state['status']}; nothing to kill")
         return 0
-    req: dict = {"cmd": "kill", "by": "cli"}
-    if args.grace is not None:
-        req["grace_s"] = args.grace
+    req = control.Kill(by="cli") if args.grace is None else control.Kill(by="cli", grace_s=args.grace)
     answer = launch.request(run, req)
-    sys.stderr.write(f"{run.run_id}: {answer.get('message')}\n")
-    grace = bounds.sane_seconds(answer.get("grace_s"), 60.0, bounds.GRACE)
+    sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
+    grace = bounds.sane_seconds(answer.grace_s or None, 60.0, bounds.GRACE)
     timeout = args.timeout if args.timeout is not None else grace + 60
     state = launch.wait_status(run, rundir.TERMINAL | {rundir.PAUSED}, timeout)
     status = state.get("status")

@@ -8,6 +8,7 @@ import time
 
 from console.commands.kill import ensure_runner
 from runner.process import launch
+from runner.supervisor import control
 from runner.rundir import rundir
 from runner.core.errors import InputError
 from runner.rundir.paths import runs_base
@@ -28,9 +29,9 @@ def run(args) -> int:
         launch.wait_ready(run, pid)
         sys.stderr.write(f"{run.run_id}: new runner started for the next attempt\n")
     else:
-        answer = launch.request(run, {"cmd": "restart", "now": bool(args.now), "by": "cli"})
-        sys.stderr.write(f"{run.run_id}: {answer.get('message')}\n")
-        if not answer.get("ok"):
+        answer = launch.request(run, control.Restart(now=bool(args.now), by="cli"))
+        sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
+        if not answer.ok:
             return 1
     deadline = time.time() + 600
     while time.time() < deadline:

@@ -44,6 +44,7 @@ from runner.rundir import alertgroups, dirwatch, rundir
 from runner.rundir.alertgroups import AlertGroup
 from runner.core.series import Series
 from runner.rundir.snapshot import Snapshot
+from runner.supervisor import control
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 # A chart of the whole run gains nothing from redrawing every second; at most this often (a
@@ -658,12 +659,11 @@ class RunScreen(Screen):
         self.app.push_screen(_confirm_screen(confirmation), done)
 
     @work(thread=True, group="control")
-    def _send(self, request: dict) -> None:
-        fields = {k: v for k, v in request.items() if k != "cmd"}
-        answer = self.source.request(request["cmd"], **fields)
-        ok = bool(answer.get("ok"))
-        message = answer.get("message") or ("done" if ok else "refused")
-        self.app.call_from_thread(self.notify, f"{request['cmd']}: {message}",
+    def _send(self, request: control.Request) -> None:
+        answer = self.source.request(request)
+        ok = answer.ok
+        message = answer.text or ("done" if ok else "refused")
+        self.app.call_from_thread(self.notify, f"{request.cmd}: {message}",
                                   severity="information" if ok else "error")
         self.poll_now()
 
@@ -678,7 +678,7 @@ class RunScreen(Screen):
 
     def action_verify(self) -> None:
         self.notify("verify: asking the runner to verify the latest checkpoint")
-        self._send({"cmd": "verify"})
+        self._send(control.Verify())
 
     def action_kill_zombie(self) -> None:
         blocker = self.query_one(BlockerTable).selected()

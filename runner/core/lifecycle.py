@@ -113,6 +113,18 @@ class ConditionsProbe:
 
 
 @dataclass(frozen=True)
+class Launched:
+    """The attempt the lifecycle asked for (``Launch``) started."""
+    attempt: int
+
+
+@dataclass(frozen=True)
+class LaunchFailed:
+    """Nothing could start (the command is missing, not executable): retrying cannot help."""
+    reason: str
+
+
+@dataclass(frozen=True)
 class Judged:
     """The attempt was classified and the restart policy decided (impure inputs, pure result)."""
     action: str                  # restart | pause | fail | stop | succeed | unsaved
@@ -121,12 +133,15 @@ class Judged:
     floor_s: float | None = None
 
 
-Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, BadSaves, ConditionsProbe, Judged]
+Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, BadSaves, ConditionsProbe, Launched,
+              LaunchFailed, Judged]
 
 
 # ---- effects ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SetStatus:
+    """The status changed: record it (an event, the state file, the index). Given only when
+    the status really changes; the status itself is ``Life.status``."""
     status: Status
     reason: str
 
@@ -182,8 +197,25 @@ class Settings:
 
 
 # ---- the function -----------------------------------------------------------------------------
+def next_deadline(life: Life, now: float) -> float | None:
+    """Seconds until the lifecycle has something to do without any event from outside: the
+    kill's SIGKILL deadline or the cooldown's earliest launch (None: nothing is due)."""
+    due = []
+    if life.kill and not life.kill.escalated and life.kill.deadline > now:
+        due.append(life.kill.deadline - now)
+    if life.cooldown and life.cooldown.earliest > now:
+        due.append(life.cooldown.earliest - now)
+    return min(due) if due else None
+
+
 def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
-    """The next lifecycle state and what to do, for one event."""
+    """The next lifecycle state and what to do, for one event. A ``SetStatus`` that would not
+    change the status is dropped: every status change is recorded once."""
+    new, effects = _step(life, event, now, cfg)
+    return new, [e for e in effects if not (isinstance(e, SetStatus) and e.status == life.status)]
+
+
+def _step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     if life.status in TERMINAL and not isinstance(event, (Started, Control)):
         return life, []
     if isinstance(event, Started):
@@ -210,6 +242,13 @@ def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, lis
         return _begin_kill(life, "bad_saves", now, cfg.grace_s)
     if isinstance(event, ConditionsProbe):
         return _conditions(life, event, now)
+    if isinstance(event, Launched):
+        if life.status != Status.COOLDOWN or not life.attempt_live:
+            return life, []
+        return replace(life, status=Status.RUNNING), [SetStatus(Status.RUNNING, f"attempt {event.attempt} started")]
+    if isinstance(event, LaunchFailed):
+        return (replace(life, status=Status.FAILED, attempt_live=False, exited=False),
+                [SetStatus(Status.FAILED, event.reason)])
     if isinstance(event, Judged):
         return _judged(life, event, now, cfg)
     raise TypeError(f"unknown event {event!r}")

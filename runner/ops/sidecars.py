@@ -81,8 +81,11 @@ class OpsSidecars:
         self._exporter_started = time.monotonic()
 
     def on_event(self, ev: Mapping[str, Any]) -> None:
+        """Every event the runner writes: notifications, and a checkpoint's verdict to the sync."""
         if self.notifier is not None:
             self.notifier.on_event(ev)
+        if ev.get("type") == "checkpoint":
+            self.on_checkpoint(ev)
 
     def on_checkpoint(self, ev: Mapping[str, Any]) -> None:
         if self.syncer is not None and ev.get("ok") is True and ev.get("path"):

@@ -9,10 +9,12 @@ reads the exit status the attempt left in the run directory. The local engine
 """
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
 
-from runner.core.state import TrackedPid
+from runner.core.state import JobRecord, TrackedPid
+from runner.process.proctree import ProcessTree
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,19 @@ class Attempt(Protocol):
     number: int
     adopted: bool
     polled: bool  # the end is learned by ``poll`` each loop turn (batch jobs), not from ``wait_fd``
+    tree: ProcessTree  # the attempt's processes as the runner tracks them (a batch job: its job)
+    proc: subprocess.Popen[bytes] | None  # the runner's own child (the waiter), when it started one
+
+    @property
+    def pending(self) -> bool:
+        """Queued by a batch system, not yet running: silence is expected (no hang)."""
+
+    @property
+    def job_id(self) -> str | None:
+        """The batch job's id once known (None: no batch job)."""
+
+    def view(self) -> JobRecord | None:
+        """The batch job as ``state.json`` shows it (pending reason, nodes); None without one."""
 
     def wait_fd(self) -> int | None:
         """A descriptor that becomes readable when the attempt ends (None: poll instead)."""

@@ -171,7 +171,8 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     return f"start attempt {nxt} {where}; elapsed time and cost keep counting"
 
 
-def request(run: rundir.RunDir, req: dict, timeout: float = 10.0) -> dict:
+def request(run: rundir.RunDir, req: control.Request, timeout: float = 10.0) -> control.Answer:
+    """One typed control request to the run's runner; no runner answering is an InputError."""
     try:
         return control.send(run.sock, req, timeout=timeout)
     except control.ControlError as exc:

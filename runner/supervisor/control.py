@@ -2,7 +2,7 @@
 
 One request per connection: the client sends one JSON line, the runner answers one JSON line.
 The socket lives in the run directory with mode 0600, so only the owner can steer the run.
-Requests::
+Requests (``Request``: one msgspec struct per command, tagged by ``cmd``)::
 
     {"cmd": "status"}
     {"cmd": "kill", "grace_s": 60}              clean kill, no restart
@@ -11,8 +11,10 @@ Requests::
     {"cmd": "verify"}                           verify the newest checkpoint now
     {"cmd": "kill_pid", "pid": 123, "start_time": 1.7e9}   end a blocker (start time checked)
 
-Answers: {"ok": true|false, "message": "...", ...}. Every message carries ``"v": 1``; a request
-without ``v`` is read as version 1 (older clients).
+Every request may say ``"by"`` (who asks: "ui", "cli", ...). Answers (``Answer``): {"ok": true|false,
+"message": "...", ...}. Every message carries ``"v": 1``; a request without ``v`` is read as
+version 1 (older clients). An unknown command, an unknown field or a value of the wrong type is
+refused with one line naming it, before anything acts on the request.
 
 The runner never lets a client hold its loop: connections are non-blocking, a request is at most
 ``MAX_REQUEST`` bytes and ``MAX_DEPTH`` levels of nesting (checked before parsing), and a client
@@ -27,7 +29,10 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Any, ClassVar, Union, overload
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 CONTROL_VERSION = 1
 MAX_MESSAGE = 1 << 20      # an answer (the status carries the whole state)
@@ -37,30 +42,94 @@ CLIENT_TIMEOUT_S = 2.0
 BACKLOG = 1024             # pending connections the kernel queues (capped by net.core.somaxconn)
 RETRY_FIRST_S = 0.005      # a client that finds the queue full retries after this, doubling ...
 RETRY_MAX_S = 0.2          # ... up to this, until its own timeout
-COMMANDS = ("status", "kill", "restart", "resume", "verify", "kill_pid")
-
-Command = Literal["status", "kill", "restart", "resume", "verify", "kill_pid"]
 
 
-class Request(TypedDict, total=False):
-    v: int
-    cmd: Command
-    by: str          # who asks (shown in events): "ui", "cli", ...
-    grace_s: float   # kill, kill_pid
-    now: bool        # restart: skip the cooldown floor
-    pid: int         # kill_pid
+# ---- the messages -----------------------------------------------------------------------------
+class _Request(msgspec.Struct, tag_field="cmd", forbid_unknown_fields=True, kw_only=True):
+    """Fields every request may carry. ``cmd`` is the tag (a class constant here)."""
+    cmd: ClassVar[str]
+    v: int = CONTROL_VERSION
+    by: str | UnsetType = UNSET      # who asks (shown in events): "ui", "cli", ...
+
+    @property
+    def asker(self) -> str:
+        return self.by if isinstance(self.by, str) else "client"
+
+
+class Status(_Request, tag="status"):
+    cmd: ClassVar[str] = "status"
+
+
+class Kill(_Request, tag="kill"):
+    """Clean kill, no restart: SIGTERM, ``grace_s``, SIGKILL."""
+    cmd: ClassVar[str] = "kill"
+    grace_s: float | None | UnsetType = UNSET
+
+
+class Restart(_Request, tag="restart"):
+    """Clean kill, cool down, restart; ``now`` skips the cooldown floor."""
+    cmd: ClassVar[str] = "restart"
+    now: bool | UnsetType = UNSET
+
+
+class Resume(_Request, tag="resume"):
+    cmd: ClassVar[str] = "resume"
+
+
+class Verify(_Request, tag="verify"):
+    cmd: ClassVar[str] = "verify"
+
+
+class KillPid(_Request, tag="kill_pid"):
+    """End a process outside the attempt (a blocker); its start time proves it is the same one."""
+    cmd: ClassVar[str] = "kill_pid"
+    pid: int
     start_time: float
+    grace_s: float | None | UnsetType = UNSET
 
 
-class Answer(TypedDict, total=False):
-    v: int
+Request = Union[Status, Kill, Restart, Resume, Verify, KillPid]
+REQUEST_TYPES: tuple[type[_Request], ...] = (Status, Kill, Restart, Resume, Verify, KillPid)
+COMMANDS = tuple(t.cmd for t in REQUEST_TYPES)
+
+
+class Answer(msgspec.Struct, kw_only=True):
+    """The runner's one answer line. Keys the runner did not give stay off the wire; a key a
+    newer runner adds is ignored by an older client."""
+    v: int = CONTROL_VERSION
     ok: bool
-    message: str
-    pids: list[int]
-    grace_s: float
-    state: dict
-    result: dict
-    verdict: dict
+    message: str | UnsetType = UNSET
+    pids: list[int] | UnsetType = UNSET
+    grace_s: float | UnsetType = UNSET
+    state: dict[str, Any] | UnsetType = UNSET      # status: the run's state.json fields
+    result: dict[str, Any] | UnsetType = UNSET     # kill_pid: how the process ended
+    verdict: dict[str, Any] | UnsetType = UNSET    # verify: the checkpoint's verdict
+
+    @property
+    def text(self) -> str:
+        """The message, or "" when the answer has none."""
+        return self.message if isinstance(self.message, str) else ""
+
+
+def refusal(message: str) -> Answer:
+    return Answer(ok=False, message=message)
+
+
+def answer_of(fields: dict[str, Any]) -> Answer:
+    """A dict answer (the lifecycle's replies, the checkpoint keeper's verdict) as the model."""
+    return msgspec.convert(fields, Answer, strict=False)
+
+
+_answer_encoder = msgspec.json.Encoder(enc_hook=str)
+
+
+def encode_answer(answer: Answer) -> bytes:
+    """One answer line, as every client reads it."""
+    return _answer_encoder.encode(answer) + b"\n"
+
+
+def encode_request(request: Request) -> bytes:
+    return msgspec.json.encode(request) + b"\n"
 
 
 def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
@@ -88,7 +157,7 @@ def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
 
 
 def parse_request(data: bytes) -> tuple[Request | None, str | None]:
-    """One request line as a typed request, or why it is refused."""
+    """One request line as a typed request, or why it is refused (one line)."""
     if len(data) > MAX_REQUEST:
         return None, f"request larger than {MAX_REQUEST} bytes"
     if too_deep(data):
@@ -97,11 +166,22 @@ def parse_request(data: bytes) -> tuple[Request | None, str | None]:
         raw = json.loads(data)
     except (ValueError, RecursionError):
         return None, "unreadable request"
+    return request_of(raw)
+
+
+def request_of(raw: object) -> tuple[Request | None, str | None]:
+    """A decoded JSON value as a typed request, or why it is refused."""
     if not isinstance(raw, dict) or not isinstance(raw.get("cmd"), str):
         return None, "a request is a JSON object with a \"cmd\""
     if raw.get("v", CONTROL_VERSION) != CONTROL_VERSION:
         return None, f"control version {raw.get('v')!r} not supported (this runner speaks {CONTROL_VERSION})"
-    return Request(**raw), None
+    cmd = raw["cmd"]
+    if cmd not in COMMANDS:
+        return None, f"unknown command {cmd!r} (known: {', '.join(COMMANDS)})"
+    try:
+        return msgspec.convert(raw, Request), None
+    except msgspec.ValidationError as exc:
+        return None, f"{cmd}: {exc}"
 
 
 @dataclass
@@ -143,9 +223,9 @@ class ClientConn:
     def expired(self, now: float) -> bool:
         return now >= self.deadline
 
-    def answer(self, answer: dict, timeout_s: float = 0.5) -> None:
+    def answer(self, answer: Answer, timeout_s: float = 0.5) -> None:
         """Send the answer (bounded: a client that does not read loses it) and close."""
-        self.answer_bytes(json.dumps({"v": CONTROL_VERSION, **answer}, default=str).encode() + b"\n", timeout_s)
+        self.answer_bytes(encode_answer(answer), timeout_s)
 
     def answer_bytes(self, line: bytes, timeout_s: float = 0.5) -> None:
         """Send an encoded answer line (one encoding serves a crowd of status clients) and close."""
@@ -180,15 +260,46 @@ class _ShortPath:
     def __enter__(self) -> str:
         return self.path
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
             os.close(self.fd)
 
 
-def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
-    """One request, one answer. A runner whose connection queue is full (a crowd of status
-    clients) is retried with exponential backoff and jitter until ``timeout``: a kill gets
-    through however many clients poll."""
+@overload
+def send(sock_path: Path | str, request: Request, timeout: float = 10.0) -> Answer: ...
+
+
+@overload
+def send(sock_path: Path | str, request: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]: ...
+
+
+def send(sock_path: Path | str, request: Request | dict[str, Any], timeout: float = 10.0) -> Answer | dict[str, Any]:
+    """One request, one answer: a typed ``Request`` gets a typed ``Answer``. A plain dict is
+    sent as it is and its answer returned as a dict (the wire as older clients and test
+    doubles speak it). A runner whose connection queue is full (a crowd of status clients) is
+    retried with exponential backoff and jitter until ``timeout``: a kill gets through however
+    many clients poll."""
+    if isinstance(request, dict):
+        line = json.dumps({"v": CONTROL_VERSION, **request}).encode() + b"\n"
+    else:
+        line = encode_request(request)
+    data = _exchange(sock_path, line, timeout)
+    if isinstance(request, dict):
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            raise ControlError("the runner sent an unreadable answer") from None
+        if not isinstance(answer, dict):
+            raise ControlError("the runner sent an unreadable answer")
+        return answer
+    try:
+        return msgspec.json.decode(data, type=Answer)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ControlError(f"the runner sent an unreadable answer ({exc})") from None
+
+
+def _exchange(sock_path: Path | str, line: bytes, timeout: float) -> bytes:
+    """Connect (retrying a full queue), send one line, read the answer line."""
     deadline = time.monotonic() + timeout
     delay = RETRY_FIRST_S
     while True:
@@ -217,21 +328,14 @@ def send(sock_path: Path | str, request: dict, timeout: float = 10.0) -> dict:
             raise ControlError(f"control socket error: {exc}") from None
     try:
         s.settimeout(max(0.01, deadline - time.monotonic()))
-        s.sendall(json.dumps({"v": CONTROL_VERSION, **request}).encode() + b"\n")
-        data = recv_line(s)
+        s.sendall(line)
+        return recv_line(s)
     except socket.timeout:
         raise ControlError(f"the runner did not answer within {timeout:g}s") from None
     except OSError as exc:
         raise ControlError(f"control socket error: {exc}") from None
     finally:
         s.close()
-    try:
-        answer = json.loads(data)
-    except ValueError:
-        raise ControlError("the runner sent an unreadable answer") from None
-    if not isinstance(answer, dict):
-        raise ControlError("the runner sent an unreadable answer")
-    return answer
 
 
 def recv_line(s: socket.socket, limit: int = MAX_MESSAGE) -> bytes:
@@ -267,9 +371,10 @@ def listen(sock_path: Path | str) -> socket.socket:
     return s
 
 
-def read_request(conn: socket.socket, timeout: float = 2.0) -> dict | None:
-    """Blocking read of one request (for simple servers such as test doubles; the runner reads
-    through ``ClientConn`` so no client can hold its loop)."""
+def read_request(conn: socket.socket, timeout: float = 2.0) -> dict[str, Any] | None:
+    """Blocking read of one request as the wire dict it was (for simple servers such as test
+    doubles; the runner reads through ``ClientConn`` so no client can hold its loop). A request
+    the runner would refuse is None."""
     conn.settimeout(timeout)
     data = b""
     try:
@@ -280,15 +385,16 @@ def read_request(conn: socket.socket, timeout: float = 2.0) -> dict | None:
             data += chunk
     except OSError:
         return None
-    req, _ = parse_request(data.split(b"\n", 1)[0])
+    line = data.split(b"\n", 1)[0]
+    req, _ = parse_request(line)
     if req is None:
         return None
-    body = dict(req)
+    body = json.loads(line)
     body.pop("v", None)  # the version is the envelope's; callers see the request as it was built
-    return body
+    return body if isinstance(body, dict) else None
 
 
-def reply(conn: socket.socket, answer: dict) -> None:
+def reply(conn: socket.socket, answer: dict[str, Any]) -> None:
     try:
         conn.sendall(json.dumps(answer, default=str).encode() + b"\n")
     except OSError:

@@ -16,7 +16,6 @@ the ``kill`` that must get through. So:
 """
 from __future__ import annotations
 
-import json
 import selectors
 import socket
 import time
@@ -29,7 +28,7 @@ MAX_ACCEPT = 1024  # connections taken per pass (the backlog holds no more)
 
 
 class ControlServer:
-    def __init__(self, listener: socket.socket, handle: Callable[[dict], dict],
+    def __init__(self, listener: socket.socket, handle: Callable[[control.Request], control.Answer],
                  after_command: Callable[[], None] = lambda: None,
                  diag: Callable[[str], None] = lambda msg: None) -> None:
         """``handle``: a request -> its answer (the runner's dispatcher); ``after_command``:
@@ -63,30 +62,30 @@ class ControlServer:
         self._expire()
         if not ready:
             return 0
-        commands = [(c, r) for c, r, _ in ready if r is not None and r.get("cmd") != "status"]
-        statuses = [c for c, r, _ in ready if r is not None and r.get("cmd") == "status"]
+        commands = [(c, r) for c, r, _ in ready if r is not None and not isinstance(r, control.Status)]
+        statuses = [c for c, r, _ in ready if isinstance(r, control.Status)]
         for client, req, err in ready:
             if req is None:
-                client.answer({"ok": False, "message": err or "unreadable request"})
+                client.answer(control.refusal(err or "unreadable request"))
                 self.answered["refused"] += 1
-        for client, req in commands:
-            client.answer(self._dispatch(dict(req)))
+        for client, cmd in commands:
+            client.answer(self._dispatch(cmd))
             self.answered["command"] += 1
         if commands:
             self.after_command()
         if statuses:
-            body = encode(self._dispatch({"cmd": "status"}))  # one encoding for the whole crowd
+            body = control.encode_answer(self._dispatch(control.Status()))  # one encoding for the whole crowd
             for client in statuses:
                 client.answer_bytes(body)
             self.answered["status"] += len(statuses)
         return len(ready)
 
-    def _dispatch(self, req: dict) -> dict:
+    def _dispatch(self, req: control.Request) -> control.Answer:
         try:
             return self.handle(req)
         except Exception as exc:  # noqa: BLE001 - a bad request must not end the runner
             self.diag("control request failed:\n" + traceback.format_exc())
-            return {"ok": False, "message": f"runner error: {exc}"}
+            return control.refusal(f"runner error: {exc}")
 
     def _accept(self) -> None:
         for _ in range(MAX_ACCEPT):
@@ -108,7 +107,7 @@ class ControlServer:
         now = time.monotonic()
         for client in [c for c in self.clients if c.expired(now)]:
             self._drop(client)
-            client.answer({"ok": False, "message": f"request not complete within {control.CLIENT_TIMEOUT_S:g}s"},
+            client.answer(control.refusal(f"request not complete within {control.CLIENT_TIMEOUT_S:g}s"),
                           timeout_s=0.05)
 
     def next_expiry(self) -> float | None:
@@ -120,10 +119,6 @@ class ControlServer:
     def close(self, message: str = "runner is exiting") -> None:
         for client in list(self.clients):
             self._drop(client)
-            client.answer({"ok": False, "message": message}, timeout_s=0.05)
+            client.answer(control.refusal(message), timeout_s=0.05)
         self.sel.close()
 
-
-def encode(answer: dict) -> bytes:
-    """One answer line, as every client reads it."""
-    return json.dumps({"v": control.CONTROL_VERSION, **answer}, default=str).encode() + b"\n"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from console import confirmations, keys
 from console import format as fmt
+from runner.supervisor import control
 
 
 def test_num_and_short_handle_missing_and_non_finite():
@@ -82,16 +83,16 @@ def test_kill_confirmation_names_pids_and_escalation_timer():
     body = " ".join(c.lines)
     assert "4100 (leader)" in body and "4101" in body and "process group 4100" in body
     assert "SIGKILL" in body and "45s" in body
-    assert c.request == {"cmd": "kill", "grace_s": 45.0, "by": "console"}
+    assert c.request == control.Kill(grace_s=45.0, by="console")
 
 
 def test_restart_confirmation_names_cooldown_and_resumes_a_paused_run():
     c = confirmations.restart(_run(pids=[{"pid": 7}]), {"kill": {"grace_s": 5}, "cooldown": {"floor_s": 2,
                                                                                                 "ceiling_s": 15}})
     body = " ".join(c.lines)
-    assert "7" in body and "5s" in body and "15s" in body and c.request["cmd"] == "restart"
+    assert "7" in body and "5s" in body and "15s" in body and c.request.cmd == "restart"
     paused = confirmations.restart(_run(status="paused", pause_reason="divergence"), {})
-    assert paused.request["cmd"] == "resume" and "divergence" in " ".join(paused.lines)
+    assert paused.request.cmd == "resume" and "divergence" in " ".join(paused.lines)
 
 
 def test_zombie_confirmation_sends_pid_with_start_time():
@@ -100,7 +101,7 @@ def test_zombie_confirmation_sends_pid_with_start_time():
     c = confirmations.kill_zombie(b, {"kill": {"grace_s": 3}})
     body = " ".join(c.lines)
     assert "999" in body and "bob" in body and "python serve.py" in body and "3s" in body
-    assert c.request["pid"] == 999 and c.request["start_time"] == 123.5 and c.request["cmd"] == "kill_pid"
+    assert isinstance(c.request, control.KillPid) and c.request.pid == 999 and c.request.start_time == 123.5
 
 
 def test_every_run_key_has_help_and_process_keys_are_marked():

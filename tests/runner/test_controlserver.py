@@ -23,9 +23,10 @@ def test_commands_are_answered_before_status_and_every_client_gets_its_line(tmp_
     listener = control.listen(path)
     seen: list[str] = []
 
-    def handle(req: dict) -> dict:
-        seen.append(req["cmd"])
-        return {"ok": True, "state": {"status": "running"}} if req["cmd"] == "status" else {"ok": True, "message": "x"}
+    def handle(req: control.Request) -> control.Answer:
+        seen.append(req.cmd)
+        return control.Answer(ok=True, state={"status": "running"}) if req.cmd == "status" \
+            else control.Answer(ok=True, message="x")
 
     server = ControlServer(listener, handle)
     clients = [_client(path, b'{"cmd": "status"}\n') for _ in range(120)]
@@ -64,7 +65,7 @@ def test_a_client_retries_a_full_connection_queue_until_it_is_served(tmp_path):
             s.close()
             break
         parked.append(s)
-    server = ControlServer(listener, lambda req: {"ok": True, "state": {}})
+    server = ControlServer(listener, lambda req: control.Answer(ok=True, state={}))
     got: dict = {}
     t = threading.Thread(target=lambda: got.update(control.send(path, {"cmd": "status"}, timeout=30)))
     t.start()

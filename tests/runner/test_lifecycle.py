@@ -34,7 +34,7 @@ ALL_EVENTS = [
     lc.Control("status"), lc.Tick(), lc.Hang(100.0, 60.0), lc.Divergence(), lc.BadSaves("2 stubs"),
     lc.ConditionsProbe(("port 29500 busy",), "wait", port_busy=True), lc.ConditionsProbe((), "wait"),
     lc.Judged("restart", "oom", 1.0, 0.0), lc.Judged("succeed", "exit 0"), lc.Judged("fail", "fatal"),
-    lc.Judged("unsaved", "no verified checkpoint"),
+    lc.Judged("unsaved", "no verified checkpoint"), lc.Launched(3), lc.LaunchFailed("cannot start 'trian.py'"),
 ]
 ALL_LIVES = [lc.Life(s) for s in Status] + [
     running(), lc.Life(Status.RUNNING, exited=True, returncode=1),
@@ -50,6 +50,8 @@ def test_every_event_in_every_state_gives_a_valid_state(life, event):
     # A written status is the new state's status; a terminal run stays terminal unless restarted.
     if status_set(effects) is not None:
         assert status_set(effects) == new.status
+    # A status change is recorded once: a SetStatus always changes the status.
+    assert all(e.status != life.status for e in effects if isinstance(e, lc.SetStatus))
     if life.status in TERMINAL and not (isinstance(event, lc.Started) and event.restart_requested):
         assert new.status == life.status
     # Deadlines are real numbers: a NaN grace never leaves a kill that cannot escalate.
@@ -168,3 +170,33 @@ def test_status_enum_is_a_plain_string_on_the_wire():
     assert json.dumps({"status": Status.RUNNING}) == '{"status": "running"}'
     assert Status.RUNNING == "running" and f"{Status.PAUSED}" == "paused" and "killed" in TERMINAL
     assert Status.STARTING in LIVE
+
+
+def test_a_launch_becomes_running_only_when_the_attempt_started():
+    cooling = lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 5, NOW - 1, NOW + 60, "oom"))
+    launching, effects = lc.step(cooling, lc.ConditionsProbe((), "wait"), NOW, CFG)
+    assert kinds(effects) == ["Launch"] and launching.status == Status.COOLDOWN and launching.attempt_live
+    running_, effects = lc.step(launching, lc.Launched(2), NOW, CFG)
+    assert running_.status == Status.RUNNING and status_set(effects) == Status.RUNNING
+    assert effects[0].reason == "attempt 2 started"
+    failed, effects = lc.step(launching, lc.LaunchFailed("cannot start 'trian.py': No such file"), NOW, CFG)
+    assert failed.status == Status.FAILED and not failed.attempt_live
+    assert effects == [lc.SetStatus(Status.FAILED, "cannot start 'trian.py': No such file")]
+    # a Launched that arrives when no launch was asked for changes nothing
+    assert lc.step(running(), lc.Launched(2), NOW, CFG) == (running(), [])
+
+
+def test_a_restart_asked_during_a_cooldown_records_no_second_cooldown_status():
+    cooling = lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 1, NOW + 5, NOW + 60, "oom"))
+    new, effects = lc.step(cooling, lc.Control("restart", now=True), NOW, CFG)
+    assert new.status == Status.COOLDOWN and new.cooldown is not None and new.cooldown.earliest == NOW
+    assert status_set(effects) is None and "Record" in kinds(effects)
+
+
+def test_next_deadline_is_the_sigkill_or_the_earliest_launch():
+    assert lc.next_deadline(running(), NOW) is None
+    stopping = lc.Life(Status.STOPPING, attempt_live=True, kill=lc.Kill("user", NOW - 1, NOW + 4))
+    assert lc.next_deadline(stopping, NOW) == 4
+    cooling = lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 1, NOW + 2.5, NOW + 60, "oom"))
+    assert lc.next_deadline(cooling, NOW) == 2.5
+    assert lc.next_deadline(cooling, NOW + 3) is None

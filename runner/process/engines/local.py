@@ -42,6 +42,7 @@ def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
 class LocalAttempt:
     polled = False  # the runner reaps the waiter (or an adopted one's pidfd wakes the loop)
     pending = False
+    job_id = None  # no batch job
 
     def __init__(self, number: int, tree: proctree.ProcessTree, proc: subprocess.Popen | None,
                  adopted: bool) -> None:
@@ -58,6 +59,9 @@ class LocalAttempt:
 
     def wait_fd(self) -> int | None:
         return self._pidfd
+
+    def view(self) -> None:
+        return None  # no batch job to show
 
     def close_wait_fd(self) -> None:
         if self._pidfd is not None:

@@ -1,0 +1,137 @@
+"""What keeps the next attempt from launching, and the ending of processes outside the attempt.
+
+During a cooldown the runner asks ``ConditionsCheck.probe`` each ``cooldown.poll_s``: the
+run's own survivors, the run directory refusing the log, the rendezvous port (and whoever holds
+it), GPU memory and foreign processes on the GPUs the recipe uses. The answer is a ``Probe``
+the lifecycle turns into "wait", "launch", "launch on a new port" or "kill the blockers"
+(``runner.core.lifecycle.ConditionsProbe``). Leftovers of other runs that hold neither a GPU of
+ours nor the port do not block this one.
+
+``Terminations`` ends a process that is not part of the attempt (a blocker under
+``preflight.on_busy: kill``, a PID the user picked) with the same checked SIGTERM -> deadline
+-> SIGKILL as everything else, advanced by the runner's loop: it never waits.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from runner.core import bounds
+from runner.core import lifecycle as lc
+from runner.core.lifecycle import Cooldown
+from runner.telemetry.kill import KillResult, Termination, start_termination
+from runner.telemetry.procs import BLOCKING, PORT_HOLDER, ProcInfo
+
+
+def kill_grace(recipe_kill: Mapping[str, Any], asked: Any = None) -> float:
+    """The SIGTERM -> SIGKILL grace: what the request asked, else the recipe's, else 10 s
+    (every value through ``bounds.sane_seconds``: NaN or a negative number is never a grace)."""
+    return bounds.sane_seconds(asked, bounds.sane_seconds(recipe_kill.get("grace_s"), 10.0, bounds.GRACE),
+                               bounds.GRACE)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One look at the launch conditions."""
+    waiting: tuple[str, ...]            # one human line per unmet condition
+    port_busy: bool = False             # the rendezvous port is taken (a new port helps)
+    blockers: tuple[ProcInfo, ...] = ()  # processes of others in the way (``on_busy: kill`` ends them)
+
+
+class ConditionsCheck:
+    def __init__(self, run_id: str, recipe: Mapping[str, Any], *, gpu_backend: Any,
+                 diag: Callable[[str], None]) -> None:
+        """``recipe``: the GPUs it uses, the cooldown's GPU memory tolerance, ``preflight.on_busy``."""
+        self.run_id = run_id
+        self.devices: list[int] = list(recipe["gpus"].get("devices") or [])
+        self.tolerance_mib = float(recipe["cooldown"]["gpu_mem_tolerance_mib"])
+        self.on_busy = str(recipe["preflight"]["on_busy"])
+        self.gpu_backend = gpu_backend
+        self.diag = diag
+        self.blockers: tuple[ProcInfo, ...] = ()  # the last probe's (``on_busy: kill`` ends them)
+
+    def probe(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
+              port: int | None) -> lc.ConditionsProbe:
+        """The lifecycle's event for one look at the conditions (``look``)."""
+        found = self.look(unwritable=unwritable, survivors=survivors, tree_blocking=tree_blocking, port=port)
+        self.blockers = found.blockers
+        return lc.ConditionsProbe(found.waiting, self.on_busy, port_busy=found.port_busy, blockers=bool(found.blockers))
+
+    def take_blockers(self) -> tuple[ProcInfo, ...]:
+        """The blockers the last probe found, once (a second kill order finds none)."""
+        found, self.blockers = self.blockers, ()
+        return found
+
+    def look(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
+             port: int | None) -> Probe:
+        """What still keeps us from launching. ``unwritable``: why the log cannot be opened;
+        ``survivors``: processes of this run still alive; ``tree_blocking``: what the attempt's
+        engine still waits for (a batch job not yet ended)."""
+        from runner.telemetry.preflight import gpu_problems, port_free, preflight
+        waiting: list[str] = [unwritable] if unwritable else []
+        alive = sorted(survivors)
+        if alive:
+            waiting.append(f"survivors of this run: PIDs {alive[:8]}")
+        waiting += tree_blocking
+        port_busy = bool(port) and not port_free(port)  # type: ignore[arg-type]
+        if port_busy:
+            waiting.append(f"port {port} busy")
+        if not (port or self.devices):
+            return Probe(tuple(waiting), port_busy)
+        try:
+            res = preflight(self.gpu_backend, devices=self.devices, tolerance_mib=self.tolerance_mib, port=port,
+                            run_id=self.run_id, exclude_pids={os.getpid()})
+        except Exception as exc:  # a scan racing with exits must not stop supervision
+            self.diag(f"pre-flight check failed: {exc}")
+            return Probe(tuple(waiting), port_busy)
+        blockers = tuple(b for b in res.blockers if PORT_HOLDER in b.labels or (self.devices and b.gpus))
+        if self.devices:
+            waiting += gpu_problems(res.gpu, self.devices, self.tolerance_mib)
+        waiting += [b.describe() for b in blockers]
+        return Probe(tuple(waiting), port_busy, blockers)
+
+
+def cooldown_record(cd: Cooldown | None, wall: Callable[[float], float]) -> dict[str, Any] | None:
+    """state.json's ``cooldown``: the earliest launch and the ceiling as wall-clock times, what
+    the last probe is still waiting on, and why the run cools down."""
+    if cd is None:
+        return None
+    return {"until": wall(cd.earliest), "ceiling_at": wall(cd.ceiling_at), "waiting_on": list(cd.waiting_on),
+            "reason": cd.reason}
+
+
+class Terminations:
+    """Processes outside the attempt being ended, each recorded as a ``blocker_kill`` event when
+    its outcome is known."""
+
+    def __init__(self, record: Callable[..., Any]) -> None:
+        self.record = record  # journal.event
+        self.under_way: dict[int, tuple[Termination, dict[str, Any]]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.under_way)
+
+    def start(self, pid: int, start_time: float | None, grace_s: float, **fields: Any) -> KillResult | Termination:
+        """SIGTERM now (start time checked); a ``KillResult`` when that already settled it."""
+        if pid in self.under_way:
+            return self.under_way[pid][0]
+        term = start_termination(pid, start_time, grace_s=grace_s)
+        if isinstance(term, KillResult):
+            self.record("blocker_kill", pid=pid, result=term.to_dict(), **fields)
+            return term
+        self.under_way[pid] = (term, fields)
+        return term
+
+    def kill_blockers(self, blockers: Iterable[ProcInfo], grace_s: float) -> None:
+        for b in blockers:
+            if BLOCKING & set(b.labels):  # foreign GPU user, orphan, port holder
+                self.start(b.pid, b.start_time, grace_s, labels=list(b.labels))
+
+    def progress(self) -> None:
+        """SIGKILL what outlived its grace; record what ended."""
+        for pid, (term, fields) in list(self.under_way.items()):
+            res = term.step()
+            if res is not None:
+                del self.under_way[pid]
+                self.record("blocker_kill", pid=pid, result=res.to_dict(), **fields)

@@ -1,0 +1,87 @@
+"""The runner's control dispatch: one typed request in, one typed answer out.
+
+``runner.supervisor.controlserver`` accepts, reads and expires clients and hands each parsed
+``control.Request`` here; a request the parser refused (unknown command or field, wrong type)
+never arrives. What this module decides is the answer and the refusals:
+
+- ``status`` always answers, with the run's state;
+- once the run is over and its runner only waits for the last checkpoint's sync, every command
+  but ``verify`` is refused with the time left;
+- ``kill``/``restart``/``resume`` go to the lifecycle (``runner.core.lifecycle``, through the
+  ``steer`` callable the runner gives), whose reply is completed with the PIDs signalled;
+- ``verify`` asks the checkpoint keeper; ``kill_pid`` starts a checked termination.
+
+Everything it touches comes in as a callable, so the dispatcher is tested on plain data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from runner.core import lifecycle as lc
+from runner.supervisor import control
+from runner.telemetry.kill import KillResult, Termination
+
+
+@dataclass(frozen=True)
+class Steered:
+    """What a lifecycle command did: the lifecycle's reply (None: nothing to do), the PIDs the
+    SIGTERM went to, and the attempt's PIDs while a kill is under way (else empty)."""
+    reply: dict[str, Any] | None
+    signalled: list[int]
+    stopping: list[int]
+
+
+class Dispatcher:
+    def __init__(self, *, state: Callable[[], dict[str, Any]], finishing_left: Callable[[], float | None],
+                 steer: Callable[[lc.Control], Steered], verify: Callable[[], dict[str, Any]],
+                 terminate: Callable[..., KillResult | Termination], grace: Callable[[Any], float]) -> None:
+        """``state``: the run's state as ``status`` shows it; ``finishing_left``: seconds the
+        runner still waits for the last sync once the run is over (None while it runs);
+        ``terminate(pid, start_time, grace_s, requested_by=...)``: end a process outside the
+        attempt; ``grace(asked)``: the kill grace for a requested value."""
+        self.state = state
+        self.finishing_left = finishing_left
+        self.steer = steer
+        self.verify = verify
+        self.terminate = terminate
+        self.grace = grace
+
+    def handle(self, req: control.Request) -> control.Answer:
+        if isinstance(req, control.Status):
+            return control.Answer(ok=True, state=self.state())
+        left = self.finishing_left()
+        if left is not None and not isinstance(req, control.Verify):
+            status = self.state().get("status")
+            return control.refusal(f"the run is over ({status}); its runner exits once the last checkpoint's copy "
+                                   f"to persistent storage ends (at most {left:.0f} s more): try {req.cmd} again then")
+        if isinstance(req, (control.Kill, control.Restart, control.Resume)):
+            return self._lifecycle(req)
+        if isinstance(req, control.Verify):
+            return control.answer_of(self.verify())
+        return self._kill_pid(req)
+
+    def _lifecycle(self, req: control.Kill | control.Restart | control.Resume) -> control.Answer:
+        grace = req.grace_s if isinstance(req, control.Kill) and isinstance(req.grace_s, (int, float)) else None
+        now = isinstance(req, control.Restart) and req.now is True
+        done = self.steer(lc.Control(req.cmd, grace_s=grace, now=now, by=req.asker))
+        if done.reply is None:
+            status = self.state().get("status")
+            return control.refusal(f"{req.cmd}: nothing to do while {status}")
+        answer = control.answer_of(done.reply)
+        if not isinstance(answer.pids, list):
+            answer.pids = done.signalled or done.stopping
+        if isinstance(req, control.Kill) and done.signalled:
+            grace_s = answer.grace_s if isinstance(answer.grace_s, float) else 0.0
+            answer.message = f"SIGTERM sent to {done.signalled}; SIGKILL in {grace_s:g}s for anything left"
+        return answer
+
+    def _kill_pid(self, req: control.KillPid) -> control.Answer:
+        grace = self.grace(req.grace_s if isinstance(req.grace_s, (int, float)) else None)
+        term = self.terminate(req.pid, req.start_time, grace, requested_by=req.asker)
+        if isinstance(term, KillResult):
+            return control.Answer(ok=term.ok, message=term.reason, result=term.to_dict())
+        return control.Answer(ok=True, message=f"SIGTERM sent to PID {req.pid}; SIGKILL in {grace:g}s if it is still "
+                                               f"there (the outcome is recorded as a blocker_kill event)",
+                              result={"pid": req.pid, "ok": True, "action": "signalled", "reason": "under way",
+                                      "seconds": 0.0})

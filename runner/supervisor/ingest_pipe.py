@@ -1,0 +1,304 @@
+"""The runner's ingest pipe: ``train.log`` slice by slice into the run's records.
+
+Each loop turn reads up to ``INGEST_SLICE_BYTES`` of the log in sub-slices (the control socket
+is served between them, so a flood of lines never makes a kill wait), hands each slice to the
+ingest package (``runner.ingest.live``: batches of records, save marks and eval marks) and
+carries each batch on: the rows to write (``rows_to_write``: a step is written once; an inferred
+step never shadows a real one) into ``metrics.jsonl`` in one append, evaluations into
+``evals.jsonl``, the monitors and the chart book (``series.json``) from the batch's columns,
+the ranks' step times (``ranks.json``), the memory watch, and every save judged where it stands
+among the steps (at verification the excursion may be over).
+
+The pipe owns the attempt's progress as the log shows it (step, loss, step time, the last
+output) and the hang clock built on it; the runner learns of changes through ``on_progress``
+(the state fields to set) and ``on_divergence`` (a non-finite loss: the lifecycle stops the
+attempt).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from runner.core import lifecycle as lc
+from runner.core.monitors import Monitors, Thresholds
+from runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
+from runner.ingest.records import eval_record
+from runner.ingest.tail import FileTailer
+from runner.rundir import jsonio, ranktimes, rundir, seriesfile
+from runner.rundir.journal import Journal
+from runner.rundir.secrets import Redactor
+from runner.supervisor.memory_feed import MemoryFeed
+
+INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
+INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
+LOG_TAIL_KEEP = 2000       # lines kept for crash classification
+STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
+SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
+PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s")
+
+
+class IngestPipe:
+    def __init__(self, run: rundir.RunDir, journal: Journal, redactor: Redactor, memory: MemoryFeed,
+                 thresholds: Thresholds, *, note_saved: Callable[[str | None, bool], None],
+                 on_saves: Callable[[], None],
+                 on_progress: Callable[[dict[str, Any]], None], on_divergence: Callable[[str], Any],
+                 serve: Callable[[], Any], start_offset: int, attempt: int, progress: dict[str, Any],
+                 diag: Callable[[str], None]) -> None:
+        """``note_saved(path, suspect)``: a save seen in the log (the checkpoint keeper);
+        ``on_saves()``: saves were seen in a batch (the runner looks at the checkpoints now);
+        ``serve()``: answer the control socket between sub-slices; ``progress``: the state's
+        progress fields so far (a new runner continues the minimum loss)."""
+        self.run = run
+        self.journal = journal
+        self.redactor = redactor
+        self.memory = memory
+        self.thresholds = thresholds
+        self.note_saved = note_saved
+        self.on_saves = on_saves
+        self.on_progress = on_progress
+        self.on_divergence = on_divergence
+        self.serve = serve
+        self.diag = diag
+        self.attempt = attempt
+        self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
+        self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
+        self.reader = LiveReader()  # the bulk engine on each slice of train.log
+        self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
+        self.monitors = Monitors(thresholds)
+        # The charts of the whole run in bounded memory, saved as series.json for every reader.
+        self.book = seriesfile.load(run)
+        self._book_saved = (self.book.metric_count, self.book.offset)
+        self._book_saved_at = 0.0
+        self.rank_times = ranktimes.RankTimes()
+        self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
+        self.steps_seen = 0
+        self.lagging = False  # the last read filled a whole sub-slice: more is waiting
+        now = time.time()
+        self.last_output = now
+        self.last_progress = now
+
+    # ---- attempts ---------------------------------------------------------------------------
+    def launched(self, attempt: int, now: float) -> None:
+        """A new attempt: fresh monitors, counters and log tail."""
+        self.attempt = attempt
+        self.monitors = Monitors(self.thresholds)
+        self.memory.new_attempt()
+        self.log_tail.clear()
+        self.written = Written(None, None)
+        self.steps_seen = 0
+        self.last_output = self.last_progress = now
+
+    def continued(self, attempt: int, now: float | None = None) -> None:
+        """An attempt a previous runner started (adopted, or ended while unsupervised): its
+        newest step in metrics.jsonl is where writing goes on."""
+        self.attempt = attempt
+        last = self.book.last_metrics  # the book ends where the file ends
+        step = last["step"] if last is not None and last.get("attempt") == attempt else None
+        self.written = Written(step, step)
+        if now is not None:
+            self.steps_seen = 0
+            self.last_output = self.last_progress = now
+
+    # ---- reading ------------------------------------------------------------------------------
+    @property
+    def offset(self) -> int:
+        return self.tailer.offset
+
+    def read(self) -> bool:
+        """One sub-slice of the log through the pipe; False when nothing new was there."""
+        resets = self.tailer.resets
+        data = self.tailer.read_new()
+        if self.tailer.resets != resets:
+            self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
+        self.lagging = len(data) >= self.tailer.max_read
+        if not data:
+            return False
+        self.last_output = time.time()
+        self.log_tail.add(data)
+        for batch in self.reader.feed_batches(data):
+            self._on_batch(batch)
+        return True
+
+    def turn(self) -> None:
+        """Up to INGEST_SLICE_BYTES of the log, a sub-slice at a time, answering the control
+        socket between sub-slices."""
+        for _ in range(INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES):
+            if not self.read() or not self.lagging:
+                return
+            self.serve()
+
+    def drain(self, seconds: float) -> bool:
+        """Read the backlog for at most ``seconds`` (control served between sub-slices); True
+        while more is waiting."""
+        deadline = time.monotonic() + seconds
+        while self.read() and self.lagging and time.monotonic() < deadline:
+            self.serve()
+        return self.lagging
+
+    def catch_up(self) -> None:
+        for _ in range(10_000):
+            if not self.read():
+                break
+
+    def tail(self) -> list[str]:
+        """The attempt's last log lines, secrets masked (classification and crash reports)."""
+        return [self.redactor.redact(line) for line in self.log_tail.text()]
+
+    def lag(self) -> dict[str, int]:
+        """state.json's ``ingest``: how far the reading is behind the log."""
+        try:
+            size = os.stat(self.run.log).st_size
+        except OSError:
+            size = self.tailer.offset
+        return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
+
+    def quiet(self, now: float) -> float:
+        """Seconds without log output and without step progress (the hang clock)."""
+        return now - max(self.last_output, self.last_progress)
+
+    def hang(self, now: float, heartbeat: dict[str, Any], *, pending: bool = False) -> lc.Hang | None:
+        """The attempt hangs: no log output and no step progress for longer than the heartbeat
+        allows (alerted here; the lifecycle kills it). ``pending``: a batch job waits in the
+        queue, so silence is expected and the hang clock starts later."""
+        if pending:
+            self.last_output = self.last_progress = now
+            return None
+        limit = heartbeat_limit(heartbeat, steps_seen=self.steps_seen)
+        quiet = self.quiet(now)
+        if quiet <= limit:
+            return None
+        phase = "before the first step" if not self.steps_seen else "between steps"
+        self.journal.event("alert", level="critical", rule="hang", step=self.progress.get("step"),
+                           message=f"no log output and no step progress for {quiet:.0f}s {phase}: killing the tree",
+                           values={"quiet_s": round(quiet, 1), "timeout_s": limit}, attempt=self.attempt)
+        return lc.Hang(quiet, limit)
+
+    # ---- one batch ----------------------------------------------------------------------------
+    def _on_batch(self, batch: Any) -> None:
+        """A batch of the log (a slice's records and save marks): written in one append, the
+        monitors and charts fed once from the batch's columns. A template row is its JSON line
+        (bytes), written as is; only the parser's records are dicts."""
+        saves = [(before, mark.get("step"), mark.get("path")) for before, mark in batch.marks
+                 if mark.get("kind") == "checkpoint_saved"]
+        self.rank_times.feed(batch.records)
+        evals = [mark for _, mark in batch.marks if mark.get("kind") == "eval"]
+        if evals:   # evaluation results: their own file, never a training step
+            stamp_e = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "attempt": self.attempt}
+            self.journal.evals([{**stamp_e, **eval_record(m)} for m in evals])
+        all_steps = np.asarray(batch.steps)
+        kept, counted, written = rows_to_write(batch.records, all_steps.tolist(), self.written)
+        if not kept:
+            self._judge_saves(saves, None)
+            return
+        now = time.time()
+        stamp = {"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": self.attempt}
+        records = self.redactor.mask_rows(batch.records, kept)  # the run's own secrets, printed back
+        self.journal.metrics(*metric_lines(records, kept, stamp))  # type: ignore[arg-type]
+        rows = np.asarray(kept)
+        steps = all_steps[rows]
+        values = {f: batch.values[f][rows] for f in batch.values}
+        present = {f: batch.present[f][rows] for f in batch.present}
+        self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
+                               {f: p.tolist() for f, p in present.items()},
+                               newest_record(records, kept, stamp), records=[records[i] for i in kept])
+        if counted:
+            self.written = written
+            self.steps_seen += len(counted)
+            self.last_progress = now
+            fields = self._progress(batch, values, present, np.searchsorted(rows, np.asarray(counted)))
+            self.progress.update(fields)
+            self.on_progress(fields)
+        at = [(int(np.searchsorted(rows, c)), step, path) for c, step, path in saves]
+        alerts = self.monitors.observe_arrays(steps, values, present, at)
+        self._judge_saves(at, alerts)
+        for _, a in alerts:
+            self.journal.event("alert", attempt=self.attempt, **a)
+            if a.get("level") == "critical" and a.get("rule") == "non_finite":
+                self.on_divergence(a.get("message", ""))
+        self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
+                            present["mem_gib"].tolist(), now)
+        self.memory_alerts()
+
+    def _progress(self, batch: Any, values: dict[str, Any], present: dict[str, Any], idx: Any) -> dict[str, Any]:
+        """state.json's progress fields from the new steps of a batch (rows ``idx``)."""
+        fields: dict[str, Any] = {"step": self.written.step}
+        if batch.max_steps:
+            fields["max_steps"] = batch.max_steps
+        loss = values["loss"][idx]
+        finite = loss[present["loss"][idx] & np.isfinite(loss)]
+        if finite.size:
+            low, before = float(finite.min()), self.progress.get("min_loss")
+            fields["last_loss"] = float(finite[-1])
+            fields["min_loss"] = low if before is None else min(low, before)
+        has_t = present["step_time_s"][idx]
+        if has_t.any():
+            fields["step_time_s"] = float(values["step_time_s"][idx][has_t][-1])
+        return fields
+
+    def _judge_saves(self, saves: list[tuple[int, int | None, str | None]],
+                     alerts: list[tuple[int, dict[str, Any]]] | None) -> None:
+        """Checkpoint saves seen in the log, (records before it, step, path): suspect when the
+        monitors flagged the save at its place among the records. ``alerts`` None: the batch
+        had no records to write, so each save is judged on the monitors' state now."""
+        for c, step, path in saves:
+            if alerts is None:
+                flagged = self.monitors.on_checkpoint(step, path)
+                for a in flagged:
+                    self.journal.event("alert", attempt=self.attempt, **a)
+            else:
+                flagged = [a for i, a in alerts if i == c and a.get("rule") == "checkpoint_in_excursion"
+                           and a.get("step") == step]
+            self.note_saved(path, bool(flagged))
+        if saves:
+            self.on_saves()
+
+    def memory_alerts(self) -> None:
+        """The memory watch's news (one alert per cause: opened, updated, resolved)."""
+        recent = [v for v in self.book.series["step_time_s"].recent(20) if math.isfinite(v) and v > 0]
+        step_time = sorted(recent)[len(recent) // 2] if recent else self.progress.get("step_time_s")
+        for a in self.memory.alerts(self.progress.get("max_steps"), step_time):
+            self.journal.event("alert", attempt=self.attempt, **a)
+
+    # ---- saving -------------------------------------------------------------------------------
+    def save(self, force: bool = False) -> None:
+        """series.json, when it has news and every fed record is on disk (its offset must be
+        the exact length of metrics.jsonl it describes), and ranks.json when it changed."""
+        self._save_series(force)
+        if self.rank_times.changed:
+            try:
+                ranktimes.save(self.run, self.rank_times)
+            except OSError as exc:
+                self.diag(f"ranks.json not written: {exc}")
+
+    def _save_series(self, force: bool) -> None:
+        now = time.monotonic()
+        if self.journal.pending or not (force or now - self._book_saved_at >= SERIES_SAVE_S):
+            return
+        try:
+            self.book.offset = os.stat(self.run.metrics).st_size
+        except OSError:
+            return
+        if (self.book.metric_count, self.book.offset) == self._book_saved:
+            return
+        try:
+            seriesfile.save(self.run, self.book)
+        except OSError as exc:
+            self.diag(f"series.json not written: {exc}")
+            return
+        self._book_saved = (self.book.metric_count, self.book.offset)
+        self._book_saved_at = now
+
+
+def heartbeat_limit(heartbeat: dict[str, Any], *, steps_seen: int) -> float:
+    """How long an attempt may be silent: ``startup_s`` until its first step (loading a large
+    model prints little for a long time), ``timeout_s`` between steps. Without ``startup_s`` the
+    start-up allowance is the larger of ``timeout_s`` and STARTUP_DEFAULT_S."""
+    timeout = float(heartbeat["timeout_s"])
+    if steps_seen:
+        return timeout
+    startup = heartbeat.get("startup_s")
+    return float(startup) if startup is not None else max(timeout, STARTUP_DEFAULT_S)

@@ -1,0 +1,172 @@
+"""The attempt judge: an ended attempt's facts in, a typed ``Outcome`` out.
+
+The runner gathers what it knows about an attempt that ended (return code, the waiter's or the
+batch system's exit record, why the runner itself stopped it, the masked log tail, progress,
+the GPUs) into an ``EndedAttempt`` and calls ``judge``. The judge classifies the crash
+(``runner.core.crash``), builds the crash report (``runfiles.CrashReport``, whose JSON is
+``crashes/attempt-N.json``), asks the restart policy (``runner.core.policy.decide``) and answers
+with everything the runner must record and the lifecycle's next event (``lc.Judged``). It
+writes nothing and reads no process or file itself: the two questions only the run can answer
+(does the newest save hold the result? what does the memory watch say about an OOM?) come in as
+callables, so the judge is tested on plain exit codes and log tails.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from runner.core import lifecycle as lc
+from runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
+from runner.core.policy import AttemptRecord, RestartSettings, decide
+from runner.process.attempt import ExitStatus
+from runner.rundir.runfiles import CrashReport
+
+if TYPE_CHECKING:
+    from runner.checkpoints.keeper import CheckpointKeeper, SaveCheck
+
+CRASH_REPORT_TAIL = 200  # log lines a crash report keeps
+
+Event = tuple[str, dict[str, Any]]  # a journal event: its type and fields, written in order
+
+
+@dataclass(frozen=True)
+class EndedAttempt:
+    """Everything the runner knows about an attempt that ended, gathered before judging."""
+    run_id: str
+    attempt: int
+    returncode: int | None                 # Popen convention: exit code, or -N for signal N
+    ended_at: float                        # when it is judged (wall clock)
+    exit_status: ExitStatus | None = None  # the waiter's (or batch system's) record of the end
+    kill_reason: str | None = None         # why the runner stopped it: user | restart | hang | ...
+    now_restart: bool = False              # a requested restart skips the cooldown floor
+    tail: list[str] = field(default_factory=list)  # the attempt's last log lines, secrets masked
+    steps_seen: int = 0
+    last_step: int | None = None
+    started_at: float | None = None
+    exit_seen_at: float | None = None      # when the runner noticed the end
+    resumed_step: int | None = None
+    resumed_from: str | None = None
+    restarts: int = 0                      # restarts so far (a restart decision adds one)
+    job: dict[str, Any] | None = None      # a batch job's record
+    gpu: dict[str, Any] | None = None      # the GPUs as NVML sees them now
+    foreign_gpu_memory: bool = False       # a process of someone else holds memory on the GPUs
+    own_pids: frozenset[int] = frozenset()  # every PID the attempt had, in any namespace
+    live_pids: frozenset[int] = frozenset()
+    python: str | None = None              # the interpreter the command runs (dependency hints)
+    bad_saves_reason: str = ""             # why the runner paused it for bad saves
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the runner records for a judged attempt, and the lifecycle's next event."""
+    judged: lc.Judged
+    record: AttemptRecord                  # the attempt's entry in the restart history
+    state: dict[str, Any] = field(default_factory=dict)  # state.json fields to set
+    events: tuple[Event, ...] = ()         # journal events, written after the report
+    report: CrashReport | None = None      # crashes/attempt-N.json
+    verdict: CrashVerdict | None = None
+    next_env: dict[str, str] = field(default_factory=dict)  # env the next attempt gets (the class's remedy)
+
+
+def alert_event(level: str, rule: str, message: str, *, step: int | None, attempt: int, **values: Any) -> Event:
+    return "alert", {"level": level, "rule": rule, "step": step, "message": message, "values": values,
+                     "attempt": attempt}
+
+
+def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSettings, *, floor_s: float,
+          saved: Callable[[], "SaveCheck"],
+          explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None] = lambda v, s: None,
+          diag: Callable[[str], None] = lambda msg: None) -> Outcome:
+    """Judge one ended attempt. ``history``: the attempts before it; ``floor_s``: the recipe's
+    cooldown floor; ``saved()``: whether the newest save holds the result (asked only after
+    exit 0); ``explain(verdict, last_step)``: a CUDA OOM's memory verdict (None otherwise)."""
+    e = ended
+    rc, n, step = e.returncode, e.attempt, e.last_step
+    record = AttemptRecord(attempt=n, started_at=e.started_at or e.ended_at, ended_at=e.ended_at,
+                           resumed_step=e.resumed_step, last_step=step, crash_class=None)
+    # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0).
+    status = e.exit_status
+    job_verdict = classify_job_state(status.job_state if status else None, e.tail,
+                                     status.failed_nodes if status else ()) if e.kill_reason is None else None
+    if rc == 0 and e.kill_reason in (None, "cleanup") and job_verdict is None:
+        check = saved()
+        if not check.ok:  # a lost run is never called a success
+            return Outcome(lc.Judged("unsaved", f"training finished (exit 0) but {check.reason}"), record,
+                           {"exit_code": 0},
+                           (alert_event("critical", "unsaved", f"training finished but {check.reason}", step=step,
+                                        attempt=n, last_good=check.last_good),
+                            ("unsaved", {"attempt": n, "step": step, "reason": check.reason,
+                                         "last_good": check.last_good})))
+        return Outcome(lc.Judged("succeed", "training finished (exit 0)"), record, {"exit_code": 0},
+                       (("success", {"attempt": n, "step": step}),))
+    if e.kill_reason == "bad_saves":
+        return Outcome(lc.Judged("pause", e.bad_saves_reason or "bad saves in a row"), record)
+    exec_error = status.error if status and rc is not None else None
+    if exec_error and e.kill_reason is None:
+        # The command could not even be started: retrying the same argv cannot help.
+        return Outcome(lc.Judged("fail", exec_error), record, {"exit_code": None})
+    if e.kill_reason == "restart":
+        return Outcome(lc.Judged("restart", "restart requested", 0.0, 0.0 if e.now_restart else None), record,
+                       events=(("restart", {"attempt": n, "requested_by": "user"}),))
+    verdict = job_verdict or classify(rc, e.tail, user_kill=e.kill_reason == "user", hang=e.kill_reason == "hang",
+                                      steps_seen=e.steps_seen, foreign_gpu_memory=e.foreign_gpu_memory,
+                                      divergence=e.kill_reason == "divergence", attempt=n, own_pids=e.own_pids,
+                                      live_pids=e.live_pids, python=e.python)
+    code, sig = decode_exit(rc)
+    record = replace(record, crash_class=verdict.cls)
+    memory = _explain(explain, verdict, step, diag)
+    if memory is not None:
+        record = replace(record, memory_verdict=memory["verdict"])
+    report = CrashReport(attempt=n, cls=verdict.cls, t=e.ended_at, run_id=e.run_id, exit_code=code, returncode=rc,
+                         signal=sig, signal_name=signal_name(sig) if sig else None, summary=verdict.summary,
+                         evidence=list(verdict.evidence), recovery=verdict.recovery, retryable=verdict.retryable,
+                         hint=verdict.hint, steps_seen=e.steps_seen, last_step=step, resumed_from=e.resumed_from,
+                         log_tail=e.tail[-CRASH_REPORT_TAIL:], gpu=e.gpu,
+                         detected_after_s=round(e.ended_at - (e.exit_seen_at or e.ended_at), 3), job=e.job,
+                         memory=memory)
+    floor = floor_s * float(verdict.cooldown_scale or 1.0)
+    decision = decide(verdict, [*history, record], settings, e.ended_at, floor_s=floor)
+    events: list[Event] = [("crash", {
+        "attempt": n, "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery,
+        "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,
+        **({"memory_verdict": memory["verdict"], "memory_summary": memory["summary"]} if memory else {})})]
+    if decision.alert:
+        events.append(alert_event(decision.alert, "restart_policy", decision.reason, step=step, attempt=n,
+                                  crash_class=verdict.cls))
+    state: dict[str, Any] = {"last_crash": {"class": verdict.cls, "attempt": n, "summary": verdict.summary},
+                             "exit_code": code}
+    if decision.action == "restart":
+        state["restarts"] = e.restarts + 1
+        judged = lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
+        return Outcome(judged, record, state, tuple(events), report, verdict, dict(verdict.env))
+    action = decision.action if decision.action in ("pause", "stop") else "fail"
+    return Outcome(lc.Judged(action, decision.reason), record, state, tuple(events), report, verdict)
+
+
+def _explain(explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None], verdict: CrashVerdict,
+             step: int | None, diag: Callable[[str], None]) -> dict[str, Any] | None:
+    """The memory verdict is an explanation: its failure is reported in it, never stops the judging."""
+    try:
+        return explain(verdict, step)
+    except Exception as exc:
+        diag("memory verdict failed:\n" + traceback.format_exc())
+        return {"verdict": "unknown", "summary": f"no memory verdict: {exc}", "evidence": [], "advice": "",
+                "restart": "unknown"}
+
+
+def bad_saves_pause(checkpoints: "CheckpointKeeper", limit: int) -> str | None:
+    """Why the run pauses for bad saves (``checkpoints.pause_after_bad_saves`` saves in a row
+    failed verification), naming the last good checkpoint (the resume point); None while the
+    streak is shorter, or a newer save verified ok ends it."""
+    from runner.checkpoints.keeper import describe_good
+    bad = checkpoints.bad_in_a_row
+    if not limit or len(bad) < limit:
+        return None
+    good = checkpoints.last_good()
+    if checkpoints.streak_broken_by(good):
+        return None  # a newer save is good: the watcher records it at its next poll
+    names = ", ".join(Path(p).name for p in bad[-limit:])
+    return f"{len(bad)} bad saves in a row ({names}); {describe_good(good)}; " \
+           f"paused by checkpoints.pause_after_bad_saves={limit}"

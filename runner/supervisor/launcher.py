@@ -1,0 +1,233 @@
+"""Starting an attempt: its argv, environment, working directory, port and resume point, and
+the checks before the first one (recipe drift) and before every one (can its log be written?).
+
+The runner decides *when* to launch (the lifecycle's ``Launch`` effect); this module knows
+*what* to launch and starts it through the recipe's engine (``runner.process.engines``). It
+never raises for a run directory that refuses the log: the answer is the lifecycle's next
+event (wait and retry, or fail when the directory is gone).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from runner.core import lifecycle as lc
+from runner.process.attempt import Attempt, Engine, LaunchSpec
+from runner.recipes import recipe as recipes
+from runner.recipes.versions import package_versions
+from runner.rundir import jsonio, rundir
+from runner.rundir.journal import Journal
+from runner.rundir.secrets import Redactor
+
+STORAGE_RETRY_S = 5.0      # a launch the run directory refused is tried again after this long
+DRIFT_KEYS_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class Launched:
+    """An attempt that started, and what its ``attempt_start`` event and the state record."""
+    attempt: Attempt
+    resumed_from: str | None
+    port: int | None
+    event: dict[str, Any] = field(default_factory=dict)
+
+
+class Launcher:
+    def __init__(self, run: rundir.RunDir, recipe: dict[str, Any], *, recipe_hash: str, env: dict[str, str],
+                 redactor: Redactor, engine: Engine, journal: Journal, alert: Callable[..., None],
+                 diag: Callable[[str], None]) -> None:
+        """``env``: the recipe's environment resolved (secrets included); ``alert(level, rule,
+        message, **values)``: the runner's alert."""
+        self.run = run
+        self.recipe = recipe
+        self.hash = recipe_hash
+        self.env = env
+        self.redactor = redactor
+        self.engine = engine
+        self.journal = journal
+        self.alert = alert
+        self.diag = diag
+        self.port_override: int | None = None  # a new rendezvous port after the old one stayed busy
+        self._storage_alerted: str | None = None  # the storage problem that holds launches back, once alerted
+
+    # ---- what the recipe says -----------------------------------------------------------------
+    def placeholders(self, attempt: int) -> dict[str, str]:
+        return {"run_dir": str(self.run.path), "run_id": self.run.run_id, "attempt": str(attempt),
+                "recipe_dir": self.recipe.get("_recipe_dir", ""), "python": sys.executable}
+
+    def fill(self, text: str, attempt: int) -> str:
+        return recipes.fill(text, self.placeholders(attempt))
+
+    def port(self) -> int | None:
+        """The rendezvous port: a new one we chose, else the recipe's, MASTER_PORT, --master_port."""
+        if self.port_override:
+            return self.port_override
+        p = self.recipe["preflight"].get("port")
+        if p:
+            return int(p)
+        env_port = self.env.get("MASTER_PORT")
+        if env_port and env_port.isdigit():
+            return int(env_port)
+        argv = self.recipe["command"]
+        for i, a in enumerate(argv):
+            for flag in ("--master_port", "--master-port"):
+                if a == flag and i + 1 < len(argv) and argv[i + 1].isdigit():
+                    return int(argv[i + 1])
+                if a.startswith(flag + "=") and a.split("=", 1)[1].isdigit():
+                    return int(a.split("=", 1)[1])
+        return None
+
+    def new_port(self) -> tuple[int | None, int]:
+        """Move the rendezvous to a free port (the old one stayed busy): (old, new)."""
+        old = self.port()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port_override = s.getsockname()[1]
+        return old, self.port_override
+
+    def python(self, attempt: int) -> str | None:
+        """The interpreter the command runs (the crash classes' dependency hints)."""
+        from runner.core.crash import interpreter_of
+        return interpreter_of(recipes.launch_argv(self.recipe, self.placeholders(attempt)))
+
+    def past_the_ceiling(self, launch: lc.Launch, attempt: int) -> None:
+        """A launch at the cooldown's ceiling: say what still waits, and move the rendezvous
+        to a free port when the old one stayed busy."""
+        if launch.ceiling_alert:
+            waiting = list(launch.ceiling_alert)
+            self.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
+                       f"{'; '.join(waiting)}; launching anyway", waiting_on=waiting)
+        if launch.new_port:
+            old, new = self.new_port()
+            self.journal.event("port_change", old=old, new=new, attempt=attempt)
+
+    @property
+    def resumes(self) -> bool:
+        return bool(self.recipe["resume"].get("arg") or self.recipe["resume"].get("args"))
+
+    # ---- the run directory --------------------------------------------------------------------
+    def open_log(self) -> int | lc.Event:
+        """The log's descriptor for the next attempt, or the lifecycle's answer when the run
+        directory cannot take it (wait and retry; fail when the directory is gone)."""
+        try:
+            return jsonio.open_append(self.run.log)
+        except OSError as exc:
+            self.journal.failed(exc)
+            if not self.run.path.is_dir():
+                return lc.Judged("fail", f"the run directory {self.run.path} is gone: nothing can be launched")
+            reason = self._storage_alert(exc)
+            return lc.Judged("restart", f"{reason}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
+
+    def unwritable(self) -> str | None:
+        """Why the next attempt's log cannot be opened (a cooldown condition), else None."""
+        try:
+            os.close(jsonio.open_append(self.run.log))
+        except OSError as exc:
+            return self._storage_alert(exc)
+        return None
+
+    def _storage_alert(self, exc: OSError) -> str:
+        """One critical alert per storage problem that holds a launch back."""
+        reason = f"run directory not writable ({exc.strerror or exc})"
+        if self._storage_alerted != reason:
+            self._storage_alerted = reason
+            self.alert("critical", "storage", f"{reason}: the next attempt waits until its log can be written")
+        return reason
+
+    # ---- starting -----------------------------------------------------------------------------
+    def start(self, attempt: int, log_fd: int, *, resume_from: str | None, next_env: dict[str, str]) -> Launched | str:
+        """Start attempt ``attempt`` with output to ``log_fd``; the error in one line (also
+        written to the log and as the attempt's ``attempt_start`` event) when nothing started."""
+        argv = recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from,
+                                    port=self.port_override)
+        port = self.port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
+        env.update(self.env)
+        if self.port_override:
+            env["MASTER_PORT"] = str(self.port_override)
+        env.update(next_env)
+        env.update({"MOECONSOLE_RUN_ID": self.run.run_id, "MOECONSOLE_RUN_DIR": str(self.run.path),
+                    "MOECONSOLE_ATTEMPT": str(attempt), "MOECONSOLE_RECIPE_HASH": self.hash,
+                    "PYTHONUNBUFFERED": "1"})
+        workdir = self.fill(self.recipe["workdir"], attempt) if self.recipe.get("workdir") else self.recipe.get(
+            "_launch_cwd") or str(self.run.path)
+        shown = self.redactor.redact_argv(argv)
+        marker = rundir.ATTEMPT_MARKER.format(attempt=attempt)
+        self._log(f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n")
+        try:
+            started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
+        except OSError as exc:
+            msg = f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+            self._log(f"moeconsole: {msg}\n")
+            self.journal.event("attempt_start", attempt=attempt, argv=shown, resumed_from=resume_from, error=msg)
+            return msg
+        self._storage_alerted = None
+        event = {"attempt": attempt, "argv": shown, "resumed_from": resume_from,
+                 "pid": started.proc.pid if started.proc else None,
+                 "command_pid": next((t.pid for t in started.tree.procs.values() if t.role == "leader"), None),
+                 "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name}
+        return Launched(started, resume_from, port, event)
+
+    def _log(self, text: str) -> None:
+        try:
+            jsonio.append_bytes(self.run.log, text.encode())
+        except OSError as exc:
+            self.journal.failed(exc)
+
+    # ---- recipe drift -------------------------------------------------------------------------
+    def drift_check(self, checkpoints: Any, *, allowed: bool) -> tuple[str | None, dict[str, Any]]:
+        """A first attempt that would resume from a checkpoint saved under another recipe hash:
+        (the refusal under ``resume.drift: refuse``, else None; the state fields to set:
+        ``no_resume`` under warn, ``allow_drift`` under allow)."""
+        if not self.resumes:
+            return None, {}
+        found = checkpoints.drifted()
+        if not found:
+            return None, {}
+        path, other = found
+        mode = "allow" if allowed else self.recipe["resume"].get("drift", "refuse")
+        changed = self._drift_changes(path)
+        self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode,
+                           changed=changed)
+        if mode == "refuse":
+            n = DRIFT_KEYS_SHOWN
+            what = "; changed: " + ", ".join(
+                f"{c['key']} {_short(c['a'])} -> {_short(c['b'])}" for c in changed[:n]) if changed else ""
+            more = f" and {len(changed) - n} more" if len(changed) > n else ""
+            msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}{what}{more}; "
+                   f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
+            self.alert("critical", "recipe_drift", msg, checkpoint=str(path))
+            return msg, {}
+        if mode == "warn":
+            self.alert("warning", "recipe_drift", f"recipe drift: starting fresh instead of resuming {path}")
+            return None, {"no_resume": True}
+        self.alert("warning", "recipe_drift", f"recipe drift allowed: resuming {path}")
+        return None, {"allow_drift": True}
+
+    def _drift_changes(self, checkpoint: Path) -> list[dict[str, Any]]:
+        """The hashed recipe keys that differ from the run that saved ``checkpoint`` (named in
+        its sidecar; found beside this run or above the checkpoint), secrets masked."""
+        from runner.checkpoints.sidecar import read_sidecar
+        from runner.rundir.rundiff import drift_keys
+        saved_by = str((read_sidecar(checkpoint) or {}).get("run_id") or "")
+        candidates = [self.run.path.parent / saved_by] if saved_by else []
+        candidates += [p for p in checkpoint.parents if p.name == saved_by or (p / "recipe.yaml").is_file()][:1]
+        ours = {"command": recipes.masked_command(self.recipe["command"]),
+                "env": recipes.for_run_dir(self.recipe)["env"]}
+        for where in candidates:
+            if where.is_dir() and rundir.is_run_dir(where) and where != self.run.path:
+                try:
+                    return drift_keys(where, ours)
+                except Exception as exc:  # naming the keys is a courtesy; the refusal stands
+                    self.diag(f"cannot diff against {where}: {exc}")
+        return []
+
+
+def _short(v: Any, n: int = 24) -> str:
+    text = "(none)" if v is None else str(v)
+    return text if len(text) <= n else text[: n - 1] + "…"

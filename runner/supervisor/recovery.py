@@ -1,0 +1,128 @@
+"""A runner taking over a run directory: the run's recipe as it was launched, and its state
+rebuilt from the append-only records when ``state.json`` is missing or damaged."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from runner.core.errors import InputError
+from runner.core.policy import AttemptRecord
+from runner.core.state import LIVE, Status
+from runner.process import proctree
+from runner.recipes import recipe as recipes
+from runner.rundir import jsonio, rundir
+
+
+def load_state(run: rundir.RunDir, diag: Callable[[str], None]) -> dict[str, Any]:
+    """The run's state for a runner taking it over: state.json, or rebuilt from the records
+    when it is missing or damaged; InputError when nothing says where the run stands (starting
+    it again could repeat a finished run)."""
+    loaded = run.load_state()
+    state = dict(loaded.state)
+    if loaded.problem:
+        diag(f"{loaded.problem}: rebuilding the run's state from its records")
+        state = recover_state(run, state, loaded.problem)
+        if Status.parse(state.get("status")) is None:
+            raise InputError(f"{run.run_id}: {loaded.problem}, and events.jsonl does not say where the run "
+                             f"stands; no runner takes it over (the run directory is left as it is)")
+    return state
+
+
+@dataclass(frozen=True)
+class Takeover:
+    """What a new runner finds of the recorded attempt."""
+    leader_alive: bool      # adopt it (also an attempt that ended unwatched: adopted as if it just ended)
+    leader_known: bool      # an attempt was launched at all
+    ended_unwatched: bool   # runner and training died while nobody watched: read its log, then judge it
+
+
+def takeover(status: Status, state: dict[str, Any], attempt_alive: Callable[[int, list[Any]], bool]) -> Takeover:
+    """Is the attempt ``state`` records still running (``attempt_alive``: the engine's check)?"""
+    attempt, pids = int(state.get("attempt") or 0), state.get("pids") or []
+    leader = next((p for p in pids if p.get("role") in ("waiter", "leader")), None)
+    alive = bool(status in LIVE and status != Status.STARTING and attempt_alive(attempt, pids))
+    known = bool(leader or attempt)
+    unwatched = not alive and status in (Status.RUNNING, Status.STOPPING) and known
+    return Takeover(alive or unwatched, known, unwatched)
+
+
+def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> dict[str, Any]:
+    """``state.json`` is missing or damaged: rebuild what a runner needs from the append-only
+    records (status and attempt from events, progress from metrics, the ingest offset from the
+    attempt's marker in the log, the attempt's waiter from its run marker)."""
+    state = dict(partial)
+    status, attempt, waiter, restarts = None, 0, None, 0
+    for _, ev in jsonio.iter_jsonl(run.events):
+        kind = ev.get("type")
+        if kind == "status" and Status.parse(ev.get("status")):
+            status = Status(ev["status"])
+        elif kind == "attempt_start" and isinstance(ev.get("attempt"), int):
+            attempt, waiter = ev["attempt"], ev.get("pid")
+            status = status if status in rundir.TERMINAL else Status.RUNNING
+        elif kind == "crash" and ev.get("decision") == "restart":
+            restarts += 1
+        elif kind == "drift" and ev.get("policy") == "allow":
+            state["allow_drift"] = True
+    if status is None:
+        return state
+    state.update(status=status, attempt=attempt, restarts=restarts, recovered_from=problem)
+    last = None
+    for _, rec in jsonio.iter_jsonl(run.metrics):
+        if rec.get("attempt") == attempt and isinstance(rec.get("step"), int):
+            last = rec
+    if last:
+        state.update(step=last["step"], max_steps=last.get("max_steps"))
+    state["log_offset"] = _marker_offset(run.log, attempt)
+    if isinstance(waiter, int) and waiter in proctree.marked_processes(run.run_id):
+        state["pids"] = [{"pid": waiter, "start_time": proctree.start_time(waiter), "role": "waiter"}]
+    else:
+        state["pids"] = []
+    return state
+
+
+def _marker_offset(log: Path, attempt: int) -> int:
+    """Where attempt ``attempt`` starts in ``train.log`` (0 when its marker is not found)."""
+    marker = rundir.ATTEMPT_MARKER.format(attempt=attempt).encode()
+    offset = found = 0
+    try:
+        with open(log, "rb") as f:
+            for line in f:
+                if line.startswith(marker):
+                    found = offset
+                offset += len(line)
+    except OSError:
+        return 0
+    return found
+
+
+def attempt_record(d: dict[str, Any]) -> AttemptRecord:
+    """One entry of state.json's ``history`` as the restart policy reads it."""
+    return AttemptRecord(attempt=int(d.get("attempt") or 0), started_at=float(d.get("started_at") or 0.0),
+                         ended_at=float(d.get("ended_at") or 0.0), resumed_step=d.get("resumed_step"),
+                         last_step=d.get("last_step"), crash_class=d.get("crash_class"),
+                         memory_verdict=d.get("memory_verdict"))
+
+
+def load_run_recipe(run: rundir.RunDir) -> dict[str, Any]:
+    """The recipe the run was launched with (recipe.yaml), validated, with where it was
+    launched and its literal secrets restored from secrets.json."""
+    from runner.rundir import runfiles
+    raw, problem = recipes.read_saved(run.path)
+    if problem:
+        raise InputError(f"cannot use the run's recipe: {problem}")
+    launch = raw.pop("_launch", {})
+    launch = launch if isinstance(launch, dict) else {}
+    recipe = recipes.validate(raw, run.recipe)
+    recipe["_recipe_dir"] = launch.get("recipe_dir", "")
+    recipe["_launch_cwd"] = launch.get("cwd")
+    secrets = runfiles.read_secrets(run.path)
+    return recipes.restore_secrets(recipe, runfiles.as_dict(secrets) if secrets else None)
+
+
+def step_of(path: str | None) -> int | None:
+    """The step a checkpoint directory's name ends in (``checkpoint-40`` -> 40)."""
+    if not path:
+        return None
+    tail = Path(path).name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None

@@ -1,0 +1,38 @@
+"""The runner's state writer (runner/supervisor/runstate.py): one status, the lifecycle's, in
+every state.json it writes and in every ``status`` answer; the file read back through its model."""
+from __future__ import annotations
+
+import json
+
+from runner.core import lifecycle as lc
+from runner.core.state import Status, StateFile
+from runner.rundir import runfiles
+from runner.rundir.journal import Journal
+from runner.rundir.rundir import RunDir
+from runner.supervisor.runstate import RunState
+
+
+def test_the_status_is_the_lifecycles_and_never_a_stored_copy(tmp_path):
+    run_dir = tmp_path / "r1"
+    run_dir.mkdir()
+    run = RunDir(run_dir)
+    life = lc.Life(Status.RUNNING, attempt_live=True)
+    state = RunState(Journal(run), {"status": "cooldown", "attempt": 2, "step": 40}, lambda: life.status)
+    assert "status" not in state.fields  # the loaded copy is dropped: the lifecycle holds it
+    assert (state.attempt, state.step) == (2, 40)
+    state.set(step=41)
+    assert state.dirty and state.due()
+    state.write()
+    on_disk = json.loads(run.state.read_text())
+    assert on_disk["status"] == "running" and on_disk["step"] == 41 and not state.dirty
+    model, problem = runfiles.read(run.state, StateFile)
+    assert problem is None and model is not None and model.status == Status.RUNNING
+    life = lc.step(life, lc.Control("kill"), 0.0, lc.Settings(5.0, 0.0, 10.0))[0]
+    assert state.as_dict()["status"] == Status.STOPPING  # the next write and answer follow at once
+    state.write()
+    assert json.loads(run.state.read_text())["status"] == "stopping"
+
+
+def test_typed_readings_of_a_state_without_them():
+    state = RunState(Journal.__new__(Journal), {"step": "x"}, lambda: Status.STARTING)
+    assert state.attempt == 0 and state.step is None
