@@ -21,7 +21,7 @@ from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.rundir.jsonio import dumps
 
 if TYPE_CHECKING:
-    from runner.ingest.bulk import Batch
+    from runner.ingest.batch import Batch
 
 TAIL_BYTES = 512 << 10
 # The history is read in chunks this big: a smaller chunk than ``parse``'s keeps the memory of
@@ -72,10 +72,11 @@ def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Ca
                  stop: threading.Event | None = None) -> ParseStats:
     """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
     marks); ``progress(offset)`` as the reading goes; ``stop`` ends it early."""
-    from runner.ingest.bulk import ChunkScanner, read_range   # numpy: only once the history is read
+    from runner.ingest.bulk import read_range   # numpy: only once the history is read
+    from runner.ingest.pipe import LinePipe
     parser = LogParser()
-    scanner = ChunkScanner(parser, json_lines=True, columns=True)
-    for batch in read_range(path, 0, None, scanner, final=True, chunk=HISTORY_CHUNK, progress=progress):
+    pipe = LinePipe(parser, json_lines=True, columns=True)
+    for batch in read_range(path, 0, None, pipe, final=True, chunk=HISTORY_CHUNK, progress=progress):
         on_batch(batch)
         if stop is not None and stop.is_set():
             break

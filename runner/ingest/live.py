@@ -1,10 +1,11 @@
-"""Live log ingestion with the bulk engine: the runner's reader of ``train.log``.
+"""Live log ingestion: the runner's reader of ``train.log``.
 
 The runner reads the log in slices of arbitrary bytes as the training writes it. Each slice
-goes through the same ``ChunkScanner`` that ``parse --json`` uses (a learned template over whole
-chunks of complete lines, the line parser for every other line), so a backlog of millions of
-lines is caught up at the bulk engine's speed instead of line by line. An unfinished last line
-waits in the parser, exactly as with ``LogParser.feed_events``; the events (records and marks,
+goes once through the same pipe that ``parse --json`` uses (``runner.ingest.pipe``: complete
+lines, each read by the strategy of its family, a learned template over the repeated metric
+line and the line parser for every other line; one batch), so a backlog of millions of lines
+is caught up at the template's speed instead of line by line. An unfinished last line waits
+for the next slice, exactly as with ``LogParser.feed_events``; the events (records and marks,
 in file order) are the same as the line parser's, which the tests check.
 """
 from __future__ import annotations
@@ -14,8 +15,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from runner.ingest.bulk import Batch, ChunkScanner, batch_from_events
+from runner.ingest.batch import Batch
 from runner.ingest.parser import MARK, RECORD, Event, LogParser
+from runner.ingest.pipe import LinePipe
 from runner.ingest.records import MEMORY_SRCS
 
 
@@ -34,40 +36,23 @@ class LiveReader:
         # Template rows come out as their JSON lines (formatted from the captured text) with
         # their values as columns: the runner feeds its monitors and charts from those, never
         # building a dict per row (``feed`` loads the lines back as dicts, for comparison).
-        self.scanner = ChunkScanner(self.parser, want_records=True, json_lines=True, keep_dicts=True,
-                                    columns=True)
+        self.pipe = LinePipe(self.parser, want_records=True, json_lines=True, keep_dicts=True, columns=True)
 
     def feed_batches(self, data: bytes) -> list[Batch]:
-        """The same records and marks as ``feed``, in file order, as batches: ``records`` holds
-        a template row's JSON line (bytes) or the parser's dict, and ``steps``/``values``/
-        ``present`` hold every record's numbers (no dict is built for a template row)."""
-        parser = self.parser
-        out: list[Batch] = []
-        pos = 0
-        if parser.has_partial:
-            # finish the line the previous slice left open, through the parser that holds it
-            nl = data.find(b"\n")
-            pos = len(data) if nl < 0 else nl + 1
-            out.append(batch_from_events(parser.feed_events(data[:pos]), True))
-        last = data.rfind(b"\n", pos)
-        if last >= pos:
-            buf = b"\n" + data[pos:last + 1]
-            out.append(self.scanner.scan(buf, len(buf)))
-            pos = last + 1
-        tail: list[Event] = []
-        if pos < len(data):
-            tail.extend(parser.feed_events(data[pos:]))  # an unfinished line: kept for later
-        tail.extend(parser.release_events())
-        out.append(batch_from_events(tail, True))
-        return [b for b in out if len(b) or b.marks]
+        """The same records and marks as ``feed``, in file order, as batches (one per slice,
+        none when the slice completed nothing): ``records`` holds a template row's JSON line
+        (bytes) or the parser's dict, and ``steps``/``values``/``present`` hold every
+        record's numbers (no dict is built for a template row)."""
+        batch = self.pipe.feed(data)
+        return [batch] if len(batch) or batch.marks else []
 
     def feed(self, data: bytes) -> list[Event]:
-        """Events for the lines this slice completes (and held records now due): the batches
-        of ``feed_batches`` as the line parser's events, template rows loaded back as dicts."""
+        """Events for the lines this slice completes: the batches of ``feed_batches`` as the
+        line parser's events, template rows loaded back as dicts."""
         return [ev for batch in self.feed_batches(data) for ev in _events_of(batch)]
 
     def reset_partial(self) -> None:
-        self.parser.reset_partial()
+        self.pipe.reset_partial()
 
 
 def _records(objs: list) -> list[dict]:
