@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(1, str(REPO))   # bench_parse; the code traced is whatever ``runner`` imports
+sys.path.append(str(REPO))   # bench_parse; the code traced is whatever ``runner`` imports first (PYTHONPATH)
 
 from bench.bench_parse import write_swift_log  # noqa: E402
 
@@ -56,6 +56,8 @@ class Tracer:
                 return
             src = _module(caller)
             if src != callee:
+                if frame.f_code.co_name in ("__len__", "__init__"):
+                    return   # building or sizing a value, not a stage
                 fn = frame.f_code.co_qualname if hasattr(frame.f_code, "co_qualname") else frame.f_code.co_name
                 where = caller.f_code.co_qualname if hasattr(caller.f_code, "co_qualname") else caller.f_code.co_name
                 self.crossings.append(f"{src.rsplit('.', 1)[-1]}.{where} -> {callee.rsplit('.', 1)[-1]}.{fn}")
@@ -117,10 +119,18 @@ def main() -> None:
         for n, line in enumerate(_runs(t.crossings), 1):
             print(f"{n:3d}. {line}")
         print(f"\nhand-offs in ingest: {dict(t.handoffs)}")
-        visits = collections.Counter(c.split(" -> ")[1].split(".")[0] for c in t.crossings)
-        print(f"entries per module: {dict(visits)}\n")
+        print("\ncalls into each function of another module (this slice):")
+        for fn, n in sorted(collections.Counter(c.split(" -> ")[1] for c in t.crossings).items()):
+            print(f"  {n:4d}  {fn}")
+        print()
     steady = per_slice[1:]
-    for label, fn in (("module crossings into ingest", lambda t: len(t.crossings)),
+    for label, fn in (("calls across module boundaries (accessors included)", lambda t: len(t.crossings)),
+                      ("calls from LiveReader.feed_batches down into the engines",
+                       lambda t: sum(c.startswith("live.LiveReader.feed_batches -> ") for c in t.crossings)),
+                      ("trips to the columns (records_to_columns)",
+                       lambda t: sum(c.endswith("records_to_columns") for c in t.crossings)),
+                      ("entries into the line parser",
+                       lambda t: sum(" -> parser." in c and "LogParser.has_partial" not in c for c in t.crossings)),
                       ("np.concatenate", lambda t: t.handoffs["concatenate"]),
                       ("list.extend", lambda t: t.handoffs["extend"])):
         xs = [fn(t) for t, _ in steady]

@@ -35,7 +35,7 @@ class Batch:
         return len(self.steps)
 
 
-class Rows(Protocol):
+class RowColumns(Protocol):
     """Template rows as columns (``runner.ingest.template.Claim``)."""
     steps: Any                      # int64 array, or the lazy step column of NDJSON mode
     values: dict[str, np.ndarray]
@@ -50,7 +50,7 @@ class BatchBuilder:
 
     def __init__(self, want_records: bool) -> None:
         self.want_records = want_records
-        self._claims: list[Rows] = []
+        self._claims: list[RowColumns] = []
         self._pieces: list[list[int]] = []   # [claim index or -1 (parser records), start, stop]
         self._dicts: list[dict] = []          # the parser's records
         self._out: list[Any] = []             # ... as the batch holds them (a dict or its JSON line)
@@ -62,7 +62,7 @@ class BatchBuilder:
     def parser_records(self) -> int:
         return len(self._dicts)
 
-    def add_rows(self, rows: Rows, lo: int, hi: int) -> None:
+    def add_rows(self, rows: RowColumns, lo: int, hi: int) -> None:
         """Template rows ``lo..hi-1`` of ``rows``, after everything added so far."""
         if hi <= lo:
             return

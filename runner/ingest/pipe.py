@@ -30,13 +30,53 @@ an import contract in pyproject.toml.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol
+
 from runner.ingest.batch import Batch, BatchBuilder
-from runner.ingest.parser import RECORD, LogParser
-from runner.ingest.template import Claim, Template, TemplateReader
+from runner.ingest.parser import RECORD, Event, LogParser
+from runner.ingest.template import Claim, Rows, Template, TemplateReader
 
 # sources of dict lines a template may be learned from
 DICT_SRCS = frozenset(("swift_dict", "swift_megatron", "hf_dict", "jsonl"))
 MAX_LEARN = 64   # dict lines tried as templates before giving up on a file
+
+
+class Strategy(Protocol):
+    """A reader of one family of lines: reads a run of them into the batch, in file order;
+    returns the number of lines read."""
+
+    def read(self, run: Any, out: BatchBuilder) -> int: ...
+
+
+@dataclass(frozen=True)
+class Lines:
+    """A run of lines the parser reads one by one. ``before``: each line's count of lines
+    before it in the log (None: the parser's count goes on); ``as_json``: the batch holds the
+    records as NDJSON lines, like the template rows around them."""
+    raw: list[bytes]
+    before: list[int] | None = None
+    as_json: bool = False
+
+
+class ParserReader:
+    """The line parser as a strategy: every line it is given, one at a time."""
+
+    def __init__(self, parser: LogParser) -> None:
+        self.parser = parser
+
+    def read(self, run: Lines, out: BatchBuilder, until: Callable[[bytes, list[Event]], bool] | None = None) -> int:
+        """``until(line, events)``: stop after the line it is true for (the pipe learns a
+        template from it and routes the rest again)."""
+        parser = self.parser
+        for i, raw in enumerate(run.raw):
+            if run.before is not None:
+                parser.stats.lines = run.before[i]   # process_line counts this line
+            evs = parser.process_line(raw)
+            out.add_events(evs, run.as_json)
+            if until is not None and until(raw, evs):
+                return i + 1
+        return len(run.raw)
 
 
 class LinePipe:
@@ -55,7 +95,9 @@ class LinePipe:
         self.partial = parser.partial   # one unfinished line, whether the parser's feed or the pipe read it
         self.want_records = want_records or json_lines
         self.keep_dicts = keep_dicts
-        self.templates = TemplateReader(template, self.want_records, json_lines, columns)
+        self.templates = TemplateReader(template, self.want_records, json_lines, columns,
+                                        after_rows=parser.context_after_rows)
+        self.lines = ParserReader(parser)
         self.fast_lines = 0   # lines the template read
         self.slow_lines = 0   # lines the parser read
         self._learn_tries = 0
@@ -119,76 +161,62 @@ class LinePipe:
         while True:
             claim = self.templates.claim(buf, end)
             if claim is not None:
-                self._by_claim(claim, out)
+                base, records = self.parser.stats.lines, out.parser_records
+                for strategy, run in self._families(claim, base):
+                    strategy.read(run, out)
+                self._claimed(claim, base, out.parser_records - records)
                 return
-            rest = self._by_parser(buf, end, out)
-            if rest is None:
+            lines = buf[1:end].split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()
+            n = self.lines.read(Lines(lines), out, until=self._learn if self.templates.template is None else None)
+            self.slow_lines += n
+            if n == len(lines):
                 return
             # a template was just learned: the rest of the block (from the newline before it)
+            rest = n + 1 + sum(map(len, lines[:n]))
             buf, end = buf[rest - 1:end], end - rest + 1
 
-    def _by_parser(self, buf: bytes, end: int, out: BatchBuilder) -> int | None:
-        """Every line of the block through the parser; when one teaches a template, where the
-        rest of the block starts (it is routed again)."""
-        parser = self.parser
-        lines = buf[1:end].split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        pos = 1   # where the next line starts in buf
-        for i, line in enumerate(lines):
-            pos += len(line) + 1
-            evs = parser.process_line(line)
-            out.add_events(evs)
-            if self.templates.template is None and self._learn(line, evs) and pos < end:
-                self.slow_lines += i + 1
-                return pos
-        self.slow_lines += len(lines)
-        return None
+    def _families(self, claim: Claim, base: int) -> Iterator[tuple[Strategy, Rows | Lines]]:
+        """A claimed block as runs of one family each, in file order: the template's rows, and
+        each line it does not read (numbered as it stands in the log) for the parser."""
+        as_json = claim.json_rows and not self.keep_dicts
+        cur = 0   # matches before this one are in a run already
+        for k, kind, raw, line in claim.specials:
+            if k > cur:
+                lo, hi = claim.rows_before(cur), claim.rows_before(k)
+                if hi > lo:
+                    yield self.templates, Rows(claim, lo, hi)
+                cur = k
+            yield self.lines, Lines([raw], [base + line - 1], as_json)
+            if kind:   # match k was this line (a dict of another shape), not a row
+                cur = k + 1
+        lo, hi = claim.rows_before(cur), len(claim.rows)
+        if hi > lo:
+            yield self.templates, Rows(claim, lo, hi)
 
-    def _learn(self, line: bytes, evs: list) -> bool:
+    def _claimed(self, claim: Claim, base: int, parser_records: int) -> None:
+        """The log's statistics after a claimed block; a template that read under a tenth of a
+        block whose other lines gave over 100 records is forgotten (the log changed shape)."""
+        stats = self.parser.stats
+        n_rows = len(claim.rows)
+        stats.lines = base + claim.n_lines
+        stats.metric_lines += n_rows
+        if n_rows:
+            stats.formats[claim.template.src] += n_rows
+        self.fast_lines += n_rows
+        self.slow_lines += claim.n_lines - n_rows
+        if n_rows * 10 < claim.n_lines and parser_records > 100:
+            self.templates.template = None   # learn again from the next block
+            self._learn_tries = 0
+
+    def _learn(self, line: bytes, evs: list[Event]) -> bool:
         """A template from a metric dict line the parser just read, if it makes one."""
         if self._learn_tries >= MAX_LEARN or not evs or evs[-1][0] != RECORD or evs[-1][1]["src"] not in DICT_SRCS:
             return False
         self._learn_tries += 1
         self.templates.template = Template.learn(line)
         return self.templates.template is not None
-
-    def _by_claim(self, claim: Claim, out: BatchBuilder) -> None:
-        """The template's rows and the parser's lines of a claimed block, in file order. The
-        parser's context is set, before each line it reads, as the rows before it leave it."""
-        parser = self.parser
-        as_lines = claim.json_rows and not self.keep_dicts
-        base = parser.stats.lines
-        parser_records = out.parser_records
-        cur = 0   # matches before this one are in ``out``
-
-        def rows_upto(upto: int) -> None:
-            nonlocal cur
-            if upto <= cur:
-                return
-            lo, hi = claim.rows_before(cur), claim.rows_before(upto)
-            if hi > lo:
-                out.add_rows(claim, lo, hi)
-                parser.context_after_rows(int(claim.steps[hi - 1]), hi - lo)
-            cur = upto
-
-        for k, kind, raw, line in claim.specials:
-            rows_upto(k)
-            parser.stats.lines = base + line - 1   # process_line counts this line
-            out.add_events(parser.process_line(raw), as_lines)
-            if kind:   # match k was this line (a dict of another shape), not a row
-                cur = k + 1
-        rows_upto(claim.n_matches)
-        n_rows = len(claim.rows)
-        parser.stats.lines = base + claim.n_lines
-        parser.stats.metric_lines += n_rows
-        if n_rows:
-            parser.stats.formats[claim.template.src] += n_rows
-        self.fast_lines += n_rows
-        self.slow_lines += claim.n_lines - n_rows
-        if n_rows * 10 < claim.n_lines and out.parser_records - parser_records > 100:
-            self.templates.template = None   # the file changed shape: learn again from the next block
-            self._learn_tries = 0
 
 
 def learn_template(head: bytes, max_line_bytes: int = 1 << 20) -> Template | None:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from runner.core.columns import COLUMN_FIELDS
+from runner.ingest.batch import BatchBuilder
 from runner.ingest.formats import object_src
 from runner.ingest.lines import visible_segment
 from runner.ingest.pydict import bare_value
@@ -437,14 +438,34 @@ class Claim:
         return self._records
 
 
-class TemplateReader:
-    """The template strategy: claims the lines of a block that are its shape."""
+@dataclass(frozen=True)
+class Rows:
+    """A run of consecutive template lines: rows ``lo..hi-1`` of a claim."""
+    claim: Claim
+    lo: int
+    hi: int
 
-    def __init__(self, template: Template | None, want_records: bool, json_lines: bool, columns: bool) -> None:
+
+class TemplateReader:
+    """The template strategy: claims the lines of a block that are its shape (``claim``) and
+    reads a run of them into the batch (``read``)."""
+
+    def __init__(self, template: Template | None, want_records: bool, json_lines: bool, columns: bool,
+                 after_rows: Callable[[int, int], None] | None = None) -> None:
+        """``after_rows(last step, rows)`` is told of every run read (the pipe keeps the
+        reading context the other strategy reads the next line in)."""
         self.template = template
         self.want_records = want_records
         self.json_lines = json_lines
         self.columns = columns
+        self.after_rows = after_rows
+
+    def read(self, run: Rows, out: BatchBuilder) -> int:
+        """The run's rows into the batch, as columns (and records or NDJSON lines)."""
+        out.add_rows(run.claim, run.lo, run.hi)
+        if self.after_rows is not None:
+            self.after_rows(int(run.claim.steps[run.hi - 1]), run.hi - run.lo)
+        return run.hi - run.lo
 
     @property
     def json_rows(self) -> bool:
