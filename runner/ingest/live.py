@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import json
+from itertools import compress
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +103,12 @@ class Written:
         return cls(step, step)
 
 
+def _plain(rec: dict) -> bool:
+    """A parser record that is a training step like a template row: its own step, not a
+    memory report, not inferred."""
+    return isinstance(rec.get("step"), int) and rec.get("src") not in MEMORY_SRCS and not _inferred(rec)
+
+
 def _inferred(rec: Any) -> bool:
     return type(rec) is not bytes and bool((rec.get("extra") or {}).get("step_inferred"))
 
@@ -115,9 +122,9 @@ def rows_to_write(records: list, steps: list[int], last: Written) -> tuple[list[
     parser inferred (its line carried no readable step) never makes a real record a duplicate:
     both are kept, as ``parse`` keeps them. ``counted``: the kept rows that are new steps."""
     n = len(steps)
-    if n and set(map(type, records)) == {bytes} and (last.step is None or steps[0] > last.step) and \
-            all(a < b for a, b in zip(steps, steps[1:])):
-        rows = list(range(n))  # the usual batch: template rows, each a new step
+    if n and (last.step is None or steps[0] > last.step) and all(a < b for a, b in zip(steps, steps[1:])) and \
+            all(map(_plain, compress(records, [type(r) is not bytes for r in records]))):
+        rows = list(range(n))  # the usual batch: template rows (and plain parser records), each a new step
         return rows, rows, Written.upto(steps[-1])
     kept: list[int] = []
     counted: list[int] = []
