@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from runner.core.columns import COLUMN_FIELDS, records_to_columns
-from runner.ingest.parser import RECORD
+from runner.ingest.events import RECORD
 from runner.rundir.jsonio import dumps
 
 

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from runner.ingest import formats
 from runner.core.logline import ANSI_BYTES_RE
+from runner.ingest.events import MARK, RECORD, Event
 from runner.ingest.linebuf import PartialLine
 from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
 from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_mark, eval_step,
@@ -41,8 +42,6 @@ MAX_EXAMPLES = 5
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
-RECORD, MARK = "record", "mark"
-Event = tuple[str, dict]
 
 
 @dataclass
