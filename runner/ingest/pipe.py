@@ -49,7 +49,7 @@ class Strategy(Protocol):
     def read(self, run: Any, out: BatchBuilder) -> int: ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Lines:
     """A run of lines the parser reads one by one. ``before``: each line's count of lines
     before it in the log (None: the parser's count goes on); ``as_json``: the batch holds the

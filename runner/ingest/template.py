@@ -387,8 +387,6 @@ class _LazySteps:
                            count=len(self.rows))
 
 
-
-
 # ----------------------------------------------------------------------------- the strategy
 
 Special = tuple[int, int, bytes, int]   # (k, kind, raw line, line number in the block)
@@ -399,8 +397,8 @@ class Claim:
     """What the template reads of one block of complete lines (``buf[1:end]``, ``buf[0]`` the
     newline before it), and what it leaves to the line parser.
 
-    ``matches`` are the template regex's matches in order; a match of another dict shape
-    (NDJSON mode captures its text, ``alt``) is not a row. ``specials`` are the lines the
+    ``n_matches`` counts the template regex's matches; a match of another dict shape (NDJSON
+    mode captures its text; its index is in ``alt``) is not one of the ``rows``. ``specials`` are the lines the
     template does not read, in file order: (k, 0, raw, line) a line before match k, (k, 1,
     raw, line) match k itself when it is a dict of another shape; ``line`` is the line's
     number in the block (from 1). ``steps``/``values``/``present`` are the rows' columns,
@@ -416,7 +414,6 @@ class Claim:
     present: dict[str, np.ndarray]
     max_steps: int | None
     json_rows: bool
-    want_records: bool
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
 
@@ -438,7 +435,7 @@ class Claim:
         return self._records
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Rows:
     """A run of consecutive template lines: rows ``lo..hi-1`` of a claim."""
     claim: Claim
@@ -561,8 +558,7 @@ class TemplateReader:
         json_rows = self.json_rows
 
         def made(steps: Any, values: dict, present: dict, mx: int | None) -> Claim:
-            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx,
-                         json_rows, self.want_records)
+            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows)
         if json_rows and not self.columns:   # the JSON lines need no columns; the step keeps the parser's context
             g = t.step_group(True)
             if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
