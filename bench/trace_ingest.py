@@ -112,14 +112,15 @@ def main() -> None:
             shown = (i, t, len(batches))
     print(f"code: {Path(runner.__file__).parent.parent}")
     print(f"log: {args.steps} steps, {len(data):,} bytes, {len(per_slice)} slices of {args.slice:,} bytes\n")
-    if shown is not None:
-        i, t, nb = shown
-        print(f"slice {i} (a partial line held from the slice before, another left open): "
-              f"{nb} batch(es) returned\n")
+    first_t, first_nb = per_slice[0]
+    for title, t, nb in (([(f"slice {shown[0]} (a partial line held from the slice before, another left open)",
+                            shown[1], shown[2])] if shown is not None else []) +
+                         [("slice 0 (the first: no template yet, the parser teaches one)", first_t, first_nb)]):
+        print(f"{title}: {nb} batch(es) returned\n")
         for n, line in enumerate(_runs(t.crossings), 1):
             print(f"{n:3d}. {line}")
         print(f"\nhand-offs in ingest: {dict(t.handoffs)}")
-        print("\ncalls into each function of another module (this slice):")
+        print("\ncalls into each function of another module:")
         for fn, n in sorted(collections.Counter(c.split(" -> ")[1] for c in t.crossings).items()):
             print(f"  {n:4d}  {fn}")
         print()
