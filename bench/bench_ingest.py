@@ -40,7 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.bench_parse import PY, run_measured, write_swift_log  # noqa: E402
+from bench.bench_parse import PY, run_measured, wait_quiet, write_swift_log  # noqa: E402
 
 SLICE = 256 * 1024   # runner.supervisor.supervisor.INGEST_SUBSLICE_BYTES
 
@@ -81,11 +81,17 @@ def export(rev: str, into: Path) -> Path:
     return into
 
 
+QUIET_WAIT = 30.0   # seconds to wait, before each run, for the machine to be at most 10% busy
+BUSY: list[float] = []
+
+
 def rounds(trees: list[tuple[str, Path]], runs: int, measure) -> dict[str, list[dict]]:  # noqa: ANN001
-    """``measure(tree)`` ``runs`` times per tree, alternating which tree goes first."""
+    """``measure(tree)`` ``runs`` times per tree, alternating which tree goes first; before each
+    run the machine is given up to ``QUIET_WAIT`` s to calm down (the busy share is noted)."""
     out: dict[str, list[dict]] = {name: [] for name, _ in trees}
     for r in range(runs):
         for name, tree in (trees if r % 2 == 0 else trees[::-1]):
+            BUSY.append(wait_quiet(QUIET_WAIT))
             out[name].append(measure(tree))
     return out
 
@@ -109,20 +115,25 @@ def backlog_once(tree: Path, log: Path, work: Path) -> dict:
     run = runs_dir / done.stdout.strip().splitlines()[0]
     deadline = time.monotonic() + 1800
     status = None
+    cpu = 0.0   # the runner's own CPU time (user+sys), last seen before it ended
+    hz = os.sysconf("SC_CLK_TCK")
     while time.monotonic() < deadline:
         try:
-            status = json.loads((run / "state.json").read_text()).get("status")
-        except (OSError, ValueError):
-            status = None
+            state = json.loads((run / "state.json").read_text())
+            status = state.get("status")
+            fields = Path(f"/proc/{state['runner']['pid']}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu = max(cpu, (int(fields[11]) + int(fields[12])) / hz)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
         if status in ("succeeded", "failed", "killed"):
             break
-        time.sleep(0.2)
+        time.sleep(0.1)
     events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
     t_start = next(e["t"] for e in events if e["type"] == "attempt_start")
     t_end = next((e["t"] for e in events if e["type"] == "attempt_end"), float("nan"))
     records = sum(1 for _ in open(run / "metrics.jsonl", "rb"))
     shutil.rmtree(runs_dir, ignore_errors=True)
-    return {"ingest": t_end - t_start, "records": records, "status": status}
+    return {"ingest": t_end - t_start, "cpu": cpu, "records": records, "status": status}
 
 
 def med(xs: list[float], unit: str = "s", digits: int = 2) -> str:
@@ -193,7 +204,9 @@ def report(args, trees, results: dict, took: float, load0: float, load1: float) 
     print("### Ingest: this code against a baseline, in the same run\n")
     print(f"Command: `.venv/bin/python {cmd}` (from the repository root, {took:.0f} s). Machine: "
           f"{os.cpu_count()} cores, shared with other work; load average {load0:.2f} before, {load1:.2f} after. "
-          "Each round runs every code tree once, alternating which goes first. Median (min-max).\n")
+          "Each round runs every code tree once, alternating which goes first; before each run the bench "
+          f"waits (up to {QUIET_WAIT:.0f} s) for 3 s with the machine at most 10% busy (busy before the runs: "
+          f"median {statistics.median(BUSY or [0]):.0%}, max {max(BUSY or [0]):.0%}). Median (min-max).\n")
     print("| measurement | input | code | runs | wall | CPU | lines/s (median) | vs baseline |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for label, r in results.items():
@@ -202,7 +215,7 @@ def report(args, trees, results: dict, took: float, load0: float, load1: float) 
             runs = r["runs"][name]
             key = r["metric"]
             if key == "ingest":
-                wall, cpu = med([x["ingest"] for x in runs]), "—"
+                wall, cpu = med([x["ingest"] for x in runs]), med([x["cpu"] for x in runs])
                 m = statistics.median(x["ingest"] for x in runs)
                 lines = r["lines"]
             else:
@@ -222,9 +235,10 @@ def report(args, trees, results: dict, took: float, load0: float, load1: float) 
             if "records" in runs[0]:
                 notes.append(f"- {label}, {name}: {', '.join(str(x['records']) for x in runs)} records written, "
                              f"status {', '.join(str(x['status']) for x in runs)}.")
-    print("\nvs baseline: the baseline's median over this code's (above 1.00x: this code is faster). "
-          "lines/s: lines over the median of the column measured (CPU for the in-process reader, wall "
-          "for whole commands, attempt start to end for the runner).")
+    print("\nvs baseline: the baseline's median over this code's (above 1.00x: this code is faster), of the "
+          "column lines/s is computed from: CPU for the in-process reader, wall for whole commands, attempt "
+          "start to judged end for the runner (its CPU column: the runner process's own user+sys time, read "
+          "from /proc every 0.1 s until it ended).")
     if notes:
         print("\n" + "\n".join(notes))
 

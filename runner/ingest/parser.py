@@ -229,6 +229,9 @@ class LogParser:
                 text = rest
         if text[:1] == "{":
             if text[-1:] == "}":
+                # a dict line stands between any message before it and the next line (as when
+                # the template reads it: ``context_after_rows``)
+                self._prev_text = ""
                 events.extend(self._object(text, rank) or [])
                 return events
             if ("':" in text or '":' in text) and len(text) < (64 << 10):

@@ -107,3 +107,31 @@ def test_rows_to_write_takes_a_batch_of_template_rows_and_plain_parser_records_w
     assert rows_to_write([inferred, t], [5, 6], Written(4, 3)) == ([0, 1], [0, 1], Written(6, 6))
     mem = {"step": 5, "src": "megatron_mem", "extra": {}}
     assert rows_to_write([mem, t], [5, 6], Written.upto(4)) == ([0, 1], [1], Written.upto(6))
+
+
+def test_a_deepspeed_memory_report_after_a_dict_line_reads_the_same_however_the_reads_fall(tmp_path):
+    """DeepSpeed's ``see_memory_usage`` prints its message, then the ``MA ...`` line; a metric
+    dict between them means the message was not this report's. The template (one read) and the
+    line parser (a read cut inside the dict line) used to disagree on that: the record's
+    ``mem_report`` depended on where the runner's reads fell, and ``parse`` said otherwise."""
+    from runner.ingest.files import records_from_path
+    lines = [S.tqdm_write(S.swift_hf_dict(s, 10, 1.0, 0.5), s, 10) for s in range(1, 6)]
+    lines += ["After forward", S.tqdm_write(S.swift_hf_dict(6, 10, 1.0, 0.5), 6, 10),
+              "MA 1.5 GB         Max_MA 2.5 GB         CA 3.0 GB         Max_CA 4 GB ",
+              "Before backward", "MA 1.6 GB         Max_MA 2.6 GB         CA 3.0 GB         Max_CA 4 GB "]
+    data = ("\n".join(lines) + "\n").encode()
+    cut = data.index(b"'global_step/max_steps': '6/10'")
+
+    def reports(cuts: list[int]) -> list:
+        reader = LiveReader()
+        events = [ev for a, b in zip(cuts, cuts[1:]) for ev in reader.feed(data[a:b])]
+        return [(o["step"], o["extra"].get("mem_report")) for k, o in events
+                if k == "record" and o["src"] == "deepspeed_mem"]
+    want = [(6, None), (6, "Before backward")]
+    assert reports([0, len(data)]) == want
+    assert reports([0, cut, len(data)]) == want
+    assert reports([0, cut, cut + 3, len(data)]) == want
+    path = tmp_path / "train.log"
+    path.write_bytes(data)
+    recs, _ = records_from_path(path)
+    assert [(r["step"], r["extra"].get("mem_report")) for r in recs if r["src"] == "deepspeed_mem"] == want
