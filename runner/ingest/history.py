@@ -3,9 +3,9 @@
 A user who opens a finished run's log (a million steps, hundreds of MB) wants to see where it
 ended now, not after the whole file has been read. ``read_tail`` parses only the last bytes of
 the file (the newest steps, in a fraction of a second); ``scan_history`` then reads the whole
-file with the bulk engine, chunk by chunk, handing each batch to the caller as NDJSON lines (the
-exact text ``metrics.jsonl`` holds) plus numpy columns for the charts, so memory stays bounded
-whatever the file's length. UI-free: ``console.foreign`` runs it in a thread and shows progress.
+file through the ingest pipe (``runner.ingest.pipe``), chunk by chunk, handing each batch to the
+caller as NDJSON lines (the exact text ``metrics.jsonl`` holds) plus numpy columns for the
+charts, so memory stays bounded whatever the file's length. UI-free: ``console.foreign`` runs it in a thread and shows progress.
 
 Step-less records (Hugging Face dicts) are numbered by the parser from the start of what it
 reads: in the tail they count from the tail's first record, until the history has been read.
