@@ -125,10 +125,11 @@ def wait_quiet(max_wait: float, busy_max: float = 0.10, window: float = 3.0) -> 
             return busy
 
 
-def run_measured(argv: list[str], to_null: bool = False) -> dict:
+def run_measured(argv: list[str], to_null: bool = False, cwd: Path = REPO, env: dict | None = None) -> dict:
     """One run: wall time, CPU time (user+sys, children included) and peak RSS, via wait4.
     stdout goes to a file so the output can be shown. ``others`` is the machine's busy CPU
-    time during the run that was not this command's."""
+    time during the run that was not this command's. ``cwd``/``env``: where the command runs
+    (another checkout of the code, for a baseline)."""
     out = tempfile.TemporaryFile()
     load = os.getloadavg()[0]
     b0, j0 = cpu_ticks()
@@ -136,11 +137,13 @@ def run_measured(argv: list[str], to_null: bool = False) -> dict:
     pid = os.fork()
     if pid == 0:
         try:
-            os.chdir(REPO)
+            os.chdir(cwd)
             os.dup2(os.open(os.devnull, os.O_WRONLY) if to_null else out.fileno(), 1)
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 2)
-            os.execvp(argv[0], argv)
+            if env is None:
+                os.execvp(argv[0], argv)
+            os.execvpe(argv[0], argv, env)
         finally:
             os._exit(127)
     _, status, usage = os.wait4(pid, 0)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
-ORDER = ("runner", "parse", "open", "snapshot", "latency", "telemetry", "verify", "ui", "scale", "demo", "recipe")
+ORDER = ("runner", "parse", "ingest", "open", "snapshot", "latency", "telemetry", "verify", "ui", "scale", "demo",
+         "recipe")
 
 
 def areas() -> list[str]:

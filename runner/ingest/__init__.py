@@ -3,22 +3,18 @@
 UI-free; used by the runner (live tailing), ``moeconsole parse`` and the run browser.
 See docs/parsing.md for the formats and the rules a line is read by.
 
+One pipe, read in one direction (``runner.ingest.pipe``): bytes -> lines (``linebuf``: the
+unfinished last line waits) -> records (each line read by the strategy of its family: the
+learned template, ``template``, or the line parser, ``parser``) -> columns (``batch``: one
+batch per read) -> the consumers (the runner's journal, monitors and chart book; ``parse``'s
+summary). Ingest imports nothing from its consumers.
+
 - ``LogParser``: incremental bytes -> records (+ marks), the reference behaviour.
+- ``runner.ingest.live.LiveReader``: the runner's reader, a slice of ``train.log`` -> one batch.
 - ``records_from_path`` / ``iter_batches``: past logs (log file, logging.jsonl,
-  trainer_state.json, directories), using the bulk fast path.
+  trainer_state.json, directories) through the pipe (``bulk``: big chunks, two processes).
 - ``FileTailer``: a growing file, by offset.
 - ``Summary`` / ``summarize_path``: what ``moeconsole parse`` prints.
-
-Batch APIs for a live reader (the runner can feed whatever a read returned, in one call, and
-hand the monitors the whole run of records at once, instead of one record at a time):
-
-- ``LogParser.feed(chunk) -> list[record]`` / ``feed_events(chunk) -> [(kind, obj)]`` take any
-  number of bytes (a whole backlog too) and return the records (and marks) of every line the
-  chunk completed, in file order; ``release_pending()`` once nothing more is waiting.
-- ``runner.core.monitors.Monitors.observe_records(records) -> alerts`` runs the vectorised monitors
-  on the batch; its alerts are the same as ``observe`` record by record (tested), at a fraction
-  of the cost. Checkpoint marks go to ``Monitors.on_checkpoint`` between the records they
-  followed (split the batch at a mark: ``records_before`` says where).
 - ``runner.ingest.ndjson.write_ndjson(path, out)``: a whole past log to NDJSON, fast.
 
 Names are imported on first use, so ``moeconsole parse`` does not pay for the tailing

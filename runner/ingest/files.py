@@ -9,18 +9,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from runner.core.errors import InputError
 from runner.rundir import jsonio
-from runner.ingest.bulk import Batch, batch_from_events, concat_batches, fold_file, scan_file
+from runner.ingest.batch import Batch, batch_from_events, concat_batches
+from runner.ingest.bulk import fold_file, scan_file
 from runner.ingest.parser import MARK, RECORD, ParseStats
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
-
-if TYPE_CHECKING:
-    from runner.ingest.bulk import Batch
-# The bulk engine (numpy) is imported where it reads: resolving a path stays cheap (the console
-# opens a log's newest steps before the bulk reader is needed).
 
 LOG, TRAINER_STATE = "log", "trainer_state"
 _SWIFT_RUN_RE = re.compile(r"^v(\d+)-")

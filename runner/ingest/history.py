@@ -3,9 +3,9 @@
 A user who opens a finished run's log (a million steps, hundreds of MB) wants to see where it
 ended now, not after the whole file has been read. ``read_tail`` parses only the last bytes of
 the file (the newest steps, in a fraction of a second); ``scan_history`` then reads the whole
-file with the bulk engine, chunk by chunk, handing each batch to the caller as NDJSON lines (the
-exact text ``metrics.jsonl`` holds) plus numpy columns for the charts, so memory stays bounded
-whatever the file's length. UI-free: ``console.foreign`` runs it in a thread and shows progress.
+file through the ingest pipe (``runner.ingest.pipe``), chunk by chunk, handing each batch to the
+caller as NDJSON lines (the exact text ``metrics.jsonl`` holds) plus numpy columns for the
+charts, so memory stays bounded whatever the file's length. UI-free: ``console.foreign`` runs it in a thread and shows progress.
 
 Step-less records (Hugging Face dicts) are numbered by the parser from the start of what it
 reads: in the tail they count from the tail's first record, until the history has been read.
@@ -21,7 +21,7 @@ from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.rundir.jsonio import dumps
 
 if TYPE_CHECKING:
-    from runner.ingest.bulk import Batch
+    from runner.ingest.batch import Batch
 
 TAIL_BYTES = 512 << 10
 # The history is read in chunks this big: a smaller chunk than ``parse``'s keeps the memory of
@@ -72,10 +72,11 @@ def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Ca
                  stop: threading.Event | None = None) -> ParseStats:
     """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
     marks); ``progress(offset)`` as the reading goes; ``stop`` ends it early."""
-    from runner.ingest.bulk import ChunkScanner, read_range   # numpy: only once the history is read
+    from runner.ingest.bulk import read_range   # numpy: only once the history is read
+    from runner.ingest.pipe import LinePipe
     parser = LogParser()
-    scanner = ChunkScanner(parser, json_lines=True, columns=True)
-    for batch in read_range(path, 0, None, scanner, final=True, chunk=HISTORY_CHUNK, progress=progress):
+    pipe = LinePipe(parser, json_lines=True, columns=True)
+    for batch in read_range(path, 0, None, pipe, final=True, chunk=HISTORY_CHUNK, progress=progress):
         on_batch(batch)
         if stop is not None and stop.is_set():
             break

@@ -1,21 +1,24 @@
-"""Live log ingestion with the bulk engine: the runner's reader of ``train.log``.
+"""Live log ingestion: the runner's reader of ``train.log``.
 
 The runner reads the log in slices of arbitrary bytes as the training writes it. Each slice
-goes through the same ``ChunkScanner`` that ``parse --json`` uses (a learned template over whole
-chunks of complete lines, the line parser for every other line), so a backlog of millions of
-lines is caught up at the bulk engine's speed instead of line by line. An unfinished last line
-waits in the parser, exactly as with ``LogParser.feed_events``; the events (records and marks,
+goes once through the same pipe that ``parse --json`` uses (``runner.ingest.pipe``: complete
+lines, each read by the strategy of its family, a learned template over the repeated metric
+line and the line parser for every other line; one batch), so a backlog of millions of lines
+is caught up at the template's speed instead of line by line. An unfinished last line waits
+for the next slice, exactly as with ``LogParser.feed_events``; the events (records and marks,
 in file order) are the same as the line parser's, which the tests check.
 """
 from __future__ import annotations
 
 import collections
 import json
+from itertools import compress
 from dataclasses import dataclass
 from typing import Any
 
-from runner.ingest.bulk import Batch, ChunkScanner, batch_from_events
+from runner.ingest.batch import Batch
 from runner.ingest.parser import MARK, RECORD, Event, LogParser
+from runner.ingest.pipe import LinePipe
 from runner.ingest.records import MEMORY_SRCS
 
 
@@ -34,40 +37,23 @@ class LiveReader:
         # Template rows come out as their JSON lines (formatted from the captured text) with
         # their values as columns: the runner feeds its monitors and charts from those, never
         # building a dict per row (``feed`` loads the lines back as dicts, for comparison).
-        self.scanner = ChunkScanner(self.parser, want_records=True, json_lines=True, keep_dicts=True,
-                                    columns=True)
+        self.pipe = LinePipe(self.parser, want_records=True, json_lines=True, keep_dicts=True, columns=True)
 
     def feed_batches(self, data: bytes) -> list[Batch]:
-        """The same records and marks as ``feed``, in file order, as batches: ``records`` holds
-        a template row's JSON line (bytes) or the parser's dict, and ``steps``/``values``/
-        ``present`` hold every record's numbers (no dict is built for a template row)."""
-        parser = self.parser
-        out: list[Batch] = []
-        pos = 0
-        if parser.has_partial:
-            # finish the line the previous slice left open, through the parser that holds it
-            nl = data.find(b"\n")
-            pos = len(data) if nl < 0 else nl + 1
-            out.append(batch_from_events(parser.feed_events(data[:pos]), True))
-        last = data.rfind(b"\n", pos)
-        if last >= pos:
-            buf = b"\n" + data[pos:last + 1]
-            out.append(self.scanner.scan(buf, len(buf)))
-            pos = last + 1
-        tail: list[Event] = []
-        if pos < len(data):
-            tail.extend(parser.feed_events(data[pos:]))  # an unfinished line: kept for later
-        tail.extend(parser.release_events())
-        out.append(batch_from_events(tail, True))
-        return [b for b in out if len(b) or b.marks]
+        """The same records and marks as ``feed``, in file order, as batches (one per slice,
+        none when the slice completed nothing): ``records`` holds a template row's JSON line
+        (bytes) or the parser's dict, and ``steps``/``values``/``present`` hold every
+        record's numbers (no dict is built for a template row)."""
+        batch = self.pipe.feed(data)
+        return [batch] if len(batch) or batch.marks else []
 
     def feed(self, data: bytes) -> list[Event]:
-        """Events for the lines this slice completes (and held records now due): the batches
-        of ``feed_batches`` as the line parser's events, template rows loaded back as dicts."""
+        """Events for the lines this slice completes: the batches of ``feed_batches`` as the
+        line parser's events, template rows loaded back as dicts."""
         return [ev for batch in self.feed_batches(data) for ev in _events_of(batch)]
 
     def reset_partial(self) -> None:
-        self.parser.reset_partial()
+        self.pipe.reset_partial()
 
 
 def _records(objs: list) -> list[dict]:
@@ -117,6 +103,12 @@ class Written:
         return cls(step, step)
 
 
+def _plain(rec: dict) -> bool:
+    """A parser record that is a training step like a template row: its own step, not a
+    memory report, not inferred."""
+    return isinstance(rec.get("step"), int) and rec.get("src") not in MEMORY_SRCS and not _inferred(rec)
+
+
 def _inferred(rec: Any) -> bool:
     return type(rec) is not bytes and bool((rec.get("extra") or {}).get("step_inferred"))
 
@@ -130,9 +122,9 @@ def rows_to_write(records: list, steps: list[int], last: Written) -> tuple[list[
     parser inferred (its line carried no readable step) never makes a real record a duplicate:
     both are kept, as ``parse`` keeps them. ``counted``: the kept rows that are new steps."""
     n = len(steps)
-    if n and set(map(type, records)) == {bytes} and (last.step is None or steps[0] > last.step) and \
-            all(a < b for a, b in zip(steps, steps[1:])):
-        rows = list(range(n))  # the usual batch: template rows, each a new step
+    if n and (last.step is None or steps[0] > last.step) and all(a < b for a, b in zip(steps, steps[1:])) and \
+            all(map(_plain, compress(records, [type(r) is not bytes for r in records]))):
+        rows = list(range(n))  # the usual batch: template rows (and plain parser records), each a new step
         return rows, rows, Written.upto(steps[-1])
     kept: list[int] = []
     counted: list[int] = []

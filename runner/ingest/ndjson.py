@@ -1,6 +1,6 @@
 """A past log to NDJSON metric records, fast: what ``moeconsole parse --json`` prints.
 
-The bulk reader's template (see ``bulk``) gets an NDJSON form: values whose text is already
+The template strategy (see ``runner.ingest.template``) gets an NDJSON form: values whose text is already
 the JSON ``runner.rundir.jsonio.dumps`` writes (shortest float digits, plain text) are copied into
 one ``%`` format per line, so a template line costs one regex match and one format. Every
 other line (other formats, odd values, NaN) goes through ``LogParser`` and ``dumps``, in file
@@ -20,9 +20,10 @@ import time
 from typing import BinaryIO, Callable
 
 from runner.core.errors import InputError
-from runner.ingest.bulk import (CHUNK, SPLIT_MIN_BYTES, ChunkScanner, Report, SharedOffsets, Template, kill_child,
-                                plan_split, read_range)
+from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, Report, SharedOffsets, kill_child, plan_split, read_range
 from runner.ingest.parser import LogParser
+from runner.ingest.pipe import LinePipe
+from runner.ingest.template import Template
 from runner.rundir.jsonio import dumps
 
 
@@ -39,9 +40,9 @@ def write_range(path: str, start: int, end: int | None, out: BinaryIO, template:
                 on_chunk: Callable[[], None] | None = None,
                 progress: Callable[[int], None] | None = None) -> int:
     """NDJSON of the records in bytes [start, end) of a log; returns the number written."""
-    scanner = ChunkScanner(LogParser(max_line_bytes), template=template, json_lines=True)
+    pipe = LinePipe(LogParser(max_line_bytes), template=template, json_lines=True)
     n = 0
-    for batch in read_range(path, start, end, scanner, final=final, chunk=chunk, progress=progress):
+    for batch in read_range(path, start, end, pipe, final=final, chunk=chunk, progress=progress):
         if batch.records:
             out.write(_lines(batch.records))
             n += len(batch.records)

@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 from runner.ingest import formats
 from runner.core.logline import ANSI_BYTES_RE
+from runner.ingest.events import MARK, RECORD, Event
+from runner.ingest.linebuf import PartialLine
 from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
 from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
@@ -40,8 +42,6 @@ MAX_EXAMPLES = 5
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
-RECORD, MARK = "record", "mark"
-Event = tuple[str, dict]
 
 
 @dataclass
@@ -108,11 +108,10 @@ class LogParser:
         self.max_line_bytes = max(int(max_line_bytes), 64)
         self.stats = ParseStats()
         self.records_emitted = 0
-        self._buf = bytearray()
-        self._skipping = False         # the partial line is over the cap: drop until newline
+        # the unfinished last line; the live and bulk readers (``runner.ingest.pipe``) share it
+        self.partial = PartialLine(self.max_line_bytes)
         self._marks: list[dict] = []
         self._last_step: int | None = None      # the last training step (not memory reports)
-        self._overlong_before = False  # a dropped overlong segment precedes the buffered text
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
@@ -144,51 +143,52 @@ class LogParser:
         chunk = bytes(chunk)
         last_nl = chunk.rfind(b"\n")
         if last_nl < 0:
-            self._append_partial(chunk)
+            self.partial.append(chunk)
             return []
         events: list[Event] = []
         first_nl = chunk.find(b"\n")
         start = 0
-        if self._buf or self._skipping:
-            self._append_partial(chunk[:first_nl])
-            events.extend(self._complete_partial())
+        if self.partial.waiting:
+            events.extend(self.read_completed(*self.partial.complete(chunk[:first_nl])))
             start = first_nl + 1
         if start <= last_nl:
             for line in chunk[start:last_nl].split(b"\n"):
                 events.extend(self.process_line(line))
-        self._append_partial(chunk[last_nl + 1:])
+        self.partial.append(chunk[last_nl + 1:])
         return events
 
     def flush_events(self) -> list[Event]:
         events: list[Event] = []
-        if self._buf or self._skipping:
-            events.extend(self._complete_partial())
-        events.extend(self._drop_fragment())
-        events.extend(self._release())
-        return events
+        if self.partial.waiting:
+            events.extend(self.read_completed(*self.partial.complete()))
+        return events + self.end_of_input()
+
+    def end_of_input(self) -> list[Event]:
+        """Nothing more will come: a dict cut by a newline that never got its rest is a line
+        not understood."""
+        return self._drop_fragment() + self._release()
 
     def reset_partial(self) -> None:
         """Forget a partial line (the file was truncated or replaced under it)."""
-        self._buf.clear()
-        self._skipping = self._overlong_before = False
+        self.partial.reset()
 
     @property
     def has_partial(self) -> bool:
-        return bool(self._buf) or self._skipping
+        return self.partial.waiting
 
     def release_events(self) -> list[Event]:
         """``release_pending`` as events."""
         return self._release()
 
-    def note_foreign(self, last_step: int, records: int) -> list[Event]:
-        """The bulk reader read some metric lines itself (``records`` records, the last at
-        ``last_step``): leave the state those lines would have left."""
-        events = self._drop_fragment() + self._release()
+    def context_after_rows(self, last_step: int, records: int) -> None:
+        """``records`` metric lines were read by the template strategy (the last at step
+        ``last_step``): leave the reading context those lines leave when read here (a cut
+        dict before them is over, the next step-less record counts on from ``last_step``)."""
+        self._drop_fragment()
         self.records_emitted += records
         self._last_step = last_step
         self._last_epoch = None
         self._prev_text = ""
-        return events
 
     # ------------------------------------------------------------------ lines
 
@@ -229,6 +229,9 @@ class LogParser:
                 text = rest
         if text[:1] == "{":
             if text[-1:] == "}":
+                # a dict line stands between any message before it and the next line (as when
+                # the template reads it: ``context_after_rows``)
+                self._prev_text = ""
                 events.extend(self._object(text, rank) or [])
                 return events
             if ("':" in text or '":' in text) and len(text) < (64 << 10):
@@ -493,33 +496,9 @@ class LogParser:
 
     # ------------------------------------------------------------------ partial line
 
-    def _append_partial(self, data: bytes) -> None:
-        if not data:
-            return
-        if self._skipping:
-            # Still inside an overlong segment; a carriage return starts a new one.
-            cut = data.rfind(b"\r")
-            if cut < 0:
-                return
-            self._skipping = False
-            self._overlong_before = True
-            data = data[cut:]
-        self._buf += data
-        if len(self._buf) <= self.max_line_bytes:
-            return
-        # Keep only the last non-blank carriage-return segment: the rest was overwritten.
-        cut = self._buf.rfind(b"\r", 0, len(self._buf.rstrip()))
-        if cut > 0:
-            del self._buf[:cut]
-        if len(self._buf) > self.max_line_bytes + 1:
-            self._buf.clear()
-            self._skipping = True
-
-    def _complete_partial(self) -> list[Event]:
-        overlong = self._skipping or self._overlong_before
-        line = b"" if self._skipping else bytes(self._buf)
-        self._skipping = self._overlong_before = False
-        self._buf.clear()
+    def read_completed(self, line: bytes, overlong: bool) -> list[Event]:
+        """A line that arrived in pieces (``PartialLine.complete``); ``overlong``: a part of it
+        over the cap was dropped, and if nothing visible is left it is an overlong line."""
         if overlong and visible_segment(line) is None:
             self.stats.lines += 1
             self.stats.overlong_lines += 1

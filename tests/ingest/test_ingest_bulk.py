@@ -124,12 +124,13 @@ def test_fast_path_records_marks_and_stats_equal_the_parser(mixed, workers):
 
 
 def test_fast_path_really_takes_the_fast_route(mixed):
-    from runner.ingest.bulk import ChunkScanner, read_range
+    from runner.ingest.bulk import read_range
+    from runner.ingest.pipe import LinePipe
 
-    scanner = ChunkScanner(LogParser())
-    for _ in read_range(str(mixed), 0, None, scanner, final=True, chunk=48 << 10):
+    pipe = LinePipe(LogParser())
+    for _ in read_range(str(mixed), 0, None, pipe, final=True, chunk=48 << 10):
         pass
-    assert scanner.fast_lines > 0.8 * (scanner.fast_lines + scanner.slow_lines)
+    assert pipe.fast_lines > 0.8 * (pipe.fast_lines + pipe.slow_lines)
 
 
 def general_summary(path) -> tuple[dict, list[dict]]:

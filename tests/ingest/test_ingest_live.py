@@ -48,7 +48,7 @@ def test_live_slices_give_the_parsers_events(tmp_path, seed, mean):
     assert got == want
     assert sum(1 for k, _ in got if k == "record") > 2500
     if mean > 100_000:
-        assert reader.scanner.fast_lines > 2000, "big slices take the template route"
+        assert reader.pipe.fast_lines > 2000, "big slices take the template route"
 
 
 def test_template_rows_carry_the_exact_json_line_the_runner_writes(tmp_path):
@@ -178,7 +178,7 @@ def test_a_first_slice_holding_the_whole_log_turns_to_the_template_once_learned(
     got, template_rows, reader = by_batches(data, cuts)
     assert got == want
     assert template_rows > 2000
-    assert reader.scanner.slow_lines < 0.2 * (reader.scanner.fast_lines + reader.scanner.slow_lines)
+    assert reader.pipe.slow_lines < 0.2 * (reader.pipe.fast_lines + reader.pipe.slow_lines)
 
 
 def _stepless_between(n: int = 40) -> bytes:

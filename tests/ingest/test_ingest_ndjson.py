@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from runner.ingest import LogParser
-from runner.ingest.bulk import ChunkScanner, Template
+from runner.ingest.pipe import LinePipe
+from runner.ingest.template import Template
 from runner.ingest.ndjson import write_ndjson
 from runner.rundir.jsonio import dumps
 from tests.ingest import ingest_samples as S
@@ -46,9 +47,9 @@ def test_ndjson_is_byte_identical_to_the_parser(mixed, workers, tmp_path):
 
 
 def test_template_rows_really_take_the_json_format(mixed):
-    scanner = ChunkScanner(LogParser(), json_lines=True)
+    pipe = LinePipe(LogParser(), json_lines=True)
     from runner.ingest.bulk import read_range
-    batches = list(read_range(str(mixed), 0, None, scanner, final=True))
+    batches = list(read_range(str(mixed), 0, None, pipe, final=True))
     lines = [r for b in batches for r in b.records or []]
     assert sum(isinstance(x, bytes) for x in lines) > 0.6 * len(lines)   # the rest: other formats
 

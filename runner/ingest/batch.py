@@ -1,0 +1,158 @@
+"""The last stage of ingest, records -> columns: a batch of a log's records, in file order.
+
+Both strategies that read lines (``runner.ingest.template`` and the line parser) hand their
+records to one ``BatchBuilder`` in the order their lines stand in the file: template rows as
+a range of numpy columns they already hold, the parser's records as dicts, marks at the count
+of records before them. ``build`` makes the batch once, at the end of a read: the columns of
+every record (``runner.core.columns``), the records themselves when wanted, the marks, and
+``max_steps`` of the last record that had one. A read that is all template rows (the usual
+case) or all parser records costs no reordering at all.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from runner.core.columns import COLUMN_FIELDS, records_to_columns
+from runner.ingest.events import RECORD
+from runner.rundir.jsonio import dumps
+
+
+
+@dataclass
+class Batch:
+    """Metric records of one read as columns (plus marks at record positions)."""
+    steps: np.ndarray
+    values: dict[str, np.ndarray]
+    present: dict[str, np.ndarray]
+    max_steps: int | None = None                        # of the last record that had one
+    marks: list[tuple[int, dict]] = field(default_factory=list)   # (records before it, mark)
+    records: list[Any] | None = None   # records mode only: dicts, or (NDJSON mode) a template row's JSON line
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+class RowColumns(Protocol):
+    """Template rows as columns (``runner.ingest.template.Claim``)."""
+    steps: Any                      # int64 array, or the lazy step column of NDJSON mode
+    values: dict[str, np.ndarray]
+    present: dict[str, np.ndarray]
+    max_steps: int | None           # of the last row
+
+    def records(self) -> list[Any]: ...
+
+
+class BatchBuilder:
+    """Records and marks in file order -> one ``Batch``."""
+
+    def __init__(self, want_records: bool) -> None:
+        self.want_records = want_records
+        self._claims: list[RowColumns] = []
+        self._pieces: list[list[int]] = []   # [claim index or -1 (parser records), start, stop]
+        self._dicts: list[dict] = []          # the parser's records
+        self._out: list[Any] = []             # ... as the batch holds them (a dict or its JSON line)
+        self._marks: list[tuple[int, dict]] = []
+        self._max: int | None = None
+        self.n = 0                            # records so far
+
+    @property
+    def parser_records(self) -> int:
+        return len(self._dicts)
+
+    def add_rows(self, rows: RowColumns, lo: int, hi: int) -> None:
+        """Template rows ``lo..hi-1`` of ``rows``, after everything added so far."""
+        if hi <= lo:
+            return
+        if not self._claims or self._claims[-1] is not rows:
+            self._claims.append(rows)
+        c = len(self._claims) - 1
+        last = self._pieces[-1] if self._pieces else None
+        if last is not None and last[0] == c and last[2] == lo:
+            last[2] = hi
+        else:
+            self._pieces.append([c, lo, hi])
+        self.n += hi - lo
+        if hi == len(rows.steps) and rows.max_steps is not None:
+            self._max = rows.max_steps
+
+    def add_events(self, events: list[tuple[str, dict]], as_lines: bool = False) -> None:
+        """The parser's records and marks, in order. ``as_lines``: the batch holds these
+        records as their NDJSON lines (the template rows around them are lines too)."""
+        for kind, obj in events:
+            if kind != RECORD:
+                self._marks.append((self.n, obj))
+                continue
+            i = len(self._dicts)
+            self._dicts.append(obj)
+            self._out.append((dumps({"v": 1, **obj}) + "\n").encode() if as_lines else obj)
+            last = self._pieces[-1] if self._pieces else None
+            if last is not None and last[0] == -1 and last[2] == i:
+                last[2] = i + 1
+            else:
+                self._pieces.append([-1, i, i + 1])
+            self.n += 1
+            if obj.get("max_steps") is not None:
+                self._max = obj["max_steps"]
+
+    def build(self) -> Batch:
+        want = self.want_records
+        if len(self._pieces) == 1 and self._pieces[0][0] >= 0 and self._pieces[0][1] == 0 and \
+                self._pieces[0][2] == len(self._claims[0].steps):
+            rows = self._claims[0]   # the usual read: one template claim, whole
+            return Batch(rows.steps, rows.values, rows.present, self._max, self._marks,
+                         rows.records() if want else None)
+        if not self._claims:
+            steps, values, present = records_to_columns(self._dicts)
+            return Batch(steps, values, present, self._max, self._marks, self._out if want else None)
+        # template rows and parser records interleaved: one gather over both
+        parts_steps = [np.asarray(c.steps, dtype=np.int64) for c in self._claims]
+        parts_values = {f: [c.values[f] for c in self._claims] for f in COLUMN_FIELDS}
+        parts_present = {f: [c.present[f] for c in self._claims] for f in COLUMN_FIELDS}
+        offsets = np.cumsum([0] + [len(s) for s in parts_steps]).tolist()
+        if self._dicts:
+            g_steps, g_values, g_present = records_to_columns(self._dicts)
+            parts_steps.append(g_steps)
+            for f in COLUMN_FIELDS:
+                parts_values[f].append(g_values[f])
+                parts_present[f].append(g_present[f])
+        base_g = offsets[-1]
+        order = np.concatenate([np.arange(offsets[c] + lo, offsets[c] + hi) if c >= 0
+                                else np.arange(base_g + lo, base_g + hi) for c, lo, hi in self._pieces])
+        steps = np.concatenate(parts_steps)[order]
+        values = {f: np.concatenate(parts_values[f])[order] for f in COLUMN_FIELDS}
+        present = {f: np.concatenate(parts_present[f])[order] for f in COLUMN_FIELDS}
+        records = None
+        if want:
+            every: list[Any] = [r for c in self._claims for r in c.records()] + self._out
+            records = [every[i] for i in order.tolist()]
+        return Batch(steps, values, present, self._max, self._marks, records)
+
+
+def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Batch:
+    """A batch from LogParser events (records and marks in file order)."""
+    out = BatchBuilder(want_records)
+    out.add_events(events)
+    return out.build()
+
+
+def concat_batches(batches: list[Batch]) -> Batch:
+    """Batches read one after the other, as one."""
+    if len(batches) == 1:
+        return batches[0]
+    steps = np.concatenate([b.steps for b in batches])
+    values = {f: np.concatenate([b.values[f] for b in batches]) for f in COLUMN_FIELDS}
+    present = {f: np.concatenate([b.present[f] for b in batches]) for f in COLUMN_FIELDS}
+    marks: list[tuple[int, dict]] = []
+    off, mx = 0, None
+    recs: list | None = [] if all(b.records is not None for b in batches) else None
+    for b in batches:
+        marks.extend((i + off, m) for i, m in b.marks)
+        off += len(b)
+        if b.max_steps is not None:
+            mx = b.max_steps
+        if recs is not None:
+            recs.extend(b.records or [])
+    return Batch(steps, values, present, mx, marks, recs)
