@@ -291,10 +291,3 @@ def returncode_from_status(status: int) -> int:
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     return status
-
-
-def describe_signal(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"

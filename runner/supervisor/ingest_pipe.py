@@ -66,7 +66,7 @@ class IngestPipe:
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
         self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
-        self.reader = LiveReader()  # the bulk engine on each slice of train.log
+        self.reader = LiveReader()  # the ingest pipe (runner.ingest) on each slice of train.log
         self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
