@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from benchlib import timings
 
@@ -76,10 +75,10 @@ def time_import_torch(workdir: Path, i: int) -> float:
 def trainer(*extra: str):
     from runner.demo.dist import World
     from runner.demo.faultspec import FaultPlan
-    from runner.demo.train import build_parser
+    from runner.demo.train import build_train_parser
     from runner.demo.trainer import DemoTrainer
 
-    args = build_parser().parse_args(["--output_dir", tempfile.mkdtemp(prefix="bench-demo-"),
+    args = build_train_parser().parse_args(["--output_dir", tempfile.mkdtemp(prefix="bench-demo-"),
                                       "--max_steps", "100000", *extra])
     t = DemoTrainer(args, World(), FaultPlan([], 1, 0), [])
     t.con.enabled = False

@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable
 
 from runner.core.numbers import as_float
-from runner.core.units import NA, duration  # noqa: F401  (the console's text for both)
+from runner.core.units import NA, clip, duration  # noqa: F401  (the console's text for NA and duration)
 
 
 # Status -> style name (TCSS component class). The word is always shown with it.
@@ -334,7 +334,7 @@ def blocker_cmd(b: dict, width: int = 60) -> str:
     if isinstance(cmd, (list, tuple)):
         cmd = " ".join(str(c) for c in cmd)
     cmd = str(cmd or NA)
-    return cmd if len(cmd) <= width else cmd[: width - 1] + "…"
+    return clip(cmd, width)
 
 
 # ---- run comparison -------------------------------------------------------------------------

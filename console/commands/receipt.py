@@ -156,7 +156,7 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
 
 def run_receipt(base: Path, ref: str, *, as_json: bool, full: bool, out: str | None) -> int:
     run = rundir.resolve(base, ref)
-    r = receipts.build(run, full=full).to_dict()
+    r = receipts.build_receipt(run, full=full).to_dict()
     if out:
         out_dir = Path(out)
         try:

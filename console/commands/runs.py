@@ -6,6 +6,7 @@ from pathlib import Path
 
 from console import format as fmt
 from runner.rundir import jsonio, rundir, store
+from runner.core.units import clip
 from runner.core.errors import InputError
 from runner.rundir.paths import runs_base
 
@@ -101,13 +102,9 @@ def ls_table(rows: list[dict], width: int | None, now: float) -> str:
     out_cols = [(k, heads[k], name_w if k == "display_name" else widths[k]) for k in order]
     lines = ["  ".join(h.ljust(w) for _, h, w in out_cols).rstrip()]
     for i in range(len(rows)):
-        lines.append("  ".join((cut_name(cells[k][i], w) if k == "display_name" else _cut(cells[k][i], w)).ljust(w)
+        lines.append("  ".join((cut_name(cells[k][i], w) if k == "display_name" else clip(cells[k][i], w)).ljust(w)
                                for k, _, w in out_cols).rstrip())
     return "\n".join(lines)
-
-
-def _cut(text: str, w: int) -> str:
-    return text if len(text) <= w else text[: max(1, w - 1)] + "…"
 
 
 def cut_name(text: str, w: int) -> str:
@@ -119,7 +116,7 @@ def cut_name(text: str, w: int) -> str:
     if sep and len(values) + 3 <= w:
         keep = w - len(values) - 2
         return (name[:keep] + "… " if keep < len(name) else name + " ") + values
-    return _cut(text, w)
+    return clip(text, w)
 
 
 def cmd_ls(base, as_json: bool) -> int:

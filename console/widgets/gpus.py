@@ -19,7 +19,7 @@ from console import format as fmt
 from console.widgets.lines import LinesView
 from runner.rundir import rundir
 from runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
-from runner.core.units import NA, byte_rate, gib_compact, gib_of_mib, number
+from runner.core.units import NA, byte_rate, clip, gib_compact, gib_of_mib, number
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -315,7 +315,7 @@ def node_stats(gpu: dict) -> dict:
 
 
 def host_label(group: NodeGroup) -> str:
-    host = group.host if len(group.host) <= HOST_LABEL_MAX else group.host[: HOST_LABEL_MAX - 1] + "…"
+    host = clip(group.host, HOST_LABEL_MAX)
     return host + (" (this node)" if group.local else "")
 
 

@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from runner.rundir import jsonio
 from runner.core import schema
@@ -80,7 +80,7 @@ def _files(root: Path) -> dict[str, int]:
     return out
 
 
-def _copy(src: Path, tmp: Path, *, use_rsync: bool) -> str:
+def _copy_tree(src: Path, tmp: Path, *, use_rsync: bool) -> str:
     """Copy ``src`` into the new directory ``tmp``; data reaches the disk before the rename."""
     rsync = shutil.which("rsync") if use_rsync else None
     if rsync:
@@ -149,7 +149,7 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         for m in members:
-            method = _copy(m, staging / m.name, use_rsync=use_rsync)
+            method = _copy_tree(m, staging / m.name, use_rsync=use_rsync)
     except OSError as exc:
         return fail(f"copy failed: {exc}", method)
     total = 0

@@ -84,6 +84,13 @@ def convert(data: Any, model: type[T], place: str = "") -> T:
         raise SettingsError(_join(place, where), problem) from None
 
 
+def as_dict(value: msgspec.Struct) -> dict[str, Any]:
+    """A model as its readers use it: plain JSON types, keys that hold no value (``UNSET``) left
+    out. One conversion for state.json, crash reports, exit records and secrets.json."""
+    out = msgspec.to_builtins(value)
+    return out if isinstance(out, dict) else {}
+
+
 def field_names(model: type) -> list[str]:
     """The keys a section accepts (their names in the recipe)."""
     info = mi.type_info(model)

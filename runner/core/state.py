@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, TypedDict
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from runner.core.schema import as_dict
+
 STATE_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a state file is a few KiB; anything near this is not ours
 
@@ -281,12 +283,6 @@ class LoadedState:
 
 
 _encoder = msgspec.json.Encoder()
-
-
-def as_dict(model: StateFile) -> RunState:
-    """The model as readers use it: plain JSON types, keys that hold no value left out."""
-    out = msgspec.to_builtins(model)
-    return out if isinstance(out, dict) else {}
 
 
 def from_dict(state: RunState) -> StateFile:

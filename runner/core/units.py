@@ -13,6 +13,12 @@ from runner.core.numbers import as_float
 NA = "—"  # a value that is unknown or absent
 
 
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut marked with "…" (at least one character of
+    the text is kept)."""
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
 def duration(seconds: Any) -> str:
     """42s, 7m36s, 3h02m, 26h00m, 2d04h: hours up to two days, then days."""
     s = as_float(seconds)

@@ -149,7 +149,7 @@ def is_complete(out: Path) -> bool:
         p.is_file() and p.stat().st_size > 0 for p in needed)
 
 
-def build(out: Path, corpus: Path = CORPUS_PATH) -> dict:
+def build_tiny_model(out: Path, corpus: Path = CORPUS_PATH) -> dict:
     """Write DIR/data.jsonl and DIR/model/ (replacing older ones) and return the stamp."""
     samples = chat_samples(corpus.read_text(encoding="utf-8"))
     tokenizer = build_tokenizer(dataset_text(samples))
@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.access(out, os.W_OK):
         sys.stderr.write(f"{PROG}: {out} is not writable\n")
         return 2
-    info = build(out)
+    info = build_tiny_model(out)
     print(f"built {out}/model (Qwen3MoeForCausalLM, vocab {info['vocab_size']}) and "
           f"{out}/data.jsonl ({info['samples']} samples)")
     return 0

@@ -57,7 +57,7 @@ def train_message(metrics: dict[str, float], step: int, max_steps: int, elapsed:
     return round_floats(logs)
 
 
-def _clock(seconds: float) -> str:
+def _tqdm_interval(seconds: float) -> str:
     total = int(seconds) if math.isfinite(seconds) else 0
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
@@ -79,8 +79,8 @@ def progress_bar(done: int, total: int, elapsed: float, steps_this_run: int, des
     else:
         rate_text = f"{1 / rate:.2f}s/it"
     remaining = (total - done) / rate if rate else float("nan")
-    left = _clock(remaining) if rate else "?"
-    return f"{desc}: {frac * 100:3.0f}%|{bar}| {done}/{total} [{_clock(elapsed)}<{left}, {rate_text}]"
+    left = _tqdm_interval(remaining) if rate else "?"
+    return f"{desc}: {frac * 100:3.0f}%|{bar}| {done}/{total} [{_tqdm_interval(elapsed)}<{left}, {rate_text}]"
 
 
 def rss_gib() -> float:

@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_train_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Tiny MoE LoRA trainer that logs like ms-swift (moeconsole demo).")
     p.add_argument("--output_dir", required=True)
     p.add_argument("--max_steps", type=int, required=True)
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace, world: World, plan: FaultPlan, argv: list[str]
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = build_train_parser().parse_args(argv)
     try:
         faults = [parse_fault(text) for text in args.fault]
         attempt = attempt_from_env()

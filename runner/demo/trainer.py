@@ -26,7 +26,7 @@ from runner.demo.schedule import is_log_step, is_save_step
 from runner.demo.swiftlog import SwiftConsole, format_time, progress_bar, rss_gib, train_message
 
 
-def append_jsonl(path: Path, record: dict) -> None:
+def append_jsonl_as_swift(path: Path, record: dict) -> None:
     """ms-swift's logging.jsonl append: plain json.dumps (a NaN stays the bare token NaN)."""
     with open(path, "a") as f:
         f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -175,7 +175,7 @@ class DemoTrainer:
         logs = train_message(metrics, step, args.max_steps, elapsed, progress.steps, rss_gib())
         self.con.step_dict(logs)
         if self.world.is_main:
-            append_jsonl(self.logging_jsonl, logs)
+            append_jsonl_as_swift(self.logging_jsonl, logs)
 
     def save(self, step: int) -> None:
         args = self.args
@@ -200,9 +200,9 @@ class DemoTrainer:
                        "train_loss": sum(progress.losses) / len(progress.losses),
                        "epoch": self.epoch(args.max_steps)}
             self.con.step_dict(summary)
-            append_jsonl(self.logging_jsonl, summary)
+            append_jsonl_as_swift(self.logging_jsonl, summary)
             last = progress.last_checkpoint
-            append_jsonl(self.logging_jsonl, {
+            append_jsonl_as_swift(self.logging_jsonl, {
                 "last_model_checkpoint": str(last) if last else None, "best_model_checkpoint": None,
                 "best_metric": None, "global_step": args.max_steps, "log_history": progress.log_history,
                 "memory": round(rss_gib(), 2)})

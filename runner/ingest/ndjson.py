@@ -95,7 +95,7 @@ def write_ndjson(path: str, out: BinaryIO, workers: int = 2, chunk: int = CHUNK,
             spool.flush()
             spool.seek(0)
             out.flush()
-            _copy(spool, out)
+            _copy_stream(spool, out)
     finally:
         child.kill()
     return own
@@ -148,7 +148,7 @@ def _follow_sigpipe(status: int) -> None:
         raise BrokenPipeError   # SIGPIPE is blocked: end as the caller ends a closed pipe
 
 
-def _copy(src: BinaryIO, out: BinaryIO) -> None:
+def _copy_stream(src: BinaryIO, out: BinaryIO) -> None:
     fd = out.fileno()
     size = os.fstat(src.fileno()).st_size
     pos = 0

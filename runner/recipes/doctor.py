@@ -186,8 +186,8 @@ def findings(report: EnvReport, *, training_env: bool = True, expected_swift: st
                                                 "none): inspect the training environment with --python PATH or "
                                                 "a RECIPE naming swift.python"))
     else:
-        from runner.recipes.swift.flags import available
-        shipped = [v for v, _ in available()]
+        from runner.recipes.swift.flags import shipped_tables
+        shipped = [v for v, _ in shipped_tables()]
         if not any(_vt(v)[:2] == _vt(swift)[:2] for v in shipped):
             out.append(_f("warning", "swift_untabled_version", f"ms-swift {swift}: lint ships flag tables for "
                                                                f"{', '.join(shipped)} only; name swift.python in the "

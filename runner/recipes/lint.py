@@ -198,8 +198,8 @@ def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
     argv = recipe["command"]
     if not _is_swift(argv):
         return []
-    from runner.recipes.swift.lint import check
-    out = check(recipe, probe_parser=not preflight)
+    from runner.recipes.swift.lint import check_swift_recipe
+    out = check_swift_recipe(recipe, probe_parser=not preflight)
     flags = command_flags(argv)
     if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
             and "use_megatron" not in flags:

@@ -16,14 +16,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from runner.recipes.cmdline import set_flag
+from runner.recipes.cmdline import canon, set_flag
 
 PLACEHOLDER = "{checkpoint}"
 _STEP = re.compile(r"checkpoint-(\d+)|iter_(\d+)")
 
 
-def _canon(flag: str) -> str:
-    name = flag[2:].split("=", 1)[0].replace("-", "_")
+def _unnegated(flag: str) -> str:
+    """The flag's one name (``cmdline.canon``) with a ``no_`` negation dropped: ``--no_load_optim``
+    and ``--load_optim`` set the same thing, so adding one replaces the other."""
+    name = canon(flag)
     return name[3:] if name.startswith("no_") else name
 
 
@@ -69,8 +71,8 @@ def resume_argv(argv: list[str], resume: dict, checkpoint: str) -> list[str]:
     command already had. Without resume settings ``argv`` comes back unchanged."""
     if resume.get("args"):
         add = groups(fill(list(resume["args"]), checkpoint))
-        replaced = {_canon(g[0]) for g in add if g[0].startswith("--")}
-        kept = [g for g in groups(argv) if not (g[0].startswith("--") and _canon(g[0]) in replaced)]
+        replaced = {_unnegated(g[0]) for g in add if g[0].startswith("--")}
+        kept = [g for g in groups(argv) if not (g[0].startswith("--") and _unnegated(g[0]) in replaced)]
         return [a for g in kept + add for a in g]
     if resume.get("arg"):
         return set_flag(argv, resume["arg"], checkpoint)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, TypedDict
 
 from runner.rundir import jsonio
+from runner.core.units import clip
 
 ACKS_NAME = "acks.json"
 ACKS_VERSION = 2
@@ -124,7 +125,7 @@ def short_message(message: str, limit: int = 60) -> str:
     head = text.split(": ", 1)[0] if ": " in text[:limit + 20] else text
     words = [w.rstrip("/").rsplit("/", 1)[-1] if "/" in w and len(w) > 12 else w for w in head.split(" ")]
     head = " ".join(words)
-    return head if len(head) <= limit else head[: limit - 1] + "…"
+    return clip(head, limit)
 
 
 def cause_of(ev: dict) -> str | None:

@@ -22,13 +22,13 @@ def finite_or_str(x: Any) -> Any:
     return x
 
 
-def _clean(obj: Any) -> Any:
+def _json_safe(obj: Any) -> Any:
     if isinstance(obj, float):
         return finite_or_str(obj)
     if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
+        return {k: _json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [_json_safe(v) for v in obj]
     return obj
 
 
@@ -40,7 +40,7 @@ def dumps(obj: Any) -> str:
     try:
         return json.dumps(obj, separators=(",", ":"), allow_nan=False, default=str)
     except ValueError:
-        return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False, default=str)
+        return json.dumps(_json_safe(obj), separators=(",", ":"), allow_nan=False, default=str)
 
 
 def loads(data: str | bytes, **kw: Any) -> Any:
@@ -61,7 +61,7 @@ def load_file(path: Path | str, **kw: Any) -> Any:
 
 def atomic_write_json(path: Path | str, obj: Any) -> None:
     """Write to a temp file in the same directory, fsync, rename: readers never see half a file."""
-    atomic_write_bytes(path, (json.dumps(_clean(obj), indent=1, allow_nan=False, default=str) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(_json_safe(obj), indent=1, allow_nan=False, default=str) + "\n").encode())
 
 
 def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> None:
@@ -118,16 +118,16 @@ def append_bytes(path: Path | str, data: bytes, *, line: bool = False) -> None:
         try:
             n = os.write(fd, data)
         except OSError:
-            _cut(fd, size)
+            _truncate_to(fd, size)
             raise
         if n != len(data):
-            _cut(fd, size)
+            _truncate_to(fd, size)
             raise OSError(28, f"short write ({n} of {len(data)} bytes)")
     finally:
         os.close(fd)
 
 
-def _cut(fd: int, size: int) -> None:
+def _truncate_to(fd: int, size: int) -> None:
     try:
         os.ftruncate(fd, size)
     except OSError:

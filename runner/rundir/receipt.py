@@ -156,7 +156,7 @@ def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
             "description": redactor.redact(str(raw.get("description") or ""))}
 
 
-def build(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -> Receipt:
+def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -> Receipt:
     """The receipt of one run. ``full`` also hashes every checkpoint's content (slow for big ones)."""
     from runner.checkpoints.verify import verify_checkpoint
 

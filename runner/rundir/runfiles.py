@@ -16,6 +16,8 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from runner.core.schema import as_dict
+
 MAX_FILE_BYTES = 16 << 20  # a crash report with its 200-line log tail is well below this
 
 T = TypeVar("T")
@@ -107,11 +109,6 @@ def read_secrets(run_dir: Path | str) -> SecretsDoc | None:
         flat, _ = read(path, dict[str, str])
         return SecretsDoc(env=flat) if flat else None
     return doc
-
-
-def as_dict(value: msgspec.Struct) -> dict:
-    out = msgspec.to_builtins(value)
-    return out if isinstance(out, dict) else {}
 
 
 def crash_report(fields: dict) -> dict:

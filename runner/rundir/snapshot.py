@@ -18,6 +18,7 @@ from typing import Any, Callable
 from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from runner.core import nodehealth
+from runner.core.schema import as_dict
 from runner.core.state import RunState
 from runner.rundir.secrets import Redactor
 from runner.core.series import Series, to_pairs
@@ -222,7 +223,7 @@ class RunWatcher:
                                                "summary": problem, "evidence": [], "t": None, "recovery": None,
                                                "hint": None}
                 else:
-                    rep = runfiles.as_dict(report)
+                    rep = as_dict(report)
                     self._crash_cache[name] = {k: rep.get(k) for k in
                                                ("attempt", "class", "exit_code", "signal", "summary", "evidence",
                                                 "t", "recovery", "hint")}

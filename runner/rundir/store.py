@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from runner.rundir.seriesfile import SeriesBook
 
 from runner.core.numbers import as_float
+from runner.core.units import clip
 from runner.rundir import jsonio, rundir
 from runner.core.errors import InputError
 
@@ -295,7 +296,7 @@ def _recipe_values(path: str | None) -> dict[str, Any]:
 
 def _short(v: Any) -> str:
     text = v if isinstance(v, str) else json.dumps(v, default=str)
-    return text if len(text) <= 24 else text[:23] + "…"
+    return clip(text, 24)
 
 
 def _value_label(key: str, value: Any) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from runner.core import lifecycle as lc
+from runner.core.units import clip
 from runner.process.attempt import Attempt, Engine, LaunchSpec
 from runner.recipes import recipe as recipes
 from runner.recipes.versions import package_versions
@@ -230,4 +231,4 @@ class Launcher:
 
 def _short(v: Any, n: int = 24) -> str:
     text = "(none)" if v is None else str(v)
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clip(text, n)

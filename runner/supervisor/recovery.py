@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from runner.core.errors import InputError
 from runner.core.policy import AttemptRecord
+from runner.core.schema import as_dict
 from runner.core.state import LIVE, Status
 from runner.process import proctree
 from runner.recipes import recipe as recipes
@@ -117,7 +118,7 @@ def load_run_recipe(run: rundir.RunDir) -> dict[str, Any]:
     recipe["_recipe_dir"] = launch.get("recipe_dir", "")
     recipe["_launch_cwd"] = launch.get("cwd")
     secrets = runfiles.read_secrets(run.path)
-    return recipes.restore_secrets(recipe, runfiles.as_dict(secrets) if secrets else None)
+    return recipes.restore_secrets(recipe, as_dict(secrets) if secrets else None)
 
 
 def step_of(path: str | None) -> int | None:

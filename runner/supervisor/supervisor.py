@@ -29,6 +29,7 @@ from typing import Any
 
 from runner.checkpoints.keeper import CheckpointKeeper
 from runner.core import bounds
+from runner.core.schema import as_dict
 from runner.core import lifecycle as lc
 from runner.core.errors import InputError
 from runner.core.monitors import Thresholds
@@ -39,7 +40,7 @@ from runner.process import proctree
 from runner.process.engines.local import LocalEngine
 from runner.process.slurm import client as slurm_client
 from runner.recipes import recipe as recipes
-from runner.rundir import rundir, runfiles, store
+from runner.rundir import rundir, store
 from runner.rundir.journal import Journal
 from runner.rundir.rundir import RUNNING, STARTING, STOPPING
 from runner.rundir.secrets import Redactor
@@ -322,7 +323,7 @@ class Supervisor:
                                                 env=self.env_resolved, python=(self.recipe.get("swift") or {}).get("python")))
         self.history.append(out.record)
         if out.report is not None:
-            self.journal.write_json(self.run.crash_report(n), runfiles.as_dict(out.report))
+            self.journal.write_json(self.run.crash_report(n), as_dict(out.report))
         for kind, fields in out.events:
             self.journal.event(kind, **fields)
         self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])

@@ -60,7 +60,7 @@ class ProcFacts:
     own: bool = False                 # the run's own: its runner, or marked with its live or a newer attempt
 
 
-def classify(f: ProcFacts) -> tuple[str, ...]:
+def process_labels(f: ProcFacts) -> tuple[str, ...]:
     """Labels for one process; empty when it does not matter to a launch."""
     # Without a run context (``moeconsole gpus``), processes of a live supervised run are
     # that run's own, not strangers.
@@ -397,7 +397,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
             run_context=run_context,
             own=view.owns(row, run_id),
         )
-        labels = classify(facts)
+        labels = process_labels(facts)
         if labels:
             found.append(_proc_info(pid, row, labels, usage.get(pid, {}), now))
     found.sort(key=lambda p: (not p.blocker, -(p.gpu_mem_mib or 0.0), p.pid))

@@ -146,3 +146,16 @@ def test_host_ram_and_disk_read_alike_in_gpus_and_the_host_line():
     assert f"CPU {NA}" in cli and f"cpu {NA}" in line
     assert f"12.2 / {NA} GiB" in cli and f"ram 12.2/{NA}G" in line
     assert "2.0T free" in line and "?" not in cli + line
+
+
+@pytest.mark.parametrize("width", [2, 5, 24, 60])
+def test_text_too_long_is_cut_alike_in_runs_ls_and_the_blocker_list(width):
+    """One cut rule (runner.core.units.clip): a long command in the blocker list and a long
+    value in `runs ls` end at the same character with the same mark."""
+    from console.commands.runs import cut_name
+    from console.format import blocker_cmd
+    cmd = "/opt/envs/train/bin/python3.11-m-torch.distributed.run--nproc_per_node=8-train.py--lr=2e-5"
+    shown = blocker_cmd({"cmdline": cmd}, width)
+    assert shown == cut_name(cmd, width)  # a value without a space is cut like any other column
+    assert len(shown) == width and shown.endswith("…")
+    assert blocker_cmd({"cmdline": "short"}, width if width > 5 else 5) == "short"

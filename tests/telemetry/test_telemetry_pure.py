@@ -8,7 +8,7 @@ from runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot
 from runner.telemetry.host import cpu_busy_pct
 from runner.telemetry.kill import gpu_released, release_targets
 from runner.telemetry.preflight import gpu_problems
-from runner.telemetry.procs import ProcFacts, classify
+from runner.telemetry.procs import ProcFacts, process_labels
 from runner.rundir.secrets import redact_argv, redact_cmdline
 
 
@@ -30,7 +30,7 @@ from runner.rundir.secrets import redact_argv, redact_cmdline
     (ProcFacts(), ()),
 ])
 def test_classify(facts, labels):
-    assert classify(facts) == labels
+    assert process_labels(facts) == labels
 
 
 @pytest.mark.parametrize("argv, shown", [

@@ -14,7 +14,6 @@ name) the run's environment marker still finds any process of the run that outli
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import time
@@ -322,7 +321,7 @@ class SlurmEngine:
         """Write the batch script and start sbatch in the background (the loop learns the job
         id, or why there is none, from ``poll``). The environment reaches the job through
         sbatch's own (``--export=ALL``), so no value of it is written to any file."""
-        why = client.available()
+        why = client.why_unavailable()
         if why:
             raise OSError(why)
         self.run.jobs.mkdir(mode=rundir.DIR_MODE, exist_ok=True)

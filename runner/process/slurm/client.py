@@ -107,7 +107,7 @@ class AsyncCommand:
         _RUNNING.pop(self.proc.pid, None)
 
 
-def available() -> str | None:
+def why_unavailable() -> str | None:
     """None when the Slurm client commands are on PATH, else why not."""
     missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
     return f"Slurm commands not found: {', '.join(missing)}" if missing else None

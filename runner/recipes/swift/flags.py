@@ -45,7 +45,7 @@ def _version_key(v: str) -> tuple:
 
 
 @lru_cache(maxsize=None)
-def available(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ...]:
+def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ...]:
     """(version, path) of every shipped table, oldest first."""
     out = []
     for p in Path(flags_dir).glob("ms-swift-*.json"):
@@ -64,7 +64,7 @@ def load(path: str) -> Table:
 def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | None, str]:
     """The table for ``version`` ("4.6", "4.2.0", "4.6.x"): the same major.minor, the patch
     closest at or below. Without a version, the newest table. Returns (table, how it was chosen)."""
-    tables = available(flags_dir)
+    tables = shipped_tables(flags_dir)
     if not tables:
         return None, "no flag tables are shipped"
     if not version:

@@ -111,7 +111,7 @@ def parse_command(recipe: dict) -> SwiftCommand | None:
     return cmd
 
 
-def check(recipe: dict, *, probe_parser: bool = True) -> list[dict]:
+def check_swift_recipe(recipe: dict, *, probe_parser: bool = True) -> list[dict]:
     cmd = parse_command(recipe)
     if cmd is None:
         return []
