@@ -16,7 +16,7 @@ import collections
 import math
 from array import array
 from itertools import compress
-from typing import Sequence, Iterable
+from typing import Iterable, Iterator, Sequence
 
 DEFAULT_LIMIT = 2048
 RECENT_KEEP = 64
@@ -293,15 +293,19 @@ def in_range(xs: Sequence[float], ys: Sequence[float], lo: float | None, hi: flo
     return list(compress(xs, keep)), list(compress(ys, keep))
 
 
+def _runs(m: int, points: int) -> Iterator[tuple[int, int]]:
+    """``points`` runs of neighbours covering ``m`` values as evenly as integers allow: (lo, hi)."""
+    for b in range(points):
+        yield b * m // points, (b + 1) * m // points
+
+
 def reduce_max(xs: list[float], ys: list[float], points: int) -> tuple[list[float], list[float]]:
     """At most ``points`` pairs: equal runs of neighbours, each its first step and its max (NaN
     wins: a non-finite value is never hidden by its neighbours)."""
-    m = len(xs)
-    if m <= points or points <= 0:
+    if len(xs) <= points or points <= 0:
         return xs, ys
     ox, oy = [], []
-    for b in range(points):
-        lo, hi = b * m // points, (b + 1) * m // points
+    for lo, hi in _runs(len(xs), points):
         v = ys[lo]
         for w in ys[lo + 1:hi]:
             if v != v:
@@ -314,12 +318,10 @@ def reduce_max(xs: list[float], ys: list[float], points: int) -> tuple[list[floa
 
 def reduce_mean(xs: list[float], ys: list[float], points: int) -> tuple[list[float], list[float]]:
     """``reduce_max`` with the mean of the finite values of each run (NaN: none)."""
-    m = len(xs)
-    if m <= points or points <= 0:
+    if len(xs) <= points or points <= 0:
         return xs, ys
     ox, oy = [], []
-    for b in range(points):
-        lo, hi = b * m // points, (b + 1) * m // points
+    for lo, hi in _runs(len(xs), points):
         fin = [v for v in ys[lo:hi] if v - v == 0]
         ox.append(xs[lo])
         oy.append(math.fsum(fin) / len(fin) if fin else math.nan)

@@ -6,18 +6,9 @@ import numpy as np
 
 from console.chart import Marker, markers_from, render_chart, rows_text
 from runner.core.series import Series
+from tests.console.chart_helpers import plot_cols, series
 
 
-def series(xs, ys) -> Series:
-    s = Series()
-    for x, y in zip(xs, ys):
-        s.append(x, y)
-    return s
-
-
-def plot_cols(rows: list[str]) -> list[str]:
-    """The plot area (without the y-label column) of the plot rows."""
-    return [r[7:] for r in rows[1:-1]]
 
 
 def test_exact_size_for_many_sizes():

@@ -19,6 +19,7 @@ from console.screens.run import RunScreen
 from console.widgets.chart import ChartView
 from runner.core.series import Series
 from runner.rundir import jsonio, seriesfile
+from tests.console.chart_helpers import plot_cols, series
 from tests.waiting import until_ui
 
 # What this file adds is imported where it is used: run on the code before it, each test fails
@@ -30,20 +31,11 @@ def _options(**kw):
     return ChartOptions(**kw)
 
 
-def series(xs, ys) -> Series:
-    s = Series()
-    for x, y in zip(xs, ys):
-        s.append(x, y)
-    return s
-
-
-def plot(rows: list[str]) -> list[str]:
-    return [r[7:] for r in rows[1:-1]]
 
 
 def lit_rows(rows: list[str]) -> set[int]:
     """The plot rows that hold any braille dot."""
-    return {i for i, r in enumerate(plot(rows)) if any(0x2800 < ord(c) <= 0x28FF for c in r)}
+    return {i for i, r in enumerate(plot_cols(rows)) if any(0x2800 < ord(c) <= 0x28FF for c in r)}
 
 
 # ---- the renderer on plain data -----------------------------------------------------------------
@@ -54,7 +46,7 @@ def test_one_spike_does_not_flatten_the_grad_norm_chart_and_is_marked():
     rows = rows_text(render_chart([series(range(300), grad)], 60, 12, title="grad norm"))
     # the noise fills the chart's height instead of a line along the floor (away from the spike)
     assert len(lit_rows([r[:27] for r in rows])) >= 6, rows
-    top = plot(rows)[0]
+    top = plot_cols(rows)[0]
     assert "↑" in top, "the point beyond the clipped axis is marked on the top row"
     col = top.index("↑")
     assert abs(col - round(150 / 299 * (len(top) * 2 - 1)) // 2) <= 1
@@ -77,14 +69,14 @@ def test_a_restart_and_a_checkpoint_in_one_column_both_show():
     s = series(range(0, 1001), [1.0] * 1001)
     marks = [Marker(500.0, "ckpt"), Marker(501.0, "restart")]
     rows = rows_text(render_chart([s], 30, 8, markers=marks))
-    axis, body = rows[-1][7:], plot(rows)
+    axis, body = rows[-1][7:], plot_cols(rows)
     assert "C" in axis and "R" not in axis
     col = axis.index("C")
     assert body[0][col] == "R", "the restart is written at the top of its dashed line"
     assert any(r[col] == "┆" for r in body[1:])
     bad = rows_text(render_chart([s], 30, 8, markers=[Marker(500.0, "ckpt_bad"), Marker(500.0, "ckpt"),
                                                       Marker(501.0, "restart")]))
-    assert "✗" in bad[-1] and plot(bad)[0][bad[-1][7:].index("✗")] == "R"
+    assert "✗" in bad[-1] and plot_cols(bad)[0][bad[-1][7:].index("✗")] == "R"
 
 
 def test_smoothing_draws_the_ema_over_the_faint_raw_line():

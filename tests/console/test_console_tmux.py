@@ -2,6 +2,7 @@
 keys sent with send-keys, the screen read with capture-pane; detaching leaves the run going."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import psutil
 import pytest
@@ -45,15 +47,20 @@ class Tmux:
             raise AssertionError(f"{text!r} not on screen after {timeout}s:\n{last}") from None
 
 
-def test_demo_in_tmux():
+@contextlib.contextmanager
+def demo_session(label: str, demo_args: str, after: str = "") -> Iterator[tuple[Tmux, Path]]:
+    """`moeconsole demo DEMO_ARGS` in a detached tmux session "demo" (80x24, 256 colours) on a
+    socket of our own, with a runs directory of its own; at the end the server, the run's
+    processes (by PID and start time) and the directory go. ``after``: shell text run once the
+    console exits (e.g. printing its exit code)."""
     base = Path(tempfile.mkdtemp(prefix="mctmux-"))
-    tmux = Tmux(f"moeconsole-test-{os.getpid()}")
+    tmux = Tmux(f"moeconsole-test-{label}{os.getpid()}")
     server_pid = None
     socket_path = ""
     try:
         cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
                f"{shlex.quote(sys.executable)} -m console.cli demo --runs-dir {shlex.quote(str(base))} "
-               "--set args.max_steps=100000")
+               f"{demo_args}{after}")
         tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
         tmux("set-option", "-t", "demo", "remain-on-exit", "on")
         server_pid = int(tmux("display-message", "-p", "-t", "demo", "#{pid}").strip())
@@ -61,6 +68,30 @@ def test_demo_in_tmux():
         tmux("run-shell", "-b", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
                                 f"tmux -L {shlex.quote(tmux.name)} kill-server")
         socket_path = tmux("display-message", "-p", "-t", "demo", "#{socket_path}").strip()
+        yield tmux, base
+    finally:
+        tmux("kill-server")  # the server on our own socket
+        if server_pid:
+            try:
+                psutil.Process(server_pid).wait(timeout=5)
+            except psutil.NoSuchProcess:
+                pass
+            except psutil.TimeoutExpired:
+                psutil.Process(server_pid).kill()  # by PID, only if it did not go
+        if socket_path.startswith("/"):
+            Path(socket_path).unlink(missing_ok=True)
+        procs = run_processes(base)
+        for r in rundir.list_run_dirs(base):
+            st = r.read_state()
+            for p in [st.get("runner") or {}] + list(st.get("pids") or []):
+                if p.get("pid") and p.get("start_time"):
+                    procs[int(p["pid"])] = float(p["start_time"])
+        end_processes(procs)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_demo_in_tmux():
+    with demo_session("", "--set args.max_steps=100000") as (tmux, base):
         tmux.wait_for("RUNNING", timeout=90)
         screen = tmux.wait_for("k Kill", timeout=20)  # the footer: the keys that apply to a running run
         assert "q Detach" in screen
@@ -89,25 +120,6 @@ def test_demo_in_tmux():
         assert state["status"] == "running" and psutil.pid_exists(state["runner"]["pid"])
         until(lambda: (run.read_state().get("step") or 0) > step, timeout=30,  # training goes on without the UI
               what="a step after the console detached")
-    finally:
-        tmux("kill-server")  # the server on our own socket
-        if server_pid:
-            try:
-                psutil.Process(server_pid).wait(timeout=5)
-            except psutil.NoSuchProcess:
-                pass
-            except psutil.TimeoutExpired:
-                psutil.Process(server_pid).kill()  # by PID, only if it did not go
-        if socket_path.startswith("/"):
-            Path(socket_path).unlink(missing_ok=True)
-        procs = run_processes(base)
-        for r in rundir.list_run_dirs(base):
-            st = r.read_state()
-            for p in [st.get("runner") or {}] + list(st.get("pids") or []):
-                if p.get("pid") and p.get("start_time"):
-                    procs[int(p["pid"])] = float(p["start_time"])
-        end_processes(procs)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_and_exits_1():
@@ -115,21 +127,8 @@ def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_
     (80x24); its runner is reaped (no <defunct> under the console, nothing in the zombie list),
     the footer offers no kill/restart/verify/zombie keys for a run that is over, and detaching
     exits 1 with the reason on stderr."""
-    base = Path(tempfile.mkdtemp(prefix="mctmux-"))
-    tmux = Tmux(f"moeconsole-test-end-{os.getpid()}")
-    server_pid = None
-    socket_path = ""
-    try:
-        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
-               f"{shlex.quote(sys.executable)} -m console.cli demo --runs-dir {shlex.quote(str(base))} "
-               "--set args.max_steps=12 --set args.save_steps=4 --set args.step_delay=0.05 "
-               "--set args.fault=stub@12; echo MOECONSOLE_EXIT=$?")
-        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
-        tmux("set-option", "-t", "demo", "remain-on-exit", "on")
-        server_pid = int(tmux("display-message", "-p", "-t", "demo", "#{pid}").strip())
-        tmux("run-shell", "-b", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
-                                f"tmux -L {shlex.quote(tmux.name)} kill-server")
-        socket_path = tmux("display-message", "-p", "-t", "demo", "#{socket_path}").strip()
+    with demo_session("end-", "--set args.max_steps=12 --set args.save_steps=4 --set args.step_delay=0.05 "
+                      "--set args.fault=stub@12", "; echo MOECONSOLE_EXIT=$?") as (tmux, base):
         screen = tmux.wait_for("UNSAVED", timeout=120)
         run = rundir.list_run_dirs(base)[0]
         runner = run.read_state()["runner"]["pid"]
@@ -158,22 +157,3 @@ def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_
         # the terminal after the UI left: the line `run` wrote on stderr
         joined = after.replace("\n", "")  # the terminal wraps the line at 80 columns
         assert "finished but is UNSAVED" in joined and "checkpoint-12 is empty_stub" in joined, after
-    finally:
-        tmux("kill-server")
-        if server_pid:
-            try:
-                psutil.Process(server_pid).wait(timeout=5)
-            except psutil.NoSuchProcess:
-                pass
-            except psutil.TimeoutExpired:
-                psutil.Process(server_pid).kill()
-        if socket_path.startswith("/"):
-            Path(socket_path).unlink(missing_ok=True)
-        procs = run_processes(base)
-        for r in rundir.list_run_dirs(base):
-            st = r.read_state()
-            for p in [st.get("runner") or {}] + list(st.get("pids") or []):
-                if p.get("pid") and p.get("start_time"):
-                    procs[int(p["pid"])] = float(p["start_time"])
-        end_processes(procs)
-        shutil.rmtree(base, ignore_errors=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,14 +23,6 @@ from tests.waiting import until, until_ui
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = REPO / "tests" / "fakes" / "memtrain.py"
-
-
-@pytest.fixture(scope="module")
-def fake_libdir(tmp_path_factory) -> Path:
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is needed to build the fake NVML library")
-    from tests.fakes.nvml import build_fake_nvml
-    return build_fake_nvml(tmp_path_factory.mktemp("fake-nvml"))
 
 
 @pytest.fixture
