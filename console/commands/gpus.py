@@ -13,7 +13,7 @@ from typing import Iterable
 from runner.rundir import jsonio
 from runner.core.errors import InputError
 from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
-from runner.telemetry.host import host_snapshot
+from runner.telemetry.host import host_snapshot, prime_cpu
 from runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
 from runner.telemetry.preflight import port_free
 from runner.core.units import NA, duration, number
@@ -156,6 +156,7 @@ def _kill_listed(backend: GpuBackend, listing: GpuSnapshot, procs: list[ProcInfo
 def run(args) -> int:
     port = _check_port(getattr(args, "port", None))
     kill_pids = list(getattr(args, "kill", None) or [])
+    prime_cpu()  # the CPU figure's 0.1 s runs while NVML and the process scan work
     backend = get_backend()
     try:
         snap = backend.snapshot()

@@ -11,8 +11,9 @@ from runner.rundir.snapshot import HostLine, LiveTelemetry, RunWatcher
 
 def run(args) -> int:
     run_dir = rundir.resolve(runs_base(args.runs_dir), args.run)
+    host = None if args.no_gpu else HostLine(run_dir.path)  # first: its CPU sample spans the rest
     telemetry = None if args.no_gpu else LiveTelemetry()
-    watcher = RunWatcher(run_dir, telemetry=telemetry, host=None if args.no_gpu else HostLine(run_dir.path))
+    watcher = RunWatcher(run_dir, telemetry=telemetry, host=host)
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)
     while True:
         snap = watcher.poll()

@@ -505,6 +505,8 @@ class HostLine:
     line. A figure the system cannot give is None."""
 
     def __init__(self, run_dir: Path) -> None:
+        from runner.telemetry.host import prime_cpu
+        prime_cpu()  # the first CPU figure's interval runs while the rest of the snapshot is made
         self.run_dir = str(run_dir)
         self._io: dict[str, Any] = {}
 

@@ -13,6 +13,8 @@ _FIRST_SAMPLE_S = 0.1
 
 _lock = threading.Lock()
 _last_cpu: tuple[float, float] | None = None  # (busy, total) seconds at the previous call
+_last_at = 0.0                                  # time.monotonic() of that sample
+_figured = False                                # a figure was given (only the first one waits)
 
 
 def _busy_total(t) -> tuple[float, float]:
@@ -31,19 +33,29 @@ def cpu_busy_pct(prev: tuple[float, float], cur: tuple[float, float]) -> float |
     return max(0.0, min(100.0, 100.0 * (cur[0] - prev[0]) / d_total))
 
 
-def _cpu_pct() -> float | None:
-    """CPU use since the previous call; the first call in a process samples 0.1 s, so a
-    one-shot command still shows a real figure. Kept apart from ``psutil.cpu_percent``'s
-    global state so other callers in the process do not shorten our interval."""
-    global _last_cpu
+def prime_cpu() -> None:
+    """Take the first CPU sample now (a one-shot command calls it before its other work, so the
+    0.1 s its first figure needs passes while that work runs instead of in a sleep)."""
+    global _last_cpu, _last_at
     with _lock:
-        prev = _last_cpu
-        if prev is None:
-            prev = _busy_total(psutil.cpu_times())
-            time.sleep(_FIRST_SAMPLE_S)
+        if _last_cpu is None:
+            _last_cpu, _last_at = _busy_total(psutil.cpu_times()), time.monotonic()
+
+
+def _cpu_pct() -> float | None:
+    """CPU use since the previous call; the first figure in a process covers at least 0.1 s
+    (from ``prime_cpu``, else sampled here), so a one-shot command still shows a real figure.
+    Kept apart from ``psutil.cpu_percent``'s global state so other callers in the process do not
+    shorten our interval."""
+    global _last_cpu, _last_at, _figured
+    prime_cpu()
+    with _lock:
+        prev, since = _last_cpu, time.monotonic() - _last_at
+        if not _figured and since < _FIRST_SAMPLE_S:
+            time.sleep(_FIRST_SAMPLE_S - since)
         cur = _busy_total(psutil.cpu_times())
-        _last_cpu = cur
-    return cpu_busy_pct(prev, cur)
+        _last_cpu, _last_at, _figured = cur, time.monotonic(), True
+    return cpu_busy_pct(prev, cur) if prev is not None else None
 
 
 def host_snapshot() -> dict:

@@ -107,3 +107,37 @@ def test_rows_show_na_for_missing_values():
 def test_cpu_busy_pct():
     assert cpu_busy_pct((10.0, 100.0), (15.0, 120.0)) == pytest.approx(25.0)
     assert cpu_busy_pct((10.0, 100.0), (10.0, 100.0)) is None
+
+
+def _fresh_host(monkeypatch):
+    """runner.telemetry.host with no sample taken yet, a clock the test moves, and sleeps recorded."""
+    from runner.telemetry import host
+    monkeypatch.setattr(host, "_last_cpu", None)
+    monkeypatch.setattr(host, "_figured", False)
+    clock = {"t": 1000.0}
+    slept: list[float] = []
+    monkeypatch.setattr(host.time, "monotonic", lambda: clock["t"])
+    monkeypatch.setattr(host.time, "sleep", lambda s: (slept.append(s), clock.__setitem__("t", clock["t"] + s)))
+    return host, clock, slept
+
+
+def test_a_one_shot_cpu_figure_spans_its_work_not_a_sleep(monkeypatch):
+    """`--json --once` and `gpus` prime the CPU sample before their other work: when that work
+    took 0.1 s, the first figure needs no sleep of its own (it slept 0.1 s before)."""
+    host, clock, slept = _fresh_host(monkeypatch)
+    host.prime_cpu()
+    clock["t"] += 0.15          # NVML, the process scan, the run directory
+    host._cpu_pct()
+    assert slept == []
+    # Without the priming, the first figure still covers 0.1 s (a real figure, not 0%).
+    host, clock, slept = _fresh_host(monkeypatch)
+    host._cpu_pct()
+    assert slept == [pytest.approx(0.1)]
+    # Primed but the work was quick: only the rest of the 0.1 s is waited; later figures never wait.
+    host, clock, slept = _fresh_host(monkeypatch)
+    host.prime_cpu()
+    clock["t"] += 0.04
+    host._cpu_pct()
+    clock["t"] += 0.01
+    host._cpu_pct()
+    assert slept == [pytest.approx(0.06)]
