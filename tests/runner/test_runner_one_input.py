@@ -86,3 +86,74 @@ def test_one_metric_line_out_of_range_never_ends_supervision(harness, label):
     assert out.returncode == 0, out.stderr
     assert run.state()["status"] == "killed"
     assert not _alive(leader["pid"], leader["start_time"])
+
+
+# ---- 4, 5: a kill always lands, even when the runner cannot take it ----------------------------
+
+SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", "
+                             "flush=True)\ntime.sleep(600)\n"]
+
+
+def test_control_sock_deleted_the_runner_binds_it_again(harness):
+    """control.sock deleted while the runner lives: the runner notices and binds it again, so
+    status and kill reach it as before (they used to say "no runner is listening" for good)."""
+    from runner.supervisor import control
+    run = harness.start(harness.recipe(command=SLEEPER, **NO_SAVES))
+    st = _running(run)
+    (run.path / "control.sock").unlink()
+    answer = until(lambda: _status(run, control), 30, what="the runner to answer on a new control.sock")
+    assert answer["ok"] is True
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, out.stderr
+    assert "from its records" not in out.stderr      # the runner itself took the kill
+    assert run.state()["status"] == "killed" and run.state()["runner"]["pid"] == st["runner"]["pid"]
+    assert not _alive(_leader(st)["pid"], _leader(st)["start_time"])
+
+
+def _status(run, control) -> dict | None:
+    try:
+        return control.send(run.path / "control.sock", {"cmd": "status"}, timeout=5)
+    except control.ControlError:
+        return None
+
+
+def test_control_sock_replaced_by_a_file_the_kill_still_lands(harness):
+    """A regular file planted where control.sock was: the runner notices the path changed and
+    binds its socket there again; the kill lands, no traceback (it used to fail with "no runner
+    is listening" and leave the training running)."""
+    run = harness.start(harness.recipe(command=SLEEPER, **NO_SAVES))
+    st = _running(run)
+    sock = run.path / "control.sock"
+    sock.unlink()
+    sock.write_text("not a socket\n")
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, out.stderr
+    _no_traceback(out)
+    assert run.state()["status"] == "killed"
+    assert not _alive(_leader(st)["pid"], _leader(st)["start_time"])
+
+
+def test_a_stopped_runner_never_takes_a_kill_late(harness):
+    """Runner SIGSTOPped: the kill does not wait for it. The CLI ends the stopped runner (its
+    PID and start time checked) and the training from the run's records, and says so; after
+    SIGCONT nothing is carried out late, because the runner is gone (it used to report "did not
+    answer" with exit 2, then kill the training once continued)."""
+    run = harness.start(harness.recipe(command=SLEEPER, **NO_SAVES))
+    st = _running(run)
+    runner = st["runner"]
+    os.kill(runner["pid"], signal.SIGSTOP)
+    try:
+        out = harness.cli("kill", run.id, "--grace", "2")
+    finally:
+        try:
+            os.kill(runner["pid"], signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert out.returncode == 0, out.stderr
+    _no_traceback(out)
+    assert "killed" in out.stdout
+    assert not _alive(_leader(st)["pid"], _leader(st)["start_time"])
+    assert not _alive(runner["pid"], runner["start_time"])
+    assert run.state()["status"] == "killed"
+    again = harness.cli("kill", run.id)
+    assert again.returncode == 0 and "already killed" in again.stdout, again.stdout + again.stderr
