@@ -157,3 +157,65 @@ def test_a_stopped_runner_never_takes_a_kill_late(harness):
     assert run.state()["status"] == "killed"
     again = harness.cli("kill", run.id)
     assert again.returncode == 0 and "already killed" in again.stdout, again.stdout + again.stderr
+
+
+# ---- 8: file descriptors --------------------------------------------------------------------
+
+def _start_with_nofile(harness, recipe, nofile: int):
+    """``run --detach`` with RLIMIT_NOFILE ``nofile`` (the runner inherits it)."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    proc = subprocess.run([sys.executable, "-m", "console.cli", "run", str(recipe), "--detach",
+                           "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=120, preexec_fn=limit)
+    assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr
+    from tests.runner.conftest import Run
+    return Run(harness.runs_dir / proc.stdout.strip().splitlines()[0])
+
+
+@pytest.mark.parametrize("nofile, clients", [(64, 120), (1024, 1100)])
+def test_many_idle_control_connections_never_end_the_runner(harness, nofile, clients):
+    """Silent connections far beyond the runner's open-file limit: it holds a capped number
+    (the oldest idle closed), keeps descriptors for its own files, logs no traceback, answers
+    status and takes the kill (it used to die with EMFILE, or log tracebacks)."""
+    import resource
+    import socket
+    from runner.supervisor import control
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < clients + 64:
+        pytest.skip(f"this test needs {clients + 64} descriptors; the hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, clients + 64), hard))
+    run = _start_with_nofile(harness, harness.recipe(command=SLEEPER, **NO_SAVES), nofile)
+    socks: list[socket.socket] = []
+    try:
+        st = _running(run)
+        path = str(run.path / "control.sock")
+        for _ in range(clients):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5)
+            try:
+                s.connect(path)
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+        # the crowd stays: every round, each dropped connection comes back
+        for _ in range(3):
+            answer = control.send(path, {"cmd": "status"}, timeout=30)
+            assert answer["ok"] is True
+        runner = st["runner"]
+        assert _alive(runner["pid"], runner["start_time"]), (run.path / "runner.log").read_text()[-3000:]
+        out = harness.cli("kill", run.id, "--grace", "2")
+        assert out.returncode == 0, out.stderr
+        assert "from its records" not in out.stderr   # the runner itself took it
+        assert run.state()["status"] == "killed"
+        log = (run.path / "runner.log").read_text()
+        assert "Traceback" not in log and "Too many open files" not in log, log[-3000:]
+    finally:
+        for s in socks:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
