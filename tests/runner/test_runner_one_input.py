@@ -219,3 +219,34 @@ def test_many_idle_control_connections_never_end_the_runner(harness, nofile, cli
         for s in socks:
             s.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+# ---- 3: train.log replaced by a FIFO ----------------------------------------------------------
+
+TICKER = ["{python}", "-c", "import time\nfor s in range(1, 100000):\n"
+                            "    print({'loss': 1.0, 'step': s}, flush=True)\n    time.sleep(0.1)\n"]
+
+
+def test_train_log_replaced_by_a_fifo_never_blocks_the_runner(harness):
+    """A FIFO planted where train.log was: the runner never opens it blocking (it used to hang
+    in open(2) until a writer came: status unanswered, kill failed, the training left alive). It
+    says so (a storage alert), status and --json answer, the kill lands through the runner."""
+    from runner.supervisor import control
+    run = harness.start(harness.recipe(command=TICKER, **NO_SAVES))
+    st = _running(run)
+    until(lambda: len(run.metrics()) >= 2, 60, what="two steps read")
+    log = run.path / "train.log"
+    log.unlink()
+    os.mkfifo(log)
+    alert = until(lambda: [e for e in run.events("alert") if "FIFO" in e.get("message", "")], 60,
+                  what="an alert naming the FIFO")
+    assert alert[0]["rule"] == "storage"
+    answer = control.send(run.path / "control.sock", {"cmd": "status"}, timeout=10)
+    assert answer["ok"] is True
+    shown = harness.cli("--json", run.id, "--once", "--no-gpu", timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, out.stderr
+    assert "from its records" not in out.stderr
+    assert run.state()["status"] == "killed"
+    assert not _alive(_leader(st)["pid"], _leader(st)["start_time"])
