@@ -250,3 +250,65 @@ def test_train_log_replaced_by_a_fifo_never_blocks_the_runner(harness):
     assert "from its records" not in out.stderr
     assert run.state()["status"] == "killed"
     assert not _alive(_leader(st)["pid"], _leader(st)["start_time"])
+
+
+# ---- 16: standard output closed, a full disk at the run's creation ----------------------------
+
+def _cli_stdout_closed(harness, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    return subprocess.run([sys.executable, "-m", "console.cli", *args], stderr=subprocess.PIPE, text=True,
+                          env=env, cwd=REPO, timeout=60, preexec_fn=lambda: os.close(1))
+
+
+@pytest.mark.parametrize("args", [("runs", "ls"), ("--json", "RUN", "--once", "--no-gpu"), ("runs", "show", "RUN"),
+                                  ("parse", "LOG")])
+def test_a_command_with_stdout_closed_says_so_in_one_line(harness, args):
+    """``moeconsole runs ls >&-``: one line on stderr and exit 2, never a traceback (it used to
+    fail with ``'NoneType' object has no attribute 'write'``)."""
+    run = harness.start(harness.recipe(command=["true"], **NO_SAVES))
+    run.wait_status("succeeded")
+    words = [str(run.path / "train.log") if a == "LOG" else run.id if a == "RUN" else a for a in args]
+    if words[0] != "parse":
+        words += ["--runs-dir", str(harness.runs_dir)]
+    proc = _cli_stdout_closed(harness, *words)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "standard output is closed" in lines[0]
+
+
+@pytest.fixture
+def full_disk(runs_dir):
+    """The runs directory on a 1 MiB tmpfs, filled (needs root to mount; skipped otherwise)."""
+    from tests.conftest import end_processes, run_processes
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(runs_dir)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        fd = os.open(runs_dir / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+        chunk = b"\0" * 65536
+        while True:
+            try:
+                os.write(fd, chunk)
+            except OSError:
+                if len(chunk) == 1:
+                    break
+                chunk = chunk[: len(chunk) // 2]
+        os.close(fd)
+        yield runs_dir
+    finally:
+        end_processes(run_processes(runs_dir))
+        subprocess.run(["umount", "-l", str(runs_dir)], capture_output=True)
+
+
+def test_a_full_disk_at_the_runs_creation_leaves_nothing_behind(harness, full_disk):
+    """ENOSPC while ``run`` writes the new run directory (a real full tmpfs): one line, exit 2,
+    and no half-made run directory (it used to end with an OSError traceback and leave one)."""
+    proc = harness.cli("run", str(harness.recipe()), "--detach")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode in (1, 2) and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "No space left on device" in lines[0]
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+    listed = harness.cli("runs", "ls")
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr
