@@ -69,7 +69,7 @@ def _ask(run: rundir.RunDir, req: control.Kill, timeout: float = ANSWER_TIMEOUT_
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return control.send(run.sock, req, timeout=max(0.5, deadline - time.monotonic()))
+            return control.send(run.sock, req, timeout=round(max(0.5, deadline - time.monotonic()), 1))
         except control.NotListening:
             if time.monotonic() >= deadline or not launch.runner_alive(run):
                 raise
