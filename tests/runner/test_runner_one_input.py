@@ -312,3 +312,17 @@ def test_a_full_disk_at_the_runs_creation_leaves_nothing_behind(harness, full_di
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
     listed = harness.cli("runs", "ls")
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
+
+
+def test_parse_of_a_trainer_state_with_steps_out_of_range(harness, tmp_path):
+    """trainer_state.json's log_history with a step of 10**30 and -3: skipped and counted, the
+    other entries read (``parse`` used to end with OverflowError)."""
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": [{"loss": 1.0, "step": 1}, {"loss": 1.0, "step": 10 ** 30},
+                                                {"loss": 1.0, "step": -3}, {"loss": 0.5, "step": 3}],
+                                "global_step": 3}))
+    out = harness.cli("parse", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line)["step"] for line in out.stdout.splitlines()] == [1, 3]
+    summary = harness.cli("parse", str(path))
+    assert summary.returncode == 0 and "2 with a step out of range" in summary.stdout, summary.stdout + summary.stderr
