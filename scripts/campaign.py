@@ -543,10 +543,15 @@ def lost(work: Path, quick: bool) -> list[Check]:
             wait(lambda: _metric_steps(run) == [1, 2, 3], 60)
             alive = _runner_lives(run)
             parsed = [cli(["parse", str(run / "train.log"), *j]) for j in ([], ["--json"])]
+            try:
+                parsed_steps = [json.loads(x)["step"] for x in parsed[1][1].splitlines()]
+            except (ValueError, KeyError):
+                parsed_steps = []
             rc, _, err = cli(["kill", run.name, "--grace", "2"], run.parent)
             ok = (alive and _metric_steps(run) == [1, 2, 3] and all(p[0] == 0 and "Traceback" not in p[2] for p in parsed)
-                  and rc == 0 and state(run).get("status") == "killed" and tree_gone(st))
-            return ok, f"runner alive {alive}, steps {_metric_steps(run)}, parse {[p[0] for p in parsed]}, kill {rc}"
+                  and parsed_steps == [1, 2, 3] and rc == 0 and state(run).get("status") == "killed" and tree_gone(st))
+            return ok, (f"runner alive {alive}, steps {_metric_steps(run)}, parse exit {[p[0] for p in parsed]} "
+                        f"steps {parsed_steps}, kill {rc}")
         check(f"one metric line with a {label}: skipped, the runner lives, the kill lands", bad_step)
 
     def fifo_log(tmp):
