@@ -245,6 +245,11 @@ def _first_positional(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.stdout is None:   # started with standard output closed (`moeconsole runs ls >&-`)
+        if sys.stderr is not None:
+            sys.stderr.write("moeconsole: standard output is closed; give it somewhere to go "
+                             "(`>/dev/null` discards it)\n")
+        return 2
     argv = list(sys.argv[1:] if argv is None else argv)
     first = _first_positional(argv)
     if first == "help" and argv and argv[0] == "help":

@@ -2,7 +2,7 @@
 the control socket, all through the real CLI, the real runner and real processes; print counts.
 
     .venv/bin/python scripts/campaign.py                 everything (about 15 minutes on 2 cores)
-    .venv/bin/python scripts/campaign.py --only bad      one part: faults, bad, security, load
+    .venv/bin/python scripts/campaign.py --only bad      one part: faults, lost, bad, security, load
     .venv/bin/python scripts/campaign.py --quick         fewer variants, shorter load (about 5 minutes)
 
 Each check is one line of the report: what was done, what was expected, what happened. A bad
@@ -482,6 +482,196 @@ def faults(work: Path, quick: bool) -> list[Check]:
     return out
 
 
+# ---- one input never ends or stalls supervision (issue 32) ------------------------------------
+
+BAD_STEP_LINES = {"step 2**63": '{"loss": 1.0, "step": 9223372036854775808}',
+                  "swift step 20 digits": "{'loss': '1.0', 'global_step/max_steps': '99999999999999999999/100'}",
+                  "step 1e308": '{"loss": 1.0, "step": 1e308}', "step -7": '{"loss": 1.0, "step": -7}',
+                  "step of 5000 digits": '{"loss": 1.0, "step": ' + "9" * 5000 + "}"}
+
+
+def _printer(lines: list[str]) -> list[str]:
+    return [PY, "-c", f"import time\nfor line in {lines!r}:\n    print(line, flush=True)\ntime.sleep(600)\n"]
+
+
+def _runner_of(run: Path) -> dict:
+    return state(run).get("runner") or {}
+
+
+def _runner_lives(run: Path) -> bool:
+    r = _runner_of(run)
+    return bool(r.get("pid")) and proctree.same_process(r["pid"], r.get("start_time") or 0)
+
+
+def _metric_steps(run: Path) -> list:
+    try:
+        return [json.loads(line).get("step") for line in (run / "metrics.jsonl").read_text().splitlines()]
+    except (OSError, ValueError):
+        return []
+
+
+def _status_answer(run: Path) -> bool:
+    try:
+        return control.send(run / "control.sock", {"cmd": "status"}, timeout=10).get("ok") is True
+    except control.ControlError:
+        return False
+
+
+def lost(work: Path, quick: bool) -> list[Check]:
+    """One input never ends or stalls supervision (issue 32, items 1, 3, 4, 5, 8 and 16): one
+    metric line out of range, a FIFO as train.log, control.sock deleted, the runner stopped, idle
+    connections past the open-file limit, stdout closed, a full disk at the run's creation."""
+    out: list[Check] = []
+
+    def check(name: str, fn) -> None:
+        tmp = work / f"l{len(out)}"
+        tmp.mkdir(parents=True)
+        try:
+            ok, detail = fn(tmp)
+        except Exception as exc:  # noqa: BLE001 - a check that breaks is a failed check
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        finally:
+            end_all(tmp / "runs")
+        out.append(Check("lost", name, ok, detail))
+
+    for label, line in list(BAD_STEP_LINES.items())[: 2 if quick else None]:
+        def bad_step(tmp, line=line):
+            good = ['{"loss": 1.1, "step": 1}', '{"loss": 1.2, "step": 2}']
+            run = start(tmp, "step", command=_printer(good + [line, '{"loss": 0.5, "step": 3}']),
+                        checkpoints={"dir": None}, resume={"arg": None})
+            st = running(run)
+            wait(lambda: _metric_steps(run) == [1, 2, 3], 60)
+            alive = _runner_lives(run)
+            parsed = [cli(["parse", str(run / "train.log"), *j]) for j in ([], ["--json"])]
+            try:
+                parsed_steps = [json.loads(x)["step"] for x in parsed[1][1].splitlines()]
+            except (ValueError, KeyError):
+                parsed_steps = []
+            rc, _, err = cli(["kill", run.name, "--grace", "2"], run.parent)
+            ok = (alive and _metric_steps(run) == [1, 2, 3] and all(p[0] == 0 and "Traceback" not in p[2] for p in parsed)
+                  and parsed_steps == [1, 2, 3] and rc == 0 and state(run).get("status") == "killed" and tree_gone(st))
+            return ok, (f"runner alive {alive}, steps {_metric_steps(run)}, parse exit {[p[0] for p in parsed]} "
+                        f"steps {parsed_steps}, kill {rc}")
+        check(f"one metric line with a {label}: skipped, the runner lives, the kill lands", bad_step)
+
+    def fifo_log(tmp):
+        run = start(tmp, "fifo", command=[PY, "-c", "import time\nfor s in range(1, 99999):\n"
+                                                    "    print({'loss': 1.0, 'step': s}, flush=True)\n"
+                                                    "    time.sleep(0.1)\n"], checkpoints={"dir": None},
+                    resume={"arg": None})
+        st = running(run)
+        wait(lambda: len(_metric_steps(run)) >= 2, 60)
+        (run / "train.log").unlink()
+        os.mkfifo(run / "train.log")
+        wait(lambda: "FIFO" in (run / "events.jsonl").read_text(), 30)
+        answered = _status_answer(run)
+        rc, _, err = cli(["kill", run.name, "--grace", "2"], run.parent)
+        return (answered and rc == 0 and tree_gone(st) and state(run).get("status") == "killed",
+                f"status answered {answered}, kill {rc}: {err.strip()[-120:]}")
+    check("train.log replaced by a FIFO: status answers, the kill lands", fifo_log)
+
+    def sock_deleted(tmp):
+        run = start(tmp, "sock", command=SLEEPER)
+        st = running(run)
+        (run / "control.sock").unlink()
+        rebound = wait(lambda: _status_answer(run), 30)
+        rc, _, err = cli(["kill", run.name, "--grace", "2"], run.parent)
+        return (rebound and rc == 0 and tree_gone(st) and state(run).get("status") == "killed",
+                f"socket bound again {rebound}, kill {rc}: {err.strip()[-120:]}")
+    check("control.sock deleted: the runner binds it again, the kill lands", sock_deleted)
+
+    def stopped(tmp):
+        run = start(tmp, "stopped", command=SLEEPER)
+        st = running(run)
+        r = st["runner"]
+        os.kill(r["pid"], signal.SIGSTOP)
+        try:
+            rc, _, err = cli(["kill", run.name, "--grace", "2"], run.parent)
+        finally:
+            if proctree.same_process(r["pid"], r["start_time"]):
+                os.kill(r["pid"], signal.SIGCONT)
+        landed = rc == 0 and tree_gone(st) and state(run).get("status") == "killed"
+        # never "failed" and then done: after SIGCONT nothing is carried out late
+        late = wait(lambda: _runner_lives(run) and state(run).get("status") != "killed", 3)
+        return landed and not late, f"kill {rc}, status {state(run).get('status')}: {err.strip()[-120:]}"
+    check("runner SIGSTOPped: the kill lands at once, nothing is carried out late", stopped)
+
+    import resource
+    for nofile, clients in ((64, 120),) if quick else ((64, 120), (1024, 1100)):
+        def idle_conns(tmp, nofile=nofile, clients=clients):
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if hard != resource.RLIM_INFINITY and hard < clients + 64:
+                return True, f"skipped: the hard open-file limit is {hard}"
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, clients + 64), hard))
+            socks = []
+            try:
+                path = recipe_file(tmp, "fds", {"command": SLEEPER})
+                rc, o, _ = cli(["run", str(path), "--detach"], tmp / "runs", prefix=["prlimit", f"--nofile={nofile}:{nofile}",
+                                                                                     "--"])
+                run = tmp / "runs" / o.strip().splitlines()[0]
+                st = running(run)
+                for _ in range(clients):
+                    sk = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        sk.connect(str(run / "control.sock"))
+                        socks.append(sk)
+                    except OSError:
+                        sk.close()
+                answered = all(_status_answer(run) for _ in range(3))
+                alive = _runner_lives(run)
+                rc, _, err = cli(["kill", run.name, "--grace", "2"], run.parent)
+                log = (run / "runner.log").read_text(errors="replace")
+                ok = (answered and alive and rc == 0 and tree_gone(st) and "Traceback" not in log
+                      and "Too many open files" not in log)
+                return ok, f"status {answered}, runner alive {alive}, kill {rc}, traceback logged {'Traceback' in log}"
+            finally:
+                for sk in socks:
+                    sk.close()
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        check(f"{clients} idle control connections at nofile {nofile}: the runner lives, no traceback", idle_conns)
+
+    def stdout_closed(tmp):
+        run = start(tmp, "out", command=["true"], checkpoints={"dir": None}, resume={"arg": None})
+        wait(lambda: state(run).get("status") == "succeeded", 60)
+        bad = []
+        for args in (["runs", "ls"], ["--json", run.name, "--once", "--no-gpu"], ["runs", "show", run.name],
+                     ["kill", run.name]):
+            p = subprocess.run([PY, "-m", "console.cli", *args, "--runs-dir", str(run.parent)], stderr=subprocess.PIPE,
+                               text=True, env=env(), cwd=REPO, timeout=60, preexec_fn=lambda: os.close(1))
+            ok, detail = one_line(p.returncode, p.stderr, (2,))
+            if not ok:
+                bad.append(f"{args[0]}: {detail}")
+        return not bad, "; ".join(bad)[:200]
+    check("commands with stdout closed: one line, exit 2", stdout_closed)
+
+    def full_disk(tmp):
+        runs = tmp / "runs"
+        runs.mkdir()
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(runs)],
+                                 capture_output=True)
+        if mounted.returncode != 0:
+            return True, "skipped: cannot mount a tmpfs"
+        try:
+            fd = os.open(runs / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                while True:
+                    os.write(fd, b"\0" * 4096)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+            rc, _, err = cli(["run", str(recipe_file(tmp, "full", {"command": SLEEPER})), "--detach"], runs)
+            lines = [x for x in err.strip().splitlines() if not x.startswith("lint warning")]
+            left = sorted(p.name for p in runs.iterdir() if p.name != "filler")
+            ok = rc in (1, 2) and "Traceback" not in err and len(lines) == 1 and not left
+            return ok, f"exit {rc}, {len(lines)} lines, left behind {left}"
+        finally:
+            end_all(runs)
+            subprocess.run(["umount", "-l", str(runs)], capture_output=True)
+    check("disk full while run creates the run directory: one line, nothing left behind", full_disk)
+    return out
+
+
 def _waits_for_storage(run: Path) -> bool:
     try:
         st = control.send(run / "control.sock", {"cmd": "status"}, timeout=10)["state"]
@@ -674,7 +864,7 @@ def _hostile_clients(tmp: Path) -> Check:
 
 # ---- main ----------------------------------------------------------------------------------
 
-PARTS = {"faults": faults, "bad": bad_inputs, "security": security, "load": load}
+PARTS = {"faults": faults, "lost": lost, "bad": bad_inputs, "security": security, "load": load}
 
 
 def main() -> int:
@@ -683,7 +873,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--verbose", action="store_true", help="list every check, not only the failed ones")
     args = ap.parse_args()
-    parts = args.only or ["faults", "bad", "security", "load"]
+    parts = args.only or ["faults", "lost", "bad", "security", "load"]
     checks: list[Check] = []
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="mc-campaign-") as d:

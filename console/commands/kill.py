@@ -8,6 +8,7 @@ recorded and the run's environment marker (``runner.process.killrun``).
 from __future__ import annotations
 
 import sys
+import time
 
 from runner.process import launch
 from runner.supervisor import control
@@ -15,6 +16,8 @@ from runner.rundir import rundir
 from runner.rundir.paths import runs_base
 from runner.core import bounds
 from runner.core.errors import InputError
+
+ANSWER_TIMEOUT_S = 10.0   # a runner answers a kill within milliseconds; past this it is unfit to carry one out
 
 
 def ensure_runner(run: rundir.RunDir) -> dict:
@@ -41,7 +44,12 @@ def run(args) -> int:
         print(f"{run.run_id}: already {state['status']}; nothing to kill")
         return 0
     req = control.Kill(by="cli") if args.grace is None else control.Kill(by="cli", grace_s=args.grace)
-    answer = launch.request(run, req)
+    try:
+        answer = _ask(run, req)
+    except control.ControlError as exc:
+        if not launch.runner_alive(run):
+            raise InputError(f"{run.run_id}: {exc}") from None
+        return _unreachable(run, args, str(exc))
     sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
     grace = bounds.sane_seconds(answer.grace_s or None, 60.0, bounds.GRACE)
     timeout = args.timeout if args.timeout is not None else grace + 60
@@ -52,6 +60,34 @@ def run(args) -> int:
         return 1
     print(f"{run.run_id}: {status}")
     return 0
+
+
+def _ask(run: rundir.RunDir, req: control.Kill, timeout: float = ANSWER_TIMEOUT_S) -> control.Answer:
+    """The kill request to the runner. Nothing listening (the socket file was deleted: the
+    runner binds it again within a second) is asked again until ``timeout``; a request sent and
+    not answered is never sent twice."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return control.send(run.sock, req, timeout=round(max(0.5, deadline - time.monotonic()), 1))
+        except control.NotListening:
+            if time.monotonic() >= deadline or not launch.runner_alive(run):
+                raise
+            time.sleep(0.1)
+
+
+def _unreachable(run: rundir.RunDir, args, why: str) -> int:
+    """The runner lives but does not take the kill (stopped, its socket gone, stuck): it is
+    ended (SIGKILL, checked) so that it never carries out the request later, and the run's
+    processes are ended from its records, as when the runner is dead."""
+    from runner.process import killrun
+    sys.stderr.write(f"{run.run_id}: the runner does not take the kill ({why}); ending the runner and the "
+                     "run's processes from its records\n")
+    state = run.read_state()
+    refused = killrun.end_runner(run, state)
+    if refused:
+        raise InputError(f"{run.run_id}: the runner does not answer and cannot be ended: {refused}")
+    return _without_runner(run, run.read_state(), args, why, announce=False)
 
 
 def ensure_runner_or_raise(run: rundir.RunDir, problem: str | None) -> dict:
@@ -65,12 +101,13 @@ def ensure_runner_or_raise(run: rundir.RunDir, problem: str | None) -> dict:
     return launch.wait_ready(run, pid)
 
 
-def _without_runner(run: rundir.RunDir, state: dict, args, why: str) -> int:
+def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: bool = True) -> int:
     """No runner could start: end the run's processes directly (``runner.process.killrun``)."""
     from runner.process import killrun
     grace = args.grace if args.grace is not None else _recipe_grace(run)
-    sys.stderr.write(f"{run.run_id}: no runner can take this run over ({why}); ending its processes "
-                     f"directly (SIGTERM, {grace:g}s grace, SIGKILL)\n")
+    if announce:
+        sys.stderr.write(f"{run.run_id}: no runner can take this run over ({why}); ending its processes "
+                         f"directly (SIGTERM, {grace:g}s grace, SIGKILL)\n")
     try:
         result = killrun.end_run(run, state, grace_s=grace, why=why)
     except rundir.RunLocked:

@@ -83,6 +83,20 @@ COUNT = Range(0, MAX_COUNT, integer=True, unit="count")
 POSITIVE_COUNT = Range(1, MAX_COUNT, integer=True, unit="count")
 PID = Range(1, 1 << 22, integer=True, unit="count")   # Linux's largest pid_max
 
+# A training step, as a log line gives it. At most 15 digits: below 2**53, so a float64 column
+# holds every step exactly and an int64 one never overflows. A line whose step (or max_steps)
+# is outside (negative, 20 digits, 1e308, 5,000 digits) is no record: it is skipped and counted
+# (``ParseStats.out_of_range_lines``), never converted. The template reader's patterns accept
+# at most ``STEP_DIGITS`` digits, the parser's records pass ``is_step``.
+STEP_DIGITS = 15
+MAX_STEP = 10 ** STEP_DIGITS - 1
+STEP = Range(0, MAX_STEP, integer=True, unit="count")
+
+
+def is_step(value: Any) -> bool:
+    """A step or max_steps a record may carry (an int in ``STEP``)."""
+    return STEP.contains(value)
+
 
 class OutOfRange(ValueError):
     """A number outside its range, or not a number of the right kind (one line, names it)."""

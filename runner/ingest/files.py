@@ -15,6 +15,7 @@ from runner.core.errors import InputError
 from runner.rundir import jsonio
 from runner.ingest.batch import Batch, batch_from_events, concat_batches
 from runner.ingest.bulk import fold_file, scan_file
+from runner.core.bounds import is_step
 from runner.ingest.parser import MARK, RECORD, ParseStats
 from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
 
@@ -75,7 +76,7 @@ def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
         raise InputError(f"{p}: no log_history (not a trainer_state.json)")
     stats = ParseStats()
     events: list[tuple[str, dict]] = []
-    max_steps = state.get("max_steps") if isinstance(state.get("max_steps"), int) else None
+    max_steps = state.get("max_steps") if is_step(state.get("max_steps")) else None
     for i, entry in enumerate(history, 1):
         stats.lines += 1
         if not isinstance(entry, dict):
@@ -83,6 +84,10 @@ def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
             continue
         kind = classify_mapping(entry)
         rec = record_from_mapping(entry, "hf_state")
+        if rec is not None and not (is_step(rec["step"]) and (rec["max_steps"] is None or is_step(rec["max_steps"]))):
+            stats.out_of_range_lines += 1   # a step out of range: skipped and counted, as the parser does
+            stats.unparsed_lines += 1
+            continue
         if kind == "metric" and rec is not None:
             if rec["max_steps"] is None:
                 rec["max_steps"] = max_steps

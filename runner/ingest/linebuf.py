@@ -47,6 +47,17 @@ class PartialLine:
             self._buf.clear()
             self._skipping = True
 
+    def saved(self) -> tuple[bytes, bool, bool]:
+        """The partial line as it is now (``restore`` brings it back)."""
+        return bytes(self._buf), self._skipping, self._overlong_before
+
+    def restore(self, saved: tuple[bytes, bool, bool] | None) -> None:
+        """The partial line as ``saved`` left it (None: no partial line)."""
+        self.reset()
+        if saved is not None:
+            self._buf[:] = saved[0]
+            self._skipping, self._overlong_before = saved[1], saved[2]
+
     def complete(self, rest: bytes = b"") -> tuple[bytes, bool]:
         """The line, its newline (or the end of input) having come after ``rest``: (its
         bytes, whether an overlong part of it was dropped). The buffer is empty after."""

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import collections
 import json
+import sys
+import time
 from itertools import compress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from runner.ingest.batch import Batch
+from runner.ingest.batch import Batch, batch_from_events
 from runner.ingest.parser import MARK, RECORD, Event, LogParser
 from runner.ingest.pipe import LinePipe
 from runner.ingest.records import MEMORY_SRCS
@@ -32,8 +34,12 @@ class JsonRecord(dict):
 
 
 class LiveReader:
-    def __init__(self, parser: LogParser | None = None) -> None:
+    def __init__(self, parser: LogParser | None = None,
+                 diagnostics: Callable[[str], None] | None = None) -> None:
+        """``diagnostics``: where a failure to read a slice is reported (the runner's log)."""
         self.parser = parser or LogParser()
+        self.diagnostics: Callable[[str], None] = diagnostics or _to_stderr
+        self.failed_lines = 0   # lines skipped because reading them failed
         # Template rows come out as their JSON lines (formatted from the captured text) with
         # their values as columns: the runner feeds its monitors and charts from those, never
         # building a dict per row (``feed`` loads the lines back as dicts, for comparison).
@@ -43,9 +49,49 @@ class LiveReader:
         """The same records and marks as ``feed``, in file order, as batches (one per slice,
         none when the slice completed nothing): ``records`` holds a template row's JSON line
         (bytes) or the parser's dict, and ``steps``/``values``/``present`` hold every
-        record's numbers (no dict is built for a template row)."""
-        batch = self.pipe.feed(data)
+        record's numbers (no dict is built for a template row).
+
+        Never raises on what the log holds: if reading a slice fails anyway (a value no rule
+        foresaw), the failure is reported to ``diagnostics`` and the slice's lines are read
+        again one at a time, each its own batch; a line that still fails is skipped and
+        counted (``failed_lines``). One line never ends the reading."""
+        partial = self.pipe.partial.saved() if self.pipe.partial.waiting else None
+        try:
+            batch = self.pipe.feed(data)
+        except Exception as exc:  # noqa: BLE001 - one line must never end the runner
+            self.diagnostics(f"reading the log failed ({type(exc).__name__}: {str(exc)[:200]}): "
+                             "reading that slice line by line")
+            return self._line_by_line(data, partial)
         return [batch] if len(batch) or batch.marks else []
+
+    def _line_by_line(self, data: bytes, partial: tuple[bytes, bool, bool] | None) -> list[Batch]:
+        """The slack path of ``feed_batches``: the template is forgotten (it is learned again),
+        the unfinished line restored as it was before the slice, each completed line alone."""
+        self.pipe.templates.template = None
+        self.pipe.partial.restore(partial)
+        out: list[Batch] = []
+        pos = 0
+        while True:
+            nl = data.find(b"\n", pos)
+            piece = data[pos:] if nl < 0 else data[pos:nl + 1]
+            if not piece:
+                break
+            try:
+                if nl < 0:
+                    self.pipe.partial.append(piece)
+                    break
+                if self.pipe.partial.waiting:
+                    events = self.parser.read_completed(*self.pipe.partial.complete(piece[:-1]))
+                else:
+                    events = self.parser.process_line(piece[:-1])
+                batch = batch_from_events(events, True)
+                if len(batch) or batch.marks:
+                    out.append(batch)
+            except Exception as exc:  # noqa: BLE001 - skipped and counted
+                self.failed_lines += 1
+                self.diagnostics(f"log line skipped ({type(exc).__name__}: {str(exc)[:200]})")
+            pos = nl + 1
+        return out
 
     def feed(self, data: bytes) -> list[Event]:
         """Events for the lines this slice completes: the batches of ``feed_batches`` as the
@@ -54,6 +100,15 @@ class LiveReader:
 
     def reset_partial(self) -> None:
         self.pipe.reset_partial()
+
+
+def _to_stderr(msg: str) -> None:
+    """The runner's stderr is its ``runner.log``."""
+    try:
+        sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _records(objs: list) -> list[dict]:

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from runner.core.bounds import is_step
 from runner.ingest import formats
 from runner.core.logline import ANSI_BYTES_RE
 from runner.ingest.events import MARK, RECORD, Event
@@ -53,13 +54,14 @@ class ParseStats:
     unparsed_lines: int = 0   # non-blank lines not understood
     suspect_lines: int = 0    # ... of which looked like metrics (a dict; a step and a loss)
     overlong_lines: int = 0   # ... of which were longer than the cap
+    out_of_range_lines: int = 0   # ... of which named a step out of range (``bounds.STEP``)
     formats: Counter = field(default_factory=Counter)
     examples: list = field(default_factory=list)   # (line number, text) of suspect lines
     processes: int = field(default=1, compare=False)   # processes that read the file (bulk)
 
     def merge(self, other: "ParseStats") -> None:
         for name in ("lines", "metric_lines", "mark_lines", "ignored_lines", "unparsed_lines",
-                     "suspect_lines", "overlong_lines"):
+                     "suspect_lines", "overlong_lines", "out_of_range_lines"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.formats.update(other.formats)
         room = MAX_EXAMPLES - len(self.examples)
@@ -70,6 +72,7 @@ class ParseStats:
         return {"lines": self.lines, "metric_lines": self.metric_lines, "mark_lines": self.mark_lines,
                 "ignored_lines": self.ignored_lines, "unparsed_lines": self.unparsed_lines,
                 "suspect_lines": self.suspect_lines, "overlong_lines": self.overlong_lines,
+                "out_of_range_lines": self.out_of_range_lines,
                 "formats": dict(self.formats), "examples": [list(e) for e in self.examples]}
 
 
@@ -117,6 +120,8 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
+        self._line_text = ""                    # the line being read (an example when it is skipped)
+        self._out_of_range_line = 0             # the last line counted as out of range
 
     # ------------------------------------------------------------------ public API
 
@@ -215,6 +220,7 @@ class LogParser:
         if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw):   # redraws of a progress bar
             events, line_rank = self._earlier_bars(raw)
         text = decode(seg)
+        self._line_text = text
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
@@ -446,6 +452,8 @@ class LogParser:
         """``side``: a memory report beside the step's own record (the numbering of step-less
         records goes on from the training records). ``count``: the record came from its own line
         (a bar redraw overwritten on the same line is not a line of its own)."""
+        if not is_step(rec["step"]) or not (rec["max_steps"] is None or is_step(rec["max_steps"])):
+            return self._out_of_range()
         if rank is not None:
             rec["extra"]["rank"] = rank
         self.records_emitted += 1
@@ -456,7 +464,17 @@ class LogParser:
         self.stats.formats[rec["src"]] += 1
         return [(RECORD, rec)]
 
+    def _out_of_range(self) -> list[Event]:
+        """A step out of range (``bounds.STEP``): the line gives nothing and is counted, once."""
+        if self._out_of_range_line != self.stats.lines:
+            self._out_of_range_line = self.stats.lines
+            self.stats.out_of_range_lines += 1
+            self._unparsed(self._line_text, suspect=True)
+        return []
+
     def _mark(self, mark: dict) -> list[Event]:
+        if mark.get("step") is not None and not is_step(mark["step"]):
+            return self._out_of_range()
         if mark["kind"] == "attempt_marker":
             self._new_run()
         self.stats.mark_lines += 1

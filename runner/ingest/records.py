@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from runner.core.bounds import MAX_STEP, STEP_DIGITS
 from runner.rundir.secrets import mask_field
 
 RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
@@ -35,7 +36,7 @@ def parse_number(text: Any) -> float | None:
     if isinstance(text, bool):
         return None
     if isinstance(text, (int, float)):
-        return float(text)
+        return _float(text)
     if isinstance(text, bytes):
         text = text.decode("ascii", "replace")
     if not isinstance(text, str):
@@ -54,24 +55,46 @@ def parse_number(text: Any) -> float | None:
         return None
 
 
+def _float(x: int | float) -> float | None:
+    """A number as a float; None for an integer beyond the float range (10**400)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return None
+
+
+# What ``parse_step`` gives for a step that is a whole number outside ``bounds.STEP`` yet too
+# long to convert (a 5,000-digit string passes Python's int() limit): beyond the range, so the
+# parser's check (``bounds.is_step``) skips and counts the line like any other step out of range.
+BEYOND = MAX_STEP + 1
+
+
+def _digits(s: str) -> int:
+    return int(s) if len(s.lstrip("0")) <= STEP_DIGITS else BEYOND
+
+
 def parse_step(value: Any) -> tuple[int | None, int | None]:
-    """(step, max_steps) from 12, '12', '00012', '12/200' or ' 12/  200'."""
+    """(step, max_steps) from 12, '12', '00012', '12/200' or ' 12/  200'. A whole number out of
+    the step range (negative, 1e308, 9223372036854775808, 5,000 digits) is returned as a number
+    outside it (``BEYOND`` when it is too long to convert); the parser skips and counts it."""
     if isinstance(value, bool):
         return None, None
     if isinstance(value, int):
         return value, None
     if isinstance(value, float):
-        return (int(value), None) if math.isfinite(value) and value == int(value) else (None, None)
+        if not math.isfinite(value) or value != int(value):
+            return None, None
+        return (int(value) if abs(value) <= MAX_STEP else BEYOND), None
     if not isinstance(value, str):
         return None, None
     s = value.strip()
     if "/" in s:
         a, _, b = s.partition("/")
         a, b = a.strip(), b.strip()
-        if a.isdigit() and b.isdigit():
-            return int(a), int(b)
+        if a.isascii() and a.isdigit() and b.isascii() and b.isdigit():
+            return _digits(a), _digits(b)
         return None, None
-    return (int(s), None) if s.isdigit() else (None, None)
+    return (_digits(s), None) if s.isascii() and s.isdigit() else (None, None)
 
 
 def _ident(x: float) -> float:
@@ -269,7 +292,7 @@ def convert_extra(value: Any) -> Any:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        return float(value)
+        return _float(value)
     if isinstance(value, str):
         num = parse_number(value)
         if num is not None:

@@ -214,6 +214,8 @@ def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) ->
             lines.append(f"    ... {shown - len(s.alerts):,} more")
     if stats.unparsed_lines:
         extra = f" ({stats.suspect_lines:,} looked like metrics)" if stats.suspect_lines else ""
+        if stats.out_of_range_lines:
+            extra += f" ({stats.out_of_range_lines:,} with a step out of range, skipped)"
         lines.append(f"  not understood {stats.unparsed_lines:,} line(s){extra}")
         for line_no, text in stats.examples:
             lines.append(f"    line {line_no:,}: {text[:100]}")

@@ -3,7 +3,9 @@
 ``FileTailer`` reads new bytes by offset, synchronously (the runner calls it from its own
 loop). It notices truncation (the size fell below the offset) and replacement (the path now
 names another inode, or the file was deleted): it first drains what is left of the old file,
-then starts from offset 0 of the new one and counts a reset.
+then starts from offset 0 of the new one and counts a reset. Only a regular file is read: the
+open never blocks (a FIFO planted as the log would hold the runner until a writer came), and a
+path that names anything else is reported in ``problem`` and read again once it is a file.
 
 Readers that want to be woken when the file grows wait on ``runner.rundir.dirwatch`` (the one
 file watcher) and then read with a FileTailer.
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from runner.rundir.jsonio import NotRegularFile, open_read
 
 
 class FileTailer:
@@ -22,14 +26,19 @@ class FileTailer:
         self.offset = max(0, int(start_offset))
         self.max_read = max(1, int(max_read))
         self.resets = 0
+        self.problem: str | None = None   # the path names no regular file (a FIFO): why nothing is read
         self._fd: int | None = None
         self._ident: tuple[int, int] | None = None
 
     def _open(self) -> bool:
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_read(self.path)
+        except NotRegularFile as exc:
+            self.problem = f"{self.path.name} is {exc.strerror}: not read"
+            return False
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             return False
+        self.problem = None
         st = os.fstat(fd)
         self._fd, self._ident = fd, (st.st_dev, st.st_ino)
         return True

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from runner.core.bounds import STEP_DIGITS
 from runner.core.columns import COLUMN_FIELDS
 from runner.ingest.batch import BatchBuilder
 from runner.ingest.formats import object_src
@@ -59,7 +60,10 @@ _CONVERT = {  # converter name in FIELD_KEYS -> vectorised form
 _J_FLOAT = (rb"(?:-?(?:[1-9][0-9]{0,6}\.(?:0|[0-9]{0,7}[1-9])|0\.(?:0|0{0,3}[1-9](?:[0-9]{0,13}[1-9])?))"
             rb"|-?[1-9](?:\.[0-9]{0,13}[1-9])?e(?:-(?:0[5-9]|[1-9][0-9]|[12][0-9]{2})"
             rb"|\+(?:1[6-9]|[2-9][0-9]|[12][0-9]{2})))")
-_J_INT = rb"(?:0|[1-9][0-9]{0,15})"           # a step: no leading zero
+# a step: no leading zero, at most bounds.STEP_DIGITS digits (a longer one is out of range: the
+# line goes to the parser, which skips and counts it)
+_J_INT = rb"(?:0|[1-9][0-9]{0,%d})" % (STEP_DIGITS - 1)
+_STEP_DIGITS = rb"(\d{1,%d})" % STEP_DIGITS
 _J_INT_FLOAT = rb"(?:-?(?:0|[1-9][0-9]{0,14}))"  # an integer read as a float: JSON adds ".0"
 
 
@@ -132,11 +136,12 @@ class Template:
                 continue
             if v.role == "step":
                 if v.slash:   # summary mode needs max_steps only once per chunk (see last_max)
-                    pat, width = (rb"(\d+)/(\d+)", 2) if records else (rb"(\d+)/\d+", 1)
+                    pat, width = (_STEP_DIGITS + b"/" + _STEP_DIGITS, 2) if records else (
+                        _STEP_DIGITS + b"/" + _STEP_DIGITS[1:-1], 1)
                 else:
-                    pat, width = rb"(\d+)", 1
+                    pat, width = _STEP_DIGITS, 1
             elif v.role == "max_steps":
-                pat, width = (rb"(\d+)", 1) if records else (rb"\d+", 0)
+                pat, width = (_STEP_DIGITS, 1) if records else (_STEP_DIGITS[1:-1], 0)
             elif v.role != "extra":
                 num = _NUM_QUOTED if v.quote else _NUM_BARE
                 pat, width = (b"(" + num + b")", 1) if capture else (num, 0)
@@ -570,8 +575,6 @@ class TemplateReader:
             for role, g in t.numeric_groups(self.want_records):
                 col[role] = np.fromiter(map(float, map(itemgetter(g), rows)), dtype=np.float64, count=n)
         except ValueError:
-            return None
-        if n and float(col["step"].max()) >= 2.0 ** 53:
             return None
         values: dict[str, np.ndarray] = {}
         present: dict[str, np.ndarray] = {}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from runner.rundir import jsonio, rundir
 from runner.process import proctree
-from runner.telemetry.kill import KillResult, Termination, start_termination
+from runner.telemetry.kill import KillResult, Termination, kill_checked, start_termination
 
 POLL_S = 0.05
 
@@ -97,6 +97,25 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
         import os
         os.close(lock)
     return out
+
+
+def end_runner(run: rundir.RunDir, state: dict, *, wait_s: float = 10.0) -> str | None:
+    """The run's runner holds the run but does not answer (stopped with SIGSTOP, its socket
+    gone, stuck): it is ended with SIGKILL, after the checks of ``runner.telemetry.kill`` (its
+    recorded PID and start time, this user), so that no request it still holds is carried out
+    later. None once no runner holds the run's lock (``end_run`` can take it), else why not."""
+    r = state.get("runner") or {}
+    pid, created = r.get("pid"), r.get("start_time")
+    if isinstance(pid, int) and isinstance(created, (int, float)) and r.get("host") == rundir.hostname():
+        res = kill_checked(pid, float(created), grace_s=0.0, kill_wait_s=wait_s)
+        if not res.ok:
+            return res.reason
+    deadline = time.monotonic() + wait_s
+    while rundir.runner_locked(run):
+        if time.monotonic() > deadline:
+            return "another process holds the run's runner lock"
+        time.sleep(POLL_S)
+    return None
 
 
 def _event(run: rundir.RunDir, type_: str, **fields) -> None:

@@ -20,7 +20,19 @@ READY_TIMEOUT_S = 20.0
 
 
 def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift: bool = False) -> rundir.RunDir:
+    """A new run directory with its recipe, secrets, state and empty logs; all of it or nothing:
+    a write that fails (a full disk) removes the directory again and is one ``InputError``."""
     run = rundir.create(base, name or recipe["name"])
+    try:
+        _fill_run(run, recipe, name=name, allow_drift=allow_drift)
+    except OSError as exc:
+        rundir.remove_new(run)
+        raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}; "
+                         "nothing was left behind") from None
+    return run
+
+
+def _fill_run(run: rundir.RunDir, recipe: dict, *, name: str | None, allow_drift: bool) -> None:
     on_disk = recipes.for_run_dir(recipe)
     on_disk["_launch"] = {"recipe_dir": recipe.get("_recipe_dir", ""), "cwd": os.getcwd()}
     _write_new(run.recipe, recipes.dump_yaml(on_disk).encode())
@@ -34,7 +46,6 @@ def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift
                      "allow_drift": allow_drift})
     for path in (run.log, run.metrics, run.events, run.runner_log):
         os.close(jsonio.open_append(path))
-    return run
 
 
 def _write_new(path: Path, data: bytes) -> None:

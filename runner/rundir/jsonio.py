@@ -2,9 +2,12 @@
 and non-finite floats kept as the strings "nan", "inf", "-inf" (JSON has no such numbers)."""
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -99,11 +102,39 @@ def replace_dir(src: Path | str, dst: Path | str) -> None:
         os.rename(src, dst)
 
 
+class NotRegularFile(OSError):
+    """A run file that is a FIFO, a device, a socket or a directory: never read or written."""
+
+
+def _regular(fd: int, path: Path | str) -> int:
+    """``fd`` when it is a regular file (O_NONBLOCK cleared again), else closed and refused."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise NotRegularFile(errno.EINVAL, f"{kind}, not a regular file", str(path))
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return fd
+
+
 def open_append(path: Path | str, *, readable: bool = False) -> int:
     """An O_APPEND descriptor on a run file, created 0600, refusing a symlink (ELOOP): a planted
-    link must not make the runner write outside the run directory."""
+    link must not make the runner write outside the run directory. A regular file only: a FIFO
+    planted in its place is refused at once (``NotRegularFile``), never waited on."""
     flags = (_APPEND_FLAGS & ~os.O_WRONLY) | os.O_RDWR if readable else _APPEND_FLAGS
-    return os.open(path, flags, FILE_MODE)
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:   # a FIFO without a reader
+            raise NotRegularFile(errno.EINVAL, "a FIFO, not a regular file", str(path)) from None
+        raise
+    return _regular(fd, path)
+
+
+def open_read(path: Path | str) -> int:
+    """A read descriptor on a log, never blocking on the open: a FIFO, a device or a directory
+    in its place is ``NotRegularFile`` (a symlink is followed: a foreign run's log is one)."""
+    return _regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path)
 
 
 def append_bytes(path: Path | str, data: bytes, *, line: bool = False) -> None:

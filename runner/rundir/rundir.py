@@ -168,13 +168,34 @@ def create(base: Path, name: str) -> RunDir:
                 path.mkdir(mode=DIR_MODE)
             except FileExistsError:
                 continue
-            os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
-            (path / "crashes").mkdir(mode=DIR_MODE)
-            (path / "exits").mkdir(mode=DIR_MODE)
+            try:
+                os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
+                (path / "crashes").mkdir(mode=DIR_MODE)
+                (path / "exits").mkdir(mode=DIR_MODE)
+            except OSError:
+                remove_new(RunDir(path))
+                raise
             return RunDir(path)
     except OSError as exc:
         raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}") from None
     raise InputError(f"{base}: could not create a unique run directory")
+
+
+def remove_new(run: RunDir) -> None:
+    """Take back a run directory ``create`` just made and could not fill (a full disk): nothing
+    half-made stays behind. Only what the creation writes is removed, never through a link."""
+    for sub in ("crashes", "exits"):
+        try:
+            os.rmdir(run.path / sub)
+        except OSError:
+            pass
+    try:
+        for entry in os.scandir(run.path):
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)
+        os.rmdir(run.path)
+    except OSError:
+        pass
 
 
 RUN_ID_RE = re.compile(r"\d{8}-\d{6}-[A-Za-z0-9._-]*-[0-9a-f]{4}\Z")

@@ -129,7 +129,7 @@ def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_B
     """Last complete lines of a log, secrets masked; progress-bar carriage returns keep only the
     newest redraw."""
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(jsonio.open_read(path), "rb") as f:   # never blocks on a FIFO
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - max_bytes))

@@ -242,6 +242,10 @@ class ControlError(Exception):
     """No runner answered (not running, socket missing, or timed out)."""
 
 
+class NotListening(ControlError):
+    """Nothing listens on the socket path (no request was sent): asking again is safe."""
+
+
 MAX_SUN_PATH = 104  # sockaddr_un holds 108 bytes on Linux (104 on BSDs); keep to the smaller
 
 
@@ -311,7 +315,7 @@ def _exchange(sock_path: Path | str, line: bytes, timeout: float) -> bytes:
             break
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             s.close()
-            raise ControlError(f"no runner is listening on {sock_path} ({exc.strerror})") from None
+            raise NotListening(f"no runner is listening on {sock_path} ({exc.strerror})") from None
         except (BlockingIOError, InterruptedError) as exc:  # EAGAIN: the queue is full
             s.close()
             left = deadline - time.monotonic()

@@ -12,27 +12,51 @@ the ``kill`` that must get through. So:
   kill_pid), then every ``status`` with one encoding of the state;
 - the runner's loop waits on this server's own selector (an epoll descriptor is itself
   readable), and the log ingestion calls ``serve()`` between slices, so a flood of log lines
-  never makes a client wait for more than one slice.
+  never makes a client wait for more than one slice;
+- the clients held are capped (``client_cap``: the open-file limit less a reserve for the
+  runner's own files); past the cap the oldest idle client is closed unanswered, and a refused
+  ``accept`` (EMFILE) closes one too: a crowd of silent connections never takes the descriptors
+  the runner needs for its state, logs and training;
+- the socket's path is watched (``path``): deleted or replaced while the runner lives, the
+  socket is bound again there, so clients find their runner again.
 """
 from __future__ import annotations
 
+import errno
+import os
+import resource
 import selectors
 import socket
 import time
 import traceback
+from pathlib import Path
 from typing import Callable
 
 from runner.supervisor import control
 
 MAX_ACCEPT = 1024  # connections taken per pass (the backlog holds no more)
+MAX_CLIENTS = 1024  # client connections held at once, whatever the open-file limit
+PATH_CHECK_S = 0.5  # how often the socket's path is looked at (one lstat)
+
+
+def client_cap(nofile: int | None = None) -> int:
+    """Client connections the runner may hold: the open-file limit (soft) less a reserve for
+    the runner's own files (state, logs, journal, the training's pipes and pidfds, sidecars):
+    half the limit, at most 256. 32 clients at ``nofile`` 64, 768 at 1024."""
+    if nofile is None:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        nofile = soft if soft != resource.RLIM_INFINITY else 1 << 20
+    reserve = min(256, nofile // 2)
+    return max(4, min(MAX_CLIENTS, nofile - reserve))
 
 
 class ControlServer:
     def __init__(self, listener: socket.socket, handle: Callable[[control.Request], control.Answer],
                  after_command: Callable[[], None] = lambda: None,
-                 diag: Callable[[str], None] = lambda msg: None) -> None:
+                 diag: Callable[[str], None] = lambda msg: None, path: Path | str | None = None) -> None:
         """``handle``: a request -> its answer (the runner's dispatcher); ``after_command``:
-        called once after the commands of a pass (the runner writes its state then)."""
+        called once after the commands of a pass (the runner writes its state then); ``path``:
+        where the listener is bound (watched, bound again when it vanishes)."""
         self.listener = listener
         listener.setblocking(False)  # accepting until the queue is empty must never block
         self.handle = handle
@@ -42,6 +66,12 @@ class ControlServer:
         self.sel.register(listener, selectors.EVENT_READ, None)
         self.clients: list[control.ClientConn] = []
         self.answered = {"command": 0, "status": 0, "refused": 0}
+        self.dropped = 0   # idle clients closed unanswered (the cap, EMFILE)
+        self.rebound = 0   # times the socket was bound again at its path
+        self.max_clients = client_cap()
+        self.path = None if path is None else str(path)
+        self._bound = self._identity()
+        self._path_checked = time.monotonic()
 
     def fileno(self) -> int:
         """Readable while a connection or a request waits (register it in the runner's loop)."""
@@ -49,6 +79,7 @@ class ControlServer:
 
     def serve(self, timeout: float = 0.0) -> int:
         """Accept and read what is ready, answer every complete request; how many were answered."""
+        self._check_path()
         ready: list[tuple[control.ClientConn, control.Request | None, str | None]] = []
         for key, _ in self.sel.select(timeout):
             if key.data is None:
@@ -89,11 +120,71 @@ class ControlServer:
 
     def _accept(self) -> None:
         for _ in range(MAX_ACCEPT):
-            client = control.ClientConn.accept(self.listener)
-            if client is None:
+            if len(self.clients) >= self.max_clients:
+                self._drop_oldest()
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
                 return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE) and self.clients:
+                    self._drop_oldest()   # a descriptor for this one; the runner keeps its reserve
+                    continue
+                return
+            conn.setblocking(False)
+            client = control.ClientConn(conn, time.monotonic() + control.CLIENT_TIMEOUT_S)
             self.clients.append(client)
             self.sel.register(client.sock, selectors.EVENT_READ, client)
+
+    def _drop_oldest(self) -> None:
+        """Close the oldest client that has sent nothing yet (else the oldest), unanswered: an
+        answer could block on a client that does not read."""
+        idle = [c for c in self.clients if not c.data]
+        victim = min(idle or self.clients, key=lambda c: c.deadline)
+        self._drop(victim)
+        self.dropped += 1
+        try:
+            victim.sock.close()
+        except OSError:
+            pass
+
+    # ---- the socket's path ---------------------------------------------------------------
+    def _identity(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _check_path(self) -> None:
+        """The socket file deleted or replaced (by a user, a cleanup job): bind again there."""
+        if self.path is None:
+            return
+        now = time.monotonic()
+        if now - self._path_checked < PATH_CHECK_S:
+            return
+        self._path_checked = now
+        if self._bound is not None and self._identity() == self._bound:
+            return
+        try:
+            new = control.listen(self.path)
+        except OSError as exc:
+            if self._bound is not None:
+                self.diag(f"control socket {self.path} is gone and cannot be bound again: {exc}")
+            self._bound = None
+            return
+        try:
+            self.sel.unregister(self.listener)
+        except (KeyError, ValueError):
+            pass
+        self.listener.close()
+        self.listener = new
+        self.sel.register(new, selectors.EVENT_READ, None)
+        self._bound = self._identity()
+        self.rebound += 1
+        self.diag(f"control socket {self.path} was deleted or replaced: bound again")
 
     def _drop(self, client: control.ClientConn) -> None:
         try:
@@ -121,4 +212,6 @@ class ControlServer:
             self._drop(client)
             client.answer(control.refusal(message), timeout_s=0.05)
         self.sel.close()
+        if self.rebound:
+            self.listener.close()   # the one bound here (the runner closes the first)
 

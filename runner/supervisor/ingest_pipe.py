@@ -110,8 +110,11 @@ class IngestPipe:
 
     def read(self) -> bool:
         """One sub-slice of the log through the pipe; False when nothing new was there."""
-        resets = self.tailer.resets
+        resets, problem = self.tailer.resets, self.tailer.problem
         data = self.tailer.read_new()
+        if self.tailer.problem != problem and self.tailer.problem:   # train.log is a FIFO, a device...
+            self.journal.event("alert", level="critical", rule="storage", attempt=self.attempt,
+                               message=f"{self.tailer.problem}; the log is read again once it is a regular file")
         if self.tailer.resets != resets:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
         self.lagging = len(data) >= self.tailer.max_read

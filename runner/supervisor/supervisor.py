@@ -143,7 +143,8 @@ class Supervisor:
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
         self.sock = control.listen(self.run.sock)
-        self.control = ControlServer(self.sock, self.dispatcher.handle, lambda: self.flush_state(force=True), diag)
+        self.control = ControlServer(self.sock, self.dispatcher.handle, lambda: self.flush_state(force=True), diag,
+                                     path=self.run.sock)
         self.ops = ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
                                                  env={**os.environ, **self.env_resolved})
         self.journal.listeners.append(ops.on_event)  # notifications; good checkpoints to the sync
