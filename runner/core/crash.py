@@ -183,17 +183,23 @@ _TS_DATE = r"\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d
 _TS_CTIME = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} +\d+ \d{2}:\d{2}:\d{2} \d{4}"
 _TS_SYSLOG = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d+ \d{2}:\d{2}:\d{2} [\w.-]+ [\w.\-\[\]]+:"
 _ENV_PREFIX = re.compile(
-    r"(?:\[\s*(?:" + _TS_DATE + r")\]|" + _TS_DATE + r"|\[?" + _TS_CTIME + r"\]?|" + _TS_SYSLOG
+    r"(?:\[\s*(?:" + _TS_DATE + r")\]:?|" + _TS_DATE + r":?|\[?" + _TS_CTIME + r"\]?|" + _TS_SYSLOG
     + r"|\[\s*\d+\.\d+\]"                                   # dmesg
     + r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?(?= )"          # time of day
     + r"|\((?:raylet|gcs_server|autoscaler|[A-Za-z_][\w.:-]*(?: rank=\d+)? pid=\d+)(?:, ip=[\w.:-]+)?\)"
     + r"|\[\d+,\d+\]<std(?:out|err)>:"
     + r"|[IE]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]\s]+:\d+\]"
+    + r"|[IE] [\w./\\-]+:\d+\]"                             # TensorFlow's "I tensorflow/core/...cc:123]"
     + r"|std(?:out|err):"
     + r")(?:\s*\|(?=\s))?[ \t]?")
 # glog/absl FATAL header (`F0531 07:47:31.003927   10044 file.cc:123] msg`): kept, it is the
 # exception line of a C++ crash (see _FATAL_LOG).
-_FATAL_LOG = re.compile(r"^F\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]\s]+:\d+\] (?P<msg>.*)")
+_FATAL_LOG = re.compile(r"^F(?:\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+)? [^\]\s]+:\d+\] (?P<msg>.*)")
+# Markdown and quoting around a pasted line: a quote block's "> ", inline code, bold, italics,
+# quotation marks (the paired ones only when they close on the same line).
+_MARKUP_LEAD = re.compile(r"^(?:>\s?|`{1,3}|\*\*(?!\*))+")     # never the "***" of glog or slurmstepd
+_MARKUP_TAIL = re.compile(r"(?:`{1,3}|(?<!\*)\*\*)+$")
+_MARKUP_PAIRS = ('"', "_", "'")
 _HOST_LABEL = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}): (?=\S)")
 _NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure)$|\.(?:py|cc|cpp|cu|cuh|h|hip|c|so)$"
                          r"|^(?:File|Traceback|usage|Note|note|WARNING|INFO|ERROR|DEBUG|CRITICAL|FATAL|Warning|Error"
@@ -228,6 +234,14 @@ def _sanitise(raw: str | bytes) -> str:
     return _JUNK.sub("", raw)
 
 
+def _strip_markup(text: str) -> str:
+    body = _MARKUP_TAIL.sub("", _MARKUP_LEAD.sub("", text.strip()))
+    for q in _MARKUP_PAIRS:
+        if len(body) > 2 and body[0] == q and body[-1] == q:
+            body = body[1:-1]
+    return body if body != text.strip() else text
+
+
 def _strip_env_prefix(text: str) -> str:
     """Remove the environment's constant pieces in front of a line, keeping a rank prefix and
     the indentation that follows (a traceback's source lines are told by it)."""
@@ -257,6 +271,8 @@ def _host_labels(lines: list[str]) -> frozenset[str]:
     exception name, a file or a keyword (DeepSpeed's multi-node runner prints `worker-1: ...`)."""
     counts: dict[str, int] = {}
     for line in lines:
+        if line.find(": ", 1, 66) < 0:
+            continue
         m = _HOST_LABEL.match(line)
         if m:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
@@ -268,9 +284,15 @@ def _split_one_line(text: str) -> list[str]:
     """A traceback pasted on one line (newlines lost in a web form, an issue, a chat) back into
     lines: split at frame boundaries, the frame's quoted source indented below it, the
     exception line after the last frame's source on its own."""
-    if not ('File "' in text or "Traceback (" in text or "[rank" in text or "[default" in text):
+    body = text.lstrip()
+    if not (body.find('File "', 1) > 0 or body.find("Traceback (", 1) > 0 or body.find(" [rank", 1) > 0
+            or body.find(" [default", 1) > 0):
         return [text]
     parts = _ONE_LINE_SPLIT.split(text)
+    if not parts[0].strip():     # a boundary at the start of the line is no paste to split
+        parts = parts[1:]
+        if len(parts) == 1:
+            return [text]
     if len(parts) == 1:
         return [text]
     out: list[str] = []
@@ -318,6 +340,8 @@ def normalize_crash_text(lines: Iterable[str | bytes]) -> list[str]:
         for piece in pieces:
             if not piece.strip():
                 continue
+            if piece[:1] in ">`*\"_'" or piece[-1:] in "`*\"_'":
+                piece = _strip_markup(piece)
             piece = _strip_env_prefix(piece)
             if "..." in piece or "…" in piece or "<snip>" in piece:
                 piece = _ELISION.sub(" ... ", piece)
@@ -362,7 +386,7 @@ def _wrap_join(line: str, nxt: str) -> str | None:
     starting with a capital starts a sentence of its own and is not tried (it keeps the cost of
     this check off ordinary log lines)."""
     first = nxt[:1]
-    if not (first.islower() or first.isdigit() or first in "'\"`(.,:;-_)"):
+    if not (first.islower() or first in "'\"`(.,:;_)"):
         return None
     head = line.rstrip()
     tail = head[-160:]
@@ -387,7 +411,7 @@ def _wrap_join(line: str, nxt: str) -> str | None:
 
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
-             "hipErrorOutOfMemory", "cudaErrorMemoryAllocation")),
+             "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError")),
     ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
@@ -431,12 +455,19 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
                   # bytes." (xla/pjrt, tsl BFC allocator); TensorFlow: "ResourceExhaustedError: OOM when
                   # allocating tensor with shape[...]"
                   r"|RESOURCE_EXHAUSTED: Out of memory|Out of memory while trying to allocate|OOM when allocating tensor"
+                  # the TPU runtime ("RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of
+                  # memory. That was not possible.") and TF's BFC allocator giving up
+                  # ("ResourceExhaustedError: failed to allocate memory")
+                  r"|RESOURCE_EXHAUSTED: Attempting to reserve \S+ at the bottom of memory"
+                  r"|ResourceExhaustedError: failed to allocate memory"
+                  # torch <= 0.4 (THC's THCudaCheck): "cuda runtime error (2) : out of memory at ..."
+                  r"|cuda runtime error \(2\) : out of memory"
                   # cuBLAS/cuDNN failing to allocate their workspace (torch: "CUDA error:
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
                   r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED")
 
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
-                           r"|milliseconds before timing out")
+                           r"|milliseconds before timing out|Timeout at NCCL work: \d+")
 _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -456,7 +487,12 @@ _NCCL = re.compile(
     # left still names NCCL and says it failed; its INFO/WARN debug lines never decide
     r"|(?:ProcessGroupNCCL|NCCL|nccl)(?!\S* (?:INFO|WARN)\b)\S*[^\n]{0,200}? \.\.\. [^\n]{0,200}?"
     r"(?:[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted)"
-    r"|Watchdog caught collective operation timeout")
+    r"|Watchdog caught collective operation timeout"
+    # the watchdog's own summary lines (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp): 2.2-2.3
+    # "[PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL work: ...", 2.4+ "Exception
+    # (either an error or timeout) detected by watchdog at work: 808, ..."
+    r"|Timeout at NCCL work: \d+"
+    r"|Exception \(either an error or timeout\) detected by watchdog")
 _NCCL_SUPPORT = re.compile(r"NCCL WARN")
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
@@ -563,6 +599,12 @@ _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<
                   r"|^(?:[\w.]+\.)?(?P<wcls>[A-Z]\w*(?:Error|Exception)): (?P<wmsg>.*?(?:No module named '"
                   r"|undefined symbol: |cannot open shared object file|Failed to import \S+ because of the following error"
                   r"|cannot import name '|DLL load failed).*)$")
+# The dynamic loader's own message (dlerror: "/path/x.so: undefined symbol: _ZN...", "libcudart.so.12:
+# cannot open shared object file: ...") and transformers' "Failed to import X because of the following
+# error" standing at the start of a line with the exception's name lost in the paste: a dependency
+# when nothing raised after it (see the bare dependency rule in _scan).
+_DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |cannot open shared object file)"
+                         r"|Failed to import \S+ because of the following error)")
 # The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
 _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
                          r"|cannot import name '[^']+'")
@@ -747,7 +789,7 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.deps.append((idx, text, list(stack)))
                 if text.endswith(_DEP_LOOK_UP):
                     dep_open = len(s.deps) - 1
-            elif dm:
+            elif dm or _DEP_LOADER.match(text):
                 bare_deps.append((idx, text))
         if "oom" in families and _OOM.search(text):
             s.oom.decisive.append((idx, text))
@@ -791,7 +833,7 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
     # An import error pasted without the traceback above it decides when it is the last exception
     # of the text (a warning that mentions an ImportError is followed by the real end, or is not
     # at the start of its line).
-    if bare_deps and not s.deps and s.exceptions and s.exceptions[-1][0] == bare_deps[-1][0]:
+    if bare_deps and not s.deps and not any(i > bare_deps[-1][0] for i, _ in s.exceptions):
         s.deps.append((bare_deps[-1][0], bare_deps[-1][1], []))
     return s
 
@@ -1320,8 +1362,7 @@ def _python_of(frames: list[tuple[str, str]]) -> str | None:
 def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> CrashVerdict:
     idx, text, frames = s.deps[0]
     dm = _DEP.match(text)
-    assert dm is not None
-    msg = dm.group("msg") or dm.group("wmsg")
+    msg = (dm.group("msg") or dm.group("wmsg")) if dm else text
     where = _python_of(frames) or python
     in_python = f" in {where}" if where else ""
     missing = _DEP_MODULE.search(msg)
