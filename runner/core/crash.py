@@ -411,7 +411,8 @@ def _wrap_join(line: str, nxt: str) -> str | None:
 
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
-             "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError")),
+             "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
+             "Tried to allocate")),
     ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
@@ -462,6 +463,13 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
                   r"|ResourceExhaustedError: failed to allocate memory"
                   # torch <= 0.4 (THC's THCudaCheck): "cuda runtime error (2) : out of memory at ..."
                   r"|cuda runtime error \(2\) : out of memory"
+                  # the allocator's own "Tried to allocate 2.00 GiB" (c10/cuda/CUDACachingAllocator.cpp; it
+                  # stands in no other message, so it survives a retyped "CUDA out of the memory"), the
+                  # runtime's cudaErrorMemoryAllocation (= 2) checked by caffe2 ("error == cudaSuccess. 2
+                  # vs 0. Error at: ...: out of memory") and THC ("THCudaCheck FAIL ... error=2 : out of
+                  # memory"), and any exception whose message ends in the runtime's "out of memory"
+                  r"|Tried to allocate \d|cudaSuccess\. 2 vs 0|error=2 : out of memory"
+                  r"|^(?:[\w.]+\.)?[A-Z]\w*Error: .*: out of memory\s*$"
                   # cuBLAS/cuDNN failing to allocate their workspace (torch: "CUDA error:
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
                   r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED")
