@@ -160,6 +160,7 @@ def _cap(text: str) -> str:
 
 MAX_LINE_CHARS = 1 << 20       # a longer line keeps its head and its tail (the exception is last)
 MAX_PART_CHARS = 16384         # one line after splitting; evidence is capped far lower anyway
+MAX_LINES = 6000               # lines kept after splitting (the last ones: the crash is at the end)
 _ELLIPSIS_CUT = " ... "
 
 # Bytes no log line carries (NUL and the other C0 controls but tab and ESC, DEL) and lone
@@ -323,7 +324,8 @@ def normalize_crash_text(lines: Iterable[str | bytes]) -> list[str]:
 
     - bytes decoded (invalid UTF-8 replaced), junk control bytes and lone surrogates dropped, a
       line longer than ``MAX_LINE_CHARS`` cut to its head and tail (the exception is at the end);
-    - ``\\r``/``\\n`` inside an item split (progress bars redrawn with ``\\r``);
+    - ``\\r``/``\\n`` inside an item split (progress bars redrawn with ``\\r``); the items are read from
+      the end and the last ``MAX_LINES`` lines kept (the crash is at the end; the work stays bounded);
     - the environment's constant prefixes stripped (timestamps, Ray's and Open MPI's worker
       prefixes, glog I/W/E headers, pdsh host labels; see ``_ENV_PREFIX``), rank prefixes kept;
     - a traceback pasted on one line split at its frame boundaries (``_split_one_line``);
@@ -333,27 +335,43 @@ def normalize_crash_text(lines: Iterable[str | bytes]) -> list[str]:
 
     Pure; the output is what :func:`classify` scans. An exception line with no ``Traceback``
     header above it is read as it is (the scan does not need the header)."""
-    split: list[str] = []
-    for raw in lines:
-        text = _sanitise(raw)
-        pieces = re.split(r"[\r\n]+", text) if ("\r" in text or "\n" in text) else [text]
-        for piece in pieces:
-            if not piece.strip():
-                continue
-            if piece[:1] in ">`*\"_'" or piece[-1:] in "`*\"_'":
-                piece = _strip_markup(piece)
-            piece = _strip_env_prefix(piece)
-            if "..." in piece or "…" in piece or "<snip>" in piece:
-                piece = _ELISION.sub(" ... ", piece)
-            for part in _split_one_line(piece) if len(piece) > 60 else [piece]:
-                if len(part) > MAX_PART_CHARS:    # keep its head (the exception's name) and its end
-                    part = part[:4096] + _ELLIPSIS_CUT + part[-(MAX_PART_CHARS - 4096 - len(_ELLIPSIS_CUT)):]
-                split.append(part)
+    chunks: list[list[str]] = []
+    total = 0
+    for raw in reversed(list(lines)):     # from the end: the crash is there, and the work stays bounded
+        parts = _normalise_item(raw)
+        chunks.append(parts)
+        total += len(parts)
+        if total >= MAX_LINES:
+            break
+    split = [part for parts in reversed(chunks) for part in parts]
+    if len(split) > MAX_LINES:
+        split = split[-MAX_LINES:]
     hosts = _host_labels(split) if split else frozenset()
     if hosts:
         split = [_strip_env_prefix(line[len(m.group(0)):]) if (m := _HOST_LABEL.match(line)) and m.group(1) in hosts
                  else line for line in split]
     return _rejoin_wraps(split)
+
+
+def _normalise_item(raw: str | bytes) -> list[str]:
+    """One item of the tail: decoded, split at \\r/\\n, unwrapped from markup and prefixes, a one-line
+    traceback split at its frames."""
+    out: list[str] = []
+    text = _sanitise(raw)
+    pieces = re.split(r"[\r\n]+", text) if ("\r" in text or "\n" in text) else [text]
+    for piece in pieces:
+        if not piece.strip():
+            continue
+        if piece[:1] in ">`*\"_'" or piece[-1:] in "`*\"_'":
+            piece = _strip_markup(piece)
+        piece = _strip_env_prefix(piece)
+        if "..." in piece or "…" in piece or "<snip>" in piece:
+            piece = _ELISION.sub(_ELIDED, piece)
+        for part in _split_one_line(piece) if len(piece) > 60 else [piece]:
+            if len(part) > MAX_PART_CHARS:    # keep its head (the exception's name) and its end
+                part = part[:4096] + _ELLIPSIS_CUT + part[-(MAX_PART_CHARS - 4096 - len(_ELLIPSIS_CUT)):]
+            out.append(part)
+    return out
 
 
 def _rejoin_wraps(lines: list[str]) -> list[str]:
@@ -491,16 +509,18 @@ _NCCL = re.compile(
     r"|NCCL Error \d+:"
     # XLA (JAX, TF): "NCCL operation ncclAllReduce(...) failed: unhandled cuda error" (xla/service/gpu)
     r"|NCCL operation \w+\(.*?\) failed"
-    # a watchdog or NCCL error line a user shortened with "......" (normalised to " ... "): what is
-    # left still names NCCL and says it failed; its INFO/WARN debug lines never decide
-    r"|(?:ProcessGroupNCCL|NCCL|nccl)(?!\S* (?:INFO|WARN)\b)\S*[^\n]{0,200}? \.\.\. [^\n]{0,200}?"
-    r"(?:[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted)"
     r"|Watchdog caught collective operation timeout"
     # the watchdog's own summary lines (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp): 2.2-2.3
     # "[PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL work: ...", 2.4+ "Exception
     # (either an error or timeout) detected by watchdog at work: 808, ..."
     r"|Timeout at NCCL work: \d+"
     r"|Exception \(either an error or timeout\) detected by watchdog")
+# A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
+# is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
+# lines holding an elision.
+_NCCL_ELIDED = re.compile(r"(?:ProcessGroupNCCL|NCCL|nccl)(?!\S* (?:INFO|WARN)\b)\S*[^\n]{0,200}? \.\.\. [^\n]{0,200}?"
+                          r"(?:[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted)")
+_ELIDED = " ... "
 _NCCL_SUPPORT = re.compile(r"NCCL WARN")
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
@@ -546,14 +566,14 @@ _FAULT = re.compile(
     # address 0x.... Reason: Page not present or supervisor privilege.") and hipError names
     r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState)"
     r"|HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION)"
-    r"|(?i:GPU has fallen off the bus|fallen off the bus|fell off the bus)|GPU is lost"
+    r"|[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
     r"|Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error")
 # A GPU gone from the bus: the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
 # the probe's "NVRM: ... has fallen off the bus and is not responding to commands." (no Xid line),
 # nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":
 # like Xid 79, only a reset brings it back.
 _KERNEL_ASSERT = re.compile(r"(\w+: (?:block: \[[\d, ]+\], thread: \[[\d, ]+\] )?(?:Device-side )?[Aa]ssertion [`'][^`']+[`'] failed)")
-_GPU_GONE = re.compile(r"(?i:fallen off the bus|fell off the bus)|GPU is lost"
+_GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
                        r"|Unable to determine the device handle for GPU")
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 
@@ -803,7 +823,7 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             s.oom.decisive.append((idx, text))
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
         if "nccl" in families:
-            if _NCCL.search(text):
+            if _NCCL.search(text) or (_ELIDED in text and _NCCL_ELIDED.search(text)):
                 s.nccl.decisive.append((idx, text))
                 if _NCCL_TIMEOUT.search(text):
                     s.nccl_timeout.decisive.append((idx, text))
