@@ -192,6 +192,7 @@ _ENV_PREFIX = re.compile(
     + r"|[IE]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]\s]+:\d+\]"
     + r"|[IE] [\w./\\-]+:\d+\]"                             # TensorFlow's "I tensorflow/core/...cc:123]"
     + r"|std(?:out|err):"
+    + r"|[\w.-]+[-_]\d+ +\|(?= )"                        # docker compose's "service-1  | " column
     + r")(?:\s*\|(?=\s))?[ \t]?")
 # glog/absl FATAL header (`F0531 07:47:31.003927   10044 file.cc:123] msg`): kept, it is the
 # exception line of a C++ crash (see _FATAL_LOG).
@@ -447,7 +448,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
-             "Failed to import", "cannot import name", "DLL load failed")),
+             "Failed to import", "cannot import name", "DLL load failed", "Could not load library")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
              "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE")),
     ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
@@ -632,7 +633,11 @@ _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<
 # error" standing at the start of a line with the exception's name lost in the paste: a dependency
 # when nothing raised after it (see the bare dependency rule in _scan).
 _DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |cannot open shared object file)"
-                         r"|Failed to import \S+ because of the following error)")
+                         r"|Failed to import \S+ because of the following error)"
+                         # cuDNN's own loader (libcudnn.so's dlopen of its sub-libraries), then abort():
+                         # "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open
+                         # shared object file: ..." / "Please make sure ... is in your library path!"
+                         r"|Could not load library \S+\. Error: ")
 # The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
 _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
                          r"|cannot import name '[^']+'")
@@ -817,7 +822,7 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.deps.append((idx, text, list(stack)))
                 if text.endswith(_DEP_LOOK_UP):
                     dep_open = len(s.deps) - 1
-            elif dm or _DEP_LOADER.match(text):
+            elif dm or _DEP_LOADER.search(text):
                 bare_deps.append((idx, text))
         if "oom" in families and _OOM.search(text):
             s.oom.decisive.append((idx, text))
@@ -1054,7 +1059,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         "the runner killed the attempt", retryable=True, recovery="restart",
                         hint="if it recurs at the same step, look for a collective one rank "
                              "never reaches (uneven data, a rank stuck in I/O)")
-    if s.deps and signum not in _DECISIVE_SIGNALS:
+    # a library that cannot load makes cuDNN and friends abort(): the dependency is the cause of a SIGABRT
+    if s.deps and (signum not in _DECISIVE_SIGNALS or signum == _signal.SIGABRT):
         return _dependency_verdict(s, status_lines, python)
     sig, sig_lines = _fatal_signal(signum, status_lines, s)
     if sig == _signal.SIGABRT and s.nccl:
@@ -1390,7 +1396,8 @@ def _python_of(frames: list[tuple[str, str]]) -> str | None:
 def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> CrashVerdict:
     idx, text, frames = s.deps[0]
     dm = _DEP.match(text)
-    msg = (dm.group("msg") or dm.group("wmsg")) if dm else text
+    lm = None if dm else _DEP_LOADER.search(text)
+    msg = (dm.group("msg") or dm.group("wmsg")) if dm else text[lm.start():] if lm else text
     where = _python_of(frames) or python
     in_python = f" in {where}" if where else ""
     missing = _DEP_MODULE.search(msg)
