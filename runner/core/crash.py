@@ -436,7 +436,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
-    ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:",
+    ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:", "top training",
+             "top Training", "topping training", "terminating training",
              "Spiky loss", "transient error", "Loss became infinite", "Minimum loss scale reached",
              "gradients are Nan/Inf")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
@@ -539,7 +540,15 @@ _DIV = re.compile(
     # detectron2 (engine/train_loop.py), fairseq (optim/dynamic_loss_scaler.py, trainer.py)
     r"|Loss became infinite or NaN at iteration=\d+"
     r"|Minimum loss scale reached \([\d.e-]+\)"
-    r"|FloatingPointError: gradients are Nan/Inf")
+    r"|FloatingPointError: gradients are Nan/Inf"
+    # trainers that stop themselves on a non-finite loss: MAE/DeiT/DINO-style engines
+    # (facebookresearch/mae engine_pretrain.py: print("Loss is {}, stopping training".format(loss_value));
+    # sys.exit(1)), Keras' TerminateOnNaN ("Batch N: Invalid loss, terminating training"), and the
+    # family's shorter home-grown words ("... is NAN! Stop Training")
+    r"|[Ll]oss is (?:nan|NaN|inf|-inf|Inf), stopping training"
+    r"|Invalid loss, terminating training"
+    r"|\b(?:nan|NaN|NAN)\b[^\n]{0,40}?\b[Ss]top(?:ping)? [Tt]raining")
+_DIV_SELF_STOP = re.compile(r"(?i:stopping training|stop training|terminating training)")
 _DIV_SUPPORT = re.compile(r"Unexpected result|^(?:First|Second) rerun:|Spiky loss"
                           r"|[Pp]ossible transient error")
 _DIV_ITERATION = re.compile(r"iteration[ =]#?(\d+)")
@@ -1206,6 +1215,10 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
         what = (f"fairseq: the fp16 loss scale fell to its minimum ({scale.group(1)}): the loss is exploding"
                 if scale else "fairseq: the gradients are NaN/Inf")
         return _verdict("divergence", s.div.decisive + status_lines, what, retryable=False,
+                        recovery="pause", hint=_DIVERGENCE_HINT)
+    if _DIV_SELF_STOP.search(first):
+        return _verdict("divergence", s.div.decisive + status_lines,
+                        f"the trainer stopped itself on a non-finite loss: {_cap(first)[:200]}", retryable=False,
                         recovery="pause", hint=_DIVERGENCE_HINT)
     if "grad norm" in first:
         what = f"Megatron found a non-finite local grad norm{where}"

@@ -245,3 +245,12 @@ def test_cudnn_failing_to_load_a_library_then_aborting_is_missing_dependency(exi
     v = classify(exit_status, tail, steps_seen=3)
     assert v.cls == "missing_dependency" and not v.retryable
     assert v.summary.endswith("cannot open shared object file: No such file or directory") or "libnvrtc.so" in v.summary
+
+
+@pytest.mark.parametrize("line", [
+    "Loss is nan, stopping training",                                        # MAE/DeiT engines, then sys.exit(1)
+    "Batch 412: Invalid loss, terminating training",                         # Keras TerminateOnNaN
+])
+def test_a_trainer_stopping_itself_on_a_non_finite_loss_is_a_divergence(line):
+    v = classify(1, ["Epoch: [3]  [ 120/1251]  eta: 0:10:00  lr: 0.000100  loss: nan (0.6931)", line], steps_seen=3)
+    assert v.cls == "divergence" and v.recovery == "pause" and "stopped itself on a non-finite loss" in v.summary
