@@ -544,10 +544,11 @@ _DIV = re.compile(
     # trainers that stop themselves on a non-finite loss: MAE/DeiT/DINO-style engines
     # (facebookresearch/mae engine_pretrain.py: print("Loss is {}, stopping training".format(loss_value));
     # sys.exit(1)), Keras' TerminateOnNaN ("Batch N: Invalid loss, terminating training"), and the
-    # family's shorter home-grown words ("... is NAN! Stop Training")
+    # family's shorter home-grown words raised as an exception ("ValueError:Network outputs is NAN! Stop
+    # Training"; never a help text that merely mentions stopping on NaN)
     r"|[Ll]oss is (?:nan|NaN|inf|-inf|Inf), stopping training"
     r"|Invalid loss, terminating training"
-    r"|\b(?:nan|NaN|NAN)\b[^\n]{0,40}?\b[Ss]top(?:ping)? [Tt]raining")
+    r"|(?:Error|Exception):[^\n]{0,80}?\b(?:nan|NaN|NAN)\b[^\n]{0,40}?\b[Ss]top(?:ping)? [Tt]raining")
 _DIV_SELF_STOP = re.compile(r"(?i:stopping training|stop training|terminating training)")
 _DIV_SUPPORT = re.compile(r"Unexpected result|^(?:First|Second) rerun:|Spiky loss"
                           r"|[Pp]ossible transient error")
