@@ -447,7 +447,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
-             "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal")),
+             "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
+             "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
@@ -495,7 +496,8 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
                   r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED")
 
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
-                           r"|milliseconds before timing out|Timeout at NCCL work: \d+")
+                           r"|milliseconds before timing out|Timeout at NCCL work: \d+"
+                           r"|Received a dump signal due to a collective timeout")
 _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -516,7 +518,11 @@ _NCCL = re.compile(
     # "[PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL work: ...", 2.4+ "Exception
     # (either an error or timeout) detected by watchdog at work: 808, ..."
     r"|Timeout at NCCL work: \d+"
-    r"|Exception \(either an error or timeout\) detected by watchdog")
+    r"|Exception \(either an error or timeout\) detected by watchdog"
+    # the heartbeat monitor's flight-recorder dump, set off by a collective timeout on some rank
+    # (ProcessGroupNCCL.cpp: "Received a dump signal due to a collective timeout from this local rank",
+    # "Observed flight recorder dump signal from another rank via TCPStore.")
+    r"|Received a dump signal due to a collective timeout|Observed flight recorder dump signal from another rank")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.
@@ -592,7 +598,11 @@ _SIG_TEXT = re.compile(
     r"DataLoader worker \(pid \d+\) is killed by signal: (?P<dl>[A-Za-z ]+?)\."
     r"|(?P<shm>Unexpected bus error encountered in worker)"
     r"|Fatal Python error: (?P<fatal>Segmentation fault|Bus error|Aborted)"
-    r"|(?P<oomkill>Out of memory: Killed process \d+)"
+    # the kernel's OOM killer (mm/oom_kill.c), new and old wordings, global and cgroup: "Out of memory:
+    # Killed process N (comm)", "Memory cgroup out of memory: Kill process N (comm) score S or sacrifice
+    # child", "comm invoked oom-killer: gfp_mask=...", "oom_reaper: reaped process N"
+    r"|(?P<oomkill>(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process \d+|invoked oom-killer: "
+    r"|oom_reaper: reaped process \d+)"
     r"|(?:^|: line \d+: +\d+ +)(?P<shell>Killed|Segmentation fault|Bus error|Aborted)"
     r"(?: +\(core dumped\))?(?:\s|$)"
     r"|SignalException: Process \d+ got signal: (?P<agent>\d+)"
@@ -610,7 +620,10 @@ _SIG_TEXT = re.compile(
     # a glog/absl CHECK that failed aborts the process ("*** Check failure stack trace: ***")
     r"|\*\*\* (?P<check>Check failure stack trace): \*\*\*"
     # torch.multiprocessing.spawn: "ProcessExitedException: process 0 terminated with signal SIGKILL"
-    r"|process \d+ terminated with signal (?P<spawn>SIG[A-Z]+)")
+    r"|process \d+ terminated with signal (?P<spawn>SIG[A-Z]+)"
+    # a shell-style status a wrapper reports for a killed child (128+N): Kubernetes/Flyte "terminated with
+    # exit code (137)", docker "exited with code 139", CalledProcessError "returned non-zero exit status 137"
+    r"|(?:exit(?:ed)? (?:with )?code|exit status)[: ]*\(?(?P<status>1(?:29|3\d|4[0-3]))\)?(?!\d)")
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
 # plugin after the kernel's OOM killer ran in the job (task_cgroup_memory.c): the same causes
 # the job's final state gives, for when accounting cannot be asked.
@@ -968,6 +981,8 @@ def _text_signal(text: str) -> int | None:
             return None
     if m.group("check"):
         return int(_signal.SIGABRT)
+    if m.group("status"):
+        return int(m.group("status")) - 128
     for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv"):
         if m.group(name):
             return int(m.group(name))

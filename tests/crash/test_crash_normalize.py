@@ -254,3 +254,19 @@ def test_cudnn_failing_to_load_a_library_then_aborting_is_missing_dependency(exi
 def test_a_trainer_stopping_itself_on_a_non_finite_loss_is_a_divergence(line):
     v = classify(1, ["Epoch: [3]  [ 120/1251]  eta: 0:10:00  lr: 0.000100  loss: nan (0.6931)", line], steps_seen=3)
     assert v.cls == "divergence" and v.recovery == "pause" and "stopped itself on a non-finite loss" in v.summary
+
+
+@pytest.mark.parametrize("line, cls", [
+    # mm/oom_kill.c, older and cgroup wordings
+    ("Memory cgroup out of memory: Kill process 4142 (python3) score 68 or sacrifice child", "killed_oom"),
+    ("python invoked oom-killer: gfp_mask=0xd0, order=0, oom_score_adj=0", "killed_oom"),
+    # a wrapper's shell-style status for a killed child
+    ("[f8107735c673549d7acd-n0-0] terminated with exit code (137). Reason [Error]. Message:", "killed_oom"),
+    ("subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit status 139.", "segfault"),
+    # ProcessGroupNCCL's heartbeat monitor after a collective timeout elsewhere, then abort()
+    ("[rank4]:[E603 04:19:17.315831399 ProcessGroupNCCL.cpp:1685] [PG ID 0 PG GUID 0(default_pg) Rank 4] Observed "
+     "flight recorder dump signal from another rank via TCPStore.", "nccl_error"),
+])
+def test_kernel_oom_killer_wrapper_statuses_and_the_flight_recorder(line, cls):
+    tail = ["step 8 loss 1.0", line, "  exitcode  : -6 (pid: 107)" if cls == "nccl_error" else "done"]
+    assert classify(1, tail, steps_seen=8).cls == cls
