@@ -432,7 +432,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate")),
-    ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out")),
+    ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out", "Notify register",
+              "Communication_Error")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
@@ -489,7 +490,10 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
                   # runtime's cudaErrorMemoryAllocation (= 2) checked by caffe2 ("error == cudaSuccess. 2
                   # vs 0. Error at: ...: out of memory") and THC ("THCudaCheck FAIL ... error=2 : out of
                   # memory"), and any exception whose message ends in the runtime's "out of memory"
-                  r"|Tried to allocate \d|cudaSuccess\. 2 vs 0|error=2 : out of memory"
+                  r"|Tried to allocate (?:more than )?\d|cudaSuccess\. 2 vs 0|error=2 : out of memory"
+                  # the same allocator in other backends: torch_npu (Ascend) "NPU out of memory. Tried to
+                  # allocate ...", Intel's "XPU out of memory", Apple's "MPS backend out of memory"
+                  r"|\b(?:NPU|XPU) out of memory|MPS backend out of memory"
                   r"|^(?:[\w.]+\.)?[A-Z]\w*Error: .*: out of memory\s*$"
                   # cuBLAS/cuDNN failing to allocate their workspace (torch: "CUDA error:
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
@@ -497,7 +501,8 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
 
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
-                           r"|Received a dump signal due to a collective timeout")
+                           r"|Received a dump signal due to a collective timeout"
+                           r"|The wait execution of the Notify register times out")
 _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -522,7 +527,10 @@ _NCCL = re.compile(
     # the heartbeat monitor's flight-recorder dump, set off by a collective timeout on some rank
     # (ProcessGroupNCCL.cpp: "Received a dump signal due to a collective timeout from this local rank",
     # "Observed flight recorder dump signal from another rank via TCPStore.")
-    r"|Received a dump signal due to a collective timeout|Observed flight recorder dump signal from another rank")
+    r"|Received a dump signal due to a collective timeout|Observed flight recorder dump signal from another rank"
+    # Ascend's HCCL, NCCL's counterpart under torch_npu (CANN error codes): EI0002 "The wait execution of
+    # the Notify register times out" (a collective timed out), EI0006 "Communication_Error_Get_Socket"
+    r"|The wait execution of the Notify register times out|Communication_Error_\w+\(EI\d{4}\)")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.

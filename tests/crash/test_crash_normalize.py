@@ -270,3 +270,17 @@ def test_a_trainer_stopping_itself_on_a_non_finite_loss_is_a_divergence(line):
 def test_kernel_oom_killer_wrapper_statuses_and_the_flight_recorder(line, cls):
     tail = ["step 8 loss 1.0", line, "  exitcode  : -6 (pid: 107)" if cls == "nccl_error" else "done"]
     assert classify(1, tail, steps_seen=8).cls == cls
+
+
+@pytest.mark.parametrize("line, cls", [
+    # the caching allocator's words in other backends: torch_npu, Intel XPU, Apple MPS
+    ("RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity)", "cuda_oom"),
+    ("NPU out of memory. Tried to allocate more than 1EB memory", "cuda_oom"),
+    ("RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
+    ("RuntimeError: MPS backend out of memory (MPS allocated: 17.00 GB, other allocations: 1.20 GB)", "cuda_oom"),
+    # Ascend HCCL (CANN EI0002): a collective timed out
+    ("EI0002: [PID: 13075] 2025-06-25-10:45:23.586.187 The wait execution of the Notify register times out. Reason: "
+     "The Notify register has not received the Notify record from remote rank: [unknown].", "nccl_error"),
+])
+def test_other_accelerators_words_for_oom_and_collective_timeouts(line, cls):
+    assert classify(1, ["step 4 loss 1.0", line], steps_seen=4).cls == cls
