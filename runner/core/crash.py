@@ -530,7 +530,14 @@ _NCCL = re.compile(
     r"|Received a dump signal due to a collective timeout|Observed flight recorder dump signal from another rank"
     # Ascend's HCCL, NCCL's counterpart under torch_npu (CANN error codes): EI0002 "The wait execution of
     # the Notify register times out" (a collective timed out), EI0006 "Communication_Error_Get_Socket"
-    r"|The wait execution of the Notify register times out|Communication_Error_\w+\(EI\d{4}\)")
+    r"|The wait execution of the Notify register times out|Communication_Error_\w+\(EI\d{4}\)"
+    # NCCL's own error-return trace: its NCCLCHECK macro (src/include/checks.h) logs "file.cc:LINE -> CODE"
+    # at INFO level when a call returned an error; reaching the "[Async thread]" it means the communicator's
+    # init failed (a trace that stops earlier may be a probe NCCL recovered from: supporting only)
+    r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Async thread\]"
+    # torch failing to set up a communicator (ProcessGroupNCCL::broadcastUniqueNCCLID): "[4] is setting up
+    # NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store ... Socket Timeout"
+    r"|is setting up NCCL communicator and retrieving ncclUniqueId")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.

@@ -284,3 +284,16 @@ def test_kernel_oom_killer_wrapper_statuses_and_the_flight_recorder(line, cls):
 ])
 def test_other_accelerators_words_for_oom_and_collective_timeouts(line, cls):
     assert classify(1, ["step 4 loss 1.0", line], steps_seen=4).cls == cls
+
+
+def test_nccls_error_return_trace_reaching_its_async_init_thread_is_an_nccl_error():
+    trace = ["host:2375341:2375387 [0] init.cc:573 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+             "device 1000", "host:2375341:2375387 [0] NCCL INFO init.cc:840 -> 5"]
+    # a trace that stops before the async init thread may be a probe NCCL recovered from
+    assert classify(1, trace + ["KeyError: 'labels'"], steps_seen=0).cls == "unknown"
+    v = classify(1, trace + ["host:2375341:2375387 [0] NCCL INFO group.cc:73 -> 5 [Async thread]"], steps_seen=0)
+    assert v.cls == "nccl_error"
+    # torch failing to fetch the communicator's unique id from rank 0 (ProcessGroupNCCL::broadcastUniqueNCCLID)
+    v = classify(1, ["RuntimeError: [4] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d "
+                     "key-value store by key '0', but store->get('0') got error: Socket Timeout"], steps_seen=0)
+    assert v.cls == "nccl_error"
