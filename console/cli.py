@@ -167,6 +167,8 @@ def build_parser() -> _Parser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
     p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
+    p.add_argument("--crash", action="store_true",
+                   help="classify the crash at the end of the log (or a pasted crash text; LOGFILE '-' reads stdin)")
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
     p.add_argument("--json", action="store_true")

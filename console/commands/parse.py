@@ -1,8 +1,10 @@
-"""``moeconsole parse LOGFILE [--json [--eval]] [--no-monitors]``: any training log -> metric records.
+"""``moeconsole parse LOGFILE [--json [--eval]] [--no-monitors] [--crash]``: any training log -> metric records.
 
 Without --json: a short summary (formats found, steps, loss, grad norm, memory, evaluations,
 alerts, lines not understood). With --json: one NDJSON metric record per line, ``{"v": 1, ...}``;
 with --json --eval: the evaluation results instead (never training steps).
+With --crash: the crash class of the log's last lines (what the runner would decide after the
+attempt ended; ``-`` reads a pasted crash text from stdin), --json for the verdict as JSON.
 Exit 2 (one line on stderr) when the file cannot be read. When the reader of the output goes
 away (``parse --json | head``) the command ends quietly, by SIGPIPE as command-line tools do.
 """
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from runner.core.crash import classify
 from runner.core.errors import InputError
 from runner.ingest.files import LOG, TRAINER_STATE, iter_batches, resolve_log, trainer_state_events
 from runner.ingest.ndjson import write_ndjson
@@ -23,6 +26,7 @@ from runner.ingest.records import eval_record
 from runner.ingest.summary import render, summarize_path
 from runner.rundir.jsonio import dumps
 from runner.rundir.secrets import Redactor, mask_lines
+from runner.supervisor.ingest_pipe import LOG_TAIL_KEEP
 
 
 # A parse that takes longer than this draws a progress bar on stderr (when it is a terminal).
@@ -65,8 +69,14 @@ def _progress() -> TerminalProgress | None:
         return None
 
 
+# The bytes read from the end of a log for --crash: enough for LOG_TAIL_KEEP long lines.
+CRASH_TAIL_BYTES = 8 * 1024 * 1024
+
+
 def run(args: Any) -> int:
     path = args.logfile
+    if getattr(args, "crash", False):
+        return _print_crash(path, as_json=getattr(args, "json", False))
     progress = _progress()
     try:
         if getattr(args, "json", False):
@@ -142,3 +152,36 @@ def _print_evals(path: str) -> None:
         if lines:
             out.write(b"".join(mask_lines(lines, known)))
     out.flush()
+
+
+def _print_crash(path: str, as_json: bool) -> int:
+    """The verdict the runner's classifier gives the log's last lines (the same ``classify``, hence
+    the same text normalisation), with no exit status known; secrets masked."""
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        redactor = Redactor([])     # token-shaped values and secret-named assignments only
+    else:
+        real, kind = resolve_log(path)
+        if kind != LOG:
+            raise InputError(f"{real}: --crash reads a log, not {real.name}")
+        try:
+            with open(real, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - CRASH_TAIL_BYTES))
+                data = f.read()
+        except OSError as exc:
+            raise InputError(f"{real}: {exc.strerror or exc}") from None
+        redactor = _redactor(real)
+    lines = data.split(b"\n")[-LOG_TAIL_KEEP:]
+    verdict = classify(None, [line.decode("utf-8", "replace") for line in lines])
+    if as_json:
+        text = dumps(verdict.to_dict())
+    else:
+        out = [f"crash class: {verdict.cls} ({'retryable' if verdict.retryable else 'not retryable'}, "
+               f"recovery {verdict.recovery})", f"summary: {verdict.summary}"]
+        if verdict.hint:
+            out.append(f"hint: {verdict.hint}")
+        out += ["evidence:"] + [f"  {line}" for line in verdict.evidence]
+        text = "\n".join(out)
+    sys.stdout.write(redactor.redact(text) + "\n")
+    return 0

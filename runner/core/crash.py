@@ -154,27 +154,304 @@ def _cap(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# Crash-text normalisation: the text as the program printed it, from the text as it reached us
+# (a live log tail, a file, a paste in an issue). One function, used by :func:`classify` (hence
+# by the live runner and every caller of it) and by the held-out corpus checks.
+
+MAX_LINE_CHARS = 1 << 20       # a longer line keeps its head and its tail (the exception is last)
+MAX_PART_CHARS = 16384         # one line after splitting; evidence is capped far lower anyway
+MAX_LINES = 6000               # lines kept after splitting (the last ones: the crash is at the end)
+_ELLIPSIS_CUT = " ... "
+
+# Bytes no log line carries (NUL and the other C0 controls but tab and ESC, DEL) and lone
+# surrogates (``errors="surrogateescape"`` decoding): dropped, so binary junk in a tail reads
+# as nothing instead of breaking a regex or the JSON the verdict is written to.
+_JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\ud800-\udfff]")
+
+# Constant prefixes the environment writes in front of the program's own words, one piece at a
+# time (several may stand in a row: `10.0.0.5: [2024-01-02 03:04:05,678] (Worker pid=7) ...`).
+# Sources: Python logging's asctime (`2024-01-02 03:04:05,678`), ISO-8601 with `T`/`Z`/offset
+# (Kubernetes, Docker `--timestamps`), ctime (`Wed Sep 20 19:33:32 2017`, mpirun
+# `--timestamp-output`), journald/syslog (`Apr 29 19:24:11 host kernel:`), dmesg
+# (`[ 1843.308145]`), a log viewer's `date time | ` column, Ray's worker prefix
+# (`(RayTrainWorker pid=1234, ip=10.0.0.1)`, `(raylet)`: ray/_private/log_monitor.py),
+# Open MPI's `--tag-output` (`[1,9]<stderr>:`), glog/absl line headers of severity I, W, E
+# (`E0724 19:33:34.565000 128818 torch/distributed/elastic/multiprocessing/api.py:702] `,
+# glog's LogMessage::Init; torch's c10 logging, torchrun's own log lines), a captured stream's
+# `stderr: ` / `stdout: ` label, and pdsh's `host: ` (DeepSpeed's multi-node launcher: taken
+# only when the same host label starts several lines, see _host_labels).
+_TS_DATE = r"\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+_TS_CTIME = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} +\d+ \d{2}:\d{2}:\d{2} \d{4}"
+_TS_SYSLOG = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d+ \d{2}:\d{2}:\d{2} [\w.-]+ [\w.\-\[\]]+:"
+_ENV_PREFIX = re.compile(
+    r"(?:\[\s*(?:" + _TS_DATE + r")\]:?|" + _TS_DATE + r":?|\[?" + _TS_CTIME + r"\]?|" + _TS_SYSLOG
+    + r"|\[\s*\d+\.\d+\]"                                   # dmesg
+    + r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?(?= )"          # time of day
+    + r"|\((?:raylet|gcs_server|autoscaler|[A-Za-z_][\w.:-]*(?: rank=\d+)? pid=\d+)(?:, ip=[\w.:-]+)?\)"
+    + r"|\[\d+,\d+\]<std(?:out|err)>:"
+    + r"|[IE]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]\s]+:\d+\]"
+    + r"|[IE] [\w./\\-]+:\d+\]"                             # TensorFlow's "I tensorflow/core/...cc:123]"
+    + r"|std(?:out|err):"
+    + r"|[\w.-]+[-_]\d+ +\|(?= )"                        # docker compose's "service-1  | " column
+    + r")(?:\s*\|(?=\s))?[ \t]?")
+# glog/absl FATAL header (`F0531 07:47:31.003927   10044 file.cc:123] msg`): kept, it is the
+# exception line of a C++ crash (see _FATAL_LOG).
+_FATAL_LOG = re.compile(r"^F(?:\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+)? [^\]\s]+:\d+\] (?P<msg>.*)")
+# Markdown and quoting around a pasted line: a quote block's "> ", inline code, bold, italics,
+# quotation marks (the paired ones only when they close on the same line).
+_MARKUP_LEAD = re.compile(r"^(?:>\s?|`{1,3}|\*\*(?!\*))+")     # never the "***" of glog or slurmstepd
+_MARKUP_TAIL = re.compile(r"(?:`{1,3}|(?<!\*)\*\*)+$")
+_MARKUP_PAIRS = ('"', "_", "'")
+_HOST_LABEL = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}): (?=\S)")
+_NOT_A_HOST = re.compile(r"(?:Error|Exception|Warning|Interrupt|Exit|Failure)$|\.(?:py|cc|cpp|cu|cuh|h|hip|c|so)$"
+                         r"|^(?:File|Traceback|usage|Note|note|WARNING|INFO|ERROR|DEBUG|CRITICAL|FATAL|Warning|Error"
+                         r"|error|warning|srun|sbatch|slurmstepd|torchrun|what|Reason|Cause|Hint|Status|Memory"
+                         r"|Last error|\d+)$")
+
+# Where a traceback pasted on one line is split: a traceback header, each frame, the chained-
+# exception sentences and a rank prefix in the middle of the line.
+_ONE_LINE_SPLIT = re.compile(
+    r"\s+(?=Traceback \(most recent call last\):"
+    r"|File \"[^\"]+\", line \d+, in "
+    r"|The above exception was the direct cause of the following exception:"
+    r"|During handling of the above exception, another exception occurred:"
+    r"|\[(?:rank|default)\d{1,6}\]:)")
+_FRAME_HEAD = re.compile(r'^((?:\[(?:rank|default)\d{1,6}\]:\s*)?File "[^"]+", line \d+, in \S+)\s+(\S.*)$')
+# the exception line at the end of the last frame's quoted source
+_EXC_IN_LINE = re.compile(r"\s(?=(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)(?::\s|$))")
+_CHAINED = ("The above exception was the direct cause", "During handling of the above exception")
+
+# A line a wrap cannot have continued: it starts something of its own.
+_LINE_START = re.compile(r"^(?:Traceback \(|File \"|\[|[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Warning)\b"
+                         r"|\*\*\*|[IWEF]\d{4} |\d{4}-\d{2}-\d{2}|srun: |slurmstepd)")
+_ELISION = re.compile(r"\s*(?:\.{4,}|…+|\[\.\.\.\]|<\.\.\.>|<snip>)\s*")
+
+
+def _sanitise(raw: str | bytes) -> str:
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).decode("utf-8", "replace")
+    if len(raw) > MAX_LINE_CHARS:
+        half = MAX_LINE_CHARS // 2
+        raw = raw[:half] + _ELLIPSIS_CUT + raw[-half:]
+    return _JUNK.sub("", raw)
+
+
+def _strip_markup(text: str) -> str:
+    body = _MARKUP_TAIL.sub("", _MARKUP_LEAD.sub("", text.strip()))
+    for q in _MARKUP_PAIRS:
+        if len(body) > 2 and body[0] == q and body[-1] == q:
+            body = body[1:-1]
+    return body if body != text.strip() else text
+
+
+def _strip_env_prefix(text: str) -> str:
+    """Remove the environment's constant pieces in front of a line, keeping a rank prefix and
+    the indentation that follows (a traceback's source lines are told by it)."""
+    original = text
+    lead = ""
+    stripped = False
+    for _ in range(8):
+        body = text.lstrip()
+        if not body:
+            break
+        m = _ENV_PREFIX.match(body)
+        if m and m.end() > 0:
+            text = body[m.end():]
+            stripped = True
+            continue
+        rm = RANK_PREFIX_RE.match(body) or SRUN_LABEL_RE.match(body)
+        if rm and rm.end() < len(body):
+            lead += body[:rm.end()].rstrip() + " "
+            text = body[rm.end():]
+            continue
+        break
+    return lead + text if stripped else original
+
+
+def _host_labels(lines: list[str]) -> frozenset[str]:
+    """pdsh-style `host: ` labels: a first word that starts at least three lines and cannot be an
+    exception name, a file or a keyword (DeepSpeed's multi-node runner prints `worker-1: ...`)."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        if line.find(": ", 1, 66) < 0:
+            continue
+        m = _HOST_LABEL.match(line)
+        if m:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return frozenset(h for h, n in counts.items() if n >= 3 and not _NOT_A_HOST.search(h)
+                     and any(c.isdigit() or c in ".-_" for c in h))
+
+
+def _split_one_line(text: str) -> list[str]:
+    """A traceback pasted on one line (newlines lost in a web form, an issue, a chat) back into
+    lines: split at frame boundaries, the frame's quoted source indented below it, the
+    exception line after the last frame's source on its own."""
+    body = text.lstrip()
+    if not (body.find('File "', 1) > 0 or body.find("Traceback (", 1) > 0 or body.find(" [rank", 1) > 0
+            or body.find(" [default", 1) > 0):
+        return [text]
+    parts = _ONE_LINE_SPLIT.split(text)
+    if not parts[0].strip():     # a boundary at the start of the line is no paste to split
+        parts = parts[1:]
+        if len(parts) == 1:
+            return [text]
+    if len(parts) == 1:
+        return [text]
+    out: list[str] = []
+    for part in parts:
+        fm = _FRAME_HEAD.match(part)
+        if fm:
+            out.append("  " + fm.group(1))
+            source = fm.group(2)
+            em = _EXC_IN_LINE.search(source)
+            if em:
+                out.append("    " + source[:em.start()])
+                out.append(source[em.end():])
+            else:
+                out.append("    " + source)
+            continue
+        for sentence in _CHAINED:
+            at = part.find(sentence)
+            if at > 0:
+                out.extend([part[:at].rstrip(), part[at:]])
+                break
+        else:
+            out.append(part)
+    return out
+
+
+def normalize_crash_text(lines: Iterable[str | bytes]) -> list[str]:
+    """The crash text as the program printed it, from the text as it reached us:
+
+    - bytes decoded (invalid UTF-8 replaced), junk control bytes and lone surrogates dropped, a
+      line longer than ``MAX_LINE_CHARS`` cut to its head and tail (the exception is at the end);
+    - ``\\r``/``\\n`` inside an item split (progress bars redrawn with ``\\r``); the items are read from
+      the end and the last ``MAX_LINES`` lines kept (the crash is at the end; the work stays bounded);
+    - the environment's constant prefixes stripped (timestamps, Ray's and Open MPI's worker
+      prefixes, glog I/W/E headers, pdsh host labels; see ``_ENV_PREFIX``), rank prefixes kept;
+    - a traceback pasted on one line split at its frame boundaries (``_split_one_line``);
+    - an elision a user made (``......``, ``…``, ``[...]``) becomes one ``...``;
+    - a deciding phrase split by a line wrap rejoined: a line and the next are joined when one
+      of the decisive signatures matches only across the boundary (``_rejoin_wraps``).
+
+    Pure; the output is what :func:`classify` scans. An exception line with no ``Traceback``
+    header above it is read as it is (the scan does not need the header)."""
+    chunks: list[list[str]] = []
+    total = 0
+    for raw in reversed(list(lines)):     # from the end: the crash is there, and the work stays bounded
+        parts = _normalise_item(raw)
+        chunks.append(parts)
+        total += len(parts)
+        if total >= MAX_LINES:
+            break
+    split = [part for parts in reversed(chunks) for part in parts]
+    if len(split) > MAX_LINES:
+        split = split[-MAX_LINES:]
+    hosts = _host_labels(split) if split else frozenset()
+    if hosts:
+        split = [_strip_env_prefix(line[len(m.group(0)):]) if (m := _HOST_LABEL.match(line)) and m.group(1) in hosts
+                 else line for line in split]
+    return _rejoin_wraps(split)
+
+
+def _normalise_item(raw: str | bytes) -> list[str]:
+    """One item of the tail: decoded, split at \\r/\\n, unwrapped from markup and prefixes, a one-line
+    traceback split at its frames."""
+    out: list[str] = []
+    text = _sanitise(raw)
+    pieces = re.split(r"[\r\n]+", text) if ("\r" in text or "\n" in text) else [text]
+    for piece in pieces:
+        if not piece.strip():
+            continue
+        if piece[:1] in ">`*\"_'" or piece[-1:] in "`*\"_'":
+            piece = _strip_markup(piece)
+        piece = _strip_env_prefix(piece)
+        if "..." in piece or "…" in piece or "<snip>" in piece:
+            piece = _ELISION.sub(_ELIDED, piece)
+        for part in _split_one_line(piece) if len(piece) > 60 else [piece]:
+            if len(part) > MAX_PART_CHARS:    # keep its head (the exception's name) and its end
+                part = part[:4096] + _ELLIPSIS_CUT + part[-(MAX_PART_CHARS - 4096 - len(_ELLIPSIS_CUT)):]
+            out.append(part)
+    return out
+
+
+def _rejoin_wraps(lines: list[str]) -> list[str]:
+    """Join a line with the next when a decisive phrase matches only across their boundary
+    (a terminal wrapping at its width cuts mid-word; a web form or an editor wrapping at a
+    space drops the space: both joins are tried)."""
+    out: list[str] = []
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        while i + 1 < n:
+            nxt = lines[i + 1]
+            body = nxt.lstrip()
+            if not body or _LINE_START.match(body) or len(line) > MAX_PART_CHARS:
+                break
+            joined = _wrap_join(line, body)
+            if joined is None:
+                break
+            line = joined
+            i += 1
+        out.append(line)
+        i += 1
+    return out
+
+
+def _wrap_join(line: str, nxt: str) -> str | None:
+    """``line`` and ``nxt`` joined when a decisive signature matches across their boundary only.
+    A wrapped line goes on in lower case or punctuation (``memory.``, ``'flash_attn'``): a line
+    starting with a capital starts a sentence of its own and is not tried (it keeps the cost of
+    this check off ordinary log lines)."""
+    first = nxt[:1]
+    if not (first.islower() or first in "'\"`(.,:;_)"):
+        return None
+    head = line.rstrip()
+    tail = head[-160:]
+    lead = nxt[:160]
+    cut = len(tail)
+    for sep in ("", " "):     # a mid-word cut (terminal width) first, then a wrap at a space
+        window = tail + sep + lead
+        for name in _families(window):
+            pattern = _DECISIVE.get(name)
+            if pattern is None:
+                continue
+            for m in pattern.finditer(window):
+                if m.start() < cut < m.end():
+                    return head + sep + nxt
+    return None
+
+
+# ---------------------------------------------------------------------------------------
 # Signatures. A cheap substring pass picks the families a line may belong to (plain `in`
 # checks are several times faster than one big regex alternation); only those families'
 # detailed patterns run on it.
 
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("oom", ("out of memory", "OutOfMemoryError")),
-    ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out")),
+    ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
+             "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
+             "Tried to allocate")),
+    ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out", "Notify register",
+              "Communication_Error")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
-    ("hostoom", ("running low on memory", "killed due to memory pressure")),
+    ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
-    ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:",
+    ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:", "top training",
+             "top Training", "topping training", "terminating training",
              "Spiky loss", "transient error", "Loss became infinite", "Minimum loss scale reached",
              "gradients are Nan/Inf")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation")),
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
-               "cudaError", "CUDA_ERROR_", "NVRM: Xid", "fallen off the bus", "GPU is lost")),
+               "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
+               "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
-             "RECEIVED BY")),
-    ("dep", ("ModuleNotFoundError", "ImportError")),
+             "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
+             "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code")),
+    ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
+             "Failed to import", "cannot import name", "DLL load failed", "Could not load library")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
              "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE")),
     ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
@@ -193,10 +470,39 @@ def _families(text: str) -> set[str]:
 
 # (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
 _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
-                  r"|Cuda failure 'out of memory'")
+                  r"|Cuda failure 'out of memory'"
+                  # ROCm builds of torch (c10/hip, hipified CUDACachingAllocator): "HIP out of memory.
+                  # Tried to allocate ..."; the HIP runtime's own name for the error
+                  r"|HIP out of memory|HIP error: out of memory|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
+                  # XLA (JAX, TF, torch_xla): "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N
+                  # bytes." (xla/pjrt, tsl BFC allocator); TensorFlow: "ResourceExhaustedError: OOM when
+                  # allocating tensor with shape[...]"
+                  r"|RESOURCE_EXHAUSTED: Out of memory|Out of memory while trying to allocate|OOM when allocating tensor"
+                  # the TPU runtime ("RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of
+                  # memory. That was not possible.") and TF's BFC allocator giving up
+                  # ("ResourceExhaustedError: failed to allocate memory")
+                  r"|RESOURCE_EXHAUSTED: Attempting to reserve \S+ at the bottom of memory"
+                  r"|ResourceExhaustedError: failed to allocate memory"
+                  # torch <= 0.4 (THC's THCudaCheck): "cuda runtime error (2) : out of memory at ..."
+                  r"|cuda runtime error \(2\) : out of memory"
+                  # the allocator's own "Tried to allocate 2.00 GiB" (c10/cuda/CUDACachingAllocator.cpp; it
+                  # stands in no other message, so it survives a retyped "CUDA out of the memory"), the
+                  # runtime's cudaErrorMemoryAllocation (= 2) checked by caffe2 ("error == cudaSuccess. 2
+                  # vs 0. Error at: ...: out of memory") and THC ("THCudaCheck FAIL ... error=2 : out of
+                  # memory"), and any exception whose message ends in the runtime's "out of memory"
+                  r"|Tried to allocate (?:more than )?\d|cudaSuccess\. 2 vs 0|error=2 : out of memory"
+                  # the same allocator in other backends: torch_npu (Ascend) "NPU out of memory. Tried to
+                  # allocate ...", Intel's "XPU out of memory", Apple's "MPS backend out of memory"
+                  r"|\b(?:NPU|XPU) out of memory|MPS backend out of memory"
+                  r"|^(?:[\w.]+\.)?[A-Z]\w*Error: .*: out of memory\s*$"
+                  # cuBLAS/cuDNN failing to allocate their workspace (torch: "CUDA error:
+                  # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+                  r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED")
 
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
-                           r"|milliseconds before timing out")
+                           r"|milliseconds before timing out|Timeout at NCCL work: \d+"
+                           r"|Received a dump signal due to a collective timeout"
+                           r"|The wait execution of the Notify register times out")
 _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -207,7 +513,37 @@ _NCCL = re.compile(
     r"|NCCL error"
     r"|nccl(?:System|Remote|UnhandledCuda|Internal|InvalidUsage|InvalidArgument)Error"
     r"|NCCL communicator was aborted"
-    r"|DistBackendError")
+    r"|DistBackendError"
+    # torch <= 1.x (torch/lib/c10d/NCCLUtils.hpp): "NCCL Error 2: unhandled system error"
+    r"|NCCL Error \d+:"
+    # XLA (JAX, TF): "NCCL operation ncclAllReduce(...) failed: unhandled cuda error" (xla/service/gpu)
+    r"|NCCL operation \w+\(.*?\) failed"
+    r"|Watchdog caught collective operation timeout"
+    # the watchdog's own summary lines (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp): 2.2-2.3
+    # "[PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL work: ...", 2.4+ "Exception
+    # (either an error or timeout) detected by watchdog at work: 808, ..."
+    r"|Timeout at NCCL work: \d+"
+    r"|Exception \(either an error or timeout\) detected by watchdog"
+    # the heartbeat monitor's flight-recorder dump, set off by a collective timeout on some rank
+    # (ProcessGroupNCCL.cpp: "Received a dump signal due to a collective timeout from this local rank",
+    # "Observed flight recorder dump signal from another rank via TCPStore.")
+    r"|Received a dump signal due to a collective timeout|Observed flight recorder dump signal from another rank"
+    # Ascend's HCCL, NCCL's counterpart under torch_npu (CANN error codes): EI0002 "The wait execution of
+    # the Notify register times out" (a collective timed out), EI0006 "Communication_Error_Get_Socket"
+    r"|The wait execution of the Notify register times out|Communication_Error_\w+\(EI\d{4}\)"
+    # NCCL's own error-return trace: its NCCLCHECK macro (src/include/checks.h) logs "file.cc:LINE -> CODE"
+    # at INFO level when a call returned an error; reaching the "[Async thread]" it means the communicator's
+    # init failed (a trace that stops earlier may be a probe NCCL recovered from: supporting only)
+    r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Async thread\]"
+    # torch failing to set up a communicator (ProcessGroupNCCL::broadcastUniqueNCCLID): "[4] is setting up
+    # NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store ... Socket Timeout"
+    r"|is setting up NCCL communicator and retrieving ncclUniqueId")
+# A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
+# is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
+# lines holding an elision.
+_NCCL_ELIDED = re.compile(r"(?:ProcessGroupNCCL|NCCL|nccl)(?!\S* (?:INFO|WARN)\b)\S*[^\n]{0,200}? \.\.\. [^\n]{0,200}?"
+                          r"(?:[Ee]rror|[Tt]imeout|timed out|[Ff]ailed|aborted)")
+_ELIDED = " ... "
 _NCCL_SUPPORT = re.compile(r"NCCL WARN")
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _NCCL_RAN = re.compile(r"ran for (\d+) milliseconds")
@@ -225,7 +561,16 @@ _DIV = re.compile(
     # detectron2 (engine/train_loop.py), fairseq (optim/dynamic_loss_scaler.py, trainer.py)
     r"|Loss became infinite or NaN at iteration=\d+"
     r"|Minimum loss scale reached \([\d.e-]+\)"
-    r"|FloatingPointError: gradients are Nan/Inf")
+    r"|FloatingPointError: gradients are Nan/Inf"
+    # trainers that stop themselves on a non-finite loss: MAE/DeiT/DINO-style engines
+    # (facebookresearch/mae engine_pretrain.py: print("Loss is {}, stopping training".format(loss_value));
+    # sys.exit(1)), Keras' TerminateOnNaN ("Batch N: Invalid loss, terminating training"), and the
+    # family's shorter home-grown words raised as an exception ("ValueError:Network outputs is NAN! Stop
+    # Training"; never a help text that merely mentions stopping on NaN)
+    r"|[Ll]oss is (?:nan|NaN|inf|-inf|Inf), stopping training"
+    r"|Invalid loss, terminating training"
+    r"|(?:Error|Exception):[^\n]{0,80}?\b(?:nan|NaN|NAN)\b[^\n]{0,40}?\b[Ss]top(?:ping)? [Tt]raining")
+_DIV_SELF_STOP = re.compile(r"(?i:stopping training|stop training|terminating training)")
 _DIV_SUPPORT = re.compile(r"Unexpected result|^(?:First|Second) rerun:|Spiky loss"
                           r"|[Pp]ossible transient error")
 _DIV_ITERATION = re.compile(r"iteration[ =]#?(\d+)")
@@ -243,17 +588,36 @@ _FAULT = re.compile(
     r"|an illegal instruction was encountered|misaligned address"
     r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
     r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)"
-    r"|GPU has fallen off the bus|GPU is lost")
-# A GPU gone from the bus (the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
-# nvidia-smi's "GPU is lost"): like Xid 79, only a reset brings it back.
-_GPU_GONE = re.compile(r"fallen off the bus|GPU is lost")
+    # A kernel's own assertion, printed by every failing thread before "device-side assert
+    # triggered" (pastes often hold only these, interleaved): CUDA's __assert_fail
+    # "Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], thread: [6,0,0] Assertion `...` failed."
+    # and HIP's (ROCm, hip/amd_detail) "Indexing.hip:1292: indexSelectLargeIndex: Device-side
+    # assertion `srcIndex < srcSelectDimSize' failed."
+    r"|block: \[\d+, ?\d+, ?\d+\], thread: \[\d+, ?\d+, ?\d+\]|Device-side assertion [`']"
+    # ROCm: the HSA runtime's page fault ("Memory access fault by GPU node-2 (Agent handle: ...) on
+    # address 0x.... Reason: Page not present or supervisor privilege.") and hipError names
+    r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState)"
+    r"|HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION)"
+    r"|[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
+    r"|Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error")
+# A GPU gone from the bus: the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
+# the probe's "NVRM: ... has fallen off the bus and is not responding to commands." (no Xid line),
+# nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":
+# like Xid 79, only a reset brings it back.
+_KERNEL_ASSERT = re.compile(r"(\w+: (?:block: \[[\d, ]+\], thread: \[[\d, ]+\] )?(?:Device-side )?[Aa]ssertion [`'][^`']+[`'] failed)")
+_GPU_GONE = re.compile(r"[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
+                       r"|Unable to determine the device handle for GPU")
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 
 _SIG_TEXT = re.compile(
     r"DataLoader worker \(pid \d+\) is killed by signal: (?P<dl>[A-Za-z ]+?)\."
     r"|(?P<shm>Unexpected bus error encountered in worker)"
     r"|Fatal Python error: (?P<fatal>Segmentation fault|Bus error|Aborted)"
-    r"|(?P<oomkill>Out of memory: Killed process \d+)"
+    # the kernel's OOM killer (mm/oom_kill.c), new and old wordings, global and cgroup: "Out of memory:
+    # Killed process N (comm)", "Memory cgroup out of memory: Kill process N (comm) score S or sacrifice
+    # child", "comm invoked oom-killer: gfp_mask=...", "oom_reaper: reaped process N"
+    r"|(?P<oomkill>(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process \d+|invoked oom-killer: "
+    r"|oom_reaper: reaped process \d+)"
     r"|(?:^|: line \d+: +\d+ +)(?P<shell>Killed|Segmentation fault|Bus error|Aborted)"
     r"(?: +\(core dumped\))?(?:\s|$)"
     r"|SignalException: Process \d+ got signal: (?P<agent>\d+)"
@@ -264,7 +628,17 @@ _SIG_TEXT = re.compile(
     # Slurm's srun names how a task ended: "srun: error: node1: task 3: Segmentation fault"
     r"|srun: error: \S+: tasks? [\d,\-\[\]]+: (?P<srun>Killed|Segmentation fault|Bus error|Aborted)"
     # torchrun's failure entry: "traceback : Signal 11 (SIGSEGV) received by PID 41234" (any case)
-    r"|(?i:signal) (?P<recv>\d+) \((?i:sig)[A-Za-z0-9]+\) (?i:received by)")
+    r"|(?i:signal) (?P<recv>\d+) \((?i:sig)[A-Za-z0-9]+\) (?i:received by)"
+    # glog's failure signal handler ("*** SIGSEGV (@0x0) received by PID 457 (TID 0x7f...) from PID 0;
+    # stack trace: ***") and absl's ("*** SIGSEGV received at time=1745480384 on cpu 3 ***")
+    r"|\*\*\* (?P<glog>SIG[A-Z]+)(?: \(@[^)]*\))? received (?:by PID|at time)"
+    # a glog/absl CHECK that failed aborts the process ("*** Check failure stack trace: ***")
+    r"|\*\*\* (?P<check>Check failure stack trace): \*\*\*"
+    # torch.multiprocessing.spawn: "ProcessExitedException: process 0 terminated with signal SIGKILL"
+    r"|process \d+ terminated with signal (?P<spawn>SIG[A-Z]+)"
+    # a shell-style status a wrapper reports for a killed child (128+N): Kubernetes/Flyte "terminated with
+    # exit code (137)", docker "exited with code 139", CalledProcessError "returned non-zero exit status 137"
+    r"|(?:exit(?:ed)? (?:with )?code|exit status)[: ]*\(?(?P<status>1(?:29|3\d|4[0-3]))\)?(?!\d)")
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
 # plugin after the kernel's OOM killer ran in the job (task_cgroup_memory.c): the same causes
 # the job's final state gives, for when accounting cannot be asked.
@@ -276,11 +650,36 @@ _SLURM_WHY = {"TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "NODE FAILURE"
 # Ray's memory monitor killing a worker before the kernel does (ray/_raylet: the worker's exit
 # detail; "Task was killed ..." up to Ray 2.54, "N worker(s) were killed ..." from 2.55; the
 # raylet's summary "... Workers (tasks / actors) killed due to memory pressure (OOM)").
-_HOST_OOM = re.compile(r"(?:Task was|worker\(s\) were) killed due to the node running low on memory"
-                       r"|killed due to memory pressure \(OOM\)")
+_HOST_OOM = re.compile(r"killed due to the node running low on memory"
+                       r"|killed due to memory pressure \(OOM\)"
+                       # an actor's death cause (ray/exceptions.py ActorDiedError): "Worker exit type:
+                       # NODE_OUT_OF_MEMORY Worker exit detail: Task was killed due to ..."
+                       r"|Worker exit type: NODE_OUT_OF_MEMORY")
 # A Python dependency that is not there: the interpreter's own words for a missing module and
 # a compiled extension that cannot load.
-_DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$")
+_DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$"
+                  # an import error wrapped in another exception: transformers' lazy modules
+                  # ("RuntimeError: Failed to import transformers.models.x because of the following error
+                  # (look up to see its traceback):" + the ImportError's text), ctypes/torch loading a
+                  # library ("OSError: libcudart.so.12: cannot open shared object file: ..."), a
+                  # framework re-raising ("RuntimeError: ... undefined symbol: ..."), Windows' "DLL load failed"
+                  r"|^(?:[\w.]+\.)?(?P<wcls>[A-Z]\w*(?:Error|Exception)): (?P<wmsg>.*?(?:No module named '"
+                  r"|undefined symbol: |cannot open shared object file|Failed to import \S+ because of the following error"
+                  r"|cannot import name '|DLL load failed).*)$")
+# The dynamic loader's own message (dlerror: "/path/x.so: undefined symbol: _ZN...", "libcudart.so.12:
+# cannot open shared object file: ...") and transformers' "Failed to import X because of the following
+# error" standing at the start of a line with the exception's name lost in the paste: a dependency
+# when nothing raised after it (see the bare dependency rule in _scan).
+_DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |cannot open shared object file)"
+                         r"|Failed to import \S+ because of the following error)"
+                         # cuDNN's own loader (libcudnn.so's dlopen of its sub-libraries), then abort():
+                         # "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open
+                         # shared object file: ..." / "Please make sure ... is in your library path!"
+                         r"|Could not load library \S+\. Error: ")
+# The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
+_DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
+                         r"|cannot import name '[^']+'")
+_DEP_LOOK_UP = "(look up to see its traceback):"
 _DEP_MODULE = re.compile(r"No module named '([^']+)'")
 _DEP_SO = re.compile(r"(\S+?\.so(?:\.[\d.]+)?)\b")
 _DEP_FROM = re.compile(r"cannot import name '([^']+)' from '([^']+)'")
@@ -319,6 +718,12 @@ _USAGE = re.compile(
     r"|remaining_argv"
     r"|unrecognized arguments:"
     r"|Some specified arguments are not used by the HfArgumentParser")
+
+# The decisive signature of each family, for rejoining a phrase a line wrap split (_wrap_join).
+_DECISIVE: dict[str, re.Pattern[str]] = {
+    "oom": _OOM, "nccl": _NCCL, "port": _PORT, "div": _DIV, "recompute": _RECOMPUTE, "fault": _FAULT,
+    "sig": _SIG_TEXT, "gpu": _GPU_UNAVAILABLE, "hostoom": _HOST_OOM, "dep": _DEP_PHRASE, "slurm": _SLURM_CANCEL,
+}
 
 _SIGNAL_CLASSES: dict[int, str] = {_signal.SIGSEGV: "segfault", _signal.SIGBUS: "bus_error",
                    _signal.SIGKILL: "killed_oom"}
@@ -400,9 +805,21 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
     in_root = False
     root_seen = False
     after_frame: set[int | None] = set()     # ranks whose previous line was a traceback frame
-    for idx, (text, rank, indent) in enumerate(_iter_clean(log_tail)):
+    dep_open: int | None = None     # s.deps entry whose text continues on the next line
+    bare_deps: list[tuple[int, str]] = []    # dependency lines with no traceback above them
+    for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
         if not text:
             continue
+        if dep_open is not None:
+            # transformers' "Failed to import X because of the following error (look up to see its
+            # traceback):" names the import error on the next line
+            i0, t0, f0 = s.deps[dep_open]
+            s.deps[dep_open] = (i0, f"{t0} {text}", f0)
+            dep_open = None
+        if text[:1] == "F":
+            fm_ = _FATAL_LOG.match(text)
+            if fm_:     # glog/absl LOG(FATAL) / CHECK: the exception line of a C++ crash
+                s.exceptions.append((idx, text))
         s.last_lines.append((idx, text))
         if len(s.last_lines) > 3:
             del s.last_lines[0]
@@ -439,13 +856,17 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
         if "dep" in families:
             dm = _DEP.match(text)
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
-            if dm and stack:   # the exception that ended a traceback, not a logged warning
+            if dm and (stack or dm.group("wcls")):   # the exception that ended a traceback, not a logged warning
                 s.deps.append((idx, text, list(stack)))
+                if text.endswith(_DEP_LOOK_UP):
+                    dep_open = len(s.deps) - 1
+            elif dm or _DEP_LOADER.search(text):
+                bare_deps.append((idx, text))
         if "oom" in families and _OOM.search(text):
             s.oom.decisive.append((idx, text))
             _collect_oom(s.oom_info, text, frames.get(rank) or frames.get(last_frames_rank, []))
         if "nccl" in families:
-            if _NCCL.search(text):
+            if _NCCL.search(text) or (_ELIDED in text and _NCCL_ELIDED.search(text)):
                 s.nccl.decisive.append((idx, text))
                 if _NCCL_TIMEOUT.search(text):
                     s.nccl_timeout.decisive.append((idx, text))
@@ -480,6 +901,11 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             s.usage.decisive.append((idx, text))
         if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
             s.exceptions.append((idx, text))
+    # An import error pasted without the traceback above it decides when it is the last exception
+    # of the text (a warning that mentions an ImportError is followed by the real end, or is not
+    # at the start of its line).
+    if bare_deps and not s.deps and not any(i > bare_deps[-1][0] for i, _ in s.exceptions):
+        s.deps.append((bare_deps[-1][0], bare_deps[-1][1], []))
     return s
 
 
@@ -563,6 +989,15 @@ def _text_signal(text: str) -> int | None:
         return _STRSIGNAL.get(m.group("shell"))
     if m.group("srun"):
         return _STRSIGNAL.get(m.group("srun"))
+    if m.group("glog") or m.group("spawn"):
+        try:
+            return int(_signal.Signals[m.group("glog") or m.group("spawn")])
+        except KeyError:
+            return None
+    if m.group("check"):
+        return int(_signal.SIGABRT)
+    if m.group("status"):
+        return int(m.group("status")) - 128
     for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv"):
         if m.group(name):
             return int(m.group(name))
@@ -664,7 +1099,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         "the runner killed the attempt", retryable=True, recovery="restart",
                         hint="if it recurs at the same step, look for a collective one rank "
                              "never reaches (uneven data, a rank stuck in I/O)")
-    if s.deps and signum not in _DECISIVE_SIGNALS:
+    # a library that cannot load makes cuDNN and friends abort(): the dependency is the cause of a SIGABRT
+    if s.deps and (signum not in _DECISIVE_SIGNALS or signum == _signal.SIGABRT):
         return _dependency_verdict(s, status_lines, python)
     sig, sig_lines = _fatal_signal(signum, status_lines, s)
     if sig == _signal.SIGABRT and s.nccl:
@@ -811,6 +1247,10 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
                 if scale else "fairseq: the gradients are NaN/Inf")
         return _verdict("divergence", s.div.decisive + status_lines, what, retryable=False,
                         recovery="pause", hint=_DIVERGENCE_HINT)
+    if _DIV_SELF_STOP.search(first):
+        return _verdict("divergence", s.div.decisive + status_lines,
+                        f"the trainer stopped itself on a non-finite loss: {_cap(first)[:200]}", retryable=False,
+                        recovery="pause", hint=_DIVERGENCE_HINT)
     if "grad norm" in first:
         what = f"Megatron found a non-finite local grad norm{where}"
     elif "forward loss" in first:
@@ -854,6 +1294,10 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                              "dmesg before running on this GPU again")
     fault_text = next((m.group(0) for _, text in s.fault.decisive
                        for m in [_FAULT.search(text)] if m), None)
+    if fault_text and (fault_text.startswith("block: [") or fault_text.startswith("Device-side assertion")):
+        what = next((m.group(1) for _, text in s.fault.decisive
+                     for m in [_KERNEL_ASSERT.search(text)] if m), None)
+        fault_text = "a kernel's device-side assertion failed" + (f" ({what})" if what else "")
     parts = [f"CUDA fault: {fault_text}"] if fault_text else []
     if s.xids:
         _, _, xid, pci = s.xids[0]
@@ -996,8 +1440,8 @@ def _python_of(frames: list[tuple[str, str]]) -> str | None:
 def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> CrashVerdict:
     idx, text, frames = s.deps[0]
     dm = _DEP.match(text)
-    assert dm is not None
-    msg = dm.group("msg")
+    lm = None if dm else _DEP_LOADER.search(text)
+    msg = (dm.group("msg") or dm.group("wmsg")) if dm else text[lm.start():] if lm else text
     where = _python_of(frames) or python
     in_python = f" in {where}" if where else ""
     missing = _DEP_MODULE.search(msg)
