@@ -90,8 +90,8 @@ def _reap(pid: int) -> None:
 
 def wait_ready(run: rundir.RunDir, runner_pid: int, timeout: float = READY_TIMEOUT_S) -> dict:
     """Until the runner has written its state with its own pid, or died trying."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         state = run.read_state()
         if (state.get("runner") or {}).get("pid") == runner_pid and (
                 run.sock.exists() or state.get("status") in rundir.TERMINAL):
@@ -180,12 +180,12 @@ def request(run: rundir.RunDir, req: control.Request, timeout: float = 10.0) -> 
 
 
 def wait_status(run: rundir.RunDir, statuses: AbstractSet[str], timeout: float | None) -> dict:
-    deadline = None if timeout is None else time.time() + timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         state = run.read_state()
         if state.get("status") in statuses:
             return state
-        if deadline is not None and time.time() > deadline:
+        if deadline is not None and time.monotonic() > deadline:
             return state
         if not runner_alive(run, state) and state.get("status") not in statuses:
             time.sleep(0.2)

@@ -35,7 +35,8 @@ class AttemptWatch:
         self.pidfd: int | None = None  # an adopted leader's: readable when it ends
         self.returncode: int | None = None
         self.exit_status: ExitStatus | None = None
-        self.exit_seen_at = time.time()
+        self.exit_seen_at = time.time()  # shown (the attempt_end event's detected_at)
+        self.exit_seen_mono = time.monotonic()  # how long judging took after it: a duration
         self.signalled: list[int] = []  # the PIDs the last SIGTERM went to
         self._leader_checked = 0.0
 
@@ -67,7 +68,7 @@ class AttemptWatch:
     def ended(self, number: int, rc: int | None) -> None:
         """The attempt's leader ended: when it was noticed, and how (``rc`` None: the waiter's
         exit record says)."""
-        self.exit_seen_at = time.time()
+        self.exit_seen_at, self.exit_seen_mono = time.time(), time.monotonic()
         self.exit_status = self.engine.exit_status(number)
         self.returncode = rc if rc is not None else (self.exit_status.returncode if self.exit_status else None)
 
@@ -122,6 +123,7 @@ class AttemptWatch:
     def end_facts(self) -> dict[str, Any]:
         """What the watch knows of the ended attempt, for the judge (``judge.EndedAttempt``)."""
         return {"returncode": self.returncode, "exit_status": self.exit_status, "exit_seen_at": self.exit_seen_at,
+                "detected_after_s": round(time.monotonic() - self.exit_seen_mono, 3),
                 "own_pids": frozenset(self.own_pids), "live_pids": frozenset(live_pid_set())}
 
     def survivors_alert(self, eff: lc.Record) -> dict[str, Any]:

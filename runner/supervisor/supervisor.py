@@ -21,6 +21,7 @@ answers), ``gpuwatch`` (the GPUs), ``recovery`` (taking a run over).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -50,7 +51,8 @@ from runner.supervisor.controlserver import ControlServer
 from runner.supervisor.dispatch import Dispatcher, Steered
 from runner.supervisor.attempt_watch import AttemptWatch
 from runner.supervisor.gpuwatch import GpuWatch
-from runner.supervisor.ingest_pipe import STARTUP_DEFAULT_S, IngestPipe, heartbeat_limit  # noqa: F401 (re-exported)
+from runner.supervisor.ingest_pipe import (INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES, STARTUP_DEFAULT_S,  # noqa: F401
+                                           Ingested, IngestPipe, heartbeat_limit)
 from runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from runner.supervisor.launcher import Launched, Launcher
 from runner.supervisor.memory_feed import MemoryFeed
@@ -110,11 +112,8 @@ class Supervisor:
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, Thresholds.from_recipe(self.recipe["alerts"]),
-                               note_saved=self.checkpoints.note_saved,
-                               on_saves=lambda: self.timers.due_now("ckpt"), on_progress=lambda f: self.state.set(**f),
-                               on_divergence=lambda msg: self.apply(lc.Divergence(msg)),
-                               serve=lambda: self.control.serve(), start_offset=int(state.get("log_offset") or 0),
-                               attempt=self.state.attempt, progress=state, diag=diag)
+                               start_offset=int(state.get("log_offset") or 0), attempt=self.state.attempt,
+                               progress=state, diag=diag)
         self.dispatcher = Dispatcher(
             state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
             finishing_left=lambda: None if self.finishing_until is None else max(
@@ -122,6 +121,7 @@ class Supervisor:
             terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe["kill"], asked))
         self.history: list[AttemptRecord] = []
         self.ops: OpsSidecars | None = None
+        self._applying = False  # inside ``apply``: the lifecycle is never re-entered
 
     # ---- state ------------------------------------------------------------------------
     def flush_state(self, force: bool = False) -> None:
@@ -182,18 +182,23 @@ class Supervisor:
     def apply(self, event: lc.Event) -> dict[str, Any] | None:
         """Feed one event to the lifecycle and carry out its effects (which may raise the next
         event: judging an attempt answers with the policy's decision). Returns a control reply."""
-        answer = None
-        queue: list[lc.Event] = [event]
-        while queue:
-            ev = queue.pop(0)
-            self.life, effects = lc.step(self.life, ev, time.monotonic(), self.lc_settings)
-            for eff in effects:
-                if isinstance(eff, lc.Reply):
-                    answer = eff.answer
-                    continue
-                follow = self._execute(eff)
-                if follow is not None:
-                    queue.append(follow)
+        assert not self._applying, f"lifecycle re-entered with {type(event).__name__}"
+        self._applying = True
+        try:
+            answer = None
+            queue: list[lc.Event] = [event]
+            while queue:
+                ev = queue.pop(0)
+                self.life, effects = lc.step(self.life, ev, time.monotonic(), self.lc_settings)
+                for eff in effects:
+                    if isinstance(eff, lc.Reply):
+                        answer = eff.answer
+                        continue
+                    follow = self._execute(eff)
+                    if follow is not None:
+                        queue.append(follow)
+        finally:
+            self._applying = False
         self.state.dirty = True
         return answer
 
@@ -201,7 +206,7 @@ class Supervisor:
         if isinstance(eff, lc.SetStatus):
             if eff.status in (Status.FAILED, Status.PAUSED, Status.UNSAVED):
                 self.state.set(pause_reason=eff.reason)
-            self._record_status(eff.status, eff.reason)
+            return self._record_status(eff.status, eff.reason)
         elif isinstance(eff, lc.SignalTree) and eff.sig == "TERM":
             self.watch.terminate()
             self._note_job()
@@ -221,13 +226,14 @@ class Supervisor:
             self.terminations.kill_blockers(self.conditions.take_blockers(), kill_grace(self.recipe["kill"]))
         return None
 
-    def _record_status(self, status: Status, reason: str) -> None:
+    def _record_status(self, status: Status, reason: str) -> lc.Event | None:
         """The lifecycle changed the status: record it (event, state file, index). Saves the
         watcher had not settled yet are verified before anyone sees the end."""
+        follow = None
         if status in rundir.TERMINAL:
             try:
                 self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
-                self._checkpoint_state()
+                follow = self._checkpoint_state()
             except Exception as exc:
                 diag(f"final checkpoint sweep failed: {exc}")
             if self.ops is not None:  # the sweep may have offered the last save to the sync: say so now
@@ -236,6 +242,7 @@ class Supervisor:
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
         index_run(self.run, self.state.as_dict())
+        return follow
 
     def _record(self, eff: lc.Record) -> None:
         """A lifecycle record as its event (``attempt_watch.record_fields`` adds what only the
@@ -271,8 +278,8 @@ class Supervisor:
             self.state.set(exit_code=None)
             return lc.LaunchFailed(started)
         self.watch.launched(started.attempt)
-        now = time.time()
-        self.pipe.launched(attempt, now)
+        now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
+        self.pipe.launched(attempt)
         self.resumed_step = step_of(started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now)
@@ -288,7 +295,7 @@ class Supervisor:
             self._on_leader_exit(None)
             return
         self._note_job()
-        self.pipe.continued(number, time.time())  # the log written meanwhile is read by the loop
+        self.pipe.continued(number, watched=True)  # the log written meanwhile is read by the loop
         tree = self.watch.tree
         self.journal.event("adopt", attempt=number, pids=list(tree.procs),
                            **({"job_id": attempt.job_id} if attempt.job_id is not None else {}))
@@ -304,11 +311,12 @@ class Supervisor:
         """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
         back to the lifecycle."""
         self.watch.tree.leader = None
-        self.pipe.catch_up()
+        # The attempt has ended: a divergence in its last lines stops nothing any more.
+        self._take(self.pipe.catch_up(), divergence=False)
         # Nothing of this attempt writes any more: verify its last saves now, before the next
         # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
-        self._checkpoint_state()
+        self._checkpoint_state()  # no live attempt: never a pause for bad saves here
         n, gpu = self.state.attempt, self.gpus.snapshot()
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
@@ -331,18 +339,20 @@ class Supervisor:
             self.next_env = out.next_env
         return out.judged
 
-    def _checkpoint_state(self) -> None:
+    def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
-        a row that failed verification stop the attempt and pause the run."""
+        a row that failed verification stop the attempt and pause the run (the event returned,
+        for the caller to give the lifecycle)."""
         self.state.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
                  bad_saves=self.checkpoints.bad_saves)
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
-            return
+            return None
         reason = bad_saves_pause(self.checkpoints, int(self.recipe["checkpoints"].get("pause_after_bad_saves") or 0))
-        if reason:
-            self._bad_saves_reason = reason
-            self.state.alert("critical", "bad_saves", reason, paths=list(self.checkpoints.bad_in_a_row))
-            self.apply(lc.BadSaves(reason))
+        if not reason:
+            return None
+        self._bad_saves_reason = reason
+        self.state.alert("critical", "bad_saves", reason, paths=list(self.checkpoints.bad_in_a_row))
+        return lc.BadSaves(reason)
 
     def _note_job(self) -> None:
         """A batch job's state (pending reason, nodes) into state.json when it changes; its id,
@@ -399,8 +409,34 @@ class Supervisor:
         due = [LOOP_TICK_S, self.control.next_expiry(), lc.next_deadline(self.life, time.monotonic())]
         return max(0.001, min(d for d in due if d is not None))
 
+    def _take(self, got: Ingested, *, divergence: bool = True) -> None:
+        """What reading the log brought, applied: progress into the state, saves to the
+        checkpoint keeper (looked at now), a divergence through the lifecycle."""
+        if got.progress:
+            self.state.set(**got.progress)
+        for path, suspect in got.saves:
+            self.checkpoints.note_saved(path, suspect)
+        if got.saves:
+            self.timers.due_now("ckpt")
+        if divergence and got.divergence is not None:
+            self.apply(lc.Divergence(got.divergence))
+
+    def ingest(self, deadline: float | None = None) -> bool:
+        """Read the log a sub-slice at a time, each one's news applied, the control socket
+        served between sub-slices (however long the lines, a command waits one sub-slice at
+        most): up to INGEST_SLICE_BYTES, or until the monotonic ``deadline``. True while more
+        is waiting."""
+        for n in range(10_000 if deadline is not None else INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES):
+            if n:
+                self.control.serve()
+            got = self.pipe.read()
+            self._take(got)
+            if not got.more or (deadline is not None and time.monotonic() >= deadline):
+                return got.more
+        return True
+
     def tick(self) -> None:
-        now = time.time()
+        now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
         reaped = proctree.reap_children()
         slurm_client.deliver(reaped)  # the Slurm engine's sbatch/squeue/scancel children
         if not self.draining:
@@ -410,19 +446,21 @@ class Supervisor:
             if ended:
                 self._on_leader_exit(rc)
         if self.draining:  # the ended attempt is judged once its whole log is read (the crash text is at the end)
-            if not self.pipe.drain(CATCH_UP_TURN_S):
+            if not self.ingest(mono + CATCH_UP_TURN_S):
                 self.draining = False
                 self.apply(lc.LeaderExit(self.watch.returncode))
         else:
-            self.pipe.turn()
+            self.ingest()
         if self.life.status in (RUNNING, STOPPING) and self.timers.every("tree", TREE_REFRESH_S):
             self.watch.refresh()
             self.state.dirty = True
         if self.checkpoints.active and self.timers.every("ckpt", CHECKPOINT_POLL_S):
             if self.checkpoints.poll(self.pipe.monitors.on_checkpoint, self.state.attempt):
-                self._checkpoint_state()
+                bad = self._checkpoint_state()
+                if bad is not None:
+                    self.apply(bad)
         if self.life.status == RUNNING and not self.life.kill and self.life.attempt_live:
-            hang = self.pipe.hang(now, self.recipe["heartbeat"],
+            hang = self.pipe.hang(time.monotonic(), self.recipe["heartbeat"],
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending)
             if hang is not None:
                 self.apply(hang)
@@ -478,13 +516,13 @@ class Every:
     def every(self, name: str, period: float) -> bool:
         """True (and the timer restarts) once ``period`` passed since it last fired."""
         now = time.monotonic()
-        if now - self.last.get(name, 0.0) >= period:
+        if now - self.last.get(name, -math.inf) >= period:
             self.last[name] = now
             return True
         return False
 
     def due_now(self, name: str) -> None:
-        self.last[name] = 0.0
+        self.last[name] = -math.inf
 
 
 def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
