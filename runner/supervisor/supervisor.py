@@ -38,6 +38,7 @@ from runner.core.policy import AttemptRecord, RestartSettings
 from runner.core.state import Status
 from runner.ops.sidecars import OpsSidecars
 from runner.process import proctree
+from runner.process.attempt import Engine
 from runner.process.engines.local import LocalEngine
 from runner.process.slurm import client as slurm_client
 from runner.recipes import recipe as recipes
@@ -129,9 +130,9 @@ class Supervisor:
         if not self.state.due(force):
             return
         self.journal.flush()
-        tree = self.watch.tree
+        procs = self.watch.procs
         self.state.fields.update(
-            pids=tree.to_list() if not self.life.exited or self.life.kill else [], pgid=tree.pgid,
+            pids=procs.tracked() if not self.life.exited or self.life.kill else [], pgid=procs.pgid,
             log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
             storage=self.journal.storage, stale_after_s=float(self.recipe["heartbeat"]["stale_state_s"]),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
@@ -257,7 +258,7 @@ class Supervisor:
         """A control command through the lifecycle (for the dispatcher)."""
         self.watch.signalled = []
         reply = self.apply(event)
-        return Steered(reply, self.watch.signalled, sorted(self.watch.tree.procs) if self.life.kill else [])
+        return Steered(reply, self.watch.signalled, sorted(self.watch.procs.pids) if self.life.kill else [])
 
     # ---- attempts ---------------------------------------------------------------------
     def _launch(self) -> lc.Event | None:
@@ -296,10 +297,9 @@ class Supervisor:
             return
         self._note_job()
         self.pipe.continued(number, watched=True)  # the log written meanwhile is read by the loop
-        tree = self.watch.tree
-        self.journal.event("adopt", attempt=number, pids=list(tree.procs),
+        self.journal.event("adopt", attempt=number, pids=list(attempt.pids),
                            **({"job_id": attempt.job_id} if attempt.job_id is not None else {}))
-        diag(f"adopted attempt {number} leader pid {tree.leader.pid if tree.leader else None}")
+        diag(f"adopted attempt {number} leader pid {attempt.leader_pid}")
 
     def _on_leader_exit(self, rc: int | None) -> None:
         """The leader ended: its log is read to the end (``tick``, a slice per turn), then it is judged."""
@@ -310,7 +310,7 @@ class Supervisor:
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
         back to the lifecycle."""
-        self.watch.tree.leader = None
+        self.watch.procs.forget_leader()
         # The attempt has ended: a divergence in its last lines stops nothing any more.
         self._take(self.pipe.catch_up(), divergence=False)
         # Nothing of this attempt writes any more: verify its last saves now, before the next
@@ -323,7 +323,7 @@ class Supervisor:
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),
-            job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.tree.procs),
+            job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n))
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe["cooldown"]["floor_s"]),
                     saved=self.checkpoints.final_check, diag=diag,
@@ -465,7 +465,7 @@ class Supervisor:
             if hang is not None:
                 self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
-                    self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.tree.procs)):
+                    self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.procs.pids)):
                 self.pipe.memory_alerts()
         self.terminations.progress()
         if self.life.kill:
@@ -477,9 +477,9 @@ class Supervisor:
         if cd and self.life.status == Status.COOLDOWN and (
                 self.timers.every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
-            tree = self.watch.tree
+            procs = self.watch.procs
             self.apply(self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
-                                             survivors=tree.survivors(scan_markers=True), tree_blocking=tree.blocking()))
+                                             survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking()))
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
         self.flush_state()
@@ -552,7 +552,7 @@ def _wall(mono: float) -> float:
     return time.time() + (mono - time.monotonic())
 
 
-def _engine(run: rundir.RunDir, recipe: dict[str, Any]) -> Any:
+def _engine(run: rundir.RunDir, recipe: dict[str, Any]) -> Engine:
     """The recipe's engine: ``local`` runs the command here, ``slurm`` submits a batch job."""
     if recipe.get("engine") == "slurm":
         from runner.process.engines.slurm import SlurmEngine
