@@ -24,6 +24,30 @@ MAX_STATE_BYTES = 4 << 20  # a state file is a few KiB; anything near this is no
 
 
 class Status(str, enum.Enum):
+    """A run's status. One owner decides it: ``runner.core.lifecycle`` (``step`` while a runner
+    supervises; ``created``, ``imported``, ``killed_without_runner`` and ``replayed`` where no
+    runner is). The runner writes what ``step`` decides; the three places that write a status
+    without a runner take it from those functions: ``process.launch.create_run`` (a new run),
+    ``process.killrun.end_run`` (a kill when no runner can start), ``console.foreign`` (an
+    imported log, which no runner ever supervises). The transitions::
+
+        (new) ──created──▶ STARTING ──pre-flight cooldown──▶ COOLDOWN ──launched──▶ RUNNING
+                              │ drift refused                   ▲   │ ceiling, cannot start  │
+                              ▼                                 │   ▼                        │
+                            FAILED ◀──crash, policy: fail───────┼── FAILED                   │
+                                                                │                            │
+        RUNNING ──crash, policy: restart─────────────────────────┘ (COOLDOWN, then RUNNING)   │
+        RUNNING ──kill / hang / divergence / bad saves──▶ STOPPING ──ended──▶ KILLED | COOLDOWN | PAUSED
+        RUNNING ──exit 0──▶ SUCCEEDED | UNSAVED (no verified checkpoint holds the result)
+        RUNNING ──crash, policy: pause──▶ PAUSED ──resume / restart──▶ COOLDOWN
+        COOLDOWN | PAUSED ──kill──▶ KILLED
+        SUCCEEDED | UNSAVED | FAILED | KILLED ──restart (a new runner)──▶ COOLDOWN
+        any live status, no runner can start ──direct kill──▶ KILLED   (killed_without_runner)
+        (new) ──import of a foreign log──▶ IMPORTED                     (imported; never live)
+
+    A new runner adopts RUNNING/STOPPING/COOLDOWN/PAUSED as they are; a lost ``state.json`` is
+    rebuilt from ``events.jsonl`` (``replayed``)."""
+
     STARTING = "starting"
     RUNNING = "running"
     COOLDOWN = "cooldown"

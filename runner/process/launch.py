@@ -11,6 +11,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from runner.supervisor import control
+from runner.core import lifecycle as lc
 from runner.rundir import jsonio, rundir
 from runner.process import proctree
 from runner.recipes import recipe as recipes
@@ -29,7 +30,7 @@ def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift
         fd = os.open(run.path / "secrets.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(jsonio.dumps(literal))
-    run.write_state({"status": rundir.STARTING, "name": name or recipe["name"], "attempt": 0,
+    run.write_state({"status": lc.created(), "name": name or recipe["name"], "attempt": 0,
                      "recipe_hash": recipes.recipe_hash(recipe), "started_at": time.time(),
                      "allow_drift": allow_drift})
     for path in (run.log, run.metrics, run.events, run.runner_log):
