@@ -90,6 +90,7 @@ class Supervisor:
         self.resumed_step: int | None = None
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
+        self.backlog_end = 0  # a user-killed attempt was judged before its log was read: read up to here before exiting
         self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
         self.timers = Every()
         self.settings = RestartSettings.from_recipe(self.recipe["restart"])
@@ -311,8 +312,12 @@ class Supervisor:
         """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
         back to the lifecycle."""
         self.watch.procs.forget_leader()
-        # The attempt has ended: a divergence in its last lines stops nothing any more.
-        self._take(self.pipe.catch_up(), divergence=False)
+        if kill_reason == "user":
+            # The user's kill is judged at once, whatever backlog of log is still unread (a flood
+            # of lines never delays it); the loop reads the rest before the runner exits.
+            self.backlog_end = self.pipe.lag()["size"]
+        else:  # the crash text is at the log's end. The attempt has ended: a divergence there stops nothing.
+            self._take(self.pipe.catch_up(), divergence=False)
         # Nothing of this attempt writes any more: verify its last saves now, before the next
         # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
@@ -377,6 +382,9 @@ class Supervisor:
             self.control.serve()  # expire slow clients (and anything that arrived meanwhile)
             if self.finishing_until is None:
                 self.tick()
+            elif self._behind():  # the log a user-killed attempt left unread, a slice per turn
+                self.ingest(time.monotonic() + CATCH_UP_TURN_S)
+                self.flush_state()
             elif self.timers.every("finishing", OPS_POLL_S):
                 self._poll_ops(time.time())
                 self.flush_state()
@@ -392,18 +400,22 @@ class Supervisor:
         answers, commands are refused with the reason."""
         if self.life.status not in rundir.TERMINAL:
             return False
-        syncing = self.ops is not None and self.ops.syncing()
+        waiting = (self.ops is not None and self.ops.syncing()) or self._behind()
         if self.finishing_until is None:
-            if not syncing:
+            if not waiting:
                 return True
             self.finishing_until = time.monotonic() + SYNC_FINAL_WAIT_S
-            diag("run over; waiting for the last checkpoint's sync before exiting")
-        return not syncing or time.monotonic() >= self.finishing_until
+            diag("run over; reading the rest of its log and waiting for the last checkpoint's sync before exiting")
+        return not waiting or time.monotonic() >= self.finishing_until
+
+    def _behind(self) -> bool:
+        """Log of the ended attempt still unread (its records are written before the runner exits)."""
+        return self.pipe.offset < self.backlog_end and self.pipe.lag()["lag_bytes"] > 0
 
     def _next_wakeup(self) -> float:
         """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
         if self.finishing_until is not None:
-            return OPS_POLL_S
+            return 0.0 if self._behind() else OPS_POLL_S
         if self.pipe.lagging:
             return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S, self.control.next_expiry(), lc.next_deadline(self.life, time.monotonic())]
@@ -446,7 +458,8 @@ class Supervisor:
             if ended:
                 self._on_leader_exit(rc)
         if self.draining:  # the ended attempt is judged once its whole log is read (the crash text is at the end)
-            if not self.ingest(mono + CATCH_UP_TURN_S):
+            user_kill = self.life.kill is not None and self.life.kill.reason == "user"  # ... except a user's kill
+            if user_kill or not self.ingest(mono + CATCH_UP_TURN_S):
                 self.draining = False
                 self.apply(lc.LeaderExit(self.watch.returncode))
         else:
