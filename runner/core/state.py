@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import msgspec
@@ -338,11 +337,3 @@ class StateError(ValueError):
     """state.json cannot be read as a state, or a writer's state does not fit the model."""
 
 
-def load(path: Path | str) -> LoadedState:
-    """The typed loader: never raises; a missing, truncated, corrupt or wrongly typed file says
-    so in ``problem`` (and the state is empty)."""
-    from runner.rundir.runfiles import read
-    model, problem = read(path, StateFile, max_bytes=MAX_STATE_BYTES)
-    if model is None:
-        return LoadedState({}, problem or "no state.json")
-    return LoadedState(as_dict(model))

@@ -20,7 +20,8 @@ import time
 from typing import Any, Callable, Mapping
 
 from runner.core import lifecycle as lc
-from runner.core.crash import decode_exit, live_pid_set, own_pid_set
+from runner.core.crash import decode_exit
+from runner.process.proctree import live_pid_set, own_pid_set
 from runner.core.state import JobRecord
 from runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
 
