@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.process import proctree
 from tests.runner.conftest import REPO
 from tests.waiting import until
 
@@ -105,6 +106,6 @@ def test_wall_clock_steps_are_not_a_hang(harness, tmp_path):
             runner.send_signal(signal.SIGTERM)
             runner.wait(timeout=30)
         st = run.state()
-        for p in st.get("pids") or []:
-            if _alive(p["pid"]):
+        for p in st.get("pids") or []:  # the run's own processes only: PID and start time
+            if proctree.same_process(p["pid"], p["start_time"]):
                 os.kill(p["pid"], signal.SIGKILL)
