@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Callable
 
 from runner.rundir import jsonio, rundir, seriesfile
+from runner.core import lifecycle as lc
 from runner.core.errors import InputError
 
-IMPORTED = "imported"
+IMPORTED = lc.imported()  # the status of an imported run: the lifecycle decides it, as every status
 STATE_EVERY_S = 0.25   # how often the import's progress goes into state.json
 
 
@@ -156,7 +157,7 @@ class Import:
     def _write_state(self, last: dict | None) -> None:
         last = last or {}
         self._state.update({
-            "run_id": self.run.run_id, "name": f"{self.source.name} (imported)", "status": IMPORTED,
+            "run_id": self.run.run_id, "name": f"{self.source.name} (imported)", "status": lc.imported(),
             "step": last.get("step"), "max_steps": last.get("max_steps"),
             "source_path": str(self.source), "imported_at": self._state.get("imported_at") or time.time(),
             "import": self.status(),

@@ -479,6 +479,11 @@ def faults(work: Path, quick: bool) -> list[Check]:
         rc2, so2, err2 = cli(["--json", run.name, "--once", "--no-gpu"], run.parent)
         return rc == rc2 == 0 and "damaged" in so and "Traceback" not in err + err2, so.splitlines()[-3][:100]
     check("crash report, exit record and secrets.json damaged: shown as damaged", damaged_reports)
+    for step in ("+7200", "-7200"):
+        check(f"the runner's wall clock steps {step} s under a live run: no hang, state.json goes on",
+              lambda tmp, step=step: _clock_step(tmp, step))
+    check("kill behind a 100 MiB backlog of long lines: killed at once, every record written after",
+          _kill_behind_backlog)
     return out
 
 
@@ -670,6 +675,83 @@ def lost(work: Path, quick: bool) -> list[Check]:
             subprocess.run(["umount", "-l", str(runs)], capture_output=True)
     check("disk full while run creates the run directory: one line, nothing left behind", full_disk)
     return out
+
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+
+
+def _clock_step(tmp: Path, step: str) -> tuple[bool, str]:
+    """Issue 32.2: the runner (re-started under libfaketime, adopting the training) sees its wall
+    clock step by ``step`` seconds; the run stays ``running``, no hang alert, the state file keeps
+    being written, and a real silence afterwards is still a hang."""
+    if not LIBFAKETIME.exists():
+        return False, "libfaketime not installed (apt-get install faketime)"
+    quiet = tmp / "quiet"
+    train = ("import json, os, sys, time\nstep = 0\n"
+             f"while not os.path.exists({str(quiet)!r}):\n"
+             "    step += 1\n    print(json.dumps({'step': step, 'loss': 1.0}), flush=True)\n    time.sleep(1)\n"
+             "time.sleep(600)\n")
+    run = start(tmp, "clock", command=[PY, "-c", train], heartbeat={"timeout_s": 3, "startup_s": 120},
+                restart={"max_restarts": 0}, env={"LD_PRELOAD": "", "FAKETIME_TIMESTAMP_FILE": ""})
+    if run is None:
+        return False, "the run did not start"
+    st = running(run)
+    r = st["runner"]
+    os.kill(r["pid"], signal.SIGTERM)  # the runner leaves, the training runs on
+    wait(lambda: not proctree.same_process(r["pid"], r["start_time"]), 30)
+    offset = tmp / "faketime"
+    offset.write_text("+0\n")
+    fenv = {**env(), "LD_PRELOAD": str(LIBFAKETIME), "FAKETIME_TIMESTAMP_FILE": str(offset),
+            "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    with open(run / "runner.log", "ab") as log:
+        runner = subprocess.Popen([PY, "-m", "runner.supervisor", str(run)], env=fenv, cwd=REPO, stdin=subprocess.DEVNULL,
+                                  stdout=log, stderr=log, start_new_session=True)
+    try:
+        if not wait(lambda: (state(run).get("runner") or {}).get("pid") == runner.pid
+                    and (state(run).get("step") or 0) >= (st.get("step") or 0) + 3, 60):
+            return False, "the faketime runner did not take over"
+        offset.write_text(step + "\n")
+        shift = float(step)
+        stepped = wait(lambda: abs((state(run).get("updated_at") or 0) - (time.time() + shift)) < 600, 30)
+        base = state(run).get("step") or 0
+        wait(lambda: (state(run).get("step") or 0) >= base + 8 or state(run).get("status") != "running", 60)
+        hangs = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()
+                 if '"hang"' in line]
+        before = state(run).get("status")
+        quiet.write_text("")
+        caught = wait(lambda: state(run).get("status") == "failed", 60)
+        return stepped and before == "running" and not hangs and caught, (
+            f"state.json {'followed' if stepped else 'stopped at'} the step; {before} 8 steps after it with "
+            f"{len(hangs)} hang alert(s); a real silence after: {state(run).get('status')}")
+    finally:
+        if runner.poll() is None:
+            runner.send_signal(signal.SIGTERM)
+        runner.wait(timeout=60)
+
+
+def _kill_behind_backlog(tmp: Path) -> tuple[bool, str]:
+    """Issue 32.6: a burst of 100 MiB of 64 KiB lines far faster than the runner parses; ``kill``
+    is answered and lands at once (the run is ``killed`` with the log still unread); the runner
+    reads the rest before it exits and no record is lost."""
+    lines, every = 1600, 100
+    train = ("import json, sys, time\nprint(json.dumps({'step': 0, 'loss': 2.0}), flush=True)\ntime.sleep(1)\n"
+             f"pad = 'y' * 65536\nfor i in range({lines}):\n"
+             f"    if i % {every} == 0:\n        sys.stdout.write(json.dumps({{'step': i // {every} + 1, 'loss': 1.0}}) + '\\n')\n"
+             "    sys.stdout.write(pad + '\\n')\nsys.stdout.flush()\ntime.sleep(600)\n")
+    run = start(tmp, "backlog", command=[PY, "-c", train], restart={"max_restarts": 0})
+    if run is None:
+        return False, "the run did not start"
+    if not wait(lambda: ((state(run).get("ingest") or {}).get("lag_bytes") or 0) > 20 * 2**20, 60):
+        return False, f"no backlog formed: {state(run).get('ingest')}"
+    runner = state(run)["runner"]
+    t = time.monotonic()
+    rc, _, err = cli(["kill", run.name], run.parent, timeout=120)
+    took = time.monotonic() - t
+    killed = state(run)
+    lag = (killed.get("ingest") or {}).get("lag_bytes")
+    wait(lambda: not proctree.same_process(runner["pid"], runner["start_time"]), 300)
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    ok = rc == 0 and killed.get("status") == "killed" and steps == list(range(lines // every + 1))
+    return ok, f"kill exit {rc} in {took:.1f} s with {lag} bytes unread; {len(steps)} records after: {err.strip()[-80:]}"
 
 
 def _waits_for_storage(run: Path) -> bool:

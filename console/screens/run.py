@@ -9,8 +9,6 @@ keys hidden: no runner listens). Every request goes to the runner's control sock
 from __future__ import annotations
 
 import math
-import os
-import select
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +31,7 @@ from console import format as fmt
 from console import memory as memory_view
 from console import metrics as metrics_mod
 from console.chart import ChartOptions, markers_from, pan_range, zoom_range, zoom_to
+from console.runwatch import RunWatch
 from console.source import RunSource
 from console.widgets.chart import ChartView
 from console.widgets.gpus import GpuPanel, host_words
@@ -40,7 +39,7 @@ from console.widgets.lines import LinesView
 from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
 from console.screens.messages import AlertNews, ToggleBell
 from console.widgets.status import StatusLine
-from runner.rundir import alertgroups, dirwatch, rundir
+from runner.rundir import alertgroups, rundir
 from runner.rundir.alertgroups import AlertGroup
 from runner.core.series import Series
 from runner.rundir.snapshot import Snapshot
@@ -55,7 +54,6 @@ CHART_MIN_W = 20   # a chart narrower than this says too little: fewer charts ar
 # metric gets a chart made for it.
 FIXED_CHART_IDS = {"loss": "chart-loss", "grad_norm": "chart-grad", "mem_gib": "chart-mem",
                    metrics_mod.EVAL_LOSS: "chart-eval"}
-WATCH_GAP_S = 0.05  # a change in the run directory polls at once, but not more often than this
 
 
 def _series_key(s) -> tuple:
@@ -99,12 +97,7 @@ class RunScreen(Screen):
         self.snapshot: Snapshot | None = None
         self.polls = 0
         self._applied = threading.Event()
-        # poll_now() writes here; the file watch wakes the poller when the run directory changes
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._watch = dirwatch.watch(source.run.path)
-        self._polled_at = float("-inf")
+        self.run_watch = RunWatch(source.run.path, interval)  # when to poll again (UI-free)
         self._gpu_at = float("-inf")
         self._live: bool | None = None
         self._marker_key: object = None
@@ -175,57 +168,14 @@ class RunScreen(Screen):
                 while not self._applied.wait(0.2):
                     if worker.is_cancelled:
                         return
-                woken_by_file = self._wait_next(worker)
+                woken_by_file = self.run_watch.wait_next(lambda: worker.is_cancelled)
                 full = not woken_by_file or time.monotonic() - self._gpu_at >= 0.75 * self.interval
         finally:
-            self._close_wakers()
-
-    def _wait_next(self, worker) -> bool:
-        """Sleep until the next tick, a poll_now(), a change in the run directory, or
-        cancellation (checked 4x a second: a thread worker cannot be force-cancelled, and app
-        exit waits for it). Changes wake the poller at most every WATCH_GAP_S: a log written
-        a thousand lines a second is still read in a few coalesced polls. True when a file
-        change (not the timer or a request) ended the wait."""
-        self._polled_at = time.monotonic()
-        deadline = self._polled_at + self.interval
-        fds = [self._wake_r] + ([self._watch] if self._watch is not None else [])
-        while not worker.is_cancelled:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            ready, _, _ = select.select(fds, [], [], min(0.25, left))
-            if not ready:
-                continue
-            if self._watch is not None and self._watch in ready:
-                gap = WATCH_GAP_S - (time.monotonic() - self._polled_at)
-                if gap > 0:
-                    time.sleep(gap)
-                self._watch.drain()
-            # A request (poll_now) is answered by a full poll, also when it came in during the
-            # coalescing gap; it is drained only here, so none is ever lost to a file wake-up.
-            requested = self._wake_r in ready or bool(select.select([self._wake_r], [], [], 0)[0])
-            if requested:
-                _drain_fd(self._wake_r)
-            return not requested
-        return False
+            self.run_watch.close()
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
-        try:
-            if self._wake_w >= 0:
-                os.write(self._wake_w, b"w")
-        except (BlockingIOError, OSError):
-            pass  # a wake-up is already pending
-
-    def _close_wakers(self) -> None:
-        """Called by the poll thread as it ends (never while it selects on them)."""
-        r, w, self._wake_r, self._wake_w = self._wake_r, self._wake_w, -1, -1
-        for fd in (r, w):
-            if fd >= 0:
-                os.close(fd)
-        if self._watch is not None:
-            self._watch.close()
-            self._watch = None
+        self.run_watch.poke()
 
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
         try:
@@ -715,14 +665,6 @@ class RunScreen(Screen):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
-
-
-def _drain_fd(fd: int) -> None:
-    try:
-        while os.read(fd, 4096):
-            pass
-    except (BlockingIOError, OSError):
-        pass
 
 
 def _show(widget, visible: bool) -> None:

@@ -258,13 +258,13 @@ class CheckpointSyncer:
             else:
                 self.status.failures += 1
                 self.status.last_error = str(res.get("reason"))
-                self.retry_at = now + self.settings.retry_s
+                self.retry_at = time.monotonic() + self.settings.retry_s  # a delay: monotonic
                 events.append({"type": "alert", "level": "warning", "rule": "sync_failed",
                                "message": f"checkpoint sync to {self.settings.dest} failed "
                                           f"({self.status.failures}x): {res.get('reason')}; retrying in "
                                           f"{self.settings.retry_s:g}s"})
             self.running = None
-        if self.status.pending and (self.retry_at is None or now >= self.retry_at):
+        if self.status.pending and (self.retry_at is None or time.monotonic() >= self.retry_at):
             self._start(self.status.pending)
         return events
 

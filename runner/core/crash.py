@@ -1050,7 +1050,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
 
     PIDs named in an OOM message ("Process 566680 has 79.00 GiB memory in use") are another
     process's only when that can be proven: with ``own_pids`` (every PID of the attempt's tree,
-    in every PID namespace: see :func:`own_pid_set`) a named PID is foreign when it is not one
+    in every PID namespace: see ``runner.process.proctree.own_pid_set``) a named PID is foreign when it is not one
     of them and, if ``live_pids`` is given, is still alive in the runner's namespace (a holder
     of GPU memory outlives our crashed tree; a PID we cannot see cannot be proven foreign).
     Without ``own_pids`` every named PID counts as foreign (the caller knows nothing better).
@@ -1337,33 +1337,6 @@ def interpreter_of(argv: list[str]) -> str | None:
     if argv and os.path.basename(argv[0]).startswith("python"):
         return argv[0]
     return None
-
-
-def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:
-    """The PIDs of a process tree in every PID namespace: each PID plus the ``NSpid`` values
-    of ``/proc/PID/status`` (a process in a container has one PID per namespace level, and
-    NVML, hence PyTorch's OOM message, names the outermost one). Read while the processes
-    are alive; missing entries are skipped."""
-    out: set[int] = set()
-    for pid in pids:
-        out.add(int(pid))
-        try:
-            with open(f"{proc}/{int(pid)}/status", encoding="ascii", errors="replace") as f:
-                for line in f:
-                    if line.startswith("NSpid:"):
-                        out.update(int(x) for x in line.split()[1:] if x.isdigit())
-                        break
-        except OSError:
-            continue
-    return out
-
-
-def live_pid_set(proc: str = "/proc") -> set[int]:
-    """The PIDs alive in this process's PID namespace now (``live_pids`` for classify)."""
-    try:
-        return {int(name) for name in os.listdir(proc) if name.isdigit()}
-    except OSError:
-        return set()
 
 
 def foreign_holders(named: dict[str, str], own_pids: Collection[int] | None,

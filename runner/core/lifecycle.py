@@ -404,3 +404,32 @@ def _judged(life: Life, ev: Judged, now: float, cfg: Settings) -> tuple[Life, li
     if ev.action == "stop":
         return replace(life, status=Status.KILLED), [SetStatus(Status.KILLED, "killed by user")]
     return replace(life, status=Status.FAILED), [SetStatus(Status.FAILED, ev.reason)]
+
+
+# ---- the status where no runner is (the only places outside ``step`` that decide one) ----------
+def created() -> Status:
+    """A new run directory, before its runner starts (``process.launch.create_run``)."""
+    return Status.STARTING
+
+
+def imported() -> Status:
+    """A foreign log opened in the run browser: a run directory no runner ever supervises
+    (``console.foreign``)."""
+    return Status.IMPORTED
+
+
+def killed_without_runner() -> Status:
+    """Every process of the run ended by a direct kill because no runner could start
+    (``process.killrun.end_run``)."""
+    return Status.KILLED
+
+
+def replayed(status: Status | None, kind: str, value: Any = None) -> Status | None:
+    """``state.json`` was lost: the status rebuilt from ``events.jsonl``, one record at a time
+    (``supervisor.recovery.recover_state``). A ``status`` record says it; an ``attempt_start``
+    after an end means the run went on (running); anything else changes nothing."""
+    if kind == "status":
+        return Status.parse(value) or status
+    if kind == "attempt_start":
+        return status if status in TERMINAL else Status.RUNNING
+    return status

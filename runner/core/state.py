@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import msgspec
@@ -24,6 +23,30 @@ MAX_STATE_BYTES = 4 << 20  # a state file is a few KiB; anything near this is no
 
 
 class Status(str, enum.Enum):
+    """A run's status. One owner decides it: ``runner.core.lifecycle`` (``step`` while a runner
+    supervises; ``created``, ``imported``, ``killed_without_runner`` and ``replayed`` where no
+    runner is). The runner writes what ``step`` decides; the three places that write a status
+    without a runner take it from those functions: ``process.launch.create_run`` (a new run),
+    ``process.killrun.end_run`` (a kill when no runner can start), ``console.foreign`` (an
+    imported log, which no runner ever supervises). The transitions::
+
+        (new) ──created──▶ STARTING ──pre-flight cooldown──▶ COOLDOWN ──launched──▶ RUNNING
+                              │ drift refused                   ▲   │ ceiling, cannot start  │
+                              ▼                                 │   ▼                        │
+                            FAILED ◀──crash, policy: fail───────┼── FAILED                   │
+                                                                │                            │
+        RUNNING ──crash, policy: restart─────────────────────────┘ (COOLDOWN, then RUNNING)   │
+        RUNNING ──kill / hang / divergence / bad saves──▶ STOPPING ──ended──▶ KILLED | COOLDOWN | PAUSED
+        RUNNING ──exit 0──▶ SUCCEEDED | UNSAVED (no verified checkpoint holds the result)
+        RUNNING ──crash, policy: pause──▶ PAUSED ──resume / restart──▶ COOLDOWN
+        COOLDOWN | PAUSED ──kill──▶ KILLED
+        SUCCEEDED | UNSAVED | FAILED | KILLED ──restart (a new runner)──▶ COOLDOWN
+        any live status, no runner can start ──direct kill──▶ KILLED   (killed_without_runner)
+        (new) ──import of a foreign log──▶ IMPORTED                     (imported; never live)
+
+    A new runner adopts RUNNING/STOPPING/COOLDOWN/PAUSED as they are; a lost ``state.json`` is
+    rebuilt from ``events.jsonl`` (``replayed``)."""
+
     STARTING = "starting"
     RUNNING = "running"
     COOLDOWN = "cooldown"
@@ -314,11 +337,3 @@ class StateError(ValueError):
     """state.json cannot be read as a state, or a writer's state does not fit the model."""
 
 
-def load(path: Path | str) -> LoadedState:
-    """The typed loader: never raises; a missing, truncated, corrupt or wrongly typed file says
-    so in ``problem`` (and the state is empty)."""
-    from runner.rundir.runfiles import read
-    model, problem = read(path, StateFile, max_bytes=MAX_STATE_BYTES)
-    if model is None:
-        return LoadedState({}, problem or "no state.json")
-    return LoadedState(as_dict(model))

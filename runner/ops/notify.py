@@ -134,7 +134,7 @@ class Notifier:
         note = notification_for(ev)
         if note is None or note.kind not in self.settings.on:
             return []
-        ok, held = self.limiter.allow(note.key, time.time() if now is None else now)
+        ok, held = self.limiter.allow(note.key, time.monotonic() if now is None else now)  # an interval: monotonic
         if not ok:
             return []
         body = {"v": jsonio.SCHEMA_VERSION, "run_id": self.run_id, "kind": note.kind, "title": note.title,

@@ -9,9 +9,8 @@ reads the exit status the attempt left in the run directory. The local engine
 """
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
-from typing import Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence, Union
 
 from runner.core.state import JobRecord, TrackedPid
 from runner.process.proctree import ProcessTree
@@ -35,12 +34,71 @@ class ExitStatus:
     failed_nodes: tuple[str, ...] = ()  # nodes of the job the batch system lists down ("node2: down*, Not responding")
 
 
-class Attempt(Protocol):
+@dataclass(frozen=True)
+class Running:
+    """``Attempt.poll``: the attempt still runs (or its end is not known yet)."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """``Attempt.poll``: the attempt ended. ``returncode`` in the Popen convention (exit code, or
+    -N for signal N), None when only the exit record can say; ``signal`` the signal that ended it."""
+    returncode: int | None = None
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+
+Polled = Union[Running, Ended]
+
+
+class Processes(Protocol):
+    """The processes of one attempt as the runner tracks them (PID + start time): what the
+    runner signals and watches. Every kill and survivor check goes through these methods."""
+
+    @property
+    def pids(self) -> dict[int, float]:
+        """The attempt's tracked PIDs now, with their start times."""
+
+    @property
+    def pgid(self) -> int | None:
+        """The command's process group (None: none on this host)."""
+
+    @property
+    def leader_pid(self) -> int | None:
+        """The attempt's root process (None: none, or no longer watched)."""
+
+    def set_sidecars(self, pids: Callable[[], set[int]]) -> None:
+        """PIDs of the run's ops helpers: never part of the attempt."""
+
+    def refresh(self) -> None:
+        """Track the attempt's processes as they are now."""
+
+    def signal(self, sig: int, pids: Mapping[int, float] | None = None) -> list[int]:
+        """Send ``sig`` to the attempt's processes (start times checked); the PIDs signalled."""
+
+    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
+        """Processes of the attempt still alive (``scan_markers``: also those carrying the run's
+        marker outside the tracked tree)."""
+
+    def alive(self, *, scan_markers: bool = False) -> bool:
+        """Anything of the attempt still alive (a batch job: the job unfinished)."""
+
+    def blocking(self) -> list[str]:
+        """What still holds the attempt up besides local processes (a batch job not ended)."""
+
+    def tracked(self) -> list[TrackedPid]:
+        """The attempt's processes as ``state.json`` records them (so a new runner can adopt)."""
+
+    def forget_leader(self) -> None:
+        """The attempt has been judged: its root is no longer watched."""
+
+
+class Attempt(Processes, Protocol):
     number: int
     adopted: bool
     polled: bool  # the end is learned by ``poll`` each loop turn (batch jobs), not from ``wait_fd``
-    tree: ProcessTree  # the attempt's processes as the runner tracks them (a batch job: its job)
-    proc: subprocess.Popen[bytes] | None  # the runner's own child (the waiter), when it started one
 
     @property
     def pending(self) -> bool:
@@ -56,18 +114,60 @@ class Attempt(Protocol):
     def wait_fd(self) -> int | None:
         """A descriptor that becomes readable when the attempt ends (None: poll instead)."""
 
-    def poll(self, reaped: Mapping[int, int]) -> int | None | bool:
-        """Non-blocking: the return code once ended (None if unknown), False while running.
-        ``reaped`` is what this runner's waitpid collected this turn."""
+    def poll(self, reaped: Mapping[int, int]) -> Polled:
+        """Non-blocking: ``Ended`` once the attempt's end is seen, else ``Running``. ``reaped``
+        is what this runner's waitpid collected this turn."""
+
+
+class TreeBacked:
+    """The ``Processes`` half of an attempt over a ``ProcessTree`` (the engines' own; the runner
+    never reaches into it)."""
+    tree: ProcessTree
+
+    @property
+    def pids(self) -> dict[int, float]:
+        return {pid: t.start_time for pid, t in self.tree.procs.items()}
+
+    @property
+    def pgid(self) -> int | None:
+        return self.tree.pgid
+
+    @property
+    def leader_pid(self) -> int | None:
+        return self.tree.leader.pid if self.tree.leader is not None else None
+
+    def set_sidecars(self, pids: Callable[[], set[int]]) -> None:
+        self.tree.set_sidecars(pids)
+
+    def refresh(self) -> None:
+        self.tree.refresh()
 
     def signal(self, sig: int, pids: Mapping[int, float] | None = None) -> list[int]:
-        """Send ``sig`` to the attempt's processes (start times checked); the PIDs signalled."""
+        return self.tree.signal(sig, dict(pids) if pids is not None else None)
 
     def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
-        """Processes of the attempt still alive."""
+        return self.tree.survivors(scan_markers=scan_markers)
+
+    def alive(self, *, scan_markers: bool = False) -> bool:
+        return self.tree.alive(scan_markers=scan_markers)
+
+    def blocking(self) -> list[str]:
+        return self.tree.blocking()
 
     def tracked(self) -> list[TrackedPid]:
-        """The attempt's processes as ``state.json`` records them (so a new runner can adopt)."""
+        return [TrackedPid(**t) for t in self.tree.to_list()]  # type: ignore[typeddict-item]
+
+    def forget_leader(self) -> None:
+        self.tree.leader = None
+
+
+class NoAttempt(TreeBacked):
+    """The run's processes while no attempt is tracked (before the first launch, or after an
+    attempt that ended unwatched): nothing tracked, but a marker scan still finds any process of
+    the run left on this host."""
+
+    def __init__(self, run_id: str) -> None:
+        self.tree = ProcessTree(run_id)
 
 
 class Engine(Protocol):

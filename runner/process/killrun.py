@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from runner.core import lifecycle as lc
 from runner.rundir import jsonio, rundir
 from runner.process import proctree
 from runner.telemetry.kill import KillResult, Termination, kill_checked, start_termination
@@ -87,9 +88,10 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
                runner=None, attempt=state.get("attempt"))
         if state and not out.survivors:
             try:
-                run.write_state({**state, "status": rundir.KILLED, "pids": [], "ended_at": time.time(),
+                status = lc.killed_without_runner()  # the lifecycle decides the status, here as in the runner
+                run.write_state({**state, "status": status, "pids": [], "ended_at": time.time(),
                                  "pause_reason": f"killed by user without a runner: {why}"})
-                _event(run, "status", status=rundir.KILLED, reason=f"killed by user without a runner: {why}",
+                _event(run, "status", status=status, reason=f"killed by user without a runner: {why}",
                        attempt=state.get("attempt"))
             except (OSError, ValueError):
                 pass  # the processes are gone; the file says what it said

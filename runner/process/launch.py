@@ -11,6 +11,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from runner.supervisor import control
+from runner.core import lifecycle as lc
 from runner.rundir import jsonio, rundir
 from runner.process import proctree
 from runner.recipes import recipe as recipes
@@ -41,7 +42,7 @@ def _fill_run(run: rundir.RunDir, recipe: dict, *, name: str | None, allow_drift
         fd = os.open(run.path / "secrets.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(jsonio.dumps(literal))
-    run.write_state({"status": rundir.STARTING, "name": name or recipe["name"], "attempt": 0,
+    run.write_state({"status": lc.created(), "name": name or recipe["name"], "attempt": 0,
                      "recipe_hash": recipes.recipe_hash(recipe), "started_at": time.time(),
                      "allow_drift": allow_drift})
     for path in (run.log, run.metrics, run.events, run.runner_log):
@@ -101,8 +102,8 @@ def _reap(pid: int) -> None:
 
 def wait_ready(run: rundir.RunDir, runner_pid: int, timeout: float = READY_TIMEOUT_S) -> dict:
     """Until the runner has written its state with its own pid, or died trying."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         state = run.read_state()
         if (state.get("runner") or {}).get("pid") == runner_pid and (
                 run.sock.exists() or state.get("status") in rundir.TERMINAL):
@@ -191,12 +192,12 @@ def request(run: rundir.RunDir, req: control.Request, timeout: float = 10.0) -> 
 
 
 def wait_status(run: rundir.RunDir, statuses: AbstractSet[str], timeout: float | None) -> dict:
-    deadline = None if timeout is None else time.time() + timeout
+    deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         state = run.read_state()
         if state.get("status") in statuses:
             return state
-        if deadline is not None and time.time() > deadline:
+        if deadline is not None and time.monotonic() > deadline:
             return state
         if not runner_alive(run, state) and state.get("status") not in statuses:
             time.sleep(0.2)

@@ -13,7 +13,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import psutil
 
@@ -291,3 +291,30 @@ def returncode_from_status(status: int) -> int:
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     return status
+
+
+def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:
+    """The PIDs of a process tree in every PID namespace: each PID plus the ``NSpid`` values
+    of ``/proc/PID/status`` (a process in a container has one PID per namespace level, and
+    NVML, hence PyTorch's OOM message, names the outermost one). Read while the processes
+    are alive; missing entries are skipped."""
+    out: set[int] = set()
+    for pid in pids:
+        out.add(int(pid))
+        try:
+            with open(f"{proc}/{int(pid)}/status", encoding="ascii", errors="replace") as f:
+                for line in f:
+                    if line.startswith("NSpid:"):
+                        out.update(int(x) for x in line.split()[1:] if x.isdigit())
+                        break
+        except OSError:
+            continue
+    return out
+
+
+def live_pid_set(proc: str = "/proc") -> set[int]:
+    """The PIDs alive in this process's PID namespace now (``live_pids`` for ``runner.core.crash.classify``)."""
+    try:
+        return {int(name) for name in os.listdir(proc) if name.isdigit()}
+    except OSError:
+        return set()

@@ -28,7 +28,8 @@ class Journal:
         self.diag = diag
         self.pending: collections.deque[tuple[str, Path, Any]] = collections.deque()
         self.error: str | None = None
-        self.since: float | None = None
+        self.since: float | None = None  # when writing began to fail (wall clock, shown)
+        self._since_mono = 0.0  # the same moment on the monotonic clock (the outage's length)
         self.reserve = run.path / ".reserve"
         # Called with every event, after it is queued (notifications, checkpoint sync). A
         # listener's failure is reported, never raised into the runner.
@@ -96,13 +97,13 @@ class Journal:
                 return False
             self.pending.popleft()
         if self.error is not None:
-            self.diag(f"run directory writable again after {time.time() - (self.since or time.time()):.0f}s")
+            self.diag(f"run directory writable again after {time.monotonic() - self._since_mono:.0f}s")
             self.error = self.since = None
         return True
 
     def failed(self, exc: OSError) -> None:
         if self.error is None:
-            self.since = time.time()
+            self.since, self._since_mono = time.time(), time.monotonic()  # shown; the outage's length
             self.diag(f"cannot write to the run directory: {exc}; records wait in memory")
         self.error = f"{exc.strerror or exc}" + (f" ({exc.filename})" if getattr(exc, "filename", None) else "")
 

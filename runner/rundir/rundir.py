@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.rundir import jsonio
+from runner.rundir import jsonio, runfiles
 from runner.core import state as run_state
 from runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
 from runner.core.errors import InputError
@@ -96,11 +96,11 @@ class RunDir:
     def read_state(self) -> dict:
         """The state as a plain dict, checked against the model (empty when missing, corrupt or
         wrongly typed); ``load_state`` also says why."""
-        return run_state.load(self.state).state
+        return runfiles.load_state(self.state).state
 
     def load_state(self) -> run_state.LoadedState:
         """The typed state, with the reason when the file is missing, truncated or corrupt."""
-        return run_state.load(self.state)
+        return runfiles.load_state(self.state)
 
     def write_state(self, state: dict) -> None:
         """Replace state.json atomically, through the model (a value of the wrong type raises

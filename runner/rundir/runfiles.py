@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
 from runner.core.schema import as_dict
+
+if TYPE_CHECKING:
+    from runner.core import state as run_state
 
 MAX_FILE_BYTES = 16 << 20  # a crash report with its 200-line log tail is well below this
 
@@ -115,3 +118,14 @@ def crash_report(fields: dict) -> dict:
     """A crash report as the runner writes it: checked against the model (a field of the wrong
     type is a bug, caught here rather than by every reader)."""
     return as_dict(msgspec.convert(fields, CrashReport, strict=False))
+
+
+def load_state(path: Path | str) -> "run_state.LoadedState":
+    """``state.json`` through its model (``runner.core.state.StateFile``); never raises: a missing,
+    truncated, corrupt or wrongly typed file says so in ``problem`` (and the state is empty). The
+    file I/O lives here, not in the pure core."""
+    from runner.core import state as run_state
+    model, problem = read(path, run_state.StateFile, max_bytes=run_state.MAX_STATE_BYTES)
+    if model is None:
+        return run_state.LoadedState({}, problem or "no state.json")
+    return run_state.LoadedState(as_dict(model))

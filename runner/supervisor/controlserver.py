@@ -11,8 +11,8 @@ the ``kill`` that must get through. So:
 - the requests complete in one pass are answered commands first (kill, restart, resume, verify,
   kill_pid), then every ``status`` with one encoding of the state;
 - the runner's loop waits on this server's own selector (an epoll descriptor is itself
-  readable), and the log ingestion calls ``serve()`` between slices, so a flood of log lines
-  never makes a client wait for more than one slice;
+  readable), and calls ``serve()`` between the log's sub-slices itself, so a flood of log lines
+  never makes a client wait for more than one sub-slice;
 - the clients held are capped (``client_cap``: the open-file limit less a reserve for the
   runner's own files); past the cap the oldest idle client is closed unanswered, and a refused
   ``accept`` (EMFILE) closes one too: a crowd of silent connections never takes the descriptors

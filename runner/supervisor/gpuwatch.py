@@ -49,7 +49,8 @@ class GpuWatch:
                   python: str | None) -> Callable[[Any, int | None], dict[str, Any] | None]:
         """The memory verdict of a CUDA OOM (the judge's ``explain``): the PIDs its message
         names count as foreign only when proven to be none of the attempt's."""
-        from runner.core.crash import foreign_holders, live_pid_set
+        from runner.core.crash import foreign_holders
+        from runner.process.proctree import live_pid_set
 
         def explain(verdict: Any, step: int | None) -> dict[str, Any] | None:
             return self.memory.explain(verdict, prove_foreign=lambda named: foreign_holders(named, own_pids,

@@ -1,7 +1,8 @@
 """The runner's ingest pipe: ``train.log`` slice by slice into the run's records.
 
-Each loop turn reads up to ``INGEST_SLICE_BYTES`` of the log in sub-slices (the control socket
-is served between them, so a flood of lines never makes a kill wait), hands each slice to the
+The runner's loop reads the log a sub-slice at a time (``read``: ``INGEST_SUBSLICE_BYTES``, up
+to ``INGEST_SLICE_BYTES`` per loop turn) and serves the control socket between sub-slices itself,
+so a flood of lines never makes a kill wait. Each sub-slice goes to the
 ingest package (``runner.ingest.live``: batches of records, save marks and eval marks) and
 carries each batch on: the rows to write (``rows_to_write``: a step is written once; an inferred
 step never shadows a real one) into ``metrics.jsonl`` in one append, evaluations into
@@ -10,15 +11,17 @@ the ranks' step times (``ranks.json``), the memory watch, and every save judged 
 among the steps (at verification the excursion may be over).
 
 The pipe owns the attempt's progress as the log shows it (step, loss, step time, the last
-output) and the hang clock built on it; the runner learns of changes through ``on_progress``
-(the state fields to set) and ``on_divergence`` (a non-finite loss: the lifecycle stops the
-attempt).
+output) and the hang clock built on it, on the monotonic clock (a wall-clock step is no
+silence). It calls nobody back: each ``read`` *returns* what happened (``Ingested``: the state
+fields that changed, the saves seen, a divergence), and the runner's loop applies it through the
+lifecycle.
 """
 from __future__ import annotations
 
 import math
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -41,27 +44,35 @@ SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this
 PROGRESS_FIELDS = ("step", "max_steps", "last_loss", "min_loss", "step_time_s")
 
 
+@dataclass
+class Ingested:
+    """What reading the log brought, for the runner's loop to apply (``IngestPipe.read``)."""
+    read: bool = False        # new bytes were there
+    more: bool = False        # a whole sub-slice was read: more is waiting
+    progress: dict[str, Any] = field(default_factory=dict)  # state.json's progress fields that changed
+    saves: list[tuple[str | None, bool]] = field(default_factory=list)  # (path, suspect) saves the log showed
+    divergence: str | None = None  # a non-finite loss (the first one's message): the lifecycle stops the attempt
+
+    def add(self, other: "Ingested") -> "Ingested":
+        """This result followed by ``other`` (several reads as one)."""
+        self.read, self.more = self.read or other.read, other.more
+        self.progress.update(other.progress)
+        self.saves += other.saves
+        self.divergence = self.divergence if self.divergence is not None else other.divergence
+        return self
+
+
 class IngestPipe:
     def __init__(self, run: rundir.RunDir, journal: Journal, redactor: Redactor, memory: MemoryFeed,
-                 thresholds: Thresholds, *, note_saved: Callable[[str | None, bool], None],
-                 on_saves: Callable[[], None],
-                 on_progress: Callable[[dict[str, Any]], None], on_divergence: Callable[[str], Any],
-                 serve: Callable[[], Any], start_offset: int, attempt: int, progress: dict[str, Any],
+                 thresholds: Thresholds, *, start_offset: int, attempt: int, progress: dict[str, Any],
                  diag: Callable[[str], None]) -> None:
-        """``note_saved(path, suspect)``: a save seen in the log (the checkpoint keeper);
-        ``on_saves()``: saves were seen in a batch (the runner looks at the checkpoints now);
-        ``serve()``: answer the control socket between sub-slices; ``progress``: the state's
-        progress fields so far (a new runner continues the minimum loss)."""
+        """``progress``: the state's progress fields so far (a new runner continues the minimum
+        loss)."""
         self.run = run
         self.journal = journal
         self.redactor = redactor
         self.memory = memory
         self.thresholds = thresholds
-        self.note_saved = note_saved
-        self.on_saves = on_saves
-        self.on_progress = on_progress
-        self.on_divergence = on_divergence
-        self.serve = serve
         self.diag = diag
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
@@ -77,12 +88,13 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
-        now = time.time()
+        self._got = Ingested()  # what the read under way brought
+        now = time.monotonic()  # the hang clock: monotonic, never the wall clock
         self.last_output = now
         self.last_progress = now
 
     # ---- attempts ---------------------------------------------------------------------------
-    def launched(self, attempt: int, now: float) -> None:
+    def launched(self, attempt: int) -> None:
         """A new attempt: fresh monitors, counters and log tail."""
         self.attempt = attempt
         self.monitors = Monitors(self.thresholds)
@@ -90,26 +102,29 @@ class IngestPipe:
         self.log_tail.clear()
         self.written = Written(None, None)
         self.steps_seen = 0
-        self.last_output = self.last_progress = now
+        self.last_output = self.last_progress = time.monotonic()
 
-    def continued(self, attempt: int, now: float | None = None) -> None:
+    def continued(self, attempt: int, *, watched: bool = False) -> None:
         """An attempt a previous runner started (adopted, or ended while unsupervised): its
-        newest step in metrics.jsonl is where writing goes on."""
+        newest step in metrics.jsonl is where writing goes on. ``watched``: adopted live, so
+        its hang clock starts now."""
         self.attempt = attempt
         last = self.book.last_metrics  # the book ends where the file ends
         step = last["step"] if last is not None and last.get("attempt") == attempt else None
         self.written = Written(step, step)
-        if now is not None:
+        if watched:
             self.steps_seen = 0
-            self.last_output = self.last_progress = now
+            self.last_output = self.last_progress = time.monotonic()
 
     # ---- reading ------------------------------------------------------------------------------
     @property
     def offset(self) -> int:
         return self.tailer.offset
 
-    def read(self) -> bool:
-        """One sub-slice of the log through the pipe; False when nothing new was there."""
+    def read(self) -> Ingested:
+        """One sub-slice of the log through the pipe: what it brought (``read`` False when
+        nothing new was there; ``more`` True when more is waiting)."""
+        self._got = got = Ingested()
         resets, problem = self.tailer.resets, self.tailer.problem
         data = self.tailer.read_new()
         if self.tailer.problem != problem and self.tailer.problem:   # train.log is a FIFO, a device...
@@ -117,35 +132,25 @@ class IngestPipe:
                                message=f"{self.tailer.problem}; the log is read again once it is a regular file")
         if self.tailer.resets != resets:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
-        self.lagging = len(data) >= self.tailer.max_read
+        self.lagging = got.more = len(data) >= self.tailer.max_read
         if not data:
-            return False
-        self.last_output = time.time()
+            return got
+        got.read = True
+        self.last_output = time.monotonic()
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data):
             self._on_batch(batch)
-        return True
+        return got
 
-    def turn(self) -> None:
-        """Up to INGEST_SLICE_BYTES of the log, a sub-slice at a time, answering the control
-        socket between sub-slices."""
-        for _ in range(INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES):
-            if not self.read() or not self.lagging:
-                return
-            self.serve()
-
-    def drain(self, seconds: float) -> bool:
-        """Read the backlog for at most ``seconds`` (control served between sub-slices); True
-        while more is waiting."""
-        deadline = time.monotonic() + seconds
-        while self.read() and self.lagging and time.monotonic() < deadline:
-            self.serve()
-        return self.lagging
-
-    def catch_up(self) -> None:
+    def catch_up(self) -> Ingested:
+        """The rest of the log (the attempt has ended: nothing waits for the loop)."""
+        got = Ingested()
         for _ in range(10_000):
-            if not self.read():
+            step = self.read()
+            got.add(step)
+            if not step.read:
                 break
+        return got
 
     def tail(self) -> list[str]:
         """The attempt's last log lines, secrets masked (classification and crash reports)."""
@@ -160,13 +165,15 @@ class IngestPipe:
         return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
 
     def quiet(self, now: float) -> float:
-        """Seconds without log output and without step progress (the hang clock)."""
+        """Seconds without log output and without step progress (the hang clock; ``now`` is
+        ``time.monotonic()``)."""
         return now - max(self.last_output, self.last_progress)
 
     def hang(self, now: float, heartbeat: dict[str, Any], *, pending: bool = False) -> lc.Hang | None:
         """The attempt hangs: no log output and no step progress for longer than the heartbeat
-        allows (alerted here; the lifecycle kills it). ``pending``: a batch job waits in the
-        queue, so silence is expected and the hang clock starts later."""
+        allows (alerted here; the lifecycle kills it). ``now``: ``time.monotonic()``.
+        ``pending``: a batch job waits in the queue, so silence is expected and the hang clock
+        starts later."""
         if pending:
             self.last_output = self.last_progress = now
             return None
@@ -197,7 +204,7 @@ class IngestPipe:
         if not kept:
             self._judge_saves(saves, None)
             return
-        now = time.time()
+        now = time.time()  # the records' time stamp (written), never a duration
         stamp = {"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": self.attempt}
         records = self.redactor.mask_rows(batch.records, kept)  # the run's own secrets, printed back
         self.journal.metrics(*metric_lines(records, kept, stamp))  # type: ignore[arg-type]
@@ -211,17 +218,17 @@ class IngestPipe:
         if counted:
             self.written = written
             self.steps_seen += len(counted)
-            self.last_progress = now
+            self.last_progress = time.monotonic()
             fields = self._progress(batch, values, present, np.searchsorted(rows, np.asarray(counted)))
             self.progress.update(fields)
-            self.on_progress(fields)
+            self._got.progress.update(fields)
         at = [(int(np.searchsorted(rows, c)), step, path) for c, step, path in saves]
         alerts = self.monitors.observe_arrays(steps, values, present, at)
         self._judge_saves(at, alerts)
         for _, a in alerts:
             self.journal.event("alert", attempt=self.attempt, **a)
-            if a.get("level") == "critical" and a.get("rule") == "non_finite":
-                self.on_divergence(a.get("message", ""))
+            if a.get("level") == "critical" and a.get("rule") == "non_finite" and self._got.divergence is None:
+                self._got.divergence = str(a.get("message", ""))
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
                             present["mem_gib"].tolist(), now)
         self.memory_alerts()
@@ -255,9 +262,7 @@ class IngestPipe:
             else:
                 flagged = [a for i, a in alerts if i == c and a.get("rule") == "checkpoint_in_excursion"
                            and a.get("step") == step]
-            self.note_saved(path, bool(flagged))
-        if saves:
-            self.on_saves()
+            self._got.saves.append((path, bool(flagged)))
 
     def memory_alerts(self) -> None:
         """The memory watch's news (one alert per cause: opened, updated, resolved)."""

@@ -45,7 +45,8 @@ class EndedAttempt:
     steps_seen: int = 0
     last_step: int | None = None
     started_at: float | None = None
-    exit_seen_at: float | None = None      # when the runner noticed the end
+    exit_seen_at: float | None = None      # when the runner noticed the end (wall clock, shown)
+    detected_after_s: float | None = None  # judged this long after the end was noticed (monotonic)
     resumed_step: int | None = None
     resumed_from: str | None = None
     restarts: int = 0                      # restarts so far (a restart decision adds one)
@@ -124,7 +125,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                          evidence=list(verdict.evidence), recovery=verdict.recovery, retryable=verdict.retryable,
                          hint=verdict.hint, steps_seen=e.steps_seen, last_step=step, resumed_from=e.resumed_from,
                          log_tail=e.tail[-CRASH_REPORT_TAIL:], gpu=e.gpu,
-                         detected_after_s=round(e.ended_at - (e.exit_seen_at or e.ended_at), 3), job=e.job,
+                         detected_after_s=e.detected_after_s, job=e.job,
                          memory=memory)
     floor = floor_s * float(verdict.cooldown_scale or 1.0)
     decision = decide(verdict, [*history, record], settings, e.ended_at, floor_s=floor)

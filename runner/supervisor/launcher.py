@@ -169,8 +169,8 @@ class Launcher:
             return msg
         self._storage_alerted = None
         event = {"attempt": attempt, "argv": shown, "resumed_from": resume_from,
-                 "pid": started.proc.pid if started.proc else None,
-                 "command_pid": next((t.pid for t in started.tree.procs.values() if t.role == "leader"), None),
+                 "pid": started.leader_pid,  # the waiter (the attempt's root), None for a batch job
+                 "command_pid": next((t["pid"] for t in started.tracked() if t.get("role") == "leader"), None),
                  "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name}
         return Launched(started, resume_from, port, event)
 

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from runner.core.errors import InputError
 from runner.core.policy import AttemptRecord
 from runner.core.schema import as_dict
+from runner.core import lifecycle as lc
 from runner.core.state import LIVE, Status
 from runner.process import proctree
 from runner.recipes import recipe as recipes
@@ -56,11 +57,11 @@ def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> 
     status, attempt, waiter, restarts = None, 0, None, 0
     for _, ev in jsonio.iter_jsonl(run.events):
         kind = ev.get("type")
-        if kind == "status" and Status.parse(ev.get("status")):
-            status = Status(ev["status"])
+        if kind == "status":
+            status = lc.replayed(status, "status", ev.get("status"))
         elif kind == "attempt_start" and isinstance(ev.get("attempt"), int):
             attempt, waiter = ev["attempt"], ev.get("pid")
-            status = status if status in rundir.TERMINAL else Status.RUNNING
+            status = lc.replayed(status, "attempt_start")
         elif kind == "crash" and ev.get("decision") == "restart":
             restarts += 1
         elif kind == "drift" and ev.get("policy") == "allow":

@@ -9,6 +9,7 @@ a changed state at most every ``STATE_FLUSH_S``, an unchanged one every ``STATE_
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable
 
@@ -27,7 +28,7 @@ class RunState:
         self.fields = fields
         self.status = status
         self.dirty = True
-        self.last_write = 0.0
+        self.last_write = -math.inf  # monotonic: never written
 
     # ---- typed reading ------------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
@@ -59,13 +60,13 @@ class RunState:
 
     def due(self, force: bool = False) -> bool:
         """Time to write (and the journal's records are flushed first)."""
-        now = time.time()
+        now = time.monotonic()  # a duration: a wall-clock step never stops the state file
         retry = bool(self.journal.pending or self.journal.error)
         changed = (self.dirty or retry) and now - self.last_write >= STATE_FLUSH_S
         return force or changed or now - self.last_write >= STATE_HEARTBEAT_S
 
     def write(self) -> None:
-        self.last_write = time.time()
+        self.last_write = time.monotonic()
         if self.journal.write_state(self.as_dict()):
             self.dirty = False
 

@@ -21,6 +21,7 @@ answers), ``gpuwatch`` (the GPUs), ``recovery`` (taking a run over).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -37,6 +38,7 @@ from runner.core.policy import AttemptRecord, RestartSettings
 from runner.core.state import Status
 from runner.ops.sidecars import OpsSidecars
 from runner.process import proctree
+from runner.process.attempt import Engine
 from runner.process.engines.local import LocalEngine
 from runner.process.slurm import client as slurm_client
 from runner.recipes import recipe as recipes
@@ -50,7 +52,8 @@ from runner.supervisor.controlserver import ControlServer
 from runner.supervisor.dispatch import Dispatcher, Steered
 from runner.supervisor.attempt_watch import AttemptWatch
 from runner.supervisor.gpuwatch import GpuWatch
-from runner.supervisor.ingest_pipe import STARTUP_DEFAULT_S, IngestPipe, heartbeat_limit  # noqa: F401 (re-exported)
+from runner.supervisor.ingest_pipe import (INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES, STARTUP_DEFAULT_S,  # noqa: F401
+                                           Ingested, IngestPipe, heartbeat_limit)
 from runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from runner.supervisor.launcher import Launched, Launcher
 from runner.supervisor.memory_feed import MemoryFeed
@@ -87,6 +90,7 @@ class Supervisor:
         self.resumed_step: int | None = None
         self.draining = False  # the leader exited; its log is read to the end before it is judged
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
+        self.backlog_end = 0  # a user-killed attempt was judged before its log was read: read up to here before exiting
         self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
         self.timers = Every()
         self.settings = RestartSettings.from_recipe(self.recipe["restart"])
@@ -110,11 +114,8 @@ class Supervisor:
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, Thresholds.from_recipe(self.recipe["alerts"]),
-                               note_saved=self.checkpoints.note_saved,
-                               on_saves=lambda: self.timers.due_now("ckpt"), on_progress=lambda f: self.state.set(**f),
-                               on_divergence=lambda msg: self.apply(lc.Divergence(msg)),
-                               serve=lambda: self.control.serve(), start_offset=int(state.get("log_offset") or 0),
-                               attempt=self.state.attempt, progress=state, diag=diag)
+                               start_offset=int(state.get("log_offset") or 0), attempt=self.state.attempt,
+                               progress=state, diag=diag)
         self.dispatcher = Dispatcher(
             state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
             finishing_left=lambda: None if self.finishing_until is None else max(
@@ -122,6 +123,7 @@ class Supervisor:
             terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe["kill"], asked))
         self.history: list[AttemptRecord] = []
         self.ops: OpsSidecars | None = None
+        self._applying = False  # inside ``apply``: the lifecycle is never re-entered
 
     # ---- state ------------------------------------------------------------------------
     def flush_state(self, force: bool = False) -> None:
@@ -129,9 +131,9 @@ class Supervisor:
         if not self.state.due(force):
             return
         self.journal.flush()
-        tree = self.watch.tree
+        procs = self.watch.procs
         self.state.fields.update(
-            pids=tree.to_list() if not self.life.exited or self.life.kill else [], pgid=tree.pgid,
+            pids=procs.tracked() if not self.life.exited or self.life.kill else [], pgid=procs.pgid,
             log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
             storage=self.journal.storage, stale_after_s=float(self.recipe["heartbeat"]["stale_state_s"]),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
@@ -183,18 +185,23 @@ class Supervisor:
     def apply(self, event: lc.Event) -> dict[str, Any] | None:
         """Feed one event to the lifecycle and carry out its effects (which may raise the next
         event: judging an attempt answers with the policy's decision). Returns a control reply."""
-        answer = None
-        queue: list[lc.Event] = [event]
-        while queue:
-            ev = queue.pop(0)
-            self.life, effects = lc.step(self.life, ev, time.monotonic(), self.lc_settings)
-            for eff in effects:
-                if isinstance(eff, lc.Reply):
-                    answer = eff.answer
-                    continue
-                follow = self._execute(eff)
-                if follow is not None:
-                    queue.append(follow)
+        assert not self._applying, f"lifecycle re-entered with {type(event).__name__}"
+        self._applying = True
+        try:
+            answer = None
+            queue: list[lc.Event] = [event]
+            while queue:
+                ev = queue.pop(0)
+                self.life, effects = lc.step(self.life, ev, time.monotonic(), self.lc_settings)
+                for eff in effects:
+                    if isinstance(eff, lc.Reply):
+                        answer = eff.answer
+                        continue
+                    follow = self._execute(eff)
+                    if follow is not None:
+                        queue.append(follow)
+        finally:
+            self._applying = False
         self.state.dirty = True
         return answer
 
@@ -202,7 +209,7 @@ class Supervisor:
         if isinstance(eff, lc.SetStatus):
             if eff.status in (Status.FAILED, Status.PAUSED, Status.UNSAVED):
                 self.state.set(pause_reason=eff.reason)
-            self._record_status(eff.status, eff.reason)
+            return self._record_status(eff.status, eff.reason)
         elif isinstance(eff, lc.SignalTree) and eff.sig == "TERM":
             self.watch.terminate()
             self._note_job()
@@ -222,13 +229,14 @@ class Supervisor:
             self.terminations.kill_blockers(self.conditions.take_blockers(), kill_grace(self.recipe["kill"]))
         return None
 
-    def _record_status(self, status: Status, reason: str) -> None:
+    def _record_status(self, status: Status, reason: str) -> lc.Event | None:
         """The lifecycle changed the status: record it (event, state file, index). Saves the
         watcher had not settled yet are verified before anyone sees the end."""
+        follow = None
         if status in rundir.TERMINAL:
             try:
                 self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
-                self._checkpoint_state()
+                follow = self._checkpoint_state()
             except Exception as exc:
                 diag(f"final checkpoint sweep failed: {exc}")
             if self.ops is not None:  # the sweep may have offered the last save to the sync: say so now
@@ -237,6 +245,7 @@ class Supervisor:
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
         index_run(self.run, self.state.as_dict())
+        return follow
 
     def _record(self, eff: lc.Record) -> None:
         """A lifecycle record as its event (``attempt_watch.record_fields`` adds what only the
@@ -251,7 +260,7 @@ class Supervisor:
         """A control command through the lifecycle (for the dispatcher)."""
         self.watch.signalled = []
         reply = self.apply(event)
-        return Steered(reply, self.watch.signalled, sorted(self.watch.tree.procs) if self.life.kill else [])
+        return Steered(reply, self.watch.signalled, sorted(self.watch.procs.pids) if self.life.kill else [])
 
     # ---- attempts ---------------------------------------------------------------------
     def _launch(self) -> lc.Event | None:
@@ -272,8 +281,8 @@ class Supervisor:
             self.state.set(exit_code=None)
             return lc.LaunchFailed(started)
         self.watch.launched(started.attempt)
-        now = time.time()
-        self.pipe.launched(attempt, now)
+        now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
+        self.pipe.launched(attempt)
         self.resumed_step = step_of(started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now)
@@ -289,11 +298,10 @@ class Supervisor:
             self._on_leader_exit(None)
             return
         self._note_job()
-        self.pipe.continued(number, time.time())  # the log written meanwhile is read by the loop
-        tree = self.watch.tree
-        self.journal.event("adopt", attempt=number, pids=list(tree.procs),
+        self.pipe.continued(number, watched=True)  # the log written meanwhile is read by the loop
+        self.journal.event("adopt", attempt=number, pids=list(attempt.pids),
                            **({"job_id": attempt.job_id} if attempt.job_id is not None else {}))
-        diag(f"adopted attempt {number} leader pid {tree.leader.pid if tree.leader else None}")
+        diag(f"adopted attempt {number} leader pid {attempt.leader_pid}")
 
     def _on_leader_exit(self, rc: int | None) -> None:
         """The leader ended: its log is read to the end (``tick``, a slice per turn), then it is judged."""
@@ -304,19 +312,24 @@ class Supervisor:
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
         """Judge the ended attempt (``judge.judge``) and record the outcome; the answer goes
         back to the lifecycle."""
-        self.watch.tree.leader = None
-        self.pipe.catch_up()
+        self.watch.procs.forget_leader()
+        if kill_reason == "user":
+            # The user's kill is judged at once, whatever backlog of log is still unread (a flood
+            # of lines never delays it); the loop reads the rest before the runner exits.
+            self.backlog_end = self.pipe.lag()["size"]
+        else:  # the crash text is at the log's end. The attempt has ended: a divergence there stops nothing.
+            self._take(self.pipe.catch_up(), divergence=False)
         # Nothing of this attempt writes any more: verify its last saves now, before the next
         # attempt can overwrite them (a stub at step 8 replaced by a good save is still reported).
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
-        self._checkpoint_state()
+        self._checkpoint_state()  # no live attempt: never a pause for bad saves here
         n, gpu = self.state.attempt, self.gpus.snapshot()
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),
-            job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.tree.procs),
+            job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n))
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe["cooldown"]["floor_s"]),
                     saved=self.checkpoints.final_check, diag=diag,
@@ -332,18 +345,20 @@ class Supervisor:
             self.next_env = out.next_env
         return out.judged
 
-    def _checkpoint_state(self) -> None:
+    def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
-        a row that failed verification stop the attempt and pause the run."""
+        a row that failed verification stop the attempt and pause the run (the event returned,
+        for the caller to give the lifecycle)."""
         self.state.set(verified=list(self.checkpoints.verified), last_checkpoint=self.checkpoints.last,
                  bad_saves=self.checkpoints.bad_saves)
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
-            return
+            return None
         reason = bad_saves_pause(self.checkpoints, int(self.recipe["checkpoints"].get("pause_after_bad_saves") or 0))
-        if reason:
-            self._bad_saves_reason = reason
-            self.state.alert("critical", "bad_saves", reason, paths=list(self.checkpoints.bad_in_a_row))
-            self.apply(lc.BadSaves(reason))
+        if not reason:
+            return None
+        self._bad_saves_reason = reason
+        self.state.alert("critical", "bad_saves", reason, paths=list(self.checkpoints.bad_in_a_row))
+        return lc.BadSaves(reason)
 
     def _note_job(self) -> None:
         """A batch job's state (pending reason, nodes) into state.json when it changes; its id,
@@ -368,6 +383,9 @@ class Supervisor:
             self.control.serve()  # expire slow clients (and anything that arrived meanwhile)
             if self.finishing_until is None:
                 self.tick()
+            elif self._behind():  # the log a user-killed attempt left unread, a slice per turn
+                self.ingest(time.monotonic() + CATCH_UP_TURN_S)
+                self.flush_state()
             elif self.timers.every("finishing", OPS_POLL_S):
                 self._poll_ops(time.time())
                 self.flush_state()
@@ -383,25 +401,55 @@ class Supervisor:
         answers, commands are refused with the reason."""
         if self.life.status not in rundir.TERMINAL:
             return False
-        syncing = self.ops is not None and self.ops.syncing()
+        waiting = (self.ops is not None and self.ops.syncing()) or self._behind()
         if self.finishing_until is None:
-            if not syncing:
+            if not waiting:
                 return True
             self.finishing_until = time.monotonic() + SYNC_FINAL_WAIT_S
-            diag("run over; waiting for the last checkpoint's sync before exiting")
-        return not syncing or time.monotonic() >= self.finishing_until
+            diag("run over; reading the rest of its log and waiting for the last checkpoint's sync before exiting")
+        return not waiting or time.monotonic() >= self.finishing_until
+
+    def _behind(self) -> bool:
+        """Log of the ended attempt still unread (its records are written before the runner exits)."""
+        return self.pipe.offset < self.backlog_end and self.pipe.lag()["lag_bytes"] > 0
 
     def _next_wakeup(self) -> float:
         """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
         if self.finishing_until is not None:
-            return OPS_POLL_S
+            return 0.0 if self._behind() else OPS_POLL_S
         if self.pipe.lagging:
             return 0.0  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S, self.control.next_expiry(), lc.next_deadline(self.life, time.monotonic())]
         return max(0.001, min(d for d in due if d is not None))
 
+    def _take(self, got: Ingested, *, divergence: bool = True) -> None:
+        """What reading the log brought, applied: progress into the state, saves to the
+        checkpoint keeper (looked at now), a divergence through the lifecycle."""
+        if got.progress:
+            self.state.set(**got.progress)
+        for path, suspect in got.saves:
+            self.checkpoints.note_saved(path, suspect)
+        if got.saves:
+            self.timers.due_now("ckpt")
+        if divergence and got.divergence is not None:
+            self.apply(lc.Divergence(got.divergence))
+
+    def ingest(self, deadline: float | None = None) -> bool:
+        """Read the log a sub-slice at a time, each one's news applied, the control socket
+        served between sub-slices (however long the lines, a command waits one sub-slice at
+        most): up to INGEST_SLICE_BYTES, or until the monotonic ``deadline``. True while more
+        is waiting."""
+        for n in range(10_000 if deadline is not None else INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES):
+            if n:
+                self.control.serve()
+            got = self.pipe.read()
+            self._take(got)
+            if not got.more or (deadline is not None and time.monotonic() >= deadline):
+                return got.more
+        return True
+
     def tick(self) -> None:
-        now = time.time()
+        now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
         reaped = proctree.reap_children()
         slurm_client.deliver(reaped)  # the Slurm engine's sbatch/squeue/scancel children
         if not self.draining:
@@ -411,24 +459,27 @@ class Supervisor:
             if ended:
                 self._on_leader_exit(rc)
         if self.draining:  # the ended attempt is judged once its whole log is read (the crash text is at the end)
-            if not self.pipe.drain(CATCH_UP_TURN_S):
+            user_kill = self.life.kill is not None and self.life.kill.reason == "user"  # ... except a user's kill
+            if user_kill or not self.ingest(mono + CATCH_UP_TURN_S):
                 self.draining = False
                 self.apply(lc.LeaderExit(self.watch.returncode))
         else:
-            self.pipe.turn()
+            self.ingest()
         if self.life.status in (RUNNING, STOPPING) and self.timers.every("tree", TREE_REFRESH_S):
             self.watch.refresh()
             self.state.dirty = True
         if self.checkpoints.active and self.timers.every("ckpt", CHECKPOINT_POLL_S):
             if self.checkpoints.poll(self.pipe.monitors.on_checkpoint, self.state.attempt):
-                self._checkpoint_state()
+                bad = self._checkpoint_state()
+                if bad is not None:
+                    self.apply(bad)
         if self.life.status == RUNNING and not self.life.kill and self.life.attempt_live:
-            hang = self.pipe.hang(now, self.recipe["heartbeat"],
+            hang = self.pipe.hang(time.monotonic(), self.recipe["heartbeat"],
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending)
             if hang is not None:
                 self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
-                    self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.tree.procs)):
+                    self.gpus.sample(now, self.pipe.written.step, self.watch.own_pids | set(self.watch.procs.pids)):
                 self.pipe.memory_alerts()
         self.terminations.progress()
         if self.life.kill:
@@ -440,9 +491,9 @@ class Supervisor:
         if cd and self.life.status == Status.COOLDOWN and (
                 self.timers.every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
-            tree = self.watch.tree
+            procs = self.watch.procs
             self.apply(self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
-                                             survivors=tree.survivors(scan_markers=True), tree_blocking=tree.blocking()))
+                                             survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking()))
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
         self.flush_state()
@@ -479,13 +530,13 @@ class Every:
     def every(self, name: str, period: float) -> bool:
         """True (and the timer restarts) once ``period`` passed since it last fired."""
         now = time.monotonic()
-        if now - self.last.get(name, 0.0) >= period:
+        if now - self.last.get(name, -math.inf) >= period:
             self.last[name] = now
             return True
         return False
 
     def due_now(self, name: str) -> None:
-        self.last[name] = 0.0
+        self.last[name] = -math.inf
 
 
 def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
@@ -515,7 +566,7 @@ def _wall(mono: float) -> float:
     return time.time() + (mono - time.monotonic())
 
 
-def _engine(run: rundir.RunDir, recipe: dict[str, Any]) -> Any:
+def _engine(run: rundir.RunDir, recipe: dict[str, Any]) -> Engine:
     """The recipe's engine: ``local`` runs the command here, ``slurm`` submits a batch job."""
     if recipe.get("engine") == "slurm":
         from runner.process.engines.slurm import SlurmEngine

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from runner.core.crash import classify, live_pid_set, own_pid_set
+from runner.core.crash import classify
+from runner.process.proctree import live_pid_set, own_pid_set
 from runner.core.policy import AttemptRecord, RestartSettings, decide
 
 OOM_OWN = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "

@@ -19,7 +19,7 @@ SETTINGS = RestartSettings(max_restarts=3, backoff_initial_s=1.0, backoff_max_s=
 
 
 def ended(**kw) -> EndedAttempt:
-    base = dict(run_id="r1", attempt=2, returncode=1, ended_at=1000.0, started_at=900.0, exit_seen_at=999.5,
+    base = dict(run_id="r1", attempt=2, returncode=1, ended_at=1000.0, started_at=900.0, exit_seen_at=999.5, detected_after_s=0.5,
                 steps_seen=3, last_step=3, tail=list(OOM_TAIL), restarts=1)
     return EndedAttempt(**{**base, **kw})
 

@@ -16,11 +16,12 @@ from typing import Mapping, Sequence
 
 from runner.rundir import rundir
 from runner.process import proctree
-from runner.process.attempt import ExitStatus, LaunchSpec
+from runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from runner.core.state import TrackedPid
 from runner.rundir import runfiles
 
 COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bounded wait
+LEADER_CHECK_S = 0.5  # how often a leader nobody reaps for us is looked up
 
 
 def exited(pid: int) -> bool:
@@ -39,7 +40,7 @@ def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-S", "-E", waiter, str(exit_record), "--", *argv]
 
 
-class LocalAttempt:
+class LocalAttempt(TreeBacked):
     polled = False  # the runner reaps the waiter (or an adopted one's pidfd wakes the loop)
     pending = False
     job_id = None  # no batch job
@@ -51,6 +52,7 @@ class LocalAttempt:
         self.proc = proc
         self.adopted = adopted
         self._pidfd: int | None = None
+        self._leader_checked = 0.0
         if adopted and tree.leader is not None:
             try:
                 self._pidfd = os.pidfd_open(tree.leader.pid)
@@ -68,27 +70,24 @@ class LocalAttempt:
             os.close(self._pidfd)
             self._pidfd = None
 
-    def poll(self, reaped: Mapping[int, int]) -> int | None | bool:
+    def poll(self, reaped: Mapping[int, int]) -> Polled:
+        """Our own waiter: ended once this runner's waitpid reaped it. Any leader (an adopted one
+        is nobody's child here; our own child reaped elsewhere must not leave the run "running"
+        forever): ended once its PID + start time is gone, looked up every LEADER_CHECK_S."""
         root = self.tree.leader
         if root is None:
-            return None
-        if not self.adopted:
-            if root.pid in reaped:
-                rc = proctree.returncode_from_status(reaped[root.pid])
-                if self.proc is not None:
-                    self.proc.returncode = rc
-                return rc
-            return False
-        return False if proctree.same_process(root.pid, root.start_time) else None
-
-    def signal(self, sig: int, pids: Mapping[int, float] | None = None) -> list[int]:
-        return self.tree.signal(sig, dict(pids) if pids is not None else None)
-
-    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
-        return self.tree.survivors(scan_markers=scan_markers)
-
-    def tracked(self) -> list[TrackedPid]:
-        return [TrackedPid(**t) for t in self.tree.to_list()]  # type: ignore[typeddict-item]
+            return Running()
+        if not self.adopted and root.pid in reaped:
+            rc = proctree.returncode_from_status(reaped[root.pid])
+            if self.proc is not None:
+                self.proc.returncode = rc
+            return Ended(rc)
+        now = time.monotonic()
+        if self._pidfd is None and now - self._leader_checked >= LEADER_CHECK_S:
+            self._leader_checked = now
+            if not proctree.same_process(root.pid, root.start_time):
+                return Ended(None)  # the waiter's exit record says how
+        return Running()
 
 
 def _root(pids: Sequence[TrackedPid]) -> TrackedPid | None:

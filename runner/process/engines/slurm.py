@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from runner.rundir import jsonio, rundir
 from runner.process import proctree
-from runner.process.attempt import ExitStatus, LaunchSpec
+from runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
 from runner.process.slurm import client
 from runner.process.slurm.settings import SlurmSettings
 from runner.process.slurm.text import (SINFO_NODE_FORMAT, BatchSpec, JobState, batch_script, nodes_out_of_service,
@@ -142,10 +142,11 @@ class JobTree(proctree.ProcessTree):
         return sent
 
 
-class SlurmAttempt:
+class SlurmAttempt(TreeBacked):
     """One attempt = one batch job. Submitted in the background: the job id is known once
     sbatch answers (``poll`` writes ``jobs/attempt-N.json`` then)."""
     polled = True  # the end is learned by asking Slurm, not from a descriptor
+    tree: JobTree
 
     def __init__(self, run: rundir.RunDir, record: JobRecord, tree: JobTree, adopted: bool) -> None:
         self.run = run
@@ -173,27 +174,27 @@ class SlurmAttempt:
         st = self.tree.job
         return _record_of(st, self.record) if st is not None else self.record
 
-    def poll(self, reaped: Mapping[int, int]) -> int | None | bool:
+    def poll(self, reaped: Mapping[int, int]) -> Polled:
         self.tree.refresh()
         if self.tree.failed is not None:
             if self.record.get("ended_at") is None:
                 self._submit_failed(self.tree.failed)
-            return None
+            return Ended(None)
         st = self.tree.job
         if st is None:
-            return False  # sbatch still running
+            return Running()  # sbatch still running
         if not self.record.get("job_id"):
             self.record = _record_of(st, {**self.record, "job_id": st.job_id})
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
         if not st.final:
-            return False
+            return Running()
         if st.state in _ASK_NODES and "failed_nodes" not in self.record and st.nodes:
             if not self._probe_nodes(st):
-                return False  # sinfo still answering: the end is judged with the node named
+                return Running()  # sinfo still answering: the end is judged with the node named
         if self.record.get("ended_at") is None:
             self.record = _record_of(st, self.record)
             jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
-        return returncode(st)
+        return Ended(returncode(st))
 
     def _probe_nodes(self, st: JobState) -> bool:
         """Ask sinfo (in the background) which of the job's nodes are out of service; True once
@@ -219,14 +220,8 @@ class SlurmAttempt:
             pass
         jsonio.atomic_write_json(self.run.job_record(self.number), self.record)
 
-    def signal(self, sig: int, pids: Mapping[int, float] | None = None) -> list[int]:
-        return self.tree.signal(sig, dict(pids) if pids is not None else None)
-
-    def survivors(self, *, scan_markers: bool = False) -> dict[int, float]:
-        return self.tree.survivors(scan_markers=scan_markers)
-
     def tracked(self) -> list[TrackedPid]:
-        return []
+        return []  # a batch job is adopted by its job id, not by local PIDs
 
 
 def moeconsole_command() -> str | None:

@@ -1,0 +1,277 @@
+"""The runner's collaborators on their own: the ingest pipe, the attempt watch, the launcher, the
+launch conditions and the recovery of a run, each driven directly (a real run directory, real
+processes, real sockets), and the Supervisor's lifecycle refusing re-entry.
+
+The end-to-end suite (tests/runner/test_runner_*.py) covers them together through the CLI; these
+pin each seam: what a collaborator returns for the loop to apply, and that it calls nobody back.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.core import lifecycle as lc
+from runner.core.monitors import Thresholds
+from runner.core.state import Status
+from runner.process import proctree
+from runner.process.attempt import Ended, LaunchSpec, NoAttempt, Running
+from runner.process.engines.local import LocalEngine
+from runner.process.launch import create_run
+from runner.recipes import recipe as recipes
+from runner.rundir import jsonio, rundir
+from runner.rundir.journal import Journal
+from runner.rundir.secrets import Redactor
+from runner.supervisor.attempt_watch import AttemptWatch
+from runner.supervisor.conditions import ConditionsCheck
+from runner.supervisor.ingest_pipe import INGEST_SUBSLICE_BYTES, Ingested, IngestPipe
+from runner.supervisor.launcher import Launched, Launcher
+from runner.supervisor.memory_feed import MemoryFeed
+from runner.supervisor.recovery import recover_state, takeover
+from runner.supervisor.supervisor import Supervisor
+from tests.runner.conftest import base_recipe
+from tests.waiting import until
+
+LOG_LINES: list[str] = []
+
+
+def _diag(msg: str) -> None:
+    LOG_LINES.append(msg)
+
+
+@pytest.fixture
+def made(tmp_path: Path):
+    """A real run directory made the way ``moeconsole run`` makes it, and its validated recipe."""
+    def make(**over) -> tuple[rundir.RunDir, dict]:
+        recipe = recipes.validate(base_recipe(**over))
+        recipe["_recipe_dir"] = str(tmp_path)
+        return create_run(tmp_path / "runs", recipe), recipe
+    return make
+
+
+def _pipe(run: rundir.RunDir, recipe: dict) -> IngestPipe:
+    journal = Journal(run, _diag)
+    return IngestPipe(run, journal, Redactor([]), MemoryFeed(recipe, _diag), Thresholds.from_recipe(recipe["alerts"]),
+                      start_offset=0, attempt=1, progress={}, diag=_diag)
+
+
+def _log(run: rundir.RunDir, *lines: str) -> None:
+    with open(run.log, "a") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+# ---- IngestPipe ------------------------------------------------------------------------------
+def test_ingest_pipe_returns_progress_saves_and_a_divergence_instead_of_calling_back(made):
+    run, recipe = made()
+    pipe = _pipe(run, recipe)
+    pipe.launched(1)
+    _log(run, *(json.dumps({"step": s, "loss": 2.0 - s / 10}) for s in (1, 2, 3)),
+         f"[INFO:swift] Saving model checkpoint to {run.path}/output/checkpoint-3")
+    got = pipe.read()
+    assert isinstance(got, Ingested) and got.read and not got.more
+    assert got.progress["step"] == 3 and got.progress["last_loss"] == pytest.approx(1.7)
+    assert got.progress["min_loss"] == pytest.approx(1.7)
+    assert got.saves == [(f"{run.path}/output/checkpoint-3", False)]
+    assert got.divergence is None
+    pipe.journal.flush()
+    assert [r["step"] for r in map(json.loads, run.metrics.read_text().splitlines())] == [1, 2, 3]
+
+    _log(run, json.dumps({"step": 4, "loss": float("nan")}))
+    got = pipe.read()
+    assert got.divergence == "loss is nan at step 4"
+    assert got.progress.get("step") == 4
+    assert not pipe.read().read, "nothing new: an empty result"
+
+
+def test_ingest_pipe_reads_one_sub_slice_and_says_more_is_waiting(made):
+    run, recipe = made()
+    pipe = _pipe(run, recipe)
+    line = json.dumps({"step": 1, "loss": 1.0, "note": "x" * 200})
+    _log(run, *([line] * (3 * INGEST_SUBSLICE_BYTES // len(line))))
+    first = pipe.read()
+    assert first.read and first.more and pipe.offset == INGEST_SUBSLICE_BYTES
+    rest = pipe.catch_up()
+    assert rest.read and not rest.more and pipe.offset == run.log.stat().st_size
+
+
+def test_ingest_pipe_hang_clock_is_monotonic(made):
+    run, recipe = made(heartbeat={"timeout_s": 5, "startup_s": 50})
+    pipe = _pipe(run, recipe)
+    pipe.launched(1)
+    now = time.monotonic()
+    assert pipe.hang(now + 49, recipe["heartbeat"]) is None, "start-up allowance before the first step"
+    hang = pipe.hang(now + 51, recipe["heartbeat"])
+    assert isinstance(hang, lc.Hang) and hang.limit_s == 50
+    _log(run, json.dumps({"step": 1, "loss": 1.0}))
+    pipe.read()
+    now = time.monotonic()
+    assert pipe.hang(now + 4, recipe["heartbeat"]) is None
+    assert isinstance(pipe.hang(now + 6, recipe["heartbeat"]), lc.Hang)
+    # a batch job waiting in the queue: silence is expected, the clock starts over
+    assert pipe.hang(now + 600, recipe["heartbeat"], pending=True) is None
+    assert pipe.hang(now + 601, recipe["heartbeat"]) is None
+
+
+# ---- AttemptWatch and the local engine ----------------------------------------------------------
+def _reap_until_end(watch: AttemptWatch) -> tuple[bool, int | None]:
+    def ended():
+        got = watch.noticed_end(proctree.reap_children(), live=True)
+        return got if got[0] else None
+    return until(ended, timeout=60, what="the attempt's end")
+
+
+def test_attempt_watch_signals_and_sees_the_end_only_through_the_attempt(made, tmp_path):
+    run, _ = made()
+    engine = LocalEngine(run)
+    watch = AttemptWatch(run.run_id, engine)
+    assert isinstance(watch.procs, NoAttempt) and watch.probe().alive is False
+    fd = jsonio.open_append(run.log)
+    try:
+        attempt = engine.start(LaunchSpec(1, [sys.executable, "-c", "import time\nwhile True: time.sleep(0.1)"],
+                                          {**os.environ, "MOECONSOLE_RUN_ID": run.run_id}, str(tmp_path)), fd)
+    finally:
+        os.close(fd)
+    watch.launched(attempt)
+    try:
+        assert isinstance(attempt.poll({}), Running)
+        assert watch.noticed_end({}, live=True) == (False, None)
+        watch.refresh()
+        roles = {p["role"] for p in attempt.tracked()}
+        assert roles == {"waiter", "leader"}
+        assert watch.probe().alive
+        sent = watch.terminate()
+        assert set(sent) >= set(attempt.pids)
+        ended, rc = _reap_until_end(watch)
+        assert ended and rc == -signal.SIGTERM, "the waiter ends the way its command did"
+        watch.ended(1, rc)
+        assert watch.end_facts()["detected_after_s"] >= 0
+        until(lambda: not watch.probe().alive, timeout=30, what="nothing of the attempt alive")
+    finally:
+        attempt.signal(signal.SIGKILL)
+        proctree.reap_children()
+
+
+def test_local_attempt_poll_is_running_or_ended():
+    assert Ended(-9).signal == 9 and Ended(1).signal is None and Ended(None).returncode is None
+
+
+# ---- Launcher ------------------------------------------------------------------------------------
+def test_launcher_starts_the_attempt_and_names_its_processes(made):
+    run, recipe = made(command=["{python}", "-c", "import os, time\nprint('pid', os.getpid(), flush=True)\n"
+                                                  "time.sleep(60)"], checkpoints={"dir": None}, resume={"arg": None})
+    env = recipes.resolve_env(recipe["env"])
+    journal = Journal(run, _diag)
+    launcher = Launcher(run, recipe, recipe_hash=recipes.recipe_hash(recipe), env=env, redactor=Redactor([]),
+                        engine=LocalEngine(run), journal=journal, alert=lambda *a, **k: None, diag=_diag)
+    fd = launcher.open_log()
+    assert isinstance(fd, int)
+    try:
+        started = launcher.start(1, fd, resume_from=None, next_env={})
+    finally:
+        os.close(fd)
+    assert isinstance(started, Launched)
+    try:
+        printed = until(lambda: [l for l in run.log.read_text().splitlines() if l.startswith("pid ")],
+                        what="the command's pid in train.log")
+        command_pid = int(printed[0].split()[1])
+        assert started.event["command_pid"] == command_pid
+        assert started.event["pid"] == started.attempt.leader_pid != command_pid  # the waiter is the root
+        assert started.event["argv"][0] == sys.executable
+        with open(f"/proc/{command_pid}/environ", "rb") as f:
+            assert f"MOECONSOLE_RUN_ID={run.run_id}".encode() in f.read().split(b"\0")
+    finally:
+        started.attempt.signal(signal.SIGKILL)
+        until(lambda: started.attempt.leader_pid in proctree.reap_children(), timeout=30, what="the waiter reaped")
+
+
+def test_launcher_refuses_a_command_that_cannot_start(made):
+    run, recipe = made(command=["/nonexistent/trainer"], checkpoints={"dir": None}, resume={"arg": None})
+    launcher = Launcher(run, recipe, recipe_hash="h", env={}, redactor=Redactor([]), engine=LocalEngine(run),
+                        journal=Journal(run, _diag), alert=lambda *a, **k: None, diag=_diag)
+    fd = launcher.open_log()
+    assert isinstance(fd, int)
+    try:
+        started = launcher.start(1, fd, resume_from=None, next_env={})
+    finally:
+        os.close(fd)
+    # the waiter started; the exec failed inside it: its exit record says so
+    assert isinstance(started, Launched)
+    until(lambda: started.attempt.leader_pid in proctree.reap_children(), timeout=30, what="the waiter reaped")
+    status = LocalEngine(run).exit_status(1)
+    assert status is not None and status.error and "nonexistent" in status.error
+
+
+# ---- ConditionsCheck ---------------------------------------------------------------------------
+def test_conditions_name_a_busy_port_and_survivors_and_clear_when_free(made):
+    run, recipe = made()
+    check = ConditionsCheck(run.run_id, recipe, gpu_backend=None, diag=_diag)
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        busy = check.look(unwritable=None, survivors=[4242], tree_blocking=["Slurm job 5 still RUNNING"], port=port)
+        assert busy.port_busy
+        assert busy.waiting[:3] == ("survivors of this run: PIDs [4242]", "Slurm job 5 still RUNNING",
+                                    f"port {port} busy")
+        event = check.probe(unwritable="the run directory refuses the log", survivors=[], tree_blocking=[], port=port)
+        assert isinstance(event, lc.ConditionsProbe) and event.port_busy
+        assert event.waiting[0] == "the run directory refuses the log"
+    finally:
+        holder.close()
+    clear = check.look(unwritable=None, survivors=[], tree_blocking=[], port=port)
+    assert clear.waiting == () and not clear.port_busy
+
+
+# ---- recovery ------------------------------------------------------------------------------------
+def test_takeover_decides_adopt_judge_or_start():
+    pids = [{"pid": 10, "start_time": 1.0, "role": "waiter"}]
+    alive = takeover(Status.RUNNING, {"attempt": 2, "pids": pids}, lambda n, p: True)
+    assert (alive.leader_alive, alive.leader_known, alive.ended_unwatched) == (True, True, False)
+    gone = takeover(Status.RUNNING, {"attempt": 2, "pids": pids}, lambda n, p: False)
+    assert (gone.leader_alive, gone.ended_unwatched) == (True, True), "ended unwatched: read its log, then judge"
+    fresh = takeover(Status.STARTING, {"attempt": 0, "pids": []}, lambda n, p: pytest.fail("never asked"))
+    assert (fresh.leader_alive, fresh.leader_known) == (False, False)
+    over = takeover(Status.SUCCEEDED, {"attempt": 3, "pids": pids}, lambda n, p: pytest.fail("never asked"))
+    assert not over.leader_alive and not over.ended_unwatched
+
+
+def test_recover_state_rebuilds_the_status_through_the_lifecycle(made):
+    run, _ = made()
+    for ev in ({"type": "status", "status": "running"}, {"type": "attempt_start", "attempt": 1, "pid": 77},
+               {"type": "crash", "decision": "restart"}, {"type": "status", "status": "cooldown"},
+               {"type": "attempt_start", "attempt": 2, "pid": 78}):
+        jsonio.append_jsonl(run.events, {"v": 1, "t": time.time(), **ev})
+    state = recover_state(run, {}, "state.json missing")
+    assert state["status"] == Status.RUNNING and state["attempt"] == 2 and state["restarts"] == 1
+    jsonio.append_jsonl(run.events, {"v": 1, "t": time.time(), "type": "status", "status": "killed"})
+    assert recover_state(run, {}, "state.json missing")["status"] == Status.KILLED
+    # the replay rule on its own: a run that ended and started again runs
+    assert lc.replayed(Status.COOLDOWN, "attempt_start") == Status.RUNNING
+    assert lc.replayed(Status.KILLED, "attempt_start") == Status.KILLED
+    assert lc.replayed(Status.RUNNING, "status", "no such status") == Status.RUNNING
+
+
+# ---- the Supervisor's lifecycle ------------------------------------------------------------------
+def test_apply_refuses_reentry(made):
+    """Carrying out an effect may raise the next event, never apply one inside another apply:
+    the nested call trips the assertion."""
+    run, _ = made()
+    sup = Supervisor(run)
+    nested: list[str] = []
+
+    def record_status(status, reason):
+        nested.append(str(status))
+        sup.apply(lc.Tick())  # what a callback into the driver used to do
+
+    sup._record_status = record_status  # type: ignore[method-assign]
+    with pytest.raises(AssertionError, match="re-entered"):
+        sup.apply(lc.Started(leader_alive=False, leader_known=False, drift_refused="changed: command"))
+    assert nested == ["failed"]
+    assert sup.apply(lc.Tick()) is None, "after the refusal the lifecycle takes events again"
