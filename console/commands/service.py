@@ -44,7 +44,7 @@ def _exec_runner(run: rundir.RunDir) -> None:
 
 def run(args) -> int:
     base = runs_base(getattr(args, "runs_dir", None))
-    base.mkdir(parents=True, exist_ok=True)
+    rundir.make_private_dirs(base)
     recipe = recipes.load(args.recipe, args.overrides)
     choice = choose(_candidates(base), recipe["name"], recipes.recipe_hash(recipe))
     if choice.action == "over":
