@@ -394,6 +394,14 @@ def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, An
     return values
 
 
+def _same_key(v: Any) -> Any:
+    """A value as a set member that is equal exactly when the values read alike: a scalar as
+    itself (typed: 1 and "1" differ), anything else as its sorted JSON."""
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return (type(v).__name__, v)
+    return ("json", json.dumps(v, sort_keys=True, default=str))
+
+
 def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) -> dict[str, str]:
     """id -> name, and for runs that share a name, the recipe values that tell them apart
     (``tiny-moe-cpu args.fault=oom@40``), read from each run's recipe.yaml (kept in the index
@@ -409,7 +417,7 @@ def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) ->
         values = {row["id"]: _cached_values(row, conn) for row in group}
         keys = sorted({k for v in values.values() for k in v})
         differ = [k for k in keys if k.split(".")[0] not in NOT_DISTINGUISHING
-                  and len({json.dumps(v.get(k), sort_keys=True, default=str) for v in values.values()}) > 1]
+                  and len({_same_key(v.get(k)) for v in values.values()}) > 1]
         for row in group:
             mine = values[row["id"]]
             parts = [_value_label(k, mine[k]) for k in differ if k in mine][:DISPLAY_VALUES]
