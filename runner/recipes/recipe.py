@@ -203,6 +203,7 @@ def load(path: str | Path, overrides: list[str] | None = None) -> dict:
     except RecipeError as exc:
         given = _override_for(exc.place, overrides or [])
         if given is not None:
+            given = given.replace("\n", "\\n")  # one line, whatever the name held
             raise InputError(f"--set {given if len(given) <= 120 else given[:117] + '...'}: {exc.problem}") from None
         raise
     recipe["name"] = recipe["name"] or path.stem
@@ -227,6 +228,9 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
     """The ``--set`` item that gave the value at ``place`` (``command[i]`` comes from args.*)."""
     for item in overrides:
         key = item.split("=", 1)[0]
+        if not key.isprintable() and "." in key:  # the place quotes such a name: env.'A\nB'
+            section, _, name = key.partition(".")
+            key = f"{section}.{name!r}"
         if key == place or key.startswith(place + ".") or (place.startswith("command") and key.startswith("args.")):
             return item
     return None

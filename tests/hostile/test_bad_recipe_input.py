@@ -66,6 +66,7 @@ def test_a_recipe_with_a_few_aliases_still_reads(tmp_path):
     (HEAD + 'env:\n  "A\\nB": x\n', [], ["environment name"]),
     (HEAD + "env:\n  'A=B': x\n", [], ["environment name"]),
     (HEAD, ["env.A B=x"], ["--set env.A B=x", "environment name"]),
+    (HEAD, ["env.A\nB=x"], ["--set env.A\\nB=x", "environment name"]),
     (HEAD, ["args.x y=1"], ["'x y' is not a flag name"]),
     (HEAD, ["args.--x=1"], ["'--x' is not a flag name"]),
     (HEAD + "resume:\n  args: [[--a, '{checkpoint}']]\n", [], ["resume.args", "list of strings"]),
