@@ -239,3 +239,19 @@ def test_runs_ls_answers_display_names_from_the_index(tmp_path, runs_dir):
     again = json.loads(cli("runs", "ls", "--json", "--runs-dir", str(runs_dir)).stdout)["runs"]
     assert sorted(r["display_name"] for r in again) == names
     assert all("recipe_values" not in r for r in again)
+
+
+def test_the_service_never_takes_up_a_run_others_could_have_changed(tmp_path, runs_dir):
+    """``moeconsole service RECIPE`` takes up the live run of its recipe (name and hash): one whose
+    directory others can write is refused in one line, and its command is not run."""
+    marker = tmp_path / "ran"
+    rec = recipe(tmp_path, command=["{python}", "-c", f"open({str(marker)!r}, 'a').write('x')"])
+    p = cli("run", str(rec), "--detach", "--runs-dir", str(runs_dir))
+    run = runs_dir / p.stdout.strip().splitlines()[0]
+    finished(run)
+    marker.unlink(missing_ok=True)
+    state = json.loads((run / "state.json").read_text())
+    (run / "state.json").write_text(json.dumps({**state, "status": "running", "ended_at": None}))
+    os.chmod(run, 0o777)
+    refused(cli("service", str(rec), "--runs-dir", str(runs_dir)), "writable by other users", "refusing")
+    assert not marker.exists()
