@@ -365,10 +365,11 @@ def _value_label(key: str, value: Any) -> str:
     return f"{key}={_short(value)}"
 
 
-def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, Any]:
-    """A run's flattened recipe values: from the index's ``recipe_values`` while recipe.yaml is
-    unchanged (its mtime), else read (a YAML parse per run: 2,000 runs sharing a name made every
-    ``runs ls`` take seconds) and kept in the index for the next reader."""
+def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, str]:
+    """A run's flattened recipe values, each as its sorted JSON text (what tells two values apart,
+    compared as strings): from the index's ``recipe_values`` while recipe.yaml is unchanged (its
+    mtime), else read (a YAML parse per run: 2,000 runs sharing a name made every ``runs ls``
+    take seconds) and kept in the index for the next reader."""
     path = row.get("path")
     try:
         mtime = os.stat(Path(path) / "recipe.yaml").st_mtime if path else None
@@ -378,28 +379,20 @@ def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, An
     if isinstance(cached, str) and mtime is not None:
         try:
             doc = json.loads(cached)
-            if isinstance(doc, dict) and doc.get("mtime") == mtime and isinstance(doc.get("values"), dict):
-                return doc["values"]
+            if isinstance(doc, dict) and doc.get("mtime") == mtime and isinstance(doc.get("json"), dict):
+                return doc["json"]
         except ValueError:
             pass
-    values = _recipe_values(path)
+    values = {k: json.dumps(v, sort_keys=True, default=str) for k, v in _recipe_values(path).items()}
     if conn is not None and mtime is not None:
         import sqlite3
         try:
             with conn:
                 conn.execute("UPDATE runs SET recipe_values = ? WHERE id = ?",
-                             (json.dumps({"mtime": mtime, "values": values}, default=str), row["id"]))
+                             (json.dumps({"mtime": mtime, "json": values}), row["id"]))
         except sqlite3.Error:  # a busy or read-only index: computed again next time
             pass
     return values
-
-
-def _same_key(v: Any) -> Any:
-    """A value as a set member that is equal exactly when the values read alike: a scalar as
-    itself (typed: 1 and "1" differ), anything else as its sorted JSON."""
-    if v is None or isinstance(v, (str, int, float, bool)):
-        return (type(v).__name__, v)
-    return ("json", json.dumps(v, sort_keys=True, default=str))
 
 
 def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) -> dict[str, str]:
@@ -417,10 +410,10 @@ def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) ->
         values = {row["id"]: _cached_values(row, conn) for row in group}
         keys = sorted({k for v in values.values() for k in v})
         differ = [k for k in keys if k.split(".")[0] not in NOT_DISTINGUISHING
-                  and len({_same_key(v.get(k)) for v in values.values()}) > 1]
+                  and len({v.get(k, "null") for v in values.values()}) > 1]
         for row in group:
             mine = values[row["id"]]
-            parts = [_value_label(k, mine[k]) for k in differ if k in mine][:DISPLAY_VALUES]
+            parts = [_value_label(k, json.loads(mine[k])) for k in differ if k in mine][:DISPLAY_VALUES]
             out[row["id"]] = f"{name} {' '.join(parts)}" if parts else name
     return out
 
