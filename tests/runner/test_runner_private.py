@@ -150,27 +150,42 @@ def test_a_planted_index_is_rebuilt_privately(tmp_path, runs_dir, planted):
     run = runs_dir / p.stdout.strip().splitlines()[0]
     finished(run)
     index = runs_dir / "index.sqlite"
-    for f in runs_dir.glob("index.sqlite*"):
-        f.unlink()
-    conn = sqlite3.connect(runs_dir / ("evil.sqlite" if planted == "foreign-wal" else "index.sqlite"))
-    conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, status TEXT, path TEXT, started_at REAL)")
-    conn.execute("INSERT INTO runs VALUES ('20990101-000000-evil-ffff', 'evil', 'succeeded', '/', 1)")
-    conn.commit()
-    conn.close()
     if planted == "foreign-wal":
-        cli("runs", "ls", "--runs-dir", str(runs_dir))
-        (runs_dir / "evil.sqlite").rename(runs_dir / "index.sqlite-wal")
+        # A valid write-ahead log of our own index holding one more row, planted beside it by
+        # someone else: SQLite would replay it into every reader's view.
+        import shutil
+        assert cli("runs", "ls", "--runs-dir", str(runs_dir)).returncode == 0
+        evil = tmp_path / "evil.sqlite"
+        shutil.copy(index, evil)
+        conn = sqlite3.connect(evil)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("INSERT INTO runs (id, name, status, path, started_at) "
+                     "VALUES ('20990101-000000-evil-ffff', 'evil', 'succeeded', '/', 1)")
+        conn.commit()
+        shutil.copy(tmp_path / "evil.sqlite-wal", runs_dir / "index.sqlite-wal")
+        conn.close()
         os.chown(runs_dir / "index.sqlite-wal", 65534, 65534)
-    elif planted == "0666":
-        os.chmod(index, 0o666)
     else:
-        os.chown(index, 65534, 65534)
-        os.chmod(index, 0o644)
+        for f in runs_dir.glob("index.sqlite*"):
+            f.unlink()
+        conn = sqlite3.connect(index)
+        conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, status TEXT, path TEXT, started_at REAL)")
+        conn.execute("INSERT INTO runs VALUES ('20990101-000000-evil-ffff', 'evil', 'succeeded', '/', 1)")
+        conn.commit()
+        conn.close()
+        if planted == "0666":
+            os.chmod(index, 0o666)
+        else:
+            os.chown(index, 65534, 65534)
+            os.chmod(index, 0o644)
     ls = cli("runs", "ls", "--runs-dir", str(runs_dir), "--json")
     assert ls.returncode == 0, ls.stderr
     assert "evil" not in ls.stdout and run.name in ls.stdout
     st = os.lstat(index)
     assert st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o600
+    for side in runs_dir.glob("index.sqlite-*"):  # no side file of someone else's is kept either
+        assert os.lstat(side).st_uid == os.geteuid(), side
 
 
 def test_a_crashes_directory_made_a_symlink_is_never_written_through(tmp_path, runs_dir):
@@ -234,7 +249,9 @@ def test_runs_ls_answers_display_names_from_the_index(tmp_path, runs_dir):
     assert (runs_dir / "index.sqlite").exists()
     rec = ids[0] / "recipe.yaml"
     st = rec.stat()
-    rec.write_text(rec.read_text().replace("- '1'", "- '9'").replace("- \"1\"", "- \"9\""))
+    text = rec.read_text()
+    assert "--lr, '1'" in text, text[:300]
+    rec.write_text(text.replace("--lr, '1'", "--lr, '9'"))
     os.utime(rec, ns=(st.st_atime_ns, st.st_mtime_ns))
     again = json.loads(cli("runs", "ls", "--json", "--runs-dir", str(runs_dir)).stdout)["runs"]
     assert sorted(r["display_name"] for r in again) == names
