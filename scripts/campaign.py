@@ -734,21 +734,32 @@ def private(work: Path, quick: bool) -> list[Check]:
         shutil.rmtree(planted, ignore_errors=True)
         # a planted index: 0666 / another user's / a foreign -wal: rebuilt privately, never read
         for how in ("0666", "another user's", "a foreign -wal"):
-            for f in runs.glob("index.sqlite*"):
-                f.unlink()
-            evil = runs / ("evil.sqlite" if how == "a foreign -wal" else "index.sqlite")
-            with sqlite3.connect(evil) as conn:
+            index = runs / "index.sqlite"
+            if how == "a foreign -wal":  # a valid write-ahead log of our index, one row more
+                cli(["runs", "ls"], runs)
+                evil = work / "evil.sqlite"
+                shutil.copy(index, evil)
+                conn = sqlite3.connect(evil)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                conn.execute("INSERT INTO runs (id, name, status, path, started_at) "
+                             "VALUES ('20990101-000000-evil-ffff', 'evil', 'succeeded', '/', 1)")
+                conn.commit()
+                shutil.copy(work / "evil.sqlite-wal", runs / "index.sqlite-wal")
+                conn.close()
+                os.chown(runs / "index.sqlite-wal", 65534, 65534)
+            else:
+                for f in runs.glob("index.sqlite*"):
+                    f.unlink()
+                conn = sqlite3.connect(index)
                 conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, status TEXT, path TEXT, started_at REAL)")
                 conn.execute("INSERT INTO runs VALUES ('20990101-000000-evil-ffff', 'evil', 'succeeded', '/', 1)")
-            conn.close()
-            if how == "a foreign -wal":
-                cli(["runs", "ls"], runs)
-                evil.rename(runs / "index.sqlite-wal")
-                os.chown(runs / "index.sqlite-wal", 65534, 65534)
-            elif how == "0666":
-                os.chmod(evil, 0o666)
-            else:
-                os.chown(evil, 65534, 65534)
+                conn.commit()
+                conn.close()
+                if how == "0666":
+                    os.chmod(index, 0o666)
+                else:
+                    os.chown(index, 65534, 65534)
             rc, so, err = cli(["runs", "ls", "--json"], runs)
             st = (runs / "index.sqlite").lstat()
             ok = rc == 0 and "evil" not in so and run.name in so and st.st_uid == os.geteuid() and \

@@ -192,8 +192,11 @@ def mask_assignments(text: str) -> str:
     tokenizer names left alone."""
 
     def flag(m: re.Match) -> str:
-        if not _is_secret_flag(m.group("flag")) or m.group("value") in (MASK, "<redacted>"):
+        name, value = m.group("flag"), m.group("value")
+        if not _is_secret_flag(name) or value in (MASK, "<redacted>"):
             return m.group(0)
+        if name in SECRET_SHORT_FLAGS and value.startswith(("/", ".", "~")):
+            return m.group(0)  # ``mkdir -p /data/out`` in a log line: a path, not a password
         return f"{m.group('flag')}{m.group('sep')}{m.group('q')}{MASK}"
     if "=" in text or ":" in text:
         out, pos = [], 0

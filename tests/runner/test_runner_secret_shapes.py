@@ -46,7 +46,7 @@ SHAPES = [
 ]
 KEPT = ["token_acc: 0.71 loss 1.2", "the token embedding", "Using basic tokenizer", "Basic block", "AUTHOR: me",
         "--max_steps 100 --lr 1e-4", "sha256 " + "ab12" * 16, "https://example.com/x?step=5&page=2",
-        "pad_token=<pad>", "global_step/max_steps 1/100"]
+        "pad_token=<pad>", "global_step/max_steps 1/100", "+ mkdir -p /data/out/run-1"]
 
 
 @pytest.mark.parametrize("text, secret", SHAPES)
