@@ -272,3 +272,24 @@ def test_the_service_never_takes_up_a_run_others_could_have_changed(tmp_path, ru
     os.chmod(run, 0o777)
     refused(cli("service", str(rec), "--runs-dir", str(runs_dir)), "writable by other users", "refusing")
     assert not marker.exists()
+
+
+
+def test_lint_fix_replaces_a_planted_bak_link_and_never_writes_through_it(tmp_path):
+    """``lint --fix`` keeps the old recipe as ``RECIPE.bak``: a link planted there is replaced,
+    its target untouched; the recipe keeps its mode."""
+    from tests.recipe.test_recipe_edit import FLOW
+    p = tmp_path / "r.yaml"
+    p.write_text("# my recipe\n" + FLOW.split("\n", 1)[1].replace("env: {A: \"1\"}\n", "")
+                 + "checkpoints: {dir: /ckpt/out}\nswift: {version: \"4.6.0\"}\n"
+                 + "lint: {ignore: [executable_missing]}\n")
+    os.chmod(p, 0o640)
+    before = p.read_text()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "r.yaml.bak").symlink_to(victim)
+    done = cli("lint", "--fix", str(p))
+    assert "fixed:" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert victim.read_text() == "precious\n"
+    assert not (tmp_path / "r.yaml.bak").is_symlink() and (tmp_path / "r.yaml.bak").read_text() == before
+    assert mode(p) == 0o640 and p.read_text() != before
