@@ -70,7 +70,7 @@ def save(base: Path, recipe: str, prefs: ChartPrefs) -> None:
         newest = sorted(recipes, key=lambda k: recipes[k].get("t") or 0, reverse=True)[:KEEP]
         recipes = {k: recipes[k] for k in newest}
     Path(base).mkdir(parents=True, exist_ok=True)
-    jsonio.atomic_write_json(path_of(base), {"v": SCHEMA, "recipes": recipes})
+    jsonio.atomic_write_json(path_of(base), {"v": SCHEMA, "recipes": recipes}, follow_dir=True)
 
 
 def step_smooth(current: float, direction: int) -> float:

@@ -184,8 +184,8 @@ def start_import(path: Path, scratch: Path) -> tuple[rundir.RunDir, Import | Non
     log, kind = resolve_log(path)
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
     run = rundir.RunDir(scratch / f"imported-{path.name}-{key}")
-    run.path.mkdir(parents=True, exist_ok=True)
-    (run.path / "crashes").mkdir(exist_ok=True)
+    rundir.make_private_dirs(run.path)
+    rundir.make_private_dir(run.path / "crashes", exist_ok=True)
     for f in (run.metrics, run.evals, run.events, seriesfile.path_of(run)):
         f.unlink(missing_ok=True)
     if run.log.is_symlink() or run.log.exists():

@@ -194,6 +194,7 @@ def recipe_texts() -> list[tuple[str, str]]:
            ("ceiling below floor", base + "cooldown: {floor_s: 30, ceiling_s: 10}\n"),
            ("devices repeated", base + "gpus: {devices: [0, 0]}\n"), ("bad fault", "name: bad\ncommand: [python, -m, "
                                                                                   "runner.demo.train, --fault, oom40]\n")]
+    out += hostile_recipe_texts(base)
     for section, keys in RECIPE_KEYS.items():
         for key in keys:
             for value in BAD_VALUES:
@@ -205,6 +206,28 @@ def recipe_texts() -> list[tuple[str, str]]:
                     continue
                 out.append((f"{section}.{key}={value[:12]}", base + f"{section}: {{{key}: {value}}}\n"))
     return out
+
+
+def _alias_bomb(levels: int = 8, width: int = 10, indent: str = "    ") -> str:
+    """The billion laughs: each list ``width`` aliases of the one before (10**8 values in 1 KiB)."""
+    out = f"{indent}- &a0 [{','.join(['lol'] * width)}]\n"
+    for i in range(1, levels + 1):
+        out += f"{indent}- &a{i} [{','.join([f'*a{i - 1}'] * width)}]\n"
+    return out
+
+
+def hostile_recipe_texts(base: str) -> list[tuple[str, str]]:
+    """Issue 32, items 14-16: alias bombs where a recipe takes lists and mappings, names no
+    environment can carry, a nested resume.args. Each one line, exit 2, at once."""
+    return [("alias bomb in resume.args", base + "resume:\n  args:\n" + _alias_bomb()),
+            ("alias bomb in swift.pins", base + "swift:\n  pins:\n" + _alias_bomb()),
+            ("alias bomb in env", base + "x-anchors:\n" + _alias_bomb(indent="  ") + "env: *a8\n"),
+            ("500 aliases of one flag", base + "resume:\n  args:\n    - &f --x\n" + "    - *f\n" * 500),
+            ("alias of itself", base + "env: &e\n  A: *e\n"),
+            ("env name with a space", base + "env: {'A B': x}\n"),
+            ("env name with a newline", base + 'env: {"A\\nB": x}\n'),
+            ("resume.args nested list", base + "resume:\n  args: [[--a, '{checkpoint}']]\n"),
+            ("resume.args holds a mapping", base + "resume:\n  args: [--a, {x: 1}]\n")]
 
 
 def bad_inputs(work: Path, quick: bool) -> list[Check]:
@@ -247,6 +270,7 @@ def bad_inputs(work: Path, quick: bool) -> list[Check]:
             if k not in ("dir", "dest", "textfile")]  # any --set text is a path name there
     sets += ["command=5", "kill=3", "args=1", "nosuch.key=1", "kill.grace=3", "=1", "kill.grace_s", ".x=1",
              "args.a.b=1", "env=1"]
+    sets += ["env.A B=x", "env.A\nB=x", "args.x y=1", "args.--x=1"]  # issue 32, item 15
     if quick:
         sets = sets[::4]
     for s in sets:
@@ -882,6 +906,232 @@ def security(work: Path, quick: bool) -> list[Check]:
         finally:
             end_all(sruns)
             shutil.rmtree(shared, ignore_errors=True)
+    out += private(work / "private", quick)  # issue 32, items 10-13
+    return out
+
+
+# ---- nobody else gets in (issue 32, items 10-13) ---------------------------------------------
+
+SHAPES = {"Bearer in recipe env AUTHORIZATION": "envbearerQ9Q9Q9Q9", "Bearer in an env not named secret": "hdrbearerZ8Z8Z8Z8",
+          "URL password with /": "pa/ss9876slash", "password= in a URL query": "qpw55667788",
+          "--header 'Authorization: Bearer X'": "argvbearer77aa", "--header=X-Api-Key: X": "hdrkey3344zz",
+          "-p PASSWORD": "shortp4ss99", "token=X argument": "tokeq12345zz", "--password VALUE": "spacepw000111",
+          "Google AIza key printed": "AIzaSyB" + "x1Y2" * 8,
+          "PEM private key body printed": "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+          "Bearer in a metric's text field": "metricbear88xx", "--password VALUE printed": "logpw24680zz"}
+SHAPES_TRAINER = textwrap.dedent("""\
+    import os, sys
+    print("{'loss': '1.0', 'token_acc': '0.71', 'global_step/max_steps': '1/9'}", flush=True)
+    print({"loss": 0.9, "token_acc": 0.7, "global_step/max_steps": "2/9",
+           "note": "Authorization: Bearer %(metric)s", "maps": "%(aiza)s"}, flush=True)
+    print("relaunch: train.py --password %(logpw)s --lr 1e-4", flush=True)
+    print("-----BEGIN PRIVATE KEY-----\\n%(pem)s\\n-----END PRIVATE KEY-----", flush=True)
+    print("auth " + os.environ["AUTHORIZATION"] + " and " + os.environ["UPSTREAM_HDR"] + " " + os.environ["DATA_URL"])
+    print("RuntimeError: upload failed for " + " ".join(sys.argv[1:]), flush=True)
+    raise SystemExit(1)
+    """)
+
+
+def private(work: Path, quick: bool) -> list[Check]:
+    """Issue 32, items 10-13: umask 000, a base others can write, a planted run and index,
+    symlinked crashes/ and receipt files, secrets in more shapes, ``runs ls`` over 2,001 runs."""
+    out: list[Check] = []
+    work.mkdir(parents=True, exist_ok=True)
+    quick_cmd = [PY, "-c", "print(\"{'loss': '1.0', 'global_step/max_steps': '1/1'}\")"]
+
+    def cli_umask(args: list[str], runs: Path | None, umask: int, extra_env: dict | None = None):
+        argv = [PY, "-m", "console.cli", *args] + (["--runs-dir", str(runs)] if runs else [])
+        p = subprocess.run(argv, capture_output=True, text=True, env={**env(), **(extra_env or {})}, cwd=REPO,
+                           timeout=120, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.umask(umask))
+        return p.returncode, p.stdout, p.stderr
+
+    def over(run: Path) -> bool:
+        return wait(lambda: state(run).get("status") in ("succeeded", "failed", "unsaved", "killed")
+                    and not runner_locked(RunDir(run)), 90)
+
+    # 11. umask 000: every directory 0700, every file owner-only (--runs-dir and the XDG default)
+    for label, runs, extra in (("--runs-dir a/b/runs", work / "u" / "a" / "b" / "runs", {}),
+                               ("XDG default", None, {"XDG_DATA_HOME": str(work / "xdg")})):
+        base = runs or work / "xdg" / "moeconsole" / "runs"
+        rc, so, err = cli_umask(["run", str(recipe_file(work, "umask", {"command": quick_cmd})), "--detach"], runs, 0, extra)
+        run = base / so.strip().splitlines()[0] if so.strip() else None
+        ok = run is not None and over(run)
+        if run is not None:
+            cli_umask(["runs", "ls"], runs, 0, extra)
+            loose = [str(p.relative_to(base.parent)) for p in [base, base.parent, run, run / "crashes", run / "exits"]
+                     if stat.S_IMODE(p.lstat().st_mode) != 0o700]
+            loose += [f.name for f in [*run.rglob("*"), base / "index.sqlite"]
+                      if not f.is_symlink() and f.exists() and stat.S_IMODE(f.lstat().st_mode) & 0o022]
+            ok = ok and not loose
+        out.append(Check("security", f"umask 000 ({label}): base, run, crashes/, exits/ 0700, no file writable by others",
+                         ok, err.strip()[-160:] if run is None else ", ".join(loose[:4])))
+        end_all(base)
+
+    # 11. a base others can write is refused, for run and for ls
+    open_base = work / "open" / "runs"
+    open_base.mkdir(parents=True)
+    os.chmod(open_base, 0o777)
+    for args in (["run", str(recipe_file(work, "open", {"command": quick_cmd})), "--detach"], ["runs", "ls"]):
+        rc, _, err = cli(args, open_base)
+        ok, detail = one_line(rc, err, (2,))
+        out.append(Check("security", f"runs directory mode 0777: {args[0] if args[0] == 'run' else ' '.join(args[:2])} refused", ok and "writable by other" in err,
+                         detail))
+
+    # 11. a run directory others can write, or planted by another user, is never supervised
+    runs = work / "own" / "runs"
+    marker = work / "own" / "ran"
+    run = start(work / "own", "own", command=[PY, "-c", f"open({str(marker)!r}, 'a').write('x')"])
+    if run is not None and over(run):
+        marker.unlink(missing_ok=True)
+        os.chmod(run, 0o777)
+        for action in ("supervise", "restart"):
+            rc, _, err = cli([action, run.name], runs)
+            ok, detail = one_line(rc, err, (2,))
+            out.append(Check("security", f"run directory mode 0777: {action} refused, command not run",
+                             ok and not marker.exists(), detail))
+        os.chmod(run, 0o700)
+    if os.geteuid() == 0 and run is not None:
+        planted = runs / "20260101-000000-planted-abcd"
+        (planted / "crashes").mkdir(parents=True)
+        (planted / "recipe.yaml").write_text(json.dumps({"name": "planted", "command": [PY, "-c",
+                                                         f"open({str(marker)!r}, 'w').write('root')"]}))
+        (planted / "state.json").write_text(json.dumps({"v": 1, "status": "failed", "name": "planted", "attempt": 1}))
+        for f in [planted, *planted.rglob("*")]:
+            os.chown(f, 65534, 65534)
+        for action in ("supervise", "restart"):
+            rc, _, err = cli([action, planted.name], runs)
+            ok, detail = one_line(rc, err, (2,))
+            out.append(Check("security", f"a run planted by another user: root's {action} refuses, command not run",
+                             ok and not marker.exists(), detail))
+        shutil.rmtree(planted, ignore_errors=True)
+        # a planted index: 0666 / another user's / a foreign -wal: rebuilt privately, never read
+        for how in ("0666", "another user's", "a foreign -wal"):
+            index = runs / "index.sqlite"
+            if how == "a foreign -wal":  # a valid write-ahead log of our index, one row more
+                cli(["runs", "ls"], runs)
+                evil = work / "evil.sqlite"
+                shutil.copy(index, evil)
+                conn = sqlite3.connect(evil)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                conn.execute("INSERT INTO runs (id, name, status, path, started_at) "
+                             "VALUES ('20990101-000000-evil-ffff', 'evil', 'succeeded', '/', 1)")
+                conn.commit()
+                shutil.copy(work / "evil.sqlite-wal", runs / "index.sqlite-wal")
+                conn.close()
+                os.chown(runs / "index.sqlite-wal", 65534, 65534)
+            else:
+                for f in runs.glob("index.sqlite*"):
+                    f.unlink()
+                conn = sqlite3.connect(index)
+                conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, status TEXT, path TEXT, started_at REAL)")
+                conn.execute("INSERT INTO runs VALUES ('20990101-000000-evil-ffff', 'evil', 'succeeded', '/', 1)")
+                conn.commit()
+                conn.close()
+                if how == "0666":
+                    os.chmod(index, 0o666)
+                else:
+                    os.chown(index, 65534, 65534)
+            rc, so, err = cli(["runs", "ls", "--json"], runs)
+            st = (runs / "index.sqlite").lstat()
+            ok = rc == 0 and "evil" not in so and run.name in so and st.st_uid == os.geteuid() and \
+                stat.S_IMODE(st.st_mode) == 0o600
+            out.append(Check("security", f"index.sqlite planted ({how}): rebuilt 0600, its rows never shown", ok,
+                             err.strip()[-160:] or oct(st.st_mode)))
+    end_all(runs)
+
+    # 12. crashes/ a symlink to elsewhere: the crash report is refused, the run still ends failed
+    go = work / "link" / "go"
+    crash = [PY, "-c", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\nraise SystemExit(3)\n"]
+    run = start(work / "link", "link", command=crash, restart={"max_restarts": 0})
+    if run is not None:
+        wait(lambda: state(run).get("status") == "running", 60)
+        outside = work / "link" / "outside"
+        outside.mkdir()
+        (run / "crashes").rmdir()
+        (run / "crashes").symlink_to(outside)
+        go.touch()
+        ended = wait(lambda: state(run).get("status") == "failed", 90)
+        out.append(Check("security", "crashes/ symlinked elsewhere: nothing written there, the run ends failed",
+                         ended and not list(outside.iterdir()), f"status {state(run).get('status')}, "
+                         f"{len(list(outside.iterdir()))} files outside"))
+        # receipt --out DIR with planted receipt.md / receipt.json / loss.png links
+        rdir = work / "link" / "receipt"
+        rdir.mkdir()
+        victims = []
+        for name in ("receipt.md", "receipt.json", "loss.png"):
+            victim = work / "link" / f"victim-{name}"
+            victim.write_text("untouched\n")
+            (rdir / name).symlink_to(victim)
+            victims.append(victim)
+        rc, _, err = cli(["runs", "receipt", run.name, "--out", str(rdir)], run.parent)
+        out.append(Check("security", "runs receipt --out: planted receipt.md/.json/loss.png links never written through",
+                         rc == 0 and all(v.read_text() == "untouched\n" for v in victims)
+                         and not (rdir / "receipt.md").is_symlink(), err.strip()[-160:]))
+        end_all(run.parent)
+
+    # 13. secrets in more shapes, on every sink
+    script = work / "shapes.py"
+    v = SHAPES
+    script.write_text(SHAPES_TRAINER % {"metric": v["Bearer in a metric's text field"], "aiza": v["Google AIza key printed"],
+                                        "logpw": v["--password VALUE printed"], "pem": v["PEM private key body printed"]})
+    hdr = v["--header 'Authorization: Bearer X'"]
+    argv = [PY, str(script), "--header", f"Authorization: Bearer {hdr}",
+            f"--header=X-Api-Key: {v['--header=X-Api-Key: X']}", "-p", v["-p PASSWORD"], f"token={v['token=X argument']}",
+            "--password", v["--password VALUE"], "--dataset", f"https://h/d?user=a&password={v['password= in a URL query']}"]
+    sruns = work / "shapes" / "runs"
+    lint = {"lint": {"ignore": FAST["lint"]["ignore"] + ["secret_in_argv"]}}
+    run = start(work / "shapes", "shapes", command=argv, restart={"max_restarts": 0}, **lint,
+                env={"AUTHORIZATION": f"Bearer {v['Bearer in recipe env AUTHORIZATION']}",
+                     "UPSTREAM_HDR": f"Bearer {v['Bearer in an env not named secret']}",
+                     "DATA_URL": f"https://me:{v['URL password with /']}@data.example/x"})
+    if run is not None:
+        wait(lambda: state(run).get("status") == "failed", 90)
+        sources: dict[str, str] = {}
+        for path in sorted(run.rglob("*")):
+            if path.is_file() and not path.is_socket() and path.name not in ("train.log", "secrets.json"):
+                sources[f"file {path.relative_to(run)}"] = path.read_bytes().decode("utf-8", "replace")
+        rdir = work / "shapes" / "receipt"
+        for args in (["--json", run.name, "--once", "--no-gpu"], ["runs", "show", run.name, "--json"],
+                     ["runs", "ls", "--json"], ["runs", "receipt", run.name, "--md"],
+                     ["runs", "receipt", run.name, "--out", str(rdir)], ["parse", str(run / "train.log"), "--json"]):
+            rc, so, err = cli(args, sruns if args[0] != "parse" else None)
+            sources[f"output of {' '.join(args[:2])}"] = so + err
+        for path in list(rdir.rglob("*.json")) + list(rdir.rglob("*.md")):
+            sources[f"file {path.name}"] = path.read_text(errors="replace")
+        from runner.rundir.secrets import redact_cmdline
+        sources["process line (gpus/zombies)"] = redact_cmdline([str(a) for a in argv])
+        for what, value in SHAPES.items():
+            leaks = [where for where, text in sources.items() if value in text]
+            out.append(Check("security", f"{what}: in none of {len(sources)} files and outputs", not leaks,
+                             ", ".join(leaks[:4])))
+        metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        out.append(Check("security", "token_acc stays a metric beside the new shapes",
+                         any((m.get("extra") or {}).get("token_acc") == 0.7 for m in metrics)))
+        end_all(sruns)
+
+    # 10. runs ls over 2,001 finished runs without an index: rebuilt on the way, then fast
+    n = 201 if quick else 2001
+    many = work / "many" / "runs"
+    template = recipe_file(work, "many", {"command": quick_cmd + ["--lr", "1"]})
+    import runner.recipes.recipe as recipes_mod
+    from runner.process import launch as launch_mod
+    rec = recipes_mod.load(template)
+    now = time.time()
+    for i in range(n):
+        r = launch_mod.create_run(many, {**rec, "command": quick_cmd + ["--lr", str(i)]})
+        r.write_state({"status": "succeeded", "name": "many", "attempt": 1, "step": 1, "max_steps": 1,
+                       "started_at": now - n + i, "ended_at": now - n + i + 1, "restarts": 0})
+    times = []
+    for _ in range(3):
+        t = time.monotonic()
+        rc, so, err = cli(["runs", "ls"], many, timeout=300)
+        times.append(time.monotonic() - t)
+    listed = so.count("many --lr=")
+    out.append(Check("security", f"runs ls over {n} finished runs without an index: the index rebuilt, then under 1 s",
+                     rc == 0 and listed == n and max(times[1:]) < 1.0,
+                     f"first {times[0]:.2f} s, then {times[1]:.2f} s, {times[2]:.2f} s; {listed} listed"))
+    shutil.rmtree(many, ignore_errors=True)
     return out
 
 

@@ -40,7 +40,7 @@ def _record(backend, interval: float, run_id: str) -> dict:
 def run(args) -> int:
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)
     run_dir = rundir.resolve(runs_base(getattr(args, "runs_dir", None)), args.run)
-    run_dir.telemetry.mkdir(parents=True, exist_ok=True)
+    rundir.make_private_dir(run_dir.telemetry, exist_ok=True)
     out = telemetry_path(run_dir)
 
     stop = {"signal": None}

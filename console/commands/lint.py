@@ -4,7 +4,7 @@ replaced by a resume template) and keeps the original beside it as ``RECIPE.bak`
 from __future__ import annotations
 
 import os
-import shutil
+import stat
 import sys
 
 
@@ -47,11 +47,10 @@ def fix(path: str, overrides: list[str]) -> list[str]:
                          f"The fixes: {'; '.join(changes)}") from None
     note = "# Corrected by `moeconsole lint --fix`: " + "; ".join(changes) + "\n"
     lead = _leading_comments(body)
-    shutil.copy2(path, path + ".bak")
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(lead + note + body[len(lead):])
-    os.replace(tmp, path)
+    # New files renamed into place (never written through a planted link), the recipe's own mode kept.
+    keep = stat.S_IMODE(os.stat(path).st_mode)
+    jsonio.atomic_write_bytes(path + ".bak", text.encode(), mode=keep, follow_dir=True)
+    jsonio.atomic_write_bytes(path, (lead + note + body[len(lead):]).encode(), mode=keep, follow_dir=True)
     return changes
 
 

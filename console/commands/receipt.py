@@ -22,7 +22,8 @@ from runner.core.errors import InputError
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-def plot_loss(curve: list[list[float]], path: Path, restarts_at: Sequence[int] = ()) -> str | None:
+def plot_loss(curve: list[list[float]], path: Path, restarts_at: Sequence[int] = (), *,
+              follow_dir: bool = False) -> str | None:
     """Draw the loss curve into ``path``; None when it was drawn, else why not."""
     if len(curve) < 2:
         return "fewer than two finite loss values"
@@ -43,9 +44,12 @@ def plot_loss(curve: list[list[float]], path: Path, restarts_at: Sequence[int] =
     ax.set_ylabel("loss")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    import io
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
     plt.close(fig)
+    # A new file renamed into place: a planted ``loss.png`` symlink is replaced, never written through.
+    jsonio.atomic_write_bytes(path, png.getvalue(), follow_dir=follow_dir)
     return None
 
 
@@ -159,25 +163,24 @@ def run_receipt(base: Path, ref: str, *, as_json: bool, full: bool, out: str | N
     r = receipts.build_receipt(run, full=full).to_dict()
     if out:
         out_dir = Path(out)
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
+        try:  # the directory the user named (it may be a link); the files in it never are followed
+            rundir.make_private_dirs(out_dir)
+            why = plot_loss(r["loss_curve"], out_dir / "loss.png", r["restarts_at"], follow_dir=True)
+            jsonio.atomic_write_bytes(out_dir / "receipt.json", (jsonio.dumps(r) + "\n").encode(), follow_dir=True)
+            jsonio.atomic_write_bytes(out_dir / "receipt.md", markdown(r, None if why else "loss.png", why).encode(),
+                                      follow_dir=True)
         except OSError as exc:
             raise InputError(f"--out {out}: {exc.strerror or exc}") from None
-        why = plot_loss(r["loss_curve"], out_dir / "loss.png", r["restarts_at"])
-        (out_dir / "receipt.json").write_text(jsonio.dumps(r) + "\n")
-        (out_dir / "receipt.md").write_text(markdown(r, None if why else "loss.png", why))
         sys.stdout.write(f"{out_dir / 'receipt.md'}\n")
         return 0
     if as_json:
         sys.stdout.write(jsonio.dumps(r) + "\n")
         return 0
     image = run.path / "receipt" / "loss.png"
-    try:  # inside the run directory, owner-only like every run file
-        image.parent.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
+    try:  # inside the run directory, owner-only like every run file, never through a link
+        rundir.make_private_dir(image.parent, exist_ok=True)
+        why = plot_loss(r["loss_curve"], image, r["restarts_at"])
     except OSError as exc:
         raise InputError(f"{image.parent}: {exc.strerror or exc}") from None
-    why = plot_loss(r["loss_curve"], image, r["restarts_at"])
-    if why is None:
-        os.chmod(image, jsonio.FILE_MODE)
     sys.stdout.write(markdown(r, None if why else os.fspath(image), why))
     return 0

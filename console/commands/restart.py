@@ -15,7 +15,7 @@ from runner.rundir.paths import runs_base
 
 
 def run(args) -> int:
-    run = rundir.resolve(runs_base(args.runs_dir), args.run)
+    run = rundir.check_owned(rundir.resolve(runs_base(args.runs_dir), args.run))
     state = ensure_runner(run)
     before = int(state.get("attempt") or 0)
     status = state.get("status")

@@ -32,6 +32,7 @@ def _candidates(base: Path) -> list[Candidate]:
 
 def _exec_runner(run: rundir.RunDir) -> None:
     """Replace this process with the runner; its diagnostics go to runner.log as usual."""
+    rundir.check_owned(run)  # a run planted with the recipe's name and hash is never taken up
     fd = jsonio.open_append(run.runner_log)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -44,7 +45,8 @@ def _exec_runner(run: rundir.RunDir) -> None:
 
 def run(args) -> int:
     base = runs_base(getattr(args, "runs_dir", None))
-    base.mkdir(parents=True, exist_ok=True)
+    rundir.make_private_dirs(base)
+    rundir.check_base(base, write=True)
     recipe = recipes.load(args.recipe, args.overrides)
     choice = choose(_candidates(base), recipe["name"], recipes.recipe_hash(recipe))
     if choice.action == "over":

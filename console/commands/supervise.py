@@ -8,7 +8,7 @@ from runner.rundir.paths import runs_base
 
 
 def run(args) -> int:
-    run = rundir.resolve(runs_base(getattr(args, "runs_dir", None)), args.run_dir)
+    run = rundir.check_owned(rundir.resolve(runs_base(getattr(args, "runs_dir", None)), args.run_dir))
     if launch.runner_alive(run):
         raise InputError(f"{run.run_id}: a runner is already alive")
     pid = launch.spawn_runner(run)

@@ -57,7 +57,7 @@ def write_sidecar(ckpt_dir: Path | str, *, run_id: str, recipe_hash: str, step: 
               "files": fingerprint(ckpt_dir)}
     if reason is not None:
         record["reason"] = reason
-    jsonio.atomic_write_json(ckpt_dir / SIDECAR_NAME, record)
+    jsonio.atomic_write_json(ckpt_dir / SIDECAR_NAME, record, follow_dir=True)
 
 
 def read_sidecar(ckpt_dir: Path | str) -> dict | None:

@@ -174,7 +174,7 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
               "verdict": copy.verdict, "tensors": copy.tensors, "full_hash": (copy.full or {}).get("hash"),
               "with": [m.name for m in members if m != src]}
     try:
-        jsonio.atomic_write_json(staging / src.name / MARKER, record)
+        jsonio.atomic_write_json(staging / src.name / MARKER, record, follow_dir=True)
         for m in members:                          # the weights first, the checkpoint that names them last
             jsonio.replace_dir(staging / m.name, dest_root / m.name)
         os.rmdir(staging)
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     res = sync_one(Path(args.src), Path(args.dest_root), full=args.full, keep_last=max(1, args.keep),
                    use_rsync=not args.no_rsync, expected_recipe_hash=args.recipe_hash)
     if args.result:
-        jsonio.atomic_write_json(args.result, asdict(res))
+        jsonio.atomic_write_json(args.result, asdict(res), follow_dir=True)
     else:
         sys.stdout.write(jsonio.dumps(asdict(res)) + "\n")
     return 0 if res.ok else 1

@@ -80,7 +80,7 @@ class RunMetrics:
 def write_textfile(path: Path, registry: CollectorRegistry) -> None:
     """node_exporter reads ``*.prom`` files: replace atomically so it never reads half a file.
     Readable by others: the collector runs as another user, and metrics hold no secrets."""
-    jsonio.atomic_write_bytes(path, generate_latest(registry), mode=0o644)
+    jsonio.atomic_write_bytes(path, generate_latest(registry), mode=0o644, follow_dir=True)
 
 
 def _textfile_problem(path: Path) -> str | None:

@@ -71,6 +71,7 @@ def runner_env() -> dict[str, str]:
 def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
     """Start ``python -m runner.supervisor RUN_DIR`` in a session of its own, detached from this
     terminal: closing the shell, the UI or the SSH connection does not touch it."""
+    rundir.check_owned(run)  # never start the command of a run another user could have planted
     argv = runner_argv(run) + (["--restart"] if restart else [])
     try:
         out = jsonio.open_append(run.runner_log)

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 
 REDACTED = "<redacted>"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# An environment variable's name as POSIX spells a portable one: a space, a newline or '=' in a
+# name cannot be exported through a shell or a batch script, and is a typo anyway.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# The name of a flag in ``--set args.NAME=value``: ``--NAME`` is set, so NAME has no leading dash,
+# no space and no '=' (``args.x y=1`` and ``args.--x=1`` are typos, never a flag).
+ARG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 
 
 class RecipeError(InputError):
@@ -71,9 +77,14 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
     for i, arg in enumerate(out["command"]):
         _check_text(src, f"command[{i}]", arg)
     for k, v in out["env"].items():
-        if not k or "=" in k or "\0" in k:
-            raise RecipeError(src, f"env.{k}", "an environment name must be non-empty, without '=' or a NUL byte")
+        if not ENV_NAME.match(k):
+            raise RecipeError(src, f"env.{k}" if k.isprintable() else f"env.{k!r}",
+                              "an environment name must be letters, digits and '_' (not starting with a digit): "
+                              "no space, newline or '='")
         _check_text(src, f"env.{k}", v)
+    args = out["resume"]["args"]
+    if args is not None and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+        raise RecipeError(src, "resume.args", "must be a list of strings (one argument each, quoted: \"false\")")
     if out["swift"]["pins"] is not None:
         from runner.recipes.doctor import parse_pins
         try:
@@ -141,6 +152,9 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
         if parts[0] == "args":
             if len(parts) != 2:
                 raise InputError(f"{src} {item}: args takes one flag name (args.max_steps=100)")
+            if not ARG_NAME.match(parts[1]):
+                raise InputError(f"{src} {shown(item)}: {parts[1]!r} is not a flag name: letters, digits, '_' and '-', "
+                                 "without the leading dashes (args.max_steps=100 sets --max_steps)")
             if "\0" in text:
                 raise InputError(f"{src} {item}: holds a NUL byte")
             if not isinstance(raw.get("command") or [], list):
@@ -189,6 +203,7 @@ def load(path: str | Path, overrides: list[str] | None = None) -> dict:
     except RecipeError as exc:
         given = _override_for(exc.place, overrides or [])
         if given is not None:
+            given = given.replace("\n", "\\n")  # one line, whatever the name held
             raise InputError(f"--set {given if len(given) <= 120 else given[:117] + '...'}: {exc.problem}") from None
         raise
     recipe["name"] = recipe["name"] or path.stem
@@ -213,6 +228,9 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
     """The ``--set`` item that gave the value at ``place`` (``command[i]`` comes from args.*)."""
     for item in overrides:
         key = item.split("=", 1)[0]
+        if not key.isprintable() and "." in key:  # the place quotes such a name: env.'A\nB'
+            section, _, name = key.partition(".")
+            key = f"{section}.{name!r}"
         if key == place or key.startswith(place + ".") or (place.startswith("command") and key.startswith("args.")):
             return item
     return None

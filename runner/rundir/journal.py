@@ -9,6 +9,7 @@ write, and taken back once the disk has space again).
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import time
 from pathlib import Path
@@ -93,6 +94,12 @@ class Journal:
                 else:
                     jsonio.atomic_write_json(path, obj)
             except OSError as exc:
+                if kind == "file" and exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    # A symlink (or a file) where a directory of the run belongs (``crashes/``):
+                    # never written through, and no retry can help; the records behind it go on.
+                    self.diag(f"refused to write {path}: {exc.strerror}: {path.parent} is not a directory of this run")
+                    self.pending.popleft()
+                    continue
                 self.failed(exc)
                 return False
             self.pending.popleft()

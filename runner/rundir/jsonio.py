@@ -62,30 +62,49 @@ def load_file(path: Path | str, **kw: Any) -> Any:
         return loads(f.read(), **kw)
 
 
-def atomic_write_json(path: Path | str, obj: Any) -> None:
-    """Write to a temp file in the same directory, fsync, rename: readers never see half a file."""
-    atomic_write_bytes(path, (json.dumps(_json_safe(obj), indent=1, allow_nan=False, default=str) + "\n").encode())
+def atomic_write_json(path: Path | str, obj: Any, *, follow_dir: bool = False) -> None:
+    """Write to a temp file in the same directory, fsync, rename: readers never see half a file
+    (``atomic_write_bytes``: never through a symlink)."""
+    atomic_write_bytes(path, (json.dumps(_json_safe(obj), indent=1, allow_nan=False, default=str) + "\n").encode(),
+                       follow_dir=follow_dir)
 
 
-def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE) -> None:
-    """Replace ``path`` with ``data`` whole (temp file, fsync, rename), created with ``mode``."""
+def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, follow_dir: bool = False) -> None:
+    """Replace ``path`` with ``data`` whole (a new temp file beside it, fsync, rename), created
+    with ``mode``. Nothing is ever written through a symlink: the temp file is created
+    ``O_EXCL|O_NOFOLLOW`` and renamed over the name (a planted ``receipt.md -> ~/.bashrc`` is
+    replaced, its target untouched), both relative to one descriptor of the directory; and that
+    directory is opened ``O_NOFOLLOW`` (a run's ``crashes/`` made a link to elsewhere is ELOOP,
+    never written into) unless ``follow_dir`` (a directory the user named: ``--out DIR``, a
+    checkpoint directory)."""
     path = Path(path)
-    import tempfile  # writers only: readers start faster without it
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow_dir else os.O_NOFOLLOW))
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode != FILE_MODE:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+        for _ in range(100):
+            tmp = f".{path.name}.{os.urandom(4).hex()}"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=dfd)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"{path.parent}: no free temp name")
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fchmod(f.fileno(), mode)  # never from the umask: exactly ``mode``
+                os.fsync(f.fileno())
+            os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(dfd)
 
 
 def replace_dir(src: Path | str, dst: Path | str) -> None:

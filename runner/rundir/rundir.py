@@ -14,9 +14,11 @@ One directory per run under the base directory::
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,19 +161,18 @@ def new_run_id(name: str) -> str:
 
 
 def create(base: Path, name: str) -> RunDir:
-    check_base(base)
     try:
-        base.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(base)
+        check_base(base, write=True)
         for _ in range(10):
             path = base / new_run_id(name)
             try:
-                path.mkdir(mode=DIR_MODE)
+                make_private_dir(path)
             except FileExistsError:
                 continue
             try:
-                os.chmod(path, DIR_MODE)  # the umask may have taken bits away; never add any
-                (path / "crashes").mkdir(mode=DIR_MODE)
-                (path / "exits").mkdir(mode=DIR_MODE)
+                make_private_dir(path / "crashes")
+                make_private_dir(path / "exits")
             except OSError:
                 remove_new(RunDir(path))
                 raise
@@ -198,6 +199,83 @@ def remove_new(run: RunDir) -> None:
         pass
 
 
+def make_private_dir(path: Path, *, exist_ok: bool = False) -> None:
+    """One directory, mode 0700 exactly: never from the umask (``umask 000`` would make it
+    0777, ``umask 777`` 0000). Created, then opened without following a symlink and fchmod'ed,
+    so a name swapped for a link in between is ELOOP, never chmod'ed elsewhere. With
+    ``exist_ok``, an existing one must be a real directory (a symlink is ``NotADirectoryError``)."""
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory (a symlink or a file)", str(path)) from None
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchmod(fd, DIR_MODE)
+    finally:
+        os.close(fd)
+
+
+def make_private_dirs(path: Path) -> None:
+    """``path`` and every missing parent, each ``make_private_dir`` (0700 whatever the umask);
+    existing ones are left as they are (``check_base`` judges the base)."""
+    missing = []
+    p = Path(path)
+    while not os.path.lexists(p) and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        make_private_dir(d, exist_ok=True)
+
+
+def _mode_text(mode: int) -> str:
+    return oct(stat.S_IMODE(mode))[2:].rjust(4, "0")
+
+
+def unsafe_dir(path: Path, st: os.stat_result, *, owned: bool) -> str | None:
+    """Why ``path`` must not hold runs (None when it may): writable by group or others (another
+    user could rename, swap or plant a run in it), or, with ``owned``, not the current user's."""
+    if st.st_mode & 0o022:
+        return (f"writable by other users (mode {_mode_text(st.st_mode)}): they could swap or plant runs; "
+                f"`chmod go-w {path}`")
+    if owned and st.st_uid != os.geteuid():
+        return f"owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
+    return None
+
+
+def check_owned(run: RunDir) -> RunDir:
+    """A run this user may act on (start its runner, run its command): the run directory a
+    real directory owned by this user and writable by nobody else, in a runs directory nobody
+    else can write, and its recipe.yaml and secrets.json this user's. A planted run's command
+    is never run, whoever asks (root included)."""
+    try:
+        parent = os.stat(run.path.parent)
+        st = os.lstat(run.path)
+    except OSError as exc:
+        raise InputError(f"{run.run_id}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{run.run_id}: not a directory (a symlink?): refusing to act on it")
+    why = unsafe_dir(run.path, st, owned=True)
+    if why is None and parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
+        why = f"its directory {run.path.parent} is writable by other users (mode {_mode_text(parent.st_mode)})"
+    for name in ("recipe.yaml", "secrets.json") if why is None else ():
+        try:
+            fst = os.lstat(run.path / name)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise InputError(f"{run.run_id}: {name}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(fst.st_mode) or fst.st_uid != os.geteuid() or fst.st_mode & 0o022:
+            why = f"{name} is not a private file of yours (uid {fst.st_uid}, mode {_mode_text(fst.st_mode)})"
+    if why:
+        raise InputError(f"{run.run_id}: {why}: refusing to run its command")
+    return run
+
+
 RUN_ID_RE = re.compile(r"\d{8}-\d{6}-[A-Za-z0-9._-]*-[0-9a-f]{4}\Z")
 MAX_NAME_BYTES = 255   # NAME_MAX: a longer RUN cannot name a file or a run
 MAX_PATH_BYTES = 4096  # PATH_MAX
@@ -212,14 +290,23 @@ def is_run_dir(path: Path) -> bool:
         return bool(RUN_ID_RE.match(path.name))
 
 
-def check_base(base: Path) -> Path:
+def check_base(base: Path, *, write: bool = False) -> Path:
     """The runs directory as given (``--runs-dir``, the environment): an existing path must be a
-    directory; every problem is one InputError line."""
+    directory writable by nobody but its owner (a base others can write is refused for every
+    command: its runs may be swapped or planted), and, to be written (``write``: a new run, the
+    index), owned by this user; another user's base can still be read. Every problem is one
+    InputError line."""
     try:
-        if base.exists() and not base.is_dir():
-            raise InputError(f"runs directory {base}: not a directory")
+        st = os.stat(base)
+    except FileNotFoundError:
+        return base
     except OSError as exc:
         raise InputError(f"runs directory {base}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"runs directory {base}: not a directory")
+    why = unsafe_dir(base, st, owned=write)
+    if why:
+        raise InputError(f"runs directory {base}: {why}")
     return base
 
 

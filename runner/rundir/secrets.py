@@ -28,7 +28,7 @@ MASK = "***"
 # (a metric) is not ``HF_TOKEN``.
 # Words that make any name a secret, wherever they stand:
 _SECRET_WORDS = frozenset({"secret", "secrets", "password", "passwd", "passphrase", "apikey", "credential",
-                           "credentials", "privatekey", "accesskey"})
+                           "credentials", "privatekey", "accesskey", "authorization"})
 # Words that make a name a secret when they end it (``HF_TOKEN``, ``DB_PWD``, ``PROXY_AUTH``):
 # followed by another word they name something else (``token_acc``, ``auth_url``).
 _LAST_WORDS = frozenset({"token", "pwd", "auth", "cookie", "sessionid"})
@@ -50,9 +50,29 @@ _TOKEN_VALUE = re.compile(
     r"|github_pat_[A-Za-z0-9_]{20,}"
     r"|xox[abprs]-[A-Za-z0-9-]{10,}"
     r"|AKIA[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_-]{30,}"                     # Google API keys
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"
+    # a PEM private key: the whole block, or from its BEGIN line to the end of the text (a log
+    # line holds one line of it)
+    r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|[\s\S]*)"
 )
-_URL_PASSWORD = re.compile(r"(://[^/:@\s]+:)[^/@\s]+@")
+# One line of a PEM body on its own (a log prints the key line by line): 60-76 base64 characters
+# with upper case, lower case and a digit (a hex digest has one case), nothing else on the line.
+_PEM_BODY_LINE = re.compile(r"^(\s*)(?=[^\s]*[a-z])(?=[^\s]*[A-Z])(?=[^\s]*[0-9])[A-Za-z0-9+/]{60,76}={0,2}(\s*)$", re.M)
+# A URL's password: ``scheme://user:PASSWORD@`` (the password may hold ``/``, never ``@`` or a space).
+_URL_PASSWORD = re.compile(r"(://[^/:@\s]+:)[^@\s]+@")
+# An HTTP credential after its scheme: ``Bearer X``, ``Basic X``, ``Token X`` (an Authorization
+# header in a log line, an argv, a metric's text field).
+# ``Bearer`` in any case; ``Basic``/``Token`` only capitalised and before a value with a digit
+# (``basic block``, ``the token embedding`` stay prose).
+_AUTH_SCHEME = re.compile(r"\b((?i:bearer)(?=\s+[A-Za-z0-9._~+/=:-]{6})|(?:Basic|Token)(?=\s+[A-Za-z._~+/=:-]*[0-9]))"
+                          r"(\s+)(?!\*\*\*|<redacted>)[A-Za-z0-9._~+/=:-]{6,}")
+# A URL query parameter whose name is a secret's: ``?password=X``, ``&api_key=X``.
+_QUERY_PARAM = re.compile(r"([?&;])([A-Za-z0-9_.-]+)=([^&#\s'\"]+)")
+# A header given as one argument or line: ``Authorization: Bearer X``, ``X-Api-Key: X``.
+_HEADER = re.compile(r"^\s*(?:--?[A-Za-z][\w.-]*=)?(?P<name>[A-Za-z][A-Za-z0-9_-]*)\s*:\s*(?P<value>\S.*)$", re.S)
+# Short flags that take a password (``mysql -p PASSWORD``, ``sshpass -p``): masked like --password.
+SECRET_SHORT_FLAGS = frozenset({"-p"})
 
 
 def name_words(name: str) -> list[str]:
@@ -88,14 +108,31 @@ def is_secret_name(name: str) -> bool:
 
 
 def holds_token(text: str) -> bool:
-    """A token-shaped value (Hugging Face, OpenAI, GitHub, Slack, AWS, JWT) inside ``text``."""
-    return _TOKEN_VALUE.search(text) is not None
+    """A token-shaped value (Hugging Face, OpenAI, GitHub, Slack, AWS, Google, JWT, a PEM private
+    key, a Bearer credential) inside ``text``."""
+    return _TOKEN_VALUE.search(text) is not None or _AUTH_SCHEME.search(text) is not None
 
 
 def mask_values(text: str, mask: str = MASK) -> str:
-    """Mask token-shaped substrings and URL passwords inside any text."""
+    """The one pass by value shape: token-shaped substrings, PEM private keys, ``Bearer X``
+    credentials, URL passwords and secret-named URL query parameters masked inside any text;
+    a whole header argument (``X-Api-Key: X``) whose name is a secret's keeps its name only."""
+    header = _HEADER.match(text)
+    if header and is_secret_name(header.group("name")) and header.group("value") != mask:
+        return text[: header.start("value")] + mask
     text = _TOKEN_VALUE.sub(mask, text)
-    return _URL_PASSWORD.sub(lambda m: m.group(1) + mask + "@", text)
+    if len(text) >= 60:
+        text = _PEM_BODY_LINE.sub(lambda m: m.group(1) + mask + m.group(2), text)
+    text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + mask, text)
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + mask + "@", text)
+    if "=" in text:
+        text = _QUERY_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={mask}" if is_secret_name(m.group(2))
+                                and m.group(3) != mask else m.group(0), text)
+    return text
+
+
+def _is_secret_flag(name: str) -> bool:
+    return name in SECRET_SHORT_FLAGS or is_secret_name(name)
 
 
 def secret_positions(argv: Sequence[str]) -> dict[int, str]:
@@ -105,9 +142,12 @@ def secret_positions(argv: Sequence[str]) -> dict[int, str]:
     out: dict[int, str] = {}
     for i, arg in enumerate(argv):
         if not arg.startswith("-"):
+            name, eq, value = arg.partition("=")
+            if eq and i not in out and _ENV_NAME.fullmatch(name) and is_secret_name(name):
+                out[i] = value  # ``token=V``, ``HF_TOKEN=V`` (an env assignment, a key=value argument)
             continue
         name, eq, value = arg.partition("=")
-        if not is_secret_name(name):
+        if not _is_secret_flag(name):
             continue
         if eq:
             out[i] = value
@@ -121,30 +161,55 @@ def redact_argv(argv: list[str]) -> list[str]:
     out: list[str] = []
     for i, arg in enumerate(argv):
         if i in hidden:
-            out.append(f"{arg.partition('=')[0]}={MASK}" if arg.startswith("-") else MASK)
+            out.append(f"{arg.partition('=')[0]}={MASK}" if "=" in arg and (arg.startswith("-") or hidden[i] != arg)
+                       else MASK)
             continue
         name, eq, _value = arg.partition("=")
         if not arg.startswith("-") and eq and _ENV_NAME.fullmatch(name) and is_secret_name(name):
             out.append(f"{name}={MASK}")
-        elif arg.startswith("-") and is_secret_name(name):
+        elif arg.startswith("-") and _is_secret_flag(name):
             out.append(arg)
+        elif arg.startswith("-") and eq:
+            out.append(f"{name}={mask_values(_value)}")  # --header=X-Api-Key: X
         else:
             out.append(mask_values(arg))
     return out
 
 
 # `name=value` / `name: value` inside free text (a log line echoing a config), name secret-like.
-_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][\w.-]*)(?P<nq>['\"]?)(?P<sep>\s*[=:]\s*)(?P<q>['\"]?)"
-                         r"(?P<value>[^\s'\",;]{4,})")
+# Only the name and separator are matched: the scan goes on inside a value that is not masked,
+# so ``--header=X-Api-Key: V`` finds ``X-Api-Key: V`` after ``header=``.
+_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][\w.-]*)(?P<nq>['\"]?)(?P<sep>\s*[=:]\s*)(?P<q>['\"]?)")
+_ASSIGNED_VALUE = re.compile(r"[^\s'\",;]{4,}")
+
+
+# ``--password VALUE`` / ``-p VALUE`` inside free text (a log line echoing a command line).
+_FLAG_SPACE = re.compile(r"(?<![\w-])(?P<flag>--?[A-Za-z][\w.-]*)(?P<sep>\s+)(?P<q>['\"]?)(?P<value>[^\s'\"-][^\s'\"]{3,})")
 
 
 def mask_assignments(text: str) -> str:
-    """``hub_token=abc``, ``"api_key": "abc"`` -> the value masked; tokenizer names left alone."""
-    def sub(m: re.Match) -> str:
-        if not is_secret_name(m.group("name")) or m.group("value") == MASK:
+    """``hub_token=abc``, ``"api_key": "abc"``, ``--password abc`` -> the value masked;
+    tokenizer names left alone."""
+
+    def flag(m: re.Match) -> str:
+        name, value = m.group("flag"), m.group("value")
+        if not _is_secret_flag(name) or value in (MASK, "<redacted>"):
             return m.group(0)
-        return f"{m.group('name')}{m.group('nq')}{m.group('sep')}{m.group('q')}{MASK}"
-    return _ASSIGNMENT.sub(sub, text)
+        if name in SECRET_SHORT_FLAGS and value.startswith(("/", ".", "~")):
+            return m.group(0)  # ``mkdir -p /data/out`` in a log line: a path, not a password
+        return f"{m.group('flag')}{m.group('sep')}{m.group('q')}{MASK}"
+    if "=" in text or ":" in text:
+        out, pos = [], 0
+        for m in _ASSIGNMENT.finditer(text):
+            if m.start() < pos or not is_secret_name(m.group("name")):
+                continue
+            value = _ASSIGNED_VALUE.match(text, m.end())
+            if value is None or value.group(0) in (MASK, "<redacted>"):
+                continue
+            out.append(text[pos:m.end()] + MASK)
+            pos = value.end()
+        text = "".join(out) + text[pos:] if out else text
+    return _FLAG_SPACE.sub(flag, text) if "-" in text else text
 
 
 def mask_field(name: str, value: object) -> object:
@@ -161,7 +226,7 @@ def mask_field(name: str, value: object) -> object:
 # Bytes every token shape and URL password starts with: a slice of JSON lines holding none of
 # them needs no regex (the live ingest path stays a handful of memchr scans per slice).
 _VALUE_MARKS = (b"hf_", b"sk-", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"xox", b"AKIA",
-                b"eyJ", b"://")
+                b"eyJ", b"://", b"AIza", b"PRIVATE KEY", b"earer", b"EARER", b"Basic", b"Token")
 
 
 def mask_lines(lines: list[bytes], known: Sequence[str] = (), probe: bytes | None = None) -> list[bytes]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,10 +30,10 @@ from runner.core.errors import InputError
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
            "last_step", "max_steps", "last_loss", "min_loss", "path", "updated_at", "crashes",
-           "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem")
+           "last_crash_class", "bad_saves", "open_alerts", "open_critical", "problem", "recipe_values")
 # Added after the first release: older index files get them by ALTER TABLE.
 ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": "INTEGER",
-                 "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT"}
+                 "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT"}
 ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
 DAMAGED = "damaged"  # the status shown for a run whose state.json cannot be used (``problem`` says why)
 # How much of metrics.jsonl a reader looks at to find a live run's newest step.
@@ -48,7 +49,8 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at REAL, ended_at REAL, attempts INTEGER, restarts INTEGER,
     last_step INTEGER, max_steps INTEGER, last_loss REAL, min_loss REAL,
     path TEXT, updated_at REAL, crashes INTEGER, last_crash_class TEXT,
-    bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT
+    bad_saves INTEGER, open_alerts INTEGER, open_critical INTEGER, problem TEXT,
+    recipe_values TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
 """
@@ -60,23 +62,60 @@ class IndexUnavailable(InputError):
 
 
 def connect(base: Path) -> "sqlite3.Connection":
-    """The index, created owner-only (0600: it names runs, their statuses and losses; SQLite
-    gives its -wal and -shm files the database file's mode). ``IndexUnavailable`` (one line)
-    when it cannot be opened for writing."""
+    """The index, created owner-only (0600 whatever the umask: it names runs, their statuses and
+    losses; SQLite gives its -wal and -shm files the database file's mode), in a runs directory
+    of this user's only. An index file someone else owns or may write (planted while the
+    directory was open) is never read or written: it is removed and rebuilt privately from the
+    run directories. ``IndexUnavailable`` (one line) when it cannot be opened for writing."""
     import sqlite3  # the index only: `runs show` and `--json` start faster without it
     path = base / INDEX_NAME
     try:
-        base.mkdir(parents=True, exist_ok=True)
+        rundir.make_private_dirs(base)
+        st = os.stat(base)
+        why = rundir.unsafe_dir(base, st, owned=True)
+        if why:
+            raise IndexUnavailable(f"run index {path}: not written: runs directory {why}")
+        replaced = _claim_index(base)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             st = os.fstat(fd)
-            if st.st_uid == os.geteuid() and st.st_mode & 0o077:
-                os.fchmod(fd, 0o600)  # an index from an older version was 0644
+            if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o600:
+                os.fchmod(fd, 0o600)  # an index from an older version was 0644; the umask never decides
         finally:
             os.close(fd)
-        return _open(path)
+        conn = _open(path)
+        if replaced:
+            _fill(conn, base)
+        return conn
     except (OSError, sqlite3.Error) as exc:
         raise IndexUnavailable(f"run index {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+INDEX_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _claim_index(base: Path) -> bool:
+    """Remove the index and its SQLite side files when any of them is not a regular file of this
+    user's that only this user may write (another user's ``index.sqlite`` 0666 would read our
+    rows; a planted ``-wal`` would inject theirs). True when something was removed."""
+    path = base / INDEX_NAME
+    bad = False
+    for suffix in INDEX_FILES:
+        try:
+            st = os.lstat(f"{path}{suffix}")
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            if suffix == "" and stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022:
+                continue  # ours, only readable by others (an older 0644): connect chmods it
+            bad = True
+    if bad:
+        for suffix in INDEX_FILES:
+            try:
+                os.unlink(f"{path}{suffix}")
+            except FileNotFoundError:
+                pass
+    return bad
 
 
 def _open(path: Path) -> "sqlite3.Connection":
@@ -143,11 +182,29 @@ def _finite(x) -> float | None:
 def upsert(conn: "sqlite3.Connection", row: dict) -> None:
     row = {k: row.get(k) for k in COLUMNS}
     row["updated_at"] = time.time()
-    cols = ", ".join(COLUMNS)
-    marks = ", ".join(f":{c}" for c in COLUMNS)
-    updates = ", ".join(f"{c}=excluded.{c}" for c in COLUMNS if c != "id")
     with conn:
-        conn.execute(f"INSERT INTO runs ({cols}) VALUES ({marks}) ON CONFLICT(id) DO UPDATE SET {updates}", row)
+        conn.execute(_UPSERT, row)
+
+
+_UPSERT = (f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join(f':{c}' for c in COLUMNS)}) "
+           "ON CONFLICT(id) DO UPDATE SET "
+           + ", ".join(f"{c}=COALESCE(excluded.{c}, {c})" if c == "recipe_values" else f"{c}=excluded.{c}"
+                       for c in COLUMNS if c != "id"))
+
+
+def _fill(conn: "sqlite3.Connection", base: Path) -> int:
+    """Every run directory's row, in one transaction (one commit for 2,000 runs, not 2,000)."""
+    runs = rundir.list_run_dirs(base)
+    now = time.time()
+    rows = []
+    for run in runs:
+        row: dict[str, Any] = {k: None for k in COLUMNS}
+        row.update(row_from_run_dir(run))
+        row["updated_at"] = now
+        rows.append(row)
+    with conn:
+        conn.executemany(_UPSERT, rows)
+    return len(runs)
 
 
 def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> dict:
@@ -264,10 +321,7 @@ def rebuild(base: Path) -> int:
     try:
         with conn:
             conn.execute("DELETE FROM runs")
-        runs = rundir.list_run_dirs(base)
-        for run in runs:
-            upsert(conn, row_from_run_dir(run))
-        return len(runs)
+        return _fill(conn, base)
     finally:
         conn.close()
 
@@ -311,9 +365,40 @@ def _value_label(key: str, value: Any) -> str:
     return f"{key}={_short(value)}"
 
 
-def display_names(rows: list[dict]) -> dict[str, str]:
+def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, str]:
+    """A run's flattened recipe values, each as its sorted JSON text (what tells two values apart,
+    compared as strings): from the index's ``recipe_values`` while recipe.yaml is unchanged (its
+    mtime), else read (a YAML parse per run: 2,000 runs sharing a name made every ``runs ls``
+    take seconds) and kept in the index for the next reader."""
+    path = row.get("path")
+    try:
+        mtime = os.stat(Path(path) / "recipe.yaml").st_mtime if path else None
+    except OSError:
+        mtime = None
+    cached = row.get("recipe_values")
+    if isinstance(cached, str) and mtime is not None:
+        try:
+            doc = json.loads(cached)
+            if isinstance(doc, dict) and doc.get("mtime") == mtime and isinstance(doc.get("json"), dict):
+                return doc["json"]
+        except ValueError:
+            pass
+    values = {k: json.dumps(v, sort_keys=True, default=str) for k, v in _recipe_values(path).items()}
+    if conn is not None and mtime is not None:
+        import sqlite3
+        try:
+            with conn:
+                conn.execute("UPDATE runs SET recipe_values = ? WHERE id = ?",
+                             (json.dumps({"mtime": mtime, "json": values}), row["id"]))
+        except sqlite3.Error:  # a busy or read-only index: computed again next time
+            pass
+    return values
+
+
+def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) -> dict[str, str]:
     """id -> name, and for runs that share a name, the recipe values that tell them apart
-    (``tiny-moe-cpu args.fault=oom@40``), read from each run's recipe.yaml."""
+    (``tiny-moe-cpu args.fault=oom@40``), read from each run's recipe.yaml (kept in the index
+    ``conn`` when given)."""
     groups: dict[str, list[dict]] = {}
     for row in rows:
         groups.setdefault(row.get("name") or row["id"], []).append(row)
@@ -322,13 +407,13 @@ def display_names(rows: list[dict]) -> dict[str, str]:
         if len(group) == 1:
             out[group[0]["id"]] = name
             continue
-        values = {row["id"]: _recipe_values(row.get("path")) for row in group}
+        values = {row["id"]: _cached_values(row, conn) for row in group}
         keys = sorted({k for v in values.values() for k in v})
         differ = [k for k in keys if k.split(".")[0] not in NOT_DISTINGUISHING
-                  and len({json.dumps(v.get(k), sort_keys=True, default=str) for v in values.values()}) > 1]
+                  and len({v.get(k, "null") for v in values.values()}) > 1]
         for row in group:
             mine = values[row["id"]]
-            parts = [_value_label(k, mine[k]) for k in differ if k in mine][:DISPLAY_VALUES]
+            parts = [_value_label(k, json.loads(mine[k])) for k in differ if k in mine][:DISPLAY_VALUES]
             out[row["id"]] = f"{name} {' '.join(parts)}" if parts else name
     return out
 
@@ -363,7 +448,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
         rows = [dict(r) for r in conn.execute(sql, args)]
         if not refresh:
-            return rows
+            return [_shown(r) for r in rows]
         for i, row in enumerate(rows):
             fresh = refresh_live(row)
             if any(fresh.get(k) != row.get(k) for k in COLUMNS if k != "updated_at"):
@@ -372,9 +457,15 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
                 except sqlite3.Error:  # a read-only or busy index: show the fresh row anyway
                     pass
             rows[i] = fresh
-        names = display_names(rows)
+        names = display_names(rows, conn)
         for row in rows:
             row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
-        return rows
+        return [_shown(r) for r in rows]
     finally:
         conn.close()
+
+
+def _shown(row: dict) -> dict:
+    """A row as callers get it: without the index's own cache column."""
+    row.pop("recipe_values", None)
+    return row

@@ -23,6 +23,12 @@ import yaml
 MAX_DEPTH = 64          # a recipe is 3 levels deep; an argv list one more
 MAX_INT_DIGITS = 30     # no count, port, time or size needs more; int() refuses beyond 4300
 MAX_BYTES = 1 << 20     # a recipe is a few KiB
+# Aliases (``*name``) make a document larger than its text: nine nested lists of ten aliases each
+# ("billion laughs") are 10**9 values in 1 KiB, and whatever walks them (validation, a copy, a
+# hash) never ends. A document is refused when it holds more aliases than ``MAX_ALIASES`` or
+# when, with every alias expanded, it would hold more than ``MAX_EXPANDED_NODES`` values.
+MAX_ALIASES = 100
+MAX_EXPANDED_NODES = 100_000
 
 
 class YamlError(ValueError):
@@ -47,8 +53,9 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._aliases = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def _compose_bounded(self, parent: Any, index: Any) -> Any:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -57,6 +64,20 @@ class _Loader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        _check_expansion(node, self._aliases)
+        self._aliases = 0
+        return node
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: F811 - counts aliases, then the depth rule
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise yaml.composer.ComposerError(None, None, f"more than {MAX_ALIASES} aliases (*name)",
+                                                  self.peek_event().start_mark)
+        return self._compose_bounded(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -83,6 +104,38 @@ class _Loader(yaml.SafeLoader):
                 None, None, f"a number of {len(digits)} digits is too long (at most {MAX_INT_DIGITS})",
                 node.start_mark)
         return int(text, 16) if digits.startswith("0x") else int(text, 10)  # 017 is 17, as in YAML 1.2
+
+
+def _check_expansion(root: Any, aliases: int) -> None:
+    """Refuse a composed document whose aliases expand it beyond ``MAX_EXPANDED_NODES`` values
+    (or into itself: ``&a [*a]``). Each distinct node is sized once (memoized), so the check
+    costs the document's size, not its expansion's."""
+    if root is None or not aliases:
+        return
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in busy:
+            raise yaml.composer.ComposerError(None, None, "an alias refers to the value it stands in", node.start_mark)
+        busy.add(key)
+        if isinstance(node, yaml.MappingNode):
+            n = 1 + sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            n = 1 + sum(size(v) for v in node.value)
+        else:
+            n = 1
+        busy.discard(key)
+        if n > MAX_EXPANDED_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases expand this document beyond {MAX_EXPANDED_NODES} values", node.start_mark)
+        sizes[key] = n
+        return n
+
+    size(root)
 
 
 _Loader.yaml_implicit_resolvers = {}

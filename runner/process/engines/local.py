@@ -105,7 +105,7 @@ class LocalEngine:
 
     def start(self, spec: LaunchSpec, log_fd: int) -> LocalAttempt:
         record = self.run.exit_record(spec.attempt)
-        self.run.exits.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
+        rundir.make_private_dir(self.run.exits, exist_ok=True)
         record.unlink(missing_ok=True)
         proc = subprocess.Popen(waiter_argv(record, spec.argv), stdin=subprocess.DEVNULL, stdout=log_fd,
                                 stderr=log_fd, cwd=spec.cwd, env=dict(spec.env), start_new_session=True,

@@ -319,7 +319,7 @@ class SlurmEngine:
         why = client.why_unavailable()
         if why:
             raise OSError(why)
-        self.run.jobs.mkdir(mode=rundir.DIR_MODE, exist_ok=True)
+        rundir.make_private_dir(self.run.jobs, exist_ok=True)
         try:
             text = batch_script(self.batch_spec(spec))
         except ValueError as exc:
