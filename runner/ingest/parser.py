@@ -20,12 +20,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from runner.ingest import formats
+from runner.ingest import formats, shape
 from runner.core.logline import ANSI_BYTES_RE
 from runner.ingest.events import MARK, RECORD, Event
 from runner.ingest.linebuf import PartialLine
 from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
-from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_mark, eval_step,
+from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
@@ -104,8 +104,15 @@ def _torchtune_bar(text: str) -> formats.Bar | None:
 class LogParser:
     """Stateful, incremental: feed raw bytes in any chunking; emits records for complete lines only."""
 
-    def __init__(self, max_line_bytes: int = 1 << 20):
+    def __init__(self, max_line_bytes: int = 1 << 20, line_format: Any = None):
+        """``line_format``: a user's declared line format (``runner.ingest.userformat.LineFormat``),
+        tried before the named readers on every text line."""
         self.max_line_bytes = max(int(max_line_bytes), 64)
+        self.line_format = line_format
+        self.shapes = shape.LearnerState()      # the shape learner's memory (lines no reader claims)
+        self._block: shape.Block | None = None   # a step header and the indented lines after it
+        self._block_rank: int | None = None
+        self.reason = ""                          # why the last line was not read (``parse --explain``)
         self.stats = ParseStats()
         self.records_emitted = 0
         # the unfinished last line; the live and bulk readers (``runner.ingest.pipe``) share it
@@ -205,6 +212,13 @@ class LogParser:
         seg = visible_segment(raw)
         if seg is None:
             return self._release()
+        if self._block is not None:
+            if self._block_line(seg):
+                return []
+            return self._release() + self._classify_seg(raw, seg)
+        return self._classify_seg(raw, seg)
+
+    def _classify_seg(self, raw: bytes, seg: bytes) -> list[Event]:
         if len(seg) > self.max_line_bytes:
             dropped = self._drop_fragment() + self._release()
             self.stats.overlong_lines += 1
@@ -255,8 +269,15 @@ class LogParser:
         finally:
             self._prev_text = text
 
-    def _text_line(self, text: str, rank: int | None) -> list[Event]:
-        """A line that is neither a whole dict nor a progress bar."""
+    def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[Event]:
+        """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
+        stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        if self.line_format is not None and not stripped:
+            got_user = self.line_format.read(text)
+            if got_user is not None:
+                evs = self._from_reader(got_user, rank)
+                if evs is not None:
+                    return evs
         if text.startswith("[Rank ") and "memory (MB)" in text:
             report = formats.read_memory_report(text)
             if report is not None:
@@ -282,8 +303,92 @@ class LogParser:
                 evs = self._from_reader(got, rank)
                 if evs is not None:
                     return evs
+        if not stripped:
+            body = shape.strip_prefix_full(text)
+            if body and body != text:
+                return self._text_line(body, rank, stripped=True)
+        return self._learned(text, rank)
+
+    # ------------------------------------------------------------------ the shape learner
+
+    def _learned(self, text: str, rank: int | None) -> list[Event]:
+        """A line no named reader claimed, read by its shape (``runner.ingest.shape``)."""
+        got = shape.learn_line(text, self.shapes)
+        if isinstance(got, shape.Learned):
+            evs = self._from_reader((got.mapping, shape.SRC), rank)
+            if evs is not None:
+                self.shapes.epoch_shape = None
+                return evs
+        elif isinstance(got, EvalLine):
+            return self._eval_line(got, rank)
+        elif isinstance(got, shape.Header):
+            self._block, self._block_rank = shape.Block(got), rank
+            return []
+        elif isinstance(got, shape.Summary):
+            return self._epoch_summary(got, rank, text)
+        elif isinstance(got, shape.Skip):
+            self.stats.ignored_lines += 1
+            self.reason = got.reason
+            return []
         self._unparsed(text, suspect=looks_like_metrics(text))
         return []
+
+    def _epoch_summary(self, got: shape.Summary, rank: int | None, text: str) -> list[Event]:
+        """Metrics with no step counter. In a log whose records so far are these lines, the
+        epoch is the counter; after training records, a summary mark at the last step; with
+        neither, the line is left out (counted)."""
+        epoch = got.epoch
+        if (epoch is not None and epoch == int(epoch) and "loss" in got.values
+                and (self._last_step is None or self.shapes.epoch_shape == got.shape)):
+            rec = record_from_mapping({"step": int(epoch), "epoch": epoch, **got.values}, shape.SRC)
+            if rec is not None:
+                rec["extra"]["step_is_epoch"] = 1.0
+                self.shapes.epoch_shape = got.shape
+                return self._record(rec, rank)
+        if self._last_step is not None and ("loss" in got.values or any(
+                eval_key(k) is not None for k in got.values)):
+            train, evals = split_eval(got.values)
+            if evals and not has_train_metric(train):
+                return self._eval_line(EvalLine(evals, None, shape.SRC), rank)
+            values = dict(got.values)
+            if epoch is not None:
+                values["epoch"] = epoch
+            return self._mark({"kind": "train_summary", "step": self._last_step, "values": values})
+        self._unparsed(text, suspect="loss" in got.values, reason="metrics without a step counter")
+        return []
+
+    def _block_line(self, seg: bytes) -> bool:
+        """A line inside a step block (indented, its named numbers and no counter of its own):
+        its values join the block's record."""
+        assert self._block is not None
+        if seg[:1] not in (b" ", b"\t") or self._block.lines >= 64:
+            return False
+        text = decode(seg)
+        if text[:1] == "{":
+            return False
+        values = shape.block_values(text)
+        if values is None:
+            return False
+        for k, v in values.items():
+            self._block.values.setdefault(k, v)
+        self._block.lines += 1
+        self.stats.ignored_lines += 1
+        return True
+
+    def _flush_block(self) -> list[Event]:
+        block, self._block = self._block, None
+        if block is None:
+            return []
+        if not block.values:
+            self.stats.ignored_lines += 1
+            return []
+        head = block.header
+        mapping: dict[str, Any] = {"step": head.step, **block.values}
+        if head.max_steps is not None:
+            mapping["max_steps"] = head.max_steps
+        if head.epoch is not None:
+            mapping.setdefault("epoch", head.epoch)
+        return self._from_reader((mapping, shape.SRC), self._block_rank) or []
 
     def _from_reader(self, got: Any, rank: int | None) -> list[Event] | None:
         """Events for what a format reader returned: an evaluation, a summary mark, or a
@@ -325,6 +430,7 @@ class LogParser:
         self._last_epoch = None
         self._bar = _BarState()
         self._mixed_eval = None
+        self.shapes = shape.LearnerState()
 
     def _join_fragment(self, text: str) -> list[Event] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -485,9 +591,11 @@ class LogParser:
         return self._record(rec, None, side=True)
 
     def _release(self) -> list[Event]:
-        return []
+        """Whatever waits for a line that ends it: a step block."""
+        return self._flush_block() if self._block is not None else []
 
-    def _unparsed(self, text: str, suspect: bool) -> None:
+    def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:
+        self.reason = reason or ("looked like metrics, no reader or shape fits" if suspect else "no metrics")
         self.stats.unparsed_lines += 1
         if suspect:
             self.stats.suspect_lines += 1
