@@ -196,6 +196,7 @@ _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\
 _KV_RE = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\([A-Za-z/%]+\))?)(?P<sep>\s*[:=]\s*|\s+)"
     r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?: ?(?P<unit>" + _UNIT + r"))?(?![\w.:])")
+_PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
@@ -311,8 +312,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
 
     detectron2's ``CommonMetricPrinter`` line (``iter: 19  total_loss: 1.9 ... max_mem: 3782M``)
     is read here too (``src`` "detectron2")."""
-    if not any(c in text for c in ":= "):
-        return None
+    if not any(c in text for c in ":= ") or text.count(" | ") >= 3:
+        return None   # " | "-separated columns are read_pipes' or the shape learner's
     out: dict[str, Any] = {}
     pos = 0
     head = _STEP_HEAD_RE.match(text)
@@ -342,11 +343,17 @@ def read_kv(text: str) -> tuple[dict, str] | None:
                 out[key] = value
                 continue
             out[field] = _to_field(field, value, unit)
-            got_metric = True
+            got_metric = got_metric or field != "epoch"   # an epoch alone is a header, not a metric line
         elif key not in out:
             out[key] = value
     if "step" not in out or not got_metric:
         return None
+    if "step_time_s" not in out:
+        per = _PER_STEP_RE.search(text)   # TensorFlow's "(0.885 sec/step)"
+        if per:
+            value = _num(per.group(1))
+            if value is not None:
+                out["step_time_s"] = value / 1000.0 if per.group(2).startswith("ms") else value
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
 
 

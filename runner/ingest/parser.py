@@ -113,6 +113,7 @@ class LogParser:
         self._block: shape.Block | None = None   # a step header and the indented lines after it
         self._block_rank: int | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
+        self._last_text_rec: tuple | None = None  # (step, loss, rank) of the last text record
         self.stats = ParseStats()
         self.records_emitted = 0
         # the unfinished last line; the live and bulk readers (``runner.ingest.pipe``) share it
@@ -405,6 +406,13 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
+        again = (rec["step"], rec["loss"], rank)
+        if rec["loss"] is not None and again == self._last_text_rec:
+            # the same step's line again (two handlers, every rank printing): read once
+            self.stats.ignored_lines += 1
+            self.reason = "the same step again (a line printed twice)"
+            return []
+        self._last_text_rec = again
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
 
     def _eval_line(self, got: EvalLine, rank: int | None) -> list[Event]:

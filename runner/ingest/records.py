@@ -140,7 +140,7 @@ LEARNED_KEYS: dict[str, str] = {
     "dt": "step_time_s", "time/step": "step_time_s", "time per step": "step_time_s", "step_time": "step_time_s",
     "ms/batch": "step_time_s", "ms/step": "step_time_s", "ms/it": "step_time_s", "sec/step": "step_time_s",
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
-    "step_time_ms": "step_time_s", "time_ms": "step_time_s", "time (ms)": "step_time_s", "time(ms)": "step_time_s",
+    "step_time_ms": "step_time_s", "elapsed_time_per_iteration_ms": "step_time_s", "time_ms": "step_time_s", "time (ms)": "step_time_s", "time(ms)": "step_time_s",
     "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s", "tokens/sec": "tokens_per_s",
     "tps": "tokens_per_s", "tokens_per_second": "tokens_per_s", "tokens per second": "tokens_per_s",
     "tokens_per_sec": "tokens_per_s", "throughput (tokens/s)": "tokens_per_s", "tgs": "tokens_per_s",
@@ -174,6 +174,13 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     flat = low.replace(" ", "_")
     if flat.endswith("loss") and flat[:-4].rstrip("_-") in _LOSS_PREFIXES:
         return "loss", _ident
+    words = set(re.split(r"[\s_/.()\-]+", low))
+    if words & {"mem", "memory"} and not words & {"cpu", "host", "hd", "disk", "ram", "pct", "%"}:
+        return "mem_gib", _ident   # "System/Peak GPU Memory (MB)", "cuda_max_memory_reserved"
+    if {"grad", "norm"} <= words:
+        return "grad_norm", _ident
+    if low.split()[-1] == "lr":
+        return "lr", _ident   # "model LR"
     return None
 
 
@@ -213,6 +220,8 @@ def unit_value(fname: str, value: float | None, unit: str | None, name: str = ""
         per = u or low
         if per.startswith("ms") or "_ms" in low or "(ms)" in low or low.startswith("ms/"):
             return value / 1000.0
+        if per.startswith(("us", "µs")):
+            return value / 1e6
         if per in ("it/s", "steps/s"):
             return None if value == 0 else 1.0 / value
         if per == "m":
@@ -235,7 +244,7 @@ METRIC_HINT_KEYS = frozenset(k for f in ("loss", "grad_norm", "lr") for k, _ in 
 # A key that names an evaluation metric: the trainer's split prefix, then the metric
 # (HF ``eval_loss``, Lightning ``val_loss``, fairseq ``valid_loss`` / ``valid1_loss``, torchtune
 # ``val_loss``, W&B-style ``eval/loss``, ``test_acc``).
-_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|dev)[_/ ](.+)$", re.IGNORECASE)
+_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|dev)[_/ -](.+)$", re.IGNORECASE)
 EVAL_LOSS_METRICS = ("loss", "lm loss", "lm_loss", "lm loss value")
 
 

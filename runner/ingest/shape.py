@@ -53,6 +53,10 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
     # 01/02 03:04:05 (detectron2, mmengine's short form), 01-02 03:04:05
     r"^\[?\d\d[-/]\d\d[ -]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?" + _SEP,
+    # 10/17/2025 16:31:56, 10/04/19 14:41:25, [13/12/22 11:13:56]
+    r"^\[?\d\d?[-/.]\d\d?[-/.]\d\d(?:\d\d)?[ T]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?\]?" + _SEP,
+    # an elapsed-time column: "0:11:11 - "
+    r"^\d{1,3}:\d\d:\d\d(?:[.,]\d+)?\s*[-|]\s*",
     # 03:04:05 / [03:04:05.123]
     r"^\[?\d\d:\d\d:\d\d(?:[.,]\d+)?\]?" + _SEP,
     # glog / absl: I0102 03:04:05.678901 12345 file.py:123]
@@ -64,8 +68,13 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^\[?[\w./-]+\.py:\d+(?::\w+)?\]?" + _SEP,
     # DeepSpeed's log_dist "[Rank 0] ", "rank0: ", "[rank 3]"
     r"^\[?[Rr]ank\s?\d+\]?:?\s+",
-    # host:rank  (node01:3: ), srun --label "3: "
+    # host:rank  (node01:3: ), a host:rank or module:line column (intern-studio-1:0  olmo.train:908  )
     r"^[A-Za-z][\w.-]*:\d{1,5}:\s+",
+    r"^[A-Za-z][\w.-]*:\d{1,6}\s{2,}",
+    # glog's file column after its timestamp: "I tensorflow/core/x.cc:1115] "
+    r"^[IWEF]\s?[\w./-]+\.\w+:\d+\]\s*",
+    # Ray's worker prefix: "(TaskRunner pid=16292) ", "(pid=123, ip=10.0.0.1) "
+    r"^\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*",
     r"^\d{1,5}:\s+",
     # a logger name before a level-less separator: "__main__ - ", "root | "
     r"^[A-Za-z_][\w.]*\s+[-|]\s+(?=\S)",
@@ -99,14 +108,15 @@ def strip_prefix_full(text: str) -> str:
 
 # ----------------------------------------------------------------------------- tokens
 
-_UNITS = (r"GiB|GB|MiB|MB|KiB|KB|bytes|ms/batch|ms/step|ms/it(?:er)?|ms|sec/step|s/step|s/it(?:er)?|"
-          r"it/s|steps/s|samples/s(?:ec)?|tokens/s(?:ec)?|tok/s|sec|s|%|[KMG]")
+_UNITS = (r"GiB|GB|MiB|MB|KiB|KB|bytes|ms/batch|ms/step|ms/it(?:er)?|us/step|us/it|µs/step|sec/step|s/step|"
+          r"s/it(?:er)?|it/s|steps/s|samples/s(?:ec)?|tokens/s(?:ec)?|tok/s|ms|sec|s|%|[KMGTB]")
 _TOKEN_RE = re.compile(
     r"(?P<dur>(?<![\w.])\d+:\d\d(?::\d\d)?(?:\.\d+)?(?![\w.:]))"
     r"|(?<![\w@.\-/^])(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
     r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z]))"
     r"(?:\s*(?:/|\bof\b)\s*(?P<tot>\d+)(?![\w.]))?"
-    r"(?:\s?(?P<unit>" + _UNITS + r"))?(?![\w/])", re.IGNORECASE)
+    r"(?:\s?(?P<unit>" + _UNITS + r")(?![\w/])|(?P<rate>[A-Za-zµ]{1,8}/[A-Za-z]{1,8})(?![\w/])|(?![\w/]))",
+    re.IGNORECASE)
 # pieces of the text before a number, the last of which names it
 _NAME_SPLIT_RE = re.compile(r"\s+-\s+|[|,;\t{}()\[\]]|\s{2,}|\.\s|>")
 _STOP = frozenset(("at", "of", "on", "in", "is", "=", "and", "the", "a"))
@@ -119,11 +129,11 @@ _EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoc
 _EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
                          "validating", "val", "dev"))
 # a line that is only a step (and an epoch): "Step 300:", "==> Epoch 1, step 300", "Iteration 10/100"
-_HEADER_RE = re.compile(r"^[^A-Za-z#]*(?:[A-Za-z_]+[^A-Za-z#]*){0,4}#[^A-Za-z]*(?:[A-Za-z_ ]{0,12}#[^A-Za-z]*)?$")
+_HEADER_RE = re.compile(r"^[^A-Za-z#]*(?:[A-Za-z_]+[^A-Za-z#]*){0,4}#[^A-Za-z]*(?:[A-Za-z_ ]{0,12}[^A-Za-z#]*#[^A-Za-z]*)?$")
 _LEAD_RE = re.compile(r"[^\d]{0,40}")   # the fixed text before the first number
 _FIRST_WORD_RE = re.compile(r"[*|\s\[=#>-]*([A-Za-z]+)")
 _PER_STEP_UNITS = frozenset(("ms/batch", "ms/step", "ms/it", "ms/iter", "sec/step", "s/step", "s/it",
-                             "s/iter", "it/s", "steps/s"))
+                             "s/iter", "it/s", "steps/s", "us/step", "us/it", "µs/step"))
 _AVG_GAP_RE = re.compile(r"^\s*\(\s*$")
 _FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
 # names of training metrics no record field has (kept as extras; they make a line a metric line)
@@ -154,7 +164,7 @@ def tokenize(text: str) -> tuple[str, list[Token]]:
             pos = m.end()
             continue
         shape.append("#")
-        raw, tot, unit = m.group("num"), m.group("tot"), m.group("unit")
+        raw, tot, unit = m.group("num"), m.group("tot"), m.group("unit") or m.group("rate")
         name = _name_of(gap)
         avg_of = None
         if not name and toks and _AVG_GAP_RE.match(gap) and last_name:
@@ -164,17 +174,24 @@ def tokenize(text: str) -> tuple[str, list[Token]]:
             last_name = name
         pos = m.end()
     shape.append(text[pos:])
-    key = re.sub(r"\s+", " ", "".join(shape)).strip()
+    key = re.sub(r"\d+", "#", re.sub(r"\s+", " ", "".join(shape)).strip())
     return key, toks
 
 
+_UNIT_PAREN_RE = re.compile(r"\s*\(([A-Za-z/%]{1,10})\)$")
+
+
 def _name_of(gap: str) -> str:
-    gap = gap.rstrip().rstrip("[(").rstrip().rstrip(":=").rstrip()
+    gap = gap.rstrip(" \t[(:=-|,;")
+    unit = _UNIT_PAREN_RE.search(gap)   # "Memory (MB)=": the unit is part of the name
+    if unit:
+        base = _name_of(gap[:unit.start()])
+        return f"{base} ({unit.group(1)})" if base else ""
     pieces = _NAME_SPLIT_RE.split(gap)
     last = pieces[-1] if pieces else ""
     name = last.strip().rstrip(":=").strip()
     words = [w for w in name.split() if w.lower() not in _STOP]
-    name = " ".join(words[-4:]).strip(" :=*#'\"")
+    name = " ".join(words[-4:]).strip(" :=*#'\"-|")
     if not name or not any(c.isalpha() for c in name):
         return ""
     return name
@@ -278,6 +295,14 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         else:
             counter = fractions[0]
         counter_how = "[n/N]"
+    if counter is None and epoch_tok is None:
+        # an unnamed integer column (XLM's "- 1135 -"): the counter while it never goes back
+        first = next((t for t in toks if not t.name and t.tot is None and t.avg_of is None and not t.unit
+                      and _is_int(t.raw)), None)
+        if first is not None:
+            prev = state.shapes.get(_counter_key(shape, toks, first))
+            if prev is None or prev.last_counter is None or int(first.raw.replace(",", "")) > prev.last_counter:
+                counter, counter_how = first, "unnamed increasing integer"
     word = first_word(body)
     lead = _LEAD_RE.match(body)
     if word not in _EVAL_WORDS and lead:
@@ -310,12 +335,15 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if not is_eval and not any(k in values for k in _FIELDS) and not any(_METRIC_WORD_RE.search(k) for k in values):
         return None   # numbers no training metric is named by (sizes, counts, settings)
     if is_eval:
+        if epoch is not None or counter_how in _BATCH_NAMES:
+            counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
         return _eval_line(word, named, toks, counter, counter_how)
     if counter is None:
         return Summary(dict(values), epoch, shape)
-    if len(state.shapes) >= MAX_SHAPES and shape not in state.shapes:
+    key = _counter_key(shape, toks, counter)
+    if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
-    st = state.shapes.setdefault(shape, ShapeState())
+    st = state.shapes.setdefault(key, ShapeState())
     n = int(_num(counter.raw) or 0)
     if epoch is not None and st.last_counter is not None and st.last_epoch is not None \
             and epoch > st.last_epoch and n <= st.last_counter:
@@ -340,6 +368,18 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         mapping["epoch"] = epoch
     mapping.update(values)
     return Learned(mapping, shape, counter_how)
+
+
+def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:
+    """The state of a counter is the line's shape up to the counter (lines that differ only in
+    their optional fields after it share one count)."""
+    k = toks.index(counter) + 1
+    cut = -1
+    for _ in range(k):
+        cut = shape.find("#", cut + 1)
+        if cut < 0:
+            return shape
+    return shape[:cut + 1]
 
 
 def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,
@@ -373,6 +413,10 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
     return EvalLine(vals, step, SRC, split=split or "eval", loss=loss)
 
 
+# "11.5K", "85.8G": a human-readable count (memory keeps M/G as MiB/GiB)
+_SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "B": 1e9}
+
+
 def _is_int(raw: str) -> bool:
     return raw.replace(",", "").lstrip("+").isdigit()
 
@@ -390,11 +434,16 @@ def _put(values: dict, name: str, t: Token) -> None:
     got = field_of(name)
     if got is not None:
         fname, conv = got
+        if fname != "mem_gib" and t.unit and t.unit.upper() in _SCALE:
+            num *= _SCALE[t.unit.upper()]
+            t = Token(t.name, t.raw, t.tot, None, t.avg_of)
         if fname not in values:
             val = unit_value(fname, num, t.unit, name) if t.unit or fname in ("mem_gib", "step_time_s") else conv(num)
             if val is not None:
                 values[fname] = val
                 return
+    if t.unit and t.unit.upper() in _SCALE:
+        num *= _SCALE[t.unit.upper()]
     key = name if name not in values else f"{name}_{len(values)}"
     values[key] = num
     if t.tot is not None:
