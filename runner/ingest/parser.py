@@ -38,6 +38,8 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_kv,
 )
 MAX_EXAMPLES = 5
+_PCT_TAIL_RE = re.compile(r"[:\s]*\d{1,3}$")
+_DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 # Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
@@ -90,6 +92,7 @@ class _BarState:
     offset: int = 0               # steps of the epochs before it
     total: int | None = None      # the current epoch's total, else the highest count seen
     top: int = 0
+    pending: tuple | None = None  # (step, post, record, rank) of the count shown last, not yet given
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -113,7 +116,8 @@ class LogParser:
         self._block: shape.Block | None = None   # a step header and the indented lines after it
         self._block_rank: int | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
-        self._last_text_rec: tuple | None = None  # (step, loss, rank) of the last text record
+        self._last_text_rec: tuple | None = None
+        self._counted_line = -1                   # the last line counted as a metric line  # (step, loss, rank) of the last text record
         self.stats = ParseStats()
         self.records_emitted = 0
         # the unfinished last line; the live and bulk readers (``runner.ingest.pipe``) share it
@@ -243,6 +247,8 @@ class LogParser:
             if had_bar and rest[:1] == "{":
                 text = rest
         if text[:1] == "{":
+            if self._bar.pending is not None:
+                events = self._flush_bar() + events
             if text[-1:] == "}":
                 # a dict line stands between any message before it and the next line (as when
                 # the template reads it: ``context_after_rows``)
@@ -259,12 +265,17 @@ class LogParser:
             bar = bar or formats.read_bar_postfix(text)
             if bar is not None:
                 events += self._bar_events(bar, rank)
-            if any(kind == RECORD for kind, _ in events):
-                self.stats.metric_lines += 1
-            else:
+            elif "%|" in text:
+                events += self._bar_description(text, rank)
+            pend = self._bar.pending
+            if pend is not None and pend[4] == self.stats.lines:
+                pass   # counted when its record is given (``_flush_bar``)
+            elif self._counted_line != self.stats.lines:
                 self.stats.ignored_lines += 1
             return events
         text = rest
+        if self._bar.pending is not None:
+            events = self._flush_bar() + events
         try:
             return events + self._text_line(text, rank)
         finally:
@@ -506,12 +517,54 @@ class LogParser:
         train, evals = split_eval(mapping)
         post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
         events: list[Event] = []
-        if step != st.step and (bar.explicit_step or post != st.post):
+        if not bar.explicit_step:
+            # the last redraw of a count holds that step's values (tqdm's update() redraws the
+            # new count with the old values, set_postfix then the new ones): the record of a
+            # count is given when another count, another line or the end of the log comes
+            if st.pending is not None and st.pending[0] != step:
+                events = self._flush_bar()
+            if step != st.step:
+                rec = record_from_mapping(train, bar.src)
+                if rec is not None:
+                    if st.pending is not None and st.pending[4] not in (self.stats.lines, self._counted_line):
+                        self.stats.ignored_lines += 1   # a redraw whose values the next one replaced
+                    st.pending = (step, post, rec, rank, self.stats.lines)
+            return events + self._mixed(evals, step, bar.src)
+        if step != st.step:
             rec = record_from_mapping(train, bar.src)
             if rec is not None:
                 st.step, st.post = step, post
                 events = self._record(rec, rank, count=False)
+                self._count_line(self.stats.lines)
         return events + self._mixed(evals, step, bar.src)
+
+    def _bar_description(self, text: str, rank: int | None) -> list[Event]:
+        """A bar whose description holds the step and its values (``Training Epoch: 1/3, step
+        10/36 completed (loss: 0.52): 33%|...``): the description read by its shape."""
+        desc = _PCT_TAIL_RE.sub("", text[:text.find("%|")])
+        if not _DESC_VALUE_RE.search(desc):
+            return []
+        got = shape.learn_line(desc, self.shapes)
+        if isinstance(got, shape.Learned):
+            return self._from_reader((got.mapping, shape.SRC), rank) or []
+        return []
+
+    def _flush_bar(self) -> list[Event]:
+        """The record of the bar count shown last (``_bar_events``)."""
+        st = self._bar
+        if st.pending is None:
+            return []
+        step, post, rec, rank, line = st.pending
+        st.pending = None
+        st.step, st.post = step, post
+        self._count_line(line)
+        return self._record(rec, rank, count=False)
+
+    def _count_line(self, line: int) -> None:
+        """A record came from line ``line``: it is a metric line (once, however many records)."""
+        if line != self._counted_line:
+            self._counted_line = line
+            self.stats.metric_lines += 1
 
     def _object(self, text: str, rank: int | None, prefixed: bool = False) -> list[Event] | None:
         """A dict line. ``prefixed``: the dict stood behind a logger prefix; it is read only when
@@ -566,7 +619,7 @@ class LogParser:
         if not side:
             self._last_step = rec["step"]
         if count:
-            self.stats.metric_lines += 1
+            self._count_line(self.stats.lines)
         self.stats.formats[rec["src"]] += 1
         return [(RECORD, rec)]
 
@@ -599,8 +652,9 @@ class LogParser:
         return self._record(rec, None, side=True)
 
     def _release(self) -> list[Event]:
-        """Whatever waits for a line that ends it: a step block."""
-        return self._flush_block() if self._block is not None else []
+        """Whatever waits for a line that ends it: a progress bar's last count, a step block."""
+        out = self._flush_bar() if self._bar.pending is not None else []
+        return out + (self._flush_block() if self._block is not None else [])
 
     def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:
         self.reason = reason or ("looked like metrics, no reader or shape fits" if suspect else "no metrics")
