@@ -244,7 +244,7 @@ METRIC_HINT_KEYS = frozenset(k for f in ("loss", "grad_norm", "lr") for k, _ in 
 # A key that names an evaluation metric: the trainer's split prefix, then the metric
 # (HF ``eval_loss``, Lightning ``val_loss``, fairseq ``valid_loss`` / ``valid1_loss``, torchtune
 # ``val_loss``, W&B-style ``eval/loss``, ``test_acc``).
-_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|dev)[_/ -](.+)$", re.IGNORECASE)
+_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|testing|dev)[_/ -](.+)$", re.IGNORECASE)
 EVAL_LOSS_METRICS = ("loss", "lm loss", "lm_loss", "lm loss value")
 
 

@@ -62,7 +62,7 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # glog / absl: I0102 03:04:05.678901 12345 file.py:123]
     r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./-]+:\d+\]\s*",
     # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
-    r"^\[?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)*\]?"
+    r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)*\]?"
     r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
     # [file.py:123:func] / file.py:123
     r"^\[?[\w./-]+\.py:\d+(?::\w+)?\]?" + _SEP,
@@ -123,9 +123,11 @@ _STOP = frozenset(("at", "of", "on", "in", "is", "=", "and", "the", "a"))
 _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globalstep", "iter", "iters",
                          "iteration", "iterations", "it", "update", "updates", "num_updates",
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
-                         "optimizer step", "opt step", "training step", "train step"))
-_BATCH_NAMES = frozenset(("batch", "batches"))
-_EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoch"))
+                         "optimizer step", "opt step", "training step", "train step", "step_idx",
+                         "step idx", "batch id", "batch_id", "batch_idx", "iter id"))
+_BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
+_EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoch", "epoch id", "epoch_id",
+                          "epoch_idx"))
 _EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
                          "validating", "val", "dev"))
 # a line that is only a step (and an epoch): "Step 300:", "==> Epoch 1, step 300", "Iteration 10/100"
@@ -405,7 +407,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
             num = _num(t.raw)
             if num is not None:
                 vals.setdefault(t.avg_of + "_avg", num)
-    if not any(_METRIC_WORD_RE.search(k) for k in vals):
+    if not any(_METRIC_WORD_RE.search(k) or eval_key(k) is not None for k in vals):
         return Skip("an evaluation's progress line (no metrics)", "")
     step = int(_num(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
     if split in ("testing",):
