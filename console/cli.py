@@ -167,6 +167,10 @@ def build_parser() -> _Parser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
     p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
+    p.add_argument("--log-format", metavar="SPEC",
+                   help="declare the line format: a regex with a (?P<step>...) group (and loss, ...), or 'kv SEP [STEPKEY]'")
+    p.add_argument("--explain", action="store_true",
+                   help="each line shape: which reader took it, what it gave, and the lines skipped with the reason")
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
     p.add_argument("--json", action="store_true")

@@ -32,8 +32,9 @@ class JsonRecord(dict):
 
 
 class LiveReader:
-    def __init__(self, parser: LogParser | None = None) -> None:
-        self.parser = parser or LogParser()
+    def __init__(self, parser: LogParser | None = None, line_format: Any = None) -> None:
+        """``line_format``: the recipe's declared ``log_format`` (``runner.ingest.userformat``)."""
+        self.parser = parser or LogParser(line_format=line_format)
         # Template rows come out as their JSON lines (formatted from the captured text) with
         # their values as columns: the runner feeds its monitors and charts from those, never
         # building a dict per row (``feed`` loads the lines back as dicts, for comparison).

@@ -325,6 +325,9 @@ class LogParser:
 
     def _learned(self, text: str, rank: int | None) -> list[Event]:
         """A line no named reader claimed, read by its shape (``runner.ingest.shape``)."""
+        if "\ufffd" in text:   # invalid UTF-8 or binary data: no shape is learned from it
+            self._unparsed(text, suspect=False, reason="not text (invalid UTF-8 or binary data)")
+            return []
         got = shape.learn_line(text, self.shapes)
         if isinstance(got, shape.Learned):
             evs = self._from_reader((got.mapping, shape.SRC), rank)
@@ -381,6 +384,7 @@ class LogParser:
         values = shape.block_values(text)
         if values is None:
             return False
+        self.reason = "joined the step header's record above"
         for k, v in values.items():
             self._block.values.setdefault(k, v)
         self._block.lines += 1

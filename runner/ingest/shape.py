@@ -225,6 +225,7 @@ class ShapeState:
 class LearnerState:
     shapes: dict[str, ShapeState] = field(default_factory=dict)
     header_epoch: float | None = None     # an "Epoch 2/10" line before the counter lines
+    last_counter: str = ""                # how the last learned record's step was found
     epoch_shape: str | None = None        # the shape whose epochs are the steps (epoch-only logs)
 
 
@@ -369,6 +370,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if epoch is not None:
         mapping["epoch"] = epoch
     mapping.update(values)
+    state.last_counter = f"{counter_how} ({counter.name or 'unnamed'})" if counter.name else counter_how
     return Learned(mapping, shape, counter_how)
 
 

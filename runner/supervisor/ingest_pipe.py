@@ -47,7 +47,7 @@ class IngestPipe:
                  on_saves: Callable[[], None],
                  on_progress: Callable[[dict[str, Any]], None], on_divergence: Callable[[str], Any],
                  serve: Callable[[], Any], start_offset: int, attempt: int, progress: dict[str, Any],
-                 diag: Callable[[str], None]) -> None:
+                 diag: Callable[[str], None], line_format: Any = None) -> None:
         """``note_saved(path, suspect)``: a save seen in the log (the checkpoint keeper);
         ``on_saves()``: saves were seen in a batch (the runner looks at the checkpoints now);
         ``serve()``: answer the control socket between sub-slices; ``progress``: the state's
@@ -66,7 +66,8 @@ class IngestPipe:
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
         self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
-        self.reader = LiveReader()  # the ingest pipe (runner.ingest) on each slice of train.log
+        # the ingest pipe (runner.ingest) on each slice of train.log, with the recipe's log_format
+        self.reader = LiveReader(line_format=line_format)
         self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.

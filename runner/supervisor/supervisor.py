@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner.ingest.userformat import line_format_of
 from runner.checkpoints.keeper import CheckpointKeeper
 from runner.core import bounds
 from runner.core.schema import as_dict
@@ -114,7 +115,8 @@ class Supervisor:
                                on_saves=lambda: self.timers.due_now("ckpt"), on_progress=lambda f: self.state.set(**f),
                                on_divergence=lambda msg: self.apply(lc.Divergence(msg)),
                                serve=lambda: self.control.serve(), start_offset=int(state.get("log_offset") or 0),
-                               attempt=self.state.attempt, progress=state, diag=diag)
+                               attempt=self.state.attempt, progress=state, diag=diag,
+                               line_format=line_format_of(self.recipe))
         self.dispatcher = Dispatcher(
             state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
             finishing_left=lambda: None if self.finishing_until is None else max(

@@ -1,0 +1,127 @@
+"""The shape learner, the declared line format (``log_format`` / ``parse --log-format``),
+``parse --explain`` and hostile input, as a user meets them: real files, the real CLI in a
+subprocess, the recipe loader. The families themselves are checked on real public logs
+(test_ingest_corpus.py); these are the behaviours around them."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from runner.core.errors import InputError
+from runner.ingest import LogParser
+from runner.ingest.userformat import LineFormatError, parse_line_format
+from runner.recipes import recipe as recipes
+from tests.ingest.test_ingest_cli import parse_cli
+
+# a log no named reader and no learned shape can read: the loss is "ce", the step a bare "it"
+ODD = "\n".join(f"#{i * 10:05d}# ce~{3.0 - i / 10:.2f} ~ rate~1e-4" for i in range(1, 6)) + "\n"
+
+
+def test_a_declared_regex_reads_a_log_nothing_else_reads(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(ODD)
+    plain = parse_cli(str(log), "--json")
+    assert plain.returncode == 0 and plain.stdout == ""          # not read without the declaration
+    res = parse_cli(str(log), "--json", "--log-format", r"^#(?P<step>\d+)# ce~(?P<loss>\S+) ~ rate~(?P<lr>\S+)")
+    assert res.returncode == 0, res.stderr
+    recs = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert [(r["step"], r["loss"], r["lr"], r["src"]) for r in recs] == [
+        (10, 2.9, 1e-4, "user"), (20, 2.8, 1e-4, "user"), (30, 2.7, 1e-4, "user"), (40, 2.6, 1e-4, "user"),
+        (50, 2.5, 1e-4, "user")]
+    summary = parse_cli(str(log), "--log-format", r"^#(?P<step>\d+)# ce~(?P<loss>\S+)")
+    assert "steps        10 -> 50" in summary.stdout and "last 2.5 (step 50)" in summary.stdout
+
+
+def test_a_declared_key_value_spec(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("it;10 ce;2.5 gn;0.75\nit;20 ce;2.25 gn;nan\n")
+    res = parse_cli(str(log), "--json", "--log-format", "kv ; it")
+    recs = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert [(r["step"], r["extra"]["ce"], r["extra"]["gn"]) for r in recs] == [(10, 2.5, 0.75), (20, 2.25, "nan")]
+
+
+@pytest.mark.parametrize("spec, words", [
+    (r"^it (?P<step>\d+", "not a valid regular expression"),
+    (r"^it (?P<loss>\d+)", "needs a (?P<step>...) group"),
+    ("kv", "write 'kv SEP'"),
+    ("   ", "empty"),
+])
+def test_a_bad_declared_format_is_one_line_and_exit_2(tmp_path, spec, words):
+    log = tmp_path / "train.log"
+    log.write_text(ODD)
+    for extra in ([], ["--json"], ["--explain"]):
+        res = parse_cli(str(log), *extra, "--log-format", spec)
+        assert res.returncode == 2 and res.stdout == ""
+        assert res.stderr.startswith("moeconsole: log format: ") and words in res.stderr
+        assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_the_recipe_key_is_checked_when_the_recipe_is_loaded(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("name: t\ncommand: [python, train.py]\nlog_format: '^it (?P<step>\\d+) ce=(?P<loss>\\S+)'\n")
+    assert recipes.load(good)["log_format"] == r"^it (?P<step>\d+) ce=(?P<loss>\S+)"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: t\ncommand: [python, train.py]\nlog_format: '^it (\\d+'\n")
+    with pytest.raises(InputError) as exc:
+        recipes.load(bad)
+    assert "log format: not a valid regular expression" in str(exc.value) and "\n" not in str(exc.value)
+    with pytest.raises(LineFormatError):
+        parse_line_format("kv = it extra")
+
+
+def test_the_runner_reader_uses_the_recipe_format():
+    """The runner's live reader is built from the recipe (``line_format_of``) and reads the
+    declared lines however the slices are cut."""
+    from runner.ingest.live import LiveReader
+    from runner.ingest.userformat import line_format_of
+    fmt = line_format_of({"log_format": r"^#(?P<step>\d+)# ce~(?P<loss>\S+)"})
+    reader = LiveReader(line_format=fmt)
+    data = ODD.encode()
+    events = []
+    for i in range(0, len(data), 7):
+        events += reader.feed(data[i:i + 7])
+    recs = [obj for kind, obj in events if kind == "record"]
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 2.9), (20, 2.8), (30, 2.7), (40, 2.6), (50, 2.5)]
+    assert line_format_of({}) is None
+
+
+def test_explain_names_the_reader_the_step_and_the_skipped_lines(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("Namespace(lr=0.1, epochs=3)\n"
+                   "Epoch: [0][  10/5005]\tTime  0.257 ( 0.593)\tLoss 6.9107e+00 (6.9217e+00)\n"
+                   "Epoch: [0][  20/5005]\tTime  0.250 ( 0.590)\tLoss 6.8000e+00 (6.9000e+00)\n"
+                   "[INFO:swift] Saving model checkpoint to /o/checkpoint-20\n"
+                   "step 5: the loss went up\n")
+    res = parse_cli(str(log), "--explain")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "5 lines, 2 training records, 0 evaluations, 2 lines skipped" in out
+    assert "2 line(s) -> records by learned (2)" in out and "fields: epoch, loss, step_time_s" in out
+    assert "step: [n/N]" in out
+    assert "marks: checkpoint_saved (1)" in out
+    assert "skipped: looked like metrics, no reader or shape fits (1)" in out
+    assert "e.g. line 5: step 5: the loss went up" in out
+
+
+def test_bad_input_is_skipped_and_counted_never_a_traceback(tmp_path):
+    log = tmp_path / "train.log"
+    good = "step: 1  loss: 2.0  grad_norm: 0.5\n"
+    with open(log, "wb") as f:
+        f.write(good.encode())
+        f.write(b"x" * (10 << 20) + b"\n")                      # a 10 MB line
+        f.write(os.urandom(1 << 16).replace(b"\n", b"") + b"\n")  # binary data
+        f.write(b"loss \xff\xfe\xfa step 7 \xc3\x28 = 9\n")     # invalid UTF-8
+        f.write(b"step: 2  loss: 1.5  grad_norm: 0.4\n")
+    for extra in ([], ["--json"], ["--explain"]):
+        res = parse_cli(str(log), *extra, timeout=120)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    res = parse_cli(str(log), "--json")
+    assert [json.loads(ln)["step"] for ln in res.stdout.splitlines()] == [1, 2]
+    summary = parse_cli(str(log)).stdout
+    assert "not understood" in summary
+    p = LogParser()
+    p.feed(log.read_bytes())
+    p.flush()
+    assert p.stats.overlong_lines == 1 and p.stats.unparsed_lines >= 3
