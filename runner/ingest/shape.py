@@ -370,7 +370,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if epoch is not None:
         mapping["epoch"] = epoch
     mapping.update(values)
-    state.last_counter = f"{counter_how} ({counter.name or 'unnamed'})" if counter.name else counter_how
+    restarts = " + the epochs before (the counter restarts)" if "+ epochs" in counter_how else ""
+    state.last_counter = (f"the number named {counter.name!r}{restarts}" if counter.name and counter_how != "[n/N]"
+                          else counter_how.replace("[n/N]", "an unnamed n/N counter").replace(" + epochs", "") + restarts)
     return Learned(mapping, shape, counter_how)
 
 

@@ -99,7 +99,7 @@ def test_explain_names_the_reader_the_step_and_the_skipped_lines(tmp_path):
     out = res.stdout
     assert "5 lines, 2 training records, 0 evaluations, 2 lines skipped" in out
     assert "2 line(s) -> records by learned (2)" in out and "fields: epoch, loss, step_time_s" in out
-    assert "step: [n/N]" in out
+    assert "step: an unnamed n/N counter" in out
     assert "marks: checkpoint_saved (1)" in out
     assert "skipped: looked like metrics, no reader or shape fits (1)" in out
     assert "e.g. line 5: step 5: the loss went up" in out
