@@ -129,6 +129,8 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
     p.add_argument("run", nargs="?")
+    p.add_argument("--log-format", metavar="SPEC",
+                   help="with a log PATH: its line format, a regex with a (?P<step>...) group or 'kv SEP [STEPKEY]'")
     p.add_argument("--readonly", action="store_true")
     p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
     _common(p)
