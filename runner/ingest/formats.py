@@ -595,9 +595,11 @@ def read_bar_postfix(text: str) -> Bar | None:
             continue
         out[key] = raw
         post_parts.append(piece.strip())
-    if not any(parse_number(out.get(k)) is not None for k in _BAR_METRIC_KEYS):
-        return None
     desc = (m.group("desc") or "").strip()
+    if _EVAL_DESC_RE.match(desc):
+        return None   # a validation/test bar: an evaluation's progress, never a training step
+    if not any(parse_number(v) is not None for k, v in out.items() if k not in _BAR_NOT_METRICS):
+        return None   # a bar with no metric in its postfix (any name: acc=0.5, reward=nan, ...)
     epoch = _EPOCH_DESC_RE.match(desc)
     if epoch and "epoch" not in out:
         out["epoch"] = epoch.group(1)
@@ -613,8 +615,8 @@ def read_bar_postfix(text: str) -> Bar | None:
                explicit, ", ".join(post_parts))
 
 
-_BAR_METRIC_KEYS = ("loss", "train_loss", "reduced_train_loss", "lm_loss", "grad_norm", "lr",
-                    "learning_rate", "gnorm", "train_loss_step")
+_BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))
+_EVAL_DESC_RE = re.compile(r"^\W*(?:validat\w*|valid|val|eval\w*|test\w*|predict\w*|sanity)\b", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- mmengine / mmcv

@@ -355,11 +355,12 @@ class LogParser:
         epoch = got.epoch
         if (epoch is not None and epoch == int(epoch) and "loss" in got.values
                 and (self._last_step is None or self.shapes.epoch_shape == got.shape)):
-            rec = record_from_mapping({"step": int(epoch), "epoch": epoch, **got.values}, shape.SRC)
+            train, evals = split_eval({"step": int(epoch), "epoch": epoch, **got.values})
+            rec = record_from_mapping(train, shape.SRC)
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
                 self.shapes.epoch_shape = got.shape
-                return self._record(rec, rank)
+                return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC)
         if self._last_step is not None and ("loss" in got.values or any(
                 eval_key(k) is not None for k in got.values)):
             train, evals = split_eval(got.values)

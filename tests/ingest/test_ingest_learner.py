@@ -125,3 +125,16 @@ def test_bad_input_is_skipped_and_counted_never_a_traceback(tmp_path):
     p.feed(log.read_bytes())
     p.flush()
     assert p.stats.overlong_lines == 1 and p.stats.unparsed_lines >= 3
+
+
+def test_bar_postfix_with_other_keys_and_nan_and_validation_bars_between():
+    """A tqdm bar whose postfix holds metrics under any name (nan included) gives a record per
+    count; a validation bar with its own postfix between two training redraws is never a step."""
+    bar = "Epoch 1: {pct}%|###       | {n}/10 [00:0{n}<00:05,  1.50it/s, acc={acc}, reward={rew}]"
+    val = "Validation DataLoader 0:  50%|#####     | 5/10 [00:00<00:00, 20.1it/s, val_acc=0.7]"
+    lines = [bar.format(pct=10 * n, n=n, acc=0.1 * n, rew="nan" if n == 2 else 0.5) for n in (1, 2)] + [val] + \
+        [bar.format(pct=30, n=3, acc=0.3, rew=0.5)]
+    p = LogParser()
+    recs = p.feed(("\n".join(lines) + "\n").encode()) + p.flush()
+    assert [r["step"] for r in recs] == [1, 2, 3]
+    assert recs[1]["extra"]["acc"] == 0.2 and recs[1]["extra"]["reward"] != recs[1]["extra"]["reward"]  # nan
