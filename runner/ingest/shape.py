@@ -79,12 +79,14 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # a logger name before a level-less separator: "__main__ - ", "root | "
     r"^[A-Za-z_][\w.]*\s+[-|]\s+(?=\S)",
 ))
-_LEVEL_ONLY_RE = re.compile(r"^(?:INFO|WARNING|DEBUG)\b")
+_MEM_REPORT_HEAD_RE = re.compile(r"^\[Rank \d+\] \(")
 
 
 def strip_prefix(text: str) -> str:
     """The text with the constant-shaped prefix the environment added removed (at most 8 parts)."""
     for _ in range(8):
+        if text.startswith("[Rank ") and _MEM_REPORT_HEAD_RE.match(text):
+            return text   # Megatron's memory report: its "[Rank N] (...)" is the line's content
         for rx in _PREFIX_RES[:-1]:
             m = rx.match(text)
             if m and m.end() > 0:

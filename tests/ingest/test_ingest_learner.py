@@ -138,3 +138,20 @@ def test_bar_postfix_with_other_keys_and_nan_and_validation_bars_between():
     recs = p.feed(("\n".join(lines) + "\n").encode()) + p.flush()
     assert [r["step"] for r in recs] == [1, 2, 3]
     assert recs[1]["extra"]["acc"] == 0.2 and recs[1]["extra"]["reward"] != recs[1]["extra"]["reward"]  # nan
+
+
+@pytest.mark.parametrize("prefix", ["2024-05-01 10:00:00 | ", "[2024-05-01 10:00:00,123] ", "node-7:3: ",
+                                    "2024-05-01T10:00:00.123Z ", "I0912 11:40:27.956218 139735 training.py:652] "])
+def test_a_constant_prefix_is_stripped_on_any_line_even_megatrons_memory_report(prefix):
+    """A log viewer's date column, a timestamp, host:rank, glog's columns: the named readers
+    still read what stands behind them (the iteration line and the memory report)."""
+    meg = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
+           "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:    16 | "
+           "lm loss: 1.234568E+00 | loss scale: 1.0 | grad norm: 0.877 |")
+    mem = ("[Rank 3] (after 10 iterations) memory (MB) | allocated: 20480.00 | max allocated: 57344.00 | "
+           "reserved: 61440.00 | max reserved: 62464.00")
+    p = LogParser()
+    recs = p.feed(f"{prefix}{meg}\n{prefix}{mem}\n".encode())
+    assert [(r["src"], r["step"], r["loss"], r["mem_gib"]) for r in recs] == [
+        ("megatron", 10, 1.234568, None), ("megatron_mem", 10, None, 61.0)]
+    assert recs[1]["extra"]["rank"] == 3 and p.stats.unparsed_lines == 0
