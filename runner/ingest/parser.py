@@ -38,6 +38,9 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_kv,
 )
 MAX_EXAMPLES = 5
+# DeepSpeed's engine (deepspeed/runtime/engine.py, log_dist at steps_per_print):
+# f"step={self.global_steps}, skipped={self.skipped_steps}, lr={lr}, mom={mom}"
+_DS_STEP_RE = re.compile(r"\bstep=\d+, skipped=\d+, lr=\[")
 _PCT_TAIL_RE = re.compile(r"[:\s]*\d{1,3}$")
 _DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 # Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
@@ -327,6 +330,11 @@ class LogParser:
         """A line no named reader claimed, read by its shape (``runner.ingest.shape``)."""
         if "\ufffd" in text:   # invalid UTF-8 or binary data: no shape is learned from it
             self._unparsed(text, suspect=False, reason="not text (invalid UTF-8 or binary data)")
+            return []
+        if "skipped=" in text and _DS_STEP_RE.search(text):
+            # DeepSpeed's optimizer-step report beside the trainer's own records: no step of its own
+            self.stats.ignored_lines += 1
+            self.reason = "DeepSpeed's step report (the trainer's records carry the step)"
             return []
         got = shape.learn_line(text, self.shapes)
         if isinstance(got, shape.Learned):

@@ -155,3 +155,16 @@ def test_a_constant_prefix_is_stripped_on_any_line_even_megatrons_memory_report(
     assert [(r["src"], r["step"], r["loss"], r["mem_gib"]) for r in recs] == [
         ("megatron", 10, 1.234568, None), ("megatron_mem", 10, None, 61.0)]
     assert recs[1]["extra"]["rank"] == 3 and p.stats.unparsed_lines == 0
+
+
+def test_deepspeed_step_reports_do_not_become_steps_beside_the_trainers_dicts():
+    """DeepSpeed's engine prints f"step={global_steps}, skipped={skipped_steps}, lr={lr}, mom={mom}"
+    through log_dist (deepspeed/runtime/engine.py) beside the Hugging Face trainer's dicts: the
+    learner must not make steps of them (the dicts' numbering stays 1, 2)."""
+    ds = "[2023-06-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step={}, skipped=0, lr=[{}], mom=[(0.9, 0.999)]"
+    lines = [ds.format(10, "9.5e-06"), "{'loss': 1.2, 'learning_rate': 9.5e-06, 'epoch': 0.1}",
+             ds.format(20, "9.0e-06"), "{'loss': 1.1, 'learning_rate': 9.0e-06, 'epoch': 0.2}"]
+    p = LogParser()
+    recs = p.feed(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"], r["src"]) for r in recs] == [(1, 1.2, "hf_dict"), (2, 1.1, "hf_dict")]
+    assert p.stats.ignored_lines == 2
