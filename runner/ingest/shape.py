@@ -127,6 +127,8 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
                          "optimizer step", "opt step", "training step", "train step", "step_idx",
                          "step idx", "batch id", "batch_id", "batch_idx", "iter id"))
+# a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
+_ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
 _EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoch", "epoch id", "epoch_id",
                           "epoch_idx"))
@@ -289,7 +291,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             if epoch_tok is None:
                 epoch_tok = t
                 continue
-        if low in _STEP_NAMES and counter is None and _is_int(t.raw):
+        if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int(t.raw):
             counter, counter_how = t, low
             continue
         named.append((t.name, t))
