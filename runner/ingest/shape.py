@@ -444,6 +444,10 @@ def _put(values: dict, name: str, t: Token) -> None:
     got = field_of(name)
     if got is not None:
         fname, conv = got
+        if t.unit == "%" and fname in ("mem_gib", "step_time_s"):
+            got = None   # "Memory 10.0%": a share, not an amount; kept under its name below
+    if got is not None:
+        fname, conv = got
         if fname != "mem_gib" and t.unit and t.unit.upper() in _SCALE:
             num *= _SCALE[t.unit.upper()]
             t = Token(t.name, t.raw, t.tot, None, t.avg_of)
