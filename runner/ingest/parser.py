@@ -95,7 +95,7 @@ class _BarState:
     offset: int = 0               # steps of the epochs before it
     total: int | None = None      # the current epoch's total, else the highest count seen
     top: int = 0
-    pending: tuple | None = None  # (step, post, record, rank) of the count shown last, not yet given
+    pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -119,8 +119,8 @@ class LogParser:
         self._block: shape.Block | None = None   # a step header and the indented lines after it
         self._block_rank: int | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
-        self._last_text_rec: tuple | None = None
-        self._counted_line = -1                   # the last line counted as a metric line  # (step, loss, rank) of the last text record
+        self._last_text_rec: tuple | None = None  # (step, loss, rank) of the last text record
+        self._counted_line = -1                   # the last line counted as a metric line
         self.stats = ParseStats()
         self.records_emitted = 0
         # the unfinished last line; the live and bulk readers (``runner.ingest.pipe``) share it
