@@ -188,6 +188,39 @@ with open(sys.argv[1], encoding="utf-8", errors="replace", newline="\n") as f:
 """
 
 
+# ----------------------------------------------------------------------------- baseline
+
+def compare_to_baseline(tmp: Path, sizes: list[int], runs: int, baseline: Path, busy: float) -> str:
+    """``parse --json`` and ``parse`` of this tree and of ``baseline`` on the same logs, the runs
+    interleaved (ours, theirs, ours, ...) so load drifts hit both alike; medians and the ratio."""
+    base_py = str(baseline / ".venv" / "bin" / "python") if (baseline / ".venv" / "bin" / "python").exists() else PY
+    base_env = dict(os.environ, PYTHONPATH=str(baseline))
+    our_env = dict(os.environ, PYTHONPATH=str(REPO))
+    lines = ["## Log parsing against a baseline tree (same run)\n",
+             f"Command: `.venv/bin/python bench/bench_parse.py --sizes {','.join(map(str, sizes))} --runs {runs} "
+             f"--baseline DIR`. Machine: {os.cpu_count()} cores, shared, {busy * 100:.0f}% busy before timing. "
+             "Runs interleaved (this tree, the baseline, ...); medians (min-max) of wall time.\n",
+             "| steps (log size) | command | this tree | baseline | ratio |", "|---|---|---:|---:|---:|"]
+    for steps in sizes:
+        log = tmp / f"train-{steps}.log"
+        write_swift_log(log, steps)
+        with open(log, "rb") as f:
+            while f.read(64 << 20):
+                pass
+        for label, extra in (("`parse FILE --json`", ["--json"]), ("`parse FILE`", [])):
+            ours, theirs = [], []
+            for _ in range(runs):
+                ours.append(run_measured([PY, "-m", "console.cli", "parse", str(log), *extra], to_null=True, env=our_env))
+                theirs.append(run_measured([base_py, "-m", "console.cli", "parse", str(log), *extra], to_null=True,
+                                           cwd=baseline, env=base_env))
+            a = statistics.median(r["wall"] for r in ours)
+            b = statistics.median(r["wall"] for r in theirs)
+            lines.append(f"| {steps:,} ({log.stat().st_size / 1e6:.0f} MB) | {label} | {spread(ours, 'wall')} | "
+                         f"{spread(theirs, 'wall')} | {a / b:.3f} |")
+        log.unlink()
+    return "\n".join(lines) + "\n"
+
+
 # ----------------------------------------------------------------------------- main
 
 def spread(runs: list[dict], key: str) -> str:
@@ -224,12 +257,22 @@ def main() -> None:
     ap.add_argument("--naive-runs", type=int, default=3)
     ap.add_argument("--naive-max", type=int, default=1000000,
                     help="above this many steps: 3 runs of each command, 1 of the naive script")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another checkout of the code: time its parse on the same logs, runs interleaved, "
+                         "and print the ratio (ours / baseline) instead of the full table")
     ap.add_argument("--wait-quiet", type=float, default=60.0,
                     help="wait up to this many seconds for the shared machine to be quiet before timing")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-parse-"))
+    if args.baseline:
+        try:
+            busy_before = wait_quiet(args.wait_quiet)
+            print(compare_to_baseline(tmp, sizes, args.runs, Path(args.baseline).resolve(), busy_before))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     try:
         busy_before = wait_quiet(args.wait_quiet)
         load_before = os.getloadavg()

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App
@@ -38,10 +38,13 @@ class MoeConsole(App[int]):
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] | None = None,
-                 bell: bool | None = None, open_path: Path | None = None, host: HostSampler = True) -> None:
-        """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``)."""
+                 bell: bool | None = None, open_path: Path | None = None, host: HostSampler = True,
+                 line_format: Any = None) -> None:
+        """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``);
+        ``line_format``: its declared line format (``attach PATH --log-format``)."""
         super().__init__()
         self.first_path = open_path
+        self.line_format = line_format
         self._imports: list[Import] = []
         # The terminal bell for a new critical alert: on unless MOECONSOLE_BELL=0 or --no-bell;
         # the `m` key toggles it while attached.
@@ -103,7 +106,7 @@ class MoeConsole(App[int]):
         background (a progress bar on the run screen)."""
         from console.foreign import start_import
         try:
-            run, importing = start_import(Path(path).expanduser(), self.scratch_dir())
+            run, importing = start_import(Path(path).expanduser(), self.scratch_dir(), self.line_format)
         except Exception as exc:  # InputError and unreadable files: one line, keep the browser
             self.call_from_thread(self.notify, str(exc), severity="error")
             return
@@ -143,8 +146,9 @@ def bell_enabled(environ=None) -> bool:
 
 
 def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False, gpu: bool = True,
-            bell: bool | None = None, open_path: Path | None = None) -> int:
+            bell: bool | None = None, open_path: Path | None = None, line_format: Any = None) -> int:
     """Open the UI on ``run`` (or the browser, or a foreign log) and block until the user detaches."""
-    app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell, open_path=open_path)
+    app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell, open_path=open_path,
+                     line_format=line_format)
     result = app.run()
     return int(result or 0) if isinstance(result, int) else (app.return_code or 0)

@@ -129,6 +129,8 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
     p.add_argument("run", nargs="?")
+    p.add_argument("--log-format", metavar="SPEC",
+                   help="with a log PATH: its line format, a regex with a (?P<step>...) group or 'kv SEP [STEPKEY]'")
     p.add_argument("--readonly", action="store_true")
     p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
     _common(p)
@@ -169,6 +171,10 @@ def build_parser() -> _Parser:
     p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
     p.add_argument("--crash", action="store_true",
                    help="classify the crash at the end of the log (or a pasted crash text; LOGFILE '-' reads stdin)")
+    p.add_argument("--log-format", metavar="SPEC",
+                   help="declare the line format: a regex with a (?P<step>...) group (and loss, ...), or 'kv SEP [STEPKEY]'")
+    p.add_argument("--explain", action="store_true",
+                   help="each line shape: which reader took it, what it gave, and the lines skipped with the reason")
 
     p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
     p.add_argument("--json", action="store_true")

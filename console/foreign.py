@@ -17,7 +17,7 @@ import threading
 import time
 from array import array
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from runner.rundir import jsonio, rundir, seriesfile
 from runner.core import lifecycle as lc
@@ -30,8 +30,9 @@ STATE_EVERY_S = 0.25   # how often the import's progress goes into state.json
 class Import:
     """The reading of one foreign log into its scratch run directory."""
 
-    def __init__(self, run: rundir.RunDir, log: Path, source: Path, kind: str) -> None:
+    def __init__(self, run: rundir.RunDir, log: Path, source: Path, kind: str, line_format: Any = None) -> None:
         self.run, self.log, self.source, self.kind = run, log, source, kind
+        self.line_format = line_format   # ``attach PATH --log-format``: the declared line format
         self.size = max(1, log.stat().st_size)
         self.stop = threading.Event()
         self.offset = 0
@@ -62,7 +63,7 @@ class Import:
         from runner.ingest.history import read_tail
         if self.kind != LOG:
             return
-        records, marks, _ = read_tail(str(self.log))
+        records, marks, _ = read_tail(str(self.log), line_format=self.line_format)
         for rec in records:
             self.tail_book.feed(rec)
         for mark in marks:
@@ -112,7 +113,7 @@ class Import:
                 self._state_at = now
                 self._write_state(self.tail_book.last_metrics)
         scan_history(str(self.log), lambda b: self._on_batch(b, record_lines, last_record),
-                     progress=progress, stop=self.stop)
+                     progress=progress, stop=self.stop, line_format=self.line_format)
 
     def _on_batch(self, batch, record_lines, last_record) -> None:
         from runner.ingest.records import eval_record
@@ -168,7 +169,7 @@ class Import:
             self.error = self.error or f"cannot write {self.run.path}: {exc.strerror or exc}"
 
 
-def start_import(path: Path, scratch: Path) -> tuple[rundir.RunDir, Import | None]:
+def start_import(path: Path, scratch: Path, line_format: Any = None) -> tuple[rundir.RunDir, Import | None]:
     """A RunDir for ``path`` at once: the path itself if it is a moeconsole run dir (no import),
     else a scratch directory holding the newest steps, whose ``Import`` reads the rest in the
     background once started. Raises InputError when nothing can be read."""
@@ -191,7 +192,7 @@ def start_import(path: Path, scratch: Path) -> tuple[rundir.RunDir, Import | Non
     if run.log.is_symlink() or run.log.exists():
         run.log.unlink()
     os.symlink(log.resolve(), run.log)
-    job = Import(run, log, path.resolve(), kind)
+    job = Import(run, log, path.resolve(), kind, line_format)
     job.read_newest()
     return run, job
 

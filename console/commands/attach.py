@@ -1,5 +1,6 @@
-"""``moeconsole attach [RUN] [--readonly]`` (and ``moeconsole`` with no command): the UI on a
-run; with no RUN the newest live run, else the run browser. Closing it leaves the run alone."""
+"""``moeconsole attach [RUN|PATH] [--readonly] [--log-format SPEC]`` (and ``moeconsole`` with no
+command): the UI on a run; with no RUN the newest live run, else the run browser. Closing it
+leaves the run alone. ``--log-format`` declares the line format of a log PATH nothing reads."""
 from __future__ import annotations
 
 import sys
@@ -13,7 +14,14 @@ from runner.rundir.paths import runs_base
 def run(args) -> int:
     base = runs_base(getattr(args, "runs_dir", None))
     ref = getattr(args, "run", None)
+    spec = getattr(args, "log_format", None)
+    line_format = None
+    if spec is not None:
+        from runner.ingest.userformat import parse_line_format
+        line_format = parse_line_format(spec)   # a bad spec: one line, exit 2
     foreign = _foreign_path(ref)
+    if line_format is not None and foreign is None:
+        raise InputError("--log-format applies to a log path (attach PATH), not to a moeconsole run")
     target = None if foreign else (rundir.resolve(base, ref) if ref is not None else rundir.newest_live(base))
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
@@ -21,7 +29,8 @@ def run(args) -> int:
     from console.app import run_app
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
                    gpu=not getattr(args, "no_gpu", False),
-                   bell=False if getattr(args, "no_bell", False) else None, open_path=foreign)
+                   bell=False if getattr(args, "no_bell", False) else None, open_path=foreign,
+                   line_format=line_format)
 
 
 def _foreign_path(ref: str | None) -> Path | None:

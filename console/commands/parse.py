@@ -1,4 +1,5 @@
-"""``moeconsole parse LOGFILE [--json [--eval]] [--no-monitors] [--crash]``: any training log -> metric records.
+"""``moeconsole parse LOGFILE [--json [--eval]] [--no-monitors] [--crash] [--log-format SPEC] [--explain]``:
+any training log -> metric records.
 
 Without --json: a short summary (formats found, steps, loss, grad norm, memory, evaluations,
 alerts, lines not understood). With --json: one NDJSON metric record per line, ``{"v": 1, ...}``;
@@ -23,7 +24,9 @@ from runner.ingest.files import LOG, TRAINER_STATE, iter_batches, resolve_log, t
 from runner.ingest.ndjson import write_ndjson
 from runner.ingest.parser import RECORD
 from runner.ingest.records import eval_record
+from runner.ingest.explain import explain_path
 from runner.ingest.summary import render, summarize_path
+from runner.ingest.userformat import parse_line_format
 from runner.rundir.jsonio import dumps
 from runner.rundir.secrets import Redactor, mask_lines
 from runner.supervisor.ingest_pipe import LOG_TAIL_KEEP
@@ -77,16 +80,21 @@ def run(args: Any) -> int:
     path = args.logfile
     if getattr(args, "crash", False):
         return _print_crash(path, as_json=getattr(args, "json", False))
+    spec = getattr(args, "log_format", None)
+    line_format = parse_line_format(spec) if spec is not None else None   # a bad spec: one line, exit 2
+    if getattr(args, "explain", False):
+        sys.stdout.write(_redactor(resolve_log(path)[0]).redact(explain_path(path, line_format)))
+        return 0
     progress = _progress()
     try:
         if getattr(args, "json", False):
             if getattr(args, "eval", False):
-                _print_evals(path)
+                _print_evals(path, line_format)
             else:
-                _print_records(path, progress)
+                _print_records(path, progress, line_format)
             return 0
         monitors = not getattr(args, "no_monitors", False)
-        summary, stats = summarize_path(path, monitors=monitors, report=progress)
+        summary, stats = summarize_path(path, monitors=monitors, report=progress, line_format=line_format)
     finally:
         if progress is not None:
             progress.close()
@@ -115,7 +123,7 @@ class _Masking:
         self.out.flush()
 
 
-def _print_records(path: str, progress: TerminalProgress | None = None) -> None:
+def _print_records(path: str, progress: TerminalProgress | None = None, line_format: Any = None) -> None:
     """Stream records as NDJSON; memory stays flat whatever the file size. Tokens and
     secret-named values are masked by the ingest itself; a run's own secret values (a log in
     a run directory) by a masking sink."""
@@ -133,20 +141,21 @@ def _print_records(path: str, progress: TerminalProgress | None = None) -> None:
     assert kind == LOG
     try:
         if known:
-            write_ndjson(str(real), _Masking(out, known), workers=1, report=progress)  # type: ignore[arg-type]
+            write_ndjson(str(real), _Masking(out, known), workers=1, report=progress,  # type: ignore[arg-type]
+                         line_format=line_format)
         else:
-            write_ndjson(str(real), out, report=progress)
+            write_ndjson(str(real), out, report=progress, line_format=line_format)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
     out.flush()
 
 
-def _print_evals(path: str) -> None:
+def _print_evals(path: str, line_format: Any = None) -> None:
     """Evaluation results as NDJSON (``evals.jsonl``'s schema without the runner's stamp)."""
     known = _redactor(Path(resolve_log(path)[0])).values
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     out = sys.stdout.buffer
-    for batch, _ in iter_batches(path):
+    for batch, _ in iter_batches(path, line_format=line_format):
         lines = [(dumps({"v": 1, **eval_record(m)}) + "\n").encode() for _, m in batch.marks
                  if m.get("kind") == "eval"]
         if lines:

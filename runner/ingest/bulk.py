@@ -114,10 +114,10 @@ SPLIT_FRACTION = 0.52
 
 
 def scan_file(path: str, want_records: bool = False, max_line_bytes: int = 1 << 20,
-              chunk: int = CHUNK) -> Iterator[tuple[Batch, ParseStats]]:
+              chunk: int = CHUNK, line_format: Any = None) -> Iterator[tuple[Batch, ParseStats]]:
     """Batches of a whole file in order, each with the statistics so far (the last ones are
     the totals)."""
-    parser = LogParser(max_line_bytes)
+    parser = LogParser(max_line_bytes, line_format)
     pipe = LinePipe(parser, want_records)
     for batch in read_range(path, 0, None, pipe, final=True, chunk=chunk):
         yield batch, parser.stats
@@ -162,7 +162,7 @@ Report = Callable[[int, int], None]   # (bytes read, bytes in all): a progress d
 def fold_file(path: str, init: Callable[[], Any], step: Callable[[Any, Batch], None],
               want_records: bool = False, workers: int = 2, max_line_bytes: int = 1 << 20,
               chunk: int = CHUNK, split_min_bytes: int = SPLIT_MIN_BYTES,
-              report: Report | None = None) -> tuple[Any, ParseStats]:
+              report: Report | None = None, line_format: Any = None) -> tuple[Any, ParseStats]:
     """``step(state, batch)`` for every batch of the file in order, from ``state = init()``;
     returns (state, statistics).
 
@@ -172,11 +172,12 @@ def fold_file(path: str, init: Callable[[], Any], step: Callable[[Any, Batch], N
     If the child fails, this process folds the first part itself. ``report(done, total)`` is
     called from this process as the reading goes (both parts counted)."""
     size = os.path.getsize(path)
-    plan = plan_split(path, max_line_bytes, split_min_bytes) if workers >= 2 else None
+    # a declared line format is read by one process (the split is planned for dict logs)
+    plan = plan_split(path, max_line_bytes, split_min_bytes) if workers >= 2 and line_format is None else None
     if plan is None:
         state = init()
         stats = ParseStats()
-        parser = LogParser(max_line_bytes)
+        parser = LogParser(max_line_bytes, line_format)
         pipe = LinePipe(parser, want_records)
         progress = (lambda pos: report(pos, size)) if report is not None else None
         for batch in read_range(path, 0, None, pipe, final=True, chunk=chunk, progress=progress):

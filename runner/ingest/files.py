@@ -104,21 +104,24 @@ def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
     return events, stats
 
 
-def iter_batches(path: str | os.PathLike, want_records: bool = False) -> Iterator[tuple["Batch", ParseStats]]:
-    """Record batches of any supported path, in order; the last stats are the totals."""
+def iter_batches(path: str | os.PathLike, want_records: bool = False,
+                 line_format: Any = None) -> Iterator[tuple["Batch", ParseStats]]:
+    """Record batches of any supported path, in order; the last stats are the totals.
+    ``line_format``: a user's declared line format (``runner.ingest.userformat``)."""
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
         yield batch_from_events(events, want_records), stats
         return
     try:
-        yield from scan_file(str(real), want_records=want_records)
+        yield from scan_file(str(real), want_records=want_records, line_format=line_format)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
 
 
 def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[Any, "Batch"], None],
-              workers: int = 2, report: Callable[[int, int], None] | None = None) -> tuple[Any, ParseStats]:
+              workers: int = 2, report: Callable[[int, int], None] | None = None,
+              line_format: Any = None) -> tuple[Any, ParseStats]:
     """``fold_file`` for any supported path (two processes for a big log file); ``report(done,
     total)`` as the reading goes."""
     real, kind = resolve_log(path)
@@ -128,7 +131,7 @@ def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[
         step(state, batch_from_events(events, False))
         return state, stats
     try:
-        return fold_file(str(real), init, step, workers=workers, report=report)
+        return fold_file(str(real), init, step, workers=workers, report=report, line_format=line_format)
     except OSError as exc:
         raise InputError(f"{real}: {exc.strerror or exc}") from None
 

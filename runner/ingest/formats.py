@@ -29,7 +29,7 @@ from typing import Any
 
 from runner.ingest.pydict import parse_pydict
 from runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, EvalLine, parse_number)
+                                   MEM_RESERVED, EvalLine, field_of, parse_number, unit_value)
 from runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -190,15 +190,17 @@ def read_deepspeed_memory(text: str) -> tuple[int | None, dict[str, float], dict
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)\b"
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
-_UNIT = r"GiB|GB|MiB|MB|ms|s|%|m|it/s|s/it|tok/s|M|G"
+_UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|M|G"
 _PIPE_HEAD_RE = re.compile(r"^step\s+(\d+)(?:\s*/\s*(\d+))?\s*(?:\(\s*[\d.]+%\s*\))?\s*\|")
 _PIPE_FIELD_RE = re.compile(r"^\s*([A-Za-z_][\w/ .()-]*?)\s*:\s*(" + _NUM + r")\s*(" + _UNIT + r")?\s*$")
 _KV_RE = re.compile(
     r"(?<![\w./-])(?P<key>[A-Za-z_][\w./-]*(?:\([A-Za-z/%]+\))?)(?P<sep>\s*[:=]\s*|\s+)"
     r"(?P<val>" + _NUM + r")(?:/(?P<tot>\d+))?(?: ?(?P<unit>" + _UNIT + r"))?(?![\w.:])")
+_PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
+_NOT_FIELDS = frozenset(("data_time", "data", "eta"))
 _SPACE_KEYS = frozenset(("loss", "lr", "time", "dt", "mfu", "step", "iter", "iteration", "epoch",
                          "gnorm", "grad_norm", "tps", "mem"))
 # kv key (lower case) -> record field; memory and time keys take their unit into account
@@ -222,12 +224,15 @@ def _num(raw: str) -> float | None:
     return parse_number(raw.replace(",", ""))
 
 
-def _to_field(field: str, value: float, unit: str | None) -> float | None:
-    """Apply a unit to a value bound for a record field."""
+def _to_field(field: str, value: float, unit: str | None, key: str = "") -> float | None:
+    """Apply a unit to a value bound for a record field (memory without a unit: by its name,
+    else by its size, as ``records.unit_value`` decides for every reader)."""
     if field == "mem_gib":
-        if unit in ("MiB", "MB", "M"):
+        if unit in ("MiB", "MB", "M", "Mb"):
             return value / 1024.0
-        return value
+        if unit in ("GiB", "GB", "G", "Gb"):
+            return value
+        return unit_value("mem_gib", value, None, key)
     if field == "step_time_s":
         if unit == "ms":
             return value / 1000.0
@@ -311,8 +316,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
 
     detectron2's ``CommonMetricPrinter`` line (``iter: 19  total_loss: 1.9 ... max_mem: 3782M``)
     is read here too (``src`` "detectron2")."""
-    if not any(c in text for c in ":= "):
-        return None
+    if not any(c in text for c in ":= ") or text.count(" | ") >= 3:
+        return None   # " | "-separated columns are read_pipes' or the shape learner's
     out: dict[str, Any] = {}
     pos = 0
     head = _STEP_HEAD_RE.match(text)
@@ -337,16 +342,27 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if value is None:
             continue
         field = _KV_FIELDS.get(low)
+        named = field is not None
+        if field is None and low not in _NOT_FIELDS:
+            known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, ...
+            field = known[0] if known is not None and known[0] in ("mem_gib", "step_time_s") else None
         if field is not None and field not in out:
             if field == "step_time_s" and low == "time" and unit not in (None, "ms", "s"):
                 out[key] = value
                 continue
-            out[field] = _to_field(field, value, unit)
-            got_metric = True
+            out[field] = _to_field(field, value, unit, key)
+            # an epoch alone is a header, and memory or time alone a report, not a metric line
+            got_metric = got_metric or (named and field != "epoch")
         elif key not in out:
             out[key] = value
     if "step" not in out or not got_metric:
         return None
+    if "step_time_s" not in out:
+        per = _PER_STEP_RE.search(text)   # TensorFlow's "(0.885 sec/step)"
+        if per:
+            value = _num(per.group(1))
+            if value is not None:
+                out["step_time_s"] = value / 1000.0 if per.group(2).startswith("ms") else value
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
 
 
@@ -588,9 +604,11 @@ def read_bar_postfix(text: str) -> Bar | None:
             continue
         out[key] = raw
         post_parts.append(piece.strip())
-    if not any(parse_number(out.get(k)) is not None for k in _BAR_METRIC_KEYS):
-        return None
     desc = (m.group("desc") or "").strip()
+    if _EVAL_DESC_RE.match(desc):
+        return None   # a validation/test bar: an evaluation's progress, never a training step
+    if not any(parse_number(v) is not None for k, v in out.items() if k not in _BAR_NOT_METRICS):
+        return None   # a bar with no metric in its postfix (any name: acc=0.5, reward=nan, ...)
     epoch = _EPOCH_DESC_RE.match(desc)
     if epoch and "epoch" not in out:
         out["epoch"] = epoch.group(1)
@@ -606,8 +624,8 @@ def read_bar_postfix(text: str) -> Bar | None:
                explicit, ", ".join(post_parts))
 
 
-_BAR_METRIC_KEYS = ("loss", "train_loss", "reduced_train_loss", "lm_loss", "grad_norm", "lr",
-                    "learning_rate", "gnorm", "train_loss_step")
+_BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))
+_EVAL_DESC_RE = re.compile(r"^\W*(?:validat\w*|valid|val|eval\w*|test\w*|predict\w*|sanity)\b", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- mmengine / mmcv

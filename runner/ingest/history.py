@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from runner.rundir.jsonio import dumps
@@ -29,9 +29,9 @@ TAIL_BYTES = 512 << 10
 HISTORY_CHUNK = 2 << 20
 
 
-def read_tail(path: str, max_bytes: int = TAIL_BYTES) -> tuple[list[dict], list[dict], int]:
+def read_tail(path: str, max_bytes: int = TAIL_BYTES, line_format: Any = None) -> tuple[list[dict], list[dict], int]:
     """(records, marks, offset read from) of the last ``max_bytes`` of a log, from the first line
-    that starts in them."""
+    that starts in them. ``line_format``: a declared line format (``runner.ingest.userformat``)."""
     size = os.path.getsize(path)
     start = max(0, size - max_bytes)
     with open(path, "rb") as f:
@@ -41,7 +41,7 @@ def read_tail(path: str, max_bytes: int = TAIL_BYTES) -> tuple[list[dict], list[
         nl = data.find(b"\n")
         data = data[nl + 1:] if nl >= 0 else b""
         start = size - len(data)
-    parser = LogParser()
+    parser = LogParser(line_format=line_format)
     events = parser.feed_events(data) + parser.flush_events()
     return ([o for k, o in events if k == RECORD], [o for k, o in events if k == MARK], start)
 
@@ -69,12 +69,12 @@ def last_record(batch: "Batch") -> dict | None:
 
 
 def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Callable[[int], None] | None = None,
-                 stop: threading.Event | None = None) -> ParseStats:
+                 stop: threading.Event | None = None, line_format: Any = None) -> ParseStats:
     """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
     marks); ``progress(offset)`` as the reading goes; ``stop`` ends it early."""
     from runner.ingest.bulk import read_range   # numpy: only once the history is read
     from runner.ingest.pipe import LinePipe
-    parser = LogParser()
+    parser = LogParser(line_format=line_format)
     pipe = LinePipe(parser, json_lines=True, columns=True)
     for batch in read_range(path, 0, None, pipe, final=True, chunk=HISTORY_CHUNK, progress=progress):
         on_batch(batch)

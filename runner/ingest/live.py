@@ -35,9 +35,10 @@ class JsonRecord(dict):
 
 class LiveReader:
     def __init__(self, parser: LogParser | None = None,
-                 diagnostics: Callable[[str], None] | None = None) -> None:
-        """``diagnostics``: where a failure to read a slice is reported (the runner's log)."""
-        self.parser = parser or LogParser()
+                 diagnostics: Callable[[str], None] | None = None, line_format: Any = None) -> None:
+        """``diagnostics``: where a failure to read a slice is reported (the runner's log);
+        ``line_format``: the recipe's declared ``log_format`` (``runner.ingest.userformat``)."""
+        self.parser = parser or LogParser(line_format=line_format)
         self.diagnostics: Callable[[str], None] = diagnostics or _to_stderr
         self.failed_lines = 0   # lines skipped because reading them failed
         # Template rows come out as their JSON lines (formatted from the captured text) with

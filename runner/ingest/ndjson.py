@@ -17,7 +17,7 @@ import os
 import signal
 import tempfile
 import time
-from typing import BinaryIO, Callable
+from typing import Any, BinaryIO, Callable
 
 from runner.core.errors import InputError
 from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, Report, SharedOffsets, kill_child, plan_split, read_range
@@ -38,9 +38,9 @@ def _lines(records: list) -> bytes:
 def write_range(path: str, start: int, end: int | None, out: BinaryIO, template: Template | None,
                 final: bool, chunk: int = CHUNK, max_line_bytes: int = 1 << 20,
                 on_chunk: Callable[[], None] | None = None,
-                progress: Callable[[int], None] | None = None) -> int:
+                progress: Callable[[int], None] | None = None, line_format: Any = None) -> int:
     """NDJSON of the records in bytes [start, end) of a log; returns the number written."""
-    pipe = LinePipe(LogParser(max_line_bytes), template=template, json_lines=True)
+    pipe = LinePipe(LogParser(max_line_bytes, line_format), template=template, json_lines=True)
     n = 0
     for batch in read_range(path, start, end, pipe, final=final, chunk=chunk, progress=progress):
         if batch.records:
@@ -53,15 +53,16 @@ def write_range(path: str, start: int, end: int | None, out: BinaryIO, template:
 
 def write_ndjson(path: str, out: BinaryIO, workers: int = 2, chunk: int = CHUNK,
                  split_min_bytes: int = SPLIT_MIN_BYTES, max_line_bytes: int = 1 << 20,
-                 report: Report | None = None) -> int:
+                 report: Report | None = None, line_format: Any = None) -> int:
     """Every metric record of a log file as NDJSON (``{"v": 1, ...}`` per line) to ``out``;
     returns the number of records. Two processes for a big file (see the module doc).
     ``report(done, total)`` as the reading goes (from this process, both parts counted)."""
     size = os.path.getsize(path)
-    plan = plan_split(path, max_line_bytes, split_min_bytes) if workers >= 2 else None
+    plan = plan_split(path, max_line_bytes, split_min_bytes) if workers >= 2 and line_format is None else None
     if plan is None:
         progress = (lambda pos: report(pos, size)) if report is not None else None
-        return write_range(path, 0, None, out, None, True, chunk, max_line_bytes, progress=progress)
+        return write_range(path, 0, None, out, None, True, chunk, max_line_bytes, progress=progress,
+                           line_format=line_format)
     template, split = plan
     offsets = SharedOffsets(2)
     out.flush()

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from runner.core.bounds import is_step
-from runner.ingest import formats
+from runner.ingest import formats, shape
 from runner.core.logline import ANSI_BYTES_RE
 from runner.ingest.events import MARK, RECORD, Event
 from runner.ingest.linebuf import PartialLine
 from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
-from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_mark, eval_step,
+from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
@@ -39,6 +39,11 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_torchtune_step, formats.read_pipes, formats.read_kv,
 )
 MAX_EXAMPLES = 5
+# DeepSpeed's engine (deepspeed/runtime/engine.py, log_dist at steps_per_print):
+# f"step={self.global_steps}, skipped={self.skipped_steps}, lr={lr}, mom={mom}"
+_DS_STEP_RE = re.compile(r"\bstep=\d+, skipped=\d+, lr=\[")
+_PCT_TAIL_RE = re.compile(r"[:\s]*\d{1,3}$")
+_DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 # Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
@@ -93,6 +98,7 @@ class _BarState:
     offset: int = 0               # steps of the epochs before it
     total: int | None = None      # the current epoch's total, else the highest count seen
     top: int = 0
+    pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -107,8 +113,17 @@ def _torchtune_bar(text: str) -> formats.Bar | None:
 class LogParser:
     """Stateful, incremental: feed raw bytes in any chunking; emits records for complete lines only."""
 
-    def __init__(self, max_line_bytes: int = 1 << 20):
+    def __init__(self, max_line_bytes: int = 1 << 20, line_format: Any = None):
+        """``line_format``: a user's declared line format (``runner.ingest.userformat.LineFormat``),
+        tried before the named readers on every text line."""
         self.max_line_bytes = max(int(max_line_bytes), 64)
+        self.line_format = line_format
+        self.shapes = shape.LearnerState()      # the shape learner's memory (lines no reader claims)
+        self._block: shape.Block | None = None   # a step header and the indented lines after it
+        self._block_rank: int | None = None
+        self.reason = ""                          # why the last line was not read (``parse --explain``)
+        self._last_text_rec: tuple | None = None  # (step, loss, rank) of the last text record
+        self._counted_line = -1                   # the last line counted as a metric line
         self.stats = ParseStats()
         self.records_emitted = 0
         # the unfinished last line; the live and bulk readers (``runner.ingest.pipe``) share it
@@ -210,6 +225,13 @@ class LogParser:
         seg = visible_segment(raw)
         if seg is None:
             return self._release()
+        if self._block is not None:
+            if self._block_line(seg):
+                return []
+            return self._release() + self._classify_seg(raw, seg)
+        return self._classify_seg(raw, seg)
+
+    def _classify_seg(self, raw: bytes, seg: bytes) -> list[Event]:
         if len(seg) > self.max_line_bytes:
             dropped = self._drop_fragment() + self._release()
             self.stats.overlong_lines += 1
@@ -234,6 +256,8 @@ class LogParser:
             if had_bar and rest[:1] == "{":
                 text = rest
         if text[:1] == "{":
+            if self._bar.pending is not None:
+                events = self._flush_bar() + events
             if text[-1:] == "}":
                 # a dict line stands between any message before it and the next line (as when
                 # the template reads it: ``context_after_rows``)
@@ -250,19 +274,31 @@ class LogParser:
             bar = bar or formats.read_bar_postfix(text)
             if bar is not None:
                 events += self._bar_events(bar, rank)
-            if any(kind == RECORD for kind, _ in events):
-                self.stats.metric_lines += 1
-            else:
+            elif "%|" in text:
+                events += self._bar_description(text, rank)
+            pend = self._bar.pending
+            if pend is not None and pend[4] == self.stats.lines:
+                pass   # counted when its record is given (``_flush_bar``)
+            elif self._counted_line != self.stats.lines:
                 self.stats.ignored_lines += 1
             return events
         text = rest
+        if self._bar.pending is not None:
+            events = self._flush_bar() + events
         try:
             return events + self._text_line(text, rank)
         finally:
             self._prev_text = text
 
-    def _text_line(self, text: str, rank: int | None) -> list[Event]:
-        """A line that is neither a whole dict nor a progress bar."""
+    def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[Event]:
+        """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
+        stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        if self.line_format is not None and not stripped:
+            got_user = self.line_format.read(text)
+            if got_user is not None:
+                evs = self._from_reader(got_user, rank)
+                if evs is not None:
+                    return evs
         if text.startswith("[Rank ") and "memory (MB)" in text:
             report = formats.read_memory_report(text)
             if report is not None:
@@ -288,8 +324,102 @@ class LogParser:
                 evs = self._from_reader(got, rank)
                 if evs is not None:
                     return evs
+        if not stripped:
+            body = shape.strip_prefix_full(text)
+            if body and body != text:
+                return self._text_line(body, rank, stripped=True)
+        return self._learned(text, rank)
+
+    # ------------------------------------------------------------------ the shape learner
+
+    def _learned(self, text: str, rank: int | None) -> list[Event]:
+        """A line no named reader claimed, read by its shape (``runner.ingest.shape``)."""
+        if "\ufffd" in text:   # invalid UTF-8 or binary data: no shape is learned from it
+            self._unparsed(text, suspect=False, reason="not text (invalid UTF-8 or binary data)")
+            return []
+        if "skipped=" in text and _DS_STEP_RE.search(text):
+            # DeepSpeed's optimizer-step report beside the trainer's own records: no step of its own
+            self.stats.ignored_lines += 1
+            self.reason = "DeepSpeed's step report (the trainer's records carry the step)"
+            return []
+        got = shape.learn_line(text, self.shapes)
+        if isinstance(got, shape.Learned):
+            evs = self._from_reader((got.mapping, shape.SRC), rank)
+            if evs is not None:
+                self.shapes.epoch_shape = None
+                return evs
+        elif isinstance(got, EvalLine):
+            return self._eval_line(got, rank)
+        elif isinstance(got, shape.Header):
+            self._block, self._block_rank = shape.Block(got), rank
+            return []
+        elif isinstance(got, shape.Summary):
+            return self._epoch_summary(got, rank, text)
+        elif isinstance(got, shape.Skip):
+            self.stats.ignored_lines += 1
+            self.reason = got.reason
+            return []
         self._unparsed(text, suspect=looks_like_metrics(text))
         return []
+
+    def _epoch_summary(self, got: shape.Summary, rank: int | None, text: str) -> list[Event]:
+        """Metrics with no step counter. In a log whose records so far are these lines, the
+        epoch is the counter; after training records, a summary mark at the last step; with
+        neither, the line is left out (counted)."""
+        epoch = got.epoch
+        if (epoch is not None and epoch == int(epoch) and "loss" in got.values
+                and (self._last_step is None or self.shapes.epoch_shape == got.shape)):
+            train, evals = split_eval({"step": int(epoch), "epoch": epoch, **got.values})
+            rec = record_from_mapping(train, shape.SRC)
+            if rec is not None:
+                rec["extra"]["step_is_epoch"] = 1.0
+                self.shapes.epoch_shape = got.shape
+                return self._record(rec, rank) + self._mixed(evals, rec["step"], shape.SRC)
+        if self._last_step is not None and ("loss" in got.values or any(
+                eval_key(k) is not None for k in got.values)):
+            train, evals = split_eval(got.values)
+            if evals and not has_train_metric(train):
+                return self._eval_line(EvalLine(evals, None, shape.SRC), rank)
+            values = dict(got.values)
+            if epoch is not None:
+                values["epoch"] = epoch
+            return self._mark({"kind": "train_summary", "step": self._last_step, "values": values})
+        self._unparsed(text, suspect="loss" in got.values, reason="metrics without a step counter")
+        return []
+
+    def _block_line(self, seg: bytes) -> bool:
+        """A line inside a step block (indented, its named numbers and no counter of its own):
+        its values join the block's record."""
+        assert self._block is not None
+        if seg[:1] not in (b" ", b"\t") or self._block.lines >= 64:
+            return False
+        text = decode(seg)
+        if text[:1] == "{":
+            return False
+        values = shape.block_values(text)
+        if values is None:
+            return False
+        self.reason = "joined the step header's record above"
+        for k, v in values.items():
+            self._block.values.setdefault(k, v)
+        self._block.lines += 1
+        self.stats.ignored_lines += 1
+        return True
+
+    def _flush_block(self) -> list[Event]:
+        block, self._block = self._block, None
+        if block is None:
+            return []
+        if not block.values:
+            self.stats.ignored_lines += 1
+            return []
+        head = block.header
+        mapping: dict[str, Any] = {"step": head.step, **block.values}
+        if head.max_steps is not None:
+            mapping["max_steps"] = head.max_steps
+        if head.epoch is not None:
+            mapping.setdefault("epoch", head.epoch)
+        return self._from_reader((mapping, shape.SRC), self._block_rank) or []
 
     def _from_reader(self, got: Any, rank: int | None) -> list[Event] | None:
         """Events for what a format reader returned: an evaluation, a summary mark, or a
@@ -306,6 +436,13 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
+        again = (rec["step"], rec["loss"], rank)
+        if rec["loss"] is not None and again == self._last_text_rec:
+            # the same step's line again (two handlers, every rank printing): read once
+            self.stats.ignored_lines += 1
+            self.reason = "the same step again (a line printed twice)"
+            return []
+        self._last_text_rec = again
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
 
     def _eval_line(self, got: EvalLine, rank: int | None) -> list[Event]:
@@ -331,6 +468,7 @@ class LogParser:
         self._last_epoch = None
         self._bar = _BarState()
         self._mixed_eval = None
+        self.shapes = shape.LearnerState()
 
     def _join_fragment(self, text: str) -> list[Event] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -398,12 +536,54 @@ class LogParser:
         train, evals = split_eval(mapping)
         post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
         events: list[Event] = []
-        if step != st.step and (bar.explicit_step or post != st.post):
+        if not bar.explicit_step:
+            # the last redraw of a count holds that step's values (tqdm's update() redraws the
+            # new count with the old values, set_postfix then the new ones): the record of a
+            # count is given when another count, another line or the end of the log comes
+            if st.pending is not None and st.pending[0] != step:
+                events = self._flush_bar()
+            if step != st.step:
+                rec = record_from_mapping(train, bar.src)
+                if rec is not None:
+                    if st.pending is not None and st.pending[4] not in (self.stats.lines, self._counted_line):
+                        self.stats.ignored_lines += 1   # a redraw whose values the next one replaced
+                    st.pending = (step, post, rec, rank, self.stats.lines)
+            return events + self._mixed(evals, step, bar.src)
+        if step != st.step:
             rec = record_from_mapping(train, bar.src)
             if rec is not None:
                 st.step, st.post = step, post
                 events = self._record(rec, rank, count=False)
+                self._count_line(self.stats.lines)
         return events + self._mixed(evals, step, bar.src)
+
+    def _bar_description(self, text: str, rank: int | None) -> list[Event]:
+        """A bar whose description holds the step and its values (``Training Epoch: 1/3, step
+        10/36 completed (loss: 0.52): 33%|...``): the description read by its shape."""
+        desc = _PCT_TAIL_RE.sub("", text[:text.find("%|")])
+        if not _DESC_VALUE_RE.search(desc):
+            return []
+        got = shape.learn_line(desc, self.shapes)
+        if isinstance(got, shape.Learned):
+            return self._from_reader((got.mapping, shape.SRC), rank) or []
+        return []
+
+    def _flush_bar(self) -> list[Event]:
+        """The record of the bar count shown last (``_bar_events``)."""
+        st = self._bar
+        if st.pending is None:
+            return []
+        step, post, rec, rank, line = st.pending
+        st.pending = None
+        st.step, st.post = step, post
+        self._count_line(line)
+        return self._record(rec, rank, count=False)
+
+    def _count_line(self, line: int) -> None:
+        """A record came from line ``line``: it is a metric line (once, however many records)."""
+        if line != self._counted_line:
+            self._counted_line = line
+            self.stats.metric_lines += 1
 
     def _object(self, text: str, rank: int | None, prefixed: bool = False) -> list[Event] | None:
         """A dict line. ``prefixed``: the dict stood behind a logger prefix; it is read only when
@@ -460,7 +640,7 @@ class LogParser:
         if not side:
             self._last_step = rec["step"]
         if count:
-            self.stats.metric_lines += 1
+            self._count_line(self.stats.lines)
         self.stats.formats[rec["src"]] += 1
         return [(RECORD, rec)]
 
@@ -503,9 +683,12 @@ class LogParser:
         return self._record(rec, None, side=True)
 
     def _release(self) -> list[Event]:
-        return []
+        """Whatever waits for a line that ends it: a progress bar's last count, a step block."""
+        out = self._flush_bar() if self._bar.pending is not None else []
+        return out + (self._flush_block() if self._block is not None else [])
 
-    def _unparsed(self, text: str, suspect: bool) -> None:
+    def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:
+        self.reason = reason or ("looked like metrics, no reader or shape fits" if suspect else "no metrics")
         self.stats.unparsed_lines += 1
         if suspect:
             self.stats.suspect_lines += 1

@@ -139,6 +139,120 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
                     ("train_step_timing in s", _ident)],
     "epoch": [("epoch", _ident), ("train/epoch", _ident)],
 }
+# Names a learned line (``runner.ingest.shape``) calls a record field by, beyond the printed dict
+# keys above: generic words a dict key of the same spelling is not read as (``time`` in a dict
+# may be a wall clock), and per-step units used as names (``ms/batch 45.6``). ``field_of`` is
+# the one lookup: FIELD_KEYS first, then these, then the last segment of a slashed or dotted
+# name (``optim/total_grad_norm``), then a loss spelled with a known prefix.
+LEARNED_KEYS: dict[str, str] = {
+    "loss": "loss", "train loss": "loss", "training loss": "loss", "total loss": "loss", "lm loss": "loss",
+    "cross-entropy-loss": "loss", "cross_entropy_loss": "loss", "cross entropy loss": "loss",
+    "crossentropyloss": "loss", "ce_loss": "loss", "ce loss": "loss", "nll_loss": "loss", "nll loss": "loss",
+    "avg loss": "loss", "mean loss": "loss", "loss_avg": "loss",
+    "grad norm": "grad_norm", "grad_norm": "grad_norm", "gradnorm": "grad_norm", "grad-norm": "grad_norm",
+    "total_grad_norm": "grad_norm", "global_grad_norm": "grad_norm", "gnorm": "grad_norm",
+    "grad_norm_total": "grad_norm", "gradient norm": "grad_norm", "norm": "grad_norm",
+    "lr": "lr", "learning rate": "lr", "learning_rate": "lr", "learning-rate": "lr", "lr_0": "lr",
+    "memory": "mem_gib", "mem": "mem_gib", "max mem": "mem_gib", "max_mem": "mem_gib", "gpu mem": "mem_gib",
+    "gpu_mem": "mem_gib", "peak mem": "mem_gib", "peak_mem": "mem_gib", "peak memory": "mem_gib",
+    "max_memory_reserved": "mem_gib", "max_memory_allocated": "mem_gib", "memory_reserved": "mem_gib",
+    "memory_allocated": "mem_gib", "max_memory": "mem_gib", "peak_memory": "mem_gib", "mem_gb": "mem_gib",
+    "max_memory_allocated_gb": "mem_gib", "max_memory_reserved_gb": "mem_gib", "memory (gb)": "mem_gib",
+    "mem (gb)": "mem_gib", "memory(gb)": "mem_gib", "memory_gb": "mem_gib", "gpu memory": "mem_gib",
+    "time": "step_time_s", "batch time": "step_time_s", "step time": "step_time_s", "iter time": "step_time_s",
+    "dt": "step_time_s", "time/step": "step_time_s", "time per step": "step_time_s", "step_time": "step_time_s",
+    "ms/batch": "step_time_s", "ms/step": "step_time_s", "ms/it": "step_time_s", "sec/step": "step_time_s",
+    "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
+    "step_time_ms": "step_time_s", "elapsed_time_per_iteration_ms": "step_time_s", "time_ms": "step_time_s", "time (ms)": "step_time_s", "time(ms)": "step_time_s",
+    "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s", "tokens/sec": "tokens_per_s",
+    "tps": "tokens_per_s", "tokens_per_second": "tokens_per_s", "tokens per second": "tokens_per_s",
+    "tokens_per_sec": "tokens_per_s", "throughput (tokens/s)": "tokens_per_s", "tgs": "tokens_per_s",
+}
+_LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
+                            "train", "training", "avg", "mean", "train_lm", "reduced_train", "main"))
+_FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
+
+
+def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
+    """(record field, converter) for a printed metric name, else None (an extra). Evaluation
+    names (``valid loss``, ``eval/loss``) are never a training field."""
+    if not _FIELD_KEYS_LOWER:
+        for fname, keys in FIELD_KEYS.items():
+            for key, conv in keys:
+                _FIELD_KEYS_LOWER.setdefault(key.lower(), (fname, conv))
+    low = re.sub(r"\s+", " ", name.strip().lower())
+    if not low or eval_key(low) is not None:
+        return None
+    for cand in (low, low.replace(" ", "_"), low.replace("-", "_")):
+        if cand in _FIELD_KEYS_LOWER:
+            return _FIELD_KEYS_LOWER[cand]
+        if cand in LEARNED_KEYS:
+            return LEARNED_KEYS[cand], _ident
+    if "/" in low or "." in low:
+        last = re.split(r"[/.]", low)[-1]
+        if last and last != low and last != "step":
+            got = field_of(last)
+            if got is not None:
+                return got
+    flat = low.replace(" ", "_")
+    if flat.endswith("loss") and flat[:-4].rstrip("_-") in _LOSS_PREFIXES:
+        return "loss", _ident
+    words = set(re.split(r"[\s_/.()\-]+", low))
+    if words & {"mem", "memory"} and not words & {"cpu", "host", "hd", "disk", "ram", "pct", "%"}:
+        return "mem_gib", _ident   # "System/Peak GPU Memory (MB)", "cuda_max_memory_reserved"
+    if {"grad", "norm"} <= words:
+        return "grad_norm", _ident
+    if low.split()[-1] == "lr":
+        return "lr", _ident   # "model LR"
+    return None
+
+
+# Memory printed without a unit: bytes above this, MiB above _MIB_OVER (no GPU holds 256 GiB).
+_BYTES_OVER = 1e7
+_MIB_OVER = 256.0
+
+
+def unit_value(fname: str, value: float | None, unit: str | None, name: str = "") -> float | None:
+    """A learned value in its record field's unit (GiB, seconds per step) from the unit printed
+    after it, else the one its name carries (``ms/batch``, ``mem_gb``), else its size."""
+    if value is None:
+        return None
+    u = (unit or "").strip().lower()
+    low = name.lower()
+    if fname == "mem_gib":
+        if u in ("gib", "gb", "g"):
+            return value
+        if u in ("mib", "mb", "m"):
+            return value / 1024.0
+        if u in ("kib", "kb", "k"):
+            return value / 1024.0 ** 2
+        if u in ("bytes", "b"):
+            return value / 1024.0 ** 3
+        if re.search(r"\bbytes\b|_bytes|\(b\)", low):
+            return value / 1024.0 ** 3
+        if re.search(r"mib|\bmb\b|_mb|\(mb\)", low):
+            return value / 1024.0
+        if re.search(r"gib|\bgb\b|_gb|\(gb\)", low):
+            return value
+        if value > _BYTES_OVER:
+            return value / 1024.0 ** 3
+        if value > _MIB_OVER:
+            return value / 1024.0
+        return value
+    if fname == "step_time_s":
+        per = u or low
+        if per.startswith("ms") or "_ms" in low or "(ms)" in low or low.startswith("ms/"):
+            return value / 1000.0
+        if per.startswith(("us", "µs")):
+            return value / 1e6
+        if per in ("it/s", "steps/s"):
+            return None if value == 0 else 1.0 / value
+        if per == "m":
+            return value * 60.0
+        return value
+    return value
+
+
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",
              "train/global_step", "it", "num_updates")
 MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
@@ -153,7 +267,7 @@ METRIC_HINT_KEYS = frozenset(k for f in ("loss", "grad_norm", "lr") for k, _ in 
 # A key that names an evaluation metric: the trainer's split prefix, then the metric
 # (HF ``eval_loss``, Lightning ``val_loss``, fairseq ``valid_loss`` / ``valid1_loss``, torchtune
 # ``val_loss``, W&B-style ``eval/loss``, ``test_acc``).
-_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|dev)[_/ ](.+)$", re.IGNORECASE)
+_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|testing|dev)[_/ -](.+)$", re.IGNORECASE)
 EVAL_LOSS_METRICS = ("loss", "lm loss", "lm_loss", "lm loss value")
 
 

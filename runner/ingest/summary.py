@@ -252,7 +252,7 @@ def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
 
 
 def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bool = True,
-                   workers: int = 2, report: Any = None) -> tuple[Summary, Any]:
+                   workers: int = 2, report: Any = None, line_format: Any = None) -> tuple[Summary, Any]:
     """Summary (with the monitors' alerts unless ``monitors`` is False) and parse statistics
     of any supported path (see runner.ingest.files); a big log is read by two processes."""
     from runner.ingest.files import fold_path
@@ -263,5 +263,5 @@ def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bo
     def step(state: tuple[Summary, Monitors | None], batch: Any) -> None:
         feed_batch(state[0], state[1], batch)
 
-    (summary, _), stats = fold_path(path, init, step, workers=workers, report=report)
+    (summary, _), stats = fold_path(path, init, step, workers=workers, report=report, line_format=line_format)
     return summary, stats

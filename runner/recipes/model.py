@@ -134,10 +134,18 @@ class Recipe(schema.Section, frozen=True):
     notify: NotifySettings = NotifySettings()
     sync: SyncSettings = SyncSettings()
     slurm: SlurmSettings = SlurmSettings()
+    # the training log's line format when no reader knows it (runner.ingest.userformat)
+    log_format: str | None = None
 
     def __post_init__(self) -> None:
         if not self.command:
             raise ValueError("command: empty list")
+        if self.log_format is not None:
+            from runner.ingest.userformat import LineFormatError, parse_line_format
+            try:
+                parse_line_format(self.log_format)
+            except LineFormatError as exc:
+                raise ValueError(str(exc)) from None
         force_setattr(self, "command", [str(a) for a in self.command])
         force_setattr(self, "env", {k: str(v) for k, v in self.env.items()})
 

@@ -65,9 +65,9 @@ class Ingested:
 class IngestPipe:
     def __init__(self, run: rundir.RunDir, journal: Journal, redactor: Redactor, memory: MemoryFeed,
                  thresholds: Thresholds, *, start_offset: int, attempt: int, progress: dict[str, Any],
-                 diag: Callable[[str], None]) -> None:
+                 diag: Callable[[str], None], line_format: Any = None) -> None:
         """``progress``: the state's progress fields so far (a new runner continues the minimum
-        loss)."""
+        loss); ``line_format``: the recipe's declared ``log_format``."""
         self.run = run
         self.journal = journal
         self.redactor = redactor
@@ -77,7 +77,8 @@ class IngestPipe:
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
         self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
-        self.reader = LiveReader()  # the ingest pipe (runner.ingest) on each slice of train.log
+        # the ingest pipe (runner.ingest) on each slice of train.log, with the recipe's log_format
+        self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner.ingest.userformat import line_format_of
 from runner.checkpoints.keeper import CheckpointKeeper
 from runner.core import bounds
 from runner.core.schema import as_dict
@@ -115,7 +116,7 @@ class Supervisor:
         self.terminations = Terminations(self.journal.event)
         self.pipe = IngestPipe(run, self.journal, self.redactor, memory, Thresholds.from_recipe(self.recipe["alerts"]),
                                start_offset=int(state.get("log_offset") or 0), attempt=self.state.attempt,
-                               progress=state, diag=diag)
+                               progress=state, diag=diag, line_format=line_format_of(self.recipe))
         self.dispatcher = Dispatcher(
             state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
             finishing_left=lambda: None if self.finishing_until is None else max(

@@ -175,8 +175,18 @@ def test_a_line_over_the_cap_is_counted_not_kept():
 @pytest.mark.parametrize("steps", [[1, 2, 3, 3, 2, 1, 5], [10, 20, 10, 20]])
 def test_duplicated_and_decreasing_steps_are_kept_as_written(steps):
     p = LogParser()
-    recs = p.feed("".join(S.kv_line(s, 1.0, 0.5, 1.0, 10) + "\n" for s in steps).encode())
+    recs = p.feed("".join(S.kv_line(s, 1.0 + i / 10, 0.5, 1.0, 10) + "\n" for i, s in enumerate(steps)).encode())
     assert [r["step"] for r in recs] == steps
+
+
+def test_a_line_printed_twice_is_one_record():
+    """Two log handlers, or every rank printing the same step: the same step with the same loss
+    right after itself is read once (a repeated step with another loss is kept, above)."""
+    p = LogParser()
+    lines = [S.kv_line(s, 2.0 - s / 10, 0.5, 1.0, 10) for s in (1, 1, 2, 2, 3)]
+    recs = p.feed(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 1.9), (2, 1.8), (3, 1.7)]
+    assert p.stats.ignored_lines == 2
 
 
 def test_reset_partial_drops_an_unfinished_line():

@@ -186,3 +186,19 @@ def test_port_still_busy_at_the_ceiling_moves_the_run_to_a_free_port(harness, tm
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_recipe_log_format_reads_the_training_log(harness):
+    """A training whose log no reader knows: with ``log_format`` in the recipe the runner's
+    metrics.jsonl holds its steps and losses (src "user"); the declaration reaches the live
+    reader through the recipe the runner loads."""
+    code = ("import sys\n"
+            "for i in range(1, 7):\n"
+            "    print(f'#{i * 10:05d}# ce~{3.0 - i / 10:.2f} ~ rate~1e-4', flush=True)\n")
+    run = harness.start(harness.recipe(command=["{python}", "-c", code], restart={"max_restarts": 0},
+                                       log_format=r"^#(?P<step>\d+)# ce~(?P<loss>\S+) ~ rate~(?P<lr>\S+)"))
+    run.wait_status("succeeded", "unsaved", "failed", timeout=90)
+    recs = [json.loads(ln) for ln in (run.path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["loss"], r["src"]) for r in recs] == [
+        (10, 2.9, "user"), (20, 2.8, "user"), (30, 2.7, "user"), (40, 2.6, "user"), (50, 2.5, "user"),
+        (60, 2.4, "user")]

@@ -1,0 +1,141 @@
+"""``moeconsole parse LOG --explain``: why each line was (or was not) read.
+
+The log is read line by line by the line parser (the reference reader every other path
+equals), and the lines are grouped by shape: the text behind its constant prefix with every
+number replaced by ``#``. For each shape, in order of first appearance: how many lines, which
+reader took them (the records' ``src``, the marks' kinds), the fields they gave, how the step
+was found, and for lines that gave nothing the reason, with the first line as an example.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.ingest.events import MARK, RECORD
+from runner.ingest.files import LOG, resolve_log
+from runner.ingest.lines import decode, split_rank, visible_segment
+from runner.ingest.parser import LogParser
+from runner.ingest.records import RECORD_FIELDS
+from runner.ingest.shape import strip_prefix_full
+
+MAX_SHAPES = 40
+_NUM_RE = re.compile(r"[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|\b(?:nan|inf)\b", re.IGNORECASE)
+# how each named reader finds its step (the learner says it per line)
+_COUNTERS = {
+    "swift_dict": "global_step/max_steps", "swift_megatron": "iteration", "hf_dict": "numbered (no step in the dict)",
+    "jsonl": "the object's step key", "fairseq_json": "num_updates", "fairseq": "num_updates",
+    "hf_state": "step", "megatron": "iteration N/M", "megatron_swift3": "iteration N/M",
+    "megatron_mem": "(after N iterations)", "deepspeed_mem": "global_step (else the last step)",
+    "nanogpt_pipe": "step N/M", "kv": "step / iter key", "detectron2": "iter", "pipes": "step key",
+    "nemo": "global_step", "torchtune": "global_step", "pl_bar": "the bar's count across epochs (or global_step)",
+    "tqdm_postfix": "the bar's count (or a step key)", "mmengine": "(epoch-1) x N + i, or Iter i",
+    "mmcv": "(epoch-1) x N + i, or Iter i", "user": "the declared (?P<step>) / step key",
+}
+
+
+@dataclass
+class Shape:
+    first_line: int
+    example: str
+    lines: int = 0
+    srcs: Counter = field(default_factory=Counter)
+    marks: Counter = field(default_factory=Counter)
+    reasons: Counter = field(default_factory=Counter)
+    fields: set = field(default_factory=set)
+    extras: set = field(default_factory=set)
+    counters: Counter = field(default_factory=Counter)
+
+
+def shape_of(raw: bytes) -> tuple[str, str]:
+    """(shape key, visible text) of a raw line."""
+    seg = visible_segment(raw)
+    if seg is None:
+        return "", ""
+    _, text = split_rank(decode(seg[:4096]))
+    body = strip_prefix_full(text)
+    key = re.sub(r"\s+", " ", _NUM_RE.sub("#", body)).strip()
+    return key[:100], text
+
+
+def explain_lines(data: bytes, line_format: Any = None) -> str:
+    parser = LogParser(line_format=line_format)
+    shapes: dict[str, Shape] = {}
+    n_records = n_evals = n_skipped = 0
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for i, raw in enumerate(lines, 1):
+        key, text = shape_of(raw)
+        st = parser.stats
+        before = (st.metric_lines, st.mark_lines, st.ignored_lines, st.unparsed_lines)
+        parser.reason = ""
+        events = parser.process_line(raw)
+        if not key:
+            continue
+        sh = shapes.get(key)
+        if sh is None:
+            if len(shapes) >= MAX_SHAPES * 50:
+                continue
+            sh = shapes[key] = Shape(i, text[:160])
+        sh.lines += 1
+        for kind, obj in events:
+            if kind == RECORD:
+                n_records += 1
+                sh.srcs[obj["src"]] += 1
+                sh.fields.update(f for f in RECORD_FIELDS if obj.get(f) is not None)
+                sh.extras.update(list(obj["extra"])[:12])
+                how = parser.shapes.last_counter if obj["src"] == "learned" else _COUNTERS.get(obj["src"], "")
+                if how:
+                    sh.counters[how] += 1
+            elif kind == MARK:
+                sh.marks[obj["kind"]] += 1
+                n_evals += obj["kind"] == "eval"
+        if not events:
+            after = (st.metric_lines, st.mark_lines, st.ignored_lines, st.unparsed_lines)
+            if after[0] == before[0] and after[1] == before[1]:
+                n_skipped += 1
+                reason = parser.reason or ("understood, carries nothing (a progress bar, a header)"
+                                           if after[2] > before[2] else "no metrics")
+                sh.reasons[reason] += 1
+    for kind, obj in parser.end_of_input():
+        if kind == RECORD:
+            n_records += 1
+    out = [f"{len(lines):,} lines, {n_records:,} training records, {n_evals:,} evaluations, "
+           f"{n_skipped:,} lines skipped; {len(shapes):,} line shapes"]
+    ordered = sorted(shapes.values(), key=lambda s: s.first_line)
+    for k, sh in enumerate(ordered[:MAX_SHAPES], 1):
+        took = []
+        if sh.srcs:
+            took.append("records by " + ", ".join(f"{s} ({n:,})" for s, n in sh.srcs.most_common()))
+        if sh.marks:
+            took.append("marks: " + ", ".join(f"{m} ({n:,})" for m, n in sh.marks.most_common()))
+        if sh.reasons:
+            took.append("skipped: " + "; ".join(f"{r} ({n:,})" for r, n in sh.reasons.most_common(3)))
+        out.append(f"shape {k}: {sh.lines:,} line(s) -> " + (" | ".join(took) or "nothing"))
+        if sh.srcs:
+            fields = ", ".join(sorted(sh.fields)) or "none"
+            extra = ", ".join(sorted(sh.extras)[:8]) + (" ..." if len(sh.extras) > 8 else "")
+            out.append(f"    fields: {fields}" + (f"; extra: {extra}" if extra else ""))
+            if sh.counters:
+                out.append("    step: " + ", ".join(c for c, _ in sh.counters.most_common(2)))
+        out.append(f"    e.g. line {sh.first_line}: {sh.example}")
+    if len(ordered) > MAX_SHAPES:
+        out.append(f"... {len(ordered) - MAX_SHAPES:,} more shapes")
+    return "\n".join(out) + "\n"
+
+
+def explain_path(path: Any, line_format: Any = None) -> str:
+    """The explanation of a log file (``parse --explain``); other inputs (a trainer_state.json,
+    a directory) are explained by the file they resolve to when it is a log."""
+    real, kind = resolve_log(path)
+    head = f"{real}\n"
+    if kind != LOG:
+        return head + f"  a {kind}: read as a whole document, not line by line (nothing to explain)\n"
+    try:
+        data = real.read_bytes()
+    except OSError as exc:
+        from runner.core.errors import InputError
+        raise InputError(f"{real}: {exc.strerror or exc}") from None
+    return head + explain_lines(data, line_format)

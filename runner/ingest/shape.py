@@ -1,0 +1,495 @@
+"""The shape learner: reads metric lines no named reader claims (``runner.ingest.formats``).
+
+A training log repeats one line shape per family: fixed words around changing numbers. The
+learner reads a line the way a person does:
+
+1. **Prefix.** A constant-shaped prefix the environment adds (timestamps in their common forms,
+   a log level with its logger name, ``file.py:123``, ``host:rank``, ``[Rank 0]``, a log
+   viewer's ``date time | `` column) is stripped (``strip_prefix``; the parser also retries its
+   named readers on the stripped text, so a Megatron memory report behind a timestamp is read).
+2. **Tokens.** Each number (also ``nan``/``inf``, scientific notation, ``1,234``, a fraction
+   ``N/M`` or ``N of M``, a unit glued or after one space) is a value; durations (``0:09:53``)
+   and the text between numbers are the line's fixed part. The shape is the fixed part with
+   each number replaced by ``#`` (``shape_key``).
+3. **Names.** A number is named by the words before it, up to the nearest separator
+   (`` - ``, ``|``, tab, two spaces, ``,``, ``;``, brackets): ``name = value``, ``name: value``,
+   ``name value``, ``key:value - key:value``, ``train/CrossEntropyLoss 2.3``. A number in
+   parentheses right after another is that one's running average (``Loss 6.9 (7.1)`` gives
+   ``Loss_avg``); a number followed by a per-step unit (``(0.5 sec/step)``, ``2ms/step``) is the
+   step time. Names map to record fields through ``records.field_of`` (the one synonym table);
+   every other named number is kept under its printed name.
+4. **Step.** The counter is a number named like a step (``step``, ``global step``, ``iter``,
+   ``iteration``, ``update``, ``it``, ``Batch``; ``N of M`` and ``N/M`` forms), else an unnamed
+   fraction (``[ 100/ 1000]``). With an epoch beside it (named, a first bracket ``[ 1/ 3]``, or
+   an ``Epoch 2/10`` header line before), a counter that goes back while the epoch goes forward
+   restarted: the global step is the steps of the earlier epochs (the counter's total, else
+   the highest value seen) plus the counter, so it never goes backwards.
+5. **No invented step.** A header line that carries only a step, followed by indented metric
+   lines, is one record (``Block``). A line with metrics and no counter is an epoch summary:
+   when the log's records so far came from it (a log of epoch lines only), its epoch is the
+   counter; else it is a ``train_summary`` mark at the last step, or, with nothing before it,
+   left out and counted.
+6. **Evaluations.** A line whose first word is an evaluation word (``Test``, ``Eval``,
+   ``Validation``, ``valid``, ...) or whose loss names a split (``valid loss``) is an evaluation
+   (an ``eval`` mark at the step it names, else the last training step), never a step.
+
+Pure: ``learn_line`` takes the text and the learner's small state, returns what the line is.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner.ingest.records import EvalLine, eval_key, field_of, parse_number, unit_value
+
+SRC = "learned"
+
+# ----------------------------------------------------------------------------- prefixes
+
+_SEP = r"[\s|:,\-]*"
+_PREFIX_RES = tuple(re.compile(p) for p in (
+    # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
+    r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
+    # 01/02 03:04:05 (detectron2, mmengine's short form), 01-02 03:04:05
+    r"^\[?\d\d[-/]\d\d[ -]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?" + _SEP,
+    # 10/17/2025 16:31:56, 10/04/19 14:41:25, [13/12/22 11:13:56]
+    r"^\[?\d\d?[-/.]\d\d?[-/.]\d\d(?:\d\d)?[ T]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?\]?" + _SEP,
+    # an elapsed-time column: "0:11:11 - "
+    r"^\d{1,3}:\d\d:\d\d(?:[.,]\d+)?\s*[-|]\s*",
+    # 03:04:05 / [03:04:05.123]
+    r"^\[?\d\d:\d\d:\d\d(?:[.,]\d+)?\]?" + _SEP,
+    # glog / absl: I0102 03:04:05.678901 12345 file.py:123]
+    r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./-]+:\d+\]\s*",
+    # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
+    r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)*\]?"
+    r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
+    # [file.py:123:func] / file.py:123
+    r"^\[?[\w./-]+\.py:\d+(?::\w+)?\]?" + _SEP,
+    # DeepSpeed's log_dist "[Rank 0] ", "rank0: ", "[rank 3]"
+    r"^\[?[Rr]ank\s?\d+\]?:?\s+",
+    # host:rank  (node01:3: ), a host:rank or module:line column (intern-studio-1:0  olmo.train:908  )
+    r"^[A-Za-z][\w.-]*:\d{1,5}:\s+",
+    r"^[A-Za-z][\w.-]*:\d{1,6}\s{2,}",
+    # glog's file column after its timestamp: "I tensorflow/core/x.cc:1115] "
+    r"^[IWEF]\s?[\w./-]+\.\w+:\d+\]\s*",
+    # Ray's worker prefix: "(TaskRunner pid=16292) ", "(pid=123, ip=10.0.0.1) "
+    r"^\((?:\w+ )?pid=\d+(?:, ip=[\d.]+)?\)\s*",
+    r"^\d{1,5}:\s+",
+    # a logger name before a level-less separator: "__main__ - ", "root | "
+    r"^[A-Za-z_][\w.]*\s+[-|]\s+(?=\S)",
+))
+_MEM_REPORT_HEAD_RE = re.compile(r"^\[Rank \d+\] \(")
+
+
+def strip_prefix(text: str) -> str:
+    """The text with the constant-shaped prefix the environment added removed (at most 8 parts)."""
+    for _ in range(8):
+        if text.startswith("[Rank ") and _MEM_REPORT_HEAD_RE.match(text):
+            return text   # Megatron's memory report: its "[Rank N] (...)" is the line's content
+        for rx in _PREFIX_RES[:-1]:
+            m = rx.match(text)
+            if m and m.end() > 0:
+                text = text[m.end():]
+                break
+        else:
+            # a logger name only right after a stripped part (the loop's first pass keeps it)
+            return text
+    return text
+
+
+def strip_prefix_full(text: str) -> str:
+    """``strip_prefix`` and then a logger name left in front (``__main__ - ``, ``root | ``)."""
+    out = strip_prefix(text)
+    if out != text:
+        m = _PREFIX_RES[-1].match(out)
+        if m:
+            out = strip_prefix(out[m.end():])
+    return out
+
+
+# ----------------------------------------------------------------------------- tokens
+
+_UNITS = (r"GiB|GB|MiB|MB|KiB|KB|bytes|ms/batch|ms/step|ms/it(?:er)?|us/step|us/it|µs/step|sec/step|s/step|"
+          r"s/it(?:er)?|it/s|steps/s|samples/s(?:ec)?|tokens/s(?:ec)?|tok/s|ms|sec|s|%|[KMGTB]")
+_TOKEN_RE = re.compile(
+    r"(?P<dur>(?<![\w.])\d+:\d\d(?::\d\d)?(?:\.\d+)?(?![\w.:]))"
+    r"|(?<![\w@.\-/^])(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
+    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z]))"
+    r"(?:\s*(?:/|\bof\b)\s*(?P<tot>\d+)(?![\w.]))?"
+    r"(?:\s?(?P<unit>" + _UNITS + r")(?![\w/])|(?P<rate>[A-Za-zµ]{1,8}/[A-Za-z]{1,8})(?![\w/])|(?![\w/]))",
+    re.IGNORECASE)
+# pieces of the text before a number, the last of which names it
+_NAME_SPLIT_RE = re.compile(r"\s+-\s+|[|,;\t{}()\[\]]|\s{2,}|\.\s|>")
+_STOP = frozenset(("at", "of", "on", "in", "is", "=", "and", "the", "a"))
+_STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globalstep", "iter", "iters",
+                         "iteration", "iterations", "it", "update", "updates", "num_updates",
+                         "train/global_step", "trainer/global_step", "batch", "batches", "step #",
+                         "optimizer step", "opt step", "training step", "train step", "step_idx",
+                         "step idx", "batch id", "batch_id", "batch_idx", "iter id"))
+# a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
+_ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
+_BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
+_EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoch", "epoch id", "epoch_id",
+                          "epoch_idx"))
+_EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
+                         "validating", "val", "dev"))
+# a line that is only a step (and an epoch): "Step 300:", "==> Epoch 1, step 300", "Iteration 10/100"
+_HEADER_RE = re.compile(r"^[^A-Za-z#]*(?:[A-Za-z_]+[^A-Za-z#]*){0,4}#[^A-Za-z]*(?:[A-Za-z_ ]{0,12}[^A-Za-z#]*#[^A-Za-z]*)?$")
+_LEAD_RE = re.compile(r"[^\d]{0,40}")   # the fixed text before the first number
+_FIRST_WORD_RE = re.compile(r"[*|\s\[=#>-]*([A-Za-z]+)")
+_PER_STEP_UNITS = frozenset(("ms/batch", "ms/step", "ms/it", "ms/iter", "sec/step", "s/step", "s/it",
+                             "s/iter", "it/s", "steps/s", "us/step", "us/it", "µs/step"))
+_AVG_GAP_RE = re.compile(r"^\s*\(\s*$")
+_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
+# names of training metrics no record field has (kept as extras; they make a line a metric line)
+_METRIC_WORD_RE = re.compile(r"loss|acc|reward|score|ppl|perplexity|norm|kl|entropy|bleu|err|mse|mae|"
+                             r"f1|auc|precision|recall|top\d|@\d", re.IGNORECASE)
+
+
+@dataclass
+class Token:
+    name: str              # as printed (may be '')
+    raw: str
+    tot: int | None
+    unit: str | None
+    avg_of: str | None = None   # a running average printed in parentheses after a number
+
+
+def tokenize(text: str) -> tuple[str, list[Token]]:
+    """(shape key, tokens) of a line after its prefix."""
+    shape: list[str] = []
+    toks: list[Token] = []
+    pos = 0
+    last_name = ""
+    for m in _TOKEN_RE.finditer(text):
+        gap = text[pos:m.start()]
+        shape.append(gap)
+        if m.group("dur"):
+            shape.append("@")
+            pos = m.end()
+            continue
+        shape.append("#")
+        raw, tot, unit = m.group("num"), m.group("tot"), m.group("unit") or m.group("rate")
+        name = _name_of(gap)
+        avg_of = None
+        if not name and toks and _AVG_GAP_RE.match(gap) and last_name:
+            avg_of = last_name
+        toks.append(Token(name, raw, int(tot) if tot else None, unit, avg_of))
+        if name:
+            last_name = name
+        pos = m.end()
+    shape.append(text[pos:])
+    key = re.sub(r"\d+", "#", re.sub(r"\s+", " ", "".join(shape)).strip())
+    return key, toks
+
+
+_UNIT_PAREN_RE = re.compile(r"\s*\(([A-Za-z/%]{1,10})\)$")
+
+
+def _name_of(gap: str) -> str:
+    gap = gap.rstrip(" \t[(:=-|,;")
+    unit = _UNIT_PAREN_RE.search(gap)   # "Memory (MB)=": the unit is part of the name
+    if unit:
+        base = _name_of(gap[:unit.start()])
+        return f"{base} ({unit.group(1)})" if base else ""
+    pieces = _NAME_SPLIT_RE.split(gap)
+    last = pieces[-1] if pieces else ""
+    name = last.strip().rstrip(":=").strip()
+    words = [w for w in name.split() if w.lower() not in _STOP]
+    name = " ".join(words[-4:]).strip(" :=*#'\"-|")
+    if not name or not any(c.isalpha() for c in name):
+        return ""
+    return name
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"\s+", " ", name.strip().lower())
+
+
+def first_word(text: str) -> str:
+    m = _FIRST_WORD_RE.match(text)
+    return m.group(1).lower() if m else ""
+
+
+# ----------------------------------------------------------------------------- state
+
+@dataclass
+class ShapeState:
+    """What the learner remembers of one line shape: its counter across epoch restarts and
+    the last values (a line printed twice is read once)."""
+    offset: int = 0
+    last_counter: int | None = None
+    last_epoch: float | None = None
+    top: int = 0
+    last: tuple | None = None
+
+
+@dataclass
+class LearnerState:
+    shapes: dict[str, ShapeState] = field(default_factory=dict)
+    header_epoch: float | None = None     # an "Epoch 2/10" line before the counter lines
+    last_counter: str = ""                # how the last learned record's step was found
+    epoch_shape: str | None = None        # the shape whose epochs are the steps (epoch-only logs)
+
+
+@dataclass
+class Header:
+    """A line that carries only a step (and maybe an epoch): the start of a block of metric lines."""
+    step: int
+    max_steps: int | None
+    epoch: float | None
+
+
+@dataclass
+class Learned:
+    """A training record's mapping (``records.record_from_mapping`` keys) from a learned line."""
+    mapping: dict
+    shape: str
+    counter: str                    # how the step was found (for ``parse --explain``)
+
+
+@dataclass
+class Summary:
+    """Metrics with no step counter: an epoch summary (a mark at the last step, or, in a log of
+    epoch lines only, a record at its epoch)."""
+    values: dict
+    epoch: float | None
+    shape: str
+
+
+@dataclass
+class Skip:
+    reason: str
+    shape: str
+
+
+MAX_SHAPES = 256
+
+
+def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | Summary | Skip | None:
+    """What a line no named reader claimed is: a record, an evaluation, a block header, an
+    epoch summary, a duplicate to skip; None when it carries no named number."""
+    if len(text) > 4096 or not any(c.isdigit() for c in text) and "nan" not in text.lower():
+        return None
+    body = strip_prefix_full(text)
+    shape, toks = tokenize(body)
+    if not toks:
+        return None
+    named: list[tuple[str, Token]] = []
+    counter: Token | None = None
+    counter_how = ""
+    epoch_tok: Token | None = None
+    fractions: list[Token] = []
+    for t in toks:
+        low = _norm(t.name)
+        if not t.name:
+            if t.tot is not None and t.avg_of is None:
+                fractions.append(t)
+            continue
+        if low in _EPOCH_NAMES or low.endswith(" epoch") and low.split()[-2:-1] != ["per"]:
+            if epoch_tok is None:
+                epoch_tok = t
+                continue
+        if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int(t.raw):
+            counter, counter_how = t, low
+            continue
+        named.append((t.name, t))
+    # unnamed fractions: "[ 1/ 3][ 100/ 1000]" is epoch then counter; one alone is the counter
+    if counter is None and fractions:
+        if len(fractions) >= 2 and epoch_tok is None:
+            epoch_tok, counter = fractions[0], fractions[1]
+        else:
+            counter = fractions[0]
+        counter_how = "[n/N]"
+    if counter is None and epoch_tok is None:
+        # an unnamed integer column (XLM's "- 1135 -"): the counter while it never goes back
+        first = next((t for t in toks if not t.name and t.tot is None and t.avg_of is None and not t.unit
+                      and _is_int(t.raw)), None)
+        if first is not None:
+            prev = state.shapes.get(_counter_key(shape, toks, first))
+            if prev is None or prev.last_counter is None or int(first.raw.replace(",", "")) > prev.last_counter:
+                counter, counter_how = first, "unnamed increasing integer"
+    word = first_word(body)
+    lead = _LEAD_RE.match(body)
+    if word not in _EVAL_WORDS and lead:
+        word = next((w for w in re.findall(r"[A-Za-z]+", lead.group(0).lower()) if w in _EVAL_WORDS), word)
+    values: dict[str, Any] = {}
+    for name, t in named:
+        _put(values, name, t)
+    for t in toks:   # unnamed numbers with a per-step unit: "(0.5 sec/step)", "2ms/step"
+        if not t.name and t.avg_of is None and t.unit and t.unit.lower() in _PER_STEP_UNITS:
+            values.setdefault("step_time_s", unit_value("step_time_s", _num(t.raw), t.unit))
+        elif t.avg_of is not None:
+            num = _num(t.raw)
+            if num is not None:
+                values.setdefault(t.avg_of + "_avg", num)
+    values = {k: v for k, v in values.items() if v is not None}
+    epoch = None
+    if epoch_tok is not None:
+        epoch = _num(epoch_tok.raw)
+    elif state.header_epoch is not None and word not in _EVAL_WORDS:
+        epoch = state.header_epoch
+    is_eval = word in _EVAL_WORDS or (
+        any(eval_key(k) is not None for k in values) and not any(k in values for k in ("loss", "grad_norm", "lr")))
+    if not values:
+        if counter is not None and not is_eval and _HEADER_RE.match(shape):
+            return Header(int(_num(counter.raw) or 0), counter.tot, epoch)
+        if epoch_tok is not None and counter is None and not is_eval and len(toks) == 1:
+            state.header_epoch = epoch   # "Epoch 2/10": the counter lines after it belong to epoch 2
+            return Skip("epoch header", shape)
+        return None
+    if not is_eval and not any(k in values for k in _FIELDS) and not any(_METRIC_WORD_RE.search(k) for k in values):
+        return None   # numbers no training metric is named by (sizes, counts, settings)
+    if is_eval:
+        if epoch is not None or counter_how in _BATCH_NAMES:
+            counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
+        return _eval_line(word, named, toks, counter, counter_how)
+    if counter is None:
+        return Summary(dict(values), epoch, shape)
+    key = _counter_key(shape, toks, counter)
+    if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
+        return Skip("too many line shapes", shape)
+    st = state.shapes.setdefault(key, ShapeState())
+    n = int(_num(counter.raw) or 0)
+    if epoch is not None and st.last_counter is not None and st.last_epoch is not None \
+            and epoch > st.last_epoch and n <= st.last_counter:
+        # the counter restarted with the epoch: the steps of the epoch before come first
+        st.offset += counter.tot if counter.tot else st.top
+        st.top = 0
+        counter_how += " + epochs"
+    elif st.offset:
+        counter_how += " + epochs"
+    st.last_counter, st.top = n, max(st.top, n)
+    if epoch is not None:
+        st.last_epoch = epoch
+    step = st.offset + n
+    fingerprint = (step, tuple(sorted((k, repr(v)) for k, v in values.items())))
+    if fingerprint == st.last:
+        return Skip("the same line again (printed twice)", shape)
+    st.last = fingerprint
+    mapping: dict[str, Any] = {"step": step}
+    if counter.tot is not None and not st.offset and epoch is None:
+        mapping["max_steps"] = counter.tot
+    if epoch is not None:
+        mapping["epoch"] = epoch
+    mapping.update(values)
+    restarts = " + the epochs before (the counter restarts)" if "+ epochs" in counter_how else ""
+    state.last_counter = (f"the number named {counter.name!r}{restarts}" if counter.name and counter_how != "[n/N]"
+                          else counter_how.replace("[n/N]", "an unnamed n/N counter").replace(" + epochs", "") + restarts)
+    return Learned(mapping, shape, counter_how)
+
+
+def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:
+    """The state of a counter is the line's shape up to the counter (lines that differ only in
+    their optional fields after it share one count)."""
+    k = toks.index(counter) + 1
+    cut = -1
+    for _ in range(k):
+        cut = shape.find("#", cut + 1)
+        if cut < 0:
+            return shape
+    return shape[:cut + 1]
+
+
+def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,
+               how: str) -> "EvalLine | Skip":
+    """An evaluation: every named number under its printed name (a name equal to the line's
+    evaluation word, ``Test: [ 10/196]``, is the evaluation's own batch counter, not a value)."""
+    vals: dict[str, float] = {}
+    split = word if word in _EVAL_WORDS else None
+    loss = None
+    for name, t in named:
+        num = _num(t.raw)
+        if num is None or _norm(name) == word:
+            continue
+        vals.setdefault(name, num)
+        ek = eval_key(name)
+        if split is None and ek is not None:
+            split = ek[0].lower()
+        if loss is None and ((ek is not None and ek[1].lower() in ("loss", "lm loss")) or
+                             (ek is None and split is not None and _norm(name) == "loss")):
+            loss = num
+    for t in toks:
+        if t.avg_of is not None and _norm(t.avg_of) != word:
+            num = _num(t.raw)
+            if num is not None:
+                vals.setdefault(t.avg_of + "_avg", num)
+    if not any(_METRIC_WORD_RE.search(k) or eval_key(k) is not None for k in vals):
+        return Skip("an evaluation's progress line (no metrics)", "")
+    step = int(_num(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
+    if split in ("testing",):
+        split = "test"
+    return EvalLine(vals, step, SRC, split=split or "eval", loss=loss)
+
+
+# "11.5K", "85.8G": a human-readable count (memory keeps M/G as MiB/GiB)
+_SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "B": 1e9}
+
+
+def _is_int(raw: str) -> bool:
+    return raw.replace(",", "").lstrip("+").isdigit()
+
+
+def _num(raw: str) -> float | None:
+    return parse_number(raw.replace(",", ""))
+
+
+def _put(values: dict, name: str, t: Token) -> None:
+    """A named number into the mapping: a record field (converted by its unit) or an extra
+    under its printed name."""
+    num = _num(t.raw)
+    if num is None:
+        return
+    got = field_of(name)
+    if got is not None:
+        fname, conv = got
+        if t.unit == "%" and fname in ("mem_gib", "step_time_s"):
+            got = None   # "Memory 10.0%": a share, not an amount; kept under its name below
+    if got is not None:
+        fname, conv = got
+        if fname != "mem_gib" and t.unit and t.unit.upper() in _SCALE:
+            num *= _SCALE[t.unit.upper()]
+            t = Token(t.name, t.raw, t.tot, None, t.avg_of)
+        if fname not in values:
+            val = unit_value(fname, num, t.unit, name) if t.unit or fname in ("mem_gib", "step_time_s") else conv(num)
+            if val is not None:
+                values[fname] = val
+                return
+    if t.unit and t.unit.upper() in _SCALE:
+        num *= _SCALE[t.unit.upper()]
+    key = name if name not in values else f"{name}_{len(values)}"
+    values[key] = num
+    if t.tot is not None:
+        values[f"{key}_total"] = float(t.tot)
+
+
+# ----------------------------------------------------------------------------- blocks
+
+@dataclass
+class Block:
+    """A header line's step and the indented metric lines after it, gathered into one record."""
+    header: Header
+    values: dict = field(default_factory=dict)
+    lines: int = 0
+
+
+def block_values(text: str) -> dict | None:
+    """The named numbers of an indented line inside a block (no counter of its own), or None."""
+    body = strip_prefix_full(text)
+    _, toks = tokenize(body)
+    if not toks:
+        return None
+    values: dict[str, Any] = {}
+    for t in toks:
+        low = _norm(t.name)
+        if low in _STEP_NAMES or low in _EPOCH_NAMES or (not t.name and t.tot is not None):
+            return None   # a counter of its own: not part of the block
+        if not t.name:
+            if t.avg_of is not None:
+                num = _num(t.raw)
+                if num is not None:
+                    values.setdefault(t.avg_of + "_avg", num)
+            continue
+        _put(values, t.name, t)
+    return values or None

@@ -1,0 +1,170 @@
+"""The shape learner, the declared line format (``log_format`` / ``parse --log-format``),
+``parse --explain`` and hostile input, as a user meets them: real files, the real CLI in a
+subprocess, the recipe loader. The families themselves are checked on real public logs
+(test_ingest_corpus.py); these are the behaviours around them."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from runner.core.errors import InputError
+from runner.ingest import LogParser
+from runner.ingest.userformat import LineFormatError, parse_line_format
+from runner.recipes import recipe as recipes
+from tests.ingest.test_ingest_cli import parse_cli
+
+# a log no named reader and no learned shape can read: the loss is "ce", the step a bare "it"
+ODD = "\n".join(f"#{i * 10:05d}# ce~{3.0 - i / 10:.2f} ~ rate~1e-4" for i in range(1, 6)) + "\n"
+
+
+def test_a_declared_regex_reads_a_log_nothing_else_reads(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(ODD)
+    plain = parse_cli(str(log), "--json")
+    assert plain.returncode == 0 and plain.stdout == ""          # not read without the declaration
+    res = parse_cli(str(log), "--json", "--log-format", r"^#(?P<step>\d+)# ce~(?P<loss>\S+) ~ rate~(?P<lr>\S+)")
+    assert res.returncode == 0, res.stderr
+    recs = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert [(r["step"], r["loss"], r["lr"], r["src"]) for r in recs] == [
+        (10, 2.9, 1e-4, "user"), (20, 2.8, 1e-4, "user"), (30, 2.7, 1e-4, "user"), (40, 2.6, 1e-4, "user"),
+        (50, 2.5, 1e-4, "user")]
+    summary = parse_cli(str(log), "--log-format", r"^#(?P<step>\d+)# ce~(?P<loss>\S+)")
+    assert "steps        10 -> 50" in summary.stdout and "last 2.5 (step 50)" in summary.stdout
+
+
+def test_a_declared_key_value_spec(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("it;10 ce;2.5 gn;0.75\nit;20 ce;2.25 gn;nan\n")
+    res = parse_cli(str(log), "--json", "--log-format", "kv ; it")
+    recs = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert [(r["step"], r["extra"]["ce"], r["extra"]["gn"]) for r in recs] == [(10, 2.5, 0.75), (20, 2.25, "nan")]
+
+
+@pytest.mark.parametrize("spec, words", [
+    (r"^it (?P<step>\d+", "not a valid regular expression"),
+    (r"^it (?P<loss>\d+)", "needs a (?P<step>...) group"),
+    ("kv", "write 'kv SEP'"),
+    ("   ", "empty"),
+])
+def test_a_bad_declared_format_is_one_line_and_exit_2(tmp_path, spec, words):
+    log = tmp_path / "train.log"
+    log.write_text(ODD)
+    for extra in ([], ["--json"], ["--explain"]):
+        res = parse_cli(str(log), *extra, "--log-format", spec)
+        assert res.returncode == 2 and res.stdout == ""
+        assert res.stderr.startswith("moeconsole: log format: ") and words in res.stderr
+        assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_the_recipe_key_is_checked_when_the_recipe_is_loaded(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("name: t\ncommand: [python, train.py]\nlog_format: '^it (?P<step>\\d+) ce=(?P<loss>\\S+)'\n")
+    assert recipes.load(good)["log_format"] == r"^it (?P<step>\d+) ce=(?P<loss>\S+)"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: t\ncommand: [python, train.py]\nlog_format: '^it (\\d+'\n")
+    with pytest.raises(InputError) as exc:
+        recipes.load(bad)
+    assert "log format: not a valid regular expression" in str(exc.value) and "\n" not in str(exc.value)
+    with pytest.raises(LineFormatError):
+        parse_line_format("kv = it extra")
+
+
+def test_the_runner_reader_uses_the_recipe_format():
+    """The runner's live reader is built from the recipe (``line_format_of``) and reads the
+    declared lines however the slices are cut."""
+    from runner.ingest.live import LiveReader
+    from runner.ingest.userformat import line_format_of
+    fmt = line_format_of({"log_format": r"^#(?P<step>\d+)# ce~(?P<loss>\S+)"})
+    reader = LiveReader(line_format=fmt)
+    data = ODD.encode()
+    events = []
+    for i in range(0, len(data), 7):
+        events += reader.feed(data[i:i + 7])
+    recs = [obj for kind, obj in events if kind == "record"]
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 2.9), (20, 2.8), (30, 2.7), (40, 2.6), (50, 2.5)]
+    assert line_format_of({}) is None
+
+
+def test_explain_names_the_reader_the_step_and_the_skipped_lines(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("Namespace(lr=0.1, epochs=3)\n"
+                   "Epoch: [0][  10/5005]\tTime  0.257 ( 0.593)\tLoss 6.9107e+00 (6.9217e+00)\n"
+                   "Epoch: [0][  20/5005]\tTime  0.250 ( 0.590)\tLoss 6.8000e+00 (6.9000e+00)\n"
+                   "[INFO:swift] Saving model checkpoint to /o/checkpoint-20\n"
+                   "step 5: the loss went up\n")
+    res = parse_cli(str(log), "--explain")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "5 lines, 2 training records, 0 evaluations, 2 lines skipped" in out
+    assert "2 line(s) -> records by learned (2)" in out and "fields: epoch, loss, step_time_s" in out
+    assert "step: an unnamed n/N counter" in out
+    assert "marks: checkpoint_saved (1)" in out
+    assert "skipped: looked like metrics, no reader or shape fits (1)" in out
+    assert "e.g. line 5: step 5: the loss went up" in out
+
+
+def test_bad_input_is_skipped_and_counted_never_a_traceback(tmp_path):
+    log = tmp_path / "train.log"
+    good = "step: 1  loss: 2.0  grad_norm: 0.5\n"
+    with open(log, "wb") as f:
+        f.write(good.encode())
+        f.write(b"x" * (10 << 20) + b"\n")                      # a 10 MB line
+        f.write(os.urandom(1 << 16).replace(b"\n", b"") + b"\n")  # binary data
+        f.write(b"loss \xff\xfe\xfa step 7 \xc3\x28 = 9\n")     # invalid UTF-8
+        f.write(b"step: 2  loss: 1.5  grad_norm: 0.4\n")
+    for extra in ([], ["--json"], ["--explain"]):
+        res = parse_cli(str(log), *extra, timeout=120)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    res = parse_cli(str(log), "--json")
+    assert [json.loads(ln)["step"] for ln in res.stdout.splitlines()] == [1, 2]
+    summary = parse_cli(str(log)).stdout
+    assert "not understood" in summary
+    p = LogParser()
+    p.feed(log.read_bytes())
+    p.flush()
+    assert p.stats.overlong_lines == 1 and p.stats.unparsed_lines >= 3
+
+
+def test_bar_postfix_with_other_keys_and_nan_and_validation_bars_between():
+    """A tqdm bar whose postfix holds metrics under any name (nan included) gives a record per
+    count; a validation bar with its own postfix between two training redraws is never a step."""
+    bar = "Epoch 1: {pct}%|###       | {n}/10 [00:0{n}<00:05,  1.50it/s, acc={acc}, reward={rew}]"
+    val = "Validation DataLoader 0:  50%|#####     | 5/10 [00:00<00:00, 20.1it/s, val_acc=0.7]"
+    lines = [bar.format(pct=10 * n, n=n, acc=0.1 * n, rew="nan" if n == 2 else 0.5) for n in (1, 2)] + [val] + \
+        [bar.format(pct=30, n=3, acc=0.3, rew=0.5)]
+    p = LogParser()
+    recs = p.feed(("\n".join(lines) + "\n").encode()) + p.flush()
+    assert [r["step"] for r in recs] == [1, 2, 3]
+    assert recs[1]["extra"]["acc"] == 0.2 and recs[1]["extra"]["reward"] != recs[1]["extra"]["reward"]  # nan
+
+
+@pytest.mark.parametrize("prefix", ["2024-05-01 10:00:00 | ", "[2024-05-01 10:00:00,123] ", "node-7:3: ",
+                                    "2024-05-01T10:00:00.123Z ", "I0912 11:40:27.956218 139735 training.py:652] "])
+def test_a_constant_prefix_is_stripped_on_any_line_even_megatrons_memory_report(prefix):
+    """A log viewer's date column, a timestamp, host:rank, glog's columns: the named readers
+    still read what stands behind them (the iteration line and the memory report)."""
+    meg = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
+           "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:    16 | "
+           "lm loss: 1.234568E+00 | loss scale: 1.0 | grad norm: 0.877 |")
+    mem = ("[Rank 3] (after 10 iterations) memory (MB) | allocated: 20480.00 | max allocated: 57344.00 | "
+           "reserved: 61440.00 | max reserved: 62464.00")
+    p = LogParser()
+    recs = p.feed(f"{prefix}{meg}\n{prefix}{mem}\n".encode())
+    assert [(r["src"], r["step"], r["loss"], r["mem_gib"]) for r in recs] == [
+        ("megatron", 10, 1.234568, None), ("megatron_mem", 10, None, 61.0)]
+    assert recs[1]["extra"]["rank"] == 3 and p.stats.unparsed_lines == 0
+
+
+def test_deepspeed_step_reports_do_not_become_steps_beside_the_trainers_dicts():
+    """DeepSpeed's engine prints f"step={global_steps}, skipped={skipped_steps}, lr={lr}, mom={mom}"
+    through log_dist (deepspeed/runtime/engine.py) beside the Hugging Face trainer's dicts: the
+    learner must not make steps of them (the dicts' numbering stays 1, 2)."""
+    ds = "[2023-06-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step={}, skipped=0, lr=[{}], mom=[(0.9, 0.999)]"
+    lines = [ds.format(10, "9.5e-06"), "{'loss': 1.2, 'learning_rate': 9.5e-06, 'epoch': 0.1}",
+             ds.format(20, "9.0e-06"), "{'loss': 1.1, 'learning_rate': 9.0e-06, 'epoch': 0.2}"]
+    p = LogParser()
+    recs = p.feed(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"], r["src"]) for r in recs] == [(1, 1.2, "hf_dict"), (2, 1.1, "hf_dict")]
+    assert p.stats.ignored_lines == 2
