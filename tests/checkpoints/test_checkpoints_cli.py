@@ -173,3 +173,63 @@ def test_lint_flags_the_stub_trap(tmp_path, merge):
         assert trap["level"] == "warning" and "39 KB" in trap["message"] and "record" in trap["message"]
     else:
         assert "swift_merged_save_disk" in rules         # it merges: the disk cost is what matters
+
+
+def _finish_merged(d: Path) -> None:
+    """What mcore-bridge's ``StreamingSafetensorSaver.finalize`` (mcore_bridge/utils/safetensors.py
+    1.6.5 l.153-183) and ms-swift's save_weights do last: rename the shards, write the index, then
+    config.json."""
+    shards = sorted(d.glob("model-*-of-?????.safetensors"))
+    weight_map = {}
+    for p in shards:
+        final = p.with_name(p.name.replace("?????", f"{len(shards):05d}"))
+        p.rename(final)
+        from safetensors import safe_open
+        with safe_open(str(final), framework="numpy") as f:
+            weight_map.update({k: final.name for k in f.keys()})
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
+
+
+def test_a_merged_save_being_written_is_in_progress_not_bad(tmp_path):
+    """checkpoint-N/ holds Megatron metadata only while checkpoint-N-merged/ is written with
+    temporary ``-of-?????`` shard names: the one-shot verify says IN_PROGRESS (exit 3), not
+    EMPTY_STUB / MISSING_CONFIG."""
+    from tests.checkpoints.conftest import merged_started, swift_common
+
+    out = tmp_path / "out"
+    swift_common(out / "checkpoint-100", 100)
+    merged_started(out / "checkpoint-100-merged", 100)
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines[:2]] == ["IN_PROGRESS", "IN_PROGRESS"], lines
+    assert any("-of-?????" in ln for ln in lines)
+    assert "EMPTY_STUB" not in proc.stdout and "MISSING_CONFIG" not in proc.stdout
+    assert lines[-1].startswith("2 checkpoints: 0 ok, 2 in progress")
+    data = json.loads(cli("verify", str(out), "--json").stdout)
+    assert {c["verdict"] for c in data["checkpoints"]} == {"in_progress"} and data["ok"] is False
+
+
+def test_verify_wait_waits_for_the_merged_save_to_settle(tmp_path):
+    from tests.checkpoints.conftest import merged_started, swift_common
+
+    out = tmp_path / "out"
+    swift_common(out / "checkpoint-100", 100)
+    merged = merged_started(out / "checkpoint-100-merged", 100, shards_done=2)
+    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "verify", str(out), "--wait", "120",
+                             "--settle", "0.5"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()          # printed once it sees the save underway
+        assert first.startswith("waiting up to 120 s for 2 save(s) still being written"), first
+        assert proc.poll() is None
+        _finish_merged(merged)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stdout + stderr
+    assert [ln.split()[0] for ln in stdout.splitlines()[:2]] == ["ok", "ok"], stdout
+    assert "checkpoint-100-merged" in stdout.splitlines()[-1]
