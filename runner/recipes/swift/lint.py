@@ -12,6 +12,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runner.recipes.swift import flags as swift_flags
 from runner.core.units import disk_bytes
@@ -116,7 +117,7 @@ def check_swift_recipe(recipe: dict, *, probe_parser: bool = True) -> list[dict]
     if cmd is None:
         return []
     out = _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
-    for rule in (rule_entry_point, rule_warmup, rule_train_iters_ignored, rule_save_total_limit,
+    for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
                  rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_fused_experts, rule_stub_trap,
                  rule_resume, rule_resume_semantics):
         out += rule(recipe, cmd)
@@ -309,20 +310,55 @@ def rule_train_iters_ignored(recipe: dict, cmd: SwiftCommand) -> list[dict]:
                f"(MegatronArguments.init_iters){derived}; drop one of the two")]
 
 
-def rule_save_total_limit(recipe: dict, cmd: SwiftCommand) -> list[dict]:
-    """MegatronArguments.__post_init__ (4.2.0 megatron_args.py l.693-697, 4.6.0 l.910-914) raises at start-up."""
-    limit = cmd.num("save_total_limit")
-    if not cmd.megatron or limit is None:
+def typed_value(spec: dict | None, vals: list[str] | None) -> Any:
+    """A flag's value as ms-swift's parser types it (``vals`` None: the field's default)."""
+    spec = spec or {}
+    t = str(spec.get("type", "")).replace(" ", "")
+    if vals is None:
+        d = spec.get("default")
+        return [] if isinstance(d, dict) and d.get("factory") == "list" else (None if isinstance(d, dict) else d)
+    if t.startswith(("List[", "Optional[List[")):
+        return list(vals)
+    if not vals:
+        return True if "bool" in t else None
+    v = vals[0]
+    if "bool" in t and "str" not in t:
+        return _truthy(vals)
+    try:
+        if re.sub(r"^Optional\[(.*)\]$", r"\1", t) == "int":
+            return int(v)
+        if re.sub(r"^Optional\[(.*)\]$", r"\1", t) == "float":
+            return float(v)
+    except ValueError:
+        return None         # swift_bad_value reports it
+    return None if v == "None" else v
+
+
+def startup_getter(recipe: dict, cmd: SwiftCommand, values: dict[str, list[str]] | None = None):
+    """``get(field)`` over the command (or ``values``) with ms-swift's types and defaults."""
+    fields = (cmd.table.fields(cmd.checked_as) if cmd.table else None) or {}
+    vals = cmd.values if values is None else values
+    return lambda name: typed_value(fields.get(name), vals.get(name))
+
+
+def rule_startup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+    """ms-swift's start-up checks (runner/recipes/swift/startup.py, mirrored from
+    MegatronArguments.__post_init__/_init_distributed with their lines)."""
+    from runner.recipes.swift.startup import startup_errors
+    if not cmd.megatron:
         return []
-    if limit < 2:
-        return [_p("error", "swift_save_total_limit", f"--save_total_limit {limit:.0f}: ms-swift's Megatron path "
-                                                      "refuses it at start (ValueError: save_total_limit must be "
-                                                      "greater than or equal to 2)")]
-    if cmd.flag("async_save"):
-        return [_p("error", "swift_save_total_limit", "--async_save with --save_total_limit: ms-swift refuses it at "
-                                                      "start (ValueError: async_save is not supported with "
-                                                      "save_total_limit)")]
-    return []
+    version = cmd.table.version if cmd.table else "4.6.0"
+    world = sizes.world_size(recipe.get("env") or {})
+    out = [_p("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
+           for e in startup_errors(startup_getter(recipe, cmd), world, version)]
+    resume = _resume_values(recipe, cmd) if (recipe.get("resume") or {}).get("args") else None
+    if resume is not None:
+        seen = {p["message"] for p in out}
+        for e in startup_errors(startup_getter(recipe, cmd, resume), world, version):
+            msg = f"{e.exc}: {e.message} (a resumed attempt: `megatron sft` refuses this at start-up: {e.where})"
+            if f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})" not in seen:
+                out.append(_p("error", e.rule, msg))
+    return out
 
 
 def rule_sequence_parallel(recipe: dict, cmd: SwiftCommand) -> list[dict]:
