@@ -323,3 +323,32 @@ def test_full_state_resume_needs_the_optimizer_saved_and_says_what_it_costs(tmp_
 def test_resume_without_finetune_false_restarts_at_zero(tmp_path):
     (w,) = by_rule(resume_lint(tmp_path, ["--adapters", "{checkpoint}"]), "swift_resume_from_zero")
     assert "iteration 0" in w["message"]
+
+
+@pytest.mark.parametrize("version", ["4.2.0", "4.6.0"])
+def test_the_older_resume_arg_form_gets_the_same_resume_check(tmp_path, version):
+    """`resume: {arg: --adapters}` resumes with `--adapters <ckpt>` alone: ms-swift restarts at
+    iteration 0 (finetune defaults to true), every restart from iteration 1 again."""
+    cmd = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--merge_lora", "false"]
+    (e,) = by_rule(lint(tmp_path, cmd, swift={"version": version}, resume={"arg": "--adapters"}),
+                   "swift_resume_from_zero")
+    assert e["level"] == "error" and e["message"].startswith("resume.arg --adapters without --finetune false")
+    assert "trainers/base.py _load_checkpoint" in e["message"]
+    # the same rule as resume.args without --finetune false
+    (e,) = by_rule(resume_lint(tmp_path, ["--adapters", "{checkpoint}"], version=version), "swift_resume_from_zero")
+    assert e["level"] == "error" and e["message"].startswith("resume.args without --finetune false")
+
+
+def test_lint_fix_on_the_records_literal_recipe_adds_finetune_false(tmp_path):
+    """The record's command with the resume flag it names (`--adapters`): --fix rewrites the flags and
+    turns `resume.arg` into `resume.args` with `--finetune false`, and the result lints clean."""
+    raw = {"name": "record", "command": RECORD, "checkpoints": {"dir": "/ckpt/out"}, "resume": {"arg": "--adapters"},
+           "swift": {"version": "4.6.0"}}
+    p = write(tmp_path, "record.yaml", **raw)
+    before = cli("lint", "--json", str(p))
+    assert "swift_resume_from_zero" in {x["rule"] for x in json.loads(before.stdout)["problems"]}
+    fixed = cli("lint", "--fix", str(p))
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "--finetune false" in fixed.stderr and "0 error(s)" in fixed.stdout
+    r = recipes.load(p)
+    assert r["resume"]["args"] == ["--adapters", "{checkpoint}", "--finetune", "false"] and not r["resume"]["arg"]

@@ -351,7 +351,8 @@ def rule_startup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     world = sizes.world_size(recipe.get("env") or {})
     out = [_p("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
-    resume = _resume_values(recipe, cmd) if (recipe.get("resume") or {}).get("args") else None
+    from runner.recipes.resume import resume_template
+    resume = _resume_values(recipe, cmd) if resume_template(recipe.get("resume") or {}) else None
     if resume is not None:
         seen = {p["message"] for p in out}
         for e in startup_errors(startup_getter(recipe, cmd, resume), world, version):
@@ -485,9 +486,9 @@ def rule_resume(recipe: dict, cmd: SwiftCommand) -> list[dict]:
 def _resume_values(recipe: dict, cmd: SwiftCommand) -> dict[str, list[str]]:
     """Flag -> values of a resumed attempt's command line: the command's, with the template's
     flags in their place (runner/recipes/resume.py replaces every spelling of a template flag)."""
-    from runner.recipes.resume import groups
+    from runner.recipes.resume import groups, resume_template
     out = dict(cmd.values)
-    for g in groups([str(a) for a in (recipe.get("resume") or {}).get("args") or []]):
+    for g in groups(resume_template(recipe.get("resume") or {}) or []):
         if not g[0].startswith("--"):
             continue
         name = g[0][2:].split("=", 1)[0].replace("-", "_")
@@ -519,8 +520,11 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     and the LR scheduler load only inside ``load_mcore_checkpoint`` (``--mcore_adapter`` /
     ``--mcore_model``). Otherwise the scheduler, built by ``get_optimizer_param_scheduler``, starts
     at step 0 again."""
-    if not cmd.megatron or not (recipe.get("resume") or {}).get("args"):
+    from runner.recipes.resume import resume_template
+    resume = recipe.get("resume") or {}
+    if not cmd.megatron or resume_template(resume) is None or resume.get("arg") in ("--load", "--save"):
         return []
+    form = "resume.args" if resume.get("args") else f"resume.arg {resume.get('arg')}"
     v = _resume_values(recipe, cmd)
     first = lambda k: (v.get(k) or [""])[0]          # noqa: E731
     finetune = _truthy(v["finetune"]) if "finetune" in v else True    # MegatronArguments.finetune = True
@@ -533,9 +537,12 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
                       "LoRA weights (bridge.load_weights(peft_format=True)); resume from the adapter in "
                       "checkpoint-N/ (4.6) or give the merged model as --model (4.2)"))
     if finetune:
-        out.append(_p("warning", "swift_resume_from_zero", "resume.args without --finetune false: ms-swift loads the "
-                                                           "weights but restarts at iteration 0 (MegatronArguments."
-                                                           "finetune defaults to true)"))
+        out.append(_p("error", "swift_resume_from_zero",
+                      f"{form} without --finetune false: ms-swift loads the weights but restarts at iteration 0, so "
+                      "every restart trains from iteration 1 again (MegatronArguments.finetune defaults to true, "
+                      "megatron_args.py 4.6.0 l.595 / 4.2.0 l.455; only `if not args.finetune` reads the iteration: "
+                      "trainers/base.py _load_checkpoint 4.6.0 l.120-121 / 4.2.0 l.113-114); lint --fix adds "
+                      "--finetune false"))
         return out
     if mcore:
         no_optim = cmd.flag("no_save_optim")
@@ -643,4 +650,14 @@ def fix_recipe(recipe_raw: dict, recipe: dict) -> tuple[dict, list[str]]:
         resume["args"] = suggested_resume(cmd)
         fixed["resume"] = resume
         changes.append(f"resume.args: {' '.join(resume['args'])}")
+    elif cmd.megatron and not any(p["rule"] == "resume_template" for p in rule_resume(recipe, cmd)) \
+            and any(p["rule"] == "swift_resume_from_zero" for p in rule_resume_semantics(recipe, cmd)):
+        # trainers/base.py _load_checkpoint: the iteration and data position continue only with
+        # --finetune false (the older resume.arg form becomes resume.args to carry it).
+        from runner.recipes.resume import resume_template
+        template = resume_template(resume) or []
+        resume.pop("arg", None)
+        resume["args"] = template + ["--finetune", "false"]
+        fixed["resume"] = resume
+        changes.append(f"resume.args: {' '.join(resume['args'])} (--finetune false: the iteration continues)")
     return fixed, changes
