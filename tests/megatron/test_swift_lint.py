@@ -136,7 +136,7 @@ def test_shipped_397b_recipes_carry_the_records_values_and_lint_without_errors(v
         assert warn["level"] == "warning"
         # 3% of ~150,750 iterations (402,000 x 3 // 8 before packing) re-run at every resume.
         assert "~4,522 of ~150,750 iterations" in warn["message"], warn["message"]
-        assert ("--mcore_adapter {checkpoint} --finetune false" in warn["message"]) == (version == "4.6")
+        assert "--mcore_adapter {checkpoint} --finetune false" in warn["message"]    # 4.2 too (load_mcore_checkpoint)
         if version == "4.2":
             assert "a new LoRA starts on top of it" in warn["message"]
 
@@ -288,7 +288,7 @@ def test_the_42_route_starts_a_new_lora_on_the_merged_weights(tmp_path):
     probs = resume_lint(tmp_path, ["--model", "{checkpoint}-merged", "--finetune", "false"], version="4.2.0")
     (w,) = by_rule(probs, "swift_resume_restarts_schedule")
     assert "the merged model becomes the new base and a new LoRA starts on top of it" in w["message"]
-    assert "full-state resume" not in w["message"]          # offered for 4.6 only
+    assert "On 4.2.0 the full-state resume keeps both" in w["message"]      # 4.2.0 has load_mcore_checkpoint too
 
 
 def test_adapters_pointing_at_a_merged_model_is_an_error(tmp_path):
@@ -352,3 +352,13 @@ def test_lint_fix_on_the_records_literal_recipe_adds_finetune_false(tmp_path):
     assert "--finetune false" in fixed.stderr and "0 error(s)" in fixed.stdout
     r = recipes.load(p)
     assert r["resume"]["args"] == ["--adapters", "{checkpoint}", "--finetune", "false"] and not r["resume"]["arg"]
+
+
+def test_the_42_recipe_is_offered_the_full_state_resume():
+    """4.2.0's load_mcore_checkpoint restores the optimizer and the scheduler through --mcore_adapter
+    exactly as 4.6.0's does (utils/megatron_lm_utils.py l.362-458)."""
+    proc = cli("lint", "--json", str(RECIPES["4.2"]))
+    (w,) = by_rule(json.loads(proc.stdout)["problems"], "swift_resume_restarts_schedule")
+    assert "On 4.2.0 the full-state resume keeps both (load_mcore_checkpoint, 4.2.0 utils/megatron_lm_utils.py " \
+           "l.362-458)" in w["message"], w["message"]
+    assert "--mcore_adapter {checkpoint} --finetune false" in w["message"]

@@ -557,21 +557,35 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
             "--mcore_adapter/--mcore_model), so the scheduler starts again at step 0: every resume re-runs "
             f"{_warmup_words(recipe, cmd)} and restarts the cosine, which then ends before reaching min_lr"
             + ("; --no_load_optim/--no_load_rng change nothing here" if {"no_load_optim", "no_load_rng"} & set(v) else ""))
-    version = cmd.table.version if cmd.table else ""
-    offer = ("" if version.startswith(("4.0", "4.1", "4.2", "3.")) else
-             ". On 4.6 the full-state resume keeps both: save with --no_save_optim false and resume with "
-             "--mcore_adapter {checkpoint} --finetune false")
+    offer = full_state_offer(cmd)
     if model.rstrip("/").endswith("-merged") and not adapters:
         out.append(_p("warning", "swift_resume_restarts_schedule",
                       f"resume with --model {model} --finetune false continues the iteration and the data position, "
                       "but the merged model becomes the new base and a new LoRA starts on top of it (zero lora_B, "
-                      f"fresh Adam moments); {lost}"))
+                      f"fresh Adam moments); {lost}{offer}"))
     elif adapters or model:
         out.append(_p("warning", "swift_resume_restarts_schedule",
                       f"resume with --{'adapters' if adapters else 'model'} --finetune false continues the iteration "
                       f"and the data position and loads the {'LoRA weights' if adapters else 'weights'}, but {lost}"
                       f"{offer}"))
     return out
+
+
+# load_mcore_checkpoint (swift/megatron/utils/megatron_lm_utils.py) restores the optimizer and the
+# scheduler from iter_N/ when --mcore_adapter/--mcore_model is given with --finetune false: the same
+# in 4.2.0 (l.362, scheduler at l.458) and 4.6.0 (l.460, scheduler at l.584); save_mcore_checkpoint
+# writes them unless --no_save_optim (4.2.0 trainers/base.py l.731-743, the same in 4.6.0).
+FULL_STATE_LINES = {"4.2": "4.2.0 utils/megatron_lm_utils.py l.362-458", "4.6": "4.6.0 utils/megatron_lm_utils.py l.460-584"}
+
+
+def full_state_offer(cmd: SwiftCommand) -> str:
+    """The full-state resume, offered on every ms-swift 4.x with the lines that implement it."""
+    version = cmd.table.version if cmd.table else ""
+    if not version.startswith("4.") or version.startswith(("4.0", "4.1")):
+        return ""
+    where = FULL_STATE_LINES["4.2" if version.startswith("4.2") else "4.6"]
+    return (f". On {version} the full-state resume keeps both (load_mcore_checkpoint, {where}): save with "
+            "--no_save_optim false and resume with --mcore_adapter {checkpoint} --finetune false")
 
 
 def full_state_cost(recipe: dict, cmd: SwiftCommand) -> str:
