@@ -362,3 +362,13 @@ def test_the_42_recipe_is_offered_the_full_state_resume():
     assert "On 4.2.0 the full-state resume keeps both (load_mcore_checkpoint, 4.2.0 utils/megatron_lm_utils.py " \
            "l.362-458)" in w["message"], w["message"]
     assert "--mcore_adapter {checkpoint} --finetune false" in w["message"]
+
+
+@pytest.mark.parametrize("version", ["4.6", "4.2", "4.6-full-state"])
+def test_the_397b_recipes_keep_the_records_moe_kernels(version):
+    """`--moe_permute_fusion` is not in the record and no measured reason holds for it: the recipes keep
+    ms-swift's default (false), and docs/megatron.md's record-vs-recipe table says why."""
+    cmd = recipes.load(RECIPES[version])["command"]
+    assert "--moe_permute_fusion" not in cmd
+    table = (REPO / "docs" / "megatron.md").read_text()
+    assert "| MoE kernels |" in table and "no `--moe_permute_fusion`" in table
