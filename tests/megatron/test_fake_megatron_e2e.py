@@ -195,3 +195,26 @@ def test_what_a_46_save_holds(tmp_path):
     (run42,) = [p for p in (tmp_path / "o").glob("v1-*")]
     assert not (run42 / "checkpoint-2" / "adapter_model.safetensors").exists()
     assert not os.path.lexists(run42 / "last-checkpoint")
+
+
+def test_the_receipt_shows_the_merge_export_for_this_run(harness, tmp_path):
+    """A 4.6 adapter-only run (--merge_lora false): the receipt names the `megatron export` that
+    merges its newest verified adapter (MegatronExportArguments: --to_hf, --merge_lora; the run's
+    NPROC_PER_NODE and parallel sizes), and where the merged model goes (<checkpoint>-hf)."""
+    recipe = fake_recipe(tmp_path, "4.6.0", "false", T46)
+    recipe["command"] += ["--expert_model_parallel_size", "1"]
+    recipe["env"].update(FAKE_CRASH_AT="0", NPROC_PER_NODE="1")
+    run = harness.start(harness.recipe(**recipe))
+    st = run.wait_status("succeeded", "failed", "paused", timeout=240)
+    assert st["status"] == "succeeded", (st, (run.path / "runner.log").read_text()[-3000:])
+    proc = harness.cli("runs", "receipt", run.path.name, "--json")
+    assert proc.returncode == 0, proc.stderr
+    ex = json.loads(proc.stdout)["export"]
+    newest = max((c for c in run.events("checkpoint") if c["ok"]), key=lambda c: c["step"])["path"]
+    assert Path(newest).name == "checkpoint-12"
+    assert ex["command"][2:] == ["export", "--adapters", newest, "--to_hf", "true", "--merge_lora", "true",
+                                 "--expert_model_parallel_size", "1"], ex["command"]
+    assert Path(ex["command"][1]).name == "megatron"      # the recipe's own launcher, subcommand export
+    assert ex["shell"].startswith("NPROC_PER_NODE=1 ") and ex["writes"] == newest + "-hf"
+    md = harness.cli("runs", "receipt", run.path.name, "--md")
+    assert "## Merged model" in md.stdout and ex["shell"] in md.stdout
