@@ -218,3 +218,29 @@ def test_the_receipt_shows_the_merge_export_for_this_run(harness, tmp_path):
     assert ex["shell"].startswith("NPROC_PER_NODE=1 ") and ex["writes"] == newest + "-hf"
     md = harness.cli("runs", "receipt", run.path.name, "--md")
     assert "## Merged model" in md.stdout and ex["shell"] in md.stdout
+
+
+def test_full_state_resume_takes_the_schedule_from_the_checkpoint_not_the_new_lr(tmp_path):
+    """megatron-core's OptimizerParamScheduler.load_state_dict (0.16.1 l.335-384), built by ms-swift
+    with use_checkpoint_opt_param_scheduler=True: a resume that changes --lr (and --min_lr, the
+    warmup) still follows the saved schedule, as the real run would."""
+    recipe = fake_recipe(tmp_path, "4.6.0", "false", FULL, no_save_optim="false")
+    base = [a.replace("{run_dir}/output", str(tmp_path / "out")) for a in recipe["command"][2:]]
+    env = {**os.environ, **recipe["env"], "FAKE_STEP_S": "0"}
+    first = subprocess.run([sys.executable, str(FAKE), *base], capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == 1 and "injected crash after iteration 6" in first.stderr
+    ck = next((tmp_path / "out").glob("v0-*/checkpoint-4"))
+    changed = base + ["--mcore_adapter", str(ck), "--finetune", "false", "--lr", "5e-4", "--min_lr", "1e-5",
+                      "--lr_warmup_iters", "0"]
+    again = subprocess.run([sys.executable, str(FAKE), *changed], capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert " > using checkpoint value 0.0001 for learning rate" in again.stderr
+    resumed = [json.loads(ln) for ln in next((tmp_path / "out").glob("v1-*/logging.jsonl")).read_text().splitlines()]
+    out = tmp_path / "ref"
+    ref = subprocess.run([sys.executable, str(FAKE), *[a.replace(str(tmp_path / "out"), str(out)) for a in base]],
+                         capture_output=True, text=True, timeout=120, env={**env, "FAKE_CRASH_AT": "0"})
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    unbroken = [json.loads(ln) for ln in next(out.glob("v0-*/logging.jsonl")).read_text().splitlines()]
+    lr = {ln["iteration"]: ln["learning_rate"] for ln in unbroken if "iteration" in ln}
+    got = {ln["iteration"]: ln["learning_rate"] for ln in resumed if "iteration" in ln}
+    assert got["5/12"] == pytest.approx(lr["5/12"]) and got["12/12"] == pytest.approx(lr["12/12"])
