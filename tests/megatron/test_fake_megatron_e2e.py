@@ -91,6 +91,10 @@ def test_crash_and_resume_from_the_verified_checkpoint(harness, tmp_path, versio
     assert snap["run"]["max_steps"] == 12
     # ... but its LR schedule started over: iteration 5 repeats iteration 1's warmup learning rate.
     assert a2[0]["lr"] == a1[0]["lr"] == pytest.approx(5e-05)
+    # ... and the runner says so, with the warmup it re-runs (lr_warmup_iters 2).
+    (restarted,) = [a for a in run.events("alert") if a.get("rule") == "lr_schedule_restarted"]
+    assert restarted["step"] == 5 and restarted["attempt"] == 2 and restarted["values"]["warmup_steps"] == 2
+    assert "re-runs the 2-step warmup (steps 5-6" in restarted["message"]
 
 
 def test_full_state_resume_continues_the_lr_schedule(harness, tmp_path):
@@ -105,6 +109,7 @@ def test_full_state_resume_continues_the_lr_schedule(harness, tmp_path):
     assert argv[argv.index("--mcore_adapter") + 1].endswith("checkpoint-4")
     a2 = [m for m in run.metrics() if m["attempt"] == 2]
     assert a2[0]["step"] == 5
+    assert not [a for a in run.events("alert") if a.get("rule") == "lr_schedule_restarted"]   # the schedule went on
     # The same run without a crash, for the learning rate an unbroken schedule has at iteration 5.
     out = tmp_path / "ref"
     cmd = [sys.executable, str(FAKE)] + [a.replace("{run_dir}/output", str(out)) for a in recipe["command"][2:]]
