@@ -372,3 +372,26 @@ def test_the_397b_recipes_keep_the_records_moe_kernels(version):
     assert "--moe_permute_fusion" not in cmd
     table = (REPO / "docs" / "megatron.md").read_text()
     assert "| MoE kernels |" in table and "no `--moe_permute_fusion`" in table
+
+
+def test_the_adapter_recipes_get_the_whole_runs_disk_estimate(tmp_path, monkeypatch):
+    """The 4.6 adapter recipe had no estimate: ~22 GB of adapter per save (rank 32, 11.16B LoRA
+    parameters in bf16), 5 kept per output directory x 21 v<N>-<time>/ directories (20 restarts) + 1;
+    the full-state recipe adds ~156 GB of Megatron state per save: ~18.9 TB worst case."""
+    got = {}
+    for version in ("4.6", "4.6-full-state"):
+        doc = json.loads(cli("lint", "--json", str(RECIPES[version])).stdout)
+        (p,) = by_rule(doc["problems"], "swift_save_disk")
+        got[version] = p["message"]
+    assert "~22 GB adapter (11.16B LoRA parameters x 2 B) per save" in got["4.6"], got["4.6"]
+    assert "up to 106 saves on disk = ~2.4 TB" in got["4.6"]
+    assert "+ ~156 GB Megatron state for the full-state resume per save" in got["4.6-full-state"]
+    assert "= ~18.9 TB" in got["4.6-full-state"]
+    # against the free space of the output file system
+    cmd = ["megatron", "sft", "--model", "Qwen/Qwen3.5-397B-A17B", "--tuner_type", "lora", "--merge_lora", "false",
+           "--lora_rank", "32", "--train_iters", "1000", "--save_steps", "100", "--output_dir", str(tmp_path)]
+    (p,) = by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"},
+                        memory={"model_config": str(REPO / "recipes" / "models" / "qwen3.5-397b-a17b.config.json")}),
+                   "swift_save_disk")
+    assert "11 saves, none removed (no save_total_limit) = ~246 GB" in p["message"], p["message"]
+    assert f"{tmp_path}" in p["message"] and "free here" in p["message"]

@@ -118,7 +118,7 @@ def check_swift_recipe(recipe: dict, *, probe_parser: bool = True) -> list[dict]
         return []
     out = _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
     for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
-                 rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_fused_experts, rule_stub_trap,
+                 rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
                  rule_resume, rule_resume_semantics):
         out += rule(recipe, cmd)
     return out
@@ -425,21 +425,9 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
                                                      "(checkpoint-N-merged/); size unknown from the model name")]
     per_byte = sizes.DTYPE_BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
     per_save = params * 1e9 * per_byte
-    iters, _how = train_iters_estimate(recipe, cmd)
-    every = cmd.num("save_steps") or 500
-    saves = sizes.ceil_div(iters, every) + 1 if iters else None     # every save_steps, and one at the end
-    limit = int(cmd.num("save_total_limit") or 0) or None
-    restarts = _max_restarts(recipe) if limit and cmd.flag("add_version") is not False else 0
-    on_disk = sizes.saves_on_disk(saves if saves else (limit or 1) * (restarts + 1) + 1, limit, restarts)
+    on_disk, kept = saves_on_disk(recipe, cmd)
     need = on_disk * per_save
     how = ("" if cmd.flag("merge_lora") else " (merge_lora not given: it follows save_safetensors, true)")
-    if limit:
-        kept = (f"{limit} kept per output directory (save_total_limit); rotation runs after each save, and every "
-                f"restart writes into a new v<N>-<time>/ that later attempts never rotate: with up to {restarts} "
-                f"restart(s) (restart.max_restarts) up to {on_disk} saves on disk" if restarts else
-                f"{limit} kept (save_total_limit), {on_disk} on disk while the next is written")
-    else:
-        kept = f"{on_disk} saves, none removed (no save_total_limit)"
     msg = (f"merge_lora true{how} writes a full merged model at every save: ~{disk_bytes(per_save)} each for "
            f"a {params:g}B model in {cmd.get('torch_dtype') or 'bf16'}; {kept} = ~{disk_bytes(need)}")
     where = cmd.get("output_dir") or cmd.get("save")
@@ -450,7 +438,68 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
             return [_p("warning", "swift_merged_save_disk", msg + ": the disk can fill before the run ends (set "
                                                                   "--merge_lora false to save only the adapter, or "
                                                                   "remove old attempts' v<N>-<time>/ once synced)")]
-    return [_p("info" if limit else "warning", "swift_merged_save_disk", msg)]
+    return [_p("info" if cmd.num("save_total_limit") else "warning", "swift_merged_save_disk", msg)]
+
+
+def saves_on_disk(recipe: dict, cmd: SwiftCommand) -> tuple[int, str]:
+    """How many saves can sit on disk at once over the whole run, and why, in words: every
+    ``save_steps`` and one at the end; ``save_total_limit`` per output directory (rotation after
+    each save, ``_rotate_checkpoints``); every restart a new ``v<N>-<time>/`` that later attempts
+    never rotate (``add_version_to_work_dir``), up to ``restart.max_restarts``."""
+    iters, _how = train_iters_estimate(recipe, cmd)
+    every = cmd.num("save_steps") or 500
+    saves = sizes.ceil_div(iters, every) + 1 if iters else None     # every save_steps, and one at the end
+    limit = int(cmd.num("save_total_limit") or 0) or None
+    restarts = _max_restarts(recipe) if limit and cmd.flag("add_version") is not False else 0
+    on_disk = sizes.saves_on_disk(saves if saves else (limit or 1) * (restarts + 1) + 1, limit, restarts)
+    if limit:
+        kept = (f"{limit} kept per output directory (save_total_limit); rotation runs after each save, and every "
+                f"restart writes into a new v<N>-<time>/ that later attempts never rotate: with up to {restarts} "
+                f"restart(s) (restart.max_restarts) up to {on_disk} saves on disk" if restarts else
+                f"{limit} kept (save_total_limit), {on_disk} on disk while the next is written")
+    else:
+        kept = f"{on_disk} saves, none removed (no save_total_limit)"
+    return on_disk, kept
+
+
+def rule_adapter_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+    """The whole run's disk for a LoRA run that saves its adapter (``--merge_lora false``, or 4.6,
+    which writes the adapter beside a merged model): the safetensors adapter (the LoRA's parameters
+    in the model's dtype) and, with ``--no_save_optim false``, the Megatron state of the full-state
+    resume, per save x the saves on disk at once (``saves_on_disk``), against the free space of the
+    output file system. The merged model is ``swift_merged_save_disk``'s."""
+    tuner = (cmd.get("tuner_type") or cmd.get("train_type") or "full").lower()
+    version = cmd.table.version if cmd.table else ""
+    if not cmd.megatron or tuner != "lora" or (merge_lora_effective(cmd) and version.startswith("4.2")):
+        return []
+    rank = int(cmd.num("lora_rank") or 8)
+    from runner.recipes.memory_estimate import declared_config
+    counted = sizes.lora_params_of(cmd.get("model"), rank, declared_config(recipe))
+    if counted is None:
+        return [_p("info", "swift_save_disk", f"each save holds the LoRA adapter of {cmd.get('model')}; its size is "
+                                              "unknown here (no config.json of the model on this machine: "
+                                              "memory.model_config)")]
+    n, _path = counted
+    per_byte = sizes.DTYPE_BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
+    adapter = n * per_byte
+    full_state = n * (sizes.SHARD_BYTES_PER_PARAM + sizes.OPTIMIZER_BYTES_PER_PARAM) \
+        if cmd.flag("no_save_optim") is False else 0
+    per_save = adapter + full_state
+    on_disk, kept = saves_on_disk(recipe, cmd)
+    need = on_disk * per_save
+    parts = f"~{disk_bytes(adapter)} adapter ({n / 1e9:.2f}B LoRA parameters x {per_byte} B)"
+    if full_state:
+        parts += f" + ~{disk_bytes(full_state)} Megatron state for the full-state resume"
+    msg = f"the whole run's saves: {parts} per save; {kept} = ~{disk_bytes(need)}"
+    where = cmd.get("output_dir")
+    free = _free_bytes(where) if where and "{" not in where else None
+    if free:
+        msg += f"; {free[0]} has {disk_bytes(free[1])} free here"
+        if need > free[1]:
+            return [_p("warning", "swift_save_disk", msg + ": the disk can fill before the run ends (a lower "
+                                                           "save_total_limit or restart.max_restarts, or remove "
+                                                           "old attempts' v<N>-<time>/ once synced)")]
+    return [_p("info", "swift_save_disk", msg)]
 
 
 def rule_fused_experts(recipe: dict, cmd: SwiftCommand) -> list[dict]:
