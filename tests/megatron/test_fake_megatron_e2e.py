@@ -249,3 +249,56 @@ def test_full_state_resume_takes_the_schedule_from_the_checkpoint_not_the_new_lr
     lr = {ln["iteration"]: ln["learning_rate"] for ln in unbroken if "iteration" in ln}
     got = {ln["iteration"]: ln["learning_rate"] for ln in resumed if "iteration" in ln}
     assert got["5/12"] == pytest.approx(lr["5/12"]) and got["12/12"] == pytest.approx(lr["12/12"])
+
+
+def _rank_pids(fake: Path) -> list[int]:
+    """The fake's rank processes (torchrun's workers running it as ms-swift's sft.py)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(fake).encode() in argv and b"_trainer" in argv:
+            out.append(int(d.name))
+    return out
+
+
+def test_the_fake_is_a_launcher_with_rank_processes_and_a_kill_ends_them_all(harness, tmp_path):
+    """As ms-swift's `megatron sft` (swift/cli/main.py cli_main): a wrapper that prints `run sh:` with
+    the real torchrun line (--nproc_per_node, --master_port) and runs it; torchrun starts a process
+    per rank. `moeconsole kill` must end every one of them."""
+    import socket
+    from tests.waiting import until
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    recipe = fake_recipe(tmp_path, "4.6.0", "false", T46)
+    recipe["env"].update(NPROC_PER_NODE="2", MASTER_PORT=str(port), FAKE_CRASH_AT="0", FAKE_STEP_S="0.5")
+    run = harness.start(harness.recipe(**recipe))
+    ranks: list[int] = []
+    try:
+        until(lambda: any(m.get("step", 0) >= 2 for m in run.metrics()), timeout=180, what="two steps")
+        ranks = until(lambda: (lambda p: p if len(p) == 2 else None)(_rank_pids(FAKE)), timeout=60,
+                      what="two rank processes")
+        log = (run.path / "train.log").read_text()
+        assert f"-m torch.distributed.run --nproc_per_node 2 --master_port {port} " in log
+        assert "/swift/cli/_megatron/sft.py --model Qwen/Qwen3.5-397B-A17B" in log
+        harness.cli("kill", run.id, check=True)
+        run.wait_status("killed", "failed", "succeeded", timeout=120)
+        until(lambda: not [p for p in ranks if _alive(p)], timeout=60, what="every rank process ended")
+    finally:
+        for p in ranks:
+            if _alive(p):
+                os.kill(p, 9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
