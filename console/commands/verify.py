@@ -196,6 +196,23 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
     return text
 
 
+def _prune(args: argparse.Namespace, verdicts: list[CheckpointVerdict]) -> list[dict]:
+    """Earlier attempts' ``v<N>-<time>/`` a later verified save went beyond (runner/checkpoints/
+    prune.py), never the one holding the resume point; removed only with ``--yes``."""
+    import shutil
+    from runner.checkpoints.prune import superseded
+    good = [v for v in verdicts if v.ok and not v.path.name.endswith("-merged")]
+    resume = max(good, key=lambda v: (v.step is not None, v.step or 0)).path if good else None
+    out = []
+    for d in superseded([(v.path, v.step, v.ok) for v in verdicts], resume):
+        files = [p for p in d.rglob("*") if p.is_file()]
+        out.append({"path": str(d), "checkpoints": sum(1 for v in verdicts if d in v.path.parents),
+                    "bytes": sum(p.stat().st_size for p in files)})
+        if args.yes:
+            shutil.rmtree(d)
+    return out
+
+
 def exit_status(verdicts: list[CheckpointVerdict], comparisons: list[Comparison]) -> int:
     """0 all ok (and identical); 1 any bad, none, or different; 3 only saves still being written."""
     if not verdicts or any(not v.ok and v.verdict != IN_PROGRESS for v in verdicts) \
@@ -226,10 +243,13 @@ def run(args: argparse.Namespace) -> int:
         verdicts = [_verify_or_wait(c, **kwargs) for c in target.checkpoints]
     status = exit_status(verdicts, comparisons)
     ok = status == 0
+    pruned = _prune(args, verdicts) if getattr(args, "prune_superseded", False) else None
     if args.json:
         out = {"v": 1, "target": target.label, "checkpoints": [v.to_dict() for v in verdicts], "ok": ok}
         if args.compare:
             out["compare"] = [c.to_dict() for c in comparisons]
+        if pruned is not None:
+            out["superseded"] = pruned
         sys.stdout.write(jsonio.dumps(out) + "\n")
     else:
         lines: list[str] = []
@@ -238,5 +258,9 @@ def run(args: argparse.Namespace) -> int:
         for c in comparisons:
             lines += _compare_lines(c)
         lines.append(_summary(target, verdicts))
+        if pruned is not None:
+            done = "removed" if args.yes else "superseded (remove with --yes)"
+            lines += [f"{done}: {d['path']} ({d['checkpoints']} checkpoint(s), {human_bytes(d['bytes'])})"
+                      for d in pruned] or ["no superseded attempt directory"]
         sys.stdout.write("\n".join(lines) + "\n")
     return status

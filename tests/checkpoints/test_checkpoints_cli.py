@@ -233,3 +233,28 @@ def test_verify_wait_waits_for_the_merged_save_to_settle(tmp_path):
     assert proc.returncode == 0, stdout + stderr
     assert [ln.split()[0] for ln in stdout.splitlines()[:2]] == ["ok", "ok"], stdout
     assert "checkpoint-100-merged" in stdout.splitlines()[-1]
+
+
+def test_prune_superseded_attempt_directories_never_the_resume_point(mk, tmp_path):
+    """v0 saved 100 and 200 and crashed; v1 resumed and saved 300 and 400; v2 resumed from 400 and
+    saved a stub at 500. v0 is superseded (v1 verified beyond it); v1 holds the resume point
+    (checkpoint-400) and v2 is the newest: both stay. Nothing goes without --yes."""
+    out = tmp_path / "out"
+    v0, v1, v2 = (out / f"v{i}-20260101-00000{i}" for i in range(3))
+    mk.adapter(v0 / "checkpoint-100")
+    mk.adapter(v0 / "checkpoint-200")
+    mk.adapter(v1 / "checkpoint-300")
+    mk.adapter(v1 / "checkpoint-400")
+    mk.stub(v2 / "checkpoint-500" / "adapter_model.safetensors")
+    (v2 / "checkpoint-500" / "adapter_config.json").write_text('{"r": 8}')
+    listed = cli("verify", str(out), "--prune-superseded")
+    assert listed.returncode == 1            # the stub is still bad
+    assert f"superseded (remove with --yes): {v0} (2 checkpoint(s)," in listed.stdout, listed.stdout
+    assert str(v1) + " (" not in listed.stdout and str(v2) + " (" not in listed.stdout
+    assert v0.exists()
+    doc = json.loads(cli("verify", str(out), "--prune-superseded", "--json").stdout)
+    assert [d["path"] for d in doc["superseded"]] == [str(v0)]
+    removed = cli("verify", str(out), "--prune-superseded", "--yes")
+    assert f"removed: {v0}" in removed.stdout and not v0.exists() and v1.exists() and v2.exists()
+    again = cli("verify", str(out), "--prune-superseded")
+    assert "no superseded attempt directory" in again.stdout
