@@ -152,6 +152,13 @@ def build_parser() -> _Parser:
     p.add_argument("--full", action="store_true", help="hash content and scan for NaN/inf")
     p.add_argument("--compare", metavar="OTHER")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--wait", type=seconds, nargs="?", const=600.0, default=None, metavar="SECONDS",
+                   help="wait (up to SECONDS, default 600) for saves still being written to settle, then verify")
+    p.add_argument("--settle", type=seconds, default=2.0, metavar="SECONDS",
+                   help="with --wait: how long a save's files must stay unchanged (default 2)")
+    p.add_argument("--prune-superseded", action="store_true",
+                   help="list earlier attempts' v<N>-<time>/ dirs a later verified save went beyond (never the resume point)")
+    p.add_argument("--yes", action="store_true", help="with --prune-superseded: remove them")
     _common(p)
 
     p = sub.add_parser("runs", help=COMMAND_HELP["runs"])

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from console.commands.doctor import known_bad
 
 REPO = Path(__file__).resolve().parent.parent
@@ -184,3 +186,83 @@ def test_doctor_inspects_another_python_with_the_recipes_environment(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "console.cli", "doctor", "--python", str(tmp_path / "nope")],
                          capture_output=True, text=True, cwd=REPO, timeout=60)
     assert bad.returncode == 2 and "not an executable Python" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _stub_env(root: Path, *, te: bool, fla: bool, flash: bool, transformers: str) -> Path:
+    """A training environment made of stub packages on PYTHONPATH, imported by the real import
+    machinery in a subprocess: ms-swift 4.6.0 whose Megatron arguments import mcore_bridge.model,
+    which imports transformer_engine (as mcore-bridge 1.6.5's model modules do), megatron-core,
+    peft, transformers; optionally transformer-engine, flash-linear-attention and flash-attn."""
+    def pkg(rel: str, body: str = "") -> None:
+        p = root / rel / "__init__.py"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(body)
+
+    def dist(name: str, version: str) -> None:
+        d = root / f"{name.replace('-', '_')}-{version}.dist-info"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+    pkg("swift", "__version__ = '4.6.0'\n")
+    pkg("swift/megatron", "import megatron.core\n")
+    pkg("swift/megatron/arguments", "from mcore_bridge.model import get_mcore_model_type, get_model_meta\n")
+    pkg("megatron")
+    pkg("megatron/core")
+    pkg("mcore_bridge")
+    pkg("mcore_bridge/model", "import transformer_engine\nget_mcore_model_type = get_model_meta = None\n")
+    pkg("peft")
+    pkg("transformers", f"__version__ = '{transformers}'\n")
+    for name, version in (("ms-swift", "4.6.0"), ("megatron-core", "0.16.1"), ("mcore-bridge", "1.6.5"),
+                          ("peft", "0.17.0"), ("transformers", transformers)):
+        dist(name, version)
+    if te:
+        pkg("transformer_engine")
+        pkg("transformer_engine/pytorch")
+        dist("transformer-engine", "2.15.0")
+    if fla:
+        pkg("fla")
+        pkg("fla/modules")
+        (root / "fla/modules/l2norm.py").write_text("def l2norm(x):\n    return x\n")
+        pkg("fla/ops")
+        pkg("fla/ops/gated_delta_rule", "def chunk_gated_delta_rule(*a):\n    return None\n")
+        dist("flash-linear-attention", "0.5.1")
+    if flash:
+        pkg("flash_attn")
+        dist("flash-attn", "2.8.3")
+    return root
+
+
+def _doctor_recipe(tmp_path: Path, stubs: Path) -> Path:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "name": "r", "swift": {"python": sys.executable, "version": "4.6.0"}, "env": {"PYTHONPATH": str(stubs)},
+        "command": ["megatron", "sft", "--model", "Qwen/Qwen3.5-397B-A17B", "--tuner_type", "lora",
+                    "--dataset", "d.jsonl"]}))
+    return recipe
+
+
+def test_doctor_imports_the_recipes_code_path_in_the_training_python(tmp_path):
+    """ms-swift 4.6 with megatron-core and mcore-bridge but no transformer-engine, no FLA and no
+    flash-attn, and transformers below the model's minimum: every one is an error (exit 1)."""
+    stubs = _stub_env(tmp_path / "site", te=False, fla=False, flash=False, transformers="5.1.0")
+    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(_doctor_recipe(tmp_path, stubs)),
+                          "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    errors = [p["message"] for p in doc["problems"] if p["level"] == "error"]
+    text = "\n".join(errors)
+    assert "import swift.megatron.arguments fails" in text and "No module named 'transformer_engine'" in text
+    assert "import transformer_engine.pytorch fails" in text
+    assert "import fla.ops.gated_delta_rule fails" in text and "gated_delta_net.py l.39-47" in text
+    assert "import flash_attn fails" in text
+    assert "the model needs transformers>=5.2.0" in text and "5.1.0 is installed" in text
+    assert doc["imports"]["peft"] is None                 # what imports is not reported
+
+
+def test_doctor_passes_once_the_code_path_imports(tmp_path):
+    stubs = _stub_env(tmp_path / "site", te=True, fla=True, flash=True, transformers="5.2.0")
+    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(_doctor_recipe(tmp_path, stubs)),
+                          "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    doc = json.loads(out.stdout)
+    assert not [p for p in doc["problems"] if p["rule"] in ("import_failed", "model_requirement")], doc["problems"]
+    assert all(v is None for v in doc["imports"].values()), doc["imports"]

@@ -31,6 +31,7 @@ class Target:
     what: str
     expected_swift: str | None = None
     pins: dict[str, str] | None = None
+    command: list[str] | None = None      # the recipe's command: its code path's imports are checked
 
 
 def _target(args) -> Target:
@@ -42,11 +43,12 @@ def _target(args) -> Target:
         sw = r.get("swift") or {}
         py = sw.get("python")
         env = recipes.resolve_env(r.get("env") or {})
+        cmd = [str(a) for a in r.get("command") or []]
         if not py:
             return Target(None, env, f"{args.recipe} (no swift.python: moeconsole's own Python)", sw.get("version"),
-                          sw.get("pins"))
+                          sw.get("pins"), cmd)
         py = recipes.fill(py, {"recipe_dir": r.get("_recipe_dir", "")})
-        return Target(py, env, f"{args.recipe} (swift.python {py})", sw.get("version"), sw.get("pins"))
+        return Target(py, env, f"{args.recipe} (swift.python {py})", sw.get("version"), sw.get("pins"), cmd)
     return Target(args.python, {}, args.python or "moeconsole's own Python")
 
 
@@ -74,18 +76,27 @@ def run(args) -> int:
     pins = list((target.pins or {}).keys())
     if args.recipe and target.python and not os.path.exists(doctor.resolve_python(target.python)):
         return _report_absent(args, target)
+    # The code path's imports, tried in the training Python: a recipe's command, or (--python) the
+    # Megatron path when that Python has megatron-core (then it is meant for `megatron sft`).
+    needs: list[doctor.Need] = []
+    if target.python is not None:       # moeconsole's own Python is not where the recipe trains
+        needs = doctor.code_path_imports(target.command)
     try:
-        report = doctor.inspect(target.python, target.env, packages=pins)
+        report = doctor.inspect(target.python, target.env, packages=pins, imports=[n.module for n in needs])
     except doctor.ProbeFailed as exc:
         raise InputError(f"doctor: {exc}") from None
+    if target.command is None and not report.packages.get("megatron-core"):
+        needs = []
     problems = doctor.findings(report, training_env=target.python is not None, expected_swift=target.expected_swift,
-                               pins=target.pins)
+                               pins=target.pins, needs=needs,
+                               model_reqs=doctor.model_requirements(target.command) if target.python else None)
     gpu = _gpu()
     what = target.what
     if args.json:
         print(jsonio.dumps({"v": 1, "target": what, "python": report.python, "executable": report.executable,
                             "platform": report.platform, "packages": report.packages, "torch": report.torch,
-                            "nvml": report.nvml, "env": report.env, "gpu": gpu, "problems": problems}))
+                            "nvml": report.nvml, "env": report.env, "imports": report.imports, "gpu": gpu,
+                            "problems": problems}))
     else:
         print(f"python {report.python} at {report.executable} ({what}) on {report.platform}")
         for name, v in report.packages.items():

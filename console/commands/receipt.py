@@ -137,6 +137,11 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
                           (c.get("sha256") or "")[:16], str(c.get("path"))] for c in r["checkpoints"]])
     else:
         lines.append("none")
+    if r.get("export"):
+        ex = r["export"]
+        lines += ["", "## Merged model", "",
+                  f"The saves are LoRA adapters; the merged Hugging Face model of the newest verified one "
+                  f"({ex['checkpoint']}) is written to {ex['writes']} by:", "", "```", ex["shell"], "```"]
     lines += ["", "## Alerts", ""]
     groups = r["alerts"].get("groups") or []
     if groups:

@@ -6,20 +6,24 @@ are those under ``state.json``'s ``checkpoint_root`` (else ``<run>/output``), ch
 the run's current recipe hash (drift) and its grad-norm history (suspect saves).
 
 Exit 0: every checkpoint ok (and, with --compare, identical); 1: any bad, none found, or
-different; 2: unreadable input.
+different; 2: unreadable input; 3: nothing bad, but a save is still being written (in progress,
+by the rule the runner's live watcher uses: ``discover.save_underway``). ``--wait`` waits for
+such saves to settle first.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.rundir import jsonio, paths, rundir
 from runner.checkpoints import suspect
 from runner.checkpoints.compare import Comparison, compare_checkpoints
-from runner.checkpoints.discover import Checkpoint, find_checkpoints
+from runner.checkpoints.discover import Checkpoint, find_checkpoints, save_underway
+from runner.checkpoints.watch import signature
 from runner.core.units import NA, human_bytes, human_count
 from runner.checkpoints.verify import CheckpointVerdict, verify_found
 from runner.core.errors import InputError
@@ -79,6 +83,47 @@ def _pairs(a: list[Checkpoint], b: list[Checkpoint]) -> list[tuple[Checkpoint, C
     return [(c, index[(c.step, c.layout == "merged")]) for c in a if (c.step, c.layout == "merged") in index]
 
 
+IN_PROGRESS = "in_progress"
+EXIT_IN_PROGRESS = 3
+
+
+def in_progress_verdict(ckpt: Checkpoint, why: str) -> CheckpointVerdict:
+    """The verdict of a save still being written: not bad, not ok yet."""
+    return CheckpointVerdict(path=ckpt.path, ok=False, verdict=IN_PROGRESS, reason=f"still being written: {why}",
+                             step=ckpt.step, layout=ckpt.layout)
+
+
+def wait_settled(target: Target, *, timeout: float, settle: float, poll: float = 0.2) -> Target:
+    """Wait until no checkpoint under the target is still being written (``save_underway``) and
+    every checkpoint's files (names and sizes, ``watch.signature``) have not changed for ``settle``
+    seconds, or ``timeout`` passed; the target's checkpoints re-discovered then."""
+    deadline = time.monotonic() + timeout
+    last: dict[Path, tuple] = {}
+    quiet_since = time.monotonic()
+    told = False
+    while True:
+        ckpts = find_checkpoints(target.root)
+        sigs = {c.path: signature(c.path) for c in ckpts}
+        now = time.monotonic()
+        if sigs != last:
+            last, quiet_since = sigs, now
+        underway = [c for c in ckpts if save_underway(c) is not None]
+        if (not underway and now - quiet_since >= settle) or now >= deadline:
+            target.checkpoints = ckpts
+            return target
+        if underway and not told:
+            names = ", ".join(c.path.name for c in underway[:3]) + (" ..." if len(underway) > 3 else "")
+            sys.stderr.write(f"waiting up to {timeout:g} s for {len(underway)} save(s) still being written: {names}\n")
+            sys.stderr.flush()
+            told = True
+        time.sleep(poll)
+
+
+def _verify_or_wait(ckpt: Checkpoint, **kwargs: object) -> CheckpointVerdict:
+    why = save_underway(ckpt)
+    return in_progress_verdict(ckpt, why) if why is not None else verify_found(ckpt, **kwargs)
+
+
 # --- output -------------------------------------------------------------------------
 
 def _counts(v: CheckpointVerdict) -> str:
@@ -89,6 +134,8 @@ def _counts(v: CheckpointVerdict) -> str:
 
 def _verdict_lines(v: CheckpointVerdict) -> list[str]:
     word = "ok" if v.ok else v.verdict.upper()
+    if v.verdict == IN_PROGRESS:
+        return [f"{word:<15} {v.path}  {v.reason}"]
     lines = [f"{word:<15} {v.path}  {_counts(v)}  {v.reason}"]
     for p in v.problems[1:4] if not v.ok else ():
         lines.append(f"    also {p['verdict']}: {p['reason']}")
@@ -135,10 +182,13 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
         return f"no checkpoints found under {target.root}"
     bad: dict[str, int] = {}
     for v in verdicts:
-        if not v.ok:
+        if not v.ok and v.verdict != IN_PROGRESS:
             bad[v.verdict] = bad.get(v.verdict, 0) + 1
     good = [v for v in verdicts if v.ok]
     text = f"{len(verdicts)} checkpoint{'s' if len(verdicts) != 1 else ''}: {len(good)} ok"
+    underway = sum(v.verdict == IN_PROGRESS for v in verdicts)
+    if underway:
+        text += f", {underway} in progress"
     if bad:
         text += f", {sum(bad.values())} bad (" + ", ".join(f"{n} {k}" for k, n in sorted(bad.items())) + ")"
     newest = good[0] if good else None
@@ -146,8 +196,35 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
     return text
 
 
+def _prune(args: argparse.Namespace, verdicts: list[CheckpointVerdict]) -> list[dict]:
+    """Earlier attempts' ``v<N>-<time>/`` a later verified save went beyond (runner/checkpoints/
+    prune.py), never the one holding the resume point; removed only with ``--yes``."""
+    import shutil
+    from runner.checkpoints.prune import superseded
+    good = [v for v in verdicts if v.ok and not v.path.name.endswith("-merged")]
+    resume = max(good, key=lambda v: (v.step is not None, v.step or 0)).path if good else None
+    out = []
+    for d in superseded([(v.path, v.step, v.ok) for v in verdicts], resume):
+        files = [p for p in d.rglob("*") if p.is_file()]
+        out.append({"path": str(d), "checkpoints": sum(1 for v in verdicts if d in v.path.parents),
+                    "bytes": sum(p.stat().st_size for p in files)})
+        if args.yes:
+            shutil.rmtree(d)
+    return out
+
+
+def exit_status(verdicts: list[CheckpointVerdict], comparisons: list[Comparison]) -> int:
+    """0 all ok (and identical); 1 any bad, none, or different; 3 only saves still being written."""
+    if not verdicts or any(not v.ok and v.verdict != IN_PROGRESS for v in verdicts) \
+            or not all(c.identical for c in comparisons):
+        return 1
+    return EXIT_IN_PROGRESS if any(v.verdict == IN_PROGRESS for v in verdicts) else 0
+
+
 def run(args: argparse.Namespace) -> int:
     target = resolve_target(args.target, args.runs_dir)
+    if getattr(args, "wait", None) is not None:
+        target = wait_settled(target, timeout=args.wait, settle=args.settle)
     kwargs = {"full": args.full, "expected_recipe_hash": target.expected_recipe_hash,
               "grad_norms": target.grad_norms or None}
     comparisons: list[Comparison] = []
@@ -163,12 +240,16 @@ def run(args: argparse.Namespace) -> int:
         verdicts += [verify_found(c, full=args.full, expected_recipe_hash=other.expected_recipe_hash,
                                   grad_norms=other.grad_norms or None) for c in checkpoints[len(pairs):]]
     else:
-        verdicts = [verify_found(c, **kwargs) for c in target.checkpoints]
-    ok = bool(verdicts) and all(v.ok for v in verdicts) and all(c.identical for c in comparisons)
+        verdicts = [_verify_or_wait(c, **kwargs) for c in target.checkpoints]
+    status = exit_status(verdicts, comparisons)
+    ok = status == 0
+    pruned = _prune(args, verdicts) if getattr(args, "prune_superseded", False) else None
     if args.json:
         out = {"v": 1, "target": target.label, "checkpoints": [v.to_dict() for v in verdicts], "ok": ok}
         if args.compare:
             out["compare"] = [c.to_dict() for c in comparisons]
+        if pruned is not None:
+            out["superseded"] = pruned
         sys.stdout.write(jsonio.dumps(out) + "\n")
     else:
         lines: list[str] = []
@@ -177,5 +258,9 @@ def run(args: argparse.Namespace) -> int:
         for c in comparisons:
             lines += _compare_lines(c)
         lines.append(_summary(target, verdicts))
+        if pruned is not None:
+            done = "removed" if args.yes else "superseded (remove with --yes)"
+            lines += [f"{done}: {d['path']} ({d['checkpoints']} checkpoint(s), {human_bytes(d['bytes'])})"
+                      for d in pruned] or ["no superseded attempt directory"]
         sys.stdout.write("\n".join(lines) + "\n")
-    return 0 if ok else 1
+    return status

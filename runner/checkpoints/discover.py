@@ -236,44 +236,62 @@ def merged_weights_settled(path: Path) -> bool:
     return any(f.endswith(".safetensors") for f in files)
 
 
-def _swift_save_underway(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> bool:
-    """ms-swift's Megatron ``save_checkpoint`` (trainers/base.py, 4.2.0 and 4.6.0) writes, in
-    order: args.json, iter_N/common.pt and the tracker (``save_mcore_checkpoint``), the adapter
-    (adapter_model.safetensors, then adapter_config.json) unless 4.2 merges, then the merged
-    model into checkpoint-N-merged/. A save is still being written while:
+def save_underway(ckpt: Checkpoint) -> str | None:
+    """Why a checkpoint is still being written, or None: the one rule for "in progress" that the
+    runner's live watcher (``megatron_save_complete``, watch.py) and the one-shot ``verify`` share.
 
+    ms-swift's Megatron ``save_checkpoint`` (trainers/base.py, 4.2.0 and 4.6.0) writes, in order:
+    args.json, iter_N/common.pt and the tracker (``save_mcore_checkpoint``), the adapter
+    (adapter_model.safetensors, then adapter_config.json) unless 4.2 merges, then the merged model
+    into checkpoint-N-merged/. mcore-bridge's ``StreamingSafetensorSaver`` (mcore_bridge/utils/
+    safetensors.py, 1.6.5 l.142 and ``finalize`` l.153-183) writes shards as
+    ``model-0000i-of-?????.safetensors`` and renames them, then writes the index. A save is still
+    being written while:
+
+    - any shard still has its temporary ``-of-?????`` name;
     - checkpoint-N/ holds only args.json (and our sidecar);
     - checkpoint-N/ holds metadata and no weights, and its -merged sibling is absent or has not
       finished (``merged_weights_settled``): its weights are the sibling's;
     - checkpoint-N-merged/ itself has not finished;
     - a Megatron save's adapter has no adapter_config.json yet."""
+    if not ckpt.path.is_dir():
+        return None
+    files, dirs = _names(ckpt.path)
+    temp = sorted(f for f in files if _UNNUMBERED_SHARD in f)
+    if temp:
+        return f"{temp[0]} still has mcore-bridge's temporary shard name (renamed when the save finishes)"
     named = CHECKPOINT_DIR.match(ckpt.path.name)
     if not named:
-        return False
+        return None
     if named.group(2):
-        return (bool(files & {TRACKER, "args.json"}) or any(ITER_DIR.match(d) for d in dirs)) \
-            and not merged_weights_settled(ckpt.path)
+        if (bool(files & {TRACKER, "args.json"}) or any(ITER_DIR.match(d) for d in dirs)) \
+                and not merged_weights_settled(ckpt.path):
+            return "the merged model is still being written (no config.json or index shards yet)"
+        return None
     if files and files <= _SWIFT_FIRST_FILES and not dirs:
-        return True                       # args.json copied, nothing else yet
+        return "only args.json so far (ms-swift copies it first)"
     if "adapter_model.safetensors" in files and "adapter_config.json" not in files and TRACKER in files:
-        return True                       # the bridge writes adapter_config.json right after the adapter
+        return "adapter_config.json not written yet (the bridge writes it right after the adapter)"
     iters = [d for d in dirs if ITER_DIR.match(d)]
     if not iters or TRACKER not in files:
-        return False
+        return None
     weights = any(f.endswith((".safetensors", ".bin")) for f in files)
     common_only = all(_names(ckpt.path / d)[0] <= {"common.pt"} and not _names(ckpt.path / d)[1] for d in iters)
     if not common_only or weights:
-        return False
+        return None
     merged = ckpt.path.parent / (ckpt.path.name + MERGED_SUFFIX)
-    return not (merged.is_dir() and merged_weights_settled(merged))
+    if merged.is_dir() and merged_weights_settled(merged):
+        return None
+    return (f"Megatron metadata only; its weights go to {merged.name}/, "
+            + ("still being written" if merged.is_dir() else "not started yet"))
 
 
 def megatron_save_complete(ckpt: Checkpoint) -> bool:
     """Megatron writes the tracker only after every rank finished saving: an iteration newer than
     the tracker is still being written (or its save died). ms-swift's checkpoint-N/ is also
-    unfinished while it holds only what its save writes first (see ``_swift_save_underway``)."""
+    unfinished while it holds only what its save writes first (see ``save_underway``)."""
     files, dirs = _names(ckpt.path) if ckpt.path.is_dir() else (set(), set())
-    if _swift_save_underway(ckpt, files, dirs):
+    if save_underway(ckpt) is not None:
         return False
     if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in dirs):
         return True

@@ -67,6 +67,7 @@ class CheckpointKeeper:
         self.bad_total = int(prior.get("total") or 0)
         self.bad_in_a_row: list[str] = [str(p) for p in prior.get("in_a_row") or []]
         self.watcher: CheckpointWatcher | None = None
+        self._disk_level: str | None = None     # the disk_filling level last alerted (diskroom.py)
         if root is not None and verify:
             done = set(self.verified)
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
@@ -128,6 +129,8 @@ class CheckpointKeeper:
                            params=rec.get("params"), recipe_hash=self.hash, attempt=attempt)
             for a in alerts:
                 self.run.event("alert", attempt=attempt, **a)
+            if v.ok:
+                self._disk_room(ck, rec, attempt)
             if not v.ok:
                 self.run.event("alert", attempt=attempt, level="critical", rule="checkpoint_bad", step=ck.step,
                                message=f"checkpoint {ck.path.name} is {rec.get('verdict')}: {rec.get('reason')}",
@@ -198,6 +201,22 @@ class CheckpointKeeper:
     def _stamped_by_other_recipe(self, path: Path) -> bool:
         side = read_sidecar(path)
         return side is not None and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)
+
+    def _disk_room(self, ck: Checkpoint, rec: dict, attempt: int | None) -> None:
+        """After a good save: will the next ones fit (diskroom.py)? An alert when the level changes."""
+        import shutil
+        from runner.checkpoints.diskroom import disk_alert, level_for
+        size = sum(int(f.get("size") or 0) for f in rec.get("files") or [])
+        try:
+            free = shutil.disk_usage(ck.path).free
+        except OSError:
+            return
+        level = level_for(free, size)
+        if level != self._disk_level:
+            self._disk_level = level
+            alert = disk_alert(free, size, str(ck.path.parent), ck.step, ck.path.name)
+            if alert:
+                self.run.event("alert", attempt=attempt, **alert)
 
     def _stamp(self, ck: Checkpoint, rec: dict, suspect: bool) -> None:
         try:

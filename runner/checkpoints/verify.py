@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,14 +18,14 @@ from runner.rundir import jsonio
 from runner.checkpoints import adapter, megatron, sharded, suspect
 from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, Checkpoint,
                                          layout_of, step_of)
-from runner.checkpoints.safetensors_file import FileVerdict, check_safetensors
+from runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
 from runner.core.units import human_bytes
 from runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
 from runner.checkpoints.sidecar import read_sidecar
 
 # Most serious first: the headline verdict is the first of these among the problems found.
 SEVERITY = ("empty_stub", "truncated", "corrupt_header", "overlapping", "missing_shard", "index_mismatch",
-            "incomplete", "missing_config", "lora_mismatch", "nonfinite", "all_zeros", "unreadable")
+            "lora_coverage", "incomplete", "missing_config", "lora_mismatch", "nonfinite", "all_zeros", "unreadable")
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -119,6 +119,48 @@ def _check_adapter(d: Path, found: _Findings) -> None:
     if lora.pairs:
         ranks = "/".join(str(r) for r in lora.ranks)
         found.summary = f"LoRA r={(config or {}).get('r', '?')}, {lora.pairs} pairs (rank axis {ranks})"
+    if config is not None:
+        _check_coverage(d, fv.header.entries, config, found)
+
+
+def model_config_for(d: Path, adapter_config: dict) -> Path | None:
+    """The base model's config.json for an adapter in ``d``: adapter_config.json's
+    ``base_model_name_or_path``, else the ``model`` ms-swift copied into args.json, as a local
+    directory or a download in the Hugging Face / ModelScope cache."""
+    from runner.recipes.swift.sizes import find_model_config
+    args, _err = _read_json(d / "args.json")
+    for name in (adapter_config.get("base_model_name_or_path"), (args or {}).get("model")):
+        if isinstance(name, str) and name:
+            found = find_model_config(name)
+            if found is not None:
+                return found
+    return None
+
+
+def _check_coverage(d: Path, entries: Iterable[TensorEntry], config: dict, found: _Findings) -> None:
+    """Far fewer LoRA parameters than the adapter config and the model call for (coverage.py)."""
+    from runner.checkpoints.coverage import lora_coverage
+    path = model_config_for(d, config)
+    if path is None:
+        found.notes.append("LoRA coverage not checked: the base model's config.json is not on this machine "
+                           "(adapter_config.json base_model_name_or_path / args.json model)")
+        return
+    model, err = _read_json(path)
+    if model is None:
+        found.notes.append(f"LoRA coverage not checked: {err or f'{path} is missing'}")
+        return
+    cov = lora_coverage(entries, config, model)
+    if cov.skipped:
+        found.notes.append(f"LoRA coverage not checked: {cov.skipped}")
+        return
+    missing = cov.missing()
+    share = cov.saved_total / cov.expected_total if cov.expected_total else 1.0
+    if missing:
+        found.problems.append(("lora_coverage", f"the adapter holds {share:.1%} of the ~{cov.expected_total:,} LoRA "
+                                                f"parameters r={config.get('r')} on {config.get('target_modules')} "
+                                                f"of {path.parent.name} calls for; missing: " + "; ".join(missing)))
+    elif found.summary:
+        found.summary += f", {share:.0%} of the expected LoRA parameters"
 
 
 def _check_sharded(d: Path, indexes: list[Path], found: _Findings, files_on_disk: set[str]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -60,6 +61,16 @@ if packages.get("torch"):
         out["torch"] = t
     except Exception as exc:
         out["torch"] = {"error": f"{type(exc).__name__}: {exc}"}
+out["imports"] = None
+if len(sys.argv) > 3 and sys.argv[3]:
+    import importlib, traceback
+    out["imports"] = {}
+    for mod in sys.argv[3].split(","):
+        try:
+            importlib.import_module(mod)
+            out["imports"][mod] = None
+        except BaseException as exc:
+            out["imports"][mod] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
 try:
     import pynvml
     pynvml.nvmlInit()
@@ -83,6 +94,7 @@ class EnvReport:
     env: dict[str, str | None] = field(default_factory=dict)
     torch: dict[str, Any] | None = None
     nvml: dict[str, Any] | None = None
+    imports: dict[str, str | None] | None = None     # module -> None (imported) or the exception, one line
     v: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,16 +114,18 @@ def resolve_python(path: str) -> str:
 
 
 def inspect(python: str | None = None, env: dict[str, str] | None = None, *, timeout: float = 120.0,
-            packages: tuple[str, ...] | list[str] = ()) -> EnvReport:
+            packages: tuple[str, ...] | list[str] = (), imports: tuple[str, ...] | list[str] = ()) -> EnvReport:
     """Run the probe in ``python`` (default: this one); ``packages`` are looked up besides
-    ``PACKAGES`` (a recipe's pins)."""
+    ``PACKAGES`` (a recipe's pins); ``imports`` are imported there, each on its own
+    (``code_path_imports``), and what each raised is kept."""
     python = resolve_python(python) if python else sys.executable
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise ProbeFailed(f"{python}: not an executable Python")
     full_env = {**os.environ, **(env or {})}
     try:
         names = list(dict.fromkeys([*PACKAGES, *packages]))
-        proc = subprocess.run([python, "-c", PROBE, ",".join(names), ",".join(ENV_KEYS)], capture_output=True,
+        proc = subprocess.run([python, "-c", PROBE, ",".join(names), ",".join(ENV_KEYS), ",".join(imports)],
+                              capture_output=True,
                               text=True, timeout=timeout, env=full_env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProbeFailed(f"{python}: {exc}") from None
@@ -121,7 +135,7 @@ def inspect(python: str | None = None, env: dict[str, str] | None = None, *, tim
         raise ProbeFailed(f"{python}: the probe failed: {tail}")
     data = json.loads(line)
     return EnvReport(**{k: data.get(k) for k in ("python", "executable", "platform", "packages", "requires",
-                                                 "sources", "env", "torch", "nvml")})
+                                                 "sources", "env", "torch", "nvml", "imports")})
 
 
 def _vt(v: str | None) -> tuple[int, ...]:
@@ -165,7 +179,8 @@ def _vcs(report: EnvReport, name: str) -> str | None:
 
 
 def findings(report: EnvReport, *, training_env: bool = True, expected_swift: str | None = None,
-             pins: dict[str, str] | None = None) -> list[dict]:
+             pins: dict[str, str] | None = None, needs: list[Need] | None = None,
+             model_reqs: list[tuple[str, str]] | None = None) -> list[dict]:
     """What is wrong or worth knowing in the training environment, each with its reason.
     ``training_env=False``: the report is moeconsole's own Python, which needs no ms-swift.
     ``expected_swift`` and ``pins``: the recipe's ``swift.version`` and ``swift.pins``."""
@@ -214,13 +229,112 @@ def findings(report: EnvReport, *, training_env: bool = True, expected_swift: st
                       "(pip install git+https://github.com/fla-org/flash-linear-attention), as the 397B record did"))
     elif fla and fla_git:
         out.append(_f("info", "fla_git_build", f"flash-linear-attention {fla} built from {fla_git}"))
-    elif not fla and mcore:
+    elif not fla and mcore and report.imports is None:
         out.append(_f("info", "fla_missing", "flash-linear-attention is not installed: Qwen3.5 / Qwen3-Next "
                                              "gated-delta-net layers need it"))
-    if mcore and not (pk.get("transformer-engine") or pk.get("transformer-engine-torch")):
+    if mcore and not (pk.get("transformer-engine") or pk.get("transformer-engine-torch")) and report.imports is None:
         out.append(_f("warning", "transformer_engine_missing", "transformer-engine is not installed: Megatron-Core's "
                                                                "fused layers (and ms-swift's default TE spec) need it"))
     out += _torch_findings(report)
+    out += import_findings(report, needs or [])
+    out += requirement_findings(report, model_reqs or [])
+    return out
+
+
+# ---- what the recipe's code path imports ---------------------------------------------------------
+@dataclass(frozen=True)
+class Need:
+    """A module the training command imports on its way to the first step, and where."""
+    module: str
+    package: str          # what to install
+    why: str              # the source that imports it
+
+
+# The model families whose Megatron model has Gated DeltaNet (linear-attention) layers.
+GDN_MODELS = re.compile(r"qwen3[._-]?5|qwen3[._-]?6|qwen3[._-]?next", re.I)
+# ms-swift's ModelMeta.requires for a model family (swift/model/models/qwen.py, 4.6.0 l.1670:
+# Qwen3.5 MoE; checked when the model loads).
+MODEL_REQUIRES: tuple[tuple[re.Pattern, str, str], ...] = (
+    (re.compile(r"qwen3[._-]?[56]\b.*-A\d+B|qwen3[._-]?5[._-]?moe", re.I), "transformers>=5.2.0",
+     "ms-swift 4.6.0 swift/model/models/qwen.py l.1670 (qwen3_5_moe ModelMeta.requires)"),
+)
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == f"--{name}" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def code_path_imports(argv: list[str] | None) -> list[Need]:
+    """What ``megatron sft|pt|rlhf`` imports before its first step, from the sources (ms-swift 4.6.0,
+    megatron-core 0.16.1, mcore-bridge 1.6.5). ``argv`` None: the Megatron path without a model."""
+    from runner.recipes.swift.flags import command_of
+    if argv is not None:
+        command, _start = command_of([str(a) for a in argv])
+        if not command or not command.startswith("megatron "):
+            return []
+    argv = [str(a) for a in argv or []]
+    needs = [
+        Need("swift.megatron.arguments", "ms-swift[megatron]",
+             "ms-swift's Megatron arguments: megatron_args.py l.7 imports mcore_bridge.model, whose modules import "
+             "transformer_engine (mcore_bridge model/modules/gated_delta_net.py l.6)"),
+        Need("transformer_engine.pytorch", "transformer-engine[pytorch]",
+             "Megatron-Core's Transformer Engine layers (ms-swift's default transformer_impl)"),
+    ]
+    tuner = (_flag(argv, "tuner_type") or _flag(argv, "train_type") or "full").lower()
+    if tuner != "full" or _flag(argv, "adapters") or _flag(argv, "mcore_adapter"):
+        needs.append(Need("peft", "peft>=0.15", "LoRA: MegatronArguments.__post_init__ require_version('peft>=0.15') "
+                                                "(megatron_args.py 4.6.0 l.841-842)"))
+    model = _flag(argv, "model") or ""
+    if GDN_MODELS.search(model):
+        needs += [Need(m, "flash-linear-attention",
+                       f"{model}'s Gated DeltaNet layers: megatron-core ssm/gated_delta_net.py l.39-47 imports it "
+                       "and raises ImportError at l.103-106 when the model is built")
+                  for m in ("fla.modules.l2norm", "fla.ops.gated_delta_rule")]
+    backend = _flag(argv, "attention_backend") or "flash"        # MegatronArguments default (4.6.0 l.519)
+    if backend.startswith("flash"):
+        needs.append(Need("flash_attn", "flash-attn",
+                          f"--attention_backend {backend}: megatron-core language_module.py l.111-114 lets Transformer "
+                          "Engine use only its flash-attn backend (NVTE_FLASH_ATTN=1, fused and unfused 0)"))
+    if argv:
+        needs.append(Need("transformers", "transformers", "ms-swift's model loading"))
+    return needs
+
+
+def model_requirements(argv: list[str] | None) -> list[tuple[str, str]]:
+    """(requirement, source) ms-swift checks for the command's model when it loads."""
+    model = _flag([str(a) for a in argv or []], "model") or ""
+    return [(req, where) for pattern, req, where in MODEL_REQUIRES if pattern.search(model)]
+
+
+def import_findings(report: EnvReport, needs: list[Need]) -> list[dict]:
+    """Each module the code path imports that fails to import in the training Python: an error,
+    with what raised and which source imports it."""
+    out: list[dict] = []
+    for need in needs:
+        err = (report.imports or {}).get(need.module)
+        if err:
+            out.append(_f("error", "import_failed", f"import {need.module} fails in {report.executable}: {err} "
+                                                    f"(needed by {need.why}; install {need.package})"))
+    return out
+
+
+def requirement_findings(report: EnvReport, reqs: list[tuple[str, str]]) -> list[dict]:
+    """The model's minimum versions (ms-swift's ModelMeta.requires) against the training Python."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    installed = {canonicalize_name(k): v for k, v in report.packages.items() if v}
+    out = []
+    for text, where in reqs:
+        req = Requirement(text)
+        have = installed.get(canonicalize_name(req.name))
+        if not have or not req.specifier.contains(have, prereleases=True):
+            out.append(_f("error", "model_requirement", f"the model needs {text} ({where}) but "
+                                                        f"{have or 'no ' + req.name} is installed"))
     return out
 
 

@@ -48,7 +48,7 @@ DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "fl
                "float": 4, "fp8": 1, "float8": 1}
 # The linear modules LoRA can target, as parts of a layer; the names recipes use for them
 # (Megatron's fused modules and Hugging Face's separate ones) and the parts each covers.
-_TARGET_PARTS = {
+TARGET_PARTS = {
     "linear_qkv": ("q", "k", "v"), "qkv_proj": ("q", "k", "v"), "query_key_value": ("q", "k", "v"),
     "c_attn": ("q", "k", "v"), "q_proj": ("q",), "k_proj": ("k",), "v_proj": ("v",),
     "linear_proj": ("o",), "o_proj": ("o",), "dense": ("o",),
@@ -288,8 +288,8 @@ def layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any
     for name in names:
         if name == "all-linear":
             parts += list(ALL_PARTS)
-        elif name in _TARGET_PARTS:
-            parts += list(_TARGET_PARTS[name])
+        elif name in TARGET_PARTS:
+            parts += list(TARGET_PARTS[name])
         else:
             unknown.append(name)
     offload = _float(flags, "optimizer_offload_fraction", 1.0) if _bool(flags, "optimizer_cpu_offload", False) else 0.0

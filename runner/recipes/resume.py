@@ -60,6 +60,17 @@ def template_problems(resume: dict) -> list[str]:
     return out
 
 
+def resume_template(resume: dict) -> list[str] | None:
+    """The arguments a resumed attempt adds, in either form: ``resume.args`` as written, or the
+    older ``resume.arg`` as ``[arg, "{checkpoint}"]`` (what ``resume_argv`` does with it). None
+    without resume settings. Every check of a resume reads it through here, so both forms get them."""
+    if resume.get("args"):
+        return [str(a) for a in resume["args"]]
+    if resume.get("arg"):
+        return [str(resume["arg"]), PLACEHOLDER]
+    return None
+
+
 def fill(template: list[str], checkpoint: str) -> list[str]:
     m = _STEP.search(Path(checkpoint).name)
     step = (m.group(1) or m.group(2)).lstrip("0") or "0" if m else ""

@@ -70,6 +70,7 @@ class Receipt:
     loss_curve: list[list[float]] = field(default_factory=list)   # downsampled (step, loss)
     restarts_at: list[int] = field(default_factory=list)          # first step of each later attempt
     memory: dict[str, Any] = field(default_factory=dict)          # per-GPU envelope, static estimate, OOM verdicts
+    export: dict[str, Any] | None = None      # how to get the merged model (runner/recipes/swift/export.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -244,7 +245,23 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
                            for a in alerts[-ALERT_LIST_MAX:]]},
         loss_curve=_downsample(loss_points), restarts_at=restarts_at,
         memory=_memory_section(state, crashes),
+        export=_export_section(run, checkpoints),
     )
+
+
+def _export_section(run: rundir.RunDir, checkpoints: list[CheckpointLine]) -> dict[str, Any] | None:
+    """The ``megatron export`` that merges the newest verified adapter of an adapter-only LoRA run."""
+    from runner.recipes import recipe as recipes
+    from runner.recipes.swift.export import merge_export
+    good = [c for c in checkpoints if c.ok and not c.path.rstrip("/").endswith("-merged")]
+    if not good:
+        return None
+    raw, _ = recipes.read_saved(run.path)
+    if not isinstance(raw.get("command"), list):
+        return None
+    newest = max(good, key=lambda c: (c.step is not None, c.step or 0))
+    return merge_export({"command": raw["command"], "env": raw.get("env") or {}, "swift": raw.get("swift") or {}},
+                        newest.path)
 
 
 def _memory_section(state: dict, crashes: list[dict]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import numpy as np
 
 from runner.core import lifecycle as lc
 from runner.core.monitors import Monitors, Thresholds
+from runner.core.schedule_watch import ScheduleWatch
 from runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
 from runner.ingest.records import eval_record
 from runner.ingest.tail import FileTailer
@@ -62,6 +63,22 @@ class Ingested:
         return self
 
 
+def _rows_with_lr(rows: Any) -> list[dict]:
+    """The records of a batch that carry a learning rate, as dicts (a template row is its JSON line)."""
+    out: list[dict] = []
+    for r in rows:
+        if isinstance(r, dict):
+            out.append(r)
+        elif isinstance(r, (bytes, str)) and ('"lr"' in r if isinstance(r, str) else b'"lr"' in r):
+            try:
+                rec = jsonio.loads(r)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out
+
+
 class IngestPipe:
     def __init__(self, run: rundir.RunDir, journal: Journal, redactor: Redactor, memory: MemoryFeed,
                  thresholds: Thresholds, *, start_offset: int, attempt: int, progress: dict[str, Any],
@@ -81,6 +98,7 @@ class IngestPipe:
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
+        self.schedule = ScheduleWatch()   # a resume that restarted the LR schedule (runner/core/schedule_watch.py)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
         self.book = seriesfile.load(run)
         self._book_saved = (self.book.metric_count, self.book.offset)
@@ -99,6 +117,8 @@ class IngestPipe:
         """A new attempt: fresh monitors, counters and log tail."""
         self.attempt = attempt
         self.monitors = Monitors(self.thresholds)
+        if not self.schedule.seen:       # a runner that adopted the run: the earlier attempts' learning rates
+            self.schedule.observe(rec for _, rec in jsonio.iter_jsonl(self.run.metrics))
         self.memory.new_attempt()
         self.log_tail.clear()
         self.written = Written(None, None)
@@ -230,6 +250,9 @@ class IngestPipe:
             self.journal.event("alert", attempt=self.attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite" and self._got.divergence is None:
                 self._got.divergence = str(a.get("message", ""))
+        lr_rows = _rows_with_lr(records[i] for i in kept)
+        for a in self.schedule.observe(lr_rows, self.attempt):
+            self.journal.event("alert", attempt=self.attempt, **a)
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
                             present["mem_gib"].tolist(), now)
         self.memory_alerts()

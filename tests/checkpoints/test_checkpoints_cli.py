@@ -173,3 +173,88 @@ def test_lint_flags_the_stub_trap(tmp_path, merge):
         assert trap["level"] == "warning" and "39 KB" in trap["message"] and "record" in trap["message"]
     else:
         assert "swift_merged_save_disk" in rules         # it merges: the disk cost is what matters
+
+
+def _finish_merged(d: Path) -> None:
+    """What mcore-bridge's ``StreamingSafetensorSaver.finalize`` (mcore_bridge/utils/safetensors.py
+    1.6.5 l.153-183) and ms-swift's save_weights do last: rename the shards, write the index, then
+    config.json."""
+    shards = sorted(d.glob("model-*-of-?????.safetensors"))
+    weight_map = {}
+    for p in shards:
+        final = p.with_name(p.name.replace("?????", f"{len(shards):05d}"))
+        p.rename(final)
+        from safetensors import safe_open
+        with safe_open(str(final), framework="numpy") as f:
+            weight_map.update({k: final.name for k in f.keys()})
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
+
+
+def test_a_merged_save_being_written_is_in_progress_not_bad(tmp_path):
+    """checkpoint-N/ holds Megatron metadata only while checkpoint-N-merged/ is written with
+    temporary ``-of-?????`` shard names: the one-shot verify says IN_PROGRESS (exit 3), not
+    EMPTY_STUB / MISSING_CONFIG."""
+    from tests.checkpoints.conftest import merged_started, swift_common
+
+    out = tmp_path / "out"
+    swift_common(out / "checkpoint-100", 100)
+    merged_started(out / "checkpoint-100-merged", 100)
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [ln.split()[0] for ln in lines[:2]] == ["IN_PROGRESS", "IN_PROGRESS"], lines
+    assert any("-of-?????" in ln for ln in lines)
+    assert "EMPTY_STUB" not in proc.stdout and "MISSING_CONFIG" not in proc.stdout
+    assert lines[-1].startswith("2 checkpoints: 0 ok, 2 in progress")
+    data = json.loads(cli("verify", str(out), "--json").stdout)
+    assert {c["verdict"] for c in data["checkpoints"]} == {"in_progress"} and data["ok"] is False
+
+
+def test_verify_wait_waits_for_the_merged_save_to_settle(tmp_path):
+    from tests.checkpoints.conftest import merged_started, swift_common
+
+    out = tmp_path / "out"
+    swift_common(out / "checkpoint-100", 100)
+    merged = merged_started(out / "checkpoint-100-merged", 100, shards_done=2)
+    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "verify", str(out), "--wait", "120",
+                             "--settle", "0.5"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stderr.readline()          # printed once it sees the save underway
+        assert first.startswith("waiting up to 120 s for 2 save(s) still being written"), first
+        assert proc.poll() is None
+        _finish_merged(merged)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stdout + stderr
+    assert [ln.split()[0] for ln in stdout.splitlines()[:2]] == ["ok", "ok"], stdout
+    assert "checkpoint-100-merged" in stdout.splitlines()[-1]
+
+
+def test_prune_superseded_attempt_directories_never_the_resume_point(mk, tmp_path):
+    """v0 saved 100 and 200 and crashed; v1 resumed and saved 300 and 400; v2 resumed from 400 and
+    saved a stub at 500. v0 is superseded (v1 verified beyond it); v1 holds the resume point
+    (checkpoint-400) and v2 is the newest: both stay. Nothing goes without --yes."""
+    out = tmp_path / "out"
+    v0, v1, v2 = (out / f"v{i}-20260101-00000{i}" for i in range(3))
+    mk.adapter(v0 / "checkpoint-100")
+    mk.adapter(v0 / "checkpoint-200")
+    mk.adapter(v1 / "checkpoint-300")
+    mk.adapter(v1 / "checkpoint-400")
+    mk.stub(v2 / "checkpoint-500" / "adapter_model.safetensors")
+    (v2 / "checkpoint-500" / "adapter_config.json").write_text('{"r": 8}')
+    listed = cli("verify", str(out), "--prune-superseded")
+    assert listed.returncode == 1            # the stub is still bad
+    assert f"superseded (remove with --yes): {v0} (2 checkpoint(s)," in listed.stdout, listed.stdout
+    assert str(v1) + " (" not in listed.stdout and str(v2) + " (" not in listed.stdout
+    assert v0.exists()
+    doc = json.loads(cli("verify", str(out), "--prune-superseded", "--json").stdout)
+    assert [d["path"] for d in doc["superseded"]] == [str(v0)]
+    removed = cli("verify", str(out), "--prune-superseded", "--yes")
+    assert f"removed: {v0}" in removed.stdout and not v0.exists() and v1.exists() and v2.exists()
+    again = cli("verify", str(out), "--prune-superseded")
+    assert "no superseded attempt directory" in again.stdout

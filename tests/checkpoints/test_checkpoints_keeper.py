@@ -40,3 +40,43 @@ def test_a_good_verdict_after_bad_ones_resets_the_streak_but_not_the_total(tmp_p
     assert keeper.bad_saves == {"total": 2, "in_a_row": ["/o/checkpoint-8", "/o/checkpoint-12"]}
     keeper._count("/o/checkpoint-16", ok=True)
     assert keeper.bad_saves == {"total": 2, "in_a_row": []}
+
+
+def test_a_save_on_a_filling_disk_raises_the_disk_alert(tmp_path):
+    """A real small file system (tmpfs, 1 MiB): after a verified ~300 KB save, room for fewer than
+    three more is a warning naming the sizes; once the next may not fit, critical; one alert per level."""
+    import os
+    import subprocess
+
+    import numpy as np
+    import pytest
+
+    from tests.checkpoints.conftest import lora_tensors, write_adapter
+    from tests.waiting import until
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("tmpfs mount not permitted here")
+    try:
+        out = mnt / "out"
+        rec = Recorder(tmp_path)
+        keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05)
+        big = lora_tensors(r=8, layers=8, hidden=512)          # ~1 MB of float32: too big, so
+        tensors = {k: v[:, :160] if v.shape[0] == 8 else v[:160] for k, v in big.items()}   # ~330 KB
+        write_adapter(out / "checkpoint-1", tensors)
+
+        def alerts():
+            keeper.poll(lambda step, path: [], 1)
+            return [e for e in rec.events if e["type"] == "alert" and e["rule"] == "disk_filling"]
+
+        (warn,) = until(alerts, timeout=30, what="the disk alert")
+        assert warn["level"] == "warning" and "room for 2 more such save(s)" in warn["message"] and "took 328.0 KB" in warn["message"], warn["message"]
+        write_adapter(out / "checkpoint-2", tensors)
+        got = until(lambda: (lambda a: a if len(a) == 2 else None)(alerts()), timeout=30, what="critical")
+        assert got[1]["level"] == "critical" and "the next save may not fit" in got[1]["message"]
+        assert np.isfinite(got[1]["values"]["free_bytes"])
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)

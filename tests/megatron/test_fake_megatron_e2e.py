@@ -91,6 +91,10 @@ def test_crash_and_resume_from_the_verified_checkpoint(harness, tmp_path, versio
     assert snap["run"]["max_steps"] == 12
     # ... but its LR schedule started over: iteration 5 repeats iteration 1's warmup learning rate.
     assert a2[0]["lr"] == a1[0]["lr"] == pytest.approx(5e-05)
+    # ... and the runner says so, with the warmup it re-runs (lr_warmup_iters 2).
+    (restarted,) = [a for a in run.events("alert") if a.get("rule") == "lr_schedule_restarted"]
+    assert restarted["step"] == 5 and restarted["attempt"] == 2 and restarted["values"]["warmup_steps"] == 2
+    assert "re-runs the 2-step warmup (steps 5-6" in restarted["message"]
 
 
 def test_full_state_resume_continues_the_lr_schedule(harness, tmp_path):
@@ -105,6 +109,7 @@ def test_full_state_resume_continues_the_lr_schedule(harness, tmp_path):
     assert argv[argv.index("--mcore_adapter") + 1].endswith("checkpoint-4")
     a2 = [m for m in run.metrics() if m["attempt"] == 2]
     assert a2[0]["step"] == 5
+    assert not [a for a in run.events("alert") if a.get("rule") == "lr_schedule_restarted"]   # the schedule went on
     # The same run without a crash, for the learning rate an unbroken schedule has at iteration 5.
     out = tmp_path / "ref"
     cmd = [sys.executable, str(FAKE)] + [a.replace("{run_dir}/output", str(out)) for a in recipe["command"][2:]]
@@ -195,3 +200,105 @@ def test_what_a_46_save_holds(tmp_path):
     (run42,) = [p for p in (tmp_path / "o").glob("v1-*")]
     assert not (run42 / "checkpoint-2" / "adapter_model.safetensors").exists()
     assert not os.path.lexists(run42 / "last-checkpoint")
+
+
+def test_the_receipt_shows_the_merge_export_for_this_run(harness, tmp_path):
+    """A 4.6 adapter-only run (--merge_lora false): the receipt names the `megatron export` that
+    merges its newest verified adapter (MegatronExportArguments: --to_hf, --merge_lora; the run's
+    NPROC_PER_NODE and parallel sizes), and where the merged model goes (<checkpoint>-hf)."""
+    recipe = fake_recipe(tmp_path, "4.6.0", "false", T46)
+    recipe["command"] += ["--expert_model_parallel_size", "1"]
+    recipe["env"].update(FAKE_CRASH_AT="0", NPROC_PER_NODE="1")
+    run = harness.start(harness.recipe(**recipe))
+    st = run.wait_status("succeeded", "failed", "paused", timeout=240)
+    assert st["status"] == "succeeded", (st, (run.path / "runner.log").read_text()[-3000:])
+    proc = harness.cli("runs", "receipt", run.path.name, "--json")
+    assert proc.returncode == 0, proc.stderr
+    ex = json.loads(proc.stdout)["export"]
+    newest = max((c for c in run.events("checkpoint") if c["ok"]), key=lambda c: c["step"])["path"]
+    assert Path(newest).name == "checkpoint-12"
+    assert ex["command"][2:] == ["export", "--adapters", newest, "--to_hf", "true", "--merge_lora", "true",
+                                 "--expert_model_parallel_size", "1"], ex["command"]
+    assert Path(ex["command"][1]).name == "megatron"      # the recipe's own launcher, subcommand export
+    assert ex["shell"].startswith("NPROC_PER_NODE=1 ") and ex["writes"] == newest + "-hf"
+    md = harness.cli("runs", "receipt", run.path.name, "--md")
+    assert "## Merged model" in md.stdout and ex["shell"] in md.stdout
+
+
+def test_full_state_resume_takes_the_schedule_from_the_checkpoint_not_the_new_lr(tmp_path):
+    """megatron-core's OptimizerParamScheduler.load_state_dict (0.16.1 l.335-384), built by ms-swift
+    with use_checkpoint_opt_param_scheduler=True: a resume that changes --lr (and --min_lr, the
+    warmup) still follows the saved schedule, as the real run would."""
+    recipe = fake_recipe(tmp_path, "4.6.0", "false", FULL, no_save_optim="false")
+    base = [a.replace("{run_dir}/output", str(tmp_path / "out")) for a in recipe["command"][2:]]
+    env = {**os.environ, **recipe["env"], "FAKE_STEP_S": "0"}
+    first = subprocess.run([sys.executable, str(FAKE), *base], capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == 1 and "injected crash after iteration 6" in first.stderr
+    ck = next((tmp_path / "out").glob("v0-*/checkpoint-4"))
+    changed = base + ["--mcore_adapter", str(ck), "--finetune", "false", "--lr", "5e-4", "--min_lr", "1e-5",
+                      "--lr_warmup_iters", "0"]
+    again = subprocess.run([sys.executable, str(FAKE), *changed], capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert " > using checkpoint value 0.0001 for learning rate" in again.stderr
+    resumed = [json.loads(ln) for ln in next((tmp_path / "out").glob("v1-*/logging.jsonl")).read_text().splitlines()]
+    out = tmp_path / "ref"
+    ref = subprocess.run([sys.executable, str(FAKE), *[a.replace(str(tmp_path / "out"), str(out)) for a in base]],
+                         capture_output=True, text=True, timeout=120, env={**env, "FAKE_CRASH_AT": "0"})
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    unbroken = [json.loads(ln) for ln in next(out.glob("v0-*/logging.jsonl")).read_text().splitlines()]
+    lr = {ln["iteration"]: ln["learning_rate"] for ln in unbroken if "iteration" in ln}
+    got = {ln["iteration"]: ln["learning_rate"] for ln in resumed if "iteration" in ln}
+    assert got["5/12"] == pytest.approx(lr["5/12"]) and got["12/12"] == pytest.approx(lr["12/12"])
+
+
+def _rank_pids(fake: Path) -> list[int]:
+    """The fake's rank processes (torchrun's workers running it as ms-swift's sft.py)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(fake).encode() in argv and b"_trainer" in argv:
+            out.append(int(d.name))
+    return out
+
+
+def test_the_fake_is_a_launcher_with_rank_processes_and_a_kill_ends_them_all(harness, tmp_path):
+    """As ms-swift's `megatron sft` (swift/cli/main.py cli_main): a wrapper that prints `run sh:` with
+    the real torchrun line (--nproc_per_node, --master_port) and runs it; torchrun starts a process
+    per rank. `moeconsole kill` must end every one of them."""
+    import socket
+    from tests.waiting import until
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    recipe = fake_recipe(tmp_path, "4.6.0", "false", T46)
+    recipe["env"].update(NPROC_PER_NODE="2", MASTER_PORT=str(port), FAKE_CRASH_AT="0", FAKE_STEP_S="0.5")
+    run = harness.start(harness.recipe(**recipe))
+    ranks: list[int] = []
+    try:
+        until(lambda: any(m.get("step", 0) >= 2 for m in run.metrics()), timeout=180, what="two steps")
+        ranks = until(lambda: (lambda p: p if len(p) == 2 else None)(_rank_pids(FAKE)), timeout=60,
+                      what="two rank processes")
+        log = (run.path / "train.log").read_text()
+        assert f"-m torch.distributed.run --nproc_per_node 2 --master_port {port} " in log
+        assert "/swift/cli/_megatron/sft.py --model Qwen/Qwen3.5-397B-A17B" in log
+        harness.cli("kill", run.id, check=True)
+        run.wait_status("killed", "failed", "succeeded", timeout=120)
+        until(lambda: not [p for p in ranks if _alive(p)], timeout=60, what="every rank process ended")
+    finally:
+        for p in ranks:
+            if _alive(p):
+                os.kill(p, 9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"

@@ -136,7 +136,7 @@ def test_shipped_397b_recipes_carry_the_records_values_and_lint_without_errors(v
         assert warn["level"] == "warning"
         # 3% of ~150,750 iterations (402,000 x 3 // 8 before packing) re-run at every resume.
         assert "~4,522 of ~150,750 iterations" in warn["message"], warn["message"]
-        assert ("--mcore_adapter {checkpoint} --finetune false" in warn["message"]) == (version == "4.6")
+        assert "--mcore_adapter {checkpoint} --finetune false" in warn["message"]    # 4.2 too (load_mcore_checkpoint)
         if version == "4.2":
             assert "a new LoRA starts on top of it" in warn["message"]
 
@@ -288,7 +288,7 @@ def test_the_42_route_starts_a_new_lora_on_the_merged_weights(tmp_path):
     probs = resume_lint(tmp_path, ["--model", "{checkpoint}-merged", "--finetune", "false"], version="4.2.0")
     (w,) = by_rule(probs, "swift_resume_restarts_schedule")
     assert "the merged model becomes the new base and a new LoRA starts on top of it" in w["message"]
-    assert "full-state resume" not in w["message"]          # offered for 4.6 only
+    assert "On 4.2.0 the full-state resume keeps both" in w["message"]      # 4.2.0 has load_mcore_checkpoint too
 
 
 def test_adapters_pointing_at_a_merged_model_is_an_error(tmp_path):
@@ -323,3 +323,75 @@ def test_full_state_resume_needs_the_optimizer_saved_and_says_what_it_costs(tmp_
 def test_resume_without_finetune_false_restarts_at_zero(tmp_path):
     (w,) = by_rule(resume_lint(tmp_path, ["--adapters", "{checkpoint}"]), "swift_resume_from_zero")
     assert "iteration 0" in w["message"]
+
+
+@pytest.mark.parametrize("version", ["4.2.0", "4.6.0"])
+def test_the_older_resume_arg_form_gets_the_same_resume_check(tmp_path, version):
+    """`resume: {arg: --adapters}` resumes with `--adapters <ckpt>` alone: ms-swift restarts at
+    iteration 0 (finetune defaults to true), every restart from iteration 1 again."""
+    cmd = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--merge_lora", "false"]
+    (e,) = by_rule(lint(tmp_path, cmd, swift={"version": version}, resume={"arg": "--adapters"}),
+                   "swift_resume_from_zero")
+    assert e["level"] == "error" and e["message"].startswith("resume.arg --adapters without --finetune false")
+    assert "trainers/base.py _load_checkpoint" in e["message"]
+    # the same rule as resume.args without --finetune false
+    (e,) = by_rule(resume_lint(tmp_path, ["--adapters", "{checkpoint}"], version=version), "swift_resume_from_zero")
+    assert e["level"] == "error" and e["message"].startswith("resume.args without --finetune false")
+
+
+def test_lint_fix_on_the_records_literal_recipe_adds_finetune_false(tmp_path):
+    """The record's command with the resume flag it names (`--adapters`): --fix rewrites the flags and
+    turns `resume.arg` into `resume.args` with `--finetune false`, and the result lints clean."""
+    raw = {"name": "record", "command": RECORD, "checkpoints": {"dir": "/ckpt/out"}, "resume": {"arg": "--adapters"},
+           "swift": {"version": "4.6.0"}}
+    p = write(tmp_path, "record.yaml", **raw)
+    before = cli("lint", "--json", str(p))
+    assert "swift_resume_from_zero" in {x["rule"] for x in json.loads(before.stdout)["problems"]}
+    fixed = cli("lint", "--fix", str(p))
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "--finetune false" in fixed.stderr and "0 error(s)" in fixed.stdout
+    r = recipes.load(p)
+    assert r["resume"]["args"] == ["--adapters", "{checkpoint}", "--finetune", "false"] and not r["resume"]["arg"]
+
+
+def test_the_42_recipe_is_offered_the_full_state_resume():
+    """4.2.0's load_mcore_checkpoint restores the optimizer and the scheduler through --mcore_adapter
+    exactly as 4.6.0's does (utils/megatron_lm_utils.py l.362-458)."""
+    proc = cli("lint", "--json", str(RECIPES["4.2"]))
+    (w,) = by_rule(json.loads(proc.stdout)["problems"], "swift_resume_restarts_schedule")
+    assert "On 4.2.0 the full-state resume keeps both (load_mcore_checkpoint, 4.2.0 utils/megatron_lm_utils.py " \
+           "l.362-458)" in w["message"], w["message"]
+    assert "--mcore_adapter {checkpoint} --finetune false" in w["message"]
+
+
+@pytest.mark.parametrize("version", ["4.6", "4.2", "4.6-full-state"])
+def test_the_397b_recipes_keep_the_records_moe_kernels(version):
+    """`--moe_permute_fusion` is not in the record and no measured reason holds for it: the recipes keep
+    ms-swift's default (false), and docs/megatron.md's record-vs-recipe table says why."""
+    cmd = recipes.load(RECIPES[version])["command"]
+    assert "--moe_permute_fusion" not in cmd
+    table = (REPO / "docs" / "megatron.md").read_text()
+    assert "| MoE kernels |" in table and "no `--moe_permute_fusion`" in table
+
+
+def test_the_adapter_recipes_get_the_whole_runs_disk_estimate(tmp_path, monkeypatch):
+    """The 4.6 adapter recipe had no estimate: ~22 GB of adapter per save (rank 32, 11.16B LoRA
+    parameters in bf16), 5 kept per output directory x 21 v<N>-<time>/ directories (20 restarts) + 1;
+    the full-state recipe adds ~156 GB of Megatron state per save: ~18.9 TB worst case."""
+    got = {}
+    for version in ("4.6", "4.6-full-state"):
+        doc = json.loads(cli("lint", "--json", str(RECIPES[version])).stdout)
+        (p,) = by_rule(doc["problems"], "swift_save_disk")
+        got[version] = p["message"]
+    assert "~22 GB adapter (11.16B LoRA parameters x 2 B) per save" in got["4.6"], got["4.6"]
+    assert "up to 106 saves on disk = ~2.4 TB" in got["4.6"]
+    assert "+ ~156 GB Megatron state for the full-state resume per save" in got["4.6-full-state"]
+    assert "= ~18.9 TB" in got["4.6-full-state"]
+    # against the free space of the output file system
+    cmd = ["megatron", "sft", "--model", "Qwen/Qwen3.5-397B-A17B", "--tuner_type", "lora", "--merge_lora", "false",
+           "--lora_rank", "32", "--train_iters", "1000", "--save_steps", "100", "--output_dir", str(tmp_path)]
+    (p,) = by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"},
+                        memory={"model_config": str(REPO / "recipes" / "models" / "qwen3.5-397b-a17b.config.json")}),
+                   "swift_save_disk")
+    assert "11 saves, none removed (no save_total_limit) = ~246 GB" in p["message"], p["message"]
+    assert f"{tmp_path}" in p["message"] and "free here" in p["message"]

@@ -12,6 +12,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runner.recipes.swift import flags as swift_flags
 from runner.core.units import disk_bytes
@@ -116,8 +117,8 @@ def check_swift_recipe(recipe: dict, *, probe_parser: bool = True) -> list[dict]
     if cmd is None:
         return []
     out = _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
-    for rule in (rule_entry_point, rule_warmup, rule_train_iters_ignored, rule_save_total_limit,
-                 rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_fused_experts, rule_stub_trap,
+    for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
+                 rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
                  rule_resume, rule_resume_semantics):
         out += rule(recipe, cmd)
     return out
@@ -309,20 +310,56 @@ def rule_train_iters_ignored(recipe: dict, cmd: SwiftCommand) -> list[dict]:
                f"(MegatronArguments.init_iters){derived}; drop one of the two")]
 
 
-def rule_save_total_limit(recipe: dict, cmd: SwiftCommand) -> list[dict]:
-    """MegatronArguments.__post_init__ (4.2.0 megatron_args.py l.693-697, 4.6.0 l.910-914) raises at start-up."""
-    limit = cmd.num("save_total_limit")
-    if not cmd.megatron or limit is None:
+def typed_value(spec: dict | None, vals: list[str] | None) -> Any:
+    """A flag's value as ms-swift's parser types it (``vals`` None: the field's default)."""
+    spec = spec or {}
+    t = str(spec.get("type", "")).replace(" ", "")
+    if vals is None:
+        d = spec.get("default")
+        return [] if isinstance(d, dict) and d.get("factory") == "list" else (None if isinstance(d, dict) else d)
+    if t.startswith(("List[", "Optional[List[")):
+        return list(vals)
+    if not vals:
+        return True if "bool" in t else None
+    v = vals[0]
+    if "bool" in t and "str" not in t:
+        return _truthy(vals)
+    try:
+        if re.sub(r"^Optional\[(.*)\]$", r"\1", t) == "int":
+            return int(v)
+        if re.sub(r"^Optional\[(.*)\]$", r"\1", t) == "float":
+            return float(v)
+    except ValueError:
+        return None         # swift_bad_value reports it
+    return None if v == "None" else v
+
+
+def startup_getter(recipe: dict, cmd: SwiftCommand, values: dict[str, list[str]] | None = None):
+    """``get(field)`` over the command (or ``values``) with ms-swift's types and defaults."""
+    fields = (cmd.table.fields(cmd.checked_as) if cmd.table else None) or {}
+    vals = cmd.values if values is None else values
+    return lambda name: typed_value(fields.get(name), vals.get(name))
+
+
+def rule_startup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+    """ms-swift's start-up checks (runner/recipes/swift/startup.py, mirrored from
+    MegatronArguments.__post_init__/_init_distributed with their lines)."""
+    from runner.recipes.swift.startup import startup_errors
+    if not cmd.megatron:
         return []
-    if limit < 2:
-        return [_p("error", "swift_save_total_limit", f"--save_total_limit {limit:.0f}: ms-swift's Megatron path "
-                                                      "refuses it at start (ValueError: save_total_limit must be "
-                                                      "greater than or equal to 2)")]
-    if cmd.flag("async_save"):
-        return [_p("error", "swift_save_total_limit", "--async_save with --save_total_limit: ms-swift refuses it at "
-                                                      "start (ValueError: async_save is not supported with "
-                                                      "save_total_limit)")]
-    return []
+    version = cmd.table.version if cmd.table else "4.6.0"
+    world = sizes.world_size(recipe.get("env") or {})
+    out = [_p("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
+           for e in startup_errors(startup_getter(recipe, cmd), world, version)]
+    from runner.recipes.resume import resume_template
+    resume = _resume_values(recipe, cmd) if resume_template(recipe.get("resume") or {}) else None
+    if resume is not None:
+        seen = {p["message"] for p in out}
+        for e in startup_errors(startup_getter(recipe, cmd, resume), world, version):
+            msg = f"{e.exc}: {e.message} (a resumed attempt: `megatron sft` refuses this at start-up: {e.where})"
+            if f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})" not in seen:
+                out.append(_p("error", e.rule, msg))
+    return out
 
 
 def rule_sequence_parallel(recipe: dict, cmd: SwiftCommand) -> list[dict]:
@@ -388,21 +425,9 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
                                                      "(checkpoint-N-merged/); size unknown from the model name")]
     per_byte = sizes.DTYPE_BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
     per_save = params * 1e9 * per_byte
-    iters, _how = train_iters_estimate(recipe, cmd)
-    every = cmd.num("save_steps") or 500
-    saves = sizes.ceil_div(iters, every) + 1 if iters else None     # every save_steps, and one at the end
-    limit = int(cmd.num("save_total_limit") or 0) or None
-    restarts = _max_restarts(recipe) if limit and cmd.flag("add_version") is not False else 0
-    on_disk = sizes.saves_on_disk(saves if saves else (limit or 1) * (restarts + 1) + 1, limit, restarts)
+    on_disk, kept = saves_on_disk(recipe, cmd)
     need = on_disk * per_save
     how = ("" if cmd.flag("merge_lora") else " (merge_lora not given: it follows save_safetensors, true)")
-    if limit:
-        kept = (f"{limit} kept per output directory (save_total_limit); rotation runs after each save, and every "
-                f"restart writes into a new v<N>-<time>/ that later attempts never rotate: with up to {restarts} "
-                f"restart(s) (restart.max_restarts) up to {on_disk} saves on disk" if restarts else
-                f"{limit} kept (save_total_limit), {on_disk} on disk while the next is written")
-    else:
-        kept = f"{on_disk} saves, none removed (no save_total_limit)"
     msg = (f"merge_lora true{how} writes a full merged model at every save: ~{disk_bytes(per_save)} each for "
            f"a {params:g}B model in {cmd.get('torch_dtype') or 'bf16'}; {kept} = ~{disk_bytes(need)}")
     where = cmd.get("output_dir") or cmd.get("save")
@@ -413,7 +438,68 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
             return [_p("warning", "swift_merged_save_disk", msg + ": the disk can fill before the run ends (set "
                                                                   "--merge_lora false to save only the adapter, or "
                                                                   "remove old attempts' v<N>-<time>/ once synced)")]
-    return [_p("info" if limit else "warning", "swift_merged_save_disk", msg)]
+    return [_p("info" if cmd.num("save_total_limit") else "warning", "swift_merged_save_disk", msg)]
+
+
+def saves_on_disk(recipe: dict, cmd: SwiftCommand) -> tuple[int, str]:
+    """How many saves can sit on disk at once over the whole run, and why, in words: every
+    ``save_steps`` and one at the end; ``save_total_limit`` per output directory (rotation after
+    each save, ``_rotate_checkpoints``); every restart a new ``v<N>-<time>/`` that later attempts
+    never rotate (``add_version_to_work_dir``), up to ``restart.max_restarts``."""
+    iters, _how = train_iters_estimate(recipe, cmd)
+    every = cmd.num("save_steps") or 500
+    saves = sizes.ceil_div(iters, every) + 1 if iters else None     # every save_steps, and one at the end
+    limit = int(cmd.num("save_total_limit") or 0) or None
+    restarts = _max_restarts(recipe) if limit and cmd.flag("add_version") is not False else 0
+    on_disk = sizes.saves_on_disk(saves if saves else (limit or 1) * (restarts + 1) + 1, limit, restarts)
+    if limit:
+        kept = (f"{limit} kept per output directory (save_total_limit); rotation runs after each save, and every "
+                f"restart writes into a new v<N>-<time>/ that later attempts never rotate: with up to {restarts} "
+                f"restart(s) (restart.max_restarts) up to {on_disk} saves on disk" if restarts else
+                f"{limit} kept (save_total_limit), {on_disk} on disk while the next is written")
+    else:
+        kept = f"{on_disk} saves, none removed (no save_total_limit)"
+    return on_disk, kept
+
+
+def rule_adapter_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+    """The whole run's disk for a LoRA run that saves its adapter (``--merge_lora false``, or 4.6,
+    which writes the adapter beside a merged model): the safetensors adapter (the LoRA's parameters
+    in the model's dtype) and, with ``--no_save_optim false``, the Megatron state of the full-state
+    resume, per save x the saves on disk at once (``saves_on_disk``), against the free space of the
+    output file system. The merged model is ``swift_merged_save_disk``'s."""
+    tuner = (cmd.get("tuner_type") or cmd.get("train_type") or "full").lower()
+    version = cmd.table.version if cmd.table else ""
+    if not cmd.megatron or tuner != "lora" or (merge_lora_effective(cmd) and version.startswith("4.2")):
+        return []
+    rank = int(cmd.num("lora_rank") or 8)
+    from runner.recipes.memory_estimate import declared_config
+    counted = sizes.lora_params_of(cmd.get("model"), rank, declared_config(recipe))
+    if counted is None:
+        return [_p("info", "swift_save_disk", f"each save holds the LoRA adapter of {cmd.get('model')}; its size is "
+                                              "unknown here (no config.json of the model on this machine: "
+                                              "memory.model_config)")]
+    n, _path = counted
+    per_byte = sizes.DTYPE_BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
+    adapter = n * per_byte
+    full_state = n * (sizes.SHARD_BYTES_PER_PARAM + sizes.OPTIMIZER_BYTES_PER_PARAM) \
+        if cmd.flag("no_save_optim") is False else 0
+    per_save = adapter + full_state
+    on_disk, kept = saves_on_disk(recipe, cmd)
+    need = on_disk * per_save
+    parts = f"~{disk_bytes(adapter)} adapter ({n / 1e9:.2f}B LoRA parameters x {per_byte} B)"
+    if full_state:
+        parts += f" + ~{disk_bytes(full_state)} Megatron state for the full-state resume"
+    msg = f"the whole run's saves: {parts} per save; {kept} = ~{disk_bytes(need)}"
+    where = cmd.get("output_dir")
+    free = _free_bytes(where) if where and "{" not in where else None
+    if free:
+        msg += f"; {free[0]} has {disk_bytes(free[1])} free here"
+        if need > free[1]:
+            return [_p("warning", "swift_save_disk", msg + ": the disk can fill before the run ends (a lower "
+                                                           "save_total_limit or restart.max_restarts, or remove "
+                                                           "old attempts' v<N>-<time>/ once synced)")]
+    return [_p("info", "swift_save_disk", msg)]
 
 
 def rule_fused_experts(recipe: dict, cmd: SwiftCommand) -> list[dict]:
@@ -449,9 +535,9 @@ def rule_resume(recipe: dict, cmd: SwiftCommand) -> list[dict]:
 def _resume_values(recipe: dict, cmd: SwiftCommand) -> dict[str, list[str]]:
     """Flag -> values of a resumed attempt's command line: the command's, with the template's
     flags in their place (runner/recipes/resume.py replaces every spelling of a template flag)."""
-    from runner.recipes.resume import groups
+    from runner.recipes.resume import groups, resume_template
     out = dict(cmd.values)
-    for g in groups([str(a) for a in (recipe.get("resume") or {}).get("args") or []]):
+    for g in groups(resume_template(recipe.get("resume") or {}) or []):
         if not g[0].startswith("--"):
             continue
         name = g[0][2:].split("=", 1)[0].replace("-", "_")
@@ -483,8 +569,11 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     and the LR scheduler load only inside ``load_mcore_checkpoint`` (``--mcore_adapter`` /
     ``--mcore_model``). Otherwise the scheduler, built by ``get_optimizer_param_scheduler``, starts
     at step 0 again."""
-    if not cmd.megatron or not (recipe.get("resume") or {}).get("args"):
+    from runner.recipes.resume import resume_template
+    resume = recipe.get("resume") or {}
+    if not cmd.megatron or resume_template(resume) is None or resume.get("arg") in ("--load", "--save"):
         return []
+    form = "resume.args" if resume.get("args") else f"resume.arg {resume.get('arg')}"
     v = _resume_values(recipe, cmd)
     first = lambda k: (v.get(k) or [""])[0]          # noqa: E731
     finetune = _truthy(v["finetune"]) if "finetune" in v else True    # MegatronArguments.finetune = True
@@ -497,9 +586,12 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
                       "LoRA weights (bridge.load_weights(peft_format=True)); resume from the adapter in "
                       "checkpoint-N/ (4.6) or give the merged model as --model (4.2)"))
     if finetune:
-        out.append(_p("warning", "swift_resume_from_zero", "resume.args without --finetune false: ms-swift loads the "
-                                                           "weights but restarts at iteration 0 (MegatronArguments."
-                                                           "finetune defaults to true)"))
+        out.append(_p("error", "swift_resume_from_zero",
+                      f"{form} without --finetune false: ms-swift loads the weights but restarts at iteration 0, so "
+                      "every restart trains from iteration 1 again (MegatronArguments.finetune defaults to true, "
+                      "megatron_args.py 4.6.0 l.595 / 4.2.0 l.455; only `if not args.finetune` reads the iteration: "
+                      "trainers/base.py _load_checkpoint 4.6.0 l.120-121 / 4.2.0 l.113-114); lint --fix adds "
+                      "--finetune false"))
         return out
     if mcore:
         no_optim = cmd.flag("no_save_optim")
@@ -514,21 +606,35 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
             "--mcore_adapter/--mcore_model), so the scheduler starts again at step 0: every resume re-runs "
             f"{_warmup_words(recipe, cmd)} and restarts the cosine, which then ends before reaching min_lr"
             + ("; --no_load_optim/--no_load_rng change nothing here" if {"no_load_optim", "no_load_rng"} & set(v) else ""))
-    version = cmd.table.version if cmd.table else ""
-    offer = ("" if version.startswith(("4.0", "4.1", "4.2", "3.")) else
-             ". On 4.6 the full-state resume keeps both: save with --no_save_optim false and resume with "
-             "--mcore_adapter {checkpoint} --finetune false")
+    offer = full_state_offer(cmd)
     if model.rstrip("/").endswith("-merged") and not adapters:
         out.append(_p("warning", "swift_resume_restarts_schedule",
                       f"resume with --model {model} --finetune false continues the iteration and the data position, "
                       "but the merged model becomes the new base and a new LoRA starts on top of it (zero lora_B, "
-                      f"fresh Adam moments); {lost}"))
+                      f"fresh Adam moments); {lost}{offer}"))
     elif adapters or model:
         out.append(_p("warning", "swift_resume_restarts_schedule",
                       f"resume with --{'adapters' if adapters else 'model'} --finetune false continues the iteration "
                       f"and the data position and loads the {'LoRA weights' if adapters else 'weights'}, but {lost}"
                       f"{offer}"))
     return out
+
+
+# load_mcore_checkpoint (swift/megatron/utils/megatron_lm_utils.py) restores the optimizer and the
+# scheduler from iter_N/ when --mcore_adapter/--mcore_model is given with --finetune false: the same
+# in 4.2.0 (l.362, scheduler at l.458) and 4.6.0 (l.460, scheduler at l.584); save_mcore_checkpoint
+# writes them unless --no_save_optim (4.2.0 trainers/base.py l.731-743, the same in 4.6.0).
+FULL_STATE_LINES = {"4.2": "4.2.0 utils/megatron_lm_utils.py l.362-458", "4.6": "4.6.0 utils/megatron_lm_utils.py l.460-584"}
+
+
+def full_state_offer(cmd: SwiftCommand) -> str:
+    """The full-state resume, offered on every ms-swift 4.x with the lines that implement it."""
+    version = cmd.table.version if cmd.table else ""
+    if not version.startswith("4.") or version.startswith(("4.0", "4.1")):
+        return ""
+    where = FULL_STATE_LINES["4.2" if version.startswith("4.2") else "4.6"]
+    return (f". On {version} the full-state resume keeps both (load_mcore_checkpoint, {where}): save with "
+            "--no_save_optim false and resume with --mcore_adapter {checkpoint} --finetune false")
 
 
 def full_state_cost(recipe: dict, cmd: SwiftCommand) -> str:
@@ -607,4 +713,14 @@ def fix_recipe(recipe_raw: dict, recipe: dict) -> tuple[dict, list[str]]:
         resume["args"] = suggested_resume(cmd)
         fixed["resume"] = resume
         changes.append(f"resume.args: {' '.join(resume['args'])}")
+    elif cmd.megatron and not any(p["rule"] == "resume_template" for p in rule_resume(recipe, cmd)) \
+            and any(p["rule"] == "swift_resume_from_zero" for p in rule_resume_semantics(recipe, cmd)):
+        # trainers/base.py _load_checkpoint: the iteration and data position continue only with
+        # --finetune false (the older resume.arg form becomes resume.args to carry it).
+        from runner.recipes.resume import resume_template
+        template = resume_template(resume) or []
+        resume.pop("arg", None)
+        resume["args"] = template + ["--finetune", "false"]
+        fixed["resume"] = resume
+        changes.append(f"resume.args: {' '.join(resume['args'])} (--finetune false: the iteration continues)")
     return fixed, changes

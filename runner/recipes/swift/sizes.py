@@ -40,12 +40,20 @@ def model_params_billion(model: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def world_size(env: dict[str, str]) -> int | None:
+    """torchrun's world size as ms-swift's ``megatron`` entry point launches it: NPROC_PER_NODE x
+    NNODES (swift/cli/main.py); None when NPROC_PER_NODE is not in the recipe's env."""
+    try:
+        return int(env.get("NPROC_PER_NODE", "")) * int(env.get("NNODES", "1") or 1)
+    except ValueError:
+        return None
+
+
 def data_parallel_size(env: dict[str, str], tp: float | None, pp: float | None, cp: float | None) -> int | None:
     """Megatron-Core's data-parallel size: world / (TP x PP x CP); expert parallelism splits the
     experts inside it and does not shrink it. None when the world size is not in the recipe."""
-    try:
-        world = int(env.get("NPROC_PER_NODE", "")) * int(env.get("NNODES", "1") or 1)
-    except ValueError:
+    world = world_size(env)
+    if world is None:
         return None
     div = int(tp or 1) * int(pp or 1) * int(cp or 1)
     return world // div if div and world >= div else None

@@ -1,0 +1,35 @@
+"""Will the next saves fit? Every save of a long run lands on one file system, and ms-swift never
+prunes an earlier attempt's ``v<N>-<time>/`` (rotation sees only its own directory), so a disk
+can fill hours before the run ends. After each verified save the keeper asks ``disk_alert``:
+the free space against the size of that save. Pure: numbers in, an alert dict (or None) out.
+"""
+from __future__ import annotations
+
+from runner.core.units import human_bytes
+
+RULE = "disk_filling"
+WARN_SAVES = 3.0    # a warning when fewer than this many saves of the same size still fit
+CRIT_SAVES = 1.2    # critical: the next save (with a margin) may not fit
+
+
+def level_for(free: int, save_bytes: int) -> str | None:
+    """"critical", "warning" or None for ``free`` bytes left and a save of ``save_bytes``."""
+    if save_bytes <= 0:
+        return None
+    if free < CRIT_SAVES * save_bytes:
+        return "critical"
+    if free < WARN_SAVES * save_bytes:
+        return "warning"
+    return None
+
+
+def disk_alert(free: int, save_bytes: int, where: str, step: int | None, name: str) -> dict | None:
+    level = level_for(free, save_bytes)
+    if level is None:
+        return None
+    fits = int(free // save_bytes)
+    return {"level": level, "rule": RULE, "step": step,
+            "message": (f"{where} has {human_bytes(free)} free and {name} took {human_bytes(save_bytes)}: "
+                        + ("the next save may not fit" if level == "critical" else f"room for {fits} more such save(s)")
+                        + "; free space (old attempts' v<N>-<time>/ once synced, a lower save_total_limit)"),
+            "values": {"free_bytes": free, "save_bytes": save_bytes, "saves_that_fit": fits, "path": where}}

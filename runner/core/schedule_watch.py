@@ -1,0 +1,111 @@
+"""Did a resumed attempt restart the learning-rate schedule? Then it re-runs the warmup.
+
+ms-swift's ``--adapters/--model ... --finetune false`` resume continues the iteration but builds a
+fresh LR scheduler at step 0 (lint says so before launch, ``swift_resume_restarts_schedule``).
+This watches the log for it actually happening: the first learning rate a new attempt logs is the
+one the first attempt started with (the schedule's step 0 again, while the iteration continued),
+or far below what the previous attempt had reached at that step. One warning per attempt,
+``lr_schedule_restarted``, with what it costs: the warmup's steps (measured on the first attempt,
+from its first logged step to the one where the learning rate stopped rising) run again at a
+lower learning rate, and the decay starts over.
+
+Pure: records in, alert dicts out (the same shape as runner.core.monitors').
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from runner.core.monitors import fmt_num
+from runner.core.numbers import as_float
+
+RULE = "lr_schedule_restarted"
+DROP = 0.5          # a resumed LR below this fraction of the one reached at that step is a restart
+SAME = 1e-3         # relative tolerance for "the first attempt's first learning rate again"
+
+
+class ScheduleWatch:
+    def __init__(self) -> None:
+        self._steps: list[int] = []                  # earlier attempts' (step, lr), sorted by step
+        self._lrs: list[float] = []
+        self._cur: dict[int, float] = {}
+        self._attempt: Any = None
+        self._checked = True
+        self._first: tuple[int, float] | None = None     # the first attempt's first (step, lr)
+        self._peak: tuple[int, float] | None = None      # ... and where its warmup ended
+        self._warming = True
+
+    @property
+    def seen(self) -> bool:
+        """Has any learning rate been observed?"""
+        return self._first is not None
+
+    def _new_attempt(self, attempt: Any) -> None:
+        if self._cur:
+            merged = dict(zip(self._steps, self._lrs))
+            merged.update(self._cur)
+            self._steps = sorted(merged)
+            self._lrs = [merged[s] for s in self._steps]
+        self._cur = {}
+        self._attempt = attempt
+        self._checked = False
+
+    def _lr_before(self, step: int) -> tuple[int, float] | None:
+        i = bisect.bisect_right(self._steps, step) - 1
+        return (self._steps[i], self._lrs[i]) if i >= 0 else None
+
+    @property
+    def warmup_steps(self) -> int | None:
+        """Steps the first attempt's learning rate rose for (None: no warmup seen)."""
+        if self._first is None or self._peak is None or self._peak[1] <= self._first[1]:
+            return None
+        return self._peak[0] - self._first[0] + 1
+
+    def observe(self, records: Iterable[dict], attempt: Any = None) -> list[dict]:
+        """Alerts for these records (``attempt``: theirs, else each record's own ``attempt``)."""
+        out: list[dict] = []
+        for rec in records:
+            step, lr = rec.get("step"), as_float(rec.get("lr"))
+            if not isinstance(step, int) or isinstance(step, bool) or lr is None or not math.isfinite(lr):
+                continue
+            att = attempt if attempt is not None else rec.get("attempt")
+            if att != self._attempt:
+                self._new_attempt(att)
+            if self._first is None:
+                self._first = self._peak = (step, lr)
+            elif self._warming and not self._steps:
+                if self._peak is not None and lr > self._peak[1]:
+                    self._peak = (step, lr)
+                else:
+                    self._warming = False
+            if not self._checked:
+                self._checked = True
+                alert = self._check(step, lr, att)
+                if alert:
+                    out.append(alert)
+            self._cur[step] = lr
+        return out
+
+    def _check(self, step: int, lr: float, attempt: Any) -> dict | None:
+        before = self._lr_before(step)
+        if before is None or self._first is None:
+            return None
+        first_step, first_lr = self._first
+        again = step > first_step and first_lr > 0 and abs(lr - first_lr) <= SAME * first_lr \
+            and self.warmup_steps is not None
+        dropped = before[1] > 0 and lr < DROP * before[1]
+        if not (again or dropped):
+            return None
+        warm = self.warmup_steps
+        cost = (f"it re-runs the {warm}-step warmup (steps {step}-{step + warm - 1} at a lower learning rate) and "
+                "restarts the decay, which then ends before its floor" if warm else
+                "the decay starts over (the warmup length is unknown: the first attempt logged none)")
+        return {"level": "warning", "rule": RULE, "step": step,
+                "message": (f"attempt {attempt} restarted the learning-rate schedule: {fmt_num(lr)} at step {step}, "
+                            f"where the run had reached {fmt_num(before[1])} (step {before[0]})"
+                            + (f", the first attempt's starting rate again" if again else "") + f"; {cost}. "
+                            "A full-state resume (--mcore_adapter, --no_save_optim false) keeps the schedule"),
+                "values": {"lr": lr, "lr_before": before[1], "step_before": before[0], "warmup_steps": warm,
+                           "attempt": attempt}}

@@ -1,0 +1,117 @@
+"""ms-swift's ``megatron sft`` start-up checks that need no GPU, no model and no dataset, mirrored
+from the source: ``MegatronArguments.__post_init__`` and ``_init_distributed``
+(swift/megatron/arguments/megatron_args.py in the ms-swift 4.2.0 and 4.6.0 wheels). Each check
+raises there, before any weight loads, with the message below; the line numbers are the
+``raise``/``assert`` of each version.
+
+The one owner of these rules: ``moeconsole lint`` reports them (when ms-swift's own validation
+cannot run in the training environment) and the test double ``tests/fakes/megatron`` refuses a
+command the same way, in the same order.
+
+Not mirrored, because they need the model's type or installed packages: the deepseek_v41
+LoRA + selective recompute check (``_check_recompute``), ``apply_wd_to_qk_layernorm`` for other
+model types, ``tuner_type lora_llm`` on a text-only model, the flash-attention version
+(``_init_attention_backend``), ``bridge_backend megatron-bridge`` (``_check_bridge_backend``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SRC = "swift/megatron/arguments/megatron_args.py"
+
+
+@dataclass(frozen=True)
+class StartupError:
+    rule: str
+    message: str          # ms-swift's own exception text
+    where: str            # file and lines, per version
+    exc: str = "ValueError"
+
+
+def _lines(version: str, v46: str, v42: str) -> str:
+    return f"{SRC} l.{v42} (4.2.0)" if version.startswith(("4.0", "4.1", "4.2")) else f"{SRC} l.{v46} (4.6.0)"
+
+
+def startup_errors(get: Callable[[str], Any], world_size: int | None, version: str) -> list[StartupError]:
+    """Every start-up check the command fails, in the order ms-swift runs them (the real run stops
+    at the first). ``get(field)`` is the parsed value with ms-swift's default (``None`` when the
+    field is unset and has none); ``world_size`` is torchrun's (NPROC_PER_NODE x NNODES), None
+    when unknown (the batch arithmetic is then skipped)."""
+    out: list[StartupError] = []
+    granularity = get("recompute_granularity")
+    if granularity == "none":
+        granularity = None
+    if granularity == "selective" and get("recompute_method") is not None:
+        out.append(StartupError("swift_recompute_method_with_selective",
+                                "recompute method is not yet supported for selective recomputing granularity",
+                                _lines(version, "849-850", "643-644")))
+    if get("group_by_length") and get("padding_free"):
+        out.append(StartupError("swift_group_by_length_padding_free",
+                                "group_by_length is not compatible with padding_free.",
+                                _lines(version, "852-853", "646-647")))
+    if (get("pipeline_model_parallel_size") or 1) == 1 and (get("decoder_first_pipeline_num_layers") is not None
+                                                           or get("decoder_last_pipeline_num_layers") is not None):
+        out.append(StartupError("swift_pipeline_layers_without_pp",
+                                "pipeline_model_parallel_size must be greater than 1 if you want to set "
+                                "decoder_first_pipeline_num_layers or decoder_last_pipeline_num_layers.",
+                                _lines(version, "885-888", "676-679")))
+    limit = get("save_total_limit")
+    if limit is not None:
+        if get("async_save"):
+            out.append(StartupError("swift_save_total_limit", "async_save is not supported with save_total_limit.",
+                                    _lines(version, "910-912", "693-695")))
+        elif limit < 2:
+            out.append(StartupError("swift_save_total_limit", "save_total_limit must be greater than or equal to 2.",
+                                    _lines(version, "913-914", "696-697")))
+    if get("tuner_type") == "lora_llm":
+        merge = get("merge_lora")
+        merge = get("save_safetensors") if merge is None else merge
+        if not merge:
+            out.append(StartupError("swift_lora_llm", "`merge_lora` must be True when using `--tuner_type lora_llm`",
+                                    _lines(version, "928-929", "711-712")))
+        elif not get("no_save_optim"):
+            out.append(StartupError("swift_lora_llm",
+                                    "`no_save_optim` must be True when using `--tuner_type lora_llm`",
+                                    _lines(version, "930-931", "713-714")))
+    tp = get("tensor_model_parallel_size") or 1
+    sequence_parallel = bool(get("sequence_parallel")) and tp > 1      # l.943-944 (4.2: l.726-727)
+    if get("tp_comm_overlap") and not sequence_parallel:
+        out.append(StartupError("swift_tp_comm_overlap_without_sp",
+                                "Tensor parallel communication/GEMM overlap can happen only when "
+                                "sequence parallelism is enabled", _lines(version, "949-951", "728-730")))
+    if world_size:
+        # initialize_megatron -> megatron-core initialize_model_parallel (megatron/core/parallel_state.py
+        # 0.16.1 l.738-741 and l.787-795), then ms-swift's batch arithmetic.
+        pp, cp = get("pipeline_model_parallel_size") or 1, get("context_parallel_size") or 1
+        model_size = tp * pp * cp
+        expert_size = (get("expert_tensor_parallel_size") or tp) * (get("expert_model_parallel_size") or 1) * pp
+        if world_size % model_size:
+            out.append(StartupError("swift_world_not_divisible", f"world_size ({world_size}) is not divisible by "
+                                    f"{model_size}", "megatron/core/parallel_state.py l.740-741 (megatron-core 0.16.1)",
+                                    exc="RuntimeError"))
+            return out
+        if world_size % expert_size:
+            out.append(StartupError("swift_world_not_divisible", f"world_size ({world_size}) is not divisible by "
+                                    f"expert_tensor_model_pipeline_parallel size ({expert_size})",
+                                    "megatron/core/parallel_state.py l.791-795 (megatron-core 0.16.1)",
+                                    exc="RuntimeError"))
+            return out
+        dp = world_size // model_size
+        gbs, mbs = get("global_batch_size"), get("micro_batch_size") or 1
+        per_step = mbs * dp
+        if gbs % per_step != 0:
+            out.append(StartupError("swift_global_batch_not_divisible",
+                                    f"global batch size ({gbs}) is not divisible by micro batch size ({mbs}) times "
+                                    f"data parallel size ({dp}).", _lines(version, "1003-1005", "739-741")))
+        elif gbs // per_step == 0:
+            out.append(StartupError("swift_global_batch_not_divisible",
+                                    "global_batch_size must be >= `data_parallel_size * micro_batch_size` to have at "
+                                    f"least one micro-batch. global_batch_size: {gbs}, data_parallel_size: {dp}, "
+                                    f"micro_batch_size: {mbs}.", _lines(version, "1007-1011", "743-747")))
+    adapters = get("adapters") or []
+    if len(adapters) > 1:
+        out.append(StartupError("swift_one_adapter", "Currently only support one adapter",
+                                _lines(version, "1119", "803"), exc="AssertionError"))
+    return out

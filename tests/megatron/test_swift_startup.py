@@ -1,0 +1,82 @@
+"""ms-swift's `megatron sft` start-up checks (MegatronArguments.__post_init__ / _init_distributed,
+swift/megatron/arguments/megatron_args.py of 4.2.0 and 4.6.0; megatron-core 0.16.1's
+initialize_model_parallel): `moeconsole lint` reports each as an error citing the source lines, and
+the fake `megatron sft` refuses the same command at start-up with ms-swift's own message."""
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests.megatron.test_fake_megatron_e2e import run_fake
+from tests.megatron.test_swift_lint import by_rule, lint
+
+BASE = ["megatron", "sft", "--model", "M", "--dataset", "/data/d.jsonl", "--tuner_type", "lora",
+        "--merge_lora", "false", "--train_iters", "4"]
+EIGHT = {"NPROC_PER_NODE": "8"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+# (extra flags, env, rule, ms-swift's message, 4.6.0 lines, 4.2.0 lines)
+CASES = [
+    (["--global_batch_size", "12", "--micro_batch_size", "1"], EIGHT, "swift_global_batch_not_divisible",
+     "global batch size (12) is not divisible by micro batch size (1) times data parallel size (8).",
+     "l.1003-1005", "l.739-741"),
+    (["--recompute_granularity", "selective", "--recompute_method", "uniform"], {},
+     "swift_recompute_method_with_selective",
+     "recompute method is not yet supported for selective recomputing granularity", "l.849-850", "l.643-644"),
+    # recompute_granularity defaults to 'selective': a method alone is refused too.
+    (["--recompute_method", "block"], {}, "swift_recompute_method_with_selective",
+     "recompute method is not yet supported for selective recomputing granularity", "l.849-850", "l.643-644"),
+    (["--group_by_length", "true", "--padding_free", "true"], {}, "swift_group_by_length_padding_free",
+     "group_by_length is not compatible with padding_free.", "l.852-853", "l.646-647"),
+    (["--decoder_first_pipeline_num_layers", "2"], {}, "swift_pipeline_layers_without_pp",
+     "pipeline_model_parallel_size must be greater than 1 if you want to set decoder_first_pipeline_num_layers or "
+     "decoder_last_pipeline_num_layers.", "l.885-888", "l.676-679"),
+    (["--tp_comm_overlap", "true", "--tensor_model_parallel_size", "2", "--global_batch_size", "4"], EIGHT,
+     "swift_tp_comm_overlap_without_sp",
+     "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled",
+     "l.949-951", "l.728-730"),
+    (["--global_batch_size", "4", "--micro_batch_size", "1"], EIGHT, "swift_global_batch_not_divisible",
+     "global batch size (4) is not divisible by micro batch size (1) times data parallel size (8).",
+     "l.1003-1005", "l.739-741"),
+]
+
+
+@pytest.mark.parametrize("version", ["4.2.0", "4.6.0"])
+@pytest.mark.parametrize("extra,env,rule,message,l46,l42", CASES, ids=[c[2] + str(i) for i, c in enumerate(CASES)])
+def test_lint_reports_ms_swifts_start_up_refusal_with_its_source_lines(tmp_path, version, extra, env, rule,
+                                                                        message, l46, l42):
+    probs = lint(tmp_path, BASE + extra, swift={"version": version}, env=env)
+    (e,) = by_rule(probs, rule)
+    assert e["level"] == "error" and message in e["message"], e["message"]
+    lines = l46 if version == "4.6.0" else l42
+    assert f"swift/megatron/arguments/megatron_args.py {lines} ({version})" in e["message"], e["message"]
+
+
+def test_world_size_not_divisible_by_the_model_parallel_size_is_megatron_cores_refusal(tmp_path):
+    probs = lint(tmp_path, BASE + ["--tensor_model_parallel_size", "3"], swift={"version": "4.6.0"}, env=EIGHT)
+    (e,) = by_rule(probs, "swift_world_not_divisible")
+    assert "RuntimeError: world_size (8) is not divisible by 3" in e["message"]
+    assert "megatron/core/parallel_state.py l.740-741" in e["message"]
+
+
+def test_the_records_batch_on_eight_gpus_lints_clean(tmp_path):
+    probs = lint(tmp_path, BASE + ["--global_batch_size", "8", "--micro_batch_size", "1", "--recompute_granularity",
+                                   "full", "--recompute_method", "uniform", "--recompute_num_layers", "3"],
+                 swift={"version": "4.6.0"}, env=EIGHT)
+    assert not [p for p in probs if p["level"] == "error"], probs
+
+
+@pytest.mark.parametrize("extra,env,rule,message,l46,l42", CASES, ids=[c[2] + str(i) for i, c in enumerate(CASES)])
+def test_the_fake_megatron_refuses_the_same_commands_at_start_up(tmp_path, extra, env, rule, message, l46, l42):
+    if env:     # the wrapper runs torchrun with a rank process each: they refuse before meeting
+        env = {**env, "MASTER_PORT": str(free_port())}
+    proc = run_fake(tmp_path, "--train_iters", "2", "--merge_lora", "false", *extra, env=env)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert f"\nValueError: {message}\n" in proc.stderr
+    assert not list((tmp_path / "o").glob("v*/checkpoint-*"))       # refused before anything trained
