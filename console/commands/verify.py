@@ -5,7 +5,8 @@ checkpoints (each is verified, newest first). Anything else is taken as a run: i
 are those under ``state.json``'s ``checkpoint_root`` (else ``<run>/output``), checked against
 the run's current recipe hash (drift) and its grad-norm history (suspect saves).
 
-Exit 0: every checkpoint ok (and, with --compare, identical); 1: any bad, none found, or
+Exit 0: every checkpoint ok (for a run: its newest resume point ok, as a resume judges it;
+older bad saves are a warning line), and with --compare identical; 1: bad, none found, or
 different; 2: unreadable input.
 """
 from __future__ import annotations
@@ -146,6 +147,24 @@ def _summary(target: Target, verdicts: list[CheckpointVerdict]) -> str:
     return text
 
 
+def newest_resume_point(checkpoints: list[Checkpoint], verdicts: list[CheckpointVerdict]) -> CheckpointVerdict | None:
+    """The checkpoint a resume would start from if it verifies: the newest that is not a
+    ``-merged`` export (the newest of all when every one is)."""
+    for c, v in zip(checkpoints, verdicts):
+        if c.layout != "merged":
+            return v
+    return verdicts[0] if verdicts else None
+
+
+def _older_bad_line(judged: CheckpointVerdict, verdicts: list[CheckpointVerdict]) -> str | None:
+    older = [v for v in verdicts if v is not judged and not v.ok]
+    if not older or not judged.ok:
+        return None
+    names = ", ".join(f"{Path(v.path).name} ({v.verdict})" for v in older)
+    return (f"warning: {len(older)} older save{'s' if len(older) != 1 else ''} bad: {names}; "
+            f"the newest, {Path(judged.path).name}, is ok and is what a resume uses")
+
+
 def run(args: argparse.Namespace) -> int:
     target = resolve_target(args.target, args.runs_dir)
     kwargs = {"full": args.full, "expected_recipe_hash": target.expected_recipe_hash,
@@ -164,9 +183,17 @@ def run(args: argparse.Namespace) -> int:
                                   grad_norms=other.grad_norms or None) for c in checkpoints[len(pairs):]]
     else:
         verdicts = [verify_found(c, **kwargs) for c in target.checkpoints]
-    ok = bool(verdicts) and all(v.ok for v in verdicts) and all(c.identical for c in comparisons)
+    judged = newest_resume_point(target.checkpoints, verdicts) if target.run_id and not args.compare else None
+    if judged is not None:  # a run is judged as a resume would: by its newest save
+        ok = judged.ok
+    else:
+        ok = bool(verdicts) and all(v.ok for v in verdicts) and all(c.identical for c in comparisons)
+    older_bad = _older_bad_line(judged, verdicts) if judged is not None else None
     if args.json:
         out = {"v": 1, "target": target.label, "checkpoints": [v.to_dict() for v in verdicts], "ok": ok}
+        if judged is not None:
+            out["judged"] = str(judged.path)
+            out["older_bad"] = [str(v.path) for v in verdicts if v is not judged and not v.ok]
         if args.compare:
             out["compare"] = [c.to_dict() for c in comparisons]
         sys.stdout.write(jsonio.dumps(out) + "\n")
@@ -176,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
             lines += _verdict_lines(v)
         for c in comparisons:
             lines += _compare_lines(c)
+        if older_bad:
+            lines.append(older_bad)
         lines.append(_summary(target, verdicts))
         sys.stdout.write("\n".join(lines) + "\n")
     return 0 if ok else 1
