@@ -73,6 +73,9 @@ def detail_lines(group: AlertGroup, crash_report: dict | None = None) -> list[st
         lines += ["", f"crash report (attempt {crash_report.get('attempt')}):",
                   f"summary: {crash_report.get('summary') or ''}",
                   f"recovery: {crash_report.get('recovery') or fmt.NA}"]
+        mem = crash_report.get("memory")
+        if isinstance(mem, dict) and mem.get("verdict"):
+            lines.append(f"memory verdict: {mem['verdict']}: {mem.get('summary') or ''}")
         evidence = crash_report.get("evidence") or []
         if evidence:
             lines.append("evidence:")

@@ -625,8 +625,9 @@ class RunScreen(Screen):
             self.notify("no active alerts")
             return
         group = self.active_alerts[0]
+        crash: dict = next((m for m in reversed(group.members) if m.get("type") == "crash"), {})
         self.app.push_screen(DetailScreen(f"{alerts_mod.word(group)} alert", alerts_mod.detail_lines(
-            group, self._crash_report(group.members[-1] if group.members else {}))))
+            group, self._crash_report(crash))))
 
     def _crash_report(self, ev: dict) -> dict | None:
         if ev.get("type") != "crash" or self.snapshot is None:
