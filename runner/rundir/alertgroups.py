@@ -16,8 +16,8 @@ Acknowledging a group covers what it held at that moment: a later alert of the s
 again (a leak that keeps growing is news). A memory alert is an episode (``runner.core.memory``):
 opened once, then *updated* as its numbers move (``update`` > 0: the group's line shows the new
 numbers, but an update at the same level is not news and does not count again), and *resolved*
-(``resolved``, level info) once the condition is gone; a group whose episodes are all resolved is
-no longer active. ``acks.json`` is written by a console (atomic replace)
+(``resolved``, level info) once the condition is gone, or when the attempt it was about ends
+(``attempt_end``); a group whose episodes are all resolved is no longer active. ``acks.json`` is written by a console (atomic replace)
 and read on every poll, so an acknowledgement in one console clears the alert in every console.
 """
 from __future__ import annotations
@@ -47,6 +47,9 @@ CAUSE_OF_CRASH = {"divergence": "divergence", "hang": "hang"}
 # Rules that speak about the attempt that just ended: they join that attempt's crash.
 ABOUT_THE_CRASH = frozenset({"restart_policy"})
 NOT_AN_ALERT = frozenset({"user_kill"})  # a user's kill is an event the user caused, not news
+# Causes whose line names the newest occurrence (the newest bad save is the one a resume meets),
+# with the steps from the first: every other cause keeps its first worst occurrence.
+NEWEST_TITLE = frozenset({"checkpoints"})
 
 
 class AcksFile(TypedDict, total=False):
@@ -62,7 +65,7 @@ class AlertGroup:
 
     key: str                     # the cause: "divergence", "memory", "crash:cuda_oom", ...
     level: str                   # critical | warning (the worst member's)
-    title: str                   # one line: the first worst member's message
+    title: str                   # one line: the first worst member's message (NEWEST_TITLE causes: the newest)
     count: int
     first_step: int | None
     last_step: int | None
@@ -167,6 +170,13 @@ class AlertBook:
         self.member_keep = 50  # per group, for the detail view
 
     def feed(self, ev: dict) -> None:
+        if ev.get("type") == "attempt_end":
+            # an episode (a forecast, a headroom) is about the attempt that ran: it ends with it;
+            # the next attempt opens its own with its own numbers
+            for key, g in list(self._groups.items()):
+                if g.open_episodes:
+                    self._groups[key] = replace(g, open_episodes=(), resolved=True)
+            return
         episode = ev.get("cause") if ev.get("type") == "alert" and isinstance(ev.get("cause"), str) else None
         if episode and ev.get("resolved"):
             self._resolve(CAUSE_OF_RULE.get(episode, episode), episode)
@@ -198,12 +208,16 @@ class AlertBook:
                 old, title=_title(ev), last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
                 last_t=max(old.last_t, t), members=(old.members + (ev,))[-self.member_keep:])
             return
+        # the restart policy's decision on a crash is part of that crash: one event, counted once
+        decision = rule in ABOUT_THE_CRASH and "crash" in old.rules and attempt is not None \
+            and attempt in old.attempts
+        newest = cause in NEWEST_TITLE and (worse or level == old.level)
         self._groups[cause] = replace(
             old, level=CRITICAL if worse else old.level,
-            title=_title(ev) if worse or (episode and old.resolved) else old.title,
+            title=_title(ev) if worse or newest or (episode and old.resolved) else old.title,
             news_t=max(old.news_t, t), resolved=False,
             open_episodes=old.open_episodes + tuple(e for e in episodes if e not in old.open_episodes),
-            count=old.count + 1, first_step=min(steps) if steps else None,
+            count=old.count + (0 if decision else 1), first_step=min(steps) if steps else None,
             last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
             last_t=max(old.last_t, t),
             attempts=old.attempts + ((attempt,) if attempt is not None and attempt not in old.attempts else ()),
@@ -235,6 +249,19 @@ class AlertBook:
             out.append(replace(g, acknowledged=acked_through is not None and g.news_t <= acked_through,
                                hint=hints.get(g.crash_class or "") or None))
         return sorted(out, key=lambda g: g.last_t, reverse=True)
+
+
+def current(groups: Iterable[AlertGroup], open_now: dict[str, Any] | None) -> list[AlertGroup]:
+    """Groups whose open episode has numbers that moved since its last event (a forecast's steps
+    left run down at a steady leak without an event): their line re-rendered from the memory
+    watch's message of now (``state.json``'s ``memory.alerts``: cause -> ``message``)."""
+    now = open_now or {}
+    out = []
+    for g in groups:
+        msg = next((str(now[e]["message"]) for e in g.open_episodes
+                    if isinstance(now.get(e), dict) and now[e].get("message")), None)
+        out.append(replace(g, title=short_message(msg)) if msg and not g.resolved else g)
+    return out
 
 
 def active(groups: Iterable[AlertGroup]) -> list[AlertGroup]:

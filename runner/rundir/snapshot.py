@@ -340,6 +340,7 @@ class RunWatcher:
             host = self.host(state)
         crashes = self._crashes()
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
+        groups = alertgroups.current(groups, (state.get("memory") or {}).get("alerts"))
         run["open_alerts"] = sum(1 for g in groups if g.active)
         return Snapshot(
             taken_at=now,
