@@ -197,6 +197,10 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     if alert:  # first, so that 80 columns show it whole; the rest follows where there is room
         more = f" (+{more_alerts} more)" if more_alerts else ""
         line2 += [(f"CRIT {alert}{more}", "status--critical"), (" · ", "")]
+    if status == "paused" and run.get("pause_reason") and not run.get("stale"):
+        # why the run waits for the user, said once and early: it stays on an 80-column line after the
+        # alert is acknowledged (the pieces after it are cut first)
+        line2 += [(f"paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"), (" · ", "")]
     line2.append((f"attempt {attempt if attempt is not None else NA}", ""))
     if show_last_good:
         good = run.get("last_good_checkpoint")
@@ -222,8 +226,6 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         left = as_float(cd.get("remaining_s"))
         floor = f" (at least {duration(left)} more)" if left else ""
         line2.append((f" · waiting on: {waiting or 'the cooldown floor'}{floor}", "status--cooldown"))
-    elif status == "paused" and run.get("pause_reason"):
-        line2.append((f" · paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"))
     elif status == "unsaved":
         line2.append((f" · not saved: {strip_word(run.get('pause_reason'), 'unsaved')}", "status--unsaved"))
     elif status in ("failed", "killed") and run.get("last_crash"):
