@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable
 
 from runner.core.numbers import as_float
-from runner.core.units import NA, clip, duration  # noqa: F401  (the console's text for NA and duration)
+from runner.core.units import NA, clip, command_text, duration  # noqa: F401  (the console's text for NA and duration)
 
 
 # Status -> style name (TCSS component class). The word is always shown with it.
@@ -332,11 +332,11 @@ def crash_line(c: dict) -> str:
 
 
 def blocker_cmd(b: dict, width: int = 60) -> str:
+    """A listed process's command: the executable's name and its arguments, cut at ``width``."""
     cmd = b.get("cmdline")
     if isinstance(cmd, (list, tuple)):
         cmd = " ".join(str(c) for c in cmd)
-    cmd = str(cmd or NA)
-    return clip(cmd, width)
+    return clip(command_text(str(cmd)) if cmd else NA, width)
 
 
 # ---- run comparison -------------------------------------------------------------------------

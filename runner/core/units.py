@@ -91,3 +91,15 @@ def human_count(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f}{unit}"
     return str(n)
+
+
+def command_text(cmdline: str) -> str:
+    """The informative part of a command line: the executable's name without its directory, then
+    its arguments (``/opt/conda/envs/x/bin/python3 train.py --lr 1`` -> ``python3 train.py --lr 1``).
+    A kernel thread's ``[name]`` stays as it is. Every list of processes shows this (the console's
+    zombie list, ``moeconsole gpus``, a kill confirmation)."""
+    exe, _, rest = cmdline.strip().partition(" ")
+    if not exe or exe.startswith("["):
+        return cmdline.strip()
+    name = exe.rstrip("/").rsplit("/", 1)[-1] or exe
+    return f"{name} {rest}".strip()

@@ -29,7 +29,7 @@ from typing import Iterable
 
 import psutil
 
-from runner.core.units import duration
+from runner.core.units import duration, command_text
 from runner.rundir import rundir
 from runner.telemetry.gpu import GpuSnapshot
 from runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
@@ -43,6 +43,7 @@ ATTEMPT_ENV = "MOECONSOLE_ATTEMPT"
 FOREIGN_GPU, ORPHAN, DEFUNCT, PORT_HOLDER, RUN_TREE = "foreign_gpu", "orphan", "defunct", "port_holder", "run_tree"
 # Labels that stop a launch. Defunct processes hold nothing but a PID, so they are shown, not blocking.
 BLOCKING = frozenset({FOREIGN_GPU, ORPHAN, PORT_HOLDER})
+
 
 
 @dataclass(frozen=True)
@@ -123,12 +124,17 @@ class ProcInfo:
     def blocker(self) -> bool:
         return standing(self.labels).blocker
 
+    @property
+    def command(self) -> str:
+        """What the process runs, as a person reads it (:func:`command_text`)."""
+        return command_text(self.cmdline)
+
     def describe(self, width: int = 60) -> str:
         """One human line: PID, owner, age, command, memory, labels."""
         if not self.visible:
             who = "not visible here: another PID namespace?"
         else:
-            cmd = self.cmdline if len(self.cmdline) <= width else self.cmdline[: width - 3] + "..."
+            cmd = self.command if len(self.command) <= width else self.command[: width - 3] + "..."
             who = f"{self.user or '?'}, {duration(self.age_s)}, {cmd or '?'}"
         mem = ""
         if self.gpus:
