@@ -54,3 +54,35 @@ def test_a_zombie_shows_a_live_age_and_its_command(demo, tmp_path):
     finally:
         zombie.kill()
         zombie.wait(timeout=10)
+
+
+def test_moeconsole_gpus_labels_a_leftover_as_the_console_does(demo):
+    """One labelling: ``moeconsole gpus`` (no run named) judges a process marked with a live run
+    by that run's tree, as the run's console does: a leftover outside the tree is an ``orphan``
+    in both, and the run's own training processes are no leftovers in either."""
+    import json
+    from tests.console.test_console_live import REPO
+    base, run = demo
+    env = {**os.environ, "MOECONSOLE_RUN_ID": run.run_id, "MOECONSOLE_RUN_DIR": str(run.path)}
+    zombie = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env)
+    cli_env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        def labels_of(argv: list[str]) -> dict[int, list[str]]:
+            out = subprocess.run([sys.executable, "-m", "console.cli", *argv], cwd=REPO, env=cli_env,
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            return {b["pid"]: b["labels"] for b in json.loads(out.stdout.splitlines()[-1])["blockers"] if "pid" in b}
+
+        def both() -> tuple[dict, dict] | None:
+            console = labels_of(["--json", "--once", run.run_id, "--runs-dir", str(base)])
+            survey = labels_of(["gpus", "--json"])
+            return (console, survey) if zombie.pid in console and zombie.pid in survey else None
+
+        from tests.waiting import until
+        console, survey = until(both, timeout=60, what="the leftover in both listings")
+        assert survey[zombie.pid] == console[zombie.pid] == ["orphan"], (survey, console)
+        own = {p["pid"] for p in run.read_state().get("pids") or []}
+        assert not [pid for pid in own if "orphan" in survey.get(pid, [])], survey
+    finally:
+        zombie.kill()
+        zombie.wait(timeout=10)
