@@ -299,7 +299,8 @@ class RunScreen(Screen):
         self.active_alerts = alertgroups.active(groups)
         bar = self.query_one(AlertBar)
         headline = next((g.key for g in self.active_alerts if g.critical), None)  # the status line shows it
-        bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2, in_headline=headline)
+        bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2, in_headline=headline,
+                        width=max(40, self.size.width - 2) if self.size.width else None)
         _show(bar, bool(self.active_alerts))
         seen = {g.key: g.count for g in groups}
         if self._seen_alerts is None:  # history is not news

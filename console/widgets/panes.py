@@ -102,9 +102,9 @@ class AlertBar(Static):
         self._shown: object = None
         self.plain_lines: list[str] = []
 
-    def show_alerts(self, alerts, room: int, in_headline: str | None = None) -> None:
+    def show_alerts(self, alerts, room: int, in_headline: str | None = None, width: int | None = None) -> None:
         from console.alerts import bar_lines
-        lines = bar_lines(alerts, room, in_headline=in_headline)
+        lines = bar_lines(alerts, room, in_headline=in_headline, width=width)
         if lines == self._shown:
             return
         self._shown = lines

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, TypedDict
 
 from runner.rundir import jsonio
-from runner.core.units import clip
+from runner.core.units import fit_with_tail
 
 ACKS_NAME = "acks.json"
 ACKS_VERSION = 2
@@ -97,13 +97,16 @@ class AlertGroup:
             return f"step {self.first_step}"
         return f"steps {self.first_step}-{self.last_step}"
 
-    def headline(self) -> str:
-        """The group in one short line, most telling part first: "checkpoint-40 is empty_stub
-        (x3, steps 32-40)". Keeps to what fits an 80-column status line."""
+    def headline(self, width: int | None = None) -> str:
+        """The group in one line, most telling part first: "checkpoint-40 is empty_stub
+        (x3, steps 32-40)". Whole (what ``--json``, receipts and ``runs show`` carry); with a
+        ``width`` (a screen), the title is fitted by ``runner.core.units.fit_words`` (low-value
+        words go first, never a cut inside a word) and the count and steps always stay."""
         extra = [f"x{self.count}"] if self.count > 1 else []
         if self.steps():
             extra.append(self.steps())
-        return f"{self.title}" + (f" ({', '.join(extra)})" if extra else "")
+        tail = f" ({', '.join(extra)})" if extra else ""
+        return f"{self.title}{tail}" if width is None else fit_with_tail(self.title, tail, width)
 
     def latest(self) -> str:
         """The newest occurrence in one short line, with the group's count: what a toast says
@@ -122,13 +125,14 @@ class AlertGroup:
 
 
 def short_message(message: str, limit: int = 60) -> str:
-    """The part of an alert message a headline needs: up to its first ": " detail, shortened,
-    with a path reduced to its last part (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``)."""
+    """The part of an alert message a headline needs: up to its first ": " detail (when that
+    comes within ``limit`` + 20 characters), with a path reduced to its last part
+    (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``). Never cut: a screen fits it
+    (``AlertGroup.headline(width)``), data keeps it whole."""
     text = " ".join(str(message or "").split())
     head = text.split(": ", 1)[0] if ": " in text[:limit + 20] else text
     words = [w.rstrip("/").rsplit("/", 1)[-1] if "/" in w and len(w) > 12 else w for w in head.split(" ")]
-    head = " ".join(words)
-    return clip(head, limit)
+    return " ".join(words)
 
 
 def cause_of(ev: dict) -> str | None:
@@ -159,6 +163,9 @@ def _title(ev: dict) -> str:
     if ev.get("type") == "crash":  # the class, not the attempt: a group holds every attempt it hit
         what = f"crash {ev.get('class') or 'unknown'}"
         return f"{what}: {short_message(str(ev['summary']), 48)}" if ev.get("summary") else what
+    values = ev.get("values")
+    if isinstance(values, dict) and isinstance(values.get("headline"), str) and values["headline"].strip():
+        return " ".join(values["headline"].split())  # the producer's own one-line summary, whole
     return short_message(str(ev.get("message") or ev.get("rule") or "alert"))
 
 
