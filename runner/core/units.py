@@ -20,7 +20,7 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
-_LITTLE_WORDS = frozenset({"a", "an", "the", "of", "in", "on", "to", "at", "by", "for", "with", "from", "is"})
+_LITTLE_WORDS = frozenset({"a", "an", "the", "of", "in", "on", "to", "at", "by", "for", "with", "from"})
 
 
 def fit_words(text: str, width: int) -> str:

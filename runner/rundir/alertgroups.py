@@ -47,9 +47,9 @@ CAUSE_OF_CRASH = {"divergence": "divergence", "hang": "hang"}
 # Rules that speak about the attempt that just ended: they join that attempt's crash.
 ABOUT_THE_CRASH = frozenset({"restart_policy"})
 NOT_AN_ALERT = frozenset({"user_kill"})  # a user's kill is an event the user caused, not news
-# Causes whose line names the newest occurrence (the newest bad save is the one a resume meets),
+# Rules whose newest occurrence names the group (the newest bad save is the one a resume meets),
 # with the steps from the first: every other cause keeps its first worst occurrence.
-NEWEST_TITLE = frozenset({"checkpoints"})
+NEWEST_TITLE = frozenset({"checkpoint_bad"})
 
 
 class AcksFile(TypedDict, total=False):
@@ -65,7 +65,7 @@ class AlertGroup:
 
     key: str                     # the cause: "divergence", "memory", "crash:cuda_oom", ...
     level: str                   # critical | warning (the worst member's)
-    title: str                   # one line: the first worst member's message (NEWEST_TITLE causes: the newest)
+    title: str                   # one line: the first worst member's message (NEWEST_TITLE rules: the newest)
     count: int
     first_step: int | None
     last_step: int | None
@@ -218,7 +218,7 @@ class AlertBook:
         # the restart policy's decision on a crash is part of that crash: one event, counted once
         decision = rule in ABOUT_THE_CRASH and "crash" in old.rules and attempt is not None \
             and attempt in old.attempts
-        newest = cause in NEWEST_TITLE and (worse or level == old.level)
+        newest = rule in NEWEST_TITLE and (worse or level == old.level)
         self._groups[cause] = replace(
             old, level=CRITICAL if worse else old.level,
             title=_title(ev) if worse or newest or (episode and old.resolved) else old.title,
