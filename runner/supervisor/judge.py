@@ -123,7 +123,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     report = CrashReport(attempt=n, cls=verdict.cls, t=e.ended_at, run_id=e.run_id, exit_code=code, returncode=rc,
                          signal=sig, signal_name=signal_name(sig) if sig else None, summary=verdict.summary,
                          evidence=list(verdict.evidence), recovery=verdict.recovery, retryable=verdict.retryable,
-                         hint=crash_hint({"hint": verdict.hint, "memory": memory}), steps_seen=e.steps_seen, last_step=step, resumed_from=e.resumed_from,
+                         hint=crash_hint({"hint": verdict.hint, "memory": memory}),  # the memory verdict's advice
+                         steps_seen=e.steps_seen, last_step=step, resumed_from=e.resumed_from,
                          log_tail=e.tail[-CRASH_REPORT_TAIL:], gpu=e.gpu,
                          detected_after_s=round(e.ended_at - (e.exit_seen_at or e.ended_at), 3), job=e.job,
                          memory=memory)
