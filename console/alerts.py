@@ -25,9 +25,11 @@ def style(group: AlertGroup) -> str:
     return "alert--crit" if group.critical else "alert--warn"
 
 
-def bar_lines(groups: list[AlertGroup], room: int, *, in_headline: str | None = None) -> list[tuple[str, str]]:
+def bar_lines(groups: list[AlertGroup], room: int, *, in_headline: str | None = None,
+              width: int | None = None) -> list[tuple[str, str]]:
     """The alert bar as (text, style) lines: a count with the keys, then the groups that fit
-    (critical first), each "CRIT <what> (x<count>, steps a-b) · hh:mm:ss". ``in_headline``: the
+    (critical first), each "CRIT <what> (x<count>, steps a-b) · hh:mm:ss", fitted to ``width``
+    by dropping low-value words, never cutting one (``AlertGroup.headline``). ``in_headline``: the
     cause the status line already shows; it is counted, not repeated (80x24 has no line to spare)."""
     if not groups:
         return []
@@ -36,7 +38,9 @@ def bar_lines(groups: list[AlertGroup], room: int, *, in_headline: str | None = 
     head = f"{len(groups)} active alert{'s' if len(groups) != 1 else ''} ({counts}) · {KEYS_HINT}"
     lines = [(head, "alert--crit" if crit else "alert--warn")]
     for g in [g for g in groups if g.key != in_headline][: max(0, room - 1)]:
-        lines.append((f"{word(g)} {g.headline()} · {fmt.clock(g.last_t)}", style(g)))
+        when = f" · {fmt.clock(g.last_t)}"
+        fit = None if width is None else width - len(word(g)) - 1 - len(when)
+        lines.append((f"{word(g)} {g.headline(fit)}{when}", style(g)))
     return lines
 
 
@@ -73,6 +77,9 @@ def detail_lines(group: AlertGroup, crash_report: dict | None = None) -> list[st
         lines += ["", f"crash report (attempt {crash_report.get('attempt')}):",
                   f"summary: {crash_report.get('summary') or ''}",
                   f"recovery: {crash_report.get('recovery') or fmt.NA}"]
+        mem = crash_report.get("memory")
+        if isinstance(mem, dict) and mem.get("verdict"):
+            lines.append(f"memory verdict: {mem['verdict']}: {mem.get('summary') or ''}")
         evidence = crash_report.get("evidence") or []
         if evidence:
             lines.append("evidence:")

@@ -29,6 +29,21 @@ if TYPE_CHECKING:
 MAX_TOASTS = 2
 
 
+def console_theme():
+    """The console's colours: Textual's dark theme with every text/background pair it draws at a
+    contrast of at least 4.5:1 (WCAG AA; tests/console/test_console_contrast.py measures them on
+    the rendered screens): a lighter red for errors on the dark panels, a darker blue where text
+    sits on the primary colour, and a dark selection (a selected CRASH row stays readable)."""
+    from textual.theme import BUILTIN_THEMES, Theme
+    base = BUILTIN_THEMES["textual-dark"]
+    return Theme(name="moeconsole", primary="#005a9e", secondary=base.secondary, warning=base.warning,
+                 error="#ff7a8f", success=base.success, accent=base.accent, foreground=base.foreground,
+                 background=base.background, surface=base.surface, panel=base.panel, boost=base.boost,
+                 dark=True, luminosity_spread=base.luminosity_spread, text_alpha=base.text_alpha,
+                 variables={"block-cursor-background": "#163354", "block-cursor-foreground": "#ffffff",
+                            "block-cursor-blurred-background": "#1f2a36"})
+
+
 class MoeConsole(App[int]):
     """The app returns the exit code of ``moeconsole attach`` (0: detached)."""
     CSS_PATH = "console.tcss"
@@ -60,6 +75,8 @@ class MoeConsole(App[int]):
         self.telemetry = telemetry
         self.host = host   # the host line's sampler (True: this host's; see RunSource)
         self.animation_level = "none"
+        self.register_theme(console_theme())
+        self.theme = "moeconsole"
         self._scratch: Path | None = None
         self._alert_note: Notification | None = None
 

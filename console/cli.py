@@ -122,6 +122,7 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("demo", help=COMMAND_HELP["demo"])
     p.add_argument("--detach", action="store_true")
+    p.add_argument("--name", help="run name (default: tiny-moe-cpu)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--readonly", action="store_true")
     p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")

@@ -78,7 +78,7 @@ def restart(run: dict, recipe: dict) -> Confirmation:
         return Confirmation(
             title=f"Resume {run.get('name') or run.get('id')}?",
             lines=(
-                f"The run is PAUSED{': ' + run['pause_reason'] if run.get('pause_reason') else ''}.",
+                f"The run is PAUSED{': ' + fmt.strip_word(run['pause_reason'], 'paused') if run.get('pause_reason') else ''}.",
                 f"Cool down (at least {fmt.duration(floor)}, at most {fmt.duration(ceiling)}) until GPU memory "
                 "is released and the rendezvous port is free, then restart from the latest verified checkpoint.",
             ),

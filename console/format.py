@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable
 
 from runner.core.numbers import as_float
-from runner.core.units import NA, clip, duration  # noqa: F401  (the console's text for NA and duration)
+from runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words  # noqa: F401  (the console's text for NA and duration)
 
 
 # Status -> style name (TCSS component class). The word is always shown with it.
@@ -147,6 +147,17 @@ def alert_args(run: dict, groups: Iterable[dict]) -> dict[str, Any]:
             "show_last_good": bool(run.get("bad_saves")) or bool(crit)}
 
 
+def fit_alert(headline: str, width: int) -> str:
+    """An alert headline ("<title> (x2, steps 4-8)") fitted to ``width``: the title loses words
+    (``runner.core.units.fit_words``), the count and steps stay."""
+    if len(headline) <= width:
+        return headline
+    title, sep, tail = headline.rpartition(" (")
+    if not sep or not tail.endswith(")") or not any(ch.isdigit() for ch in tail):
+        return fit_words(headline, width)
+    return fit_with_tail(title, " (" + tail, width)
+
+
 def last_good_piece(good: dict | None, now: float) -> str:
     """"last good checkpoint: step 36, 4m02s ago" (or that there is none yet)."""
     if not good:
@@ -158,7 +169,8 @@ def last_good_piece(good: dict | None, now: float) -> str:
 
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
                  heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
-                 show_last_good: bool = False, now: float | None = None) -> list[list[tuple[str, str]]]:
+                 show_last_good: bool = False, now: float | None = None,
+                 width: int | None = None) -> list[list[tuple[str, str]]]:
     """The two status lines as (text, style) pieces. Style "" is plain.
 
     Line 1: name, state word, step/total, step time, ETA (only while running and not quiet for
@@ -196,7 +208,13 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     line2: list[tuple[str, str]] = []
     if alert:  # first, so that 80 columns show it whole; the rest follows where there is room
         more = f" (+{more_alerts} more)" if more_alerts else ""
+        if width:  # the headline fitted by words (its count and steps stay), never cut inside one
+            alert = fit_alert(alert, width - len("CRIT ") - len(more) - 2)
         line2 += [(f"CRIT {alert}{more}", "status--critical"), (" · ", "")]
+    if status == "paused" and run.get("pause_reason") and not run.get("stale"):
+        # why the run waits for the user, said once and early: it stays on an 80-column line after the
+        # alert is acknowledged (the pieces after it are cut first)
+        line2 += [(f"paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"), (" · ", "")]
     line2.append((f"attempt {attempt if attempt is not None else NA}", ""))
     if show_last_good:
         good = run.get("last_good_checkpoint")
@@ -222,8 +240,6 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         left = as_float(cd.get("remaining_s"))
         floor = f" (at least {duration(left)} more)" if left else ""
         line2.append((f" · waiting on: {waiting or 'the cooldown floor'}{floor}", "status--cooldown"))
-    elif status == "paused" and run.get("pause_reason"):
-        line2.append((f" · paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"))
     elif status == "unsaved":
         line2.append((f" · not saved: {strip_word(run.get('pause_reason'), 'unsaved')}", "status--unsaved"))
     elif status in ("failed", "killed") and run.get("last_crash"):
@@ -330,11 +346,11 @@ def crash_line(c: dict) -> str:
 
 
 def blocker_cmd(b: dict, width: int = 60) -> str:
+    """A listed process's command: the executable's name and its arguments, cut at ``width``."""
     cmd = b.get("cmdline")
     if isinstance(cmd, (list, tuple)):
         cmd = " ".join(str(c) for c in cmd)
-    cmd = str(cmd or NA)
-    return clip(cmd, width)
+    return clip(command_text(str(cmd)) if cmd else NA, width)
 
 
 # ---- run comparison -------------------------------------------------------------------------

@@ -53,7 +53,8 @@ def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:
     if g is None:
         return None
     label = str(g.get("label") or f"GPU {NA}")
-    short_label = label.replace("GPU ", "GPU") if label.startswith("GPU ") else "max"
+    # "all": the run-wide track (a trainer's max over its GPUs); never a bare "max" beside a headroom
+    short_label = label.replace("GPU ", "GPU") if label.startswith("GPU ") else "all"
     peak, cap = g.get("device_peak_gib"), g.get("capacity_gib")
     eff, minimum = g.get("effective_headroom_gib"), g.get("min_headroom_gib")
     low = "" if g.get("ok") is not False else " LOW"
@@ -65,12 +66,14 @@ def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:
         return (f"memory {label} peak {gib(peak)} GiB, capacity unknown · {trend_words(g)}{act_text}",
                 f"{label} peak {gib(peak)}G · {trend_words(g, short=True)}",
                 f"mem {short_label} peak {gib(peak)}G · {trend_words(g, short=True)}",
-                f"mem {short_label} {gib(peak)}G")
+                f"mem {short_label} peak {gib(peak)}G")
     full = (f"memory {label} {gib(peak)}/{gib(cap)} GiB · effective headroom {gib(eff)} GiB{low} "
             f"(min {gib(minimum)}) · {trend_words(g)}{act_text}")
     mid = f"{label} {gib(peak)}/{gib(cap)}G eff {gib(eff)}G{low} · {trend_words(g, short=True)}"
-    small = f"mem {short_label} eff {gib(eff)}G{low} · {trend_words(g, short=True)}"
-    return (full, mid, small, f"mem {short_label} {gib(eff)}G{low}")
+    # every width says which number it is: the peak, the (effective) headroom
+    small = f"mem {short_label} peak {gib(peak)}G headroom {gib(eff)}G{low} · {trend_words(g, short=True)}"
+    return (full, mid, small, f"mem {short_label} peak {gib(peak)}G headroom {gib(eff)}G{low}",
+            f"mem {short_label} headroom {gib(eff)}G{low}")
 
 
 def heading_key(memory: Mapping[str, Any] | None) -> tuple:

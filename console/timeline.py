@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console import format as fmt
+from runner.core.oom import crash_hint
 from runner.rundir.snapshot import preflight_reason
 
 LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
@@ -203,8 +204,9 @@ def detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
         lines += ["", f"crash report (attempt {crash_report.get('attempt')}):",
                   f"class: {crash_report.get('class') or 'unknown'}", f"how it ended: {fmt.exit_words(crash_report)}",
                   f"summary: {crash_report.get('summary') or ''}", f"recovery: {crash_report.get('recovery') or fmt.NA}"]
-        if crash_report.get("hint"):
-            lines.append(f"hint: {crash_report['hint']}")
+        hint = crash_hint(crash_report)
+        if hint:
+            lines.append(f"hint: {hint}")
         evidence = crash_report.get("evidence") or []
         if evidence:
             lines.append("evidence:")

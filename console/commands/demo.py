@@ -13,6 +13,6 @@ def run(args) -> int:
     if not DEMO_RECIPE.is_file():
         raise InputError(f"{DEMO_RECIPE}: the demo recipe is missing (install the project from its checkout)")
     args.recipe = str(DEMO_RECIPE)
-    args.name = None
+    args.name = getattr(args, "name", None)
     args.allow_drift = False
     return run_cmd.run(args)

@@ -63,7 +63,7 @@ PROC_HEADER = f"  {'PID':>7}  {'User':<10} {'Age':>7}  {'GPU MiB':>8}  {'GPUs':<
 def proc_row(p: ProcInfo, width: int = 60) -> str:
     mem = NONE if not p.gpus else number(p.gpu_mem_mib)
     gpus = ",".join(map(str, p.gpus)) or NONE
-    cmd = p.cmdline if p.visible else "(not visible here: another PID namespace?)"
+    cmd = p.command if p.visible else "(not visible here: another PID namespace?)"
     if len(cmd) > width:
         cmd = cmd[: width - 3] + "..."
     mark = "!" if p.blocker else " "

@@ -11,6 +11,7 @@ from runner.recipes.lint import lint_recipe
 from runner.rundir.paths import runs_base
 
 STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) before handing over
+SETTLE_S = 3.0  # then how long `run --detach` watches a started attempt that has not logged a step yet
 
 
 def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
@@ -43,12 +44,31 @@ def first_outcome(run: rundir.RunDir, timeout: float = STARTED_WAIT_S) -> dict:
     return state
 
 
-def report_start(run_dir: rundir.RunDir) -> int:
+def settled(run: rundir.RunDir, state: dict, window: float = SETTLE_S) -> dict:
+    """A started local attempt, watched until it logged its first training step, ended (a crash,
+    a failure, a success) or ran ``window`` seconds: a run that fails 0.1 s after launch is a run
+    that failed, not one that started."""
+    if state.get("status") != rundir.RUNNING or state.get("job"):
+        return state  # a batch job's start is its submission (docs/slurm.md)
+    attempt = state.get("attempt")
+    deadline = time.monotonic() + window
+    while time.monotonic() < deadline:
+        if (state.get("status") != rundir.RUNNING or state.get("attempt") != attempt or state.get("last_crash")
+                or state.get("first_step_at") or not launch.runner_alive(run, state)):
+            break
+        time.sleep(0.05)
+        state = run.read_state() or state
+    if state.get("status") not in rundir.TERMINAL and not launch.runner_alive(run, state):
+        state = launch.wait_status(run, rundir.TERMINAL, 1.0)  # the runner's last write may be on its way
+    return state
+
+
+def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     """Print the run id, then what became of the start: 0 launched (or still in pre-flight),
-    1 refused (the reason on stderr)."""
+    1 refused or already over without success (the reason on stderr)."""
     print(run_dir.run_id)
     sys.stdout.flush()
-    state = first_outcome(run_dir)
+    state = settled(run_dir, first_outcome(run_dir), settle_s)
     status = state.get("status")
     if status == rundir.SUCCEEDED:  # short enough to finish while we waited
         sys.stderr.write(f"run {run_dir.run_id} ran and succeeded; directory {run_dir.path}\n")
@@ -56,7 +76,15 @@ def report_start(run_dir: rundir.RunDir) -> int:
     if status in rundir.TERMINAL:
         sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")
         return 1
-    if status == rundir.RUNNING:
+    crash = state.get("last_crash") or {}
+    if status == rundir.PAUSED:
+        sys.stderr.write(f"run {run_dir.run_id} started and is PAUSED: {state.get('pause_reason') or 'paused'}; "
+                         f"directory {run_dir.path}\n")
+    elif crash:
+        sys.stderr.write(f"run {run_dir.run_id} started, but attempt {crash.get('attempt')} already crashed: "
+                         f"{crash.get('summary') or crash.get('class')}; the runner recovers it (now {status}); "
+                         f"directory {run_dir.path}\n")
+    elif status == rundir.RUNNING:
         job = state.get("job") or {}
         what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}" if job.get("job_id") else "started"
         sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}\n")

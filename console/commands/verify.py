@@ -5,7 +5,8 @@ checkpoints (each is verified, newest first). Anything else is taken as a run: i
 are those under ``state.json``'s ``checkpoint_root`` (else ``<run>/output``), checked against
 the run's current recipe hash (drift) and its grad-norm history (suspect saves).
 
-Exit 0: every checkpoint ok (and, with --compare, identical); 1: any bad, none found, or
+Exit 0: every checkpoint ok (for a run: its newest resume point ok, as a resume judges it;
+older bad saves are a warning line), and with --compare identical; 1: bad, none found, or
 different; 2: unreadable input; 3: nothing bad, but a save is still being written (in progress,
 by the rule the runner's live watcher uses: ``discover.save_underway``). ``--wait`` waits for
 such saves to settle first.
@@ -213,12 +214,36 @@ def _prune(args: argparse.Namespace, verdicts: list[CheckpointVerdict]) -> list[
     return out
 
 
-def exit_status(verdicts: list[CheckpointVerdict], comparisons: list[Comparison]) -> int:
-    """0 all ok (and identical); 1 any bad, none, or different; 3 only saves still being written."""
+def exit_status(verdicts: list[CheckpointVerdict], comparisons: list[Comparison],
+                judged: CheckpointVerdict | None = None) -> int:
+    """0 all ok (and identical); 1 any bad, none, or different; 3 only saves still being written.
+    A run is ``judged`` by its newest resume point alone (older bad saves are a warning)."""
+    if judged is not None:
+        if judged.verdict == IN_PROGRESS:
+            return EXIT_IN_PROGRESS
+        return 0 if judged.ok else 1
     if not verdicts or any(not v.ok and v.verdict != IN_PROGRESS for v in verdicts) \
             or not all(c.identical for c in comparisons):
         return 1
     return EXIT_IN_PROGRESS if any(v.verdict == IN_PROGRESS for v in verdicts) else 0
+
+
+def newest_resume_point(checkpoints: list[Checkpoint], verdicts: list[CheckpointVerdict]) -> CheckpointVerdict | None:
+    """The checkpoint a resume would start from if it verifies: the newest that is not a
+    ``-merged`` export (the newest of all when every one is)."""
+    for c, v in zip(checkpoints, verdicts):
+        if c.layout != "merged":
+            return v
+    return verdicts[0] if verdicts else None
+
+
+def _older_bad_line(judged: CheckpointVerdict, verdicts: list[CheckpointVerdict]) -> str | None:
+    older = [v for v in verdicts if v is not judged and not v.ok]
+    if not older or not judged.ok:
+        return None
+    names = ", ".join(f"{Path(v.path).name} ({v.verdict})" for v in older)
+    return (f"warning: {len(older)} older save{'s' if len(older) != 1 else ''} bad: {names}; "
+            f"the newest, {Path(judged.path).name}, is ok and is what a resume uses")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -241,11 +266,16 @@ def run(args: argparse.Namespace) -> int:
                                   grad_norms=other.grad_norms or None) for c in checkpoints[len(pairs):]]
     else:
         verdicts = [_verify_or_wait(c, **kwargs) for c in target.checkpoints]
-    status = exit_status(verdicts, comparisons)
+    judged = newest_resume_point(target.checkpoints, verdicts) if target.run_id and not args.compare else None
+    status = exit_status(verdicts, comparisons, judged)  # a run is judged as a resume would: by its newest save
     ok = status == 0
+    older_bad = _older_bad_line(judged, verdicts) if judged is not None else None
     pruned = _prune(args, verdicts) if getattr(args, "prune_superseded", False) else None
     if args.json:
         out = {"v": 1, "target": target.label, "checkpoints": [v.to_dict() for v in verdicts], "ok": ok}
+        if judged is not None:
+            out["judged"] = str(judged.path)
+            out["older_bad"] = [str(v.path) for v in verdicts if v is not judged and not v.ok]
         if args.compare:
             out["compare"] = [c.to_dict() for c in comparisons]
         if pruned is not None:
@@ -257,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
             lines += _verdict_lines(v)
         for c in comparisons:
             lines += _compare_lines(c)
+        if older_bad:
+            lines.append(older_bad)
         lines.append(_summary(target, verdicts))
         if pruned is not None:
             done = "removed" if args.yes else "superseded (remove with --yes)"

@@ -40,11 +40,16 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
+NOTE_WIDTH = 18
+
+
 def help_table(current: str | None = None) -> Table:
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=True)
     table.add_column("key", no_wrap=True)
     table.add_column("what it does", ratio=1)
-    table.add_column("", no_wrap=True)
+    # the note ("asks to confirm; off with --readonly") wraps in a narrow column: at 80 columns the
+    # description keeps the room (it was squeezed to 17 characters by an unwrapped note)
+    table.add_column("", max_width=NOTE_WIDTH)
     order = sorted(keys.SCREENS, key=lambda s: s[0] != current)
     for i, (name, table_keys) in enumerate(order):
         if i:

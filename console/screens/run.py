@@ -249,7 +249,8 @@ class RunScreen(Screen):
         self.active_alerts = alertgroups.active(groups)
         bar = self.query_one(AlertBar)
         headline = next((g.key for g in self.active_alerts if g.critical), None)  # the status line shows it
-        bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2, in_headline=headline)
+        bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2, in_headline=headline,
+                        width=max(40, self.size.width - 2) if self.size.width else None)
         _show(bar, bool(self.active_alerts))
         seen = {g.key: g.count for g in groups}
         if self._seen_alerts is None:  # history is not news
@@ -575,8 +576,9 @@ class RunScreen(Screen):
             self.notify("no active alerts")
             return
         group = self.active_alerts[0]
+        crash: dict = next((m for m in reversed(group.members) if m.get("type") == "crash"), {})
         self.app.push_screen(DetailScreen(f"{alerts_mod.word(group)} alert", alerts_mod.detail_lines(
-            group, self._crash_report(group.members[-1] if group.members else {}))))
+            group, self._crash_report(crash))))
 
     def _crash_report(self, ev: dict) -> dict | None:
         if ev.get("type") != "crash" or self.snapshot is None:

@@ -102,9 +102,9 @@ class AlertBar(Static):
         self._shown: object = None
         self.plain_lines: list[str] = []
 
-    def show_alerts(self, alerts, room: int, in_headline: str | None = None) -> None:
+    def show_alerts(self, alerts, room: int, in_headline: str | None = None, width: int | None = None) -> None:
         from console.alerts import bar_lines
-        lines = bar_lines(alerts, room, in_headline=in_headline)
+        lines = bar_lines(alerts, room, in_headline=in_headline, width=width)
         if lines == self._shown:
             return
         self._shown = lines
@@ -163,8 +163,9 @@ class BlockerTable(DataTable):
         # The telemetry layer's judgement (runner.telemetry.procs.standing), as --json carries it:
         # the run's own processes are not listed.
         rows = [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None and b.get("shown")]
-        key = tuple((b.get("pid"), b.get("start_time"), b.get("gpu_mem_mib"), tuple(b.get("labels") or ()))
-                    for b in rows)
+        # the age as shown is part of what is shown: a leftover alive 67 s never reads "17s"
+        key = tuple((b.get("pid"), b.get("start_time"), b.get("gpu_mem_mib"), tuple(b.get("labels") or ()),
+                     fmt.duration(b.get("age_s"))) for b in rows)
         if key == self._shown:
             return
         self._shown = key

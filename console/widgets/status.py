@@ -18,6 +18,6 @@ class StatusLine(LinesView):
     def show_run(self, run: dict, **shown) -> None:
         """``shown``: what ``format.status_lines`` takes besides the run (quiet time, an active
         critical alert, whether to name the last good checkpoint, the clock)."""
-        lines = fmt.status_lines(run, readonly=self.readonly, **shown)
+        lines = fmt.status_lines(run, readonly=self.readonly, width=self.size.width or None, **shown)
         if self.set_lines(lines):  # only the line that changed is drawn again (fixed height)
             self.plain_lines = [fmt.plain(line) for line in lines]

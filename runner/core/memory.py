@@ -498,6 +498,7 @@ class _Episode:
     gpu: int | None = None
     updates: int = 0
     clear_since: int | None = None
+    now: str = ""                     # the message as it reads at the last evaluation (state.json)
 
 
 class MemoryWatch:
@@ -516,10 +517,14 @@ class MemoryWatch:
 
     # -- input ---------------------------------------------------------------------------
     def new_attempt(self) -> None:
-        """A restart: the envelope and the trend start afresh (the history stays)."""
+        """A restart: the envelope and the trend start afresh (the history stays), and so do the
+        alerts: the attempt's end closed its episodes (``attempt_end`` resolves them for every
+        reader, runner.rundir.alertgroups), a new attempt opens its own, and nothing is said to
+        be "stable again" about an attempt that has no data yet."""
         for tr in self.tracks.values():
             tr.restart()
         self.last_step = None
+        self._open = {}
 
     def _track(self, key: int | None) -> _Track:
         tr = self.tracks.get(key)
@@ -679,7 +684,7 @@ class MemoryWatch:
                 "transients": {k: v for k, v in s.transients}, "transients_gib": s.transients_gib,
                 "step_time_s": self.step_time_s, "step": self.last_step, "gpus": gpus,
                 "tightest": gpus[0]["gpu"] if gpus else None, "static": static,
-                "alerts": {k: {"level": e.level, "opened_step": e.opened_step, "gpu": e.gpu}
+                "alerts": {k: {"level": e.level, "opened_step": e.opened_step, "gpu": e.gpu, "message": e.now}
                            for k, e in self._open.items() if e.is_open}}
 
     # -- alerts --------------------------------------------------------------------------
@@ -779,6 +784,7 @@ class MemoryWatch:
             ev["resolved"] = True
             return [ev]
         ep.clear_since = None
+        ep.now = message  # an open alert's line reads the numbers of now (runner.rundir.alertgroups.current)
         if not ep.is_open:
             if ep.since is None:
                 ep.since = step

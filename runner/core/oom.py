@@ -269,3 +269,15 @@ def torch_size_text(gib: float) -> str:
     if b <= 1024 ** 3:
         return f"{b / 1024 ** 2:.2f} MiB"
     return f"{gib:.2f} GiB"
+
+
+def crash_hint(report: Mapping[str, Any]) -> str | None:
+    """The one hint a crash report gives, wherever it is shown (the alert's details, the timeline,
+    ``runs show``, the receipt, ``--json``): a CUDA OOM with a memory verdict gets that verdict's
+    advice (a leak is never told to set the allocator for fragmentation); anything else, and an
+    OOM the memory watch could not judge, the crash classifier's hint."""
+    mem = report.get("memory")
+    if isinstance(mem, Mapping) and mem.get("verdict") and mem.get("advice"):
+        return str(mem["advice"])
+    hint = report.get("hint")
+    return str(hint) if hint else None

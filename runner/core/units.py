@@ -6,6 +6,7 @@ line read the same."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from runner.core.numbers import as_float
@@ -17,6 +18,41 @@ def clip(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, the cut marked with "…" (at least one character of
     the text is kept)."""
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+_LITTLE_WORDS = frozenset({"a", "an", "the", "of", "in", "on", "to", "at", "by", "for", "with", "from"})
+
+
+def fit_words(text: str, width: int) -> str:
+    """``text`` in ``width`` characters for a screen, losing the least: first the parenthesised
+    asides that hold no number (``(chunk_gated_delta_rule_bwd)``), then the little words
+    (``of``, ``in``, ``to``, ...), then whole words from the end, marked with "…". Never a cut inside a word, so what is left keeps its numbers, PIDs and verbs
+    whole (a single word longer than ``width`` is the only thing ``clip`` still cuts)."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    asides = list(re.finditer(r" ?\([^()]*\)", text))
+    for m in reversed(asides):
+        if not any(ch.isdigit() for ch in m.group(0)):
+            text = text[:m.start()] + text[m.end():]
+            if len(text) <= width:
+                return text
+    words = text.split(" ")
+    for i in range(len(words) - 1, 0, -1):
+        if words[i].lower() in _LITTLE_WORDS:
+            del words[i]
+            if len(" ".join(words)) <= width:
+                return " ".join(words)
+    while len(words) > 1 and len(" ".join(words)) + 1 > width:
+        words.pop()
+    kept = " ".join(words).rstrip(",;:")
+    return clip(kept + "…", width) if len(kept) + 1 <= width else clip(kept, width)
+
+
+def fit_with_tail(head: str, tail: str, width: int) -> str:
+    """``head`` fitted by ``fit_words`` so that ``head + tail`` takes ``width`` (the tail, a
+    count and steps such as `` (x2, steps 4-8)``, always stays whole)."""
+    return fit_words(head, max(12, width - len(tail))) + tail
 
 
 def duration(seconds: Any) -> str:
@@ -91,3 +127,15 @@ def human_count(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.1f}{unit}"
     return str(n)
+
+
+def command_text(cmdline: str) -> str:
+    """The informative part of a command line: the executable's name without its directory, then
+    its arguments (``/opt/conda/envs/x/bin/python3 train.py --lr 1`` -> ``python3 train.py --lr 1``).
+    A kernel thread's ``[name]`` stays as it is. Every list of processes shows this (the console's
+    zombie list, ``moeconsole gpus``, a kill confirmation)."""
+    exe, _, rest = cmdline.strip().partition(" ")
+    if not exe or exe.startswith("["):
+        return cmdline.strip()
+    name = exe.rstrip("/").rsplit("/", 1)[-1] or exe
+    return f"{name} {rest}".strip()

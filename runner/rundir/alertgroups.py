@@ -16,8 +16,8 @@ Acknowledging a group covers what it held at that moment: a later alert of the s
 again (a leak that keeps growing is news). A memory alert is an episode (``runner.core.memory``):
 opened once, then *updated* as its numbers move (``update`` > 0: the group's line shows the new
 numbers, but an update at the same level is not news and does not count again), and *resolved*
-(``resolved``, level info) once the condition is gone; a group whose episodes are all resolved is
-no longer active. ``acks.json`` is written by a console (atomic replace)
+(``resolved``, level info) once the condition is gone, or when the attempt it was about ends
+(``attempt_end``); a group whose episodes are all resolved is no longer active. ``acks.json`` is written by a console (atomic replace)
 and read on every poll, so an acknowledgement in one console clears the alert in every console.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, TypedDict
 
 from runner.rundir import jsonio
-from runner.core.units import clip
+from runner.core.units import fit_with_tail
 
 ACKS_NAME = "acks.json"
 ACKS_VERSION = 2
@@ -47,6 +47,9 @@ CAUSE_OF_CRASH = {"divergence": "divergence", "hang": "hang"}
 # Rules that speak about the attempt that just ended: they join that attempt's crash.
 ABOUT_THE_CRASH = frozenset({"restart_policy"})
 NOT_AN_ALERT = frozenset({"user_kill"})  # a user's kill is an event the user caused, not news
+# Rules whose newest occurrence names the group (the newest bad save is the one a resume meets),
+# with the steps from the first: every other cause keeps its first worst occurrence.
+NEWEST_TITLE = frozenset({"checkpoint_bad"})
 
 
 class AcksFile(TypedDict, total=False):
@@ -62,7 +65,7 @@ class AlertGroup:
 
     key: str                     # the cause: "divergence", "memory", "crash:cuda_oom", ...
     level: str                   # critical | warning (the worst member's)
-    title: str                   # one line: the first worst member's message
+    title: str                   # one line: the first worst member's message (NEWEST_TITLE rules: the newest)
     count: int
     first_step: int | None
     last_step: int | None
@@ -94,13 +97,16 @@ class AlertGroup:
             return f"step {self.first_step}"
         return f"steps {self.first_step}-{self.last_step}"
 
-    def headline(self) -> str:
-        """The group in one short line, most telling part first: "checkpoint-40 is empty_stub
-        (x3, steps 32-40)". Keeps to what fits an 80-column status line."""
+    def headline(self, width: int | None = None) -> str:
+        """The group in one line, most telling part first: "checkpoint-40 is empty_stub
+        (x3, steps 32-40)". Whole (what ``--json``, receipts and ``runs show`` carry); with a
+        ``width`` (a screen), the title is fitted by ``runner.core.units.fit_words`` (low-value
+        words go first, never a cut inside a word) and the count and steps always stay."""
         extra = [f"x{self.count}"] if self.count > 1 else []
         if self.steps():
             extra.append(self.steps())
-        return f"{self.title}" + (f" ({', '.join(extra)})" if extra else "")
+        tail = f" ({', '.join(extra)})" if extra else ""
+        return f"{self.title}{tail}" if width is None else fit_with_tail(self.title, tail, width)
 
     def latest(self) -> str:
         """The newest occurrence in one short line, with the group's count: what a toast says
@@ -119,13 +125,14 @@ class AlertGroup:
 
 
 def short_message(message: str, limit: int = 60) -> str:
-    """The part of an alert message a headline needs: up to its first ": " detail, shortened,
-    with a path reduced to its last part (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``)."""
+    """The part of an alert message a headline needs: up to its first ": " detail (when that
+    comes within ``limit`` + 20 characters), with a path reduced to its last part
+    (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``). Never cut: a screen fits it
+    (``AlertGroup.headline(width)``), data keeps it whole."""
     text = " ".join(str(message or "").split())
     head = text.split(": ", 1)[0] if ": " in text[:limit + 20] else text
     words = [w.rstrip("/").rsplit("/", 1)[-1] if "/" in w and len(w) > 12 else w for w in head.split(" ")]
-    head = " ".join(words)
-    return clip(head, limit)
+    return " ".join(words)
 
 
 def cause_of(ev: dict) -> str | None:
@@ -156,6 +163,9 @@ def _title(ev: dict) -> str:
     if ev.get("type") == "crash":  # the class, not the attempt: a group holds every attempt it hit
         what = f"crash {ev.get('class') or 'unknown'}"
         return f"{what}: {short_message(str(ev['summary']), 48)}" if ev.get("summary") else what
+    values = ev.get("values")
+    if isinstance(values, dict) and isinstance(values.get("headline"), str) and values["headline"].strip():
+        return " ".join(values["headline"].split())  # the producer's own one-line summary, whole
     return short_message(str(ev.get("message") or ev.get("rule") or "alert"))
 
 
@@ -167,6 +177,13 @@ class AlertBook:
         self.member_keep = 50  # per group, for the detail view
 
     def feed(self, ev: dict) -> None:
+        if ev.get("type") == "attempt_end":
+            # an episode (a forecast, a headroom) is about the attempt that ran: it ends with it;
+            # the next attempt opens its own with its own numbers
+            for key, g in list(self._groups.items()):
+                if g.open_episodes:
+                    self._groups[key] = replace(g, open_episodes=(), resolved=True)
+            return
         episode = ev.get("cause") if ev.get("type") == "alert" and isinstance(ev.get("cause"), str) else None
         if episode and ev.get("resolved"):
             self._resolve(CAUSE_OF_RULE.get(episode, episode), episode)
@@ -198,12 +215,16 @@ class AlertBook:
                 old, title=_title(ev), last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
                 last_t=max(old.last_t, t), members=(old.members + (ev,))[-self.member_keep:])
             return
+        # the restart policy's decision on a crash is part of that crash: one event, counted once
+        decision = rule in ABOUT_THE_CRASH and "crash" in old.rules and attempt is not None \
+            and attempt in old.attempts
+        newest = rule in NEWEST_TITLE and (worse or level == old.level)
         self._groups[cause] = replace(
             old, level=CRITICAL if worse else old.level,
-            title=_title(ev) if worse or (episode and old.resolved) else old.title,
+            title=_title(ev) if worse or newest or (episode and old.resolved) else old.title,
             news_t=max(old.news_t, t), resolved=False,
             open_episodes=old.open_episodes + tuple(e for e in episodes if e not in old.open_episodes),
-            count=old.count + 1, first_step=min(steps) if steps else None,
+            count=old.count + (0 if decision else 1), first_step=min(steps) if steps else None,
             last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
             last_t=max(old.last_t, t),
             attempts=old.attempts + ((attempt,) if attempt is not None and attempt not in old.attempts else ()),
@@ -235,6 +256,19 @@ class AlertBook:
             out.append(replace(g, acknowledged=acked_through is not None and g.news_t <= acked_through,
                                hint=hints.get(g.crash_class or "") or None))
         return sorted(out, key=lambda g: g.last_t, reverse=True)
+
+
+def current(groups: Iterable[AlertGroup], open_now: dict[str, Any] | None) -> list[AlertGroup]:
+    """Groups whose open episode has numbers that moved since its last event (a forecast's steps
+    left run down at a steady leak without an event): their line re-rendered from the memory
+    watch's message of now (``state.json``'s ``memory.alerts``: cause -> ``message``)."""
+    now = open_now or {}
+    out = []
+    for g in groups:
+        msg = next((str(now[e]["message"]) for e in g.open_episodes
+                    if isinstance(now.get(e), dict) and now[e].get("message")), None)
+        out.append(replace(g, title=short_message(msg)) if msg and not g.resolved else g)
+    return out
 
 
 def active(groups: Iterable[AlertGroup]) -> list[AlertGroup]:

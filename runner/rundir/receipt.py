@@ -17,6 +17,7 @@ from typing import Any
 
 
 from runner.core.numbers import as_float
+from runner.core.oom import crash_hint
 from runner.rundir import jsonio, rundir
 
 RECEIPT_VERSION = 1
@@ -198,7 +199,7 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
             crashes.append({**{k: ev.get(k) for k in ("attempt", "class", "summary", "recovery", "decision",
                                                        "exit_code", "signal", "memory_verdict",
                                                        "memory_summary")},
-                            "hint": report.get("hint") if isinstance(report, dict) else None})
+                            "hint": crash_hint(report) if isinstance(report, dict) else None})
     ck_paths: dict[str, int | None] = {}
     for ev in events:
         if ev.get("type") == "checkpoint" and ev.get("path"):

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from runner.core import nodehealth
+from runner.core.oom import crash_hint
 from runner.core.schema import as_dict
 from runner.core.state import RunState
 from runner.rundir.secrets import Redactor
@@ -227,6 +228,7 @@ class RunWatcher:
                     self._crash_cache[name] = {k: rep.get(k) for k in
                                                ("attempt", "class", "exit_code", "signal", "summary", "evidence",
                                                 "t", "recovery", "hint")}
+                    self._crash_cache[name]["hint"] = crash_hint(rep)
                     mem = rep.get("memory")
                     if isinstance(mem, dict):  # a CUDA OOM's verdict (its memory history stays in the report)
                         self._crash_cache[name]["memory"] = {k: mem.get(k) for k in (
@@ -338,6 +340,7 @@ class RunWatcher:
             host = self.host(state)
         crashes = self._crashes()
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
+        groups = alertgroups.current(groups, (state.get("memory") or {}).get("alerts"))
         run["open_alerts"] = sum(1 for g in groups if g.active)
         return Snapshot(
             taken_at=now,

@@ -219,8 +219,8 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     last_step = last.get("step") if isinstance(last.get("step"), int) else None
     max_steps = last.get("max_steps")
     loss = book.series["loss"]
-    finite = [v for v in loss.recent(64) if math.isfinite(v)]
-    last_loss = finite[-1] if finite else None
+    newest = loss.recent(1)
+    last_loss = newest[-1] if newest else None  # the last loss logged, nan included (the index stores NULL)
     lowest = loss.finite_min()
     min_loss = lowest[0] if lowest else None
     return {

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from runner.core import lifecycle as lc
 from runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
+from runner.core.oom import crash_hint
 from runner.core.policy import AttemptRecord, RestartSettings, decide
 from runner.process.attempt import ExitStatus
 from runner.rundir.runfiles import CrashReport
@@ -123,7 +124,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     report = CrashReport(attempt=n, cls=verdict.cls, t=e.ended_at, run_id=e.run_id, exit_code=code, returncode=rc,
                          signal=sig, signal_name=signal_name(sig) if sig else None, summary=verdict.summary,
                          evidence=list(verdict.evidence), recovery=verdict.recovery, retryable=verdict.retryable,
-                         hint=verdict.hint, steps_seen=e.steps_seen, last_step=step, resumed_from=e.resumed_from,
+                         hint=crash_hint({"hint": verdict.hint, "memory": memory}),  # the memory verdict's advice
+                         steps_seen=e.steps_seen, last_step=step, resumed_from=e.resumed_from,
                          log_tail=e.tail[-CRASH_REPORT_TAIL:], gpu=e.gpu,
                          detected_after_s=e.detected_after_s, job=e.job,
                          memory=memory)

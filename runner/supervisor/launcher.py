@@ -101,8 +101,10 @@ class Launcher:
         to a free port when the old one stayed busy."""
         if launch.ceiling_alert:
             waiting = list(launch.ceiling_alert)
-            self.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached; still waiting on: "
-                       f"{'; '.join(waiting)}; launching anyway", waiting_on=waiting)
+            what = "; ".join(waiting)
+            self.alert("warning", "cooldown_ceiling", f"cooldown ceiling reached: launched anyway, still waiting on "
+                       f"{what}", waiting_on=waiting,
+                       headline=f"launched anyway at the cooldown ceiling, still waiting on {what}")
         if launch.new_port:
             old, new = self.new_port()
             self.journal.event("port_change", old=old, new=new, attempt=attempt)

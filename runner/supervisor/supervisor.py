@@ -153,8 +153,9 @@ class Supervisor:
         self.journal.listeners.append(ops.on_event)  # notifications; good checkpoints to the sync
         self.watch.watch_sidecars(ops.pids)
         ops.start()
-        self.state.set(runner=me, run_id=self.run.run_id, name=self.recipe["name"], recipe_hash=self.hash,
-                 max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
+        # the run's name: `run --name` wrote it at creation; the recipe's name otherwise
+        self.state.set(runner=me, run_id=self.run.run_id, name=self.state.get("name") or self.recipe["name"],
+                 recipe_hash=self.hash, max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
                  mem_capacity_gib=self.recipe["gpus"].get("memory_capacity_gib"),
                  checkpoint_root=str(self.ckpt_root) if self.ckpt_root else None, port=self.launcher.port(),
                  engine=self.engine.name)

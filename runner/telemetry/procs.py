@@ -29,7 +29,7 @@ from typing import Iterable
 
 import psutil
 
-from runner.core.units import duration
+from runner.core.units import duration, command_text
 from runner.rundir import rundir
 from runner.telemetry.gpu import GpuSnapshot
 from runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
@@ -43,6 +43,7 @@ ATTEMPT_ENV = "MOECONSOLE_ATTEMPT"
 FOREIGN_GPU, ORPHAN, DEFUNCT, PORT_HOLDER, RUN_TREE = "foreign_gpu", "orphan", "defunct", "port_holder", "run_tree"
 # Labels that stop a launch. Defunct processes hold nothing but a PID, so they are shown, not blocking.
 BLOCKING = frozenset({FOREIGN_GPU, ORPHAN, PORT_HOLDER})
+
 
 
 @dataclass(frozen=True)
@@ -123,12 +124,17 @@ class ProcInfo:
     def blocker(self) -> bool:
         return standing(self.labels).blocker
 
+    @property
+    def command(self) -> str:
+        """What the process runs, as a person reads it (:func:`command_text`)."""
+        return command_text(self.cmdline)
+
     def describe(self, width: int = 60) -> str:
         """One human line: PID, owner, age, command, memory, labels."""
         if not self.visible:
             who = "not visible here: another PID namespace?"
         else:
-            cmd = self.cmdline if len(self.cmdline) <= width else self.cmdline[: width - 3] + "..."
+            cmd = self.command if len(self.command) <= width else self.command[: width - 3] + "..."
             who = f"{self.user or '?'}, {duration(self.age_s)}, {cmd or '?'}"
         mem = ""
         if self.gpus:
@@ -295,6 +301,26 @@ def _run_is_live(run_dir: str | None, cache: dict[str, bool]) -> bool:
     return cache[run_dir]
 
 
+def _marked_run(row: _Row, run_context: bool, marked_live: bool,
+                cache: dict[str, tuple[set[int], dict[int, float], RunView] | None]
+                ) -> tuple[set[int], dict[int, float], RunView] | None:
+    """In a bare survey, the live run a process is marked with, as its console sees it: its
+    tracked tree ({pid: start time}) and its view (attempt, runner). None when a run context
+    was given, the run is over, or its state names no tree and no attempt to judge by (then the
+    survey's own rule: a process of a live run is that run's)."""
+    if run_context or not marked_live or not row.run_dir:
+        return None
+    if row.run_dir not in cache:
+        state = rundir.RunDir(Path(row.run_dir)).read_state()
+        if not state or not (state.get("pids") or isinstance(state.get("attempt"), int)):
+            cache[row.run_dir] = None
+        else:
+            tracked = {int(p["pid"]): float(p.get("start_time") or 0) for p in state.get("pids") or []
+                       if isinstance(p, dict) and isinstance(p.get("pid"), int)}
+            cache[row.run_dir] = (set(tracked), tracked, RunView.from_state(state))
+    return cache[row.run_dir]
+
+
 def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[int, float | None],
                now: float) -> ProcInfo:
     gpus = tuple(sorted(usage))
@@ -367,6 +393,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     skip = self_and_ancestors()
     run_context = run_id is not None or run_tree is not None
     live_cache: dict[str, bool] = {}
+    context_cache: dict[str, tuple[set[int], dict[int, float], RunView] | None] = {}
 
     def belongs(row: _Row) -> bool:
         if run_id is not None and row.run_id == run_id:
@@ -385,18 +412,29 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
                 found.append(_proc_info(pid, None, labels, usage[pid], now))
             continue
         marked_live = bool(row.run_id) and _run_is_live(row.run_dir, live_cache)
-        facts = ProcFacts(
-            on_gpu=pid in usage,
-            in_run_tree=pid in tree,
-            belongs_to_run=belongs(row),
-            marker_run_live=marked_live,
-            marker_run_over=bool(row.run_id) and not marked_live,
-            zombie=row.status == psutil.STATUS_ZOMBIE,
-            parent_relevant=row.ppid in relevant_parents,
-            holds_port=pid in holders,
-            run_context=run_context,
-            own=view.owns(row, run_id),
-        )
+        marked = _marked_run(row, run_context, marked_live, context_cache)
+        if marked is not None:
+            # A bare survey (``moeconsole gpus``) judges a process of a live run the way that run's
+            # console does: with the run's own tree and view (one labelling for both)
+            m_tree, m_tracked, m_view = marked
+            facts = ProcFacts(
+                on_gpu=pid in usage, in_run_tree=pid in m_tree, belongs_to_run=True, marker_run_live=True,
+                marker_run_over=False, zombie=row.status == psutil.STATUS_ZOMBIE,
+                parent_relevant=row.ppid in relevant_parents, holds_port=pid in holders, run_context=True,
+                own=m_view.owns(row, row.run_id))
+        else:
+            facts = ProcFacts(
+                on_gpu=pid in usage,
+                in_run_tree=pid in tree,
+                belongs_to_run=belongs(row),
+                marker_run_live=marked_live,
+                marker_run_over=bool(row.run_id) and not marked_live,
+                zombie=row.status == psutil.STATUS_ZOMBIE,
+                parent_relevant=row.ppid in relevant_parents,
+                holds_port=pid in holders,
+                run_context=run_context,
+                own=view.owns(row, run_id),
+            )
         labels = process_labels(facts)
         if labels:
             found.append(_proc_info(pid, row, labels, usage.get(pid, {}), now))

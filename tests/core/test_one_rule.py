@@ -155,7 +155,9 @@ def test_text_too_long_is_cut_alike_in_runs_ls_and_the_blocker_list(width):
     from console.commands.runs import cut_name
     from console.format import blocker_cmd
     cmd = "/opt/envs/train/bin/python3.11-m-torch.distributed.run--nproc_per_node=8-train.py--lr=2e-5"
+    from runner.core.units import command_text
     shown = blocker_cmd({"cmdline": cmd}, width)
-    assert shown == cut_name(cmd, width)  # a value without a space is cut like any other column
+    # the blocker list shows the executable's name, not its directory; then the same cut
+    assert shown == cut_name(command_text(cmd), width)  # a value without a space is cut like any other column
     assert len(shown) == width and shown.endswith("…")
     assert blocker_cmd({"cmdline": "short"}, width if width > 5 else 5) == "short"

@@ -1,0 +1,88 @@
+"""The zombie list is current and says what the process is: a real leftover of a live demo run
+(this run's id in its environment, outside its tree), started through a long interpreter path,
+shown at 120x36: its age keeps counting while the list does not change, and its command shows the
+executable's name and its arguments, not a directory cut in the middle."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+from console.widgets.panes import BlockerTable
+from tests.console.test_console_app import attached
+from tests.console.test_console_live import app_for, demo  # noqa: F401  (demo: the live run fixture)
+from tests.waiting import until_ui
+
+
+def _cells(table: BlockerTable, pid: int) -> list[str]:
+    row = [b["pid"] for b in table.blockers].index(pid)
+    return [str(c) for c in table.get_row_at(row)]
+
+
+def test_a_zombie_shows_a_live_age_and_its_command(demo, tmp_path):
+    base, run = demo
+    # a long interpreter path: what a venv or conda python looks like
+    deep = tmp_path / "opt" / "conda" / "envs" / "training-env-with-a-long-name" / "bin"
+    deep.mkdir(parents=True)
+    python = deep / "python3"
+    python.symlink_to(sys.executable)
+    env = {**os.environ, "MOECONSOLE_RUN_ID": run.run_id}  # a leftover of this run, outside its tree
+    zombie = subprocess.Popen([str(python), "-c", "import time; time.sleep(300)", "--marker", "leftover"], env=env)
+    try:
+        async def go() -> tuple[list[str], list[str]]:
+            app = app_for(base, run)
+            async with app.run_test(size=(120, 36)) as pilot:
+                screen = await attached(pilot)
+                table = screen.query_one(BlockerTable)
+                await until_ui(pilot, lambda: any(b["pid"] == zombie.pid for b in table.blockers))
+                first = _cells(table, zombie.pid)
+                # the list does not change; the age still counts up
+                await until_ui(pilot, lambda: _cells(table, zombie.pid)[4] != first[4], timeout=30,
+                               what="the zombie's age to move")
+                # what the pane shows of the row at 120 columns (no horizontal scrolling)
+                row = [b["pid"] for b in table.blockers].index(zombie.pid)
+                visible = table.render_line(row + 1).text
+                return first, _cells(table, zombie.pid) + [visible]
+        first, later = asyncio.run(go())
+        assert later[0] == first[0] == str(zombie.pid)
+        command = later[5]
+        assert command.startswith("python3 -c 'import time"), command
+        assert "/opt/conda" not in command
+        visible = later[6]
+        assert str(zombie.pid) in visible and "python3 -c 'import time" in visible, visible
+    finally:
+        zombie.kill()
+        zombie.wait(timeout=10)
+
+
+def test_moeconsole_gpus_labels_a_leftover_as_the_console_does(demo):
+    """One labelling: ``moeconsole gpus`` (no run named) judges a process marked with a live run
+    by that run's tree, as the run's console does: a leftover outside the tree is an ``orphan``
+    in both, and the run's own training processes are no leftovers in either."""
+    import json
+    from tests.console.test_console_live import REPO
+    base, run = demo
+    env = {**os.environ, "MOECONSOLE_RUN_ID": run.run_id, "MOECONSOLE_RUN_DIR": str(run.path)}
+    zombie = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env)
+    cli_env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        def labels_of(argv: list[str]) -> dict[int, list[str]]:
+            out = subprocess.run([sys.executable, "-m", "console.cli", *argv], cwd=REPO, env=cli_env,
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            return {b["pid"]: b["labels"] for b in json.loads(out.stdout.splitlines()[-1])["blockers"] if "pid" in b}
+
+        def both() -> tuple[dict, dict] | None:
+            console = labels_of(["--json", "--once", run.run_id, "--runs-dir", str(base)])
+            survey = labels_of(["gpus", "--json"])
+            return (console, survey) if zombie.pid in console and zombie.pid in survey else None
+
+        from tests.waiting import until
+        console, survey = until(both, timeout=60, what="the leftover in both listings")
+        assert survey[zombie.pid] == console[zombie.pid] == ["orphan"], (survey, console)
+        own = {p["pid"] for p in run.read_state().get("pids") or []}
+        assert not [pid for pid in own if "orphan" in survey.get(pid, [])], survey
+    finally:
+        zombie.kill()
+        zombie.wait(timeout=10)

@@ -1,0 +1,47 @@
+"""``run --detach`` tells a script the truth about the start: a run that already failed exits 1
+with the reason, even when it failed a moment after its first attempt was launched."""
+from __future__ import annotations
+
+import sys
+
+
+def test_a_run_that_fails_just_after_launch_exits_1_with_the_reason(harness):
+    # A command that runs a moment, then fails; no restarts left: the run is FAILED within the window.
+    recipe = harness.recipe(command=[sys.executable, "-c", "import sys, time; time.sleep(0.5); "
+                                     "print('fatal: bad dataset path', flush=True); sys.exit(3)"],
+                            restart={"max_restarts": 0})
+    proc = harness.cli("run", str(recipe), "--detach")
+    assert proc.returncode == 1, proc.stderr
+    run_id = proc.stdout.strip()
+    assert run_id and f"run {run_id} ended FAILED" in proc.stderr, proc.stderr
+    assert "started under a detached runner" not in proc.stderr
+
+
+def test_a_bad_demo_fault_step_is_a_failed_start(harness):
+    # docs/demo.md: a stub fault on a step that saves nothing is refused by the trainer (exit 2,
+    # config_error), which the runner does not restart.
+    recipe = harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+                                     "--max_steps", "12", "--save_steps", "4", "--fault", "stub@3"])
+    proc = harness.cli("run", str(recipe), "--detach")
+    assert proc.returncode == 1, proc.stderr
+    assert "ended FAILED" in proc.stderr and "config_error" in proc.stderr
+    assert "no checkpoint is saved at step 3" in proc.stderr, proc.stderr
+
+
+def test_a_run_that_crashes_and_recovers_says_so_and_exits_0(harness, tmp_path):
+    # The first attempt fails at once; the second (a marker file exists) trains: the run goes on.
+    marker = tmp_path / "second"
+    recipe = harness.recipe(command=[sys.executable, "-c",
+                                     "import os, sys, time\n"
+                                     f"m = {str(marker)!r}\n"
+                                     "if not os.path.exists(m):\n"
+                                     "    open(m, 'w').close(); time.sleep(0.3); sys.exit(3)\n"
+                                     "time.sleep(60)\n"])
+    proc = harness.cli("run", str(recipe), "--detach")
+    run_id = proc.stdout.strip()
+    try:
+        assert proc.returncode == 0, proc.stderr
+        assert f"run {run_id} started, but attempt 1 already crashed" in proc.stderr, proc.stderr
+        assert "the runner recovers it" in proc.stderr
+    finally:
+        harness.cli("kill", run_id)
