@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runner.rundir.jsonio import NotRegularFile, open_read
+from runner.rundir.jsonio import NotRegularFile, not_regular_words, open_read
 
 
 class FileTailer:
@@ -44,10 +44,16 @@ class FileTailer:
         return True
 
     def _path_ident(self) -> tuple[int, int] | None:
+        """The file the path names now. When that is no regular file (a FIFO planted there), the
+        problem is said at once, while the rest of the old file is still read (its writer may
+        go on writing to it for good: a training's stdout never follows the path)."""
         try:
             st = os.stat(self.path)
         except OSError:
             return None
+        words = not_regular_words(st.st_mode)
+        if words is not None:
+            self.problem = f"{self.path.name} is {words}: not read"
         return st.st_dev, st.st_ino
 
     def _read(self, size: int) -> bytes:

@@ -125,13 +125,20 @@ class NotRegularFile(OSError):
     """A run file that is a FIFO, a device, a socket or a directory: never read or written."""
 
 
+def not_regular_words(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is no regular file ("a FIFO, not a regular file"), else None."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+    return f"{kind}, not a regular file"
+
+
 def _regular(fd: int, path: Path | str) -> int:
     """``fd`` when it is a regular file (O_NONBLOCK cleared again), else closed and refused."""
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    words = not_regular_words(os.fstat(fd).st_mode)
+    if words is not None:
         os.close(fd)
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise NotRegularFile(errno.EINVAL, f"{kind}, not a regular file", str(path))
+        raise NotRegularFile(errno.EINVAL, words, str(path))
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     return fd
 

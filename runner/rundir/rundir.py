@@ -38,6 +38,15 @@ LOCK_NAME = "runner.lock"
 ATTEMPT_MARKER = "=== moeconsole: attempt {attempt} start"
 ATTEMPT_MARKER_RE = re.compile(r"^=== moeconsole: attempt (\d+) start")
 
+
+def attempt_marker_line(attempt: int, when: str, argv: list[str]) -> str:
+    """The line the runner writes into train.log before an attempt: one line whatever the
+    command holds (a ``python -c`` program's newlines are written ``\\n``), so no part of the
+    command ever reads as a line of the training's own output (a metric, a crash)."""
+    shown = " ".join(a.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r") for a in argv)
+    return f"{ATTEMPT_MARKER.format(attempt=attempt)} {when} argv={shown}"
+
+
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 

@@ -160,8 +160,7 @@ class Launcher:
         workdir = self.fill(self.recipe["workdir"], attempt) if self.recipe.get("workdir") else self.recipe.get(
             "_launch_cwd") or str(self.run.path)
         shown = self.redactor.redact_argv(argv)
-        marker = rundir.ATTEMPT_MARKER.format(attempt=attempt)
-        self._log(f"\n{marker} {time.strftime('%Y-%m-%dT%H:%M:%S')} argv={' '.join(shown)}\n")
+        self._log(f"\n{rundir.attempt_marker_line(attempt, time.strftime('%Y-%m-%dT%H:%M:%S'), shown)}\n")
         try:
             started = self.engine.start(LaunchSpec(attempt, argv, env, workdir), log_fd)
         except OSError as exc:
