@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/bench_control.py [--clients 200] [--rate 200000] [--seconds 10] [--reps 3]
 
-Everything through the real runner (``python -m console.cli run ... --detach``) and real sockets.
+Everything through the real runner (``python -m moeconsole.console.cli run ... --detach``) and real sockets.
 
 1. A crowd: ``--clients`` threads poll one live run's ``control.sock`` for ``status`` in a loop,
    released at the same instant; a second later ``moeconsole kill RUN`` is invoked into the
    crowd. Counted: status requests answered, refused while the runner lived (a full connection
-   queue that the client's retry with backoff, ``runner.supervisor.control.send``, did not get past), and
+   queue that the client's retry with backoff, ``moeconsole.runner.supervisor.control.send``, did not get past), and
    refused because the killed run's runner had exited; whether the kill got through (CLI exit
    0, run ``killed``) and the kill's wall time. Repeated ``--reps`` times.
    Baseline in the same run: the same crowd whose clients connect once, without the retry.
@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from benchlib import p99  # noqa: E402
-from runner.supervisor import control  # noqa: E402
-from runner.process import proctree
+from moeconsole.runner.supervisor import control  # noqa: E402
+from moeconsole.runner.process import proctree
 
 PY = sys.executable
 
@@ -69,7 +69,7 @@ SLEEPER = "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'
 CROWD = textwrap.dedent("""\
     import sys, threading, time
     sys.path.insert(0, sys.argv[3])
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     import json, socket
     n, seconds, retry = int(sys.argv[2]), float(sys.argv[4]), sys.argv[5] == "retry"
 
@@ -127,7 +127,7 @@ def start_run(tmp: Path, name: str, command: list[str], **extra) -> Path:
                                   "cooldown": {"floor_s": 0, "ceiling_s": 5, "poll_s": 0.05},
                                   "kill": {"grace_s": 5}, "lint": {"ignore": ["no_checkpoint_dir"]}, **extra}))
     runs = tmp / "runs"
-    out = subprocess.run([PY, "-m", "console.cli", "run", str(recipe), "--detach", "--runs-dir", str(runs)],
+    out = subprocess.run([PY, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach", "--runs-dir", str(runs)],
                          capture_output=True, text=True, env=env(), cwd=REPO, timeout=120)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
@@ -180,7 +180,7 @@ def crowd(tmp: Path, clients: int, retry: bool = True) -> dict:
         proc.stdout.readline()  # GO: the threads are released and poll status in a loop
         time.sleep(1.0)         # the crowd is at full strength when the kill starts
         t = time.monotonic()
-        kill = subprocess.run([PY, "-m", "console.cli", "kill", run.name, "--grace", "2", "--runs-dir",
+        kill = subprocess.run([PY, "-m", "moeconsole.console.cli", "kill", run.name, "--grace", "2", "--runs-dir",
                                str(run.parent)], capture_output=True, text=True, env=env(), cwd=REPO, timeout=120)
         kill_s = time.monotonic() - t
         outs = proc.communicate(timeout=120)[0].splitlines()

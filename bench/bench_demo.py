@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_demo.py [--steps N] [--starts N]
 
-1. Start-up: launch of ``python -m runner.demo.train`` to its first step line in the log file,
+1. Start-up: launch of ``python -m moeconsole.runner.demo.train`` to its first step line in the log file,
    against launch of ``python -c "import torch; print(...)"`` to that print (baseline, same run).
 2. One training step in-process (forward, backward, clip, AdamW) of the default MoE (8 experts,
    top-2, shared expert), against the same model with one routed expert, top-1 (baseline).
@@ -62,7 +62,7 @@ def time_to_marker(cmd: list[str], marker: bytes, log: Path) -> float:
 
 
 def time_to_first_step(workdir: Path, i: int) -> float:
-    cmd = [PY, "-m", "runner.demo.train", "--output_dir", str(workdir / f"s{i}"),
+    cmd = [PY, "-m", "moeconsole.runner.demo.train", "--output_dir", str(workdir / f"s{i}"),
            "--max_steps", "1000", "--save_steps", "1000"]
     return time_to_marker(cmd, b"global_step/max_steps", workdir / f"start{i}.log")
 
@@ -73,10 +73,10 @@ def time_import_torch(workdir: Path, i: int) -> float:
 
 
 def trainer(*extra: str):
-    from runner.demo.dist import World
-    from runner.demo.faultspec import FaultPlan
-    from runner.demo.train import build_train_parser
-    from runner.demo.trainer import DemoTrainer
+    from moeconsole.runner.demo.dist import World
+    from moeconsole.runner.demo.faultspec import FaultPlan
+    from moeconsole.runner.demo.train import build_train_parser
+    from moeconsole.runner.demo.trainer import DemoTrainer
 
     args = build_train_parser().parse_args(["--output_dir", tempfile.mkdtemp(prefix="bench-demo-"),
                                       "--max_steps", "100000", *extra])
@@ -93,8 +93,8 @@ def step_timings(t, n: int) -> list[float]:
 def optimizer_timings(n: int) -> tuple[list[float], list[float]]:
     import torch
 
-    from runner.demo.model import ModelConfig, TinyMoELM, lora_parameters
-    from runner.demo.optim import AdamW
+    from moeconsole.runner.demo.model import ModelConfig, TinyMoELM, lora_parameters
+    from moeconsole.runner.demo.optim import AdamW
 
     def make():
         model = TinyMoELM(ModelConfig(), 42)
@@ -111,7 +111,7 @@ def optimizer_timings(n: int) -> tuple[list[float], list[float]]:
 def save_timings(t, n: int) -> tuple[list[float], list[float]]:
     from safetensors.torch import save_file
 
-    from runner.demo.model import lora_state_dict
+    from moeconsole.runner.demo.model import lora_state_dict
 
     t.train_step(1)
     t.con.enabled = False
@@ -130,7 +130,7 @@ def reported_speed(workdir: Path, steps: int, nproc: int) -> float:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         cmd += ["-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--master_port", str(port)]
-    cmd += ["-m", "runner.demo.train", "--output_dir", str(workdir / f"speed{nproc}"),
+    cmd += ["-m", "moeconsole.runner.demo.train", "--output_dir", str(workdir / f"speed{nproc}"),
             "--max_steps", str(steps), "--save_steps", str(steps)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=600)
     if proc.returncode:

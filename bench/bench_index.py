@@ -42,9 +42,9 @@ def env() -> dict[str, str]:
 
 
 def make_runs(base: Path, n: int) -> None:
-    from runner.process import launch
-    from runner.recipes import recipe as recipes
-    from runner.rundir import seriesfile
+    from moeconsole.runner.process import launch
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.rundir import seriesfile
     src = base.parent / "many.yaml"
     src.write_text(json.dumps({"name": "many", "command": ["python", "train.py", "--lr", "0"],
                                "lint": {"ignore": ["no_checkpoint_dir"]}}))
@@ -63,7 +63,7 @@ def make_runs(base: Path, n: int) -> None:
 
 def ls(base: Path) -> float:
     t = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "console.cli", "runs", "ls", "--runs-dir", str(base)],
+    p = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "ls", "--runs-dir", str(base)],
                        capture_output=True, text=True, env=env(), cwd=REPO, timeout=600)
     took = time.perf_counter() - t
     if p.returncode != 0:

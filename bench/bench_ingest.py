@@ -42,11 +42,11 @@ sys.path.insert(0, str(REPO))
 
 from bench.bench_parse import PY, run_measured, wait_quiet, write_swift_log  # noqa: E402
 
-SLICE = 256 * 1024   # runner.supervisor.supervisor.INGEST_SUBSLICE_BYTES
+SLICE = 256 * 1024   # moeconsole.runner.supervisor.supervisor.INGEST_SUBSLICE_BYTES
 
 LIVE = r"""
 import sys, time
-from runner.ingest.live import LiveReader, Written, metric_lines, newest_record, rows_to_write
+from moeconsole.runner.ingest.live import LiveReader, Written, metric_lines, newest_record, rows_to_write
 import numpy as np
 data = open(sys.argv[1], "rb").read()
 slice_ = int(sys.argv[2])
@@ -108,7 +108,7 @@ def backlog_once(tree: Path, log: Path, work: Path) -> dict:
     recipe = runs_dir / "backlog.yaml"
     code = f"import sys; sys.stdout.buffer.write(open({str(log)!r}, 'rb').read())"
     recipe.write_text(json.dumps({"name": "backlog", "command": ["{python}", "-c", code]}))
-    done = subprocess.run([PY, "-m", "console.cli", "run", str(recipe), "--detach", "--runs-dir", str(runs_dir)],
+    done = subprocess.run([PY, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach", "--runs-dir", str(runs_dir)],
                           cwd=tree, env=tree_env(tree), capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise SystemExit(f"run --detach failed: {done.stderr.strip()}")
@@ -167,7 +167,7 @@ def main() -> None:
             mb = log.stat().st_size / 1e6
             for label, extra, null in (("`moeconsole parse FILE`", [], False),
                                        ("`moeconsole parse FILE --json`", ["--json"], True)):
-                argv = [PY, "-m", "console.cli", "parse", str(log)] + extra
+                argv = [PY, "-m", "moeconsole.console.cli", "parse", str(log)] + extra
                 results[label] = {"what": f"{args.steps:,} steps ({lines:,} lines, {mb:.0f} MB)", "metric": "wall",
                                   "runs": rounds(trees, args.runs,
                                                  lambda tree: run_measured(argv, null, cwd=tree, env=tree_env(tree)))}

@@ -124,7 +124,7 @@ def measure(seconds: float, rate: float, warmup: float, loaded: bool) -> tuple[d
         deadline = time.time() + 10
         while not (run / "state.json").exists() and time.time() < deadline:
             time.sleep(0.05)
-        apps = {"moeconsole attach": [sys.executable, "-m", "console.cli", "attach", run.name, "--runs-dir",
+        apps = {"moeconsole attach": [sys.executable, "-m", "moeconsole.console.cli", "attach", run.name, "--runs-dir",
                                       str(base)],
                 "tail -F": ["tail", "-n", "0", "-F", str(log)]}
         if tl:

@@ -30,9 +30,9 @@ from bench.bench_ingest import export  # noqa: E402
 
 def cli_of(tree: Path) -> list[str]:
     """How a tree's command line starts: ``python -m moeconsole`` once the package has its one
-    install name, ``python -m console.cli`` before."""
+    install name, ``python -m moeconsole.console.cli`` before."""
     return [sys.executable, "-P", "-m", "moeconsole"] if (tree / "moeconsole" / "__init__.py").exists() \
-        else [sys.executable, "-m", "console.cli"]
+        else [sys.executable, "-m", "moeconsole.console.cli"]
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:

@@ -153,7 +153,7 @@ def main() -> None:
         lines = write_swift_log(log, args.steps)
         size_mb = log.stat().st_size / 1e6
         runs_dir = tmp / "runs"
-        mc_cmd = (f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(PY)} -m console.cli attach "
+        mc_cmd = (f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(PY)} -m moeconsole.console.cli attach "
                   f"{shlex.quote(str(log))} --runs-dir {shlex.quote(str(runs_dir))}")
         tl_cmd = f"{shlex.quote(tl)} {shlex.quote(str(log))}"
         results: dict[str, list[dict]] = {"moeconsole": [], "toolong": []}
@@ -192,7 +192,7 @@ def main() -> None:
         print("\nA tool did not reach a mark in time (see '-' above).")
     print("\nWhat the marks mean: moeconsole shows the newest steps (status line and loss chart) from "
           "the last 512 KiB of the file, then reads the whole history in a background thread "
-          "(`runner.ingest.history`, the bulk engine in 2 MiB chunks) with a progress bar in the "
+          "(`moeconsole.runner.ingest.history`, the bulk engine in 2 MiB chunks) with a progress bar in the "
           "status line; toolong indexes every line break before it can show the end of the file.")
 
 

@@ -210,8 +210,8 @@ def compare_to_baseline(tmp: Path, sizes: list[int], runs: int, baseline: Path, 
         for label, extra in (("`parse FILE --json`", ["--json"]), ("`parse FILE`", [])):
             ours, theirs = [], []
             for _ in range(runs):
-                ours.append(run_measured([PY, "-m", "console.cli", "parse", str(log), *extra], to_null=True, env=our_env))
-                theirs.append(run_measured([base_py, "-m", "console.cli", "parse", str(log), *extra], to_null=True,
+                ours.append(run_measured([PY, "-m", "moeconsole.console.cli", "parse", str(log), *extra], to_null=True, env=our_env))
+                theirs.append(run_measured([base_py, "-m", "moeconsole.console.cli", "parse", str(log), *extra], to_null=True,
                                            cwd=baseline, env=base_env))
             a = statistics.median(r["wall"] for r in ours)
             b = statistics.median(r["wall"] for r in theirs)
@@ -237,7 +237,7 @@ def bench_size(tmp: Path, steps: int, runs: int, naive_runs: int, naive_max: int
     with open(log, "rb") as f:           # warm the page cache for everybody
         while f.read(64 << 20):
             pass
-    cli = [PY, "-m", "console.cli", "parse", str(log)]
+    cli = [PY, "-m", "moeconsole.console.cli", "parse", str(log)]
     if steps > naive_max:
         runs, naive_runs = min(runs, 3), 1
     out = {"steps": steps, "lines": n_lines, "mb": log.stat().st_size / 1e6, "gen_s": gen_s}

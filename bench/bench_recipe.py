@@ -31,9 +31,9 @@ BEFORE_MODELS = "917947d"   # hand-written section parsers, a default table and 
 
 _LOADS = """
 import sys, time
-from runner.recipes import recipe
+from moeconsole.runner.recipes import recipe
 path, n = sys.argv[1], int(sys.argv[2])
-from runner.rundir import yamlio
+from moeconsole.runner.rundir import yamlio
 recipe.load(path, ["args.max_steps=100"])
 t = time.perf_counter()
 for _ in range(n):
@@ -53,7 +53,7 @@ def _env(tree: Path) -> dict[str, str]:
 
 def _lint(tree: Path, recipe: str) -> float:
     t = time.perf_counter()
-    proc = subprocess.run([PY, "-m", "console.cli", "lint", recipe], cwd=tree, env=_env(tree),
+    proc = subprocess.run([PY, "-m", "moeconsole.console.cli", "lint", recipe], cwd=tree, env=_env(tree),
                           capture_output=True, text=True)
     took = time.perf_counter() - t
     if proc.returncode not in (0, 1):

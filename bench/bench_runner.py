@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_runner.py [--deaths N] [--kill-reps N] [--grace G]
                                                       [--cpu-seconds S]
 
-Everything goes through the real CLI (``python -m console.cli run ... --detach``, ``kill``), the
+Everything goes through the real CLI (``python -m moeconsole.console.cli run ... --detach``, ``kill``), the
 real detached runner and real processes; times are taken from the outside.
 
 1. Exit detection. One run whose command is a tiny script: it prints a step line, sleeps a
@@ -50,8 +50,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 PY = sys.executable
 
-from runner.process import proctree  # noqa: E402  (after the path insert)
-from runner.supervisor.supervisor import LOOP_TICK_S  # noqa: E402
+from moeconsole.runner.process import proctree  # noqa: E402  (after the path insert)
+from moeconsole.runner.supervisor.supervisor import LOOP_TICK_S  # noqa: E402
 
 DIE_SCRIPT = textwrap.dedent("""\
     import os, random, sys, time
@@ -109,7 +109,7 @@ def cli_env() -> dict[str, str]:
 
 
 def cli(*args: str, runs_dir: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    proc = subprocess.run([PY, "-m", "console.cli", *args, "--runs-dir", str(runs_dir)], capture_output=True,
+    proc = subprocess.run([PY, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(runs_dir)], capture_output=True,
                           text=True, timeout=timeout, env=cli_env(), cwd=REPO)
     if proc.returncode != 0:
         raise RuntimeError(f"moeconsole {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()}")
@@ -543,7 +543,7 @@ def report(args, det: dict | None, kills: dict, cpu: dict | None, total: float) 
                   "|---|---:|---:|---:|---:|"]
         labels = {"tail": "`tail -F train.log > /dev/null` (baseline)",
                   "follower": "Python loop reading new bytes every 100 ms (baseline)",
-                  "runner": "runner (`python -m runner.supervisor`)",
+                  "runner": "runner (`python -m moeconsole.runner.supervisor`)",
                   "trainer": "the demo trainer itself (for scale)"}
         for k in ("tail", "follower", "runner", "trainer"):
             lines.append(f"| {labels[k]} | {cpu['cpu'][k]:.2f} | {100 * cpu['cpu'][k] / w:.2f}% | "

@@ -64,7 +64,7 @@ def recipe(path: Path, step_s: float) -> Path:
 
 
 def cli(base: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(base)], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(base)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -81,10 +81,10 @@ def json_latency(base: Path, run: str, env: dict, n: int) -> list[float]:
 
 def panel_lines(base: Path, run: Path, env: dict) -> tuple[list[str], dict]:
     """The GPU panel at 160x48 and the snapshot's first nodes, in this process (Pilot)."""
-    from console.app import MoeConsole
-    from console.screens.run import RunScreen
-    from console.widgets.gpus import GpuPanel
-    from runner.rundir import rundir
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.gpus import GpuPanel
+    from moeconsole.runner.rundir import rundir
 
     async def go() -> tuple[list[str], dict]:
         app = MoeConsole(base, rundir.RunDir(run), interval=0.5, gpu=False)
@@ -134,8 +134,8 @@ def main() -> int:
     ap.add_argument("--stress-step-s", type=float, default=0.4, help="the runner alone at this step time (0: skip)")
     args = ap.parse_args()
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
-    from runner.rundir import rundir
-    from runner.rundir.snapshot import RunWatcher
+    from moeconsole.runner.rundir import rundir
+    from moeconsole.runner.rundir.snapshot import RunWatcher
     load_start = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="mcscale-"))
     procs: list[subprocess.Popen] = []
@@ -165,9 +165,9 @@ def main() -> int:
                                               and len(list((big / "telemetry").glob("*.json"))) == NODES
                                               and (big / "ranks.json").exists()):
             time.sleep(0.2)
-        ui_big, fd1 = spawn_in_pty([sys.executable, "-m", "console.cli", "attach", big.name, "--runs-dir", str(base)],
+        ui_big, fd1 = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", big.name, "--runs-dir", str(base)],
                                    env, 160, 48)
-        ui_small, fd2 = spawn_in_pty([sys.executable, "-m", "console.cli", "attach", small.name, "--runs-dir",
+        ui_small, fd2 = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", small.name, "--runs-dir",
                                       str(base)], env, 160, 48)
         procs += [ui_big, ui_small]
         fds = [fd1, fd2]
@@ -217,7 +217,7 @@ def main() -> int:
     finally:
         stop.set()
         if runner_pid and psutil.pid_exists(runner_pid):
-            subprocess.run([sys.executable, "-m", "console.cli", "kill", str(big.name), "--runs-dir", str(base)],
+            subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", str(big.name), "--runs-dir", str(base)],
                            cwd=REPO, env=env, capture_output=True, timeout=120)
         end_processes(procs)
         shutil.rmtree(work, ignore_errors=True)
@@ -236,7 +236,7 @@ def main() -> int:
     r = cpu["runner"]
     print(f"| runner of the 1,024-GPU run | CPU share | CPU/s p99 | RSS median | ingest lag median / max |")
     print("|---|---|---|---|---|")
-    print(f"| `python -m runner.supervisor` | {r['cpu_share']:.2f}% | {r['cpu_p99']:.2f}% | {r['rss_median']:.1f} MiB | "
+    print(f"| `python -m moeconsole.runner.supervisor` | {r['cpu_share']:.2f}% | {r['cpu_p99']:.2f}% | {r['rss_median']:.1f} MiB | "
           f"{statistics.median(lags) if lags else float('nan'):.0f} / {max(lags) if lags else float('nan'):.0f} bytes |")
     print(f"\nAt the end: {lines:,} log lines read, {steps_kept} steps in metrics.jsonl (one per step; "
           f"the rank that printed it first), {len(ranks)} ranks with their latest step time in ranks.json, "

@@ -74,7 +74,7 @@ def timed(argv: list[str], runs: int) -> tuple[float, float, float]:
 
 def make_run(base: Path, steps: int) -> Path:
     """A finished run of ``steps`` steps as the runner leaves it (metrics.jsonl, series.json)."""
-    from runner.rundir import rundir, seriesfile
+    from moeconsole.runner.rundir import rundir, seriesfile
     run = rundir.create(base, f"long-{steps}")
     rnd = random.Random(steps)
     now = time.time()
@@ -98,7 +98,7 @@ def fmt(t: tuple[float, float, float]) -> str:
 def bench_open(tmp: Path, steps: int, runs: int, naive_max: int) -> dict:
     base = tmp / f"runs-{steps}"
     run = make_run(base, steps)
-    cli = [PY, "-m", "console.cli"]
+    cli = [PY, "-m", "moeconsole.console.cli"]
     out = {"steps": steps, "mb": (run / "metrics.jsonl").stat().st_size / 1e6,
            "series_kb": (run / "series.json").stat().st_size / 1e3}
     out["json"] = timed(cli + ["--json", "--once", run.name, "--runs-dir", str(base), "--no-gpu"], runs)
@@ -116,7 +116,7 @@ def bench_open(tmp: Path, steps: int, runs: int, naive_max: int) -> dict:
 
 def bench_backlog(tmp: Path, steps: int, naive_max: int) -> dict:
     from bench.bench_parse import NAIVE, write_swift_log
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     log = tmp / "backlog.log"
     lines = write_swift_log(log, steps)
     runs_dir = tmp / "runs-backlog"
@@ -124,7 +124,7 @@ def bench_backlog(tmp: Path, steps: int, naive_max: int) -> dict:
     code = f"import sys; sys.stdout.buffer.write(open({str(log)!r}, 'rb').read())"
     recipe.write_text(json.dumps({"name": "backlog", "command": ["{python}", "-c", code]}))
     t0 = time.monotonic()
-    done = subprocess.run([PY, "-m", "console.cli", "run", str(recipe), "--detach", "--runs-dir", str(runs_dir)],
+    done = subprocess.run([PY, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach", "--runs-dir", str(runs_dir)],
                           cwd=REPO, env=env(), capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise SystemExit(f"run --detach failed: {done.stderr.strip()}")
@@ -165,10 +165,10 @@ def bench_backlog(tmp: Path, steps: int, naive_max: int) -> dict:
 def bench_latency(tmp: Path, lines: int, watch: bool) -> list[float]:
     import asyncio
     os.environ["MOECONSOLE_WATCH"] = "1" if watch else "0"
-    from console.app import MoeConsole
-    from console.screens.run import RunScreen
-    from console.widgets.panes import LogTail
-    from runner.rundir import rundir
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.panes import LogTail
+    from moeconsole.runner.rundir import rundir
     base = tmp / f"runs-lat-{int(watch)}"
     run = rundir.create(base, "latency")
     run.write_state({"status": "running", "name": "latency", "attempt": 1, "step": 1,

@@ -27,9 +27,9 @@ sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
 
-from runner.telemetry.gpu import get_backend  # noqa: E402
-from runner.telemetry.host import host_snapshot  # noqa: E402
-from runner.telemetry.procs import find_blockers  # noqa: E402
+from moeconsole.runner.telemetry.gpu import get_backend  # noqa: E402
+from moeconsole.runner.telemetry.host import host_snapshot  # noqa: E402
+from moeconsole.runner.telemetry.procs import find_blockers  # noqa: E402
 from tests.fakes.nvml import SCENARIO_ENV, FakeProc, build_fake_nvml, write_scenario  # noqa: E402
 from benchlib import p99, timings
 

@@ -212,9 +212,9 @@ def bench_attached(seconds: float, nvitop: str | None = None) -> tuple[dict, dic
             "charts": ["loss", "grad_norm", "mem_gib", "token_acc"], "smooth": 0.9, "log": False, "t": 0}}}))
         naive_py = work / "naive_app.py"
         naive_py.write_text(NAIVE_APP)
-        ui, ui_fd = spawn_in_pty([sys.executable, "-m", "console.cli", "attach", run.name, "--runs-dir", str(base)],
+        ui, ui_fd = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", run.name, "--runs-dir", str(base)],
                                  env, 160, 48)
-        gpus, gpus_fd = spawn_in_pty([sys.executable, "-m", "console.cli", "attach", run.name, "--runs-dir",
+        gpus, gpus_fd = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", run.name, "--runs-dir",
                                       str(base)], env, 160, 48)
         naive, naive_fd = spawn_in_pty([sys.executable, str(naive_py), str(run)], env, 160, 48)
         procs += [ui, gpus, naive]
@@ -258,8 +258,8 @@ def naive_full_render(x: np.ndarray, y: np.ndarray, width: int, height: int) -> 
 
 
 def bench_chart(repeats: int = 60) -> list[dict]:
-    from console.chart import Marker, render_chart
-    from runner.core.series import Series
+    from moeconsole.console.chart import Marker, render_chart
+    from moeconsole.runner.core.series import Series
     n = 1_000_000
     s = Series()
     rng = np.random.default_rng(0)
@@ -268,7 +268,7 @@ def bench_chart(repeats: int = 60) -> list[dict]:
     for i, v in enumerate(ys.tolist()):
         s.append(i, v)
     markers = [Marker(float(k), "ckpt") for k in range(0, n, 50_000)] + [Marker(600_000.0, "restart")]
-    from console.chart import ChartOptions
+    from moeconsole.console.chart import ChartOptions
     out = []
     smooth = ChartOptions(smooth=0.9, log=True)
     for label, (w, h), opts in (("80x24 terminal (26x8 chart)", (26, 8), ChartOptions()),

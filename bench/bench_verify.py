@@ -34,9 +34,9 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from runner.checkpoints.safetensors_file import check_safetensors  # noqa: E402
-from runner.checkpoints.scan import hash_file  # noqa: E402
-from runner.checkpoints.verify import verify_checkpoint  # noqa: E402
+from moeconsole.runner.checkpoints.safetensors_file import check_safetensors  # noqa: E402
+from moeconsole.runner.checkpoints.scan import hash_file  # noqa: E402
+from moeconsole.runner.checkpoints.verify import verify_checkpoint  # noqa: E402
 from benchlib import p99, timings
 
 GB = 1 << 30

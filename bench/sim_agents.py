@@ -1,6 +1,6 @@
 """128 nodes' ``moeconsole agent`` files in one process: every node's GPUs from the real NVML
 backend (the fake NVML library, 8 H200s), varied per node, written each interval into
-``<run>/telemetry/<host>.json`` in the agent's own format (``console.commands.agent.record``)
+``<run>/telemetry/<host>.json`` in the agent's own format (``moeconsole.console.commands.agent.record``)
 with the node's ranks (8 per node). Planted problems: one node with a GPU nearly out of
 memory, one node idling.
 
@@ -18,10 +18,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from console.commands.agent import record  # noqa: E402
-from runner.rundir import jsonio  # noqa: E402
-from runner.telemetry.gpu import get_backend  # noqa: E402
-from runner.telemetry.host import host_snapshot  # noqa: E402
+from moeconsole.console.commands.agent import record  # noqa: E402
+from moeconsole.runner.rundir import jsonio  # noqa: E402
+from moeconsole.runner.telemetry.gpu import get_backend  # noqa: E402
+from moeconsole.runner.telemetry.host import host_snapshot  # noqa: E402
 
 
 def host_name(i: int) -> str:

@@ -7,7 +7,7 @@ Run from the repository root (``PYTHONPATH=DIR`` traces another checkout of the 
 It writes an ms-swift 4.x style log (``bench_parse.write_swift_log``: a tqdm bar before every
 dict line, a save line every 100 steps), feeds it to ``LiveReader.feed_batches`` in slices of
 ``--slice`` bytes (the runner's read size) and, with ``sys.setprofile``, records every call that
-enters an ingest module (``runner.ingest.*``, ``runner.core.columns``) from another module, and
+enters an ingest module (``moeconsole.runner.ingest.*``, ``moeconsole.runner.core.columns``) from another module, and
 every ``np.concatenate`` and ``list.extend`` made inside those modules: the hand-offs between
 stages. It prints the calls of one steady-state slice (the template learned; a partial line held
 from the slice before) in order, and the counts per slice over the whole log.
@@ -26,11 +26,11 @@ sys.path.append(str(REPO))   # bench_parse; the code traced is whatever ``runner
 
 from bench.bench_parse import write_swift_log  # noqa: E402
 
-MODULES = ("runner.ingest", "runner.core.columns")
+MODULES = ("moeconsole.runner.ingest", "moeconsole.runner.core.columns")
 # The stages of the pipe (and the engines of the code before it); the parser's own helpers
 # (lines, formats, records, pydict) are the inside of one line's reading, not a stage.
-STAGES = {"runner.ingest.live", "runner.ingest.bulk", "runner.ingest.parser", "runner.core.columns",
-          "runner.ingest.pipe", "runner.ingest.template", "runner.ingest.batch", "runner.ingest.linebuf"}
+STAGES = {"moeconsole.runner.ingest.live", "moeconsole.runner.ingest.bulk", "moeconsole.runner.ingest.parser", "moeconsole.runner.core.columns",
+          "moeconsole.runner.ingest.pipe", "moeconsole.runner.ingest.template", "moeconsole.runner.ingest.batch", "moeconsole.runner.ingest.linebuf"}
 
 
 def _module(frame) -> str:
@@ -85,8 +85,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=6000)
     ap.add_argument("--slice", type=int, default=256 * 1024)
     args = ap.parse_args()
-    import runner
-    from runner.ingest.live import LiveReader
+    import moeconsole.runner
+    from moeconsole.runner.ingest.live import LiveReader
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "train.log"
         write_swift_log(log, args.steps)

@@ -1,15 +1,15 @@
 """How alert groups read on screen: the alert bar, the one toast for news, the detail view.
 
 The groups themselves (one per cause, with a count, the first and last step, and whether they
-are acknowledged) come from the snapshot (``runner.rundir.alertgroups``), so the screen shows exactly
+are acknowledged) come from the snapshot (``moeconsole.runner.rundir.alertgroups``), so the screen shows exactly
 what ``--json`` carries. Pure: groups in, lines out.
 """
 from __future__ import annotations
 
 from typing import Literal
 
-from console import format as fmt
-from runner.rundir.alertgroups import AlertGroup
+from moeconsole.console import format as fmt
+from moeconsole.runner.rundir.alertgroups import AlertGroup
 
 ToastSeverity = Literal["warning", "error"]  # a toast for news: error when one is critical
 
@@ -60,7 +60,7 @@ def toast(news: list[AlertGroup]) -> tuple[str, str, ToastSeverity]:
 
 def detail_lines(group: AlertGroup, crash_report: dict | None = None) -> list[str]:
     """The detail view of a group: what, how often and where, the hint, then every occurrence."""
-    from console.timeline import sentence
+    from moeconsole.console.timeline import sentence
     lines = [f"{word(group)} {group.headline()}", "",
              f"cause: {group.key}", f"level: {group.level}",
              f"seen: {group.count} time{'s' if group.count != 1 else ''}, first {fmt.clock(group.first_t)}, "

@@ -17,12 +17,12 @@ from textual import work
 from textual.app import App
 from textual.notifications import Notification, Notify, SeverityLevel
 
-from console.screens.messages import AlertNews, OpenPath, OpenRun, ToggleBell
-from console.source import HostSampler, RunSource, Telemetry
-from runner.rundir import rundir
+from moeconsole.console.screens.messages import AlertNews, OpenPath, OpenRun, ToggleBell
+from moeconsole.console.source import HostSampler, RunSource, Telemetry
+from moeconsole.runner.rundir import rundir
 
 if TYPE_CHECKING:
-    from console.foreign import Import
+    from moeconsole.console.foreign import Import
 
 # Toasts sit in the bottom right corner, over the log; more than this many would climb over the
 # charts. The oldest goes when a new one comes.
@@ -84,7 +84,7 @@ class MoeConsole(App[int]):
         if self.first_run is not None:
             self.open_run(self.first_run)
         else:
-            from console.screens.browser import BrowserScreen
+            from moeconsole.console.screens.browser import BrowserScreen
             self.push_screen(BrowserScreen(self.base, scratch=self.scratch_dir))
             if self.first_path is not None:
                 self.open_foreign(self.first_path)
@@ -107,7 +107,7 @@ class MoeConsole(App[int]):
     def open_run(self, run: rundir.RunDir, importing: Import | None = None) -> None:
         """Show a run: live runs with GPU telemetry and the process keys, past runs without.
         ``importing``: the import reading a foreign log's history (started here)."""
-        from console.screens.run import RunScreen
+        from moeconsole.console.screens.run import RunScreen
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
                            control_timeout=self.control_timeout, importing=importing, host=self.host)
@@ -121,7 +121,7 @@ class MoeConsole(App[int]):
     def open_foreign(self, path: Path) -> None:
         """Open a log not made by moeconsole: its newest steps at once, its history read in the
         background (a progress bar on the run screen)."""
-        from console.foreign import start_import
+        from moeconsole.console.foreign import start_import
         try:
             run, importing = start_import(Path(path).expanduser(), self.scratch_dir(), self.line_format)
         except Exception as exc:  # InputError and unreadable files: one line, keep the browser

@@ -20,8 +20,8 @@ from typing import Callable, Protocol, Sequence
 
 import math
 
-from console.format import short
-from runner.core.series import ema, in_range, reduce_mean
+from moeconsole.console.format import short
+from moeconsole.runner.core.series import ema, in_range, reduce_mean
 
 Row = list[tuple[str, str]]
 

@@ -2,7 +2,7 @@
 
 A user who picks token accuracy and the MoE load-balancing loss for a recipe wants them again
 on the next run of that recipe, from any console. The file holds, per recipe name, the chosen
-metric keys (``console.metrics``), the smoothing weight and the log axis; it is replaced
+metric keys (``moeconsole.console.metrics``), the smoothing weight and the log axis; it is replaced
 atomically and merged with what is there at write time (two consoles choosing for different
 recipes keep both). A damaged file is ignored (the defaults are shown) and replaced at the next
 choice. At most ``KEEP`` recipes, the least recently chosen dropped first.
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.metrics import clean_choice
-from runner.rundir import jsonio
+from moeconsole.console.metrics import clean_choice
+from moeconsole.runner.rundir import jsonio
 
 FILE = "chart-prefs.json"
 SCHEMA = 1

@@ -1,4 +1,4 @@
-"""The ``moeconsole`` command line: parses arguments, dispatches to ``console.commands.*``.
+"""The ``moeconsole`` command line: parses arguments, dispatches to ``moeconsole.console.commands.*``.
 
 Heavy imports (Textual, torch, safetensors) happen inside the command modules, so a quick
 ``moeconsole kill RUN`` or ``moeconsole --json --once`` never pays for the UI.
@@ -11,8 +11,8 @@ import importlib
 import sys
 from typing import Any, Callable, NoReturn
 
-from runner.core.errors import InputError
-from runner.core import bounds
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core import bounds
 
 COMMANDS = (
     "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",
@@ -82,7 +82,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def bounded(rng: bounds.Range) -> Callable[[str], Any]:
-    """An argparse type for a number in ``rng`` (runner.core.bounds: `--grace nan`, `--interval inf`,
+    """An argparse type for a number in ``rng`` (moeconsole.runner.core.bounds: `--grace nan`, `--interval inf`,
     `--interval 0` and `--port 99999` are refused with one line)."""
     def parse(text: str) -> Any:
         try:
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(_unknown_command(args.run))
             name = "json" if args.json else "attach"
         _check_runs(args)
-        module = importlib.import_module(f"console.commands.{name}")
+        module = importlib.import_module(f"moeconsole.console.commands.{name}")
         return int(module.run(args) or 0)
     except InputError as exc:
         sys.stderr.write(f"moeconsole: {exc}\n")
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
 def _check_runs(args: argparse.Namespace) -> None:
     """Every RUN (or PATH|RUN) argument before any command looks at it: an empty one is a usage
     error everywhere (``kill ""`` must never mean "the newest live run"), an overlong one too."""
-    from runner.rundir.rundir import check_ref
+    from moeconsole.runner.rundir.rundir import check_ref
     for attr in ("run", "run_dir", "target", "compare"):
         value = getattr(args, attr, None)
         if value is not None:

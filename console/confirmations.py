@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console import format as fmt
-from runner.supervisor import control
+from moeconsole.console import format as fmt
+from moeconsole.runner.supervisor import control
 
 DEFAULT_GRACE_S = 60.0
 DEFAULT_FLOOR_S = 10.0

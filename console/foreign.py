@@ -19,9 +19,9 @@ from array import array
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.rundir import jsonio, rundir, seriesfile
-from runner.core import lifecycle as lc
-from runner.core.errors import InputError
+from moeconsole.runner.rundir import jsonio, rundir, seriesfile
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.errors import InputError
 
 IMPORTED = lc.imported()  # the status of an imported run: the lifecycle decides it, as every status
 STATE_EVERY_S = 0.25   # how often the import's progress goes into state.json
@@ -59,8 +59,8 @@ class Import:
     # ---- the work --------------------------------------------------------------------------
     def read_newest(self) -> None:
         """The last part of the log, read now (a fraction of a second whatever the file's size)."""
-        from runner.ingest.files import LOG
-        from runner.ingest.history import read_tail
+        from moeconsole.runner.ingest.files import LOG
+        from moeconsole.runner.ingest.history import read_tail
         if self.kind != LOG:
             return
         records, marks, _ = read_tail(str(self.log), line_format=self.line_format)
@@ -98,9 +98,9 @@ class Import:
             self._write_state(self.book.last_metrics if self.done else self.tail_book.last_metrics)
 
     def _read_history(self) -> None:
-        from runner.ingest.files import TRAINER_STATE, trainer_state_events
-        from runner.ingest.history import last_record, record_lines, scan_history
-        from runner.ingest.bulk import batch_from_events
+        from moeconsole.runner.ingest.files import TRAINER_STATE, trainer_state_events
+        from moeconsole.runner.ingest.history import last_record, record_lines, scan_history
+        from moeconsole.runner.ingest.bulk import batch_from_events
         if self.kind == TRAINER_STATE:
             events, _ = trainer_state_events(self.log)
             self._on_batch(batch_from_events(events, True), record_lines, last_record)
@@ -116,7 +116,7 @@ class Import:
                      progress=progress, stop=self.stop, line_format=self.line_format)
 
     def _on_batch(self, batch, record_lines, last_record) -> None:
-        from runner.ingest.records import eval_record
+        from moeconsole.runner.ingest.records import eval_record
         if len(batch):
             jsonio.append_bytes(self.run.metrics, record_lines(batch), line=True)
             steps = [float(s) for s in batch.steps]
@@ -179,9 +179,9 @@ def start_import(path: Path, scratch: Path, line_format: Any = None) -> tuple[ru
     if path.is_dir() and rundir.is_run_dir(path):
         return rundir.RunDir(path.resolve()), None
     try:
-        from runner.ingest.files import resolve_log
+        from moeconsole.runner.ingest.files import resolve_log
     except ImportError:
-        raise InputError("reading logs not made by moeconsole needs runner.ingest (not installed)") from None
+        raise InputError("reading logs not made by moeconsole needs moeconsole.runner.ingest (not installed)") from None
     log, kind = resolve_log(path)
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
     run = rundir.RunDir(scratch / f"imported-{path.name}-{key}")
@@ -215,8 +215,8 @@ def _record_checkpoints(run: rundir.RunDir, root: Path, points_of: Callable[[], 
     """Verify (headers only) the checkpoints found beside the log and record the verdicts
     (``points_of``: the (step, grad norm) pairs, built only when there are checkpoints)."""
     try:
-        from runner.checkpoints.discover import find_checkpoints
-        from runner.checkpoints.verify import verify_found
+        from moeconsole.runner.checkpoints.discover import find_checkpoints
+        from moeconsole.runner.checkpoints.verify import verify_found
     except ImportError:
         return
     try:

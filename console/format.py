@@ -11,8 +11,8 @@ import signal
 import time
 from typing import Any, Iterable
 
-from runner.core.numbers import as_float
-from runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words  # noqa: F401  (the console's text for NA and duration)
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words  # noqa: F401  (the console's text for NA and duration)
 
 
 # Status -> style name (TCSS component class). The word is always shown with it.
@@ -149,7 +149,7 @@ def alert_args(run: dict, groups: Iterable[dict]) -> dict[str, Any]:
 
 def fit_alert(headline: str, width: int) -> str:
     """An alert headline ("<title> (x2, steps 4-8)") fitted to ``width``: the title loses words
-    (``runner.core.units.fit_words``), the count and steps stay."""
+    (``moeconsole.runner.core.units.fit_words``), the count and steps stay."""
     if len(headline) <= width:
         return headline
     title, sep, tail = headline.rpartition(" (")
@@ -309,7 +309,7 @@ LEVEL_WORD = {"critical": "CRIT", "crit": "CRIT", "error": "CRIT", "warning": "W
 
 def event_line(ev: dict) -> tuple[str, str]:
     """One event as (time and sentence, style), as the events pane and ``runs show`` write it."""
-    from console.timeline import sentence  # it builds on this module
+    from moeconsole.console.timeline import sentence  # it builds on this module
     text, style = sentence(ev)
     return f"{clock(ev.get('t'))} {text}", style
 

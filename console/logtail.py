@@ -1,4 +1,4 @@
-"""The log tail's rendering: metric lines (any format ``runner.ingest`` reads: ms-swift dicts,
+"""The log tail's rendering: metric lines (any format ``moeconsole.runner.ingest`` reads: ms-swift dicts,
 Megatron, key=value) become aligned columns of step, loss, grad norm and lr under one header
 line; every other line is shown as it is. Pure; the parse of each distinct line is cached (the
 tail repeats itself every poll)."""
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from console import format as fmt
-from runner.ingest.parser import LogParser
+from moeconsole.console import format as fmt
+from moeconsole.runner.ingest.parser import LogParser
 
 CACHE_LINES = 512
 HEADER = ("step", "loss", "grad norm", "lr")

@@ -1,15 +1,15 @@
 """GPU memory as the console shows it: the tightest GPU first, its numbers, its trend.
 
 Pure text from the ``memory`` block of a snapshot's run (``state.json``'s, written by the
-runner from ``runner.core.memory``); the run screen's memory chart, ``runs receipt`` and tests
+runner from ``moeconsole.runner.core.memory``); the run screen's memory chart, ``runs receipt`` and tests
 read the same functions. Sizes in GiB with two decimals.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from runner.core.numbers import as_float
-from runner.core.units import NA
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.units import NA
 
 
 def gib(x: Any) -> str:
@@ -41,7 +41,7 @@ def trend_words(g: Mapping[str, Any], *, short: bool = False) -> str:
     secs = as_float(fc.get("oom_in_s"))
     if secs is None:
         return f"{text}, OOM in ~{steps:,} steps"
-    from runner.core.memory import duration_text   # only with a forecast: the module is ~1.7 MiB
+    from moeconsole.runner.core.memory import duration_text   # only with a forecast: the module is ~1.7 MiB
     return f"{text}, OOM in ~{steps:,} steps ({duration_text(secs)})"
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from console import format as fmt
-from runner.core.series import Series
-from runner.rundir.seriesfile import TIME_KEY
+from moeconsole.console import format as fmt
+from moeconsole.runner.core.series import Series
+from moeconsole.runner.rundir.seriesfile import TIME_KEY
 
 EVAL_PREFIX = "eval:"
 EVAL_LOSS = "eval:loss"
@@ -68,7 +68,7 @@ def zero_based(key: str) -> bool:
 def _is_eval_loss_name(name: str) -> bool:
     """An evaluation value that is the evaluation loss itself (``eval_loss``, ``val_loss``): it
     is listed once, as ``eval:loss``."""
-    from runner.ingest.records import eval_key
+    from moeconsole.runner.ingest.records import eval_key
     parts = eval_key(name)
     return (parts is not None and parts[1] == "loss") or name in ("loss", "lm loss value")
 

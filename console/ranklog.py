@@ -7,14 +7,14 @@ Two sources, whichever the run has:
   and ``stderr.log`` (``torch.distributed.elastic.multiprocessing.api.DefaultLogsSpecs.reify``),
   one ``<rdzv id>_<random>`` directory per node's torchrun. Each file is one rank's own order;
   across files the only shared clock is the timestamp each line carries
-  (``runner.ingest.linetime``), so the files are merged by it, a line without one following the
+  (``moeconsole.runner.ingest.linetime``), so the files are merged by it, a line without one following the
   line before it in its file. The label is the local rank (``r3``), with the node's directory
   when several nodes share the log dir (``n1/r3``) and ``!`` for stderr (``r3!``).
 - ``train.log`` itself, when the workers' lines carry a rank prefix (torchrun ``--tee``'s
-  ``[rank3]:``/``[default3]:``, Slurm ``srun --label``'s ``3:``; ``runner.ingest.lines.split_rank``):
+  ``[rank3]:``/``[default3]:``, Slurm ``srun --label``'s ``3:``; ``moeconsole.runner.ingest.lines.split_rank``):
   the lines stay in the order they arrived, the prefix moves into the label column.
 
-Both behave like ``console.logfile.LogFile`` for the log view (``refresh``, ``len``, ``lines``,
+Both behave like ``moeconsole.console.logfile.LogFile`` for the log view (``refresh``, ``len``, ``lines``,
 ``search``) plus ``labels``; the files are read on demand (a byte-offset index per file), so a
 big log opens at once. UI-free.
 """
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from console.logfile import LogFile
-from runner.ingest.linetime import line_time
-from runner.ingest.lines import split_rank
+from moeconsole.console.logfile import LogFile
+from moeconsole.runner.ingest.linetime import line_time
+from moeconsole.runner.ingest.lines import split_rank
 
 LOG_DIR_FLAGS = ("--log-dir", "--log_dir")
 MAX_FILES = 1024

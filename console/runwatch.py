@@ -3,7 +3,7 @@
 
 The run screen's poll thread asks ``RunWatch.wait_next`` after each snapshot and polls again
 when it returns: at the next tick (``interval``), at once after ``poke()`` (a request the user
-just sent), or when the run directory changes (``runner.rundir.dirwatch``, coalesced: a log
+just sent), or when the run directory changes (``moeconsole.runner.rundir.dirwatch``, coalesced: a log
 written a thousand lines a second is still read in a few polls). It never blocks for longer than
 a quarter second without looking at ``cancelled()``, since a thread cannot be force-cancelled
 and the app's exit waits for it.
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.rundir import dirwatch
+from moeconsole.runner.rundir import dirwatch
 
 WATCH_GAP_S = 0.05  # a change in the run directory polls at once, but not more often than this
 CANCEL_CHECK_S = 0.25

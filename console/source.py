@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.rundir import rundir
-from runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
-from runner.supervisor import control
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
+from moeconsole.runner.supervisor import control
 
 # The host line's sampler: a function, True for this host's (with a live run), None or False for none.
 HostSampler = Callable[[dict], dict | None] | None | bool
@@ -28,7 +28,7 @@ def _live_telemetry(blocker_scan_s: float = BLOCKER_SCAN_S) -> Telemetry:
     """GPU telemetry every call, blockers every ``blocker_scan_s`` (or every call during a
     start or a cooldown); a missing driver or module becomes a GPU dict that says why."""
     try:
-        from runner.rundir.snapshot import LiveTelemetry
+        from moeconsole.runner.rundir.snapshot import LiveTelemetry
         live = LiveTelemetry()
     except Exception as exc:  # the telemetry layer itself missing or broken: say so on screen
         reason = f"GPU telemetry failed to start: {exc}"
@@ -59,7 +59,7 @@ class RunSource:
     def __init__(self, run: rundir.RunDir, *, gpu: bool = True, telemetry: Telemetry | None = None,
                  control_timeout: float = 10.0, importing: Any = None,
                  host: HostSampler = True) -> None:
-        """``importing``: the ``console.foreign.Import`` reading this (foreign) log; its book
+        """``importing``: the ``moeconsole.console.foreign.Import`` reading this (foreign) log; its book
         feeds the charts while the history is read. ``host``: the host line's sampler (True:
         this host's, with a live run; a test that injects ``telemetry`` injects this too, else
         there is no host line)."""
@@ -70,7 +70,7 @@ class RunSource:
         self._lock = threading.Lock()
         self.importing = importing
         if host is True:
-            from runner.rundir.snapshot import HostLine
+            from moeconsole.runner.rundir.snapshot import HostLine
             host = HostLine(run.path) if telemetry is None else None
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
                                   book_source=importing.current_book if importing is not None else None,
@@ -118,8 +118,8 @@ class RunSource:
     def start_runner(self) -> int:
         """Start a new runner for this run (it adopts live training); returns its pid. It runs
         in a session of its own and outlives the console; if it ends first, it is reaped
-        (``runner.process.launch.spawn_runner``)."""
-        from runner.process.launch import spawn_runner
+        (``moeconsole.runner.process.launch.spawn_runner``)."""
+        from moeconsole.runner.process.launch import spawn_runner
         return spawn_runner(self.run)
 
     def request(self, req: control.Request) -> control.Answer:
@@ -139,5 +139,5 @@ class RunSource:
 def read_recipe(path: Path) -> dict:
     """A run's recipe.yaml (``path``); {} when missing or unreadable: that only loses the
     numbers in a dialog."""
-    from runner.recipes.recipe import read_saved
+    from moeconsole.runner.recipes.recipe import read_saved
     return read_saved(path.parent)[0]

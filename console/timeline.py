@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from console import format as fmt
-from runner.core.oom import crash_hint
-from runner.rundir.snapshot import preflight_reason
+from moeconsole.console import format as fmt
+from moeconsole.runner.core.oom import crash_hint
+from moeconsole.runner.rundir.snapshot import preflight_reason
 
 LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
 # Event fields holding a unix time: shown as a clock time, never as 1.80e+09.

@@ -38,9 +38,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from runner.supervisor import control  # noqa: E402
-from runner.process import proctree
-from runner.rundir.rundir import RunDir, runner_locked  # noqa: E402
+from moeconsole.runner.supervisor import control  # noqa: E402
+from moeconsole.runner.process import proctree
+from moeconsole.runner.rundir.rundir import RunDir, runner_locked  # noqa: E402
 
 PY = sys.executable
 SLEEPER = [PY, "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/max_steps': '1/100'}\", flush=True)\n"
@@ -68,7 +68,7 @@ def env() -> dict[str, str]:
 
 def cli(args: list[str], runs: Path | None = None, timeout: float = 60, prefix: list[str] | None = None,
         cwd: Path = REPO) -> tuple[int | None, str, str]:
-    argv = [*(prefix or []), PY, "-m", "console.cli", *args] + (["--runs-dir", str(runs)] if runs else [])
+    argv = [*(prefix or []), PY, "-m", "moeconsole.console.cli", *args] + (["--runs-dir", str(runs)] if runs else [])
     try:
         p = subprocess.run(argv, capture_output=True, text=True, env=env(), cwd=cwd, timeout=timeout,
                            stdin=subprocess.DEVNULL)
@@ -193,7 +193,7 @@ def recipe_texts() -> list[tuple[str, str]]:
            ("env bad name", base + "env: {\"A=B\": x}\n"), ("env list", base + "env: {A: [1]}\n"),
            ("ceiling below floor", base + "cooldown: {floor_s: 30, ceiling_s: 10}\n"),
            ("devices repeated", base + "gpus: {devices: [0, 0]}\n"), ("bad fault", "name: bad\ncommand: [python, -m, "
-                                                                                  "runner.demo.train, --fault, oom40]\n")]
+                                                                                  "moeconsole.runner.demo.train, --fault, oom40]\n")]
     out += hostile_recipe_texts(base)
     for section, keys in RECIPE_KEYS.items():
         for key in keys:
@@ -665,7 +665,7 @@ def lost(work: Path, quick: bool) -> list[Check]:
         bad = []
         for args in (["runs", "ls"], ["--json", run.name, "--once", "--no-gpu"], ["runs", "show", run.name],
                      ["kill", run.name]):
-            p = subprocess.run([PY, "-m", "console.cli", *args, "--runs-dir", str(run.parent)], stderr=subprocess.PIPE,
+            p = subprocess.run([PY, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(run.parent)], stderr=subprocess.PIPE,
                                text=True, env=env(), cwd=REPO, timeout=60, preexec_fn=lambda: os.close(1))
             ok, detail = one_line(p.returncode, p.stderr, (2,))
             if not ok:
@@ -727,7 +727,7 @@ def _clock_step(tmp: Path, step: str) -> tuple[bool, str]:
     fenv = {**env(), "LD_PRELOAD": str(LIBFAKETIME), "FAKETIME_TIMESTAMP_FILE": str(offset),
             "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
     with open(run / "runner.log", "ab") as log:
-        runner = subprocess.Popen([PY, "-m", "runner.supervisor", str(run)], env=fenv, cwd=REPO, stdin=subprocess.DEVNULL,
+        runner = subprocess.Popen([PY, "-m", "moeconsole.runner.supervisor", str(run)], env=fenv, cwd=REPO, stdin=subprocess.DEVNULL,
                                   stdout=log, stderr=log, start_new_session=True)
     try:
         if not wait(lambda: (state(run).get("runner") or {}).get("pid") == runner.pid
@@ -889,13 +889,13 @@ def security(work: Path, quick: bool) -> list[Check]:
             wait(lambda: state(run2).get("status") == "succeeded", 60)
             cli(["runs", "ls"], sruns)
             os.chmod(shared / "runs", 0o755)
-            preload = ",".join(["console.cli", "console.commands.kill", "console.commands.runs", "console.commands.json",
-                                "console.commands.supervise", "runner.rundir.store", "runner.rundir.snapshot", "runner.rundir.seriesfile",
-                                "runner.process.launch", "runner.rundir.receipt", "runner.rundir.rundiff", "runner.recipes.recipe", "sqlite3",
+            preload = ",".join(["moeconsole.console.cli", "moeconsole.console.commands.kill", "moeconsole.console.commands.runs", "moeconsole.console.commands.json",
+                                "moeconsole.console.commands.supervise", "moeconsole.runner.rundir.store", "moeconsole.runner.rundir.snapshot", "moeconsole.runner.rundir.seriesfile",
+                                "moeconsole.runner.process.launch", "moeconsole.runner.rundir.receipt", "moeconsole.runner.rundir.rundiff", "moeconsole.runner.recipes.recipe", "sqlite3",
                                 "psutil", "yaml", "numpy", "shutil", "tempfile"]
-                               + [m for m in ("runner.process.killrun", "msgspec") if _importable(m)])
+                               + [m for m in ("moeconsole.runner.process.killrun", "msgspec") if _importable(m)])
             code = ("import importlib, os, sys\nfor m in sys.argv[1].split(','):\n    importlib.import_module(m)\n"
-                    "os.setgroups([]); os.setgid(65534); os.setuid(65534)\nfrom console.cli import main\n"
+                    "os.setgroups([]); os.setgid(65534); os.setuid(65534)\nfrom moeconsole.console.cli import main\n"
                     "sys.exit(main(sys.argv[2:]))\n")
             for args, codes in ((["runs", "ls"], (0,)), (["kill", run2.name], (2,)), (["--json", run2.name, "--once"], (2,)),
                                 (["runs", "show", run2.name], (2,)), (["supervise", run2.name], (2,))):
@@ -940,7 +940,7 @@ def private(work: Path, quick: bool) -> list[Check]:
     quick_cmd = [PY, "-c", "print(\"{'loss': '1.0', 'global_step/max_steps': '1/1'}\")"]
 
     def cli_umask(args: list[str], runs: Path | None, umask: int, extra_env: dict | None = None):
-        argv = [PY, "-m", "console.cli", *args] + (["--runs-dir", str(runs)] if runs else [])
+        argv = [PY, "-m", "moeconsole.console.cli", *args] + (["--runs-dir", str(runs)] if runs else [])
         p = subprocess.run(argv, capture_output=True, text=True, env={**env(), **(extra_env or {})}, cwd=REPO,
                            timeout=120, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.umask(umask))
         return p.returncode, p.stdout, p.stderr
@@ -1099,7 +1099,7 @@ def private(work: Path, quick: bool) -> list[Check]:
             sources[f"output of {' '.join(args[:2])}"] = so + err
         for path in list(rdir.rglob("*.json")) + list(rdir.rglob("*.md")):
             sources[f"file {path.name}"] = path.read_text(errors="replace")
-        from runner.rundir.secrets import redact_cmdline
+        from moeconsole.runner.rundir.secrets import redact_cmdline
         sources["process line (gpus/zombies)"] = redact_cmdline([str(a) for a in argv])
         for what, value in SHAPES.items():
             leaks = [where for where, text in sources.items() if value in text]
@@ -1114,8 +1114,8 @@ def private(work: Path, quick: bool) -> list[Check]:
     n = 201 if quick else 2001
     many = work / "many" / "runs"
     template = recipe_file(work, "many", {"command": quick_cmd + ["--lr", "1"]})
-    import runner.recipes.recipe as recipes_mod
-    from runner.process import launch as launch_mod
+    import moeconsole.runner.recipes.recipe as recipes_mod
+    from moeconsole.runner.process import launch as launch_mod
     rec = recipes_mod.load(template)
     now = time.time()
     for i in range(n):

@@ -28,5 +28,5 @@ fi
 
 mkdir -p .swift-tiny
 echo '*' > .swift-tiny/.gitignore
-"$VENV/bin/python" -m runner.demo.swift_tiny --out .swift-tiny
+"$VENV/bin/python" -m moeconsole.runner.demo.swift_tiny --out .swift-tiny
 echo "ms-swift environment ready: $VENV/bin/swift; tiny model and data in .swift-tiny/"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.core import bounds, lifecycle as lc
-from runner.rundir import yamlio
-from runner.telemetry.kill import Termination
+from moeconsole.runner.core import bounds, lifecycle as lc
+from moeconsole.runner.rundir import yamlio
+from moeconsole.runner.telemetry.kill import Termination
 
 
 @pytest.mark.parametrize("value", [1e308, float("inf"), float("nan"), -1, 10 ** 400, 3601, "soon", None, True])
@@ -29,7 +29,7 @@ def test_the_lifecycle_and_the_kill_module_bound_a_grace_alike(grace):
     escalate. They used to be two copies of the check."""
     import subprocess
     import sys
-    from runner.process.proctree import start_time
+    from moeconsole.runner.process.proctree import start_time
     life = lc.Life(lc.Status.RUNNING, attempt_live=True)
     cfg = lc.Settings(grace_s=10.0, floor_s=0.0, ceiling_s=0.0)
     after, _ = lc.step(life, lc.Control("kill", grace_s=grace), 100.0, cfg)

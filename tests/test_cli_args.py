@@ -9,7 +9,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], capture_output=True, text=True,
                           cwd=REPO, timeout=60)
 
 
@@ -34,7 +34,7 @@ def test_unknown_run_for_kill_and_json(tmp_path):
 
 
 def test_help_lists_every_command_with_one_line():
-    from console.cli import COMMANDS
+    from moeconsole.console.cli import COMMANDS
     for args in (("--help",), ("help",)):
         out = cli(*args)
         assert out.returncode == 0, out.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from console.commands.doctor import known_bad
+from moeconsole.console.commands.doctor import known_bad
 
 REPO = Path(__file__).resolve().parent.parent
 SWIFT_46 = {"ms-swift": ["transformers<5.20.0,>=4.33", "peft>=0.11", 'deepspeed; extra == "all"']}
@@ -27,20 +27,20 @@ def test_declared_requirements_decide_known_bad_pairs():
 
 
 def test_doctor_reports_this_environment():
-    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", "--json"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", "--json"], capture_output=True,
                          text=True, cwd=REPO, timeout=60)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     import torch
     assert doc["v"] == 1 and doc["packages"]["torch"] == torch.__version__
     assert doc["gpu"]["available"] is False and "NVIDIA" in doc["gpu"]["reason"]
-    human = subprocess.run([sys.executable, "-m", "console.cli", "doctor"], capture_output=True, text=True,
+    human = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor"], capture_output=True, text=True,
                            cwd=REPO, timeout=60)
     assert "GPUs: none" in human.stdout and "no known-bad combination found" in human.stdout
 
 
 # ---- the training environment (runner/recipes/doctor.py) -------------------------------------------
-from runner.recipes import doctor  # noqa: E402
+from moeconsole.runner.recipes import doctor  # noqa: E402
 
 
 def report(packages=None, env=None, torch=None, sources=None, requires=None):
@@ -141,14 +141,14 @@ def test_doctor_recipe_whose_python_is_absent_reports_it(tmp_path):
     recipe.write_text("name: r\ncommand: [megatron, sft]\nswift: {python: /nonexistent/swift/bin/python, "
                       "pins: {torch: '2.9.1'}}\n")
     for extra in ([], ["--json"]):
-        out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(recipe), *extra], capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", str(recipe), *extra], capture_output=True,
                              text=True, cwd=REPO, timeout=60)
         assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
         assert "training_python_missing" in out.stdout and "/nonexistent/swift/bin/python" in out.stdout
     assert json.loads(out.stdout)["problems"][0]["level"] == "warning"
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: r\ncommand: [megatron, sft]\nswift: {pins: {torch: 'not a version'}}\n")
-    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(bad)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", str(bad)], capture_output=True, text=True,
                          cwd=REPO, timeout=60)
     assert out.returncode == 2 and "swift.pins: torch: 'not a version'" in out.stderr and "Traceback" not in out.stderr
 
@@ -176,14 +176,14 @@ def test_doctor_inspects_another_python_with_the_recipes_environment(tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"name: r\ncommand: [megatron, sft]\nswift: {{python: {env_dir}}}\n"
                       "env: {PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:True'}\n")
-    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(recipe), "--json"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", str(recipe), "--json"], capture_output=True,
                          text=True, cwd=REPO, timeout=120)
     doc = json.loads(out.stdout)
     assert doc["executable"].startswith(str(env_dir)) and doc["env"]["PYTORCH_CUDA_ALLOC_CONF"]
     found = {p["rule"] for p in doc["problems"]}
     assert "swift_missing" in found and out.returncode == 1       # that env cannot train with ms-swift
     assert "alloc_conf_renamed" in found                            # torch 2.13 there, the old variable set
-    bad = subprocess.run([sys.executable, "-m", "console.cli", "doctor", "--python", str(tmp_path / "nope")],
+    bad = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", "--python", str(tmp_path / "nope")],
                          capture_output=True, text=True, cwd=REPO, timeout=60)
     assert bad.returncode == 2 and "not an executable Python" in bad.stderr and "Traceback" not in bad.stderr
 
@@ -245,7 +245,7 @@ def test_doctor_imports_the_recipes_code_path_in_the_training_python(tmp_path):
     """ms-swift 4.6 with megatron-core and mcore-bridge but no transformer-engine, no FLA and no
     flash-attn, and transformers below the model's minimum: every one is an error (exit 1)."""
     stubs = _stub_env(tmp_path / "site", te=False, fla=False, flash=False, transformers="5.1.0")
-    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(_doctor_recipe(tmp_path, stubs)),
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", str(_doctor_recipe(tmp_path, stubs)),
                           "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode == 1, out.stdout + out.stderr
     doc = json.loads(out.stdout)
@@ -261,7 +261,7 @@ def test_doctor_imports_the_recipes_code_path_in_the_training_python(tmp_path):
 
 def test_doctor_passes_once_the_code_path_imports(tmp_path):
     stubs = _stub_env(tmp_path / "site", te=True, fla=True, flash=True, transformers="5.2.0")
-    out = subprocess.run([sys.executable, "-m", "console.cli", "doctor", str(_doctor_recipe(tmp_path, stubs)),
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "doctor", str(_doctor_recipe(tmp_path, stubs)),
                           "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
     doc = json.loads(out.stdout)
     assert not [p for p in doc["problems"] if p["rule"] in ("import_failed", "model_requirement")], doc["problems"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from runner.rundir.secrets import MASK, Redactor, mask_assignments, secret_argv_values
+from moeconsole.runner.rundir.secrets import MASK, Redactor, mask_assignments, secret_argv_values
 
 
 def test_values_from_env_and_argv_are_masked_wherever_they_appear():

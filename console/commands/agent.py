@@ -13,11 +13,11 @@ import signal
 import time
 from pathlib import Path
 
-from runner.rundir import jsonio, rundir
-from runner.rundir.paths import runs_base
-from runner.telemetry.gpu import get_backend
-from runner.telemetry.host import host_snapshot
-from runner.telemetry.ranks import node_ranks
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir.paths import runs_base
+from moeconsole.runner.telemetry.gpu import get_backend
+from moeconsole.runner.telemetry.host import host_snapshot
+from moeconsole.runner.telemetry.ranks import node_ranks
 
 _SLICE_S = 0.1  # how often a sleeping agent looks at its stop flag
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from runner.rundir import rundir
-from runner.core.errors import InputError
-from runner.rundir.paths import runs_base
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.rundir.paths import runs_base
 
 
 def run(args) -> int:
@@ -17,7 +17,7 @@ def run(args) -> int:
     spec = getattr(args, "log_format", None)
     line_format = None
     if spec is not None:
-        from runner.ingest.userformat import parse_line_format
+        from moeconsole.runner.ingest.userformat import parse_line_format
         line_format = parse_line_format(spec)   # a bad spec: one line, exit 2
     foreign = _foreign_path(ref)
     if line_format is not None and foreign is None:
@@ -26,7 +26,7 @@ def run(args) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
-    from console.app import run_app
+    from moeconsole.console.app import run_app
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
                    gpu=not getattr(args, "no_gpu", False),
                    bell=False if getattr(args, "no_bell", False) else None, open_path=foreign,
@@ -43,7 +43,7 @@ def _foreign_path(ref: str | None) -> Path | None:
         return None
     if p.is_file():
         return p
-    from runner.ingest.files import resolve_log   # a directory: only one that holds a log
+    from moeconsole.runner.ingest.files import resolve_log   # a directory: only one that holds a log
     try:
         resolve_log(p)
     except InputError:

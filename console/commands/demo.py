@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from console.commands import run as run_cmd
-from runner.core.errors import InputError
+from moeconsole.console.commands import run as run_cmd
+from moeconsole.runner.core.errors import InputError
 
 DEMO_RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "tiny-moe-cpu.yaml"
 

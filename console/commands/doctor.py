@@ -7,10 +7,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-from runner.recipes import doctor, recipe as recipes
-from runner.rundir import jsonio
-from runner.core.errors import InputError
-from runner.core.units import NA
+from moeconsole.runner.recipes import doctor, recipe as recipes
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.units import NA
 
 # Kept for callers of the old module API.
 requirement_conflicts = doctor.requirement_conflicts
@@ -63,7 +63,7 @@ def _absent(target: Target) -> list[dict]:
 
 def _gpu() -> dict:
     try:
-        from runner.telemetry.gpu import get_backend
+        from moeconsole.runner.telemetry.gpu import get_backend
         snap = get_backend().snapshot().to_dict()
         return {"available": snap.get("available"), "driver": snap.get("driver"), "reason": snap.get("reason"),
                 "count": len(snap.get("gpus") or [])}

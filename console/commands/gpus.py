@@ -10,14 +10,14 @@ from __future__ import annotations
 import sys
 from typing import Iterable
 
-from runner.rundir import jsonio
-from runner.core.errors import InputError
-from runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
-from runner.telemetry.host import host_snapshot, prime_cpu
-from runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
-from runner.telemetry.preflight import port_free
-from runner.core.units import NA, duration, number
-from runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers, port_users
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
+from moeconsole.runner.telemetry.host import host_snapshot, prime_cpu
+from moeconsole.runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
+from moeconsole.runner.telemetry.preflight import port_free
+from moeconsole.runner.core.units import NA, duration, number
+from moeconsole.runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers, port_users
 
 NONE = "-"  # a process on no GPU: nothing to show (not an unknown value, which is NA)
 

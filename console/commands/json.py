@@ -4,9 +4,9 @@ from __future__ import annotations
 import sys
 import time
 
-from runner.rundir import jsonio, rundir
-from runner.rundir.paths import runs_base
-from runner.rundir.snapshot import HostLine, LiveTelemetry, RunWatcher
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir.paths import runs_base
+from moeconsole.runner.rundir.snapshot import HostLine, LiveTelemetry, RunWatcher
 
 
 def run(args) -> int:

@@ -3,19 +3,19 @@
 A kill always gets through. The run's runner does it (a new runner is started to adopt the
 training when the old one died); when no runner can take the run over (its recipe or state is
 damaged, the directory refuses it), the processes are ended directly from what ``state.json``
-recorded and the run's environment marker (``runner.process.killrun``).
+recorded and the run's environment marker (``moeconsole.runner.process.killrun``).
 """
 from __future__ import annotations
 
 import sys
 import time
 
-from runner.process import launch
-from runner.supervisor import control
-from runner.rundir import rundir
-from runner.rundir.paths import runs_base
-from runner.core import bounds
-from runner.core.errors import InputError
+from moeconsole.runner.process import launch
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir.paths import runs_base
+from moeconsole.runner.core import bounds
+from moeconsole.runner.core.errors import InputError
 
 ANSWER_TIMEOUT_S = 10.0   # a runner answers a kill within milliseconds; past this it is unfit to carry one out
 
@@ -80,7 +80,7 @@ def _unreachable(run: rundir.RunDir, args, why: str) -> int:
     """The runner lives but does not take the kill (stopped, its socket gone, stuck): it is
     ended (SIGKILL, checked) so that it never carries out the request later, and the run's
     processes are ended from its records, as when the runner is dead."""
-    from runner.process import killrun
+    from moeconsole.runner.process import killrun
     sys.stderr.write(f"{run.run_id}: the runner does not take the kill ({why}); ending the runner and the "
                      "run's processes from its records\n")
     state = run.read_state()
@@ -102,8 +102,8 @@ def ensure_runner_or_raise(run: rundir.RunDir, problem: str | None) -> dict:
 
 
 def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: bool = True) -> int:
-    """No runner could start: end the run's processes directly (``runner.process.killrun``)."""
-    from runner.process import killrun
+    """No runner could start: end the run's processes directly (``moeconsole.runner.process.killrun``)."""
+    from moeconsole.runner.process import killrun
     grace = args.grace if args.grace is not None else _recipe_grace(run)
     if announce:
         sys.stderr.write(f"{run.run_id}: no runner can take this run over ({why}); ending its processes "
@@ -124,7 +124,7 @@ def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: b
 
 def _recipe_grace(run: rundir.RunDir) -> float:
     """The recipe's kill grace when recipe.yaml still reads, else the default."""
-    from runner.recipes.recipe import read_saved
+    from moeconsole.runner.recipes.recipe import read_saved
     raw, _ = read_saved(run.path)
     kill = raw.get("kill")
     if not isinstance(kill, dict):

@@ -8,11 +8,11 @@ import stat
 import sys
 
 
-from runner.rundir import jsonio
-from runner.recipes import recipe as recipes, recipe_edit
-from runner.core.errors import InputError
-from runner.recipes.lint import launch_commands, lint_recipe
-from runner.rundir import yamlio
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.recipes import recipe as recipes, recipe_edit
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.recipes.lint import launch_commands, lint_recipe
+from moeconsole.runner.rundir import yamlio
 
 
 def _leading_comments(text: str) -> str:
@@ -26,9 +26,9 @@ def _leading_comments(text: str) -> str:
 
 def fix(path: str, overrides: list[str]) -> list[str]:
     """Rewrite the recipe file with the fixes lint knows; returns what changed, in words. Only
-    the changed values are rewritten in the text (``runner.recipes.recipe_edit``): comments, key order,
+    the changed values are rewritten in the text (``moeconsole.runner.recipes.recipe_edit``): comments, key order,
     line breaks of a flow list and quoting stay as written."""
-    from runner.recipes.swift.lint import fix_recipe
+    from moeconsole.runner.recipes.swift.lint import fix_recipe
 
     recipe = recipes.load(path, overrides)
     try:
@@ -56,7 +56,7 @@ def fix(path: str, overrides: list[str]) -> list[str]:
 
 def _estimate(recipe: dict):
     """The static memory table, or None (no config.json, or one lint already reported unreadable)."""
-    from runner.recipes.lint import static_memory
+    from moeconsole.runner.recipes.lint import static_memory
     try:
         return static_memory(recipe, recipe.get("_model_config"))
     except InputError:
@@ -88,7 +88,7 @@ def run(args) -> int:
         for p in problems:
             print(f"{p['level']:7s} {p['rule']}: {p['message']}")
         if est is not None:
-            from runner.recipes.memory_estimate import render
+            from moeconsole.runner.recipes.memory_estimate import render
             print("\n".join(render(est)))
         warnings = sum(1 for p in problems if p["level"] == "warning")
         print(f"{args.recipe}: {errors} error(s), {warnings} warning(s)")

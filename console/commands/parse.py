@@ -18,18 +18,18 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from runner.core.crash import classify
-from runner.core.errors import InputError
-from runner.ingest.files import LOG, TRAINER_STATE, iter_batches, resolve_log, trainer_state_events
-from runner.ingest.ndjson import write_ndjson
-from runner.ingest.parser import RECORD
-from runner.ingest.records import eval_record
-from runner.ingest.explain import explain_path
-from runner.ingest.summary import render, summarize_path
-from runner.ingest.userformat import parse_line_format
-from runner.rundir.jsonio import dumps
-from runner.rundir.secrets import Redactor, mask_lines
-from runner.supervisor.ingest_pipe import LOG_TAIL_KEEP
+from moeconsole.runner.core.crash import classify
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.ingest.files import LOG, TRAINER_STATE, iter_batches, resolve_log, trainer_state_events
+from moeconsole.runner.ingest.ndjson import write_ndjson
+from moeconsole.runner.ingest.parser import RECORD
+from moeconsole.runner.ingest.records import eval_record
+from moeconsole.runner.ingest.explain import explain_path
+from moeconsole.runner.ingest.summary import render, summarize_path
+from moeconsole.runner.ingest.userformat import parse_line_format
+from moeconsole.runner.rundir.jsonio import dumps
+from moeconsole.runner.rundir.secrets import Redactor, mask_lines
+from moeconsole.runner.supervisor.ingest_pipe import LOG_TAIL_KEEP
 
 
 # A parse that takes longer than this draws a progress bar on stderr (when it is a terminal).

@@ -6,13 +6,13 @@ from __future__ import annotations
 import sys
 from importlib import resources
 
-from runner.rundir import rundir
-from runner.core.errors import InputError
-from runner.rundir.paths import runs_base
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.rundir.paths import runs_base
 
 
 def rules_text() -> str:
-    return resources.files("runner.ops").joinpath("alert_rules.yml").read_text()
+    return resources.files("moeconsole.runner.ops").joinpath("alert_rules.yml").read_text()
 
 
 def run(args) -> int:
@@ -23,7 +23,7 @@ def run(args) -> int:
         if not args.run:
             raise InputError("prometheus serve: which run? (moeconsole prometheus serve RUN --port N)")
         run_dir = rundir.resolve(runs_base(getattr(args, "runs_dir", None)), args.run)
-        from runner.ops import exporter
+        from moeconsole.runner.ops import exporter
         argv = [str(run_dir.path), "--interval", str(args.interval), "--addr", args.addr]
         if args.port is not None:
             argv += ["--port", str(args.port)]

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from console import format as fmt
-from console import memory as memory_view
-from runner.rundir import jsonio, receipt as receipts, rundir
-from runner.core.errors import InputError
+from moeconsole.console import format as fmt
+from moeconsole.console import memory as memory_view
+from moeconsole.runner.rundir import jsonio, receipt as receipts, rundir
+from moeconsole.runner.core.errors import InputError
 
 SPARK = "▁▂▃▄▅▆▇█"
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 import time
 
-from console.commands.kill import ensure_runner
-from runner.process import launch
-from runner.supervisor import control
-from runner.rundir import rundir
-from runner.core.errors import InputError
-from runner.rundir.paths import runs_base
+from moeconsole.console.commands.kill import ensure_runner
+from moeconsole.runner.process import launch
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.rundir.paths import runs_base
 
 
 def run(args) -> int:

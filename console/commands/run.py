@@ -4,11 +4,11 @@ from __future__ import annotations
 import sys
 import time
 
-from runner.process import launch
-from runner.recipes import recipe as recipes
-from runner.rundir import rundir
-from runner.recipes.lint import lint_recipe
-from runner.rundir.paths import runs_base
+from moeconsole.runner.process import launch
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.recipes.lint import lint_recipe
+from moeconsole.runner.rundir.paths import runs_base
 
 STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) before handing over
 SETTLE_S = 3.0  # then how long `run --detach` watches a started attempt that has not logged a step yet
@@ -121,7 +121,7 @@ def run(args) -> int:
         return report_start(run_dir)
     print(run_dir.run_id)
     sys.stdout.flush()
-    from console.commands import attach
+    from moeconsole.console.commands import attach
     args.run = run_dir.run_id
     code = attach.run(args)
     state = run_dir.read_state()

@@ -4,11 +4,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from console import format as fmt
-from runner.rundir import jsonio, rundir, store
-from runner.core.units import clip
-from runner.core.errors import InputError
-from runner.rundir.paths import runs_base
+from moeconsole.console import format as fmt
+from moeconsole.runner.rundir import jsonio, rundir, store
+from moeconsole.runner.core.units import clip
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.rundir.paths import runs_base
 
 # `runs ls` columns, most important first: a terminal shows as many as fit its width (80
 # columns: status, name, step, bad saves, alerts, age and the short id; the name is cut first),
@@ -135,7 +135,7 @@ def cmd_ls(base, as_json: bool) -> int:
 def run_summary(run: rundir.RunDir) -> dict:
     """What ``runs show`` prints: the index row, plus crashes (with their hints), checkpoints and
     the alert groups (with their acknowledgement) from the run dir."""
-    from runner.rundir.snapshot import RunWatcher
+    from moeconsole.runner.rundir.snapshot import RunWatcher
     watcher = RunWatcher(run)
     snap = watcher.poll(with_gpu=False)
     return {"v": jsonio.SCHEMA_VERSION, **store.row_from_run_dir(run, watcher.book), "run": snap.run,
@@ -157,7 +157,7 @@ def _show_foreign(path: Path, as_json: bool) -> int:
     opens): read into a scratch run directory, shown, then removed."""
     import shutil
     import tempfile
-    from console.foreign import open_path
+    from moeconsole.console.foreign import open_path
     scratch = Path(tempfile.mkdtemp(prefix="moeconsole-show-"))
     try:
         return _show(open_path(path, scratch), as_json, imported_from=path)
@@ -222,7 +222,7 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
 
 
 def cmd_diff(base, a: str, b: str, as_json: bool) -> int:
-    from runner.rundir import rundiff
+    from moeconsole.runner.rundir import rundiff
     comparison = rundiff.compare(a, b, base)
     d = comparison.to_dict()
     if as_json:
@@ -260,7 +260,7 @@ def run(args) -> int:
     if action == "show":
         return cmd_show(base, ids[0], args.json)
     if action == "receipt":
-        from console.commands.receipt import run_receipt
+        from moeconsole.console.commands.receipt import run_receipt
         return run_receipt(base, ids[0], as_json=args.json, full=getattr(args, "full", False),
                            out=getattr(args, "out", None))
     return cmd_diff(base, ids[0], ids[1], args.json)

@@ -11,12 +11,12 @@ import os
 import sys
 from pathlib import Path
 
-from runner.rundir import jsonio, rundir
-from runner.process import launch
-from runner.recipes import recipe as recipes
-from runner.core.errors import InputError
-from runner.ops.service import Candidate, choose
-from runner.rundir.paths import runs_base
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.process import launch
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.ops.service import Candidate, choose
+from moeconsole.runner.rundir.paths import runs_base
 
 
 def _candidates(base: Path) -> list[Candidate]:

@@ -1,10 +1,10 @@
 """``moeconsole supervise RUN``: (re)start the runner of an existing run; it adopts live training."""
 from __future__ import annotations
 
-from runner.process import launch
-from runner.rundir import rundir
-from runner.core.errors import InputError
-from runner.rundir.paths import runs_base
+from moeconsole.runner.process import launch
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.rundir.paths import runs_base
 
 
 def run(args) -> int:

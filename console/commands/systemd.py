@@ -8,10 +8,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from runner.recipes import recipe as recipes
-from runner.core.errors import InputError
-from runner.ops.systemd import UnitError, UnitSpec, unit_name, unit_text
-from runner.rundir.paths import runs_base
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.ops.systemd import UnitError, UnitSpec, unit_name, unit_text
+from moeconsole.runner.rundir.paths import runs_base
 
 
 def _moeconsole_exe() -> Path:

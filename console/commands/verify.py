@@ -20,14 +20,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.rundir import jsonio, paths, rundir
-from runner.checkpoints import suspect
-from runner.checkpoints.compare import Comparison, compare_checkpoints
-from runner.checkpoints.discover import Checkpoint, find_checkpoints, save_underway
-from runner.checkpoints.watch import signature
-from runner.core.units import NA, human_bytes, human_count
-from runner.checkpoints.verify import CheckpointVerdict, verify_found
-from runner.core.errors import InputError
+from moeconsole.runner.rundir import jsonio, paths, rundir
+from moeconsole.runner.checkpoints import suspect
+from moeconsole.runner.checkpoints.compare import Comparison, compare_checkpoints
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, save_underway
+from moeconsole.runner.checkpoints.watch import signature
+from moeconsole.runner.core.units import NA, human_bytes, human_count
+from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
+from moeconsole.runner.core.errors import InputError
 
 _HELPER_FILES = (".safetensors.index.json", "adapter_config.json", "config.json")
 
@@ -201,7 +201,7 @@ def _prune(args: argparse.Namespace, verdicts: list[CheckpointVerdict]) -> list[
     """Earlier attempts' ``v<N>-<time>/`` a later verified save went beyond (runner/checkpoints/
     prune.py), never the one holding the resume point; removed only with ``--yes``."""
     import shutil
-    from runner.checkpoints.prune import superseded
+    from moeconsole.runner.checkpoints.prune import superseded
     good = [v for v in verdicts if v.ok and not v.path.name.endswith("-merged")]
     resume = max(good, key=lambda v: (v.step is not None, v.step or 0)).path if good else None
     out = []

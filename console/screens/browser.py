@@ -13,10 +13,10 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from console import format as fmt
-from console import keys
-from console.screens.messages import OpenPath, OpenRun
-from runner.rundir import rundir, store
+from moeconsole.console import format as fmt
+from moeconsole.console import keys
+from moeconsole.console.screens.messages import OpenPath, OpenRun
+from moeconsole.runner.rundir import rundir, store
 
 # The full id comes second so no width cuts it; NAME is the display name (with the recipe
 # values that tell runs of one name apart).
@@ -137,7 +137,7 @@ class BrowserScreen(Screen):
         self.action_reload()
 
     def action_filter(self) -> None:
-        from console.screens.dialogs import PromptScreen
+        from moeconsole.console.screens.dialogs import PromptScreen
 
         def got(value: str | None) -> None:
             if value is not None:
@@ -149,7 +149,7 @@ class BrowserScreen(Screen):
         row = self.selected()
         if row is None:
             return
-        from console.screens.compare import MAX_RUNS
+        from moeconsole.console.screens.compare import MAX_RUNS
         if row["id"] in self.marked:
             self.marked.remove(row["id"])
         elif len(self.marked) >= MAX_RUNS:
@@ -170,7 +170,7 @@ class BrowserScreen(Screen):
         by_id = {r["id"]: r for r in self.rows}
         refs = [(by_id.get(i) or {}).get("path") or i for i in ids]
         labels = [fmt.run_cell("display_name", by_id[i]) if i in by_id else i for i in ids]
-        from console.screens.compare import CompareScreen
+        from moeconsole.console.screens.compare import CompareScreen
         self.app.push_screen(CompareScreen(refs, base=self.base, labels=labels, scratch=self.scratch))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -189,7 +189,7 @@ class BrowserScreen(Screen):
         self.post_message(OpenRun(rundir.RunDir(path)))
 
     def action_open_path(self) -> None:
-        from console.screens.dialogs import PromptScreen
+        from moeconsole.console.screens.dialogs import PromptScreen
 
         def got(value: str | None) -> None:
             if value:
@@ -201,7 +201,7 @@ class BrowserScreen(Screen):
         self.post_message(OpenPath(Path(text).expanduser()))
 
     def action_help(self) -> None:
-        from console.screens.dialogs import HelpScreen
+        from moeconsole.console.screens.dialogs import HelpScreen
         self.app.push_screen(HelpScreen("Run browser"))
 
     def action_back(self) -> None:

@@ -3,7 +3,7 @@ carry, ``m`` to choose), aligned by step or by wall time since each run started 
 run's status, step, ETA, alerts and its figures, and the recipe keys that differ between them.
 
 The BF16 / FP8 / NVFP4 profiles of one recipe trained at the same time is the case: the table of
-recipe differences says what sets the runs apart (``runs diff``'s code, ``runner.rundir.rundiff``,
+recipe differences says what sets the runs apart (``runs diff``'s code, ``moeconsole.runner.rundir.rundiff``,
 for any number of runs), the overlay shows where their curves part. Each run has a glyph
 (• × + o # @ % &) in the chart and in the tables, so nothing rests on colour; ◆ marks a cell two
 runs share. A run directory is followed with its own ``RunWatcher`` (only what is new is read at
@@ -25,14 +25,14 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from console import chartprefs, keys
-from console import format as fmt
-from console import metrics as metrics_mod
-from console.chart import SERIES_GLYPHS, ChartOptions, pan_range, zoom_range, zoom_to
-from console.widgets.chart import ChartView
-from runner.core.series import Series
-from runner.rundir import rundir
-from runner.rundir.snapshot import RunWatcher, Snapshot
+from moeconsole.console import chartprefs, keys
+from moeconsole.console import format as fmt
+from moeconsole.console import metrics as metrics_mod
+from moeconsole.console.chart import SERIES_GLYPHS, ChartOptions, pan_range, zoom_range, zoom_to
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.runner.core.series import Series
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir.snapshot import RunWatcher, Snapshot
 
 MAX_RUNS = len(SERIES_GLYPHS)
 POLL_S = 2.0
@@ -93,7 +93,7 @@ def _step(run: dict) -> str:
 
 def recipe_table(sides: list[Side]) -> Table | Text:
     """The recipe keys whose values differ between the runs (``runs diff`` for N runs)."""
-    from runner.rundir.rundiff import format_value, recipe_differences_n
+    from moeconsole.runner.rundir.rundiff import format_value, recipe_differences_n
     recipes = [s.recipe or {} for s in sides]
     diffs = recipe_differences_n(recipes)
     if not diffs:
@@ -157,7 +157,7 @@ class CompareScreen(Screen):
         self.app.call_from_thread(self._loaded, sides)
 
     def _open(self, ref: str, label: str | None) -> Side:
-        from runner.rundir.rundiff import read_recipe
+        from moeconsole.runner.rundir.rundiff import read_recipe
         path = Path(ref).expanduser()
         try:
             if path.is_dir() and rundir.is_run_dir(path):
@@ -165,7 +165,7 @@ class CompareScreen(Screen):
             elif not path.exists() and self.base is not None:
                 run = rundir.resolve(self.base, ref)
             elif path.exists():
-                from console.foreign import open_path
+                from moeconsole.console.foreign import open_path
                 if self.scratch is None:
                     raise ValueError("no scratch directory to read it into")
                 run = open_path(path, self.scratch())
@@ -233,7 +233,7 @@ class CompareScreen(Screen):
                        x_label=fmt.duration if self.by_time else fmt.short)
         self.query_one("#compare-stats", Static).update(stats_table(sides, self.metric, self.size.width))
         self.query_one("#compare-recipe", Static).update(recipe_table(sides))
-        from runner.rundir.rundiff import recipe_differences_n
+        from moeconsole.runner.rundir.rundiff import recipe_differences_n
         self.result = {
             "metric": self.metric, "by_time": self.by_time,
             "runs": [{"label": s.label, "ref": s.ref, "error": s.error,
@@ -247,7 +247,7 @@ class CompareScreen(Screen):
 
     # ---- keys --------------------------------------------------------------------------------
     def action_metric(self) -> None:
-        from console.screens.metricpicker import MetricPicker
+        from moeconsole.console.screens.metricpicker import MetricPicker
         seen: dict[str, metrics_mod.Metric] = {}
         for side in self.sides:
             if side.snap is not None:
@@ -325,7 +325,7 @@ class CompareScreen(Screen):
             self._zoom(zoom_to(message.lo, message.hi, full))
 
     def action_help(self) -> None:
-        from console.screens.dialogs import HelpScreen
+        from moeconsole.console.screens.dialogs import HelpScreen
         self.app.push_screen(HelpScreen("Compare"))
 
     def action_back(self) -> None:

@@ -13,8 +13,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
-from console import keys
-from console.confirmations import Confirmation
+from moeconsole.console import keys
+from moeconsole.console.confirmations import Confirmation
 
 
 class ConfirmScreen(ModalScreen[bool]):

@@ -4,7 +4,7 @@ the GPUs over the whole run.
 Per GPU: utilisation, memory, temperature and power, then the processes on it: the run's ranks
 first (rank, role, PID, the GPU memory it holds, its SM share of the last second), then every
 other process by memory (``other``: not the run's, a blocker candidate). The run's processes
-are the runner's tracked PIDs (``runner.telemetry.gpuranks``); another node's come from its
+are the runner's tracked PIDs (``moeconsole.runner.telemetry.gpuranks``); another node's come from its
 agent's file. Under it, the history the runner recorded (``gpu-history.json``): per GPU a
 sparkline of utilisation and of memory over the whole run, and the host's CPU and RAM. The host
 line says CPU, RAM and the output directory's disk I/O now.
@@ -27,13 +27,13 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from console import format as fmt
-from console import keys
-from console.widgets.gpus import SPARK, host_words
-from runner.core import units
-from runner.core.series import Series
-from runner.rundir import gpuhistory, rundir
-from runner.telemetry.gpuranks import annotate_from_ranks, run_rows
+from moeconsole.console import format as fmt
+from moeconsole.console import keys
+from moeconsole.console.widgets.gpus import SPARK, host_words
+from moeconsole.runner.core import units
+from moeconsole.runner.core.series import Series
+from moeconsole.runner.rundir import gpuhistory, rundir
+from moeconsole.runner.telemetry.gpuranks import annotate_from_ranks, run_rows
 
 HISTORY_READ_S = 5.0
 
@@ -244,7 +244,7 @@ class GpuScreen(Screen):
         return _plain(self._tables, max(40, self.size.width - 2)) if self._tables is not None else ""
 
     def action_help(self) -> None:
-        from console.screens.dialogs import HelpScreen
+        from moeconsole.console.screens.dialogs import HelpScreen
         self.app.push_screen(HelpScreen("GPU view"))
 
     def action_back(self) -> None:

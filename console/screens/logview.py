@@ -22,9 +22,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, Static
 
-from console import keys
-from console.logfile import LogFile
-from runner.rundir.secrets import Redactor
+from moeconsole.console import keys
+from moeconsole.console.logfile import LogFile
+from moeconsole.runner.rundir.secrets import Redactor
 
 
 GUTTER = 8  # "   1234 ": the line number, kept in place when the text scrolls sideways
@@ -41,7 +41,7 @@ class LogView(ScrollView, can_focus=True):
 
     def __init__(self, log: LogFile, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.log_file: Any = log   # a LogFile, or a ranks view (console.ranklog) with labels
+        self.log_file: Any = log   # a LogFile, or a ranks view (moeconsole.console.ranklog) with labels
         self.label_w = 0           # the rank column's width (0: no rank column)
         self._labels: dict[int, str] = {}
         self.needle = ""
@@ -309,7 +309,7 @@ class LogScreen(Screen):
         self.query_one(LogView).scroll_end(animate=False)
 
     def action_search(self) -> None:
-        from console.screens.dialogs import PromptScreen
+        from moeconsole.console.screens.dialogs import PromptScreen
 
         def got(value: str | None) -> None:
             if value:
@@ -369,8 +369,8 @@ class LogScreen(Screen):
             view.set_source(self.log_file)
         else:
             if self.ranks is None:
-                from console.ranklog import open_ranks
-                from console.source import read_recipe
+                from moeconsole.console.ranklog import open_ranks
+                from moeconsole.console.source import read_recipe
                 run_dir = self.path.parent
                 self.ranks = open_ranks(read_recipe(run_dir / "recipe.yaml"), run_dir, self.log_file,
                                         redact=self.log_file.redact)
@@ -383,7 +383,7 @@ class LogScreen(Screen):
         self._update_title()
 
     def action_help(self) -> None:
-        from console.screens.dialogs import HelpScreen
+        from moeconsole.console.screens.dialogs import HelpScreen
         self.app.push_screen(HelpScreen("Log view"))
 
     def action_back(self) -> None:

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
-from runner.rundir import rundir
+from moeconsole.runner.rundir import rundir
 
 if TYPE_CHECKING:
-    from console.foreign import Import
+    from moeconsole.console.foreign import Import
 
 
 class OpenRun(Message):

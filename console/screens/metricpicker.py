@@ -15,8 +15,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from console import keys
-from console.metrics import MAX_CHARTS, Metric, matches
+from moeconsole.console import keys
+from moeconsole.console.metrics import MAX_CHARTS, Metric, matches
 
 
 class MetricPicker(ModalScreen[list[str] | None]):

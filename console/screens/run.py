@@ -25,25 +25,25 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from console import alerts as alerts_mod
-from console import chartprefs, confirmations, keys
-from console import format as fmt
-from console import memory as memory_view
-from console import metrics as metrics_mod
-from console.chart import ChartOptions, markers_from, pan_range, zoom_range, zoom_to
-from console.runwatch import RunWatch
-from console.source import RunSource
-from console.widgets.chart import ChartView
-from console.widgets.gpus import GpuPanel, host_words
-from console.widgets.lines import LinesView
-from console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
-from console.screens.messages import AlertNews, ToggleBell
-from console.widgets.status import StatusLine
-from runner.rundir import alertgroups, rundir
-from runner.rundir.alertgroups import AlertGroup
-from runner.core.series import Series
-from runner.rundir.snapshot import Snapshot
-from runner.supervisor import control
+from moeconsole.console import alerts as alerts_mod
+from moeconsole.console import chartprefs, confirmations, keys
+from moeconsole.console import format as fmt
+from moeconsole.console import memory as memory_view
+from moeconsole.console import metrics as metrics_mod
+from moeconsole.console.chart import ChartOptions, markers_from, pan_range, zoom_range, zoom_to
+from moeconsole.console.runwatch import RunWatch
+from moeconsole.console.source import RunSource
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.console.widgets.gpus import GpuPanel, host_words
+from moeconsole.console.widgets.lines import LinesView
+from moeconsole.console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
+from moeconsole.console.screens.messages import AlertNews, ToggleBell
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import alertgroups, rundir
+from moeconsole.runner.rundir.alertgroups import AlertGroup
+from moeconsole.runner.core.series import Series
+from moeconsole.runner.rundir.snapshot import Snapshot
+from moeconsole.runner.supervisor import control
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 # A chart of the whole run gains nothing from redrawing every second; at most this often (a
@@ -431,7 +431,7 @@ class RunScreen(Screen):
 
     def action_charts(self) -> None:
         """c: every metric of the log in a list; the chosen ones become the charts (kept per recipe)."""
-        from console.screens.metricpicker import MetricPicker
+        from moeconsole.console.screens.metricpicker import MetricPicker
         if self.snapshot is None:
             self.notify("no data yet")
             return
@@ -510,12 +510,12 @@ class RunScreen(Screen):
             self._zoom(zoom_to(message.lo, message.hi, full))
 
     def action_gpus(self) -> None:
-        from console.screens.gpus import GpuScreen
+        from moeconsole.console.screens.gpus import GpuScreen
         self.app.push_screen(GpuScreen(self.source, self))
 
     # ---- keys ---------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys as data (``console.keys``): a key shows only while its conditions hold (no kill
+        """Keys as data (``moeconsole.console.keys``): a key shows only while its conditions hold (no kill
         on a finished run, no z without a process that can be ended); process keys of a
         read-only console are shown dimmed."""
         if action == "back":
@@ -571,7 +571,7 @@ class RunScreen(Screen):
 
     def action_alert_details(self) -> None:
         """d: the newest active alert group (critical first): its cause, count, steps, hint."""
-        from console.screens.dialogs import DetailScreen
+        from moeconsole.console.screens.dialogs import DetailScreen
         if not self.active_alerts:
             self.notify("no active alerts")
             return
@@ -586,8 +586,8 @@ class RunScreen(Screen):
         return next((c for c in self.snapshot.crashes if c.get("attempt") == ev.get("attempt")), None)
 
     def _open_detail(self, entry) -> None:
-        from console.screens.dialogs import DetailScreen
-        from console.timeline import detail_lines
+        from moeconsole.console.screens.dialogs import DetailScreen
+        from moeconsole.console.timeline import detail_lines
         report = self._crash_report(entry.event)
         self.app.push_screen(DetailScreen(entry.text.split(":", 1)[0], detail_lines(entry, report)))
 
@@ -644,7 +644,7 @@ class RunScreen(Screen):
         self._confirm_and_send(confirmations.kill_zombie(blocker, self.source.recipe()))
 
     def action_browser(self) -> None:
-        from console.screens.browser import BrowserScreen
+        from moeconsole.console.screens.browser import BrowserScreen
         stack = self.app.screen_stack
         for i in range(len(stack) - 1, -1, -1):
             if isinstance(stack[i], BrowserScreen):
@@ -654,11 +654,11 @@ class RunScreen(Screen):
         self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch))
 
     def action_log(self) -> None:
-        from console.screens.logview import LogScreen
+        from moeconsole.console.screens.logview import LogScreen
         self.app.push_screen(LogScreen(self.source.run.log, title=f"{self._run().get('name') or ''} train.log"))
 
     def action_help(self) -> None:
-        from console.screens.dialogs import HelpScreen
+        from moeconsole.console.screens.dialogs import HelpScreen
         self.app.push_screen(HelpScreen("Run screen"))
 
     def action_detach(self) -> None:
@@ -682,7 +682,7 @@ def _set_text(widget: Static, text: str) -> None:
 
 
 def _confirm_screen(confirmation):
-    from console.screens.dialogs import ConfirmScreen
+    from moeconsole.console.screens.dialogs import ConfirmScreen
     return ConfirmScreen(confirmation)
 
 

@@ -1,4 +1,4 @@
-"""ChartView: a whole-run line chart drawn with the Line API from ``console.chart``.
+"""ChartView: a whole-run line chart drawn with the Line API from ``moeconsole.console.chart``.
 
 The rendered rows are cached and rebuilt only when the data key (series length, last value,
 markers) or the size changes, so a 1 Hz poll of an idle run costs nothing to draw."""
@@ -12,10 +12,10 @@ from textual import events
 from textual.message import Message
 from textual.strip import Strip
 
-from console.format import short
-from console.chart import DEFAULT_OPTIONS, ChartOptions, Downsampled, Frame, Marker, render_chart_frame
-from console.widgets import row_regions
-from console.widgets.lines import BoxedLines
+from moeconsole.console.format import short
+from moeconsole.console.chart import DEFAULT_OPTIONS, ChartOptions, Downsampled, Frame, Marker, render_chart_frame
+from moeconsole.console.widgets import row_regions
+from moeconsole.console.widgets.lines import BoxedLines
 
 
 class ChartView(BoxedLines):

@@ -3,7 +3,7 @@ bar against capacity, temperature, power, a utilisation sparkline). Rows flow in
 columns when the panel is wide, so eight GPUs fit an 80x24 terminal in four lines.
 
 A multi-node run adds the nodes whose ``moeconsole agent`` writes into the run directory
-(``Snapshot.nodes``, worst first: see ``runner.core.nodehealth``): one group per node, its host name
+(``Snapshot.nodes``, worst first: see ``moeconsole.runner.core.nodehealth``): one group per node, its host name
 heading its GPU rows, then what is wrong with it (a GPU nearly out of memory, utilisation far
 below the other nodes', a straggler's step time), its agent's heartbeat and the ranks running
 there. When the rows of every node do not fit the panel, each node shrinks to one summary line
@@ -15,11 +15,11 @@ import collections
 import math
 from dataclasses import dataclass
 
-from console import format as fmt
-from console.widgets.lines import LinesView
-from runner.rundir import rundir
-from runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
-from runner.core.units import NA, byte_rate, clip, gib_compact, gib_of_mib, number
+from moeconsole.console import format as fmt
+from moeconsole.console.widgets.lines import LinesView
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.core.nodehealth import MEM_CRIT_FRAC, MEM_WARN_FRAC
+from moeconsole.runner.core.units import NA, byte_rate, clip, gib_compact, gib_of_mib, number
 
 SPARK = "▁▂▃▄▅▆▇█"
 EIGHTHS = " ▏▎▍▌▋▊▉█"
@@ -190,7 +190,7 @@ class NodeGroup:
     age_s: float | None = None
     ranks: tuple[int, ...] = ()       # the ranks its agent found running there
     agent: bool = False               # an agent file stands behind it (it has a heartbeat)
-    why: tuple[str, ...] = ()         # its problems in words (runner.core.nodehealth): "0.4G free", "step 6.1s (1.3x)"
+    why: tuple[str, ...] = ()         # its problems in words (moeconsole.runner.core.nodehealth): "0.4G free", "step 6.1s (1.3x)"
     critical: bool = False            # one of them is a GPU nearly out of memory
 
 

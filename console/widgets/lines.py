@@ -26,7 +26,7 @@ from textual.style import Style
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 
-from console.widgets import row_regions
+from moeconsole.console.widgets import row_regions
 
 Pieces = Sequence[tuple[str, str]]
 Line = tuple[tuple[str, str], ...]

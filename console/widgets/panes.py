@@ -7,11 +7,11 @@ from textual.message import Message
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from console import format as fmt
-from console import timeline
-from console.logtail import MetricColumns
-from console.timeline import Entry
-from console.widgets.lines import LinesView
+from moeconsole.console import format as fmt
+from moeconsole.console import timeline
+from moeconsole.console.logtail import MetricColumns
+from moeconsole.console.timeline import Entry
+from moeconsole.console.widgets.lines import LinesView
 
 
 def _text(lines: list[tuple[str, str]], widget: Static) -> Text:
@@ -103,7 +103,7 @@ class AlertBar(Static):
         self.plain_lines: list[str] = []
 
     def show_alerts(self, alerts, room: int, in_headline: str | None = None, width: int | None = None) -> None:
-        from console.alerts import bar_lines
+        from moeconsole.console.alerts import bar_lines
         lines = bar_lines(alerts, room, in_headline=in_headline, width=width)
         if lines == self._shown:
             return
@@ -115,7 +115,7 @@ class AlertBar(Static):
 
 class LogTail(LinesView):
     """The last lines of train.log that fit, oldest at the top (a following tail); metric lines
-    as aligned columns (``console.logtail``). A line is drawn once: as the tail moves up, the
+    as aligned columns (``moeconsole.console.logtail``). A line is drawn once: as the tail moves up, the
     lines already on screen are reused."""
 
     COMPONENT_CLASSES = {"event--dim"}
@@ -160,7 +160,7 @@ class BlockerTable(DataTable):
         self.add_columns(*BLOCKER_COLUMNS)
 
     def show(self, blockers) -> None:
-        # The telemetry layer's judgement (runner.telemetry.procs.standing), as --json carries it:
+        # The telemetry layer's judgement (moeconsole.runner.telemetry.procs.standing), as --json carries it:
         # the run's own processes are not listed.
         rows = [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None and b.get("shown")]
         # the age as shown is part of what is shown: a leftover alive 67 s never reads "17s"

@@ -2,8 +2,8 @@
 restarts used/cap, cost, and what a cooldown waits on."""
 from __future__ import annotations
 
-from console import format as fmt
-from console.widgets.lines import LinesView
+from moeconsole.console import format as fmt
+from moeconsole.console.widgets.lines import LinesView
 
 
 class StatusLine(LinesView):

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from runner.checkpoints.safetensors_file import TensorEntry
+from moeconsole.runner.checkpoints.safetensors_file import TensorEntry
 
 _LORA = re.compile(r"^(?P<module>.+?)\.lora_(?:embedding_)?(?P<ab>[AB])(?:\.(?P<rest>.+))?$")
 

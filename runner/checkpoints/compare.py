@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.checkpoints.dtypes import can_decode, decode
-from runner.checkpoints.discover import ITER_DIR, SIDECAR_NAME, is_megatron_iter_dir
-from runner.checkpoints.safetensors_file import Header, HeaderProblem, TensorEntry, read_header
-from runner.checkpoints.scan import hash_file
+from moeconsole.runner.checkpoints.dtypes import can_decode, decode
+from moeconsole.runner.checkpoints.discover import ITER_DIR, SIDECAR_NAME, is_megatron_iter_dir
+from moeconsole.runner.checkpoints.safetensors_file import Header, HeaderProblem, TensorEntry, read_header
+from moeconsole.runner.checkpoints.scan import hash_file
 
 CHUNK = 16 << 20
 _LIST_CAP = 100

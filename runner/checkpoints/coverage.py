@@ -4,7 +4,7 @@ A save can be a well-formed safetensors file of consistent LoRA pairs and still 
 the adapter: an export that dropped the expert LoRA keeps the attention pairs (a few MB) of an
 adapter that should hold billions of parameters. From ``adapter_config.json`` (``r``,
 ``target_modules``) and the model's ``config.json`` (layers, attention and linear-attention
-sizes, experts: ``runner.recipes.memory_estimate.model_shape``, the one model of a model's
+sizes, experts: ``moeconsole.runner.recipes.memory_estimate.model_shape``, the one model of a model's
 linear modules) we count the LoRA parameters PEFT's format holds, per group of modules, and
 compare them with the saved tensors.
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.checkpoints.safetensors_file import TensorEntry
+from moeconsole.runner.checkpoints.safetensors_file import TensorEntry
 
 # A save holding less than this share of a group's expected LoRA parameters is missing that group
 # (the tolerance covers counting details: biases, a model variant's head sizes).
@@ -85,7 +85,7 @@ def _ranges(xs: list[int]) -> str:
 def target_parts(target_modules: Any) -> set[str] | None:
     """The parts of a layer (memory_estimate.ALL_PARTS) that PEFT's ``target_modules`` names;
     None for a regex or names we cannot map (coverage is then not checked)."""
-    from runner.recipes.memory_estimate import ALL_PARTS, TARGET_PARTS
+    from moeconsole.runner.recipes.memory_estimate import ALL_PARTS, TARGET_PARTS
     if target_modules in ("all-linear", ["all-linear"]):
         return set(ALL_PARTS)
     if not isinstance(target_modules, list) or not target_modules:
@@ -108,8 +108,8 @@ def _group(part: str, experts: int) -> str:
 
 def expected_lora(model_config: Mapping[str, Any], adapter_config: Mapping[str, Any]) -> Coverage:
     """The LoRA parameters PEFT's format holds for this model and adapter config, per group."""
-    from runner.core.errors import InputError
-    from runner.recipes.memory_estimate import model_shape
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes.memory_estimate import model_shape
     cov = Coverage()
     r = adapter_config.get("r")
     parts = target_parts(adapter_config.get("target_modules"))
@@ -136,7 +136,7 @@ def expected_lora(model_config: Mapping[str, Any], adapter_config: Mapping[str, 
 
 
 def _saved_group(module: str) -> str | None:
-    from runner.recipes.memory_estimate import TARGET_PARTS
+    from moeconsole.runner.recipes.memory_estimate import TARGET_PARTS
     tail = module.rsplit(".", 1)[-1]
     parts = TARGET_PARTS.get(tail)
     if not parts:

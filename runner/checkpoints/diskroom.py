@@ -5,7 +5,7 @@ the free space against the size of that save. Pure: numbers in, an alert dict (o
 """
 from __future__ import annotations
 
-from runner.core.units import human_bytes
+from moeconsole.runner.core.units import human_bytes
 
 RULE = "disk_filling"
 WARN_SAVES = 3.0    # a warning when fewer than this many saves of the same size still fit

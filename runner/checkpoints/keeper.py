@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
-from runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
-from runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
-from runner.checkpoints.verify import verify_checkpoint
-from runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
+from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
+from moeconsole.runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class CheckpointKeeper:
     def _disk_room(self, ck: Checkpoint, rec: dict, attempt: int | None) -> None:
         """After a good save: will the next ones fit (diskroom.py)? An alert when the level changes."""
         import shutil
-        from runner.checkpoints.diskroom import disk_alert, level_for
+        from moeconsole.runner.checkpoints.diskroom import disk_alert, level_for
         size = sum(int(f.get("size") or 0) for f in rec.get("files") or [])
         try:
             free = shutil.disk_usage(ck.path).free

@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
                                          is_megatron_iter_dir, tracker_iteration, weights_sibling)
-from runner.rundir import jsonio
+from moeconsole.runner.rundir import jsonio
 
 COMMON = "common.pt"
 MP_RANK_DIR = re.compile(r"^mp_rank_\d{2}(_\d{3})?$")

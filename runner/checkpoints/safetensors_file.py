@@ -16,8 +16,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from runner.core.units import human_bytes, human_count
-from runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for
+from moeconsole.runner.core.units import human_bytes, human_count
+from moeconsole.runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for
 
 DEFAULT_MAX_HEADER_BYTES = 100 << 20   # the safetensors library refuses headers above 100 MB too
 # Parsing JSON costs memory per value (a 100 MB header of `{},{},...` would take ~2.6 GB), so

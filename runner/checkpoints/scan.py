@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.checkpoints.dtypes import FLOAT_DTYPES, NUMPY_DTYPES, is_all_zero, nonfinite_count
-from runner.checkpoints.safetensors_file import Header, TensorEntry
+from moeconsole.runner.checkpoints.dtypes import FLOAT_DTYPES, NUMPY_DTYPES, is_all_zero, nonfinite_count
+from moeconsole.runner.checkpoints.safetensors_file import Header, TensorEntry
 
 HASH_ALGO = "sha256"
 HASH_CHUNK = 8 << 20

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.rundir import jsonio
+from moeconsole.runner.rundir import jsonio
 
 SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})(?P<ext>\.safetensors|\.bin)$")
 

@@ -14,8 +14,8 @@ import os
 import time
 from pathlib import Path
 
-from runner.rundir import jsonio
-from runner.checkpoints.discover import SIDECAR_NAME, weights_sibling
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.checkpoints.discover import SIDECAR_NAME, weights_sibling
 
 _MAX_DEPTH = 3
 

@@ -1,6 +1,6 @@
 """Was a checkpoint saved while the grad norm was in an excursion? Then it is suspect.
 
-There is one grad-norm rule, the live monitor's (``runner.core.monitors``: the grad norm against
+There is one grad-norm rule, the live monitor's (``moeconsole.runner.core.monitors``: the grad norm against
 its EMA from before the step, after a warm-up, and any non-finite loss or grad norm); this module
 only asks it after the fact. The grad norms up to the save's step are replayed through a fresh
 ``Monitors`` and the save is suspect when the monitor would have flagged it at that moment, so
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from runner.core.monitors import Monitors, Thresholds, fmt_num
-from runner.core.numbers import as_float
-from runner.rundir import jsonio
+from moeconsole.runner.core.monitors import Monitors, Thresholds, fmt_num
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.rundir import jsonio
 
 
 def excursion_at(points: Iterable[tuple[int, float]], step: int,

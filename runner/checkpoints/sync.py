@@ -7,7 +7,7 @@ stub or an unverified save never is). Each copy goes to a temporary name, is ver
 ``full`` the content hashes), and only then renamed into place, so the destination never holds
 a half-copied checkpoint under a real name.
 
-The copying runs in a child process (``python -m runner.checkpoints.sync``) so hundreds of GB
+The copying runs in a child process (``python -m moeconsole.runner.checkpoints.sync``) so hundreds of GB
 never block the runner's loop; :class:`CheckpointSyncer` starts it, reads its result file, retries
 a failure after ``retry_s`` and reports the lag.
 
@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.rundir import jsonio
-from runner.core import schema
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core import schema
 
 MARKER = ".moeconsole-sync.json"      # in each synced copy: where it came from, when, how checked
 PARTIAL = ".partial-"
@@ -124,8 +124,8 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
     (ms-swift 4.2 with ``--merge_lora true``) is copied with that sibling: both are staged in one
     temporary directory, the copy is verified there as a pair, and the sibling is renamed into
     place first, so the destination never holds the metadata without its weights."""
-    from runner.checkpoints.discover import weights_sibling
-    from runner.checkpoints.verify import verify_checkpoint
+    from moeconsole.runner.checkpoints.discover import weights_sibling
+    from moeconsole.runner.checkpoints.verify import verify_checkpoint
 
     t0 = time.monotonic()
     src = src.resolve()
@@ -273,7 +273,7 @@ class CheckpointSyncer:
             os.unlink(self._result_file())
         except FileNotFoundError:
             pass
-        argv = [self.python, "-m", "runner.checkpoints.sync", path, self.settings.dest or "",
+        argv = [self.python, "-m", "moeconsole.runner.checkpoints.sync", path, self.settings.dest or "",
                 "--keep", str(self.settings.keep_last), "--result", str(self._result_file())]
         if self.settings.full:
             argv.append("--full")
@@ -285,7 +285,7 @@ class CheckpointSyncer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m runner.checkpoints.sync")
+    ap = argparse.ArgumentParser(prog="python -m moeconsole.runner.checkpoints.sync")
     ap.add_argument("src")
     ap.add_argument("dest_root")
     ap.add_argument("--keep", type=int, default=3)

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.rundir import jsonio
-from runner.checkpoints import adapter, megatron, sharded, suspect
-from runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, Checkpoint,
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, Checkpoint,
                                          layout_of, step_of)
-from runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
-from runner.core.units import human_bytes
-from runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
-from runner.checkpoints.sidecar import read_sidecar
+from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
+from moeconsole.runner.core.units import human_bytes
+from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
+from moeconsole.runner.checkpoints.sidecar import read_sidecar
 
 # Most serious first: the headline verdict is the first of these among the problems found.
 SEVERITY = ("empty_stub", "truncated", "corrupt_header", "overlapping", "missing_shard", "index_mismatch",
@@ -127,7 +127,7 @@ def model_config_for(d: Path, adapter_config: dict) -> Path | None:
     """The base model's config.json for an adapter in ``d``: adapter_config.json's
     ``base_model_name_or_path``, else the ``model`` ms-swift copied into args.json, as a local
     directory or a download in the Hugging Face / ModelScope cache."""
-    from runner.recipes.swift.sizes import find_model_config
+    from moeconsole.runner.recipes.swift.sizes import find_model_config
     args, _err = _read_json(d / "args.json")
     for name in (adapter_config.get("base_model_name_or_path"), (args or {}).get("model")):
         if isinstance(name, str) and name:
@@ -139,7 +139,7 @@ def model_config_for(d: Path, adapter_config: dict) -> Path | None:
 
 def _check_coverage(d: Path, entries: Iterable[TensorEntry], config: dict, found: _Findings) -> None:
     """Far fewer LoRA parameters than the adapter config and the model call for (coverage.py)."""
-    from runner.checkpoints.coverage import lora_coverage
+    from moeconsole.runner.checkpoints.coverage import lora_coverage
     path = model_config_for(d, config)
     if path is None:
         found.notes.append("LoRA coverage not checked: the base model's config.json is not on this machine "

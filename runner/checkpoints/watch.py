@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
-from runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current
+from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
+from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current
 
 
 def signature(path: Path) -> tuple[tuple[str, int], ...]:
@@ -106,7 +106,7 @@ class CheckpointWatcher:
 def known_verdict(ckpt: Checkpoint) -> tuple[str, str | None, bool]:
     """(verdict, recipe hash, suspect) of a checkpoint: its sidecar's while the files are
     unchanged since it was written, else verified now (fast path)."""
-    from runner.checkpoints.verify import verify_found
+    from moeconsole.runner.checkpoints.verify import verify_found
 
     record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
     if record is not None and sidecar_current(ckpt.path, record):

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from runner.core.errors import shown
+from moeconsole.runner.core.errors import shown
 
 MINUTE = 60.0
 HOUR = 3600.0

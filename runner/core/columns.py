@@ -1,6 +1,6 @@
 """A batch of metric records as columns: the shape every consumer of a log's records reads.
 
-The log readers (``runner.ingest``) produce records and, for the lines their fast path matches,
+The log readers (``moeconsole.runner.ingest``) produce records and, for the lines their fast path matches,
 the same numbers as numpy columns without building a dict per line; the monitors, the chart book
 and ``state.json`` read the columns. Both sides import the column schema from here, so ingest
 never reaches into the monitors and the monitors never into ingest: data flows one way,
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from runner.core.numbers import as_float
+from moeconsole.runner.core.numbers import as_float
 
 # The fields kept as columns (float64 values plus a presence mask each).
 COLUMN_FIELDS = ("loss", "grad_norm", "tokens_per_s", "step_time_s", "mem_gib")

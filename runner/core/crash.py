@@ -13,10 +13,10 @@ import signal as _signal
 from dataclasses import dataclass, field
 from typing import Collection, Iterable
 
-from runner.core.memory import alloc_conf_advice
-from runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
+from moeconsole.runner.core.memory import alloc_conf_advice
+from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
 
-from runner.core.logline import ANSI_TEXT_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
+from moeconsole.runner.core.logline import ANSI_TEXT_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 
 CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
@@ -1050,7 +1050,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
 
     PIDs named in an OOM message ("Process 566680 has 79.00 GiB memory in use") are another
     process's only when that can be proven: with ``own_pids`` (every PID of the attempt's tree,
-    in every PID namespace: see ``runner.process.proctree.own_pid_set``) a named PID is foreign when it is not one
+    in every PID namespace: see ``moeconsole.runner.process.proctree.own_pid_set``) a named PID is foreign when it is not one
     of them and, if ``live_pids`` is given, is still alive in the runner's namespace (a holder
     of GPU memory outlives our crashed tree; a PID we cannot see cannot be proven foreign).
     Without ``own_pids`` every named PID counts as foreign (the caller knows nothing better).

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
-from runner.core.state import TERMINAL, Status
-from runner.core.bounds import GRACE, sane_seconds
+from moeconsole.runner.core.state import TERMINAL, Status
+from moeconsole.runner.core.bounds import GRACE, sane_seconds
 
 PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
 ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often while anything lives
@@ -414,7 +414,7 @@ def created() -> Status:
 
 def imported() -> Status:
     """A foreign log opened in the run browser: a run directory no runner ever supervises
-    (``console.foreign``)."""
+    (``moeconsole.console.foreign``)."""
     return Status.IMPORTED
 
 

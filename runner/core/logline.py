@@ -1,7 +1,7 @@
 """What wraps the message of a log line: terminal escapes and the launchers' prefixes.
 
-One definition each, for every reader of log lines (the metric parser in ``runner.ingest`` reads
-bytes, the crash classifier in ``runner.core.crash`` reads text):
+One definition each, for every reader of log lines (the metric parser in ``moeconsole.runner.ingest`` reads
+bytes, the crash classifier in ``moeconsole.runner.core.crash`` reads text):
 
 - ANSI escapes: CSI sequences (colours, cursor moves), OSC strings, and two-byte escapes.
 - torchrun's rank prefixes: ``[rank3]:`` (torch logging), ``[default3]:`` (``--tee``'s role

@@ -36,9 +36,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Iterable, Mapping, Sequence
 
-from runner.core import bounds, schema
-from runner.core.errors import InputError
-from runner.core.numbers import as_float
+from moeconsole.runner.core import bounds, schema
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.numbers import as_float
 
 SCHEMA = 1
 MIB = 1.0 / 1024.0              # one MiB in GiB
@@ -519,7 +519,7 @@ class MemoryWatch:
     def new_attempt(self) -> None:
         """A restart: the envelope and the trend start afresh (the history stays), and so do the
         alerts: the attempt's end closed its episodes (``attempt_end`` resolves them for every
-        reader, runner.rundir.alertgroups), a new attempt opens its own, and nothing is said to
+        reader, moeconsole.runner.rundir.alertgroups), a new attempt opens its own, and nothing is said to
         be "stable again" about an attempt that has no data yet."""
         for tr in self.tracks.values():
             tr.restart()
@@ -784,7 +784,7 @@ class MemoryWatch:
             ev["resolved"] = True
             return [ev]
         ep.clear_since = None
-        ep.now = message  # an open alert's line reads the numbers of now (runner.rundir.alertgroups.current)
+        ep.now = message  # an open alert's line reads the numbers of now (moeconsole.runner.rundir.alertgroups.current)
         if not ep.is_open:
             if ep.since is None:
                 ep.since = step

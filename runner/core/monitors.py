@@ -19,7 +19,7 @@ Rules (thresholds in ``Thresholds``; docs/monitors.md explains each):
 - ``step_time_unstable``: coefficient of variation of the step time over the recent window.
 
 Memory (headroom against each GPU's capacity, a growing envelope and its OOM forecast) is not a
-rule here: ``runner.core.memory`` owns it, per GPU, with NVML beside the log.
+rule here: ``moeconsole.runner.core.memory`` owns it, per GPU, with NVML beside the log.
 - ``checkpoint_in_excursion``: a checkpoint saved while a grad-norm excursion (or a non-finite
   loss/grad norm) is active; reported by ``Monitors.on_checkpoint``.
 
@@ -35,8 +35,8 @@ from typing import Annotated, Any, Iterable
 
 import numpy as np
 
-from runner.core.columns import COLUMN_FIELDS, records_to_columns
-from runner.core import bounds, schema
+from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
+from moeconsole.runner.core import bounds, schema
 
 WARNING, CRITICAL = "warning", "critical"
 
@@ -47,7 +47,7 @@ MONITORED_FIELDS = COLUMN_FIELDS  # the monitors read every column
 _EMA_BLOCK = 1024  # EMA is evaluated in blocks: weights (1-a)^-k stay below ~3e4 for a=0.01
 
 
-# alerts: keys of older recipes whose job runner.core.memory took over (recipe ``memory:``).
+# alerts: keys of older recipes whose job moeconsole.runner.core.memory took over (recipe ``memory:``).
 MOVED_TO_MEMORY = {
     "mem_capacity_gib": "gpus.memory_capacity_gib",
     "mem_headroom_warn_gib": "memory.min_headroom", "mem_headroom_crit_gib": "memory.min_headroom",

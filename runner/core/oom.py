@@ -2,7 +2,7 @@
 memory did before it, and a verdict with its evidence.
 
 Pure: the runner hands over the OOM text, the GPU's recent memory (from
-:class:`runner.core.memory.MemoryWatch`) and what it knows (foreign processes, torch version);
+:class:`moeconsole.runner.core.memory.MemoryWatch`) and what it knows (foreign processes, torch version);
 tests feed plain values. Verdicts, in the order they are tried:
 
 - ``foreign``: another process held memory on that GPU (the message's ``Process N has X``
@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from runner.core.memory import Trend, alloc_conf_advice, alloc_conf_env, gib_text, mib_rate_text
+from moeconsole.runner.core.memory import Trend, alloc_conf_advice, alloc_conf_env, gib_text, mib_rate_text
 
 FRAGMENTATION_MIN_GIB = 1.0    # less reserved-but-unallocated than this is not fragmentation
 FOREIGN_MIN_GIB = 0.5          # another process holding less than this did not cause an OOM

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Iterable
 
-from runner.core.crash import CrashVerdict
-from runner.core import bounds, schema
+from moeconsole.runner.core.crash import CrashVerdict
+from moeconsole.runner.core import bounds, schema
 
 RESTART, PAUSE, FAIL, STOP = "restart", "pause", "fail", "stop"
 CRITICAL, WARNING = "critical", "warning"
@@ -22,7 +22,7 @@ _FACTOR = bounds.Range(1.0, 100.0, unit="factor")
 
 class RestartSettings(schema.Section, frozen=True):
     """The recipe's ``restart:`` section; defaults from design.md. The model is the schema:
-    counts and seconds in the ranges of runner.core.bounds, unknown keys refused."""
+    counts and seconds in the ranges of moeconsole.runner.core.bounds, unknown keys refused."""
 
     max_restarts: schema.Count = 10
     backoff_initial_s: schema.Seconds = 30.0
@@ -59,7 +59,7 @@ class AttemptRecord:
     resumed_step: int | None     # the step this attempt resumed from (None: fresh start)
     last_step: int | None        # the last training step it logged (None: none)
     crash_class: str | None      # None: it did not crash (clean exit)
-    memory_verdict: str | None = None   # a CUDA OOM's verdict (runner.core.oom): leak, transient, ...
+    memory_verdict: str | None = None   # a CUDA OOM's verdict (moeconsole.runner.core.oom): leak, transient, ...
 
 
 @dataclass(frozen=True)

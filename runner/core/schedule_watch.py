@@ -9,7 +9,7 @@ or far below what the previous attempt had reached at that step. One warning per
 from its first logged step to the one where the learning rate stopped rising) run again at a
 lower learning rate, and the decay starts over.
 
-Pure: records in, alert dicts out (the same shape as runner.core.monitors').
+Pure: records in, alert dicts out (the same shape as moeconsole.runner.core.monitors').
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from runner.core.monitors import fmt_num
-from runner.core.numbers import as_float
+from moeconsole.runner.core.monitors import fmt_num
+from moeconsole.runner.core.numbers import as_float
 
 RULE = "lr_schedule_restarted"
 DROP = 0.5          # a resumed LR below this fraction of the one reached at that step is a restart

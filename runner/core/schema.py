@@ -3,7 +3,7 @@ the key, its type, its default and its allowed values, and nothing else checks t
 
 - ``Section``: unknown keys are refused (``forbid_unknown_fields``).
 - Numbers: ``Annotated[float, within(bounds.SECONDS)]`` (or one of the aliases below) takes the
-  constraint *and* the message from ``runner.core.bounds`` (one range rule); NaN and infinity
+  constraint *and* the message from ``moeconsole.runner.core.bounds`` (one range rule); NaN and infinity
   never pass a range, so every number a model holds is finite.
 - Choices: ``Literal[...]``; text with a shape: ``text(pattern, "what it must be")``.
 - Rules across keys (a ceiling below its floor): ``__post_init__`` raises
@@ -25,8 +25,8 @@ from typing import Annotated, Any, Sequence, TypeVar
 import msgspec
 from msgspec import inspect as mi
 
-from runner.core import bounds
-from runner.core.errors import InputError, shown
+from moeconsole.runner.core import bounds
+from moeconsole.runner.core.errors import InputError, shown
 
 T = TypeVar("T")
 

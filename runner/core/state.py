@@ -16,18 +16,18 @@ from typing import Annotated, Any, Literal, TypedDict
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from runner.core.schema import as_dict
+from moeconsole.runner.core.schema import as_dict
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 4 << 20  # a state file is a few KiB; anything near this is not ours
 
 
 class Status(str, enum.Enum):
-    """A run's status. One owner decides it: ``runner.core.lifecycle`` (``step`` while a runner
+    """A run's status. One owner decides it: ``moeconsole.runner.core.lifecycle`` (``step`` while a runner
     supervises; ``created``, ``imported``, ``killed_without_runner`` and ``replayed`` where no
     runner is). The runner writes what ``step`` decides; the three places that write a status
     without a runner take it from those functions: ``process.launch.create_run`` (a new run),
-    ``process.killrun.end_run`` (a kill when no runner can start), ``console.foreign`` (an
+    ``process.killrun.end_run`` (a kill when no runner can start), ``moeconsole.console.foreign`` (an
     imported log, which no runner ever supervises). The transitions::
 
         (new) ──created──▶ STARTING ──pre-flight cooldown──▶ COOLDOWN ──launched──▶ RUNNING
@@ -175,7 +175,7 @@ class HistoryRec(_Record):
     resumed_step: Step | None = None
     last_step: Step | None = None
     crash_class: str | None = None
-    memory_verdict: str | None = None  # a CUDA OOM's verdict (runner.core.oom)
+    memory_verdict: str | None = None  # a CUDA OOM's verdict (moeconsole.runner.core.oom)
 
 
 class BadSavesRec(_Record):
@@ -281,7 +281,7 @@ class StateFile(_Record):
     ingest: IngestRec | None | UnsetType = UNSET
     job: JobRec | None | UnsetType = UNSET
     sync: SyncRec | None | UnsetType = UNSET
-    # the memory watch's per-GPU envelope and forecast (runner.core.memory.MemoryWatch.to_dict,
+    # the memory watch's per-GPU envelope and forecast (moeconsole.runner.core.memory.MemoryWatch.to_dict,
     # which owns its keys)
     memory: dict[str, Any] | None | UnsetType = UNSET
     recovered_from: str | None | UnsetType = UNSET

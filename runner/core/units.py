@@ -9,7 +9,7 @@ import math
 import re
 from typing import Any
 
-from runner.core.numbers import as_float
+from moeconsole.runner.core.numbers import as_float
 
 NA = "—"  # a value that is unknown or absent
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from runner.rundir import jsonio
+from moeconsole.runner.rundir import jsonio
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"

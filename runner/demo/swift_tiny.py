@@ -1,7 +1,7 @@
 """Build, fully offline, the tiny Qwen3-MoE model and chat dataset that
 ``recipes/swift-tiny-cpu.yaml`` fine-tunes with the real ms-swift on CPU.
 
-    python -m runner.demo.swift_tiny --out DIR [--force]
+    python -m moeconsole.runner.demo.swift_tiny --out DIR [--force]
 
 creates ``DIR/data.jsonl`` (chat samples cut from the demo corpus) and ``DIR/model/``
 (``config.json`` for ``Qwen3MoeForCausalLM``: hidden 64, 2 layers, 8 experts, top-2; random
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 CORPUS_PATH = Path(__file__).with_name("corpus.txt")
-PROG = "runner.demo.swift_tiny"
+PROG = "moeconsole.runner.demo.swift_tiny"
 # Bump when the model, tokenizer or dataset this builder makes changes: older builds are redone.
 BUILD_VERSION = 1
 STAMP_NAME = "moeconsole-swift-tiny.json"

@@ -1,6 +1,6 @@
 """The built-in demo workload: LoRA fine-tuning of a tiny MoE causal LM on CPU, ms-swift style.
 
-    python -m runner.demo.train --output_dir DIR --max_steps N [--save_steps 10] [--logging_steps 1]
+    python -m moeconsole.runner.demo.train --output_dir DIR --max_steps N [--save_steps 10] [--logging_steps 1]
         [--resume_from_checkpoint CKPT_DIR] [--seed 42] [--step_delay 0] [--learning_rate 3e-3]
         [--lora_rank 8] [--batch_size 16] [--seq_len 64] [--experts 8] [--top_k 2]
         [--fault KIND@STEP[#ATTEMPT][:rank=R|all]] ...
@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from runner.demo.dist import World
-from runner.demo.faultspec import Fault, FaultPlan, attempt_from_env, parse_fault
-from runner.demo.schedule import is_save_step
+from moeconsole.runner.demo.dist import World
+from moeconsole.runner.demo.faultspec import Fault, FaultPlan, attempt_from_env, parse_fault
+from moeconsole.runner.demo.schedule import is_save_step
 
-PROG = "runner.demo.train"
+PROG = "moeconsole.runner.demo.train"
 NUM_HEADS = 4  # ModelConfig.num_heads (kept here so checks run without torch); tested equal
 
 
@@ -89,9 +89,9 @@ def validate(args: argparse.Namespace, world_size: int, faults: Sequence[Fault])
 
 def run(args: argparse.Namespace, world: World, plan: FaultPlan, argv: list[str]) -> int:
     """Start-up (output dir, port fault, process group), then train. Imports torch."""
-    from runner.demo import dist, faults
-    from runner.demo.swiftlog import SwiftConsole
-    from runner.demo.trainer import DemoTrainer
+    from moeconsole.runner.demo import dist, faults
+    from moeconsole.runner.demo.swiftlog import SwiftConsole
+    from moeconsole.runner.demo.trainer import DemoTrainer
 
     output_dir = Path(args.output_dir).resolve()
     if world.is_main:
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return 2
-    from runner.demo.checkpoint import CheckpointLoadError
+    from moeconsole.runner.demo.checkpoint import CheckpointLoadError
 
     try:
         return run(args, world, FaultPlan(faults, attempt, world.rank), argv)

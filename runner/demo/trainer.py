@@ -1,6 +1,6 @@
 """The demo's training loop for one process: model, optimizer, data, faults and ms-swift output.
 
-``runner.demo.train`` checks the arguments, then builds a ``DemoTrainer`` and calls ``run()``.
+``moeconsole.runner.demo.train`` checks the arguments, then builds a ``DemoTrainer`` and calls ``run()``.
 Under torchrun every rank runs one; rank 0 alone prints, writes logging.jsonl and saves."""
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from runner.demo import checkpoint as ckpt
-from runner.demo import dist, faults
-from runner.demo.data import batch_for_step, epoch_at, load_corpus, shard
-from runner.demo.dist import World
-from runner.demo.faultspec import FaultPlan
-from runner.demo.model import (TARGET_MODULES, ModelConfig, TinyMoELM, load_lora_state_dict, lora_parameters,
+from moeconsole.runner.demo import checkpoint as ckpt
+from moeconsole.runner.demo import dist, faults
+from moeconsole.runner.demo.data import batch_for_step, epoch_at, load_corpus, shard
+from moeconsole.runner.demo.dist import World
+from moeconsole.runner.demo.faultspec import FaultPlan
+from moeconsole.runner.demo.model import (TARGET_MODULES, ModelConfig, TinyMoELM, load_lora_state_dict, lora_parameters,
                                lora_state_dict, parameter_counts)
-from runner.demo.optim import AdamW
-from runner.demo.schedule import is_log_step, is_save_step
-from runner.demo.swiftlog import SwiftConsole, format_time, progress_bar, rss_gib, train_message
+from moeconsole.runner.demo.optim import AdamW
+from moeconsole.runner.demo.schedule import is_log_step, is_save_step
+from moeconsole.runner.demo.swiftlog import SwiftConsole, format_time, progress_bar, rss_gib, train_message
 
 
 def append_jsonl_as_swift(path: Path, record: dict) -> None:

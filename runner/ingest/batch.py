@@ -1,10 +1,10 @@
 """The last stage of ingest, records -> columns: a batch of a log's records, in file order.
 
-Both strategies that read lines (``runner.ingest.template`` and the line parser) hand their
+Both strategies that read lines (``moeconsole.runner.ingest.template`` and the line parser) hand their
 records to one ``BatchBuilder`` in the order their lines stand in the file: template rows as
 a range of numpy columns they already hold, the parser's records as dicts, marks at the count
 of records before them. ``build`` makes the batch once, at the end of a read: the columns of
-every record (``runner.core.columns``), the records themselves when wanted, the marks, and
+every record (``moeconsole.runner.core.columns``), the records themselves when wanted, the marks, and
 ``max_steps`` of the last record that had one. A read that is all template rows (the usual
 case) or all parser records costs no reordering at all.
 """
@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from runner.core.columns import COLUMN_FIELDS, records_to_columns
-from runner.ingest.events import RECORD
-from runner.rundir.jsonio import dumps
+from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
+from moeconsole.runner.ingest.events import RECORD
+from moeconsole.runner.rundir.jsonio import dumps
 
 
 
@@ -36,7 +36,7 @@ class Batch:
 
 
 class RowColumns(Protocol):
-    """Template rows as columns (``runner.ingest.template.Claim``)."""
+    """Template rows as columns (``moeconsole.runner.ingest.template.Claim``)."""
     steps: Any                      # int64 array, or the lazy step column of NDJSON mode
     values: dict[str, np.ndarray]
     present: dict[str, np.ndarray]

@@ -3,7 +3,7 @@
 ``read_range`` is the file's side of the pipe's first stage (bytes -> lines): it reads a file
 in big chunks, each starting at a line with the newline before it (so a chunk is a block of
 complete lines as it stands in the file, no copy), and hands each to
-``runner.ingest.pipe.LinePipe``; a line longer than a chunk is fed to the pipe's partial line
+``moeconsole.runner.ingest.pipe.LinePipe``; a line longer than a chunk is fed to the pipe's partial line
 up to its newline. The pipe does the rest (template rows and the parser's lines, in order, as
 one batch per chunk).
 
@@ -20,10 +20,10 @@ import tempfile
 import threading
 from typing import Any, Callable, Iterator
 
-from runner.ingest.batch import Batch, batch_from_events, concat_batches
-from runner.ingest.parser import LogParser, ParseStats
-from runner.ingest.pipe import LinePipe, learn_template
-from runner.ingest.template import Template
+from moeconsole.runner.ingest.batch import Batch, batch_from_events, concat_batches
+from moeconsole.runner.ingest.parser import LogParser, ParseStats
+from moeconsole.runner.ingest.pipe import LinePipe, learn_template
+from moeconsole.runner.ingest.template import Template
 
 __all__ = ["Batch", "batch_from_events", "concat_batches", "read_range", "scan_file", "fold_file", "plan_split",
            "Template", "SharedOffsets", "Report", "kill_child", "CHUNK", "SPLIT_MIN_BYTES"]

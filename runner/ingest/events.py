@@ -2,7 +2,7 @@
 marker, a summary), as ``(kind, object)`` events in file order.
 
 The kinds are named here, below every stage of the pipe, so the stage that collects events
-into batches (``runner.ingest.batch``) does not import the line parser that makes them.
+into batches (``moeconsole.runner.ingest.batch``) does not import the line parser that makes them.
 """
 from __future__ import annotations
 

@@ -13,12 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.ingest.events import MARK, RECORD
-from runner.ingest.files import LOG, resolve_log
-from runner.ingest.lines import decode, split_rank, visible_segment
-from runner.ingest.parser import LogParser
-from runner.ingest.records import RECORD_FIELDS
-from runner.ingest.shape import strip_prefix_full
+from moeconsole.runner.ingest.events import MARK, RECORD
+from moeconsole.runner.ingest.files import LOG, resolve_log
+from moeconsole.runner.ingest.lines import decode, split_rank, visible_segment
+from moeconsole.runner.ingest.parser import LogParser
+from moeconsole.runner.ingest.records import RECORD_FIELDS
+from moeconsole.runner.ingest.shape import strip_prefix_full
 
 MAX_SHAPES = 40
 _NUM_RE = re.compile(r"[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|\b(?:nan|inf)\b", re.IGNORECASE)
@@ -136,6 +136,6 @@ def explain_path(path: Any, line_format: Any = None) -> str:
     try:
         data = real.read_bytes()
     except OSError as exc:
-        from runner.core.errors import InputError
+        from moeconsole.runner.core.errors import InputError
         raise InputError(f"{real}: {exc.strerror or exc}") from None
     return head + explain_lines(data, line_format)

@@ -11,13 +11,13 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from runner.core.errors import InputError
-from runner.rundir import jsonio
-from runner.ingest.batch import Batch, batch_from_events, concat_batches
-from runner.ingest.bulk import fold_file, scan_file
-from runner.core.bounds import is_step
-from runner.ingest.parser import MARK, RECORD, ParseStats
-from runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.ingest.batch import Batch, batch_from_events, concat_batches
+from moeconsole.runner.ingest.bulk import fold_file, scan_file
+from moeconsole.runner.core.bounds import is_step
+from moeconsole.runner.ingest.parser import MARK, RECORD, ParseStats
+from moeconsole.runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
 
 LOG, TRAINER_STATE = "log", "trainer_state"
 _SWIFT_RUN_RE = re.compile(r"^v(\d+)-")
@@ -107,7 +107,7 @@ def trainer_state_events(p: Path) -> tuple[list[tuple[str, dict]], ParseStats]:
 def iter_batches(path: str | os.PathLike, want_records: bool = False,
                  line_format: Any = None) -> Iterator[tuple["Batch", ParseStats]]:
     """Record batches of any supported path, in order; the last stats are the totals.
-    ``line_format``: a user's declared line format (``runner.ingest.userformat``)."""
+    ``line_format``: a user's declared line format (``moeconsole.runner.ingest.userformat``)."""
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)

@@ -27,10 +27,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from runner.ingest.pydict import parse_pydict
-from runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
+from moeconsole.runner.ingest.pydict import parse_pydict
+from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, EvalLine, field_of, parse_number, unit_value)
-from runner.rundir.rundir import ATTEMPT_MARKER_RE
+from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
                            "memory(GiB)", "remaining_time", "elapsed_time", "percentage"))

@@ -3,9 +3,9 @@
 A user who opens a finished run's log (a million steps, hundreds of MB) wants to see where it
 ended now, not after the whole file has been read. ``read_tail`` parses only the last bytes of
 the file (the newest steps, in a fraction of a second); ``scan_history`` then reads the whole
-file through the ingest pipe (``runner.ingest.pipe``), chunk by chunk, handing each batch to the
+file through the ingest pipe (``moeconsole.runner.ingest.pipe``), chunk by chunk, handing each batch to the
 caller as NDJSON lines (the exact text ``metrics.jsonl`` holds) plus numpy columns for the
-charts, so memory stays bounded whatever the file's length. UI-free: ``console.foreign`` runs it in a thread and shows progress.
+charts, so memory stays bounded whatever the file's length. UI-free: ``moeconsole.console.foreign`` runs it in a thread and shows progress.
 
 Step-less records (Hugging Face dicts) are numbered by the parser from the start of what it
 reads: in the tail they count from the tail's first record, until the history has been read.
@@ -17,11 +17,11 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
-from runner.rundir.jsonio import dumps
+from moeconsole.runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
+from moeconsole.runner.rundir.jsonio import dumps
 
 if TYPE_CHECKING:
-    from runner.ingest.batch import Batch
+    from moeconsole.runner.ingest.batch import Batch
 
 TAIL_BYTES = 512 << 10
 # The history is read in chunks this big: a smaller chunk than ``parse``'s keeps the memory of
@@ -31,7 +31,7 @@ HISTORY_CHUNK = 2 << 20
 
 def read_tail(path: str, max_bytes: int = TAIL_BYTES, line_format: Any = None) -> tuple[list[dict], list[dict], int]:
     """(records, marks, offset read from) of the last ``max_bytes`` of a log, from the first line
-    that starts in them. ``line_format``: a declared line format (``runner.ingest.userformat``)."""
+    that starts in them. ``line_format``: a declared line format (``moeconsole.runner.ingest.userformat``)."""
     size = os.path.getsize(path)
     start = max(0, size - max_bytes)
     with open(path, "rb") as f:
@@ -72,8 +72,8 @@ def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Ca
                  stop: threading.Event | None = None, line_format: Any = None) -> ParseStats:
     """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
     marks); ``progress(offset)`` as the reading goes; ``stop`` ends it early."""
-    from runner.ingest.bulk import read_range   # numpy: only once the history is read
-    from runner.ingest.pipe import LinePipe
+    from moeconsole.runner.ingest.bulk import read_range   # numpy: only once the history is read
+    from moeconsole.runner.ingest.pipe import LinePipe
     parser = LogParser(line_format=line_format)
     pipe = LinePipe(parser, json_lines=True, columns=True)
     for batch in read_range(path, 0, None, pipe, final=True, chunk=HISTORY_CHUNK, progress=progress):

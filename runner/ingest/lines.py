@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from runner.core.logline import ANSI_BYTES_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
+from moeconsole.runner.core.logline import ANSI_BYTES_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 
 # tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]"
 # and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".

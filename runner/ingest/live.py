@@ -1,7 +1,7 @@
 """Live log ingestion: the runner's reader of ``train.log``.
 
 The runner reads the log in slices of arbitrary bytes as the training writes it. Each slice
-goes once through the same pipe that ``parse --json`` uses (``runner.ingest.pipe``: complete
+goes once through the same pipe that ``parse --json`` uses (``moeconsole.runner.ingest.pipe``: complete
 lines, each read by the strategy of its family, a learned template over the repeated metric
 line and the line parser for every other line; one batch), so a backlog of millions of lines
 is caught up at the template's speed instead of line by line. An unfinished last line waits
@@ -18,10 +18,10 @@ from itertools import compress
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from runner.ingest.batch import Batch, batch_from_events
-from runner.ingest.parser import MARK, RECORD, Event, LogParser
-from runner.ingest.pipe import LinePipe
-from runner.ingest.records import MEMORY_SRCS
+from moeconsole.runner.ingest.batch import Batch, batch_from_events
+from moeconsole.runner.ingest.parser import MARK, RECORD, Event, LogParser
+from moeconsole.runner.ingest.pipe import LinePipe
+from moeconsole.runner.ingest.records import MEMORY_SRCS
 
 
 class JsonRecord(dict):
@@ -37,7 +37,7 @@ class LiveReader:
     def __init__(self, parser: LogParser | None = None,
                  diagnostics: Callable[[str], None] | None = None, line_format: Any = None) -> None:
         """``diagnostics``: where a failure to read a slice is reported (the runner's log);
-        ``line_format``: the recipe's declared ``log_format`` (``runner.ingest.userformat``)."""
+        ``line_format``: the recipe's declared ``log_format`` (``moeconsole.runner.ingest.userformat``)."""
         self.parser = parser or LogParser(line_format=line_format)
         self.diagnostics: Callable[[str], None] = diagnostics or _to_stderr
         self.failed_lines = 0   # lines skipped because reading them failed
@@ -211,7 +211,7 @@ def metric_lines(records: list, kept: list[int], stamp: dict) -> tuple[list[dict
     """What ``Journal.metrics`` appends for the kept rows: a template row's JSON line with the
     stamp (``v``, ``t``, ``attempt``) spliced in after ``{"v":1,``, a parser record as a dict
     to encode. Both give the same bytes ``jsonio.dumps`` writes for the stamped record."""
-    from runner.rundir import jsonio
+    from moeconsole.runner.rundir import jsonio
     head = b'{"v":%d,"t":%s,"attempt":%s,' % (stamp["v"], repr(stamp["t"]).encode(),
                                              jsonio.dumps(stamp["attempt"]).encode())
     cut = len(b'{"v":1,')

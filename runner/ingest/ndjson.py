@@ -1,7 +1,7 @@
 """A past log to NDJSON metric records, fast: what ``moeconsole parse --json`` prints.
 
-The template strategy (see ``runner.ingest.template``) gets an NDJSON form: values whose text is already
-the JSON ``runner.rundir.jsonio.dumps`` writes (shortest float digits, plain text) are copied into
+The template strategy (see ``moeconsole.runner.ingest.template``) gets an NDJSON form: values whose text is already
+the JSON ``moeconsole.runner.rundir.jsonio.dumps`` writes (shortest float digits, plain text) are copied into
 one ``%`` format per line, so a template line costs one regex match and one format. Every
 other line (other formats, odd values, NaN) goes through ``LogParser`` and ``dumps``, in file
 order; the output is byte-identical to dumping the parser's records (tests compare both).
@@ -19,12 +19,12 @@ import tempfile
 import time
 from typing import Any, BinaryIO, Callable
 
-from runner.core.errors import InputError
-from runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, Report, SharedOffsets, kill_child, plan_split, read_range
-from runner.ingest.parser import LogParser
-from runner.ingest.pipe import LinePipe
-from runner.ingest.template import Template
-from runner.rundir.jsonio import dumps
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.ingest.bulk import CHUNK, SPLIT_MIN_BYTES, Report, SharedOffsets, kill_child, plan_split, read_range
+from moeconsole.runner.ingest.parser import LogParser
+from moeconsole.runner.ingest.pipe import LinePipe
+from moeconsole.runner.ingest.template import Template
+from moeconsole.runner.rundir.jsonio import dumps
 
 
 def _lines(records: list) -> bytes:

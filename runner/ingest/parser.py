@@ -20,19 +20,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from runner.core.bounds import is_step
-from runner.ingest import formats, shape
-from runner.core.logline import ANSI_BYTES_RE
-from runner.ingest.events import MARK, RECORD, Event
-from runner.ingest.linebuf import PartialLine
-from runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
-from runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
+from moeconsole.runner.core.bounds import is_step
+from moeconsole.runner.ingest import formats, shape
+from moeconsole.runner.core.logline import ANSI_BYTES_RE
+from moeconsole.runner.ingest.events import MARK, RECORD, Event
+from moeconsole.runner.ingest.linebuf import PartialLine
+from moeconsole.runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
+from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
-# format (see runner.ingest.formats).
+# format (see moeconsole.runner.ingest.formats).
 _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
@@ -114,7 +114,7 @@ class LogParser:
     """Stateful, incremental: feed raw bytes in any chunking; emits records for complete lines only."""
 
     def __init__(self, max_line_bytes: int = 1 << 20, line_format: Any = None):
-        """``line_format``: a user's declared line format (``runner.ingest.userformat.LineFormat``),
+        """``line_format``: a user's declared line format (``moeconsole.runner.ingest.userformat.LineFormat``),
         tried before the named readers on every text line."""
         self.max_line_bytes = max(int(max_line_bytes), 64)
         self.line_format = line_format
@@ -126,7 +126,7 @@ class LogParser:
         self._counted_line = -1                   # the last line counted as a metric line
         self.stats = ParseStats()
         self.records_emitted = 0
-        # the unfinished last line; the live and bulk readers (``runner.ingest.pipe``) share it
+        # the unfinished last line; the live and bulk readers (``moeconsole.runner.ingest.pipe``) share it
         self.partial = PartialLine(self.max_line_bytes)
         self._marks: list[dict] = []
         self._last_step: int | None = None      # the last training step (not memory reports)
@@ -333,7 +333,7 @@ class LogParser:
     # ------------------------------------------------------------------ the shape learner
 
     def _learned(self, text: str, rank: int | None) -> list[Event]:
-        """A line no named reader claimed, read by its shape (``runner.ingest.shape``)."""
+        """A line no named reader claimed, read by its shape (``moeconsole.runner.ingest.shape``)."""
         if "\ufffd" in text:   # invalid UTF-8 or binary data: no shape is learned from it
             self._unparsed(text, suspect=False, reason="not text (invalid UTF-8 or binary data)")
             return []

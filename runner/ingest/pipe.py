@@ -9,8 +9,8 @@ A read (a slice of a growing ``train.log``, a chunk of a past log) goes through 
 once: its complete lines become a block, ``_route`` hands each line to the strategy of its
 family, both strategies append their records to one ``BatchBuilder`` in file order, and the
 batch is built once. The strategies never call each other: the template strategy only claims
-the lines of its shape (``runner.ingest.template``), the line parser only reads the lines it is
-given (``runner.ingest.parser``). What one line leaves for the next (the last step, the count of
+the lines of its shape (``moeconsole.runner.ingest.template``), the line parser only reads the lines it is
+given (``moeconsole.runner.ingest.parser``). What one line leaves for the next (the last step, the count of
 records, the line number) is the parser's reading context; when the template has read rows,
 the pipe sets that context as the parser would have left it (``context_after_rows``).
 
@@ -33,9 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
-from runner.ingest.batch import Batch, BatchBuilder
-from runner.ingest.parser import RECORD, Event, LogParser
-from runner.ingest.template import Claim, Rows, Template, TemplateReader
+from moeconsole.runner.ingest.batch import Batch, BatchBuilder
+from moeconsole.runner.ingest.parser import RECORD, Event, LogParser
+from moeconsole.runner.ingest.template import Claim, Rows, Template, TemplateReader
 
 # sources of dict lines a template may be learned from
 DICT_SRCS = frozenset(("swift_dict", "swift_megatron", "hf_dict", "jsonl"))

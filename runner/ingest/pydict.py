@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runner.ingest.records import parse_number
+from moeconsole.runner.ingest.records import parse_number
 
 # One flat "key: value," pair; the common case, read with one regex match.
 _S1 = r"'((?:[^'\\\n]|\\.)*)'"

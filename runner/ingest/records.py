@@ -8,7 +8,7 @@ A metric record is the design's metrics.jsonl schema without the fields the runn
 
 Field names differ between trainers and versions; ``FIELD_KEYS`` lists the spellings each
 record field is read from, with the unit conversion each implies. NaN/inf stay Python floats
-here (``runner.rundir.jsonio.dumps`` writes them as strings).
+here (``moeconsole.runner.rundir.jsonio.dumps`` writes them as strings).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from runner.core.bounds import MAX_STEP, STEP_DIGITS
-from runner.rundir.secrets import mask_field
+from moeconsole.runner.core.bounds import MAX_STEP, STEP_DIGITS
+from moeconsole.runner.rundir.secrets import mask_field
 
 RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
 
@@ -139,7 +139,7 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
                     ("train_step_timing in s", _ident)],
     "epoch": [("epoch", _ident), ("train/epoch", _ident)],
 }
-# Names a learned line (``runner.ingest.shape``) calls a record field by, beyond the printed dict
+# Names a learned line (``moeconsole.runner.ingest.shape``) calls a record field by, beyond the printed dict
 # keys above: generic words a dict key of the same spelling is not read as (``time`` in a dict
 # may be a wall clock), and per-step units used as names (``ms/batch 45.6``). ``field_of`` is
 # the one lookup: FIELD_KEYS first, then these, then the last segment of a slashed or dotted

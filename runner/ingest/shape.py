@@ -1,4 +1,4 @@
-"""The shape learner: reads metric lines no named reader claims (``runner.ingest.formats``).
+"""The shape learner: reads metric lines no named reader claims (``moeconsole.runner.ingest.formats``).
 
 A training log repeats one line shape per family: fixed words around changing numbers. The
 learner reads a line the way a person does:
@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.ingest.records import EvalLine, eval_key, field_of, parse_number, unit_value
+from moeconsole.runner.ingest.records import EvalLine, eval_key, field_of, parse_number, unit_value
 
 SRC = "learned"
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from runner.core.memory import KEEP_STEPS, Trend, mib_rate_text, trend
-from runner.core.columns import records_to_columns
-from runner.core.monitors import Monitors, Thresholds, fmt_num
+from moeconsole.runner.core.memory import KEEP_STEPS, Trend, mib_rate_text, trend
+from moeconsole.runner.core.columns import records_to_columns
+from moeconsole.runner.core.monitors import Monitors, Thresholds, fmt_num
 
 MAX_LISTED_ALERTS = 10
 
@@ -76,7 +76,7 @@ class Summary:
 
     def _memory_tail(self, steps: np.ndarray, mem: np.ndarray, has: np.ndarray) -> None:
         """The per-step memory peaks of the newest steps of the last attempt (a step going back
-        starts afresh): what ``runner.core.memory.trend`` reads at the end."""
+        starts afresh): what ``moeconsole.runner.core.memory.trend`` reads at the end."""
         idx = np.flatnonzero(has & np.isfinite(mem) & (mem > 0))
         if not len(idx):
             return
@@ -223,7 +223,7 @@ def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) ->
 
 
 def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
-    """One batch (runner.ingest.bulk.Batch) into the summary and the monitors.
+    """One batch (moeconsole.runner.ingest.bulk.Batch) into the summary and the monitors.
 
     Attempt markers reset the monitors; checkpoint saves are checked against the state of
     the monitors at their place in the stream."""
@@ -254,8 +254,8 @@ def feed_batch(summary: Summary, monitors: Monitors | None, batch: Any) -> None:
 def summarize_path(path: Any, thresholds: Thresholds | None = None, monitors: bool = True,
                    workers: int = 2, report: Any = None, line_format: Any = None) -> tuple[Summary, Any]:
     """Summary (with the monitors' alerts unless ``monitors`` is False) and parse statistics
-    of any supported path (see runner.ingest.files); a big log is read by two processes."""
-    from runner.ingest.files import fold_path
+    of any supported path (see moeconsole.runner.ingest.files); a big log is read by two processes."""
+    from moeconsole.runner.ingest.files import fold_path
 
     def init() -> tuple[Summary, Monitors | None]:
         return Summary(), (Monitors(thresholds) if monitors else None)

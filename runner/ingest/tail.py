@@ -7,7 +7,7 @@ then starts from offset 0 of the new one and counts a reset. Only a regular file
 open never blocks (a FIFO planted as the log would hold the runner until a writer came), and a
 path that names anything else is reported in ``problem`` and read again once it is a file.
 
-Readers that want to be woken when the file grows wait on ``runner.rundir.dirwatch`` (the one
+Readers that want to be woken when the file grows wait on ``moeconsole.runner.rundir.dirwatch`` (the one
 file watcher) and then read with a FileTailer.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runner.rundir.jsonio import NotRegularFile, not_regular_words, open_read
+from moeconsole.runner.rundir.jsonio import NotRegularFile, not_regular_words, open_read
 
 
 class FileTailer:

@@ -6,7 +6,7 @@ separators, a capture group per value). ``TemplateReader.claim`` runs it over a 
 of complete lines with ``findall`` and says which lines are the template's (their values as
 numpy columns, their records or NDJSON lines) and which are not: every other line (other
 formats, save messages, eval dicts, odd values) is the line parser's, and the pipe
-(``runner.ingest.pipe``) hands each to its reader in file order. A claim is all or nothing
+(``moeconsole.runner.ingest.pipe``) hands each to its reader in file order. A claim is all or nothing
 for the values: if one value of the block's rows does not convert as the parser would read
 it, there is no claim and the parser reads the whole block. This module never calls the
 parser: it only reads lines of its own shape.
@@ -22,15 +22,15 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from runner.core.bounds import STEP_DIGITS
-from runner.core.columns import COLUMN_FIELDS
-from runner.ingest.batch import BatchBuilder
-from runner.ingest.formats import object_src
-from runner.ingest.lines import visible_segment
-from runner.ingest.pydict import bare_value
-from runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key,
+from moeconsole.runner.core.bounds import STEP_DIGITS
+from moeconsole.runner.core.columns import COLUMN_FIELDS
+from moeconsole.runner.ingest.batch import BatchBuilder
+from moeconsole.runner.ingest.formats import object_src
+from moeconsole.runner.ingest.lines import visible_segment
+from moeconsole.runner.ingest.pydict import bare_value
+from moeconsole.runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key,
                                    parse_number, record_from_mapping)
-from runner.rundir.secrets import is_secret_name, mask_lines
+from moeconsole.runner.rundir.secrets import is_secret_name, mask_lines
 
 _NONCLOSE_RE = re.compile(rb"\n(?<!\}\n)")
 _CLOSE_RE = re.compile(rb"\}\n")
@@ -188,10 +188,10 @@ class Template:
         return True
 
     def _json_formatter(self) -> Callable[[tuple], bytes]:
-        """row (the records regex's groups) -> its NDJSON line, as ``runner.rundir.jsonio.dumps``
+        """row (the records regex's groups) -> its NDJSON line, as ``moeconsole.runner.rundir.jsonio.dumps``
         writes the record (``{"v": 1, ...}``)."""
         import json as _json
-        from runner.ingest.records import RECORD_FIELDS
+        from moeconsole.runner.ingest.records import RECORD_FIELDS
         by_role = {v.role: v for v in self.values if v.role != "extra"}
         pieces: list[bytes] = []
         order: list[int] = []

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from runner.core.errors import InputError
-from runner.ingest.records import field_of, parse_number, parse_step, unit_value
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.ingest.records import field_of, parse_number, parse_step, unit_value
 
 SRC = "user"
 MAX_SPEC = 2000

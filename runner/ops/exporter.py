@@ -5,7 +5,7 @@ stall supervision, and the runner stays single-threaded. It reads only the run d
 the console does), incrementally, so a scrape of a run with a million steps costs only what is
 new since the last one.
 
-    python -m runner.ops.exporter RUN_DIR [--port N] [--addr 127.0.0.1] [--textfile PATH]
+    python -m moeconsole.runner.ops.exporter RUN_DIR [--port N] [--addr 127.0.0.1] [--textfile PATH]
                                           [--interval S] [--parent-pid PID] [--no-gpu]
 
 ``--port`` serves ``/metrics`` over HTTP (bound to loopback unless ``--addr`` says otherwise;
@@ -28,11 +28,11 @@ from typing import Any, Iterator
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.core import Metric
 
-from runner.rundir import jsonio, rundir
-from runner.core import bounds
-from runner.ops.prometheus import MetricsView, families
-from runner.ops.tally import EventTally
-from runner.rundir.snapshot import RunWatcher
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.core import bounds
+from moeconsole.runner.ops.prometheus import MetricsView, families
+from moeconsole.runner.ops.tally import EventTally
+from moeconsole.runner.rundir.snapshot import RunWatcher
 
 EXPORTER_FILE = "exporter.json"
 PARENT_CHECK_S = 0.5  # how soon an exporter notices its runner is gone (and frees the port)
@@ -50,7 +50,7 @@ class RunMetrics:
         self._lock = threading.Lock()
         self._backend: Any = None
         if gpu:
-            from runner.telemetry.gpu import get_backend
+            from moeconsole.runner.telemetry.gpu import get_backend
             self._backend = get_backend()
         self.last_status: str | None = None
 
@@ -96,7 +96,7 @@ def _textfile_problem(path: Path) -> str | None:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m runner.ops.exporter")
+    p = argparse.ArgumentParser(prog="python -m moeconsole.runner.ops.exporter")
     p.add_argument("run_dir")
     p.add_argument("--port", type=int)
     p.add_argument("--addr", default="127.0.0.1")

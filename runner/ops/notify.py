@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Sequence, get_args
 
-from runner.rundir import jsonio
-from runner.core.state import TERMINAL
-from runner.core import schema
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core.state import TERMINAL
+from moeconsole.runner.core import schema
 
 NOTIFY_LOG = "notify.log"
 URL_ENV = "MOECONSOLE_NOTIFY_URL"
@@ -155,14 +155,14 @@ class Notifier:
         log = str(self.run_dir / NOTIFY_LOG)
         deliveries: list[tuple[str, list[str], dict[str, str]]] = []
         if self.settings.command:
-            deliveries.append(("command", [self.python, "-m", "runner.ops.notify", "command", log,
+            deliveries.append(("command", [self.python, "-m", "moeconsole.runner.ops.notify", "command", log,
                                            str(self.settings.timeout_s), "--", *self.settings.command], self.env))
         if self.settings.webhook:
             url = expand_env(self.settings.webhook, self.env)
             if url is None:
                 _log_line(log, "webhook", False, "its ${NAME} variable is not set in the runner's environment")
             else:  # the URL travels in the environment, never in an argv that `ps` shows
-                deliveries.append(("webhook", [self.python, "-m", "runner.ops.notify", "webhook", log,
+                deliveries.append(("webhook", [self.python, "-m", "moeconsole.runner.ops.notify", "webhook", log,
                                                str(self.settings.timeout_s)], {**self.env, URL_ENV: url}))
         started = []
         for target, argv, env in deliveries:
@@ -199,7 +199,7 @@ def _deliver(argv: Sequence[str]) -> int:
         try:
             _, err = proc.communicate(payload, timeout=timeout)
         except subprocess.TimeoutExpired:
-            from runner.process.proctree import kill_session
+            from moeconsole.runner.process.proctree import kill_session
             kill_session(proc.pid)
             proc.wait()
             _log_line(log, "command", False, f"{cmd[0]} did not finish within {timeout:g}s (its session was killed)")

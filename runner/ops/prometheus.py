@@ -2,7 +2,7 @@
 
 ``families(view)`` is pure: it turns one :class:`MetricsView` (built from a snapshot and the
 event tally) into metric families, so the names, labels and values are tested on plain data.
-:mod:`runner.ops.exporter` serves them over HTTP (loopback by default) or writes them for
+:mod:`moeconsole.runner.ops.exporter` serves them over HTTP (loopback by default) or writes them for
 node_exporter's textfile collector.
 
 Naming follows Prometheus conventions: ``moeconsole_`` prefix, base units (seconds, bytes),
@@ -16,9 +16,9 @@ from typing import Any, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from runner.core.numbers import as_float
-from runner.ops.tally import EventTally
-from runner.core.state import Status
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.ops.tally import EventTally
+from moeconsole.runner.core.state import Status
 
 STATUSES = tuple(s.value for s in Status)
 MIB = 1024 * 1024
@@ -169,7 +169,7 @@ def families(view: MetricsView) -> Iterator[Metric]:
         yield from _gauge(name, name.replace("_", " "), base, value)
 
 
-# per-GPU memory envelope (state.json "memory", runner.core.memory): (metric, doc, key, scale)
+# per-GPU memory envelope (state.json "memory", moeconsole.runner.core.memory): (metric, doc, key, scale)
 _MEMORY_GAUGES = (
     ("moeconsole_memory_capacity_bytes", "GPU memory capacity (NVML, else the recipe).", "capacity_gib", GIB),
     ("moeconsole_memory_device_peak_bytes", "Median per-step peak memory of the GPU.", "device_peak_gib", GIB),

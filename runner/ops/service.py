@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
-from runner.core.state import LIVE
+from moeconsole.runner.core.state import LIVE
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Mapping
 
-from runner.checkpoints.sync import CheckpointSyncer, SyncSettings
-from runner.ops.notify import Notifier, NotifySettings
-from runner.core import bounds, schema
+from moeconsole.runner.checkpoints.sync import CheckpointSyncer, SyncSettings
+from moeconsole.runner.ops.notify import Notifier, NotifySettings
+from moeconsole.runner.core import bounds, schema
 
 EXPORTER_RESPAWN_S = 5.0
 
@@ -67,7 +67,7 @@ class OpsSidecars:
             self._spawn_exporter()
 
     def _spawn_exporter(self) -> None:
-        argv = [self.python, "-m", "runner.ops.exporter", str(self.run_dir), "--addr", self.metrics.addr,
+        argv = [self.python, "-m", "moeconsole.runner.ops.exporter", str(self.run_dir), "--addr", self.metrics.addr,
                 "--interval", str(self.metrics.interval_s), "--parent-pid", str(os.getpid())]
         if self.metrics.port is not None:
             argv += ["--port", str(self.metrics.port)]

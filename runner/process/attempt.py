@@ -4,7 +4,7 @@ The runner never blocks on an attempt: it starts one, or adopts one a previous r
 then learns of its end through a file descriptor it can ``select`` on (or a poll), signals the
 attempt's processes (the termination deadline is the lifecycle's, on the monotonic clock), and
 reads the exit status the attempt left in the run directory. The local engine
-(``runner.process.engines.local``) runs the command under the waiter on this host; a batch-system engine
+(``moeconsole.runner.process.engines.local``) runs the command under the waiter on this host; a batch-system engine
 (Slurm) implements the same methods over its own job ids.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, Sequence, Union
 
-from runner.core.state import JobRecord, TrackedPid
-from runner.process.proctree import ProcessTree
+from moeconsole.runner.core.state import JobRecord, TrackedPid
+from moeconsole.runner.process.proctree import ProcessTree
 
 
 @dataclass(frozen=True)

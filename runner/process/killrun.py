@@ -11,7 +11,7 @@ process table prove on their own:
 - every process of this user carrying the run's marker (``MOECONSOLE_RUN_ID``) in its
   environment, which every process of an attempt inherits.
 
-Each gets the checked termination of ``runner.telemetry.kill`` (SIGTERM, grace, SIGKILL; never
+Each gets the checked termination of ``moeconsole.runner.telemetry.kill`` (SIGTERM, grace, SIGKILL; never
 PID 1, this process or its ancestors, another user's process). The runner lock is held for the
 whole kill, so no runner starts in the middle; the outcome is recorded as ``kill`` and
 ``kill_done`` events and, when the state file is usable, ``status: killed``.
@@ -21,10 +21,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from runner.core import lifecycle as lc
-from runner.rundir import jsonio, rundir
-from runner.process import proctree
-from runner.telemetry.kill import KillResult, Termination, kill_checked, start_termination
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.process import proctree
+from moeconsole.runner.telemetry.kill import KillResult, Termination, kill_checked, start_termination
 
 POLL_S = 0.05
 
@@ -103,7 +103,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
 
 def end_runner(run: rundir.RunDir, state: dict, *, wait_s: float = 10.0) -> str | None:
     """The run's runner holds the run but does not answer (stopped with SIGSTOP, its socket
-    gone, stuck): it is ended with SIGKILL, after the checks of ``runner.telemetry.kill`` (its
+    gone, stuck): it is ended with SIGKILL, after the checks of ``moeconsole.runner.telemetry.kill`` (its
     recorded PID and start time, this user), so that no request it still holds is carried out
     later. None once no runner holds the run's lock (``end_run`` can take it), else why not."""
     r = state.get("runner") or {}

@@ -10,12 +10,12 @@ import time
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
-from runner.supervisor import control
-from runner.core import lifecycle as lc
-from runner.rundir import jsonio, rundir
-from runner.process import proctree
-from runner.recipes import recipe as recipes
-from runner.core.errors import InputError
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.process import proctree
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.core.errors import InputError
 
 READY_TIMEOUT_S = 20.0
 
@@ -57,7 +57,7 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def runner_argv(run: rundir.RunDir) -> list[str]:
-    return [sys.executable, "-m", "runner.supervisor", str(run.path)]
+    return [sys.executable, "-m", "moeconsole.runner.supervisor", str(run.path)]
 
 
 def runner_env() -> dict[str, str]:
@@ -69,7 +69,7 @@ def runner_env() -> dict[str, str]:
 
 
 def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
-    """Start ``python -m runner.supervisor RUN_DIR`` in a session of its own, detached from this
+    """Start ``python -m moeconsole.runner.supervisor RUN_DIR`` in a session of its own, detached from this
     terminal: closing the shell, the UI or the SSH connection does not touch it."""
     rundir.check_owned(run)  # never start the command of a run another user could have planted
     argv = runner_argv(run) + (["--restart"] if restart else [])
@@ -164,7 +164,7 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     """What a restart of this run will do, in one sentence: the next attempt, where it resumes
     (the newest checkpoint verified ok under the run's recipe, as the runner picks it), and
     that elapsed time and cost keep counting."""
-    from runner.checkpoints.watch import latest_good
+    from moeconsole.runner.checkpoints.watch import latest_good
     nxt = int(state.get("attempt") or 0) + 1
     try:
         import yaml

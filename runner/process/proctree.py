@@ -125,7 +125,7 @@ class ProcessTree:
 
     def set_leader(self, pid: int, created: float | None = None, *, waiter: bool = False) -> None:
         """``pid`` is the process whose end ends the attempt. With ``waiter`` it is the waiter
-        (``runner.process.waiter``) and its own child, once seen, is tracked as the command: ``leader``."""
+        (``moeconsole.runner.process.waiter``) and its own child, once seen, is tracked as the command: ``leader``."""
         created = created if created is not None else (start_time(pid) or time.time())
         self.leader = TrackedProc(pid, created, "waiter" if waiter else "leader")
         self.procs = {pid: self.leader}
@@ -313,7 +313,7 @@ def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:
 
 
 def live_pid_set(proc: str = "/proc") -> set[int]:
-    """The PIDs alive in this process's PID namespace now (``live_pids`` for ``runner.core.crash.classify``)."""
+    """The PIDs alive in this process's PID namespace now (``live_pids`` for ``moeconsole.runner.core.crash.classify``)."""
     try:
         return {int(name) for name in os.listdir(proc) if name.isdigit()}
     except OSError:

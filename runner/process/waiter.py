@@ -1,6 +1,6 @@
 """The waiter: a tiny parent between the runner and the training command.
 
-    python -m runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]
+    python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]
 
 Only a parent can learn how a process ended. The runner may be killed and replaced while an
 attempt runs; the replacement cannot wait() on a process it did not start. So the runner starts
@@ -100,7 +100,7 @@ def run(exit_path: str, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: python -m runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]\n")
+        sys.stderr.write("usage: python -m moeconsole.runner.process.waiter EXIT_RECORD -- COMMAND [ARGS...]\n")
         return 2
     return run(args[0], args[2:])
 

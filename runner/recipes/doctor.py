@@ -15,7 +15,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner.core.memory import ALLOC_CONF_NEW, ALLOC_CONF_OLD, alloc_conf_env, version_tuple
+from moeconsole.runner.core.memory import ALLOC_CONF_NEW, ALLOC_CONF_OLD, alloc_conf_env, version_tuple
 
 SCHEMA_VERSION = 1
 PACKAGES = ("ms-swift", "megatron-core", "mcore-bridge", "transformers", "torch", "transformer-engine",
@@ -201,7 +201,7 @@ def findings(report: EnvReport, *, training_env: bool = True, expected_swift: st
                                                 "none): inspect the training environment with --python PATH or "
                                                 "a RECIPE naming swift.python"))
     else:
-        from runner.recipes.swift.flags import shipped_tables
+        from moeconsole.runner.recipes.swift.flags import shipped_tables
         shipped = [v for v, _ in shipped_tables()]
         if not any(_vt(v)[:2] == _vt(swift)[:2] for v in shipped):
             out.append(_f("warning", "swift_untabled_version", f"ms-swift {swift}: lint ships flag tables for "
@@ -272,7 +272,7 @@ def _flag(argv: list[str], name: str) -> str | None:
 def code_path_imports(argv: list[str] | None) -> list[Need]:
     """What ``megatron sft|pt|rlhf`` imports before its first step, from the sources (ms-swift 4.6.0,
     megatron-core 0.16.1, mcore-bridge 1.6.5). ``argv`` None: the Megatron path without a model."""
-    from runner.recipes.swift.flags import command_of
+    from moeconsole.runner.recipes.swift.flags import command_of
     if argv is not None:
         command, _start = command_of([str(a) for a in argv])
         if not command or not command.startswith("megatron "):
@@ -356,7 +356,7 @@ def _torch_findings(report: EnvReport) -> list[dict]:
     out += fla_tma_findings(pk.get("flash-linear-attention") or pk.get("fla-core"), t.get("devices") or [],
                             report.env)
     old, new = report.env.get(ALLOC_CONF_OLD), report.env.get(ALLOC_CONF_NEW)
-    reads_new = alloc_conf_env(tv) == ALLOC_CONF_NEW      # one owner of the 2.9 rename: runner.core.memory
+    reads_new = alloc_conf_env(tv) == ALLOC_CONF_NEW      # one owner of the 2.9 rename: moeconsole.runner.core.memory
     if reads_new and old is not None:
         if new is None:
             out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_CUDA_ALLOC_CONF={old} with torch {tv}: since "

@@ -11,8 +11,8 @@ import re
 import shutil
 from typing import Callable
 
-from runner.recipes import cmdline, recipe as recipes
-from runner.rundir.secrets import holds_token, is_secret_name
+from moeconsole.runner.recipes import cmdline, recipe as recipes
+from moeconsole.runner.rundir.secrets import holds_token, is_secret_name
 
 Problem = dict
 
@@ -96,7 +96,7 @@ def _check_python_module(recipe: dict, level: str) -> list[Problem]:
 
 
 def _check_requirements(mod: str, level: str) -> list[Problem]:
-    """The modules one of our own workloads (``python -m runner.demo.train``) imports, declared as
+    """The modules one of our own workloads (``python -m moeconsole.runner.demo.train``) imports, declared as
     ``REQUIRES`` in its package, importable by this Python (``{python}`` is this interpreter).
     User modules are never imported here: that would run their code."""
     if not mod.startswith("runner."):
@@ -198,7 +198,7 @@ def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
     argv = recipe["command"]
     if not _is_swift(argv):
         return []
-    from runner.recipes.swift.lint import check_swift_recipe
+    from moeconsole.runner.recipes.swift.lint import check_swift_recipe
     out = check_swift_recipe(recipe, probe_parser=not preflight)
     flags = command_flags(argv)
     if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
@@ -252,10 +252,10 @@ def check_engine(recipe: dict, *, preflight: bool = False) -> list[Problem]:
 
 
 def static_memory(recipe: dict, model_config: str | None = None):
-    """The static memory estimate (runner.recipes.memory_estimate) of the recipe's model, or None
+    """The static memory estimate (moeconsole.runner.recipes.memory_estimate) of the recipe's model, or None
     when no config.json is known; InputError when one is named but unreadable."""
-    from runner.core.errors import InputError
-    from runner.recipes import memory_estimate
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes import memory_estimate
     flags = command_flags(recipe["command"])
     path = model_config or memory_estimate.config_path(recipe, flags)
     if not path:
@@ -270,9 +270,9 @@ def static_memory(recipe: dict, model_config: str | None = None):
 
 def check_memory(recipe: dict) -> list[Problem]:
     """The static part of each GPU's memory against its capacity, and the memory keys that moved."""
-    from runner.core.errors import InputError
-    from runner.core.memory import gib_text
-    from runner.core.monitors import MOVED_TO_MEMORY
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.core.memory import gib_text
+    from moeconsole.runner.core.monitors import MOVED_TO_MEMORY
     out = []
     for key in recipe.get("alerts") or {}:
         if key in MOVED_TO_MEMORY:

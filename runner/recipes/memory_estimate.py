@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from runner.core.errors import InputError
+from moeconsole.runner.core.errors import InputError
 
 GIB = 1024 ** 3
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4, "fp32": 4,
@@ -500,7 +500,7 @@ def config_path(recipe: Mapping[str, Any], flags: Mapping[str, str]) -> str | No
     given = declared_config(recipe)
     if given:
         return given
-    from runner.recipes.swift.sizes import find_model_config
+    from moeconsole.runner.recipes.swift.sizes import find_model_config
     found = find_model_config(str(_flag(flags, "model") or _flag(flags, "load") or "") or None)
     return str(found.parent) if found is not None else None
 

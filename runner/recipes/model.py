@@ -1,12 +1,12 @@
 """The recipe as a declarative model: one msgspec Struct per section, with its keys, types,
-defaults, choices (``Literal``) and ranges (``runner.core.bounds`` through
-``runner.core.schema``). Unknown keys are refused with "did you mean", NaN and infinity never
+defaults, choices (``Literal``) and ranges (``moeconsole.runner.core.bounds`` through
+``moeconsole.runner.core.schema``). Unknown keys are refused with "did you mean", NaN and infinity never
 pass a range. Sections whose settings another module uses are that module's model
-(``restart``: runner.core.policy, ``alerts``: runner.core.monitors, ``memory``:
-runner.core.memory, ``metrics``/``notify``: runner.ops, ``sync``: runner.checkpoints.sync,
-``slurm``: runner.process.slurm.settings), so each rule lives next to its use.
+(``restart``: moeconsole.runner.core.policy, ``alerts``: moeconsole.runner.core.monitors, ``memory``:
+moeconsole.runner.core.memory, ``metrics``/``notify``: moeconsole.runner.ops, ``sync``: moeconsole.runner.checkpoints.sync,
+``slurm``: moeconsole.runner.process.slurm.settings), so each rule lives next to its use.
 
-``runner.recipes.recipe.validate`` converts a parsed recipe with ``Recipe`` and hands callers
+``moeconsole.runner.recipes.recipe.validate`` converts a parsed recipe with ``Recipe`` and hands callers
 the plain dict they read (``recipe["cooldown"]["floor_s"]``).
 """
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec.structs import force_setattr
 
-from runner.checkpoints.sync import SyncSettings
-from runner.core import bounds, schema
-from runner.core.memory import MemorySection
-from runner.core.monitors import Thresholds
-from runner.core.policy import RestartSettings
-from runner.ops.notify import NotifySettings
-from runner.ops.sidecars import MetricsSettings
-from runner.process.slurm.settings import SlurmSettings
+from moeconsole.runner.checkpoints.sync import SyncSettings
+from moeconsole.runner.core import bounds, schema
+from moeconsole.runner.core.memory import MemorySection
+from moeconsole.runner.core.monitors import Thresholds
+from moeconsole.runner.core.policy import RestartSettings
+from moeconsole.runner.ops.notify import NotifySettings
+from moeconsole.runner.ops.sidecars import MetricsSettings
+from moeconsole.runner.process.slurm.settings import SlurmSettings
 
 _MIB = bounds.Range(0.0, float(1 << 30), unit="MiB")
 _POLL = bounds.Range(0.0, bounds.HOUR, lo_open=True)
@@ -71,7 +71,7 @@ class Checkpoints(schema.Section, frozen=True):
 
 class Resume(schema.Section, frozen=True):
     arg: Annotated[str, _FLAG] | None = None
-    args: list[Any] | None = None    # checked by runner.recipes.resume (lint names each problem)
+    args: list[Any] | None = None    # checked by moeconsole.runner.recipes.resume (lint names each problem)
     drift: Literal["refuse", "warn", "allow"] = "refuse"
 
 
@@ -80,7 +80,7 @@ class Swift(schema.Section, frozen=True):
     python: Text | None = None
     validated_max_length: Annotated[int, schema.within(_MAX_LENGTH)] | None = None
     dataset_samples: Annotated[int, schema.within(_SAMPLES)] | None = None
-    pins: dict[str, Any] | None = None   # checked by runner.recipes.doctor.parse_pins
+    pins: dict[str, Any] | None = None   # checked by moeconsole.runner.recipes.doctor.parse_pins
 
 
 class Markers(schema.Section, frozen=True):
@@ -134,14 +134,14 @@ class Recipe(schema.Section, frozen=True):
     notify: NotifySettings = NotifySettings()
     sync: SyncSettings = SyncSettings()
     slurm: SlurmSettings = SlurmSettings()
-    # the training log's line format when no reader knows it (runner.ingest.userformat)
+    # the training log's line format when no reader knows it (moeconsole.runner.ingest.userformat)
     log_format: str | None = None
 
     def __post_init__(self) -> None:
         if not self.command:
             raise ValueError("command: empty list")
         if self.log_format is not None:
-            from runner.ingest.userformat import LineFormatError, parse_line_format
+            from moeconsole.runner.ingest.userformat import LineFormatError, parse_line_format
             try:
                 parse_line_format(self.log_format)
             except LineFormatError as exc:

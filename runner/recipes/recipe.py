@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import msgspec
 
-from runner.core import schema
-from runner.recipes import cmdline
-from runner.rundir import secrets as secret_text
-from runner.recipes.cmdline import set_flag
-from runner.core.errors import InputError, shown
-from runner.rundir import yamlio
+from moeconsole.runner.core import schema
+from moeconsole.runner.recipes import cmdline
+from moeconsole.runner.rundir import secrets as secret_text
+from moeconsole.runner.recipes.cmdline import set_flag
+from moeconsole.runner.core.errors import InputError, shown
+from moeconsole.runner.rundir import yamlio
 
 if TYPE_CHECKING:
-    from runner.core.memory import MemorySettings
+    from moeconsole.runner.core.memory import MemorySettings
 
 REDACTED = "<redacted>"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -54,13 +54,13 @@ def _check_text(src: Path | str, place: str, value: str) -> None:
 
 
 def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
-    """Check a parsed recipe against the model (runner.recipes.model) and return it as the
+    """Check a parsed recipe against the model (moeconsole.runner.recipes.model) and return it as the
     plain dict callers read, defaults filled in. Every value the runner cannot use is refused
     here, with the file, the place and the problem."""
     if not isinstance(raw, dict):
         raise RecipeError(src, "", f"a recipe must be a YAML mapping, got {type(raw).__name__}")
-    from runner.core.monitors import current_alerts
-    from runner.recipes import model
+    from moeconsole.runner.core.monitors import current_alerts
+    from moeconsole.runner.recipes import model
     data = {k: v for k, v in raw.items() if v is not None}   # a key given as null: its default
     if "alerts" in data:
         data["alerts"] = current_alerts(data["alerts"])
@@ -86,7 +86,7 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
     if args is not None and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
         raise RecipeError(src, "resume.args", "must be a list of strings (one argument each, quoted: \"false\")")
     if out["swift"]["pins"] is not None:
-        from runner.recipes.doctor import parse_pins
+        from moeconsole.runner.recipes.doctor import parse_pins
         try:
             parse_pins(out["swift"]["pins"])
         except ValueError as exc:
@@ -103,7 +103,7 @@ def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
 def memory_settings(recipe: dict) -> "MemorySettings":
     """The run's memory settings: the recipe's ``memory:`` section with the capacity and the
     devices of ``gpus:`` and the CUDA_VISIBLE_DEVICES of ``env:``."""
-    from runner.core.memory import MemorySettings
+    from moeconsole.runner.core.memory import MemorySettings
     g = recipe.get("gpus") or {}
     return MemorySettings.from_recipe(recipe.get("memory") or {}, capacity_gib=g.get("memory_capacity_gib"),
                                       devices=g.get("devices"), env=recipe.get("env") or {})
@@ -112,9 +112,9 @@ def memory_settings(recipe: dict) -> "MemorySettings":
 def _check_demo_faults(src: Path | str, argv: list[str]) -> None:
     """The demo trainer's ``--fault`` specs are checked before anything starts (a typo would
     otherwise make three attempts fail with a usage error)."""
-    if "runner.demo.train" not in argv:
+    if "moeconsole.runner.demo.train" not in argv:
         return
-    from runner.demo.faultspec import parse_fault
+    from moeconsole.runner.demo.faultspec import parse_fault
     for i, a in enumerate(argv):
         value = argv[i + 1] if a == "--fault" and i + 1 < len(argv) else a.split("=", 1)[1] if a.startswith("--fault=") else None
         if value is None:
@@ -131,11 +131,11 @@ def _parse_scalar(text: str) -> Any:
 
 def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict:
     """``key.sub=value`` sets a recipe value; ``args.flag=value`` sets ``--flag value`` in the
-    command where it stands (``runner.recipes.cmdline.set_flag``: a missing flag goes to its own part of
+    command where it stands (``moeconsole.runner.recipes.cmdline.set_flag``: a missing flag goes to its own part of
     the command, a launcher's before the script). Keys are checked against the
     schema (with near-miss suggestions) and a key given twice is refused, so what runs is
     exactly what was typed."""
-    from runner.recipes import model
+    from moeconsole.runner.recipes import model
     raw = copy.deepcopy(raw)
     seen: dict[str, str] = {}
     for given in overrides:
@@ -267,7 +267,7 @@ def attempt_argv(recipe: dict, values: dict[str, str], *, resume_from: str | Non
     """The argv of an attempt exactly as the runner runs it: placeholders filled, the resume
     arguments for ``resume_from`` set, the rendezvous port moved to ``port``. ``lint`` checks
     what this returns, so it checks what will run."""
-    from runner.recipes.resume import resume_argv
+    from moeconsole.runner.recipes.resume import resume_argv
     argv = launch_argv(recipe, values)
     if resume_from:
         argv = resume_argv(argv, recipe["resume"], resume_from)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from runner.recipes.cmdline import canon, set_flag
+from moeconsole.runner.recipes.cmdline import canon, set_flag
 
 PLACEHOLDER = "{checkpoint}"
 _STEP = re.compile(r"checkpoint-(\d+)|iter_(\d+)")

@@ -13,7 +13,7 @@ wrong (``divergence``: non-finite values, spikes and a save inside one; ``memory
 bad saves group together (``checkpoints``). A user's kill is not an alert at all.
 
 Acknowledging a group covers what it held at that moment: a later alert of the same cause opens it
-again (a leak that keeps growing is news). A memory alert is an episode (``runner.core.memory``):
+again (a leak that keeps growing is news). A memory alert is an episode (``moeconsole.runner.core.memory``):
 opened once, then *updated* as its numbers move (``update`` > 0: the group's line shows the new
 numbers, but an update at the same level is not news and does not count again), and *resolved*
 (``resolved``, level info) once the condition is gone, or when the attempt it was about ends
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, TypedDict
 
-from runner.rundir import jsonio
-from runner.core.units import fit_with_tail
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core.units import fit_with_tail
 
 ACKS_NAME = "acks.json"
 ACKS_VERSION = 2
@@ -100,7 +100,7 @@ class AlertGroup:
     def headline(self, width: int | None = None) -> str:
         """The group in one line, most telling part first: "checkpoint-40 is empty_stub
         (x3, steps 32-40)". Whole (what ``--json``, receipts and ``runs show`` carry); with a
-        ``width`` (a screen), the title is fitted by ``runner.core.units.fit_words`` (low-value
+        ``width`` (a screen), the title is fitted by ``moeconsole.runner.core.units.fit_words`` (low-value
         words go first, never a cut inside a word) and the count and steps always stay."""
         extra = [f"x{self.count}"] if self.count > 1 else []
         if self.steps():
@@ -146,7 +146,7 @@ def cause_of(ev: dict) -> str | None:
     if kind != "alert" or str(ev.get("level") or "").lower() not in (CRITICAL, WARNING):
         return None
     if isinstance(ev.get("cause"), str) and ev["cause"]:
-        return ev["cause"]  # an episode (runner.core.memory): one alert per cause, updated in place
+        return ev["cause"]  # an episode (moeconsole.runner.core.memory): one alert per cause, updated in place
     rule = str(ev.get("rule") or "alert")
     if rule in ABOUT_THE_CRASH:
         values = ev.get("values")

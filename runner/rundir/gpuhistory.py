@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from runner.core.series import Series
-from runner.rundir import jsonio, rundir
+from moeconsole.runner.core.series import Series
+from moeconsole.runner.rundir import jsonio, rundir
 
 SCHEMA = 1
 LIMIT = 256      # buckets per series: a week of 2 s samples is ~300k points

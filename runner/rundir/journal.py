@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.rundir import jsonio, rundir
-from runner.core.state import Storage
-from runner.core.state import StateError
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.core.state import Storage
+from moeconsole.runner.core.state import StateError
 
 RESERVE_BYTES = 256 * 1024
 PENDING_WARN = 10_000

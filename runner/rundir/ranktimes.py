@@ -6,7 +6,7 @@ fast each rank goes. The main series keeps one record per step (the first rank t
 this book keeps, per rank, the last step it printed and the step time that line gave, and the
 runner writes it to ``ranks.json`` (at most every state flush, only when it changed). The
 snapshot joins it with the ranks each node's agent reports: a node is as slow as its slowest
-rank, and the slowest nodes are the stragglers (``runner.core.nodehealth``).
+rank, and the slowest nodes are the stragglers (``moeconsole.runner.core.nodehealth``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import math
 import time
 from typing import Any, Iterable
 
-from runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir import jsonio, rundir
 
 SCHEMA = 1
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 
-from runner.core.numbers import as_float
-from runner.core.oom import crash_hint
-from runner.rundir import jsonio, rundir
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.oom import crash_hint
+from moeconsole.runner.rundir import jsonio, rundir
 
 RECEIPT_VERSION = 1
 ALERT_LIST_MAX = 50
@@ -143,8 +143,8 @@ def header_digest(ckpt: Path) -> str | None:
 def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
     """The recipe as launched, secrets masked again on the way out (a recipe.yaml written
     before URL passwords were masked in it still shows none)."""
-    from runner.recipes import recipe as recipes
-    from runner.rundir.secrets import Redactor
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.rundir.secrets import Redactor
     raw, _ = recipes.read_saved(run.path)
     redactor = Redactor.for_run_dir(run.path)
     command = raw.get("command")
@@ -160,7 +160,7 @@ def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
 
 def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None = None) -> Receipt:
     """The receipt of one run. ``full`` also hashes every checkpoint's content (slow for big ones)."""
-    from runner.checkpoints.verify import verify_checkpoint
+    from moeconsole.runner.checkpoints.verify import verify_checkpoint
 
     state = run.read_state() or {}
     events = jsonio.read_jsonl(run.events)
@@ -213,9 +213,9 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
         v = verify_checkpoint(p, full=full, expected_recipe_hash=state.get("recipe_hash"))
         checkpoints.append(CheckpointLine(path, v.step if v.step is not None else step, v.verdict, v.ok, v.suspect,
                                           v.tensors, header_digest(p), (v.full or {}).get("hash") if full else None))
-    # an alert that updates its numbers, or ends, is still the one alert (runner.core.memory)
+    # an alert that updates its numbers, or ends, is still the one alert (moeconsole.runner.core.memory)
     alerts = [ev for ev in events if ev.get("type") == "alert" and not (ev.get("update") or ev.get("resolved"))]
-    from runner.rundir.alertgroups import AlertBook, crash_hints, read_acks
+    from moeconsole.runner.rundir.alertgroups import AlertBook, crash_hints, read_acks
     groups = AlertBook().feed_all(events).groups(read_acks(run.path), crash_hints(crashes))
     by_rule: dict[str, int] = {}
     for a in alerts:
@@ -252,8 +252,8 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
 
 def _export_section(run: rundir.RunDir, checkpoints: list[CheckpointLine]) -> dict[str, Any] | None:
     """The ``megatron export`` that merges the newest verified adapter of an adapter-only LoRA run."""
-    from runner.recipes import recipe as recipes
-    from runner.recipes.swift.export import merge_export
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.recipes.swift.export import merge_export
     good = [c for c in checkpoints if c.ok and not c.path.rstrip("/").endswith("-merged")]
     if not good:
         return None

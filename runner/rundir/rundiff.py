@@ -2,7 +2,7 @@
 
 UI-free: the run browser's compare screen and ``moeconsole runs diff A B [--json]`` both use
 ``compare``. A side is a moeconsole run directory, or a directory/log not made by moeconsole
-(a swift output dir, a Megatron log, a logging.jsonl) read through ``runner.ingest``.
+(a swift output dir, a Megatron log, a logging.jsonl) read through ``moeconsole.runner.ingest``.
 Typical use: the same recipe in BF16, FP8 and NVFP4, told apart by their recipe differences.
 """
 from __future__ import annotations
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 
-from runner.core.numbers import as_float
-from runner.rundir import jsonio, rundir
-from runner.core.errors import InputError
-from runner.core.series import Series, to_pairs
-from runner.rundir.snapshot import CHART_KEYS, RunWatcher
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.series import Series, to_pairs
+from moeconsole.runner.rundir.snapshot import CHART_KEYS, RunWatcher
 
 STAT_KEYS = ("steps", "final_loss", "min_loss", "min_loss_step", "peak_mem_gib", "mean_tokens_per_s",
              "mean_step_time_s", "median_step_time_s", "attempts", "restarts", "status", "duration_s")
@@ -171,7 +171,7 @@ def _read_recipe(path: Path) -> dict:
     """recipe.yaml of a run dir, else a swift ``args.json`` (the recipe of a foreign run)."""
     rec = path / "recipe.yaml"
     if rec.is_file():
-        from runner.recipes.recipe import read_saved
+        from moeconsole.runner.recipes.recipe import read_saved
         data, _ = read_saved(path)
         return flatten_recipe(data) if data else {}
     for candidate in (path / "args.json",):
@@ -203,9 +203,9 @@ def load_side(ref: str | Path, base: Path | None = None) -> RunSide:
 
 def _load_foreign(path: Path) -> RunSide:
     try:
-        from runner.ingest.files import records_from_path
+        from moeconsole.runner.ingest.files import records_from_path
     except ImportError:
-        raise InputError(f"{path}: reading logs not made by moeconsole needs runner.ingest") from None
+        raise InputError(f"{path}: reading logs not made by moeconsole needs moeconsole.runner.ingest") from None
     series = {k: Series(limit=None) for k in CHART_KEYS}  # exact statistics: every point
     last_step = None
     for rec in records_from_path(path)[0]:
@@ -221,7 +221,7 @@ def _load_foreign(path: Path) -> RunSide:
         raise InputError(f"{path}: no training steps found")
     folder = path if path.is_dir() else path.parent
     if not (folder / "args.json").is_file():  # a swift output dir keeps args.json in its newest v*/ run
-        from runner.ingest.files import resolve_log
+        from moeconsole.runner.ingest.files import resolve_log
         folder = resolve_log(path)[0].parent
     return RunSide(label=path.name, path=str(path), series=series,
                    info={"step": last_step, "status": "foreign"}, recipe=_read_recipe(folder))

@@ -23,12 +23,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.rundir import jsonio, runfiles
-from runner.core import state as run_state
-from runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
-from runner.core.errors import InputError
+from moeconsole.runner.rundir import jsonio, runfiles
+from moeconsole.runner.core import state as run_state
+from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
+from moeconsole.runner.core.errors import InputError
 
-# Statuses a run can be in (``runner.core.state.Status``, a str enum). Terminal ones end the runner.
+# Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
                                                  Status.PAUSED, Status.STOPPING)
 SUCCEEDED, UNSAVED, FAILED, KILLED = Status.SUCCEEDED, Status.UNSAVED, Status.FAILED, Status.KILLED
@@ -74,8 +74,8 @@ class RunDir:
 
     lock = property(lambda self: self.path / LOCK_NAME)
     exits = property(lambda self: self.path / "exits")
-    rank_times = property(lambda self: self.path / "ranks.json")  # each rank's latest step time (runner.rundir.ranktimes)
-    gpu_history = property(lambda self: self.path / "gpu-history.json")  # runner.rundir.gpuhistory
+    rank_times = property(lambda self: self.path / "ranks.json")  # each rank's latest step time (moeconsole.runner.rundir.ranktimes)
+    gpu_history = property(lambda self: self.path / "gpu-history.json")  # moeconsole.runner.rundir.gpuhistory
     jobs = property(lambda self: self.path / "jobs")  # batch engines: jobs/attempt-N.{json,sh}
 
     def job_record(self, attempt: int) -> Path:
@@ -83,7 +83,7 @@ class RunDir:
         return self.jobs / f"attempt-{attempt}.json"
 
     def rendezvous_record(self, attempt: int) -> Path:
-        """A multi-node job's rendezvous endpoint, published by its first node (runner.process.slurm.nodestep)."""
+        """A multi-node job's rendezvous endpoint, published by its first node (moeconsole.runner.process.slurm.nodestep)."""
         return self.jobs / f"attempt-{attempt}.rdzv.json"
 
     def job_records(self) -> list[dict]:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
-from runner.core.schema import as_dict
+from moeconsole.runner.core.schema import as_dict
 
 if TYPE_CHECKING:
-    from runner.core import state as run_state
+    from moeconsole.runner.core import state as run_state
 
 MAX_FILE_BYTES = 16 << 20  # a crash report with its 200-line log tail is well below this
 
@@ -53,7 +53,7 @@ class CrashReport(_File):
     gpu: dict[str, Any] | None = None
     detected_after_s: float | None = None
     job: dict[str, Any] | None = None
-    memory: dict[str, Any] | None = None  # a CUDA OOM explained (runner.core.oom)
+    memory: dict[str, Any] | None = None  # a CUDA OOM explained (moeconsole.runner.core.oom)
 
 
 class ExitRecord(_File):
@@ -121,10 +121,10 @@ def crash_report(fields: dict) -> dict:
 
 
 def load_state(path: Path | str) -> "run_state.LoadedState":
-    """``state.json`` through its model (``runner.core.state.StateFile``); never raises: a missing,
+    """``state.json`` through its model (``moeconsole.runner.core.state.StateFile``); never raises: a missing,
     truncated, corrupt or wrongly typed file says so in ``problem`` (and the state is empty). The
     file I/O lives here, not in the pure core."""
-    from runner.core import state as run_state
+    from moeconsole.runner.core import state as run_state
     model, problem = read(path, run_state.StateFile, max_bytes=run_state.MAX_STATE_BYTES)
     if model is None:
         return run_state.LoadedState({}, problem or "no state.json")

@@ -86,7 +86,7 @@ def name_words(name: str) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    """The one secret-name rule (runner.recipes.recipe, the redactor, lint and the ingest all ask here):
+    """The one secret-name rule (moeconsole.runner.recipes.recipe, the redactor, lint and the ingest all ask here):
     HF_TOKEN, --hub-token, WANDB_API_KEY, --db.password, MY_SECRET_VALUE, apiKey are secrets;
     AUTHOR, PAD_TOKEN, token_acc, max_new_tokens, tokens_per_s are not."""
     words = name_words(name)
@@ -243,7 +243,7 @@ def mask_lines(lines: list[bytes], known: Sequence[str] = (), probe: bytes | Non
     marks = [m for m in _VALUE_MARKS if m in blob] + [v for v in known_b if v in blob]
     if not marks:
         return lines
-    from runner.rundir import jsonio
+    from moeconsole.runner.rundir import jsonio
     redactor = Redactor(known)
     out = []
     for line in lines:
@@ -281,7 +281,7 @@ class Redactor:
     def for_run_dir(cls, run_dir: "str | os.PathLike[str]") -> "Redactor":
         """For readers of a run directory (the console, --json): the literal secrets the launcher
         kept in ``secrets.json``; token-shaped values are masked whatever their source."""
-        from runner.rundir import runfiles
+        from moeconsole.runner.rundir import runfiles
         doc = runfiles.read_secrets(os.fspath(run_dir))
         return cls(list(doc.env.values()) + list(doc.argv.values()) if doc else [])
 

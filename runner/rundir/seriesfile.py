@@ -19,9 +19,9 @@ import os
 from pathlib import Path
 from typing import TypedDict
 
-from runner.core.numbers import as_float
-from runner.rundir import jsonio, rundir
-from runner.core.series import DEFAULT_LIMIT, Series
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.core.series import DEFAULT_LIMIT, Series
 
 SCHEMA = 2   # 2: bucket means, the other metrics and eval values (a version 1 book is rebuilt)
 CHART_KEYS = ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")

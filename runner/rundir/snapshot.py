@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
-from runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
-from runner.core import nodehealth
-from runner.core.oom import crash_hint
-from runner.core.schema import as_dict
-from runner.core.state import RunState
-from runner.rundir.secrets import Redactor
-from runner.core.series import Series, to_pairs
-from runner.rundir import alertgroups
-from runner.rundir.alertgroups import AlertBook, AlertGroup
+from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
+from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
+from moeconsole.runner.core import nodehealth
+from moeconsole.runner.core.oom import crash_hint
+from moeconsole.runner.core.schema import as_dict
+from moeconsole.runner.core.state import RunState
+from moeconsole.runner.rundir.secrets import Redactor
+from moeconsole.runner.core.series import Series, to_pairs
+from moeconsole.runner.rundir import alertgroups
+from moeconsole.runner.rundir.alertgroups import AlertBook, AlertGroup
 # One object of a run-directory file or of telemetry, as read: an event, an alert, a crash, a
 # checkpoint, a node, a GPU sample (JSON: its values stay Any until a reader narrows them).
 Doc = dict[str, Any]
@@ -102,7 +102,7 @@ class Snapshot:
 def preflight_reason() -> str:
     """The lifecycle's name for the checks before the first launch (imported when a cooldown is
     shown: the lifecycle module costs an attached console about 1 MiB it needs only then)."""
-    from runner.core.lifecycle import PREFLIGHT
+    from moeconsole.runner.core.lifecycle import PREFLIGHT
     return PREFLIGHT
 
 
@@ -298,7 +298,7 @@ class RunWatcher:
             "port": state.get("port"),
             "checkpoint_root": state.get("checkpoint_root"),
             "mem_capacity_gib": state.get("mem_capacity_gib"),
-            "memory": state.get("memory"),  # the envelope per GPU, tightest first (runner.core.memory)
+            "memory": state.get("memory"),  # the envelope per GPU, tightest first (moeconsole.runner.core.memory)
             "metric_count": book.metric_count,
             "state_age_s": state_age,
             "storage": state.get("storage"),
@@ -419,7 +419,7 @@ class NodeReader:
 
     def read(self, now: float) -> tuple[Doc, ...]:
         """Per-node telemetry (multi-node runs on shared storage), judged and ordered worst first
-        (``runner.core.nodehealth``). An agent silent for NODE_STALE_S is marked stale."""
+        (``moeconsole.runner.core.nodehealth``). An agent silent for NODE_STALE_S is marked stale."""
         try:
             names = sorted(n for n in os.listdir(self._dir) if n.endswith(".json"))
         except OSError:
@@ -480,8 +480,8 @@ class LiveTelemetry:
     A missing driver is a state in the GPU dict, not an error."""
 
     def __init__(self) -> None:
-        from runner.telemetry.gpu import get_backend
-        from runner.telemetry.gpuranks import RankFinder
+        from moeconsole.runner.telemetry.gpu import get_backend
+        from moeconsole.runner.telemetry.gpuranks import RankFinder
         self.backend = get_backend()
         self.ranks = RankFinder()
 
@@ -490,7 +490,7 @@ class LiveTelemetry:
         return self.ranks.annotate(self.backend.snapshot().to_dict(), state)
 
     def __call__(self, state: RunState) -> tuple[Doc | None, list[Doc]]:
-        from runner.telemetry.procs import RunView, find_blockers
+        from moeconsole.runner.telemetry.procs import RunView, find_blockers
         snap = self.backend.snapshot()
         tracked = {int(p["pid"]): float(p.get("start_time") or 0) for p in state.get("pids") or []}
         try:
@@ -503,18 +503,18 @@ class LiveTelemetry:
 
 
 class HostLine:
-    """This host's CPU and RAM (``runner.telemetry.host``) and the disk I/O and free space of the
+    """This host's CPU and RAM (``moeconsole.runner.telemetry.host``) and the disk I/O and free space of the
     run's output directory (its checkpoint root, else the run directory): the run screen's host
     line. A figure the system cannot give is None."""
 
     def __init__(self, run_dir: Path) -> None:
-        from runner.telemetry.host import prime_cpu
+        from moeconsole.runner.telemetry.host import prime_cpu
         prime_cpu()  # the first CPU figure's interval runs while the rest of the snapshot is made
         self.run_dir = str(run_dir)
         self._io: dict[str, Any] = {}
 
     def __call__(self, state: RunState) -> Doc:
-        from runner.telemetry.host import DirIO, host_snapshot
+        from moeconsole.runner.telemetry.host import DirIO, host_snapshot
         out = host_snapshot()
         path = state.get("checkpoint_root") or self.run_dir
         if not os.path.isdir(path):

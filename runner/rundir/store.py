@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import sqlite3
 
-    from runner.rundir.seriesfile import SeriesBook
+    from moeconsole.runner.rundir.seriesfile import SeriesBook
 
-from runner.core.numbers import as_float
-from runner.core.units import clip
-from runner.rundir import jsonio, rundir
-from runner.core.errors import InputError
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.units import clip
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.core.errors import InputError
 
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
@@ -148,8 +148,8 @@ def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
 
 def alert_facts(run: rundir.RunDir, state: dict) -> dict[str, int]:
     """Bad saves (the runner's count, else the checkpoint verdicts in events.jsonl) and the alert
-    groups nobody acknowledged yet (``runner.rundir.alertgroups``, with acks.json), all and critical."""
-    from runner.rundir.alertgroups import AlertBook, active, read_acks
+    groups nobody acknowledged yet (``moeconsole.runner.rundir.alertgroups``, with acks.json), all and critical."""
+    from moeconsole.runner.rundir.alertgroups import AlertBook, active, read_acks
     book = AlertBook()
     bad_paths: set[str] = set()
     for _, ev in jsonio.iter_jsonl(run.events):
@@ -164,7 +164,7 @@ def alert_facts(run: rundir.RunDir, state: dict) -> dict[str, int]:
 
 def _changed_since(run: rundir.RunDir, t: float | None) -> bool:
     """events.jsonl or acks.json written after ``t`` (the row's last update)."""
-    from runner.rundir.alertgroups import ACKS_NAME
+    from moeconsole.runner.rundir.alertgroups import ACKS_NAME
     for path in (run.events, run.path / ACKS_NAME):
         try:
             if t is None or path.stat().st_mtime > t:
@@ -211,7 +211,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     """Summarise a run directory from its series book (series.json plus the records after it:
     constant time for a run its runner kept; one scan of metrics.jsonl for a foreign dir).
     ``book``: one the caller already read (loading series.json twice costs as much as the rest)."""
-    from runner.rundir import seriesfile
+    from moeconsole.runner.rundir import seriesfile
     loaded = run.load_state()
     state = loaded.state
     book = book if book is not None else seriesfile.load(run)
@@ -340,10 +340,10 @@ def _rows_without_index(base: Path, *, status: str | None, name_like: str | None
 
 
 def _recipe_values(path: str | None) -> dict[str, Any]:
-    from runner.rundir.rundiff import flatten_recipe  # numpy: only when two runs share a name
+    from moeconsole.runner.rundir.rundiff import flatten_recipe  # numpy: only when two runs share a name
     if not path:
         return {}
-    from runner.recipes.recipe import read_saved
+    from moeconsole.runner.recipes.recipe import read_saved
     data, _ = read_saved(path)  # a missing or broken recipe only loses the display suffix
     return flatten_recipe(data) if data else {}
 

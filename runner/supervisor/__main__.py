@@ -1,6 +1,6 @@
-"""``python -m runner.supervisor RUN_DIR``: the runner's own command line."""
+"""``python -m moeconsole.runner.supervisor RUN_DIR``: the runner's own command line."""
 import sys
 
-from runner.supervisor.supervisor import main
+from moeconsole.runner.supervisor.supervisor import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 """The current attempt's processes, as the runner watches them.
 
-An attempt is launched or adopted through its engine (``runner.process.attempt``). From then on
+An attempt is launched or adopted through its engine (``moeconsole.runner.process.attempt``). From then on
 this watch holds its processes and notices its end whichever way it shows: the runner's own
 child reaped by ``waitpid``, an adopted leader's pidfd, a batch job's final state, or
 a leader that vanished without any of those (reaped elsewhere): the attempt's ``poll`` says
@@ -9,7 +9,7 @@ runner could not reap it itself. It signals the attempt's processes for the life
 and keeps every PID the attempt ever had (an OOM message that names one of them names us, not
 someone else).
 
-Everything goes through the ``Attempt`` protocol (``runner.process.attempt``); the watch never
+Everything goes through the ``Attempt`` protocol (``moeconsole.runner.process.attempt``); the watch never
 reaches into an engine's process tree. Without an attempt (before the first launch) a
 ``NoAttempt`` stands in: nothing tracked, the run's marker still scanned for.
 """
@@ -19,11 +19,11 @@ import signal
 import time
 from typing import Any, Callable, Mapping
 
-from runner.core import lifecycle as lc
-from runner.core.crash import decode_exit
-from runner.process.proctree import live_pid_set, own_pid_set
-from runner.core.state import JobRecord
-from runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.crash import decode_exit
+from moeconsole.runner.process.proctree import live_pid_set, own_pid_set
+from moeconsole.runner.core.state import JobRecord
+from moeconsole.runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
 
 
 class AttemptWatch:

@@ -4,7 +4,7 @@ During a cooldown the runner asks ``ConditionsCheck.probe`` each ``cooldown.poll
 run's own survivors, the run directory refusing the log, the rendezvous port (and whoever holds
 it), GPU memory and foreign processes on the GPUs the recipe uses. The answer is a ``Probe``
 the lifecycle turns into "wait", "launch", "launch on a new port" or "kill the blockers"
-(``runner.core.lifecycle.ConditionsProbe``). Leftovers of other runs that hold neither a GPU of
+(``moeconsole.runner.core.lifecycle.ConditionsProbe``). Leftovers of other runs that hold neither a GPU of
 ours nor the port do not block this one.
 
 ``Terminations`` ends a process that is not part of the attempt (a blocker under
@@ -17,11 +17,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from runner.core import bounds
-from runner.core import lifecycle as lc
-from runner.core.lifecycle import Cooldown
-from runner.telemetry.kill import KillResult, Termination, start_termination
-from runner.telemetry.procs import BLOCKING, PORT_HOLDER, ProcInfo
+from moeconsole.runner.core import bounds
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.lifecycle import Cooldown
+from moeconsole.runner.telemetry.kill import KillResult, Termination, start_termination
+from moeconsole.runner.telemetry.procs import BLOCKING, PORT_HOLDER, ProcInfo
 
 
 def kill_grace(recipe_kill: Mapping[str, Any], asked: Any = None) -> float:
@@ -68,7 +68,7 @@ class ConditionsCheck:
         """What still keeps us from launching. ``unwritable``: why the log cannot be opened;
         ``survivors``: processes of this run still alive; ``tree_blocking``: what the attempt's
         engine still waits for (a batch job not yet ended)."""
-        from runner.telemetry.preflight import gpu_problems, port_free, preflight
+        from moeconsole.runner.telemetry.preflight import gpu_problems, port_free, preflight
         waiting: list[str] = [unwritable] if unwritable else []
         alive = sorted(survivors)
         if alive:

@@ -6,7 +6,7 @@ the ``kill`` that must get through. So:
 
 - the listening socket has a deep backlog (``control.BACKLOG``) and every pending connection is
   accepted at once (clients that still find the queue full retry with backoff,
-  ``runner.supervisor.control.send``);
+  ``moeconsole.runner.supervisor.control.send``);
 - every client is read without blocking and has ``control.CLIENT_TIMEOUT_S`` in all;
 - the requests complete in one pass are answered commands first (kill, restart, resume, verify,
   kill_pid), then every ``status`` with one encoding of the state;
@@ -32,7 +32,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from runner.supervisor import control
+from moeconsole.runner.supervisor import control
 
 MAX_ACCEPT = 1024  # connections taken per pass (the backlog holds no more)
 MAX_CLIENTS = 1024  # client connections held at once, whatever the open-file limit

@@ -1,13 +1,13 @@
 """The runner's control dispatch: one typed request in, one typed answer out.
 
-``runner.supervisor.controlserver`` accepts, reads and expires clients and hands each parsed
+``moeconsole.runner.supervisor.controlserver`` accepts, reads and expires clients and hands each parsed
 ``control.Request`` here; a request the parser refused (unknown command or field, wrong type)
 never arrives. What this module decides is the answer and the refusals:
 
 - ``status`` always answers, with the run's state;
 - once the run is over and its runner only waits for the last checkpoint's sync, every command
   but ``verify`` is refused with the time left;
-- ``kill``/``restart``/``resume`` go to the lifecycle (``runner.core.lifecycle``, through the
+- ``kill``/``restart``/``resume`` go to the lifecycle (``moeconsole.runner.core.lifecycle``, through the
   ``steer`` callable the runner gives), whose reply is completed with the PIDs signalled;
 - ``verify`` asks the checkpoint keeper; ``kill_pid`` starts a checked termination.
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from runner.core import lifecycle as lc
-from runner.supervisor import control
-from runner.telemetry.kill import KillResult, Termination
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.telemetry.kill import KillResult, Termination
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Collection
 
-from runner.process import proctree
-from runner.rundir import gpuhistory, rundir
-from runner.supervisor.memory_feed import MemoryFeed
+from moeconsole.runner.process import proctree
+from moeconsole.runner.rundir import gpuhistory, rundir
+from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 
 
 class GpuWatch:
     def __init__(self, run: rundir.RunDir, memory: MemoryFeed, diag: Callable[[str], None]) -> None:
-        from runner.telemetry.host import CpuMeter
+        from moeconsole.runner.telemetry.host import CpuMeter
         self.run = run
         self.memory = memory  # the envelope per GPU, its forecast, OOM verdicts
         self.diag = diag
@@ -23,7 +23,7 @@ class GpuWatch:
         self._saved_at = 0.0
         self.backend: Any = None
         try:
-            from runner.telemetry.gpu import get_backend
+            from moeconsole.runner.telemetry.gpu import get_backend
             self.backend = get_backend()
         except Exception as exc:  # telemetry must never stop supervision
             diag(f"GPU telemetry unavailable: {exc}")
@@ -49,8 +49,8 @@ class GpuWatch:
                   python: str | None) -> Callable[[Any, int | None], dict[str, Any] | None]:
         """The memory verdict of a CUDA OOM (the judge's ``explain``): the PIDs its message
         names count as foreign only when proven to be none of the attempt's."""
-        from runner.core.crash import foreign_holders
-        from runner.process.proctree import live_pid_set
+        from moeconsole.runner.core.crash import foreign_holders
+        from moeconsole.runner.process.proctree import live_pid_set
 
         def explain(verdict: Any, step: int | None) -> dict[str, Any] | None:
             return self.memory.explain(verdict, prove_foreign=lambda named: foreign_holders(named, own_pids,
@@ -61,7 +61,7 @@ class GpuWatch:
     def sample(self, now: float, step: int | None, own_pids: Collection[int]) -> bool:
         """NVML's view of the run's GPUs into the history and the memory envelope (a step's peak
         is the highest sample during it); True when the envelope was fed."""
-        from runner.telemetry.host import ram_now
+        from moeconsole.runner.telemetry.host import ram_now
         if self.backend is None:
             return False
         gpu = self.snapshot()

@@ -3,7 +3,7 @@
 The runner's loop reads the log a sub-slice at a time (``read``: ``INGEST_SUBSLICE_BYTES``, up
 to ``INGEST_SLICE_BYTES`` per loop turn) and serves the control socket between sub-slices itself,
 so a flood of lines never makes a kill wait. Each sub-slice goes to the
-ingest package (``runner.ingest.live``: batches of records, save marks and eval marks) and
+ingest package (``moeconsole.runner.ingest.live``: batches of records, save marks and eval marks) and
 carries each batch on: the rows to write (``rows_to_write``: a step is written once; an inferred
 step never shadows a real one) into ``metrics.jsonl`` in one append, evaluations into
 ``evals.jsonl``, the monitors and the chart book (``series.json``) from the batch's columns,
@@ -26,16 +26,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from runner.core import lifecycle as lc
-from runner.core.monitors import Monitors, Thresholds
-from runner.core.schedule_watch import ScheduleWatch
-from runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
-from runner.ingest.records import eval_record
-from runner.ingest.tail import FileTailer
-from runner.rundir import jsonio, ranktimes, rundir, seriesfile
-from runner.rundir.journal import Journal
-from runner.rundir.secrets import Redactor
-from runner.supervisor.memory_feed import MemoryFeed
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.monitors import Monitors, Thresholds
+from moeconsole.runner.core.schedule_watch import ScheduleWatch
+from moeconsole.runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
+from moeconsole.runner.ingest.records import eval_record
+from moeconsole.runner.ingest.tail import FileTailer
+from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
+from moeconsole.runner.rundir.journal import Journal
+from moeconsole.runner.rundir.secrets import Redactor
+from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 
 INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
 INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
@@ -94,7 +94,7 @@ class IngestPipe:
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
         self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
-        # the ingest pipe (runner.ingest) on each slice of train.log, with the recipe's log_format
+        # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)

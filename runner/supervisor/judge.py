@@ -3,8 +3,8 @@
 The runner gathers what it knows about an attempt that ended (return code, the waiter's or the
 batch system's exit record, why the runner itself stopped it, the masked log tail, progress,
 the GPUs) into an ``EndedAttempt`` and calls ``judge``. The judge classifies the crash
-(``runner.core.crash``), builds the crash report (``runfiles.CrashReport``, whose JSON is
-``crashes/attempt-N.json``), asks the restart policy (``runner.core.policy.decide``) and answers
+(``moeconsole.runner.core.crash``), builds the crash report (``runfiles.CrashReport``, whose JSON is
+``crashes/attempt-N.json``), asks the restart policy (``moeconsole.runner.core.policy.decide``) and answers
 with everything the runner must record and the lifecycle's next event (``lc.Judged``). It
 writes nothing and reads no process or file itself: the two questions only the run can answer
 (does the newest save hold the result? what does the memory watch say about an OOM?) come in as
@@ -17,15 +17,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from runner.core import lifecycle as lc
-from runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
-from runner.core.oom import crash_hint
-from runner.core.policy import AttemptRecord, RestartSettings, decide
-from runner.process.attempt import ExitStatus
-from runner.rundir.runfiles import CrashReport
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
+from moeconsole.runner.core.oom import crash_hint
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide
+from moeconsole.runner.process.attempt import ExitStatus
+from moeconsole.runner.rundir.runfiles import CrashReport
 
 if TYPE_CHECKING:
-    from runner.checkpoints.keeper import CheckpointKeeper, SaveCheck
+    from moeconsole.runner.checkpoints.keeper import CheckpointKeeper, SaveCheck
 
 CRASH_REPORT_TAIL = 200  # log lines a crash report keeps
 
@@ -163,7 +163,7 @@ def bad_saves_pause(checkpoints: "CheckpointKeeper", limit: int) -> str | None:
     """Why the run pauses for bad saves (``checkpoints.pause_after_bad_saves`` saves in a row
     failed verification), naming the last good checkpoint (the resume point); None while the
     streak is shorter, or a newer save verified ok ends it."""
-    from runner.checkpoints.keeper import describe_good
+    from moeconsole.runner.checkpoints.keeper import describe_good
     bad = checkpoints.bad_in_a_row
     if not limit or len(bad) < limit:
         return None

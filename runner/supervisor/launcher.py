@@ -2,7 +2,7 @@
 the checks before the first one (recipe drift) and before every one (can its log be written?).
 
 The runner decides *when* to launch (the lifecycle's ``Launch`` effect); this module knows
-*what* to launch and starts it through the recipe's engine (``runner.process.engines``). It
+*what* to launch and starts it through the recipe's engine (``moeconsole.runner.process.engines``). It
 never raises for a run directory that refuses the log: the answer is the lifecycle's next
 event (wait and retry, or fail when the directory is gone).
 """
@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.core import lifecycle as lc
-from runner.core.units import clip
-from runner.process.attempt import Attempt, Engine, LaunchSpec
-from runner.recipes import recipe as recipes
-from runner.recipes.versions import package_versions
-from runner.rundir import jsonio, rundir
-from runner.rundir.journal import Journal
-from runner.rundir.secrets import Redactor
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.units import clip
+from moeconsole.runner.process.attempt import Attempt, Engine, LaunchSpec
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes.versions import package_versions
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir.journal import Journal
+from moeconsole.runner.rundir.secrets import Redactor
 
 STORAGE_RETRY_S = 5.0      # a launch the run directory refused is tried again after this long
 DRIFT_KEYS_SHOWN = 6
@@ -93,7 +93,7 @@ class Launcher:
 
     def python(self, attempt: int) -> str | None:
         """The interpreter the command runs (the crash classes' dependency hints)."""
-        from runner.core.crash import interpreter_of
+        from moeconsole.runner.core.crash import interpreter_of
         return interpreter_of(recipes.launch_argv(self.recipe, self.placeholders(attempt)))
 
     def past_the_ceiling(self, launch: lc.Launch, attempt: int) -> None:
@@ -214,8 +214,8 @@ class Launcher:
     def _drift_changes(self, checkpoint: Path) -> list[dict[str, Any]]:
         """The hashed recipe keys that differ from the run that saved ``checkpoint`` (named in
         its sidecar; found beside this run or above the checkpoint), secrets masked."""
-        from runner.checkpoints.sidecar import read_sidecar
-        from runner.rundir.rundiff import drift_keys
+        from moeconsole.runner.checkpoints.sidecar import read_sidecar
+        from moeconsole.runner.rundir.rundiff import drift_keys
         saved_by = str((read_sidecar(checkpoint) or {}).get("run_id") or "")
         candidates = [self.run.path.parent / saved_by] if saved_by else []
         candidates += [p for p in checkpoint.parents if p.name == saved_by or (p / "recipe.yaml").is_file()][:1]

@@ -1,5 +1,5 @@
-"""The runner's side of GPU memory: it feeds ``runner.core.memory.MemoryWatch`` from the log's
-records and from NVML, and after a CUDA OOM asks ``runner.core.oom`` for the verdict. Only
+"""The runner's side of GPU memory: it feeds ``moeconsole.runner.core.memory.MemoryWatch`` from the log's
+records and from NVML, and after a CUDA OOM asks ``moeconsole.runner.core.oom`` for the verdict. Only
 orchestration: every number comes from those pure modules.
 """
 from __future__ import annotations
@@ -8,13 +8,13 @@ import math
 import subprocess
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from runner.core.memory import MemoryWatch, physical_gpu, readings_from_nvml
-from runner.core.oom import explain_oom, merge_messages, torch_size_text
-from runner.core.memory import Reading
-from runner.core.numbers import as_float
-from runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED, MEM_RESERVED,
+from moeconsole.runner.core.memory import MemoryWatch, physical_gpu, readings_from_nvml
+from moeconsole.runner.core.oom import explain_oom, merge_messages, torch_size_text
+from moeconsole.runner.core.memory import Reading
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED, MEM_RESERVED,
                                    MEMORY_FIELDS, MEMORY_SRCS)
-from runner.recipes import recipe as recipes
+from moeconsole.runner.recipes import recipe as recipes
 
 OOM_CLASSES = ("cuda_oom", "gpu_busy_at_init")
 
@@ -29,7 +29,7 @@ class MemoryFeed:
 
     def _static(self) -> dict | None:
         """lint's static estimate per GPU, when the recipe's model config.json is readable here."""
-        from runner.recipes.lint import static_memory
+        from moeconsole.runner.recipes.lint import static_memory
         try:
             est = static_memory(self.recipe)
         except Exception as exc:  # an estimate is a help: a config it cannot read must not stop the runner
@@ -93,7 +93,7 @@ class MemoryFeed:
         """The crash report's ``memory`` section for a CUDA OOM: the failing GPU's last minutes,
         the failed allocation, the verdict and its evidence. None for other crash classes.
         ``prove_foreign`` keeps the message's PIDs proven to be other processes'
-        (``runner.core.crash.foreign_holders``)."""
+        (``moeconsole.runner.core.crash.foreign_holders``)."""
         if verdict.cls not in OOM_CLASSES:
             return None
         msg = merge_messages(list(verdict.evidence))

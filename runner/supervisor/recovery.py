@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.core.errors import InputError
-from runner.core.policy import AttemptRecord
-from runner.core.schema import as_dict
-from runner.core import lifecycle as lc
-from runner.core.state import LIVE, Status
-from runner.process import proctree
-from runner.recipes import recipe as recipes
-from runner.rundir import jsonio, rundir
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.policy import AttemptRecord
+from moeconsole.runner.core.schema import as_dict
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.state import LIVE, Status
+from moeconsole.runner.process import proctree
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.rundir import jsonio, rundir
 
 
 def load_state(run: rundir.RunDir, diag: Callable[[str], None]) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def attempt_record(d: dict[str, Any]) -> AttemptRecord:
 def load_run_recipe(run: rundir.RunDir) -> dict[str, Any]:
     """The recipe the run was launched with (recipe.yaml), validated, with where it was
     launched and its literal secrets restored from secrets.json."""
-    from runner.rundir import runfiles
+    from moeconsole.runner.rundir import runfiles
     raw, problem = recipes.read_saved(run.path)
     if problem:
         raise InputError(f"cannot use the run's recipe: {problem}")

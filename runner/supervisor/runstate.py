@@ -1,7 +1,7 @@
 """The runner's side of ``state.json``: the fields its parts set, written with the lifecycle's
-status through the file's model (``runner.core.state.StateFile``, via the journal).
+status through the file's model (``moeconsole.runner.core.state.StateFile``, via the journal).
 
-The status is not a field here: it lives in the lifecycle alone (``runner.core.lifecycle.Life``,
+The status is not a field here: it lives in the lifecycle alone (``moeconsole.runner.core.lifecycle.Life``,
 changed only by ``step``) and is added when the file is written and when ``status`` answers,
 so the file can never say one status while the runner acts on another. Writing is throttled:
 a changed state at most every ``STATE_FLUSH_S``, an unchanged one every ``STATE_HEARTBEAT_S``
@@ -13,8 +13,8 @@ import math
 import time
 from typing import Any, Callable
 
-from runner.core.state import Status
-from runner.rundir.journal import Journal
+from moeconsole.runner.core.state import Status
+from moeconsole.runner.rundir.journal import Journal
 
 STATE_FLUSH_S = 1.0
 STATE_HEARTBEAT_S = 2.0    # state.json is rewritten at least this often while the runner lives

@@ -12,7 +12,7 @@ a pidfd for an adopted leader, and the control socket wake it at once, so exit d
 wait for a poll interval.
 
 The ``Supervisor`` only orchestrates. What happens next is the lifecycle's
-(``runner.core.lifecycle.step``, the one owner of the run's status); the collaborators, each
+(``moeconsole.runner.core.lifecycle.step``, the one owner of the run's status); the collaborators, each
 readable alone, do the rest: ``launcher`` (what an attempt runs), ``ingest_pipe`` (the log into
 records, charts and monitors), ``judge`` (an ended attempt -> crash report and policy decision),
 ``conditions`` (what keeps a launch back; ending blockers), ``dispatch`` (control requests ->
@@ -28,39 +28,39 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.ingest.userformat import line_format_of
-from runner.checkpoints.keeper import CheckpointKeeper
-from runner.core import bounds
-from runner.core.schema import as_dict
-from runner.core import lifecycle as lc
-from runner.core.errors import InputError
-from runner.core.monitors import Thresholds
-from runner.core.policy import AttemptRecord, RestartSettings
-from runner.core.state import Status
-from runner.ops.sidecars import OpsSidecars
-from runner.process import proctree
-from runner.process.attempt import Engine
-from runner.process.engines.local import LocalEngine
-from runner.process.slurm import client as slurm_client
-from runner.recipes import recipe as recipes
-from runner.rundir import rundir, store
-from runner.rundir.journal import Journal
-from runner.rundir.rundir import RUNNING, STARTING, STOPPING
-from runner.rundir.secrets import Redactor
-from runner.supervisor import control
-from runner.supervisor.conditions import ConditionsCheck, Terminations, cooldown_record, kill_grace
-from runner.supervisor.controlserver import ControlServer
-from runner.supervisor.dispatch import Dispatcher, Steered
-from runner.supervisor.attempt_watch import AttemptWatch
-from runner.supervisor.gpuwatch import GpuWatch
-from runner.supervisor.ingest_pipe import (INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES, STARTUP_DEFAULT_S,  # noqa: F401
+from moeconsole.runner.ingest.userformat import line_format_of
+from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
+from moeconsole.runner.core import bounds
+from moeconsole.runner.core.schema import as_dict
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.monitors import Thresholds
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
+from moeconsole.runner.core.state import Status
+from moeconsole.runner.ops.sidecars import OpsSidecars
+from moeconsole.runner.process import proctree
+from moeconsole.runner.process.attempt import Engine
+from moeconsole.runner.process.engines.local import LocalEngine
+from moeconsole.runner.process.slurm import client as slurm_client
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.rundir import rundir, store
+from moeconsole.runner.rundir.journal import Journal
+from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
+from moeconsole.runner.rundir.secrets import Redactor
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.supervisor.conditions import ConditionsCheck, Terminations, cooldown_record, kill_grace
+from moeconsole.runner.supervisor.controlserver import ControlServer
+from moeconsole.runner.supervisor.dispatch import Dispatcher, Steered
+from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
+from moeconsole.runner.supervisor.gpuwatch import GpuWatch
+from moeconsole.runner.supervisor.ingest_pipe import (INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES, STARTUP_DEFAULT_S,  # noqa: F401
                                            Ingested, IngestPipe, heartbeat_limit)
-from runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from runner.supervisor.launcher import Launched, Launcher
-from runner.supervisor.memory_feed import MemoryFeed
-from runner.supervisor.wakeups import Wakeups
-from runner.supervisor.runstate import RunState
-from runner.supervisor.recovery import attempt_record, load_run_recipe, load_state, step_of, takeover
+from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
+from moeconsole.runner.supervisor.launcher import Launched, Launcher
+from moeconsole.runner.supervisor.memory_feed import MemoryFeed
+from moeconsole.runner.supervisor.wakeups import Wakeups
+from moeconsole.runner.supervisor.runstate import RunState
+from moeconsole.runner.supervisor.recovery import attempt_record, load_run_recipe, load_state, step_of, takeover
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -99,7 +99,7 @@ class Supervisor:
         self.lc_settings = lc.Settings(grace_s=kill_grace(self.recipe["kill"]),
                                        floor_s=bounds.sane_seconds(cd["floor_s"], 0.0),
                                        ceiling_s=bounds.sane_seconds(cd["ceiling_s"], 0.0))
-        self.engine = _engine(run, self.recipe)  # runs the attempts (runner.process.attempt)
+        self.engine = _engine(run, self.recipe)  # runs the attempts (moeconsole.runner.process.attempt)
         self.watch = AttemptWatch(run.run_id, self.engine)  # the current attempt's processes
         self.launcher = Launcher(run, self.recipe, recipe_hash=self.hash, env=self.env_resolved,
                                  redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
@@ -571,7 +571,7 @@ def _wall(mono: float) -> float:
 def _engine(run: rundir.RunDir, recipe: dict[str, Any]) -> Engine:
     """The recipe's engine: ``local`` runs the command here, ``slurm`` submits a batch job."""
     if recipe.get("engine") == "slurm":
-        from runner.process.engines.slurm import SlurmEngine
+        from moeconsole.runner.process.engines.slurm import SlurmEngine
         return SlurmEngine(run, recipe)
     return LocalEngine(run)
 

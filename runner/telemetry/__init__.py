@@ -4,7 +4,7 @@ UI-free: the Textual app, ``moeconsole gpus``, the node agent and the runner all
 same snapshots. Modules: ``gpu`` (snapshot types, backend protocol, ``get_backend``),
 ``nvml`` (the NVML backend), ``host`` (CPU/RAM/load), ``procs`` (labelling processes),
 ``kill`` (checked kills, waiting for GPU memory), ``preflight`` (launch conditions).
-Secrets in command lines are masked by :mod:`runner.rundir.secrets`.
+Secrets in command lines are masked by :mod:`moeconsole.runner.rundir.secrets`.
 """
 import importlib
 from typing import Any
@@ -22,8 +22,8 @@ _HOME = {
 
 def __getattr__(name: str) -> Any:
     if name in _HOME:
-        return getattr(importlib.import_module(f"runner.telemetry.{_HOME[name]}"), name)
-    raise AttributeError(f"module 'runner.telemetry' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"moeconsole.runner.telemetry.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'moeconsole.runner.telemetry' has no attribute {name!r}")
 
 
 __all__ = [

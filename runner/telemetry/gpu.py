@@ -5,7 +5,7 @@ same :class:`GpuSnapshot`, so they cannot disagree. A value the driver cannot gi
 ``None`` (shown as N/A, ``null`` in JSON) with a short reason in ``na``; no driver at all is a
 snapshot with ``available=False`` and a reason, never an exception.
 
-Backends: NVML now (:mod:`runner.telemetry.nvml`); another vendor (AMD amdsmi) can be added
+Backends: NVML now (:mod:`moeconsole.runner.telemetry.nvml`); another vendor (AMD amdsmi) can be added
 by implementing :class:`GpuBackend` and teaching :func:`get_backend` to pick it.
 """
 from __future__ import annotations
@@ -151,7 +151,7 @@ def get_backend(lib_path: Path | str | None = None) -> GpuBackend:
 
     ``lib_path`` (a ``libnvidia-ml.so.1`` file or its directory) selects a specific library
     in this process; by default the dynamic loader finds the driver's."""
-    from runner.telemetry.nvml import NvmlBackend, NvmlUnavailable
+    from moeconsole.runner.telemetry.nvml import NvmlBackend, NvmlUnavailable
 
     try:
         return NvmlBackend(lib_path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from runner.telemetry.ranks import rank_entry, read_env
+from moeconsole.runner.telemetry.ranks import rank_entry, read_env
 
 EnvReader = Callable[[int], Mapping[str, str] | None]
 

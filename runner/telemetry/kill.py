@@ -16,8 +16,8 @@ from typing import Iterable, Mapping
 
 import psutil
 
-from runner.core.bounds import GRACE, sane_seconds
-from runner.telemetry.gpu import GpuBackend, GpuSnapshot
+from moeconsole.runner.core.bounds import GRACE, sane_seconds
+from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot
 
 # psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
 # agree far closer than this, and a PID cannot be recycled within it.

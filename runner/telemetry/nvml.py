@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot, unavailable
+from moeconsole.runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot, unavailable
 
 LIBRARY_NAME = "libnvidia-ml.so.1"
 MIB = 1024.0 * 1024.0

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from runner.telemetry.gpu import GpuBackend, GpuSnapshot
-from runner.telemetry.kill import KillResult, kill_checked, wait_gpu_released
-from runner.telemetry.procs import ORPHAN, PORT_HOLDER, ProcInfo, blockers_on, find_blockers, port_users
+from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot
+from moeconsole.runner.telemetry.kill import KillResult, kill_checked, wait_gpu_released
+from moeconsole.runner.telemetry.procs import ORPHAN, PORT_HOLDER, ProcInfo, blockers_on, find_blockers, port_users
 
 POLICIES = ("wait", "kill", "refuse")
 

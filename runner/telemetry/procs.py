@@ -17,7 +17,7 @@ labelled by :func:`classify`, a pure function. Labels:
 What a label means for the zombie list is decided once, by :func:`standing`: the ``--json``
 fields ``shown``/``blocker``/``killable`` and the console's list come from it.
 
-Killing lives in :mod:`runner.telemetry.kill` and is re-exported here.
+Killing lives in :mod:`moeconsole.runner.telemetry.kill` and is re-exported here.
 """
 from __future__ import annotations
 
@@ -29,12 +29,12 @@ from typing import Iterable
 
 import psutil
 
-from runner.core.units import duration, command_text
-from runner.rundir import rundir
-from runner.telemetry.gpu import GpuSnapshot
-from runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
+from moeconsole.runner.core.units import duration, command_text
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.telemetry.gpu import GpuSnapshot
+from moeconsole.runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
     KillResult, kill_checked, self_and_ancestors, start_time_matches, wait_gpu_released)
-from runner.rundir.secrets import redact_cmdline
+from moeconsole.runner.rundir.secrets import redact_cmdline
 
 RUN_ID_ENV = "MOECONSOLE_RUN_ID"
 RUN_DIR_ENV = "MOECONSOLE_RUN_DIR"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Mapping
 
-from runner.telemetry.procs import RUN_ID_ENV
+from moeconsole.runner.telemetry.procs import RUN_ID_ENV
 
 _KEYS = (RUN_ID_ENV, "RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURMD_NODENAME")
 NODE_ENV = "SLURMD_NODENAME"

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.rundir import jsonio
+from moeconsole.runner.rundir import jsonio
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, runs_dir: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "console.cli", *args]
+    argv = [sys.executable, "-m", "moeconsole.console.cli", *args]
     if runs_dir is not None:
         argv += ["--runs-dir", str(runs_dir)]
     return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
@@ -93,7 +93,7 @@ def _make_run(runs_dir: Path, run_id: str, ckpt_root: Path, recipe_hash: str, gr
 
 
 def test_verify_a_run_by_id_reports_suspect_and_drift(mk, tmp_path, runs_dir):
-    from runner.checkpoints.sidecar import write_sidecar
+    from moeconsole.runner.checkpoints.sidecar import write_sidecar
 
     root = tmp_path / "ckpts"
     mk.adapter(root / "checkpoint-10")
@@ -141,7 +141,7 @@ def test_compare_identical_and_different(mk, tmp_path):
 def test_real_demo_trainer_stub_fault_is_caught(tmp_path):
     """The demo trainer with an injected stub save: verify flags exactly that checkpoint."""
     out = tmp_path / "out"
-    train = subprocess.run([sys.executable, "-m", "runner.demo.train", "--output_dir", str(out), "--max_steps", "4",
+    train = subprocess.run([sys.executable, "-m", "moeconsole.runner.demo.train", "--output_dir", str(out), "--max_steps", "4",
                             "--save_steps", "2", "--fault", "stub@4"], cwd=REPO, capture_output=True, text=True,
                            timeout=120)
     assert train.returncode == 0, train.stderr[-2000:]
@@ -218,7 +218,7 @@ def test_verify_wait_waits_for_the_merged_save_to_settle(tmp_path):
     out = tmp_path / "out"
     swift_common(out / "checkpoint-100", 100)
     merged = merged_started(out / "checkpoint-100-merged", 100, shards_done=2)
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "verify", str(out), "--wait", "120",
+    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "verify", str(out), "--wait", "120",
                              "--settle", "0.5"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = proc.stderr.readline()          # printed once it sees the save underway

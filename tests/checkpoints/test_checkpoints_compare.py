@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors.torch import save_file as pt_save
 
-from runner.checkpoints.compare import compare_checkpoints
-from runner.checkpoints.dtypes import decode, is_all_zero, nonfinite_count
+from moeconsole.runner.checkpoints.compare import compare_checkpoints
+from moeconsole.runner.checkpoints.dtypes import decode, is_all_zero, nonfinite_count
 
 
 def test_two_same_seed_saves_are_identical(mk, tmp_path):

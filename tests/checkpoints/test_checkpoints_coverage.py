@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.checkpoints.verify import verify_checkpoint
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 H, LAYERS, EXPERTS, MOE_I, HEADS, KV, HD, R = 64, 2, 4, 32, 4, 2, 16, 8
@@ -68,7 +68,7 @@ def test_full_moe_adapter_is_ok_with_its_coverage(tmp_path):
 
 def test_adapter_that_dropped_the_expert_lora_is_bad_naming_what_is_missing(tmp_path):
     ck = write_moe_checkpoint(tmp_path, experts=False)
-    proc = subprocess.run([sys.executable, "-m", "console.cli", "verify", str(ck)], cwd=REPO, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "verify", str(ck)], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = proc.stdout.splitlines()[0]

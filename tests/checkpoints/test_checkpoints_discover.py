@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from runner.checkpoints.discover import find_checkpoints, megatron_save_complete
+from moeconsole.runner.checkpoints.discover import find_checkpoints, megatron_save_complete
 
 
 def _names(cks):

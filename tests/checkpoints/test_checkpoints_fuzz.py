@@ -161,7 +161,7 @@ def library_loads_tensors(path: Path) -> bool:
 
 def run_fuzz(workdir: Path) -> dict:
     """Run every case; report verdicts, disagreements with the library, crashes and peak memory."""
-    from runner.checkpoints.safetensors_file import FILE_VERDICTS, check_safetensors
+    from moeconsole.runner.checkpoints.safetensors_file import FILE_VERDICTS, check_safetensors
 
     rng = random.Random(SEED)
     base = seeds(workdir)

@@ -12,7 +12,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file as np_save
 from safetensors.torch import save_file as pt_save
 
-from runner.checkpoints.safetensors_file import check_safetensors
+from moeconsole.runner.checkpoints.safetensors_file import check_safetensors
 
 
 def _rchar() -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.checkpoints.keeper import CheckpointKeeper
+from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
 
 
 class Recorder:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.checkpoints.lint_rules import swift_stub_trap
+from moeconsole.runner.checkpoints.lint_rules import swift_stub_trap
 
 BASE = ["megatron", "sft", "--model", "Qwen/Qwen3-30B-A3B", "--tuner_type", "lora", "--output_dir", "out"]
 

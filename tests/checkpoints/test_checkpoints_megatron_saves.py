@@ -17,11 +17,11 @@ import time
 import warnings
 from pathlib import Path
 
-from runner.checkpoints.discover import find_checkpoints
-from runner.checkpoints.keeper import CheckpointKeeper
-from runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
-from runner.checkpoints.verify import verify_checkpoint
-from runner.checkpoints.watch import CheckpointWatcher, latest_good
+from moeconsole.runner.checkpoints.discover import find_checkpoints
+from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
+from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
+from moeconsole.runner.checkpoints.watch import CheckpointWatcher, latest_good
 from tests.checkpoints.conftest import (REPO, merged_finished, merged_started, swift_common, write_adapter,
                                         write_stub)
 from tests.waiting import reached
@@ -153,14 +153,14 @@ def test_last_checkpoint_is_the_checkpoint_it_points_at(tmp_path):
     (found,) = find_checkpoints(run / "last-checkpoint")
     assert found.path == ck.resolve() and found.step == 40
     assert [c.step for c in find_checkpoints(tmp_path)] == [40, 20]
-    out = subprocess.run([sys.executable, "-m", "console.cli", "verify", str(run / "last-checkpoint")],
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "verify", str(run / "last-checkpoint")],
                          capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 checkpoint: 1 ok" in out.stdout and "iter_0000040" not in out.stdout.split("\n")[0]
 
 
 def cli_verify(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "verify", str(path)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "verify", str(path)], capture_output=True, text=True,
                           cwd=REPO, timeout=60)
 
 
@@ -196,7 +196,7 @@ def test_messages_name_the_right_things(tmp_path):
 def test_a_42_save_is_synced_with_its_merged_weights(tmp_path):
     """The recipe's sync copies checkpoint-N/ with checkpoint-N-merged/, where its weights are; the
     copy verifies as a pair, and retention removes the pair."""
-    from runner.checkpoints.sync import MARKER, sync_one
+    from moeconsole.runner.checkpoints.sync import MARKER, sync_one
 
     out, dest = tmp_path / "out", tmp_path / "ebs"
     for n in (100, 200, 300):

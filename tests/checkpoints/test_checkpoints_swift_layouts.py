@@ -11,9 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
-from runner.checkpoints.discover import find_checkpoints
-from runner.checkpoints.verify import verify_checkpoint
-from runner.checkpoints.watch import latest_good
+from moeconsole.runner.checkpoints.discover import find_checkpoints
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
+from moeconsole.runner.checkpoints.watch import latest_good
 from tests.checkpoints.conftest import merged_model, swift_common, write_adapter, write_megatron_iter, write_stub
 
 
@@ -94,7 +94,7 @@ def test_a_merged_dir_is_never_the_resume_point_on_46(tmp_path):
 def test_the_watcher_waits_for_an_ms_swift_save_to_finish(tmp_path):
     """ms-swift writes args.json, then iter_N/common.pt and the tracker, then the weights: the
     watcher never reports the save in between (it would read as a stub)."""
-    from runner.checkpoints.watch import CheckpointWatcher
+    from moeconsole.runner.checkpoints.watch import CheckpointWatcher
 
     now = [0.0]
     w = CheckpointWatcher(tmp_path, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])

@@ -11,8 +11,8 @@ import torch
 from safetensors.numpy import save_file as np_save
 from safetensors.torch import save_file as pt_save
 
-from runner.checkpoints.sidecar import write_sidecar
-from runner.checkpoints.verify import verify_checkpoint
+from moeconsole.runner.checkpoints.sidecar import write_sidecar
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
 
 
 def _problems(v):
@@ -210,8 +210,8 @@ def test_full_finds_nonfinite_values(tmp_path, dtype, bad):
 
 def test_full_scan_is_chunked_over_large_tensors(tmp_path):
     """A tensor far larger than the scan chunk is scanned slice by slice and still found."""
-    from runner.checkpoints.safetensors_file import read_header
-    from runner.checkpoints.scan import scan_tensors
+    from moeconsole.runner.checkpoints.safetensors_file import read_header
+    from moeconsole.runner.checkpoints.scan import scan_tensors
 
     big = np.random.default_rng(0).standard_normal((4096, 64)).astype(np.float32)
     big[4000, 7] = np.nan

@@ -8,10 +8,10 @@ import json
 import subprocess
 import sys
 
-from runner.checkpoints.discover import find_checkpoints
-from runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current, write_sidecar
-from runner.checkpoints.verify import verify_checkpoint
-from runner.checkpoints.watch import CheckpointWatcher, latest_good
+from moeconsole.runner.checkpoints.discover import find_checkpoints
+from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current, write_sidecar
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
+from moeconsole.runner.checkpoints.watch import CheckpointWatcher, latest_good
 from tests.waiting import reached
 
 

@@ -1,7 +1,7 @@
 """Shared by the chart tests: a series from plain lists, and the plot area of rendered rows."""
 from __future__ import annotations
 
-from runner.core.series import Series
+from moeconsole.runner.core.series import Series
 
 
 def series(xs, ys) -> Series:

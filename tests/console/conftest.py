@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # plain `pytest` (not `python -m pytest`) does not add the repo
     sys.path.insert(0, str(REPO))
 
-from runner.supervisor import control  # noqa: E402
-from runner.rundir import jsonio, rundir
+from moeconsole.runner.supervisor import control  # noqa: E402
+from moeconsole.runner.rundir import jsonio, rundir
 
 T0 = 1_700_000_000.0
 
@@ -63,7 +63,7 @@ def write_run(base: Path, run_id: str = "20240101-000000-demo-0001", *, name: st
     if crash:
         state["last_crash"] = {"class": crash["class"]}
     jsonio.atomic_write_json(run.state, state)
-    recipe = recipe or {"name": name, "command": ["{python}", "-m", "runner.demo.train", "--steps", str(max_steps)],
+    recipe = recipe or {"name": name, "command": ["{python}", "-m", "moeconsole.runner.demo.train", "--steps", str(max_steps)],
                         "env": {"DTYPE": "bf16"}, "kill": {"grace_s": 7.0},
                         "cooldown": {"floor_s": 2.0, "ceiling_s": 30.0}}
     run.recipe.write_text(yaml.safe_dump(recipe))

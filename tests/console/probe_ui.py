@@ -10,13 +10,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from console.app import MoeConsole  # noqa: E402
-from console.screens.run import RunScreen  # noqa: E402
-from console.widgets.chart import ChartView  # noqa: E402
-from console.widgets.gpus import GpuPanel  # noqa: E402
-from console.widgets.panes import BlockerTable, EventPane, LogTail  # noqa: E402
-from console.widgets.status import StatusLine  # noqa: E402
-from runner.rundir import rundir  # noqa: E402
+from moeconsole.console.app import MoeConsole  # noqa: E402
+from moeconsole.console.screens.run import RunScreen  # noqa: E402
+from moeconsole.console.widgets.chart import ChartView  # noqa: E402
+from moeconsole.console.widgets.gpus import GpuPanel  # noqa: E402
+from moeconsole.console.widgets.panes import BlockerTable, EventPane, LogTail  # noqa: E402
+from moeconsole.console.widgets.status import StatusLine  # noqa: E402
+from moeconsole.runner.rundir import rundir  # noqa: E402
 from tests.waiting import until_ui  # noqa: E402
 
 

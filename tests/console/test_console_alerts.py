@@ -13,13 +13,13 @@ from pathlib import Path
 import psutil
 
 from tests.waiting import reached, until_ui
-from runner.rundir.alertgroups import ACKS_NAME
-from console.app import MoeConsole
-from console.screens.dialogs import DetailScreen
-from console.screens.run import RunScreen
-from console.widgets.panes import AlertBar, EventPane
-from console.widgets.status import StatusLine
-from runner.rundir import jsonio
+from moeconsole.runner.rundir.alertgroups import ACKS_NAME
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.dialogs import DetailScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.panes import AlertBar, EventPane
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import jsonio
 from tests.conftest import end_processes, run_processes
 
 
@@ -244,7 +244,7 @@ def test_bell_rings_once_for_new_critical_news_not_for_history_warnings_or_when_
 
 
 def test_bell_setting_from_the_environment():
-    from console.app import bell_enabled
+    from moeconsole.console.app import bell_enabled
     assert bell_enabled({}) and bell_enabled({"MOECONSOLE_BELL": "1"})
     assert not bell_enabled({"MOECONSOLE_BELL": "0"}) and not bell_enabled({"MOECONSOLE_BELL": "off"})
 
@@ -253,7 +253,7 @@ def test_a_new_log_line_reaches_the_screen_without_waiting_for_the_poll(base, ma
     """The screen polls every 60 s here; a line the training writes still shows at once,
     because the run directory's changes wake the poller (and a steady stream of lines is read
     in coalesced polls, not one poll per line)."""
-    from console.widgets.panes import LogTail
+    from moeconsole.console.widgets.panes import LogTail
     run = make_run(base, runner_pid=os.getpid())
 
     async def go():
@@ -278,7 +278,7 @@ def test_a_new_log_line_reaches_the_screen_without_waiting_for_the_poll(base, ma
 def test_a_file_change_polls_the_run_but_not_the_gpu_driver(base, make_run):
     """Between two timer polls, a change in the run directory reads the run files only: the GPU
     reading of the last full poll is shown again (the driver is asked on the timer)."""
-    from console.widgets.panes import LogTail
+    from moeconsole.console.widgets.panes import LogTail
     run = make_run(base, runner_pid=os.getpid())
     calls = []
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from textual.widgets._toast import Toast
 
-from console.app import MoeConsole
-from console.screens.dialogs import DetailScreen
-from console.screens.run import RunScreen
-from console.widgets.panes import AlertBar
-from console.widgets.status import StatusLine
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.dialogs import DetailScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.panes import AlertBar
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import rundir
 from tests.console.test_console_live import REPO, reap, start_demo, wait_state
 from tests.waiting import until_ui
 
@@ -107,7 +107,7 @@ def test_one_nan_one_alert_headline_and_an_ack_in_one_console_clears_every_conso
         group = asyncio.run(go())
         # --json carries the same alert state: acknowledged, no longer active, the crash's hint
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        done = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", run.run_id,
+        done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", run.run_id,
                                "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True,
                               timeout=60)
         d = json.loads(done.stdout)

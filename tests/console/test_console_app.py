@@ -9,18 +9,18 @@ import os
 import pytest
 
 from tests.waiting import until_ui
-from console import keys
-from console.app import MoeConsole
-from console.screens.browser import BrowserScreen
-from console.screens.compare import CompareScreen
-from console.screens.dialogs import ConfirmScreen, HelpScreen
-from console.screens.logview import LogScreen, LogView
-from console.screens.run import RunScreen
-from console.widgets.chart import ChartView
-from console.widgets.gpus import GpuPanel
-from console.widgets.panes import EventPane, LogTail
-from console.widgets.status import StatusLine
-from runner.rundir import jsonio
+from moeconsole.console import keys
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.browser import BrowserScreen
+from moeconsole.console.screens.compare import CompareScreen
+from moeconsole.console.screens.dialogs import ConfirmScreen, HelpScreen
+from moeconsole.console.screens.logview import LogScreen, LogView
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.console.widgets.gpus import GpuPanel
+from moeconsole.console.widgets.panes import EventPane, LogTail
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import jsonio
 
 GPU = {"available": True, "backend": "nvml", "reason": None, "driver": "550", "taken_at": 0.0, "gpus": [
     {"index": i, "name": "NVIDIA H200", "util_pct": 50 + i, "mem_used_mib": 120_000 + 1000 * i,
@@ -32,7 +32,7 @@ ZOMBIE = {"pid": 424242, "start_time": 1_699_999_000.0, "user": "bob", "cmdline"
 
 def judged(proc: dict) -> dict:
     """A process as the telemetry layer reports it: its labels judged by the one rule."""
-    from runner.telemetry.procs import standing
+    from moeconsole.runner.telemetry.procs import standing
     s = standing(proc["labels"])
     return {**proc, "blocker": s.blocker, "shown": s.shown, "killable": s.killable, "not_killable_why": s.why or None}
 
@@ -283,7 +283,7 @@ def test_help_is_generated_from_the_key_tables(base, make_run):
                                      what="the help table drawn")
             assert "Run screen" in visible and "Clean kill" in visible  # the current screen's keys first
             from rich.console import Console
-            from console.screens.dialogs import help_table
+            from moeconsole.console.screens.dialogs import help_table
             console = Console(width=400, file=open(os.devnull, "w"), record=True)
             console.print(help_table("Run screen"))
             whole = " ".join(console.export_text().split())

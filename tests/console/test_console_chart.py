@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from console.chart import Marker, markers_from, render_chart, rows_text
-from runner.core.series import Series
+from moeconsole.console.chart import Marker, markers_from, render_chart, rows_text
+from moeconsole.runner.core.series import Series
 from tests.console.chart_helpers import plot_cols, series
 
 

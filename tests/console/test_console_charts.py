@@ -13,12 +13,12 @@ import os
 
 from textual import events
 
-from console.app import MoeConsole
-from console.chart import Marker, render_chart, rows_text
-from console.screens.run import RunScreen
-from console.widgets.chart import ChartView
-from runner.core.series import Series
-from runner.rundir import jsonio, seriesfile
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.chart import Marker, render_chart, rows_text
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.runner.core.series import Series
+from moeconsole.runner.rundir import jsonio, seriesfile
 from tests.console.chart_helpers import plot_cols, series
 from tests.waiting import until_ui
 
@@ -27,7 +27,7 @@ from tests.waiting import until_ui
 
 
 def _options(**kw):
-    from console.chart import ChartOptions
+    from moeconsole.console.chart import ChartOptions
     return ChartOptions(**kw)
 
 
@@ -94,7 +94,7 @@ def test_smoothing_draws_the_ema_over_the_faint_raw_line():
 
 
 def test_ema_is_tensorboards_debiased_average_and_skips_nan():
-    from runner.core.series import ema
+    from moeconsole.runner.core.series import ema
     assert ema([2.0, 2.0, 2.0], 0.9) == [2.0, 2.0, 2.0]
     out = ema([0.0, 10.0, math.nan, 10.0], 0.5)
     assert out[0] == 0.0 and math.isclose(out[1], 10 * 0.5 / (1 - 0.25)) and math.isnan(out[2])
@@ -123,7 +123,7 @@ def test_log_axis_and_its_refusal_on_non_positive_values():
 
 
 def test_zoom_draws_only_the_range_and_says_so():
-    from console.chart import render_chart_frame
+    from moeconsole.console.chart import render_chart_frame
     s = series(range(1000), [float(i) for i in range(1000)])
     rows, frame = render_chart_frame([s], 60, 10, title="loss", options=_options(xrange=(200.0, 400.0)))
     text = rows_text(rows)
@@ -135,7 +135,7 @@ def test_zoom_draws_only_the_range_and_says_so():
 
 
 def test_zoom_and_pan_ranges():
-    from console.chart import pan_range, zoom_range, zoom_to
+    from moeconsole.console.chart import pan_range, zoom_range, zoom_to
     full = (0.0, 1000.0)
     assert zoom_range(None, full, 0.5) == (500.0, 1000.0), "the newest steps stay in view"
     assert zoom_range((500.0, 1000.0), full, 0.5) == (625.0, 875.0)
@@ -150,7 +150,7 @@ def test_zoom_and_pan_ranges():
 # ---- series.json keeps every other number the log carries -------------------------------------
 
 def test_the_book_keeps_lr_epoch_extras_and_eval_values_and_reads_old_books_again(tmp_path):
-    from runner.rundir import rundir
+    from moeconsole.runner.rundir import rundir
     run = rundir.create(tmp_path / "runs", "book")
     for step in range(1, 501):
         jsonio.append_jsonl(run.metrics, {"v": 1, "t": 100.0 + step, "attempt": 1, "step": step, "loss": 2.0,
@@ -179,7 +179,7 @@ def test_the_book_keeps_lr_epoch_extras_and_eval_values_and_reads_old_books_agai
 def test_the_runners_columns_feed_the_other_series_from_template_rows():
     """The runner feeds the book a batch of template rows (JSON lines as bytes): their extras
     become series too, exactly as one record at a time."""
-    from runner.ingest.live import LiveReader
+    from moeconsole.runner.ingest.live import LiveReader
     reader = LiveReader()
     # what ms-swift prints: a dict's str(), floats in their shortest form
     lines = b"".join(str({"loss": round(2 - i / 100, 4), "grad_norm": 0.5, "learning_rate": 1e-05,
@@ -234,7 +234,7 @@ def _picker(app):
 
 
 def test_c_picks_any_metric_with_a_filter_and_the_choice_is_kept_for_the_recipe(base, make_run):
-    from console import chartprefs
+    from moeconsole.console import chartprefs
     run = _run_with_extras(base, make_run)
     other = _run_with_extras(base, make_run, run_id="20240102-000000-demo-0002")
 
@@ -297,7 +297,7 @@ def test_a_damaged_prefs_file_shows_the_defaults(base, make_run):
 
 
 def test_e_E_y_and_the_zoom_keys_change_every_chart(base, make_run):
-    from console import chartprefs
+    from moeconsole.console import chartprefs
     run = _run_with_extras(base, make_run)
 
     async def go():

@@ -13,12 +13,12 @@ import sys
 import termios
 from pathlib import Path
 
-from console.app import MoeConsole
-from console.screens.browser import BrowserScreen
-from console.screens.compare import CompareScreen
-from console.widgets.chart import ChartView
-from runner.rundir import jsonio
-from runner.rundir.rundiff import recipe_differences
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.browser import BrowserScreen
+from moeconsole.console.screens.compare import CompareScreen
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.rundir.rundiff import recipe_differences
 from tests.waiting import until_ui
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_n_runs_marked_in_the_browser_compare_live_and_q_leaves(base, make_run):
 
 
 def test_recipe_differences_for_any_number_of_runs_agree_with_runs_diff():
-    from runner.rundir.rundiff import recipe_differences_n
+    from moeconsole.runner.rundir.rundiff import recipe_differences_n
     a = {"command --lr": "1e-4", "env.X": "1"}
     b = {"command --lr": "2e-4", "env.X": "1", "command --fp8": True}
     c = {"command --lr": "1e-4", "env.X": "2"}
@@ -121,7 +121,7 @@ def _ls_in_a_terminal(base: Path, cols: int) -> list[str]:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "runs", "--runs-dir", str(base)], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)], cwd=REPO,
                             stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
     os.close(slave)
     out = b""
@@ -143,7 +143,7 @@ def test_runs_ls_fits_the_terminal_with_the_important_columns_first(base, make_r
     for i, fault in enumerate(("nan@30", "oom@40")):
         make_run(base, f"2024010{i + 1}-000000-tiny-moe-cpu-{'ab12' if i else 'cd34'}", name="tiny-moe-cpu",
                  status="failed" if i else "succeeded", crash={"class": "cuda_oom"} if i else None,
-                 recipe={"name": "tiny-moe-cpu", "command": ["{python}", "-m", "runner.demo.train",
+                 recipe={"name": "tiny-moe-cpu", "command": ["{python}", "-m", "moeconsole.runner.demo.train",
                                                              f"--fault={fault}", "--max_steps=80"]})
     narrow = _ls_in_a_terminal(base, 80)
     assert all(len(line) <= 80 for line in narrow), narrow
@@ -154,10 +154,10 @@ def test_runs_ls_fits_the_terminal_with_the_important_columns_first(base, make_r
     assert "2 (2 CRIT)" in failed
     wide = _ls_in_a_terminal(base, 200)
     assert "LAST CRASH" in wide[0] and "cuda_oom" in next(line for line in wide if line.startswith("FAILED"))
-    piped = subprocess.run([sys.executable, "-m", "console.cli", "runs", "--runs-dir", str(base)], cwd=REPO,
+    piped = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)], cwd=REPO,
                            capture_output=True, text=True, timeout=60).stdout.splitlines()
     assert "STARTED" in piped[0] and any("20240102-000000-tiny-moe-cpu-ab12" in line for line in piped), \
         "piped: every column and the full id"
-    show = subprocess.run([sys.executable, "-m", "console.cli", "runs", "show", "ab12", "--runs-dir", str(base)],
+    show = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "show", "ab12", "--runs-dir", str(base)],
                           cwd=REPO, capture_output=True, text=True, timeout=60).stdout
     assert "saves     bad 1   crashes 1   last crash cuda_oom" in show and "alerts    open 2 (2 CRIT)" in show

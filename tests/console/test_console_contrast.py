@@ -8,8 +8,8 @@ import asyncio
 
 from textual.widgets import DataTable
 
-from console.screens.browser import BrowserScreen
-from console.screens.run import RunScreen
+from moeconsole.console.screens.browser import BrowserScreen
+from moeconsole.console.screens.run import RunScreen
 from tests.console.conftest import write_run
 from tests.console.test_console_app import app_for, attached, telemetry
 from tests.console.test_console_alerts_live import contrast
@@ -66,7 +66,7 @@ def test_every_text_and_background_pair_reads(base):
             found.update(low_pairs(app, "help", modal=True))
         for i, status in enumerate(STATES):
             run = base / f"20240101-00000{i}-r{i}-000{i}"
-            from runner.rundir import rundir
+            from moeconsole.runner.rundir import rundir
             app = app_for(base, rundir.RunDir(run), telemetry=telemetry())
             async with app.run_test(size=(120, 36)) as pilot:
                 screen = await attached(pilot)

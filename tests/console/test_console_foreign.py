@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
-from console.screens.dialogs import PromptScreen
+from moeconsole.console.screens.dialogs import PromptScreen
 from tests.waiting import until_ui
-from console.app import MoeConsole
-from console.screens.browser import BrowserScreen
-from console.screens.run import RunScreen
-from console.widgets.chart import ChartView
-from console.widgets.panes import EventPane
-from console.widgets.status import StatusLine
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.browser import BrowserScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.console.widgets.panes import EventPane
+from moeconsole.console.widgets.status import StatusLine
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,7 +79,7 @@ def test_open_a_swift_output_dir_from_the_browser(base, tmp_path):
 def test_runs_diff_against_a_foreign_dir(base, make_run, tmp_path):
     out = swift_output(tmp_path / "swift-out")
     make_run(base, "20240101-000000-bf16-aaaa", name="moe-bf16", status="succeeded", steps=40, restart_at=None)
-    done = subprocess.run([sys.executable, "-m", "console.cli", "runs", "diff", "bf16", str(out), "--json",
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "diff", "bf16", str(out), "--json",
                            "--runs-dir", str(base)], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     d = json.loads(done.stdout)

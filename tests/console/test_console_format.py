@@ -1,9 +1,9 @@
 """Pure formatting: numbers, durations, status lines, events, confirmations, the key tables."""
 from __future__ import annotations
 
-from console import confirmations, keys
-from console import format as fmt
-from runner.supervisor import control
+from moeconsole.console import confirmations, keys
+from moeconsole.console import format as fmt
+from moeconsole.runner.supervisor import control
 
 
 def test_num_and_short_handle_missing_and_non_finite():
@@ -115,7 +115,7 @@ def test_every_run_key_has_help_and_process_keys_are_marked():
 
 
 def test_exit_words_name_the_signal_not_a_missing_code():
-    from console.format import crash_line, exit_words
+    from moeconsole.console.format import crash_line, exit_words
     assert exit_words({"signal": 9, "exit_code": None}) == "killed by SIGKILL"
     assert exit_words({"signal": None, "exit_code": 1}) == "exit 1"
     assert exit_words({}) == "exit unknown"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from console.screens.dialogs import HelpScreen
+from moeconsole.console.screens.dialogs import HelpScreen
 from tests.console.conftest import write_run
 from tests.console.test_console_app import app_for, attached, telemetry
 from tests.waiting import until_ui

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from console import format as fmt
-from console.chart import markers_from, render_chart, rows_text
-from console.logtail import MetricColumns
-from console.widgets.panes import event_pane_lines
-from runner.core.numbers import as_float
-from runner.core.series import Series
+from moeconsole.console import format as fmt
+from moeconsole.console.chart import markers_from, render_chart, rows_text
+from moeconsole.console.logtail import MetricColumns
+from moeconsole.console.widgets.panes import event_pane_lines
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.series import Series
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("probe_ui.py")
@@ -58,7 +58,7 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     env = fake_env(nvml_libdir, scenario)
     env["PYTHONPATH"] = str(REPO)
 
-    done = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", run.run_id,
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", run.run_id,
                            "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     d = json.loads(done.stdout)

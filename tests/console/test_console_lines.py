@@ -11,10 +11,10 @@ from textual.geometry import Region
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 
-from console import format as fmt
-from console.widgets.gpus import GpuPanel, gpu_lines
-from console.widgets.panes import LogTail
-from console.widgets.status import StatusLine
+from moeconsole.console import format as fmt
+from moeconsole.console.widgets.gpus import GpuPanel, gpu_lines
+from moeconsole.console.widgets.panes import LogTail
+from moeconsole.console.widgets.status import StatusLine
 
 CSS = Path(__file__).resolve().parents[2] / "console" / "console.tcss"
 GPUS = [{"index": i, "util_pct": 40 + 7 * i, "mem_used_mib": 110_000 + 3500 * i, "mem_total_mib": 143_771,
@@ -148,8 +148,8 @@ def test_a_pane_whose_line_count_changes_is_laid_out_again():
 
 
 def test_a_chart_repaints_only_the_rows_a_new_step_changed():
-    from runner.core.series import Series
-    from console.widgets.chart import ChartView
+    from moeconsole.runner.core.series import Series
+    from moeconsole.console.widgets.chart import ChartView
 
     class Charts(App):
         CSS_PATH = str(CSS)

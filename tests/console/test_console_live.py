@@ -15,13 +15,13 @@ import psutil
 import pytest
 
 from tests.waiting import until, until_ui
-from console.app import MoeConsole
-from console.screens.dialogs import ConfirmScreen
-from console.screens.run import RunScreen
-from console.source import _live_telemetry
-from console.widgets.panes import BlockerTable
-from console.widgets.status import StatusLine
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.dialogs import ConfirmScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.source import _live_telemetry
+from moeconsole.console.widgets.panes import BlockerTable
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import rundir
 from tests.conftest import end_processes, run_processes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ FAST = ["--set", "args.max_steps=100000", "--set", "kill.grace_s=3", "--set", "c
 def start_demo(base: Path, *extra: str) -> rundir.RunDir:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(RECIPE), "--detach", *FAST, *extra,
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(RECIPE), "--detach", *FAST, *extra,
                            "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return rundir.resolve(base, done.stdout.strip().splitlines()[-1])
@@ -107,7 +107,7 @@ def test_readonly_changes_nothing(demo):
 
 
 def _events(run):
-    from runner.rundir.jsonio import read_jsonl
+    from moeconsole.runner.rundir.jsonio import read_jsonl
     return read_jsonl(run.events)
 
 
@@ -225,7 +225,7 @@ def test_k_kills_cleanly(tmp_path_factory):
                 await until_ui(pilot, lambda: "k" not in {k for k, b in screen.active_bindings.items()
                                                       if b.binding.show})  # no runner left to ask
                 # the user's own kill is an event, not a crash alert: no alert, no toast, no bell
-                from console.widgets.panes import AlertBar, EventPane
+                from moeconsole.console.widgets.panes import AlertBar, EventPane
                 await until_ui(pilot, lambda: any("STOPPED attempt 1: killed by the user" in line
                                                for line in screen.query_one(EventPane).plain_lines))
                 assert not screen.active_alerts and not screen.query_one(AlertBar).display
@@ -258,7 +258,7 @@ def test_torchruns_agent_and_workers_are_never_zombies_on_screen_or_in_json():
     try:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         env.pop("MOECONSOLE_RUNS_DIR", None)
-        done = subprocess.run([sys.executable, "-m", "console.cli", "run", str(REPO / "recipes" / "torchrun-cpu.yaml"),
+        done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(REPO / "recipes" / "torchrun-cpu.yaml"),
                                "--detach", "--set", f"preflight.port={port}", "--set", f"args.master_port={port}",
                                "--set", "args.max_steps=100000", "--set", "kill.grace_s=3",
                                "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True,
@@ -282,7 +282,7 @@ def test_torchruns_agent_and_workers_are_never_zombies_on_screen_or_in_json():
                 assert "z" not in footer and "k" in footer
                 return {b["pid"] for b in table.blockers}
         on_screen = asyncio.run(go())
-        out = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", run.run_id,
+        out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", run.run_id,
                               "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True,
                              timeout=60)
         blockers = json.loads(out.stdout)["blockers"]

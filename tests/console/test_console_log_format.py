@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from console import foreign
-from console.app import MoeConsole
-from console.screens.run import RunScreen
-from runner.ingest.userformat import parse_line_format
+from moeconsole.console import foreign
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.runner.ingest.userformat import parse_line_format
 from tests.waiting import until_ui
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +57,7 @@ def test_run_screen_charts_the_declared_format(tmp_path):
 
 def test_attach_with_a_bad_spec_is_one_line_exit_2(tmp_path):
     log = odd_log(tmp_path / "odd.log")
-    res = subprocess.run([sys.executable, "-m", "console.cli", "attach", str(log), "--log-format", "^#(?P<stp>\\d+",
+    res = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "attach", str(log), "--log-format", "^#(?P<stp>\\d+",
                           "--runs-dir", str(tmp_path / "runs")], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.startswith("moeconsole: log format: ")
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from console.logfile import LogFile
+from moeconsole.console.logfile import LogFile
 
 
 def test_appends_are_indexed_incrementally_and_partial_lines_complete(tmp_path):
@@ -61,7 +61,7 @@ def test_search_forward_backward_and_wrapping(tmp_path):
 
 
 def test_search_across_chunk_boundaries(tmp_path, monkeypatch):
-    import console.logfile as lf
+    import moeconsole.console.logfile as lf
     monkeypatch.setattr(lf, "CHUNK", 64)
     p = tmp_path / "train.log"
     body = "".join(f"line {i:04d} ........................\n" for i in range(200))

@@ -24,12 +24,12 @@ import pytest
 from textual.geometry import Region
 
 from tests.waiting import until, until_ui
-from console.app import MoeConsole
-from console.screens.run import RunScreen
-from console.widgets.gpus import GpuPanel
-from console.widgets.panes import LogTail
-from console.widgets.status import StatusLine
-from runner.rundir import jsonio, rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.gpus import GpuPanel
+from moeconsole.console.widgets.panes import LogTail
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import jsonio, rundir
 
 REPO = Path(__file__).resolve().parents[2]
 STALE_AGE_S = 150  # "2 minutes" for the 29 s a test may take
@@ -44,7 +44,7 @@ def _run_agent(libdir: Path, scenario: Path, base: Path) -> subprocess.Popen:
     run.write_state({"v": 1, "status": "running", "name": scenario.stem, "attempt": 1})
     env = fake_env(libdir, scenario)
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "agent", str(run.path), "--interval", "0.2"],
+    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "agent", str(run.path), "--interval", "0.2"],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     proc.telemetry_file = run.telemetry / f"{LOCAL}.json"  # type: ignore[attr-defined]
     return proc
@@ -297,7 +297,7 @@ def test_json_lists_the_same_nodes_as_the_panel(base, make_run, agent_docs, fres
     run = two_node_run(base, make_run, agent_docs, fresh_agent)
     fresh_agent(run, agent_docs["nodriver"], "gpu-node-c")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", "--no-gpu", run.run_id,
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", "--no-gpu", run.run_id,
                            "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     nodes = json.loads(done.stdout)["nodes"]

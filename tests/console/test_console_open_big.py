@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from console import foreign
-from console.app import MoeConsole
-from console.screens.run import RunScreen
-from console.widgets.chart import ChartView
-from console.widgets.status import StatusLine
-from runner.rundir import seriesfile
+from moeconsole.console import foreign
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import seriesfile
 from tests.ingest import ingest_samples as S
 from tests.waiting import until, until_ui
 
@@ -63,7 +63,7 @@ def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_pa
     assert full.metric_count == STEPS and full.eval_count == STEPS // 5000
     assert [p[0] for p in zip(*full.eval_series.points())] == [5000.0 * k for k in range(1, 7)]
     # metrics.jsonl holds exactly what `parse --json` prints
-    parsed = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log), "--json"], cwd=REPO,
+    parsed = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log), "--json"], cwd=REPO,
                             capture_output=True, timeout=300)
     assert parsed.returncode == 0
     assert run.metrics.read_bytes() == parsed.stdout
@@ -110,7 +110,7 @@ def test_attach_a_log_path_in_a_terminal(log):
     base = Path(tempfile.mkdtemp(prefix="mcopen-"))
     try:
         cmd = (f"cd {shlex.quote(str(REPO))} && env PYTHONPATH={shlex.quote(str(REPO))} "
-               f"{shlex.quote(sys.executable)} -m console.cli attach {shlex.quote(str(log))} "
+               f"{shlex.quote(sys.executable)} -m moeconsole.console.cli attach {shlex.quote(str(log))} "
                f"--runs-dir {shlex.quote(str(base))}")
         tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "120", "-y", "36", cmd)
         tmux("run-shell", "-b", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
@@ -128,6 +128,6 @@ def test_attach_a_log_path_in_a_terminal(log):
 def test_attach_refuses_a_path_that_is_no_log(tmp_path):
     empty = tmp_path / "nothing-here"
     empty.mkdir()
-    res = subprocess.run([sys.executable, "-m", "console.cli", "attach", str(empty), "--runs-dir",
+    res = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "attach", str(empty), "--runs-dir",
                           str(tmp_path / "runs")], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

@@ -12,10 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from console.app import MoeConsole
-from console.screens.dialogs import ConfirmScreen
-from console.screens.run import RunScreen
-from console.widgets.status import StatusLine
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.dialogs import ConfirmScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.status import StatusLine
 from tests.console.test_console_live import REPO, reap, start_demo, wait_state
 from tests.waiting import until_ui
 
@@ -53,7 +53,7 @@ def test_the_pause_reason_is_said_once_and_kept_after_the_ack():
         assert "paused: paused" not in dialog and "PAUSED: paused" not in dialog
 
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        shown = subprocess.run([sys.executable, "-m", "console.cli", "runs", "show", run.run_id, "--runs-dir", str(base)],
+        shown = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "show", run.run_id, "--runs-dir", str(base)],
                                cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
         loss = next(l for l in shown.stdout.splitlines() if l.strip().startswith("loss"))
         assert loss.split()[:3] == ["loss", "last", "nan"], loss

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import yaml
 
-from console.app import MoeConsole
-from console.screens.logview import LogScreen, LogView
-from console.logfile import LogFile
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.logview import LogScreen, LogView
+from moeconsole.console.logfile import LogFile
 from tests.waiting import until_ui
 
 
 def line_time(text: str, year: int | None = None):
-    from runner.ingest.linetime import line_time as lt
+    from moeconsole.runner.ingest.linetime import line_time as lt
     return lt(text, year)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def _torchrun(tmp: Path, log_dir: Path) -> None:
 
 
 def test_torchruns_per_rank_files_merge_by_the_time_their_lines_carry(tmp_path):
-    from console.ranklog import MergedLog, log_dirs, rank_files
+    from moeconsole.console.ranklog import MergedLog, log_dirs, rank_files
     _torchrun(tmp_path, tmp_path / "logs")
     dirs = log_dirs({"command": ["torchrun", "--log-dir", "logs", "train.py"], "_launch": {"cwd": str(tmp_path)}},
                     tmp_path / "run")
@@ -127,7 +127,7 @@ def test_without_per_rank_files_train_logs_rank_prefixes_become_the_rank_column(
     lines = ["=== moeconsole: attempt 1 start"] + [f"[rank{i % 3}]: step {i} loss {2 - i / 10:.2f}" for i in range(9)]
     lines += ["0: an srun --label line", "agent: worker group SUCCEEDED"]
     run.log.write_text("\n".join(lines) + "\n")
-    from console.ranklog import PrefixedLog
+    from moeconsole.console.ranklog import PrefixedLog
     log = PrefixedLog(LogFile(run.log))
     log.refresh()
     assert log.lines(1, 3) == ["step 0 loss 2.00", "step 1 loss 1.90", "step 2 loss 1.80"]

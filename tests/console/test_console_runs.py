@@ -1,4 +1,4 @@
-"""`moeconsole runs ls|show|diff|rebuild` through the real CLI, and runner.rundir.rundiff on run dirs
+"""`moeconsole runs ls|show|diff|rebuild` through the real CLI, and moeconsole.runner.rundir.rundiff on run dirs
 written the way the runner writes them (the BF16 vs FP8 comparison users make)."""
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.core.numbers import as_float
+from moeconsole.runner.core.numbers import as_float
 import numpy as np
 import pytest
 
-from runner.rundir import jsonio, rundiff
+from moeconsole.runner.rundir import jsonio, rundiff
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, base: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(base)],
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(base)],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
 
 
@@ -113,7 +113,7 @@ def _dead_pid() -> int:
 
 def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, make_run):
     import os
-    from runner.rundir import store
+    from moeconsole.runner.rundir import store
     live = make_run(base, "20240105-000000-demo-live", name="tiny-moe-cpu", status="running", steps=10,
                     runner_pid=os.getpid(), crash={"class": "cuda_oom"},
                     recipe={"name": "tiny-moe-cpu", "command": ["python"], "args": {"fault": "oom@40", "lr": 0.001}})
@@ -151,7 +151,7 @@ def test_runs_ls_is_current_for_live_runs_and_marks_a_gone_runner_stale(base, ma
 
 def test_an_old_index_gains_the_new_columns(base, make_run):
     import sqlite3
-    from runner.rundir import store
+    from moeconsole.runner.rundir import store
     make_run(base, "20240101-000000-a-aaaa", name="a", status="failed", crash={"class": "nccl_timeout"})
     conn = sqlite3.connect(base / store.INDEX_NAME)
     conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT, recipe_hash TEXT, status TEXT, "

@@ -1,11 +1,11 @@
-"""The console's poll timing on its own, without a UI (``console.runwatch.RunWatch``): a request
+"""The console's poll timing on its own, without a UI (``moeconsole.console.runwatch.RunWatch``): a request
 wakes it at once, a change in the run directory wakes it (and says so), the timer ends a quiet
 wait, and cancellation is looked at while it waits."""
 from __future__ import annotations
 
 import threading
 
-from console.runwatch import RunWatch
+from moeconsole.console.runwatch import RunWatch
 from tests.waiting import until
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from console.app import MoeConsole
-from console.screens.browser import BrowserScreen
-from console.screens.compare import CompareScreen
-from console.screens.run import RunScreen
-from console.widgets.status import StatusLine
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.browser import BrowserScreen
+from moeconsole.console.screens.compare import CompareScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.status import StatusLine
 from tests.console.conftest import T0
 from tests.waiting import until_ui
 
@@ -127,7 +127,7 @@ def test_browser_snapshot_80x24(base, make_run, utc, tmp_path):
 def _history(run) -> None:
     """gpu-history.json as the runner leaves it after two hours: utilisation dipping at a
     checkpoint save, memory creeping up on GPU 7."""
-    from runner.rundir import gpuhistory
+    from moeconsole.runner.rundir import gpuhistory
     h = gpuhistory.GpuHistory()
     for k in range(3600):
         t = T0 + 2 * k
@@ -181,7 +181,7 @@ def test_compare_snapshot(base, make_run, utc, tmp_path, size):
 
 def test_chart_picker_snapshot_80x24(base, make_run, utc, tmp_path):
     run = _live(base, make_run)
-    from runner.rundir import jsonio
+    from moeconsole.runner.rundir import jsonio
     recs = jsonio.read_jsonl(run.metrics)
     run.metrics.write_text("")
     for r in recs:

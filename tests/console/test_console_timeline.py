@@ -2,11 +2,11 @@
 de-duplication, acknowledgements, ETA and the quiet-time indicator, the log tail's columns."""
 from __future__ import annotations
 
-from console import alerts
-from runner.rundir import alertgroups
-from console import format as fmt
-from console.logtail import MetricColumns
-from console.timeline import detail_lines, sentence, timeline
+from moeconsole.console import alerts
+from moeconsole.runner.rundir import alertgroups
+from moeconsole.console import format as fmt
+from moeconsole.console.logtail import MetricColumns
+from moeconsole.console.timeline import detail_lines, sentence, timeline
 
 T = 1_700_000_000.0
 

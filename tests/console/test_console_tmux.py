@@ -15,7 +15,7 @@ from typing import Iterator
 import psutil
 import pytest
 
-from runner.rundir import rundir
+from moeconsole.runner.rundir import rundir
 from tests.conftest import end_processes, run_processes
 from tests.waiting import until
 
@@ -59,7 +59,7 @@ def demo_session(label: str, demo_args: str, after: str = "") -> Iterator[tuple[
     socket_path = ""
     try:
         cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
-               f"{shlex.quote(sys.executable)} -m console.cli demo --runs-dir {shlex.quote(str(base))} "
+               f"{shlex.quote(sys.executable)} -m moeconsole.console.cli demo --runs-dir {shlex.quote(str(base))} "
                f"{demo_args}{after}")
         tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
         tmux("set-option", "-t", "demo", "remain-on-exit", "on")

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from console.widgets.panes import BlockerTable
+from moeconsole.console.widgets.panes import BlockerTable
 from tests.console.test_console_app import attached
 from tests.console.test_console_live import app_for, demo  # noqa: F401  (demo: the live run fixture)
 from tests.waiting import until_ui
@@ -68,7 +68,7 @@ def test_moeconsole_gpus_labels_a_leftover_as_the_console_does(demo):
     cli_env = {**os.environ, "PYTHONPATH": str(REPO)}
     try:
         def labels_of(argv: list[str]) -> dict[int, list[str]]:
-            out = subprocess.run([sys.executable, "-m", "console.cli", *argv], cwd=REPO, env=cli_env,
+            out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *argv], cwd=REPO, env=cli_env,
                                  capture_output=True, text=True, timeout=60)
             assert out.returncode == 0, out.stderr
             return {b["pid"]: b["labels"] for b in json.loads(out.stdout.splitlines()[-1])["blockers"] if "pid" in b}

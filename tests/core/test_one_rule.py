@@ -7,12 +7,12 @@ import random
 import numpy as np
 import pytest
 
-from runner.checkpoints import suspect
-from runner.core.columns import records_to_columns
-from runner.core.monitors import Monitors, Thresholds
-from runner.core.numbers import as_float
-from runner.ops.prometheus import MetricsView, families
-from runner.ops.tally import EventTally
+from moeconsole.runner.checkpoints import suspect
+from moeconsole.runner.core.columns import records_to_columns
+from moeconsole.runner.core.monitors import Monitors, Thresholds
+from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.ops.prometheus import MetricsView, families
+from moeconsole.runner.ops.tally import EventTally
 
 
 def live_flags_save(values: list[float], save_step: int, t: Thresholds | None = None) -> bool:
@@ -80,9 +80,9 @@ def test_a_bool_is_not_a_number_for_the_monitors_nor_for_prometheus():
                                            (float("nan"), "—")])
 def test_a_duration_reads_the_same_in_gpus_and_in_the_console(seconds, text):
     """`gpus` used to print a 26-hour-old process as 1d02h while the status line said 26h00m."""
-    from console import format as fmt
-    from runner.core.units import duration
-    from runner.telemetry.procs import ProcInfo
+    from moeconsole.console import format as fmt
+    from moeconsole.runner.core.units import duration
+    from moeconsole.runner.telemetry.procs import ProcInfo
     assert duration(seconds) == fmt.duration(seconds) == text
     info = ProcInfo(pid=1, start_time=None, uid=0, user="u", cmdline="train", age_s=seconds, gpu_mem_mib=None,
                     gpus=(), labels=("orphan",))
@@ -101,8 +101,8 @@ def test_a_duration_reads_the_same_in_gpus_and_in_the_console(seconds, text):
 def test_the_crash_classifier_and_the_metric_parser_read_a_prefix_alike(line, rank, text):
     """The ANSI and rank-prefix rules were written twice (crash.py, ingest/lines.py) and differed
     on a bare "[0]:" (torchrun's failure index) and on tabs; one definition now (core/logline)."""
-    from runner.core.crash import clean_line
-    from runner.ingest.lines import decode, split_rank, visible_segment
+    from moeconsole.runner.core.crash import clean_line
+    from moeconsole.runner.ingest.lines import decode, split_rank, visible_segment
     seg = visible_segment(line.encode())
     assert seg is not None
     assert split_rank(decode(seg)) == (rank, text)
@@ -117,11 +117,11 @@ def _plain_row(pieces) -> str:
 def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_view(missing):
     """The same GPU with one reading the driver could not give: `moeconsole gpus` printed N/A, the
     run screen's GPU panel ?, the GPU view —. Every one shows the owner's mark now."""
-    from console.commands.gpus import gpu_row as cli_row
-    from console.screens.gpus import process_table, _plain
-    from console.widgets.gpus import gpu_row as panel_row
-    from runner.core.units import NA
-    from runner.telemetry.gpu import GpuInfo, GpuSnapshot
+    from moeconsole.console.commands.gpus import gpu_row as cli_row
+    from moeconsole.console.screens.gpus import process_table, _plain
+    from moeconsole.console.widgets.gpus import gpu_row as panel_row
+    from moeconsole.runner.core.units import NA
+    from moeconsole.runner.telemetry.gpu import GpuInfo, GpuSnapshot
     readings = dict(util_pct=87.0, mem_used_mib=40960.0, mem_total_mib=81920.0, temp_c=61.0, power_w=350.0,
                     power_limit_w=700.0, sm_clock_mhz=1980.0, mem_clock_mhz=2619.0)
     readings[missing] = None
@@ -137,9 +137,9 @@ def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_vie
 
 def test_host_ram_and_disk_read_alike_in_gpus_and_the_host_line():
     """`gpus` and the run screen's host line format the host's RAM from one rule."""
-    from console.commands.gpus import render_host
-    from console.widgets.gpus import host_words
-    from runner.core.units import NA
+    from moeconsole.console.commands.gpus import render_host
+    from moeconsole.console.widgets.gpus import host_words
+    from moeconsole.runner.core.units import NA
     host = {"hostname": "n1", "cpu_pct": None, "cpu_count": None, "ram_used_gib": 12.25, "ram_total_gib": None,
             "load1": None, "load5": None, "load15": None, "io": {"path": "/out", "free_gib": 2048.0}}
     cli, line = render_host(host), host_words(host, 200)
@@ -150,12 +150,12 @@ def test_host_ram_and_disk_read_alike_in_gpus_and_the_host_line():
 
 @pytest.mark.parametrize("width", [2, 5, 24, 60])
 def test_text_too_long_is_cut_alike_in_runs_ls_and_the_blocker_list(width):
-    """One cut rule (runner.core.units.clip): a long command in the blocker list and a long
+    """One cut rule (moeconsole.runner.core.units.clip): a long command in the blocker list and a long
     value in `runs ls` end at the same character with the same mark."""
-    from console.commands.runs import cut_name
-    from console.format import blocker_cmd
+    from moeconsole.console.commands.runs import cut_name
+    from moeconsole.console.format import blocker_cmd
     cmd = "/opt/envs/train/bin/python3.11-m-torch.distributed.run--nproc_per_node=8-train.py--lr=2e-5"
-    from runner.core.units import command_text
+    from moeconsole.runner.core.units import command_text
     shown = blocker_cmd({"cmdline": cmd}, width)
     # the blocker list shows the executable's name, not its directory; then the same cut
     assert shown == cut_name(command_text(cmd), width)  # a value without a space is cut like any other column

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from runner.core.schedule_watch import ScheduleWatch
+from moeconsole.runner.core.schedule_watch import ScheduleWatch
 
 
 def lr_at(step: int, warm: int = 10, total: int = 100, peak: float = 2e-5, floor: float = 2e-6) -> float:

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from runner.rundir import jsonio
-from runner.core.crash import CRASH_CLASSES, RECOVERIES, CrashVerdict, classify, clean_line
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core.crash import CRASH_CLASSES, RECOVERIES, CrashVerdict, classify, clean_line
 
 # --- texts from formats.md -------------------------------------------------------------
 

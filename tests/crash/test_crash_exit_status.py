@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runner.core.crash import classify, decode_exit
+from moeconsole.runner.core.crash import classify, decode_exit
 
 PYTHON = sys.executable
 TORCHRUN_TIMEOUT_S = float(os.environ.get("MOECONSOLE_TEST_TORCHRUN_TIMEOUT", "90"))

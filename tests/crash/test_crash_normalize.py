@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.core.crash import classify, normalize_crash_text
+from moeconsole.runner.core.crash import classify, normalize_crash_text
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
        "79.19 GiB of which 120.00 MiB is free.")

@@ -12,7 +12,7 @@ PUBLIC = Path(__file__).resolve().parent / "public"
 
 
 def parse_cli(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "parse", *args], cwd=REPO, input=stdin,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", *args], cwd=REPO, input=stdin,
                           capture_output=True, timeout=timeout)
 
 

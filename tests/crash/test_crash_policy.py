@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from runner.core.crash import CrashVerdict, classify
-from runner.core.errors import InputError
-from runner.core.policy import AttemptRecord, Decision, RestartSettings, backoff_delay, consecutive_crashes, decide
+from moeconsole.runner.core.crash import CrashVerdict, classify
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.policy import AttemptRecord, Decision, RestartSettings, backoff_delay, consecutive_crashes, decide
 
 HOUR = 3600.0
 NOW = 1_000_000.0

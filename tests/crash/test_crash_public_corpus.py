@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.crash import classify
+from moeconsole.runner.core.crash import classify
 
 CORPUS = Path(__file__).resolve().parent / "public"
 

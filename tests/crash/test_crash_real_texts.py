@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from runner.core.crash import classify
-from runner.process.proctree import live_pid_set, own_pid_set
-from runner.core.policy import AttemptRecord, RestartSettings, decide
+from moeconsole.runner.core.crash import classify
+from moeconsole.runner.process.proctree import live_pid_set, own_pid_set
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide
 
 OOM_OWN = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
            "capacity of 79.19 GiB of which 120.00 MiB is free. Process 566680 has 79.00 GiB memory in "
@@ -127,7 +127,7 @@ def test_policy_waits_for_the_gpu_then_fails_with_the_reason():
 
 
 def test_gpu_wait_settings_are_validated():
-    from runner.core.errors import InputError
+    from moeconsole.runner.core.errors import InputError
     with pytest.raises(InputError, match="restart.gpu_wait_s: must be a finite number of seconds >= 0"):
         RestartSettings.from_recipe({"gpu_wait_s": -1})
     assert RestartSettings.from_recipe({"gpu_wait_max_s": 30}).gpu_wait_max_s == 30.0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.core.crash import classify
-from runner.core.policy import AttemptRecord, RestartSettings, decide
+from moeconsole.runner.core.crash import classify
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -164,7 +164,7 @@ def test_the_runners_own_cancel_after_a_hang_stays_a_hang():
 
 def test_run_preflight_refuses_the_demo_when_its_python_lacks_torch(tmp_path):
     """`moeconsole run` checks the demo's own imports before launching anything."""
-    code = ("import sys; sys.modules['torch'] = None; from console.cli import main; "
+    code = ("import sys; sys.modules['torch'] = None; from moeconsole.console.cli import main; "
             f"sys.exit(main(['run', 'recipes/tiny-moe-cpu.yaml', '--detach', '--runs-dir', {str(tmp_path)!r}]))")
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert res.returncode == 1, res.stdout + res.stderr

@@ -1,4 +1,4 @@
-"""Helpers for the demo trainer's tests: launch ``python -m runner.demo.train`` (or torchrun) as a
+"""Helpers for the demo trainer's tests: launch ``python -m moeconsole.runner.demo.train`` (or torchrun) as a
 real process with its output in a file, as the runner does, parse what it printed, and end every
 process a test started by its PID."""
 from __future__ import annotations
@@ -89,7 +89,7 @@ class DemoLauncher:
         if nproc:
             cmd += ["-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
                     "--master_port", str(free_port())]
-        cmd += ["-m", "runner.demo.train", "--output_dir", str(output_dir), *args]
+        cmd += ["-m", "moeconsole.runner.demo.train", "--output_dir", str(output_dir), *args]
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(cmd, cwd=self.workdir, env=self.env(env), stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

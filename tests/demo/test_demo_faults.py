@@ -172,7 +172,7 @@ def test_bad_flags_exit_2_with_one_line(demo, args, env, message):
     run = demo.run(*(["--max_steps", "5"] + args), env=env)
     assert run.returncode == 2
     lines = run.log.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("runner.demo.train: error: "), run.log
+    assert len(lines) == 1 and lines[0].startswith("moeconsole.runner.demo.train: error: "), run.log
     assert message in lines[0]
 
 
@@ -181,7 +181,7 @@ def test_output_dir_that_cannot_be_created_is_refused(demo):
     blocker.write_text("not a directory")
     run = demo.run("--max_steps", "3", output_dir=blocker / "out")
     assert run.returncode == 2
-    assert run.log.splitlines() == [f"runner.demo.train: error: cannot create --output_dir {blocker / 'out'}: "
+    assert run.log.splitlines() == [f"moeconsole.runner.demo.train: error: cannot create --output_dir {blocker / 'out'}: "
                                     "Not a directory"]
 
 
@@ -190,7 +190,7 @@ def test_missing_output_dir_is_a_usage_error(demo):
 
     from tests.demo.demo_helpers import PYTHON
 
-    proc = subprocess.run([PYTHON, "-m", "runner.demo.train", "--max_steps", "3"], env=demo.env(),
+    proc = subprocess.run([PYTHON, "-m", "moeconsole.runner.demo.train", "--max_steps", "3"], env=demo.env(),
                           cwd=demo.workdir, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.splitlines() == ["runner.demo.train: error: the following arguments are required: --output_dir"]
+    assert proc.stderr.splitlines() == ["moeconsole.runner.demo.train: error: the following arguments are required: --output_dir"]

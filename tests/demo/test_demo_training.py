@@ -23,7 +23,7 @@ def run60(module_demo):
     workdir = module_demo.workdir
     out = workdir / "out60"
     env = module_demo.env({"MOECONSOLE_RECIPE_HASH": "sha256:feedface"})
-    cmd = [PYTHON, "-m", "runner.demo.train", "--output_dir", str(out), "--max_steps", str(STEPS),
+    cmd = [PYTHON, "-m", "moeconsole.runner.demo.train", "--output_dir", str(out), "--max_steps", str(STEPS),
            "--save_steps", "20"]
     with open(workdir / "stdout.txt", "wb") as so, open(workdir / "stderr.txt", "wb") as se:
         proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=so, stderr=se)

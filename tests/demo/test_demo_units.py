@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.demo.faultspec import ALL_RANKS, Fault, FaultPlan, attempt_from_env, parse_fault
-from runner.demo.swiftlog import as_display, format_time, progress_bar, train_message
+from moeconsole.runner.demo.faultspec import ALL_RANKS, Fault, FaultPlan, attempt_from_env, parse_fault
+from moeconsole.runner.demo.swiftlog import as_display, format_time, progress_bar, train_message
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -105,7 +105,7 @@ def test_progress_bar_like_tqdm():
 def test_empty_stub_is_a_valid_safetensors_file_without_tensors(tmp_path):
     from safetensors import safe_open
 
-    from runner.demo.checkpoint import STUB_SIZE, write_empty_stub
+    from moeconsole.runner.demo.checkpoint import STUB_SIZE, write_empty_stub
 
     path = tmp_path / "adapter_model.safetensors"
     write_empty_stub(path)
@@ -115,7 +115,7 @@ def test_empty_stub_is_a_valid_safetensors_file_without_tensors(tmp_path):
 
 
 def test_batches_are_a_function_of_seed_and_step():
-    from runner.demo.data import batch_for_step, load_corpus, shard
+    from moeconsole.runner.demo.data import batch_for_step, load_corpus, shard
 
     corpus = load_corpus()
     assert 30_000 <= corpus.numel() <= 60_000
@@ -128,8 +128,8 @@ def test_batches_are_a_function_of_seed_and_step():
 
 
 def test_argument_checks_agree_with_the_model():
-    from runner.demo.model import ModelConfig
-    from runner.demo.train import NUM_HEADS
+    from moeconsole.runner.demo.model import ModelConfig
+    from moeconsole.runner.demo.train import NUM_HEADS
 
     assert ModelConfig().num_heads == NUM_HEADS
 
@@ -140,5 +140,5 @@ def test_argument_checking_does_not_import_torch():
 
     from tests.demo.demo_helpers import PYTHON, REPO
 
-    code = "import sys, runner.demo.train; sys.exit('torch' in sys.modules)"
+    code = "import sys, moeconsole.runner.demo.train; sys.exit('torch' in sys.modules)"
     assert subprocess.run([PYTHON, "-c", code], cwd=REPO, timeout=60).returncode == 0

@@ -48,7 +48,7 @@ from pathlib import Path
 
 GIB_MIB = 1024.0
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from runner.demo.swiftlog import format_time  # noqa: E402  (ms-swift's own format, cheap to import)
+from moeconsole.runner.demo.swiftlog import format_time  # noqa: E402  (ms-swift's own format, cheap to import)
 
 
 def _f(name: str, default: float) -> float:

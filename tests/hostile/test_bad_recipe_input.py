@@ -14,7 +14,7 @@ HEAD = 'name: t\ncommand: [python, -c, "print(1)"]\n'
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=60, stdin=subprocess.DEVNULL, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
 
 

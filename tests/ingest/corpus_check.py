@@ -28,7 +28,7 @@ def _same(a: object, b: object) -> bool:
 
 def differences(name: str, want: dict) -> list[str]:
     """What the parser gives that differs from the hand-written values (empty: exact)."""
-    from runner.ingest import marks_from_path, records_from_path
+    from moeconsole.runner.ingest import marks_from_path, records_from_path
     path = CORPUS / f"{name}.log"
     recs, _ = records_from_path(path)
     train = [r for r in recs if r["src"] not in ("megatron_mem", "deepspeed_mem")]

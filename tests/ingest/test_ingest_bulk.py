@@ -8,13 +8,13 @@ import random
 import numpy as np
 import pytest
 
-from runner.ingest import LogParser
+from moeconsole.runner.ingest import LogParser
 import os
 
-from runner.ingest.bulk import concat_batches, fold_file, scan_file
-from runner.ingest.summary import Summary, feed_batch
-from runner.rundir.jsonio import dumps
-from runner.core.monitors import Monitors, Thresholds
+from moeconsole.runner.ingest.bulk import concat_batches, fold_file, scan_file
+from moeconsole.runner.ingest.summary import Summary, feed_batch
+from moeconsole.runner.rundir.jsonio import dumps
+from moeconsole.runner.core.monitors import Monitors, Thresholds
 from tests.ingest import ingest_samples as S
 
 
@@ -124,8 +124,8 @@ def test_fast_path_records_marks_and_stats_equal_the_parser(mixed, workers):
 
 
 def test_fast_path_really_takes_the_fast_route(mixed):
-    from runner.ingest.bulk import read_range
-    from runner.ingest.pipe import LinePipe
+    from moeconsole.runner.ingest.bulk import read_range
+    from moeconsole.runner.ingest.pipe import LinePipe
 
     pipe = LinePipe(LogParser())
     for _ in read_range(str(mixed), 0, None, pipe, final=True, chunk=48 << 10):

@@ -15,7 +15,7 @@ PY = str(VENV_PY if VENV_PY.exists() else Path(sys.executable))
 
 
 def parse_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "console.cli", "parse", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([PY, "-m", "moeconsole.console.cli", "parse", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -125,7 +125,7 @@ def _parse_on_a_terminal(args: list[str], tmp_path: Path) -> tuple[int, bytes, b
     out_path = tmp_path / "stdout"
     env = dict(os.environ, MOECONSOLE_PROGRESS_AFTER_S="0")
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen([PY, "-m", "console.cli", "parse", *args], cwd=REPO, stdout=out, stderr=slave,
+        proc = subprocess.Popen([PY, "-m", "moeconsole.console.cli", "parse", *args], cwd=REPO, stdout=out, stderr=slave,
                                 env=env)
     os.close(slave)
     err = b""
@@ -157,6 +157,6 @@ def test_parse_draws_a_progress_bar_on_a_terminal_and_wipes_it(tmp_path):
     assert code == 0 and err.endswith(b"\r\x1b[K")
     assert out == parse_cli(str(log), "--json").stdout.encode()  # the NDJSON untouched
     # not a terminal: no bar
-    res = subprocess.run([PY, "-m", "console.cli", "parse", str(log)], cwd=REPO, capture_output=True, timeout=60,
+    res = subprocess.run([PY, "-m", "moeconsole.console.cli", "parse", str(log)], cwd=REPO, capture_output=True, timeout=60,
                          env={**__import__("os").environ, "MOECONSOLE_PROGRESS_AFTER_S": "0"})
     assert res.returncode == 0 and res.stderr == b""

@@ -22,8 +22,8 @@ def test_the_runner_reads_each_real_log_as_parse_does_however_the_slices_are_cut
     on where a read ends."""
     import random
 
-    from runner.ingest import marks_from_path, records_from_path
-    from runner.ingest.live import LiveReader
+    from moeconsole.runner.ingest import marks_from_path, records_from_path
+    from moeconsole.runner.ingest.live import LiveReader
     from tests.ingest.corpus_check import CORPUS
     path = CORPUS / f"{name}.log"
     want, _ = records_from_path(path)

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from runner.core.errors import InputError
-from runner.ingest import LogParser, marks_from_path, records_from_path, resolve_log
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.ingest import LogParser, marks_from_path, records_from_path, resolve_log
 from tests.ingest import ingest_samples as S
 
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from runner.ingest import LogParser
+from moeconsole.runner.ingest import LogParser
 from tests.ingest import ingest_samples as S
 
 

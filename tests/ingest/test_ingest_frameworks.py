@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.ingest import LogParser
-from runner.ingest.files import iter_batches, records_from_path
-from runner.ingest.live import LiveReader
+from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.files import iter_batches, records_from_path
+from moeconsole.runner.ingest.live import LiveReader
 from tests.ingest import frameworks as F
 from tests.ingest.test_ingest_live import random_cuts
 
@@ -127,15 +127,15 @@ def test_eval_only_lines_never_make_a_training_step():
 def test_parse_cli_summary_and_json_eval(tmp_path):
     log = tmp_path / "train.log"
     log.write_bytes(LOGS["nanogpt"].text())
-    res = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log)], cwd=REPO,
+    res = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log)], cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("evaluations"))
     assert "2 (val)" in line and "best 3.8 (step 5)" in line
-    steps = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log), "--json"], cwd=REPO,
+    steps = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log), "--json"], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
     assert [json.loads(x)["step"] for x in steps.stdout.splitlines()] == list(range(6))
-    evals = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log), "--json", "--eval"],
+    evals = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log), "--json", "--eval"],
                            cwd=REPO, capture_output=True, text=True, timeout=120)
     got = [json.loads(x) for x in evals.stdout.splitlines()]
     assert [(e["v"], e["step"], e["split"], e["loss"]) for e in got] == [(1, 0, "val", 4.3), (1, 5, "val", 3.8)]

@@ -9,10 +9,10 @@ import os
 
 import pytest
 
-from runner.core.errors import InputError
-from runner.ingest import LogParser
-from runner.ingest.userformat import LineFormatError, parse_line_format
-from runner.recipes import recipe as recipes
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.userformat import LineFormatError, parse_line_format
+from moeconsole.runner.recipes import recipe as recipes
 from tests.ingest.test_ingest_cli import parse_cli
 
 # a log no named reader and no learned shape can read: the loss is "ce", the step a bare "it"
@@ -74,8 +74,8 @@ def test_the_recipe_key_is_checked_when_the_recipe_is_loaded(tmp_path):
 def test_the_runner_reader_uses_the_recipe_format():
     """The runner's live reader is built from the recipe (``line_format_of``) and reads the
     declared lines however the slices are cut."""
-    from runner.ingest.live import LiveReader
-    from runner.ingest.userformat import line_format_of
+    from moeconsole.runner.ingest.live import LiveReader
+    from moeconsole.runner.ingest.userformat import line_format_of
     fmt = line_format_of({"log_format": r"^#(?P<step>\d+)# ce~(?P<loss>\S+)"})
     reader = LiveReader(line_format=fmt)
     data = ODD.encode()

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from runner.ingest import LogParser
-from runner.ingest.live import LiveReader
+from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.live import LiveReader
 from tests.ingest.test_ingest_bulk import write_mixed
 
 
@@ -54,8 +54,8 @@ def test_live_slices_give_the_parsers_events(tmp_path, seed, mean):
 def test_template_rows_carry_the_exact_json_line_the_runner_writes(tmp_path):
     """The runner writes a template row's JSON line instead of encoding its dict: the line must
     be byte for byte what encoding gives (metrics.jsonl cannot tell the two paths apart)."""
-    from runner.rundir import jsonio
-    from runner.ingest.live import JsonRecord
+    from moeconsole.runner.rundir import jsonio
+    from moeconsole.runner.ingest.live import JsonRecord
     path = tmp_path / "train.log"
     write_mixed(path, n=2000, seed=9)
     data = path.read_bytes()
@@ -73,7 +73,7 @@ def by_batches(data: bytes, cuts: list[int]) -> tuple[list, list, LiveReader]:
 
     import numpy as np
 
-    from runner.core.columns import COLUMN_FIELDS as MONITORED_FIELDS, records_to_columns
+    from moeconsole.runner.core.columns import COLUMN_FIELDS as MONITORED_FIELDS, records_to_columns
     r = LiveReader()
     events, rows = [], 0
     for a, b in zip(cuts, cuts[1:]):
@@ -109,7 +109,7 @@ def test_batches_hold_the_parsers_events_and_matching_columns(tmp_path, seed, me
 
 
 def test_rows_to_write_drops_duplicates_and_keeps_megatron_memory_reports():
-    from runner.ingest.live import Written, rows_to_write
+    from moeconsole.runner.ingest.live import Written, rows_to_write
     t = b'{"v":1,"step":5}\n'
     recs = [t, t, {"step": 6, "src": "hf"}, {"step": 6, "src": "megatron_mem"}, {"step": 4}, {"step": None},
             {"step": 7}]
@@ -129,8 +129,8 @@ def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):
     """A template row's line with the runner's stamp spliced in equals encoding the record."""
     import json
 
-    from runner.rundir import jsonio
-    from runner.ingest.live import metric_lines, newest_record
+    from moeconsole.runner.rundir import jsonio
+    from moeconsole.runner.ingest.live import metric_lines, newest_record
     path = tmp_path / "train.log"
     write_mixed(path, n=1500, seed=11)
     r = LiveReader()
@@ -157,7 +157,7 @@ def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):
 
 
 def test_log_tail_keeps_the_last_lines_as_bytes_and_decodes_when_read():
-    from runner.ingest.live import LogTail
+    from moeconsole.runner.ingest.live import LogTail
     t = LogTail(keep=3, width=10)
     t.add(b"one\ntwo\nthr")
     t.add("ee\nfour\n\xe9t\xe9 ".encode() + b"x" * 30 + b"\npart")
@@ -201,8 +201,8 @@ def test_an_inferred_step_never_replaces_a_real_record_and_live_agrees_with_pars
     and the records whose step was inferred beside them."""
     import io
     import json
-    from runner.ingest.live import Written, rows_to_write
-    from runner.ingest.ndjson import write_ndjson
+    from moeconsole.runner.ingest.live import Written, rows_to_write
+    from moeconsole.runner.ingest.ndjson import write_ndjson
     data = _stepless_between()
     log = tmp_path / "train.log"
     log.write_bytes(data)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-import runner.ingest.batch as batch_mod
-from runner.ingest.live import LiveReader
+import moeconsole.runner.ingest.batch as batch_mod
+from moeconsole.runner.ingest.live import LiveReader
 
 
 def _lines(steps) -> bytes:

@@ -7,10 +7,10 @@ import random
 import numpy as np
 import pytest
 
-from runner.core.errors import InputError
-from runner.rundir.jsonio import dumps
-from runner.core.columns import records_to_columns
-from runner.core.monitors import Monitors, Thresholds
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.rundir.jsonio import dumps
+from moeconsole.runner.core.columns import records_to_columns
+from moeconsole.runner.core.monitors import Monitors, Thresholds
 
 
 def feed(series: list[dict], t: Thresholds | None = None, checkpoints: dict[int, str] | None = None):
@@ -127,7 +127,7 @@ def test_step_time_instability():
 # ----------------------------------------------------------------------------- memory
 
 def test_memory_is_no_monitor_rule_any_more():
-    """Headroom and growth moved to runner.core.memory (per GPU, NVML beside the log): a leak
+    """Headroom and growth moved to moeconsole.runner.core.memory (per GPU, NVML beside the log): a leak
     that the old growth rule reported 18 times raises nothing here (tests/core/test_memory_*)."""
     series = [{"mem_gib": 30.0 + 0.05 * i} for i in range(400)]
     assert feed(series)[0] == []

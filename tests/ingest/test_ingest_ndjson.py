@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.ingest import LogParser
-from runner.ingest.pipe import LinePipe
-from runner.ingest.template import Template
-from runner.ingest.ndjson import write_ndjson
-from runner.rundir.jsonio import dumps
+from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.pipe import LinePipe
+from moeconsole.runner.ingest.template import Template
+from moeconsole.runner.ingest.ndjson import write_ndjson
+from moeconsole.runner.rundir.jsonio import dumps
 from tests.ingest import ingest_samples as S
 from tests.ingest.test_ingest_bulk import write_mixed
 
@@ -48,7 +48,7 @@ def test_ndjson_is_byte_identical_to_the_parser(mixed, workers, tmp_path):
 
 def test_template_rows_really_take_the_json_format(mixed):
     pipe = LinePipe(LogParser(), json_lines=True)
-    from runner.ingest.bulk import read_range
+    from moeconsole.runner.ingest.bulk import read_range
     batches = list(read_range(str(mixed), 0, None, pipe, final=True))
     lines = [r for b in batches for r in b.records or []]
     assert sum(isinstance(x, bytes) for x in lines) > 0.6 * len(lines)   # the rest: other formats
@@ -91,7 +91,7 @@ def test_integer_values_and_odd_text_fall_back_exactly(tmp_path):
 def test_json_output_into_a_closed_pipe_ends_quietly(tmp_path):
     path = tmp_path / "big.log"
     write_mixed(path, n=30000)
-    cmd = f"{sys.executable} -m console.cli parse {path} --json | head -n 3"
+    cmd = f"{sys.executable} -m moeconsole.console.cli parse {path} --json | head -n 3"
     res = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=REPO, capture_output=True,
                          text=True, timeout=120)
     assert len(res.stdout.splitlines()) == 3

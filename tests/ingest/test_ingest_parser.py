@@ -6,7 +6,7 @@ import tracemalloc
 
 import pytest
 
-from runner.ingest import LogParser
+from moeconsole.runner.ingest import LogParser
 from tests.ingest import ingest_samples as S
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from runner.ingest import LogParser
-from runner.ingest.live import LiveReader
+from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.live import LiveReader
 from tests.ingest import ingest_samples as S
 
 N = 60
@@ -79,7 +79,7 @@ def test_each_line_is_read_by_one_strategy_chosen_by_its_family():
     teaches the template and the rest of the block is routed again: template lines are the
     template's, the save, the evaluation and the closing summary the parser's. The parser is
     told how far the template's rows went before each line it reads."""
-    from runner.ingest.pipe import LinePipe
+    from moeconsole.runner.ingest.pipe import LinePipe
     data = swift_log()
     spy = Spy()
     pipe = LinePipe(spy, want_records=True)
@@ -99,7 +99,7 @@ def test_each_line_is_read_by_one_strategy_chosen_by_its_family():
 def test_rows_to_write_takes_a_batch_of_template_rows_and_plain_parser_records_whole():
     """One batch per slice mixes the parser's record of a line split across slices with template
     rows: every row a new step, all written; an inferred or memory record still goes by the rule."""
-    from runner.ingest.live import Written, rows_to_write
+    from moeconsole.runner.ingest.live import Written, rows_to_write
     t = b'{"v":1,"step":5}\n'
     plain = {"step": 5, "src": "swift_dict", "extra": {}}
     assert rows_to_write([plain, t, t], [5, 6, 7], Written.upto(4)) == ([0, 1, 2], [0, 1, 2], Written.upto(7))
@@ -114,7 +114,7 @@ def test_a_deepspeed_memory_report_after_a_dict_line_reads_the_same_however_the_
     dict between them means the message was not this report's. The template (one read) and the
     line parser (a read cut inside the dict line) used to disagree on that: the record's
     ``mem_report`` depended on where the runner's reads fell, and ``parse`` said otherwise."""
-    from runner.ingest.files import records_from_path
+    from moeconsole.runner.ingest.files import records_from_path
     lines = [S.tqdm_write(S.swift_hf_dict(s, 10, 1.0, 0.5), s, 10) for s in range(1, 6)]
     lines += ["After forward", S.tqdm_write(S.swift_hf_dict(6, 10, 1.0, 0.5), 6, 10),
               "MA 1.5 GB         Max_MA 2.5 GB         CA 3.0 GB         Max_CA 4 GB ",

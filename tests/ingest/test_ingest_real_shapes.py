@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.ingest import LogParser
+from moeconsole.runner.ingest import LogParser
 
 MEGATRON = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
             "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:"
@@ -138,7 +138,7 @@ def test_parse_summary_names_each_detected_format(tmp_path):
         "Epoch 0:  12%|#    | 188/1563 [02:05<15:15,  1.50it/s, v_num=0, loss=7.75, global_step=188.0]",
         "11/23 10:05:42 - mmengine - INFO - Iter(train) [300/10000]  lr: 1.0000e-04  time: 0.5  loss: 1.5",
     ]) + "\n")
-    res = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log)], cwd=repo,
+    res = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log)], cwd=repo,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     formats = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("formats"))

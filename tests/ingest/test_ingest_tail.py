@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 
-from runner.ingest import FileTailer
+from moeconsole.runner.ingest import FileTailer
 
 
 

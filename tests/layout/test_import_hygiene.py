@@ -54,7 +54,7 @@ def test_no_runner_module_loads_textual_or_rich():
 
 
 def test_only_the_demo_trainer_loads_torch():
-    assert first_offender(modules_under("runner", skip=("runner.demo",)), ["torch"]) == {}
+    assert first_offender(modules_under("runner", skip=("moeconsole.runner.demo",)), ["torch"]) == {}
 
 
 # Every command but the two that open the UI (``attach``; ``run`` attaches after the start).
@@ -66,13 +66,13 @@ def test_the_headless_console_commands_load_no_ui():
     """``--json``, ``kill``, ``runs``, ``parse``, ``verify``, ``lint``: scripts call these in loops."""
     commands = sorted(p.stem for p in (REPO / "console" / "commands").glob("*.py") if p.stem != "__init__")
     assert set(commands) == set(HEADLESS_COMMANDS) | {"attach", "run"}, "a new command: is it headless?"
-    headless = [f"console.commands.{m}" for m in HEADLESS_COMMANDS]
-    assert first_offender(["console.cli", *headless], ["textual", "rich", "torch"]) == {}
+    headless = [f"moeconsole.console.commands.{m}" for m in HEADLESS_COMMANDS]
+    assert first_offender(["moeconsole.console.cli", *headless], ["textual", "rich", "torch"]) == {}
 
 
 CLI_PROBE = r"""
 import contextlib, io, json, sys
-from console.cli import main
+from moeconsole.console.cli import main
 banned, argv = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 with contextlib.redirect_stdout(io.StringIO()) as out:
     code = main(argv)
@@ -123,10 +123,10 @@ def test_lint_and_parse_run_without_loading_a_ui(tmp_path):
 def test_the_cli_probe_sees_what_a_command_loads(two_runs):
     """The run-time check can fail: ``--json`` does load the snapshot module."""
     got = run_cli_probe(["--json", "20240101-000000-demo-0001", "--runs-dir", str(two_runs)],
-                        ["runner.rundir.snapshot"])
-    assert got["loaded"] == ["runner.rundir.snapshot"]
+                        ["moeconsole.runner.rundir.snapshot"])
+    assert got["loaded"] == ["moeconsole.runner.rundir.snapshot"]
 
 
 def test_the_probe_sees_a_module_that_does_load_textual():
     """The check itself can fail: the UI app does load textual."""
-    assert first_offender(["console.app"], ["textual"]) == {"console.app": ["textual"]}
+    assert first_offender(["moeconsole.console.app"], ["textual"]) == {"moeconsole.console.app": ["textual"]}

@@ -1,7 +1,7 @@
 """A resumed attempt's command line: the template replaces, never duplicates."""
 from __future__ import annotations
 
-from runner.recipes.resume import resume_argv, template_problems
+from moeconsole.runner.recipes.resume import resume_argv, template_problems
 
 T46 = {"args": ["--adapters", "{checkpoint}", "--finetune", "false", "--no_load_optim", "true",
                 "--no_load_rng", "true"]}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.recipes.swift import flags
+from moeconsole.runner.recipes.swift import flags
 
 REPO = Path(__file__).resolve().parents[2]
 GEN = REPO / "scripts" / "gen_swift_flags.py"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.recipes import recipe as recipes
-from runner.recipes.lint import lint_recipe
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes.lint import lint_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = {"4.6": REPO / "recipes" / "qwen3.5-397b-a17b-8xh200-swift4.6.yaml",
@@ -29,7 +29,7 @@ RECORD = ["swift", "sft", "--use_megatron", "true", "--megatron_use_mcore", "tru
 
 def cli(*args, cwd=REPO):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], capture_output=True, text=True,
                           timeout=120, env=env, cwd=cwd)
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 
-from console import memory as memory_view
-from console.widgets.chart import ChartView
-from runner.core.memory import MemorySettings, MemoryWatch, Reading
-from runner.rundir import jsonio
-from runner.rundir.alertgroups import AlertBook, active
+from moeconsole.console import memory as memory_view
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.runner.core.memory import MemorySettings, MemoryWatch, Reading
+from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.rundir.alertgroups import AlertBook, active
 from tests.console.conftest import base, write_run  # noqa: F401  (base: the short runs directory fixture)
 from tests.console.test_console_app import app_for, attached, telemetry
 from tests.waiting import until_ui

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from runner.core.errors import InputError
-from runner.core.memory import (DEFAULT_MIN_HEADROOM_GIB, MemorySettings, MemoryWatch, Reading, alloc_conf_advice,
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.memory import (DEFAULT_MIN_HEADROOM_GIB, MemorySettings, MemoryWatch, Reading, alloc_conf_advice,
                                 alloc_conf_env, gpu_of_rank, parse_size_gib, physical_gpu, readings_from_nvml,
                                 visible_devices)
-from runner.supervisor.memory_feed import reading_from_record
-from runner.ingest.parser import LogParser
+from moeconsole.runner.supervisor.memory_feed import reading_from_record
+from moeconsole.runner.ingest.parser import LogParser
 
 MIB = 1 / 1024
 
@@ -213,7 +213,7 @@ def test_deepspeed_memory_records_are_per_rank_readings():
 
 def test_prometheus_families_per_gpu_from_the_envelope():
     from prometheus_client.core import Metric  # noqa: F401  (the exporter's library)
-    from runner.ops.prometheus import memory_families
+    from moeconsole.runner.ops.prometheus import memory_families
     w = MemoryWatch(MemorySettings(capacity_gib=80.0, transients=(("t", 0.25),), warmup_steps=0))
     for i in range(1, 30):
         w.observe(Reading("nvml", step=i, gpu=2, used_gib=70.0, total_gib=79.0))

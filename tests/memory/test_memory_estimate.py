@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.core.errors import InputError
-from runner.recipes import memory_estimate as me
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.recipes import memory_estimate as me
 
 REPO = Path(__file__).resolve().parents[2]
 GIB = 1024 ** 3
@@ -124,7 +124,7 @@ def test_the_397b_model_and_its_table_against_the_record():
 
 
 def lint(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "lint", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", *args], capture_output=True, text=True,
                           timeout=120, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
 
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from runner.core.memory import MemorySettings, MemoryWatch, Reading, mib_rate_text, trend
+from moeconsole.runner.core.memory import MemorySettings, MemoryWatch, Reading, mib_rate_text, trend
 
 MIB = 1 / 1024
 

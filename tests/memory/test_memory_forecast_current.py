@@ -11,11 +11,11 @@ import re
 
 import pytest
 
-from console.app import MoeConsole
-from console.screens.run import RunScreen
-from console.widgets.panes import AlertBar
-from console.widgets.status import StatusLine
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.panes import AlertBar
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import rundir
 from tests.memory.test_memory_runner import recipe
 from tests.runner.conftest import Harness
 from tests.waiting import until_ui

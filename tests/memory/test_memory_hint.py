@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from console.app import MoeConsole
-from console.screens.dialogs import DetailScreen
-from console.screens.run import RunScreen
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.dialogs import DetailScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.runner.rundir import rundir
 from tests.memory.test_memory_runner import recipe
 from tests.runner.conftest import Harness
 from tests.waiting import until_ui

@@ -21,7 +21,7 @@ def swift_line(step: int, total: int, mem: float) -> str:
 def parse(tmp_path: Path, lines: list[str]) -> str:
     log = tmp_path / "train.log"
     log.write_text("\n".join(lines) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(log)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log)], capture_output=True, text=True,
                           timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     return next(line for line in proc.stdout.splitlines() if line.strip().startswith("memory"))

@@ -81,7 +81,7 @@ def test_a_leak_is_forecast_once_explained_after_the_oom_and_paused_when_it_repe
 def test_flat_envelope_with_rare_spikes_no_alert_and_stable(harness, tmp_path):
     """266 MiB spikes every 37 steps on a flat 70 GiB: ms-swift's running peak steps up once.
     With the model's config.json the envelope also says what activations + workspace take."""
-    from runner.recipes import memory_estimate as me
+    from moeconsole.runner.recipes import memory_estimate as me
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"model_type": "qwen3_moe", "hidden_size": 4096, "num_hidden_layers": 48,
                                   "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 
-from console.widgets.chart import ChartView
-from runner.core.memory import MemorySettings, MemoryWatch
-from runner.rundir import jsonio
+from moeconsole.console.widgets.chart import ChartView
+from moeconsole.runner.core.memory import MemorySettings, MemoryWatch
+from moeconsole.runner.rundir import jsonio
 from tests.console.conftest import base, write_run  # noqa: F401  (base: the short runs directory fixture)
 from tests.console.test_console_app import app_for, attached, telemetry
 from tests.waiting import until_ui

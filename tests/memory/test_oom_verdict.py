@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from runner.core.crash import CrashVerdict, classify
-from runner.core.memory import Trend
-from runner.core.oom import explain_oom, merge_messages, parse_oom_message, torch_size_text
-from runner.core.policy import AttemptRecord, RestartSettings, decide, repeated_leak
+from moeconsole.runner.core.crash import CrashVerdict, classify
+from moeconsole.runner.core.memory import Trend
+from moeconsole.runner.core.oom import explain_oom, merge_messages, parse_oom_message, torch_size_text
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide, repeated_leak
 
 ADVICE = ("If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
           "to avoid fragmentation.  See documentation for Memory Management  "

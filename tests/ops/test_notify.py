@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.ops.ops_helpers import wait_for
-from runner.ops.notify import NOTIFY_LOG, Notifier, NotifySettings, RateLimiter, notification_for
+from moeconsole.runner.ops.notify import NOTIFY_LOG, Notifier, NotifySettings, RateLimiter, notification_for
 
 
 def test_which_events_page():

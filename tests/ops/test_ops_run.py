@@ -42,7 +42,7 @@ def hook():
 def test_metrics_notify_and_sync_in_a_real_run(tmp_path, runs_dir, hook):
     h = Harness(tmp_path, runs_dir)
     keep = tmp_path / "persistent"
-    recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = h.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                "--max_steps", "24", "--save_steps", "4", "--step_delay", "0.15",
                                "--fault", "segv@6#1"],
                       metrics={"port": 0, "interval_s": 0.2},
@@ -96,11 +96,11 @@ def test_a_runner_waiting_on_the_last_sync_still_answers_control(tmp_path, runs_
     import os
     import signal
 
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     h = Harness(tmp_path, runs_dir)
     not_a_dir = tmp_path / "not-a-dir"
     not_a_dir.write_text("a file where the destination's parent should be\n")
-    recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = h.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                "--max_steps", "8", "--save_steps", "4", "--step_delay", "0.05"],
                       sync={"dest": str(not_a_dir / "keep"), "retry_s": 0.5})
     run = h.start(recipe)

@@ -15,8 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from runner.ops.prometheus import MetricsView, families
-from runner.ops.tally import EventTally
+from moeconsole.runner.ops.prometheus import MetricsView, families
+from moeconsole.runner.ops.tally import EventTally
 from tests.fakes.nvml import FakeGpu, build_fake_nvml, fake_env, write_scenario
 from tests.ops.ops_helpers import end, read_json, wait_for
 from tests.runner.conftest import Harness
@@ -109,7 +109,7 @@ def fake_libdir(tmp_path_factory) -> Path:
 
 def test_exporter_scraped_on_loopback_after_a_crash_and_restart(tmp_path, runs_dir, fake_libdir):
     h = Harness(tmp_path, runs_dir)
-    recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = h.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0",
                                "--fault", "segv@6#1"])
     run = h.start(recipe)
@@ -117,7 +117,7 @@ def test_exporter_scraped_on_loopback_after_a_crash_and_restart(tmp_path, runs_d
 
     scenario = write_scenario(tmp_path / "scn.txt", [FakeGpu(uuid="GPU-a", mem_base_used_mib=2048.0), FakeGpu(uuid="GPU-b")])
     env = fake_env(fake_libdir, scenario, {**os.environ, "PYTHONPATH": str(REPO)})
-    proc = subprocess.Popen([sys.executable, "-m", "runner.ops.exporter", str(run.path), "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.runner.ops.exporter", str(run.path), "--port", "0",
                            "--interval", "0.2", "--parent-pid", str(os.getpid())], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -146,7 +146,7 @@ def test_exporter_textfile_is_replaced_whole_and_exits_when_the_run_is_over(tmp_
     run.wait_status("succeeded", "failed", "killed", timeout=240)
     out = tmp_path / "node_exporter" / "moeconsole.prom"
     out.parent.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "runner.ops.exporter", str(run.path), "--textfile", str(out),
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.runner.ops.exporter", str(run.path), "--textfile", str(out),
                            "--interval", "0.1", "--no-gpu"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
@@ -157,7 +157,7 @@ def test_exporter_textfile_is_replaced_whole_and_exits_when_the_run_is_over(tmp_
 
 
 def test_exporter_bad_input_is_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "runner.ops.exporter", str(tmp_path), "--port", "0"],
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.runner.ops.exporter", str(tmp_path), "--port", "0"],
                           capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "not a run directory" in proc.stderr

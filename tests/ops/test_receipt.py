@@ -19,14 +19,14 @@ REPO = Path(__file__).resolve().parents[2]
 def _cli(runs_dir: Path, *args: str, pythonpath: str = str(REPO)) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": pythonpath}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    return subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(runs_dir)],
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(runs_dir)],
                           capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
 
 
 @pytest.fixture
 def crashed_run(tmp_path, runs_dir):
     h = Harness(tmp_path, runs_dir)
-    recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = h.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0",
                                "--fault", "segv@6#1", "--fault", "stub@8#2"], cost_per_hour=70)
     run = h.start(recipe)

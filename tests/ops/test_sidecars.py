@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ops.sidecars import EXPORTER_RESPAWN_S, MetricsSettings, OpsSidecars
+from moeconsole.runner.ops.sidecars import EXPORTER_RESPAWN_S, MetricsSettings, OpsSidecars
 from tests.checkpoints.conftest import write_adapter
 from tests.ops.ops_helpers import read_json, wait_for
 from tests.runner.conftest import Harness
@@ -67,7 +67,7 @@ def test_only_good_checkpoints_are_offered_to_sync(tmp_path):
 
 
 def test_status_line_says_how_the_sync_stands():
-    from console.format import plain, status_lines
+    from moeconsole.console.format import plain, status_lines
     base = {"id": "r", "name": "r", "status": "running", "attempt": 1, "restarts": 0, "max_restarts": 3}
     def line2(sync):
         return plain(status_lines({**base, "sync": sync})[1])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.checkpoints.sync import MARKER, PARTIAL, CheckpointSyncer, SyncSettings, retention, sync_one
+from moeconsole.runner.checkpoints.sync import MARKER, PARTIAL, CheckpointSyncer, SyncSettings, retention, sync_one
 from tests.checkpoints.conftest import write_adapter, write_stub
 from tests.waiting import until
 
@@ -123,7 +123,7 @@ def test_syncer_runs_in_a_child_retries_and_reports_lag(tmp_path, tiny_tmpfs):
 
 def test_sync_cli_result_and_exit_code(tmp_path):
     src = _ckpt(tmp_path / "local", 3)
-    proc = subprocess.run([sys.executable, "-m", "runner.checkpoints.sync", str(src), str(tmp_path / "p"),
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.runner.checkpoints.sync", str(src), str(tmp_path / "p"),
                            "--no-rsync"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.ops.service import Candidate, choose
+from moeconsole.runner.ops.service import Candidate, choose
 from tests.ops.ops_helpers import end, read_json, wait_for
 from tests.runner.conftest import Harness
 
@@ -34,7 +34,7 @@ def test_choose_supervises_the_live_run_and_never_restarts_a_finished_one():
 
 
 def _unit(h: Harness, recipe: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "console.cli", "systemd", str(recipe), "--runs-dir",
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "systemd", str(recipe), "--runs-dir",
                            str(h.runs_dir), *extra], capture_output=True, text=True, timeout=60, env=_env(), cwd=REPO)
 
 
@@ -74,14 +74,14 @@ def _state(path: Path) -> dict:
 
 
 def _service(h: Harness, recipe: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "console.cli", "service", str(recipe), "--runs-dir",
+    return subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "service", str(recipe), "--runs-dir",
                              str(h.runs_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env(), cwd=REPO)
 
 
 def test_service_survives_a_runner_death_and_never_reruns_a_finished_run(tmp_path, runs_dir):
     h = Harness(tmp_path, runs_dir)
-    recipe = h.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = h.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                "--max_steps", "30", "--save_steps", "10", "--step_delay", "0.15"])
     first = _service(h, recipe)
     try:
@@ -106,7 +106,7 @@ def test_service_survives_a_runner_death_and_never_reruns_a_finished_run(tmp_pat
     assert st["status"] == "succeeded" and st["attempt"] == 1   # adopted, not relaunched
     assert [p.name for p in runs_dir.iterdir() if p.is_dir()] == [run_path.name]
 
-    third = subprocess.run([sys.executable, "-m", "console.cli", "service", str(recipe), "--runs-dir",
+    third = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "service", str(recipe), "--runs-dir",
                             str(runs_dir)], capture_output=True, text=True, timeout=60, env=_env(), cwd=REPO)
     assert third.returncode == 0 and "run is over (succeeded)" in third.stdout
     assert [p.name for p in runs_dir.iterdir() if p.is_dir()] == [run_path.name]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from runner.recipes.cmdline import layout, misplaced, set_flag, with_port
-from runner.recipes.recipe import attempt_argv
+from moeconsole.runner.recipes.cmdline import layout, misplaced, set_flag, with_port
+from moeconsole.runner.recipes.recipe import attempt_argv
 
 TORCHRUN = ["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
-            "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "200"]
+            "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "200"]
 
 
 def test_the_script_starts_after_torchruns_options():
     lay = layout(TORCHRUN)
-    assert (lay.launcher, TORCHRUN[lay.script_at], TORCHRUN[lay.insert_at]) == ("torchrun", "runner.demo.train", "-m")
+    assert (lay.launcher, TORCHRUN[lay.script_at], TORCHRUN[lay.insert_at]) == ("torchrun", "moeconsole.runner.demo.train", "-m")
     assert layout(["torchrun", "--standalone", "--nproc-per-node=2", "train.py", "--lr", "1"]).script_at == 3
     assert layout(["python3.11", "-u", "-X", "dev", "-m", "torch.distributed.launch", "--nnodes", "1",
                    "t.py"]).script_at == 8
@@ -34,7 +34,7 @@ def test_a_changed_flag_keeps_its_position_and_spelling():
 
 def test_a_missing_flag_goes_to_its_own_part():
     # torchrun's own flag: before the script (and before -m, which belongs to the script's name)
-    assert set_flag(TORCHRUN, "--nnodes", "1")[7:11] == ["--nnodes", "1", "-m", "runner.demo.train"]
+    assert set_flag(TORCHRUN, "--nnodes", "1")[7:11] == ["--nnodes", "1", "-m", "moeconsole.runner.demo.train"]
     # anything else is the script's: at the end
     assert set_flag(TORCHRUN, "--fault", "oom@3")[-2:] == ["--fault", "oom@3"]
     assert set_flag(["python", "t.py"], "--nproc_per_node", "2") == ["python", "t.py", "--nproc_per_node", "2"]
@@ -55,7 +55,7 @@ def test_launch_only_flags_after_the_script_are_named():
     assert misplaced(TORCHRUN) == []
     assert misplaced(["torchrun", "t.py", "--log_dir", "x"]) == []  # a script may have its own --log_dir
     bad = misplaced(TORCHRUN + ["--master_port", "1"])
-    assert len(bad) == 1 and "--master_port" in bad[0] and "-m runner.demo.train" in bad[0]
+    assert len(bad) == 1 and "--master_port" in bad[0] and "-m moeconsole.runner.demo.train" in bad[0]
 
 
 @pytest.mark.parametrize("port", [None, 36997])

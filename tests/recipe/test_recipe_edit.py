@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.recipes.recipe_edit import EditError, patch
+from moeconsole.runner.recipes.recipe_edit import EditError, patch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ def test_lint_fix_through_the_cli_keeps_the_recipe_as_written(tmp_path):
                  + "checkpoints: {dir: /ckpt/out}\nswift: {version: \"4.6.0\"}   # pinned\n"
                  + "lint: {ignore: [executable_missing]}\n")
     before = p.read_text()
-    done = subprocess.run([sys.executable, "-m", "console.cli", "lint", "--fix", str(p)], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", "--fix", str(p)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert "fixed: --train_type -> --tuner_type" in done.stderr, done.stderr
     after = p.read_text()

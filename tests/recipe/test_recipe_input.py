@@ -13,14 +13,14 @@ import yaml
 from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = {"name": "t", "command": ["{python}", "-m", "runner.demo.train", "--max_steps", "3"]}
+BASE = {"name": "t", "command": ["{python}", "-m", "moeconsole.runner.demo.train", "--max_steps", "3"]}
 
 
 def _cli(runs_dir: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
     extra = ["--runs-dir", str(runs_dir)] if args[0] in ("run", "demo", "--json") else []
-    return subprocess.run([sys.executable, "-m", "console.cli", *args, *extra], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, *extra], capture_output=True, text=True,
                           timeout=120, env=env, cwd=REPO)
 
 
@@ -57,7 +57,7 @@ def _refused(proc: subprocess.CompletedProcess, runs_dir: Path, *needles: str) -
     ({"resume": {"arg": "resume_from"}}, ["resume.arg", "flag"]),
     ({"cooldwn": {"floor_s": 1}}, ["cooldwn", "did you mean cooldown"]),
     ({"kill": {"grace": 3}}, ["kill.grace", "did you mean grace_s"]),
-    ({"command": ["{python}", "-m", "runner.demo.train", "--fault", "oom40"]}, ["args.fault", "oom40"]),
+    ({"command": ["{python}", "-m", "moeconsole.runner.demo.train", "--fault", "oom40"]}, ["args.fault", "oom40"]),
 ])
 def test_unusable_values_refused_by_run_and_lint(tmp_path, over, needles):
     runs = tmp_path / "runs"

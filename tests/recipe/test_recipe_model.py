@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.core import bounds, schema
-from runner.recipes import model, recipe as recipes
+from moeconsole.runner.core import bounds, schema
+from moeconsole.runner.recipes import model, recipe as recipes
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = {"name": "t", "command": ["{python}", "-c", "print(1)"]}
@@ -115,7 +115,7 @@ CASES = [
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], capture_output=True, text=True,
                           timeout=120, env=env, cwd=REPO)
 
 
@@ -182,7 +182,7 @@ def test_defaults_come_from_the_models(tmp_path):
     assert r["preflight"] == {"on_busy": "wait", "port": None} and r["resume"]["drift"] == "refuse"
     # sections another module owns stay as written; that module's model fills the defaults
     assert r["restart"] == {} and r["sync"] == {}
-    from runner.core.policy import RestartSettings
+    from moeconsole.runner.core.policy import RestartSettings
     assert RestartSettings.from_recipe(r["restart"]).max_restarts == 10
     # a section given as null is its defaults, as before
     r = recipes.load(_write(tmp_path, "kill", None))
@@ -211,7 +211,7 @@ def test_set_values_meet_the_same_models(tmp_path, sets, says):
 
 
 def test_schema_names_a_mapping_value_and_refuses_infinity():
-    from runner.core.memory import MemorySection
+    from moeconsole.runner.core.memory import MemorySection
     with pytest.raises(schema.SettingsError) as err:
         schema.convert({"transients": {"a": 1, "b": [2]}}, MemorySection, "memory")
     assert str(err.value) == "memory.transients.b: expected a number or a string, got list [2]"

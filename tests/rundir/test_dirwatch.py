@@ -6,7 +6,7 @@ import select
 import threading
 import time
 
-from runner.rundir import dirwatch
+from moeconsole.runner.rundir import dirwatch
 from tests.waiting import reached
 
 

@@ -19,7 +19,7 @@ def base_recipe(**over) -> dict:
     """The demo recipe with every wait shrunk so a crash-and-restart takes about a second."""
     r = {
         "name": "t",
-        "command": ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+        "command": ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                     "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0"],
         "env": {"OMP_NUM_THREADS": "1"},
         "restart": {"max_restarts": 5, "backoff_initial_s": 0.1, "backoff_max_s": 0.5,
@@ -53,9 +53,9 @@ class Harness:
     def cli(self, *args: str, timeout: float = 120, check: bool = False) -> subprocess.CompletedProcess:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         env.pop("MOECONSOLE_RUNS_DIR", None)
-        proc = subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(self.runs_dir)]
+        proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(self.runs_dir)]
                               if args and args[0] not in ("parse", "lint", "doctor") else
-                              [sys.executable, "-m", "console.cli", *args],
+                              [sys.executable, "-m", "moeconsole.console.cli", *args],
                               capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
         if check and proc.returncode != 0:
             raise AssertionError(f"moeconsole {' '.join(args)} exited {proc.returncode}: {proc.stderr}")

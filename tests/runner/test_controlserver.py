@@ -7,8 +7,8 @@ import socket
 import threading
 import time
 
-from runner.supervisor import control
-from runner.supervisor.controlserver import ControlServer
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.supervisor.controlserver import ControlServer
 
 
 def _client(path: str, line: bytes) -> socket.socket:

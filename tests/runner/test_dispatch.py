@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
-from runner.core import lifecycle as lc
-from runner.supervisor import control
-from runner.supervisor.controlserver import ControlServer
-from runner.supervisor.dispatch import Dispatcher, Steered
-from runner.telemetry.kill import KillResult
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.supervisor.controlserver import ControlServer
+from moeconsole.runner.supervisor.dispatch import Dispatcher, Steered
+from moeconsole.runner.telemetry.kill import KillResult
 
 
 class FakeRunner:

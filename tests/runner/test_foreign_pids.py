@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from runner.process.proctree import foreign_pids
+from moeconsole.runner.process.proctree import foreign_pids
 
 
 def _sleeper(env_extra: dict[str, str]) -> subprocess.Popen:

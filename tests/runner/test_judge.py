@@ -5,12 +5,12 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from runner.checkpoints.keeper import SaveCheck
-from runner.core import lifecycle as lc
-from runner.core.policy import AttemptRecord, RestartSettings
-from runner.process.attempt import ExitStatus
-from runner.rundir import runfiles
-from runner.supervisor.judge import CRASH_REPORT_TAIL, EndedAttempt, judge
+from moeconsole.runner.checkpoints.keeper import SaveCheck
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
+from moeconsole.runner.process.attempt import ExitStatus
+from moeconsole.runner.rundir import runfiles
+from moeconsole.runner.supervisor.judge import CRASH_REPORT_TAIL, EndedAttempt, judge
 
 OOM_TAIL = ["step 3 loss 1.2", "Traceback (most recent call last):",
             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from runner.core import lifecycle as lc
-from runner.core.state import LIVE, TERMINAL, Status
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.state import LIVE, TERMINAL, Status
 
 CFG = lc.Settings(grace_s=5.0, floor_s=10.0, ceiling_s=90.0)
 NOW = 1000.0

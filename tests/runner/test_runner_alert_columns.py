@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from runner.rundir import alertgroups, rundir
+from moeconsole.runner.rundir import alertgroups, rundir
 
 
 def _ls_row(harness, run_id: str) -> dict:
@@ -15,7 +15,7 @@ def _ls_row(harness, run_id: str) -> dict:
 
 
 def test_runs_ls_show_and_receipt_carry_bad_saves_open_alerts_and_the_crash_hint(harness):
-    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "16",
+    cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "16",
            "--save_steps", "4", "--fault", "stub@4", "--fault", "oom@10"]
     run = harness.start(harness.recipe(command=cmd))
     st = run.wait_status("succeeded", "unsaved", "failed", "paused", timeout=120)

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import asyncio
 
-from console.app import MoeConsole
-from console.screens.run import RunScreen
-from console.widgets.panes import AlertBar
-from console.widgets.status import StatusLine
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.panes import AlertBar
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import rundir
 from tests.waiting import until_ui
 
 
 def test_a_crash_and_its_decision_are_one_event_and_bad_saves_name_the_newest(harness, runs_dir):
-    recipe = harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                      "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0",
                                      "--fault", "stub@4", "--fault", "stub@8", "--fault", "sigkill@10"],
                             restart={"max_restarts": 0})

@@ -8,10 +8,10 @@ import asyncio
 import json
 import re
 
-from console.app import MoeConsole
-from console.screens.run import RunScreen
-from console.widgets.status import StatusLine
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import rundir
 from tests.memory.test_memory_runner import recipe as mem_recipe
 from tests.runner.conftest import port_holder
 from tests.waiting import until_ui

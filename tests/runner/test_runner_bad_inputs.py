@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.rundir import yamlio
+from moeconsole.runner.rundir import yamlio
 from tests.runner.conftest import REPO
 from tests.waiting import until
 
@@ -71,11 +71,11 @@ def test_a_runs_dir_that_is_a_file_or_unwritable_is_one_line(harness, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for args in (["runs", "ls"], ["runs", "rebuild"], ["kill", "x"], ["--json", "x", "--once"], ["run", str(recipe)],
                  ["attach"]):
-        proc = subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(not_dir)],
+        proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(not_dir)],
                               capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
         refused(proc, "not a directory")
     for args, code in ((["runs", "ls"], 0), (["kill", "x"], 2), (["runs", "rebuild"], 2)):
-        proc = subprocess.run([sys.executable, "-m", "console.cli", *args, "--runs-dir", "/proc"],
+        proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", "/proc"],
                               capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
         assert proc.returncode == code and "Traceback" not in proc.stderr, proc.stderr[-1500:]
 
@@ -151,7 +151,7 @@ def test_hostile_set_values_are_one_line(harness, sets, needle):
 
 def _documented_sections() -> list[tuple[str, str]]:
     """Every indented or fenced YAML block in docs/ that starts with a recipe key."""
-    from runner.recipes.model import KEYS
+    from moeconsole.runner.recipes.model import KEYS
     out = []
     for md in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]:
         text = md.read_text()
@@ -241,7 +241,7 @@ def test_prometheus_serve_refuses_a_directory_textfile_and_serves_a_finished_run
     refused(harness.cli("prometheus", "serve", run.id, "--textfile", str(tmp_path)), "directory")
     refused(harness.cli("prometheus", "serve", run.id, "--textfile", str(tmp_path / "no" / "m.prom")), "exist")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", "prometheus", "serve", run.id, "--port", "0",
+    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "prometheus", "serve", run.id, "--port", "0",
                              "--runs-dir", str(harness.runs_dir)], env=env, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -272,14 +272,14 @@ import importlib, os, sys
 for m in sys.argv[1].split(","):
     importlib.import_module(m)
 os.setgroups([]); os.setgid(65534); os.setuid(65534)
-from console.cli import main
+from moeconsole.console.cli import main
 sys.exit(main(sys.argv[2:]))
 """
-PRELOAD = ",".join(["console.cli", "console.commands.kill", "console.commands.runs", "console.commands.json",
-                    "console.commands.supervise", "console.commands.restart", "console.commands.verify",
-                    "console.commands.prometheus", "console.commands.receipt", "runner.rundir.store", "runner.rundir.snapshot",
-                    "runner.rundir.seriesfile", "runner.process.launch", "runner.process.killrun", "runner.rundir.receipt", "runner.rundir.rundiff",
-                    "runner.ops.exporter", "runner.recipes.recipe", "sqlite3", "psutil", "msgspec", "yaml", "numpy"])
+PRELOAD = ",".join(["moeconsole.console.cli", "moeconsole.console.commands.kill", "moeconsole.console.commands.runs", "moeconsole.console.commands.json",
+                    "moeconsole.console.commands.supervise", "moeconsole.console.commands.restart", "moeconsole.console.commands.verify",
+                    "moeconsole.console.commands.prometheus", "moeconsole.console.commands.receipt", "moeconsole.runner.rundir.store", "moeconsole.runner.rundir.snapshot",
+                    "moeconsole.runner.rundir.seriesfile", "moeconsole.runner.process.launch", "moeconsole.runner.process.killrun", "moeconsole.runner.rundir.receipt", "moeconsole.runner.rundir.rundiff",
+                    "moeconsole.runner.ops.exporter", "moeconsole.runner.recipes.recipe", "sqlite3", "psutil", "msgspec", "yaml", "numpy"])
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.process import proctree
+from moeconsole.runner.process import proctree
 from tests.runner.conftest import REPO
 from tests.waiting import until
 
@@ -70,7 +70,7 @@ def test_wall_clock_steps_are_not_a_hang(harness, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "LD_PRELOAD": str(LIBFAKETIME),
            "FAKETIME_TIMESTAMP_FILE": str(offset), "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
     with open(run.path / "runner.log", "ab") as log:
-        runner = subprocess.Popen([sys.executable, "-m", "runner.supervisor", str(run.path)], env=env, cwd=REPO,
+        runner = subprocess.Popen([sys.executable, "-m", "moeconsole.runner.supervisor", str(run.path)], env=env, cwd=REPO,
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     try:
         st = run.wait(lambda s: (s.get("runner") or {}).get("pid") == runner.pid and s.get("status") == "running",

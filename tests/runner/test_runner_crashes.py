@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from runner.process.proctree import marked_processes
+from moeconsole.runner.process.proctree import marked_processes
 from tests.waiting import until
 
 
 def _demo(*faults: str, max_steps: int = 12, save_steps: int = 4) -> list[str]:
-    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
            "--max_steps", str(max_steps), "--save_steps", str(save_steps)]
     for f in faults:
         cmd += ["--fault", f]

@@ -20,7 +20,7 @@ def test_a_run_that_fails_just_after_launch_exits_1_with_the_reason(harness):
 def test_a_bad_demo_fault_step_is_a_failed_start(harness):
     # docs/demo.md: a stub fault on a step that saves nothing is refused by the trainer (exit 2,
     # config_error), which the runner does not restart.
-    recipe = harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                      "--max_steps", "12", "--save_steps", "4", "--fault", "stub@3"])
     proc = harness.cli("run", str(recipe), "--detach")
     assert proc.returncode == 1, proc.stderr

@@ -12,13 +12,13 @@ import time
 import psutil
 import pytest
 
-from runner.process.proctree import marked_processes
+from moeconsole.runner.process.proctree import marked_processes
 from tests.runner.conftest import REPO
 from tests.waiting import until
 
 
 def _demo(steps: int, delay: float = 0.05, save: int = 10) -> list[str]:
-    return ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(steps),
+    return ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(steps),
             "--save_steps", str(save), "--step_delay", str(delay)]
 
 
@@ -28,7 +28,7 @@ def _runners(run) -> list[int]:
     for p in psutil.process_iter(["cmdline", "status"]):
         try:
             cmd = p.info["cmdline"] or []
-            if p.info["status"] != psutil.STATUS_ZOMBIE and "runner.supervisor" in cmd and str(run.path) in cmd:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and "moeconsole.runner.supervisor" in cmd and str(run.path) in cmd:
                 out.append(p.pid)
         except psutil.Error:
             continue
@@ -56,7 +56,7 @@ def test_two_supervise_calls_race_and_exactly_one_runner_wins(harness):
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
     _kill_runner(run, st)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "console.cli", "supervise", run.id, "--runs-dir", str(harness.runs_dir)]
+    cmd = [sys.executable, "-m", "moeconsole.console.cli", "supervise", run.id, "--runs-dir", str(harness.runs_dir)]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
              for _ in range(2)]
     try:
@@ -145,7 +145,7 @@ def test_run_directory_is_private_and_symlinks_are_not_followed(harness, tmp_pat
         mode = stat.S_IMODE(os.stat(run.path / name).st_mode)
         assert mode & 0o077 == 0, f"{name} is {oct(mode)}"
     # A planted symlink is refused, never written through.
-    from runner.rundir import jsonio
+    from moeconsole.runner.rundir import jsonio
     outside = tmp_path / "outside.jsonl"
     outside.write_text("")
     (run.path / "events.jsonl").unlink()
@@ -156,7 +156,7 @@ def test_run_directory_is_private_and_symlinks_are_not_followed(harness, tmp_pat
 
 
 def test_a_record_after_a_partial_line_starts_on_a_line_of_its_own(tmp_path):
-    from runner.rundir import jsonio
+    from moeconsole.runner.rundir import jsonio
     path = tmp_path / "metrics.jsonl"
     path.write_bytes(b'{"v":1,"step":1}\n{"v":1,"st')  # a writer died mid-append
     jsonio.append_jsonl(path, {"v": 1, "step": 2})
@@ -231,7 +231,7 @@ def test_a_full_disk_keeps_training_alive_and_loses_no_record(harness, small_dis
 
 def _raw_client(run):
     import socket as socketlib
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
     with control._ShortPath(str(run.path / "control.sock")) as short:
         s.connect(short)
@@ -239,7 +239,7 @@ def _raw_client(run):
 
 
 def test_hostile_control_clients_neither_kill_nor_stall_the_runner(harness):
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     run = harness.start(harness.recipe(command=_demo(2000)))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
     runner_pid = st["runner"]["pid"]
@@ -286,7 +286,7 @@ def test_hostile_control_clients_neither_kill_nor_stall_the_runner(harness):
 
 
 def test_nesting_check_ignores_brackets_inside_strings():
-    from runner.supervisor.control import parse_request, too_deep
+    from moeconsole.runner.supervisor.control import parse_request, too_deep
     assert not too_deep(b'{"cmd": "status", "by": "[[[[[[[[[[[[[[[[[[[[[[[[[[["}')
     assert too_deep(b"[" * 17 + b"]" * 17)
     req, err = parse_request(b'{"cmd": "kill", "grace_s": 3}')
@@ -312,7 +312,7 @@ def test_heartbeat_allows_a_slow_start_but_not_a_silent_one(harness, tmp_path):
 
 
 def test_heartbeat_limit_is_the_startup_allowance_until_the_first_step():
-    from runner.supervisor.supervisor import STARTUP_DEFAULT_S, heartbeat_limit
+    from moeconsole.runner.supervisor.supervisor import STARTUP_DEFAULT_S, heartbeat_limit
     assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=0) == 300
     assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=1) == 5
     assert heartbeat_limit({"timeout_s": 5}, steps_seen=0) == STARTUP_DEFAULT_S
@@ -322,7 +322,7 @@ def test_heartbeat_limit_is_the_startup_allowance_until_the_first_step():
 def test_a_backlog_left_by_an_unwatched_attempt_is_read_while_control_answers(harness, tmp_path):
     """The new runner reads the dead attempt's log a slice per loop turn: `status` is answered
     before the attempt is judged, and every step is written once."""
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     n = 300_000
     log = tmp_path / "backlog.txt"
     with open(log, "w") as f:

@@ -15,8 +15,8 @@ import threading
 import psutil
 import pytest
 
-from runner.supervisor import control
-from runner.process.proctree import marked_processes
+from moeconsole.runner.supervisor import control
+from moeconsole.runner.process.proctree import marked_processes
 from tests.ops.ops_helpers import wait_for
 from tests.runner.conftest import REPO
 
@@ -95,7 +95,7 @@ def test_a_crash_while_the_run_directory_is_read_only_waits_and_relaunches(harne
                             restart={"max_restarts": 5, "backoff_initial_s": 0.05, "backoff_max_s": 0.1,
                                      "no_progress_attempts": 10}, cooldown={"ceiling_s": 3})
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([*prefix, sys.executable, "-m", "console.cli", "run", str(recipe), "--detach",
+    out = subprocess.run([*prefix, sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
                           "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
                          cwd=REPO, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -173,7 +173,7 @@ def test_a_wrongly_typed_state_json_is_one_damaged_run_never_a_crash(harness, da
     good.wait_status("succeeded")
     bad = harness.start(harness.recipe(name="bad", command=["sleep", "0.3"], **NO_SAVES))
     bad.wait_status("succeeded")
-    from runner.rundir.rundir import RunDir, runner_locked
+    from moeconsole.runner.rundir.rundir import RunDir, runner_locked
     _wait(lambda: not runner_locked(RunDir(bad.path)), what="its runner to exit")  # nobody rewrites the file
     (harness.runs_dir / "index.sqlite").unlink()  # the index is rebuilt from the directories
     (bad.path / "events.jsonl").write_text("")    # nothing to rebuild the state from

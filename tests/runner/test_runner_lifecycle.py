@@ -10,7 +10,7 @@ import time
 
 import psutil
 
-from runner.process.proctree import marked_processes
+from moeconsole.runner.process.proctree import marked_processes
 from tests.waiting import until
 
 
@@ -26,7 +26,7 @@ def test_run_succeeds_and_records_every_step(harness):
     assert steps == list(range(1, 13))
     rec = run.metrics()[-1]
     assert rec["v"] == 1 and rec["attempt"] == 1 and rec["src"] and rec["loss"] is not None
-    from runner.rundir import jsonio
+    from moeconsole.runner.rundir import jsonio
     for line in (run.path / "metrics.jsonl").read_text().splitlines():
         assert line == jsonio.dumps(json.loads(line)), "every record in the one canonical encoding"
     # Every checkpoint the trainer saved was verified, at the latest before the run is shown as over.
@@ -38,7 +38,7 @@ def test_run_succeeds_and_records_every_step(harness):
 
 
 def test_runner_is_detached_and_socket_is_private(harness):
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "400", "--step_delay", "0.05"]))
     st = run.wait_status("running")
     runner = psutil.Process(st["runner"]["pid"])
@@ -55,7 +55,7 @@ def test_runner_is_detached_and_socket_is_private(harness):
 
 
 def test_json_once_prints_one_snapshot(harness):
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "400", "--step_delay", "0.05"]))
     run.wait(lambda s: (s.get("step") or 0) >= 3, what="3 steps")
     out = harness.cli("--json", run.id, "--once", "--no-gpu", check=True)
@@ -69,7 +69,7 @@ def test_json_once_prints_one_snapshot(harness):
     assert [p["role"] for p in snap["run"]["pids"]].count("leader") == 1
     # Streaming: one snapshot per interval, steps moving, until the run ends.
     import subprocess
-    stream = subprocess.Popen([sys.executable, "-m", "console.cli", "--json", run.id, "--interval", "0.2",
+    stream = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "--json", run.id, "--interval", "0.2",
                                "--no-gpu", "--runs-dir", str(harness.runs_dir)], stdout=subprocess.PIPE, text=True)
     try:
         snaps = [json.loads(stream.stdout.readline()) for _ in range(4)]
@@ -140,7 +140,7 @@ def test_orphans_of_a_killed_launcher_are_found_and_ended(harness, tmp_path):
 
 
 def test_runner_sigkill_then_adoption_keeps_training_and_records(harness):
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "60", "--save_steps", "20",
                                                 "--step_delay", "0.05"]))
     st = run.wait(lambda s: (s.get("step") or 0) >= 5, what="5 steps")
@@ -164,7 +164,7 @@ def test_runner_sigkill_then_adoption_keeps_training_and_records(harness):
 
 
 def test_restart_resumes_from_latest_verified_checkpoint(harness):
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "400", "--save_steps", "5",
                                                 "--step_delay", "0.05"]))
     run.wait(lambda s: (s.get("last_checkpoint") or {}).get("ok"), what="a verified checkpoint")
@@ -222,7 +222,7 @@ def test_megatron_log_records_include_memory_reports(harness, tmp_path):
 
 def test_restart_of_a_finished_run_starts_a_new_runner_and_resumes(harness):
     faults = [f"oom@6#{a}" for a in (1, 2)]
-    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "10",
+    cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "10",
            "--save_steps", "4"]
     for f in faults:
         cmd += ["--fault", f]
@@ -238,7 +238,7 @@ def test_restart_of_a_finished_run_starts_a_new_runner_and_resumes(harness):
 
 
 def test_runner_killed_during_cooldown_is_replaced_and_the_restart_happens(harness):
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "10", "--save_steps", "4",
                                                 "--fault", "oom@6"],
                                        cooldown={"floor_s": 3.0, "ceiling_s": 10.0}))

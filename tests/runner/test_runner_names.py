@@ -10,11 +10,11 @@ import pty
 import subprocess
 import sys
 
-from console.app import MoeConsole
-from console.screens.compare import CompareScreen
-from console.screens.run import RunScreen
-from console.widgets.status import StatusLine
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.compare import CompareScreen
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.status import StatusLine
+from moeconsole.runner.rundir import rundir
 from tests.runner.conftest import REPO
 from tests.waiting import until_ui
 
@@ -23,7 +23,7 @@ def _on_a_terminal(harness, *args: str, cols: int = 80) -> str:
     """The CLI on a pseudo-terminal ``cols`` wide (what a user at an 80-column terminal sees)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": str(cols), "LINES": "24"}
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "console.cli", *args, "--runs-dir", str(harness.runs_dir)],
+    proc = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(harness.runs_dir)],
                             stdout=follower, stderr=subprocess.PIPE, env=env, cwd=REPO)
     os.close(follower)
     out = b""

@@ -97,7 +97,7 @@ SLEEPER = ["{python}", "-c", "import time\nprint(\"{'loss': '1.0', 'global_step/
 def test_control_sock_deleted_the_runner_binds_it_again(harness):
     """control.sock deleted while the runner lives: the runner notices and binds it again, so
     status and kill reach it as before (they used to say "no runner is listening" for good)."""
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     run = harness.start(harness.recipe(command=SLEEPER, **NO_SAVES))
     st = _running(run)
     (run.path / "control.sock").unlink()
@@ -169,7 +169,7 @@ def _start_with_nofile(harness, recipe, nofile: int):
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    proc = subprocess.run([sys.executable, "-m", "console.cli", "run", str(recipe), "--detach",
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
                            "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=120, preexec_fn=limit)
     assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr
@@ -184,7 +184,7 @@ def test_many_idle_control_connections_never_end_the_runner(harness, nofile, cli
     status and takes the kill (it used to die with EMFILE, or log tracebacks)."""
     import resource
     import socket
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < clients + 64:
         pytest.skip(f"this test needs {clients + 64} descriptors; the hard limit is {hard}")
@@ -231,7 +231,7 @@ def test_train_log_replaced_by_a_fifo_never_blocks_the_runner(harness):
     """A FIFO planted where train.log was: the runner never opens it blocking (it used to hang
     in open(2) until a writer came: status unanswered, kill failed, the training left alive). It
     says so (a storage alert), status and --json answer, the kill lands through the runner."""
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     run = harness.start(harness.recipe(command=TICKER, **NO_SAVES))
     st = _running(run)
     until(lambda: len(run.metrics()) >= 2, 60, what="two steps read")
@@ -257,7 +257,7 @@ def test_train_log_replaced_by_a_fifo_never_blocks_the_runner(harness):
 def _cli_stdout_closed(harness, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], stderr=subprocess.PIPE, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], stderr=subprocess.PIPE, text=True,
                           env=env, cwd=REPO, timeout=60, preexec_fn=lambda: os.close(1))
 
 

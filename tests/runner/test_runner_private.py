@@ -25,7 +25,7 @@ def cli(*args: str, umask: int | None = None, env: dict | None = None) -> subpro
     e = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
     e["PYTHONPATH"] = str(REPO)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "console.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], capture_output=True, text=True,
                           timeout=120, env=e, cwd=REPO, stdin=subprocess.DEVNULL,
                           preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
 
@@ -51,7 +51,7 @@ def refused(p: subprocess.CompletedProcess, *words: str) -> str:
 
 def finished(run: Path) -> dict:
     """The run's final state, once its runner is gone too (it writes the index last)."""
-    from runner.rundir.rundir import RunDir, TERMINAL, runner_locked
+    from moeconsole.runner.rundir.rundir import RunDir, TERMINAL, runner_locked
     from tests.waiting import until
 
     def over() -> dict | None:

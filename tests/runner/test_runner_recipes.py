@@ -63,7 +63,7 @@ def test_shipped_recipes_lint_clean_of_errors(harness):
 def test_secrets_stay_out_of_run_files(harness):
     secret = "hf_SUPERSECRETVALUE1234567890"
     run = harness.start(harness.recipe(env={"HF_TOKEN": secret, "OMP_NUM_THREADS": "1"},
-                                       command=["{python}", "-m", "runner.demo.train", "--output_dir",
+                                       command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "6", "--fault", "oom@3",
                                                 "--save_steps", "2"]))
     run.wait_status("succeeded", "failed", "paused", timeout=90)
@@ -76,7 +76,7 @@ def test_secrets_stay_out_of_run_files(harness):
 
 def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
     shared = tmp_path / "ckpts"
-    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", str(shared), "--max_steps", "8",
+    cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", str(shared), "--max_steps", "8",
            "--save_steps", "4"]
     first = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(shared)}))
     first.wait_status("succeeded", timeout=90)
@@ -105,7 +105,7 @@ def test_recipe_drift_is_refused_unless_allowed(harness, tmp_path):
 
 def test_control_socket_works_under_a_deep_runs_directory(tmp_path):
     # sockaddr_un holds about 108 bytes; a deep runs directory must still get a socket.
-    from runner.supervisor import control
+    from moeconsole.runner.supervisor import control
     deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5)
     deep.mkdir(parents=True)
     path = deep / "control.sock"

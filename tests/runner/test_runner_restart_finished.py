@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness):
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "8", "--save_steps", "4"]))
     st = run.wait_status("succeeded", "unsaved", "failed", timeout=90)
     assert st["status"] == "succeeded"
@@ -27,7 +27,7 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
 
 
 def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "400", "--save_steps", "4",
                                                 "--step_delay", "0.05"]))
     run.wait(lambda s: (s.get("last_checkpoint") or {}).get("ok"), what="a verified checkpoint")
@@ -41,7 +41,7 @@ def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
 def test_an_nccl_crash_says_the_wait_it_really_gets(harness):
     """nccl_error waits three cooldown floors (NCCL IPC cleanup): the crash's reason names that
     wait (6 s here), not the 0.1 s backoff, and the next attempt starts no sooner."""
-    run = harness.start(harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir",
+    run = harness.start(harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir",
                                                 "{run_dir}/output", "--max_steps", "12", "--save_steps", "4",
                                                 "--fault", "nccl@6"],
                                        cooldown={"floor_s": 2.0, "ceiling_s": 20.0}))

@@ -7,7 +7,7 @@ import re
 
 
 def _demo(max_steps: int, save_steps: int, *faults: str, delay: float = 0.0) -> list[str]:
-    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(max_steps),
+    cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(max_steps),
            "--save_steps", str(save_steps), "--step_delay", str(delay)]
     for f in faults:
         cmd += ["--fault", f]

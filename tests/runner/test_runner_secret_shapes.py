@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from runner.rundir.secrets import Redactor, is_secret_name, redact_argv, redact_cmdline
+from moeconsole.runner.rundir.secrets import Redactor, is_secret_name, redact_argv, redact_cmdline
 
 BEARER_ENV = "envbearerQ9Q9Q9Q9"
 HDR_ENV = "hdrbearerZ8Z8Z8Z8"

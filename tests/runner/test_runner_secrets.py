@@ -107,8 +107,8 @@ def test_the_run_index_is_private(harness):
 def test_one_secret_name_rule_for_recipe_and_redactor(harness, tmp_path):
     """AUTHOR and PAD_TOKEN are not secrets (the recipe keeps them, the log shows them);
     HF_TOKEN is, for recipe.yaml and for the redactor alike."""
-    from runner.recipes import recipe as recipes
-    from runner.rundir.secrets import Redactor, is_secret_name
+    from moeconsole.runner.recipes import recipe as recipes
+    from moeconsole.runner.rundir.secrets import Redactor, is_secret_name
     env = {"AUTHOR": "ada-lovelace", "PAD_TOKEN": "<|pad|>", "HF_TOKEN": "tok-value-123", "AUTH_URL": "http://x/a"}
     r = recipes.for_run_dir({"command": ["x"], "env": env})
     assert r["env"]["AUTHOR"] == "ada-lovelace" and r["env"]["PAD_TOKEN"] == "<|pad|>"

@@ -8,7 +8,7 @@ import sys
 
 import psutil
 
-from runner.process.proctree import marked_processes
+from moeconsole.runner.process.proctree import marked_processes
 
 KINDS = ["oom", "segv", "sigkill", "nccl", "cuda_fault"]
 CRASHES = 50
@@ -17,7 +17,7 @@ CRASHES = 50
 def test_fifty_crashes_lose_no_step_leave_nothing_and_keep_runner_flat(harness):
     # Attempt k crashes at step k+1; a checkpoint every step, so every attempt makes progress.
     faults = [f"{KINDS[(k - 1) % len(KINDS)]}@{k + 1}#{k}" for k in range(1, CRASHES + 1)]
-    cmd = ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
            "--max_steps", str(CRASHES + 4), "--save_steps", "1"]
     for f in faults:
         cmd += ["--fault", f]
@@ -41,7 +41,7 @@ def test_fifty_crashes_lose_no_step_leave_nothing_and_keep_runner_flat(harness):
     for attempt, steps in by_attempt.items():
         assert steps == sorted(set(steps)), f"attempt {attempt} has duplicated or reordered steps"
     # None lost: every step line the trainer wrote is a record (an independent parse of the log).
-    parsed = subprocess.run([sys.executable, "-m", "console.cli", "parse", str(run.path / "train.log"), "--json"],
+    parsed = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(run.path / "train.log"), "--json"],
                             capture_output=True, text=True, check=True)
     logged = [json.loads(l)["step"] for l in parsed.stdout.splitlines()]
     assert len(logged) == len(metrics) and logged == [m["step"] for m in metrics]

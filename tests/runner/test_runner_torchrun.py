@@ -6,7 +6,7 @@ import json
 import os
 import socket
 
-from runner.process.proctree import marked_processes
+from moeconsole.runner.process.proctree import marked_processes
 from tests.runner.conftest import port_holder
 
 
@@ -18,7 +18,7 @@ def _free_port() -> int:
 
 def _torchrun(port: int, *faults: str) -> list[str]:
     cmd = ["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
-           "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "10",
+           "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "10",
            "--save_steps", "4"]
     for f in faults:
         cmd += ["--fault", f]
@@ -46,8 +46,8 @@ def test_a_worker_segfault_under_torchrun_is_classified_and_the_tree_restarted(h
 
 
 def _launch_flags_before_script(argv: list[str]) -> list[str]:
-    """The torchrun flags of an attempt's argv (everything before ``-m runner.demo.train``)."""
-    return argv[:argv.index("runner.demo.train") - 1]
+    """The torchrun flags of an attempt's argv (everything before ``-m moeconsole.runner.demo.train``)."""
+    return argv[:argv.index("moeconsole.runner.demo.train") - 1]
 
 
 def test_a_rendezvous_port_busy_past_the_ceiling_moves_and_torchrun_trains(harness, tmp_path):
@@ -101,7 +101,7 @@ def test_set_args_on_a_torchrun_recipe_changes_torchrun_and_lint_sees_that_comma
 
 def test_lint_refuses_a_torchrun_flag_after_the_script(harness, tmp_path):
     recipe = harness.recipe(command=["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m",
-                                     "runner.demo.train", "--master_port", "29517"])
+                                     "moeconsole.runner.demo.train", "--master_port", "29517"])
     out = harness.cli("lint", str(recipe))
     assert out.returncode == 1, out.stdout
     assert "error   launcher_flag_after_script: --master_port is a torchrun flag" in out.stdout

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from runner.rundir import rundir
+from moeconsole.runner.rundir import rundir
 
 
 def _demo(harness, *fault: str):
-    recipe = harness.recipe(command=["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output",
+    recipe = harness.recipe(command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
                                      "--max_steps", "8", "--save_steps", "4", "--step_delay", "0.0", *fault])
     run = harness.start(recipe)
     return run, run.wait_status(*rundir.TERMINAL, timeout=120)

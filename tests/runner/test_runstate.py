@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from runner.core import lifecycle as lc
-from runner.core.state import Status, StateFile
-from runner.rundir import runfiles
-from runner.rundir.journal import Journal
-from runner.rundir.rundir import RunDir
-from runner.supervisor.runstate import RunState
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.state import Status, StateFile
+from moeconsole.runner.rundir import runfiles
+from moeconsole.runner.rundir.journal import Journal
+from moeconsole.runner.rundir.rundir import RunDir
+from moeconsole.runner.supervisor.runstate import RunState
 
 
 def test_the_status_is_the_lifecycles_and_never_a_stored_copy(tmp_path):

@@ -17,24 +17,24 @@ from pathlib import Path
 
 import pytest
 
-from runner.core import lifecycle as lc
-from runner.core.monitors import Thresholds
-from runner.core.state import Status
-from runner.process import proctree
-from runner.process.attempt import Ended, LaunchSpec, NoAttempt, Running
-from runner.process.engines.local import LocalEngine
-from runner.process.launch import create_run
-from runner.recipes import recipe as recipes
-from runner.rundir import jsonio, rundir
-from runner.rundir.journal import Journal
-from runner.rundir.secrets import Redactor
-from runner.supervisor.attempt_watch import AttemptWatch
-from runner.supervisor.conditions import ConditionsCheck
-from runner.supervisor.ingest_pipe import INGEST_SUBSLICE_BYTES, Ingested, IngestPipe
-from runner.supervisor.launcher import Launched, Launcher
-from runner.supervisor.memory_feed import MemoryFeed
-from runner.supervisor.recovery import recover_state, takeover
-from runner.supervisor.supervisor import Supervisor
+from moeconsole.runner.core import lifecycle as lc
+from moeconsole.runner.core.monitors import Thresholds
+from moeconsole.runner.core.state import Status
+from moeconsole.runner.process import proctree
+from moeconsole.runner.process.attempt import Ended, LaunchSpec, NoAttempt, Running
+from moeconsole.runner.process.engines.local import LocalEngine
+from moeconsole.runner.process.launch import create_run
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir.journal import Journal
+from moeconsole.runner.rundir.secrets import Redactor
+from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
+from moeconsole.runner.supervisor.conditions import ConditionsCheck
+from moeconsole.runner.supervisor.ingest_pipe import INGEST_SUBSLICE_BYTES, Ingested, IngestPipe
+from moeconsole.runner.supervisor.launcher import Launched, Launcher
+from moeconsole.runner.supervisor.memory_feed import MemoryFeed
+from moeconsole.runner.supervisor.recovery import recover_state, takeover
+from moeconsole.runner.supervisor.supervisor import Supervisor
 from tests.runner.conftest import base_recipe
 from tests.waiting import until
 

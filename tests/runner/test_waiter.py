@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from runner.process.engines.local import waiter_argv
+from moeconsole.runner.process.engines.local import waiter_argv
 
 
 def _run(tmp_path, argv, timeout=60):

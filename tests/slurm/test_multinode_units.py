@@ -9,11 +9,11 @@ import sys
 import threading
 import time
 
-from runner.core.crash import classify, classify_job_state
-from runner.process.slurm import nodestep
-from runner.process.slurm.settings import SlurmSettings
-from runner.process.slurm.text import BatchSpec, batch_script, nodes_out_of_service, parse_sinfo_nodes
-from runner.telemetry.ranks import node_view
+from moeconsole.runner.core.crash import classify, classify_job_state
+from moeconsole.runner.process.slurm import nodestep
+from moeconsole.runner.process.slurm.settings import SlurmSettings
+from moeconsole.runner.process.slurm.text import BatchSpec, batch_script, nodes_out_of_service, parse_sinfo_nodes
+from moeconsole.runner.telemetry.ranks import node_view
 
 
 def test_rendezvous_env_points_torchrun_at_the_first_node_and_keeps_the_recipes_values():
@@ -51,7 +51,7 @@ def test_a_port_held_past_the_wait_is_replaced_by_a_free_one(capsys):
 
 
 def test_the_other_nodes_start_from_the_published_endpoint(tmp_path):
-    cmd = [sys.executable, "-m", "runner.process.slurm.nodestep", "--run-dir", str(tmp_path), "--attempt", "3",
+    cmd = [sys.executable, "-m", "moeconsole.runner.process.slurm.nodestep", "--run-dir", str(tmp_path), "--attempt", "3",
            "--port", "29999", "--wait-s", "30", "--", sys.executable, "-c",
            "import os; print(os.environ['PET_RDZV_ENDPOINT'], os.environ['MASTER_PORT'])"]
     env = {"SLURM_JOB_NODELIST": "n[1-2]", "SLURM_NODEID": "1", "SLURM_JOB_ID": "7", "SLURMD_NODENAME": "n2",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, BatchSpec, JobState, batch_script, parse_sacct,
+from moeconsole.runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, BatchSpec, JobState, batch_script, parse_sacct,
                                parse_sbatch_parsable, parse_squeue)
 from tests.waiting import until
 
@@ -107,7 +107,7 @@ def test_scancel_term_reaches_the_srun_step(submit):
 
 
 def test_follower_sees_pending_reason_then_the_final_state_without_blocking(submit, tmp_path):
-    from runner.process.slurm.client import JobFollower, cancel
+    from moeconsole.runner.process.slurm.client import JobFollower, cancel
 
     hog, _ = submit("import time; time.sleep(60)", extra_sbatch=["--exclusive"], nodes=len(cluster_nodes()))
     _wait(hog, lambda s: s.state == "RUNNING")

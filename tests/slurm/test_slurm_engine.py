@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from runner.process import proctree
+from moeconsole.runner.process import proctree
 from tests.runner.conftest import Harness, Run
 from tests.slurm.test_slurm_cluster import _cluster_up, cluster_nodes
 from tests.waiting import reached, until
@@ -23,7 +23,7 @@ FAST = {"slurm": {"poll_s": 0.2}, "heartbeat": {"timeout_s": 120}}
 
 
 def _demo(steps: int = 12, save: int = 4, delay: float = 0.0, *extra: str) -> list[str]:
-    return ["{python}", "-m", "runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(steps),
+    return ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", str(steps),
             "--save_steps", str(save), "--step_delay", str(delay), *extra]
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.process import proctree
-from runner.rundir import rundir
+from moeconsole.runner.process import proctree
+from moeconsole.runner.rundir import rundir
 from tests.console.test_console_nodes import panel_view
 from tests.runner.conftest import REPO, Harness, Run
 from tests.slurm.test_slurm_cluster import _cluster_up

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from runner.process.slurm.text import (BatchSpec, JobState, batch_script, class_from_state, expand_nodes,
+from moeconsole.runner.process.slurm.text import (BatchSpec, JobState, batch_script, class_from_state, expand_nodes,
                                parse_sacct, parse_sbatch_parsable, parse_scontrol_job, parse_squeue)
 
 

@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from console import format as fmt
-from runner.recipes import recipe as recipes
-from runner.core.crash import classify, classify_job_state
-from runner.core.errors import InputError
-from runner.core.policy import AttemptRecord, RestartSettings, decide
-from runner.process.slurm.client import AsyncCommand, Finished, JobFollower
-from runner.process.slurm.settings import SlurmSettings
-from runner.process.slurm.text import BatchSpec, batch_script
-from runner.rundir.snapshot import status_word
+from moeconsole.console import format as fmt
+from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.core.crash import classify, classify_job_state
+from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide
+from moeconsole.runner.process.slurm.client import AsyncCommand, Finished, JobFollower
+from moeconsole.runner.process.slurm.settings import SlurmSettings
+from moeconsole.runner.process.slurm.text import BatchSpec, batch_script
+from moeconsole.runner.rundir.snapshot import status_word
 
 
 def test_settings_from_the_recipe_and_their_refusals():
@@ -46,7 +46,7 @@ def test_recipe_loads_the_slurm_section_and_set_checks_its_keys(tmp_path):
 
 
 def test_lint_refuses_a_bad_slurm_value_with_one_line():
-    out = subprocess.run([sys.executable, "-m", "console.cli", "lint", "recipes/tiny-moe-slurm.yaml",
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", "recipes/tiny-moe-slurm.yaml",
                           "--set", "slurm.sbatch=[--wrap=rm]"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "moeconsole sets that one itself" in out.stderr and len(out.stderr.strip().splitlines()) == 1
@@ -160,7 +160,7 @@ def test_batch_script_background_steps_are_quoted_and_end_with_the_job(tmp_path)
 
 
 def test_lint_rules_for_the_engine(tmp_path):
-    from runner.recipes.lint import lint_recipe
+    from moeconsole.runner.recipes.lint import lint_recipe
     r = recipes.load("recipes/tiny-moe-slurm.yaml", ["resume.arg=null", "slurm.time=null"])
     rules = {p["rule"]: p["level"] for p in lint_recipe(r)}
     assert rules.get("slurm_no_resume") == "warning" and rules.get("slurm_no_time") == "info"
@@ -174,7 +174,7 @@ def test_run_refuses_a_slurm_recipe_where_slurm_is_missing(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     env = {**os.environ, "PATH": str(bin_dir), "MOECONSOLE_RUNS_DIR": str(tmp_path / "runs")}
-    out = subprocess.run([sys.executable, "-m", "console.cli", "run", "recipes/tiny-moe-slurm.yaml", "--detach"],
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", "recipes/tiny-moe-slurm.yaml", "--detach"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert "sbatch" in out.stderr and "not found on PATH" in out.stderr
@@ -184,7 +184,7 @@ def test_run_refuses_a_slurm_recipe_where_slurm_is_missing(tmp_path):
 def test_a_command_reaped_by_the_runners_waitpid_loop_keeps_its_exit_status():
     # The runner reaps every child itself; Popen alone would then report exit 0 for a failure.
     import os
-    from runner.process.slurm import client
+    from moeconsole.runner.process.slurm import client
     cmd = AsyncCommand(["sh", "-c", "echo refused >&2; exit 3"])
     _, status = os.waitpid(cmd.proc.pid, 0)   # what proctree.reap_children does in the runner
     client.deliver({cmd.proc.pid: status, 999_999_999: 0})

@@ -2,7 +2,7 @@
 and last step, and the acknowledgement state every console shares (pure, plain data)."""
 from __future__ import annotations
 
-from runner.rundir.alertgroups import AlertBook, acknowledge, active, cause_of, read_acks, short_message, with_acks
+from moeconsole.runner.rundir.alertgroups import AlertBook, acknowledge, active, cause_of, read_acks, short_message, with_acks
 
 T = 1_700_000_000.0
 

@@ -1,15 +1,15 @@
-"""Nodes worst first (runner.core.nodehealth), the ranks' step times the runner keeps
-(runner.rundir.ranktimes) and what a node's summary line says (console.widgets.gpus)."""
+"""Nodes worst first (moeconsole.runner.core.nodehealth), the ranks' step times the runner keeps
+(moeconsole.runner.rundir.ranktimes) and what a node's summary line says (moeconsole.console.widgets.gpus)."""
 from __future__ import annotations
 
 import json
 import time
 
-from console.widgets.gpus import NodeGroup, node_groups, node_summary, ranks_words
-from runner.core import nodehealth
-from runner.rundir import ranktimes, rundir
-from runner.ingest.parser import LogParser, RECORD
-from runner.rundir.snapshot import RunWatcher
+from moeconsole.console.widgets.gpus import NodeGroup, node_groups, node_summary, ranks_words
+from moeconsole.runner.core import nodehealth
+from moeconsole.runner.rundir import ranktimes, rundir
+from moeconsole.runner.ingest.parser import LogParser, RECORD
+from moeconsole.runner.rundir.snapshot import RunWatcher
 
 
 def _node(host: str, *, used: float = 100_000, util: float = 90, ranks=(), stale: bool = False) -> dict:
@@ -87,8 +87,8 @@ def test_ranks_in_words():
 
 
 def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_second(tmp_path, monkeypatch):
-    from runner.rundir import jsonio
-    from runner.rundir.snapshot import NodeReader
+    from moeconsole.runner.rundir import jsonio
+    from moeconsole.runner.rundir.snapshot import NodeReader
     run = rundir.RunDir(tmp_path)
     run.telemetry.mkdir()
     now = time.time()

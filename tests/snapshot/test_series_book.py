@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.rundir import jsonio, rundir, seriesfile
-from runner.core.series import Series
-from runner.rundir.snapshot import RunWatcher
+from moeconsole.runner.rundir import jsonio, rundir, seriesfile
+from moeconsole.runner.core.series import Series
+from moeconsole.runner.rundir.snapshot import RunWatcher
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,7 +89,7 @@ def test_json_once_agrees_with_and_without_the_book(tmp_path):
     _write_metrics(run, range(200_000, 200_050))
 
     def once() -> dict:
-        done = subprocess.run([sys.executable, "-m", "console.cli", "--json", "--once", run.run_id,
+        done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", run.run_id,
                                "--runs-dir", str(run.path.parent), "--no-gpu"], cwd=REPO, capture_output=True,
                               text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
         assert done.returncode == 0, done.stderr
@@ -149,7 +149,7 @@ def test_columns_give_what_one_by_one_gives():
     """The runner feeds its book from the log's columns (no dict per record): same book."""
     import random
 
-    from runner.core.columns import records_to_columns
+    from moeconsole.runner.core.columns import records_to_columns
     rnd = random.Random(5)
     recs = []
     for s in range(1, 30_001):

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from runner.rundir import jsonio, rundir
-from runner.rundir.snapshot import NODE_STALE_S, RunWatcher
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir.snapshot import NODE_STALE_S, RunWatcher
 from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def test_nodes_from_agent_files_with_staleness(tmp_path):
 def test_real_agent_process_feeds_the_snapshot(tmp_path):
     run = _run(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    agent = subprocess.Popen([sys.executable, "-m", "console.cli", "agent", str(run.path), "--interval", "0.2"],
+    agent = subprocess.Popen([sys.executable, "-m", "moeconsole.console.cli", "agent", str(run.path), "--interval", "0.2"],
                              env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         nodes = until(lambda: RunWatcher(run).poll(with_gpu=False).nodes, timeout=30, what="the agent's node")

@@ -15,7 +15,7 @@ def tiny(tmp_path_factory) -> Path:
     """The tiny model and dataset, built once per session by the real builder in .venv-swift."""
     require_swift()
     out = tmp_path_factory.mktemp("swift-tiny")
-    proc = subprocess.run([str(SWIFT_PYTHON), "-m", "runner.demo.swift_tiny", "--out", str(out)],
+    proc = subprocess.run([str(SWIFT_PYTHON), "-m", "moeconsole.runner.demo.swift_tiny", "--out", str(out)],
                           capture_output=True, text=True, timeout=TIMEOUT, cwd=REPO)
     assert proc.returncode == 0, f"swift_tiny build failed: {proc.stderr[-2000:]}"
     return out

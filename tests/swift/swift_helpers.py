@@ -35,7 +35,7 @@ def cli(runs_dir: Path | None, *args: str, timeout: float = TIMEOUT) -> subproce
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     env.pop("MOECONSOLE_RUNS_DIR", None)
     extra = ["--runs-dir", str(runs_dir)] if runs_dir is not None else []
-    return subprocess.run([sys.executable, "-m", "console.cli", *args, *extra], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, *extra], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=REPO)
 
 

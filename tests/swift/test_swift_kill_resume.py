@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psutil
 
-from runner.checkpoints.watch import latest_good
+from moeconsole.runner.checkpoints.watch import latest_good
 from tests.swift.swift_helpers import Run, cli, require_swift, running, start
 from tests.waiting import reached
 

@@ -6,8 +6,8 @@ import json
 
 import yaml
 
-from runner.recipes.swift import flags
-from runner.recipes.swift.probe import probe
+from moeconsole.runner.recipes.swift import flags
+from moeconsole.runner.recipes.swift.probe import probe
 from tests.swift.swift_helpers import SWIFT_PYTHON, cli, require_swift
 
 

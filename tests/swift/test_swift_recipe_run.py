@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from runner.checkpoints.discover import find_checkpoints
-from runner.checkpoints.watch import latest_good
+from moeconsole.runner.checkpoints.discover import find_checkpoints
+from moeconsole.runner.checkpoints.watch import latest_good
 from tests.swift.swift_helpers import Run, require_swift, start
 
 MAX_STEPS = 30      # the recipe's --max_steps

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from runner.recipes import recipe as recipes
+from moeconsole.runner.recipes import recipe as recipes
 from tests.swift.swift_helpers import RECIPE, REPO, cli
 
 SETUP = REPO / "scripts" / "swift-env.sh"

@@ -1,4 +1,4 @@
-"""runner.demo.swift_tiny: the offline builder of the tiny Qwen3-MoE model and chat dataset."""
+"""moeconsole.runner.demo.swift_tiny: the offline builder of the tiny Qwen3-MoE model and chat dataset."""
 from __future__ import annotations
 
 import importlib.util
@@ -11,12 +11,12 @@ import sys
 import pytest
 from safetensors import safe_open
 
-from runner.demo import swift_tiny
+from moeconsole.runner.demo import swift_tiny
 from tests.swift.swift_helpers import REPO, SWIFT_PYTHON, TIMEOUT, require_swift
 
 
 def build(python: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "runner.demo.swift_tiny", *args], capture_output=True, text=True,
+    return subprocess.run([python, "-m", "moeconsole.runner.demo.swift_tiny", *args], capture_output=True, text=True,
                           timeout=TIMEOUT, cwd=REPO)
 
 
@@ -38,7 +38,7 @@ def test_an_output_path_that_is_a_file_is_one_line_and_exit_2(tmp_path):
     target.write_text("x")
     proc = build(sys.executable, "--out", str(target))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines() == [f"runner.demo.swift_tiny: {target} exists and is not a directory"]
+    assert proc.stderr.strip().splitlines() == [f"moeconsole.runner.demo.swift_tiny: {target} exists and is not a directory"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is not None,

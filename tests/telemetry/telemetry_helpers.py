@@ -36,7 +36,7 @@ def base_env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(args: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "console.cli", *args], cwd=REPO, env=env, capture_output=True, text=True,
+    return subprocess.run([PY, "-m", "moeconsole.console.cli", *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=CLI_TIMEOUT_S, input=stdin)
 
 

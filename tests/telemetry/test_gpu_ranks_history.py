@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from console.app import MoeConsole
-from console.screens.run import RunScreen
-from runner.rundir import rundir
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.runner.rundir import rundir
 from tests.runner.conftest import Harness
 from tests.waiting import until, until_ui
 
@@ -36,8 +36,8 @@ def _gpu_screen(app):
 
 def test_ranks_are_read_from_the_tracked_processes_environment():
     """Only a PID the runner tracks is the run's; its RANK/LOCAL_RANK come from its environment."""
-    from console.widgets.gpus import procs_words
-    from runner.telemetry.gpuranks import RankFinder, run_rows
+    from moeconsole.console.widgets.gpus import procs_words
+    from moeconsole.runner.telemetry.gpuranks import RankFinder, run_rows
     env = {**os.environ, "RANK": "11", "LOCAL_RANK": "3"}
     rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -62,8 +62,8 @@ def test_ranks_are_read_from_the_tracked_processes_environment():
 
 
 def test_disk_io_of_a_directory_from_its_block_device(tmp_path):
-    from console.widgets.gpus import host_words
-    from runner.telemetry.host import DirIO, io_rates, parse_block_stat
+    from moeconsole.console.widgets.gpus import host_words
+    from moeconsole.runner.telemetry.host import DirIO, io_rates, parse_block_stat
     assert parse_block_stat("  10 0 2048 5 20 0 4096 9 0 10 14") == (2048 * 512, 4096 * 512)
     assert parse_block_stat("garbage") is None
     assert io_rates((0.0, 0, 0), (2.0, 1024, 4096)) == (512.0, 2048.0)
@@ -121,7 +121,7 @@ def test_the_runner_records_the_gpus_for_the_whole_run_and_json_names_the_rank(h
     st = run.wait_status("succeeded", "failed", "unsaved", timeout=240)
     assert st["status"] in ("succeeded", "unsaved"), st
 
-    from runner.rundir import gpuhistory
+    from moeconsole.runner.rundir import gpuhistory
     history = gpuhistory.load(rundir.RunDir(run.path))
     assert history is not None and history.samples >= 2   # every 2 s while the training runs
     assert set(history.gpus) == {"0", "1"}

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from runner.rundir import rundir
+from moeconsole.runner.rundir import rundir
 from tests.fakes.nvml import FakeGpu, write_scenario
 from tests.telemetry.telemetry_helpers import PY, REPO, base_env, run_cli
 from tests.waiting import until
@@ -36,7 +36,7 @@ def live_run(tmp_path):
 
 
 def _start_agent(env, base, run, interval="0.1"):
-    return subprocess.Popen([PY, "-m", "console.cli", "agent", run.run_id, "--interval", interval,
+    return subprocess.Popen([PY, "-m", "moeconsole.console.cli", "agent", run.run_id, "--interval", interval,
                              "--runs-dir", str(base)], cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

@@ -9,9 +9,9 @@ import time
 import psutil
 import pytest
 
-from runner.rundir import rundir
-from runner.telemetry.preflight import port_free
-from runner.telemetry.procs import find_blockers
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.telemetry.preflight import port_free
+from moeconsole.runner.telemetry.procs import find_blockers
 from tests.fakes.nvml import FakeProc, write_scenario
 from tests.telemetry.telemetry_helpers import LISTEN, alive, base_env, by_pid, gpus_json, run_cli, run_flow
 from tests.waiting import until
@@ -114,13 +114,13 @@ def test_port_free_ignores_time_wait_like_a_tcpstore_server():
 
 
 def _gpus_kill(env: dict[str, str], pids: list[int], yes: bool, stdin: str = "") -> subprocess.CompletedProcess:
-    """``console.commands.gpus.run`` with the --kill flags the CLI is asked to add, errors
-    reported the way ``console.cli.main`` does."""
+    """``moeconsole.console.commands.gpus.run`` with the --kill flags the CLI is asked to add, errors
+    reported the way ``moeconsole.console.cli.main`` does."""
     code = ("import argparse, sys\n"
-            "from console.commands import gpus\n"
+            "from moeconsole.console.commands import gpus\n"
             f"ns = argparse.Namespace(json=False, port=None, runs_dir=None, kill={pids!r}, yes={yes!r},"
             " grace=3.0, allow_other_users=False)\n"
-            "from runner.core.errors import InputError\n"
+            "from moeconsole.runner.core.errors import InputError\n"
             "try:\n    sys.exit(gpus.run(ns))\n"
             "except InputError as exc:\n    sys.stderr.write(f'moeconsole: {exc}\\n'); sys.exit(2)\n")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
@@ -167,7 +167,7 @@ def test_cli_kill_confirms_names_pid_and_clears(nvml_env, scenario, spawn):
 def test_proc_scan_reads_the_same_facts_as_psutil(spawn):
     """The /proc reader behind every blocker scan gives each process the parent, owner, state
     and start time psutil gives it (start times are compared with ones recorded via psutil)."""
-    from runner.telemetry.procs import _proc_rows, _psutil_rows
+    from moeconsole.runner.telemetry.procs import _proc_rows, _psutil_rows
     live = spawn.popen()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     until(lambda: psutil.Process(dead.pid).status() == psutil.STATUS_ZOMBIE, timeout=30, what="<defunct>")
@@ -191,7 +191,7 @@ def _marked(spawn, run, attempt: int, *cmd: str):
 
 def _shown_by_console(state: dict) -> dict[int, dict]:
     """What the console's zombie list gets: the telemetry call it makes, judged by the one rule."""
-    from runner.rundir.snapshot import LiveTelemetry
+    from moeconsole.runner.rundir.snapshot import LiveTelemetry
     _, procs = LiveTelemetry()(state)
     return {p["pid"]: p for p in procs if p.get("pid") is not None}
 

@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from runner.telemetry.kill import kill_checked
+from moeconsole.runner.telemetry.kill import kill_checked
 from tests.telemetry.telemetry_helpers import alive
 from tests.waiting import until
 

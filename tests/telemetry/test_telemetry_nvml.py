@@ -96,7 +96,7 @@ def test_missing_functions_become_na_field_by_field(nvml_env, scenario, spawn):
                                                    "mem_pct": 0.0}]
     table = run_cli(["gpus", "--port", "0"], nvml_env).stdout
     row0 = next(line for line in table.splitlines() if line.startswith("  0  "))
-    assert "— / 700" in row0 and " — " in row0  # the one missing-value mark (runner.core.units.NA)
+    assert "— / 700" in row0 and " — " in row0  # the one missing-value mark (moeconsole.runner.core.units.NA)
 
 
 def test_per_gpu_error_only_blanks_that_gpu(nvml_env, scenario):

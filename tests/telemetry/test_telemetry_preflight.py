@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.telemetry.gpu import NoGpuBackend
-from runner.telemetry.preflight import preflight
+from moeconsole.runner.telemetry.gpu import NoGpuBackend
+from moeconsole.runner.telemetry.preflight import preflight
 from tests.fakes.nvml import FakeProc, write_scenario
 from tests.telemetry.telemetry_helpers import LISTEN, alive, run_flow
 
@@ -79,6 +79,6 @@ def test_cpu_recipe_without_driver_is_clear():
 
 
 def test_unknown_policy_is_rejected():
-    from runner.telemetry.preflight import clear_for_launch
+    from moeconsole.runner.telemetry.preflight import clear_for_launch
     with pytest.raises(ValueError, match="unknown pre-flight policy"):
         clear_for_launch(None, policy="hope", devices=None, tolerance_mib=1, port=None, run_id=None)

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from console.commands.gpus import gpu_row, render_gpus, render_port
-from runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot
-from runner.telemetry.host import cpu_busy_pct
-from runner.telemetry.kill import gpu_released, release_targets
-from runner.telemetry.preflight import gpu_problems
-from runner.telemetry.procs import ProcFacts, process_labels
-from runner.rundir.secrets import redact_argv, redact_cmdline
+from moeconsole.console.commands.gpus import gpu_row, render_gpus, render_port
+from moeconsole.runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot
+from moeconsole.runner.telemetry.host import cpu_busy_pct
+from moeconsole.runner.telemetry.kill import gpu_released, release_targets
+from moeconsole.runner.telemetry.preflight import gpu_problems
+from moeconsole.runner.telemetry.procs import ProcFacts, process_labels
+from moeconsole.runner.rundir.secrets import redact_argv, redact_cmdline
 
 
 @pytest.mark.parametrize("facts, labels", [
@@ -110,8 +110,8 @@ def test_cpu_busy_pct():
 
 
 def _fresh_host(monkeypatch):
-    """runner.telemetry.host with no sample taken yet, a clock the test moves, and sleeps recorded."""
-    from runner.telemetry import host
+    """moeconsole.runner.telemetry.host with no sample taken yet, a clock the test moves, and sleeps recorded."""
+    from moeconsole.runner.telemetry import host
     monkeypatch.setattr(host, "_last_cpu", None)
     monkeypatch.setattr(host, "_figured", False)
     clock = {"t": 1000.0}

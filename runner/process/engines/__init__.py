@@ -1,1 +1,1 @@
-"""Attempt engines: how an attempt's processes are started, watched and ended (``runner.process.attempt``)."""
+"""Attempt engines: how an attempt's processes are started, watched and ended (``moeconsole.runner.process.attempt``)."""

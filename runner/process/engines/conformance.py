@@ -1,4 +1,4 @@
-"""mypy's proof that both engines satisfy the attempt protocol (``runner.process.attempt``).
+"""mypy's proof that both engines satisfy the attempt protocol (``moeconsole.runner.process.attempt``).
 
 Checked by ``make typecheck`` (mypy covers this module); never run: nothing here executes. A
 method missing from an engine, or with another signature, fails the type check here rather
@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runner.process.attempt import Attempt, Engine, NoAttempt, Processes
-    from runner.process.engines.local import LocalAttempt, LocalEngine
-    from runner.process.engines.slurm import SlurmAttempt, SlurmEngine
+    from moeconsole.runner.process.attempt import Attempt, Engine, NoAttempt, Processes
+    from moeconsole.runner.process.engines.local import LocalAttempt, LocalEngine
+    from moeconsole.runner.process.engines.slurm import SlurmAttempt, SlurmEngine
 
     def engines(local: LocalEngine, slurm: SlurmEngine) -> tuple[Engine, Engine]:
         return local, slurm

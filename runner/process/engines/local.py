@@ -1,8 +1,8 @@
-"""The local engine: the command runs on this host under the waiter (``runner.process.waiter``).
+"""The local engine: the command runs on this host under the waiter (``moeconsole.runner.process.waiter``).
 
 The waiter is the runner's child and the root of the attempt: it records the command's exit in
 ``exits/attempt-N.json`` and ends the same way, so this runner reaps the exact status and a later
-runner reads it from the file. Processes are tracked by PID + start time (``runner.process.proctree``);
+runner reads it from the file. Processes are tracked by PID + start time (``moeconsole.runner.process.proctree``);
 the runner, a child subreaper, also collects what the command orphans.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from runner.rundir import rundir
-from runner.process import proctree
-from runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
-from runner.core.state import TrackedPid
-from runner.rundir import runfiles
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.process import proctree
+from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
+from moeconsole.runner.core.state import TrackedPid
+from moeconsole.runner.rundir import runfiles
 
 COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bounded wait
 LEADER_CHECK_S = 0.5  # how often a leader nobody reaps for us is looked up

@@ -4,7 +4,7 @@ The runner writes the batch script (every recipe value quoted, the training unde
 ``scancel --signal=TERM`` reaches it), submits it with ``sbatch --parsable`` and keeps the job id
 in ``jobs/attempt-N.json``. From then on the job is only ever seen through Slurm: ``squeue`` while
 it is queued or running, ``sacct`` (or ``scontrol`` without accounting) for how it ended. Those
-commands run as child processes the loop polls (``runner.process.slurm.client``): a slow controller
+commands run as child processes the loop polls (``moeconsole.runner.process.slurm.client``): a slow controller
 never stops the runner from reading the log or answering ``status``.
 
 The job's processes belong to slurmstepd, possibly on other hosts, so the attempt has no PIDs
@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from runner.rundir import jsonio, rundir
-from runner.process import proctree
-from runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
-from runner.process.slurm import client
-from runner.process.slurm.settings import SlurmSettings
-from runner.process.slurm.text import (SINFO_NODE_FORMAT, BatchSpec, JobState, batch_script, nodes_out_of_service,
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.process import proctree
+from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
+from moeconsole.runner.process.slurm import client
+from moeconsole.runner.process.slurm.settings import SlurmSettings
+from moeconsole.runner.process.slurm.text import (SINFO_NODE_FORMAT, BatchSpec, JobState, batch_script, nodes_out_of_service,
                                parse_sinfo_nodes)
-from runner.core.state import JobRecord, TrackedPid
+from moeconsole.runner.core.state import JobRecord, TrackedPid
 
 JOB_SCHEMA = 1
 # Final states after which Slurm is asked which of the job's nodes it took out of service.
@@ -303,7 +303,7 @@ class SlurmEngine:
         argv = list(spec.argv)
         if s.rendezvous_port is not None:
             # Each node's task finds the first node, waits out a held port, then execs the command.
-            argv = [sys.executable, "-m", "runner.process.slurm.nodestep", "--run-dir", str(self.run.path),
+            argv = [sys.executable, "-m", "moeconsole.runner.process.slurm.nodestep", "--run-dir", str(self.run.path),
                     "--attempt", str(spec.attempt), "--port", str(s.rendezvous_port),
                     "--wait-s", f"{s.rendezvous_wait_s:g}", "--", *argv]
         return BatchSpec(job_name=self.job_name(spec.attempt), argv=argv, output=str(self.run.log),

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, JobState, parse_sacct, parse_sbatch_parsable,
+from moeconsole.runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, JobState, parse_sacct, parse_sbatch_parsable,
                                parse_scontrol_job, parse_squeue)
 
 COMMAND_TIMEOUT_S = 30.0

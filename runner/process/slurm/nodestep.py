@@ -1,7 +1,7 @@
 """The training step's wrapper on each node of a multi-node Slurm job: the rendezvous, then exec.
 
 ``srun`` starts one task per node (``ntasks_per_node: 1``); each runs
-``python -m runner.process.slurm.nodestep --run-dir DIR --attempt N --port P [--wait-s S] -- COMMAND...``.
+``python -m moeconsole.runner.process.slurm.nodestep --run-dir DIR --attempt N --port P [--wait-s S] -- COMMAND...``.
 It finds the first node of the allocation (``SLURM_JOB_NODELIST``), tells torchrun where the
 rendezvous is through torchrun's own environment defaults (``PET_NNODES``,
 ``PET_RDZV_ENDPOINT``, ``PET_RDZV_ID``, ``PET_RDZV_BACKEND``; any of them the recipe set is
@@ -24,10 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-from runner.rundir import jsonio, rundir
-from runner.process.slurm.text import expand_nodes
-from runner.telemetry.preflight import port_free
-from runner.telemetry.procs import port_users
+from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.process.slurm.text import expand_nodes
+from moeconsole.runner.telemetry.preflight import port_free
+from moeconsole.runner.telemetry.procs import port_users
 
 POLL_S = 0.25
 SCHEMA = 1
@@ -111,7 +111,7 @@ def wait_for_publication(path: Path, job_id: str, wait_s: float, node: str, host
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m runner.process.slurm.nodestep")
+    p = argparse.ArgumentParser(prog="python -m moeconsole.runner.process.slurm.nodestep")
     p.add_argument("--run-dir", required=True, type=Path)
     p.add_argument("--attempt", required=True, type=int)
     p.add_argument("--port", required=True, type=int)

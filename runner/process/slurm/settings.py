@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from runner.process.slurm.text import check_sbatch_option
-from runner.core import bounds, schema
+from moeconsole.runner.process.slurm.text import check_sbatch_option
+from moeconsole.runner.core import bounds, schema
 
 _NAME = schema.text(r"^[A-Za-z0-9._,+-]+$", "a Slurm name (letters, digits, . _ , + -)")
 _TIME = schema.text(r"^(\d+-)?\d+(:\d{2}){0,2}$", "a Slurm time (MM, HH:MM:SS, D-HH:MM:SS)")
@@ -26,7 +26,7 @@ class SlurmSettings(schema.Section, frozen=True):
     srun: tuple[str, ...] = ()       # options for the training step's srun
     poll_s: Annotated[float, schema.within(_POLL)] = 2.0   # how often Slurm is asked about the job
     agents: bool = False             # one `moeconsole agent` per node, for the GPU panel
-    # multi-node: the training runs under runner.process.slurm.nodestep
+    # multi-node: the training runs under moeconsole.runner.process.slurm.nodestep
     rendezvous_port: Annotated[int, schema.within(_RENDEZVOUS_PORT)] | None = None
     rendezvous_wait_s: Annotated[float, schema.within(bounds.Range(0.0, bounds.DAY))] = 600.0  # how long the first node waits for a held port
 

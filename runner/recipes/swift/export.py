@@ -30,7 +30,7 @@ def merge_export(recipe: dict[str, Any], checkpoint: str) -> dict[str, Any] | No
     """The ``megatron export`` that merges ``checkpoint``'s LoRA into a full Hugging Face model, for a
     ``megatron sft`` LoRA recipe whose saves are adapters only; None otherwise (a full fine-tune,
     or a merging run whose saves already have ``checkpoint-N-merged/``)."""
-    from runner.recipes.swift.lint import merge_lora_effective, parse_command
+    from moeconsole.runner.recipes.swift.lint import merge_lora_effective, parse_command
     try:
         cmd = parse_command(recipe)
     except (KeyError, TypeError):

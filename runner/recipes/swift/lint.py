@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.recipes.swift import flags as swift_flags
-from runner.core.units import disk_bytes
-from runner.recipes.swift import sizes
-from runner.recipes.swift.probe import ProbeResult, probe
+from moeconsole.runner.recipes.swift import flags as swift_flags
+from moeconsole.runner.core.units import disk_bytes
+from moeconsole.runner.recipes.swift import sizes
+from moeconsole.runner.recipes.swift.probe import ProbeResult, probe
 
 # Flags of older ms-swift / Megatron-LM spellings that the 4.x argument classes do not have,
 # with what to write instead (None: drop it, and the note says what replaces it).
@@ -135,7 +135,7 @@ def _replacement(name: str, fields: dict | None) -> str:
 def _check_flags(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     python = (recipe.get("swift") or {}).get("python")
     if python:
-        from runner.recipes.recipe import fill
+        from moeconsole.runner.recipes.recipe import fill
         python = os.path.expanduser(fill(python, {"recipe_dir": recipe.get("_recipe_dir", "")}))
         if os.path.isdir(python):
             python = os.path.join(python, "bin", "python")
@@ -344,14 +344,14 @@ def startup_getter(recipe: dict, cmd: SwiftCommand, values: dict[str, list[str]]
 def rule_startup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     """ms-swift's start-up checks (runner/recipes/swift/startup.py, mirrored from
     MegatronArguments.__post_init__/_init_distributed with their lines)."""
-    from runner.recipes.swift.startup import startup_errors
+    from moeconsole.runner.recipes.swift.startup import startup_errors
     if not cmd.megatron:
         return []
     version = cmd.table.version if cmd.table else "4.6.0"
     world = sizes.world_size(recipe.get("env") or {})
     out = [_p("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
-    from runner.recipes.resume import resume_template
+    from moeconsole.runner.recipes.resume import resume_template
     resume = _resume_values(recipe, cmd) if resume_template(recipe.get("resume") or {}) else None
     if resume is not None:
         seen = {p["message"] for p in out}
@@ -408,7 +408,7 @@ def _free_bytes(path: str) -> tuple[str, int] | None:
 
 
 def _max_restarts(recipe: dict) -> int:
-    from runner.core.policy import RestartSettings
+    from moeconsole.runner.core.policy import RestartSettings
     try:
         return RestartSettings.from_recipe(recipe.get("restart")).max_restarts
     except Exception:      # an invalid section is reported by the recipe loader, not here
@@ -473,7 +473,7 @@ def rule_adapter_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     if not cmd.megatron or tuner != "lora" or (merge_lora_effective(cmd) and version.startswith("4.2")):
         return []
     rank = int(cmd.num("lora_rank") or 8)
-    from runner.recipes.memory_estimate import declared_config
+    from moeconsole.runner.recipes.memory_estimate import declared_config
     counted = sizes.lora_params_of(cmd.get("model"), rank, declared_config(recipe))
     if counted is None:
         return [_p("info", "swift_save_disk", f"each save holds the LoRA adapter of {cmd.get('model')}; its size is "
@@ -517,13 +517,13 @@ def rule_fused_experts(recipe: dict, cmd: SwiftCommand) -> list[dict]:
 
 
 def rule_stub_trap(recipe: dict, cmd: SwiftCommand) -> list[dict]:
-    from runner.checkpoints.lint_rules import swift_stub_trap
+    from moeconsole.runner.checkpoints.lint_rules import swift_stub_trap
     version = cmd.table.version if cmd.table else None
     return swift_stub_trap(cmd.argv, recipe.get("env"), version=version)
 
 
 def rule_resume(recipe: dict, cmd: SwiftCommand) -> list[dict]:
-    from runner.recipes.resume import template_problems
+    from moeconsole.runner.recipes.resume import template_problems
     resume = recipe.get("resume") or {}
     out = [_p("error", "resume_template", m) for m in template_problems(resume)]
     if cmd.megatron and resume.get("arg") in ("--load", "--save"):
@@ -535,7 +535,7 @@ def rule_resume(recipe: dict, cmd: SwiftCommand) -> list[dict]:
 def _resume_values(recipe: dict, cmd: SwiftCommand) -> dict[str, list[str]]:
     """Flag -> values of a resumed attempt's command line: the command's, with the template's
     flags in their place (runner/recipes/resume.py replaces every spelling of a template flag)."""
-    from runner.recipes.resume import groups, resume_template
+    from moeconsole.runner.recipes.resume import groups, resume_template
     out = dict(cmd.values)
     for g in groups(resume_template(recipe.get("resume") or {}) or []):
         if not g[0].startswith("--"):
@@ -569,7 +569,7 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     and the LR scheduler load only inside ``load_mcore_checkpoint`` (``--mcore_adapter`` /
     ``--mcore_model``). Otherwise the scheduler, built by ``get_optimizer_param_scheduler``, starts
     at step 0 again."""
-    from runner.recipes.resume import resume_template
+    from moeconsole.runner.recipes.resume import resume_template
     resume = recipe.get("resume") or {}
     if not cmd.megatron or resume_template(resume) is None or resume.get("arg") in ("--load", "--save"):
         return []
@@ -646,7 +646,7 @@ def full_state_cost(recipe: dict, cmd: SwiftCommand) -> str:
             f"torch_dist shards of ~{per_param} bytes per trainable parameter (bf16 weight + fp32 main copy + 2 "
             "fp32 Adam moments), about 7x the adapter's safetensors")
     rank = int(cmd.num("lora_rank") or 8)
-    from runner.recipes.memory_estimate import declared_config
+    from moeconsole.runner.recipes.memory_estimate import declared_config
     counted = sizes.lora_params_of(cmd.get("model"), rank, declared_config(recipe))
     limit = int(cmd.num("save_total_limit") or 0) or None
     if counted is None:
@@ -717,7 +717,7 @@ def fix_recipe(recipe_raw: dict, recipe: dict) -> tuple[dict, list[str]]:
             and any(p["rule"] == "swift_resume_from_zero" for p in rule_resume_semantics(recipe, cmd)):
         # trainers/base.py _load_checkpoint: the iteration and data position continue only with
         # --finetune false (the older resume.arg form becomes resume.args to carry it).
-        from runner.recipes.resume import resume_template
+        from moeconsole.runner.recipes.resume import resume_template
         template = resume_template(resume) or []
         resume.pop("arg", None)
         resume["args"] = template + ["--finetune", "false"]

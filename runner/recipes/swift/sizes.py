@@ -96,10 +96,10 @@ def find_model_config(model: str | None) -> Path | None:
 
 def lora_params(config: dict, rank: int) -> int | None:
     """Trainable parameters of an ``all-linear`` LoRA of ``rank`` on this HF config, counted by the
-    one model of the parameters (``runner.recipes.memory_estimate``: Megatron's fused modules,
+    one model of the parameters (``moeconsole.runner.recipes.memory_estimate``: Megatron's fused modules,
     the experts, linear-attention layers). None when the config lacks the sizes."""
-    from runner.core.errors import InputError
-    from runner.recipes.memory_estimate import lora_params_total
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes.memory_estimate import lora_params_total
     try:
         return lora_params_total(config, {"tuner_type": "lora", "lora_rank": str(rank),
                                           "target_modules": "all-linear"}) or None
