@@ -1,17 +1,21 @@
 """``moeconsole demo``: the built-in tiny MoE recipe (CPU, no GPU needed) under the UI."""
 from __future__ import annotations
 
-from pathlib import Path
+import importlib.util
 
+import moeconsole
 from moeconsole.console.commands import run as run_cmd
 from moeconsole.runner.core.errors import InputError
 
-DEMO_RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "tiny-moe-cpu.yaml"
+DEMO_RECIPE = moeconsole.recipes_dir() / "tiny-moe-cpu.yaml"
 
 
 def run(args) -> int:
     if not DEMO_RECIPE.is_file():
-        raise InputError(f"{DEMO_RECIPE}: the demo recipe is missing (install the project from its checkout)")
+        raise InputError(f"{DEMO_RECIPE}: the demo recipe is missing from this installation (reinstall moeconsole)")
+    if importlib.util.find_spec("torch") is None:
+        raise InputError("the demo trains a real model and needs torch: pip install 'moeconsole[demo]' "
+                         "(or pip install torch==2.13.0 for the CPU build)")
     args.recipe = str(DEMO_RECIPE)
     args.name = getattr(args, "name", None)
     args.allow_drift = False

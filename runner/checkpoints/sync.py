@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.core import schema
 
@@ -273,7 +274,7 @@ class CheckpointSyncer:
             os.unlink(self._result_file())
         except FileNotFoundError:
             pass
-        argv = [self.python, "-m", "moeconsole.runner.checkpoints.sync", path, self.settings.dest or "",
+        argv = [*pyexec.module_argv("moeconsole.runner.checkpoints.sync", python=self.python), path, self.settings.dest or "",
                 "--keep", str(self.settings.keep_last), "--result", str(self._result_file())]
         if self.settings.full:
             argv.append("--full")

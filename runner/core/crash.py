@@ -22,7 +22,7 @@ CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
     "user_kill", "gpu_unavailable", "config_error", "node_fail", "preempted", "time_limit",
-    "job_cancelled", "submit_refused", "slurm_unavailable", "missing_dependency", "unknown",
+    "job_cancelled", "submit_refused", "slurm_unavailable", "missing_dependency", "launch_failed", "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",

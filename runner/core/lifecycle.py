@@ -412,6 +412,13 @@ def created() -> Status:
     return Status.STARTING
 
 
+def never_started(status: Status | None) -> Status | None:
+    """A new run whose runner died before it wrote a word (``process.launch.record_never_started``):
+    a run still STARTING ends FAILED (a ``launch_failed`` crash); any other status is the runner's
+    (None: nothing to change)."""
+    return Status.FAILED if status == Status.STARTING else None
+
+
 def imported() -> Status:
     """A foreign log opened in the run browser: a run directory no runner ever supervises
     (``moeconsole.console.foreign``)."""

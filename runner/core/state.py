@@ -24,11 +24,13 @@ MAX_STATE_BYTES = 4 << 20  # a state file is a few KiB; anything near this is no
 
 class Status(str, enum.Enum):
     """A run's status. One owner decides it: ``moeconsole.runner.core.lifecycle`` (``step`` while a runner
-    supervises; ``created``, ``imported``, ``killed_without_runner`` and ``replayed`` where no
-    runner is). The runner writes what ``step`` decides; the three places that write a status
-    without a runner take it from those functions: ``process.launch.create_run`` (a new run),
-    ``process.killrun.end_run`` (a kill when no runner can start), ``moeconsole.console.foreign`` (an
-    imported log, which no runner ever supervises). The transitions::
+    supervises; ``created``, ``never_started``, ``imported``, ``killed_without_runner`` and
+    ``replayed`` where no runner is). The runner writes what ``step`` decides; the places that
+    write a status without a runner take it from those functions: ``process.launch.create_run`` (a
+    new run), ``process.launch.record_never_started`` (a runner that died before it wrote a word:
+    STARTING ends FAILED, a ``launch_failed`` crash), ``process.killrun.end_run`` (a kill when no
+    runner can start), ``moeconsole.console.foreign`` (an imported log, which no runner ever
+    supervises). The transitions::
 
         (new) ──created──▶ STARTING ──pre-flight cooldown──▶ COOLDOWN ──launched──▶ RUNNING
                               │ drift refused                   ▲   │ ceiling, cannot start  │

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Sequence, get_args
 
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.core.state import TERMINAL
 from moeconsole.runner.core import schema
@@ -155,14 +156,14 @@ class Notifier:
         log = str(self.run_dir / NOTIFY_LOG)
         deliveries: list[tuple[str, list[str], dict[str, str]]] = []
         if self.settings.command:
-            deliveries.append(("command", [self.python, "-m", "moeconsole.runner.ops.notify", "command", log,
+            deliveries.append(("command", [*pyexec.module_argv("moeconsole.runner.ops.notify", python=self.python), "command", log,
                                            str(self.settings.timeout_s), "--", *self.settings.command], self.env))
         if self.settings.webhook:
             url = expand_env(self.settings.webhook, self.env)
             if url is None:
                 _log_line(log, "webhook", False, "its ${NAME} variable is not set in the runner's environment")
             else:  # the URL travels in the environment, never in an argv that `ps` shows
-                deliveries.append(("webhook", [self.python, "-m", "moeconsole.runner.ops.notify", "webhook", log,
+                deliveries.append(("webhook", [*pyexec.module_argv("moeconsole.runner.ops.notify", python=self.python), "webhook", log,
                                                str(self.settings.timeout_s)], {**self.env, URL_ENV: url}))
         started = []
         for target, argv, env in deliveries:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Mapping
 
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.checkpoints.sync import CheckpointSyncer, SyncSettings
 from moeconsole.runner.ops.notify import Notifier, NotifySettings
 from moeconsole.runner.core import bounds, schema
@@ -67,7 +68,7 @@ class OpsSidecars:
             self._spawn_exporter()
 
     def _spawn_exporter(self) -> None:
-        argv = [self.python, "-m", "moeconsole.runner.ops.exporter", str(self.run_dir), "--addr", self.metrics.addr,
+        argv = [*pyexec.module_argv("moeconsole.runner.ops.exporter", python=self.python), str(self.run_dir), "--addr", self.metrics.addr,
                 "--interval", str(self.metrics.interval_s), "--parent-pid", str(os.getpid())]
         if self.metrics.port is not None:
             argv += ["--port", str(self.metrics.port)]

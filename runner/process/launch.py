@@ -10,9 +10,11 @@ import time
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.supervisor import control
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir import jsonio, rundir, runfiles
+from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.process import proctree
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.core.errors import InputError
@@ -57,15 +59,12 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def runner_argv(run: rundir.RunDir) -> list[str]:
-    return [sys.executable, "-m", "moeconsole.runner.supervisor", str(run.path)]
+    return pyexec.module_argv("moeconsole.runner.supervisor", str(run.path))
 
 
 def runner_env() -> dict[str, str]:
     """The runner's environment: ours without another run's markers, this checkout importable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")}
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+    return pyexec.own_env({k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_RUN")})
 
 
 def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
@@ -116,7 +115,46 @@ def wait_ready(run: rundir.RunDir, runner_pid: int, timeout: float = READY_TIMEO
     if rundir.pid_alive(runner_pid):
         raise InputError(f"the runner for {run.run_id} (pid {runner_pid}) is not ready after {timeout:g}s: "
                          f"{tail or 'no output'}")
-    raise InputError(f"the runner for {run.run_id} did not start: {tail or 'no output'}")
+    why = f"the runner for {run.run_id} did not start: {tail or 'no output'}"
+    record_never_started(run, why)
+    raise InputError(why)
+
+
+def record_never_started(run: rundir.RunDir, why: str) -> bool:
+    """A new run whose runner died before it wrote a word ends FAILED with a ``launch_failed``
+    crash report saying why, never STARTING for good. Only a run still STARTING and with no runner
+    holding it is touched (a ``supervise`` of a live run that fails to start a runner changes
+    nothing). True when the run was marked."""
+    try:
+        lock = rundir.lock_runner(run, wait_s=1.0)
+    except (rundir.RunLocked, OSError):
+        return False  # a runner holds it after all: it owns the run
+    try:
+        state = run.read_state()
+        status = lc.never_started(lc.Status.parse(state.get("status")))  # the lifecycle decides
+        if status is None:
+            return False
+        now = time.time()
+        report = runfiles.CrashReport(attempt=0, cls="launch_failed", t=now, run_id=run.run_id, summary=why,
+                                      evidence=[why], recovery="fail", retryable=False,
+                                      hint="fix what the runner's output names, then start the run again",
+                                      log_tail=_tail_lines(run.runner_log))
+        try:
+            jsonio.atomic_write_json(run.crash_report(0), as_dict(report))
+        except OSError:
+            pass  # the state below still says it
+        run.write_state({**state, "status": status, "ended_at": now, "pids": [],
+                         "last_crash": {"class": "launch_failed", "attempt": 0, "summary": why}})
+        try:
+            jsonio.append_jsonl(run.events, {"v": jsonio.SCHEMA_VERSION, "t": now, "type": "status",
+                                             "status": status, "reason": why, "class": "launch_failed"})
+        except OSError:
+            pass
+        return True
+    except (OSError, ValueError):
+        return False
+    finally:
+        os.close(lock)
 
 
 def _is_zombie(pid: int) -> bool:
@@ -135,9 +173,16 @@ def _cwd() -> str:
         return "/"
 
 
-def _tail(path: Path, n: int = 3, max_bytes: int = 64 * 1024) -> str:
-    """What the runner last said (its own error line when it refused to start), never through a
-    symlink (a planted one must not print another file)."""
+def _tail(path: Path, n: int = 3) -> str:
+    """What the runner last said: its own error line when it refused to start, else its last lines."""
+    lines = _tail_lines(path)
+    own = [l for l in lines if l.startswith("moeconsole runner:")]
+    return own[-1] if own else " | ".join(lines[-n:])
+
+
+def _tail_lines(path: Path, max_bytes: int = 64 * 1024, keep: int = 50) -> list[str]:
+    """The runner's last output lines, never through a symlink (a planted one must not print
+    another file)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as f:
@@ -145,10 +190,8 @@ def _tail(path: Path, n: int = 3, max_bytes: int = 64 * 1024) -> str:
             f.seek(max(0, size - max_bytes))
             text = f.read(max_bytes).decode(errors="replace")
     except OSError:
-        return ""
-    lines = [l for l in text.splitlines() if l.strip()]
-    own = [l for l in lines if l.startswith("moeconsole runner:")]
-    return own[-1] if own else " | ".join(lines[-n:])
+        return []
+    return [l for l in text.splitlines() if l.strip()][-keep:]
 
 
 def runner_alive(run: rundir.RunDir, state: dict | None = None) -> bool:

@@ -83,8 +83,11 @@ def check_executable(recipe: dict, *, preflight: bool = False) -> list[Problem]:
 
 def _check_python_module(recipe: dict, level: str) -> list[Problem]:
     cmd = recipe["command"]
-    if len(cmd) >= 3 and cmd[1] == "-m":
-        mod = cmd[2]
+    i = 1  # past the interpreter's own flags (`-P`, `-u`, `-X opt`, `-W arg`) to its `-m`
+    while i < len(cmd) and cmd[i].startswith("-") and cmd[i] != "-m":
+        i += 2 if cmd[i] in ("-X", "-W") else 1
+    if i + 1 < len(cmd) and cmd[i] == "-m":
+        mod = cmd[i + 1]
         try:
             found = importlib.util.find_spec(mod) is not None
         except (ImportError, ValueError):

@@ -34,7 +34,7 @@ print(json.dumps(found))
 def modules_under(package: str, skip: tuple[str, ...] = ()) -> list[str]:
     out = []
     for path in sorted((REPO / package).rglob("*.py")):
-        mod = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        mod = ".".join(("moeconsole", *path.relative_to(REPO).with_suffix("").parts))
         if mod.endswith(".__main__") or any(mod == s or mod.startswith(s + ".") for s in skip):
             continue
         out.append(mod.removesuffix(".__init__"))

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
@@ -37,7 +38,7 @@ def waiter_argv(exit_record: Path, argv: Sequence[str]) -> list[str]:
     """The command under the waiter, run by path with -S -E: stdlib only, fast to start, and the
     command still gets the environment untouched."""
     waiter = str(Path(__file__).resolve().parent.parent / "waiter.py")
-    return [sys.executable, "-S", "-E", waiter, str(exit_record), "--", *argv]
+    return pyexec.script_argv(waiter, str(exit_record), "--", *argv, flags=("-S", "-E"))
 
 
 class LocalAttempt(TreeBacked):

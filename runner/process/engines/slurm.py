@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, ExitStatus, LaunchSpec, Polled, Running, TreeBacked
@@ -303,7 +304,7 @@ class SlurmEngine:
         argv = list(spec.argv)
         if s.rendezvous_port is not None:
             # Each node's task finds the first node, waits out a held port, then execs the command.
-            argv = [sys.executable, "-m", "moeconsole.runner.process.slurm.nodestep", "--run-dir", str(self.run.path),
+            argv = [*pyexec.module_argv("moeconsole.runner.process.slurm.nodestep"), "--run-dir", str(self.run.path),
                     "--attempt", str(spec.attempt), "--port", str(s.rendezvous_port),
                     "--wait-s", f"{s.rendezvous_wait_s:g}", "--", *argv]
         return BatchSpec(job_name=self.job_name(spec.attempt), argv=argv, output=str(self.run.log),
