@@ -19,6 +19,11 @@
 #                                           after SlurmdTimeout ($SLURM_LOCAL_SLURMD_TIMEOUT, 10 s)
 #   scripts/slurm-local.sh restore NODE     link up, slurmd started again; waits until Slurm lists it usable
 #
+# The accounting database is the script's own MariaDB: its own data directory, socket and port
+# under $SLURM_LOCAL_DIR (port $SLURM_LOCAL_DB_PORT, default 3417, loopback only). A MariaDB or MySQL
+# the machine already runs is never connected to, changed or stopped; `stop` ends only the
+# processes `start` recorded as its own ($SLURM_LOCAL_DIR/run/*.pid).
+#
 # Only the namespaces' own addresses (and loopback, for slurmdbd and mariadb) are ever contacted:
 # the nodes have no default route. Everything lives under $SLURM_LOCAL_DIR (default
 # /tmp/moeconsole-slurm); slurm.conf is written to /etc/slurm/slurm.conf (where Debian's clients
@@ -29,6 +34,10 @@ CONF=${SLURM_CONF:-/etc/slurm/slurm.conf}
 CPUS=$(nproc)
 MEM_MB=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
 DB_PASS=moeconsole-local
+DB_PORT=${SLURM_LOCAL_DB_PORT:-3417}
+DB_DATA=$DIR/mysql
+DB_SOCK=$DIR/run/mysqld.sock
+DB_PID=$DIR/run/mariadb.pid
 NET=${SLURM_LOCAL_NET:-10.213.7}
 CTL_ADDR=$NET.254
 BRIDGE=mcslurm0
@@ -112,6 +121,7 @@ DbdAddr=127.0.0.1
 SlurmUser=root
 StorageType=accounting_storage/mysql
 StorageHost=127.0.0.1
+StoragePort=$DB_PORT
 StorageUser=slurm
 StoragePass=$DB_PASS
 StorageLoc=slurm_acct_db
@@ -187,6 +197,34 @@ stop_pid() {  # stop_pid PID: SIGTERM, wait up to 10 s for it to exit
   log "pid $pid did not exit on SIGTERM"
 }
 
+own_alive() {  # own_alive NAME: the daemon this script started (its pid file under $DIR/run) is alive
+  local pid; pid=$(cat "$DIR/run/$1.pid" 2>/dev/null || true)
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+db() {  # db SQL: as root over the script's own server's socket (never the machine's default one)
+  mariadb --no-defaults --protocol=socket --socket="$DB_SOCK" -u root -e "$1"
+}
+
+db_start() {  # the script's own MariaDB: data, socket and pid under $DIR, loopback port $DB_PORT
+  own_alive mariadb && return 0
+  local installer; installer=$(command -v mariadb-install-db || command -v mysql_install_db)
+  if [ ! -d "$DB_DATA/mysql" ]; then
+    mkdir -p "$DB_DATA" && chown mysql:mysql "$DB_DATA"
+    "$installer" --no-defaults --datadir="$DB_DATA" --user=mysql --auth-root-authentication-method=socket \
+      >"$DIR/log/mariadb-install.log" 2>&1 || { log "mariadb-install-db failed (see $DIR/log/mariadb-install.log)"; return 1; }
+  fi
+  chown mysql:mysql "$DIR/run"
+  (mariadbd --no-defaults --datadir="$DB_DATA" --socket="$DB_SOCK" --port="$DB_PORT" --bind-address=127.0.0.1 \
+     --pid-file="$DB_PID" --user=mysql --skip-name-resolve >"$DIR/log/mariadb.log" 2>&1 &)
+  wait_for 30 "the script's own mariadb" db "SELECT 1"
+  # Its own server: the slurm user is ours to (re)define, whatever another server holds.
+  db "CREATE OR REPLACE USER 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+      CREATE OR REPLACE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+      GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
+      GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
+}
+
 node_usable() {  # node_usable NODE...: Slurm lists every one idle, mixed or allocated
   local node
   for node in "$@"; do
@@ -219,22 +257,15 @@ start() {
   if ! munge -n >/dev/null 2>&1; then
     runuser -u munge -- /usr/sbin/munged
     wait_for 10 munged munge -n
+    cp /run/munge/munged.pid "$DIR/run/munged.pid" 2>/dev/null || pgrep -xn munged > "$DIR/run/munged.pid"
   fi
-  if ! mysqladmin ping >/dev/null 2>&1; then
-    mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
-    (mariadbd --user=mysql --bind-address=127.0.0.1 --skip-networking=0 >"$DIR/log/mariadb.log" 2>&1 &)
-    wait_for 30 mariadb mysqladmin ping
-  fi
-  mysql -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
-            CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
-            GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
-            GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
-  pgrep -x slurmdbd >/dev/null || /usr/sbin/slurmdbd
+  db_start
+  own_alive slurmdbd || /usr/sbin/slurmdbd
   wait_for 30 slurmdbd sacctmgr -n list cluster
-  pgrep -x slurmctld >/dev/null || /usr/sbin/slurmctld
+  own_alive slurmctld || /usr/sbin/slurmctld
   wait_for 30 slurmctld scontrol ping
   if [ "$n" = 0 ]; then
-    pgrep -x slurmd >/dev/null || /usr/sbin/slurmd -N localhost
+    own_alive slurmd || /usr/sbin/slurmd -N localhost
     wait_for 30 "node localhost idle" node_usable localhost
   else
     local nodes=()
@@ -251,11 +282,9 @@ start() {
 stop() {
   local n; n=$(nodes_made)
   for i in $(seq 1 "$n"); do stop_pid "$(slurmd_pid "node$i")"; done
-  for d in slurmd slurmctld slurmdbd; do
-    [ -f "$DIR/run/$d.pid" ] && stop_pid "$(cat "$DIR/run/$d.pid")"
+  for d in slurmd slurmctld slurmdbd mariadb munged; do
+    if [ -f "$DIR/run/$d.pid" ]; then stop_pid "$(cat "$DIR/run/$d.pid")"; rm -f "$DIR/run/$d.pid"; fi
   done
-  if mysqladmin ping >/dev/null 2>&1; then mysqladmin shutdown || true; fi
-  if [ -f /run/munge/munged.pid ]; then stop_pid "$(cat /run/munge/munged.pid)"; fi
   if [ "$n" != 0 ]; then
     for i in $(seq 1 "$n"); do
       local ns; ns=$(ns_of "node$i")

@@ -72,3 +72,36 @@ def pytest_configure(config):
     and ``finally`` block like Ctrl-C does, so the processes tests started are ended by PID
     instead of outliving the run."""
     signal.signal(signal.SIGTERM, _terminated)
+
+
+# --- CI: an environment that is installed must run its tests, never skip them -----------------
+# `.ci/run` exports MOECONSOLE_CI_REQUIRE with the environments whose packages it installed and
+# started (tmux, slurm, slurm-multinode, swift). A skip that belongs to one of them is a failure
+# there: a cluster that did not start must not leave CI green with its tests skipped.
+REQUIRED_ENVS = {e for e in os.environ.get("MOECONSOLE_CI_REQUIRE", "").split(",") if e}
+
+
+def skip_is_required(nodeid: str, reason: str, required: set[str] = REQUIRED_ENVS) -> str | None:
+    """The required environment a skip belongs to, or None when the skip may stand."""
+    words = reason.lower()
+    if "slurm" in required and nodeid.startswith("tests/slurm/"):
+        multinode = "3-node" in words or "multi-node" in words or "namespace" in words
+        if not multinode or "slurm-multinode" in required:
+            return "slurm-multinode" if multinode else "slurm"
+    if "swift" in required and nodeid.startswith("tests/swift/") and "ms-swift environment" in words:
+        return "swift"
+    if "tmux" in required and "tmux" in words:
+        return "tmux"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if REQUIRED_ENVS and report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        env = skip_is_required(report.nodeid, reason)
+        if env is not None:
+            report.outcome = "failed"
+            report.longrepr = f"CI requires the {env} environment (installed here), but the test skipped: {reason}"

@@ -1,0 +1,37 @@
+"""CI cannot skip silently: a skip of an environment CI installed is turned into a failure."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO, skip_is_required
+
+
+def test_which_skips_are_required():
+    req = {"slurm", "tmux", "swift"}
+    assert skip_is_required("tests/slurm/test_slurm_engine.py::t", "the local Slurm cluster is not up", req) == "slurm"
+    # only the one-node cluster started: the 3-node tests may skip (and are listed at the end)
+    assert skip_is_required("tests/slurm/test_slurm_multinode.py::t", "needs a 3-node cluster: ...", req) is None
+    assert skip_is_required("tests/slurm/test_slurm_multinode.py::t", "needs a 3-node cluster: ...",
+                            req | {"slurm-multinode"}) == "slurm-multinode"
+    assert skip_is_required("tests/console/test_console_tmux.py::t", "tmux is not installed", req) == "tmux"
+    assert skip_is_required("tests/swift/test_x.py::t", "ms-swift environment .venv-swift not found", req) == "swift"
+    assert skip_is_required("tests/ops/test_sync.py::t", "cannot mount a small tmpfs here", req) is None
+    assert skip_is_required("tests/slurm/test_slurm_engine.py::t", "the local Slurm cluster is not up", set()) is None
+
+
+def test_a_required_environment_that_skips_fails_the_run(tmp_path):
+    test = tmp_path / "tests" / "slurm" / "test_probe.py"
+    test.parent.mkdir(parents=True)
+    test.write_text("import pytest\n\ndef test_cluster():\n    pytest.skip('the local Slurm cluster is not up')\n")
+    (tmp_path / "conftest.py").write_text((REPO / "tests" / "conftest.py").read_text()
+                                          .replace("from tests.waiting import reached", "reached = None"))
+    env = {**os.environ, "MOECONSOLE_CI_REQUIRE": "slurm"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests/slurm"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "CI requires the slurm environment" in proc.stdout, proc.stdout
+    env["MOECONSOLE_CI_REQUIRE"] = ""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests/slurm"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "SKIPPED" in proc.stdout and "Slurm cluster is not up" in proc.stdout, proc.stdout

@@ -1,0 +1,92 @@
+"""``scripts/slurm-local.sh`` lives beside the machine's own services: its MariaDB is its own (data,
+socket and port under ``$SLURM_LOCAL_DIR``), and a MariaDB the machine already runs, with a
+``slurm`` user of another password as on any host with Slurm accounting, is never connected to,
+changed or stopped, neither by ``start`` nor by ``stop``.
+
+The neighbour sits where Debian's MariaDB does (``/run/mysqld/mysqld.sock``): CI starts one there
+before the cluster (.ci/run); where none runs, this test starts one on a data directory of its own
+and ends it. The cluster is stopped and started again around it (as it was: same node count)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.runner.conftest import REPO
+from tests.slurm.test_slurm_cluster import _cluster_up
+from tests.waiting import reached, until
+
+SCRIPT = REPO / "scripts" / "slurm-local.sh"
+DEFAULT_SOCK = Path("/run/mysqld/mysqld.sock")
+LOCAL_DIR = Path(os.environ.get("SLURM_LOCAL_DIR", "/tmp/moeconsole-slurm"))
+PASSWORD = "the-neighbours-own"
+
+pytestmark = pytest.mark.skipif(_cluster_up() is not None or os.geteuid() != 0 or not shutil.which("mariadbd"),
+                                reason=f"needs root, MariaDB and the local Slurm cluster: {_cluster_up()}")
+
+
+def _sql(sql: str, *, user: str = "root", password: str | None = None) -> subprocess.CompletedProcess:
+    argv = ["mariadb", "--no-defaults", f"--socket={DEFAULT_SOCK}", "-u", user, "-N", "-e", sql]
+    if password is not None:
+        argv.insert(3, f"--password={password}")
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture
+def neighbour(tmp_path):
+    """The machine's own MariaDB on the default socket: CI's, else one of this test's."""
+    started = None
+    if _sql("SELECT 1").returncode != 0:
+        if DEFAULT_SOCK.exists():
+            pytest.skip(f"{DEFAULT_SOCK} exists but does not answer root")
+        data = tmp_path / "neighbour-db"
+        data.mkdir()
+        shutil.chown(data, "mysql", "mysql")
+        DEFAULT_SOCK.parent.mkdir(exist_ok=True)
+        shutil.chown(DEFAULT_SOCK.parent, "mysql", "mysql")
+        subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=mysql"],
+                       check=True, capture_output=True, timeout=120)
+        started = subprocess.Popen(["mariadbd", "--no-defaults", f"--datadir={data}", f"--socket={DEFAULT_SOCK}",
+                                    "--skip-networking", "--user=mysql", f"--pid-file={tmp_path}/n.pid"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        until(lambda: _sql("SELECT 1").returncode == 0, timeout=60, what="the neighbour MariaDB")
+    assert _sql(f"CREATE OR REPLACE USER 'slurm'@'localhost' IDENTIFIED BY '{PASSWORD}'").returncode == 0
+    pid = int(_sql("SELECT @@pid_file").stdout.strip() and Path(_sql("SELECT @@pid_file").stdout.strip())
+              .read_text().strip() or 0)
+    yield pid
+    if started is not None:
+        started.terminate()
+        try:
+            started.wait(60)
+        except subprocess.TimeoutExpired:
+            started.kill()
+            started.wait(10)
+
+
+def _nodes_made() -> int:
+    try:
+        return int((LOCAL_DIR / "run" / "nodes").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def test_the_cluster_starts_and_stops_beside_a_neighbour_mariadb_and_leaves_it_untouched(neighbour):
+    nodes = _nodes_made()
+    start = ["start", "--nodes", str(nodes)] if nodes else ["start"]
+    stopped = subprocess.run([str(SCRIPT), "stop"], capture_output=True, text=True, timeout=180)
+    assert stopped.returncode == 0, stopped.stderr
+    assert reached(lambda: os.path.exists(f"/proc/{neighbour}"), timeout=5), "stop ended the neighbour MariaDB"
+    up = subprocess.run([str(SCRIPT), *start], capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    # The neighbour: same process, its slurm user with its own password, untouched.
+    assert os.path.exists(f"/proc/{neighbour}")
+    assert _sql("SELECT 1", user="slurm", password=PASSWORD).returncode == 0, "the neighbour's slurm user changed"
+    assert "slurm_acct_db" not in _sql("SHOW DATABASES").stdout, "the cluster wrote into the neighbour"
+    # The cluster's accounting works, on the script's own server.
+    dbd = (Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).parent / "slurmdbd.conf").read_text()
+    assert "StoragePort=" in dbd and "StoragePort=3306" not in dbd
+    assert (LOCAL_DIR / "run" / "mysqld.sock").exists()
+    assert subprocess.run(["sacctmgr", "-n", "list", "cluster"], capture_output=True, timeout=60).returncode == 0
