@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -290,3 +291,36 @@ def test_a_job_whose_sbatch_answer_was_lost_is_found_by_name_and_adopted(slurm):
     assert st["status"] == "succeeded", st
     assert next(e for e in run.events() if e["type"] == "adopt")["job_id"] == job_id
     assert len(_jobs(run)) == 1 and _jobs(run)[0]["job_id"] == job_id, "found, not submitted twice"
+
+
+@pytest.fixture
+def accounting_down():
+    """slurmdbd stopped (as when it cannot reach its database): sacct fails; started again after."""
+    local = Path(os.environ.get("SLURM_LOCAL_DIR", "/tmp/moeconsole-slurm"))
+    pid_file = local / "run" / "slurmdbd.pid"
+    if not pid_file.exists():
+        pytest.skip("the local cluster's slurmdbd is not this script's (no pid file)")
+    os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+    until(lambda: subprocess.run(["sacct", "-n", "-X", "-S", "now-1hour"], capture_output=True,
+                                 timeout=60).returncode != 0, timeout=60, what="sacct to fail")
+    try:
+        yield
+    finally:
+        subprocess.run(["/usr/sbin/slurmdbd"], capture_output=True, timeout=60)
+        until(lambda: subprocess.run(["sacctmgr", "-n", "list", "cluster"], capture_output=True,
+                                     timeout=60).returncode == 0, timeout=60, what="slurmdbd back")
+
+
+def test_a_killed_job_ends_the_run_while_accounting_is_down(slurm, accounting_down):
+    """A common outage: slurmdbd cannot reach its database. The user's kill ends the job at once;
+    the run must end KILLED from the controller's word, never STOPPING for good re-sending scancel."""
+    code = "import time\ni = 0\nwhile True:\n    i += 1; print(f'step {i} loss 1.0', flush=True); time.sleep(0.1)\n"
+    run = slurm.start(slurm.recipe(engine="slurm", command=["{python}", "-u", "-c", code], kill={"grace_s": 2},
+                                   **FAST))
+    run.wait(lambda s: (s.get("job") or {}).get("state") == "RUNNING", timeout=60, what="job running")
+    job_id = run.state()["job"]["job_id"]
+    out = slurm.cli("kill", run.id, timeout=180)
+    assert out.returncode == 0, out.stderr
+    st = run.wait_status("killed", timeout=120)
+    assert _squeue(job_id) == ""
+    assert st["job"]["state"] in ("CANCELLED", "FAILED", "ENDED") and st["job"]["source"] == "scontrol", st["job"]

@@ -199,3 +199,56 @@ def test_runs_ls_and_the_browser_say_pending_for_a_queued_job():
     assert fmt.run_cell("status", {**row, "job": {**row["job"], "state": "RUNNING"}}) == "RUNNING"
     assert fmt.run_cell("status", {**row, "stale": True}) == "STALE PENDING"
     assert fmt.run_cell("status", {"status": "running"}) == "RUNNING"
+
+
+def _with_errors(canned: _Canned, errors: dict[str, str]):
+    """The canned spawn, where a failing command says ``errors[kind]`` on stderr (as Slurm's do)."""
+    orig = canned.__call__
+
+    def spawn(argv):
+        cmd = orig(argv)
+        if cmd.result.returncode != 0 and argv[0] in errors:
+            cmd.result = Finished(tuple(argv), cmd.result.returncode, "", errors[argv[0]], 0.01)
+        return cmd
+    return spawn
+
+
+def _follow(f: JobFollower, turns: int = 20):
+    for _ in range(turns):
+        if (st := f.poll()) is not None and st.final:
+            return st
+    return f.state
+
+
+def test_follower_asks_the_controller_when_accounting_is_down():
+    """slurmdbd cannot reach its database: sacct fails on every call. The controller still knows
+    the ended job (MinJobAge): its final word is taken, never a wait for sacct forever."""
+    canned = _Canned([("squeue", 0, "5|RUNNING|None|node1\n"), ("squeue", 1, ""), ("sacct", 1, ""),
+                      ("scontrol", 0, "JobId=5 JobName=x JobState=CANCELLED Reason=None ExitCode=0:15 NodeList=node1")])
+    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {
+        "sacct": "sacct: error: Problem talking to the database: Connection refused"}))
+    st = _follow(f)
+    assert st is not None and (st.state, st.exit_signal, st.source) == ("CANCELLED", 15, "scontrol")
+    assert canned.asked == ["squeue", "squeue", "sacct", "scontrol"]
+
+
+def test_a_job_neither_listed_nor_known_has_ended_with_its_exit_code_unknown():
+    """Accounting down and the job purged from the controller ("Invalid job id specified"): it
+    has ended; how is unknown, and the state says so."""
+    canned = _Canned([("squeue", 0, "5|RUNNING|None|node1\n"), ("squeue", 1, ""), ("sacct", 1, ""), ("scontrol", 1, "")])
+    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {
+        "sacct": "sacct: error: slurmdbd: Connection refused",
+        "scontrol": "slurm_load_jobs error: Invalid job id specified"}))
+    st = _follow(f)
+    assert st is not None and st.final and st.state == "ENDED"
+    assert st.reason == "exit code unknown: accounting unavailable" and st.exit_code is None
+    assert st.nodes == ("node1",)
+
+
+def test_a_controller_that_does_not_answer_sends_the_follower_back_to_accounting():
+    canned = _Canned([("squeue", 1, ""), ("sacct", 1, ""), ("scontrol", 1, ""), ("sacct", 0, "5|FAILED|1:0|node1\n")])
+    f = JobFollower("5", interval_s=0.0, spawn=_with_errors(canned, {
+        "sacct": "sacct: error: slurmdbd: Connection refused",
+        "scontrol": "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"}))
+    st = _follow(f)
+    assert st is not None and (st.state, st.exit_code, st.source) == ("FAILED", 1, "sacct")

@@ -16,8 +16,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from moeconsole.runner.process.slurm.text import (SACCT_FIELDS, SQUEUE_FORMAT, JobState, parse_sacct, parse_sbatch_parsable,
-                               parse_scontrol_job, parse_squeue)
+from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS, SQUEUE_FORMAT,
+                                                  UNKNOWN_EXIT, JobState, parse_sacct, parse_sbatch_parsable,
+                                                  parse_scontrol_job, parse_squeue)
 
 COMMAND_TIMEOUT_S = 30.0
 
@@ -154,7 +155,13 @@ class SubmitError(Exception):
 
 class JobFollower:
     """The state of one job, asked of Slurm at most every ``interval_s``: squeue while Slurm
-    lists the job, then sacct (accounting) or scontrol (without it) for the final state."""
+    lists the job, then sacct (accounting) or scontrol (without it) for the final state.
+
+    Accounting is optional, never a reason to wait forever: when sacct fails (slurmdbd cannot
+    reach its database, a common outage) or has no row yet, the controller is asked next
+    (scontrol, which keeps an ended job for MinJobAge); when the controller does not know the id
+    either, the job has ended and how is unknown (``ENDED``, "exit code unknown: accounting
+    unavailable")."""
 
     def __init__(self, job_id: str, *, interval_s: float = 2.0, accounting: bool = True,
                  spawn: Callable[..., AsyncCommand] = AsyncCommand) -> None:
@@ -167,6 +174,7 @@ class JobFollower:
         self.pending_kind = ""
         self.next_at = 0.0
         self.left_queue = False
+        self.ask_controller = False  # sacct failed or had no row: scontrol next
         self.last_error: str | None = None
 
     def poll(self, now: float | None = None) -> JobState | None:
@@ -188,7 +196,7 @@ class JobFollower:
         j = self.job_id
         if not self.left_queue:
             self.pending_kind, argv = "squeue", ["squeue", "-h", "-j", j, "-o", SQUEUE_FORMAT]
-        elif self.accounting:
+        elif self.accounting and not self.ask_controller:
             self.pending_kind, argv = "sacct", ["sacct", "-n", "-P", "-X", "-j", j, "-o", SACCT_FIELDS]
         else:
             self.pending_kind, argv = "scontrol", ["scontrol", "show", "job", "-o", j]
@@ -197,8 +205,16 @@ class JobFollower:
     def _read(self, res: Finished) -> None:
         if res.returncode != 0 and self.pending_kind != "squeue":
             self.last_error = (res.err.strip() or f"{self.pending_kind} exit {res.returncode}")[:300]
-            if self.pending_kind == "sacct" and "accounting storage is disabled" in res.err:
-                self.accounting = False
+            if self.pending_kind == "sacct":
+                if "accounting storage is disabled" in res.err:
+                    self.accounting = False
+                self.ask_controller = True  # accounting unavailable now: the controller may know
+            elif INVALID_JOB_ID in res.err:
+                # Neither listed by squeue nor known to the controller: it has ended.
+                nodes = self.state.nodes if self.state is not None else ()
+                self.state = JobState(self.job_id, ENDED_UNKNOWN, UNKNOWN_EXIT, None, None, nodes, "scontrol")
+            else:
+                self.ask_controller = False  # the controller did not answer: accounting again
             return
         if self.pending_kind == "squeue":
             st = parse_squeue(res.out, self.job_id) if res.returncode == 0 else None
@@ -215,10 +231,12 @@ class JobFollower:
             st = parse_sacct(res.out, self.job_id)
             if st is not None:
                 self.state = st
+            self.ask_controller = st is None  # no row yet: the controller may know
         else:
             st = parse_scontrol_job(res.out)
             if st is not None:
                 self.state = st
+            self.ask_controller = False
         self.last_error = None
 
     def hurry(self) -> None:

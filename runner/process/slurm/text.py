@@ -17,8 +17,14 @@ from typing import Mapping, Sequence
 PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
                             "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT"})
 RUNNING_STATES = frozenset({"RUNNING", "COMPLETING"})
+# Ours, not Slurm's: a job that squeue no longer lists and the controller no longer knows
+# ("Invalid job id specified": purged after MinJobAge), with no accounting to say how it ended.
+ENDED_UNKNOWN = "ENDED"
+UNKNOWN_EXIT = "exit code unknown: accounting unavailable"
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
-                          "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED"})
+                          "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED", ENDED_UNKNOWN})
+# What Slurm's commands say of an id the controller does not know (slurm_strerror(ESLURM_INVALID_JOB_ID)).
+INVALID_JOB_ID = "Invalid job id specified"
 
 
 @dataclass(frozen=True)
