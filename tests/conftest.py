@@ -76,7 +76,7 @@ def pytest_configure(config):
 
 # --- CI: an environment that is installed must run its tests, never skip them -----------------
 # `.ci/run` exports MOECONSOLE_CI_REQUIRE with the environments whose packages it installed and
-# started (tmux, slurm, slurm-multinode, swift). A skip that belongs to one of them is a failure
+# started (tmux, faketime, slurm, slurm-multinode, swift). A skip that belongs to one of them is a failure
 # there: a cluster that did not start must not leave CI green with its tests skipped.
 REQUIRED_ENVS = {e for e in os.environ.get("MOECONSOLE_CI_REQUIRE", "").split(",") if e}
 
@@ -92,6 +92,8 @@ def skip_is_required(nodeid: str, reason: str, required: set[str] = REQUIRED_ENV
         return "swift"
     if "tmux" in required and "tmux" in words:
         return "tmux"
+    if "faketime" in required and "faketime" in words:
+        return "faketime"
     return None
 
 
