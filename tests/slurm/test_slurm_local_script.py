@@ -4,8 +4,9 @@ socket and port under ``$SLURM_LOCAL_DIR``), and a MariaDB the machine already r
 changed or stopped, neither by ``start`` nor by ``stop``.
 
 The neighbour sits where Debian's MariaDB does (``/run/mysqld/mysqld.sock``): CI starts one there
-before the cluster (.ci/run); where none runs, this test starts one on a data directory of its own
-and ends it. The cluster is stopped and started again around it (as it was: same node count)."""
+before the cluster (.ci/run, which says so in MOECONSOLE_CI_NEIGHBOUR_DB); where none runs, this
+test starts one on a data directory of its own and ends it; a MariaDB of the machine's own is never
+touched (the test skips). The cluster is stopped and started again around it (as it was: same node count)."""
 from __future__ import annotations
 
 import os
@@ -39,7 +40,11 @@ def _sql(sql: str, *, user: str = "root", password: str | None = None) -> subpro
 def neighbour(tmp_path):
     """The machine's own MariaDB on the default socket: CI's, else one of this test's."""
     started = None
-    if _sql("SELECT 1").returncode != 0:
+    answers = _sql("SELECT 1").returncode == 0
+    if answers and not os.environ.get("MOECONSOLE_CI_NEIGHBOUR_DB"):
+        pytest.skip("the machine's own MariaDB answers on the default socket: it is never touched by tests "
+                    "(CI starts a neighbour of its own and says so in MOECONSOLE_CI_NEIGHBOUR_DB)")
+    if not answers:
         if DEFAULT_SOCK.exists():
             pytest.skip(f"{DEFAULT_SOCK} exists but does not answer root")
         data = tmp_path / "neighbour-db"
