@@ -102,7 +102,7 @@ def _check_requirements(mod: str, level: str) -> list[Problem]:
     """The modules one of our own workloads (``python -m moeconsole.runner.demo.train``) imports, declared as
     ``REQUIRES`` in its package, importable by this Python (``{python}`` is this interpreter).
     User modules are never imported here: that would run their code."""
-    if not mod.startswith("runner."):
+    if not mod.startswith("moeconsole.runner."):
         return []
     import importlib
     import sys
