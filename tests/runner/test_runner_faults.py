@@ -329,7 +329,9 @@ def test_a_backlog_left_by_an_unwatched_attempt_is_read_while_control_answers(ha
         for i in range(1, n + 1):
             f.write(f"{{'loss': '{1 + 1 / i:.4f}', 'grad_norm': '0.5', 'learning_rate': '0.0001', "
                     f"'global_step/max_steps': '{i}/{n}'}}\n")
-    code = f"import sys, time; time.sleep(2); sys.stdout.buffer.write(open({str(log)!r}, 'rb').read())"
+    go = tmp_path / "go"   # the command prints its backlog once the runner is gone (no race with `run`'s own wait)
+    code = (f"import os, sys, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+            f"sys.stdout.buffer.write(open({str(log)!r}, 'rb').read())")
     # (it saves no checkpoint: without a checkpoint directory a clean exit is a success)
     run = harness.start(harness.recipe(command=["{python}", "-c", code], checkpoints={"dir": None},
                                        resume={"arg": None}))
@@ -337,6 +339,7 @@ def test_a_backlog_left_by_an_unwatched_attempt_is_read_while_control_answers(ha
                   what="the command running")
     leader = _leader(st)
     _kill_runner(run, st)
+    go.write_text("")
     _wait_gone(leader, timeout=120)  # it printed every step and exited 0, unwatched
     assert harness.cli("supervise", run.id, timeout=120).returncode == 0
     answer = control.send(run.path / "control.sock", {"cmd": "status"}, timeout=60)
