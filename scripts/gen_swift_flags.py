@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-OUT_DIR = REPO / "runner" / "swift" / "flags"
+OUT_DIR = REPO / "runner" / "recipes" / "swift" / "flags"
 
 # The commands lint knows, and the argument class each one parses (ms-swift's ROUTE_MAPPING
 # sends ``megatron sft`` to swift/cli/_megatron/sft.py, which parses MegatronSftArguments).

@@ -33,7 +33,7 @@ def test_the_recipe_runs_what_the_setup_script_creates():
     values = {"recipe_dir": recipe["_recipe_dir"], "run_dir": "/R"}
     script = SETUP.read_text()
     venv = re.search(r"^VENV=(\S+)$", script, re.M).group(1)
-    data = re.search(r"-m runner\.demo\.swift_tiny --out (\S+)", script).group(1)
+    data = re.search(r"-m moeconsole\.runner\.demo\.swift_tiny --out (\S+)", script).group(1)
     argv = recipe["command"]
     assert Path(recipes.fill(argv[0], values)).resolve() == REPO / venv / "bin" / "swift"
     assert Path(filled(argv, "--model", values)).resolve() == REPO / data / "model"
