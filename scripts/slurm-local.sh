@@ -197,9 +197,12 @@ stop_pid() {  # stop_pid PID: SIGTERM, wait up to 10 s for it to exit
   log "pid $pid did not exit on SIGTERM"
 }
 
-own_alive() {  # own_alive NAME: the daemon this script started (its pid file under $DIR/run) is alive
-  local pid; pid=$(cat "$DIR/run/$1.pid" 2>/dev/null || true)
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+own_alive() {  # own_alive NAME: the daemon this script started (its pid file under $DIR/run) is alive,
+  # and that pid is still that daemon (a pid file left from an earlier boot may name another process)
+  local pid comm; pid=$(cat "$DIR/run/$1.pid" 2>/dev/null || true)
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+  [ "$comm" = "$1" ] || [ "$comm" = "${1}d" ]   # mariadb's process is mariadbd
 }
 
 db() {  # db SQL: as root over the script's own server's socket (never the machine's default one)
@@ -283,7 +286,8 @@ stop() {
   local n; n=$(nodes_made)
   for i in $(seq 1 "$n"); do stop_pid "$(slurmd_pid "node$i")"; done
   for d in slurmd slurmctld slurmdbd mariadb munged; do
-    if [ -f "$DIR/run/$d.pid" ]; then stop_pid "$(cat "$DIR/run/$d.pid")"; rm -f "$DIR/run/$d.pid"; fi
+    if own_alive "$d"; then stop_pid "$(cat "$DIR/run/$d.pid")"; fi   # never a pid reused by another process
+    rm -f "$DIR/run/$d.pid"
   done
   if [ "$n" != 0 ]; then
     for i in $(seq 1 "$n"); do
