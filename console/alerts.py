@@ -58,7 +58,7 @@ def toast(news: list[AlertGroup]) -> tuple[str, str, ToastSeverity]:
     return f"{len(news)} new alerts", "\n".join(shown) + more, severity
 
 
-def detail_lines(group: AlertGroup, crash_report: dict | None = None) -> list[str]:
+def group_detail_lines(group: AlertGroup, crash_report: dict | None = None) -> list[str]:
     """The detail view of a group: what, how often and where, the hint, then every occurrence."""
     from moeconsole.console.timeline import sentence
     lines = [f"{word(group)} {group.headline()}", "",

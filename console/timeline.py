@@ -171,7 +171,7 @@ def timeline(events: list[dict] | tuple[dict, ...], first_seq: int = 0) -> list[
     return out
 
 
-def detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
+def entry_detail_lines(entry: Entry, crash_report: dict | None = None) -> list[str]:
     """The full text of an entry for the detail view: the sentence, every field, and for a crash
     its report (evidence lines), for a checkpoint its verdict."""
     ev = entry.event

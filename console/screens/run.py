@@ -577,7 +577,7 @@ class RunScreen(Screen):
             return
         group = self.active_alerts[0]
         crash: dict = next((m for m in reversed(group.members) if m.get("type") == "crash"), {})
-        self.app.push_screen(DetailScreen(f"{alerts_mod.word(group)} alert", alerts_mod.detail_lines(
+        self.app.push_screen(DetailScreen(f"{alerts_mod.word(group)} alert", alerts_mod.group_detail_lines(
             group, self._crash_report(crash))))
 
     def _crash_report(self, ev: dict) -> dict | None:
@@ -587,9 +587,9 @@ class RunScreen(Screen):
 
     def _open_detail(self, entry) -> None:
         from moeconsole.console.screens.dialogs import DetailScreen
-        from moeconsole.console.timeline import detail_lines
+        from moeconsole.console.timeline import entry_detail_lines
         report = self._crash_report(entry.event)
-        self.app.push_screen(DetailScreen(entry.text.split(":", 1)[0], detail_lines(entry, report)))
+        self.app.push_screen(DetailScreen(entry.text.split(":", 1)[0], entry_detail_lines(entry, report)))
 
     def action_start_runner(self) -> None:
         if not self._stale:

@@ -80,7 +80,7 @@ def convert(data: Any, model: type[T], place: str = "") -> T:
     try:
         return msgspec.convert(data, model)
     except msgspec.ValidationError as exc:
-        where, problem = explain(str(exc), data, model)
+        where, problem = refusal_words(str(exc), data, model)
         raise SettingsError(_join(place, where), problem) from None
 
 
@@ -112,7 +112,7 @@ _MISSING = re.compile(r"^Object missing required field `(?P<key>.*)`$", re.S)
 _ABSENT = object()
 
 
-def explain(message: str, data: Any, model: type) -> tuple[str, str]:
+def refusal_words(message: str, data: Any, model: type) -> tuple[str, str]:
     """(place, problem) for msgspec's validation ``message`` on ``data`` against ``model``."""
     m = _AT.match(message)
     msg, path, is_key = (m.group("msg"), m.group("path") or "$", bool(m.group("key"))) if m else (message, "$", False)

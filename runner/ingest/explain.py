@@ -15,7 +15,7 @@ from typing import Any
 
 from moeconsole.runner.ingest.events import MARK, RECORD
 from moeconsole.runner.ingest.files import LOG, resolve_log
-from moeconsole.runner.ingest.lines import decode, split_rank, visible_segment
+from moeconsole.runner.ingest.lines import decode_line, split_rank, visible_segment
 from moeconsole.runner.ingest.parser import LogParser
 from moeconsole.runner.ingest.records import RECORD_FIELDS
 from moeconsole.runner.ingest.shape import strip_prefix_full
@@ -53,7 +53,7 @@ def shape_of(raw: bytes) -> tuple[str, str]:
     seg = visible_segment(raw)
     if seg is None:
         return "", ""
-    _, text = split_rank(decode(seg[:4096]))
+    _, text = split_rank(decode_line(seg[:4096]))
     body = strip_prefix_full(text)
     key = re.sub(r"\s+", " ", _NUM_RE.sub("#", body)).strip()
     return key[:100], text

@@ -36,7 +36,7 @@ def visible_segment(line: bytes) -> bytes | None:
     return None
 
 
-def decode(seg: bytes) -> str:
+def decode_line(seg: bytes) -> str:
     """Bytes to text; invalid UTF-8 becomes U+FFFD, NULs are dropped."""
     text = seg.decode("utf-8", "replace")
     if "\x00" in text:

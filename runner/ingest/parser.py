@@ -25,7 +25,7 @@ from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.ingest.events import MARK, RECORD, Event
 from moeconsole.runner.ingest.linebuf import PartialLine
-from moeconsole.runner.ingest.lines import decode, split_rank, strip_bar, visible_segment
+from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
@@ -241,7 +241,7 @@ class LogParser:
         line_rank = None
         if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw):   # redraws of a progress bar
             events, line_rank = self._earlier_bars(raw)
-        text = decode(seg)
+        text = decode_line(seg)
         self._line_text = text
         rank, text = split_rank(text)
         if rank is None:
@@ -393,7 +393,7 @@ class LogParser:
         assert self._block is not None
         if seg[:1] not in (b" ", b"\t") or self._block.lines >= 64:
             return False
-        text = decode(seg)
+        text = decode_line(seg)
         if text[:1] == "{":
             return False
         values = shape.block_values(text)
@@ -506,7 +506,7 @@ class LogParser:
         for i, part in enumerate(parts[:-1]):
             if b"\x1b" in part:
                 part = ANSI_BYTES_RE.sub(b"", part)
-            rank, text = split_rank(decode(part))
+            rank, text = split_rank(decode_line(part))
             if i == 0:
                 line_rank = rank
             bar = _torchtune_bar(text) if "|Loss: " in text else formats.read_bar_postfix(text)

@@ -30,7 +30,7 @@ from prometheus_client.core import Metric
 
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core import bounds
-from moeconsole.runner.ops.prometheus import MetricsView, families
+from moeconsole.runner.ops.prometheus import MetricsView, metric_families
 from moeconsole.runner.ops.tally import EventTally
 from moeconsole.runner.rundir.snapshot import RunWatcher
 
@@ -73,7 +73,7 @@ class RunMetrics:
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            fams = list(families(self.view()))
+            fams = list(metric_families(self.view()))
         yield from fams
 
 

@@ -1,6 +1,6 @@
 """A run as Prometheus metrics: the numbers a team watches over a day-long run.
 
-``families(view)`` is pure: it turns one :class:`MetricsView` (built from a snapshot and the
+``metric_families(view)`` is pure: it turns one :class:`MetricsView` (built from a snapshot and the
 event tally) into metric families, so the names, labels and values are tested on plain data.
 :mod:`moeconsole.runner.ops.exporter` serves them over HTTP (loopback by default) or writes them for
 node_exporter's textfile collector.
@@ -47,7 +47,7 @@ def _gauge(name: str, doc: str, labels: dict[str, str], value: float | None) -> 
     yield fam
 
 
-def families(view: MetricsView) -> Iterator[Metric]:
+def metric_families(view: MetricsView) -> Iterator[Metric]:
     """The metric families of one run. Absent values produce no sample (never a fake zero)."""
     run, tally = view.run, view.tally
     rid = str(run.get("id") or "")

@@ -4,7 +4,7 @@ the rank and targets, gradients of the trainable parameters, optimizer state on 
 offloaded. Activations are not guessed: the runner measures the envelope and shows measured -
 static as "activations + workspace".
 
-``estimate(config, flags, world)`` is pure (plain dicts in, an :class:`Estimate` out, every row
+``estimate_memory(config, flags, world)`` is pure (plain dicts in, an :class:`Estimate` out, every row
 with its arithmetic); ``load_config`` and ``for_recipe`` find and read the files.
 
 What is counted, per decoder layer (Hugging Face config names; ``text_config`` of a VLM):
@@ -394,7 +394,7 @@ def lora_params_total(config: Mapping[str, Any], flags: Mapping[str, str], *, me
     return sum(d + e for d, e in (_lora_params(mods, lo) for mods in shape.linears))
 
 
-def estimate(config: Mapping[str, Any], flags: Mapping[str, str], world: int | None = None, *,
+def estimate_memory(config: Mapping[str, Any], flags: Mapping[str, str], world: int | None = None, *,
              megatron: bool = True) -> Estimate:
     """The static memory of the heaviest GPU (see the module docstring)."""
     shape = model_shape(config)

@@ -357,4 +357,4 @@ def restore_secrets(recipe: dict, doc: Any) -> dict:
 
 
 def dump_yaml(recipe: dict) -> str:
-    return yamlio.dumps(recipe)
+    return yamlio.yaml_text(recipe)

@@ -71,7 +71,7 @@ def resume_template(resume: dict) -> list[str] | None:
     return None
 
 
-def fill(template: list[str], checkpoint: str) -> list[str]:
+def fill_checkpoint(template: list[str], checkpoint: str) -> list[str]:
     m = _STEP.search(Path(checkpoint).name)
     step = (m.group(1) or m.group(2)).lstrip("0") or "0" if m else ""
     return [a.replace(PLACEHOLDER, checkpoint).replace("{step}", step) for a in template]
@@ -81,7 +81,7 @@ def resume_argv(argv: list[str], resume: dict, checkpoint: str) -> list[str]:
     """``argv`` with the recipe's resume arguments for ``checkpoint`` in place of any the
     command already had. Without resume settings ``argv`` comes back unchanged."""
     if resume.get("args"):
-        add = groups(fill(list(resume["args"]), checkpoint))
+        add = groups(fill_checkpoint(list(resume["args"]), checkpoint))
         replaced = {_unnegated(g[0]) for g in add if g[0].startswith("--")}
         kept = [g for g in groups(argv) if not (g[0].startswith("--") and _unnegated(g[0]) in replaced)]
         return [a for g in kept + add for a in g]

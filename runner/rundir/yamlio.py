@@ -153,7 +153,7 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.yaml_implicit_resolvers = dict(_Loader.yaml_implicit_resolvers)
 
 
-def dumps(obj: Any, **kw: Any) -> str:
+def yaml_text(obj: Any, **kw: Any) -> str:
     """YAML text that ``loads`` reads back as ``obj`` (keys in their order, lists in flow style
     where short)."""
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=None, allow_unicode=True, **kw)

@@ -453,7 +453,7 @@ class Supervisor:
     def tick(self) -> None:
         now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
         reaped = proctree.reap_children()
-        slurm_client.deliver(reaped)  # the Slurm engine's sbatch/squeue/scancel children
+        slurm_client.deliver_reaped(reaped)  # the Slurm engine's sbatch/squeue/scancel children
         if not self.draining:
             ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:

@@ -6,7 +6,7 @@ from moeconsole.console import alerts
 from moeconsole.runner.rundir import alertgroups
 from moeconsole.console import format as fmt
 from moeconsole.console.logtail import MetricColumns
-from moeconsole.console.timeline import detail_lines, sentence, timeline
+from moeconsole.console.timeline import entry_detail_lines, sentence, timeline
 
 T = 1_700_000_000.0
 
@@ -85,10 +85,10 @@ def test_detail_of_a_crash_has_the_report_and_of_an_alert_its_evidence():
     crash = timeline([ev(0, "crash", attempt=2, **{"class": "nccl_timeout"}, summary="watchdog", recovery="restart")])[0]
     report = {"attempt": 2, "class": "nccl_timeout", "exit_code": 1, "signal": None, "summary": "watchdog",
               "evidence": ["Watchdog caught collective operation timeout", "rank 3"], "recovery": "restart"}
-    text = "\n".join(detail_lines(crash, report))
+    text = "\n".join(entry_detail_lines(crash, report))
     assert "Watchdog caught collective operation timeout" in text and "how it ended: exit 1" in text
     alert = timeline([ev(0, "alert", level="critical", rule="hang", message="no output", values={"quiet_s": 1900.0})])[0]
-    assert "  quiet_s: 1900.0" in detail_lines(alert)
+    assert "  quiet_s: 1900.0" in entry_detail_lines(alert)
 
 
 def test_no_eta_while_paused_or_hung_and_the_quiet_time_beside_the_hang_limit():
@@ -124,6 +124,6 @@ def test_metric_lines_become_aligned_columns_and_other_lines_stay():
 
 def test_event_details_show_times_as_clock_times_not_epoch_floats():
     entry = timeline([ev(0, "cooldown", attempt=1, until=T + 42, ceiling_at=T + 90, reason="nccl_error: restart")])[0]
-    text = "\n".join(detail_lines(entry))
+    text = "\n".join(entry_detail_lines(entry))
     assert f"until: {fmt.clock(T + 42)}" in text and f"ceiling at: {fmt.clock(T + 90)}" in text
     assert "e+09" not in text

@@ -11,7 +11,7 @@ from moeconsole.runner.checkpoints import suspect
 from moeconsole.runner.core.columns import records_to_columns
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.numbers import as_float
-from moeconsole.runner.ops.prometheus import MetricsView, families
+from moeconsole.runner.ops.prometheus import MetricsView, metric_families
 from moeconsole.runner.ops.tally import EventTally
 
 
@@ -72,7 +72,7 @@ def test_a_bool_is_not_a_number_for_the_monitors_nor_for_prometheus():
     assert not present["loss"][0] and not present["grad_norm"][0]
     view = MetricsView(now=0.0, run={"id": "r", "step": True, "status": "running"}, last_metrics=None,
                        tally=EventTally())
-    assert not [f for f in families(view) if f.name == "moeconsole_step"]
+    assert not [f for f in metric_families(view) if f.name == "moeconsole_step"]
 
 
 @pytest.mark.parametrize("seconds, text", [(None, "—"), (5, "5s"), (65, "1m05s"), (3725, "1h02m"),
@@ -102,10 +102,10 @@ def test_the_crash_classifier_and_the_metric_parser_read_a_prefix_alike(line, ra
     """The ANSI and rank-prefix rules were written twice (crash.py, ingest/lines.py) and differed
     on a bare "[0]:" (torchrun's failure index) and on tabs; one definition now (core/logline)."""
     from moeconsole.runner.core.crash import clean_line
-    from moeconsole.runner.ingest.lines import decode, split_rank, visible_segment
+    from moeconsole.runner.ingest.lines import decode_line, split_rank, visible_segment
     seg = visible_segment(line.encode())
     assert seg is not None
-    assert split_rank(decode(seg)) == (rank, text)
+    assert split_rank(decode_line(seg)) == (rank, text)
     assert clean_line(line) == (text, rank)
 
 

@@ -28,7 +28,7 @@ DENSE_TOTAL = 2 * 592 + 10 * 8 + 10 * 8 + 8
 def test_a_dense_model_counted_by_hand():
     shape = me.model_shape(DENSE)
     assert shape.total == DENSE_TOTAL == 1352
-    est = me.estimate(DENSE, {"tuner_type": "full"}, world=1)
+    est = me.estimate_memory(DENSE, {"tuner_type": "full"}, world=1)
     gib = {r.part.split(" (")[0]: r.gib * GIB for r in est.rows}
     assert gib["base weights"] == 1352 * 2
     assert gib["gradients"] == 1352 * 4
@@ -48,7 +48,7 @@ def test_experts_are_split_by_ep_and_the_rest_replicated():
     dense = 192 + 16 + 8 * 4 + 2 * 4                 # attention, norms, router, qwen3's q/k norms
     assert shape.expert_per_layer == [experts, experts] and shape.dense_per_layer == [dense, dense]
     assert shape.active == 2 * dense + 2 * experts // 2 + 80 + 80 + 8
-    est = me.estimate(moe, {"tuner_type": "full", "expert_model_parallel_size": "2"}, world=2)
+    est = me.estimate_memory(moe, {"tuner_type": "full", "expert_model_parallel_size": "2"}, world=2)
     base = est.rows[0]
     assert base.params == 2 * dense + 168 + 2 * experts // 2
     assert "/ (EP 2 x ETP 1)" in base.arithmetic
@@ -58,7 +58,7 @@ def test_experts_are_split_by_ep_and_the_rest_replicated():
 
 def test_lora_on_megatron_all_linear_counts_fused_modules_and_experts():
     moe = dict(DENSE, model_type="qwen3_moe", num_experts=4, moe_intermediate_size=4)
-    est = me.estimate(moe, {"tuner_type": "lora", "lora_rank": "2", "expert_model_parallel_size": "2"}, world=2)
+    est = me.estimate_memory(moe, {"tuner_type": "lora", "lora_rank": "2", "expert_model_parallel_size": "2"}, world=2)
     lora = est.rows[1]
     attn = 2 * ((8 + 8 + 4 + 4) + (8 + 8))                     # r x (in + out): linear_qkv (fused), linear_proj
     experts = 4 * 2 * ((8 + 8) + (4 + 8))                       # per expert: fc1 (gate+up) and fc2
@@ -66,18 +66,18 @@ def test_lora_on_megatron_all_linear_counts_fused_modules_and_experts():
     assert lora.params == 2 * attn + 2 * experts // 2
     assert est.rows[2].params == lora.params                    # gradients of exactly those
     # Hugging Face / peft: separate q, k, v; q_proj v_proj is two pairs per layer, in fp32
-    hf = me.estimate(moe, {"lora_rank": "2", "target_modules": "q_proj v_proj"}, world=1, megatron=False)
+    hf = me.estimate_memory(moe, {"lora_rank": "2", "target_modules": "q_proj v_proj"}, world=1, megatron=False)
     assert hf.rows[1].params == 2 * 2 * ((8 + 8) + (8 + 4)) and hf.rows[1].bytes_per_param == 4
     # ... and all-linear reaches no expert there (transformers 5 keeps them as 3-D parameters)
-    hf_all = me.estimate(moe, {"lora_rank": "2"}, world=1, megatron=False)
+    hf_all = me.estimate_memory(moe, {"lora_rank": "2"}, world=1, megatron=False)
     assert hf_all.rows[1].params == 2 * 2 * ((8 + 8) + (8 + 4) + (8 + 4) + (8 + 8))
     assert hf_all.rows[-1].bytes_per_param == 8          # AdamW's two fp32 moments, no master copy
-    odd = me.estimate(moe, {"tuner_type": "lora", "target_modules": "mystery"}, world=1)
+    odd = me.estimate_memory(moe, {"tuner_type": "lora", "target_modules": "mystery"}, world=1)
     assert any("mystery" in n for n in odd.notes)
 
 
 def test_optimizer_offload_fraction():
-    full = me.estimate(DENSE, {"tuner_type": "full", "optimizer_cpu_offload": "true",
+    full = me.estimate_memory(DENSE, {"tuner_type": "full", "optimizer_cpu_offload": "true",
                                "optimizer_offload_fraction": "0.75"}, world=1)
     assert full.rows[-1].gib * GIB == pytest.approx(1352 * 12 * 0.25)
     assert "25% on the GPU" in full.rows[-1].part
@@ -112,7 +112,7 @@ def test_the_397b_model_and_its_table_against_the_record():
     record = {"tuner_type": "lora", "lora_rank": "32", "target_modules": "all-linear",
               "expert_model_parallel_size": "8", "optimizer_cpu_offload": "true",
               "optimizer_offload_fraction": "1.0", "torch_dtype": "bfloat16"}
-    est = me.estimate(cfg, record, world=8)
+    est = me.estimate_memory(cfg, record, world=8)
     rows = {r.part.split(" ")[0]: r for r in est.rows}
     assert rows["base"].gib == pytest.approx(109.1, abs=0.1) and rows["base"].gib > 2 * 50
     assert rows["LoRA"].gib == pytest.approx(2.75, abs=0.01)          # the record: ~3.8

@@ -87,7 +87,7 @@ def test_flat_envelope_with_rare_spikes_no_alert_and_stable(harness, tmp_path):
                                   "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
                                   "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8,
                                   "moe_intermediate_size": 768}))
-    static = me.estimate(me.load_config(config), {}, None, megatron=False).per_gpu_gib
+    static = me.estimate_memory(me.load_config(config), {}, None, megatron=False).per_gpu_gib
     env = {"FAKE_MEM_STEPS": "400", "FAKE_MEM_BASE_GIB": "70", "FAKE_MEM_SPIKE_EVERY": "37",
            "FAKE_MEM_SPIKE_MIB": "266"}
     run = harness.start(harness.recipe(**recipe(env, memory={"transients": {"fla_gdn_bwd": "266MiB"},

@@ -15,7 +15,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from moeconsole.runner.ops.prometheus import MetricsView, families
+from moeconsole.runner.ops.prometheus import MetricsView, metric_families
 from moeconsole.runner.ops.tally import EventTally
 from tests.fakes.nvml import FakeGpu, build_fake_nvml, fake_env, write_scenario
 from tests.ops.ops_helpers import end, read_json, wait_for
@@ -38,7 +38,7 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 def render(view: MetricsView) -> str:
     class One:
         def collect(self):
-            return families(view)
+            return metric_families(view)
 
     reg = CollectorRegistry(auto_describe=False)
     reg.register(One())  # type: ignore[arg-type]

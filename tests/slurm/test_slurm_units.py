@@ -187,7 +187,7 @@ def test_a_command_reaped_by_the_runners_waitpid_loop_keeps_its_exit_status():
     from moeconsole.runner.process.slurm import client
     cmd = AsyncCommand(["sh", "-c", "echo refused >&2; exit 3"])
     _, status = os.waitpid(cmd.proc.pid, 0)   # what proctree.reap_children does in the runner
-    client.deliver({cmd.proc.pid: status, 999_999_999: 0})
+    client.deliver_reaped({cmd.proc.pid: status, 999_999_999: 0})
     res = cmd.wait(10)
     assert (res.returncode, res.err.strip()) == (3, "refused")
 

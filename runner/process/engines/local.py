@@ -25,7 +25,7 @@ COMMAND_APPEARS_S = 2.0  # the waiter forks the command within milliseconds; bou
 LEADER_CHECK_S = 0.5  # how often a leader nobody reaps for us is looked up
 
 
-def exited(pid: int) -> bool:
+def waiter_exited(pid: int) -> bool:
     """True once child ``pid`` has ended, without reaping it (``WNOWAIT``): the exit status stays
     for the runner's ``waitpid``."""
     try:
@@ -118,7 +118,7 @@ class LocalEngine:
         # Never proc.poll() here: it reaps the waiter, and the runner learns of an exit only from
         # its own waitpid(-1); a command that ends within milliseconds would go unnoticed.
         deadline = time.monotonic() + COMMAND_APPEARS_S
-        while time.monotonic() < deadline and not exited(proc.pid):
+        while time.monotonic() < deadline and not waiter_exited(proc.pid):
             tree.refresh()
             if any(t.role == "leader" for t in tree.procs.values()):
                 break

@@ -27,7 +27,7 @@ COMMAND_TIMEOUT_S = 30.0
 _RUNNING: dict[int, "AsyncCommand"] = {}
 
 
-def deliver(reaped: Mapping[int, int]) -> None:
+def deliver_reaped(reaped: Mapping[int, int]) -> None:
     """Give each of our commands the raw wait status a ``waitpid(-1)`` loop collected for it
     (without this, ``Popen.poll`` would find the child gone and report exit 0)."""
     for pid, status in reaped.items():
