@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir import rundir
 from moeconsole.runner.process import proctree
 from moeconsole.runner.telemetry.kill import KillResult, Termination, kill_checked, start_termination
 
@@ -64,7 +64,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
         found = targets(run, state)
         if not found:
             return out  # nothing of the run lives: nothing to record either
-        _event(run, "kill", reason="user", requested_by=by, pids=sorted(found), grace_s=grace_s,
+        run.event_if_possible("kill", reason="user", requested_by=by, pids=sorted(found), grace_s=grace_s,
                runner=None, why=why, attempt=state.get("attempt"))
         for _ in range(3):  # a process may fork while its parent is ended: look again
             terms = {pid: start_termination(pid, created, grace_s=grace_s, kill_wait_s=kill_wait_s)
@@ -83,7 +83,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
                 break
         out.survivors = sorted(targets(run, state))
         out.seconds = round(time.monotonic() - t0, 3)
-        _event(run, "kill_done", reason="user", seconds=out.seconds,
+        run.event_if_possible("kill_done", reason="user", seconds=out.seconds,
                escalated=any(r.action == "killed" for r in out.results), survivors=out.survivors,
                runner=None, attempt=state.get("attempt"))
         if state and not out.survivors:
@@ -91,7 +91,7 @@ def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: st
                 status = lc.killed_without_runner()  # the lifecycle decides the status, here as in the runner
                 run.write_state({**state, "status": status, "pids": [], "ended_at": time.time(),
                                  "pause_reason": f"killed by user without a runner: {why}"})
-                _event(run, "status", status=status, reason=f"killed by user without a runner: {why}",
+                run.event_if_possible("status", status=status, reason=f"killed by user without a runner: {why}",
                        attempt=state.get("attempt"))
             except (OSError, ValueError):
                 pass  # the processes are gone; the file says what it said
@@ -120,8 +120,3 @@ def end_runner(run: rundir.RunDir, state: dict, *, wait_s: float = 10.0) -> str 
     return None
 
 
-def _event(run: rundir.RunDir, type_: str, **fields) -> None:
-    try:
-        jsonio.append_jsonl(run.events, {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields})
-    except OSError:
-        pass  # an unwritable run directory does not stop a kill

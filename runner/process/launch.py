@@ -145,11 +145,7 @@ def record_never_started(run: rundir.RunDir, why: str) -> bool:
             pass  # the state below still says it
         run.write_state({**state, "status": status, "ended_at": now, "pids": [],
                          "last_crash": {"class": "launch_failed", "attempt": 0, "summary": why}})
-        try:
-            jsonio.append_jsonl(run.events, {"v": jsonio.SCHEMA_VERSION, "t": now, "type": "status",
-                                             "status": status, "reason": why, "class": "launch_failed"})
-        except OSError:
-            pass
+        run.event_if_possible("status", status=status, reason=why, **{"class": "launch_failed"})
         return True
     except (OSError, ValueError):
         return False

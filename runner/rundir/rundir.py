@@ -120,9 +120,19 @@ class RunDir:
         jsonio.atomic_write_bytes(self.state, run_state.encode(state))
 
     def event(self, type_: str, **fields) -> dict:
+        """Append one record to events.jsonl (the one place an event line is built)."""
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
         jsonio.append_jsonl(self.events, rec)
         return rec
+
+    def event_if_possible(self, type_: str, **fields) -> bool:
+        """``event`` for a client acting on a run (a kill, a failed launch): an unwritable run
+        directory never stops what it does. True when the line was written."""
+        try:
+            self.event(type_, **fields)
+        except OSError:
+            return False
+        return True
 
 
 class RunLocked(InputError):
