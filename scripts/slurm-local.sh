@@ -20,7 +20,8 @@
 #   scripts/slurm-local.sh restore NODE     link up, slurmd started again; waits until Slurm lists it usable
 #
 # The accounting database is the script's own MariaDB: its own data directory, socket and port
-# under $SLURM_LOCAL_DIR (port $SLURM_LOCAL_DB_PORT, default 3417, loopback only). A MariaDB or MySQL
+# under $SLURM_LOCAL_DIR (loopback only; port $SLURM_LOCAL_DB_PORT if set, else the first free one
+# from 3417, kept in $SLURM_LOCAL_DIR/run/db.port while the server lives). A MariaDB or MySQL
 # the machine already runs is never connected to, changed or stopped; `stop` ends only the
 # processes `start` recorded as its own ($SLURM_LOCAL_DIR/run/*.pid).
 #
@@ -34,7 +35,8 @@ CONF=${SLURM_CONF:-/etc/slurm/slurm.conf}
 CPUS=$(nproc)
 MEM_MB=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 1024 ))
 DB_PASS=moeconsole-local
-DB_PORT=${SLURM_LOCAL_DB_PORT:-3417}
+DB_PORT_FILE=$DIR/run/db.port
+DB_PORT=${SLURM_LOCAL_DB_PORT:-}
 DB_DATA=$DIR/mysql
 DB_SOCK=$DIR/run/mysqld.sock
 DB_PID=$DIR/run/mariadb.pid
@@ -209,6 +211,24 @@ db() {  # db SQL: as root over the script's own server's socket (never the machi
   mariadb --no-defaults --protocol=socket --socket="$DB_SOCK" -u root -e "$1"
 }
 
+port_taken() {  # port_taken PORT: something listens on it on loopback
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+choose_db_port() {  # the port our own server uses: its recorded one while it lives, else a free one
+  if own_alive mariadb && [ -s "$DB_PORT_FILE" ]; then DB_PORT=$(cat "$DB_PORT_FILE"); return 0; fi
+  if [ -n "$DB_PORT" ]; then
+    port_taken "$DB_PORT" && { log "SLURM_LOCAL_DB_PORT=$DB_PORT is taken by another server: choose another"; exit 2; }
+  else
+    DB_PORT=3417
+    while port_taken "$DB_PORT"; do
+      DB_PORT=$((DB_PORT + 1))
+      [ "$DB_PORT" -lt 3517 ] || { log "no free loopback port for the accounting database in 3417-3516"; exit 3; }
+    done
+  fi
+  mkdir -p "$DIR/run" && echo "$DB_PORT" > "$DB_PORT_FILE"
+}
+
 db_start() {  # the script's own MariaDB: data, socket and pid under $DIR, loopback port $DB_PORT
   own_alive mariadb && return 0
   local installer; installer=$(command -v mariadb-install-db || command -v mysql_install_db)
@@ -250,6 +270,7 @@ start() {
   if [ -f "$DIR/run/slurmctld.pid" ] && kill -0 "$(cat "$DIR/run/slurmctld.pid")" 2>/dev/null && [ "$running" != "$n" ]; then
     log "a cluster of another shape is running ($running multi-node nodes): '$0 stop' first"; exit 2
   fi
+  choose_db_port
   write_configs "$n"
   if [ "$n" != 0 ]; then
     net_up "$n"

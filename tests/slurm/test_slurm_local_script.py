@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -84,14 +85,24 @@ def test_the_cluster_starts_and_stops_beside_a_neighbour_mariadb_and_leaves_it_u
     stopped = subprocess.run([str(SCRIPT), "stop"], capture_output=True, text=True, timeout=180)
     assert stopped.returncode == 0, stopped.stderr
     assert reached(lambda: os.path.exists(f"/proc/{neighbour}"), timeout=5), "stop ended the neighbour MariaDB"
-    up = subprocess.run([str(SCRIPT), *start], capture_output=True, text=True, timeout=300)
-    assert up.returncode == 0, up.stderr
+    # Another service holds the port the script would try first: the script takes the next free one.
+    holder = socket.socket()
+    try:
+        holder.bind(("127.0.0.1", 3417))
+        holder.listen(1)
+        up = subprocess.run([str(SCRIPT), *start], capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0, up.stderr
+        port = int((LOCAL_DIR / "run" / "db.port").read_text())
+        assert port != 3417, "the script's MariaDB was given a port another service holds"
+        assert holder.fileno() != -1 and holder.getsockname() == ("127.0.0.1", 3417)
+    finally:
+        holder.close()
     # The neighbour: same process, its slurm user with its own password, untouched.
     assert os.path.exists(f"/proc/{neighbour}")
     assert _sql("SELECT 1", user="slurm", password=PASSWORD).returncode == 0, "the neighbour's slurm user changed"
     assert "slurm_acct_db" not in _sql("SHOW DATABASES").stdout, "the cluster wrote into the neighbour"
     # The cluster's accounting works, on the script's own server.
     dbd = (Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).parent / "slurmdbd.conf").read_text()
-    assert "StoragePort=" in dbd and "StoragePort=3306" not in dbd
+    assert f"StoragePort={port}" in dbd
     assert (LOCAL_DIR / "run" / "mysqld.sock").exists()
     assert subprocess.run(["sacctmgr", "-n", "list", "cluster"], capture_output=True, timeout=60).returncode == 0
