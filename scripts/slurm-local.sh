@@ -215,8 +215,11 @@ port_taken() {  # port_taken PORT: something listens on it on loopback
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-choose_db_port() {  # the port our own server uses: its recorded one while it lives, else a free one
-  if own_alive mariadb && [ -s "$DB_PORT_FILE" ]; then DB_PORT=$(cat "$DB_PORT_FILE"); return 0; fi
+choose_db_port() {  # the port our own server uses: the one it runs on, else a free one
+  if own_alive mariadb; then  # the port it was started with, from its own command line
+    DB_PORT=$(tr '\0' '\n' < "/proc/$(cat "$DIR/run/mariadb.pid")/cmdline" | sed -n 's/^--port=//p')
+    echo "$DB_PORT" > "$DB_PORT_FILE"; return 0
+  fi
   if [ -n "$DB_PORT" ]; then
     port_taken "$DB_PORT" && { log "SLURM_LOCAL_DB_PORT=$DB_PORT is taken by another server: choose another"; exit 2; }
   else
