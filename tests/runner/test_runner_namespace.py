@@ -53,6 +53,25 @@ def test_a_run_started_among_the_users_runner_console_and_moeconsole_modules_suc
         assert "user" not in (run.path / log).read_text(), f"{log} shows a user module was imported"
 
 
+def test_a_torchrun_run_among_the_users_modules_starts_its_workers_from_the_package(tmp_path, runs_dir):
+    """torchrun starts each worker as a Python of its own: the recipe hands it ``{python} -P``, so
+    a worker never imports the user's ``moeconsole.py`` either."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    work = _hostile_dir(tmp_path)
+    recipe = REPO / "recipes" / "torchrun-cpu.yaml"
+    proc = _cli(["run", str(recipe), "--detach", "--name", "clash-ddp", "--set", "args.max_steps=4",
+                 "--set", "args.step_delay=0", "--set", "args.save_steps=2", "--set", f"preflight.port={port}",
+                 "--set", f"args.master_port={port}"], work, runs_dir)
+    assert proc.returncode in (0, 1), proc.stderr
+    run = Run(runs_dir / proc.stdout.strip().splitlines()[0])
+    st = run.wait_status("succeeded", "failed", "unsaved", timeout=240)
+    assert st["status"] == "succeeded", (st, (run.path / "train.log").read_text()[-3000:])
+    assert "imported" not in (run.path / "train.log").read_text()
+
+
 def test_python_dash_m_moeconsole_is_the_command_line(tmp_path):
     work = _hostile_dir(tmp_path)
     proc = subprocess.run([sys.executable, "-P", "-m", "moeconsole", "--help"], capture_output=True, text=True,
