@@ -168,3 +168,39 @@ def test_deepspeed_step_reports_do_not_become_steps_beside_the_trainers_dicts():
     recs = p.feed(("\n".join(lines) + "\n").encode())
     assert [(r["step"], r["loss"], r["src"]) for r in recs] == [(1, 1.2, "hf_dict"), (2, 1.1, "hf_dict")]
     assert p.stats.ignored_lines == 2
+
+
+# torch.distributed.elastic's failure summary (torch/distributed/elastic/multiprocessing/errors/
+# error_handler.py and __init__.py `ChildFailedError.format_msg`): a "[rank]:" header and a
+# "time : YYYY-MM-DD_HH:MM:SS" line, printed after the workers died.
+TORCHRUN_SUMMARY = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-28_22:32:50
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 31066)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-28_22:32:50
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 31065)
+============================================================
+"""
+
+
+@pytest.mark.parametrize("date", ["2026-11-28_22:32:50", "2026/11/28 22:32:50", "28.11.2026 22:32:50"])
+def test_a_date_is_never_a_metric_and_torchruns_failure_summary_is_no_step(tmp_path, date):
+    log = tmp_path / "train.log"
+    log.write_text(TORCHRUN_SUMMARY.replace("2026-11-28_22:32:50", date))
+    res = parse_cli(str(log), "--json")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "", f"a failure summary was read as training steps: {res.stdout}"
