@@ -5,6 +5,9 @@ recipe values that tell the runs apart, and every run's row in compare has its l
 from __future__ import annotations
 
 import asyncio
+import shutil
+
+import pytest
 
 from moeconsole.console import format as fmt
 from moeconsole.console.app import MoeConsole
@@ -102,3 +105,45 @@ def test_one_priority_rule_whole_columns_and_names_cut_before_their_values():
     assert cut_name("qwen3-moe-lora --learning_rate=3.5e-4", 23) == "…--learning_rate=3.5e-4"
     assert cut_name("qwen3-moe-lora --learning_rate=3.5e-4", 30) == "qwen3-… --learning_rate=3.5e-4"
     assert cut_name("m --lr=2e-4 --fp8 --seed=1234567", 18) == "…--lr=2e-4 --fp8…"
+
+
+def test_browser_and_compare_fit_in_a_real_terminal_at_80_120_160(base, make_run):
+    """The same in tmux: `moeconsole` attaches to the live run, `b` opens the browser, keys mark
+    the runs and compare them; capture-pane reads what a user sees."""
+    import os
+    import shlex
+    import sys
+
+    from tests.console.test_console_tmux import REPO, Tmux
+    from tests.waiting import until
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    _runs(base, make_run)
+    for width, height in SIZES:
+        tmux = Tmux(f"moeconsole-fit-{width}-{os.getpid()}")
+        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
+               f"{shlex.quote(sys.executable)} -m moeconsole.console.cli --no-gpu --runs-dir {shlex.quote(str(base))}")
+        try:
+            tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", str(width), "-y", str(height), cmd)
+            tmux.wait_for("qwen3-moe-lora", timeout=60)   # the live run's screen: b opens the browser
+            tmux("send-keys", "-t", "demo", "b")
+            screen = tmux.wait_for("STATUS", timeout=60)
+            lines = screen.splitlines()
+            head = next(line for line in lines if line.split()[:1] == ["STATUS"])
+            assert head.split()[:6] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "AGE"], (width, screen)
+            for lr in RATES:
+                row = next(line for line in lines if _value(lr) in _names(line.split()))
+                assert "/2,000" in row and len(row) <= width, (width, row)
+            tmux("send-keys", "-t", "demo", "Space", "Down", "Space", "Down", "Space", "c")
+            screen = tmux.wait_for("◆ shared", timeout=60)
+            until(lambda: all(any(line.split()[:1] == [g] and "/2,000" in line for line in tmux.screen().splitlines())
+                              for g in SERIES_GLYPHS[:3]), timeout=30, what=f"the compare rows at {width} columns")
+            lines = tmux.screen().splitlines()
+            for g in SERIES_GLYPHS[:3]:
+                row = next(line for line in lines if line.split()[:1] == [g] and "/2,000" in line)
+                assert any(_value(lr) in _names(row.split()) for lr in RATES), (width, row)
+        finally:
+            pane = tmux("display-message", "-p", "-t", "demo", "#{pid}").strip()
+            tmux("kill-server")
+            if pane.isdigit():
+                until(lambda: not os.path.exists(f"/proc/{pane}"), timeout=20, what="the console to exit")
