@@ -3,7 +3,70 @@
 alert a job's record change gives."""
 from __future__ import annotations
 
-from moeconsole.runner.process.slurm.reasons import RULE, pending_alert, stuck
+from moeconsole.runner.process.slurm.reasons import NEVER_BY_WAITING, RULE, pending_alert, stuck
+
+# Every reason word Slurm has: the ``.str`` of each entry of ``jsra[]`` in
+# src/common/job_state_reason.c (SchedMD/slurm 284c3b95f08a2dc2478499837b03355e1b9c5c75).
+SLURM_REASONS = frozenset("""
+    AccountNotAllowed AccountingPolicy AssocGrpBB AssocGrpBBMinutes AssocGrpBBRunMinutes
+    AssocGrpBilling AssocGrpBillingMinutes AssocGrpBillingRunMinutes AssocGrpCPUMinutesLimit
+    AssocGrpCPURunMinutesLimit AssocGrpCpuLimit AssocGrpEnergy AssocGrpEnergyMinutes
+    AssocGrpEnergyRunMinutes AssocGrpGRES AssocGrpGRESMinutes AssocGrpGRESRunMinutes
+    AssocGrpJobsLimit AssocGrpLicense AssocGrpLicenseMinutes AssocGrpLicenseRunMinutes
+    AssocGrpMemLimit AssocGrpMemMinutes AssocGrpMemRunMinutes AssocGrpNodeLimit AssocGrpNodeMinutes
+    AssocGrpNodeRunMinutes AssocGrpSubmitJobsLimit AssocGrpUnknown AssocGrpUnknownMinutes
+    AssocGrpUnknownRunMinutes AssocGrpWallLimit AssocMaxBBMinutesPerJob AssocMaxBBPerJob
+    AssocMaxBBPerNode AssocMaxBillingMinutesPerJob AssocMaxBillingPerJob AssocMaxBillingPerNode
+    AssocMaxCpuMinutesPerJobLimit AssocMaxCpuPerJobLimit AssocMaxCpuPerNode
+    AssocMaxEnergyMinutesPerJob AssocMaxEnergyPerJob AssocMaxEnergyPerNode AssocMaxGRESMinutesPerJob
+    AssocMaxGRESPerJob AssocMaxGRESPerNode AssocMaxJobsLimit AssocMaxLicenseMinutesPerJob
+    AssocMaxLicensePerJob AssocMaxMemMinutesPerJob AssocMaxMemPerJob AssocMaxMemPerNode
+    AssocMaxNodeMinutesPerJob AssocMaxNodePerJobLimit AssocMaxSubmitJobLimit
+    AssocMaxUnknownMinutesPerJob AssocMaxUnknownPerJob AssocMaxUnknownPerNode
+    AssocMaxWallDurationPerJobLimit AssociationJobLimit AssociationResourceLimit
+    AssociationTimeLimit BadConstraints BeginTime BurstBufferOperation BurstBufferResources
+    BurstBufferStageIn Cleaning Constraints DeadLine Dependency DependencyNeverSatisfied FedJobLock
+    InactiveLimit InvalidAccount InvalidQOS JobArrayTaskLimit JobHeldAdmin JobHeldUser
+    JobHoldMaxRequeue JobLaunchFailure Licenses MaxBBPerAccount MaxBBRunMinsPerAccount
+    MaxBBRunMinsPerUser MaxBillingPerAccount MaxBillingRunMinsPerAccount MaxBillingRunMinsPerUser
+    MaxCpuPerAccount MaxCpuRunMinsPerAccount MaxCpuRunMinsPerUser MaxEnergyPerAccount
+    MaxEnergyRunMinsPerAccount MaxEnergyRunMinsPerUser MaxGRESPerAccount MaxGRESRunMinsPerAccount
+    MaxGRESRunMinsPerUser MaxJobsPerAccount MaxLicensePerAccount MaxLicenseRunMinsPerAccount
+    MaxLicenseRunMinsPerUser MaxMemPerLimit MaxMemoryPerAccount MaxMemoryRunMinsPerAccount
+    MaxMemoryRunMinsPerUser MaxNodePerAccount MaxNodeRunMinsPerAccount MaxNodeRunMinsPerUser
+    MaxPoweredUpNodes MaxSubmitJobsPerAccount MaxUnknownPerAccount MaxUnknownRunMinsPerAccount
+    MaxUnknownRunMinsPerUser MpiPortsBusy NodeDown NonZeroExitCode None NvidiaImexChannels
+    OutOfMemory PartitionConfig PartitionDown PartitionInactive PartitionNodeLimit
+    PartitionTimeLimit Priority Prolog QOSGrpBB QOSGrpBBMinutes QOSGrpBBRunMinutes QOSGrpBilling
+    QOSGrpBillingMinutes QOSGrpBillingRunMinutes QOSGrpCPUMinutesLimit QOSGrpCPURunMinutesLimit
+    QOSGrpCpuLimit QOSGrpEnergy QOSGrpEnergyMinutes QOSGrpEnergyRunMinutes QOSGrpGRES
+    QOSGrpGRESMinutes QOSGrpGRESRunMinutes QOSGrpJobsLimit QOSGrpLicense QOSGrpLicenseMinutes
+    QOSGrpLicenseRunMinutes QOSGrpMemLimit QOSGrpMemoryMinutes QOSGrpMemoryRunMinutes
+    QOSGrpNodeLimit QOSGrpNodeMinutes QOSGrpNodeRunMinutes QOSGrpSubmitJobsLimit QOSGrpUnknown
+    QOSGrpUnknownMinutes QOSGrpUnknownRunMinutes QOSGrpWallLimit QOSJobLimit QOSMaxBBPerJob
+    QOSMaxBBPerNode QOSMaxBBPerUser QOSMaxBillingMinutesPerJob QOSMaxBillingPerJob
+    QOSMaxBillingPerNode QOSMaxBillingPerUser QOSMaxCpuMinutesPerJobLimit QOSMaxCpuPerJobLimit
+    QOSMaxCpuPerNode QOSMaxCpuPerUserLimit QOSMaxEnergyMinutesPerJob QOSMaxEnergyPerJob
+    QOSMaxEnergyPerNode QOSMaxEnergyPerUser QOSMaxGRESMinutesPerJob QOSMaxGRESPerJob
+    QOSMaxGRESPerNode QOSMaxGRESPerUser QOSMaxJobsPerUserLimit QOSMaxLicenseMinutesPerJob
+    QOSMaxLicensePerJob QOSMaxLicensePerUser QOSMaxMemoryMinutesPerJob QOSMaxMemoryPerJob
+    QOSMaxMemoryPerNode QOSMaxMemoryPerUser QOSMaxNodeMinutesPerJob QOSMaxNodePerJobLimit
+    QOSMaxNodePerUserLimit QOSMaxSubmitJobPerUserLimit QOSMaxUnknownMinutesPerJob
+    QOSMaxUnknownPerJob QOSMaxUnknownPerNode QOSMaxUnknownPerUser QOSMaxWallDurationPerJobLimit
+    QOSMinBB QOSMinBilling QOSMinCpuNotSatisfied QOSMinEnergy QOSMinGRES QOSMinLicense QOSMinMemory
+    QOSMinNode QOSMinUnknown QOSNotAllowed QOSResourceLimit QOSTimeLimit QOSUsageThreshold
+    RaisedSignal ReqNodeNotAvail Reservation ReservationDeleted ReservationInvalid Resources
+    SchedDefer SystemFailure TimeLimit
+""".split())
+
+
+def test_the_table_names_only_reasons_slurm_has():
+    assert set(NEVER_BY_WAITING) <= SLURM_REASONS, set(NEVER_BY_WAITING) - SLURM_REASONS
+    stuck_words = {w for w in SLURM_REASONS if stuck(w) is not None}
+    # the per-job limits the pattern covers are Slurm's words too, and none that clears by waiting
+    assert {"QOSMaxNodePerJobLimit", "AssocMaxWallDurationPerJobLimit", "QOSMinGRES"} <= stuck_words
+    assert not stuck_words & {"AssocMaxJobsLimit", "QOSMaxJobsPerUserLimit", "AssocGrpNodeLimit", "Priority",
+                              "Resources", "MaxJobsPerAccount", "QOSMaxCpuPerUserLimit", "MaxCpuRunMinsPerUser"}
 
 
 def test_reasons_that_never_clear_name_what_to_change():
