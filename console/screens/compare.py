@@ -142,7 +142,9 @@ class CompareScreen(Screen):
                  scratch: Callable[[], Path] | None = None) -> None:
         """``refs``: run ids, run directories or paths of logs (a second positional argument is
         the second run, as before); ``scratch``: where a log not made by moeconsole is read into
-        (without it such a log is not compared)."""
+        (without it such a log is not compared); ``labels``: the names of the runs as the caller
+        shows them, kept for a run that cannot be read (a run read is named by
+        ``name_sides``)."""
         super().__init__()
         items = [refs] if isinstance(refs, (str, Path)) else list(refs)
         if b is not None:
@@ -180,7 +182,22 @@ class CompareScreen(Screen):
     @work(thread=True, exclusive=True, group="compare")
     def _load(self) -> None:
         sides = [self._open(ref, self.labels[i] if i < len(self.labels) else None) for i, ref in enumerate(self.refs)]
+        self.name_sides(sides)
         self.app.call_from_thread(self._loaded, sides)
+
+    @staticmethod
+    def name_sides(sides: list[Side]) -> None:
+        """Each run read is named by its name and, among the runs compared that share it, the
+        recipe values that tell them apart *here* (``store.distinguishing_names``, the rule
+        of `runs ls` and the browser, over these runs: the index's display name may show values
+        that differ elsewhere in the index)."""
+        from moeconsole.runner.rundir import store
+        from moeconsole.runner.rundir.rundiff import flatten_recipe
+        read = [s for s in sides if s.snap is not None]
+        names = [str(s.snap.run.get("name") or s.snap.run.get("run_id") or s.label) for s in read if s.snap is not None]
+        labels = store.distinguishing_names(names, [store.value_texts(flatten_recipe(s.recipe or {})) for s in read])
+        for side, label in zip(read, labels):
+            side.label = label
 
     def _open(self, ref: str, label: str | None) -> Side:
         from moeconsole.runner.rundir.rundiff import read_recipe

@@ -147,3 +147,32 @@ def test_browser_and_compare_fit_in_a_real_terminal_at_80_120_160(base, make_run
             tmux("kill-server")
             if pane.isdigit():
                 until(lambda: not os.path.exists(f"/proc/{pane}"), timeout=20, what="the console to exit")
+
+
+def test_compare_names_runs_by_the_values_that_differ_between_them(base, make_run):
+    """Four runs of one name in the index differ in --alpha, --beta, --gamma (the index's names
+    show those); the two compared differ only in --zeta: compare names them by --zeta."""
+    cmd = ["swift", "sft"]
+    flags = [("1", "1", "1", "1e-4"), ("1", "1", "1", "2e-4"), ("2", "2", "2", "1e-4"), ("3", "3", "3", "1e-4")]
+    for i, (a, b, g, z) in enumerate(flags):
+        make_run(base, f"2024010{i + 1}-000000-moe-{'abcd'[i] * 4}", name="moe", status="succeeded", steps=40,
+                 restart_at=None, recipe={"name": "moe", "command": cmd + [f"--alpha={a}", f"--beta={b}",
+                                                                          f"--gamma={g}", f"--zeta={z}"]})
+
+    async def go() -> list[str]:
+        app = MoeConsole(base, None, gpu=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 4
+                                     and app.screen)
+            ids = [r["id"] for r in browser.rows]
+            table = browser.query_one("#runs")
+            for run_id in ("20240101-000000-moe-aaaa", "20240102-000000-moe-bbbb"):
+                table.move_cursor(row=ids.index(run_id))
+                await pilot.press("space")
+            await pilot.press("c")
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result
+                                    and app.screen)
+            await pilot.pause()
+            assert any("--zeta=2e-4" in line for line in _lines(app)), "the name on screen"
+            return [r["label"] for r in screen.result["runs"]]
+    assert asyncio.run(go()) == ["moe --zeta=1e-4", "moe --zeta=2e-4"]
