@@ -5,30 +5,11 @@ import sys
 from pathlib import Path
 
 from moeconsole.console import format as fmt
+from moeconsole.console import runcolumns
 from moeconsole.runner.rundir import jsonio, rundir, store
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.rundir.paths import runs_base
-
-# `runs ls` columns, most important first: a terminal shows as many as fit its width (80
-# columns: status, name, step, bad saves, alerts, age and the short id; the name is cut first),
-# output that is not a terminal gets every column. `runs show` has everything of one run.
-# (key, header, narrow header)
-LS_COLUMNS = (("status", "STATUS", "STATUS"), ("display_name", "NAME", "NAME"), ("last_step", "STEP", "STEP"),
-              ("bad_saves", "BAD SAVES", "BAD"), ("open_alerts", "ALERTS", "ALERTS"), ("age", "AGE", "AGE"),
-              ("id", "ID", "ID"), ("attempts", "ATT", "ATT"), ("crashes", "CRASHES", "CRASHES"),
-              ("last_crash_class", "LAST CRASH", "LAST CRASH"), ("last_loss", "LAST LOSS", "LAST LOSS"),
-              ("min_loss", "MIN LOSS", "MIN LOSS"), ("started_at", "STARTED", "STARTED"))
-NAME_MIN = 16   # the name is cut (…) down to this before an important column is left out
-NAME_MAX = 48
-IMPORTANT = 7   # status, name, step, bad saves, alerts, age, id: the rest only if the name fits whole
-GAP = 2
-
-
-def _span(keys: list[str], widths: dict[str, int], name_w: int) -> int:
-    """Columns ``keys`` side by side, the name ``name_w`` wide."""
-    return sum(name_w if k == "display_name" else widths[k] for k in keys) + GAP * max(0, len(keys) - 1)
-
 
 def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
@@ -54,69 +35,17 @@ def output_width() -> int | None:
     return shutil.get_terminal_size((80, 24)).columns
 
 
-def short_ids(rows: list[dict]) -> dict[str, str]:
-    """Each run's id as `attach` needs it: its random suffix (``a3f2``) when no other listed run
-    has it, else the whole id."""
-    tails = [str(r["id"]).rsplit("-", 1)[-1] for r in rows]
-    return {str(r["id"]): (t if tails.count(t) == 1 and len(t) >= 4 else str(r["id"])) for r, t in zip(rows, tails)}
-
-
-def ls_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str:
-    if key == "age":
-        started = row.get("started_at")
-        return fmt.duration(now - started) if isinstance(started, (int, float)) else fmt.NA
-    if key == "id" and ids is not None:
-        return ids.get(str(row["id"]), str(row["id"]))
-    return fmt.run_cell(key, row)
-
-
 def ls_table(rows: list[dict], width: int | None, now: float) -> str:
-    """The run index as a table that fits ``width`` (None: every column): columns in order of
-    importance while they fit, the name cut with … down to NAME_MIN first."""
-    if width is None:
-        cols = [(k, h) for k, h, _ in LS_COLUMNS]
-        return table([h for _, h in cols], [[ls_cell(k, r, now, None) for k, _ in cols] for r in rows])
-    ids = short_ids(rows)
-    cells = {k: [ls_cell(k, r, now, ids) for r in rows] for k, _, _ in LS_COLUMNS}
-    widths = {k: max([len(head)] + [len(c) for c in cells[k]]) for k, _, head in LS_COLUMNS}
-    heads = {k: head for k, _, head in LS_COLUMNS}
-    important = [k for k, _, _ in LS_COLUMNS[:IMPORTANT]]
-    # the important columns, the name at its shortest; then the name as wide as it needs (up to
-    # NAME_MAX); then any other column that still fits whole
-    chosen: list[str] = []
-    for key in important:
-        need = NAME_MIN if key == "display_name" else widths[key]
-        if _span(chosen, widths, NAME_MIN) + (GAP if chosen else 0) + need > width:
-            if key == "display_name":
-                break
-            continue
-        chosen.append(key)
-    name_w = min(widths["display_name"], NAME_MAX)
-    if "display_name" in chosen:
-        name_w = max(NAME_MIN, min(name_w, width - _span([k for k in chosen if k != "display_name"], widths, 0)
-                                   - GAP))
-    for key, _, _ in LS_COLUMNS[IMPORTANT:]:
-        if _span(chosen, widths, name_w) + GAP + widths[key] <= width:
-            chosen.append(key)
-    order = [k for k, _, _ in LS_COLUMNS if k in chosen]
-    out_cols = [(k, heads[k], name_w if k == "display_name" else widths[k]) for k in order]
-    lines = ["  ".join(h.ljust(w) for _, h, w in out_cols).rstrip()]
+    """The run index as a table that fits ``width`` (None: every column, the whole ids), the
+    columns chosen by ``moeconsole.console.runcolumns`` (the browser's rule too): status, name,
+    step, loss, alerts, age first, the name cut with … down to NAME_MIN first, then whatever
+    else fits whole."""
+    cols, cells = runcolumns.run_table(rows, width, now, full_ids=width is None)
+    lines = ["  ".join(h.ljust(w) for _, h, w in cols).rstrip()]
     for i in range(len(rows)):
-        lines.append("  ".join((cut_name(cells[k][i], w) if k == "display_name" else clip(cells[k][i], w)).ljust(w)
-                               for k, _, w in out_cols).rstrip())
+        lines.append("  ".join((runcolumns.cut_name(cells[k][i], w) if k == "display_name" else clip(cells[k][i], w))
+                               .ljust(w) for k, _, w in cols).rstrip())
     return "\n".join(lines)
-
-
-def cut_name(text: str, w: int) -> str:
-    """A display name cut to ``w``: the values that tell runs of one name apart are kept, the
-    shared name is shortened first (``tiny-m… --fault=oom@40``)."""
-    if len(text) <= w:
-        return text
-    name, sep, values = text.partition(" ")
-    if sep and len(values) + 3 <= w:
-        keep = w - len(values) - 2
-        return (name[:keep] + "… " if keep < len(name) else name + " ") + values
-    return clip(text, w)
 
 
 def cmd_ls(base, as_json: bool) -> int:

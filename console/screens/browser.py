@@ -14,19 +14,18 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from moeconsole.console import format as fmt
-from moeconsole.console import keys
+from moeconsole.console import keys, runcolumns
 from moeconsole.console.screens.messages import OpenPath, OpenRun
 from moeconsole.runner.rundir import rundir, store
 
-# The full id comes second so no width cuts it; NAME is the display name (with the recipe
-# values that tell runs of one name apart).
-COLUMNS = (("status", "STATUS"), ("id", "ID"), ("display_name", "NAME"), ("started_at", "STARTED"),
-           ("ended_at", "ENDED"), ("attempts", "ATT"), ("last_step", "STEPS"), ("crashes", "CRASHES"),
-           ("last_crash_class", "LAST CRASH"), ("bad_saves", "BAD SAVES"), ("open_alerts", "ALERTS"),
-           ("last_loss", "LAST LOSS"), ("min_loss", "MIN LOSS"), ("recipe_hash", "RECIPE"))
+# The columns shown are chosen for the width by ``moeconsole.console.runcolumns`` (the rule
+# `runs ls` uses): status, name, step, loss, alerts, age first, then what fits whole. Sorting
+# cycles through every column of the index, shown or not (the title says which).
+COLUMNS = tuple((key, label) for key, label, _, _ in runcolumns.RUN_COLUMNS if key != "age")
 SORT_KEY = {"display_name": "name"}  # the index sorts by the stored column
-NAME_MAX = 48
 STATUS_FILTER = "status:"
+SCROLLBAR = 2
+CHROME_LINES = 5   # the title (two lines at 80 columns), the table's header, the footer
 
 
 def parse_filter(text: str) -> tuple[str | None, str | None]:
@@ -51,7 +50,7 @@ class BrowserScreen(Screen):
         self.scratch = scratch
         self.rows: list[dict] = []
         self.marked: list[str] = []
-        self.sort_index = 3  # started_at
+        self.sort_index = [k for k, _ in COLUMNS].index("started_at")
         self.descending = True
         self.filter_text = ""
 
@@ -81,31 +80,43 @@ class BrowserScreen(Screen):
         self.app.call_from_thread(self._show, rows)
 
     def _show(self, rows: list[dict]) -> None:
+        import time
         self.rows = rows
         table = self.query_one(DataTable)
         keep = table.cursor_row
-        texts = [[fmt.run_cell(key, row) for key, _ in COLUMNS] for row in rows]
         # Widths from the content, set explicitly: the same table on every redraw, however
-        # busy the machine (auto widths are settled later, after the first paint).
-        widths = [max([len(label)] + [len(t[i]) + (1 if key == "status" else 0) for t in texts])
-                  for i, (key, label) in enumerate(COLUMNS)]
-        widths[2] = min(widths[2], NAME_MAX)
+        # busy the machine (auto widths are settled later, after the first paint). The status
+        # cell has the mark (*) before it.
+        cols, cells = runcolumns.run_table(rows, self.table_width(), time.time(), extra={"status": 1})
         table.clear(columns=True)
-        for (key, label), width in zip(COLUMNS, widths):
+        for key, label, width in cols:
             table.add_column(label, key=key, width=width)
-        for row, cells_text in zip(rows, texts):
-            cells: list = []
-            for (key, _), text in zip(COLUMNS, cells_text):
+        for i, row in enumerate(rows):
+            out: list = []
+            for key, _, width in cols:
+                text = cells[key][i]
                 if key == "status":
                     mark = "*" if row["id"] in self.marked else " "
                     style = self.get_component_rich_style(fmt.run_status_style(row), partial=True)
-                    cells.append(Text(mark) + Text(text, style=style))
+                    out.append(Text(mark) + Text(text, style=style))
                 else:
-                    cells.append(text)
-            table.add_row(*cells, key=row["id"])
+                    out.append(runcolumns.cut_name(text, width) if key == "display_name" else text)
+            table.add_row(*out, key=row["id"])
         if rows:
             table.move_cursor(row=min(max(keep, 0), len(rows) - 1))
         self._update_title()
+
+    def table_width(self) -> int:
+        """The columns the table may fill: the screen's width less the table's edges and a
+        vertical scrollbar when the rows need one (a DataTable pads each cell by one on either side: ``runcolumns.GAP``
+        between cells, one at each edge)."""
+        width, height = self.size if self.size.width else self.app.size
+        scrollbar = SCROLLBAR if len(self.rows) > height - CHROME_LINES else 0  # only when the rows overflow
+        return max(20, width - 2 - scrollbar)
+
+    def on_resize(self) -> None:
+        if self.rows:
+            self._show(self.rows)
 
     def _update_title(self) -> None:
         key, label = COLUMNS[self.sort_index]

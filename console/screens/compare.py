@@ -25,7 +25,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from moeconsole.console import chartprefs, keys
+from moeconsole.console import chartprefs, keys, runcolumns
 from moeconsole.console import format as fmt
 from moeconsole.console import metrics as metrics_mod
 from moeconsole.console.chart import SERIES_GLYPHS, ChartOptions, pan_range, zoom_range, zoom_to
@@ -36,6 +36,8 @@ from moeconsole.runner.rundir.snapshot import RunWatcher, Snapshot
 
 MAX_RUNS = len(SERIES_GLYPHS)
 POLL_S = 2.0
+SCROLLBAR = 2
+LEGEND_GAP = 3
 
 
 @dataclass
@@ -49,39 +51,63 @@ class Side:
     error: str | None = None
 
 
-WIDE = 110   # from this width the table also has the minimum, peak memory and step time
-
-
-def stats_table(sides: list[Side], metric: str, width: int = WIDE) -> Table:
-    """Per run: glyph, label, status, step/max, ETA, open alerts, the metric's last value; on a
-    wide terminal also its minimum (with its step), peak memory, step time (median of the last
-    20)."""
-    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Table:
+    """Per run: its glyph (at every width: the legend beside its row), label, status, step/max,
+    the metric's last value, open alerts, ETA, the metric's minimum (with its step), peak memory,
+    step time (median of the last 20). The columns that fit ``width`` are chosen by
+    ``moeconsole.console.runcolumns`` (the rule of the run browser and `runs ls`): each shown
+    whole, the label cut by ``cut_name`` (the values that tell the runs apart stay)."""
     name = metrics_mod.label(metric)
-    wide = width >= WIDE
-    cols = ("", "run", "status", "step", "ETA", "alerts", name) + (("min @step", "peak mem", "s/step") if wide else ())
-    for col in cols:
-        table.add_column(col, no_wrap=True, overflow="ellipsis")
+    # (key, header, kind)
+    spec = (("glyph", "", None), ("run", "run", "name"), ("status", "status", "status"), ("step", "step", "step"),
+            ("ETA", "ETA", None), ("alerts", "alerts", "alerts"), ("metric", name, "loss"),
+            ("min", "min @step", None), ("mem", "peak mem", None), ("s/step", "s/step", None))
+    rows: list[dict[str, str]] = []
     for i, side in enumerate(sides):
         glyph = SERIES_GLYPHS[i % len(SERIES_GLYPHS)]
         snap = side.snap
         if snap is None:
-            table.add_row(glyph, side.label, side.error or "reading…")
+            rows.append({"glyph": glyph, "run": side.label, "status": side.error or "reading…"})
             continue
         run = snap.run
         s = metrics_mod.series_of(snap, metric)
         low = s.finite_min() if s is not None else None
         alerts = run.get("open_alerts") or 0
         crit = sum(1 for g in snap.alert_groups if g.active and g.critical)
-        cells = [glyph, side.label, run.get("status_word") or fmt.NA, _step(run),
-                 fmt.duration(run.get("eta_s")) if run.get("eta_s") is not None else fmt.NA,
-                 (f"{alerts} ({crit} CRIT)" if crit else str(alerts)) if alerts else "0",
-                 fmt.num(s.last()) if s is not None else "not logged"]
-        if wide:
-            cells += [(f"{fmt.num(low[0])} @{fmt.short(low[1])}" if low is not None else fmt.NA),
-                      fmt.num(snap.series["mem_gib"].finite_max(), 3), fmt.num(run.get("step_time_s"), 3)]
-        table.add_row(*cells)
+        rows.append({
+            "glyph": glyph, "run": side.label, "status": run.get("status_word") or fmt.NA, "step": _step(run),
+            "ETA": fmt.duration(run.get("eta_s")) if run.get("eta_s") is not None else fmt.NA,
+            "alerts": (f"{alerts} ({crit} CRIT)" if crit else str(alerts)) if alerts else "0",
+            "metric": fmt.num(s.last()) if s is not None else "not logged",
+            "min": (f"{fmt.num(low[0])} @{fmt.short(low[1])}" if low is not None else fmt.NA),
+            "mem": fmt.num(snap.series["mem_gib"].finite_max(), 3), "s/step": fmt.num(run.get("step_time_s"), 3)})
+    columns = [runcolumns.Column(key, max([len(head)] + [len(r.get(key, "")) for r in rows]), kind,
+                                 always=key == "glyph") for key, head, kind in spec]
+    keys, name_w = runcolumns.fit(columns, width)
+    heads = {key: head for key, head, _ in spec}
+    widths = {c.key: (name_w if c.kind == "name" else c.width) for c in columns}
+    order = [key for key, _, _ in spec if key in keys]   # the table's own order, the chosen columns
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    for key in order:
+        table.add_column(heads[key], no_wrap=True, overflow="ellipsis", width=widths[key], min_width=widths[key])
+    for r in rows:
+        table.add_row(*((runcolumns.cut_name(r.get(key, ""), widths[key]) if key == "run" else r.get(key, ""))
+                        for key in order))
     return table
+
+
+def legend_lines(labels: list[str], width: int) -> list[str]:
+    """The legend, each run's glyph and label kept on one line (never broken inside a label):
+    as many per line as fit ``width``, a label longer than a line cut by ``cut_name``; ◆ last."""
+    items = [f"{SERIES_GLYPHS[i % len(SERIES_GLYPHS)]} {runcolumns.cut_name(label, width - 2)}"
+             for i, label in enumerate(labels)] + ["◆ shared"]
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + LEGEND_GAP + len(item) <= width:
+            lines[-1] += " " * LEGEND_GAP + item
+        else:
+            lines.append(item)
+    return lines
 
 
 def _step(run: dict) -> str:
@@ -116,7 +142,9 @@ class CompareScreen(Screen):
                  scratch: Callable[[], Path] | None = None) -> None:
         """``refs``: run ids, run directories or paths of logs (a second positional argument is
         the second run, as before); ``scratch``: where a log not made by moeconsole is read into
-        (without it such a log is not compared)."""
+        (without it such a log is not compared); ``labels``: the names of the runs as the caller
+        shows them, kept for a run that cannot be read (a run read is named by
+        ``name_sides``)."""
         super().__init__()
         items = [refs] if isinstance(refs, (str, Path)) else list(refs)
         if b is not None:
@@ -154,7 +182,22 @@ class CompareScreen(Screen):
     @work(thread=True, exclusive=True, group="compare")
     def _load(self) -> None:
         sides = [self._open(ref, self.labels[i] if i < len(self.labels) else None) for i, ref in enumerate(self.refs)]
+        self.name_sides(sides)
         self.app.call_from_thread(self._loaded, sides)
+
+    @staticmethod
+    def name_sides(sides: list[Side]) -> None:
+        """Each run read is named by its name and, among the runs compared that share it, the
+        recipe values that tell them apart *here* (``store.distinguishing_names``, the rule
+        of `runs ls` and the browser, over these runs: the index's display name may show values
+        that differ elsewhere in the index)."""
+        from moeconsole.runner.rundir import store
+        from moeconsole.runner.rundir.rundiff import flatten_recipe
+        read = [s for s in sides if s.snap is not None]
+        names = [str(s.snap.run.get("name") or s.snap.run.get("run_id") or s.label) for s in read if s.snap is not None]
+        labels = store.distinguishing_names(names, [store.value_texts(flatten_recipe(s.recipe or {})) for s in read])
+        for side, label in zip(read, labels):
+            side.label = label
 
     def _open(self, ref: str, label: str | None) -> Side:
         from moeconsole.runner.rundir.rundiff import read_recipe
@@ -214,11 +257,11 @@ class CompareScreen(Screen):
     def _show(self) -> None:
         sides = self.sides
         live = sum(1 for s in sides if s.snap is not None and s.snap.run.get("status") in rundir.LIVE)
-        legend = "   ".join(f"{SERIES_GLYPHS[i % len(SERIES_GLYPHS)]} {s.label}" for i, s in enumerate(sides))
+        legend = legend_lines([s.label for s in sides], self.body_width())
         axis = "wall time since each run started" if self.by_time else "step"
         self.query_one("#compare-title", Static).update(
             f"{len(sides)} runs ({live} live)  ·  {metrics_mod.label(self.metric)} by {axis}  ·  m metric, x step/time, "
-            f"q back\n{legend}   ◆ shared")
+            "q back\n" + "\n".join(legend))
         series = self._series()
         chart = self.query_one(ChartView)
         options = ChartOptions(smooth=self.smooth, log=self.log_y, xrange=self.xrange,
@@ -231,7 +274,7 @@ class CompareScreen(Screen):
             head += f"  (no times: {', '.join(missing)})"
         chart.set_data(series, heading=head, key=key, options=options,
                        x_label=fmt.duration if self.by_time else fmt.short)
-        self.query_one("#compare-stats", Static).update(stats_table(sides, self.metric, self.size.width))
+        self.query_one("#compare-stats", Static).update(stats_table(sides, self.metric, self.body_width()))
         self.query_one("#compare-recipe", Static).update(recipe_table(sides))
         from moeconsole.runner.rundir.rundiff import recipe_differences_n
         self.result = {
@@ -244,6 +287,11 @@ class CompareScreen(Screen):
                       "points": series[i].n, "last": series[i].last()} for i, s in enumerate(sides)],
             "recipe_diff": recipe_differences_n([s.recipe or {} for s in sides]),
         }
+
+    def body_width(self) -> int:
+        """The columns the title and the tables may fill: the screen less its edges and a
+        vertical scrollbar."""
+        return max(20, (self.size.width or self.app.size.width) - 2 - SCROLLBAR)
 
     # ---- keys --------------------------------------------------------------------------------
     def action_metric(self) -> None:

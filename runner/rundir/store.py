@@ -383,7 +383,7 @@ def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, st
                 return doc["json"]
         except ValueError:
             pass
-    values = {k: json.dumps(v, sort_keys=True, default=str) for k, v in _recipe_values(path).items()}
+    values = value_texts(_recipe_values(path))
     if conn is not None and mtime is not None:
         import sqlite3
         try:
@@ -395,27 +395,43 @@ def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, st
     return values
 
 
-def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) -> dict[str, str]:
-    """id -> name, and for runs that share a name, the recipe values that tell them apart
-    (``tiny-moe-cpu args.fault=oom@40``), read from each run's recipe.yaml (kept in the index
-    ``conn`` when given)."""
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        groups.setdefault(row.get("name") or row["id"], []).append(row)
-    out = {}
+def value_texts(flat: dict[str, Any]) -> dict[str, str]:
+    """A flattened recipe (``rundiff.flatten_recipe``) as key -> its value's sorted JSON text:
+    what tells two values apart, compared as strings."""
+    return {k: json.dumps(v, sort_keys=True, default=str) for k, v in flat.items()}
+
+
+def distinguishing_names(names: list[str], values: list[dict[str, str]]) -> list[str]:
+    """Each run's name, and for runs that share a name, the recipe values that tell them apart
+    among *these* runs (``tiny-moe-cpu --fault=oom@40``; at most DISPLAY_VALUES, by key).
+    ``values``: per run, ``value_texts`` of its recipe. What `runs ls`, the browser and compare
+    name runs by."""
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        groups.setdefault(name, []).append(i)
+    out = list(names)
     for name, group in groups.items():
         if len(group) == 1:
-            out[group[0]["id"]] = name
             continue
-        values = {row["id"]: _cached_values(row, conn) for row in group}
-        keys = sorted({k for v in values.values() for k in v})
+        keys = sorted({k for i in group for k in values[i]})
         differ = [k for k in keys if k.split(".")[0] not in NOT_DISTINGUISHING
-                  and len({v.get(k, "null") for v in values.values()}) > 1]
-        for row in group:
-            mine = values[row["id"]]
+                  and len({values[i].get(k, "null") for i in group}) > 1]
+        for i in group:
+            mine = values[i]
             parts = [_value_label(k, json.loads(mine[k])) for k in differ if k in mine][:DISPLAY_VALUES]
-            out[row["id"]] = f"{name} {' '.join(parts)}" if parts else name
+            out[i] = f"{name} {' '.join(parts)}" if parts else name
     return out
+
+
+def display_names(rows: list[dict], conn: "sqlite3.Connection | None" = None) -> dict[str, str]:
+    """id -> name, and for runs that share a name, the recipe values that tell them apart
+    (``distinguishing_names``), read from each run's recipe.yaml (kept in the index ``conn``
+    when given; read only for runs that share a name)."""
+    names = [row.get("name") or row["id"] for row in rows]
+    from collections import Counter
+    shared = {n for n, count in Counter(names).items() if count > 1}
+    values = [_cached_values(row, conn) if name in shared else {} for row, name in zip(rows, names)]
+    return {row["id"]: label for row, label in zip(rows, distinguishing_names(names, values))}
 
 
 def list_runs(base: Path, *, status: str | None = None, name_like: str | None = None,

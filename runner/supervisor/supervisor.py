@@ -42,6 +42,7 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
+from moeconsole.runner.process.slurm import reasons as slurm_reasons
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.rundir import rundir, store
 from moeconsole.runner.rundir.journal import Journal
@@ -364,12 +365,17 @@ class Supervisor:
 
     def _note_job(self) -> None:
         """A batch job's state (pending reason, nodes) into state.json when it changes; its id,
-        once sbatch gives it, into events.jsonl."""
-        job, submitted = self.watch.job_news(self.state.get("job"))
+        once sbatch gives it, into events.jsonl; a WARN while it waits for a reason that waiting
+        never clears (``moeconsole.runner.process.slurm.reasons``)."""
+        before = self.state.get("job")
+        job, submitted = self.watch.job_news(before)
         if submitted is not None:
             self.journal.event("job_submitted", **submitted)
         if job is not None:
             self.state.set(job=job)
+            stuck = slurm_reasons.pending_alert(before, job)  # a reason waiting never clears: WARN, and its end
+            if stuck is not None:
+                self.journal.event("alert", step=self.state.step, attempt=self.state.attempt, **stuck)
 
     # ---- the loop ---------------------------------------------------------------------
     def loop(self) -> None:

@@ -353,7 +353,7 @@ def test_browser_lists_sorts_filters_opens_and_compares(base, make_run):
             # bad saves and the causes nobody acknowledged, per run (each fixture run has a stub at 40)
             table = browser.query_one("#runs")
             labels = [str(c.label) for c in table.columns.values()]
-            bad, open_ = labels.index("BAD SAVES"), labels.index("ALERTS")
+            bad, open_ = labels.index("BAD"), labels.index("ALERTS")
             fp8 = table.get_row_at(names().index("moe-fp8"))
             assert str(fp8[bad]) == "1" and str(fp8[open_]) == "1 (1 CRIT)"  # the stub at step 40
             await pilot.press("s")  # next column: ended, newest first

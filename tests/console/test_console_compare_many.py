@@ -147,13 +147,14 @@ def test_runs_ls_fits_the_terminal_with_the_important_columns_first(base, make_r
                                                              f"--fault={fault}", "--max_steps=80"]})
     narrow = _ls_in_a_terminal(base, 80)
     assert all(len(line) <= 80 for line in narrow), narrow
-    assert narrow[0].split() == ["STATUS", "NAME", "STEP", "BAD", "ALERTS", "AGE", "ID"] + narrow[0].split()[7:]
+    assert narrow[0].split()[:6] == ["STATUS", "NAME", "STEP", "LOSS", "ALERTS", "AGE"], narrow
     failed = next(line for line in narrow if line.startswith("FAILED"))
     assert "--fault=oom@40" in failed and "command" not in failed, "the value that tells the runs apart, as typed"
-    assert " ab12" in failed, "the short id attach takes"
+    assert "0.7707" in failed.split(), "the loss, whole"
     assert "2 (2 CRIT)" in failed
     wide = _ls_in_a_terminal(base, 200)
     assert "LAST CRASH" in wide[0] and "cuda_oom" in next(line for line in wide if line.startswith("FAILED"))
+    assert " ab12 " in next(line for line in wide if line.startswith("FAILED")), "the short id attach takes"
     piped = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "--runs-dir", str(base)], cwd=REPO,
                            capture_output=True, text=True, timeout=60).stdout.splitlines()
     assert "STARTED" in piped[0] and any("20240102-000000-tiny-moe-cpu-ab12" in line for line in piped), \

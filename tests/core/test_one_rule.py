@@ -152,7 +152,7 @@ def test_host_ram_and_disk_read_alike_in_gpus_and_the_host_line():
 def test_text_too_long_is_cut_alike_in_runs_ls_and_the_blocker_list(width):
     """One cut rule (moeconsole.runner.core.units.clip): a long command in the blocker list and a long
     value in `runs ls` end at the same character with the same mark."""
-    from moeconsole.console.commands.runs import cut_name
+    from moeconsole.console.runcolumns import cut_name
     from moeconsole.console.format import blocker_cmd
     cmd = "/opt/envs/train/bin/python3.11-m-torch.distributed.run--nproc_per_node=8-train.py--lr=2e-5"
     from moeconsole.runner.core.units import command_text

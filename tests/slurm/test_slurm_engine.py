@@ -324,3 +324,44 @@ def test_a_killed_job_ends_the_run_while_accounting_is_down(slurm, accounting_do
     st = run.wait_status("killed", timeout=120)
     assert _squeue(job_id) == ""
     assert st["job"]["state"] in ("CANCELLED", "FAILED", "ENDED") and st["job"]["source"] == "scontrol", st["job"]
+
+
+@pytest.fixture
+def one_node_partition():
+    """A partition of one node, made for the test and deleted after it (its jobs are cancelled by
+    then: list this fixture before ``slurm``). A 2-node job sent there waits with
+    PartitionNodeLimit, forever."""
+    nodes = cluster_nodes()
+    if len(nodes) < 2:
+        pytest.skip("a 2-node job needs a cluster of 2 nodes or more: scripts/slurm-local.sh start --nodes 3")
+    name = f"moeconsole-one-{os.getpid()}"
+    made = subprocess.run(["scontrol", "create", f"PartitionName={name}", f"Nodes={nodes[0]}", "State=UP",
+                           "MaxTime=INFINITE"], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    try:
+        yield name
+    finally:
+        subprocess.run(["scontrol", "delete", f"PartitionName={name}"], capture_output=True, timeout=60)
+
+
+def test_a_job_that_can_never_start_where_it_was_sent_is_a_warn_naming_what_to_change(one_node_partition, slurm):
+    run = slurm.start(slurm.recipe(engine="slurm", command=_demo(8, 4), heartbeat={"timeout_s": 120},
+                                   slurm={"poll_s": 0.2, "nodes": 2, "partition": one_node_partition}))
+    st = run.wait(lambda s: (s.get("job") or {}).get("reason") == "PartitionNodeLimit", timeout=120,
+                  what="the 2-node job pending with PartitionNodeLimit")
+    job_id = st["job"]["job_id"]
+    alerts = until(lambda: [a for a in run.events("alert") if a.get("rule") == "slurm_pending"
+                            and a["values"].get("reason") == "PartitionNodeLimit"] and run.events("alert"),
+                   timeout=60, what="the slurm_pending alert")
+    mine = [a for a in alerts if a.get("rule") == "slurm_pending"]
+    assert mine[-1]["level"] == "warning" and all(a.get("update") for a in mine[1:]), \
+        "Slurm may say PartitionConfig first: the same alert, its line updated"
+    snap = json.loads(slurm.cli("--json", run.id, "--once", "--no-gpu", check=True).stdout)
+    (group,) = [g for g in snap["alert_groups"] if g["key"] == "slurm_pending"]
+    assert group["active"] and group["level"] == "warning" and group["count"] == 1
+    assert group["headline"].startswith(f"Slurm job {job_id} cannot start by waiting: PartitionNodeLimit: ")
+    assert "lower slurm.nodes" in group["headline"] and "slurm.partition" in group["headline"]
+    shown = slurm.cli("runs", "show", run.id, check=True).stdout
+    assert f"Slurm job {job_id} cannot start by waiting: PartitionNodeLimit" in shown, shown
+    assert "lower slurm.nodes" in shown, shown
+    assert run.state()["status"] == "running", "a warning: the run waits, the user decides"

@@ -1,0 +1,135 @@
+"""Which columns of a run table fit a width: one priority rule for `runs ls`, the run browser
+and the compare table.
+
+A table lists its columns; each may name the kind of fact it shows (``PRIORITY``). The kinds in
+``PRIORITY`` come first, in that order (status, name, step, loss, alerts, age), then the table's
+other columns in its own order. ``fit`` keeps the priority columns while they fit (the name at
+``NAME_MIN``, cut with ``cut_name``: the values that tell runs apart stay whole), widens the name
+to what it needs (up to ``NAME_MAX``), then adds every other column that still fits *whole*: a
+column is shown whole or not at all, so no number is cut.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moeconsole.console import format as fmt
+from moeconsole.runner.core.units import clip
+
+PRIORITY = ("status", "name", "step", "loss", "alerts", "age")
+NAME_MIN = 16   # the name is cut (…) down to this before a priority column is left out
+NAME_MAX = 48
+GAP = 2         # between columns (two spaces; a DataTable's cell padding; a rich Table's padding)
+
+# The run index's columns as `runs ls` and the browser show them: (row key, header, narrow
+# header, kind). Their order after the priority kinds is the order the rest are added in.
+RUN_COLUMNS = (("status", "STATUS", "STATUS", "status"), ("display_name", "NAME", "NAME", "name"),
+               ("last_step", "STEP", "STEP", "step"), ("last_loss", "LAST LOSS", "LOSS", "loss"),
+               ("open_alerts", "ALERTS", "ALERTS", "alerts"), ("age", "AGE", "AGE", "age"),
+               ("id", "ID", "ID", None), ("bad_saves", "BAD SAVES", "BAD", None), ("attempts", "ATT", "ATT", None),
+               ("crashes", "CRASHES", "CRASHES", None), ("last_crash_class", "LAST CRASH", "LAST CRASH", None),
+               ("min_loss", "MIN LOSS", "MIN LOSS", None), ("started_at", "STARTED", "STARTED", None),
+               ("ended_at", "ENDED", "ENDED", None), ("recipe_hash", "RECIPE", "RECIPE", None))
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    width: int                  # what its widest cell (or header) needs
+    kind: str | None = None     # one of PRIORITY, or None
+    always: bool = False        # shown at any width (the compare table's glyph)
+
+
+def rank(columns: list[Column]) -> list[Column]:
+    """The columns in priority order: the kinds of ``PRIORITY`` first, the rest as given."""
+    order = {k: i for i, k in enumerate(PRIORITY)}
+    return sorted(columns, key=lambda c: (0 if c.always else 1, order.get(c.kind or "", len(PRIORITY))))
+
+
+def fit(columns: list[Column], width: int | None, gap: int = GAP) -> tuple[list[str], int]:
+    """(keys shown, in priority order; the name column's width). ``width`` None: all of them."""
+    ranked = rank(columns)
+    name = next((c for c in ranked if c.kind == "name"), None)
+    name_need = min(name.width, NAME_MAX) if name is not None else 0
+    if width is None:
+        return [c.key for c in ranked], name_need
+
+    def span(keys: list[Column], name_w: int) -> int:
+        return sum(name_w if c is name else c.width for c in keys) + gap * max(0, len(keys) - 1)
+
+    chosen: list[Column] = []
+    name_min = min(NAME_MIN, name_need)
+    for col in ranked:
+        if not (col.always or col.kind in PRIORITY):
+            continue
+        trial = chosen + [col]
+        if span(trial, name_min) > width and not col.always:
+            if col is name:
+                break
+            continue
+        chosen = trial
+    name_w = name_min
+    if name is not None and name in chosen:
+        name_w = max(name_min, min(name_need, width - span([c for c in chosen if c is not name], 0) - gap))
+    for col in ranked:
+        if col in chosen:
+            continue
+        if span(chosen + [col], name_w) <= width:
+            chosen.append(col)
+    keys = {c.key for c in chosen}
+    return [c.key for c in ranked if c.key in keys], name_w
+
+
+def cut_name(text: str, w: int) -> str:
+    """A display name cut to ``w``: the values that tell runs of one name apart are kept whole,
+    the shared name is shortened first (``tiny-m… --fault=oom@40``), then dropped
+    (``…--learning_rate=3.5e-4``), then values are left out whole from the end
+    (``…--lr=2e-4 --fp8…``); only a single value longer than ``w`` is cut."""
+    if len(text) <= w:
+        return text
+    name, sep, values = text.partition(" ")
+    if not sep:
+        return clip(text, w)
+    if len(values) + 3 <= w:
+        keep = w - len(values) - 2
+        return (name[:keep] + "… " if keep < len(name) else name + " ") + values
+    if len(values) + 1 <= w:
+        return "…" + values
+    kept: list[str] = []
+    for value in values.split(" "):
+        if len("…" + " ".join(kept + [value]) + "…") > w:
+            break
+        kept.append(value)
+    return "…" + " ".join(kept) + "…" if kept else clip(text, w)
+
+
+def short_ids(rows: list[dict]) -> dict[str, str]:
+    """Each run's id as `attach` needs it: its random suffix (``a3f2``) when no other listed run
+    has it, else the whole id."""
+    tails = [str(r["id"]).rsplit("-", 1)[-1] for r in rows]
+    return {str(r["id"]): (t if tails.count(t) == 1 and len(t) >= 4 else str(r["id"])) for r, t in zip(rows, tails)}
+
+
+def run_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str:
+    """One cell of a run-index row: the age since it started, the id as ``ids`` shortens it, else
+    ``format.run_cell``."""
+    if key == "age":
+        started = row.get("started_at")
+        return fmt.duration(now - started) if isinstance(started, (int, float)) else fmt.NA
+    if key == "id" and ids is not None:
+        return ids.get(str(row["id"]), str(row["id"]))
+    return fmt.run_cell(key, row)
+
+
+def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[str, int] | None = None,
+              full_ids: bool = False) -> tuple[list[tuple[str, str, int]], dict[str, list[str]]]:
+    """The run index fitted to ``width``: ([(key, header, width)] in order, cells per key).
+    ``extra``: more room a column's cells need (the browser's mark before the status);
+    ``full_ids``: the whole id (output that is not a terminal)."""
+    ids = None if full_ids else short_ids(rows)
+    cells = {k: [run_cell(k, r, now, ids) for r in rows] for k, _, _, _ in RUN_COLUMNS}
+    heads = {k: (full if width is None else narrow) for k, full, narrow, _ in RUN_COLUMNS}
+    widths = {k: max([len(heads[k])] + [len(c) + (extra or {}).get(k, 0) for c in cells[k]])
+              for k, _, _, _ in RUN_COLUMNS}
+    keys, name_w = fit([Column(k, widths[k], kind) for k, _, _, kind in RUN_COLUMNS], width)
+    cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k]) for k in keys]
+    return cols, cells
