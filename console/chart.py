@@ -21,6 +21,7 @@ from typing import Callable, Protocol, Sequence
 import math
 
 from moeconsole.console.format import short
+from moeconsole.runner.core.units import fit_words
 from moeconsole.runner.core.series import ema, in_range, reduce_mean
 
 Row = list[tuple[str, str]]
@@ -378,20 +379,28 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
 def _with_notes(candidates: list[str], notes: list[str], rights: list[str], width: int) -> tuple[str, str]:
     """(title, right-hand title): the longest title candidate that fits beside the step range
     with the notes (EMA, log; long or compact) after it. The notes say how the chart is drawn, so
-    they outrank the title's extras; the step range, first with "zoom", outranks nothing but is
-    dropped last (a zoomed axis also shows ◀ ▶ where more of the run lies)."""
+    they are never dropped: the step range goes first (a zoomed axis also shows ◀ ▶ where more of
+    the run lies), then the title's words from the end (``units.fit_words``), so five charts at
+    120 columns still say ``~.6 log``."""
     long_note, short_note = (notes + ["", ""])[:2]
-    variants = [[(f"{c} · {long_note}" if c else long_note) for c in candidates] if long_note else [],
-                [(f"{c} {short_note}" if c else short_note) for c in candidates] if short_note else [],
-                list(candidates)]
-    for tries in variants:
+    if not short_note:
         for right in rights:
-            for head in tries:
+            for head in candidates:
                 if len(head) + len(right) + 1 <= width:
                     return head, right
-    notes = [n for n in notes if n]
-    short = f"{candidates[-1]} {notes[-1] if notes else ''}".strip()
-    return (short if len(short) <= width else candidates[-1]), ""
+        return candidates[-1], ""
+    tries = [(right, [(f"{c} · {long_note}" if c else long_note) for c in candidates] if long_note else [])
+             for right in rights] + [(right, [(f"{c} {short_note}" if c else short_note) for c in candidates])
+                                     for right in rights]
+    tries += [("", heads) for _, heads in tries[:1] + tries[len(rights):len(rights) + 1]]
+    for right, heads in tries:
+        for head in heads:
+            if len(head) + len(right) + 1 <= width:
+                return head, right
+    room = width - len(short_note) - 1
+    if room < 1:
+        return short_note[:width], ""
+    return f"{fit_words(candidates[-1], room)} {short_note}".lstrip(), ""
 
 
 def _extent(series: Sequence[Downsampled]) -> tuple[float | None, float | None]:

@@ -356,3 +356,32 @@ def test_the_mouse_wheel_and_a_drag_zoom_where_the_terminal_sends_them(base, mak
             lo, hi = screen.xrange
             assert 15 <= lo <= 25 and 35 <= hi <= 45, screen.xrange
     asyncio.run(go())
+
+
+def test_five_charts_at_120_columns_keep_their_ema_and_log_marks(base, make_run):
+    """Five charts at 120 columns: the step range and the title's last words go before the marks
+    that say how a chart is drawn (``~.6`` EMA, ``log`` axis) ever do."""
+    from moeconsole.console import chartprefs
+    run = _run_with_extras(base, make_run)
+    chartprefs.save(base, "demo", chartprefs.ChartPrefs(
+        charts=["loss", "grad_norm", "mem_gib", "eval:loss", "token_acc"], smooth=0.6, log=True))
+
+    async def go():
+        app = MoeConsole(base, run, gpu=False, interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await _attach(pilot)
+            await until_ui(pilot, lambda: len(_titles(screen)) == 5 and "token_acc" in _titles(screen)[-1])
+            return _titles(screen)
+    titles = asyncio.run(go())
+    assert [t.split()[0] for t in titles] == ["loss", "grad", "mem", "eval", "token_acc"], titles
+    for t in titles:
+        # memory is drawn against its capacity (a linear axis): its mark is the EMA's alone
+        marks = ["~.6"] if t.startswith("mem") else ["~.6", "log"]
+        assert all(m in t.split() for m in marks), titles
+    assert titles[0].startswith("loss 0.77"), "the value stays beside the name"
+    # a title too long for any variant loses its words from the end, never the marks
+    from moeconsole.console.chart import ChartOptions
+    rows = rows_text(render_chart([series(range(1, 50), [1.0 + i for i in range(49)])], 22, 6,
+                                  title=("load_balancing_loss 1.25 (1–2)", "load_balancing_loss 1.25"),
+                                  options=ChartOptions(smooth=0.6, log=True)))
+    assert rows[0].rstrip().endswith("~.6 log") and rows[0].startswith("load_balanc"), rows[0]
