@@ -61,6 +61,9 @@ class ChartRow(Horizontal):
         self._markers: tuple = ()
         self._extra_charts: dict[str, ChartView] = {}
         self._extra_n = 0
+        # the runner's per-step memory peaks (NVML) seen since attach: the memory chart of a log
+        # that prints no memory (the state carries only the newest ones)
+        self._nvml_mem = Series()
 
     def compose(self):
         yield ChartView("loss", id="chart-loss")
@@ -248,17 +251,32 @@ class ChartRow(Horizontal):
             return
         chart.set_data([s], key=dkey, markers=self._markers, heading=metric_heading(key, s), options=options)
 
-    def _draw_memory(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:
+    def memory_series(self, snap: Snapshot) -> tuple[Series, bool]:
+        """What the memory chart draws: the log's memory field, or, when the log has none (or
+        only zeros), the runner's NVML per-step peaks of the tightest GPU. (series, from NVML)"""
         mem = snap.series["mem_gib"]
+        if (mem.finite_max() or 0.0) > 0:
+            return mem, False
+        new = memory_view.peaks(snap.run.get("memory"))
+        last = self._nvml_mem.last_x
+        for step, gib in new:
+            if last is None or step > last:
+                self._nvml_mem.append(step, gib)
+                last = step
+        return (self._nvml_mem, True) if self._nvml_mem.n else (mem, False)
+
+    def _draw_memory(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:
+        mem, nvml = self.memory_series(snap)
         envelope = snap.run.get("memory")
         tight = memory_view.tightest(envelope) or {}
         cap = tight.get("capacity_gib") or snap.run.get("mem_capacity_gib") or gpu_capacity_gib(snap.gpu)
-        key = (_series_key(mem), marker_key, cap, memory_view.heading_key(envelope), options)
+        key = (_series_key(mem), nvml, marker_key, cap, memory_view.heading_key(envelope), options)
         if key == chart._data_key:
             return
         last = fmt.num(mem.last(), 3)
         heading: tuple[str, ...] = (f"memory {last} GiB", f"mem {last}G")
-        by_gpu = memory_view.heading(envelope)   # the tightest GPU first, when the runner knows it
+        # the tightest GPU first, when the runner knows it
+        by_gpu = memory_view.heading(envelope, nvml=nvml)
         if by_gpu:
             heading = by_gpu
         elif cap:

@@ -385,3 +385,47 @@ def test_five_charts_at_120_columns_keep_their_ema_and_log_marks(base, make_run)
                                   title=("load_balancing_loss 1.25 (1–2)", "load_balancing_loss 1.25"),
                                   options=ChartOptions(smooth=0.6, log=True)))
     assert rows[0].rstrip().endswith("~.6 log") and rows[0].startswith("load_balanc"), rows[0]
+
+
+def test_memory_seen_only_through_nvml_is_drawn_and_the_title_names_nvml(base, make_run):
+    """A log with no memory field, a runner that watches the GPUs through NVML: the memory chart
+    draws the runner's per-step NVML peaks of the tightest GPU (a leak rises), not an empty or
+    flat chart under a `headroom ... LOW` title, and every width of the title says NVML."""
+    from moeconsole.runner.core.memory import MemorySettings, MemoryWatch, readings_from_nvml
+    run = make_run(base, status="running", steps=120, max_steps=400, restart_at=None, checkpoints=())
+    recs = jsonio.read_jsonl(run.metrics)
+    run.metrics.write_text("")
+    for r in recs:
+        r.pop("mem_gib")
+        jsonio.append_jsonl(run.metrics, r)
+    # the runner's memory watch, fed the NVML samples of a 170 MiB/step leak on an 80 GiB GPU
+    watch = MemoryWatch(MemorySettings())
+    for step in range(1, 121):
+        gpu = {"available": True, "gpus": [{"index": 0, "mem_used_mib": 60 * 1024 + step * 170,
+                                              "mem_total_mib": 80 * 1024, "processes": []}]}
+        for reading in readings_from_nvml(gpu, step=step, t=1000.0 + step):
+            watch.observe(reading)
+    state = jsonio.read_json(run.state)
+    state["memory"] = watch.to_dict()
+    jsonio.atomic_write_json(run.state, state)
+    assert state["memory"]["gpus"][0]["ok"] is False, "the headroom is LOW: what the title says"
+
+    async def go(size):
+        app = MoeConsole(base, run, gpu=False, interval=0.2)
+        async with app.run_test(size=size) as pilot:
+            screen = await _attach(pilot)
+            mem = screen.query_one("#chart-mem", ChartView)
+            await until_ui(pilot, lambda: "nvml" in mem.text_rows()[0].lower(), what="the NVML memory title")
+            return mem.text_rows()
+    for size in ((80, 24), (120, 36), (160, 48)):
+        rows = asyncio.run(go(size))
+        title, body = rows[0], plot_cols(rows)
+        assert "LOW" in title and "nvml" in title.lower(), title
+        dots = [(r, c) for r, line in enumerate(body) for c, ch in enumerate(line) if 0x2800 < ord(ch) <= 0x28FF]
+        assert dots, rows
+        assert "no data" not in "".join(rows)
+        # a leak: the line's right end lies higher (a smaller row) than its left end
+        left = min(c for _, c in dots)
+        right = max(c for _, c in dots)
+        assert right - left >= len(body[0]) // 2, "drawn across the steps"
+        assert min(r for r, c in dots if c == right) < max(r for r, c in dots if c == left), rows
