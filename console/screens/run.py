@@ -43,6 +43,8 @@ from moeconsole.runner.rundir.snapshot import Snapshot
 from moeconsole.runner.supervisor import control
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
+
+
 class RunScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.RUN_KEYS) + [Binding("escape", "back", "Back", show=False)]
     AUTO_FOCUS = "#events"  # Enter opens the newest event at once; tab reaches the zombie list
@@ -213,7 +215,11 @@ class RunScreen(Screen):
         return self.charts.chart_keys()
 
     def on_resize(self) -> None:
-        self.call_after_refresh(self.charts.redraw)   # more or fewer charts fit
+        self.call_after_refresh(self._redraw_charts)   # more or fewer charts fit
+
+    def _redraw_charts(self) -> None:
+        for row in self.query(ChartRow):   # none yet while the screen is being composed
+            row.redraw()
 
     def action_charts(self) -> None:
         """c: every metric of the log in a list; the chosen ones become the charts (kept per recipe)."""
