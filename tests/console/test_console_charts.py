@@ -11,6 +11,7 @@ import json
 import math
 import os
 
+import pytest
 from textual import events
 
 from moeconsole.console.app import MoeConsole
@@ -387,16 +388,20 @@ def test_five_charts_at_120_columns_keep_their_ema_and_log_marks(base, make_run)
     assert rows[0].rstrip().endswith("~.6 log") and rows[0].startswith("load_balanc"), rows[0]
 
 
-def test_memory_seen_only_through_nvml_is_drawn_and_the_title_names_nvml(base, make_run):
-    """A log with no memory field, a runner that watches the GPUs through NVML: the memory chart
-    draws the runner's per-step NVML peaks of the tightest GPU (a leak rises), not an empty or
-    flat chart under a `headroom ... LOW` title, and every width of the title says NVML."""
+@pytest.mark.parametrize("log_mem", ["none", "zeros"])
+def test_memory_seen_only_through_nvml_is_drawn_and_the_title_names_nvml(base, make_run, log_mem):
+    """A log with no memory field (or one that prints 0), a runner that watches the GPUs through
+    NVML: the memory chart draws the runner's per-step NVML peaks of the tightest GPU (a leak
+    rises), not an empty or flat chart under a `headroom ... LOW` title, and every width of the
+    title says NVML."""
     from moeconsole.runner.core.memory import MemorySettings, MemoryWatch, readings_from_nvml
     run = make_run(base, status="running", steps=120, max_steps=400, restart_at=None, checkpoints=())
     recs = jsonio.read_jsonl(run.metrics)
     run.metrics.write_text("")
     for r in recs:
         r.pop("mem_gib")
+        if log_mem == "zeros":
+            r["mem_gib"] = 0.0
         jsonio.append_jsonl(run.metrics, r)
     # the runner's memory watch, fed the NVML samples of a 170 MiB/step leak on an 80 GiB GPU
     watch = MemoryWatch(MemorySettings())
@@ -417,7 +422,7 @@ def test_memory_seen_only_through_nvml_is_drawn_and_the_title_names_nvml(base, m
             mem = screen.query_one("#chart-mem", ChartView)
             await until_ui(pilot, lambda: "nvml" in mem.text_rows()[0].lower(), what="the NVML memory title")
             return mem.text_rows()
-    for size in ((80, 24), (120, 36), (160, 48)):
+    for size in ((80, 24), (120, 36), (160, 48)) if log_mem == "none" else ((120, 36),):
         rows = asyncio.run(go(size))
         title, body = rows[0], plot_cols(rows)
         assert "LOW" in title and "nvml" in title.lower(), title
