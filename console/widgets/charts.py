@@ -1,7 +1,9 @@
 """ChartRow: the run screen's row of charts, with what they need beyond a snapshot: which
 metrics are charted (the recipe's saved choice, else the defaults), smoothing and the log axis
 (saved per recipe in ``chart-prefs.json``), the zoomed step range (this console only), the
-checkpoint and restart markers, and each chart's heading.
+checkpoint and restart markers, and each chart's heading. The memory chart draws the log's
+memory field, or, for a log that prints none, the runner's NVML per-step peaks of the tightest
+GPU (``moeconsole.console.memory.peaks``), and its title says which.
 
 The run screen hands it every snapshot (``show``) and its keys (``smooth``, ``toggle_log``,
 ``zoom_in``, ...); the mouse's zoom messages from a ``ChartView`` end here. Drawing is
