@@ -21,6 +21,7 @@ from typing import Callable, Protocol, Sequence
 import math
 
 from moeconsole.console.format import short
+from moeconsole.runner.core.units import fit_words
 from moeconsole.runner.core.series import ema, in_range, reduce_mean
 
 Row = list[tuple[str, str]]
@@ -205,50 +206,103 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
                        cap_label: str = "cap", y_floor: float | None = None,
                        options: ChartOptions = DEFAULT_OPTIONS, x_label: Callable[[float], str] = short
                        ) -> tuple[list[Row], Frame | None]:
-    """``render_chart`` and the frame it drew in (None when nothing was plotted)."""
+    """``render_chart`` and the frame it drew in (None when nothing was plotted). The steps, each
+    a function of its own: the title, the data sampled to the plot's pixels, the axes, the
+    plotted cells, the cap line, the markers, the flags (NaN, clipped), the labelled rows."""
     width, height = max(0, width), max(0, height)
     candidates = [title] if isinstance(title, str) else (list(title) or [""])
     # candidates, longest first: the first that fits is shown (with the notes, below)
-    title = ([t for t in candidates if len(t) <= width - 8] or candidates[-1:])[0]
+    first = ([t for t in candidates if len(t) <= width - 8] or candidates[-1:])[0]
     if width == 0 or height == 0:
         return [[("", "")] for _ in range(height)], None
-    rows: list[Row] = [[(_title(title, right_title, width), "chart--title")]]
-    plot_h = height - 2
-    plot_w = width - LABEL_W - 1
+    rows: list[Row] = [[(_title(first, right_title, width), "chart--title")]]
+    plot_h, plot_w = height - 2, width - LABEL_W - 1
     if plot_h < 1 or plot_w < 4:
         return rows + [[(" " * width, "")] for _ in range(height - 1)], None
-
     overlay = len(series) > 1
-    px_w = plot_w if overlay else plot_w * 2
-    px_h = plot_h if overlay else plot_h * 4
-    lo_x, hi_x = options.xrange if options.xrange else (None, None)
-    data = [_downsample(s, px_w, lo_x, hi_x) for s in series]
-    smooth = min(max(options.smooth, 0.0), 0.999)
-    smoothed = [_smoothed(s, smooth, px_w, lo_x, hi_x) for s in series] if smooth > 0 else [None] * len(series)
-    xs_all = [x for x, _ in data if len(x)]
-    if not xs_all:
-        empty = _fit("no data yet" if options.xrange is None else "no data in this range", plot_w)
-        rows += [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
-                 for i in range(plot_h)]
-        rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])
-        return rows, None
-    x0 = min(min(x) for x in xs_all)
-    x1 = max(max(x) for x in xs_all)
-    if options.xrange is not None:
-        x0, x1 = float(options.xrange[0]), float(options.xrange[1])
-    else:
-        for s in series:  # a bucket is labelled by its first step: the true last step may lie beyond
-            last_x = getattr(s, "last_x", None)
-            if isinstance(last_x, (int, float)):
-                x1 = max(x1, float(last_x))
-    raw_ys = [list(y) for _, y in data]
-    use_log = options.log and cap is None and _log_ok(raw_ys)
+    px_w, px_h = (plot_w, plot_h) if overlay else (plot_w * 2, plot_h * 4)
+    sampled = _sample(series, px_w, options)
+    if not any(len(x) for x, _ in sampled.data):
+        return rows + _empty_plot(plot_w, plot_h, options), None
+    x0, x1 = _x_span(series, sampled.data, options)
+    use_log = options.log and cap is None and _log_ok(sampled.raw_ys)
     if use_log:
-        raw_ys = [_log10(y) for y in raw_ys]
-        smoothed = [None if sm is None else (sm[0], _log10(sm[1])) for sm in smoothed]
-    yr, clipped_axis = _y_range(raw_ys, cap, y_floor if not use_log else None,
+        sampled = sampled.logged()
+    yr, clipped_axis = _y_range(sampled.raw_ys, cap, y_floor if not use_log else None,
                                 zero_based=options.zero_based and not use_log, clip=options.clip)
     y0, y1 = yr if yr else (0.0, 1.0)
+    head, right = _with_notes(candidates, _notes(options, use_log, cap), _rights(right_title, options, x_label, x0, x1),
+                              width)
+    rows[0] = [(_title(head, right, width), "chart--title")]
+    scale = _Scale(x0, x1, y0, y1, px_w, px_h)
+    plot = _Plot(plot_w, plot_h, cell_w=1 if overlay else 2, y1=y1 if clipped_axis else None)
+    if overlay:
+        plot.overlay(sampled, scale)
+    else:
+        plot.single(sampled, scale)
+    if cap is not None:
+        plot.cap_line(scale.cell_row(cap, plot_h))
+    plot.mark(markers, scale)
+    if options.xrange is not None:
+        plot.zoom_arrows(_extent(series), x0, x1)
+    plot.flags()
+    rows += plot.labelled_rows(_labels(scale, plot_h, clipped_axis, use_log, cap, cap_label))
+    return rows, Frame(x0=x0, x1=x1, plot_left=LABEL_W + 1, plot_w=plot_w, clipped=plot.over_points, log=use_log)
+
+
+@dataclass(frozen=True)
+class _Sampled:
+    """The series reduced to the plot's pixel width: (xs, ys) each, their raw ys as lists (the
+    log axis replaces them), and the EMA lines (None per series when not smoothed)."""
+    data: list[tuple[Sequence[float], Sequence[float]]]
+    raw_ys: list[list[float]]
+    smoothed: list[tuple[list[float], list[float]] | None]
+
+    def logged(self) -> "_Sampled":
+        return _Sampled(self.data, [_log10(y) for y in self.raw_ys],
+                        [None if sm is None else (sm[0], _log10(sm[1])) for sm in self.smoothed])
+
+
+def _sample(series: Sequence[Downsampled], px_w: int, options: ChartOptions) -> _Sampled:
+    lo_x, hi_x = options.xrange if options.xrange else (None, None)
+    data = [_downsample(s, px_w, lo_x, hi_x) for s in series]
+    smooth = _smooth_weight(options)
+    smoothed: list[tuple[list[float], list[float]] | None] = (
+        [_smoothed(s, smooth, px_w, lo_x, hi_x) for s in series] if smooth > 0 else [None] * len(series))
+    return _Sampled(data, [list(y) for _, y in data], smoothed)
+
+
+def _smooth_weight(options: ChartOptions) -> float:
+    return min(max(options.smooth, 0.0), 0.999)
+
+
+def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:
+    empty = _fit("no data yet" if options.xrange is None else "no data in this range", plot_w)
+    rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
+                       for i in range(plot_h)]
+    rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])
+    return rows
+
+
+def _x_span(series: Sequence[Downsampled], data: list[tuple[Sequence[float], Sequence[float]]],
+            options: ChartOptions) -> tuple[float, float]:
+    """The step range drawn: the zoomed range, else the data's (to the true last step: a bucket
+    is labelled by its first step, the last step may lie beyond)."""
+    if options.xrange is not None:
+        return float(options.xrange[0]), float(options.xrange[1])
+    xs_all = [x for x, _ in data if len(x)]
+    x0 = min(min(x) for x in xs_all)
+    x1 = max(max(x) for x in xs_all)
+    for s in series:
+        last_x = getattr(s, "last_x", None)
+        if isinstance(last_x, (int, float)):
+            x1 = max(x1, float(last_x))
+    return x0, x1
+
+
+def _notes(options: ChartOptions, use_log: bool, cap: float | None) -> list[str]:
+    """How the chart is drawn, long and compact: ``EMA 0.6 log`` / ``~.6 log``."""
+    smooth = _smooth_weight(options)
     notes, compact = [], []
     if smooth > 0:
         notes.append(f"EMA {smooth:g}")
@@ -259,139 +313,197 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
     elif options.log and cap is None:
         notes.append("log n/a")
         compact.append("lin")
+    return [" ".join(notes), " ".join(compact)]
+
+
+def _rights(right_title: str, options: ChartOptions, x_label: Callable[[float], str], x0: float, x1: float
+            ) -> list[str]:
+    if right_title:
+        return [right_title]
     span = f"{x_label(x0)}–{x_label(x1)}"
-    rights = [right_title] if right_title else ([f"zoom {span}", span] if options.xrange is not None else [span])
-    head, right = _with_notes(candidates, [" ".join(notes), " ".join(compact)], rights, width)
-    rows[0] = [(_title(head, right, width), "chart--title")]
+    return [f"zoom {span}", span] if options.xrange is not None else [span]
 
-    def col_of(x: float) -> int:
-        if x1 <= x0:
+
+@dataclass(frozen=True)
+class _Scale:
+    """Data to pixels: step to pixel column, value to pixel row."""
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    px_w: int
+    px_h: int
+
+    def col(self, x: float) -> int:
+        if self.x1 <= self.x0:
             return 0
-        return min(max(round((x - x0) / (x1 - x0) * (px_w - 1)), 0), px_w - 1)
+        return min(max(round((x - self.x0) / (self.x1 - self.x0) * (self.px_w - 1)), 0), self.px_w - 1)
 
-    def row_of(y: float) -> int:
-        return min(max(round((y1 - y) / (y1 - y0) * (px_h - 1)), 0), px_h - 1)
+    def row(self, y: float) -> int:
+        return min(max(round((self.y1 - y) / (self.y1 - self.y0) * (self.px_h - 1)), 0), self.px_h - 1)
 
-    # cells[r][c] = (glyph, style); None = empty.
-    cells: list[list[tuple[str, str] | None]] = [[None] * plot_w for _ in range(plot_h)]
-    bad_cols: set[int] = set()
-    over_cols: set[int] = set()   # cell columns with a point beyond a clipped axis
-    over_points = 0
-    cell_w = 1 if overlay else 2
-    if overlay:
-        for i, (x, _) in enumerate(data):
+    def cell_row(self, y: float, plot_h: int) -> int:
+        """The cell row of a value (a cap line, its label)."""
+        return min(max(round((self.y1 - y) / (self.y1 - self.y0) * (plot_h - 1)), 0), plot_h - 1)
+
+
+class _Plot:
+    """The plot's cells, the axis row below them, and the columns to flag (NaN, clipped)."""
+
+    def __init__(self, plot_w: int, plot_h: int, *, cell_w: int, y1: float | None) -> None:
+        self.w, self.h, self.cell_w = plot_w, plot_h, cell_w
+        self.clip_top = y1        # the top of a clipped axis (None: not clipped)
+        # cells[r][c] = (glyph, style); None = empty.
+        self.cells: list[list[tuple[str, str] | None]] = [[None] * plot_w for _ in range(plot_h)]
+        self.axis: list[tuple[str, str]] = [("─", "chart--axis")] * plot_w
+        self.bad_cols: set[int] = set()
+        self.over_cols: set[int] = set()   # cell columns with a point beyond a clipped axis
+        self.over_points = 0
+
+    def _over(self, v: float) -> bool:
+        return self.clip_top is not None and v > self.clip_top
+
+    def overlay(self, sampled: _Sampled, scale: _Scale) -> None:
+        """Two or more series: one glyph each at cell resolution, ``◆`` where two meet."""
+        for i, (x, _) in enumerate(sampled.data):
             glyph, style = SERIES_GLYPHS[i % len(SERIES_GLYPHS)], SERIES_STYLES[i % len(SERIES_STYLES)]
-            sm = smoothed[i]
-            xs_i, ys_i = (sm[0], sm[1]) if sm is not None else (x, raw_ys[i])
+            sm = sampled.smoothed[i]
+            xs_i, ys_i = (sm[0], sm[1]) if sm is not None else (x, sampled.raw_ys[i])
             for xv, yv in zip(xs_i, ys_i):
                 if not math.isfinite(yv):
                     if sm is None:
-                        bad_cols.add(col_of(xv))
+                        self.bad_cols.add(scale.col(xv))
                     continue
-                c, r = col_of(xv), row_of(yv)
-                if clipped_axis and yv > y1:
-                    over_cols.add(c)
-                    over_points += 1
-                cur = cells[r][c]
-                if cur is not None and cur[0] != glyph:
-                    cells[r][c] = (BOTH_GLYPH, "chart--both")
-                else:
-                    cells[r][c] = (glyph, style)
-    else:
-        x, _ = data[0]
-        y = raw_ys[0]
+                c, r = scale.col(xv), scale.row(yv)
+                if self._over(yv):
+                    self.over_cols.add(c)
+                    self.over_points += 1
+                cur = self.cells[r][c]
+                self.cells[r][c] = (BOTH_GLYPH, "chart--both") if cur is not None and cur[0] != glyph else (glyph, style)
+
+    def single(self, sampled: _Sampled, scale: _Scale) -> None:
+        """One series in braille dots; smoothed, the EMA line over the faint raw one."""
+        x, _ = sampled.data[0]
+        y = sampled.raw_ys[0]
         for xv, v in zip(x, y):
-            if clipped_axis and math.isfinite(v) and v > y1:
-                over_cols.add(col_of(xv) // 2)
-                over_points += 1
-        raw_dots, bad = _dots([col_of(v) for v in x], [row_of(v) if math.isfinite(v) else -1 for v in y],
-                              plot_w, plot_h)
-        bad_cols.update(c // 2 for c in bad)
-        sm = smoothed[0]
+            if math.isfinite(v) and self._over(v):
+                self.over_cols.add(scale.col(xv) // 2)
+                self.over_points += 1
+        raw_dots, bad = _dots([scale.col(v) for v in x], [scale.row(v) if math.isfinite(v) else -1 for v in y],
+                              self.w, self.h)
+        self.bad_cols.update(c // 2 for c in bad)
+        sm = sampled.smoothed[0]
         if sm is None:
-            _paint(cells, raw_dots, "chart--line")
-        else:
-            line_dots, _ = _dots([col_of(v) for v in sm[0]],
-                                 [row_of(v) if math.isfinite(v) else -1 for v in sm[1]], plot_w, plot_h)
-            _paint(cells, raw_dots, "chart--raw")
-            _paint(cells, line_dots, "chart--line")   # the smoothed line over the raw one
+            _paint(self.cells, raw_dots, "chart--line")
+            return
+        line_dots, _ = _dots([scale.col(v) for v in sm[0]],
+                             [scale.row(v) if math.isfinite(v) else -1 for v in sm[1]], self.w, self.h)
+        _paint(self.cells, raw_dots, "chart--raw")
+        _paint(self.cells, line_dots, "chart--line")   # the smoothed line over the raw one
 
-    if cap is not None:
-        r = min(max(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0), plot_h - 1)
-        for c in range(plot_w):
-            if cells[r][c] is None:
-                cells[r][c] = ("╌", "chart--cap")
-    axis: list[tuple[str, str]] = [("─", "chart--axis")] * plot_w
-    # Per column, the markers that land there: the axis shows the strongest checkpoint verdict
-    # (✗ over ? over C), else R; a restart that shares its column with a checkpoint is written at
-    # the top of its dashed line instead, so both are seen.
-    by_col: dict[int, set[str]] = {}
-    for m in markers:
-        if not (x0 <= m.step <= x1) and x1 > x0:
-            continue
-        by_col.setdefault(col_of(m.step) // cell_w, set()).add(m.kind)
-    for c, kinds in by_col.items():
-        ck: str | None = next((k for k in ("ckpt_bad", "ckpt_suspect", "ckpt") if k in kinds), None)
-        shown = ck or next(iter(sorted(kinds - {"restart"})), None) or ("restart" if "restart" in kinds else None)
-        if shown is not None:
-            axis[c] = (MARKER_GLYPH.get(shown, "|"), MARKER_STYLE.get(shown, "chart--axis"))
-        if "restart" in kinds:
-            for r in range(plot_h):
-                if cells[r][c] is None:
-                    cells[r][c] = ("┆", "chart--restart")
-            if shown != "restart":
-                top = 1 if (c in bad_cols or c in over_cols) and plot_h > 1 else 0
-                cells[top][c] = (MARKER_GLYPH["restart"], MARKER_STYLE["restart"])
-    if options.xrange is not None:   # more of the run lies left or right of a zoomed range
-        first, last = _extent(series)
-        if first is not None and first < x0 and axis[0][0] == "─":
-            axis[0] = ("◀", "chart--axis")
-        if last is not None and last > x1 and axis[-1][0] == "─":
-            axis[-1] = ("▶", "chart--axis")
-    for c in over_cols:
-        c = min(c, plot_w - 1)
-        cells[0][c] = (CLIP_GLYPH, "chart--bad")
-    for c in bad_cols:
-        c = min(c, plot_w - 1)
-        cells[0][c] = ("!", "chart--bad")
-        axis[c] = ("!", "chart--bad")
+    def cap_line(self, r: int) -> None:
+        for c in range(self.w):
+            if self.cells[r][c] is None:
+                self.cells[r][c] = ("╌", "chart--cap")
 
+    def mark(self, markers: Sequence[Marker], scale: _Scale) -> None:
+        """Per column, the markers that land there: the axis shows the strongest checkpoint
+        verdict (✗ over ? over C), else R; a restart that shares its column with a checkpoint is
+        written at the top of its dashed line instead, so both are seen."""
+        by_col: dict[int, set[str]] = {}
+        for m in markers:
+            if not (scale.x0 <= m.step <= scale.x1) and scale.x1 > scale.x0:
+                continue
+            by_col.setdefault(scale.col(m.step) // self.cell_w, set()).add(m.kind)
+        for c, kinds in by_col.items():
+            shown = _shown_marker(kinds)
+            if shown is not None:
+                self.axis[c] = (MARKER_GLYPH.get(shown, "|"), MARKER_STYLE.get(shown, "chart--axis"))
+            if "restart" in kinds:
+                self._restart_line(c, on_axis=shown == "restart")
+
+    def _restart_line(self, c: int, *, on_axis: bool) -> None:
+        for r in range(self.h):
+            if self.cells[r][c] is None:
+                self.cells[r][c] = ("┆", "chart--restart")
+        if not on_axis:
+            top = 1 if (c in self.bad_cols or c in self.over_cols) and self.h > 1 else 0
+            self.cells[top][c] = (MARKER_GLYPH["restart"], MARKER_STYLE["restart"])
+
+    def zoom_arrows(self, extent: tuple[float | None, float | None], x0: float, x1: float) -> None:
+        """More of the run lies left or right of a zoomed range: ◀ ▶ at the axis's ends."""
+        first, last = extent
+        if first is not None and first < x0 and self.axis[0][0] == "─":
+            self.axis[0] = ("◀", "chart--axis")
+        if last is not None and last > x1 and self.axis[-1][0] == "─":
+            self.axis[-1] = ("▶", "chart--axis")
+
+    def flags(self) -> None:
+        """``↑`` over a point beyond the clipped axis, ``!`` over a NaN/inf (and on the axis)."""
+        for c in self.over_cols:
+            self.cells[0][min(c, self.w - 1)] = (CLIP_GLYPH, "chart--bad")
+        for c in self.bad_cols:
+            c = min(c, self.w - 1)
+            self.cells[0][c] = ("!", "chart--bad")
+            self.axis[c] = ("!", "chart--bad")
+
+    def labelled_rows(self, labels: dict[int, str]) -> list[Row]:
+        rows: list[Row] = []
+        for r in range(self.h):
+            text = labels.get(r, "")
+            text = (text[:LABEL_W] if len(text) <= LABEL_W else text[-LABEL_W:]).rjust(LABEL_W)
+            line = [(text + "┤" if r in labels else text + "│", "chart--axis")]
+            line += [c if c is not None else (" ", "") for c in self.cells[r]]
+            rows.append(_merge(line))
+        rows.append(_merge([(" " * LABEL_W + "└", "chart--axis")] + self.axis))
+        return rows
+
+
+def _shown_marker(kinds: set[str]) -> str | None:
+    """The marker a column's axis shows: the strongest checkpoint verdict, else another kind, else R."""
+    ck = next((k for k in ("ckpt_bad", "ckpt_suspect", "ckpt") if k in kinds), None)
+    return ck or next(iter(sorted(kinds - {"restart"})), None) or ("restart" if "restart" in kinds else None)
+
+
+def _labels(scale: _Scale, plot_h: int, clipped_axis: bool, use_log: bool, cap: float | None,
+            cap_label: str) -> dict[int, str]:
+    """The y labels by plot row: top and bottom (``↑`` on a clipped top), the cap, a log axis's middle."""
     def label(v: float) -> str:
         return short(10 ** v) if use_log else short(v)
 
-    labels = {0: (CLIP_GLYPH if clipped_axis else "") + label(y1), plot_h - 1: label(y0)}
+    labels = {0: (CLIP_GLYPH if clipped_axis else "") + label(scale.y1), plot_h - 1: label(scale.y0)}
     if cap is not None and plot_h > 2:
-        rc = min(max(round((y1 - cap) / (y1 - y0) * (plot_h - 1)), 0), plot_h - 1)
-        labels[rc] = cap_label
+        labels[scale.cell_row(cap, plot_h)] = cap_label
     if use_log and plot_h > 4:
-        labels.setdefault((plot_h - 1) // 2, label((y0 + y1) / 2))
-    for r in range(plot_h):
-        text = labels.get(r, "")
-        text = (text[:LABEL_W] if len(text) <= LABEL_W else text[-LABEL_W:]).rjust(LABEL_W)
-        line = [(text + "┤" if r in labels else text + "│", "chart--axis")]
-        line += [c if c is not None else (" ", "") for c in cells[r]]
-        rows.append(_merge(line))
-    rows.append(_merge([(" " * LABEL_W + "└", "chart--axis")] + axis))
-    return rows, Frame(x0=x0, x1=x1, plot_left=LABEL_W + 1, plot_w=plot_w, clipped=over_points, log=use_log)
+        labels.setdefault((plot_h - 1) // 2, label((scale.y0 + scale.y1) / 2))
+    return labels
 
 
 def _with_notes(candidates: list[str], notes: list[str], rights: list[str], width: int) -> tuple[str, str]:
     """(title, right-hand title): the longest title candidate that fits beside the step range
     with the notes (EMA, log; long or compact) after it. The notes say how the chart is drawn, so
-    they outrank the title's extras; the step range, first with "zoom", outranks nothing but is
-    dropped last (a zoomed axis also shows ◀ ▶ where more of the run lies)."""
+    they are never dropped: the step range goes first (a zoomed axis also shows ◀ ▶ where more of
+    the run lies), then the title's words from the end (``units.fit_words``), so five charts at
+    120 columns still say ``~.6 log``."""
     long_note, short_note = (notes + ["", ""])[:2]
-    variants = [[(f"{c} · {long_note}" if c else long_note) for c in candidates] if long_note else [],
-                [(f"{c} {short_note}" if c else short_note) for c in candidates] if short_note else [],
-                list(candidates)]
-    for tries in variants:
+    if not short_note:
         for right in rights:
-            for head in tries:
+            for head in candidates:
                 if len(head) + len(right) + 1 <= width:
                     return head, right
-    notes = [n for n in notes if n]
-    short = f"{candidates[-1]} {notes[-1] if notes else ''}".strip()
-    return (short if len(short) <= width else candidates[-1]), ""
+        return candidates[-1], ""
+    tries = [(right, [(f"{c} · {long_note}" if c else long_note) for c in candidates] if long_note else [])
+             for right in rights] + [(right, [(f"{c} {short_note}" if c else short_note) for c in candidates])
+                                     for right in rights]
+    tries += [("", heads) for _, heads in tries[:1] + tries[len(rights):len(rights) + 1]]
+    for right, heads in tries:
+        for head in heads:
+            if len(head) + len(right) + 1 <= width:
+                return head, right
+    room = width - len(short_note) - 1
+    if room < 1:
+        return short_note[:width], ""
+    return f"{fit_words(candidates[-1], room)} {short_note}".lstrip(), ""
 
 
 def _extent(series: Sequence[Downsampled]) -> tuple[float | None, float | None]:

@@ -45,16 +45,31 @@ def trend_words(g: Mapping[str, Any], *, short: bool = False) -> str:
     return f"{text}, OOM in ~{steps:,} steps ({duration_text(secs)})"
 
 
-def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+def peaks(memory: Mapping[str, Any] | None) -> list[tuple[int, float]]:
+    """The tightest GPU's per-step peaks as the runner measured them (``[[step, GiB], ...]`` in
+    the state: NVML's samples when the log prints no memory), as (step, GiB) pairs."""
+    out = []
+    for pair in (tightest(memory) or {}).get("peaks") or ():
+        if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], int):
+            v = as_float(pair[1])
+            if v is not None:
+                out.append((pair[0], v))
+    return out
+
+
+def heading(memory: Mapping[str, Any] | None, *, nvml: bool = False) -> tuple[str, ...] | None:
     """The memory chart's heading, widest first (the chart picks what fits); None without a
     GPU to show. Without a known capacity (no NVML, no ``gpus.memory_capacity_gib``) there is no
-    headroom to show: the heading is the peak and its trend."""
+    headroom to show: the heading is the peak and its trend. ``nvml``: the chart draws the
+    runner's NVML samples (the log has no memory field), and every width says so."""
     g = tightest(memory)
     if g is None:
         return None
     label = str(g.get("label") or f"GPU {NA}")
     # "all": the run-wide track (a trainer's max over its GPUs); never a bare "max" beside a headroom
     short_label = label.replace("GPU ", "GPU") if label.startswith("GPU ") else "all"
+    if nvml:
+        label, short_label = f"{label} NVML", f"{short_label} nvml"
     peak, cap = g.get("device_peak_gib"), g.get("capacity_gib")
     eff, minimum = g.get("effective_headroom_gib"), g.get("min_headroom_gib")
     low = "" if g.get("ok") is not False else " LOW"
@@ -73,7 +88,7 @@ def heading(memory: Mapping[str, Any] | None) -> tuple[str, ...] | None:
     # every width says which number it is: the peak, the (effective) headroom
     small = f"mem {short_label} peak {gib(peak)}G headroom {gib(eff)}G{low} · {trend_words(g, short=True)}"
     return (full, mid, small, f"mem {short_label} peak {gib(peak)}G headroom {gib(eff)}G{low}",
-            f"mem {short_label} headroom {gib(eff)}G{low}")
+            f"mem {short_label} headroom {gib(eff)}G{low}", f"{'nvml' if nvml else 'mem'} headroom {gib(eff)}G{low}")
 
 
 def heading_key(memory: Mapping[str, Any] | None) -> tuple:

@@ -1,8 +1,10 @@
-"""When to look at a run again: the console's poll timing, without any UI (as toolong's
-``watcher.py``).
+"""When to look at a run again, and the poll loop itself: the console's polling without any UI
+(as toolong's ``watcher.py``; no Textual import here).
 
-The run screen's poll thread asks ``RunWatch.wait_next`` after each snapshot and polls again
-when it returns: at the next tick (``interval``), at once after ``poke()`` (a request the user
+``Poller.run`` is the run screen's poll thread: it reads a snapshot (``RunSource.poll``: GPU
+telemetry on the timer, not on every file change), hands it to ``deliver`` as a ``Polled`` (the
+screen posts it as a message that a newer one replaces, so a slow UI drops stale snapshots
+instead of queueing them), then asks ``RunWatch.wait_next`` and polls again when it returns: at the next tick (``interval``), at once after ``poke()`` (a request the user
 just sent), or when the run directory changes (``moeconsole.runner.rundir.dirwatch``, coalesced: a log
 written a thousand lines a second is still read in a few polls). It never blocks for longer than
 a quarter second without looking at ``cancelled()``, since a thread cannot be force-cancelled
@@ -14,9 +16,15 @@ import os
 import select
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from moeconsole.runner.rundir import dirwatch
+
+if TYPE_CHECKING:
+    from moeconsole.console.source import RunSource
+    from moeconsole.runner.rundir.snapshot import Snapshot
 
 WATCH_GAP_S = 0.05  # a change in the run directory polls at once, but not more often than this
 CANCEL_CHECK_S = 0.25
@@ -75,6 +83,57 @@ class RunWatch:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+@dataclass(frozen=True)
+class Polled:
+    """One poll's result: a snapshot, or why reading the run failed."""
+    snapshot: Snapshot | None
+    error: str | None = None
+    last_output_t: float | None = None   # when the training last showed life (wall time)
+    heartbeat_s: float | None = None     # the recipe's hang limit, once the run has been quiet
+
+
+class Poller:
+    """The poll loop of one run, UI-free: ``run(deliver, cancelled)`` on a thread."""
+
+    def __init__(self, source: RunSource, watch: RunWatch, *, quiet_shown_s: float,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.source = source
+        self.watch = watch
+        self.quiet_shown_s = quiet_shown_s
+        self.clock = clock
+        self.heartbeat_s: float | None = None
+        self._gpu_at = float("-inf")
+
+    def poll(self, full: bool) -> Polled:
+        """One snapshot (``full``: GPU telemetry too); a bad file becomes an error, never an exception."""
+        try:
+            if full:
+                self._gpu_at = time.monotonic()
+            snap = self.source.poll(telemetry=full)
+            last_output = self.source.last_output_t(snap)
+            if self.heartbeat_s is None and last_output is not None and \
+                    self.clock() - last_output >= self.quiet_shown_s:
+                # the hang limit is shown beside the quiet time only: the recipe (and its YAML
+                # reader) is read once the run has been quiet, not on every attach
+                self.heartbeat_s = self.source.heartbeat_s()
+            return Polled(snap, last_output_t=last_output, heartbeat_s=self.heartbeat_s)
+        except Exception as exc:  # a bad file must not kill the poller: show it and go on
+            return Polled(None, f"{type(exc).__name__}: {exc}", heartbeat_s=self.heartbeat_s)
+
+    def run(self, deliver: Callable[[Polled], object], cancelled: Callable[[], bool]) -> None:
+        """Poll until ``cancelled()``: at once, then at each tick, poke or file change. A poll
+        woken by a file change between two ticks skips the GPU telemetry (shown again from the
+        last full poll). Closes the watch at the end."""
+        full = True
+        try:
+            while not cancelled():
+                deliver(self.poll(full))
+                woken_by_file = self.watch.wait_next(cancelled)
+                full = not woken_by_file or time.monotonic() - self._gpu_at >= 0.75 * self.watch.interval
+        finally:
+            self.watch.close()
 
 
 def _drain_fd(fd: int) -> None:

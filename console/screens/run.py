@@ -1,15 +1,16 @@
 """The run screen: status line, runner-gone banner, alert bar, charts, GPU rows,
 zombies/blockers, events, log tail.
 
-A thread worker polls the run directory about once a second (``RunSource.poll`` does file I/O)
-and hands each Snapshot to the UI thread; every widget redraws only if its slice changed. The
+A thread worker runs the UI-free poll loop (``moeconsole.console.runwatch.Poller``: file I/O,
+about once a second or when the run directory changes) and posts each Snapshot to the UI
+thread as a message a newer one replaces (a slow UI drops stale snapshots, it never queues
+them); every widget redraws only if its slice changed. The charts are a widget of their own
+(``moeconsole.console.widgets.charts.ChartRow``: choice, smoothing, log axis, zoom). The
 same screen shows a live run (process keys enabled unless --readonly) and a past run (process
 keys hidden: no runner listens). Every request goes to the runner's control socket.
 """
 from __future__ import annotations
 
-import math
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,14 +27,11 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from moeconsole.console import alerts as alerts_mod
-from moeconsole.console import chartprefs, confirmations, keys
+from moeconsole.console import confirmations, keys
 from moeconsole.console import format as fmt
-from moeconsole.console import memory as memory_view
-from moeconsole.console import metrics as metrics_mod
-from moeconsole.console.chart import ChartOptions, markers_from, pan_range, zoom_range, zoom_to
-from moeconsole.console.runwatch import RunWatch
+from moeconsole.console.runwatch import Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
-from moeconsole.console.widgets.chart import ChartView
+from moeconsole.console.widgets.charts import ChartRow
 from moeconsole.console.widgets.gpus import GpuPanel, host_words
 from moeconsole.console.widgets.lines import LinesView
 from moeconsole.console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
@@ -41,24 +39,10 @@ from moeconsole.console.screens.messages import AlertNews, ToggleBell
 from moeconsole.console.widgets.status import StatusLine
 from moeconsole.runner.rundir import alertgroups, rundir
 from moeconsole.runner.rundir.alertgroups import AlertGroup
-from moeconsole.runner.core.series import Series
 from moeconsole.runner.rundir.snapshot import Snapshot
 from moeconsole.runner.supervisor import control
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
-# A chart of the whole run gains nothing from redrawing every second; at most this often (a
-# new checkpoint or restart marker redraws at once). The status line still counts every step.
-CHART_REFRESH_S = 2.0
-CHART_MIN_W = 20   # a chart narrower than this says too little: fewer charts are shown
-# The usual charts keep their widget ids (tests and the benchmark find them so); any other
-# metric gets a chart made for it.
-FIXED_CHART_IDS = {"loss": "chart-loss", "grad_norm": "chart-grad", "mem_gib": "chart-mem",
-                   metrics_mod.EVAL_LOSS: "chart-eval"}
-
-
-def _series_key(s) -> tuple:
-    last = s.last()
-    return (s.n, None if last is None else (repr(last)))
 
 
 class RunScreen(Screen):
@@ -68,12 +52,13 @@ class RunScreen(Screen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     class SnapshotReady(Message):
-        def __init__(self, snapshot: Snapshot | None, error: str | None = None,
-                     last_output_t: float | None = None) -> None:
+        """A poll's result; a newer one waiting behind it replaces it (the screen shows the newest)."""
+        def __init__(self, polled: Polled) -> None:
             super().__init__()
-            self.snapshot = snapshot
-            self.error = error
-            self.last_output_t = last_output_t
+            self.polled = polled
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, RunScreen.SnapshotReady) and self.polled.snapshot is not None
 
     def __init__(self, source: RunSource, *, base: Path, scratch: Callable[[], Path] | None = None,
                  readonly: bool = False, interval: float = 1.0, clock: Callable[[], float] | None = None) -> None:
@@ -93,37 +78,16 @@ class RunScreen(Screen):
         self._conditions: frozenset[str] = frozenset()
         self._stale = False
         self._heartbeat_s: float | None = None
-        self._charts_at = float("-inf")
         self.snapshot: Snapshot | None = None
         self.polls = 0
-        self._applied = threading.Event()
         self.run_watch = RunWatch(source.run.path, interval)  # when to poll again (UI-free)
-        self._gpu_at = float("-inf")
         self._live: bool | None = None
-        self._marker_key: object = None
-        self._markers: tuple = ()
-        # the charts: the metrics chosen for this recipe (None: the defaults), smoothing, log
-        # axis (saved per recipe) and the zoomed step range (this console only)
-        self.chart_choice: list[str] | None = None
-        self.smooth = 0.0
-        self.log_y = False
-        self.xrange: tuple[float, float] | None = None
-        self._prefs_loaded = False
-        self._recipe_name = ""
-        self._chart_look: object = None
-        self._extra_charts: dict[str, ChartView] = {}
-        self._extra_n = 0
-
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield StatusLine(readonly=self.readonly, id="status")
         yield Static("", id="runner-gone")
         yield AlertBar(id="alerts")
-        with Horizontal(id="charts"):
-            yield ChartView("loss", id="chart-loss")
-            yield ChartView("grad norm", id="chart-grad")
-            yield ChartView("memory", id="chart-mem")
-            yield ChartView("eval loss", id="chart-eval")   # shown once the run has evaluations
+        yield ChartRow(self.base)
         yield GpuPanel(id="gpus")
         yield LinesView(id="hostline")   # this host: CPU, RAM, the output dir's disk I/O (live runs)
         with Horizontal(id="lower"):
@@ -136,8 +100,6 @@ class RunScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#blockers").display = False
-        for chart in self.query(ChartView):
-            chart.display = chart.id in ("chart-loss", "chart-grad", "chart-mem")
         self.query_one("#runner-gone").display = False
         self.query_one("#hostline").display = False
         self.query_one(AlertBar).display = False
@@ -147,51 +109,26 @@ class RunScreen(Screen):
     @work(thread=True, exclusive=True, group="poll")
     def _poll_loop(self) -> None:
         worker = get_current_worker()
-        full = True  # GPU telemetry too: on the timer, not on every file change
-        try:
-            while not worker.is_cancelled:
-                self._applied.clear()
-                try:
-                    if full:
-                        self._gpu_at = time.monotonic()
-                    snap = self.source.poll(telemetry=full)
-                    last_output = self.source.last_output_t(snap)
-                    if self._heartbeat_s is None and last_output is not None and \
-                            self.clock() - last_output >= fmt.QUIET_SHOWN_S:
-                        # the hang limit is shown beside the quiet time only: the recipe (and its
-                        # YAML reader) is read once the run has been quiet, not on every attach
-                        self._heartbeat_s = self.source.heartbeat_s()
-                    self.post_message(self.SnapshotReady(snap, last_output_t=last_output))
-                except Exception as exc:  # a bad file must not kill the poller: show it and go on
-                    self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
-                # Back-pressure: never queue a second snapshot before the UI applied the first.
-                while not self._applied.wait(0.2):
-                    if worker.is_cancelled:
-                        return
-                woken_by_file = self.run_watch.wait_next(lambda: worker.is_cancelled)
-                full = not woken_by_file or time.monotonic() - self._gpu_at >= 0.75 * self.interval
-        finally:
-            self.run_watch.close()
+        poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
+        poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled)
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
         self.run_watch.poke()
 
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
-        try:
-            if message.snapshot is not None:
-                self.apply(message.snapshot, message.last_output_t)
-            elif message.error:
-                self.notify(message.error, title="reading the run failed", severity="error")
-        finally:
-            self._applied.set()
+        polled = message.polled
+        if polled.heartbeat_s is not None:
+            self._heartbeat_s = polled.heartbeat_s
+        if polled.snapshot is not None:
+            self.apply(polled.snapshot, polled.last_output_t)
+        elif polled.error:
+            self.notify(polled.error, title="reading the run failed", severity="error")
 
     def apply(self, snap: Snapshot, last_output_t: float | None = None) -> None:
         """Show a snapshot; each widget compares its slice with what it shows."""
         self.snapshot = snap
         self.polls += 1
-        if not self._prefs_loaded:
-            self._load_prefs(snap)
         run = snap.run
         # A runner is there to ask while the run is not over and its runner lives (a finished
         # run's runner may still finish a checkpoint sync: it refuses commands then).
@@ -206,7 +143,7 @@ class RunScreen(Screen):
         self.query_one(StatusLine).show_run(run, quiet_s=quiet, heartbeat_s=self._heartbeat_s, now=self.clock(),
                                             **fmt.alert_args(run, self._alert_dicts))
         self._show_runner_gone(run)
-        self._show_charts(snap)
+        self.charts.show(snap)
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
         hostline = self.query_one("#hostline", LinesView)
         _show(hostline, snap.host is not None)
@@ -264,250 +201,63 @@ class RunScreen(Screen):
         # one message per poll that brought news, however many arrived: one toast, at most one bell
         self.post_message(AlertNews(title, message, severity, critical=any(g.critical for g in news)))
 
-    # ---- charts -------------------------------------------------------------------------
-    def _load_prefs(self, snap: Snapshot) -> None:
-        """The chart choice saved for this recipe (once, at the first snapshot)."""
-        self._prefs_loaded = True
-        self._recipe_name = str(snap.run.get("name") or "")
-        if not self._recipe_name:
-            return
-        prefs = chartprefs.load(self.base, self._recipe_name)
-        if prefs is not None:
-            self.chart_choice = prefs.charts or None
-            self.smooth, self.log_y = prefs.smooth, prefs.log
+    # ---- charts (``ChartRow``; the keys are the screen's) -------------------------------
+    @property
+    def charts(self) -> ChartRow:
+        return self.query_one(ChartRow)
 
-    def _save_prefs(self) -> None:
-        if not self._recipe_name:
-            return
-        try:
-            chartprefs.save(self.base, self._recipe_name, chartprefs.ChartPrefs(
-                charts=list(self.chart_choice or []), smooth=self.smooth, log=self.log_y))
-        except OSError as exc:
-            self.notify(f"chart choice not saved: {exc}", severity="warning")
+    @property
+    def xrange(self) -> tuple[float, float] | None:
+        """The zoomed step range of the charts (None: the whole run)."""
+        return self.charts.xrange
 
-    def chart_keys(self, snap: Snapshot | None = None) -> list[str]:
-        """The metrics charted now: the recipe's saved choice, else the defaults."""
-        snap = snap or self.snapshot
-        return list(self.chart_choice) if self.chart_choice else metrics_mod.default_charts(snap)
-
-    def _options(self, key: str) -> ChartOptions:
-        return ChartOptions(smooth=self.smooth, log=self.log_y, xrange=self.xrange,
-                            zero_based=metrics_mod.zero_based(key))
-
-    def _chart_widgets(self, shown: list[str]) -> list[ChartView]:
-        """One ChartView per shown metric, in order (the usual four keep their ids); the rest hidden."""
-        row = self.query_one("#charts", Horizontal)
-        widgets: list[ChartView] = []
-        for key in shown:
-            wid = FIXED_CHART_IDS.get(key)
-            if wid is None:
-                chart = self._extra_charts.get(key)
-                if chart is None:
-                    self._extra_n += 1
-                    chart = self._extra_charts[key] = ChartView(metrics_mod.label(key), id=f"chart-x{self._extra_n}")
-                    row.mount(chart)
-            else:
-                chart = self.query_one(f"#{wid}", ChartView)
-            widgets.append(chart)
-        for chart in row.query(ChartView):
-            _show(chart, chart in widgets)
-        order = [c for c in row.children if isinstance(c, ChartView)]
-        if [c for c in order if c in widgets] != widgets:
-            for i, chart in enumerate(widgets):
-                if i == 0:
-                    row.move_child(chart, before=0)
-                else:
-                    row.move_child(chart, after=widgets[i - 1])
-        return widgets
-
-    def full_range(self, snap: Snapshot | None = None) -> tuple[float, float] | None:
-        """(first, last) step of what the charts show: the range zoom works inside."""
-        snap = snap or self.snapshot
-        if snap is None:
-            return None
-        lo, hi = math.inf, -math.inf
-        for key in self.chart_keys(snap):
-            s = metrics_mod.series_of(snap, key)
-            if s is None or not s.n:
-                continue
-            xs = s.points()[0]
-            if xs:
-                lo = min(lo, xs[0])
-                hi = max(hi, xs[-1], s.last_x if s.last_x is not None else xs[-1])
-        return (lo, hi) if hi >= lo else None
-
-    def _show_charts(self, snap: Snapshot, force: bool = False) -> None:
-        marker_key = (snap.restarts_at, tuple((c.get("step"), c.get("ok"), c.get("suspect")) for c in snap.checkpoints))
-        now = time.monotonic()
-        look = (tuple(self.chart_keys(snap)), self.smooth, self.log_y, self.xrange, self.size.width)
-        if not force and marker_key == self._marker_key and look == self._chart_look \
-                and now - self._charts_at < CHART_REFRESH_S:
-            return
-        self._charts_at = now
-        self._chart_look = look
-        if marker_key != self._marker_key:
-            self._marker_key = marker_key
-            self._markers = markers_from(snap.restarts_at, snap.checkpoints)
-        keys_now = self.chart_keys(snap)
-        fit = max(1, self.size.width // CHART_MIN_W) if self.size.width else len(keys_now)
-        shown = keys_now[:fit]
-        for key, chart in zip(shown, self._chart_widgets(shown)):
-            self._draw_chart(chart, key, snap, marker_key)
-
-    def _draw_chart(self, chart: ChartView, key: str, snap: Snapshot, marker_key: object) -> None:
-        markers = self._markers
-        options = self._options(key)
-        s = metrics_mod.series_of(snap, key)
-        if key == "mem_gib":
-            self._draw_memory(chart, snap, marker_key, options)
-            return
-        if key == metrics_mod.EVAL_LOSS:
-            self._draw_eval(chart, snap, marker_key, options)
-            return
-        if s is None:
-            chart.set_data([Series()], key=(key, "none"), heading=f"{metrics_mod.label(key)}: not in this log",
-                           options=options)
-            return
-        dkey = (key, _series_key(s), marker_key, options)
-        if dkey == chart._data_key:
-            return
-        name = metrics_mod.label(key)
-        last = f"{name} {fmt.num(s.last())}"
-        heading: tuple[str, ...] = (last,)
-        if key == "loss":
-            lo = (s.finite_min() or (None,))[0]
-            heading = (f"{last} min {fmt.num(lo)}", last) if lo is not None else (last,)
-        elif key not in ("grad_norm",):
-            low, high = s.finite_min(), s.finite_max()
-            if low is not None and high is not None:
-                heading = (f"{last} ({fmt.num(low[0])}–{fmt.num(high)})", last)
-        chart.set_data([s], key=dkey, markers=markers, heading=heading, options=options)
-
-    def _draw_memory(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:
-        mem = snap.series["mem_gib"]
-        envelope = snap.run.get("memory")
-        tight = memory_view.tightest(envelope) or {}
-        cap = tight.get("capacity_gib") or snap.run.get("mem_capacity_gib") or _gpu_capacity_gib(snap.gpu)
-        key = (_series_key(mem), marker_key, cap, memory_view.heading_key(envelope), options)
-        if key == chart._data_key:
-            return
-        last = fmt.num(mem.last(), 3)
-        heading: tuple[str, ...] = (f"memory {last} GiB", f"mem {last}G")
-        by_gpu = memory_view.heading(envelope)   # the tightest GPU first, when the runner knows it
-        if by_gpu:
-            heading = by_gpu
-        elif cap:
-            peak = mem.finite_max()
-            free = f"{fmt.num(cap - peak, 3)}" if peak is not None else fmt.NA
-            capt = fmt.num(cap, 3)
-            heading = (f"memory {last} of {capt} GiB, headroom {free} GiB at peak",
-                       f"mem {last}/{capt}G, {free}G free at peak", f"mem {last}/{capt}G")
-        chart.set_data([mem], key=key, markers=self._markers, cap=cap,
-                       cap_label=f"{fmt.short(cap)}G" if cap else "cap", heading=heading, options=options)
-
-    def _draw_eval(self, chart: ChartView, snap: Snapshot, marker_key: object, options: ChartOptions) -> None:
-        """Evaluation loss by step: a chart of its own (an evaluation is never a training step)."""
-        ev = snap.eval_series
-        key = (_series_key(ev), marker_key, options)
-        if key == chart._data_key:
-            return
-        if not ev.n:
-            chart.set_data([ev], key=key, heading="eval loss: no evaluations yet", options=options)
-            return
-        last = snap.last_eval or {}
-        split = last.get("split") or "eval"
-        lo = ev.finite_min()
-        head = f"{split} loss {fmt.num(ev.last())}"
-        best = f" best {fmt.num(lo[0])} @{fmt.short(lo[1])}" if lo is not None else ""
-        chart.set_data([ev], key=key, markers=self._markers,
-                       heading=(f"{head}{best} ({snap.eval_count} evals)", head), options=options)
-
-    def _redraw_charts(self) -> None:
-        if self.snapshot is not None:
-            self._show_charts(self.snapshot, force=True)
+    def chart_keys(self) -> list[str]:
+        return self.charts.chart_keys()
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._redraw_charts)   # more or fewer charts fit
 
+    def _redraw_charts(self) -> None:
+        for row in self.query(ChartRow):   # none yet while the screen is being composed
+            row.redraw()
+
     def action_charts(self) -> None:
         """c: every metric of the log in a list; the chosen ones become the charts (kept per recipe)."""
+        from moeconsole.console import metrics as metrics_mod
         from moeconsole.console.screens.metricpicker import MetricPicker
         if self.snapshot is None:
             self.notify("no data yet")
             return
-        entries = metrics_mod.catalogue(self.snapshot)
+        charts = self.charts
 
         def chosen(keys_: list[str] | None) -> None:
-            if keys_ is None:
-                return
-            self.chart_choice = metrics_mod.clean_choice(keys_) or None
-            self._save_prefs()
-            self._redraw_charts()
-            shown = self.chart_keys()
-            fit = max(1, self.size.width // CHART_MIN_W)
-            more = f" ({len(shown) - fit} more on a wider terminal)" if len(shown) > fit else ""
-            self.notify("charts: " + ", ".join(metrics_mod.label(k) for k in shown) + more)
-        self.app.push_screen(MetricPicker(entries, self.chart_keys()), chosen)
+            if keys_ is not None:
+                charts.choose(keys_)
+        self.app.push_screen(MetricPicker(metrics_mod.catalogue(self.snapshot), charts.chart_keys()), chosen)
 
     def action_smooth_more(self) -> None:
-        self._set_smooth(chartprefs.step_smooth(self.smooth, 1))
+        self.charts.step_smooth(1)
 
     def action_smooth_less(self) -> None:
-        self._set_smooth(chartprefs.step_smooth(self.smooth, -1))
-
-    def _set_smooth(self, value: float) -> None:
-        self.smooth = value
-        self._save_prefs()
-        self._redraw_charts()
-        self.notify(f"smoothing: EMA {value:g}" if value else "smoothing off")
+        self.charts.step_smooth(-1)
 
     def action_log_scale(self) -> None:
-        self.log_y = not self.log_y
-        self._save_prefs()
-        self._redraw_charts()
-        self.notify("y axis: log scale" if self.log_y else "y axis: linear")
-
-    def _zoom(self, view: tuple[float, float] | None, say: bool = True) -> None:
-        self.xrange = view
-        self._redraw_charts()
-        if say:
-            self.notify("whole run" if view is None else f"steps {fmt.short(view[0])}–{fmt.short(view[1])}")
+        self.charts.toggle_log()
 
     def action_zoom_in(self) -> None:
-        full = self.full_range()
-        if full is None:
-            return
-        self._zoom(zoom_range(self.xrange, full, 0.5))
+        self.charts.zoom_by(0.5)
 
     def action_zoom_out(self) -> None:
-        full = self.full_range()
-        if full is None or self.xrange is None:
-            return
-        self._zoom(zoom_range(self.xrange, full, 2.0))
+        self.charts.zoom_by(2.0)
 
     def action_pan_back(self) -> None:
-        full = self.full_range()
-        if full is not None and self.xrange is not None:
-            self._zoom(pan_range(self.xrange, full, -1))
+        self.charts.pan(-1)
 
     def action_pan_forward(self) -> None:
-        full = self.full_range()
-        if full is not None and self.xrange is not None:
-            self._zoom(pan_range(self.xrange, full, 1))
+        self.charts.pan(1)
 
     def action_zoom_reset(self) -> None:
-        if self.xrange is not None:
-            self._zoom(None)
-
-    def on_chart_view_zoom_around(self, message: ChartView.ZoomAround) -> None:
-        full = self.full_range()
-        if full is not None:
-            self._zoom(zoom_range(self.xrange, full, message.factor, around=message.step), say=False)
-
-    def on_chart_view_zoom_to(self, message: ChartView.ZoomTo) -> None:
-        full = self.full_range()
-        if full is not None:
-            self._zoom(zoom_to(message.lo, message.hi, full))
+        self.charts.zoom_reset()
 
     def action_gpus(self) -> None:
         from moeconsole.console.screens.gpus import GpuScreen
@@ -684,11 +434,3 @@ def _set_text(widget: Static, text: str) -> None:
 def _confirm_screen(confirmation):
     from moeconsole.console.screens.dialogs import ConfirmScreen
     return ConfirmScreen(confirmation)
-
-
-def _gpu_capacity_gib(gpu: dict | None) -> float | None:
-    if not gpu or not gpu.get("available"):
-        return None
-    totals = [g.get("mem_total_mib") for g in gpu.get("gpus") or () if g.get("mem_total_mib")]
-    return min(totals) / 1024 if totals else None
-

@@ -53,6 +53,7 @@ UPDATE_FRACTION = 0.25          # an alert's numbers moved this much (relative):
 UPDATE_HEADROOM_GIB = 0.25      # ... or the tightest headroom moved this much
 RESOLVE_MARGIN_GIB = 0.1        # a headroom alert ends once this far above the minimum
 RUN_WIDE = None                 # the key of readings that name no GPU (the max over the run's GPUs)
+PEAKS_SHOWN = 128               # the tightest GPU's newest per-step peaks in the state (a chart's data)
 
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*([KMGT]i?B|B|bytes)?\s*$")
 _SIZE_GIB = {"B": 1 / 1024 ** 3, "bytes": 1 / 1024 ** 3, "KiB": 1 / 1024 ** 2, "KB": 1 / 1024 ** 2,
@@ -662,6 +663,17 @@ class MemoryWatch:
                 if tr.cur_peak is not None or tr.used is not None or tr.peaks]
         return sorted(envs, key=_tightness)
 
+    def peaks(self, gpu: int | None, keep: int = PEAKS_SHOWN) -> list[list[float]]:
+        """``[[step, peak GiB], ...]``: the newest ``keep`` finished per-step peaks of a GPU (after
+        the warm-up, this attempt), then the step in progress."""
+        tr = self.tracks.get(gpu)
+        if tr is None:
+            return []
+        out = [[st, round(p, 3)] for st, p in zip(tr.steps, tr.peaks)]
+        if tr.cur_step is not None and tr.cur_peak is not None and (not tr.steps or tr.cur_step != tr.steps[-1]):
+            out.append([tr.cur_step, round(tr.cur_peak, 3)])
+        return out[-keep:]
+
     def history(self, gpu: int | None) -> list[dict]:
         tr = self.tracks.get(gpu)
         return list(tr.history) if tr else []
@@ -675,6 +687,8 @@ class MemoryWatch:
         envs = self.envelopes()
         gpus = [e.to_dict() for e in envs]
         static = self.static
+        if envs:   # the tightest GPU's per-step peaks: a memory chart for a log with no memory field
+            gpus[0]["peaks"] = self.peaks(envs[0].gpu)
         for d in gpus:
             per = (static or {}).get("per_gpu_gib")
             d["static_gib"] = per

@@ -170,7 +170,7 @@ class Series:
 
     def points(self) -> tuple[list[float], list[float]]:
         """Every stored bucket plus the one being filled (so the newest step is always drawn)."""
-        xs, ys = self._x.tolist(), self._y.tolist()
+        xs, ys = _paired(self._x.tolist(), self._y.tolist())
         if self._pend_n:
             xs.append(self._pend_x)
             ys.append(self._pend_y)
@@ -179,7 +179,7 @@ class Series:
     def means(self) -> tuple[list[float], list[float]]:
         """``points`` with each bucket's mean of finite values instead of its max (NaN: the
         bucket held no finite value)."""
-        xs, ms = self._x.tolist(), self._m.tolist()
+        xs, ms = _paired(self._x.tolist(), self._m.tolist())
         if self._pend_n:
             xs.append(self._pend_x)
             ms.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
@@ -291,6 +291,15 @@ def in_range(xs: Sequence[float], ys: Sequence[float], lo: float | None, hi: flo
     b = math.inf if hi is None else hi
     keep = [a <= x <= b for x in xs]
     return list(compress(xs, keep)), list(compress(ys, keep))
+
+
+def _paired(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    """Steps and values of equal length: a reader on another thread (the console draws while its
+    poll thread feeds the series) may catch an append between its step and its value."""
+    if len(xs) != len(ys):
+        n = min(len(xs), len(ys))
+        return xs[:n], ys[:n]
+    return xs, ys
 
 
 def _runs(m: int, points: int) -> Iterator[tuple[int, int]]:

@@ -11,6 +11,7 @@ import json
 import math
 import os
 
+import pytest
 from textual import events
 
 from moeconsole.console.app import MoeConsole
@@ -356,3 +357,80 @@ def test_the_mouse_wheel_and_a_drag_zoom_where_the_terminal_sends_them(base, mak
             lo, hi = screen.xrange
             assert 15 <= lo <= 25 and 35 <= hi <= 45, screen.xrange
     asyncio.run(go())
+
+
+def test_five_charts_at_120_columns_keep_their_ema_and_log_marks(base, make_run):
+    """Five charts at 120 columns: the step range and the title's last words go before the marks
+    that say how a chart is drawn (``~.6`` EMA, ``log`` axis) ever do."""
+    from moeconsole.console import chartprefs
+    run = _run_with_extras(base, make_run)
+    chartprefs.save(base, "demo", chartprefs.ChartPrefs(
+        charts=["loss", "grad_norm", "mem_gib", "eval:loss", "token_acc"], smooth=0.6, log=True))
+
+    async def go():
+        app = MoeConsole(base, run, gpu=False, interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await _attach(pilot)
+            await until_ui(pilot, lambda: len(_titles(screen)) == 5 and "token_acc" in _titles(screen)[-1])
+            return _titles(screen)
+    titles = asyncio.run(go())
+    assert [t.split()[0] for t in titles] == ["loss", "grad", "mem", "eval", "token_acc"], titles
+    for t in titles:
+        # memory is drawn against its capacity (a linear axis): its mark is the EMA's alone
+        marks = ["~.6"] if t.startswith("mem") else ["~.6", "log"]
+        assert all(m in t.split() for m in marks), titles
+    assert titles[0].startswith("loss 0.77"), "the value stays beside the name"
+    # a title too long for any variant loses its words from the end, never the marks
+    from moeconsole.console.chart import ChartOptions
+    rows = rows_text(render_chart([series(range(1, 50), [1.0 + i for i in range(49)])], 22, 6,
+                                  title=("load_balancing_loss 1.25 (1–2)", "load_balancing_loss 1.25"),
+                                  options=ChartOptions(smooth=0.6, log=True)))
+    assert rows[0].rstrip().endswith("~.6 log") and rows[0].startswith("load_balanc"), rows[0]
+
+
+@pytest.mark.parametrize("log_mem", ["none", "zeros"])
+def test_memory_seen_only_through_nvml_is_drawn_and_the_title_names_nvml(base, make_run, log_mem):
+    """A log with no memory field (or one that prints 0), a runner that watches the GPUs through
+    NVML: the memory chart draws the runner's per-step NVML peaks of the tightest GPU (a leak
+    rises), not an empty or flat chart under a `headroom ... LOW` title, and every width of the
+    title says NVML."""
+    from moeconsole.runner.core.memory import MemorySettings, MemoryWatch, readings_from_nvml
+    run = make_run(base, status="running", steps=120, max_steps=400, restart_at=None, checkpoints=())
+    recs = jsonio.read_jsonl(run.metrics)
+    run.metrics.write_text("")
+    for r in recs:
+        r.pop("mem_gib")
+        if log_mem == "zeros":
+            r["mem_gib"] = 0.0
+        jsonio.append_jsonl(run.metrics, r)
+    # the runner's memory watch, fed the NVML samples of a 170 MiB/step leak on an 80 GiB GPU
+    watch = MemoryWatch(MemorySettings())
+    for step in range(1, 121):
+        gpu = {"available": True, "gpus": [{"index": 0, "mem_used_mib": 60 * 1024 + step * 170,
+                                              "mem_total_mib": 80 * 1024, "processes": []}]}
+        for reading in readings_from_nvml(gpu, step=step, t=1000.0 + step):
+            watch.observe(reading)
+    state = jsonio.read_json(run.state)
+    state["memory"] = watch.to_dict()
+    jsonio.atomic_write_json(run.state, state)
+    assert state["memory"]["gpus"][0]["ok"] is False, "the headroom is LOW: what the title says"
+
+    async def go(size):
+        app = MoeConsole(base, run, gpu=False, interval=0.2)
+        async with app.run_test(size=size) as pilot:
+            screen = await _attach(pilot)
+            mem = screen.query_one("#chart-mem", ChartView)
+            await until_ui(pilot, lambda: "nvml" in mem.text_rows()[0].lower(), what="the NVML memory title")
+            return mem.text_rows()
+    for size in ((80, 24), (120, 36), (160, 48)) if log_mem == "none" else ((120, 36),):
+        rows = asyncio.run(go(size))
+        title, body = rows[0], plot_cols(rows)
+        assert "LOW" in title and "nvml" in title.lower(), title
+        dots = [(r, c) for r, line in enumerate(body) for c, ch in enumerate(line) if 0x2800 < ord(ch) <= 0x28FF]
+        assert dots, rows
+        assert "no data" not in "".join(rows)
+        # a leak: the line's right end lies higher (a smaller row) than its left end
+        left = min(c for _, c in dots)
+        right = max(c for _, c in dots)
+        assert right - left >= len(body[0]) // 2, "drawn across the steps"
+        assert min(r for r, c in dots if c == right) < max(r for r, c in dots if c == left), rows

@@ -2,6 +2,8 @@
 recipe, the parts of the headroom, the tightest GPU first, the recipe's memory section."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from moeconsole.runner.core.errors import InputError
@@ -226,3 +228,23 @@ def test_prometheus_families_per_gpu_from_the_envelope():
     assert [s.value for s in fams["moeconsole_memory_growth_bytes_per_step"].samples] == [0.0, 0.0]
     assert fams["moeconsole_memory_oom_in_steps"].samples == []          # no forecast: no sample
     assert fams["moeconsole_memory_transients_bytes"].samples[0].value == 0.25 * 1024 ** 3
+
+
+def test_the_state_carries_the_tightest_gpus_newest_per_step_peaks_from_nvml():
+    """A log with no memory field: NVML's samples are the only memory the run has. The state's
+    tightest GPU carries its newest per-step peaks (after the warm-up, the step in progress
+    last, at most ``PEAKS_SHOWN``), which the console draws as the memory chart."""
+    from moeconsole.runner.core.memory import PEAKS_SHOWN, MemorySettings, MemoryWatch, readings_from_nvml
+    w = MemoryWatch(MemorySettings(warmup_steps=5))
+    for step in range(1, 301):
+        gpus = [{"index": i, "mem_used_mib": 40 * 1024 + (step * 10 if i == 1 else 0), "mem_total_mib": 80 * 1024,
+                 "processes": []} for i in range(2)]
+        for r in readings_from_nvml({"available": True, "gpus": gpus}, step=step, t=float(step)):
+            w.observe(r)
+    gpus = w.to_dict()["gpus"]
+    assert gpus[0]["gpu"] == 1 and "peaks" not in gpus[1], "the tightest GPU (the leaking one) only"
+    peaks = gpus[0]["peaks"]
+    assert len(peaks) == PEAKS_SHOWN and peaks[-1] == [300, round((40 * 1024 + 3000) / 1024, 3)]
+    assert [s for s, _ in peaks] == list(range(300 - PEAKS_SHOWN + 1, 301))
+    assert all(b[1] > a[1] for a, b in zip(peaks, peaks[1:])), "the leak rises step by step"
+    json.dumps(w.to_dict())   # state.json's JSON as it is

@@ -170,3 +170,18 @@ def test_columns_give_what_one_by_one_gives():
                           {f: p.tolist() for f, p in present.items()}, part[-1])
         i += len(part)
     assert json.dumps(one.to_doc()) == json.dumps(cols.to_doc())
+
+
+def test_a_series_read_between_a_steps_append_and_its_values_gives_pairs():
+    """The console draws while its poll thread feeds the series (a newer snapshot no longer
+    waits for the screen): a read that lands between the append of a step and of its value
+    still gives equal lengths, never an IndexError in the chart."""
+    s = Series(limit=64)
+    for i in range(200):
+        s.append(i, float(i))
+    s._x.append(999.0)   # the poll thread is here: the step appended, its value and mean not yet
+    xs, ys = s.points()
+    assert len(xs) == len(ys) and 999.0 not in xs
+    assert len(s.means()[0]) == len(s.means()[1])
+    dx, dy = s.downsample(8)
+    assert len(dx) == len(dy) == 8

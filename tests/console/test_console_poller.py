@@ -1,0 +1,96 @@
+"""The run screen's poll loop without a UI (``moeconsole.console.runwatch.Poller``): it reads a real
+run directory, polls again when the directory changes, turns a bad read into an error instead of
+dying, reads the hang limit once the run has been quiet, and imports nothing of Textual. On the
+screen, a burst of snapshots is coalesced: the newest is shown, the stale ones are dropped, not
+queued behind a slow UI."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import subprocess
+import sys
+import threading
+
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.runner.rundir import jsonio
+from tests.waiting import until, until_ui
+
+
+def _poller(run, *, clock=None, interval=3600.0):
+    from moeconsole.console.runwatch import Poller, RunWatch
+    from moeconsole.console.source import RunSource
+    source = RunSource(run, gpu=False, host=None)
+    return Poller(source, RunWatch(run.path, interval), quiet_shown_s=15.0,
+                  **({"clock": clock} if clock else {}))
+
+
+def test_the_poller_reads_the_run_and_polls_again_when_its_directory_changes(base, make_run):
+    run = make_run(base, status="running", steps=40)
+    poller = _poller(run, clock=lambda: 1e12)   # long after the last line: the run is quiet
+    got: list = []
+    stop = threading.Event()
+    thread = threading.Thread(target=poller.run, args=(got.append, stop.is_set), daemon=True)
+    thread.start()
+    try:
+        until(lambda: got, timeout=60, what="the first poll")
+        first = got[0]
+        assert first.error is None and first.snapshot.run["step"] == 40
+        assert first.last_output_t is not None
+        assert first.heartbeat_s == 1800.0, "quiet: the recipe's hang limit (the default) is read"
+        rec = jsonio.read_jsonl(run.metrics)[-1]
+        jsonio.append_jsonl(run.metrics, {**rec, "step": 41, "loss": 0.25})
+        # the timer is an hour: only the change in the run directory can bring this poll
+        newer = until(lambda: next((p for p in got if p.snapshot is not None
+                                    and (p.snapshot.last_metrics or {}).get("step") == 41), None),
+                      timeout=60, what="a poll after metrics.jsonl grew")
+        assert newer.snapshot.series["loss"].last() == 0.25
+    finally:
+        stop.set()
+        poller.watch.poke()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+
+
+def test_a_bad_read_is_an_error_result_and_the_poller_goes_on(base, make_run):
+    run = make_run(base, status="running", steps=10)
+    poller = _poller(run)
+
+    def broken(telemetry: bool = True):
+        raise OSError("disk gone")
+    poller.source.poll = broken   # what a vanished mount does to the read
+    try:
+        polled = poller.poll(True)
+    finally:
+        poller.watch.close()
+    assert polled.snapshot is None and polled.error == "OSError: disk gone"
+
+
+def test_the_poll_module_imports_no_textual():
+    code = ("import sys; import moeconsole.console.runwatch; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_burst_of_snapshots_shows_the_newest_and_drops_the_stale_ones(base, make_run):
+    from moeconsole.console.runwatch import Polled
+    run = make_run(base, status="succeeded", steps=30)
+
+    async def go():
+        app = MoeConsole(base, run, gpu=False, interval=3600)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
+                                    and app.screen)
+            await pilot.pause()
+            polls = screen.polls
+            snap = screen.snapshot
+            # five polls arrive while the UI is busy (posted before it gets a turn)
+            for i in range(5):
+                screen.post_message(RunScreen.SnapshotReady(Polled(dataclasses.replace(snap, taken_at=1000.0 + i))))
+            await until_ui(pilot, lambda: screen.snapshot.taken_at == 1004.0, what="the newest snapshot shown")
+            await pilot.pause()
+            return screen.polls - polls
+    applied = asyncio.run(go())
+    assert applied == 1, f"{applied} snapshots applied: the stale ones were queued, not dropped"
