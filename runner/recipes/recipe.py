@@ -387,3 +387,13 @@ def restore_secrets(recipe: "model.RunRecipe", doc: Any) -> "model.RunRecipe":
 def dump_yaml(doc: dict[str, Any]) -> str:
     """``for_run_dir``'s document as YAML text."""
     return yamlio.yaml_text(doc)
+
+
+if TYPE_CHECKING:
+    # Checked by mypy (``make typecheck``), never run: what loads a recipe hands out the model,
+    # never a mapping read by string keys (tests/recipe/test_recipe_typed.py guards the readers).
+    from typing import assert_type
+    assert_type(load(""), model.RunRecipe)
+    assert_type(validate({}), model.RunRecipe)
+    assert_type(saved_recipe(""), model.RunRecipe)
+    assert_type(restore_secrets(saved_recipe(""), None), model.RunRecipe)
