@@ -282,8 +282,9 @@ def check_memory(recipe: "RunRecipe") -> list[Problem]:
     from moeconsole.runner.core.memory import gib_text
     from moeconsole.runner.core.monitors import MOVED_TO_MEMORY
     out = []
-    for key in MOVED_TO_MEMORY:
-        if getattr(recipe.alerts, key, None) is not None:
+    written = recipe.written.get("alerts")     # the keys as the recipe wrote them
+    for key in written if isinstance(written, dict) else ():
+        if key in MOVED_TO_MEMORY:
             out.append(_p("warning", "alerts_memory_key_moved", f"alerts.{key} is no longer read: memory alerts "
                                                                 f"follow {MOVED_TO_MEMORY[key]}"))
     try:

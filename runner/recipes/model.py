@@ -14,7 +14,7 @@ the dict form exists only at the edges (``--set`` before validation, recipe.yaml
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -22,7 +22,7 @@ from msgspec.structs import force_setattr
 from moeconsole.runner.checkpoints.sync import SyncSettings
 from moeconsole.runner.core import bounds, schema
 from moeconsole.runner.core.memory import MemorySection
-from moeconsole.runner.core.monitors import MOVED_TO_MEMORY, Thresholds
+from moeconsole.runner.core.monitors import Thresholds
 from moeconsole.runner.core.policy import RestartSettings
 from moeconsole.runner.ops.notify import NotifySettings
 from moeconsole.runner.ops.sidecars import MetricsSettings
@@ -110,14 +110,6 @@ class Lint(schema.Section, frozen=True):
 
 Arg = str | int | float   # a command argument as YAML gives it (numbers become text)
 
-if TYPE_CHECKING:
-    Alerts = Thresholds
-else:
-    # ``alerts:`` as the monitors read it, plus the keys of older recipes that moved to ``memory:``
-    # (MOVED_TO_MEMORY): accepted and never read by the runner, so lint can say where they went.
-    Alerts = msgspec.defstruct("Alerts", [(k, Any, None) for k in MOVED_TO_MEMORY], bases=(Thresholds,),
-                               module=__name__, frozen=True)
-
 
 class Recipe(schema.Section, frozen=True):
     """A whole recipe (docs/recipes.md)."""
@@ -135,7 +127,7 @@ class Recipe(schema.Section, frozen=True):
     resume: Resume = Resume()
     swift: Swift = Swift()
     markers: Markers = Markers()
-    alerts: Alerts = Alerts()
+    alerts: Thresholds = Thresholds()
     memory: MemorySection = MemorySection()
     gpus: Gpus = Gpus()
     preflight: Preflight = Preflight()
@@ -174,8 +166,9 @@ class RunRecipe(Recipe, frozen=True):
     command: list[str]
     env: dict[str, str] = {}
     launch: Launch = msgspec.field(default_factory=Launch, name="_launch")
-    # The sections of OWNED_ELSEWHERE as the recipe file wrote them, for recipe.yaml only
-    # (``recipes.for_run_dir``); nothing reads settings from here.
+    # The sections of OWNED_ELSEWHERE as the recipe file wrote them: what recipe.yaml shows
+    # (``recipes.for_run_dir``) and lint reports on (the memory keys of an old ``alerts:``);
+    # no setting is read from here.
     written: dict[str, Any] = msgspec.field(default_factory=dict, name="_written")
 
 
@@ -187,11 +180,6 @@ def run_recipe(recipe: Recipe, launch: Launch | None = None, **changes: Any) -> 
     if launch is not None:
         fields["launch"] = launch
     return RunRecipe(**{**fields, **changes})
-
-
-def thresholds(alerts: Thresholds) -> Thresholds:
-    """The ``alerts:`` section as the monitors read it (the moved keys of older recipes left out)."""
-    return Thresholds(**{f: getattr(alerts, f) for f in Thresholds.__struct_fields__})
 
 
 KEYS: tuple[str, ...] = tuple(schema.field_names(Recipe))

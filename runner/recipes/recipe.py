@@ -61,7 +61,10 @@ def validate(raw: Any, src: Path | str = "<recipe>", launch: "model.Launch | Non
     if not isinstance(raw, dict):
         raise RecipeError(src, "", f"a recipe must be a YAML mapping, got {type(raw).__name__}")
     from moeconsole.runner.recipes import model
+    from moeconsole.runner.core.monitors import current_alerts
     data = {k: v for k, v in raw.items() if v is not None}   # a key given as null: its default
+    if "alerts" in data:     # the memory keys of older recipes load; lint says where they went
+        data["alerts"] = current_alerts(data["alerts"])
     try:
         recipe = model.run_recipe(schema.convert(data, model.Recipe), launch,
                                   written={s: raw.get(s) or {} for s in model.OWNED_ELSEWHERE})
@@ -335,18 +338,20 @@ def for_run_dir(recipe: "model.RunRecipe") -> dict[str, Any]:
     r: dict[str, Any] = msgspec.to_builtins(recipe)
     del r["_written"]
     for name in model.OWNED_ELSEWHERE:
-        r[name] = _as_written(getattr(recipe, name), recipe.written.get(name), r[name])
+        r[name] = _as_written(name, getattr(recipe, name), recipe.written.get(name), r[name])
     r["env"] = {k: masked_env_value(k, v) for k, v in recipe.env.items()}
     r["command"] = masked_command(recipe.command)
     r["_launch"] = r.pop("_launch")
     return r
 
 
-def _as_written(section: msgspec.Struct, written: Any, encoded: dict[str, Any]) -> Any:
+def _as_written(name: str, section: msgspec.Struct, written: Any, encoded: dict[str, Any]) -> Any:
     """An owned section for recipe.yaml: as the recipe wrote it when that still is this section,
     else the keys whose values differ from the section's defaults."""
+    from moeconsole.runner.core.monitors import current_alerts
     try:
-        if written is not None and msgspec.convert(written, type(section)) == section:
+        given = current_alerts(written) if name == "alerts" else written
+        if written is not None and msgspec.convert(given, type(section)) == section:
             return written
     except msgspec.ValidationError:
         pass

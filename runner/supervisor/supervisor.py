@@ -34,7 +34,6 @@ from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.core.monitors import Thresholds
 from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
@@ -114,7 +113,7 @@ class Supervisor:
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
         self.terminations = Terminations(self.journal.event)
-        self.pipe = IngestPipe(run, self.journal, self.redactor, memory, recipe_model.thresholds(self.recipe.alerts),
+        self.pipe = IngestPipe(run, self.journal, self.redactor, memory, self.recipe.alerts,
                                start_offset=int(state.get("log_offset") or 0), attempt=self.state.attempt,
                                progress=state, diag=diag, line_format=line_format_of(self.recipe.log_format))
         self.dispatcher = Dispatcher(

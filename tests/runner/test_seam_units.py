@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.recipes.model import Launch, RunRecipe, thresholds
+from moeconsole.runner.recipes.model import Launch, RunRecipe
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, LaunchSpec, NoAttempt, Running
@@ -56,7 +56,7 @@ def made(tmp_path: Path):
 
 def _pipe(run: rundir.RunDir, recipe: RunRecipe) -> IngestPipe:
     journal = Journal(run, _diag)
-    return IngestPipe(run, journal, Redactor([]), MemoryFeed(recipe, _diag), thresholds(recipe.alerts),
+    return IngestPipe(run, journal, Redactor([]), MemoryFeed(recipe, _diag), recipe.alerts,
                       start_offset=0, attempt=1, progress={}, diag=_diag)
 
 
