@@ -242,9 +242,9 @@ def check_engine(recipe: "RunRecipe", *, preflight: bool = False) -> list[Proble
     import shutil
     slurm = recipe.slurm
     if recipe.engine != "slurm":
-        set_keys = slurm != type(slurm)()    # a key the recipe set (a value other than its default)
+        written = recipe.written.get("slurm")     # the keys the recipe set, as it wrote them
         return [_p("warning", "slurm_section_unused", "a slurm section is set but engine is local: "
-                                                      "the command runs on this host")] if set_keys else []
+                                                      "the command runs on this host")] if written else []
     out = []
     missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
     if missing:
