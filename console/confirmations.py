@@ -3,9 +3,13 @@ hit and the escalation timer before anything is sent. Pure functions, tested on 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from moeconsole.console import format as fmt
 from moeconsole.runner.supervisor import control
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 DEFAULT_GRACE_S = 60.0
 DEFAULT_FLOOR_S = 10.0
@@ -19,9 +23,9 @@ class Confirmation:
     request: control.Request  # what goes to the control socket on "yes"
 
 
-def _grace(recipe: dict) -> float:
-    v = (recipe.get("kill") or {}).get("grace_s")
-    return float(v) if isinstance(v, (int, float)) else DEFAULT_GRACE_S
+def _grace(recipe: "RunRecipe | None") -> float:
+    """The run's kill grace (None: its recipe.yaml does not read; the default)."""
+    return float(recipe.kill.grace_s) if recipe is not None else DEFAULT_GRACE_S
 
 
 def pid_list(pids: list, limit: int = 12) -> str:
@@ -48,7 +52,7 @@ def _job(run: dict) -> dict | None:
     return job if job and job.get("job_id") and job.get("ended_at") is None else None
 
 
-def kill(run: dict, recipe: dict) -> Confirmation:
+def kill(run: dict, recipe: "RunRecipe | None") -> Confirmation:
     grace = _grace(recipe)
     pgid = f" and process group {run['pgid']}" if run.get("pgid") else ""
     job = _job(run)
@@ -69,11 +73,10 @@ def kill(run: dict, recipe: dict) -> Confirmation:
     )
 
 
-def restart(run: dict, recipe: dict) -> Confirmation:
+def restart(run: dict, recipe: "RunRecipe | None") -> Confirmation:
     grace = _grace(recipe)
-    cd = recipe.get("cooldown") or {}
-    floor = cd.get("floor_s", DEFAULT_FLOOR_S)
-    ceiling = cd.get("ceiling_s", DEFAULT_CEILING_S)
+    floor = recipe.cooldown.floor_s if recipe is not None else DEFAULT_FLOOR_S
+    ceiling = recipe.cooldown.ceiling_s if recipe is not None else DEFAULT_CEILING_S
     if (run.get("status") or "").lower() == "paused":
         return Confirmation(
             title=f"Resume {run.get('name') or run.get('id')}?",
@@ -105,7 +108,7 @@ def restart(run: dict, recipe: dict) -> Confirmation:
     )
 
 
-def kill_zombie(blocker: dict, recipe: dict) -> Confirmation:
+def kill_zombie(blocker: dict, recipe: "RunRecipe | None") -> Confirmation:
     grace = _grace(recipe)
     mem = f", {fmt.intc(blocker.get('gpu_mem_mib'))} MiB of GPU memory" if blocker.get("gpu_mem_mib") else ""
     labels = ", ".join(blocker.get("labels") or ()) or "blocker"

@@ -27,11 +27,14 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.console.logfile import LogFile
 from moeconsole.runner.ingest.linetime import line_time
 from moeconsole.runner.ingest.lines import split_rank
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 LOG_DIR_FLAGS = ("--log-dir", "--log_dir")
 MAX_FILES = 1024
@@ -43,13 +46,12 @@ class RankFile:
     path: Path
 
 
-def log_dirs(recipe: dict, run_dir: Path) -> list[Path]:
+def log_dirs(recipe: "RunRecipe | None", run_dir: Path) -> list[Path]:
     """torchrun's ``--log-dir`` in the recipe's command, placeholders filled, relative to where
     the command ran (the recipe's ``workdir``, else where it was launched from)."""
-    argv = recipe.get("command")
-    if not isinstance(argv, list):
+    if recipe is None:
         return []
-    words = [str(a) for a in argv]
+    words = list(recipe.command)
     values: list[str] = []
     for i, w in enumerate(words):
         for flag in LOG_DIR_FLAGS:
@@ -57,8 +59,7 @@ def log_dirs(recipe: dict, run_dir: Path) -> list[Path]:
                 values.append(words[i + 1])
             elif w.startswith(flag + "="):
                 values.append(w[len(flag) + 1:])
-    launch = recipe.get("_launch")
-    base = recipe.get("workdir") or (launch.get("cwd") if isinstance(launch, dict) else None) or str(run_dir)
+    base = recipe.workdir or recipe.launch.cwd or str(run_dir)
     out = []
     for v in values:
         v = v.replace("{run_dir}", str(run_dir)).replace("{run_id}", run_dir.name)
@@ -234,7 +235,7 @@ class MergedLog:
         return None
 
 
-def open_ranks(recipe: dict, run_dir: Path, log: LogFile, **kw: Any) -> PrefixedLog | MergedLog:
+def open_ranks(recipe: "RunRecipe | None", run_dir: Path, log: LogFile, **kw: Any) -> PrefixedLog | MergedLog:
     """The ranks view of a run: its per-rank files when torchrun's ``--log-dir`` holds any, else
     train.log's rank prefixes."""
     files = rank_files(log_dirs(recipe, run_dir))

@@ -6,11 +6,14 @@ import dataclasses
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
 from moeconsole.runner.supervisor import control
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 # The host line's sampler: a function, True for this host's (with a live run), None or False for none.
 HostSampler = Callable[[dict], dict | None] | None | bool
@@ -75,7 +78,8 @@ class RunSource:
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
                                   book_source=importing.current_book if importing is not None else None,
                                   host=host or None)
-        self._recipe: dict | None = None
+        self._recipe: RunRecipe | None = None
+        self._recipe_read = False
         self._last_gpu: tuple[dict | None, tuple[dict, ...], dict | None] | None = None
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
@@ -111,9 +115,8 @@ class RunSource:
 
     def heartbeat_s(self) -> float:
         """The recipe's hang limit (heartbeat.timeout_s; the runner's default when unset)."""
-        hb = self.recipe().get("heartbeat")
-        value = hb.get("timeout_s") if isinstance(hb, dict) else None
-        return float(value) if isinstance(value, (int, float)) else DEFAULT_HEARTBEAT_S
+        recipe = self.recipe()
+        return float(recipe.heartbeat.timeout_s) if recipe is not None else DEFAULT_HEARTBEAT_S
 
     def start_runner(self) -> int:
         """Start a new runner for this run (it adopts live training); returns its pid. It runs
@@ -129,15 +132,19 @@ class RunSource:
         except control.ControlError as exc:
             return control.refusal(str(exc))
 
-    def recipe(self) -> dict:
+    def recipe(self) -> "RunRecipe | None":
         """The run's recipe.yaml (for the grace period and cooldown shown in confirmations)."""
-        if self._recipe is None:
-            self._recipe = read_recipe(self.run.recipe)
+        if not self._recipe_read:
+            self._recipe, self._recipe_read = read_recipe(self.run.recipe), True
         return self._recipe
 
 
-def read_recipe(path: Path) -> dict:
-    """A run's recipe.yaml (``path``); {} when missing or unreadable: that only loses the
-    numbers in a dialog."""
-    from moeconsole.runner.recipes.recipe import read_saved
-    return read_saved(path.parent)[0]
+def read_recipe(path: Path) -> "RunRecipe | None":
+    """A run's recipe.yaml (``path``) as the model; None when missing or unusable: that only
+    loses the numbers in a dialog."""
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes.recipe import saved_recipe
+    try:
+        return saved_recipe(path.parent)
+    except InputError:
+        return None

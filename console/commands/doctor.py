@@ -39,16 +39,15 @@ def _target(args) -> Target:
     if args.python and args.recipe:
         raise InputError("doctor: give --python or a RECIPE, not both")
     if args.recipe:
-        r = recipes.load(args.recipe)
-        sw = r.get("swift") or {}
-        py = sw.get("python")
-        env = recipes.resolve_env(r.get("env") or {})
-        cmd = [str(a) for a in r.get("command") or []]
-        if not py:
-            return Target(None, env, f"{args.recipe} (no swift.python: moeconsole's own Python)", sw.get("version"),
-                          sw.get("pins"), cmd)
-        py = recipes.fill(py, {"recipe_dir": r.get("_recipe_dir", "")})
-        return Target(py, env, f"{args.recipe} (swift.python {py})", sw.get("version"), sw.get("pins"), cmd)
+        recipe = recipes.load(args.recipe)
+        sw = recipe.swift
+        env = recipes.resolve_env(recipe.env)
+        cmd = list(recipe.command)
+        if not sw.python:
+            return Target(None, env, f"{args.recipe} (no swift.python: moeconsole's own Python)", sw.version,
+                          sw.pins, cmd)
+        py = recipes.fill(sw.python, {"recipe_dir": recipe.launch.recipe_dir})
+        return Target(py, env, f"{args.recipe} (swift.python {py})", sw.version, sw.pins, cmd)
     return Target(args.python, {}, args.python or "moeconsole's own Python")
 
 

@@ -124,9 +124,10 @@ def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: b
 
 def _recipe_grace(run: rundir.RunDir) -> float:
     """The recipe's kill grace when recipe.yaml still reads, else the default."""
-    from moeconsole.runner.recipes.recipe import read_saved
-    raw, _ = read_saved(run.path)
-    kill = raw.get("kill")
-    if not isinstance(kill, dict):
-        kill = {}
-    return bounds.sane_seconds(kill.get("grace_s"), 60.0, bounds.GRACE)
+    from moeconsole.runner.core.errors import InputError
+    from moeconsole.runner.recipes.recipe import saved_recipe
+    try:
+        grace: float | None = saved_recipe(run.path).kill.grace_s
+    except InputError:
+        grace = None
+    return bounds.sane_seconds(grace, 60.0, bounds.GRACE)

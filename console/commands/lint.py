@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING
+
+import msgspec
 
 
 from moeconsole.runner.rundir import jsonio
@@ -13,6 +16,9 @@ from moeconsole.runner.recipes import recipe as recipes, recipe_edit
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.recipes.lint import launch_commands, lint_recipe
 from moeconsole.runner.rundir import yamlio
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 
 def _leading_comments(text: str) -> str:
@@ -54,16 +60,16 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     return changes
 
 
-def _estimate(recipe: dict):
+def _estimate(recipe: "RunRecipe"):
     """The static memory table, or None (no config.json, or one lint already reported unreadable)."""
     from moeconsole.runner.recipes.lint import static_memory
     try:
-        return static_memory(recipe, recipe.get("_model_config"))
+        return static_memory(recipe)
     except InputError:
         return None
-def _shown_commands(recipe: dict) -> dict[str, list[str]]:
+def _shown_commands(recipe: "RunRecipe") -> dict[str, list[str]]:
     """The commands the runner will run, secrets masked (lint output lands in CI logs)."""
-    secrets = recipes.secret_values(recipes.resolve_env(recipe.get("env", {})), recipe["command"])
+    secrets = recipes.secret_values(recipes.resolve_env(recipe.env), recipe.command)
     return {k: recipes.redact_argv(v, secrets) for k, v in launch_commands(recipe).items()}
 
 
@@ -76,8 +82,9 @@ def run(args) -> int:
                                                                             if changes else "\n"))
     recipe = recipes.load(args.recipe, args.overrides)
     model_config = getattr(args, "model_config", None)
-    if model_config:
-        recipe["_model_config"] = os.path.abspath(model_config)
+    if model_config:   # in place of memory.model_config
+        memory = msgspec.structs.replace(recipe.memory, model_config=os.path.abspath(model_config))
+        recipe = msgspec.structs.replace(recipe, memory=memory)
     problems = lint_recipe(recipe)
     errors = sum(1 for p in problems if p["level"] == "error")
     est = _estimate(recipe)

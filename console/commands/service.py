@@ -48,7 +48,7 @@ def run(args) -> int:
     rundir.make_private_dirs(base)
     rundir.check_base(base, write=True)
     recipe = recipes.load(args.recipe, args.overrides)
-    choice = choose(_candidates(base), recipe["name"], recipes.recipe_hash(recipe))
+    choice = choose(_candidates(base), recipe.name or "", recipes.recipe_hash(recipe))
     if choice.action == "over":
         print(f"{choice.run_id}: run is over ({choice.status}); nothing to supervise. "
               f"Start a new run with `moeconsole run {args.recipe}`.", flush=True)

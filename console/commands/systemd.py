@@ -29,11 +29,11 @@ def run(args) -> int:
     recipe_path = Path(args.recipe).absolute()
     recipe = recipes.load(recipe_path, args.overrides)
     config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "moeconsole"
-    name = recipe["name"]
+    name = recipe.name or recipe_path.stem
     spec = UnitSpec(
         recipe_path=recipe_path, recipe_name=name, moeconsole=_moeconsole_exe(),
         runs_dir=runs_base(getattr(args, "runs_dir", None)).absolute(),
-        restart_sec=float(recipe["cooldown"]["floor_s"]), working_dir=Path.cwd(),
+        restart_sec=float(recipe.cooldown.floor_s), working_dir=Path.cwd(),
         env_file=config / f"{name}.env", overrides=tuple(args.overrides), user_unit=args.user,
         user=None if args.user or os.geteuid() != 0 else getpass.getuser(),
     )

@@ -71,9 +71,8 @@ class LineFormat:
         return out, SRC
 
 
-def line_format_of(recipe: dict) -> LineFormat | None:
-    """The recipe's declared ``log_format`` (validated when the recipe was loaded), if any."""
-    spec = recipe.get("log_format")
+def line_format_of(spec: str | None) -> LineFormat | None:
+    """The format a recipe's ``log_format`` declares (validated when the recipe was loaded), if any."""
     return parse_line_format(spec) if isinstance(spec, str) and spec.strip() else None
 
 

@@ -17,12 +17,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Mapping
 
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.checkpoints.sync import CheckpointSyncer, SyncSettings
 from moeconsole.runner.ops.notify import Notifier, NotifySettings
 from moeconsole.runner.core import bounds, schema
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import Recipe
 
 EXPORTER_RESPAWN_S = 5.0
 
@@ -59,9 +62,8 @@ class OpsSidecars:
         self._exporter_started = 0.0
 
     @classmethod
-    def from_recipe(cls, recipe: Mapping[str, Any], run_dir: Path, run_id: str, **kw: Any) -> "OpsSidecars":
-        return cls(MetricsSettings.from_recipe(recipe.get("metrics")), NotifySettings.from_recipe(recipe.get("notify")),
-                   SyncSettings.from_recipe(recipe.get("sync")), run_dir, run_id, **kw)
+    def from_recipe(cls, recipe: "Recipe", run_dir: Path, run_id: str, **kw: Any) -> "OpsSidecars":
+        return cls(recipe.metrics, recipe.notify, recipe.sync, run_dir, run_id, **kw)
 
     def start(self) -> None:
         if self.metrics.enabled:

@@ -9,6 +9,9 @@ import threading
 import time
 from collections.abc import Set as AbstractSet
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.supervisor import control
@@ -19,13 +22,16 @@ from moeconsole.runner.process import proctree
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.core.errors import InputError
 
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
+
 READY_TIMEOUT_S = 20.0
 
 
-def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift: bool = False) -> rundir.RunDir:
+def create_run(base: Path, recipe: "RunRecipe", *, name: str | None = None, allow_drift: bool = False) -> rundir.RunDir:
     """A new run directory with its recipe, secrets, state and empty logs; all of it or nothing:
     a write that fails (a full disk) removes the directory again and is one ``InputError``."""
-    run = rundir.create(base, name or recipe["name"])
+    run = rundir.create(base, name or recipe.name or "")
     try:
         _fill_run(run, recipe, name=name, allow_drift=allow_drift)
     except OSError as exc:
@@ -35,16 +41,16 @@ def create_run(base: Path, recipe: dict, *, name: str | None = None, allow_drift
     return run
 
 
-def _fill_run(run: rundir.RunDir, recipe: dict, *, name: str | None, allow_drift: bool) -> None:
+def _fill_run(run: rundir.RunDir, recipe: "RunRecipe", *, name: str | None, allow_drift: bool) -> None:
+    recipe = msgspec.structs.replace(recipe, launch=msgspec.structs.replace(recipe.launch, cwd=os.getcwd()))
     on_disk = recipes.for_run_dir(recipe)
-    on_disk["_launch"] = {"recipe_dir": recipe.get("_recipe_dir", ""), "cwd": os.getcwd()}
     _write_new(run.recipe, recipes.dump_yaml(on_disk).encode())
     literal = recipes.secrets_doc(recipe)
     if literal:
         fd = os.open(run.path / "secrets.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(jsonio.dumps(literal))
-    run.write_state({"status": lc.created(), "name": name or recipe["name"], "attempt": 0,
+    run.write_state({"status": lc.created(), "name": name or recipe.name, "attempt": 0,
                      "recipe_hash": recipes.recipe_hash(recipe), "started_at": time.time(),
                      "allow_drift": allow_drift})
     for path in (run.log, run.metrics, run.events, run.runner_log):
@@ -206,16 +212,12 @@ def restart_plan(run: rundir.RunDir, state: dict) -> str:
     from moeconsole.runner.checkpoints.watch import latest_good
     nxt = int(state.get("attempt") or 0) + 1
     try:
-        import yaml
-        recipe = yaml.safe_load(run.recipe.read_text()) or {}
-    except (OSError, ValueError):
-        recipe = {}
-    resume: dict = {}
-    if isinstance(recipe, dict) and isinstance(recipe.get("resume"), dict):
-        resume = recipe["resume"]
+        resume = recipes.saved_recipe(run.path).resume
+    except InputError:
+        resume = None
     root = state.get("checkpoint_root")
     where = "from step 0 (the recipe has no resume setting)"
-    if (resume.get("arg") or resume.get("args")) and not state.get("no_resume"):
+    if resume is not None and (resume.arg or resume.args) and not state.get("no_resume"):
         good = latest_good(root, expected_recipe_hash=None if state.get("allow_drift") else state.get("recipe_hash")) \
             if root and Path(root).is_dir() else None
         where = (f"resumed from {good.path.name} (step {good.step}, the newest checkpoint verified ok)" if good

@@ -9,10 +9,13 @@ import importlib.util
 import os
 import re
 import shutil
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from moeconsole.runner.recipes import cmdline, recipe as recipes
 from moeconsole.runner.rundir.secrets import holds_token, is_secret_name
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 Problem = dict
 
@@ -21,8 +24,8 @@ def _p(level: str, rule: str, message: str) -> Problem:
     return {"level": level, "rule": rule, "message": message}
 
 
-def check_argv_shape(recipe: dict) -> list[Problem]:
-    cmd = recipe["command"]
+def check_argv_shape(recipe: "RunRecipe") -> list[Problem]:
+    cmd = recipe.command
     out = []
     if len(cmd) == 1 and " " in cmd[0].strip():
         out.append(_p("error", "shell_string", f"command is one string {cmd[0]!r}: give the arguments as a list "
@@ -40,17 +43,17 @@ SAMPLE_CHECKPOINT = "<checkpoint>"
 SAMPLE_PORT = 1
 
 
-def launch_commands(recipe: dict) -> dict[str, list[str]]:
+def launch_commands(recipe: "RunRecipe") -> dict[str, list[str]]:
     """The commands the runner will run for this recipe, built by the runner's own function
     (``recipe.attempt_argv``): ``first`` (the first attempt) and ``resumed`` (an attempt that
     resumes from a checkpoint after its rendezvous port had to move). Run-time placeholders
     (``{run_dir}``) stay unfilled."""
-    values = {"recipe_dir": recipe.get("_recipe_dir", "")}
+    values = {"recipe_dir": recipe.launch.recipe_dir}
     return {"first": recipes.attempt_argv(recipe, values),
             "resumed": recipes.attempt_argv(recipe, values, resume_from=SAMPLE_CHECKPOINT, port=SAMPLE_PORT)}
 
 
-def check_command_layout(recipe: dict) -> list[Problem]:
+def check_command_layout(recipe: "RunRecipe") -> list[Problem]:
     """Launcher flags after the training script, in the commands the runner will run
     (:func:`launch_commands`): what lint passes is what runs."""
     when = {"first": "", "resumed": " once the runner resumes it or moves its rendezvous port"}
@@ -63,15 +66,15 @@ def check_command_layout(recipe: dict) -> list[Problem]:
     return out
 
 
-def check_executable(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+def check_executable(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """A missing executable is a warning here (the recipe may be linted on another machine
     than the one that runs it) and an error in ``run``'s pre-flight."""
     level = "error" if preflight else "warning"
-    exe = recipe["command"][0]
+    exe = recipe.command[0]
     if exe == "{python}":
         return _check_python_module(recipe, level)
     # Placeholders known before launch are filled; run-time ones ({run_dir}) cannot be checked.
-    exe = recipes.fill(exe, {"recipe_dir": recipe.get("_recipe_dir", "")})
+    exe = recipes.fill(exe, {"recipe_dir": recipe.launch.recipe_dir})
     if "{" in exe:
         return []
     if os.sep in exe:
@@ -81,8 +84,8 @@ def check_executable(recipe: dict, *, preflight: bool = False) -> list[Problem]:
     return [] if ok else [_p(level, "executable_missing", f"{exe!r} is not an executable on PATH here")]
 
 
-def _check_python_module(recipe: dict, level: str) -> list[Problem]:
-    cmd = recipe["command"]
+def _check_python_module(recipe: "RunRecipe", level: str) -> list[Problem]:
+    cmd = recipe.command
     i = 1  # past the interpreter's own flags (`-P`, `-u`, `-X opt`, `-W arg`) to its `-m`
     while i < len(cmd) and cmd[i].startswith("-") and cmd[i] != "-m":
         i += 2 if cmd[i] in ("-X", "-W") else 1
@@ -131,13 +134,13 @@ def _check_requirements(mod: str, level: str) -> list[Problem]:
     return []
 
 
-def check_secrets(recipe: dict) -> list[Problem]:
+def check_secrets(recipe: "RunRecipe") -> list[Problem]:
     out = []
-    for k, v in recipe.get("env", {}).items():
+    for k, v in recipe.env.items():
         if is_secret_name(k) and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", v):
             out.append(_p("warning", "secret_literal", f"env.{k} holds a literal secret; write ${{{k}}} to take it "
                                                        "from your environment (it is kept out of logs either way)"))
-    for a in recipe["command"]:
+    for a in recipe.command:
         if holds_token(a):
             out.append(_p("error", "secret_in_argv", "a token appears in the command line, where every process "
                                                      "listing shows it: pass it through env instead"))
@@ -145,35 +148,36 @@ def check_secrets(recipe: dict) -> list[Problem]:
     return out
 
 
-def check_checkpoints(recipe: dict) -> list[Problem]:
-    ck = recipe["checkpoints"]
+def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
+    ck = recipe.checkpoints
+    resumes = recipe.resume.arg or recipe.resume.args
     out = []
-    if not ck.get("dir"):
+    if not ck.dir:
         out.append(_p("warning", "no_checkpoint_dir", "checkpoints.dir is not set: saves are not verified and "
                                                       "restarts cannot resume"))
-        if recipe["resume"].get("arg") or recipe["resume"].get("args"):
+        if resumes:
             out.append(_p("error", "resume_without_checkpoints", "resume is set but checkpoints.dir is not"))
-    elif not (recipe["resume"].get("arg") or recipe["resume"].get("args")):
+    elif not resumes:
         out.append(_p("warning", "no_resume_arg", "resume.arg is not set: a restart starts from step 0"))
     return out
 
 
-def check_supervision(recipe: dict) -> list[Problem]:
+def check_supervision(recipe: "RunRecipe") -> list[Problem]:
     out = []
-    cd = recipe["cooldown"]
-    if recipe["kill"]["grace_s"] < 5 and _is_distributed(recipe):
-        out.append(_p("warning", "short_grace", f"kill.grace_s={recipe['kill']['grace_s']}: NCCL and CUDA need "
+    cd = recipe.cooldown
+    if recipe.kill.grace_s < 5 and _is_distributed(recipe):
+        out.append(_p("warning", "short_grace", f"kill.grace_s={recipe.kill.grace_s}: NCCL and CUDA need "
                                                 "time to clean up; 30-60 s is usual on a GPU node"))
-    if cd["ceiling_s"] == 0 and _is_distributed(recipe):
+    if cd.ceiling_s == 0 and _is_distributed(recipe):
         out.append(_p("warning", "no_cooldown", "cooldown.ceiling_s=0: a relaunch can hit stale NCCL state or "
                                                 "a port in TIME_WAIT"))
     return out
 
 
-def _is_distributed(recipe: dict) -> bool:
-    joined = " ".join(recipe["command"])
+def _is_distributed(recipe: "RunRecipe") -> bool:
+    joined = " ".join(recipe.command)
     return any(s in joined for s in ("torchrun", "torch.distributed.run", "NPROC_PER_NODE", "megatron")) or \
-        "NPROC_PER_NODE" in recipe.get("env", {})
+        "NPROC_PER_NODE" in recipe.env
 
 
 def command_flags(argv: list[str]) -> dict[str, str]:
@@ -195,10 +199,10 @@ def _is_swift(argv: list[str]) -> bool:
         any("swift/cli" in a or a.startswith("swift.cli") for a in argv)
 
 
-def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """ms-swift commands (runner/recipes/swift/lint.py). ``run``'s pre-flight checks against the flag
     tables only; ms-swift's own parser (seconds to import) is asked by ``lint``."""
-    argv = recipe["command"]
+    argv = recipe.command
     if not _is_swift(argv):
         return []
     from moeconsole.runner.recipes.swift.lint import check_swift_recipe
@@ -208,81 +212,83 @@ def check_swift(recipe: dict, *, preflight: bool = False) -> list[Problem]:
             and "use_megatron" not in flags:
         out.append(_p("warning", "swift_merge_lora_sft", "--merge_lora is not a `swift sft` argument in 4.6; "
                                                          "merge with `swift export --merge_lora true` afterwards"))
-    if "output_dir" in flags and recipe["checkpoints"].get("dir") and \
-            recipe["checkpoints"]["dir"].rstrip("/") == flags["output_dir"].rstrip("/"):
+    ck_dir = recipe.checkpoints.dir
+    if "output_dir" in flags and ck_dir and ck_dir.rstrip("/") == flags["output_dir"].rstrip("/"):
         out.append(_p("info", "swift_versioned_output", "ms-swift writes into <output_dir>/v<N>-<time>/: "
                                                         "checkpoint discovery looks inside those"))
     return out
 
 
-def check_gpus(recipe: dict) -> list[Problem]:
-    g = recipe["gpus"]
+def check_gpus(recipe: "RunRecipe") -> list[Problem]:
+    g = recipe.gpus
     out = []
-    nproc = recipe.get("env", {}).get("NPROC_PER_NODE")
-    argv = recipe["command"]
+    nproc = recipe.env.get("NPROC_PER_NODE")
+    argv = recipe.command
     for i, a in enumerate(argv):
         if a in ("--nproc_per_node", "--nproc-per-node") and i + 1 < len(argv):
             nproc = argv[i + 1]
-    if g.get("devices") and nproc and str(nproc).isdigit() and int(nproc) != len(g["devices"]):
+    if g.devices and nproc and str(nproc).isdigit() and int(nproc) != len(g.devices):
         out.append(_p("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "
-                                                       f"{len(g['devices'])} GPUs"))
-    if _is_distributed(recipe) and not g.get("memory_capacity_gib"):
+                                                       f"{len(g.devices)} GPUs"))
+    if _is_distributed(recipe) and not g.memory_capacity_gib:
         out.append(_p("info", "no_memory_capacity", "gpus.memory_capacity_gib is not set: memory headroom "
                                                     "alerts use the GPU's reported total"))
     return out
 
 
-def check_engine(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+def check_engine(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """A Slurm recipe needs Slurm's client commands where the runner runs; a slurm section under
     the local engine does nothing."""
     import shutil
-    slurm = recipe.get("slurm") or {}
-    if recipe.get("engine") != "slurm":
+    slurm = recipe.slurm
+    if recipe.engine != "slurm":
+        written = recipe.written.get("slurm")     # the keys the recipe set, as it wrote them
         return [_p("warning", "slurm_section_unused", "a slurm section is set but engine is local: "
-                                                      "the command runs on this host")] if slurm else []
+                                                      "the command runs on this host")] if written else []
     out = []
     missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
     if missing:
         out.append(_p("error" if preflight else "warning", "slurm_missing",
                       f"engine: slurm but {', '.join(missing)} not found on PATH"))
-    if not slurm.get("time"):
+    if not slurm.time:
         out.append(_p("info", "slurm_no_time", "slurm.time is not set: the partition's default time limit "
                                                "applies (a TIMEOUT resubmits from the last verified checkpoint)"))
-    if not recipe["resume"].get("arg") and not recipe["resume"].get("args"):
+    if not recipe.resume.arg and not recipe.resume.args:
         out.append(_p("warning", "slurm_no_resume", "no resume.arg: a job that hits its time limit or is "
                                                     "preempted restarts from step 0"))
     return out
 
 
-def static_memory(recipe: dict, model_config: str | None = None):
+def static_memory(recipe: "RunRecipe", model_config: str | None = None):
     """The static memory estimate (moeconsole.runner.recipes.memory_estimate) of the recipe's model, or None
     when no config.json is known; InputError when one is named but unreadable."""
     from moeconsole.runner.core.errors import InputError
     from moeconsole.runner.recipes import memory_estimate
-    flags = command_flags(recipe["command"])
+    flags = command_flags(recipe.command)
     path = model_config or memory_estimate.config_path(recipe, flags)
     if not path:
         return None
     config = memory_estimate.load_config(path)
     try:
         return memory_estimate.estimate_memory(config, flags, memory_estimate.world_size(recipe, flags),
-                                        megatron=memory_estimate.is_megatron(recipe["command"], flags))
+                                        megatron=memory_estimate.is_megatron(recipe.command, flags))
     except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
         raise InputError(f"{path}: a config.json field this estimate cannot use: {exc}") from None
 
 
-def check_memory(recipe: dict) -> list[Problem]:
+def check_memory(recipe: "RunRecipe") -> list[Problem]:
     """The static part of each GPU's memory against its capacity, and the memory keys that moved."""
     from moeconsole.runner.core.errors import InputError
     from moeconsole.runner.core.memory import gib_text
     from moeconsole.runner.core.monitors import MOVED_TO_MEMORY
     out = []
-    for key in recipe.get("alerts") or {}:
+    written = recipe.written.get("alerts")     # the keys as the recipe wrote them
+    for key in written if isinstance(written, dict) else ():
         if key in MOVED_TO_MEMORY:
             out.append(_p("warning", "alerts_memory_key_moved", f"alerts.{key} is no longer read: memory alerts "
                                                                 f"follow {MOVED_TO_MEMORY[key]}"))
     try:
-        est = static_memory(recipe, recipe.get("_model_config"))
+        est = static_memory(recipe)
     except InputError as exc:
         return out + [_p("warning", "memory_config_unreadable", f"static memory estimate: {exc}")]
     if est is None:
@@ -313,10 +319,10 @@ CHECKS: tuple[Callable[..., list[Problem]], ...] = (
 )
 
 
-def lint_recipe(recipe: dict, *, preflight: bool = False) -> list[Problem]:
+def lint_recipe(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """Every check's problems, errors first. ``preflight``: for ``run``, where what is missing on
     this machine (the executable, a module) is an error rather than a warning."""
-    ignore = set(recipe.get("lint", {}).get("ignore") or [])
+    ignore = set(recipe.lint.ignore)
     problems: list[Problem] = []
     for check in CHECKS:
         found = check(recipe, preflight=preflight) if check in (check_executable, check_swift, check_engine) else check(recipe)

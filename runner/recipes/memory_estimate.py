@@ -39,9 +39,12 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from moeconsole.runner.core.errors import InputError
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 GIB = 1024 ** 3
 DTYPE_BYTES = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2, "float32": 4, "fp32": 4,
@@ -484,17 +487,17 @@ def load_config(path: str | os.PathLike) -> dict:
     return raw
 
 
-def declared_config(recipe: Mapping[str, Any]) -> str | None:
+def declared_config(recipe: "RunRecipe") -> str | None:
     """The recipe's ``memory.model_config`` (relative to the recipe's directory), or None."""
-    rdir = str(recipe.get("_recipe_dir") or "")
-    given = (recipe.get("memory") or {}).get("model_config")
+    rdir = recipe.launch.recipe_dir
+    given = recipe.memory.model_config
     if not given:
         return None
     p = str(given).replace("{recipe_dir}", rdir)
     return p if os.path.isabs(p) or not rdir else os.path.join(rdir, p)
 
 
-def config_path(recipe: Mapping[str, Any], flags: Mapping[str, str]) -> str | None:
+def config_path(recipe: "RunRecipe", flags: Mapping[str, str]) -> str | None:
     """Where the model's config.json is: the recipe's ``memory.model_config``, else the command's
     ``--model`` as a local directory or a download in the Hugging Face / ModelScope cache."""
     given = declared_config(recipe)
@@ -505,12 +508,12 @@ def config_path(recipe: Mapping[str, Any], flags: Mapping[str, str]) -> str | No
     return str(found.parent) if found is not None else None
 
 
-def world_size(recipe: Mapping[str, Any], flags: Mapping[str, str]) -> int | None:
+def world_size(recipe: "RunRecipe", flags: Mapping[str, str]) -> int | None:
     """GPUs the command uses: NPROC_PER_NODE x NNODES, torchrun's --nproc_per_node, or gpus.devices."""
-    env = recipe.get("env") or {}
+    env = recipe.env
     per = env.get("NPROC_PER_NODE") or _flag(flags, "nproc_per_node")
     nodes = env.get("NNODES") or _flag(flags, "nnodes") or "1"
     if per and str(per).isdigit() and str(nodes).isdigit():
         return int(per) * int(nodes)
-    devices = (recipe.get("gpus") or {}).get("devices")
+    devices = recipe.gpus.devices
     return len(devices) if devices else None

@@ -7,10 +7,13 @@ moeconsole.runner.core.memory, ``metrics``/``notify``: moeconsole.runner.ops, ``
 ``slurm``: moeconsole.runner.process.slurm.settings), so each rule lives next to its use.
 
 ``moeconsole.runner.recipes.recipe.validate`` converts a parsed recipe with ``Recipe`` and hands callers
-the plain dict they read (``recipe["cooldown"]["floor_s"]``).
+a ``RunRecipe``: the same model, its command and environment as text, and where it was loaded
+from (``_launch`` in a run's recipe.yaml). Callers read attributes (``recipe.cooldown.floor_s``);
+the dict form exists only at the edges (``--set`` before validation, recipe.yaml on write).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -110,10 +113,10 @@ Arg = str | int | float   # a command argument as YAML gives it (numbers become 
 
 class Recipe(schema.Section, frozen=True):
     """A whole recipe (docs/recipes.md)."""
-    command: list[Arg]
+    command: Sequence[Arg]
     name: Annotated[str, _NAME] | None = None
     description: Text = ""
-    env: dict[str, Arg] = {}
+    env: Mapping[str, Arg] = {}
     workdir: Text | None = None
     engine: Literal["local", "slurm"] = "local"
     restart: RestartSettings = RestartSettings()
@@ -150,9 +153,39 @@ class Recipe(schema.Section, frozen=True):
         force_setattr(self, "env", {k: str(v) for k, v in self.env.items()})
 
 
+class Launch(schema.Section, frozen=True):
+    """Where a recipe was loaded from and launched: not a key of a recipe file; a run's
+    recipe.yaml keeps it as ``_launch`` (``{recipe_dir}`` and relative paths resolve against it)."""
+    recipe_dir: str = ""
+    cwd: str | None = None
+
+
+class RunRecipe(Recipe, frozen=True):
+    """A recipe as the runner and the console use it (what ``recipes.load`` returns): every
+    section its model, the command and the environment as text, and where it came from."""
+    command: list[str]
+    env: dict[str, str] = {}
+    launch: Launch = msgspec.field(default_factory=Launch, name="_launch")
+    # The sections of OWNED_ELSEWHERE as the recipe file wrote them: what recipe.yaml shows
+    # (``recipes.for_run_dir``) and lint reports on (the memory keys of an old ``alerts:``);
+    # no setting is read from here.
+    written: dict[str, Any] = msgspec.field(default_factory=dict, name="_written")
+
+
+def run_recipe(recipe: Recipe, launch: Launch | None = None, **changes: Any) -> RunRecipe:
+    """``recipe`` (already validated) as a RunRecipe, with ``changes`` applied."""
+    fields = {f: getattr(recipe, f) for f in Recipe.__struct_fields__}
+    if isinstance(recipe, RunRecipe):
+        fields.update(launch=recipe.launch, written=recipe.written)
+    if launch is not None:
+        fields["launch"] = launch
+    return RunRecipe(**{**fields, **changes})
+
+
 KEYS: tuple[str, ...] = tuple(schema.field_names(Recipe))
-# Sections another module builds its settings from: the dict keeps what the recipe wrote (that
-# module's model holds the defaults), so recipe.yaml and lint see the recipe as written.
+# Sections another module builds its settings from (restart: the policy, alerts: the monitors,
+# ...): recipe.yaml shows the keys the recipe set in them (their values differ from the owner's
+# defaults), as the recipe wrote them.
 OWNED_ELSEWHERE = ("restart", "alerts", "memory", "metrics", "notify", "sync", "slurm")
 
 

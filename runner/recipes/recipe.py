@@ -28,6 +28,7 @@ from moeconsole.runner.rundir import yamlio
 
 if TYPE_CHECKING:
     from moeconsole.runner.core.memory import MemorySettings
+    from moeconsole.runner.recipes import model
 
 REDACTED = "<redacted>"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -53,60 +54,57 @@ def _check_text(src: Path | str, place: str, value: str) -> None:
         raise RecipeError(src, place, "holds a NUL byte, which no command or environment can carry")
 
 
-def validate(raw: Any, src: Path | str = "<recipe>") -> dict:
-    """Check a parsed recipe against the model (moeconsole.runner.recipes.model) and return it as the
-    plain dict callers read, defaults filled in. Every value the runner cannot use is refused
+def validate(raw: Any, src: Path | str = "<recipe>", launch: "model.Launch | None" = None) -> "model.RunRecipe":
+    """Check a parsed recipe against the model (moeconsole.runner.recipes.model) and return it as
+    the model callers read, defaults filled in. Every value the runner cannot use is refused
     here, with the file, the place and the problem."""
     if not isinstance(raw, dict):
         raise RecipeError(src, "", f"a recipe must be a YAML mapping, got {type(raw).__name__}")
-    from moeconsole.runner.core.monitors import current_alerts
     from moeconsole.runner.recipes import model
+    from moeconsole.runner.core.monitors import current_alerts
     data = {k: v for k, v in raw.items() if v is not None}   # a key given as null: its default
-    if "alerts" in data:
+    if "alerts" in data:     # the memory keys of older recipes load; lint says where they went
         data["alerts"] = current_alerts(data["alerts"])
     try:
-        recipe = schema.convert(data, model.Recipe)
+        recipe = model.run_recipe(schema.convert(data, model.Recipe), launch,
+                                  written={s: raw.get(s) or {} for s in model.OWNED_ELSEWHERE})
     except schema.SettingsError as exc:
         problem = exc.problem
         if exc.place == "command" and problem == "missing":
             problem = "missing; give the command as a list of arguments"
         raise RecipeError(src, exc.place, problem) from None
-    out: dict[str, Any] = msgspec.to_builtins(recipe)
-    for section in model.OWNED_ELSEWHERE:   # as written; the owner's model holds the defaults
-        out[section] = raw.get(section) or {}
-    for i, arg in enumerate(out["command"]):
+    for i, arg in enumerate(recipe.command):
         _check_text(src, f"command[{i}]", arg)
-    for k, v in out["env"].items():
+    for k, v in recipe.env.items():
         if not ENV_NAME.match(k):
             raise RecipeError(src, f"env.{k}" if k.isprintable() else f"env.{k!r}",
                               "an environment name must be letters, digits and '_' (not starting with a digit): "
                               "no space, newline or '='")
         _check_text(src, f"env.{k}", v)
-    args = out["resume"]["args"]
+    args = recipe.resume.args
     if args is not None and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
         raise RecipeError(src, "resume.args", "must be a list of strings (one argument each, quoted: \"false\")")
-    if out["swift"]["pins"] is not None:
+    if recipe.swift.pins is not None:
         from moeconsole.runner.recipes.doctor import parse_pins
         try:
-            parse_pins(out["swift"]["pins"])
+            parse_pins(recipe.swift.pins)
         except ValueError as exc:
             raise RecipeError(src, "swift.pins", str(exc)) from None
-    _check_demo_faults(src, out["command"])
+    _check_demo_faults(src, recipe.command)
     try:
-        memory_settings(out)      # sizes given as text (min_headroom: 1GiB)
+        memory_settings(recipe)      # sizes given as text (min_headroom: 1GiB)
     except InputError as exc:
         place, _, problem = str(exc).partition(": ")
         raise RecipeError(src, place, problem) from None
-    return out
+    return recipe
 
 
-def memory_settings(recipe: dict) -> "MemorySettings":
+def memory_settings(recipe: "model.Recipe") -> "MemorySettings":
     """The run's memory settings: the recipe's ``memory:`` section with the capacity and the
     devices of ``gpus:`` and the CUDA_VISIBLE_DEVICES of ``env:``."""
     from moeconsole.runner.core.memory import MemorySettings
-    g = recipe.get("gpus") or {}
-    return MemorySettings.from_recipe(recipe.get("memory") or {}, capacity_gib=g.get("memory_capacity_gib"),
-                                      devices=g.get("devices"), env=recipe.get("env") or {})
+    return MemorySettings.from_recipe(recipe.memory, capacity_gib=recipe.gpus.memory_capacity_gib,
+                                      devices=recipe.gpus.devices, env={k: str(v) for k, v in recipe.env.items()})
 
 
 def _check_demo_faults(src: Path | str, argv: list[str]) -> None:
@@ -183,7 +181,7 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
     return raw
 
 
-def load(path: str | Path, overrides: list[str] | None = None) -> dict:
+def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunRecipe":
     """Read, override and validate a recipe file. Every failure is an InputError (exit 2): a
     missing, unreadable, oversized or non-regular file, YAML we do not accept (a duplicated
     key, nesting or numbers beyond sense), a value the runner cannot use."""
@@ -198,17 +196,16 @@ def load(path: str | Path, overrides: list[str] | None = None) -> dict:
         if not isinstance(raw, dict):
             raise InputError(f"{path}: a recipe must be a YAML mapping")
         raw = apply_overrides(raw, overrides)
+    from moeconsole.runner.recipes import model
     try:
-        recipe = validate(raw, path)
+        recipe = validate(raw, path, model.Launch(recipe_dir=str(path.resolve().parent)))
     except RecipeError as exc:
         given = _override_for(exc.place, overrides or [])
         if given is not None:
             given = given.replace("\n", "\\n")  # one line, whatever the name held
             raise InputError(f"--set {given if len(given) <= 120 else given[:117] + '...'}: {exc.problem}") from None
         raise
-    recipe["name"] = recipe["name"] or path.stem
-    recipe["_recipe_dir"] = str(path.resolve().parent)
-    return recipe
+    return recipe if recipe.name else model.run_recipe(recipe, name=path.stem)
 
 
 def read_saved(run_dir: str | Path) -> tuple[dict, str | None]:
@@ -224,6 +221,21 @@ def read_saved(run_dir: str | Path) -> tuple[dict, str | None]:
     return raw, None
 
 
+def saved_recipe(run_dir: str | Path) -> "model.RunRecipe":
+    """A run's ``recipe.yaml`` as the model (secrets as written there: masked), with where it
+    was launched (``_launch``); InputError naming the file when it cannot be used."""
+    from moeconsole.runner.recipes import model
+    raw, problem = read_saved(run_dir)
+    if problem:
+        raise InputError(f"cannot use the run's recipe: {problem}")
+    given = raw.pop("_launch", None)
+    try:
+        launch = msgspec.convert(given, model.Launch) if isinstance(given, dict) else model.Launch()
+    except msgspec.ValidationError:
+        launch = model.Launch()
+    return validate(raw, Path(run_dir) / "recipe.yaml", launch)
+
+
 def _override_for(place: str, overrides: list[str]) -> str | None:
     """The ``--set`` item that gave the value at ``place`` (``command[i]`` comes from args.*)."""
     for item in overrides:
@@ -236,12 +248,12 @@ def _override_for(place: str, overrides: list[str]) -> str | None:
     return None
 
 
-def recipe_hash(recipe: dict) -> str:
+def recipe_hash(recipe: "model.RunRecipe") -> str:
     """Identity of what is trained: argv and environment, secrets excluded, placeholders unfilled
     (so two runs of one recipe hash alike). Resume arguments are added later and not hashed."""
-    env = {k: masked_env_value(k, v) for k, v in sorted(recipe.get("env", {}).items())
+    env = {k: masked_env_value(k, v) for k, v in sorted(recipe.env.items())
            if not secret_text.is_secret_name(k)}
-    blob = json.dumps({"command": masked_command(recipe["command"]), "env": env}, sort_keys=True)
+    blob = json.dumps({"command": masked_command(recipe.command), "env": env}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -257,12 +269,12 @@ def resolve_env(recipe_env: dict[str, str], caller_env: dict[str, str] | None = 
     return {k: _ENV_REF.sub(lambda m: caller.get(m.group(1), ""), v) for k, v in recipe_env.items()}
 
 
-def launch_argv(recipe: dict, values: dict[str, str]) -> list[str]:
+def launch_argv(recipe: "model.RunRecipe", values: dict[str, str]) -> list[str]:
     values = {"python": sys.executable, **values}
-    return [fill(a, values) for a in recipe["command"]]
+    return [fill(a, values) for a in recipe.command]
 
 
-def attempt_argv(recipe: dict, values: dict[str, str], *, resume_from: str | None = None,
+def attempt_argv(recipe: "model.RunRecipe", values: dict[str, str], *, resume_from: str | None = None,
                  port: int | None = None) -> list[str]:
     """The argv of an attempt exactly as the runner runs it: placeholders filled, the resume
     arguments for ``resume_from`` set, the rendezvous port moved to ``port``. ``lint`` checks
@@ -270,7 +282,7 @@ def attempt_argv(recipe: dict, values: dict[str, str], *, resume_from: str | Non
     from moeconsole.runner.recipes.resume import resume_argv
     argv = launch_argv(recipe, values)
     if resume_from:
-        argv = resume_argv(argv, recipe["resume"], resume_from)
+        argv = resume_argv(argv, recipe.resume, resume_from)
     if port is not None:
         argv = cmdline.with_port(argv, port)
     return argv
@@ -316,45 +328,77 @@ def redact_argv(argv: list[str], secrets: Sequence[str] = ()) -> list[str]:
     return secret_text.Redactor(secrets).redact_argv(argv)
 
 
-def for_run_dir(recipe: dict) -> dict:
-    """The recipe as written to ``recipe.yaml``: literal secrets (secret-named env values, secret
-    flags' values, tokens and URL passwords anywhere in the command or the environment)
-    replaced; :func:`secrets_doc` holds them for ``secrets.json`` (mode 0600)."""
-    r = {k: v for k, v in recipe.items() if not k.startswith("_")}
-    r["env"] = {k: masked_env_value(k, v) for k, v in recipe.get("env", {}).items()}
-    r["command"] = masked_command(recipe["command"])
+def for_run_dir(recipe: "model.RunRecipe") -> dict[str, Any]:
+    """The recipe as written to ``recipe.yaml`` (through the model's encoder): literal secrets
+    (secret-named env values, secret flags' values, tokens and URL passwords anywhere in the
+    command or the environment) replaced; :func:`secrets_doc` holds them for ``secrets.json``
+    (mode 0600). A section another module owns (``model.OWNED_ELSEWHERE``) shows what the
+    recipe wrote in it (that module's model holds the defaults); ``_launch`` comes last."""
+    from moeconsole.runner.recipes import model
+    r: dict[str, Any] = msgspec.to_builtins(recipe)
+    del r["_written"]
+    for name in model.OWNED_ELSEWHERE:
+        r[name] = _as_written(name, getattr(recipe, name), recipe.written.get(name), r[name])
+    r["env"] = {k: masked_env_value(k, v) for k, v in recipe.env.items()}
+    r["command"] = masked_command(recipe.command)
+    r["_launch"] = r.pop("_launch")
     return r
 
 
-def secrets_doc(recipe: dict) -> dict | None:
+def _as_written(name: str, section: msgspec.Struct, written: Any, encoded: dict[str, Any]) -> Any:
+    """An owned section for recipe.yaml: as the recipe wrote it when that still is this section,
+    else the keys whose values differ from the section's defaults."""
+    from moeconsole.runner.core.monitors import current_alerts
+    try:
+        given = current_alerts(written) if name == "alerts" else written
+        if written is not None and msgspec.convert(given, type(section)) == section:
+            return written
+    except msgspec.ValidationError:
+        pass
+    defaults = msgspec.to_builtins(type(section)())
+    return {k: v for k, v in encoded.items() if k not in defaults or v != defaults[k]}
+
+
+def secrets_doc(recipe: "model.RunRecipe") -> dict | None:
     """What ``secrets.json`` holds so the runner can launch what recipe.yaml no longer shows:
     every environment value and argument that ``for_run_dir`` changed, as it was."""
-    env = {k: v for k, v in recipe.get("env", {}).items() if masked_env_value(k, v) != v}
-    cmd = [str(a) for a in recipe["command"]]
+    env = {k: v for k, v in recipe.env.items() if masked_env_value(k, v) != v}
+    cmd = list(recipe.command)
     argv = {str(i): cmd[i] for i, shown in enumerate(masked_command(cmd)) if shown != cmd[i]}
     if not env and not argv:
         return None
     return {"v": 1, "env": env, "argv": argv}
 
 
-def restore_secrets(recipe: dict, doc: Any) -> dict:
+def restore_secrets(recipe: "model.RunRecipe", doc: Any) -> "model.RunRecipe":
     """recipe.yaml's recipe with the values of ``secrets.json`` put back (also reads the older
     flat ``{NAME: value}`` form)."""
+    from moeconsole.runner.recipes import model
     if not isinstance(doc, dict):
         return recipe
     env_part = doc.get("env") if "v" in doc else doc
     argv_part = doc.get("argv") if "v" in doc else None
-    out = dict(recipe)
+    env, cmd = recipe.env, recipe.command
     if isinstance(env_part, dict):
-        out["env"] = {**recipe.get("env", {}), **{k: str(v) for k, v in env_part.items() if isinstance(k, str)}}
+        env = {**recipe.env, **{k: str(v) for k, v in env_part.items() if isinstance(k, str)}}
     if isinstance(argv_part, dict):
-        cmd = list(recipe["command"])
+        cmd = list(recipe.command)
         for i, value in argv_part.items():
             if str(i).isdigit() and int(i) < len(cmd):
                 cmd[int(i)] = str(value)
-        out["command"] = cmd
-    return out
+    return model.run_recipe(recipe, env=env, command=cmd)
 
 
-def dump_yaml(recipe: dict) -> str:
-    return yamlio.yaml_text(recipe)
+def dump_yaml(doc: dict[str, Any]) -> str:
+    """``for_run_dir``'s document as YAML text."""
+    return yamlio.yaml_text(doc)
+
+
+if TYPE_CHECKING:
+    # Checked by mypy (``make typecheck``), never run: what loads a recipe hands out the model,
+    # never a mapping read by string keys (tests/recipe/test_recipe_typed.py guards the readers).
+    from typing import assert_type
+    assert_type(load(""), model.RunRecipe)
+    assert_type(validate({}), model.RunRecipe)
+    assert_type(saved_recipe(""), model.RunRecipe)
+    assert_type(restore_secrets(saved_recipe(""), None), model.RunRecipe)

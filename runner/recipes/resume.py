@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from moeconsole.runner.recipes.cmdline import canon, set_flag
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import Resume
 
 PLACEHOLDER = "{checkpoint}"
 _STEP = re.compile(r"checkpoint-(\d+)|iter_(\d+)")
@@ -42,13 +46,13 @@ def groups(argv: list[str]) -> list[list[str]]:
     return out
 
 
-def template_problems(resume: dict) -> list[str]:
+def template_problems(resume: "Resume") -> list[str]:
     """Why a recipe's resume settings cannot work (empty when fine)."""
-    args = resume.get("args")
+    args = resume.args
     if args is None:
         return []
     out = []
-    if resume.get("arg"):
+    if resume.arg:
         out.append("resume.arg and resume.args are both set: keep one (resume.args replaces resume.arg)")
     if not args or not all(isinstance(a, str) for a in args):
         out.append("resume.args must be a non-empty list of strings")
@@ -60,14 +64,14 @@ def template_problems(resume: dict) -> list[str]:
     return out
 
 
-def resume_template(resume: dict) -> list[str] | None:
+def resume_template(resume: "Resume") -> list[str] | None:
     """The arguments a resumed attempt adds, in either form: ``resume.args`` as written, or the
     older ``resume.arg`` as ``[arg, "{checkpoint}"]`` (what ``resume_argv`` does with it). None
     without resume settings. Every check of a resume reads it through here, so both forms get them."""
-    if resume.get("args"):
-        return [str(a) for a in resume["args"]]
-    if resume.get("arg"):
-        return [str(resume["arg"]), PLACEHOLDER]
+    if resume.args:
+        return [str(a) for a in resume.args]
+    if resume.arg:
+        return [str(resume.arg), PLACEHOLDER]
     return None
 
 
@@ -77,14 +81,14 @@ def fill_checkpoint(template: list[str], checkpoint: str) -> list[str]:
     return [a.replace(PLACEHOLDER, checkpoint).replace("{step}", step) for a in template]
 
 
-def resume_argv(argv: list[str], resume: dict, checkpoint: str) -> list[str]:
+def resume_argv(argv: list[str], resume: "Resume", checkpoint: str) -> list[str]:
     """``argv`` with the recipe's resume arguments for ``checkpoint`` in place of any the
     command already had. Without resume settings ``argv`` comes back unchanged."""
-    if resume.get("args"):
-        add = groups(fill_checkpoint(list(resume["args"]), checkpoint))
+    if resume.args:
+        add = groups(fill_checkpoint([str(a) for a in resume.args], checkpoint))
         replaced = {_unnegated(g[0]) for g in add if g[0].startswith("--")}
         kept = [g for g in groups(argv) if not (g[0].startswith("--") and _unnegated(g[0]) in replaced)]
         return [a for g in kept + add for a in g]
-    if resume.get("arg"):
-        return set_flag(argv, resume["arg"], checkpoint)
+    if resume.arg:
+        return set_flag(argv, resume.arg, checkpoint)
     return list(argv)

@@ -257,12 +257,13 @@ def _export_section(run: rundir.RunDir, checkpoints: list[CheckpointLine]) -> di
     good = [c for c in checkpoints if c.ok and not c.path.rstrip("/").endswith("-merged")]
     if not good:
         return None
-    raw, _ = recipes.read_saved(run.path)
-    if not isinstance(raw.get("command"), list):
+    from moeconsole.runner.core.errors import InputError
+    try:
+        recipe = recipes.saved_recipe(run.path)
+    except InputError:
         return None
     newest = max(good, key=lambda c: (c.step is not None, c.step or 0))
-    return merge_export({"command": raw["command"], "env": raw.get("env") or {}, "swift": raw.get("swift") or {}},
-                        newest.path)
+    return merge_export(recipe, newest.path)
 
 
 def _memory_section(state: dict, crashes: list[dict]) -> dict[str, Any]:

@@ -155,14 +155,15 @@ def read_recipe(path: Path) -> dict:
     return _read_recipe(path)
 
 
-def drift_keys(saved_by: Path, recipe: dict) -> list[dict]:
+def drift_keys(saved_by: Path, ours: dict) -> list[dict]:
     """What changed in the recipe's hashed part (command and environment) between the run dir
-    ``saved_by`` (which wrote a checkpoint) and ``recipe`` (the one that would resume it): the
-    keys ``runs diff`` shows, as {key, a (then), b (now)}. Empty when that run is not found."""
+    ``saved_by`` (which wrote a checkpoint) and ``ours`` (that part of the recipe that would
+    resume it, secrets masked): the keys ``runs diff`` shows, as {key, a (then), b (now)}.
+    Empty when that run is not found."""
     then = _read_recipe(saved_by)
     if not then:
         return []
-    now = flatten_recipe({"command": recipe.get("command") or [], "env": recipe.get("env") or {}})
+    now = flatten_recipe({"command": ours.get("command") or [], "env": ours.get("env") or {}})
     hashed = lambda k: k.startswith("command") or k.startswith("env.")  # noqa: E731
     return recipe_differences({k: v for k, v in then.items() if hashed(k)}, {k: v for k, v in now.items() if hashed(k)})
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core import lifecycle as lc
@@ -23,11 +23,14 @@ from moeconsole.runner.core.lifecycle import Cooldown
 from moeconsole.runner.telemetry.kill import KillResult, Termination, start_termination
 from moeconsole.runner.telemetry.procs import BLOCKING, PORT_HOLDER, ProcInfo
 
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import Kill, RunRecipe
 
-def kill_grace(recipe_kill: Mapping[str, Any], asked: Any = None) -> float:
+
+def kill_grace(recipe_kill: "Kill", asked: Any = None) -> float:
     """The SIGTERM -> SIGKILL grace: what the request asked, else the recipe's, else 10 s
     (every value through ``bounds.sane_seconds``: NaN or a negative number is never a grace)."""
-    return bounds.sane_seconds(asked, bounds.sane_seconds(recipe_kill.get("grace_s"), 10.0, bounds.GRACE),
+    return bounds.sane_seconds(asked, bounds.sane_seconds(recipe_kill.grace_s, 10.0, bounds.GRACE),
                                bounds.GRACE)
 
 
@@ -40,13 +43,13 @@ class Probe:
 
 
 class ConditionsCheck:
-    def __init__(self, run_id: str, recipe: Mapping[str, Any], *, gpu_backend: Any,
+    def __init__(self, run_id: str, recipe: "RunRecipe", *, gpu_backend: Any,
                  diag: Callable[[str], None]) -> None:
         """``recipe``: the GPUs it uses, the cooldown's GPU memory tolerance, ``preflight.on_busy``."""
         self.run_id = run_id
-        self.devices: list[int] = list(recipe["gpus"].get("devices") or [])
-        self.tolerance_mib = float(recipe["cooldown"]["gpu_mem_tolerance_mib"])
-        self.on_busy = str(recipe["preflight"]["on_busy"])
+        self.devices: list[int] = list(recipe.gpus.devices or [])
+        self.tolerance_mib = float(recipe.cooldown.gpu_mem_tolerance_mib)
+        self.on_busy = str(recipe.preflight.on_busy)
         self.gpu_backend = gpu_backend
         self.diag = diag
         self.blockers: tuple[ProcInfo, ...] = ()  # the last probe's (``on_busy: kill`` ends them)

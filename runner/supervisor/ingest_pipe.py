@@ -22,7 +22,7 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import Heartbeat
 
 INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
 INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
@@ -190,7 +193,7 @@ class IngestPipe:
         ``time.monotonic()``)."""
         return now - max(self.last_output, self.last_progress)
 
-    def hang(self, now: float, heartbeat: dict[str, Any], *, pending: bool = False) -> lc.Hang | None:
+    def hang(self, now: float, heartbeat: "Heartbeat", *, pending: bool = False) -> lc.Hang | None:
         """The attempt hangs: no log output and no step progress for longer than the heartbeat
         allows (alerted here; the lifecycle kills it). ``now``: ``time.monotonic()``.
         ``pending``: a batch job waits in the queue, so silence is expected and the hang clock
@@ -325,12 +328,12 @@ class IngestPipe:
         self._book_saved_at = now
 
 
-def heartbeat_limit(heartbeat: dict[str, Any], *, steps_seen: int) -> float:
+def heartbeat_limit(heartbeat: "Heartbeat", *, steps_seen: int) -> float:
     """How long an attempt may be silent: ``startup_s`` until its first step (loading a large
     model prints little for a long time), ``timeout_s`` between steps. Without ``startup_s`` the
     start-up allowance is the larger of ``timeout_s`` and STARTUP_DEFAULT_S."""
-    timeout = float(heartbeat["timeout_s"])
+    timeout = float(heartbeat.timeout_s)
     if steps_seen:
         return timeout
-    startup = heartbeat.get("startup_s")
+    startup = heartbeat.startup_s
     return float(startup) if startup is not None else max(timeout, STARTUP_DEFAULT_S)

@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
@@ -24,6 +24,9 @@ from moeconsole.runner.recipes.versions import package_versions
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.secrets import Redactor
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 STORAGE_RETRY_S = 5.0      # a launch the run directory refused is tried again after this long
 DRIFT_KEYS_SHOWN = 6
@@ -39,7 +42,7 @@ class Launched:
 
 
 class Launcher:
-    def __init__(self, run: rundir.RunDir, recipe: dict[str, Any], *, recipe_hash: str, env: dict[str, str],
+    def __init__(self, run: rundir.RunDir, recipe: RunRecipe, *, recipe_hash: str, env: dict[str, str],
                  redactor: Redactor, engine: Engine, journal: Journal, alert: Callable[..., None],
                  diag: Callable[[str], None]) -> None:
         """``env``: the recipe's environment resolved (secrets included); ``alert(level, rule,
@@ -59,7 +62,7 @@ class Launcher:
     # ---- what the recipe says -----------------------------------------------------------------
     def placeholders(self, attempt: int) -> dict[str, str]:
         return {"run_dir": str(self.run.path), "run_id": self.run.run_id, "attempt": str(attempt),
-                "recipe_dir": self.recipe.get("_recipe_dir", ""), "python": sys.executable}
+                "recipe_dir": self.recipe.launch.recipe_dir, "python": sys.executable}
 
     def fill(self, text: str, attempt: int) -> str:
         return recipes.fill(text, self.placeholders(attempt))
@@ -68,13 +71,13 @@ class Launcher:
         """The rendezvous port: a new one we chose, else the recipe's, MASTER_PORT, --master_port."""
         if self.port_override:
             return self.port_override
-        p = self.recipe["preflight"].get("port")
+        p = self.recipe.preflight.port
         if p:
             return int(p)
         env_port = self.env.get("MASTER_PORT")
         if env_port and env_port.isdigit():
             return int(env_port)
-        argv = self.recipe["command"]
+        argv = self.recipe.command
         for i, a in enumerate(argv):
             for flag in ("--master_port", "--master-port"):
                 if a == flag and i + 1 < len(argv) and argv[i + 1].isdigit():
@@ -111,7 +114,7 @@ class Launcher:
 
     @property
     def resumes(self) -> bool:
-        return bool(self.recipe["resume"].get("arg") or self.recipe["resume"].get("args"))
+        return bool(self.recipe.resume.arg or self.recipe.resume.args)
 
     # ---- the run directory --------------------------------------------------------------------
     def open_log(self) -> int | lc.Event:
@@ -157,8 +160,8 @@ class Launcher:
         env.update({"MOECONSOLE_RUN_ID": self.run.run_id, "MOECONSOLE_RUN_DIR": str(self.run.path),
                     "MOECONSOLE_ATTEMPT": str(attempt), "MOECONSOLE_RECIPE_HASH": self.hash,
                     "PYTHONUNBUFFERED": "1"})
-        workdir = self.fill(self.recipe["workdir"], attempt) if self.recipe.get("workdir") else self.recipe.get(
-            "_launch_cwd") or str(self.run.path)
+        workdir = self.fill(self.recipe.workdir, attempt) if self.recipe.workdir else \
+            self.recipe.launch.cwd or str(self.run.path)
         shown = self.redactor.redact_argv(argv)
         self._log(f"\n{rundir.attempt_marker_line(attempt, time.strftime('%Y-%m-%dT%H:%M:%S'), shown)}\n")
         try:
@@ -192,7 +195,7 @@ class Launcher:
         if not found:
             return None, {}
         path, other = found
-        mode = "allow" if allowed else self.recipe["resume"].get("drift", "refuse")
+        mode = "allow" if allowed else self.recipe.resume.drift
         changed = self._drift_changes(path)
         self.journal.event("drift", checkpoint=str(path), checkpoint_hash=other, recipe_hash=self.hash, policy=mode,
                            changed=changed)
@@ -219,7 +222,7 @@ class Launcher:
         saved_by = str((read_sidecar(checkpoint) or {}).get("run_id") or "")
         candidates = [self.run.path.parent / saved_by] if saved_by else []
         candidates += [p for p in checkpoint.parents if p.name == saved_by or (p / "recipe.yaml").is_file()][:1]
-        ours = {"command": recipes.masked_command(self.recipe["command"]),
+        ours = {"command": recipes.masked_command(self.recipe.command),
                 "env": recipes.for_run_dir(self.recipe)["env"]}
         for where in candidates:
             if where.is_dir() and rundir.is_run_dir(where) and where != self.run.path:

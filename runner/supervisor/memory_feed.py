@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import subprocess
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from moeconsole.runner.core.memory import MemoryWatch, physical_gpu, readings_from_nvml
 from moeconsole.runner.core.oom import explain_oom, merge_messages, torch_size_text
@@ -16,11 +16,14 @@ from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, ME
                                    MEMORY_FIELDS, MEMORY_SRCS)
 from moeconsole.runner.recipes import recipe as recipes
 
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
+
 OOM_CLASSES = ("cuda_oom", "gpu_busy_at_init")
 
 
 class MemoryFeed:
-    def __init__(self, recipe: dict, diag: Callable[[str], None]) -> None:
+    def __init__(self, recipe: "RunRecipe", diag: Callable[[str], None]) -> None:
         self.recipe = recipe
         self.diag = diag
         self.settings = recipes.memory_settings(recipe)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.core.policy import AttemptRecord
@@ -14,6 +14,9 @@ from moeconsole.runner.core.state import LIVE, Status
 from moeconsole.runner.process import proctree
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.rundir import jsonio, rundir
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 
 def load_state(run: rundir.RunDir, diag: Callable[[str], None]) -> dict[str, Any]:
@@ -106,18 +109,11 @@ def attempt_record(d: dict[str, Any]) -> AttemptRecord:
                          memory_verdict=d.get("memory_verdict"))
 
 
-def load_run_recipe(run: rundir.RunDir) -> dict[str, Any]:
+def load_run_recipe(run: rundir.RunDir) -> "RunRecipe":
     """The recipe the run was launched with (recipe.yaml), validated, with where it was
     launched and its literal secrets restored from secrets.json."""
     from moeconsole.runner.rundir import runfiles
-    raw, problem = recipes.read_saved(run.path)
-    if problem:
-        raise InputError(f"cannot use the run's recipe: {problem}")
-    launch = raw.pop("_launch", {})
-    launch = launch if isinstance(launch, dict) else {}
-    recipe = recipes.validate(raw, run.recipe)
-    recipe["_recipe_dir"] = launch.get("recipe_dir", "")
-    recipe["_launch_cwd"] = launch.get("cwd")
+    recipe = recipes.saved_recipe(run.path)
     secrets = runfiles.read_secrets(run.path)
     return recipes.restore_secrets(recipe, as_dict(secrets) if secrets else None)
 

@@ -34,7 +34,6 @@ from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.core.monitors import Thresholds
 from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
@@ -43,7 +42,7 @@ from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
-from moeconsole.runner.recipes import recipe as recipes
+from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
 from moeconsole.runner.rundir import rundir, store
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
@@ -80,8 +79,8 @@ class Supervisor:
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
         self.hash = recipes.recipe_hash(self.recipe)
-        self.env_resolved = recipes.resolve_env(self.recipe["env"])
-        self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe["command"]))
+        self.env_resolved = recipes.resolve_env(self.recipe.env)
+        self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe.command))
         state = load_state(run, diag)
         # The status lives in the lifecycle only (every change through lc.step); the rest of
         # state.json in ``self.state``, written together with it.
@@ -95,34 +94,34 @@ class Supervisor:
         self.backlog_end = 0  # a user-killed attempt was judged before its log was read: read up to here before exiting
         self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
         self.timers = Every()
-        self.settings = RestartSettings.from_recipe(self.recipe["restart"])
-        cd, ck = self.recipe["cooldown"], self.recipe["checkpoints"]
-        self.lc_settings = lc.Settings(grace_s=kill_grace(self.recipe["kill"]),
-                                       floor_s=bounds.sane_seconds(cd["floor_s"], 0.0),
-                                       ceiling_s=bounds.sane_seconds(cd["ceiling_s"], 0.0))
+        self.settings: RestartSettings = self.recipe.restart
+        cd, ck = self.recipe.cooldown, self.recipe.checkpoints
+        self.lc_settings = lc.Settings(grace_s=kill_grace(self.recipe.kill),
+                                       floor_s=bounds.sane_seconds(cd.floor_s, 0.0),
+                                       ceiling_s=bounds.sane_seconds(cd.ceiling_s, 0.0))
         self.engine = _engine(run, self.recipe)  # runs the attempts (moeconsole.runner.process.attempt)
         self.watch = AttemptWatch(run.run_id, self.engine)  # the current attempt's processes
         self.launcher = Launcher(run, self.recipe, recipe_hash=self.hash, env=self.env_resolved,
                                  redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
                                  diag=diag)
-        root = ck.get("dir")
+        root = ck.dir
         self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
-                                            settle_s=float(ck["settle_s"]), verify=bool(ck.get("verify", True)),
+                                            settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
                                             diag=diag)
         memory = MemoryFeed(self.recipe, diag)  # the envelope per GPU, its forecast, OOM verdicts
         self.gpus = GpuWatch(run, memory, diag)
         self.conditions = ConditionsCheck(run.run_id, self.recipe, gpu_backend=self.gpus.backend, diag=diag)
         self.terminations = Terminations(self.journal.event)
-        self.pipe = IngestPipe(run, self.journal, self.redactor, memory, Thresholds.from_recipe(self.recipe["alerts"]),
+        self.pipe = IngestPipe(run, self.journal, self.redactor, memory, self.recipe.alerts,
                                start_offset=int(state.get("log_offset") or 0), attempt=self.state.attempt,
-                               progress=state, diag=diag, line_format=line_format_of(self.recipe))
+                               progress=state, diag=diag, line_format=line_format_of(self.recipe.log_format))
         self.dispatcher = Dispatcher(
             state=self.state.as_dict, steer=self._steer, verify=self.checkpoints.verify_latest,
             finishing_left=lambda: None if self.finishing_until is None else max(
                 0.0, self.finishing_until - time.monotonic()),
-            terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe["kill"], asked))
+            terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe.kill, asked))
         self.history: list[AttemptRecord] = []
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
@@ -137,7 +136,7 @@ class Supervisor:
         self.state.fields.update(
             pids=procs.tracked() if not self.life.exited or self.life.kill else [], pgid=procs.pgid,
             log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
-            storage=self.journal.storage, stale_after_s=float(self.recipe["heartbeat"]["stale_state_s"]),
+            storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
         self.state.write()
@@ -155,9 +154,9 @@ class Supervisor:
         self.watch.watch_sidecars(ops.pids)
         ops.start()
         # the run's name: `run --name` wrote it at creation; the recipe's name otherwise
-        self.state.set(runner=me, run_id=self.run.run_id, name=self.state.get("name") or self.recipe["name"],
-                 recipe_hash=self.hash, max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.get("cost_per_hour"),
-                 mem_capacity_gib=self.recipe["gpus"].get("memory_capacity_gib"),
+        self.state.set(runner=me, run_id=self.run.run_id, name=self.state.get("name") or self.recipe.name,
+                 recipe_hash=self.hash, max_restarts=self.settings.max_restarts, cost_per_hour=self.recipe.cost_per_hour,
+                 mem_capacity_gib=self.recipe.gpus.memory_capacity_gib,
                  checkpoint_root=str(self.ckpt_root) if self.ckpt_root else None, port=self.launcher.port(),
                  engine=self.engine.name)
         self.state.setdefault("started_at", time.time())
@@ -229,7 +228,7 @@ class Supervisor:
         elif isinstance(eff, lc.JudgeAttempt):
             return self._finish_attempt(eff.kill_reason, eff.now_restart)
         elif isinstance(eff, lc.KillBlockers):
-            self.terminations.kill_blockers(self.conditions.take_blockers(), kill_grace(self.recipe["kill"]))
+            self.terminations.kill_blockers(self.conditions.take_blockers(), kill_grace(self.recipe.kill))
         return None
 
     def _record_status(self, status: Status, reason: str) -> lc.Event | None:
@@ -334,10 +333,10 @@ class Supervisor:
             resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n))
-        out = judge(ended, self.history, self.settings, floor_s=float(self.recipe["cooldown"]["floor_s"]),
+        out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),
                     saved=self.checkpoints.final_check, diag=diag,
                     explain=self.gpus.explainer(self.watch.own_pids, attempt_start_step=self.resumed_step or 0,
-                                                env=self.env_resolved, python=(self.recipe.get("swift") or {}).get("python")))
+                                                env=self.env_resolved, python=self.recipe.swift.python))
         self.history.append(out.record)
         if out.report is not None:
             self.journal.write_json(self.run.crash_report(n), as_dict(out.report))
@@ -356,7 +355,7 @@ class Supervisor:
                  bad_saves=self.checkpoints.bad_saves)
         if self.life.kill or not self.life.attempt_live or self.life.status != RUNNING:
             return None
-        reason = bad_saves_pause(self.checkpoints, int(self.recipe["checkpoints"].get("pause_after_bad_saves") or 0))
+        reason = bad_saves_pause(self.checkpoints, self.recipe.checkpoints.pause_after_bad_saves)
         if not reason:
             return None
         self._bad_saves_reason = reason
@@ -482,7 +481,7 @@ class Supervisor:
                 if bad is not None:
                     self.apply(bad)
         if self.life.status == RUNNING and not self.life.kill and self.life.attempt_live:
-            hang = self.pipe.hang(time.monotonic(), self.recipe["heartbeat"],
+            hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending)
             if hang is not None:
                 self.apply(hang)
@@ -497,7 +496,7 @@ class Supervisor:
             self.apply(self.watch.probe())
         cd = self.life.cooldown
         if cd and self.life.status == Status.COOLDOWN and (
-                self.timers.every("cooldown", float(self.recipe["cooldown"]["poll_s"]))
+                self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
             procs = self.watch.procs
             self.apply(self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
@@ -574,9 +573,9 @@ def _wall(mono: float) -> float:
     return time.time() + (mono - time.monotonic())
 
 
-def _engine(run: rundir.RunDir, recipe: dict[str, Any]) -> Engine:
+def _engine(run: rundir.RunDir, recipe: recipe_model.RunRecipe) -> Engine:
     """The recipe's engine: ``local`` runs the command here, ``slurm`` submits a batch job."""
-    if recipe.get("engine") == "slurm":
+    if recipe.engine == "slurm":
         from moeconsole.runner.process.engines.slurm import SlurmEngine
         return SlurmEngine(run, recipe)
     return LocalEngine(run)

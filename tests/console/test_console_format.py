@@ -76,10 +76,16 @@ def test_event_lines_start_with_a_word_for_their_kind():
     assert "11, 12" in text and "5s" in text
 
 
+def _recipe(**sections):
+    """A run's recipe as the console reads it (recipe.yaml through the model)."""
+    from moeconsole.runner.recipes.recipe import validate
+    return validate({"command": ["train"], **sections})
+
+
 def test_kill_confirmation_names_pids_and_escalation_timer():
     run = _run(pids=[{"pid": 4100, "start_time": 1.0, "role": "leader"}, {"pid": 4101, "start_time": 2.0}],
                pgid=4100)
-    c = confirmations.kill(run, {"kill": {"grace_s": 45}})
+    c = confirmations.kill(run, _recipe(kill={"grace_s": 45}))
     body = " ".join(c.lines)
     assert "4100 (leader)" in body and "4101" in body and "process group 4100" in body
     assert "SIGKILL" in body and "45s" in body
@@ -87,18 +93,18 @@ def test_kill_confirmation_names_pids_and_escalation_timer():
 
 
 def test_restart_confirmation_names_cooldown_and_resumes_a_paused_run():
-    c = confirmations.restart(_run(pids=[{"pid": 7}]), {"kill": {"grace_s": 5}, "cooldown": {"floor_s": 2,
-                                                                                                "ceiling_s": 15}})
+    c = confirmations.restart(_run(pids=[{"pid": 7}]), _recipe(kill={"grace_s": 5},
+                                                                        cooldown={"floor_s": 2, "ceiling_s": 15}))
     body = " ".join(c.lines)
     assert "7" in body and "5s" in body and "15s" in body and c.request.cmd == "restart"
-    paused = confirmations.restart(_run(status="paused", pause_reason="divergence"), {})
+    paused = confirmations.restart(_run(status="paused", pause_reason="divergence"), None)
     assert paused.request.cmd == "resume" and "divergence" in " ".join(paused.lines)
 
 
 def test_zombie_confirmation_sends_pid_with_start_time():
     b = {"pid": 999, "start_time": 123.5, "user": "bob", "cmdline": ["python", "serve.py"], "age_s": 60,
          "gpu_mem_mib": 2048, "labels": ["foreign_gpu"]}
-    c = confirmations.kill_zombie(b, {"kill": {"grace_s": 3}})
+    c = confirmations.kill_zombie(b, _recipe(kill={"grace_s": 3}))
     body = " ".join(c.lines)
     assert "999" in body and "bob" in body and "python serve.py" in body and "3s" in body
     assert isinstance(c.request, control.KillPid) and c.request.pid == 999 and c.request.start_time == 123.5

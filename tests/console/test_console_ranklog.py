@@ -62,8 +62,10 @@ def _torchrun(tmp: Path, log_dir: Path) -> None:
 def test_torchruns_per_rank_files_merge_by_the_time_their_lines_carry(tmp_path):
     from moeconsole.console.ranklog import MergedLog, log_dirs, rank_files
     _torchrun(tmp_path, tmp_path / "logs")
-    dirs = log_dirs({"command": ["torchrun", "--log-dir", "logs", "train.py"], "_launch": {"cwd": str(tmp_path)}},
-                    tmp_path / "run")
+    from moeconsole.runner.recipes.model import Launch
+    from moeconsole.runner.recipes.recipe import validate
+    recipe = validate({"command": ["torchrun", "--log-dir", "logs", "train.py"]}, launch=Launch(cwd=str(tmp_path)))
+    dirs = log_dirs(recipe, tmp_path / "run")
     assert dirs == [tmp_path / "logs"]
     files = rank_files(dirs)
     assert [f.label for f in files] == ["r0", "r0!", "r1", "r1!"], "local rank, ! for stderr"

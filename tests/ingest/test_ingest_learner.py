@@ -61,7 +61,7 @@ def test_a_bad_declared_format_is_one_line_and_exit_2(tmp_path, spec, words):
 def test_the_recipe_key_is_checked_when_the_recipe_is_loaded(tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text("name: t\ncommand: [python, train.py]\nlog_format: '^it (?P<step>\\d+) ce=(?P<loss>\\S+)'\n")
-    assert recipes.load(good)["log_format"] == r"^it (?P<step>\d+) ce=(?P<loss>\S+)"
+    assert recipes.load(good).log_format == r"^it (?P<step>\d+) ce=(?P<loss>\S+)"
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: t\ncommand: [python, train.py]\nlog_format: '^it (\\d+'\n")
     with pytest.raises(InputError) as exc:
@@ -76,7 +76,7 @@ def test_the_runner_reader_uses_the_recipe_format():
     declared lines however the slices are cut."""
     from moeconsole.runner.ingest.live import LiveReader
     from moeconsole.runner.ingest.userformat import line_format_of
-    fmt = line_format_of({"log_format": r"^#(?P<step>\d+)# ce~(?P<loss>\S+)"})
+    fmt = line_format_of(r"^#(?P<step>\d+)# ce~(?P<loss>\S+)")
     reader = LiveReader(line_format=fmt)
     data = ODD.encode()
     events = []
@@ -84,7 +84,7 @@ def test_the_runner_reader_uses_the_recipe_format():
         events += reader.feed(data[i:i + 7])
     recs = [obj for kind, obj in events if kind == "record"]
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 2.9), (20, 2.8), (30, 2.7), (40, 2.6), (50, 2.5)]
-    assert line_format_of({}) is None
+    assert line_format_of(None) is None
 
 
 def test_explain_names_the_reader_the_step_and_the_skipped_lines(tmp_path):

@@ -1,10 +1,11 @@
 """A resumed attempt's command line: the template replaces, never duplicates."""
 from __future__ import annotations
 
+from moeconsole.runner.recipes.model import Resume
 from moeconsole.runner.recipes.resume import resume_argv, template_problems
 
-T46 = {"args": ["--adapters", "{checkpoint}", "--finetune", "false", "--no_load_optim", "true",
-                "--no_load_rng", "true"]}
+T46 = Resume(args=["--adapters", "{checkpoint}", "--finetune", "false", "--no_load_optim", "true",
+                   "--no_load_rng", "true"])
 
 
 def test_template_replaces_every_spelling_of_its_flags():
@@ -20,18 +21,18 @@ def test_template_replaces_every_spelling_of_its_flags():
 
 def test_merged_template_and_step_placeholder():
     out = resume_argv(["megatron", "sft", "--model", "Qwen/Qwen3.5-397B-A17B"],
-                      {"args": ["--model", "{checkpoint}-merged", "--note", "{step}"]}, "/c/checkpoint-0400")
+                      Resume(args=["--model", "{checkpoint}-merged", "--note", "{step}"]), "/c/checkpoint-0400")
     assert out == ["megatron", "sft", "--model", "/c/checkpoint-0400-merged", "--note", "400"]
 
 
 def test_single_arg_still_works_and_nothing_set_changes_nothing():
-    assert resume_argv(["t", "--resume_from_checkpoint", "a"], {"arg": "--resume_from_checkpoint"}, "b") == \
+    assert resume_argv(["t", "--resume_from_checkpoint", "a"], Resume(arg="--resume_from_checkpoint"), "b") == \
         ["t", "--resume_from_checkpoint", "b"]
-    assert resume_argv(["t", "--x"], {}, "b") == ["t", "--x"]
+    assert resume_argv(["t", "--x"], Resume(), "b") == ["t", "--x"]
 
 
 def test_template_problems():
     assert template_problems(T46) == []
-    assert any("{checkpoint}" in p for p in template_problems({"args": ["--finetune", "false"]}))
-    assert any("both" in p for p in template_problems({**T46, "arg": "--load"}))
-    assert any("--flag" in p for p in template_problems({"args": ["x", "{checkpoint}"]}))
+    assert any("{checkpoint}" in p for p in template_problems(Resume(args=["--finetune", "false"])))
+    assert any("both" in p for p in template_problems(Resume(args=T46.args, arg="--load")))
+    assert any("--flag" in p for p in template_problems(Resume(args=["x", "{checkpoint}"])))

@@ -86,12 +86,12 @@ def test_lint_fix_writes_a_recipe_that_lints_clean(tmp_path):
     text = p.read_text()
     assert text.startswith("# my comment\n# Corrected by `moeconsole lint --fix`")
     r = recipes.load(p)
-    cmd = r["command"]
+    cmd = r.command
     assert cmd[:2] == ["megatron", "sft"]
     for gone in ("--use_megatron", "--megatron_use_mcore", "--train_type", "--save", "--load", "--log_interval"):
         assert gone not in cmd
     assert cmd[cmd.index("--output_dir") + 1] == "/ckpt/out" and cmd[cmd.index("--save_steps") + 1] == "100"
-    assert r["resume"]["args"][:2] == ["--adapters", "{checkpoint}"] and r["resume"]["arg"] is None
+    assert (r.resume.args or [])[:2] == ["--adapters", "{checkpoint}"] and r.resume.arg is None
 
 
 RECIPES["4.6-full-state"] = REPO / "recipes" / "qwen3.5-397b-a17b-8xh200-swift4.6-full-state.yaml"
@@ -109,26 +109,27 @@ def test_shipped_397b_recipes_carry_the_records_values_and_lint_without_errors(v
     doc = json.loads(proc.stdout)
     assert doc["ok"] is True and proc.returncode == 0, doc["problems"]
     r = recipes.load(RECIPES[version])
-    assert r["swift"]["version"].startswith(version[:3])
+    assert (r.swift.version or "").startswith(version[:3])
     checked = [p["message"] for p in doc["problems"] if p["rule"] in ("swift_checked_with", "swift_parser_unavailable")]
     assert any(f"ms-swift {version[:3]}" in m for m in checked), checked
-    cmd = r["command"]
+    cmd = r.command
     got = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
     assert {k: got.get(k) for k in RECORD_VALUES} == RECORD_VALUES
     assert "--train_iters" not in got          # dead beside --num_train_epochs: ms-swift derives it
-    assert r["swift"]["dataset_samples"] == 402000
-    assert r["env"]["PYTORCH_ALLOC_CONF"] and "PYTORCH_CUDA_ALLOC_CONF" not in r["env"]   # the record's torch 2.9.1
-    assert r["swift"]["pins"]["torch"] == "2.9.1" and r["swift"]["pins"]["megatron-core"] == "0.16.1"
-    assert r["swift"]["pins"]["flash-linear-attention"] == "git:5aea42b"
-    assert r["sync"]["dest"] and r["sync"]["keep_last"] >= 2                         # the record's EBS copies
-    assert r["gpus"]["memory_capacity_gib"] == 141.1 and r["kill"]["grace_s"] == 90
-    assert r["restart"]["backoff_initial_s"] == 90 and r["cost_per_hour"]
-    assert "{checkpoint}" in " ".join(r["resume"]["args"])
+    assert r.swift.dataset_samples == 402000
+    assert r.env["PYTORCH_ALLOC_CONF"] and "PYTORCH_CUDA_ALLOC_CONF" not in r.env   # the record's torch 2.9.1
+    pins = r.swift.pins or {}
+    assert pins["torch"] == "2.9.1" and pins["megatron-core"] == "0.16.1"
+    assert pins["flash-linear-attention"] == "git:5aea42b"
+    assert r.sync.dest and r.sync.keep_last >= 2                         # the record's EBS copies
+    assert r.gpus.memory_capacity_gib == 141.1 and r.kill.grace_s == 90
+    assert r.restart.backoff_initial_s == 90 and r.cost_per_hour
+    assert "{checkpoint}" in " ".join(r.resume.args or [])
     rules = {p["rule"]: p for p in doc["problems"]}
     assert ("swift_merged_save_disk" in rules) == (version == "4.2")    # 4.2 merges (~0.8 TB/save)
     assert got["--merge_lora"] == ("true" if version == "4.2" else "false")
     if version == "4.6-full-state":
-        assert got["--no_save_optim"] == "false" and r["resume"]["args"][:2] == ["--mcore_adapter", "{checkpoint}"]
+        assert got["--no_save_optim"] == "false" and (r.resume.args or [])[:2] == ["--mcore_adapter", "{checkpoint}"]
         assert "bytes per trainable parameter" in rules["swift_full_state_resume"]["message"]
         assert "swift_resume_restarts_schedule" not in rules
     else:
@@ -206,7 +207,7 @@ def test_transformers_names_on_the_megatron_path_name_their_replacement(tmp_path
     p = write(tmp_path, **raw)
     fixed = cli("lint", "--fix", str(p))
     assert f"fixed: {old} -> {new}" in fixed.stderr, fixed.stderr
-    assert recipes.load(p)["command"][-2:] == [new, "0.1"]
+    assert recipes.load(p).command[-2:] == [new, "0.1"]
 
 
 def test_a_bare_optional_bool_flag_is_an_error(tmp_path):
@@ -351,7 +352,7 @@ def test_lint_fix_on_the_records_literal_recipe_adds_finetune_false(tmp_path):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "--finetune false" in fixed.stderr and "0 error(s)" in fixed.stdout
     r = recipes.load(p)
-    assert r["resume"]["args"] == ["--adapters", "{checkpoint}", "--finetune", "false"] and not r["resume"]["arg"]
+    assert r.resume.args == ["--adapters", "{checkpoint}", "--finetune", "false"] and not r.resume.arg
 
 
 def test_the_42_recipe_is_offered_the_full_state_resume():
@@ -368,7 +369,7 @@ def test_the_42_recipe_is_offered_the_full_state_resume():
 def test_the_397b_recipes_keep_the_records_moe_kernels(version):
     """`--moe_permute_fusion` is not in the record and no measured reason holds for it: the recipes keep
     ms-swift's default (false), and docs/megatron.md's record-vs-recipe table says why."""
-    cmd = recipes.load(RECIPES[version])["command"]
+    cmd = recipes.load(RECIPES[version]).command
     assert "--moe_permute_fusion" not in cmd
     table = (REPO / "docs" / "megatron.md").read_text()
     assert "| MoE kernels |" in table and "no `--moe_permute_fusion`" in table

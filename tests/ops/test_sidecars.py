@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from moeconsole.runner.ops.sidecars import EXPORTER_RESPAWN_S, MetricsSettings, OpsSidecars
+from moeconsole.runner.recipes.recipe import validate
 from tests.checkpoints.conftest import write_adapter
 from tests.ops.ops_helpers import read_json, wait_for
 from tests.runner.conftest import Harness
@@ -29,7 +30,7 @@ def test_exporter_lives_and_dies_with_the_sidecars(tmp_path, runs_dir):
     h = Harness(tmp_path, runs_dir)
     run = h.start(h.recipe())
     run.wait_status("succeeded", "failed", "killed", timeout=240)
-    ops = OpsSidecars.from_recipe({"metrics": {"port": 0, "interval_s": 0.2}}, run.path, run.id)
+    ops = OpsSidecars.from_recipe(validate({"command": ["x"], "metrics": {"port": 0, "interval_s": 0.2}}), run.path, run.id)
     ops.start()
     try:
         first = wait_for(lambda: _bound(run.path))
@@ -51,7 +52,7 @@ def test_exporter_lives_and_dies_with_the_sidecars(tmp_path, runs_dir):
 
 def test_only_good_checkpoints_are_offered_to_sync(tmp_path):
     ck = write_adapter(tmp_path / "out" / "checkpoint-4")
-    ops = OpsSidecars.from_recipe({"sync": {"dest": str(tmp_path / "keep")}}, tmp_path, "r")
+    ops = OpsSidecars.from_recipe(validate({"command": ["x"], "sync": {"dest": str(tmp_path / "keep")}}), tmp_path, "r")
     ops.on_checkpoint({"type": "checkpoint", "ok": False, "path": str(ck), "verdict": "empty_stub", "t": 1.0})
     assert ops.state(2.0)["pending"] is None
     ops.on_checkpoint({"type": "checkpoint", "ok": True, "path": str(ck), "verdict": "ok", "t": 1.0})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from moeconsole.runner.recipes.cmdline import layout, misplaced, set_flag, with_port
-from moeconsole.runner.recipes.recipe import attempt_argv
+from moeconsole.runner.recipes.recipe import attempt_argv, validate
 
 TORCHRUN = ["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
             "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output", "--max_steps", "200"]
@@ -60,7 +60,7 @@ def test_launch_only_flags_after_the_script_are_named():
 
 @pytest.mark.parametrize("port", [None, 36997])
 def test_the_runners_command_keeps_launcher_flags_before_the_script(port):
-    recipe = {"command": TORCHRUN, "resume": {"arg": "--resume_from_checkpoint", "args": None}}
+    recipe = validate({"command": TORCHRUN, "resume": {"arg": "--resume_from_checkpoint", "args": None}})
     argv = attempt_argv(recipe, {"run_dir": "/r"}, resume_from="/r/output/checkpoint-4", port=port)
     assert misplaced(argv) == []
     assert argv[-2:] == ["--resume_from_checkpoint", "/r/output/checkpoint-4"]

@@ -177,21 +177,25 @@ def test_the_ranges_are_bounds_ranges_and_the_types_agree():
 
 def test_defaults_come_from_the_models(tmp_path):
     r = recipes.load(_write(tmp_path, "description", "d"))
-    assert r["cooldown"] == {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5}
-    assert r["kill"]["grace_s"] == 60.0 and r["heartbeat"]["startup_s"] is None
-    assert r["preflight"] == {"on_busy": "wait", "port": None} and r["resume"]["drift"] == "refuse"
-    # sections another module owns stay as written; that module's model fills the defaults
-    assert r["restart"] == {} and r["sync"] == {}
-    from moeconsole.runner.core.policy import RestartSettings
-    assert RestartSettings.from_recipe(r["restart"]).max_restarts == 10
+    assert r.cooldown == model.Cooldown(floor_s=10.0, ceiling_s=90.0, gpu_mem_tolerance_mib=1024.0, poll_s=0.5)
+    assert r.kill.grace_s == 60.0 and r.heartbeat.startup_s is None
+    assert r.preflight == model.Preflight(on_busy="wait", port=None) and r.resume.drift == "refuse"
+    # every section is its model, defaults filled, the ones another module owns too
+    assert r.restart.max_restarts == 10 and r.sync.enabled is False
+    # recipe.yaml shows an owned section as the recipe wrote it: nothing set, nothing shown
+    on_disk = recipes.for_run_dir(r)
+    assert on_disk["restart"] == {} and on_disk["sync"] == {}
+    assert on_disk["cooldown"] == {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5}
     # a section given as null is its defaults, as before
     r = recipes.load(_write(tmp_path, "kill", None))
-    assert r["kill"] == {"grace_s": 60.0}
+    assert r.kill == model.Kill(grace_s=60.0)
 
 
 def test_old_alerts_memory_keys_still_load_and_lint_says_where_they_went(tmp_path):
     path = _write(tmp_path, "alerts", {"mem_capacity_gib": 80, "grad_warn_x": 5})
-    assert recipes.load(path)["alerts"] == {"mem_capacity_gib": 80, "grad_warn_x": 5}
+    r = recipes.load(path)
+    assert r.alerts.grad_warn_x == 5
+    assert recipes.for_run_dir(r)["alerts"] == {"mem_capacity_gib": 80, "grad_warn_x": 5}
     proc = _cli("lint", str(path))
     assert "alerts.mem_capacity_gib is no longer read" in proc.stdout + proc.stderr
 

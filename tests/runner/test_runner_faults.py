@@ -313,10 +313,11 @@ def test_heartbeat_allows_a_slow_start_but_not_a_silent_one(harness, tmp_path):
 
 def test_heartbeat_limit_is_the_startup_allowance_until_the_first_step():
     from moeconsole.runner.supervisor.supervisor import STARTUP_DEFAULT_S, heartbeat_limit
-    assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=0) == 300
-    assert heartbeat_limit({"timeout_s": 5, "startup_s": 300}, steps_seen=1) == 5
-    assert heartbeat_limit({"timeout_s": 5}, steps_seen=0) == STARTUP_DEFAULT_S
-    assert heartbeat_limit({"timeout_s": 5000, "startup_s": None}, steps_seen=0) == 5000
+    from moeconsole.runner.recipes.model import Heartbeat
+    assert heartbeat_limit(Heartbeat(timeout_s=5, startup_s=300), steps_seen=0) == 300
+    assert heartbeat_limit(Heartbeat(timeout_s=5, startup_s=300), steps_seen=1) == 5
+    assert heartbeat_limit(Heartbeat(timeout_s=5), steps_seen=0) == STARTUP_DEFAULT_S
+    assert heartbeat_limit(Heartbeat(timeout_s=5000, startup_s=None), steps_seen=0) == 5000
 
 
 def test_a_backlog_left_by_an_unwatched_attempt_is_read_while_control_answers(harness, tmp_path):

@@ -82,8 +82,8 @@ def test_python_dash_m_moeconsole_is_the_command_line(tmp_path):
 def test_a_runner_that_never_starts_leaves_the_run_failed_with_the_reason(tmp_path, runs_dir, monkeypatch):
     """The runner dies before it writes a word: the run ends FAILED with a ``launch_failed`` crash
     report naming why (it stayed STARTING for good before)."""
-    recipe = {"name": "never", "command": ["true"]}
-    run = launch.create_run(runs_dir, recipe)
+    from moeconsole.runner.recipes.recipe import validate
+    run = launch.create_run(runs_dir, validate({"name": "never", "command": ["true"]}))
     monkeypatch.setattr(launch, "runner_argv", lambda r: [sys.executable, "-c",
                                                           "import sys; sys.exit('moeconsole runner: cannot import x')"])
     pid = launch.spawn_runner(run)

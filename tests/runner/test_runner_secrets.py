@@ -110,17 +110,17 @@ def test_one_secret_name_rule_for_recipe_and_redactor(harness, tmp_path):
     from moeconsole.runner.recipes import recipe as recipes
     from moeconsole.runner.rundir.secrets import Redactor, is_secret_name
     env = {"AUTHOR": "ada-lovelace", "PAD_TOKEN": "<|pad|>", "HF_TOKEN": "tok-value-123", "AUTH_URL": "http://x/a"}
-    r = recipes.for_run_dir({"command": ["x"], "env": env})
+    r = recipes.for_run_dir(recipes.validate({"command": ["x"], "env": env}))
     assert r["env"]["AUTHOR"] == "ada-lovelace" and r["env"]["PAD_TOKEN"] == "<|pad|>"
     assert r["env"]["HF_TOKEN"] == recipes.REDACTED
-    assert (recipes.secrets_doc({"command": ["x"], "env": env}) or {})["env"] == {"HF_TOKEN": "tok-value-123"}
+    assert (recipes.secrets_doc(recipes.validate({"command": ["x"], "env": env})) or {})["env"] == {"HF_TOKEN": "tok-value-123"}
     red = Redactor.from_env(env)
     assert red.values == ["tok-value-123"]
     line = "AUTHOR=ada-lovelace PAD_TOKEN=<|pad|> token_acc: 0.71 HF_TOKEN=tok-value-123 AUTH_URL=http://x/a"
     assert red.redact(line) == "AUTHOR=ada-lovelace PAD_TOKEN=<|pad|> token_acc: 0.71 HF_TOKEN=*** AUTH_URL=http://x/a"
     assert [n for n in ("AUTHOR", "PAD_TOKEN", "token_acc", "AUTH_URL") if is_secret_name(n)] == []
     # the hash ignores a rotated token but not an author
-    base = {"command": ["x"], "env": dict(env)}
-    rotated = {"command": ["x"], "env": {**env, "HF_TOKEN": "other"}}
-    other_author = {"command": ["x"], "env": {**env, "AUTHOR": "grace"}}
+    base = recipes.validate({"command": ["x"], "env": dict(env)})
+    rotated = recipes.validate({"command": ["x"], "env": {**env, "HF_TOKEN": "other"}})
+    other_author = recipes.validate({"command": ["x"], "env": {**env, "AUTHOR": "grace"}})
     assert recipes.recipe_hash(base) == recipes.recipe_hash(rotated) != recipes.recipe_hash(other_author)

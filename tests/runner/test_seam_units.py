@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.core.monitors import Thresholds
+from moeconsole.runner.recipes.model import Launch, RunRecipe
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.process import proctree
 from moeconsole.runner.process.attempt import Ended, LaunchSpec, NoAttempt, Running
@@ -48,16 +48,15 @@ def _diag(msg: str) -> None:
 @pytest.fixture
 def made(tmp_path: Path):
     """A real run directory made the way ``moeconsole run`` makes it, and its validated recipe."""
-    def make(**over) -> tuple[rundir.RunDir, dict]:
-        recipe = recipes.validate(base_recipe(**over))
-        recipe["_recipe_dir"] = str(tmp_path)
+    def make(**over) -> tuple[rundir.RunDir, RunRecipe]:
+        recipe = recipes.validate(base_recipe(**over), launch=Launch(recipe_dir=str(tmp_path)))
         return create_run(tmp_path / "runs", recipe), recipe
     return make
 
 
-def _pipe(run: rundir.RunDir, recipe: dict) -> IngestPipe:
+def _pipe(run: rundir.RunDir, recipe: RunRecipe) -> IngestPipe:
     journal = Journal(run, _diag)
-    return IngestPipe(run, journal, Redactor([]), MemoryFeed(recipe, _diag), Thresholds.from_recipe(recipe["alerts"]),
+    return IngestPipe(run, journal, Redactor([]), MemoryFeed(recipe, _diag), recipe.alerts,
                       start_offset=0, attempt=1, progress={}, diag=_diag)
 
 
@@ -105,17 +104,17 @@ def test_ingest_pipe_hang_clock_is_monotonic(made):
     pipe = _pipe(run, recipe)
     pipe.launched(1)
     now = time.monotonic()
-    assert pipe.hang(now + 49, recipe["heartbeat"]) is None, "start-up allowance before the first step"
-    hang = pipe.hang(now + 51, recipe["heartbeat"])
+    assert pipe.hang(now + 49, recipe.heartbeat) is None, "start-up allowance before the first step"
+    hang = pipe.hang(now + 51, recipe.heartbeat)
     assert isinstance(hang, lc.Hang) and hang.limit_s == 50
     _log(run, json.dumps({"step": 1, "loss": 1.0}))
     pipe.read()
     now = time.monotonic()
-    assert pipe.hang(now + 4, recipe["heartbeat"]) is None
-    assert isinstance(pipe.hang(now + 6, recipe["heartbeat"]), lc.Hang)
+    assert pipe.hang(now + 4, recipe.heartbeat) is None
+    assert isinstance(pipe.hang(now + 6, recipe.heartbeat), lc.Hang)
     # a batch job waiting in the queue: silence is expected, the clock starts over
-    assert pipe.hang(now + 600, recipe["heartbeat"], pending=True) is None
-    assert pipe.hang(now + 601, recipe["heartbeat"]) is None
+    assert pipe.hang(now + 600, recipe.heartbeat, pending=True) is None
+    assert pipe.hang(now + 601, recipe.heartbeat) is None
 
 
 # ---- AttemptWatch and the local engine ----------------------------------------------------------
@@ -165,7 +164,7 @@ def test_local_attempt_poll_is_running_or_ended():
 def test_launcher_starts_the_attempt_and_names_its_processes(made):
     run, recipe = made(command=["{python}", "-c", "import os, time\nprint('pid', os.getpid(), flush=True)\n"
                                                   "time.sleep(60)"], checkpoints={"dir": None}, resume={"arg": None})
-    env = recipes.resolve_env(recipe["env"])
+    env = recipes.resolve_env(recipe.env)
     journal = Journal(run, _diag)
     launcher = Launcher(run, recipe, recipe_hash=recipes.recipe_hash(recipe), env=env, redactor=Redactor([]),
                         engine=LocalEngine(run), journal=journal, alert=lambda *a, **k: None, diag=_diag)

@@ -36,13 +36,13 @@ def test_recipe_loads_the_slurm_section_and_set_checks_its_keys(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("name: s\nengine: slurm\ncommand: [python, -c, pass]\nslurm: {nodes: 2, time: '30:00'}\n")
     r = recipes.load(path, ["slurm.partition=gpu"])
-    assert (r["engine"], r["slurm"]) == ("slurm", {"nodes": 2, "time": "30:00", "partition": "gpu"})
+    assert (r.engine, r.slurm) == ("slurm", SlurmSettings(nodes=2, time="30:00", partition="gpu"))
     with pytest.raises(InputError, match="did you mean slurm.nodes"):
         recipes.load(path, ["slurm.node=3"])
     with pytest.raises(InputError, match="Slurm time"):
         recipes.load(path, ["slurm.time=soon"])
     # The bundled Slurm recipe is valid as shipped.
-    assert recipes.load("recipes/tiny-moe-slurm.yaml")["engine"] == "slurm"
+    assert recipes.load("recipes/tiny-moe-slurm.yaml").engine == "slurm"
 
 
 def test_lint_refuses_a_bad_slurm_value_with_one_line():

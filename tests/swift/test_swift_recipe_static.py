@@ -30,11 +30,11 @@ def test_the_recipe_lints_clean_except_for_a_missing_swift_env():
 
 def test_the_recipe_runs_what_the_setup_script_creates():
     recipe = recipes.load(RECIPE)
-    values = {"recipe_dir": recipe["_recipe_dir"], "run_dir": "/R"}
+    values = {"recipe_dir": recipe.launch.recipe_dir, "run_dir": "/R"}
     script = SETUP.read_text()
     venv = re.search(r"^VENV=(\S+)$", script, re.M).group(1)
     data = re.search(r"-m moeconsole\.runner\.demo\.swift_tiny --out (\S+)", script).group(1)
-    argv = recipe["command"]
+    argv = recipe.command
     assert Path(recipes.fill(argv[0], values)).resolve() == REPO / venv / "bin" / "swift"
     assert Path(filled(argv, "--model", values)).resolve() == REPO / data / "model"
     assert Path(filled(argv, "--dataset", values)).resolve() == REPO / data / "data.jsonl"
@@ -44,5 +44,5 @@ def test_the_recipe_runs_what_the_setup_script_creates():
         assert filled(argv, flag, values) == value
     assert "--train_type" not in argv
     assert filled(argv, "--output_dir", values) == "/R/output"
-    assert recipes.fill(recipe["checkpoints"]["dir"], values) == "/R/output"
-    assert recipe["resume"]["arg"] == "--resume_from_checkpoint"
+    assert recipes.fill(recipe.checkpoints.dir or "", values) == "/R/output"
+    assert recipe.resume.arg == "--resume_from_checkpoint"

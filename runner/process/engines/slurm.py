@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import jsonio, rundir
@@ -29,6 +29,9 @@ from moeconsole.runner.process.slurm.settings import SlurmSettings
 from moeconsole.runner.process.slurm.text import (SINFO_NODE_FORMAT, BatchSpec, JobState, batch_script, nodes_out_of_service,
                                parse_sinfo_nodes)
 from moeconsole.runner.core.state import JobRecord, TrackedPid
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import Recipe
 
 JOB_SCHEMA = 1
 # Final states after which Slurm is asked which of the job's nodes it took out of service.
@@ -234,10 +237,10 @@ def moeconsole_command() -> str | None:
 class SlurmEngine:
     name = "slurm"
 
-    def __init__(self, run: rundir.RunDir, recipe: Mapping[str, Any], *,
+    def __init__(self, run: rundir.RunDir, recipe: "Recipe", *,
                  command_timeout_s: float = client.COMMAND_TIMEOUT_S) -> None:
         self.run = run
-        self.settings = SlurmSettings.from_recipe(recipe.get("slurm"))
+        self.settings: SlurmSettings = recipe.slurm
         self.timeout_s = command_timeout_s
         self._probed: dict[str, JobState | None] = {}
 

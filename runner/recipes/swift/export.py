@@ -19,14 +19,17 @@ model is made afterwards by ms-swift's own export, from the sources (ms-swift 4.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 PARALLEL = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "expert_model_parallel_size",
             "expert_tensor_parallel_size", "context_parallel_size")
 LAUNCH_ENV = ("NPROC_PER_NODE", "NNODES", "CUDA_VISIBLE_DEVICES")
 
 
-def merge_export(recipe: dict[str, Any], checkpoint: str) -> dict[str, Any] | None:
+def merge_export(recipe: "RunRecipe", checkpoint: str) -> dict[str, Any] | None:
     """The ``megatron export`` that merges ``checkpoint``'s LoRA into a full Hugging Face model, for a
     ``megatron sft`` LoRA recipe whose saves are adapters only; None otherwise (a full fine-tune,
     or a merging run whose saves already have ``checkpoint-N-merged/``)."""
@@ -40,14 +43,14 @@ def merge_export(recipe: dict[str, Any], checkpoint: str) -> dict[str, Any] | No
     tuner = (cmd.get("tuner_type") or cmd.get("train_type") or "full").lower()
     if not tuner.startswith("lora") or merge_lora_effective(cmd):
         return None
-    argv = [str(a) for a in recipe["command"]]
+    argv = list(recipe.command)
     head = argv[: cmd.start - 1] if cmd.command.startswith("megatron ") else ["megatron"]
     out = [*head, "export", "--adapters", checkpoint, "--to_hf", "true", "--merge_lora", "true"]
     for name in PARALLEL:
         value = cmd.get(name)
         if value is not None:
             out += [f"--{name}", value]
-    env = {k: str(v) for k, v in (recipe.get("env") or {}).items() if k in LAUNCH_ENV}
+    env = {k: v for k, v in recipe.env.items() if k in LAUNCH_ENV}
     line = " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.join(out)])
     return {"checkpoint": checkpoint, "command": out, "env": env, "shell": line,
             "writes": checkpoint.rstrip("/") + "-hf",

@@ -12,12 +12,15 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moeconsole.runner.recipes.swift import flags as swift_flags
 from moeconsole.runner.core.units import disk_bytes
 from moeconsole.runner.recipes.swift import sizes
 from moeconsole.runner.recipes.swift.probe import ProbeResult, probe
+
+if TYPE_CHECKING:
+    from moeconsole.runner.recipes.model import RunRecipe
 
 # Flags of older ms-swift / Megatron-LM spellings that the 4.x argument classes do not have,
 # with what to write instead (None: drop it, and the note says what replaces it).
@@ -94,12 +97,12 @@ def _truthy(vals: list[str] | None) -> bool:
     return bool(vals is not None and (not vals or vals[0].lower() in ("true", "1", "yes", "y", "t")))
 
 
-def parse_command(recipe: dict) -> SwiftCommand | None:
-    argv = [str(a) for a in recipe["command"]]
+def parse_command(recipe: "RunRecipe") -> SwiftCommand | None:
+    argv = list(recipe.command)
     command, start = swift_flags.command_of(argv)
     if command is None:
         return None
-    version = (recipe.get("swift") or {}).get("version")
+    version = recipe.swift.version
     table, how = swift_flags.pick(version)
     cmd = SwiftCommand(argv, command, start, table, how, checked_as=command)
     given = {a[2:].split("=", 1)[0].replace("-", "_") for a in argv[start:] if a.startswith("--")}
@@ -112,7 +115,7 @@ def parse_command(recipe: dict) -> SwiftCommand | None:
     return cmd
 
 
-def check_swift_recipe(recipe: dict, *, probe_parser: bool = True) -> list[dict]:
+def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> list[dict]:
     cmd = parse_command(recipe)
     if cmd is None:
         return []
@@ -132,11 +135,11 @@ def _replacement(name: str, fields: dict | None) -> str:
     return note
 
 
-def _check_flags(recipe: dict, cmd: SwiftCommand) -> list[dict]:
-    python = (recipe.get("swift") or {}).get("python")
+def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+    python = recipe.swift.python
     if python:
         from moeconsole.runner.recipes.recipe import fill
-        python = os.path.expanduser(fill(python, {"recipe_dir": recipe.get("_recipe_dir", "")}))
+        python = os.path.expanduser(fill(python, {"recipe_dir": recipe.launch.recipe_dir}))
         if os.path.isdir(python):
             python = os.path.join(python, "bin", "python")
         if os.path.isfile(python):
@@ -151,10 +154,10 @@ def _check_flags(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return _from_table(cmd)
 
 
-def version_mismatch(recipe: dict, installed: str | None) -> list[dict]:
+def version_mismatch(recipe: "RunRecipe", installed: str | None) -> list[dict]:
     """The recipe names one ms-swift (``swift.version``) and the training Python has another: its
     flags, defaults and save layout are the installed one's, not what the recipe was written for."""
-    wanted = (recipe.get("swift") or {}).get("version")
+    wanted = recipe.swift.version
     if not (wanted and installed):
         return []
     want = re.findall(r"\d+", re.sub(r"\.x$", "", str(wanted)))[:3]
@@ -232,7 +235,7 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
 
 
 # ---- the run's arithmetic ------------------------------------------------------------------
-def rule_entry_point(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_entry_point(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if cmd.command != "swift sft":
         return []
     given = [a[2:].split("=", 1)[0].replace("-", "_") for a in cmd.argv[cmd.start:] if a.startswith("--")]
@@ -244,7 +247,7 @@ def rule_entry_point(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return []
 
 
-def rule_warmup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_warmup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     total = cmd.num("train_iters") if cmd.megatron else cmd.num("max_steps")
     if cmd.megatron and cmd.num("num_train_epochs"):
         total = None        # ms-swift replaces train_iters (rule_train_iters_ignored)
@@ -259,8 +262,8 @@ def rule_warmup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return []
 
 
-def _dataset_samples(recipe: dict, cmd: SwiftCommand) -> int | None:
-    given = (recipe.get("swift") or {}).get("dataset_samples")
+def _dataset_samples(recipe: "RunRecipe", cmd: SwiftCommand) -> int | None:
+    given = recipe.swift.dataset_samples
     if given:
         return int(given)
     total = 0
@@ -279,7 +282,7 @@ def _global_batch(cmd: SwiftCommand) -> float:
     return cmd.num("global_batch_size") or 16.0      # MegatronArguments.global_batch_size default
 
 
-def train_iters_estimate(recipe: dict, cmd: SwiftCommand) -> tuple[int | None, str]:
+def train_iters_estimate(recipe: "RunRecipe", cmd: SwiftCommand) -> tuple[int | None, str]:
     """The iterations the run will have, and how that is known: ``--train_iters`` when no epochs
     are given, else what ms-swift derives (``MegatronArguments.init_iters``) from the dataset's
     samples, an upper bound under packing. (None, why) when it cannot be known before the run."""
@@ -289,7 +292,7 @@ def train_iters_estimate(recipe: dict, cmd: SwiftCommand) -> tuple[int | None, s
     samples = _dataset_samples(recipe, cmd)
     if not samples:
         return None, "derived by ms-swift from the dataset (its size is not known here: swift.dataset_samples)"
-    dp = sizes.data_parallel_size(recipe.get("env") or {}, cmd.num("tensor_model_parallel_size"),
+    dp = sizes.data_parallel_size(recipe.env, cmd.num("tensor_model_parallel_size"),
                                   cmd.num("pipeline_model_parallel_size"), cmd.num("context_parallel_size"))
     n = sizes.derived_train_iters(samples, int(epochs), int(_global_batch(cmd)), int(cmd.num("micro_batch_size") or 1),
                                   dp)
@@ -297,7 +300,7 @@ def train_iters_estimate(recipe: dict, cmd: SwiftCommand) -> tuple[int | None, s
     return n, (f"{samples:,} samples x {int(epochs)} epoch(s) // global batch {_global_batch(cmd):.0f}{packed}")
 
 
-def rule_train_iters_ignored(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_train_iters_ignored(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     """``--train_iters`` beside ``--num_train_epochs`` is dead on the Megatron path: ``init_iters``
     overwrites it from the dataset once it is built (4.2.0 and 4.6.0)."""
     if not (cmd.megatron and cmd.num("train_iters") and cmd.num("num_train_epochs")):
@@ -334,25 +337,25 @@ def typed_value(spec: dict | None, vals: list[str] | None) -> Any:
     return None if v == "None" else v
 
 
-def startup_getter(recipe: dict, cmd: SwiftCommand, values: dict[str, list[str]] | None = None):
+def startup_getter(recipe: "RunRecipe", cmd: SwiftCommand, values: dict[str, list[str]] | None = None):
     """``get(field)`` over the command (or ``values``) with ms-swift's types and defaults."""
     fields = (cmd.table.fields(cmd.checked_as) if cmd.table else None) or {}
     vals = cmd.values if values is None else values
     return lambda name: typed_value(fields.get(name), vals.get(name))
 
 
-def rule_startup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     """ms-swift's start-up checks (runner/recipes/swift/startup.py, mirrored from
     MegatronArguments.__post_init__/_init_distributed with their lines)."""
     from moeconsole.runner.recipes.swift.startup import startup_errors
     if not cmd.megatron:
         return []
     version = cmd.table.version if cmd.table else "4.6.0"
-    world = sizes.world_size(recipe.get("env") or {})
+    world = sizes.world_size(recipe.env)
     out = [_p("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
     from moeconsole.runner.recipes.resume import resume_template
-    resume = _resume_values(recipe, cmd) if resume_template(recipe.get("resume") or {}) else None
+    resume = _resume_values(recipe, cmd) if resume_template(recipe.resume) else None
     if resume is not None:
         seen = {p["message"] for p in out}
         for e in startup_errors(startup_getter(recipe, cmd, resume), world, version):
@@ -362,7 +365,7 @@ def rule_startup(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return out
 
 
-def rule_sequence_parallel(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_sequence_parallel(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if not cmd.megatron or not cmd.flag("sequence_parallel"):
         return []
     tp = cmd.num("tensor_model_parallel_size") or 1
@@ -373,11 +376,11 @@ def rule_sequence_parallel(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return []
 
 
-def rule_envelope(recipe: dict, cmd: SwiftCommand) -> list[dict]:
-    limit = (recipe.get("swift") or {}).get("validated_max_length")
+def rule_envelope(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+    limit = recipe.swift.validated_max_length
     length = cmd.num("max_length")
     if limit and length and length > limit:
-        cap = recipe.get("gpus", {}).get("memory_capacity_gib")
+        cap = recipe.gpus.memory_capacity_gib
         on = f" on {cap} GiB GPUs" if cap else ""
         return [_p("warning", "swift_length_over_envelope",
                    f"max_length {length:.0f} > {limit}, the longest this recipe was validated at{on}: activation "
@@ -407,15 +410,11 @@ def _free_bytes(path: str) -> tuple[str, int] | None:
         return None
 
 
-def _max_restarts(recipe: dict) -> int:
-    from moeconsole.runner.core.policy import RestartSettings
-    try:
-        return RestartSettings.from_recipe(recipe.get("restart")).max_restarts
-    except Exception:      # an invalid section is reported by the recipe loader, not here
-        return RestartSettings().max_restarts
+def _max_restarts(recipe: "RunRecipe") -> int:
+    return recipe.restart.max_restarts
 
 
-def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_merged_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     tuner = (cmd.get("tuner_type") or cmd.get("train_type") or ("full" if cmd.megatron else "lora")).lower()
     if not cmd.megatron or tuner != "lora" or not merge_lora_effective(cmd):
         return []
@@ -441,7 +440,7 @@ def rule_merged_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return [_p("info" if cmd.num("save_total_limit") else "warning", "swift_merged_save_disk", msg)]
 
 
-def saves_on_disk(recipe: dict, cmd: SwiftCommand) -> tuple[int, str]:
+def saves_on_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> tuple[int, str]:
     """How many saves can sit on disk at once over the whole run, and why, in words: every
     ``save_steps`` and one at the end; ``save_total_limit`` per output directory (rotation after
     each save, ``_rotate_checkpoints``); every restart a new ``v<N>-<time>/`` that later attempts
@@ -462,7 +461,7 @@ def saves_on_disk(recipe: dict, cmd: SwiftCommand) -> tuple[int, str]:
     return on_disk, kept
 
 
-def rule_adapter_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_adapter_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     """The whole run's disk for a LoRA run that saves its adapter (``--merge_lora false``, or 4.6,
     which writes the adapter beside a merged model): the safetensors adapter (the LoRA's parameters
     in the model's dtype) and, with ``--no_save_optim false``, the Megatron state of the full-state
@@ -502,7 +501,7 @@ def rule_adapter_disk(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return [_p("info", "swift_save_disk", msg)]
 
 
-def rule_fused_experts(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_fused_experts(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if cmd.megatron or cmd.command != "swift sft":
         return []
     targets = cmd.values.get("target_modules") or cmd.values.get("lora_target_modules") or ["all-linear"]
@@ -516,28 +515,28 @@ def rule_fused_experts(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     return []
 
 
-def rule_stub_trap(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_stub_trap(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     from moeconsole.runner.checkpoints.lint_rules import swift_stub_trap
     version = cmd.table.version if cmd.table else None
-    return swift_stub_trap(cmd.argv, recipe.get("env"), version=version)
+    return swift_stub_trap(cmd.argv, recipe.env, version=version)
 
 
-def rule_resume(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_resume(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     from moeconsole.runner.recipes.resume import template_problems
-    resume = recipe.get("resume") or {}
+    resume = recipe.resume
     out = [_p("error", "resume_template", m) for m in template_problems(resume)]
-    if cmd.megatron and resume.get("arg") in ("--load", "--save"):
-        out.append(_p("error", "swift_resume_arg", f"resume.arg {resume['arg']}: ms-swift 4.x Megatron has no such flag; "
+    if cmd.megatron and resume.arg in ("--load", "--save"):
+        out.append(_p("error", "swift_resume_arg", f"resume.arg {resume.arg}: ms-swift 4.x Megatron has no such flag; "
                                                    f"use resume.args: [{', '.join(suggested_resume(cmd))}]"))
     return out
 
 
-def _resume_values(recipe: dict, cmd: SwiftCommand) -> dict[str, list[str]]:
+def _resume_values(recipe: "RunRecipe", cmd: SwiftCommand) -> dict[str, list[str]]:
     """Flag -> values of a resumed attempt's command line: the command's, with the template's
     flags in their place (runner/recipes/resume.py replaces every spelling of a template flag)."""
     from moeconsole.runner.recipes.resume import groups, resume_template
     out = dict(cmd.values)
-    for g in groups(resume_template(recipe.get("resume") or {}) or []):
+    for g in groups(resume_template(recipe.resume) or []):
         if not g[0].startswith("--"):
             continue
         name = g[0][2:].split("=", 1)[0].replace("-", "_")
@@ -548,7 +547,7 @@ def _resume_values(recipe: dict, cmd: SwiftCommand) -> dict[str, list[str]]:
     return out
 
 
-def _warmup_words(recipe: dict, cmd: SwiftCommand) -> str:
+def _warmup_words(recipe: "RunRecipe", cmd: SwiftCommand) -> str:
     """The warmup, in iterations, as ``get_optimizer_param_scheduler`` builds it."""
     frac, iters_ = cmd.num("lr_warmup_fraction"), cmd.num("lr_warmup_iters")
     total, how = train_iters_estimate(recipe, cmd)
@@ -562,7 +561,7 @@ def _warmup_words(recipe: dict, cmd: SwiftCommand) -> str:
     return f"the {n:,.0f}-iteration warmup (lr_warmup_iters)"
 
 
-def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
+def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     """What a resumed attempt really continues (BaseMegatronTrainer._load_checkpoint, trainers/base.py,
     4.2.0 and 4.6.0): ``--finetune false`` restores the iteration (tracker) and the data position
     (consumed samples from iter_N/common.pt); the adapter loads through mcore-bridge; the optimizer
@@ -570,10 +569,10 @@ def rule_resume_semantics(recipe: dict, cmd: SwiftCommand) -> list[dict]:
     ``--mcore_model``). Otherwise the scheduler, built by ``get_optimizer_param_scheduler``, starts
     at step 0 again."""
     from moeconsole.runner.recipes.resume import resume_template
-    resume = recipe.get("resume") or {}
-    if not cmd.megatron or resume_template(resume) is None or resume.get("arg") in ("--load", "--save"):
+    resume = recipe.resume
+    if not cmd.megatron or resume_template(resume) is None or resume.arg in ("--load", "--save"):
         return []
-    form = "resume.args" if resume.get("args") else f"resume.arg {resume.get('arg')}"
+    form = "resume.args" if resume.args else f"resume.arg {resume.arg}"
     v = _resume_values(recipe, cmd)
     first = lambda k: (v.get(k) or [""])[0]          # noqa: E731
     finetune = _truthy(v["finetune"]) if "finetune" in v else True    # MegatronArguments.finetune = True
@@ -637,7 +636,7 @@ def full_state_offer(cmd: SwiftCommand) -> str:
             "--no_save_optim false and resume with --mcore_adapter {checkpoint} --finetune false")
 
 
-def full_state_cost(recipe: dict, cmd: SwiftCommand) -> str:
+def full_state_cost(recipe: "RunRecipe", cmd: SwiftCommand) -> str:
     """What the full-state resume costs on disk: the adapter's Megatron copy and its optimizer state
     in every checkpoint-N/iter_N/."""
     per_param = sizes.SHARD_BYTES_PER_PARAM + sizes.OPTIMIZER_BYTES_PER_PARAM
@@ -665,7 +664,7 @@ def suggested_resume(cmd: SwiftCommand) -> list[str]:
 
 
 # ---- lint --fix ----------------------------------------------------------------------------
-def fix_recipe(recipe_raw: dict, recipe: dict) -> tuple[dict, list[str]]:
+def fix_recipe(recipe_raw: dict, recipe: "RunRecipe") -> tuple[dict, list[str]]:
     """A corrected copy of the raw recipe mapping and what was changed, in words."""
     cmd = parse_command(recipe)
     if cmd is None or cmd.table is None:
@@ -717,8 +716,9 @@ def fix_recipe(recipe_raw: dict, recipe: dict) -> tuple[dict, list[str]]:
             and any(p["rule"] == "swift_resume_from_zero" for p in rule_resume_semantics(recipe, cmd)):
         # trainers/base.py _load_checkpoint: the iteration and data position continue only with
         # --finetune false (the older resume.arg form becomes resume.args to carry it).
+        from moeconsole.runner.recipes.model import Resume
         from moeconsole.runner.recipes.resume import resume_template
-        template = resume_template(resume) or []
+        template = resume_template(Resume(arg=resume.get("arg"), args=resume.get("args"))) or []
         resume.pop("arg", None)
         resume["args"] = template + ["--finetune", "false"]
         fixed["resume"] = resume
