@@ -115,7 +115,7 @@ def cut_name(text: str, w: int) -> str:
     name, sep, values = text.partition(" ")
     if sep and len(values) + 3 <= w:
         keep = w - len(values) - 2
-        return (name[:keep] + "… " if keep < len(name) else name + " ") + values
+        return clip(name, keep + 1) + " " + values
     return clip(text, w)
 
 

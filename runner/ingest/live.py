@@ -18,6 +18,7 @@ from itertools import compress
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.batch import Batch, batch_from_events
 from moeconsole.runner.ingest.parser import MARK, RECORD, Event, LogParser
 from moeconsole.runner.ingest.pipe import LinePipe
@@ -60,7 +61,7 @@ class LiveReader:
         try:
             batch = self.pipe.feed(data)
         except Exception as exc:  # noqa: BLE001 - one line must never end the runner
-            self.diagnostics(f"reading the log failed ({type(exc).__name__}: {str(exc)[:200]}): "
+            self.diagnostics(f"reading the log failed ({type(exc).__name__}: {clip(str(exc), 200)}): "
                              "reading that slice line by line")
             return self._line_by_line(data, partial)
         return [batch] if len(batch) or batch.marks else []
@@ -90,7 +91,7 @@ class LiveReader:
                     out.append(batch)
             except Exception as exc:  # noqa: BLE001 - skipped and counted
                 self.failed_lines += 1
-                self.diagnostics(f"log line skipped ({type(exc).__name__}: {str(exc)[:200]})")
+                self.diagnostics(f"log line skipped ({type(exc).__name__}: {clip(str(exc), 200)})")
             pos = nl + 1
         return out
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, Event
 from moeconsole.runner.ingest.linebuf import PartialLine
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
@@ -693,7 +694,7 @@ class LogParser:
         if suspect:
             self.stats.suspect_lines += 1
             if len(self.stats.examples) < MAX_EXAMPLES:
-                self.stats.examples.append((self.stats.lines, text[:200]))
+                self.stats.examples.append((self.stats.lines, clip(text, 200)))
 
     # ------------------------------------------------------------------ partial line
 
