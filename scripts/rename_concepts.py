@@ -126,40 +126,49 @@ class Found:
     module_aliases: set[str]         # names bound to a carrier module
 
 
-def scan(tree: ast.AST, here: str, carriers: set[str], old: str) -> Found:
-    found = Found(here in carriers, set(), set())
+@dataclass(frozen=True)
+class Imp:
+    """One imported name: ``from src import name as asname`` (``src`` None: ``import name``)."""
+    src: str | None
+    name: str
+    asname: str | None
+    lines: tuple[int, int]
+
+
+def imports_of(tree: ast.AST, here: str) -> list[Imp]:
+    out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             src = _resolve(node, here)
-            for a in node.names:
-                if src in carriers and a.name == old:
-                    if a.asname is None:
-                        found.bare = True
-                    else:
-                        found.aliased_lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-                elif f"{src}.{a.name}" in carriers:
-                    found.module_aliases.add(a.asname or a.name)
+            out += [Imp(src, a.name, a.asname, (node.lineno, node.end_lineno or node.lineno)) for a in node.names]
         elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name in carriers and a.asname:
-                    found.module_aliases.add(a.asname)
+            out += [Imp(None, a.name, a.asname, (node.lineno, node.end_lineno or node.lineno)) for a in node.names]
+    return out
+
+
+def scan(imps: list[Imp], here: str, carriers: set[str], old: str) -> Found:
+    found = Found(here in carriers, set(), set())
+    for i in imps:
+        if i.src is None:
+            if i.name in carriers and i.asname:
+                found.module_aliases.add(i.asname)
+        elif i.src in carriers and i.name == old:
+            if i.asname is None:
+                found.bare = True
+            else:
+                found.aliased_lines.update(range(i.lines[0], i.lines[1] + 1))
+        elif f"{i.src}.{i.name}" in carriers:
+            found.module_aliases.add(i.asname or i.name)
     return found
 
 
-def carriers_of(r: Rename, trees: dict[Path, tuple[str, ast.AST]]) -> set[str]:
+def carriers_of(r: Rename, index: dict[Path, tuple[str, list[Imp]]]) -> set[str]:
     """The defining module and every module that imports the name from a carrier unaliased
     (a re-export: its importers mean the same thing)."""
     out = {r.module}
     while True:
-        grown = set(out)
-        for path, (here, tree) in trees.items():
-            if here in grown:
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and _resolve(node, here) in out and \
-                        any(a.name == r.old and a.asname is None for a in node.names):
-                    grown.add(here)
-                    break
+        grown = set(out) | {here for here, imps in index.values()
+                            if any(i.src in out and i.name == r.old and i.asname is None for i in imps)}
         if grown == out:
             return out
         out = grown
@@ -249,20 +258,27 @@ def main() -> int:
             pending.setdefault("module paths " + ", ".join(f"{a} -> {b}" for a, b in MOVES), set()).add(
                 str(p.relative_to(ROOT)))
 
+    index: dict[Path, tuple[str, list[Imp]]] = {}
+    parsed: dict[Path, str] = {}
     for r in RENAMES:
-        trees: dict[Path, tuple[str, ast.AST]] = {}
         for p, text in texts.items():
+            if parsed.get(p) == text:
+                continue
+            parsed[p] = text
             try:
-                trees[p] = (module_of(p), ast.parse(text))
+                index[p] = (module_of(p), imports_of(ast.parse(text), module_of(p)))
             except SyntaxError as exc:
+                index.pop(p, None)
                 print(f"{p.relative_to(ROOT)}: not parsed ({exc.msg}); skipped", file=sys.stderr)
-        carriers = carriers_of(r, trees)
+        carriers = carriers_of(r, index)
         all_aliases: set[str] = set()
         key = f"{r.module}.{r.old} -> {r.new}  ({r.why})"
-        for p, (here, tree) in trees.items():
-            found = scan(tree, here, carriers, r.old)
+        for p, (here, imps) in index.items():
+            found = scan(imps, here, carriers, r.old)
             all_aliases |= found.module_aliases
             text = texts[p]
+            if r.old not in text:
+                continue
             if found.bare or found.aliased_lines or found.module_aliases:
                 text = rename_tokens(text, r.old, r.new, found)
             text = mention_rx(r, carriers, found.module_aliases).sub(rf"\g<1>{r.new}", text)
