@@ -98,7 +98,7 @@ def main() -> None:
     shown = None
     for i, off in enumerate(range(0, len(data), args.slice)):
         chunk = data[off:off + args.slice]
-        partial = reader.parser.has_partial
+        partial = reader.pipe.has_partial
         t = Tracer()
         current[0] = t
         sys.setprofile(t)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from moeconsole.runner.core.units import clip
 from moeconsole.console import format as fmt
 from moeconsole.runner.supervisor import control
 
@@ -36,7 +37,7 @@ def pid_list(pids: list, limit: int = 12) -> str:
             name = p.get("role") or p.get("name") or p.get("cmd") or ""
             if isinstance(name, list):
                 name = " ".join(str(x) for x in name)
-            name = str(name).split("/")[-1][:24] if name else ""
+            name = clip(str(name).split("/")[-1], 24) if name else ""
             out.append(f"{p.get('pid')}" + (f" ({name})" if name else ""))
         else:
             out.append(str(p))

@@ -11,7 +11,7 @@ import signal
 import time
 from typing import Any, Iterable
 
-from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.numbers import as_float, finite_float
 from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words  # noqa: F401  (the console's text for NA and duration)
 
 
@@ -45,9 +45,9 @@ def num(x: Any, digits: int = 4) -> str:
 
 def short(x: Any) -> str:
     """Compact magnitude for axes: 950, 1.2k, 3.4M."""
-    v = as_float(x)
-    if v is None or not math.isfinite(v):
-        return num(v)
+    v = finite_float(x)
+    if v is None:
+        return num(x)  # nan, inf or the missing mark
     a = abs(v)
     for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
         if a >= div:
@@ -59,30 +59,30 @@ def short(x: Any) -> str:
 
 
 def clock(t: Any) -> str:
-    v = as_float(t)
-    if v is None or not math.isfinite(v):
+    v = finite_float(t)
+    if v is None:
         return NA
     return time.strftime("%H:%M:%S", time.localtime(v))
 
 
 def date(t: Any) -> str:
-    v = as_float(t)
-    if v is None or not math.isfinite(v):
+    v = finite_float(t)
+    if v is None:
         return NA
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(v))
 
 
 def money(x: Any) -> str:
-    v = as_float(x)
-    if v is None or not math.isfinite(v):
+    v = finite_float(x)
+    if v is None:
         return NA
     return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
 
 
 def intc(x: Any) -> str:
     """Integer with thousands separators."""
-    v = as_float(x)
-    if v is None or not math.isfinite(v):
+    v = finite_float(x)
+    if v is None:
         return NA
     return f"{int(v):,}"
 

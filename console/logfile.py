@@ -15,6 +15,8 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Callable
 
+from moeconsole.runner.core.units import clip
+
 
 CHUNK = 4 << 20
 
@@ -86,7 +88,7 @@ class LogFile:
         if self.redact is not None:
             text = self.redact(text)
         if len(text) > self.max_line:
-            text = text[: self.max_line] + "…"
+            text = clip(text, self.max_line + 1)
         return text.expandtabs(4)
 
     def lines(self, start: int, count: int) -> list[str]:

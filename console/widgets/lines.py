@@ -27,6 +27,7 @@ from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from moeconsole.console.widgets import row_regions
+from moeconsole.runner.core.units import clip
 
 Pieces = Sequence[tuple[str, str]]
 Line = tuple[tuple[str, str], ...]
@@ -215,7 +216,7 @@ class LinesView(BoxedLines):
         text = plain
         if len(plain) > width:  # Content.truncate: the spans cut at the new end
             ellipsis = self.styles.text_overflow == "ellipsis"
-            text = plain[: width - 1] + "…" if ellipsis else plain[:width]
+            text = clip(plain, width) if ellipsis else plain[:width]
             end = len(text)
             spans = [(a, min(b, end), k) for a, b, k in spans if a < end]
         return [(a, text[a:b], key) for a, b, key in spans]

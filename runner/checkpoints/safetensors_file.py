@@ -16,7 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from moeconsole.runner.core.units import human_bytes, human_count
+from moeconsole.runner.core.units import clip, human_bytes, human_count
 from moeconsole.runner.checkpoints.dtypes import DTYPE_BITS, nbytes_for
 
 DEFAULT_MAX_HEADER_BYTES = 100 << 20   # the safetensors library refuses headers above 100 MB too
@@ -109,7 +109,7 @@ def _strict_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             if key in _ENTRY_KEYS:
                 raise HeaderProblem(CORRUPT_HEADER, f"a tensor entry gives {key!r} twice")
             if key == "__metadata__" or (isinstance(value, dict) and "data_offsets" in value):
-                raise HeaderProblem(CORRUPT_HEADER, f"header names {_short(key, 80)!r} twice")
+                raise HeaderProblem(CORRUPT_HEADER, f"header names {clip(key, 80)!r} twice")
         out[key] = value
     return out
 
@@ -144,14 +144,10 @@ def load_header_json(raw: bytes) -> dict[str, Any]:
     except RecursionError:
         raise HeaderProblem(CORRUPT_HEADER, "header JSON is nested too deeply") from None
     except ValueError as exc:
-        raise HeaderProblem(CORRUPT_HEADER, f"header is not valid JSON: {_short(str(exc))}") from None
+        raise HeaderProblem(CORRUPT_HEADER, f"header is not valid JSON: {clip(str(exc), 120)}") from None
     if not isinstance(obj, dict):
         raise HeaderProblem(CORRUPT_HEADER, f"header is a JSON {type(obj).__name__}, not an object")
     return obj
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _is_int(x: Any) -> bool:
@@ -177,11 +173,11 @@ def _entry(name: str, info: Any) -> TensorEntry:
                     if not total & 7 and total >> 3 == end - begin:
                         return TensorEntry(name, str(dtype), tuple(shape), begin, end, n)
     _explain(name, info)
-    raise HeaderProblem(CORRUPT_HEADER, f"tensor {_short(name, 80)!r}: invalid entry")   # not reached
+    raise HeaderProblem(CORRUPT_HEADER, f"tensor {clip(name, 80)!r}: invalid entry")   # not reached
 
 
 def _explain(name: str, info: Any) -> None:
-    label = f"tensor {_short(name, 80)!r}"
+    label = f"tensor {clip(name, 80)!r}"
     if not isinstance(info, dict):
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: entry is not an object")
     missing = [k for k in _ENTRY_KEYS if k not in info]
@@ -189,12 +185,12 @@ def _explain(name: str, info: Any) -> None:
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: entry lacks {', '.join(missing)}")
     dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
-        raise HeaderProblem(CORRUPT_HEADER, f"{label}: unknown dtype {_short(repr(dtype), 40)}")
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: unknown dtype {clip(repr(dtype), 40)}")
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
-        raise HeaderProblem(CORRUPT_HEADER, f"{label}: shape {_short(repr(shape), 60)} is not a list of "
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: shape {clip(repr(shape), 60)} is not a list of "
                                             "non-negative integers")
     if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets):
-        raise HeaderProblem(CORRUPT_HEADER, f"{label}: data_offsets {_short(repr(offsets), 60)} is not "
+        raise HeaderProblem(CORRUPT_HEADER, f"{label}: data_offsets {clip(repr(offsets), 60)} is not "
                                             "a pair of integers")
     begin, end = offsets
     if begin < 0 or end < 0:
@@ -230,10 +226,10 @@ def check_ranges(entries: tuple[TensorEntry, ...], data_len: int) -> None:
     for e in entries:
         if e.begin < expected:
             assert prev is not None
-            raise HeaderProblem(OVERLAPPING, f"tensor {_short(e.name, 80)!r} [{e.begin}, {e.end}) overlaps "
-                                             f"{_short(prev.name, 80)!r} [{prev.begin}, {prev.end})")
+            raise HeaderProblem(OVERLAPPING, f"tensor {clip(e.name, 80)!r} [{e.begin}, {e.end}) overlaps "
+                                             f"{clip(prev.name, 80)!r} [{prev.begin}, {prev.end})")
         if e.begin > expected:
-            raise HeaderProblem(CORRUPT_HEADER, f"{e.begin - expected} bytes before tensor {_short(e.name, 80)!r} "
+            raise HeaderProblem(CORRUPT_HEADER, f"{e.begin - expected} bytes before tensor {clip(e.name, 80)!r} "
                                                 "belong to no tensor (ranges must be contiguous)")
         expected = e.end
         prev = e

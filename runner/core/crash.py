@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable
 
 from moeconsole.runner.core.memory import alloc_conf_advice
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.core.oom import FRAGMENTATION_MIN_GIB, parse_oom_message, torch_size_text
 
 from moeconsole.runner.core.logline import ANSI_TEXT_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
@@ -147,10 +148,6 @@ def _clean(raw: str) -> tuple[str, int | None, int]:
         text = body[m.end():]
         body = text.lstrip()
     return body, (rank if rank is not None else label_rank), len(text) - len(body)
-
-
-def _cap(text: str) -> str:
-    return text if len(text) <= MAX_EVIDENCE_CHARS else text[: MAX_EVIDENCE_CHARS - 3] + "..."
 
 
 # ---------------------------------------------------------------------------------------
@@ -1144,7 +1141,7 @@ def _evidence(*groups: list[tuple[int, str]]) -> tuple[str, ...]:
         for idx, text in group:
             if len(chosen) >= MAX_EVIDENCE:
                 break
-            text = _cap(text)
+            text = clip(text, MAX_EVIDENCE_CHARS)
             if text not in chosen:
                 chosen[text] = idx
     return tuple(t for t, _ in sorted(chosen.items(), key=lambda kv: kv[1]))
@@ -1249,7 +1246,7 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
                         recovery="pause", hint=_DIVERGENCE_HINT)
     if _DIV_SELF_STOP.search(first):
         return _verdict("divergence", s.div.decisive + status_lines,
-                        f"the trainer stopped itself on a non-finite loss: {_cap(first)[:200]}", retryable=False,
+                        f"the trainer stopped itself on a non-finite loss: {clip(first, 200)}", retryable=False,
                         recovery="pause", hint=_DIVERGENCE_HINT)
     if "grad norm" in first:
         what = f"Megatron found a non-finite local grad norm{where}"
@@ -1429,7 +1426,7 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
         name = _DEP_FROM.search(msg)
         if so:
             lib = so.group(1).rsplit("/", 1)[-1].split(".")[0]
-            summary = f"a compiled extension cannot be loaded{in_python}: {_cap(msg)[:200]}"
+            summary = f"a compiled extension cannot be loaded{in_python}: {clip(msg, 200)}"
             what = (f"reinstall the package that ships {lib} built for this Python's torch and CUDA "
                     f"(a missing or mismatched library)")
         elif name:
@@ -1437,7 +1434,7 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
                        f"(a version mismatch)")
             what = f"install the version of {name.group(2).split('.')[0]} the code expects"
         else:
-            summary = f"an import failed{in_python}: {_cap(msg)[:200]}"
+            summary = f"an import failed{in_python}: {clip(msg, 200)}"
             what = "install what the import needs"
     demo = any("/runner/demo/" in path.replace("\\", "/") for path, _ in frames)
     interp = where or "the Python that runs the training"
@@ -1455,7 +1452,7 @@ def _config_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerd
     own = s.usage.decisive[-1][1]     # argparse prints usage first, the error line last
     how = f" (exit {code})" if code is not None else ""
     return _verdict("config_error", s.usage.decisive + status_lines,
-                    f"configuration error{how}: {_cap(own)[:300]}", retryable=False, recovery="fail",
+                    f"configuration error{how}: {clip(own, 300)}", retryable=False, recovery="fail",
                     hint="the trainer rejected its command line or arguments before training "
                          "started; restarting would fail the same way: fix the recipe's command "
                          "(see the trainer's own error line) and run it again")
@@ -1567,7 +1564,7 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
     first_exc = s.exceptions[0][1] if s.exceptions else None
     summary = f"{how}{_who(status_lines, s)}"
     if first_exc:
-        summary += f": {first_exc[:200]}"
+        summary += f": {clip(first_exc, 200)}"
     lines = s.exceptions + status_lines
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
                     extra=[(i, t) for i, t, _ in s.sig_text])

@@ -1,4 +1,7 @@
 """Errors that reach the user as one line and exit code 2 (bad input), never a traceback."""
+from __future__ import annotations
+
+from moeconsole.runner.core.units import clip
 
 
 class InputError(Exception):
@@ -11,4 +14,4 @@ def shown(value: object, limit: int = 80) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"
     text = repr(value).replace("\n", "\\n")
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip(text, limit)

@@ -15,8 +15,9 @@ change, so the list does not shuffle between polls.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable, Mapping
+
+from moeconsole.runner.core.numbers import finite_float
 
 MEM_WARN_FRAC = 0.85          # memory used / total: shown in warning colour
 MEM_CRIT_FRAC = 0.95          # shown critical; a node with such a GPU is listed first
@@ -26,13 +27,6 @@ STRAGGLER_RATIO = 1.15        # step time at least 15% above the median node's
 MIN_PEERS = 3                 # fewer nodes than this: no median to compare with
 
 PROBLEMS = ("stale", "mem", "util", "slow")
-
-
-def _num(v: Any) -> float | None:
-    t = type(v)
-    if t is float:
-        return v if math.isfinite(v) else None
-    return float(v) if t is int else None
 
 
 def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
@@ -45,11 +39,11 @@ def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
         if not isinstance(g, dict):
             continue
         count += 1
-        used, total = _num(g.get("mem_used_mib")), _num(g.get("mem_total_mib"))
+        used, total = finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib"))
         if used is not None and total:
             free.append(total - used)
             frac.append(used / total)
-        u = _num(g.get("util_pct"))
+        u = finite_float(g.get("util_pct"))
         if u is not None:
             util.append(u)
     return {"gpus": count, "min_free_mib": min(free) if free else None, "max_mem_frac": max(frac) if frac else None,
@@ -58,7 +52,7 @@ def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
 
 def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, Any]]) -> float | None:
     """A node is as slow as its slowest rank: the largest latest step time among its ranks."""
-    times = [t for r in ranks if (t := _num((rank_times.get(r) or {}).get("step_time_s"))) is not None]
+    times = [t for r in ranks if (t := finite_float((rank_times.get(r) or {}).get("step_time_s"))) is not None]
     return max(times) if times else None
 
 

@@ -3,9 +3,11 @@
 Metric records, state and snapshots carry numbers as JSON numbers, as the strings "nan", "inf" and
 "-inf" (JSON has no such numbers; ``jsonio.dumps`` writes them so), or not at all. A bool is not a
 number here: ``true`` in a loss field is a writer's bug, not the value 1.0, so it reads as absent
-like any other non-number."""
+like any other non-number. ``finite_float`` is the reader for a value that is shown or summed,
+``run_cost`` the one formula for what a run cost."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -20,3 +22,17 @@ def as_float(x: Any) -> float | None:
         return float(x)
     except (TypeError, ValueError, OverflowError):
         return None
+
+
+def finite_float(x: Any) -> float | None:
+    """``x`` as a finite float: None when absent, a bool, not a number, NaN or infinite (the
+    reader for a value that is shown or summed, where NaN and infinity mean "no value")."""
+    v = as_float(x)
+    return v if v is not None and math.isfinite(v) else None
+
+
+def run_cost(seconds: Any, per_hour: Any) -> float | None:
+    """What ``seconds`` of the run cost at the recipe's ``cost_per_hour`` (the whole run's hourly
+    price): None when either is unknown, zero or not a finite number."""
+    s, p = finite_float(seconds), finite_float(per_hour)
+    return s / 3600.0 * p if s and p else None

@@ -320,18 +320,18 @@ def from_dict(state: RunState) -> StateFile:
 
 def encode(state: RunState) -> bytes:
     """The file's bytes for a writer's dict, checked against the model first."""
-    return msgspec.json.format(_encoder.encode(from_dict(_finite(state))), indent=1) + b"\n"
+    return msgspec.json.format(_encoder.encode(from_dict(finite_state(state))), indent=1) + b"\n"
 
 
-def _finite(obj: Any) -> Any:
+def finite_state(obj: Any) -> Any:
     """NaN and infinity have no JSON number: the state keeps None for them (a reader sees 'no
     value', the same as a missing loss)."""
     if isinstance(obj, float):
         return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite_state(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [finite_state(v) for v in obj]
     return obj
 
 

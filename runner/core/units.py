@@ -5,11 +5,10 @@ Every screen, command and message that shows one of these imports it from here (
 line read the same."""
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.numbers import finite_float
 
 NA = "—"  # a value that is unknown or absent
 
@@ -57,8 +56,8 @@ def fit_with_tail(head: str, tail: str, width: int) -> str:
 
 def duration(seconds: Any) -> str:
     """42s, 7m36s, 3h02m, 26h00m, 2d04h: hours up to two days, then days."""
-    s = as_float(seconds)
-    if s is None or not math.isfinite(s):
+    s = finite_float(seconds)
+    if s is None:
         return NA
     total = max(0, int(round(s)))
     if total < 60:
@@ -75,21 +74,21 @@ def duration(seconds: Any) -> str:
 
 def number(value: Any, spec: str = ".0f") -> str:
     """A measured number in ``spec`` (``.0f``, ``.1f``), or NA when it is unknown or not finite."""
-    v = as_float(value)
-    return NA if v is None or not math.isfinite(v) else format(v, spec)
+    v = finite_float(value)
+    return NA if v is None else format(v, spec)
 
 
 def gib_of_mib(mib: Any, unit: str = "") -> str:
     """A MiB reading (NVML's unit) as GiB with one decimal (``79.6``, or ``79.6G`` with
     ``unit="G"``); NA, without the unit, when it is unknown."""
-    v = as_float(mib)
-    return NA if v is None or not math.isfinite(v) else f"{v / 1024:.1f}{unit}"
+    v = finite_float(mib)
+    return NA if v is None else f"{v / 1024:.1f}{unit}"
 
 
 def byte_rate(bps: Any) -> str:
     """A byte rate in few characters (powers of 1024): 812B/s, 1.5K/s, 3.2G/s; NA when unknown."""
-    v = as_float(bps)
-    if v is None or not math.isfinite(v):
+    v = finite_float(bps)
+    if v is None:
         return NA
     for div, unit in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
         if v >= div:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
-from moeconsole.runner.ingest.events import RECORD
+from moeconsole.runner.ingest.events import MARK, RECORD, Event
 from moeconsole.runner.rundir.jsonio import dumps
 
 
@@ -156,3 +156,18 @@ def concat_batches(batches: list[Batch]) -> Batch:
         if recs is not None:
             recs.extend(b.records or [])
     return Batch(steps, values, present, mx, marks, recs)
+
+
+def in_file_order(records: list[Any], marks: list[tuple[int, dict]]) -> list[Event]:
+    """A batch's records and marks as events in file order (each mark after the records read
+    before it)."""
+    if not marks:
+        return [(RECORD, r) for r in records]
+    out: list[Event] = []
+    i = 0
+    for before, mark in marks:
+        out.extend((RECORD, r) for r in records[i:before])
+        i = max(i, before)
+        out.append((MARK, mark))
+    out.extend((RECORD, r) for r in records[i:])
+    return out

@@ -5,7 +5,7 @@ goes once through the same pipe that ``parse --json`` uses (``moeconsole.runner.
 lines, each read by the strategy of its family, a learned template over the repeated metric
 line and the line parser for every other line; one batch), so a backlog of millions of lines
 is caught up at the template's speed instead of line by line. An unfinished last line waits
-for the next slice, exactly as with ``LogParser.feed_events``; the events (records and marks,
+for the next slice (``LinePipe.partial``); the events (records and marks,
 in file order) are the same as the line parser's, which the tests check.
 """
 from __future__ import annotations
@@ -18,7 +18,8 @@ from itertools import compress
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from moeconsole.runner.ingest.batch import Batch, batch_from_events
+from moeconsole.runner.core.units import clip
+from moeconsole.runner.ingest.batch import Batch, batch_from_events, in_file_order
 from moeconsole.runner.ingest.parser import MARK, RECORD, Event, LogParser
 from moeconsole.runner.ingest.pipe import LinePipe
 from moeconsole.runner.ingest.records import MEMORY_SRCS
@@ -60,7 +61,7 @@ class LiveReader:
         try:
             batch = self.pipe.feed(data)
         except Exception as exc:  # noqa: BLE001 - one line must never end the runner
-            self.diagnostics(f"reading the log failed ({type(exc).__name__}: {str(exc)[:200]}): "
+            self.diagnostics(f"reading the log failed ({type(exc).__name__}: {clip(str(exc), 200)}): "
                              "reading that slice line by line")
             return self._line_by_line(data, partial)
         return [batch] if len(batch) or batch.marks else []
@@ -90,7 +91,7 @@ class LiveReader:
                     out.append(batch)
             except Exception as exc:  # noqa: BLE001 - skipped and counted
                 self.failed_lines += 1
-                self.diagnostics(f"log line skipped ({type(exc).__name__}: {str(exc)[:200]})")
+                self.diagnostics(f"log line skipped ({type(exc).__name__}: {clip(str(exc), 200)})")
             pos = nl + 1
         return out
 
@@ -98,6 +99,11 @@ class LiveReader:
         """Events for the lines this slice completes: the batches of ``feed_batches`` as the
         line parser's events, template rows loaded back as dicts."""
         return [ev for batch in self.feed_batches(data) for ev in _events_of(batch)]
+
+    def finish(self) -> list[Event]:
+        """The end of the log: its last line read without a newline, a cut dict that never
+        got its rest counted as a line not understood."""
+        return _events_of(self.pipe.finish(True))
 
     def reset_partial(self) -> None:
         self.pipe.reset_partial()
@@ -132,17 +138,7 @@ def _records(objs: list) -> list[dict]:
 
 
 def _events_of(batch: Batch) -> list[Event]:
-    recs = _records(batch.records or [])
-    if not batch.marks:
-        return [(RECORD, r) for r in recs]
-    out: list[Event] = []
-    i = 0
-    for before, mark in batch.marks:
-        out.extend((RECORD, r) for r in recs[i:before])
-        i = max(i, before)
-        out.append((MARK, mark))
-    out.extend((RECORD, r) for r in recs[i:])
-    return out
+    return in_file_order(_records(batch.records or []), batch.marks)
 
 
 # ---- the runner's side of a batch: pure functions, tested without a runner -------------------

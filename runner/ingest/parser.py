@@ -1,11 +1,13 @@
-"""LogParser: raw log bytes, in any chunking, to metric records and marks.
+"""LogParser: log lines to metric records and marks.
 
-Stateful and incremental: ``feed`` takes whatever bytes arrived and returns records for the
-lines completed by them; a partial last line waits for its newline (``flush`` reads it at
-the end of a bulk read). It never raises on input: binary garbage, invalid UTF-8, truncated
+Stateful: ``process_line`` reads one complete line (without its newline) and returns its
+events (records and marks, in file order); ``read_completed`` reads a line that arrived in
+pieces (``linebuf.PartialLine``); ``end_of_input`` ends the log. That is the parser's one
+API: cutting bytes into lines, and the partial last line, belong to the pipe
+(``moeconsole.runner.ingest.pipe.LinePipe``; ``pipe.read_events`` reads a whole byte string
+with the parser alone). It never raises on input: binary garbage, invalid UTF-8, truncated
 dicts and absurdly long lines are counted in ``stats``, not fatal. A line whose visible text
-is longer than ``max_line_bytes`` is not kept (counted as overlong); a partial line is
-trimmed to its last carriage-return segment while it grows, so memory stays bounded.
+is longer than ``max_line_bytes`` is not kept (counted as overlong).
 
 Every line is read on its own once its newline has arrived, so the records do not depend on
 how the bytes were cut (the runner's live reader and ``parse`` give the same records).
@@ -23,8 +25,8 @@ from typing import Any, Callable
 from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, Event
-from moeconsole.runner.ingest.linebuf import PartialLine
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
@@ -111,7 +113,8 @@ def _torchtune_bar(text: str) -> formats.Bar | None:
 
 
 class LogParser:
-    """Stateful, incremental: feed raw bytes in any chunking; emits records for complete lines only."""
+    """Stateful, line by line: ``process_line``/``read_completed`` per complete line,
+    ``end_of_input`` at the end of the log; each returns the events of what it read."""
 
     def __init__(self, max_line_bytes: int = 1 << 20, line_format: Any = None):
         """``line_format``: a user's declared line format (``moeconsole.runner.ingest.userformat.LineFormat``),
@@ -126,9 +129,6 @@ class LogParser:
         self._counted_line = -1                   # the last line counted as a metric line
         self.stats = ParseStats()
         self.records_emitted = 0
-        # the unfinished last line; the live and bulk readers (``moeconsole.runner.ingest.pipe``) share it
-        self.partial = PartialLine(self.max_line_bytes)
-        self._marks: list[dict] = []
         self._last_step: int | None = None      # the last training step (not memory reports)
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
@@ -140,65 +140,10 @@ class LogParser:
 
     # ------------------------------------------------------------------ public API
 
-    def feed(self, chunk: bytes) -> list[dict]:
-        """Metric records for newly completed lines (marks wait in ``take_marks``)."""
-        return self._split(self.feed_events(chunk))
-
-    def flush(self) -> list[dict]:
-        """At EOF (bulk mode): parse the trailing partial line."""
-        return self._split(self.flush_events())
-
-    def release_pending(self) -> list[dict]:
-        """Everything written so far has been fed (kept for callers; nothing is held back)."""
-        return self._split(self._release())
-
-    def take_marks(self) -> list[dict]:
-        marks, self._marks = self._marks, []
-        return marks
-
-    def feed_events(self, chunk: bytes) -> list[Event]:
-        """Like ``feed`` but returns records and marks together, in file order."""
-        if not chunk:
-            return []
-        chunk = bytes(chunk)
-        last_nl = chunk.rfind(b"\n")
-        if last_nl < 0:
-            self.partial.append(chunk)
-            return []
-        events: list[Event] = []
-        first_nl = chunk.find(b"\n")
-        start = 0
-        if self.partial.waiting:
-            events.extend(self.read_completed(*self.partial.complete(chunk[:first_nl])))
-            start = first_nl + 1
-        if start <= last_nl:
-            for line in chunk[start:last_nl].split(b"\n"):
-                events.extend(self.process_line(line))
-        self.partial.append(chunk[last_nl + 1:])
-        return events
-
-    def flush_events(self) -> list[Event]:
-        events: list[Event] = []
-        if self.partial.waiting:
-            events.extend(self.read_completed(*self.partial.complete()))
-        return events + self.end_of_input()
-
     def end_of_input(self) -> list[Event]:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         return self._drop_fragment() + self._release()
-
-    def reset_partial(self) -> None:
-        """Forget a partial line (the file was truncated or replaced under it)."""
-        self.partial.reset()
-
-    @property
-    def has_partial(self) -> bool:
-        return self.partial.waiting
-
-    def release_events(self) -> list[Event]:
-        """``release_pending`` as events."""
-        return self._release()
 
     def context_after_rows(self, last_step: int, records: int) -> None:
         """``records`` metric lines were read by the template strategy (the last at step
@@ -693,7 +638,7 @@ class LogParser:
         if suspect:
             self.stats.suspect_lines += 1
             if len(self.stats.examples) < MAX_EXAMPLES:
-                self.stats.examples.append((self.stats.lines, text[:200]))
+                self.stats.examples.append((self.stats.lines, clip(text, 200)))
 
     # ------------------------------------------------------------------ partial line
 
@@ -707,8 +652,3 @@ class LogParser:
             self._unparsed("", suspect=False)
             return events
         return self.process_line(line)
-
-    def _split(self, events: list[Event]) -> list[dict]:
-        """Records for the caller; marks kept for ``take_marks``."""
-        self._marks.extend(obj for kind, obj in events if kind == MARK)
-        return [obj for kind, obj in events if kind == RECORD]

@@ -31,9 +31,10 @@ an import contract in pyproject.toml.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from moeconsole.runner.ingest.batch import Batch, BatchBuilder
+from moeconsole.runner.ingest.batch import Batch, BatchBuilder, in_file_order
+from moeconsole.runner.ingest.linebuf import PartialLine
 from moeconsole.runner.ingest.parser import RECORD, Event, LogParser
 from moeconsole.runner.ingest.template import Claim, Rows, Template, TemplateReader
 
@@ -85,14 +86,16 @@ class LinePipe:
     process reading the second half of a file starts with the first half's)."""
 
     def __init__(self, parser: LogParser, want_records: bool = False, template: Template | None = None,
-                 json_lines: bool = False, keep_dicts: bool = False, columns: bool = False) -> None:
+                 json_lines: bool = False, keep_dicts: bool = False, columns: bool = False,
+                 learn: bool = True) -> None:
         """``json_lines``: template rows are their NDJSON lines (bytes) in ``Batch.records``;
         ``keep_dicts`` (with it): the parser's records stay dicts (else, beside template rows,
         they become lines too). ``columns`` (with ``json_lines``): the batch's
         steps/values/present are filled for template rows too (the runner feeds its monitors
-        and charts from them, never building a dict per row)."""
+        and charts from them, never building a dict per row). ``learn=False``: no template is
+        learned, every line is the parser's (a short scratch read)."""
         self.parser = parser
-        self.partial = parser.partial   # one unfinished line, whether the parser's feed or the pipe read it
+        self.partial = PartialLine(parser.max_line_bytes)   # the log's unfinished last line
         self.want_records = want_records or json_lines
         self.keep_dicts = keep_dicts
         self.templates = TemplateReader(template, self.want_records, json_lines, columns,
@@ -100,7 +103,7 @@ class LinePipe:
         self.lines = ParserReader(parser)
         self.fast_lines = 0   # lines the template read
         self.slow_lines = 0   # lines the parser read
-        self._learn_tries = 0
+        self._learn_tries = 0 if learn else MAX_LEARN
 
     @property
     def template(self) -> Template | None:
@@ -217,6 +220,19 @@ class LinePipe:
         self._learn_tries += 1
         self.templates.template = Template.learn(line)
         return self.templates.template is not None
+
+
+def read_events(parser: LogParser, chunks: Iterable[bytes], final: bool = True) -> list[Event]:
+    """A log's bytes, cut anywhere, read by the line parser alone (no template): the records
+    and marks of its lines in file order; ``final``: the end of the log (the last line is read
+    without its newline)."""
+    pipe = LinePipe(parser, want_records=True, learn=False)
+    out: list[Event] = []
+    for chunk in chunks:
+        batch = pipe.feed(chunk)
+        out += in_file_order(batch.records or [], batch.marks)
+    batch = pipe.finish(final)
+    return out + in_file_order(batch.records or [], batch.marks)
 
 
 def learn_template(head: bytes, max_line_bytes: int = 1 << 20) -> Template | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.core.memory import KEEP_STEPS, Trend, mib_rate_text, trend
 from moeconsole.runner.core.columns import records_to_columns
 from moeconsole.runner.core.monitors import Monitors, Thresholds, fmt_num
@@ -218,7 +219,7 @@ def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) ->
             extra += f" ({stats.out_of_range_lines:,} with a step out of range, skipped)"
         lines.append(f"  not understood {stats.unparsed_lines:,} line(s){extra}")
         for line_no, text in stats.examples:
-            lines.append(f"    line {line_no:,}: {text[:100]}")
+            lines.append(f"    line {line_no:,}: {clip(text, 100)}")
     return "\n".join(lines)
 
 

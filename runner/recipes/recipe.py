@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import msgspec
 
 from moeconsole.runner.core import schema
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.recipes import cmdline
 from moeconsole.runner.rundir import secrets as secret_text
 from moeconsole.runner.recipes.cmdline import set_flag
@@ -137,7 +138,7 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
     raw = copy.deepcopy(raw)
     seen: dict[str, str] = {}
     for given in overrides:
-        item = given if len(given) <= 120 else given[:117] + "..."  # messages stay one readable line
+        item = clip(given, 120)  # messages stay one readable line
         if "=" not in given:
             raise InputError(f"{src} {item}: expected KEY=VALUE")
         key, text = given.split("=", 1)
@@ -203,7 +204,7 @@ def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunReci
         given = _override_for(exc.place, overrides or [])
         if given is not None:
             given = given.replace("\n", "\\n")  # one line, whatever the name held
-            raise InputError(f"--set {given if len(given) <= 120 else given[:117] + '...'}: {exc.problem}") from None
+            raise InputError(f"--set {clip(given, 120)}: {exc.problem}") from None
         raise
     return recipe if recipe.name else model.run_recipe(recipe, name=path.stem)
 

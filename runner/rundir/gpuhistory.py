@@ -11,9 +11,9 @@ Times are seconds since ``t0`` (the first sample), which keeps the file small.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
 
+from moeconsole.runner.core.numbers import finite_float
 from moeconsole.runner.core.series import Series
 from moeconsole.runner.rundir import jsonio, rundir
 
@@ -21,10 +21,6 @@ SCHEMA = 1
 LIMIT = 256      # buckets per series: a week of 2 s samples is ~300k points
 MAX_GPUS = 64
 SAVE_S = 10.0
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 class GpuHistory:
@@ -59,7 +55,7 @@ class GpuHistory:
                     if len(self.gpus) >= MAX_GPUS:
                         continue
                     series = self.gpus[key] = {"util": Series(LIMIT), "mem_gib": Series(LIMIT)}
-                util, used, total = _num(g.get("util_pct")), _num(g.get("mem_used_mib")), _num(g.get("mem_total_mib"))
+                util, used, total = finite_float(g.get("util_pct")), finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib"))
                 if util is not None:
                     series["util"].append(x, util)
                 if used is not None:
@@ -68,12 +64,12 @@ class GpuHistory:
                     self.mem_total_gib[key] = round(total / 1024, 3)
         if host:
             self.host = str(host.get("hostname") or self.host)
-            cpu, ram = _num(host.get("cpu_pct")), _num(host.get("ram_used_gib"))
+            cpu, ram = finite_float(host.get("cpu_pct")), finite_float(host.get("ram_used_gib"))
             if cpu is not None:
                 self.cpu.append(x, round(cpu, 1))
             if ram is not None:
                 self.ram.append(x, round(ram, 3))
-            total = _num(host.get("ram_total_gib"))
+            total = finite_float(host.get("ram_total_gib"))
             if total is not None:
                 self.ram_total_gib = round(total, 3)
 
@@ -89,8 +85,8 @@ class GpuHistory:
             return None
         h = cls()
         try:
-            h.t0 = _num(doc.get("t0"))
-            h.t_last = _num(doc.get("t_last"))
+            h.t0 = finite_float(doc.get("t0"))
+            h.t_last = finite_float(doc.get("t_last"))
             h.samples = int(doc.get("samples") or 0)
             h.host = str(doc.get("host") or "")
             for key, series in (doc.get("gpus") or {}).items():
@@ -99,7 +95,7 @@ class GpuHistory:
             h.mem_total_gib = {str(k): float(v) for k, v in (doc.get("mem_total_gib") or {}).items()}
             h.cpu = Series.from_doc(doc["cpu"], LIMIT)
             h.ram = Series.from_doc(doc["ram_gib"], LIMIT)
-            h.ram_total_gib = _num(doc.get("ram_total_gib"))
+            h.ram_total_gib = finite_float(doc.get("ram_total_gib"))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None
         return h

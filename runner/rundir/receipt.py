@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 
-from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.numbers import as_float, finite_float, run_cost
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.rundir import jsonio, rundir
 
@@ -184,8 +184,8 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
             max_steps = rec["max_steps"]
         for key, st in stats.items():
             st.add(step, rec.get(key))
-        loss = as_float(rec.get("loss"))
-        if loss is not None and math.isfinite(loss):
+        loss = finite_float(rec.get("loss"))
+        if loss is not None:
             loss_points.append((step, loss))
 
     versions: dict[str, Any] = {}
@@ -237,7 +237,7 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
         steps={"first": first_step, "last": last_step, "max_steps": max_steps, "records": n_records},
         loss=stats["loss"].done(), grad_norm=stats["grad_norm"].done(), mem_gib=stats["mem_gib"].done(),
         step_time_s=step_env, tokens_per_s=stats["tokens_per_s"].done(),
-        cost={"per_hour": price, "total": (elapsed / 3600 * price) if (price and elapsed) else None},
+        cost={"per_hour": price, "total": run_cost(elapsed, price)},
         crashes=crashes, checkpoints=checkpoints,
         alerts={"total": len(alerts), "by_rule": by_rule,
                 "groups": [g.to_dict() for g in groups],

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from moeconsole.runner.core import nodehealth
+from moeconsole.runner.core.numbers import run_cost
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core.state import RunState
@@ -143,7 +145,7 @@ def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_B
     out = []
     for line in lines[-(n + 1):]:
         line = line.rstrip("\r").rsplit("\r", 1)[-1]
-        out.append((redactor.redact(line) if redactor else line)[:500])
+        out.append(clip(redactor.redact(line) if redactor else line, 500))
     while out and not out[-1]:
         out.pop()
     return tuple(out[-n:])
@@ -265,6 +267,7 @@ class RunWatcher:
         ended = state.get("ended_at")
         elapsed = ((ended or now) - started) if started else None
         cost = state.get("cost_per_hour")
+        so_far = run_cost(elapsed, cost)
         return {
             "id": self.run.run_id,
             "name": state.get("name") or self.run.run_id,
@@ -284,8 +287,8 @@ class RunWatcher:
             "eta_s": eta,
             "elapsed_s": elapsed,
             "cost_per_hour": cost,
-            "cost_so_far": (elapsed / 3600 * cost) if (cost and elapsed) else None,
-            "cost_projected": ((elapsed + (eta or 0)) / 3600 * cost) if (cost and elapsed) else None,
+            "cost_so_far": so_far,
+            "cost_projected": run_cost((elapsed or 0) + (eta or 0), cost) if so_far is not None else None,
             "recipe_hash": state.get("recipe_hash"),
             "pids": state.get("pids") or [],
             "pgid": state.get("pgid"),

@@ -10,7 +10,6 @@ display name with the recipe values that tell them apart.
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 import time
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 
     from moeconsole.runner.rundir.seriesfile import SeriesBook
 
-from moeconsole.runner.core.numbers import as_float
+from moeconsole.runner.core.numbers import finite_float
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.core.errors import InputError
@@ -174,11 +173,6 @@ def _changed_since(run: rundir.RunDir, t: float | None) -> bool:
     return False
 
 
-def _finite(x) -> float | None:
-    v = as_float(x)
-    return v if v is not None and math.isfinite(v) else None
-
-
 def upsert(conn: "sqlite3.Connection", row: dict) -> None:
     row = {k: row.get(k) for k in COLUMNS}
     row["updated_at"] = time.time()
@@ -303,7 +297,7 @@ def refresh_live(row: dict) -> dict:
     steps = [s for s in (state.get("step"), rec.get("step") if rec else None, row.get("last_step"))
              if isinstance(s, int)]
     out["last_step"] = max(steps) if steps else None
-    loss = _finite(rec.get("loss")) if rec else None
+    loss = finite_float(rec.get("loss")) if rec else None
     if loss is not None:
         out["last_loss"] = loss
         out["min_loss"] = loss if row.get("min_loss") is None else min(row["min_loss"], loss)

@@ -85,7 +85,7 @@ class Supervisor:
         # The status lives in the lifecycle only (every change through lc.step); the rest of
         # state.json in ``self.state``, written together with it.
         self.life = lc.Life(Status.parse(state.get("status")) or Status.STARTING)
-        self.state = RunState(self.journal, state, lambda: self.life.status)
+        self.state = RunState(self.journal, state, lambda: self.life.status, diag)
         self.stop = False
         self.next_env: dict[str, str] = {}
         self.resumed_step: int | None = None
@@ -133,7 +133,7 @@ class Supervisor:
             return
         self.journal.flush()
         procs = self.watch.procs
-        self.state.fields.update(
+        self.state.refresh(
             pids=procs.tracked() if not self.life.exited or self.life.kill else [], pgid=procs.pgid,
             log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
@@ -164,7 +164,7 @@ class Supervisor:
         self.state.setdefault("restarts", 0)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
         status, attempt = self.life.status, self.state.attempt
-        found = takeover(status, self.state.fields, self.engine.attempt_alive)
+        found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
         drift = None
         if found.ended_unwatched:
             # The waiter's exit record says how it ended; without one the log is the only witness.

@@ -29,7 +29,7 @@ from typing import Iterable
 
 import psutil
 
-from moeconsole.runner.core.units import duration, command_text
+from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
 from moeconsole.runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
@@ -134,7 +134,7 @@ class ProcInfo:
         if not self.visible:
             who = "not visible here: another PID namespace?"
         else:
-            cmd = self.command if len(self.command) <= width else self.command[: width - 3] + "..."
+            cmd = clip(self.command, width)
             who = f"{self.user or '?'}, {duration(self.age_s)}, {cmd or '?'}"
         mem = ""
         if self.gpus:

@@ -521,7 +521,7 @@ def test_evidence_is_clean_capped_and_in_log_order():
             NCCL_REMOTE_DETAIL]
     v = classify(-6, tail, steps_seen=3)
     assert v.cls == "nccl_error"
-    assert v.evidence[0].startswith("[E0102") and v.evidence[0].endswith("...")
+    assert v.evidence[0].startswith("[E0102") and v.evidence[0].endswith("…")
     assert len(v.evidence[0]) == 500
     assert v.evidence[1] == NCCL_REMOTE_DETAIL
 

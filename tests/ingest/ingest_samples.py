@@ -143,3 +143,11 @@ def same_record(a: dict, b: dict) -> bool:
         elif x != y:
             return False
     return True
+
+
+def parsed(parser, data: bytes, final: bool = True) -> tuple[list[dict], list[dict]]:
+    """(records, marks) of ``data`` read by ``parser`` alone (``pipe.read_events``: no
+    template); ``final``: the end of the log (the last line is read without its newline)."""
+    from moeconsole.runner.ingest.pipe import read_events
+    events = read_events(parser, [data], final)
+    return [o for k, o in events if k == "record"], [o for k, o in events if k == "mark"]

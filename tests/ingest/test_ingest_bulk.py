@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.pipe import read_events
 import os
 
 from moeconsole.runner.ingest.bulk import concat_batches, fold_file, scan_file
@@ -81,11 +82,8 @@ def write_mixed(path, n: int = 3000, seed: int = 5) -> None:
 
 def general(path) -> tuple[list[dict], list[dict], object]:
     p = LogParser()
-    events = []
     data = path.read_bytes()
-    for i in range(0, len(data), 1 << 16):
-        events += p.feed_events(data[i:i + (1 << 16)])
-    events += p.flush_events()
+    events = read_events(p, [data[i:i + (1 << 16)] for i in range(0, len(data), 1 << 16)])
     recs = [o for k, o in events if k == "record"]
     marks = [o for k, o in events if k == "mark"]
     return recs, marks, (p.stats, events)

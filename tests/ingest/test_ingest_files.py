@@ -8,6 +8,7 @@ import pytest
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.ingest import LogParser, marks_from_path, records_from_path, resolve_log
 from tests.ingest import ingest_samples as S
+from tests.ingest.ingest_samples import parsed
 
 
 def logging_jsonl(path, steps: int, last_ckpt: str) -> None:
@@ -83,7 +84,7 @@ def test_a_log_file_gives_what_the_parser_gives(tmp_path):
     lines.insert(10, S.megatron_line(3, 10, 1.0, 0.5))
     log.write_text("\n".join(lines) + "\n")
     p = LogParser()
-    want = p.feed(log.read_bytes()) + p.flush()
+    want, _ = parsed(p, log.read_bytes())
     got, stats = records_from_path(log)
     assert len(got) == len(want) == 51 and all(S.same_record(a, b) for a, b in zip(got, want))
     assert stats == p.stats

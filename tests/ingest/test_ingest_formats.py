@@ -7,13 +7,14 @@ import pytest
 
 from moeconsole.runner.ingest import LogParser
 from tests.ingest import ingest_samples as S
+from tests.ingest.ingest_samples import parsed
 
 
 def parse(*lines: str | bytes) -> tuple[list[dict], list[dict], LogParser]:
     p = LogParser()
     data = b"".join((ln if isinstance(ln, bytes) else ln.encode()) + b"\n" for ln in lines)
-    recs = p.feed(data) + p.flush()
-    return recs, p.take_marks(), p
+    recs, marks = parsed(p, data)
+    return recs, marks, p
 
 
 def test_swift_hf_dict_transformers5_string_values():
@@ -100,7 +101,7 @@ def test_megatron_memory_reports_become_one_record_per_rank_at_their_step():
 
 def test_memory_report_is_a_record_as_soon_as_its_line_ends():
     p = LogParser()
-    (r,) = p.feed((S.memory_report(0, 10, 2048.0) + "\n").encode())
+    (r,), _ = parsed(p, (S.memory_report(0, 10, 2048.0) + "\n").encode(), final=False)
     assert r["src"] == "megatron_mem" and r["mem_gib"] == 2.0 and r["extra"]["rank"] == 0
 
 

@@ -15,6 +15,7 @@ from moeconsole.runner.ingest import LogParser
 from moeconsole.runner.ingest.files import iter_batches, records_from_path
 from moeconsole.runner.ingest.live import LiveReader
 from tests.ingest import frameworks as F
+from tests.ingest.ingest_samples import parsed
 from tests.ingest.test_ingest_live import random_cuts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ LOGS = {log.name: log for log in (make() for make in F.ALL)}
 
 def by_line_parser(data: bytes) -> tuple[list[dict], list[dict]]:
     p = LogParser()
-    events = [ev for line in data.split(b"\n")[:-1] for ev in p.process_line(line)] + p.flush_events()
+    events = [ev for line in data.split(b"\n")[:-1] for ev in p.process_line(line)] + p.end_of_input()
     return [o for k, o in events if k == "record"], [o for k, o in events if k == "mark"]
 
 
@@ -39,7 +40,7 @@ def by_live(data: bytes, seed: int, mean: float) -> tuple[list[dict], list[dict]
     cuts = random_cuts(len(data), seed, mean)
     for a, b in zip(cuts, cuts[1:]):
         events += reader.feed(data[a:b])
-    events += reader.parser.flush_events()
+    events += reader.finish()
     return [dict(o) for k, o in events if k == "record"], [o for k, o in events if k == "mark"]
 
 
@@ -118,8 +119,7 @@ def test_megatron_memory_reports_and_deepspeed_memory_lines_per_rank():
 def test_eval_only_lines_never_make_a_training_step():
     """nanoGPT's evaluation line once became an extra training record at its step."""
     p = LogParser()
-    recs = p.feed(b"step 250: train loss 2.1000, val loss 2.3000\n") + p.flush()
-    (m,) = p.take_marks()
+    recs, (m,) = parsed(p, b"step 250: train loss 2.1000, val loss 2.3000\n")
     assert recs == [] and (m["kind"], m["step"], m["split"], m["loss"]) == ("eval", 250, "val", 2.3)
     assert m["values"] == {"train_loss": 2.1, "val_loss": 2.3}
 

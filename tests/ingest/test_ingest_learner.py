@@ -11,6 +11,7 @@ import pytest
 
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.ingest import LogParser
+from tests.ingest.ingest_samples import parsed
 from moeconsole.runner.ingest.userformat import LineFormatError, parse_line_format
 from moeconsole.runner.recipes import recipe as recipes
 from tests.ingest.test_ingest_cli import parse_cli
@@ -122,8 +123,7 @@ def test_bad_input_is_skipped_and_counted_never_a_traceback(tmp_path):
     summary = parse_cli(str(log)).stdout
     assert "not understood" in summary
     p = LogParser()
-    p.feed(log.read_bytes())
-    p.flush()
+    parsed(p, log.read_bytes())
     assert p.stats.overlong_lines == 1 and p.stats.unparsed_lines >= 3
 
 
@@ -135,7 +135,7 @@ def test_bar_postfix_with_other_keys_and_nan_and_validation_bars_between():
     lines = [bar.format(pct=10 * n, n=n, acc=0.1 * n, rew="nan" if n == 2 else 0.5) for n in (1, 2)] + [val] + \
         [bar.format(pct=30, n=3, acc=0.3, rew=0.5)]
     p = LogParser()
-    recs = p.feed(("\n".join(lines) + "\n").encode()) + p.flush()
+    recs, _ = parsed(p, ("\n".join(lines) + "\n").encode())
     assert [r["step"] for r in recs] == [1, 2, 3]
     assert recs[1]["extra"]["acc"] == 0.2 and recs[1]["extra"]["reward"] != recs[1]["extra"]["reward"]  # nan
 
@@ -151,7 +151,7 @@ def test_a_constant_prefix_is_stripped_on_any_line_even_megatrons_memory_report(
     mem = ("[Rank 3] (after 10 iterations) memory (MB) | allocated: 20480.00 | max allocated: 57344.00 | "
            "reserved: 61440.00 | max reserved: 62464.00")
     p = LogParser()
-    recs = p.feed(f"{prefix}{meg}\n{prefix}{mem}\n".encode())
+    recs, _ = parsed(p, f"{prefix}{meg}\n{prefix}{mem}\n".encode())
     assert [(r["src"], r["step"], r["loss"], r["mem_gib"]) for r in recs] == [
         ("megatron", 10, 1.234568, None), ("megatron_mem", 10, None, 61.0)]
     assert recs[1]["extra"]["rank"] == 3 and p.stats.unparsed_lines == 0
@@ -165,7 +165,7 @@ def test_deepspeed_step_reports_do_not_become_steps_beside_the_trainers_dicts():
     lines = [ds.format(10, "9.5e-06"), "{'loss': 1.2, 'learning_rate': 9.5e-06, 'epoch': 0.1}",
              ds.format(20, "9.0e-06"), "{'loss': 1.1, 'learning_rate': 9.0e-06, 'epoch': 0.2}"]
     p = LogParser()
-    recs = p.feed(("\n".join(lines) + "\n").encode())
+    recs, _ = parsed(p, ("\n".join(lines) + "\n").encode())
     assert [(r["step"], r["loss"], r["src"]) for r in recs] == [(1, 1.2, "hf_dict"), (2, 1.1, "hf_dict")]
     assert p.stats.ignored_lines == 2
 

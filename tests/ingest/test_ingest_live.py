@@ -7,6 +7,7 @@ import random
 import pytest
 
 from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.pipe import read_events
 from moeconsole.runner.ingest.live import LiveReader
 from tests.ingest.test_ingest_bulk import write_mixed
 
@@ -21,11 +22,7 @@ def random_cuts(size: int, seed: int, mean: float) -> list[int]:
 
 
 def by_parser(data: bytes, cuts: list[int]) -> list:
-    p = LogParser()
-    events = []
-    for a, b in zip(cuts, cuts[1:]):
-        events += p.feed_events(data[a:b]) + p.release_events()
-    return events + p.flush_events()
+    return read_events(LogParser(), [data[a:b] for a, b in zip(cuts, cuts[1:])])
 
 
 def by_live(data: bytes, cuts: list[int]) -> tuple[list, LiveReader]:
@@ -33,7 +30,7 @@ def by_live(data: bytes, cuts: list[int]) -> tuple[list, LiveReader]:
     events = []
     for a, b in zip(cuts, cuts[1:]):
         events += r.feed(data[a:b])
-    return events + r.parser.flush_events(), r
+    return events + r.finish(), r
 
 
 @pytest.mark.parametrize("seed,mean", [(1, 256 * 1024), (2, 4096), (3, 97)])
@@ -91,7 +88,7 @@ def by_batches(data: bytes, cuts: list[int]) -> tuple[list, list, LiveReader]:
                 i = max(i, before)
             events += [("record", x) for x in recs[i:]]
             rows += sum(1 for x in batch.records if isinstance(x, bytes))
-    return events + r.parser.flush_events(), rows, r
+    return events + r.finish(), rows, r
 
 
 @pytest.mark.parametrize("seed,mean", [(4, 256 * 1024), (5, 4096), (6, 97)])

@@ -16,6 +16,7 @@ from moeconsole.runner.ingest.template import Template
 from moeconsole.runner.ingest.ndjson import write_ndjson
 from moeconsole.runner.rundir.jsonio import dumps
 from tests.ingest import ingest_samples as S
+from tests.ingest.ingest_samples import parsed
 from tests.ingest.test_ingest_bulk import write_mixed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 def reference(path: Path) -> bytes:
     p = LogParser()
     data = path.read_bytes()
-    recs = p.feed(data) + p.flush()
+    recs, _ = parsed(p, data)
     return b"".join((dumps({"v": 1, **r}) + "\n").encode() for r in recs)
 
 
@@ -70,7 +71,7 @@ def test_a_float_is_copied_only_when_its_text_is_its_json(value, canonical):
     assert copied == canonical
     if copied:
         p = LogParser()
-        (rec,) = p.feed(line + b"\n")
+        (rec,), _ = parsed(p, line + b"\n")
         assert t.json_line(m.groups()) == (dumps({"v": 1, **rec}) + "\n").encode()
 
 

@@ -7,6 +7,7 @@ import tracemalloc
 import pytest
 
 from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.pipe import LinePipe, read_events
 from tests.ingest import ingest_samples as S
 
 
@@ -38,13 +39,17 @@ def mixed_log() -> bytes:
 
 def run(data: bytes, sizes: list[int] | None = None, max_line_bytes: int = 1 << 20):
     p = LogParser(max_line_bytes)
-    events, pos = [], 0
+    chunks, pos = [], 0
     for size in sizes or [len(data)]:
-        events += p.feed_events(data[pos:pos + size])
+        chunks.append(data[pos:pos + size])
         pos += size
-    events += p.feed_events(data[pos:])
-    events += p.flush_events()
-    return events, p.stats
+    chunks.append(data[pos:])
+    return read_events(p, chunks), p.stats
+
+
+def piped(p: LogParser) -> LinePipe:
+    """The line parser behind a pipe that learns no template: bytes in any chunking."""
+    return LinePipe(p, want_records=True, learn=False)
 
 
 def test_chunking_never_changes_the_result():
@@ -78,14 +83,14 @@ def test_mixed_log_reads_everything_it_should():
 
 
 def test_a_line_is_parsed_only_when_complete():
-    p = LogParser()
+    pipe = piped(LogParser())
     line = S.swift_hf_dict(5, 10, 1.0, 0.5).encode()
-    assert p.feed(line[:30]) == []
-    assert p.feed(line[30:]) == []
-    (r,) = p.feed(b"\n")
+    assert pipe.feed(line[:30]).records == []
+    assert pipe.feed(line[30:]).records == []
+    (r,) = pipe.feed(b"\n").records
     assert r["step"] == 5
-    assert p.feed(line) == []
-    (r2,) = p.flush()                                # bulk mode: EOF completes the last line
+    assert pipe.feed(line).records == []
+    (r2,) = pipe.finish(True).records                # bulk mode: EOF completes the last line
     assert r2["step"] == 5
 
 
@@ -93,34 +98,33 @@ def test_progress_bar_redraws_and_tqdm_write():
     n = 3
     data = "".join(f"\r{S.bar(i, n)}" for i in range(4)) + "\r" + " " * 60 + "\r" + S.swift_hf_dict(3, 3, 1.0, 0.5) + "\n"
     p = LogParser()
-    (r,) = p.feed(data.encode())
+    (r,) = piped(p).feed(data.encode()).records
     assert r["step"] == 3 and p.stats.unparsed_lines == 0
 
 
 def test_save_message_glued_to_a_bar():
-    p = LogParser()
-    p.feed((S.bar(100, 200) + "[INFO:swift] Saving model checkpoint to /o/v0/checkpoint-100\n").encode())
-    (m,) = p.take_marks()
+    ((_, m),) = piped(LogParser()).feed(
+        (S.bar(100, 200) + "[INFO:swift] Saving model checkpoint to /o/v0/checkpoint-100\n").encode()).marks
     assert m["step"] == 100 and m["path"] == "/o/v0/checkpoint-100"
 
 
 def test_crlf_line_endings():
-    p = LogParser()
-    (r,) = p.feed(("step: 4  loss: 1.5  grad_norm: 0.2\r\n").encode())
+    (r,) = piped(LogParser()).feed(("step: 4  loss: 1.5  grad_norm: 0.2\r\n").encode()).records
     assert r["step"] == 4
 
 
 def test_binary_garbage_and_invalid_utf8_never_raise():
     rnd = random.Random(3)
     p = LogParser(max_line_bytes=4096)
+    pipe = piped(p)
     junk = bytes(rnd.getrandbits(8) for _ in range(200_000))
     for i in range(0, len(junk), 777):
-        p.feed(junk[i:i + 777])
-    recs = p.feed(b"\n" + S.kv_line(9, 1.0, 0.5, 1.0, 10).encode() + b"\n") + p.flush()
+        pipe.feed(junk[i:i + 777])
+    recs = pipe.feed(b"\n" + S.kv_line(9, 1.0, 0.5, 1.0, 10).encode() + b"\n").records + pipe.finish(True).records
     assert recs[-1]["step"] == 9                   # the parser is still reading after the junk
     assert p.stats.lines == junk.count(b"\n") + 2
     p2 = LogParser()
-    (r,) = p2.feed(b"\xff\xfe\xfa" + b"\n" + S.kv_line(9, 1.0, 0.5, 1.0, 10).encode() + b"\n")
+    (r,) = piped(p2).feed(b"\xff\xfe\xfa" + b"\n" + S.kv_line(9, 1.0, 0.5, 1.0, 10).encode() + b"\n").records
     assert r["step"] == 9 and p2.stats.unparsed_lines == 1
 
 
@@ -142,40 +146,41 @@ def test_a_huge_line_without_newline_keeps_memory_bounded():
     """50 MB with no newline: the parser holds at most about one capped line."""
     cap = 64 << 10
     p = LogParser(max_line_bytes=cap)
+    pipe = piped(p)
     chunk = b"x" * (1 << 20)
     tracemalloc.start()
     try:
         for _ in range(50):
-            p.feed(chunk)
+            pipe.feed(chunk)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 4 * (1 << 20)          # the 1 MB chunk plus at most a capped buffer
-    (r,) = p.feed(b"\n" + S.kv_line(3, 1.0, 0.5, 2.0, 5).encode() + b"\n")
+    (r,) = pipe.feed(b"\n" + S.kv_line(3, 1.0, 0.5, 2.0, 5).encode() + b"\n").records
     assert r["step"] == 3
     assert p.stats.overlong_lines == 1 and p.stats.unparsed_lines == 1
 
 
 def test_overlong_carriage_return_line_keeps_its_last_segment():
     """Megabytes of bar redraws, then the message: only the visible text is kept."""
-    p = LogParser(max_line_bytes=4096)
+    pipe = piped(LogParser(max_line_bytes=4096))
     for i in range(2000):
-        p.feed(("\r" + S.bar(i, 2000)).encode())
-    (r,) = p.feed(("\r" + S.swift_hf_dict(2000, 2000, 0.5, 0.1) + "\n").encode())
+        pipe.feed(("\r" + S.bar(i, 2000)).encode())
+    (r,) = pipe.feed(("\r" + S.swift_hf_dict(2000, 2000, 0.5, 0.1) + "\n").encode()).records
     assert r["step"] == 2000
 
 
 def test_a_line_over_the_cap_is_counted_not_kept():
     p = LogParser(max_line_bytes=1024)
     long_dict = "{'loss': 1.0, 'global_step/max_steps': '1/2', 'note': '" + "a" * 5000 + "'}"
-    assert p.feed((long_dict + "\n").encode()) == []
+    assert piped(p).feed((long_dict + "\n").encode()).records == []
     assert p.stats.overlong_lines == 1
 
 
 @pytest.mark.parametrize("steps", [[1, 2, 3, 3, 2, 1, 5], [10, 20, 10, 20]])
 def test_duplicated_and_decreasing_steps_are_kept_as_written(steps):
     p = LogParser()
-    recs = p.feed("".join(S.kv_line(s, 1.0 + i / 10, 0.5, 1.0, 10) + "\n" for i, s in enumerate(steps)).encode())
+    recs = piped(p).feed("".join(S.kv_line(s, 1.0 + i / 10, 0.5, 1.0, 10) + "\n" for i, s in enumerate(steps)).encode()).records
     assert [r["step"] for r in recs] == steps
 
 
@@ -184,22 +189,23 @@ def test_a_line_printed_twice_is_one_record():
     right after itself is read once (a repeated step with another loss is kept, above)."""
     p = LogParser()
     lines = [S.kv_line(s, 2.0 - s / 10, 0.5, 1.0, 10) for s in (1, 1, 2, 2, 3)]
-    recs = p.feed(("\n".join(lines) + "\n").encode())
+    recs = piped(p).feed(("\n".join(lines) + "\n").encode()).records
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 1.9), (2, 1.8), (3, 1.7)]
     assert p.stats.ignored_lines == 2
 
 
 def test_reset_partial_drops_an_unfinished_line():
     p = LogParser()
-    p.feed(b"step: 3  loss: 1.0 grad_")
-    p.reset_partial()
-    (r,) = p.feed(b"step: 4  loss: 2.0  grad_norm: 0.5\n")
+    pipe = piped(p)
+    pipe.feed(b"step: 3  loss: 1.0 grad_")
+    pipe.reset_partial()
+    (r,) = pipe.feed(b"step: 4  loss: 2.0  grad_norm: 0.5\n").records
     assert r["step"] == 4 and p.stats.lines == 1
 
 
 def test_only_lines_that_look_like_metrics_are_suspect():
     p = LogParser()
-    p.feed(b"    loss_type=None,\n    learning_rate=0.005,\n[INFO:swift] run sh: `python sft.py`\n"
-           b"step 5: the loss went up\n")
+    piped(p).feed(b"    loss_type=None,\n    learning_rate=0.005,\n[INFO:swift] run sh: `python sft.py`\n"
+                  b"step 5: the loss went up\n")
     assert p.stats.unparsed_lines == 4 and p.stats.suspect_lines == 1
     assert p.stats.examples == [(4, "step 5: the loss went up")]

@@ -6,6 +6,7 @@ import numpy as np
 
 from moeconsole.runner.ingest import LogParser
 from moeconsole.runner.ingest.live import LiveReader
+from moeconsole.runner.ingest.pipe import read_events
 from tests.ingest import ingest_samples as S
 
 N = 60
@@ -50,8 +51,7 @@ def test_a_slice_is_one_batch_whatever_it_holds():
     for before, _, step in kinds:
         assert steps[before - 1] == step, "a mark stands right after the record of its step"
     # the same events as the line parser reading the same bytes
-    parser = LogParser()
-    want = parser.feed_events(data[:cut1]) + parser.feed_events(data[cut1:cut2])
+    want = read_events(LogParser(), [data[:cut1], data[cut1:cut2]], final=False)
     reader2 = LiveReader()
     got = reader2.feed(data[:cut1]) + reader2.feed(data[cut1:cut2])
     assert got == want
@@ -135,3 +135,17 @@ def test_a_deepspeed_memory_report_after_a_dict_line_reads_the_same_however_the_
     path.write_bytes(data)
     recs, _ = records_from_path(path)
     assert [(r["step"], r["extra"].get("mem_report")) for r in recs if r["src"] == "deepspeed_mem"] == want
+
+
+def test_the_line_parser_has_one_api_and_the_pipe_holds_the_unfinished_line():
+    """The parser had three generations of entry points (records-only ``feed``/``flush``/
+    ``take_marks``, ``feed_events``/``flush_events`` with a partial-line buffer of its own, and
+    the line API the pipe uses); it keeps the line API, and bytes are cut into lines only by
+    the pipe."""
+    public = {name for name in vars(LogParser) if not name.startswith("_") and callable(getattr(LogParser, name))}
+    assert public == {"process_line", "read_completed", "end_of_input", "context_after_rows"}
+    assert not hasattr(LogParser(), "partial")
+    line = S.kv_line(7, 1.0, 0.5, 2.0, 5).encode()
+    assert read_events(LogParser(), [line[:9], line[9:]], final=False) == []   # no newline yet
+    ((kind, rec),) = read_events(LogParser(), [line[:9], line[9:]])             # the end of the log
+    assert kind == "record" and rec["step"] == 7

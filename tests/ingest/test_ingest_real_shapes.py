@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from moeconsole.runner.ingest import LogParser
+from moeconsole.runner.ingest.pipe import read_events
 
 MEGATRON = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
             "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:"
@@ -17,11 +18,10 @@ MEM = ("[Rank {r}] (after 10 iterations) memory (MB) | allocated: 20480.00 | max
 def parse(*lines: str | bytes, sizes: int | None = None) -> tuple[list[dict], LogParser]:
     p = LogParser()
     data = b"".join((ln if isinstance(ln, bytes) else ln.encode()) + b"\n" for ln in lines)
-    recs = []
     step = sizes or len(data) or 1
-    for i in range(0, len(data), step):
-        recs += p.feed(data[i:i + step])
-    return recs + p.flush(), p
+    events = read_events(p, [data[i:i + step] for i in range(0, len(data), step)])
+    p.marks = [o for k, o in events if k == "mark"]  # type: ignore[attr-defined]
+    return [o for k, o in events if k == "record"], p
 
 
 def test_dict_glued_to_a_progress_bar_without_carriage_return():
@@ -72,7 +72,7 @@ def test_a_cut_dict_that_never_closes_is_reported_and_the_next_line_still_read()
     recs, p = parse(hf(0.9, 0.01)[:30], "[INFO:swift] Saving model checkpoint to /o/checkpoint-1",
                     hf(0.7, 0.03))
     assert [r["step"] for r in recs] == [1]
-    assert p.take_marks()[0]["kind"] == "checkpoint_saved"
+    assert p.marks[0]["kind"] == "checkpoint_saved"
     assert p.stats.suspect_lines == 1
 
 

@@ -12,6 +12,7 @@ from moeconsole.runner.core.memory import (DEFAULT_MIN_HEADROOM_GIB, MemorySetti
                                 visible_devices)
 from moeconsole.runner.supervisor.memory_feed import reading_from_record
 from moeconsole.runner.ingest.parser import LogParser
+from tests.ingest.ingest_samples import parsed
 
 MIB = 1 / 1024
 
@@ -144,7 +145,7 @@ def test_the_parsers_megatron_report_reaches_the_envelope():
              "lm loss: 2.345678E+00 | loss scale: 1.0 | grad norm: 0.877 | number of skipped iterations:   0 | "
              "number of nan iterations:   0 |\n")
     p = LogParser()
-    recs = p.feed(lines.encode()) + p.flush()
+    recs, _ = parsed(p, lines.encode())
     w = MemoryWatch(MemorySettings(capacity_gib=80.0))
     for rec in recs:
         r = reading_from_record(rec)

@@ -18,7 +18,7 @@ def test_the_status_is_the_lifecycles_and_never_a_stored_copy(tmp_path):
     run = RunDir(run_dir)
     life = lc.Life(Status.RUNNING, attempt_live=True)
     state = RunState(Journal(run), {"status": "cooldown", "attempt": 2, "step": 40}, lambda: life.status)
-    assert "status" not in state.fields  # the loaded copy is dropped: the lifecycle holds it
+    assert state.get("status") is None  # the loaded copy is dropped: the lifecycle holds it
     assert (state.attempt, state.step) == (2, 40)
     state.set(step=41)
     assert state.dirty and state.due()
@@ -34,5 +34,26 @@ def test_the_status_is_the_lifecycles_and_never_a_stored_copy(tmp_path):
 
 
 def test_typed_readings_of_a_state_without_them():
-    state = RunState(Journal.__new__(Journal), {"step": "x"}, lambda: Status.STARTING)
+    state = RunState(Journal.__new__(Journal), {"step": "x"}, lambda: Status.STARTING, diag=lambda msg: None)
     assert state.attempt == 0 and state.step is None
+
+
+def test_a_wrong_value_is_refused_where_it_is_set_and_the_state_keeps_being_written(tmp_path):
+    """The state is the file's typed model in memory: a value of the wrong type (or a key the
+    file does not have) is refused by ``set`` with one line naming it, and every later write
+    still happens. Before, the state was a dict checked only when written: one bad value made
+    every later state.json write fail, so the run soon looked stale to every reader."""
+    run_dir = tmp_path / "r1"
+    run_dir.mkdir()
+    run = RunDir(run_dir)
+    said: list[str] = []
+    state = RunState(Journal(run, diag=said.append), {"attempt": 1}, lambda: Status.RUNNING, diag=said.append)
+    state.set(step=12, last_loss=1.5)
+    state.set(step="twelve", pids=[{"pid": "not a pid"}], stepp=3)
+    assert len(said) == 3 and "'step'" in said[0] and "'pids'" in said[1] and "'stepp'" in said[2]
+    state.set(max_steps=100)
+    state.write()
+    on_disk = json.loads(run.state.read_text())
+    assert not state.dirty and (on_disk["step"], on_disk["max_steps"], on_disk["last_loss"]) == (12, 100, 1.5)
+    assert "stepp" not in on_disk and "pids" not in on_disk
+    assert isinstance(state.record, StateFile) and state.step == 12 and state.get("max_steps") == 100

@@ -8,7 +8,8 @@ import time
 from moeconsole.console.widgets.gpus import NodeGroup, node_groups, node_summary, ranks_words
 from moeconsole.runner.core import nodehealth
 from moeconsole.runner.rundir import ranktimes, rundir
-from moeconsole.runner.ingest.parser import LogParser, RECORD
+from moeconsole.runner.ingest.parser import LogParser
+from tests.ingest.ingest_samples import parsed
 from moeconsole.runner.rundir.snapshot import RunWatcher
 
 
@@ -45,7 +46,7 @@ def test_two_nodes_have_no_median_to_be_stragglers_against():
 def test_rank_prefixed_lines_give_each_rank_its_step_time(tmp_path):
     lines = [f"[rank{r}]: iteration      {s}/     100 | elapsed time per iteration (ms): {1000 + 100 * r:.1f} |"
              for s in (1, 2) for r in range(3)]
-    recs = [ev[1] for ev in LogParser().feed_events(("\n".join(lines) + "\n").encode()) if ev[0] == RECORD]
+    recs, _ = parsed(LogParser(), ("\n".join(lines) + "\n").encode())
     book = ranktimes.RankTimes()
     book.feed(recs + [b'{"v":1,"step":3}'], now=10.0)
     assert book.changed and {r: (e["step"], e["step_time_s"]) for r, e in book.ranks.items()} == \

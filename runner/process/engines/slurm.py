@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.process import pyexec
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.process import proctree
@@ -216,10 +217,10 @@ class SlurmAttempt(TreeBacked):
     def _submit_failed(self, exc: client.SubmitError) -> None:
         """No job: the record says why; the crash classes read it (and the line in train.log)."""
         state = SUBMIT_UNREACHABLE if exc.transient else SUBMIT_REFUSED
-        self.record = JobRecord(**{**self.record, "state": state, "reason": str(exc)[:300],
+        self.record = JobRecord(**{**self.record, "state": state, "reason": clip(str(exc), 300),
                                    "ended_at": time.time()})
         try:
-            jsonio.append_bytes(self.run.log, f"moeconsole: sbatch failed: {str(exc)[:300]}\n".encode())
+            jsonio.append_bytes(self.run.log, f"moeconsole: sbatch failed: {clip(str(exc), 300)}\n".encode())
         except OSError:
             pass
         jsonio.atomic_write_json(self.run.job_record(self.number), self.record)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.process.slurm.text import (ENDED_UNKNOWN, INVALID_JOB_ID, SACCT_FIELDS, SQUEUE_FORMAT,
                                                   UNKNOWN_EXIT, JobState, parse_sacct, parse_sbatch_parsable,
                                                   parse_scontrol_job, parse_squeue)
@@ -204,7 +205,7 @@ class JobFollower:
 
     def _read(self, res: Finished) -> None:
         if res.returncode != 0 and self.pending_kind != "squeue":
-            self.last_error = (res.err.strip() or f"{self.pending_kind} exit {res.returncode}")[:300]
+            self.last_error = clip(res.err.strip() or f"{self.pending_kind} exit {res.returncode}", 300)
             if self.pending_kind == "sacct":
                 if "accounting storage is disabled" in res.err:
                     self.accounting = False

@@ -13,6 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from moeconsole.runner.core.units import clip
+
 # Job states as Slurm names them (squeue %T / sacct State / scontrol JobState).
 PENDING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD",
                             "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING", "STAGE_OUT"})
@@ -64,7 +66,7 @@ def parse_sbatch_parsable(out: str) -> str:
     line = out.strip().splitlines()[-1] if out.strip() else ""
     job = line.split(";", 1)[0].strip()
     if not job.isdigit():
-        raise ValueError(f"sbatch printed no job id: {out.strip()[:200]!r}")
+        raise ValueError(f"sbatch printed no job id: {clip(out.strip(), 200)!r}")
     return job
 
 

@@ -1,0 +1,311 @@
+"""Re-runnable: one name per concept (issue 33 item 5).
+
+Each entry of ``RENAMES`` is one meaning of a name that meant two or three things; the other
+meanings keep the name. A rename rewrites, in every Python file of the project (runner/,
+console/, recipes/, tests/, bench/, scripts/):
+
+- in the module that defines it, and in every module that imports it by that name (``from m
+  import Old``, also through a module that re-exports it, such as ``ingest.parser`` for
+  ``ingest.events.Event``): the code's name tokens ``Old`` (never an attribute ``x.Old`` of
+  something else, never text in a string or comment);
+- ``from m import Old as X``: the imported name only;
+- ``m.Old`` where ``m`` names that module (``control.Kill``, ``lc.Kill``): the attribute;
+- in strings, comments and docs/*.md: the qualified mentions (``control.Kill``,
+  ``moeconsole.runner.supervisor.control.Kill``), never a bare word.
+
+``MOVES`` renames modules (``git mv``) and their dotted and slash paths everywhere.
+
+Tokens, not regular expressions over code, so a word in a message stays as it is. Running it
+again changes nothing; run it after merging other branches to rename what they added. It prints
+each old -> new with the files it changed; ``--check`` changes nothing and exits 1 when
+something is left to rename.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import re
+import subprocess
+import sys
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY_DIRS = ("runner", "console", "recipes", "tests", "bench", "scripts")
+TEXT_FILES = ("README.md",)
+TEXT_DIRS = ("docs",)
+
+
+@dataclass(frozen=True)
+class Rename:
+    module: str   # the defining module, dotted
+    old: str
+    new: str
+    why: str      # what this meaning is, and what keeps the old name
+
+
+RENAMES = (
+    Rename("moeconsole.runner.supervisor.control", "Status", "StatusRequest",
+           "the control socket's status request; Status is the run's status (core.state)"),
+    Rename("moeconsole.runner.supervisor.control", "Kill", "KillRequest",
+           "the control socket's kill request"),
+    Rename("moeconsole.runner.core.lifecycle", "Kill", "KillInProgress",
+           "the lifecycle's record of a kill under way (reason, SIGKILL deadline)"),
+    Rename("moeconsole.runner.recipes.model", "Kill", "KillSettings",
+           "the recipe's kill section (grace_s), like RestartSettings"),
+    Rename("moeconsole.runner.supervisor.launcher", "Launched", "LaunchedAttempt",
+           "what the launcher started (attempt, resume point, port); Launched is the lifecycle's event"),
+    Rename("moeconsole.runner.core.lifecycle", "Event", "LifecycleEvent",
+           "the union of the lifecycle's inputs"),
+    Rename("moeconsole.runner.ingest.events", "Event", "LogEvent",
+           "a record or mark read from a log"),
+    Rename("moeconsole.runner.supervisor.judge", "Event", "JournalEvent",
+           "a journal event to write (type, fields)"),
+    Rename("moeconsole.runner.ingest.live", "LogTail", "TailLines",
+           "the runner's last lines of train.log in memory; LogTail is the console's widget"),
+    Rename("moeconsole.runner.core.nodehealth", "judge", "assess_nodes",
+           "the nodes' health marks; judge is the ended attempt's verdict (supervisor.judge)"),
+    Rename("moeconsole.runner.core.state", "RunState", "StateDict",
+           "state.json as a reader's plain dict; RunState is the runner's live state (supervisor.runstate)"),
+)
+
+# (old path, new path): the GPU view screen and the run screen's GPU panel; commands/gpus.py
+# stays (commands are named by their CLI word).
+MOVES = (
+    ("console/screens/gpus.py", "console/screens/gpu_view.py"),
+    ("console/widgets/gpus.py", "console/widgets/gpu_panel.py"),
+)
+
+SKIP_DIRS = {".git", ".venv", "__pycache__", ".mypy_cache", ".import_linter_cache", "build", "dist"}
+
+
+def py_files() -> list[Path]:
+    out = []
+    for top in PY_DIRS:
+        for p in sorted((ROOT / top).rglob("*.py")):
+            if any(part in SKIP_DIRS for part in p.relative_to(ROOT).parts) or p.is_symlink():
+                continue
+            if p.resolve() == Path(__file__).resolve():
+                continue
+            out.append(p)
+    return out
+
+
+def text_files() -> list[Path]:
+    out = [ROOT / f for f in TEXT_FILES if (ROOT / f).exists()]
+    for top in TEXT_DIRS:
+        out += sorted((ROOT / top).rglob("*.md"))
+    for extra in ("pyproject.toml", "Makefile"):
+        if (ROOT / extra).exists():
+            out.append(ROOT / extra)
+    return out
+
+
+def module_of(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    dotted = ".".join(parts)
+    return dotted if parts[0] == "tests" or parts[0] in ("bench", "scripts") else "moeconsole." + dotted
+
+
+def _resolve(node: ast.ImportFrom, here: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = here.split(".")[: -node.level] if node.level else []
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+@dataclass
+class Found:
+    bare: bool                       # the file uses ``old`` as this concept by its own name
+    aliased_lines: set[int]          # ``from m import old as X``: lines of those imports
+    module_aliases: set[str]         # names bound to a carrier module
+
+
+@dataclass(frozen=True)
+class Imp:
+    """One imported name: ``from src import name as asname`` (``src`` None: ``import name``)."""
+    src: str | None
+    name: str
+    asname: str | None
+    lines: tuple[int, int]
+
+
+def imports_of(tree: ast.AST, here: str) -> list[Imp]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            src = _resolve(node, here)
+            out += [Imp(src, a.name, a.asname, (node.lineno, node.end_lineno or node.lineno)) for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [Imp(None, a.name, a.asname, (node.lineno, node.end_lineno or node.lineno)) for a in node.names]
+    return out
+
+
+def scan(imps: list[Imp], here: str, carriers: set[str], old: str) -> Found:
+    found = Found(here in carriers, set(), set())
+    for i in imps:
+        if i.src is None:
+            if i.name in carriers and i.asname:
+                found.module_aliases.add(i.asname)
+        elif i.src in carriers and i.name == old:
+            if i.asname is None:
+                found.bare = True
+            else:
+                found.aliased_lines.update(range(i.lines[0], i.lines[1] + 1))
+        elif f"{i.src}.{i.name}" in carriers:
+            found.module_aliases.add(i.asname or i.name)
+    return found
+
+
+def carriers_of(r: Rename, index: dict[Path, tuple[str, list[Imp]]]) -> set[str]:
+    """The defining module and every module that imports the name from a carrier unaliased
+    (a re-export: its importers mean the same thing)."""
+    out = {r.module}
+    while True:
+        grown = set(out) | {here for here, imps in index.values()
+                            if any(i.src in out and i.name == r.old and i.asname is None for i in imps)}
+        if grown == out:
+            return out
+        out = grown
+
+
+def rename_tokens(text: str, old: str, new: str, found: Found) -> str:
+    toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    hits: list[tuple[int, int]] = []
+    for i, t in enumerate(toks):
+        if t.type != tokenize.NAME or t.string != old:
+            continue
+        prev = next((p for p in reversed(toks[:i]) if p.type not in (tokenize.NL, tokenize.COMMENT)), None)
+        after_dot = prev is not None and prev.type == tokenize.OP and prev.string == "."
+        if after_dot:
+            owner = toks[toks.index(prev) - 1] if toks.index(prev) > 0 else None
+            if owner is not None and owner.type == tokenize.NAME and owner.string in found.module_aliases:
+                hits.append(t.start)
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        # ``f(Old=1)``: a keyword argument; ``def f(x: Old = d)`` is still the type
+        is_kwarg = (nxt is not None and nxt.type == tokenize.OP and nxt.string == "=" and prev is not None
+                    and prev.type == tokenize.OP and prev.string in "(," and _in_call(toks, i))
+        if is_kwarg:
+            continue
+        if found.bare or t.start[0] in found.aliased_lines:
+            hits.append(t.start)
+    if not hits:
+        return text
+    lines = text.splitlines(keepends=True)
+    for row, col in sorted(hits, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + new + line[col + len(old):]
+    return "".join(lines)
+
+
+def _in_call(toks: list[tokenize.TokenInfo], i: int) -> bool:
+    """Is token ``i`` inside parentheses (a keyword argument, not an assignment)?"""
+    depth = 0
+    for t in reversed(toks[:i]):
+        if t.type == tokenize.OP and t.string in ")]}":
+            depth += 1
+        elif t.type == tokenize.OP and t.string in "([{":
+            if depth == 0:
+                return t.string == "("
+            depth -= 1
+        elif t.type == tokenize.NEWLINE:
+            return False
+    return False
+
+
+def mention_rx(r: Rename, carriers: set[str], aliases: set[str]) -> re.Pattern[str]:
+    names = set(carriers) | {c.rsplit(".", 1)[-1] for c in carriers} | aliases
+    names |= {c.removeprefix("moeconsole.") for c in carriers}
+    alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])((?:{alts})\.){re.escape(r.old)}(?!\w)")
+
+
+def move_paths(text: str) -> str:
+    for src, dst in MOVES:
+        s_dot, d_dot = src[:-3].replace("/", "."), dst[:-3].replace("/", ".")
+        text = re.sub(rf"(?<![\w/]){re.escape(s_dot)}(?![\w])", d_dot, text)
+        text = re.sub(rf"(?<![\w.]){re.escape(src)}", dst, text)
+    return text
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if anything is left to rename")
+    args = ap.parse_args()
+    pending: dict[str, set[str]] = {}
+
+    for src, dst in MOVES:
+        s, d = ROOT / src, ROOT / dst
+        if s.exists() and d.exists():
+            print(f"both {src} and {dst} exist: merge them by hand first", file=sys.stderr)
+            return 2
+        if s.exists():
+            pending.setdefault(f"{src} -> {dst}", set()).add(src)
+            if not args.check:
+                subprocess.run(["git", "-C", str(ROOT), "mv", src, dst], check=True)
+
+    texts: dict[Path, str] = {p: p.read_text() for p in py_files()}
+    originals = dict(texts)
+    for p, text in texts.items():
+        texts[p] = move_paths(text)
+        if texts[p] != text:
+            pending.setdefault("module paths " + ", ".join(f"{a} -> {b}" for a, b in MOVES), set()).add(
+                str(p.relative_to(ROOT)))
+
+    index: dict[Path, tuple[str, list[Imp]]] = {}
+    parsed: dict[Path, str] = {}
+    for r in RENAMES:
+        for p, text in texts.items():
+            if parsed.get(p) == text:
+                continue
+            parsed[p] = text
+            try:
+                index[p] = (module_of(p), imports_of(ast.parse(text), module_of(p)))
+            except SyntaxError as exc:
+                index.pop(p, None)
+                print(f"{p.relative_to(ROOT)}: not parsed ({exc.msg}); skipped", file=sys.stderr)
+        carriers = carriers_of(r, index)
+        all_aliases: set[str] = set()
+        key = f"{r.module}.{r.old} -> {r.new}  ({r.why})"
+        for p, (here, imps) in index.items():
+            found = scan(imps, here, carriers, r.old)
+            all_aliases |= found.module_aliases
+            text = texts[p]
+            if r.old not in text:
+                continue
+            if found.bare or found.aliased_lines or found.module_aliases:
+                text = rename_tokens(text, r.old, r.new, found)
+            text = mention_rx(r, carriers, found.module_aliases).sub(rf"\g<1>{r.new}", text)
+            if text != texts[p]:
+                pending.setdefault(key, set()).add(str(p.relative_to(ROOT)))
+                texts[p] = text
+        rx = mention_rx(r, carriers, all_aliases)
+        for p in text_files():
+            body = texts.get(p, p.read_text())
+            body2 = move_paths(rx.sub(rf"\g<1>{r.new}", body))
+            if body2 != body:
+                texts[p] = body2
+                originals.setdefault(p, p.read_text())
+                pending.setdefault(key if rx.search(body) else "module paths (docs)", set()).add(
+                    str(p.relative_to(ROOT)))
+
+    for what, files in pending.items():
+        print(f"{what}\n    " + "\n    ".join(sorted(files)))
+    if args.check:
+        return 1 if pending else 0
+    for p, text in texts.items():
+        if text != originals.get(p):
+            p.write_text(text)
+    if not pending:
+        print("nothing to rename")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
