@@ -91,7 +91,7 @@ def cut_name(text: str, w: int) -> str:
         return clip(text, w)
     if len(values) + 3 <= w:
         keep = w - len(values) - 2
-        return (name[:keep] + "… " if keep < len(name) else name + " ") + values
+        return clip(name, keep + 1) + " " + values
     if len(values) + 1 <= w:
         return "…" + values
     kept: list[str] = []
