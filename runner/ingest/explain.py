@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD
 from moeconsole.runner.ingest.files import LOG, resolve_log
 from moeconsole.runner.ingest.lines import decode_line, split_rank, visible_segment
@@ -78,7 +79,7 @@ def explain_lines(data: bytes, line_format: Any = None) -> str:
         if sh is None:
             if len(shapes) >= MAX_SHAPES * 50:
                 continue
-            sh = shapes[key] = Shape(i, text[:160])
+            sh = shapes[key] = Shape(i, clip(text, 160))
         sh.lines += 1
         for kind, obj in events:
             if kind == RECORD:
