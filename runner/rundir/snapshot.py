@@ -18,7 +18,6 @@ from typing import Any, Callable
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from moeconsole.runner.core import nodehealth
-from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core.state import RunState
 from moeconsole.runner.rundir.secrets import Redactor
@@ -228,6 +227,9 @@ class RunWatcher:
                     self._crash_cache[name] = {k: rep.get(k) for k in
                                                ("attempt", "class", "exit_code", "signal", "summary", "evidence",
                                                 "t", "recovery", "hint")}
+                    # the OOM rules and the memory module they build on (~1.6 MiB) load only
+                    # for a run that has a crash report: a console on a healthy run never needs them
+                    from moeconsole.runner.core.oom import crash_hint
                     self._crash_cache[name]["hint"] = crash_hint(rep)
                     mem = rep.get("memory")
                     if isinstance(mem, dict):  # a CUDA OOM's verdict (its memory history stays in the report)
