@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 from textual.app import App
 from textual.notifications import Notification, Notify, SeverityLevel
+from textual.screen import Screen
 
 from moeconsole.console.screens.messages import AlertNews, OpenPath, OpenRun, ToggleBell
 from moeconsole.console.source import HostSampler, RunSource, Telemetry
@@ -79,6 +80,20 @@ class MoeConsole(App[int]):
         self.theme = "moeconsole"
         self._scratch: Path | None = None
         self._alert_note: Notification | None = None
+
+    @property
+    def _background_screens(self) -> list[Screen]:
+        """The screens that show through the top one. Textual lists the first opaque one below
+        even when the top screen is opaque itself: that screen then counts as visible, renders
+        itself whole on every message it gets and repaints the top screen whole each time (the
+        run screen under the GPU view, once a second). Under an opaque screen nothing shows."""
+        try:
+            top = self.screen
+        except Exception:  # no screen yet
+            return []
+        if top.styles.background.a >= 1:
+            return []
+        return super()._background_screens
 
     def on_mount(self) -> None:
         if self.first_run is not None:

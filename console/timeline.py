@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeconsole.console import format as fmt
-from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.rundir.snapshot import preflight_reason
 
 LEVEL_STYLE = {"CRIT": "event--crit", "WARN": "event--warn"}
@@ -204,6 +203,7 @@ def entry_detail_lines(entry: Entry, crash_report: dict | None = None) -> list[s
         lines += ["", f"crash report (attempt {crash_report.get('attempt')}):",
                   f"class: {crash_report.get('class') or 'unknown'}", f"how it ended: {fmt.exit_words(crash_report)}",
                   f"summary: {crash_report.get('summary') or ''}", f"recovery: {crash_report.get('recovery') or fmt.NA}"]
+        from moeconsole.runner.core.oom import crash_hint  # only with a crash report (~1.6 MiB with the memory rules)
         hint = crash_hint(crash_report)
         if hint:
             lines.append(f"hint: {hint}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 from typing import Iterable
 
+from moeconsole.console.gpurows import GPU_HEADER, gpu_row, pair
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.telemetry.gpu import GpuBackend, GpuInfo, GpuSnapshot, get_backend
+from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot, get_backend
 from moeconsole.runner.telemetry.host import host_snapshot, prime_cpu
 from moeconsole.runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
 from moeconsole.runner.telemetry.preflight import port_free
@@ -22,27 +23,11 @@ from moeconsole.runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers,
 NONE = "-"  # a process on no GPU: nothing to show (not an unknown value, which is NA)
 
 
-def _pair(a: float | None, b: float | None, spec: str = ".0f") -> str:
-    return f"{number(a, spec)} / {number(b, spec)}"
-
-
-def gpu_row(g: GpuInfo) -> str:
-    name = (g.name or NA)[:22]
-    util = NA if g.util_pct is None else f"{number(g.util_pct)}%"
-    temp = NA if g.temp_c is None else f"{number(g.temp_c)}C"
-    return (f"{g.index:>3}  {name:<22} {util:>4}  {_pair(g.mem_used_mib, g.mem_total_mib):>15}  "
-            f"{temp:>4}  {_pair(g.power_w, g.power_limit_w):>9}  {_pair(g.sm_clock_mhz, g.mem_clock_mhz):>11}")
-
-
-GPU_HEADER = (f"{'GPU':>3}  {'Name':<22} {'Util':>4}  {'Memory MiB':>15}  {'Temp':>4}  {'Power W':>9}  "
-              f"{'SM/Mem MHz':>11}")
-
-
 def render_gpus(snap: GpuSnapshot) -> list[str]:
     if not snap.available:
         return [f"No NVIDIA GPU: {snap.reason}"]
     lines = [f"NVIDIA driver {snap.driver or NA}, {len(snap.gpus)} GPU(s)", GPU_HEADER]
-    lines += [gpu_row(g) for g in snap.gpus]
+    lines += [gpu_row(g.to_dict()) for g in snap.gpus]
     unknown_procs = [str(g.index) for g in snap.gpus if g.processes is None]
     if unknown_procs:
         lines.append(f"GPU process list unavailable on GPU {','.join(unknown_procs)}")
@@ -51,7 +36,7 @@ def render_gpus(snap: GpuSnapshot) -> list[str]:
 
 def render_host(host: dict) -> str:
     cpu = NA if host.get("cpu_pct") is None else f"{number(host['cpu_pct'])}% of {host.get('cpu_count') or NA} cores"
-    ram = f"{_pair(host.get('ram_used_gib'), host.get('ram_total_gib'), '.1f')} GiB"
+    ram = f"{pair(host.get('ram_used_gib'), host.get('ram_total_gib'), '.1f')} GiB"
     loads = [host.get(k) for k in ("load1", "load5", "load15")]
     load = NA if None in loads else " ".join(f"{x:.2f}" for x in loads)
     return f"Host {host.get('hostname')}: CPU {cpu}, RAM {ram}, load {load}"

@@ -17,8 +17,6 @@ import math
 import time
 from typing import ClassVar
 
-from rich.console import Group, JustifyMethod
-from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -28,7 +26,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from moeconsole.console import format as fmt
-from moeconsole.console import keys
+from moeconsole.console import gpurows, keys
+from moeconsole.console.widgets.lines import LinesView, Pieces
 from moeconsole.console.widgets.gpus import SPARK, host_words
 from moeconsole.runner.core import units
 from moeconsole.runner.core.series import Series
@@ -53,44 +52,50 @@ def who(row: dict) -> str:
     return f"rank {row['rank']}{local}{role}"
 
 
-# The process table's columns and how each is aligned.
-PROCESS_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
-    ("GPU", "right"), ("util", "right"), ("memory", "right"), ("temp", "right"), ("power", "right"),
-    ("process", "left"), ("PID", "right"), ("GPU mem", "right"), ("SM", "right"))
+# Each GPU's line is `moeconsole gpus`'s (gpurows.gpu_row); the processes on it follow, indented.
+PROC_INDENT = " " * 5
+PROC_WHO_W = 28
+PROC_HEADER = f"{PROC_INDENT}{'process':<{PROC_WHO_W}} {'PID':>8}  {'GPU mem':>8}  {'SM':>5}"
 
 
-def process_table(gpu: dict | None, title: str) -> Table | Text:
-    """Each GPU's line and the processes on it, the run's ranks first (nvitop's process view)."""
+def proc_line(r: dict) -> Pieces:
+    """One process under its GPU: who it is, its PID, the GPU memory it holds, its SM share."""
+    text = (f"{PROC_INDENT}{who(r):<{PROC_WHO_W}} {r['pid']!s:>8}  {units.gib_of_mib(r['used_mib'], 'G'):>8}  "
+            f"{_pct(r['sm_pct']):>5}")
+    return [(text, "gpuview--own" if r["own"] else "gpuview--other")]
+
+
+def node_lines(gpu: dict | None, title: str) -> list[Pieces]:
+    """A node in the GPU view: its title, the header, then each GPU's line (as ``moeconsole
+    gpus`` prints it) and the processes on it, the run's ranks first (nvitop's process view)."""
+    head: Pieces = [(title, "gpuview--title")]
     if gpu is None:
-        return Text(f"{title}: no telemetry (a finished run is not polled)")
+        return [[(f"{title}: no telemetry (a finished run is not polled)", "")]]
     if not gpu.get("available"):
-        return Text(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}")
-    table = Table(box=None, header_style="bold", pad_edge=False, title=title, title_justify="left",
-                  title_style="bold")
-    for name, justify in PROCESS_COLUMNS:
-        table.add_column(name, justify=justify, no_wrap=True)
+        return [[(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}", "")]]
+    lines: list[Pieces] = [head, [(gpurows.GPU_HEADER, "gpuview--head")], [(PROC_HEADER, "gpuview--head")]]
     rows = run_rows(gpu)
     for g in gpu.get("gpus") or ():
-        used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
-        power = (f"{g['power_w']:.0f}/{g['power_limit_w']:.0f}W" if g.get("power_w") is not None
-                 and g.get("power_limit_w") is not None else fmt.NA)
+        if not isinstance(g, dict):
+            continue
+        lines.append([(gpurows.gpu_row(g), "")])
         mine = [r for r in rows if r["gpu"] == g.get("index")]
-        procs = g.get("processes")
-        first = mine[0] if mine else None
-        memory = f"{units.gib_of_mib(used, 'G')}/{units.gib_of_mib(total, 'G')}"
-        table.add_row(str(g.get("index")), _pct(g.get("util_pct")), memory,
-                      units.NA if g.get("temp_c") is None else f"{units.number(g['temp_c'])}C", power,
-                      *(_proc_cells(first) if first else
-                        (("(cannot list processes)" if procs is None else "no process"), "", "", "")))
-        for r in mine[1:]:
-            table.add_row("", "", "", "", "", *_proc_cells(r))
-    return table
+        if not mine:
+            lines.append([(PROC_INDENT + ("(cannot list processes)" if g.get("processes") is None else "no process"),
+                           "gpuview--other")])
+        lines += [proc_line(r) for r in mine]
+    return lines
 
 
-def _proc_cells(r: dict) -> tuple[str | Text, str, str, str]:
-    text = who(r)
-    return (Text(text, style="bold") if r["own"] else Text(text, style="dim"), str(r["pid"]),
-            units.gib_of_mib(r["used_mib"], "G"), _pct(r["sm_pct"]))
+class GpuLines(LinesView):
+    """The GPU view's nodes, GPUs and processes: a line is drawn again only when it changed."""
+    COMPONENT_CLASSES = {"gpuview--title", "gpuview--head", "gpuview--own", "gpuview--other"}
+    DEFAULT_CSS = """
+    GpuLines > .gpuview--title { text-style: bold; }
+    GpuLines > .gpuview--head { text-style: bold; }
+    GpuLines > .gpuview--own { text-style: bold; }
+    GpuLines > .gpuview--other { text-style: dim; }
+    """
 
 
 def spark(s: Series, width: int, top: float | None, *, mean: bool = False) -> str:
@@ -136,14 +141,6 @@ def history_lines(h: gpuhistory.GpuHistory | None, width: int) -> list[str]:
     return lines
 
 
-def _plain(renderable, width: int) -> str:
-    import io
-    from rich.console import Console
-    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
-    console.print(renderable)
-    return console.export_text()
-
-
 class GpuScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.GPU_KEYS)
 
@@ -153,18 +150,19 @@ class GpuScreen(Screen):
         self.run_screen = run_screen
         self.history: gpuhistory.GpuHistory | None = None
         self._history_at = -math.inf
-        self._shown: object = None
         self._title_drawn = self._host_drawn = ""
         self._history_drawn: object = None
         self._history_stamp: object = None
-        self._tables: Group | None = None  # the process tables last drawn (their text is tables_text)
+        # per node: what its lines were made from, and the lines (a node that did not change
+        # since the last second is not laid out again; at 128 nodes most did not)
+        self._node_lines: dict[str, tuple[object, list[Pieces]]] = {}
         self.history_text = ""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gpu-title")
         yield Static("", id="gpu-host")
         with VerticalScroll(id="gpu-body"):
-            yield Static("", id="gpu-procs")
+            yield GpuLines(id="gpu-procs")
             yield Static("", id="gpu-history")
         yield Footer()
 
@@ -211,37 +209,49 @@ class GpuScreen(Screen):
         host = snap.host if snap is not None else None
         host_line = host_words(host, width) if host else "host: not polled (a finished run)"
         if host_line != self._host_drawn:
+            # one line, cut to the width: no layout (only its cells are drawn again)
+            self.query_one("#gpu-host", Static).update(Text(host_line), layout=not self._host_drawn)
             self._host_drawn = host_line
-            self.query_one("#gpu-host", Static).update(Text(host_line))
-        gpu = snap.gpu if snap is not None else None
-        key = (width, (gpu or {}).get("available"), (gpu or {}).get("gpus"),   # not its time: only the numbers
-               tuple((n.get("host"), n.get("t")) for n in (snap.nodes if snap is not None else ())))
-        if key != self._shown:
-            self._shown = key
-            self._draw_tables(snap, local)
+        self._draw_nodes(snap, local)
         if (id(self.history), width) != self._history_drawn:
             self._history_drawn = (id(self.history), width)
             self.history_text = "\n".join(history_lines(self.history, width))
             self.query_one("#gpu-history", Static).update(Text("\n" + self.history_text))
 
-    def _draw_tables(self, snap, local: str) -> None:
-        tables: list = [process_table(snap.gpu if snap is not None else None, f"{local} (this node)")]
+    def _lines_of(self, name: str, key: object, make) -> list[Pieces]:
+        got = self._node_lines.get(name)
+        if got is None or got[0] != key:
+            got = (key, make())
+            self._node_lines[name] = got
+        return got[1]
+
+    def _draw_nodes(self, snap, local: str) -> None:
+        """This node's live reading, then every other node's agent file; a node's lines are made
+        again only when its reading changed (its numbers here, its file's time for an agent)."""
+        gpu = snap.gpu if snap is not None else None
+        title = f"{local} (this node)"
+        key: object = (title, None if gpu is None else (gpu.get("available"), gpu.get("reason"), gpu.get("gpus")))  # not its time
+        lines = list(self._lines_of(local, key, lambda: node_lines(gpu, title)))
+        seen = {local}
         for node in (snap.nodes if snap is not None else ()):
             host_name = str(node.get("host") or fmt.NA)
             if host_name == local:
                 continue
-            gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None
-            tables.append(Text(""))
-            tables.append(process_table(annotate_from_ranks(gpu, node.get("ranks") or []),
-                                        f"{host_name}" + (" (STALE)" if node.get("stale") else "")))
-        drawn = Group(*tables)
-        self._tables = drawn
-        self.query_one("#gpu-procs", Static).update(drawn)
+            seen.add(host_name)
+            node_gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None
+            node_title = host_name + (" (STALE)" if node.get("stale") else "")
+            node_key = (node_title, node.get("t"), node_gpu is None)
+            lines.append([])
+            lines += self._lines_of(host_name, node_key, lambda: node_lines(
+                annotate_from_ranks(node_gpu, node.get("ranks") or []), node_title))
+        for gone in set(self._node_lines) - seen:
+            del self._node_lines[gone]
+        self.query_one("#gpu-procs", GpuLines).set_lines(lines)
 
     @property
     def procs_text(self) -> str:
-        """What the process table shows, as plain text (tests)."""
-        return _plain(self._tables, max(40, self.size.width - 2)) if self._tables is not None else ""
+        """What the process lines show, as plain text (tests)."""
+        return "\n".join("".join(text for text, _ in line) for line in self.query_one("#gpu-procs", GpuLines).lines)
 
     def action_help(self) -> None:
         from moeconsole.console.screens.dialogs import HelpScreen

@@ -82,6 +82,9 @@ class RunScreen(Screen):
         self.polls = 0
         self.run_watch = RunWatch(source.run.path, interval)  # when to poll again (UI-free)
         self._live: bool | None = None
+        self._last_output_t: float | None = None
+        self._undrawn = False  # a snapshot came while another screen covered this one
+
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield StatusLine(readonly=self.readonly, id="status")
@@ -125,10 +128,33 @@ class RunScreen(Screen):
         elif polled.error:
             self.notify(polled.error, title="reading the run failed", severity="error")
 
+    def covered(self) -> bool:
+        """Another opaque screen (the GPU view, the log pager, the browser) is on top: nothing of
+        this one shows. Textual still counts it as visible and repaints the top screen whole for
+        every line of it that changes; a dialog over it is translucent and leaves it drawn."""
+        try:
+            top = self.app.screen
+        except Exception:  # no screen stack (the app is closing)
+            return False
+        return top is not self and top.styles.background.a >= 1
+
+    def on_screen_resume(self) -> None:
+        """Back on top: the newest snapshot at once (not at the next poll)."""
+        if self._undrawn and self.snapshot is not None:
+            self.apply(self.snapshot, self._last_output_t)
+
     def apply(self, snap: Snapshot, last_output_t: float | None = None) -> None:
-        """Show a snapshot; each widget compares its slice with what it shows."""
+        """Show a snapshot; each widget compares its slice with what it shows. Under another
+        screen only the alerts go on (their toast and bell reach the screen on top); the rest is
+        drawn when this screen is back."""
         self.snapshot = snap
+        self._last_output_t = last_output_t
         self.polls += 1
+        if self.covered():
+            self._undrawn = True
+            self._show_alerts(snap)
+            return
+        self._undrawn = False
         run = snap.run
         # A runner is there to ask while the run is not over and its runner lives (a finished
         # run's runner may still finish a checkpoint sync: it refuses commands then).

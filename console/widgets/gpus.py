@@ -415,7 +415,12 @@ class GpuPanel(LinesView):
         self.summarised = False  # True when the nodes are shown as one summary line each
 
     def show_gpu(self, gpu: dict | None, nodes: tuple[dict, ...] | list[dict] = ()) -> None:
-        """The local live snapshot (``Snapshot.gpu``) and the agents' nodes (``Snapshot.nodes``)."""
+        """The local live snapshot (``Snapshot.gpu``) and the agents' nodes (``Snapshot.nodes``).
+        The very same objects as last time (a poll woken by a log write between two timer polls)
+        change nothing: the nodes are not looked at."""
+        if self._shown is not None and gpu is self._gpu and \
+                (nodes is self._agent_nodes or (not nodes and not self._agent_nodes)):
+            return
         if gpu is not self._gpu and gpu is not None:
             self._record(self.local_host, gpu)
         for node in nodes:

@@ -203,6 +203,21 @@ def read_json(path: Path | str, default: Any = None) -> Any:
         return default
 
 
+def read_own_json(path: Path | str, default: Any = None) -> Any:
+    """A JSON file moeconsole writes itself (an agent's ``telemetry/<host>.json``,
+    ``ranks.json``: strict JSON, never NaN) as ``read_json`` gives it, decoded by msgspec in
+    about a third of the time: a 128-node run's console reads 64 agent files a second and a
+    1,024-rank ``ranks.json`` whenever the runner writes it. Bad JSON, nesting too deep or an
+    unreadable file: ``default``."""
+    import msgspec
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        return msgspec.json.decode(data)
+    except (OSError, ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+        return default
+
+
 def iter_jsonl(path: Path | str, start: int = 0) -> Iterator[tuple[int, dict]]:
     """Yield (end_offset, record) for each complete, valid line from ``start``.
 

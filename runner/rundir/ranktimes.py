@@ -53,7 +53,7 @@ def save(run: rundir.RunDir, book: RankTimes) -> None:
 
 def load(run: rundir.RunDir) -> dict[int, dict[str, Any]]:
     """``ranks.json`` as {rank: {"step", "step_time_s", "t"}}; empty when missing or unreadable."""
-    doc = jsonio.read_json(run.rank_times, default=None)
+    doc = jsonio.read_own_json(run.rank_times, default=None)
     ranks = doc.get("ranks") if isinstance(doc, dict) else None
     if not isinstance(ranks, dict):
         return {}

@@ -20,7 +20,6 @@ from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, series
 from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from moeconsole.runner.core import nodehealth
 from moeconsole.runner.core.numbers import run_cost
-from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core.state import RunState
 from moeconsole.runner.rundir.secrets import Redactor
@@ -230,6 +229,9 @@ class RunWatcher:
                     self._crash_cache[name] = {k: rep.get(k) for k in
                                                ("attempt", "class", "exit_code", "signal", "summary", "evidence",
                                                 "t", "recovery", "hint")}
+                    # the OOM rules and the memory module they build on (~1.6 MiB) load only
+                    # for a run that has a crash report: a console on a healthy run never needs them
+                    from moeconsole.runner.core.oom import crash_hint
                     self._crash_cache[name]["hint"] = crash_hint(rep)
                     mem = rep.get("memory")
                     if isinstance(mem, dict):  # a CUDA OOM's verdict (its memory history stays in the report)
@@ -325,7 +327,7 @@ class RunWatcher:
         return {"path": best.get("path"), "step": best["step"], "t": best.get("t")}
 
     def poll(self, *, with_gpu: bool = True, nodes: bool = True) -> Snapshot:
-        """``nodes=False``: the agents' nodes of the last poll again (ages brought up to date),
+        """``nodes=False``: the agents' nodes of the last poll again (as they were),
         their files not looked at (a console's poll woken by a log write between two timer polls)."""
         now = time.time()
         loaded = self.run.load_state()
@@ -413,6 +415,7 @@ class NodeReader:
         self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
         self._ranks: tuple[StatKey | None, RankTimes] = (None, {})
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
+        self._last: tuple[Doc, ...] = ()  # what read returned last
 
     def _rank_times(self) -> tuple[StatKey | None, RankTimes]:
         key = _stat_key(str(self.run.rank_times))
@@ -438,11 +441,12 @@ class NodeReader:
             if old is not None and (old[0] == key or now - old[1] < wait_s):
                 files[name] = old
                 continue
-            doc = jsonio.read_json(Path(path))
+            doc = jsonio.read_own_json(path)
             if isinstance(doc, dict):
                 files[name] = (key, now, _node_entry(doc, name))
         self._files = files
         if not files:
+            self._last = ()
             return ()
         nodes = [_with_age(entry, now) for _, _, entry in files.values()]
         ranks_key, rank_times = self._rank_times()
@@ -450,17 +454,21 @@ class NodeReader:
                                  tuple(bool(n["stale"]) for n in nodes))
         if self._judged is not None and self._judged[0] == judged_from:
             ages = {n["host"]: n["age_s"] for n in nodes}  # same verdicts: only the ages moved on
-            return tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
+            self._last = tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
+            return self._last
         judged = tuple(nodehealth.judge(nodes, rank_times))
         self._judged = (judged_from, judged)
+        self._last = judged
         return judged
 
     def again(self, now: float) -> tuple[Doc, ...]:
-        """The last ``read`` with the ages at ``now`` (nothing read; stale flags as last judged)."""
+        """The last ``read`` as it was (the very same tuple: nothing read, nothing copied; ages
+        and stale flags as of that read, which the timer's poll brings up to date once a
+        second). A console's poll woken by a log write between two timer polls shows the log at
+        once and leaves the 128 nodes alone."""
         if self._judged is None:
             return self.read(now)
-        return tuple({**n, "age_s": (now - n["t"]) if isinstance(n.get("t"), (int, float)) else None}
-                     for n in self._judged[1])
+        return self._last
 
 
 def read_nodes(run: rundir.RunDir, now: float) -> tuple[Doc, ...]:

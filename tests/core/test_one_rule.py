@@ -119,8 +119,8 @@ def _plain_row(pieces) -> str:
 def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_view(missing):
     """The same GPU with one reading the driver could not give: `moeconsole gpus` printed N/A, the
     run screen's GPU panel ?, the GPU view —. Every one shows the owner's mark now."""
-    from moeconsole.console.commands.gpus import gpu_row as cli_row
-    from moeconsole.console.screens.gpus import process_table, _plain
+    from moeconsole.console.gpurows import gpu_row as cli_row
+    from moeconsole.console.screens.gpus import node_lines
     from moeconsole.console.widgets.gpus import gpu_row as panel_row
     from moeconsole.runner.core.units import NA
     from moeconsole.runner.telemetry.gpu import GpuInfo, GpuSnapshot
@@ -129,9 +129,9 @@ def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_vie
     readings[missing] = None
     info = GpuInfo(0, name="H100", processes=(), **readings)
     doc = GpuSnapshot(True, "nvml", None, "550.54", 0.0, gpus=(info,)).to_dict()
-    shown = {"gpus": cli_row(info),
+    shown = {"gpus": cli_row(info.to_dict()),
              "panel": _plain_row(panel_row(doc["gpus"][0], 120)),
-             "view": _plain(process_table(doc, "this host"), 160)}
+             "view": "\n".join(_plain_row(line) for line in node_lines(doc, "this host"))}
     for where, text in shown.items():
         assert NA in text, (where, text)
         assert "N/A" not in text and "?" not in text, (where, text)

@@ -57,6 +57,17 @@ def test_only_the_demo_trainer_loads_torch():
     assert first_offender(modules_under("runner", skip=("moeconsole.runner.demo",)), ["torch"]) == {}
 
 
+def test_the_run_screen_and_the_gpu_view_load_only_what_they_draw():
+    """What ``attach`` loads for the run screen and the GPU view (``g``): no torch, no YAML or
+    SQLite reader, no numpy, no syntax highlighter, and the OOM rules with the memory module
+    (~1.6 MiB) only once a crash report is there to explain."""
+    modules = ["moeconsole.console.commands.attach", "moeconsole.console.app", "moeconsole.console.screens.run",
+               "moeconsole.console.screens.gpus"]
+    banned = ["torch", "yaml", "sqlite3", "numpy", "rich.syntax", "pygments", "moeconsole.runner.core.oom",
+              "moeconsole.runner.core.memory"]
+    assert first_offender(modules, banned) == {}
+
+
 # Every command but the two that open the UI (``attach``; ``run`` attaches after the start).
 HEADLESS_COMMANDS = ("json", "kill", "restart", "runs", "parse", "verify", "lint", "gpus", "supervise", "doctor",
                      "agent", "prometheus", "receipt", "service", "systemd", "demo")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from moeconsole.console.commands.gpus import gpu_row, render_gpus, render_port
+from moeconsole.console.commands.gpus import render_gpus, render_port
+from moeconsole.console.gpurows import gpu_row
 from moeconsole.runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot
 from moeconsole.runner.telemetry.host import cpu_busy_pct
 from moeconsole.runner.telemetry.kill import gpu_released, release_targets
@@ -96,7 +97,7 @@ def test_snapshot_round_trips_through_json_dict():
 
 
 def test_rows_show_na_for_missing_values():
-    row = gpu_row(GpuInfo(0, name="NVIDIA H100 80GB HBM3 very long", mem_total_mib=81559))
+    row = gpu_row(GpuInfo(0, name="NVIDIA H100 80GB HBM3 very long", mem_total_mib=81559).to_dict())
     assert row.split() == ["0", "NVIDIA", "H100", "80GB", "HBM3", "—", "—", "/", "81559", "—",
                            "—", "/", "—", "—", "/", "—"]
     assert render_gpus(GpuSnapshot(False, "none", "NVIDIA driver not loaded", None, 0.0)) == [
