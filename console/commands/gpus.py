@@ -17,7 +17,7 @@ from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot, get_backend
 from moeconsole.runner.telemetry.host import host_snapshot, prime_cpu
 from moeconsole.runner.telemetry.kill import KillResult, kill_checked, release_targets, wait_gpu_released
 from moeconsole.runner.telemetry.preflight import port_free
-from moeconsole.runner.core.units import NA, duration, number
+from moeconsole.runner.core.units import NA, clip, duration, number
 from moeconsole.runner.telemetry.procs import RUN_TREE, ProcInfo, find_blockers, port_users
 
 NONE = "-"  # a process on no GPU: nothing to show (not an unknown value, which is NA)
@@ -49,8 +49,7 @@ def proc_row(p: ProcInfo, width: int = 60) -> str:
     mem = NONE if not p.gpus else number(p.gpu_mem_mib)
     gpus = ",".join(map(str, p.gpus)) or NONE
     cmd = p.command if p.visible else "(not visible here: another PID namespace?)"
-    if len(cmd) > width:
-        cmd = cmd[: width - 3] + "..."
+    cmd = clip(cmd, width)
     mark = "!" if p.blocker else " "
     return (f"{mark} {p.pid:>7}  {(p.user or NA)[:10]:<10} {duration(p.age_s):>7}  {mem:>8}  {gpus:<7} "
             f"{','.join(p.labels):<24} {cmd}")

@@ -235,7 +235,7 @@ _COPIES = {
     "the hourly cost by hand (use numbers.run_cost)": re.compile(r"/ ?3600(\.0)? ?\* ?(cost|price)"),
 }
 # Another helper's module on the day this scan was written (the GPU rows move to one renderer).
-_NOT_YET = {"console/commands/gpus.py"}
+_NOT_YET: set[str] = set()
 
 
 def test_no_second_copy_of_clip_finite_float_or_run_cost():
