@@ -63,22 +63,6 @@ class Ingested:
         return self
 
 
-def _rows_with_lr(rows: Any) -> list[dict]:
-    """The records of a batch that carry a learning rate, as dicts (a template row is its JSON line)."""
-    out: list[dict] = []
-    for r in rows:
-        if isinstance(r, dict):
-            out.append(r)
-        elif isinstance(r, (bytes, str)) and ('"lr"' in r if isinstance(r, str) else b'"lr"' in r):
-            try:
-                rec = jsonio.loads(r)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
-    return out
-
-
 class IngestPipe:
     def __init__(self, run: rundir.RunDir, journal: Journal, redactor: Redactor, memory: MemoryFeed,
                  thresholds: Thresholds, *, start_offset: int, attempt: int, progress: dict[str, Any],
@@ -233,9 +217,12 @@ class IngestPipe:
         steps = all_steps[rows]
         values = {f: batch.values[f][rows] for f in batch.values}
         present = {f: batch.present[f][rows] for f in batch.present}
+        # the kept rows as dicts, decoded once for the batch (a template row is its JSON line):
+        # the chart book's other numbers and the schedule watch read the same list
+        dicts = seriesfile.as_dicts([records[i] for i in kept])
         self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
                                {f: p.tolist() for f, p in present.items()},
-                               newest_record(records, kept, stamp), records=[records[i] for i in kept])
+                               newest_record(records, kept, stamp), records=dicts)
         if counted:
             self.written = written
             self.steps_seen += len(counted)
@@ -250,8 +237,7 @@ class IngestPipe:
             self.journal.event("alert", attempt=self.attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite" and self._got.divergence is None:
                 self._got.divergence = str(a.get("message", ""))
-        lr_rows = _rows_with_lr(records[i] for i in kept)
-        for a in self.schedule.observe(lr_rows, self.attempt):
+        for a in self.schedule.observe([d for d in dicts if d.get("lr") is not None], self.attempt):
             self.journal.event("alert", attempt=self.attempt, **a)
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
                             present["mem_gib"].tolist(), now)
