@@ -39,6 +39,12 @@ from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 
 INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
 INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
+# More log than one sub-slice unread: the runner is catching up (state.json's ``ingest.catching_up``;
+# the run screen and ``--json`` say so). Less is the ordinary distance between two loop turns.
+CATCHING_UP_BYTES = INGEST_SUBSLICE_BYTES
+# Tests only: seconds the loop waits between sub-slices while the log is behind (0: the next one at
+# once), so a backlog lasts long enough to be seen without a timed test.
+INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
@@ -91,6 +97,7 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
+        self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
         now = time.monotonic()  # the hang clock: monotonic, never the wall clock
         self.last_output = now
@@ -141,6 +148,8 @@ class IngestPipe:
         if not data:
             return got
         got.read = True
+        self.bytes_read += len(data)
+        self.lines_read += data.count(b"\n")
         self.last_output = time.monotonic()
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data):
@@ -161,13 +170,19 @@ class IngestPipe:
         """The attempt's last log lines, secrets masked (classification and crash reports)."""
         return [self.redactor.redact(line) for line in self.log_tail.text()]
 
-    def lag(self) -> dict[str, int]:
-        """state.json's ``ingest``: how far the reading is behind the log."""
+    def lag(self) -> dict[str, Any]:
+        """state.json's ``ingest``: how far the reading is behind the log (the file's size against
+        the runner's offset): bytes, the lines they hold estimated from the mean length of the
+        lines read so far, and whether that is more than one read (``catching_up``)."""
         try:
             size = os.stat(self.run.log).st_size
         except OSError:
             size = self.tailer.offset
-        return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
+        behind = max(0, size - self.tailer.offset)
+        per_line = self.bytes_read / self.lines_read if self.lines_read else None
+        lines = math.ceil(behind / per_line) if per_line else (1 if behind else 0)
+        return {"offset": self.tailer.offset, "size": size, "lag_bytes": behind, "lines_behind": lines,
+                "catching_up": behind > CATCHING_UP_BYTES}
 
     def quiet(self, now: float) -> float:
         """Seconds without log output and without step progress (the hang clock; ``now`` is
