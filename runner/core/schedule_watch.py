@@ -70,9 +70,9 @@ class ScheduleWatch:
                 and (not self._warming or self._steps) and isinstance(records, list):
             # The attempt is checked and its warmup measured: each record only notes its learning
             # rate (a batch of a log flood in one comprehension, not a loop of checks)
-            pairs = [(r.get("step"), r.get("lr")) for r in records]
-            if all(type(s) is int and (lr is None or type(lr) is float) for s, lr in pairs):
-                self._cur.update((s, lr) for s, lr in pairs if lr is not None and math.isfinite(lr))
+            steps, lrs = [r.get("step") for r in records], [r.get("lr") for r in records]
+            if set(map(type, steps)) <= {int} and set(map(type, lrs)) <= {float, type(None)}:
+                self._cur.update((s, lr) for s, lr in zip(steps, lrs) if lr is not None and lr - lr == 0)
                 return out
         for rec in records:
             step, lr = rec.get("step"), as_float(rec.get("lr"))

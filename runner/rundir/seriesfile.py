@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TypedDict, cast
 
 from moeconsole.runner.core.numbers import as_float
@@ -122,7 +123,7 @@ class SeriesBook:
             s = table[name] = Series(self.other_limit)
         return s
 
-    def feed_other(self, steps: list[int], recs: list[dict], t: float | None = None) -> None:
+    def feed_other(self, steps: Sequence[float], recs: list[dict], t: float | None = None) -> None:
         """The other numbers of metric records (``other_values``), one extend per series; a
         column at a time (a batch of a thousand records costs a few comprehensions, not a
         thousand calls). ``t``: the time of a record that has none (the runner stamps a batch
@@ -130,7 +131,7 @@ class SeriesBook:
         cols: dict[str, tuple[list[float], list[float]]] = {}
         for key in (*RECORD_OTHER, TIME_KEY):
             got = [r.get(key, t) for r in recs] if key == TIME_KEY else [r.get(key) for r in recs]
-            if all(type(v) is float for v in got):
+            if set(map(type, got)) == {float}:   # one C pass: the usual column, every value a float
                 if got:
                     cols[key] = (list(steps), cast("list[float]", got))   # all floats: checked
                 continue
@@ -214,7 +215,7 @@ class SeriesBook:
                 self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
         if records is not None:
             # the runner stamps a batch with one time (``last``'s); a template row has none yet
-            self.feed_other([int(s) for s in steps], as_dicts(records), t=as_float(last.get("t")))
+            self.feed_other(steps, as_dicts(records), t=as_float(last.get("t")))
 
     def feed_eval(self, rec: dict) -> None:
         """One evaluation result (an ``evals.jsonl`` record): the eval-loss chart and the newest."""

@@ -252,7 +252,7 @@ class IngestPipe:
             self.journal.event("alert", attempt=self.attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite" and self._got.divergence is None:
                 self._got.divergence = str(a.get("message", ""))
-        for a in self.schedule.observe([d for d in dicts if d.get("lr") is not None], self.attempt):
+        for a in self.schedule.observe(dicts, self.attempt):
             self.journal.event("alert", attempt=self.attempt, **a)
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
                             present["mem_gib"].tolist(), now)
