@@ -203,13 +203,21 @@ def flood(tmp: Path, rate: float, seconds: float) -> dict:
     run = start_run(tmp, "flood", [PY, str(script), str(rate), str(seconds), "30"])
     lat: list[float] = []
     errors = 0
+    ahead = 0           # status answers naming a step whose record was not in metrics.jsonl yet
+    behind_seen = 0     # the most lines behind an answer said while catching up (issue 32.9)
     try:
         t_end = None
         while True:
             t = time.monotonic()
             try:
-                control.send(run / "control.sock", {"cmd": "status"}, timeout=30)
+                answer = control.send(run / "control.sock", {"cmd": "status"}, timeout=30)
                 lat.append(time.monotonic() - t)
+                st = answer.get("state") or {}
+                step, written = st.get("step"), _newest_written(_log_tail(run / "metrics.jsonl"))
+                if isinstance(step, int) and (written is None or written < step):
+                    ahead += 1
+                if (st.get("ingest") or {}).get("catching_up"):
+                    behind_seen = max(behind_seen, int(st["ingest"].get("lines_behind") or 0))
             except control.ControlError:
                 errors += 1
             if t_end is None and b"FLOOD_DONE" in _log_tail(run / "train.log"):
@@ -224,9 +232,21 @@ def flood(tmp: Path, rate: float, seconds: float) -> dict:
             time.sleep(0.2)
         records = sum(1 for _ in open(run / "metrics.jsonl", "rb"))
         return {"rate": rate, "seconds": seconds, "lines": n, "records": records, "lat": lat, "errors": errors,
-                "lag_at_end": lag}
+                "lag_at_end": lag, "ahead": ahead, "behind_seen": behind_seen}
     finally:
         end_run(run)
+
+
+def _newest_written(tail: bytes) -> int | None:
+    """The step of the last complete record in the tail of metrics.jsonl (a line still being
+    written has no newline yet)."""
+    end = tail.rfind(b"\n")
+    if end < 0:
+        return None
+    try:
+        return json.loads(tail[tail.rfind(b"\n", 0, end) + 1:end]).get("step")
+    except ValueError:
+        return None
 
 
 def _log_tail(path: Path) -> bytes:

@@ -167,6 +167,16 @@ def last_good_piece(good: dict | None, now: float) -> str:
     return f"last good checkpoint: step {intc(good.get('step'))}{ago}"
 
 
+def catching_up_piece(run: dict) -> str:
+    """"catching up: ~12,345 lines behind" while the runner reads a backlog of the log (its
+    state's ``ingest.catching_up``): the step shown is the newest one read, not the newest one
+    printed. Nothing otherwise, or when the runner is gone (its last word is stale)."""
+    ingest = run.get("ingest") or {}
+    if not ingest.get("catching_up") or run.get("stale"):
+        return ""
+    return f"catching up: ~{intc(ingest.get('lines_behind'))} lines behind"
+
+
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
                  heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
                  show_last_good: bool = False, now: float | None = None,
@@ -200,6 +210,9 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         limit = f" (hang limit {duration(heartbeat_s)})" if heartbeat_s else ""
         line1 += [("  ", ""), (f"quiet {duration(quiet_s)}{limit}",
                                "status--cooldown" if hung(run, quiet_s) else "")]
+    behind = catching_up_piece(run)
+    if behind:
+        line1 += [("  ", ""), (behind, "status--cooldown")]
     if readonly:
         line1 += [("  ", ""), ("READ-ONLY", "status--readonly")]
 

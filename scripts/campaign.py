@@ -1162,6 +1162,12 @@ def load(work: Path, quick: bool) -> list[Check]:
                      f"p99 {lat_p99 * 1000:.0f} ms over {len(f['lat'])} answers" if lat_p99 else "no answer"))
     out.append(Check("load", "the flood loses no record", f["records"] == f["lines"],
                      f"{f['records']:,} of {f['lines']:,}"))
+    out.append(Check("load", "during the flood status never names a step whose record is not written",
+                     f["ahead"] == 0, f"{f['ahead']} of {len(f['lat'])} answers ahead of metrics.jsonl"))
+    out.append(Check("load", "during the flood the backlog is said (catching up, lines behind)",
+                     f["behind_seen"] > 0 or (f["lag_at_end"] or 0) <= 256 * 1024,   # CATCHING_UP_BYTES
+                     f"up to {f['behind_seen']:,} lines behind said; {f['lag_at_end'] or 0:,} bytes behind at the "
+                     "flood's end"))
     out.append(_hostile_clients(work / "hostile"))
     return out
 

@@ -66,6 +66,14 @@ class ScheduleWatch:
     def observe(self, records: Iterable[dict], attempt: Any = None) -> list[dict]:
         """Alerts for these records (``attempt``: theirs, else each record's own ``attempt``)."""
         out: list[dict] = []
+        if attempt is not None and attempt == self._attempt and self._checked and self._first is not None \
+                and (not self._warming or self._steps) and isinstance(records, list):
+            # The attempt is checked and its warmup measured: each record only notes its learning
+            # rate (a batch of a log flood in one comprehension, not a loop of checks)
+            steps, lrs = [r.get("step") for r in records], [r.get("lr") for r in records]
+            if set(map(type, steps)) <= {int} and set(map(type, lrs)) <= {float, type(None)}:
+                self._cur.update((s, lr) for s, lr in zip(steps, lrs) if lr is not None and lr - lr == 0)
+                return out
         for rec in records:
             step, lr = rec.get("step"), as_float(rec.get("lr"))
             if not isinstance(step, int) or isinstance(step, bool) or lr is None or not math.isfinite(lr):

@@ -201,9 +201,12 @@ class StorageRec(_Record):
 
 
 class IngestRec(_Record):
+    """How far the runner's reading is behind ``train.log`` (``IngestPipe.lag``)."""
     offset: Count
     size: Count
     lag_bytes: Count = 0
+    lines_behind: Count = 0       # the lines in lag_bytes, estimated from the mean line read so far
+    catching_up: bool = False     # more than one read behind: the views say "catching up"
 
 
 class JobRec(msgspec.Struct):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TypedDict
+from collections.abc import Sequence
+from typing import TypedDict, cast
 
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.rundir import jsonio, rundir
@@ -55,12 +56,19 @@ def other_values(rec: dict) -> list[tuple[str, float]]:
         out.append((TIME_KEY, t))
     extra = rec.get("extra")
     if isinstance(extra, dict):
-        for key, value in extra.items():
-            if key in NOT_METRICS or isinstance(value, str) and not _numeric_text(value):
-                continue
-            v = as_float(value)
-            if v is not None:
-                out.append((extra_name(key), v))
+        out += _extra_values(extra)
+    return out
+
+
+def _extra_values(extra: dict) -> list[tuple[str, float]]:
+    """(series name, value) of a record's numeric extras."""
+    out: list[tuple[str, float]] = []
+    for key, value in extra.items():
+        if key in NOT_METRICS or isinstance(value, str) and not _numeric_text(value):
+            continue
+        v = as_float(value)
+        if v is not None:
+            out.append((extra_name(key), v))
     return out
 
 
@@ -115,11 +123,27 @@ class SeriesBook:
             s = table[name] = Series(self.other_limit)
         return s
 
-    def feed_other(self, steps: list[int], recs: list[dict]) -> None:
-        """The other numbers of metric records (``other_values``), one extend per series."""
+    def feed_other(self, steps: Sequence[float], recs: list[dict], t: float | None = None) -> None:
+        """The other numbers of metric records (``other_values``), one extend per series; a
+        column at a time (a batch of a thousand records costs a few comprehensions, not a
+        thousand calls). ``t``: the time of a record that has none (the runner stamps a batch
+        with one time)."""
         cols: dict[str, tuple[list[float], list[float]]] = {}
+        for key in (*RECORD_OTHER, TIME_KEY):
+            got = [r.get(key, t) for r in recs] if key == TIME_KEY else [r.get(key) for r in recs]
+            if set(map(type, got)) == {float}:   # one C pass: the usual column, every value a float
+                if got:
+                    cols[key] = (list(steps), cast("list[float]", got))   # all floats: checked
+                continue
+            pairs = [(s, as_float(v)) for s, v in zip(steps, got) if v is not None]
+            pairs = [(s, v) for s, v in pairs if v is not None]
+            if pairs:
+                cols[key] = ([s for s, _ in pairs], [v for _, v in pairs if v is not None])
         for step, rec in zip(steps, recs):
-            for name, v in other_values(rec):
+            extra = rec.get("extra")
+            if not extra or not isinstance(extra, dict):
+                continue
+            for name, v in _extra_values(extra):
                 col = cols.get(name)
                 if col is None:
                     col = cols[name] = ([], [])
@@ -190,11 +214,8 @@ class SeriesBook:
             else:
                 self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
         if records is not None:
-            t = last.get("t")
-            recs = as_dicts(records)
-            if t is not None:   # the runner stamps a batch with one time; a template row has none yet
-                recs = [r if "t" in r else {**r, "t": t} for r in recs]
-            self.feed_other([int(s) for s in steps], recs)
+            # the runner stamps a batch with one time (``last``'s); a template row has none yet
+            self.feed_other(steps, as_dicts(records), t=as_float(last.get("t")))
 
     def feed_eval(self, rec: dict) -> None:
         """One evaluation result (an ``evals.jsonl`` record): the eval-loss chart and the newest."""
@@ -269,13 +290,23 @@ class SeriesBook:
 
 def as_dicts(records: list) -> list[dict]:
     """Records as dicts: a template row's JSON line (bytes) loaded (all of a batch in one call of
-    the JSON reader), a dict as it is."""
+    msgspec's JSON reader, which builds the same objects as ``json.loads`` at a fraction of the
+    cost; ``json`` when msgspec refuses a number it cannot hold), a dict as it is."""
     lines = [r for r in records if type(r) is bytes]
     if not lines:
         return records
-    import json
-    loaded = iter(json.loads(b"[" + b",".join(lines) + b"]"))
+    doc = b"[" + b",".join(lines) + b"]"
+    try:
+        loaded = iter(_decode(doc))
+    except ValueError:   # msgspec.DecodeError is one: a number past a double (json reads it as inf)
+        import json
+        loaded = iter(json.loads(doc))
     return [next(loaded) if type(r) is bytes else r for r in records]
+
+
+def _decode(doc: bytes) -> list:
+    import msgspec
+    return msgspec.json.decode(doc)
 
 
 def path_of(run: rundir.RunDir) -> Path:

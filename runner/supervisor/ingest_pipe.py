@@ -42,6 +42,12 @@ if TYPE_CHECKING:
 
 INGEST_SLICE_BYTES = 1024 * 1024  # log bytes parsed per loop turn: the state file never waits longer
 INGEST_SUBSLICE_BYTES = 256 * 1024  # ... read in pieces this big, the control socket served between them
+# More log than one sub-slice unread: the runner is catching up (state.json's ``ingest.catching_up``;
+# the run screen and ``--json`` say so). Less is the ordinary distance between two loop turns.
+CATCHING_UP_BYTES = INGEST_SUBSLICE_BYTES
+# Tests only: seconds the loop waits between sub-slices while the log is behind (0: the next one at
+# once), so a backlog lasts long enough to be seen without a timed test.
+INGEST_PACE_ENV = "MOECONSOLE_INGEST_PACE_S"
 LOG_TAIL_KEEP = 2000       # lines kept for crash classification
 STARTUP_DEFAULT_S = 1800.0  # heartbeat allowance before the first step when the recipe names none
 SERIES_SAVE_S = 3.0        # series.json (the bounded chart series) at most this often; readers add the rest
@@ -64,22 +70,6 @@ class Ingested:
         self.saves += other.saves
         self.divergence = self.divergence if self.divergence is not None else other.divergence
         return self
-
-
-def _rows_with_lr(rows: Any) -> list[dict]:
-    """The records of a batch that carry a learning rate, as dicts (a template row is its JSON line)."""
-    out: list[dict] = []
-    for r in rows:
-        if isinstance(r, dict):
-            out.append(r)
-        elif isinstance(r, (bytes, str)) and ('"lr"' in r if isinstance(r, str) else b'"lr"' in r):
-            try:
-                rec = jsonio.loads(r)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
-    return out
 
 
 class IngestPipe:
@@ -110,6 +100,7 @@ class IngestPipe:
         self.written = Written(None, None)  # the attempt's last step written (an inferred one never shadows a real)
         self.steps_seen = 0
         self.lagging = False  # the last read filled a whole sub-slice: more is waiting
+        self.bytes_read = self.lines_read = 0  # by this runner: the mean line length estimates the lines behind
         self._got = Ingested()  # what the read under way brought
         now = time.monotonic()  # the hang clock: monotonic, never the wall clock
         self.last_output = now
@@ -160,6 +151,8 @@ class IngestPipe:
         if not data:
             return got
         got.read = True
+        self.bytes_read += len(data)
+        self.lines_read += data.count(b"\n")
         self.last_output = time.monotonic()
         self.log_tail.add(data)
         for batch in self.reader.feed_batches(data):
@@ -180,13 +173,19 @@ class IngestPipe:
         """The attempt's last log lines, secrets masked (classification and crash reports)."""
         return [self.redactor.redact(line) for line in self.log_tail.text()]
 
-    def lag(self) -> dict[str, int]:
-        """state.json's ``ingest``: how far the reading is behind the log."""
+    def lag(self) -> dict[str, Any]:
+        """state.json's ``ingest``: how far the reading is behind the log (the file's size against
+        the runner's offset): bytes, the lines they hold estimated from the mean length of the
+        lines read so far, and whether that is more than one read (``catching_up``)."""
         try:
             size = os.stat(self.run.log).st_size
         except OSError:
             size = self.tailer.offset
-        return {"offset": self.tailer.offset, "size": size, "lag_bytes": max(0, size - self.tailer.offset)}
+        behind = max(0, size - self.tailer.offset)
+        per_line = self.bytes_read / self.lines_read if self.lines_read else None
+        lines = math.ceil(behind / per_line) if per_line else (1 if behind else 0)
+        return {"offset": self.tailer.offset, "size": size, "lag_bytes": behind, "lines_behind": lines,
+                "catching_up": behind > CATCHING_UP_BYTES}
 
     def quiet(self, now: float) -> float:
         """Seconds without log output and without step progress (the hang clock; ``now`` is
@@ -236,9 +235,12 @@ class IngestPipe:
         steps = all_steps[rows]
         values = {f: batch.values[f][rows] for f in batch.values}
         present = {f: batch.present[f][rows] for f in batch.present}
+        # the kept rows as dicts, decoded once for the batch (a template row is its JSON line):
+        # the chart book's other numbers and the schedule watch read the same list
+        dicts = seriesfile.as_dicts([records[i] for i in kept])
         self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
                                {f: p.tolist() for f, p in present.items()},
-                               newest_record(records, kept, stamp), records=[records[i] for i in kept])
+                               newest_record(records, kept, stamp), records=dicts)
         if counted:
             self.written = written
             self.steps_seen += len(counted)
@@ -253,8 +255,7 @@ class IngestPipe:
             self.journal.event("alert", attempt=self.attempt, **a)
             if a.get("level") == "critical" and a.get("rule") == "non_finite" and self._got.divergence is None:
                 self._got.divergence = str(a.get("message", ""))
-        lr_rows = _rows_with_lr(records[i] for i in kept)
-        for a in self.schedule.observe(lr_rows, self.attempt):
+        for a in self.schedule.observe(dicts, self.attempt):
             self.journal.event("alert", attempt=self.attempt, **a)
         self.memory.on_rows(batch.records, kept, steps.tolist(), values["mem_gib"].tolist(),
                             present["mem_gib"].tolist(), now)

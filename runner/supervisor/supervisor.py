@@ -53,8 +53,8 @@ from moeconsole.runner.supervisor.controlserver import ControlServer
 from moeconsole.runner.supervisor.dispatch import Dispatcher, Steered
 from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
 from moeconsole.runner.supervisor.gpuwatch import GpuWatch
-from moeconsole.runner.supervisor.ingest_pipe import (INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES, STARTUP_DEFAULT_S,  # noqa: F401
-                                           Ingested, IngestPipe, heartbeat_limit)
+from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES,  # noqa: F401
+                                           STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from moeconsole.runner.supervisor.launcher import Launched, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
@@ -122,6 +122,10 @@ class Supervisor:
             finishing_left=lambda: None if self.finishing_until is None else max(
                 0.0, self.finishing_until - time.monotonic()),
             terminate=self.terminations.start, grace=lambda asked: kill_grace(self.recipe.kill, asked))
+        self.pace = _pace(os.environ.get(INGEST_PACE_ENV))  # tests only: a backlog read slowly enough to be seen
+        # The log's progress (step, loss) waits here until the records that carry it are written:
+        # state.json and ``status`` never name a step whose record is not in metrics.jsonl.
+        self.progress_waiting: dict[str, Any] = {}
         self.history: list[AttemptRecord] = []
         self.ops: OpsSidecars | None = None
         self._applying = False  # inside ``apply``: the lifecycle is never re-entered
@@ -132,6 +136,7 @@ class Supervisor:
         if not self.state.due(force):
             return
         self.journal.flush()
+        self._progress_written()
         procs = self.watch.procs
         self.state.refresh(
             pids=procs.tracked() if not self.life.exited or self.life.kill else [], pgid=procs.pgid,
@@ -423,9 +428,9 @@ class Supervisor:
     def _next_wakeup(self) -> float:
         """The log tick, or sooner when a kill deadline or the cooldown's earliest restart is due."""
         if self.finishing_until is not None:
-            return 0.0 if self._behind() else OPS_POLL_S
+            return self.pace if self._behind() else OPS_POLL_S
         if self.pipe.lagging:
-            return 0.0  # more log waits: next slice at once (after the fds are served)
+            return self.pace  # more log waits: next slice at once (after the fds are served)
         due = [LOOP_TICK_S, self.control.next_expiry(), lc.next_deadline(self.life, time.monotonic())]
         return max(0.001, min(d for d in due if d is not None))
 
@@ -433,7 +438,8 @@ class Supervisor:
         """What reading the log brought, applied: progress into the state, saves to the
         checkpoint keeper (looked at now), a divergence through the lifecycle."""
         if got.progress:
-            self.state.set(**got.progress)
+            self.progress_waiting.update(got.progress)
+            self._progress_written()
         for path, suspect in got.saves:
             self.checkpoints.note_saved(path, suspect)
         if got.saves:
@@ -441,12 +447,20 @@ class Supervisor:
         if divergence and got.divergence is not None:
             self.apply(lc.Divergence(got.divergence))
 
+    def _progress_written(self) -> None:
+        """The log's progress into the state once the journal holds no record unwritten (a full
+        disk keeps records in memory: the state goes on naming the last step on disk)."""
+        if self.progress_waiting and not self.journal.pending:
+            self.state.set(**self.progress_waiting)
+            self.progress_waiting = {}
+
     def ingest(self, deadline: float | None = None) -> bool:
         """Read the log a sub-slice at a time, each one's news applied, the control socket
         served between sub-slices (however long the lines, a command waits one sub-slice at
         most): up to INGEST_SLICE_BYTES, or until the monotonic ``deadline``. True while more
         is waiting."""
-        for n in range(10_000 if deadline is not None else INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES):
+        turns = 1 if self.pace else 10_000 if deadline is not None else INGEST_SLICE_BYTES // INGEST_SUBSLICE_BYTES
+        for n in range(turns):
             if n:
                 self.control.serve()
             got = self.pipe.read()
@@ -566,6 +580,15 @@ def diag(msg: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def _pace(text: str | None) -> float:
+    """``MOECONSOLE_INGEST_PACE_S`` as seconds (0, the default, for anything else)."""
+    try:
+        pace = float(text or 0)
+    except ValueError:
+        return 0.0
+    return min(pace, 10.0) if math.isfinite(pace) and pace > 0 else 0.0
 
 
 def _wall(mono: float) -> float:
