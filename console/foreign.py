@@ -123,7 +123,7 @@ class Import:
             values = {k: v.tolist() for k, v in batch.values.items()}
             present = {k: p.tolist() for k, p in batch.present.items()}
             last = last_record(batch) or {}
-            self.book.feed_columns(steps, values, present, last, records=batch.records)
+            self.book.feed_columns(steps, values, present, last, records=batch.records, other=batch.other)
             self.records += len(batch)
             import numpy as np   # only on the reading thread: the screen opens before it
             ok = batch.present["grad_norm"]
