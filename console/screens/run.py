@@ -69,11 +69,12 @@ class RunScreen(Screen):
 
     class SnapshotReady(Message):
         def __init__(self, snapshot: Snapshot | None, error: str | None = None,
-                     last_output_t: float | None = None) -> None:
+                     last_output_t: float | None = None, files_only: bool = False) -> None:
             super().__init__()
             self.snapshot = snapshot
             self.error = error
             self.last_output_t = last_output_t
+            self.files_only = files_only   # the first frame: no GPU reading or process scan yet
 
     def __init__(self, source: RunSource, *, base: Path, scratch: Callable[[], Path] | None = None,
                  readonly: bool = False, interval: float = 1.0, clock: Callable[[], float] | None = None) -> None:
@@ -148,26 +149,30 @@ class RunScreen(Screen):
     def _poll_loop(self) -> None:
         worker = get_current_worker()
         full = True  # GPU telemetry too: on the timer, not on every file change
+        first = True  # the first frame from the run's files alone; the full poll follows at once
         try:
             while not worker.is_cancelled:
                 self._applied.clear()
                 try:
-                    if full:
+                    if full and not first:
                         self._gpu_at = time.monotonic()
-                    snap = self.source.poll(telemetry=full)
+                    snap = self.source.poll(telemetry=full, files_only=first)
                     last_output = self.source.last_output_t(snap)
                     if self._heartbeat_s is None and last_output is not None and \
                             self.clock() - last_output >= fmt.QUIET_SHOWN_S:
                         # the hang limit is shown beside the quiet time only: the recipe (and its
                         # YAML reader) is read once the run has been quiet, not on every attach
                         self._heartbeat_s = self.source.heartbeat_s()
-                    self.post_message(self.SnapshotReady(snap, last_output_t=last_output))
+                    self.post_message(self.SnapshotReady(snap, last_output_t=last_output, files_only=first))
                 except Exception as exc:  # a bad file must not kill the poller: show it and go on
                     self.post_message(self.SnapshotReady(None, f"{type(exc).__name__}: {exc}"))
                 # Back-pressure: never queue a second snapshot before the UI applied the first.
                 while not self._applied.wait(0.2):
                     if worker.is_cancelled:
                         return
+                if first:
+                    first = False
+                    continue
                 woken_by_file = self.run_watch.wait_next(lambda: worker.is_cancelled)
                 full = not woken_by_file or time.monotonic() - self._gpu_at >= 0.75 * self.interval
         finally:
@@ -180,14 +185,15 @@ class RunScreen(Screen):
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
         try:
             if message.snapshot is not None:
-                self.apply(message.snapshot, message.last_output_t)
+                self.apply(message.snapshot, message.last_output_t, files_only=message.files_only)
             elif message.error:
                 self.notify(message.error, title="reading the run failed", severity="error")
         finally:
             self._applied.set()
 
-    def apply(self, snap: Snapshot, last_output_t: float | None = None) -> None:
-        """Show a snapshot; each widget compares its slice with what it shows."""
+    def apply(self, snap: Snapshot, last_output_t: float | None = None, files_only: bool = False) -> None:
+        """Show a snapshot; each widget compares its slice with what it shows. ``files_only``:
+        the first frame, before the GPU reading and the process scan (their panels wait)."""
         self.snapshot = snap
         self.polls += 1
         if not self._prefs_loaded:
@@ -207,6 +213,12 @@ class RunScreen(Screen):
                                             **fmt.alert_args(run, self._alert_dicts))
         self._show_runner_gone(run)
         self._show_charts(snap)
+        self.query_one(EventPane).show(snap.events)
+        self.query_one(LogTail).show(snap.log_tail)
+        if files_only and self.source.gpu:   # the first frame: the GPU reading and the scan follow
+            _set_text(self.query_one("#blockers-title", Static), "zombies / blockers: scanning")
+            self._set_conditions(live, stale, killable=False)
+            return
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
         hostline = self.query_one("#hostline", LinesView)
         _show(hostline, snap.host is not None)
@@ -225,13 +237,14 @@ class RunScreen(Screen):
         _set_text(title, f"zombies / blockers: {len(real)}" + (" (tab to select, z to end)" if killable and live else "")
                   if real else ("zombies / blockers: scan failed: " + errors[0]) if errors
                   else "zombies / blockers: none")
+        self._set_conditions(live, stale, killable)
+
+    def _set_conditions(self, live: bool, stale: bool, killable: bool) -> None:
         conditions = keys.run_conditions(runner=live, stale=stale, alerts=bool(self.active_alerts),
                                          killable=killable)
         if conditions != self._conditions:
             self._conditions = conditions
             self.refresh_bindings()  # the footer shows only the keys that apply now
-        self.query_one(EventPane).show(snap.events)
-        self.query_one(LogTail).show(snap.log_tail)
 
     def _show_runner_gone(self, run: dict) -> None:
         banner = self.query_one("#runner-gone", Static)
