@@ -193,9 +193,11 @@ class RunScreen(Screen):
 
     def apply(self, snap: Snapshot, last_output_t: float | None = None, files_only: bool = False) -> None:
         """Show a snapshot; each widget compares its slice with what it shows. ``files_only``:
-        the first frame, before the GPU reading and the process scan (their panels wait)."""
-        self.snapshot = snap
-        self.polls += 1
+        the first frame, before the GPU reading and the process scan (their panels wait; it is
+        not ``self.snapshot``, the newest whole snapshot)."""
+        if not files_only:
+            self.snapshot = snap
+            self.polls += 1
         if not self._prefs_loaded:
             self._load_prefs(snap)
         run = snap.run

@@ -32,11 +32,11 @@ def test_the_first_frame_shows_the_run_before_the_gpu_reading_answers(base, make
     async def go() -> None:
         app = app_for(base, run, telemetry=slow_telemetry, interval=30.0)
         async with app.run_test(size=(120, 36)) as pilot:
-            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None,
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and
+                           "step 60/100" in "".join(app.screen.query_one(StatusLine).plain_lines),
                            what="the first frame while the GPU reading has not answered")
             screen = app.screen
-            assert not answer.is_set()
-            assert "step 60/100" in screen.query_one(StatusLine).plain_lines[0]
+            assert not answer.is_set() and screen.snapshot is None   # no whole snapshot yet
             title = screen.query_one("#blockers-title")
             assert str(title.render()) == "zombies / blockers: scanning"
             assert not any("400/700W" in line for line in screen.query_one(GpuPanel).plain_lines)
@@ -45,6 +45,7 @@ def test_the_first_frame_shows_the_run_before_the_gpu_reading_answers(base, make
             answer.set()
             await until_ui(pilot, lambda: str(title.render()) == "zombies / blockers: none",
                            what="the scan's verdict")
+            assert screen.snapshot is not None and screen.snapshot.gpu == GPU
             await until_ui(pilot, lambda: any("400/700W" in line for line in screen.query_one(GpuPanel).plain_lines),
                            what="the GPU rows")
     try:
