@@ -74,3 +74,22 @@ def test_json_once_imports_no_ui_and_no_training_library(base, make_run):
     assert loaded.isdisjoint({"textual", "rich", "numpy", "torch", "yaml", "safetensors"}), \
         loaded & {"textual", "rich", "numpy", "torch", "yaml", "safetensors"}
     assert "moeconsole" in loaded
+
+
+def test_opening_a_log_reads_its_newest_steps_without_numpy(tmp_path):
+    """``attach PATH``: the newest steps of a log are read (and shown) before numpy is imported;
+    numpy comes with the history, read after the first frame. A real process, its modules listed."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': {2 - i / 100:.4g}, 'grad_norm': 0.5, 'learning_rate': 1e-05, "
+                           f"'global_step/max_steps': '{i}/100'}}\n" for i in range(1, 101)))
+    code = ("import sys\n"
+            "from pathlib import Path\n"
+            "from moeconsole.console.foreign import start_import\n"
+            f"run, job = start_import(Path({str(log)!r}), Path({str(tmp_path)!r}))\n"
+            "print(job.tail_book.last_metrics['step'], 'numpy' in sys.modules)\n"
+            "job.start(); job.wait(60)\n"
+            "print(job.records, 'numpy' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["100", "False", "100", "True"]
