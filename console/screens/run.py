@@ -149,7 +149,7 @@ class RunScreen(Screen):
     def _poll_loop(self) -> None:
         worker = get_current_worker()
         full = True  # GPU telemetry too: on the timer, not on every file change
-        first = True  # the first frame from the run's files alone; the full poll follows at once
+        first = bool(self.source.gpu)  # the first frame from the run's files alone; the full poll follows at once
         try:
             while not worker.is_cancelled:
                 self._applied.clear()
