@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, TypedDict, Union
+from typing import Any, Callable, Sequence, TypedDict, Union
 
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.rundir import jsonio, rundir
@@ -133,7 +133,7 @@ class SeriesBook:
         """The other numbers of metric records (``other_values``), one extend per series."""
         self.feed_other_blocks(steps, [recs])
 
-    def feed_other_blocks(self, steps: list[int], blocks: list[OtherBlock], t: Any = None) -> None:
+    def feed_other_blocks(self, steps: Sequence[float], blocks: list[OtherBlock], t: Any = None) -> None:
         """``feed_other`` of rows given as ``OtherBlock``s (``t``: the time of rows without
         their own, as ``feed_columns`` stamps them), one extend per series."""
         cols: dict[str, tuple[list[float], list[float]]] = {}
@@ -232,7 +232,7 @@ class SeriesBook:
                 self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
         blocks = other() if other is not None else None
         if blocks is not None:
-            self.feed_other_blocks([int(s) for s in steps], blocks, last.get("t"))
+            self.feed_other_blocks(list(steps), blocks, last.get("t"))   # float steps: Series keeps floats
         elif records is not None:
             self.feed_other_blocks([int(s) for s in steps], [as_dicts(records)], last.get("t"))
 
