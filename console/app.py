@@ -79,6 +79,7 @@ class MoeConsole(App[int]):
         self.register_theme(console_theme())
         self.theme = "moeconsole"
         self._scratch: Path | None = None
+        self._browser_pending = False   # attach PATH: the browser is pushed with the log's screen
         self._alert_note: Notification | None = None
 
     @property
@@ -99,10 +100,17 @@ class MoeConsole(App[int]):
         if self.first_run is not None:
             self.open_run(self.first_run)
         else:
-            from moeconsole.console.screens.browser import BrowserScreen
-            self.push_screen(BrowserScreen(self.base, scratch=self.scratch_dir))
             if self.first_path is not None:
+                # the log's screen paints first: the browser comes with it, beneath it
+                self._browser_pending = True
                 self.open_foreign(self.first_path)
+            else:
+                self._push_browser()
+
+    def _push_browser(self) -> None:
+        from moeconsole.console.screens.browser import BrowserScreen
+        self._browser_pending = False
+        self.push_screen(BrowserScreen(self.base, scratch=self.scratch_dir))
 
     def on_open_run(self, message: OpenRun) -> None:
         self.open_run(message.run, message.importing)
@@ -123,6 +131,8 @@ class MoeConsole(App[int]):
         """Show a run: live runs with GPU telemetry and the process keys, past runs without.
         ``importing``: the import reading a foreign log's history (started here)."""
         from moeconsole.console.screens.run import RunScreen
+        if self._browser_pending:   # ``attach PATH``: the browser beneath the log's screen (escape returns to it)
+            self._push_browser()
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
                            control_timeout=self.control_timeout, importing=importing, host=self.host)
@@ -140,6 +150,8 @@ class MoeConsole(App[int]):
         try:
             run, importing = start_import(Path(path).expanduser(), self.scratch_dir(), self.line_format)
         except Exception as exc:  # InputError and unreadable files: one line, keep the browser
+            if self._browser_pending:
+                self.call_from_thread(self._push_browser)
             self.call_from_thread(self.notify, str(exc), severity="error")
             return
         self.call_from_thread(self.open_run, run, importing)

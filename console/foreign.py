@@ -118,14 +118,14 @@ class Import:
     def _on_batch(self, batch, record_lines, last_record) -> None:
         from moeconsole.runner.ingest.records import eval_record
         if len(batch):
+            import numpy as np   # only on the reading thread: the screen opens before it
             jsonio.append_bytes(self.run.metrics, record_lines(batch), line=True)
-            steps = [float(s) for s in batch.steps]
+            steps = np.asarray(batch.steps, dtype=np.float64).tolist()
             values = {k: v.tolist() for k, v in batch.values.items()}
             present = {k: p.tolist() for k, p in batch.present.items()}
             last = last_record(batch) or {}
-            self.book.feed_columns(steps, values, present, last, records=batch.records)
+            self.book.feed_columns(steps, values, present, last, records=batch.records, other=batch.other)
             self.records += len(batch)
-            import numpy as np   # only on the reading thread: the screen opens before it
             ok = batch.present["grad_norm"]
             self._steps.extend(np.asarray(batch.steps, dtype=np.int64)[ok].tolist())
             self._grads.extend(batch.values["grad_norm"][ok].tolist())

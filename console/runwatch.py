@@ -92,6 +92,7 @@ class Polled:
     error: str | None = None
     last_output_t: float | None = None   # when the training last showed life (wall time)
     heartbeat_s: float | None = None     # the recipe's hang limit, once the run has been quiet
+    files_only: bool = False             # the first frame: no GPU reading or process scan yet
 
 
 class Poller:
@@ -106,28 +107,33 @@ class Poller:
         self.heartbeat_s: float | None = None
         self._gpu_at = float("-inf")
 
-    def poll(self, full: bool) -> Polled:
-        """One snapshot (``full``: GPU telemetry too); a bad file becomes an error, never an exception."""
+    def poll(self, full: bool, files_only: bool = False) -> Polled:
+        """One snapshot (``full``: GPU telemetry too; ``files_only``: from the run's files alone,
+        the first frame); a bad file becomes an error, never an exception."""
         try:
-            if full:
+            if full and not files_only:
                 self._gpu_at = time.monotonic()
-            snap = self.source.poll(telemetry=full)
+            snap = self.source.poll(telemetry=full, files_only=files_only)
             last_output = self.source.last_output_t(snap)
             if self.heartbeat_s is None and last_output is not None and \
                     self.clock() - last_output >= self.quiet_shown_s:
                 # the hang limit is shown beside the quiet time only: the recipe (and its YAML
                 # reader) is read once the run has been quiet, not on every attach
                 self.heartbeat_s = self.source.heartbeat_s()
-            return Polled(snap, last_output_t=last_output, heartbeat_s=self.heartbeat_s)
+            return Polled(snap, last_output_t=last_output, heartbeat_s=self.heartbeat_s, files_only=files_only)
         except Exception as exc:  # a bad file must not kill the poller: show it and go on
             return Polled(None, f"{type(exc).__name__}: {exc}", heartbeat_s=self.heartbeat_s)
 
     def run(self, deliver: Callable[[Polled], object], cancelled: Callable[[], bool]) -> None:
-        """Poll until ``cancelled()``: at once, then at each tick, poke or file change. A poll
-        woken by a file change between two ticks skips the GPU telemetry (shown again from the
-        last full poll). Closes the watch at the end."""
+        """Poll until ``cancelled()``: at once, then at each tick, poke or file change. With GPU
+        telemetry the first frame comes from the run's files alone and the full poll follows at
+        once (a first paint never waits on NVML and the process scan). A poll woken by a file
+        change between two ticks skips the GPU telemetry (shown again from the last full poll).
+        Closes the watch at the end."""
         full = True
         try:
+            if self.source.gpu and not cancelled():
+                deliver(self.poll(full, files_only=True))
             while not cancelled():
                 deliver(self.poll(full))
                 woken_by_file = self.watch.wait_next(cancelled)

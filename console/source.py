@@ -87,12 +87,17 @@ class RunSource:
             self._telemetry = _live_telemetry()
         return self._telemetry(state)
 
-    def poll(self, telemetry: bool = True) -> Snapshot:
+    def poll(self, telemetry: bool = True, files_only: bool = False) -> Snapshot:
         """Read what is new in the run directory (file I/O: call from a worker thread).
         ``telemetry=False`` (a poll woken by a file change between two timer polls): the GPU
         reading, blockers and agents' nodes of the last full poll are shown again, the driver and
-        the nodes' files are not asked (a 128-node run's agents write 128 files a second)."""
+        the nodes' files are not asked (a 128-node run's agents write 128 files a second).
+        ``files_only``: the run's files alone, no GPU reading, blockers or host line (the first
+        frame, painted before the driver, the process scan and the first CPU figure answer;
+        the poll after it brings them)."""
         with self._lock:
+            if files_only:
+                return self.watcher.poll(with_gpu=False)
             if telemetry or self._last_gpu is None or not self.gpu:
                 snap = self.watcher.poll(with_gpu=self.gpu)
                 self._last_gpu = (snap.gpu, snap.blockers, snap.host)

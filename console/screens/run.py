@@ -124,7 +124,7 @@ class RunScreen(Screen):
         if polled.heartbeat_s is not None:
             self._heartbeat_s = polled.heartbeat_s
         if polled.snapshot is not None:
-            self.apply(polled.snapshot, polled.last_output_t)
+            self.apply(polled.snapshot, polled.last_output_t, files_only=polled.files_only)
         elif polled.error:
             self.notify(polled.error, title="reading the run failed", severity="error")
 
@@ -143,13 +143,16 @@ class RunScreen(Screen):
         if self._undrawn and self.snapshot is not None:
             self.apply(self.snapshot, self._last_output_t)
 
-    def apply(self, snap: Snapshot, last_output_t: float | None = None) -> None:
+    def apply(self, snap: Snapshot, last_output_t: float | None = None, files_only: bool = False) -> None:
         """Show a snapshot; each widget compares its slice with what it shows. Under another
         screen only the alerts go on (their toast and bell reach the screen on top); the rest is
-        drawn when this screen is back."""
-        self.snapshot = snap
-        self._last_output_t = last_output_t
-        self.polls += 1
+        drawn when this screen is back. ``files_only``: the first frame, before the GPU reading
+        and the process scan (their panels wait; it is not ``self.snapshot``, the newest whole
+        snapshot)."""
+        if not files_only:
+            self.snapshot = snap
+            self._last_output_t = last_output_t
+            self.polls += 1
         if self.covered():
             self._undrawn = True
             self._show_alerts(snap)
@@ -170,6 +173,12 @@ class RunScreen(Screen):
                                             **fmt.alert_args(run, self._alert_dicts))
         self._show_runner_gone(run)
         self.charts.show(snap)
+        self.query_one(EventPane).show(snap.events)
+        self.query_one(LogTail).show(snap.log_tail)
+        if files_only and self.source.gpu:   # the first frame: the GPU reading and the scan follow
+            _set_text(self.query_one("#blockers-title", Static), "zombies / blockers: scanning")
+            self._set_conditions(live, stale, killable=False)
+            return
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
         hostline = self.query_one("#hostline", LinesView)
         _show(hostline, snap.host is not None)
@@ -188,13 +197,14 @@ class RunScreen(Screen):
         _set_text(title, f"zombies / blockers: {len(real)}" + (" (tab to select, z to end)" if killable and live else "")
                   if real else ("zombies / blockers: scan failed: " + errors[0]) if errors
                   else "zombies / blockers: none")
+        self._set_conditions(live, stale, killable)
+
+    def _set_conditions(self, live: bool, stale: bool, killable: bool) -> None:
         conditions = keys.run_conditions(runner=live, stale=stale, alerts=bool(self.active_alerts),
                                          killable=killable)
         if conditions != self._conditions:
             self._conditions = conditions
             self.refresh_bindings()  # the footer shows only the keys that apply now
-        self.query_one(EventPane).show(snap.events)
-        self.query_one(LogTail).show(snap.log_tail)
 
     def _show_runner_gone(self, run: dict) -> None:
         banner = self.query_one("#runner-gone", Static)

@@ -11,7 +11,7 @@ case) or all parser records costs no reordering at all.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -30,9 +30,17 @@ class Batch:
     max_steps: int | None = None                        # of the last record that had one
     marks: list[tuple[int, dict]] = field(default_factory=list)   # (records before it, mark)
     records: list[Any] | None = None   # records mode only: dicts, or (NDJSON mode) a template row's JSON line
+    # records mode: the records' numbers that are no column, block by block
+    # (``moeconsole.runner.rundir.seriesfile.OtherBlock``: template rows as columns, the parser's
+    # dicts), computed when called; None from it when a block cannot give them (read the records)
+    other: Callable[[], list | None] | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    def __getstate__(self) -> dict:
+        # ``other`` reads the template rows of this process (a spooled or forked batch is data)
+        return {**self.__dict__, "other": None}
 
 
 class RowColumns(Protocol):
@@ -43,6 +51,8 @@ class RowColumns(Protocol):
     max_steps: int | None           # of the last row
 
     def records(self) -> list[Any]: ...
+
+    def other_block(self, lo: int, hi: int) -> Any: ...
 
 
 class BatchBuilder:
@@ -103,10 +113,11 @@ class BatchBuilder:
                 self._pieces[0][2] == len(self._claims[0].steps):
             rows = self._claims[0]   # the usual read: one template claim, whole
             return Batch(rows.steps, rows.values, rows.present, self._max, self._marks,
-                         rows.records() if want else None)
+                         rows.records() if want else None, self._other() if want else None)
         if not self._claims:
             steps, values, present = records_to_columns(self._dicts)
-            return Batch(steps, values, present, self._max, self._marks, self._out if want else None)
+            return Batch(steps, values, present, self._max, self._marks, self._out if want else None,
+                         self._other() if want else None)
         # template rows and parser records interleaved: one gather over both
         parts_steps = [np.asarray(c.steps, dtype=np.int64) for c in self._claims]
         parts_values = {f: [c.values[f] for c in self._claims] for f in COLUMN_FIELDS}
@@ -128,7 +139,21 @@ class BatchBuilder:
         if want:
             every: list[Any] = [r for c in self._claims for r in c.records()] + self._out
             records = [every[i] for i in order.tolist()]
-        return Batch(steps, values, present, self._max, self._marks, records)
+        return Batch(steps, values, present, self._max, self._marks, records, self._other() if want else None)
+
+    def _other(self) -> Callable[[], list | None]:
+        """``Batch.other`` of what was added: a block per piece, in file order."""
+        claims, pieces, dicts = self._claims, [tuple(p) for p in self._pieces], self._dicts
+
+        def blocks() -> list | None:
+            out = []
+            for c, lo, hi in pieces:
+                block = dicts[lo:hi] if c < 0 else claims[c].other_block(lo, hi)
+                if block is None:
+                    return None
+                out.append(block)
+            return out
+        return blocks
 
 
 def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Batch:

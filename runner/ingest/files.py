@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.rundir import jsonio
-from moeconsole.runner.ingest.batch import Batch, batch_from_events, concat_batches
-from moeconsole.runner.ingest.bulk import fold_file, scan_file
 from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.ingest.parser import MARK, RECORD, ParseStats
 from moeconsole.runner.ingest.records import classify_mapping, mark_from_mapping, record_from_mapping
+
+if TYPE_CHECKING:   # the batches (numpy) are imported where a whole file is read, not to find a log
+    from moeconsole.runner.ingest.batch import Batch
 
 LOG, TRAINER_STATE = "log", "trainer_state"
 _SWIFT_RUN_RE = re.compile(r"^v(\d+)-")
@@ -108,6 +109,8 @@ def iter_batches(path: str | os.PathLike, want_records: bool = False,
                  line_format: Any = None) -> Iterator[tuple["Batch", ParseStats]]:
     """Record batches of any supported path, in order; the last stats are the totals.
     ``line_format``: a user's declared line format (``moeconsole.runner.ingest.userformat``)."""
+    from moeconsole.runner.ingest.batch import batch_from_events
+    from moeconsole.runner.ingest.bulk import scan_file
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
@@ -124,6 +127,8 @@ def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[
               line_format: Any = None) -> tuple[Any, ParseStats]:
     """``fold_file`` for any supported path (two processes for a big log file); ``report(done,
     total)`` as the reading goes."""
+    from moeconsole.runner.ingest.batch import batch_from_events
+    from moeconsole.runner.ingest.bulk import fold_file
     real, kind = resolve_log(path)
     if kind == TRAINER_STATE:
         events, stats = trainer_state_events(real)
@@ -138,6 +143,7 @@ def fold_path(path: str | os.PathLike, init: Callable[[], Any], step: Callable[[
 
 def records_from_path(path: str | os.PathLike) -> tuple[list[dict], ParseStats]:
     """All metric records of a log, logging.jsonl, trainer_state.json or directory."""
+    from moeconsole.runner.ingest.batch import concat_batches
     batches, stats = [], ParseStats()
     for batch, stats in iter_batches(path, want_records=True):
         batches.append(batch)

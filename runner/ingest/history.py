@@ -69,14 +69,16 @@ def last_record(batch: "Batch") -> dict | None:
 
 
 def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Callable[[int], None] | None = None,
-                 stop: threading.Event | None = None, line_format: Any = None) -> ParseStats:
+                 stop: threading.Event | None = None, line_format: Any = None,
+                 chunk: int = HISTORY_CHUNK) -> ParseStats:
     """Every batch of the log in file order (records as NDJSON lines or dicts, their columns,
-    marks); ``progress(offset)`` as the reading goes; ``stop`` ends it early."""
+    marks, ``other``: their other numbers, mostly as columns); ``progress(offset)`` as the
+    reading goes; ``stop`` ends it early."""
     from moeconsole.runner.ingest.bulk import read_range   # numpy: only once the history is read
     from moeconsole.runner.ingest.pipe import LinePipe
     parser = LogParser(line_format=line_format)
     pipe = LinePipe(parser, json_lines=True, columns=True)
-    for batch in read_range(path, 0, None, pipe, final=True, chunk=HISTORY_CHUNK, progress=progress):
+    for batch in read_range(path, 0, None, pipe, final=True, chunk=chunk, progress=progress):
         on_batch(batch)
         if stop is not None and stop.is_set():
             break

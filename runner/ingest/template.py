@@ -31,6 +31,7 @@ from moeconsole.runner.ingest.pydict import bare_value
 from moeconsole.runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key,
                                    parse_number, record_from_mapping)
 from moeconsole.runner.rundir.secrets import is_secret_name, mask_lines
+from moeconsole.runner.rundir.seriesfile import OtherBlock, other_fields
 
 _NONCLOSE_RE = re.compile(rb"\n(?<!\}\n)")
 _CLOSE_RE = re.compile(rb"\}\n")
@@ -108,6 +109,7 @@ class Template:
         self.rx_json: re.Pattern | None = None
         self.json_line: Callable[[tuple], bytes] | None = None
         self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
+        self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
             self.json_line = self._json_formatter()
@@ -239,6 +241,42 @@ class Template:
         else:
             self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)
+
+    def other_columns(self, rows: list) -> tuple[dict, dict[str, np.ndarray]] | None:
+        """NDJSON mode: the other numbers of the rows' records (``seriesfile.other_fields``) as
+        columns. Which values they are is decided once, by that rule on a row's record: a
+        float value's text is JSON's, so every row has the same ones; None when a place of the
+        rule is not one value of the template (the records are read instead)."""
+        if self.json_line is None or not rows:
+            return None
+        if self._other_plan is None:
+            import json as _json
+            proto = _json.loads(self.json_line(rows[0]))
+            self._other_plan = (proto, self._other_groups(proto))
+        proto, groups = self._other_plan
+        if groups is None:
+            return None
+        n = len(rows)
+        return proto, {name: np.fromiter(map(float, map(itemgetter(g), rows)), dtype=np.float64, count=n)
+                       for name, g in groups}
+
+    def _other_groups(self, proto: dict) -> list[tuple[str, int]] | None:
+        from moeconsole.runner.ingest.records import RECORD_FIELDS
+        by_field = {v.role: v.rgroup - 1 for v in self.values if v.role in RECORD_FIELDS}
+        by_extra: dict[str, int] = {}
+        for v in self.values:
+            if v.role == "extra":
+                key = str(v.key)[:100]   # as the JSON line names it (``_json_formatter``)
+                if key in by_extra:
+                    return None
+                by_extra[key] = v.rgroup - 1
+        groups: list[tuple[str, int]] = []
+        for name, place, _ in other_fields(proto):
+            g = by_field.get(place[0]) if len(place) == 1 else by_extra.get(place[1])
+            if g is None or any(name == n for n, _ in groups):
+                return None
+            groups.append((name, g))
+        return groups
 
     def step_group(self, records: bool) -> int:
         """0-based group of the step (empty/None on a match of another dict shape)."""
@@ -421,6 +459,7 @@ class Claim:
     json_rows: bool
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
+    _other: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.alt:
@@ -438,6 +477,18 @@ class Claim:
         if self._records is None:
             self._records = _template_records(self.template, self.rows, self.json_rows)
         return self._records
+
+    def other_block(self, lo: int, hi: int) -> OtherBlock | None:
+        """Rows ``lo..hi-1``'s numbers that are not columns (``seriesfile.other_fields`` of their
+        records) as columns; None outside NDJSON mode (the records are read for them instead)."""
+        if not self.json_rows or not self.rows:
+            return None
+        if self._other is None:
+            self._other = self.template.other_columns(self.rows) or (None, None)
+        proto, cols = self._other
+        if proto is None or cols is None:
+            return None
+        return proto, {name: col[lo:hi] for name, col in cols.items()}, hi - lo
 
 
 @dataclass(slots=True)

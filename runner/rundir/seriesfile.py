@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from collections.abc import Sequence
-from typing import TypedDict, cast
+from typing import Any, Callable, Sequence, TypedDict, Union, cast
 
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.rundir import jsonio, rundir
@@ -46,30 +45,73 @@ def extra_name(key: str) -> str:
 def other_values(rec: dict) -> list[tuple[str, float]]:
     """(series name, value) of every number of a metric record that is not a chart series: lr,
     epoch, the record's time and its numeric extras."""
-    out: list[tuple[str, float]] = []
+    return [(name, v) for name, _, v in other_fields(rec)]
+
+
+def other_fields(rec: dict) -> list[tuple[str, tuple[str, ...], float]]:
+    """``other_values`` with where each number stands in the record: ``(name, ("lr",), v)`` for a
+    record field, ``(name, ("extra", key), v)`` for an extra. The one rule of what is another
+    number (a reader of template rows maps the places to its columns, ``OtherBlock``)."""
+    out: list[tuple[str, tuple[str, ...], float]] = []
     for key in RECORD_OTHER:
         v = as_float(rec.get(key))
         if v is not None:
-            out.append((key, v))
+            out.append((key, (key,), v))
     t = as_float(rec.get("t"))
     if t is not None:
-        out.append((TIME_KEY, t))
+        out.append((TIME_KEY, ("t",), t))
     extra = rec.get("extra")
     if isinstance(extra, dict):
-        out += _extra_values(extra)
+        out += [(name, ("extra", key), v) for name, key, v in _extra_fields(extra)]
     return out
 
 
-def _extra_values(extra: dict) -> list[tuple[str, float]]:
-    """(series name, value) of a record's numeric extras."""
-    out: list[tuple[str, float]] = []
+def _extra_fields(extra: dict) -> list[tuple[str, str, float]]:
+    """(series name, key, value) of a record's numeric extras (the part of ``other_fields``
+    that is per record however the rows come)."""
+    out: list[tuple[str, str, float]] = []
     for key, value in extra.items():
         if key in NOT_METRICS or isinstance(value, str) and not _numeric_text(value):
             continue
         v = as_float(value)
         if v is not None:
-            out.append((extra_name(key), v))
+            out.append((extra_name(key), key, v))
     return out
+
+
+def _record_columns(cols: dict[str, tuple[list[float], list[float]]], steps: Sequence[float],
+                    recs: list[dict], t: Any) -> None:
+    """``other_fields`` of records (dicts) appended to ``cols`` a column at a time: a batch of a
+    thousand records costs a few comprehensions, not a thousand calls (``t``: the time of a
+    record that has none)."""
+    t = as_float(t)
+    for key in (*RECORD_OTHER, TIME_KEY):
+        got = [r.get(key, t) for r in recs] if key == TIME_KEY else [r.get(key) for r in recs]
+        if got and set(map(type, got)) == {float}:   # one C pass: the usual column, every value a float
+            xs, ys = list(steps[:len(got)]), cast("list[float]", got)
+        else:
+            pairs = [(s, as_float(v)) for s, v in zip(steps, got) if v is not None]
+            xs = [s for s, v in pairs if v is not None]
+            ys = [v for _, v in pairs if v is not None]
+            if not xs:
+                continue
+        col = cols.setdefault(key, ([], []))
+        col[0].extend(xs)
+        col[1].extend(ys)
+    for step, rec in zip(steps, recs):
+        extra = rec.get("extra")
+        if extra and isinstance(extra, dict):
+            for name, _, v in _extra_fields(extra):
+                col = cols.setdefault(name, ([], []))
+                col[0].append(step)
+                col[1].append(v)
+
+
+# The other numbers of a batch's rows, block by block in row order: a block of rows of one
+# shape as columns, ``(a record of the block, {series name: each row's value}, rows)`` (a series
+# of the record missing from the dict is the same for every row: the time a batch is stamped
+# with), or records (dicts) read one by one.
+OtherBlock = Union[tuple[dict, dict[str, Any], int], list[dict]]
 
 
 def _numeric_text(text: str) -> bool:
@@ -123,36 +165,36 @@ class SeriesBook:
             s = table[name] = Series(self.other_limit)
         return s
 
-    def feed_other(self, steps: Sequence[float], recs: list[dict], t: float | None = None) -> None:
-        """The other numbers of metric records (``other_values``), one extend per series; a
-        column at a time (a batch of a thousand records costs a few comprehensions, not a
-        thousand calls). ``t``: the time of a record that has none (the runner stamps a batch
-        with one time)."""
+    def feed_other(self, steps: list[int], recs: list[dict]) -> None:
+        """The other numbers of metric records (``other_values``), one extend per series."""
+        self.feed_other_blocks(steps, [recs])
+
+    def feed_other_blocks(self, steps: Sequence[float], blocks: list[OtherBlock], t: Any = None) -> None:
+        """``feed_other`` of rows given as ``OtherBlock``s (``t``: the time of rows without
+        their own, as ``feed_columns`` stamps them), one extend per series."""
         cols: dict[str, tuple[list[float], list[float]]] = {}
-        for key in (*RECORD_OTHER, TIME_KEY):
-            got = [r.get(key, t) for r in recs] if key == TIME_KEY else [r.get(key) for r in recs]
-            if set(map(type, got)) == {float}:   # one C pass: the usual column, every value a float
-                if got:
-                    cols[key] = (list(steps), cast("list[float]", got))   # all floats: checked
+        at = 0
+        for block in blocks:
+            if isinstance(block, list):
+                _record_columns(cols, steps[at:at + len(block)], block, t)
+                at += len(block)
                 continue
-            pairs = [(s, as_float(v)) for s, v in zip(steps, got) if v is not None]
-            pairs = [(s, v) for s, v in pairs if v is not None]
-            if pairs:
-                cols[key] = ([s for s, _ in pairs], [v for _, v in pairs if v is not None])
-        for step, rec in zip(steps, recs):
-            extra = rec.get("extra")
-            if not extra or not isinstance(extra, dict):
-                continue
-            for name, v in _extra_values(extra):
+            proto, by_name, n = block
+            if t is not None and "t" not in proto:
+                proto = {**proto, "t": t}
+            xs = steps[at:at + n]
+            for name, _, v in other_fields(proto):
                 col = cols.get(name)
                 if col is None:
                     col = cols[name] = ([], [])
-                col[0].append(step)
-                col[1].append(v)
-        for name, (xs, ys) in cols.items():
+                ys = by_name.get(name)
+                col[0].extend(xs)
+                col[1].extend([v] * n if ys is None else ys.tolist())
+            at += n
+        for name, (xs_, ys_) in cols.items():
             s = self._other(self.other, name)
             if s is not None:
-                s.extend(xs, ys)
+                s.extend(xs_, ys_)
 
     def feed(self, rec: dict) -> None:
         step = rec.get("step")
@@ -196,11 +238,14 @@ class SeriesBook:
         self.feed_other([s for s, _ in kept], [r for _, r in kept])
 
     def feed_columns(self, steps: list[float], values: dict[str, list[float]], present: dict[str, list[bool]],
-                     last: dict, records: list | None = None) -> None:
+                     last: dict, records: list | None = None,
+                     other: Callable[[], list[OtherBlock] | None] | None = None) -> None:
         """``feed_many`` of one attempt's records given as columns (the runner's live batches):
         ``values[k][i]`` counts where ``present[k][i]``; ``last`` is the newest record.
         ``records``: the same rows as records (dicts, or a template row's JSON line), for the
-        numbers that are not columns (``other_values``); without them only the columns are fed."""
+        numbers that are not columns (``other_values``); without them only the columns are fed.
+        ``other``: gives those numbers as ``OtherBlock``s (``Batch.other``), or None; then
+        ``records`` are not read (the same series, without a JSON load and a dict per row)."""
         if not steps:
             return
         if self.last_metrics is not None and last.get("attempt") != self.last_metrics.get("attempt"):
@@ -213,9 +258,11 @@ class SeriesBook:
                 self.series[key].extend(steps, ys)
             else:
                 self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
-        if records is not None:
-            # the runner stamps a batch with one time (``last``'s); a template row has none yet
-            self.feed_other(steps, as_dicts(records), t=as_float(last.get("t")))
+        blocks = other() if other is not None else None
+        if blocks is not None:
+            self.feed_other_blocks(list(steps), blocks, last.get("t"))   # float steps: Series keeps floats
+        elif records is not None:
+            self.feed_other_blocks([int(s) for s in steps], [as_dicts(records)], last.get("t"))
 
     def feed_eval(self, rec: dict) -> None:
         """One evaluation result (an ``evals.jsonl`` record): the eval-loss chart and the newest."""

@@ -272,6 +272,8 @@ def _scan(read_env: bool) -> dict[int, _Row]:
 
 def port_users(port: int) -> tuple[set[int], int]:
     """(PIDs with a socket bound to local ``port``, number of TIME_WAIT sockets on it)."""
+    if _port_bound(port) is False:
+        return set(), 0   # no socket on it: the scan of every process's descriptors is not needed
     try:
         conns = psutil.net_connections(kind="inet")
     except (psutil.Error, OSError):
@@ -286,6 +288,29 @@ def port_users(port: int) -> tuple[set[int], int]:
         elif c.pid:
             pids.add(c.pid)
     return pids, time_wait
+
+
+# The socket tables psutil reads for kind="inet" (psutil._pslinux.NetConnections.tmap).
+_INET_TABLES = ("tcp", "tcp6", "udp", "udp6")
+
+
+def _port_bound(port: int) -> bool | None:
+    """Whether a socket of the tables ``psutil.net_connections(kind="inet")`` reads has local
+    ``port`` (one read of /proc/net, no per-process scan); None when they cannot be read."""
+    end = f":{port:04X}"
+    for name in _INET_TABLES:
+        try:
+            with open(f"/proc/net/{name}", "rb") as f:
+                text = f.read().decode("ascii", "replace")
+        except FileNotFoundError:
+            continue   # no IPv6 tables: psutil skips them too
+        except OSError:
+            return None
+        for line in text.splitlines()[1:]:
+            parts = line.split(None, 2)
+            if len(parts) > 1 and parts[1].endswith(end):
+                return True
+    return False
 
 
 def _run_is_live(run_dir: str | None, cache: dict[str, bool]) -> bool:

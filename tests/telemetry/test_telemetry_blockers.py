@@ -236,3 +236,34 @@ def test_the_runner_itself_is_never_a_zombie_of_its_run(spawn, tmp_path):
     other = _shown_by_console(state)[dead.pid]
     assert other["labels"] == ["defunct"] and other["shown"] and not other["killable"]
     assert "reap" in other["not_killable_why"]
+
+
+def test_port_check_sees_what_psutil_sees_without_scanning_processes():
+    """``port_users`` asks the socket tables first (one read of /proc/net) and scans every
+    process's descriptors only when a socket has the port: the tables agree with psutil on a
+    listening TCP socket, a bound UDP socket (IPv4 and IPv6 where the host has it) and a free port."""
+    from moeconsole.runner.telemetry.procs import _port_bound, port_users
+    socks = []
+    try:
+        for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                             (socket.AF_INET6, socket.SOCK_STREAM)):
+            try:
+                s = socket.socket(family, kind)
+                s.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1", 0))
+            except OSError:
+                continue   # no IPv6 on this host
+            if kind == socket.SOCK_STREAM:
+                s.listen()
+            socks.append(s)
+        for s in socks:
+            port = s.getsockname()[1]
+            seen = {c.laddr.port for c in psutil.net_connections(kind="inet") if c.laddr}
+            assert port in seen and _port_bound(port) is True
+            assert psutil.Process().pid in port_users(port)[0]
+        ports = [s.getsockname()[1] for s in socks]
+        free = next(p for p in range(40000, 40100) if p not in ports and port_free(p))
+        assert _port_bound(free) is (free in {c.laddr.port for c in psutil.net_connections(kind="inet") if c.laddr})
+        assert port_users(free) == (set(), 0)
+    finally:
+        for s in socks:
+            s.close()

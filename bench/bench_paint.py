@@ -1,0 +1,126 @@
+"""First paint in a real terminal: `moeconsole attach RUN` and `moeconsole attach LOG` (a small log)
+against nvitop's first frame and a baseline revision, in the same run.
+
+    .venv/bin/python bench/bench_paint.py [--baseline REV] [--runs 5] [--nvitop PATH]
+
+Each command starts in its own tmux server (140x40) on 8 fake GPUs (tests/fakes' NVML library);
+the screen is read every 10 ms with capture-pane. The mark is the moment the user sees the data:
+- `attach RUN` (a running run of 60 of 100 steps): the status line shows `step 60/100`;
+- `attach LOG` (ms-swift output of 3,000 steps, 0.8 MB): the status line shows `step 3,000/3,000`;
+- `nvitop` (anchor): its first GPU row (`140.4GiB`).
+Times from starting the command; medians (min-max) and each median over nvitop's. Rounds
+alternate the order; before each, the bench waits (up to 30 s) for 3 s with the machine at most
+10% busy. ``--baseline`` runs the same commands from ``git archive REV`` (before/after in one run).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from bench_open import Tmux  # noqa: E402
+from bench_parse import wait_quiet  # noqa: E402
+
+POLL_S = 0.01
+PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
+
+
+def first_seen(cmd: str, mark: str, timeout: float = 30.0) -> float | None:
+    """Seconds from starting ``cmd`` until ``mark`` is on its screen (None: not within timeout)."""
+    tmux = Tmux(f"bench-paint-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        t0 = time.perf_counter()
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "b", "-x", "140", "-y", "40", f"exec {cmd}")
+        while time.perf_counter() - t0 < timeout:
+            if mark in tmux.screen():
+                return time.perf_counter() - t0
+            time.sleep(POLL_S)
+        return None
+    finally:
+        tmux("send-keys", "-t", "b", "q")
+        time.sleep(0.2)
+        tmux("kill-server")
+
+
+def spread(xs: list) -> str:
+    xs = [x for x in xs if x is not None]
+    return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})" if xs else "-"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", help="git revision to compare against (its code, exported)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--nvitop", default=str(REPO / ".venv-bench" / "bin" / "nvitop"))
+    args = ap.parse_args()
+    from bench.bench_ingest import export
+    from tests.console.conftest import write_run
+    from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
+    from tests.ingest.test_ingest_history import swift_log
+    work = Path(tempfile.mkdtemp(prefix="mcbench-paint-"))
+    base = work / "runs"
+    base.mkdir()
+    run_id = "20260101-000000-bench-0001"
+    write_run(base, run_id, status="running", runner_pid=os.getpid())
+    log = work / "train.log"
+    swift_log(log, 3000)
+    env = fake_env(build_fake_nvml(work / "nvml"), write_scenario(work / "scenario.txt", 8))
+    envs = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
+                    if k in ("LD_LIBRARY_PATH", "FAKE_NVML_SCENARIO"))
+    trees = [("this code", REPO)]
+    if args.baseline:
+        trees.append((f"baseline ({args.baseline})", export(args.baseline, work / "baseline")))
+    cases: list[tuple[str, str, str]] = []
+    for name, tree in trees:
+        cli = f"env -u MOECONSOLE_RUNS_DIR {envs} PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(PY)} -P -m moeconsole"
+        cases.append((f"`attach RUN`, {name}", f"{cli} attach {run_id} --runs-dir {shlex.quote(str(base))}",
+                      "step 60/100"))
+        cases.append((f"`attach LOG` (3,000 steps), {name}", f"{cli} attach {shlex.quote(str(log))} --runs-dir "
+                      f"{shlex.quote(str(base))}", "step 3,000/3,000"))
+    nvitop = args.nvitop if Path(args.nvitop).is_file() else None
+    if nvitop:
+        cases.append(("`nvitop` (anchor)", f"env TERM=xterm-256color {envs} {shlex.quote(nvitop)}", "140.4GiB"))
+    else:
+        print(f"(nvitop not found at {args.nvitop}: `make bench` builds .venv-bench; its row is left out)",
+              file=sys.stderr)
+    for _, cmd, mark in cases:   # warm the page cache and the .pyc files
+        first_seen(cmd, mark)
+    times: dict[str, list] = {c[0]: [] for c in cases}
+    busy: list[float] = []
+    load_before = os.getloadavg()[0]
+    t_start = time.time()
+    for r in range(args.runs):
+        for label, cmd, mark in (cases if r % 2 == 0 else cases[::-1]):
+            busy.append(wait_quiet(30))
+            times[label].append(first_seen(cmd, mark))
+    took = time.time() - t_start
+    cmdline = " ".join(["bench/bench_paint.py", "--runs", str(args.runs)] +
+                       (["--baseline", args.baseline] if args.baseline else []))
+    print("### First paint: attaching to a run or a small log, against nvitop's first frame\n")
+    print(f"Command: `.venv/bin/python {cmdline}` ({took:.0f} s). 8 fake GPUs (tests/fakes NVML), each command in "
+          f"its own tmux server (140x40), the screen read every {POLL_S * 1000:.0f} ms; {args.runs} rounds, order "
+          f"alternating; busy before the runs: median {statistics.median(busy) * 100:.0f}%, max "
+          f"{max(busy) * 100:.0f}%; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after. "
+          f"Seconds from the start of the command to the data on screen, median (min-max).\n")
+    anchor = statistics.median([x for x in times[cases[-1][0]] if x is not None]) if nvitop else None
+    print("| command | first paint s | vs nvitop's first frame |")
+    print("|---|---|---|")
+    for label, xs in times.items():
+        ok = [x for x in xs if x is not None]
+        ratio = f"{statistics.median(ok) / anchor:.2f}x" if anchor and ok else "-"
+        print(f"| {label} | {spread(xs)} | {ratio} |")
+    print("\nMarks: `step 60/100` on the run screen's status line; `step 3,000/3,000` for the log (its newest "
+          "steps, read from its last 512 KiB); nvitop's first GPU row. Goal: within 0.5 s on an idle machine.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

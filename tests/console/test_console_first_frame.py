@@ -1,0 +1,95 @@
+"""Speed a user feels, as behaviour: the first frame of a run needs only the run's files (the GPU
+driver and the process scan follow on the next poll, without waiting for the timer), and a
+one-shot ``--json --once`` loads no UI or training library."""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+
+from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.gpus import GpuPanel
+from moeconsole.console.widgets.status import StatusLine
+from tests.console.test_console_app import GPU, app_for, live_run
+from tests.waiting import until_ui
+
+
+def test_the_first_frame_shows_the_run_before_the_gpu_reading_answers(base, make_run):
+    """A GPU driver that takes its time (here: until the test lets it answer) does not hold the
+    run's status line, charts and events back; the blocker pane says it is scanning, never
+    "none", until the scan has answered; then the GPUs and the scan's verdict appear."""
+    run = live_run(base, make_run)
+    answer = threading.Event()
+    asked = threading.Event()
+
+    def slow_telemetry(state):
+        asked.set()
+        answer.wait(60)
+        return GPU, []
+
+    async def go() -> None:
+        app = app_for(base, run, telemetry=slow_telemetry, interval=30.0)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and
+                           "step 60/100" in "".join(app.screen.query_one(StatusLine).plain_lines),
+                           what="the first frame while the GPU reading has not answered")
+            screen = app.screen
+            assert not answer.is_set() and screen.snapshot is None   # no whole snapshot yet
+            title = screen.query_one("#blockers-title")
+            assert str(title.render()) == "zombies / blockers: scanning"
+            assert not any("400/700W" in line for line in screen.query_one(GpuPanel).plain_lines)
+            # the full poll comes at once, not after the 30 s timer
+            await until_ui(pilot, asked.is_set, what="the GPU reading to be asked for right after the first frame")
+            answer.set()
+            await until_ui(pilot, lambda: str(title.render()) == "zombies / blockers: none",
+                           what="the scan's verdict")
+            assert screen.snapshot is not None and screen.snapshot.gpu == GPU
+            await until_ui(pilot, lambda: any("400/700W" in line for line in screen.query_one(GpuPanel).plain_lines),
+                           what="the GPU rows")
+    try:
+        asyncio.run(go())
+    finally:
+        answer.set()
+
+
+def test_json_once_imports_no_ui_and_no_training_library(base, make_run):
+    """``moeconsole --json RUN --once`` (what a script runs every few seconds) prints its snapshot
+    without importing Textual, Rich, numpy, torch or YAML: a real process, its modules listed."""
+    run = make_run(base)
+    code = ("import io, sys, contextlib\n"
+            "from moeconsole.console.cli import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            f"    rc = main(['--json', {run.run_id!r}, '--once', '--no-gpu', '--runs-dir', {str(base)!r}])\n"
+            "print(rc, out.getvalue().count(chr(10)))\n"
+            "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    status, modules = proc.stdout.splitlines()[-2:]
+    assert status == "0 1"   # exit 0, one snapshot line
+    loaded = set(modules.split())
+    assert loaded.isdisjoint({"textual", "rich", "numpy", "torch", "yaml", "safetensors"}), \
+        loaded & {"textual", "rich", "numpy", "torch", "yaml", "safetensors"}
+    assert "moeconsole" in loaded
+
+
+def test_opening_a_log_reads_its_newest_steps_without_numpy(tmp_path):
+    """``attach PATH``: the newest steps of a log are read (and shown) before numpy is imported;
+    numpy comes with the history, read after the first frame. A real process, its modules listed."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': {2 - i / 100:.4g}, 'grad_norm': 0.5, 'learning_rate': 1e-05, "
+                           f"'global_step/max_steps': '{i}/100'}}\n" for i in range(1, 101)))
+    code = ("import sys\n"
+            "from pathlib import Path\n"
+            "from moeconsole.console.foreign import start_import\n"
+            f"run, job = start_import(Path({str(log)!r}), Path({str(tmp_path)!r}))\n"
+            "print(job.tail_book.last_metrics['step'], 'numpy' in sys.modules)\n"
+            "job.start(); job.wait(60)\n"
+            "print(job.records, 'numpy' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["100", "False", "100", "True"]

@@ -1,0 +1,89 @@
+"""The history of a past log as the run screen's import reads it (``scan_history``): the chart
+book fed from the batches' columns (template rows' other numbers as columns, no record decoded)
+holds exactly what the line parser's records give, on every real log of the corpus and on
+ms-swift output whose rows switch between the template and the parser."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from moeconsole.runner.ingest.history import last_record, scan_history
+from moeconsole.runner.ingest.parser import RECORD, LogParser
+from moeconsole.runner.rundir import seriesfile
+from tests.ingest.corpus_check import CORPUS
+
+CORPUS_LOGS = sorted(p.name for p in CORPUS.glob("*.log"))
+
+
+def swift_log(path, steps: int = 3000) -> None:
+    """ms-swift 4.x output (transformers 5.x dicts behind tqdm redraws, a save every 100 steps).
+    Some values print as an integer ('1'), which JSON writes as 1.0: those rows go to the line
+    parser between template rows."""
+    rnd = random.Random(7)
+    out = ["[INFO:swift] output_dir: /data/out/v3\n"]
+    for i in range(1, steps + 1):
+        grad = "1" if i % 37 == 0 else f"{0.8 + rnd.random() * 0.2:.4g}"
+        d = {"loss": f"{2.2 - i / steps + rnd.random() * 0.05:.4g}", "grad_norm": grad,
+             "learning_rate": f"{2e-5 * (1 - i / steps) + 1e-9:.4g}", "token_acc": f"{0.6 + 0.3 * i / steps:.4g}",
+             "epoch": f"{3 * i / steps:.4g}", "global_step/max_steps": f"{i}/{steps}",
+             "elapsed_time": f"{i}s", "memory(GiB)": "35.12", "train_speed(s/it)": "0.195"}
+        out.append(f"\rTrain: {i}/{steps}\r{' ' * 20}\r{d}\n")
+        if i % 100 == 0:
+            out.append(f"[INFO:swift] Saving model checkpoint to /data/out/v3/checkpoint-{i}\n")
+    path.write_text("".join(out))
+
+
+def history_book(path, fast: bool) -> tuple[seriesfile.SeriesBook, int]:
+    """The book as the import feeds it (``moeconsole.console.foreign.Import._on_batch``), with the
+    batches' other columns (``fast``) or their records only; and how many rows came as columns."""
+    book = seriesfile.SeriesBook()
+    as_columns = [0]
+
+    def on_batch(batch) -> None:
+        if not len(batch):
+            return
+        blocks = batch.other() if batch.other is not None else None
+        as_columns[0] += sum(b[2] for b in blocks or () if isinstance(b, tuple))
+        book.feed_columns([float(s) for s in batch.steps], {k: v.tolist() for k, v in batch.values.items()},
+                          {k: p.tolist() for k, p in batch.present.items()}, last_record(batch) or {},
+                          records=batch.records, other=batch.other if fast else None)
+    scan_history(str(path), on_batch, chunk=4096)
+    return book, as_columns[0]
+
+
+def parser_book(path) -> seriesfile.SeriesBook:
+    """The book of the line parser's records, one record at a time (no template, no columns)."""
+    parser = LogParser()
+    events = parser.feed_events(path.read_bytes()) + parser.flush_events()
+    book = seriesfile.SeriesBook()
+    for kind, rec in events:
+        if kind == RECORD:
+            book.feed(rec)
+    return book
+
+
+def same_numbers(a: seriesfile.SeriesBook, b: seriesfile.SeriesBook) -> None:
+    da, db = a.to_doc(), b.to_doc()
+    assert da["metric_count"] == db["metric_count"]
+    assert da["series"] == db["series"]
+    assert list(da["other"]) == list(db["other"]) and da["other"] == db["other"]
+    assert da["dropped"] == db["dropped"]
+
+
+@pytest.mark.parametrize("name", CORPUS_LOGS)
+def test_history_of_each_real_log_charts_what_the_parser_reads(name):
+    path = CORPUS / name
+    fast, _ = history_book(path, fast=True)
+    same_numbers(fast, history_book(path, fast=False)[0])
+    same_numbers(fast, parser_book(path))
+
+
+def test_swift_history_reads_other_numbers_as_columns_and_equals_the_parser(tmp_path):
+    path = tmp_path / "train.log"
+    swift_log(path)
+    fast, as_columns = history_book(path, fast=True)
+    assert as_columns > 2500, "template rows give their other numbers as columns"
+    assert fast.metric_count == 3000 and set(fast.other) >= {"lr", "epoch", "token_acc"}
+    same_numbers(fast, history_book(path, fast=False)[0])
+    same_numbers(fast, parser_book(path))
