@@ -41,7 +41,7 @@ def read_tail(path: str, max_bytes: int = TAIL_BYTES, line_format: Any = None) -
         nl = data.find(b"\n")
         data = data[nl + 1:] if nl >= 0 else b""
         start = size - len(data)
-    from moeconsole.runner.ingest.pipe import read_events
+    from moeconsole.runner.ingest.linebuf import read_events
     events = read_events(LogParser(line_format=line_format), [data])
     return ([o for k, o in events if k == RECORD], [o for k, o in events if k == MARK], start)
 

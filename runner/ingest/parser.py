@@ -4,7 +4,7 @@ Stateful: ``process_line`` reads one complete line (without its newline) and ret
 events (records and marks, in file order); ``read_completed`` reads a line that arrived in
 pieces (``linebuf.PartialLine``); ``end_of_input`` ends the log. That is the parser's one
 API: cutting bytes into lines, and the partial last line, belong to the pipe
-(``moeconsole.runner.ingest.pipe.LinePipe``; ``pipe.read_events`` reads a whole byte string
+(``moeconsole.runner.ingest.pipe.LinePipe``; ``linebuf.read_events`` reads a whole byte string
 with the parser alone). It never raises on input: binary garbage, invalid UTF-8, truncated
 dicts and absurdly long lines are counted in ``stats``, not fatal. A line whose visible text
 is longer than ``max_line_bytes`` is not kept (counted as overlong).

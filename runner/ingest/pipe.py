@@ -31,10 +31,10 @@ an import contract in pyproject.toml.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
-from moeconsole.runner.ingest.batch import Batch, BatchBuilder, in_file_order
-from moeconsole.runner.ingest.linebuf import PartialLine
+from moeconsole.runner.ingest.batch import Batch, BatchBuilder
+from moeconsole.runner.ingest.linebuf import PartialLine, read_events  # noqa: F401  (read_events: the parser alone, numpy-free)
 from moeconsole.runner.ingest.parser import RECORD, Event, LogParser
 from moeconsole.runner.ingest.template import Claim, Rows, Template, TemplateReader
 
@@ -220,19 +220,6 @@ class LinePipe:
         self._learn_tries += 1
         self.templates.template = Template.learn(line)
         return self.templates.template is not None
-
-
-def read_events(parser: LogParser, chunks: Iterable[bytes], final: bool = True) -> list[Event]:
-    """A log's bytes, cut anywhere, read by the line parser alone (no template): the records
-    and marks of its lines in file order; ``final``: the end of the log (the last line is read
-    without its newline)."""
-    pipe = LinePipe(parser, want_records=True, learn=False)
-    out: list[Event] = []
-    for chunk in chunks:
-        batch = pipe.feed(chunk)
-        out += in_file_order(batch.records or [], batch.marks)
-    batch = pipe.finish(final)
-    return out + in_file_order(batch.records or [], batch.marks)
 
 
 def learn_template(head: bytes, max_line_bytes: int = 1 << 20) -> Template | None:

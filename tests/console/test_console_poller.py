@@ -56,7 +56,7 @@ def test_a_bad_read_is_an_error_result_and_the_poller_goes_on(base, make_run):
     run = make_run(base, status="running", steps=10)
     poller = _poller(run)
 
-    def broken(telemetry: bool = True):
+    def broken(telemetry: bool = True, files_only: bool = False):
         raise OSError("disk gone")
     poller.source.poll = broken   # what a vanished mount does to the read
     try:

@@ -10,6 +10,7 @@ import pytest
 
 from moeconsole.runner.ingest.history import last_record, scan_history
 from moeconsole.runner.ingest.parser import RECORD, LogParser
+from moeconsole.runner.ingest.pipe import read_events
 from moeconsole.runner.rundir import seriesfile
 from tests.ingest.corpus_check import CORPUS
 
@@ -55,7 +56,7 @@ def history_book(path, fast: bool) -> tuple[seriesfile.SeriesBook, int]:
 def parser_book(path) -> seriesfile.SeriesBook:
     """The book of the line parser's records, one record at a time (no template, no columns)."""
     parser = LogParser()
-    events = parser.feed_events(path.read_bytes()) + parser.flush_events()
+    events = read_events(parser, [path.read_bytes()])
     book = seriesfile.SeriesBook()
     for kind, rec in events:
         if kind == RECORD:
