@@ -110,7 +110,7 @@ class MoeConsole(App[int]):
     def _push_browser(self) -> None:
         from moeconsole.console.screens.browser import BrowserScreen
         self._browser_pending = False
-        self.push_screen(BrowserScreen(self.base, scratch=self.scratch_dir))
+        self.push_screen(BrowserScreen(self.base, scratch=self.scratch_dir, clock=self.clock))
 
     def on_open_run(self, message: OpenRun) -> None:
         self.open_run(message.run, message.importing)

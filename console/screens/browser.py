@@ -2,6 +2,7 @@
 to compare, or open a log/directory not made by moeconsole."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -43,10 +44,13 @@ class BrowserScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.BROWSER_KEYS)
     COMPONENT_CLASSES = set(fmt.STATUS_STYLES)
 
-    def __init__(self, base: Path, *, scratch: Callable[[], Path] | None = None) -> None:
-        """``scratch``: where logs not made by moeconsole are read (for comparing them)."""
+    def __init__(self, base: Path, *, scratch: Callable[[], Path] | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        """``scratch``: where logs not made by moeconsole are read (for comparing them);
+        ``clock``: the wall clock of the age column (tests pin it)."""
         super().__init__()
         self.base = Path(base)
+        self.clock = clock or time.time
         self.scratch = scratch
         self.rows: list[dict] = []
         self.marked: list[str] = []
@@ -80,14 +84,13 @@ class BrowserScreen(Screen):
         self.app.call_from_thread(self._show, rows)
 
     def _show(self, rows: list[dict]) -> None:
-        import time
         self.rows = rows
         table = self.query_one(DataTable)
         keep = table.cursor_row
         # Widths from the content, set explicitly: the same table on every redraw, however
         # busy the machine (auto widths are settled later, after the first paint). The status
         # cell has the mark (*) before it.
-        cols, cells = runcolumns.run_table(rows, self.table_width(), time.time(), extra={"status": 1})
+        cols, cells = runcolumns.run_table(rows, self.table_width(), self.clock(), extra={"status": 1})
         table.clear(columns=True)
         for key, label, width in cols:
             table.add_column(label, key=key, width=width)

@@ -437,7 +437,7 @@ class RunScreen(Screen):
                 for _ in range(len(stack) - 1 - i):
                     self.app.pop_screen()
                 return
-        self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch))
+        self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch, clock=self.clock))
 
     def action_log(self) -> None:
         from moeconsole.console.screens.logview import LogScreen

@@ -12,7 +12,7 @@ from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from moeconsole.console import format as fmt
-from moeconsole.console.widgets.gpus import GpuPanel, gpu_lines
+from moeconsole.console.widgets.gpus import HISTORY, GpuPanel, gpu_lines
 from moeconsole.console.widgets.panes import LogTail
 from moeconsole.console.widgets.status import StatusLine
 
@@ -109,9 +109,16 @@ def test_only_changed_lines_are_drawn_and_repainted():
             await pilot.pause()
             assert (status.draws, gpus.draws, tail.draws) == draws
 
-            # one GPU changes (the same poll: no new utilisation sample for the sparklines)
+            # one GPU changes
+            # A new reading is a new snapshot (the very same object is a poll that read no GPU);
+            # readings of a steady utilisation, until every sparkline is full and stays the same:
+            for _ in range(HISTORY):
+                snapshot = {**snapshot, "gpus": [dict(g) for g in snapshot["gpus"]]}
+                gpus.show_gpu(snapshot)
+            await pilot.pause()
             before = [gpus.render_line(y) for y in range(lines)]
-            snapshot["gpus"][0]["temp_c"] = 91
+            draws = (draws[0], gpus.draws, draws[2])
+            snapshot = {**snapshot, "gpus": [{**snapshot["gpus"][0], "temp_c": 91}, *snapshot["gpus"][1:]]}
             gpus.show_gpu(snapshot)
             assert [(r.y - gpus.content_offset.y, r.height) for r in gpus._repaint_regions] == [(0, 1)]
             await pilot.pause()

@@ -117,7 +117,8 @@ def test_browser_snapshot_80x24(base, make_run, utc, tmp_path):
     make_run(base, "20240103-000000-nvfp4-cccc", name="moe-nvfp4", status="killed", steps=40)
 
     async def go():
-        app = MoeConsole(base, None)
+        # the age column against a pinned clock: 2024-01-04 00:00 UTC
+        app = MoeConsole(base, None, clock=lambda: 1704326400.0)
         async with app.run_test(size=(80, 24)) as pilot:
             await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3)
             return await settled_screenshot(app, pilot)
