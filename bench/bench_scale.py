@@ -83,7 +83,7 @@ def panel_lines(base: Path, run: Path, env: dict) -> tuple[list[str], dict]:
     """The GPU panel at 160x48 and the snapshot's first nodes, in this process (Pilot)."""
     from moeconsole.console.app import MoeConsole
     from moeconsole.console.screens.run import RunScreen
-    from moeconsole.console.widgets.gpus import GpuPanel
+    from moeconsole.console.widgets.gpu_panel import GpuPanel
     from moeconsole.runner.rundir import rundir
 
     async def go() -> tuple[list[str], dict]:

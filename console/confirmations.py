@@ -70,7 +70,7 @@ def kill(run: dict, recipe: "RunRecipe | None") -> Confirmation:
             how,
             "The run ends as KILLED. It is not restarted.",
         ),
-        request=control.Kill(grace_s=grace, by="console"),
+        request=control.KillRequest(grace_s=grace, by="console"),
     )
 
 

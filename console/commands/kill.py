@@ -43,7 +43,7 @@ def run(args) -> int:
     if state.get("status") in rundir.TERMINAL:
         print(f"{run.run_id}: already {state['status']}; nothing to kill")
         return 0
-    req = control.Kill(by="cli") if args.grace is None else control.Kill(by="cli", grace_s=args.grace)
+    req = control.KillRequest(by="cli") if args.grace is None else control.KillRequest(by="cli", grace_s=args.grace)
     try:
         answer = _ask(run, req)
     except control.ControlError as exc:
@@ -62,7 +62,7 @@ def run(args) -> int:
     return 0
 
 
-def _ask(run: rundir.RunDir, req: control.Kill, timeout: float = ANSWER_TIMEOUT_S) -> control.Answer:
+def _ask(run: rundir.RunDir, req: control.KillRequest, timeout: float = ANSWER_TIMEOUT_S) -> control.Answer:
     """The kill request to the runner. Nothing listening (the socket file was deleted: the
     runner binds it again within a second) is asked again until ``timeout``; a request sent and
     not answered is never sent twice."""

@@ -32,7 +32,7 @@ from moeconsole.console import format as fmt
 from moeconsole.console.runwatch import Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
 from moeconsole.console.widgets.charts import ChartRow
-from moeconsole.console.widgets.gpus import GpuPanel, host_words
+from moeconsole.console.widgets.gpu_panel import GpuPanel, host_words
 from moeconsole.console.widgets.lines import LinesView
 from moeconsole.console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
 from moeconsole.console.screens.messages import AlertNews, ToggleBell
@@ -296,7 +296,7 @@ class RunScreen(Screen):
         self.charts.zoom_reset()
 
     def action_gpus(self) -> None:
-        from moeconsole.console.screens.gpus import GpuScreen
+        from moeconsole.console.screens.gpu_view import GpuScreen
         self.app.push_screen(GpuScreen(self.source, self))
 
     # ---- keys ---------------------------------------------------------------------------

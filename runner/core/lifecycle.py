@@ -22,7 +22,7 @@ ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often wh
 
 # ---- the lifecycle's own state ---------------------------------------------------------------
 @dataclass(frozen=True)
-class Kill:
+class KillInProgress:
     reason: str            # user | restart | hang | divergence | bad_saves | cleanup
     started: float
     deadline: float        # SIGKILL at this monotonic time
@@ -47,7 +47,7 @@ class Life:
     attempt_live: bool = False   # a leader of the current attempt exists and has not exited
     exited: bool = False         # the leader exited; the rest of the tree may still live
     returncode: int | None = None
-    kill: Kill | None = None
+    kill: KillInProgress | None = None
     cooldown: Cooldown | None = None
 
 
@@ -133,7 +133,7 @@ class Judged:
     floor_s: float | None = None
 
 
-Event = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, BadSaves, ConditionsProbe, Launched,
+LifecycleEvent = Union[Started, LeaderExit, TreeProbe, Control, Tick, Hang, Divergence, BadSaves, ConditionsProbe, Launched,
               LaunchFailed, Judged]
 
 
@@ -208,14 +208,14 @@ def next_deadline(life: Life, now: float) -> float | None:
     return min(due) if due else None
 
 
-def step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
+def step(life: Life, event: LifecycleEvent, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     """The next lifecycle state and what to do, for one event. A ``SetStatus`` that would not
     change the status is dropped: every status change is recorded once."""
     new, effects = _step(life, event, now, cfg)
     return new, [e for e in effects if not (isinstance(e, SetStatus) and e.status == life.status)]
 
 
-def _step(life: Life, event: Event, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
+def _step(life: Life, event: LifecycleEvent, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     if life.status in TERMINAL and not isinstance(event, (Started, Control)):
         return life, []
     if isinstance(event, Started):
@@ -314,7 +314,7 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[L
 def _begin_kill(life: Life, reason: str, now: float, grace: float | None, *, by: str = "runner",
                 now_restart: bool = False) -> tuple[Life, list[Effect]]:
     g = sane_seconds(grace, 10.0, GRACE)
-    kill = Kill(reason, now, now + g, by, now_restart=now_restart)
+    kill = KillInProgress(reason, now, now + g, by, now_restart=now_restart)
     return (replace(life, status=Status.STOPPING, kill=kill),
             [SignalTree("TERM", reason), Record("kill", {"reason": reason, "requested_by": by, "grace_s": g}),
              SetStatus(Status.STOPPING, f"{reason} kill")])

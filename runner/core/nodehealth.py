@@ -64,7 +64,7 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def judge(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] | None = None) -> list[dict]:
+def assess_nodes(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] | None = None) -> list[dict]:
     """Each node dict with ``health`` added (figures, ``problems`` and ``why`` in words), ordered
     worst first (see the module's docstring). ``nodes``: ``Snapshot.nodes`` entries."""
     rank_times = rank_times or {}

@@ -296,13 +296,13 @@ class StateFile(_Record):
     import_: ImportRec | None | UnsetType = msgspec.field(default=UNSET, name="import")
 
 
-RunState = dict[str, Any]  # what readers get: StateFile's keys that hold a value, as plain JSON types
+StateDict = dict[str, Any]  # what readers get: StateFile's keys that hold a value, as plain JSON types
 
 
 @dataclass(frozen=True)
 class LoadedState:
     """A state file as read: the record (empty when unusable) and why it could not be used."""
-    state: RunState = field(default_factory=dict)
+    state: StateDict = field(default_factory=dict)
     problem: str | None = None
 
     @property
@@ -313,7 +313,7 @@ class LoadedState:
 _encoder = msgspec.json.Encoder()
 
 
-def from_dict(state: RunState) -> StateFile:
+def from_dict(state: StateDict) -> StateFile:
     """A writer's dict as the model (a value of the wrong type is a bug: ``StateError``)."""
     try:
         return msgspec.convert(state, StateFile, strict=False)
@@ -321,7 +321,7 @@ def from_dict(state: RunState) -> StateFile:
         raise StateError(f"state not written: {exc}") from None
 
 
-def encode(state: RunState) -> bytes:
+def encode(state: StateDict) -> bytes:
     """The file's bytes for a writer's dict, checked against the model first."""
     return msgspec.json.format(_encoder.encode(from_dict(finite_state(state))), indent=1) + b"\n"
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
-from moeconsole.runner.ingest.events import MARK, RECORD, Event
+from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.rundir.jsonio import dumps
 
 
@@ -183,12 +183,12 @@ def concat_batches(batches: list[Batch]) -> Batch:
     return Batch(steps, values, present, mx, marks, recs)
 
 
-def in_file_order(records: list[Any], marks: list[tuple[int, dict]]) -> list[Event]:
+def in_file_order(records: list[Any], marks: list[tuple[int, dict]]) -> list[LogEvent]:
     """A batch's records and marks as events in file order (each mark after the records read
     before it)."""
     if not marks:
         return [(RECORD, r) for r in records]
-    out: list[Event] = []
+    out: list[LogEvent] = []
     i = 0
     for before, mark in marks:
         out.extend((RECORD, r) for r in records[i:before])

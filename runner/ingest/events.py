@@ -7,4 +7,4 @@ into batches (``moeconsole.runner.ingest.batch``) does not import the line parse
 from __future__ import annotations
 
 RECORD, MARK = "record", "mark"
-Event = tuple[str, dict]
+LogEvent = tuple[str, dict]

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from moeconsole.runner.ingest.events import LogEvent
+from moeconsole.runner.ingest.linebuf import PartialLine
 from moeconsole.runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from moeconsole.runner.rundir.jsonio import dumps
 
@@ -41,9 +43,37 @@ def read_tail(path: str, max_bytes: int = TAIL_BYTES, line_format: Any = None) -
         nl = data.find(b"\n")
         data = data[nl + 1:] if nl >= 0 else b""
         start = size - len(data)
-    from moeconsole.runner.ingest.linebuf import read_events
     events = read_events(LogParser(line_format=line_format), [data])
     return ([o for k, o in events if k == RECORD], [o for k, o in events if k == MARK], start)
+
+
+def read_events(parser: LogParser, chunks: Iterable[bytes], final: bool = True) -> list[LogEvent]:
+    """A log's bytes, cut anywhere, read by the line parser alone (no template, no columns: a
+    short read such as the newest steps of a log opened imports nothing numeric): the records
+    and marks of its lines in file order; ``final``: the end of the log (the last line is read
+    without its newline)."""
+    partial = PartialLine(parser.max_line_bytes)
+    out: list[LogEvent] = []
+    for data in chunks:
+        pos = 0
+        if partial.waiting:
+            nl = data.find(b"\n")
+            if nl < 0:
+                partial.append(data)
+                continue
+            out += parser.read_completed(*partial.complete(data[:nl]))
+            pos = nl + 1
+        last = data.rfind(b"\n", pos)
+        if last >= pos:
+            for line in data[pos:last].split(b"\n"):
+                out += parser.process_line(line)
+            pos = last + 1
+        partial.append(data[pos:])
+    if final:
+        if partial.waiting:
+            out += parser.read_completed(*partial.complete())
+        out += parser.end_of_input()
+    return out
 
 
 def record_lines(batch: "Batch") -> bytes:

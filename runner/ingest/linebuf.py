@@ -9,12 +9,6 @@ line, the segment after a later carriage return excepted).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
-
-if TYPE_CHECKING:
-    from moeconsole.runner.ingest.events import Event
-    from moeconsole.runner.ingest.parser import LogParser
-
 
 class PartialLine:
     """The bytes of a line whose newline has not arrived yet."""
@@ -78,31 +72,3 @@ class PartialLine:
         self._buf.clear()
         self._skipping = self._overlong_before = False
 
-
-def read_events(parser: "LogParser", chunks: Iterable[bytes], final: bool = True) -> "list[Event]":
-    """A log's bytes, cut anywhere, read by the line parser alone (no template, no columns: a
-    short read such as the newest steps of a log opened imports nothing numeric): the records
-    and marks of its lines in file order; ``final``: the end of the log (the last line is read
-    without its newline)."""
-    partial = PartialLine(parser.max_line_bytes)
-    out: list[Event] = []
-    for data in chunks:
-        pos = 0
-        if partial.waiting:
-            nl = data.find(b"\n")
-            if nl < 0:
-                partial.append(data)
-                continue
-            out += parser.read_completed(*partial.complete(data[:nl]))
-            pos = nl + 1
-        last = data.rfind(b"\n", pos)
-        if last >= pos:
-            for line in data[pos:last].split(b"\n"):
-                out += parser.process_line(line)
-            pos = last + 1
-        partial.append(data[pos:])
-    if final:
-        if partial.waiting:
-            out += parser.read_completed(*partial.complete())
-        out += parser.end_of_input()
-    return out

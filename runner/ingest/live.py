@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.batch import Batch, batch_from_events, in_file_order
-from moeconsole.runner.ingest.parser import MARK, RECORD, Event, LogParser
+from moeconsole.runner.ingest.parser import MARK, RECORD, LogEvent, LogParser
 from moeconsole.runner.ingest.pipe import LinePipe
 from moeconsole.runner.ingest.records import MEMORY_SRCS
 
@@ -95,12 +95,12 @@ class LiveReader:
             pos = nl + 1
         return out
 
-    def feed(self, data: bytes) -> list[Event]:
+    def feed(self, data: bytes) -> list[LogEvent]:
         """Events for the lines this slice completes: the batches of ``feed_batches`` as the
         line parser's events, template rows loaded back as dicts."""
         return [ev for batch in self.feed_batches(data) for ev in _events_of(batch)]
 
-    def finish(self) -> list[Event]:
+    def finish(self) -> list[LogEvent]:
         """The end of the log: its last line read without a newline, a cut dict that never
         got its rest counted as a line not understood."""
         return _events_of(self.pipe.finish(True))
@@ -137,7 +137,7 @@ def _records(objs: list) -> list[dict]:
     return out
 
 
-def _events_of(batch: Batch) -> list[Event]:
+def _events_of(batch: Batch) -> list[LogEvent]:
     return in_file_order(_records(batch.records or []), batch.marks)
 
 
@@ -230,7 +230,7 @@ def newest_record(records: list, kept: list[int], stamp: dict) -> dict:
     return {**stamp, **(json.loads(b"{" + rec[len(b'{"v":1,'):]) if type(rec) is bytes else rec)}
 
 
-class LogTail:
+class TailLines:
     """The attempt's last lines, kept as bytes (decoded only when a crash is judged): the hot
     path splits a slice, it never decodes it."""
 

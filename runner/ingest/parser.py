@@ -4,7 +4,7 @@ Stateful: ``process_line`` reads one complete line (without its newline) and ret
 events (records and marks, in file order); ``read_completed`` reads a line that arrived in
 pieces (``linebuf.PartialLine``); ``end_of_input`` ends the log. That is the parser's one
 API: cutting bytes into lines, and the partial last line, belong to the pipe
-(``moeconsole.runner.ingest.pipe.LinePipe``; ``linebuf.read_events`` reads a whole byte string
+(``moeconsole.runner.ingest.pipe.LinePipe``; ``history.read_events`` reads a whole byte string
 with the parser alone). It never raises on input: binary garbage, invalid UTF-8, truncated
 dicts and absurdly long lines are counted in ``stats``, not fatal. A line whose visible text
 is longer than ``max_line_bytes`` is not kept (counted as overlong).
@@ -26,7 +26,7 @@ from moeconsole.runner.core.bounds import is_step
 from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
-from moeconsole.runner.ingest.events import MARK, RECORD, Event
+from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
@@ -140,7 +140,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ public API
 
-    def end_of_input(self) -> list[Event]:
+    def end_of_input(self) -> list[LogEvent]:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         return self._drop_fragment() + self._release()
@@ -157,7 +157,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ lines
 
-    def process_line(self, raw: bytes) -> list[Event]:
+    def process_line(self, raw: bytes) -> list[LogEvent]:
         """One complete line (without its newline)."""
         self.stats.lines += 1
         try:
@@ -166,7 +166,7 @@ class LogParser:
             self._unparsed("", suspect=False)
             return []
 
-    def _classify(self, raw: bytes) -> list[Event]:
+    def _classify(self, raw: bytes) -> list[LogEvent]:
         seg = visible_segment(raw)
         if seg is None:
             return self._release()
@@ -176,13 +176,13 @@ class LogParser:
             return self._release() + self._classify_seg(raw, seg)
         return self._classify_seg(raw, seg)
 
-    def _classify_seg(self, raw: bytes, seg: bytes) -> list[Event]:
+    def _classify_seg(self, raw: bytes, seg: bytes) -> list[LogEvent]:
         if len(seg) > self.max_line_bytes:
             dropped = self._drop_fragment() + self._release()
             self.stats.overlong_lines += 1
             self._unparsed("", suspect=False)
             return dropped
-        events: list[Event] = []
+        events: list[LogEvent] = []
         line_rank = None
         if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw):   # redraws of a progress bar
             events, line_rank = self._earlier_bars(raw)
@@ -235,7 +235,7 @@ class LogParser:
         finally:
             self._prev_text = text
 
-    def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[Event]:
+    def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
         if self.line_format is not None and not stripped:
@@ -277,7 +277,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ the shape learner
 
-    def _learned(self, text: str, rank: int | None) -> list[Event]:
+    def _learned(self, text: str, rank: int | None) -> list[LogEvent]:
         """A line no named reader claimed, read by its shape (``moeconsole.runner.ingest.shape``)."""
         if "\ufffd" in text:   # invalid UTF-8 or binary data: no shape is learned from it
             self._unparsed(text, suspect=False, reason="not text (invalid UTF-8 or binary data)")
@@ -307,7 +307,7 @@ class LogParser:
         self._unparsed(text, suspect=looks_like_metrics(text))
         return []
 
-    def _epoch_summary(self, got: shape.Summary, rank: int | None, text: str) -> list[Event]:
+    def _epoch_summary(self, got: shape.Summary, rank: int | None, text: str) -> list[LogEvent]:
         """Metrics with no step counter. In a log whose records so far are these lines, the
         epoch is the counter; after training records, a summary mark at the last step; with
         neither, the line is left out (counted)."""
@@ -351,7 +351,7 @@ class LogParser:
         self.stats.ignored_lines += 1
         return True
 
-    def _flush_block(self) -> list[Event]:
+    def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
         if block is None:
             return []
@@ -366,7 +366,7 @@ class LogParser:
             mapping.setdefault("epoch", head.epoch)
         return self._from_reader((mapping, shape.SRC), self._block_rank) or []
 
-    def _from_reader(self, got: Any, rank: int | None) -> list[Event] | None:
+    def _from_reader(self, got: Any, rank: int | None) -> list[LogEvent] | None:
         """Events for what a format reader returned: an evaluation, a summary mark, or a
         mapping (a training record, maybe with evaluation values beside it)."""
         if isinstance(got, EvalLine):
@@ -390,7 +390,7 @@ class LogParser:
         self._last_text_rec = again
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
 
-    def _eval_line(self, got: EvalLine, rank: int | None) -> list[Event]:
+    def _eval_line(self, got: EvalLine, rank: int | None) -> list[LogEvent]:
         step, inferred = got.step, False
         if step is None:
             step, inferred = self._last_step, self._last_step is not None
@@ -399,7 +399,7 @@ class LogParser:
             mark["rank"] = rank
         return self._mark(mark)
 
-    def _mixed(self, evals: dict, step: int | None, src: str) -> list[Event]:
+    def _mixed(self, evals: dict, step: int | None, src: str) -> list[LogEvent]:
         """Evaluation values printed beside a training step's (a Lightning bar's ``val_loss``,
         NeMo's line, a JSON line with ``val_loss``): an evaluation each time they change."""
         if not evals or evals == self._mixed_eval:
@@ -415,7 +415,7 @@ class LogParser:
         self._mixed_eval = None
         self.shapes = shape.LearnerState()
 
-    def _join_fragment(self, text: str) -> list[Event] | None:
+    def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
         it is something else (the fragment is then counted as not understood)."""
         assert self._frag is not None
@@ -435,17 +435,17 @@ class LogParser:
         self._drop_fragment()
         return None
 
-    def _drop_fragment(self) -> list[Event]:
+    def _drop_fragment(self) -> list[LogEvent]:
         if self._frag is not None:
             self._unparsed(self._frag[0], suspect=True)
             self._frag = None
         return []
 
-    def _earlier_bars(self, raw: bytes) -> tuple[list[Event], int | None]:
+    def _earlier_bars(self, raw: bytes) -> tuple[list[LogEvent], int | None]:
         """Progress-bar redraws before the visible one (a terminal overwrote them, but each
         showed a step's values): read like the visible one. Also the rank prefix the line
         started with (a launcher prefixes a line, not each redraw)."""
-        events: list[Event] = []
+        events: list[LogEvent] = []
         parts = [p for p in raw.split(b"\r") if p.strip()]
         line_rank = None
         for i, part in enumerate(parts[:-1]):
@@ -459,7 +459,7 @@ class LogParser:
                 events += self._bar_events(bar, rank if rank is not None else line_rank)
         return events, line_rank
 
-    def _bar_events(self, bar: formats.Bar, rank: int | None) -> list[Event]:
+    def _bar_events(self, bar: formats.Bar, rank: int | None) -> list[LogEvent]:
         """A redraw gives a training record when it shows a new step with new values: a bar
         redrawn before its postfix was updated (tqdm's ``update`` then ``set_postfix``,
         Lightning's ``_update_n`` then ``set_postfix``) shows the last step's values under the
@@ -480,7 +480,7 @@ class LogParser:
             mapping = dict(mapping, step=step)
         train, evals = split_eval(mapping)
         post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
-        events: list[Event] = []
+        events: list[LogEvent] = []
         if not bar.explicit_step:
             # the last redraw of a count holds that step's values (tqdm's update() redraws the
             # new count with the old values, set_postfix then the new ones): the record of a
@@ -502,7 +502,7 @@ class LogParser:
                 self._count_line(self.stats.lines)
         return events + self._mixed(evals, step, bar.src)
 
-    def _bar_description(self, text: str, rank: int | None) -> list[Event]:
+    def _bar_description(self, text: str, rank: int | None) -> list[LogEvent]:
         """A bar whose description holds the step and its values (``Training Epoch: 1/3, step
         10/36 completed (loss: 0.52): 33%|...``): the description read by its shape."""
         desc = _PCT_TAIL_RE.sub("", text[:text.find("%|")])
@@ -513,7 +513,7 @@ class LogParser:
             return self._from_reader((got.mapping, shape.SRC), rank) or []
         return []
 
-    def _flush_bar(self) -> list[Event]:
+    def _flush_bar(self) -> list[LogEvent]:
         """The record of the bar count shown last (``_bar_events``)."""
         st = self._bar
         if st.pending is None:
@@ -530,7 +530,7 @@ class LogParser:
             self._counted_line = line
             self.stats.metric_lines += 1
 
-    def _object(self, text: str, rank: int | None, prefixed: bool = False) -> list[Event] | None:
+    def _object(self, text: str, rank: int | None, prefixed: bool = False) -> list[LogEvent] | None:
         """A dict line. ``prefixed``: the dict stood behind a logger prefix; it is read only when
         it names a step or a loss (else None: the line is something else)."""
         got = formats.read_object(text)
@@ -573,7 +573,7 @@ class LogParser:
         self._unparsed(text, suspect=False)
         return []
 
-    def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[Event]:
+    def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[LogEvent]:
         """``side``: a memory report beside the step's own record (the numbering of step-less
         records goes on from the training records). ``count``: the record came from its own line
         (a bar redraw overwritten on the same line is not a line of its own)."""
@@ -589,7 +589,7 @@ class LogParser:
         self.stats.formats[rec["src"]] += 1
         return [(RECORD, rec)]
 
-    def _out_of_range(self) -> list[Event]:
+    def _out_of_range(self) -> list[LogEvent]:
         """A step out of range (``bounds.STEP``): the line gives nothing and is counted, once."""
         if self._out_of_range_line != self.stats.lines:
             self._out_of_range_line = self.stats.lines
@@ -597,7 +597,7 @@ class LogParser:
             self._unparsed(self._line_text, suspect=True)
         return []
 
-    def _mark(self, mark: dict) -> list[Event]:
+    def _mark(self, mark: dict) -> list[LogEvent]:
         if mark.get("step") is not None and not is_step(mark["step"]):
             return self._out_of_range()
         if mark["kind"] == "attempt_marker":
@@ -607,7 +607,7 @@ class LogParser:
         mark["records_before"] = self.records_emitted
         return [(MARK, mark)]
 
-    def _memory_report(self, report: dict, rank: int | None) -> list[Event]:
+    def _memory_report(self, report: dict, rank: int | None) -> list[LogEvent]:
         """One Megatron memory report: a record of that rank at that step. Reports that name no
         iteration (around checkpoint saves) are understood and skipped."""
         if report["step"] is None or not report["values"]:
@@ -616,7 +616,7 @@ class LogParser:
         rec = memory_record(report["step"], report["values"], "megatron_mem", rank=report["rank"])
         return self._record(rec, None, side=True)
 
-    def _deepspeed_memory(self, got: tuple, rank: int | None) -> list[Event]:
+    def _deepspeed_memory(self, got: tuple, rank: int | None) -> list[LogEvent]:
         """DeepSpeed's throughput line (its own global step) or ``see_memory_usage`` (at the
         last training step, 0 before the first; the message line before it names the moment)."""
         step, values, other = got
@@ -627,7 +627,7 @@ class LogParser:
         rec = memory_record(step, values, "deepspeed_mem", rank=rank, extra=other)
         return self._record(rec, None, side=True)
 
-    def _release(self) -> list[Event]:
+    def _release(self) -> list[LogEvent]:
         """Whatever waits for a line that ends it: a progress bar's last count, a step block."""
         out = self._flush_bar() if self._bar.pending is not None else []
         return out + (self._flush_block() if self._block is not None else [])
@@ -642,7 +642,7 @@ class LogParser:
 
     # ------------------------------------------------------------------ partial line
 
-    def read_completed(self, line: bytes, overlong: bool) -> list[Event]:
+    def read_completed(self, line: bytes, overlong: bool) -> list[LogEvent]:
         """A line that arrived in pieces (``PartialLine.complete``); ``overlong``: a part of it
         over the cap was dropped, and if nothing visible is left it is an overlong line."""
         if overlong and visible_segment(line) is None:

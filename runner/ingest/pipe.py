@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
 
 from moeconsole.runner.ingest.batch import Batch, BatchBuilder
-from moeconsole.runner.ingest.linebuf import PartialLine, read_events  # noqa: F401  (read_events: the parser alone, numpy-free)
-from moeconsole.runner.ingest.parser import RECORD, Event, LogParser
+from moeconsole.runner.ingest.linebuf import PartialLine
+from moeconsole.runner.ingest.parser import RECORD, LogEvent, LogParser
 from moeconsole.runner.ingest.template import Claim, Rows, Template, TemplateReader
 
 # sources of dict lines a template may be learned from
@@ -66,7 +66,7 @@ class ParserReader:
     def __init__(self, parser: LogParser) -> None:
         self.parser = parser
 
-    def read(self, run: Lines, out: BatchBuilder, until: Callable[[bytes, list[Event]], bool] | None = None) -> int:
+    def read(self, run: Lines, out: BatchBuilder, until: Callable[[bytes, list[LogEvent]], bool] | None = None) -> int:
         """``until(line, events)``: stop after the line it is true for (the pipe learns a
         template from it and routes the rest again)."""
         parser = self.parser
@@ -213,7 +213,7 @@ class LinePipe:
             self.templates.template = None   # learn again from the next block
             self._learn_tries = 0
 
-    def _learn(self, line: bytes, evs: list[Event]) -> bool:
+    def _learn(self, line: bytes, evs: list[LogEvent]) -> bool:
         """A template from a metric dict line the parser just read, if it makes one."""
         if self._learn_tries >= MAX_LEARN or not evs or evs[-1][0] != RECORD or evs[-1][1]["src"] not in DICT_SRCS:
             return False

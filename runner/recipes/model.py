@@ -55,7 +55,7 @@ class Cooldown(schema.Section, frozen=True):
             raise ValueError(f"ceiling_s: must be >= cooldown.floor_s ({self.ceiling_s:g} < {self.floor_s:g})")
 
 
-class Kill(schema.Section, frozen=True):
+class KillSettings(schema.Section, frozen=True):
     grace_s: schema.Grace = 60.0     # SIGTERM -> SIGKILL
 
 
@@ -121,7 +121,7 @@ class Recipe(schema.Section, frozen=True):
     engine: Literal["local", "slurm"] = "local"
     restart: RestartSettings = RestartSettings()
     cooldown: Cooldown = Cooldown()
-    kill: Kill = Kill()
+    kill: KillSettings = KillSettings()
     heartbeat: Heartbeat = Heartbeat()
     checkpoints: Checkpoints = Checkpoints()
     resume: Resume = Resume()

@@ -21,7 +21,7 @@ from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-ex
 from moeconsole.runner.core import nodehealth
 from moeconsole.runner.core.numbers import run_cost
 from moeconsole.runner.core.schema import as_dict
-from moeconsole.runner.core.state import RunState
+from moeconsole.runner.core.state import StateDict
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.core.series import Series, to_pairs
 from moeconsole.runner.rundir import alertgroups
@@ -33,7 +33,7 @@ StatKey = tuple[int, int, int]  # inode, size, mtime (ns): what tells a changed 
 RankTimes = dict[int, Doc]      # ranks.json: {rank: {"step", "step_time_s", "t"}}
 # What the node verdicts were judged from: each file's stat key, ranks.json's, and which are stale.
 NodesKey = tuple[tuple[tuple[str, StatKey], ...], StatKey | None, tuple[bool, ...]]
-Telemetry = Callable[[RunState], tuple[Doc | None, list[Doc]]]  # state -> (GPU document, blockers)
+Telemetry = Callable[[StateDict], tuple[Doc | None, list[Doc]]]  # state -> (GPU document, blockers)
 
 EVENT_KEEP = 200
 LOG_TAIL_LINES = 40
@@ -157,7 +157,7 @@ class RunWatcher:
                  telemetry: Telemetry | None = None,
                  full: bool = False,
                  book_source: Callable[[], seriesfile.SeriesBook] | None = None,
-                 host: Callable[[RunState], Doc | None] | None = None) -> None:
+                 host: Callable[[StateDict], Doc | None] | None = None) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
         otherwise the bounded chart series, started from the runner's ``series.json``.
         ``book_source``: the chart book comes from there instead of the run directory (a log
@@ -241,7 +241,7 @@ class RunWatcher:
             out.append(self._crash_cache[name])
         return tuple(out)
 
-    def _run_info(self, state: RunState, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> Doc:
+    def _run_info(self, state: StateDict, now: float, book: seriesfile.SeriesBook, problem: str | None = None) -> Doc:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
@@ -456,7 +456,7 @@ class NodeReader:
             ages = {n["host"]: n["age_s"] for n in nodes}  # same verdicts: only the ages moved on
             self._last = tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
             return self._last
-        judged = tuple(nodehealth.judge(nodes, rank_times))
+        judged = tuple(nodehealth.assess_nodes(nodes, rank_times))
         self._judged = (judged_from, judged)
         self._last = judged
         return judged
@@ -476,7 +476,7 @@ def read_nodes(run: rundir.RunDir, now: float) -> tuple[Doc, ...]:
     return NodeReader(run).read(now)
 
 
-def _recent_step_time(series: Series, state: RunState, window: int = 20) -> float | None:
+def _recent_step_time(series: Series, state: StateDict, window: int = 20) -> float | None:
     """Median of the last step times: robust to one slow step (a save)."""
     if series.n:
         recent = [v for v in series.recent(window) if math.isfinite(v)]
@@ -496,11 +496,11 @@ class LiveTelemetry:
         self.backend = get_backend()
         self.ranks = RankFinder()
 
-    def gpu(self, state: RunState) -> Doc | None:
+    def gpu(self, state: StateDict) -> Doc | None:
         """The GPU snapshot with each process's rank in the run (``RankFinder``)."""
         return self.ranks.annotate(self.backend.snapshot().to_dict(), state)
 
-    def __call__(self, state: RunState) -> tuple[Doc | None, list[Doc]]:
+    def __call__(self, state: StateDict) -> tuple[Doc | None, list[Doc]]:
         from moeconsole.runner.telemetry.procs import RunView, find_blockers
         snap = self.backend.snapshot()
         tracked = {int(p["pid"]): float(p.get("start_time") or 0) for p in state.get("pids") or []}
@@ -524,7 +524,7 @@ class HostLine:
         self.run_dir = str(run_dir)
         self._io: dict[str, Any] = {}
 
-    def __call__(self, state: RunState) -> Doc:
+    def __call__(self, state: StateDict) -> Doc:
         from moeconsole.runner.telemetry.host import DirIO, host_snapshot
         out = host_snapshot()
         path = state.get("checkpoint_root") or self.run_dir

@@ -24,10 +24,10 @@ from moeconsole.runner.telemetry.kill import KillResult, Termination, start_term
 from moeconsole.runner.telemetry.procs import BLOCKING, PORT_HOLDER, ProcInfo
 
 if TYPE_CHECKING:
-    from moeconsole.runner.recipes.model import Kill, RunRecipe
+    from moeconsole.runner.recipes.model import KillSettings, RunRecipe
 
 
-def kill_grace(recipe_kill: "Kill", asked: Any = None) -> float:
+def kill_grace(recipe_kill: "KillSettings", asked: Any = None) -> float:
     """The SIGTERM -> SIGKILL grace: what the request asked, else the recipe's, else 10 s
     (every value through ``bounds.sane_seconds``: NaN or a negative number is never a grace)."""
     return bounds.sane_seconds(asked, bounds.sane_seconds(recipe_kill.grace_s, 10.0, bounds.GRACE),

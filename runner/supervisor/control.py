@@ -56,11 +56,11 @@ class _Request(msgspec.Struct, tag_field="cmd", forbid_unknown_fields=True, kw_o
         return self.by if isinstance(self.by, str) else "client"
 
 
-class Status(_Request, tag="status"):
+class StatusRequest(_Request, tag="status"):
     cmd: ClassVar[str] = "status"
 
 
-class Kill(_Request, tag="kill"):
+class KillRequest(_Request, tag="kill"):
     """Clean kill, no restart: SIGTERM, ``grace_s``, SIGKILL."""
     cmd: ClassVar[str] = "kill"
     grace_s: float | None | UnsetType = UNSET
@@ -88,8 +88,8 @@ class KillPid(_Request, tag="kill_pid"):
     grace_s: float | None | UnsetType = UNSET
 
 
-Request = Union[Status, Kill, Restart, Resume, Verify, KillPid]
-REQUEST_TYPES: tuple[type[_Request], ...] = (Status, Kill, Restart, Resume, Verify, KillPid)
+Request = Union[StatusRequest, KillRequest, Restart, Resume, Verify, KillPid]
+REQUEST_TYPES: tuple[type[_Request], ...] = (StatusRequest, KillRequest, Restart, Resume, Verify, KillPid)
 COMMANDS = tuple(t.cmd for t in REQUEST_TYPES)
 
 

@@ -93,8 +93,8 @@ class ControlServer:
         self._expire()
         if not ready:
             return 0
-        commands = [(c, r) for c, r, _ in ready if r is not None and not isinstance(r, control.Status)]
-        statuses = [c for c, r, _ in ready if isinstance(r, control.Status)]
+        commands = [(c, r) for c, r, _ in ready if r is not None and not isinstance(r, control.StatusRequest)]
+        statuses = [c for c, r, _ in ready if isinstance(r, control.StatusRequest)]
         for client, req, err in ready:
             if req is None:
                 client.answer(control.refusal(err or "unreadable request"))
@@ -105,7 +105,7 @@ class ControlServer:
         if commands:
             self.after_command()
         if statuses:
-            body = control.encode_answer(self._dispatch(control.Status()))  # one encoding for the whole crowd
+            body = control.encode_answer(self._dispatch(control.StatusRequest()))  # one encoding for the whole crowd
             for client in statuses:
                 client.answer_bytes(body)
             self.answered["status"] += len(statuses)

@@ -48,21 +48,21 @@ class Dispatcher:
         self.grace = grace
 
     def handle(self, req: control.Request) -> control.Answer:
-        if isinstance(req, control.Status):
+        if isinstance(req, control.StatusRequest):
             return control.Answer(ok=True, state=self.state())
         left = self.finishing_left()
         if left is not None and not isinstance(req, control.Verify):
             status = self.state().get("status")
             return control.refusal(f"the run is over ({status}); its runner exits once the last checkpoint's copy "
                                    f"to persistent storage ends (at most {left:.0f} s more): try {req.cmd} again then")
-        if isinstance(req, (control.Kill, control.Restart, control.Resume)):
+        if isinstance(req, (control.KillRequest, control.Restart, control.Resume)):
             return self._lifecycle(req)
         if isinstance(req, control.Verify):
             return control.answer_of(self.verify())
         return self._kill_pid(req)
 
-    def _lifecycle(self, req: control.Kill | control.Restart | control.Resume) -> control.Answer:
-        grace = req.grace_s if isinstance(req, control.Kill) and isinstance(req.grace_s, (int, float)) else None
+    def _lifecycle(self, req: control.KillRequest | control.Restart | control.Resume) -> control.Answer:
+        grace = req.grace_s if isinstance(req, control.KillRequest) and isinstance(req.grace_s, (int, float)) else None
         now = isinstance(req, control.Restart) and req.now is True
         done = self.steer(lc.Control(req.cmd, grace_s=grace, now=now, by=req.asker))
         if done.reply is None:
@@ -71,7 +71,7 @@ class Dispatcher:
         answer = control.answer_of(done.reply)
         if not isinstance(answer.pids, list):
             answer.pids = done.signalled or done.stopping
-        if isinstance(req, control.Kill) and done.signalled:
+        if isinstance(req, control.KillRequest) and done.signalled:
             grace_s = answer.grace_s if isinstance(answer.grace_s, float) else 0.0
             answer.message = f"SIGTERM sent to {done.signalled}; SIGKILL in {grace_s:g}s for anything left"
         return answer

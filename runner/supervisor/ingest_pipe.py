@@ -29,7 +29,7 @@ import numpy as np
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.monitors import Monitors, Thresholds
 from moeconsole.runner.core.schedule_watch import ScheduleWatch
-from moeconsole.runner.ingest.live import LiveReader, LogTail, Written, metric_lines, newest_record, rows_to_write
+from moeconsole.runner.ingest.live import LiveReader, TailLines, Written, metric_lines, newest_record, rows_to_write
 from moeconsole.runner.ingest.records import eval_record
 from moeconsole.runner.ingest.tail import FileTailer
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, seriesfile
@@ -89,7 +89,7 @@ class IngestPipe:
         self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
-        self.log_tail = LogTail(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
+        self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
         self.monitors = Monitors(thresholds)
         self.schedule = ScheduleWatch()   # a resume that restarted the LR schedule (runner/core/schedule_watch.py)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.

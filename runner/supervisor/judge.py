@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 CRASH_REPORT_TAIL = 200  # log lines a crash report keeps
 
-Event = tuple[str, dict[str, Any]]  # a journal event: its type and fields, written in order
+JournalEvent = tuple[str, dict[str, Any]]  # a journal event: its type and fields, written in order
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,13 @@ class Outcome:
     judged: lc.Judged
     record: AttemptRecord                  # the attempt's entry in the restart history
     state: dict[str, Any] = field(default_factory=dict)  # state.json fields to set
-    events: tuple[Event, ...] = ()         # journal events, written after the report
+    events: tuple[JournalEvent, ...] = ()         # journal events, written after the report
     report: CrashReport | None = None      # crashes/attempt-N.json
     verdict: CrashVerdict | None = None
     next_env: dict[str, str] = field(default_factory=dict)  # env the next attempt gets (the class's remedy)
 
 
-def alert_event(level: str, rule: str, message: str, *, step: int | None, attempt: int, **values: Any) -> Event:
+def alert_event(level: str, rule: str, message: str, *, step: int | None, attempt: int, **values: Any) -> JournalEvent:
     return "alert", {"level": level, "rule": rule, "step": step, "message": message, "values": values,
                      "attempt": attempt}
 
@@ -131,7 +131,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                          memory=memory)
     floor = floor_s * float(verdict.cooldown_scale or 1.0)
     decision = decide(verdict, [*history, record], settings, e.ended_at, floor_s=floor)
-    events: list[Event] = [("crash", {
+    events: list[JournalEvent] = [("crash", {
         "attempt": n, "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery,
         "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,
         **({"memory_verdict": memory["verdict"], "memory_summary": memory["summary"]} if memory else {})})]

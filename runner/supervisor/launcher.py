@@ -33,7 +33,7 @@ DRIFT_KEYS_SHOWN = 6
 
 
 @dataclass(frozen=True)
-class Launched:
+class LaunchedAttempt:
     """An attempt that started, and what its ``attempt_start`` event and the state record."""
     attempt: Attempt
     resumed_from: str | None
@@ -117,7 +117,7 @@ class Launcher:
         return bool(self.recipe.resume.arg or self.recipe.resume.args)
 
     # ---- the run directory --------------------------------------------------------------------
-    def open_log(self) -> int | lc.Event:
+    def open_log(self) -> int | lc.LifecycleEvent:
         """The log's descriptor for the next attempt, or the lifecycle's answer when the run
         directory cannot take it (wait and retry; fail when the directory is gone)."""
         try:
@@ -146,7 +146,7 @@ class Launcher:
         return reason
 
     # ---- starting -----------------------------------------------------------------------------
-    def start(self, attempt: int, log_fd: int, *, resume_from: str | None, next_env: dict[str, str]) -> Launched | str:
+    def start(self, attempt: int, log_fd: int, *, resume_from: str | None, next_env: dict[str, str]) -> LaunchedAttempt | str:
         """Start attempt ``attempt`` with output to ``log_fd``; the error in one line (also
         written to the log and as the attempt's ``attempt_start`` event) when nothing started."""
         argv = recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from,
@@ -176,7 +176,7 @@ class Launcher:
                  "pid": started.leader_pid,  # the waiter (the attempt's root), None for a batch job
                  "command_pid": next((t["pid"] for t in started.tracked() if t.get("role") == "leader"), None),
                  "port": port, "env_overrides": next_env, "versions": package_versions(), "engine": self.engine.name}
-        return Launched(started, resume_from, port, event)
+        return LaunchedAttempt(started, resume_from, port, event)
 
     def _log(self, text: str) -> None:
         try:

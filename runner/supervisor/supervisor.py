@@ -56,7 +56,7 @@ from moeconsole.runner.supervisor.gpuwatch import GpuWatch
 from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES,  # noqa: F401
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
-from moeconsole.runner.supervisor.launcher import Launched, Launcher
+from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
@@ -189,14 +189,14 @@ class Supervisor:
         self.flush_state(force=True)
 
     # ---- the lifecycle: events in, effects out ----------------------------------------------
-    def apply(self, event: lc.Event) -> dict[str, Any] | None:
+    def apply(self, event: lc.LifecycleEvent) -> dict[str, Any] | None:
         """Feed one event to the lifecycle and carry out its effects (which may raise the next
         event: judging an attempt answers with the policy's decision). Returns a control reply."""
         assert not self._applying, f"lifecycle re-entered with {type(event).__name__}"
         self._applying = True
         try:
             answer = None
-            queue: list[lc.Event] = [event]
+            queue: list[lc.LifecycleEvent] = [event]
             while queue:
                 ev = queue.pop(0)
                 self.life, effects = lc.step(self.life, ev, time.monotonic(), self.lc_settings)
@@ -212,7 +212,7 @@ class Supervisor:
         self.state.dirty = True
         return answer
 
-    def _execute(self, eff: lc.Effect) -> lc.Event | None:
+    def _execute(self, eff: lc.Effect) -> lc.LifecycleEvent | None:
         if isinstance(eff, lc.SetStatus):
             if eff.status in (Status.FAILED, Status.PAUSED, Status.UNSAVED):
                 self.state.set(pause_reason=eff.reason)
@@ -236,7 +236,7 @@ class Supervisor:
             self.terminations.kill_blockers(self.conditions.take_blockers(), kill_grace(self.recipe.kill))
         return None
 
-    def _record_status(self, status: Status, reason: str) -> lc.Event | None:
+    def _record_status(self, status: Status, reason: str) -> lc.LifecycleEvent | None:
         """The lifecycle changed the status: record it (event, state file, index). Saves the
         watcher had not settled yet are verified before anyone sees the end."""
         follow = None
@@ -270,7 +270,7 @@ class Supervisor:
         return Steered(reply, self.watch.signalled, sorted(self.watch.procs.pids) if self.life.kill else [])
 
     # ---- attempts ---------------------------------------------------------------------
-    def _launch(self) -> lc.Event | None:
+    def _launch(self) -> lc.LifecycleEvent | None:
         """Start the next attempt; the lifecycle hears whether it started (``Launched``), could
         not start (``LaunchFailed``), or must wait for the run directory (``Judged``)."""
         log_fd = self.launcher.open_log()
@@ -284,7 +284,7 @@ class Supervisor:
             started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=self.next_env)
         finally:
             os.close(log_fd)
-        if not isinstance(started, Launched):
+        if not isinstance(started, LaunchedAttempt):
             self.state.set(exit_code=None)
             return lc.LaunchFailed(started)
         self.watch.launched(started.attempt)

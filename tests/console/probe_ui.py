@@ -13,7 +13,7 @@ sys.path.insert(0, str(REPO))
 from moeconsole.console.app import MoeConsole  # noqa: E402
 from moeconsole.console.screens.run import RunScreen  # noqa: E402
 from moeconsole.console.widgets.chart import ChartView  # noqa: E402
-from moeconsole.console.widgets.gpus import GpuPanel  # noqa: E402
+from moeconsole.console.widgets.gpu_panel import GpuPanel  # noqa: E402
 from moeconsole.console.widgets.panes import BlockerTable, EventPane, LogTail  # noqa: E402
 from moeconsole.console.widgets.status import StatusLine  # noqa: E402
 from moeconsole.runner.rundir import rundir  # noqa: E402

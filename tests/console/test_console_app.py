@@ -17,7 +17,7 @@ from moeconsole.console.screens.dialogs import ConfirmScreen, HelpScreen
 from moeconsole.console.screens.logview import LogScreen, LogView
 from moeconsole.console.screens.run import RunScreen
 from moeconsole.console.widgets.chart import ChartView
-from moeconsole.console.widgets.gpus import GpuPanel
+from moeconsole.console.widgets.gpu_panel import GpuPanel
 from moeconsole.console.widgets.panes import EventPane, LogTail
 from moeconsole.console.widgets.status import StatusLine
 from moeconsole.runner.rundir import jsonio

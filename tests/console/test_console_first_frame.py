@@ -10,7 +10,7 @@ import sys
 import threading
 
 from moeconsole.console.screens.run import RunScreen
-from moeconsole.console.widgets.gpus import GpuPanel
+from moeconsole.console.widgets.gpu_panel import GpuPanel
 from moeconsole.console.widgets.status import StatusLine
 from tests.console.test_console_app import GPU, app_for, live_run
 from tests.waiting import until_ui

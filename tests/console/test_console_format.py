@@ -89,7 +89,7 @@ def test_kill_confirmation_names_pids_and_escalation_timer():
     body = " ".join(c.lines)
     assert "4100 (leader)" in body and "4101" in body and "process group 4100" in body
     assert "SIGKILL" in body and "45s" in body
-    assert c.request == control.Kill(grace_s=45.0, by="console")
+    assert c.request == control.KillRequest(grace_s=45.0, by="console")
 
 
 def test_restart_confirmation_names_cooldown_and_resumes_a_paused_run():

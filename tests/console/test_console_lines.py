@@ -12,7 +12,7 @@ from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from moeconsole.console import format as fmt
-from moeconsole.console.widgets.gpus import HISTORY, GpuPanel, gpu_lines
+from moeconsole.console.widgets.gpu_panel import HISTORY, GpuPanel, gpu_lines
 from moeconsole.console.widgets.panes import LogTail
 from moeconsole.console.widgets.status import StatusLine
 

@@ -26,7 +26,7 @@ from textual.geometry import Region
 from tests.waiting import until, until_ui
 from moeconsole.console.app import MoeConsole
 from moeconsole.console.screens.run import RunScreen
-from moeconsole.console.widgets.gpus import GpuPanel
+from moeconsole.console.widgets.gpu_panel import GpuPanel
 from moeconsole.console.widgets.panes import LogTail
 from moeconsole.console.widgets.status import StatusLine
 from moeconsole.runner.rundir import jsonio, rundir

@@ -120,8 +120,8 @@ def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_vie
     """The same GPU with one reading the driver could not give: `moeconsole gpus` printed N/A, the
     run screen's GPU panel ?, the GPU view —. Every one shows the owner's mark now."""
     from moeconsole.console.gpurows import gpu_row as cli_row
-    from moeconsole.console.screens.gpus import node_lines
-    from moeconsole.console.widgets.gpus import gpu_row as panel_row
+    from moeconsole.console.screens.gpu_view import node_lines
+    from moeconsole.console.widgets.gpu_panel import gpu_row as panel_row
     from moeconsole.runner.core.units import NA
     from moeconsole.runner.telemetry.gpu import GpuInfo, GpuSnapshot
     readings = dict(util_pct=87.0, mem_used_mib=40960.0, mem_total_mib=81920.0, temp_c=61.0, power_w=350.0,
@@ -140,7 +140,7 @@ def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_vie
 def test_host_ram_and_disk_read_alike_in_gpus_and_the_host_line():
     """`gpus` and the run screen's host line format the host's RAM from one rule."""
     from moeconsole.console.commands.gpus import render_host
-    from moeconsole.console.widgets.gpus import host_words
+    from moeconsole.console.widgets.gpu_panel import host_words
     from moeconsole.runner.core.units import NA
     host = {"hostname": "n1", "cpu_pct": None, "cpu_count": None, "ram_used_gib": 12.25, "ram_total_gib": None,
             "load1": None, "load5": None, "load15": None, "io": {"path": "/out", "free_gib": 2048.0}}

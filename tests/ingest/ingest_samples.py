@@ -146,8 +146,8 @@ def same_record(a: dict, b: dict) -> bool:
 
 
 def parsed(parser, data: bytes, final: bool = True) -> tuple[list[dict], list[dict]]:
-    """(records, marks) of ``data`` read by ``parser`` alone (``pipe.read_events``: no
+    """(records, marks) of ``data`` read by ``parser`` alone (``history.read_events``: no
     template); ``final``: the end of the log (the last line is read without its newline)."""
-    from moeconsole.runner.ingest.pipe import read_events
+    from moeconsole.runner.ingest.history import read_events
     events = read_events(parser, [data], final)
     return [o for k, o in events if k == "record"], [o for k, o in events if k == "mark"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from moeconsole.runner.ingest import LogParser
-from moeconsole.runner.ingest.pipe import read_events
+from moeconsole.runner.ingest.history import read_events
 import os
 
 from moeconsole.runner.ingest.bulk import concat_batches, fold_file, scan_file

@@ -10,7 +10,7 @@ import pytest
 
 from moeconsole.runner.ingest.history import last_record, scan_history
 from moeconsole.runner.ingest.parser import RECORD, LogParser
-from moeconsole.runner.ingest.pipe import read_events
+from moeconsole.runner.ingest.history import read_events
 from moeconsole.runner.rundir import seriesfile
 from tests.ingest.corpus_check import CORPUS
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from moeconsole.runner.ingest import LogParser
-from moeconsole.runner.ingest.pipe import read_events
+from moeconsole.runner.ingest.history import read_events
 from moeconsole.runner.ingest.live import LiveReader
 from tests.ingest.test_ingest_bulk import write_mixed
 
@@ -154,8 +154,8 @@ def test_metric_lines_are_the_bytes_encoding_gives(tmp_path):
 
 
 def test_log_tail_keeps_the_last_lines_as_bytes_and_decodes_when_read():
-    from moeconsole.runner.ingest.live import LogTail
-    t = LogTail(keep=3, width=10)
+    from moeconsole.runner.ingest.live import TailLines
+    t = TailLines(keep=3, width=10)
     t.add(b"one\ntwo\nthr")
     t.add("ee\nfour\n\xe9t\xe9 ".encode() + b"x" * 30 + b"\npart")
     # the last 3 complete lines (a long one cut to its last 10 bytes), then the unfinished one

@@ -7,7 +7,8 @@ import tracemalloc
 import pytest
 
 from moeconsole.runner.ingest import LogParser
-from moeconsole.runner.ingest.pipe import LinePipe, read_events
+from moeconsole.runner.ingest.history import read_events
+from moeconsole.runner.ingest.pipe import LinePipe
 from tests.ingest import ingest_samples as S
 
 

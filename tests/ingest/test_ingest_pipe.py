@@ -6,7 +6,7 @@ import numpy as np
 
 from moeconsole.runner.ingest import LogParser
 from moeconsole.runner.ingest.live import LiveReader
-from moeconsole.runner.ingest.pipe import read_events
+from moeconsole.runner.ingest.history import read_events
 from tests.ingest import ingest_samples as S
 
 N = 60

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from moeconsole.runner.ingest import LogParser
-from moeconsole.runner.ingest.pipe import read_events
+from moeconsole.runner.ingest.history import read_events
 
 MEGATRON = (" [2026-01-02 03:04:05] iteration       10/     200 | consumed samples:          160 | "
             "elapsed time per iteration (ms): 6200.3 | learning rate: 2.000000E-05 | global batch size:"

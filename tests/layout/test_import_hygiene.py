@@ -62,7 +62,7 @@ def test_the_run_screen_and_the_gpu_view_load_only_what_they_draw():
     SQLite reader, no numpy, no syntax highlighter, and the OOM rules with the memory module
     (~1.6 MiB) only once a crash report is there to explain."""
     modules = ["moeconsole.console.commands.attach", "moeconsole.console.app", "moeconsole.console.screens.run",
-               "moeconsole.console.screens.gpus"]
+               "moeconsole.console.screens.gpu_view"]
     banned = ["torch", "yaml", "sqlite3", "numpy", "rich.syntax", "pygments", "moeconsole.runner.core.oom",
               "moeconsole.runner.core.memory"]
     assert first_offender(modules, banned) == {}

@@ -188,7 +188,7 @@ def test_defaults_come_from_the_models(tmp_path):
     assert on_disk["cooldown"] == {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5}
     # a section given as null is its defaults, as before
     r = recipes.load(_write(tmp_path, "kill", None))
-    assert r.kill == model.Kill(grace_s=60.0)
+    assert r.kill == model.KillSettings(grace_s=60.0)
 
 
 def test_old_alerts_memory_keys_still_load_and_lint_says_where_they_went(tmp_path):

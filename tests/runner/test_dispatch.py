@@ -105,9 +105,9 @@ def test_requests_that_do_not_fit_are_refused_in_one_line(line, says):
 
 
 def test_the_wire_stays_what_older_clients_send_and_read():
-    assert json.loads(control.encode_request(control.Kill(grace_s=5.0, by="cli"))) == \
+    assert json.loads(control.encode_request(control.KillRequest(grace_s=5.0, by="cli"))) == \
         {"cmd": "kill", "v": 1, "by": "cli", "grace_s": 5.0}
-    assert control.encode_request(control.Status()) == b'{"cmd":"status","v":1}\n'
+    assert control.encode_request(control.StatusRequest()) == b'{"cmd":"status","v":1}\n'
     line = control.encode_answer(control.Answer(ok=True, state={"status": "running"}))
     assert json.loads(line) == {"v": 1, "ok": True, "state": {"status": "running"}}  # unset keys stay off
 
@@ -159,6 +159,6 @@ def test_a_runner_answer_of_the_wrong_shape_is_a_control_error(tmp_path):
     t = threading.Thread(target=odd, daemon=True)
     t.start()
     with pytest.raises(control.ControlError, match="unreadable answer"):
-        control.send(path, control.Status(), timeout=30)
+        control.send(path, control.StatusRequest(), timeout=30)
     t.join(5)
     listener.close()

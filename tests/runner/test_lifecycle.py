@@ -38,7 +38,7 @@ ALL_EVENTS = [
 ]
 ALL_LIVES = [lc.Life(s) for s in Status] + [
     running(), lc.Life(Status.RUNNING, exited=True, returncode=1),
-    lc.Life(Status.STOPPING, attempt_live=True, kill=lc.Kill("user", NOW - 1, NOW + 4)),
+    lc.Life(Status.STOPPING, attempt_live=True, kill=lc.KillInProgress("user", NOW - 1, NOW + 4)),
     lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 1, NOW + 5, NOW + 60, "oom")),
 ]
 
@@ -195,7 +195,7 @@ def test_a_restart_asked_during_a_cooldown_records_no_second_cooldown_status():
 
 def test_next_deadline_is_the_sigkill_or_the_earliest_launch():
     assert lc.next_deadline(running(), NOW) is None
-    stopping = lc.Life(Status.STOPPING, attempt_live=True, kill=lc.Kill("user", NOW - 1, NOW + 4))
+    stopping = lc.Life(Status.STOPPING, attempt_live=True, kill=lc.KillInProgress("user", NOW - 1, NOW + 4))
     assert lc.next_deadline(stopping, NOW) == 4
     cooling = lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 1, NOW + 2.5, NOW + 60, "oom"))
     assert lc.next_deadline(cooling, NOW) == 2.5

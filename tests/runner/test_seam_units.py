@@ -31,7 +31,7 @@ from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
 from moeconsole.runner.supervisor.conditions import ConditionsCheck
 from moeconsole.runner.supervisor.ingest_pipe import INGEST_SUBSLICE_BYTES, Ingested, IngestPipe
-from moeconsole.runner.supervisor.launcher import Launched, Launcher
+from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.recovery import recover_state, takeover
 from moeconsole.runner.supervisor.supervisor import Supervisor
@@ -174,7 +174,7 @@ def test_launcher_starts_the_attempt_and_names_its_processes(made):
         started = launcher.start(1, fd, resume_from=None, next_env={})
     finally:
         os.close(fd)
-    assert isinstance(started, Launched)
+    assert isinstance(started, LaunchedAttempt)
     try:
         printed = until(lambda: [l for l in run.log.read_text().splitlines() if l.startswith("pid ")],
                         what="the command's pid in train.log")
@@ -200,7 +200,7 @@ def test_launcher_refuses_a_command_that_cannot_start(made):
     finally:
         os.close(fd)
     # the waiter started; the exec failed inside it: its exit record says so
-    assert isinstance(started, Launched)
+    assert isinstance(started, LaunchedAttempt)
     until(lambda: started.attempt.leader_pid in proctree.reap_children(), timeout=30, what="the waiter reaped")
     status = LocalEngine(run).exit_status(1)
     assert status is not None and status.error and "nonexistent" in status.error

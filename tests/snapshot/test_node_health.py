@@ -1,12 +1,12 @@
 """Nodes worst first (moeconsole.runner.core.nodehealth), the ranks' step times the runner keeps
-(moeconsole.runner.rundir.ranktimes) and what a node's summary line says (moeconsole.console.widgets.gpus)."""
+(moeconsole.runner.rundir.ranktimes) and what a node's summary line says (moeconsole.console.widgets.gpu_panel)."""
 from __future__ import annotations
 
 import json
 import os
 import time
 
-from moeconsole.console.widgets.gpus import NodeGroup, node_groups, node_summary, ranks_words
+from moeconsole.console.widgets.gpu_panel import NodeGroup, node_groups, node_summary, ranks_words
 from moeconsole.runner.core import nodehealth
 from moeconsole.runner.rundir import ranktimes, rundir
 from moeconsole.runner.ingest.parser import LogParser
@@ -29,7 +29,7 @@ def test_worst_first_memory_then_utilisation_then_stragglers_then_by_name():
     times = {r: {"step_time_s": 5.0} for r in range(48)}
     times[44] = {"step_time_s": 6.5}                                      # one slow rank on n005
     nodes.append(_node("n006", stale=True))
-    judged = nodehealth.judge(nodes, times)
+    judged = nodehealth.assess_nodes(nodes, times)
     assert [n["host"] for n in judged] == ["n006", "n004", "n002", "n005", "n000", "n001", "n003"]
     by = {n["host"]: n["health"] for n in judged}
     assert by["n004"]["problems"] == ["mem"] and by["n004"]["why"] == ["0.8G free"]
@@ -39,7 +39,7 @@ def test_worst_first_memory_then_utilisation_then_stragglers_then_by_name():
 
 
 def test_two_nodes_have_no_median_to_be_stragglers_against():
-    judged = nodehealth.judge([_node("a", ranks=[0]), _node("b", ranks=[1])],
+    judged = nodehealth.assess_nodes([_node("a", ranks=[0]), _node("b", ranks=[1])],
                               {0: {"step_time_s": 1.0}, 1: {"step_time_s": 9.0}})
     assert [n["health"]["problems"] for n in judged] == [[], []]
 

@@ -36,7 +36,7 @@ def _gpu_screen(app):
 
 def test_ranks_are_read_from_the_tracked_processes_environment():
     """Only a PID the runner tracks is the run's; its RANK/LOCAL_RANK come from its environment."""
-    from moeconsole.console.widgets.gpus import procs_words
+    from moeconsole.console.widgets.gpu_panel import procs_words
     from moeconsole.runner.telemetry.gpuranks import RankFinder, run_rows
     env = {**os.environ, "RANK": "11", "LOCAL_RANK": "3"}
     rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
@@ -62,7 +62,7 @@ def test_ranks_are_read_from_the_tracked_processes_environment():
 
 
 def test_disk_io_of_a_directory_from_its_block_device(tmp_path):
-    from moeconsole.console.widgets.gpus import host_words
+    from moeconsole.console.widgets.gpu_panel import host_words
     from moeconsole.runner.telemetry.host import DirIO, io_rates, parse_block_stat
     assert parse_block_stat("  10 0 2048 5 20 0 4096 9 0 10 14") == (2048 * 512, 4096 * 512)
     assert parse_block_stat("garbage") is None

@@ -28,7 +28,7 @@ from textual.widgets import Footer, Static
 from moeconsole.console import format as fmt
 from moeconsole.console import gpurows, keys
 from moeconsole.console.widgets.lines import LinesView, Pieces
-from moeconsole.console.widgets.gpus import SPARK, host_words
+from moeconsole.console.widgets.gpu_panel import SPARK, host_words
 from moeconsole.runner.core import units
 from moeconsole.runner.core.series import Series
 from moeconsole.runner.rundir import gpuhistory, rundir
