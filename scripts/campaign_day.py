@@ -147,11 +147,13 @@ RSS_FRAC, RSS_SLACK_KIB, COUNT_SLACK = 0.05, 4096, 2
 
 
 def flat(samples: list[Sample]) -> Flatness:
-    """First-quarter vs last-quarter medians of RSS, open files and threads."""
+    """First-quarter vs last-quarter medians (quarters of the sampled time) of RSS, open files
+    and threads."""
     if len(samples) < 8:
         return Flatness(False, f"only {len(samples)} samples")
-    q = len(samples) // 4
-    first, last = samples[:q], samples[-q:]
+    t0, t1 = samples[0].t, samples[-1].t
+    first = [s for s in samples if s.t <= t0 + (t1 - t0) / 4]
+    last = [s for s in samples if s.t >= t1 - (t1 - t0) / 4]
     figures, bad = {}, []
     for name, get, limit in (("rss_kib", lambda s: s.rss_kib, lambda a: a * (1 + RSS_FRAC) + RSS_SLACK_KIB),
                              ("fds", lambda s: s.fds, lambda a: a + COUNT_SLACK),
@@ -210,6 +212,9 @@ def recipe(tmp: Path, faults: list[Fault], steps: int, step_s: float) -> dict:
         # The hang: 30 minutes of silence is the default verdict; a floor of 15 s keeps a busy
         # 2-core machine's pauses (a save, a slow start of Python) from reading as one.
         "heartbeat": {"timeout_s": max(15.0, round(1800 / squeeze, 1))},
+        # The per-GPU memory readings kept for a crash report span 10 minutes: 33 steps of the
+        # record, every step of this replay unless squeezed too.
+        "memory": {"history_s": round(600 / squeeze, 1)},
         "lint": {"ignore": ["executable_missing"]},
     }
 
@@ -240,11 +245,15 @@ def replay(work: Path, step_s: float, seed: int, steps: int, cli, state, end_all
     outside = [f for f in faults if f.kind in OUTSIDE]
 
     def watch() -> None:
-        """Sample the runner every second; deal the outside SIGKILL when its attempt reaches its step."""
+        """Sample the runner once a second; deal the outside SIGKILL when its attempt reaches its
+        step (looked for every 0.1 s while one is due)."""
+        next_sample = 0.0
         while not stop.is_set():
             st = state(run)
             r = st.get("runner") or {}
-            if isinstance(r.get("pid"), int) and proctree.same_process(r["pid"], r.get("start_time") or 0):
+            if time.monotonic() >= next_sample and isinstance(r.get("pid"), int) \
+                    and proctree.same_process(r["pid"], r.get("start_time") or 0):
+                next_sample = time.monotonic() + 1.0
                 runners.add((r["pid"], r["start_time"]))
                 s = sample_proc(r["pid"])
                 if s:
@@ -253,7 +262,7 @@ def replay(work: Path, step_s: float, seed: int, steps: int, cli, state, end_all
                 if st.get("attempt") == f.attempt and (st.get("step") or 0) >= f.step:
                     kills.append(node_kill(run, r.get("pid"), proctree) + f" at step {st.get('step')}")
                     outside.remove(f)
-            stop.wait(1.0 if not outside else 0.1)
+            stop.wait(0.1 if outside else 1.0)
 
     th = threading.Thread(target=watch, daemon=True)
     th.start()
