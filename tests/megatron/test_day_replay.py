@@ -120,3 +120,10 @@ def test_flat_allows_noise_and_finds_growth():
     fds = [day.Sample(i, 50_000, 10 + i // 50, 2) for i in range(400)]
     assert not day.flat(fds).ok and "fds" in day.flat(fds).detail
     assert not day.flat(noise[:5]).ok
+    # a warm-up of 4 MiB in the first tenth, flat after: flat
+    warm = [day.Sample(i, 50_000 + min(i, 40) * 100 + (i % 5) * 200, 10, 2) for i in range(400)]
+    assert day.flat(warm).ok, day.flat(warm).detail
+    # 1 KiB per step after the first quarter (the day's 4,740 steps over 400 samples: 12 a sample):
+    # within the first-quarter margin, caught after the warm-up
+    slow = [day.Sample(i, 50_000 + max(0, i - 100) * 12, 10, 2) for i in range(400)]
+    assert not day.flat(slow).ok and "after the warm-up" in day.flat(slow).detail
