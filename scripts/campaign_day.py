@@ -70,15 +70,18 @@ def schedule(seed: int, steps: int = RECORD_STEPS, save_steps: int = SAVE_STEPS)
     return out
 
 
-def expected_resumes(faults: list[Fault], save_steps: int = SAVE_STEPS) -> dict[int, int]:
+def expected_resumes(faults: list[Fault], save_steps: int = SAVE_STEPS,
+                     landed: dict[int, int] | None = None) -> dict[int, int]:
     """attempt -> the step it must resume from: the newest save before its crash that is not a
-    stub (0: from scratch)."""
+    stub (0: from scratch). ``landed``: attempt -> the last step it logged, for a fault dealt from
+    outside (it lands when it is seen, a few steps after its step)."""
     stubs = {f.step for f in faults if f.kind == STUB}
     out = {1: 0}
     for f in faults:
         if f.kind == STUB:
             continue
-        good = (f.step - 1) // save_steps * save_steps
+        at = (landed or {}).get(f.attempt, f.step - 1) if f.kind in OUTSIDE else f.step - 1
+        good = at // save_steps * save_steps
         while good in stubs:
             good -= save_steps
         out[f.attempt + 1] = good
@@ -355,7 +358,8 @@ def judge(run: Path, st: dict, faults: list[Fault], steps: int, samples: list[Sa
                      f"{[c.get('verdict') for p, c in verdict.items() if not c.get('ok')]}"))
 
     starts = {e.get("attempt"): e for e in of("attempt_start")}
-    expect = expected_resumes(faults)
+    ranges = step_ranges(metrics)
+    expect = expected_resumes(faults, landed={a: r[-1] for a, r in ranges.items() if r})
     resumed, bad = {1: 0}, []
     for attempt in sorted(a for a in starts if isinstance(a, int) and a > 1):
         p = starts[attempt].get("resumed_from")
@@ -369,7 +373,6 @@ def judge(run: Path, st: dict, faults: list[Fault], steps: int, samples: list[Sa
                      and len(resumed) == len(want) + 1,
                      "; ".join(bad) or ", ".join(f"{a}<-{s}" for a, s in sorted(resumed.items()))))
 
-    ranges = step_ranges(metrics)
     problems = trained_twice(ranges, resumed, steps)
     # The trainer's own account: each attempt's logging.jsonl (output/v<N>-*/) holds the same steps.
     own = sorted((run / "output").glob("v*-*/logging.jsonl"), key=lambda p: int(p.parent.name[1:].split("-")[0]))

@@ -96,6 +96,12 @@ def test_the_schedule_is_the_record_mix_bound_to_attempts(seed):
     resumes = day.expected_resumes(faults)
     assert resumes[after.attempt + 1] == stub.step - day.SAVE_STEPS  # never the stub
     assert sorted(resumes) == [1, 2, 3, 4, 5]
+    # the outside kill lands when it is seen: a few steps late, past a save, resumes from that save
+    (kill,) = [f for f in faults if f.kind == "sigkill"]
+    landed = kill.step // 100 * 100 + 105
+    late = day.expected_resumes(faults, landed={kill.attempt: landed})
+    want = landed // 100 * 100
+    assert late[kill.attempt + 1] == (want - 100 if want == stub.step else want)
 
 
 def test_trained_twice_finds_repeats_gaps_and_a_short_end():
