@@ -4,6 +4,8 @@ the control socket, all through the real CLI, the real runner and real processes
     .venv/bin/python scripts/campaign.py                 everything (about 15 minutes on 2 cores)
     .venv/bin/python scripts/campaign.py --only bad      one part: faults, lost, bad, security, load
     .venv/bin/python scripts/campaign.py --quick         fewer variants, shorter load (about 5 minutes)
+    .venv/bin/python scripts/campaign.py --part day      the 397B record's 22.5-hour job with its crash
+                                                         mix, in about 15 minutes (--step-s, --seed)
 
 Each check is one line of the report: what was done, what was expected, what happened. A bad
 input passes when the command answers with one line on stderr and the documented exit code
@@ -1202,15 +1204,34 @@ def _hostile_clients(tmp: Path) -> Check:
 
 # ---- main ----------------------------------------------------------------------------------
 
-PARTS = {"faults": faults, "lost": lost, "bad": bad_inputs, "security": security, "load": load}
+DAY = {"step_s": 0.15, "seed": None, "steps": 4473}
+
+
+def day(work: Path, quick: bool) -> list[Check]:
+    """Issue 32, item 17: the 397B record's 22.5-hour job in about a quarter of an hour
+    (scripts/campaign_day.py). Only when asked for: ``--only day``."""
+    import campaign_day
+    seed = DAY["seed"] if DAY["seed"] is not None else int.from_bytes(os.urandom(4), "big")
+    return campaign_day.replay(work, float(DAY["step_s"]), seed, int(DAY["steps"]), cli, state, end_all)
+
+
+PARTS = {"faults": faults, "lost": lost, "bad": bad_inputs, "security": security, "load": load, "day": day}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=sorted(PARTS), action="append")
+    ap.add_argument("--only", "--part", choices=sorted(PARTS), action="append",
+                    help="one part (repeatable); 'day' (the compressed 22.5-hour replay) runs only when named")
+    ap.add_argument("--step-s", type=float, default=DAY["step_s"],
+                    help="day: seconds per training step (the record's 18 s is squeezed by 18/this)")
+    ap.add_argument("--seed", type=int, default=None, help="day: the fault schedule's seed (default random, printed)")
+    ap.add_argument("--steps", type=int, default=DAY["steps"], help="day: iterations (the record's 4,473)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--verbose", action="store_true", help="list every check, not only the failed ones")
     args = ap.parse_args()
+    if not (0.001 <= args.step_s <= 18.0) or not (600 <= args.steps <= 100_000):
+        ap.error("--step-s must be 0.001..18 and --steps 600..100000")
+    DAY.update(step_s=args.step_s, seed=args.seed, steps=args.steps)
     parts = args.only or ["faults", "lost", "bad", "security", "load"]
     checks: list[Check] = []
     t0 = time.time()

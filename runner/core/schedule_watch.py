@@ -24,6 +24,13 @@ from moeconsole.runner.core.numbers import as_float
 RULE = "lr_schedule_restarted"
 DROP = 0.5          # a resumed LR below this fraction of the one reached at that step is a restart
 SAME = 1e-3         # relative tolerance for "the first attempt's first learning rate again"
+KEEP = 4096         # (step, lr) points kept per history: past 2 x KEEP, every other one is dropped
+
+
+def _thin(items: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Every other point, the newest kept: the history stays bounded (one watch lives as long as
+    the runner, a run can log millions of steps) with its resolution even over the run."""
+    return items[len(items) - 1::-2][::-1] if len(items) > 2 * KEEP else items
 
 
 class ScheduleWatch:
@@ -46,8 +53,9 @@ class ScheduleWatch:
         if self._cur:
             merged = dict(zip(self._steps, self._lrs))
             merged.update(self._cur)
-            self._steps = sorted(merged)
-            self._lrs = [merged[s] for s in self._steps]
+            kept = _thin(sorted(merged.items()))
+            self._steps = [s for s, _ in kept]
+            self._lrs = [lr for _, lr in kept]
         self._cur = {}
         self._attempt = attempt
         self._checked = False
@@ -94,6 +102,8 @@ class ScheduleWatch:
                 if alert:
                     out.append(alert)
             self._cur[step] = lr
+            if len(self._cur) > 2 * KEEP:
+                self._cur = dict(_thin(list(self._cur.items())))
         return out
 
     def _check(self, step: int, lr: float, attempt: Any) -> dict | None:

@@ -42,3 +42,29 @@ def test_records_without_a_learning_rate_are_ignored_and_the_first_attempt_never
     w = ScheduleWatch()
     assert w.observe([{"step": 1, "loss": 2.0}, {"step": 2, "lr": "nan"}, {"step": 3, "lr": True}], 1) == []
     assert w.observe(attempt(range(1, 20), 1)) == []
+
+
+def test_a_long_run_holds_bounded_memory_and_still_sees_a_restart():
+    """The runner keeps one watch for the whole run: its learning-rate history must not grow with
+    every step (found by the campaign's day replay: the runner's RSS rose with the step count).
+    200,000 steps over two attempts, fed in the runner's batches, hold under 2 MiB; the third
+    attempt's restarted schedule is still caught against the rate reached before it."""
+    import tracemalloc
+
+    total = 250_000
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        w = ScheduleWatch()
+        for att, (lo, hi) in enumerate(((1, 120_001), (110_001, 200_001)), start=1):
+            for s in range(lo, hi, 1000):
+                w.observe([{"step": k, "lr": lr_at(k, warm=1000, total=total)} for k in range(s, min(s + 1000, hi))],
+                          att)
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * 1024 * 1024, f"{held / 2**20:.1f} MiB held after 200,000 steps"
+    (a,) = w.observe([{"step": 180_001 + k, "lr": lr_at(k + 1, warm=1000, total=total)} for k in range(5)], 3)
+    assert a["rule"] == "lr_schedule_restarted" and a["step"] == 180_001
+    assert 179_000 <= a["values"]["step_before"] <= 180_001
+    assert math.isclose(a["values"]["lr_before"], lr_at(a["values"]["step_before"], warm=1000, total=total))
