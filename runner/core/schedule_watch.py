@@ -81,6 +81,8 @@ class ScheduleWatch:
             steps, lrs = [r.get("step") for r in records], [r.get("lr") for r in records]
             if set(map(type, steps)) <= {int} and set(map(type, lrs)) <= {float, type(None)}:
                 self._cur.update((s, lr) for s, lr in zip(steps, lrs) if lr is not None and lr - lr == 0)
+                while len(self._cur) > 2 * KEEP:   # bounded on this path too
+                    self._cur = dict(_thin(list(self._cur.items())))
                 return out
         for rec in records:
             step, lr = rec.get("step"), as_float(rec.get("lr"))
