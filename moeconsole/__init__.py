@@ -8,8 +8,9 @@ recipes as package data (``moeconsole/recipes``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# Neither typing nor pathlib at import time: the command line starts by importing this package, and
+# its first CPU sample is taken before anything heavy (mypy reads TYPE_CHECKING as True).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -96,7 +96,7 @@ def test_the_command_line_samples_the_cpu_before_its_own_imports(base, make_run)
     assert status == "0 True"
     order = modules.split()
     first = order.index("moeconsole.runner.telemetry.cpustat")
-    for later in ("argparse", "msgspec", "psutil", "moeconsole.runner.core.bounds"):
+    for later in ("typing", "argparse", "msgspec", "psutil", "moeconsole.runner.core.bounds"):
         assert later in order and order.index(later) > first, later
 
 
