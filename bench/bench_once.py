@@ -1,7 +1,7 @@
 """One-shot commands as whole processes, against ``nvitop --once`` and a baseline revision, in
 the same run: what a script pays each time it asks.
 
-    .venv/bin/python bench/bench_once.py [--baseline REV] [--runs 15] [--nvitop PATH]
+    .venv/bin/python bench/bench_once.py [--baseline REV] [--runs 15] [--nvitop PATH] [--installed VENV]
 
 Each command runs start to exit (``python -m ...`` of this tree; of the baseline's tree, exported
 with ``git archive``, when ``--baseline`` is given) on the same 8 fake GPUs (tests/fakes' NVML
@@ -9,6 +9,10 @@ library) and the same running run directory:
   - ``moeconsole --json RUN --once``: the UI's snapshot, one NDJSON line;
   - ``moeconsole gpus --json``: per-GPU telemetry and blockers;
   - ``nvitop --once`` (``.venv-bench``, ``make bench``): the anchor.
+With ``--installed VENV`` (a venv this tree's wheel is installed into, as ``scripts/wheel-check.sh``
+does), the same two commands also run as a user runs them, ``VENV/bin/moeconsole``: no editable
+install's import hook in ``site`` (about 15 ms of start-up the user never pays), .pyc files
+compiled at install, like nvitop's.
 Rounds alternate the order of the commands. Medians with min-max, and each median over
 nvitop's (below 1.00x: faster than nvitop).
 """
@@ -49,6 +53,7 @@ def main() -> int:
     ap.add_argument("--baseline", help="git revision to compare against (its code, exported)")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--nvitop", default=str(REPO / ".venv-bench" / "bin" / "nvitop"))
+    ap.add_argument("--installed", metavar="VENV", help="also time VENV/bin/moeconsole (this tree's wheel installed)")
     args = ap.parse_args()
     from tests.console.conftest import write_run
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
@@ -58,7 +63,9 @@ def main() -> int:
     run_id = "20260101-000000-bench-0001"
     write_run(base, run_id, status="running")
     env = fake_env(build_fake_nvml(work / "nvml"), write_scenario(work / "scenario.txt", 8))
-    env = {k: v for k, v in env.items() if not k.startswith("MOECONSOLE_")}
+    # No MOECONSOLE_ settings, and .pyc files written on the warm-up round (as every user has them:
+    # PYTHONDONTWRITEBYTECODE in the caller's environment would compile every module on every run).
+    env = {k: v for k, v in env.items() if not k.startswith("MOECONSOLE_") and k != "PYTHONDONTWRITEBYTECODE"}
     trees = [("this code", REPO)]
     if args.baseline:
         trees.append((f"baseline ({args.baseline})", export(args.baseline, work / "baseline")))
@@ -68,6 +75,12 @@ def main() -> int:
         cases.append((f"`moeconsole --json RUN --once`, {name}", cli_of(tree) + ["--json", run_id, "--once", "--runs-dir",
                                                                                str(base)], tenv, work))
         cases.append((f"`moeconsole gpus --json`, {name}", cli_of(tree) + ["gpus", "--json"], tenv, work))
+    if args.installed:
+        mc = str(Path(args.installed) / "bin" / "moeconsole")
+        ienv = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        cases.append(("`moeconsole --json RUN --once`, installed wheel", [mc, "--json", run_id, "--once", "--runs-dir",
+                                                                         str(base)], ienv, work))
+        cases.append(("`moeconsole gpus --json`, installed wheel", [mc, "gpus", "--json"], ienv, work))
     nvitop = args.nvitop if Path(args.nvitop).is_file() else None
     if nvitop:
         cases.append(("`nvitop --once` (anchor)", [nvitop, "--once"], {**env, "TERM": "xterm-256color"}, work))
@@ -83,7 +96,8 @@ def main() -> int:
             times[label].append(timed(argv, cenv, cwd))
     load_after = os.getloadavg()[0]
     cmd = " ".join(["bench/bench_once.py", "--runs", str(args.runs)] + (["--baseline", args.baseline] if args.baseline
-                                                                         else []))
+                                                                         else [])
+                   + (["--installed", args.installed] if args.installed else []))
     print("### One-shot commands as whole processes, against `nvitop --once`\n")
     print(f"Command: `.venv/bin/python {cmd}`. 8 fake GPUs (tests/fakes NVML), one running run; {args.runs} rounds, "
           f"order alternating; load average {load_before:.2f} before, {load_after:.2f} after. Median (min-max).\n")

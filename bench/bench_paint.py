@@ -80,7 +80,9 @@ def main() -> int:
         trees.append((f"baseline ({args.baseline})", export(args.baseline, work / "baseline")))
     cases: list[tuple[str, str, str]] = []
     for name, tree in trees:
-        cli = f"env -u MOECONSOLE_RUNS_DIR {envs} PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(PY)} -P -m moeconsole"
+        # -u PYTHONDONTWRITEBYTECODE: the warm-up writes the .pyc files every user has (else each
+        # run compiles every module of the tree: the baseline's export has none)
+        cli = f"env -u MOECONSOLE_RUNS_DIR -u PYTHONDONTWRITEBYTECODE {envs} PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(PY)} -P -m moeconsole"
         cases.append((f"`attach RUN`, {name}", f"{cli} attach {run_id} --runs-dir {shlex.quote(str(base))}",
                       "step 60/100"))
         cases.append((f"`attach LOG` (3,000 steps), {name}", f"{cli} attach {shlex.quote(str(log))} --runs-dir "

@@ -6,13 +6,18 @@ Exit codes: 0 success, 1 the checked thing is bad, 2 usage or input error (one l
 """
 from __future__ import annotations
 
-import argparse
-import importlib
-import sys
-from typing import Any, Callable, NoReturn
+# First, before the imports below: the process's first CPU sample (a one-shot's host line needs
+# 0.1 s between two samples; that interval then runs during start-up instead of in a sleep).
+from moeconsole.runner.telemetry import cpustat
+cpustat.prime()
 
-from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.core import bounds
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import sys  # noqa: E402
+from typing import Any, Callable, NoReturn  # noqa: E402
+
+from moeconsole.runner.core.errors import InputError  # noqa: E402
+from moeconsole.runner.core import bounds  # noqa: E402
 
 COMMANDS = (
     "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",
@@ -105,135 +110,156 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", help="base directory of runs (default $MOECONSOLE_RUNS_DIR or XDG data dir)")
 
 
-def build_parser() -> _Parser:
+def build_parser(only: str | None = None) -> _Parser:
+    """The parser of every command, or with ``only`` of that one command (what ``main`` builds:
+    the other fifteen sub-parsers would only cost start-up time)."""
+    def want(name: str) -> bool:
+        return only is None or only == name
+
     top = _Parser(prog="moeconsole", description="Supervise, watch and steer training runs.",
                   formatter_class=argparse.RawDescriptionHelpFormatter, epilog=commands_text())
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
-    p = sub.add_parser("run", help=COMMAND_HELP["run"])
-    p.add_argument("recipe")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--detach", action="store_true", help="do not attach the UI")
-    p.add_argument("--name", help="run name (default: the recipe's name)")
-    p.add_argument("--allow-drift", action="store_true", help="resume even if the recipe hash changed")
-    p.add_argument("--readonly", action="store_true")
-    p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
-    _common(p)
+    if want("run"):
+        p = sub.add_parser("run", help=COMMAND_HELP["run"])
+        p.add_argument("recipe")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("--detach", action="store_true", help="do not attach the UI")
+        p.add_argument("--name", help="run name (default: the recipe's name)")
+        p.add_argument("--allow-drift", action="store_true", help="resume even if the recipe hash changed")
+        p.add_argument("--readonly", action="store_true")
+        p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
+        _common(p)
 
-    p = sub.add_parser("demo", help=COMMAND_HELP["demo"])
-    p.add_argument("--detach", action="store_true")
-    p.add_argument("--name", help="run name (default: tiny-moe-cpu)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--readonly", action="store_true")
-    p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
-    _common(p)
+    if want("demo"):
+        p = sub.add_parser("demo", help=COMMAND_HELP["demo"])
+        p.add_argument("--detach", action="store_true")
+        p.add_argument("--name", help="run name (default: tiny-moe-cpu)")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("--readonly", action="store_true")
+        p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
+        _common(p)
 
-    p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
-    p.add_argument("run", nargs="?")
-    p.add_argument("--log-format", metavar="SPEC",
-                   help="with a log PATH: its line format, a regex with a (?P<step>...) group or 'kv SEP [STEPKEY]'")
-    p.add_argument("--readonly", action="store_true")
-    p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
-    _common(p)
+    if want("attach"):
+        p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
+        p.add_argument("run", nargs="?")
+        p.add_argument("--log-format", metavar="SPEC",
+                       help="with a log PATH: its line format, a regex with a (?P<step>...) group or 'kv SEP [STEPKEY]'")
+        p.add_argument("--readonly", action="store_true")
+        p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
+        _common(p)
 
-    p = sub.add_parser("kill", help=COMMAND_HELP["kill"])
-    p.add_argument("run")
-    p.add_argument("--grace", type=grace_seconds, help="override the recipe's kill grace (seconds)")
-    p.add_argument("--timeout", type=seconds, default=None, help="seconds to wait for the kill to finish")
-    _common(p)
+    if want("kill"):
+        p = sub.add_parser("kill", help=COMMAND_HELP["kill"])
+        p.add_argument("run")
+        p.add_argument("--grace", type=grace_seconds, help="override the recipe's kill grace (seconds)")
+        p.add_argument("--timeout", type=seconds, default=None, help="seconds to wait for the kill to finish")
+        _common(p)
 
-    p = sub.add_parser("restart", help=COMMAND_HELP["restart"])
-    p.add_argument("run")
-    p.add_argument("--now", action="store_true", help="skip the cooldown floor")
-    p.add_argument("--force", action="store_true", help="restart a run that already finished (succeeded or unsaved)")
-    _common(p)
+    if want("restart"):
+        p = sub.add_parser("restart", help=COMMAND_HELP["restart"])
+        p.add_argument("run")
+        p.add_argument("--now", action="store_true", help="skip the cooldown floor")
+        p.add_argument("--force", action="store_true", help="restart a run that already finished (succeeded or unsaved)")
+        _common(p)
 
-    p = sub.add_parser("verify", help=COMMAND_HELP["verify"])
-    p.add_argument("target", metavar="PATH|RUN")
-    p.add_argument("--full", action="store_true", help="hash content and scan for NaN/inf")
-    p.add_argument("--compare", metavar="OTHER")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--wait", type=seconds, nargs="?", const=600.0, default=None, metavar="SECONDS",
-                   help="wait (up to SECONDS, default 600) for saves still being written to settle, then verify")
-    p.add_argument("--settle", type=seconds, default=2.0, metavar="SECONDS",
-                   help="with --wait: how long a save's files must stay unchanged (default 2)")
-    p.add_argument("--prune-superseded", action="store_true",
-                   help="list earlier attempts' v<N>-<time>/ dirs a later verified save went beyond (never the resume point)")
-    p.add_argument("--yes", action="store_true", help="with --prune-superseded: remove them")
-    _common(p)
+    if want("verify"):
+        p = sub.add_parser("verify", help=COMMAND_HELP["verify"])
+        p.add_argument("target", metavar="PATH|RUN")
+        p.add_argument("--full", action="store_true", help="hash content and scan for NaN/inf")
+        p.add_argument("--compare", metavar="OTHER")
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--wait", type=seconds, nargs="?", const=600.0, default=None, metavar="SECONDS",
+                       help="wait (up to SECONDS, default 600) for saves still being written to settle, then verify")
+        p.add_argument("--settle", type=seconds, default=2.0, metavar="SECONDS",
+                       help="with --wait: how long a save's files must stay unchanged (default 2)")
+        p.add_argument("--prune-superseded", action="store_true",
+                       help="list earlier attempts' v<N>-<time>/ dirs a later verified save went beyond (never the resume point)")
+        p.add_argument("--yes", action="store_true", help="with --prune-superseded: remove them")
+        _common(p)
 
-    p = sub.add_parser("runs", help=COMMAND_HELP["runs"])
-    # One positional list: argparse cannot give two positionals their values when options
-    # stand between them (`runs show --json RUN`).
-    p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild|receipt RUN")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--md", action="store_true", help="receipt: markdown with a loss plot (the default)")
-    p.add_argument("--full", action="store_true", help="receipt: hash every checkpoint's content")
-    p.add_argument("--out", metavar="DIR", help="receipt: write receipt.json, receipt.md and loss.png here")
-    _common(p)
+    if want("runs"):
+        p = sub.add_parser("runs", help=COMMAND_HELP["runs"])
+        # One positional list: argparse cannot give two positionals their values when options
+        # stand between them (`runs show --json RUN`).
+        p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild|receipt RUN")
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--md", action="store_true", help="receipt: markdown with a loss plot (the default)")
+        p.add_argument("--full", action="store_true", help="receipt: hash every checkpoint's content")
+        p.add_argument("--out", metavar="DIR", help="receipt: write receipt.json, receipt.md and loss.png here")
+        _common(p)
 
-    p = sub.add_parser("parse", help=COMMAND_HELP["parse"])
-    p.add_argument("logfile")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
-    p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
-    p.add_argument("--crash", action="store_true",
-                   help="classify the crash at the end of the log (or a pasted crash text; LOGFILE '-' reads stdin)")
-    p.add_argument("--log-format", metavar="SPEC",
-                   help="declare the line format: a regex with a (?P<step>...) group (and loss, ...), or 'kv SEP [STEPKEY]'")
-    p.add_argument("--explain", action="store_true",
-                   help="each line shape: which reader took it, what it gave, and the lines skipped with the reason")
+    if want("parse"):
+        p = sub.add_parser("parse", help=COMMAND_HELP["parse"])
+        p.add_argument("logfile")
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
+        p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
+        p.add_argument("--crash", action="store_true",
+                       help="classify the crash at the end of the log (or a pasted crash text; LOGFILE '-' reads stdin)")
+        p.add_argument("--log-format", metavar="SPEC",
+                       help="declare the line format: a regex with a (?P<step>...) group (and loss, ...), or 'kv SEP [STEPKEY]'")
+        p.add_argument("--explain", action="store_true",
+                       help="each line shape: which reader took it, what it gave, and the lines skipped with the reason")
 
-    p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--port", type=port_or_any, default=29500, help="rendezvous port to check for holders (0: none)")
-    p.add_argument("--kill", type=pid, action="append", metavar="PID", help="kill this listed process (repeatable)")
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--grace", type=grace_seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")
-    p.add_argument("--allow-other-users", action="store_true", help="as root: allow killing other users' processes")
-    _common(p)
+    if want("gpus"):
+        p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--port", type=port_or_any, default=29500, help="rendezvous port to check for holders (0: none)")
+        p.add_argument("--kill", type=pid, action="append", metavar="PID", help="kill this listed process (repeatable)")
+        p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        p.add_argument("--grace", type=grace_seconds, default=10.0, help="seconds between SIGTERM and SIGKILL")
+        p.add_argument("--allow-other-users", action="store_true", help="as root: allow killing other users' processes")
+        _common(p)
 
-    p = sub.add_parser("lint", help=COMMAND_HELP["lint"])
-    p.add_argument("recipe")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--fix", action="store_true", help="write the corrected recipe (the original kept as .bak)")
-    p.add_argument("--model-config", metavar="PATH",
-                   help="the model's config.json (or its directory) for the static memory estimate")
-    p.add_argument("--json", action="store_true")
+    if want("lint"):
+        p = sub.add_parser("lint", help=COMMAND_HELP["lint"])
+        p.add_argument("recipe")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("--fix", action="store_true", help="write the corrected recipe (the original kept as .bak)")
+        p.add_argument("--model-config", metavar="PATH",
+                       help="the model's config.json (or its directory) for the static memory estimate")
+        p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("doctor", help=COMMAND_HELP["doctor"])
-    p.add_argument("recipe", nargs="?", help="inspect the Python this recipe trains with (swift.python)")
-    p.add_argument("--python", help="inspect this Python (or venv) instead of moeconsole's own")
-    p.add_argument("--json", action="store_true")
+    if want("doctor"):
+        p = sub.add_parser("doctor", help=COMMAND_HELP["doctor"])
+        p.add_argument("recipe", nargs="?", help="inspect the Python this recipe trains with (swift.python)")
+        p.add_argument("--python", help="inspect this Python (or venv) instead of moeconsole's own")
+        p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("agent", help=COMMAND_HELP["agent"])
-    p.add_argument("run")
-    p.add_argument("--interval", type=interval, default=1.0)
-    _common(p)
+    if want("agent"):
+        p = sub.add_parser("agent", help=COMMAND_HELP["agent"])
+        p.add_argument("run")
+        p.add_argument("--interval", type=interval, default=1.0)
+        _common(p)
 
-    p = sub.add_parser("supervise", help=COMMAND_HELP["supervise"])
-    p.add_argument("run_dir", metavar="RUN")
-    _common(p)
+    if want("supervise"):
+        p = sub.add_parser("supervise", help=COMMAND_HELP["supervise"])
+        p.add_argument("run_dir", metavar="RUN")
+        _common(p)
 
-    p = sub.add_parser("service", help=COMMAND_HELP["service"])
-    p.add_argument("recipe")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    _common(p)
+    if want("service"):
+        p = sub.add_parser("service", help=COMMAND_HELP["service"])
+        p.add_argument("recipe")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        _common(p)
 
-    p = sub.add_parser("systemd", help=COMMAND_HELP["systemd"])
-    p.add_argument("recipe")
-    p.add_argument("--user", action="store_true", help="a user unit (systemctl --user)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    _common(p)
+    if want("systemd"):
+        p = sub.add_parser("systemd", help=COMMAND_HELP["systemd"])
+        p.add_argument("recipe")
+        p.add_argument("--user", action="store_true", help="a user unit (systemctl --user)")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        _common(p)
 
-    p = sub.add_parser("prometheus", help=COMMAND_HELP["prometheus"])
-    p.add_argument("action", choices=("rules", "serve"))
-    p.add_argument("run", nargs="?")
-    p.add_argument("--port", type=port_or_any, help="serve /metrics on this port (0: any free one)")
-    p.add_argument("--addr", default="127.0.0.1", help="bind address (default loopback)")
-    p.add_argument("--textfile", help="write metrics here for node_exporter's textfile collector")
-    p.add_argument("--interval", type=interval, default=15.0)
-    _common(p)
+    if want("prometheus"):
+        p = sub.add_parser("prometheus", help=COMMAND_HELP["prometheus"])
+        p.add_argument("action", choices=("rules", "serve"))
+        p.add_argument("run", nargs="?")
+        p.add_argument("--port", type=port_or_any, help="serve /metrics on this port (0: any free one)")
+        p.add_argument("--addr", default="127.0.0.1", help="bind address (default loopback)")
+        p.add_argument("--textfile", help="write metrics here for node_exporter's textfile collector")
+        p.add_argument("--interval", type=interval, default=15.0)
+        _common(p)
     return top
 
 
@@ -273,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if first in COMMANDS and (argv and argv[0] == first):
-            parser = build_parser()
+            parser = build_parser(only=first)
             args, extra = parser.parse_known_args(argv)
             name = args.command
             if extra and (name != "runs" or any(e.startswith("-") for e in extra)):

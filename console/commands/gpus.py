@@ -144,10 +144,10 @@ def run(args) -> int:
     backend = get_backend()
     try:
         snap = backend.snapshot()
-        host = host_snapshot()
         procs = find_blockers(snap, port=port)
         free = port_free(port) if port else None
         holders, time_wait = port_users(port) if port and not free else (set(), 0)
+        host = host_snapshot()  # last: the scans above fill the first CPU figure's 0.1 s (no sleep after them)
         kills: list[dict] = []
         ok = True
         if kill_pids:

@@ -6,8 +6,15 @@ same snapshots. Modules: ``gpu`` (snapshot types, backend protocol, ``get_backen
 ``kill`` (checked kills, waiting for GPU memory), ``preflight`` (launch conditions).
 Secrets in command lines are masked by :mod:`moeconsole.runner.rundir.secrets`.
 """
+from __future__ import annotations
+
 import importlib
-from typing import Any
+
+# typing is not imported at run time: this package is the first thing the command line imports
+# (``cpustat``, before anything heavy); mypy reads a module-level TYPE_CHECKING as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Each name is imported from its module on first use (PEP 562): a reader of GPU snapshots (the
 # attached console) does not load the launch pre-flight and what it needs.

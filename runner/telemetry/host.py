@@ -8,6 +8,8 @@ import time
 
 import psutil
 
+from moeconsole.runner.telemetry import cpustat
+
 GIB = 1024.0 ** 3
 _FIRST_SAMPLE_S = 0.1
 
@@ -17,12 +19,10 @@ _last_at = 0.0                                  # time.monotonic() of that sampl
 _figured = False                                # a figure was given (only the first one waits)
 
 
-def _busy_total(t) -> tuple[float, float]:
-    """Busy and total CPU seconds from a ``psutil.cpu_times()`` result (guest time is
-    already inside user time on Linux, so it is not counted twice)."""
-    total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
-    idle = t.idle + getattr(t, "iowait", 0.0)
-    return total - idle, total
+def _busy_total_now() -> tuple[float, float]:
+    """Busy and total CPU seconds now: ``/proc/stat`` read directly (``cpustat``), else
+    ``psutil.cpu_times()`` with the same arithmetic."""
+    return cpustat.sample() or cpustat.busy_total(tuple(psutil.cpu_times()))
 
 
 def cpu_busy_pct(prev: tuple[float, float], cur: tuple[float, float]) -> float | None:
@@ -34,12 +34,17 @@ def cpu_busy_pct(prev: tuple[float, float], cur: tuple[float, float]) -> float |
 
 
 def prime_cpu() -> None:
-    """Take the first CPU sample now (a one-shot command calls it before its other work, so the
-    0.1 s its first figure needs passes while that work runs instead of in a sleep)."""
+    """Take the first CPU sample now, or adopt the one ``cli`` took as the process started
+    (``cpustat.prime``): the 0.1 s the first figure needs passes while the command's other work
+    runs instead of in a sleep."""
     global _last_cpu, _last_at
     with _lock:
         if _last_cpu is None:
-            _last_cpu, _last_at = _busy_total(psutil.cpu_times()), time.monotonic()
+            cpustat.prime()
+            if cpustat.first is not None:
+                _last_cpu, _last_at = cpustat.first, cpustat.first_at
+            else:
+                _last_cpu, _last_at = _busy_total_now(), time.monotonic()
 
 
 def _cpu_pct() -> float | None:
@@ -53,7 +58,7 @@ def _cpu_pct() -> float | None:
         prev, since = _last_cpu, time.monotonic() - _last_at
         if not _figured and since < _FIRST_SAMPLE_S:
             time.sleep(_FIRST_SAMPLE_S - since)
-        cur = _busy_total(psutil.cpu_times())
+        cur = _busy_total_now()
         _last_cpu, _last_at, _figured = cur, time.monotonic(), True
     return cpu_busy_pct(prev, cur) if prev is not None else None
 
@@ -161,7 +166,7 @@ class CpuMeter:
 
     def sample(self) -> float | None:
         try:
-            cur = _busy_total(psutil.cpu_times())
+            cur = _busy_total_now()
         except (OSError, psutil.Error):
             return None
         prev, self._prev = self._prev, cur

@@ -76,6 +76,30 @@ def test_json_once_imports_no_ui_and_no_training_library(base, make_run):
     assert "moeconsole" in loaded
 
 
+def test_the_command_line_samples_the_cpu_before_its_own_imports(base, make_run):
+    """The host line's first CPU figure needs two samples 0.1 s apart: ``moeconsole`` takes the
+    first one before argparse, msgspec, psutil or NVML are imported, so that interval is spent on
+    start-up rather than in a sleep (a real process; the order of ``sys.modules`` is the order of
+    the imports)."""
+    run = make_run(base)
+    code = ("import io, sys, contextlib\n"
+            "from moeconsole.console.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    rc = main(['--json', {run.run_id!r}, '--once', '--runs-dir', {str(base)!r}])\n"
+            "from moeconsole.runner.telemetry import cpustat\n"
+            "print(rc, cpustat.first is not None)\n"
+            "print(' '.join(sys.modules))\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    status, modules = proc.stdout.splitlines()[-2:]
+    assert status == "0 True"
+    order = modules.split()
+    first = order.index("moeconsole.runner.telemetry.cpustat")
+    for later in ("typing", "argparse", "msgspec", "psutil", "moeconsole.runner.core.bounds"):
+        assert later in order and order.index(later) > first, later
+
+
 def test_opening_a_log_reads_its_newest_steps_without_numpy(tmp_path):
     """``attach PATH``: the newest steps of a log are read (and shown) before numpy is imported;
     numpy comes with the history, read after the first frame. A real process, its modules listed."""

@@ -112,7 +112,8 @@ def test_cpu_busy_pct():
 
 def _fresh_host(monkeypatch):
     """moeconsole.runner.telemetry.host with no sample taken yet, a clock the test moves, and sleeps recorded."""
-    from moeconsole.runner.telemetry import host
+    from moeconsole.runner.telemetry import cpustat, host
+    monkeypatch.setattr(cpustat, "first", None)
     monkeypatch.setattr(host, "_last_cpu", None)
     monkeypatch.setattr(host, "_figured", False)
     clock = {"t": 1000.0}
@@ -142,3 +143,39 @@ def test_a_one_shot_cpu_figure_spans_its_work_not_a_sleep(monkeypatch):
     clock["t"] += 0.01
     host._cpu_pct()
     assert slept == [pytest.approx(0.06)]
+
+
+def test_the_cpu_sample_reads_proc_stat_as_psutil_does():
+    """``cpustat`` reads the ``cpu`` line itself (no psutil at start-up) with psutil's arithmetic:
+    guest time is inside user time (not counted twice), iowait is idle. Text in proc(5)'s layout."""
+    import os
+    from moeconsole.runner.telemetry import cpustat
+    tick = os.sysconf("SC_CLK_TCK")
+    text = ("cpu  1000 20 300 5000 100 7 8 9 50 5\n"
+            "cpu0 500 10 150 2500 50 3 4 4 25 2\n"
+            "intr 123 0\n")
+    fields = cpustat.parse_cpu_line(text)
+    assert fields == tuple(v / tick for v in (1000, 20, 300, 5000, 100, 7, 8, 9, 50, 5))
+    busy, total = cpustat.busy_total(fields)
+    assert total == pytest.approx((1000 + 20 + 300 + 5000 + 100 + 7 + 8 + 9) / tick)
+    assert busy == pytest.approx((1000 + 20 + 300 + 7 + 8 + 9) / tick)
+    assert cpustat.parse_cpu_line("intr 1 2\n") is None
+    # the live file: the same busy/total as psutil's reading of it, within the ticks between the reads
+    import psutil
+    now = cpustat.sample()
+    assert now is not None
+    ps = cpustat.busy_total(tuple(psutil.cpu_times()))
+    assert ps[1] == pytest.approx(now[1], abs=5.0)
+
+
+def test_a_one_shot_adopts_the_sample_taken_as_the_process_started(monkeypatch):
+    """``cli`` takes the first CPU sample before its imports (``cpustat.prime``); the host line's
+    first figure spans from there, so when start-up took 0.1 s it sleeps not at all."""
+    host, clock, slept = _fresh_host(monkeypatch)
+    from moeconsole.runner.telemetry import cpustat
+    cpustat.prime()                # as cli does, first thing
+    clock["t"] += 0.1              # the imports, the run directory, NVML
+    host.prime_cpu()               # what the one-shot command calls later: keeps the early sample
+    host._cpu_pct()
+    assert slept == []
+    assert host._last_cpu is not None and cpustat.first is not None

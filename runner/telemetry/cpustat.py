@@ -1,0 +1,60 @@
+"""The host's CPU time, read from ``/proc/stat`` with the standard library only, so that a
+command can take its first CPU sample the moment it starts (``cli`` calls :func:`prime` before
+its own imports): a one-shot command's first CPU figure must span 0.1 s (``host``), and that
+interval then runs while the interpreter imports the rest instead of in a sleep at the end.
+
+``host`` owns the figure (``prime_cpu``, ``host_snapshot``, ``CpuMeter``); this module owns the
+sample and where the first one was taken. psutil reads the same line (``psutil/_pslinux.py``
+``cpu_times``: the fields of the ``cpu`` line divided by ``SC_CLK_TCK``); ``host`` falls back to
+it where ``/proc/stat`` cannot be read.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+PROC_STAT = "/proc/stat"
+
+# (busy, total) CPU seconds of the first sample in this process, and its time.monotonic().
+first: tuple[float, float] | None = None
+first_at = 0.0
+
+
+def busy_total(fields: "tuple[float, ...] | list[float]") -> tuple[float, float]:
+    """Busy and total CPU seconds from the ``cpu`` line's fields in their kernel order (user, nice,
+    system, idle, iowait, irq, softirq, steal, guest, guest_nice: proc(5)), which is also
+    ``psutil.cpu_times()``'s order on Linux. Guest time is already inside user and nice time, so
+    it is not counted twice; idle and iowait are idle."""
+    f = list(fields) + [0.0] * (10 - len(fields))
+    total = sum(f[:8])
+    idle = f[3] + f[4]
+    return total - idle, total
+
+
+def parse_cpu_line(text: str) -> tuple[float, ...] | None:
+    """The aggregate ``cpu`` line of ``/proc/stat`` text, in seconds; None if it is not there."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for line in text.splitlines():
+        if line.startswith("cpu "):
+            try:
+                return tuple(int(v) / tick for v in line.split()[1:])
+            except ValueError:
+                return None
+    return None
+
+
+def sample() -> tuple[float, float] | None:
+    """(busy, total) CPU seconds now, or None where ``/proc/stat`` cannot be read."""
+    try:
+        with open(PROC_STAT, "rb") as fh:
+            fields = parse_cpu_line(fh.read(4096).decode("ascii", "replace"))
+    except OSError:
+        return None
+    return None if fields is None else busy_total(fields)
+
+
+def prime() -> None:
+    """Take the process's first CPU sample, once; later calls keep the first."""
+    global first, first_at
+    if first is None:
+        first, first_at = sample(), time.monotonic()
