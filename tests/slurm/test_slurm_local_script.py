@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,11 @@ def neighbour(tmp_path):
     if not answers:
         if DEFAULT_SOCK.exists():
             pytest.skip(f"{DEFAULT_SOCK} exists but does not answer root")
-        data = tmp_path / "neighbour-db"
+        # the server runs as mysql: its directory must be reachable by it (pytest's tmp_path is
+        # under a 0700 directory of root's)
+        own = Path(tempfile.mkdtemp(prefix="moeconsole-neighbour-"))
+        own.chmod(0o755)
+        data = own / "data"
         data.mkdir()
         shutil.chown(data, "mysql", "mysql")
         DEFAULT_SOCK.parent.mkdir(exist_ok=True)
@@ -56,7 +61,7 @@ def neighbour(tmp_path):
         subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--user=mysql"],
                        check=True, capture_output=True, timeout=120)
         started = subprocess.Popen(["mariadbd", "--no-defaults", f"--datadir={data}", f"--socket={DEFAULT_SOCK}",
-                                    "--skip-networking", "--user=mysql", f"--pid-file={tmp_path}/n.pid"],
+                                    "--skip-networking", "--user=mysql", f"--pid-file={data}/n.pid"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         until(lambda: _sql("SELECT 1").returncode == 0, timeout=60, what="the neighbour MariaDB")
     assert _sql(f"CREATE OR REPLACE USER 'slurm'@'localhost' IDENTIFIED BY '{PASSWORD}'").returncode == 0
@@ -70,6 +75,7 @@ def neighbour(tmp_path):
         except subprocess.TimeoutExpired:
             started.kill()
             started.wait(10)
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def _nodes_made() -> int:
