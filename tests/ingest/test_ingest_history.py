@@ -140,3 +140,63 @@ def test_swift_history_split_by_a_second_process_whose_shape_changes_mid_file(tm
     same_history(one, two)
     three, _ = folded(path, tmp_path / "three", workers=2, chunk=64 << 10)   # other chunk edges
     same_history(one, three)
+
+
+def history_children() -> list[int]:
+    """This process's children that read a part of a history (from /proc)."""
+    import os
+    from pathlib import Path
+    pids = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"moeconsole.runner.ingest.history" in cmd and os.getpid() != int(pid):
+                pids.append(int(pid))
+    return pids
+
+
+def test_a_second_process_killed_mid_read_is_replaced_by_this_one(tmp_path):
+    """The other process dies (SIGKILL, as the OOM killer would): this one reads its part and the
+    history is still exactly the one-process read."""
+    import os
+    import signal
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=4000)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    killed: list[int] = []
+
+    def progress(_: int) -> None:
+        for pid in history_children():
+            if not killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+    out = tmp_path / "two"
+    out.mkdir()
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              workers=2, split_min_bytes=0, chunk=4096, progress=progress)
+    assert killed and stats.processes == 1
+    same_history(one, two)
+    assert not history_children()
+    assert sorted(p.name for p in out.iterdir()) == ["evals.jsonl", "metrics.jsonl"], "no scratch file left"
+
+
+def test_a_stopped_history_read_ends_its_second_process(tmp_path):
+    import threading
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000)
+    stop = threading.Event()
+    seen: list[list[int]] = []
+
+    def progress(_: int) -> None:
+        seen.append(history_children())
+        stop.set()
+    out = tmp_path / "run"
+    out.mkdir()
+    read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"), workers=2,
+                 split_min_bytes=0, chunk=4096, progress=progress, stop=stop)
+    assert any(seen), "a second process was reading"
+    assert not history_children(), "and it was ended with the read"
+    assert not [p for p in out.iterdir() if p.name.startswith(".history-")], "its scratch files are gone"
