@@ -44,6 +44,11 @@ class Import:
         self._thread: threading.Thread | None = None
         self._state_at = 0.0
         self.fold: Any = None   # the history read so far (``HistoryFold``: rows, steps, grad norms)
+        # how the history is read (``read_history``): None = its defaults (two processes for a big
+        # dict log when a second core is free); tests and benches set them
+        self.workers: int | None = None
+        self.split_min_bytes: int | None = None
+        self.processes = 1   # how many read it (2: the first part by a started process)
 
     # ---- what the screen reads -----------------------------------------------------------
     def current_book(self) -> seriesfile.SeriesBook:
@@ -112,7 +117,9 @@ class Import:
                 self._state_at = now
                 self._write_state(self.tail_book.last_metrics)
         self.fold = fold
-        fold, _ = read_history(str(self.log), fold, progress=progress, stop=self.stop, line_format=self.line_format)
+        fold, stats = read_history(str(self.log), fold, progress=progress, stop=self.stop, line_format=self.line_format,
+                               workers=self.workers, split_min_bytes=self.split_min_bytes)
+        self.processes = stats.processes
         self._adopt(fold)
 
     def _adopt(self, fold) -> None:
