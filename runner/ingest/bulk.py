@@ -124,21 +124,39 @@ def scan_file(path: str, want_records: bool = False, max_line_bytes: int = 1 << 
         yield batch, parser.stats
 
 
-def second_core_free() -> bool:
+def _cpu_times() -> tuple[int, int] | None:
+    """(idle, total) jiffies of all cores from /proc/stat, or None where there is none."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])
+
+
+def second_core_free(sample_s: float = 0.05) -> bool:
     """Whether a second reading process can help: this process may run on 2 cores or more, and
-    the machine's load (1-minute average, which counts this process when it is busy) leaves a
-    whole core free. Else one process reads (two would only take turns on one core)."""
+    they are nearly all idle now (busy time sampled over ``sample_s`` from /proc/stat; where
+    there is none, the 1-minute load average), i.e. more than one core is free. Else one process
+    reads: two would only take turns on the one free core."""
+    import time
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     if cores < 2:
         return False
+    before = _cpu_times()
+    if before is not None:
+        time.sleep(sample_s)
+        after = _cpu_times()
+        if after is not None and after[1] > before[1]:
+            idle = (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or cores)
+            return min(idle, cores) >= 1.5
     try:
-        load = os.getloadavg()[0]
+        return cores - os.getloadavg()[0] >= 1.5
     except OSError:
         return True
-    return cores - load >= 1.0
 
 
 def plan_split(path: str, max_line_bytes: int = 1 << 20, split_min_bytes: int = SPLIT_MIN_BYTES,
