@@ -134,11 +134,12 @@ def _cpu_times() -> tuple[int, int] | None:
     return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])
 
 
-def second_core_free(sample_s: float = 0.05) -> bool:
+def second_core_free(sample_s: float = 0.1) -> bool:
     """Whether a second reading process can help: this process may run on 2 cores or more, and
-    they are nearly all idle now (busy time sampled over ``sample_s`` from /proc/stat; where
-    there is none, the 1-minute load average), i.e. more than one core is free. Else one process
-    reads: two would only take turns on the one free core."""
+    other processes leave more than one of them free now (busy time of all cores sampled over
+    ``sample_s`` from /proc/stat, less this process's own: a UI painting its first frame is no
+    reason to read alone; where there is no /proc/stat, the 1-minute load average). Else one
+    process reads: two would only take turns on the one free core."""
     import time
     try:
         cores = len(os.sched_getaffinity(0))
@@ -146,13 +147,15 @@ def second_core_free(sample_s: float = 0.05) -> bool:
         cores = os.cpu_count() or 1
     if cores < 2:
         return False
-    before = _cpu_times()
+    before, own0, t0 = _cpu_times(), sum(os.times()[:2]), time.monotonic()
     if before is not None:
         time.sleep(sample_s)
-        after = _cpu_times()
-        if after is not None and after[1] > before[1]:
-            idle = (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or cores)
-            return min(idle, cores) >= 1.5
+        after, own1, t1 = _cpu_times(), sum(os.times()[:2]), time.monotonic()
+        if after is not None and after[1] > before[1] and t1 > t0:
+            total = after[1] - before[1]
+            busy = (total - (after[0] - before[0])) / total * (os.cpu_count() or cores)
+            others = max(0.0, busy - (own1 - own0) / (t1 - t0))
+            return cores - others >= 1.5
     try:
         return cores - os.getloadavg()[0] >= 1.5
     except OSError:
