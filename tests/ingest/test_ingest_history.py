@@ -190,9 +190,10 @@ def test_a_stopped_history_read_ends_its_second_process(tmp_path):
     stop = threading.Event()
     seen: list[list[int]] = []
 
-    def progress(_: int) -> None:
+    def progress(_: int) -> None:   # the user closes the screen once the second process reads
         seen.append(history_children())
-        stop.set()
+        if seen[-1]:
+            stop.set()
     out = tmp_path / "run"
     out.mkdir()
     read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"), workers=2,
