@@ -15,7 +15,6 @@ import hashlib
 import os
 import threading
 import time
-from array import array
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,9 +43,12 @@ class Import:
         self._state: dict = {}
         self._thread: threading.Thread | None = None
         self._state_at = 0.0
-        # (step, grad_norm) of every record, for the checkpoint verdicts: arrays (a million steps
-        # as Python tuples would cost ~100 MiB)
-        self._steps, self._grads = array("q"), array("d")
+        self.fold: Any = None   # the history read so far (``HistoryFold``: rows, steps, grad norms)
+        # how the history is read (``read_history``): None = its defaults (two processes for a big
+        # dict log when a second core is free); tests and benches set them
+        self.workers: int | None = None
+        self.split_min_bytes: int | None = None
+        self.processes = 1   # how many read it (2: the first part by a started process)
 
     # ---- what the screen reads -----------------------------------------------------------
     def current_book(self) -> seriesfile.SeriesBook:
@@ -99,11 +101,13 @@ class Import:
 
     def _read_history(self) -> None:
         from moeconsole.runner.ingest.files import TRAINER_STATE, trainer_state_events
-        from moeconsole.runner.ingest.history import last_record, record_lines, scan_history
+        from moeconsole.runner.ingest.history import HistoryFold, read_history
         from moeconsole.runner.ingest.bulk import batch_from_events
+        fold = HistoryFold(self.run.metrics, self.run.evals)
         if self.kind == TRAINER_STATE:
             events, _ = trainer_state_events(self.log)
-            self._on_batch(batch_from_events(events, True), record_lines, last_record)
+            fold.feed(batch_from_events(events, True))
+            self._adopt(fold)
             return
 
         def progress(offset: int) -> None:
@@ -112,28 +116,16 @@ class Import:
             if now - self._state_at >= STATE_EVERY_S:
                 self._state_at = now
                 self._write_state(self.tail_book.last_metrics)
-        scan_history(str(self.log), lambda b: self._on_batch(b, record_lines, last_record),
-                     progress=progress, stop=self.stop, line_format=self.line_format)
+        self.fold = fold
+        fold, stats = read_history(str(self.log), fold, progress=progress, stop=self.stop, line_format=self.line_format,
+                               workers=self.workers, split_min_bytes=self.split_min_bytes)
+        self.processes = stats.processes
+        self._adopt(fold)
 
-    def _on_batch(self, batch, record_lines, last_record) -> None:
-        from moeconsole.runner.ingest.records import eval_record
-        if len(batch):
-            import numpy as np   # only on the reading thread: the screen opens before it
-            jsonio.append_bytes(self.run.metrics, record_lines(batch), line=True)
-            steps = np.asarray(batch.steps, dtype=np.float64).tolist()
-            values = {k: v.tolist() for k, v in batch.values.items()}
-            present = {k: p.tolist() for k, p in batch.present.items()}
-            last = last_record(batch) or {}
-            self.book.feed_columns(steps, values, present, last, records=batch.records, other=batch.other)
-            self.records += len(batch)
-            ok = batch.present["grad_norm"]
-            self._steps.extend(np.asarray(batch.steps, dtype=np.int64)[ok].tolist())
-            self._grads.extend(batch.values["grad_norm"][ok].tolist())
-        evals = [{"v": jsonio.SCHEMA_VERSION, **eval_record(m)} for _, m in batch.marks if m.get("kind") == "eval"]
-        if evals:
-            jsonio.append_bytes(self.run.evals, "".join(jsonio.dumps(e) + "\n" for e in evals).encode(), line=True)
-            for e in evals:
-                self.book.feed_eval(e)
+    def _adopt(self, fold) -> None:
+        self.fold = fold
+        self.book = fold.book
+        self.records = fold.records
 
     def _finish(self) -> None:
         """The history is in: the chart book for the next opening, checkpoint verdicts."""
@@ -153,7 +145,8 @@ class Import:
         except OSError:
             names = []
         if self.source.is_dir() or any(n.startswith(("checkpoint-", "iter_")) for n in names):
-            _record_checkpoints(self.run, root, lambda: list(zip(self._steps, self._grads)))
+            fold = self.fold
+            _record_checkpoints(self.run, root, lambda: list(zip(fold.steps, fold.grads)))
 
     def _write_state(self, last: dict | None) -> None:
         last = last or {}

@@ -14,12 +14,19 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import shutil
+import sys
+import tempfile
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from array import array
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from moeconsole.runner.ingest.events import LogEvent
 from moeconsole.runner.ingest.linebuf import PartialLine
 from moeconsole.runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
+from moeconsole.runner.rundir import jsonio, seriesfile
 from moeconsole.runner.rundir.jsonio import dumps
 
 if TYPE_CHECKING:
@@ -113,3 +120,284 @@ def scan_history(path: str, on_batch: Callable[["Batch"], None], *, progress: Ca
         if stop is not None and stop.is_set():
             break
     return parser.stats
+
+
+# ----------------------------------------------------------------------------- the import's fold
+
+class HistoryFold:
+    """What reading a log's history builds: ``metrics`` (NDJSON, appended), ``evals``, the chart
+    book, the (step, grad norm) of every record as arrays (for checkpoint verdicts; a million
+    steps as Python tuples would cost ~100 MiB) and the record count. ``feed`` takes the batches
+    in file order.
+
+    A fold of a file's later part, made while the earlier part is read by another process, has a
+    ``spool``: its chart inputs go there as frames (``_write_frame``) instead of into its book, to
+    be fed after the earlier part's (``replay``: by the other process as they come, or here)."""
+
+    def __init__(self, metrics: Path, evals: Path, spool: Path | None = None) -> None:
+        self.metrics, self.evals = Path(metrics), Path(evals)
+        self.book = seriesfile.SeriesBook()
+        self.steps, self.grads = array("q"), array("d")
+        self.records = 0
+        self.spool = spool
+        self._spool_out: IO[bytes] | None = open(spool, "wb") if spool is not None else None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_spool_out": None}   # another process's fold is data
+
+    def feed(self, batch: "Batch") -> None:
+        from moeconsole.runner.ingest.records import eval_record
+        if len(batch):
+            import numpy as np   # only on the reading thread: the screen opens before it
+            jsonio.append_bytes(self.metrics, record_lines(batch), line=True)
+            self.records += len(batch)
+            ok = batch.present["grad_norm"]
+            self.steps.extend(np.asarray(batch.steps, dtype=np.int64)[ok].tolist())
+            self.grads.extend(batch.values["grad_norm"][ok].tolist())
+            blocks = batch.other() if batch.other is not None else None
+            item = (np.asarray(batch.steps, dtype=np.float64), batch.values, batch.present,
+                    last_record(batch) or {}, batch.records if blocks is None else None, blocks)
+            self._put(("rows", item))
+        evals = [{"v": jsonio.SCHEMA_VERSION, **eval_record(m)} for _, m in batch.marks if m.get("kind") == "eval"]
+        if evals:
+            jsonio.append_bytes(self.evals, "".join(jsonio.dumps(e) + "\n" for e in evals).encode(), line=True)
+            self._put(("evals", evals))
+
+    def _put(self, item: tuple) -> None:
+        if self._spool_out is not None:
+            _write_frame(self._spool_out, pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+        else:
+            _feed_book(self.book, item)
+
+    def end_spool(self) -> None:
+        """The later part is read: the spool's last frame (empty) says so."""
+        if self._spool_out is not None:
+            _write_frame(self._spool_out, b"")
+            self._spool_out.close()
+            self._spool_out = None
+
+    def replay(self, spool: Path, wait: Callable[[], None] | None = None) -> None:
+        """Feed this book the chart inputs of a later part's spool, to its last frame; ``wait()``
+        when the next frame is not written yet (the later part still being read): else the
+        spool must be complete."""
+        with open(spool, "rb") as f:
+            for blob in _read_frames(f, wait):
+                _feed_book(self.book, pickle.loads(blob))
+
+    def append_rows(self, later: "HistoryFold") -> None:
+        """A later part's metrics and evals lines after this fold's (in-kernel copies)."""
+        for mine, theirs in ((self.metrics, later.metrics), (self.evals, later.evals)):
+            try:
+                src = os.open(theirs, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                n = os.fstat(src).st_size
+                if not n:
+                    continue
+                jsonio.append_bytes(mine, b"", line=True)   # a cut last line gets its newline
+                dst = os.open(mine, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    done = 0
+                    while done < n:
+                        try:
+                            k = os.copy_file_range(src, dst, n - done, done)
+                        except OSError:
+                            k = 0
+                        if k <= 0:   # no in-kernel copy here: through this process
+                            os.write(dst, os.pread(src, min(8 << 20, n - done), done))
+                            k = min(8 << 20, n - done)
+                        done += k
+                finally:
+                    os.close(dst)
+            finally:
+                os.close(src)
+
+    def add_counts(self, later: "HistoryFold") -> None:
+        self.steps.extend(later.steps)
+        self.grads.extend(later.grads)
+        self.records += later.records
+
+
+def _write_frame(out: IO[bytes], blob: bytes) -> None:
+    out.write(len(blob).to_bytes(8, "little") + blob)
+    out.flush()
+
+
+def _read_frames(f: IO[bytes], wait: Callable[[], None] | None) -> Iterator[bytes]:
+    """The frames of a spool up to its empty last one; ``wait()`` while it is still written."""
+    pos = 0
+    while True:
+        f.seek(pos)
+        head = f.read(8)
+        blob = b""
+        if len(head) == 8:
+            n = int.from_bytes(head, "little")
+            if n == 0:
+                return
+            blob = f.read(n)
+            if len(blob) == n:
+                pos += 8 + n
+                yield blob
+                continue
+        if wait is None:
+            raise EOFError("the spool ends before its last frame")
+        wait()
+
+
+def _feed_book(book: seriesfile.SeriesBook, item: tuple) -> None:
+    kind, data = item
+    if kind == "evals":
+        for e in data:
+            book.feed_eval(e)
+        return
+    steps, values, present, last, records, blocks = data
+    book.feed_columns(steps.tolist(), {k: v.tolist() for k, v in values.items()},
+                      {k: p.tolist() for k, p in present.items()}, last, records=records,
+                      other=(lambda: blocks) if blocks is not None else None)
+
+
+# The started process reads and folds the first part, then feeds its book this process's chart
+# inputs of the second part as they come: it takes the smaller part.
+HISTORY_SPLIT = 0.37
+
+
+def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None] | None = None,
+                 stop: threading.Event | None = None, line_format: Any = None, chunk: int = HISTORY_CHUNK,
+                 workers: int | None = None, split_min_bytes: int | None = None) -> tuple[HistoryFold, ParseStats]:
+    """The whole log folded into ``fold`` (which must be empty, without a spool), in file order;
+    returns the fold that holds it all (``fold``, or the one the other process made) and the
+    statistics. ``progress(bytes read)`` as the reading goes (both parts); ``stop`` ends it early.
+
+    ``workers`` (default: 2 when ``bulk.second_core_free``): with 2, a big file without a
+    declared line format is cut at a template line (``bulk.plan_split``). A started process
+    (``bulk.Spawned``: this one may have threads, as a UI) reads and folds the first part exactly
+    as one process would, while this one reads the second part from that line, writing its rows
+    to a file beside and its chart inputs to a spool; the other process feeds them to its book
+    as they come, then appends the rows (``_part_main``). If the other process fails this one
+    reads the first part itself and does the same."""
+    from moeconsole.runner.ingest import bulk   # numpy: only once the history is read
+    if workers is None:
+        workers = 2 if bulk.second_core_free() else 1
+    plan = None
+    if workers >= 2 and line_format is None:
+        plan = bulk.plan_split(path, split_min_bytes=bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes,
+                               fraction=HISTORY_SPLIT, fork=False)
+    if plan is None:
+        stats = scan_history(path, fold.feed, progress=progress, stop=stop, line_format=line_format, chunk=chunk)
+        return fold, stats
+    template, split = plan
+    # beside the run's files: the rows are copied into them in the kernel at the end
+    work = Path(tempfile.mkdtemp(prefix=".history-", dir=fold.metrics.parent))
+    child: bulk.Spawned | None = None
+    later = HistoryFold(work / "metrics.jsonl", work / "evals.jsonl", spool=work / "spool")
+    try:
+        (work / "progress").write_bytes(bytes(8))
+        child = bulk.Spawned("moeconsole.runner.ingest.history", "part", path, str(split), str(chunk),
+                             str(fold.metrics), str(fold.evals), str(work), str(os.getpid()))
+        fd = os.open(work / "progress", os.O_RDONLY)
+        try:
+            def first_done() -> int:
+                return int.from_bytes(os.pread(fd, 8, 0), "little")
+
+            def own(pos: int) -> None:
+                if progress is not None:
+                    progress(first_done() + pos - split)
+            parser = LogParser()
+            pipe = bulk.LinePipe(parser, json_lines=True, columns=True, template=template)
+            for batch in bulk.read_range(path, split, None, pipe, final=True, chunk=chunk, progress=own):
+                later.feed(batch)
+                if stop is not None and stop.is_set():
+                    return fold, parser.stats
+            later.end_spool()
+            size = os.path.getsize(path)
+
+            def waiting() -> bool:
+                if progress is not None:
+                    progress(first_done() + size - split)
+                return not (stop is not None and stop.is_set())
+            ok = child.wait(waiting)
+        finally:
+            os.close(fd)
+        if stop is not None and stop.is_set():
+            return fold, parser.stats
+        first: HistoryFold | None = None
+        first_stats = ParseStats()
+        if ok:
+            try:
+                with open(work / "result.pickle", "rb") as f:
+                    first, first_stats = pickle.load(f)
+            except Exception:  # noqa: BLE001 - a torn result: read the part here
+                first = None
+        processes = 2
+        if first is None:   # the other process failed: do its work here
+            processes = 1
+            for p in (fold.metrics, fold.evals):
+                p.unlink(missing_ok=True)
+            first, first_stats = _read_part(path, split, chunk, fold.metrics, fold.evals)
+            first.replay(work / "spool")
+            first.append_rows(later)
+        first.add_counts(later)
+        parser.stats.examples = [(ln + first_stats.lines, text) for ln, text in parser.stats.examples]
+        total = ParseStats(processes=processes)
+        total.merge(first_stats)
+        total.merge(parser.stats)
+        return first, total
+    finally:
+        if child is not None:
+            child.close()
+        later.end_spool()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _read_part(path: str, end: int, chunk: int, metrics: Path, evals: Path,
+               progress: Callable[[int], None] | None = None) -> tuple[HistoryFold, ParseStats]:
+    """The fold of the bytes [0, end) of a log, read as one process reads it from the start."""
+    from moeconsole.runner.ingest.bulk import LinePipe, read_range
+    fold = HistoryFold(metrics, evals)
+    parser = LogParser()
+    pipe = LinePipe(parser, json_lines=True, columns=True)
+    for batch in read_range(path, 0, end, pipe, final=False, chunk=chunk, progress=progress):
+        fold.feed(batch)
+    return fold, parser.stats
+
+
+def _part_main(argv: list[str]) -> int:
+    """``python -m moeconsole.runner.ingest.history part PATH END CHUNK METRICS EVALS DIR PPID``:
+    the first part of a log folded (``read_history``'s other process), then the second part's
+    chart inputs from DIR/spool fed after it as they come and its rows (DIR/metrics.jsonl,
+    DIR/evals.jsonl) appended; how far it read goes into DIR/progress, the fold into
+    DIR/result.pickle. It ends itself when the process that started it is gone."""
+    import time
+    _, path, end, chunk, metrics, evals, work, ppid = argv
+    fd = os.open(os.path.join(work, "progress"), os.O_WRONLY)
+
+    def alive() -> None:
+        if os.getppid() != int(ppid):
+            os._exit(3)
+
+    def progress(pos: int) -> None:
+        alive()
+        os.pwrite(fd, int(pos).to_bytes(8, "little"), 0)
+
+    def wait() -> None:
+        alive()
+        time.sleep(0.005)
+    fold, stats = _read_part(path, int(end), int(chunk), Path(metrics), Path(evals), progress)
+    progress(int(end))
+    fold.replay(Path(work) / "spool", wait)
+    fold.append_rows(HistoryFold(Path(work) / "metrics.jsonl", Path(work) / "evals.jsonl"))
+    tmp = os.path.join(work, "result.pickle.tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump((fold, stats), f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, os.path.join(work, "result.pickle"))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["part"] or len(sys.argv) != 9:
+        print("usage: python -m moeconsole.runner.ingest.history part PATH END CHUNK METRICS EVALS DIR PPID",
+              file=sys.stderr)
+        sys.exit(2)
+    from moeconsole.runner.ingest.history import _part_main as main   # this module's classes, not __main__'s
+    sys.exit(main(sys.argv[1:]))

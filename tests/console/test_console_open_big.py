@@ -46,17 +46,25 @@ def log(tmp_path_factory) -> Path:
     return big_log(tmp_path_factory.mktemp("big") / "train.log")
 
 
-def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_path, workers):
+    """In one process, and in two (the first part read by a started process while this one
+    reads the rest: the import runs in a thread, as in the UI): the same files, progress shown."""
     run, job = foreign.start_import(log, tmp_path)
     assert job is not None
+    job.workers, job.split_min_bytes = workers, 0
     state = run.read_state()
     assert state["status"] == "imported" and state["step"] == STEPS and state["max_steps"] == STEPS
     assert state["import"]["done"] is False and state["import"]["progress"] == 0.0
     newest = job.current_book()
     assert newest.last_metrics["step"] == STEPS and 0 < newest.series["loss"].n < STEPS
     job.start()
+    progress = []
+    until(lambda: (progress.append(job.status()["progress"]), job.done or job.error)[1], timeout=120,
+          what="the history read", interval=0.005)
     job.wait(120)
-    assert job.done and job.error is None and job.records == STEPS
+    assert job.done and job.error is None and job.records == STEPS and job.processes == workers
+    assert any(0 < p < 1 for p in progress) and progress == sorted(progress), "progress shown, never backwards"
     state = run.read_state()
     assert state["import"]["done"] is True and state["import"]["progress"] == 1.0
     full = job.current_book()

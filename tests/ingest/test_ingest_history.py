@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from moeconsole.runner.ingest.history import last_record, scan_history
+from moeconsole.runner.ingest.history import HistoryFold, last_record, read_history, scan_history
 from moeconsole.runner.ingest.parser import RECORD, LogParser
 from moeconsole.runner.ingest.history import read_events
 from moeconsole.runner.rundir import seriesfile
@@ -17,14 +17,25 @@ from tests.ingest.corpus_check import CORPUS
 CORPUS_LOGS = sorted(p.name for p in CORPUS.glob("*.log"))
 
 
-def swift_log(path, steps: int = 3000) -> None:
+def swift_log(path, steps: int = 3000, shape_change_at: int | None = None) -> None:
     """ms-swift 4.x output (transformers 5.x dicts behind tqdm redraws, a save every 100 steps).
     Some values print as an integer ('1'), which JSON writes as 1.0: those rows go to the line
-    parser between template rows."""
+    parser between template rows. ``shape_change_at``: from that step on the dicts change shape
+    (a MoE auxiliary loss appears, the token accuracy goes, an eval every 500 steps)."""
     rnd = random.Random(7)
     out = ["[INFO:swift] output_dir: /data/out/v3\n"]
     for i in range(1, steps + 1):
         grad = "1" if i % 37 == 0 else f"{0.8 + rnd.random() * 0.2:.4g}"
+        if shape_change_at is not None and i >= shape_change_at:
+            d2 = {"loss": f"{2.2 - i / steps + rnd.random() * 0.05:.4g}", "aux_loss": f"{rnd.random() * 0.01:.4g}",
+                  "grad_norm": grad, "learning_rate": f"{2e-5 * (1 - i / steps) + 1e-9:.4g}",
+                  "epoch": f"{3 * i / steps:.4g}", "global_step/max_steps": f"{i}/{steps}",
+                  "elapsed_time": f"{i}s", "memory(GiB)": "35.12", "train_speed(s/it)": "0.195"}
+            out.append(f"\rTrain: {i}/{steps}\r{' ' * 20}\r{d2}\n")
+            if i % 500 == 0:
+                out.append(f"{{'eval_loss': '{1.5 - i / steps / 2:.4g}', 'eval_token_acc': '0.7', "
+                           f"'epoch': '{3 * i / steps:.4g}', 'global_step/max_steps': '{i}/{steps}'}}\n")
+            continue
         d = {"loss": f"{2.2 - i / steps + rnd.random() * 0.05:.4g}", "grad_norm": grad,
              "learning_rate": f"{2e-5 * (1 - i / steps) + 1e-9:.4g}", "token_acc": f"{0.6 + 0.3 * i / steps:.4g}",
              "epoch": f"{3 * i / steps:.4g}", "global_step/max_steps": f"{i}/{steps}",
@@ -88,3 +99,105 @@ def test_swift_history_reads_other_numbers_as_columns_and_equals_the_parser(tmp_
     assert fast.metric_count == 3000 and set(fast.other) >= {"lr", "epoch", "token_acc"}
     same_numbers(fast, history_book(path, fast=False)[0])
     same_numbers(fast, parser_book(path))
+
+
+def folded(path, out, workers: int, chunk: int = 4096):
+    """The import's fold of a log (``read_history``), in one process or (``workers=2``, a split
+    even for a small file) with its first part read by a second process."""
+    out.mkdir()
+    fold, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                               workers=workers, split_min_bytes=0, chunk=chunk)
+    return fold, stats
+
+
+def same_history(one: HistoryFold, two: HistoryFold) -> None:
+    """Everything the import keeps is the same: the chart book, metrics.jsonl and evals.jsonl
+    byte for byte, the (step, grad norm) arrays of the checkpoint verdicts, the record count."""
+    same_numbers(one.book, two.book)
+    assert one.book.to_doc() == two.book.to_doc()
+    assert one.book.last_metrics == two.book.last_metrics
+    assert one.metrics.read_bytes() == two.metrics.read_bytes()
+    assert (one.evals.read_bytes() if one.evals.exists() else b"") == (two.evals.read_bytes() if two.evals.exists() else b"")
+    assert one.steps == two.steps and one.grads.tobytes() == two.grads.tobytes() and one.records == two.records
+
+
+@pytest.mark.parametrize("name", CORPUS_LOGS)
+def test_history_read_in_two_processes_equals_one_on_each_real_log(name, tmp_path):
+    path = CORPUS / name
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    two, _ = folded(path, tmp_path / "two", workers=2)   # a log with no template line is read by one
+    same_history(one, two)
+
+
+def test_swift_history_split_by_a_second_process_whose_shape_changes_mid_file(tmp_path):
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=4000)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    two, stats = folded(path, tmp_path / "two", workers=2)
+    assert stats.processes == 2, "the first part was read by the second process"
+    assert one.records == 6000 and "aux_loss" in one.book.other and "token_acc" in one.book.other
+    assert one.book.eval_count == 5
+    same_history(one, two)
+    three, _ = folded(path, tmp_path / "three", workers=2, chunk=64 << 10)   # other chunk edges
+    same_history(one, three)
+
+
+def history_children() -> list[int]:
+    """This process's children that read a part of a history (from /proc)."""
+    import os
+    from pathlib import Path
+    pids = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"moeconsole.runner.ingest.history" in cmd and os.getpid() != int(pid):
+                pids.append(int(pid))
+    return pids
+
+
+def test_a_second_process_killed_mid_read_is_replaced_by_this_one(tmp_path):
+    """The other process dies (SIGKILL, as the OOM killer would): this one reads its part and the
+    history is still exactly the one-process read."""
+    import os
+    import signal
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=4000)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    killed: list[int] = []
+
+    def progress(_: int) -> None:
+        for pid in history_children():
+            if not killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+    out = tmp_path / "two"
+    out.mkdir()
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              workers=2, split_min_bytes=0, chunk=4096, progress=progress)
+    assert killed and stats.processes == 1
+    same_history(one, two)
+    assert not history_children()
+    assert sorted(p.name for p in out.iterdir()) == ["evals.jsonl", "metrics.jsonl"], "no scratch file left"
+
+
+def test_a_stopped_history_read_ends_its_second_process(tmp_path):
+    import threading
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000)
+    stop = threading.Event()
+    seen: list[list[int]] = []
+
+    def progress(_: int) -> None:   # the user closes the screen once the second process reads
+        seen.append(history_children())
+        if seen[-1]:
+            stop.set()
+    out = tmp_path / "run"
+    out.mkdir()
+    read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"), workers=2,
+                 split_min_bytes=0, chunk=4096, progress=progress, stop=stop)
+    assert any(seen), "a second process was reading"
+    assert not history_children(), "and it was ended with the read"
+    assert not [p for p in out.iterdir() if p.name.startswith(".history-")], "its scratch files are gone"
