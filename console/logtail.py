@@ -5,6 +5,7 @@ tail repeats itself every poll)."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Any
 
 from moeconsole.console import format as fmt
 from moeconsole.runner.ingest.parser import LogParser
@@ -13,11 +14,12 @@ CACHE_LINES = 512
 HEADER = ("step", "loss", "grad norm", "lr")
 
 
-def parse_metric(line: str) -> tuple[str, str, str, str] | None:
-    """The four cells of a metric line, or None for any other line."""
+def parse_metric(line: str, line_format: Any = None) -> tuple[str, str, str, str] | None:
+    """The four cells of a metric line, or None for any other line (``line_format``: the log's
+    declared line format, ``moeconsole.runner.ingest.userformat``, as the runner reads it)."""
     # A fresh parser per line: the tail is a window, so no state may leak between lines.
     try:
-        events = LogParser().process_line(line.encode("utf-8", "replace"))
+        events = LogParser(line_format=line_format).process_line(line.encode("utf-8", "replace"))
     except Exception:  # a line the parser chokes on is still worth showing as it is
         return None
     rec = next((r for kind, r in events if kind == "record"), None)
@@ -42,13 +44,14 @@ def align(rows: list[str | tuple[str, ...]]) -> list[str]:
 class MetricColumns:
     """Log lines -> display lines; remembers the parse of the last ``CACHE_LINES`` lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, line_format: Any = None) -> None:
+        self.line_format = line_format
         self._cache: OrderedDict[str, tuple[str, ...] | str] = OrderedDict()
 
     def cell(self, line: str) -> tuple[str, ...] | str:
         shown = self._cache.get(line)
         if shown is None:
-            shown = parse_metric(line) or line.expandtabs(4)
+            shown = parse_metric(line, self.line_format) or line.expandtabs(4)
             self._cache[line] = shown
             if len(self._cache) > CACHE_LINES:
                 self._cache.popitem(last=False)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from moeconsole.runner.rundir import dirwatch
 
@@ -93,6 +93,7 @@ class Polled:
     last_output_t: float | None = None   # when the training last showed life (wall time)
     heartbeat_s: float | None = None     # the recipe's hang limit, once the run has been quiet
     files_only: bool = False             # the first frame: no GPU reading or process scan yet
+    line_format: Any = None              # the log's declared line format (read once, after the first frame)
 
 
 class Poller:
@@ -105,6 +106,8 @@ class Poller:
         self.quiet_shown_s = quiet_shown_s
         self.clock = clock
         self.heartbeat_s: float | None = None
+        self.line_format: Any = None
+        self._format_read = False
         self._gpu_at = float("-inf")
 
     def poll(self, full: bool, files_only: bool = False) -> Polled:
@@ -120,7 +123,11 @@ class Poller:
                 # the hang limit is shown beside the quiet time only: the recipe (and its YAML
                 # reader) is read once the run has been quiet, not on every attach
                 self.heartbeat_s = self.source.heartbeat_s()
-            return Polled(snap, last_output_t=last_output, heartbeat_s=self.heartbeat_s, files_only=files_only)
+            if not files_only and not self._format_read:
+                self._format_read = True
+                self.line_format = self.source.line_format()
+            return Polled(snap, last_output_t=last_output, heartbeat_s=self.heartbeat_s, files_only=files_only,
+                          line_format=self.line_format)
         except Exception as exc:  # a bad file must not kill the poller: show it and go on
             return Polled(None, f"{type(exc).__name__}: {exc}", heartbeat_s=self.heartbeat_s)
 

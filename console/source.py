@@ -137,6 +137,26 @@ class RunSource:
         except control.ControlError as exc:
             return control.refusal(str(exc))
 
+    def line_format(self) -> Any:
+        """The log's declared line format, or None: the one a foreign log was opened with
+        (``attach PATH --log-format``), else the run recipe's ``log_format`` (the recipe is read
+        only when it names one)."""
+        if self.importing is not None:
+            return getattr(self.importing, "line_format", None)
+        try:
+            if b"log_format" not in self.run.recipe.read_bytes():
+                return None
+        except OSError:
+            return None
+        recipe = self.recipe()
+        if recipe is None or not recipe.log_format:
+            return None
+        from moeconsole.runner.ingest.userformat import LineFormatError, line_format_of
+        try:
+            return line_format_of(recipe.log_format)
+        except LineFormatError:
+            return None
+
     def recipe(self) -> "RunRecipe | None":
         """The run's recipe.yaml (for the grace period and cooldown shown in confirmations)."""
         if not self._recipe_read:

@@ -123,6 +123,8 @@ class RunScreen(Screen):
         polled = message.polled
         if polled.heartbeat_s is not None:
             self._heartbeat_s = polled.heartbeat_s
+        if polled.line_format is not None:
+            self.query_one(LogTail).read_with(polled.line_format)
         if polled.snapshot is not None:
             self.apply(polled.snapshot, polled.last_output_t, files_only=polled.files_only)
         elif polled.error:

@@ -132,6 +132,14 @@ class LogTail(LinesView):
         self._lines_in = lines
         self._draw()
 
+    def read_with(self, line_format: object) -> None:
+        """The log's declared line format (the recipe's ``log_format``, ``attach --log-format``):
+        its metric lines become columns too."""
+        if line_format is not self._columns.line_format:
+            self._columns = MetricColumns(line_format)
+            self._shown = None
+            self._draw()
+
     def on_resize(self) -> None:
         self._draw()
 
