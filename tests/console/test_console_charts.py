@@ -223,9 +223,12 @@ def _titles(screen) -> list[str]:
 
 
 async def _attach(pilot):
+    """The run screen once its charts are settled: two whole polls applied (the first frame comes
+    from the run's files alone; a chart such as the evaluation's joins with the polls after it)."""
     await until_ui(pilot, lambda: isinstance(pilot.app.screen, RunScreen) and pilot.app.screen.snapshot is not None)
     screen = pilot.app.screen
-    await until_ui(pilot, lambda: any(t.startswith("loss") for t in _titles(screen)))
+    await until_ui(pilot, lambda: screen.polls >= 2 and any(t.startswith("loss") for t in _titles(screen)))
+    await pilot.pause()
     return screen
 
 
@@ -293,6 +296,7 @@ def test_a_damaged_prefs_file_shows_the_defaults(base, make_run):
         app = MoeConsole(base, run, gpu=False, interval=0.2)
         async with app.run_test(size=(120, 36)) as pilot:
             screen = await _attach(pilot)
+            await until_ui(pilot, lambda: len(_titles(screen)) >= 4, what="the default charts")
             return [t.split()[0] for t in _titles(screen)]
     assert asyncio.run(go()) == ["loss", "grad", "mem", "eval"]
 
@@ -341,6 +345,8 @@ def test_the_mouse_wheel_and_a_drag_zoom_where_the_terminal_sends_them(base, mak
         app = MoeConsole(base, run, gpu=False, interval=0.2)
         async with app.run_test(size=(160, 48)) as pilot:
             screen = await _attach(pilot)
+            await until_ui(pilot, lambda: len(_titles(screen)) >= 4, what="every chart laid out")
+            await pilot.pause()
             loss = screen.query_one("#chart-loss", ChartView)
             frame = await until_ui(pilot, lambda: getattr(loss, "frame", None))
             x = frame.plot_left + frame.plot_w // 4       # a quarter into the run
