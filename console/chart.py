@@ -76,14 +76,14 @@ def _merge(cells: list[tuple[str, str]]) -> Row:
     return row
 
 
-def _fit(text: str, width: int) -> str:
+def _cut_pad(text: str, width: int) -> str:
     return text[:width].ljust(width)
 
 
 def _title(left: str, right: str, width: int) -> str:
     if right and len(left) + len(right) + 1 <= width:
         return left + right.rjust(width - len(left))
-    return _fit(left, width)
+    return _cut_pad(left, width)
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ def _smooth_weight(options: ChartOptions) -> float:
 
 
 def _empty_plot(plot_w: int, plot_h: int, options: ChartOptions) -> list[Row]:
-    empty = _fit("no data yet" if options.xrange is None else "no data in this range", plot_w)
+    empty = _cut_pad("no data yet" if options.xrange is None else "no data in this range", plot_w)
     rows: list[Row] = [[(" " * LABEL_W + "│", "chart--axis"), (empty if i == 0 else " " * plot_w, "chart--axis")]
                        for i in range(plot_h)]
     rows.append([(" " * LABEL_W + "└" + "─" * plot_w, "chart--axis")])

@@ -45,7 +45,7 @@ def rank(columns: list[Column]) -> list[Column]:
     return sorted(columns, key=lambda c: (0 if c.always else 1, order.get(c.kind or "", len(PRIORITY))))
 
 
-def fit(columns: list[Column], width: int | None, gap: int = GAP) -> tuple[list[str], int]:
+def fit_columns(columns: list[Column], width: int | None, gap: int = GAP) -> tuple[list[str], int]:
     """(keys shown, in priority order; the name column's width). ``width`` None: all of them."""
     ranked = rank(columns)
     name = next((c for c in ranked if c.kind == "name"), None)
@@ -130,6 +130,6 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
     heads = {k: (full if width is None else narrow) for k, full, narrow, _ in RUN_COLUMNS}
     widths = {k: max([len(heads[k])] + [len(c) + (extra or {}).get(k, 0) for c in cells[k]])
               for k, _, _, _ in RUN_COLUMNS}
-    keys, name_w = fit([Column(k, widths[k], kind) for k, _, _, kind in RUN_COLUMNS], width)
+    keys, name_w = fit_columns([Column(k, widths[k], kind) for k, _, _, kind in RUN_COLUMNS], width)
     cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k]) for k in keys]
     return cols, cells

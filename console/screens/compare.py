@@ -83,7 +83,7 @@ def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Tab
             "mem": fmt.num(snap.series["mem_gib"].finite_max(), 3), "s/step": fmt.num(run.get("step_time_s"), 3)})
     columns = [runcolumns.Column(key, max([len(head)] + [len(r.get(key, "")) for r in rows]), kind,
                                  always=key == "glyph") for key, head, kind in spec]
-    keys, name_w = runcolumns.fit(columns, width)
+    keys, name_w = runcolumns.fit_columns(columns, width)
     heads = {key: head for key, head, _ in spec}
     widths = {c.key: (name_w if c.kind == "name" else c.width) for c in columns}
     order = [key for key, _, _ in spec if key in keys]   # the table's own order, the chosen columns

@@ -46,7 +46,7 @@ def sparkline(values: list[float], width: int) -> str:
     return "".join(SPARK[min(7, max(0, int(v / 100 * 7.999)))] for v in vals).ljust(width)
 
 
-def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
+def gpu_row_pieces(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     """One GPU as (text, style) pieces fitting ``width`` cells; fields drop from the right."""
     util = g.get("util_pct")
     used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
@@ -58,14 +58,14 @@ def gpu_row(g: dict, width: int, history: list[float] | None = None) -> Pieces:
     pieces: Pieces = [
         (f"{g.get('index', NA):>2} ", "gpu--index"),
         (bar(None if util is None else util / 100, bw), "gpu--util"),
-        (f"{_int(util):>3}% ", ""),
+        (f"{_int_text(util):>3}% ", ""),
         (bar(mem_frac, bw), mem_style),
         (f"{gib_of_mib(used):>5}/{gib_of_mib(total)}G", mem_style),
         ("!" if (mem_frac or 0) >= MEM_CRIT_FRAC else " ", mem_style),
     ]
     extra: Pieces = [
-        (f" {_int(temp)}C", temp_style),
-        (f" {_int(g.get('power_w'))}/{_int(g.get('power_limit_w'))}W", ""),
+        (f" {_int_text(temp)}C", temp_style),
+        (f" {_int_text(g.get('power_w'))}/{_int_text(g.get('power_limit_w'))}W", ""),
     ]
     extra.append((" " + procs_words(g.get("processes")), "gpu--dim"))
     used_w = sum(len(t) for t, _ in pieces)
@@ -126,7 +126,7 @@ def host_words(host: dict | None, width: int) -> str:
     return next((c for c in candidates if len(c) <= width), candidates[-1][:width])
 
 
-def _int(value: float | None) -> str:
+def _int_text(value: float | None) -> str:
     """A whole reading (degrees, watts) truncated as the driver's integer; NA when unknown."""
     return NA if value is None else str(int(value))
 
@@ -152,7 +152,7 @@ def gpu_lines(gpus: list[dict], width: int, history_of) -> list[Pieces]:
     """GPU rows flowed into columns (two on 80 columns, more from 124), filled column by column."""
     cols = gpu_columns(len(gpus), width)
     col_w = (width - (cols - 1) * 2) // cols
-    rows = [gpu_row(g, col_w, history_of(g.get("index"))) for g in gpus]
+    rows = [gpu_row_pieces(g, col_w, history_of(g.get("index"))) for g in gpus]
     per_col = -(-len(rows) // cols) if rows else 0
     lines: list[Pieces] = []
     for r in range(per_col):
@@ -327,8 +327,8 @@ def _stat_fields(gpu: dict, *, short: bool) -> Pieces:
     return [
         (f"  {n} GPU{'' if n == 1 else 's'}", ""),
         (f"  {'' if short else 'mem '}{used}/{total}G", ""),
-        (f"  max util {_int(s['util_max'])}%", ""),
-        (f"  hottest {_int(s['temp_max'])}C", ""),
+        (f"  max util {_int_text(s['util_max'])}%", ""),
+        (f"  hottest {_int_text(s['temp_max'])}C", ""),
     ]
 
 

@@ -150,7 +150,7 @@ def load_header_json(raw: bytes) -> dict[str, Any]:
     return obj
 
 
-def _is_int(x: Any) -> bool:
+def _is_json_int(x: Any) -> bool:
     return type(x) is int      # not bool, which JSON true/false become
 
 
@@ -172,11 +172,11 @@ def _entry(name: str, info: Any) -> TensorEntry:
                     total = n * bits
                     if not total & 7 and total >> 3 == end - begin:
                         return TensorEntry(name, str(dtype), tuple(shape), begin, end, n)
-    _explain(name, info)
+    _raise_entry_problem(name, info)
     raise HeaderProblem(CORRUPT_HEADER, f"tensor {clip(name, 80)!r}: invalid entry")   # not reached
 
 
-def _explain(name: str, info: Any) -> None:
+def _raise_entry_problem(name: str, info: Any) -> None:
     label = f"tensor {clip(name, 80)!r}"
     if not isinstance(info, dict):
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: entry is not an object")
@@ -186,10 +186,10 @@ def _explain(name: str, info: Any) -> None:
     dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: unknown dtype {clip(repr(dtype), 40)}")
-    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+    if not isinstance(shape, list) or not all(_is_json_int(d) and d >= 0 for d in shape):
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: shape {clip(repr(shape), 60)} is not a list of "
                                             "non-negative integers")
-    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets):
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_json_int(o) for o in offsets):
         raise HeaderProblem(CORRUPT_HEADER, f"{label}: data_offsets {clip(repr(offsets), 60)} is not "
                                             "a pair of integers")
     begin, end = offsets

@@ -55,7 +55,7 @@ _PRIVATE = re.compile(r"with " + _SIZE + r" allocated in private pools")
 _UNALLOCATED = re.compile(r"and " + _SIZE + r" is reserved by PyTorch but unallocated")
 
 
-def _gib(num: str, unit: str) -> float:
+def _to_gib(num: str, unit: str) -> float:
     return float(num) * _UNITS[unit]
 
 
@@ -91,31 +91,31 @@ def parse_oom_message(text: str) -> OomMessage | None:
     kw: dict[str, Any] = {}
     m = _TRIED.search(text) or _REQUESTED.search(text)
     if m:
-        kw["tried_gib"], kw["tried_text"] = _gib(m.group(1), m.group(2)), f"{m.group(1)} {m.group(2)}"
+        kw["tried_gib"], kw["tried_text"] = _to_gib(m.group(1), m.group(2)), f"{m.group(1)} {m.group(2)}"
     else:
         h = _TRIED_HUGE.search(text)
         if h:
             kw["tried_text"] = f"more than {h.group(1)}"
     g = _GPU_NEW.search(text)
     if g:
-        kw["gpu"], kw["total_gib"], kw["free_gib"] = int(g.group(1)), _gib(g.group(2), g.group(3)), \
-            _gib(g.group(4), g.group(5))
+        kw["gpu"], kw["total_gib"], kw["free_gib"] = int(g.group(1)), _to_gib(g.group(2), g.group(3)), \
+            _to_gib(g.group(4), g.group(5))
     else:
         o = _GPU_OLD.search(text)
         if o:
-            kw["gpu"], kw["total_gib"] = int(o.group(1)), _gib(o.group(2), o.group(3))
+            kw["gpu"], kw["total_gib"] = int(o.group(1)), _to_gib(o.group(2), o.group(3))
             for key, rx in (("allocated_gib", _OLD_ALLOCATED), ("free_gib", _OLD_FREE), ("reserved_gib", _OLD_RESERVED)):
                 mm = rx.search(text)
                 if mm:
-                    kw[key] = _gib(mm.group(1), mm.group(2))
+                    kw[key] = _to_gib(mm.group(1), mm.group(2))
             if kw.get("reserved_gib") is not None and kw.get("allocated_gib") is not None:
                 kw["reserved_unallocated_gib"] = max(0.0, kw["reserved_gib"] - kw["allocated_gib"])
     for key, rx in (("process_gib", _THIS), ("allowed_gib", _ALLOWED), ("allocated_gib", _ALLOCATED),
                     ("private_pools_gib", _PRIVATE), ("reserved_unallocated_gib", _UNALLOCATED)):
         mm = rx.search(text)
         if mm:
-            kw[key] = _gib(mm.group(1), mm.group(2))
-    others = tuple((int(pid), _gib(num, unit)) for pid, num, unit in _PROCESS.findall(text))
+            kw[key] = _to_gib(mm.group(1), mm.group(2))
+    others = tuple((int(pid), _to_gib(num, unit)) for pid, num, unit in _PROCESS.findall(text))
     if others:
         kw["others"] = others
     if kw.get("reserved_gib") is None and kw.get("allocated_gib") is not None \

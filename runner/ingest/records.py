@@ -36,7 +36,7 @@ def parse_number(text: Any) -> float | None:
     if isinstance(text, bool):
         return None
     if isinstance(text, (int, float)):
-        return _float(text)
+        return _float_or_none(text)
     if isinstance(text, bytes):
         text = text.decode("ascii", "replace")
     if not isinstance(text, str):
@@ -55,7 +55,7 @@ def parse_number(text: Any) -> float | None:
         return None
 
 
-def _float(x: int | float) -> float | None:
+def _float_or_none(x: int | float) -> float | None:
     """A number as a float; None for an integer beyond the float range (10**400)."""
     try:
         return float(x)
@@ -406,7 +406,7 @@ def convert_extra(value: Any) -> Any:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        return _float(value)
+        return _float_or_none(value)
     if isinstance(value, str):
         num = parse_number(value)
         if num is not None:

@@ -293,7 +293,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             if epoch_tok is None:
                 epoch_tok = t
                 continue
-        if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int(t.raw):
+        if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
             counter, counter_how = t, low
             continue
         named.append((t.name, t))
@@ -307,7 +307,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if counter is None and epoch_tok is None:
         # an unnamed integer column (XLM's "- 1135 -"): the counter while it never goes back
         first = next((t for t in toks if not t.name and t.tot is None and t.avg_of is None and not t.unit
-                      and _is_int(t.raw)), None)
+                      and _is_int_text(t.raw)), None)
         if first is not None:
             prev = state.shapes.get(_counter_key(shape, toks, first))
             if prev is None or prev.last_counter is None or int(first.raw.replace(",", "")) > prev.last_counter:
@@ -429,7 +429,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
 _SCALE = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "B": 1e9}
 
 
-def _is_int(raw: str) -> bool:
+def _is_int_text(raw: str) -> bool:
     return raw.replace(",", "").lstrip("+").isdigit()
 
 

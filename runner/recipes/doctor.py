@@ -260,7 +260,7 @@ MODEL_REQUIRES: tuple[tuple[re.Pattern, str, str], ...] = (
 )
 
 
-def _flag(argv: list[str], name: str) -> str | None:
+def _argv_value(argv: list[str], name: str) -> str | None:
     for i, a in enumerate(argv):
         if a == f"--{name}" and i + 1 < len(argv):
             return argv[i + 1]
@@ -285,17 +285,17 @@ def code_path_imports(argv: list[str] | None) -> list[Need]:
         Need("transformer_engine.pytorch", "transformer-engine[pytorch]",
              "Megatron-Core's Transformer Engine layers (ms-swift's default transformer_impl)"),
     ]
-    tuner = (_flag(argv, "tuner_type") or _flag(argv, "train_type") or "full").lower()
-    if tuner != "full" or _flag(argv, "adapters") or _flag(argv, "mcore_adapter"):
+    tuner = (_argv_value(argv, "tuner_type") or _argv_value(argv, "train_type") or "full").lower()
+    if tuner != "full" or _argv_value(argv, "adapters") or _argv_value(argv, "mcore_adapter"):
         needs.append(Need("peft", "peft>=0.15", "LoRA: MegatronArguments.__post_init__ require_version('peft>=0.15') "
                                                 "(megatron_args.py 4.6.0 l.841-842)"))
-    model = _flag(argv, "model") or ""
+    model = _argv_value(argv, "model") or ""
     if GDN_MODELS.search(model):
         needs += [Need(m, "flash-linear-attention",
                        f"{model}'s Gated DeltaNet layers: megatron-core ssm/gated_delta_net.py l.39-47 imports it "
                        "and raises ImportError at l.103-106 when the model is built")
                   for m in ("fla.modules.l2norm", "fla.ops.gated_delta_rule")]
-    backend = _flag(argv, "attention_backend") or "flash"        # MegatronArguments default (4.6.0 l.519)
+    backend = _argv_value(argv, "attention_backend") or "flash"        # MegatronArguments default (4.6.0 l.519)
     if backend.startswith("flash"):
         needs.append(Need("flash_attn", "flash-attn",
                           f"--attention_backend {backend}: megatron-core language_module.py l.111-114 lets Transformer "
@@ -307,7 +307,7 @@ def code_path_imports(argv: list[str] | None) -> list[Need]:
 
 def model_requirements(argv: list[str] | None) -> list[tuple[str, str]]:
     """(requirement, source) ms-swift checks for the command's model when it loads."""
-    model = _flag([str(a) for a in argv or []], "model") or ""
+    model = _argv_value([str(a) for a in argv or []], "model") or ""
     return [(req, where) for pattern, req, where in MODEL_REQUIRES if pattern.search(model)]
 
 

@@ -208,23 +208,23 @@ def _vision_params(v: Any) -> int:
 
 # --------------------------------------------------------------------------- the recipe's side
 
-def _flag(flags: Mapping[str, str], name: str, default: Any = None) -> Any:
+def _flag_value(flags: Mapping[str, str], name: str, default: Any = None) -> Any:
     for key in (name, name.replace("_", "-")):
         if key in flags:
             return flags[key]
     return default
 
 
-def _int(flags: Mapping[str, str], name: str, default: int) -> int:
-    raw = _flag(flags, name)
+def _flag_int(flags: Mapping[str, str], name: str, default: int) -> int:
+    raw = _flag_value(flags, name)
     try:
         return int(raw) if raw is not None else default
     except ValueError:
         raise InputError(f"--{name} {raw!r}: expected a whole number") from None
 
 
-def _float(flags: Mapping[str, str], name: str, default: float) -> float:
-    raw = _flag(flags, name)
+def _flag_float(flags: Mapping[str, str], name: str, default: float) -> float:
+    raw = _flag_value(flags, name)
     try:
         return float(raw) if raw is not None else default
     except ValueError:
@@ -232,7 +232,7 @@ def _float(flags: Mapping[str, str], name: str, default: float) -> float:
 
 
 def _bool(flags: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _flag(flags, name)
+    raw = _flag_value(flags, name)
     if raw is None:
         return default
     return str(raw).lower() in ("1", "true", "yes", "on")
@@ -276,16 +276,16 @@ def layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any
     """The layout from ``megatron sft`` / Megatron-LM flags (dashes or underscores). ``megatron``
     False: a Hugging Face / peft run (separate q/k/v and gate/up modules; experts fused into 3-D
     parameters, as transformers 5 builds MoE blocks, are no linear for all-linear)."""
-    tp, pp = _int(flags, "tensor_model_parallel_size", 1), _int(flags, "pipeline_model_parallel_size", 1)
-    ep, cp = _int(flags, "expert_model_parallel_size", 1), _int(flags, "context_parallel_size", 1)
-    etp = _int(flags, "expert_tensor_parallel_size", 1)
+    tp, pp = _flag_int(flags, "tensor_model_parallel_size", 1), _flag_int(flags, "pipeline_model_parallel_size", 1)
+    ep, cp = _flag_int(flags, "expert_model_parallel_size", 1), _flag_int(flags, "context_parallel_size", 1)
+    etp = _flag_int(flags, "expert_tensor_parallel_size", 1)
     w = world or max(tp * pp * cp, ep * etp * pp)
-    dtype = str(_flag(flags, "torch_dtype") or (text_config(config or {}).get("torch_dtype"))
+    dtype = str(_flag_value(flags, "torch_dtype") or (text_config(config or {}).get("torch_dtype"))
                 or (config or {}).get("torch_dtype") or (config or {}).get("dtype") or "bfloat16")
     if _bool(flags, "bf16", False):
         dtype = "bfloat16"
     nbytes = DTYPE_BYTES.get(dtype.replace("torch.", "").lower(), 2)
-    names = str(_flag(flags, "target_modules") or _flag(flags, "lora_target_modules") or "all-linear").split()
+    names = str(_flag_value(flags, "target_modules") or _flag_value(flags, "lora_target_modules") or "all-linear").split()
     parts: list[str] = []
     unknown: list[str] = []
     for name in names:
@@ -295,24 +295,24 @@ def layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any
             parts += list(TARGET_PARTS[name])
         else:
             unknown.append(name)
-    offload = _float(flags, "optimizer_offload_fraction", 1.0) if _bool(flags, "optimizer_cpu_offload", False) else 0.0
+    offload = _flag_float(flags, "optimizer_offload_fraction", 1.0) if _bool(flags, "optimizer_cpu_offload", False) else 0.0
     dt = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
     if megatron:
-        tuner = str(_flag(flags, "tuner_type") or _flag(flags, "train_type") or "full").lower()
-        grad, master = dt.get(str(_flag(flags, "main_grads_dtype", "fp32")), 4), \
-            dt.get(str(_flag(flags, "main_params_dtype", "fp32")), 4)
-        moments = dt.get(str(_flag(flags, "exp_avg_dtype", "fp32")), 4) + dt.get(str(_flag(flags, "exp_avg_sq_dtype",
+        tuner = str(_flag_value(flags, "tuner_type") or _flag_value(flags, "train_type") or "full").lower()
+        grad, master = dt.get(str(_flag_value(flags, "main_grads_dtype", "fp32")), 4), \
+            dt.get(str(_flag_value(flags, "main_params_dtype", "fp32")), 4)
+        moments = dt.get(str(_flag_value(flags, "exp_avg_dtype", "fp32")), 4) + dt.get(str(_flag_value(flags, "exp_avg_sq_dtype",
                                                                                                 "fp32")), 4)
         distributed = _bool(flags, "use_distributed_optimizer", True)
     else:
         # Hugging Face Trainer + peft: adapters in fp32 (peft's autocast_adapter_dtype), their
         # gradients fp32, AdamW's two fp32 moments and no separate master copy; DDP keeps the
         # optimizer whole on every GPU (DeepSpeed ZeRO would shard it: not modelled).
-        tuner = str(_flag(flags, "tuner_type") or _flag(flags, "train_type") or "lora").lower()
+        tuner = str(_flag_value(flags, "tuner_type") or _flag_value(flags, "train_type") or "lora").lower()
         grad, master, moments, distributed = 4, 0, 8, False
     tuner = "lora" if tuner.startswith("lora") else tuner
     return Layout(world=w, tp=tp, pp=pp, ep=ep, etp=etp, cp=cp, dtype_bytes=nbytes, tuner=tuner,
-                  lora_rank=_int(flags, "lora_rank", 8), targets=tuple(dict.fromkeys(parts)), target_names=tuple(names),
+                  lora_rank=_flag_int(flags, "lora_rank", 8), targets=tuple(dict.fromkeys(parts)), target_names=tuple(names),
                   fused=megatron, unknown_targets=tuple(unknown), distributed_optimizer=distributed,
                   offload_fraction=min(1.0, max(0.0, offload)), grad_bytes=grad, master_bytes=master,
                   moment_bytes=moments, lora_bytes=nbytes if megatron else 4)
@@ -504,15 +504,15 @@ def config_path(recipe: "RunRecipe", flags: Mapping[str, str]) -> str | None:
     if given:
         return given
     from moeconsole.runner.recipes.swift.sizes import find_model_config
-    found = find_model_config(str(_flag(flags, "model") or _flag(flags, "load") or "") or None)
+    found = find_model_config(str(_flag_value(flags, "model") or _flag_value(flags, "load") or "") or None)
     return str(found.parent) if found is not None else None
 
 
 def world_size(recipe: "RunRecipe", flags: Mapping[str, str]) -> int | None:
     """GPUs the command uses: NPROC_PER_NODE x NNODES, torchrun's --nproc_per_node, or gpus.devices."""
     env = recipe.env
-    per = env.get("NPROC_PER_NODE") or _flag(flags, "nproc_per_node")
-    nodes = env.get("NNODES") or _flag(flags, "nnodes") or "1"
+    per = env.get("NPROC_PER_NODE") or _flag_value(flags, "nproc_per_node")
+    nodes = env.get("NNODES") or _flag_value(flags, "nnodes") or "1"
     if per and str(per).isdigit() and str(nodes).isdigit():
         return int(per) * int(nodes)
     devices = recipe.gpus.devices

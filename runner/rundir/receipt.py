@@ -110,7 +110,7 @@ class _SeriesStats:
         return self.env
 
 
-def _downsample(points: list[tuple[int, float]], n: int = 400) -> list[list[float]]:
+def _evenly_spaced(points: list[tuple[int, float]], n: int = 400) -> list[list[float]]:
     if len(points) <= n:
         return [[float(s), v] for s, v in points]
     stride = len(points) / n
@@ -244,7 +244,7 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
                 "open": sum(1 for g in groups if g.active),
                 "recent": [{k: a.get(k) for k in ("t", "level", "rule", "step", "message")}
                            for a in alerts[-ALERT_LIST_MAX:]]},
-        loss_curve=_downsample(loss_points), restarts_at=restarts_at,
+        loss_curve=_evenly_spaced(loss_points), restarts_at=restarts_at,
         memory=_memory_section(state, crashes),
         export=_export_section(run, checkpoints),
     )

@@ -344,14 +344,14 @@ def as_dicts(records: list) -> list[dict]:
         return records
     doc = b"[" + b",".join(lines) + b"]"
     try:
-        loaded = iter(_decode(doc))
+        loaded = iter(_decode_json_array(doc))
     except ValueError:   # msgspec.DecodeError is one: a number past a double (json reads it as inf)
         import json
         loaded = iter(json.loads(doc))
     return [next(loaded) if type(r) is bytes else r for r in records]
 
 
-def _decode(doc: bytes) -> list:
+def _decode_json_array(doc: bytes) -> list:
     import msgspec
     return msgspec.json.decode(doc)
 

@@ -84,7 +84,7 @@ def connect(base: Path) -> "sqlite3.Connection":
             os.close(fd)
         conn = _open(path)
         if replaced:
-            _fill(conn, base)
+            _insert_all_runs(conn, base)
         return conn
     except (OSError, sqlite3.Error) as exc:
         raise IndexUnavailable(f"run index {path}: {getattr(exc, 'strerror', None) or exc}") from None
@@ -186,7 +186,7 @@ _UPSERT = (f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join(f':{c}' 
                        for c in COLUMNS if c != "id"))
 
 
-def _fill(conn: "sqlite3.Connection", base: Path) -> int:
+def _insert_all_runs(conn: "sqlite3.Connection", base: Path) -> int:
     """Every run directory's row, in one transaction (one commit for 2,000 runs, not 2,000)."""
     runs = rundir.list_run_dirs(base)
     now = time.time()
@@ -315,7 +315,7 @@ def rebuild(base: Path) -> int:
     try:
         with conn:
             conn.execute("DELETE FROM runs")
-        return _fill(conn, base)
+        return _insert_all_runs(conn, base)
     finally:
         conn.close()
 

@@ -118,7 +118,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                       live_pids=e.live_pids, python=e.python)
     code, sig = decode_exit(rc)
     record = replace(record, crash_class=verdict.cls)
-    memory = _explain(explain, verdict, step, diag)
+    memory = _memory_explanation(explain, verdict, step, diag)
     if memory is not None:
         record = replace(record, memory_verdict=memory["verdict"])
     report = CrashReport(attempt=n, cls=verdict.cls, t=e.ended_at, run_id=e.run_id, exit_code=code, returncode=rc,
@@ -148,7 +148,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     return Outcome(lc.Judged(action, decision.reason), record, state, tuple(events), report, verdict)
 
 
-def _explain(explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None], verdict: CrashVerdict,
+def _memory_explanation(explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None], verdict: CrashVerdict,
              step: int | None, diag: Callable[[str], None]) -> dict[str, Any] | None:
     """The memory verdict is an explanation: its failure is reported in it, never stops the judging."""
     try:

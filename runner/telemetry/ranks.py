@@ -18,14 +18,14 @@ _KEYS = (RUN_ID_ENV, "RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURMD_NODENAME")
 NODE_ENV = "SLURMD_NODENAME"
 
 
-def _int(text: str | None) -> int | None:
+def _parse_int(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 
 def rank_entry(pid: int, name: str, env: Mapping[str, str]) -> dict:
     """One process as the agent reports it: pid, command name, and its ranks when it has them."""
-    return {"pid": pid, "name": name, "rank": _int(env.get("RANK")), "local_rank": _int(env.get("LOCAL_RANK")),
-            "world_size": _int(env.get("WORLD_SIZE"))}
+    return {"pid": pid, "name": name, "rank": _parse_int(env.get("RANK")), "local_rank": _parse_int(env.get("LOCAL_RANK")),
+            "world_size": _parse_int(env.get("WORLD_SIZE"))}
 
 
 def node_view(procs: Iterable[tuple[int, str, Mapping[str, str]]], run_id: str, node: str | None,

@@ -12,7 +12,7 @@ import pytest
 from moeconsole.console import format as fmt
 from moeconsole.console.app import MoeConsole
 from moeconsole.console.chart import SERIES_GLYPHS
-from moeconsole.console.runcolumns import Column, cut_name, fit
+from moeconsole.console.runcolumns import Column, cut_name, fit_columns
 from moeconsole.console.screens.browser import BrowserScreen
 from moeconsole.console.screens.compare import CompareScreen
 from tests.waiting import until_ui
@@ -97,10 +97,10 @@ def test_browser_and_compare_fit_80_120_160_with_the_priority_columns_whole(base
 def test_one_priority_rule_whole_columns_and_names_cut_before_their_values():
     cols = [Column("id", 30), Column("name", 40, "name"), Column("age", 8, "age"), Column("status", 9, "status"),
             Column("loss", 6, "loss"), Column("step", 11, "step"), Column("alerts", 10, "alerts"), Column("x", 12)]
-    keys, name_w = fit(cols, 80)
+    keys, name_w = fit_columns(cols, 80)
     assert keys[:6] == ["status", "name", "step", "loss", "alerts", "age"] and "x" not in keys and "id" not in keys
     assert 9 + name_w + 11 + 6 + 10 + 8 + 2 * 5 <= 80
-    keys, name_w = fit(cols, 200)
+    keys, name_w = fit_columns(cols, 200)
     assert keys == ["status", "name", "step", "loss", "alerts", "age", "id", "x"] and name_w == 40
     assert cut_name("qwen3-moe-lora --learning_rate=3.5e-4", 23) == "…--learning_rate=3.5e-4"
     assert cut_name("qwen3-moe-lora --learning_rate=3.5e-4", 30) == "qwen3-… --learning_rate=3.5e-4"

@@ -121,7 +121,7 @@ def test_a_missing_gpu_reading_is_one_mark_in_gpus_the_gpu_panel_and_the_gpu_vie
     run screen's GPU panel ?, the GPU view —. Every one shows the owner's mark now."""
     from moeconsole.console.gpurows import gpu_row as cli_row
     from moeconsole.console.screens.gpu_view import node_lines
-    from moeconsole.console.widgets.gpu_panel import gpu_row as panel_row
+    from moeconsole.console.widgets.gpu_panel import gpu_row_pieces as panel_row
     from moeconsole.runner.core.units import NA
     from moeconsole.runner.telemetry.gpu import GpuInfo, GpuSnapshot
     readings = dict(util_pct=87.0, mem_used_mib=40960.0, mem_total_mib=81920.0, temp_c=61.0, power_w=350.0,
