@@ -68,22 +68,25 @@ def _tail_text(screen) -> str:
     return "\n".join(screen.query_one(LogTail).plain_lines)
 
 
-def test_the_log_tail_reads_a_declared_format_as_columns(tmp_path):
-    """The tail shows a declared format's metric lines as columns, as it does a known format's
-    (before, the tail's own parse ignored the declaration and showed them raw)."""
-    log = odd_log(tmp_path / "odd.log")
-
+def _tail_once_columns(app: MoeConsole) -> str:
+    """The run screen's log tail, once it shows a column header."""
     async def go():
-        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log,
-                         line_format=parse_line_format(SPEC))
         async with app.run_test(size=(140, 40)) as pilot:
             screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
                                     and "step" in _tail_text(app.screen) and app.screen, timeout=60,
                                     what="the tail's columns")
-            tail = _tail_text(screen)
-            assert "ce~" not in tail, tail          # no metric line left raw
-            assert "400" in tail and "2.6" in tail   # the newest step and its loss, as cells
-    asyncio.run(go())
+            return _tail_text(screen)
+    return asyncio.run(go())
+
+
+def test_the_log_tail_reads_a_declared_format_as_columns(tmp_path):
+    """The tail shows a declared format's metric lines as columns, as it does a known format's
+    (before, the tail's own parse ignored the declaration and showed them raw)."""
+    log = odd_log(tmp_path / "odd.log")
+    tail = _tail_once_columns(MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log,
+                                         line_format=parse_line_format(SPEC)))
+    assert "ce~" not in tail, tail          # no metric line left raw
+    assert "400" in tail and "2.6" in tail   # the newest step and its loss, as cells
 
 
 def test_the_log_tail_of_a_run_reads_its_recipes_log_format(tmp_path):
@@ -91,12 +94,5 @@ def test_the_log_tail_of_a_run_reads_its_recipes_log_format(tmp_path):
     run = write_run(tmp_path / "runs", status="succeeded", recipe={
         "name": "odd", "command": ["train"], "log_format": SPEC})
     odd_log(run.log, 20)
-
-    async def go():
-        app = MoeConsole(tmp_path / "runs", run, interval=0.2, gpu=False)
-        async with app.run_test(size=(140, 40)) as pilot:
-            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
-                                    and "step" in _tail_text(app.screen) and app.screen, timeout=60,
-                                    what="the tail's columns")
-            assert "ce~" not in _tail_text(screen)
-    asyncio.run(go())
+    tail = _tail_once_columns(MoeConsole(tmp_path / "runs", run, interval=0.2, gpu=False))
+    assert "ce~" not in tail, tail
