@@ -21,7 +21,7 @@ from typing import Callable, Protocol, Sequence
 import math
 
 from moeconsole.console.format import short
-from moeconsole.runner.core.units import fit_words
+from moeconsole.runner.core.units import clip, fit_words
 from moeconsole.runner.core.series import ema, in_range, reduce_mean
 
 Row = list[tuple[str, str]]
@@ -77,7 +77,8 @@ def _merge(cells: list[tuple[str, str]]) -> Row:
 
 
 def _cut_pad(text: str, width: int) -> str:
-    return text[:width].ljust(width)
+    """``text`` in exactly ``width`` cells: padded, or cut with the cut marked (``units.clip``)."""
+    return clip(text, width).ljust(width) if width > 0 else ""
 
 
 def _title(left: str, right: str, width: int) -> str:

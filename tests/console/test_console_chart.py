@@ -80,6 +80,14 @@ def test_empty_and_tiny():
     assert len(rows_text(render_chart([series([1], [1.0])], 10, 2))) == 2
 
 
+def test_a_title_too_wide_for_its_chart_shows_where_it_was_cut():
+    s = series(range(10), np.linspace(3, 1, 10))
+    rows = rows_text(render_chart([s], 14, 5, title="grad norm 123.456 of 4096"))
+    assert len(rows[0]) == 14 and rows[0].rstrip().endswith("…"), rows[0]
+    empty = rows_text(render_chart([Series()], 12, 4, title="loss"))
+    assert all(len(r) == 12 for r in empty) and "…" in empty[1], empty  # "no data yet" cut, marked
+
+
 def test_marker_outside_the_range_is_skipped():
     s = series(range(10, 20), [1.0] * 10)
     rows = rows_text(render_chart([s], 40, 6, markers=[Marker(500, "restart")]))
