@@ -430,7 +430,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate")),
     ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out", "Notify register",
-              "Communication_Error")),
+              "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
+              "socketStartConnect", "[Proxy Service", "polling for opId")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
@@ -534,7 +535,26 @@ _NCCL = re.compile(
     r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Async thread\]"
     # torch failing to set up a communicator (ProcessGroupNCCL::broadcastUniqueNCCLID): "[4] is setting up
     # NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store ... Socket Timeout"
-    r"|is setting up NCCL communicator and retrieving ncclUniqueId")
+    r"|is setting up NCCL communicator and retrieving ncclUniqueId"
+    # NCCL's transport failing under a live communicator, logged at WARN level right before the call
+    # returns ncclRemoteError/ncclSystemError/ncclInternalError (the socket, IB and proxy code print
+    # nothing else when NCCL_DEBUG=WARN, and torch may never get to raise): misc/socket.cc "Net :
+    # Connection closed by remote peer H<port>", "socketProgress: Connection closed by remote peer ...",
+    # "Net : Call to recv from H failed : E" / "socketProgressOpt: Call to recv from ...",
+    # "socketStartConnect: Connect to H failed : E"; transport/net_ib.cc in every release's wording
+    # "NET/IB : Got completion with error N, opcode ...", "NET/IB : Got completion from peer H with
+    # error N, ...", "... with status=N opcode=...", "NET/IB: ... with status=NAME(N) ...", the GIN
+    # plugin's "NET/IB/GIN: ..."; proxy.cc "[Proxy Service N] Failed to execute operation Connect from
+    # rank R, retcode C" and "Socket recv failed while polling for opId=0x..."; and the error-return
+    # trace reaching the proxy's progress thread ("proxy.cc:878 -> 6 [Progress Thread]", its INFO
+    # printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
+    # localRank N": every normal teardown prints it.
+    r"|NET/IB(?:/GIN)? ?: Got completion (?:from peer \S+ )?with (?:error|status)"
+    r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
+    r"|socketStartConnect: Connect to \S+ failed"
+    r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
+    r"|Socket recv failed while polling for opId"
+    r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.

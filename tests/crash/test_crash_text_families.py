@@ -191,3 +191,51 @@ def test_a_step_cancelled_after_a_rank_died_is_the_rank_death_not_a_scancel():
     v = classify(1, tail)
     assert v.cls == "killed_oom" and "node2" in v.summary, v
     assert classify(1, tail[-1:]).cls == "job_cancelled"
+
+
+# NCCL's transport failing under a live communicator: the WARN lines misc/socket.cc, transport/net_ib.cc
+# and proxy.cc print (every release's wording) right before the call returns an error, and the error
+# return reaching the proxy's progress thread. Host names, ports and numbers are placeholders.
+NCCL_TRANSPORT_WARNS = [
+    "node1:1:2 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer node2<47861>",
+    "node1:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node2<57557>",
+    "node1:1:2 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.0.0.2<58355> failed : Broken pipe",
+    "node1:1:2 [1] misc/socket.cc:61 NCCL WARN socketProgressOpt: Call to recv from 10.0.0.2<3375> failed : "
+    "Connection reset by peer",
+    "node1:1:2 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed : "
+    "Software caused connection abort",
+    "node1:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, "
+    "vendor err 129",
+    "node1:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.35.1<49189> with "
+    "error 5, opcode 48, len 32710, vendor err 249",
+    "node1:1:2 [6] transport/net_ib.cc:2244 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<39226> with "
+    "status=12 opcode=32224 len=0 vendor err 129 (Recv) localGid fe80::1 remoteGids fe80::2",
+    "node1:1:2 [6] transport/net_ib.cc:2244 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<39226> with "
+    "status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RECV(128) vendor_err=129 hca mlx5_0",
+    "node1:1:2 [6] gin/gin_ib.cc:700 NCCL WARN NET/IB/GIN: Got completion from peer 10.0.0.2<39226> with "
+    "status=12 opcode=0 len=0 vendor err 129 (Send) hca mlx5_0",
+    "node1:1:2 [1] proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from rank 9, "
+    "retcode 6",
+    "node1:1:2 [0] proxy.cc:1143 NCCL WARN Socket recv failed while polling for opId=0x7f6f18cb7f40",
+    "node1:1:2 [0] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
+]
+
+
+@pytest.mark.parametrize("line", NCCL_TRANSPORT_WARNS)
+def test_nccl_transport_failure_warnings_are_an_nccl_error(line):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "nccl_error" and line.split("NCCL ", 1)[1][:40] in " ".join(v.evidence), v
+
+
+def test_nccl_teardown_info_and_a_recovered_probe_decide_nothing():
+    """A normal teardown logs '[Service thread] Connection closed by localRank N' at INFO; an error
+    trace that stops before a thread is a probe NCCL may recover from."""
+    tail = ["node1:1:2 [0] NCCL INFO [Service thread] Connection closed by localRank 0",
+            "node1:1:2 [0] NCCL INFO transport/net.cc:1137 -> 6"]
+    assert classify(1, tail, steps_seen=40).cls == "unknown"
+
+
+def test_a_segfault_outranks_the_nccl_transport_warnings_it_causes():
+    tail = ["node1:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node2<5>",
+            "./train.sh: line 12: 41234 Segmentation fault      (core dumped) python train.py"]
+    assert classify(1, tail, steps_seen=40).cls == "segfault"
