@@ -443,7 +443,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "Recomputed values", "more tensors during recomputation")),
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
-               "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU")),
+               "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
+               "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
@@ -616,7 +617,15 @@ _FAULT = re.compile(
     r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState)"
     r"|HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION)"
     r"|[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
-    r"|Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error")
+    r"|Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error"
+    # cuBLAS and cuDNN reporting that their kernel failed on the GPU, in the libraries' own status
+    # names (cublasStatus_t / cudnnStatus_t, as torch's "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when
+    # calling `cublasGemmEx(...)`", "cuDNN error: CUDNN_STATUS_MAPPING_ERROR", caffe's CHECK and CNTK's
+    # "CUBLAS failure 13: ..." print them): EXECUTION_FAILED "the GPU program failed to execute"
+    # (cuDNN 9 adds _CUDART, _CUBLAS, _CUDA_DRIVER, _CURAND suffixes for the layer that failed),
+    # MAPPING_ERROR "an access to GPU memory space failed"; hipBLAS (ROCm) mirrors both names.
+    # Not ALLOC_FAILED (an OOM, above) nor NOT_INITIALIZED / INTERNAL_ERROR (no fault named).
+    r"|(?:CUBLAS|HIPBLAS|CUDNN)_STATUS_(?:EXECUTION_FAILED|MAPPING_ERROR)")
 # A GPU gone from the bus: the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
 # the probe's "NVRM: ... has fallen off the bus and is not responding to commands." (no Xid line),
 # nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":

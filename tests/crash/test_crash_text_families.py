@@ -239,3 +239,32 @@ def test_a_segfault_outranks_the_nccl_transport_warnings_it_causes():
     tail = ["node1:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node2<5>",
             "./train.sh: line 12: 41234 Segmentation fault      (core dumped) python train.py"]
     assert classify(1, tail, steps_seen=40).cls == "segfault"
+
+
+@pytest.mark.parametrize("line", [
+    # torch (aten/src/ATen/cuda/CUDABlas.cpp TORCH_CUDABLAS_CHECK, cudnn/Exceptions.h)
+    "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, "
+    "k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR",
+    "RuntimeError: CUDA error: CUBLAS_STATUS_MAPPING_ERROR when calling `cublasGemmEx(...)`",
+    # cuDNN 9's sub-codes naming the layer under it that failed
+    "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED_CUDART",
+    # ROCm's hipBLAS names; a glog CHECK on a cuBLAS status (caffe math_functions.cu)
+    "rocblas error: HIPBLAS_STATUS_EXECUTION_FAILED",
+    "F0421 09:02:45.161278  7233 math_functions.cu:52] Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)  "
+    "CUBLAS_STATUS_EXECUTION_FAILED",
+])
+def test_cublas_and_cudnn_execution_failures_are_a_cuda_fault(line):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "cuda_fault" and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}, v
+    assert "_STATUS_" in v.summary
+
+
+@pytest.mark.parametrize("line, cls", [
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "cuda_oom"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", "unknown"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", "unknown"),
+])
+def test_other_library_statuses_keep_their_class(line, cls):
+    assert classify(1, [line], steps_seen=40).cls == cls
