@@ -432,7 +432,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId")),
-    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
+    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
     ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:", "top training",
@@ -670,7 +670,13 @@ _SIG_TEXT = re.compile(
 # the job's final state gives, for when accounting cannot be asked.
 _SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+?))?"
                            r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
-_SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?")
+_SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
+                        # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
+                        # error("%s: %s %s: Out Of Memory", hosts, task_str, tasks)), printed once per step
+                        r"|(?:srun|salloc): error: \S+: tasks? [\d,\-\[\]]+: Out Of Memory")
+# srun's and salloc's node-fail handler (src/srun/allocate.c and the step launch's _node_fail_handler:
+# error("Node failure on %s", nodelist)): a node of the allocation failed, or never came up.
+_NODE_FAILURE = re.compile(r"(?:srun|salloc): error: Node failure on (\S+)")
 _SLURM_WHY = {"TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "NODE FAILURE": "NODE_FAIL",
               "JOB REQUEUE": "PREEMPTED", None: "CANCELLED"}
 # Ray's memory monitor killing a worker before the kernel does (ray/_raylet: the worker's exit
@@ -877,6 +883,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.slurm.append((idx, text, _SLURM_WHY.get(m.group("why"), "CANCELLED")))
             elif _SLURM_OOM.search(text):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
+            elif _NODE_FAILURE.search(text):
+                s.slurm.append((idx, text, "NODE_FAIL"))
         if "hostoom" in families and _HOST_OOM.search(text):
             s.host_oom.decisive.append((idx, text))
         if "dep" in families:
@@ -1185,7 +1193,6 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
-_NODE_FAILURE = re.compile(r"srun: error: Node failure on (\S+)")
 _JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
@@ -1419,6 +1426,9 @@ def _slurm_text_verdict(s: _Scan, hang: bool, *, plain_cancel: bool) -> CrashVer
     cls, summary, recovery, retryable, hint = _JOB_STATES[state]
     lines = [(i, t) for i, t, st in hits if st == state]
     summary = summary.replace("(Slurm: ", "(Slurm's message; state ")
+    nodes = list(dict.fromkeys(m.group(1) for _, t in lines if (m := _NODE_FAILURE.search(t))))
+    if nodes:
+        summary = f"{', '.join(nodes)} failed: {summary}"
     return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint)
 
 

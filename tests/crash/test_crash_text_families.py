@@ -268,3 +268,25 @@ def test_cublas_and_cudnn_execution_failures_are_a_cuda_fault(line):
 ])
 def test_other_library_statuses_keep_their_class(line, cls):
     assert classify(1, [line], steps_seen=40).cls == cls
+
+
+@pytest.mark.parametrize("line, cls", [
+    # src/srun/launch.c _task_finish: error("%s: %s %s: Out Of Memory", hosts, task_str, tasks) when a
+    # task's status is Slurm's SIG_OOM (the job's cgroup OOM killer ended it)
+    ("srun: error: gpu001: task 0: Out Of Memory", "killed_oom"),
+    ("srun: error: j17r3n18: tasks 0-3,5: Out Of Memory", "killed_oom"),
+    # srun/salloc _node_fail_handler: error("Node failure on %s", nodelist)
+    ("srun: error: Node failure on gpu-07", "node_fail"),
+    ("salloc: error: Node failure on gpu-[07-08]", "node_fail"),
+])
+def test_srun_task_oom_and_node_failure_without_accounting(line, cls):
+    tail = ["[rank1]: step 21 loss 2.9", "[rank0]: torch.distributed.DistBackendError: NCCL error in: "
+            "ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error", line]
+    v = classify(1, tail, steps_seen=21)
+    assert v.cls == cls and line in v.evidence, v
+    if cls == "node_fail":
+        assert v.summary.startswith(line.rsplit(" ", 1)[1] + " failed: "), v.summary
+
+
+def test_srun_words_for_a_plain_task_end_are_not_a_slurm_verdict():
+    assert classify(1, ["srun: error: gpu001: task 0: Exited with exit code 1"], steps_seen=3).cls == "unknown"
