@@ -726,7 +726,10 @@ _TR_HOST = re.compile(r"^host\s*:\s*(\S+)")
 _TR_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
 _TR_TRACEBACK = re.compile(r"^traceback\s*:\s*(.*)")
 _TR_BORDER = re.compile(r"^=+$")
-_TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+# the agent's own line for the first failure (torch/distributed/elastic/multiprocessing/api.py:
+# "failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s"), also cut right after the exit code
+# (an issue title, a terminal's width)
+_TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+) \(pid: (\d+)\)|\s*$)")
 # A failure entry's fields anywhere in a line, in any case, with or without the spacing and
 # colons of the block: pasted blocks lose their header, get joined ("rank2 (local rank:
 # 2)exitcode: -9 (pid: 36071)") or lower-cased.
@@ -948,7 +951,8 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
     if s.failed_line is None:
         fm = _TR_FAILED.search(text)
         if fm:
-            s.failed_line = _RootCause(int(fm.group(1)), None, int(fm.group(3)), [(idx, text)])
+            pid = int(fm.group(3)) if fm.group(3) else None
+            s.failed_line = _RootCause(int(fm.group(1)), None, pid, [(idx, text)])
             return in_root, root_seen
     if _TR_ROOT.match(text):
         if not root_seen:

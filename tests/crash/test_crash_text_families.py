@@ -290,3 +290,20 @@ def test_srun_task_oom_and_node_failure_without_accounting(line, cls):
 
 def test_srun_words_for_a_plain_task_end_are_not_a_slurm_verdict():
     assert classify(1, ["srun: error: gpu001: task 0: Exited with exit code 1"], steps_seen=3).cls == "unknown"
+
+
+@pytest.mark.parametrize("line, cls", [
+    # torch/distributed/elastic/multiprocessing/api.py: logger.error("failed (exitcode: %s) local_rank: %s
+    # (pid: %s) of binary: %s", ...) for the first failure, behind its glog header, and cut after the code
+    ("E0312 10:11:12.000000 4242 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -11) "
+     "local_rank: 0 (pid: 4243) of binary: /usr/bin/python", "segfault"),
+    ("[QUESTION] torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -11)", "segfault"),
+    ("torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -9)", "killed_oom"),
+])
+def test_the_agents_failed_line_gives_the_signal_even_cut_after_the_exit_code(line, cls):
+    assert classify(1, [line], steps_seen=30).cls == cls
+
+
+def test_failed_exitcode_inside_other_words_is_not_the_agents_line():
+    assert classify(1, ["job 7 failed (exitcode: -11) and was requeued by the scheduler"],
+                    steps_seen=30).cls == "unknown"
