@@ -502,6 +502,26 @@ _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchd
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
                            r"|The wait execution of the Notify register times out")
+# NCCL's transport failing under a live communicator, logged at WARN level right before the call
+# returns ncclRemoteError/ncclSystemError/ncclInternalError (the socket, IB and proxy code print
+# nothing else when NCCL_DEBUG=WARN, and torch may never get to raise): misc/socket.cc "Net :
+# Connection closed by remote peer H<port>", "socketProgress: Connection closed by remote peer ...",
+# "Net : Call to recv from H failed : E" / "socketProgressOpt: Call to recv from ...",
+# "socketStartConnect: Connect to H failed : E"; transport/net_ib.cc in every release's wording
+# "NET/IB : Got completion with error N, opcode ...", "NET/IB : Got completion from peer H with
+# error N, ...", "... with status=N opcode=...", "NET/IB: ... with status=NAME(N) ...", the GIN
+# plugin's "NET/IB/GIN: ..."; proxy.cc "[Proxy Service N] Failed to execute operation Connect from
+# rank R, retcode C" and "Socket recv failed while polling for opId=0x..."; and the error-return
+# trace reaching the proxy's progress thread ("proxy.cc:878 -> 6 [Progress Thread]", its INFO
+# printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
+# localRank N": every normal teardown prints it.
+_NCCL_TRANSPORT = re.compile(
+    r"NET/IB(?:/GIN)? ?: Got completion (?:from peer \S+ )?with (?:error|status)"
+    r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
+    r"|socketStartConnect: Connect to \S+ failed"
+    r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
+    r"|Socket recv failed while polling for opId"
+    r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]")
 _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -537,25 +557,7 @@ _NCCL = re.compile(
     # torch failing to set up a communicator (ProcessGroupNCCL::broadcastUniqueNCCLID): "[4] is setting up
     # NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store ... Socket Timeout"
     r"|is setting up NCCL communicator and retrieving ncclUniqueId"
-    # NCCL's transport failing under a live communicator, logged at WARN level right before the call
-    # returns ncclRemoteError/ncclSystemError/ncclInternalError (the socket, IB and proxy code print
-    # nothing else when NCCL_DEBUG=WARN, and torch may never get to raise): misc/socket.cc "Net :
-    # Connection closed by remote peer H<port>", "socketProgress: Connection closed by remote peer ...",
-    # "Net : Call to recv from H failed : E" / "socketProgressOpt: Call to recv from ...",
-    # "socketStartConnect: Connect to H failed : E"; transport/net_ib.cc in every release's wording
-    # "NET/IB : Got completion with error N, opcode ...", "NET/IB : Got completion from peer H with
-    # error N, ...", "... with status=N opcode=...", "NET/IB: ... with status=NAME(N) ...", the GIN
-    # plugin's "NET/IB/GIN: ..."; proxy.cc "[Proxy Service N] Failed to execute operation Connect from
-    # rank R, retcode C" and "Socket recv failed while polling for opId=0x..."; and the error-return
-    # trace reaching the proxy's progress thread ("proxy.cc:878 -> 6 [Progress Thread]", its INFO
-    # printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
-    # localRank N": every normal teardown prints it.
-    r"|NET/IB(?:/GIN)? ?: Got completion (?:from peer \S+ )?with (?:error|status)"
-    r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
-    r"|socketStartConnect: Connect to \S+ failed"
-    r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
-    r"|Socket recv failed while polling for opId"
-    r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]")
+    r"|" + _NCCL_TRANSPORT.pattern)
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.
@@ -1529,6 +1531,19 @@ def _port_verdict(s: _Scan) -> CrashVerdict:
                          f"free port")
 
 
+def _nccl_transport_summary(lines: list[tuple[int, str]]) -> str | None:
+    """NCCL's own words for the transport that failed (its WARN message, from the phrase on), else
+    the error code the proxy's progress thread returned."""
+    said = [(m, text) for _, text in lines for m in [_NCCL_TRANSPORT.search(text)] if m]
+    for m, text in said:
+        if "[Progress Thread]" not in m.group(0):
+            return f"NCCL transport failure: {text[m.start():][:200]}"
+    for m, _ in said:
+        code = re.search(r"-> (\d+)", m.group(0))
+        return f"NCCL transport failure: the proxy's progress thread failed (NCCL error {code.group(1) if code else '?'})"
+    return None
+
+
 def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     lines = s.nccl.decisive
     summary = "NCCL error"
@@ -1554,6 +1569,8 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             if "communicator was aborted" in text:
                 summary = "NCCL communicator was aborted"
                 break
+        if summary == "NCCL error":
+            summary = _nccl_transport_summary(lines) or summary
     return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
                     recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
                     hint="the whole process tree is killed and the cooldown is long so NCCL IPC "

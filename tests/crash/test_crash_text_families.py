@@ -225,6 +225,20 @@ NCCL_TRANSPORT_WARNS = [
 def test_nccl_transport_failure_warnings_are_an_nccl_error(line):
     v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
     assert v.cls == "nccl_error" and line.split("NCCL ", 1)[1][:40] in " ".join(v.evidence), v
+    assert v.summary.startswith("NCCL transport failure: "), v.summary
+    if "[Progress Thread]" not in line:     # the summary quotes NCCL's own words from the phrase on
+        assert v.summary.split(": ", 1)[1][:20] in line, v.summary
+
+
+def test_the_summary_quotes_the_first_transport_warning_not_the_progress_trace():
+    tail = ["node1:1:2 [0] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
+            "node1:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<5> "
+            "with error 12, opcode 0, len 0, vendor err 129"]
+    v = classify(1, tail, steps_seen=40)
+    assert v.summary == ("NCCL transport failure: NET/IB : Got completion from peer 10.0.0.2<5> with error 12, "
+                         "opcode 0, len 0, vendor err 129"), v.summary
+    v = classify(1, tail[:1], steps_seen=40)
+    assert v.summary == "NCCL transport failure: the proxy's progress thread failed (NCCL error 6)", v.summary
 
 
 def test_nccl_teardown_info_and_a_recovered_probe_decide_nothing():
