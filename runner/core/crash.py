@@ -457,6 +457,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
+    ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
+              "QuotaExceeded")),
 )
 
 
@@ -744,6 +746,18 @@ _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
 _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Interrupt)\b:?"
                   r"|^terminate called after throwing")
 
+# A write that failed for lack of room, in the words of what printed it: the C library's strerror for
+# ENOSPC / EDQUOT ("No space left on device", "Disk quota exceeded", as Python's OSError "[Errno 28]"
+# and Rust's io::Error carry them; Rust's ErrorKind names StorageFull / QuotaExceeded, as safetensors
+# prints them), and torch.save's zip writer that lost a write (caffe2/serialize/inline_container.cc:
+# "PytorchStreamWriter failed writing file data/3: file write failed"). No class of its own (it is
+# `unknown`, restarted as before): the hint says where to look.
+_DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|\bStorageFull\b|\bQuotaExceeded\b"
+                        r"|PytorchStreamWriter failed writing file")
+_DISK_FULL_HINT = ("a write failed, usually for lack of room (disk full or over quota; else the filesystem "
+                   "failed it): free space where the run saves (`df -h`, `quota`) before it restarts, or the "
+                   "next save fails the same way")
+
 _GPU_UNAVAILABLE = re.compile(
     r"devices?(?:\(s\))? (?:is/are |is |are )?busy or unavailable"
     r"|no CUDA-capable device is detected|cudaErrorDevicesUnavailable|cudaErrorNoDevice"
@@ -814,6 +828,7 @@ class _Scan:
     usage: _Hits = field(default_factory=_Hits)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
+    disk: _Hits = field(default_factory=_Hits)
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
@@ -934,6 +949,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             signum = _text_signal(text)
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
+        if "disk" in families and _DISK_FULL.search(text):
+            s.disk.decisive.append((idx, text))
         if "gpu" in families and _GPU_UNAVAILABLE.search(text):
             s.gpu.decisive.append((idx, text))
         if "usage" in families and _USAGE.search(text):
@@ -1622,9 +1639,18 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
     else:
         how = f"exited with code {exit_code}"
     first_exc = s.exceptions[0][1] if s.exceptions else None
+    if first_exc is None and s.disk:    # behind a prefix the normaliser does not know: from the words on
+        text = s.disk.decisive[0][1]
+        m = _EXC_IN_TEXT.search(text) or _DISK_FULL.search(text)
+        first_exc = text[m.start():] if m else text
     summary = f"{how}{_who(status_lines, s)}"
     if first_exc:
         summary += f": {clip(first_exc, 200)}"
-    lines = s.exceptions + status_lines
+    lines = s.exceptions + status_lines + s.disk.decisive[:2]
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
+                    hint=_DISK_FULL_HINT if s.disk else None,
                     extra=[(i, t) for i, t, _ in s.sig_text])
+
+
+# an exception name inside a line (the start of the exception a prefix hides)
+_EXC_IN_TEXT = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): ")

@@ -321,3 +321,29 @@ def test_the_agents_failed_line_gives_the_signal_even_cut_after_the_exit_code(li
 def test_failed_exitcode_inside_other_words_is_not_the_agents_line():
     assert classify(1, ["job 7 failed (exitcode: -11) and was requeued by the scheduler"],
                     steps_seen=30).cls == "unknown"
+
+
+@pytest.mark.parametrize("line", [
+    # Python's OSError from strerror(ENOSPC) / strerror(EDQUOT)
+    "OSError: [Errno 28] No space left on device",
+    "OSError: [Errno 122] Disk quota exceeded: '/ckpt/checkpoint-400/model.safetensors'",
+    # safetensors (Rust io::Error debug form), torch.save's zip writer (caffe2/serialize/inline_container.cc)
+    'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, '
+    'message: "No space left on device" })',
+    "RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file "
+    "data.pkl: file write failed",
+    # behind a prefix the normaliser does not know (a Metaflow task's "[run/step/task (pid N)] [uuid] ")
+    "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] [09c561ee-a44c] OSError: [Errno 28] No space left on device",
+])
+def test_a_write_that_ran_out_of_room_stays_unknown_with_a_disk_hint(line):
+    tail = ["Saving model checkpoint to out/checkpoint-400", "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.11/site-packages/torch/serialization.py", line 652, in save', line]
+    v = classify(1, tail, steps_seen=400)
+    assert v.cls == "unknown" and v.retryable and v.recovery == "restart", v
+    assert v.hint and "free space" in v.hint, v
+    assert line.split("] ", 2)[-1][:25] in v.summary if "pid 28936" in line else line[:25] in v.summary, v.summary
+
+
+def test_an_ordinary_unknown_crash_gets_no_disk_hint():
+    v = classify(1, ["Traceback (most recent call last):", "ValueError: bad batch"], steps_seen=3)
+    assert v.cls == "unknown" and v.hint is None
