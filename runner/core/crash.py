@@ -500,10 +500,18 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
                   r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED")
 
+# ProcessGroupNCCL's own words when its watchdog saw a collective time out or hang (never our kill):
+# the heartbeat monitor's LOG(FATAL) "Terminating the process after attempting to dump debug info, due
+# to ProcessGroupNCCL watchdog hang." / "... due to collective timeout or exception." (getNCCLWatchdog-
+# TimeoutExitMsg), and c10::Error's location line for the timeout WorkNCCL::checkTimeout throws
+# ("Exception raised from checkTimeout at .../ProcessGroupNCCL.cpp:632 (most recent call first):"),
+# which pastes keep when the message above it was cut.
+_NCCL_WATCHDOG_EXIT = (r"Terminating the process after attempting to dump debug info, due to"
+                       r"|Exception raised from checkTimeout at \S*ProcessGroupNCCL\.cpp")
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
-                           r"|The wait execution of the Notify register times out")
+                           r"|The wait execution of the Notify register times out|" + _NCCL_WATCHDOG_EXIT)
 # NCCL's transport failing under a live communicator, logged at WARN level right before the call
 # returns ncclRemoteError/ncclSystemError/ncclInternalError (the socket, IB and proxy code print
 # nothing else when NCCL_DEBUG=WARN, and torch may never get to raise): misc/socket.cc "Net :
@@ -559,6 +567,10 @@ _NCCL = re.compile(
     # torch failing to set up a communicator (ProcessGroupNCCL::broadcastUniqueNCCLID): "[4] is setting up
     # NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store ... Socket Timeout"
     r"|is setting up NCCL communicator and retrieving ncclUniqueId"
+    # the watchdog's exits (above), and c10::Error's location line for what the watchdog thread rethrew
+    # or found (ncclCommWatchdog, watchdogHandler, checkForNCCLErrorsInternal in ProcessGroupNCCL.cpp)
+    r"|" + _NCCL_WATCHDOG_EXIT
+    + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
     r"|" + _NCCL_TRANSPORT.pattern)
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
@@ -1573,8 +1585,14 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary += f" ran for {int(ran.group(1)) / 1000:.0f} s"
         if rk:
             summary += f" on rank {rk.group(1)}"
-        if "watchdog got stuck" in text:
+        if "watchdog got stuck" in text or "watchdog hang" in text:
             summary = "ProcessGroupNCCL watchdog got stuck"
+        elif "Exception raised from checkTimeout" in text:
+            summary = "NCCL watchdog timeout (a collective timed out)"
+        elif "after attempting to dump debug info, due to" in text:
+            summary = "ProcessGroupNCCL ended the process: " + text.rsplit("due to ", 1)[1].rstrip(".")
+            if rk:
+                summary += f" (rank {rk.group(1)})"
     if summary == "NCCL error":
         for _, text in lines:
             m = _NCCL_API.search(text)

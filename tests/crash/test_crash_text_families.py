@@ -347,3 +347,29 @@ def test_a_write_that_ran_out_of_room_stays_unknown_with_a_disk_hint(line):
 def test_an_ordinary_unknown_crash_gets_no_disk_hint():
     v = classify(1, ["Traceback (most recent call last):", "ValueError: bad batch"], steps_seen=3)
     assert v.cls == "unknown" and v.hint is None
+
+
+@pytest.mark.parametrize("line, summary", [
+    # ProcessGroupNCCL's heartbeat monitor (getNCCLWatchdogTimeoutExitMsg, LOG(FATAL)), both reasons
+    ("[rank2]:[F205 18:19:06.383067836 ProcessGroupNCCL.cpp:1614] [PG ID 17 PG GUID 137 Rank 2] [PG ID 17 "
+     "PG GUID 137 Rank 2] Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL "
+     "watchdog hang.", "ProcessGroupNCCL watchdog got stuck"),
+    ("[rank3]:[F710 18:08:32.707469047 ProcessGroupNCCL.cpp:1725] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+     "[PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to dump debug info, due "
+     "to collective timeout or exception.", "ProcessGroupNCCL ended the process: collective timeout or exception "
+     "(rank 3)"),
+    # c10::Error's location line for the timeout WorkNCCL::checkTimeout throws, its message cut above it
+    ("Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632 "
+     "(most recent call first):", "NCCL watchdog timeout (a collective timed out)"),
+])
+def test_the_nccl_watchdogs_own_exit_lines_are_an_nccl_timeout(line, summary):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "nccl_error" and v.summary == summary, v
+    assert classify(None, [line], hang=True, steps_seen=40).cls == "nccl_error"   # NCCL said it timed out
+
+
+def test_the_watchdog_threads_rethrow_location_is_an_nccl_error_but_not_a_timeout():
+    line = ("Exception raised from ncclCommWatchdog at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1901 "
+            "(most recent call first):")
+    assert classify(1, [line], steps_seen=40).cls == "nccl_error"
+    assert classify(None, [line], hang=True, steps_seen=40).cls == "hang"
