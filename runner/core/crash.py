@@ -744,8 +744,9 @@ _TR_TRACEBACK = re.compile(r"^traceback\s*:\s*(.*)")
 _TR_BORDER = re.compile(r"^=+$")
 # the agent's own line for the first failure (torch/distributed/elastic/multiprocessing/api.py:
 # "failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s"), also cut right after the exit code
-# (an issue title, a terminal's width)
-_TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+) \(pid: (\d+)\)|\s*$)")
+# (an issue title, a terminal's width) or inside "(pid: ..." (rich's log columns wrap the message and
+# put the PID on the next line)
+_TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+)(?: \(pid:\s*(\d+)\))?|\s*$)")
 # A failure entry's fields anywhere in a line, in any case, with or without the spacing and
 # colons of the block: pasted blocks lose their header, get joined ("rank2 (local rank:
 # 2)exitcode: -9 (pid: 36071)") or lower-cased.

@@ -313,6 +313,8 @@ def test_srun_words_for_a_plain_task_end_are_not_a_slurm_verdict():
      "local_rank: 0 (pid: 4243) of binary: /usr/bin/python", "segfault"),
     ("[QUESTION] torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -11)", "segfault"),
     ("torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -9)", "killed_oom"),
+    # rich's log columns (RichHandler) wrap the message inside "(pid:" and put file:line at the margin
+    ("[01:21:55] ERROR    failed (exitcode: -7) local_rank: 0 (pid:      api.py:672", "bus_error"),
 ])
 def test_the_agents_failed_line_gives_the_signal_even_cut_after_the_exit_code(line, cls):
     assert classify(1, [line], steps_seen=30).cls == cls
