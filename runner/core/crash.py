@@ -430,8 +430,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate")),
     ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out", "Notify register",
-              "Communication_Error")),
-    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event")),
+              "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
+              "socketStartConnect", "[Proxy Service", "polling for opId")),
+    ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
     ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:", "top training",
@@ -442,7 +443,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "Recomputed values", "more tensors during recomputation")),
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
-               "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU")),
+               "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
+               "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
@@ -455,6 +457,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
+    ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
+              "QuotaExceeded")),
 )
 
 
@@ -496,10 +500,38 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
                   r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED")
 
+# ProcessGroupNCCL's own words when its watchdog saw a collective time out or hang (never our kill):
+# the heartbeat monitor's LOG(FATAL) "Terminating the process after attempting to dump debug info, due
+# to ProcessGroupNCCL watchdog hang." / "... due to collective timeout or exception." (getNCCLWatchdog-
+# TimeoutExitMsg), and c10::Error's location line for the timeout WorkNCCL::checkTimeout throws
+# ("Exception raised from checkTimeout at .../ProcessGroupNCCL.cpp:632 (most recent call first):"),
+# which pastes keep when the message above it was cut.
+_NCCL_WATCHDOG_EXIT = (r"Terminating the process after attempting to dump debug info, due to"
+                       r"|Exception raised from checkTimeout at \S*ProcessGroupNCCL\.cpp")
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
-                           r"|The wait execution of the Notify register times out")
+                           r"|The wait execution of the Notify register times out|" + _NCCL_WATCHDOG_EXIT)
+# NCCL's transport failing under a live communicator, logged at WARN level right before the call
+# returns ncclRemoteError/ncclSystemError/ncclInternalError (the socket, IB and proxy code print
+# nothing else when NCCL_DEBUG=WARN, and torch may never get to raise): misc/socket.cc "Net :
+# Connection closed by remote peer H<port>", "socketProgress: Connection closed by remote peer ...",
+# "Net : Call to recv from H failed : E" / "socketProgressOpt: Call to recv from ...",
+# "socketStartConnect: Connect to H failed : E"; transport/net_ib.cc in every release's wording
+# "NET/IB : Got completion with error N, opcode ...", "NET/IB : Got completion from peer H with
+# error N, ...", "... with status=N opcode=...", "NET/IB: ... with status=NAME(N) ...", the GIN
+# plugin's "NET/IB/GIN: ..."; proxy.cc "[Proxy Service N] Failed to execute operation Connect from
+# rank R, retcode C" and "Socket recv failed while polling for opId=0x..."; and the error-return
+# trace reaching the proxy's progress thread ("proxy.cc:878 -> 6 [Progress Thread]", its INFO
+# printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
+# localRank N": every normal teardown prints it.
+_NCCL_TRANSPORT = re.compile(
+    r"NET/IB(?:/GIN)? ?: Got completion (?:from peer \S+ )?with (?:error|status)"
+    r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
+    r"|socketStartConnect: Connect to \S+ failed"
+    r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
+    r"|Socket recv failed while polling for opId"
+    r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]")
 _NCCL = re.compile(
     r"Watchdog caught collective operation timeout|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -534,7 +566,12 @@ _NCCL = re.compile(
     r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Async thread\]"
     # torch failing to set up a communicator (ProcessGroupNCCL::broadcastUniqueNCCLID): "[4] is setting up
     # NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store ... Socket Timeout"
-    r"|is setting up NCCL communicator and retrieving ncclUniqueId")
+    r"|is setting up NCCL communicator and retrieving ncclUniqueId"
+    # the watchdog's exits (above), and c10::Error's location line for what the watchdog thread rethrew
+    # or found (ncclCommWatchdog, watchdogHandler, checkForNCCLErrorsInternal in ProcessGroupNCCL.cpp)
+    r"|" + _NCCL_WATCHDOG_EXIT
+    + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
+    r"|" + _NCCL_TRANSPORT.pattern)
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.
@@ -596,7 +633,15 @@ _FAULT = re.compile(
     r"|Memory access fault by GPU node|hipError(?:IllegalAddress|LaunchFailure|Assert|IllegalState)"
     r"|HSA_STATUS_ERROR_(?:MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|EXCEPTION)"
     r"|[Ff]allen off the bus|[Ff]ell off the bus|GPU is lost"
-    r"|Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error")
+    r"|Unable to determine the device handle for GPU ?[0-9A-Fa-f:.]+: Unknown Error"
+    # cuBLAS and cuDNN reporting that their kernel failed on the GPU, in the libraries' own status
+    # names (cublasStatus_t / cudnnStatus_t, as torch's "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when
+    # calling `cublasGemmEx(...)`", "cuDNN error: CUDNN_STATUS_MAPPING_ERROR", caffe's CHECK and CNTK's
+    # "CUBLAS failure 13: ..." print them): EXECUTION_FAILED "the GPU program failed to execute"
+    # (cuDNN 9 adds _CUDART, _CUBLAS, _CUDA_DRIVER, _CURAND suffixes for the layer that failed),
+    # MAPPING_ERROR "an access to GPU memory space failed"; hipBLAS (ROCm) mirrors both names.
+    # Not ALLOC_FAILED (an OOM, above) nor NOT_INITIALIZED / INTERNAL_ERROR (no fault named).
+    r"|(?:CUBLAS|HIPBLAS|CUDNN)_STATUS_(?:EXECUTION_FAILED|MAPPING_ERROR)")
 # A GPU gone from the bus: the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
 # the probe's "NVRM: ... has fallen off the bus and is not responding to commands." (no Xid line),
 # nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":
@@ -641,7 +686,13 @@ _SIG_TEXT = re.compile(
 # the job's final state gives, for when accounting cannot be asked.
 _SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+?))?"
                            r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
-_SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?")
+_SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
+                        # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
+                        # error("%s: %s %s: Out Of Memory", hosts, task_str, tasks)), printed once per step
+                        r"|(?:srun|salloc): error: \S+: tasks? [\d,\-\[\]]+: Out Of Memory")
+# srun's and salloc's node-fail handler (src/srun/allocate.c and the step launch's _node_fail_handler:
+# error("Node failure on %s", nodelist)): a node of the allocation failed, or never came up.
+_NODE_FAILURE = re.compile(r"(?:srun|salloc): error: Node failure on (\S+)")
 _SLURM_WHY = {"TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "NODE FAILURE": "NODE_FAIL",
               "JOB REQUEUE": "PREEMPTED", None: "CANCELLED"}
 # Ray's memory monitor killing a worker before the kernel does (ray/_raylet: the worker's exit
@@ -691,7 +742,11 @@ _TR_HOST = re.compile(r"^host\s*:\s*(\S+)")
 _TR_EXIT = re.compile(r"^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
 _TR_TRACEBACK = re.compile(r"^traceback\s*:\s*(.*)")
 _TR_BORDER = re.compile(r"^=+$")
-_TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+# the agent's own line for the first failure (torch/distributed/elastic/multiprocessing/api.py:
+# "failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s"), also cut right after the exit code
+# (an issue title, a terminal's width) or inside "(pid: ..." (rich's log columns wrap the message and
+# put the PID on the next line)
+_TR_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\)(?: local_rank: (\d+)(?: \(pid:\s*(\d+)\))?|\s*$)")
 # A failure entry's fields anywhere in a line, in any case, with or without the spacing and
 # colons of the block: pasted blocks lose their header, get joined ("rank2 (local rank:
 # 2)exitcode: -9 (pid: 36071)") or lower-cased.
@@ -703,6 +758,18 @@ _FRAME = re.compile(r'^File "([^"]*)", line \d+, in (\S+)')
 _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
 _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Interrupt)\b:?"
                   r"|^terminate called after throwing")
+
+# A write that failed for lack of room, in the words of what printed it: the C library's strerror for
+# ENOSPC / EDQUOT ("No space left on device", "Disk quota exceeded", as Python's OSError "[Errno 28]"
+# and Rust's io::Error carry them; Rust's ErrorKind names StorageFull / QuotaExceeded, as safetensors
+# prints them), and torch.save's zip writer that lost a write (caffe2/serialize/inline_container.cc:
+# "PytorchStreamWriter failed writing file data/3: file write failed"). No class of its own (it is
+# `unknown`, restarted as before): the hint says where to look.
+_DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|\bStorageFull\b|\bQuotaExceeded\b"
+                        r"|PytorchStreamWriter failed writing file")
+_DISK_FULL_HINT = ("a write failed, usually for lack of room (disk full or over quota; else the filesystem "
+                   "failed it): free space where the run saves (`df -h`, `quota`) before it restarts, or the "
+                   "next save fails the same way")
 
 _GPU_UNAVAILABLE = re.compile(
     r"devices?(?:\(s\))? (?:is/are |is |are )?busy or unavailable"
@@ -774,6 +841,7 @@ class _Scan:
     usage: _Hits = field(default_factory=_Hits)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
+    disk: _Hits = field(default_factory=_Hits)
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
@@ -848,6 +916,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.slurm.append((idx, text, _SLURM_WHY.get(m.group("why"), "CANCELLED")))
             elif _SLURM_OOM.search(text):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
+            elif _NODE_FAILURE.search(text):
+                s.slurm.append((idx, text, "NODE_FAIL"))
         if "hostoom" in families and _HOST_OOM.search(text):
             s.host_oom.decisive.append((idx, text))
         if "dep" in families:
@@ -892,6 +962,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             signum = _text_signal(text)
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
+        if "disk" in families and _DISK_FULL.search(text):
+            s.disk.decisive.append((idx, text))
         if "gpu" in families and _GPU_UNAVAILABLE.search(text):
             s.gpu.decisive.append((idx, text))
         if "usage" in families and _USAGE.search(text):
@@ -911,7 +983,8 @@ def _scan_torchrun(s: _Scan, idx: int, text: str, in_root: bool, root_seen: bool
     if s.failed_line is None:
         fm = _TR_FAILED.search(text)
         if fm:
-            s.failed_line = _RootCause(int(fm.group(1)), None, int(fm.group(3)), [(idx, text)])
+            pid = int(fm.group(3)) if fm.group(3) else None
+            s.failed_line = _RootCause(int(fm.group(1)), None, pid, [(idx, text)])
             return in_root, root_seen
     if _TR_ROOT.match(text):
         if not root_seen:
@@ -1156,7 +1229,6 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
-_NODE_FAILURE = re.compile(r"srun: error: Node failure on (\S+)")
 _JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
@@ -1390,6 +1462,9 @@ def _slurm_text_verdict(s: _Scan, hang: bool, *, plain_cancel: bool) -> CrashVer
     cls, summary, recovery, retryable, hint = _JOB_STATES[state]
     lines = [(i, t) for i, t, st in hits if st == state]
     summary = summary.replace("(Slurm: ", "(Slurm's message; state ")
+    nodes = list(dict.fromkeys(m.group(1) for _, t in lines if (m := _NODE_FAILURE.search(t))))
+    if nodes:
+        summary = f"{', '.join(nodes)} failed: {summary}"
     return _verdict(cls, lines[-3:], summary, retryable=retryable, recovery=recovery, hint=hint)
 
 
@@ -1486,6 +1561,19 @@ def _port_verdict(s: _Scan) -> CrashVerdict:
                          f"free port")
 
 
+def _nccl_transport_summary(lines: list[tuple[int, str]]) -> str | None:
+    """NCCL's own words for the transport that failed (its WARN message, from the phrase on), else
+    the error code the proxy's progress thread returned."""
+    said = [(m, text) for _, text in lines for m in [_NCCL_TRANSPORT.search(text)] if m]
+    for m, text in said:
+        if "[Progress Thread]" not in m.group(0):
+            return f"NCCL transport failure: {text[m.start():][:200]}"
+    for m, _ in said:
+        code = re.search(r"-> (\d+)", m.group(0))
+        return f"NCCL transport failure: the proxy's progress thread failed (NCCL error {code.group(1) if code else '?'})"
+    return None
+
+
 def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     lines = s.nccl.decisive
     summary = "NCCL error"
@@ -1498,8 +1586,14 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary += f" ran for {int(ran.group(1)) / 1000:.0f} s"
         if rk:
             summary += f" on rank {rk.group(1)}"
-        if "watchdog got stuck" in text:
+        if "watchdog got stuck" in text or "watchdog hang" in text:
             summary = "ProcessGroupNCCL watchdog got stuck"
+        elif "Exception raised from checkTimeout" in text:
+            summary = "NCCL watchdog timeout (a collective timed out)"
+        elif "after attempting to dump debug info, due to" in text:
+            summary = "ProcessGroupNCCL ended the process: " + text.rsplit("due to ", 1)[1].rstrip(".")
+            if rk:
+                summary += f" (rank {rk.group(1)})"
     if summary == "NCCL error":
         for _, text in lines:
             m = _NCCL_API.search(text)
@@ -1511,6 +1605,8 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             if "communicator was aborted" in text:
                 summary = "NCCL communicator was aborted"
                 break
+        if summary == "NCCL error":
+            summary = _nccl_transport_summary(lines) or summary
     return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
                     recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
                     hint="the whole process tree is killed and the cooldown is long so NCCL IPC "
@@ -1562,9 +1658,18 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
     else:
         how = f"exited with code {exit_code}"
     first_exc = s.exceptions[0][1] if s.exceptions else None
+    if first_exc is None and s.disk:    # behind a prefix the normaliser does not know: from the words on
+        text = s.disk.decisive[0][1]
+        m = _EXC_IN_TEXT.search(text) or _DISK_FULL.search(text)
+        first_exc = text[m.start():] if m else text
     summary = f"{how}{_who(status_lines, s)}"
     if first_exc:
         summary += f": {clip(first_exc, 200)}"
-    lines = s.exceptions + status_lines
+    lines = s.exceptions + status_lines + s.disk.decisive[:2]
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
+                    hint=_DISK_FULL_HINT if s.disk else None,
                     extra=[(i, t) for i, t, _ in s.sig_text])
+
+
+# an exception name inside a line (the start of the exception a prefix hides)
+_EXC_IN_TEXT = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): ")

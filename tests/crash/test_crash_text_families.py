@@ -191,3 +191,187 @@ def test_a_step_cancelled_after_a_rank_died_is_the_rank_death_not_a_scancel():
     v = classify(1, tail)
     assert v.cls == "killed_oom" and "node2" in v.summary, v
     assert classify(1, tail[-1:]).cls == "job_cancelled"
+
+
+# NCCL's transport failing under a live communicator: the WARN lines misc/socket.cc, transport/net_ib.cc
+# and proxy.cc print (every release's wording) right before the call returns an error, and the error
+# return reaching the proxy's progress thread. Host names, ports and numbers are placeholders.
+NCCL_TRANSPORT_WARNS = [
+    "node1:1:2 [0] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer node2<47861>",
+    "node1:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node2<57557>",
+    "node1:1:2 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.0.0.2<58355> failed : Broken pipe",
+    "node1:1:2 [1] misc/socket.cc:61 NCCL WARN socketProgressOpt: Call to recv from 10.0.0.2<3375> failed : "
+    "Connection reset by peer",
+    "node1:1:2 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed : "
+    "Software caused connection abort",
+    "node1:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, "
+    "vendor err 129",
+    "node1:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.35.1<49189> with "
+    "error 5, opcode 48, len 32710, vendor err 249",
+    "node1:1:2 [6] transport/net_ib.cc:2244 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<39226> with "
+    "status=12 opcode=32224 len=0 vendor err 129 (Recv) localGid fe80::1 remoteGids fe80::2",
+    "node1:1:2 [6] transport/net_ib.cc:2244 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<39226> with "
+    "status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RECV(128) vendor_err=129 hca mlx5_0",
+    "node1:1:2 [6] gin/gin_ib.cc:700 NCCL WARN NET/IB/GIN: Got completion from peer 10.0.0.2<39226> with "
+    "status=12 opcode=0 len=0 vendor err 129 (Send) hca mlx5_0",
+    "node1:1:2 [1] proxy.cc:1119 NCCL WARN [Proxy Service 9] Failed to execute operation Connect from rank 9, "
+    "retcode 6",
+    "node1:1:2 [0] proxy.cc:1143 NCCL WARN Socket recv failed while polling for opId=0x7f6f18cb7f40",
+    "node1:1:2 [0] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
+]
+
+
+@pytest.mark.parametrize("line", NCCL_TRANSPORT_WARNS)
+def test_nccl_transport_failure_warnings_are_an_nccl_error(line):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "nccl_error" and line.split("NCCL ", 1)[1][:40] in " ".join(v.evidence), v
+    assert v.summary.startswith("NCCL transport failure: "), v.summary
+    if "[Progress Thread]" not in line:     # the summary quotes NCCL's own words from the phrase on
+        assert v.summary.split(": ", 1)[1][:20] in line, v.summary
+
+
+def test_the_summary_quotes_the_first_transport_warning_not_the_progress_trace():
+    tail = ["node1:1:2 [0] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
+            "node1:1:2 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<5> "
+            "with error 12, opcode 0, len 0, vendor err 129"]
+    v = classify(1, tail, steps_seen=40)
+    assert v.summary == ("NCCL transport failure: NET/IB : Got completion from peer 10.0.0.2<5> with error 12, "
+                         "opcode 0, len 0, vendor err 129"), v.summary
+    v = classify(1, tail[:1], steps_seen=40)
+    assert v.summary == "NCCL transport failure: the proxy's progress thread failed (NCCL error 6)", v.summary
+
+
+def test_nccl_teardown_info_and_a_recovered_probe_decide_nothing():
+    """A normal teardown logs '[Service thread] Connection closed by localRank N' at INFO; an error
+    trace that stops before a thread is a probe NCCL may recover from."""
+    tail = ["node1:1:2 [0] NCCL INFO [Service thread] Connection closed by localRank 0",
+            "node1:1:2 [0] NCCL INFO transport/net.cc:1137 -> 6"]
+    assert classify(1, tail, steps_seen=40).cls == "unknown"
+
+
+def test_a_segfault_outranks_the_nccl_transport_warnings_it_causes():
+    tail = ["node1:1:2 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer node2<5>",
+            "./train.sh: line 12: 41234 Segmentation fault      (core dumped) python train.py"]
+    assert classify(1, tail, steps_seen=40).cls == "segfault"
+
+
+@pytest.mark.parametrize("line", [
+    # torch (aten/src/ATen/cuda/CUDABlas.cpp TORCH_CUDABLAS_CHECK, cudnn/Exceptions.h)
+    "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, "
+    "k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR",
+    "RuntimeError: CUDA error: CUBLAS_STATUS_MAPPING_ERROR when calling `cublasGemmEx(...)`",
+    # cuDNN 9's sub-codes naming the layer under it that failed
+    "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED_CUDART",
+    # ROCm's hipBLAS names; a glog CHECK on a cuBLAS status (caffe math_functions.cu)
+    "rocblas error: HIPBLAS_STATUS_EXECUTION_FAILED",
+    "F0421 09:02:45.161278  7233 math_functions.cu:52] Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)  "
+    "CUBLAS_STATUS_EXECUTION_FAILED",
+])
+def test_cublas_and_cudnn_execution_failures_are_a_cuda_fault(line):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "cuda_fault" and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}, v
+    assert "_STATUS_" in v.summary
+
+
+@pytest.mark.parametrize("line, cls", [
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "cuda_oom"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", "unknown"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", "unknown"),
+])
+def test_other_library_statuses_keep_their_class(line, cls):
+    assert classify(1, [line], steps_seen=40).cls == cls
+
+
+@pytest.mark.parametrize("line, cls", [
+    # src/srun/launch.c _task_finish: error("%s: %s %s: Out Of Memory", hosts, task_str, tasks) when a
+    # task's status is Slurm's SIG_OOM (the job's cgroup OOM killer ended it)
+    ("srun: error: gpu001: task 0: Out Of Memory", "killed_oom"),
+    ("srun: error: j17r3n18: tasks 0-3,5: Out Of Memory", "killed_oom"),
+    # srun/salloc _node_fail_handler: error("Node failure on %s", nodelist)
+    ("srun: error: Node failure on gpu-07", "node_fail"),
+    ("salloc: error: Node failure on gpu-[07-08]", "node_fail"),
+])
+def test_srun_task_oom_and_node_failure_without_accounting(line, cls):
+    tail = ["[rank1]: step 21 loss 2.9", "[rank0]: torch.distributed.DistBackendError: NCCL error in: "
+            "ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error", line]
+    v = classify(1, tail, steps_seen=21)
+    assert v.cls == cls and line in v.evidence, v
+    if cls == "node_fail":
+        assert v.summary.startswith(line.rsplit(" ", 1)[1] + " failed: "), v.summary
+
+
+def test_srun_words_for_a_plain_task_end_are_not_a_slurm_verdict():
+    assert classify(1, ["srun: error: gpu001: task 0: Exited with exit code 1"], steps_seen=3).cls == "unknown"
+
+
+@pytest.mark.parametrize("line, cls", [
+    # torch/distributed/elastic/multiprocessing/api.py: logger.error("failed (exitcode: %s) local_rank: %s
+    # (pid: %s) of binary: %s", ...) for the first failure, behind its glog header, and cut after the code
+    ("E0312 10:11:12.000000 4242 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -11) "
+     "local_rank: 0 (pid: 4243) of binary: /usr/bin/python", "segfault"),
+    ("[QUESTION] torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -11)", "segfault"),
+    ("torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: -9)", "killed_oom"),
+    # rich's log columns (RichHandler) wrap the message inside "(pid:" and put file:line at the margin
+    ("[01:21:55] ERROR    failed (exitcode: -7) local_rank: 0 (pid:      api.py:672", "bus_error"),
+])
+def test_the_agents_failed_line_gives_the_signal_even_cut_after_the_exit_code(line, cls):
+    assert classify(1, [line], steps_seen=30).cls == cls
+
+
+def test_failed_exitcode_inside_other_words_is_not_the_agents_line():
+    assert classify(1, ["job 7 failed (exitcode: -11) and was requeued by the scheduler"],
+                    steps_seen=30).cls == "unknown"
+
+
+@pytest.mark.parametrize("line", [
+    # Python's OSError from strerror(ENOSPC) / strerror(EDQUOT)
+    "OSError: [Errno 28] No space left on device",
+    "OSError: [Errno 122] Disk quota exceeded: '/ckpt/checkpoint-400/model.safetensors'",
+    # safetensors (Rust io::Error debug form), torch.save's zip writer (caffe2/serialize/inline_container.cc)
+    'safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, '
+    'message: "No space left on device" })',
+    "RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed writing file "
+    "data.pkl: file write failed",
+    # behind a prefix the normaliser does not know (a Metaflow task's "[run/step/task (pid N)] [uuid] ")
+    "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] [09c561ee-a44c] OSError: [Errno 28] No space left on device",
+])
+def test_a_write_that_ran_out_of_room_stays_unknown_with_a_disk_hint(line):
+    tail = ["Saving model checkpoint to out/checkpoint-400", "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.11/site-packages/torch/serialization.py", line 652, in save', line]
+    v = classify(1, tail, steps_seen=400)
+    assert v.cls == "unknown" and v.retryable and v.recovery == "restart", v
+    assert v.hint and "free space" in v.hint, v
+    assert line.split("] ", 2)[-1][:25] in v.summary if "pid 28936" in line else line[:25] in v.summary, v.summary
+
+
+def test_an_ordinary_unknown_crash_gets_no_disk_hint():
+    v = classify(1, ["Traceback (most recent call last):", "ValueError: bad batch"], steps_seen=3)
+    assert v.cls == "unknown" and v.hint is None
+
+
+@pytest.mark.parametrize("line, summary", [
+    # ProcessGroupNCCL's heartbeat monitor (getNCCLWatchdogTimeoutExitMsg, LOG(FATAL)), both reasons
+    ("[rank2]:[F205 18:19:06.383067836 ProcessGroupNCCL.cpp:1614] [PG ID 17 PG GUID 137 Rank 2] [PG ID 17 "
+     "PG GUID 137 Rank 2] Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL "
+     "watchdog hang.", "ProcessGroupNCCL watchdog got stuck"),
+    ("[rank3]:[F710 18:08:32.707469047 ProcessGroupNCCL.cpp:1725] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+     "[PG ID 0 PG GUID 0(default_pg) Rank 3] Terminating the process after attempting to dump debug info, due "
+     "to collective timeout or exception.", "ProcessGroupNCCL ended the process: collective timeout or exception "
+     "(rank 3)"),
+    # c10::Error's location line for the timeout WorkNCCL::checkTimeout throws, its message cut above it
+    ("Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632 "
+     "(most recent call first):", "NCCL watchdog timeout (a collective timed out)"),
+])
+def test_the_nccl_watchdogs_own_exit_lines_are_an_nccl_timeout(line, summary):
+    v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == "nccl_error" and v.summary == summary, v
+    assert classify(None, [line], hang=True, steps_seen=40).cls == "nccl_error"   # NCCL said it timed out
+
+
+def test_the_watchdog_threads_rethrow_location_is_an_nccl_error_but_not_a_timeout():
+    line = ("Exception raised from ncclCommWatchdog at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1901 "
+            "(most recent call first):")
+    assert classify(1, [line], steps_seen=40).cls == "nccl_error"
+    assert classify(None, [line], hang=True, steps_seen=40).cls == "hang"
