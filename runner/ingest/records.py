@@ -253,8 +253,9 @@ def unit_value(fname: str, value: float | None, unit: str | None, name: str = ""
     return value
 
 
+# LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps / total_steps.
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",
-             "train/global_step", "it", "num_updates")
+             "train/global_step", "it", "num_updates", "current_steps")
 MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
 
 KNOWN_KEYS = frozenset(k for keys in FIELD_KEYS.values() for k, _ in keys) | set(STEP_KEYS) | set(MAX_STEP_KEYS)
