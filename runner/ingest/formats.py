@@ -366,6 +366,43 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
 
 
+# mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
+#   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
+#   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"
+#   f"Iter {it}: Val loss {val_loss:.3f}, Val took {val_time:.3f}s" (DPO adds "Val accuracy",
+#   "Val margin"); older mlx-examples print only Train loss, It/sec and Tokens/sec.
+_MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
+_MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
+_MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}
+
+
+def read_mlx(text: str) -> tuple[dict, str] | EvalLine | None:
+    """An mlx-lm training report (``It/sec`` inverted to the step time, ``Peak mem`` in GB) or
+    its validation line (an evaluation at that iteration)."""
+    m = _MLX_RE.match(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {}
+    for piece in m.group(2).split(", "):
+        p = _MLX_PIECE_RE.match(piece.strip())
+        if p is None:
+            return None
+        num = _num(p.group(2))
+        if num is not None:
+            values[p.group(1)] = num
+    step = int(m.group(1))
+    if m.group(2).startswith("Val "):
+        return EvalLine(values, step, "mlx", split="val", loss=values.get("Val loss"))
+    out: dict[str, Any] = {"step": step}
+    for name, num in values.items():
+        low = name.lower()
+        if low == "it/sec":
+            out["step_time_s"] = None if num == 0 else 1.0 / num
+        else:
+            out[_MLX_FIELDS.get(low, name)] = num
+    return out, "mlx"
+
+
 # " | "-separated "key: value" / "key value [unit]" lines whose keys may hold spaces:
 # NeMo 2's ProgressPrinter ("Training epoch 0, iteration 9/19 | lr: 1.5e-06 | global_step: 9 |
 # reduced_train_loss: 11.03 | train_step_timing in s: 7.57 | consumed_samples: 5120") and NeMo
