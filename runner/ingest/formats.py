@@ -327,6 +327,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             out["max_steps"] = int(head.group(2))
         pos = head.end()
     got_metric = False
+    by_synonym: tuple[str, float] | None = None
     for m in _KV_RE.finditer(text, pos):
         key, sep, raw, tot, unit = m.group("key", "sep", "val", "tot", "unit")
         low = key.lower()
@@ -344,8 +345,15 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         field = _KV_FIELDS.get(low)
         named = field is not None
         if field is None and low not in _NOT_FIELDS:
-            known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, ...
+            known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, step_loss, ...
             field = known[0] if known is not None and known[0] in ("mem_gib", "step_time_s") else None
+            if known is not None and known[0] == "loss" and not any(c in key for c in "/.") and "loss" not in out:
+                field, named = "loss", True   # a plain loss name; slashed ones (actor/loss) are the learner's
+                by_synonym = (key, value)
+        elif field == "loss" and by_synonym is not None:
+            # the exact "loss" after a synonym (avg_loss=0.3, loss=0.06): the exact one is the loss
+            out[by_synonym[0]], by_synonym = by_synonym[1], None
+            del out["loss"]
         if field is not None and field not in out:
             if field == "step_time_s" and low == "time" and unit not in (None, "ms", "s"):
                 out[key] = value

@@ -169,7 +169,8 @@ LEARNED_KEYS: dict[str, str] = {
     "tokens_per_sec": "tokens_per_s", "throughput (tokens/s)": "tokens_per_s", "tgs": "tokens_per_s",
 }
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
-                            "train", "training", "avg", "mean", "train_lm", "reduced_train", "main"))
+                            "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
+                            "step"))   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
 
 
