@@ -596,7 +596,10 @@ _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
     r"(?:\d{1,3}%\|[^|\r\n]{0,300}\|\s*(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
-    r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it)(?P<post>,[^\]\r\n]*)\]\s*$")
+    r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})(?P<post>,[^\]\r\n]*)\]\s*$")
+# tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
+# second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
+_BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
 _EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)\b", re.IGNORECASE)
 _BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
@@ -628,7 +631,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     1.x's running mean: when the step's own loss is there too (``reduced_train_loss``,
     ``train_loss_step``, ``train_loss``), that is the record's loss and the running mean is kept
     as ``loss_smoothed``."""
-    if "it/s, " not in text and "s/it, " not in text:   # the rate, then ", " and the postfix
+    if "/" not in text or _BAR_RATE_RE.search(text) is None:   # the rate, then ", " and the postfix
         return None
     m = _BAR_POSTFIX_RE.match(text)
     if m is None:

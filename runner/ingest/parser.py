@@ -184,7 +184,7 @@ class LogParser:
             return dropped
         events: list[LogEvent] = []
         line_rank = None
-        if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw):   # redraws of a progress bar
+        if b"\r" in raw and (b"/s" in raw or b"s/" in raw):   # redraws of a progress bar (tqdm's rate)
             events, line_rank = self._earlier_bars(raw)
         text = decode_line(seg)
         self._line_text = text
