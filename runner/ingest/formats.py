@@ -374,6 +374,32 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
 
 
+# TensorFlow Estimator's evaluation result (estimator.py, _write_dict_to_summary):
+#   logging.info('Saving dict for global step %d: %s', global_step, _dict_to_str(dictionary))
+# with _dict_to_str = ', '.join('%s = %s' % (k, v) for k, v in sorted(dictionary.items())).
+_TF_EVAL_DICT_RE = re.compile(r"\bSaving dict for global step (\d+): (.*)$")
+_TF_EVAL_PAIR_RE = re.compile(r"^\s*([\w/.-]+) = (" + _NUM + r")\s*$")
+
+
+def read_tf_eval_dict(text: str) -> EvalLine | None:
+    """An Estimator evaluation (``loss`` is its loss), at the global step it names."""
+    if "Saving dict" not in text:
+        return None
+    m = _TF_EVAL_DICT_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, float] = {}
+    for piece in m.group(2).split(", "):
+        p = _TF_EVAL_PAIR_RE.match(piece)
+        num = _num(p.group(2)) if p is not None else None
+        if p is not None and num is not None:
+            values[p.group(1)] = num
+    values.pop("global_step", None)
+    if not values:
+        return None
+    return EvalLine(values, int(m.group(1)), "tf_estimator", split="eval", loss=values.get("loss"))
+
+
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
 #   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
 #   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"

@@ -38,7 +38,8 @@ _STEP_WORDS = ("step", "iter")
 _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
-    formats.read_torchtune_step, formats.read_pipes, formats.read_mlx, formats.read_kv,
+    formats.read_torchtune_step, formats.read_pipes, formats.read_mlx, formats.read_tf_eval_dict,
+    formats.read_kv,
 )
 MAX_EXAMPLES = 5
 # DeepSpeed's engine (deepspeed/runtime/engine.py, log_dist at steps_per_print):
