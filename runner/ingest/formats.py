@@ -400,6 +400,33 @@ def read_tf_eval_dict(text: str) -> EvalLine | None:
     return EvalLine(values, int(m.group(1)), "tf_estimator", split="eval", loss=values.get("loss"))
 
 
+# transformers' TFTrainer (trainer_tf.py, 2020):
+#   logger.info("Epoch {} Step {} Validation Metrics {}".format(epoch, step, logs)) with logs
+#   {"eval_" + key: value for the evaluation's metrics (themselves "eval_loss", ...), "learning_rate"}
+#   logger.info("Epoch {} Step {} Train Loss {:.4f}".format(epoch, step, training_loss.numpy()))
+_TF_TRAINER_RE = re.compile(r"\bEpoch (\S+) Step (\d+) (?:Validation Metrics (\{.*\})|Train Loss (" + _NUM + r"))\s*$")
+_EVAL_PREFIXES_RE = re.compile(r"^(?:eval_)+")
+
+
+def read_tf_trainer(text: str) -> tuple[dict, str] | EvalLine | None:
+    """A TFTrainer training-loss line or its validation metrics (an evaluation at that step)."""
+    if " Step " not in text:
+        return None
+    m = _TF_TRAINER_RE.search(text)
+    if m is None:
+        return None
+    epoch, step = _num(m.group(1)), int(m.group(2))
+    if m.group(4) is not None:
+        return {"step": step, "loss": m.group(4), "epoch": epoch}, "tf_trainer"
+    obj = parse_pydict(m.group(3))
+    if not isinstance(obj, dict):
+        return None
+    values = {str(k): v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    loss = next((float(v) for k, v in values.items() if _EVAL_PREFIXES_RE.sub("", k) == "loss"
+                 and k != "loss"), None)
+    return EvalLine(values, step, "tf_trainer", split="eval", loss=loss)
+
+
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
 #   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
 #   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"

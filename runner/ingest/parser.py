@@ -39,6 +39,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_mlx, formats.read_tf_eval_dict,
+    formats.read_tf_trainer,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -259,6 +260,9 @@ class LogParser:
         if _RUN_START_RE.search(text):
             self._new_run()
         if text[-1:] == "}" and "{" in text:
+            tft = formats.read_tf_trainer(text)   # "Epoch 2 Step 50 Validation Metrics {...}": an evaluation
+            if tft is not None:
+                return self._from_reader(tft, rank) or []
             cut = formats.split_prefixed_object(text)
             if cut is not None:
                 got = self._object(cut[1], rank, prefixed=True)
