@@ -536,7 +536,11 @@ _FIELD_NAMES = frozenset(("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", 
 #     "epoch {epoch:03d}"; the step is num_updates.
 #   end of epoch / validation: "{prefix} | {k v | k v | ...}" (print), prefix "epoch 001" or
 #     "epoch 001 | valid on 'valid' subset".
-_FAIRSEQ_SIMPLE_RE = re.compile(r"(?:^|\|\s)epoch (\d+):\s+(\d+) / (\d+) (\w+=.*)$")
+_FAIRSEQ_SIMPLE_RE = re.compile(r"(?:^|\|\s)epoch (\d+):?\s+(\d+) / (\d+) (\w+=.*)$")
+# fairseq-py 2017 (before num_updates; "| epoch 010  2000 / 8223 loss=..." without the colon):
+# postfix "loss=1.27 (1.50)" is the batch's loss, then its
+# running average (f"{loss:.2f} ({loss_meter.avg:.2f})"); the step is the batch count over the epochs.
+_FAIRSEQ_AVG_RE = re.compile(r"^(\S+)(?:\s+\((\S+)\))?")
 _FAIRSEQ_PRINT_RE = re.compile(r"(?:^|\|\s)epoch (\d+)(?: \| valid on '([^']*)' subset)? \| (\w+ .*)$")
 
 
@@ -551,10 +555,16 @@ def read_fairseq(text: str) -> tuple[dict, str] | EvalLine | dict | None:
         for piece in m.group(4).split(", "):
             key, sep, raw = piece.partition("=")
             if sep:
-                out[key.strip()] = raw.strip()
-        if "num_updates" not in out:
-            return None
+                value, avg = _FAIRSEQ_AVG_RE.match(raw.strip()).groups()
+                out[key.strip()] = value
+                if avg is not None:
+                    out[key.strip() + "_avg"] = avg
         i, size = int(m.group(2)), int(m.group(3))
+        if "num_updates" not in out:
+            if "loss" not in out or not size:
+                return None
+            # fairseq-py before num_updates: the batches of every epoch before this one come first
+            out["step"] = (int(m.group(1)) - 1) * size + i
         out["epoch"] = int(m.group(1)) - 1 + (i / size if size else 0)
         return out, "fairseq"
     m = _FAIRSEQ_PRINT_RE.search(text)
