@@ -427,6 +427,32 @@ def read_tf_trainer(text: str) -> tuple[dict, str] | EvalLine | None:
     return EvalLine(values, step, "tf_trainer", split="eval", loss=loss)
 
 
+# litgpt's finetune/pretrain scripts (since 2024; fabric.log_dict(metrics, step=iter_num - 1)):
+#   f"Epoch {epoch+1} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val_loss} |"
+#   f" iter time: {iter_time*1000:.2f} ms{' (step)' if not accumulating}" f" remaining time: {td}"
+# and its first form (PR 1055): "Ep 1 | iter 4 | step 1: loss train (curr): 1.585, val (prev val
+# iter): None | iter time: 181.34 ms (opt.step)". The step is the iteration (every line has its
+# own); the optimizer step is kept as optimizer_step, a printed val loss as val_loss.
+_LITGPT_RE = re.compile(
+    r"^(?:Epoch|Ep) (\d+) \| iter (\d+) (?:\| )?(?i:step) (\d+):? ?\|? loss train(?: \(curr\))?: (" + _NUM + r"),"
+    r" val(?: \(prev val iter\))?: (\S+) \| iter time: (" + _NUM + r") (ms|s)\b")
+
+
+def read_litgpt(text: str) -> tuple[dict, str] | None:
+    m = _LITGPT_RE.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(2)), "optimizer_step": int(m.group(3)), "loss": m.group(4),
+                           "epoch": int(m.group(1))}
+    val = parse_number(m.group(5))
+    if val is not None:
+        out["val_loss"] = val
+    t = _num(m.group(6))
+    if t is not None:
+        out["step_time_s"] = t / 1000.0 if m.group(7) == "ms" else t
+    return out, "litgpt"
+
+
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
 #   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
 #   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"
