@@ -568,6 +568,8 @@ class LogParser:
                 return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
         elif kind == "eval":
             step = eval_step(mapping)
+            if step is None and self._last_step is None and mapping.get("epoch") in (0, 0.0, "0", "0.0"):
+                step = 0   # an evaluation before the first step (HF's eval_on_start: global_step 0)
             inferred = step is None and self._last_step is not None
             mark = eval_mark(mapping, self._last_step if step is None else step, src, inferred=inferred)
             if rank is not None:
