@@ -581,10 +581,10 @@ def read_fairseq(text: str) -> tuple[dict, str] | EvalLine | dict | None:
         for piece in m.group(4).split(", "):
             key, sep, raw = piece.partition("=")
             if sep:
-                value, avg = _FAIRSEQ_AVG_RE.match(raw.strip()).groups()
-                out[key.strip()] = value
-                if avg is not None:
-                    out[key.strip() + "_avg"] = avg
+                va = _FAIRSEQ_AVG_RE.match(raw.strip())
+                out[key.strip()] = va.group(1) if va else raw.strip()
+                if va and va.group(2) is not None:
+                    out[key.strip() + "_avg"] = va.group(2)
         i, size = int(m.group(2)), int(m.group(3))
         if "num_updates" not in out:
             if "loss" not in out or not size:
