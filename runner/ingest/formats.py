@@ -453,6 +453,23 @@ def read_litgpt(text: str) -> tuple[dict, str] | None:
     return out, "litgpt"
 
 
+# unsloth_zoo's unsloth_train (training_utils.py, for transformers <= 4.45.2) prints its banner
+#   f'==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = {world_size}' ...
+# then, every logging_steps, progress_bar.write(f"{step}, {round(loss, 4)}") before
+# progress_bar.update(1): the 0-based index of the step just done and its loss.
+UNSLOTH_BANNER_RE = re.compile(r"^==\(\(====\)\)==\s+Unsloth\b")
+_UNSLOTH_STEP_RE = re.compile(r"^(\d+), (" + _NUM + r")$")
+
+
+def read_unsloth_step(text: str) -> tuple[dict, str] | None:
+    """An ``unsloth_train`` report (only after its banner): step = the printed index + 1, the
+    count Hugging Face's trainer and the bar show for that step."""
+    m = _UNSLOTH_STEP_RE.match(text)
+    if m is None:
+        return None
+    return {"step": int(m.group(1)) + 1, "loss": m.group(2)}, "unsloth"
+
+
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
 #   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
 #   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"

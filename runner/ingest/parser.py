@@ -137,6 +137,7 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
+        self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
 
@@ -257,6 +258,13 @@ class LogParser:
         mark = formats.read_mark(text)
         if mark is not None:
             return self._mark(mark)
+        if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
+            self._unsloth = True
+            self._new_run()
+        elif self._unsloth and text[:1].isdigit():
+            got_unsloth = formats.read_unsloth_step(text)
+            if got_unsloth is not None:
+                return self._from_reader(got_unsloth, rank) or []
         if _RUN_START_RE.search(text):
             self._new_run()
         if text[-1:] == "}" and "{" in text:
