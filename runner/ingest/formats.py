@@ -470,6 +470,47 @@ def read_unsloth_step(text: str) -> tuple[dict, str] | None:
     return {"step": int(m.group(1)) + 1, "loss": m.group(2)}, "unsloth"
 
 
+# Caffe's solver (src/caffe/solver.cpp Step, sgd_solver.cpp ApplyUpdate), behind glog's prefix,
+# every `display` iterations:
+#   "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/" << display << " iters),
+#   loss = " << smoothed_loss_          (older: "Iteration " << iter_ << ", loss = " << smoothed_loss_)
+#   "    Train net output #" << j << ": " << name << " = " << value [<< " (* w = v loss)"]
+#   "Iteration " << iter_ << ", lr = " << rate
+# One record per display: the first line opens it, the outputs and the lr join it.
+_CAFFE_ITER_RE = re.compile(r"(?:^|\] )Iteration (\d+)(?: \((" + _NUM + r") iter/s, (" + _NUM + r")s/(\d+) iters\))?,"
+                            r" loss = (" + _NUM + r")\s*$")
+_CAFFE_OUTPUT_RE = re.compile(r"(?:^|\] )\s*Train net output #\d+: (\S+) = (" + _NUM + r")(?: \(\* .*\))?\s*$")
+_CAFFE_LR_RE = re.compile(r"(?:^|\] )Iteration (\d+), lr = (" + _NUM + r")\s*$")
+
+
+def read_caffe_iteration(text: str) -> tuple[int, dict] | None:
+    """The line that opens a Caffe display block: (iteration, its values)."""
+    if "Iteration " not in text or "loss = " not in text:
+        return None
+    m = _CAFFE_ITER_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {"loss": m.group(5)}
+    per_s = _num(m.group(2)) if m.group(2) else None
+    if per_s:
+        values["step_time_s"] = 1.0 / per_s
+    return int(m.group(1)), values
+
+
+def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
+    """A line of the Caffe display block of ``step``: (values it adds, whether it ends the
+    block: the lr line), else None."""
+    m = _CAFFE_OUTPUT_RE.search(text)
+    if m is not None:
+        num = _num(m.group(2))
+        return ({m.group(1): num} if num is not None else {}), False
+    m = _CAFFE_LR_RE.search(text)
+    if m is not None and int(m.group(1)) == step:
+        num = _num(m.group(2))
+        return ({"lr": num} if num is not None else {}), True
+    return None
+
+
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
 #   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
 #   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"

@@ -174,7 +174,11 @@ class LogParser:
         if seg is None:
             return self._release()
         if self._block is not None:
-            if self._block_line(seg):
+            if self._block.src == "caffe":
+                got = self._caffe_line(seg)
+                if got is not None:
+                    return got
+            elif self._block_line(seg):
                 return []
             return self._release() + self._classify_seg(raw, seg)
         return self._classify_seg(raw, seg)
@@ -265,6 +269,12 @@ class LogParser:
             got_unsloth = formats.read_unsloth_step(text)
             if got_unsloth is not None:
                 return self._from_reader(got_unsloth, rank) or []
+        caffe = formats.read_caffe_iteration(text)
+        if caffe is not None:
+            self._block = shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe")
+            self._block_rank = rank
+            self.reason = "a Caffe iteration: its record is given with the lines that join it"
+            return []
         if _RUN_START_RE.search(text):
             self._new_run()
         if text[-1:] == "}" and "{" in text:
@@ -364,6 +374,21 @@ class LogParser:
         self.stats.ignored_lines += 1
         return True
 
+    def _caffe_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A line of a Caffe display block: a net output joins it, its lr line ends it."""
+        assert self._block is not None
+        got = formats.caffe_line(decode_line(seg), self._block.header.step)
+        if got is None:
+            return None
+        values, last = got
+        for k, v in values.items():
+            self._block.values.setdefault(k, v)
+        self.reason = "joined the Caffe iteration's record above"
+        if last:
+            return self._flush_block()
+        self.stats.ignored_lines += 1
+        return []
+
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
         if block is None:
@@ -377,7 +402,7 @@ class LogParser:
             mapping["max_steps"] = head.max_steps
         if head.epoch is not None:
             mapping.setdefault("epoch", head.epoch)
-        return self._from_reader((mapping, shape.SRC), self._block_rank) or []
+        return self._from_reader((mapping, block.src), self._block_rank) or []
 
     def _from_reader(self, got: Any, rank: int | None) -> list[LogEvent] | None:
         """Events for what a format reader returned: an evaluation, a summary mark, or a

@@ -476,6 +476,7 @@ class Block:
     header: Header
     values: dict = field(default_factory=dict)
     lines: int = 0
+    src: str = SRC                      # "caffe": a Caffe solver's display block (formats.caffe_line)
 
 
 def block_values(text: str) -> dict | None:
