@@ -578,10 +578,13 @@ class LogParser:
             self._unparsed(text, suspect=True)
             return []
         mapping, src = got
-        # a null value was not logged (LLaMA-Factory's trainer_log.jsonl writes every key of
-        # its line, "eval_loss": null beside a training step, and a last line of nulls at 100%)
-        mapping = {k: v for k, v in mapping.items() if v is not None}
         kind = classify_mapping(mapping)
+        if kind not in ("final", "summary"):
+            # a null value was not logged (LLaMA-Factory's trainer_log.jsonl writes every key of
+            # its line, "eval_loss": null beside a training step, and a last line of nulls at 100%);
+            # the end-of-training dicts keep theirs ('last_model_checkpoint': None is still the end)
+            mapping = {k: v for k, v in mapping.items() if v is not None}
+            kind = classify_mapping(mapping)
         if prefixed and not (kind in ("summary", "final") or any(k in mapping for k in STEP_KEYS)
                              or has_train_metric(mapping) or kind == "eval"):
             return None
