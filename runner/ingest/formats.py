@@ -327,6 +327,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             out["max_steps"] = int(head.group(2))
         pos = head.end()
     got_metric = False
+    by_synonym: tuple[str, float] | None = None
     for m in _KV_RE.finditer(text, pos):
         key, sep, raw, tot, unit = m.group("key", "sep", "val", "tot", "unit")
         low = key.lower()
@@ -344,8 +345,15 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         field = _KV_FIELDS.get(low)
         named = field is not None
         if field is None and low not in _NOT_FIELDS:
-            known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, ...
+            known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, step_loss, ...
             field = known[0] if known is not None and known[0] in ("mem_gib", "step_time_s") else None
+            if known is not None and known[0] == "loss" and not any(c in key for c in "/.") and "loss" not in out:
+                field, named = "loss", True   # a plain loss name; slashed ones (actor/loss) are the learner's
+                by_synonym = (key, value)
+        elif field == "loss" and by_synonym is not None:
+            # the exact "loss" after a synonym (avg_loss=0.3, loss=0.06): the exact one is the loss
+            out[by_synonym[0]], by_synonym = by_synonym[1], None
+            del out["loss"]
         if field is not None and field not in out:
             if field == "step_time_s" and low == "time" and unit not in (None, "ms", "s"):
                 out[key] = value
@@ -364,6 +372,180 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             if value is not None:
                 out["step_time_s"] = value / 1000.0 if per.group(2).startswith("ms") else value
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
+
+
+# TensorFlow Estimator's evaluation result (estimator.py, _write_dict_to_summary):
+#   logging.info('Saving dict for global step %d: %s', global_step, _dict_to_str(dictionary))
+# with _dict_to_str = ', '.join('%s = %s' % (k, v) for k, v in sorted(dictionary.items())).
+_TF_EVAL_DICT_RE = re.compile(r"\bSaving dict for global step (\d+): (.*)$")
+_TF_EVAL_PAIR_RE = re.compile(r"^\s*([\w/.-]+) = (" + _NUM + r")\s*$")
+
+
+def read_tf_eval_dict(text: str) -> EvalLine | None:
+    """An Estimator evaluation (``loss`` is its loss), at the global step it names."""
+    if "Saving dict" not in text:
+        return None
+    m = _TF_EVAL_DICT_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, float] = {}
+    for piece in m.group(2).split(", "):
+        p = _TF_EVAL_PAIR_RE.match(piece)
+        num = _num(p.group(2)) if p is not None else None
+        if p is not None and num is not None:
+            values[p.group(1)] = num
+    values.pop("global_step", None)
+    if not values:
+        return None
+    return EvalLine(values, int(m.group(1)), "tf_estimator", split="eval", loss=values.get("loss"))
+
+
+# transformers' TFTrainer (trainer_tf.py, 2020):
+#   logger.info("Epoch {} Step {} Validation Metrics {}".format(epoch, step, logs)) with logs
+#   {"eval_" + key: value for the evaluation's metrics (themselves "eval_loss", ...), "learning_rate"}
+#   logger.info("Epoch {} Step {} Train Loss {:.4f}".format(epoch, step, training_loss.numpy()))
+_TF_TRAINER_RE = re.compile(r"\bEpoch (\S+) Step (\d+) (?:Validation Metrics (\{.*\})|Train Loss (" + _NUM + r"))\s*$")
+_EVAL_PREFIXES_RE = re.compile(r"^(?:eval_)+")
+
+
+def read_tf_trainer(text: str) -> tuple[dict, str] | EvalLine | None:
+    """A TFTrainer training-loss line or its validation metrics (an evaluation at that step)."""
+    if " Step " not in text:
+        return None
+    m = _TF_TRAINER_RE.search(text)
+    if m is None:
+        return None
+    epoch, step = _num(m.group(1)), int(m.group(2))
+    if m.group(4) is not None:
+        return {"step": step, "loss": m.group(4), "epoch": epoch}, "tf_trainer"
+    obj = parse_pydict(m.group(3))
+    if not isinstance(obj, dict):
+        return None
+    values = {str(k): v for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    loss = next((float(v) for k, v in values.items() if _EVAL_PREFIXES_RE.sub("", k) == "loss"
+                 and k != "loss"), None)
+    return EvalLine(values, step, "tf_trainer", split="eval", loss=loss)
+
+
+# litgpt's finetune/pretrain scripts (since 2024; fabric.log_dict(metrics, step=iter_num - 1)):
+#   f"Epoch {epoch+1} | iter {iter} step {step} | loss train: {loss:.3f}, val: {val_loss} |"
+#   f" iter time: {iter_time*1000:.2f} ms{' (step)' if not accumulating}" f" remaining time: {td}"
+# and its first form (PR 1055): "Ep 1 | iter 4 | step 1: loss train (curr): 1.585, val (prev val
+# iter): None | iter time: 181.34 ms (opt.step)". The step is the iteration (every line has its
+# own); the optimizer step is kept as optimizer_step, a printed val loss as val_loss.
+_LITGPT_RE = re.compile(
+    r"^(?:Epoch|Ep) (\d+) \| iter (\d+) (?:\| )?(?i:step) (\d+):? ?\|? loss train(?: \(curr\))?: (" + _NUM + r"),"
+    r" val(?: \(prev val iter\))?: (\S+) \| iter time: (" + _NUM + r") (ms|s)\b")
+
+
+def read_litgpt(text: str) -> tuple[dict, str] | None:
+    m = _LITGPT_RE.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(2)), "optimizer_step": int(m.group(3)), "loss": m.group(4),
+                           "epoch": int(m.group(1))}
+    val = parse_number(m.group(5))
+    if val is not None:
+        out["val_loss"] = val
+    t = _num(m.group(6))
+    if t is not None:
+        out["step_time_s"] = t / 1000.0 if m.group(7) == "ms" else t
+    return out, "litgpt"
+
+
+# unsloth_zoo's unsloth_train (training_utils.py, for transformers <= 4.45.2) prints its banner
+#   f'==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = {world_size}' ...
+# then, every logging_steps, progress_bar.write(f"{step}, {round(loss, 4)}") before
+# progress_bar.update(1): the 0-based index of the step just done and its loss.
+UNSLOTH_BANNER_RE = re.compile(r"^==\(\(====\)\)==\s+Unsloth\b")
+_UNSLOTH_STEP_RE = re.compile(r"^(\d+), (" + _NUM + r")$")
+
+
+def read_unsloth_step(text: str) -> tuple[dict, str] | None:
+    """An ``unsloth_train`` report (only after its banner): step = the printed index + 1, the
+    count Hugging Face's trainer and the bar show for that step."""
+    m = _UNSLOTH_STEP_RE.match(text)
+    if m is None:
+        return None
+    return {"step": int(m.group(1)) + 1, "loss": m.group(2)}, "unsloth"
+
+
+# Caffe's solver (src/caffe/solver.cpp Step, sgd_solver.cpp ApplyUpdate), behind glog's prefix,
+# every `display` iterations:
+#   "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/" << display << " iters),
+#   loss = " << smoothed_loss_          (older: "Iteration " << iter_ << ", loss = " << smoothed_loss_)
+#   "    Train net output #" << j << ": " << name << " = " << value [<< " (* w = v loss)"]
+#   "Iteration " << iter_ << ", lr = " << rate
+# One record per display: the first line opens it, the outputs and the lr join it.
+_CAFFE_ITER_RE = re.compile(r"(?:^|\] )Iteration (\d+)(?: \((" + _NUM + r") iter/s, (" + _NUM + r")s/(\d+) iters\))?,"
+                            r" loss = (" + _NUM + r")\s*$")
+_CAFFE_OUTPUT_RE = re.compile(r"(?:^|\] )\s*Train net output #\d+: (\S+) = (" + _NUM + r")(?: \(\* .*\))?\s*$")
+_CAFFE_LR_RE = re.compile(r"(?:^|\] )Iteration (\d+), lr = (" + _NUM + r")\s*$")
+
+
+def read_caffe_iteration(text: str) -> tuple[int, dict] | None:
+    """The line that opens a Caffe display block: (iteration, its values)."""
+    if "Iteration " not in text or "loss = " not in text:
+        return None
+    m = _CAFFE_ITER_RE.search(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {"loss": m.group(5)}
+    per_s = _num(m.group(2)) if m.group(2) else None
+    if per_s:
+        values["step_time_s"] = 1.0 / per_s
+    return int(m.group(1)), values
+
+
+def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
+    """A line of the Caffe display block of ``step``: (values it adds, whether it ends the
+    block: the lr line), else None."""
+    m = _CAFFE_OUTPUT_RE.search(text)
+    if m is not None:
+        num = _num(m.group(2))
+        return ({m.group(1): num} if num is not None else {}), False
+    m = _CAFFE_LR_RE.search(text)
+    if m is not None and int(m.group(1)) == step:
+        num = _num(m.group(2))
+        return ({"lr": num} if num is not None else {}), True
+    return None
+
+
+# mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
+#   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
+#   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"
+#   f"Iter {it}: Val loss {val_loss:.3f}, Val took {val_time:.3f}s" (DPO adds "Val accuracy",
+#   "Val margin"); older mlx-examples print only Train loss, It/sec and Tokens/sec.
+_MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
+_MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
+_MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}
+
+
+def read_mlx(text: str) -> tuple[dict, str] | EvalLine | None:
+    """An mlx-lm training report (``It/sec`` inverted to the step time, ``Peak mem`` in GB) or
+    its validation line (an evaluation at that iteration)."""
+    m = _MLX_RE.match(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {}
+    for piece in m.group(2).split(", "):
+        p = _MLX_PIECE_RE.match(piece.strip())
+        if p is None:
+            return None
+        num = _num(p.group(2))
+        if num is not None:
+            values[p.group(1)] = num
+    step = int(m.group(1))
+    if m.group(2).startswith("Val "):
+        return EvalLine(values, step, "mlx", split="val", loss=values.get("Val loss"))
+    out: dict[str, Any] = {"step": step}
+    for name, num in values.items():
+        low = name.lower()
+        if low == "it/sec":
+            out["step_time_s"] = None if num == 0 else 1.0 / num
+        else:
+            out[_MLX_FIELDS.get(low, name)] = num
+    return out, "mlx"
 
 
 # " | "-separated "key: value" / "key value [unit]" lines whose keys may hold spaces:
@@ -438,7 +620,11 @@ _FIELD_NAMES = frozenset(("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", 
 #     "epoch {epoch:03d}"; the step is num_updates.
 #   end of epoch / validation: "{prefix} | {k v | k v | ...}" (print), prefix "epoch 001" or
 #     "epoch 001 | valid on 'valid' subset".
-_FAIRSEQ_SIMPLE_RE = re.compile(r"(?:^|\|\s)epoch (\d+):\s+(\d+) / (\d+) (\w+=.*)$")
+_FAIRSEQ_SIMPLE_RE = re.compile(r"(?:^|\|\s)epoch (\d+):?\s+(\d+) / (\d+) (\w+=.*)$")
+# fairseq-py 2017 (before num_updates; "| epoch 010  2000 / 8223 loss=..." without the colon):
+# postfix "loss=1.27 (1.50)" is the batch's loss, then its
+# running average (f"{loss:.2f} ({loss_meter.avg:.2f})"); the step is the batch count over the epochs.
+_FAIRSEQ_AVG_RE = re.compile(r"^(\S+)(?:\s+\((\S+)\))?")
 _FAIRSEQ_PRINT_RE = re.compile(r"(?:^|\|\s)epoch (\d+)(?: \| valid on '([^']*)' subset)? \| (\w+ .*)$")
 
 
@@ -453,10 +639,16 @@ def read_fairseq(text: str) -> tuple[dict, str] | EvalLine | dict | None:
         for piece in m.group(4).split(", "):
             key, sep, raw = piece.partition("=")
             if sep:
-                out[key.strip()] = raw.strip()
-        if "num_updates" not in out:
-            return None
+                va = _FAIRSEQ_AVG_RE.match(raw.strip())
+                out[key.strip()] = va.group(1) if va else raw.strip()
+                if va and va.group(2) is not None:
+                    out[key.strip() + "_avg"] = va.group(2)
         i, size = int(m.group(2)), int(m.group(3))
+        if "num_updates" not in out:
+            if "loss" not in out or not size:
+                return None
+            # fairseq-py before num_updates: the batches of every epoch before this one come first
+            out["step"] = (int(m.group(1)) - 1) * size + i
         out["epoch"] = int(m.group(1)) - 1 + (i / size if size else 0)
         return out, "fairseq"
     m = _FAIRSEQ_PRINT_RE.search(text)
@@ -551,7 +743,10 @@ _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
     r"(?:\d{1,3}%\|[^|\r\n]{0,300}\|\s*(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
-    r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:it/s|s/it)(?P<post>,[^\]\r\n]*)\]\s*$")
+    r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})(?P<post>,[^\]\r\n]*)\]\s*$")
+# tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
+# second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
+_BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
 _EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)\b", re.IGNORECASE)
 _BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
@@ -583,7 +778,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     1.x's running mean: when the step's own loss is there too (``reduced_train_loss``,
     ``train_loss_step``, ``train_loss``), that is the record's loss and the running mean is kept
     as ``loss_smoothed``."""
-    if "it/s, " not in text and "s/it, " not in text:   # the rate, then ", " and the postfix
+    if "/" not in text or _BAR_RATE_RE.search(text) is None:   # the rate, then ", " and the postfix
         return None
     m = _BAR_POSTFIX_RE.match(text)
     if m is None:

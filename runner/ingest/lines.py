@@ -67,7 +67,7 @@ def split_rank(text: str) -> tuple[int | None, str]:
 
 def strip_bar(text: str) -> tuple[bool, str]:
     """(starts_with_bar, text after the bar). A segment that is only a bar leaves ''."""
-    if "it/s" not in text and "s/it" not in text:   # every tqdm rate reads N.NNit/s or s/it
+    if "/s" not in text and "s/" not in text:   # every tqdm rate reads N.NN{unit}/s or s/{unit}
         return False, text
     m = BAR_RE.match(text)
     if not m:

@@ -38,7 +38,9 @@ _STEP_WORDS = ("step", "iter")
 _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
-    formats.read_torchtune_step, formats.read_pipes, formats.read_kv,
+    formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
+    formats.read_tf_trainer,
+    formats.read_kv,
 )
 MAX_EXAMPLES = 5
 # DeepSpeed's engine (deepspeed/runtime/engine.py, log_dist at steps_per_print):
@@ -135,6 +137,7 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
+        self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
 
@@ -171,7 +174,11 @@ class LogParser:
         if seg is None:
             return self._release()
         if self._block is not None:
-            if self._block_line(seg):
+            if self._block.src == "caffe":
+                got = self._caffe_line(seg)
+                if got is not None:
+                    return got
+            elif self._block_line(seg):
                 return []
             return self._release() + self._classify_seg(raw, seg)
         return self._classify_seg(raw, seg)
@@ -184,7 +191,7 @@ class LogParser:
             return dropped
         events: list[LogEvent] = []
         line_rank = None
-        if b"\r" in raw and (b"it/s" in raw or b"s/it" in raw):   # redraws of a progress bar
+        if b"\r" in raw and (b"/s" in raw or b"s/" in raw):   # redraws of a progress bar (tqdm's rate)
             events, line_rank = self._earlier_bars(raw)
         text = decode_line(seg)
         self._line_text = text
@@ -255,9 +262,25 @@ class LogParser:
         mark = formats.read_mark(text)
         if mark is not None:
             return self._mark(mark)
+        if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
+            self._unsloth = True
+            self._new_run()
+        elif self._unsloth and text[:1].isdigit():
+            got_unsloth = formats.read_unsloth_step(text)
+            if got_unsloth is not None:
+                return self._from_reader(got_unsloth, rank) or []
+        caffe = formats.read_caffe_iteration(text)
+        if caffe is not None:
+            self._block = shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe")
+            self._block_rank = rank
+            self.reason = "a Caffe iteration: its record is given with the lines that join it"
+            return []
         if _RUN_START_RE.search(text):
             self._new_run()
         if text[-1:] == "}" and "{" in text:
+            tft = formats.read_tf_trainer(text)   # "Epoch 2 Step 50 Validation Metrics {...}": an evaluation
+            if tft is not None:
+                return self._from_reader(tft, rank) or []
             cut = formats.split_prefixed_object(text)
             if cut is not None:
                 got = self._object(cut[1], rank, prefixed=True)
@@ -351,6 +374,21 @@ class LogParser:
         self.stats.ignored_lines += 1
         return True
 
+    def _caffe_line(self, seg: bytes) -> list[LogEvent] | None:
+        """A line of a Caffe display block: a net output joins it, its lr line ends it."""
+        assert self._block is not None
+        got = formats.caffe_line(decode_line(seg), self._block.header.step)
+        if got is None:
+            return None
+        values, last = got
+        for k, v in values.items():
+            self._block.values.setdefault(k, v)
+        self.reason = "joined the Caffe iteration's record above"
+        if last:
+            return self._flush_block()
+        self.stats.ignored_lines += 1
+        return []
+
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
         if block is None:
@@ -364,7 +402,7 @@ class LogParser:
             mapping["max_steps"] = head.max_steps
         if head.epoch is not None:
             mapping.setdefault("epoch", head.epoch)
-        return self._from_reader((mapping, shape.SRC), self._block_rank) or []
+        return self._from_reader((mapping, block.src), self._block_rank) or []
 
     def _from_reader(self, got: Any, rank: int | None) -> list[LogEvent] | None:
         """Events for what a format reader returned: an evaluation, a summary mark, or a
@@ -541,6 +579,12 @@ class LogParser:
             return []
         mapping, src = got
         kind = classify_mapping(mapping)
+        if kind not in ("final", "summary"):
+            # a null value was not logged (LLaMA-Factory's trainer_log.jsonl writes every key of
+            # its line, "eval_loss": null beside a training step, and a last line of nulls at 100%);
+            # the end-of-training dicts keep theirs ('last_model_checkpoint': None is still the end)
+            mapping = {k: v for k, v in mapping.items() if v is not None}
+            kind = classify_mapping(mapping)
         if prefixed and not (kind in ("summary", "final") or any(k in mapping for k in STEP_KEYS)
                              or has_train_metric(mapping) or kind == "eval"):
             return None
@@ -560,6 +604,8 @@ class LogParser:
                 return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
         elif kind == "eval":
             step = eval_step(mapping)
+            if step is None and self._last_step is None and mapping.get("epoch") in (0, 0.0, "0", "0.0"):
+                step = 0   # an evaluation before the first step (HF's eval_on_start: global_step 0)
             inferred = step is None and self._last_step is not None
             mark = eval_mark(mapping, self._last_step if step is None else step, src, inferred=inferred)
             if rank is not None:

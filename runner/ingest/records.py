@@ -169,7 +169,8 @@ LEARNED_KEYS: dict[str, str] = {
     "tokens_per_sec": "tokens_per_s", "throughput (tokens/s)": "tokens_per_s", "tgs": "tokens_per_s",
 }
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
-                            "train", "training", "avg", "mean", "train_lm", "reduced_train", "main"))
+                            "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
+                            "step"))   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
 
 
@@ -253,8 +254,9 @@ def unit_value(fname: str, value: float | None, unit: str | None, name: str = ""
     return value
 
 
+# LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps / total_steps.
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",
-             "train/global_step", "it", "num_updates")
+             "train/global_step", "it", "num_updates", "current_steps")
 MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
 
 KNOWN_KEYS = frozenset(k for keys in FIELD_KEYS.values() for k, _ in keys) | set(STEP_KEYS) | set(MAX_STEP_KEYS)

@@ -112,12 +112,14 @@ def strip_prefix_full(text: str) -> str:
 
 _UNITS = (r"GiB|GB|MiB|MB|KiB|KB|bytes|ms/batch|ms/step|ms/it(?:er)?|us/step|us/it|µs/step|sec/step|s/step|"
           r"s/it(?:er)?|it/s|steps/s|samples/s(?:ec)?|tokens/s(?:ec)?|tok/s|ms|sec|s|%|[KMGTB]")
+# A NaN spelling followed by one space and a lower-case name with its colon is a word of that
+# name (Megatron's "number of nan iterations: 0"), not a value.
 # a calendar date is never a number of its own (2026-11-28, 2026/11/28, 28/11/2026, 28.11.2026)
 _DATE = r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?!\d)|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}(?!\d)"
 _TOKEN_RE = re.compile(
     r"(?P<dur>(?<![\w.])\d+:\d\d(?::\d\d)?(?:\.\d+)?(?![\w.:]))"
     r"|(?<![\w@.\-/^])(?!" + _DATE + r")(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?"
-    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z]))"
+    r"|[-+]?\.\d+(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z])(?! [a-z]+[:=]))"
     r"(?:\s*(?:/|\bof\b)\s*(?P<tot>\d+)(?![\w.]))?"
     r"(?:\s?(?P<unit>" + _UNITS + r")(?![\w/])|(?P<rate>[A-Za-zµ]{1,8}/[A-Za-z]{1,8})(?![\w/])|(?![\w/]))",
     re.IGNORECASE)
@@ -474,6 +476,7 @@ class Block:
     header: Header
     values: dict = field(default_factory=dict)
     lines: int = 0
+    src: str = SRC                      # "caffe": a Caffe solver's display block (formats.caffe_line)
 
 
 def block_values(text: str) -> dict | None:

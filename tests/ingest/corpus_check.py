@@ -18,6 +18,13 @@ def expected() -> dict[str, dict]:
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
+def pending() -> dict[str, dict]:
+    """Held-out logs the parser does not read right yet (``_pending``: their expected values,
+    written by hand like the others, the logs in ``corpus/pending/``; no test runs them, the
+    script counts them)."""
+    return json.loads((CORPUS / "expected.json").read_text()).get("_pending", {})
+
+
 def _same(a: object, b: object) -> bool:
     if b == "nan":
         return isinstance(a, float) and math.isnan(a)
@@ -30,6 +37,8 @@ def differences(name: str, want: dict) -> list[str]:
     """What the parser gives that differs from the hand-written values (empty: exact)."""
     from moeconsole.runner.ingest import marks_from_path, records_from_path
     path = CORPUS / f"{name}.log"
+    if not path.exists():
+        path = CORPUS / "pending" / f"{name}.log"   # a held-out log not read right yet
     recs, _ = records_from_path(path)
     train = [r for r in recs if r["src"] not in ("megatron_mem", "deepspeed_mem")]
     out = []
@@ -67,6 +76,13 @@ def main() -> int:
     for fam in sorted(total):
         print(f"| {fam} | {exact[fam]} / {total[fam]} |")
     print(f"exact {sum(exact.values())} / {sum(total.values())}")
+    waiting = pending()
+    for name, want in sorted(waiting.items()):
+        diff = differences(name, want)
+        print(f"pending {name} [{want['family']}]: " + ("now exact" if not diff else "; ".join(diff)[:300]))
+    batch2 = [w for w in list(expected().values()) + list(waiting.values()) if w.get("batch") == 2]
+    print(f"batch 2 (held out): {sum(1 for w in batch2 if w in expected().values())} / {len(batch2)} in the corpus, "
+          f"{len(waiting)} pending")
     return 0
 
 

@@ -376,6 +376,105 @@ def deepspeed() -> Log:
                extra={"memory": [(0, None, 1.0), (10, 1, 9.6), (20, 1, 9.7)]})
 
 
+def mlx_lm() -> Log:
+    """mlx-lm (mlx_lm/tuner/trainer.py train): f"Iter {it}: Val loss {val_loss:.3f}, Val took
+    {val_time:.3f}s" at it == 1 and every steps_per_eval, f"Iter {it}: Train loss {train_loss:.3f},
+    Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, Tokens/sec {tokens_sec:.3f}, Trained Tokens
+    {trained_tokens}, Peak mem {peak_mem:.3f} GB" every steps_per_report, f"Iter {it}: Saved adapter
+    weights to {a} and {b}." every steps_per_save; older mlx-examples print only Train loss, It/sec and
+    Tokens/sec."""
+    lines = [f"Iter 1: Val loss {2.875:.3f}, Val took {1.25:.3f}s"]
+    steps = []
+    for it in (10, 20):
+        loss = 2.5 - it / 100
+        lines.append(f"Iter {it}: Train loss {loss:.3f}, Learning Rate {1e-5:.3e}, It/sec {2.0:.3f}, "
+                     f"Tokens/sec {300.5:.3f}, Trained Tokens {it * 150}, Peak mem {5.094:.3f} GB")
+        steps.append((it, round(loss, 3)))
+    lines.append("Iter 20: Saved adapter weights to adapters/adapters.safetensors and "
+                 "adapters/0000020_adapters.safetensors.")
+    lines.append(f"Iter 20: Val loss {2.125:.3f}, Val took {1.5:.3f}s")
+    lines.append(f"Iter 30: Train loss {2.2:.3f}, It/sec {2.0:.3f}, Tokens/sec {300.5:.3f}")
+    steps.append((30, 2.2))
+    return Log("mlx_lm", lines, steps, [(1, 2.875), (20, 2.125)], src="mlx", extra={"step_time_s": 0.5})
+
+
+def litgpt() -> Log:
+    """litgpt finetune/lora.py: fabric.print(f"Epoch {epoch+1} | iter {iter} step {step} | loss train:
+    {loss:.3f}, val: {val_loss} | iter time: {iter_time*1000:.2f} ms{' (step)' if not accumulating else ''}
+    remaining time: {timedelta}") with val_loss "n/a" before the first validation."""
+    lines, steps = [], []
+    for it in range(1, 5):
+        val = "n/a" if it < 3 else f"{1.9:.3f}"
+        lines.append(f"Epoch 1 | iter {it} step {it // 2} | loss train: {2.0 - it / 10:.3f}, val: {val} | "
+                     f"iter time: {120.5:.2f} ms{' (step)' if it % 2 == 0 else ''} remaining time: 0:01:0{it}")
+        steps.append((it, round(2.0 - it / 10, 3)))
+    return Log("litgpt", lines, steps, [(3, 1.9)], src="litgpt")
+
+
+def tf_trainer() -> Log:
+    """transformers TFTrainer (trainer_tf.py, 2020): logger.info("Epoch {} Step {} Train Loss {:.4f}")
+    every logging_steps and logger.info("Epoch {} Step {} Validation Metrics {}".format(epoch, step,
+    logs)) with logs = {"eval_" + k: v for the evaluation's metrics} and "learning_rate", behind
+    "%(asctime)s - %(levelname)s - %(name)s -   "."""
+    pre = "06/12/2020 10:12:08 - INFO - transformers.trainer_tf -   "
+    logs = {"eval_eval_loss": 0.5300102, "eval_eval_acc": 0.7230392156862745, "learning_rate": 4.5e-05}
+    lines = [pre + "Epoch {} Step {} Train Loss {:.4f}".format(1, 10, 0.6347228),
+             pre + "Epoch {} Step {} Train Loss {:.4f}".format(1, 20, 0.604829),
+             pre + "Epoch {} Step {} Validation Metrics {}".format(1, 20, logs)]
+    return Log("tf_trainer", lines, [(10, 0.6347), (20, 0.6048)], [(20, 0.5300102)], src="tf_trainer")
+
+
+def tf_estimator() -> Log:
+    """TensorFlow Estimator (estimator.py _write_dict_to_summary): logging.info('Saving dict for global
+    step %d: %s', global_step, ', '.join('%s = %s' % (k, v) for k, v in sorted(dictionary.items()))),
+    beside its 'loss = %s, step = %s' hook lines, through absl's INFO:tensorflow: prefix."""
+    ev = {"accuracy": 0.6158129, "global_step": 200, "loss": 1.3074992}
+    lines = ["INFO:tensorflow:loss = 2.5, step = 100",
+             "INFO:tensorflow:loss = 1.5, step = 200 (10.5 sec)",
+             "INFO:tensorflow:Saving dict for global step %d: %s" % (
+                 200, ", ".join("%s = %s" % (k, v) for k, v in sorted(ev.items())))]
+    return Log("tf_estimator", lines, [(100, 2.5), (200, 1.5)], [(200, 1.3074992)], src="kv")
+
+
+def unsloth() -> Log:
+    """unsloth_zoo training_utils.unsloth_train: print(debug_info) (the banner), then every
+    logging_steps progress_bar.write(f"{step}, {round(accumulated_loss.cpu().item(), 4)}") before
+    progress_bar.update(1): the 0-based index of the step just done."""
+    lines = ["==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1",
+             "   \\   /|    Num examples = 2,500 | Num Epochs = 1",
+             "O^O/ \\_/ \\    Batch size per device = 2 | Gradient Accumulation steps = 8",
+             "\\        /    Total batch size = 16 | Total steps = 312",
+             ' "-____-"     Number of trainable parameters = 982,515,712']
+    steps = []
+    for step in (0, 10, 20):
+        loss = round(2.5 - step / 100, 4)
+        lines.append(f"{step}, {loss}")
+        steps.append((step + 1, loss))
+    return Log("unsloth", lines, steps, [], src="unsloth")
+
+
+def caffe() -> Log:
+    """Caffe (src/caffe/solver.cpp Step, sgd_solver.cpp ApplyUpdate) through glog: "Iteration " << iter_
+    << " (" << per_s << " iter/s, " << lapse << "s/" << display << " iters), loss = " << smoothed_loss_,
+    "    Train net output #" << j << ": " << name << " = " << value << " (* " << w << " = " << w*value
+    << " loss)", then "Iteration " << iter_ << ", lr = " << rate; before the rate, "Iteration " << iter_
+    << ", loss = " << smoothed_loss_."""
+    lines, steps = [], []
+    for it in (100, 200):
+        loss = 9.5 - it / 1000
+        lines += [f"I0717 23:02:53.314219 23375 solver.cpp:218] Iteration {it} (1.04181 iter/s, 95.9864s/100 iters), "
+                  f"loss = {loss:g}",
+                  f"I0717 23:02:53.314389 23375 solver.cpp:237]     Train net output #0: lambda = 16.3613",
+                  f"I0717 23:02:53.314409 23375 solver.cpp:237]     Train net output #1: softmax_loss = {loss:g} "
+                  f"(* 1 = {loss:g} loss)",
+                  f"I0717 23:02:53.314421 23375 sgd_solver.cpp:105] Iteration {it}, lr = 0.001"]
+        steps.append((it, loss))
+    lines += ["I0717 23:04:29.698570 23375 solver.cpp:209] Iteration 300, loss = 9.2",
+              "I0717 23:04:29.698894 23375 sgd_solver.cpp:105] Iteration 300, lr = 0.001"]
+    steps.append((300, 9.2))
+    return Log("caffe", lines, steps, [], src="caffe", extra={"lr": 0.001})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed)
+       swift_prefixed, hf_eval, deepspeed, mlx_lm, litgpt, tf_trainer, tf_estimator, unsloth, caffe)

@@ -139,3 +139,17 @@ def test_parse_cli_summary_and_json_eval(tmp_path):
                            cwd=REPO, capture_output=True, text=True, timeout=120)
     got = [json.loads(x) for x in evals.stdout.splitlines()]
     assert [(e["v"], e["step"], e["split"], e["loss"]) for e in got] == [(1, 0, "val", 4.3), (1, 5, "val", 3.8)]
+
+
+def test_named_readers_fill_the_fields_their_format_strings_print():
+    """mlx-lm's It/sec is the inverse of the step time and its Peak mem GB the memory; Caffe's lr
+    line and net outputs join the iteration's record; litgpt's optimizer step is kept beside the
+    iteration; unsloth's printed index is one behind the step."""
+    mlx, _ = by_line_parser(LOGS["mlx_lm"].text())
+    assert (mlx[0]["step_time_s"], mlx[0]["mem_gib"], mlx[0]["tokens_per_s"], mlx[0]["lr"]) == (0.5, 5.094, 300.5, 1e-05)
+    caffe, _ = by_line_parser(LOGS["caffe"].text())
+    assert [r["lr"] for r in caffe] == [0.001, 0.001, 0.001]
+    assert caffe[0]["extra"] == {"lambda": 16.3613, "softmax_loss": 9.4}
+    assert abs(caffe[0]["step_time_s"] - 1 / 1.04181) < 1e-12 and caffe[2]["step_time_s"] is None
+    lit, _ = by_line_parser(LOGS["litgpt"].text())
+    assert [r["extra"]["optimizer_step"] for r in lit] == [0.0, 1.0, 1.0, 2.0] and lit[0]["step_time_s"] == 0.1205
