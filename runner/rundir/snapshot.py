@@ -407,7 +407,7 @@ class NodeReader:
     are worked out when its file is read and its step time when ``ranks.json`` changes, so
     judging again costs only the verdicts. Past ``FILES_PER_S`` nodes a changed file waits its turn:
     each is re-read at most every (nodes / FILES_PER_S) seconds, so the cost per second stays
-    flat (128 nodes: every 2 s)."""
+    flat (128 nodes: every 2 s), and until then it is not even looked at (no ``stat``)."""
 
     FILES_PER_S = 64
 
@@ -437,12 +437,15 @@ class NodeReader:
         files: dict[str, tuple[StatKey, float, Doc]] = {}
         wait_s = len(names) / self.FILES_PER_S if len(names) > self.FILES_PER_S else 0.0
         for name in names:
+            old = self._files.get(name)
+            if old is not None and now - old[1] < wait_s:  # read lately: it waits its turn, not even looked at
+                files[name] = old
+                continue
             path = os.path.join(self._dir, name)
             key = _stat_key(path)
             if key is None:
                 continue
-            old = self._files.get(name)
-            if old is not None and (old[0] == key or now - old[1] < wait_s):
+            if old is not None and old[0] == key:
                 files[name] = old
                 continue
             doc = jsonio.read_own_json(path)

@@ -101,10 +101,18 @@ def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_secon
     real = jsonio.read_own_json
     monkeypatch.setattr(jsonio, "read_own_json",
                         lambda p, *a, **k: (reads.append(os.path.basename(p)), real(p, *a, **k))[1])
+    from moeconsole.runner.rundir import snapshot
+    looked_at = []
+    real_stat = snapshot._stat_key
+    monkeypatch.setattr(snapshot, "_stat_key", lambda p: (looked_at.append(os.path.basename(p)), real_stat(p))[1])
     reader = NodeReader(run)
     assert len(reader.read(now)) == 128 and len(reads) == 128
     reads.clear()
-    assert len(reader.read(now + 0.5)) == 128 and reads == [], "nothing changed: nothing read"
+    looked_at.clear()
+    half = reader.read(now + 0.5)
+    assert len(half) == 128 and reads == [], "nothing changed: nothing read"
+    assert [n for n in looked_at if n.startswith("n")] == [], "read 0.5 s ago: waits its turn, no stat"
+    assert {n["age_s"] for n in half} == {0.5}, "the ages still move on"
     (run.telemetry / "n005.json").write_text(json.dumps({"v": 1, "t": now + 1, "host": {"hostname": "n005"},
                                                          "gpu": _node("x", used=143_000)["gpu"]}))
     reader.read(now + 1.0)
