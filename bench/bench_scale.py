@@ -130,6 +130,41 @@ def runner_only(base: Path, work: Path, env: dict, step_s: float, seconds: float
         cli(base, "kill", run.name, env=env)
 
 
+# The node reading of a console's timer poll, alone, on the live run (PYTHONPATH picks the tree):
+# NodeReader.read once a second; prints its CPU (thread time) per second of wall time, in ms.
+NODE_READ = """
+import sys, time
+from pathlib import Path
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir.snapshot import NodeReader
+reader = NodeReader(rundir.RunDir(Path(sys.argv[1])))
+reader.read(time.time())
+seconds = float(sys.argv[2])
+used = 0.0
+t0 = next_at = time.monotonic()
+while time.monotonic() - t0 < seconds:
+    next_at += 1.0
+    time.sleep(max(0.0, next_at - time.monotonic()))
+    c0 = time.thread_time()
+    reader.read(time.time())
+    used += time.thread_time() - c0
+print(used / (time.monotonic() - t0) * 1000)
+"""
+
+
+def node_read_cost(trees: dict[str, Path], run: Path, env: dict, seconds: float, rounds: int) -> dict[str, list[float]]:
+    """``NODE_READ`` of every tree at the same time (same files, same load), ``rounds`` times."""
+    out: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        running = {name: subprocess.Popen([sys.executable, "-c", NODE_READ, str(run), str(seconds)],
+                                          env={**env, "PYTHONPATH": str(tree)}, stdout=subprocess.PIPE, text=True)
+                   for name, tree in trees.items()}
+        for name, p in running.items():
+            got, _ = p.communicate(timeout=seconds + 120)
+            out[name].append(float(got.strip()))
+    return out
+
+
 def window_shares(per_second: list[float], window: int) -> list[float]:
     """The mean CPU share of each whole window of ``window`` one-second samples."""
     return [sum(per_second[i:i + window]) / window for i in range(0, len(per_second) - window + 1, window)]
@@ -229,6 +264,8 @@ def main() -> int:
         w_big, w_small = RunWatcher(rundir.RunDir(big)), RunWatcher(rundir.RunDir(small))
         poll_big = timings(lambda: w_big.poll(with_gpu=False), 20)
         poll_small = timings(lambda: w_small.poll(with_gpu=False), 20)
+        node_trees = {"this code": REPO, **({f"baseline {args.baseline}": tree} if args.baseline else {})}
+        node_cost = node_read_cost(node_trees, big, env, 15.0, 3)
         panel, snap = panel_lines(base, big, env)
         stop.set()
         end_processes(procs)
@@ -247,10 +284,10 @@ def main() -> int:
     print("## Scale: a 128-node, 1,024-GPU job played into one run directory\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"1-minute load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end. "
-          f"Command: `.venv/bin/python bench/bench_scale.py`"
+          f"Command: `.venv/bin/python bench/bench_scale.py"
           f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}"
           f"{'' if args.step_s == 4 else f' --step-s {args.step_s:g}'}"
-          f"{f' --baseline {args.baseline}' if args.baseline else ''}\n")
+          f"{f' --baseline {args.baseline}' if args.baseline else ''}`\n")
     print(f"The job: {NODES * GPUS} ranks each printing a Megatron iteration line every {args.step_s:g} s "
           f"({NODES * GPUS / args.step_s:.0f} lines/s, {log_bytes / args.seconds / 1024:.0f} KiB/s measured over the "
           f"window), {NODES} agent files rewritten every second. Everything below ran at the same time.\n")
@@ -314,6 +351,11 @@ def main() -> int:
           f"{ms(jl_small)} | {statistics.median(jl_big) / statistics.median(jl_small):.2f}x |")
     print(f"| `RunWatcher.poll` in process (20 polls: {NODES} agent files + ranks.json) | {ms(poll_big)} | "
           f"{ms(poll_small)} | {statistics.median(poll_big) / statistics.median(poll_small):.1f}x |")
+    print(f"\nThe node reading of a console's timer poll alone (`NodeReader.read` once a second on the live run, "
+          f"15 s, 3 rounds{', the trees side by side' if args.baseline else ''}): CPU per second of wall time, "
+          + "; ".join(f"{name} {statistics.median(xs):.2f} ms ({min(xs):.2f}-{max(xs):.2f})" for name, xs in node_cost.items())
+          + (f"; this code / baseline {statistics.median(node_cost['this code']) / statistics.median(node_cost[f'baseline {args.baseline}']):.2f}x"
+             if args.baseline else "") + ".")
     print("\nThe 8-GPU console is the reference for the 1,024-GPU one in the same run (same machine load); "
           "the 8-GPU goal against nvitop itself is tracked by `bench/bench_ui.py` (docs/benchmarks-ui.md). "
           "On a busy machine both consoles and nvitop move by a few tenths of a percent of a core.")
