@@ -22,7 +22,11 @@ Measured over the same window, all at once on this machine:
    call) and ``RunWatcher.poll`` in-process time, on both runs;
 4. what the GPU panel and ``--json`` list first (the worst nodes).
 
-Prints a Markdown section; medians, p99 and ratios against the 8-GPU run and nvitop.
+Prints a Markdown section; medians, p99 and ratios against the 8-GPU run and nvitop. The CPU
+ratios are also taken window by window (``--window`` seconds, every process over the same
+window): their median and range say how much of a ratio is the shared machine's noise.
+``--baseline REV`` attaches that git revision's console (``git archive``) to both runs too, in
+the same window: the change measured against the code before it, on the same load.
 """
 from __future__ import annotations
 
@@ -49,6 +53,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_ui import WRITER, drain, measure, spawn_in_pty  # noqa: E402
 from benchlib import end_processes, p99, timings  # noqa: E402
+from bench_ingest import export  # noqa: E402
 
 NODES, GPUS = 128, 8
 FULL_MEM, IDLE, SLOW = 17, 42, 101
@@ -125,6 +130,46 @@ def runner_only(base: Path, work: Path, env: dict, step_s: float, seconds: float
         cli(base, "kill", run.name, env=env)
 
 
+# The node reading of a console's timer poll, alone, on the live run (PYTHONPATH picks the tree):
+# NodeReader.read once a second; prints its CPU (thread time) per second of wall time, in ms.
+NODE_READ = """
+import sys, time
+from pathlib import Path
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir.snapshot import NodeReader
+reader = NodeReader(rundir.RunDir(Path(sys.argv[1])))
+reader.read(time.time())
+seconds = float(sys.argv[2])
+used = 0.0
+t0 = next_at = time.monotonic()
+while time.monotonic() - t0 < seconds:
+    next_at += 1.0
+    time.sleep(max(0.0, next_at - time.monotonic()))
+    c0 = time.thread_time()
+    reader.read(time.time())
+    used += time.thread_time() - c0
+print(used / (time.monotonic() - t0) * 1000)
+"""
+
+
+def node_read_cost(trees: dict[str, Path], run: Path, env: dict, seconds: float, rounds: int) -> dict[str, list[float]]:
+    """``NODE_READ`` of every tree at the same time (same files, same load), ``rounds`` times."""
+    out: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        running = {name: subprocess.Popen([sys.executable, "-c", NODE_READ, str(run), str(seconds)],
+                                          env={**env, "PYTHONPATH": str(tree)}, stdout=subprocess.PIPE, text=True)
+                   for name, tree in trees.items()}
+        for name, p in running.items():
+            got, _ = p.communicate(timeout=seconds + 120)
+            out[name].append(float(got.strip()))
+    return out
+
+
+def window_shares(per_second: list[float], window: int) -> list[float]:
+    """The mean CPU share of each whole window of ``window`` one-second samples."""
+    return [sum(per_second[i:i + window]) / window for i in range(0, len(per_second) - window + 1, window)]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
@@ -132,6 +177,8 @@ def main() -> int:
     ap.add_argument("--nvitop", default=str(REPO / ".venv-bench" / "bin" / "nvitop"))
     ap.add_argument("--json-runs", type=int, default=15)
     ap.add_argument("--stress-step-s", type=float, default=0.4, help="the runner alone at this step time (0: skip)")
+    ap.add_argument("--window", type=float, default=10.0, help="seconds per window of the windowed CPU ratios")
+    ap.add_argument("--baseline", help="a git revision whose console is attached too, in the same run")
     args = ap.parse_args()
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
     from moeconsole.runner.rundir import rundir
@@ -173,6 +220,15 @@ def main() -> int:
         fds = [fd1, fd2]
         watched = {"ui1024": psutil.Process(ui_big.pid), "ui8": psutil.Process(ui_small.pid),
                    "runner": psutil.Process(runner_pid), "agents": psutil.Process(agents.pid)}
+        if args.baseline:
+            tree = export(args.baseline, work / "baseline")
+            benv = {**env, "PYTHONPATH": str(tree)}
+            for name, run in (("base1024", big), ("base8", small)):
+                p, fd = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", run.name, "--runs-dir",
+                                      str(base)], benv, 160, 48)
+                procs.append(p)
+                fds.append(fd)
+                watched[name] = psutil.Process(p.pid)
         nvitop = args.nvitop if Path(args.nvitop).is_file() else None
         if nvitop:
             peer, fd3 = spawn_in_pty([nvitop, "--monitor", "full", "--interval", "1"], env, 160, 48)
@@ -208,6 +264,8 @@ def main() -> int:
         w_big, w_small = RunWatcher(rundir.RunDir(big)), RunWatcher(rundir.RunDir(small))
         poll_big = timings(lambda: w_big.poll(with_gpu=False), 20)
         poll_small = timings(lambda: w_small.poll(with_gpu=False), 20)
+        node_trees = {"this code": REPO, **({f"baseline {args.baseline}": tree} if args.baseline else {})}
+        node_cost = node_read_cost(node_trees, big, env, 15.0, 3)
         panel, snap = panel_lines(base, big, env)
         stop.set()
         end_processes(procs)
@@ -226,9 +284,10 @@ def main() -> int:
     print("## Scale: a 128-node, 1,024-GPU job played into one run directory\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"1-minute load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end. "
-          f"Command: `.venv/bin/python bench/bench_scale.py`"
+          f"Command: `.venv/bin/python bench/bench_scale.py"
           f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}"
-          f"{'' if args.step_s == 4 else f' --step-s {args.step_s:g}'}\n")
+          f"{'' if args.step_s == 4 else f' --step-s {args.step_s:g}'}"
+          f"{f' --baseline {args.baseline}' if args.baseline else ''}`\n")
     print(f"The job: {NODES * GPUS} ranks each printing a Megatron iteration line every {args.step_s:g} s "
           f"({NODES * GPUS / args.step_s:.0f} lines/s, {log_bytes / args.seconds / 1024:.0f} KiB/s measured over the "
           f"window), {NODES} agent files rewritten every second. Everything below ran at the same time.\n")
@@ -250,6 +309,9 @@ def main() -> int:
     print("| | CPU share | CPU/s p99 | RSS median |")
     print("|---|---|---|---|")
     rows = [("`moeconsole attach` 1,024 GPUs (128 nodes)", cpu["ui1024"]), ("`moeconsole attach` 8 GPUs", cpu["ui8"])]
+    if args.baseline:
+        rows += [(f"baseline {args.baseline}: `attach` 1,024 GPUs", cpu["base1024"]),
+                 (f"baseline {args.baseline}: `attach` 8 GPUs", cpu["base8"])]
     if "nvitop" in cpu:
         rows.append(("`nvitop --monitor full --interval 1`, 8 GPUs (peer)", cpu["nvitop"]))
     for name, c in rows:
@@ -260,12 +322,40 @@ def main() -> int:
         print(f"\nAgainst nvitop at 8 GPUs: console at 8 GPUs {r8:.2f}x (goal at most 1x: "
               f"{'met' if r8 <= 1 else 'NOT met'}); console at 1,024 GPUs {r1024:.2f}x (goal at most 1.5x: "
               f"{'met' if r1024 <= 1.5 else 'NOT met'}).")
+    anchor = "nvitop" if "nvitop" in cpu else "ui8"
+    w = max(1, int(args.window))
+    print(f"\nWindow by window ({w} s windows, all processes over the same seconds; median and range of the "
+          f"ratios against {'nvitop at 8 GPUs' if anchor == 'nvitop' else 'the 8-GPU console'}):\n")
+    print("| console | CPU share, median of windows (range) | ratio, median of windows (range) |")
+    print("|---|---|---|")
+    windowed = [("1,024 GPUs", "ui1024"), ("8 GPUs", "ui8")] + \
+        ([(f"baseline {args.baseline}, 1,024 GPUs", "base1024"), (f"baseline {args.baseline}, 8 GPUs", "base8")]
+         if args.baseline else [])
+    for name, key in windowed:
+        shares = window_shares(cpu[key]["per_second"], w)
+        ratios = [a / b for a, b in zip(shares, window_shares(cpu[anchor]["per_second"], w)) if b > 0]
+        print(f"| {name} | {statistics.median(shares):.2f}% ({min(shares):.2f}-{max(shares):.2f}) | "
+              f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) |" if ratios else
+              f"| {name} | {statistics.median(shares):.2f}% | n/a |")
+    if args.baseline:
+        pairs = [("1,024 GPUs", "ui1024", "base1024"), ("8 GPUs", "ui8", "base8")]
+        print("\n" + "; ".join(
+            f"this code / baseline, {name}: {cpu[a]['cpu_share'] / cpu[b]['cpu_share']:.2f}x over the whole window, "
+            f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f}) window by window"
+            for name, a, b in pairs
+            if (r := [x / y for x, y in zip(window_shares(cpu[a]["per_second"], w), window_shares(cpu[b]["per_second"], w))
+                      if y > 0])) + ".")
     print(f"\n| | 1,024 GPUs median / p99 ms | 8 GPUs median / p99 ms | ratio of medians |")
     print("|---|---|---|---|")
     print(f"| `moeconsole --json RUN --once --no-gpu` (new process, {args.json_runs} calls) | {ms(jl_big)} | "
           f"{ms(jl_small)} | {statistics.median(jl_big) / statistics.median(jl_small):.2f}x |")
     print(f"| `RunWatcher.poll` in process (20 polls: {NODES} agent files + ranks.json) | {ms(poll_big)} | "
           f"{ms(poll_small)} | {statistics.median(poll_big) / statistics.median(poll_small):.1f}x |")
+    print(f"\nThe node reading of a console's timer poll alone (`NodeReader.read` once a second on the live run, "
+          f"15 s, 3 rounds{', the trees side by side' if args.baseline else ''}): CPU per second of wall time, "
+          + "; ".join(f"{name} {statistics.median(xs):.2f} ms ({min(xs):.2f}-{max(xs):.2f})" for name, xs in node_cost.items())
+          + (f"; this code / baseline {statistics.median(node_cost['this code']) / statistics.median(node_cost[f'baseline {args.baseline}']):.2f}x"
+             if args.baseline else "") + ".")
     print("\nThe 8-GPU console is the reference for the 1,024-GPU one in the same run (same machine load); "
           "the 8-GPU goal against nvitop itself is tracked by `bench/bench_ui.py` (docs/benchmarks-ui.md). "
           "On a busy machine both consoles and nvitop move by a few tenths of a percent of a core.")

@@ -179,7 +179,7 @@ def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> 
         total = (last[k].user + last[k].system) - (first[k].user + first[k].system)
         out[k] = {"cpu_share": 100.0 * total / wall, "cpu_median": statistics.median(per_second[k]),
                   "cpu_p99": pct(per_second[k], 99), "rss_median": statistics.median(rss[k]),
-                  "rss_max": max(rss[k])}
+                  "rss_max": max(rss[k]), "per_second": per_second[k]}
     return out
 
 

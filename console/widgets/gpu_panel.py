@@ -434,9 +434,14 @@ class GpuPanel(LinesView):
         self._draw()
 
     def _record(self, host: str, gpu: dict) -> None:
+        history = self._history
         for g in _gpu_dicts(gpu):
-            if isinstance(g.get("util_pct"), (int, float)) and g.get("index") is not None:
-                self._history.setdefault((host, g["index"]), collections.deque(maxlen=HISTORY)).append(g["util_pct"])
+            util, index = g.get("util_pct"), g.get("index")
+            if isinstance(util, (int, float)) and index is not None:
+                kept = history.get((host, index))
+                if kept is None:  # (not setdefault: that builds a deque for every reading)
+                    kept = history[(host, index)] = collections.deque(maxlen=HISTORY)
+                kept.append(util)
 
     def on_resize(self) -> None:
         self._draw()
@@ -468,8 +473,9 @@ class GpuPanel(LinesView):
 
     def _node_lines(self, groups: list[NodeGroup], width: int, budget: int) -> tuple[list[Pieces], bool]:
         """Every node's heading and rows if they fit ``budget`` lines, else one summary line each
-        (counted first: a 128-node run never builds the rows it cannot show)."""
-        if sum(1 + gpu_row_count(g, width) for g in groups) > budget:
+        (counted first: a 128-node run never builds the rows it cannot show; more nodes than
+        lines need no count)."""
+        if len(groups) > budget or sum(1 + gpu_row_count(g, width) for g in groups) > budget:
             return summary_lines(groups, width, budget), True
         layout = summary_layout(groups, width)
         full: list[Pieces] = []

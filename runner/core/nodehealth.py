@@ -64,16 +64,29 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def assess_nodes(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] | None = None) -> list[dict]:
+def node_ranks(node: Mapping[str, Any]) -> list[int]:
+    """The ranks a node's agent found running there (``Snapshot.nodes[i]["ranks"]``)."""
+    ranks = node.get("ranks")
+    return [r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)] \
+        if isinstance(ranks, list) else []
+
+
+def node_figures(node: Mapping[str, Any], rank_times: Mapping[int, Mapping[str, Any]]) -> dict:
+    """One node's numbers for the rule: its GPUs' (``gpu_figures``) and its step time."""
+    f = gpu_figures(node.get("gpu") if node.get("gpu") else None)
+    f["step_time_s"] = node_step_time(node_ranks(node), rank_times)
+    return f
+
+
+def assess_nodes(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] | None = None,
+                 figures: list[dict] | None = None) -> list[dict]:
     """Each node dict with ``health`` added (figures, ``problems`` and ``why`` in words), ordered
-    worst first (see the module's docstring). ``nodes``: ``Snapshot.nodes`` entries."""
+    worst first (see the module's docstring). ``nodes``: ``Snapshot.nodes`` entries.
+    ``figures``: each node's ``node_figures``, when the caller kept them from the last time its
+    file and ``ranks.json`` were read (a 128-node console judges again whenever one file changed;
+    only that file's figures are new)."""
     rank_times = rank_times or {}
-    figs = []
-    for n in nodes:
-        f = gpu_figures(n.get("gpu") if n.get("gpu") else None)
-        ranks = [r["rank"] for r in n.get("ranks") or [] if isinstance(r, dict) and isinstance(r.get("rank"), int)]
-        f["step_time_s"] = node_step_time(ranks, rank_times)
-        figs.append(f)
+    figs = [dict(f) for f in figures] if figures is not None else [node_figures(n, rank_times) for n in nodes]
     live = [f for n, f in zip(nodes, figs) if not n.get("stale")]
     utils = [u for f in live if (u := f["mean_util_pct"]) is not None]
     steps = [s for f in live if (s := f["step_time_s"]) is not None]

@@ -403,9 +403,11 @@ class NodeReader:
     """The agents' files of a run (``telemetry/<host>.json``), each re-read only when it changed
     (its inode, size or mtime), and the nodes judged again only when a file or ``ranks.json``
     changed or a node went stale: a console on a 128-node run polls several times a second,
-    agents write once a second. Past ``FILES_PER_S`` nodes a changed file waits its turn:
+    agents write once a second. A node's figures for that judgement (``nodehealth.node_figures``)
+    are worked out when its file is read and its step time when ``ranks.json`` changes, so
+    judging again costs only the verdicts. Past ``FILES_PER_S`` nodes a changed file waits its turn:
     each is re-read at most every (nodes / FILES_PER_S) seconds, so the cost per second stays
-    flat (128 nodes: every 2 s)."""
+    flat (128 nodes: every 2 s), and until then it is not even looked at (no ``stat``)."""
 
     FILES_PER_S = 64
 
@@ -413,6 +415,8 @@ class NodeReader:
         self.run = run
         self._dir = str(run.telemetry)
         self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
+        self._gpu_figures: dict[str, tuple[Doc, Doc]] = {}   # name -> (entry, its nodehealth.gpu_figures)
+        self._steps: dict[str, tuple[StatKey, StatKey | None, float | None]] = {}  # name -> (file, ranks.json, step time)
         self._ranks: tuple[StatKey | None, RankTimes] = (None, {})
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
         self._last: tuple[Doc, ...] = ()  # what read returned last
@@ -433,12 +437,15 @@ class NodeReader:
         files: dict[str, tuple[StatKey, float, Doc]] = {}
         wait_s = len(names) / self.FILES_PER_S if len(names) > self.FILES_PER_S else 0.0
         for name in names:
+            old = self._files.get(name)
+            if old is not None and now - old[1] < wait_s:  # read lately: it waits its turn, not even looked at
+                files[name] = old
+                continue
             path = os.path.join(self._dir, name)
             key = _stat_key(path)
             if key is None:
                 continue
-            old = self._files.get(name)
-            if old is not None and (old[0] == key or now - old[1] < wait_s):
+            if old is not None and old[0] == key:
                 files[name] = old
                 continue
             doc = jsonio.read_own_json(path)
@@ -456,10 +463,30 @@ class NodeReader:
             ages = {n["host"]: n["age_s"] for n in nodes}  # same verdicts: only the ages moved on
             self._last = tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
             return self._last
-        judged = tuple(nodehealth.assess_nodes(nodes, rank_times))
+        judged = tuple(nodehealth.assess_nodes(nodes, rank_times, self._figures(files, ranks_key, rank_times)))
         self._judged = (judged_from, judged)
         self._last = judged
         return judged
+
+    def _figures(self, files: dict[str, tuple[StatKey, float, Doc]], ranks_key: StatKey | None,
+                 rank_times: RankTimes) -> list[Doc]:
+        """Each node's ``nodehealth.node_figures``: its GPUs' worked out once per read of its
+        file, its step time once per change of its file or of ``ranks.json``."""
+        gpu_figures: dict[str, tuple[Doc, Doc]] = {}
+        steps: dict[str, tuple[StatKey, StatKey | None, float | None]] = {}
+        out = []
+        for name, (key, _, entry) in files.items():
+            known = self._gpu_figures.get(name)
+            g = known[1] if known is not None and known[0] is entry else \
+                nodehealth.gpu_figures(entry["gpu"] if entry.get("gpu") else None)
+            gpu_figures[name] = (entry, g)
+            step = self._steps.get(name)
+            if step is None or step[0] != key or step[1] != ranks_key:
+                step = (key, ranks_key, nodehealth.node_step_time(nodehealth.node_ranks(entry), rank_times))
+            steps[name] = step
+            out.append({**g, "step_time_s": step[2]})
+        self._gpu_figures, self._steps = gpu_figures, steps
+        return out
 
     def again(self, now: float) -> tuple[Doc, ...]:
         """The last ``read`` as it was (the very same tuple: nothing read, nothing copied; ages

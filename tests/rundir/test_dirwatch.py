@@ -66,3 +66,32 @@ def test_close_ends_the_observer_threads(tmp_path):
 def test_turned_off_by_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv(dirwatch.WATCH_ENV, "0")
     assert dirwatch.watch(tmp_path) is None
+
+
+def test_readers_and_directory_fsyncs_never_reach_the_watcher(tmp_path):
+    """A 128-node run's directory is opened hundreds of times a second by readers (every poll of
+    every console) and by agents (``os.listdir``/fsync of ``telemetry/``): those opens and
+    closes without a write are not asked of the kernel, so the watcher's threads never see
+    them; a write still wakes the reader."""
+    (tmp_path / "state.json").write_text("{}")
+    (tmp_path / "telemetry").mkdir()
+    (tmp_path / "telemetry" / "node-0.json").write_text("{}")
+    w = dirwatch.watch(tmp_path)
+    assert w is not None
+    try:
+        settle(w)
+        before = w.delivered
+        for _ in range(100):
+            (tmp_path / "state.json").read_bytes()
+            os.listdir(tmp_path / "telemetry")
+            fd = os.open(tmp_path / "telemetry", os.O_RDONLY)  # an atomic writer's directory fsync
+            os.fsync(fd)
+            os.close(fd)
+        with open(tmp_path / "train.log", "a") as f:  # delivered after every event above
+            f.write("step 1\n")
+        assert readable(w, 30.0)
+        settle(w)
+        # the append alone: created, modified, closed (and its directory's change), not 400 reads
+        assert w.delivered - before < 10, w.delivered - before
+    finally:
+        w.close()

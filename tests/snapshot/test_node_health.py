@@ -101,10 +101,18 @@ def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_secon
     real = jsonio.read_own_json
     monkeypatch.setattr(jsonio, "read_own_json",
                         lambda p, *a, **k: (reads.append(os.path.basename(p)), real(p, *a, **k))[1])
+    from moeconsole.runner.rundir import snapshot
+    looked_at = []
+    real_stat = snapshot._stat_key
+    monkeypatch.setattr(snapshot, "_stat_key", lambda p: (looked_at.append(os.path.basename(p)), real_stat(p))[1])
     reader = NodeReader(run)
     assert len(reader.read(now)) == 128 and len(reads) == 128
     reads.clear()
-    assert len(reader.read(now + 0.5)) == 128 and reads == [], "nothing changed: nothing read"
+    looked_at.clear()
+    half = reader.read(now + 0.5)
+    assert len(half) == 128 and reads == [], "nothing changed: nothing read"
+    assert [n for n in looked_at if n.startswith("n")] == [], "read 0.5 s ago: waits its turn, no stat"
+    assert {n["age_s"] for n in half} == {0.5}, "the ages still move on"
     (run.telemetry / "n005.json").write_text(json.dumps({"v": 1, "t": now + 1, "host": {"hostname": "n005"},
                                                          "gpu": _node("x", used=143_000)["gpu"]}))
     reader.read(now + 1.0)
@@ -115,3 +123,39 @@ def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_secon
     # nothing read, nothing copied (the GPU panel then skips them: per change, not per poll)
     reads.clear()
     assert reader.again(now + 2.3) is first and reads == []
+
+
+def test_judging_again_works_out_only_the_changed_nodes_figures(tmp_path, monkeypatch):
+    """A 128-node console judges its nodes again whenever a file or ranks.json changed; the
+    figures of a node whose file did not change are not worked out again, and the verdicts
+    still follow every change (here a straggler that ranks.json alone reveals)."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(128):
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"}, "gpu": _node("x")["gpu"],
+             "ranks": [{"rank": 8 * i + k} for k in range(8)]}))
+
+    def ranks(slow_node: int) -> None:
+        (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {
+            str(r): {"step": 9, "step_time_s": 3.0 if r // 8 == slow_node else 2.0, "t": now} for r in range(1024)}}))
+    ranks(7)
+    worked = []
+    real = nodehealth.gpu_figures
+    monkeypatch.setattr(nodehealth, "gpu_figures", lambda gpu: (worked.append(1), real(gpu))[1])
+    reader = NodeReader(run)
+    first = reader.read(now)
+    assert len(worked) == 128 and first[0]["host"] == "n007" and first[0]["health"]["problems"] == ["slow"]
+    worked.clear()
+    ranks(42)
+    os.utime(tmp_path / "ranks.json", ns=(time.time_ns(), time.time_ns() + 10_000_000))  # a new stat key
+    again = reader.read(now + 0.5)
+    assert again[0]["host"] == "n042" and again[0]["health"]["why"] == ["step 3.00s (1.50x)"]
+    assert worked == [], "only ranks.json changed: no node's GPU figures worked out again"
+    (run.telemetry / "n100.json").write_text(json.dumps(
+        {"v": 1, "t": now + 2, "host": {"hostname": "n100"}, "gpu": _node("x", used=143_000)["gpu"],
+         "ranks": [{"rank": 800 + k} for k in range(8)]}))
+    later = reader.read(now + 2.6)
+    assert len(worked) == 1 and later[0]["host"] == "n100" and later[0]["health"]["problems"] == ["mem"]
