@@ -35,8 +35,19 @@ def render_gpus(snap: GpuSnapshot) -> list[str]:
     return lines
 
 
+def cpu_window_words(host: dict) -> str:
+    """Over what window the CPU figure ran and from whose first reading: ``last 1.4 s, from the
+    runner's reading`` (``host.CpuFigure``); empty for a host dict without it."""
+    window = host.get("cpu_window_s")
+    if not isinstance(window, (int, float)):
+        return ""
+    since = ", from the runner's reading" if host.get("cpu_source") == "runner" else ""
+    return f" (last {number(window, '.1f' if window < 10 else '.0f')} s{since})"
+
+
 def render_host(host: dict) -> str:
-    cpu = NA if host.get("cpu_pct") is None else f"{number(host['cpu_pct'])}% of {host.get('cpu_count') or NA} cores"
+    cpu = NA if host.get("cpu_pct") is None else \
+        f"{number(host['cpu_pct'])}% of {host.get('cpu_count') or NA} cores{cpu_window_words(host)}"
     ram = f"{pair(host.get('ram_used_gib'), host.get('ram_total_gib'), '.1f')} GiB"
     loads = [host.get(k) for k in ("load1", "load5", "load15")]
     load = NA if None in loads else " ".join(f"{x:.2f}" for x in loads)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -50,6 +51,9 @@ def test_without_a_runner_a_one_shot_spans_its_own_window(tmp_path, runs_dir, mo
     write_run(runs_dir, run_id, status="running")
     _own_window(_once(harness, run_id))
     _own_window(_gpus(harness))
+    # the table says it too, on the host line
+    line = next(l for l in harness.cli("gpus", "--port", "0", check=True).stdout.splitlines() if l.startswith("Host "))
+    assert re.search(r"CPU \d+% of \d+ cores \(last \d+\.\d s\)", line), line
     # a dead runner's last reading, taken for real, then older than the limit the commands get
     host.write_mark(runs_dir, host._busy_total_now(), time.monotonic())
     assert host.mark_path(runs_dir).is_file()
@@ -98,6 +102,10 @@ def test_with_a_live_runner_a_one_shot_starts_from_its_reading(tmp_path, runs_di
             cpu = until(lambda: (lambda c: c if c["cpu_source"] == "runner" else None)(ask()), timeout=60,
                         what=f"{name} starting from the runner's reading")
             assert cpu["cpu_window_s"] > 0 and 0.0 <= cpu["cpu_pct"] <= 100.0, (name, cpu)
+        line = until(lambda: next((l for l in harness.cli("gpus", "--port", "0", check=True).stdout.splitlines()
+                                   if "from the runner's reading" in l), None), timeout=60,
+                     what="the host line naming the runner's reading")
+        assert re.search(r"CPU \d+% of \d+ cores \(last \d+\.\d s, from the runner's reading\)", line), line
     finally:
         harness.cli("kill", run.id)
         run.wait_status("killed", "failed", "succeeded", "unsaved", timeout=60)

@@ -120,6 +120,8 @@ def _fresh_host(monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(host.time, "monotonic", lambda: clock["t"])
     monkeypatch.setattr(host.time, "sleep", lambda s: (slept.append(s), clock.__setitem__("t", clock["t"] + s)))
+    # /proc/stat as the clock moves: 2 cores, one of them busy
+    monkeypatch.setattr(cpustat, "sample", lambda: (clock["t"], 2 * clock["t"]))
     return host, clock, slept
 
 
@@ -134,6 +136,7 @@ def test_a_one_shot_cpu_figure_spans_its_work_not_a_sleep(monkeypatch):
     fig = host.cpu_figure()
     assert slept == []
     assert fig is not None and fig.source == "process" and fig.window_s == pytest.approx(1.5 * w)
+    assert fig.pct == pytest.approx(50.0)
     # Without the priming, the first figure still covers the window (a real figure, not 0%).
     host, clock, slept = _fresh_host(monkeypatch)
     host._cpu_pct()
