@@ -113,3 +113,29 @@ def test_with_a_live_runner_a_one_shot_starts_from_its_reading(tmp_path, runs_di
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_one_shot_ends_without_teardown_and_its_output_is_whole(tmp_path, runs_dir):
+    """The one-shots end with ``os._exit`` once their output is flushed (``cli.quick_exit``): into
+    a file (block-buffered) the JSON is whole, with ``gpus`` too; a reader that leaves after one
+    byte (``| head -c 1``) is no error and no traceback."""
+    import subprocess
+    from tests.runner.conftest import REPO
+    run_id = "20260101-000000-cpu-0002"
+    write_run(runs_dir, run_id, status="running")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}   # a file is block-buffered
+    env["PYTHONPATH"] = str(REPO)
+    for args in (["--json", run_id, "--once"], ["gpus", "--json", "--port", "0"]):
+        out = tmp_path / "out.json"
+        with open(out, "wb") as f:
+            proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(runs_dir)],
+                                  stdout=f, stderr=subprocess.PIPE, env=env, cwd=REPO, timeout=120)
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+        doc = json.loads(out.read_text().splitlines()[-1])
+        assert doc["host"]["cpu_source"] == "process" and out.read_bytes().endswith(b"}\n")
+        reader = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(runs_dir)],
+                              stdout=reader.stdin, stderr=subprocess.PIPE, env=env, cwd=REPO, timeout=120)
+        reader.stdin.close()
+        assert reader.stdout.read() == b"{" and reader.wait(timeout=60) == 0
+        assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
