@@ -12,9 +12,8 @@ def run(args) -> int:
     from moeconsole.runner.rundir import jsonio, rundir
     from moeconsole.runner.rundir.paths import runs_base
     from moeconsole.runner.rundir.snapshot import HostLine, LiveTelemetry, RunWatcher
-    base = runs_base(args.runs_dir)
-    run_dir = rundir.resolve(base, args.run)
-    host = None if args.no_gpu else HostLine(run_dir.path, base)
+    run_dir = rundir.resolve(runs_base(args.runs_dir), args.run)
+    host = None if args.no_gpu else HostLine(run_dir.path)
     telemetry = None if args.no_gpu else LiveTelemetry()
     watcher = RunWatcher(run_dir, telemetry=telemetry, host=host)
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)

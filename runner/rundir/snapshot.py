@@ -522,11 +522,12 @@ class HostLine:
     run's output directory (its checkpoint root, else the run directory): the run screen's host
     line. A figure the system cannot give is None."""
 
-    def __init__(self, run_dir: Path, runs_dir: Path | None = None) -> None:
+    def __init__(self, run_dir: Path) -> None:
         from moeconsole.runner.telemetry.host import prime_cpu
         prime_cpu()  # the first CPU figure's interval runs while the rest of the snapshot is made
         self.run_dir = str(run_dir)
-        self.runs_dir = runs_dir  # where a live runner shares its CPU reading (``host.CpuMark``)
+        # where the run's runner shares its CPU reading (``host.CpuMark``): the directory its run is in
+        self.runs_dir = Path(run_dir).parent
         self._io: dict[str, Any] = {}
 
     def __call__(self, state: StateDict) -> Doc:
