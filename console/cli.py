@@ -85,6 +85,32 @@ class _Parser(argparse.ArgumentParser):
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
 
+    _building = False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._building = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._building = False
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        self._building = True
+        try:
+            return super().add_subparsers(**kwargs)
+        finally:
+            self._building = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """While the parser is built, argparse makes a formatter only to check an option's metavar
+        (``add_argument``) and to put ``moeconsole`` before a command's name (``add_subparsers``,
+        before any positional): neither needs the terminal's width (``shutil.get_terminal_size``,
+        whose import brings bz2 and lzma: start-up time of every command). Help and usage get it."""
+        if self._building:
+            make: Any = self.formatter_class   # every HelpFormatter takes a width (typeshed's protocol omits it)
+            return make(prog=self.prog, width=80)
+        return super()._get_formatter()
+
 
 def bounded(rng: bounds.Range) -> Callable[[str], Any]:
     """An argparse type for a number in ``rng`` (moeconsole.runner.core.bounds: `--grace nan`, `--interval inf`,

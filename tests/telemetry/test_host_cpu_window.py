@@ -139,3 +139,31 @@ def test_a_one_shot_ends_without_teardown_and_its_output_is_whole(tmp_path, runs
         reader.stdin.close()
         assert reader.stdout.read() == b"{" and reader.wait(timeout=60) == 0
         assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+
+
+def test_building_the_command_line_asks_for_no_terminal_width(tmp_path, runs_dir):
+    """argparse checks each option with a formatter sized to the terminal (``shutil``, which
+    brings bz2 and lzma); ``cli`` gives that check a fixed width, so a command that needs no
+    archive module loads none: ``--json RUN --once --no-gpu`` and ``kill``, real processes.
+    ``--help`` still wraps at the terminal's width."""
+    import subprocess
+    from tests.runner.conftest import REPO
+    run_id = "20260101-000000-cpu-0003"
+    write_run(runs_dir, run_id, status="succeeded")
+    for args in (["--json", run_id, "--once", "--no-gpu"], ["kill", run_id]):
+        code = ("import io, sys, contextlib\n"
+                "from moeconsole.console.cli import main\n"
+                "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+                f"    rc = main({args + ['--runs-dir', str(runs_dir)]!r})\n"
+                "print(rc, ' '.join(m for m in ('shutil', 'bz2', 'lzma') if m in sys.modules))\n")
+        proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr
+        rc, _, loaded = proc.stdout.strip().partition(" ")
+        assert loaded == "", (args, rc, loaded)
+    for width in (60, 120):
+        out = subprocess.run([sys.executable, "-P", "-m", "moeconsole.console.cli", "gpus", "--help"], capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": str(width)},
+                             cwd=REPO).stdout
+        lines = out.splitlines()
+        assert max(map(len, lines)) <= width and max(map(len, lines)) > width - 25, (width, out)
