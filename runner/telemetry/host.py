@@ -90,7 +90,9 @@ def write_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) ->
         return   # without a boot id a later reader could not tell this boot's clock from another's
     mark = CpuMark(MARK_VERSION, socket.gethostname(), boot, os.getpid(), reading[0], reading[1], at,
                    time.time() - (time.monotonic() - at))
-    jsonio.atomic_write_bytes(mark_path(runs_dir), msgspec.json.encode(mark), sync=False)
+    # the runs directory is one the user named (it may be a link to a data disk): followed, as
+    # ``atomic_write_bytes`` follows a checkpoint directory; the file itself never through a link
+    jsonio.atomic_write_bytes(mark_path(runs_dir), msgspec.json.encode(mark), sync=False, follow_dir=True)
 
 
 def read_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> CpuMark | None:

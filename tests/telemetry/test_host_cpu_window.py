@@ -80,6 +80,17 @@ def test_a_shared_reading_is_used_only_from_this_host_and_boot(runs_dir, monkeyp
         assert host.read_mark(runs_dir, time.monotonic(), reading[1] + 1) is None, change
     path.write_text('{"v": 1, "busy_s": "x"}')
     assert host.read_mark(runs_dir, time.monotonic(), reading[1] + 1) is None
+    # a runs directory reached through a link (a data disk) is written into; its file never through one
+    linked = runs_dir.parent / "linked-runs"
+    linked.symlink_to(runs_dir, target_is_directory=True)
+    host.write_mark(linked, reading, at)
+    assert host.read_mark(linked, time.monotonic() + 0.01, reading[1] + 1) is not None
+    target = runs_dir.parent / "elsewhere.json"
+    target.write_text("untouched")
+    path.unlink()
+    path.symlink_to(target)
+    host.write_mark(runs_dir, reading, at)
+    assert target.read_text() == "untouched" and not path.is_symlink()
 
 
 def test_with_a_live_runner_a_one_shot_starts_from_its_reading(tmp_path, runs_dir, monkeypatch):
