@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -83,7 +82,8 @@ def start_live_run(tree: Path, base: Path, env: dict[str, str]) -> str:
     if proc.returncode != 0:
         raise SystemExit(f"the live run did not start: {proc.stderr[-500:]}")
     run_id = Path(proc.stdout.strip().splitlines()[0]).name
-    mark = base / f".host-cpu-{socket.gethostname()}.json"
+    from moeconsole.runner.telemetry.host import mark_path
+    mark = mark_path(base)
     deadline = time.monotonic() + 120
     while not mark.exists():   # the runner's first reading (every 2 s while the attempt runs)
         if time.monotonic() > deadline:

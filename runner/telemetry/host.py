@@ -65,12 +65,15 @@ class CpuMark(msgspec.Struct, frozen=True):
     wall: float
 
 
+def _hostname() -> str:
+    from moeconsole.runner.rundir.rundir import hostname
+    return hostname()
+
+
 def mark_path(runs_dir: Path | str) -> Path:
-    return Path(runs_dir) / f".host-cpu-{_safe_host()}.json"
-
-
-def _safe_host() -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in socket.gethostname())[:64] or "host"
+    """``<runs dir>/.host-cpu-<host>.json``: one per host (a runs directory on a shared disk)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in _hostname())[:64] or "host"
+    return Path(runs_dir) / f".host-cpu-{safe}.json"
 
 
 def _boot_id() -> str:
@@ -88,7 +91,7 @@ def write_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) ->
     boot = _boot_id()
     if not boot:
         return   # without a boot id a later reader could not tell this boot's clock from another's
-    mark = CpuMark(MARK_VERSION, socket.gethostname(), boot, os.getpid(), reading[0], reading[1], at,
+    mark = CpuMark(MARK_VERSION, _hostname(), boot, os.getpid(), reading[0], reading[1], at,
                    time.time() - (time.monotonic() - at))
     # the runs directory is one the user named (it may be a link to a data disk): followed, as
     # ``atomic_write_bytes`` follows a checkpoint directory; the file itself never through a link
@@ -110,7 +113,7 @@ def read_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> CpuM
         max_age = float(os.environ.get(MARK_MAX_AGE_ENV) or MARK_MAX_AGE_S)
     except ValueError:
         max_age = MARK_MAX_AGE_S
-    if (mark.v != MARK_VERSION or mark.host != socket.gethostname() or mark.boot_id != _boot_id()
+    if (mark.v != MARK_VERSION or mark.host != _hostname() or mark.boot_id != _boot_id()
             or not 0.0 < now - mark.mono <= max_age or mark.total_s > cur_total or mark.busy_s < 0):
         return None
     return mark
