@@ -92,6 +92,23 @@ def start_live_run(tree: Path, base: Path, env: dict[str, str]) -> str:
     return run_id
 
 
+def end_runner(run_dir: Path, wait_s: float = 60.0) -> None:
+    """Wait for the live run's runner to leave after ``kill`` (it exits once the run is killed);
+    one still there after ``wait_s`` is ended by its PID, checked against its start time."""
+    from moeconsole.runner.process.proctree import same_process
+    runner = json.loads((run_dir / "state.json").read_text()).get("runner") or {}
+    pid, started = runner.get("pid"), runner.get("start_time")
+    if not isinstance(pid, int) or not isinstance(started, (int, float)):
+        return
+    deadline = time.monotonic() + wait_s
+    while same_process(pid, started):
+        if time.monotonic() > deadline:
+            print(f"the live run's runner {pid} did not leave after kill: SIGTERM", file=sys.stderr)
+            os.kill(pid, 15)
+            return
+        time.sleep(0.2)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--baseline", help="git revision to compare against (its code, exported)")
@@ -156,6 +173,7 @@ def main() -> int:
     finally:
         subprocess.run(cli_of(REPO) + ["kill", live_id, "--runs-dir", str(live)], env={**env, "PYTHONPATH": str(REPO)},
                        capture_output=True, timeout=120)
+        end_runner(live / live_id)
     cmd = " ".join(["bench/bench_once.py", "--runs", str(args.runs)] + (["--baseline", args.baseline] if args.baseline
                                                                          else [])
                    + (["--installed", args.installed] if args.installed else [])
