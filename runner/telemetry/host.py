@@ -148,13 +148,14 @@ def prime_cpu() -> None:
 
 
 def cpu_figure(runs_dir: Path | str | None = None) -> CpuFigure | None:
-    """CPU use since the previous call. The first figure in a process starts from the older of
-    a live runner's shared reading in ``runs_dir`` (``read_mark``: at most ``MARK_MAX_AGE_S``
-    old) and this process's first reading (``prime_cpu``), and spans at least
-    ``first_window_s`` (it waits for the rest only when neither is that old), so a one-shot
-    command shows a real figure. The runner's reading is preferred: its window (up to a few
-    seconds) is the host's load, where a window of this process's own start-up alone is mostly
-    that start-up (on 2 cores a one-shot busy on one of them reads at least 50%). Kept apart from
+    """CPU use since the previous call. The first figure in a process spans at least
+    ``first_window_s`` (it waits for the rest when its start is younger), so a one-shot command
+    shows a real figure. It starts from a live runner's shared reading in ``runs_dir``
+    (``read_mark``: at most ``MARK_MAX_AGE_S`` old) when that one is old enough or older than
+    this process's first reading (``prime_cpu``), else from the latter. The runner's reading is
+    preferred: its window (up to a few seconds) is the host's load, where a window of this
+    process's own start-up is mostly that start-up (on 2 cores a one-shot busy on one of them
+    reads at least 50%). Kept apart from
     ``psutil.cpu_percent``'s global state so other callers in the process do not shorten our
     interval."""
     global _last_cpu, _last_at, _figured
@@ -162,11 +163,13 @@ def cpu_figure(runs_dir: Path | str | None = None) -> CpuFigure | None:
     with _lock:
         prev, prev_at, source = _last_cpu, _last_at, "process"
         if not _figured:
+            need = first_window_s()
             if runs_dir is not None:
-                mark = read_mark(runs_dir, time.monotonic(), _busy_total_now()[1])
-                if mark is not None and mark.mono < prev_at:
+                now = time.monotonic()
+                mark = read_mark(runs_dir, now, _busy_total_now()[1])
+                if mark is not None and (now - mark.mono >= need or mark.mono < prev_at):
                     prev, prev_at, source = (mark.busy_s, mark.total_s), mark.mono, "runner"
-            since, need = time.monotonic() - prev_at, first_window_s()
+            since = time.monotonic() - prev_at
             if since < need:
                 time.sleep(need - since)
         cur = _busy_total_now()

@@ -195,3 +195,33 @@ def test_a_one_shot_adopts_the_sample_taken_as_the_process_started(monkeypatch):
     host._cpu_pct()
     assert slept == []
     assert host._last_cpu is not None and cpustat.first is not None
+
+
+def test_a_first_cpu_figure_starts_from_a_runners_reading_when_it_can(monkeypatch, tmp_path):
+    """The runner's shared reading (a real file) starts the first figure when it is at least the
+    minimum window old, or older than the process's own first reading; else the process's own
+    one does, and only the rest of the window is waited."""
+    host, clock, slept = _fresh_host(monkeypatch)
+    w = host.first_window_s()
+    monkeypatch.setenv(host.MARK_MAX_AGE_ENV, "60")
+
+    def figure(mark_age: float, own_age: float):
+        nonlocal host, clock, slept
+        host, clock, slept = _fresh_host(monkeypatch)
+        host.write_mark(tmp_path, (clock["t"] - mark_age, 2 * (clock["t"] - mark_age)), clock["t"] - mark_age)
+        clock["t"] -= own_age
+        host.prime_cpu()
+        clock["t"] += own_age
+        return host.cpu_figure(tmp_path), slept
+
+    fig, waited = figure(mark_age=1.5, own_age=0.2 * w)      # a reading of 1.5 s ago: no wait
+    assert (fig.source, fig.window_s, waited) == ("runner", pytest.approx(1.5), [])
+    fig, waited = figure(mark_age=1.5 * w, own_age=3 * w)    # newer than the own one, but old enough
+    assert (fig.source, fig.window_s, waited) == ("runner", pytest.approx(1.5 * w), [])
+    fig, waited = figure(mark_age=0.5 * w, own_age=0.2 * w)  # both young: the older, and the rest waited
+    assert (fig.source, waited) == ("runner", [pytest.approx(0.5 * w)])
+    fig, waited = figure(mark_age=0.1 * w, own_age=0.4 * w)
+    assert (fig.source, waited) == ("process", [pytest.approx(0.6 * w)])
+    fig, waited = figure(mark_age=120.0, own_age=0.4 * w)    # too old to use
+    assert (fig.source, waited) == ("process", [pytest.approx(0.6 * w)])
+    assert fig.pct == pytest.approx(50.0)
