@@ -12,6 +12,7 @@ from typing import Iterable
 
 from moeconsole.console.gpurows import GPU_HEADER, gpu_row, pair
 from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.rundir.paths import runs_base
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot, get_backend
 from moeconsole.runner.telemetry.host import host_snapshot, prime_cpu
@@ -34,8 +35,19 @@ def render_gpus(snap: GpuSnapshot) -> list[str]:
     return lines
 
 
+def cpu_window_words(host: dict) -> str:
+    """Over what window the CPU figure ran and from whose first reading: ``last 1.4 s, from the
+    runner's reading`` (``host.CpuFigure``); empty for a host dict without it."""
+    window = host.get("cpu_window_s")
+    if not isinstance(window, (int, float)):
+        return ""
+    since = ", from the runner's reading" if host.get("cpu_source") == "runner" else ""
+    return f" (last {number(window, '.1f' if window < 10 else '.0f')} s{since})"
+
+
 def render_host(host: dict) -> str:
-    cpu = NA if host.get("cpu_pct") is None else f"{number(host['cpu_pct'])}% of {host.get('cpu_count') or NA} cores"
+    cpu = NA if host.get("cpu_pct") is None else \
+        f"{number(host['cpu_pct'])}% of {host.get('cpu_count') or NA} cores{cpu_window_words(host)}"
     ram = f"{pair(host.get('ram_used_gib'), host.get('ram_total_gib'), '.1f')} GiB"
     loads = [host.get(k) for k in ("load1", "load5", "load15")]
     load = NA if None in loads else " ".join(f"{x:.2f}" for x in loads)
@@ -137,17 +149,29 @@ def _kill_listed(backend: GpuBackend, listing: GpuSnapshot, procs: list[ProcInfo
     return outcomes, all_ok
 
 
+def _share_dir(given: str | None):
+    """The runs directory, where a live runner on this host shares its CPU reading: one the user
+    named must be valid (one InputError line); a bad default only means no shared reading."""
+    if given is not None:
+        return runs_base(given)
+    try:
+        return runs_base(None)
+    except InputError:
+        return None
+
+
 def run(args) -> int:
     port = _check_port(getattr(args, "port", None))
     kill_pids = list(getattr(args, "kill", None) or [])
-    prime_cpu()  # the CPU figure's 0.1 s runs while NVML and the process scan work
+    prime_cpu()  # the CPU figure's window runs while NVML and the process scan work
+    base = _share_dir(getattr(args, "runs_dir", None))
     backend = get_backend()
     try:
         snap = backend.snapshot()
         procs = find_blockers(snap, port=port)
         free = port_free(port) if port else None
         holders, time_wait = port_users(port) if port and not free else (set(), 0)
-        host = host_snapshot()  # last: the scans above fill the first CPU figure's 0.1 s (no sleep after them)
+        host = host_snapshot(base)  # last: the scans above fill the first CPU figure's window (no sleep after them)
         kills: list[dict] = []
         ok = True
         if kill_pids:

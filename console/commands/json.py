@@ -6,14 +6,14 @@ import time
 
 
 def run(args) -> int:
-    if not args.no_gpu:   # first: the host line's CPU figure needs 0.1 s, spent on the imports below
+    if not args.no_gpu:   # first: the host line's first CPU figure needs a window, spent on the imports below
         from moeconsole.runner.telemetry.host import prime_cpu
         prime_cpu()
     from moeconsole.runner.rundir import jsonio, rundir
     from moeconsole.runner.rundir.paths import runs_base
     from moeconsole.runner.rundir.snapshot import HostLine, LiveTelemetry, RunWatcher
     run_dir = rundir.resolve(runs_base(args.runs_dir), args.run)
-    host = None if args.no_gpu else HostLine(run_dir.path)  # first: its CPU sample spans the rest
+    host = None if args.no_gpu else HostLine(run_dir.path)
     telemetry = None if args.no_gpu else LiveTelemetry()
     watcher = RunWatcher(run_dir, telemetry=telemetry, host=host)
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)

@@ -69,14 +69,16 @@ def atomic_write_json(path: Path | str, obj: Any, *, follow_dir: bool = False) -
                        follow_dir=follow_dir)
 
 
-def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, follow_dir: bool = False) -> None:
+def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, follow_dir: bool = False,
+                       sync: bool = True) -> None:
     """Replace ``path`` with ``data`` whole (a new temp file beside it, fsync, rename), created
     with ``mode``. Nothing is ever written through a symlink: the temp file is created
     ``O_EXCL|O_NOFOLLOW`` and renamed over the name (a planted ``receipt.md -> ~/.bashrc`` is
     replaced, its target untouched), both relative to one descriptor of the directory; and that
     directory is opened ``O_NOFOLLOW`` (a run's ``crashes/`` made a link to elsewhere is ELOOP,
     never written into) unless ``follow_dir`` (a directory the user named: ``--out DIR``, a
-    checkpoint directory)."""
+    checkpoint directory). ``sync=False`` skips the fsync, for a file worth nothing after a crash
+    (a reader then finds no file, or an empty one, never half of one written earlier)."""
     path = Path(path)
     dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow_dir else os.O_NOFOLLOW))
     try:
@@ -95,7 +97,8 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, 
                 f.write(data)
                 f.flush()
                 os.fchmod(f.fileno(), mode)  # never from the umask: exactly ``mode``
-                os.fsync(f.fileno())
+                if sync:
+                    os.fsync(f.fileno())
             os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
             try:

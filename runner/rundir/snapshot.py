@@ -341,12 +341,16 @@ class RunWatcher:
         host: Doc | None = None
         if with_gpu and self.telemetry:
             gpu, blockers = self.telemetry(state)
-        if with_gpu and self.host:
-            host = self.host(state)
         crashes = self._crashes()
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
         groups = alertgroups.current(groups, (state.get("memory") or {}).get("alerts"))
         run["open_alerts"] = sum(1 for g in groups if g.active)
+        log_tail = self._log_tail()
+        node_docs = self.nodes.read(now) if nodes else self.nodes.again(now)
+        if with_gpu and self.host:
+            # last: a one-shot's first CPU figure needs a minimum window (``host.cpu_figure``),
+            # which the work above fills instead of a sleep
+            host = self.host(state)
         return Snapshot(
             taken_at=now,
             run=run,
@@ -359,8 +363,8 @@ class RunWatcher:
             restarts_at=tuple(book.restarts_at),
             gpu=gpu,
             blockers=tuple(blockers),
-            log_tail=self._log_tail(),
-            nodes=self.nodes.read(now) if nodes else self.nodes.again(now),
+            log_tail=log_tail,
+            nodes=node_docs,
             eval_series=book.eval_series,
             last_eval=book.last_eval,
             eval_count=book.eval_count,
@@ -549,11 +553,13 @@ class HostLine:
         from moeconsole.runner.telemetry.host import prime_cpu
         prime_cpu()  # the first CPU figure's interval runs while the rest of the snapshot is made
         self.run_dir = str(run_dir)
+        # where the run's runner shares its CPU reading (``host.CpuMark``): the directory its run is in
+        self.runs_dir = Path(run_dir).parent
         self._io: dict[str, Any] = {}
 
     def __call__(self, state: StateDict) -> Doc:
         from moeconsole.runner.telemetry.host import DirIO, host_snapshot
-        out = host_snapshot()
+        out = host_snapshot(self.runs_dir)
         path = state.get("checkpoint_root") or self.run_dir
         if not os.path.isdir(path):
             path = self.run_dir

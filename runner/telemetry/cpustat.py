@@ -1,7 +1,8 @@
 """The host's CPU time, read from ``/proc/stat`` with the standard library only, so that a
 command can take its first CPU sample the moment it starts (``cli`` calls :func:`prime` before
-its own imports): a one-shot command's first CPU figure must span 0.1 s (``host``), and that
-interval then runs while the interpreter imports the rest instead of in a sleep at the end.
+its own imports): a one-shot command's first CPU figure must span a minimum window
+(``host.first_window_s``: 0.1 s on 2 cores), and that interval then runs while the interpreter
+imports the rest instead of in a sleep at the end.
 
 ``host`` owns the figure (``prime_cpu``, ``host_snapshot``, ``CpuMeter``); this module owns the
 sample and where the first one was taken. psutil reads the same line (``psutil/_pslinux.py``
@@ -31,9 +32,14 @@ def busy_total(fields: "tuple[float, ...] | list[float]") -> tuple[float, float]
     return total - idle, total
 
 
+def ticks_per_s() -> int:
+    """``USER_HZ``: the unit of ``/proc/stat``'s counters (100 on Linux)."""
+    return os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
 def parse_cpu_line(text: str) -> tuple[float, ...] | None:
     """The aggregate ``cpu`` line of ``/proc/stat`` text, in seconds; None if it is not there."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    tick = ticks_per_s()
     for line in text.splitlines():
         if line.startswith("cpu "):
             try:

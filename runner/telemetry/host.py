@@ -1,22 +1,122 @@
-"""Host telemetry (CPU, RAM, load) through psutil, degrading field by field like NVML."""
+"""Host telemetry (CPU, RAM, load) through psutil, degrading field by field like NVML.
+
+The CPU figure is the share of all cores busy between two readings of ``/proc/stat``'s ``cpu``
+line, and every figure says over what window (``CpuFigure``). A one-shot command (``--json RUN
+--once``, ``gpus --json``) has no earlier reading of its own, so its first figure either waits
+until its window is long enough to mean something (``first_window_s``: enough clock ticks over
+all cores) or starts from the reading a live runner on this host shared (``CpuMark``: the
+runner reads ``/proc/stat`` every few seconds while it supervises, and leaves its newest
+reading in the runs directory). Either way the figure ends now, never earlier.
+"""
 from __future__ import annotations
 
 import os
 import socket
 import threading
 import time
+from pathlib import Path
 
+import msgspec
 import psutil
 
 from moeconsole.runner.telemetry import cpustat
 
 GIB = 1024.0 ** 3
-_FIRST_SAMPLE_S = 0.1
+MIN_TICKS = 20         # clock ticks over all cores a first figure spans at least (5% steps)
+MIN_WINDOW_S = 0.02    # and never less than this: the kernel accounts busy time at scheduler ticks
+MARK_MAX_AGE_S = 5.0   # a runner's reading older than this is not used (it reads every 2 s)
+MARK_MAX_AGE_ENV = "MOECONSOLE_CPU_MARK_MAX_S"   # that limit, for tests on a busy machine
+MARK_VERSION = 1
 
 _lock = threading.Lock()
 _last_cpu: tuple[float, float] | None = None  # (busy, total) seconds at the previous call
 _last_at = 0.0                                  # time.monotonic() of that sample
 _figured = False                                # a figure was given (only the first one waits)
+
+
+def first_window_s(cores: int | None = None, hz: int | None = None) -> float:
+    """The shortest window a first CPU figure may span: ``MIN_TICKS`` clock ticks over all cores
+    (``USER_HZ`` is 100: 0.1 s on 2 cores, 0.025 s on 8), never less than ``MIN_WINDOW_S``."""
+    cores = cores or os.cpu_count() or 1
+    hz = hz or cpustat.ticks_per_s()
+    return max(MIN_WINDOW_S, MIN_TICKS / (cores * hz))
+
+
+class CpuFigure(msgspec.Struct, frozen=True):
+    """CPU use of all cores over the ``window_s`` seconds that end at the reading; ``source`` says
+    where the window's first reading came from: ``"runner"`` (the reading a live runner on this
+    host shared, ``CpuMark``) or ``"process"`` (this process's own earlier reading)."""
+    pct: float
+    window_s: float
+    source: str
+
+
+class CpuMark(msgspec.Struct, frozen=True):
+    """A runner's newest reading of ``/proc/stat``, shared with one-shot commands on the same host
+    (``<runs dir>/.host-cpu-<host>.json``, replaced at each reading). ``mono`` is
+    ``time.monotonic()``: CLOCK_MONOTONIC, one clock for every process of one boot (``boot_id``)."""
+    v: int
+    host: str
+    boot_id: str
+    pid: int
+    busy_s: float
+    total_s: float
+    mono: float
+    wall: float
+
+
+def _hostname() -> str:
+    from moeconsole.runner.rundir.rundir import hostname
+    return hostname()
+
+
+def mark_path(runs_dir: Path | str) -> Path:
+    """``<runs dir>/.host-cpu-<host>.json``: one per host (a runs directory on a shared disk)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in _hostname())[:64] or "host"
+    return Path(runs_dir) / f".host-cpu-{safe}.json"
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def write_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) -> None:
+    """Share a reading taken at ``time.monotonic()`` ``at`` (no fsync: after a crash it is stale
+    anyway). OSError is the caller's to ignore."""
+    from moeconsole.runner.rundir import jsonio
+    boot = _boot_id()
+    if not boot:
+        return   # without a boot id a later reader could not tell this boot's clock from another's
+    mark = CpuMark(MARK_VERSION, _hostname(), boot, os.getpid(), reading[0], reading[1], at,
+                   time.time() - (time.monotonic() - at))
+    # the runs directory is one the user named (it may be a link to a data disk): followed, as
+    # ``atomic_write_bytes`` follows a checkpoint directory; the file itself never through a link
+    jsonio.atomic_write_bytes(mark_path(runs_dir), msgspec.json.encode(mark), sync=False, follow_dir=True)
+
+
+def read_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> CpuMark | None:
+    """The shared reading if it can start a figure that ends at ``now`` (``time.monotonic()``)
+    with ``cur_total`` CPU seconds: this host, this boot, taken before now and at most
+    ``MARK_MAX_AGE_S`` ago, and counters that did not run backwards. None otherwise."""
+    if runs_dir is None:
+        return None
+    try:
+        with open(mark_path(runs_dir), "rb") as f:
+            mark = msgspec.json.decode(f.read(4096), type=CpuMark)
+    except (OSError, msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    try:
+        max_age = float(os.environ.get(MARK_MAX_AGE_ENV) or MARK_MAX_AGE_S)
+    except ValueError:
+        max_age = MARK_MAX_AGE_S
+    if (mark.v != MARK_VERSION or mark.host != _hostname() or mark.boot_id != _boot_id()
+            or not 0.0 < now - mark.mono <= max_age or mark.total_s > cur_total or mark.busy_s < 0):
+        return None
+    return mark
 
 
 def _busy_total_now() -> tuple[float, float]:
@@ -35,8 +135,8 @@ def cpu_busy_pct(prev: tuple[float, float], cur: tuple[float, float]) -> float |
 
 def prime_cpu() -> None:
     """Take the first CPU sample now, or adopt the one ``cli`` took as the process started
-    (``cpustat.prime``): the 0.1 s the first figure needs passes while the command's other work
-    runs instead of in a sleep."""
+    (``cpustat.prime``): the window the first figure needs passes while the command's other
+    work runs instead of in a sleep."""
     global _last_cpu, _last_at
     with _lock:
         if _last_cpu is None:
@@ -47,32 +147,58 @@ def prime_cpu() -> None:
                 _last_cpu, _last_at = _busy_total_now(), time.monotonic()
 
 
-def _cpu_pct() -> float | None:
-    """CPU use since the previous call; the first figure in a process covers at least 0.1 s
-    (from ``prime_cpu``, else sampled here), so a one-shot command still shows a real figure.
-    Kept apart from ``psutil.cpu_percent``'s global state so other callers in the process do not
-    shorten our interval."""
+def cpu_figure(runs_dir: Path | str | None = None) -> CpuFigure | None:
+    """CPU use since the previous call. The first figure in a process spans at least
+    ``first_window_s`` (it waits for the rest when its start is younger), so a one-shot command
+    shows a real figure. It starts from a live runner's shared reading in ``runs_dir``
+    (``read_mark``: at most ``MARK_MAX_AGE_S`` old) when that one is old enough or older than
+    this process's first reading (``prime_cpu``), else from the latter. The runner's reading is
+    preferred: its window (up to a few seconds) is the host's load, where a window of this
+    process's own start-up is mostly that start-up (on 2 cores a one-shot busy on one of them
+    reads at least 50%). Kept apart from
+    ``psutil.cpu_percent``'s global state so other callers in the process do not shorten our
+    interval."""
     global _last_cpu, _last_at, _figured
     prime_cpu()
     with _lock:
-        prev, since = _last_cpu, time.monotonic() - _last_at
-        if not _figured and since < _FIRST_SAMPLE_S:
-            time.sleep(_FIRST_SAMPLE_S - since)
+        prev, prev_at, source = _last_cpu, _last_at, "process"
+        if not _figured:
+            need = first_window_s()
+            if runs_dir is not None:
+                now = time.monotonic()
+                mark = read_mark(runs_dir, now, _busy_total_now()[1])
+                if mark is not None and (now - mark.mono >= need or mark.mono < prev_at):
+                    prev, prev_at, source = (mark.busy_s, mark.total_s), mark.mono, "runner"
+            since = time.monotonic() - prev_at
+            if since < need:
+                time.sleep(need - since)
         cur = _busy_total_now()
         _last_cpu, _last_at, _figured = cur, time.monotonic(), True
-    return cpu_busy_pct(prev, cur) if prev is not None else None
+    pct = cpu_busy_pct(prev, cur) if prev is not None else None
+    return None if pct is None else CpuFigure(pct, max(0.0, _last_at - prev_at), source)
 
 
-def host_snapshot() -> dict:
-    """{"cpu_pct","cpu_count","ram_used_gib","ram_total_gib","load1","load5","load15","hostname"}
-    with ``None`` for what the system cannot tell. RAM "used" is total minus available,
-    the figure that matters for the host OOM killer."""
-    snap: dict = {"cpu_pct": None, "cpu_count": os.cpu_count(), "ram_used_gib": None, "ram_total_gib": None,
-                  "load1": None, "load5": None, "load15": None, "hostname": socket.gethostname()}
+def _cpu_pct() -> float | None:
+    """``cpu_figure``'s percentage alone."""
+    fig = cpu_figure()
+    return None if fig is None else fig.pct
+
+
+def host_snapshot(runs_dir: Path | str | None = None) -> dict:
+    """{"cpu_pct","cpu_window_s","cpu_source","cpu_count","ram_used_gib","ram_total_gib","load1",
+    "load5","load15","hostname"} with ``None`` for what the system cannot tell. The CPU figure
+    covers the last ``cpu_window_s`` seconds; ``cpu_source`` says where they started
+    (``CpuFigure``; ``runs_dir``: where a live runner shares its reading). RAM "used" is total
+    minus available, the figure that matters for the host OOM killer."""
+    snap: dict = {"cpu_pct": None, "cpu_window_s": None, "cpu_source": None, "cpu_count": os.cpu_count(),
+                  "ram_used_gib": None, "ram_total_gib": None, "load1": None, "load5": None, "load15": None,
+                  "hostname": socket.gethostname()}
     try:
-        snap["cpu_pct"] = _cpu_pct()
+        fig = cpu_figure(runs_dir)
     except (OSError, psutil.Error):
-        pass
+        fig = None
+    if fig is not None:
+        snap["cpu_pct"], snap["cpu_window_s"], snap["cpu_source"] = fig.pct, round(fig.window_s, 3), fig.source
     ram = ram_now()
     snap["ram_used_gib"], snap["ram_total_gib"] = ram["ram_used_gib"], ram["ram_total_gib"]
     try:
@@ -159,16 +285,24 @@ class DirIO:
 
 class CpuMeter:
     """CPU use between two calls, in percent of all cores, without sleeping (the runner's loop
-    samples it with the GPUs; the first call has no interval yet and says None)."""
+    samples it with the GPUs; the first call has no interval yet and says None). With
+    ``share_in`` (the runs directory) each reading is also left there for one-shot commands on
+    this host (``write_mark``); a failed write is never the caller's problem."""
 
-    def __init__(self) -> None:
+    def __init__(self, share_in: Path | str | None = None) -> None:
         self._prev: tuple[float, float] | None = None
+        self.share_in = share_in
 
     def sample(self) -> float | None:
         try:
             cur = _busy_total_now()
         except (OSError, psutil.Error):
             return None
+        if self.share_in is not None:
+            try:
+                write_mark(self.share_in, cur, time.monotonic())
+            except OSError:
+                pass
         prev, self._prev = self._prev, cur
         return None if prev is None else cpu_busy_pct(prev, cur)
 

@@ -294,14 +294,38 @@ def port_users(port: int) -> tuple[set[int], int]:
 _INET_TABLES = ("tcp", "tcp6", "udp", "udp6")
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_LONGEST_LINE = 512   # a socket table's line is at most ~180 bytes (tcp6)
+
+
+def read_socket_table(path: str) -> bytes:
+    """A ``/proc/net`` socket table whole, in as few reads as it takes. The kernel fills each
+    read with at most one page of whole lines (``seq_read_iter``), and every read walks the
+    socket hash table, which on a host with much memory takes milliseconds even for a table of
+    ten lines; so a read more than a line short of a page is the end, without the read that
+    would say so (half the time of ``f.read()``). OSError is the caller's."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if len(chunk) < _PAGE - _LONGEST_LINE:
+                break
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _port_bound(port: int) -> bool | None:
     """Whether a socket of the tables ``psutil.net_connections(kind="inet")`` reads has local
     ``port`` (one read of /proc/net, no per-process scan); None when they cannot be read."""
     end = f":{port:04X}"
     for name in _INET_TABLES:
         try:
-            with open(f"/proc/net/{name}", "rb") as f:
-                text = f.read().decode("ascii", "replace")
+            text = read_socket_table(f"/proc/net/{name}").decode("ascii", "replace")
         except FileNotFoundError:
             continue   # no IPv6 tables: psutil skips them too
         except OSError:

@@ -1,6 +1,7 @@
 """Zombies and blockers with real processes: found, labelled, and cleared."""
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -242,7 +243,7 @@ def test_port_check_sees_what_psutil_sees_without_scanning_processes():
     """``port_users`` asks the socket tables first (one read of /proc/net) and scans every
     process's descriptors only when a socket has the port: the tables agree with psutil on a
     listening TCP socket, a bound UDP socket (IPv4 and IPv6 where the host has it) and a free port."""
-    from moeconsole.runner.telemetry.procs import _port_bound, port_users
+    from moeconsole.runner.telemetry.procs import _port_bound, port_users, read_socket_table
     socks = []
     try:
         for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
@@ -264,6 +265,19 @@ def test_port_check_sees_what_psutil_sees_without_scanning_processes():
         free = next(p for p in range(40000, 40100) if p not in ports and port_free(p))
         assert _port_bound(free) is (free in {c.laddr.port for c in psutil.net_connections(kind="inet") if c.laddr})
         assert port_users(free) == (set(), 0)
+        # a table of several pages (the kernel gives one page of lines per read): every line is read,
+        # the same bytes as a plain read, and the socket listed last is found
+        for _ in range(80):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            socks.append(s)
+        table = read_socket_table("/proc/net/tcp")
+        assert len(table) > 2 * os.sysconf("SC_PAGE_SIZE")
+        local = {int(line.split()[1].rpartition(b":")[2], 16) for line in table.splitlines()[1:]}
+        assert {s.getsockname()[1] for s in socks[-80:]} <= local   # (other processes' sockets come and go)
+        for s in socks[-80:]:
+            assert _port_bound(s.getsockname()[1]) is True
     finally:
         for s in socks:
             s.close()

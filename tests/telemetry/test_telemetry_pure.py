@@ -120,29 +120,45 @@ def _fresh_host(monkeypatch):
     slept: list[float] = []
     monkeypatch.setattr(host.time, "monotonic", lambda: clock["t"])
     monkeypatch.setattr(host.time, "sleep", lambda s: (slept.append(s), clock.__setitem__("t", clock["t"] + s)))
+    # /proc/stat as the clock moves: 2 cores, one of them busy
+    monkeypatch.setattr(cpustat, "sample", lambda: (clock["t"], 2 * clock["t"]))
     return host, clock, slept
 
 
 def test_a_one_shot_cpu_figure_spans_its_work_not_a_sleep(monkeypatch):
     """`--json --once` and `gpus` prime the CPU sample before their other work: when that work
-    took 0.1 s, the first figure needs no sleep of its own (it slept 0.1 s before)."""
+    took the first figure's window (``first_window_s``: 0.1 s on 2 cores), the first figure
+    needs no sleep of its own."""
     host, clock, slept = _fresh_host(monkeypatch)
+    w = host.first_window_s()
     host.prime_cpu()
-    clock["t"] += 0.15          # NVML, the process scan, the run directory
-    host._cpu_pct()
+    clock["t"] += 1.5 * w       # NVML, the process scan, the run directory
+    fig = host.cpu_figure()
     assert slept == []
-    # Without the priming, the first figure still covers 0.1 s (a real figure, not 0%).
+    assert fig is not None and fig.source == "process" and fig.window_s == pytest.approx(1.5 * w)
+    assert fig.pct == pytest.approx(50.0)
+    # Without the priming, the first figure still covers the window (a real figure, not 0%).
     host, clock, slept = _fresh_host(monkeypatch)
     host._cpu_pct()
-    assert slept == [pytest.approx(0.1)]
-    # Primed but the work was quick: only the rest of the 0.1 s is waited; later figures never wait.
+    assert slept == [pytest.approx(w)]
+    # Primed but the work was quick: only the rest of the window is waited; later figures never wait.
     host, clock, slept = _fresh_host(monkeypatch)
     host.prime_cpu()
-    clock["t"] += 0.04
+    clock["t"] += 0.4 * w
     host._cpu_pct()
-    clock["t"] += 0.01
+    clock["t"] += 0.1 * w
     host._cpu_pct()
-    assert slept == [pytest.approx(0.06)]
+    assert slept == [pytest.approx(0.6 * w)]
+
+
+def test_the_first_cpu_window_scales_with_the_cores():
+    """Enough clock ticks over all cores for a figure in 5% steps (20 ticks), and never below
+    20 ms: 0.1 s on 2 cores, 25 ms on 8, 20 ms on 128 (where 20 ms is 256 ticks)."""
+    from moeconsole.runner.telemetry import host
+    assert host.first_window_s(2, 100) == pytest.approx(0.1)
+    assert host.first_window_s(8, 100) == pytest.approx(0.025)
+    assert host.first_window_s(128, 100) == pytest.approx(0.02)
+    assert host.first_window_s(1, 100) == pytest.approx(0.2)
 
 
 def test_the_cpu_sample_reads_proc_stat_as_psutil_does():
@@ -174,8 +190,38 @@ def test_a_one_shot_adopts_the_sample_taken_as_the_process_started(monkeypatch):
     host, clock, slept = _fresh_host(monkeypatch)
     from moeconsole.runner.telemetry import cpustat
     cpustat.prime()                # as cli does, first thing
-    clock["t"] += 0.1              # the imports, the run directory, NVML
+    clock["t"] += host.first_window_s()   # the imports, the run directory, NVML
     host.prime_cpu()               # what the one-shot command calls later: keeps the early sample
     host._cpu_pct()
     assert slept == []
     assert host._last_cpu is not None and cpustat.first is not None
+
+
+def test_a_first_cpu_figure_starts_from_a_runners_reading_when_it_can(monkeypatch, tmp_path):
+    """The runner's shared reading (a real file) starts the first figure when it is at least the
+    minimum window old, or older than the process's own first reading; else the process's own
+    one does, and only the rest of the window is waited."""
+    host, clock, slept = _fresh_host(monkeypatch)
+    w = host.first_window_s()
+    monkeypatch.setenv(host.MARK_MAX_AGE_ENV, "60")
+
+    def figure(mark_age: float, own_age: float):
+        nonlocal host, clock, slept
+        host, clock, slept = _fresh_host(monkeypatch)
+        host.write_mark(tmp_path, (clock["t"] - mark_age, 2 * (clock["t"] - mark_age)), clock["t"] - mark_age)
+        clock["t"] -= own_age
+        host.prime_cpu()
+        clock["t"] += own_age
+        return host.cpu_figure(tmp_path), slept
+
+    fig, waited = figure(mark_age=1.5, own_age=0.2 * w)      # a reading of 1.5 s ago: no wait
+    assert (fig.source, fig.window_s, waited) == ("runner", pytest.approx(1.5), [])
+    fig, waited = figure(mark_age=1.5 * w, own_age=3 * w)    # newer than the own one, but old enough
+    assert (fig.source, fig.window_s, waited) == ("runner", pytest.approx(1.5 * w), [])
+    fig, waited = figure(mark_age=0.5 * w, own_age=0.2 * w)  # both young: the older, and the rest waited
+    assert (fig.source, waited) == ("runner", [pytest.approx(0.5 * w)])
+    fig, waited = figure(mark_age=0.1 * w, own_age=0.4 * w)
+    assert (fig.source, waited) == ("process", [pytest.approx(0.6 * w)])
+    fig, waited = figure(mark_age=120.0, own_age=0.4 * w)    # too old to use
+    assert (fig.source, waited) == ("process", [pytest.approx(0.6 * w)])
+    assert fig.pct == pytest.approx(50.0)
