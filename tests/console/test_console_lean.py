@@ -60,3 +60,23 @@ def test_the_ui_import_leaves_ssl_importable_afterwards():
     proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "False", "ran", "True"]
+
+
+def test_the_file_watcher_starts_with_the_poll_not_with_the_screen(tmp_path):
+    """Making a run screen's watch starts no watcher (no watchdog import, no thread on the way to
+    the first paint); the poller starts it, after the first frame, and it then wakes on a change."""
+    code = ("import sys, threading, select\n"
+            "from pathlib import Path\n"
+            "from moeconsole.console.runwatch import RunWatch\n"
+            f"d = Path({str(tmp_path)!r})\n"
+            "n = threading.active_count()\n"
+            "w = RunWatch(d, 60.0)\n"
+            "print('watchdog' in sys.modules, threading.active_count() - n)\n"
+            "w.start()\n"
+            "(d / 'train.log').write_text('step 1\\n')\n"
+            "print('watchdog' in sys.modules, threading.active_count() > n, w.wait_next(lambda: False))\n"
+            "w.close()\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "0", "True", "True", "True"]
