@@ -329,9 +329,9 @@ def main() -> int:
     n = attached.get("nvitop")
     print("## Console (UI) benchmarks\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"Textual {textual.__version__}. Command: `.venv/bin/python bench/bench_ui.py`"
+          f"Textual {textual.__version__}. Command: `.venv/bin/python bench/bench_ui.py"
           f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}"
-          f"{f' --baseline {args.baseline}' if args.baseline else ''}\n")
+          f"{f' --baseline {args.baseline}' if args.baseline else ''}`\n")
     print(f"### Attached UI over {args.seconds:g} s at 1 step/s, 8 GPUs (fake NVML) polled at 1 Hz, 160x48 pty\n")
     print(f"{info['steps_written']} steps written during the run; all apps measured at the same time.\n")
     print("| app | CPU share | CPU/s median | CPU/s p99 | RSS median | RSS max |")
