@@ -3,7 +3,7 @@
 The console is a long-lived process on a training node, beside nvitop; every MiB it holds is
 held for days (docs/benchmarks.md, ``ui``). Textual runs on asyncio, and asyncio's event loop
 imports :mod:`ssl` at import time for TLS connections the console never makes: that loads
-OpenSSL's libcrypto and libssl, about 4 MiB of resident memory and 7 ms of start-up. Nothing in
+OpenSSL's libcrypto and libssl, about 4 MiB of resident memory and 7-15 ms of start-up. Nothing in
 the UI opens a TLS connection (it reads files and a UNIX control socket; webhooks are the
 runner's), so the UI is imported with :mod:`ssl` held back: asyncio then records that TLS is
 unavailable (``ssl = None``, its documented fallback when Python is built without OpenSSL).
