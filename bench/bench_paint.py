@@ -8,7 +8,9 @@ the screen is read every 10 ms with capture-pane. The mark is the moment the use
 - `attach RUN` (a running run of 60 of 100 steps): the status line shows `step 60/100`;
 - `attach LOG` (ms-swift output of 3,000 steps, 0.8 MB): the status line shows `step 3,000/3,000`;
 - `nvitop` (anchor): its first GPU row (`140.4GiB`).
-Times from starting the command; medians (min-max) and each median over nvitop's. Rounds
+Times from starting the command, and the CPU seconds the process had used when the mark showed
+(all its threads, from /proc: a figure the machine's load moves far less than the wall time);
+medians (min-max) and each median over nvitop's. Rounds
 alternate the order; before each, the bench waits (up to 30 s) for 3 s with the machine at most
 10% busy. ``--baseline`` runs the same commands from ``git archive REV`` (before/after in one run).
 """
@@ -33,17 +35,34 @@ POLL_S = 0.01
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
 
 
-def first_seen(cmd: str, mark: str, timeout: float = 30.0) -> float | None:
-    """Seconds from starting ``cmd`` until ``mark`` is on its screen (None: not within timeout)."""
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (all its threads), from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def first_seen(cmd: str, mark: str, timeout: float = 30.0) -> tuple[float | None, float | None]:
+    """(seconds from starting ``cmd`` until ``mark`` is on its screen, the CPU seconds the
+    command's process had used by then); (None, None) when not within timeout. The CPU figure
+    moves little with the machine's load, the wall time a lot."""
     tmux = Tmux(f"bench-paint-{os.getpid()}-{time.monotonic_ns()}")
     try:
         t0 = time.perf_counter()
         tmux("-f", "/dev/null", "new-session", "-d", "-s", "b", "-x", "140", "-y", "40", f"exec {cmd}")
+        pid = None
         while time.perf_counter() - t0 < timeout:
+            if pid is None:
+                shown = tmux("display-message", "-p", "-t", "b", "#{pane_pid}").strip()
+                pid = int(shown) if shown.isdigit() else None
             if mark in tmux.screen():
-                return time.perf_counter() - t0
+                wall = time.perf_counter() - t0
+                return wall, (cpu_seconds(pid) if pid is not None else None)
             time.sleep(POLL_S)
-        return None
+        return None, None
     finally:
         tmux("send-keys", "-t", "b", "q")
         time.sleep(0.2)
@@ -96,13 +115,16 @@ def main() -> int:
     for _, cmd, mark in cases:   # warm the page cache and the .pyc files
         first_seen(cmd, mark)
     times: dict[str, list] = {c[0]: [] for c in cases}
+    cpus: dict[str, list] = {c[0]: [] for c in cases}
     busy: list[float] = []
     load_before = os.getloadavg()[0]
     t_start = time.time()
     for r in range(args.runs):
         for label, cmd, mark in (cases if r % 2 == 0 else cases[::-1]):
             busy.append(wait_quiet(30))
-            times[label].append(first_seen(cmd, mark))
+            wall, cpu = first_seen(cmd, mark)
+            times[label].append(wall)
+            cpus[label].append(cpu)
     took = time.time() - t_start
     cmdline = " ".join(["bench/bench_paint.py", "--runs", str(args.runs)] +
                        (["--baseline", args.baseline] if args.baseline else []))
@@ -111,14 +133,18 @@ def main() -> int:
           f"its own tmux server (140x40), the screen read every {POLL_S * 1000:.0f} ms; {args.runs} rounds, order "
           f"alternating; busy before the runs: median {statistics.median(busy) * 100:.0f}%, max "
           f"{max(busy) * 100:.0f}%; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after. "
-          f"Seconds from the start of the command to the data on screen, median (min-max).\n")
+          f"Seconds from the start of the command to the data on screen, and the CPU seconds its process "
+          f"had used by then (all threads, /proc), median (min-max).\n")
     anchor = statistics.median([x for x in times[cases[-1][0]] if x is not None]) if nvitop else None
-    print("| command | first paint s | vs nvitop's first frame |")
-    print("|---|---|---|")
+    cpu_anchor = statistics.median([x for x in cpus[cases[-1][0]] if x is not None] or [0.0]) if nvitop else None
+    print("| command | first paint s | vs nvitop's first frame | CPU s by first paint | CPU vs nvitop's |")
+    print("|---|---|---|---|---|")
     for label, xs in times.items():
         ok = [x for x in xs if x is not None]
         ratio = f"{statistics.median(ok) / anchor:.2f}x" if anchor and ok else "-"
-        print(f"| {label} | {spread(xs)} | {ratio} |")
+        cpu_ok = [x for x in cpus[label] if x is not None]
+        cpu_ratio = f"{statistics.median(cpu_ok) / cpu_anchor:.2f}x" if cpu_anchor and cpu_ok else "-"
+        print(f"| {label} | {spread(xs)} | {ratio} | {spread(cpus[label])} | {cpu_ratio} |")
     print("\nMarks: `step 60/100` on the run screen's status line; `step 3,000/3,000` for the log (its newest "
           "steps, read from its last 512 KiB); nvitop's first GPU row. Goal: within 0.5 s on an idle machine.")
     return 0

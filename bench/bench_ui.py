@@ -1,6 +1,8 @@
 """Benchmark of the attached console: CPU share and RSS over 60 s, and chart redraw time.
 
-Run from the repository root:  .venv/bin/python bench/bench_ui.py [--seconds 60]
+Run from the repository root:  .venv/bin/python bench/bench_ui.py [--seconds 60] [--baseline REV]
+(``--baseline REV``: two more consoles, run screen and GPU view, from ``git archive REV``, measured
+in the same run: before/after a change on the same machine load)
 nvitop comes from a separate environment (never the project's):
     python3 -m venv .venv-bench && .venv-bench/bin/pip install nvitop
 (``--nvitop PATH`` points elsewhere; without it the nvitop row is left out).
@@ -132,11 +134,12 @@ NAIVE_APP = textwrap.dedent('''
 ''')
 
 
-def spawn_in_pty(argv: list[str], env: dict, cols: int, rows: int) -> tuple[subprocess.Popen, int]:
-    """Start ``argv`` on a new pseudo-terminal of the given size; returns (process, master fd)."""
+def spawn_in_pty(argv: list[str], env: dict, cols: int, rows: int, cwd: Path = REPO) -> tuple[subprocess.Popen, int]:
+    """Start ``argv`` on a new pseudo-terminal of the given size; returns (process, master fd).
+    ``cwd``: the tree ``python -m`` imports from (it puts the working directory first)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO,
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
                             start_new_session=True, close_fds=True)
     os.close(slave)
     return proc, master
@@ -183,7 +186,7 @@ def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> 
     return out
 
 
-def bench_attached(seconds: float, nvitop: str | None = None) -> tuple[dict, dict]:
+def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | None = None) -> tuple[dict, dict]:
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
     work = Path(tempfile.mkdtemp(prefix="mcbench-"))
     procs: list[subprocess.Popen] = []
@@ -222,6 +225,17 @@ def bench_attached(seconds: float, nvitop: str | None = None) -> tuple[dict, dic
         watched = {"console": psutil.Process(ui.pid), "gpus": psutil.Process(gpus.pid),
                    "naive": psutil.Process(naive.pid)}
         started = [("console", ui), ("console GPU view", gpus), ("naive", naive)]
+        g_fds = [gpus_fd]
+        if baseline is not None:   # the same two consoles from the baseline's code, in the same run
+            benv = {**env, "PYTHONPATH": str(baseline)}
+            argv = [sys.executable, "-m", "moeconsole.console.cli", "attach", run.name, "--runs-dir", str(base)]
+            b_ui, b_ui_fd = spawn_in_pty(argv, benv, 160, 48, cwd=baseline)
+            b_gpus, b_gpus_fd = spawn_in_pty(argv, benv, 160, 48, cwd=baseline)
+            procs += [b_ui, b_gpus]
+            fds += [b_ui_fd, b_gpus_fd]
+            g_fds.append(b_gpus_fd)
+            watched.update({"base console": psutil.Process(b_ui.pid), "base gpus": psutil.Process(b_gpus.pid)})
+            started += [("baseline console", b_ui), ("baseline console GPU view", b_gpus)]
         if nvitop:
             peer, peer_fd = spawn_in_pty([nvitop, "--monitor", "full", "--interval", "1"], env, 160, 48)
             procs.append(peer)
@@ -231,7 +245,8 @@ def bench_attached(seconds: float, nvitop: str | None = None) -> tuple[dict, dic
         for fd in fds:
             threading.Thread(target=drain, args=(fd, stop), daemon=True).start()
         time.sleep(4.0)
-        os.write(gpus_fd, b"g")   # the second console opens its GPU view
+        for fd in g_fds:
+            os.write(fd, b"g")   # the second console (and the baseline's) opens its GPU view
         result = measure(watched, seconds, warmup=4.0)
         for name, p in started:
             if p.poll() is not None:
@@ -294,32 +309,50 @@ def main() -> int:
     ap.add_argument("--nvitop", default=str(REPO / ".venv-bench" / "bin" / "nvitop"),
                     help="the nvitop executable (from its own environment)")
     ap.add_argument("--no-chart", action="store_true", help="skip the chart redraw part")
+    ap.add_argument("--baseline", help="git revision whose consoles run beside this code's, in the same run")
     args = ap.parse_args()
     import textual
     chart = [] if args.no_chart else bench_chart()
     nvitop = args.nvitop if args.nvitop and Path(args.nvitop).is_file() else None
     if nvitop is None:
         print(f"(nvitop not found at {args.nvitop}: its row is left out)", file=sys.stderr)
-    attached, info = bench_attached(args.seconds, nvitop)
+    baseline = None
+    if args.baseline:
+        from bench.bench_ingest import export
+        baseline = export(args.baseline, Path(tempfile.mkdtemp(prefix="mcbench-ui-base-")) / "tree")
+    try:
+        attached, info = bench_attached(args.seconds, nvitop, baseline)
+    finally:
+        if baseline is not None:
+            shutil.rmtree(baseline.parent, ignore_errors=True)
     c, g, b = attached["console"], attached["gpus"], attached["naive"]
     n = attached.get("nvitop")
     print("## Console (UI) benchmarks\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"Textual {textual.__version__}. Command: `.venv/bin/python bench/bench_ui.py`"
-          f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}\n")
+          f"Textual {textual.__version__}. Command: `.venv/bin/python bench/bench_ui.py"
+          f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}"
+          f"{f' --baseline {args.baseline}' if args.baseline else ''}`\n")
     print(f"### Attached UI over {args.seconds:g} s at 1 step/s, 8 GPUs (fake NVML) polled at 1 Hz, 160x48 pty\n")
     print(f"{info['steps_written']} steps written during the run; all apps measured at the same time.\n")
     print("| app | CPU share | CPU/s median | CPU/s p99 | RSS median | RSS max |")
     print("|---|---|---|---|---|---|")
     rows = [("moeconsole attach (4 charts with EMA, ranks per GPU, host line)", c),
             ("moeconsole attach, GPU view open (g)", g), ("naive Textual app (baseline)", b)]
+    if baseline is not None:
+        rows += [(f"baseline ({args.baseline}) attach", attached["base console"]),
+                 (f"baseline ({args.baseline}) attach, GPU view open (g)", attached["base gpus"])]
     if n:
         rows.append(("nvitop --monitor full --interval 1 (peer)", n))
     for name, r in rows:
         print(f"| {name} | {r['cpu_share']:.2f}% | {r['cpu_median']:.2f}% | {r['cpu_p99']:.2f}% | "
               f"{r['rss_median']:.1f} MiB | {r['rss_max']:.1f} MiB |")
     ratio = c["cpu_share"] / b["cpu_share"] if b["cpu_share"] else float("nan")
-    print(f"\nCPU ratio console/baseline: {ratio:.2f}x.")
+    print(f"\nCPU ratio console/naive Textual app: {ratio:.2f}x.")
+    if baseline is not None:
+        for label, now, before in (("run screen", c, attached["base console"]), ("GPU view", g, attached["base gpus"])):
+            print(f"This code against {args.baseline}, {label}: RSS median {now['rss_median']:.1f} vs "
+                  f"{before['rss_median']:.1f} MiB ({now['rss_median'] - before['rss_median']:+.1f} MiB), CPU share "
+                  f"{now['cpu_share']:.2f}% vs {before['cpu_share']:.2f}%.")
     if n:
         for label, r in (("run screen", c), ("GPU view", g)):
             cpu_ok = r["cpu_share"] <= n["cpu_share"]

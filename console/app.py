@@ -138,9 +138,8 @@ class MoeConsole(App[int]):
                            control_timeout=self.control_timeout, importing=importing, host=self.host)
         self.push_screen(RunScreen(source, base=self.base, scratch=self.scratch_dir, readonly=self.readonly,
                                    interval=self.interval, clock=self.clock))
-        if importing is not None:
+        if importing is not None:   # the screen starts its history read after its first frame
             self._imports.append(importing)
-            importing.start()
 
     @work(thread=True, exclusive=True, group="open-foreign")
     def open_foreign(self, path: Path) -> None:

@@ -42,6 +42,7 @@ class Import:
         self.book = seriesfile.SeriesBook()        # the whole history (used once done)
         self._state: dict = {}
         self._thread: threading.Thread | None = None
+        self.started_at: float | None = None   # time.monotonic() when the history read started
         self._state_at = 0.0
         self.fold: Any = None   # the history read so far (``HistoryFold``: rows, steps, grad norms)
         # how the history is read (``read_history``): None = its defaults (two processes for a big
@@ -74,6 +75,10 @@ class Import:
         self._write_state(self.tail_book.last_metrics)
 
     def start(self) -> None:
+        """Read the history on a thread of its own (once; a second call does nothing)."""
+        if self._thread is not None:
+            return
+        self.started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="moeconsole-import", daemon=True)
         self._thread.start()
 

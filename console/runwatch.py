@@ -37,12 +37,23 @@ class RunWatch:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self._watch = dirwatch.watch(run_dir)
+        self._run_dir = run_dir
+        self._watch: dirwatch.DirWatch | None = None   # made by start(), on the poll thread
+        self._watch_started = False
         self._polled_at = float("-inf")
+
+    def start(self) -> None:
+        """Watch the run directory from now on (once). The poller calls it after the first
+        frame and before the poll it guards, so no change is missed and the watcher (watchdog's
+        import and its threads) stays off the first paint."""
+        if not self._watch_started:
+            self._watch_started = True
+            self._watch = dirwatch.watch(self._run_dir)
 
     def wait_next(self, cancelled: Callable[[], bool]) -> bool:
         """Sleep until the next tick, a ``poke()``, a change in the run directory, or
         cancellation. True when a file change (not the timer or a request) ended the wait."""
+        self.start()
         self._polled_at = time.monotonic()
         deadline = self._polled_at + self.interval
         fds = [self._wake_r] + ([self._watch] if self._watch is not None else [])
@@ -141,6 +152,7 @@ class Poller:
         try:
             if self.source.gpu and not cancelled():
                 deliver(self.poll(full, files_only=True))
+            self.watch.start()   # after the first frame, before the poll that reads what it would report
             while not cancelled():
                 deliver(self.poll(full))
                 woken_by_file = self.watch.wait_next(cancelled)

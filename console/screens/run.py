@@ -84,6 +84,10 @@ class RunScreen(Screen):
         self._live: bool | None = None
         self._last_output_t: float | None = None
         self._undrawn = False  # a snapshot came while another screen covered this one
+        # a foreign log's history is read once its newest steps are on screen (the reading
+        # thread would share the interpreter with the first frame's layout and paint)
+        self._history_waits = getattr(source, "importing", None) is not None
+        self.first_frame_at: float | None = None   # time.monotonic() after the first frame was drawn
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -129,6 +133,16 @@ class RunScreen(Screen):
             self.apply(polled.snapshot, polled.last_output_t, files_only=polled.files_only)
         elif polled.error:
             self.notify(polled.error, title="reading the run failed", severity="error")
+        if self.first_frame_at is None:
+            self.call_after_refresh(self._first_frame_drawn)
+
+    def _first_frame_drawn(self) -> None:
+        if self.first_frame_at is not None:
+            return
+        self.first_frame_at = time.monotonic()
+        if self._history_waits:
+            self._history_waits = False
+            self.source.importing.start()
 
     def covered(self) -> bool:
         """Another opaque screen (the GPU view, the log pager, the browser) is on top: nothing of

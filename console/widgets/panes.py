@@ -165,7 +165,9 @@ class BlockerTable(DataTable):
         self._shown: object = None
 
     def on_mount(self) -> None:
-        self.add_columns(*BLOCKER_COLUMNS)
+        # Text, not str: DataTable reads a str as Rich markup with emoji codes (a command's
+        # "[rank0]" vanished, ":fire:" became an emoji) and loads Rich's emoji table to do it
+        self.add_columns(*(Text(c) for c in BLOCKER_COLUMNS))
 
     def show(self, blockers) -> None:
         # The telemetry layer's judgement (moeconsole.runner.telemetry.procs.standing), as --json carries it:
@@ -181,9 +183,10 @@ class BlockerTable(DataTable):
         self.blockers = rows
         self.clear()
         for b in rows:
-            self.add_row(str(b["pid"]), ",".join(b.get("labels") or ()) or fmt.NA,
-                         fmt.intc(b.get("gpu_mem_mib")) if b.get("gpu_mem_mib") else fmt.NA,
-                         str(b.get("user") or fmt.NA), fmt.duration(b.get("age_s")), fmt.blocker_cmd(b, 60))
+            cells = (str(b["pid"]), ",".join(b.get("labels") or ()) or fmt.NA,
+                     fmt.intc(b.get("gpu_mem_mib")) if b.get("gpu_mem_mib") else fmt.NA,
+                     str(b.get("user") or fmt.NA), fmt.duration(b.get("age_s")), fmt.blocker_cmd(b, 60))
+            self.add_row(*(Text(c) for c in cells))
         if rows:
             self.move_cursor(row=min(keep, len(rows) - 1))
 

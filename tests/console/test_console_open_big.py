@@ -139,3 +139,22 @@ def test_attach_refuses_a_path_that_is_no_log(tmp_path):
     res = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "attach", str(empty), "--runs-dir",
                           str(tmp_path / "runs")], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_the_history_read_starts_once_the_newest_steps_are_on_screen(tmp_path):
+    """``attach PATH``: the first frame (the newest steps) is laid out and painted before the
+    history read starts, so the two never share the interpreter during the first paint; the
+    history then comes in whole."""
+    small = big_log(tmp_path / "small.log", 3000)
+
+    async def go():
+        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=small)
+        async with app.run_test(size=(140, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
+                                    and app.screen)
+            importing = screen.source.importing
+            await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
+                           what="the history read")
+            assert importing.started_at is not None and importing.started_at >= screen.first_frame_at
+            assert screen.snapshot.series["loss"].n == 3000
+    asyncio.run(go())

@@ -87,3 +87,26 @@ def test_moeconsole_gpus_labels_a_leftover_as_the_console_does(demo):
     finally:
         zombie.kill()
         zombie.wait(timeout=10)
+
+
+def test_a_listed_command_shows_as_it_is_never_as_markup(base, make_run):
+    """A process's command line is data: brackets and colons in it (``[rank0]``, ``:fire:``,
+    ``[bold]x[/bold]``) show as typed in the zombie list, never read as Rich markup or emoji."""
+    from tests.console.test_console_app import ZOMBIE, judged, live_run, telemetry
+    from tests.console.test_console_app import app_for as app_with
+    run = live_run(base, make_run)
+    cmd = ["python", "serve.py", "[rank0]", ":fire:", "[bold]x[/bold]"]
+    zombie = judged({**ZOMBIE, "cmdline": cmd})
+
+    async def go() -> tuple[list[str], str, str]:
+        app = app_with(base, run, telemetry=telemetry([zombie]))
+        async with app.run_test(size=(160, 40)) as pilot:
+            screen = await attached(pilot)
+            table = screen.query_one(BlockerTable)
+            await until_ui(pilot, lambda: table.blockers and table.row_count == 1)
+            await pilot.pause()
+            return _cells(table, ZOMBIE["pid"]), table.render_line(0).text, table.render_line(1).text
+    cells, header, visible = asyncio.run(go())
+    assert cells[5] == "python serve.py [rank0] :fire: [bold]x[/bold]", cells
+    assert "python serve.py [rank0] :fire: [bo" in visible, visible   # the pane's width cuts the rest
+    assert "COMMAND" in header and "GPU MiB" in header, header

@@ -1,0 +1,82 @@
+"""What the attached console holds in memory, as behaviour: a real ``moeconsole attach RUN`` in a
+terminal (tmux) paints its run and has not loaded OpenSSL (asyncio's TLS support, which the
+console never uses, is about 4 MiB of the process); the hold on ``ssl`` ends with the import, so
+a later ``import ssl`` in the same process still works."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.console.conftest import write_run
+from tests.console.test_console_tmux import Tmux
+from tests.waiting import until
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _mapped_files(pid: int) -> set[str]:
+    with open(f"/proc/{pid}/maps") as f:
+        return {Path(parts[5]).name for parts in (line.split() for line in f) if len(parts) > 5}
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_an_attached_console_paints_its_run_without_loading_openssl():
+    base = Path(tempfile.mkdtemp(prefix="mclean-"))
+    tmux = Tmux(f"moeconsole-lean-{os.getpid()}")
+    try:
+        run = write_run(base, "20260101-000000-lean-0001", status="running", runner_pid=os.getpid())
+        cmd = (f"cd {shlex.quote(str(REPO))} && exec env PYTHONPATH={shlex.quote(str(REPO))} "
+               f"{shlex.quote(sys.executable)} -m moeconsole.console.cli attach {run.run_id} "
+               f"--runs-dir {shlex.quote(str(base))}")
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "140", "-y", "40", cmd)
+        pid = int(tmux("display-message", "-p", "-t", "demo", "#{pane_pid}").strip())
+        tmux.wait_for("step 60/100")
+        mapped = _mapped_files(pid)
+        assert any(name.startswith("libpython") or name.startswith("python") for name in mapped), mapped
+        assert not {name for name in mapped if name.startswith(("_ssl.", "libssl."))}, sorted(mapped)
+        tmux("send-keys", "-t", "demo", "q")
+        until(lambda: not Path(f"/proc/{pid}").exists(), 30, what="the console to exit on q")
+    finally:
+        tmux("kill-server")
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_ui_import_leaves_ssl_importable_afterwards():
+    code = ("import sys\n"
+            "from moeconsole.console.lean import import_ui\n"
+            "app = import_ui('moeconsole.console.app')\n"
+            "import asyncio\n"
+            "print(hasattr(app, 'MoeConsole'), 'ssl' in sys.modules, asyncio.run(asyncio.sleep(0, 'ran')))\n"
+            "import ssl\n"
+            "print(ssl.create_default_context().protocol is not None)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "False", "ran", "True"]
+
+
+def test_the_file_watcher_starts_with_the_poll_not_with_the_screen(tmp_path):
+    """Making a run screen's watch starts no watcher (no watchdog import, no thread on the way to
+    the first paint); the poller starts it, after the first frame, and it then wakes on a change."""
+    code = ("import sys, threading, select\n"
+            "from pathlib import Path\n"
+            "from moeconsole.console.runwatch import RunWatch\n"
+            f"d = Path({str(tmp_path)!r})\n"
+            "n = threading.active_count()\n"
+            "w = RunWatch(d, 60.0)\n"
+            "print('watchdog' in sys.modules, threading.active_count() - n)\n"
+            "w.start()\n"
+            "(d / 'train.log').write_text('step 1\\n')\n"
+            "print('watchdog' in sys.modules, threading.active_count() > n, w.wait_next(lambda: False))\n"
+            "w.close()\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "0", "True", "True", "True"]
