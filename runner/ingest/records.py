@@ -498,20 +498,3 @@ def mark_from_mapping(kind: str, m: dict, step: int | None, src: str = "hf_state
         if ex is not None and k != "log_history":
             values[str(k)[:100]] = ex
     return {"kind": "eval" if kind == "eval" else "train_summary", "step": step, "values": values}
-
-
-# ---------------------------------------------------------------------------------- memory
-
-# The names memory reports are kept under (GiB), whatever the trainer printed:
-#   Megatron ``report_memory``: allocated / max allocated / reserved / max reserved /
-#     total device memory used (MB);
-#   DeepSpeed ``see_memory_usage``: MA / Max_MA / CA / Max_CA (GB); its throughput line:
-#     MemAllocated / MaxMemAllocated (GB);
-#   torchtune ``get_memory_stats``: peak_memory_alloc / peak_memory_reserved / peak_memory_active (GiB).
-MEM_ALLOCATED, MEM_MAX_ALLOCATED = "mem_allocated_gib", "mem_max_allocated_gib"
-MEM_RESERVED, MEM_MAX_RESERVED = "mem_reserved_gib", "mem_max_reserved_gib"
-MEM_DEVICE_USED = "mem_device_used_gib"
-MEMORY_FIELDS = (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_RESERVED, MEM_MAX_RESERVED, MEM_DEVICE_USED)
-# Formats whose records carry only memory: a report printed beside the step's own record
-# (same step), never a new step of its own.
-MEMORY_SRCS = frozenset(("megatron_mem", "deepspeed_mem"))
