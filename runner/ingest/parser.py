@@ -28,6 +28,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
+from moeconsole.runner.ingest.pydict import split_objects
 from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
@@ -460,7 +461,8 @@ class LogParser:
         frag, rank, n = self._frag
         if text[:1] != "{" and text:
             joined = frag + text
-            if joined.endswith("}") and formats.read_object(joined) is not None:
+            if joined.endswith("}") and (formats.read_object(joined) is not None
+                                         or split_objects(joined) is not None):
                 self._frag = None
                 self.stats.lines -= n    # the record is numbered like one line
                 events = self._object(joined, rank)
@@ -573,6 +575,10 @@ class LogParser:
         it names a step or a loss (else None: the line is something else)."""
         got = formats.read_object(text)
         if got is None:
+            parts = None if prefixed else split_objects(text)
+            if parts is not None and all(formats.read_object(p) is not None for p in parts):
+                # dicts side by side on one line: each is read as if it stood on its own line
+                return [ev for p in parts for ev in (self._object(p, rank) or [])]
             if prefixed:
                 return None
             self._unparsed(text, suspect=True)

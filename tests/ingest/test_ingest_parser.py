@@ -210,3 +210,14 @@ def test_only_lines_that_look_like_metrics_are_suspect():
                   b"step 5: the loss went up\n")
     assert p.stats.unparsed_lines == 4 and p.stats.suspect_lines == 1
     assert p.stats.examples == [(4, "step 5: the loss went up")]
+
+
+def test_dicts_side_by_side_on_one_line_are_each_a_record():
+    # ms-swift/HF dicts pasted from a console that lost the newlines between tqdm.write calls
+    # (corpus: swift_dicts_joined_wrapped); a quoted brace inside a value does not split a dict
+    line = ("{'loss': 0.5, 'note': '} {', 'global_step/max_steps': '22/94'} "
+            "{'loss': 0.4, 'global_step/max_steps': '23/94'}\n")
+    p = LogParser()
+    recs = piped(p).feed(line.encode()).records
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(22, 0.5, 94), (23, 0.4, 94)]
+    assert p.stats.unparsed_lines == 0
