@@ -433,23 +433,37 @@ def read_tf_trainer(text: str) -> tuple[dict, str] | EvalLine | None:
 # and its first form (PR 1055): "Ep 1 | iter 4 | step 1: loss train (curr): 1.585, val (prev val
 # iter): None | iter time: 181.34 ms (opt.step)". The step is the iteration (every line has its
 # own); the optimizer step is kept as optimizer_step, a printed val loss as val_loss.
+# Forks of its scripts (awslabs/keys_values finetune/longcontext_full.py) print
+#   f"Epoch {epoch} | iter {iter:3d} | loss train: {loss:.3f}, {metric} valid: {val} |"
+#   f" iter time: {iter_time:.3f} s"   (older: "... | iter {iter:3d} step {step:3d} | ...")
+# and, after each periodic validation,
+#   f"Epoch {epoch} | iter {iter:3d}          | {metric}: {value:.3f} | val_time: {t:.3f} s"
+# (the metric is val_loss, or a sample-based metric's name): an evaluation at that iteration.
 _LITGPT_RE = re.compile(
-    r"^(?:Epoch|Ep) (\d+) \| iter (\d+) (?:\| )?(?i:step) (\d+):? ?\|? loss train(?: \(curr\))?: (" + _NUM + r"),"
-    r" val(?: \(prev val iter\))?: (\S+) \| iter time: (" + _NUM + r") (ms|s)\b")
+    r"^(?:Epoch|Ep) (\d+) \| iter +(\d+) (?:(?:\| )?(?i:step) +(\d+):? ?)?\|? ?loss train(?: \(curr\))?: ("
+    + _NUM + r"), (?:val(?: \(prev val iter\))?|([\w./-]+) valid): (\S+) \| iter time: (" + _NUM + r") (ms|s)\b")
+_LITGPT_VAL_RE = re.compile(
+    r"^(?:Epoch|Ep) (\d+) \| iter +(\d+) +\| ([\w./-]+): (" + _NUM + r") \| val_time: (" + _NUM + r") (ms|s)\b")
 
 
-def read_litgpt(text: str) -> tuple[dict, str] | None:
+def read_litgpt(text: str) -> tuple[dict, str] | EvalLine | None:
     m = _LITGPT_RE.match(text)
     if m is None:
-        return None
-    out: dict[str, Any] = {"step": int(m.group(2)), "optimizer_step": int(m.group(3)), "loss": m.group(4),
-                           "epoch": int(m.group(1))}
-    val = parse_number(m.group(5))
+        v = _LITGPT_VAL_RE.match(text)
+        if v is None:
+            return None
+        name, value = v.group(3), _num(v.group(4))
+        loss = value if name.endswith("loss") else None
+        return EvalLine({name: value}, int(v.group(2)), "litgpt", split="val", loss=loss)
+    out: dict[str, Any] = {"step": int(m.group(2)), "loss": m.group(4), "epoch": int(m.group(1))}
+    if m.group(3) is not None:
+        out["optimizer_step"] = int(m.group(3))
+    val = parse_number(m.group(6))
     if val is not None:
-        out["val_loss"] = val
-    t = _num(m.group(6))
+        out[m.group(5) or "val_loss"] = val
+    t = _num(m.group(7))
     if t is not None:
-        out["step_time_s"] = t / 1000.0 if m.group(7) == "ms" else t
+        out["step_time_s"] = t / 1000.0 if m.group(8) == "ms" else t
     return out, "litgpt"
 
 

@@ -436,6 +436,7 @@ class LogParser:
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
         if rank is not None:
             mark["rank"] = rank
+        self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
         return self._mark(mark)
 
     def _mixed(self, evals: dict, step: int | None, src: str) -> list[LogEvent]:

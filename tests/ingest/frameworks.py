@@ -411,6 +411,22 @@ def litgpt() -> Log:
     return Log("litgpt", lines, steps, [(3, 1.9)], src="litgpt")
 
 
+def litgpt_fork() -> Log:
+    """A fork of litgpt's scripts (awslabs/keys_values finetune/longcontext_full.py): print_message(
+    f"Epoch {epoch} | iter {iter:3d} | loss train: {loss:.3f}, {metric} valid: {val_loss} | iter time:
+    {iter_time:.3f} s") with val_loss "n/a" before the first validation, and after each periodic
+    validation f"Epoch {epoch} | iter {iter:3d}          | val_loss: {val:.3f} | val_time: {t:.3f} s"."""
+    lines, steps = [], []
+    for it in range(1, 5):
+        val = "n/a" if it < 3 else f"{2.25:.3f}"
+        lines.append(f"Epoch 0 | iter {it:3d} | loss train: {3.0 - it / 8:.3f}, val_loss valid: {val} | "
+                     f"iter time: {41.5:.3f} s")
+        steps.append((it, round(3.0 - it / 8, 3)))
+        if it == 2:
+            lines.append(f"Epoch 0 | iter {it:3d}          | val_loss: {2.25:.3f} | val_time: {78.9:.3f} s")
+    return Log("litgpt_fork", lines, steps, [(2, 2.25)], src="litgpt", extra={"step_time_s": 41.5})
+
+
 def tf_trainer() -> Log:
     """transformers TFTrainer (trainer_tf.py, 2020): logger.info("Epoch {} Step {} Train Loss {:.4f}")
     every logging_steps and logger.info("Epoch {} Step {} Validation Metrics {}".format(epoch, step,
@@ -477,4 +493,4 @@ def caffe() -> Log:
 
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, mlx_lm, litgpt, tf_trainer, tf_estimator, unsloth, caffe)
+       swift_prefixed, hf_eval, deepspeed, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)
