@@ -221,3 +221,13 @@ def test_dicts_side_by_side_on_one_line_are_each_a_record():
     recs = piped(p).feed(line.encode()).records
     assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(22, 0.5, 94), (23, 0.4, 94)]
     assert p.stats.unparsed_lines == 0
+
+
+def test_torchrun_role_prefixes_are_removed_and_their_rank_kept():
+    # LocalElasticAgent: "[${role_name}${local_rank}]:" with --role trainer, and a prefix template
+    # "[${role_name}${rank}|${local_rank}]:" (corpus: torchtune_bar_trainer_prefix)
+    from moeconsole.runner.ingest.lines import split_rank
+    assert split_rank("[trainer3]:step: 5  loss: 2.5") == (3, "step: 5  loss: 2.5")
+    assert split_rank("[trainer1|0]:1|2|Loss: 2.76:   2%|") == (1, "1|2|Loss: 2.76:   2%|")
+    assert split_rank("[default0]:x") == (0, "x")
+    assert split_rank("[INFO]: x") == (None, "[INFO]: x")
