@@ -164,6 +164,25 @@ _DS_SEE_RE = re.compile(r"^MA ([-+\w.]+) GB\s+Max_MA ([-+\w.]+) GB\s+CA ([-+\w.]
                         r"Max_CA ([-+\w.]+) GB\s*$")
 
 
+# DeepSpeed's engine (deepspeed/runtime/engine.py ``_report_progress``, every ``steps_per_print``
+# optimizer steps) through ``log_dist(..., ranks=[0])`` ("[Rank 0] " before the message):
+#   f"step={step}, skipped={self.skipped_steps}, lr={lr}, mom={mom}"
+# lr and mom the optimizer's per-group lists; the first group's lr is the record's.
+_DS_STEP_RE = re.compile(r"\bstep=(\d+), skipped=(\d+), lr=\[([^\]]*)\]")
+
+
+def read_deepspeed_step(text: str) -> dict | None:
+    """{"step", "skipped", "lr"} of DeepSpeed's own step report, else None."""
+    m = _DS_STEP_RE.search(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1)), "skipped": int(m.group(2))}
+    lr = _num(m.group(3).split(",")[0].strip()) if m.group(3).strip() else None
+    if lr is not None:
+        out["lr"] = lr
+    return out
+
+
 def read_deepspeed_memory(text: str) -> tuple[int | None, dict[str, float], dict] | None:
     """(step or None, memory values in GiB, other values) of a DeepSpeed memory line."""
     if "MemAllocated=" in text:

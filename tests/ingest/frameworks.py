@@ -366,6 +366,10 @@ def deepspeed() -> Log:
     lines = ["DeepSpeed Engine: After configure distributed model",
              "MA 0.52 GB         Max_MA 0.52 GB         CA 0.55 GB         Max_CA 1 GB "]
     for step in (10, 20):
+        # the engine's own report (engine.py _report_progress through log_dist): never a record
+        # beside the trainer's step-less dicts, and never shifting their numbering
+        lines.append(f"[2026-01-02 03:04:05,120] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped=0, "
+                     f"lr=[{1e-05}, {1e-05}], mom=[(0.9, 0.999), (0.9, 0.999)]")
         lines.append(f"[rank1]:[2026-01-02 03:04:05,123] [INFO] [timer.py:264:stop] epoch=0/micro_step={step * 4}/"
                      f"global_step={step}, RunningAvgSamplesPerSec=12.3, CurrSamplesPerSec=12.5, "
                      f"MemAllocated=4.56GB, MaxMemAllocated={9.5 + step / 100:.2f}GB")
@@ -374,6 +378,21 @@ def deepspeed() -> Log:
     # memory records: (step, rank, mem_gib); the HF dicts are numbered 1, 2 (they carry no step)
     return Log("deepspeed", lines, [(1, 1.9), (2, 1.8)], [], src="hf_dict",
                extra={"memory": [(0, None, 1.0), (10, 1, 9.6), (20, 1, 9.7)]})
+
+
+def deepspeed_alone() -> Log:
+    """DeepSpeed with a training loop that prints nothing of its own: the engine's report every
+    steps_per_print (deepspeed/runtime/engine.py _report_progress) through log_dist(..., ranks=[0]):
+    f"step={step}, skipped={skipped_steps}, lr={lr}, mom={mom}" behind "[Rank 0] ", and its
+    ThroughputTimer line; the steps come from the report, its lr the first group's."""
+    lines = []
+    for step in (10, 20, 30):
+        lines.append(f"[2026-01-02 03:04:05,120] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, "
+                     f"skipped={1 if step > 10 else 0}, lr=[{2e-05}], mom=[[0.9, 0.999]]")
+        lines.append(f"[2026-01-02 03:04:05,121] [INFO] [timer.py:189:stop] 0/{step}, SamplesPerSec=83.5, "
+                     f"MemAllocated=0.26GB, MaxMemAllocated=9.02GB")
+    return Log("deepspeed_alone", lines, [(10, None), (20, None), (30, None)], [], src="deepspeed",
+               extra={"lr": 2e-05})
 
 
 def mlx_lm() -> Log:
@@ -493,4 +512,4 @@ def caffe() -> Log:
 
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)

@@ -231,3 +231,17 @@ def test_torchrun_role_prefixes_are_removed_and_their_rank_kept():
     assert split_rank("[trainer1|0]:1|2|Loss: 2.76:   2%|") == (1, "1|2|Loss: 2.76:   2%|")
     assert split_rank("[default0]:x") == (0, "x")
     assert split_rank("[INFO]: x") == (None, "[INFO]: x")
+
+
+def test_deepspeed_report_before_the_trainers_line_of_the_same_step_is_not_a_second_record():
+    # Megatron-DeepSpeed: the engine's "step=N, skipped=K, lr=[...]" (engine.py _report_progress)
+    # comes before training_log's "iteration N/..." line; the report alone at the end is a record
+    it = (" iteration {n:8d}/    1000 | consumed samples:          {s} | elapsed time per iteration (ms): 4103.1 |"
+          " learning rate: 2.000E-06 | global batch size:     8 | lm loss: 1.100000E+01 | loss scale: 1.0 |"
+          " number of skipped iterations:   0 | number of nan iterations:   0 |")
+    ds = "[2023-07-25 21:03:21,037] [INFO] [logging.py:96:log_dist] [Rank 0] step={n}, skipped=0, lr=[2e-06], mom=[[0.9, 0.95]]"
+    lines = [ds.format(n=1), it.format(n=1, s=8), ds.format(n=2), it.format(n=2, s=16), ds.format(n=3)]
+    p = LogParser()
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    got = [(o["step"], o["src"]) for k, o in events if k == "record"]
+    assert got == [(1, "megatron"), (2, "megatron"), (3, "deepspeed")]
