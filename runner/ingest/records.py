@@ -268,8 +268,10 @@ METRIC_HINT_KEYS = frozenset(k for f in ("loss", "grad_norm", "lr") for k, _ in 
 
 # A key that names an evaluation metric: the trainer's split prefix, then the metric
 # (HF ``eval_loss``, Lightning ``val_loss``, fairseq ``valid_loss`` / ``valid1_loss``, torchtune
-# ``val_loss``, W&B-style ``eval/loss``, ``test_acc``).
-_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|testing|dev)[_/ -](.+)$", re.IGNORECASE)
+# ``val_loss``, W&B-style ``eval/loss``, ``test_acc``), or the two in CamelCase (``ValLoss``,
+# ``TestAcc``, as Keras-style custom loops print ``f"Epoch {e}, Loss: {l}, ValLoss: {v}"``).
+_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|testing|dev)[_/ -](.+)$"
+                          r"|^(Eval|Val|Valid|Validation|Test|Dev)([A-Z][a-z]\w*)$", re.IGNORECASE)
 EVAL_LOSS_METRICS = ("loss", "lm loss", "lm_loss", "lm loss value")
 
 
@@ -280,6 +282,10 @@ def eval_key(key: Any) -> tuple[str, str] | None:
     m = _EVAL_KEY_RE.match(key)
     if m is None:
         return None
+    if m.group(1) is None:
+        if not (m.group(3)[0].isupper() and m.group(4)[0].isupper()):
+            return None   # "validity", "testers": one word, not a split and a metric
+        return m.group(3).lower(), m.group(4)
     return m.group(1).lower(), m.group(2)
 
 

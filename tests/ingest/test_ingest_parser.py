@@ -245,3 +245,16 @@ def test_deepspeed_report_before_the_trainers_line_of_the_same_step_is_not_a_sec
     events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
     got = [(o["step"], o["src"]) for k, o in events if k == "record"]
     assert got == [(1, "megatron"), (2, "megatron"), (3, "deepspeed")]
+
+
+def test_camel_case_split_names_are_evaluations_beside_the_epoch():
+    # a custom loop's print(f"Epoch {epoch}, Loss: {loss}, ValLoss: {val_loss}") (corpus:
+    # epoch_comma_loss_valloss); one word that only starts like a split is no evaluation
+    from moeconsole.runner.ingest.records import eval_key
+    assert eval_key("ValLoss") == ("val", "Loss") and eval_key("TestAcc") == ("test", "Acc")
+    assert eval_key("Validity") is None and eval_key("Testers") is None and eval_key("valloss") is None
+    p = LogParser()
+    lines = [f"Epoch {e}, Loss: {0.5 - e / 10:.2f}, ValLoss: {0.6 - e / 10:.2f}" for e in range(3)]
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    evals = [(o["step"], o["loss"]) for k, o in events if k == "mark" and o["kind"] == "eval"]
+    assert evals == [(0, 0.6), (1, 0.5), (2, 0.4)]
