@@ -233,6 +233,7 @@ _KV_FIELDS = {
     "memory_gib": "mem_gib", "gpu_mem": "mem_gib", "peak_mem": "mem_gib", "mem_reserved": "mem_gib",
     "tps": "tokens_per_s", "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s",
     "tokens_per_s": "tokens_per_s", "tokens_per_sec": "tokens_per_s",
+    "tokens/s/device": "tokens_per_s",   # MaxText's metric_logger (its "seconds" is in records.field_of)
     "dt": "step_time_s", "time": "step_time_s", "step_time": "step_time_s", "iter_time": "step_time_s",
     "step_time_s": "step_time_s", "train_step_timing": "step_time_s",
     "epoch": "epoch",

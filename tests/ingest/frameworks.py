@@ -395,6 +395,19 @@ def deepspeed_alone() -> Log:
                extra={"lr": 2e-05})
 
 
+def maxtext() -> Log:
+    """MaxText (MaxText/metric_logger.py log_metrics, through max_logging.log): f"completed step: {step},
+    seconds: {step_time_seconds:.3f}, TFLOP/s/device: {tflops_per_sec:.3f}, Tokens/s/device:
+    {tokens_per_sec:.3f}, total_weights: {total_weights}, loss: {loss:.3f}" every step."""
+    lines, steps = [], []
+    for step in range(3):
+        loss = round(10.5 - step / 4, 3)
+        lines.append(f"completed step: {step}, seconds: {2.167:.3f}, TFLOP/s/device: {36.722:.3f}, "
+                     f"Tokens/s/device: {7566.125:.3f}, total_weights: 16384, loss: {loss:.3f}")
+        steps.append((step, loss))
+    return Log("maxtext", lines, steps, [], src="kv", extra={"step_time_s": 2.167, "tokens_per_s": 7566.125})
+
+
 def mlx_lm() -> Log:
     """mlx-lm (mlx_lm/tuner/trainer.py train): f"Iter {it}: Val loss {val_loss:.3f}, Val took
     {val_time:.3f}s" at it == 1 and every steps_per_eval, f"Iter {it}: Train loss {train_loss:.3f},
@@ -512,4 +525,4 @@ def caffe() -> Log:
 
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)

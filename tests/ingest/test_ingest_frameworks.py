@@ -161,3 +161,9 @@ def test_deepspeed_report_gives_lr_only_where_no_trainer_prints_steps():
     assert [(r["lr"], r["extra"]["skipped"]) for r in train] == [(2e-05, 0), (2e-05, 1), (2e-05, 1)]
     recs, _ = by_line_parser(LOGS["deepspeed"].text())
     assert not [r for r in recs if r["src"] == "deepspeed"]
+
+
+def test_maxtext_step_seconds_and_device_tokens():
+    recs, _ = by_line_parser(LOGS["maxtext"].text())
+    want = LOGS["maxtext"].extra
+    assert all((r["step_time_s"], r["tokens_per_s"]) == (want["step_time_s"], want["tokens_per_s"]) for r in recs)
