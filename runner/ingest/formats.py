@@ -164,6 +164,25 @@ _DS_SEE_RE = re.compile(r"^MA ([-+\w.]+) GB\s+Max_MA ([-+\w.]+) GB\s+CA ([-+\w.]
                         r"Max_CA ([-+\w.]+) GB\s*$")
 
 
+# DeepSpeed's engine (deepspeed/runtime/engine.py ``_report_progress``, every ``steps_per_print``
+# optimizer steps) through ``log_dist(..., ranks=[0])`` ("[Rank 0] " before the message):
+#   f"step={step}, skipped={self.skipped_steps}, lr={lr}, mom={mom}"
+# lr and mom the optimizer's per-group lists; the first group's lr is the record's.
+_DS_STEP_RE = re.compile(r"\bstep=(\d+), skipped=(\d+), lr=\[([^\]]*)\]")
+
+
+def read_deepspeed_step(text: str) -> dict | None:
+    """{"step", "skipped", "lr"} of DeepSpeed's own step report, else None."""
+    m = _DS_STEP_RE.search(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1)), "skipped": int(m.group(2))}
+    lr = _num(m.group(3).split(",")[0].strip()) if m.group(3).strip() else None
+    if lr is not None:
+        out["lr"] = lr
+    return out
+
+
 def read_deepspeed_memory(text: str) -> tuple[int | None, dict[str, float], dict] | None:
     """(step or None, memory values in GiB, other values) of a DeepSpeed memory line."""
     if "MemAllocated=" in text:
@@ -214,6 +233,7 @@ _KV_FIELDS = {
     "memory_gib": "mem_gib", "gpu_mem": "mem_gib", "peak_mem": "mem_gib", "mem_reserved": "mem_gib",
     "tps": "tokens_per_s", "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s",
     "tokens_per_s": "tokens_per_s", "tokens_per_sec": "tokens_per_s",
+    "tokens/s/device": "tokens_per_s",   # MaxText's metric_logger (its "seconds" is in records.field_of)
     "dt": "step_time_s", "time": "step_time_s", "step_time": "step_time_s", "iter_time": "step_time_s",
     "step_time_s": "step_time_s", "train_step_timing": "step_time_s",
     "epoch": "epoch",
@@ -433,23 +453,37 @@ def read_tf_trainer(text: str) -> tuple[dict, str] | EvalLine | None:
 # and its first form (PR 1055): "Ep 1 | iter 4 | step 1: loss train (curr): 1.585, val (prev val
 # iter): None | iter time: 181.34 ms (opt.step)". The step is the iteration (every line has its
 # own); the optimizer step is kept as optimizer_step, a printed val loss as val_loss.
+# Forks of its scripts (awslabs/keys_values finetune/longcontext_full.py) print
+#   f"Epoch {epoch} | iter {iter:3d} | loss train: {loss:.3f}, {metric} valid: {val} |"
+#   f" iter time: {iter_time:.3f} s"   (older: "... | iter {iter:3d} step {step:3d} | ...")
+# and, after each periodic validation,
+#   f"Epoch {epoch} | iter {iter:3d}          | {metric}: {value:.3f} | val_time: {t:.3f} s"
+# (the metric is val_loss, or a sample-based metric's name): an evaluation at that iteration.
 _LITGPT_RE = re.compile(
-    r"^(?:Epoch|Ep) (\d+) \| iter (\d+) (?:\| )?(?i:step) (\d+):? ?\|? loss train(?: \(curr\))?: (" + _NUM + r"),"
-    r" val(?: \(prev val iter\))?: (\S+) \| iter time: (" + _NUM + r") (ms|s)\b")
+    r"^(?:Epoch|Ep) (\d+) \| iter +(\d+) (?:(?:\| )?(?i:step) +(\d+):? ?)?\|? ?loss train(?: \(curr\))?: ("
+    + _NUM + r"), (?:val(?: \(prev val iter\))?|([\w./-]+) valid): (\S+) \| iter time: (" + _NUM + r") (ms|s)\b")
+_LITGPT_VAL_RE = re.compile(
+    r"^(?:Epoch|Ep) (\d+) \| iter +(\d+) +\| ([\w./-]+): (" + _NUM + r") \| val_time: (" + _NUM + r") (ms|s)\b")
 
 
-def read_litgpt(text: str) -> tuple[dict, str] | None:
+def read_litgpt(text: str) -> tuple[dict, str] | EvalLine | None:
     m = _LITGPT_RE.match(text)
     if m is None:
-        return None
-    out: dict[str, Any] = {"step": int(m.group(2)), "optimizer_step": int(m.group(3)), "loss": m.group(4),
-                           "epoch": int(m.group(1))}
-    val = parse_number(m.group(5))
+        v = _LITGPT_VAL_RE.match(text)
+        if v is None:
+            return None
+        name, value = v.group(3), _num(v.group(4))
+        loss = value if name.endswith("loss") else None
+        return EvalLine({name: value}, int(v.group(2)), "litgpt", split="val", loss=loss)
+    out: dict[str, Any] = {"step": int(m.group(2)), "loss": m.group(4), "epoch": int(m.group(1))}
+    if m.group(3) is not None:
+        out["optimizer_step"] = int(m.group(3))
+    val = parse_number(m.group(6))
     if val is not None:
-        out["val_loss"] = val
-    t = _num(m.group(6))
+        out[m.group(5) or "val_loss"] = val
+    t = _num(m.group(7))
     if t is not None:
-        out["step_time_s"] = t / 1000.0 if m.group(7) == "ms" else t
+        out["step_time_s"] = t / 1000.0 if m.group(8) == "ms" else t
     return out, "litgpt"
 
 

@@ -28,6 +28,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
+from moeconsole.runner.ingest.pydict import split_objects
 from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
@@ -45,7 +46,6 @@ _READERS: tuple[Callable[[str], Any], ...] = (
 MAX_EXAMPLES = 5
 # DeepSpeed's engine (deepspeed/runtime/engine.py, log_dist at steps_per_print):
 # f"step={self.global_steps}, skipped={self.skipped_steps}, lr={lr}, mom={mom}"
-_DS_STEP_RE = re.compile(r"\bstep=\d+, skipped=\d+, lr=\[")
 _PCT_TAIL_RE = re.compile(r"[:\s]*\d{1,3}$")
 _DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 # Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
@@ -140,19 +140,22 @@ class LogParser:
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
+        self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
+        self._ds_off = False                    # a trainer's step-less records number this run's steps
 
     # ------------------------------------------------------------------ public API
 
     def end_of_input(self) -> list[LogEvent]:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
-        return self._drop_fragment() + self._release()
+        return self._drop_fragment() + self._release() + self._give_ds_step()
 
     def context_after_rows(self, last_step: int, records: int) -> None:
         """``records`` metric lines were read by the template strategy (the last at step
         ``last_step``): leave the reading context those lines leave when read here (a cut
         dict before them is over, the next step-less record counts on from ``last_step``)."""
         self._drop_fragment()
+        self._drop_ds_step()      # the trainer's rows carry the steps
         self.records_emitted += records
         self._last_step = last_step
         self._last_epoch = None
@@ -305,11 +308,10 @@ class LogParser:
         if "\ufffd" in text:   # invalid UTF-8 or binary data: no shape is learned from it
             self._unparsed(text, suspect=False, reason="not text (invalid UTF-8 or binary data)")
             return []
-        if "skipped=" in text and _DS_STEP_RE.search(text):
-            # DeepSpeed's optimizer-step report beside the trainer's own records: no step of its own
-            self.stats.ignored_lines += 1
-            self.reason = "DeepSpeed's step report (the trainer's records carry the step)"
-            return []
+        if "skipped=" in text:
+            ds = formats.read_deepspeed_step(text)
+            if ds is not None:
+                return self._deepspeed_step(ds, rank)
         got = shape.learn_line(text, self.shapes)
         if isinstance(got, shape.Learned):
             evs = self._from_reader((got.mapping, shape.SRC), rank)
@@ -435,6 +437,7 @@ class LogParser:
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
         if rank is not None:
             mark["rank"] = rank
+        self._mixed_eval = dict(got.values)   # the same values printed beside later steps are not a new one
         return self._mark(mark)
 
     def _mixed(self, evals: dict, step: int | None, src: str) -> list[LogEvent]:
@@ -445,8 +448,41 @@ class LogParser:
         self._mixed_eval = dict(evals)
         return self._mark(eval_mark(evals, step, src))
 
+    def _deepspeed_step(self, ds: dict, rank: int | None) -> list[LogEvent]:
+        """DeepSpeed's own ``step=N, skipped=K, lr=[...]`` report. A record of its own only where no
+        trainer prints the step: it waits (``_ds_step``) and is dropped when a trainer's record of
+        the same step follows (Megatron-DeepSpeed's iteration line) or a step-less one does (a
+        Hugging Face trainer numbers its dicts: from then on these reports are never records, so
+        they never shift that numbering); the next report or the end of the log gives it."""
+        if self._ds_off:
+            self.stats.ignored_lines += 1
+            self.reason = "DeepSpeed's step report (the trainer's records carry the step)"
+            return []
+        out = self._give_ds_step()
+        rec = record_from_mapping(ds, "deepspeed")
+        if rec is not None:
+            self._ds_step = (rec, rank, self.stats.lines)
+        return out
+
+    def _give_ds_step(self) -> list[LogEvent]:
+        if self._ds_step is None:
+            return []
+        rec, rank, line = self._ds_step
+        self._ds_step = None
+        out = self._record(rec, rank, count=False)
+        self._count_line(line)
+        return out
+
+    def _drop_ds_step(self) -> None:
+        """The trainer's records carry the step: the waiting report was no record."""
+        if self._ds_step is not None:
+            self._ds_step = None
+            self.stats.ignored_lines += 1
+
     def _new_run(self) -> None:
         """A training (re)starts in this file: numbering of step-less records starts over."""
+        self._ds_step = None
+        self._ds_off = False
         self._last_step = None
         self._last_epoch = None
         self._bar = _BarState()
@@ -460,7 +496,8 @@ class LogParser:
         frag, rank, n = self._frag
         if text[:1] != "{" and text:
             joined = frag + text
-            if joined.endswith("}") and formats.read_object(joined) is not None:
+            if joined.endswith("}") and (formats.read_object(joined) is not None
+                                         or split_objects(joined) is not None):
                 self._frag = None
                 self.stats.lines -= n    # the record is numbered like one line
                 events = self._object(joined, rank)
@@ -573,6 +610,10 @@ class LogParser:
         it names a step or a loss (else None: the line is something else)."""
         got = formats.read_object(text)
         if got is None:
+            parts = None if prefixed else split_objects(text)
+            if parts is not None and all(formats.read_object(p) is not None for p in parts):
+                # dicts side by side on one line: each is read as if it stood on its own line
+                return [ev for p in parts for ev in (self._object(p, rank) or [])]
             if prefixed:
                 return None
             self._unparsed(text, suspect=True)
@@ -625,6 +666,17 @@ class LogParser:
         (a bar redraw overwritten on the same line is not a line of its own)."""
         if not is_step(rec["step"]) or not (rec["max_steps"] is None or is_step(rec["max_steps"])):
             return self._out_of_range()
+        before: list[LogEvent] = []
+        if self._ds_step is not None and not side and rec["src"] != "deepspeed":
+            if rec["extra"].get("step_inferred"):
+                self._drop_ds_step()
+                self._ds_off = True
+            elif rec["step"] == self._ds_step[0]["step"]:
+                self._drop_ds_step()
+            else:
+                before = self._give_ds_step()
+        elif not side and rec["src"] != "deepspeed" and rec["extra"].get("step_inferred"):
+            self._ds_off = True
         if rank is not None:
             rec["extra"]["rank"] = rank
         self.records_emitted += 1
@@ -633,7 +685,7 @@ class LogParser:
         if count:
             self._count_line(self.stats.lines)
         self.stats.formats[rec["src"]] += 1
-        return [(RECORD, rec)]
+        return before + [(RECORD, rec)]
 
     def _out_of_range(self) -> list[LogEvent]:
         """A step out of range (``bounds.STEP``): the line gives nothing and is counted, once."""

@@ -72,6 +72,45 @@ def parse_pydict(text: str) -> dict | None:
             return None
 
 
+def split_objects(text: str) -> list[str] | None:
+    """The dicts of a line holding two or more whole printed dicts side by side (``{...} {...}``:
+    a console that lost the newlines between ``tqdm.write`` calls, as pasted from ms-swift/HF
+    runs), each as its own text; None when the line is not exactly that. Quotes are respected;
+    the depth of braces and brackets decides where a dict ends."""
+    if not (text.startswith("{") and text.endswith("}")) or "}" not in text[:-1]:
+        return None
+    parts: list[str] = []
+    depth, start, quote, i, n = 0, 0, "", 0, len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "{[(":
+            if depth == 0:
+                if text[start:i].strip():
+                    return None
+                start = i
+            depth += 1
+        elif c in "}])":
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0:
+                parts.append(text[start:i + 1])
+                start = i + 1
+        elif depth == 0 and not c.isspace():
+            return None
+        i += 1
+    if depth != 0 or quote or len(parts) < 2 or not all(p.startswith("{") for p in parts):
+        return None
+    return parts
+
+
 def _parse_nested(text: str) -> dict | None:
     try:
         toks = _Tokens(text)

@@ -163,6 +163,9 @@ LEARNED_KEYS: dict[str, str] = {
     "dt": "step_time_s", "time/step": "step_time_s", "time per step": "step_time_s", "step_time": "step_time_s",
     "ms/batch": "step_time_s", "ms/step": "step_time_s", "ms/it": "step_time_s", "sec/step": "step_time_s",
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
+    # MaxText (metric_logger.py log_metrics): f"completed step: {step}, seconds: {step_time:.3f}, TFLOP/s/device:
+    # {..:.3f}, Tokens/s/device: {..:.3f}, total_weights: {..}, loss: {loss:.3f}" (older: no tokens, no weights)
+    "seconds": "step_time_s",
     "step_time_ms": "step_time_s", "elapsed_time_per_iteration_ms": "step_time_s", "time_ms": "step_time_s", "time (ms)": "step_time_s", "time(ms)": "step_time_s",
     "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s", "tokens/sec": "tokens_per_s",
     "tps": "tokens_per_s", "tokens_per_second": "tokens_per_s", "tokens per second": "tokens_per_s",
@@ -268,8 +271,10 @@ METRIC_HINT_KEYS = frozenset(k for f in ("loss", "grad_norm", "lr") for k, _ in 
 
 # A key that names an evaluation metric: the trainer's split prefix, then the metric
 # (HF ``eval_loss``, Lightning ``val_loss``, fairseq ``valid_loss`` / ``valid1_loss``, torchtune
-# ``val_loss``, W&B-style ``eval/loss``, ``test_acc``).
-_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|testing|dev)[_/ -](.+)$", re.IGNORECASE)
+# ``val_loss``, W&B-style ``eval/loss``, ``test_acc``), or the two in CamelCase (``ValLoss``,
+# ``TestAcc``, as Keras-style custom loops print ``f"Epoch {e}, Loss: {l}, ValLoss: {v}"``).
+_EVAL_KEY_RE = re.compile(r"^(eval|val|valid\d*|validation|test|testing|dev)[_/ -](.+)$"
+                          r"|^(Eval|Val|Valid|Validation|Test|Dev)([A-Z][a-z]\w*)$", re.IGNORECASE)
 EVAL_LOSS_METRICS = ("loss", "lm loss", "lm_loss", "lm loss value")
 
 
@@ -280,6 +285,10 @@ def eval_key(key: Any) -> tuple[str, str] | None:
     m = _EVAL_KEY_RE.match(key)
     if m is None:
         return None
+    if m.group(1) is None:
+        if not (m.group(3)[0].isupper() and m.group(4)[0].isupper()):
+            return None   # "validity", "testers": one word, not a split and a metric
+        return m.group(3).lower(), m.group(4)
     return m.group(1).lower(), m.group(2)
 
 
@@ -498,20 +507,3 @@ def mark_from_mapping(kind: str, m: dict, step: int | None, src: str = "hf_state
         if ex is not None and k != "log_history":
             values[str(k)[:100]] = ex
     return {"kind": "eval" if kind == "eval" else "train_summary", "step": step, "values": values}
-
-
-# ---------------------------------------------------------------------------------- memory
-
-# The names memory reports are kept under (GiB), whatever the trainer printed:
-#   Megatron ``report_memory``: allocated / max allocated / reserved / max reserved /
-#     total device memory used (MB);
-#   DeepSpeed ``see_memory_usage``: MA / Max_MA / CA / Max_CA (GB); its throughput line:
-#     MemAllocated / MaxMemAllocated (GB);
-#   torchtune ``get_memory_stats``: peak_memory_alloc / peak_memory_reserved / peak_memory_active (GiB).
-MEM_ALLOCATED, MEM_MAX_ALLOCATED = "mem_allocated_gib", "mem_max_allocated_gib"
-MEM_RESERVED, MEM_MAX_RESERVED = "mem_reserved_gib", "mem_max_reserved_gib"
-MEM_DEVICE_USED = "mem_device_used_gib"
-MEMORY_FIELDS = (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_RESERVED, MEM_MAX_RESERVED, MEM_DEVICE_USED)
-# Formats whose records carry only memory: a report printed beside the step's own record
-# (same step), never a new step of its own.
-MEMORY_SRCS = frozenset(("megatron_mem", "deepspeed_mem"))

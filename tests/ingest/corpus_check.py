@@ -80,9 +80,11 @@ def main() -> int:
     for name, want in sorted(waiting.items()):
         diff = differences(name, want)
         print(f"pending {name} [{want['family']}]: " + ("now exact" if not diff else "; ".join(diff)[:300]))
-    batch2 = [w for w in list(expected().values()) + list(waiting.values()) if w.get("batch") == 2]
-    print(f"batch 2 (held out): {sum(1 for w in batch2 if w in expected().values())} / {len(batch2)} in the corpus, "
-          f"{len(waiting)} pending")
+    claimed = expected()
+    for batch in sorted({w["batch"] for w in list(claimed.values()) + list(waiting.values()) if "batch" in w}):
+        inside = sum(1 for w in claimed.values() if w.get("batch") == batch)
+        left = sum(1 for w in waiting.values() if w.get("batch") == batch)
+        print(f"batch {batch} (held out): {inside} / {inside + left} in the corpus, {left} pending")
     return 0
 
 

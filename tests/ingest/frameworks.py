@@ -366,6 +366,10 @@ def deepspeed() -> Log:
     lines = ["DeepSpeed Engine: After configure distributed model",
              "MA 0.52 GB         Max_MA 0.52 GB         CA 0.55 GB         Max_CA 1 GB "]
     for step in (10, 20):
+        # the engine's own report (engine.py _report_progress through log_dist): never a record
+        # beside the trainer's step-less dicts, and never shifting their numbering
+        lines.append(f"[2026-01-02 03:04:05,120] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, skipped=0, "
+                     f"lr=[{1e-05}, {1e-05}], mom=[(0.9, 0.999), (0.9, 0.999)]")
         lines.append(f"[rank1]:[2026-01-02 03:04:05,123] [INFO] [timer.py:264:stop] epoch=0/micro_step={step * 4}/"
                      f"global_step={step}, RunningAvgSamplesPerSec=12.3, CurrSamplesPerSec=12.5, "
                      f"MemAllocated=4.56GB, MaxMemAllocated={9.5 + step / 100:.2f}GB")
@@ -374,6 +378,34 @@ def deepspeed() -> Log:
     # memory records: (step, rank, mem_gib); the HF dicts are numbered 1, 2 (they carry no step)
     return Log("deepspeed", lines, [(1, 1.9), (2, 1.8)], [], src="hf_dict",
                extra={"memory": [(0, None, 1.0), (10, 1, 9.6), (20, 1, 9.7)]})
+
+
+def deepspeed_alone() -> Log:
+    """DeepSpeed with a training loop that prints nothing of its own: the engine's report every
+    steps_per_print (deepspeed/runtime/engine.py _report_progress) through log_dist(..., ranks=[0]):
+    f"step={step}, skipped={skipped_steps}, lr={lr}, mom={mom}" behind "[Rank 0] ", and its
+    ThroughputTimer line; the steps come from the report, its lr the first group's."""
+    lines = []
+    for step in (10, 20, 30):
+        lines.append(f"[2026-01-02 03:04:05,120] [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, "
+                     f"skipped={1 if step > 10 else 0}, lr=[{2e-05}], mom=[[0.9, 0.999]]")
+        lines.append(f"[2026-01-02 03:04:05,121] [INFO] [timer.py:189:stop] 0/{step}, SamplesPerSec=83.5, "
+                     f"MemAllocated=0.26GB, MaxMemAllocated=9.02GB")
+    return Log("deepspeed_alone", lines, [(10, None), (20, None), (30, None)], [], src="deepspeed",
+               extra={"lr": 2e-05})
+
+
+def maxtext() -> Log:
+    """MaxText (MaxText/metric_logger.py log_metrics, through max_logging.log): f"completed step: {step},
+    seconds: {step_time_seconds:.3f}, TFLOP/s/device: {tflops_per_sec:.3f}, Tokens/s/device:
+    {tokens_per_sec:.3f}, total_weights: {total_weights}, loss: {loss:.3f}" every step."""
+    lines, steps = [], []
+    for step in range(3):
+        loss = round(10.5 - step / 4, 3)
+        lines.append(f"completed step: {step}, seconds: {2.167:.3f}, TFLOP/s/device: {36.722:.3f}, "
+                     f"Tokens/s/device: {7566.125:.3f}, total_weights: 16384, loss: {loss:.3f}")
+        steps.append((step, loss))
+    return Log("maxtext", lines, steps, [], src="kv", extra={"step_time_s": 2.167, "tokens_per_s": 7566.125})
 
 
 def mlx_lm() -> Log:
@@ -409,6 +441,22 @@ def litgpt() -> Log:
                      f"iter time: {120.5:.2f} ms{' (step)' if it % 2 == 0 else ''} remaining time: 0:01:0{it}")
         steps.append((it, round(2.0 - it / 10, 3)))
     return Log("litgpt", lines, steps, [(3, 1.9)], src="litgpt")
+
+
+def litgpt_fork() -> Log:
+    """A fork of litgpt's scripts (awslabs/keys_values finetune/longcontext_full.py): print_message(
+    f"Epoch {epoch} | iter {iter:3d} | loss train: {loss:.3f}, {metric} valid: {val_loss} | iter time:
+    {iter_time:.3f} s") with val_loss "n/a" before the first validation, and after each periodic
+    validation f"Epoch {epoch} | iter {iter:3d}          | val_loss: {val:.3f} | val_time: {t:.3f} s"."""
+    lines, steps = [], []
+    for it in range(1, 5):
+        val = "n/a" if it < 3 else f"{2.25:.3f}"
+        lines.append(f"Epoch 0 | iter {it:3d} | loss train: {3.0 - it / 8:.3f}, val_loss valid: {val} | "
+                     f"iter time: {41.5:.3f} s")
+        steps.append((it, round(3.0 - it / 8, 3)))
+        if it == 2:
+            lines.append(f"Epoch 0 | iter {it:3d}          | val_loss: {2.25:.3f} | val_time: {78.9:.3f} s")
+    return Log("litgpt_fork", lines, steps, [(2, 2.25)], src="litgpt", extra={"step_time_s": 41.5})
 
 
 def tf_trainer() -> Log:
@@ -477,4 +525,4 @@ def caffe() -> Log:
 
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, mlx_lm, litgpt, tf_trainer, tf_estimator, unsloth, caffe)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)

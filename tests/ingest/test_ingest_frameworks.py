@@ -153,3 +153,17 @@ def test_named_readers_fill_the_fields_their_format_strings_print():
     assert abs(caffe[0]["step_time_s"] - 1 / 1.04181) < 1e-12 and caffe[2]["step_time_s"] is None
     lit, _ = by_line_parser(LOGS["litgpt"].text())
     assert [r["extra"]["optimizer_step"] for r in lit] == [0.0, 1.0, 1.0, 2.0] and lit[0]["step_time_s"] == 0.1205
+
+
+def test_deepspeed_report_gives_lr_only_where_no_trainer_prints_steps():
+    recs, _ = by_line_parser(LOGS["deepspeed_alone"].text())
+    train = [r for r in recs if r["src"] == "deepspeed"]
+    assert [(r["lr"], r["extra"]["skipped"]) for r in train] == [(2e-05, 0), (2e-05, 1), (2e-05, 1)]
+    recs, _ = by_line_parser(LOGS["deepspeed"].text())
+    assert not [r for r in recs if r["src"] == "deepspeed"]
+
+
+def test_maxtext_step_seconds_and_device_tokens():
+    recs, _ = by_line_parser(LOGS["maxtext"].text())
+    want = LOGS["maxtext"].extra
+    assert all((r["step_time_s"], r["tokens_per_s"]) == (want["step_time_s"], want["tokens_per_s"]) for r in recs)

@@ -210,3 +210,51 @@ def test_only_lines_that_look_like_metrics_are_suspect():
                   b"step 5: the loss went up\n")
     assert p.stats.unparsed_lines == 4 and p.stats.suspect_lines == 1
     assert p.stats.examples == [(4, "step 5: the loss went up")]
+
+
+def test_dicts_side_by_side_on_one_line_are_each_a_record():
+    # ms-swift/HF dicts pasted from a console that lost the newlines between tqdm.write calls
+    # (corpus: swift_dicts_joined_wrapped); a quoted brace inside a value does not split a dict
+    line = ("{'loss': 0.5, 'note': '} {', 'global_step/max_steps': '22/94'} "
+            "{'loss': 0.4, 'global_step/max_steps': '23/94'}\n")
+    p = LogParser()
+    recs = piped(p).feed(line.encode()).records
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(22, 0.5, 94), (23, 0.4, 94)]
+    assert p.stats.unparsed_lines == 0
+
+
+def test_torchrun_role_prefixes_are_removed_and_their_rank_kept():
+    # LocalElasticAgent: "[${role_name}${local_rank}]:" with --role trainer, and a prefix template
+    # "[${role_name}${rank}|${local_rank}]:" (corpus: torchtune_bar_trainer_prefix)
+    from moeconsole.runner.ingest.lines import split_rank
+    assert split_rank("[trainer3]:step: 5  loss: 2.5") == (3, "step: 5  loss: 2.5")
+    assert split_rank("[trainer1|0]:1|2|Loss: 2.76:   2%|") == (1, "1|2|Loss: 2.76:   2%|")
+    assert split_rank("[default0]:x") == (0, "x")
+    assert split_rank("[INFO]: x") == (None, "[INFO]: x")
+
+
+def test_deepspeed_report_before_the_trainers_line_of_the_same_step_is_not_a_second_record():
+    # Megatron-DeepSpeed: the engine's "step=N, skipped=K, lr=[...]" (engine.py _report_progress)
+    # comes before training_log's "iteration N/..." line; the report alone at the end is a record
+    it = (" iteration {n:8d}/    1000 | consumed samples:          {s} | elapsed time per iteration (ms): 4103.1 |"
+          " learning rate: 2.000E-06 | global batch size:     8 | lm loss: 1.100000E+01 | loss scale: 1.0 |"
+          " number of skipped iterations:   0 | number of nan iterations:   0 |")
+    ds = "[2023-07-25 21:03:21,037] [INFO] [logging.py:96:log_dist] [Rank 0] step={n}, skipped=0, lr=[2e-06], mom=[[0.9, 0.95]]"
+    lines = [ds.format(n=1), it.format(n=1, s=8), ds.format(n=2), it.format(n=2, s=16), ds.format(n=3)]
+    p = LogParser()
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    got = [(o["step"], o["src"]) for k, o in events if k == "record"]
+    assert got == [(1, "megatron"), (2, "megatron"), (3, "deepspeed")]
+
+
+def test_camel_case_split_names_are_evaluations_beside_the_epoch():
+    # a custom loop's print(f"Epoch {epoch}, Loss: {loss}, ValLoss: {val_loss}") (corpus:
+    # epoch_comma_loss_valloss); one word that only starts like a split is no evaluation
+    from moeconsole.runner.ingest.records import eval_key
+    assert eval_key("ValLoss") == ("val", "Loss") and eval_key("TestAcc") == ("test", "Acc")
+    assert eval_key("Validity") is None and eval_key("Testers") is None and eval_key("valloss") is None
+    p = LogParser()
+    lines = [f"Epoch {e}, Loss: {0.5 - e / 10:.2f}, ValLoss: {0.6 - e / 10:.2f}" for e in range(3)]
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    evals = [(o["step"], o["loss"]) for k, o in events if k == "mark" and o["kind"] == "eval"]
+    assert evals == [(0, 0.6), (1, 0.5), (2, 0.4)]
