@@ -186,8 +186,18 @@ def test_proc_scan_reads_the_same_facts_as_psutil(spawn):
 
 
 def _marked(spawn, run, attempt: int, *cmd: str):
-    return spawn.popen(*cmd, env=base_env(MOECONSOLE_RUN_ID=run.run_id, MOECONSOLE_RUN_DIR=str(run.path),
+    """A process carrying the run's marks for ``attempt``, returned once it has exec'd: until
+    then /proc shows the parent's environment, and no reader could tell it is the run's."""
+    proc = spawn.popen(*cmd, env=base_env(MOECONSOLE_RUN_ID=run.run_id, MOECONSOLE_RUN_DIR=str(run.path),
                                           MOECONSOLE_ATTEMPT=str(attempt)))
+
+    def execd() -> bool:
+        try:
+            return psutil.Process(proc.pid).environ().get("MOECONSOLE_ATTEMPT") == str(attempt)
+        except psutil.Error:
+            return False
+    until(execd, timeout=60, what=f"the attempt-{attempt} process to start with its marks")
+    return proc
 
 
 def _shown_by_console(state: dict) -> dict[int, dict]:
