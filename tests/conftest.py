@@ -67,6 +67,21 @@ def _terminated(signum, _frame):
     raise KeyboardInterrupt(f"pytest got signal {signum}")
 
 
+# --- Parallel runs (`make test` runs pytest-xdist workers with --dist loadgroup) -------------------
+# Most tests wait on real processes (a trainer's steps, a cooldown, a kill's grace), so workers
+# overlap those waits. Tests that share one outside thing run on one worker, one after another:
+# the local Slurm cluster (its nodes and queue are one), and the ms-swift runs (each loads torch
+# and a model; several at once would only fight for memory and the two cores).
+SERIAL_GROUPS = {"tests/slurm/": "slurm", "tests/swift/": "swift"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for prefix, group in SERIAL_GROUPS.items():
+            if item.nodeid.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_configure(config):
     """A SIGTERM to the test process (a CI timeout, a user's kill) runs every fixture teardown
     and ``finally`` block like Ctrl-C does, so the processes tests started are ended by PID
