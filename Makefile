@@ -23,7 +23,7 @@ demo: $(STAMP)
 # Tests mostly wait on real processes, so workers overlap the waits (TEST_WORKERS=0: one process).
 TEST_WORKERS ?= 4
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # mypy on runner/ and console/, and the import contracts (runner never imports console/, the layers).
 typecheck: $(STAMP)
