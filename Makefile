@@ -20,8 +20,10 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/moeconsole demo
 
+# Tests mostly wait on real processes, so workers overlap the waits (TEST_WORKERS=0: one process).
+TEST_WORKERS ?= 4
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # mypy on runner/ and console/, and the import contracts (runner never imports console/, the layers).
 typecheck: $(STAMP)

@@ -67,6 +67,35 @@ def _terminated(signum, _frame):
     raise KeyboardInterrupt(f"pytest got signal {signum}")
 
 
+# --- Parallel runs (`make test` runs pytest-xdist workers) -------------------------------------
+# Most tests wait on real processes (a trainer's steps, a cooldown, a kill's grace), so workers
+# overlap those waits. Tests that share one outside thing run on one worker, one after another:
+# the local Slurm cluster (its nodes and queue are one), and the ms-swift runs (each loads torch
+# and a model; several at once would only fight for memory and the two cores). Every other test
+# is a unit of its own. (The scheduler groups by path itself: xdist's `xdist_group` marks are
+# lost under pytest 9, whose node ids no longer follow the suffix xdist adds.)
+SERIAL_GROUPS = {"tests/slurm/": "slurm", "tests/swift/": "swift"}
+
+
+def serial_group(nodeid: str) -> str | None:
+    """The group whose tests must run one after another on one worker, or None."""
+    return next((group for prefix, group in SERIAL_GROUPS.items() if nodeid.startswith(prefix)), None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SerialGroups(LoadScopeScheduling):
+        """xdist's scope scheduler with a scope per serial group and one per other test; the
+        biggest scopes (the serial groups) go out first, so they never start last."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return serial_group(nodeid) or nodeid
+
+    return SerialGroups(config, log)
+
+
 def pytest_configure(config):
     """A SIGTERM to the test process (a CI timeout, a user's kill) runs every fixture teardown
     and ``finally`` block like Ctrl-C does, so the processes tests started are ended by PID
