@@ -81,6 +81,19 @@ def _json_text(quote: bytes) -> bytes:
 
 
 
+def float_column(texts: list[bytes]) -> np.ndarray:
+    """``float()`` of each value as a float64 column (ValueError as ``float`` raises it). A
+    logged number repeats (a constant memory figure, a learning rate held for thousands of
+    steps, a loss printed to 4 digits): each distinct text is converted once, when under half
+    of the values are distinct."""
+    n = len(texts)
+    distinct = set(texts)
+    if len(distinct) * 2 > n:
+        return np.fromiter(map(float, texts), dtype=np.float64, count=n)
+    table = {text: float(text) for text in distinct}
+    return np.fromiter(map(table.__getitem__, texts), dtype=np.float64, count=n)
+
+
 # ----------------------------------------------------------------------------- template
 
 @dataclass
@@ -107,18 +120,33 @@ class Template:
         self.rx = self._compile(body_parts, records=False)
         self.rx_records = self._compile(body_parts, records=True)
         self.rx_json: re.Pattern | None = None
+        # NDJSON mode's first pass: ``rx_json`` with each number's strict form loosened to any
+        # text between its delimiters; the distinct values of each such group are then checked
+        # against the strict form (``loose_rows``), so a block's rows are read by a cheaper regex
+        # with exactly ``rx_json``'s result (``TemplateReader.claim``)
+        self.rx_loose: re.Pattern | None = None
+        self._strict: list[tuple[int, re.Pattern]] = []
+        self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self.json_line: Callable[[tuple], bytes] | None = None
         self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
+            self.rx_loose = self._compile(body_parts, records=True, json=True, loose=True)
             self.json_line = self._json_formatter()
 
-    def _compile(self, parts: list[tuple[bytes, int]], records: bool, json: bool = False) -> re.Pattern:
+    def _compile(self, parts: list[tuple[bytes, int]], records: bool, json: bool = False,
+                 loose: bool = False) -> re.Pattern:
+        """``loose`` (NDJSON mode): a number's group takes any non-empty text up to its
+        delimiter (its closing quote, or for a bare number the separator, which never starts
+        with a character of ``_NUM_BARE``), and ``_strict`` lists each such group with the
+        strict form ``rx_json`` has in its place."""
         out = [re.escape(self.anchor), rb"\{(?:"]
         group = 0
+        raw: list[bytes] = []
         for literal, vi in parts:
             out.append(re.escape(literal))
+            raw.append(literal.replace(b"%", b"%%"))
             if vi < 0:
                 continue
             v = self.values[vi]
@@ -130,9 +158,13 @@ class Template:
                     pat, width = b"(" + _J_INT + b")/(" + _J_INT + b")", 2
                 else:
                     inner = {"int": _J_INT, "float": _J_FLOAT, "intfloat": _J_INT_FLOAT}[v.json]
+                    if loose and v.json in ("float", "intfloat"):
+                        self._strict.append((group, re.compile(inner)))
+                        inner = (rb"[^" + re.escape(v.quote) + rb"\r\n]+") if v.quote else _NUM_BARE
                     pat, width = b"(" + inner + b")", 1
                 if v.quote:
                     pat = re.escape(v.quote) + pat + re.escape(v.quote)
+                raw.append(v.quote.replace(b"%", b"%%") + (b"%s/%s" if width == 2 else b"%s") + v.quote)
                 group += width
                 out.append(pat)
                 continue
@@ -165,7 +197,36 @@ class Template:
         # or any other dict (its template groups stay empty; NDJSON mode captures its text);
         # then the plain lines that follow (the last group, "trail")
         out.append((rb"|([^\r\n]*\}))" if json else rb"|[^\r\n]*\})") + _TRAIL)
+        if loose:
+            self._raw_text = b"".join(raw)
         return re.compile(b"".join(out))
+
+    def loose_rows(self, tuples: list[Any]) -> list[Any]:
+        """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``). Both
+        match at the same places: a loosened group holds the same text wherever ``rx_json``
+        matches the template, and where a value is out of its strict form ``rx_json`` reads
+        that line as a dict of another shape, to its end (as ``rx_loose`` reads it, its closing
+        brace before the newline), so that row becomes such a match: its text in the alt group
+        (rebuilt from the row's values), the same trail. Each distinct value is checked once."""
+        if not tuples or not self._strict:
+            return tuples
+        cols = list(zip(*tuples))
+        bad_rows: set[int] = set()
+        for g, strict in self._strict:
+            values = set(cols[g])
+            values.discard(b"")   # a match of another dict shape (its template groups are empty)
+            bad = {v for v in values if strict.fullmatch(v) is None}
+            if bad:
+                bad_rows.update(compress(range(len(tuples)), map(bad.__contains__, cols[g])))
+        if not bad_rows:
+            return tuples
+        k = len(tuples[0])   # the alt group, then the trail, after the template's groups
+        empty = (b"",) * (k - 2)
+        out = list(tuples)
+        for j in bad_rows:
+            tp = tuples[j]
+            out[j] = (*empty, self._raw_text % tp[:k - 2], tp[k - 1])
+        return out
 
     def _plan_json(self) -> bool:
         """Decide each value's JSON form from the learned line; False when some value cannot be
@@ -257,8 +318,7 @@ class Template:
         if groups is None:
             return None
         n = len(rows)
-        return proto, {name: np.fromiter(map(float, map(itemgetter(g), rows)), dtype=np.float64, count=n)
-                       for name, g in groups}
+        return proto, {name: float_column(list(map(itemgetter(g), rows))) for name, g in groups}
 
     def _other_groups(self, proto: dict) -> list[tuple[str, int]] | None:
         from moeconsole.runner.ingest.records import RECORD_FIELDS
@@ -539,7 +599,11 @@ class TemplateReader:
         trail = rx.groups - 1
         head_m = _HEAD_RE.match(buf, 1, end)   # matches at least the empty string
         head = head_m.end() if head_m else 1
-        tuples = rx.findall(buf, head - 1, end)
+        tuples: list[Any]
+        if rx is t.rx_json and t.rx_loose is not None:   # NDJSON mode: the cheaper first pass
+            tuples = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
+        else:
+            tuples = rx.findall(buf, head - 1, end)
         n_lines = buf.count(b"\n", 1, end)
         n_head = buf.count(b"\n", 1, head)
         specials: list[Special] = [(0, 0, line, i + 1) for i, line in enumerate(buf[1:head].split(b"\n")[:-1])]
@@ -624,7 +688,7 @@ class TemplateReader:
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
-                col[role] = np.fromiter(map(float, map(itemgetter(g), rows)), dtype=np.float64, count=n)
+                col[role] = float_column(list(map(itemgetter(g), rows)))
         except ValueError:
             return None
         values: dict[str, np.ndarray] = {}
