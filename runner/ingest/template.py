@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import chain, compress
 from operator import itemgetter
 from typing import Any, Callable, Iterable
 
@@ -81,16 +81,25 @@ def _json_text(quote: bytes) -> bytes:
 
 
 
-def float_column(texts: list[bytes]) -> np.ndarray:
+Floats = dict[int, dict[bytes, float]]   # a group's distinct texts -> their float() (``float_column``)
+
+
+def float_texts(distinct: set[bytes], n: int) -> dict[bytes, float] | None:
+    """``float()`` of each distinct text of a column of ``n`` values, when under half of them are
+    distinct (else converting each value costs less than the table)."""
+    return {text: float(text) for text in distinct} if len(distinct) * 2 <= n else None
+
+
+def float_column(texts: list[bytes], table: dict[bytes, float] | None = None) -> np.ndarray:
     """``float()`` of each value as a float64 column (ValueError as ``float`` raises it). A
     logged number repeats (a constant memory figure, a learning rate held for thousands of
-    steps, a loss printed to 4 digits): each distinct text is converted once, when under half
-    of the values are distinct."""
+    steps, a loss printed to 4 digits): each distinct text is converted once (``table``: the
+    column's ``float_texts``, when the caller has them)."""
     n = len(texts)
-    distinct = set(texts)
-    if len(distinct) * 2 > n:
+    if table is None:
+        table = float_texts(set(texts), n)
+    if table is None:
         return np.fromiter(map(float, texts), dtype=np.float64, count=n)
-    table = {text: float(text) for text in distinct}
     return np.fromiter(map(table.__getitem__, texts), dtype=np.float64, count=n)
 
 
@@ -125,7 +134,7 @@ class Template:
         # against the strict form (``loose_rows``), so a block's rows are read by a cheaper regex
         # with exactly ``rx_json``'s result (``TemplateReader.claim``)
         self.rx_loose: re.Pattern | None = None
-        self._strict: list[tuple[int, re.Pattern]] = []
+        self._strict: list[tuple[int, re.Pattern, re.Pattern]] = []   # (group, form, lines of it)
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self.json_line: Callable[[tuple], bytes] | None = None
         self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
@@ -159,7 +168,8 @@ class Template:
                 else:
                     inner = {"int": _J_INT, "float": _J_FLOAT, "intfloat": _J_INT_FLOAT}[v.json]
                     if loose and v.json in ("float", "intfloat"):
-                        self._strict.append((group, re.compile(inner)))
+                        self._strict.append((group, re.compile(inner),
+                                             re.compile(b"(?:" + inner + b")(?:\n(?:" + inner + b"))*")))
                         inner = (rb"[^" + re.escape(v.quote) + rb"\r\n]+") if v.quote else _NUM_BARE
                     pat, width = b"(" + inner + b")", 1
                 if v.quote:
@@ -201,32 +211,38 @@ class Template:
             self._raw_text = b"".join(raw)
         return re.compile(b"".join(out))
 
-    def loose_rows(self, tuples: list[Any]) -> list[Any]:
-        """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``). Both
-        match at the same places: a loosened group holds the same text wherever ``rx_json``
-        matches the template, and where a value is out of its strict form ``rx_json`` reads
-        that line as a dict of another shape, to its end (as ``rx_loose`` reads it, its closing
-        brace before the newline), so that row becomes such a match: its text in the alt group
-        (rebuilt from the row's values), the same trail. Each distinct value is checked once."""
+    def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats]:
+        """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``), and the
+        ``float_texts`` of the loosened groups. Both regexes match at the same places: a
+        loosened group holds the same text wherever ``rx_json`` matches the template, and where
+        a value is out of its strict form ``rx_json`` reads that line as a dict of another
+        shape, to its end (as ``rx_loose`` reads it, its closing brace before the newline), so
+        that row becomes such a match: its text in the alt group (rebuilt from the row's
+        values), the same trail. Each distinct value is checked once."""
+        tables: Floats = {}
         if not tuples or not self._strict:
-            return tuples
-        cols = list(zip(*tuples))
+            return tuples, tables
+        n = len(tuples)
         bad_rows: set[int] = set()
-        for g, strict in self._strict:
-            values = set(cols[g])
+        for g, form, lines in self._strict:
+            values = set(map(itemgetter(g), tuples))
             values.discard(b"")   # a match of another dict shape (its template groups are empty)
-            bad = {v for v in values if strict.fullmatch(v) is None}
-            if bad:
-                bad_rows.update(compress(range(len(tuples)), map(bad.__contains__, cols[g])))
+            if lines.fullmatch(b"\n".join(values)) is None:   # one C pass for all; else which
+                bad = {v for v in values if form.fullmatch(v) is None}
+                bad_rows.update(compress(range(n), map(bad.__contains__, map(itemgetter(g), tuples))))
+                values -= bad
+            table = float_texts(values, n)
+            if table is not None:
+                tables[g] = table
         if not bad_rows:
-            return tuples
+            return tuples, tables
         k = len(tuples[0])   # the alt group, then the trail, after the template's groups
         empty = (b"",) * (k - 2)
         out = list(tuples)
         for j in bad_rows:
             tp = tuples[j]
             out[j] = (*empty, self._raw_text % tp[:k - 2], tp[k - 1])
-        return out
+        return out, tables
 
     def _plan_json(self) -> bool:
         """Decide each value's JSON form from the learned line; False when some value cannot be
@@ -297,13 +313,14 @@ class Template:
         texts = [v.rgroup - 1 for v in self.values if v.role == "extra" and v.json == "text"]
         if texts:  # a quoted text value may hold a token the training printed: masked on the way out
             probe = itemgetter(*texts) if len(texts) > 1 else (lambda row, g=texts[0]: (row[g],))
+            # only whether a value holds a token's mark is asked of the probe: each distinct text once
             self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))),
-                                                     probe=b"\n".join(b"\n".join(probe(r)) for r in rows))
+                                                     probe=b"\n".join(set(chain.from_iterable(map(probe, rows)))))
         else:
             self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)
 
-    def other_columns(self, rows: list) -> tuple[dict, dict[str, np.ndarray]] | None:
+    def other_columns(self, rows: list, tables: Floats | None = None) -> tuple[dict, dict[str, np.ndarray]] | None:
         """NDJSON mode: the other numbers of the rows' records (``seriesfile.other_fields``) as
         columns. Which values they are is decided once, by that rule on a row's record: a
         float value's text is JSON's, so every row has the same ones; None when a place of the
@@ -318,7 +335,8 @@ class Template:
         if groups is None:
             return None
         n = len(rows)
-        return proto, {name: float_column(list(map(itemgetter(g), rows))) for name, g in groups}
+        tables = tables or {}
+        return proto, {name: float_column(list(map(itemgetter(g), rows)), tables.get(g)) for name, g in groups}
 
     def _other_groups(self, proto: dict) -> list[tuple[str, int]] | None:
         from moeconsole.runner.ingest.records import RECORD_FIELDS
@@ -517,6 +535,7 @@ class Claim:
     present: dict[str, np.ndarray]
     max_steps: int | None
     json_rows: bool
+    floats: Floats | None = None   # ``float_texts`` of some groups of the rows (``loose_rows``)
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
     _other: tuple | None = field(default=None, repr=False)
@@ -544,7 +563,7 @@ class Claim:
         if not self.json_rows or not self.rows:
             return None
         if self._other is None:
-            self._other = self.template.other_columns(self.rows) or (None, None)
+            self._other = self.template.other_columns(self.rows, self.floats) or (None, None)
         proto, cols = self._other
         if proto is None or cols is None:
             return None
@@ -600,8 +619,9 @@ class TemplateReader:
         head_m = _HEAD_RE.match(buf, 1, end)   # matches at least the empty string
         head = head_m.end() if head_m else 1
         tuples: list[Any]
+        tables: Floats | None = None
         if rx is t.rx_json and t.rx_loose is not None:   # NDJSON mode: the cheaper first pass
-            tuples = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
+            tuples, tables = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
         else:
             tuples = rx.findall(buf, head - 1, end)
         n_lines = buf.count(b"\n", 1, end)
@@ -628,7 +648,7 @@ class TemplateReader:
         # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
         if n_head + len(tuples) + n_trail == n_lines:
             rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows] if alt_rows else tuples
-            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines)
+            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, tables)
             if got is not None:
                 if not self.want_records and tuples:
                     got.max_steps = t.last_max(buf, end)
@@ -671,14 +691,14 @@ class TemplateReader:
         return got
 
     def _claim(self, t: Template, rows: list, n_matches: int, alt: set[int], specials: list[Special],
-               n_lines: int) -> Claim | None:
+               n_lines: int, floats: Floats | None = None) -> Claim | None:
         """Template rows as columns, one float() pass per column; None if a value does not convert
         (an other-shaped dict, or a value only the parser knows what to do with)."""
         n = len(rows)
         json_rows = self.json_rows
 
         def made(steps: Any, values: dict, present: dict, mx: int | None) -> Claim:
-            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows)
+            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows, floats)
         if json_rows and not self.columns:   # the JSON lines need no columns; the step keeps the parser's context
             g = t.step_group(True)
             if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
@@ -688,7 +708,7 @@ class TemplateReader:
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
-                col[role] = float_column(list(map(itemgetter(g), rows)))
+                col[role] = float_column(list(map(itemgetter(g), rows)), (floats or {}).get(g))
         except ValueError:
             return None
         values: dict[str, np.ndarray] = {}
