@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import itemgetter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -90,7 +90,7 @@ def float_texts(distinct: set[bytes], n: int) -> dict[bytes, float] | None:
     return {text: float(text) for text in distinct} if len(distinct) * 2 <= n else None
 
 
-def float_column(texts: list[bytes], table: dict[bytes, float] | None = None) -> np.ndarray:
+def float_column(texts: Sequence[bytes], table: dict[bytes, float] | None = None) -> np.ndarray:
     """``float()`` of each value as a float64 column (ValueError as ``float`` raises it). A
     logged number repeats (a constant memory figure, a learning rate held for thousands of
     steps, a loss printed to 4 digits): each distinct text is converted once (``table``: the
@@ -134,7 +134,7 @@ class Template:
         # against the strict form (``loose_rows``), so a block's rows are read by a cheaper regex
         # with exactly ``rx_json``'s result (``TemplateReader.claim``)
         self.rx_loose: re.Pattern | None = None
-        self._strict: list[tuple[int, re.Pattern, re.Pattern]] = []   # (group, form, lines of it)
+        self._strict: list[tuple[int, re.Pattern]] = []   # (group, its strict form as whole lines)
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self.json_line: Callable[[tuple], bytes] | None = None
         self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
@@ -168,8 +168,7 @@ class Template:
                 else:
                     inner = {"int": _J_INT, "float": _J_FLOAT, "intfloat": _J_INT_FLOAT}[v.json]
                     if loose and v.json in ("float", "intfloat"):
-                        self._strict.append((group, re.compile(inner),
-                                             re.compile(b"(?:" + inner + b")(?:\n(?:" + inner + b"))*")))
+                        self._strict.append((group, re.compile(b"(?m)^(?:" + inner + b")$")))
                         inner = (rb"[^" + re.escape(v.quote) + rb"\r\n]+") if v.quote else _NUM_BARE
                     pat, width = b"(" + inner + b")", 1
                 if v.quote:
@@ -211,9 +210,10 @@ class Template:
             self._raw_text = b"".join(raw)
         return re.compile(b"".join(out))
 
-    def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats]:
-        """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``), and the
-        ``float_texts`` of the loosened groups. Both regexes match at the same places: a
+    def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats, list[tuple] | None]:
+        """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``), the
+        ``float_texts`` of the loosened groups, and the rows' groups as columns (None when a row
+        changed). Both regexes match at the same places: a
         loosened group holds the same text wherever ``rx_json`` matches the template, and where
         a value is out of its strict form ``rx_json`` reads that line as a dict of another
         shape, to its end (as ``rx_loose`` reads it, its closing brace before the newline), so
@@ -221,28 +221,30 @@ class Template:
         values), the same trail. Each distinct value is checked once."""
         tables: Floats = {}
         if not tuples or not self._strict:
-            return tuples, tables
+            return tuples, tables, None
         n = len(tuples)
+        cols = list(zip(*tuples))
         bad_rows: set[int] = set()
-        for g, form, lines in self._strict:
-            values = set(map(itemgetter(g), tuples))
+        for g, form in self._strict:
+            values = set(cols[g])
             values.discard(b"")   # a match of another dict shape (its template groups are empty)
-            if lines.fullmatch(b"\n".join(values)) is None:   # one C pass for all; else which
-                bad = {v for v in values if form.fullmatch(v) is None}
-                bad_rows.update(compress(range(n), map(bad.__contains__, map(itemgetter(g), tuples))))
-                values -= bad
+            good = set(form.findall(b"\n".join(values)))   # one C pass over the distinct texts
+            if len(good) != len(values):
+                bad = values - good
+                bad_rows.update(compress(range(n), map(bad.__contains__, cols[g])))
+                values = good
             table = float_texts(values, n)
             if table is not None:
                 tables[g] = table
         if not bad_rows:
-            return tuples, tables
+            return tuples, tables, cols
         k = len(tuples[0])   # the alt group, then the trail, after the template's groups
         empty = (b"",) * (k - 2)
         out = list(tuples)
         for j in bad_rows:
             tp = tuples[j]
             out[j] = (*empty, self._raw_text % tp[:k - 2], tp[k - 1])
-        return out, tables
+        return out, tables, None
 
     def _plan_json(self) -> bool:
         """Decide each value's JSON form from the learned line; False when some value cannot be
@@ -320,7 +322,8 @@ class Template:
             self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)
 
-    def other_columns(self, rows: list, tables: Floats | None = None) -> tuple[dict, dict[str, np.ndarray]] | None:
+    def other_columns(self, rows: list, tables: Floats | None = None,
+                      cols: list[tuple] | None = None) -> tuple[dict, dict[str, np.ndarray]] | None:
         """NDJSON mode: the other numbers of the rows' records (``seriesfile.other_fields``) as
         columns. Which values they are is decided once, by that rule on a row's record: a
         float value's text is JSON's, so every row has the same ones; None when a place of the
@@ -336,7 +339,8 @@ class Template:
             return None
         n = len(rows)
         tables = tables or {}
-        return proto, {name: float_column(list(map(itemgetter(g), rows)), tables.get(g)) for name, g in groups}
+        return proto, {name: float_column(cols[g] if cols is not None else list(map(itemgetter(g), rows)), tables.get(g))
+                       for name, g in groups}
 
     def _other_groups(self, proto: dict) -> list[tuple[str, int]] | None:
         from moeconsole.runner.ingest.records import RECORD_FIELDS
@@ -536,6 +540,7 @@ class Claim:
     max_steps: int | None
     json_rows: bool
     floats: Floats | None = None   # ``float_texts`` of some groups of the rows (``loose_rows``)
+    cols: list[tuple] | None = None   # the rows' groups as columns, when known
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
     _other: tuple | None = field(default=None, repr=False)
@@ -563,7 +568,7 @@ class Claim:
         if not self.json_rows or not self.rows:
             return None
         if self._other is None:
-            self._other = self.template.other_columns(self.rows, self.floats) or (None, None)
+            self._other = self.template.other_columns(self.rows, self.floats, self.cols) or (None, None)
         proto, cols = self._other
         if proto is None or cols is None:
             return None
@@ -620,8 +625,9 @@ class TemplateReader:
         head = head_m.end() if head_m else 1
         tuples: list[Any]
         tables: Floats | None = None
+        cols: list[tuple] | None = None
         if rx is t.rx_json and t.rx_loose is not None:   # NDJSON mode: the cheaper first pass
-            tuples, tables = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
+            tuples, tables, cols = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
         else:
             tuples = rx.findall(buf, head - 1, end)
         n_lines = buf.count(b"\n", 1, end)
@@ -648,7 +654,8 @@ class TemplateReader:
         # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
         if n_head + len(tuples) + n_trail == n_lines:
             rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows] if alt_rows else tuples
-            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, tables)
+            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, tables,
+                              None if alt_rows else cols)
             if got is not None:
                 if not self.want_records and tuples:
                     got.max_steps = t.last_max(buf, end)
@@ -691,14 +698,15 @@ class TemplateReader:
         return got
 
     def _claim(self, t: Template, rows: list, n_matches: int, alt: set[int], specials: list[Special],
-               n_lines: int, floats: Floats | None = None) -> Claim | None:
+               n_lines: int, floats: Floats | None = None, cols: list[tuple] | None = None) -> Claim | None:
         """Template rows as columns, one float() pass per column; None if a value does not convert
         (an other-shaped dict, or a value only the parser knows what to do with)."""
         n = len(rows)
         json_rows = self.json_rows
 
         def made(steps: Any, values: dict, present: dict, mx: int | None) -> Claim:
-            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows, floats)
+            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows, floats,
+                         cols)
         if json_rows and not self.columns:   # the JSON lines need no columns; the step keeps the parser's context
             g = t.step_group(True)
             if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
@@ -708,7 +716,8 @@ class TemplateReader:
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
-                col[role] = float_column(list(map(itemgetter(g), rows)), (floats or {}).get(g))
+                col[role] = float_column(cols[g] if cols is not None else list(map(itemgetter(g), rows)),
+                                         (floats or {}).get(g))
         except ValueError:
             return None
         values: dict[str, np.ndarray] = {}
