@@ -81,7 +81,8 @@ def _json_text(quote: bytes) -> bytes:
 
 
 
-Floats = dict[int, dict[bytes, float]]   # a group's distinct texts -> their float() (``float_column``)
+Floats = dict[int, dict[bytes, float]]
+KNOWN_TEXTS = 1 << 14   # texts of one group a template keeps as checked (``Template.loose_rows``)   # a group's distinct texts -> their float() (``float_column``)
 
 
 def float_texts(distinct: set[bytes], n: int) -> dict[bytes, float] | None:
@@ -136,6 +137,7 @@ class Template:
         self.rx_loose: re.Pattern | None = None
         self._strict: list[tuple[int, re.Pattern]] = []   # (group, its strict form as whole lines)
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
+        self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
         self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
@@ -213,12 +215,13 @@ class Template:
     def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats, list[tuple] | None]:
         """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``), the
         ``float_texts`` of the loosened groups, and the rows' groups as columns (None when a row
-        changed). Both regexes match at the same places: a
-        loosened group holds the same text wherever ``rx_json`` matches the template, and where
-        a value is out of its strict form ``rx_json`` reads that line as a dict of another
-        shape, to its end (as ``rx_loose`` reads it, its closing brace before the newline), so
-        that row becomes such a match: its text in the alt group (rebuilt from the row's
-        values), the same trail. Each distinct value is checked once."""
+        changed). Both regexes match at the same places: a loosened group holds the same text
+        wherever ``rx_json`` matches the template, and where a value is out of its strict form
+        ``rx_json`` reads that line as a dict of another shape, to its end (as ``rx_loose``
+        reads it, its closing brace before the newline), so that row becomes such a match: its
+        text in the alt group (rebuilt from the row's values), the same trail. Each distinct
+        text is checked once per template: the texts found in form are kept with their float
+        (up to ``KNOWN_TEXTS`` per group; a loss printed to 4 digits has a few thousand)."""
         tables: Floats = {}
         if not tuples or not self._strict:
             return tuples, tables, None
@@ -226,16 +229,22 @@ class Template:
         cols = list(zip(*tuples))
         bad_rows: set[int] = set()
         for g, form in self._strict:
+            known = self._known.setdefault(g, {})
             values = set(cols[g])
             values.discard(b"")   # a match of another dict shape (its template groups are empty)
-            good = set(form.findall(b"\n".join(values)))   # one C pass over the distinct texts
-            if len(good) != len(values):
-                bad = values - good
+            new = values.difference(known)
+            if not new:
+                tables[g] = known
+                continue
+            good = set(form.findall(b"\n".join(new)))   # one C pass over the new distinct texts
+            if len(good) != len(new):
+                bad = new - good
                 bad_rows.update(compress(range(n), map(bad.__contains__, cols[g])))
-                values = good
-            table = float_texts(values, n)
-            if table is not None:
-                tables[g] = table
+            if len(known) + len(good) <= KNOWN_TEXTS:
+                known.update((v, float(v)) for v in good)
+                tables[g] = known
+            else:
+                tables[g] = {v: known[v] if v in known else float(v) for v in values - (new - good)}
         if not bad_rows:
             return tuples, tables, cols
         k = len(tuples[0])   # the alt group, then the trail, after the template's groups

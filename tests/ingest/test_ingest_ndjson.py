@@ -128,4 +128,7 @@ def test_the_loose_first_pass_matches_exactly_where_the_strict_regex_does(quoted
     loose = t.rx_loose.findall(buf)
     assert loose != strict, "some rows have values out of the strict form"
     assert t.loose_rows(loose)[0] == strict
+    assert t.loose_rows(loose)[0] == strict, "again, with the texts checked before kept by the template"
+    first = buf[:buf.index(b"\n", len(buf) // 2) + 1]
+    assert t.loose_rows(t.rx_loose.findall(first))[0] == t.rx_json.findall(first)
     assert sum(1 for tp in strict if tp[-2]) >= len(ODD_VALUES), "those rows are matches of another shape"
