@@ -725,8 +725,11 @@ class TemplateReader:
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
-                col[role] = float_column(cols[g] if cols is not None else list(map(itemgetter(g), rows)),
-                                         (floats or {}).get(g))
+                texts = cols[g] if cols is not None else list(map(itemgetter(g), rows))
+                if role == "step":   # digits (``_STEP_DIGITS``, ``_J_INT``): int() reads them as float() would
+                    col[role] = np.fromiter(map(int, texts), dtype=np.int64, count=n)
+                else:
+                    col[role] = float_column(texts, (floats or {}).get(g))
         except ValueError:
             return None
         values: dict[str, np.ndarray] = {}
@@ -747,7 +750,7 @@ class TemplateReader:
         mg = t.max_steps_group(self.want_records)
         if n and mg is not None:
             mx = int(rows[-1][mg])
-        return made(col["step"].astype(np.int64), values, present, mx)
+        return made(col["step"], values, present, mx)
 
 
 def _template_records(t: Template, rows: list, json_rows: bool) -> list[Any]:
