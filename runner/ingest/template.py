@@ -81,8 +81,8 @@ def _json_text(quote: bytes) -> bytes:
 
 
 
-Floats = dict[int, dict[bytes, float]]
-KNOWN_TEXTS = 1 << 14   # texts of one group a template keeps as checked (``Template.loose_rows``)   # a group's distinct texts -> their float() (``float_column``)
+Floats = dict[int, dict[bytes, float]]   # per capture group: distinct texts -> their float() (``float_column``)
+KNOWN_TEXTS = 1 << 14   # texts of one group a template keeps as checked (``Template.loose_rows``)
 
 
 def float_texts(distinct: set[bytes], n: int) -> dict[bytes, float] | None:
