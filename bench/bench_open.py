@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    .venv/bin/python bench/bench_open.py [--steps 1000000] [--runs 3] [--tl PATH]
+    .venv/bin/python bench/bench_open.py [--steps 1000000] [--runs 3] [--tl PATH] [--baseline DIR]
 
 It writes the ms-swift log of bench_parse (transformers 5.x dicts behind tqdm redraws, a save every
 100 steps; 1M steps is about 420 MB), then opens it, alternately, with `moeconsole attach LOG` and
@@ -18,7 +18,10 @@ capture-pane. Marks, from the moment the command is started:
 
 toolong is installed (``pip install toolong``) in a separate virtualenv, never in the project's;
 ``--tl`` names its ``tl`` script (default: /tmp/tl-venv/bin/tl, created when missing). Prints a
-Markdown section with medians and min-max.
+Markdown section with medians and min-max. ``--baseline DIR``: a checkout of older code (e.g.
+``git archive main | tar -x -C DIR``) opened the same way in the same rounds, so before and after
+are measured against toolong in one run; each run also gives the whole history as a ratio of
+toolong's scan in the same round.
 """
 from __future__ import annotations
 
@@ -143,6 +146,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tl", default="/tmp/tl-venv/bin/tl")
+    ap.add_argument("--baseline", default=None, help="a checkout of older code, measured in the same rounds")
     args = ap.parse_args()
     if shutil.which("tmux") is None:
         raise SystemExit("bench_open needs tmux")
@@ -153,15 +157,23 @@ def main() -> None:
         lines = write_swift_log(log, args.steps)
         size_mb = log.stat().st_size / 1e6
         runs_dir = tmp / "runs"
-        mc_cmd = (f"env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(PY)} -m moeconsole.console.cli attach "
-                  f"{shlex.quote(str(log))} --runs-dir {shlex.quote(str(runs_dir))}")
+        def mc_cmd(tree: Path, runs: Path) -> str:
+            return (f"env PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(PY)} -m moeconsole.console.cli attach "
+                    f"{shlex.quote(str(log))} --runs-dir {shlex.quote(str(runs))}")
         tl_cmd = f"{shlex.quote(tl)} {shlex.quote(str(log))}"
         results: dict[str, list[dict]] = {"moeconsole": [], "toolong": []}
+        if args.baseline:
+            results = {"moeconsole": [], "moeconsole (baseline)": [], "toolong": []}
         t_start = time.time()
         busy: list[float] = []
         for _ in range(args.runs):
             busy.append(wait_quiet(120))   # other people's work shares these cores: wait for a lull
-            results["moeconsole"].append(measure(mc_cmd, *_ordered(moeconsole_marks(args.steps)), ["q"]))
+            results["moeconsole"].append(measure(mc_cmd(REPO, runs_dir / "this"),
+                                                 *_ordered(moeconsole_marks(args.steps)), ["q"]))
+            if args.baseline:
+                busy.append(wait_quiet(120))
+                results["moeconsole (baseline)"].append(measure(mc_cmd(Path(args.baseline), runs_dir / "baseline"),
+                                                                *_ordered(moeconsole_marks(args.steps)), ["q"]))
             busy.append(wait_quiet(120))
             results["toolong"].append(measure(tl_cmd, *_ordered(toolong_marks()), ["C-q", "C-c"]))
         took = time.time() - t_start
@@ -190,6 +202,14 @@ def main() -> None:
               f"of {len(mc)} runs.")
     except (KeyError, ZeroDivisionError, statistics.StatisticsError):
         print("\nA tool did not reach a mark in time (see '-' above).")
+    for tool in results:
+        if tool == "toolong":
+            continue
+        ratios = [r["history_s"] / t["history_s"] for r, t in zip(results[tool], tlr)
+                  if r.get("history_s") and t.get("history_s")]
+        if ratios:
+            print(f"\nWhole history, {tool}: {statistics.median(ratios):.2f}x toolong's scan of the same round "
+                  f"(median; {', '.join(f'{x:.2f}' for x in ratios)}).")
     print("\nWhat the marks mean: moeconsole shows the newest steps (status line and loss chart) from "
           "the last 512 KiB of the file, then reads the whole history in a background thread "
           "(`moeconsole.runner.ingest.history`, the bulk engine in 2 MiB chunks) with a progress bar in the "

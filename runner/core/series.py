@@ -15,7 +15,9 @@ from __future__ import annotations
 import collections
 import math
 from array import array
+from functools import reduce
 from itertools import compress
+from operator import add
 from typing import Iterable, Iterator, Sequence
 
 DEFAULT_LIMIT = 2048
@@ -142,10 +144,14 @@ class Series:
                 else:
                     self._pend_y = _bmax(self._pend_y, top)
                 acc, cnt = self._pend_s, self._pend_c
-                for v in chunk:   # one value at a time, as ``append`` adds them (same rounding)
-                    if v - v == 0:
-                        acc += v
-                        cnt += 1
+                if all_finite:   # one value at a time, as ``append`` adds them (same rounding), in C
+                    acc = reduce(add, chunk, acc)
+                    cnt += len(chunk)
+                else:
+                    for v in chunk:
+                        if v - v == 0:
+                            acc += v
+                            cnt += 1
                 self._pend_s, self._pend_c = acc, cnt
                 self._pend_n += len(chunk)
                 i += len(chunk)

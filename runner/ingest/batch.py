@@ -136,9 +136,10 @@ class BatchBuilder:
         values = {f: np.concatenate(parts_values[f])[order] for f in COLUMN_FIELDS}
         present = {f: np.concatenate(parts_present[f])[order] for f in COLUMN_FIELDS}
         records = None
-        if want:
-            every: list[Any] = [r for c in self._claims for r in c.records()] + self._out
-            records = [every[i] for i in order.tolist()]
+        if want:   # the pieces' records in order (what ``order`` gathers), a slice each
+            records = []
+            for c, lo, hi in self._pieces:
+                records += self._claims[c].records()[lo:hi] if c >= 0 else self._out[lo:hi]
         return Batch(steps, values, present, self._max, self._marks, records, self._other() if want else None)
 
     def _other(self) -> Callable[[], list | None]:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import chain, compress
 from operator import itemgetter
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -81,6 +81,29 @@ def _json_text(quote: bytes) -> bytes:
 
 
 
+Floats = dict[int, dict[bytes, float]]   # per capture group: distinct texts -> their float() (``float_column``)
+KNOWN_TEXTS = 1 << 14   # texts of one group a template keeps as checked (``Template.loose_rows``)
+
+
+def float_texts(distinct: set[bytes], n: int) -> dict[bytes, float] | None:
+    """``float()`` of each distinct text of a column of ``n`` values, when under half of them are
+    distinct (else converting each value costs less than the table)."""
+    return {text: float(text) for text in distinct} if len(distinct) * 2 <= n else None
+
+
+def float_column(texts: Sequence[bytes], table: dict[bytes, float] | None = None) -> np.ndarray:
+    """``float()`` of each value as a float64 column (ValueError as ``float`` raises it). A
+    logged number repeats (a constant memory figure, a learning rate held for thousands of
+    steps, a loss printed to 4 digits): each distinct text is converted once (``table``: the
+    column's ``float_texts``, when the caller has them)."""
+    n = len(texts)
+    if table is None:
+        table = float_texts(set(texts), n)
+    if table is None:
+        return np.fromiter(map(float, texts), dtype=np.float64, count=n)
+    return np.fromiter(map(table.__getitem__, texts), dtype=np.float64, count=n)
+
+
 # ----------------------------------------------------------------------------- template
 
 @dataclass
@@ -107,18 +130,34 @@ class Template:
         self.rx = self._compile(body_parts, records=False)
         self.rx_records = self._compile(body_parts, records=True)
         self.rx_json: re.Pattern | None = None
+        # NDJSON mode's first pass: ``rx_json`` with each number's strict form loosened to any
+        # text between its delimiters; the distinct values of each such group are then checked
+        # against the strict form (``loose_rows``), so a block's rows are read by a cheaper regex
+        # with exactly ``rx_json``'s result (``TemplateReader.claim``)
+        self.rx_loose: re.Pattern | None = None
+        self._strict: list[tuple[int, re.Pattern]] = []   # (group, its strict form as whole lines)
+        self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
+        self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
         self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
+            self.rx_loose = self._compile(body_parts, records=True, json=True, loose=True)
             self.json_line = self._json_formatter()
 
-    def _compile(self, parts: list[tuple[bytes, int]], records: bool, json: bool = False) -> re.Pattern:
+    def _compile(self, parts: list[tuple[bytes, int]], records: bool, json: bool = False,
+                 loose: bool = False) -> re.Pattern:
+        """``loose`` (NDJSON mode): a number's group takes any non-empty text up to its
+        delimiter (its closing quote, or for a bare number the separator, which never starts
+        with a character of ``_NUM_BARE``), and ``_strict`` lists each such group with the
+        strict form ``rx_json`` has in its place."""
         out = [re.escape(self.anchor), rb"\{(?:"]
         group = 0
+        raw: list[bytes] = []
         for literal, vi in parts:
             out.append(re.escape(literal))
+            raw.append(literal.replace(b"%", b"%%"))
             if vi < 0:
                 continue
             v = self.values[vi]
@@ -130,9 +169,13 @@ class Template:
                     pat, width = b"(" + _J_INT + b")/(" + _J_INT + b")", 2
                 else:
                     inner = {"int": _J_INT, "float": _J_FLOAT, "intfloat": _J_INT_FLOAT}[v.json]
+                    if loose and v.json in ("float", "intfloat"):
+                        self._strict.append((group, re.compile(b"(?m)^(?:" + inner + b")$")))
+                        inner = (rb"[^" + re.escape(v.quote) + rb"\r\n]+") if v.quote else _NUM_BARE
                     pat, width = b"(" + inner + b")", 1
                 if v.quote:
                     pat = re.escape(v.quote) + pat + re.escape(v.quote)
+                raw.append(v.quote.replace(b"%", b"%%") + (b"%s/%s" if width == 2 else b"%s") + v.quote)
                 group += width
                 out.append(pat)
                 continue
@@ -165,7 +208,52 @@ class Template:
         # or any other dict (its template groups stay empty; NDJSON mode captures its text);
         # then the plain lines that follow (the last group, "trail")
         out.append((rb"|([^\r\n]*\}))" if json else rb"|[^\r\n]*\})") + _TRAIL)
+        if loose:
+            self._raw_text = b"".join(raw)
         return re.compile(b"".join(out))
+
+    def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats, list[tuple] | None]:
+        """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``), the
+        ``float_texts`` of the loosened groups, and the rows' groups as columns (None when a row
+        changed). Both regexes match at the same places: a loosened group holds the same text
+        wherever ``rx_json`` matches the template, and where a value is out of its strict form
+        ``rx_json`` reads that line as a dict of another shape, to its end (as ``rx_loose``
+        reads it, its closing brace before the newline), so that row becomes such a match: its
+        text in the alt group (rebuilt from the row's values), the same trail. Each distinct
+        text is checked once per template: the texts found in form are kept with their float
+        (up to ``KNOWN_TEXTS`` per group; a loss printed to 4 digits has a few thousand)."""
+        tables: Floats = {}
+        if not tuples or not self._strict:
+            return tuples, tables, None
+        n = len(tuples)
+        cols = list(zip(*tuples))
+        bad_rows: set[int] = set()
+        for g, form in self._strict:
+            known = self._known.setdefault(g, {})
+            values = set(cols[g])
+            values.discard(b"")   # a match of another dict shape (its template groups are empty)
+            new = values.difference(known)
+            if not new:
+                tables[g] = known
+                continue
+            good = set(form.findall(b"\n".join(new)))   # one C pass over the new distinct texts
+            if len(good) != len(new):
+                bad = new - good
+                bad_rows.update(compress(range(n), map(bad.__contains__, cols[g])))
+            if len(known) + len(good) <= KNOWN_TEXTS:
+                known.update((v, float(v)) for v in good)
+                tables[g] = known
+            else:
+                tables[g] = {v: known[v] if v in known else float(v) for v in values - (new - good)}
+        if not bad_rows:
+            return tuples, tables, cols
+        k = len(tuples[0])   # the alt group, then the trail, after the template's groups
+        empty = (b"",) * (k - 2)
+        out = list(tuples)
+        for j in bad_rows:
+            tp = tuples[j]
+            out[j] = (*empty, self._raw_text % tp[:k - 2], tp[k - 1])
+        return out, tables, None
 
     def _plan_json(self) -> bool:
         """Decide each value's JSON form from the learned line; False when some value cannot be
@@ -236,13 +324,15 @@ class Template:
         texts = [v.rgroup - 1 for v in self.values if v.role == "extra" and v.json == "text"]
         if texts:  # a quoted text value may hold a token the training printed: masked on the way out
             probe = itemgetter(*texts) if len(texts) > 1 else (lambda row, g=texts[0]: (row[g],))
+            # only whether a value holds a token's mark is asked of the probe: each distinct text once
             self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))),
-                                                     probe=b"\n".join(b"\n".join(probe(r)) for r in rows))
+                                                     probe=b"\n".join(set(chain.from_iterable(map(probe, rows)))))
         else:
             self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)
 
-    def other_columns(self, rows: list) -> tuple[dict, dict[str, np.ndarray]] | None:
+    def other_columns(self, rows: list, tables: Floats | None = None,
+                      cols: list[tuple] | None = None) -> tuple[dict, dict[str, np.ndarray]] | None:
         """NDJSON mode: the other numbers of the rows' records (``seriesfile.other_fields``) as
         columns. Which values they are is decided once, by that rule on a row's record: a
         float value's text is JSON's, so every row has the same ones; None when a place of the
@@ -257,7 +347,8 @@ class Template:
         if groups is None:
             return None
         n = len(rows)
-        return proto, {name: np.fromiter(map(float, map(itemgetter(g), rows)), dtype=np.float64, count=n)
+        tables = tables or {}
+        return proto, {name: float_column(cols[g] if cols is not None else list(map(itemgetter(g), rows)), tables.get(g))
                        for name, g in groups}
 
     def _other_groups(self, proto: dict) -> list[tuple[str, int]] | None:
@@ -457,6 +548,8 @@ class Claim:
     present: dict[str, np.ndarray]
     max_steps: int | None
     json_rows: bool
+    floats: Floats | None = None   # ``float_texts`` of some groups of the rows (``loose_rows``)
+    cols: list[tuple] | None = None   # the rows' groups as columns, when known
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
     _other: tuple | None = field(default=None, repr=False)
@@ -484,7 +577,7 @@ class Claim:
         if not self.json_rows or not self.rows:
             return None
         if self._other is None:
-            self._other = self.template.other_columns(self.rows) or (None, None)
+            self._other = self.template.other_columns(self.rows, self.floats, self.cols) or (None, None)
         proto, cols = self._other
         if proto is None or cols is None:
             return None
@@ -539,7 +632,13 @@ class TemplateReader:
         trail = rx.groups - 1
         head_m = _HEAD_RE.match(buf, 1, end)   # matches at least the empty string
         head = head_m.end() if head_m else 1
-        tuples = rx.findall(buf, head - 1, end)
+        tuples: list[Any]
+        tables: Floats | None = None
+        cols: list[tuple] | None = None
+        if rx is t.rx_json and t.rx_loose is not None:   # NDJSON mode: the cheaper first pass
+            tuples, tables, cols = t.loose_rows(t.rx_loose.findall(buf, head - 1, end))
+        else:
+            tuples = rx.findall(buf, head - 1, end)
         n_lines = buf.count(b"\n", 1, end)
         n_head = buf.count(b"\n", 1, head)
         specials: list[Special] = [(0, 0, line, i + 1) for i, line in enumerate(buf[1:head].split(b"\n")[:-1])]
@@ -564,7 +663,8 @@ class TemplateReader:
         # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
         if n_head + len(tuples) + n_trail == n_lines:
             rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows] if alt_rows else tuples
-            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines)
+            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, tables,
+                              None if alt_rows else cols)
             if got is not None:
                 if not self.want_records and tuples:
                     got.max_steps = t.last_max(buf, end)
@@ -607,14 +707,15 @@ class TemplateReader:
         return got
 
     def _claim(self, t: Template, rows: list, n_matches: int, alt: set[int], specials: list[Special],
-               n_lines: int) -> Claim | None:
+               n_lines: int, floats: Floats | None = None, cols: list[tuple] | None = None) -> Claim | None:
         """Template rows as columns, one float() pass per column; None if a value does not convert
         (an other-shaped dict, or a value only the parser knows what to do with)."""
         n = len(rows)
         json_rows = self.json_rows
 
         def made(steps: Any, values: dict, present: dict, mx: int | None) -> Claim:
-            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows)
+            return Claim(t, rows, n_matches, alt, specials, n_lines, steps, values, present, mx, json_rows, floats,
+                         cols)
         if json_rows and not self.columns:   # the JSON lines need no columns; the step keeps the parser's context
             g = t.step_group(True)
             if b"" in map(itemgetter(g), rows):   # a dict of another shape: exact positions
@@ -624,7 +725,11 @@ class TemplateReader:
         col: dict[str, np.ndarray] = {}
         try:
             for role, g in t.numeric_groups(self.want_records):
-                col[role] = np.fromiter(map(float, map(itemgetter(g), rows)), dtype=np.float64, count=n)
+                texts = cols[g] if cols is not None else list(map(itemgetter(g), rows))
+                if role == "step":   # digits (``_STEP_DIGITS``, ``_J_INT``): int() reads them as float() would
+                    col[role] = np.fromiter(map(int, texts), dtype=np.int64, count=n)
+                else:
+                    col[role] = float_column(texts, (floats or {}).get(g))
         except ValueError:
             return None
         values: dict[str, np.ndarray] = {}
@@ -645,7 +750,7 @@ class TemplateReader:
         mg = t.max_steps_group(self.want_records)
         if n and mg is not None:
             mx = int(rows[-1][mg])
-        return made(col["step"].astype(np.int64), values, present, mx)
+        return made(col["step"], values, present, mx)
 
 
 def _template_records(t: Template, rows: list, json_rows: bool) -> list[Any]:

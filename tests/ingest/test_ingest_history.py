@@ -203,3 +203,65 @@ def test_a_stopped_history_read_ends_its_second_process(tmp_path):
     assert any(seen), "a second process was reading"
     assert not history_children(), "and it was ended with the read"
     assert not [p for p in out.iterdir() if p.name.startswith(".history-")], "its scratch files are gone"
+
+
+def megatron_log(path, steps: int = 3000) -> None:
+    """Megatron-LM training_log lines with memory reports and a validation every 500 steps,
+    then ms-swift's Megatron dicts behind tqdm redraws (the template's shape), some with a grad
+    norm printed as an integer (the line parser's)."""
+    from tests.ingest import ingest_samples as S
+    rnd = random.Random(11)
+    out = []
+    for i in range(1, steps + 1):
+        loss, grad = 3.0 - i / steps + rnd.random() * 0.05, 0.8 + rnd.random() * 0.2
+        out.append(S.megatron_line(i, steps, loss, grad, lr=3e-5 * (1 - i / steps) + 1e-7))
+        if i == 10:
+            out += [S.memory_report(0, i, 4096.0), S.memory_report(1, i, 5120.0)]
+        if i % 500 == 0:
+            out.append(f" validation loss at iteration {i} | lm loss value: {2.5 - i / steps:.6E} | "
+                       f"lm loss PPL: {8.1:.6E} | ")
+    for j in range(1, steps + 1):
+        grad = 1 if j % 41 == 0 else round(0.5 + rnd.random() * 0.2, 8)
+        out.append(S.tqdm_write(S.swift_megatron_dict(steps + j, 2 * steps, 1.5 - j / steps / 2, grad), j, steps))
+    path.write_text("\n".join(out) + "\n")
+
+
+def parser_files(path) -> tuple[bytes, bytes, int, seriesfile.SeriesBook]:
+    """metrics.jsonl and evals.jsonl as the line parser's records and marks give them, one line
+    at a time (``jsonio.dumps`` of each), the record count, and the chart book fed one record
+    and one evaluation at a time."""
+    from moeconsole.runner.ingest.records import eval_record
+    from moeconsole.runner.rundir import jsonio
+    events = read_events(LogParser(), [path.read_bytes()])
+    recs = [o for k, o in events if k == RECORD]
+    evals = [{"v": jsonio.SCHEMA_VERSION, **eval_record(o)} for k, o in events if k != RECORD and o.get("kind") == "eval"]
+    book = seriesfile.SeriesBook()
+    for r in recs:
+        book.feed(r)
+    for e in evals:
+        book.feed_eval(e)
+    return (b"".join((jsonio.dumps({"v": 1, **r}) + "\n").encode() for r in recs),
+            b"".join((jsonio.dumps(e) + "\n").encode() for e in evals), len(recs), book)
+
+
+@pytest.mark.parametrize("name", [*CORPUS_LOGS, "swift (generated)", "megatron (generated)"])
+def test_the_bulk_history_writes_exactly_what_the_line_parser_reads(name, tmp_path):
+    """The import's whole-history read (template rows, their columns and checked texts, in
+    2 MiB-like chunks cut small here) writes metrics.jsonl and evals.jsonl byte for byte as the
+    line parser's records do, and charts the same numbers, on every real log and on generated
+    ms-swift and Megatron logs."""
+    if name == "swift (generated)":
+        path = tmp_path / "train.log"
+        swift_log(path, steps=6000, shape_change_at=4000)
+    elif name == "megatron (generated)":
+        path = tmp_path / "train.log"
+        megatron_log(path)
+    else:
+        path = CORPUS / name
+    fold, _ = folded(path, tmp_path / "bulk", workers=1)
+    metrics, evals, n, book = parser_files(path)
+    assert fold.metrics.read_bytes() == metrics
+    assert (fold.evals.read_bytes() if fold.evals.exists() else b"") == evals
+    assert fold.records == n
+    same_numbers(fold.book, book)
+    assert fold.book.last_metrics == book.last_metrics and fold.book.last_eval == book.last_eval

@@ -185,3 +185,26 @@ def test_a_series_read_between_a_steps_append_and_its_values_gives_pairs():
     assert len(s.means()[0]) == len(s.means()[1])
     dx, dy = s.downsample(8)
     assert len(dx) == len(dy) == 8
+
+
+def test_extend_keeps_exactly_what_appending_one_point_at_a_time_keeps():
+    """A batch of points (the history read feeds thousands at once) leaves the series bit for bit
+    as appending them one by one: the bucket maxima and the bucket means (summed in the same
+    order, so rounded the same), with NaN and inf in some batches, across many halvings."""
+    import random
+    rnd = random.Random(3)
+    one, many = Series(limit=64), Series(limit=64)
+    step = 0
+    while step < 20_000:
+        n = rnd.choice([1, 3, 17, 500, 2048, 5000])
+        xs = [float(step + i) for i in range(n)]
+        ys = [rnd.random() * 10 ** rnd.randint(-8, 8) for _ in range(n)]
+        if rnd.random() < 0.2:
+            ys[rnd.randrange(n)] = rnd.choice([math.nan, math.inf, -math.inf])
+        for x, y in zip(xs, ys):
+            one.append(x, y)
+        many.extend(xs, ys)
+        step += n
+    assert one.stride > 64
+    assert json.dumps(many.to_doc()) == json.dumps(one.to_doc())
+    assert [v.hex() for v in many.means()[1]] == [v.hex() for v in one.means()[1]]
