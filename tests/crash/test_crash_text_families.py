@@ -337,13 +337,38 @@ def test_failed_exitcode_inside_other_words_is_not_the_agents_line():
     # behind a prefix the normaliser does not know (a Metaflow task's "[run/step/task (pid N)] [uuid] ")
     "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] [09c561ee-a44c] OSError: [Errno 28] No space left on device",
 ])
-def test_a_write_that_ran_out_of_room_stays_unknown_with_a_disk_hint(line):
+def test_a_write_that_ran_out_of_room_is_disk_full_and_waits_for_room(line):
     tail = ["Saving model checkpoint to out/checkpoint-400", "Traceback (most recent call last):",
             '  File "/usr/lib/python3.11/site-packages/torch/serialization.py", line 652, in save', line]
     v = classify(1, tail, steps_seen=400)
-    assert v.cls == "unknown" and v.retryable and v.recovery == "restart", v
-    assert v.hint and "free space" in v.hint, v
+    assert v.cls == "disk_full" and v.retryable and v.recovery == "wait_disk", v
+    assert v.hint and "free space" in v.hint and "verified checkpoint" in v.hint, v
     assert line.split("] ", 2)[-1][:25] in v.summary if "pid 28936" in line else line[:25] in v.summary, v.summary
+
+
+@pytest.mark.parametrize("lines", [
+    # torch's MapAllocator (aten/src/ATen/MapAllocator.cpp) for a DataLoader worker's shared-memory tensor
+    ["Traceback (most recent call last):",
+     "RuntimeError: unable to write to file </torch_3046_2373297702_0>: No space left on device (28)"],
+    # NCCL <= 2.11's shm transport (shm.h: SYSCHECK(shm_allocate(...), "posix_fallocate"))
+    ["node1:123:456 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+     "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled system "
+     "error, NCCL version 2.10.3"],
+    # a write into /dev/shm by name
+    ["OSError: [Errno 28] No space left on device: '/dev/shm/cache/batch_17.pt'"],
+])
+def test_shared_memory_out_of_room_is_not_the_disk(lines):
+    """ENOSPC on /dev/shm: torch's own words for that exhaustion (the DataLoader's SIGBUS text,
+    "insufficient shared memory (shm)") make it bus_error; waiting for the output disk never helps."""
+    v = classify(1, lines, steps_seen=40)
+    assert v.cls == "bus_error" and not v.retryable and v.recovery == "fail", v
+    assert "shared memory (/dev/shm) is full" in v.summary and "--shm-size" in (v.hint or ""), v
+
+
+def test_a_disk_full_line_after_a_fatal_signal_is_not_the_cause():
+    v = classify(-11, ["OSError: [Errno 28] No space left on device", "Segmentation fault (core dumped)"],
+                 steps_seen=40)
+    assert v.cls == "segfault", v
 
 
 def test_an_ordinary_unknown_crash_gets_no_disk_hint():
