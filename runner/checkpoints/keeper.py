@@ -68,6 +68,7 @@ class CheckpointKeeper:
         self.bad_in_a_row: list[str] = [str(p) for p in prior.get("in_a_row") or []]
         self.watcher: CheckpointWatcher | None = None
         self._disk_level: str | None = None     # the disk_filling level last alerted (diskroom.py)
+        self.largest_save = 0                   # bytes of the largest good save seen (room to wait for after disk_full)
         if root is not None and verify:
             done = set(self.verified)
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
@@ -207,6 +208,7 @@ class CheckpointKeeper:
         import shutil
         from moeconsole.runner.checkpoints.diskroom import disk_alert, level_for
         size = sum(int(f.get("size") or 0) for f in rec.get("files") or [])
+        self.largest_save = max(self.largest_save, size)
         try:
             free = shutil.disk_usage(ck.path).free
         except OSError:

@@ -48,7 +48,8 @@ from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor import control
-from moeconsole.runner.supervisor.conditions import ConditionsCheck, Terminations, cooldown_record, kill_grace
+from moeconsole.runner.supervisor.conditions import (ConditionsCheck, RoomWait, Terminations, cooldown_record,
+                                                     existing_dir, kill_grace)
 from moeconsole.runner.supervisor.controlserver import ControlServer
 from moeconsole.runner.supervisor.dispatch import Dispatcher, Steered
 from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
@@ -350,7 +351,25 @@ class Supervisor:
         self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
         if out.judged.action == "restart" and out.verdict is not None:
             self.next_env = out.next_env
+            if out.verdict.cls == "disk_full":
+                self._wait_for_room(n)
         return out.judged
+
+    def _wait_for_room(self, attempt: int) -> None:
+        """A write ran out of room: no launch (not even at the cooldown's ceiling) until the output's
+        filesystem has room for the next save; the alert names the path and the numbers."""
+        cd = self.recipe.cooldown
+        where = self.ckpt_root or Path(self.launcher.workdir(attempt))
+        room = RoomWait(where, self.checkpoints.largest_save, float(cd.disk_margin), float(cd.disk_free_min_mib))
+        short = room.missing()
+        if short is None:
+            return
+        self.conditions.room = room
+        line, free, need = short
+        self.state.alert("warning", "disk_full", f"disk full: waiting for {line} before restarting from the newest "
+                         "verified checkpoint", path=str(existing_dir(where)), free_bytes=free, need_bytes=need,
+                         largest_save_bytes=room.largest_save,
+                         headline=f"disk full: waiting for room on {existing_dir(where)}")
 
     def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
