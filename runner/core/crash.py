@@ -685,7 +685,11 @@ _SIG_TEXT = re.compile(
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
 # plugin after the kernel's OOM killer ran in the job (task_cgroup_memory.c): the same causes
 # the job's final state gives, for when accounting cannot be asked.
-_SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+?))?"
+# Older slurmstepd (req.c up to Slurm 17.x) put the node after the reason or named it inside it:
+# "*** %s CANCELLED AT %s DUE TO TIME LIMIT on %s ***", "... DUE TO PREEMPTION on %s ***",
+# "... DUE TO NODE %s FAILURE ***" and, for a plain cancel, "*** %s CANCELLED AT %s *** on %s".
+_SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+"
+                           r"(?: DUE TO (?:NODE (?P<failed_node>\S+) FAILURE|(?P<why>[A-Z ]+?))(?: on \S+)?)?"
                            r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
 _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
                         # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
@@ -929,7 +933,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
         if "slurm" in families:
             m = _SLURM_CANCEL.search(text)
             if m:
-                s.slurm.append((idx, text, _SLURM_WHY.get(m.group("why"), "CANCELLED")))
+                state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"), "CANCELLED")
+                s.slurm.append((idx, text, state))
             elif _SLURM_OOM.search(text):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
@@ -1248,7 +1253,7 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
-_JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
+_JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
     "NODE_FAIL": ("node_fail", "a node of the job failed (Slurm: NODE_FAIL)", "restart", True,

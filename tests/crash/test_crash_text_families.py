@@ -400,3 +400,19 @@ def test_the_watchdog_threads_rethrow_location_is_an_nccl_error_but_not_a_timeou
             "(most recent call first):")
     assert classify(1, [line], steps_seen=40).cls == "nccl_error"
     assert classify(None, [line], hang=True, steps_seen=40).cls == "hang"
+
+
+@pytest.mark.parametrize("line, cls", [
+    # slurmstepd's req.c up to Slurm 17.x: the node after the reason, or inside it, or after the stars
+    ("slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***", "time_limit"),
+    ("slurmstepd: error: *** STEP 830329.0 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***",
+     "time_limit"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 DUE TO PREEMPTION on gpu12 ***", "preempted"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 DUE TO NODE gpu12 FAILURE ***", "node_fail"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 DUE TO JOB REQUEUE ***", "preempted"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 *** on gpu12", "job_cancelled"),
+])
+def test_older_slurmstepd_cancel_lines_give_the_jobs_state(line, cls):
+    v = classify(None, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == cls, v
+
