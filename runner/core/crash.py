@@ -728,7 +728,11 @@ _DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |canno
                          # cuDNN's own loader (libcudnn.so's dlopen of its sub-libraries), then abort():
                          # "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open
                          # shared object file: ..." / "Please make sure ... is in your library path!"
-                         r"|Could not load library \S+\. Error: ")
+                         r"|Could not load library \S+\. Error: "
+                         # ModuleNotFoundError's message alone on its line, its class name lost (an issue
+                         # title, a copied summary): Python's own words, "No module named 'x'" (import.c /
+                         # importlib: f"No module named {name!r}"); a warning says more on the same line
+                         r"|^No module named '[^']+'$")
 # The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
 _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
                          r"|cannot import name '[^']+'")

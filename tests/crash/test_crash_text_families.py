@@ -416,3 +416,15 @@ def test_older_slurmstepd_cancel_lines_give_the_jobs_state(line, cls):
     v = classify(None, ["step 40 loss 1.2", line], steps_seen=40)
     assert v.cls == cls, v
 
+
+def test_module_not_found_message_alone_is_the_missing_dependency():
+    """ModuleNotFoundError's message on its own line (an issue title), frames after it and nothing raised."""
+    tail = ["No module named 'swift.megatron.model.gpt_bridge'",
+            '  File "/x/megatron/core/dist_checkpointing/strategies/common.py", line 89, in load_common',
+            "    return torch.load(load_path, map_location='cpu', weights_only=False)"]
+    v = classify(1, tail, steps_seen=0)
+    assert v.cls == "missing_dependency" and "swift.megatron.model.gpt_bridge" in v.summary, v
+    # a logged warning that names a missing optional module says more on its line: not the cause
+    warn = ["Warning: No module named 'apex', falling back to torch", "Traceback (most recent call last):",
+            "ValueError: bad batch"]
+    assert classify(1, warn, steps_seen=3).cls == "unknown"
