@@ -76,18 +76,23 @@ class RoomWait:
                 pass
         return room_needed(self.largest_save, margin=self.margin, min_free_mib=min_free)
 
-    def missing(self) -> tuple[str, int, int] | None:
-        """(the waiting line, free, need) while there is not enough room; None once there is
-        (or the filesystem cannot be read: a wait nobody can measure never ends)."""
-        from moeconsole.runner.checkpoints.diskroom import room_wait_line
+    def measure(self) -> tuple[Path, int, int] | None:
+        """(the directory measured, free bytes, bytes needed); None when the filesystem cannot be read."""
         where = existing_dir(self.where)
         try:
             vfs = os.statvfs(where)
         except OSError:
             return None
-        free, need = vfs.f_bavail * vfs.f_frsize, self.need()
-        if free >= need:
+        return where, vfs.f_bavail * vfs.f_frsize, self.need()
+
+    def missing(self) -> tuple[str, int, int] | None:
+        """(the waiting line, free, need) while there is not enough room; None once there is
+        (or the filesystem cannot be read: a wait nobody can measure never ends)."""
+        from moeconsole.runner.checkpoints.diskroom import room_wait_line
+        got = self.measure()
+        if got is None or got[1] >= got[2]:
             return None
+        where, free, need = got
         return room_wait_line(str(where), free, need, self.largest_save, self.margin), free, need
 
 
@@ -103,6 +108,7 @@ class ConditionsCheck:
         self.diag = diag
         self.blockers: tuple[ProcInfo, ...] = ()  # the last probe's (``on_busy: kill`` ends them)
         self.room: RoomWait | None = None  # set after a disk_full crash, cleared once there is room
+        self.room_back: tuple[Path, int, int] | None = None  # (where, free, need) when the wait ended
 
     def probe(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
               port: int | None) -> lc.ConditionsProbe:
@@ -128,7 +134,7 @@ class ConditionsCheck:
         if self.room is not None:
             short = self.room.missing()
             if short is None:
-                self.room = None
+                self.room_back, self.room = self.room.measure(), None
             else:
                 waiting.append(short[0])
                 hold = True

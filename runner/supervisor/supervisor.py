@@ -48,6 +48,7 @@ from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor import control
+from moeconsole.runner.core.units import human_bytes
 from moeconsole.runner.supervisor.conditions import (ConditionsCheck, RoomWait, Terminations, cooldown_record,
                                                      existing_dir, kill_grace)
 from moeconsole.runner.supervisor.controlserver import ControlServer
@@ -366,10 +367,24 @@ class Supervisor:
             return
         self.conditions.room = room
         line, free, need = short
-        self.state.alert("warning", "disk_full", f"disk full: waiting for {line} before restarting from the newest "
-                         "verified checkpoint", path=str(existing_dir(where)), free_bytes=free, need_bytes=need,
-                         largest_save_bytes=room.largest_save,
-                         headline=f"disk full: waiting for room on {existing_dir(where)}")
+        # an episode (cause): it resolves when the room is back (``_room_back``)
+        self.journal.event("alert", level="warning", rule="disk_full", cause="disk_full", step=self.state.step,
+                           attempt=attempt, message=f"disk full: waiting for {line} before restarting from the "
+                                                    "newest verified checkpoint",
+                           values={"path": str(existing_dir(where)), "free_bytes": free, "need_bytes": need,
+                                   "largest_save_bytes": room.largest_save,
+                                   "headline": f"disk full: waiting for room on {existing_dir(where)}"})
+
+    def _room_back(self) -> None:
+        """The wait for room ended: the disk_full alert resolves, with the numbers that ended it."""
+        back, self.conditions.room_back = self.conditions.room_back, None
+        if back is None:
+            return
+        where, free, need = back
+        self.journal.event("alert", level="info", rule="disk_full", cause="disk_full", resolved=True,
+                           step=self.state.step, attempt=self.state.get("attempt"),
+                           message=f"room again on {where}: {human_bytes(free)} free, {human_bytes(need)} needed",
+                           values={"path": str(where), "free_bytes": free, "need_bytes": need})
 
     def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
@@ -532,8 +547,10 @@ class Supervisor:
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
             procs = self.watch.procs
-            self.apply(self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
-                                             survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking()))
+            probe = self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
+                                          survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking())
+            self._room_back()  # the disk_full alert resolves before the launch it allows
+            self.apply(probe)
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
         self.flush_state()

@@ -10,6 +10,7 @@ A test cannot fill a real disk, so it asks for more free space than the filesyst
 test-only ``MOECONSOLE_TEST_DISK_MIN_FREE_FILE``, read at every look), then lowers it."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -53,6 +54,15 @@ def test_disk_full_waits_for_room_then_resumes_from_the_last_verified_checkpoint
           what="the ceiling long passed, still waiting")
     assert not [e for e in run.events("attempt_start") if e.get("attempt") == 2]
     assert run.state()["attempt"] == 1 and not marked_processes(run.id)
+    # --json (what the status line and the alert list read): COOLDOWN waiting, on the room, with the numbers
+    snap = json.loads(harness.cli("--json", "--once", run.id, check=True).stdout.splitlines()[-1])
+    assert snap["run"]["status"] == "cooldown", snap["run"]
+    assert any(f"room on {run.path / 'output'}: " in w and " free, need " in w
+               for w in snap["run"]["cooldown"]["waiting_on"]), snap["run"]["cooldown"]
+    assert [c.get("class") or c.get("cls") for c in snap["crashes"]] == ["disk_full"], snap["crashes"]
+    group = next(g for g in snap["alert_groups"] if g["key"] == "disk_full")
+    assert group["level"] == "warning" and group["headline"].startswith("disk full: waiting for room on "), group
+    assert not group["resolved"], group
     ck8 = until(lambda: [e for e in run.events("checkpoint") if e["path"].endswith("checkpoint-8")], 30,
                 what="the stub's verdict")
     assert ck8[0]["ok"] is False
@@ -63,6 +73,13 @@ def test_disk_full_waits_for_room_then_resumes_from_the_last_verified_checkpoint
     assert len(starts) == 2 and os.path.basename(starts[1]["resumed_from"]) == "checkpoint-4"
     assert [m["step"] for m in run.metrics() if m["attempt"] == 2] == list(range(5, 13))
     assert not [a for a in run.events("alert") if a["rule"] == "cooldown_ceiling"]
+    # the wait's end resolves the alert, before the attempt it lets start
+    events = run.events()
+    back = next(i for i, e in enumerate(events) if e.get("rule") == "disk_full" and e.get("resolved"))
+    second = next(i for i, e in enumerate(events) if e.get("type") == "attempt_start" and e.get("attempt") == 2)
+    assert back < second and events[back]["message"].startswith(f"room again on {run.path / 'output'}: ")
+    snap = json.loads(harness.cli("--json", "--once", run.id, check=True).stdout.splitlines()[-1])
+    assert next(g for g in snap["alert_groups"] if g["key"] == "disk_full")["resolved"]
     assert not marked_processes(run.id)
 
 
