@@ -459,7 +459,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
     ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
-              "QuotaExceeded")),
+              "QuotaExceeded", "unexpected pos ")),
 )
 
 
@@ -772,10 +772,16 @@ _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Inter
 # ENOSPC / EDQUOT ("No space left on device", "Disk quota exceeded", as Python's OSError "[Errno 28]"
 # and Rust's io::Error carry them; Rust's ErrorKind names StorageFull / QuotaExceeded, as safetensors
 # prints them), and torch.save's zip writer that lost a write (caffe2/serialize/inline_container.cc:
-# "PytorchStreamWriter failed writing file data/3: file write failed"). Class ``disk_full``: the runner
-# waits for room where the run saves, then resumes from the newest verified checkpoint.
+# "PytorchStreamWriter failed writing file data/3: file write failed", "unexpected pos N vs M").
+# Class ``disk_full``: the runner waits for room where the run saves, then resumes from the newest
+# verified checkpoint.
 _DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|\bStorageFull\b|\bQuotaExceeded\b"
-                        r"|PytorchStreamWriter failed writing file")
+                        r"|PytorchStreamWriter failed writing file"
+                        # torch.save to a path (PyTorchStreamWriter over an ofstream) on a full filesystem: the
+                        # short write is not raised; the next record's ostream_write_func finds the offset wrong,
+                        # CAFFE_THROW("unexpected pos ", current_pos_, " vs ", file_ofs), chained after the
+                        # stream's own "basic_ios::clear: iostream error" (seen for real on a full tmpfs)
+                        r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+")
 _DISK_FULL_HINT = ("a write ran out of room (disk full or over quota): the runner waits until the filesystem "
                    "where the run saves has room again (cooldown.disk_free_min_mib, cooldown.disk_margin), "
                    "then resumes from the newest verified checkpoint; free space there (`df -h`, `quota`, "

@@ -428,3 +428,20 @@ def test_module_not_found_message_alone_is_the_missing_dependency():
     warn = ["Warning: No module named 'apex', falling back to torch", "Traceback (most recent call last):",
             "ValueError: bad batch"]
     assert classify(1, warn, steps_seen=3).cls == "unknown"
+
+
+def test_torch_save_to_a_full_filesystem_is_disk_full():
+    """What torch 2.x's torch.save printed for real on a full tmpfs (tests/runner/test_runner_disk_full.py):
+    no errno anywhere, only the stream's exception and the zip writer's offset check."""
+    tail = ["Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/torch/serialization.py", line 1312, in _save',
+            "    zip_file.write_record(name, storage, num_bytes)",
+            "RuntimeError: basic_ios::clear: iostream error", "",
+            "During handling of the above exception, another exception occurred:", "",
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/torch/serialization.py", line 834, in __exit__',
+            "    self.file_like.write_end_of_file()",
+            "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 507776 vs 507664"]
+    v = classify(1, tail, steps_seen=12)
+    assert v.cls == "disk_full" and "unexpected pos 507776 vs 507664" in v.summary, v
+    assert classify(1, ["ValueError: unexpected position in stream"], steps_seen=3).cls == "unknown"

@@ -11,8 +11,11 @@ test-only ``MOECONSOLE_TEST_DISK_MIN_FREE_FILE``, read at every look), then lowe
 from __future__ import annotations
 
 import json
+import subprocess
 import os
 import time
+
+import pytest
 
 from moeconsole.runner.process.proctree import marked_processes
 from tests.waiting import until
@@ -90,3 +93,52 @@ def test_disk_full_with_room_restarts_at_once(harness):
     assert run.crash(1)["class"] == "disk_full"
     assert not [a for a in run.events("alert") if a["rule"] == "disk_full"]
     assert os.path.basename(run.events("attempt_start")[1]["resumed_from"]) == "checkpoint-4"
+
+
+@pytest.fixture
+def full_fs(tmp_path):
+    """A real 8 MiB tmpfs for the run's output (needs root to mount; skipped otherwise), filled so that
+    two of the demo's ~1.26 MB checkpoints fit and the third save really fails with ENOSPC."""
+    mnt = tmp_path / "out"
+    mnt.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(mnt)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        filler = mnt / "filler.bin"
+        vfs = os.statvfs(mnt)
+        filler.write_bytes(b"\0" * (vfs.f_bavail * vfs.f_frsize - int(3.3 * (1 << 20))))
+        yield mnt, filler
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_really_full_filesystem_waits_until_space_is_freed(harness, full_fs):
+    """No injection at all: the demo's third save fails on a full tmpfs with the libraries' own ENOSPC
+    text; the runner measures the real free space against 1.2 x the largest checkpoint, waits, and
+    restarts once the user deletes a file there."""
+    mnt, filler = full_fs
+    cmd = ["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", str(mnt),
+           "--max_steps", "16", "--save_steps", "4"]
+    run = harness.start(harness.recipe(command=cmd, checkpoints={"dir": str(mnt)},
+                                       cooldown={"ceiling_s": 0.5, "disk_free_min_mib": 0}))
+    st = run.wait(lambda s: s.get("status") == "cooldown" and any(
+        "room on" in w for w in (s.get("cooldown") or {}).get("waiting_on") or []), 120, "a wait for room")
+    report = run.crash(1)
+    assert report["class"] == "disk_full", report
+    line = next(w for w in st["cooldown"]["waiting_on"] if "room on" in w)
+    assert line.startswith(f"room on {mnt}: ") and "1.2 x the largest checkpoint" in line, line
+    alert = next(a for a in run.events("alert") if a["rule"] == "disk_full")
+    values = alert["values"]
+    assert values["need_bytes"] == int(1.2 * values["largest_save_bytes"]) > values["free_bytes"], values
+    ceiling_at = st["cooldown"]["ceiling_at"]
+    until(lambda: time.time() > ceiling_at + 2 and run.state().get("cooldown", {}).get("waiting_on"), 30,
+          what="the ceiling long passed, still waiting")
+    assert not [e for e in run.events("attempt_start") if e.get("attempt") == 2]
+    filler.unlink()   # the user frees space
+    st = run.wait_status("succeeded", "failed", "paused", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert os.path.basename(run.events("attempt_start")[1]["resumed_from"]) == "checkpoint-8"
+    assert [m["step"] for m in run.metrics() if m["attempt"] == 2] == list(range(9, 17))
+    assert not marked_processes(run.id)
