@@ -203,6 +203,17 @@ class CheckpointKeeper:
         side = read_sidecar(path)
         return side is not None and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)
 
+    def largest_on_disk(self) -> int:
+        """Bytes of the largest checkpoint this run verified that is still on disk (a new runner
+        has not seen the saves itself): the room a save needs after a disk_full crash."""
+        largest = 0
+        for path in self.verified:
+            try:
+                largest = max(largest, sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()))
+            except OSError:
+                continue
+        return largest
+
     def _disk_room(self, ck: Checkpoint, rec: dict, attempt: int | None) -> None:
         """After a good save: will the next ones fit (diskroom.py)? An alert when the level changes."""
         import shutil

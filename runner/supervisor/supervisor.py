@@ -188,6 +188,9 @@ class Supervisor:
             self.state.set(ended_at=None)
         self.apply(lc.Started(leader_alive=found.leader_alive, leader_known=found.leader_known,
                               restart_requested=self.restart_requested_at_start, drift_refused=drift))
+        if self.life.status == Status.COOLDOWN and (self.state.get("last_crash") or {}).get("class") == "disk_full":
+            # a new runner takes over a cooldown after a disk_full crash: the wait for room goes on
+            self._wait_for_room(attempt, again=True)
         self.flush_state(force=True)
 
     # ---- the lifecycle: events in, effects out ----------------------------------------------
@@ -356,16 +359,19 @@ class Supervisor:
                 self._wait_for_room(n)
         return out.judged
 
-    def _wait_for_room(self, attempt: int) -> None:
+    def _wait_for_room(self, attempt: int, *, again: bool = False) -> None:
         """A write ran out of room: no launch (not even at the cooldown's ceiling) until the output's
         filesystem has room for the next save; the alert names the path and the numbers."""
         cd = self.recipe.cooldown
         where = self.ckpt_root or Path(self.launcher.workdir(attempt))
-        room = RoomWait(where, self.checkpoints.largest_save, float(cd.disk_margin), float(cd.disk_free_min_mib))
+        largest = max(self.checkpoints.largest_save, self.checkpoints.largest_on_disk())
+        room = RoomWait(where, largest, float(cd.disk_margin), float(cd.disk_free_min_mib))
         short = room.missing()
         if short is None:
             return
         self.conditions.room = room
+        if again:
+            return  # the open disk_full episode of the runner before still says so
         line, free, need = short
         # an episode (cause): it resolves when the room is back (``_room_back``)
         self.journal.event("alert", level="warning", rule="disk_full", cause="disk_full", step=self.state.step,

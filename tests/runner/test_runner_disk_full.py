@@ -142,3 +142,32 @@ def test_a_really_full_filesystem_waits_until_space_is_freed(harness, full_fs):
     assert os.path.basename(run.events("attempt_start")[1]["resumed_from"]) == "checkpoint-8"
     assert [m["step"] for m in run.metrics() if m["attempt"] == 2] == list(range(9, 17))
     assert not marked_processes(run.id)
+
+
+def test_a_new_runner_keeps_waiting_for_room(harness, tmp_path, monkeypatch):
+    """The runner dies during the wait (SIGKILL, by its recorded PID); `supervise` starts a new one that
+    goes on waiting past the ceiling instead of launching into the full disk."""
+    import signal
+    need = tmp_path / "need_mib"
+    need.write_text(str(int(_free_mib(tmp_path) * 4 + (1 << 20))))
+    monkeypatch.setenv("MOECONSOLE_TEST_DISK_MIN_FREE_FILE", str(need))
+    run = harness.start(harness.recipe(command=_demo("enospc@8"), cooldown={"ceiling_s": 0.5}))
+    st = run.wait(lambda s: s.get("status") == "cooldown" and any(
+        "room on" in w for w in (s.get("cooldown") or {}).get("waiting_on") or []), 120, "a wait for room")
+    old = st["runner"]["pid"]
+    os.kill(old, signal.SIGKILL)
+    until(lambda: not os.path.exists(f"/proc/{old}") or open(f"/proc/{old}/stat").read().split(") ")[1][0] == "Z",
+          60, what="the runner to end")
+    harness.cli("supervise", run.id, check=True)
+    st = run.wait(lambda s: (s.get("runner") or {}).get("pid") != old and s.get("status") == "cooldown" and any(
+        "room on" in w for w in (s.get("cooldown") or {}).get("waiting_on") or []), 60, "the new runner's wait")
+    ceiling_at = st["cooldown"]["ceiling_at"]
+    until(lambda: time.time() > ceiling_at + 2 and run.state().get("cooldown", {}).get("waiting_on"), 30,
+          what="the new ceiling long passed, still waiting")
+    assert not [e for e in run.events("attempt_start") if e.get("attempt") == 2]
+    assert len([a for a in run.events("alert") if a["rule"] == "disk_full" and not a.get("resolved")]) == 1
+    need.write_text("0")
+    st = run.wait_status("succeeded", "failed", "paused", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert os.path.basename(run.events("attempt_start")[1]["resumed_from"]) == "checkpoint-4"
+    assert not marked_processes(run.id)
