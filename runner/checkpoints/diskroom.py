@@ -33,3 +33,21 @@ def disk_alert(free: int, save_bytes: int, where: str, step: int | None, name: s
                         + ("the next save may not fit" if level == "critical" else f"room for {fits} more such save(s)")
                         + "; free space (old attempts' v<N>-<time>/ once synced, a lower save_total_limit)"),
             "values": {"free_bytes": free, "save_bytes": save_bytes, "saves_that_fit": fits, "path": where}}
+
+
+# ---- waiting for room after a disk_full crash --------------------------------------------------
+MIB = 1 << 20
+
+
+def room_needed(largest_save: int, *, margin: float, min_free_mib: float) -> int:
+    """Free bytes the filesystem of the run's output needs before a run that crashed with
+    ``disk_full`` is restarted: ``margin`` times the largest checkpoint seen (the next save must
+    fit), and never less than ``min_free_mib`` (before any save was seen, or saves are tiny)."""
+    return max(int(margin * max(largest_save, 0)), int(min_free_mib * MIB))
+
+
+def room_wait_line(where: str, free: int, need: int, largest_save: int, margin: float) -> str:
+    """The cooldown's waiting line (status line, ``--json``, the alert): the path and the numbers."""
+    basis = (f"{margin:g} x the largest checkpoint, {human_bytes(largest_save)}" if margin * largest_save >= need
+             else "cooldown.disk_free_min_mib")
+    return f"room on {where}: {human_bytes(free)} free, need {human_bytes(need)} ({basis})"

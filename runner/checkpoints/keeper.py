@@ -68,6 +68,7 @@ class CheckpointKeeper:
         self.bad_in_a_row: list[str] = [str(p) for p in prior.get("in_a_row") or []]
         self.watcher: CheckpointWatcher | None = None
         self._disk_level: str | None = None     # the disk_filling level last alerted (diskroom.py)
+        self.largest_save = 0                   # bytes of the largest good save seen (room to wait for after disk_full)
         if root is not None and verify:
             done = set(self.verified)
             known = [c.path for c in find_checkpoints(root) if str(c.path) in done] if root.exists() else []
@@ -202,11 +203,23 @@ class CheckpointKeeper:
         side = read_sidecar(path)
         return side is not None and side.get("recipe_hash") not in (None, self.hash) and sidecar_current(path, side)
 
+    def largest_on_disk(self) -> int:
+        """Bytes of the largest checkpoint this run verified that is still on disk (a new runner
+        has not seen the saves itself): the room a save needs after a disk_full crash."""
+        largest = 0
+        for path in self.verified:
+            try:
+                largest = max(largest, sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()))
+            except OSError:
+                continue
+        return largest
+
     def _disk_room(self, ck: Checkpoint, rec: dict, attempt: int | None) -> None:
         """After a good save: will the next ones fit (diskroom.py)? An alert when the level changes."""
         import shutil
         from moeconsole.runner.checkpoints.diskroom import disk_alert, level_for
         size = sum(int(f.get("size") or 0) for f in rec.get("files") or [])
+        self.largest_save = max(self.largest_save, size)
         try:
             free = shutil.disk_usage(ck.path).free
         except OSError:

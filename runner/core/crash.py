@@ -23,11 +23,12 @@ CRASH_CLASSES = (
     "gpu_busy_at_init", "cuda_oom", "nccl_error", "port_in_use", "divergence",
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
     "user_kill", "gpu_unavailable", "config_error", "node_fail", "preempted", "time_limit",
-    "job_cancelled", "submit_refused", "slurm_unavailable", "missing_dependency", "launch_failed", "unknown",
+    "job_cancelled", "submit_refused", "slurm_unavailable", "missing_dependency", "launch_failed", "disk_full",
+    "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
-    "fail", "restart_launch_blocking", "wait_gpu", "wait_slurm", "none",
+    "fail", "restart_launch_blocking", "wait_gpu", "wait_slurm", "wait_disk", "none",
 )
 
 MAX_EVIDENCE = 10
@@ -458,7 +459,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
     ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
-              "QuotaExceeded")),
+              "QuotaExceeded", "unexpected pos ")),
 )
 
 
@@ -684,7 +685,11 @@ _SIG_TEXT = re.compile(
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
 # plugin after the kernel's OOM killer ran in the job (task_cgroup_memory.c): the same causes
 # the job's final state gives, for when accounting cannot be asked.
-_SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+?))?"
+# Older slurmstepd (req.c up to Slurm 17.x) put the node after the reason or named it inside it:
+# "*** %s CANCELLED AT %s DUE TO TIME LIMIT on %s ***", "... DUE TO PREEMPTION on %s ***",
+# "... DUE TO NODE %s FAILURE ***" and, for a plain cancel, "*** %s CANCELLED AT %s *** on %s".
+_SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+"
+                           r"(?: DUE TO (?:NODE (?P<failed_node>\S+) FAILURE|(?P<why>[A-Z ]+?))(?: on \S+)?)?"
                            r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
 _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
                         # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
@@ -723,7 +728,11 @@ _DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |canno
                          # cuDNN's own loader (libcudnn.so's dlopen of its sub-libraries), then abort():
                          # "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: cannot open
                          # shared object file: ..." / "Please make sure ... is in your library path!"
-                         r"|Could not load library \S+\. Error: ")
+                         r"|Could not load library \S+\. Error: "
+                         # ModuleNotFoundError's message alone on its line, its class name lost (an issue
+                         # title, a copied summary): Python's own words, "No module named 'x'" (import.c /
+                         # importlib: f"No module named {name!r}"); a warning says more on the same line
+                         r"|^No module named '[^']+'$")
 # The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
 _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
                          r"|cannot import name '[^']+'")
@@ -763,13 +772,33 @@ _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Inter
 # ENOSPC / EDQUOT ("No space left on device", "Disk quota exceeded", as Python's OSError "[Errno 28]"
 # and Rust's io::Error carry them; Rust's ErrorKind names StorageFull / QuotaExceeded, as safetensors
 # prints them), and torch.save's zip writer that lost a write (caffe2/serialize/inline_container.cc:
-# "PytorchStreamWriter failed writing file data/3: file write failed"). No class of its own (it is
-# `unknown`, restarted as before): the hint says where to look.
+# "PytorchStreamWriter failed writing file data/3: file write failed", "unexpected pos N vs M").
+# Class ``disk_full``: the runner waits for room where the run saves, then resumes from the newest
+# verified checkpoint.
 _DISK_FULL = re.compile(r"No space left on device|Disk quota exceeded|\bStorageFull\b|\bQuotaExceeded\b"
-                        r"|PytorchStreamWriter failed writing file")
-_DISK_FULL_HINT = ("a write failed, usually for lack of room (disk full or over quota; else the filesystem "
-                   "failed it): free space where the run saves (`df -h`, `quota`) before it restarts, or the "
-                   "next save fails the same way")
+                        r"|PytorchStreamWriter failed writing file"
+                        # torch.save to a path (PyTorchStreamWriter over an ofstream) on a full filesystem: the
+                        # short write is not raised; the next record's ostream_write_func finds the offset wrong,
+                        # CAFFE_THROW("unexpected pos ", current_pos_, " vs ", file_ofs), chained after the
+                        # stream's own "basic_ios::clear: iostream error" (seen for real on a full tmpfs)
+                        r"|inline_container\.cc:\d+\] \. unexpected pos \d+ vs \d+")
+_DISK_FULL_HINT = ("a write ran out of room (disk full or over quota): the runner waits until the filesystem "
+                   "where the run saves has room again (cooldown.disk_free_min_mib, cooldown.disk_margin), "
+                   "then resumes from the newest verified checkpoint; free space there (`df -h`, `quota`, "
+                   "old checkpoints)")
+# The same errno on shared memory is another cause with another fix: /dev/shm (a tmpfs in RAM, 64 MB in
+# a default docker container) is full, not the disk. In the programs' words: torch's MapAllocator
+# (aten/src/ATen/MapAllocator.cpp) "unable to write to file </torch_123_456_7>: No space left on device
+# (28)" for a DataLoader worker's tensor in shared memory, and "unable to open shared memory object
+# <...>"; NCCL's shm transport "Call to posix_fallocate failed : No space left on device" (shm.h,
+# NCCL <= 2.11) and "Error while creating shared memory segment /dev/shm/nccl-XXXX (size N)"
+# (shmutils.cc). torch's DataLoader names the same exhaustion on SIGBUS ("This might be caused by
+# insufficient shared memory (shm)"), so it is that class, ``bus_error``: raising the shm size or
+# lowering workers is the fix; waiting for the output disk would never help.
+_SHM_FULL = re.compile(r"/dev/shm|unable to write to file </torch_|shared memory|posix_fallocate")
+_SHM_HINT = ("shared memory (/dev/shm) is full, not the disk: raise it (docker --shm-size, "
+             "a larger tmpfs), lower dataloader workers, or remove stale /dev/shm/nccl-* and "
+             "/dev/shm/torch_* files of dead runs; NCCL_SHM_DISABLE=1 moves NCCL off shm")
 
 _GPU_UNAVAILABLE = re.compile(
     r"devices?(?:\(s\))? (?:is/are |is |are )?busy or unavailable"
@@ -842,6 +871,7 @@ class _Scan:
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
     disk: _Hits = field(default_factory=_Hits)
+    shm: _Hits = field(default_factory=_Hits)       # ENOSPC on /dev/shm (see _SHM_FULL)
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
@@ -913,7 +943,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
         if "slurm" in families:
             m = _SLURM_CANCEL.search(text)
             if m:
-                s.slurm.append((idx, text, _SLURM_WHY.get(m.group("why"), "CANCELLED")))
+                state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"), "CANCELLED")
+                s.slurm.append((idx, text, state))
             elif _SLURM_OOM.search(text):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
@@ -963,7 +994,7 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             if signum is not None:
                 s.sig_text.append((idx, text, signum))
         if "disk" in families and _DISK_FULL.search(text):
-            s.disk.decisive.append((idx, text))
+            (s.shm if _SHM_FULL.search(text) else s.disk).decisive.append((idx, text))
         if "gpu" in families and _GPU_UNAVAILABLE.search(text):
             s.gpu.decisive.append((idx, text))
         if "usage" in families and _USAGE.search(text):
@@ -1161,6 +1192,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         hint="host RAM, not GPU memory, ran out: lower dataloader workers, pinned memory "
                              "or CPU offload, or raise RAY_memory_usage_threshold only if the node "
                              "really has the room")
+    # a write that ran out of room (no fatal signal but SIGABRT: C++ writers throw and terminate)
+    if (s.disk or s.shm) and (signum not in _DECISIVE_SIGNALS or signum == _signal.SIGABRT):
+        return _shm_verdict(s, status_lines) if s.shm and not s.disk else _disk_full_verdict(s, status_lines)
     if hang:
         if s.nccl_timeout:
             return _nccl_verdict(s, status_lines)
@@ -1229,7 +1263,7 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
-_JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
+_JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
     "NODE_FAIL": ("node_fail", "a node of the job failed (Slurm: NODE_FAIL)", "restart", True,
@@ -1658,17 +1692,31 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
     else:
         how = f"exited with code {exit_code}"
     first_exc = s.exceptions[0][1] if s.exceptions else None
-    if first_exc is None and s.disk:    # behind a prefix the normaliser does not know: from the words on
-        text = s.disk.decisive[0][1]
-        m = _EXC_IN_TEXT.search(text) or _DISK_FULL.search(text)
-        first_exc = text[m.start():] if m else text
     summary = f"{how}{_who(status_lines, s)}"
     if first_exc:
         summary += f": {clip(first_exc, 200)}"
-    lines = s.exceptions + status_lines + s.disk.decisive[:2]
+    lines = s.exceptions + status_lines
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
-                    hint=_DISK_FULL_HINT if s.disk else None,
                     extra=[(i, t) for i, t, _ in s.sig_text])
+
+
+def _room_line(hits: _Hits) -> str:
+    """The line that says what ran out of room, from its exception on (a prefix hides it otherwise)."""
+    text = hits.decisive[-1][1]
+    m = _EXC_IN_TEXT.search(text) or _DISK_FULL.search(text)
+    return text[m.start():] if m else text
+
+
+def _disk_full_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
+    return _verdict("disk_full", s.disk.decisive[-3:] + status_lines,
+                    f"a write ran out of room{_who(status_lines, s)}: {clip(_room_line(s.disk), 200)}",
+                    retryable=True, recovery="wait_disk", hint=_DISK_FULL_HINT)
+
+
+def _shm_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
+    return _verdict("bus_error", s.shm.decisive[-3:] + status_lines,
+                    f"shared memory (/dev/shm) is full{_who(status_lines, s)}: {clip(_room_line(s.shm), 200)}",
+                    retryable=False, recovery="fail", hint=_SHM_HINT)
 
 
 # an exception name inside a line (the start of the exception a prefix hides)

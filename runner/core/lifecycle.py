@@ -110,6 +110,7 @@ class ConditionsProbe:
     on_busy: str                 # wait | kill | refuse
     port_busy: bool = False
     blockers: bool = False       # killable blockers were found
+    hold: bool = False           # a wait the ceiling never ends (no room to save: a launch would crash again)
 
 
 @dataclass(frozen=True)
@@ -384,7 +385,7 @@ def _conditions(life: Life, ev: ConditionsProbe, now: float) -> tuple[Life, list
     if ev.waiting and ev.on_busy == "refuse" and cd.preflight:
         msg = "pre-flight failed: " + "; ".join(ev.waiting)
         return replace(life, status=Status.FAILED, cooldown=None), effects + [SetStatus(Status.FAILED, msg)]
-    if now < cd.earliest or (ev.waiting and now < cd.ceiling_at):
+    if now < cd.earliest or (ev.waiting and now < cd.ceiling_at) or ev.hold:
         return life, effects
     launch = Launch(new_port=bool(ev.waiting) and ev.port_busy, ceiling_alert=tuple(ev.waiting))
     return replace(life, cooldown=None, attempt_live=True, exited=False, returncode=None), effects + [launch]

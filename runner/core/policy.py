@@ -185,6 +185,8 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
         alert, reason = WARNING, reason + "; CUDA out of memory again"
     elif verdict.cls == "divergence":
         alert, reason = WARNING, reason + "; Megatron asked for a rerun of a suspect step"
+    elif verdict.cls == "disk_full":
+        alert, reason = WARNING, reason + "; a write ran out of room: the launch also waits for room where the run saves"
     return Decision(RESTART, delay, reason, alert)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 KINDS = ("oom", "gpu_busy", "nccl", "port", "nan", "hang", "segv", "bus", "sigkill", "stub",
-         "cuda_fault", "recompute", "spike")
+         "cuda_fault", "recompute", "spike", "enospc")
 STARTUP_KINDS = frozenset({"gpu_busy", "port"})
 ALL_RANKS = -1
 

@@ -82,8 +82,8 @@ def validate(args: argparse.Namespace, world_size: int, faults: Sequence[Fault])
     if args.batch_size % world_size:
         raise ValueError(f"--batch_size {args.batch_size} does not split over WORLD_SIZE {world_size}")
     for f in faults:
-        if f.kind == "stub" and not is_save_step(f.step, args.save_steps, args.max_steps):
-            raise ValueError(f"--fault stub@{f.step}: no checkpoint is saved at step {f.step} "
+        if f.kind in ("stub", "enospc") and not is_save_step(f.step, args.save_steps, args.max_steps):
+            raise ValueError(f"--fault {f.kind}@{f.step}: no checkpoint is saved at step {f.step} "
                              f"(save_steps={args.save_steps}, max_steps={args.max_steps})")
 
 

@@ -5,6 +5,7 @@ Under torchrun every rank runs one; rank 0 alone prints, writes logging.jsonl an
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import time
@@ -187,7 +188,9 @@ class DemoTrainer:
         self.progress.last_checkpoint = ckpt.save_checkpoint(
             self.output_dir, step, tensors=lora_state_dict(self.model), config=self.adapter_config,
             args=self.args_record, state=state, optimizer_state=self.optimizer.state_dict(),
-            stub=self.plan.fires("stub", step))
+            stub=self.plan.fires("stub", step) or self.plan.fires("enospc", step))
+        if self.plan.fires("enospc", step):  # the save ran out of room: a stub is left and the write raises
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target / ckpt.ADAPTER_WEIGHTS))
 
     def finish(self) -> None:
         """End-of-run dict and logging.jsonl records, as HF/ms-swift write them."""

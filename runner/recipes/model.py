@@ -30,6 +30,7 @@ from moeconsole.runner.process.slurm.settings import SlurmSettings
 
 _MIB = bounds.Range(0.0, float(1 << 30), unit="MiB")
 _POLL = bounds.Range(0.0, bounds.HOUR, lo_open=True)
+_MARGIN = bounds.Range(1.0, 100.0, unit="factor")
 _GIB = bounds.Range(0.0, float(1 << 20), lo_open=True, unit="GiB")
 _BAD_SAVES = bounds.Range(0, 1 << 20, integer=True, unit="count")
 _MAX_LENGTH = bounds.Range(1, 1 << 30, integer=True, unit="count")
@@ -49,6 +50,10 @@ class Cooldown(schema.Section, frozen=True):
     ceiling_s: schema.Seconds = 90.0
     gpu_mem_tolerance_mib: Annotated[float, schema.within(_MIB)] = 1024.0
     poll_s: Annotated[float, schema.within(_POLL)] = 0.5
+    # after a disk_full crash: wait (past the ceiling) until the output's filesystem has this much free,
+    # and disk_margin x the largest checkpoint seen (moeconsole.runner.checkpoints.diskroom.room_needed)
+    disk_free_min_mib: Annotated[float, schema.within(_MIB)] = 1024.0
+    disk_margin: Annotated[float, schema.within(_MARGIN)] = 1.2
 
     def __post_init__(self) -> None:
         if self.ceiling_s < self.floor_s:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from moeconsole.runner.core import bounds
@@ -40,6 +41,59 @@ class Probe:
     waiting: tuple[str, ...]            # one human line per unmet condition
     port_busy: bool = False             # the rendezvous port is taken (a new port helps)
     blockers: tuple[ProcInfo, ...] = ()  # processes of others in the way (``on_busy: kill`` ends them)
+    hold: bool = False                  # no room to save yet: the ceiling does not launch
+
+
+# Tests only: a file holding a number of MiB that replaces ``cooldown.disk_free_min_mib`` at every
+# look (a test cannot fill a real disk; it asks for more than the filesystem has, then lowers it).
+DISK_MIN_FREE_FILE_ENV = "MOECONSOLE_TEST_DISK_MIN_FREE_FILE"
+
+
+def existing_dir(path: Path) -> Path:
+    """``path`` or its nearest existing ancestor (the output dir may not exist yet): the filesystem it lands on."""
+    for p in (path, *path.parents):
+        if p.is_dir():
+            return p
+    return Path("/")
+
+
+@dataclass
+class RoomWait:
+    """After a ``disk_full`` crash: the launch waits until the output's filesystem has room again."""
+    where: Path                 # the run's output directory (checkpoints.dir, else the working directory)
+    largest_save: int           # bytes of the largest checkpoint seen
+    margin: float
+    min_free_mib: float
+
+    def need(self) -> int:
+        from moeconsole.runner.checkpoints.diskroom import room_needed
+        min_free = self.min_free_mib
+        override = os.environ.get(DISK_MIN_FREE_FILE_ENV)
+        if override:
+            try:
+                min_free = float(Path(override).read_text().strip())
+            except (OSError, ValueError):
+                pass
+        return room_needed(self.largest_save, margin=self.margin, min_free_mib=min_free)
+
+    def measure(self) -> tuple[Path, int, int] | None:
+        """(the directory measured, free bytes, bytes needed); None when the filesystem cannot be read."""
+        where = existing_dir(self.where)
+        try:
+            vfs = os.statvfs(where)
+        except OSError:
+            return None
+        return where, vfs.f_bavail * vfs.f_frsize, self.need()
+
+    def missing(self) -> tuple[str, int, int] | None:
+        """(the waiting line, free, need) while there is not enough room; None once there is
+        (or the filesystem cannot be read: a wait nobody can measure never ends)."""
+        from moeconsole.runner.checkpoints.diskroom import room_wait_line
+        got = self.measure()
+        if got is None or got[1] >= got[2]:
+            return None
+        where, free, need = got
+        return room_wait_line(str(where), free, need, self.largest_save, self.margin), free, need
 
 
 class ConditionsCheck:
@@ -53,13 +107,16 @@ class ConditionsCheck:
         self.gpu_backend = gpu_backend
         self.diag = diag
         self.blockers: tuple[ProcInfo, ...] = ()  # the last probe's (``on_busy: kill`` ends them)
+        self.room: RoomWait | None = None  # set after a disk_full crash, cleared once there is room
+        self.room_back: tuple[Path, int, int] | None = None  # (where, free, need) when the wait ended
 
     def probe(self, *, unwritable: str | None, survivors: Iterable[int], tree_blocking: list[str],
               port: int | None) -> lc.ConditionsProbe:
         """The lifecycle's event for one look at the conditions (``look``)."""
         found = self.look(unwritable=unwritable, survivors=survivors, tree_blocking=tree_blocking, port=port)
         self.blockers = found.blockers
-        return lc.ConditionsProbe(found.waiting, self.on_busy, port_busy=found.port_busy, blockers=bool(found.blockers))
+        return lc.ConditionsProbe(found.waiting, self.on_busy, port_busy=found.port_busy, blockers=bool(found.blockers),
+                                  hold=found.hold)
 
     def take_blockers(self) -> tuple[ProcInfo, ...]:
         """The blockers the last probe found, once (a second kill order finds none)."""
@@ -73,6 +130,14 @@ class ConditionsCheck:
         engine still waits for (a batch job not yet ended)."""
         from moeconsole.runner.telemetry.preflight import gpu_problems, port_free, preflight
         waiting: list[str] = [unwritable] if unwritable else []
+        hold = False
+        if self.room is not None:
+            short = self.room.missing()
+            if short is None:
+                self.room_back, self.room = self.room.measure(), None
+            else:
+                waiting.append(short[0])
+                hold = True
         alive = sorted(survivors)
         if alive:
             waiting.append(f"survivors of this run: PIDs {alive[:8]}")
@@ -81,18 +146,18 @@ class ConditionsCheck:
         if port_busy:
             waiting.append(f"port {port} busy")
         if not (port or self.devices):
-            return Probe(tuple(waiting), port_busy)
+            return Probe(tuple(waiting), port_busy, hold=hold)
         try:
             res = preflight(self.gpu_backend, devices=self.devices, tolerance_mib=self.tolerance_mib, port=port,
                             run_id=self.run_id, exclude_pids={os.getpid()})
         except Exception as exc:  # a scan racing with exits must not stop supervision
             self.diag(f"pre-flight check failed: {exc}")
-            return Probe(tuple(waiting), port_busy)
+            return Probe(tuple(waiting), port_busy, hold=hold)
         blockers = tuple(b for b in res.blockers if PORT_HOLDER in b.labels or (self.devices and b.gpus))
         if self.devices:
             waiting += gpu_problems(res.gpu, self.devices, self.tolerance_mib)
         waiting += [b.describe() for b in blockers]
-        return Probe(tuple(waiting), port_busy, blockers)
+        return Probe(tuple(waiting), port_busy, blockers, hold)
 
 
 def cooldown_record(cd: Cooldown | None, wall: Callable[[float], float]) -> dict[str, Any] | None:

@@ -99,6 +99,11 @@ class Launcher:
         from moeconsole.runner.core.crash import interpreter_of
         return interpreter_of(recipes.launch_argv(self.recipe, self.placeholders(attempt)))
 
+    def workdir(self, attempt: int) -> str:
+        """The directory the command runs in: the recipe's ``workdir``, else where ``run`` was started."""
+        return self.fill(self.recipe.workdir, attempt) if self.recipe.workdir else \
+            self.recipe.launch.cwd or str(self.run.path)
+
     def past_the_ceiling(self, launch: lc.Launch, attempt: int) -> None:
         """A launch at the cooldown's ceiling: say what still waits, and move the rendezvous
         to a free port when the old one stayed busy."""
@@ -160,8 +165,7 @@ class Launcher:
         env.update({"MOECONSOLE_RUN_ID": self.run.run_id, "MOECONSOLE_RUN_DIR": str(self.run.path),
                     "MOECONSOLE_ATTEMPT": str(attempt), "MOECONSOLE_RECIPE_HASH": self.hash,
                     "PYTHONUNBUFFERED": "1"})
-        workdir = self.fill(self.recipe.workdir, attempt) if self.recipe.workdir else \
-            self.recipe.launch.cwd or str(self.run.path)
+        workdir = self.workdir(attempt)
         shown = self.redactor.redact_argv(argv)
         self._log(f"\n{rundir.attempt_marker_line(attempt, time.strftime('%Y-%m-%dT%H:%M:%S'), shown)}\n")
         try:

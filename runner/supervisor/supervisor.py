@@ -48,7 +48,9 @@ from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
 from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.supervisor import control
-from moeconsole.runner.supervisor.conditions import ConditionsCheck, Terminations, cooldown_record, kill_grace
+from moeconsole.runner.core.units import human_bytes
+from moeconsole.runner.supervisor.conditions import (ConditionsCheck, RoomWait, Terminations, cooldown_record,
+                                                     existing_dir, kill_grace)
 from moeconsole.runner.supervisor.controlserver import ControlServer
 from moeconsole.runner.supervisor.dispatch import Dispatcher, Steered
 from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
@@ -186,6 +188,9 @@ class Supervisor:
             self.state.set(ended_at=None)
         self.apply(lc.Started(leader_alive=found.leader_alive, leader_known=found.leader_known,
                               restart_requested=self.restart_requested_at_start, drift_refused=drift))
+        if self.life.status == Status.COOLDOWN and (self.state.get("last_crash") or {}).get("class") == "disk_full":
+            # a new runner takes over a cooldown after a disk_full crash: the wait for room goes on
+            self._wait_for_room(attempt, again=True)
         self.flush_state(force=True)
 
     # ---- the lifecycle: events in, effects out ----------------------------------------------
@@ -350,7 +355,42 @@ class Supervisor:
         self.state.set(**out.state, history=[h.__dict__ for h in self.history[-HISTORY_KEPT:]])
         if out.judged.action == "restart" and out.verdict is not None:
             self.next_env = out.next_env
+            if out.verdict.cls == "disk_full":
+                self._wait_for_room(n)
         return out.judged
+
+    def _wait_for_room(self, attempt: int, *, again: bool = False) -> None:
+        """A write ran out of room: no launch (not even at the cooldown's ceiling) until the output's
+        filesystem has room for the next save; the alert names the path and the numbers."""
+        cd = self.recipe.cooldown
+        where = self.ckpt_root or Path(self.launcher.workdir(attempt))
+        largest = max(self.checkpoints.largest_save, self.checkpoints.largest_on_disk())
+        room = RoomWait(where, largest, float(cd.disk_margin), float(cd.disk_free_min_mib))
+        short = room.missing()
+        if short is None:
+            return
+        self.conditions.room = room
+        if again:
+            return  # the open disk_full episode of the runner before still says so
+        line, free, need = short
+        # an episode (cause): it resolves when the room is back (``_room_back``)
+        self.journal.event("alert", level="warning", rule="disk_full", cause="disk_full", step=self.state.step,
+                           attempt=attempt, message=f"disk full: waiting for {line} before restarting from the "
+                                                    "newest verified checkpoint",
+                           values={"path": str(existing_dir(where)), "free_bytes": free, "need_bytes": need,
+                                   "largest_save_bytes": room.largest_save,
+                                   "headline": f"disk full: waiting for room on {existing_dir(where)}"})
+
+    def _room_back(self) -> None:
+        """The wait for room ended: the disk_full alert resolves, with the numbers that ended it."""
+        back, self.conditions.room_back = self.conditions.room_back, None
+        if back is None:
+            return
+        where, free, need = back
+        self.journal.event("alert", level="info", rule="disk_full", cause="disk_full", resolved=True,
+                           step=self.state.step, attempt=self.state.get("attempt"),
+                           message=f"room again on {where}: {human_bytes(free)} free, {human_bytes(need)} needed",
+                           values={"path": str(where), "free_bytes": free, "need_bytes": need})
 
     def _checkpoint_state(self) -> lc.BadSaves | None:
         """The keeper's verdicts into the state; ``checkpoints.pause_after_bad_saves`` saves in
@@ -513,8 +553,10 @@ class Supervisor:
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
                 or (time.monotonic() >= cd.earliest and not cd.waiting_on)):
             procs = self.watch.procs
-            self.apply(self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
-                                             survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking()))
+            probe = self.conditions.probe(unwritable=self.launcher.unwritable(), port=self.launcher.port(),
+                                          survivors=procs.survivors(scan_markers=True), tree_blocking=procs.blocking())
+            self._room_back()  # the disk_full alert resolves before the launch it allows
+            self.apply(probe)
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
         self.flush_state()

@@ -245,3 +245,12 @@ def test_last_record_class_comes_from_the_verdict():
 def test_decision_to_dict():
     d = decide(verdict("segfault"), progressing_crashes(1), DEFAULTS, NOW)
     assert d.to_dict() == {"action": "restart", "delay_s": 30.0, "reason": d.reason, "alert": None}
+
+
+def test_disk_full_restarts_with_a_warning_that_the_launch_waits_for_room():
+    d = decide(verdict("disk_full", recovery="wait_disk"), progressing_crashes(1, cls="disk_full"), DEFAULTS, NOW)
+    assert d.action == "restart" and d.alert == "warning", d
+    assert d.reason.endswith("a write ran out of room: the launch also waits for room where the run saves"), d.reason
+    # it is a crash like any other for the cap: the 11th disk_full in a row fails the run
+    d = decide(verdict("disk_full", recovery="wait_disk"), progressing_crashes(11, cls="disk_full"), DEFAULTS, NOW)
+    assert d.action in ("fail", "pause"), d

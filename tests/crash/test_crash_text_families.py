@@ -337,13 +337,38 @@ def test_failed_exitcode_inside_other_words_is_not_the_agents_line():
     # behind a prefix the normaliser does not know (a Metaflow task's "[run/step/task (pid N)] [uuid] ")
     "2023-04-29 06:01:12.977 [177/train/578 (pid 28936)] [09c561ee-a44c] OSError: [Errno 28] No space left on device",
 ])
-def test_a_write_that_ran_out_of_room_stays_unknown_with_a_disk_hint(line):
+def test_a_write_that_ran_out_of_room_is_disk_full_and_waits_for_room(line):
     tail = ["Saving model checkpoint to out/checkpoint-400", "Traceback (most recent call last):",
             '  File "/usr/lib/python3.11/site-packages/torch/serialization.py", line 652, in save', line]
     v = classify(1, tail, steps_seen=400)
-    assert v.cls == "unknown" and v.retryable and v.recovery == "restart", v
-    assert v.hint and "free space" in v.hint, v
+    assert v.cls == "disk_full" and v.retryable and v.recovery == "wait_disk", v
+    assert v.hint and "free space" in v.hint and "verified checkpoint" in v.hint, v
     assert line.split("] ", 2)[-1][:25] in v.summary if "pid 28936" in line else line[:25] in v.summary, v.summary
+
+
+@pytest.mark.parametrize("lines", [
+    # torch's MapAllocator (aten/src/ATen/MapAllocator.cpp) for a DataLoader worker's shared-memory tensor
+    ["Traceback (most recent call last):",
+     "RuntimeError: unable to write to file </torch_3046_2373297702_0>: No space left on device (28)"],
+    # NCCL <= 2.11's shm transport (shm.h: SYSCHECK(shm_allocate(...), "posix_fallocate"))
+    ["node1:123:456 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+     "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled system "
+     "error, NCCL version 2.10.3"],
+    # a write into /dev/shm by name
+    ["OSError: [Errno 28] No space left on device: '/dev/shm/cache/batch_17.pt'"],
+])
+def test_shared_memory_out_of_room_is_not_the_disk(lines):
+    """ENOSPC on /dev/shm: torch's own words for that exhaustion (the DataLoader's SIGBUS text,
+    "insufficient shared memory (shm)") make it bus_error; waiting for the output disk never helps."""
+    v = classify(1, lines, steps_seen=40)
+    assert v.cls == "bus_error" and not v.retryable and v.recovery == "fail", v
+    assert "shared memory (/dev/shm) is full" in v.summary and "--shm-size" in (v.hint or ""), v
+
+
+def test_a_disk_full_line_after_a_fatal_signal_is_not_the_cause():
+    v = classify(-11, ["OSError: [Errno 28] No space left on device", "Segmentation fault (core dumped)"],
+                 steps_seen=40)
+    assert v.cls == "segfault", v
 
 
 def test_an_ordinary_unknown_crash_gets_no_disk_hint():
@@ -375,3 +400,48 @@ def test_the_watchdog_threads_rethrow_location_is_an_nccl_error_but_not_a_timeou
             "(most recent call first):")
     assert classify(1, [line], steps_seen=40).cls == "nccl_error"
     assert classify(None, [line], hang=True, steps_seen=40).cls == "hang"
+
+
+@pytest.mark.parametrize("line, cls", [
+    # slurmstepd's req.c up to Slurm 17.x: the node after the reason, or inside it, or after the stars
+    ("slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***", "time_limit"),
+    ("slurmstepd: error: *** STEP 830329.0 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***",
+     "time_limit"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 DUE TO PREEMPTION on gpu12 ***", "preempted"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 DUE TO NODE gpu12 FAILURE ***", "node_fail"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 DUE TO JOB REQUEUE ***", "preempted"),
+    ("slurmstepd: error: *** JOB 77 CANCELLED AT 2017-03-01T10:00:00 *** on gpu12", "job_cancelled"),
+])
+def test_older_slurmstepd_cancel_lines_give_the_jobs_state(line, cls):
+    v = classify(None, ["step 40 loss 1.2", line], steps_seen=40)
+    assert v.cls == cls, v
+
+
+def test_module_not_found_message_alone_is_the_missing_dependency():
+    """ModuleNotFoundError's message on its own line (an issue title), frames after it and nothing raised."""
+    tail = ["No module named 'swift.megatron.model.gpt_bridge'",
+            '  File "/x/megatron/core/dist_checkpointing/strategies/common.py", line 89, in load_common',
+            "    return torch.load(load_path, map_location='cpu', weights_only=False)"]
+    v = classify(1, tail, steps_seen=0)
+    assert v.cls == "missing_dependency" and "swift.megatron.model.gpt_bridge" in v.summary, v
+    # a logged warning that names a missing optional module says more on its line: not the cause
+    warn = ["Warning: No module named 'apex', falling back to torch", "Traceback (most recent call last):",
+            "ValueError: bad batch"]
+    assert classify(1, warn, steps_seen=3).cls == "unknown"
+
+
+def test_torch_save_to_a_full_filesystem_is_disk_full():
+    """What torch 2.x's torch.save printed for real on a full tmpfs (tests/runner/test_runner_disk_full.py):
+    no errno anywhere, only the stream's exception and the zip writer's offset check."""
+    tail = ["Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/torch/serialization.py", line 1312, in _save',
+            "    zip_file.write_record(name, storage, num_bytes)",
+            "RuntimeError: basic_ios::clear: iostream error", "",
+            "During handling of the above exception, another exception occurred:", "",
+            "Traceback (most recent call last):",
+            '  File "/venv/lib/python3.11/site-packages/torch/serialization.py", line 834, in __exit__',
+            "    self.file_like.write_end_of_file()",
+            "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 507776 vs 507664"]
+    v = classify(1, tail, steps_seen=12)
+    assert v.cls == "disk_full" and "unexpected pos 507776 vs 507664" in v.summary, v
+    assert classify(1, ["ValueError: unexpected position in stream"], steps_seen=3).cls == "unknown"

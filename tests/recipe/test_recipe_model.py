@@ -185,7 +185,8 @@ def test_defaults_come_from_the_models(tmp_path):
     # recipe.yaml shows an owned section as the recipe wrote it: nothing set, nothing shown
     on_disk = recipes.for_run_dir(r)
     assert on_disk["restart"] == {} and on_disk["sync"] == {}
-    assert on_disk["cooldown"] == {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5}
+    assert on_disk["cooldown"] == {"floor_s": 10.0, "ceiling_s": 90.0, "gpu_mem_tolerance_mib": 1024.0, "poll_s": 0.5,
+                                   "disk_free_min_mib": 1024.0, "disk_margin": 1.2}
     # a section given as null is its defaults, as before
     r = recipes.load(_write(tmp_path, "kill", None))
     assert r.kill == model.KillSettings(grace_s=60.0)

@@ -120,6 +120,17 @@ def test_cooldown_waits_for_conditions_until_the_ceiling_then_launches_on_a_new_
     assert eff == [lc.Launch(new_port=True, ceiling_alert=("port 29500 busy",))] and new.attempt_live
 
 
+def test_no_room_to_save_holds_the_launch_past_the_ceiling_until_there_is_room():
+    life, _ = lc.step(lc.Life(Status.PAUSED), lc.Control("resume"), NOW, CFG)
+    full = lc.ConditionsProbe(("room on /ckpt: 2.0 GB free, need 9.0 GB (cooldown.disk_free_min_mib)",), "wait",
+                              hold=True)
+    for late in (CFG.ceiling_s, CFG.ceiling_s * 100):
+        same, eff = lc.step(life, full, NOW + late, CFG)
+        assert eff == [] and not same.attempt_live and same.status == Status.COOLDOWN
+    new, eff = lc.step(life, lc.ConditionsProbe((), "wait"), NOW + CFG.ceiling_s * 100, CFG)
+    assert eff == [lc.Launch()] and new.attempt_live
+
+
 def test_preflight_refuse_fails_the_run_and_kill_policy_kills_blockers():
     life, _ = lc.step(lc.Life(Status.STARTING), lc.Started(False, False), NOW, CFG)
     new, eff = lc.step(life, lc.ConditionsProbe(("GPU 0: 30 GiB used",), "refuse"), NOW, CFG)
