@@ -32,7 +32,26 @@ TIME_KEY = "t"                   # the wall time of each step (not a chart: runs
 NOT_METRICS = frozenset({"rank", "local_rank", "world_size", "node_rank", "pid"})
 MAX_OTHER = 64                   # other series kept (the first seen); more are counted, not kept
 OTHER_LIMIT = 1024               # buckets per other series (the chart series keep DEFAULT_LIMIT)
+# A metric record's byte offset in train.log of the line that completed it (absent in records
+# written before it was stamped, and in records of a foreign log's first quick read).
+LOG_AT = "log_at"
+_LOG_AT_TAIL = b',"' + LOG_AT.encode() + b'":%d}\n'
 _RESERVED = frozenset(CHART_KEYS) | frozenset(RECORD_OTHER) | {TIME_KEY, EVAL_KEY}
+
+
+def log_at(rec: dict) -> int | None:
+    """The train.log offset a metric record is stamped with (``LOG_AT``), or None."""
+    at = rec.get(LOG_AT)
+    return at if type(at) is int and at >= 0 else None
+
+
+def with_log_at(line: bytes, at: int) -> bytes:
+    """A record's JSON line (``{...}\n``) with ``LOG_AT`` as its last field (``at`` < 0:
+    unknown, the line as it is). The same bytes ``jsonio.dumps`` writes for the record with the
+    field added last."""
+    if at < 0:
+        return line
+    return line[:-2] + _LOG_AT_TAIL % at
 
 
 def extra_name(key: str) -> str:
