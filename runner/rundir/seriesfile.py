@@ -301,13 +301,16 @@ class SeriesBook:
                 if s is not None:
                     s.append(step, v)
 
-    def feed_file(self, run: rundir.RunDir) -> int:
+    def feed_file(self, run: rundir.RunDir, each: Callable[[dict], None] | None = None) -> int:
         """Feed the records written after ``offset`` (and the evaluations after
-        ``evals_offset``); returns how many lines were read."""
+        ``evals_offset``); returns how many lines were read. ``each``: also told of every
+        metric record read (``LineRecords.feed``)."""
         n = 0
         for off, rec in jsonio.iter_jsonl(run.metrics, self.offset):
             self.offset = off
             self.feed(rec)
+            if each is not None:
+                each(rec)
             n += 1
         for off, rec in jsonio.iter_jsonl(run.evals, self.evals_offset):
             self.evals_offset = off
@@ -352,6 +355,59 @@ class SeriesBook:
         except (KeyError, TypeError, ValueError, IndexError):
             return None
         return book
+
+
+# Records kept by the line they were stamped with: the log tail shows at most a few dozen lines.
+LINE_RECORDS_KEEP = 512
+LINE_RECORDS_BYTES = 256 << 10   # of metrics.jsonl read back when a reader starts
+
+
+class LineRecords:
+    """The newest metric records by the train.log line they are stamped with (``log_at``): what a
+    line of the log tail shows as columns, read from the runner's records instead of parsing the
+    line again. ``stamped``: the newest record read carries the stamp (a run directory written
+    before it, or a log nobody supervises, has none: its lines must be parsed to be columns)."""
+
+    def __init__(self, keep: int = LINE_RECORDS_KEEP) -> None:
+        self.keep = keep
+        self.by_at: dict[int, dict] = {}
+        self.stamped = False
+
+    def feed(self, rec: dict) -> None:
+        at = log_at(rec)
+        self.stamped = at is not None
+        if at is None:
+            return
+        self.by_at.pop(at, None)   # several records of one line (a bar's redraws): the newest
+        self.by_at[at] = rec
+        if len(self.by_at) > self.keep:
+            del self.by_at[next(iter(self.by_at))]
+
+    def prime(self, run: rundir.RunDir, max_bytes: int = LINE_RECORDS_BYTES) -> None:
+        """The records at the end of ``metrics.jsonl`` (a reader that starts from ``series.json``
+        never reads them otherwise)."""
+        try:
+            size = os.path.getsize(run.metrics)
+        except OSError:
+            return
+        start = max(0, size - max_bytes)
+        if start:
+            with open(run.metrics, "rb") as f:
+                f.seek(start - 1)
+                head = f.read(min(size - start + 1, 64 << 10))
+            nl = head.find(b"\n")
+            if nl < 0:
+                return
+            start += nl
+        for _, rec in jsonio.iter_jsonl(run.metrics, start):
+            self.feed(rec)
+
+    def of(self, offsets: Sequence[int | None]) -> tuple[dict | None, ...] | None:
+        """The record stamped with each offset (None: no record of that line); None when the
+        records are not stamped."""
+        if not self.stamped:
+            return None
+        return tuple(None if at is None else self.by_at.get(at) for at in offsets)
 
 
 def as_dicts(records: list) -> list[dict]:
