@@ -62,6 +62,8 @@ class MetricColumns:
     def __init__(self, line_format: Any = None) -> None:
         self.line_format = line_format
         self._cache: OrderedDict[str, tuple[str, ...] | str] = OrderedDict()
+        # a line shown from a record: (that record, what it shows), while it is the line's record
+        self._from_records: OrderedDict[str, tuple[dict | None, tuple[str, ...] | str]] = OrderedDict()
 
     def cell(self, line: str) -> tuple[str, ...] | str:
         """A line of a log without records: its parse (cached) or the line."""
@@ -75,6 +77,19 @@ class MetricColumns:
             self._cache.move_to_end(line)
         return shown
 
+    def shown(self, line: str, rec: dict | None) -> tuple[str, ...] | str:
+        """A line shown from the runner's record of it (None: the line as it is); remembered
+        while the record is the same (the tail shows most lines again every poll)."""
+        got = self._from_records.get(line)
+        if got is not None and got[0] is rec:
+            self._from_records.move_to_end(line)
+            return got[1]
+        shown = record_cells(rec) or line.expandtabs(4)
+        self._from_records[line] = (rec, shown)
+        if len(self._from_records) > CACHE_LINES:
+            self._from_records.popitem(last=False)
+        return shown
+
     def rows(self, lines, height: int | None = None,
              records: Sequence[dict | None] | None = None) -> list[str]:
         """The newest lines that fit in ``height`` (one goes to the header if any metric shows).
@@ -86,8 +101,7 @@ class MetricColumns:
             lines = lines[-height:]
             recs = recs[-height:] if recs is not None else None
         if recs is not None:
-            cells: list[tuple[str, ...] | str] = [record_cells(rec) or line.expandtabs(4)
-                                                  for line, rec in zip(lines, recs)]
+            cells: list[tuple[str, ...] | str] = [self.shown(line, rec) for line, rec in zip(lines, recs)]
         else:
             cells = [self.cell(line) for line in lines]
         if height is not None and len(cells) >= height and any(isinstance(c, tuple) for c in cells):
