@@ -4,12 +4,13 @@
 
 A live demo-like run (a writer process plays the runner: state.json with its live PID, one
 metric record, naming its line's offset as the runner's do, and one log line per step) is shown
-by real terminal apps, each in its own pseudo-terminal (160x48): ``moeconsole attach RUN`` (its log tail pane), and in the same run
-``tail -F train.log`` and toolong (``tl train.log``, when installed: ``make bench`` puts it in
-``.venv-bench``). This process appends a log line carrying a unique mark at a steady rate and
-reads every pty; the latency of a mark is the time from its write to its first appearance in an
-app's output (escape sequences stripped). p50 / p99 / max per app, in the same run. The
-second phase repeats it with both cores kept busy (stress-ng), as on a loaded training host.
+by real terminal apps, each in its own pseudo-terminal (160x48): ``moeconsole attach RUN`` (its
+log tail pane), and in the same run ``tail -F train.log`` and toolong (``tl train.log``, when
+installed: ``make bench`` puts it in ``.venv-bench``). This process appends a log line carrying a
+unique mark at a steady rate and reads every pty; the latency of a mark is the time from its write
+to its first appearance in an app's output (escape sequences stripped). p50 / p99 / max per app,
+in the same run. The second phase repeats it with both cores kept busy (stress-ng), as on a
+loaded training host.
 """
 from __future__ import annotations
 

@@ -80,7 +80,7 @@ class RunSource:
             host = HostLine(run.path) if telemetry is None else None
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
                                   book_source=importing.current_book if importing is not None else None,
-                                  host=host or None)
+                                  host=host or None, line_records=True)
         self._recipe: RunRecipe | None = None
         self._recipe_read = False
         self._last_gpu: tuple[dict | None, tuple[dict, ...], dict | None] | None = None

@@ -361,7 +361,7 @@ class SeriesBook:
 
 # Records kept by the line they were stamped with: the log tail shows at most a few dozen lines.
 LINE_RECORDS_KEEP = 512
-LINE_RECORDS_BYTES = 256 << 10   # of metrics.jsonl read back when a reader starts
+LINE_RECORDS_BYTES = 64 << 10   # of metrics.jsonl read back when a reader starts (~200 records)
 
 
 class LineRecords:

@@ -169,11 +169,14 @@ class RunWatcher:
                  telemetry: Telemetry | None = None,
                  full: bool = False,
                  book_source: Callable[[], seriesfile.SeriesBook] | None = None,
-                 host: Callable[[StateDict], Doc | None] | None = None) -> None:
+                 host: Callable[[StateDict], Doc | None] | None = None,
+                 line_records: bool = False) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
         otherwise the bounded chart series, started from the runner's ``series.json``.
         ``book_source``: the chart book comes from there instead of the run directory (a log
-        being imported: its newest steps, then its whole history)."""
+        being imported: its newest steps, then its whole history). ``line_records``: each
+        snapshot carries the runner's record of each log tail line (``tail_records``: the
+        screen's tail shows them)."""
         self.run = run
         self.telemetry = telemetry
         self.host = host   # this host's line (CPU, RAM, output dir I/O), sampled with the GPUs
@@ -189,9 +192,9 @@ class RunWatcher:
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
         self._tail: tuple[StatKey | None, tuple[str, ...], tuple[int, ...]] = (None, (), ())
-        # the newest records by the log line they came from (the tail's columns); not for a
-        # log being imported (its lines are parsed) nor a full read (no tail shown)
-        self.line_records = seriesfile.LineRecords() if book_source is None and not full else None
+        # the newest records by the log line they came from (the tail's columns); never for a
+        # log being imported (its lines are parsed)
+        self.line_records = seriesfile.LineRecords() if line_records and book_source is None else None
 
     def _log_tail(self) -> tuple[tuple[str, ...], tuple[Doc | None, ...] | None]:
         """The log's last lines, read again only when the file changed (a poll woken by another
