@@ -98,16 +98,20 @@ class BatchBuilder:
         if hi == len(rows.steps) and rows.max_steps is not None:
             self._max = rows.max_steps
 
-    def add_events(self, events: list[tuple[str, dict]], as_lines: bool = False, at: int | None = None) -> None:
+    def add_events(self, events: list[tuple[str, dict]], as_lines: bool = False,
+                   at: int | list[int] | None = None) -> None:
         """The parser's records and marks, in order. ``as_lines``: the batch holds these
         records as their NDJSON lines (the template rows around them are lines too). ``at``:
-        the log's byte offset of the line that gave them (None: a record the end of the log
-        released, or offsets not tracked)."""
+        the log's byte offset of the line each record came from (one for all, or one per
+        record; None or -1: not known)."""
+        k = 0
         for kind, obj in events:
             if kind != RECORD:
                 self._marks.append((self.n, obj))
                 continue
-            self._at.append((-1 if at is None else at,))
+            off = at[k] if isinstance(at, list) else at
+            k += 1
+            self._at.append((-1 if off is None else off,))
             i = len(self._dicts)
             self._dicts.append(obj)
             self._out.append((dumps({"v": 1, **obj}) + "\n").encode() if as_lines else obj)
@@ -179,9 +183,10 @@ class BatchBuilder:
         return blocks
 
 
-def batch_from_events(events: list[tuple[str, dict]], want_records: bool, at: int | None = None) -> Batch:
+def batch_from_events(events: list[tuple[str, dict]], want_records: bool,
+                      at: int | list[int] | None = None) -> Batch:
     """A batch from LogParser events (records and marks in file order); ``at``: the log's
-    byte offset of the line that gave them."""
+    byte offset of the line they (or each) came from."""
     out = BatchBuilder(want_records)
     out.add_events(events, at=at)
     return out.build()

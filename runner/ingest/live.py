@@ -90,13 +90,13 @@ class LiveReader:
                 if nl < 0:
                     self.pipe.keep_partial(piece, at + pos)
                     break
+                line_at = partial_at if self.pipe.partial.waiting and pos == 0 else at + pos
+                self.pipe.lines.note(line_at)
                 if self.pipe.partial.waiting:
-                    line_at = partial_at if pos == 0 else at + pos
                     events = self.parser.read_completed(*self.pipe.partial.complete(piece[:-1]))
                 else:
-                    line_at = at + pos
                     events = self.parser.process_line(piece[:-1])
-                batch = batch_from_events(events, True, line_at)
+                batch = batch_from_events(events, True, self.pipe.lines.offsets(events, line_at))
                 if len(batch) or batch.marks:
                     out.append(batch)
             except Exception as exc:  # noqa: BLE001 - skipped and counted

@@ -61,11 +61,32 @@ class Lines:
     at: list[int] | None = None   # each line's byte offset in the log (None: not tracked)
 
 
+LINE_AT_KEEP = 4096   # the parser's recent lines whose offsets are kept (``ParserReader.line_at``)
+
+
 class ParserReader:
-    """The line parser as a strategy: every line it is given, one at a time."""
+    """The line parser as a strategy: every line it is given, one at a time. Keeps the log
+    offset of the lines it read lately, by line number: a record a later line releases (a
+    progress bar's last count, a step block, a dict cut by a newline) is stamped with the offset
+    of the line it came from (``LogParser.origins``)."""
 
     def __init__(self, parser: LogParser) -> None:
         self.parser = parser
+        self.line_at: dict[int, int] = {}
+
+    def note(self, at: int) -> None:
+        """The next line the parser reads starts at log offset ``at``."""
+        self.line_at[self.parser.stats.lines + 1] = at
+        if len(self.line_at) > LINE_AT_KEEP:
+            del self.line_at[next(iter(self.line_at))]
+
+    def offsets(self, events: list[LogEvent], at: int | None) -> list[int] | int | None:
+        """The log offset of each record of ``events`` (what the parser's last call gave): the
+        line each came from, else ``at`` (the line just read)."""
+        origins = self.parser.origins
+        if at is None or len(origins) != sum(1 for kind, _ in events if kind == RECORD):
+            return at
+        return [self.line_at.get(o, at) for o in origins]
 
     def read(self, run: Lines, out: BatchBuilder, until: Callable[[bytes, list[LogEvent]], bool] | None = None) -> int:
         """``until(line, events)``: stop after the line it is true for (the pipe learns a
@@ -74,8 +95,11 @@ class ParserReader:
         for i, raw in enumerate(run.raw):
             if run.before is not None:
                 parser.stats.lines = run.before[i]   # process_line counts this line
+            at = None if run.at is None else run.at[i]
+            if at is not None:
+                self.note(at)
             evs = parser.process_line(raw)
-            out.add_events(evs, run.as_json, None if run.at is None else run.at[i])
+            out.add_events(evs, run.as_json, self.offsets(evs, at))
             if until is not None and until(raw, evs):
                 return i + 1
         return len(run.raw)
@@ -143,7 +167,9 @@ class LinePipe:
             if nl < 0:
                 self.partial.append(data)
                 return out.build()
-            out.add_events(self.parser.read_completed(*self.partial.complete(data[:nl])), at=self.partial_at)
+            self.lines.note(self.partial_at)
+            evs = self.parser.read_completed(*self.partial.complete(data[:nl]))
+            out.add_events(evs, at=self.lines.offsets(evs, self.partial_at))
             self.slow_lines += 1
             pos = nl + 1
         last = data.rfind(b"\n", pos)
@@ -173,8 +199,11 @@ class LinePipe:
         out = BatchBuilder(self.want_records)
         if final:
             if self.partial.waiting:
-                out.add_events(self.parser.read_completed(*self.partial.complete()), at=self.partial_at)
-            out.add_events(self.parser.end_of_input())
+                self.lines.note(self.partial_at)
+                evs = self.parser.read_completed(*self.partial.complete())
+                out.add_events(evs, at=self.lines.offsets(evs, self.partial_at))
+            evs = self.parser.end_of_input()
+            out.add_events(evs, at=self.lines.offsets(evs, -1))
         return out.build()
 
     # ------------------------------------------------------------------ lines -> records
