@@ -3,13 +3,14 @@
     .venv/bin/python bench/bench_latency.py [--seconds 30] [--rate 5] [--phases quiet,loaded]
 
 A live demo-like run (a writer process plays the runner: state.json with its live PID, one
-metric record and one log line per step) is shown by real terminal apps, each in its own
-pseudo-terminal (160x48): ``moeconsole attach RUN`` (its log tail pane), and in the same run
-``tail -F train.log`` and toolong (``tl train.log``, when installed: ``make bench`` puts it in
-``.venv-bench``). This process appends a log line carrying a unique mark at a steady rate and
-reads every pty; the latency of a mark is the time from its write to its first appearance in an
-app's output (escape sequences stripped). p50 / p99 / max per app, in the same run. The
-second phase repeats it with both cores kept busy (stress-ng), as on a loaded training host.
+metric record, naming its line's offset as the runner's do, and one log line per step) is shown
+by real terminal apps, each in its own pseudo-terminal (160x48): ``moeconsole attach RUN`` (its
+log tail pane), and in the same run ``tail -F train.log`` and toolong (``tl train.log``, when
+installed: ``make bench`` puts it in ``.venv-bench``). This process appends a log line carrying a
+unique mark at a steady rate and reads every pty; the latency of a mark is the time from its write
+to its first appearance in an app's output (escape sequences stripped). p50 / p99 / max per app,
+in the same run. The second phase repeats it with both cores kept busy (stress-ng), as on a
+loaded training host.
 """
 from __future__ import annotations
 
@@ -142,13 +143,16 @@ def measure(seconds: float, rate: float, warmup: float, loaded: bool) -> tuple[d
         n = 0
         t_end = time.monotonic() + seconds
         next_t = time.monotonic()
-        with open(log, "a") as f, open(run / "metrics.jsonl", "a") as mf:
+        with open(log, "ab") as f, open(run / "metrics.jsonl", "a") as mf:
             while time.monotonic() < t_end:
                 n += 1
                 loss = 2.0 + 1.0 / n
-                mf.write(json.dumps({"v": 1, "t": time.time(), "attempt": 1, "step": n, "loss": loss}) + "\n")
+                # the record names its log line by offset, as the runner's do (log_at): the tail
+                # shows the line's columns from it
+                mf.write(json.dumps({"v": 1, "t": time.time(), "attempt": 1, "step": n, "loss": loss,
+                                     "log_at": f.tell()}) + "\n")
                 mf.flush()
-                f.write(f"{{'loss': {loss:.4f}, 'step': {n}, 'note': 'mk{n:06d}z'}}\n")
+                f.write(f"{{'loss': {loss:.4f}, 'step': {n}, 'note': 'mk{n:06d}z'}}\n".encode())
                 f.flush()
                 written[n] = time.monotonic()
                 next_t += period

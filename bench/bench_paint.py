@@ -13,6 +13,13 @@ Times from starting the command, and the CPU seconds the process had used when t
 medians (min-max) and each median over nvitop's. Rounds
 alternate the order; before each, the bench waits (up to 30 s) for 3 s with the machine at most
 10% busy. ``--baseline`` runs the same commands from ``git archive REV`` (before/after in one run).
+
+    .venv/bin/python bench/bench_paint.py --tail-lines [--lines 20000]
+
+The log tail's cost per new line, in this process: a metric line parsed by the one line parser
+(a log without a runner; before the runner's records named their lines, every run's tail) against
+the same line shown from the runner's record of it (``LineRecords`` fed the record, the cells made
+from it). Each line is new (a live tail's lines are; the parse cache only helps a line seen before).
 """
 from __future__ import annotations
 
@@ -74,12 +81,82 @@ def spread(xs: list) -> str:
     return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})" if xs else "-"
 
 
+def tail_cost(n: int) -> None:
+    """Microseconds per new log-tail line: parsed, against shown from the runner's record."""
+    import json
+    from moeconsole.console.logtail import MetricColumns
+    from moeconsole.runner.ingest.live import LiveReader
+    from moeconsole.runner.rundir.seriesfile import LineRecords, with_log_at
+    from tests.ingest.ingest_samples import megatron_line, swift_hf_dict
+    cases = {"ms-swift dict": [swift_hf_dict(i, n, 2.0 - i / n, 0.8) for i in range(1, n + 1)],
+             "Megatron": [megatron_line(i, n, 2.0 - i / n, 0.8) for i in range(1, n + 1)]}
+    print("### Log tail: the cost of a new line, parsed or from the runner's record\n")
+    print(f"Command: `.venv/bin/python bench/bench_paint.py --tail-lines --lines {n}`. {n:,} distinct lines of "
+          "each format; microseconds per line shown anew (each line new, 40 at a time: a full tail pane), and "
+          "per poll that adds one line under 39 shown before; best of 3.\n")
+    print("| lines | parsed (no runner) | from the record | parsed / record |")
+    print("|---|---:|---:|---:|")
+    for name, lines in cases.items():
+        data = "".join(line + "\n" for line in lines).encode()
+        recs, at = [], 0
+        for batch in LiveReader().feed_batches(data, 0):   # the runner's records, stamped as it writes them
+            assert batch.records is not None and batch.at is not None
+            for rec, off in zip(batch.records, batch.at.tolist()):
+                raw = rec if isinstance(rec, bytes) else (json.dumps({"v": 1, **rec}) + "\n").encode()
+                recs.append(json.loads(with_log_at(raw, off)))
+        offsets = []
+        for line in lines:
+            offsets.append(at)
+            at += len(line.encode()) + 1
+        assert len(recs) == len(lines)
+        best_p = best_r = float("inf")
+        for _ in range(3):
+            cols = MetricColumns()
+            t0 = time.perf_counter()
+            for i in range(0, n, 40):
+                cols.rows(lines[i:i + 40], 40)
+            best_p = min(best_p, (time.perf_counter() - t0) / n * 1e6)
+            book, cols = LineRecords(keep=n), MetricColumns()
+            t0 = time.perf_counter()
+            for i in range(0, n, 40):
+                for rec in recs[i:i + 40]:
+                    book.feed(rec)
+                shown = book.of(offsets[i:i + 40])
+                cols.rows(lines[i:i + 40], 40, shown)
+            best_r = min(best_r, (time.perf_counter() - t0) / n * 1e6)
+        print(f"| {name}, each line new | {best_p:.1f} µs | {best_r:.1f} µs | {best_p / best_r:.1f}x |")
+        # a live tail: each poll one new line at the bottom, the 39 above it shown before
+        m = min(n, 4000)
+        best_p = best_r = float("inf")
+        for _ in range(3):
+            cols = MetricColumns()
+            t0 = time.perf_counter()
+            for i in range(40, m):
+                cols.rows(lines[i - 40:i], 40)
+            best_p = min(best_p, (time.perf_counter() - t0) / (m - 40) * 1e6)
+            book, cols = LineRecords(keep=n), MetricColumns()
+            for rec in recs[:40]:
+                book.feed(rec)
+            t0 = time.perf_counter()
+            for i in range(40, m):
+                book.feed(recs[i - 1])
+                cols.rows(lines[i - 40:i], 40, book.of(offsets[i - 40:i]))
+            best_r = min(best_r, (time.perf_counter() - t0) / (m - 40) * 1e6)
+        print(f"| {name}, a poll with one new line (40 shown) | {best_p:.1f} µs | {best_r:.1f} µs | "
+              f"{best_p / best_r:.1f}x |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--baseline", help="git revision to compare against (its code, exported)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--nvitop", default=str(REPO / ".venv-bench" / "bin" / "nvitop"))
+    ap.add_argument("--tail-lines", action="store_true", help="only the log tail's cost per line")
+    ap.add_argument("--lines", type=int, default=20000)
     args = ap.parse_args()
+    if args.tail_lines:
+        tail_cost(args.lines)
+        return 0
     from bench.bench_ingest import export
     from tests.console.conftest import write_run
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
 from moeconsole.runner.supervisor import control
 
@@ -23,6 +24,8 @@ HostSampler = Callable[[dict], dict | None] | None | bool
 # processes, so it runs every few seconds, and on every poll only while it matters most.
 BLOCKER_SCAN_S = 5.0
 SCAN_EVERY_POLL = frozenset({"starting", "cooldown", "stopping"})
+# recipe.yaml read at once to look for a log_format (a recipe is a few KiB)
+RECIPE_PEEK_BYTES = 256 << 10
 # The runner's hang limit when a recipe does not set heartbeat.timeout_s.
 DEFAULT_HEARTBEAT_S = 1800.0
 
@@ -77,7 +80,7 @@ class RunSource:
             host = HostLine(run.path) if telemetry is None else None
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
                                   book_source=importing.current_book if importing is not None else None,
-                                  host=host or None)
+                                  host=host or None, line_records=True)
         self._recipe: RunRecipe | None = None
         self._recipe_read = False
         self._last_gpu: tuple[dict | None, tuple[dict, ...], dict | None] | None = None
@@ -139,16 +142,25 @@ class RunSource:
 
     def line_format(self) -> Any:
         """The log's declared line format, or None: the one a foreign log was opened with
-        (``attach PATH --log-format``), else the run recipe's ``log_format`` (the recipe is read
-        only when it names one)."""
+        (``attach PATH --log-format``), else the run recipe's ``log_format``. recipe.yaml is read
+        once (a regular file only: a FIFO planted there never blocks the poller) and parsed
+        only when it names a format; the model is kept for ``recipe``."""
         if self.importing is not None:
             return getattr(self.importing, "line_format", None)
-        try:
-            if b"log_format" not in self.run.recipe.read_bytes():
+        if not self._recipe_read:
+            try:   # a regular file only, opened without blocking (the YAML reader loads only if needed)
+                with os.fdopen(jsonio.open_read(self.run.recipe), "rb") as f:
+                    data = f.read(RECIPE_PEEK_BYTES + 1)
+            except OSError:
                 return None
-        except OSError:
-            return None
-        recipe = self.recipe()
+            if b"log_format" not in data:
+                return None
+            try:   # a recipe past the peek is read again by the reader, which says what is wrong
+                text = data.decode("utf-8") if len(data) <= RECIPE_PEEK_BYTES else None
+            except UnicodeDecodeError:
+                text = None
+            self._recipe, self._recipe_read = read_recipe(self.run.recipe, text), True
+        recipe = self._recipe
         if recipe is None or not recipe.log_format:
             return None
         from moeconsole.runner.ingest.userformat import LineFormatError, line_format_of
@@ -164,12 +176,12 @@ class RunSource:
         return self._recipe
 
 
-def read_recipe(path: Path) -> "RunRecipe | None":
-    """A run's recipe.yaml (``path``) as the model; None when missing or unusable: that only
-    loses the numbers in a dialog."""
+def read_recipe(path: Path, text: str | None = None) -> "RunRecipe | None":
+    """A run's recipe.yaml (``path``; ``text``: its text, already read) as the model; None when
+    missing or unusable: that only loses the numbers in a dialog."""
     from moeconsole.runner.core.errors import InputError
     from moeconsole.runner.recipes.recipe import saved_recipe
     try:
-        return saved_recipe(path.parent)
+        return saved_recipe(path.parent, text)
     except InputError:
         return None

@@ -190,7 +190,7 @@ class RunScreen(Screen):
         self._show_runner_gone(run)
         self.charts.show(snap)
         self.query_one(EventPane).show(snap.events)
-        self.query_one(LogTail).show(snap.log_tail)
+        self.query_one(LogTail).show(snap.log_tail, snap.tail_records)
         if files_only and self.source.gpu:   # the first frame: the GPU reading and the scan follow
             _set_text(self.query_one("#blockers-title", Static), "zombies / blockers: scanning")
             self._set_conditions(live, stale, killable=False)

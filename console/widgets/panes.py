@@ -124,17 +124,21 @@ class LogTail(LinesView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._lines_in: tuple[str, ...] = ()
+        self._records_in: tuple[dict | None, ...] | None = None
         self._shown: object = None
         self._columns = MetricColumns()
         self.plain_lines: list[str] = []
 
-    def show(self, lines: tuple[str, ...]) -> None:
+    def show(self, lines: tuple[str, ...], records: tuple[dict | None, ...] | None = None) -> None:
+        """The tail's lines and the runner's record of each (``Snapshot.tail_records``: a metric
+        line shows its record's values; None: the lines are parsed)."""
         self._lines_in = lines
+        self._records_in = records
         self._draw()
 
     def read_with(self, line_format: object) -> None:
         """The log's declared line format (the recipe's ``log_format``, ``attach --log-format``):
-        its metric lines become columns too."""
+        when the lines are parsed (no records name them), its metric lines become columns too."""
         if line_format is not self._columns.line_format:
             self._columns = MetricColumns(line_format)
             self._shown = None
@@ -145,11 +149,12 @@ class LogTail(LinesView):
 
     def _draw(self) -> None:
         h = max(1, self.content_size.height or 10)
-        key = (h, self._lines_in[-h:])
+        recs = self._records_in[-h:] if self._records_in is not None else None
+        key = (h, self._lines_in[-h:], recs)
         if key == self._shown:
             return
         self._shown = key
-        self.plain_lines = self._columns.rows(self._lines_in, h) or ["(train.log is empty)"]
+        self.plain_lines = self._columns.rows(self._lines_in, h, self._records_in) or ["(train.log is empty)"]
         self.set_lines([((line, ""),) for line in self.plain_lines])
 
 

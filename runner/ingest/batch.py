@@ -34,6 +34,9 @@ class Batch:
     # (``moeconsole.runner.rundir.seriesfile.OtherBlock``: template rows as columns, the parser's
     # dicts), computed when called; None from it when a block cannot give them (read the records)
     other: Callable[[], list | None] | None = None
+    # records mode: the log's byte offset of the line that completed each record (-1: unknown,
+    # a record the end of the log released); None when the reader did not track offsets
+    at: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -49,6 +52,7 @@ class RowColumns(Protocol):
     values: dict[str, np.ndarray]
     present: dict[str, np.ndarray]
     max_steps: int | None           # of the last row
+    line_at: np.ndarray | None      # the log's byte offset of each row's line (None: not located)
 
     def records(self) -> list[Any]: ...
 
@@ -67,6 +71,8 @@ class BatchBuilder:
         self._marks: list[tuple[int, dict]] = []
         self._max: int | None = None
         self.n = 0                            # records so far
+        self._at: list[Any] = []              # each piece's line offsets, in file order (``Batch.at``)
+        self._at_known = True                 # every piece had its offsets
 
     @property
     def parser_records(self) -> int:
@@ -76,6 +82,10 @@ class BatchBuilder:
         """Template rows ``lo..hi-1`` of ``rows``, after everything added so far."""
         if hi <= lo:
             return
+        if rows.line_at is None:
+            self._at_known = False
+        else:
+            self._at.append(rows.line_at[lo:hi])
         if not self._claims or self._claims[-1] is not rows:
             self._claims.append(rows)
         c = len(self._claims) - 1
@@ -88,13 +98,20 @@ class BatchBuilder:
         if hi == len(rows.steps) and rows.max_steps is not None:
             self._max = rows.max_steps
 
-    def add_events(self, events: list[tuple[str, dict]], as_lines: bool = False) -> None:
+    def add_events(self, events: list[tuple[str, dict]], as_lines: bool = False,
+                   at: int | list[int] | None = None) -> None:
         """The parser's records and marks, in order. ``as_lines``: the batch holds these
-        records as their NDJSON lines (the template rows around them are lines too)."""
+        records as their NDJSON lines (the template rows around them are lines too). ``at``:
+        the log's byte offset of the line each record came from (one for all, or one per
+        record; None or -1: not known)."""
+        k = 0
         for kind, obj in events:
             if kind != RECORD:
                 self._marks.append((self.n, obj))
                 continue
+            off = at[k] if isinstance(at, list) else at
+            k += 1
+            self._at.append((-1 if off is None else off,))
             i = len(self._dicts)
             self._dicts.append(obj)
             self._out.append((dumps({"v": 1, **obj}) + "\n").encode() if as_lines else obj)
@@ -107,17 +124,26 @@ class BatchBuilder:
             if obj.get("max_steps") is not None:
                 self._max = obj["max_steps"]
 
+    def _offsets(self) -> np.ndarray | None:
+        """``Batch.at``: every record's line offset, in the order the records were added."""
+        if not self.want_records or not self._at_known:
+            return None
+        if len(self._at) == 1 and isinstance(self._at[0], np.ndarray):
+            return self._at[0]
+        return np.concatenate([np.asarray(a, dtype=np.int64) for a in self._at]) if self._at \
+            else np.zeros(0, dtype=np.int64)
+
     def build(self) -> Batch:
         want = self.want_records
         if len(self._pieces) == 1 and self._pieces[0][0] >= 0 and self._pieces[0][1] == 0 and \
                 self._pieces[0][2] == len(self._claims[0].steps):
             rows = self._claims[0]   # the usual read: one template claim, whole
             return Batch(rows.steps, rows.values, rows.present, self._max, self._marks,
-                         rows.records() if want else None, self._other() if want else None)
+                         rows.records() if want else None, self._other() if want else None, self._offsets())
         if not self._claims:
             steps, values, present = records_to_columns(self._dicts)
             return Batch(steps, values, present, self._max, self._marks, self._out if want else None,
-                         self._other() if want else None)
+                         self._other() if want else None, self._offsets())
         # template rows and parser records interleaved: one gather over both
         parts_steps = [np.asarray(c.steps, dtype=np.int64) for c in self._claims]
         parts_values = {f: [c.values[f] for c in self._claims] for f in COLUMN_FIELDS}
@@ -140,7 +166,8 @@ class BatchBuilder:
             records = []
             for c, lo, hi in self._pieces:
                 records += self._claims[c].records()[lo:hi] if c >= 0 else self._out[lo:hi]
-        return Batch(steps, values, present, self._max, self._marks, records, self._other() if want else None)
+        return Batch(steps, values, present, self._max, self._marks, records, self._other() if want else None,
+                     self._offsets())
 
     def _other(self) -> Callable[[], list | None]:
         """``Batch.other`` of what was added: a block per piece, in file order."""
@@ -157,10 +184,12 @@ class BatchBuilder:
         return blocks
 
 
-def batch_from_events(events: list[tuple[str, dict]], want_records: bool) -> Batch:
-    """A batch from LogParser events (records and marks in file order)."""
+def batch_from_events(events: list[tuple[str, dict]], want_records: bool,
+                      at: int | list[int] | None = None) -> Batch:
+    """A batch from LogParser events (records and marks in file order); ``at``: the log's
+    byte offset of the line they (or each) came from."""
     out = BatchBuilder(want_records)
-    out.add_events(events)
+    out.add_events(events, at=at)
     return out.build()
 
 
@@ -181,7 +210,8 @@ def concat_batches(batches: list[Batch]) -> Batch:
             mx = b.max_steps
         if recs is not None:
             recs.extend(b.records or [])
-    return Batch(steps, values, present, mx, marks, recs)
+    at = np.concatenate([b.at for b in batches]) if all(b.at is not None for b in batches) else None
+    return Batch(steps, values, present, mx, marks, recs, at=at)
 
 
 def in_file_order(records: list[Any], marks: list[tuple[int, dict]]) -> list[LogEvent]:

@@ -55,7 +55,7 @@ def read_range(path: str, start: int, end: int | None, pipe: LinePipe,
                     break
                 nl = data.find(b"\n")
                 take = len(data) if nl < 0 else nl + 1
-                batch = pipe.feed(data[:take])
+                batch = pipe.feed(data[:take], at=pos)
                 pos += take
                 if len(batch) or batch.marks:
                     yield batch
@@ -69,10 +69,10 @@ def read_range(path: str, start: int, end: int | None, pipe: LinePipe,
                 break
             last = buf.rfind(b"\n")
             if last <= 0:
-                pipe.feed(buf[1:])   # no newline: it waits as the partial line
+                pipe.feed(buf[1:], at=pos)   # no newline: it waits as the partial line
                 pos += len(buf) - 1
                 continue
-            batch = pipe.read_block(buf, last + 1)
+            batch = pipe.read_block(buf, last + 1, at=pos)
             pos += last
             size = chunk
             if len(batch) or batch.marks:

@@ -85,12 +85,13 @@ def read_events(parser: LogParser, chunks: Iterable[bytes], final: bool = True) 
 
 def record_lines(batch: "Batch") -> bytes:
     """A batch's records as NDJSON (``{"v": 1, ...}`` per line): template rows are their line
-    already, the parser's records are encoded like ``jsonio.dumps``."""
+    already, the parser's records are encoded like ``jsonio.dumps``; each stamped with the
+    offset of its line in the log (``Batch.at``: ``log_at``, as the runner writes it)."""
     recs = batch.records or []
-    try:
-        return b"".join(recs)
-    except TypeError:
-        return b"".join(r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode() for r in recs)
+    lines = [r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode() for r in recs]
+    if batch.at is not None:
+        lines = list(map(seriesfile.with_log_at, lines, batch.at.tolist()))
+    return b"".join(lines)
 
 
 def last_record(batch: "Batch") -> dict | None:

@@ -47,7 +47,7 @@ class LiveReader:
         # building a dict per row (``feed`` loads the lines back as dicts, for comparison).
         self.pipe = LinePipe(self.parser, want_records=True, json_lines=True, keep_dicts=True, columns=True)
 
-    def feed_batches(self, data: bytes) -> list[Batch]:
+    def feed_batches(self, data: bytes, at: int | None = None) -> list[Batch]:
         """The same records and marks as ``feed``, in file order, as batches (one per slice,
         none when the slice completed nothing): ``records`` holds a template row's JSON line
         (bytes) or the parser's dict, and ``steps``/``values``/``present`` hold every
@@ -56,21 +56,29 @@ class LiveReader:
         Never raises on what the log holds: if reading a slice fails anyway (a value no rule
         foresaw), the failure is reported to ``diagnostics`` and the slice's lines are read
         again one at a time, each its own batch; a line that still fails is skipped and
-        counted (``failed_lines``). One line never ends the reading."""
+        counted (``failed_lines``). One line never ends the reading.
+
+        ``at``: the log's byte offset of ``data[0]`` (default: right after the slice before);
+        ``Batch.at`` holds the offset of the line that completed each record."""
         partial = self.pipe.partial.saved() if self.pipe.partial.waiting else None
+        partial_at = self.pipe.partial_at
+        at = self.pipe.at if at is None else at
         try:
-            batch = self.pipe.feed(data)
+            batch = self.pipe.feed(data, at)
         except Exception as exc:  # noqa: BLE001 - one line must never end the runner
             self.diagnostics(f"reading the log failed ({type(exc).__name__}: {clip(str(exc), 200)}): "
                              "reading that slice line by line")
-            return self._line_by_line(data, partial)
+            return self._line_by_line(data, partial, at, partial_at)
         return [batch] if len(batch) or batch.marks else []
 
-    def _line_by_line(self, data: bytes, partial: tuple[bytes, bool, bool] | None) -> list[Batch]:
+    def _line_by_line(self, data: bytes, partial: tuple[bytes, bool, bool] | None, at: int,
+                      partial_at: int) -> list[Batch]:
         """The slack path of ``feed_batches``: the template is forgotten (it is learned again),
-        the unfinished line restored as it was before the slice, each completed line alone."""
+        the unfinished line restored as it was before the slice, each completed line alone
+        (``at``: the offset of ``data[0]``; ``partial_at``: of the unfinished line)."""
         self.pipe.templates.template = None
         self.pipe.partial.restore(partial)
+        self.pipe.at = at + len(data)
         out: list[Batch] = []
         pos = 0
         while True:
@@ -80,13 +88,15 @@ class LiveReader:
                 break
             try:
                 if nl < 0:
-                    self.pipe.partial.append(piece)
+                    self.pipe.keep_partial(piece, at + pos)
                     break
+                line_at = partial_at if self.pipe.partial.waiting and pos == 0 else at + pos
+                self.pipe.lines.note(line_at)
                 if self.pipe.partial.waiting:
                     events = self.parser.read_completed(*self.pipe.partial.complete(piece[:-1]))
                 else:
                     events = self.parser.process_line(piece[:-1])
-                batch = batch_from_events(events, True)
+                batch = batch_from_events(events, True, self.pipe.lines.offsets(events, line_at))
                 if len(batch) or batch.marks:
                     out.append(batch)
             except Exception as exc:  # noqa: BLE001 - skipped and counted
@@ -203,23 +213,29 @@ def rows_to_write(records: list, steps: list[int], last: Written) -> tuple[list[
     return kept, counted, Written(newest, real)
 
 
-def metric_lines(records: list, kept: list[int], stamp: dict) -> tuple[list[dict | None], list[bytes | None]]:
+def metric_lines(records: list, kept: list[int], stamp: dict,
+                 at: Any = None) -> tuple[list[dict | None], list[bytes | None]]:
     """What ``Journal.metrics`` appends for the kept rows: a template row's JSON line with the
     stamp (``v``, ``t``, ``attempt``) spliced in after ``{"v":1,``, a parser record as a dict
-    to encode. Both give the same bytes ``jsonio.dumps`` writes for the stamped record."""
+    to encode. Both give the same bytes ``jsonio.dumps`` writes for the stamped record. ``at``:
+    each row's line offset in the log (``Batch.at``), written as the record's last field,
+    ``log_at`` (``seriesfile.with_log_at``)."""
     from moeconsole.runner.rundir import jsonio
+    from moeconsole.runner.rundir.seriesfile import LOG_AT, with_log_at
     head = b'{"v":%d,"t":%s,"attempt":%s,' % (stamp["v"], repr(stamp["t"]).encode(),
                                              jsonio.dumps(stamp["attempt"]).encode())
     cut = len(b'{"v":1,')
     dicts: list[dict | None] = []
     lines: list[bytes | None] = []
+    offsets = at.tolist() if at is not None else None
     for i in kept:
         rec = records[i]
+        off = offsets[i] if offsets is not None else -1
         if type(rec) is bytes:
             dicts.append(None)
-            lines.append(head + rec[cut:])
+            lines.append(with_log_at(head + rec[cut:], off))
         else:
-            dicts.append({**stamp, **rec})
+            dicts.append({**stamp, **rec, LOG_AT: off} if off >= 0 else {**stamp, **rec})
             lines.append(None)
     return dicts, lines
 

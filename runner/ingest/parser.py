@@ -126,6 +126,12 @@ class LogParser:
         self.shapes = shape.LearnerState()      # the shape learner's memory (lines no reader claims)
         self._block: shape.Block | None = None   # a step header and the indented lines after it
         self._block_rank: int | None = None
+        self._block_header_line = 0              # ... the header's line number
+        # The line number each record of the last call came from, in order (``origins``): the
+        # line it was read from, which is not the line that released it for a progress bar's
+        # last count, a step block or a dict cut by a newline.
+        self.origins: list[int] = []
+        self._origin: int | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
         self._last_text_rec: tuple | None = None  # (step, loss, rank) of the last text record
         self._counted_line = -1                   # the last line counted as a metric line
@@ -148,6 +154,7 @@ class LogParser:
     def end_of_input(self) -> list[LogEvent]:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
+        self.origins.clear()
         return self._drop_fragment() + self._release() + self._give_ds_step()
 
     def context_after_rows(self, last_step: int, records: int) -> None:
@@ -165,6 +172,7 @@ class LogParser:
 
     def process_line(self, raw: bytes) -> list[LogEvent]:
         """One complete line (without its newline)."""
+        self.origins.clear()
         self.stats.lines += 1
         try:
             return self._classify(raw)
@@ -275,7 +283,7 @@ class LogParser:
         caffe = formats.read_caffe_iteration(text)
         if caffe is not None:
             self._block = shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe")
-            self._block_rank = rank
+            self._block_rank, self._block_header_line = rank, self.stats.lines
             self.reason = "a Caffe iteration: its record is given with the lines that join it"
             return []
         if _RUN_START_RE.search(text):
@@ -321,7 +329,7 @@ class LogParser:
         elif isinstance(got, EvalLine):
             return self._eval_line(got, rank)
         elif isinstance(got, shape.Header):
-            self._block, self._block_rank = shape.Block(got), rank
+            self._block, self._block_rank, self._block_header_line = shape.Block(got), rank, self.stats.lines
             return []
         elif isinstance(got, shape.Summary):
             return self._epoch_summary(got, rank, text)
@@ -404,7 +412,11 @@ class LogParser:
             mapping["max_steps"] = head.max_steps
         if head.epoch is not None:
             mapping.setdefault("epoch", head.epoch)
-        return self._from_reader((mapping, block.src), self._block_rank) or []
+        self._origin = self._block_header_line
+        try:
+            return self._from_reader((mapping, block.src), self._block_rank) or []
+        finally:
+            self._origin = None
 
     def _from_reader(self, got: Any, rank: int | None) -> list[LogEvent] | None:
         """Events for what a format reader returned: an evaluation, a summary mark, or a
@@ -469,7 +481,11 @@ class LogParser:
             return []
         rec, rank, line = self._ds_step
         self._ds_step = None
-        out = self._record(rec, rank, count=False)
+        outer, self._origin = self._origin, line   # the report's own line, not the one releasing it
+        try:
+            out = self._record(rec, rank, count=False)
+        finally:
+            self._origin = outer
         self._count_line(line)
         return out
 
@@ -597,7 +613,11 @@ class LogParser:
         st.pending = None
         st.step, st.post = step, post
         self._count_line(line)
-        return self._record(rec, rank, count=False)
+        self._origin = line
+        try:
+            return self._record(rec, rank, count=False)
+        finally:
+            self._origin = None
 
     def _count_line(self, line: int) -> None:
         """A record came from line ``line``: it is a metric line (once, however many records)."""
@@ -685,6 +705,7 @@ class LogParser:
         if count:
             self._count_line(self.stats.lines)
         self.stats.formats[rec["src"]] += 1
+        self.origins.append(self.stats.lines if self._origin is None else self._origin)
         return before + [(RECORD, rec)]
 
     def _out_of_range(self) -> list[LogEvent]:
@@ -743,6 +764,7 @@ class LogParser:
     def read_completed(self, line: bytes, overlong: bool) -> list[LogEvent]:
         """A line that arrived in pieces (``PartialLine.complete``); ``overlong``: a part of it
         over the cap was dropped, and if nothing visible is left it is an overlong line."""
+        self.origins.clear()
         if overlong and visible_segment(line) is None:
             self.stats.lines += 1
             self.stats.overlong_lines += 1

@@ -58,13 +58,35 @@ class Lines:
     raw: list[bytes]
     before: list[int] | None = None
     as_json: bool = False
+    at: list[int] | None = None   # each line's byte offset in the log (None: not tracked)
+
+
+LINE_AT_KEEP = 4096   # the parser's recent lines whose offsets are kept (``ParserReader.line_at``)
 
 
 class ParserReader:
-    """The line parser as a strategy: every line it is given, one at a time."""
+    """The line parser as a strategy: every line it is given, one at a time. Keeps the log
+    offset of the lines it read lately, by line number: a record a later line releases (a
+    progress bar's last count, a step block, a dict cut by a newline) is stamped with the offset
+    of the line it came from (``LogParser.origins``)."""
 
     def __init__(self, parser: LogParser) -> None:
         self.parser = parser
+        self.line_at: dict[int, int] = {}
+
+    def note(self, at: int) -> None:
+        """The next line the parser reads starts at log offset ``at``."""
+        self.line_at[self.parser.stats.lines + 1] = at
+        if len(self.line_at) > LINE_AT_KEEP:
+            del self.line_at[next(iter(self.line_at))]
+
+    def offsets(self, events: list[LogEvent], at: int | None) -> list[int] | int | None:
+        """The log offset of each record of ``events`` (what the parser's last call gave): the
+        line each came from, else ``at`` (the line just read)."""
+        origins = self.parser.origins
+        if at is None or len(origins) != sum(1 for kind, _ in events if kind == RECORD):
+            return at
+        return [self.line_at.get(o, at) for o in origins]
 
     def read(self, run: Lines, out: BatchBuilder, until: Callable[[bytes, list[LogEvent]], bool] | None = None) -> int:
         """``until(line, events)``: stop after the line it is true for (the pipe learns a
@@ -73,8 +95,11 @@ class ParserReader:
         for i, raw in enumerate(run.raw):
             if run.before is not None:
                 parser.stats.lines = run.before[i]   # process_line counts this line
+            at = None if run.at is None else run.at[i]
+            if at is not None:
+                self.note(at)
             evs = parser.process_line(raw)
-            out.add_events(evs, run.as_json)
+            out.add_events(evs, run.as_json, self.offsets(evs, at))
             if until is not None and until(raw, evs):
                 return i + 1
         return len(run.raw)
@@ -104,6 +129,8 @@ class LinePipe:
         self.fast_lines = 0   # lines the template read
         self.slow_lines = 0   # lines the parser read
         self._learn_tries = 0 if learn else MAX_LEARN
+        self.at = 0            # the log's byte offset of the next byte fed (``feed(data, at=...)``)
+        self.partial_at = 0   # ... of the line waiting in ``partial``
 
     @property
     def template(self) -> Template | None:
@@ -116,11 +143,23 @@ class LinePipe:
     def reset_partial(self) -> None:
         self.partial.reset()
 
+    def keep_partial(self, rest: bytes, at: int) -> None:
+        """The bytes after a read's last newline (starting at log offset ``at``) wait."""
+        if rest and not self.partial.waiting:
+            self.partial_at = at
+        self.partial.append(rest)
+
     # ------------------------------------------------------------------ bytes -> lines
 
-    def feed(self, data: bytes) -> Batch:
+    def feed(self, data: bytes, at: int | None = None) -> Batch:
         """A read of a stream, cut anywhere: the records and marks of the lines it completes.
-        The bytes after its last newline wait for the next read."""
+        The bytes after its last newline wait for the next read. ``at``: the log's byte offset
+        of ``data[0]`` (default: right after the bytes fed before); each record of the batch
+        carries the offset of the line that completed it (``Batch.at``)."""
+        if at is not None:
+            self.at = at
+        at = self.at
+        self.at += len(data)
         out = BatchBuilder(self.want_records)
         pos = 0
         if self.partial.waiting:
@@ -128,23 +167,30 @@ class LinePipe:
             if nl < 0:
                 self.partial.append(data)
                 return out.build()
-            out.add_events(self.parser.read_completed(*self.partial.complete(data[:nl])))
+            self.lines.note(self.partial_at)
+            evs = self.parser.read_completed(*self.partial.complete(data[:nl]))
+            out.add_events(evs, at=self.lines.offsets(evs, self.partial_at))
             self.slow_lines += 1
             pos = nl + 1
         last = data.rfind(b"\n", pos)
         if last >= pos:
             # the block starts with the newline before its first line (a template is anchored there)
             block = data[pos - 1:last + 1] if pos else b"\n" + data[:last + 1]
-            self._route(block, len(block), out)
+            self._route(block, len(block), out, at + pos - 1)
             pos = last + 1
-        self.partial.append(data[pos:])
+        self.keep_partial(data[pos:], at + pos)
         return out.build()
 
-    def read_block(self, buf: bytes, end: int) -> Batch:
+    def read_block(self, buf: bytes, end: int, at: int | None = None) -> Batch:
         """Complete lines ``buf[1:end]`` (``buf[0]`` the newline that ended the line before),
-        as a file reader hands them (no partial line may be waiting)."""
+        as a file reader hands them (no partial line may be waiting); ``at``: the log's byte
+        offset of ``buf[1]`` (default: right after the bytes fed before)."""
+        if at is not None:
+            self.at = at
+        base = self.at - 1
+        self.at += end - 1
         out = BatchBuilder(self.want_records)
-        self._route(buf, end, out)
+        self._route(buf, end, out, base)
         return out.build()
 
     def finish(self, final: bool) -> Batch:
@@ -153,17 +199,23 @@ class LinePipe:
         out = BatchBuilder(self.want_records)
         if final:
             if self.partial.waiting:
-                out.add_events(self.parser.read_completed(*self.partial.complete()))
-            out.add_events(self.parser.end_of_input())
+                self.lines.note(self.partial_at)
+                evs = self.parser.read_completed(*self.partial.complete())
+                out.add_events(evs, at=self.lines.offsets(evs, self.partial_at))
+            evs = self.parser.end_of_input()
+            out.add_events(evs, at=self.lines.offsets(evs, -1))
         return out.build()
 
     # ------------------------------------------------------------------ lines -> records
 
-    def _route(self, buf: bytes, end: int, out: BatchBuilder) -> None:
-        """The one place that decides which strategy reads each line of a block."""
+    def _route(self, buf: bytes, end: int, out: BatchBuilder, at: int) -> None:
+        """The one place that decides which strategy reads each line of a block (``at``: the
+        log's byte offset of ``buf[0]``)."""
         while True:
             claim = self.templates.claim(buf, end)
             if claim is not None:
+                if self.want_records:
+                    claim.locate(buf, end, at)
                 base, records = self.parser.stats.lines, out.parser_records
                 for strategy, run in self._families(claim, base):
                     strategy.read(run, out)
@@ -172,13 +224,15 @@ class LinePipe:
             lines = buf[1:end].split(b"\n")
             if lines and lines[-1] == b"":
                 lines.pop()
-            n = self.lines.read(Lines(lines), out, until=self._learn if self.templates.template is None else None)
+            starts = _line_starts(lines, at + 1) if self.want_records else None
+            n = self.lines.read(Lines(lines, at=starts), out,
+                                until=self._learn if self.templates.template is None else None)
             self.slow_lines += n
             if n == len(lines):
                 return
             # a template was just learned: the rest of the block (from the newline before it)
             rest = n + 1 + sum(map(len, lines[:n]))
-            buf, end = buf[rest - 1:end], end - rest + 1
+            buf, end, at = buf[rest - 1:end], end - rest + 1, at + rest - 1
 
     def _families(self, claim: Claim, base: int) -> Iterator[tuple[Strategy, Rows | Lines]]:
         """A claimed block as runs of one family each, in file order: the template's rows, and
@@ -191,7 +245,7 @@ class LinePipe:
                 if hi > lo:
                     yield self.templates, Rows(claim, lo, hi)
                 cur = k
-            yield self.lines, Lines([raw], [base + line - 1], as_json)
+            yield self.lines, Lines([raw], [base + line - 1], as_json, claim.line_start(line))
             if kind:   # match k was this line (a dict of another shape), not a row
                 cur = k + 1
         lo, hi = claim.rows_before(cur), len(claim.rows)
@@ -220,6 +274,15 @@ class LinePipe:
         self._learn_tries += 1
         self.templates.template = Template.learn(line)
         return self.templates.template is not None
+
+
+def _line_starts(lines: list[bytes], at: int) -> list[int]:
+    """The byte offsets of consecutive lines (without their newlines), the first at ``at``."""
+    out = []
+    for line in lines:
+        out.append(at)
+        at += len(line) + 1
+    return out
 
 
 def learn_template(head: bytes, max_line_bytes: int = 1 << 20) -> Template | None:

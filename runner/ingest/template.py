@@ -553,6 +553,26 @@ class Claim:
     _row_at: np.ndarray | None = None
     _records: list | None = field(default=None, repr=False)
     _other: tuple | None = field(default=None, repr=False)
+    # the log's byte offset of each line's start (``locate``): index k-1 for line k of the block
+    _starts: np.ndarray | None = field(default=None, repr=False)
+    line_at: np.ndarray | None = field(default=None, repr=False)   # ... of each row's line
+
+    def locate(self, buf: bytes, end: int, at: int) -> None:
+        """Where the block's lines stand in the log (``at``: the offset of ``buf[0]``): each
+        row's line (``line_at``) and each other line's (``line_start``). Every line of the block
+        is a row or a special, so the rows' lines are the lines no special names."""
+        newlines = np.flatnonzero(np.frombuffer(buf, dtype=np.uint8, count=end) == 10)
+        starts = newlines[:self.n_lines] + (at + 1)
+        is_row = np.ones(self.n_lines, dtype=bool)
+        if self.specials:
+            is_row[[line - 1 for _, _, _, line in self.specials]] = False
+        row_at = starts[is_row]
+        self._starts = starts
+        self.line_at = row_at if len(row_at) == len(self.rows) else None
+
+    def line_start(self, line: int) -> list[int] | None:
+        """[the log's byte offset of the block's line ``line`` (from 1)], or None (not located)."""
+        return None if self._starts is None else [int(self._starts[line - 1])]
 
     def __post_init__(self) -> None:
         if self.alt:

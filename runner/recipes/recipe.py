@@ -209,12 +209,13 @@ def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunReci
     return recipe if recipe.name else model.run_recipe(recipe, name=path.stem)
 
 
-def read_saved(run_dir: str | Path) -> tuple[dict, str | None]:
+def read_saved(run_dir: str | Path, text: str | None = None) -> tuple[dict, str | None]:
     """A run's ``recipe.yaml`` as written at launch (secrets already masked), for readers that
-    show or compare it: (the mapping, None), or ({}, why it cannot be read)."""
+    show or compare it: (the mapping, None), or ({}, why it cannot be read). ``text``: the
+    file's text, already read (``yamlio.read_text``)."""
     path = Path(run_dir) / "recipe.yaml"
     try:
-        raw = yamlio.load_file(path, what="run recipe")
+        raw = yamlio.load_file(path, what="run recipe") if text is None else yamlio.loads(text, str(path))
     except yamlio.YamlError as exc:
         return {}, str(exc)
     if not isinstance(raw, dict):
@@ -222,11 +223,12 @@ def read_saved(run_dir: str | Path) -> tuple[dict, str | None]:
     return raw, None
 
 
-def saved_recipe(run_dir: str | Path) -> "model.RunRecipe":
+def saved_recipe(run_dir: str | Path, text: str | None = None) -> "model.RunRecipe":
     """A run's ``recipe.yaml`` as the model (secrets as written there: masked), with where it
-    was launched (``_launch``); InputError naming the file when it cannot be used."""
+    was launched (``_launch``); InputError naming the file when it cannot be used. ``text``:
+    the file's text, already read."""
     from moeconsole.runner.recipes import model
-    raw, problem = read_saved(run_dir)
+    raw, problem = read_saved(run_dir, text)
     if problem:
         raise InputError(f"cannot use the run's recipe: {problem}")
     given = raw.pop("_launch", None)

@@ -32,7 +32,27 @@ TIME_KEY = "t"                   # the wall time of each step (not a chart: runs
 NOT_METRICS = frozenset({"rank", "local_rank", "world_size", "node_rank", "pid"})
 MAX_OTHER = 64                   # other series kept (the first seen); more are counted, not kept
 OTHER_LIMIT = 1024               # buckets per other series (the chart series keep DEFAULT_LIMIT)
+# A metric record's byte offset in train.log of the line that completed it (absent in records
+# written before it was stamped, and in records of a foreign log's first quick read).
+LOG_AT = "log_at"
+_LOG_AT_TAIL = b',"' + LOG_AT.encode() + b'":%d}\n'
 _RESERVED = frozenset(CHART_KEYS) | frozenset(RECORD_OTHER) | {TIME_KEY, EVAL_KEY}
+_RECORD_PLACES = (*RECORD_OTHER, TIME_KEY)   # the record fields that are other numbers, in order
+
+
+def log_at(rec: dict) -> int | None:
+    """The train.log offset a metric record is stamped with (``LOG_AT``), or None."""
+    at = rec.get(LOG_AT)
+    return at if type(at) is int and at >= 0 else None
+
+
+def with_log_at(line: bytes, at: int) -> bytes:
+    """A record's JSON line (``{...}\n``) with ``LOG_AT`` as its last field (``at`` < 0:
+    unknown, the line as it is). The same bytes ``jsonio.dumps`` writes for the record with the
+    field added last."""
+    if at < 0:
+        return line
+    return line[:-2] + _LOG_AT_TAIL % at
 
 
 def extra_name(key: str) -> str:
@@ -53,13 +73,10 @@ def other_fields(rec: dict) -> list[tuple[str, tuple[str, ...], float]]:
     record field, ``(name, ("extra", key), v)`` for an extra. The one rule of what is another
     number (a reader of template rows maps the places to its columns, ``OtherBlock``)."""
     out: list[tuple[str, tuple[str, ...], float]] = []
-    for key in RECORD_OTHER:
+    for key in _RECORD_PLACES:
         v = as_float(rec.get(key))
         if v is not None:
             out.append((key, (key,), v))
-    t = as_float(rec.get("t"))
-    if t is not None:
-        out.append((TIME_KEY, ("t",), t))
     extra = rec.get("extra")
     if isinstance(extra, dict):
         out += [(name, ("extra", key), v) for name, key, v in _extra_fields(extra)]
@@ -79,25 +96,42 @@ def _extra_fields(extra: dict) -> list[tuple[str, str, float]]:
     return out
 
 
-def _record_columns(cols: dict[str, tuple[list[float], list[float]]], steps: Sequence[float],
-                    recs: list[dict], t: Any) -> None:
-    """``other_fields`` of records (dicts) appended to ``cols`` a column at a time: a batch of a
-    thousand records costs a few comprehensions, not a thousand calls (``t``: the time of a
-    record that has none)."""
-    t = as_float(t)
-    for key in (*RECORD_OTHER, TIME_KEY):
+Columns = dict[str, tuple[list[float], list[float]]]   # series name -> (steps, values), being built
+
+
+def _add(cols: Columns, name: str, xs: Sequence[float], ys: Sequence[float]) -> None:
+    col = cols.get(name)
+    if col is None:
+        col = cols[name] = ([], [])
+    col[0].extend(xs)
+    col[1].extend(ys)
+
+
+def _block_columns(cols: Columns, steps: Sequence[float], block: "OtherBlock", t: Any) -> None:
+    """The other numbers (``other_fields``) of one block of rows (``steps``: its rows' steps)
+    appended to ``cols`` a column at a time. Records (dicts): a batch of a thousand costs a few
+    comprehensions, not a thousand calls. Template rows (``(a record, {name: each row's
+    value}, rows)``): the record says which numbers there are, the columns give them (a number
+    missing from the columns is the same in every row). ``t``: the time of a row without its
+    own."""
+    if not isinstance(block, list):
+        proto, by_name, n = block
+        if t is not None and TIME_KEY not in proto:
+            proto = {**proto, TIME_KEY: t}
+        xs = steps[:n]
+        for name, _, v in other_fields(proto):
+            ys = by_name.get(name)
+            _add(cols, name, xs, [v] * n if ys is None else ys.tolist())
+        return
+    recs, t = block, as_float(t)
+    for key in _RECORD_PLACES:
         got = [r.get(key, t) for r in recs] if key == TIME_KEY else [r.get(key) for r in recs]
         if got and set(map(type, got)) == {float}:   # one C pass: the usual column, every value a float
-            xs, ys = list(steps[:len(got)]), cast("list[float]", got)
-        else:
-            pairs = [(s, as_float(v)) for s, v in zip(steps, got) if v is not None]
-            xs = [s for s, v in pairs if v is not None]
-            ys = [v for _, v in pairs if v is not None]
-            if not xs:
-                continue
-        col = cols.setdefault(key, ([], []))
-        col[0].extend(xs)
-        col[1].extend(ys)
+            _add(cols, key, steps[:len(got)], cast("list[float]", got))
+            continue
+        pairs = [(s, v) for s, v in ((s, as_float(v)) for s, v in zip(steps, got) if v is not None) if v is not None]
+        if pairs:
+            _add(cols, key, [s for s, _ in pairs], [v for _, v in pairs])
     for step, rec in zip(steps, recs):
         extra = rec.get("extra")
         if extra and isinstance(extra, dict):
@@ -172,24 +206,11 @@ class SeriesBook:
     def feed_other_blocks(self, steps: Sequence[float], blocks: list[OtherBlock], t: Any = None) -> None:
         """``feed_other`` of rows given as ``OtherBlock``s (``t``: the time of rows without
         their own, as ``feed_columns`` stamps them), one extend per series."""
-        cols: dict[str, tuple[list[float], list[float]]] = {}
+        cols: Columns = {}
         at = 0
         for block in blocks:
-            if isinstance(block, list):
-                _record_columns(cols, steps[at:at + len(block)], block, t)
-                at += len(block)
-                continue
-            proto, by_name, n = block
-            if t is not None and "t" not in proto:
-                proto = {**proto, "t": t}
-            xs = steps[at:at + n]
-            for name, _, v in other_fields(proto):
-                col = cols.get(name)
-                if col is None:
-                    col = cols[name] = ([], [])
-                ys = by_name.get(name)
-                col[0].extend(xs)
-                col[1].extend([v] * n if ys is None else ys.tolist())
+            n = len(block) if isinstance(block, list) else block[2]
+            _block_columns(cols, steps[at:at + n], block, t)
             at += n
         for name, (xs_, ys_) in cols.items():
             s = self._other(self.other, name)
@@ -282,13 +303,16 @@ class SeriesBook:
                 if s is not None:
                     s.append(step, v)
 
-    def feed_file(self, run: rundir.RunDir) -> int:
+    def feed_file(self, run: rundir.RunDir, each: Callable[[dict], None] | None = None) -> int:
         """Feed the records written after ``offset`` (and the evaluations after
-        ``evals_offset``); returns how many lines were read."""
+        ``evals_offset``); returns how many lines were read. ``each``: also told of every
+        metric record read (``LineRecords.feed``)."""
         n = 0
         for off, rec in jsonio.iter_jsonl(run.metrics, self.offset):
             self.offset = off
             self.feed(rec)
+            if each is not None:
+                each(rec)
             n += 1
         for off, rec in jsonio.iter_jsonl(run.evals, self.evals_offset):
             self.evals_offset = off
@@ -333,6 +357,59 @@ class SeriesBook:
         except (KeyError, TypeError, ValueError, IndexError):
             return None
         return book
+
+
+# Records kept by the line they were stamped with: the log tail shows at most a few dozen lines.
+LINE_RECORDS_KEEP = 512
+LINE_RECORDS_BYTES = 64 << 10   # of metrics.jsonl read back when a reader starts (~200 records)
+
+
+class LineRecords:
+    """The newest metric records by the train.log line they are stamped with (``log_at``): what a
+    line of the log tail shows as columns, read from the runner's records instead of parsing the
+    line again. ``stamped``: the newest record read carries the stamp (a run directory written
+    before it, or a log nobody supervises, has none: its lines must be parsed to be columns)."""
+
+    def __init__(self, keep: int = LINE_RECORDS_KEEP) -> None:
+        self.keep = keep
+        self.by_at: dict[int, dict] = {}
+        self.stamped = False
+
+    def feed(self, rec: dict) -> None:
+        at = log_at(rec)
+        self.stamped = at is not None
+        if at is None:
+            return
+        self.by_at.pop(at, None)   # several records of one line (a bar's redraws): the newest
+        self.by_at[at] = rec
+        if len(self.by_at) > self.keep:
+            del self.by_at[next(iter(self.by_at))]
+
+    def prime(self, run: rundir.RunDir, max_bytes: int = LINE_RECORDS_BYTES) -> None:
+        """The records at the end of ``metrics.jsonl`` (a reader that starts from ``series.json``
+        never reads them otherwise)."""
+        try:
+            size = os.path.getsize(run.metrics)
+        except OSError:
+            return
+        start = max(0, size - max_bytes)
+        if start:
+            with open(run.metrics, "rb") as f:
+                f.seek(start - 1)
+                head = f.read(min(size - start + 1, 64 << 10))
+            nl = head.find(b"\n")
+            if nl < 0:
+                return
+            start += nl
+        for _, rec in jsonio.iter_jsonl(run.metrics, start):
+            self.feed(rec)
+
+    def of(self, offsets: Sequence[int | None]) -> tuple[dict | None, ...] | None:
+        """The record stamped with each offset (None: no record of that line); None when the
+        records are not stamped."""
+        if not self.stamped:
+            return None
+        return tuple(None if at is None else self.by_at.get(at) for at in offsets)
 
 
 def as_dicts(records: list) -> list[dict]:

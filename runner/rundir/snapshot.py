@@ -57,6 +57,10 @@ class Snapshot:
     blockers: tuple[Doc, ...]
     log_tail: tuple[str, ...]
     nodes: tuple[Doc, ...] = ()
+    # the runner's metric record of each log_tail line (None: the line has none), from the
+    # records' ``log_at``; None when the run's records do not name their lines (written before
+    # they did, or a log opened without a runner): a line is then parsed to be shown as columns
+    tail_records: tuple[Doc | None, ...] | None = field(default=None, repr=False)
     # evaluation results (evals.jsonl): their own series, never training steps
     eval_series: Series = field(default_factory=Series, repr=False)
     last_eval: Doc | None = None
@@ -127,27 +131,35 @@ def status_word(run: Doc) -> str:
 
 
 def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES,
-                redactor: Redactor | None = None) -> tuple[str, ...]:
-    """Last complete lines of a log, secrets masked; progress-bar carriage returns keep only the
-    newest redraw."""
+                redactor: Redactor | None = None) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Last complete lines of a log, secrets masked, and the byte offset each starts at in the
+    file (what the runner stamps its records with, ``seriesfile.log_at``); progress-bar carriage
+    returns keep only the newest redraw."""
     try:
         with os.fdopen(jsonio.open_read(path), "rb") as f:   # never blocks on a FIFO
             f.seek(0, os.SEEK_END)
             size = f.tell()
-            f.seek(max(0, size - max_bytes))
+            start = max(0, size - max_bytes)
+            f.seek(start)
             data = f.read()
     except OSError:
-        return ()
-    lines = data.decode("utf-8", "replace").split("\n")
-    if size > max_bytes:
-        lines = lines[1:]
+        return (), ()
+    raw = data.split(b"\n")
+    raw = raw[max(1 if size > max_bytes else 0, len(raw) - (n + 1)):]   # a cut first line is dropped
+    offsets = []
+    at = start + len(data) + 1
+    for piece in reversed(raw):
+        at -= len(piece) + 1
+        offsets.append(at)
+    offsets.reverse()
     out = []
-    for line in lines[-(n + 1):]:
-        line = line.rstrip("\r").rsplit("\r", 1)[-1]
+    for piece in raw:
+        line = piece.decode("utf-8", "replace").rstrip("\r").rsplit("\r", 1)[-1]
         out.append(clip(redactor.redact(line) if redactor else line, 500))
     while out and not out[-1]:
         out.pop()
-    return tuple(out[-n:])
+        offsets.pop()
+    return tuple(out[-n:]), tuple(offsets[-n:])
 
 
 class RunWatcher:
@@ -157,11 +169,14 @@ class RunWatcher:
                  telemetry: Telemetry | None = None,
                  full: bool = False,
                  book_source: Callable[[], seriesfile.SeriesBook] | None = None,
-                 host: Callable[[StateDict], Doc | None] | None = None) -> None:
+                 host: Callable[[StateDict], Doc | None] | None = None,
+                 line_records: bool = False) -> None:
         """``full``: every metric point, read from metrics.jsonl (run comparison statistics);
         otherwise the bounded chart series, started from the runner's ``series.json``.
         ``book_source``: the chart book comes from there instead of the run directory (a log
-        being imported: its newest steps, then its whole history)."""
+        being imported: its newest steps, then its whole history). ``line_records``: each
+        snapshot carries the runner's record of each log tail line (``tail_records``: the
+        screen's tail shows them)."""
         self.run = run
         self.telemetry = telemetry
         self.host = host   # this host's line (CPU, RAM, output dir I/O), sampled with the GPUs
@@ -176,22 +191,28 @@ class RunWatcher:
         self.alert_book = AlertBook()  # every alert of the run, by cause (not only the newest events)
         self.redactor = Redactor.for_run_dir(run.path)
         self.nodes = NodeReader(run)
-        self._tail: tuple[StatKey | None, tuple[str, ...]] = (None, ())
+        self._tail: tuple[StatKey | None, tuple[str, ...], tuple[int, ...]] = (None, (), ())
+        # the newest records by the log line they came from (the tail's columns); never for a
+        # log being imported (its lines are parsed)
+        self.line_records = seriesfile.LineRecords() if line_records and book_source is None else None
 
-    def _log_tail(self) -> tuple[str, ...]:
+    def _log_tail(self) -> tuple[tuple[str, ...], tuple[Doc | None, ...] | None]:
         """The log's last lines, read again only when the file changed (a poll woken by another
-        file's write, or a quiet log, costs one stat)."""
+        file's write, or a quiet log, costs one stat), and the runner's record of each."""
         key = _stat_key(str(self.run.log))
         if key is None or key != self._tail[0]:
-            self._tail = (key, _tail_lines(self.run.log, redactor=self.redactor))
-        return self._tail[1]
+            self._tail = (key, *_tail_lines(self.run.log, redactor=self.redactor))
+        records = self.line_records.of(self._tail[2]) if self.line_records is not None else None
+        return self._tail[1], records
 
     def _read_metrics(self) -> seriesfile.SeriesBook:
         if self.book_source is not None:
             return self.book_source()
         if self.book is None:
             self.book = seriesfile.SeriesBook(limit=None) if self.full else seriesfile.load(self.run)
-        self.book.feed_file(self.run)
+            if self.line_records is not None:
+                self.line_records.prime(self.run)
+        self.book.feed_file(self.run, self.line_records.feed if self.line_records is not None else None)
         return self.book
 
     def _read_events(self) -> None:
@@ -345,7 +366,7 @@ class RunWatcher:
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
         groups = alertgroups.current(groups, (state.get("memory") or {}).get("alerts"))
         run["open_alerts"] = sum(1 for g in groups if g.active)
-        log_tail = self._log_tail()
+        log_tail, tail_records = self._log_tail()
         node_docs = self.nodes.read(now) if nodes else self.nodes.again(now)
         if with_gpu and self.host:
             # last: a one-shot's first CPU figure needs a minimum window (``host.cpu_figure``),
@@ -364,6 +385,7 @@ class RunWatcher:
             gpu=gpu,
             blockers=tuple(blockers),
             log_tail=log_tail,
+            tail_records=tail_records,
             nodes=node_docs,
             eval_series=book.eval_series,
             last_eval=book.last_eval,

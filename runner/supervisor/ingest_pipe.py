@@ -155,7 +155,7 @@ class IngestPipe:
         self.lines_read += data.count(b"\n")
         self.last_output = time.monotonic()
         self.log_tail.add(data)
-        for batch in self.reader.feed_batches(data):
+        for batch in self.reader.feed_batches(data, self.tailer.offset - len(data)):
             self._on_batch(batch)
         return got
 
@@ -230,7 +230,7 @@ class IngestPipe:
         now = time.time()  # the records' time stamp (written), never a duration
         stamp = {"v": jsonio.SCHEMA_VERSION, "t": now, "attempt": self.attempt}
         records = self.redactor.mask_rows(batch.records, kept)  # the run's own secrets, printed back
-        self.journal.metrics(*metric_lines(records, kept, stamp))  # type: ignore[arg-type]
+        self.journal.metrics(*metric_lines(records, kept, stamp, batch.at))  # type: ignore[arg-type]
         rows = np.asarray(kept)
         steps = all_steps[rows]
         values = {f: batch.values[f][rows] for f in batch.values}
