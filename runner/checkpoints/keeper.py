@@ -142,7 +142,8 @@ class CheckpointKeeper:
                 self.diag(f"{ck.path.name}: saved by another recipe; its sidecar is kept")
             else:
                 self._stamp(ck, rec, suspect)
-            self.verified = (self.verified + [str(ck.path)])[-VERIFIED_KEEP:]
+            # once each, newest last: a save verified again (it changed since) moves to the end
+            self.verified = ([p for p in self.verified if p != str(ck.path)] + [str(ck.path)])[-VERIFIED_KEEP:]
             if ck.step is not None:
                 self.newest_step = max(ck.step, self.newest_step or ck.step)
             self.last = {"path": str(ck.path), "step": ck.step, "verdict": rec.get("verdict"), "ok": v.ok}

@@ -42,6 +42,32 @@ def test_a_good_verdict_after_bad_ones_resets_the_streak_but_not_the_total(tmp_p
     assert keeper.bad_saves == {"total": 2, "in_a_row": []}
 
 
+def test_a_save_changed_after_its_verdict_is_verified_again_and_listed_once(tmp_path):
+    """A checkpoint rewritten after it was verified (a save that went on) is verified again;
+    state.json's ``verified`` names it once, newest last, so a new runner reads one list."""
+    import os
+
+    from tests.checkpoints.conftest import lora_tensors, write_adapter
+    from tests.waiting import until
+
+    out = tmp_path / "out"
+    rec = Recorder(tmp_path)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05)
+    write_adapter(out / "checkpoint-1", lora_tensors(r=4, layers=2, hidden=64))
+    write_adapter(out / "checkpoint-2", lora_tensors(r=4, layers=2, hidden=64))
+
+    def verdicts():
+        keeper.poll(lambda step, path: [], 1)
+        return [e for e in rec.events if e["type"] == "checkpoint"]
+    until(lambda: len(verdicts()) == 2, timeout=30, what="both saves verified")
+    write_adapter(out / "checkpoint-1", lora_tensors(r=8, layers=2, hidden=64))   # rewritten, bigger
+    later = os.stat(out / "checkpoint-1").st_mtime + 5
+    for f in (out / "checkpoint-1").iterdir():
+        os.utime(f, (later, later))
+    until(lambda: len(verdicts()) == 3, timeout=30, what="the rewritten save verified again")
+    assert keeper.verified == [str(out / "checkpoint-2"), str(out / "checkpoint-1")], keeper.verified
+
+
 def test_a_save_on_a_filling_disk_raises_the_disk_alert(tmp_path):
     """A real small file system (tmpfs, 1 MiB): after a verified ~300 KB save, room for fewer than
     three more is a warning naming the sizes; once the next may not fit, critical; one alert per level."""
