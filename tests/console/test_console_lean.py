@@ -48,6 +48,14 @@ def test_an_attached_console_paints_its_run_without_loading_openssl():
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _printed(code: str) -> list[str]:
+    """The words a fresh interpreter running ``code`` (this tree first on its path) prints."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
 def test_the_ui_import_leaves_ssl_importable_afterwards():
     code = ("import sys\n"
             "from moeconsole.console.lean import import_ui\n"
@@ -56,10 +64,7 @@ def test_the_ui_import_leaves_ssl_importable_afterwards():
             "print(hasattr(app, 'MoeConsole'), 'ssl' in sys.modules, asyncio.run(asyncio.sleep(0, 'ran')))\n"
             "import ssl\n"
             "print(ssl.create_default_context().protocol is not None)\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", "False", "ran", "True"]
+    assert _printed(code) == ["True", "False", "ran", "True"]
 
 
 def test_the_file_watcher_starts_with_the_poll_not_with_the_screen(tmp_path):
@@ -76,7 +81,4 @@ def test_the_file_watcher_starts_with_the_poll_not_with_the_screen(tmp_path):
             "(d / 'train.log').write_text('step 1\\n')\n"
             "print('watchdog' in sys.modules, threading.active_count() > n, w.wait_next(lambda: False))\n"
             "w.close()\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "0", "True", "True", "True"]
+    assert _printed(code) == ["False", "0", "True", "True", "True"]
