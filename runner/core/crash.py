@@ -461,7 +461,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
              "driver combination", "no kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch")),
-    ("hub", ("GatedRepo", "gated repo", "gated dataset", "RepositoryNotFound", "Repository Not Found",
+    ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
+             "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
              "doesn't exist on the Hub", "Repo id must", "LocalEntryNotFound", "requested files in the",
              "OfflineModeIsEnabled", "HF_HUB_OFFLINE", "We couldn't connect to", "Unauthorized for url",
@@ -851,11 +852,12 @@ _ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not
 # files in the local cache", "Cannot find the requested files in the disk cache and outgoing traffic
 # has been disabled"), transformers' wrappers ("You are trying to access a gated repo.", "We couldn't
 # connect to 'https://huggingface.co' to load this file", "... is not a local folder and is not a valid
-# model identifier listed on 'https://huggingface.co/models'"), datasets' ("Dataset 'X' is a gated
+# model identifier listed on 'https://huggingface.co/models'", the gated repo's "Make sure to have
+# access to it at https://huggingface.co/ORG/NAME."), datasets' ("Dataset 'X' is a gated
 # dataset on the Hub", "Dataset 'X' doesn't exist on the Hub or cannot be accessed"), and ModelScope's
 # hub (NotExistError; "The request model: X does not exist!"; "Repo X not exists on ...").
 _HUB_GATED = re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
-                        r"|is a gated dataset on the Hub")
+                        r"|Make sure to have access to it at https?://|is a gated dataset on the Hub")
 _HUB_MISSING = re.compile(r"RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError"
                           r"|Revision Not Found for url|is not a valid model identifier listed on"
                           r"|DatasetNotFoundError|doesn't exist on the Hub or cannot be accessed"
@@ -868,7 +870,7 @@ _HUB_MODELSCOPE = re.compile(r"\bNotExistError\b|The request (?:model|dataset): 
                              r"|Repo \S+ not exists on")
 _HUB_KINDS = (("gated", _HUB_GATED), ("bad_id", _HUB_BAD_ID), ("offline", _HUB_OFFLINE),
               ("modelscope", _HUB_MODELSCOPE), ("missing", _HUB_MISSING))
-_HUB_REPO = re.compile(r"https?://huggingface\.co/(?:api/(?:models|datasets|spaces)/)?(?:datasets/)?(\S+)"
+_HUB_REPO = re.compile(r"https?://(?:[^/\s@]+@)?huggingface\.co/(?:api/(?:models|datasets|spaces)/)?(?:datasets/)?(\S+)"
                        r"|(?:Access to (?:model|dataset)|The request (?:model|dataset):|Repo) ([\w.-]+/[\w.-]+)"
                        r"|Dataset '([^']+)'")
 _HUB_URL_TAIL = re.compile(r"/(?:resolve|revision|refs|tree|blob)/.*$|[.,;:)'\"]+$")
