@@ -1222,7 +1222,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     (``*** JOB N ON host CANCELLED AT ... DUE TO TIME LIMIT ***``, ``... PREEMPTION``, an
     ``oom_kill`` event: the classes the job's state gives, for when accounting cannot be asked).
     ``gpu_unavailable`` (devices busy/unavailable, no device) and Ray's memory monitor
-    (``killed_oom``) come right after the root causes of 3; a missing Python dependency
+    (``killed_oom``) come right after the root causes of 3; a CUDA environment that cannot run the
+    build (``environment_error``: driver older than the runtime, no kernel image for the GPU's
+    architecture) comes before ``cuda_fault``, and a model or dataset the Hub will not give
+    (``hub_access``, when it ended the attempt) right after a full disk; a missing Python dependency
     (``missing_dependency``: the ``ModuleNotFoundError``/``ImportError`` that ended a traceback,
     with no fatal signal) right after 4. ``python``: the interpreter the attempt ran, named in the
     hint of a missing dependency when the traceback does not show it.
@@ -1255,7 +1258,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _recompute_verdict(s)
     if s.div or code in (EXIT_RESUME_TO_DISAMBIGUATE, EXIT_FAILED_ON_RESULT_VALIDATION):
         return _divergence_verdict(s, code, status_lines)
-    if s.env:
+    if s.env and not s.exceptions_after(s.env.decisive[-1][0], but={i for i, _ in s.env.decisive}):
+        # (TensorFlow logs `failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH` and trains on the
+        # CPU: an exception after it is the attempt's own end)
         return _environment_verdict(s, status_lines)
     if s.fault:
         return _fault_verdict(s)

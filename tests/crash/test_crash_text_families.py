@@ -606,3 +606,14 @@ def test_hub_summary_and_hint_carry_no_token_from_the_masked_text():
     v = classify(1, [Redactor().redact(line) for line in raw])
     assert v.cls == "hub_access" and "org/m" in v.summary
     assert planted not in v.summary + (v.hint or "") + " ".join(v.evidence)
+
+
+def test_a_driver_line_logged_before_a_cpu_fallback_is_not_the_cause():
+    """TensorFlow logs the driver mismatch at cuInit and goes on on the CPU
+    (tensorflow/stream_executor/cuda/cuda_driver.cc); the exception that ends the text is the cause."""
+    tail = ["E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: "
+            "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination",
+            "Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
+            "ValueError: Shapes (None, 10) and (None, 1) are incompatible"]
+    assert classify(1, tail).cls == "unknown"
+    assert classify(1, tail[:1]).cls == "environment_error"
