@@ -24,7 +24,7 @@ CRASH_CLASSES = (
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
     "user_kill", "gpu_unavailable", "config_error", "node_fail", "preempted", "time_limit",
     "job_cancelled", "submit_refused", "slurm_unavailable", "missing_dependency", "launch_failed", "disk_full",
-    "unknown",
+    "environment_error", "hub_access", "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
@@ -458,6 +458,15 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
+    ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
+             "driver combination", "no kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
+             "unsupported toolchain", "is not compatible with the current PyTorch")),
+    ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
+             "RepositoryNotFound", "Repository Not Found",
+             "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
+             "doesn't exist on the Hub", "Repo id must", "LocalEntryNotFound", "requested files in the",
+             "OfflineModeIsEnabled", "HF_HUB_OFFLINE", "We couldn't connect to", "Unauthorized for url",
+             "NotExistError", "does not exist!", "not exists on")),
     ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
               "QuotaExceeded", "unexpected pos ")),
 )
@@ -812,6 +821,60 @@ _USAGE = re.compile(
     r"|unrecognized arguments:"
     r"|Some specified arguments are not used by the HfArgumentParser")
 
+# A CUDA environment that cannot run this build: a restart fails the same way (environment_error).
+# The driver older than the runtime: torch's _check_driver / c10 CUDAFunctions.cpp ("The NVIDIA
+# driver on your system is too old (found version N)"; its "Found no NVIDIA driver" stays gpu_unavailable),
+# the runtime's cudaGetErrorString for cudaErrorInsufficientDriver ("CUDA driver version is
+# insufficient for CUDA runtime version") and cudaErrorSystemDriverMismatch ("system has
+# unsupported display driver / cuda driver combination").
+_ENV_DRIVER = re.compile(
+    r"The NVIDIA driver on your system is too old(?: \(found version (?P<found>\d+)\))?"
+    r"|CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver"
+    r"|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|cudaErrorSystemDriverMismatch"
+    r"|system has unsupported display driver / cuda driver combination")
+# A build without the GPU's architecture: cudaErrorNoKernelImageForDevice / CUDA_ERROR_NO_BINARY_FOR_GPU
+# ("no kernel image is available for execution on the device"), cudaErrorUnsupportedPtxVersion
+# ("the provided PTX was compiled with an unsupported toolchain."); torch's _check_cubins warning
+# ("<GPU> with CUDA capability sm_86 is not compatible with the current PyTorch installation.")
+# names the architecture (decisive only when nothing else explains the exit).
+_ENV_ARCH = re.compile(
+    r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
+    r"|CUDA_ERROR_NO_BINARY_FOR_GPU|the provided PTX was compiled with an unsupported toolchain"
+    r"|cudaErrorUnsupportedPtxVersion")
+_ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
+                     r"PyTorch installation")
+# A model or dataset the Hub will not give (hub_access): huggingface_hub's errors.py classes and
+# hf_raise_for_status's messages (utils/_http.py: "Cannot access gated repo for url U.", "Repository
+# Not Found for url: U.", "Revision Not Found for url: U.", OfflineAdapter's "Cannot reach U: offline
+# mode is enabled. To disable it, please unset the `HF_HUB_OFFLINE` environment variable."), its
+# validators ("Repo id must be in the form 'repo_name' or 'namespace/repo_name'", "Repo id must use
+# alphanumeric chars ..."), file_download's LocalEntryNotFoundError ("... we cannot find the requested
+# files in the local cache", "Cannot find the requested files in the disk cache and outgoing traffic
+# has been disabled"), transformers' wrappers ("You are trying to access a gated repo.", "We couldn't
+# connect to 'https://huggingface.co' to load this file", "... is not a local folder and is not a valid
+# model identifier listed on 'https://huggingface.co/models'", the gated repo's "Make sure to have
+# access to it at https://huggingface.co/ORG/NAME."), datasets' ("Dataset 'X' is a gated
+# dataset on the Hub", "Dataset 'X' doesn't exist on the Hub or cannot be accessed"), and ModelScope's
+# hub (NotExistError; "The request model: X does not exist!"; "Repo X not exists on ...").
+_HUB_GATED = re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
+                        r"|Make sure to have access to it at https?://|is a gated dataset on the Hub")
+_HUB_MISSING = re.compile(r"RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError"
+                          r"|Revision Not Found for url|is not a valid model identifier listed on"
+                          r"|DatasetNotFoundError|doesn't exist on the Hub or cannot be accessed"
+                          r"|401 Client Error: Unauthorized for url: https?://huggingface\.co")
+_HUB_BAD_ID = re.compile(r"Repo id must (?:be in the form|use alphanumeric chars)")
+_HUB_OFFLINE = re.compile(r"LocalEntryNotFoundError|cannot find the requested files in the local cache"
+                          r"|Cannot find the requested files in the disk cache|OfflineModeIsEnabled"
+                          r"|offline mode is enabled|We couldn't connect to '?https?://huggingface\.co")
+_HUB_MODELSCOPE = re.compile(r"\bNotExistError\b|The request (?:model|dataset): \S+ does not exist!"
+                             r"|Repo \S+ not exists on")
+_HUB_KINDS = (("gated", _HUB_GATED), ("bad_id", _HUB_BAD_ID), ("offline", _HUB_OFFLINE),
+              ("modelscope", _HUB_MODELSCOPE), ("missing", _HUB_MISSING))
+_HUB_REPO = re.compile(r"https?://(?:[^/\s@]+@)?huggingface\.co/(?:api/(?:models|datasets|spaces)/)?(?:datasets/)?(\S+)"
+                       r"|(?:Access to (?:model|dataset)|The request (?:model|dataset):|Repo) ([\w.-]+/[\w.-]+)"
+                       r"|Dataset '([^']+)'")
+_HUB_URL_TAIL = re.compile(r"/(?:resolve|revision|refs|tree|blob)/.*$|[.,;:)'\"]+$")
+
 # The decisive signature of each family, for rejoining a phrase a line wrap split (_wrap_join).
 _DECISIVE: dict[str, re.Pattern[str]] = {
     "oom": _OOM, "nccl": _NCCL, "port": _PORT, "div": _DIV, "recompute": _RECOMPUTE, "fault": _FAULT,
@@ -872,6 +935,8 @@ class _Scan:
     host_oom: _Hits = field(default_factory=_Hits)
     disk: _Hits = field(default_factory=_Hits)
     shm: _Hits = field(default_factory=_Hits)       # ENOSPC on /dev/shm (see _SHM_FULL)
+    env: _Hits = field(default_factory=_Hits)       # driver too old / no kernel image (support: sm_XX warning)
+    hub: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, kind (see _HUB_KINDS)
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
@@ -879,6 +944,10 @@ class _Scan:
     failed_line: _RootCause | None = None
     oom_info: _OomInfo = field(default_factory=_OomInfo)
     last_lines: list[tuple[int, str]] = field(default_factory=list)
+
+    def exceptions_after(self, idx: int, *, but: Collection[int] = ()) -> bool:
+        """An exception line after line ``idx`` (other than the lines ``but``): something else ended it."""
+        return any(i > idx and i not in but for i, _ in self.exceptions)
 
 
 
@@ -999,6 +1068,15 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             s.gpu.decisive.append((idx, text))
         if "usage" in families and _USAGE.search(text):
             s.usage.decisive.append((idx, text))
+        if "env" in families:
+            if (_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text):
+                s.env.decisive.append((idx, text))
+            elif _ENV_SM.search(text) or _ENV_DRIVER.search(text):
+                s.env.support.append((idx, text))
+        if "hub" in families:
+            kind = next((k for k, rx in _HUB_KINDS if rx.search(text)), None)
+            if kind:
+                s.hub.append((idx, text, kind))
         if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
             s.exceptions.append((idx, text))
     # An import error pasted without the traceback above it decides when it is the last exception
@@ -1144,7 +1222,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     (``*** JOB N ON host CANCELLED AT ... DUE TO TIME LIMIT ***``, ``... PREEMPTION``, an
     ``oom_kill`` event: the classes the job's state gives, for when accounting cannot be asked).
     ``gpu_unavailable`` (devices busy/unavailable, no device) and Ray's memory monitor
-    (``killed_oom``) come right after the root causes of 3; a missing Python dependency
+    (``killed_oom``) come right after the root causes of 3; a CUDA environment that cannot run the
+    build (``environment_error``: driver older than the runtime, no kernel image for the GPU's
+    architecture) comes before ``cuda_fault``, and a model or dataset the Hub will not give
+    (``hub_access``, when it ended the attempt) right after a full disk; a missing Python dependency
     (``missing_dependency``: the ``ModuleNotFoundError``/``ImportError`` that ended a traceback,
     with no fatal signal) right after 4. ``python``: the interpreter the attempt ran, named in the
     hint of a missing dependency when the traceback does not show it.
@@ -1177,6 +1258,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _recompute_verdict(s)
     if s.div or code in (EXIT_RESUME_TO_DISAMBIGUATE, EXIT_FAILED_ON_RESULT_VALIDATION):
         return _divergence_verdict(s, code, status_lines)
+    if s.env and not s.exceptions_after(s.env.decisive[-1][0], but={i for i, _ in s.env.decisive}):
+        # (TensorFlow logs `failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH` and trains on the
+        # CPU: an exception after it is the attempt's own end)
+        return _environment_verdict(s, status_lines)
     if s.fault:
         return _fault_verdict(s)
     if s.oom:
@@ -1195,6 +1280,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     # a write that ran out of room (no fatal signal but SIGABRT: C++ writers throw and terminate)
     if (s.disk or s.shm) and (signum not in _DECISIVE_SIGNALS or signum == _signal.SIGABRT):
         return _shm_verdict(s, status_lines) if s.shm and not s.disk else _disk_full_verdict(s, status_lines)
+    hub = _hub_decides(s, signum)
+    if hub:
+        return _hub_verdict(hub, status_lines)
     if hang:
         if s.nccl_timeout:
             return _nccl_verdict(s, status_lines)
@@ -1218,6 +1306,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     cancelled = _slurm_text_verdict(s, hang, plain_cancel=True)
     if cancelled is not None:
         return cancelled
+    if s.env.support and not s.exceptions_after(s.env.support[-1][0]):
+        return _environment_verdict(s, status_lines)
     return _unknown_verdict(exit_code, code, signum, status_lines, s)
 
 
@@ -1721,3 +1811,80 @@ def _shm_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
 
 # an exception name inside a line (the start of the exception a prefix hides)
 _EXC_IN_TEXT = re.compile(r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): ")
+
+
+_ENV_HINT_DRIVER = ("the NVIDIA driver is older than the CUDA runtime this torch was built with: update the "
+                    "driver on the node (nvidia-smi shows its version and the newest CUDA it supports), or "
+                    "install a torch build for that CUDA version (pytorch.org's cuXXX wheels); a restart "
+                    "fails the same way, so the run is not restarted")
+_ENV_HINT_ARCH = ("this torch (or extension) build has no kernels for this GPU's architecture{sm}: install a "
+                  "build that lists it (torch.cuda.get_arch_list(); pytorch.org's newer cuXXX wheels), or "
+                  "rebuild the extension with TORCH_CUDA_ARCH_LIST including it; a restart fails the same way, "
+                  "so the run is not restarted")
+
+
+def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
+    """The CUDA driver or the build cannot run on this node (environment_error: fail, never restarted)."""
+    lines = s.env.decisive or s.env.support
+    sm = next((m for _, t in s.env.support + s.env.decisive for m in [_ENV_SM.search(t)] if m), None)
+    driver = next((m for _, t in lines for m in [_ENV_DRIVER.search(t)] if m), None)
+    if driver is not None:
+        found = driver.group("found")
+        if found:
+            ver = f"{int(found) // 1000}.{int(found) % 1000 // 10}"
+            summary = f"the NVIDIA driver is too old for this torch build (it supports CUDA {ver})"
+        else:
+            summary = f"the NVIDIA driver is too old for the CUDA runtime: {driver.group(0)}"
+        hint = _ENV_HINT_DRIVER
+    else:
+        where = f" ({sm.group('sm')}, {sm.group('gpu').strip()})" if sm else ""
+        arch = next((m.group(0) for _, t in lines for m in [_ENV_ARCH.search(t)] if m), None)
+        summary = (f"the build has no kernels for this GPU{where}: {arch}" if arch
+                   else f"this torch build does not support the GPU{where}")
+        hint = _ENV_HINT_ARCH.format(sm=f" ({sm.group('sm')})" if sm else "")
+    return _verdict("environment_error", lines + status_lines, summary, retryable=False, recovery="fail",
+                    hint=hint, extra=s.env.support)
+
+
+def _hub_decides(s: _Scan, signum: int | None) -> list[tuple[int, str, str]]:
+    """The Hub lines that ended the attempt: no fatal signal, and no other exception after the last of
+    them (a logged Hub warning followed by the real failure is not the cause)."""
+    if not s.hub or signum in _DECISIVE_SIGNALS:
+        return []
+    hub_idx = {i for i, _, _ in s.hub}
+    return s.hub if not s.exceptions_after(s.hub[-1][0], but=hub_idx) else []
+
+
+_HUB_WHAT = {
+    "gated": ("the model or dataset is gated on the Hugging Face Hub and this account has no access",
+              "request access on the repo's page, then log in on this node as that account "
+              "(`huggingface-cli login`, or set HF_TOKEN in the recipe's env)"),
+    "missing": ("the Hugging Face Hub has no such repo, or it is private and the request was not authorised",
+                "check the repo id (and model vs dataset) in the recipe; a private or gated repo also answers "
+                "'not found' without a token: `huggingface-cli login` or HF_TOKEN in the recipe's env"),
+    "bad_id": ("the repo id is not a valid Hugging Face id (a local path that does not exist is read as one)",
+               "fix the model or dataset id in the recipe: `name` or `namespace/name`, or an existing local "
+               "directory"),
+    "offline": ("the Hugging Face Hub cannot be reached (offline, HF_HUB_OFFLINE=1 or no network) and the "
+                "files are not in the local cache",
+                "download the model/dataset into the cache the run uses first (`huggingface-cli download "
+                "REPO` with the same HF_HOME / HF_HUB_CACHE), point the recipe at a local directory, or "
+                "unset HF_HUB_OFFLINE"),
+    "modelscope": ("ModelScope has no such model or dataset",
+                   "check the id in the recipe (ms-swift's --model / --dataset), or use --use_hf true for a "
+                   "Hugging Face id; a private one needs `modelscope login` (MODELSCOPE_API_TOKEN)"),
+}
+
+
+def _hub_verdict(hub: list[tuple[int, str, str]], status_lines: list) -> CrashVerdict:
+    """A model or dataset the Hub will not give (hub_access: fail, never restarted)."""
+    kinds = [k for _, _, k in hub]
+    kind = next(k for k, _ in _HUB_KINDS if k in kinds)
+    repo = next((next(g for g in m.groups() if g) for _, t, _ in hub for m in [_HUB_REPO.search(t)] if m), None)
+    if repo:
+        repo = "/".join(_HUB_URL_TAIL.sub("", repo).split("/")[:2]) or None
+    what, fix = _HUB_WHAT[kind]
+    summary = what + (f": {repo}" if repo else "")
+    hint = f"{fix}; a restart fails the same way, so the run is not restarted"
+    return _verdict("hub_access", [(i, t) for i, t, _ in hub][-4:] + status_lines, summary, retryable=False,
+                    recovery="fail", hint=hint)

@@ -171,6 +171,36 @@ def raise_gpu_busy_oom(device: int) -> None:
         allocated="1.80 GiB", reserved_unallocated="14.00 MiB"))
 
 
+def raise_driver_too_old() -> None:
+    """torch's CUDA init on a node whose driver is older than the runtime torch was built with: the
+    text of torch/cuda/__init__.py's ``_check_driver`` (c10/cuda/CUDAFunctions.cpp raises the same
+    from ``torch._C._cuda_init()``), the driver's CUDA version 11.4 (found version 11040)."""
+    raise RuntimeError(
+        "The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by "
+        "downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx "
+        "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with "
+        "your version of the CUDA driver.")
+
+
+class GatedRepoError(OSError):
+    """Printed as huggingface_hub prints its own (``huggingface_hub.errors.GatedRepoError``)."""
+
+
+GatedRepoError.__module__ = "huggingface_hub.errors"
+
+
+def raise_gated_repo(url: str | None = None) -> None:
+    """A gated model without access: hf_raise_for_status's message (huggingface_hub
+    utils/_http.py: the status, the request id, "Cannot access gated repo for url U.") and the
+    Hub's server message for a user who is not logged in. ``url``: the file asked for."""
+    url = url or "https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json"
+    raise GatedRepoError(
+        "401 Client Error. (Request ID: Root=1-66f4b037-1bf3d7d219afbc904ee05694)\n\n"
+        f"Cannot access gated repo for url {url}.\n"
+        "Access to model meta-llama/Llama-3.1-8B is restricted. You must have access to it and be "
+        "authenticated to access it. Please log in.")
+
+
 def chunk_gated_delta_rule_bwd_dhu(grad: torch.Tensor, device: int) -> torch.Tensor:
     """Named after fla's backward kernel launcher whose ``dh`` buffer tips a tight GPU over."""
     raise torch.OutOfMemoryError(oom_message(device))

@@ -87,6 +87,10 @@ class DemoTrainer:
         self.model = TinyMoELM(self.cfg, args.seed)
         if plan.fires("gpu_busy"):  # where a GPU run would move the weights onto the device
             faults.raise_gpu_busy_oom(world.local_rank)
+        if plan.fires("driver_old"):  # torch's CUDA init on a node whose driver predates the runtime
+            faults.raise_driver_too_old()
+        if plan.fires("hub_gated"):  # from_pretrained of a gated model without access
+            faults.raise_gated_repo(os.environ.get("MOECONSOLE_DEMO_HUB_URL"))
         self.params = lora_parameters(self.model)
         self.optimizer = AdamW(self.params, lr=args.learning_rate, weight_decay=0.0)
         self.corpus = load_corpus()

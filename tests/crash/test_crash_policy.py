@@ -125,7 +125,8 @@ def test_divergence_pauses_with_critical_alert():
 
 
 @pytest.mark.parametrize("cls, recovery", [("recompute_mismatch", "fail"), ("bus_error", "fail"),
-                                           ("cuda_fault", "fail")])
+                                           ("cuda_fault", "fail"), ("environment_error", "fail"),
+                                           ("hub_access", "fail")])
 def test_fatal_classes_fail(cls, recovery):
     d = decide(verdict(cls, retryable=False, recovery=recovery), progressing_crashes(1, cls=cls), DEFAULTS, NOW)
     assert d.action == "fail" and d.alert == "critical" and d.delay_s == 0.0

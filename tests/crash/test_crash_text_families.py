@@ -445,3 +445,175 @@ def test_torch_save_to_a_full_filesystem_is_disk_full():
     v = classify(1, tail, steps_seen=12)
     assert v.cls == "disk_full" and "unexpected pos 507776 vs 507664" in v.summary, v
     assert classify(1, ["ValueError: unexpected position in stream"], steps_seen=3).cls == "unknown"
+
+
+# ---------------------------------------------------------------- crashes a restart cannot fix
+
+def _fails_without_restart(v) -> None:
+    assert not v.retryable and v.recovery == "fail"
+    decision = decide(v, [AttemptRecord(attempt=1, started_at=0.0, ended_at=1.0, resumed_step=None,
+                                        last_step=None, crash_class=v.cls)], RestartSettings(), now=2.0)
+    assert decision.action == "fail" and decision.alert == "critical"
+
+
+# torch/cuda/__init__.py _check_driver (and c10/cuda/CUDAFunctions.cpp, the same words), the CUDA
+# runtime's cudaGetErrorString for cudaErrorInsufficientDriver / cudaErrorSystemDriverMismatch, and
+# how frameworks print them (THCudaCheck, glog CHECK, a bare CUDA Error line).
+@pytest.mark.parametrize("line", [
+    "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU "
+    "driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx",
+    "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+    "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=74 error=35 : CUDA driver version is "
+    "insufficient for CUDA runtime version",
+    "F1127 13:49:06.743296 17418 hl_cuda_device.cc:565] Check failed: cudaSuccess == cudaStat (0 vs. 35) "
+    "Cuda Error: CUDA driver version is insufficient for CUDA runtime version",
+    "RuntimeError: cudaErrorInsufficientDriver",
+    "RuntimeError: CUDA error: system has unsupported display driver / cuda driver combination",
+])
+def test_a_driver_older_than_the_runtime_is_an_environment_error(line):
+    v = classify(1, ["Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
+                     "    model.cuda()", line], steps_seen=0)
+    assert v.cls == "environment_error", v.summary
+    assert "driver" in v.summary and "update the driver" in (v.hint or "")
+    _fails_without_restart(v)
+
+
+def test_the_driver_version_torch_found_is_named_as_the_cuda_it_supports():
+    v = classify(1, ["RuntimeError: The NVIDIA driver on your system is too old (found version 11040)."])
+    assert "CUDA 11.4" in v.summary
+
+
+# cudaErrorNoKernelImageForDevice / CUDA_ERROR_NO_BINARY_FOR_GPU / cudaErrorUnsupportedPtxVersion,
+# and torch's _check_cubins warning naming the architecture.
+SM86 = ("/opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:145: UserWarning: "
+        "NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible with the current PyTorch installation.")
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+    "Error no kernel image is available for execution on the device at line 167 in file csrc/ops.cu",
+    "RuntimeError: CUDA driver error: CUDA_ERROR_NO_BINARY_FOR_GPU",
+    "RuntimeError: cudaErrorNoKernelImageForDevice",
+    "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+])
+def test_a_build_without_the_gpus_architecture_is_an_environment_error(line):
+    v = classify(1, [SM86, "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
+                     "Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>', line],
+                 steps_seen=0)
+    assert v.cls == "environment_error", v.summary
+    assert "sm_86" in v.summary and "sm_86" in (v.hint or "") and "torch" in (v.hint or "")
+    _fails_without_restart(v)
+
+
+def test_the_sm_warning_alone_decides_only_when_nothing_else_ends_the_text():
+    assert classify(1, [SM86]).cls == "environment_error"
+    # the warning, then training fails for a reason of its own: that reason is the cause
+    later = [SM86, "Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
+             "ValueError: bad shape"]
+    assert classify(1, later).cls == "unknown"
+
+
+def test_torchs_cuda_init_warning_is_not_the_crash():
+    """torch warns 'CUDA initialization: The NVIDIA driver ... too old' and falls back to the CPU;
+    a later error of its own is the cause."""
+    tail = ["/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:124: UserWarning: CUDA initialization: "
+            "The NVIDIA driver on your system is too old (found version 11000).",
+            "Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
+            "KeyError: 'labels'"]
+    assert classify(1, tail).cls == "unknown"
+
+
+# huggingface_hub utils/_http.py hf_raise_for_status, errors.py, file_download.py, _validators.py;
+# transformers' and datasets' wrappers; ModelScope's hub. (text, words in the summary, words in the hint)
+HUB_CASES = [
+    (["huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-6)", "",
+      "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.",
+      "Access to model meta-llama/Llama-3.1-8B is restricted. You must have access to it and be authenticated "
+      "to access it. Please log in."], ("gated", "meta-llama/Llama-3.1-8B"), "huggingface-cli login"),
+    (["OSError: You are trying to access a gated repo.",
+      "Make sure to have access to it at https://huggingface.co/google/gemma-2-9b."], ("gated", "google/gemma-2-9b"),
+     "HF_TOKEN"),
+    (["datasets.exceptions.DatasetNotFoundError: Dataset 'cais/hle' is a gated dataset on the Hub. You must be "
+      "authenticated to access it."], ("gated", "cais/hle"), "huggingface-cli login"),
+    (["huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error. (Request ID: Root=1-6)", "",
+      "Repository Not Found for url: https://huggingface.co/api/models/org/privat-model/revision/main.",
+      "Please make sure you specified the correct `repo_id` and `repo_type`.",
+      "If you are trying to access a private or gated repo, make sure you are authenticated."],
+     ("no such repo", "org/privat-model"), "repo id"),
+    (["OSError: qwen/Qwen2-7B is not a local folder and is not a valid model identifier listed on "
+      "'https://huggingface.co/models'"], ("no such repo",), "repo id"),
+    (["datasets.exceptions.DatasetNotFoundError: Dataset 'my/data' doesn't exist on the Hub or cannot be accessed."],
+     ("no such repo", "my/data"), "repo id"),
+    (["huggingface_hub.errors.RevisionNotFoundError: 404 Client Error. (Request ID: x)", "",
+      "Revision Not Found for url: https://huggingface.co/api/models/gpt2/revision/v9."], ("no such repo",),
+     "repo id"),
+    (["huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+      "'namespace/repo_name': '/data/models/qwen'. Use `repo_type` argument if needed."], ("not a valid",),
+     "`namespace/name`"),
+    (["huggingface_hub.utils._validators.HFValidationError: Repo id must use alphanumeric chars or '-', '_', '.', "
+      "'--' and '..' are forbidden, '-' and '.' cannot start or end the name, max length is 96: '../ckpt'."],
+     ("not a valid",), "`namespace/name`"),
+    (["huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the "
+      "Hub and we cannot find the requested files in the local cache. Please check your connection and try again "
+      "or make sure your Internet connection is on."], ("cannot be reached",), "huggingface-cli download"),
+    (["huggingface_hub.errors.LocalEntryNotFoundError: Cannot find the requested files in the disk cache and "
+      "outgoing traffic has been disabled. To enable hf.co look-ups and downloads online, set 'local_files_only' "
+      "to False."], ("cannot be reached",), "HF_HUB_OFFLINE"),
+    (["huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co/api/models/gpt2: offline "
+      "mode is enabled. To disable it, please unset the `HF_HUB_OFFLINE` environment variable."],
+     ("cannot be reached", "gpt2"), "HF_HUB_OFFLINE"),
+    (["OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached "
+      "files and it looks like Qwen/Qwen2-7B is not the path to a directory containing a file named config.json."],
+     ("cannot be reached",), "huggingface-cli download"),
+    (["modelscope.hub.errors.NotExistError: The model: qwen/Qwen9-7B not exists"], ("ModelScope",), "--use_hf"),
+    (["requests.exceptions.HTTPError: The request model: swift/llava-7b does not exist!"],
+     ("ModelScope", "swift/llava-7b"), "modelscope login"),
+]
+
+
+@pytest.mark.parametrize("text, words, hint", HUB_CASES, ids=lambda x: x[0][:50] if isinstance(x, list) else None)
+def test_a_model_or_dataset_the_hub_will_not_give_is_hub_access(text, words, hint):
+    frames = ["Traceback (most recent call last):",
+              '  File "/opt/venv/lib/python3.11/site-packages/transformers/utils/hub.py", line 398, in cached_file',
+              "    resolved_file = hf_hub_download("]
+    v = classify(1, frames + text, steps_seen=0)
+    assert v.cls == "hub_access", v.summary
+    assert all(w in v.summary for w in words), v.summary
+    assert hint in (v.hint or "")
+    _fails_without_restart(v)
+
+
+def test_a_hub_error_logged_while_training_goes_on_is_not_the_cause():
+    """ms-swift logs ModelScope's '[ERROR:modelscope] The request model: unknown does not exist!' and
+    trains on (QwenLM/Qwen3-VL#841): a crash after it is the crash's own."""
+    tail = ["[ERROR:modelscope] The request model: unknown does not exist!",
+            "{'loss': 1.2, 'global_step/max_steps': '10/100'}",
+            "Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
+            "ValueError: the batch has no labels"]
+    assert classify(1, tail, steps_seen=10).cls == "unknown"
+    # a fatal signal after a Hub warning is the signal's
+    assert classify(-11, ["[ERROR:modelscope] The request model: unknown does not exist!"]).cls == "segfault"
+
+
+def test_hub_summary_and_hint_carry_no_token_from_the_masked_text():
+    """The runner masks the tail before classifying (IngestPipe.tail_for_report); the verdict is built
+    from it, so a token a proxy URL carried cannot reach the summary or the hint."""
+    from moeconsole.runner.rundir.secrets import Redactor
+    planted = "hf_" + "PlantedTokenValue0123456789abcdef"
+    raw = ["huggingface_hub.errors.GatedRepoError: 401 Client Error.",
+           f"Cannot access gated repo for url https://u:{planted}@huggingface.co/org/m/resolve/main/config.json"
+           f"?token={planted}"]
+    v = classify(1, [Redactor().redact(line) for line in raw])
+    assert v.cls == "hub_access" and "org/m" in v.summary
+    assert planted not in v.summary + (v.hint or "") + " ".join(v.evidence)
+
+
+def test_a_driver_line_logged_before_a_cpu_fallback_is_not_the_cause():
+    """TensorFlow logs the driver mismatch at cuInit and goes on on the CPU
+    (tensorflow/stream_executor/cuda/cuda_driver.cc); the exception that ends the text is the cause."""
+    tail = ["E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: "
+            "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda driver combination",
+            "Traceback (most recent call last):", '  File "/w/train.py", line 9, in <module>',
+            "ValueError: Shapes (None, 10) and (None, 1) are incompatible"]
+    assert classify(1, tail).cls == "unknown"
+    assert classify(1, tail[:1]).cls == "environment_error"

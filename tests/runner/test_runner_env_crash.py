@@ -1,0 +1,36 @@
+"""Crashes a restart cannot fix, end to end: the demo trainer prints the program's own text at
+start-up and exits 1; the runner fails the run once, with the hint, and never starts attempt 2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+# A token-shaped value planted in the URL the Hub error prints (huggingface_hub never prints the
+# token itself, but a proxy URL or a pasted header can carry one): it must not reach any output.
+PLANTED = "hf_" + "PlantedTokenValue0123456789abcdef"
+
+
+@pytest.mark.parametrize("fault, cls, summary, hint", [
+    ("driver_old", "environment_error", "supports CUDA 11.4", "update the driver"),
+    ("hub_gated", "hub_access", "meta-llama/Llama-3.1-8B", "huggingface-cli login"),
+])
+def test_a_crash_a_restart_cannot_fix_fails_once_with_its_hint(harness, fault, cls, summary, hint):
+    url = f"https://user:{PLANTED}@huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json?token={PLANTED}"
+    run = harness.start(harness.recipe(
+        command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
+                 "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0", "--fault", fault],
+        env={"OMP_NUM_THREADS": "1", "MOECONSOLE_DEMO_HUB_URL": url}))
+    st = run.wait_status("failed", timeout=90)
+    assert st["attempt"] == 1 and st.get("restarts", 0) == 0
+    assert not (run.path / "crashes" / "attempt-2.json").exists()
+    crash = run.crash(1)
+    assert crash["class"] == cls and crash["retryable"] is False and crash["recovery"] == "fail"
+    assert summary in crash["summary"] and hint in crash["hint"]
+    assert [e["decision"] for e in run.events("crash")] == ["fail"]
+    shown = harness.cli("runs", "show", run.id)
+    assert "FAILED" in shown.stdout and hint in shown.stdout, shown.stdout
+    as_json = harness.cli("runs", "show", run.id, "--json").stdout
+    for text in (json.dumps(crash), json.dumps(run.events()), shown.stdout, as_json,
+                 (run.path / "state.json").read_text()):
+        assert PLANTED not in text
