@@ -77,10 +77,12 @@ WRITER = textwrap.dedent('''
                "loss": 2.0 * math.exp(-step / 500) + 0.5, "grad_norm": 1.0 + 0.1 * (step % 7),
                "lr": 1e-4, "mem_gib": 120.0 + (step % 5), "tokens_per_s": 5000.0, "step_time_s": 1.0,
                "extra": {"token_acc": 0.5 + 0.4 * (1 - math.exp(-step / 300)), "load_balancing_loss": 1.0 + 0.01 * (step % 3)}}
+        # as the runner does: the log line, then its record naming the line's offset (log_at)
+        with open(os.path.join(run, "train.log"), "a") as f:
+            rec["log_at"] = f.tell()
+            f.write(f"step {step}/100000 loss {rec['loss']:.4f} grad_norm {rec['grad_norm']:.3f}\\n")
         with open(os.path.join(run, "metrics.jsonl"), "a") as f:
             f.write(json.dumps(rec) + "\\n")
-        with open(os.path.join(run, "train.log"), "a") as f:
-            f.write(f"step {step}/100000 loss {rec['loss']:.4f} grad_norm {rec['grad_norm']:.3f}\\n")
         put_state(step)
         time.sleep(1.0)
 ''')

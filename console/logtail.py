@@ -14,7 +14,6 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from moeconsole.console import format as fmt
-from moeconsole.runner.ingest.parser import LogParser
 
 CACHE_LINES = 512
 HEADER = ("step", "loss", "grad norm", "lr")
@@ -34,6 +33,9 @@ def parse_metric(line: str, line_format: Any = None) -> Cells | None:
     """The four cells of a metric line, or None for any other line (``line_format``: the log's
     declared line format, ``moeconsole.runner.ingest.userformat``, as the runner reads it). Only
     for a log without the runner's records."""
+    # Imported at the first line parsed: the parser and its format regexes are about 2 MiB of an
+    # attached console, which a run whose runner writes records never needs (docs/benchmarks-ui.md).
+    from moeconsole.runner.ingest.parser import LogParser
     # A fresh parser per line: the tail is a window, so no state may leak between lines.
     try:
         events = LogParser(line_format=line_format).process_line(line.encode("utf-8", "replace"))

@@ -15,7 +15,8 @@ def run(args) -> int:
     run_dir = rundir.resolve(runs_base(args.runs_dir), args.run)
     host = None if args.no_gpu else HostLine(run_dir.path)
     telemetry = None if args.no_gpu else LiveTelemetry()
-    watcher = RunWatcher(run_dir, telemetry=telemetry, host=host)
+    # the runner's record of each log tail line, as the run screen's tail shows them
+    watcher = RunWatcher(run_dir, telemetry=telemetry, host=host, line_records=True)
     interval = float(args.interval)  # already in bounds.INTERVAL (the parser checks it)
     while True:
         snap = watcher.poll()

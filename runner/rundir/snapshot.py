@@ -89,6 +89,9 @@ class Snapshot:
             "gpu": self.gpu,
             "blockers": list(self.blockers),
             "log_tail": list(self.log_tail),
+            # the runner's record of each log_tail line (null: the line has none), what the
+            # screen's tail shows as its columns; null when the records do not name their lines
+            "tail_records": list(self.tail_records) if self.tail_records is not None else None,
             "nodes": list(self.nodes),
             "eval": {"count": self.eval_count, "last": self.last_eval,
                      "loss": to_pairs(*self.eval_series.downsample(series_points))},

@@ -40,6 +40,8 @@ async def probe(base: Path, ref: str) -> dict:
             "loss_rows": loss.text_rows(),
             "loss_size": [loss.content_size.width, loss.content_size.height],
             "now": log_t + 1,
+            # the log tail's line parser: a run whose runner names each record's line never needs it
+            "parser_loaded": "moeconsole.runner.ingest.parser" in sys.modules,
         }
 
 

@@ -93,3 +93,51 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
                                    markers=markers_from(d["restarts_at"], d["checkpoints"])))
     assert ui["loss_rows"][1:] == drawn[1:]
     assert ui["loss_rows"][0].startswith(f"loss {fmt.num(d['last_metrics']['loss'])}")
+
+
+# A real runner's run: a log in a declared line format, each step's record naming its line.
+SPEC = r"^#(?P<step>\d+)# ce~(?P<loss>\S+)"
+STEPS = 24
+TRAIN = (
+    "import time\n"
+    f"for i in range(1, {STEPS + 1}):\n"
+    "    print(f'#{i * 10:05d}# ce~{3.0 - i / 100:.2f} ~ rate~1e-4', flush=True)\n"
+    "    if i % 8 == 0:\n"
+    "        print('note: a plain line', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def test_json_tail_records_are_what_the_screen_tail_shows(tmp_path, runs_dir):
+    """``--json``'s ``tail_records`` are the runner's record of each ``log_tail`` line: drawn as
+    the screen draws them, they give the attached screen's tail line for line; and the attached
+    process, showing the runner's records, never imports the line parser (its format regexes
+    are about 2 MiB of the console's memory)."""
+    from tests.runner.conftest import Harness
+    from tests.waiting import until
+    h = Harness(tmp_path, runs_dir)
+    run = h.start(h.recipe(command=["{python}", "-c", TRAIN], log_format=SPEC))
+    until(lambda: len(run.metrics()) >= STEPS and run.metrics()[-1]["step"] == STEPS * 10,
+          timeout=90, what="the runner's records")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", "--no-gpu", run.id,
+                           "--runs-dir", str(runs_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    d = json.loads(done.stdout)
+    probe = subprocess.run([sys.executable, str(PROBE), str(runs_dir), run.id], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=90)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    ui = json.loads(probe.stdout.strip().splitlines()[-1])
+
+    recs = d["tail_records"]
+    assert recs is not None and len(recs) == len(d["log_tail"])
+    by_line = {line: rec for line, rec in zip(d["log_tail"], recs) if rec is not None}
+    assert len(by_line) >= 10 and all(line.startswith("#") for line in by_line)
+    assert all(rec is None for line, rec in zip(d["log_tail"], recs) if not line.startswith("#"))
+    for line, rec in by_line.items():             # each line's own record
+        assert line.startswith("#%05d# ce~" % rec["step"]), (line, rec)
+    assert ui["log"] == MetricColumns().rows(d["log_tail"], len(ui["log"]), records=recs)
+    assert ui["log"][0].split() == ["step", "loss", "grad", "norm", "lr"]
+    assert not any("ce~" in line for line in ui["log"]), ui["log"]
+    assert ui["parser_loaded"] is False

@@ -8,11 +8,11 @@ import asyncio
 import json
 
 from moeconsole.console import format as fmt
-from moeconsole.console import logtail
 from moeconsole.console.app import MoeConsole
 from moeconsole.console.screens.run import RunScreen
 from moeconsole.console.source import RunSource
 from moeconsole.console.widgets.panes import LogTail
+from moeconsole.runner.ingest import parser
 from moeconsole.runner.rundir import rundir, seriesfile
 from tests.runner.conftest import Harness
 from tests.waiting import until, until_ui
@@ -50,7 +50,7 @@ def test_the_tail_shows_the_runners_records_without_parsing(tmp_path, runs_dir, 
         assert log[at:].startswith(b"#%05d# ce~" % rec["step"]), (rec, log[at:at + 40])
 
     NoParse.calls = 0
-    monkeypatch.setattr(logtail, "LogParser", NoParse)
+    monkeypatch.setattr(parser, "LogParser", NoParse)   # imported by the tail at its first parse
     monkeypatch.setattr(RunSource, "line_format", lambda self: None)   # the console is not told the format
 
     def tail_text() -> str:
