@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -70,11 +71,19 @@ def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_pa
     full = job.current_book()
     assert full.metric_count == STEPS and full.eval_count == STEPS // 5000
     assert [p[0] for p in zip(*full.eval_series.points())] == [5000.0 * k for k in range(1, 7)]
-    # metrics.jsonl holds exactly what `parse --json` prints
+    # metrics.jsonl holds exactly what `parse --json` prints, each record with the offset of its
+    # line in the log as its last field (``log_at``: the run directory's tie to its train.log)
     parsed = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", str(log), "--json"], cwd=REPO,
                             capture_output=True, timeout=300)
     assert parsed.returncode == 0
-    assert run.metrics.read_bytes() == parsed.stdout
+    stamped = run.metrics.read_bytes().splitlines(keepends=True)
+    unstamped = [re.sub(rb',"log_at":\d+\}\n$', b"}\n", line) for line in stamped]
+    assert all(a != b for a, b in zip(stamped, unstamped)), "every record names its line"
+    assert b"".join(unstamped) == parsed.stdout
+    data = log.read_bytes()
+    for line in stamped[:: max(1, len(stamped) // 50)]:   # the offset is that record's line
+        at = json.loads(line)["log_at"]
+        assert (at == 0 or data[at - 1:at] == b"\n") and json.loads(line)["step"] is not None
     # the chart book is saved for the next opening, covering the whole file
     again = seriesfile.load(run)
     assert again.metric_count == STEPS and again.offset == run.metrics.stat().st_size
