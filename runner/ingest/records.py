@@ -170,7 +170,12 @@ LEARNED_KEYS: dict[str, str] = {
     "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s", "tokens/sec": "tokens_per_s",
     "tps": "tokens_per_s", "tokens_per_second": "tokens_per_s", "tokens per second": "tokens_per_s",
     "tokens_per_sec": "tokens_per_s", "throughput (tokens/s)": "tokens_per_s", "tgs": "tokens_per_s",
+    # MosaicML Composer (trainer.py logs the summed loss as "loss/train/total"; its ConsoleLogger
+    # prints each metric as f"\n\t {prefix}{name}: {value}" with prefix "Train ")
+    "loss/train/total": "loss",
 }
+# Composer's ConsoleLogger.log_to_console puts "Train " before every metric name it prints.
+_COMPOSER_TRAIN_PREFIX = "train "
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
                             "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
                             "step"))   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
@@ -187,6 +192,8 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     low = re.sub(r"\s+", " ", name.strip().lower())
     if not low or eval_key(low) is not None:
         return None
+    if low.startswith(_COMPOSER_TRAIN_PREFIX) and "/" in low:
+        low = low[len(_COMPOSER_TRAIN_PREFIX):]   # "Train loss/train/total", "Train time/batch"
     for cand in (low, low.replace(" ", "_"), low.replace("-", "_")):
         if cand in _FIELD_KEYS_LOWER:
             return _FIELD_KEYS_LOWER[cand]

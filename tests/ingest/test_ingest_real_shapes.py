@@ -144,3 +144,20 @@ def test_parse_summary_names_each_detected_format(tmp_path):
     formats = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("formats"))
     for name in ("megatron (1)", "megatron_mem (1)", "pl_bar (1)", "mmengine (1)"):
         assert name in formats
+
+
+# MosaicML Composer's ConsoleLogger (composer/loggers/console_logger.py, log_to_console):
+# f"{progress}:" then f"\n\t {prefix}{name}: {value}" per metric, prefix "Train "; progress is
+# f"[{unit}={n}/{total}]" for a duration in batches or tokens, f"[epoch={e}][batch={b}/{B}]"
+# for one in epochs. The summed loss is "loss/train/total" (composer trainer.py).
+COMPOSER_BLOCK = ("{progress}:", "\t Train time/batch: {n}", "\t Train loss/train/total: {loss}",
+                  "\t Train metrics/train/LanguageCrossEntropy: {loss}",
+                  "\t Train memory/reserved_mem: 14.6740")
+
+
+@pytest.mark.parametrize("progress", ["[batch={n}/100]", "[epoch=1][batch={n}/100]", "[epoch=1][batch={n}]"])
+def test_composer_console_blocks_give_the_total_loss(progress):
+    lines = [ln.format(progress=progress.format(n=n), n=n, loss=loss)
+             for n, loss in ((1, 10.9736), (2, 10.9724), (3, 10.6459)) for ln in COMPOSER_BLOCK]
+    recs, _ = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.9736), (2, 10.9724), (3, 10.6459)]
