@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from moeconsole.runner.core.bounds import MAX_STEP, STEP_DIGITS
+from moeconsole.runner.core.bounds import MAX_STEP, STEP_DIGITS, is_step
 from moeconsole.runner.rundir.secrets import mask_field
 
 RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
@@ -124,7 +124,8 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
                   ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
-           ("train/learning_rate", _ident), ("train/lr", _ident)],
+           ("train/learning_rate", _ident), ("train/lr", _ident),
+           ("train_lr", _ident)],   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
                 ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident)],
@@ -446,6 +447,17 @@ def classify_mapping(m: dict) -> str:
             if key in m:
                 return "metric"
     return "other"
+
+
+def epoch_step(m: dict) -> int | None:
+    """The step of a JSON line written once per epoch, else None: a JSON integer ``epoch`` and no
+    step key. DeiT / MAE / timm-style scripts append ``json.dumps({**{f'train_{k}': v},
+    **{f'test_{k}': v}, 'epoch': epoch, 'n_parameters': n})`` to ``log.txt`` after each epoch
+    (deit main.py); a Hugging Face dict prints ``epoch`` as a float, never an int."""
+    if any(k in m for k in STEP_KEYS):
+        return None
+    epoch = m.get("epoch")
+    return epoch if type(epoch) is int and is_step(epoch) else None
 
 
 def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> dict | None:

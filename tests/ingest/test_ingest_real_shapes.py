@@ -161,3 +161,17 @@ def test_composer_console_blocks_give_the_total_loss(progress):
              for n, loss in ((1, 10.9736), (2, 10.9724), (3, 10.6459)) for ln in COMPOSER_BLOCK]
     recs, _ = parse(*lines)
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.9736), (2, 10.9724), (3, 10.6459)]
+
+
+def test_deit_log_txt_lines_are_steps_at_their_epoch():
+    """DeiT / MAE main.py append json.dumps({**{f'train_{k}': v}, **{f'test_{k}': v}, 'epoch': epoch,
+    'n_parameters': n}) to log.txt once per epoch: the integer epoch is the step, the test_*
+    values an evaluation there; a float epoch (a Hugging Face dict) is never a step."""
+    import json
+    lines = [json.dumps({"train_lr": 5e-4, "train_loss": (3.5, 3.4, 3.3)[e], "test_loss": (1.1, 1.0, 0.9)[e], "test_acc1": 74.1,
+                         "epoch": e, "n_parameters": 11590840}) for e in (0, 1, 2)]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(0, 3.5, 5e-4), (1, 3.4, 5e-4), (2, 3.3, 5e-4)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(0, 1.1), (1, 1.0), (2, 0.9)]
+    recs, _ = parse('{"loss": 2.5, "learning_rate": 1e-05, "epoch": 3.0}', '{"loss": 2.4, "learning_rate": 1e-05, "epoch": 4.0}')
+    assert [r["step"] for r in recs] == [1, 2]
