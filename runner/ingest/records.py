@@ -164,6 +164,8 @@ LEARNED_KEYS: dict[str, str] = {
     "dt": "step_time_s", "time/step": "step_time_s", "time per step": "step_time_s", "step_time": "step_time_s",
     "ms/batch": "step_time_s", "ms/step": "step_time_s", "ms/it": "step_time_s", "sec/step": "step_time_s",
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
+    # char-rnn-tensorflow train.py: "{}/{} (epoch {}), train_loss = {:.3f}, time/batch = {:.3f}" (end - start, s)
+    "time/batch": "step_time_s",
     # MaxText (metric_logger.py log_metrics): f"completed step: {step}, seconds: {step_time:.3f}, TFLOP/s/device:
     # {..:.3f}, Tokens/s/device: {..:.3f}, total_weights: {..}, loss: {loss:.3f}" (older: no tokens, no weights)
     "seconds": "step_time_s",
@@ -195,6 +197,8 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
         return None
     if low.startswith(_COMPOSER_TRAIN_PREFIX) and "/" in low:
         low = low[len(_COMPOSER_TRAIN_PREFIX):]   # "Train loss/train/total", "Train time/batch"
+        if low.startswith("time/"):
+            return None   # Composer's time/batch, time/sample, time/token are counters, time/train hours
     for cand in (low, low.replace(" ", "_"), low.replace("-", "_")):
         if cand in _FIELD_KEYS_LOWER:
             return _FIELD_KEYS_LOWER[cand]

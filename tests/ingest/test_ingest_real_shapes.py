@@ -161,6 +161,16 @@ def test_composer_console_blocks_give_the_total_loss(progress):
              for n, loss in ((1, 10.9736), (2, 10.9724), (3, 10.6459)) for ln in COMPOSER_BLOCK]
     recs, _ = parse(*lines)
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.9736), (2, 10.9724), (3, 10.6459)]
+    assert all(r["step_time_s"] is None for r in recs)   # Composer's time/batch is a batch count
+
+
+def test_char_rnn_time_per_batch_is_the_step_time():
+    """char-rnn-tensorflow train.py: "{}/{} (epoch {}), train_loss = {:.3f}, time/batch = {:.3f}"
+    with the seconds the batch took."""
+    recs, _ = parse(*(f"{n}/446 (epoch 0), train_loss = {2 + n / 1000:.3f}, time/batch = 0.{n}"
+                      for n in (268, 269, 270)))
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in recs] == [
+        (268, 2.268, 0.268), (269, 2.269, 0.269), (270, 2.27, 0.27)]
 
 
 def test_deit_log_txt_lines_are_steps_at_their_epoch():
