@@ -29,7 +29,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.pydict import split_objects
-from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, eval_key, eval_mark, eval_step,
+from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, epoch_step, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
@@ -651,9 +651,14 @@ class LogParser:
             return None
         if kind == "metric":
             train, evals = split_eval(mapping)
-            rec = record_from_mapping(train, src, inferred_step=(self._last_step or 0) + 1)
+            per_epoch = epoch_step(train) if src == "jsonl" else None
+            rec = record_from_mapping(train, src, inferred_step=(self._last_step or 0) + 1
+                                      if per_epoch is None else per_epoch)
             if rec is not None:
-                if rec["extra"].get("step_inferred"):
+                if per_epoch is not None:
+                    del rec["extra"]["step_inferred"]   # the epoch counter is the step
+                    self._last_epoch = None
+                elif rec["extra"].get("step_inferred"):
                     epoch = rec["epoch"]
                     if (epoch is not None and self._last_epoch is not None
                             and epoch < self._last_epoch - 1e-9):

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from moeconsole.runner.core.bounds import MAX_STEP, STEP_DIGITS
+from moeconsole.runner.core.bounds import MAX_STEP, STEP_DIGITS, is_step
 from moeconsole.runner.rundir.secrets import mask_field
 
 RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s", "epoch")
@@ -124,7 +124,8 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
                   ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
-           ("train/learning_rate", _ident), ("train/lr", _ident)],
+           ("train/learning_rate", _ident), ("train/lr", _ident),
+           ("train_lr", _ident)],   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
                 ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident)],
@@ -163,6 +164,8 @@ LEARNED_KEYS: dict[str, str] = {
     "dt": "step_time_s", "time/step": "step_time_s", "time per step": "step_time_s", "step_time": "step_time_s",
     "ms/batch": "step_time_s", "ms/step": "step_time_s", "ms/it": "step_time_s", "sec/step": "step_time_s",
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
+    # char-rnn-tensorflow train.py: "{}/{} (epoch {}), train_loss = {:.3f}, time/batch = {:.3f}" (end - start, s)
+    "time/batch": "step_time_s",
     # MaxText (metric_logger.py log_metrics): f"completed step: {step}, seconds: {step_time:.3f}, TFLOP/s/device:
     # {..:.3f}, Tokens/s/device: {..:.3f}, total_weights: {..}, loss: {loss:.3f}" (older: no tokens, no weights)
     "seconds": "step_time_s",
@@ -170,7 +173,12 @@ LEARNED_KEYS: dict[str, str] = {
     "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s", "tokens/sec": "tokens_per_s",
     "tps": "tokens_per_s", "tokens_per_second": "tokens_per_s", "tokens per second": "tokens_per_s",
     "tokens_per_sec": "tokens_per_s", "throughput (tokens/s)": "tokens_per_s", "tgs": "tokens_per_s",
+    # MosaicML Composer (trainer.py logs the summed loss as "loss/train/total"; its ConsoleLogger
+    # prints each metric as f"\n\t {prefix}{name}: {value}" with prefix "Train ")
+    "loss/train/total": "loss",
 }
+# Composer's ConsoleLogger.log_to_console puts "Train " before every metric name it prints.
+_COMPOSER_TRAIN_PREFIX = "train "
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
                             "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
                             "step"))   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
@@ -187,6 +195,10 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     low = re.sub(r"\s+", " ", name.strip().lower())
     if not low or eval_key(low) is not None:
         return None
+    if low.startswith(_COMPOSER_TRAIN_PREFIX) and "/" in low:
+        low = low[len(_COMPOSER_TRAIN_PREFIX):]   # "Train loss/train/total", "Train time/batch"
+        if low.startswith("time/"):
+            return None   # Composer's time/batch, time/sample, time/token are counters, time/train hours
     for cand in (low, low.replace(" ", "_"), low.replace("-", "_")):
         if cand in _FIELD_KEYS_LOWER:
             return _FIELD_KEYS_LOWER[cand]
@@ -439,6 +451,17 @@ def classify_mapping(m: dict) -> str:
             if key in m:
                 return "metric"
     return "other"
+
+
+def epoch_step(m: dict) -> int | None:
+    """The step of a JSON line written once per epoch, else None: a JSON integer ``epoch`` and no
+    step key. DeiT / MAE / timm-style scripts append ``json.dumps({**{f'train_{k}': v},
+    **{f'test_{k}': v}, 'epoch': epoch, 'n_parameters': n})`` to ``log.txt`` after each epoch
+    (deit main.py); a Hugging Face dict prints ``epoch`` as a float, never an int."""
+    if any(k in m for k in STEP_KEYS):
+        return None
+    epoch = m.get("epoch")
+    return epoch if type(epoch) is int and is_step(epoch) else None
 
 
 def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> dict | None:

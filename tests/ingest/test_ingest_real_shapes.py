@@ -144,3 +144,44 @@ def test_parse_summary_names_each_detected_format(tmp_path):
     formats = next(ln for ln in res.stdout.splitlines() if ln.strip().startswith("formats"))
     for name in ("megatron (1)", "megatron_mem (1)", "pl_bar (1)", "mmengine (1)"):
         assert name in formats
+
+
+# MosaicML Composer's ConsoleLogger (composer/loggers/console_logger.py, log_to_console):
+# f"{progress}:" then f"\n\t {prefix}{name}: {value}" per metric, prefix "Train "; progress is
+# f"[{unit}={n}/{total}]" for a duration in batches or tokens, f"[epoch={e}][batch={b}/{B}]"
+# for one in epochs. The summed loss is "loss/train/total" (composer trainer.py).
+COMPOSER_BLOCK = ("{progress}:", "\t Train time/batch: {n}", "\t Train loss/train/total: {loss}",
+                  "\t Train metrics/train/LanguageCrossEntropy: {loss}",
+                  "\t Train memory/reserved_mem: 14.6740")
+
+
+@pytest.mark.parametrize("progress", ["[batch={n}/100]", "[epoch=1][batch={n}/100]", "[epoch=1][batch={n}]"])
+def test_composer_console_blocks_give_the_total_loss(progress):
+    lines = [ln.format(progress=progress.format(n=n), n=n, loss=loss)
+             for n, loss in ((1, 10.9736), (2, 10.9724), (3, 10.6459)) for ln in COMPOSER_BLOCK]
+    recs, _ = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.9736), (2, 10.9724), (3, 10.6459)]
+    assert all(r["step_time_s"] is None for r in recs)   # Composer's time/batch is a batch count
+
+
+def test_char_rnn_time_per_batch_is_the_step_time():
+    """char-rnn-tensorflow train.py: "{}/{} (epoch {}), train_loss = {:.3f}, time/batch = {:.3f}"
+    with the seconds the batch took."""
+    recs, _ = parse(*(f"{n}/446 (epoch 0), train_loss = {2 + n / 1000:.3f}, time/batch = 0.{n}"
+                      for n in (268, 269, 270)))
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in recs] == [
+        (268, 2.268, 0.268), (269, 2.269, 0.269), (270, 2.27, 0.27)]
+
+
+def test_deit_log_txt_lines_are_steps_at_their_epoch():
+    """DeiT / MAE main.py append json.dumps({**{f'train_{k}': v}, **{f'test_{k}': v}, 'epoch': epoch,
+    'n_parameters': n}) to log.txt once per epoch: the integer epoch is the step, the test_*
+    values an evaluation there; a float epoch (a Hugging Face dict) is never a step."""
+    import json
+    lines = [json.dumps({"train_lr": 5e-4, "train_loss": (3.5, 3.4, 3.3)[e], "test_loss": (1.1, 1.0, 0.9)[e], "test_acc1": 74.1,
+                         "epoch": e, "n_parameters": 11590840}) for e in (0, 1, 2)]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(0, 3.5, 5e-4), (1, 3.4, 5e-4), (2, 3.3, 5e-4)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(0, 1.1), (1, 1.0), (2, 0.9)]
+    recs, _ = parse('{"loss": 2.5, "learning_rate": 1e-05, "epoch": 3.0}', '{"loss": 2.4, "learning_rate": 1e-05, "epoch": 4.0}')
+    assert [r["step"] for r in recs] == [1, 2]
