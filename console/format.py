@@ -11,7 +11,6 @@ import signal
 import time
 from typing import Any, Iterable
 
-from moeconsole.runner.checkpoints.diskroom import is_room_wait
 from moeconsole.runner.core.numbers import as_float, finite_float
 from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words  # noqa: F401  (the console's text for NA and duration)
 
@@ -126,17 +125,11 @@ def hung(run: dict, quiet_s: float | None) -> bool:
 
 
 def state_word(run: dict) -> str:
-    """The state word; a cooldown whose floor has passed says what it still waits on instead
-    of counting down to "COOLDOWN 0s". A wait for room after ``disk_full`` says so in the word
-    itself ("COOLDOWN waiting for disk room"): at 80 columns line 2 holds the crash's alert and
-    the waiting line's path and numbers do not fit, so the word is where a user learns it."""
-    word = run.get("status_word") or (run.get("status") or "unknown").upper()
-    cd = run.get("cooldown") or {}
-    if (run.get("status") or "").lower() == "cooldown" and not run.get("stale") and cd.get("waiting_on") \
-            and (as_float(cd.get("remaining_s")) or 0.0) <= 0:
-        room = any(is_room_wait(w) for w in cd.get("waiting_on") or ())
-        word = f"{word.split(' ', 1)[0]} waiting{' for disk room' if room else ''}"
-    return word
+    """The state word: the snapshot's (``moeconsole.runner.rundir.snapshot.status_word``, the one
+    owner: "COOLDOWN waiting for disk room" reads the same here, in ``runs show`` and ``--json``),
+    worked out again from ``run`` so a cooldown read before its floor passed still says so."""
+    from moeconsole.runner.rundir.snapshot import status_word
+    return status_word(run)
 
 
 def alert_args(run: dict, groups: Iterable[dict]) -> dict[str, Any]:
