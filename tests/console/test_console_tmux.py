@@ -142,6 +142,24 @@ def test_a_demo_waiting_for_disk_room_says_so_at_80_columns(tmp_path):
         tmux.wait_for("RUNNING", timeout=60)
 
 
+def test_a_failed_demo_names_its_crash_class_at_80_columns_after_the_alert_is_acknowledged():
+    """The demo's ``driver_old`` fault: the run fails at once with ``environment_error``. While the
+    alert is open line 2 is the alert; after ``a`` line 2 still names the class at 80 columns
+    (it was the last piece of the line, cut after the cost)."""
+    with demo_session("failed-", "--set args.fault=driver_old") as (tmux, base):
+        screen = tmux.wait_for("CRIT · FAILED", timeout=120)
+        assert "crash environment_error" in screen.splitlines()[1], screen
+        tmux.wait_for("a Ack")
+        tmux("send-keys", "-t", "demo", "a")
+
+        def acknowledged() -> str:
+            lines = tmux.screen().splitlines()
+            return "\n".join(lines) if len(lines) > 1 and "CRIT" not in lines[0] and "FAILED" in lines[0] else ""
+        screen = until(acknowledged, timeout=30, what="the headline after the acknowledgement")
+        line2 = screen.splitlines()[1]
+        assert "last crash: environment_error" in line2, screen
+
+
 def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_and_exits_1():
     """`moeconsole demo` whose last save is an empty stub: the run ends UNSAVED while attached
     (80x24); its runner is reaped (no <defunct> under the console, nothing in the zombie list),
