@@ -145,7 +145,8 @@ def test_a_demo_waiting_for_disk_room_says_so_at_80_columns(tmp_path):
 def test_a_failed_demo_names_its_crash_class_at_80_columns_after_the_alert_is_acknowledged():
     """The demo's ``driver_old`` fault: the run fails at once with ``environment_error``. While the
     alert is open line 2 is the alert; after ``a`` line 2 still names the class at 80 columns
-    (it was the last piece of the line, cut after the cost)."""
+    (it was the last piece of the line, cut after the cost), and ``d`` still opens the alert with
+    the fix (it said "no active alerts")."""
     with demo_session("failed-", "--set args.fault=driver_old") as (tmux, base):
         screen = tmux.wait_for("CRIT · FAILED", timeout=120)
         assert "crash environment_error" in screen.splitlines()[1], screen
@@ -158,6 +159,10 @@ def test_a_failed_demo_names_its_crash_class_at_80_columns_after_the_alert_is_ac
         screen = until(acknowledged, timeout=30, what="the headline after the acknowledgement")
         line2 = screen.splitlines()[1]
         assert "last crash: environment_error" in line2, screen
+        # d still opens the (acknowledged) alert, with the fix
+        tmux("send-keys", "-t", "demo", "d")
+        screen = tmux.wait_for("hint: the NVIDIA driver is older", timeout=30)
+        assert "acknowledged: yes" in screen, screen
 
 
 def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_and_exits_1():
