@@ -146,7 +146,8 @@ def test_a_failed_demo_names_its_crash_class_at_80_columns_after_the_alert_is_ac
     """The demo's ``driver_old`` fault: the run fails at once with ``environment_error``. While the
     alert is open line 2 is the alert; after ``a`` line 2 still names the class at 80 columns
     (it was the last piece of the line, cut after the cost), and ``d`` still opens the alert with
-    the fix (it said "no active alerts")."""
+    the fix (it said "no active alerts"); ``runs ls`` at 80 columns shows the class (the column
+    came after the counts and did not fit)."""
     with demo_session("failed-", "--set args.fault=driver_old") as (tmux, base):
         screen = tmux.wait_for("CRIT · FAILED", timeout=120)
         assert "crash environment_error" in screen.splitlines()[1], screen
@@ -163,6 +164,15 @@ def test_a_failed_demo_names_its_crash_class_at_80_columns_after_the_alert_is_ac
         tmux("send-keys", "-t", "demo", "d")
         screen = tmux.wait_for("hint: the NVIDIA driver is older", timeout=30)
         assert "acknowledged: yes" in screen, screen
+        # `runs ls` at 80 columns names the class beside FAILED
+        ls = (f"cd {shlex.quote(str(REPO))} && env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(sys.executable)} "
+              f"-m moeconsole.console.cli runs ls --runs-dir {shlex.quote(str(base))}; echo LS-DONE; sleep 600")
+        tmux("new-session", "-d", "-s", "ls", "-x", "80", "-y", "10", ls)
+        table = until(lambda: (lambda s: s if "LS-DONE" in s else "")(tmux("capture-pane", "-p", "-t", "ls")),
+                      timeout=60, what="runs ls at 80 columns")
+        header, row = table.splitlines()[:2]
+        assert "LAST CRASH" in header and row.startswith("FAILED") and "environment_error" in row, table
+        assert max(len(line) for line in table.splitlines()) <= 80, table
 
 
 def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_and_exits_1():
