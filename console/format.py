@@ -125,14 +125,11 @@ def hung(run: dict, quiet_s: float | None) -> bool:
 
 
 def state_word(run: dict) -> str:
-    """The state word; a cooldown whose floor has passed says what it still waits on instead
-    of counting down to "COOLDOWN 0s"."""
-    word = run.get("status_word") or (run.get("status") or "unknown").upper()
-    cd = run.get("cooldown") or {}
-    if (run.get("status") or "").lower() == "cooldown" and not run.get("stale") and cd.get("waiting_on") \
-            and (as_float(cd.get("remaining_s")) or 0.0) <= 0:
-        word = f"{word.split(' ', 1)[0]} waiting"
-    return word
+    """The state word: the snapshot's (``moeconsole.runner.rundir.snapshot.status_word``, the one
+    owner: "COOLDOWN waiting for disk room" reads the same here, in ``runs show`` and ``--json``),
+    worked out again from ``run`` so a cooldown read before its floor passed still says so."""
+    from moeconsole.runner.rundir.snapshot import status_word
+    return status_word(run)
 
 
 def alert_args(run: dict, groups: Iterable[dict]) -> dict[str, Any]:
@@ -228,6 +225,13 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         # why the run waits for the user, said once and early: it stays on an 80-column line after the
         # alert is acknowledged (the pieces after it are cut first)
         line2 += [(f"paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"), (" · ", "")]
+    crash = run.get("last_crash")
+    crash_class = (crash.get("class") if isinstance(crash, dict) else str(crash)) if crash else None
+    failed_early = status == "failed" and bool(crash_class) and not run.get("stale")
+    if failed_early:
+        # why the run failed, early for the same reason: after `a` an 80-column line still names the
+        # class (the pieces after it are cut first); `d` opens the alert with the fix
+        line2 += [(f"last crash: {crash_class}", "status--failed"), (" · ", "")]
     line2.append((f"attempt {attempt if attempt is not None else NA}", ""))
     if show_last_good:
         good = run.get("last_good_checkpoint")
@@ -255,10 +259,8 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         line2.append((f" · waiting on: {waiting or 'the cooldown floor'}{floor}", "status--cooldown"))
     elif status == "unsaved":
         line2.append((f" · not saved: {strip_word(run.get('pause_reason'), 'unsaved')}", "status--unsaved"))
-    elif status in ("failed", "killed") and run.get("last_crash"):
-        crash = run["last_crash"]
-        text = crash.get("class") if isinstance(crash, dict) else str(crash)
-        line2.append((f" · last crash: {text}", "status--failed"))
+    elif status in ("failed", "killed") and crash_class and not failed_early:
+        line2.append((f" · last crash: {crash_class}", "status--failed"))
     sync = run.get("sync")
     if isinstance(sync, dict):
         line2.append(sync_piece(sync))

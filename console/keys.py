@@ -33,13 +33,16 @@ class Key:
 
 
 # Conditions of the run screen that decide which keys apply (``run_conditions``): a runner is
-# there to ask; the runner is gone from a live run; alerts are active; a listed process can be ended.
-RUNNER, STALE, ALERTS, ZOMBIES = "runner", "stale", "alerts", "zombies"
+# there to ask; the runner is gone from a live run; alerts are active; the run had an alert (active
+# or acknowledged); a listed process can be ended.
+RUNNER, STALE, ALERTS, ANY_ALERT, ZOMBIES = "runner", "stale", "alerts", "any_alert", "zombies"
 
 
-def run_conditions(*, runner: bool, stale: bool, alerts: bool, killable: bool) -> frozenset[str]:
+def run_conditions(*, runner: bool, stale: bool, alerts: bool, killable: bool,
+                   any_alert: bool = False) -> frozenset[str]:
     """The conditions that hold now; a key applies when all of its ``needs`` hold."""
     return frozenset(name for name, on in ((RUNNER, runner), (STALE, stale), (ALERTS, alerts),
+                                           (ANY_ALERT, any_alert or alerts),
                                            (ZOMBIES, killable and runner)) if on)
 
 
@@ -62,8 +65,9 @@ RUN_KEYS: tuple[Key, ...] = (
         "leave the alert bar (kept in the run directory's acks.json, so they stay acknowledged when you attach "
         "again; a newer alert of the same cause opens them again).", needs=(ALERTS,)),
     Key("d", "alert_details", "Alert", "Open the newest active alert: its cause, how often and at which steps "
-        "it fired, the evidence, and for a crash its report and hint. (The alert bar names it.)",
-        needs=(ALERTS,), show=False),
+        "it fired, the evidence, and for a crash its report and hint. (The alert bar names it.) With none "
+        "active, the newest acknowledged one (a failed run's fix stays one key away after `a`).",
+        needs=(ANY_ALERT,), show=False),
     Key("enter", "details", "Details", "Open the highlighted event: full text, evidence, crash report and "
         "hint, checkpoint verdict.", show=False),
     Key("s", "start_runner", "Start runner", "Only when the runner is gone: start a new runner for this run "

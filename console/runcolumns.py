@@ -21,12 +21,15 @@ NAME_MAX = 48
 GAP = 2         # between columns (two spaces; a DataTable's cell padding; a rich Table's padding)
 
 # The run index's columns as `runs ls` and the browser show them: (row key, header, narrow
-# header, kind). Their order after the priority kinds is the order the rest are added in.
+# header, kind). Their order after the priority kinds is the order the rest are added in: the id
+# (what `attach` takes), then the last crash class (a FAILED run's why: at 80 columns it comes
+# before the counts, which it outranks), then the counts.
 RUN_COLUMNS = (("status", "STATUS", "STATUS", "status"), ("display_name", "NAME", "NAME", "name"),
                ("last_step", "STEP", "STEP", "step"), ("last_loss", "LAST LOSS", "LOSS", "loss"),
                ("open_alerts", "ALERTS", "ALERTS", "alerts"), ("age", "AGE", "AGE", "age"),
-               ("id", "ID", "ID", None), ("bad_saves", "BAD SAVES", "BAD", None), ("attempts", "ATT", "ATT", None),
-               ("crashes", "CRASHES", "CRASHES", None), ("last_crash_class", "LAST CRASH", "LAST CRASH", None),
+               ("id", "ID", "ID", None), ("last_crash_class", "LAST CRASH", "LAST CRASH", None),
+               ("bad_saves", "BAD SAVES", "BAD", None), ("attempts", "ATT", "ATT", None),
+               ("crashes", "CRASHES", "CRASHES", None),
                ("min_loss", "MIN LOSS", "MIN LOSS", None), ("started_at", "STARTED", "STARTED", None),
                ("ended_at", "ENDED", "ENDED", None), ("recipe_hash", "RECIPE", "RECIPE", None))
 

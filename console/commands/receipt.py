@@ -95,6 +95,11 @@ def memory_lines(mem: dict[str, Any]) -> list[str]:
     return out
 
 
+def _span(first: Any, last: Any) -> str:
+    """"1..25", or the missing mark when no step was recorded (a run that failed at start-up)."""
+    return fmt.NA if first is None and last is None else f"{fmt.intc(first)}..{fmt.intc(last)}"
+
+
 def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) -> str:
     run, steps, rec = r["run"], r["steps"], r["recipe"]
     lines = [f"# Run receipt: {run.get('name') or run['id']}", "",
@@ -102,8 +107,8 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
              f"- started {fmt.date(run.get('started_at'))}, ended {fmt.date(run.get('ended_at'))}, "
              f"elapsed {fmt.duration(run.get('elapsed_s'))}",
              f"- attempts {run.get('attempts')}, restarts {run.get('restarts')}, bad saves {run.get('bad_saves') or 0}",
-             f"- steps {steps.get('first')}..{steps.get('last')} of {steps.get('max_steps') or fmt.NA} "
-             f"({steps.get('records')} records)",
+             f"- steps {_span(steps.get('first'), steps.get('last'))} of {steps.get('max_steps') or fmt.NA} "
+             f"({steps.get('records') or 0} records)",
              f"- recipe `{rec.get('name')}` hash `{rec.get('hash')}`, engine {rec.get('engine')}",
              f"- cost {fmt.money(r['cost'].get('total'))} at {fmt.money(r['cost'].get('per_hour'))}/h", ""]
     if run.get("pause_reason"):

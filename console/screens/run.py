@@ -72,6 +72,7 @@ class RunScreen(Screen):
         self.interval = interval
         self.clock = clock or time.time
         self.active_alerts: list[AlertGroup] = []
+        self.alert_groups: list[AlertGroup] = []
         self._seen_alerts: dict[str, int] | None = None  # cause -> occurrences seen (None: nothing shown yet)
         self._local_acks: dict[str, float] = {}  # written by this console, until the next snapshot has them
         self._alert_dicts: list[dict] = []  # the groups as --json carries them (the status line reads these)
@@ -217,7 +218,7 @@ class RunScreen(Screen):
 
     def _set_conditions(self, live: bool, stale: bool, killable: bool) -> None:
         conditions = keys.run_conditions(runner=live, stale=stale, alerts=bool(self.active_alerts),
-                                         killable=killable)
+                                         killable=killable, any_alert=bool(self.alert_groups))
         if conditions != self._conditions:
             self._conditions = conditions
             self.refresh_bindings()  # the footer shows only the keys that apply now
@@ -236,6 +237,7 @@ class RunScreen(Screen):
         groups = alertgroups.with_acks(snap.alert_groups, self._local_acks)
         self._alert_dicts = [g.to_dict() for g in groups]
         self.active_alerts = alertgroups.active(groups)
+        self.alert_groups = list(groups)  # newest first, acknowledged ones too (``d`` with none active)
         bar = self.query_one(AlertBar)
         headline = next((g.key for g in self.active_alerts if g.critical), None)  # the status line shows it
         bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2, in_headline=headline,
@@ -372,12 +374,14 @@ class RunScreen(Screen):
             self.notify("no event to show")
 
     def action_alert_details(self) -> None:
-        """d: the newest active alert group (critical first): its cause, count, steps, hint."""
+        """d: the newest active alert group (critical first): its cause, count, steps, hint; with
+        none active, the newest acknowledged one (after `a` a failed run's fix is still here)."""
         from moeconsole.console.screens.dialogs import DetailScreen
-        if not self.active_alerts:
-            self.notify("no active alerts")
+        if not self.active_alerts and not self.alert_groups:
+            self.notify("no alerts")
             return
-        group = self.active_alerts[0]
+        group = self.active_alerts[0] if self.active_alerts else \
+            next((g for g in self.alert_groups if g.critical), self.alert_groups[0])
         crash: dict = next((m for m in reversed(group.members) if m.get("type") == "crash"), {})
         self.app.push_screen(DetailScreen(f"{alerts_mod.word(group)} alert", alerts_mod.group_detail_lines(
             group, self._crash_report(crash))))

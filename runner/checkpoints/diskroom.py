@@ -37,6 +37,7 @@ def disk_alert(free: int, save_bytes: int, where: str, step: int | None, name: s
 
 # ---- waiting for room after a disk_full crash --------------------------------------------------
 MIB = 1 << 20
+ROOM_WAIT_PREFIX = "room on "   # how the waiting line starts (``room_wait_line``; ``is_room_wait`` reads it)
 
 
 def room_needed(largest_save: int, *, margin: float, min_free_mib: float) -> int:
@@ -50,4 +51,9 @@ def room_wait_line(where: str, free: int, need: int, largest_save: int, margin: 
     """The cooldown's waiting line (status line, ``--json``, the alert): the path and the numbers."""
     basis = (f"{margin:g} x the largest checkpoint, {human_bytes(largest_save)}" if margin * largest_save >= need
              else "cooldown.disk_free_min_mib")
-    return f"room on {where}: {human_bytes(free)} free, need {human_bytes(need)} ({basis})"
+    return f"{ROOM_WAIT_PREFIX}{where}: {human_bytes(free)} free, need {human_bytes(need)} ({basis})"
+
+
+def is_room_wait(line: object) -> bool:
+    """Is this cooldown waiting line the wait for room after ``disk_full`` (``room_wait_line``)?"""
+    return isinstance(line, str) and line.startswith(ROOM_WAIT_PREFIX)

@@ -127,12 +127,22 @@ class AlertGroup:
 def short_message(message: str, limit: int = 60) -> str:
     """The part of an alert message a headline needs: up to its first ": " detail (when that
     comes within ``limit`` + 20 characters), with a path reduced to its last part
-    (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``). Never cut: a screen fits it
-    (``AlertGroup.headline(width)``), data keeps it whole."""
+    (``/runs/x/output/checkpoint-40`` -> ``checkpoint-40``; ``_is_path``). Never cut: a screen
+    fits it (``AlertGroup.headline(width)``), data keeps it whole."""
     text = " ".join(str(message or "").split())
     head = text.split(": ", 1)[0] if ": " in text[:limit + 20] else text
-    words = [w.rstrip("/").rsplit("/", 1)[-1] if "/" in w and len(w) > 12 else w for w in head.split(" ")]
+    words = [w.rstrip("/").rsplit("/", 1)[-1] if _is_path(w) else w for w in head.split(" ")]
     return " ".join(words)
+
+
+def _is_path(word: str) -> bool:
+    """A long word that is a filesystem path (absolute, ``~``/``./``-relative, or two slashes and
+    more), not a ``namespace/name`` repo id (``meta-llama/Llama-3.1-8B``): its namespace is half of
+    what names the model a ``hub_access`` alert is about."""
+    bare = word.strip("'\"`()[],;")
+    if "/" not in bare or len(bare) <= 12:
+        return False
+    return bare.startswith(("/", "~", "./", "../")) or bare.rstrip("/").count("/") >= 2
 
 
 def cause_of(ev: dict) -> str | None:

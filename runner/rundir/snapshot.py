@@ -19,7 +19,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from moeconsole.runner.core import nodehealth
-from moeconsole.runner.core.numbers import run_cost
+from moeconsole.runner.core.numbers import finite_float, run_cost
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core.state import StateDict
 from moeconsole.runner.rundir.secrets import Redactor
@@ -115,7 +115,12 @@ def preflight_reason() -> str:
 
 
 def status_word(run: Doc) -> str:
-    """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON)."""
+    """The status as the UI shows it: RUNNING, COOLDOWN 42s, PAUSED, ... (also in JSON). A
+    cooldown whose floor has passed says that it still waits instead of counting down to
+    "COOLDOWN 0s": "COOLDOWN waiting", and "COOLDOWN waiting for disk room" while a ``disk_full``
+    crash waits for room on the output's filesystem (at 80 columns the status line's second line
+    holds the crash's alert, so the word is where a user learns it; ``runs show`` and ``--json``
+    say the same)."""
     if run.get("damaged") and not run.get("status"):
         return "DAMAGED"
     status = (run.get("status") or "unknown").upper()
@@ -124,6 +129,10 @@ def status_word(run: Doc) -> str:
     cd = run.get("cooldown") or {}
     if status == "COOLDOWN" and cd.get("reason") == preflight_reason():
         return "PRE-FLIGHT"  # checks before the first attempt, not a cooldown after a crash
+    if status == "COOLDOWN" and cd.get("waiting_on") and (finite_float(cd.get("remaining_s")) or 0.0) <= 0:
+        from moeconsole.runner.checkpoints.diskroom import is_room_wait
+        room = any(is_room_wait(w) for w in cd["waiting_on"])
+        return f"COOLDOWN waiting{' for disk room' if room else ''}"
     if status == "COOLDOWN" and cd.get("remaining_s") is not None:
         return f"COOLDOWN {int(math.ceil(cd['remaining_s']))}s"
     job = run.get("job") or {}

@@ -48,18 +48,19 @@ class Tmux:
 
 
 @contextlib.contextmanager
-def demo_session(label: str, demo_args: str, after: str = "") -> Iterator[tuple[Tmux, Path]]:
+def demo_session(label: str, demo_args: str, after: str = "", env: str = "") -> Iterator[tuple[Tmux, Path]]:
     """`moeconsole demo DEMO_ARGS` in a detached tmux session "demo" (80x24, 256 colours) on a
     socket of our own, with a runs directory of its own; at the end the server, the run's
     processes (by PID and start time) and the directory go. ``after``: shell text run once the
-    console exits (e.g. printing its exit code)."""
+    console exits (e.g. printing its exit code). ``env``: more NAME=VALUE words for the console's
+    environment (the runner it starts inherits them)."""
     base = Path(tempfile.mkdtemp(prefix="mctmux-"))
     tmux = Tmux(f"moeconsole-test-{label}{os.getpid()}")
     server_pid = None
     socket_path = ""
     try:
         cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
-               f"{shlex.quote(sys.executable)} -m moeconsole.console.cli demo --runs-dir {shlex.quote(str(base))} "
+               f"{env} {shlex.quote(sys.executable)} -m moeconsole.console.cli demo --runs-dir {shlex.quote(str(base))} "
                f"{demo_args}{after}")
         tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
         tmux("set-option", "-t", "demo", "remain-on-exit", "on")
@@ -120,6 +121,58 @@ def test_demo_in_tmux():
         assert state["status"] == "running" and psutil.pid_exists(state["runner"]["pid"])
         until(lambda: (run.read_state().get("step") or 0) > step, timeout=30,  # training goes on without the UI
               what="a step after the console detached")
+
+
+def test_a_demo_waiting_for_disk_room_says_so_at_80_columns(tmp_path):
+    """A save runs out of room (the demo's ``enospc@4``) and the filesystem still has too little
+    (the test-only MOECONSOLE_TEST_DISK_MIN_FREE_FILE asks for more than it has, read at every
+    look): at 80x24 the status line's state word says what the cooldown waits on, "COOLDOWN
+    waiting for disk room" (line 2 holds the crash's alert, so the waiting line's path and numbers
+    are cut there); once there is room the run goes on."""
+    need = tmp_path / "need_mib"
+    need.write_text(str(1 << 40))   # far more MiB than any filesystem has
+    with demo_session("room-", "--set args.max_steps=100000 --set args.save_steps=4 --set args.step_delay=0.05 "
+                      "--set args.fault=enospc@4", env=f"MOECONSOLE_TEST_DISK_MIN_FREE_FILE={shlex.quote(str(need))}") \
+            as (tmux, base):
+        screen = tmux.wait_for("COOLDOWN waiting", timeout=120)
+        line1 = screen.splitlines()[0]
+        assert "CRIT · COOLDOWN waiting for disk room" in line1, screen
+        assert "step 4/100,000" in line1, screen   # the step still shows beside it at 80 columns
+        need.write_text("0")   # room again: the run resumes
+        tmux.wait_for("RUNNING", timeout=60)
+
+
+def test_a_failed_demo_names_its_crash_class_at_80_columns_after_the_alert_is_acknowledged():
+    """The demo's ``driver_old`` fault: the run fails at once with ``environment_error``. While the
+    alert is open line 2 is the alert; after ``a`` line 2 still names the class at 80 columns
+    (it was the last piece of the line, cut after the cost), and ``d`` still opens the alert with
+    the fix (it said "no active alerts"); ``runs ls`` at 80 columns shows the class (the column
+    came after the counts and did not fit)."""
+    with demo_session("failed-", "--set args.fault=driver_old") as (tmux, base):
+        screen = tmux.wait_for("CRIT · FAILED", timeout=120)
+        assert "crash environment_error" in screen.splitlines()[1], screen
+        tmux.wait_for("a Ack")
+        tmux("send-keys", "-t", "demo", "a")
+
+        def acknowledged() -> str:
+            lines = tmux.screen().splitlines()
+            return "\n".join(lines) if len(lines) > 1 and "CRIT" not in lines[0] and "FAILED" in lines[0] else ""
+        screen = until(acknowledged, timeout=30, what="the headline after the acknowledgement")
+        line2 = screen.splitlines()[1]
+        assert "last crash: environment_error" in line2, screen
+        # d still opens the (acknowledged) alert, with the fix
+        tmux("send-keys", "-t", "demo", "d")
+        screen = tmux.wait_for("hint: the NVIDIA driver is older", timeout=30)
+        assert "acknowledged: yes" in screen, screen
+        # `runs ls` at 80 columns names the class beside FAILED
+        ls = (f"cd {shlex.quote(str(REPO))} && env PYTHONPATH={shlex.quote(str(REPO))} {shlex.quote(sys.executable)} "
+              f"-m moeconsole.console.cli runs ls --runs-dir {shlex.quote(str(base))}; echo LS-DONE; sleep 600")
+        tmux("new-session", "-d", "-s", "ls", "-x", "80", "-y", "10", ls)
+        table = until(lambda: (lambda s: s if "LS-DONE" in s else "")(tmux("capture-pane", "-p", "-t", "ls")),
+                      timeout=60, what="runs ls at 80 columns")
+        header, row = table.splitlines()[:2]
+        assert "LAST CRASH" in header and row.startswith("FAILED") and "environment_error" in row, table
+        assert max(len(line) for line in table.splitlines()) <= 80, table
 
 
 def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_and_exits_1():

@@ -60,6 +60,10 @@ def test_disk_full_waits_for_room_then_resumes_from_the_last_verified_checkpoint
     # --json (what the status line and the alert list read): COOLDOWN waiting, on the room, with the numbers
     snap = json.loads(harness.cli("--json", "--once", run.id, check=True).stdout.splitlines()[-1])
     assert snap["run"]["status"] == "cooldown", snap["run"]
+    # the word says what it waits on, the same in --json and runs show (never "COOLDOWN 0s")
+    assert snap["run"]["status_word"] == "COOLDOWN waiting for disk room", snap["run"]
+    shown = harness.cli("runs", "show", run.id, check=True).stdout
+    assert shown.splitlines()[0].endswith("  COOLDOWN waiting for disk room"), shown
     assert any(f"room on {run.path / 'output'}: " in w and " free, need " in w
                for w in snap["run"]["cooldown"]["waiting_on"]), snap["run"]["cooldown"]
     assert [c.get("class") or c.get("cls") for c in snap["crashes"]] == ["disk_full"], snap["crashes"]

@@ -30,6 +30,14 @@ def test_a_crash_a_restart_cannot_fix_fails_once_with_its_hint(harness, fault, c
     assert [e["decision"] for e in run.events("crash")] == ["fail"]
     shown = harness.cli("runs", "show", run.id)
     assert "FAILED" in shown.stdout and hint in shown.stdout, shown.stdout
+    # the alert's title (runs show's alert list; the console's alert bar and `d` read the same
+    # group) names what the crash is about whole: the repo id keeps its namespace
+    titles = [line for line in shown.stdout.splitlines() if line.strip().startswith(f"CRIT crash {cls}: ")]
+    assert titles and all(summary in t for t in titles), shown.stdout
+    # the receipt of a run that never reached a step: the fix, and no Python None in the text
+    harness.cli("runs", "receipt", run.id, "--out", str(harness.tmp / "rc"), check=True)
+    receipt = (harness.tmp / "rc" / "receipt.md").read_text()
+    assert hint in receipt and "- steps — of " in receipt and "None" not in receipt, receipt
     as_json = harness.cli("runs", "show", run.id, "--json").stdout
     for text in (json.dumps(crash), json.dumps(run.events()), shown.stdout, as_json,
                  (run.path / "state.json").read_text()):

@@ -65,6 +65,9 @@ def test_bad_saves_are_one_cause_and_headlines_keep_the_name_not_the_path():
     assert g.headline() == "checkpoint checkpoint-12 is empty_stub (x2, steps 8-12)", "the newest, and the range"
     assert short_message("checkpoint /very/long/run/dir/output/checkpoint-40 saved while x") == \
         "checkpoint checkpoint-40 saved while x"
+    assert short_message("model meta-llama/Llama-3.1-8B is gated") == "model meta-llama/Llama-3.1-8B is gated", \
+        "a namespace/name repo id is no path: it stays whole"
+    assert short_message("save to output/v0-20250101/checkpoint-8 failed") == "save to checkpoint-8 failed"
 
 
 def test_an_acknowledgement_covers_what_was_seen_and_a_newer_alert_opens_it_again(tmp_path):
