@@ -338,3 +338,48 @@ def test_rows_come_back_when_the_terminal_grows(base, make_run, agent_docs, fres
             await pilot.resize_terminal(160, 30)
             await until_ui(pilot, lambda: len([line for line in visible_lines(panel) if line]) == 2)
     asyncio.run(go())
+
+
+def test_summary_lines_follow_each_nodes_file_and_ages_tick(base, make_run, agent_docs, monkeypatch):
+    """More nodes than lines (one summary line each, the lines kept per change of a node's
+    file): a node whose file changed shows its new numbers a poll later, and an unchanged
+    node's heartbeat age still advances."""
+    from moeconsole.runner.rundir import snapshot
+    monkeypatch.setattr(snapshot, "NODE_STALE_S", 600.0)  # a busy machine must not turn them stale
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")  # no local telemetry
+    now = time.time()
+    for i in range(20):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now)
+    changed = copy.deepcopy(agent_docs["eight"])
+    for g in changed["gpu"]["gpus"]:
+        g["mem_used_mib"] = 3_000 + 100 * g["index"]
+    assert summary_words(changed["gpu"]["gpus"]) != summary_words(agent_docs["eight"]["gpu"]["gpus"])
+
+    def line_of(panel: GpuPanel, host: str) -> str:
+        found = [line for line in panel.plain_lines if line.startswith(host)]
+        return found[0] if found else ""
+
+    def age_of(line: str) -> int | None:
+        m = re.search(r"agent (\d+)s ago", line)
+        return int(m.group(1)) if m else None
+
+    async def go() -> None:
+        app = MoeConsole(base, run, interval=0.2, gpu=False)
+        async with app.run_test(size=(160, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            panel = app.screen.query_one(GpuPanel)
+            await until_ui(pilot, lambda: panel.summarised and age_of(line_of(panel, "gpu-node-001")) is not None,
+                           what="the summary lines")
+            for words in summary_words(agent_docs["eight"]["gpu"]["gpus"]):
+                assert words in line_of(panel, "gpu-node-000")
+            before = age_of(line_of(panel, "gpu-node-001"))
+            assert before is not None
+            node_file(run, changed, "gpu-node-000", time.time())
+            await until_ui(pilot, lambda: all(w in line_of(panel, "gpu-node-000")
+                                              for w in summary_words(changed["gpu"]["gpus"])),
+                           what="the changed node's new numbers")
+            await until_ui(pilot, lambda: (age_of(line_of(panel, "gpu-node-001")) or 0) > before,
+                           what="the unchanged node's age advancing")
+            for words in summary_words(agent_docs["eight"]["gpu"]["gpus"]):
+                assert words in line_of(panel, "gpu-node-001")
+    asyncio.run(go())
