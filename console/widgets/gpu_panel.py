@@ -192,6 +192,7 @@ class NodeGroup:
     agent: bool = False               # an agent file stands behind it (it has a heartbeat)
     why: tuple[str, ...] = ()         # its problems in words (moeconsole.runner.core.nodehealth): "0.4G free", "step 6.1s (1.3x)"
     critical: bool = False            # one of them is a GPU nearly out of memory
+    glance: bool = False              # its file read only for the summary line (no rows: ``NodeReader.whole``)
 
 
 def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str) -> list[NodeGroup]:
@@ -213,7 +214,7 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
         critical = "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
                               age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True,
-                              why=why, critical=critical)
+                              why=why, critical=critical, glance=bool(node.get("glance")))
         if local and not local_seen and local_gpu is not None:
             local_seen = True
             file_better = not local_gpu.get("available") and bool(gpu and gpu.get("available"))
@@ -498,7 +499,8 @@ class GpuPanel(LinesView):
         """Every node's heading and rows if they fit ``budget`` lines, else one summary line each
         (counted first: a 128-node run never builds the rows it cannot show; more nodes than
         lines need no count)."""
-        if len(groups) > budget or sum(1 + gpu_row_count(g, width) for g in groups) > budget:
+        if len(groups) > budget or any(g.glance for g in groups) or \
+                sum(1 + gpu_row_count(g, width) for g in groups) > budget:
             return summary_lines(groups, width, budget), True
         full: list[Pieces] = []
         for g, heading in zip(groups, summary_block(groups, width)):

@@ -383,3 +383,44 @@ def test_summary_lines_follow_each_nodes_file_and_ages_tick(base, make_run, agen
             for words in summary_words(agent_docs["eight"]["gpu"]["gpus"]):
                 assert words in line_of(panel, "gpu-node-001")
     asyncio.run(go())
+
+
+def test_the_gpu_view_shows_every_nodes_whole_file_past_the_summary_lines(base, make_run, agent_docs, monkeypatch):
+    """The run screen of a 20-node run reads only each agent file's glance (its summary lines);
+    the GPU view (``g``) shows every node's rows from its whole file (GPU names, power), and
+    back on the run screen the files are glanced at again."""
+    from moeconsole.runner.rundir import snapshot
+    monkeypatch.setattr(snapshot, "NODE_STALE_S", 600.0)
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")
+    now = time.time()
+    for i in range(20):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now)
+    name = str(agent_docs["eight"]["gpu"]["gpus"][0]["name"])
+    assert name
+
+    async def go() -> None:
+        app = MoeConsole(base, run, interval=0.2, gpu=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                           and len(app.screen.snapshot.nodes) == 20)
+            run_screen = app.screen
+            assert all(n.get("glance") for n in run_screen.snapshot.nodes), "the run screen glances"
+            assert run_screen.query_one(GpuPanel).summarised
+            await pilot.press("g")
+            await until_ui(pilot, lambda: type(app.screen).__name__ == "GpuScreen")
+            view = app.screen
+
+            def every_node_whole() -> bool:
+                text = view.procs_text
+                return "reading its agent file" not in text and \
+                    all(f"gpu-node-{i:03d}" in text for i in range(20)) and text.count(name[:10]) >= 20 * 8
+            await until_ui(pilot, every_node_whole, what="every node's rows from its whole file")
+            await pilot.press("q")
+            await until_ui(pilot, lambda: app.screen is run_screen)
+            assert run_screen.source.watcher.nodes.whole is False
+            node_file(run, agent_docs["eight"], "gpu-node-000", time.time())  # a file changed: glanced again
+
+            def glanced(host: str) -> bool:
+                return any(n["host"] == host and n.get("glance") for n in run_screen.snapshot.nodes)
+            await until_ui(pilot, lambda: glanced("gpu-node-000"), what="the changed file glanced at again")
+    asyncio.run(go())
