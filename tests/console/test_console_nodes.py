@@ -424,3 +424,22 @@ def test_the_gpu_view_shows_every_nodes_whole_file_past_the_summary_lines(base, 
                 return any(n["host"] == host and n.get("glance") for n in run_screen.snapshot.nodes)
             await until_ui(pilot, lambda: glanced("gpu-node-000"), what="the changed file glanced at again")
     asyncio.run(go())
+
+
+def test_json_carries_each_nodes_whole_file_past_the_summary_lines(base, make_run, agent_docs):
+    """A 20-node run (the run screen glances at its agent files): `moeconsole --json` still
+    carries each node's whole document, the same fields the agent wrote."""
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")
+    now = time.time()
+    for i in range(20):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", "--no-gpu", run.run_id,
+                           "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    nodes = json.loads(done.stdout)["nodes"]
+    assert sorted(n["host"] for n in nodes) == [f"gpu-node-{i:03d}" for i in range(20)]
+    for n in nodes:
+        assert "glance" not in n
+        assert n["gpu"] == agent_docs["eight"]["gpu"]  # every GPU field the agent wrote
+        assert n["host_stats"] == {**agent_docs["eight"]["host"], "hostname": n["host"]}
