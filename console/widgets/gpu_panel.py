@@ -178,7 +178,7 @@ def _gpu_dicts(gpu: dict) -> list[dict]:
     return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NodeGroup:
     """One node as the panel shows it: the live local snapshot or an agent's file."""
 
