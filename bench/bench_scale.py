@@ -168,7 +168,8 @@ def node_read_cost(trees: dict[str, Path], run: Path, env: dict, seconds: float,
     lines: dict[str, list[float]] = {name: [] for name in trees}
     for _ in range(rounds):
         running = {name: subprocess.Popen([sys.executable, "-c", NODE_READ, str(run), str(seconds)],
-                                          env={**env, "PYTHONPATH": str(tree)}, stdout=subprocess.PIPE, text=True)
+                                          env={**env, "PYTHONPATH": str(tree)}, cwd=str(tree),  # -c puts the cwd first
+                                          stdout=subprocess.PIPE, text=True)
                    for name, tree in trees.items()}
         for name, p in running.items():
             got, _ = p.communicate(timeout=seconds + 120)
@@ -237,8 +238,9 @@ def main() -> int:
             tree = export(args.baseline, work / "baseline")
             benv = {**env, "PYTHONPATH": str(tree)}
             for name, run in (("base1024", big), ("base8", small)):
+                # cwd: ``-m`` puts the working directory first on sys.path, before PYTHONPATH
                 p, fd = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", run.name, "--runs-dir",
-                                      str(base)], benv, 160, 48)
+                                      str(base)], benv, 160, 48, cwd=tree)
                 procs.append(p)
                 fds.append(fd)
                 watched[name] = psutil.Process(p.pid)
