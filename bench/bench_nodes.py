@@ -84,7 +84,7 @@ def agent_files(work: Path) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline", required=True, help="a git revision measured side by side")
+    ap.add_argument("--baseline", default="main", help="a git revision measured side by side (default main)")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcnodes-") as tmp:
