@@ -131,38 +131,52 @@ def runner_only(base: Path, work: Path, env: dict, step_s: float, seconds: float
 
 
 # The node reading of a console's timer poll, alone, on the live run (PYTHONPATH picks the tree):
-# NodeReader.read once a second; prints its CPU (thread time) per second of wall time, in ms.
+# NodeReader.read once a second, as a console's run screen reads (``whole`` False: a tree
+# without glances ignores it), then the GPU panel's summary lines of those nodes (160 columns,
+# 16 lines); prints the CPU (thread time) of each per second of wall time, in ms.
 NODE_READ = """
 import sys, time
 from pathlib import Path
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.snapshot import NodeReader
+from moeconsole.console.widgets.gpu_panel import node_groups, summary_lines
 reader = NodeReader(rundir.RunDir(Path(sys.argv[1])))
-reader.read(time.time())
+reader.whole = False
+summary_lines(node_groups(reader.read(time.time()), None, "here"), 160, 16)
 seconds = float(sys.argv[2])
-used = 0.0
+used = drawn = 0.0
 t0 = next_at = time.monotonic()
 while time.monotonic() - t0 < seconds:
     next_at += 1.0
     time.sleep(max(0.0, next_at - time.monotonic()))
     c0 = time.thread_time()
-    reader.read(time.time())
-    used += time.thread_time() - c0
-print(used / (time.monotonic() - t0) * 1000)
+    nodes = reader.read(time.time())
+    c1 = time.thread_time()
+    summary_lines(node_groups(nodes, None, "here"), 160, 16)
+    used += c1 - c0
+    drawn += time.thread_time() - c1
+wall = time.monotonic() - t0
+print(used / wall * 1000, drawn / wall * 1000)
 """
 
 
-def node_read_cost(trees: dict[str, Path], run: Path, env: dict, seconds: float, rounds: int) -> dict[str, list[float]]:
-    """``NODE_READ`` of every tree at the same time (same files, same load), ``rounds`` times."""
+def node_read_cost(trees: dict[str, Path], run: Path, env: dict, seconds: float,
+                   rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """``NODE_READ`` of every tree at the same time (same files, same load), ``rounds`` times:
+    the node reading's and the summary lines' ms of CPU per second, per round."""
     out: dict[str, list[float]] = {name: [] for name in trees}
+    lines: dict[str, list[float]] = {name: [] for name in trees}
     for _ in range(rounds):
         running = {name: subprocess.Popen([sys.executable, "-c", NODE_READ, str(run), str(seconds)],
-                                          env={**env, "PYTHONPATH": str(tree)}, stdout=subprocess.PIPE, text=True)
+                                          env={**env, "PYTHONPATH": str(tree)}, cwd=str(tree),  # -c puts the cwd first
+                                          stdout=subprocess.PIPE, text=True)
                    for name, tree in trees.items()}
         for name, p in running.items():
             got, _ = p.communicate(timeout=seconds + 120)
-            out[name].append(float(got.strip()))
-    return out
+            read_ms, lines_ms = got.split()
+            out[name].append(float(read_ms))
+            lines[name].append(float(lines_ms))
+    return out, lines
 
 
 def window_shares(per_second: list[float], window: int) -> list[float]:
@@ -224,8 +238,9 @@ def main() -> int:
             tree = export(args.baseline, work / "baseline")
             benv = {**env, "PYTHONPATH": str(tree)}
             for name, run in (("base1024", big), ("base8", small)):
+                # cwd: ``-m`` puts the working directory first on sys.path, before PYTHONPATH
                 p, fd = spawn_in_pty([sys.executable, "-m", "moeconsole.console.cli", "attach", run.name, "--runs-dir",
-                                      str(base)], benv, 160, 48)
+                                      str(base)], benv, 160, 48, cwd=tree)
                 procs.append(p)
                 fds.append(fd)
                 watched[name] = psutil.Process(p.pid)
@@ -265,7 +280,7 @@ def main() -> int:
         poll_big = timings(lambda: w_big.poll(with_gpu=False), 20)
         poll_small = timings(lambda: w_small.poll(with_gpu=False), 20)
         node_trees = {"this code": REPO, **({f"baseline {args.baseline}": tree} if args.baseline else {})}
-        node_cost = node_read_cost(node_trees, big, env, 15.0, 3)
+        node_cost, lines_cost = node_read_cost(node_trees, big, env, 15.0, 5)
         panel, snap = panel_lines(base, big, env)
         stop.set()
         end_processes(procs)
@@ -351,11 +366,20 @@ def main() -> int:
           f"{ms(jl_small)} | {statistics.median(jl_big) / statistics.median(jl_small):.2f}x |")
     print(f"| `RunWatcher.poll` in process (20 polls: {NODES} agent files + ranks.json) | {ms(poll_big)} | "
           f"{ms(poll_small)} | {statistics.median(poll_big) / statistics.median(poll_small):.1f}x |")
+    def same_rounds(cost: dict[str, list[float]]) -> str:
+        """Median (range) of each tree, and of this code / baseline round by round."""
+        text = "; ".join(f"{name} {statistics.median(xs):.2f} ms ({min(xs):.2f}-{max(xs):.2f})" for name, xs in cost.items())
+        if args.baseline:
+            ratios = [a / b for a, b in zip(cost["this code"], cost[f"baseline {args.baseline}"]) if b]
+            if ratios:
+                text += (f"; this code / baseline {statistics.median(ratios):.2f}x round by round "
+                         f"({min(ratios):.2f}-{max(ratios):.2f})")
+        return text
     print(f"\nThe node reading of a console's timer poll alone (`NodeReader.read` once a second on the live run, "
-          f"15 s, 3 rounds{', the trees side by side' if args.baseline else ''}): CPU per second of wall time, "
-          + "; ".join(f"{name} {statistics.median(xs):.2f} ms ({min(xs):.2f}-{max(xs):.2f})" for name, xs in node_cost.items())
-          + (f"; this code / baseline {statistics.median(node_cost['this code']) / statistics.median(node_cost[f'baseline {args.baseline}']):.2f}x"
-             if args.baseline else "") + ".")
+          f"as the run screen reads them, 15 s, 5 rounds{', the trees side by side' if args.baseline else ''}): "
+          f"CPU per second of wall time, {same_rounds(node_cost)}.")
+    print(f"\nThe GPU panel's summary lines of those nodes (`summary_lines(node_groups(...), 160, 16)` after each "
+          f"read, the same processes): CPU per second of wall time, {same_rounds(lines_cost)}.")
     print("\nThe 8-GPU console is the reference for the 1,024-GPU one in the same run (same machine load); "
           "the 8-GPU goal against nvitop itself is tracked by `bench/bench_ui.py` (docs/benchmarks-ui.md). "
           "On a busy machine both consoles and nvitop move by a few tenths of a percent of a core.")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
-ORDER = ("runner", "parse", "ingest", "open", "snapshot", "once", "latency", "telemetry", "verify", "ui", "scale", "demo",
+ORDER = ("runner", "parse", "ingest", "open", "snapshot", "once", "latency", "telemetry", "verify", "ui", "scale", "nodes", "demo",
          "recipe")
 
 

@@ -81,9 +81,17 @@ class RunSource:
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
                                   book_source=importing.current_book if importing is not None else None,
                                   host=host or None, line_records=True)
+        # the run screen: past 16 nodes it shows one summary line per node, so the agents'
+        # files are read only for what those lines and the judgement use (``whole_nodes``)
+        self.watcher.nodes.whole = False
         self._recipe: RunRecipe | None = None
         self._recipe_read = False
         self._last_gpu: tuple[dict | None, tuple[dict, ...], dict | None] | None = None
+
+    def whole_nodes(self, whole: bool) -> None:
+        """Every node's whole agent file from the next poll on (the GPU view shows each node's
+        rows and processes), or only the glance the run screen's summary lines use."""
+        self.watcher.nodes.whole = whole
 
     def _telemetry_call(self, state: dict) -> tuple[dict | None, list[dict]]:
         if self._telemetry is None:

@@ -167,6 +167,7 @@ class GpuScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.source.whole_nodes(True)  # each node's rows: the whole agent files from the next poll
         self._read_history()
         self.refresh_view()
         self.set_interval(1.0, self.refresh_view)
@@ -240,8 +241,11 @@ class GpuScreen(Screen):
             seen.add(host_name)
             node_gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None
             node_title = host_name + (" (STALE)" if node.get("stale") else "")
-            node_key = (node_title, node.get("t"), node_gpu is None)
             lines.append([])
+            if node.get("glance"):  # read for the run screen's summary line: its whole file comes next poll
+                lines.append([(node_title, "gpuview--title"), ("  reading its agent file", "")])
+                continue
+            node_key = (node_title, node.get("t"), node_gpu is None)
             lines += self._lines_of(host_name, node_key, lambda: node_lines(
                 annotate_from_ranks(node_gpu, node.get("ranks") or []), node_title))
         for gone in set(self._node_lines) - seen:
@@ -256,6 +260,9 @@ class GpuScreen(Screen):
     def action_help(self) -> None:
         from moeconsole.console.screens.dialogs import HelpScreen
         self.app.push_screen(HelpScreen("GPU view"))
+
+    def on_unmount(self) -> None:
+        self.source.whole_nodes(False)
 
     def action_back(self) -> None:
         self.app.pop_screen()

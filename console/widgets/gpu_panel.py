@@ -178,7 +178,7 @@ def _gpu_dicts(gpu: dict) -> list[dict]:
     return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NodeGroup:
     """One node as the panel shows it: the live local snapshot or an agent's file."""
 
@@ -192,6 +192,7 @@ class NodeGroup:
     agent: bool = False               # an agent file stands behind it (it has a heartbeat)
     why: tuple[str, ...] = ()         # its problems in words (moeconsole.runner.core.nodehealth): "0.4G free", "step 6.1s (1.3x)"
     critical: bool = False            # one of them is a GPU nearly out of memory
+    glance: bool = False              # its file read only for the summary line (no rows: ``NodeReader.whole``)
 
 
 def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str) -> list[NodeGroup]:
@@ -213,7 +214,7 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
         critical = "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
                               age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True,
-                              why=why, critical=critical)
+                              why=why, critical=critical, glance=bool(node.get("glance")))
         if local and not local_seen and local_gpu is not None:
             local_seen = True
             file_better = not local_gpu.get("available") and bool(gpu and gpu.get("available"))
@@ -319,7 +320,23 @@ def host_label(group: NodeGroup) -> str:
     return host + (" (this node)" if group.local else "")
 
 
+_STATS_SEEN: dict[int, tuple[dict, Pieces, Pieces]] = {}
+
+
 def _stat_fields(gpu: dict, *, short: bool) -> Pieces:
+    """A node's GPU numbers as the pieces of its summary line (long or short words). Kept per
+    GPU snapshot (the very same dict: a node's reader keeps it until the agent's file changes),
+    so a 128-node panel works them out once per change of a node's file, not once a second;
+    the live local snapshot is a new dict each poll, so it is worked out each time."""
+    seen = _STATS_SEEN.get(id(gpu))
+    if seen is None or seen[0] is not gpu:
+        if len(_STATS_SEEN) > 4096:
+            _STATS_SEEN.clear()
+        seen = _STATS_SEEN[id(gpu)] = (gpu, _stat_pieces(gpu, short=False), _stat_pieces(gpu, short=True))
+    return seen[2] if short else seen[1]
+
+
+def _stat_pieces(gpu: dict, *, short: bool) -> Pieces:
     s = node_stats(gpu)
     n = s["count"]
     used = NA if s["mem_used_mib"] is None else _gib_sum(s["mem_used_mib"])
@@ -356,16 +373,24 @@ def _summary_layout(group: NodeGroup, width: int, label_w: int, short: bool) -> 
     return pieces, True
 
 
-def summary_layout(groups: list[NodeGroup], width: int) -> tuple[int, bool]:
-    """(label width, short words) for a block of summary lines: aligned hosts and long words if
-    every line then fits ``width``, else short words, else unaligned hosts. One choice for the
-    whole block, so its lines read alike."""
+def summary_block(groups: list[NodeGroup], width: int) -> list[Pieces]:
+    """A block of summary lines, one per group: aligned hosts and long words if every line then
+    fits ``width``, else short words, else unaligned hosts. One choice for the whole block, so
+    its lines read alike; each line is built once for the layout chosen (not again after the
+    choice)."""
     label_w = min(max((len(host_label(g)) for g in groups), default=0), HOST_LABEL_MAX + 12)
     layouts = ((label_w, False), (label_w, True), (0, True))
-    for pad, short in layouts:
-        if all(_summary_layout(g, width, pad, short)[1] for g in groups):
-            return pad, short
-    return layouts[-1]
+    for pad, short in layouts[:-1]:
+        lines: list[Pieces] = []
+        for g in groups:
+            line, fits = _summary_layout(g, width, pad, short)
+            if not fits:
+                break
+            lines.append(line)
+        else:
+            return lines
+    pad, short = layouts[-1]
+    return [_summary_layout(g, width, pad, short)[0] for g in groups]
 
 
 def node_summary(group: NodeGroup, width: int, label_w: int = 0, short: bool = False) -> Pieces:
@@ -382,15 +407,14 @@ def summary_lines(groups: list[NodeGroup], width: int, budget: int) -> list[Piec
     """One line per node; past ``budget`` lines, stale and GPU-less nodes are listed first and
     the rest are counted on a last line."""
     if len(groups) <= budget:
-        return [node_summary(g, width, *summary_layout(groups, width)) for g in groups]
+        return summary_block(groups, width)
     keep = max(0, budget - 1)
     ordered = sorted(groups, key=lambda g: not _problem(g))  # stable: problems first, order kept
     shown, hidden = ordered[:keep], ordered[keep:]
-    layout = summary_layout(shown, width)
     stale = sum(1 for g in hidden if g.stale)
     more = f"+{len(hidden)} more node{'' if len(hidden) == 1 else 's'}"
     more += f" ({stale} STALE)" if stale else ""
-    return [node_summary(g, width, *layout) for g in shown] + [[(more + "; moeconsole --json lists all",
+    return summary_block(shown, width) + [[(more + "; moeconsole --json lists all",
                                                                 "gpu--stale" if stale else "gpu--dim")]]
 
 
@@ -475,12 +499,12 @@ class GpuPanel(LinesView):
         """Every node's heading and rows if they fit ``budget`` lines, else one summary line each
         (counted first: a 128-node run never builds the rows it cannot show; more nodes than
         lines need no count)."""
-        if len(groups) > budget or sum(1 + gpu_row_count(g, width) for g in groups) > budget:
+        if len(groups) > budget or any(g.glance for g in groups) or \
+                sum(1 + gpu_row_count(g, width) for g in groups) > budget:
             return summary_lines(groups, width, budget), True
-        layout = summary_layout(groups, width)
         full: list[Pieces] = []
-        for g in groups:
-            full.append(node_summary(g, width, *layout))
+        for g, heading in zip(groups, summary_block(groups, width)):
+            full.append(heading)
             if g.gpu and g.gpu.get("available"):
                 rows = gpu_lines(_gpu_dicts(g.gpu), width, self._history_of(g.host))
                 full += [_dimmed(r) for r in rows] if g.stale else rows

@@ -431,6 +431,36 @@ def _node_entry(doc: Doc, name: str) -> Doc:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None}
 
 
+def _glance_entry(path: str, name: str) -> Doc | None:
+    """One agent file as a ``Snapshot.nodes`` entry holding only its glance (``"glance": True``;
+    see ``moeconsole.runner.rundir.agentglance``): what ``_node_entry`` gives for those fields. A file another
+    version wrote with other types: its whole document (``_node_entry``); unreadable or not
+    JSON: None."""
+    from moeconsole.runner.rundir import agentglance
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        doc = agentglance.DECODER.decode(data)
+    except agentglance.ValidationError:
+        whole = jsonio.read_own_json(path)
+        return _node_entry(whole, name) if isinstance(whole, dict) else None
+    except (ValueError, RecursionError):  # not JSON (msgspec.DecodeError is a ValueError)
+        return None
+    gpu = None if doc.gpu is None else {
+        "available": doc.gpu.available, "reason": doc.gpu.reason,
+        "gpus": [{"index": g.index, "util_pct": g.util_pct, "mem_used_mib": g.mem_used_mib,
+                  "mem_total_mib": g.mem_total_mib, "temp_c": g.temp_c} for g in doc.gpu.gpus]}
+    hostname = doc.host.hostname if doc.host is not None else None
+    procs = doc.processes
+    return {"host": hostname or name[:-5], "t": doc.t, "gpu": gpu,
+            "host_stats": {} if doc.host is None else {"hostname": hostname},
+            "ranks": [{"rank": r.rank} for r in doc.ranks],
+            "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None, "glance": True}
+
+
 def _with_age(entry: Doc, now: float) -> Doc:
     t = entry.get("t")
     age = (now - t) if isinstance(t, (int, float)) else None
@@ -445,9 +475,16 @@ class NodeReader:
     are worked out when its file is read and its step time when ``ranks.json`` changes, so
     judging again costs only the verdicts. Past ``FILES_PER_S`` nodes a changed file waits its turn:
     each is re-read at most every (nodes / FILES_PER_S) seconds, so the cost per second stays
-    flat (128 nodes: every 2 s), and until then it is not even looked at (no ``stat``)."""
+    flat (128 nodes: every 2 s), and until then it is not even looked at (no ``stat``).
+
+    ``whole`` False (the run screen of a console): past ``GLANCE_PAST`` nodes each file is
+    decoded only for the fields the judgement and the summary line use (``_glance_entry``,
+    marked ``"glance": True``); the run screen shows one summary line per node then (its GPU
+    panel holds at most 16 lines). Set it True again (the GPU view, with every node's rows) and
+    the next read reads every file whole. ``--json`` and every other reader: whole documents."""
 
     FILES_PER_S = 64
+    GLANCE_PAST = 16
 
     def __init__(self, run: rundir.RunDir) -> None:
         self.run = run
@@ -458,6 +495,8 @@ class NodeReader:
         self._ranks: tuple[StatKey | None, RankTimes] = (None, {})
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
         self._last: tuple[Doc, ...] = ()  # what read returned last
+        self.whole = True         # every node's whole document (see the class's docstring)
+        self._glanced = False     # the entries kept hold glances (read while whole was False)
 
     def _rank_times(self) -> tuple[StatKey | None, RankTimes]:
         key = _stat_key(str(self.run.rank_times))
@@ -474,6 +513,10 @@ class NodeReader:
             names = []
         files: dict[str, tuple[StatKey, float, Doc]] = {}
         wait_s = len(names) / self.FILES_PER_S if len(names) > self.FILES_PER_S else 0.0
+        glance = not self.whole and len(names) > self.GLANCE_PAST
+        if self._glanced and not glance:  # whole documents wanted now: every file read again at once
+            self._files, self._judged = {}, None
+        self._glanced = glance
         for name in names:
             old = self._files.get(name)
             if old is not None and now - old[1] < wait_s:  # read lately: it waits its turn, not even looked at
@@ -485,6 +528,11 @@ class NodeReader:
                 continue
             if old is not None and old[0] == key:
                 files[name] = old
+                continue
+            if glance:
+                entry = _glance_entry(path, name)
+                if entry is not None:
+                    files[name] = (key, now, entry)
                 continue
             doc = jsonio.read_own_json(path)
             if isinstance(doc, dict):

@@ -338,3 +338,108 @@ def test_rows_come_back_when_the_terminal_grows(base, make_run, agent_docs, fres
             await pilot.resize_terminal(160, 30)
             await until_ui(pilot, lambda: len([line for line in visible_lines(panel) if line]) == 2)
     asyncio.run(go())
+
+
+def test_summary_lines_follow_each_nodes_file_and_ages_tick(base, make_run, agent_docs, monkeypatch):
+    """More nodes than lines (one summary line each, the lines kept per change of a node's
+    file): a node whose file changed shows its new numbers a poll later, and an unchanged
+    node's heartbeat age still advances."""
+    from moeconsole.runner.rundir import snapshot
+    monkeypatch.setattr(snapshot, "NODE_STALE_S", 600.0)  # a busy machine must not turn them stale
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")  # no local telemetry
+    now = time.time()
+    for i in range(20):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now)
+    changed = copy.deepcopy(agent_docs["eight"])
+    for g in changed["gpu"]["gpus"]:
+        g["mem_used_mib"] = 3_000 + 100 * g["index"]
+    assert summary_words(changed["gpu"]["gpus"]) != summary_words(agent_docs["eight"]["gpu"]["gpus"])
+
+    def line_of(panel: GpuPanel, host: str) -> str:
+        found = [line for line in panel.plain_lines if line.startswith(host)]
+        return found[0] if found else ""
+
+    def age_of(line: str) -> int | None:
+        m = re.search(r"agent (\d+)s ago", line)
+        return int(m.group(1)) if m else None
+
+    async def go() -> None:
+        app = MoeConsole(base, run, interval=0.2, gpu=False)
+        async with app.run_test(size=(160, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            panel = app.screen.query_one(GpuPanel)
+            await until_ui(pilot, lambda: panel.summarised and age_of(line_of(panel, "gpu-node-001")) is not None,
+                           what="the summary lines")
+            for words in summary_words(agent_docs["eight"]["gpu"]["gpus"]):
+                assert words in line_of(panel, "gpu-node-000")
+            before = age_of(line_of(panel, "gpu-node-001"))
+            assert before is not None
+            node_file(run, changed, "gpu-node-000", time.time())
+            await until_ui(pilot, lambda: all(w in line_of(panel, "gpu-node-000")
+                                              for w in summary_words(changed["gpu"]["gpus"])),
+                           what="the changed node's new numbers")
+            await until_ui(pilot, lambda: (age_of(line_of(panel, "gpu-node-001")) or 0) > before,
+                           what="the unchanged node's age advancing")
+            for words in summary_words(agent_docs["eight"]["gpu"]["gpus"]):
+                assert words in line_of(panel, "gpu-node-001")
+    asyncio.run(go())
+
+
+def test_the_gpu_view_shows_every_nodes_whole_file_past_the_summary_lines(base, make_run, agent_docs, monkeypatch):
+    """The run screen of a 20-node run reads only each agent file's glance (its summary lines);
+    the GPU view (``g``) shows every node's rows from its whole file (GPU names, power), and
+    back on the run screen the files are glanced at again."""
+    from moeconsole.runner.rundir import snapshot
+    monkeypatch.setattr(snapshot, "NODE_STALE_S", 600.0)
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")
+    now = time.time()
+    for i in range(20):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now)
+    name = str(agent_docs["eight"]["gpu"]["gpus"][0]["name"])
+    assert name
+
+    async def go() -> None:
+        app = MoeConsole(base, run, interval=0.2, gpu=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                           and len(app.screen.snapshot.nodes) == 20)
+            run_screen = app.screen
+            assert all(n.get("glance") for n in run_screen.snapshot.nodes), "the run screen glances"
+            assert run_screen.query_one(GpuPanel).summarised
+            await pilot.press("g")
+            await until_ui(pilot, lambda: type(app.screen).__name__ == "GpuScreen")
+            view = app.screen
+
+            def every_node_whole() -> bool:
+                text = view.procs_text
+                return "reading its agent file" not in text and \
+                    all(f"gpu-node-{i:03d}" in text for i in range(20)) and text.count(name[:10]) >= 20 * 8
+            await until_ui(pilot, every_node_whole, what="every node's rows from its whole file")
+            await pilot.press("q")
+            await until_ui(pilot, lambda: app.screen is run_screen)
+            assert run_screen.source.watcher.nodes.whole is False
+            node_file(run, agent_docs["eight"], "gpu-node-000", time.time())  # a file changed: glanced again
+
+            def glanced(host: str) -> bool:
+                return any(n["host"] == host and n.get("glance") for n in run_screen.snapshot.nodes)
+            await until_ui(pilot, lambda: glanced("gpu-node-000"), what="the changed file glanced at again")
+    asyncio.run(go())
+
+
+def test_json_carries_each_nodes_whole_file_past_the_summary_lines(base, make_run, agent_docs):
+    """A 20-node run (the run screen glances at its agent files): `moeconsole --json` still
+    carries each node's whole document, the same fields the agent wrote."""
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")
+    now = time.time()
+    for i in range(20):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", "--no-gpu", run.run_id,
+                           "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    nodes = json.loads(done.stdout)["nodes"]
+    assert sorted(n["host"] for n in nodes) == [f"gpu-node-{i:03d}" for i in range(20)]
+    for n in nodes:
+        assert "glance" not in n
+        assert n["gpu"] == agent_docs["eight"]["gpu"]  # every GPU field the agent wrote
+        assert n["host_stats"] == {**agent_docs["eight"]["host"], "hostname": n["host"]}

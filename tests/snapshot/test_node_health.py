@@ -159,3 +159,67 @@ def test_judging_again_works_out_only_the_changed_nodes_figures(tmp_path, monkey
          "ranks": [{"rank": 800 + k} for k in range(8)]}))
     later = reader.read(now + 2.6)
     assert len(worked) == 1 and later[0]["host"] == "n100" and later[0]["health"]["problems"] == ["mem"]
+
+
+def test_a_console_reads_only_each_agent_files_glance_and_judges_alike(tmp_path):
+    """Past 16 nodes a console's run screen decodes only what the judgement and the summary
+    line use: the same verdicts, order and summary lines as from the whole documents; the
+    rest of a file (each GPU's name and processes, the host's figures) is left out until the
+    GPU view asks for whole files again; a file another version wrote with other types is
+    still read (whole)."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(24):
+        gpu = _node("x", used=143_000 if i == 5 else 100_000, util=10 if i == 9 else 90)["gpu"]
+        for g in gpu["gpus"]:
+            g.update(name="NVIDIA H200", temp_c=60 + i % 7, power_w=500.0, processes=[{"pid": 100 + i, "used_mib": 9}])
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": now - (30 if i == 3 else 0), "host": {"hostname": f"n{i:03d}", "load1": 3.5},
+             "gpu": gpu, "ranks": [{"rank": 8 * i + k, "pid": 100 + k} for k in range(8)], "processes": 8}))
+    foreign = json.loads((run.telemetry / "n011.json").read_text())
+    foreign["gpu"]["gpus"].append("not a GPU")  # another version's file: a list item of another type
+    (run.telemetry / "n011.json").write_text(json.dumps(foreign))
+    (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {
+        str(r): {"step": 9, "step_time_s": 3.0 if r // 8 == 7 else 2.0, "t": now} for r in range(192)}}))
+
+    whole = NodeReader(run).read(now)
+    glancing = NodeReader(run)
+    glancing.whole = False
+    glanced = glancing.read(now)
+
+    assert [n["host"] for n in glanced] == [n["host"] for n in whole]
+    assert [n["host"] for n in glanced][:4] == ["n003", "n005", "n009", "n007"]  # stale, mem, util, slow
+    assert [n["health"] for n in glanced] == [n["health"] for n in whole]
+    assert [(n["age_s"], n["stale"], n["t"], n["processes"]) for n in glanced] == \
+        [(n["age_s"], n["stale"], n["t"], n["processes"]) for n in whole]
+    lines = ["".join(t for t, _ in node_summary(g, 160)) for g in node_groups(glanced, None, "here")]
+    assert lines == ["".join(t for t, _ in node_summary(g, 160)) for g in node_groups(whole, None, "here")]
+    assert "hottest" in lines[0] and "mem " in lines[0]
+    by = {n["host"]: n for n in glanced}
+    assert by["n000"].get("glance") is True and "name" not in by["n000"]["gpu"]["gpus"][0]
+    assert "load1" not in by["n000"]["host_stats"]
+    assert "name" in by["n011"]["gpu"]["gpus"][0], "a file of other types: read whole"
+    assert all(n.get("glance") is None and n["gpu"]["gpus"][0]["name"] == "NVIDIA H200" for n in whole)
+
+    glancing.whole = True  # the GPU view opens: every file read whole at its next read, none waits its turn
+    again = glancing.read(now + 0.2)
+    assert all(n.get("glance") is None and n["gpu"]["gpus"][0]["processes"] for n in again)
+    assert [n["health"] for n in again] == [n["health"] for n in whole]
+
+
+def test_few_nodes_are_read_whole_even_for_the_run_screen(tmp_path):
+    """16 nodes or fewer: the run screen shows each node's rows, so every file is read whole."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(16):
+        gpu = _node("x")["gpu"]
+        gpu["gpus"][0]["name"] = "NVIDIA H200"
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps({"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"},
+                                                                  "gpu": gpu}))
+    reader = NodeReader(run)
+    reader.whole = False
+    assert all(n["gpu"]["gpus"][0]["name"] == "NVIDIA H200" and "glance" not in n for n in reader.read(now))

@@ -1,0 +1,119 @@
+"""A 128-node run's per-node work in a console, in process, this tree against a baseline
+revision side by side (each measure run by both trees in turn, round after round, on the same
+files): what ``bench_scale.py`` cannot resolve at the process level on a busy machine.
+
+- read: a ``NodeReader`` as a console's run screen reads (``whole`` False) reading all 128
+  agent files again (each file changed), per file;
+- lines: the GPU panel's summary lines (``summary_lines(node_groups(...), 160, 16)``) once a
+  second, the ages moving on and half the nodes read again (a new GPU dict), per draw.
+
+The agent files are the real format: ``bench/sim_agents.py`` over the fake NVML library.
+
+    .venv/bin/python bench/bench_nodes.py --baseline REV [--rounds 7]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_ingest import export  # noqa: E402
+
+MEASURE = """
+import copy, sys, time
+from pathlib import Path
+from moeconsole.runner.rundir import rundir
+from moeconsole.runner.rundir.snapshot import NodeReader
+from moeconsole.console.widgets.gpu_panel import node_groups, summary_lines
+reader = NodeReader(rundir.RunDir(Path(sys.argv[1])))
+reader.whole = False  # as a console's run screen reads (a tree without glances ignores it)
+what = sys.argv[2]
+if what == "read":
+    now = time.time()
+    reader.read(now)
+    c0 = time.process_time()
+    for _ in range(20):
+        reader._files = {}  # every file changed: read again
+        reader.read(now)
+    print((time.process_time() - c0) / 20 / 128 * 1e6)
+else:
+    nodes = reader.read(time.time())
+    frames = []
+    for k in range(40):
+        frame = []
+        for i, n in enumerate(nodes):
+            m = {**n, "age_s": (n["age_s"] or 0) + k}
+            if i % 2 == k % 2:
+                m["gpu"] = copy.deepcopy(n["gpu"])
+            frame.append(m)
+        frames.append(tuple(frame))
+    c0 = time.process_time()
+    for f in frames * 5:
+        summary_lines(node_groups(f, None, "here"), 160, 16)
+    print((time.process_time() - c0) / 200 * 1e3)
+"""
+
+
+def agent_files(work: Path) -> Path:
+    from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
+    run = work / "run"
+    (run / "telemetry").mkdir(parents=True)
+    env = fake_env(build_fake_nvml(work / "nvml"), write_scenario(work / "scenario.txt", 8))
+    env["PYTHONPATH"] = str(REPO)
+    p = subprocess.Popen([sys.executable, str(REPO / "bench" / "sim_agents.py"), str(run), "--nodes", "128",
+                          "--full-mem", "17", "--idle", "42"], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list((run / "telemetry").glob("*.json"))) < 128:
+            if time.monotonic() > deadline:
+                raise SystemExit("the simulated agents wrote no 128 files in 120 s")
+            time.sleep(0.2)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    return run
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baseline", default="main", help="a git revision measured side by side (default main)")
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="mcnodes-") as tmp:
+        work = Path(tmp)
+        run = agent_files(work)
+        trees = {"this code": REPO, f"baseline {args.baseline}": export(args.baseline, work / "baseline")}
+        got: dict[str, dict[str, list[float]]] = {w: {t: [] for t in trees} for w in ("read", "lines")}
+        for _ in range(args.rounds):
+            for what in got:
+                for name, tree in trees.items():
+                    # cwd: ``-c`` puts the working directory first on sys.path, before PYTHONPATH
+                    out = subprocess.run([sys.executable, "-c", MEASURE, str(run), what], env={"PYTHONPATH": str(tree)},
+                                         cwd=str(tree), capture_output=True, text=True, timeout=300, check=True)
+                    got[what][name].append(float(out.stdout.strip()))
+    base = f"baseline {args.baseline}"
+    print(f"## Per-node work of a 128-node console, in process, side by side with {args.baseline}\n")
+    print(f"Command: `.venv/bin/python bench/bench_nodes.py --baseline {args.baseline} --rounds {args.rounds}` "
+          f"(1-minute load average {__import__('os').getloadavg()[0]:.1f} at the end)\n")
+    print("| measure | this code, median (range) | baseline, median (range) | this / baseline round by round |")
+    print("|---|---|---|---|")
+    for what, label, unit in (("read", "an agent file read as the run screen reads it", "µs"),
+                              ("lines", "the GPU panel's summary lines of 128 nodes, one draw", "ms")):
+        a, b = got[what]["this code"], got[what][base]
+        r = [x / y for x, y in zip(a, b)]
+        print(f"| {label} | {statistics.median(a):.3g} {unit} ({min(a):.3g}-{max(a):.3g}) | "
+              f"{statistics.median(b):.3g} {unit} ({min(b):.3g}-{max(b):.3g}) | "
+              f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
