@@ -146,9 +146,20 @@ _PER_STEP_UNITS = frozenset(("ms/batch", "ms/step", "ms/it", "ms/iter", "sec/ste
                              "s/iter", "it/s", "steps/s", "us/step", "us/it", "µs/step"))
 _AVG_GAP_RE = re.compile(r"^\s*\(\s*$")
 _FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_time_s")
-# names of training metrics no record field has (kept as extras; they make a line a metric line)
+# names of training metrics no record field has (kept as extras; they make a line a metric line);
+# "f1" and "top5" only as words of the name (not inside a hex run such as an address's "f155")
 _METRIC_WORD_RE = re.compile(r"loss|acc|reward|score|ppl|perplexity|norm|kl|entropy|bleu|err|mse|mae|"
-                             r"f1|auc|precision|recall|top\d|@\d", re.IGNORECASE)
+                             r"(?<![0-9a-z])f1(?![0-9a-z])|auc|precision|recall|(?<![0-9a-z])top\d|@\d", re.IGNORECASE)
+# a name that is only hex digits and separators names nothing (an IPv6 address's groups, a hash)
+_HEX_NAME_RE = re.compile(r"[0-9a-f:.\-]+", re.IGNORECASE)
+# A C++ program's own warning, error or fatal log line (glog's and torch c10's format: severity
+# W/E/F, month and day, time, maybe a thread id, file:line): a diagnostic, never a metric line
+# (Caffe's metric lines are glog's I lines and stay readable).
+_CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.\-/]+\.\w+:\d+\]")
+
+
+def _names_a_metric(name: str) -> bool:
+    return not _HEX_NAME_RE.fullmatch(name) and bool(_METRIC_WORD_RE.search(name))
 
 
 @dataclass
@@ -277,6 +288,8 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if len(text) > 4096 or not any(c.isdigit() for c in text) and "nan" not in text.lower():
         return None
     body = strip_prefix_full(text)
+    if _CPP_DIAG_RE.match(body):
+        return None
     shape, toks = tokenize(body)
     if not toks:
         return None
@@ -343,7 +356,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             state.header_epoch = epoch   # "Epoch 2/10": the counter lines after it belong to epoch 2
             return Skip("epoch header", shape)
         return None
-    if not is_eval and not any(k in values for k in _FIELDS) and not any(_METRIC_WORD_RE.search(k) for k in values):
+    if not is_eval and not any(k in values for k in _FIELDS) and not any(_names_a_metric(k) for k in values):
         return None   # numbers no training metric is named by (sizes, counts, settings)
     if is_eval:
         if epoch is not None or counter_how in _BATCH_NAMES:
@@ -419,7 +432,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
             num = _num(t.raw)
             if num is not None:
                 vals.setdefault(t.avg_of + "_avg", num)
-    if not any(_METRIC_WORD_RE.search(k) or eval_key(k) is not None for k in vals):
+    if not any(_names_a_metric(k) or eval_key(k) is not None for k in vals):
         return Skip("an evaluation's progress line (no metrics)", "")
     step = int(_num(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
     if split in ("testing",):

@@ -80,12 +80,16 @@ def _live(base, make_run):
 
 
 async def settled_screenshot(app, pilot, timeout: float = 20.0) -> str:
-    """The screen once it stopped changing: two screenshots 0.2 s apart that agree (the 0.2 s is
-    what "stopped changing" means here, not a wait for something to happen)."""
+    """The screen once it stopped changing: two screenshots 0.2 s apart that agree, each taken
+    once the app has handled every message waiting (on a busy machine 0.2 s can pass before a
+    newly pushed screen's footer is composed; the 0.2 s is what "stopped changing" means here,
+    not a wait for something to happen)."""
     deadline = time.monotonic() + timeout
+    await pilot.pause()
     last = app.export_screenshot(title="moeconsole")
     while True:
         await pilot.pause(0.2)
+        await pilot.pause()
         now = app.export_screenshot(title="moeconsole")
         if now == last:
             return now

@@ -204,3 +204,20 @@ def test_a_date_is_never_a_metric_and_torchruns_failure_summary_is_no_step(tmp_p
     res = parse_cli(str(log), "--json")
     assert res.returncode == 0, res.stderr
     assert res.stdout == "", f"a failure summary was read as training steps: {res.stdout}"
+
+
+def test_a_cpp_programs_warning_with_an_address_and_port_is_never_a_step():
+    """torch's c10 logging of a store connection dropped at the end of a 2-node job (seen on the
+    local Slurm cluster): its IPv6 address groups are no metric names ("f155" holds no F1) and
+    its port no step; glog's W/E/F lines of a C++ program are diagnostics. A Caffe solver's own
+    glog I line, and an F1 score, still read."""
+    warn = (b"[rank0]:[W1129 03:20:48.478765939 TCPStore.cpp:115] [c10d] recvVector failed on SocketImpl(fd=3, "
+            b"addr=[4010:8a29:fc7f:0:437f:6cb0:f155:0]:10634, remote=[c074:6bb0:f155:0:ca2:6bb0:f155:0]:45159): "
+            b"Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?\n")
+    steps = b"".join(b"[rank0]:step %d loss %.3f\n" % (i, 2 - i / 100) for i in range(1, 61))
+    records, _ = parsed(LogParser(), steps + warn * 2)
+    assert [r["step"] for r in records] == list(range(1, 61))
+    glog_warn = b"W0717 23:06:05.978394 23375 net.cpp:115] memory: 0 f155: 1 time: 3\n" * 3
+    assert parsed(LogParser(), glog_warn)[0] == []
+    f1 = b"".join(b"Iteration %d: train_f1 0.%d\n" % (i, 50 + i) for i in range(1, 4))
+    assert [r["extra"].get("train_f1") for r in parsed(LogParser(), f1)[0]] == [0.51, 0.52, 0.53]
