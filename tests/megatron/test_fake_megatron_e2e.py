@@ -261,8 +261,8 @@ def _rank_pids(fake: Path) -> list[int]:
             argv = (d / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if str(fake).encode() in argv and b"_trainer" in argv:
-            out.append(int(d.name))
+        if str(fake).encode() in argv and b"_trainer" in argv and b"torch.distributed.run" not in argv:
+            out.append(int(d.name))   # a rank, not torchrun's launcher (whose argv names the script too)
     return out
 
 
@@ -277,13 +277,16 @@ def test_the_fake_is_a_launcher_with_rank_processes_and_a_kill_ends_them_all(har
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     recipe = fake_recipe(tmp_path, "4.6.0", "false", T46)
-    recipe["env"].update(NPROC_PER_NODE="2", MASTER_PORT=str(port), FAKE_CRASH_AT="0", FAKE_STEP_S="0.5")
+    # 12 steps of 3 s: the ranks outlive a busy machine's wait for the first steps (at 0.5 s a
+    # step the run could end before a loaded runner had written step 2)
+    recipe["env"].update(NPROC_PER_NODE="2", MASTER_PORT=str(port), FAKE_CRASH_AT="0", FAKE_STEP_S="3")
     run = harness.start(harness.recipe(**recipe))
     ranks: list[int] = []
     try:
-        until(lambda: any(m.get("step", 0) >= 2 for m in run.metrics()), timeout=180, what="two steps")
-        ranks = until(lambda: (lambda p: p if len(p) == 2 else None)(_rank_pids(FAKE)), timeout=60,
+        ranks = until(lambda: (lambda p: p if len(p) == 2 else None)(_rank_pids(FAKE)), timeout=120,
                       what="two rank processes")
+        until(lambda: any(m.get("step", 0) >= 2 for m in run.metrics()), timeout=180, what="two steps")
+        assert all(_alive(p) for p in ranks), "both ranks still train"
         log = (run.path / "train.log").read_text()
         assert f"-m torch.distributed.run --nproc_per_node 2 --master_port {port} " in log
         assert "/swift/cli/_megatron/sft.py --model Qwen/Qwen3.5-397B-A17B" in log
