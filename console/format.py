@@ -231,7 +231,7 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     if failed_early:
         # why the run failed, early for the same reason: after `a` an 80-column line still names the
         # class (the pieces after it are cut first); `d` opens the alert with the fix
-        line2 += [(f"last crash: {crash_class}", "status--failed"), (" · ", "")]
+        line2 += [(f"last crash: {crash_class}", "status--crash"), (" · ", "")]
     line2.append((f"attempt {attempt if attempt is not None else NA}", ""))
     if show_last_good:
         good = run.get("last_good_checkpoint")
