@@ -209,9 +209,12 @@ class ProcessTree:
         targets = {pid: c for pid, c in targets.items() if pid not in (0, 1, os.getpid()) and same_process(pid, c)}
         sent: set[int] = set()
         if self.pgid and self.pgid > 1 and self.pgid != os.getpgid(0):
+            # the members are known before the signal: one that dies of it at once (and is reaped
+            # by its parent) got it all the same, and a look after could not find its group
+            members = [pid for pid in targets if _pgid(pid) == self.pgid]
             try:
                 os.killpg(self.pgid, sig)
-                sent.update(pid for pid in targets if _pgid(pid) == self.pgid)
+                sent.update(members)
             except (ProcessLookupError, PermissionError):
                 pass
         for pid, created in targets.items():
