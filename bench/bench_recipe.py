@@ -39,7 +39,7 @@ t = time.perf_counter()
 for _ in range(n):
     recipe.load(path, ["args.max_steps=100"])
 whole = (time.perf_counter() - t) / n
-raw = yamlio.load_file(path)
+raw = yamlio.load_yaml_file(path)
 t = time.perf_counter()
 for _ in range(n):
     recipe.validate(raw, path)

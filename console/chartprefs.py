@@ -57,7 +57,7 @@ def _read(base: Path) -> dict:
     return doc["recipes"]
 
 
-def load(base: Path, recipe: str) -> ChartPrefs | None:
+def load_prefs(base: Path, recipe: str) -> ChartPrefs | None:
     """The saved choice for ``recipe`` (None: nothing saved, or the file is unreadable)."""
     return ChartPrefs.from_doc(_read(base).get(recipe))
 

@@ -12,7 +12,7 @@ from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.core.units import NA
 
 
-def gib_text(x: Any) -> str:
+def gib_digits(x: Any) -> str:
     v = as_float(x)
     return NA if v is None else f"{v:.2f}"
 
@@ -78,17 +78,17 @@ def heading(memory: Mapping[str, Any] | None, *, nvml: bool = False) -> tuple[st
     if as_float(cap) is None or as_float(eff) is None:
         if as_float(peak) is None:
             return None   # nothing to say beyond the chart's own last value
-        return (f"memory {label} peak {gib_text(peak)} GiB, capacity unknown · {trend_words(g)}{act_text}",
-                f"{label} peak {gib_text(peak)}G · {trend_words(g, short=True)}",
-                f"mem {short_label} peak {gib_text(peak)}G · {trend_words(g, short=True)}",
-                f"mem {short_label} peak {gib_text(peak)}G")
-    full = (f"memory {label} {gib_text(peak)}/{gib_text(cap)} GiB · effective headroom {gib_text(eff)} GiB{low} "
-            f"(min {gib_text(minimum)}) · {trend_words(g)}{act_text}")
-    mid = f"{label} {gib_text(peak)}/{gib_text(cap)}G eff {gib_text(eff)}G{low} · {trend_words(g, short=True)}"
+        return (f"memory {label} peak {gib_digits(peak)} GiB, capacity unknown · {trend_words(g)}{act_text}",
+                f"{label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
+                f"mem {short_label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
+                f"mem {short_label} peak {gib_digits(peak)}G")
+    full = (f"memory {label} {gib_digits(peak)}/{gib_digits(cap)} GiB · effective headroom {gib_digits(eff)} GiB{low} "
+            f"(min {gib_digits(minimum)}) · {trend_words(g)}{act_text}")
+    mid = f"{label} {gib_digits(peak)}/{gib_digits(cap)}G eff {gib_digits(eff)}G{low} · {trend_words(g, short=True)}"
     # every width says which number it is: the peak, the (effective) headroom
-    small = f"mem {short_label} peak {gib_text(peak)}G headroom {gib_text(eff)}G{low} · {trend_words(g, short=True)}"
-    return (full, mid, small, f"mem {short_label} peak {gib_text(peak)}G headroom {gib_text(eff)}G{low}",
-            f"mem {short_label} headroom {gib_text(eff)}G{low}", f"{'nvml' if nvml else 'mem'} headroom {gib_text(eff)}G{low}")
+    small = f"mem {short_label} peak {gib_digits(peak)}G headroom {gib_digits(eff)}G{low} · {trend_words(g, short=True)}"
+    return (full, mid, small, f"mem {short_label} peak {gib_digits(peak)}G headroom {gib_digits(eff)}G{low}",
+            f"mem {short_label} headroom {gib_digits(eff)}G{low}", f"{'nvml' if nvml else 'mem'} headroom {gib_digits(eff)}G{low}")
 
 
 def heading_key(memory: Mapping[str, Any] | None) -> tuple:

@@ -57,11 +57,11 @@ def test_command_line_numbers(text, rng, ok):
 
 
 def test_yaml_1_2_scalars_and_round_trip():
-    doc = yamlio.loads("notify: {on: [crash], off: 1}\nx: [yes, no, y, n, 017, 1e-4, 2024-01-01, 0x10, true, ~]\n")
+    doc = yamlio.loads_yaml("notify: {on: [crash], off: 1}\nx: [yes, no, y, n, 017, 1e-4, 2024-01-01, 0x10, true, ~]\n")
     assert doc == {"notify": {"on": ["crash"], "off": 1}, "x": ["yes", "no", "y", "n", 17, 1e-4, "2024-01-01", 16,
                                                                 True, None]}
     values = ["1e-4", "on", "017", "true", "2024-01-01", "", "~", "0x1F", "- x", "a: b"]
-    assert yamlio.loads(yamlio.yaml_text({"v": values})) == {"v": values}
+    assert yamlio.loads_yaml(yamlio.yaml_text({"v": values})) == {"v": values}
 
 
 @pytest.mark.parametrize("text, needle", [("a: 1\na: 2\n", "given twice"), ("a: {b: 1, b: 2}\n", "given twice"),
@@ -70,6 +70,6 @@ def test_yaml_1_2_scalars_and_round_trip():
                                           ("a: [1, 2", "invalid YAML")])
 def test_yaml_refusals_are_one_line(text, needle):
     with pytest.raises(yamlio.YamlError) as err:
-        yamlio.loads(text, "r.yaml")
+        yamlio.loads_yaml(text, "r.yaml")
     msg = str(err.value)
     assert needle in msg and msg.startswith("r.yaml") and "\n" not in msg and len(msg) < 300

@@ -17,7 +17,7 @@ from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.rundir.paths import runs_base
 from moeconsole.runner.telemetry.gpu import get_backend
 from moeconsole.runner.telemetry.host import host_snapshot
-from moeconsole.runner.telemetry.ranks import node_ranks
+from moeconsole.runner.telemetry.ranks import scan_node_ranks
 
 _SLICE_S = 0.1  # how often a sleeping agent looks at its stop flag
 
@@ -34,7 +34,7 @@ def record(gpu: dict, host: dict, interval: float, node_view: dict, *, t: float 
 
 
 def _record(backend, interval: float, run_id: str) -> dict:
-    return record(backend.snapshot().to_dict(), host_snapshot(), interval, node_ranks(run_id))
+    return record(backend.snapshot().to_dict(), host_snapshot(), interval, scan_node_ranks(run_id))
 
 
 def run(args) -> int:

@@ -39,7 +39,7 @@ def fix(path: str, overrides: list[str]) -> list[str]:
     recipe = recipes.load(path, overrides)
     try:
         text = yamlio.read_text(path, what="recipe file")
-        raw = yamlio.loads(text, path)
+        raw = yamlio.loads_yaml(text, path)
     except yamlio.YamlError as exc:
         raise InputError(str(exc)) from None
     fixed, changes = fix_recipe(raw, recipe)

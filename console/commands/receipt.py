@@ -81,7 +81,7 @@ def memory_lines(mem: dict[str, Any]) -> list[str]:
     gpus = mem.get("gpus") or []
     if not gpus:
         return ["no memory readings"]
-    g3 = memory_view.gib_text
+    g3 = memory_view.gib_digits
     out = _table(["GPU", "capacity", "steady peak", "fragmentation", "transients", "effective headroom",
                   "trend", "activations + workspace"],
                  [[str(g.get("label") or g.get("gpu")), f"{g3(g.get('capacity_gib'))} ({g.get('capacity_source') or fmt.NA})",

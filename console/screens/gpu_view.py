@@ -183,7 +183,7 @@ class GpuScreen(Screen):
         if stamp == self._history_stamp and self.history is not None:
             return
         self._history_stamp = stamp
-        history = gpuhistory.load(self.source.run)
+        history = gpuhistory.load_history(self.source.run)
         self.app.call_from_thread(self._got_history, history)
 
     def _got_history(self, history: gpuhistory.GpuHistory | None) -> None:

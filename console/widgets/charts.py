@@ -84,7 +84,7 @@ class ChartRow(Horizontal):
         self._recipe_name = str(snap.run.get("name") or "")
         if not self._recipe_name:
             return
-        prefs = chartprefs.load(self.base, self._recipe_name)
+        prefs = chartprefs.load_prefs(self.base, self._recipe_name)
         if prefs is not None:
             self.chart_choice = prefs.charts or None
             self.smooth, self.log_y = prefs.smooth, prefs.log

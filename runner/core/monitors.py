@@ -37,6 +37,7 @@ import numpy as np
 
 from moeconsole.runner.core.columns import COLUMN_FIELDS, records_to_columns
 from moeconsole.runner.core import bounds, schema
+from moeconsole.runner.core.numbers import median
 
 WARNING, CRITICAL = "warning", "critical"
 
@@ -108,13 +109,6 @@ def fmt_num(x: float | None) -> str:
     if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
         return f"{x:.3e}"
     return f"{x:.4g}"
-
-
-def _median(values: Iterable[float]) -> float:
-    s = sorted(float(v) for v in values)
-    n = len(s)
-    mid = n // 2
-    return s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2.0
 
 
 def _excursions(levels: np.ndarray, prev_max: int) -> tuple[list[tuple[int, int]], int]:
@@ -376,7 +370,7 @@ class _RollingMedianDrop:
         medians: dict[int, float] = {}
         for pos in np.flatnonzero(cand).tolist():
             p = start + pos
-            med = _median(full[max(0, p - W):p])
+            med = median(full[max(0, p - W):p])
             v = float(x[pos])
             if (frac * v > med) if self.high else (v < frac * med):
                 alert[pos] = True

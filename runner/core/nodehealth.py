@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from moeconsole.runner.core.numbers import finite_float
+from moeconsole.runner.core.numbers import finite_float, median
 
 MEM_WARN_FRAC = 0.85          # memory used / total: shown in warning colour
 MEM_CRIT_FRAC = 0.95          # shown critical; a node with such a GPU is listed first
@@ -56,14 +56,6 @@ def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, A
     return max(times) if times else None
 
 
-def _median(values: list[float]) -> float:
-    """The median, as ``statistics.median`` gives it (the mean of the middle two of an even
-    count), without loading that module into every console."""
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def node_ranks(node: Mapping[str, Any]) -> list[int]:
     """The ranks a node's agent found running there (``Snapshot.nodes[i]["ranks"]``)."""
     ranks = node.get("ranks")
@@ -90,8 +82,8 @@ def assess_nodes(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] 
     live = [f for n, f in zip(nodes, figs) if not n.get("stale")]
     utils = [u for f in live if (u := f["mean_util_pct"]) is not None]
     steps = [s for f in live if (s := f["step_time_s"]) is not None]
-    med_util = _median(utils) if len(utils) >= MIN_PEERS else None
-    med_step = _median(steps) if len(steps) >= MIN_PEERS else None
+    med_util = median(utils) if len(utils) >= MIN_PEERS else None
+    med_step = median(steps) if len(steps) >= MIN_PEERS else None
     out = []
     for n, f in zip(nodes, figs):
         problems: list[str] = []

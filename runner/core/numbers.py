@@ -8,7 +8,7 @@ like any other non-number. ``finite_float`` is the reader for a value that is sh
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Iterable
 
 
 def as_float(x: Any) -> float | None:
@@ -38,3 +38,11 @@ def run_cost(seconds: Any, per_hour: Any) -> float | None:
     price): None when either is unknown, zero or not a finite number."""
     s, p = finite_float(seconds), finite_float(per_hour)
     return s / 3600.0 * p if s and p else None
+
+
+def median(values: Iterable[float]) -> float:
+    """The median, as ``statistics.median`` gives it (the mean of the middle two of an even
+    count), without loading that module into every console."""
+    ordered = sorted(float(v) for v in values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0

@@ -180,7 +180,7 @@ def _mismatch(info: Any, value: Any) -> str:
     for opt in options:
         extra = opt.extra if isinstance(opt, mi.Metadata) else None
         base = opt.type if isinstance(opt, mi.Metadata) else opt
-        if extra and "range" in extra and _is_number(value):
+        if extra and "range" in extra and _is_numeric_value(value):
             return f"must be {extra['range'].describe()}, got {shown(value)}"
         if extra and "must" in extra and (isinstance(value, str) or not isinstance(base, mi.StrType)):
             return f"must be {extra['must']}, got {shown(value)}"
@@ -190,7 +190,7 @@ def _mismatch(info: Any, value: Any) -> str:
     return f"expected {_words(info)}, got {got}"
 
 
-def _is_number(value: Any) -> bool:
+def _is_numeric_value(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

@@ -27,7 +27,7 @@ from moeconsole.runner.ingest.template import Template
 from moeconsole.runner.rundir.jsonio import dumps
 
 
-def _lines(records: list) -> bytes:
+def _ndjson_bytes(records: list) -> bytes:
     try:
         return b"".join(records)    # only template lines: one C-level join
     except TypeError:
@@ -44,7 +44,7 @@ def write_range(path: str, start: int, end: int | None, out: BinaryIO, template:
     n = 0
     for batch in read_range(path, start, end, pipe, final=final, chunk=chunk, progress=progress):
         if batch.records:
-            out.write(_lines(batch.records))
+            out.write(_ndjson_bytes(batch.records))
             n += len(batch.records)
         if on_chunk is not None:
             on_chunk()

@@ -112,7 +112,7 @@ def _torchrun_layout(argv: list[str], start: int) -> Layout:
     return Layout(script_at, "torchrun", insert_at)
 
 
-def layout(argv: list[str]) -> Layout:
+def argv_layout(argv: list[str]) -> Layout:
     """Where the training script starts in ``argv``, and which launcher reads what is before it."""
     if not argv:
         return Layout(0)
@@ -150,7 +150,7 @@ def home(argv: list[str], flag: str) -> str:
     """``"launcher"`` or ``"script"``: where ``flag`` is (or, when absent, belongs). A flag
     already present stays in its part; a missing one goes to the launcher only if the
     launcher reads it."""
-    lay = layout(argv)
+    lay = argv_layout(argv)
     if _occurrences(argv, flag, 0, lay.script_at):
         return "launcher"
     if _occurrences(argv, flag, lay.script_at, len(argv)):
@@ -164,7 +164,7 @@ def set_flag(argv: list[str], flag: str, value: str | None) -> list[str]:
     dropped; a missing flag is inserted in its part (:func:`home`): just before the script for a
     launcher flag, at the end for a script flag. ``value=None`` removes it from its part."""
     argv = [str(a) for a in argv]
-    lay = layout(argv)
+    lay = argv_layout(argv)
     part = home(argv, flag)
     lo, hi = (0, lay.script_at) if part == "launcher" else (lay.script_at, len(argv))
     found = _occurrences(argv, flag, lo, hi)
@@ -193,7 +193,7 @@ PORT_FLAG = "--master_port"
 def misplaced(argv: list[str]) -> list[str]:
     """Launch-only flags that stand after the training script (the script gets them and exits
     ``unrecognized arguments``), one line each; empty when the command is well formed."""
-    lay = layout(argv)
+    lay = argv_layout(argv)
     if not lay.launcher:
         return []
     script = " ".join(argv[lay.insert_at:lay.script_at + 1])
@@ -208,7 +208,7 @@ def with_port(argv: list[str], port: int) -> list[str]:
     ``--rdzv_endpoint``, which choose their own) it is added before the script, because torchrun
     reads ``PET_MASTER_PORT``, not ``MASTER_PORT``. Other commands get ``MASTER_PORT`` from the
     environment only."""
-    lay = layout(argv)
+    lay = argv_layout(argv)
     present = _occurrences(argv, PORT_FLAG, 0, len(argv))
     own_choice = any(canon(a) in ("standalone", "rdzv_endpoint") for a in argv[:lay.script_at] if a.startswith("--"))
     if present or (lay.launcher == "torchrun" and not own_choice):

@@ -271,7 +271,7 @@ class Layout:
         return max(1, self.world // max(1, self.ep * self.etp * self.pp))
 
 
-def layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any] | None = None, *,
+def parallel_layout(flags: Mapping[str, str], world: int | None, config: Mapping[str, Any] | None = None, *,
            megatron: bool = True) -> Layout:
     """The layout from ``megatron sft`` / Megatron-LM flags (dashes or underscores). ``megatron``
     False: a Hugging Face / peft run (separate q/k/v and gate/up modules; experts fused into 3-D
@@ -370,7 +370,7 @@ def _b(n: float) -> str:
     return f"{n:.0f}"
 
 
-def _lora_params(mods: list[tuple[int, tuple[tuple[str, int], ...], int]], lo: Layout) -> tuple[int, int]:
+def _layer_lora_params(mods: list[tuple[int, tuple[tuple[str, int], ...], int]], lo: Layout) -> tuple[int, int]:
     """LoRA parameters of one layer, (dense, experts): r x (in + out) per targeted module. A fused
     module (Megatron) carries one pair over all its parts; separate modules (Hugging Face) one
     pair each; experts fused into 3-D parameters are not targeted without Megatron."""
@@ -393,15 +393,15 @@ def lora_params_total(config: Mapping[str, Any], flags: Mapping[str, str], *, me
     """Every LoRA parameter the model trains (all layers, all experts, not split over GPUs): the
     count a full-state save and the optimizer hold. InputError names a config field it lacks."""
     shape = model_shape(config)
-    lo = layout(flags, None, config, megatron=megatron)
-    return sum(d + e for d, e in (_lora_params(mods, lo) for mods in shape.linears))
+    lo = parallel_layout(flags, None, config, megatron=megatron)
+    return sum(d + e for d, e in (_layer_lora_params(mods, lo) for mods in shape.linears))
 
 
 def estimate_memory(config: Mapping[str, Any], flags: Mapping[str, str], world: int | None = None, *,
              megatron: bool = True) -> Estimate:
     """The static memory of the heaviest GPU (see the module docstring)."""
     shape = model_shape(config)
-    lo = layout(flags, world, config, megatron=megatron)
+    lo = parallel_layout(flags, world, config, megatron=megatron)
     notes: list[str] = []
     L, pp = shape.layers, max(1, lo.pp)
     per_stage = math.ceil(L / pp)
@@ -420,7 +420,7 @@ def estimate_memory(config: Mapping[str, Any], flags: Mapping[str, str], world: 
                 + f" = {_b(base)} x {lo.dtype_bytes} B")]
     if lo.tuner == "lora":
         r = lo.lora_rank
-        per_layer = [_lora_params(mods, lo) for mods in shape.linears]
+        per_layer = [_layer_lora_params(mods, lo) for mods in shape.linears]
         heaviest = sorted(per_layer, key=lambda d_e: -(d_e[0] + d_e[1]))[:per_stage]
         lora_dense, lora_exp = sum(d for d, _ in heaviest), sum(e for _, e in heaviest)
         trainable_dense, trainable_exp = lora_dense / lo.tp, lora_exp / (lo.ep * lo.etp)

@@ -188,7 +188,7 @@ def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunReci
     key, nesting or numbers beyond sense), a value the runner cannot use."""
     path = Path(path)
     try:
-        raw = yamlio.load_file(path, what="recipe file")
+        raw = yamlio.load_yaml_file(path, what="recipe file")
     except yamlio.YamlError as exc:
         raise InputError(str(exc)) from None
     if raw is None:
@@ -215,7 +215,7 @@ def read_saved(run_dir: str | Path, text: str | None = None) -> tuple[dict, str 
     file's text, already read (``yamlio.read_text``)."""
     path = Path(run_dir) / "recipe.yaml"
     try:
-        raw = yamlio.load_file(path, what="run recipe") if text is None else yamlio.loads(text, str(path))
+        raw = yamlio.load_yaml_file(path, what="run recipe") if text is None else yamlio.loads_yaml(text, str(path))
     except yamlio.YamlError as exc:
         return {}, str(exc)
     if not isinstance(raw, dict):

@@ -110,6 +110,6 @@ def save(run: rundir.RunDir, history: GpuHistory) -> None:
     history.changed = False
 
 
-def load(run: rundir.RunDir) -> GpuHistory | None:
+def load_history(run: rundir.RunDir) -> GpuHistory | None:
     """The run's recorded history (None: none yet, or the file is unreadable)."""
     return GpuHistory.from_doc(jsonio.read_json(run.gpu_history))

@@ -51,7 +51,7 @@ def save(run: rundir.RunDir, book: RankTimes) -> None:
     book.changed = False
 
 
-def load(run: rundir.RunDir) -> dict[int, dict[str, Any]]:
+def load_rank_times(run: rundir.RunDir) -> dict[int, dict[str, Any]]:
     """``ranks.json`` as {rank: {"step", "step_time_s", "t"}}; empty when missing or unreadable."""
     doc = jsonio.read_own_json(run.rank_times, default=None)
     ranks = doc.get("ranks") if isinstance(doc, dict) else None

@@ -84,11 +84,11 @@ def argv_options(argv: Iterable[Any]) -> dict[str, Any]:
     i = pos = 0
     while i < len(words):
         w = words[i]
-        if w.startswith("-") and len(w) > 1 and not _is_number(w):
+        if w.startswith("-") and len(w) > 1 and not _is_number_text(w):
             if "=" in w:
                 k, v = w.split("=", 1)
                 out[k] = v
-            elif i + 1 < len(words) and not (words[i + 1].startswith("-") and not _is_number(words[i + 1])):
+            elif i + 1 < len(words) and not (words[i + 1].startswith("-") and not _is_number_text(words[i + 1])):
                 out[w] = words[i + 1]
                 i += 1
             else:
@@ -100,7 +100,7 @@ def argv_options(argv: Iterable[Any]) -> dict[str, Any]:
     return out
 
 
-def _is_number(w: str) -> bool:
+def _is_number_text(w: str) -> bool:
     try:
         float(w)
         return True

@@ -441,7 +441,7 @@ def save(run: rundir.RunDir, book: SeriesBook) -> None:
     jsonio.atomic_write_json(path_of(run), book.to_doc())
 
 
-def load(run: rundir.RunDir, limit: int | None = DEFAULT_LIMIT) -> SeriesBook:
+def load_book(run: rundir.RunDir, limit: int | None = DEFAULT_LIMIT) -> SeriesBook:
     """The run's book brought up to date: ``series.json`` when it matches ``metrics.jsonl`` (its
     offset inside the file, on a line boundary), else rebuilt from the start; then the records
     written since."""

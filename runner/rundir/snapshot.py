@@ -221,7 +221,7 @@ class RunWatcher:
         if self.book_source is not None:
             return self.book_source()
         if self.book is None:
-            self.book = seriesfile.SeriesBook(limit=None) if self.full else seriesfile.load(self.run)
+            self.book = seriesfile.SeriesBook(limit=None) if self.full else seriesfile.load_book(self.run)
             if self.line_records is not None:
                 self.line_records.prime(self.run)
         self.book.feed_file(self.run, self.line_records.feed if self.line_records is not None else None)
@@ -501,7 +501,7 @@ class NodeReader:
     def _rank_times(self) -> tuple[StatKey | None, RankTimes]:
         key = _stat_key(str(self.run.rank_times))
         if key != self._ranks[0]:
-            self._ranks = (key, ranktimes.load(self.run) if key else {})
+            self._ranks = (key, ranktimes.load_rank_times(self.run) if key else {})
         return self._ranks
 
     def read(self, now: float) -> tuple[Doc, ...]:

@@ -208,7 +208,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     from moeconsole.runner.rundir import seriesfile
     loaded = run.load_state()
     state = loaded.state
-    book = book if book is not None else seriesfile.load(run)
+    book = book if book is not None else seriesfile.load_book(run)
     last = book.last_metrics or {}
     last_step = last.get("step") if isinstance(last.get("step"), int) else None
     max_steps = last.get("max_steps")

@@ -159,7 +159,7 @@ def yaml_text(obj: Any, **kw: Any) -> str:
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=None, allow_unicode=True, **kw)
 
 
-def loads(text: str, src: str = "<yaml>") -> Any:
+def loads_yaml(text: str, src: str = "<yaml>") -> Any:
     """Parse YAML text; ``YamlError("SRC: line L, column C: problem")`` when it is not accepted."""
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
@@ -177,7 +177,7 @@ def scalar(text: str) -> Any:
     if text == "":
         return ""
     try:
-        return loads(text, "--set")
+        return loads_yaml(text, "--set")
     except YamlError:
         return text
 
@@ -217,6 +217,6 @@ def read_text(path: str | Path, *, max_bytes: int = MAX_BYTES, what: str = "file
         raise YamlError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def load_file(path: str | Path, *, what: str = "file") -> Any:
+def load_yaml_file(path: str | Path, *, what: str = "file") -> Any:
     """``read_text`` then ``loads``."""
-    return loads(read_text(path, what=what), str(path))
+    return loads_yaml(read_text(path, what=what), str(path))

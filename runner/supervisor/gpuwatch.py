@@ -18,7 +18,7 @@ class GpuWatch:
         self.run = run
         self.memory = memory  # the envelope per GPU, its forecast, OOM verdicts
         self.diag = diag
-        self.history = gpuhistory.load(run) or gpuhistory.GpuHistory()
+        self.history = gpuhistory.load_history(run) or gpuhistory.GpuHistory()
         self.cpu_meter = CpuMeter(share_in=run.path.parent)  # one-shots on this host start from its readings
         self._saved_at = 0.0
         self.backend: Any = None

@@ -93,7 +93,7 @@ class IngestPipe:
         self.monitors = Monitors(thresholds)
         self.schedule = ScheduleWatch()   # a resume that restarted the LR schedule (runner/core/schedule_watch.py)
         # The charts of the whole run in bounded memory, saved as series.json for every reader.
-        self.book = seriesfile.load(run)
+        self.book = seriesfile.load_book(run)
         self._book_saved = (self.book.metric_count, self.book.offset)
         self._book_saved_at = 0.0
         self.rank_times = ranktimes.RankTimes()

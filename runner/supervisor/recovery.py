@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import RunRecipe
 
 
-def load_state(run: rundir.RunDir, diag: Callable[[str], None]) -> dict[str, Any]:
+def takeover_state(run: rundir.RunDir, diag: Callable[[str], None]) -> dict[str, Any]:
     """The run's state for a runner taking it over: state.json, or rebuilt from the records
     when it is missing or damaged; InputError when nothing says where the run stands (starting
     it again could repeat a finished run)."""

@@ -62,7 +62,7 @@ from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
-from moeconsole.runner.supervisor.recovery import attempt_record, load_run_recipe, load_state, step_of, takeover
+from moeconsole.runner.supervisor.recovery import attempt_record, load_run_recipe, takeover_state, step_of, takeover
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -83,7 +83,7 @@ class Supervisor:
         self.hash = recipes.recipe_hash(self.recipe)
         self.env_resolved = recipes.resolve_env(self.recipe.env)
         self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe.command))
-        state = load_state(run, diag)
+        state = takeover_state(run, diag)
         # The status lives in the lifecycle only (every change through lc.step); the rest of
         # state.json in ``self.state``, written together with it.
         self.life = lc.Life(Status.parse(state.get("status")) or Status.STARTING)

@@ -11,7 +11,6 @@ reading in the runs directory). Either way the figure ends now, never earlier.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ import msgspec
 import psutil
 
 from moeconsole.runner.telemetry import cpustat
+from moeconsole.runner.rundir.rundir import hostname
 
 GIB = 1024.0 ** 3
 MIN_TICKS = 20         # clock ticks over all cores a first figure spans at least (5% steps)
@@ -65,14 +65,11 @@ class CpuMark(msgspec.Struct, frozen=True):
     wall: float
 
 
-def _hostname() -> str:
-    from moeconsole.runner.rundir.rundir import hostname
-    return hostname()
 
 
 def mark_path(runs_dir: Path | str) -> Path:
     """``<runs dir>/.host-cpu-<host>.json``: one per host (a runs directory on a shared disk)."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in _hostname())[:64] or "host"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in hostname())[:64] or "host"
     return Path(runs_dir) / f".host-cpu-{safe}.json"
 
 
@@ -91,7 +88,7 @@ def write_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) ->
     boot = _boot_id()
     if not boot:
         return   # without a boot id a later reader could not tell this boot's clock from another's
-    mark = CpuMark(MARK_VERSION, _hostname(), boot, os.getpid(), reading[0], reading[1], at,
+    mark = CpuMark(MARK_VERSION, hostname(), boot, os.getpid(), reading[0], reading[1], at,
                    time.time() - (time.monotonic() - at))
     # the runs directory is one the user named (it may be a link to a data disk): followed, as
     # ``atomic_write_bytes`` follows a checkpoint directory; the file itself never through a link
@@ -113,7 +110,7 @@ def read_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> CpuM
         max_age = float(os.environ.get(MARK_MAX_AGE_ENV) or MARK_MAX_AGE_S)
     except ValueError:
         max_age = MARK_MAX_AGE_S
-    if (mark.v != MARK_VERSION or mark.host != _hostname() or mark.boot_id != _boot_id()
+    if (mark.v != MARK_VERSION or mark.host != hostname() or mark.boot_id != _boot_id()
             or not 0.0 < now - mark.mono <= max_age or mark.total_s > cur_total or mark.busy_s < 0):
         return None
     return mark
@@ -192,7 +189,7 @@ def host_snapshot(runs_dir: Path | str | None = None) -> dict:
     minus available, the figure that matters for the host OOM killer."""
     snap: dict = {"cpu_pct": None, "cpu_window_s": None, "cpu_source": None, "cpu_count": os.cpu_count(),
                   "ram_used_gib": None, "ram_total_gib": None, "load1": None, "load5": None, "load15": None,
-                  "hostname": socket.gethostname()}
+                  "hostname": hostname()}
     try:
         fig = cpu_figure(runs_dir)
     except (OSError, psutil.Error):
@@ -310,7 +307,7 @@ class CpuMeter:
 def ram_now() -> dict:
     """{"ram_used_gib", "ram_total_gib", "hostname"}: used is total minus available, as in
     ``host_snapshot``."""
-    out: dict = {"ram_used_gib": None, "ram_total_gib": None, "hostname": socket.gethostname()}
+    out: dict = {"ram_used_gib": None, "ram_total_gib": None, "hostname": hostname()}
     try:
         vm = psutil.virtual_memory()
         out["ram_used_gib"] = (vm.total - vm.available) / GIB

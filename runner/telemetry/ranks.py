@@ -88,7 +88,7 @@ def _scan() -> Iterable[tuple[int, str, dict[str, str]]]:
             yield pid, comm, env
 
 
-def node_ranks(run_id: str, node: str | None = None) -> dict:
+def scan_node_ranks(run_id: str, node: str | None = None) -> dict:
     """This node's view of the run (see ``node_view``); ``node`` defaults to the Slurm node this
     process runs on, if any."""
     if node is None:

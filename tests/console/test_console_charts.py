@@ -161,20 +161,20 @@ def test_the_book_keeps_lr_epoch_extras_and_eval_values_and_reads_old_books_agai
                                           "src": "swift_dict"})
     jsonio.append_jsonl(run.evals, {"v": 1, "t": 1.0, "attempt": 1, "step": 500, "split": "eval", "loss": 1.5,
                                     "values": {"eval_loss": 1.5, "eval_token_acc": 0.7}})
-    book = seriesfile.load(run)
+    book = seriesfile.load_book(run)
     assert set(book.other) == {"lr", "epoch", "t", "token_acc", "load_balancing_loss"}, "rank and text are no metrics"
     assert book.other["token_acc"].last() == 1.0 and book.other["lr"].n == 500
     assert math.isnan(max(book.other["load_balancing_loss"].points()[1], key=lambda v: v != v))
     assert book.eval_values["eval_token_acc"].last() == 0.7
     seriesfile.save(run, book)
-    again = seriesfile.load(run)
+    again = seriesfile.load_book(run)
     assert again.to_doc() == book.to_doc()
     # a book of the old schema (no other series) is not trusted: rebuilt from metrics.jsonl
     doc = json.loads(seriesfile.path_of(run).read_text())
     doc["v"] = 1
     del doc["other"]
     jsonio.atomic_write_json(seriesfile.path_of(run), doc)
-    assert set(seriesfile.load(run).other) == set(book.other)
+    assert set(seriesfile.load_book(run).other) == set(book.other)
 
 
 def test_the_runners_columns_feed_the_other_series_from_template_rows():
@@ -285,7 +285,7 @@ def test_c_picks_any_metric_with_a_filter_and_the_choice_is_kept_for_the_recipe(
         return _titles(screen)
     titles = asyncio.run(go(other, kept))
     assert [t.split()[0] for t in titles] == ["loss", "grad", "mem", "eval"]
-    assert chartprefs.load(base, "demo").charts == []
+    assert chartprefs.load_prefs(base, "demo").charts == []
 
 
 def test_a_damaged_prefs_file_shows_the_defaults(base, make_run):
@@ -318,7 +318,7 @@ def test_e_E_y_and_the_zoom_keys_change_every_chart(base, make_run):
             await until_ui(pilot, lambda: "EMA" not in loss.text_rows()[0])
             await pilot.press("y")
             await until_ui(pilot, lambda: "log" in loss.text_rows()[0])
-            assert chartprefs.load(base, "demo").log is True
+            assert chartprefs.load_prefs(base, "demo").log is True
             await pilot.press("y")
             await until_ui(pilot, lambda: "log" not in loss.text_rows()[0])
             await pilot.press("plus")

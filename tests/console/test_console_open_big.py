@@ -85,7 +85,7 @@ def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_pa
         at = json.loads(line)["log_at"]
         assert (at == 0 or data[at - 1:at] == b"\n") and json.loads(line)["step"] is not None
     # the chart book is saved for the next opening, covering the whole file
-    again = seriesfile.load(run)
+    again = seriesfile.load_book(run)
     assert again.metric_count == STEPS and again.offset == run.metrics.stat().st_size
     assert again.eval_count == 6
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moeconsole.runner.recipes.cmdline import layout, misplaced, set_flag, with_port
+from moeconsole.runner.recipes.cmdline import argv_layout, misplaced, set_flag, with_port
 from moeconsole.runner.recipes.recipe import attempt_argv, validate
 
 TORCHRUN = ["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
@@ -12,12 +12,12 @@ TORCHRUN = ["{python}", "-m", "torch.distributed.run", "--nproc_per_node", "2", 
 
 
 def test_the_script_starts_after_torchruns_options():
-    lay = layout(TORCHRUN)
+    lay = argv_layout(TORCHRUN)
     assert (lay.launcher, TORCHRUN[lay.script_at], TORCHRUN[lay.insert_at]) == ("torchrun", "moeconsole.runner.demo.train", "-m")
-    assert layout(["torchrun", "--standalone", "--nproc-per-node=2", "train.py", "--lr", "1"]).script_at == 3
-    assert layout(["python3.11", "-u", "-X", "dev", "-m", "torch.distributed.launch", "--nnodes", "1",
+    assert argv_layout(["torchrun", "--standalone", "--nproc-per-node=2", "train.py", "--lr", "1"]).script_at == 3
+    assert argv_layout(["python3.11", "-u", "-X", "dev", "-m", "torch.distributed.launch", "--nnodes", "1",
                    "t.py"]).script_at == 8
-    assert layout(["swift", "sft", "--model", "m"]) .launcher == ""
+    assert argv_layout(["swift", "sft", "--model", "m"]) .launcher == ""
 
 
 def test_a_changed_flag_keeps_its_position_and_spelling():

@@ -195,7 +195,7 @@ restart: {{max_restarts: 0}}
 cooldown: {{floor_s: 0, ceiling_s: 5, poll_s: 0.05}}
 notify: {{on: [crash], command: ["{sys.executable}", "{hook}"], min_interval_s: 0}}
 """)
-    assert yamlio.load_file(path)["notify"]["on"] == ["crash"]
+    assert yamlio.load_yaml_file(path)["notify"]["on"] == ["crash"]
     assert harness.cli("lint", str(path)).returncode == 0
     out = harness.cli("run", str(path), "--detach")  # 0, or 1 when the attempt failed within the launch's wait
     assert out.returncode in (0, 1) and out.stdout.strip(), out.stderr

@@ -54,9 +54,9 @@ def test_rank_prefixed_lines_give_each_rank_its_step_time(tmp_path):
         {0: (2, 1.0), 1: (2, 1.1), 2: (2, 1.2)}
     run = rundir.RunDir(tmp_path)
     ranktimes.save(run, book)
-    assert not book.changed and ranktimes.load(run)[2]["step_time_s"] == 1.2
+    assert not book.changed and ranktimes.load_rank_times(run)[2]["step_time_s"] == 1.2
     (tmp_path / "ranks.json").write_text("{broken")
-    assert ranktimes.load(run) == {}
+    assert ranktimes.load_rank_times(run) == {}
 
 
 def test_the_snapshot_joins_agents_ranks_and_step_times_into_stragglers(tmp_path):

@@ -26,13 +26,13 @@ def make_run(tmp_path, stamped: bool = True) -> rundir.RunDir:
                 mf.write(jsonio.dumps(rec) + "\n")
             at += len(line) + 1
     run.log.write_text("".join(line + "\n" for line in lines))
-    seriesfile.save(run, seriesfile.load(run))   # series.json covers every record
+    seriesfile.save(run, seriesfile.load_book(run))   # series.json covers every record
     return run
 
 
 def test_each_tail_line_has_its_record(tmp_path):
     run = make_run(tmp_path)
-    assert seriesfile.load(run).offset == run.metrics.stat().st_size
+    assert seriesfile.load_book(run).offset == run.metrics.stat().st_size
     snap = RunWatcher(run, line_records=True).poll(with_gpu=False)
     assert snap.tail_records is not None and len(snap.tail_records) == len(snap.log_tail) == 40
     for line, rec in zip(snap.log_tail, snap.tail_records):

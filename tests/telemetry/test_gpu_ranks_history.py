@@ -122,7 +122,7 @@ def test_the_runner_records_the_gpus_for_the_whole_run_and_json_names_the_rank(h
     assert st["status"] in ("succeeded", "unsaved"), st
 
     from moeconsole.runner.rundir import gpuhistory
-    history = gpuhistory.load(rundir.RunDir(run.path))
+    history = gpuhistory.load_history(rundir.RunDir(run.path))
     assert history is not None and history.samples >= 2   # every 2 s while the training runs
     assert set(history.gpus) == {"0", "1"}
     util = history.gpus["0"]["util"]

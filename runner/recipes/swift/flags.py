@@ -55,7 +55,7 @@ def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ..
 
 
 @lru_cache(maxsize=None)
-def load(path: str) -> Table:
+def load_table(path: str) -> Table:
     raw = json.loads(Path(path).read_text())
     return Table(version=raw["ms_swift_version"], source=raw.get("source", ""), commands=raw["commands"],
                  path=Path(path))
@@ -69,7 +69,7 @@ def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | 
         return None, "no flag tables are shipped"
     if not version:
         v, p = tables[-1]
-        return load(p), f"no ms-swift version named; checked against {v}, the newest table"
+        return load_table(p), f"no ms-swift version named; checked against {v}, the newest table"
     want = _version_key(version.replace("x", "0"))
     same_minor = [(v, p) for v, p in tables if _version_key(v)[:2] == want[:2]]
     if not same_minor:
@@ -77,7 +77,7 @@ def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | 
         return None, f"no flag table for ms-swift {version} (tables: {known})"
     at_or_below = [(v, p) for v, p in same_minor if _version_key(v) <= want] or same_minor
     v, p = at_or_below[-1]
-    return load(p), f"checked against the ms-swift {v} flag table"
+    return load_table(p), f"checked against the ms-swift {v} flag table"
 
 
 def is_bool(spec: dict) -> bool:
