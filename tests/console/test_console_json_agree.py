@@ -49,6 +49,18 @@ def series_from_pairs(pairs) -> Series:
     return s
 
 
+
+def json_and_screen(runs_dir, run_id: str, env: dict, *flags: str) -> tuple[dict, dict]:
+    """What `--json --once` prints for the run, and what the attached console shows of it (the
+    probe app, a process of its own), both read from the same run directory."""
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", *flags, run_id,
+                           "--runs-dir", str(runs_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    probe = subprocess.run([sys.executable, str(PROBE), str(runs_dir), run_id], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=90)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    return json.loads(done.stdout), json.loads(probe.stdout.strip().splitlines()[-1])
+
 def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     from tests.fakes.nvml import FakeGpu, FakeProc, fake_env, write_scenario
     run = make_run(base, runner_pid=os.getpid(), started=False, nan_at=50, crash={"class": "cuda_oom"})
@@ -58,14 +70,7 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     env = fake_env(nvml_libdir, scenario)
     env["PYTHONPATH"] = str(REPO)
 
-    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", run.run_id,
-                           "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    d = json.loads(done.stdout)
-    probe = subprocess.run([sys.executable, str(PROBE), str(base), run.run_id], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=90)
-    assert probe.returncode == 0, probe.stderr[-2000:]
-    ui = json.loads(probe.stdout.strip().splitlines()[-1])
+    d, ui = json_and_screen(base, run.run_id, env)
 
     # status line: the very same text from the JSON run object
     # (with the alert state the JSON carries: an unacknowledged critical takes over the headline)
@@ -121,14 +126,7 @@ def test_json_tail_records_are_what_the_screen_tail_shows(tmp_path, runs_dir):
           timeout=90, what="the runner's records")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once", "--no-gpu", run.id,
-                           "--runs-dir", str(runs_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    d = json.loads(done.stdout)
-    probe = subprocess.run([sys.executable, str(PROBE), str(runs_dir), run.id], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=90)
-    assert probe.returncode == 0, probe.stderr[-2000:]
-    ui = json.loads(probe.stdout.strip().splitlines()[-1])
+    d, ui = json_and_screen(runs_dir, run.id, env, "--no-gpu")
 
     recs = d["tail_records"]
     assert recs is not None and len(recs) == len(d["log_tail"])
