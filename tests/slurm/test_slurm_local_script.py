@@ -92,8 +92,12 @@ def test_the_cluster_starts_and_stops_beside_a_neighbour_mariadb_and_leaves_it_u
     assert stopped.returncode == 0, stopped.stderr
     assert reached(lambda: os.path.exists(f"/proc/{neighbour}"), timeout=5), "stop ended the neighbour MariaDB"
     # Another service holds the port the script would try first: the script takes the next free one.
+    # SO_REUSEADDR as any server sets it: the cluster's own database just stopped on this port and
+    # its closed connections sit in TIME_WAIT for a minute, which a plain bind refuses.
     holder = socket.socket()
+    up = None
     try:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         holder.bind(("127.0.0.1", 3417))
         holder.listen(1)
         up = subprocess.run([str(SCRIPT), *start], capture_output=True, text=True, timeout=300)
@@ -103,6 +107,9 @@ def test_the_cluster_starts_and_stops_beside_a_neighbour_mariadb_and_leaves_it_u
         assert holder.fileno() != -1 and holder.getsockname() == ("127.0.0.1", 3417)
     finally:
         holder.close()
+        if up is None or up.returncode != 0:  # the tests after this one need the cluster back as it was
+            subprocess.run([str(SCRIPT), "stop"], capture_output=True, timeout=180)
+            subprocess.run([str(SCRIPT), *start], capture_output=True, timeout=300)
     # The neighbour: same process, its slurm user with its own password, untouched.
     assert os.path.exists(f"/proc/{neighbour}")
     assert _sql("SELECT 1", user="slurm", password=PASSWORD).returncode == 0, "the neighbour's slurm user changed"
