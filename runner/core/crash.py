@@ -429,7 +429,8 @@ def _wrap_join(line: str, nxt: str) -> str | None:
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
-             "Tried to allocate")),
+             "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
+             "available KV cache memory")),
     ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId")),
@@ -479,8 +480,20 @@ def _families(text: str) -> set[str]:
     return found
 
 
+# vLLM (a colocated GRPO rollout engine, or a server on the same GPUs) refusing to start because the
+# GPU has too little memory for what it must reserve, in its own words: v1/worker/gpu_worker.py's
+# init_device "Free memory on device [cuda:0 ](3.22/4.0 GiB) on startup is less than desired GPU memory
+# utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other
+# processes."; the KV cache left without room after the weights (v0 worker and v1 kv_cache_utils): "No
+# available memory for the cache blocks. Try increasing `gpu_memory_utilization` ..." and v1's
+# _check_enough_kv_cache_memory "... (X GiB KV cache is needed, which is larger than the available KV
+# cache memory (Y GiB). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` ...".
+# (Its sampler warm-up "CUDA out of memory occurred when warming up sampler ..." is a plain CUDA OOM.)
+_OOM_VLLM = (r"is less than desired GPU memory utilization|No available memory for the cache blocks"
+             r"|KV cache is needed, which is larger than the available KV cache memory")
+_OOM_VLLM_RE = re.compile(_OOM_VLLM)
 # (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
-_OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
+_OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
                   r"|Cuda failure 'out of memory'"
                   # ROCm builds of torch (c10/hip, hipified CUDACachingAllocator): "HIP out of memory.
                   # Tried to allocate ..."; the HIP runtime's own name for the error
@@ -518,7 +531,12 @@ _OOM = re.compile(r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CU
 # which pastes keep when the message above it was cut.
 _NCCL_WATCHDOG_EXIT = (r"Terminating the process after attempting to dump debug info, due to"
                        r"|Exception raised from checkTimeout at \S*ProcessGroupNCCL\.cpp")
-_NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|watchdog got stuck for"
+# torch's "Watchdog caught collective operation timeout: WorkNCCL(...)" (WorkNCCL::checkTimeout) is the only
+# message with "Watchdog caught collective": a paste cut inside it ("... Watchdog caught collective
+# operati", "... Watchdog caught coll") still names the timeout; "Watchdog caught" followed by anything
+# else is not torch's.
+_WATCHDOG_CAUGHT = r"Watchdog caught(?: collective|\s*(?:c(?:o(?:l(?:l(?:e(?:c(?:t(?:i(?:v)?)?)?)?)?)?)?)?)?\s*$)"
+_NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for"
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
                            r"|The wait execution of the Notify register times out|" + _NCCL_WATCHDOG_EXIT)
@@ -543,7 +561,7 @@ _NCCL_TRANSPORT = re.compile(
     r"|Socket recv failed while polling for opId"
     r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]")
 _NCCL = re.compile(
-    r"Watchdog caught collective operation timeout|watchdog got stuck for"
+    _WATCHDOG_CAUGHT + r"|watchdog got stuck for"
     r"|milliseconds before timing out"
     r"|Process group watchdog thread terminated with exception"
     r"|NCCL watchdog thread terminated with exception"   # torch <= 2.1
@@ -1555,20 +1573,27 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
     if info.gpus:
         gpus = f" on GPU {info.gpus[0]}" if len(info.gpus) == 1 else f" on GPUs {', '.join(info.gpus)}"
     size = f", tried to allocate {info.size}" if info.size else ""
+    # vLLM's own refusal: it reserves gpu_memory_utilization x the GPU's total at start (see _OOM_VLLM)
+    vllm = any(_OOM_VLLM_RE.search(text) for _, text in s.oom.decisive)
+    where = " (vLLM could not reserve its GPU memory)" if vllm else ""
     if steps_seen == 0 and (foreign_gpu_memory or foreign):
         held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(foreign.items())[:4])
         who = f" ({held})" if held else ""
         return _verdict("gpu_busy_at_init", s.oom.decisive,
-                        f"CUDA out of memory{phase}{gpus} while other processes hold GPU memory{who}",
+                        f"CUDA out of memory{phase}{gpus}{where} while other processes hold GPU memory{who}",
                         retryable=True, recovery="restart_after_gpu_clear",
                         hint="leftover processes (an earlier job, an inference server, an orphaned "
                              "rank) hold GPU memory: `moeconsole gpus` lists them; the runner waits "
                              "for the memory to be released before restarting")
     hint = ("a transient spike may pass on restart; if it repeats, lower the micro-batch or "
             "sequence length, or enable activation recompute")
+    if vllm:
+        hint = ("vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
+                "(a colocated rollout engine shares the GPU with the training model), lower max_model_len, "
+                "or free the memory other processes hold (`moeconsole gpus`)")
     if info.unallocated_gib >= FRAGMENTATION_MIN_GIB:
         hint += f"; reserved-but-unallocated memory is large, try {alloc_conf_advice(None)}"
-    return _verdict("cuda_oom", s.oom.decisive, f"CUDA out of memory{phase}{size}{gpus}",
+    return _verdict("cuda_oom", s.oom.decisive, f"CUDA out of memory{phase}{size}{gpus}{where}",
                     retryable=True, recovery="restart", hint=hint)
 
 

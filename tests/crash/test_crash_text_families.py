@@ -617,3 +617,58 @@ def test_a_driver_line_logged_before_a_cpu_fallback_is_not_the_cause():
             "ValueError: Shapes (None, 10) and (None, 1) are incompatible"]
     assert classify(1, tail).cls == "unknown"
     assert classify(1, tail[:1]).cls == "environment_error"
+
+
+# vLLM refusing to start for want of GPU memory, in its own words (v1/worker/gpu_worker.py init_device,
+# v0 worker and v1 kv_cache_utils, v1 _check_enough_kv_cache_memory); a colocated GRPO rollout engine
+# prints them when the training model already holds the GPU (vllm-project/vllm#25837).
+VLLM_MEMORY_REFUSALS = [
+    "ValueError: Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU memory "
+    "utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+    "(EngineCore_DP0 pid=17374) ERROR 09-28 15:47:24 [core.py:718] ValueError: Free memory on device cuda:0 "
+    "(7.34/15.49 GiB) on startup is less than desired GPU memory utilization (0.8, 12.39 GiB). Decrease GPU "
+    "memory utilization or reduce GPU memory used by other processes.",
+    "[rank0]: ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+    "when initializing the engine.",
+    "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is "
+    "needed, which is larger than the available KV cache memory (1.20 GiB). Try increasing "
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+]
+
+
+@pytest.mark.parametrize("line", VLLM_MEMORY_REFUSALS)
+def test_vllm_refusing_to_start_for_gpu_memory_is_an_oom(line):
+    v = classify(1, ["Traceback (most recent call last):",
+                     '  File "/env/lib/python3.10/site-packages/vllm/v1/worker/gpu_worker.py", line 180, in init_device',
+                     "    raise ValueError(", line], steps_seen=0)
+    assert v.cls == "cuda_oom", (v.summary, v.evidence)
+    assert "vLLM could not reserve its GPU memory" in v.summary
+    assert "gpu_memory_utilization" in (v.hint or "")
+    assert decide(v, [AttemptRecord(1, 0.0, 10.0, v.cls, 0, 0)], RestartSettings(), 10.0).action == "restart"
+    # the training model or a leftover server holding the GPU: wait for it, as for any OOM at start
+    busy = classify(1, [line], steps_seen=0, foreign_gpu_memory=True)
+    assert busy.cls == "gpu_busy_at_init" and "vLLM" in busy.summary
+
+
+def test_vllm_free_memory_refusal_wrapped_at_a_space_is_still_read():
+    tail = ["ValueError: Free memory on device cuda:0 (2.6/121.63 GiB) on startup",
+            "is less than desired GPU memory utilization (0.08, 9.73 GiB)"]
+    assert classify(1, tail, steps_seen=0).cls == "cuda_oom"
+
+
+@pytest.mark.parametrize("cut", [
+    "Watchdog caught collective operati", "Watchdog caught collective", "Watchdog caught coll",
+    "Watchdog caught",
+])
+def test_a_watchdog_timeout_line_cut_short_is_still_a_timeout(cut):
+    """torch's WorkNCCL::checkTimeout message, cut wherever a paste or a terminal cut it
+    (hiyouga/LlamaFactory#8261: glued to a tqdm bar and cut inside "operation")."""
+    line = f"[1763]   1%|▏  | 24/1752 [01:08<1:22:56,  2.88s/it][rank5]:[E602 11:17:52.185053341 " \
+           f"ProcessGroupNCCL.cpp:632] [Rank 5] {cut}"
+    v = classify(1, [line], steps_seen=24)
+    assert v.cls == "nccl_error" and "timeout" in v.summary, v.summary
+    # a timeout the watchdog reported turns the runner's own hang verdict into an NCCL timeout
+    assert classify(None, [line], hang=True, steps_seen=24).cls == "nccl_error"
+    # other words after "Watchdog caught" are not torch's message
+    for other in ("Watchdog caught nothing unusual, resuming", "Watchdog caught colt"):
+        assert classify(1, [line.replace(cut, other)], steps_seen=24).cls == "unknown"
