@@ -172,7 +172,8 @@ _JUNK = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\ud800-\udfff]")
 # (Kubernetes, Docker `--timestamps`), ctime (`Wed Sep 20 19:33:32 2017`, mpirun
 # `--timestamp-output`), journald/syslog (`Apr 29 19:24:11 host kernel:`), dmesg
 # (`[ 1843.308145]`), a log viewer's `date time | ` column, Ray's worker prefix
-# (`(RayTrainWorker pid=1234, ip=10.0.0.1)`, `(raylet)`: ray/_private/log_monitor.py),
+# (`(RayTrainWorker pid=1234, ip=10.0.0.1)`, `(raylet)`: ray/_private/log_monitor.py; vLLM's
+# `(VllmWorker TP0 pid=N)`), vLLM's logger header (`ERROR 09-28 15:47:24 [core.py:718] `),
 # Open MPI's `--tag-output` (`[1,9]<stderr>:`), glog/absl line headers of severity I, W, E
 # (`E0724 19:33:34.565000 128818 torch/distributed/elastic/multiprocessing/api.py:702] `,
 # glog's LogMessage::Init; torch's c10 logging, torchrun's own log lines), a captured stream's
@@ -185,7 +186,14 @@ _ENV_PREFIX = re.compile(
     r"(?:\[\s*(?:" + _TS_DATE + r")\]:?|" + _TS_DATE + r":?|\[?" + _TS_CTIME + r"\]?|" + _TS_SYSLOG
     + r"|\[\s*\d+\.\d+\]"                                   # dmesg
     + r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?(?= )"          # time of day
-    + r"|\((?:raylet|gcs_server|autoscaler|[A-Za-z_][\w.:-]*(?: rank=\d+)? pid=\d+)(?:, ip=[\w.:-]+)?\)"
+    + r"|\((?:raylet|gcs_server|autoscaler|[A-Za-z_][\w.:-]*(?: [A-Za-z_][\w.:-]*)?(?: rank=\d+)? pid=\d+)"
+    + r"(?:, ip=[\w.:-]+)?\)"
+    # vLLM's logger header (vllm/logger.py: "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] ", date
+    # "%m-%d %H:%M:%S"; up to 0.6 "%(levelname)s %(asctime)s %(filename)s:%(lineno)d] ") of DEBUG, INFO and
+    # ERROR lines (a worker's traceback is logged line by line at ERROR); WARNING and CRITICAL keep theirs,
+    # as glog's W and F do. Its process prefix "(VllmWorker TP0 pid=N)" / "(EngineCore_DP0 pid=N)" is the one
+    # above.
+    + r"|(?:DEBUG|INFO|ERROR) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)? (?:\[[^\]\s]+:\d+\]|[^\]\s]+:\d+\])"
     + r"|\[\d+,\d+\]<std(?:out|err)>:"
     + r"|[IE]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ [^\]\s]+:\d+\]"
     + r"|[IE] [\w./\\-]+:\d+\]"                             # TensorFlow's "I tensorflow/core/...cc:123]"

@@ -672,3 +672,29 @@ def test_a_watchdog_timeout_line_cut_short_is_still_a_timeout(cut):
     # other words after "Watchdog caught" are not torch's message
     for other in ("Watchdog caught nothing unusual, resuming", "Watchdog caught colt"):
         assert classify(1, [line.replace(cut, other)], steps_seen=24).cls == "unknown"
+
+
+def _vllm_logged(lines, header):
+    return [f"{header} {line}" for line in lines]
+
+
+@pytest.mark.parametrize("header", [
+    "(VllmWorker TP0 pid=675227) ERROR 03-02 19:49:43 [multiproc_executor.py:242]",     # vLLM >= 0.7
+    "(EngineCore_DP0 pid=17374) ERROR 09-28 15:47:24 [v1/engine/core.py:718]",
+    "ERROR 01-28 03:21:01 engine.py:387]",                                              # vLLM <= 0.6
+])
+def test_a_vllm_workers_traceback_behind_its_log_header_is_read(header):
+    """vLLM logs a worker's traceback line by line behind its own header (vllm/logger.py's
+    "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d]", the process prefix "(VllmWorker TP0 pid=N)"):
+    the exception at the end decides, as it does without the header."""
+    tb = ["Traceback (most recent call last):",
+          '  File "/env/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 3, in init_device',
+          "    import flashinfer",
+          "ModuleNotFoundError: No module named 'flashinfer'"]
+    v = classify(1, _vllm_logged(tb, header))
+    assert v.cls == "missing_dependency" and "flashinfer" in v.summary, v.summary
+    other = classify(1, _vllm_logged(tb[:3] + ["vllm.v1.engine.exceptions.EngineDeadError: EngineCore died"], header))
+    assert other.cls == "unknown" and "EngineDeadError: EngineCore died" in other.summary, other.summary
+    # a WARNING keeps its header, as glog's W does: an import error logged there is not the cause
+    warned = ["WARNING 03-02 19:49:43 [utils.py:12] ImportError: No module named 'flash_attn'; using the fallback"]
+    assert classify(1, warned + _vllm_logged(tb[:3] + ["ValueError: no labels"], header)).cls == "unknown"
