@@ -439,7 +439,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
              "available KV cache memory")),
-    ("nccl", ("NCCL", "nccl", "atchdog", "DistBackendError", "before timing out", "Notify register",
+    ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
@@ -537,8 +537,15 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfM
 # TimeoutExitMsg), and c10::Error's location line for the timeout WorkNCCL::checkTimeout throws
 # ("Exception raised from checkTimeout at .../ProcessGroupNCCL.cpp:632 (most recent call first):"),
 # which pastes keep when the message above it was cut.
+# Its heartbeat monitor, when the watchdog thread itself stopped (ProcessGroupNCCL::heartbeatMonitor, torch
+# 2.3+; the same words in the ProcessGroupNCCL forks of other vendors): the LOG(ERROR) "Heartbeat monitor timed
+# out! Process will be terminated after dumping debug info. workMetaList_.size()=N" and "First PG on this
+# rank that detected no heartbeat of its watchdog.", printed before its exit message "...'s watchdog got
+# stuck for N seconds ..." (matched below); a paste often keeps only these.
 _NCCL_WATCHDOG_EXIT = (r"Terminating the process after attempting to dump debug info, due to"
-                       r"|Exception raised from checkTimeout at \S*ProcessGroupNCCL\.cpp")
+                       r"|Exception raised from checkTimeout at \S*ProcessGroupNCCL\.cpp"
+                       r"|Heartbeat monitor timed out! Process will be terminated"
+                       r"|detected no heartbeat of its watchdog")
 # torch's "Watchdog caught collective operation timeout: WorkNCCL(...)" (WorkNCCL::checkTimeout) is the only
 # message with "Watchdog caught collective": a paste cut inside it ("... Watchdog caught collective
 # operati", "... Watchdog caught coll") still names the timeout; "Watchdog caught" followed by anything
@@ -1743,7 +1750,8 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary += f" ran for {int(ran.group(1)) / 1000:.0f} s"
         if rk:
             summary += f" on rank {rk.group(1)}"
-        if "watchdog got stuck" in text or "watchdog hang" in text:
+        if ("watchdog got stuck" in text or "watchdog hang" in text or "Heartbeat monitor timed out" in text
+                or "no heartbeat of its watchdog" in text):
             summary = "ProcessGroupNCCL watchdog got stuck"
         elif "Exception raised from checkTimeout" in text:
             summary = "NCCL watchdog timeout (a collective timed out)"

@@ -698,3 +698,21 @@ def test_a_vllm_workers_traceback_behind_its_log_header_is_read(header):
     # a WARNING keeps its header, as glog's W does: an import error logged there is not the cause
     warned = ["WARNING 03-02 19:49:43 [utils.py:12] ImportError: No module named 'flash_attn'; using the fallback"]
     assert classify(1, warned + _vllm_logged(tb[:3] + ["ValueError: no labels"], header)).cls == "unknown"
+
+
+@pytest.mark.parametrize("line", [
+    "[rank3]:[E1105 10:01:02.123456 ProcessGroupNCCL.cpp:1423] [PG ID 0 PG GUID 0(default_pg) Rank 3] Heartbeat "
+    "monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1",
+    "[E ProcessGroupNCCL.cpp:1180] [Rank 3] Heartbeat monitor timed out! Process will be terminated after "
+    "dumping debug info. workMetaList_.size()=0",
+    "[rank3]:[E1105 10:01:02.123456 ProcessGroupNCCL.cpp:1410] [PG ID 0 PG GUID 0(default_pg) Rank 3] First PG on "
+    "this rank that detected no heartbeat of its watchdog.",
+])
+def test_the_heartbeat_monitor_finding_the_watchdog_hung_is_a_stuck_watchdog(line):
+    """ProcessGroupNCCL::heartbeatMonitor's LOG(ERROR) lines before its exit message (torch 2.3+): the
+    watchdog thread stopped, as "watchdog got stuck" says; a paste often keeps only these."""
+    v = classify(1, [line], steps_seen=10)
+    assert v.cls == "nccl_error" and v.summary == "ProcessGroupNCCL watchdog got stuck", v.summary
+    assert classify(None, [line], hang=True, steps_seen=10).cls == "nccl_error"
+    # other programs' heartbeat monitors are not torch's
+    assert classify(1, ["follower heartbeat monitor timed out, switching state to candidate"]).cls == "unknown"
