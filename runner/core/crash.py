@@ -730,7 +730,11 @@ _SIG_TEXT = re.compile(
 # Older slurmstepd (req.c up to Slurm 17.x) put the node after the reason or named it inside it:
 # "*** %s CANCELLED AT %s DUE TO TIME LIMIT on %s ***", "... DUE TO PREEMPTION on %s ***",
 # "... DUE TO NODE %s FAILURE ***" and, for a plain cancel, "*** %s CANCELLED AT %s *** on %s".
-_SLURM_CANCEL = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+"
+# The entity: "JOB %u" for the batch script, "STEP %u.%u" and, in newer releases, "STEP %s" from the step id's
+# own string: a step name ("4021.interactive") or a heterogeneous component's "+N" are read after the job id
+# in any order ("4021.0+1").
+_SLURM_ENTITY = r"\*\*\* (?:JOB|STEP) \d+(?:[.+]\w+)*"
+_SLURM_CANCEL = re.compile(_SLURM_ENTITY + r"(?: ON \S+)? CANCELLED AT \S+"
                            r"(?: DUE TO (?:NODE (?P<failed_node>\S+) FAILURE|(?P<why>[A-Z ]+?))(?: on \S+)?)?"
                            r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
 _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
@@ -1386,7 +1390,7 @@ def _verdict(cls: str, lines: list[tuple[int, str]], summary: str, *, retryable:
 
 
 # A batch job's final state that proves the cause whatever the log says (Slurm's JobState words).
-_JOB_STATE_TEXT = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
+_JOB_STATE_TEXT = re.compile(_SLURM_ENTITY + r"(?: ON \S+)? CANCELLED AT \S+(?: DUE TO (?P<why>[A-Z ]+))?")
 _JOB_STATES = {
     # state: (class, summary, recovery, retryable, hint)
     "NODE_FAIL": ("node_fail", "a node of the job failed (Slurm: NODE_FAIL)", "restart", True,

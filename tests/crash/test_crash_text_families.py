@@ -149,6 +149,11 @@ def test_an_import_error_logged_as_a_warning_decides_nothing():
     ("slurmstepd: error: Detected 2 oom-kill event(s) in step 1234.0 cgroup. Some of your processes may have "
      "been killed by the cgroup out-of-memory handler.", "killed_oom"),
     ("slurmstepd-localhost: error: *** JOB 3 ON localhost CANCELLED AT 2026-11-21T22:34:21 ***", "job_cancelled"),
+    # "STEP %s" from the step id's own string (Slurm >= 20.11): a heterogeneous component, the interactive step
+    ("slurmstepd: error: *** STEP 1234.0+1 ON gpu-07 CANCELLED AT 2026-01-02T03:04:05 DUE TO TIME LIMIT ***",
+     "time_limit"),
+    ("slurmstepd: error: *** STEP 1234.interactive ON gpu-07 CANCELLED AT 2026-01-02T03:04:05 DUE TO PREEMPTION "
+     "***", "preempted"),
 ])
 def test_slurm_texts_give_the_job_state_classes_without_accounting(line, cls):
     v = classify(None, ["step 10 loss 1.0", "srun: Job step aborted: Waiting up to 32 seconds for job step "
