@@ -466,7 +466,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
                "not used by the HfArgumentParser")),
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
-    ("exc", ("Error", "Exception", "Interrupt", "terminate called")),
+    ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
              "driver combination", "no kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch")),
@@ -811,7 +811,11 @@ _TERMINATED_BY_AGENT = frozenset({-15, 143})   # siblings torchrun ended after t
 
 _FRAME = re.compile(r'^File "([^"]*)", line \d+, in (\S+)')
 _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
+# Also a class named in a module of exceptions whose name says nothing of it: Triton's
+# "triton.runtime.errors.OutOfResources: out of resource: shared memory, ..." (triton/runtime/errors.py),
+# "triton.compiler.errors.CompileTimeAssertionFailure: ...".
 _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Interrupt)\b:?"
+                  r"|^(?:[A-Za-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*: "
                   r"|^terminate called after throwing")
 
 # A write that failed for lack of room, in the words of what printed it: the C library's strerror for

@@ -721,3 +721,13 @@ def test_the_heartbeat_monitor_finding_the_watchdog_hung_is_a_stuck_watchdog(lin
     assert classify(None, [line], hang=True, steps_seen=10).cls == "nccl_error"
     # other programs' heartbeat monitors are not torch's
     assert classify(1, ["follower heartbeat monitor timed out, switching state to candidate"]).cls == "unknown"
+
+
+def test_an_exception_class_named_only_by_its_errors_module_is_the_exception_line():
+    """Triton's OutOfResources (triton/runtime/errors.py) ends in neither Error nor Exception: the unknown
+    summary still quotes it, not a bare exit status."""
+    tail = ['  File "/env/lib/python3.10/site-packages/triton/compiler/compiler.py", line 374, in _init_handles',
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 66560, Hardware limit: "
+            "65536. Reducing block sizes or `num_stages` may help."]
+    v = classify(1, tail, steps_seen=10)
+    assert v.cls == "unknown" and "OutOfResources: out of resource: shared memory" in v.summary, v.summary
