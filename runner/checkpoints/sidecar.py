@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from moeconsole.runner.rundir import jsonio
-from moeconsole.runner.checkpoints.discover import SIDECAR_NAME, weights_sibling
+from moeconsole.runner.checkpoints.discover import SIDECAR_NAME, is_sidecar_file, weights_sibling
 
 _MAX_DEPTH = 3
 
@@ -36,7 +36,7 @@ def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:
                 if e.is_dir(follow_symlinks=False):
                     if depth < _MAX_DEPTH:
                         walk(Path(e.path), rel + "/", depth + 1)
-                elif not (depth == 0 and e.name == SIDECAR_NAME) and not e.name.startswith(f".{SIDECAR_NAME}."):
+                elif not (depth == 0 and is_sidecar_file(e.name)):
                     st = e.stat()
                     out[rel] = [st.st_size, st.st_mtime_ns]
             except OSError:

@@ -121,3 +121,25 @@ def test_the_watcher_waits_for_an_ms_swift_save_to_finish(tmp_path):
     assert settle() == []
     write_adapter(ck2)
     assert [c.path.name for c in settle()] == ["checkpoint-200"]
+
+
+def test_a_checkpoint_dir_left_holding_only_our_sidecar_is_not_a_bad_save(tmp_path):
+    """ms-swift's --save_total_limit deletes old saves with ``shutil.rmtree(checkpoint,
+    ignore_errors=True)`` (4.6.0 swift/trainers/mixin.py:507, swift/megatron/trainers/base.py:918);
+    a sidecar written during that delete survives it in a ``checkpoint-N/`` of its own. That dir
+    is not a checkpoint (never an empty-stub alert, never a resume point); an empty
+    ``checkpoint-N/`` (a save that wrote nothing) still is a stub."""
+    from moeconsole.runner.checkpoints.sidecar import write_sidecar
+
+    out = tmp_path / "out"
+    good = write_adapter(out / "checkpoint-4")
+    old = write_adapter(out / "checkpoint-2")
+    write_sidecar(old, run_id="r", recipe_hash="h", step=2, verdict="ok", suspect=False)
+    for f in old.iterdir():
+        if f.name != "moeconsole.json":
+            f.unlink()          # what rmtree did before our write landed
+    (out / "checkpoint-6").mkdir()
+    listed = {c.path.name: c.layout for c in find_checkpoints(out)}
+    assert listed == {"checkpoint-6": "unknown", "checkpoint-4": "hf_adapter"}, listed
+    assert verify_checkpoint(out / "checkpoint-6").verdict == "empty_stub"
+    assert latest_good(out) is not None and latest_good(out).path == good
