@@ -143,3 +143,27 @@ def test_a_checkpoint_dir_left_holding_only_our_sidecar_is_not_a_bad_save(tmp_pa
     assert listed == {"checkpoint-6": "unknown", "checkpoint-4": "hf_adapter"}, listed
     assert verify_checkpoint(out / "checkpoint-6").verdict == "empty_stub"
     assert latest_good(out) is not None and latest_good(out).path == good
+
+
+def test_our_sidecar_does_not_change_which_save_ms_swift_rotates_away(tmp_path):
+    """ms-swift's Megatron trainer deletes the oldest saves by the directory's mtime
+    (4.6.0 swift/megatron/trainers/base.py:926-929, ``_sorted_checkpoints``: ``glob('checkpoint-*')``,
+    ``sorted(..., key=os.path.getmtime)``). Stamping a verdict late into an older save must not
+    make it the newest, or --save_total_limit would delete the newer one instead."""
+    import os
+
+    from moeconsole.runner.checkpoints.sidecar import read_sidecar, write_sidecar
+
+    def swift_order(out: Path) -> list[str]:   # the source's ordering, as written there
+        dirs = [str(p) for p in out.glob("checkpoint-*") if p.is_dir() and not p.name.endswith("-merged")]
+        return [Path(p).name for p in sorted(dirs, key=os.path.getmtime)]
+
+    out = tmp_path / "out"
+    old, new = v46_adapter_save(out, 100), v46_adapter_save(out, 200)
+    os.utime(old, (1_000_000, 1_000_000))
+    os.utime(new, (1_000_100, 1_000_100))
+    assert swift_order(out) == ["checkpoint-100", "checkpoint-200"]
+    write_sidecar(old, run_id="r", recipe_hash="h", step=100, verdict="ok", suspect=False)
+    assert read_sidecar(old) is not None
+    assert swift_order(out) == ["checkpoint-100", "checkpoint-200"]
+    assert [c.path.name for c in find_checkpoints(out)] == ["checkpoint-200", "checkpoint-100"]
