@@ -63,11 +63,13 @@ def write_sidecar(ckpt_dir: Path | str, *, run_id: str, recipe_hash: str, step: 
         before = None
     jsonio.atomic_write_json(ckpt_dir / SIDECAR_NAME, record, follow_dir=True)
     if before is not None:
-        # Writing the sidecar touched the directory's mtime; put it back. ms-swift's Megatron
-        # trainer picks the saves --save_total_limit deletes by that mtime, oldest first
-        # (4.6.0 swift/megatron/trainers/base.py:929 ``sorted(glob_checkpoints, key=os.path.getmtime)``),
-        # and so do we between saves of one step (``discover.sort_newest_first``): a late stamp
-        # on an older save must not make it the newest.
+        # Writing the sidecar touched the directory's mtime; put it back. The trainers pick the
+        # saves --save_total_limit deletes by that mtime, oldest first, and keep the newest by it
+        # (transformers 5.19.0 trainer.py:3382-3388 ``rotate_checkpoints(..., use_mtime=True)``,
+        # trainer_utils.py:309-310; ms-swift 4.6.0 swift/megatron/trainers/base.py:929
+        # ``sorted(glob_checkpoints, key=os.path.getmtime)``), and so do we between saves of one
+        # step (``discover.sort_newest_first``): a late stamp on an older save must not make it
+        # the newest.
         try:
             os.utime(ckpt_dir, ns=(before.st_atime_ns, before.st_mtime_ns))
         except OSError:

@@ -148,8 +148,10 @@ def test_a_checkpoint_dir_left_holding_only_our_sidecar_is_not_a_bad_save(tmp_pa
 def test_our_sidecar_does_not_change_which_save_ms_swift_rotates_away(tmp_path):
     """ms-swift's Megatron trainer deletes the oldest saves by the directory's mtime
     (4.6.0 swift/megatron/trainers/base.py:926-929, ``_sorted_checkpoints``: ``glob('checkpoint-*')``,
-    ``sorted(..., key=os.path.getmtime)``). Stamping a verdict late into an older save must not
-    make it the newest, or --save_total_limit would delete the newer one instead."""
+    ``sorted(..., key=os.path.getmtime)``), and so does transformers on the HF path
+    (5.19.0 trainer.py:3382-3388, trainer_utils.py:305-310, keeping the newest by mtime). Stamping
+    a verdict late into an older save must not make it the newest, or --save_total_limit would
+    delete the newer one instead."""
     import os
 
     from moeconsole.runner.checkpoints.sidecar import read_sidecar, write_sidecar
