@@ -831,6 +831,14 @@ _USAGE = re.compile(
 # TrainingArguments) in ``parse_args_into_dataclasses``.
 _ARGS_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:\w+[/\\])?arguments?[/\\.]")
 _ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
+# ms-swift's start-up after the arguments: its pipeline (4.x swift/pipelines/train/sft.py, Megatron's
+# swift/megatron/pipelines/train/sft.py; 3.x swift/llm/train/, swift/megatron/train/) prepares the
+# model, tuner, template and dataset before it calls ``trainer.train`` and raises the exceptions
+# below for what the recipe asked ("Template `X` does not support padding free or packing.",
+# sft.py l.78; "Unknown tuner_type: X", tuner.py l.350; a dataset row it cannot encode). One of
+# them with no ``train`` frame in its traceback ended the start: it fails the same way again.
+_SETUP_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelines|llm)[/\\])?train[/\\]")
+_SETUP_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
 
 # A CUDA environment that cannot run this build: a restart fails the same way (environment_error).
 # The driver older than the runtime: torch's _check_driver / c10 CUDAFunctions.cpp ("The NVIDIA
@@ -943,6 +951,7 @@ class _Scan:
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
     args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
+    setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
     disk: _Hits = field(default_factory=_Hits)
@@ -1095,6 +1104,9 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             if "Interrupt" not in text and any(fn in _ARGS_FRAME_FUNCS or _ARGS_FRAME_FILE.search(f)
                                                 for f, fn in stack):
                 s.args.decisive.append((idx, text))
+            elif (_SETUP_EXC.match(text) and any(_SETUP_FRAME_FILE.search(f) for f, _ in stack)
+                  and not any(fn == "train" for _, fn in stack)):
+                s.setup.decisive.append((idx, text))
     # An import error pasted without the traceback above it decides when it is the last exception
     # of the text (a warning that mentions an ImportError is followed by the real end, or is not
     # at the start of its line).
@@ -1267,9 +1279,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
     if s.usage and steps_seen == 0 and attempt in (None, 1) and not (s.oom or s.fault or s.nccl):
         return _config_verdict(s.usage, code, status_lines)
-    if (s.args and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(s.args.decisive[-1][0])
-            and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
-        return _config_verdict(s.args, code, status_lines)    # the argument checks ended the start
+    for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT)):
+        if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
+                and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
+            return _config_verdict(hits, code, status_lines, hint)   # the trainer's own checks ended the start
     slurm = _slurm_text_verdict(s, hang, plain_cancel=False)
     if slurm is not None:
         return slurm
@@ -1666,14 +1679,19 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
                     recovery="fail", hint=hint)
 
 
-def _config_verdict(hits: _Hits, code: int | None, status_lines: list) -> CrashVerdict:
+_SETUP_HINT = ("the trainer stopped while preparing the model, tuner, template or dataset, before "
+               "training started; restarting would fail the same way: fix the recipe's command or "
+               "its data (see the trainer's own error line) and run it again")
+
+
+def _config_verdict(hits: _Hits, code: int | None, status_lines: list, hint: str | None = None) -> CrashVerdict:
     own = hits.decisive[-1][1]     # argparse prints usage first, the error line last
     how = f" (exit {code})" if code is not None else ""
     return _verdict("config_error", hits.decisive + status_lines,
                     f"configuration error{how}: {clip(own, 300)}", retryable=False, recovery="fail",
-                    hint="the trainer rejected its command line or arguments before training "
-                         "started; restarting would fail the same way: fix the recipe's command "
-                         "(see the trainer's own error line) and run it again")
+                    hint=hint or "the trainer rejected its command line or arguments before training "
+                                 "started; restarting would fail the same way: fix the recipe's command "
+                                 "(see the trainer's own error line) and run it again")
 
 
 def _gpu_unavailable_verdict(s: _Scan, status_lines: list) -> CrashVerdict:

@@ -262,3 +262,47 @@ def test_a_cause_with_a_class_of_its_own_wins_over_the_argument_frames():
     assert classify(1, hub, steps_seen=0, attempt=1).cls == "hub_access"
     oom = swift_raise("swift/arguments/sft_args.py", "__post_init__", OOM_OWN)
     assert classify(1, oom, steps_seen=0, attempt=1).cls != "config_error"
+
+
+def swift_setup_raise(frames: list[tuple[str, str]], line: str) -> list[str]:
+    """A traceback from ms-swift's entry point through ``frames`` (path under site-packages,
+    function) to ``line``."""
+    out = ["Traceback (most recent call last):", f'  File "{SP}/swift/cli/sft.py", line 20, in <module>']
+    for path, func in frames:
+        out += [f'  File "{SP}/{path}", line 1, in {func}', "    ..."]
+    return out + [line]
+
+
+SFT_MAIN = [("swift/pipelines/train/sft.py", "sft_main"), ("swift/pipelines/base.py", "main"),
+            ("swift/pipelines/train/sft.py", "run")]
+
+
+@pytest.mark.parametrize("frames, line", [
+    # 4.6.0 swift/pipelines/train/sft.py:78 (_prepare_template, before trainer.train)
+    (SFT_MAIN + [("swift/pipelines/train/sft.py", "_prepare_template")],
+     "ValueError: Template `qwen3_nothinking` does not support padding free or packing."),
+    # 4.6.0 swift/pipelines/train/tuner.py:350 (prepare_adapter)
+    (SFT_MAIN + [("swift/pipelines/train/tuner.py", "prepare_model"), ("swift/pipelines/train/tuner.py", "prepare_adapter")],
+     "ValueError: Unknown tuner_type: lora2"),
+    # 4.6.0 swift/pipelines/train/sft.py:105 (an assert while the dataset is prepared)
+    (SFT_MAIN + [("swift/pipelines/train/sft.py", "_prepare_dataset")],
+     "AssertionError: Cached dataset does not support streaming."),
+])
+def test_an_ms_swift_start_up_refusal_before_training_is_config_error(frames, line):
+    v = classify(1, swift_setup_raise(frames, line), steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and v.recovery == "fail" and line in v.summary, v
+    assert v.hint and "before training started" in v.hint and "data" in v.hint
+
+
+def test_the_same_exception_from_inside_training_is_not_a_start_up_refusal():
+    """Past ``trainer.train`` (a ``train`` frame) the exception is the training's, not the recipe's."""
+    frames = SFT_MAIN + [("swift/pipelines/train/sft.py", "train"), ("transformers/trainer.py", "train"),
+                         ("transformers/trainer.py", "_inner_training_loop")]
+    v = classify(1, swift_setup_raise(frames, "ValueError: Expected input batch_size (4) to match target (8)."),
+                 steps_seen=0, attempt=1)
+    assert v.cls == "unknown", v
+    # and a RuntimeError in the set-up is not one of ms-swift's refusals
+    v = classify(1, swift_setup_raise(SFT_MAIN + [("swift/pipelines/train/sft.py", "_prepare_dataset")],
+                                      "RuntimeError: One of the subprocesses has abruptly died during map operation."),
+                 steps_seen=0, attempt=1)
+    assert v.cls == "unknown", v
