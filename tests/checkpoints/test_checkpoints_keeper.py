@@ -110,55 +110,20 @@ def test_a_save_on_a_filling_disk_raises_the_disk_alert(tmp_path):
 
 def _rotated_mid_verify(tmp_path: Path):
     """An ms-swift checkpoint-N (adapter, optimizer.pt, trainer_state.json) that the trainer's
-    ``--save_total_limit`` deletes while the keeper verifies it. Its adapter_config.json is a named
-    pipe, so the verifier (which reads the config after the weights' headers, before
-    trainer_state.json) waits there until a second thread has opened it; that thread then deletes
-    the checkpoint the way ms-swift rotates one (``shutil.rmtree(checkpoint, ignore_errors=True)``,
-    4.6.0 swift/trainers/mixin.py:507, swift/megatron/trainers/base.py:918) and only then hands
-    over the config: the verifier goes on over a directory that is gone. Returns the keeper's
-    events, its bad-save counts and the checkpoint's path."""
-    import errno
-    import json
-    import os
-    import shutil
-    import threading
-    import time
-
-    from tests.checkpoints.conftest import write_demo_checkpoint
+    ``--save_total_limit`` deletes while the keeper verifies it (``delete_when_read``). Returns the
+    keeper's events, its bad-save counts and the checkpoint's path."""
+    from tests.checkpoints.conftest import delete_when_read, write_demo_checkpoint
     from tests.waiting import until
 
     out = tmp_path / "out"
     ck = write_demo_checkpoint(out / "checkpoint-2", 2)
-    config = (ck / "adapter_config.json").read_bytes()
-    (ck / "adapter_config.json").unlink()
-    os.mkfifo(ck / "adapter_config.json")
+    thread, done = delete_when_read(ck)
     rec = Recorder(tmp_path)
     keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05)
-    done: list[str] = []
-
-    def rotate() -> None:
-        deadline = time.monotonic() + 60
-        while True:     # opening the write end succeeds once the verifier holds the read end
-            try:
-                fd = os.open(ck / "adapter_config.json", os.O_WRONLY | os.O_NONBLOCK)
-                break
-            except OSError as exc:
-                if exc.errno != errno.ENXIO or time.monotonic() > deadline:
-                    done.append(f"no reader: {exc}")
-                    return
-                time.sleep(0.01)
-        shutil.rmtree(ck, ignore_errors=True)
-        os.write(fd, config)
-        os.close(fd)
-        done.append("rotated")
-
-    t = threading.Thread(target=rotate, daemon=True)
-    t.start()
-    until(lambda: keeper.poll(lambda step, path: [], 1) or not t.is_alive(), timeout=60,
+    until(lambda: keeper.poll(lambda step, path: [], 1) or not thread.is_alive(), timeout=60,
           what="the keeper verifying the save")
-    t.join(timeout=60)
-    assert done == ["rotated"], done
-    assert json.loads(config)["peft_type"] == "LORA"
+    thread.join(timeout=60)
+    assert done == ["deleted"], done
     return rec.events, keeper.bad_saves, ck
 
 
