@@ -838,7 +838,11 @@ _ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
 # sft.py l.78; "Unknown tuner_type: X", tuner.py l.350; a dataset row it cannot encode). One of
 # them with no ``train`` frame in its traceback ended the start: it fails the same way again.
 _SETUP_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelines|llm)[/\\])?train[/\\]")
-_SETUP_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
+# The exceptions ms-swift refuses a recipe with (the argument checks and the start-up alike). Not any
+# exception: transformers' TrainingArguments.__post_init__ sets up its devices and so joins the
+# process group (accelerate PartialState), where a late node is a DistStoreError/RuntimeError that a
+# restart may well get past.
+_REFUSAL_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
 
 # A CUDA environment that cannot run this build: a restart fails the same way (environment_error).
 # The driver older than the runtime: torch's _check_driver / c10 CUDAFunctions.cpp ("The NVIDIA
@@ -1101,11 +1105,11 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
         if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
             s.exceptions.append((idx, text))
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
-            if "Interrupt" not in text and any(fn in _ARGS_FRAME_FUNCS or _ARGS_FRAME_FILE.search(f)
-                                                for f, fn in stack):
+            if not _REFUSAL_EXC.match(text):
+                pass    # e.g. a rendezvous timeout while TrainingArguments sets up its devices: not a refusal
+            elif any(fn in _ARGS_FRAME_FUNCS or _ARGS_FRAME_FILE.search(f) for f, fn in stack):
                 s.args.decisive.append((idx, text))
-            elif (_SETUP_EXC.match(text) and any(_SETUP_FRAME_FILE.search(f) for f, _ in stack)
-                  and not any(fn == "train" for _, fn in stack)):
+            elif any(_SETUP_FRAME_FILE.search(f) for f, _ in stack) and not any(fn == "train" for _, fn in stack):
                 s.setup.decisive.append((idx, text))
     # An import error pasted without the traceback above it decides when it is the last exception
     # of the text (a warning that mentions an ImportError is followed by the real end, or is not

@@ -264,6 +264,21 @@ def test_a_cause_with_a_class_of_its_own_wins_over_the_argument_frames():
     assert classify(1, oom, steps_seen=0, attempt=1).cls != "config_error"
 
 
+def test_a_rendezvous_timeout_while_the_arguments_are_built_is_not_config_error():
+    """transformers' TrainingArguments.__post_init__ sets up the devices and joins the process group
+    (accelerate PartialState -> torch.distributed.init_process_group): a node that comes late times
+    the store out there, inside parse_args_into_dataclasses. A restart can get past it: not a
+    refusal of the recipe."""
+    tb = ["Traceback (most recent call last):",
+          f'  File "{SP}/transformers/hf_argparser.py", line 345, in parse_args_into_dataclasses',
+          "    obj = dtype(**inputs)", '  File "<string>", line 336, in __init__',
+          f'  File "{SP}/swift/arguments/sft_args.py", line 228, in __post_init__', "    self._init_device()",
+          f'  File "{SP}/torch/distributed/distributed_c10d.py", line 1710, in init_process_group',
+          "    store, rank, world_size = next(rendezvous_iterator)",
+          "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 1/2 clients joined."]
+    assert classify(1, tb, steps_seen=0, attempt=1).cls != "config_error"
+
+
 def swift_setup_raise(frames: list[tuple[str, str]], line: str) -> list[str]:
     """A traceback from ms-swift's entry point through ``frames`` (path under site-packages,
     function) to ``line``."""
