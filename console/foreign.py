@@ -215,6 +215,7 @@ def _record_checkpoints(run: rundir.RunDir, root: Path, points_of: Callable[[], 
     try:
         from moeconsole.runner.checkpoints.discover import find_checkpoints
         from moeconsole.runner.checkpoints.verify import verify_found
+        from moeconsole.runner.checkpoints.watch import signature, vanished
     except ImportError:
         return
     try:
@@ -224,7 +225,10 @@ def _record_checkpoints(run: rundir.RunDir, root: Path, points_of: Callable[[], 
     points = points_of() if found else []
     for ckpt in found[:50]:
         try:
+            before = signature(ckpt.path)
             verdict = verify_found(ckpt, grad_norms=points)
+            if vanished(ckpt.path, before):
+                continue    # a live run's trainer deleted it meanwhile (--save_total_limit): no verdict
         except Exception:  # one unreadable checkpoint must not hide the others
             continue
         run.event("checkpoint", **verdict.to_dict())

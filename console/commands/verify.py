@@ -24,7 +24,7 @@ from moeconsole.runner.rundir import jsonio, paths, rundir
 from moeconsole.runner.checkpoints import suspect
 from moeconsole.runner.checkpoints.compare import Comparison, compare_checkpoints
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, save_underway
-from moeconsole.runner.checkpoints.watch import signature
+from moeconsole.runner.checkpoints.watch import signature, vanished
 from moeconsole.runner.core.units import NA, human_bytes, human_count
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
 from moeconsole.runner.core.errors import InputError
@@ -253,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     kwargs = {"full": args.full, "expected_recipe_hash": target.expected_recipe_hash,
               "grad_norms": target.grad_norms or None}
     comparisons: list[Comparison] = []
+    deleted: list[Path] = []
     if args.compare:
         other = resolve_target(args.compare, args.runs_dir)
         pairs = _pairs(target.checkpoints, other.checkpoints)
@@ -265,7 +266,16 @@ def run(args: argparse.Namespace) -> int:
         verdicts += [verify_found(c, full=args.full, expected_recipe_hash=other.expected_recipe_hash,
                                   grad_norms=other.grad_norms or None) for c in checkpoints[len(pairs):]]
     else:
-        verdicts = [_verify_or_wait(c, **kwargs) for c in target.checkpoints]
+        verdicts, kept = [], []
+        for ck in target.checkpoints:
+            before = signature(ck.path)
+            v = _verify_or_wait(ck, **kwargs)
+            if vanished(ck.path, before):   # a live run's trainer deleted it meanwhile (--save_total_limit)
+                deleted.append(ck.path)
+                continue
+            verdicts.append(v)
+            kept.append(ck)
+        target.checkpoints = kept
     judged = newest_resume_point(target.checkpoints, verdicts) if target.run_id and not args.compare else None
     status = exit_status(verdicts, comparisons, judged)  # a run is judged as a resume would: by its newest save
     ok = status == 0
@@ -280,11 +290,15 @@ def run(args: argparse.Namespace) -> int:
             out["compare"] = [c.to_dict() for c in comparisons]
         if pruned is not None:
             out["superseded"] = pruned
+        if deleted:
+            out["deleted"] = [str(d) for d in deleted]
         sys.stdout.write(jsonio.dumps(out) + "\n")
     else:
         lines: list[str] = []
         for v in verdicts:
             lines += _verdict_lines(v)
+        lines += [f"{'deleted':<15} {d}  deleted while it was verified (the trainer's --save_total_limit?): "
+                  "no verdict" for d in deleted]
         for c in comparisons:
             lines += _compare_lines(c)
         if older_bad:

@@ -70,6 +70,11 @@ def is_megatron_iter_dir(path: Path) -> bool:
     return bool(ITER_DIR.match(path.name)) or (path.name == "release" and (path.parent / TRACKER).is_file())
 
 
+def is_sidecar_file(name: str) -> bool:
+    """The sidecar, or its temp file while it is written atomically (``jsonio.atomic_write_bytes``)."""
+    return name == SIDECAR_NAME or name.startswith(f".{SIDECAR_NAME}.")
+
+
 def layout_of(path: Path) -> str | None:
     """The layout of a checkpoint directory, or None if ``path`` is not one."""
     if path.is_file():
@@ -90,6 +95,10 @@ def layout_of(path: Path) -> str | None:
         return "hf_full"
     if named and any(ITER_DIR.match(d) for d in dirs):
         return "megatron"           # ms-swift 4.x Megatron checkpoint-N/ without HF weights
+    if named and not dirs and files and all(is_sidecar_file(f) for f in files):
+        # Only our sidecar: the trainer deleted the checkpoint (--save_total_limit rmtree with
+        # ignore_errors) while the sidecar was being written. Not a save, and not a stub.
+        return None
     if named:
         return "unknown"            # a checkpoint-N/ dir with nothing recognisable in it
     return None

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Protocol
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
 from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
-from moeconsole.runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good
+from moeconsole.runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good, signature, vanished
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,15 @@ class CheckpointKeeper:
 
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
+            before = (self.watcher.reported_signature(ck.path) if self.watcher else None) or signature(ck.path)
             v = verify_checkpoint(ck.path)
+            if vanished(ck.path, before):
+                # Deleted by the trainer while we read it (--save_total_limit): no verdict, no
+                # alert, and no sidecar written into a directory being removed (it would be left
+                # behind holding only our file).
+                self.diag(f"{ck.path.name}: deleted while it was verified (the trainer's save_total_limit?); "
+                          "no verdict recorded")
+                continue
             rec = v.to_dict()
             if ck.path.name in self.saved_marks:
                 alerts: list[dict] = []

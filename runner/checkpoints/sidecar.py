@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from moeconsole.runner.rundir import jsonio
-from moeconsole.runner.checkpoints.discover import SIDECAR_NAME, weights_sibling
+from moeconsole.runner.checkpoints.discover import SIDECAR_NAME, is_sidecar_file, weights_sibling
 
 _MAX_DEPTH = 3
 
@@ -36,7 +36,7 @@ def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:
                 if e.is_dir(follow_symlinks=False):
                     if depth < _MAX_DEPTH:
                         walk(Path(e.path), rel + "/", depth + 1)
-                elif not (depth == 0 and e.name == SIDECAR_NAME) and not e.name.startswith(f".{SIDECAR_NAME}."):
+                elif not (depth == 0 and is_sidecar_file(e.name)):
                     st = e.stat()
                     out[rel] = [st.st_size, st.st_mtime_ns]
             except OSError:
@@ -57,7 +57,23 @@ def write_sidecar(ckpt_dir: Path | str, *, run_id: str, recipe_hash: str, step: 
               "files": fingerprint(ckpt_dir)}
     if reason is not None:
         record["reason"] = reason
+    try:
+        before = os.stat(ckpt_dir)
+    except OSError:
+        before = None
     jsonio.atomic_write_json(ckpt_dir / SIDECAR_NAME, record, follow_dir=True)
+    if before is not None:
+        # Writing the sidecar touched the directory's mtime; put it back. The trainers pick the
+        # saves --save_total_limit deletes by that mtime, oldest first, and keep the newest by it
+        # (transformers 5.19.0 trainer.py:3382-3388 ``rotate_checkpoints(..., use_mtime=True)``,
+        # trainer_utils.py:309-310; ms-swift 4.6.0 swift/megatron/trainers/base.py:929
+        # ``sorted(glob_checkpoints, key=os.path.getmtime)``), and so do we between saves of one
+        # step (``discover.sort_newest_first``): a late stamp on an older save must not make it
+        # the newest.
+        try:
+            os.utime(ckpt_dir, ns=(before.st_atime_ns, before.st_mtime_ns))
+        except OSError:
+            pass
 
 
 def read_sidecar(ckpt_dir: Path | str) -> dict | None:

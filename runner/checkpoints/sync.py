@@ -256,6 +256,18 @@ class CheckpointSyncer:
                     self.status.pending = self.status.pending_since = None
                 self.status.last_synced_step, self.status.last_synced_at = res.get("step"), res.get("t")
                 self.status.failures, self.status.last_error = 0, None
+            elif not Path(self.running or "").exists():
+                # The trainer deleted the source (ms-swift's --save_total_limit rotation,
+                # shutil.rmtree right after a later save) before the copy finished: not a failure
+                # of the sync, and nothing to retry; the next verified save is offered as usual.
+                name = Path(self.running or "").name
+                if self.status.pending == self.running:
+                    self.status.pending = None     # pending_since stays: the lag goes on counting
+                self.status.last_error = f"{name} was deleted by the trainer before its copy finished"
+                events.append({"type": "alert", "level": "warning", "rule": "sync_failed",
+                               "message": f"checkpoint {name} was deleted by the trainer (--save_total_limit) "
+                                          f"before its sync to {self.settings.dest} finished: the copy is slower "
+                                          "than the saves rotate; not retried, the next good save is synced"})
             else:
                 self.status.failures += 1
                 self.status.last_error = str(res.get("reason"))

@@ -32,6 +32,19 @@ def signature(path: Path) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((name, size) for name, (size, _mtime) in fingerprint(path).items()))
 
 
+def vanished(path: Path, before: tuple[tuple[str, int], ...]) -> bool:
+    """Is the checkpoint gone, or has it lost files it had (``before``: its ``signature`` when it
+    was judged settled)? The trainer is deleting it: ms-swift's ``--save_total_limit`` removes old
+    ``checkpoint-N`` dirs with ``shutil.rmtree(checkpoint, ignore_errors=True)`` right after each
+    save (4.6.0 swift/trainers/mixin.py:507, swift/megatron/trainers/base.py:918, and transformers'
+    own ``_rotate_checkpoints``), as does a flash-checkpoint save it gives up on (mixin.py:742). A
+    verdict on what is left is not a bad save."""
+    if not path.exists():
+        return True
+    now = {name for name, _size in signature(path)}
+    return any(name not in now for name, _size in before)
+
+
 class CheckpointWatcher:
     """Reports each checkpoint under ``root`` when its files have settled (again if they change
     within ``recheck_s`` of being reported)."""
@@ -97,6 +110,11 @@ class CheckpointWatcher:
             return False
         self._recent.pop(key)
         return True
+
+    def reported_signature(self, path: Path) -> tuple[tuple[str, int], ...] | None:
+        """The files of a checkpoint as they were when it was last reported, if recently."""
+        recent = self._recent.get(self._key(path))
+        return recent[0] if recent is not None else None
 
     @property
     def pending(self) -> list[Path]:

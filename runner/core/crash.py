@@ -862,6 +862,29 @@ _USAGE = re.compile(
     r"|unrecognized arguments:"
     r"|Some specified arguments are not used by the HfArgumentParser")
 
+# The argument checks that end a start-up: an exception whose traceback runs through the trainer's
+# argument classes. ms-swift validates its arguments in the dataclasses' ``__post_init__``
+# (4.x swift/arguments/, swift/megatron/arguments/, swift/trainers/arguments.py,
+# swift/rlhf_trainers/arguments.py; 3.x swift/llm/argument/, swift/megatron/argument/) and raises
+# ValueError / AssertionError / NotImplementedError / FileExistsError there ("Packing and
+# lazy_tokenize are incompatible.", "save_total_limit must be greater than or equal to 2.",
+# "path: 'X' not found"); transformers' HfArgumentParser builds those dataclasses (and its own
+# TrainingArguments) in ``parse_args_into_dataclasses``.
+_ARGS_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:\w+[/\\])?arguments?[/\\.]")
+_ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
+# ms-swift's start-up after the arguments: its pipeline (4.x swift/pipelines/train/sft.py, Megatron's
+# swift/megatron/pipelines/train/sft.py; 3.x swift/llm/train/, swift/megatron/train/) prepares the
+# model, tuner, template and dataset before it calls ``trainer.train`` and raises the exceptions
+# below for what the recipe asked ("Template `X` does not support padding free or packing.",
+# sft.py l.78; "Unknown tuner_type: X", tuner.py l.350; a dataset row it cannot encode). One of
+# them with no ``train`` frame in its traceback ended the start: it fails the same way again.
+_SETUP_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelines|llm)[/\\])?train[/\\]")
+# The exceptions ms-swift refuses a recipe with (the argument checks and the start-up alike). Not any
+# exception: transformers' TrainingArguments.__post_init__ sets up its devices and so joins the
+# process group (accelerate PartialState), where a late node is a DistStoreError/RuntimeError that a
+# restart may well get past.
+_REFUSAL_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
+
 # A CUDA environment that cannot run this build: a restart fails the same way (environment_error).
 # The driver older than the runtime: torch's _check_driver / c10 CUDAFunctions.cpp ("The NVIDIA
 # driver on your system is too old (found version N)"; its "Found no NVIDIA driver" stays gpu_unavailable),
@@ -972,6 +995,8 @@ class _Scan:
     sig_text: list[tuple[int, str, int]] = field(default_factory=list)    # idx, text, signal
     gpu: _Hits = field(default_factory=_Hits)
     usage: _Hits = field(default_factory=_Hits)
+    args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
+    setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
     disk: _Hits = field(default_factory=_Hits)
@@ -1120,6 +1145,13 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.hub.append((idx, text, kind))
         if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
             s.exceptions.append((idx, text))
+            stack = frames.get(rank) or frames.get(last_frames_rank) or []
+            if not _REFUSAL_EXC.match(text):
+                pass    # e.g. a rendezvous timeout while TrainingArguments sets up its devices: not a refusal
+            elif any(fn in _ARGS_FRAME_FUNCS or _ARGS_FRAME_FILE.search(f) for f, fn in stack):
+                s.args.decisive.append((idx, text))
+            elif any(_SETUP_FRAME_FILE.search(f) for f, _ in stack) and not any(fn == "train" for _, fn in stack):
+                s.setup.decisive.append((idx, text))
     # An import error pasted without the traceback above it decides when it is the last exception
     # of the text (a warning that mentions an ImportError is followed by the real end, or is not
     # at the start of its line).
@@ -1291,7 +1323,11 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         "non-finite loss or grad norm seen by the monitors; the run was stopped",
                         retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
     if s.usage and steps_seen == 0 and attempt in (None, 1) and not (s.oom or s.fault or s.nccl):
-        return _config_verdict(s, code, status_lines)
+        return _config_verdict(s.usage, code, status_lines)
+    for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT)):
+        if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
+                and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):
+            return _config_verdict(hits, code, status_lines, hint)   # the trainer's own checks ended the start
     slurm = _slurm_text_verdict(s, hang, plain_cancel=False)
     if slurm is not None:
         return slurm
@@ -1695,14 +1731,19 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
                     recovery="fail", hint=hint)
 
 
-def _config_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerdict:
-    own = s.usage.decisive[-1][1]     # argparse prints usage first, the error line last
+_SETUP_HINT = ("the trainer stopped while preparing the model, tuner, template or dataset, before "
+               "training started; restarting would fail the same way: fix the recipe's command or "
+               "its data (see the trainer's own error line) and run it again")
+
+
+def _config_verdict(hits: _Hits, code: int | None, status_lines: list, hint: str | None = None) -> CrashVerdict:
+    own = hits.decisive[-1][1]     # argparse prints usage first, the error line last
     how = f" (exit {code})" if code is not None else ""
-    return _verdict("config_error", s.usage.decisive + status_lines,
+    return _verdict("config_error", hits.decisive + status_lines,
                     f"configuration error{how}: {clip(own, 300)}", retryable=False, recovery="fail",
-                    hint="the trainer rejected its command line or arguments before training "
-                         "started; restarting would fail the same way: fix the recipe's command "
-                         "(see the trainer's own error line) and run it again")
+                    hint=hint or "the trainer rejected its command line or arguments before training "
+                                 "started; restarting would fail the same way: fix the recipe's command "
+                                 "(see the trainer's own error line) and run it again")
 
 
 def _gpu_unavailable_verdict(s: _Scan, status_lines: list) -> CrashVerdict:

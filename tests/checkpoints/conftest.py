@@ -222,3 +222,44 @@ def mk():
     return SimpleNamespace(lora_tensors=lora_tensors, adapter=write_adapter, demo=write_demo_checkpoint,
                            stub=write_stub, raw=raw_safetensors, sharded=write_sharded,
                            megatron=write_megatron_iter, megatron_legacy=write_megatron_legacy)
+
+
+def delete_when_read(ck: Path):
+    """Delete checkpoint ``ck`` the moment a verifier reads its adapter_config.json, as ms-swift's
+    ``--save_total_limit`` rotation does (``shutil.rmtree(checkpoint, ignore_errors=True)``, 4.6.0
+    swift/trainers/mixin.py:507, swift/megatron/trainers/base.py:918; transformers 5.19.0
+    trainer_utils.py ``rotate_checkpoints``). The config becomes a named pipe: the verifier (which
+    reads it after the weights' headers, before trainer_state.json) waits there until a thread has
+    opened the other end; the thread then deletes the checkpoint and only then hands over the
+    config, so the verifier goes on over a directory that is gone. Returns (thread, done), ``done``
+    holding "deleted" once it did."""
+    import errno
+    import os
+    import shutil
+    import threading
+    import time
+
+    config = (ck / "adapter_config.json").read_bytes()
+    (ck / "adapter_config.json").unlink()
+    os.mkfifo(ck / "adapter_config.json")
+    done: list[str] = []
+
+    def rotate() -> None:
+        deadline = time.monotonic() + 60
+        while True:     # opening the write end succeeds once the verifier holds the read end
+            try:
+                fd = os.open(ck / "adapter_config.json", os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                    done.append(f"no reader: {exc}")
+                    return
+                time.sleep(0.01)
+        shutil.rmtree(ck, ignore_errors=True)
+        os.write(fd, config)
+        os.close(fd)
+        done.append("deleted")
+
+    thread = threading.Thread(target=rotate, daemon=True)
+    thread.start()
+    return thread, done

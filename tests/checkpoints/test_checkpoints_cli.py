@@ -258,3 +258,25 @@ def test_prune_superseded_attempt_directories_never_the_resume_point(mk, tmp_pat
     assert f"removed: {v0}" in removed.stdout and not v0.exists() and v1.exists() and v2.exists()
     again = cli("verify", str(out), "--prune-superseded")
     assert "no superseded attempt directory" in again.stdout
+
+
+def test_verify_on_a_live_run_does_not_call_a_save_its_trainer_deletes_meanwhile_bad(tmp_path):
+    """`moeconsole verify DIR` while ms-swift trains with --save_total_limit: a checkpoint deleted
+    while it is read (tests/checkpoints/conftest.py delete_when_read) is named as deleted, gets no
+    verdict, and does not make the exit status 1."""
+    import json
+
+    from tests.checkpoints.conftest import delete_when_read, write_demo_checkpoint
+
+    out = tmp_path / "output"
+    write_demo_checkpoint(out / "checkpoint-4", 4)
+    doomed = write_demo_checkpoint(out / "checkpoint-2", 2)
+    thread, done = delete_when_read(doomed)
+    proc = cli("verify", str(out), "--json")
+    thread.join(timeout=60)
+    assert done == ["deleted"], done
+    _no_traceback(proc)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    res = json.loads(proc.stdout)
+    assert [Path(c["path"]).name for c in res["checkpoints"]] == ["checkpoint-4"]
+    assert res["deleted"] == [str(doomed)] and res["ok"]

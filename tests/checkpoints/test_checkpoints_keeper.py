@@ -106,3 +106,32 @@ def test_a_save_on_a_filling_disk_raises_the_disk_alert(tmp_path):
         assert np.isfinite(got[1]["values"]["free_bytes"])
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def _rotated_mid_verify(tmp_path: Path):
+    """An ms-swift checkpoint-N (adapter, optimizer.pt, trainer_state.json) that the trainer's
+    ``--save_total_limit`` deletes while the keeper verifies it (``delete_when_read``). Returns the
+    keeper's events, its bad-save counts and the checkpoint's path."""
+    from tests.checkpoints.conftest import delete_when_read, write_demo_checkpoint
+    from tests.waiting import until
+
+    out = tmp_path / "out"
+    ck = write_demo_checkpoint(out / "checkpoint-2", 2)
+    thread, done = delete_when_read(ck)
+    rec = Recorder(tmp_path)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05)
+    until(lambda: keeper.poll(lambda step, path: [], 1) or not thread.is_alive(), timeout=60,
+          what="the keeper verifying the save")
+    thread.join(timeout=60)
+    assert done == ["deleted"], done
+    return rec.events, keeper.bad_saves, ck
+
+
+def test_a_save_deleted_by_save_total_limit_while_verified_is_not_a_bad_save(tmp_path):
+    """No critical ``checkpoint_bad`` alert, no bad-save count (which pauses a run), no verdict,
+    and no sidecar left behind in a directory the trainer removed."""
+    events, bad, ck = _rotated_mid_verify(tmp_path)
+    assert [e for e in events if e["type"] == "alert"] == [], events
+    assert [e for e in events if e["type"] == "checkpoint"] == [], events
+    assert bad == {"total": 0, "in_a_row": []}
+    assert not ck.exists(), sorted(p.name for p in ck.iterdir())

@@ -121,3 +121,51 @@ def test_the_watcher_waits_for_an_ms_swift_save_to_finish(tmp_path):
     assert settle() == []
     write_adapter(ck2)
     assert [c.path.name for c in settle()] == ["checkpoint-200"]
+
+
+def test_a_checkpoint_dir_left_holding_only_our_sidecar_is_not_a_bad_save(tmp_path):
+    """ms-swift's --save_total_limit deletes old saves with ``shutil.rmtree(checkpoint,
+    ignore_errors=True)`` (4.6.0 swift/trainers/mixin.py:507, swift/megatron/trainers/base.py:918);
+    a sidecar written during that delete survives it in a ``checkpoint-N/`` of its own. That dir
+    is not a checkpoint (never an empty-stub alert, never a resume point); an empty
+    ``checkpoint-N/`` (a save that wrote nothing) still is a stub."""
+    from moeconsole.runner.checkpoints.sidecar import write_sidecar
+
+    out = tmp_path / "out"
+    good = write_adapter(out / "checkpoint-4")
+    old = write_adapter(out / "checkpoint-2")
+    write_sidecar(old, run_id="r", recipe_hash="h", step=2, verdict="ok", suspect=False)
+    for f in old.iterdir():
+        if f.name != "moeconsole.json":
+            f.unlink()          # what rmtree did before our write landed
+    (out / "checkpoint-6").mkdir()
+    listed = {c.path.name: c.layout for c in find_checkpoints(out)}
+    assert listed == {"checkpoint-6": "unknown", "checkpoint-4": "hf_adapter"}, listed
+    assert verify_checkpoint(out / "checkpoint-6").verdict == "empty_stub"
+    assert latest_good(out) is not None and latest_good(out).path == good
+
+
+def test_our_sidecar_does_not_change_which_save_ms_swift_rotates_away(tmp_path):
+    """ms-swift's Megatron trainer deletes the oldest saves by the directory's mtime
+    (4.6.0 swift/megatron/trainers/base.py:926-929, ``_sorted_checkpoints``: ``glob('checkpoint-*')``,
+    ``sorted(..., key=os.path.getmtime)``), and so does transformers on the HF path
+    (5.19.0 trainer.py:3382-3388, trainer_utils.py:305-310, keeping the newest by mtime). Stamping
+    a verdict late into an older save must not make it the newest, or --save_total_limit would
+    delete the newer one instead."""
+    import os
+
+    from moeconsole.runner.checkpoints.sidecar import read_sidecar, write_sidecar
+
+    def swift_order(out: Path) -> list[str]:   # the source's ordering, as written there
+        dirs = [str(p) for p in out.glob("checkpoint-*") if p.is_dir() and not p.name.endswith("-merged")]
+        return [Path(p).name for p in sorted(dirs, key=os.path.getmtime)]
+
+    out = tmp_path / "out"
+    old, new = v46_adapter_save(out, 100), v46_adapter_save(out, 200)
+    os.utime(old, (1_000_000, 1_000_000))
+    os.utime(new, (1_000_100, 1_000_100))
+    assert swift_order(out) == ["checkpoint-100", "checkpoint-200"]
+    write_sidecar(old, run_id="r", recipe_hash="h", step=100, verdict="ok", suspect=False)
+    assert read_sidecar(old) is not None
+    assert swift_order(out) == ["checkpoint-100", "checkpoint-200"]
+    assert [c.path.name for c in find_checkpoints(out)] == ["checkpoint-200", "checkpoint-100"]

@@ -167,3 +167,24 @@ def test_the_history_read_starts_once_the_newest_steps_are_on_screen(tmp_path):
             assert importing.started_at is not None and importing.started_at >= screen.first_frame_at
             assert screen.snapshot.series["loss"].n == 3000
     asyncio.run(go())
+
+
+def test_opening_a_live_runs_log_records_no_verdict_for_a_save_its_trainer_deletes_meanwhile(tmp_path):
+    """`moeconsole open DIR` of a running ms-swift output: a checkpoint --save_total_limit deletes
+    while it is verified (tests/checkpoints/conftest.py delete_when_read) gets no verdict, the
+    others theirs."""
+    from tests.checkpoints.conftest import delete_when_read, write_demo_checkpoint
+
+    out = tmp_path / "output"
+    (out / "logging.jsonl").parent.mkdir(parents=True)
+    (out / "logging.jsonl").write_text("".join(json.dumps(
+        {"loss": 1.0, "grad_norm": 0.5, "learning_rate": 1e-4, "global_step/max_steps": f"{s}/4"}) + "\n"
+        for s in (1, 2, 3, 4)))
+    write_demo_checkpoint(out / "checkpoint-4", 4)
+    doomed = write_demo_checkpoint(out / "checkpoint-2", 2)
+    thread, done = delete_when_read(doomed)
+    run = foreign.open_path(out, tmp_path / "scratch")
+    thread.join(timeout=60)
+    assert done == ["deleted"], done
+    checks = [e for e in map(json.loads, run.events.read_text().splitlines()) if e.get("type") == "checkpoint"]
+    assert [(Path(c["path"]).name, c["verdict"]) for c in checks] == [("checkpoint-4", "ok")], checks

@@ -168,3 +168,156 @@ def test_usage_error_torchrun_child_exit_2():
 def test_usage_text_after_steps_or_on_a_later_attempt_is_not_config_error():
     assert classify(2, ARGPARSE, steps_seen=10).cls != "config_error"
     assert classify(2, ARGPARSE, steps_seen=0, attempt=3).cls != "config_error"
+
+
+# --- ms-swift's argument checks (config_error) ----------------------------------------------
+
+SP = "/venv/lib/python3.11/site-packages"
+# Captured from ms-swift 4.6.0: `swift sft --model /tmp/k3/nomodel --packing true --lazy_tokenize true
+# --dataset x.jsonl --output_dir out` (the trainer child's stderr; `^^^` marker lines omitted).
+SWIFT_ARGS_TB = [
+    "[INFO:swift] rank: -1, local_rank: -1, world_size: 1, local_world_size: 1",
+    "Traceback (most recent call last):",
+    f'  File "{SP}/swift/cli/sft.py", line 20, in <module>', "    sft_main()",
+    f'  File "{SP}/swift/pipelines/train/sft.py", line 345, in sft_main', "    return SwiftSft(args).main()",
+    f'  File "{SP}/swift/pipelines/base.py", line 35, in _parse_args',
+    "    args, remaining_argv = parse_args(self.args_class, args)",
+    f'  File "{SP}/swift/utils/utils.py", line 186, in parse_args',
+    "    args, remaining_args = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True)",
+    f'  File "{SP}/transformers/hf_argparser.py", line 345, in parse_args_into_dataclasses',
+    "    obj = dtype(**inputs)",
+    '  File "<string>", line 336, in __init__',
+    f'  File "{SP}/swift/arguments/sft_args.py", line 208, in __post_init__', "    BaseArguments.__post_init__(self)",
+    f'  File "{SP}/swift/arguments/base_args/model_args.py", line 195, in _init_model_info',
+    "    self.model_info, self.model_meta = get_model_info_meta(**model_kwargs)",
+    f'  File "{SP}/swift/utils/hub_utils.py", line 98, in safe_snapshot_download',
+    "    raise ValueError(f\"path: '{model_id_or_path}' not found\")",
+    "ValueError: path: '/tmp/k3/nomodel' not found",
+]
+
+
+def swift_raise(path: str, func: str, line: str) -> list[str]:
+    """The traceback of an exception raised in ms-swift's argument dataclass ``path`` (its
+    ``__post_init__`` runs inside HfArgumentParser.parse_args_into_dataclasses)."""
+    return ["Traceback (most recent call last):",
+            f'  File "{SP}/transformers/hf_argparser.py", line 345, in parse_args_into_dataclasses',
+            "    obj = dtype(**inputs)", '  File "<string>", line 336, in __init__',
+            f'  File "{SP}/{path}", line 1, in {func}', "    raise ...", line]
+
+
+@pytest.mark.parametrize("path, func, line", [
+    # 4.6.0 swift/arguments/base_args/base_args.py:166
+    ("swift/arguments/base_args/base_args.py", "_init_lazy_tokenize", "ValueError: Packing and lazy_tokenize are incompatible."),
+    # 4.6.0 swift/arguments/rlhf_args.py:354
+    ("swift/arguments/rlhf_args.py", "_check_grpo",
+     "ValueError: GRPO requires `truncation_strategy 'left' or 'delete'`, Current value: `truncation_strategy='right'`."),
+    # 4.6.0 swift/megatron/arguments/megatron_args.py:914
+    ("swift/megatron/arguments/megatron_args.py", "__post_init__",
+     "ValueError: save_total_limit must be greater than or equal to 2."),
+    # 4.6.0 swift/arguments/export_args.py:121
+    ("swift/arguments/export_args.py", "__post_init__", "FileExistsError: args.output_dir: `out-merged` already exists."),
+    # 4.6.0 swift/arguments/base_args/base_args.py:219 (an assert)
+    ("swift/arguments/base_args/base_args.py", "__post_init__",
+     "AssertionError: `/m` is not an adapter, please try using `--model` to pass it."),
+    # 3.x swift/llm/argument/train_args.py
+    ("swift/llm/argument/train_args.py", "__post_init__", "ValueError: Please set --model <model_id_or_path>, model: None"),
+])
+def test_an_ms_swift_argument_check_is_config_error_and_not_retried(path, func, line):
+    v = classify(1, swift_raise(path, func, line), steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and not v.retryable and v.recovery == "fail", v
+    assert line in v.summary and v.hint and "fix the recipe" in v.hint
+    d = decide(v, hist(["config_error"]), RestartSettings(), 2000.0)
+    assert d.action == "fail" and line in d.reason
+
+
+def test_ms_swift_46_real_argument_traceback_is_config_error():
+    v = classify(1, SWIFT_ARGS_TB, steps_seen=0, attempt=1)
+    assert v.cls == "config_error", v
+    assert v.summary == "configuration error (exit 1): ValueError: path: '/tmp/k3/nomodel' not found"
+
+
+def test_an_argument_exception_is_config_error_only_when_it_ended_a_first_start():
+    tb = swift_raise("swift/arguments/base_args/base_args.py", "__post_init__",
+                     "ValueError: Packing and lazy_tokenize are incompatible.")
+    assert classify(1, tb, steps_seen=5, attempt=1).cls != "config_error"
+    assert classify(1, tb, steps_seen=0, attempt=2).cls != "config_error"
+    later = tb + ["Traceback (most recent call last):", f'  File "{SP}/swift/trainers/mixin.py", line 9, in train',
+                  "RuntimeError: something else"]
+    assert classify(1, later, steps_seen=0, attempt=1).cls != "config_error"
+    # the same ValueError raised outside the argument checks (a data error while training starts)
+    data = ["Traceback (most recent call last):", f'  File "{SP}/swift/dataset/loader.py", line 9, in load',
+            "ValueError: Packing and lazy_tokenize are incompatible."]
+    assert classify(1, data, steps_seen=0, attempt=1).cls == "unknown"
+
+
+def test_a_cause_with_a_class_of_its_own_wins_over_the_argument_frames():
+    """Exceptions raised while the arguments are built that have their own class keep it: a
+    missing package (missing_dependency), a repo the Hub will not give (hub_access), a CUDA OOM."""
+    dep = swift_raise("swift/megatron/arguments/megatron_args.py", "__post_init__",
+                      "ModuleNotFoundError: No module named 'megatron.bridge'")
+    assert classify(1, dep, steps_seen=0, attempt=1).cls == "missing_dependency"
+    hub = swift_raise("swift/arguments/base_args/model_args.py", "_init_model_info",
+                      "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url: "
+                      "https://huggingface.co/api/models/Qwen/Nope.")
+    assert classify(1, hub, steps_seen=0, attempt=1).cls == "hub_access"
+    oom = swift_raise("swift/arguments/sft_args.py", "__post_init__", OOM_OWN)
+    assert classify(1, oom, steps_seen=0, attempt=1).cls != "config_error"
+
+
+def test_a_rendezvous_timeout_while_the_arguments_are_built_is_not_config_error():
+    """transformers' TrainingArguments.__post_init__ sets up the devices and joins the process group
+    (accelerate PartialState -> torch.distributed.init_process_group): a node that comes late times
+    the store out there, inside parse_args_into_dataclasses. A restart can get past it: not a
+    refusal of the recipe."""
+    tb = ["Traceback (most recent call last):",
+          f'  File "{SP}/transformers/hf_argparser.py", line 345, in parse_args_into_dataclasses',
+          "    obj = dtype(**inputs)", '  File "<string>", line 336, in __init__',
+          f'  File "{SP}/swift/arguments/sft_args.py", line 228, in __post_init__', "    self._init_device()",
+          f'  File "{SP}/torch/distributed/distributed_c10d.py", line 1710, in init_process_group',
+          "    store, rank, world_size = next(rendezvous_iterator)",
+          "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 1/2 clients joined."]
+    assert classify(1, tb, steps_seen=0, attempt=1).cls != "config_error"
+
+
+def swift_setup_raise(frames: list[tuple[str, str]], line: str) -> list[str]:
+    """A traceback from ms-swift's entry point through ``frames`` (path under site-packages,
+    function) to ``line``."""
+    out = ["Traceback (most recent call last):", f'  File "{SP}/swift/cli/sft.py", line 20, in <module>']
+    for path, func in frames:
+        out += [f'  File "{SP}/{path}", line 1, in {func}', "    ..."]
+    return out + [line]
+
+
+SFT_MAIN = [("swift/pipelines/train/sft.py", "sft_main"), ("swift/pipelines/base.py", "main"),
+            ("swift/pipelines/train/sft.py", "run")]
+
+
+@pytest.mark.parametrize("frames, line", [
+    # 4.6.0 swift/pipelines/train/sft.py:78 (_prepare_template, before trainer.train)
+    (SFT_MAIN + [("swift/pipelines/train/sft.py", "_prepare_template")],
+     "ValueError: Template `qwen3_nothinking` does not support padding free or packing."),
+    # 4.6.0 swift/pipelines/train/tuner.py:350 (prepare_adapter)
+    (SFT_MAIN + [("swift/pipelines/train/tuner.py", "prepare_model"), ("swift/pipelines/train/tuner.py", "prepare_adapter")],
+     "ValueError: Unknown tuner_type: lora2"),
+    # 4.6.0 swift/pipelines/train/sft.py:105 (an assert while the dataset is prepared)
+    (SFT_MAIN + [("swift/pipelines/train/sft.py", "_prepare_dataset")],
+     "AssertionError: Cached dataset does not support streaming."),
+])
+def test_an_ms_swift_start_up_refusal_before_training_is_config_error(frames, line):
+    v = classify(1, swift_setup_raise(frames, line), steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and v.recovery == "fail" and line in v.summary, v
+    assert v.hint and "before training started" in v.hint and "data" in v.hint
+
+
+def test_the_same_exception_from_inside_training_is_not_a_start_up_refusal():
+    """Past ``trainer.train`` (a ``train`` frame) the exception is the training's, not the recipe's."""
+    frames = SFT_MAIN + [("swift/pipelines/train/sft.py", "train"), ("transformers/trainer.py", "train"),
+                         ("transformers/trainer.py", "_inner_training_loop")]
+    v = classify(1, swift_setup_raise(frames, "ValueError: Expected input batch_size (4) to match target (8)."),
+                 steps_seen=0, attempt=1)
+    assert v.cls == "unknown", v
+    # and a RuntimeError in the set-up is not one of ms-swift's refusals
+    v = classify(1, swift_setup_raise(SFT_MAIN + [("swift/pipelines/train/sft.py", "_prepare_dataset")],
+                                      "RuntimeError: One of the subprocesses has abruptly died during map operation."),
+                 steps_seen=0, attempt=1)
+    assert v.cls == "unknown", v

@@ -305,3 +305,20 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+@pytest.mark.parametrize("version", ["4.6.0", "4.2.0"])
+def test_a_start_up_refusal_reads_as_ms_swifts_config_error(tmp_path, version):
+    """MegatronArguments.__post_init__ refuses save_total_limit < 2 (4.6.0 megatron_args.py l.913-914):
+    the real trainer's traceback runs through ms-swift's argument classes, so the crash classifier
+    calls it a configuration error and the run is not restarted; the fake prints the same frames."""
+    from moeconsole.runner.core.crash import classify
+
+    limit = run_fake(tmp_path, "--train_iters", "2", "--save_total_limit", "1", version=version)
+    assert limit.returncode == 1
+    tail = limit.stderr.splitlines()
+    assert tail[-1] == "ValueError: save_total_limit must be greater than or equal to 2.", tail[-3:]
+    assert any("swift/megatron/arguments/megatron_args.py" in ln and "in __post_init__" in ln for ln in tail)
+    v = classify(limit.returncode, tail, steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and not v.retryable, v
+    assert v.summary == "configuration error (exit 1): ValueError: save_total_limit must be greater than or equal to 2."

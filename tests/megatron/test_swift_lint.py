@@ -396,3 +396,18 @@ def test_the_adapter_recipes_get_the_whole_runs_disk_estimate(tmp_path, monkeypa
                    "swift_save_disk")
     assert "11 saves, none removed (no save_total_limit) = ~246 GB" in p["message"], p["message"]
     assert f"{tmp_path}" in p["message"] and "free here" in p["message"]
+
+
+def test_a_resume_of_model_only_saves_on_the_hf_path_says_the_schedule_restarts(tmp_path):
+    """transformers 5.19.0 trainer.py l.3864-3884 loads the optimizer and the scheduler only when
+    optimizer.pt and scheduler.pt exist; `--save_only_model true` writes neither, so a
+    `--resume_from_checkpoint` resume continues global_step with a fresh Adam and LR schedule."""
+    hf = ["swift", "sft", "--model", "M", "--tuner_type", "lora", "--dataset", "d.jsonl", "--output_dir", "/ckpt/out"]
+    resume = {"args": ["--resume_from_checkpoint", "{checkpoint}"]}
+    (w,) = by_rule(lint(tmp_path, hf + ["--save_only_model", "true"], swift={"version": "4.6.0"}, resume=resume),
+                   "swift_resume_restarts_schedule")
+    assert w["level"] == "warning" and "--save_only_model true" in w["message"]
+    assert "restarts Adam's moments and the LR schedule" in w["message"]
+    for cmd in (hf, hf + ["--save_only_model", "false"]):
+        assert not by_rule(lint(tmp_path, cmd, swift={"version": "4.6.0"}, resume=resume),
+                           "swift_resume_restarts_schedule")

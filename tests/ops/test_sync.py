@@ -129,3 +129,21 @@ def test_sync_cli_result_and_exit_code(tmp_path):
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     assert res["ok"] and res["step"] == 3 and res["method"] == "copy"
+
+
+def test_a_source_the_trainer_rotated_away_is_not_a_failed_sync_retried_forever(tmp_path):
+    """A save verified ok and offered, then deleted by ms-swift's --save_total_limit
+    (``shutil.rmtree(checkpoint, ignore_errors=True)``, 4.6.0 swift/trainers/mixin.py:507,
+    swift/megatron/trainers/base.py:918) before the copy got it: one warning saying so, no
+    failure counted, no retry of a path that is gone."""
+    src = _ckpt(tmp_path / "local", 4)
+    status_dir = tmp_path / "run"
+    status_dir.mkdir()
+    syncer = CheckpointSyncer(SyncSettings(dest=str(tmp_path / "persistent"), retry_s=0.05), status_dir)
+    syncer.offer(str(src), verified_at=time.time())
+    shutil.rmtree(src, ignore_errors=True)
+    events = _poll_until(syncer, lambda evs: any(e["type"] == "alert" for e in evs))
+    (alert,) = [e for e in events if e["type"] == "alert"]
+    assert "checkpoint-4 was deleted by the trainer" in alert["message"], alert
+    assert syncer.status.failures == 0 and syncer.status.pending is None
+    assert syncer.poll(time.time()) == [] and syncer.proc is None and syncer.running is None

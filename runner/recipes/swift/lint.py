@@ -122,7 +122,7 @@ def check_swift_recipe(recipe: "RunRecipe", *, probe_parser: bool = True) -> lis
     out = _check_flags(recipe, cmd) if probe_parser else _from_table(cmd)
     for rule in (rule_entry_point, rule_startup, rule_warmup, rule_train_iters_ignored,
                  rule_sequence_parallel, rule_envelope, rule_merged_disk, rule_adapter_disk, rule_fused_experts, rule_stub_trap,
-                 rule_resume, rule_resume_semantics):
+                 rule_resume, rule_resume_semantics, rule_resume_model_only):
         out += rule(recipe, cmd)
     return out
 
@@ -617,6 +617,29 @@ def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
                       f"and the data position and loads the {'LoRA weights' if adapters else 'weights'}, but {lost}"
                       f"{offer}"))
     return out
+
+
+def rule_resume_model_only(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
+    """A resume on the HF path (``--resume_from_checkpoint``) of saves made with
+    ``--save_only_model true``: the Trainer's ``_save_checkpoint`` then writes no optimizer.pt,
+    scheduler.pt or rng state, and ``_load_optimizer_and_scheduler`` loads both only when the
+    optimizer file and scheduler.pt exist, silently nothing otherwise (transformers 5.19.0
+    trainer.py l.3864-3884). ms-swift's ``--resume_only_model true`` skips them on purpose
+    (4.6.0 swift/trainers/mixin.py l.280-288). Either way global_step continues from
+    trainer_state.json while Adam and the LR schedule start again at step 0."""
+    from moeconsole.runner.recipes.resume import resume_template
+    if cmd.megatron or resume_template(recipe.resume) is None:
+        return []
+    v = _resume_values(recipe, cmd)
+    if "resume_from_checkpoint" not in v or not _truthy(v.get("save_only_model")):
+        return []
+    return [_p("warning", "swift_resume_restarts_schedule",
+               "the checkpoints are saved with --save_only_model true: they hold no optimizer.pt, scheduler.pt or "
+               "rng state, and transformers loads the optimizer and the LR scheduler only when both files are "
+               "there (trainer.py _load_optimizer_and_scheduler), silently nothing otherwise; so every resume "
+               "continues global_step from trainer_state.json but restarts Adam's moments and the LR schedule "
+               "at step 0 (the warmup runs again, then the whole decay); save with --save_only_model false for a run "
+               "that is meant to resume")]
 
 
 # load_mcore_checkpoint (swift/megatron/utils/megatron_lm_utils.py) restores the optimizer and the
