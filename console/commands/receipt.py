@@ -150,11 +150,12 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
     lines += ["", "## Alerts", ""]
     groups = r["alerts"].get("groups") or []
     if groups:
-        lines += [f"{len(groups)} cause(s), {r['alerts'].get('open', 0)} not acknowledged", ""]
-        lines += _table(["level", "cause", "count", "steps", "acknowledged", "first alert"],
+        lines += [f"{len(groups)} cause(s), {r['alerts'].get('open', 0)} open", ""]
+        lines += _table(["level", "cause", "count", "steps", "state", "first alert"],
                         [[str(g["level"]), str(g["key"]), str(g["count"]),
                           f"{g['first_step']}..{g['last_step']}" if g.get("first_step") is not None else fmt.NA,
-                          "yes" if g["acknowledged"] else "NO", str(g["title"])] for g in groups])
+                          str(g.get("standing") or ("acknowledged" if g["acknowledged"] else "open")),
+                          str(g["title"])] for g in groups])
     elif r["alerts"]["total"]:
         lines += _table(["rule", "count"], [[k, str(v)] for k, v in sorted(r["alerts"]["by_rule"].items())])
     else:

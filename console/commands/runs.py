@@ -140,7 +140,7 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
         open_n = sum(1 for g in groups if g["active"])
         lines.append(f"alerts by cause ({len(groups)}, {open_n} open)")
         lines += [f"  {fmt.LEVEL_WORD.get(g['level'], g['level'].upper())} {g['headline']}"
-                  f"{'' if g['active'] else '  (acknowledged)'}" for g in groups]
+                  f"{'' if g['active'] else '  (' + str(g.get('standing') or 'acknowledged') + ')'}" for g in groups]
     lines.append(f"checkpoints ({len(summary['checkpoints'])})")
     lines += [f"  {fmt.checkpoint_line(c)[0]}  {c.get('path') or ''}" for c in summary["checkpoints"]] or ["  none"]
     if summary["alerts"]:
