@@ -103,7 +103,8 @@ def _span(first: Any, last: Any) -> str:
 def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) -> str:
     run, steps, rec = r["run"], r["steps"], r["recipe"]
     lines = [f"# Run receipt: {run.get('name') or run['id']}", "",
-             f"- run `{run['id']}`, status **{run.get('status')}**",
+             f"- run `{run['id']}`, status **{run.get('status_word') or run.get('status')}**"
+             + (f", {run['waiting']}" if run.get("waiting") else ""),
              f"- started {fmt.date(run.get('started_at'))}, ended {fmt.date(run.get('ended_at'))}, "
              f"elapsed {fmt.duration(run.get('elapsed_s'))}",
              f"- attempts {run.get('attempts')}, restarts {run.get('restarts')}, bad saves {run.get('bad_saves') or 0}",

@@ -120,6 +120,9 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
     ]
     if r.get("damaged"):
         lines.insert(1, f"  damaged   {r['damaged']}")
+    from moeconsole.runner.rundir.snapshot import waiting_words
+    if waiting_words(r):  # what a cooldown waits on, the status line's words
+        lines.insert(1, f"  {waiting_words(r)}")
     if summary["jobs"]:
         lines.append(f"{summary['engine'] or 'batch'} jobs ({len(summary['jobs'])})")
         lines += [f"  attempt {j.get('attempt')}  job {j['job_id']}  {j.get('state') or fmt.NA}"

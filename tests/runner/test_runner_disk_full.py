@@ -64,6 +64,9 @@ def test_disk_full_waits_for_room_then_resumes_from_the_last_verified_checkpoint
     assert snap["run"]["status_word"] == "COOLDOWN waiting for disk room", snap["run"]
     shown = harness.cli("runs", "show", run.id, check=True).stdout
     assert shown.splitlines()[0].endswith("  COOLDOWN waiting for disk room"), shown
+    # the receipt of the waiting run says the same words, with what it waits on (not "cooldown")
+    md = harness.cli("runs", "receipt", run.id, check=True).stdout
+    assert f"status **COOLDOWN waiting for disk room**, waiting on: room on {run.path / 'output'}: " in md, md[:400]
     assert any(f"room on {run.path / 'output'}: " in w and " free, need " in w
                for w in snap["run"]["cooldown"]["waiting_on"]), snap["run"]["cooldown"]
     assert [c.get("class") or c.get("cls") for c in snap["crashes"]] == ["disk_full"], snap["crashes"]
