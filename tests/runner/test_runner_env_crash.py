@@ -42,3 +42,33 @@ def test_a_crash_a_restart_cannot_fix_fails_once_with_its_hint(harness, fault, c
     for text in (json.dumps(crash), json.dumps(run.events()), shown.stdout, as_json,
                  (run.path / "state.json").read_text()):
         assert PLANTED not in text
+
+
+def test_the_hub_access_alert_keeps_the_repo_id_at_80_columns(harness, runs_dir):
+    """At 80x24 the alert on the status line (and the bar's, and a toast's) drops the low-value
+    words of the summary, never the repo id it is about (it comes last in the summary)."""
+    import asyncio
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.console.widgets.status import StatusLine
+    from moeconsole.runner.rundir import rundir
+    from tests.waiting import until_ui
+
+    url = "https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json"
+    run = harness.start(harness.recipe(
+        command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
+                 "--max_steps", "12", "--save_steps", "4", "--step_delay", "0.0", "--fault", "hub_gated"],
+        env={"OMP_NUM_THREADS": "1", "MOECONSOLE_DEMO_HUB_URL": url}))
+    run.wait_status("failed", timeout=90)
+
+    async def status_line() -> str:
+        app = MoeConsole(runs_dir, rundir.resolve(runs_dir, run.id), gpu=False, interval=0.25)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                           and "CRIT crash" in app.screen.query_one(StatusLine).plain_lines[1])
+            return app.screen.query_one(StatusLine).plain_lines[1]
+    line = asyncio.run(status_line())
+    alert = line.split(" · ")[0]
+    assert alert.startswith("CRIT crash hub_access: ") and len(alert) <= 80, line
+    assert "meta-llama/Llama-3.1-8B" in alert, line
