@@ -1881,7 +1881,7 @@ _HUB_WHAT = {
                 "download the model/dataset into the cache the run uses first (`huggingface-cli download "
                 "REPO` with the same HF_HOME / HF_HUB_CACHE), point the recipe at a local directory, or "
                 "unset HF_HUB_OFFLINE"),
-    "tokenizer": ("the tokenizer could not be loaded: the Hugging Face Hub did not give its files (offline, "
+    "tokenizer": ("the tokenizer could not be loaded, the Hugging Face Hub did not give its files (offline, "
                   "no access, or no such repo) and no local directory holds them",
                   "check the model / tokenizer id or path in the recipe; download it into the cache the run "
                   "uses first (`huggingface-cli download REPO` with the same HF_HOME), log in for a gated or "

@@ -106,4 +106,6 @@ def test_a_tokenizer_the_hub_did_not_give_is_hub_access_and_fails_once(harness):
     assert crash["summary"].startswith("the tokenizer could not be loaded") and "Qwen/Qwen3-30B-A3B" in crash["summary"]
     assert "huggingface-cli download" in crash["hint"] and "HF_TOKEN" in crash["hint"], crash["hint"]
     shown = harness.cli("runs", "show", run.id, check=True).stdout
-    assert "CRIT crash hub_access: " in shown and "Qwen/Qwen3-30B-A3B" in shown, shown
+    # the alert's title (runs show, the console's bar and status line) names the repo
+    titles = [line for line in shown.splitlines() if line.strip().startswith("CRIT crash hub_access: ")]
+    assert titles and all("Qwen/Qwen3-30B-A3B" in t for t in titles), shown
