@@ -103,6 +103,9 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
         _out(jsonio.dumps(summary))
         return 0
     r = summary["run"]
+    from moeconsole.runner.core.policy import is_crash_class
+    crashes = [c for c in summary["crashes"] if is_crash_class(c.get("class"))]
+    stops = [c for c in summary["crashes"] if not is_crash_class(c.get("class"))]
     lines = [
         f"{summary['name']}  {r.get('status_word') or fmt.NA}",
         f"  id        {summary['id']}",
@@ -113,7 +116,7 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
         f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
         f"  steps     {fmt.run_cell('last_step', summary)}",
         f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
-        f"  saves     bad {fmt.run_cell('bad_saves', summary)}   crashes {len(summary['crashes'])}"
+        f"  saves     bad {fmt.run_cell('bad_saves', summary)}   crashes {len(crashes)}"
         f"   last crash {summary.get('last_crash_class') or fmt.NA}",
         f"  alerts    open {fmt.run_cell('open_alerts', summary)}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
@@ -131,13 +134,14 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
                   + (f"  on {','.join(j['nodes'])}" if j.get("nodes") else "") for j in summary["jobs"]]
     if summary.get("imported_from"):
         lines.insert(1, "  imported  a log not made by moeconsole (read only)")
-    lines.append(f"crashes ({len(summary['crashes'])})")
-    for c in summary["crashes"]:
+    lines.append(f"crashes ({len(crashes)})")
+    for c in crashes:
         lines.append(f"  {fmt.crash_line(c)}")
         if c.get("hint"):
             lines.append(f"    hint: {c['hint']}")
-    if not summary["crashes"]:
+    if not crashes:
         lines.append("  none")
+    lines += [f"  (attempt {c.get('attempt')} was ended by the user: {fmt.exit_words(c)}; not a crash)" for c in stops]
     groups = summary["alert_groups"]
     if groups:
         open_n = sum(1 for g in groups if g["active"])

@@ -157,6 +157,14 @@ def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
     return alive, state_age, (live and here and not alive) or frozen
 
 
+def _last_crash(last: Any) -> Any:
+    """state.json's last crash, unless it is the user's kill (a run directory from before the
+    runner left it out: ``moeconsole.runner.core.policy.is_crash_class``)."""
+    from moeconsole.runner.core.policy import is_crash_class
+    cls = last.get("class") if isinstance(last, dict) else last
+    return last if is_crash_class(str(cls) if cls else None) else None
+
+
 def cooldown_now(cd: Any, now: float) -> Doc | None:
     """state.json's cooldown with ``remaining_s`` (to its floor) as of ``now``; None without one."""
     if not isinstance(cd, dict):
@@ -373,7 +381,7 @@ class RunWatcher:
             "pgid": state.get("pgid"),
             "cooldown": cd if status == rundir.COOLDOWN else None,
             "pause_reason": state.get("pause_reason"),
-            "last_crash": state.get("last_crash"),
+            "last_crash": _last_crash(state.get("last_crash")),
             "exit_code": state.get("exit_code"),
             "started_at": started,
             "ended_at": ended,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
 from moeconsole.runner.core.oom import crash_hint
-from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide, is_crash_class
 from moeconsole.runner.process.attempt import ExitStatus
 from moeconsole.runner.rundir.runfiles import CrashReport
 
@@ -138,8 +138,9 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     if decision.alert:
         events.append(alert_event(decision.alert, "restart_policy", decision.reason, step=step, attempt=n,
                                   crash_class=verdict.cls))
-    state: dict[str, Any] = {"last_crash": {"class": verdict.cls, "attempt": n, "summary": verdict.summary},
-                             "exit_code": code}
+    state: dict[str, Any] = {"exit_code": code}
+    if is_crash_class(verdict.cls):  # the user's kill leaves the last crash as it was
+        state["last_crash"] = {"class": verdict.cls, "attempt": n, "summary": verdict.summary}
     if decision.action == "restart":
         state["restarts"] = e.restarts + 1
         judged = lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)
