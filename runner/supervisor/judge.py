@@ -132,8 +132,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     floor = floor_s * float(verdict.cooldown_scale or 1.0)
     decision = decide(verdict, [*history, record], settings, e.ended_at, floor_s=floor)
     events: list[JournalEvent] = [("crash", {
-        "attempt": n, "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery,
-        "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,
+        "attempt": n, "step": step,  # the last step the attempt logged: where it crashed (None before one)
+        "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery, "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,
         **({"memory_verdict": memory["verdict"], "memory_summary": memory["summary"]} if memory else {})})]
     if decision.alert:
         events.append(alert_event(decision.alert, "restart_policy", decision.reason, step=step, attempt=n,

@@ -19,12 +19,17 @@ def test_a_killed_run_counts_only_its_crashes_and_names_the_real_last_one(harnes
     assert kill.returncode == 0, kill.stderr
     st = run.wait_status("killed", timeout=60)
     assert (st.get("last_crash") or {}).get("class") == "cuda_oom", st.get("last_crash")
-    assert [c["class"] for c in run.events("crash")] == ["cuda_oom", "user_kill"]   # the record keeps both
+    crashes = run.events("crash")
+    assert [c["class"] for c in crashes] == ["cuda_oom", "user_kill"]   # the record keeps both
+    # the crash says where it happened (its alert's steps: `d`, runs show, the receipt's table)
+    assert crashes[0]["step"] == 5, crashes[0]
 
     shown = harness.cli("runs", "show", run.id, check=True).stdout
     assert "crashes 1   last crash cuda_oom" in shown, shown
     assert "crashes (1)" in shown and "user_kill" not in shown, shown
     assert "(attempt 2 was ended by the user: " in shown, shown
+    md = harness.cli("runs", "receipt", run.id, check=True).stdout
+    assert "| critical | crash:cuda_oom | 1 | 5..5 | open |" in md, md
     row = next(r for r in json.loads(harness.cli("runs", "ls", "--json", check=True).stdout)["runs"]
                if r["id"] == run.id)
     assert (row["crashes"], row["last_crash_class"]) == (1, "cuda_oom"), row
