@@ -210,7 +210,8 @@ class AlertBook:
             # the next attempt opens its own with its own numbers
             for key, g in list(self._groups.items()):
                 if g.open_episodes:
-                    self._groups[key] = replace(g, open_episodes=(), resolved=True)
+                    self._groups[key] = replace(g, open_episodes=(), resolved=True,
+                                                resolved_why=f"attempt {ev.get('attempt') or '?'} ended")
             return
         if ev.get("type") == "checkpoint":
             if ev.get("ok") is True and ev.get("path"):
@@ -218,7 +219,7 @@ class AlertBook:
             return
         episode = ev.get("cause") if ev.get("type") == "alert" and isinstance(ev.get("cause"), str) else None
         if episode and ev.get("resolved"):
-            self._resolve(CAUSE_OF_RULE.get(episode, episode), episode)
+            self._resolve(CAUSE_OF_RULE.get(episode, episode), episode, " ".join(str(ev.get("message") or "").split()))
             return
         cause = cause_of(ev)
         if cause is None:
@@ -276,12 +277,13 @@ class AlertBook:
             self._groups[key] = replace(g, bad_paths=left, resolved=g.resolved or done,
                                         resolved_why=why or g.resolved_why)
 
-    def _resolve(self, cause: str, episode: str) -> None:
+    def _resolve(self, cause: str, episode: str, why: str) -> None:
         old = self._groups.get(cause)
         if old is None or episode not in old.open_episodes:
             return
         left = tuple(e for e in old.open_episodes if e != episode)
-        self._groups[cause] = replace(old, open_episodes=left, resolved=not left)
+        self._groups[cause] = replace(old, open_episodes=left, resolved=not left,
+                                      resolved_why=(why or None) if not left else None)
 
     def feed_all(self, events: Iterable[dict]) -> "AlertBook":
         for ev in events:

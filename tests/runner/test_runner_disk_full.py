@@ -89,7 +89,8 @@ def test_disk_full_waits_for_room_then_resumes_from_the_last_verified_checkpoint
     second = next(i for i, e in enumerate(events) if e.get("type") == "attempt_start" and e.get("attempt") == 2)
     assert back < second and events[back]["message"].startswith(f"room again on {run.path / 'output'}: ")
     snap = json.loads(harness.cli("--json", "--once", run.id, check=True).stdout.splitlines()[-1])
-    assert next(g for g in snap["alert_groups"] if g["key"] == "disk_full")["resolved"]
+    group = next(g for g in snap["alert_groups"] if g["key"] == "disk_full")
+    assert group["resolved"] and group["standing"].startswith("resolved: room again on "), group
     assert not marked_processes(run.id)
 
 
