@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, TypedDict
 
 from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core.policy import is_crash_class
 from moeconsole.runner.core.units import fit_with_tail
 
 ACKS_NAME = "acks.json"
@@ -50,7 +51,6 @@ CAUSE_OF_RULE = {
 CAUSE_OF_CRASH = {"divergence": "divergence", "hang": "hang"}
 # Rules that speak about the attempt that just ended: they join that attempt's crash.
 ABOUT_THE_CRASH = frozenset({"restart_policy"})
-NOT_AN_ALERT = frozenset({"user_kill"})  # a user's kill is an event the user caused, not news
 # Rules that call a checkpoint bad (its path in ``values``): a later ok verdict of every one
 # of their checkpoints resolves the group, unless another rule in it still holds (``unsaved``).
 BAD_SAVE_RULES = frozenset({"checkpoint_bad", "bad_saves"})
@@ -168,7 +168,7 @@ def cause_of(ev: dict) -> str | None:
     kind = ev.get("type")
     if kind == "crash":
         cls = str(ev.get("class") or "unknown")
-        if cls in NOT_AN_ALERT:
+        if not is_crash_class(cls):  # a user's kill is an event the user caused, not news
             return None
         return CAUSE_OF_CRASH.get(cls, f"crash:{cls}")
     if kind != "alert" or str(ev.get("level") or "").lower() not in (CRITICAL, WARNING):
