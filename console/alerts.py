@@ -68,7 +68,8 @@ def group_detail_lines(group: AlertGroup, crash_report: dict | None = None) -> l
              f"steps: {group.steps() or fmt.NA}",
              f"attempts: {', '.join(map(str, group.attempts)) or fmt.NA}",
              f"rules: {', '.join(group.rules)}",
-             f"acknowledged: {'yes' if group.acknowledged else 'no'}"]
+             f"acknowledged: {'yes' if group.acknowledged else 'no'}",
+             f"state: {group.standing()}"]
     if group.hint:
         lines += ["", f"hint: {group.hint}"]
     lines += ["", "occurrences (newest last):"]

@@ -100,18 +100,6 @@ def status_style(run: dict) -> str:
     return STATUS_STYLE.get((run.get("status") or "").lower(), "status--other")
 
 
-def _waiting_on(items: Iterable[Any]) -> str:
-    out = []
-    for item in items or ():
-        if isinstance(item, dict):
-            what = item.get("what") or item.get("check") or item.get("name") or ""
-            detail = item.get("detail") or item.get("message") or ""
-            out.append(f"{what} {detail}".strip() or str(item))
-        else:
-            out.append(str(item))
-    return ", ".join(out)
-
-
 # The quiet-time indicator appears after this long without a log line or a step.
 QUIET_SHOWN_S = 15.0
 
@@ -252,11 +240,8 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     if run.get("stale"):
         line2.append((" · the runner is gone: nothing supervises this run", "status--failed"))
     elif status == "cooldown":
-        cd = run.get("cooldown") or {}
-        waiting = _waiting_on(cd.get("waiting_on") or ())
-        left = as_float(cd.get("remaining_s"))
-        floor = f" (at least {duration(left)} more)" if left else ""
-        line2.append((f" · waiting on: {waiting or 'the cooldown floor'}{floor}", "status--cooldown"))
+        from moeconsole.runner.rundir.snapshot import waiting_words
+        line2.append((f" · {waiting_words(run)}", "status--cooldown"))
     elif status == "unsaved":
         line2.append((f" · not saved: {strip_word(run.get('pause_reason'), 'unsaved')}", "status--unsaved"))
     elif status in ("failed", "killed") and crash_class and not failed_early:

@@ -103,7 +103,8 @@ def _span(first: Any, last: Any) -> str:
 def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) -> str:
     run, steps, rec = r["run"], r["steps"], r["recipe"]
     lines = [f"# Run receipt: {run.get('name') or run['id']}", "",
-             f"- run `{run['id']}`, status **{run.get('status')}**",
+             f"- run `{run['id']}`, status **{run.get('status_word') or run.get('status')}**"
+             + (f", {run['waiting']}" if run.get("waiting") else ""),
              f"- started {fmt.date(run.get('started_at'))}, ended {fmt.date(run.get('ended_at'))}, "
              f"elapsed {fmt.duration(run.get('elapsed_s'))}",
              f"- attempts {run.get('attempts')}, restarts {run.get('restarts')}, bad saves {run.get('bad_saves') or 0}",
@@ -150,11 +151,12 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
     lines += ["", "## Alerts", ""]
     groups = r["alerts"].get("groups") or []
     if groups:
-        lines += [f"{len(groups)} cause(s), {r['alerts'].get('open', 0)} not acknowledged", ""]
-        lines += _table(["level", "cause", "count", "steps", "acknowledged", "first alert"],
+        lines += [f"{len(groups)} cause(s), {r['alerts'].get('open', 0)} open", ""]
+        lines += _table(["level", "cause", "count", "steps", "state", "first alert"],
                         [[str(g["level"]), str(g["key"]), str(g["count"]),
                           f"{g['first_step']}..{g['last_step']}" if g.get("first_step") is not None else fmt.NA,
-                          "yes" if g["acknowledged"] else "NO", str(g["title"])] for g in groups])
+                          str(g.get("standing") or ("acknowledged" if g["acknowledged"] else "open")),
+                          str(g["title"])] for g in groups])
     elif r["alerts"]["total"]:
         lines += _table(["rule", "count"], [[k, str(v)] for k, v in sorted(r["alerts"]["by_rule"].items())])
     else:

@@ -89,7 +89,8 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
         what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}" if job.get("job_id") else "started"
         sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}\n")
     else:
-        waiting = ", ".join(str(w) for w in ((state.get("cooldown") or {}).get("waiting_on") or [])) or "pre-flight"
+        from moeconsole.runner.rundir.snapshot import waiting_text
+        waiting = waiting_text((state.get("cooldown") or {}).get("waiting_on")) or "pre-flight"
         sys.stderr.write(f"run {run_dir.run_id} is {status}: waiting on {waiting}; the runner launches when "
                          f"it clears (directory {run_dir.path})\n")
     return 0

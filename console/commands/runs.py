@@ -103,6 +103,9 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
         _out(jsonio.dumps(summary))
         return 0
     r = summary["run"]
+    from moeconsole.runner.core.policy import is_crash_class
+    crashes = [c for c in summary["crashes"] if is_crash_class(c.get("class"))]
+    stops = [c for c in summary["crashes"] if not is_crash_class(c.get("class"))]
     lines = [
         f"{summary['name']}  {r.get('status_word') or fmt.NA}",
         f"  id        {summary['id']}",
@@ -113,13 +116,16 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
         f"restarts {summary['restarts'] or 0}/{fmt.NA if r.get('max_restarts') is None else r['max_restarts']}",
         f"  steps     {fmt.run_cell('last_step', summary)}",
         f"  loss      last {fmt.num(summary['last_loss'])}   min {fmt.num(summary['min_loss'])}",
-        f"  saves     bad {fmt.run_cell('bad_saves', summary)}   crashes {len(summary['crashes'])}"
+        f"  saves     bad {fmt.run_cell('bad_saves', summary)}   crashes {len(crashes)}"
         f"   last crash {summary.get('last_crash_class') or fmt.NA}",
         f"  alerts    open {fmt.run_cell('open_alerts', summary)}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
     if r.get("damaged"):
         lines.insert(1, f"  damaged   {r['damaged']}")
+    from moeconsole.runner.rundir.snapshot import waiting_words
+    if waiting_words(r):  # what a cooldown waits on, the status line's words
+        lines.insert(1, f"  {waiting_words(r)}")
     if summary["jobs"]:
         lines.append(f"{summary['engine'] or 'batch'} jobs ({len(summary['jobs'])})")
         lines += [f"  attempt {j.get('attempt')}  job {j['job_id']}  {j.get('state') or fmt.NA}"
@@ -128,19 +134,20 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
                   + (f"  on {','.join(j['nodes'])}" if j.get("nodes") else "") for j in summary["jobs"]]
     if summary.get("imported_from"):
         lines.insert(1, "  imported  a log not made by moeconsole (read only)")
-    lines.append(f"crashes ({len(summary['crashes'])})")
-    for c in summary["crashes"]:
+    lines.append(f"crashes ({len(crashes)})")
+    for c in crashes:
         lines.append(f"  {fmt.crash_line(c)}")
         if c.get("hint"):
             lines.append(f"    hint: {c['hint']}")
-    if not summary["crashes"]:
+    if not crashes:
         lines.append("  none")
+    lines += [f"  (attempt {c.get('attempt')} was ended by the user: {fmt.exit_words(c)}; not a crash)" for c in stops]
     groups = summary["alert_groups"]
     if groups:
         open_n = sum(1 for g in groups if g["active"])
         lines.append(f"alerts by cause ({len(groups)}, {open_n} open)")
         lines += [f"  {fmt.LEVEL_WORD.get(g['level'], g['level'].upper())} {g['headline']}"
-                  f"{'' if g['active'] else '  (acknowledged)'}" for g in groups]
+                  f"{'' if g['active'] else '  (' + str(g.get('standing') or 'acknowledged') + ')'}" for g in groups]
     lines.append(f"checkpoints ({len(summary['checkpoints'])})")
     lines += [f"  {fmt.checkpoint_line(c)[0]}  {c.get('path') or ''}" for c in summary["checkpoints"]] or ["  none"]
     if summary["alerts"]:

@@ -475,7 +475,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
              "doesn't exist on the Hub", "Repo id must", "LocalEntryNotFound", "requested files in the",
              "OfflineModeIsEnabled", "HF_HUB_OFFLINE", "We couldn't connect to", "Unauthorized for url",
-             "NotExistError", "does not exist!", "not exists on")),
+             "NotExistError", "does not exist!", "not exists on", "Can't load tokenizer for")),
     ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
               "QuotaExceeded", "unexpected pos ")),
 )
@@ -919,7 +919,15 @@ _ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not
 # model identifier listed on 'https://huggingface.co/models'", the gated repo's "Make sure to have
 # access to it at https://huggingface.co/ORG/NAME."), datasets' ("Dataset 'X' is a gated
 # dataset on the Hub", "Dataset 'X' doesn't exist on the Hub or cannot be accessed"), and ModelScope's
-# hub (NotExistError; "The request model: X does not exist!"; "Repo X not exists on ...").
+# hub (NotExistError; "The request model: X does not exist!"; "Repo X not exists on ..."), and
+# transformers' tokenizer loading (tokenization_utils_base.py, PreTrainedTokenizerBase.from_pretrained:
+# every vocab file resolved to None, cached_file asked not to raise on missing entries or connection
+# errors, so a Hub that is unreachable, refuses or has no such repo ends as
+# ``raise EnvironmentError(f"Can't load tokenizer for '{name}'. If you were trying to load it from
+# 'https://huggingface.co/models', make sure you don't have a local directory with the same name.
+# Otherwise, make sure '{name}' is the correct path to a directory containing all relevant files for
+# a {cls.__name__} tokenizer.")``, printed ``OSError: Can't load tokenizer for ...``; later versions
+# raise the same text as ``OSError`` for any non-OSError from cached_file).
 _HUB_GATED = re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"
                         r"|Make sure to have access to it at https?://|is a gated dataset on the Hub")
 _HUB_MISSING = re.compile(r"RepositoryNotFoundError|Repository Not Found for url|RevisionNotFoundError"
@@ -932,9 +940,12 @@ _HUB_OFFLINE = re.compile(r"LocalEntryNotFoundError|cannot find the requested fi
                           r"|offline mode is enabled|We couldn't connect to '?https?://huggingface\.co")
 _HUB_MODELSCOPE = re.compile(r"\bNotExistError\b|The request (?:model|dataset): \S+ does not exist!"
                              r"|Repo \S+ not exists on")
+_HUB_TOKENIZER = re.compile(r"Can't load tokenizer for '[^']*'")
+# the first kind of this order among the hits names the failure: a tokenizer that could not be
+# loaded after a Hub error the log also shows is that error
 _HUB_KINDS = (("gated", _HUB_GATED), ("bad_id", _HUB_BAD_ID), ("offline", _HUB_OFFLINE),
-              ("modelscope", _HUB_MODELSCOPE), ("missing", _HUB_MISSING))
-_HUB_REPO = re.compile(r"https?://(?:[^/\s@]+@)?huggingface\.co/(?:api/(?:models|datasets|spaces)/)?(?:datasets/)?(\S+)"
+              ("modelscope", _HUB_MODELSCOPE), ("missing", _HUB_MISSING), ("tokenizer", _HUB_TOKENIZER))
+_HUB_REPO = re.compile(r"Can't load tokenizer for '([^']+)'|https?://(?:[^/\s@]+@)?huggingface\.co/(?:api/(?:models|datasets|spaces)/)?(?:datasets/)?(\S+)"
                        r"|(?:Access to (?:model|dataset)|The request (?:model|dataset):|Repo) ([\w.-]+/[\w.-]+)"
                        r"|Dataset '([^']+)'")
 _HUB_URL_TAIL = re.compile(r"/(?:resolve|revision|refs|tree|blob)/.*$|[.,;:)'\"]+$")
@@ -1960,6 +1971,12 @@ _HUB_WHAT = {
                 "download the model/dataset into the cache the run uses first (`huggingface-cli download "
                 "REPO` with the same HF_HOME / HF_HUB_CACHE), point the recipe at a local directory, or "
                 "unset HF_HUB_OFFLINE"),
+    "tokenizer": ("the tokenizer could not be loaded, the Hugging Face Hub did not give its files (offline, "
+                  "no access, or no such repo) and no local directory holds them",
+                  "check the model / tokenizer id or path in the recipe; download it into the cache the run "
+                  "uses first (`huggingface-cli download REPO` with the same HF_HOME), log in for a gated or "
+                  "private repo (`huggingface-cli login` or HF_TOKEN in the recipe's env), or point the recipe "
+                  "at a local directory holding tokenizer_config.json and the vocab files"),
     "modelscope": ("ModelScope has no such model or dataset",
                    "check the id in the recipe (ms-swift's --model / --dataset), or use --use_hf true for a "
                    "Hugging Face id; a private one needs `modelscope login` (MODELSCOPE_API_TOKEN)"),
@@ -1971,7 +1988,7 @@ def _hub_verdict(hub: list[tuple[int, str, str]], status_lines: list) -> CrashVe
     kinds = [k for _, _, k in hub]
     kind = next(k for k, _ in _HUB_KINDS if k in kinds)
     repo = next((next(g for g in m.groups() if g) for _, t, _ in hub for m in [_HUB_REPO.search(t)] if m), None)
-    if repo:
+    if repo and not repo.startswith(("/", "./", "../", "~")):   # a local path is named whole
         repo = "/".join(_HUB_URL_TAIL.sub("", repo).split("/")[:2]) or None
     what, fix = _HUB_WHAT[kind]
     summary = what + (f": {repo}" if repo else "")

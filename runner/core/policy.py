@@ -90,7 +90,9 @@ def backoff_delay(consecutive_crashes: int, settings: RestartSettings) -> float:
 WAIT_CLASSES = frozenset({"gpu_unavailable", "slurm_unavailable"})
 
 
-def _is_crash_class(cls: str | None) -> bool:
+def is_crash_class(cls: str | None) -> bool:
+    """A class that is a crash: not the user's own kill (an attempt the user ended is no crash:
+    never counted, never the run's "last crash")."""
     return cls is not None and cls != "user_kill"
 
 
@@ -107,7 +109,7 @@ def consecutive_crashes(verdict: CrashVerdict, history: list[AttemptRecord],
         return 1
     count = 0
     for rec, cls in zip(reversed(history), reversed(_classes(verdict, history))):
-        if not _is_crash_class(cls):
+        if not is_crash_class(cls):
             break
         count += 1
         if rec.ended_at - rec.started_at >= settings.reset_after_s:
@@ -148,7 +150,7 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
 
     classes = _classes(verdict, history)
     # waits for a GPU have their own cap: they use neither restarts nor the no-progress count
-    crashes = sum(1 for c in classes if _is_crash_class(c) and c not in WAIT_CLASSES) or 1
+    crashes = sum(1 for c in classes if is_crash_class(c) and c not in WAIT_CLASSES) or 1
     restarts_used = crashes - 1
     if restarts_used >= settings.max_restarts:
         return Decision(FAIL, 0.0, f"restart cap reached ({restarts_used}/{settings.max_restarts} "
@@ -166,7 +168,7 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
         return Decision(PAUSE, 0.0, same, CRITICAL)
 
     recent = sum(1 for rec, c in zip(history, classes)
-                 if _is_crash_class(c) and c not in WAIT_CLASSES and now - rec.ended_at <= settings.crash_window_s)
+                 if is_crash_class(c) and c not in WAIT_CLASSES and now - rec.ended_at <= settings.crash_window_s)
     if recent > settings.max_crashes_per_window:
         return Decision(PAUSE, 0.0, f"{recent} crashes within {settings.crash_window_s:g} s "
                                     f"(limit {settings.max_crashes_per_window}); paused",

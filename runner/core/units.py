@@ -42,10 +42,43 @@ def fit_words(text: str, width: int) -> str:
             del words[i]
             if len(" ".join(words)) <= width:
                 return " ".join(words)
+    if any(_ID_WORD.match(w) for w in words[1:]):
+        kept = _keep_ids(words, width)
+        if kept is not None:
+            return kept
     while len(words) > 1 and len(" ".join(words)) + 1 > width:
         words.pop()
     kept = " ".join(words).rstrip(",;:")
     return clip(kept + "…", width) if len(kept) + 1 <= width else clip(kept, width)
+
+
+# A ``namespace/name`` id (a Hub repo such as ``meta-llama/Llama-3.1-8B``): what an alert is about,
+# so the words before it go first (a path has been reduced to its last part by then).
+_ID_WORD = re.compile(r"^['\"`(]?[\w.-]+/[\w.-]+['\"`),;:.]*$")
+
+
+def _keep_ids(words: list[str], width: int) -> str | None:
+    """``words`` in ``width`` losing whole words from the end but never an id (``_ID_WORD``):
+    where words went, "…" says so ("... gated on the Hugging Face Hub… meta-llama/Llama-3.1-8B").
+    None when the ids and the first word alone do not fit."""
+    keep = [True] * len(words)
+
+    def text() -> str:
+        out: list[str] = []
+        for i, w in enumerate(words):
+            if not keep[i]:
+                if out and not out[-1].endswith("…"):
+                    out[-1] = out[-1].rstrip(",;:") + "…"
+                continue
+            out.append(w)
+        return " ".join(out)
+
+    for i in range(len(words) - 1, 0, -1):
+        if len(text()) <= width:
+            return text()
+        if not _ID_WORD.match(words[i]):
+            keep[i] = False
+    return text() if len(text()) <= width else None
 
 
 def fit_with_tail(head: str, tail: str, width: int) -> str:

@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from moeconsole.runner.core.policy import is_crash_class
+
 
 @dataclass
 class EventTally:
@@ -34,7 +36,9 @@ class EventTally:
             self.attempt_started_at = t
             self.alerts_active.clear()
         elif kind == "crash":
-            self.crashes[str(ev.get("class") or "unknown")] += 1
+            cls = str(ev.get("class") or "unknown")
+            if is_crash_class(cls):  # a user's kill is no crash (the crash-loop rule counts these)
+                self.crashes[cls] += 1
         elif kind == "checkpoint":
             verdict = str(ev.get("verdict") or "unknown")
             self.checkpoints[verdict] += 1

@@ -17,7 +17,11 @@ again (a leak that keeps growing is news). A memory alert is an episode (``moeco
 opened once, then *updated* as its numbers move (``update`` > 0: the group's line shows the new
 numbers, but an update at the same level is not news and does not count again), and *resolved*
 (``resolved``, level info) once the condition is gone, or when the attempt it was about ends
-(``attempt_end``); a group whose episodes are all resolved is no longer active. ``acks.json`` is written by a console (atomic replace)
+(``attempt_end``); a group whose episodes are all resolved is no longer active. A bad save is a
+fact about one checkpoint: when that same checkpoint is verified ok later (its files were still
+being written at the first check, then completed; the keeper reports it again), the bad-save
+group holds no bad checkpoint any more and is resolved, saying why (``resolved_why``: "checkpoint-40
+verified ok on a later check"); a run that finished unsaved stays an alert. ``acks.json`` is written by a console (atomic replace)
 and read on every poll, so an acknowledgement in one console clears the alert in every console.
 """
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, TypedDict
 
 from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.core.policy import is_crash_class
 from moeconsole.runner.core.units import fit_with_tail
 
 ACKS_NAME = "acks.json"
@@ -46,7 +51,9 @@ CAUSE_OF_RULE = {
 CAUSE_OF_CRASH = {"divergence": "divergence", "hang": "hang"}
 # Rules that speak about the attempt that just ended: they join that attempt's crash.
 ABOUT_THE_CRASH = frozenset({"restart_policy"})
-NOT_AN_ALERT = frozenset({"user_kill"})  # a user's kill is an event the user caused, not news
+# Rules that call a checkpoint bad (its path in ``values``): a later ok verdict of every one
+# of their checkpoints resolves the group, unless another rule in it still holds (``unsaved``).
+BAD_SAVE_RULES = frozenset({"checkpoint_bad", "bad_saves"})
 # Rules whose newest occurrence names the group (the newest bad save is the one a resume meets),
 # with the steps from the first: every other cause keeps its first worst occurrence.
 NEWEST_TITLE = frozenset({"checkpoint_bad"})
@@ -80,6 +87,8 @@ class AlertGroup:
     news_t: float = 0.0          # the newest occurrence that is news (an episode's update is not)
     open_episodes: tuple[str, ...] = ()   # episode causes opened and not yet resolved
     resolved: bool = False       # every episode of the group has been resolved
+    resolved_why: str | None = None   # in words, why it ended (a bad save verified ok later)
+    bad_paths: tuple[str, ...] = ()   # the checkpoints this group calls bad that no later verdict cleared
 
     @property
     def critical(self) -> bool:
@@ -88,6 +97,13 @@ class AlertGroup:
     @property
     def active(self) -> bool:
         return not self.acknowledged and not self.resolved
+
+    def standing(self) -> str:
+        """Where the group stands, in the words every view uses: "open", "acknowledged", or
+        "resolved: <why>" (a resolved group's fact is gone; an acknowledged one was only seen)."""
+        if self.resolved:
+            return f"resolved: {self.resolved_why}" if self.resolved_why else "resolved"
+        return "acknowledged" if self.acknowledged else "open"
 
     def steps(self) -> str:
         """"step 10", "steps 10-42", or "" when no step is known."""
@@ -121,7 +137,9 @@ class AlertGroup:
                 "first_step": self.first_step, "last_step": self.last_step, "first_t": self.first_t,
                 "last_t": self.last_t, "attempts": list(self.attempts), "rules": list(self.rules),
                 "crash_class": self.crash_class, "hint": self.hint, "acknowledged": self.acknowledged,
-                "resolved": self.resolved, "active": self.active, "headline": self.headline()}
+                "resolved": self.resolved, "resolved_why": self.resolved_why, "active": self.active,
+                "standing": self.standing(),
+                "headline": self.headline()}
 
 
 def short_message(message: str, limit: int = 60) -> str:
@@ -150,7 +168,7 @@ def cause_of(ev: dict) -> str | None:
     kind = ev.get("type")
     if kind == "crash":
         cls = str(ev.get("class") or "unknown")
-        if cls in NOT_AN_ALERT:
+        if not is_crash_class(cls):  # a user's kill is an event the user caused, not news
             return None
         return CAUSE_OF_CRASH.get(cls, f"crash:{cls}")
     if kind != "alert" or str(ev.get("level") or "").lower() not in (CRITICAL, WARNING):
@@ -192,11 +210,16 @@ class AlertBook:
             # the next attempt opens its own with its own numbers
             for key, g in list(self._groups.items()):
                 if g.open_episodes:
-                    self._groups[key] = replace(g, open_episodes=(), resolved=True)
+                    self._groups[key] = replace(g, open_episodes=(), resolved=True,
+                                                resolved_why=f"attempt {ev.get('attempt') or '?'} ended")
+            return
+        if ev.get("type") == "checkpoint":
+            if ev.get("ok") is True and ev.get("path"):
+                self._cleared(str(ev["path"]))
             return
         episode = ev.get("cause") if ev.get("type") == "alert" and isinstance(ev.get("cause"), str) else None
         if episode and ev.get("resolved"):
-            self._resolve(CAUSE_OF_RULE.get(episode, episode), episode)
+            self._resolve(CAUSE_OF_RULE.get(episode, episode), episode, " ".join(str(ev.get("message") or "").split()))
             return
         cause = cause_of(ev)
         if cause is None:
@@ -215,7 +238,7 @@ class AlertBook:
             self._groups[cause] = AlertGroup(
                 key=cause, level=level, title=_title(ev), count=1, first_step=step, last_step=step, first_t=t,
                 last_t=t, attempts=(attempt,) if attempt is not None else (), rules=(rule,), crash_class=cls,
-                members=(ev,), news_t=t, open_episodes=episodes)
+                members=(ev,), news_t=t, open_episodes=episodes, bad_paths=_bad_paths(ev))
             return
         worse = level == CRITICAL and old.level != CRITICAL
         steps = [s for s in (old.first_step, step) if s is not None]
@@ -232,7 +255,8 @@ class AlertBook:
         self._groups[cause] = replace(
             old, level=CRITICAL if worse else old.level,
             title=_title(ev) if worse or newest or (episode and old.resolved) else old.title,
-            news_t=max(old.news_t, t), resolved=False,
+            news_t=max(old.news_t, t), resolved=False, resolved_why=None,
+            bad_paths=old.bad_paths + tuple(p for p in _bad_paths(ev) if p not in old.bad_paths),
             open_episodes=old.open_episodes + tuple(e for e in episodes if e not in old.open_episodes),
             count=old.count + (0 if decision else 1), first_step=min(steps) if steps else None,
             last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
@@ -241,12 +265,25 @@ class AlertBook:
             rules=old.rules + ((rule,) if rule not in old.rules else ()), crash_class=cls or old.crash_class,
             members=(old.members + (ev,))[-self.member_keep:])
 
-    def _resolve(self, cause: str, episode: str) -> None:
+    def _cleared(self, path: str) -> None:
+        """A checkpoint verified ok: no group calls it bad any more; a bad-save group left with
+        no bad checkpoint (and no other rule) is resolved, with why."""
+        for key, g in list(self._groups.items()):
+            if path not in g.bad_paths:
+                continue
+            left = tuple(p for p in g.bad_paths if p != path)
+            done = not left and set(g.rules) <= BAD_SAVE_RULES
+            why = f"{Path(path.rstrip('/')).name} verified ok on a later check" if done else None
+            self._groups[key] = replace(g, bad_paths=left, resolved=g.resolved or done,
+                                        resolved_why=why or g.resolved_why)
+
+    def _resolve(self, cause: str, episode: str, why: str) -> None:
         old = self._groups.get(cause)
         if old is None or episode not in old.open_episodes:
             return
         left = tuple(e for e in old.open_episodes if e != episode)
-        self._groups[cause] = replace(old, open_episodes=left, resolved=not left)
+        self._groups[cause] = replace(old, open_episodes=left, resolved=not left,
+                                      resolved_why=(why or None) if not left else None)
 
     def feed_all(self, events: Iterable[dict]) -> "AlertBook":
         for ev in events:
@@ -266,6 +303,15 @@ class AlertBook:
             out.append(replace(g, acknowledged=acked_through is not None and g.news_t <= acked_through,
                                hint=hints.get(g.crash_class or "") or None))
         return sorted(out, key=lambda g: g.last_t, reverse=True)
+
+
+def _bad_paths(ev: dict) -> tuple[str, ...]:
+    """The checkpoints a bad-save alert calls bad (``values.path``, ``values.paths``)."""
+    values = ev.get("values")
+    if ev.get("type") != "alert" or ev.get("rule") not in BAD_SAVE_RULES or not isinstance(values, dict):
+        return ()
+    paths = [values.get("path")] + (list(values["paths"]) if isinstance(values.get("paths"), list) else [])
+    return tuple(dict.fromkeys(str(p) for p in paths if isinstance(p, str) and p))
 
 
 def current(groups: Iterable[AlertGroup], open_now: dict[str, Any] | None) -> list[AlertGroup]:

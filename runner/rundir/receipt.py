@@ -226,9 +226,11 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
     elapsed = ((ended or now) - started) if isinstance(started, (int, float)) else None
     price = state.get("cost_per_hour")
     step_env = stats["step_time_s"].done()
+    status_word, waiting = _waiting(state, now)
     return Receipt(
         v=RECEIPT_VERSION, kind="moeconsole.receipt", generated_at=now,
         run={"id": run.run_id, "name": state.get("name"), "status": state.get("status"),
+             "status_word": status_word, "waiting": waiting,
              "started_at": started, "ended_at": ended, "elapsed_s": elapsed, "attempts": state.get("attempt"),
              "restarts": state.get("restarts", 0), "pause_reason": state.get("pause_reason"),
              "bad_saves": (state.get("bad_saves") or {}).get("total", sum(1 for c in checkpoints if not c.ok))},
@@ -248,6 +250,18 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
         memory=_memory_section(state, crashes),
         export=_export_section(run, checkpoints),
     )
+
+
+def _waiting(state: dict[str, Any], now: float) -> tuple[str, str | None]:
+    """The status word and what the run waits on, in the status line's words (their one owner,
+    ``moeconsole.runner.rundir.snapshot``): "COOLDOWN waiting for disk room" and "waiting on: room
+    on ...", "PRE-FLIGHT" and "waiting on: port 29500 busy", "PENDING (Resources)"; a run whose
+    runner is gone says so instead of waiting."""
+    from moeconsole.runner.rundir.snapshot import cooldown_now, runner_liveness, status_word, waiting_words
+    doc = {**state, "stale": runner_liveness(state, now)[2]}
+    if state.get("status") == rundir.COOLDOWN:
+        doc["cooldown"] = cooldown_now(state.get("cooldown"), now)
+    return status_word(doc), waiting_words(doc)
 
 
 def _export_section(run: rundir.RunDir, checkpoints: list[CheckpointLine]) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from moeconsole.runner.core.units import clip
+from moeconsole.runner.core.units import clip, duration
 from moeconsole.runner.rundir import jsonio, ranktimes, rundir, runfiles, seriesfile
 from moeconsole.runner.rundir.seriesfile import CHART_KEYS  # noqa: F401  (re-exported for rundiff and the console)
 from moeconsole.runner.core import nodehealth
@@ -140,6 +140,64 @@ def status_word(run: Doc) -> str:
         # Submitted but not (yet) running: Slurm's word and why, e.g. PENDING (Resources).
         return f"{job['state']} ({job['reason']})" if job.get("reason") else str(job["state"])
     return status
+
+
+def runner_liveness(state: Doc, now: float) -> tuple[bool, float | None, bool]:
+    """(runner alive, state age in seconds, stale) of a run: stale is a live run whose runner
+    on this host is dead, or lives but no longer moves its state (stuck, or a disk that refuses
+    writes) past ``stale_after_s``."""
+    runner = state.get("runner") or {}
+    runner_pid = runner.get("pid")
+    here = runner.get("host") == rundir.hostname()
+    alive = isinstance(runner_pid, int) and here and rundir.pid_alive(runner_pid)
+    live = state.get("status") in rundir.LIVE
+    updated, limit = state.get("updated_at"), state.get("stale_after_s")
+    state_age = now - updated if isinstance(updated, (int, float)) else None
+    frozen = live and state_age is not None and isinstance(limit, (int, float)) and state_age > limit
+    return alive, state_age, (live and here and not alive) or frozen
+
+
+def _last_crash(last: Any) -> Any:
+    """state.json's last crash, unless it is the user's kill (a run directory from before the
+    runner left it out: ``moeconsole.runner.core.policy.is_crash_class``)."""
+    from moeconsole.runner.core.policy import is_crash_class
+    cls = last.get("class") if isinstance(last, dict) else last
+    return last if is_crash_class(str(cls) if cls else None) else None
+
+
+def cooldown_now(cd: Any, now: float) -> Doc | None:
+    """state.json's cooldown with ``remaining_s`` (to its floor) as of ``now``; None without one."""
+    if not isinstance(cd, dict):
+        return None
+    return {**cd, "remaining_s": max(0.0, (cd.get("until") or now) - now)}
+
+
+def waiting_text(items: Any) -> str:
+    """What a cooldown waits on, in one line: its ``waiting_on`` entries joined ("port 29500 busy,
+    gpu memory on GPU 3")."""
+    out = []
+    for item in items or ():
+        if isinstance(item, dict):
+            what = item.get("what") or item.get("check") or item.get("name") or ""
+            detail = item.get("detail") or item.get("message") or ""
+            out.append(f"{what} {detail}".strip() or str(item))
+        else:
+            out.append(str(item))
+    return ", ".join(out)
+
+
+def waiting_words(run: Doc) -> str | None:
+    """What a waiting run waits on, in the words of the status line's second line (the one
+    owner: the console, ``runs show`` and the receipt read it): "waiting on: port 29500 busy (at
+    least 3s more)", "waiting on: the cooldown floor (at least 12s more)". None when the run does
+    not wait in a cooldown (a batch job's queue wait is in ``status_word``: "PENDING (Resources)")."""
+    if (run.get("status") or "").lower() != rundir.COOLDOWN or run.get("stale"):
+        return None
+    cd = run.get("cooldown") or {}
+    waiting = waiting_text(cd.get("waiting_on") or ())
+    left = finite_float(cd.get("remaining_s"))
+    floor = f" (at least {duration(left)} more)" if left else ""
+    return f"waiting on: {waiting or 'the cooldown floor'}{floor}"
 
 
 def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES,
@@ -278,17 +336,11 @@ class RunWatcher:
         runner = state.get("runner") or {}
         runner_pid = runner.get("pid")
         status = state.get("status")
-        alive = isinstance(runner_pid, int) and runner.get("host") == rundir.hostname() and rundir.pid_alive(runner_pid)
         live = status in rundir.LIVE
-        updated, limit = state.get("updated_at"), state.get("stale_after_s")
-        state_age = now - updated if isinstance(updated, (int, float)) else None
-        # A runner that lives but no longer moves its state (stuck, or a disk that refuses
-        # writes) is as stale as a dead one.
-        frozen = live and state_age is not None and isinstance(limit, (int, float)) and state_age > limit
-        stale = (live and runner.get("host") == rundir.hostname() and not alive) or frozen
+        alive, state_age, stale = runner_liveness(state, now)
         cd = state.get("cooldown")
         if cd and status == rundir.COOLDOWN:
-            cd = {**cd, "remaining_s": max(0.0, (cd.get("until") or now) - now)}
+            cd = cooldown_now(cd, now)
         step = state.get("step")
         max_steps = state.get("max_steps")
         lm = book.last_metrics or {}
@@ -329,7 +381,7 @@ class RunWatcher:
             "pgid": state.get("pgid"),
             "cooldown": cd if status == rundir.COOLDOWN else None,
             "pause_reason": state.get("pause_reason"),
-            "last_crash": state.get("last_crash"),
+            "last_crash": _last_crash(state.get("last_crash")),
             "exit_code": state.get("exit_code"),
             "started_at": started,
             "ended_at": ended,

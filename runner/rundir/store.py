@@ -135,14 +135,18 @@ def _open(path: Path) -> "sqlite3.Connection":
 
 
 def crash_facts(run: rundir.RunDir, state: dict) -> tuple[int, str | None]:
-    """How many crash reports the run has, and the class of the last crash."""
+    """How many crashes the run had (its crash reports but the user's kills:
+    ``moeconsole.runner.core.policy.is_crash_class``), and the class of the last crash."""
+    from moeconsole.runner.core.policy import is_crash_class
     try:
-        n = sum(1 for name in os.listdir(run.crashes) if name.startswith("attempt-") and name.endswith(".json"))
+        names = [name for name in os.listdir(run.crashes) if name.startswith("attempt-") and name.endswith(".json")]
     except OSError:
-        n = 0
+        names = []
+    reports = [jsonio.read_json(run.crashes / name) for name in names]
+    n = sum(1 for r in reports if not isinstance(r, dict) or is_crash_class(r.get("class")))
     last = state.get("last_crash")
     cls = last.get("class") if isinstance(last, dict) else (str(last) if last else None)
-    return n, cls
+    return n, cls if is_crash_class(cls) else None
 
 
 def alert_facts(run: rundir.RunDir, state: dict) -> dict[str, int]:

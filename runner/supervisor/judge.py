@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
 from moeconsole.runner.core.oom import crash_hint
-from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide, is_crash_class
 from moeconsole.runner.process.attempt import ExitStatus
 from moeconsole.runner.rundir.runfiles import CrashReport
 
@@ -132,14 +132,15 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     floor = floor_s * float(verdict.cooldown_scale or 1.0)
     decision = decide(verdict, [*history, record], settings, e.ended_at, floor_s=floor)
     events: list[JournalEvent] = [("crash", {
-        "attempt": n, "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery,
-        "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,
+        "attempt": n, "step": step,  # the last step the attempt logged: where it crashed (None before one)
+        "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery, "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,
         **({"memory_verdict": memory["verdict"], "memory_summary": memory["summary"]} if memory else {})})]
     if decision.alert:
         events.append(alert_event(decision.alert, "restart_policy", decision.reason, step=step, attempt=n,
                                   crash_class=verdict.cls))
-    state: dict[str, Any] = {"last_crash": {"class": verdict.cls, "attempt": n, "summary": verdict.summary},
-                             "exit_code": code}
+    state: dict[str, Any] = {"exit_code": code}
+    if is_crash_class(verdict.cls):  # the user's kill leaves the last crash as it was
+        state["last_crash"] = {"class": verdict.cls, "attempt": n, "summary": verdict.summary}
     if decision.action == "restart":
         state["restarts"] = e.restarts + 1
         judged = lc.Judged("restart", f"{verdict.cls}: {decision.reason}", decision.delay_s, floor)

@@ -573,6 +573,24 @@ HUB_CASES = [
     (["modelscope.hub.errors.NotExistError: The model: qwen/Qwen9-7B not exists"], ("ModelScope",), "--use_hf"),
     (["requests.exceptions.HTTPError: The request model: swift/llava-7b does not exist!"],
      ("ModelScope", "swift/llava-7b"), "modelscope login"),
+    # transformers tokenization_utils_base.py PreTrainedTokenizerBase.from_pretrained: every vocab file
+    # None (raise EnvironmentError, printed OSError); later versions raise the same OSError for any
+    # other exception of cached_file; a local directory is named whole
+    (["OSError: Can't load tokenizer for 'openai/clip-vit-large-patch14'. If you were trying to load it from "
+      "'https://huggingface.co/models', make sure you don't have a local directory with the same name. Otherwise, "
+      "make sure 'openai/clip-vit-large-patch14' is the correct path to a directory containing all relevant files "
+      "for a CLIPTokenizer tokenizer."], ("tokenizer could not be loaded", "openai/clip-vit-large-patch14"),
+     "huggingface-cli download"),
+    (["OSError: Can't load tokenizer for '/data/models/Qwen3-30B-A3B'. Otherwise, make sure "
+      "'/data/models/Qwen3-30B-A3B' is the correct path to a directory containing all relevant files for a "
+      "Qwen2TokenizerFast tokenizer."], ("tokenizer could not be loaded", "/data/models/Qwen3-30B-A3B"),
+     "tokenizer_config.json"),
+    # a Hub error the log shows before the tokenizer's own names the failure
+    (["huggingface_hub.errors.GatedRepoError: 401 Client Error.",
+      "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/tokenizer.json.",
+      "OSError: Can't load tokenizer for 'meta-llama/Llama-3.1-8B'. Otherwise, make sure 'meta-llama/Llama-3.1-8B' "
+      "is the correct path to a directory containing all relevant files for a LlamaTokenizerFast tokenizer."],
+     ("gated", "meta-llama/Llama-3.1-8B"), "request access"),
 ]
 
 

@@ -66,6 +66,16 @@ def test_tally_folds_events_and_active_alerts_reset_per_attempt():
     assert t.alerts_active == {("non_finite", "critical"): 1}
 
 
+def test_a_users_kill_is_not_counted_as_a_crash():
+    """moeconsole_crashes_total feeds the crash-loop rule (alert_rules.yml): a user who kills and
+    restarts a run four times in an hour did not make it crash."""
+    t = EventTally()
+    for ev in [{"type": "crash", "class": "cuda_oom", "attempt": 1}, {"type": "crash", "class": "user_kill", "attempt": 2},
+               {"type": "crash", "class": "user_kill", "attempt": 3}]:
+        t.add(ev)
+    assert t.crashes == {"cuda_oom": 1}
+
+
 def test_families_values_units_and_absent_fields():
     tally = EventTally()
     for ev in [{"type": "crash", "class": "nccl_error"}, {"type": "crash", "class": "nccl_error"},

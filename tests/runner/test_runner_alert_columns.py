@@ -38,7 +38,7 @@ def test_runs_ls_show_and_receipt_carry_bad_saves_open_alerts_and_the_crash_hint
 
     md = harness.cli("runs", "receipt", run.id, check=True).stdout
     assert f"- hint for attempt 1 (cuda_oom): {hint}" in md and "bad saves 1" in md
-    assert "2 cause(s), 2 not acknowledged" in md
+    assert "2 cause(s), 2 open" in md
     receipt = json.loads(harness.cli("runs", "receipt", run.id, "--json", check=True).stdout)
     assert receipt["crashes"][0]["hint"] == hint and receipt["run"]["bad_saves"] == 1
     assert {g["key"] for g in receipt["alerts"]["groups"]} == {"crash:cuda_oom", "checkpoints"}

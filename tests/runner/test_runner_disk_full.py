@@ -64,6 +64,9 @@ def test_disk_full_waits_for_room_then_resumes_from_the_last_verified_checkpoint
     assert snap["run"]["status_word"] == "COOLDOWN waiting for disk room", snap["run"]
     shown = harness.cli("runs", "show", run.id, check=True).stdout
     assert shown.splitlines()[0].endswith("  COOLDOWN waiting for disk room"), shown
+    # the receipt of the waiting run says the same words, with what it waits on (not "cooldown")
+    md = harness.cli("runs", "receipt", run.id, check=True).stdout
+    assert f"status **COOLDOWN waiting for disk room**, waiting on: room on {run.path / 'output'}: " in md, md[:400]
     assert any(f"room on {run.path / 'output'}: " in w and " free, need " in w
                for w in snap["run"]["cooldown"]["waiting_on"]), snap["run"]["cooldown"]
     assert [c.get("class") or c.get("cls") for c in snap["crashes"]] == ["disk_full"], snap["crashes"]
@@ -86,7 +89,8 @@ def test_disk_full_waits_for_room_then_resumes_from_the_last_verified_checkpoint
     second = next(i for i, e in enumerate(events) if e.get("type") == "attempt_start" and e.get("attempt") == 2)
     assert back < second and events[back]["message"].startswith(f"room again on {run.path / 'output'}: ")
     snap = json.loads(harness.cli("--json", "--once", run.id, check=True).stdout.splitlines()[-1])
-    assert next(g for g in snap["alert_groups"] if g["key"] == "disk_full")["resolved"]
+    group = next(g for g in snap["alert_groups"] if g["key"] == "disk_full")
+    assert group["resolved"] and group["standing"].startswith("resolved: room again on "), group
     assert not marked_processes(run.id)
 
 

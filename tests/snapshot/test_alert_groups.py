@@ -82,3 +82,36 @@ def test_an_acknowledgement_covers_what_was_seen_and_a_newer_alert_opens_it_agai
     acknowledge(tmp_path, [g])
     assert read_acks(tmp_path) == {"divergence": T + 50}
     assert with_acks(book.groups(), {"divergence": T + 50})[0].acknowledged
+
+
+def _bad(i, path, step):
+    return [ev(i, "checkpoint", attempt=1, path=path, step=step, verdict="empty_stub", ok=False),
+            ev(i + 0.1, "alert", attempt=1, level="critical", rule="checkpoint_bad", step=step,
+               message=f"checkpoint {path.rsplit('/', 1)[-1]} is empty_stub: no tensors",
+               values={"path": path, "verdict": "empty_stub"})]
+
+
+def _ok(i, path, step):
+    return [ev(i, "checkpoint", attempt=1, path=path, step=step, verdict="ok", ok=True)]
+
+
+def test_a_bad_save_verified_ok_later_resolves_and_a_bad_verdict_after_that_opens_it_again():
+    a, b = "/runs/x/output/checkpoint-4", "/runs/x/output/checkpoint-8"
+    book = AlertBook().feed_all(_bad(0, a, 4) + _bad(1, b, 8) + _ok(2, a, 4))
+    (g,) = book.groups()
+    assert g.active and g.standing() == "open", "checkpoint-8 is still bad"
+    book.feed_all(_ok(3, b, 8))
+    (g,) = book.groups()
+    assert (g.active, g.standing()) == (False, "resolved: checkpoint-8 verified ok on a later check")
+    assert g.to_dict()["resolved_why"] == "checkpoint-8 verified ok on a later check"
+    book.feed_all(_bad(4, b, 8))     # its files changed again and are bad now
+    (g,) = book.groups()
+    assert g.active and g.resolved_why is None
+
+
+def test_a_run_that_finished_unsaved_stays_an_alert_when_a_bad_save_is_later_ok():
+    a = "/runs/x/output/checkpoint-4"
+    unsaved = ev(1, "alert", attempt=1, level="critical", rule="unsaved", step=4,
+                 message="training finished but the newest checkpoint checkpoint-4 is empty_stub")
+    (g,) = AlertBook().feed_all(_bad(0, a, 4) + [unsaved] + _ok(2, a, 4)).groups()
+    assert g.active and g.standing() == "open"
