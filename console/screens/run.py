@@ -11,6 +11,7 @@ keys hidden: no runner listens). Every request goes to the runner's control sock
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -89,6 +90,7 @@ class RunScreen(Screen):
         # thread would share the interpreter with the first frame's layout and paint)
         self._history_waits = getattr(source, "importing", None) is not None
         self.first_frame_at: float | None = None   # time.monotonic() after the first frame was drawn
+        self._painted = threading.Event()   # set with first_frame_at: the poller's full poll waits for it
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -118,7 +120,8 @@ class RunScreen(Screen):
     def _poll_loop(self) -> None:
         worker = get_current_worker()
         poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
-        poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled)
+        poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled,
+                   painted=self._painted.wait)
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
@@ -141,6 +144,7 @@ class RunScreen(Screen):
         if self.first_frame_at is not None:
             return
         self.first_frame_at = time.monotonic()
+        self._painted.set()
         if self._history_waits:
             self._history_waits = False
             self.source.importing.start()
