@@ -327,7 +327,7 @@ class RunScreen(Screen):
         on a finished run, no z without a process that can be ended); process keys of a
         read-only console are shown dimmed."""
         if action == "back":
-            return len(self.app.screen_stack) > 2
+            return len(self.app.screen_stack) > 2 or _browser_behind(self.app)
         key = _RUN_KEY_BY_ACTION.get(action)
         if key is None:
             return True
@@ -461,7 +461,8 @@ class RunScreen(Screen):
                 for _ in range(len(stack) - 1 - i):
                     self.app.pop_screen()
                 return
-        self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch, clock=self.clock))
+        if not _browser_from_first_screen(self.app):   # attach PATH: the browser it was opened with
+            self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch, clock=self.clock))
 
     def action_log(self) -> None:
         from moeconsole.console.screens.logview import LogScreen
@@ -477,6 +478,21 @@ class RunScreen(Screen):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+        else:   # attach PATH: back to the run browser it was opened with
+            _browser_from_first_screen(self.app)
+
+
+def _browser_behind(app: object) -> bool:
+    """The console opened on a log path (``attach PATH``) with the run browser behind this screen
+    (``MoeConsole.browser_behind``; screens do not import the app)."""
+    return bool(getattr(app, "browser_behind", False))
+
+
+def _browser_from_first_screen(app: object) -> bool:
+    """Replace ``attach PATH``'s first screen with the run browser behind it
+    (``MoeConsole.browser_from_first_screen``); False: there is none."""
+    take = getattr(app, "browser_from_first_screen", None)
+    return bool(take()) if take is not None else False
 
 
 def _show(widget, visible: bool) -> None:
