@@ -106,7 +106,8 @@ class RunScreen(Screen):
                 yield BlockerTable(id="blockers")
                 yield EventPane(id="events")
             yield LogTail(id="logtail")
-        yield Footer()
+        # the key footer is mounted once the first frame is drawn (``_first_frame_drawn``): its
+        # keys' widgets and their style updates were a quarter of the first frame's layout CPU
 
     def on_mount(self) -> None:
         self.query_one("#blockers").display = False
@@ -145,9 +146,18 @@ class RunScreen(Screen):
             return
         self.first_frame_at = time.monotonic()
         self._painted.set()
+        self.call_later(self._mount_footer)
         if self._history_waits:
             self._history_waits = False
             self.source.importing.start()
+
+    async def _mount_footer(self) -> None:
+        """The key footer, after the first frame: mounted, then told the screen's bindings (it
+        shows them when the screen publishes them; the first publication was before it)."""
+        if not self.is_attached:   # the app closed right after its first frame
+            return
+        await self.mount(Footer())
+        self.refresh_bindings()
 
     def covered(self) -> bool:
         """Another opaque screen (the GPU view, the log pager, the browser) is on top: nothing of
