@@ -79,7 +79,10 @@ class MoeConsole(App[int]):
         self.register_theme(console_theme())
         self.theme = "moeconsole"
         self._scratch: Path | None = None
-        self._browser_pending = False   # attach PATH: the browser is pushed with the log's screen
+        # attach PATH: the run browser is what escape (or `b`) brings from the log's screen; it is
+        # made then, not beneath the log's screen before its first frame (composing it took about
+        # a fifth of the first frame's CPU)
+        self._browser_beneath = False
         self._alert_note: Notification | None = None
 
     @property
@@ -101,16 +104,32 @@ class MoeConsole(App[int]):
             self.open_run(self.first_run)
         else:
             if self.first_path is not None:
-                # the log's screen paints first: the browser comes with it, beneath it
-                self._browser_pending = True
+                # the log's screen paints first; the browser comes when the user leaves it
+                self._browser_beneath = True
                 self.open_foreign(self.first_path)
             else:
                 self._push_browser()
 
     def _push_browser(self) -> None:
         from moeconsole.console.screens.browser import BrowserScreen
-        self._browser_pending = False
+        self._browser_beneath = False
         self.push_screen(BrowserScreen(self.base, scratch=self.scratch_dir, clock=self.clock))
+
+    @property
+    def browser_behind(self) -> bool:
+        """``attach PATH``'s first screen: the run browser is behind it (made when asked for)."""
+        return self._browser_beneath and len(self.screen_stack) == 2
+
+    def browser_from_first_screen(self) -> bool:
+        """``attach PATH``: the log's screen was opened with the run browser behind it; replace
+        that screen with the browser (escape or `b` on it) and say so. False for any other screen
+        (then there is no browser behind it to return to)."""
+        if not self.browser_behind:
+            return False
+        from moeconsole.console.screens.browser import BrowserScreen
+        self._browser_beneath = False
+        self.switch_screen(BrowserScreen(self.base, scratch=self.scratch_dir, clock=self.clock))
+        return True
 
     def on_open_run(self, message: OpenRun) -> None:
         self.open_run(message.run, message.importing)
@@ -131,8 +150,6 @@ class MoeConsole(App[int]):
         """Show a run: live runs with GPU telemetry and the process keys, past runs without.
         ``importing``: the import reading a foreign log's history (started here)."""
         from moeconsole.console.screens.run import RunScreen
-        if self._browser_pending:   # ``attach PATH``: the browser beneath the log's screen (escape returns to it)
-            self._push_browser()
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
                            control_timeout=self.control_timeout, importing=importing, host=self.host)
@@ -149,7 +166,7 @@ class MoeConsole(App[int]):
         try:
             run, importing = start_import(Path(path).expanduser(), self.scratch_dir(), self.line_format)
         except Exception as exc:  # InputError and unreadable files: one line, keep the browser
-            if self._browser_pending:
+            if self._browser_beneath:
                 self.call_from_thread(self._push_browser)
             self.call_from_thread(self.notify, str(exc), severity="error")
             return

@@ -129,10 +129,13 @@ class Poller:
                 self._gpu_at = time.monotonic()
             snap = self.source.poll(telemetry=full, files_only=files_only)
             last_output = self.source.last_output_t(snap)
-            if self.heartbeat_s is None and last_output is not None and \
+            if self.heartbeat_s is None and not files_only and last_output is not None and \
                     self.clock() - last_output >= self.quiet_shown_s:
                 # the hang limit is shown beside the quiet time only: the recipe (and its YAML
-                # reader) is read once the run has been quiet, not on every attach
+                # reader) is read once the run has been quiet, not on every attach, and never for
+                # the first frame (the recipe's model imports the run policy's modules, numpy
+                # and YAML: about 0.2 s of CPU, more than the rest of the poll and the paint's
+                # layout together); the poll after it, at once, brings the limit
                 self.heartbeat_s = self.source.heartbeat_s()
             if not files_only and not self._format_read:
                 self._format_read = True
@@ -142,16 +145,22 @@ class Poller:
         except Exception as exc:  # a bad file must not kill the poller: show it and go on
             return Polled(None, f"{type(exc).__name__}: {exc}", heartbeat_s=self.heartbeat_s)
 
-    def run(self, deliver: Callable[[Polled], object], cancelled: Callable[[], bool]) -> None:
-        """Poll until ``cancelled()``: at once, then at each tick, poke or file change. With GPU
-        telemetry the first frame comes from the run's files alone and the full poll follows at
-        once (a first paint never waits on NVML and the process scan). A poll woken by a file
+    def run(self, deliver: Callable[[Polled], object], cancelled: Callable[[], bool],
+            painted: Callable[[float], object] | None = None) -> None:
+        """Poll until ``cancelled()``: at once, then at each tick, poke or file change. The first
+        frame comes from the run's files alone and the full poll follows at once (a first paint
+        never waits on NVML, the process scan, the directory watch's start or the recipe's hang
+        limit). ``painted(timeout)``: waits until the first frame is on screen (at most
+        ``timeout`` s, the poll interval); the full poll waits for it, so that its work does not
+        share the interpreter with the first frame's layout and paint. A poll woken by a file
         change between two ticks skips the GPU telemetry (shown again from the last full poll).
         Closes the watch at the end."""
         full = True
         try:
-            if self.source.gpu and not cancelled():
+            if not cancelled():
                 deliver(self.poll(full, files_only=True))
+                if painted is not None:
+                    painted(self.watch.interval)
             self.watch.start()   # after the first frame, before the poll that reads what it would report
             while not cancelled():
                 deliver(self.poll(full))

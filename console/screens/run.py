@@ -11,6 +11,7 @@ keys hidden: no runner listens). Every request goes to the runner's control sock
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -89,6 +90,7 @@ class RunScreen(Screen):
         # thread would share the interpreter with the first frame's layout and paint)
         self._history_waits = getattr(source, "importing", None) is not None
         self.first_frame_at: float | None = None   # time.monotonic() after the first frame was drawn
+        self._painted = threading.Event()   # set with first_frame_at: the poller's full poll waits for it
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -104,7 +106,8 @@ class RunScreen(Screen):
                 yield BlockerTable(id="blockers")
                 yield EventPane(id="events")
             yield LogTail(id="logtail")
-        yield Footer()
+        # the key footer is mounted once the first frame is drawn (``_first_frame_drawn``): its
+        # keys' widgets and their style updates were a quarter of the first frame's layout CPU
 
     def on_mount(self) -> None:
         self.query_one("#blockers").display = False
@@ -118,7 +121,8 @@ class RunScreen(Screen):
     def _poll_loop(self) -> None:
         worker = get_current_worker()
         poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
-        poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled)
+        poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled,
+                   painted=self._painted.wait)
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
@@ -141,9 +145,19 @@ class RunScreen(Screen):
         if self.first_frame_at is not None:
             return
         self.first_frame_at = time.monotonic()
+        self._painted.set()
+        self.call_later(self._mount_footer)
         if self._history_waits:
             self._history_waits = False
             self.source.importing.start()
+
+    async def _mount_footer(self) -> None:
+        """The key footer, after the first frame: mounted, then told the screen's bindings (it
+        shows them when the screen publishes them; the first publication was before it)."""
+        if not self.is_attached:   # the app closed right after its first frame
+            return
+        await self.mount(Footer())
+        self.refresh_bindings()
 
     def covered(self) -> bool:
         """Another opaque screen (the GPU view, the log pager, the browser) is on top: nothing of
@@ -323,7 +337,7 @@ class RunScreen(Screen):
         on a finished run, no z without a process that can be ended); process keys of a
         read-only console are shown dimmed."""
         if action == "back":
-            return len(self.app.screen_stack) > 2
+            return len(self.app.screen_stack) > 2 or _browser_behind(self.app)
         key = _RUN_KEY_BY_ACTION.get(action)
         if key is None:
             return True
@@ -457,7 +471,8 @@ class RunScreen(Screen):
                 for _ in range(len(stack) - 1 - i):
                     self.app.pop_screen()
                 return
-        self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch, clock=self.clock))
+        if not _browser_from_first_screen(self.app):   # attach PATH: the browser it was opened with
+            self.app.push_screen(BrowserScreen(self.base, scratch=self.scratch, clock=self.clock))
 
     def action_log(self) -> None:
         from moeconsole.console.screens.logview import LogScreen
@@ -473,6 +488,21 @@ class RunScreen(Screen):
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+        else:   # attach PATH: back to the run browser it was opened with
+            _browser_from_first_screen(self.app)
+
+
+def _browser_behind(app: object) -> bool:
+    """The console opened on a log path (``attach PATH``) with the run browser behind this screen
+    (``MoeConsole.browser_behind``; screens do not import the app)."""
+    return bool(getattr(app, "browser_behind", False))
+
+
+def _browser_from_first_screen(app: object) -> bool:
+    """Replace ``attach PATH``'s first screen with the run browser behind it
+    (``MoeConsole.browser_from_first_screen``); False: there is none."""
+    take = getattr(app, "browser_from_first_screen", None)
+    return bool(take()) if take is not None else False
 
 
 def _show(widget, visible: bool) -> None:

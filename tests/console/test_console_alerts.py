@@ -129,7 +129,8 @@ def test_quiet_time_shows_with_the_recipe_hang_limit(base, make_run):
         async with app.run_test(size=(160, 48)) as pilot:
             screen = await attached(pilot)
             status = screen.query_one(StatusLine)
-            await until_ui(pilot, lambda: "quiet" in status.plain_lines[0])
+            # the first frame shows the quiet time; the recipe's limit comes with the poll after it
+            await until_ui(pilot, lambda: "hang limit" in status.plain_lines[0])
             assert "quiet 2m05s (hang limit 10m00s)" in status.plain_lines[0]
             assert "ETA" not in status.plain_lines[0]  # hung for 250 steps: no guess
     asyncio.run(go())

@@ -117,3 +117,33 @@ def test_opening_a_log_reads_its_newest_steps_without_numpy(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["100", "False", "100", "True"]
+
+
+def test_the_key_footer_comes_right_after_the_first_frame(base, make_run, monkeypatch):
+    """The first frame is the run's data without the key footer (its keys' widgets and their
+    style updates were a quarter of that frame's layout); the footer follows at once and shows
+    the keys that apply to the run, kill among them for a live run."""
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+    run = live_run(base, make_run)
+    at_first_frame: list[int] = []
+    drawn = RunScreen._first_frame_drawn
+
+    def first_frame_drawn(self):   # what the first frame held, when Textual says it is drawn
+        if self.first_frame_at is None:
+            at_first_frame.append(len(self.query(Footer)))
+        drawn(self)
+    monkeypatch.setattr(RunScreen, "_first_frame_drawn", first_frame_drawn)
+
+    async def go() -> None:
+        app = app_for(base, run, telemetry=lambda state: (GPU, []), interval=30.0)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
+                                    and app.screen, what="the first frame")
+            assert at_first_frame == [0], "the footer was laid out in the first frame"
+            def shown() -> dict[str, str]:   # the footer's keys as drawn: key -> its label
+                return {str(k.key_display): k.description for k in screen.query(FooterKey) if k.region.area}
+            keys = await until_ui(pilot, lambda: "k" in shown() and shown(), what="the footer's keys")
+            assert keys["k"] == "Kill" and keys["q"] == "Detach"
+            assert "step 60/100" in "".join(screen.query_one(StatusLine).plain_lines)
+    asyncio.run(go())

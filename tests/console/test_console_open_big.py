@@ -188,3 +188,34 @@ def test_opening_a_live_runs_log_records_no_verdict_for_a_save_its_trainer_delet
     assert done == ["deleted"], done
     checks = [e for e in map(json.loads, run.events.read_text().splitlines()) if e.get("type") == "checkpoint"]
     assert [(Path(c["path"]).name, c["verdict"]) for c in checks] == [("checkpoint-4", "ok")], checks
+
+
+def test_attach_path_paints_the_log_first_and_escape_or_b_brings_the_run_browser(tmp_path, make_run):
+    """``attach PATH``: the first frame is the log's screen alone (the run browser is not composed
+    beneath it before that frame: about a fifth of its CPU); escape, or `b`, still brings the run
+    browser listing the runs directory, and a run opened from it returns there."""
+    from moeconsole.console.screens.browser import BrowserScreen
+    small = big_log(tmp_path / "small.log", 300)
+    base = tmp_path / "runs"
+    base.mkdir()
+    make_run(base, status="succeeded", steps=12)
+
+    async def go(key: str):
+        app = MoeConsole(base, None, interval=0.2, gpu=False, open_path=small)
+        async with app.run_test(size=(140, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
+                                    and app.screen)
+            assert not any(isinstance(s, BrowserScreen) for s in app.screen_stack), \
+                "the run browser was composed before the log's first frame"
+            assert "step 300/300" in screen.query_one(StatusLine).plain_lines[0]
+            await pilot.press(key)
+            browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows
+                                     and app.screen, what="the run browser")
+            assert len(browser.rows) == 1
+            assert not any(isinstance(s, RunScreen) for s in app.screen_stack)
+            await pilot.press("enter")   # the run it lists; escape returns to the browser
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen), what="the run from the browser")
+            await pilot.press("escape")
+            await until_ui(pilot, lambda: app.screen is browser, what="back to the browser")
+    for key in ("escape", "b"):
+        asyncio.run(go(key))

@@ -1,6 +1,7 @@
 """The run screen's poll loop without a UI (``moeconsole.console.runwatch.Poller``): it reads a real
 run directory, polls again when the directory changes, turns a bad read into an error instead of
-dying, reads the hang limit once the run has been quiet, and imports nothing of Textual. On the
+dying, reads the hang limit once the run has been quiet (not for the first frame), waits for the
+first frame to be painted before its full poll, and imports nothing of Textual. On the
 screen, a burst of snapshots is coalesced: the newest is shown, the stale ones are dropped, not
 queued behind a slow UI."""
 from __future__ import annotations
@@ -36,8 +37,12 @@ def test_the_poller_reads_the_run_and_polls_again_when_its_directory_changes(bas
         until(lambda: got, timeout=60, what="the first poll")
         first = got[0]
         assert first.error is None and first.snapshot.run["step"] == 40
-        assert first.last_output_t is not None
-        assert first.heartbeat_s == 1800.0, "quiet: the recipe's hang limit (the default) is read"
+        assert first.last_output_t is not None and first.files_only
+        # the first frame is the run's files alone: the recipe (its model's imports: 0.2 s of
+        # CPU) is not read for it; the poll after it, at once, brings the hang limit
+        assert first.heartbeat_s is None, "the recipe was read before the first frame"
+        second = until(lambda: got[1] if len(got) > 1 else None, timeout=60, what="the poll after the first")
+        assert second.heartbeat_s == 1800.0, "quiet: the recipe's hang limit (the default) is read"
         rec = jsonio.read_jsonl(run.metrics)[-1]
         jsonio.append_jsonl(run.metrics, {**rec, "step": 41, "loss": 0.25})
         # the timer is an hour: only the change in the run directory can bring this poll
@@ -47,6 +52,34 @@ def test_the_poller_reads_the_run_and_polls_again_when_its_directory_changes(bas
         assert newer.snapshot.series["loss"].last() == 0.25
     finally:
         stop.set()
+        poller.watch.poke()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+
+
+def test_the_full_poll_waits_until_the_first_frame_is_painted(base, make_run):
+    """The first frame's poll reads the run's files alone; the full poll (NVML, the process scan,
+    the directory watch's start, the recipe) comes once the screen says the frame is painted."""
+    run = make_run(base, status="running", steps=40)
+    poller = _poller(run, clock=lambda: 1e12)
+    got: list = []
+    stop, painted, asked = threading.Event(), threading.Event(), threading.Event()
+
+    def wait_painted(timeout: float) -> bool:
+        asked.set()
+        return painted.wait(timeout)
+    thread = threading.Thread(target=poller.run, args=(got.append, stop.is_set, wait_painted), daemon=True)
+    thread.start()
+    try:
+        until(asked.is_set, timeout=60, what="the poller asking whether the first frame is painted")
+        assert len(got) == 1 and got[0].files_only and got[0].snapshot.run["step"] == 40
+        assert not poller.watch._watch_started, "the directory watch started before the first frame was painted"
+        painted.set()
+        second = until(lambda: got[1] if len(got) > 1 else None, timeout=60, what="the full poll")
+        assert not second.files_only and second.heartbeat_s == 1800.0
+    finally:
+        stop.set()
+        painted.set()
         poller.watch.poke()
         thread.join(timeout=60)
     assert not thread.is_alive()
