@@ -29,7 +29,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.pydict import split_objects
-from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, epoch_step, eval_key, eval_mark, eval_step,
+from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
@@ -639,6 +639,7 @@ class LogParser:
             self._unparsed(text, suspect=True)
             return []
         mapping, src = got
+        mapping = framework_mapping(mapping)
         kind = classify_mapping(mapping)
         if kind not in ("final", "summary"):
             # a null value was not logged (LLaMA-Factory's trainer_log.jsonl writes every key of

@@ -464,6 +464,38 @@ def epoch_step(m: dict) -> int | None:
     return epoch if type(epoch) is int and is_step(epoch) else None
 
 
+_MMCV_MODES = ("train", "val")
+
+
+def framework_mapping(m: dict) -> dict:
+    """A dict or JSON line in a framework's own nesting or units, as the flat mapping the
+    readers take (``m`` itself when it is none of these; the template reader learns only such
+    lines):
+
+    - caikit-nlp's training-loss file (``peft_prompt_tuning.py`` ``save``:
+      ``json.dump({"name": "loss", "data": loss_log})``, ``loss_log`` = ``{"epoch", "step",
+      "value", "timestamp"}``): one named metric at a step -> ``{"loss": value, "step": ...}``;
+    - mmcv 1.x ``TextLoggerHook._dump_log`` (the ``*.log.json`` file, also printed): an
+      ``OrderedDict(mode=, epoch=, iter=)``, then ``lr``, ``memory`` (``_get_max_memory``: MB)
+      and the log buffer (``time``: the IterTimerHook's seconds per iteration). Mode ``train``:
+      ``time`` is the step time, ``memory`` MB; mode ``val``: the evaluation's values after the
+      training step ``iter`` (``lr`` is the optimizer's, not an evaluation value)."""
+    data, name = m.get("data"), m.get("name")
+    if len(m) == 2 and isinstance(name, str) and isinstance(data, dict) and "value" in data \
+            and not isinstance(data["value"], (dict, list)):
+        flat = {k: v for k, v in data.items() if k != "value"}
+        flat[name] = data["value"]
+        return flat
+    mode = m.get("mode")
+    if mode in _MMCV_MODES and "epoch" in m and "iter" in m:
+        if mode == "train":
+            renamed = {"time": "step_time", "memory": "memory(MB)"}
+            return {renamed.get(k, k): v for k, v in m.items() if k != "mode"}
+        return {k if k in ("epoch", "iter") else f"val_{k}": v for k, v in m.items()
+                if k not in ("mode", "lr")}
+    return m
+
+
 def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> dict | None:
     """A metric record from a flat mapping, or None when it has no step and no inferred one.
 

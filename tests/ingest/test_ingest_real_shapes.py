@@ -185,3 +185,33 @@ def test_deit_log_txt_lines_are_steps_at_their_epoch():
     assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(0, 1.1), (1, 1.0), (2, 0.9)]
     recs, _ = parse('{"loss": 2.5, "learning_rate": 1e-05, "epoch": 3.0}', '{"loss": 2.4, "learning_rate": 1e-05, "epoch": 4.0}')
     assert [r["step"] for r in recs] == [1, 2]
+
+
+def mmcv_json(mode: str, it: int, **values: float) -> str:
+    """mmcv 1.x TextLoggerHook._dump_log: json.dumps of OrderedDict(mode=, epoch=, iter=), then
+    lr, memory (_get_max_memory: MB) and the log buffer (time: IterTimerHook's s/iter)."""
+    import json
+    return json.dumps({"mode": mode, "epoch": 1, "iter": it, "lr": 1e-05, **values})
+
+
+def test_mmcv_json_log_time_is_the_step_time_and_memory_mib_also_in_bulk(tmp_path):
+    from moeconsole.runner.ingest import marks_from_path, records_from_path
+    lines = [mmcv_json("train", 50 * n, memory=10240, data_time=0.01, loss_cls=1.0, loss=1.0 + 1 / n,
+                       time=0.5 + n / 1000) for n in range(1, 301)]
+    lines.append(mmcv_json("val", 15000, bbox_mAP=0.3, bbox_mAP_50=0.5))
+    for got in (parse(*lines)[0], records_from_path(tmp_path.joinpath("x.log.json").write_text(
+            "\n".join(lines) + "\n") and tmp_path / "x.log.json")[0]):
+        assert len(got) == 300 and [r["step"] for r in got] == [50 * n for n in range(1, 301)]
+        assert (got[1]["loss"], got[1]["step_time_s"], got[1]["mem_gib"]) == (1.5, 0.502, 10.0)
+        assert "time" not in got[1]["extra"] and "mode" not in got[1]["extra"]
+    (ev,) = [m for m in marks_from_path(tmp_path / "x.log.json") if m["kind"] == "eval"]
+    assert ev["step"] == 15000 and ev["split"] == "val" and ev["values"]["val_bbox_mAP"] == 0.3
+
+
+def test_caikit_named_metric_json_lines_are_steps():
+    """caikit-nlp peft_prompt_tuning.py save(): json.dump({"name": "loss", "data": loss_log})
+    with loss_log = {"epoch", "step", "value", "timestamp"}."""
+    recs, p = parse(*(f'{{"name": "loss", "data": {{"epoch": 0.01, "step": {s}, "value": {v}, '
+                      f'"timestamp": "2023-09-26T19:25:18.737364"}}}}' for s, v in ((1, 3.9274), (2, 4.4904))))
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(1, 3.9274, 0.01), (2, 4.4904, 0.01)]
+    assert p.stats.unparsed_lines == 0
