@@ -491,6 +491,34 @@ def read_litgpt(text: str) -> tuple[dict, str] | EvalLine | None:
 #   f'==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = {world_size}' ...
 # then, every logging_steps, progress_bar.write(f"{step}, {round(loss, 4)}") before
 # progress_bar.update(1): the 0-based index of the step just done and its loss.
+# ClearerVoice-Studio's solvers (train/speech_enhancement/solver.py, train/speech_separation/
+# solver.py), every print_freq batches of an epoch (self.epoch from 0):
+#   'Train Epoch: {}/{} Step: {}/{} | {:2.3f}s/batch | lr {:1.4e} |' then, by network,
+#   '| Mask_Loss {:2.4f}'  |  '| Total_Loss {:2.4f}| CMask_Loss {:2.4f}| SiSNR_Loss {:2.4f}'  |
+#   '| Gen_Loss {:2.4f}| Disc_Loss {:2.4f}'  |  ' Total_Loss {:2.4f}' (speech separation)
+# s/batch is the epoch's mean so far; the loss is the one the epoch's Train Loss averages
+# (Total_Loss, the generator's Gen_Loss, else the only one printed).
+_CLEARERVOICE_RE = re.compile(r"^Train Epoch: (\d+)/(\d+) Step: (\d+)/(\d+) \| (" + _NUM + r")s/batch \| lr ("
+                              + _NUM + r") \|((?:\|? ?\w+_Loss " + _NUM + r")+)\s*$")
+_CLEARERVOICE_LOSS_RE = re.compile(r"(\w+_Loss) (" + _NUM + r")")
+
+
+def read_clearervoice(text: str) -> tuple[dict, str] | None:
+    m = _CLEARERVOICE_RE.match(text)
+    if m is None:
+        return None
+    epoch, _, i, batches = (int(m.group(k)) for k in (1, 2, 3, 4))
+    losses = dict(_CLEARERVOICE_LOSS_RE.findall(m.group(7)))
+    main = next((k for k in ("Total_Loss", "Gen_Loss") if k in losses), None)
+    if main is None and len(losses) == 1:
+        main = next(iter(losses))
+    out: dict = {"step": epoch * batches + i, "epoch": epoch, "step_time": m.group(5), "lr": m.group(6)}
+    if main is not None:
+        out["loss"] = losses.pop(main)
+    out.update(losses)
+    return out, "clearervoice"
+
+
 UNSLOTH_BANNER_RE = re.compile(r"^==\(\(====\)\)==\s+Unsloth\b")
 _UNSLOTH_STEP_RE = re.compile(r"^(\d+), (" + _NUM + r")$")
 

@@ -215,3 +215,23 @@ def test_caikit_named_metric_json_lines_are_steps():
                       f'"timestamp": "2023-09-26T19:25:18.737364"}}}}' for s, v in ((1, 3.9274), (2, 4.4904))))
     assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(1, 3.9274, 0.01), (2, 4.4904, 0.01)]
     assert p.stats.unparsed_lines == 0
+
+
+# ClearerVoice-Studio train/speech_enhancement/solver.py and train/speech_separation/solver.py:
+# 'Train Epoch: {}/{} Step: {}/{} | {:2.3f}s/batch | lr {:1.4e} |' + the network's losses.
+CLEARERVOICE = "Train Epoch: {e}/100 Step: {i}/965 | 2.057s/batch | lr 5.0000e-04 |{losses}"
+
+
+@pytest.mark.parametrize("losses,loss,extra", [
+    ("| Mask_Loss {v:2.4f}", "v", {}),
+    ("| Total_Loss {v:2.4f}| CMask_Loss 0.5000| SiSNR_Loss -12.3400", "v", {"CMask_Loss": 0.5, "SiSNR_Loss": -12.34}),
+    ("| Gen_Loss {v:2.4f}| Disc_Loss 0.2500", "v", {"Disc_Loss": 0.25}),
+    (" Total_Loss {v:2.4f}", "v", {}),
+])
+def test_clearervoice_solver_lines_every_network(losses, loss, extra):
+    lines = [CLEARERVOICE.format(e=e, i=i, losses=losses.format(v=1 + i / 1000)) for e in (0, 1) for i in (10, 960)]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 1.01), (960, 1.96), (975, 1.01), (1925, 1.96)]
+    assert (recs[0]["step_time_s"], recs[0]["lr"], recs[2]["epoch"]) == (2.057, 5e-4, 1.0)
+    assert {k: v for k, v in recs[0]["extra"].items() if k != "step_inferred"} == extra
+    assert p.stats.unparsed_lines == 0
