@@ -438,11 +438,21 @@ def convert_extra(value: Any) -> Any:
     return None
 
 
+# Keys of a training step's own dict that the end-of-training summary never has.
+_STEP_ONLY_KEYS = ("loss", "learning_rate", "grad_norm")
+
+
 def classify_mapping(m: dict) -> str:
     """'metric', 'eval', 'summary', 'final' or 'other' for a parsed dict/JSON object."""
     if "last_model_checkpoint" in m or "log_history" in m:
         return "final"
-    if "train_runtime" in m or "train_num_updates" in m:   # HF's end of training; fairseq's end of epoch
+    if "train_num_updates" in m:   # fairseq's end of epoch
+        return "summary"
+    if "train_runtime" in m and not any(k in m for k in _STEP_ONLY_KEYS):
+        # HF's end of training ({'train_runtime', 'train_samples_per_second', ..., 'train_loss',
+        # 'epoch'}); a step's dict carries train_runtime too when include_num_input_tokens_seen
+        # is on (Trainer._maybe_log_save_evaluate: logs.update(speed_metrics("train", start_time,
+        # num_tokens=...))), beside its loss and learning rate
         return "summary"
     if not has_train_metric(m) and any(eval_key(k) is not None for k in m):
         return "eval"

@@ -235,3 +235,16 @@ def test_clearervoice_solver_lines_every_network(losses, loss, extra):
     assert (recs[0]["step_time_s"], recs[0]["lr"], recs[2]["epoch"]) == (2.057, 5e-4, 1.0)
     assert {k: v for k, v in recs[0]["extra"].items() if k != "step_inferred"} == extra
     assert p.stats.unparsed_lines == 0
+
+
+def test_step_dicts_with_speed_metrics_are_steps_and_the_end_summary_stays_a_summary():
+    """transformers with include_num_input_tokens_seen adds speed_metrics("train", ...) to every
+    step's logs (train_runtime, train_tokens_per_second); the end-of-training dict has
+    train_runtime and train_loss but no loss / learning_rate / grad_norm."""
+    step = ("{'loss': '%s', 'grad_norm': '2.578', 'learning_rate': '0.000156', 'epoch': '0.00748', "
+            "'num_input_tokens_seen': 286019, 'train_runtime': '110.7', 'train_tokens_per_second': '2583'}")
+    recs, p = parse(step % "14.88", step % "14.64",
+                    "{'train_runtime': 120.5, 'train_samples_per_second': 3.9, 'train_steps_per_second': 0.25, "
+                    "'train_loss': 14.7, 'epoch': 0.0083}")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 14.88), (2, 14.64)]
+    assert [m["kind"] for m in p.marks] == ["train_summary"]
