@@ -799,11 +799,14 @@ def read_mark(text: str) -> dict | None:
 
 # --------------------------------------------------------------------------- progress-bar postfix
 
-# "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{, postfix}]" and the
-# total-less "{desc}: {n}{unit} [{elapsed}, {rate}{, postfix}]".
+# "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{, postfix}]", the same
+# without the bar where the terminal width is unknown (tqdm format_meter with ncols=0: "return
+# l_bar[:-1] + r_bar[1:]", so "{desc}: {pct}% {n}/{total} [...]", as Colab shows Lightning's bar)
+# and the total-less "{desc}: {n}{unit} [{elapsed}, {rate}{, postfix}]" (lines.BAR_RE, which
+# strips a bar, reads the same forms).
 _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
-    r"(?:\d{1,3}%\|[^|\r\n]{0,300}\|\s*(?P<n>\d+)/(?P<tot>\d+|\?)"
+    r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
     r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})(?P<post>,[^\]\r\n]*)\]\s*$")
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a

@@ -248,3 +248,13 @@ def test_step_dicts_with_speed_metrics_are_steps_and_the_end_summary_stays_a_sum
                     "'train_loss': 14.7, 'epoch': 0.0083}")
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 14.88), (2, 14.64)]
     assert [m["kind"] for m in p.marks] == ["train_summary"]
+
+
+def test_lightning_bar_drawn_without_its_bar_gives_the_step_loss():
+    """tqdm's format_meter with ncols=0 (width unknown, as in Colab) returns l_bar[:-1] + r_bar[1:]:
+    "Epoch 0:  97% 1651/1702 [13:00<00:24,  2.11it/s, loss=0.158, v_num=0, train_loss=0.149]"."""
+    recs, p = parse(*(f"Epoch 0:  97% {n}/1702 [13:00<00:24,  2.11it/s, loss=0.{n - 1500}, v_num=0, train_loss=0.149]"
+                      for n in (1651, 1652, 1653)))
+    assert [(r["step"], r["loss"], r["extra"]["loss_smoothed"]) for r in recs] == [
+        (1651, 0.149, 0.151), (1652, 0.149, 0.152), (1653, 0.149, 0.153)]
+    assert all(r["src"] == "pl_bar" for r in recs)
