@@ -160,7 +160,7 @@ LEARNED_KEYS: dict[str, str] = {
     "memory_allocated": "mem_gib", "max_memory": "mem_gib", "peak_memory": "mem_gib", "mem_gb": "mem_gib",
     "max_memory_allocated_gb": "mem_gib", "max_memory_reserved_gb": "mem_gib", "memory (gb)": "mem_gib",
     "mem (gb)": "mem_gib", "memory(gb)": "mem_gib", "memory_gb": "mem_gib", "gpu memory": "mem_gib",
-    "time": "step_time_s", "batch time": "step_time_s", "step time": "step_time_s", "iter time": "step_time_s",
+    "time": "step_time_s", "batch time": "step_time_s", "run time": "step_time_s", "step time": "step_time_s", "iter time": "step_time_s",
     "dt": "step_time_s", "time/step": "step_time_s", "time per step": "step_time_s", "step_time": "step_time_s",
     "ms/batch": "step_time_s", "ms/step": "step_time_s", "ms/it": "step_time_s", "sec/step": "step_time_s",
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",

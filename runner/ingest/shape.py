@@ -158,6 +158,41 @@ _HEX_NAME_RE = re.compile(r"[0-9a-f:.\-]+", re.IGNORECASE)
 _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.\-/]+\.\w+:\d+\]")
 
 
+# Lines that print each value before its name, pieces joined by ", ": tinygrad's training
+# examples (examples/mlperf/model_train.py, hlb_cifar10.py, beautiful_mnist.py print
+# f"{i:5} {t*1000:7.2f} ms run, {loss:5.2f} loss, {lr:.12f} LR, {mem/1e9:.2f} GB used,
+# {gflops:9.2f} GFLOPS"). Every piece after the first is "NUMBER [UNIT] NAME"; the first may
+# start with the unnamed step. "N s run" / "N ms run" is the step's run time, "N GB used" its memory.
+_VALUE_FIRST_PIECE_RE = re.compile(
+    r"^\s*(?P<lead>\d+\s+)?(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+    r"(?:\s?(?P<unit>ms|s|GB|MB|GiB|MiB|%))?\s+(?P<name>[A-Za-z][A-Za-z_/]*(?: [A-Za-z][A-Za-z_/]*){0,2})\s*$")
+_TIME_UNITS = frozenset(("ms", "s"))
+_MEM_UNITS = frozenset(("GB", "MB", "GiB", "MiB"))
+
+
+def name_first(text: str) -> str:
+    """``text`` with each value's name put before it when every piece prints the value first
+    (``1 93.44 s run, 11.8750 loss, 1e-12 LR`` -> ``1 run time 93.44 s, loss 11.8750, LR 1e-12``),
+    else ``text`` itself."""
+    if ", " not in text:
+        return text
+    pieces = text.split(", ")
+    if len(pieces) < 3:
+        return text
+    out = []
+    for i, piece in enumerate(pieces):
+        m = _VALUE_FIRST_PIECE_RE.match(piece)
+        if m is None or (m.group("lead") and i) or _norm(m.group("name")) in _STOP:
+            return text
+        name, unit = m.group("name"), m.group("unit") or ""
+        if name == "run" and unit in _TIME_UNITS:
+            name = "run time"
+        elif name == "used" and unit in _MEM_UNITS:
+            name = "mem used"   # GlobalCounters.mem_used
+        out.append(f"{m.group('lead') or ''}{name} {m.group('num')}{' ' + unit if unit else ''}")
+    return ", ".join(out)
+
+
 def _names_a_metric(name: str) -> bool:
     return not _HEX_NAME_RE.fullmatch(name) and bool(_METRIC_WORD_RE.search(name))
 
@@ -290,6 +325,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     body = strip_prefix_full(text)
     if _CPP_DIAG_RE.match(body):
         return None
+    body = name_first(body)
     shape, toks = tokenize(body)
     if not toks:
         return None

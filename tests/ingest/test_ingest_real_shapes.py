@@ -258,3 +258,19 @@ def test_lightning_bar_drawn_without_its_bar_gives_the_step_loss():
     assert [(r["step"], r["loss"], r["extra"]["loss_smoothed"]) for r in recs] == [
         (1651, 0.149, 0.151), (1652, 0.149, 0.152), (1653, 0.149, 0.153)]
     assert all(r["src"] == "pl_bar" for r in recs)
+
+
+@pytest.mark.parametrize("line,loss,lr,step_time,mem", [
+    # tinygrad examples/mlperf/model_train.py (llama)
+    ("{i:5} 4.32 s run, {loss:.4f} loss, 0.000000000002 LR, 1454.57 GB used, 401488.40 GFLOPS", 11.875, 2e-12, 4.32, 1454.57),
+    # tinygrad hlb_cifar10.py / beautiful_mnist-style: several ms pieces, the run time first
+    ("{i:3d}  123.45 ms run,   20.10 ms python,  103.35 ms CUDA, {loss:5.2f} loss, 0.000400 LR, 2.10 GB used,  1234.56 GFLOPS",
+     11.88, 0.0004, 0.12345, 2.1),
+])
+def test_values_printed_before_their_names_are_named_by_the_words_after(line, loss, lr, step_time, mem):
+    recs, _ = parse(*(line.format(i=i, loss=11.875) for i in (1, 2, 3)))
+    assert [r["step"] for r in recs] == [1, 2, 3]
+    assert (recs[0]["loss"], recs[0]["lr"], recs[0]["step_time_s"], recs[0]["mem_gib"]) == (loss, lr, step_time, mem)
+    # names printed first, pieces joined by ", " as well: read as before
+    recs, _ = parse("step 1, loss 2.5, lr 0.001, grad_norm 1.5", "step 2, loss 2.4, lr 0.001, grad_norm 1.4")
+    assert [(r["step"], r["loss"], r["lr"], r["grad_norm"]) for r in recs] == [(1, 2.5, 0.001, 1.5), (2, 2.4, 0.001, 1.4)]
