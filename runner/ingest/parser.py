@@ -49,6 +49,9 @@ MAX_EXAMPLES = 5
 _PCT_TAIL_RE = re.compile(r"[:\s]*\d{1,3}$")
 _DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 # Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
+# pdsh's label before each line of a remote node (DeepSpeed's multi-node launcher):
+# "10.96.202.43: " or "worker-1: "; a timestamp or a logger prefix is not a host.
+_HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $")
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
@@ -142,6 +145,7 @@ class LogParser:
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
+        self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._line_text = ""                    # the line being read (an example when it is skipped)
@@ -294,7 +298,8 @@ class LogParser:
                 return self._from_reader(tft, rank) or []
             cut = formats.split_prefixed_object(text)
             if cut is not None:
-                got = self._object(cut[1], rank, prefixed=True)
+                host = _HOST_LABEL_RE.match(cut[0])
+                got = self._object(cut[1], rank, prefixed=True, label=host.group(1) if host else None)
                 if got is not None:
                     return got
         for reader in _READERS:
@@ -504,6 +509,7 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval = None
         self.shapes = shape.LearnerState()
+        self._dict_process = None
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -625,9 +631,11 @@ class LogParser:
             self._counted_line = line
             self.stats.metric_lines += 1
 
-    def _object(self, text: str, rank: int | None, prefixed: bool = False) -> list[LogEvent] | None:
+    def _object(self, text: str, rank: int | None, prefixed: bool = False,
+                label: str | None = None) -> list[LogEvent] | None:
         """A dict line. ``prefixed``: the dict stood behind a logger prefix; it is read only when
-        it names a step or a loss (else None: the line is something else)."""
+        it names a step or a loss (else None: the line is something else). ``label``: the
+        pdsh host label before it (``10.96.202.43: {...}``)."""
         got = formats.read_object(text)
         if got is None:
             parts = None if prefixed else split_objects(text)
@@ -650,6 +658,10 @@ class LogParser:
         if prefixed and not (kind in ("summary", "final") or any(k in mapping for k in STEP_KEYS)
                              or has_train_metric(mapping) or kind == "eval"):
             return None
+        if kind in ("metric", "eval") and self._other_process(mapping, rank, label):
+            self.stats.ignored_lines += 1
+            self.reason = "another process's copy of a step-less dict (one process's are read)"
+            return []
         if kind == "metric":
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None
@@ -685,6 +697,18 @@ class LogParser:
             return None
         self._unparsed(text, suspect=False)
         return []
+
+    def _other_process(self, mapping: dict, rank: int | None, label: str | None) -> bool:
+        """A step-less dict (a Hugging Face log) printed by another process than the first one
+        seen: every rank or node that prints its own logs (a launcher's ``N: `` / ``[host:N]: ``
+        rank label, pdsh's ``host: ``) repeats each logging event, and the numbering of
+        step-less records must count events, not copies. The first process's dicts are read."""
+        who = label if rank is None else f"rank {rank}"
+        if who is None or any(k in mapping for k in STEP_KEYS) or epoch_step(mapping) is not None:
+            return False
+        if self._dict_process is None:
+            self._dict_process = who
+        return who != self._dict_process
 
     def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[LogEvent]:
         """``side``: a memory report beside the step's own record (the numbering of step-less

@@ -274,3 +274,20 @@ def test_values_printed_before_their_names_are_named_by_the_words_after(line, lo
     # names printed first, pieces joined by ", " as well: read as before
     recs, _ = parse("step 1, loss 2.5, lr 0.001, grad_norm 1.5", "step 2, loss 2.4, lr 0.001, grad_norm 1.4")
     assert [(r["step"], r["loss"], r["lr"], r["grad_norm"]) for r in recs] == [(1, 2.5, 0.001, 1.5), (2, 2.4, 0.001, 1.4)]
+
+
+@pytest.mark.parametrize("labels", [("0: ", "1: "), ("[node-a:0]: ", "[node-b:8]: "), ("10.96.202.43: ", "10.96.202.17: ")])
+def test_every_process_printing_step_less_dicts_counts_each_logging_event_once(labels):
+    """Each rank (a launcher's rank label) or node (pdsh's "host: " label) prints its own
+    Hugging Face dicts: the steps count logging events, read from the first process seen."""
+    first, other = labels
+    lines = []
+    for n, (loss, ev) in enumerate(((10.59, None), (6.99, 7.69), (6.86, None)), 1):
+        lines += [f"{first}{{'loss': {loss}, 'learning_rate': 0.0006, 'epoch': {n / 2}}}",
+                  f"{other}{{'loss': {loss + 0.01}, 'learning_rate': 0.0006, 'epoch': {n / 2}}}"]
+        if ev is not None:
+            lines += [f"{other}{{'eval_loss': {ev + 0.01}, 'epoch': {n / 2}}}", f"{first}{{'eval_loss': {ev}, 'epoch': {n / 2}}}"]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.59), (2, 6.99), (3, 6.86)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(2, 7.69)]
+    assert p.stats.ignored_lines == 4
