@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, EvalLine, field_of, parse_number, unit_value)
@@ -759,6 +760,9 @@ def read_torchtune_step(text: str) -> tuple[dict, str] | None:
 
 # --------------------------------------------------------------------------- marks
 
+# Lightning's ModelCheckpoint (_update_best_and_save): f"Epoch {epoch:d}, global step {step:d}:
+# {self.monitor!r} reached {current:0.5f} (best {best:0.5f}), saving model to {filepath!r} as top {k}"
+_SAVE_LIGHTNING_RE = re.compile(r"\bglobal step (\d+): .* saving model to '([^']+)' as top \d+")
 _SAVE_HF_RE = re.compile(r"Saving model checkpoint to (\S+)")
 _SAVE_MEGATRON_RE = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d+) to (\S+)")
 _SAVE_SWIFT_MEGATRON_RE = re.compile(r"Successfully saved Megatron model weights in `([^`]+)`")
@@ -777,6 +781,10 @@ def read_mark(text: str) -> dict | None:
         m = ATTEMPT_MARKER_RE.search(text)
         if m:
             return {"kind": "attempt_marker", "attempt": int(m.group(1))}
+    if "saving model to" in text:
+        m = _SAVE_LIGHTNING_RE.search(text)
+        if m:
+            return {"kind": "checkpoint_saved", "path": m.group(2), "step": int(m.group(1))}
     if "heckpoint" not in text and "Megatron model weights" not in text:
         return None
     m = _SAVE_HF_RE.search(text)
@@ -803,12 +811,16 @@ def read_mark(text: str) -> dict | None:
 # without the bar where the terminal width is unknown (tqdm format_meter with ncols=0: "return
 # l_bar[:-1] + r_bar[1:]", so "{desc}: {pct}% {n}/{total} [...]", as Colab shows Lightning's bar)
 # and the total-less "{desc}: {n}{unit} [{elapsed}, {rate}{, postfix}]" (lines.BAR_RE, which
-# strips a bar, reads the same forms).
+# strips a bar, reads the same forms). A bar_format without the rate, "{l_bar}{bar}|
+# {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]" (NeMo's Megatron progress bar: "Epoch 0: :
+# 3%|▎ | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=...]"), has its postfix
+# right after the remaining time.
 _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
     r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
-    r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})(?P<post>,[^\]\r\n]*)\]\s*$")
+    r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"
+    r"(?P<post>,[^\]\r\n]*)\]\s*$")
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
 _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
@@ -843,8 +855,8 @@ def read_bar_postfix(text: str) -> Bar | None:
     1.x's running mean: when the step's own loss is there too (``reduced_train_loss``,
     ``train_loss_step``, ``train_loss``), that is the record's loss and the running mean is kept
     as ``loss_smoothed``."""
-    if "/" not in text or _BAR_RATE_RE.search(text) is None:   # the rate, then ", " and the postfix
-        return None
+    if "/" not in text or (_BAR_RATE_RE.search(text) is None and NO_RATE_BAR_RE.search(text) is None):
+        return None   # the rate (or the remaining time), then ", " and the postfix
     m = _BAR_POSTFIX_RE.match(text)
     if m is None:
         return None
@@ -858,6 +870,10 @@ def read_bar_postfix(text: str) -> Bar | None:
         key, raw = pair.group(1).strip(), pair.group(2)
         if key.lower() in _BAR_STEP_KEYS:
             num = parse_number(raw)
+            if "e" in raw.lower():
+                # tqdm's format_num prints a float postfix with 3 significant digits when that is
+                # shorter ('{0:.3g}': global_step=8999.0 -> "9e+3"): not the step, the bar counts
+                continue
             if num is not None and num >= 0 and num == int(num):
                 out["step"] = int(num)
                 explicit = True

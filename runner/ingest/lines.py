@@ -66,9 +66,20 @@ def split_rank(text: str) -> tuple[int | None, str]:
     return rank, text
 
 
+# A bar_format without the rate ("{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
+# NeMo's): its postfix follows the remaining time.
+NO_RATE_BAR_RE = re.compile(r"\d+/\d+ \[[\d:]+<[\d:?]+, ")
+
+
+def may_be_bar(text: str) -> bool:
+    """Whether ``text`` may hold a tqdm bar: its rate reads N.NN{unit}/s or s/{unit}, or a
+    bar_format without the rate puts the postfix after the remaining time."""
+    return "/s" in text or "s/" in text or NO_RATE_BAR_RE.search(text) is not None
+
+
 def strip_bar(text: str) -> tuple[bool, str]:
     """(starts_with_bar, text after the bar). A segment that is only a bar leaves ''."""
-    if "/s" not in text and "s/" not in text:   # every tqdm rate reads N.NN{unit}/s or s/{unit}
+    if not may_be_bar(text):
         return False, text
     m = BAR_RE.match(text)
     if not m:

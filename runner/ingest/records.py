@@ -25,6 +25,7 @@ RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_tim
 _NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _NONFINITE = {
     "nan": math.nan, "-nan": math.nan, "+nan": math.nan,
+    "nan.0": math.nan,   # NeMo's bar postfix (reduced_train_loss=nan.0)
     "inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
     "-inf": -math.inf, "-infinity": -math.inf,
 }

@@ -291,3 +291,18 @@ def test_every_process_printing_step_less_dicts_counts_each_logging_event_once(l
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.59), (2, 6.99), (3, 6.86)]
     assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(2, 7.69)]
     assert p.stats.ignored_lines == 4
+
+
+def test_nemo_bar_without_rate_and_lightning_checkpoint_message():
+    """NeMo's progress bar has no rate ("{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]");
+    a NaN loss reads nan.0 in it; Lightning's ModelCheckpoint names the step and the path it saves."""
+    bar = ("Epoch 0: :   3%|▎         | {n}/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss={loss}, "
+           "global_step={gs}, consumed_samples=6.3e+5, train_step_timing in s=0.615, val_loss=7.040]")
+    recs, p = parse(bar.format(n=8999, loss="2.310", gs="9e+3"), bar.format(n=9000, loss="nan.0", gs="9e+3"),
+                    "Epoch 0, global step 9000: 'val_loss' reached 7.04238 (best 7.04238), saving model to "
+                    "'/data/ckpt/megatron_gpt--val_loss=7.04-step=9000.ckpt' as top 3")
+    # global_step=9e+3 is tqdm's format_num of 8999.0 and of 9000.0 (3 significant digits): the bar counts
+    assert [(r["step"], str(r["loss"])) for r in recs] == [(8999, "2.31"), (9000, "nan")]
+    assert recs[1]["step_time_s"] == 0.615
+    assert [(m["kind"], m["step"]) for m in p.marks] == [("eval", 8999), ("checkpoint_saved", 9000)]
+    assert p.marks[1]["path"] == "/data/ckpt/megatron_gpt--val_loss=7.04-step=9000.ckpt"
