@@ -129,9 +129,13 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            ("train_lr", _ident)],   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
-                ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident)],
+                ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident),
+                # Liger-Kernel's EfficiencyCallback (examples/huggingface/callback.py) adds the
+                # step's peaks in MB and its token rate to the Trainer's logs
+                ("step_peak_memory_reserved_MB", _mib_to_gib), ("step_peak_memory_allocated_MB", _mib_to_gib)],
     "tokens_per_s": [("tokens_per_s", _ident), ("tok/sec", _ident), ("tok/s", _ident), ("tps", _ident),
-                     ("tokens_per_second", _ident), ("tokens/s", _ident), ("throughput_tokens", _ident)],
+                     ("tokens_per_second", _ident), ("tokens/s", _ident), ("throughput_tokens", _ident),
+                     ("step_tokens_per_second", _ident)],
     "step_time_s": [("step_time_s", _ident), ("train_speed(s/it)", _ident),
                     ("train_speed(iter/s)", _rate_to_period),
                     ("elapsed time per iteration (ms)", _ms_to_s),

@@ -371,7 +371,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     for name, t in named:
         _put(values, name, t)
     for t in toks:   # unnamed numbers with a per-step unit: "(0.5 sec/step)", "2ms/step"
-        if not t.name and t.avg_of is None and t.unit and t.unit.lower() in _PER_STEP_UNITS:
+        if not t.name and t.avg_of is None and t.unit and (
+                t.unit.lower() in _PER_STEP_UNITS or t.unit == "ms" and t is toks[-1] and counter is not None):
+            # a step's line that ends with an unnamed duration in ms prints the step's time
+            # (modded-llama2: f"{step} | loss {loss:.4f} | lr {lr:e} | {dt * 1000:.2f}ms")
             values.setdefault("step_time_s", unit_value("step_time_s", _num(t.raw), t.unit))
         elif t.avg_of is not None:
             num = _num(t.raw)

@@ -306,3 +306,19 @@ def test_nemo_bar_without_rate_and_lightning_checkpoint_message():
     assert recs[1]["step_time_s"] == 0.615
     assert [(m["kind"], m["step"]) for m in p.marks] == [("eval", 8999), ("checkpoint_saved", 9000)]
     assert p.marks[1]["path"] == "/data/ckpt/megatron_gpt--val_loss=7.04-step=9000.ckpt"
+
+
+def test_liger_efficiency_callback_keys_give_memory_and_token_rate():
+    """Liger-Kernel's EfficiencyCallback adds step_peak_memory_*_MB and step_tokens_per_second."""
+    line = ("{'loss': %s, 'grad_norm': 9.36, 'learning_rate': 9.9e-06, 'epoch': %s, 'num_input_tokens_seen': 65536, "
+            "'step_peak_memory_allocated_MB': 26279.24, 'total_peak_memory_allocated_MB': 26279.24, "
+            "'step_peak_memory_reserved_MB': 47172.0, 'total_peak_memory_reserved_MB': 47172.0, "
+            "'step_tokens_per_second': 18801.85, 'avg_tokens_per_second': 18801.85}")
+    recs, _ = parse(*(line % (75.0 - n, n / 2) for n in range(1, 40)))
+    assert len(recs) == 39 and {(r["mem_gib"], r["tokens_per_s"]) for r in recs} == {(47172.0 / 1024, 18801.85)}
+
+
+def test_a_step_line_ending_with_an_unnamed_duration_in_ms_gives_the_step_time():
+    """modded-llama2: f"{step} | loss {loss:.4f} | lr {lr:e} | {dt * 1000:.2f}ms"."""
+    recs, _ = parse(*(f"{s} | loss {9 - s / 10:.4f} | lr 3.000000e-04 | 1359{s}.70ms" for s in (0, 10, 20)))
+    assert [(r["step"], round(r["step_time_s"], 6)) for r in recs] == [(0, 13.5907), (10, 135.9107), (20, 135.9207)]
