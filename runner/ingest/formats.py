@@ -900,6 +900,19 @@ def read_bar_postfix(text: str) -> Bar | None:
                explicit, ", ".join(post_parts))
 
 
+# The Hugging Face Trainer's ProgressCallback (transformers trainer_callback.py): its training
+# bar has no description (tqdm(total=state.max_steps, dynamic_ncols=True)); on_step_end updates
+# it to state.global_step, on_log writes the step-less dict under it (training_bar.write(str(logs))).
+# So the count the bar showed last is the global step of the dict printed after it.
+_BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\[")
+
+
+def bare_bar_count(text: str) -> tuple[int, int] | None:
+    """(count, total) of a bar without a description (the Hugging Face Trainer's), else None."""
+    m = _BARE_BAR_RE.match(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 _BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))
 _EVAL_DESC_RE = re.compile(r"^\W*(?:validat\w*|valid|val|eval\w*|test\w*|predict\w*|sanity)\b", re.IGNORECASE)
 

@@ -146,6 +146,7 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
+        self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._line_text = ""                    # the line being read (an example when it is skipped)
@@ -237,6 +238,8 @@ class LogParser:
                 return events + self._release()
         bar = _torchtune_bar(text) if "|Loss: " in text else None
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
+        if had_bar:
+            self._note_bare_bar(text)
         if had_bar and not rest:
             bar = bar or formats.read_bar_postfix(text)
             if bar is not None:
@@ -252,6 +255,7 @@ class LogParser:
         text = rest
         if self._bar.pending is not None:
             events = self._flush_bar() + events
+        self._bare_bars.clear()   # a message between the bar and a dict: the dict's step is not the bar's
         try:
             return events + self._text_line(text, rank)
         finally:
@@ -510,6 +514,7 @@ class LogParser:
         self._mixed_eval = None
         self.shapes = shape.LearnerState()
         self._dict_process = None
+        self._bare_bars = {}
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -554,7 +559,24 @@ class LogParser:
             bar = _torchtune_bar(text) if "|Loss: " in text else formats.read_bar_postfix(text)
             if bar is not None:
                 events += self._bar_events(bar, rank if rank is not None else line_rank)
+            else:
+                self._note_bare_bar(text)
         return events, line_rank
+
+    def _note_bare_bar(self, text: str) -> None:
+        got = formats.bare_bar_count(text)
+        if got is not None:
+            self._bare_bars[got[1]] = got[0]
+
+    def _bar_step(self) -> int | None:
+        """The global step of a step-less dict printed under the Hugging Face Trainer's bar:
+        the count of the bar with the largest total (the training bar; the evaluation's
+        prediction bar counts batches), when it is past the last step and nothing but bars stood
+        between the bar and the dict (else None: the dict is numbered)."""
+        if not self._bare_bars:
+            return None
+        count = self._bare_bars[max(self._bare_bars)]
+        return count if count > (self._last_step or 0) else None
 
     def _bar_events(self, bar: formats.Bar, rank: int | None) -> list[LogEvent]:
         """A redraw gives a training record when it shows a new step with new values: a bar
@@ -665,15 +687,16 @@ class LogParser:
         if kind == "metric":
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None
-            rec = record_from_mapping(train, src, inferred_step=(self._last_step or 0) + 1
-                                      if per_epoch is None else per_epoch)
+            from_bar = self._bar_step() if per_epoch is None else None
+            rec = record_from_mapping(train, src, inferred_step=per_epoch if per_epoch is not None
+                                      else from_bar or (self._last_step or 0) + 1)
             if rec is not None:
                 if per_epoch is not None:
                     del rec["extra"]["step_inferred"]   # the epoch counter is the step
                     self._last_epoch = None
                 elif rec["extra"].get("step_inferred"):
                     epoch = rec["epoch"]
-                    if (epoch is not None and self._last_epoch is not None
+                    if (from_bar is None and epoch is not None and self._last_epoch is not None
                             and epoch < self._last_epoch - 1e-9):
                         # the epoch went back: a new run in the same file, count from 1
                         rec["step"] = 1

@@ -322,3 +322,19 @@ def test_a_step_line_ending_with_an_unnamed_duration_in_ms_gives_the_step_time()
     """modded-llama2: f"{step} | loss {loss:.4f} | lr {lr:e} | {dt * 1000:.2f}ms"."""
     recs, _ = parse(*(f"{s} | loss {9 - s / 10:.4f} | lr 3.000000e-04 | 1359{s}.70ms" for s in (0, 10, 20)))
     assert [(r["step"], round(r["step_time_s"], 6)) for r in recs] == [(0, 13.5907), (10, 135.9107), (20, 135.9207)]
+
+
+def test_hugging_face_dicts_under_the_trainers_bar_take_its_count_as_the_step():
+    """transformers ProgressCallback: on_step_end updates the description-less training bar to
+    global_step, on_log writes the step-less dict under it; on a terminal the line holds the
+    bar's redraws, a blank redraw and the dict (h2oGPT's log); in a file the bar may stand on
+    the line before. A message between the bar and the dict leaves the dict numbered."""
+    bar = "  4%|▎         | {n}/36234 [11:37<5:10:26,  1.87it/s]"
+    cr = "".join("\r" + bar.format(n=n) + "\r" + bar.format(n=n + 1) + "\r" + " " * 54 +
+                 "\r{'loss': %s, 'learning_rate': 0.00029, 'epoch': 0.22}\n" % loss
+                 for n, loss in ((1317, 1.5545), (1318, 1.3465)))
+    eval_bar = "100%|██████████| 4/4 [00:01<00:00,  3.1it/s]\n"
+    tail = (bar.format(n=1330) + "\n" + eval_bar + "{'loss': 1.2, 'learning_rate': 0.00029, 'epoch': 0.23}\n"
+            + bar.format(n=1340) + "[INFO] saving\n{'loss': 1.1, 'learning_rate': 0.00029, 'epoch': 0.23}\n")
+    recs, _ = parse((cr + tail).encode().rstrip(b"\n"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(1318, 1.5545), (1319, 1.3465), (1330, 1.2), (1331, 1.1)]
