@@ -52,6 +52,10 @@ _DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORE
 # pdsh's label before each line of a remote node (DeepSpeed's multi-node launcher):
 # "10.96.202.43: " or "worker-1: "; a timestamp or a logger prefix is not a host.
 _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $")
+# rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
+# when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
+# console's width onto lines indented to the message column. ColossalAI's logger prints so.
+_RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
@@ -146,6 +150,7 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
+        self._rich_line = False                  # the line being read is a RichHandler record
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
@@ -211,6 +216,7 @@ class LogParser:
             events, line_rank = self._earlier_bars(raw)
         text = decode_line(seg)
         self._line_text = text
+        self._rich_line = _RICH_LINE_RE.match(seg) is not None
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
@@ -330,6 +336,16 @@ class LogParser:
             if ds is not None:
                 return self._deepspeed_step(ds, rank)
         got = shape.learn_line(text, self.shapes)
+        if isinstance(got, shape.Learned) and self._rich_line:
+            # a RichHandler record may go on on the indented lines after it (wrapped at the
+            # console's width): they join it as a step block's lines do
+            head = got.mapping
+            values = {k: v for k, v in head.items() if k not in ("step", "max_steps", "epoch")}
+            self._block = shape.Block(shape.Header(head["step"], head.get("max_steps"), head.get("epoch")), values)
+            self._block_rank, self._block_header_line = rank, self.stats.lines
+            self.shapes.epoch_shape = None
+            self.reason = "a rich console record: given with the wrapped lines after it"
+            return []
         if isinstance(got, shape.Learned):
             evs = self._from_reader((got.mapping, shape.SRC), rank)
             if evs is not None:

@@ -338,3 +338,16 @@ def test_hugging_face_dicts_under_the_trainers_bar_take_its_count_as_the_step():
             + bar.format(n=1340) + "[INFO] saving\n{'loss': 1.1, 'learning_rate': 0.00029, 'epoch': 0.23}\n")
     recs, _ = parse((cr + tail).encode().rstrip(b"\n"))
     assert [(r["step"], r["loss"]) for r in recs] == [(1318, 1.5545), (1319, 1.3465), (1330, 1.2), (1331, 1.1)]
+
+
+def test_a_rich_console_record_wrapped_onto_indented_lines_is_one_record():
+    """rich's RichHandler (ColossalAI's logger): time column (blank when repeated), level padded
+    to 8, message wrapped at the console width onto lines indented to the message column."""
+    head = "[01/15/23 18:11:55] INFO     colossalai - colossalai - INFO: train.py:230 main"
+    rec = ("                    INFO     colossalai - colossalai - INFO: Training, Epoch: 0, Step: {s}, Global_Step: {s}, "
+           "Loss: distogram=4.159 fape=1.682")
+    wrap = "                             lddt=3.912 violation=404.925 loss={loss} drmsd_ca=26.113"
+    recs, p = parse(head, rec.format(s=1), wrap.format(loss=162.822), head, rec.format(s=2), wrap.format(loss=160.364),
+                    head, rec.format(s=3))
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 162.822), (2, 160.364), (3, None)]
+    assert recs[0]["extra"]["violation"] == 404.925 and not [m for m in p.marks if m["kind"] == "train_summary"]
