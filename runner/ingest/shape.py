@@ -130,7 +130,8 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
                          "iteration", "iterations", "it", "update", "updates", "num_updates",
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
                          "optimizer step", "opt step", "training step", "train step", "step_idx",
-                         "step idx", "batch id", "batch_id", "batch_idx", "iter id"))
+                         "step idx", "batch id", "batch_id", "batch_idx", "iter id",
+                         "global iter"))   # MiniLLM (LMOps): "| inner iter: {}/{} | ppo epoch: ... | global iter: {:6d}/{:6d}|"
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))

@@ -351,3 +351,13 @@ def test_a_rich_console_record_wrapped_onto_indented_lines_is_one_record():
                     head, rec.format(s=3))
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 162.822), (2, 160.364), (3, None)]
     assert recs[0]["extra"]["violation"] == 404.925 and not [m for m in p.marks if m["kind"] == "train_summary"]
+
+
+def test_minillm_global_iter_and_total_loss():
+    """MiniLLM (microsoft/LMOps): "train | data_epochs {}/{} | inner iter: {}/{} | ppo epoch: {}/{} |
+    global iter: {:6d}/{:6d}| tot_loss: {:.4f} | rl_loss: ... | lr: {:.4e} | ..." on one line."""
+    line = ("train | data_epochs  0/10 | inner iter:   {i}/  8 | ppo epoch:  2/ 4 | global iter:     {g}/  5000| "
+            "tot_loss: {loss} | rl_loss: -0.0407 | pt_loss: 2.3948 | pg_loss: -0.0428 | reward: 0.0000 | "
+            "lr: 2.5000e-07 | scale: 128.00 | time: 1.874 | step time: 0.000")
+    recs, _ = parse(line.format(i=7, g=13, loss=2.3541), line.format(i=1, g=14, loss=3.1123))
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(13, 2.3541, 2.5e-07), (14, 3.1123, 2.5e-07)]
