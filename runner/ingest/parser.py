@@ -772,7 +772,7 @@ class LogParser:
         if not side:
             self._last_step = rec["step"]
         if count:
-            self._count_line(self.stats.lines)
+            self._count_line(self.stats.lines if self._origin is None else self._origin)
         self.stats.formats[rec["src"]] += 1
         self.origins.append(self.stats.lines if self._origin is None else self._origin)
         return before + [(RECORD, rec)]

@@ -351,6 +351,8 @@ def test_a_rich_console_record_wrapped_onto_indented_lines_is_one_record():
                     head, rec.format(s=3))
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 162.822), (2, 160.364), (3, None)]
     assert recs[0]["extra"]["violation"] == 404.925 and not [m for m in p.marks if m["kind"] == "train_summary"]
+    # the record lines are the metric lines, the wrapped ones joined them, the others say nothing
+    assert (p.stats.metric_lines, p.stats.ignored_lines, p.stats.unparsed_lines) == (3, 2, 3)
 
 
 def test_minillm_global_iter_and_total_loss():
