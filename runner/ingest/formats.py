@@ -904,13 +904,18 @@ def read_bar_postfix(text: str) -> Bar | None:
 # bar has no description (tqdm(total=state.max_steps, dynamic_ncols=True)); on_step_end updates
 # it to state.global_step, on_log writes the step-less dict under it (training_bar.write(str(logs))).
 # So the count the bar showed last is the global step of the dict printed after it.
-_BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\[")
+# Its unit is tqdm's default "it" (datasets' map bars count "ba" or "examples"), and a finished
+# bar (n == total) may be another one's last redraw: only a running "it" bar counts.
+_BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\[[^\]\r\n]*?(?:it/s|s/it)\]")
 
 
 def bare_bar_count(text: str) -> tuple[int, int] | None:
-    """(count, total) of a bar without a description (the Hugging Face Trainer's), else None."""
+    """(count, total) of a running bar without a description counting "it" (the Hugging Face
+    Trainer's training bar), else None."""
     m = _BARE_BAR_RE.match(text)
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    if m is None or int(m.group(1)) >= int(m.group(2)):
+        return None
+    return int(m.group(1)), int(m.group(2))
 
 
 _BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))

@@ -363,3 +363,14 @@ def test_minillm_global_iter_and_total_loss():
             "lr: 2.5000e-07 | scale: 128.00 | time: 1.874 | step time: 0.000")
     recs, _ = parse(line.format(i=7, g=13, loss=2.3541), line.format(i=1, g=14, loss=3.1123))
     assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(13, 2.3541, 2.5e-07), (14, 3.1123, 2.5e-07)]
+
+
+def test_a_dataset_bar_before_training_does_not_give_the_first_dicts_step():
+    """datasets' map bars count batches or examples ("ba/s", "examples/s") and end at 100%: only a
+    running bar counting "it" (the Trainer's) gives a dict its step."""
+    recs, _ = parse("100%|██████████| 5000/5000 [00:01<00:00, 3012.11it/s]",
+                    " 20%|██        | 1000/5000 [00:01<00:04, 900.5ba/s]",
+                    "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.01}",
+                    "  1%|          | 10/873 [00:50<1:10:00,  5.01s/it]",
+                    "{'loss': 2.4, 'learning_rate': 1e-05, 'epoch': 0.02}")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.5), (10, 2.4)]
