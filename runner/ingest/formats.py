@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, EvalLine, field_of, parse_number, unit_value)
@@ -491,6 +492,34 @@ def read_litgpt(text: str) -> tuple[dict, str] | EvalLine | None:
 #   f'==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = {world_size}' ...
 # then, every logging_steps, progress_bar.write(f"{step}, {round(loss, 4)}") before
 # progress_bar.update(1): the 0-based index of the step just done and its loss.
+# ClearerVoice-Studio's solvers (train/speech_enhancement/solver.py, train/speech_separation/
+# solver.py), every print_freq batches of an epoch (self.epoch from 0):
+#   'Train Epoch: {}/{} Step: {}/{} | {:2.3f}s/batch | lr {:1.4e} |' then, by network,
+#   '| Mask_Loss {:2.4f}'  |  '| Total_Loss {:2.4f}| CMask_Loss {:2.4f}| SiSNR_Loss {:2.4f}'  |
+#   '| Gen_Loss {:2.4f}| Disc_Loss {:2.4f}'  |  ' Total_Loss {:2.4f}' (speech separation)
+# s/batch is the epoch's mean so far; the loss is the one the epoch's Train Loss averages
+# (Total_Loss, the generator's Gen_Loss, else the only one printed).
+_CLEARERVOICE_RE = re.compile(r"^Train Epoch: (\d+)/(\d+) Step: (\d+)/(\d+) \| (" + _NUM + r")s/batch \| lr ("
+                              + _NUM + r") \|((?:\|? ?\w+_Loss " + _NUM + r")+)\s*$")
+_CLEARERVOICE_LOSS_RE = re.compile(r"(\w+_Loss) (" + _NUM + r")")
+
+
+def read_clearervoice(text: str) -> tuple[dict, str] | None:
+    m = _CLEARERVOICE_RE.match(text)
+    if m is None:
+        return None
+    epoch, _, i, batches = (int(m.group(k)) for k in (1, 2, 3, 4))
+    losses = dict(_CLEARERVOICE_LOSS_RE.findall(m.group(7)))
+    main = next((k for k in ("Total_Loss", "Gen_Loss") if k in losses), None)
+    if main is None and len(losses) == 1:
+        main = next(iter(losses))
+    out: dict = {"step": epoch * batches + i, "epoch": epoch, "step_time": m.group(5), "lr": m.group(6)}
+    if main is not None:
+        out["loss"] = losses.pop(main)
+    out.update(losses)
+    return out, "clearervoice"
+
+
 UNSLOTH_BANNER_RE = re.compile(r"^==\(\(====\)\)==\s+Unsloth\b")
 _UNSLOTH_STEP_RE = re.compile(r"^(\d+), (" + _NUM + r")$")
 
@@ -731,6 +760,9 @@ def read_torchtune_step(text: str) -> tuple[dict, str] | None:
 
 # --------------------------------------------------------------------------- marks
 
+# Lightning's ModelCheckpoint (_update_best_and_save): f"Epoch {epoch:d}, global step {step:d}:
+# {self.monitor!r} reached {current:0.5f} (best {best:0.5f}), saving model to {filepath!r} as top {k}"
+_SAVE_LIGHTNING_RE = re.compile(r"\bglobal step (\d+): .* saving model to '([^']+)' as top \d+")
 _SAVE_HF_RE = re.compile(r"Saving model checkpoint to (\S+)")
 _SAVE_MEGATRON_RE = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d+) to (\S+)")
 _SAVE_SWIFT_MEGATRON_RE = re.compile(r"Successfully saved Megatron model weights in `([^`]+)`")
@@ -749,6 +781,10 @@ def read_mark(text: str) -> dict | None:
         m = ATTEMPT_MARKER_RE.search(text)
         if m:
             return {"kind": "attempt_marker", "attempt": int(m.group(1))}
+    if "saving model to" in text:
+        m = _SAVE_LIGHTNING_RE.search(text)
+        if m:
+            return {"kind": "checkpoint_saved", "path": m.group(2), "step": int(m.group(1))}
     if "heckpoint" not in text and "Megatron model weights" not in text:
         return None
     m = _SAVE_HF_RE.search(text)
@@ -771,13 +807,20 @@ def read_mark(text: str) -> dict | None:
 
 # --------------------------------------------------------------------------- progress-bar postfix
 
-# "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{, postfix}]" and the
-# total-less "{desc}: {n}{unit} [{elapsed}, {rate}{, postfix}]".
+# "{desc}: {pct}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{, postfix}]", the same
+# without the bar where the terminal width is unknown (tqdm format_meter with ncols=0: "return
+# l_bar[:-1] + r_bar[1:]", so "{desc}: {pct}% {n}/{total} [...]", as Colab shows Lightning's bar)
+# and the total-less "{desc}: {n}{unit} [{elapsed}, {rate}{, postfix}]" (lines.BAR_RE, which
+# strips a bar, reads the same forms). A bar_format without the rate, "{l_bar}{bar}|
+# {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]" (NeMo's Megatron progress bar: "Epoch 0: :
+# 3%|▎ | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=...]"), has its postfix
+# right after the remaining time.
 _BAR_POSTFIX_RE = re.compile(
     r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
-    r"(?:\d{1,3}%\|[^|\r\n]{0,300}\|\s*(?P<n>\d+)/(?P<tot>\d+|\?)"
+    r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
-    r"\s*\[[\d:]+(?:<[\d:?]+)?,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})(?P<post>,[^\]\r\n]*)\]\s*$")
+    r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"
+    r"(?P<post>,[^\]\r\n]*)\]\s*$")
 # tqdm's rate is f"{rate:5.2f}{unit}/s", or f"{1/rate:5.2f}s/{unit}" when slower than one a
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
 _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
@@ -812,8 +855,8 @@ def read_bar_postfix(text: str) -> Bar | None:
     1.x's running mean: when the step's own loss is there too (``reduced_train_loss``,
     ``train_loss_step``, ``train_loss``), that is the record's loss and the running mean is kept
     as ``loss_smoothed``."""
-    if "/" not in text or _BAR_RATE_RE.search(text) is None:   # the rate, then ", " and the postfix
-        return None
+    if "/" not in text or (_BAR_RATE_RE.search(text) is None and NO_RATE_BAR_RE.search(text) is None):
+        return None   # the rate (or the remaining time), then ", " and the postfix
     m = _BAR_POSTFIX_RE.match(text)
     if m is None:
         return None
@@ -827,6 +870,10 @@ def read_bar_postfix(text: str) -> Bar | None:
         key, raw = pair.group(1).strip(), pair.group(2)
         if key.lower() in _BAR_STEP_KEYS:
             num = parse_number(raw)
+            if "e" in raw.lower():
+                # tqdm's format_num prints a float postfix with 3 significant digits when that is
+                # shorter ('{0:.3g}': global_step=8999.0 -> "9e+3"): not the step, the bar counts
+                continue
             if num is not None and num >= 0 and num == int(num):
                 out["step"] = int(num)
                 explicit = True
@@ -851,6 +898,24 @@ def read_bar_postfix(text: str) -> Bar | None:
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
     return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
                explicit, ", ".join(post_parts))
+
+
+# The Hugging Face Trainer's ProgressCallback (transformers trainer_callback.py): its training
+# bar has no description (tqdm(total=state.max_steps, dynamic_ncols=True)); on_step_end updates
+# it to state.global_step, on_log writes the step-less dict under it (training_bar.write(str(logs))).
+# So the count the bar showed last is the global step of the dict printed after it.
+# Its unit is tqdm's default "it" (datasets' map bars count "ba" or "examples"), and a finished
+# bar (n == total) may be another one's last redraw: only a running "it" bar counts.
+_BARE_BAR_RE = re.compile(r"^\s*\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(\d+)/(\d+)\s*\[[^\]\r\n]*?(?:it/s|s/it)\]")
+
+
+def bare_bar_count(text: str) -> tuple[int, int] | None:
+    """(count, total) of a running bar without a description counting "it" (the Hugging Face
+    Trainer's training bar), else None."""
+    m = _BARE_BAR_RE.match(text)
+    if m is None or int(m.group(1)) >= int(m.group(2)):
+        return None
+    return int(m.group(1)), int(m.group(2))
 
 
 _BAR_NOT_METRICS = frozenset(("v_num", "epoch", "max_steps"))

@@ -13,11 +13,12 @@ import re
 
 from moeconsole.runner.core.logline import ANSI_BYTES_RE, RANK_PREFIX_RE, SRUN_LABEL_RE, prefix_rank
 
-# tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]"
-# and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".
+# tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]",
+# without the bar where the width is unknown ("{desc}: {pct:3.0f}% {n}/{total} [...]", ncols=0:
+# formats._BAR_POSTFIX_RE), and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".
 BAR_RE = re.compile(
     r"\s*(?:[^|%\[\]\r\n]{0,120}?:\s*)?(?:"
-    r"\d{1,3}%\|[^|\r\n]{0,300}\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\r\n]{0,200}\]"
+    r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\r\n]{0,200}\]"
     r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
     r")")
 _WS = b" \t\x0b\x0c"
@@ -65,9 +66,20 @@ def split_rank(text: str) -> tuple[int | None, str]:
     return rank, text
 
 
+# A bar_format without the rate ("{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
+# NeMo's): its postfix follows the remaining time.
+NO_RATE_BAR_RE = re.compile(r"\d+/\d+ \[[\d:]+<[\d:?]+, ")
+
+
+def may_be_bar(text: str) -> bool:
+    """Whether ``text`` may hold a tqdm bar: its rate reads N.NN{unit}/s or s/{unit}, or a
+    bar_format without the rate puts the postfix after the remaining time."""
+    return "/s" in text or "s/" in text or NO_RATE_BAR_RE.search(text) is not None
+
+
 def strip_bar(text: str) -> tuple[bool, str]:
     """(starts_with_bar, text after the bar). A segment that is only a bar leaves ''."""
-    if "/s" not in text and "s/" not in text:   # every tqdm rate reads N.NN{unit}/s or s/{unit}
+    if not may_be_bar(text):
         return False, text
     m = BAR_RE.match(text)
     if not m:

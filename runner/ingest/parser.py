@@ -29,7 +29,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.pydict import split_objects
-from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, epoch_step, eval_key, eval_mark, eval_step,
+from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
@@ -40,7 +40,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
-    formats.read_tf_trainer,
+    formats.read_tf_trainer, formats.read_clearervoice,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -49,6 +49,13 @@ MAX_EXAMPLES = 5
 _PCT_TAIL_RE = re.compile(r"[:\s]*\d{1,3}$")
 _DESC_VALUE_RE = re.compile(r"[A-Za-z]\s*[:=(]\s*[-+]?(?:\d|nan|inf)", re.IGNORECASE)
 # Lines a trainer prints once when a training starts: Hugging Face Trainer, ms-swift, Megatron-LM.
+# pdsh's label before each line of a remote node (DeepSpeed's multi-node launcher):
+# "10.96.202.43: " or "worker-1: "; a timestamp or a logger prefix is not a host.
+_HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $")
+# rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
+# when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
+# console's width onto lines indented to the message column. ColossalAI's logger prints so.
+_RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
 
@@ -142,6 +149,9 @@ class LogParser:
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
+        self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
+        self._rich_line = False                  # the line being read is a RichHandler record
+        self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._line_text = ""                    # the line being read (an example when it is skipped)
@@ -206,6 +216,7 @@ class LogParser:
             events, line_rank = self._earlier_bars(raw)
         text = decode_line(seg)
         self._line_text = text
+        self._rich_line = _RICH_LINE_RE.match(seg) is not None
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
@@ -233,6 +244,8 @@ class LogParser:
                 return events + self._release()
         bar = _torchtune_bar(text) if "|Loss: " in text else None
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
+        if had_bar:
+            self._note_bare_bar(text)
         if had_bar and not rest:
             bar = bar or formats.read_bar_postfix(text)
             if bar is not None:
@@ -248,6 +261,7 @@ class LogParser:
         text = rest
         if self._bar.pending is not None:
             events = self._flush_bar() + events
+        self._bare_bars.clear()   # a message between the bar and a dict: the dict's step is not the bar's
         try:
             return events + self._text_line(text, rank)
         finally:
@@ -294,7 +308,8 @@ class LogParser:
                 return self._from_reader(tft, rank) or []
             cut = formats.split_prefixed_object(text)
             if cut is not None:
-                got = self._object(cut[1], rank, prefixed=True)
+                host = _HOST_LABEL_RE.match(cut[0])
+                got = self._object(cut[1], rank, prefixed=True, label=host.group(1) if host else None)
                 if got is not None:
                     return got
         for reader in _READERS:
@@ -321,6 +336,16 @@ class LogParser:
             if ds is not None:
                 return self._deepspeed_step(ds, rank)
         got = shape.learn_line(text, self.shapes)
+        if isinstance(got, shape.Learned) and self._rich_line:
+            # a RichHandler record may go on on the indented lines after it (wrapped at the
+            # console's width): they join it as a step block's lines do
+            head = got.mapping
+            values = {k: v for k, v in head.items() if k not in ("step", "max_steps", "epoch")}
+            self._block = shape.Block(shape.Header(head["step"], head.get("max_steps"), head.get("epoch")), values)
+            self._block_rank, self._block_header_line = rank, self.stats.lines
+            self.shapes.epoch_shape = None
+            self.reason = "a rich console record: given with the wrapped lines after it"
+            return []
         if isinstance(got, shape.Learned):
             evs = self._from_reader((got.mapping, shape.SRC), rank)
             if evs is not None:
@@ -504,6 +529,8 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval = None
         self.shapes = shape.LearnerState()
+        self._dict_process = None
+        self._bare_bars = {}
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -548,7 +575,24 @@ class LogParser:
             bar = _torchtune_bar(text) if "|Loss: " in text else formats.read_bar_postfix(text)
             if bar is not None:
                 events += self._bar_events(bar, rank if rank is not None else line_rank)
+            else:
+                self._note_bare_bar(text)
         return events, line_rank
+
+    def _note_bare_bar(self, text: str) -> None:
+        got = formats.bare_bar_count(text)
+        if got is not None:
+            self._bare_bars[got[1]] = got[0]
+
+    def _bar_step(self) -> int | None:
+        """The global step of a step-less dict printed under the Hugging Face Trainer's bar:
+        the count of the bar with the largest total (the training bar; the evaluation's
+        prediction bar counts batches), when it is past the last step and nothing but bars stood
+        between the bar and the dict (else None: the dict is numbered)."""
+        if not self._bare_bars:
+            return None
+        count = self._bare_bars[max(self._bare_bars)]
+        return count if count > (self._last_step or 0) else None
 
     def _bar_events(self, bar: formats.Bar, rank: int | None) -> list[LogEvent]:
         """A redraw gives a training record when it shows a new step with new values: a bar
@@ -625,9 +669,11 @@ class LogParser:
             self._counted_line = line
             self.stats.metric_lines += 1
 
-    def _object(self, text: str, rank: int | None, prefixed: bool = False) -> list[LogEvent] | None:
+    def _object(self, text: str, rank: int | None, prefixed: bool = False,
+                label: str | None = None) -> list[LogEvent] | None:
         """A dict line. ``prefixed``: the dict stood behind a logger prefix; it is read only when
-        it names a step or a loss (else None: the line is something else)."""
+        it names a step or a loss (else None: the line is something else). ``label``: the
+        pdsh host label before it (``10.96.202.43: {...}``)."""
         got = formats.read_object(text)
         if got is None:
             parts = None if prefixed else split_objects(text)
@@ -639,6 +685,7 @@ class LogParser:
             self._unparsed(text, suspect=True)
             return []
         mapping, src = got
+        mapping = framework_mapping(mapping)
         kind = classify_mapping(mapping)
         if kind not in ("final", "summary"):
             # a null value was not logged (LLaMA-Factory's trainer_log.jsonl writes every key of
@@ -649,18 +696,23 @@ class LogParser:
         if prefixed and not (kind in ("summary", "final") or any(k in mapping for k in STEP_KEYS)
                              or has_train_metric(mapping) or kind == "eval"):
             return None
+        if kind in ("metric", "eval") and self._other_process(mapping, rank, label):
+            self.stats.ignored_lines += 1
+            self.reason = "another process's copy of a step-less dict (one process's are read)"
+            return []
         if kind == "metric":
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None
-            rec = record_from_mapping(train, src, inferred_step=(self._last_step or 0) + 1
-                                      if per_epoch is None else per_epoch)
+            from_bar = self._bar_step() if per_epoch is None else None
+            rec = record_from_mapping(train, src, inferred_step=per_epoch if per_epoch is not None
+                                      else from_bar or (self._last_step or 0) + 1)
             if rec is not None:
                 if per_epoch is not None:
                     del rec["extra"]["step_inferred"]   # the epoch counter is the step
                     self._last_epoch = None
                 elif rec["extra"].get("step_inferred"):
                     epoch = rec["epoch"]
-                    if (epoch is not None and self._last_epoch is not None
+                    if (from_bar is None and epoch is not None and self._last_epoch is not None
                             and epoch < self._last_epoch - 1e-9):
                         # the epoch went back: a new run in the same file, count from 1
                         rec["step"] = 1
@@ -685,6 +737,18 @@ class LogParser:
         self._unparsed(text, suspect=False)
         return []
 
+    def _other_process(self, mapping: dict, rank: int | None, label: str | None) -> bool:
+        """A step-less dict (a Hugging Face log) printed by another process than the first one
+        seen: every rank or node that prints its own logs (a launcher's ``N: `` / ``[host:N]: ``
+        rank label, pdsh's ``host: ``) repeats each logging event, and the numbering of
+        step-less records must count events, not copies. The first process's dicts are read."""
+        who = label if rank is None else f"rank {rank}"
+        if who is None or any(k in mapping for k in STEP_KEYS) or epoch_step(mapping) is not None:
+            return False
+        if self._dict_process is None:
+            self._dict_process = who
+        return who != self._dict_process
+
     def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[LogEvent]:
         """``side``: a memory report beside the step's own record (the numbering of step-less
         records goes on from the training records). ``count``: the record came from its own line
@@ -708,7 +772,7 @@ class LogParser:
         if not side:
             self._last_step = rec["step"]
         if count:
-            self._count_line(self.stats.lines)
+            self._count_line(self.stats.lines if self._origin is None else self._origin)
         self.stats.formats[rec["src"]] += 1
         self.origins.append(self.stats.lines if self._origin is None else self._origin)
         return before + [(RECORD, rec)]

@@ -25,6 +25,7 @@ RECORD_FIELDS = ("loss", "grad_norm", "lr", "mem_gib", "tokens_per_s", "step_tim
 _NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _NONFINITE = {
     "nan": math.nan, "-nan": math.nan, "+nan": math.nan,
+    "nan.0": math.nan,   # NeMo's bar postfix (reduced_train_loss=nan.0)
     "inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
     "-inf": -math.inf, "-infinity": -math.inf,
 }
@@ -128,9 +129,13 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            ("train_lr", _ident)],   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
-                ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident)],
+                ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident),
+                # Liger-Kernel's EfficiencyCallback (examples/huggingface/callback.py) adds the
+                # step's peaks in MB and its token rate to the Trainer's logs
+                ("step_peak_memory_reserved_MB", _mib_to_gib), ("step_peak_memory_allocated_MB", _mib_to_gib)],
     "tokens_per_s": [("tokens_per_s", _ident), ("tok/sec", _ident), ("tok/s", _ident), ("tps", _ident),
-                     ("tokens_per_second", _ident), ("tokens/s", _ident), ("throughput_tokens", _ident)],
+                     ("tokens_per_second", _ident), ("tokens/s", _ident), ("throughput_tokens", _ident),
+                     ("step_tokens_per_second", _ident)],
     "step_time_s": [("step_time_s", _ident), ("train_speed(s/it)", _ident),
                     ("train_speed(iter/s)", _rate_to_period),
                     ("elapsed time per iteration (ms)", _ms_to_s),
@@ -160,7 +165,7 @@ LEARNED_KEYS: dict[str, str] = {
     "memory_allocated": "mem_gib", "max_memory": "mem_gib", "peak_memory": "mem_gib", "mem_gb": "mem_gib",
     "max_memory_allocated_gb": "mem_gib", "max_memory_reserved_gb": "mem_gib", "memory (gb)": "mem_gib",
     "mem (gb)": "mem_gib", "memory(gb)": "mem_gib", "memory_gb": "mem_gib", "gpu memory": "mem_gib",
-    "time": "step_time_s", "batch time": "step_time_s", "step time": "step_time_s", "iter time": "step_time_s",
+    "time": "step_time_s", "batch time": "step_time_s", "run time": "step_time_s", "step time": "step_time_s", "iter time": "step_time_s",
     "dt": "step_time_s", "time/step": "step_time_s", "time per step": "step_time_s", "step_time": "step_time_s",
     "ms/batch": "step_time_s", "ms/step": "step_time_s", "ms/it": "step_time_s", "sec/step": "step_time_s",
     "s/step": "step_time_s", "s/it": "step_time_s", "it/s": "step_time_s", "timing_s/step": "step_time_s",
@@ -181,7 +186,8 @@ LEARNED_KEYS: dict[str, str] = {
 _COMPOSER_TRAIN_PREFIX = "train "
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
                             "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
-                            "step"))   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
+                            "step",   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
+                            "tot"))   # MiniLLM (LMOps): "tot_loss" beside its rl_loss / pt_loss parts
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
 
 
@@ -438,11 +444,21 @@ def convert_extra(value: Any) -> Any:
     return None
 
 
+# Keys of a training step's own dict that the end-of-training summary never has.
+_STEP_ONLY_KEYS = ("loss", "learning_rate", "grad_norm")
+
+
 def classify_mapping(m: dict) -> str:
     """'metric', 'eval', 'summary', 'final' or 'other' for a parsed dict/JSON object."""
     if "last_model_checkpoint" in m or "log_history" in m:
         return "final"
-    if "train_runtime" in m or "train_num_updates" in m:   # HF's end of training; fairseq's end of epoch
+    if "train_num_updates" in m:   # fairseq's end of epoch
+        return "summary"
+    if "train_runtime" in m and not any(k in m for k in _STEP_ONLY_KEYS):
+        # HF's end of training ({'train_runtime', 'train_samples_per_second', ..., 'train_loss',
+        # 'epoch'}); a step's dict carries train_runtime too when include_num_input_tokens_seen
+        # is on (Trainer._maybe_log_save_evaluate: logs.update(speed_metrics("train", start_time,
+        # num_tokens=...))), beside its loss and learning rate
         return "summary"
     if not has_train_metric(m) and any(eval_key(k) is not None for k in m):
         return "eval"
@@ -462,6 +478,38 @@ def epoch_step(m: dict) -> int | None:
         return None
     epoch = m.get("epoch")
     return epoch if type(epoch) is int and is_step(epoch) else None
+
+
+_MMCV_MODES = ("train", "val")
+
+
+def framework_mapping(m: dict) -> dict:
+    """A dict or JSON line in a framework's own nesting or units, as the flat mapping the
+    readers take (``m`` itself when it is none of these; the template reader learns only such
+    lines):
+
+    - caikit-nlp's training-loss file (``peft_prompt_tuning.py`` ``save``:
+      ``json.dump({"name": "loss", "data": loss_log})``, ``loss_log`` = ``{"epoch", "step",
+      "value", "timestamp"}``): one named metric at a step -> ``{"loss": value, "step": ...}``;
+    - mmcv 1.x ``TextLoggerHook._dump_log`` (the ``*.log.json`` file, also printed): an
+      ``OrderedDict(mode=, epoch=, iter=)``, then ``lr``, ``memory`` (``_get_max_memory``: MB)
+      and the log buffer (``time``: the IterTimerHook's seconds per iteration). Mode ``train``:
+      ``time`` is the step time, ``memory`` MB; mode ``val``: the evaluation's values after the
+      training step ``iter`` (``lr`` is the optimizer's, not an evaluation value)."""
+    data, name = m.get("data"), m.get("name")
+    if len(m) == 2 and isinstance(name, str) and isinstance(data, dict) and "value" in data \
+            and not isinstance(data["value"], (dict, list)):
+        flat = {k: v for k, v in data.items() if k != "value"}
+        flat[name] = data["value"]
+        return flat
+    mode = m.get("mode")
+    if mode in _MMCV_MODES and "epoch" in m and "iter" in m:
+        if mode == "train":
+            renamed = {"time": "step_time", "memory": "memory(MB)"}
+            return {renamed.get(k, k): v for k, v in m.items() if k != "mode"}
+        return {k if k in ("epoch", "iter") else f"val_{k}": v for k, v in m.items()
+                if k not in ("mode", "lr")}
+    return m
 
 
 def record_from_mapping(m: dict, src: str, inferred_step: int | None = None) -> dict | None:

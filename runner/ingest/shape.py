@@ -130,7 +130,8 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
                          "iteration", "iterations", "it", "update", "updates", "num_updates",
                          "train/global_step", "trainer/global_step", "batch", "batches", "step #",
                          "optimizer step", "opt step", "training step", "train step", "step_idx",
-                         "step idx", "batch id", "batch_id", "batch_idx", "iter id"))
+                         "step idx", "batch id", "batch_id", "batch_idx", "iter id",
+                         "global iter"))   # MiniLLM (LMOps): "| inner iter: {}/{} | ppo epoch: ... | global iter: {:6d}/{:6d}|"
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
@@ -156,6 +157,41 @@ _HEX_NAME_RE = re.compile(r"[0-9a-f:.\-]+", re.IGNORECASE)
 # W/E/F, month and day, time, maybe a thread id, file:line): a diagnostic, never a metric line
 # (Caffe's metric lines are glog's I lines and stay readable).
 _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.\-/]+\.\w+:\d+\]")
+
+
+# Lines that print each value before its name, pieces joined by ", ": tinygrad's training
+# examples (examples/mlperf/model_train.py, hlb_cifar10.py, beautiful_mnist.py print
+# f"{i:5} {t*1000:7.2f} ms run, {loss:5.2f} loss, {lr:.12f} LR, {mem/1e9:.2f} GB used,
+# {gflops:9.2f} GFLOPS"). Every piece after the first is "NUMBER [UNIT] NAME"; the first may
+# start with the unnamed step. "N s run" / "N ms run" is the step's run time, "N GB used" its memory.
+_VALUE_FIRST_PIECE_RE = re.compile(
+    r"^\s*(?P<lead>\d+\s+)?(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+    r"(?:\s?(?P<unit>ms|s|GB|MB|GiB|MiB|%))?\s+(?P<name>[A-Za-z][A-Za-z_/]*(?: [A-Za-z][A-Za-z_/]*){0,2})\s*$")
+_TIME_UNITS = frozenset(("ms", "s"))
+_MEM_UNITS = frozenset(("GB", "MB", "GiB", "MiB"))
+
+
+def name_first(text: str) -> str:
+    """``text`` with each value's name put before it when every piece prints the value first
+    (``1 93.44 s run, 11.8750 loss, 1e-12 LR`` -> ``1 run time 93.44 s, loss 11.8750, LR 1e-12``),
+    else ``text`` itself."""
+    if ", " not in text:
+        return text
+    pieces = text.split(", ")
+    if len(pieces) < 3:
+        return text
+    out = []
+    for i, piece in enumerate(pieces):
+        m = _VALUE_FIRST_PIECE_RE.match(piece)
+        if m is None or (m.group("lead") and i) or _norm(m.group("name")) in _STOP:
+            return text
+        name, unit = m.group("name"), m.group("unit") or ""
+        if name == "run" and unit in _TIME_UNITS:
+            name = "run time"
+        elif name == "used" and unit in _MEM_UNITS:
+            name = "mem used"   # GlobalCounters.mem_used
+        out.append(f"{m.group('lead') or ''}{name} {m.group('num')}{' ' + unit if unit else ''}")
+    return ", ".join(out)
 
 
 def _names_a_metric(name: str) -> bool:
@@ -290,6 +326,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     body = strip_prefix_full(text)
     if _CPP_DIAG_RE.match(body):
         return None
+    body = name_first(body)
     shape, toks = tokenize(body)
     if not toks:
         return None
@@ -335,7 +372,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     for name, t in named:
         _put(values, name, t)
     for t in toks:   # unnamed numbers with a per-step unit: "(0.5 sec/step)", "2ms/step"
-        if not t.name and t.avg_of is None and t.unit and t.unit.lower() in _PER_STEP_UNITS:
+        if not t.name and t.avg_of is None and t.unit and (
+                t.unit.lower() in _PER_STEP_UNITS or t.unit == "ms" and t is toks[-1] and counter is not None):
+            # a step's line that ends with an unnamed duration in ms prints the step's time
+            # (modded-llama2: f"{step} | loss {loss:.4f} | lr {lr:e} | {dt * 1000:.2f}ms")
             values.setdefault("step_time_s", unit_value("step_time_s", _num(t.raw), t.unit))
         elif t.avg_of is not None:
             num = _num(t.raw)

@@ -28,7 +28,7 @@ from moeconsole.runner.ingest.batch import BatchBuilder
 from moeconsole.runner.ingest.formats import object_src
 from moeconsole.runner.ingest.lines import visible_segment
 from moeconsole.runner.ingest.pydict import bare_value
-from moeconsole.runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key,
+from moeconsole.runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key, framework_mapping,
                                    parse_number, record_from_mapping)
 from moeconsole.runner.rundir.secrets import is_secret_name, mask_lines
 from moeconsole.runner.rundir.seriesfile import OtherBlock, other_fields
@@ -450,6 +450,8 @@ class Template:
         else:
             return None
         parts.append((literal, -1))
+        if framework_mapping(mapping) is not mapping:
+            return None   # a framework's nesting or units (records.framework_mapping): the parser's
         if classify_mapping(mapping) != "metric" or any(eval_key(k) is not None for k in mapping) \
                 or not cls._assign_roles(values, mapping):
             return None   # evaluation values beside the step's go through the parser

@@ -185,3 +185,192 @@ def test_deit_log_txt_lines_are_steps_at_their_epoch():
     assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(0, 1.1), (1, 1.0), (2, 0.9)]
     recs, _ = parse('{"loss": 2.5, "learning_rate": 1e-05, "epoch": 3.0}', '{"loss": 2.4, "learning_rate": 1e-05, "epoch": 4.0}')
     assert [r["step"] for r in recs] == [1, 2]
+
+
+def mmcv_json(mode: str, it: int, **values: float) -> str:
+    """mmcv 1.x TextLoggerHook._dump_log: json.dumps of OrderedDict(mode=, epoch=, iter=), then
+    lr, memory (_get_max_memory: MB) and the log buffer (time: IterTimerHook's s/iter)."""
+    import json
+    return json.dumps({"mode": mode, "epoch": 1, "iter": it, "lr": 1e-05, **values})
+
+
+def test_mmcv_json_log_time_is_the_step_time_and_memory_mib_also_in_bulk(tmp_path):
+    from moeconsole.runner.ingest import marks_from_path, records_from_path
+    lines = [mmcv_json("train", 50 * n, memory=10240, data_time=0.01, loss_cls=1.0, loss=1.0 + 1 / n,
+                       time=0.5 + n / 1000) for n in range(1, 301)]
+    lines.append(mmcv_json("val", 15000, bbox_mAP=0.3, bbox_mAP_50=0.5))
+    for got in (parse(*lines)[0], records_from_path(tmp_path.joinpath("x.log.json").write_text(
+            "\n".join(lines) + "\n") and tmp_path / "x.log.json")[0]):
+        assert len(got) == 300 and [r["step"] for r in got] == [50 * n for n in range(1, 301)]
+        assert (got[1]["loss"], got[1]["step_time_s"], got[1]["mem_gib"]) == (1.5, 0.502, 10.0)
+        assert "time" not in got[1]["extra"] and "mode" not in got[1]["extra"]
+    (ev,) = [m for m in marks_from_path(tmp_path / "x.log.json") if m["kind"] == "eval"]
+    assert ev["step"] == 15000 and ev["split"] == "val" and ev["values"]["val_bbox_mAP"] == 0.3
+
+
+def test_caikit_named_metric_json_lines_are_steps():
+    """caikit-nlp peft_prompt_tuning.py save(): json.dump({"name": "loss", "data": loss_log})
+    with loss_log = {"epoch", "step", "value", "timestamp"}."""
+    recs, p = parse(*(f'{{"name": "loss", "data": {{"epoch": 0.01, "step": {s}, "value": {v}, '
+                      f'"timestamp": "2023-09-26T19:25:18.737364"}}}}' for s, v in ((1, 3.9274), (2, 4.4904))))
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(1, 3.9274, 0.01), (2, 4.4904, 0.01)]
+    assert p.stats.unparsed_lines == 0
+
+
+# ClearerVoice-Studio train/speech_enhancement/solver.py and train/speech_separation/solver.py:
+# 'Train Epoch: {}/{} Step: {}/{} | {:2.3f}s/batch | lr {:1.4e} |' + the network's losses.
+CLEARERVOICE = "Train Epoch: {e}/100 Step: {i}/965 | 2.057s/batch | lr 5.0000e-04 |{losses}"
+
+
+@pytest.mark.parametrize("losses,loss,extra", [
+    ("| Mask_Loss {v:2.4f}", "v", {}),
+    ("| Total_Loss {v:2.4f}| CMask_Loss 0.5000| SiSNR_Loss -12.3400", "v", {"CMask_Loss": 0.5, "SiSNR_Loss": -12.34}),
+    ("| Gen_Loss {v:2.4f}| Disc_Loss 0.2500", "v", {"Disc_Loss": 0.25}),
+    (" Total_Loss {v:2.4f}", "v", {}),
+])
+def test_clearervoice_solver_lines_every_network(losses, loss, extra):
+    lines = [CLEARERVOICE.format(e=e, i=i, losses=losses.format(v=1 + i / 1000)) for e in (0, 1) for i in (10, 960)]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 1.01), (960, 1.96), (975, 1.01), (1925, 1.96)]
+    assert (recs[0]["step_time_s"], recs[0]["lr"], recs[2]["epoch"]) == (2.057, 5e-4, 1.0)
+    assert {k: v for k, v in recs[0]["extra"].items() if k != "step_inferred"} == extra
+    assert p.stats.unparsed_lines == 0
+
+
+def test_step_dicts_with_speed_metrics_are_steps_and_the_end_summary_stays_a_summary():
+    """transformers with include_num_input_tokens_seen adds speed_metrics("train", ...) to every
+    step's logs (train_runtime, train_tokens_per_second); the end-of-training dict has
+    train_runtime and train_loss but no loss / learning_rate / grad_norm."""
+    step = ("{'loss': '%s', 'grad_norm': '2.578', 'learning_rate': '0.000156', 'epoch': '0.00748', "
+            "'num_input_tokens_seen': 286019, 'train_runtime': '110.7', 'train_tokens_per_second': '2583'}")
+    recs, p = parse(step % "14.88", step % "14.64",
+                    "{'train_runtime': 120.5, 'train_samples_per_second': 3.9, 'train_steps_per_second': 0.25, "
+                    "'train_loss': 14.7, 'epoch': 0.0083}")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 14.88), (2, 14.64)]
+    assert [m["kind"] for m in p.marks] == ["train_summary"]
+
+
+def test_lightning_bar_drawn_without_its_bar_gives_the_step_loss():
+    """tqdm's format_meter with ncols=0 (width unknown, as in Colab) returns l_bar[:-1] + r_bar[1:]:
+    "Epoch 0:  97% 1651/1702 [13:00<00:24,  2.11it/s, loss=0.158, v_num=0, train_loss=0.149]"."""
+    recs, p = parse(*(f"Epoch 0:  97% {n}/1702 [13:00<00:24,  2.11it/s, loss=0.{n - 1500}, v_num=0, train_loss=0.149]"
+                      for n in (1651, 1652, 1653)))
+    assert [(r["step"], r["loss"], r["extra"]["loss_smoothed"]) for r in recs] == [
+        (1651, 0.149, 0.151), (1652, 0.149, 0.152), (1653, 0.149, 0.153)]
+    assert all(r["src"] == "pl_bar" for r in recs)
+
+
+@pytest.mark.parametrize("line,loss,lr,step_time,mem", [
+    # tinygrad examples/mlperf/model_train.py (llama)
+    ("{i:5} 4.32 s run, {loss:.4f} loss, 0.000000000002 LR, 1454.57 GB used, 401488.40 GFLOPS", 11.875, 2e-12, 4.32, 1454.57),
+    # tinygrad hlb_cifar10.py / beautiful_mnist-style: several ms pieces, the run time first
+    ("{i:3d}  123.45 ms run,   20.10 ms python,  103.35 ms CUDA, {loss:5.2f} loss, 0.000400 LR, 2.10 GB used,  1234.56 GFLOPS",
+     11.88, 0.0004, 0.12345, 2.1),
+])
+def test_values_printed_before_their_names_are_named_by_the_words_after(line, loss, lr, step_time, mem):
+    recs, _ = parse(*(line.format(i=i, loss=11.875) for i in (1, 2, 3)))
+    assert [r["step"] for r in recs] == [1, 2, 3]
+    assert (recs[0]["loss"], recs[0]["lr"], recs[0]["step_time_s"], recs[0]["mem_gib"]) == (loss, lr, step_time, mem)
+    # names printed first, pieces joined by ", " as well: read as before
+    recs, _ = parse("step 1, loss 2.5, lr 0.001, grad_norm 1.5", "step 2, loss 2.4, lr 0.001, grad_norm 1.4")
+    assert [(r["step"], r["loss"], r["lr"], r["grad_norm"]) for r in recs] == [(1, 2.5, 0.001, 1.5), (2, 2.4, 0.001, 1.4)]
+
+
+@pytest.mark.parametrize("labels", [("0: ", "1: "), ("[node-a:0]: ", "[node-b:8]: "), ("10.96.202.43: ", "10.96.202.17: ")])
+def test_every_process_printing_step_less_dicts_counts_each_logging_event_once(labels):
+    """Each rank (a launcher's rank label) or node (pdsh's "host: " label) prints its own
+    Hugging Face dicts: the steps count logging events, read from the first process seen."""
+    first, other = labels
+    lines = []
+    for n, (loss, ev) in enumerate(((10.59, None), (6.99, 7.69), (6.86, None)), 1):
+        lines += [f"{first}{{'loss': {loss}, 'learning_rate': 0.0006, 'epoch': {n / 2}}}",
+                  f"{other}{{'loss': {loss + 0.01}, 'learning_rate': 0.0006, 'epoch': {n / 2}}}"]
+        if ev is not None:
+            lines += [f"{other}{{'eval_loss': {ev + 0.01}, 'epoch': {n / 2}}}", f"{first}{{'eval_loss': {ev}, 'epoch': {n / 2}}}"]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 10.59), (2, 6.99), (3, 6.86)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(2, 7.69)]
+    assert p.stats.ignored_lines == 4
+
+
+def test_nemo_bar_without_rate_and_lightning_checkpoint_message():
+    """NeMo's progress bar has no rate ("{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]");
+    a NaN loss reads nan.0 in it; Lightning's ModelCheckpoint names the step and the path it saves."""
+    bar = ("Epoch 0: :   3%|▎         | {n}/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss={loss}, "
+           "global_step={gs}, consumed_samples=6.3e+5, train_step_timing in s=0.615, val_loss=7.040]")
+    recs, p = parse(bar.format(n=8999, loss="2.310", gs="9e+3"), bar.format(n=9000, loss="nan.0", gs="9e+3"),
+                    "Epoch 0, global step 9000: 'val_loss' reached 7.04238 (best 7.04238), saving model to "
+                    "'/data/ckpt/megatron_gpt--val_loss=7.04-step=9000.ckpt' as top 3")
+    # global_step=9e+3 is tqdm's format_num of 8999.0 and of 9000.0 (3 significant digits): the bar counts
+    assert [(r["step"], str(r["loss"])) for r in recs] == [(8999, "2.31"), (9000, "nan")]
+    assert recs[1]["step_time_s"] == 0.615
+    assert [(m["kind"], m["step"]) for m in p.marks] == [("eval", 8999), ("checkpoint_saved", 9000)]
+    assert p.marks[1]["path"] == "/data/ckpt/megatron_gpt--val_loss=7.04-step=9000.ckpt"
+
+
+def test_liger_efficiency_callback_keys_give_memory_and_token_rate():
+    """Liger-Kernel's EfficiencyCallback adds step_peak_memory_*_MB and step_tokens_per_second."""
+    line = ("{'loss': %s, 'grad_norm': 9.36, 'learning_rate': 9.9e-06, 'epoch': %s, 'num_input_tokens_seen': 65536, "
+            "'step_peak_memory_allocated_MB': 26279.24, 'total_peak_memory_allocated_MB': 26279.24, "
+            "'step_peak_memory_reserved_MB': 47172.0, 'total_peak_memory_reserved_MB': 47172.0, "
+            "'step_tokens_per_second': 18801.85, 'avg_tokens_per_second': 18801.85}")
+    recs, _ = parse(*(line % (75.0 - n, n / 2) for n in range(1, 40)))
+    assert len(recs) == 39 and {(r["mem_gib"], r["tokens_per_s"]) for r in recs} == {(47172.0 / 1024, 18801.85)}
+
+
+def test_a_step_line_ending_with_an_unnamed_duration_in_ms_gives_the_step_time():
+    """modded-llama2: f"{step} | loss {loss:.4f} | lr {lr:e} | {dt * 1000:.2f}ms"."""
+    recs, _ = parse(*(f"{s} | loss {9 - s / 10:.4f} | lr 3.000000e-04 | 1359{s}.70ms" for s in (0, 10, 20)))
+    assert [(r["step"], round(r["step_time_s"], 6)) for r in recs] == [(0, 13.5907), (10, 135.9107), (20, 135.9207)]
+
+
+def test_hugging_face_dicts_under_the_trainers_bar_take_its_count_as_the_step():
+    """transformers ProgressCallback: on_step_end updates the description-less training bar to
+    global_step, on_log writes the step-less dict under it; on a terminal the line holds the
+    bar's redraws, a blank redraw and the dict (h2oGPT's log); in a file the bar may stand on
+    the line before. A message between the bar and the dict leaves the dict numbered."""
+    bar = "  4%|▎         | {n}/36234 [11:37<5:10:26,  1.87it/s]"
+    cr = "".join("\r" + bar.format(n=n) + "\r" + bar.format(n=n + 1) + "\r" + " " * 54 +
+                 "\r{'loss': %s, 'learning_rate': 0.00029, 'epoch': 0.22}\n" % loss
+                 for n, loss in ((1317, 1.5545), (1318, 1.3465)))
+    eval_bar = "100%|██████████| 4/4 [00:01<00:00,  3.1it/s]\n"
+    tail = (bar.format(n=1330) + "\n" + eval_bar + "{'loss': 1.2, 'learning_rate': 0.00029, 'epoch': 0.23}\n"
+            + bar.format(n=1340) + "[INFO] saving\n{'loss': 1.1, 'learning_rate': 0.00029, 'epoch': 0.23}\n")
+    recs, _ = parse((cr + tail).encode().rstrip(b"\n"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(1318, 1.5545), (1319, 1.3465), (1330, 1.2), (1331, 1.1)]
+
+
+def test_a_rich_console_record_wrapped_onto_indented_lines_is_one_record():
+    """rich's RichHandler (ColossalAI's logger): time column (blank when repeated), level padded
+    to 8, message wrapped at the console width onto lines indented to the message column."""
+    head = "[01/15/23 18:11:55] INFO     colossalai - colossalai - INFO: train.py:230 main"
+    rec = ("                    INFO     colossalai - colossalai - INFO: Training, Epoch: 0, Step: {s}, Global_Step: {s}, "
+           "Loss: distogram=4.159 fape=1.682")
+    wrap = "                             lddt=3.912 violation=404.925 loss={loss} drmsd_ca=26.113"
+    recs, p = parse(head, rec.format(s=1), wrap.format(loss=162.822), head, rec.format(s=2), wrap.format(loss=160.364),
+                    head, rec.format(s=3))
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 162.822), (2, 160.364), (3, None)]
+    assert recs[0]["extra"]["violation"] == 404.925 and not [m for m in p.marks if m["kind"] == "train_summary"]
+    # the record lines are the metric lines, the wrapped ones joined them, the others say nothing
+    assert (p.stats.metric_lines, p.stats.ignored_lines, p.stats.unparsed_lines) == (3, 2, 3)
+
+
+def test_minillm_global_iter_and_total_loss():
+    """MiniLLM (microsoft/LMOps): "train | data_epochs {}/{} | inner iter: {}/{} | ppo epoch: {}/{} |
+    global iter: {:6d}/{:6d}| tot_loss: {:.4f} | rl_loss: ... | lr: {:.4e} | ..." on one line."""
+    line = ("train | data_epochs  0/10 | inner iter:   {i}/  8 | ppo epoch:  2/ 4 | global iter:     {g}/  5000| "
+            "tot_loss: {loss} | rl_loss: -0.0407 | pt_loss: 2.3948 | pg_loss: -0.0428 | reward: 0.0000 | "
+            "lr: 2.5000e-07 | scale: 128.00 | time: 1.874 | step time: 0.000")
+    recs, _ = parse(line.format(i=7, g=13, loss=2.3541), line.format(i=1, g=14, loss=3.1123))
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(13, 2.3541, 2.5e-07), (14, 3.1123, 2.5e-07)]
+
+
+def test_a_dataset_bar_before_training_does_not_give_the_first_dicts_step():
+    """datasets' map bars count batches or examples ("ba/s", "examples/s") and end at 100%: only a
+    running bar counting "it" (the Trainer's) gives a dict its step."""
+    recs, _ = parse("100%|██████████| 5000/5000 [00:01<00:00, 3012.11it/s]",
+                    " 20%|██        | 1000/5000 [00:01<00:04, 900.5ba/s]",
+                    "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.01}",
+                    "  1%|          | 10/873 [00:50<1:10:00,  5.01s/it]",
+                    "{'loss': 2.4, 'learning_rate': 1e-05, 'epoch': 0.02}")
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.5), (10, 2.4)]
