@@ -118,3 +118,36 @@ def test_the_consoles_threads_share_one_malloc_arena(one_arena):
         assert arenas == 1, proc.stderr
     else:
         assert arenas > 1, proc.stderr
+
+
+def test_the_footer_shows_its_keys_without_the_unicode_name_tables(base, make_run, monkeypatch):
+    """The run screen's footer writes each one-letter key as itself without asking Python's
+    Unicode database for a character of that name (Textual's ``format_key`` does, and each
+    missed lookup reads pages of the name tables: 0.2 MiB of resident memory measured).
+    The keys read as before."""
+    import asyncio
+    import unicodedata
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from tests.console.test_console_app import _screen_text
+    from tests.waiting import until_ui
+
+    looked_up: list[str] = []
+    real_lookup = unicodedata.lookup
+
+    def lookup(name: str) -> str:
+        looked_up.append(name)
+        return real_lookup(name)
+    monkeypatch.setattr(unicodedata, "lookup", lookup)
+    run = make_run(base, status="running", steps=40)
+
+    async def go() -> str:
+        app = MoeConsole(base, run, gpu=False, interval=3600)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
+                           and "q Detach" in _screen_text(app), what="the footer")
+            return _screen_text(app)
+    text = asyncio.run(go())
+    assert "b Runs" in text and "l Log" in text and "? Help" in text and "c Charts" in text
+    assert [name for name in looked_up if len(name) == 1] == [], looked_up
