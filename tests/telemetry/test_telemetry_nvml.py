@@ -139,7 +139,7 @@ def test_in_process_library_path_without_ld_library_path(fake_libdir, scenario, 
     assert out["backend"] == "nvml" and len(out["gpus"]) == 2
     assert out["gpus"][0]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(1234), "sm_pct": 0.0,
                                             "mem_pct": 0.0}]
-    # the few NVML symbols read need none of pynvml's whole binding (1.9 MiB in the console)
+    # the few NVML symbols read need none of pynvml's whole binding (1.4 MiB of the console's RSS)
     assert out["modules"] == []
 
 
