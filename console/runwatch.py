@@ -44,8 +44,8 @@ class RunWatch:
 
     def start(self) -> None:
         """Watch the run directory from now on (once). The poller calls it after the first
-        frame and before the poll it guards, so no change is missed and the watcher (watchdog's
-        import and its threads) stays off the first paint."""
+        frame and before the poll it guards, so no change is missed and the watcher's setup stays
+        off the first paint."""
         if not self._watch_started:
             self._watch_started = True
             self._watch = dirwatch.watch(self._run_dir)

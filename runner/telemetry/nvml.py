@@ -1,15 +1,14 @@
-"""The NVML backend: every pynvml call behind one wrapper that degrades field by field.
+"""The NVML backend: every NVML call behind one wrapper that degrades field by field.
 
 Each field is read through a chain of NVML symbols, newest first (e.g. the ``_v3`` process
-query, then ``_v2``). A symbol the driver lacks (``NVMLError_FunctionNotFound``) is
+query, then ``_v2``). A symbol the driver lacks (``NVMLError`` with FUNCTION_NOT_FOUND) is
 remembered and skipped from then on; any other error makes just that field ``None`` with a
-short reason. Names and UUIDs never change, so they are read once.
+short reason. Names and UUIDs never change, so they are read once. The calls themselves are
+``nvmllib``'s (pynvml's functions for the symbols read here, without the rest of its binding).
 """
 from __future__ import annotations
 
 import functools
-
-import ctypes
 import threading
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from moeconsole.runner.telemetry.gpu import GpuInfo, GpuProcess, GpuSnapshot, un
 LIBRARY_NAME = "libnvidia-ml.so.1"
 MIB = 1024.0 * 1024.0
 
-# NVML return codes (nvml.h); kept here so reasons read well without pynvml loaded.
+# NVML return codes (nvml.h); kept here so reasons read well without the library loaded.
 _NOT_SUPPORTED = 3
 _NO_PERMISSION = 4
 _NOT_FOUND = 6
@@ -50,20 +49,18 @@ class NvmlUnavailable(Exception):
     """NVML cannot be used at all; the message is the user-facing reason."""
 
 
-def _load_library(nv: Any, lib_path: Path | str) -> None:
-    """Make pynvml use this library file instead of asking the dynamic loader."""
+def _load_library(lib_path: Path | str) -> None:
+    """Use this library file instead of asking the dynamic loader."""
+    from moeconsole.runner.telemetry import nvmllib
     path = Path(lib_path)
     if path.is_dir():
         path = path / LIBRARY_NAME
-    with nv.libLoadLock:
-        loaded = nv.nvmlLib
-        if loaded is None:
-            try:
-                nv.nvmlLib = ctypes.CDLL(str(path))
-            except OSError as exc:
-                raise NvmlUnavailable(f"cannot load {path}: {exc}") from None
-        elif getattr(loaded, "_name", None) != str(path):
-            raise NvmlUnavailable(f"pynvml already uses {getattr(loaded, '_name', '?')} in this process")
+    try:
+        nvmllib.load(str(path))
+    except OSError as exc:
+        raise NvmlUnavailable(f"cannot load {path}: {exc}") from None
+    except ValueError as exc:
+        raise NvmlUnavailable(str(exc)) from None
 
 
 def _proc_util(util_of: dict[int, tuple[float, float]] | None, pid: int) -> tuple[float | None, float | None]:
@@ -84,16 +81,13 @@ class NvmlBackend:
     name = "nvml"
 
     def __init__(self, lib_path: Path | str | None = None) -> None:
-        try:
-            import pynvml
-        except ImportError:
-            raise NvmlUnavailable("nvidia-ml-py (pynvml) is not installed") from None
-        self._nv = pynvml
+        from moeconsole.runner.telemetry import nvmllib
+        self._nv = nvmllib
         if lib_path is not None:
-            _load_library(pynvml, lib_path)
+            _load_library(lib_path)
         try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError as exc:
+            nvmllib.nvmlInit()
+        except nvmllib.NVMLError as exc:
             raise NvmlUnavailable(_INIT_REASONS.get(_error_code(exc), f"NVML init failed: {exc}")) from None
         except OSError as exc:
             raise NvmlUnavailable(f"NVML init failed: {exc}") from None
@@ -102,7 +96,7 @@ class NvmlBackend:
         self._missing: set[str] = set()
         self._handles: dict[int, Any] = {}
         self._static: dict[int, tuple[str | None, str | None]] = {}
-        self._driver, _ = self._first([("nvmlSystemGetDriverVersion", pynvml.nvmlSystemGetDriverVersion)])
+        self._driver, _ = self._first([("nvmlSystemGetDriverVersion", nvmllib.nvmlSystemGetDriverVersion)])
 
     # -- the one wrapper ------------------------------------------------------------------
     def _first(self, ways: list[tuple[str, Callable[[], Any]]]) -> tuple[Any, str | None]:

@@ -127,3 +127,33 @@ def test_a_burst_of_snapshots_shows_the_newest_and_drops_the_stale_ones(base, ma
             return screen.polls - polls
     applied = asyncio.run(go())
     assert applied == 1, f"{applied} snapshots applied: the stale ones were queued, not dropped"
+
+
+def test_a_step_written_to_the_run_directory_reaches_the_screen_without_a_tick(base, make_run):
+    """The poll timer is an hour: only the run directory's watch (the kernel's inotify descriptor,
+    no thread of its own) can bring the new step onto the run screen's log pane."""
+    import os
+    import re
+
+    from rich.console import Console
+    run = make_run(base, status="running", steps=40)
+
+    def shown(app) -> str:
+        console = Console(width=app.size.width, height=app.size.height, file=open(os.devnull, "w"), record=True,
+                          force_terminal=True)
+        console.print(app.screen._compositor.render_update(full=True))
+        return console.export_text()
+
+    async def go():
+        app = MoeConsole(base, run, gpu=False, interval=3600)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
+                           and re.search(r"40/100\s+1\.027", shown(app)), what="the last step already written")
+            assert "41/100" not in shown(app)
+            rec = jsonio.read_jsonl(run.metrics)[-1]
+            with open(run.log, "a") as f:   # as the runner does: the line, then its record
+                f.write("step 41/100 loss 0.2500\n")
+            jsonio.append_jsonl(run.metrics, {**rec, "step": 41, "loss": 0.25})
+            await until_ui(pilot, lambda: re.search(r"41/100\s+0\.25\b", shown(app)), timeout=60,
+                           what="step 41 on the screen")
+    asyncio.run(go())

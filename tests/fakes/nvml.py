@@ -1,7 +1,7 @@
 """Build the fake ``libnvidia-ml.so.1`` and write the scenarios it serves.
 
-pynvml loads the driver library once per process with ``CDLL("libnvidia-ml.so.1")``, so a
-test points ``LD_LIBRARY_PATH`` at the directory :func:`build_fake_nvml` returns before the
+The NVML binding (runner/telemetry/nvmllib, as pynvml) loads the driver library once per
+process with ``CDLL("libnvidia-ml.so.1")``, so a test points ``LD_LIBRARY_PATH`` at the directory :func:`build_fake_nvml` returns before the
 process starts (see :func:`fake_env`), or hands the library path to the NVML backend
 in-process. The fake re-reads the scenario file whenever it changes, so a test can change
 values while the process under test runs; write it with :func:`write_scenario` (atomic).

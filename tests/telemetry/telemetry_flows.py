@@ -1,5 +1,5 @@
-"""Telemetry flows run in a fresh interpreter, so pynvml loads the fake library the test
-chose (it loads its library once per process). Each prints one JSON line.
+"""Telemetry flows run in a fresh interpreter, so the NVML binding loads the fake library the
+test chose (it loads its library once per process). Each prints one JSON line.
 
     telemetry_flows.py clear PID [--run-id R] [--grace S] [--tolerance MIB]
     telemetry_flows.py launch --policy P [--devices 0,1] [--port N] [--run-id R] [--timeout S]
@@ -51,7 +51,7 @@ def inproc(a: argparse.Namespace) -> dict:
     backend = get_backend(lib_path=a.libdir)
     snap = backend.snapshot().to_dict()
     backend.close()
-    return snap
+    return {**snap, "modules": sorted(m for m in sys.modules if m.split(".")[0] == "pynvml")}
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""The real pynvml code path against the fake libnvidia-ml, through the real CLI."""
+"""The real NVML code path (runner/telemetry/nvmllib: ctypes calls into the driver library)
+against the fake libnvidia-ml, through the real CLI."""
 from __future__ import annotations
 
 import ctypes.util
@@ -138,6 +139,8 @@ def test_in_process_library_path_without_ld_library_path(fake_libdir, scenario, 
     assert out["backend"] == "nvml" and len(out["gpus"]) == 2
     assert out["gpus"][0]["processes"] == [{"pid": rank.pid, "used_mib": pytest.approx(1234), "sm_pct": 0.0,
                                             "mem_pct": 0.0}]
+    # the few NVML symbols read need none of pynvml's whole binding (1.4 MiB of the console's RSS)
+    assert out["modules"] == []
 
 
 def test_process_list_is_read_live_and_memory_freed_when_process_exits(nvml_env, scenario, spawn):
