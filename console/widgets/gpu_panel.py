@@ -228,23 +228,22 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
     return groups
 
 
-_RANKS_SEEN: dict[tuple[str, object], tuple[int, ...]] = {}
+_RANKS_SEEN: dict[str, tuple[object, tuple[int, ...]]] = {}  # host -> (its ranks as listed, their numbers)
 
 
 def node_rank_numbers(node: dict) -> tuple[int, ...]:
     """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique. Kept per
-    (host, file time): a 128-node panel redraws more often than agents write."""
-    key = (str(node.get("host")), node.get("t"))
-    got = _RANKS_SEEN.get(key)
-    if got is not None:
-        return got
-    ranks = node.get("ranks")
+    host while the list is the same: an agent rewrites its file every second, its ranks stay."""
+    host, ranks = str(node.get("host")), node.get("ranks")
+    seen = _RANKS_SEEN.get(host)
+    if seen is not None and seen[0] == ranks:
+        return seen[1]
     got = () if not isinstance(ranks, list) else \
         tuple(sorted({r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)
                       and not isinstance(r.get("rank"), bool)}))
     if len(_RANKS_SEEN) > 4096:
         _RANKS_SEEN.clear()
-    _RANKS_SEEN[key] = got
+    _RANKS_SEEN[host] = (ranks, got)
     return got
 
 

@@ -491,7 +491,7 @@ class NodeReader:
         self._dir = str(run.telemetry)
         self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
         self._gpu_figures: dict[str, tuple[Doc, Doc]] = {}   # name -> (entry, its nodehealth.gpu_figures)
-        self._steps: dict[str, tuple[StatKey, StatKey | None, float | None]] = {}  # name -> (file, ranks.json, step time)
+        self._steps: dict[str, tuple[object, StatKey | None, float | None]] = {}  # name -> (its ranks, ranks.json, step time)
         self._ranks: tuple[StatKey | None, RankTimes] = (None, {})
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
         self._last: tuple[Doc, ...] = ()  # what read returned last
@@ -557,18 +557,20 @@ class NodeReader:
     def _figures(self, files: dict[str, tuple[StatKey, float, Doc]], ranks_key: StatKey | None,
                  rank_times: RankTimes) -> list[Doc]:
         """Each node's ``nodehealth.node_figures``: its GPUs' worked out once per read of its
-        file, its step time once per change of its file or of ``ranks.json``."""
+        file, its step time once per change of its ranks (an agent rewrites its file each
+        second, its ranks stay) or of ``ranks.json``."""
         gpu_figures: dict[str, tuple[Doc, Doc]] = {}
-        steps: dict[str, tuple[StatKey, StatKey | None, float | None]] = {}
+        steps: dict[str, tuple[object, StatKey | None, float | None]] = {}
         out = []
-        for name, (key, _, entry) in files.items():
+        for name, (_, _, entry) in files.items():
             known = self._gpu_figures.get(name)
             g = known[1] if known is not None and known[0] is entry else \
                 nodehealth.gpu_figures(entry["gpu"] if entry.get("gpu") else None)
             gpu_figures[name] = (entry, g)
             step = self._steps.get(name)
-            if step is None or step[0] != key or step[1] != ranks_key:
-                step = (key, ranks_key, nodehealth.node_step_time(nodehealth.node_ranks(entry), rank_times))
+            ranks = entry.get("ranks")
+            if step is None or step[1] != ranks_key or step[0] != ranks:
+                step = (ranks, ranks_key, nodehealth.node_step_time(nodehealth.node_ranks(entry), rank_times))
             steps[name] = step
             out.append({**g, "step_time_s": step[2]})
         self._gpu_figures, self._steps = gpu_figures, steps

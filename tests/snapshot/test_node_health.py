@@ -88,6 +88,19 @@ def test_ranks_in_words():
     assert NodeGroup("h", None).ranks == ()
 
 
+def test_a_nodes_summary_line_shows_the_ranks_its_file_lists_now():
+    """The ranks' numbers are kept per host while the file lists the same ranks (each second's
+    file), and follow the list, not the file's time: two runs whose agents share host names and
+    a file time (two consoles' runs on one cluster) each show their own ranks."""
+    def line(node: dict) -> str:
+        return "".join(t for t, _ in node_summary(node_groups([node], None, "here")[0], 160))
+    a = {**_node("gpu-node-000", ranks=range(0, 8)), "t": 1000.0}
+    b = {**_node("gpu-node-000", ranks=range(64, 72)), "t": 1000.0}
+    assert "ranks 0-7" in line(a)
+    assert "ranks 64-71" in line(b)
+    assert "ranks 0-7" in line({**a, "t": 1001.0}) and "ranks 8-15" in line(_node("gpu-node-000", ranks=range(8, 16)))
+
+
 def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_second(tmp_path, monkeypatch):
     from moeconsole.runner.rundir import jsonio
     from moeconsole.runner.rundir.snapshot import NodeReader
@@ -159,6 +172,41 @@ def test_judging_again_works_out_only_the_changed_nodes_figures(tmp_path, monkey
          "ranks": [{"rank": 800 + k} for k in range(8)]}))
     later = reader.read(now + 2.6)
     assert len(worked) == 1 and later[0]["host"] == "n100" and later[0]["health"]["problems"] == ["mem"]
+
+
+def test_a_nodes_step_time_is_worked_out_again_only_when_its_ranks_or_ranks_json_change(tmp_path, monkeypatch):
+    """Agents rewrite their files every second with the same ranks: a new file's GPU figures
+    are read, but its step time (its ranks' entries in ranks.json) is kept; ranks that moved to
+    another node, or a new ranks.json, still change the verdict at the next read."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+
+    def agent(i: int, t: float, ranks: range) -> None:
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": t, "host": {"hostname": f"n{i:03d}"}, "gpu": _node("x")["gpu"],
+             "ranks": [{"rank": r} for r in ranks]}))
+    for i in range(24):
+        agent(i, now, range(8 * i, 8 * i + 8))
+    (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {
+        str(r): {"step": 9, "step_time_s": 3.0 if r == 200 else 2.0, "t": now} for r in range(208)}}))
+    worked = []
+    real = nodehealth.node_step_time
+    monkeypatch.setattr(nodehealth, "node_step_time", lambda *a: (worked.append(1), real(*a))[1])
+    reader = NodeReader(run)
+    reader.whole = False
+    first = reader.read(now)
+    assert len(worked) == 24 and [n["health"]["problems"] for n in first] == [[]] * 24
+    worked.clear()
+    for i in range(24):  # every agent writes again: new figures, the same ranks
+        agent(i, now + 1, range(8 * i, 8 * i + 8))
+    again = reader.read(now + 1)
+    assert {n["t"] for n in again} == {now + 1}, "the new files were read"
+    assert worked == [], "the same ranks: no step time worked out again"
+    agent(4, now + 2, range(200, 208))  # rank 200 (slow) now runs on n004
+    moved = reader.read(now + 2)
+    assert worked == [1] and moved[0]["host"] == "n004" and moved[0]["health"]["problems"] == ["slow"]
 
 
 def test_a_console_reads_only_each_agent_files_glance_and_judges_alike(tmp_path):
