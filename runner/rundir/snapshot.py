@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import math
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -412,13 +413,15 @@ class RunWatcher:
 NODE_STALE_S = 10.0
 
 
-def _stat_key(path: str) -> StatKey | None:
-    """What tells a changed file from the one read last time: inode, size, mtime."""
+def _stat_key(path: str, *, regular: bool = False) -> StatKey | None:
+    """What tells a changed file from the one read last time: inode, size, mtime. None when
+    it is missing, or (``regular``) not a regular file: a FIFO or a directory in an agent
+    file's place is not read."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return None if regular and not stat.S_ISREG(st.st_mode) else (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _node_entry(doc: Doc, name: str) -> Doc:
@@ -431,21 +434,20 @@ def _node_entry(doc: Doc, name: str) -> Doc:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None}
 
 
-def _glance_entry(path: str, name: str) -> Doc | None:
+def _glance_entry(path: str, name: str, size: int = 1 << 16) -> Doc | None:
     """One agent file as a ``Snapshot.nodes`` entry holding only its glance (``"glance": True``;
     see ``moeconsole.runner.rundir.agentglance``): what ``_node_entry`` gives for those fields. A file another
     version wrote with other types: its whole document (``_node_entry``); unreadable or not
     JSON: None."""
     from moeconsole.runner.rundir import agentglance
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = jsonio.read_small(path, size)
     except OSError:
         return None
     try:
         doc = agentglance.DECODER.decode(data)
     except agentglance.ValidationError:
-        whole = jsonio.read_own_json(path)
+        whole = jsonio.read_own_json(path, size=size)
         return _node_entry(whole, name) if isinstance(whole, dict) else None
     except (ValueError, RecursionError):  # not JSON (msgspec.DecodeError is a ValueError)
         return None
@@ -523,18 +525,18 @@ class NodeReader:
                 files[name] = old
                 continue
             path = os.path.join(self._dir, name)
-            key = _stat_key(path)
+            key = _stat_key(path, regular=True)
             if key is None:
                 continue
             if old is not None and old[0] == key:
                 files[name] = old
                 continue
             if glance:
-                entry = _glance_entry(path, name)
+                entry = _glance_entry(path, name, key[1])
                 if entry is not None:
                     files[name] = (key, now, entry)
                 continue
-            doc = jsonio.read_own_json(path)
+            doc = jsonio.read_own_json(path, size=key[1])
             if isinstance(doc, dict):
                 files[name] = (key, now, _node_entry(doc, name))
         self._files = files

@@ -117,7 +117,7 @@ def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_secon
     from moeconsole.runner.rundir import snapshot
     looked_at = []
     real_stat = snapshot._stat_key
-    monkeypatch.setattr(snapshot, "_stat_key", lambda p: (looked_at.append(os.path.basename(p)), real_stat(p))[1])
+    monkeypatch.setattr(snapshot, "_stat_key", lambda p, **k: (looked_at.append(os.path.basename(p)), real_stat(p, **k))[1])
     reader = NodeReader(run)
     assert len(reader.read(now)) == 128 and len(reads) == 128
     reads.clear()
@@ -271,3 +271,45 @@ def test_few_nodes_are_read_whole_even_for_the_run_screen(tmp_path):
     reader = NodeReader(run)
     reader.whole = False
     assert all(n["gpu"]["gpus"][0]["name"] == "NVIDIA H200" and "glance" not in n for n in reader.read(now))
+
+
+def test_a_fifo_among_the_agent_files_is_left_out_never_waited_on(tmp_path):
+    """A FIFO named like an agent file (planted, or a tool gone wrong) must not block a
+    console's poll thread in ``open`` (it waits for a writer forever): the other nodes are
+    read and judged, at 16 nodes (whole files) and past them (glances)."""
+    import threading
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    for count in (8, 24):
+        run = rundir.RunDir(tmp_path / str(count))
+        run.telemetry.mkdir(parents=True)
+        now = time.time()
+        for i in range(count):
+            (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+                {"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"}, "gpu": _node("x")["gpu"]}))
+        fifo = run.telemetry / "n999.json"
+        os.mkfifo(fifo)
+        reader = NodeReader(run)
+        reader.whole = False
+        got: list = []
+        thread = threading.Thread(target=lambda: got.append(reader.read(now)), daemon=True)
+        thread.start()
+        thread.join(timeout=30)
+        blocked = thread.is_alive()
+        if blocked:  # in open(): a writer lets it go, so that nothing is left running
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            thread.join(timeout=30)
+        assert not blocked, f"{count} nodes: the poll waited on the FIFO"
+        assert got and len(got[0]) == count
+        assert "n999" not in {n["host"] for n in got[0]}
+
+
+def test_a_small_file_is_read_whole_whatever_size_its_stat_said(tmp_path):
+    from moeconsole.runner.rundir import jsonio
+    path = tmp_path / "n000.json"
+    doc = {"v": 1, "gpus": [{"index": i, "name": "x" * 100} for i in range(300)]}
+    path.write_text(json.dumps(doc))
+    size = path.stat().st_size
+    for hint in (0, 10, size - 1, size, size + 1, 1 << 16):
+        assert jsonio.read_small(path, hint) == path.read_bytes()
+        assert jsonio.read_own_json(path, size=hint) == doc
+    assert jsonio.read_own_json(tmp_path / "missing.json", default="none") == "none"
