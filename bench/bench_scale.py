@@ -140,9 +140,13 @@ from pathlib import Path
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.snapshot import NodeReader
 from moeconsole.console.widgets.gpu_panel import node_groups, summary_lines
+try:  # the panel's own call past its lines (a tree without it: every node's group)
+    from moeconsole.console.widgets.gpu_panel import node_summary_lines as draw
+except ImportError:
+    draw = lambda nodes, gpu, host, width, budget: summary_lines(node_groups(nodes, gpu, host), width, budget)
 reader = NodeReader(rundir.RunDir(Path(sys.argv[1])))
 reader.whole = False
-summary_lines(node_groups(reader.read(time.time()), None, "here"), 160, 16)
+draw(reader.read(time.time()), None, "here", 160, 16)
 seconds = float(sys.argv[2])
 used = drawn = 0.0
 t0 = next_at = time.monotonic()
@@ -152,7 +156,7 @@ while time.monotonic() - t0 < seconds:
     c0 = time.thread_time()
     nodes = reader.read(time.time())
     c1 = time.thread_time()
-    summary_lines(node_groups(nodes, None, "here"), 160, 16)
+    draw(nodes, None, "here", 160, 16)
     used += c1 - c0
     drawn += time.thread_time() - c1
 wall = time.monotonic() - t0
@@ -378,7 +382,7 @@ def main() -> int:
     print(f"\nThe node reading of a console's timer poll alone (`NodeReader.read` once a second on the live run, "
           f"as the run screen reads them, 15 s, 5 rounds{', the trees side by side' if args.baseline else ''}): "
           f"CPU per second of wall time, {same_rounds(node_cost)}.")
-    print(f"\nThe GPU panel's summary lines of those nodes (`summary_lines(node_groups(...), 160, 16)` after each "
+    print(f"\nThe GPU panel's summary lines of those nodes (160 columns, 16 lines, as the panel draws them, after each "
           f"read, the same processes): CPU per second of wall time, {same_rounds(lines_cost)}.")
     print("\nThe 8-GPU console is the reference for the 1,024-GPU one in the same run (same machine load); "
           "the 8-GPU goal against nvitop itself is tracked by `bench/bench_ui.py` (docs/benchmarks-ui.md). "

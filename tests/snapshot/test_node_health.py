@@ -313,3 +313,30 @@ def test_a_small_file_is_read_whole_whatever_size_its_stat_said(tmp_path):
         assert jsonio.read_small(path, hint) == path.read_bytes()
         assert jsonio.read_own_json(path, size=hint) == doc
     assert jsonio.read_own_json(tmp_path / "missing.json", default="none") == "none"
+
+
+def test_past_the_panels_lines_only_the_nodes_shown_are_built_and_the_lines_are_the_same(monkeypatch):
+    """128 nodes in 16 lines: the GPU panel builds the 15 nodes it shows (worst first, stale and
+    GPU-less ones first) and counts the rest; the lines are those of every node's group, with the
+    live local snapshot in or beside the agents' files, stale nodes hidden or shown."""
+    import random
+    from moeconsole.console.widgets import gpu_panel
+    rng = random.Random(7)
+    local_gpu = {"available": True, "gpus": _node("x")["gpu"]["gpus"][:2]}
+    for case in range(40):
+        nodes = nodehealth.assess_nodes([_node(f"n{i:03d}", used=143_000 if rng.random() < 0.05 else 100_000,
+                                               util=10 if rng.random() < 0.05 else 90, ranks=range(8 * i, 8 * i + 8),
+                                               stale=rng.random() < 0.1) for i in range(rng.choice((15, 16, 17, 40, 128)))])
+        if case % 3 == 0:
+            nodes[rng.randrange(len(nodes))]["gpu"] = None  # another version's file: no GPU data
+        for local_host, local in (("here", None), ("here", local_gpu), ("n003", local_gpu), ("n003", {"available": False})):
+            for budget in (1, 5, 16):
+                want = gpu_panel.summary_lines(gpu_panel.node_groups(nodes, local, local_host), 160, budget)
+                assert gpu_panel.node_summary_lines(nodes, local, local_host, 160, budget) == want, (case, local_host, budget)
+    built = []
+    real = gpu_panel.node_rank_numbers
+    monkeypatch.setattr(gpu_panel, "node_rank_numbers", lambda node: (built.append(node["host"]), real(node))[1])
+    nodes = nodehealth.assess_nodes([_node(f"n{i:03d}", ranks=range(8 * i, 8 * i + 8), stale=i == 77) for i in range(128)])
+    lines = gpu_panel.node_summary_lines(nodes, local_gpu, "here", 160, 16)
+    assert len(built) <= 15 and "n077" in built, "only the nodes shown are built: the stale one first"
+    assert "".join(t for t, _ in lines[-1]).startswith("+114 more nodes")
