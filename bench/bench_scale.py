@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_ui import WRITER, drain, measure, spawn_in_pty  # noqa: E402
+from bench_ui import WRITER, measure, spawn_in_pty  # noqa: E402
 from benchlib import end_processes, p99, timings  # noqa: E402
 from bench_ingest import export  # noqa: E402
 
@@ -183,6 +183,18 @@ def node_read_cost(trees: dict[str, Path], run: Path, env: dict, seconds: float,
     return out, lines
 
 
+def count_output(fd: int, stop: threading.Event, reads: list[tuple[float, int]]) -> None:
+    """``bench_ui.drain`` (the terminal read as a terminal would), noting when and how many bytes."""
+    while not stop.is_set():
+        try:
+            got = os.read(fd, 65536)
+        except OSError:
+            return
+        if not got:
+            return
+        reads.append((time.monotonic(), len(got)))
+
+
 def window_shares(per_second: list[float], window: int) -> list[float]:
     """The mean CPU share of each whole window of ``window`` one-second samples."""
     return [sum(per_second[i:i + window]) / window for i in range(0, len(per_second) - window + 1, window)]
@@ -256,8 +268,9 @@ def main() -> int:
             watched["nvitop"] = psutil.Process(peer.pid)
         else:
             print(f"(nvitop not found at {args.nvitop}: its row is left out)", file=sys.stderr)
-        for fd in fds:
-            threading.Thread(target=drain, args=(fd, stop), daemon=True).start()
+        shown: dict[str, list[tuple[float, int]]] = {}  # console -> (when, bytes) of each read of its terminal
+        for name, fd in zip(("ui1024", "ui8", *(("base1024", "base8") if args.baseline else ()), "nvitop"), fds):
+            threading.Thread(target=count_output, args=(fd, stop, shown.setdefault(name, [])), daemon=True).start()
         lags: list[int] = []
 
         def sample_lag() -> None:
@@ -269,7 +282,11 @@ def main() -> int:
                 time.sleep(1.0)
         threading.Thread(target=sample_lag, daemon=True).start()
         log_before = (big / "train.log").stat().st_size
+        window_from = time.monotonic() + 8.0
         cpu = measure(watched, args.seconds, warmup=8.0)
+        window = (window_from, time.monotonic())
+        out_bps = {name: sum(n for t, n in reads if window[0] <= t <= window[1]) / (window[1] - window[0])
+                   for name, reads in shown.items()}
         log_bytes = (big / "train.log").stat().st_size - log_before
         for name, p in (("ui1024", ui_big), ("ui8", ui_small)):
             if p.poll() is not None:
@@ -335,6 +352,14 @@ def main() -> int:
         rows.append(("`nvitop --monitor full --interval 1`, 8 GPUs (peer)", cpu["nvitop"]))
     for name, c in rows:
         print(f"| {name} | {c['cpu_share']:.2f}% | {c['cpu_p99']:.2f}% | {c['rss_median']:.1f} MiB |")
+    print("\nTerminal output over the same window (bytes a second each wrote to its pty): "
+          + "; ".join(f"{name} {bps:,.0f}" for name, bps in (
+              [("1,024 GPUs", out_bps["ui1024"]), ("8 GPUs", out_bps["ui8"])]
+              + ([(f"baseline {args.baseline} 1,024 GPUs", out_bps["base1024"]),
+                  (f"baseline {args.baseline} 8 GPUs", out_bps["base8"])] if args.baseline else [])
+              + ([("nvitop", out_bps["nvitop"])] if "nvitop" in out_bps else [])))
+          + (f"; this code / baseline at 1,024 GPUs {out_bps['ui1024'] / out_bps['base1024']:.2f}x"
+             if args.baseline and out_bps.get("base1024") else "") + ".")
     if "nvitop" in cpu:
         n8 = cpu["nvitop"]["cpu_share"]
         r8, r1024 = cpu["ui8"]["cpu_share"] / n8, cpu["ui1024"]["cpu_share"] / n8
