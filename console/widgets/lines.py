@@ -186,7 +186,8 @@ class LinesView(BoxedLines):
             return True
         width = self.size.width
         if width and len(changed) < len(new):
-            self.refresh(*[Region(x0, y, x1 - x0, 1) if y < len(old) and y < len(new)
+            fast = self._fast()  # one line one line, left-aligned: a column of text is a column on the screen
+            self.refresh(*[Region(x0, y, x1 - x0, 1) if fast and y < len(old) and y < len(new)
                            and (span := changed_columns(old[y], new[y], width)) and (x0 := span[0]) < (x1 := span[1])
                            else Region(0, y, width, 1) for y in changed])
         else:
