@@ -4,7 +4,8 @@ files): what ``bench_scale.py`` cannot resolve at the process level on a busy ma
 
 - read: a ``NodeReader`` as a console's run screen reads (``whole`` False) reading all 128
   agent files again (each file changed), per file;
-- lines: the GPU panel's summary lines (``summary_lines(node_groups(...), 160, 16)``) once a
+- lines: the GPU panel's summary lines (160 columns, 16 lines, as the panel draws them:
+  ``node_summary_lines``, or ``summary_lines(node_groups(...))`` in a tree without it) once a
   second, the ages moving on and half the nodes read again (a new GPU dict), per draw.
 
 The agent files are the real format: ``bench/sim_agents.py`` over the fake NVML library.
@@ -33,6 +34,10 @@ from pathlib import Path
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.snapshot import NodeReader
 from moeconsole.console.widgets.gpu_panel import node_groups, summary_lines
+try:  # the panel's own call past its lines (a tree without it: every node's group)
+    from moeconsole.console.widgets.gpu_panel import node_summary_lines as draw
+except ImportError:
+    draw = lambda nodes, gpu, host, width, budget: summary_lines(node_groups(nodes, gpu, host), width, budget)
 reader = NodeReader(rundir.RunDir(Path(sys.argv[1])))
 reader.whole = False  # as a console's run screen reads (a tree without glances ignores it)
 what = sys.argv[2]
@@ -57,7 +62,7 @@ else:
         frames.append(tuple(frame))
     c0 = time.process_time()
     for f in frames * 5:
-        summary_lines(node_groups(f, None, "here"), 160, 16)
+        draw(f, None, "here", 160, 16)
     print((time.process_time() - c0) / 200 * 1e3)
 """
 

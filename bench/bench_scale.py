@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_ui import WRITER, drain, measure, spawn_in_pty  # noqa: E402
+from bench_ui import WRITER, measure, spawn_in_pty  # noqa: E402
 from benchlib import end_processes, p99, timings  # noqa: E402
 from bench_ingest import export  # noqa: E402
 
@@ -140,9 +140,13 @@ from pathlib import Path
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.rundir.snapshot import NodeReader
 from moeconsole.console.widgets.gpu_panel import node_groups, summary_lines
+try:  # the panel's own call past its lines (a tree without it: every node's group)
+    from moeconsole.console.widgets.gpu_panel import node_summary_lines as draw
+except ImportError:
+    draw = lambda nodes, gpu, host, width, budget: summary_lines(node_groups(nodes, gpu, host), width, budget)
 reader = NodeReader(rundir.RunDir(Path(sys.argv[1])))
 reader.whole = False
-summary_lines(node_groups(reader.read(time.time()), None, "here"), 160, 16)
+draw(reader.read(time.time()), None, "here", 160, 16)
 seconds = float(sys.argv[2])
 used = drawn = 0.0
 t0 = next_at = time.monotonic()
@@ -152,7 +156,7 @@ while time.monotonic() - t0 < seconds:
     c0 = time.thread_time()
     nodes = reader.read(time.time())
     c1 = time.thread_time()
-    summary_lines(node_groups(nodes, None, "here"), 160, 16)
+    draw(nodes, None, "here", 160, 16)
     used += c1 - c0
     drawn += time.thread_time() - c1
 wall = time.monotonic() - t0
@@ -177,6 +181,18 @@ def node_read_cost(trees: dict[str, Path], run: Path, env: dict, seconds: float,
             out[name].append(float(read_ms))
             lines[name].append(float(lines_ms))
     return out, lines
+
+
+def count_output(fd: int, stop: threading.Event, reads: list[tuple[float, int]]) -> None:
+    """``bench_ui.drain`` (the terminal read as a terminal would), noting when and how many bytes."""
+    while not stop.is_set():
+        try:
+            got = os.read(fd, 65536)
+        except OSError:
+            return
+        if not got:
+            return
+        reads.append((time.monotonic(), len(got)))
 
 
 def window_shares(per_second: list[float], window: int) -> list[float]:
@@ -252,8 +268,9 @@ def main() -> int:
             watched["nvitop"] = psutil.Process(peer.pid)
         else:
             print(f"(nvitop not found at {args.nvitop}: its row is left out)", file=sys.stderr)
-        for fd in fds:
-            threading.Thread(target=drain, args=(fd, stop), daemon=True).start()
+        shown: dict[str, list[tuple[float, int]]] = {}  # console -> (when, bytes) of each read of its terminal
+        for name, fd in zip(("ui1024", "ui8", *(("base1024", "base8") if args.baseline else ()), "nvitop"), fds):
+            threading.Thread(target=count_output, args=(fd, stop, shown.setdefault(name, [])), daemon=True).start()
         lags: list[int] = []
 
         def sample_lag() -> None:
@@ -265,7 +282,11 @@ def main() -> int:
                 time.sleep(1.0)
         threading.Thread(target=sample_lag, daemon=True).start()
         log_before = (big / "train.log").stat().st_size
+        window_from = time.monotonic() + 8.0
         cpu = measure(watched, args.seconds, warmup=8.0)
+        window = (window_from, time.monotonic())
+        out_bps = {name: sum(n for t, n in reads if window[0] <= t <= window[1]) / (window[1] - window[0])
+                   for name, reads in shown.items()}
         log_bytes = (big / "train.log").stat().st_size - log_before
         for name, p in (("ui1024", ui_big), ("ui8", ui_small)):
             if p.poll() is not None:
@@ -331,6 +352,14 @@ def main() -> int:
         rows.append(("`nvitop --monitor full --interval 1`, 8 GPUs (peer)", cpu["nvitop"]))
     for name, c in rows:
         print(f"| {name} | {c['cpu_share']:.2f}% | {c['cpu_p99']:.2f}% | {c['rss_median']:.1f} MiB |")
+    print("\nTerminal output over the same window (bytes a second each wrote to its pty): "
+          + "; ".join(f"{name} {bps:,.0f}" for name, bps in (
+              [("1,024 GPUs", out_bps["ui1024"]), ("8 GPUs", out_bps["ui8"])]
+              + ([(f"baseline {args.baseline} 1,024 GPUs", out_bps["base1024"]),
+                  (f"baseline {args.baseline} 8 GPUs", out_bps["base8"])] if args.baseline else [])
+              + ([("nvitop", out_bps["nvitop"])] if "nvitop" in out_bps else [])))
+          + (f"; this code / baseline at 1,024 GPUs {out_bps['ui1024'] / out_bps['base1024']:.2f}x"
+             if args.baseline and out_bps.get("base1024") else "") + ".")
     if "nvitop" in cpu:
         n8 = cpu["nvitop"]["cpu_share"]
         r8, r1024 = cpu["ui8"]["cpu_share"] / n8, cpu["ui1024"]["cpu_share"] / n8
@@ -378,7 +407,7 @@ def main() -> int:
     print(f"\nThe node reading of a console's timer poll alone (`NodeReader.read` once a second on the live run, "
           f"as the run screen reads them, 15 s, 5 rounds{', the trees side by side' if args.baseline else ''}): "
           f"CPU per second of wall time, {same_rounds(node_cost)}.")
-    print(f"\nThe GPU panel's summary lines of those nodes (`summary_lines(node_groups(...), 160, 16)` after each "
+    print(f"\nThe GPU panel's summary lines of those nodes (160 columns, 16 lines, as the panel draws them, after each "
           f"read, the same processes): CPU per second of wall time, {same_rounds(lines_cost)}.")
     print("\nThe 8-GPU console is the reference for the 1,024-GPU one in the same run (same machine load); "
           "the 8-GPU goal against nvitop itself is tracked by `bench/bench_ui.py` (docs/benchmarks-ui.md). "

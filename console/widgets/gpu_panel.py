@@ -195,6 +195,18 @@ class NodeGroup:
     glance: bool = False              # its file read only for the summary line (no rows: ``NodeReader.whole``)
 
 
+def _file_gpu(node: dict) -> dict | None:
+    """A node's GPUs as its agent file has them (None: another version's file)."""
+    gpu = node.get("gpu")
+    return gpu if isinstance(gpu, dict) else None
+
+
+def _file_why(node: dict) -> tuple[str, ...]:
+    """A node's problems in words, as judged (``health.why``)."""
+    health = node.get("health")
+    return tuple(str(w) for w in health.get("why") or ()) if isinstance(health, dict) else ()
+
+
 def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str) -> list[NodeGroup]:
     """Every node once, in the order of ``Snapshot.nodes``: the local host's agent file is
     replaced by the live local snapshot (unless that one has no GPUs and the file has), and the
@@ -204,14 +216,12 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
     for node in nodes:
         host = str(node.get("host") or NA)
         local = host == local_host
-        gpu = node.get("gpu") if isinstance(node.get("gpu"), dict) else None  # another version's file
+        gpu = _file_gpu(node)
         age = node.get("age_s")
         ranks = node_rank_numbers(node)
         health = node.get("health")
-        if not isinstance(health, dict):
-            health = {}
-        why = tuple(str(w) for w in health.get("why") or ())
-        critical = "mem" in (health.get("problems") or ())
+        why = _file_why(node)
+        critical = isinstance(health, dict) and "mem" in (health.get("problems") or ())
         from_file = NodeGroup(host, gpu, local=local, stale=bool(node.get("stale")),
                               age_s=float(age) if isinstance(age, (int, float)) else None, ranks=ranks, agent=True,
                               why=why, critical=critical, glance=bool(node.get("glance")))
@@ -228,23 +238,22 @@ def node_groups(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, lo
     return groups
 
 
-_RANKS_SEEN: dict[tuple[str, object], tuple[int, ...]] = {}
+_RANKS_SEEN: dict[str, tuple[object, tuple[int, ...]]] = {}  # host -> (its ranks as listed, their numbers)
 
 
 def node_rank_numbers(node: dict) -> tuple[int, ...]:
     """The ranks an agent file lists (``Snapshot.nodes[i]["ranks"]``), sorted, unique. Kept per
-    (host, file time): a 128-node panel redraws more often than agents write."""
-    key = (str(node.get("host")), node.get("t"))
-    got = _RANKS_SEEN.get(key)
-    if got is not None:
-        return got
-    ranks = node.get("ranks")
+    host while the list is the same: an agent rewrites its file every second, its ranks stay."""
+    host, ranks = str(node.get("host")), node.get("ranks")
+    seen = _RANKS_SEEN.get(host)
+    if seen is not None and seen[0] == ranks:
+        return seen[1]
     got = () if not isinstance(ranks, list) else \
         tuple(sorted({r["rank"] for r in ranks if isinstance(r, dict) and isinstance(r.get("rank"), int)
                       and not isinstance(r.get("rank"), bool)}))
     if len(_RANKS_SEEN) > 4096:
         _RANKS_SEEN.clear()
-    _RANKS_SEEN[key] = got
+    _RANKS_SEEN[host] = (ranks, got)
     return got
 
 
@@ -399,8 +408,13 @@ def node_summary(group: NodeGroup, width: int, label_w: int = 0, short: bool = F
     return _summary_layout(group, width, label_w, short)[0]
 
 
+def _is_problem(stale: bool, gpu: dict | None, why: tuple[str, ...]) -> bool:
+    """Listed first when the nodes are counted: stale, no GPU data, or judged one of the worst."""
+    return stale or gpu is None or not gpu.get("available") or bool(why)
+
+
 def _problem(group: NodeGroup) -> bool:
-    return group.stale or group.gpu is None or not group.gpu.get("available") or bool(group.why)
+    return _is_problem(group.stale, group.gpu, group.why)
 
 
 def summary_lines(groups: list[NodeGroup], width: int, budget: int) -> list[Pieces]:
@@ -411,11 +425,45 @@ def summary_lines(groups: list[NodeGroup], width: int, budget: int) -> list[Piec
     keep = max(0, budget - 1)
     ordered = sorted(groups, key=lambda g: not _problem(g))  # stable: problems first, order kept
     shown, hidden = ordered[:keep], ordered[keep:]
-    stale = sum(1 for g in hidden if g.stale)
-    more = f"+{len(hidden)} more node{'' if len(hidden) == 1 else 's'}"
+    return _counted(shown, len(hidden), sum(1 for g in hidden if g.stale), width)
+
+
+def _counted(shown: list[NodeGroup], hidden: int, stale: int, width: int) -> list[Pieces]:
+    more = f"+{hidden} more node{'' if hidden == 1 else 's'}"
     more += f" ({stale} STALE)" if stale else ""
     return summary_block(shown, width) + [[(more + "; moeconsole --json lists all",
-                                                                "gpu--stale" if stale else "gpu--dim")]]
+                                            "gpu--stale" if stale else "gpu--dim")]]
+
+
+def node_summary_lines(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | None, local_host: str,
+                       width: int, budget: int) -> list[Pieces]:
+    """``summary_lines(node_groups(nodes, local_gpu, local_host), width, budget)``, with only
+    the groups shown built: past ``budget`` the others are only counted (and their stale ones),
+    from their files' fields. A 128-node run screen shows 15 nodes; it builds 15 groups a
+    second, not 129."""
+    local_live = local_gpu is not None and all(str(n.get("host") or NA) != local_host for n in nodes)
+    if len(nodes) + local_live <= budget:
+        return summary_lines(node_groups(nodes, local_gpu, local_host), width, budget)
+    # (problem, stale, its group when built, else its node) in node_groups' order
+    items: list[tuple[bool, bool, NodeGroup | dict]] = []
+    if local_live:
+        live = NodeGroup(local_host, local_gpu, local=True, live=True)
+        items.append((_problem(live), False, live))
+    local_open = local_gpu is not None
+    for node in nodes:
+        if local_open and str(node.get("host") or NA) == local_host:  # the live snapshot may replace its file
+            local_open = False
+            group = node_groups([node], local_gpu, local_host)[0]
+            items.append((_problem(group), group.stale, group))
+        else:
+            stale = bool(node.get("stale"))
+            items.append((_is_problem(stale, _file_gpu(node), _file_why(node)), stale, node))
+    keep = max(0, budget - 1)
+    ordered = sorted(items, key=lambda item: not item[0])  # stable: problems first, order kept
+    shown = [made if isinstance(made, NodeGroup) else node_groups([made], None, local_host)[0]
+             for _, _, made in ordered[:keep]]
+    hidden = ordered[keep:]
+    return _counted(shown, len(hidden), sum(1 for item in hidden if item[1]), width)
 
 
 def _dimmed(line: Pieces) -> Pieces:
@@ -514,11 +562,15 @@ class GpuPanel(LinesView):
 
     def _draw(self) -> None:
         width = self.content_size.width or 80
-        groups = node_groups(self._agent_nodes, self._gpu, self.local_host)
-        multi = not (len(groups) == 0 or (len(groups) == 1 and groups[0].live))
+        nodes = self._agent_nodes
+        groups = None if len(nodes) > 1 else node_groups(nodes, self._gpu, self.local_host)  # 2 nodes: several
+        multi = groups is None or not (len(groups) == 0 or (len(groups) == 1 and groups[0].live))
         self.set_class(multi, "-nodes")  # applies the CSS now: the budget below sees it
         budget = self._budget_used = self._line_budget()
-        if multi:
+        if multi and len(nodes) > budget:  # one summary line each, and only the lines shown are built
+            lines, self.summarised = node_summary_lines(nodes, self._gpu, self.local_host, width, budget), True
+        elif multi:
+            groups = groups if groups is not None else node_groups(nodes, self._gpu, self.local_host)
             lines, self.summarised = self._node_lines(groups, width, budget)
         else:
             lines, self.summarised = self._single_lines(self._gpu, width), False

@@ -26,7 +26,6 @@ from textual.style import Style
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 
-from moeconsole.console.widgets import row_regions
 from moeconsole.runner.core.units import clip
 
 Pieces = Sequence[tuple[str, str]]
@@ -34,6 +33,41 @@ Line = tuple[tuple[str, str], ...]
 # One line laid out at a width: (x, text, piece style key) per segment.
 Layout = list[tuple[int, str, str]]
 OFFSET_STYLES_MAX = 8192
+
+
+def changed_columns(old: Line, new: Line, width: int) -> tuple[int, int] | None:
+    """The columns [x0, x1) of a line at ``width`` that differ between two versions of it (a
+    summary line's age: one cell), or None when it cannot tell (not plain one-cell text): the
+    rest of the line is left as it is on the screen, not written to the terminal again."""
+    if not all(t.isascii() and t.isprintable() for t, _ in (*old, *new)):
+        return None
+    n = min(len(old), len(new))
+    i = x0 = 0
+    while i < n and old[i] == new[i]:
+        x0 += len(old[i][0])
+        i += 1
+    if i < n and old[i][1] == new[i][1]:  # within the first piece that differs, its common start
+        a, b = old[i][0], new[i][0]
+        k = 0
+        while k < min(len(a), len(b)) and a[k] == b[k]:
+            k += 1
+        x0 += k
+    old_w, new_w = sum(len(t) for t, _ in old), sum(len(t) for t, _ in new)
+    x1 = max(old_w, new_w)
+    if old_w == new_w:  # nothing moved: the common end stays too
+        j = 0
+        while j < n - i and old[-1 - j] == new[-1 - j]:
+            x1 -= len(old[-1 - j][0])
+            j += 1
+        if j < n - i and old[-1 - j][1] == new[-1 - j][1]:
+            a, b = old[-1 - j][0], new[-1 - j][0]
+            k = 0
+            while k < min(len(a), len(b)) and a[-1 - k] == b[-1 - k] and x1 - k > x0:
+                k += 1
+            x1 -= k
+    if x1 > width:  # cut at the width (its ellipsis in the last column)
+        x0, x1 = min(x0, width - 1), width
+    return (x0, x1) if x0 < x1 else None
 
 
 class BoxedLines(Widget):
@@ -152,7 +186,10 @@ class LinesView(BoxedLines):
             return True
         width = self.size.width
         if width and len(changed) < len(new):
-            self.refresh(*row_regions(changed, width))
+            fast = self._fast()  # one line one line, left-aligned: a column of text is a column on the screen
+            self.refresh(*[Region(x0, y, x1 - x0, 1) if fast and y < len(old) and y < len(new)
+                           and (span := changed_columns(old[y], new[y], width)) and (x0 := span[0]) < (x1 := span[1])
+                           else Region(0, y, width, 1) for y in changed])
         else:
             self.refresh()
         return True

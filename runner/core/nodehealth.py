@@ -78,7 +78,7 @@ def assess_nodes(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] 
     file and ``ranks.json`` were read (a 128-node console judges again whenever one file changed;
     only that file's figures are new)."""
     rank_times = rank_times or {}
-    figs = [dict(f) for f in figures] if figures is not None else [node_figures(n, rank_times) for n in nodes]
+    figs = figures if figures is not None else [node_figures(n, rank_times) for n in nodes]  # read, never changed
     live = [f for n, f in zip(nodes, figs) if not n.get("stale")]
     utils = [u for f in live if (u := f["mean_util_pct"]) is not None]
     steps = [s for f in live if (s := f["step_time_s"]) is not None]
@@ -100,9 +100,8 @@ def assess_nodes(nodes: list[dict], rank_times: Mapping[int, Mapping[str, Any]] 
         if med_step and f["step_time_s"] is not None and f["step_time_s"] >= STRAGGLER_RATIO * med_step:
             problems.append("slow")
             why.append(f"step {f['step_time_s']:.2f}s ({f['step_time_s'] / med_step:.2f}x)")
-        f["median_step_time_s"] = med_step
-        f["median_util_pct"] = med_util
-        out.append({**n, "health": {**f, "problems": problems, "why": why}})
+        out.append({**n, "health": {**f, "median_step_time_s": med_step, "median_util_pct": med_util,
+                                    "problems": problems, "why": why}})
     out.sort(key=_order)
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import math
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -464,13 +465,15 @@ class RunWatcher:
 NODE_STALE_S = 10.0
 
 
-def _stat_key(path: str) -> StatKey | None:
-    """What tells a changed file from the one read last time: inode, size, mtime."""
+def _stat_key(path: str, *, regular: bool = False) -> StatKey | None:
+    """What tells a changed file from the one read last time: inode, size, mtime. None when
+    it is missing, or (``regular``) not a regular file: a FIFO or a directory in an agent
+    file's place is not read."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return None if regular and not stat.S_ISREG(st.st_mode) else (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _node_entry(doc: Doc, name: str) -> Doc:
@@ -483,21 +486,20 @@ def _node_entry(doc: Doc, name: str) -> Doc:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None}
 
 
-def _glance_entry(path: str, name: str) -> Doc | None:
+def _glance_entry(path: str, name: str, size: int = 1 << 16) -> Doc | None:
     """One agent file as a ``Snapshot.nodes`` entry holding only its glance (``"glance": True``;
     see ``moeconsole.runner.rundir.agentglance``): what ``_node_entry`` gives for those fields. A file another
     version wrote with other types: its whole document (``_node_entry``); unreadable or not
     JSON: None."""
     from moeconsole.runner.rundir import agentglance
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = jsonio.read_small(path, size)
     except OSError:
         return None
     try:
         doc = agentglance.DECODER.decode(data)
     except agentglance.ValidationError:
-        whole = jsonio.read_own_json(path)
+        whole = jsonio.read_own_json(path, size=size)
         return _node_entry(whole, name) if isinstance(whole, dict) else None
     except (ValueError, RecursionError):  # not JSON (msgspec.DecodeError is a ValueError)
         return None
@@ -543,7 +545,7 @@ class NodeReader:
         self._dir = str(run.telemetry)
         self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
         self._gpu_figures: dict[str, tuple[Doc, Doc]] = {}   # name -> (entry, its nodehealth.gpu_figures)
-        self._steps: dict[str, tuple[StatKey, StatKey | None, float | None]] = {}  # name -> (file, ranks.json, step time)
+        self._steps: dict[str, tuple[object, StatKey | None, float | None]] = {}  # name -> (its ranks, ranks.json, step time)
         self._ranks: tuple[StatKey | None, RankTimes] = (None, {})
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
         self._last: tuple[Doc, ...] = ()  # what read returned last
@@ -575,18 +577,18 @@ class NodeReader:
                 files[name] = old
                 continue
             path = os.path.join(self._dir, name)
-            key = _stat_key(path)
+            key = _stat_key(path, regular=True)
             if key is None:
                 continue
             if old is not None and old[0] == key:
                 files[name] = old
                 continue
             if glance:
-                entry = _glance_entry(path, name)
+                entry = _glance_entry(path, name, key[1])
                 if entry is not None:
                     files[name] = (key, now, entry)
                 continue
-            doc = jsonio.read_own_json(path)
+            doc = jsonio.read_own_json(path, size=key[1])
             if isinstance(doc, dict):
                 files[name] = (key, now, _node_entry(doc, name))
         self._files = files
@@ -609,18 +611,20 @@ class NodeReader:
     def _figures(self, files: dict[str, tuple[StatKey, float, Doc]], ranks_key: StatKey | None,
                  rank_times: RankTimes) -> list[Doc]:
         """Each node's ``nodehealth.node_figures``: its GPUs' worked out once per read of its
-        file, its step time once per change of its file or of ``ranks.json``."""
+        file, its step time once per change of its ranks (an agent rewrites its file each
+        second, its ranks stay) or of ``ranks.json``."""
         gpu_figures: dict[str, tuple[Doc, Doc]] = {}
-        steps: dict[str, tuple[StatKey, StatKey | None, float | None]] = {}
+        steps: dict[str, tuple[object, StatKey | None, float | None]] = {}
         out = []
-        for name, (key, _, entry) in files.items():
+        for name, (_, _, entry) in files.items():
             known = self._gpu_figures.get(name)
             g = known[1] if known is not None and known[0] is entry else \
                 nodehealth.gpu_figures(entry["gpu"] if entry.get("gpu") else None)
             gpu_figures[name] = (entry, g)
             step = self._steps.get(name)
-            if step is None or step[0] != key or step[1] != ranks_key:
-                step = (key, ranks_key, nodehealth.node_step_time(nodehealth.node_ranks(entry), rank_times))
+            ranks = entry.get("ranks")
+            if step is None or step[1] != ranks_key or step[0] != ranks:
+                step = (ranks, ranks_key, nodehealth.node_step_time(nodehealth.node_ranks(entry), rank_times))
             steps[name] = step
             out.append({**g, "step_time_s": step[2]})
         self._gpu_figures, self._steps = gpu_figures, steps

@@ -189,3 +189,64 @@ def test_a_chart_repaints_only_the_rows_a_new_step_changed():
             assert_screen_lines_as_textual_draws_them(chart)
             assert chart.text_rows()[0].startswith("memory 122 GiB")
     asyncio.run(go())
+
+
+def test_only_the_changed_columns_of_a_line_are_repainted():
+    """A summary line whose age ticks (`agent 1s ago` -> `agent 2s ago`) repaints that cell, not
+    its 160 columns; every cell whose text or style differs is inside the repainted columns
+    (random lines: pieces added, removed, restyled, lengthened, past the width)."""
+    import random
+    from moeconsole.console.widgets.lines import changed_columns
+
+    def cells(line, width):
+        out = [(ch, style) for text, style in line for ch in text][:width]
+        return out + [(" ", "")] * (width - len(out))
+    rng = random.Random(3)
+    words = ["gpu-node-001", "  agent 1s ago", "  agent 2s ago", "  ranks 8-15", "  mem 1011/1123G", "  STALE",
+             "  max util 98%", "  max util 9%", "", "x" * 30]
+    for _ in range(3000):
+        width = rng.choice((20, 60, 160))
+        old = tuple((rng.choice(words), rng.choice(("", "gpu--dim", "gpu--warn"))) for _ in range(rng.randint(0, 6)))
+        new = list(old)
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(new) + 1)
+            op = rng.choice(("set", "insert", "delete", "style"))
+            if op == "insert" or not new:
+                new.insert(k, (rng.choice(words), ""))
+            elif op == "delete":
+                del new[min(k, len(new) - 1)]
+            elif op == "style":
+                t, _ = new[min(k, len(new) - 1)]
+                new[min(k, len(new) - 1)] = (t, rng.choice(("", "gpu--crit")))
+            else:
+                new[min(k, len(new) - 1)] = (rng.choice(words), new[min(k, len(new) - 1)][1])
+        new = tuple(new)
+        a, b = cells(old, width), cells(new, width)
+        differ = [x for x in range(width) if a[x] != b[x]]
+        span = changed_columns(old, new, width)
+        if differ:
+            assert span is not None and span[0] <= differ[0] and differ[-1] < span[1], (old, new, width, span)
+
+    assert changed_columns((("gpu-node-001", "gpu--title"), ("  agent 1s ago", "gpu--dim")),
+                           (("gpu-node-001", "gpu--title"), ("  agent 2s ago", "gpu--dim")), 160) == (20, 21)
+    assert changed_columns((("wide 中文", ""),), (("wide 中文!", ""),), 160) is None, "not one-cell text: the whole line"
+
+    async def go():
+        app = Panes()
+        async with app.run_test(size=(160, 48)) as pilot:
+            gpus = app.query_one(GpuPanel)
+            nodes = [{"host": f"gpu-node-{i:03d}", "t": 1000.0 + i, "age_s": 1.0, "stale": False, "glance": True,
+                      "gpu": {"available": True, "gpus": [dict(g) for g in GPUS]},
+                      "ranks": [{"rank": 8 * i + k} for k in range(8)]} for i in range(40)]
+            gpus.show_gpu(None, tuple(nodes))
+            await pilot.pause()
+            assert gpus.summarised and "agent 1s ago" in gpus.plain_lines[3]
+            gpus.show_gpu(None, tuple({**n, "age_s": 2.0} for n in nodes))
+            regions = sorted(gpus._repaint_regions, key=lambda r: r.y)
+            assert len(regions) == len(gpus.plain_lines) - 1 and all(r.width == 1 for r in regions), regions
+            await pilot.pause()
+            assert "agent 2s ago" in gpus.plain_lines[3]
+            row = "".join(seg.text for seg in gpus.render_lines(Region(0, 3, *gpus.outer_size))[0])
+            assert row.strip() == gpus.plain_lines[3].strip(), "the line as drawn, whole"
+            assert_screen_lines_as_textual_draws_them(gpus)
+    asyncio.run(go())

@@ -443,3 +443,28 @@ def test_json_carries_each_nodes_whole_file_past_the_summary_lines(base, make_ru
         assert "glance" not in n
         assert n["gpu"] == agent_docs["eight"]["gpu"]  # every GPU field the agent wrote
         assert n["host_stats"] == {**agent_docs["eight"]["host"], "hostname": n["host"]}
+
+
+def test_a_node_that_stops_reporting_is_flagged_stale_past_the_lines_shown(base, make_run, agent_docs, monkeypatch):
+    """Past the panel's lines only the shown nodes are built; a node among the counted ones
+    whose agent falls silent is still found: at its limit it comes first, STALE, and the
+    count line no longer holds it."""
+    from moeconsole.runner.rundir import snapshot
+    monkeypatch.setattr(snapshot, "NODE_STALE_S", 600.0)  # a busy machine must not turn the others stale
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")  # no local telemetry
+    now = time.time()
+    for i in range(40):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now - (597 if i == 33 else 0))
+
+    async def go() -> None:
+        app = MoeConsole(base, run, interval=0.2, gpu=False)
+        async with app.run_test(size=(160, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            panel = app.screen.query_one(GpuPanel)
+            await until_ui(pilot, lambda: panel.summarised and panel.plain_lines, what="the summary lines")
+            if time.time() - now < 590:  # (a machine 590 s late has already flagged it)
+                assert not any(line.startswith("gpu-node-033") for line in panel.plain_lines), "a counted node"
+            await until_ui(pilot, lambda: panel.plain_lines[0].startswith("gpu-node-033")
+                           and "STALE" in panel.plain_lines[0], what="the silent node flagged first")
+            assert "STALE" not in panel.plain_lines[-1], "the stale node is shown, not counted"
+    asyncio.run(go())

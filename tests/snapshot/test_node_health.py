@@ -88,6 +88,19 @@ def test_ranks_in_words():
     assert NodeGroup("h", None).ranks == ()
 
 
+def test_a_nodes_summary_line_shows_the_ranks_its_file_lists_now():
+    """The ranks' numbers are kept per host while the file lists the same ranks (each second's
+    file), and follow the list, not the file's time: two runs whose agents share host names and
+    a file time (two consoles' runs on one cluster) each show their own ranks."""
+    def line(node: dict) -> str:
+        return "".join(t for t, _ in node_summary(node_groups([node], None, "here")[0], 160))
+    a = {**_node("gpu-node-000", ranks=range(0, 8)), "t": 1000.0}
+    b = {**_node("gpu-node-000", ranks=range(64, 72)), "t": 1000.0}
+    assert "ranks 0-7" in line(a)
+    assert "ranks 64-71" in line(b)
+    assert "ranks 0-7" in line({**a, "t": 1001.0}) and "ranks 8-15" in line(_node("gpu-node-000", ranks=range(8, 16)))
+
+
 def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_second(tmp_path, monkeypatch):
     from moeconsole.runner.rundir import jsonio
     from moeconsole.runner.rundir.snapshot import NodeReader
@@ -104,7 +117,7 @@ def test_node_files_are_read_again_only_when_they_changed_and_at_most_64_a_secon
     from moeconsole.runner.rundir import snapshot
     looked_at = []
     real_stat = snapshot._stat_key
-    monkeypatch.setattr(snapshot, "_stat_key", lambda p: (looked_at.append(os.path.basename(p)), real_stat(p))[1])
+    monkeypatch.setattr(snapshot, "_stat_key", lambda p, **k: (looked_at.append(os.path.basename(p)), real_stat(p, **k))[1])
     reader = NodeReader(run)
     assert len(reader.read(now)) == 128 and len(reads) == 128
     reads.clear()
@@ -159,6 +172,41 @@ def test_judging_again_works_out_only_the_changed_nodes_figures(tmp_path, monkey
          "ranks": [{"rank": 800 + k} for k in range(8)]}))
     later = reader.read(now + 2.6)
     assert len(worked) == 1 and later[0]["host"] == "n100" and later[0]["health"]["problems"] == ["mem"]
+
+
+def test_a_nodes_step_time_is_worked_out_again_only_when_its_ranks_or_ranks_json_change(tmp_path, monkeypatch):
+    """Agents rewrite their files every second with the same ranks: a new file's GPU figures
+    are read, but its step time (its ranks' entries in ranks.json) is kept; ranks that moved to
+    another node, or a new ranks.json, still change the verdict at the next read."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+
+    def agent(i: int, t: float, ranks: range) -> None:
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": t, "host": {"hostname": f"n{i:03d}"}, "gpu": _node("x")["gpu"],
+             "ranks": [{"rank": r} for r in ranks]}))
+    for i in range(24):
+        agent(i, now, range(8 * i, 8 * i + 8))
+    (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {
+        str(r): {"step": 9, "step_time_s": 3.0 if r == 200 else 2.0, "t": now} for r in range(208)}}))
+    worked = []
+    real = nodehealth.node_step_time
+    monkeypatch.setattr(nodehealth, "node_step_time", lambda *a: (worked.append(1), real(*a))[1])
+    reader = NodeReader(run)
+    reader.whole = False
+    first = reader.read(now)
+    assert len(worked) == 24 and [n["health"]["problems"] for n in first] == [[]] * 24
+    worked.clear()
+    for i in range(24):  # every agent writes again: new figures, the same ranks
+        agent(i, now + 1, range(8 * i, 8 * i + 8))
+    again = reader.read(now + 1)
+    assert {n["t"] for n in again} == {now + 1}, "the new files were read"
+    assert worked == [], "the same ranks: no step time worked out again"
+    agent(4, now + 2, range(200, 208))  # rank 200 (slow) now runs on n004
+    moved = reader.read(now + 2)
+    assert worked == [1] and moved[0]["host"] == "n004" and moved[0]["health"]["problems"] == ["slow"]
 
 
 def test_a_console_reads_only_each_agent_files_glance_and_judges_alike(tmp_path):
@@ -223,3 +271,72 @@ def test_few_nodes_are_read_whole_even_for_the_run_screen(tmp_path):
     reader = NodeReader(run)
     reader.whole = False
     assert all(n["gpu"]["gpus"][0]["name"] == "NVIDIA H200" and "glance" not in n for n in reader.read(now))
+
+
+def test_a_fifo_among_the_agent_files_is_left_out_never_waited_on(tmp_path):
+    """A FIFO named like an agent file (planted, or a tool gone wrong) must not block a
+    console's poll thread in ``open`` (it waits for a writer forever): the other nodes are
+    read and judged, at 16 nodes (whole files) and past them (glances)."""
+    import threading
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    for count in (8, 24):
+        run = rundir.RunDir(tmp_path / str(count))
+        run.telemetry.mkdir(parents=True)
+        now = time.time()
+        for i in range(count):
+            (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+                {"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"}, "gpu": _node("x")["gpu"]}))
+        fifo = run.telemetry / "n999.json"
+        os.mkfifo(fifo)
+        reader = NodeReader(run)
+        reader.whole = False
+        got: list = []
+        thread = threading.Thread(target=lambda: got.append(reader.read(now)), daemon=True)
+        thread.start()
+        thread.join(timeout=30)
+        blocked = thread.is_alive()
+        if blocked:  # in open(): a writer lets it go, so that nothing is left running
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            thread.join(timeout=30)
+        assert not blocked, f"{count} nodes: the poll waited on the FIFO"
+        assert got and len(got[0]) == count
+        assert "n999" not in {n["host"] for n in got[0]}
+
+
+def test_a_small_file_is_read_whole_whatever_size_its_stat_said(tmp_path):
+    from moeconsole.runner.rundir import jsonio
+    path = tmp_path / "n000.json"
+    doc = {"v": 1, "gpus": [{"index": i, "name": "x" * 100} for i in range(300)]}
+    path.write_text(json.dumps(doc))
+    size = path.stat().st_size
+    for hint in (0, 10, size - 1, size, size + 1, 1 << 16):
+        assert jsonio.read_small(path, hint) == path.read_bytes()
+        assert jsonio.read_own_json(path, size=hint) == doc
+    assert jsonio.read_own_json(tmp_path / "missing.json", default="none") == "none"
+
+
+def test_past_the_panels_lines_only_the_nodes_shown_are_built_and_the_lines_are_the_same(monkeypatch):
+    """128 nodes in 16 lines: the GPU panel builds the 15 nodes it shows (worst first, stale and
+    GPU-less ones first) and counts the rest; the lines are those of every node's group, with the
+    live local snapshot in or beside the agents' files, stale nodes hidden or shown."""
+    import random
+    from moeconsole.console.widgets import gpu_panel
+    rng = random.Random(7)
+    local_gpu = {"available": True, "gpus": _node("x")["gpu"]["gpus"][:2]}
+    for case in range(40):
+        nodes = nodehealth.assess_nodes([_node(f"n{i:03d}", used=143_000 if rng.random() < 0.05 else 100_000,
+                                               util=10 if rng.random() < 0.05 else 90, ranks=range(8 * i, 8 * i + 8),
+                                               stale=rng.random() < 0.1) for i in range(rng.choice((15, 16, 17, 40, 128)))])
+        if case % 3 == 0:
+            nodes[rng.randrange(len(nodes))]["gpu"] = None  # another version's file: no GPU data
+        for local_host, local in (("here", None), ("here", local_gpu), ("n003", local_gpu), ("n003", {"available": False})):
+            for budget in (1, 5, 16):
+                want = gpu_panel.summary_lines(gpu_panel.node_groups(nodes, local, local_host), 160, budget)
+                assert gpu_panel.node_summary_lines(nodes, local, local_host, 160, budget) == want, (case, local_host, budget)
+    built = []
+    real = gpu_panel.node_rank_numbers
+    monkeypatch.setattr(gpu_panel, "node_rank_numbers", lambda node: (built.append(node["host"]), real(node))[1])
+    nodes = nodehealth.assess_nodes([_node(f"n{i:03d}", ranks=range(8 * i, 8 * i + 8), stale=i == 77) for i in range(128)])
+    lines = gpu_panel.node_summary_lines(nodes, local_gpu, "here", 160, 16)
+    assert len(built) <= 15 and "n077" in built, "only the nodes shown are built: the stale one first"
+    assert "".join(t for t, _ in lines[-1]).startswith("+114 more nodes")
