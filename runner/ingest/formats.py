@@ -219,6 +219,9 @@ _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
+# A split word right before a kv key ("valid loss: 7.27", "test loss: 3.05"): searched in the text
+# before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
+_KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
 _NOT_FIELDS = frozenset(("data_time", "data", "eta"))
 _SPACE_KEYS = frozenset(("loss", "lr", "time", "dt", "mfu", "step", "iter", "iteration", "epoch",
                          "gnorm", "grad_norm", "tps", "mem"))
@@ -234,6 +237,7 @@ _KV_FIELDS = {
     "tps": "tokens_per_s", "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s",
     "tokens_per_s": "tokens_per_s", "tokens_per_sec": "tokens_per_s",
     "tokens/s/device": "tokens_per_s",   # MaxText's metric_logger (its "seconds" is in records.field_of)
+    "tokens/gpu/sec": "tokens_per_s",    # modula's examples/train-gpt.py: "tokens/gpu/sec: 9378.40"
     "dt": "step_time_s", "time": "step_time_s", "step_time": "step_time_s", "iter_time": "step_time_s",
     "step_time_s": "step_time_s", "train_step_timing": "step_time_s",
     "epoch": "epoch",
@@ -350,6 +354,14 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     by_synonym: tuple[str, float] | None = None
     for m in _KV_RE.finditer(text, pos):
         key, sep, raw, tot, unit = m.group("key", "sep", "val", "tot", "unit")
+        split = _KV_SPLIT_RE.search(text, 0, m.start())
+        if split is not None:
+            # "train loss: 3.11  test loss: 3.05" (SpeechBrain's train_logger, custom loops): the
+            # word before names the evaluation set, so this value is the evaluation's, not a field
+            value = _num(raw)
+            if value is not None:
+                out.setdefault(f"{split.group(1)} {key}", value)
+            continue
         low = key.lower()
         if not sep.strip() and low not in _SPACE_KEYS:
             continue
