@@ -406,6 +406,49 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
 
 
+# ESPnet2's reporter (espnet2/train/reporter.py, SubReporter.log_message), logged by the trainer
+# every log_interval batches: f"{self.epoch}epoch:{self.key}:" f"{start + 1}-{end}batch: " then
+# f"{key2}={v:.3f}" (or :.3e) joined by ", ". The batch counter restarts each epoch; key is
+# "train" or "valid". trainer.py registers "train_time" (seconds per step) and the optimizer's
+# lr as "optim{i}_lr{j}" (older: "lr_{j}"); "iter_time" is the data loader's share, kept as is.
+_ESPNET_RE = re.compile(r"(?:^|[\s:])(\d+)epoch:(\w+):(\d+)-(\d+)batch:\s*(.*)$")
+_ESPNET_PAIR_RE = re.compile(r"([\w./-]+)=(" + _NUM + r")(?=,|\s|$)")
+_ESPNET_LR_RE = re.compile(r"^(?:optim\d+_)?lr_?\d+$")
+_ESPNET_RESULTS_RE = re.compile(r"(?:^|[\s:])\d+epoch results: (\[\w+\] .*)$")
+_ESPNET_SECTION_RE = re.compile(r"\[(\w+)\] ((?:(?!, \[).)*)")
+
+
+def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
+    """An ESPnet2 reporter line: (epoch, batch counter within the epoch, values) for training,
+    an evaluation for another split; the caller adds the earlier epochs' batches. The trainer's
+    ``{epoch}epoch results: [train] ..., [valid] loss=..., acc=...`` line (Reporter.log_message)
+    is the evaluation of its ``[valid]`` part (at the last training step), or nothing."""
+    res = _ESPNET_RESULTS_RE.search(text)
+    if res is not None:
+        parts = dict(_ESPNET_SECTION_RE.findall(res.group(1)))
+        valid = {f"valid_{k}": v for k, v in _ESPNET_PAIR_RE.findall(parts.get("valid", ""))}
+        if not valid:
+            return EvalLine({}, None, "espnet")   # a training summary only: no evaluation
+        return EvalLine(valid, None, "espnet", split="valid", loss=parse_number(valid.get("valid_loss")))
+    m = _ESPNET_RE.search(text)
+    if m is None:
+        return None
+    epoch, key, end = int(m.group(1)), m.group(2), int(m.group(4))
+    values: dict[str, Any] = {}
+    for name, raw in _ESPNET_PAIR_RE.findall(m.group(5)):
+        if _ESPNET_LR_RE.match(name):
+            values.setdefault("lr", raw)
+        elif name == "train_time":
+            values.setdefault("step_time_s", raw)
+        values.setdefault(name, raw)
+    if not values:
+        return None
+    if key != "train":
+        return EvalLine({f"{key}_{k}": v for k, v in values.items()}, None, "espnet", split=key,
+                        loss=parse_number(values.get("loss")))
+    return epoch, end, values
+
+
 # TensorFlow Estimator's evaluation result (estimator.py, _write_dict_to_summary):
 #   logging.info('Saving dict for global step %d: %s', global_step, _dict_to_str(dictionary))
 # with _dict_to_str = ', '.join('%s = %s' % (k, v) for k, v in sorted(dictionary.items())).

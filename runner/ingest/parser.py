@@ -148,6 +148,7 @@ class LogParser:
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
         self._ds_off = False                    # a trainer's step-less records number this run's steps
+        self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
 
     # ------------------------------------------------------------------ public API
 
@@ -297,6 +298,10 @@ class LogParser:
                 got = self._object(cut[1], rank, prefixed=True)
                 if got is not None:
                     return got
+        if "epoch:" in text and "batch:" in text or "epoch results: [" in text:
+            got_espnet = self._espnet_line(text, rank)
+            if got_espnet is not None:
+                return got_espnet
         for reader in _READERS:
             got = reader(text)
             if got is not None:
@@ -495,6 +500,23 @@ class LogParser:
             self._ds_step = None
             self.stats.ignored_lines += 1
 
+    def _espnet_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """ESPnet2's ``{epoch}epoch:train:{start}-{end}batch: ...`` (``formats.read_espnet``): the
+        batch counter restarts each epoch, so the earlier epochs' batches come first (the shape
+        learner's rule, ``shape.epoch_counter_step``)."""
+        got = formats.read_espnet(text)
+        if got is None:
+            return None
+        if isinstance(got, EvalLine):
+            if not got.values:
+                self.stats.ignored_lines += 1
+                self.reason = "an ESPnet epoch summary without an evaluation"
+                return []
+            return self._eval_line(got, rank)
+        epoch, n, values = got
+        step = shape.epoch_counter_step(self._espnet, n, float(epoch), None)
+        return self._from_reader(({"step": step, "epoch": epoch, **values}, "espnet"), rank)
+
     def _new_run(self) -> None:
         """A training (re)starts in this file: numbering of step-less records starts over."""
         self._ds_step = None
@@ -504,6 +526,7 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval = None
         self.shapes = shape.LearnerState()
+        self._espnet = shape.ShapeState()
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if

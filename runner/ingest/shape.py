@@ -369,18 +369,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return Skip("too many line shapes", shape)
     st = state.shapes.setdefault(key, ShapeState())
     n = int(_num(counter.raw) or 0)
-    if epoch is not None and st.last_counter is not None and st.last_epoch is not None \
-            and epoch > st.last_epoch and n <= st.last_counter:
-        # the counter restarted with the epoch: the steps of the epoch before come first
-        st.offset += counter.tot if counter.tot else st.top
-        st.top = 0
+    step = epoch_counter_step(st, n, epoch, counter.tot)
+    if st.offset:
         counter_how += " + epochs"
-    elif st.offset:
-        counter_how += " + epochs"
-    st.last_counter, st.top = n, max(st.top, n)
-    if epoch is not None:
-        st.last_epoch = epoch
-    step = st.offset + n
     fingerprint = (step, tuple(sorted((k, repr(v)) for k, v in values.items())))
     if fingerprint == st.last:
         return Skip("the same line again (printed twice)", shape)
@@ -395,6 +386,20 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     state.last_counter = (f"the number named {counter.name!r}{restarts}" if counter.name and counter_how != "[n/N]"
                           else counter_how.replace("[n/N]", "an unnamed n/N counter").replace(" + epochs", "") + restarts)
     return Learned(mapping, shape, counter_how)
+
+
+def epoch_counter_step(st: ShapeState, n: int, epoch: float | None, total: int | None) -> int:
+    """The global step of counter value ``n``: a counter that goes back while the epoch goes
+    forward restarted, so the steps of the epoch before (its total, else the highest count seen)
+    come first and the step never goes backwards. Updates ``st``."""
+    if epoch is not None and st.last_counter is not None and st.last_epoch is not None \
+            and epoch > st.last_epoch and n <= st.last_counter:
+        st.offset += total if total else st.top
+        st.top = 0
+    st.last_counter, st.top = n, max(st.top, n)
+    if epoch is not None:
+        st.last_epoch = epoch
+    return st.offset + n
 
 
 def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:

@@ -523,6 +523,35 @@ def caffe() -> Log:
     return Log("caffe", lines, steps, [], src="caffe", extra={"lr": 0.001})
 
 
+def _espnet_v(v: float) -> str:
+    return f"{v:.3e}" if abs(v) > 1.0e3 else f"{v:.3f}" if abs(v) > 1.0e-3 else f"{v:.3e}"
+
+
+def espnet2() -> Log:
+    """ESPnet2 (espnet2/train/reporter.py SubReporter.log_message): f"{self.epoch}epoch:{self.key}:"
+    f"{start + 1}-{end}batch: " then f"{key2}={v:.3f}" (.3e above 1e3 or below 1e-3) joined by ", ",
+    logged by trainer.py every log_interval batches behind ESPnet's logging format
+    "[{hostname}] %(asctime)s (%(module)s:%(lineno)d) %(levelname)s: %(message)s". The batch counter
+    restarts each epoch (a new SubReporter per epoch): epoch 2's batch 100 follows epoch 1's 300."""
+    lines, steps = [], []
+    t = 0
+    for epoch in (1, 2):
+        for end in (100, 200, 300):
+            loss = round(120.0 / (epoch * end) ** 0.5, 3)
+            vals = {"iter_time": 2.878e-04, "forward_time": 0.134, "loss": loss, "loss_att": loss * 0.6,
+                    "acc": 0.013, "backward_time": 0.111, "optim_step_time": 0.030, "optim0_lr0": 3.46e-06 * end,
+                    "train_time": 1.816}
+            msg = f"{epoch}epoch:train:{end - 99}-{end}batch: " + ", ".join(f"{k}={_espnet_v(v)}" for k, v in vals.items())
+            lines.append(f"[gpu01:0/2] {_ts(t)},080 (trainer:464) INFO: {msg}")
+            steps.append(((epoch - 1) * 300 + end, float(_espnet_v(loss))))
+            t += 60
+        # trainer.py: logging.info(f"{iepoch}epoch results: {reporter.log_message()}"), Reporter.log_message:
+        # f"[{key}] " + ", ".join(f"{key2}={v:.3f}") per section, sections joined by ", "
+        lines.append(f"[gpu01:0/2] {_ts(t)},080 (trainer:338) INFO: {epoch}epoch results: [train] "
+                     f"iter_time=1.000e-04, loss=50.000, [valid] loss={45 - 5 * epoch:.3f}, acc=0.500")
+    return Log("espnet2", lines, steps, [(300, 40.0), (600, 35.0)], src="espnet", extra={"step_time_s": 1.816})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2)

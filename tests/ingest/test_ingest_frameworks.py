@@ -167,3 +167,15 @@ def test_maxtext_step_seconds_and_device_tokens():
     recs, _ = by_line_parser(LOGS["maxtext"].text())
     want = LOGS["maxtext"].extra
     assert all((r["step_time_s"], r["tokens_per_s"]) == (want["step_time_s"], want["tokens_per_s"]) for r in recs)
+
+
+def test_espnet_batch_counter_goes_on_across_epochs_and_train_time_is_the_step_time():
+    """ESPnet2's `{epoch}epoch:train:{start}-{end}batch:` restarts its counter each epoch: epoch 2's
+    batch 100 is step 400 after a 300-batch epoch 1; `train_time` is seconds per step, the
+    optimizer's `optim0_lr0` the lr, the data loader's `iter_time` stays an extra; the epoch
+    results line is the [valid] evaluation, never a training record."""
+    recs, marks = by_line_parser(LOGS["espnet2"].text())
+    assert [r["step"] for r in recs] == [100, 200, 300, 400, 500, 600]
+    assert {r["step_time_s"] for r in recs} == {1.816} and recs[0]["lr"] == 0.000346
+    assert recs[0]["extra"]["iter_time"] == 2.878e-04 and recs[3]["epoch"] == 2
+    assert evals_of(marks) == [(300, 40.0), (600, 35.0)]
