@@ -449,6 +449,38 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
     return epoch, end, values
 
 
+# stable-baselines3's HumanOutputFormat.write (common/logger.py) and OpenAI baselines' /
+# stable-baselines 2's: a table between two lines of dashes ("-" * (key_width + val_width + 7)),
+# a row per value f"| {key}{key_space} | {value}{val_space} |" (floats "%-8.3g"); SB3 prints a
+# section's tag ("rollout/", "time/", "train/") as a row with an empty value and the keys of that
+# section indented by three spaces. model.learn() dumps it with step=self.num_timesteps, which
+# the table prints as time/total_timesteps (SB2: total_timesteps).
+TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
+TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
+_TABLE_STEP_KEYS = ("time/total_timesteps", "total_timesteps")
+
+
+def read_rl_table(rows: list[tuple[str, str]]) -> tuple[dict, str] | None:
+    """The mapping of one stable-baselines table (its ``| key | value |`` rows, key as printed
+    with its indent): ``section/key`` names (``train/loss`` is the loss, ``train/learning_rate``
+    the lr, ``eval/...`` an evaluation beside the step); the step is the total timesteps (never
+    invented: a table without them is nothing)."""
+    out: dict[str, Any] = {}
+    tag = ""
+    for key, value in rows:
+        name, value = key.strip(), value.strip()
+        if not value:
+            tag = name if name.endswith("/") else ""
+            continue
+        out[tag + name if tag and key.startswith("   ") else name] = value
+    step_raw = next((out.pop(k) for k in _TABLE_STEP_KEYS if k in out), None)
+    step = _num(step_raw) if step_raw is not None else None
+    if step is None or step != int(step):
+        return None
+    out["step"] = int(step)
+    return out, "sb3_table"
+
+
 # TensorFlow Estimator's evaluation result (estimator.py, _write_dict_to_summary):
 #   logging.info('Saving dict for global step %d: %s', global_step, _dict_to_str(dictionary))
 # with _dict_to_str = ', '.join('%s = %s' % (k, v) for k, v in sorted(dictionary.items())).

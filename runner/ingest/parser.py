@@ -149,6 +149,7 @@ class LogParser:
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
         self._ds_off = False                    # a trainer's step-less records number this run's steps
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
+        self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
 
     # ------------------------------------------------------------------ public API
 
@@ -263,6 +264,10 @@ class LogParser:
                 evs = self._from_reader(got_user, rank)
                 if evs is not None:
                     return evs
+        if self._table is not None or text[:10] == "----------":
+            got_table = self._table_line(text, rank)
+            if got_table is not None:
+                return got_table
         if text.startswith("[Rank ") and "memory (MB)" in text:
             report = formats.read_memory_report(text)
             if report is not None:
@@ -499,6 +504,31 @@ class LogParser:
         if self._ds_step is not None:
             self._ds_step = None
             self.stats.ignored_lines += 1
+
+    def _table_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A line of a stable-baselines table (``formats.read_rl_table``): the dashes open it, its
+        ``| key | value |`` rows are kept, the dashes after them give its record. Any other line
+        ends it unread (None: the line is read as usual)."""
+        if formats.TABLE_DASHES_RE.match(text):
+            rows, self._table = self._table, []
+            if rows:
+                self._table = None
+                got = formats.read_rl_table(rows)
+                if got is not None:
+                    evs = self._from_reader(got, rank)
+                    if evs:
+                        return evs
+            self.stats.ignored_lines += 1
+            self.reason = "a table's border"
+            return []
+        row = formats.TABLE_ROW_RE.match(text)
+        if row is None or self._table is None:
+            self._table = None
+            return None
+        self._table.append((row.group(1), row.group(2)))
+        self.stats.ignored_lines += 1
+        self.reason = "a table's row (read with the table)"
+        return []
 
     def _espnet_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """ESPnet2's ``{epoch}epoch:train:{start}-{end}batch: ...`` (``formats.read_espnet``): the

@@ -552,6 +552,48 @@ def espnet2() -> Log:
     return Log("espnet2", lines, steps, [(300, 40.0), (600, 35.0)], src="espnet", extra={"step_time_s": 1.816})
 
 
+def _sb3_table(values: dict) -> list[str]:
+    """stable-baselines3 HumanOutputFormat.write (common/logger.py): floats f"{value:<8.3g}", a tag
+    row per section, its keys indented by three spaces, the table between lines of dashes."""
+    key2str: dict[tuple[str, str], str] = {}
+    for key, value in values.items():
+        value_str = f"{value:<8.3g}" if isinstance(value, float) else str(value)
+        tag = key[: key.find("/") + 1]
+        key2str[(tag, tag)] = ""
+        key2str[(tag, "   " + key[len(tag):])] = value_str
+    key_width = max(len(k) for _, k in key2str)
+    val_width = max(map(len, key2str.values()))
+    dashes = "-" * (key_width + val_width + 7)
+    rows = [f"| {k}{' ' * (key_width - len(k))} | {v}{' ' * (val_width - len(v))} |" for (_, k), v in key2str.items()]
+    return [dashes, *rows, dashes]
+
+
+def sb3() -> Log:
+    """stable-baselines3 PPO with an EvalCallback: on_policy_algorithm.py dump_logs records
+    rollout/*, time/fps, time/iterations, time/time_elapsed, time/total_timesteps, then
+    logger.dump(step=self.num_timesteps) after train() recorded train/*; the first table (before
+    any train()) has no train/ section; the EvalCallback's eval/mean_reward lands in the next one."""
+    lines = ["Using cuda device"]
+    steps, evals = [], []
+    for it in (1, 2, 3):
+        vals: dict = {"rollout/ep_len_mean": 200, "rollout/ep_rew_mean": -1.2e3 + it * 10.0}
+        if it == 3:
+            vals["eval/mean_ep_length"] = 200
+            vals["eval/mean_reward"] = -213.0
+        vals.update({"time/fps": 8507, "time/iterations": it, "time/time_elapsed": it * 2,
+                     "time/total_timesteps": it * 2048})
+        if it == 1:
+            steps.append((2048, None))   # rollout values only: a record without a loss
+        if it > 1:
+            vals.update({"train/approx_kl": 0.2149679, "train/clip_fraction": 0.277, "train/entropy_loss": -1.25,
+                         "train/learning_rate": 0.001, "train/loss": 0.5 / it, "train/n_updates": (it - 1) * 10,
+                         "train/value_loss": 0.777})
+            steps.append((it * 2048, float(f"{0.5 / it:<8.3g}")))
+        lines += _sb3_table(vals)
+    evals.append((6144, None))
+    return Log("sb3", lines, steps, evals, src="sb3_table", extra={"lr": 0.001})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3)

@@ -179,3 +179,14 @@ def test_espnet_batch_counter_goes_on_across_epochs_and_train_time_is_the_step_t
     assert {r["step_time_s"] for r in recs} == {1.816} and recs[0]["lr"] == 0.000346
     assert recs[0]["extra"]["iter_time"] == 2.878e-04 and recs[3]["epoch"] == 2
     assert evals_of(marks) == [(300, 40.0), (600, 35.0)]
+
+
+def test_stable_baselines_table_is_one_record_at_its_total_timesteps():
+    """A stable-baselines3 table (dashes, `| key | value |` rows, dashes) is one record at its
+    time/total_timesteps: train/loss the loss, train/learning_rate the lr, the other rows kept
+    under section/key; eval/ rows are an evaluation at that step."""
+    recs, marks = by_line_parser(LOGS["sb3"].text())
+    assert [r["step"] for r in recs] == [2048, 4096, 6144]
+    assert recs[1]["lr"] == 0.001 and recs[1]["extra"]["rollout/ep_rew_mean"] == -1180.0
+    assert recs[1]["extra"]["train/value_loss"] == 0.777 and "time/total_timesteps" not in recs[1]["extra"]
+    assert [(m["step"], m["values"]["eval/mean_reward"]) for m in marks if m["kind"] == "eval"] == [(6144, -213.0)]
