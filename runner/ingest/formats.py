@@ -224,7 +224,7 @@ _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 _KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
 _NOT_FIELDS = frozenset(("data_time", "data", "eta"))
 _SPACE_KEYS = frozenset(("loss", "lr", "time", "dt", "mfu", "step", "iter", "iteration", "epoch",
-                         "gnorm", "grad_norm", "tps", "mem"))
+                         "gnorm", "grad_norm", "tps", "mem", "took"))
 # kv key (lower case) -> record field; memory and time keys take their unit into account
 _KV_FIELDS = {
     "loss": "loss", "train_loss": "loss", "train/loss": "loss", "lm_loss": "loss", "total_loss": "loss",
@@ -240,6 +240,8 @@ _KV_FIELDS = {
     "tokens/gpu/sec": "tokens_per_s",    # modula's examples/train-gpt.py: "tokens/gpu/sec: 9378.40"
     "dt": "step_time_s", "time": "step_time_s", "step_time": "step_time_s", "iter_time": "step_time_s",
     "step_time_s": "step_time_s", "train_step_timing": "step_time_s",
+    # llm.c train_gpt2.c: printf("step %d: train loss %f (took %f ms)\n", step, ..., time_elapsed_s * 1000)
+    "took": "step_time_s",
     "epoch": "epoch",
 }
 

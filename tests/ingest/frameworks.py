@@ -594,6 +594,22 @@ def sb3() -> Log:
     return Log("sb3", lines, steps, evals, src="sb3_table", extra={"lr": 0.001})
 
 
+def llm_c() -> Log:
+    """llm.c: train_gpt2.c printf("step %d: train loss %f (took %f ms)\n", ...); train_gpt2.cu
+    printf0("step %4d/%d | loss %7.6f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.0f tok/s\n", ...)
+    and its forks' "step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.2f%%\n";
+    llama2.c train.py: f"{iter_num} | loss {lossf:.4f} | lr {lr:e} | {dt*1000:.2f}ms | mfu {running_mfu*100:.2f}%".
+    The unnamed time column is the step time, the unnamed tok/s column the tokens per second."""
+    lines = ["step %d: train loss %f (took %f ms)" % (s, 4.5 - s / 10, 2141.0 + s) for s in (0, 1)]
+    lines += ["step %4d/%d | loss %7.6f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.0f tok/s"
+              % (s, 74, 4.0 - s / 10, 0.5, 1.25, -0.1, 6e-4, 24.18, 338855.0) for s in (2, 3)]
+    lines += ["step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.2f%%"
+              % (s, 74, 3.5, 1.0, 6e-4, 24.18, 338855.0, 45.2) for s in (4,)]
+    lines += [f"{s} | loss {3.25:.4f} | lr {6e-4:e} | {24.18:.2f}ms | mfu {45.2:.2f}%" for s in (5,)]
+    steps = [(0, 4.5), (1, 4.4), (2, 3.8), (3, 3.7), (4, 3.5), (5, 3.25)]
+    return Log("llm_c", lines, steps, [], src="", extra={"step_time_s": [2.141, 2.142] + [0.02418] * 4})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
        swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3)

@@ -190,3 +190,17 @@ def test_stable_baselines_table_is_one_record_at_its_total_timesteps():
     assert recs[1]["lr"] == 0.001 and recs[1]["extra"]["rollout/ep_rew_mean"] == -1180.0
     assert recs[1]["extra"]["train/value_loss"] == 0.777 and "time/total_timesteps" not in recs[1]["extra"]
     assert [(m["step"], m["values"]["eval/mean_reward"]) for m in marks if m["kind"] == "eval"] == [(6144, -213.0)]
+
+
+def test_llm_c_and_llama2_c_unnamed_time_and_throughput_columns(tmp_path):
+    """llm.c's `(took N ms)` and its `| 24.18 ms | 338855 tok/s |` columns, llama2.c's
+    `| 8060.78ms |`: a column that is only a number and a time unit is the step time, one with
+    tok/s the tokens per second (they were dropped), read the same by `parse` and the line parser."""
+    log = F.llm_c()
+    recs, _ = by_line_parser(log.text())
+    assert [(r["step"], r["loss"]) for r in recs] == log.steps
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert [r["tokens_per_s"] for r in recs[2:5]] == [338855.0] * 3 and recs[2]["grad_norm"] == 1.25
+    path = tmp_path / "train.log"
+    path.write_bytes(log.text() * 3)
+    assert by_parse(path)[0] == by_line_parser(log.text() * 3)[0]
