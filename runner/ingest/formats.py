@@ -890,6 +890,7 @@ class Bar:
     epoch_label: str | None
     explicit_step: bool
     post: str
+    base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
 
 
 def read_bar_postfix(text: str) -> Bar | None:
@@ -1004,3 +1005,46 @@ def read_mmengine(text: str) -> tuple[dict, str] | EvalLine | None:
 
 
 _ETA_RE = re.compile(r"\beta: ((?:\d+ days?, )?\d+:\d\d:\d\d)")
+
+
+# --------------------------------------------------------------------------- ultralytics
+
+# ultralytics (engine/trainer.py _do_train): a header LOGGER.info(("\n" + "%11s" * (4 + len(self.loss_names)))
+# % ("Epoch", "GPU_mem", *self.loss_names, "Instances", "Size")), then a tqdm bar per epoch whose
+# description is ("%11s" * 2 + "%11.4g" * (2 + loss_length)) % (f"{epoch + 1}/{self.epochs}",
+# f"{self._get_memory():.3g}G", *self.tloss, batch["cls"].shape[0], batch["img"].shape[-1]).
+# YOLOv5 (train.py): the same header with box_loss/obj_loss/cls_loss and f"{epoch}/{epochs - 1}"
+# (0-based); before 2022 ('%10s' * 8) % ('Epoch', 'gpu_mem', 'box', 'obj', 'cls', 'total', 'labels',
+# 'img_size') with mloss holding the total. No loss is "the" loss but YOLOv5's total.
+_YOLO_HEAD_RE = re.compile(r"^\s*Epoch\s+(?:GPU_mem|gpu_mem)\s+((?:\S+\s+){1,12}?)(?:Instances\s+Size|labels\s+img_size)\s*$")
+_YOLO_ROW_RE = re.compile(r"^\s*(\d+)/(\d+)\s+(" + _NUM + r")G\s+((?:(?:" + _NUM + r")\s+){1,14}?)\d+\s+\d+:\s*"
+                          r"\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\b")
+
+
+def read_yolo_header(text: str) -> tuple[list[str], bool] | None:
+    """(loss column names, epochs printed 0-based) of an ultralytics / YOLOv5 table header."""
+    m = _YOLO_HEAD_RE.match(text)
+    if m is None:
+        return None
+    names = m.group(1).split()
+    return names, any(n in ("obj", "obj_loss") for n in names)
+
+
+def read_yolo_row(text: str, names: list[str], zero_based: bool) -> Bar | None:
+    """A training bar under that header: a bar counted on across the epochs (the epoch its
+    description names times the batches per epoch, plus its count)."""
+    m = _YOLO_ROW_RE.match(text)
+    if m is None:
+        return None
+    values = m.group(4).split()
+    if len(values) != len(names):
+        return None
+    epoch, n, total = int(m.group(1)), int(m.group(5)), int(m.group(6))
+    idx = epoch if zero_based else epoch - 1
+    if idx < 0 or total <= 0:
+        return None
+    mapping: dict[str, Any] = {"mem_gib": m.group(3)}
+    for name, raw in zip(names, values):
+        mapping["loss" if name == "total" else name] = raw
+    mapping["epoch"] = idx + n / total
+    return Bar(mapping, "ultralytics", n, total, None, False, " ".join(values), base=idx * total)

@@ -150,6 +150,7 @@ class LogParser:
         self._ds_off = False                    # a trainer's step-less records number this run's steps
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
+        self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
 
     # ------------------------------------------------------------------ public API
 
@@ -233,6 +234,14 @@ class LogParser:
                 # a dict cut by a stray newline: wait for the rest
                 self._frag = (text, rank, 1)
                 return events + self._release()
+        if self._yolo is not None and "G " in text:
+            yolo = formats.read_yolo_row(text, *self._yolo)
+            if yolo is not None:
+                events += self._bar_events(yolo, rank)
+                if self._counted_line != self.stats.lines and not (
+                        self._bar.pending is not None and self._bar.pending[4] == self.stats.lines):
+                    self.stats.ignored_lines += 1
+                return events
         bar = _torchtune_bar(text) if "|Loss: " in text else None
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
         if had_bar and not rest:
@@ -264,6 +273,13 @@ class LogParser:
                 evs = self._from_reader(got_user, rank)
                 if evs is not None:
                     return evs
+        if "Epoch" in text[:20] and "_mem " in text:
+            head = formats.read_yolo_header(text)
+            if head is not None:
+                self._yolo = head
+                self.stats.ignored_lines += 1
+                self.reason = "a table header (ultralytics)"
+                return []
         if self._table is not None or text[:10] == "----------":
             got_table = self._table_line(text, rank)
             if got_table is not None:
@@ -599,6 +615,8 @@ class LogParser:
             if i == 0:
                 line_rank = rank
             bar = _torchtune_bar(text) if "|Loss: " in text else formats.read_bar_postfix(text)
+            if bar is None and self._yolo is not None:
+                bar = formats.read_yolo_row(text, *self._yolo)
             if bar is not None:
                 events += self._bar_events(bar, rank if rank is not None else line_rank)
         return events, line_rank
@@ -614,7 +632,9 @@ class LogParser:
         if bar.explicit_step:
             step = mapping["step"]
         else:
-            if bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
+            if bar.base is not None:
+                st.offset, st.top = bar.base, 0   # the description names the epoch (ultralytics)
+            elif bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
                 st.offset += st.total if st.total else st.top
                 st.top = 0
             if bar.epoch_label is not None:

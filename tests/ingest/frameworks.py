@@ -610,6 +610,31 @@ def llm_c() -> Log:
     return Log("llm_c", lines, steps, [], src="", extra={"step_time_s": [2.141, 2.142] + [0.02418] * 4})
 
 
+def ultralytics() -> Log:
+    """ultralytics YOLOv8/11 (engine/trainer.py _do_train): LOGGER.info(("\n" + "%11s" * (4 +
+    len(self.loss_names))) % ("Epoch", "GPU_mem", *self.loss_names, "Instances", "Size")), then per
+    batch pbar.set_description(("%11s" * 2 + "%11.4g" * (2 + loss_length)) % (f"{epoch + 1}/{self.epochs}",
+    f"{self._get_memory():.3g}G", *self.tloss, batch["cls"].shape[0], batch["img"].shape[-1])) on its
+    TQDM (bar_format "{l_bar}{bar:10}{r_bar}"), redrawn with carriage returns; the validator's bar
+    and its "all" row after each epoch. The step counts the batches across the epochs."""
+    head = ("%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances", "Size")
+    lines, steps = [], []
+    nb, epochs = 4, 3
+    for epoch in range(2):
+        lines += ["", head]
+        redraws = []
+        for n in range(1, nb + 1):
+            box = round(1.5 - epoch * 0.2 - n * 0.01, 4)
+            desc = ("%11s" * 2 + "%11.4g" * 5) % (f"{epoch + 1}/{epochs}", f"{6.73:.3g}G", box, 0.47, 1.08, 10, 640)
+            redraws.append(f"{desc}: {n * 100 // nb:3d}%|{'#' * (n * 10 // nb):10s}| {n}/{nb} [00:0{n}<00:00,  2.78it/s]")
+            steps.append((epoch * nb + n, None))
+        lines.append("\r".join(redraws))
+        lines.append(("%22s" + "%11s" * 6) % ("Class", "Images", "Instances", "Box(P", "R", "mAP50", "mAP50-95)")
+                     + ": 100%|##########| 8/8 [00:03<00:00,  2.17it/s]")
+        lines.append(("%22s" + "%11i" * 2 + "%11.3g" * 4) % ("all", 722, 1444, 0.989, 0.99, 0.993, 0.681))
+    return Log("ultralytics", lines, steps, [], src="ultralytics", extra={"mem_gib": 6.73})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics)
