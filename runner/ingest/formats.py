@@ -438,10 +438,10 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
     epoch, key, end = int(m.group(1)), m.group(2), int(m.group(4))
     values: dict[str, Any] = {}
     for name, raw in _ESPNET_PAIR_RE.findall(m.group(5)):
-        if _ESPNET_LR_RE.match(name):
-            values.setdefault("lr", raw)
+        if _ESPNET_LR_RE.match(name) and "lr" not in values:
+            name = "lr"   # the first optimizer's first group
         elif name == "train_time":
-            values.setdefault("step_time_s", raw)
+            name = "step_time_s"
         values.setdefault(name, raw)
     if not values:
         return None
