@@ -29,7 +29,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.pydict import split_objects
-from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, epoch_step, eval_key, eval_mark, eval_step,
+from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
@@ -103,6 +103,7 @@ class _BarState:
     total: int | None = None      # the current epoch's total, else the highest count seen
     top: int = 0
     pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
+    line: int = -1                # the line of the last redraw read
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -387,7 +388,13 @@ class LogParser:
             values = dict(got.values)
             if epoch is not None:
                 values["epoch"] = epoch
-            return self._mark({"kind": "train_summary", "step": self._last_step, "values": values})
+            summary = self._mark({"kind": "train_summary", "step": self._last_step, "values": values})
+            if any((eval_key(k) or ("", ""))[1].lower() in EVAL_LOSS_METRICS for k in evals):
+                # the epoch's training summary and its evaluation on one line (SpeechBrain's
+                # train_logger: "epoch: 1, lr: ... - train loss: ... - valid loss: ..."): also an
+                # evaluation at the last training step (an evaluation's loss, not its progress)
+                return summary + self._eval_line(EvalLine(evals, None, shape.SRC), rank)
+            return summary
         self._unparsed(text, suspect="loss" in got.values, reason="metrics without a step counter")
         return []
 
@@ -637,9 +644,16 @@ class LogParser:
             elif bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
                 st.offset += st.total if st.total else st.top
                 st.top = 0
+            elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
+                  and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1):
+                # a finished bar, then one of the same length after other lines (a bar per epoch
+                # with no description, SpeechBrain's and many loops' tqdm(loader)): the next epoch.
+                # Not on the next line: tqdm's close() draws the finished bar once more.
+                st.offset += st.total
+                st.top = 0
             if bar.epoch_label is not None:
                 st.label = bar.epoch_label
-            st.total, st.top = bar.total, max(st.top, bar.n)
+            st.total, st.top, st.line = bar.total, max(st.top, bar.n), self.stats.lines
             step = st.offset + bar.n
             mapping = dict(mapping, step=step)
         train, evals = split_eval(mapping)

@@ -204,3 +204,20 @@ def test_llm_c_and_llama2_c_unnamed_time_and_throughput_columns(tmp_path):
     path = tmp_path / "train.log"
     path.write_bytes(log.text() * 3)
     assert by_parse(path)[0] == by_line_parser(log.text() * 3)[0]
+
+
+def test_a_bar_per_epoch_without_description_counts_on_and_the_epoch_line_is_an_evaluation():
+    """SpeechBrain (core.py fit: tqdm(train_set, ...) with t.set_postfix(train_loss=...), then
+    utils/train_logger.py FileTrainLogger.log_stats: "epoch: 1, lr: ... - train loss: ... - valid
+    loss: ..., valid CER: ..."): a finished bar, other lines, then a bar of the same length is the
+    next epoch (its count goes on), and the epoch line's valid part is an evaluation at the last
+    step. The finished bar drawn again on the next line (tqdm's close) is not a new epoch."""
+    bar = "100%|##########| 190/190 [03:08<00:00,  1.01it/s, train_loss={}]"
+    val = "100%|##########| 137/137 [01:43<00:00,  1.33it/s]"
+    lines = ["speechbrain.utils.epoch_loop - Going into epoch 1", bar.format(0.945), bar.format(0.945), val,
+             "speechbrain.utils.train_logger - epoch: 1, lr: 1.00e+00 - train loss: 9.45e-01 - valid loss: 1.23, valid CER: 35.42",
+             "speechbrain.utils.epoch_loop - Going into epoch 2", bar.format(0.726), val,
+             "speechbrain.utils.train_logger - epoch: 2, lr: 1.00e+00 - train loss: 7.26e-01 - valid loss: 1.27, valid CER: 30.1"]
+    recs, marks = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(190, 0.945), (380, 0.726)]
+    assert evals_of(marks) == [(190, 1.23), (380, 1.27)]
