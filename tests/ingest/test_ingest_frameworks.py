@@ -221,3 +221,16 @@ def test_a_bar_per_epoch_without_description_counts_on_and_the_epoch_line_is_an_
     recs, marks = by_line_parser(("\n".join(lines) + "\n").encode())
     assert [(r["step"], r["loss"]) for r in recs] == [(190, 0.945), (380, 0.726)]
     assert evals_of(marks) == [(190, 1.23), (380, 1.27)]
+
+
+def test_ultralytics_bar_rows_count_batches_across_epochs_without_a_loss():
+    """An ultralytics row under its `Epoch GPU_mem box_loss ...` header is a bar: its count goes
+    on across the epochs its description names (YOLOv8 1-based, YOLOv5 0-based), GPU_mem is the
+    memory and the loss components stay extras (no loss is "the" loss but YOLOv5's total)."""
+    recs, _ = by_line_parser(LOGS["ultralytics"].text())
+    assert [r["step"] for r in recs] == list(range(1, 9)) and {r["mem_gib"] for r in recs} == {6.73}
+    assert recs[4]["extra"]["box_loss"] == 1.29 and recs[4]["loss"] is None and recs[4]["epoch"] == 1.25
+    old = ("%10s" * 8) % ("Epoch", "gpu_mem", "box", "obj", "cls", "total", "labels", "img_size")
+    row = ("%10s" * 2 + "%10.4g" * 6) % ("0/299", "5.2G", 0.11, 0.1612, 0.03867, 0.3099, 28, 1280)
+    recs, _ = by_line_parser(f"{old}\n{row}:   1%|5   | 1/78 [00:04<05:27,  4.26s/it]\n".encode())
+    assert [(r["step"], r["loss"], r["mem_gib"]) for r in recs] == [(1, 0.3099, 5.2)]
