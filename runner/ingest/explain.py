@@ -33,6 +33,8 @@ _COUNTERS = {
     "nemo": "global_step", "torchtune": "global_step", "pl_bar": "the bar's count across epochs (or global_step)",
     "tqdm_postfix": "the bar's count (or a step key)", "mmengine": "(epoch-1) x N + i, or Iter i",
     "mmcv": "(epoch-1) x N + i, or Iter i", "user": "the declared (?P<step>) / step key",
+    "espnet": "the batch counter + the epochs before (it restarts)", "sb3_table": "time/total_timesteps",
+    "ultralytics": "the bar's count + the epochs before (its description's epoch)",
 }
 
 

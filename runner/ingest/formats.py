@@ -220,9 +220,12 @@ _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
+# A split word right before a kv key ("valid loss: 7.27", "test loss: 3.05"): searched in the text
+# before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
+_KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
 _NOT_FIELDS = frozenset(("data_time", "data", "eta"))
 _SPACE_KEYS = frozenset(("loss", "lr", "time", "dt", "mfu", "step", "iter", "iteration", "epoch",
-                         "gnorm", "grad_norm", "tps", "mem"))
+                         "gnorm", "grad_norm", "tps", "mem", "took"))
 # kv key (lower case) -> record field; memory and time keys take their unit into account
 _KV_FIELDS = {
     "loss": "loss", "train_loss": "loss", "train/loss": "loss", "lm_loss": "loss", "total_loss": "loss",
@@ -235,8 +238,11 @@ _KV_FIELDS = {
     "tps": "tokens_per_s", "tok/s": "tokens_per_s", "tok/sec": "tokens_per_s", "tokens/s": "tokens_per_s",
     "tokens_per_s": "tokens_per_s", "tokens_per_sec": "tokens_per_s",
     "tokens/s/device": "tokens_per_s",   # MaxText's metric_logger (its "seconds" is in records.field_of)
+    "tokens/gpu/sec": "tokens_per_s",    # modula's examples/train-gpt.py: "tokens/gpu/sec: 9378.40"
     "dt": "step_time_s", "time": "step_time_s", "step_time": "step_time_s", "iter_time": "step_time_s",
     "step_time_s": "step_time_s", "train_step_timing": "step_time_s",
+    # llm.c train_gpt2.c: printf("step %d: train loss %f (took %f ms)\n", step, ..., time_elapsed_s * 1000)
+    "took": "step_time_s",
     "epoch": "epoch",
 }
 
@@ -351,6 +357,14 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     by_synonym: tuple[str, float] | None = None
     for m in _KV_RE.finditer(text, pos):
         key, sep, raw, tot, unit = m.group("key", "sep", "val", "tot", "unit")
+        split = _KV_SPLIT_RE.search(text, 0, m.start())
+        if split is not None:
+            # "train loss: 3.11  test loss: 3.05" (SpeechBrain's train_logger, custom loops): the
+            # word before names the evaluation set, so this value is the evaluation's, not a field
+            value = _num(raw)
+            if value is not None:
+                out.setdefault(f"{split.group(1)} {key}", value)
+            continue
         low = key.lower()
         if not sep.strip() and low not in _SPACE_KEYS:
             continue
@@ -393,6 +407,81 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             if value is not None:
                 out["step_time_s"] = value / 1000.0 if per.group(2).startswith("ms") else value
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
+
+
+# ESPnet2's reporter (espnet2/train/reporter.py, SubReporter.log_message), logged by the trainer
+# every log_interval batches: f"{self.epoch}epoch:{self.key}:" f"{start + 1}-{end}batch: " then
+# f"{key2}={v:.3f}" (or :.3e) joined by ", ". The batch counter restarts each epoch; key is
+# "train" or "valid". trainer.py registers "train_time" (seconds per step) and the optimizer's
+# lr as "optim{i}_lr{j}" (older: "lr_{j}"); "iter_time" is the data loader's share, kept as is.
+_ESPNET_RE = re.compile(r"(?:^|[\s:])(\d+)epoch:(\w+):(\d+)-(\d+)batch:\s*(.*)$")
+_ESPNET_PAIR_RE = re.compile(r"([\w./-]+)=(" + _NUM + r")(?=,|\s|$)")
+_ESPNET_LR_RE = re.compile(r"^(?:optim\d+_)?lr_?\d+$")
+_ESPNET_RESULTS_RE = re.compile(r"(?:^|[\s:])\d+epoch results: (\[\w+\] .*)$")
+_ESPNET_SECTION_RE = re.compile(r"\[(\w+)\] ((?:(?!, \[).)*)")
+
+
+def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
+    """An ESPnet2 reporter line: (epoch, batch counter within the epoch, values) for training,
+    an evaluation for another split; the caller adds the earlier epochs' batches. The trainer's
+    ``{epoch}epoch results: [train] ..., [valid] loss=..., acc=...`` line (Reporter.log_message)
+    is the evaluation of its ``[valid]`` part (at the last training step), or nothing."""
+    res = _ESPNET_RESULTS_RE.search(text)
+    if res is not None:
+        parts = dict(_ESPNET_SECTION_RE.findall(res.group(1)))
+        valid = {f"valid_{k}": v for k, v in _ESPNET_PAIR_RE.findall(parts.get("valid", ""))}
+        if not valid:
+            return EvalLine({}, None, "espnet")   # a training summary only: no evaluation
+        return EvalLine(valid, None, "espnet", split="valid", loss=parse_number(valid.get("valid_loss")))
+    m = _ESPNET_RE.search(text)
+    if m is None:
+        return None
+    epoch, key, end = int(m.group(1)), m.group(2), int(m.group(4))
+    values: dict[str, Any] = {}
+    for name, raw in _ESPNET_PAIR_RE.findall(m.group(5)):
+        if _ESPNET_LR_RE.match(name) and "lr" not in values:
+            name = "lr"   # the first optimizer's first group
+        elif name == "train_time":
+            name = "step_time_s"
+        values.setdefault(name, raw)
+    if not values:
+        return None
+    if key != "train":
+        return EvalLine({f"{key}_{k}": v for k, v in values.items()}, None, "espnet", split=key,
+                        loss=parse_number(values.get("loss")))
+    return epoch, end, values
+
+
+# stable-baselines3's HumanOutputFormat.write (common/logger.py) and OpenAI baselines' /
+# stable-baselines 2's: a table between two lines of dashes ("-" * (key_width + val_width + 7)),
+# a row per value f"| {key}{key_space} | {value}{val_space} |" (floats "%-8.3g"); SB3 prints a
+# section's tag ("rollout/", "time/", "train/") as a row with an empty value and the keys of that
+# section indented by three spaces. model.learn() dumps it with step=self.num_timesteps, which
+# the table prints as time/total_timesteps (SB2: total_timesteps).
+TABLE_DASHES_RE = re.compile(r"^-{10,}\s*$")
+TABLE_ROW_RE = re.compile(r"^\| (.*?) \| (.*?) *\|\s*$")
+_TABLE_STEP_KEYS = ("time/total_timesteps", "total_timesteps")
+
+
+def read_rl_table(rows: list[tuple[str, str]]) -> tuple[dict, str] | None:
+    """The mapping of one stable-baselines table (its ``| key | value |`` rows, key as printed
+    with its indent): ``section/key`` names (``train/loss`` is the loss, ``train/learning_rate``
+    the lr, ``eval/...`` an evaluation beside the step); the step is the total timesteps (never
+    invented: a table without them is nothing)."""
+    out: dict[str, Any] = {}
+    tag = ""
+    for key, value in rows:
+        name, value = key.strip(), value.strip()
+        if not value:
+            tag = name if name.endswith("/") else ""
+            continue
+        out[tag + name if tag and key.startswith("   ") else name] = value
+    step_raw = next((out.pop(k) for k in _TABLE_STEP_KEYS if k in out), None)
+    step = _num(step_raw) if step_raw is not None else None
+    if step is None or step != int(step):
+        return None
+    out["step"] = int(step)
+    return out, "sb3_table"
 
 
 # TensorFlow Estimator's evaluation result (estimator.py, _write_dict_to_summary):
@@ -844,6 +933,7 @@ class Bar:
     epoch_label: str | None
     explicit_step: bool
     post: str
+    base: int | None = None   # the steps before this bar's epoch, when its description names the epoch (ultralytics)
 
 
 def read_bar_postfix(text: str) -> Bar | None:
@@ -980,3 +1070,46 @@ def read_mmengine(text: str) -> tuple[dict, str] | EvalLine | None:
 
 
 _ETA_RE = re.compile(r"\beta: ((?:\d+ days?, )?\d+:\d\d:\d\d)")
+
+
+# --------------------------------------------------------------------------- ultralytics
+
+# ultralytics (engine/trainer.py _do_train): a header LOGGER.info(("\n" + "%11s" * (4 + len(self.loss_names)))
+# % ("Epoch", "GPU_mem", *self.loss_names, "Instances", "Size")), then a tqdm bar per epoch whose
+# description is ("%11s" * 2 + "%11.4g" * (2 + loss_length)) % (f"{epoch + 1}/{self.epochs}",
+# f"{self._get_memory():.3g}G", *self.tloss, batch["cls"].shape[0], batch["img"].shape[-1]).
+# YOLOv5 (train.py): the same header with box_loss/obj_loss/cls_loss and f"{epoch}/{epochs - 1}"
+# (0-based); before 2022 ('%10s' * 8) % ('Epoch', 'gpu_mem', 'box', 'obj', 'cls', 'total', 'labels',
+# 'img_size') with mloss holding the total. No loss is "the" loss but YOLOv5's total.
+_YOLO_HEAD_RE = re.compile(r"^\s*Epoch\s+(?:GPU_mem|gpu_mem)\s+((?:\S+\s+){1,12}?)(?:Instances\s+Size|labels\s+img_size)\s*$")
+_YOLO_ROW_RE = re.compile(r"^\s*(\d+)/(\d+)\s+(" + _NUM + r")G\s+((?:(?:" + _NUM + r")\s+){1,14}?)\d+\s+\d+:\s*"
+                          r"\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\b")
+
+
+def read_yolo_header(text: str) -> tuple[list[str], bool] | None:
+    """(loss column names, epochs printed 0-based) of an ultralytics / YOLOv5 table header."""
+    m = _YOLO_HEAD_RE.match(text)
+    if m is None:
+        return None
+    names = m.group(1).split()
+    return names, any(n in ("obj", "obj_loss") for n in names)
+
+
+def read_yolo_row(text: str, names: list[str], zero_based: bool) -> Bar | None:
+    """A training bar under that header: a bar counted on across the epochs (the epoch its
+    description names times the batches per epoch, plus its count)."""
+    m = _YOLO_ROW_RE.match(text)
+    if m is None:
+        return None
+    values = m.group(4).split()
+    if len(values) != len(names):
+        return None
+    epoch, n, total = int(m.group(1)), int(m.group(5)), int(m.group(6))
+    idx = epoch if zero_based else epoch - 1
+    if idx < 0 or total <= 0:
+        return None
+    mapping: dict[str, Any] = {"mem_gib": m.group(3)}
+    for name, raw in zip(names, values):
+        mapping["loss" if name == "total" else name] = raw
+    mapping["epoch"] = idx + n / total
+    return Bar(mapping, "ultralytics", n, total, None, False, " ".join(values), base=idx * total)

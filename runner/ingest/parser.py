@@ -29,7 +29,7 @@ from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.pydict import split_objects
-from moeconsole.runner.ingest.records import (STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
+from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval)
 
@@ -110,6 +110,7 @@ class _BarState:
     total: int | None = None      # the current epoch's total, else the highest count seen
     top: int = 0
     pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
+    line: int = -1                # the line of the last redraw read
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -158,6 +159,9 @@ class LogParser:
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
         self._ds_off = False                    # a trainer's step-less records number this run's steps
+        self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
+        self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
+        self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
 
     # ------------------------------------------------------------------ public API
 
@@ -242,6 +246,14 @@ class LogParser:
                 # a dict cut by a stray newline: wait for the rest
                 self._frag = (text, rank, 1)
                 return events + self._release()
+        if self._yolo is not None and "G " in text:
+            yolo = formats.read_yolo_row(text, *self._yolo)
+            if yolo is not None:
+                events += self._bar_events(yolo, rank)
+                if self._counted_line != self.stats.lines and not (
+                        self._bar.pending is not None and self._bar.pending[4] == self.stats.lines):
+                    self.stats.ignored_lines += 1
+                return events
         bar = _torchtune_bar(text) if "|Loss: " in text else None
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
         if had_bar:
@@ -276,6 +288,17 @@ class LogParser:
                 evs = self._from_reader(got_user, rank)
                 if evs is not None:
                     return evs
+        if "Epoch" in text[:20] and "_mem " in text:
+            head = formats.read_yolo_header(text)
+            if head is not None:
+                self._yolo = head
+                self.stats.ignored_lines += 1
+                self.reason = "a table header (ultralytics)"
+                return []
+        if self._table is not None or text[:10] == "----------":
+            got_table = self._table_line(text, rank)
+            if got_table is not None:
+                return got_table
         if text.startswith("[Rank ") and "memory (MB)" in text:
             report = formats.read_memory_report(text)
             if report is not None:
@@ -312,6 +335,10 @@ class LogParser:
                 got = self._object(cut[1], rank, prefixed=True, label=host.group(1) if host else None)
                 if got is not None:
                     return got
+        if "epoch:" in text and "batch:" in text or "epoch results: [" in text:
+            got_espnet = self._espnet_line(text, rank)
+            if got_espnet is not None:
+                return got_espnet
         for reader in _READERS:
             got = reader(text)
             if got is not None:
@@ -386,7 +413,13 @@ class LogParser:
             values = dict(got.values)
             if epoch is not None:
                 values["epoch"] = epoch
-            return self._mark({"kind": "train_summary", "step": self._last_step, "values": values})
+            summary = self._mark({"kind": "train_summary", "step": self._last_step, "values": values})
+            if any((eval_key(k) or ("", ""))[1].lower() in EVAL_LOSS_METRICS for k in evals):
+                # the epoch's training summary and its evaluation on one line (SpeechBrain's
+                # train_logger: "epoch: 1, lr: ... - train loss: ... - valid loss: ..."): also an
+                # evaluation at the last training step (an evaluation's loss, not its progress)
+                return summary + self._eval_line(EvalLine(evals, None, shape.SRC), rank)
+            return summary
         self._unparsed(text, suspect="loss" in got.values, reason="metrics without a step counter")
         return []
 
@@ -520,6 +553,48 @@ class LogParser:
             self._ds_step = None
             self.stats.ignored_lines += 1
 
+    def _table_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A line of a stable-baselines table (``formats.read_rl_table``): the dashes open it, its
+        ``| key | value |`` rows are kept, the dashes after them give its record. Any other line
+        ends it unread (None: the line is read as usual)."""
+        if formats.TABLE_DASHES_RE.match(text):
+            rows, self._table = self._table, []
+            if rows:
+                self._table = None
+                got = formats.read_rl_table(rows)
+                if got is not None:
+                    evs = self._from_reader(got, rank)
+                    if evs:
+                        return evs
+            self.stats.ignored_lines += 1
+            self.reason = "a table's border"
+            return []
+        row = formats.TABLE_ROW_RE.match(text)
+        if row is None or self._table is None:
+            self._table = None
+            return None
+        self._table.append((row.group(1), row.group(2)))
+        self.stats.ignored_lines += 1
+        self.reason = "a table's row (read with the table)"
+        return []
+
+    def _espnet_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """ESPnet2's ``{epoch}epoch:train:{start}-{end}batch: ...`` (``formats.read_espnet``): the
+        batch counter restarts each epoch, so the earlier epochs' batches come first (the shape
+        learner's rule, ``shape.epoch_counter_step``)."""
+        got = formats.read_espnet(text)
+        if got is None:
+            return None
+        if isinstance(got, EvalLine):
+            if not got.values:
+                self.stats.ignored_lines += 1
+                self.reason = "an ESPnet epoch summary without an evaluation"
+                return []
+            return self._eval_line(got, rank)
+        epoch, n, values = got
+        step = shape.epoch_counter_step(self._espnet, n, float(epoch), None)
+        return self._from_reader(({"step": step, "epoch": epoch, **values}, "espnet"), rank)
+
     def _new_run(self) -> None:
         """A training (re)starts in this file: numbering of step-less records starts over."""
         self._ds_step = None
@@ -531,6 +606,7 @@ class LogParser:
         self.shapes = shape.LearnerState()
         self._dict_process = None
         self._bare_bars = {}
+        self._espnet = shape.ShapeState()
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -573,6 +649,8 @@ class LogParser:
             if i == 0:
                 line_rank = rank
             bar = _torchtune_bar(text) if "|Loss: " in text else formats.read_bar_postfix(text)
+            if bar is None and self._yolo is not None:
+                bar = formats.read_yolo_row(text, *self._yolo)
             if bar is not None:
                 events += self._bar_events(bar, rank if rank is not None else line_rank)
             else:
@@ -605,12 +683,21 @@ class LogParser:
         if bar.explicit_step:
             step = mapping["step"]
         else:
-            if bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
+            if bar.base is not None:
+                st.offset, st.top = bar.base, 0   # the description names the epoch (ultralytics)
+            elif bar.epoch_label is not None and st.label is not None and bar.epoch_label != st.label:
                 st.offset += st.total if st.total else st.top
+                st.top = 0
+            elif (bar.epoch_label is None and st.label is None and st.total and bar.total == st.total
+                  and st.top >= st.total and bar.n <= st.top and self.stats.lines - st.line > 1):
+                # a finished bar, then one of the same length after other lines (a bar per epoch
+                # with no description, SpeechBrain's and many loops' tqdm(loader)): the next epoch.
+                # Not on the next line: tqdm's close() draws the finished bar once more.
+                st.offset += st.total
                 st.top = 0
             if bar.epoch_label is not None:
                 st.label = bar.epoch_label
-            st.total, st.top = bar.total, max(st.top, bar.n)
+            st.total, st.top, st.line = bar.total, max(st.top, bar.n), self.stats.lines
             step = st.offset + bar.n
             mapping = dict(mapping, step=step)
         train, evals = split_eval(mapping)

@@ -121,7 +121,10 @@ def _rate_to_period(x: float) -> float | None:
 FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "loss": [("loss", _ident), ("lm loss", _ident), ("lm_loss", _ident), ("train/loss", _ident),
              ("train_loss", _ident), ("reduced_train_loss", _ident), ("train_loss_step", _ident),
-             ("total_loss", _ident)],
+             ("total_loss", _ident),
+             # kohya sd-scripts / musubi-tuner: progress_bar.set_postfix(avr_loss=...), the moving
+             # average of the step losses, the only loss those trainers print
+             ("avr_loss", _ident)],
     "grad_norm": [("grad_norm", _ident), ("grad norm", _ident), ("gnorm", _ident),
                   ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),

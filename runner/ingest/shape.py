@@ -327,6 +327,8 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if _CPP_DIAG_RE.match(body):
         return None
     body = name_first(body)
+    if "|" in body:
+        body = name_unit_columns(body)
     shape, toks = tokenize(body)
     if not toks:
         return None
@@ -409,18 +411,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return Skip("too many line shapes", shape)
     st = state.shapes.setdefault(key, ShapeState())
     n = int(_num(counter.raw) or 0)
-    if epoch is not None and st.last_counter is not None and st.last_epoch is not None \
-            and epoch > st.last_epoch and n <= st.last_counter:
-        # the counter restarted with the epoch: the steps of the epoch before come first
-        st.offset += counter.tot if counter.tot else st.top
-        st.top = 0
+    step = epoch_counter_step(st, n, epoch, counter.tot)
+    if st.offset:
         counter_how += " + epochs"
-    elif st.offset:
-        counter_how += " + epochs"
-    st.last_counter, st.top = n, max(st.top, n)
-    if epoch is not None:
-        st.last_epoch = epoch
-    step = st.offset + n
     fingerprint = (step, tuple(sorted((k, repr(v)) for k, v in values.items())))
     if fingerprint == st.last:
         return Skip("the same line again (printed twice)", shape)
@@ -435,6 +428,46 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     state.last_counter = (f"the number named {counter.name!r}{restarts}" if counter.name and counter_how != "[n/N]"
                           else counter_how.replace("[n/N]", "an unnamed n/N counter").replace(" + epochs", "") + restarts)
     return Learned(mapping, shape, counter_how)
+
+
+_NUM_RE = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+# A "|" column that is a number and its unit only, the unit naming it: llama2.c's
+# f"{iter_num} | loss {lossf:.4f} | lr {lr:e} | {dt*1000:.2f}ms | mfu {running_mfu*100:.2f}%" and
+# llm.c's "step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.2f%%".
+_UNIT_COLUMN_RE = re.compile(r"^(\s*)(" + _NUM_RE + r") ?(ms|s|sec|tok/s|tokens/s)(\s*)$")
+# A "|" column whose name follows its value: llm.c's "| %.1f%% bf16 MFU |".
+_NAME_AFTER_RE = re.compile(r"^(\s*)(" + _NUM_RE + r"%?) ((?:[A-Za-z][A-Za-z0-9]* ?){1,4}?)(\s*)$")
+
+
+def name_unit_columns(body: str) -> str:
+    """The text with each unnamed ``|`` column named: a number with a time unit is the step
+    time (``| 24.18 ms |`` reads ``| time 24.18 ms |``), one with ``tok/s`` the tokens per
+    second, a number followed by words is named by them (``| 45.2% bf16 MFU |``)."""
+    cols = body.split("|")
+    for i, col in enumerate(cols):
+        m = _UNIT_COLUMN_RE.match(col)
+        if m is not None:
+            name = "time" if m.group(3) in ("ms", "s", "sec") else m.group(3)
+            cols[i] = f"{m.group(1)}{name} {m.group(2)}{m.group(3) if name == 'time' else ''}{m.group(4)}"
+            continue
+        m = _NAME_AFTER_RE.match(col)
+        if m is not None and i > 0:
+            cols[i] = f"{m.group(1)}{m.group(3).strip()} {m.group(2)}{m.group(4)}"
+    return "|".join(cols)
+
+
+def epoch_counter_step(st: ShapeState, n: int, epoch: float | None, total: int | None) -> int:
+    """The global step of counter value ``n``: a counter that goes back while the epoch goes
+    forward restarted, so the steps of the epoch before (its total, else the highest count seen)
+    come first and the step never goes backwards. Updates ``st``."""
+    if epoch is not None and st.last_counter is not None and st.last_epoch is not None \
+            and epoch > st.last_epoch and n <= st.last_counter:
+        st.offset += total if total else st.top
+        st.top = 0
+    st.last_counter, st.top = n, max(st.top, n)
+    if epoch is not None:
+        st.last_epoch = epoch
+    return st.offset + n
 
 
 def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:

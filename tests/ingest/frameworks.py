@@ -523,6 +523,118 @@ def caffe() -> Log:
     return Log("caffe", lines, steps, [], src="caffe", extra={"lr": 0.001})
 
 
+def _espnet_v(v: float) -> str:
+    return f"{v:.3e}" if abs(v) > 1.0e3 else f"{v:.3f}" if abs(v) > 1.0e-3 else f"{v:.3e}"
+
+
+def espnet2() -> Log:
+    """ESPnet2 (espnet2/train/reporter.py SubReporter.log_message): f"{self.epoch}epoch:{self.key}:"
+    f"{start + 1}-{end}batch: " then f"{key2}={v:.3f}" (.3e above 1e3 or below 1e-3) joined by ", ",
+    logged by trainer.py every log_interval batches behind ESPnet's logging format
+    "[{hostname}] %(asctime)s (%(module)s:%(lineno)d) %(levelname)s: %(message)s". The batch counter
+    restarts each epoch (a new SubReporter per epoch): epoch 2's batch 100 follows epoch 1's 300."""
+    lines, steps = [], []
+    t = 0
+    for epoch in (1, 2):
+        for end in (100, 200, 300):
+            loss = round(120.0 / (epoch * end) ** 0.5, 3)
+            vals = {"iter_time": 2.878e-04, "forward_time": 0.134, "loss": loss, "loss_att": loss * 0.6,
+                    "acc": 0.013, "backward_time": 0.111, "optim_step_time": 0.030, "optim0_lr0": 3.46e-06 * end,
+                    "train_time": 1.816}
+            msg = f"{epoch}epoch:train:{end - 99}-{end}batch: " + ", ".join(f"{k}={_espnet_v(v)}" for k, v in vals.items())
+            lines.append(f"[gpu01:0/2] {_ts(t)},080 (trainer:464) INFO: {msg}")
+            steps.append(((epoch - 1) * 300 + end, float(_espnet_v(loss))))
+            t += 60
+        # trainer.py: logging.info(f"{iepoch}epoch results: {reporter.log_message()}"), Reporter.log_message:
+        # f"[{key}] " + ", ".join(f"{key2}={v:.3f}") per section, sections joined by ", "
+        lines.append(f"[gpu01:0/2] {_ts(t)},080 (trainer:338) INFO: {epoch}epoch results: [train] "
+                     f"iter_time=1.000e-04, loss=50.000, [valid] loss={45 - 5 * epoch:.3f}, acc=0.500")
+    return Log("espnet2", lines, steps, [(300, 40.0), (600, 35.0)], src="espnet", extra={"step_time_s": 1.816})
+
+
+def _sb3_table(values: dict) -> list[str]:
+    """stable-baselines3 HumanOutputFormat.write (common/logger.py): floats f"{value:<8.3g}", a tag
+    row per section, its keys indented by three spaces, the table between lines of dashes."""
+    key2str: dict[tuple[str, str], str] = {}
+    for key, value in values.items():
+        value_str = f"{value:<8.3g}" if isinstance(value, float) else str(value)
+        tag = key[: key.find("/") + 1]
+        key2str[(tag, tag)] = ""
+        key2str[(tag, "   " + key[len(tag):])] = value_str
+    key_width = max(len(k) for _, k in key2str)
+    val_width = max(map(len, key2str.values()))
+    dashes = "-" * (key_width + val_width + 7)
+    rows = [f"| {k}{' ' * (key_width - len(k))} | {v}{' ' * (val_width - len(v))} |" for (_, k), v in key2str.items()]
+    return [dashes, *rows, dashes]
+
+
+def sb3() -> Log:
+    """stable-baselines3 PPO with an EvalCallback: on_policy_algorithm.py dump_logs records
+    rollout/*, time/fps, time/iterations, time/time_elapsed, time/total_timesteps, then
+    logger.dump(step=self.num_timesteps) after train() recorded train/*; the first table (before
+    any train()) has no train/ section; the EvalCallback's eval/mean_reward lands in the next one."""
+    lines = ["Using cuda device"]
+    steps, evals = [], []
+    for it in (1, 2, 3):
+        vals: dict = {"rollout/ep_len_mean": 200, "rollout/ep_rew_mean": -1.2e3 + it * 10.0}
+        if it == 3:
+            vals["eval/mean_ep_length"] = 200
+            vals["eval/mean_reward"] = -213.0
+        vals.update({"time/fps": 8507, "time/iterations": it, "time/time_elapsed": it * 2,
+                     "time/total_timesteps": it * 2048})
+        if it == 1:
+            steps.append((2048, None))   # rollout values only: a record without a loss
+        if it > 1:
+            vals.update({"train/approx_kl": 0.2149679, "train/clip_fraction": 0.277, "train/entropy_loss": -1.25,
+                         "train/learning_rate": 0.001, "train/loss": 0.5 / it, "train/n_updates": (it - 1) * 10,
+                         "train/value_loss": 0.777})
+            steps.append((it * 2048, float(f"{0.5 / it:<8.3g}")))
+        lines += _sb3_table(vals)
+    evals.append((6144, None))
+    return Log("sb3", lines, steps, evals, src="sb3_table", extra={"lr": 0.001})
+
+
+def llm_c() -> Log:
+    """llm.c: train_gpt2.c printf("step %d: train loss %f (took %f ms)\n", ...); train_gpt2.cu
+    printf0("step %4d/%d | loss %7.6f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.0f tok/s\n", ...)
+    and its forks' "step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.2f%%\n";
+    llama2.c train.py: f"{iter_num} | loss {lossf:.4f} | lr {lr:e} | {dt*1000:.2f}ms | mfu {running_mfu*100:.2f}%".
+    The unnamed time column is the step time, the unnamed tok/s column the tokens per second."""
+    lines = ["step %d: train loss %f (took %f ms)" % (s, 4.5 - s / 10, 2141.0 + s) for s in (0, 1)]
+    lines += ["step %4d/%d | loss %7.6f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.0f tok/s"
+              % (s, 74, 4.0 - s / 10, 0.5, 1.25, -0.1, 6e-4, 24.18, 338855.0) for s in (2, 3)]
+    lines += ["step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.2f%%"
+              % (s, 74, 3.5, 1.0, 6e-4, 24.18, 338855.0, 45.2) for s in (4,)]
+    lines += [f"{s} | loss {3.25:.4f} | lr {6e-4:e} | {24.18:.2f}ms | mfu {45.2:.2f}%" for s in (5,)]
+    steps = [(0, 4.5), (1, 4.4), (2, 3.8), (3, 3.7), (4, 3.5), (5, 3.25)]
+    return Log("llm_c", lines, steps, [], src="", extra={"step_time_s": [2.141, 2.142] + [0.02418] * 4})
+
+
+def ultralytics() -> Log:
+    """ultralytics YOLOv8/11 (engine/trainer.py _do_train): LOGGER.info(("\n" + "%11s" * (4 +
+    len(self.loss_names))) % ("Epoch", "GPU_mem", *self.loss_names, "Instances", "Size")), then per
+    batch pbar.set_description(("%11s" * 2 + "%11.4g" * (2 + loss_length)) % (f"{epoch + 1}/{self.epochs}",
+    f"{self._get_memory():.3g}G", *self.tloss, batch["cls"].shape[0], batch["img"].shape[-1])) on its
+    TQDM (bar_format "{l_bar}{bar:10}{r_bar}"), redrawn with carriage returns; the validator's bar
+    and its "all" row after each epoch. The step counts the batches across the epochs."""
+    head = ("%11s" * 7) % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances", "Size")
+    lines, steps = [], []
+    nb, epochs = 4, 3
+    for epoch in range(2):
+        lines += ["", head]
+        redraws = []
+        for n in range(1, nb + 1):
+            box = round(1.5 - epoch * 0.2 - n * 0.01, 4)
+            desc = ("%11s" * 2 + "%11.4g" * 5) % (f"{epoch + 1}/{epochs}", f"{6.73:.3g}G", box, 0.47, 1.08, 10, 640)
+            redraws.append(f"{desc}: {n * 100 // nb:3d}%|{'#' * (n * 10 // nb):10s}| {n}/{nb} [00:0{n}<00:00,  2.78it/s]")
+            steps.append((epoch * nb + n, None))
+        lines.append("\r".join(redraws))
+        lines.append(("%22s" + "%11s" * 6) % ("Class", "Images", "Instances", "Box(P", "R", "mAP50", "mAP50-95)")
+                     + ": 100%|##########| 8/8 [00:03<00:00,  2.17it/s]")
+        lines.append(("%22s" + "%11i" * 2 + "%11.3g" * 4) % ("all", 722, 1444, 0.989, 0.99, 0.993, 0.681))
+    return Log("ultralytics", lines, steps, [], src="ultralytics", extra={"mem_gib": 6.73})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics)

@@ -167,3 +167,70 @@ def test_maxtext_step_seconds_and_device_tokens():
     recs, _ = by_line_parser(LOGS["maxtext"].text())
     want = LOGS["maxtext"].extra
     assert all((r["step_time_s"], r["tokens_per_s"]) == (want["step_time_s"], want["tokens_per_s"]) for r in recs)
+
+
+def test_espnet_batch_counter_goes_on_across_epochs_and_train_time_is_the_step_time():
+    """ESPnet2's `{epoch}epoch:train:{start}-{end}batch:` restarts its counter each epoch: epoch 2's
+    batch 100 is step 400 after a 300-batch epoch 1; `train_time` is seconds per step, the
+    optimizer's `optim0_lr0` the lr, the data loader's `iter_time` stays an extra; the epoch
+    results line is the [valid] evaluation, never a training record."""
+    recs, marks = by_line_parser(LOGS["espnet2"].text())
+    assert [r["step"] for r in recs] == [100, 200, 300, 400, 500, 600]
+    assert {r["step_time_s"] for r in recs} == {1.816} and recs[0]["lr"] == 0.000346
+    assert recs[0]["extra"]["iter_time"] == 2.878e-04 and recs[3]["epoch"] == 2
+    assert evals_of(marks) == [(300, 40.0), (600, 35.0)]
+
+
+def test_stable_baselines_table_is_one_record_at_its_total_timesteps():
+    """A stable-baselines3 table (dashes, `| key | value |` rows, dashes) is one record at its
+    time/total_timesteps: train/loss the loss, train/learning_rate the lr, the other rows kept
+    under section/key; eval/ rows are an evaluation at that step."""
+    recs, marks = by_line_parser(LOGS["sb3"].text())
+    assert [r["step"] for r in recs] == [2048, 4096, 6144]
+    assert recs[1]["lr"] == 0.001 and recs[1]["extra"]["rollout/ep_rew_mean"] == -1180.0
+    assert recs[1]["extra"]["train/value_loss"] == 0.777 and "time/total_timesteps" not in recs[1]["extra"]
+    assert [(m["step"], m["values"]["eval/mean_reward"]) for m in marks if m["kind"] == "eval"] == [(6144, -213.0)]
+
+
+def test_llm_c_and_llama2_c_unnamed_time_and_throughput_columns(tmp_path):
+    """llm.c's `(took N ms)` and its `| 24.18 ms | 338855 tok/s |` columns, llama2.c's
+    `| 8060.78ms |`: a column that is only a number and a time unit is the step time, one with
+    tok/s the tokens per second (they were dropped), read the same by `parse` and the line parser."""
+    log = F.llm_c()
+    recs, _ = by_line_parser(log.text())
+    assert [(r["step"], r["loss"]) for r in recs] == log.steps
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert [r["tokens_per_s"] for r in recs[2:5]] == [338855.0] * 3 and recs[2]["grad_norm"] == 1.25
+    path = tmp_path / "train.log"
+    path.write_bytes(log.text() * 3)
+    assert by_parse(path)[0] == by_line_parser(log.text() * 3)[0]
+
+
+def test_a_bar_per_epoch_without_description_counts_on_and_the_epoch_line_is_an_evaluation():
+    """SpeechBrain (core.py fit: tqdm(train_set, ...) with t.set_postfix(train_loss=...), then
+    utils/train_logger.py FileTrainLogger.log_stats: "epoch: 1, lr: ... - train loss: ... - valid
+    loss: ..., valid CER: ..."): a finished bar, other lines, then a bar of the same length is the
+    next epoch (its count goes on), and the epoch line's valid part is an evaluation at the last
+    step. The finished bar drawn again on the next line (tqdm's close) is not a new epoch."""
+    bar = "100%|##########| 190/190 [03:08<00:00,  1.01it/s, train_loss={}]"
+    val = "100%|##########| 137/137 [01:43<00:00,  1.33it/s]"
+    lines = ["speechbrain.utils.epoch_loop - Going into epoch 1", bar.format(0.945), bar.format(0.945), val,
+             "speechbrain.utils.train_logger - epoch: 1, lr: 1.00e+00 - train loss: 9.45e-01 - valid loss: 1.23, valid CER: 35.42",
+             "speechbrain.utils.epoch_loop - Going into epoch 2", bar.format(0.726), val,
+             "speechbrain.utils.train_logger - epoch: 2, lr: 1.00e+00 - train loss: 7.26e-01 - valid loss: 1.27, valid CER: 30.1"]
+    recs, marks = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(190, 0.945), (380, 0.726)]
+    assert evals_of(marks) == [(190, 1.23), (380, 1.27)]
+
+
+def test_ultralytics_bar_rows_count_batches_across_epochs_without_a_loss():
+    """An ultralytics row under its `Epoch GPU_mem box_loss ...` header is a bar: its count goes
+    on across the epochs its description names (YOLOv8 1-based, YOLOv5 0-based), GPU_mem is the
+    memory and the loss components stay extras (no loss is "the" loss but YOLOv5's total)."""
+    recs, _ = by_line_parser(LOGS["ultralytics"].text())
+    assert [r["step"] for r in recs] == list(range(1, 9)) and {r["mem_gib"] for r in recs} == {6.73}
+    assert recs[4]["extra"]["box_loss"] == 1.29 and recs[4]["loss"] is None and recs[4]["epoch"] == 1.25
+    old = ("%10s" * 8) % ("Epoch", "gpu_mem", "box", "obj", "cls", "total", "labels", "img_size")
+    row = ("%10s" * 2 + "%10.4g" * 6) % ("0/299", "5.2G", 0.11, 0.1612, 0.03867, 0.3099, 28, 1280)
+    recs, _ = by_line_parser(f"{old}\n{row}:   1%|5   | 1/78 [00:04<05:27,  4.26s/it]\n".encode())
+    assert [(r["step"], r["loss"], r["mem_gib"]) for r in recs] == [(1, 0.3099, 5.2)]
