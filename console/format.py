@@ -211,8 +211,12 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         line2 += [(f"CRIT {alert}{more}", "status--critical"), (" · ", "")]
     if status == "paused" and run.get("pause_reason") and not run.get("stale"):
         # why the run waits for the user, said once and early: it stays on an 80-column line after the
-        # alert is acknowledged (the pieces after it are cut first)
-        line2 += [(f"paused: {strip_word(run['pause_reason'], 'paused')}", "status--paused"), (" · ", "")]
+        # alert is acknowledged (the pieces after it are cut first); a long reason keeps its first
+        # words to a third of the line, so the last good checkpoint still shows (`d` has it whole)
+        reason = strip_word(run['pause_reason'], 'paused')
+        if width:
+            reason = fit_words(reason, max(12, width // 3 - len("paused: ")))
+        line2 += [(f"paused: {reason}", "status--paused"), (" · ", "")]
     crash = run.get("last_crash")
     crash_class = (crash.get("class") if isinstance(crash, dict) else str(crash)) if crash else None
     failed_early = status == "failed" and bool(crash_class) and not run.get("stale")
@@ -254,7 +258,44 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         piece = import_piece(imp)
         if piece is not None:
             line1 += [("  ", ""), piece]
+    if width:
+        return [fit_pieces(line1, width), fit_pieces(line2, width)]
     return [line1, line2]
+
+
+FIT_PIECE_MIN = 10  # a piece with less room than this is left out whole, not cut to a stub
+
+
+def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str]]:
+    """A status line's pieces in ``width`` columns, cut between words, never inside one: the
+    pieces that fit stay whole; the first that does not is fitted by words
+    (``units.fit_words``: its numbers stay whole, "…" marks what went) when at least
+    ``FIT_PIECE_MIN`` columns are left for it, else it and everything after it go and "…" says
+    so. Only a first piece wider than the line (a name) is clipped."""
+    if sum(len(t) for t, _ in pieces) <= width:
+        return pieces
+    out: list[tuple[str, str]] = []
+    used = 0
+    for text, style in pieces:
+        if used + len(text) <= width:
+            out.append((text, style))
+            used += len(text)
+            continue
+        if not out:
+            return [(clip(text, width), style)]
+        lead = text[:len(text) - len(text.lstrip(" ·"))]
+        body = text[len(lead):]
+        room = width - used - len(lead)
+        if body and room >= FIT_PIECE_MIN:
+            out.append((lead + fit_words(body, room), style))
+            return out
+        while len(out) > 1 and not out[-1][0].strip(" ·"):  # no separator left hanging at the end
+            out.pop()
+        used = sum(len(t) for t, _ in out)
+        if used < width:
+            out.append(("…", ""))
+        return out
+    return out
 
 
 IMPORT_BAR_CELLS = 12

@@ -437,7 +437,7 @@ def test_a_slurm_run_shows_its_job_and_k_names_the_job_not_pids(base, make_run, 
 
     async def go():
         app = app_for(base, run, telemetry=telemetry())
-        async with app.run_test(size=(120, 36)) as pilot:
+        async with app.run_test(size=(200, 36)) as pilot:  # wide: line 2 leads with the stub alert
             screen = await attached(pilot)
             status = str(screen.query_one(StatusLine).render())
             assert "PENDING (Resources)" in status and "slurm job 4711 PENDING" in status

@@ -127,3 +127,33 @@ def test_exit_words_name_the_signal_not_a_missing_code():
     assert exit_words({}) == "exit unknown"
     assert crash_line({"attempt": 1, "class": "segfault", "signal": 11, "summary": "SIGSEGV"}) == \
         "attempt 1: segfault (killed by SIGSEGV) SIGSEGV"
+
+
+def test_status_lines_fit_their_width_cut_between_words_never_inside_one():
+    """At every width the status lines fit and every word shown is a whole word of the full line:
+    an ETA, a cost or a quiet time is shown whole or left out ("…" says so), never `ETA 15h…`."""
+    runs = [
+        _run(name="qwen3-moe-lora-alpha", step=1234, max_steps=4473, step_time_s=12.3, eta_s=15 * 3600 + 600,
+             elapsed_s=20 * 3600, cost_per_hour=70.0, cost_so_far=1400.0, cost_projected=2500.0),
+        _run(status="cooldown", status_word="COOLDOWN", waiting_on="room on /ckpt/run: 3.0 GB free, need 12.0 GB "
+             "(1.2 x the largest checkpoint, 10.0 GB)"),
+        _run(status="paused", status_word="PAUSED", pause_reason="divergence: non-finite loss or grad norm seen by "
+             "the monitors; the run waits for you", last_good_checkpoint={"step": 50, "path": "/c/checkpoint-50"}),
+    ]
+    for run in runs:
+        shown = dict(quiet_s=125.0, heartbeat_s=1800.0, show_last_good=True, now=1000.0)
+        full = [fmt.plain(x) for x in fmt.status_lines(run, **shown)]
+        whole = {w.strip(",;:()") for line in full for w in line.split()}
+        for width in range(50, 161, 3):
+            for line in (fmt.plain(x) for x in fmt.status_lines(run, **shown, width=width)):
+                assert len(line) <= width, (width, line)
+                for word in line.split():
+                    word = word.rstrip("…").strip(",;:()")
+                    assert not word or word in whole, (width, word, line)
+
+
+def test_a_long_pause_reason_leaves_room_for_the_last_good_checkpoint_at_80_columns():
+    run = _run(status="paused", status_word="PAUSED", pause_reason="divergence: non-finite loss or grad norm seen "
+               "by the monitors; the run waits for you", last_good_checkpoint={"step": 50, "path": "/c/checkpoint-50"})
+    line = fmt.plain(fmt.status_lines(run, width=80, show_last_good=True)[1])
+    assert len(line) <= 80 and line.startswith("paused: divergence") and "last good checkpoint: step 50" in line, line
