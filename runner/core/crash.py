@@ -569,11 +569,14 @@ _NCCL_WATCHDOG_EXIT = (r"Terminating the process after attempting to dump debug 
 # operati", "... Watchdog caught coll") still names the timeout; "Watchdog caught" followed by anything
 # else is not torch's.
 _WATCHDOG_CAUGHT = r"Watchdog caught(?: collective|\s*(?:c(?:o(?:l(?:l(?:e(?:c(?:t(?:i(?:v)?)?)?)?)?)?)?)?)?\s*$)"
+# CANN's device error report of an HCCL collective stuck past HCCL_EXEC_TIMEOUT ("... hccl fftsplus task
+# timeout occurred during task execution, stream_id:5, ...")
+_HCCL_TASK_TIMEOUT_RE = r"hccl (?:\w+ )?task timeout occurred"
 _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for"
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
                            r"|The wait execution of the Notify register times out|Getting socket times out"
-                           r"|hccl (?:\w+ )?task timeout occurred|" + _NCCL_WATCHDOG_EXIT)
+                           r"|" + _HCCL_TASK_TIMEOUT_RE + r"|" + _NCCL_WATCHDOG_EXIT)
 # NCCL's transport failing under a live communicator, logged at WARN level right before the call
 # returns ncclRemoteError/ncclSystemError/ncclInternalError (the socket, IB and proxy code print
 # nothing else when NCCL_DEBUG=WARN, and torch may never get to raise): misc/socket.cc "Net :
@@ -627,8 +630,7 @@ _NCCL = re.compile(
     # ("OPS function error: HcclAllreduce, error code is 6"), CANN's EI0006 text ("Getting socket times
     # out. Reason: Remote Rank did not send the data in time.") and its device error report of a
     # collective stuck past HCCL_EXEC_TIMEOUT ("hccl fftsplus task timeout occurred during task execution")
-    r"|HCCL error in: \S+|OPS function error: Hccl\w+|Getting socket times out"
-    r"|hccl (?:\w+ )?task timeout occurred"
+    r"|HCCL error in: \S+|OPS function error: Hccl\w+|Getting socket times out|" + _HCCL_TASK_TIMEOUT_RE +
     # NCCL's own error-return trace: its NCCLCHECK macro (src/include/checks.h) logs "file.cc:LINE -> CODE"
     # at INFO level when a call returned an error; reaching the "[Async thread]" it means the communicator's
     # init failed (a trace that stops earlier may be a probe NCCL recovered from: supporting only)
@@ -1860,6 +1862,10 @@ def _nccl_transport_summary(lines: list[tuple[int, str]]) -> str | None:
     return None
 
 
+_HCCL = re.compile(r"HCCL|Hccl|hccl|EI\d{4}|Getting socket times out")
+_HCCL_TASK_TIMEOUT = re.compile(_HCCL_TASK_TIMEOUT_RE)
+
+
 def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     lines = s.nccl.decisive
     summary = "NCCL error"
@@ -1875,6 +1881,10 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         if ("watchdog got stuck" in text or "watchdog hang" in text or "Heartbeat monitor timed out" in text
                 or "no heartbeat of its watchdog" in text):
             summary = "ProcessGroupNCCL watchdog got stuck"
+        elif "Getting socket times out" in text:
+            summary = "NCCL timeout: a remote rank did not send its data in time (EI0006)"
+        elif _HCCL_TASK_TIMEOUT.search(text):
+            summary = "NCCL timeout: a collective stayed stuck on the device past HCCL_EXEC_TIMEOUT"
         elif "Exception raised from checkTimeout" in text:
             summary = "NCCL watchdog timeout (a collective timed out)"
         elif "after attempting to dump debug info, due to" in text:
@@ -1894,6 +1904,8 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
                 break
         if summary == "NCCL error":
             summary = _nccl_transport_summary(lines) or summary
+    if summary.startswith("NCCL") and lines and all(_HCCL.search(t) for _, t in lines):
+        summary = "HCCL (Ascend)" + summary[4:]     # torch_npu's collectives: same class, their own name
     return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
                     recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
                     hint="the whole process tree is killed and the cooldown is long so NCCL IPC "

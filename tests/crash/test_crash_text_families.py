@@ -797,7 +797,7 @@ def test_xla_and_rocm_device_allocation_failures_are_an_oom(line):
 def test_ascend_hccl_failures_are_nccl_errors(lines):
     """HCCL is NCCL's counterpart on Ascend: the same recovery (long cooldown) fits."""
     v = classify(1, lines, steps_seen=10)
-    assert v.cls == "nccl_error" and v.cooldown_scale == 3.0, v.summary
+    assert v.cls == "nccl_error" and v.cooldown_scale == 3.0 and v.summary.startswith("HCCL (Ascend)"), v.summary
     # torch_npu's warning about HCCL_EXEC_TIMEOUT is not a failure
     warn = ("[rank7]:[W609 06:57:47.819535026 compiler_depend.ts:877] Warning: The HCCL execution timeout was set "
             "to never timeout, so it is bigger than watchdog timeout 1800000ms which is set by init_process_group!")
