@@ -773,8 +773,8 @@ def test_xla_and_rocm_device_allocation_failures_are_an_oom(line):
     assert classify(1, [line], steps_seen=10).cls == "cuda_oom"
     # gRPC's RESOURCE_EXHAUSTED for a message too large, or a quota, has nothing to do with device memory
     for other in ["grpc._channel._InactiveRpcError: status = StatusCode.RESOURCE_EXHAUSTED details = \"Received "
-                 "message larger than max (8388608 vs. 4194304)\"",
-                 "RuntimeError: RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'"]:
+                  "message larger than max (8388608 vs. 4194304)\"",
+                  "RuntimeError: RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'"]:
         assert classify(1, [line, other], steps_seen=10).cls == "cuda_oom"
         assert classify(1, [other], steps_seen=10).cls == "unknown", other
 
