@@ -438,10 +438,11 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
              "Tried to allocate", "desired GPU memory utilization", "memory for the cache blocks",
-             "available KV cache memory")),
+             "available KV cache memory", "Resource exhausted", "from device: ", "memory space")),
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
-              "socketStartConnect", "[Proxy Service", "polling for opId")),
+              "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
+              "Getting socket times out")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
@@ -454,13 +455,14 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
-               "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR")),
+               "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
-             "Failed to import", "cannot import name", "DLL load failed", "Could not load library")),
+             "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
+             "CUDA Setup failed despite GPU")),
     ("gpu", ("busy or unavailable", "no CUDA-capable device", "cudaErrorDevicesUnavailable",
              "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE")),
     ("usage", ("error: ", "remaining_argv", "unrecognized arguments",
@@ -469,7 +471,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
              "driver combination", "no kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
-             "unsupported toolchain", "is not compatible with the current PyTorch")),
+             "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
+             "NoBinaryForGpu", "does not has any binary", "does not have any binary")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -529,7 +532,22 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfM
                   r"|^(?:[\w.]+\.)?[A-Z]\w*Error: .*: out of memory\s*$"
                   # cuBLAS/cuDNN failing to allocate their workspace (torch: "CUDA error:
                   # CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
-                  r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED")
+                  r"|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED"
+                  # XLA's status for an allocation it could not make, in both spellings of the code
+                  # (absl::Status "RESOURCE_EXHAUSTED: ...", TF/XLA <= 2021 "Resource exhausted: ...")
+                  # and every message its allocators give it: the BFC allocator's "Failed to allocate
+                  # request for 2.99GiB (3206250496B) on device ordinal 0", "Out of memory while trying
+                  # to allocate N bytes", the TPU compiler's "XLA:TPU compile permanent error. Ran out of
+                  # memory in memory space vmem." (not gRPC's RESOURCE_EXHAUSTED for a message too large)
+                  r"|(?:RESOURCE_EXHAUSTED|Resource exhausted): (?:.*?\b(?:[Ff]ailed to allocate|[Oo]ut of memory"
+                  r"|Ran out of memory)|Attempting to reserve)"
+                  # TensorFlow's stream executor failing a device allocation (cuda_driver.cc /
+                  # rocm_driver.cc: "failed to allocate 7.35G (7889485824 bytes) from device:
+                  # CUDA_ERROR_OUT_OF_MEMORY: out of memory", ROCm's "... from device:
+                  # HIP_ERROR_OutOfMemory" and, before HIP 3, "... from device: hipError_t(1002)"
+                  # (1002 = hipErrorMemoryAllocation then))
+                  r"|failed to allocate \S+ \(\d+ bytes\) from device: (?:CUDA_ERROR_OUT_OF_MEMORY"
+                  r"|HIP_ERROR_OutOfMemory|hipError_t\(1002\))")
 
 # ProcessGroupNCCL's own words when its watchdog saw a collective time out or hang (never our kill):
 # the heartbeat monitor's LOG(FATAL) "Terminating the process after attempting to dump debug info, due
@@ -551,10 +569,14 @@ _NCCL_WATCHDOG_EXIT = (r"Terminating the process after attempting to dump debug 
 # operati", "... Watchdog caught coll") still names the timeout; "Watchdog caught" followed by anything
 # else is not torch's.
 _WATCHDOG_CAUGHT = r"Watchdog caught(?: collective|\s*(?:c(?:o(?:l(?:l(?:e(?:c(?:t(?:i(?:v)?)?)?)?)?)?)?)?)?\s*$)"
+# CANN's device error report of an HCCL collective stuck past HCCL_EXEC_TIMEOUT ("... hccl fftsplus task
+# timeout occurred during task execution, stream_id:5, ...")
+_HCCL_TASK_TIMEOUT_RE = r"hccl (?:\w+ )?task timeout occurred"
 _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for"
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
-                           r"|The wait execution of the Notify register times out|" + _NCCL_WATCHDOG_EXIT)
+                           r"|The wait execution of the Notify register times out|Getting socket times out"
+                           r"|" + _HCCL_TASK_TIMEOUT_RE + r"|" + _NCCL_WATCHDOG_EXIT)
 # NCCL's transport failing under a live communicator, logged at WARN level right before the call
 # returns ncclRemoteError/ncclSystemError/ncclInternalError (the socket, IB and proxy code print
 # nothing else when NCCL_DEBUG=WARN, and torch may never get to raise): misc/socket.cc "Net :
@@ -603,6 +625,12 @@ _NCCL = re.compile(
     # Ascend's HCCL, NCCL's counterpart under torch_npu (CANN error codes): EI0002 "The wait execution of
     # the Notify register times out" (a collective timed out), EI0006 "Communication_Error_Get_Socket"
     r"|The wait execution of the Notify register times out|Communication_Error_\w+\(EI\d{4}\)"
+    # torch_npu's ProcessGroupHCCL: its HCCL_CHECK_ERROR macro ("[ERROR] HCCL error in: FILE:LINE" +
+    # DIST_ERROR; older "HCCL error in: FILE:LINE, CODE"), its op runner failing an HCCL collective
+    # ("OPS function error: HcclAllreduce, error code is 6"), CANN's EI0006 text ("Getting socket times
+    # out. Reason: Remote Rank did not send the data in time.") and its device error report of a
+    # collective stuck past HCCL_EXEC_TIMEOUT ("hccl fftsplus task timeout occurred during task execution")
+    r"|HCCL error in: \S+|OPS function error: Hccl\w+|Getting socket times out|" + _HCCL_TASK_TIMEOUT_RE +
     # NCCL's own error-return trace: its NCCLCHECK macro (src/include/checks.h) logs "file.cc:LINE -> CODE"
     # at INFO level when a call returned an error; reaching the "[Async thread]" it means the communicator's
     # init failed (a trace that stops earlier may be a probe NCCL recovered from: supporting only)
@@ -684,7 +712,11 @@ _FAULT = re.compile(
     # (cuDNN 9 adds _CUDART, _CUBLAS, _CUDA_DRIVER, _CURAND suffixes for the layer that failed),
     # MAPPING_ERROR "an access to GPU memory space failed"; hipBLAS (ROCm) mirrors both names.
     # Not ALLOC_FAILED (an OOM, above) nor NOT_INITIALIZED / INTERNAL_ERROR (no fault named).
-    r"|(?:CUBLAS|HIPBLAS|CUDNN)_STATUS_(?:EXECUTION_FAILED|MAPPING_ERROR)")
+    r"|(?:CUBLAS|HIPBLAS|CUDNN)_STATUS_(?:EXECUTION_FAILED|MAPPING_ERROR)"
+    # Ascend (CANN runtime, torch_npu): a kernel that faulted on the NPU, task.cc's "Kernel task happen
+    # error, retCode=0x2a, [aicpu exception]." (also [aicore exception], [vector core exception],
+    # [sdma exception] ...) and the AICPU's "Aicpu kernel execute failed, device_id=0, ..."
+    r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed")
 # A GPU gone from the bus: the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
 # the probe's "NVRM: ... has fallen off the bus and is not responding to commands." (no Xid line),
 # nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":
@@ -778,7 +810,11 @@ _DEP_LOADER = re.compile(r"^(?:\S*\.so(?:\.[\d.]+)?: (?:undefined symbol: |canno
                          # ModuleNotFoundError's message alone on its line, its class name lost (an issue
                          # title, a copied summary): Python's own words, "No module named 'x'" (import.c /
                          # importlib: f"No module named {name!r}"); a warning says more on the same line
-                         r"|^No module named '[^']+'$")
+                         r"|^No module named '[^']+'$"
+                         # bitsandbytes' own end when its native library did not load (cextension.py:
+                         # "CUDA Setup failed despite GPU being available. Please run the following
+                         # command ...", raised as a RuntimeError whose text starts on the next line)
+                         r"|CUDA Setup failed despite GPU being available")
 # The decisive phrases of a dependency line anywhere in a line (wrap rejoining, see _DECISIVE)
 _DEP_PHRASE = re.compile(r"No module named '[^']+'|undefined symbol: \S+|cannot open shared object file"
                          r"|cannot import name '[^']+'")
@@ -814,6 +850,14 @@ _TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)")
 # Also a class named in a module of exceptions whose name says nothing of it: Triton's
 # "triton.runtime.errors.OutOfResources: out of resource: shared memory, ..." (triton/runtime/errors.py),
 # "triton.compiler.errors.CompileTimeAssertionFailure: ...".
+# c10::Error's second line, "Exception raised from mha_fwd at .../flash_api.cpp:370 (most recent call first):"
+# (c10/util/Exception.cpp), belongs to the exception above it: never one of its own.
+_C10_WHERE = "Exception raised from "
+# A process that already failed on the device and then aborts while freeing its memory at exit:
+# c10's caching allocator throwing from its free ("terminate called after throwing an instance of
+# 'c10::Error' / what():  invalid device pointer: 0x5400000 / Exception raised from free at
+# ../c10/hip/HIPCachingAllocator.cpp:2994"): an echo of the error before it, not a new cause.
+_TEARDOWN = re.compile(r"^Exception raised from free at \S*CachingAllocator\.cpp")
 _EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*)?(?:Error|Exception|Interrupt)\b:?"
                   r"|^(?:[A-Za-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*: "
                   r"|^terminate called after throwing")
@@ -904,7 +948,17 @@ _ENV_DRIVER = re.compile(
 _ENV_ARCH = re.compile(
     r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
     r"|CUDA_ERROR_NO_BINARY_FOR_GPU|the provided PTX was compiled with an unsupported toolchain"
-    r"|cudaErrorUnsupportedPtxVersion")
+    r"|cudaErrorUnsupportedPtxVersion"
+    # the HIP runtime (ROCm) with no code object for the GPU: "hipErrorNoBinaryForGpu: Unable to find code
+    # object for all current devices!" (its "no kernel image ..." text is matched above)
+    r"|hipErrorNoBinaryForGpu"
+    # flash-attn's own check of the GPU's architecture (csrc/flash_attn/flash_api.cpp mha_fwd/mha_bwd/
+    # mha_varlen_*: TORCH_CHECK(is_sm8x_min, "FlashAttention only supports Ampere GPUs or newer.")), raised
+    # on every call on a Turing or Volta GPU
+    r"|FlashAttention only supports Ampere GPUs or newer"
+    # Ascend: the CANN kernels package has no binary of an operator for this NPU ("Op Cast does not has
+    # any binary.", aclnn's kernel lookup; the op is never runnable on this install)
+    r"|Op \w+ does not ha(?:s|ve) any binary")
 _ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
                      r"PyTorch installation")
 # A model or dataset the Hub will not give (hub_access): huggingface_hub's errors.py classes and
@@ -1017,14 +1071,16 @@ class _Scan:
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
+    teardown: set[int] = field(default_factory=set)    # exceptions that are the echo of an earlier one (_TEARDOWN)
     root: _RootCause | None = None
     failed_line: _RootCause | None = None
     oom_info: _OomInfo = field(default_factory=_OomInfo)
     last_lines: list[tuple[int, str]] = field(default_factory=list)
 
     def exceptions_after(self, idx: int, *, but: Collection[int] = ()) -> bool:
-        """An exception line after line ``idx`` (other than the lines ``but``): something else ended it."""
-        return any(i > idx and i not in but for i, _ in self.exceptions)
+        """An exception line after line ``idx`` (other than the lines ``but`` and the teardown echoes of an
+        earlier exception): something else ended it."""
+        return any(i > idx and i not in but and i not in self.teardown for i, _ in self.exceptions)
 
 
 
@@ -1154,6 +1210,10 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             kind = next((k for k, rx in _HUB_KINDS if rx.search(text)), None)
             if kind:
                 s.hub.append((idx, text, kind))
+        if text.startswith(_C10_WHERE):
+            if _TEARDOWN.match(text):
+                s.teardown.update(i for i, t in s.exceptions[-1:] if idx - i <= 3 and t.startswith("terminate called"))
+            continue
         if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
             s.exceptions.append((idx, text))
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
@@ -1723,6 +1783,10 @@ def _dependency_verdict(s: _Scan, status_lines: list, python: str | None) -> Cra
             summary = f"a compiled extension cannot be loaded{in_python}: {clip(msg, 200)}"
             what = (f"reinstall the package that ships {lib} built for this Python's torch and CUDA "
                     f"(a missing or mismatched library)")
+        elif "CUDA Setup failed despite GPU" in msg:
+            summary = f"bitsandbytes could not load its CUDA library{in_python}"
+            what = ("reinstall bitsandbytes built for this CUDA (`pip install -U bitsandbytes`; "
+                    "`python -m bitsandbytes` names what it looked for)")
         elif name:
             summary = (f"'{name.group(1)}' cannot be imported from '{name.group(2)}'{in_python} "
                        f"(a version mismatch)")
@@ -1798,6 +1862,10 @@ def _nccl_transport_summary(lines: list[tuple[int, str]]) -> str | None:
     return None
 
 
+_HCCL = re.compile(r"HCCL|Hccl|hccl|EI\d{4}|Getting socket times out")
+_HCCL_TASK_TIMEOUT = re.compile(_HCCL_TASK_TIMEOUT_RE)
+
+
 def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     lines = s.nccl.decisive
     summary = "NCCL error"
@@ -1813,6 +1881,10 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         if ("watchdog got stuck" in text or "watchdog hang" in text or "Heartbeat monitor timed out" in text
                 or "no heartbeat of its watchdog" in text):
             summary = "ProcessGroupNCCL watchdog got stuck"
+        elif "Getting socket times out" in text:
+            summary = "NCCL timeout: a remote rank did not send its data in time (EI0006)"
+        elif _HCCL_TASK_TIMEOUT.search(text):
+            summary = "NCCL timeout: a collective stayed stuck on the device past HCCL_EXEC_TIMEOUT"
         elif "Exception raised from checkTimeout" in text:
             summary = "NCCL watchdog timeout (a collective timed out)"
         elif "after attempting to dump debug info, due to" in text:
@@ -1832,6 +1904,8 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
                 break
         if summary == "NCCL error":
             summary = _nccl_transport_summary(lines) or summary
+    if summary.startswith("NCCL") and lines and all(_HCCL.search(t) for _, t in lines):
+        summary = "HCCL (Ascend)" + summary[4:]     # torch_npu's collectives: same class, their own name
     return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
                     recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
                     hint="the whole process tree is killed and the cooldown is long so NCCL IPC "
@@ -1924,6 +1998,14 @@ _ENV_HINT_ARCH = ("this torch (or extension) build has no kernels for this GPU's
                   "so the run is not restarted")
 
 
+_ENV_HINT_FLASH = ("flash-attn's kernels need compute capability 8.0 or newer and no build adds them for this "
+                   "GPU: use another attention implementation (transformers' attn_implementation 'sdpa' or "
+                   "'eager', ms-swift's --attn_impl sdpa, vLLM's VLLM_ATTENTION_BACKEND=XFORMERS) or an Ampere or "
+                   "newer GPU; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_CANN = ("install the CANN kernels (ops) package matching the toolkit and this NPU's chip, or a torch_npu "
+                  "release that supports it; a restart fails the same way, so the run is not restarted")
+
+
 def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     """The CUDA driver or the build cannot run on this node (environment_error: fail, never restarted)."""
     lines = s.env.decisive or s.env.support
@@ -1943,6 +2025,10 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         summary = (f"the build has no kernels for this GPU{where}: {arch}" if arch
                    else f"this torch build does not support the GPU{where}")
         hint = _ENV_HINT_ARCH.format(sm=f" ({sm.group('sm')})" if sm else "")
+        if arch and arch.startswith("FlashAttention"):
+            summary, hint = f"flash-attn needs an Ampere (sm_80) or newer GPU{where}: {arch}", _ENV_HINT_FLASH
+        elif arch and arch.startswith("Op "):
+            summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN
     return _verdict("environment_error", lines + status_lines, summary, retryable=False, recovery="fail",
                     hint=hint, extra=s.env.support)
 

@@ -749,3 +749,106 @@ def test_an_exception_class_named_only_by_its_errors_module_is_the_exception_lin
             "65536. Reducing block sizes or `num_stages` may help."]
     v = classify(1, tail, steps_seen=10)
     assert v.cls == "unknown" and "OutOfResources: out of resource: shared memory" in v.summary, v.summary
+
+
+# Batch 17: accelerators and stacks the corpus lacked (ROCm, Ascend, XLA, flash-attn, bitsandbytes).
+# Each line is the program's own format string, filled in.
+
+@pytest.mark.parametrize("line", [
+    # TensorFlow / XLA stream executor (cuda_driver.cc, rocm_driver.cc DeviceAllocate)
+    "2023-11-01 16:19:17.812101: E tensorflow/compiler/xla/stream_executor/rocm/rocm_driver.cc:606] failed to "
+    "allocate 127.99TiB (140729850295296 bytes) from device: HIP_ERROR_OutOfMemory",
+    "2019-01-08 19:06:11.303639: E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 7.35G "
+    "(7889485824 bytes) from device: hipError_t(1002)",
+    "2020-05-01 10:00:00.000000: E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 3.94G "
+    "(4230807552 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    # XLA statuses in both spellings of the code, from its BFC allocator and the TPU compiler
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.99GiB "
+    "(3206250496B) on device ordinal 0",
+    "RuntimeError: Resource exhausted: Failed to allocate request for 32.00MiB (33554432B) on device ordinal 0",
+    "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory "
+    "in memory space vmem.",
+])
+def test_xla_and_rocm_device_allocation_failures_are_an_oom(line):
+    assert classify(1, [line], steps_seen=10).cls == "cuda_oom"
+    # gRPC's RESOURCE_EXHAUSTED for a message too large, or a quota, has nothing to do with device memory
+    for other in ["grpc._channel._InactiveRpcError: status = StatusCode.RESOURCE_EXHAUSTED details = \"Received "
+                  "message larger than max (8388608 vs. 4194304)\"",
+                  "RuntimeError: RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Requests'"]:
+        assert classify(1, [line, other], steps_seen=10).cls == "cuda_oom"
+        assert classify(1, [other], steps_seen=10).cls == "unknown", other
+
+
+@pytest.mark.parametrize("lines", [
+    # torch_npu ProcessGroupHCCL's HCCL_CHECK_ERROR (new and old wording)
+    ["RuntimeError: [ERROR] HCCL error in: torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:64"],
+    ["RuntimeError: HCCL error in: /usr1/torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:112, 7"],
+    # torch_npu's op runner failing a collective, with CANN's EI0006
+    ["RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:281 OPS function error: "
+     "HcclAllreduce, error code is 6",
+     "EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not "
+     "send the data in time. Please check the reason for the rank being stuck"],
+    # CANN's device error report of a collective stuck past HCCL_EXEC_TIMEOUT
+    ["RuntimeError: ACL stream synchronize failed.",
+     "EI9999: 2024-10-21-10:42:00.358.410  The error from device(chipId:3, dieId:0), serial number is 9, hccl "
+     "fftsplus task timeout occurred during task execution, stream_id:5, sq_id:5, task_id:38827, stuck notify "
+     "num:1, timeout:30min(default).[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo][FILE:device_error_proc.cc]"],
+])
+def test_ascend_hccl_failures_are_nccl_errors(lines):
+    """HCCL is NCCL's counterpart on Ascend: the same recovery (long cooldown) fits."""
+    v = classify(1, lines, steps_seen=10)
+    assert v.cls == "nccl_error" and v.cooldown_scale == 3.0 and v.summary.startswith("HCCL (Ascend)"), v.summary
+    # torch_npu's warning about HCCL_EXEC_TIMEOUT is not a failure
+    warn = ("[rank7]:[W609 06:57:47.819535026 compiler_depend.ts:877] Warning: The HCCL execution timeout was set "
+            "to never timeout, so it is bigger than watchdog timeout 1800000ms which is set by init_process_group!")
+    assert classify(1, [warn, "ValueError: bad batch"], steps_seen=10).cls == "unknown"
+
+
+@pytest.mark.parametrize("kind", ["aicpu exception", "aicore exception", "vector core exception"])
+def test_an_npu_kernel_exception_is_a_device_fault(kind):
+    lines = ["RuntimeError: Run:torch_npu/csrc/framework/OpParamMaker.cpp:128 NPU error,NPU error code is:100000",
+             "EZ9999: Inner Error, Please contact support engineer!",
+             f"EZ9999 Kernel task happen error, retCode=0x2a, [{kind}].[FUNC:PreCheckTaskErr][FILE:task.cc][LINE:1068]"]
+    v = classify(1, lines, steps_seen=10)
+    assert v.cls == "cuda_fault" and kind in v.summary, v.summary
+
+
+@pytest.mark.parametrize("lines, words", [
+    (["RuntimeError: FlashAttention only supports Ampere GPUs or newer."], "sdpa"),
+    (["RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+      "Exception raised from mha_fwd at /tmp/flash-attn/csrc/flash_attn/flash_api.cpp:370 (most recent call first):",
+      "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f22 in /env/torch/lib/libc10.so)"],
+     "sdpa"),
+    (["ERROR 01-11 13:09:40 engine.py:366] RuntimeError: Error in model execution (input dumped to /tmp/x.pkl): "
+      "FlashAttention only supports Ampere GPUs or newer."], "VLLM_ATTENTION_BACKEND"),
+    (["RuntimeError: call aclnnCast failed, detail:EZ9999: Inner Error!", "        Op Cast does not has any binary.",
+      "        Kernel Run failed. opType: 3, Cast"], "CANN kernels"),
+    (["hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "Aborted (core dumped)"],
+     "TORCH_CUDA_ARCH_LIST"),
+])
+def test_a_kernel_library_that_cannot_run_on_this_device_is_an_environment_error(lines, words):
+    v = classify(1, lines, steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable and words in v.hint, (v.summary, v.hint)
+
+
+def test_the_caching_allocator_aborting_at_exit_does_not_hide_the_error_before_it():
+    """ROCm torch: the HIP error, then c10's allocator throwing from free() while the process exits."""
+    lines = ["RuntimeError: HIP error: no kernel image is available for execution on the device",
+             "terminate called after throwing an instance of 'c10::Error'",
+             "  what():  invalid device pointer: 0x5400000",
+             "Exception raised from free at ../c10/hip/HIPCachingAllocator.cpp:2994 (most recent call first):"]
+    assert classify(-6, lines, steps_seen=0).cls == "environment_error"
+    # any other exception after the error is still its own end
+    other = lines[:1] + ["terminate called after throwing an instance of 'c10::Error'",
+                         "  what():  CUDA driver error: unknown error",
+                         "Exception raised from synchronize at ../c10/cuda/CUDAFunctions.cpp:120"]
+    assert classify(1, other, steps_seen=0).cls != "environment_error"
+
+
+def test_bitsandbytes_failing_to_load_its_library_is_a_dependency_named_as_such():
+    lines = ['  File "/env/lib/python3.10/site-packages/bitsandbytes/cextension.py", line 20, in <module>',
+             "    raise RuntimeError('''", "RuntimeError:",
+             "        CUDA Setup failed despite GPU being available. Please run the following command to get more "
+             "information:", "", "        python -m bitsandbytes"]
+    v = classify(1, lines, steps_seen=0)
+    assert v.cls == "missing_dependency" and "bitsandbytes" in v.summary and "bitsandbytes" in v.hint, v.summary
