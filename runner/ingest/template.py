@@ -693,11 +693,8 @@ class TemplateReader:
         # agree nothing was skipped. Dicts of another shape (empty groups) fail the conversion.
         if n_head + len(tuples) + n_trail == n_lines:
             rows = [tp for j, tp in enumerate(tuples) if j not in alt_rows] if alt_rows else tuples
-            if alt_rows or cols is None and tables is not None:
-                # NDJSON mode, some rows out (another dict shape, or a value out of its strict
-                # form): the rest as columns in one pass, not one pass per group read
-                cols = list(zip(*rows)) if rows and tables is not None else None
-            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, tables, cols)
+            got = self._claim(t, rows, len(tuples), alt_rows, specials, n_lines, tables,
+                              None if alt_rows else cols)
             if got is not None:
                 if not self.want_records and tuples:
                     got.max_steps = t.last_max(buf, end)
