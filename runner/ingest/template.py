@@ -141,8 +141,7 @@ class Template:
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
-        # rows (and their groups as columns, when known) -> their NDJSON lines
-        self.json_rows: Callable[[list, list[tuple] | None], list[bytes]] = lambda rows, cols: []
+        self.json_rows: Callable[[list], list[bytes]] = lambda rows: []
         self._other_plan: tuple[dict, list[tuple[str, int]] | None] | None = None
         if texts is not None and self._plan_json():
             self.rx_json = self._compile(body_parts, records=True, json=True)
@@ -327,18 +326,13 @@ class Template:
         texts = [v.rgroup - 1 for v in self.values if v.role == "extra" and v.json == "text"]
         if texts:  # a quoted text value may hold a token the training printed: masked on the way out
             probe = itemgetter(*texts) if len(texts) > 1 else (lambda row, g=texts[0]: (row[g],))
-
-            def text_values(rows: list, cols: list[tuple] | None) -> bytes:
-                """Only whether a text value holds a token's mark is asked of them: the columns
-                joined as they are (a set of the distinct texts costs more than its scan saves),
-                else each distinct text of the rows once."""
-                if cols is not None:
-                    return b"\n".join(chain.from_iterable(cols[g] for g in texts))
-                return b"\n".join(set(chain.from_iterable(map(probe, rows))))
-            self.json_rows = lambda rows, cols: mask_lines(list(map(fmt.__mod__, map(getter, rows))),
-                                                                probe=text_values(rows, cols))
+            # only whether a value holds a token's mark is asked of the probe: each distinct text
+            # once (a log's times repeat: every text joined made the probe's scans about twice as
+            # long as building the set)
+            self.json_rows = lambda rows: mask_lines(list(map(fmt.__mod__, map(getter, rows))),
+                                                     probe=b"\n".join(set(chain.from_iterable(map(probe, rows)))))
         else:
-            self.json_rows = lambda rows, cols: list(map(fmt.__mod__, map(getter, rows)))
+            self.json_rows = lambda rows: list(map(fmt.__mod__, map(getter, rows)))
         return lambda row: fmt % getter(row)
 
     def other_columns(self, rows: list, tables: Floats | None = None,
@@ -598,7 +592,7 @@ class Claim:
         """Each row's record, exactly as the parser reads its line (NDJSON mode: each row's
         JSON line, the same text ``dumps`` gives that record)."""
         if self._records is None:
-            self._records = _template_records(self.template, self.rows, self.json_rows, self.cols)
+            self._records = _template_records(self.template, self.rows, self.json_rows)
         return self._records
 
     def other_block(self, lo: int, hi: int) -> OtherBlock | None:
@@ -783,11 +777,11 @@ class TemplateReader:
         return made(col["step"], values, present, mx)
 
 
-def _template_records(t: Template, rows: list, json_rows: bool, cols: list[tuple] | None = None) -> list[Any]:
+def _template_records(t: Template, rows: list, json_rows: bool) -> list[Any]:
     """Records mode: each row through record_from_mapping, exactly as the parser does
     (NDJSON mode: each row's JSON line, the same text ``dumps`` gives that record)."""
     if json_rows:
-        return t.json_rows(rows, cols)
+        return t.json_rows(rows)
     recs = []
     for tp in rows:
         mapping: dict[str, Any] = {}
