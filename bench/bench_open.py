@@ -158,7 +158,10 @@ def main() -> None:
         size_mb = log.stat().st_size / 1e6
         runs_dir = tmp / "runs"
         def mc_cmd(tree: Path, runs: Path) -> str:
-            return (f"env PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(PY)} -m moeconsole.console.cli attach "
+            # run from the tree: ``python -m`` puts the working directory before PYTHONPATH (from
+            # this repository a baseline would import this code)
+            return (f"env -C {shlex.quote(str(tree))} PYTHONPATH={shlex.quote(str(tree))} {shlex.quote(PY)} "
+                    f"-m moeconsole.console.cli attach "
                     f"{shlex.quote(str(log))} --runs-dir {shlex.quote(str(runs))}")
         tl_cmd = f"{shlex.quote(tl)} {shlex.quote(str(log))}"
         results: dict[str, list[dict]] = {"moeconsole": [], "toolong": []}

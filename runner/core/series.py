@@ -112,8 +112,8 @@ class Series:
         all_finite = total - total == 0  # a NaN or an inf makes the sum NaN or inf
         if all_finite:
             high, low = max(ys), min(ys)
-            at = xs[ys.index(low)] if ys.count(low) == 1 else min(compress(xs, map(low.__eq__, ys)))
-            if self._min is None or low < self._min[0]:
+            if self._min is None or low < self._min[0]:   # its step only when it is the new minimum
+                at = xs[ys.index(low)] if ys.count(low) == 1 else min(compress(xs, map(low.__eq__, ys)))
                 self._min = (low, at)
             if self._max is None or high > self._max:
                 self._max = high

@@ -90,7 +90,7 @@ def record_lines(batch: "Batch") -> bytes:
     recs = batch.records or []
     lines = [r if isinstance(r, bytes) else (dumps({"v": 1, **r}) + "\n").encode() for r in recs]
     if batch.at is not None:
-        lines = list(map(seriesfile.with_log_at, lines, batch.at.tolist()))
+        lines = seriesfile.with_log_at_each(lines, batch.at.tolist())
     return b"".join(lines)
 
 

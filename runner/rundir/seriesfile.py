@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypedDict, Union, cast
+from typing import Any, Callable, Iterable, Sequence, TypedDict, Union, cast
 
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.rundir import jsonio, rundir
@@ -53,6 +53,13 @@ def with_log_at(line: bytes, at: int) -> bytes:
     if at < 0:
         return line
     return line[:-2] + _LOG_AT_TAIL % at
+
+
+def with_log_at_each(lines: Iterable[bytes], offsets: Iterable[int]) -> list[bytes]:
+    """``with_log_at`` of each line with its offset (a batch's records: one pass, no call per
+    line)."""
+    tail = _LOG_AT_TAIL
+    return [line if at < 0 else line[:-2] + tail % at for line, at in zip(lines, offsets)]
 
 
 def extra_name(key: str) -> str:
@@ -277,7 +284,7 @@ class SeriesBook:
             ok, ys = present[key], values[key]
             if all(ok):
                 self.series[key].extend(steps, ys)
-            else:
+            elif any(ok):   # (a value the log never has: nothing to add)
                 self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
         blocks = other() if other is not None else None
         if blocks is not None:
