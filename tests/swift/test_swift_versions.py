@@ -94,3 +94,71 @@ def test_open_imports_a_2x_output_dir_with_its_checkpoints(tmp_path):
     events = [json.loads(x) for x in run.events.read_text().splitlines()]
     ck = [e for e in events if e.get("type") == "checkpoint"]
     assert len(ck) == 1 and ck[0]["step"] == 20 and ck[0]["verdict"] == "ok", ck
+
+
+# --- start-up refusals per version: config_error, never restarted -------------------------------
+
+SP = "/venv/lib/python3.9/site-packages"
+
+
+def _tb(frames: list[tuple[str, int, str]], line: str) -> list[str]:
+    out = ["Traceback (most recent call last):"]
+    for path, no, func in frames:
+        out += [f'  File "{SP}/{path}", line {no}, in {func}', "    ..."]
+    return out + [line]
+
+
+# 2.6.1: swift/cli/sft.py -> sft_main (swift/utils/run_utils.py x_main, l.32 ``llm_x(args)``) ->
+# swift/llm/sft.py llm_sft (l.544 prepare_model_template_train, l.277 prepare_model) -> swift/llm/tuner.py
+SWIFT2_SETUP = [("swift/cli/sft.py", 5, "<module>"), ("swift/utils/run_utils.py", 32, "x_main"),
+                ("swift/llm/sft.py", 544, "llm_sft"), ("swift/llm/sft.py", 277, "prepare_model_template_train")]
+# 2.6.1's arguments: x_main l.22 parse_args -> swift/utils/utils.py l.131 parse_args_into_dataclasses
+SWIFT2_ARGS = [("swift/cli/sft.py", 5, "<module>"), ("swift/utils/run_utils.py", 22, "x_main"),
+               ("swift/utils/utils.py", 131, "parse_args"),
+               ("transformers/hf_argparser.py", 339, "parse_args_into_dataclasses"),
+               ("swift/llm/utils/argument.py", 1100, "__post_init__"),
+               ("swift/llm/utils/argument.py", 521, "set_model_type")]
+# 3.6.4: swift/llm/train/sft.py l.279 sft_main -> SwiftSft.__init__ (l.29 _prepare_template) / run (l.105
+# prepare_model) -> swift/llm/train/tuner.py prepare_model l.373 prepare_adapter
+SWIFT3_RUN = [("swift/cli/sft.py", 10, "<module>"), ("swift/llm/train/sft.py", 279, "sft_main"),
+              ("swift/llm/base.py", 49, "main"), ("swift/llm/train/sft.py", 105, "run")]
+
+
+def test_ms_swift_2x_start_up_refusals_are_config_error():
+    from moeconsole.runner.core.crash import classify
+    # 2.6.1 swift/llm/tuner.py l.290 (prepare_model, before trainer_train calls trainer.train)
+    tb = _tb(SWIFT2_SETUP + [("swift/llm/tuner.py", 290, "prepare_model")], "ValueError: args.sft_type: lora2")
+    v = classify(1, tb, steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and v.recovery == "fail" and "args.sft_type: lora2" in v.summary, v
+    # 2.6.1 swift/llm/sft.py l.70 (llm_sft_megatron's assert, before Megatron-LM's pretrain)
+    tb = _tb([("swift/cli/sft.py", 5, "<module>"), ("swift/utils/run_utils.py", 32, "x_main"),
+              ("swift/llm/sft.py", 541, "llm_sft"), ("swift/llm/sft.py", 70, "llm_sft_megatron")],
+             "AssertionError: Please run `CUDA_VISIBLE_DEVICES=0 swift export --model_type qwen2-7b-instruct --tp 1 "
+             "--pp 1 --megatron_output_dir /ckpt --to_megatron true` to convert the weights to Megatron format.")
+    assert classify(1, tb, steps_seen=0, attempt=1).cls == "config_error"
+    # 2.6.1 swift/llm/utils/argument.py l.521 (an argument check inside parse_args_into_dataclasses)
+    tb = _tb(SWIFT2_ARGS, "ValueError: please setting `--model_type <model_type>`. The model_type you can choose: [...]")
+    assert classify(1, tb, steps_seen=0, attempt=1).cls == "config_error"
+    # 2.6.1 swift/utils/run_utils.py l.26
+    assert classify(1, ["ValueError: remaining_argv: ['--train_type', 'lora']"], steps_seen=0, attempt=1).cls == "config_error"
+
+
+def test_ms_swift_2x_same_exception_inside_training_is_not_a_refusal():
+    from moeconsole.runner.core.crash import classify
+    tb = _tb([("swift/cli/sft.py", 5, "<module>"), ("swift/utils/run_utils.py", 32, "x_main"),
+              ("swift/llm/sft.py", 546, "llm_sft"), ("swift/llm/sft.py", 496, "trainer_train"),
+              ("swift/trainers/mixin.py", 600, "train"), ("transformers/trainer.py", 2052, "train"),
+              ("transformers/trainer.py", 2388, "_inner_training_loop")],
+             "ValueError: Expected input batch_size (4) to match target (8).")
+    assert classify(1, tb, steps_seen=0, attempt=1).cls == "unknown"
+
+
+def test_ms_swift_3x_start_up_refusals_are_config_error():
+    from moeconsole.runner.core.crash import classify
+    # 3.6.4 swift/llm/train/tuner.py l.391 (prepare_adapter)
+    tb = _tb(SWIFT3_RUN + [("swift/llm/train/tuner.py", 373, "prepare_model"),
+                           ("swift/llm/train/tuner.py", 391, "prepare_adapter")], "ValueError: args.train_type: lora2")
+    assert classify(1, tb, steps_seen=0, attempt=1).cls == "config_error"
+    # 3.6.4 swift/llm/base.py l.36
+    assert classify(1, ["ValueError: remaining_argv: ['--tuner_type', 'lora']"], steps_seen=0, attempt=1).cls \
+        == "config_error"
