@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.checkpoints.conftest import write_adapter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,3 +164,46 @@ def test_ms_swift_3x_start_up_refusals_are_config_error():
     # 3.6.4 swift/llm/base.py l.36
     assert classify(1, ["ValueError: remaining_argv: ['--tuner_type', 'lora']"], steps_seen=0, attempt=1).cls \
         == "config_error"
+
+
+# --- the per-step log line of each version (audit: these read right before this branch) ---------
+
+@pytest.mark.parametrize("line, want", [
+    # 2.6.1 swift/trainers/mixin.py l.556-564 (loss, acc, grad_norm, learning_rate, memory(GiB),
+    # train_speed(iter/s)) + callback.py l.37-44 ProgressCallbackNew.on_log (global_step/max_steps, ...)
+    ("{'loss': 2.1432, 'acc': 0.538, 'grad_norm': 1.234, 'learning_rate': 9.998e-05, 'memory(GiB)': 15.87, "
+     "'train_speed(iter/s)': 0.25, 'epoch': 0.02, 'global_step/max_steps': '5/300', 'percentage': '1.67%', "
+     "'elapsed_time': '20s', 'remaining_time': '19m 40s'}", (5, 300, 2.1432, 1.234, 9.998e-05, 15.87, 4.0)),
+    # 2.6.1 callback.py l.86-96 PrinterCallbackNew (--disable_tqdm true): an int global_step, no max
+    ("{'loss': 2.1432, 'acc': 0.538, 'grad_norm': 1.234, 'learning_rate': 9.998e-05, 'memory(GiB)': 15.87, "
+     "'train_speed(iter/s)': 0.25, 'epoch': 0.01666667, 'global_step': 5}", (5, None, 2.1432, 1.234, 9.998e-05, 15.87, 4.0)),
+    # 3.6.4 mixin.py l.440-473 + callback.py l.19-29 add_train_message (token_acc; iter/s)
+    ("{'loss': 2.1432, 'token_acc': 0.538, 'grad_norm': 1.234, 'learning_rate': 9.998e-05, 'memory(GiB)': 15.87, "
+     "'train_speed(iter/s)': 0.5, 'epoch': 0.02, 'global_step/max_steps': '5/300', 'percentage': '1.67%', "
+     "'elapsed_time': '10s', 'remaining_time': '9m 50s'}", (5, 300, 2.1432, 1.234, 9.998e-05, 15.87, 2.0)),
+    # 3.12.6 callback.py l.28-44 add_train_message (memory(GiB) and train_speed(s/it) last)
+    ("{'loss': 2.1432, 'grad_norm': 1.234, 'learning_rate': 9.998e-05, 'token_acc': 0.538, 'epoch': 0.02, "
+     "'global_step/max_steps': '5/300', 'percentage': '1.67%', 'elapsed_time': '17s', 'remaining_time': '16m 51s', "
+     "'memory(GiB)': 15.87, 'train_speed(s/it)': 3.41}", (5, 300, 2.1432, 1.234, 9.998e-05, 15.87, 3.41)),
+    # 3.12.6 swift/megatron/trainers/base.py l.932-967 (its patched Megatron-LM training_log line)
+    (" [2025-10-01 12:00:00] iteration       10/     100 | consumed samples:          160 | elapsed time per "
+     "iteration (ms): 1234.5 | memory(GiB): 35.2 | elapsed time: 12s | remaining time: 1m 48s | learning rate: "
+     "9.999000E-05 | global batch size:    16 | lm loss: 2.345678E+00 | load_balancing_loss: 1.000000E+00 | "
+     "loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+     (10, 100, 2.345678, 1.234, 9.999e-05, 35.2, 1.2345)),
+    # 3.12.6 base.py l.985-1005: its logging.jsonl line (elapsed_time_per_iteration in seconds)
+    ('{"lm loss": 2.345678, "grad_norm": 1.234, "learning_rate": 9.999e-05, "elapsed_time_per_iteration": 1.2345, '
+     '"memory(GiB)": 35.2, "elapsed_time": "12s", "remaining_time": "1m 48s", "loss_scale": 1.0, '
+     '"consumed_samples": 160, "global_step/max_steps": "10/100"}', (10, 100, 2.345678, 1.234, 9.999e-05, 35.2, 1.2345)),
+    # 2.6.1 swift/llm/megatron/utils.py l.84-99: the Megatron logging.jsonl (no memory, no time)
+    ('{"lm loss": 2.345678, "grad_norm": 1.234, "learning_rate": 9.999e-05, "consumed_samples": 160, '
+     '"global_step/max_steps": "10/100"}', (10, 100, 2.345678, 1.234, 9.999e-05, None, None)),
+])
+def test_each_versions_step_line_gives_step_loss_grad_lr_memory_and_step_time(tmp_path, line, want):
+    log = tmp_path / "train.log"
+    log.write_text(line + "\n")
+    done = _cli("parse", "--json", str(log))
+    assert done.returncode == 0, done.stderr
+    (rec,) = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    got = (rec["step"], rec["max_steps"], rec["loss"], rec["grad_norm"], rec["lr"], rec["mem_gib"], rec["step_time_s"])
+    assert got == pytest.approx(want), got
