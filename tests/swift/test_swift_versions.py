@@ -207,3 +207,51 @@ def test_each_versions_step_line_gives_step_loss_grad_lr_memory_and_step_time(tm
     (rec,) = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
     got = (rec["step"], rec["max_steps"], rec["loss"], rec["grad_norm"], rec["lr"], rec["mem_gib"], rec["step_time_s"])
     assert got == pytest.approx(want), got
+
+
+# --- train_speed(iter/s) after a resume (2.6.1 mixin.py l.561-564, 3.6.4 l.468-469) ------------
+
+def _v2_dict(step: int, max_steps: int, since_start: float) -> str:
+    """A 2.6.1 dict at ``step``, ``since_start`` seconds after the trainer's __init__ (mixin.py l.115):
+    ``train_speed(iter/s)`` = round(global_step / elapse_time, 6), global_step counting resumed steps."""
+    return str({"loss": 1.5, "acc": 0.6, "grad_norm": 0.8, "learning_rate": 1e-4, "memory(GiB)": 20.1,
+                "train_speed(iter/s)": round(step / since_start, 6), "epoch": round(step / max_steps, 2),
+                "global_step/max_steps": f"{step}/{max_steps}", "percentage": f"{step / max_steps * 100:.2f}%",
+                "elapsed_time": f"{int(since_start)}s", "remaining_time": "1m"})
+
+
+def _resumed_log(marker: bool) -> str:
+    """Attempt 1: steps 5..60 at 4 s/step; attempt 2 resumed from checkpoint-60: steps 65..200 at 4 s/step;
+    each attempt's trainer starts 3 s before its first step."""
+    lines = []
+    if marker:
+        lines.append("=== moeconsole: attempt 1 start 2026-01-01T00:00:00 argv=swift sft --model m --output_dir o")
+    lines += [_v2_dict(s, 200, 3 + 4 * s) for s in range(5, 61, 5)]
+    if marker:
+        lines.append("=== moeconsole: attempt 2 start 2026-01-01T01:00:00 argv=swift sft --model m --output_dir o "
+                     "--resume_from_checkpoint o/qwen2-7b-instruct/v0-20260101-000000/checkpoint-60")
+    lines += [_v2_dict(s, 200, 3 + 4 * (s - 60)) for s in range(65, 201, 5)]
+    return "\n".join(lines) + "\n"
+
+
+def test_iter_per_s_step_time_stays_right_after_a_resume(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(_resumed_log(marker=True))
+    done = _cli("parse", "--json", str(log))
+    assert done.returncode == 0, done.stderr
+    recs = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    times = {r["step"]: r["step_time_s"] for r in recs}
+    assert sorted(times) == list(range(5, 201, 5))
+    # the first dict of each attempt includes ms-swift's own 3 s of start-up; every later one is 4 s
+    assert times[5] == pytest.approx(4.6, rel=1e-3) and times[65] == pytest.approx(4.6, rel=1e-3)
+    assert all(times[s] == pytest.approx(4.0, rel=1e-3) for s in times if s not in (5, 65)), times
+    summary = _cli("parse", str(log)).stdout
+    assert "alerts       none" in summary, summary
+
+
+def test_iter_per_s_of_a_resumed_log_without_markers_is_right_from_its_second_dict(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(_v2_dict(s, 200, 3 + 4 * (s - 60)) + "\n" for s in range(65, 201, 5)))
+    done = _cli("parse", "--json", str(log))
+    recs = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+    assert all(r["step_time_s"] == pytest.approx(4.0, rel=1e-3) for r in recs[1:]), [r["step_time_s"] for r in recs]
