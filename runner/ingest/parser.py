@@ -162,6 +162,7 @@ class LogParser:
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
         self._resume_step = 0                   # the step the attempt resumed from (its marker's argv)
+        self._swift_period: float | None = None  # the step time given to that dict
         self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
 
@@ -508,10 +509,13 @@ class LogParser:
         """The step time of an ms-swift 2.x/3.x dict from its ``train_speed(iter/s)``, right after a
         resume too (``records.swift_rate_step_time``)."""
         rate = 1.0 / rec["step_time_s"] if rec["step_time_s"] else 0.0
-        if self._swift_rate is not None and rec["step"] <= self._swift_rate[0]:
+        if self._swift_rate is not None and rec["step"] == self._swift_rate[0]:
+            rec["step_time_s"] = self._swift_period   # the same dict again (every rank printing it)
+            return
+        if self._swift_rate is not None and rec["step"] < self._swift_rate[0]:
             self._swift_rate, self._resume_step = None, 0   # a new training in this file
         period, self._swift_rate = swift_rate_step_time(rec["step"], rate, self._swift_rate, self._resume_step)
-        rec["step_time_s"] = period
+        rec["step_time_s"] = self._swift_period = period
 
     def _eval_line(self, got: EvalLine, rank: int | None) -> list[LogEvent]:
         step, inferred = got.step, False

@@ -255,3 +255,15 @@ def test_iter_per_s_of_a_resumed_log_without_markers_is_right_from_its_second_di
     done = _cli("parse", "--json", str(log))
     recs = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
     assert all(r["step_time_s"] == pytest.approx(4.0, rel=1e-3) for r in recs[1:]), [r["step_time_s"] for r in recs]
+
+
+def test_iter_per_s_dict_printed_twice_keeps_its_step_time(tmp_path):
+    """Two processes (or two handlers) printing each dict: the copy of a step has that step's time
+    (not one computed as if a new training had started at it)."""
+    log = tmp_path / "train.log"
+    log.write_text("".join((_v2_dict(s, 200, 3 + 4 * s) + "\n") * 2 for s in range(5, 61, 5)))
+    done = _cli("parse", "--json", str(log))
+    times = [(r["step"], r["step_time_s"]) for r in
+             (json.loads(x) for x in done.stdout.splitlines() if x.startswith("{"))]
+    assert {s for s, _ in times} == set(range(5, 61, 5))
+    assert all(t == pytest.approx(4.6 if s == 5 else 4.0, rel=1e-3) for s, t in times), times
