@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.checkpoints.discover import SWIFT_ARGS_FILES
+from moeconsole.runner.rundir.secrets import mask_field
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.core.series import Series, to_pairs
 from moeconsole.runner.rundir.snapshot import CHART_KEYS, RunWatcher
@@ -180,7 +181,8 @@ def _read_recipe(path: Path) -> dict:
     for candidate in (path / name for name in SWIFT_ARGS_FILES):
         data = jsonio.read_json(candidate)
         if isinstance(data, dict):
-            return flatten_recipe(data)
+            # ms-swift writes every argument, ``hub_token`` too (2.6.1 sft_args.json; args.json)
+            return {k: mask_field(k.rsplit(".", 1)[-1], v) for k, v in flatten_recipe(data).items()}
     return {}
 
 

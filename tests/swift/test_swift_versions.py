@@ -267,3 +267,21 @@ def test_iter_per_s_dict_printed_twice_keeps_its_step_time(tmp_path):
              (json.loads(x) for x in done.stdout.splitlines() if x.startswith("{"))]
     assert {s for s, _ in times} == set(range(5, 61, 5))
     assert all(t == pytest.approx(4.6 if s == 5 else 4.0, rel=1e-3) for s, t in times), times
+
+
+@pytest.mark.parametrize("args_file", ["sft_args.json", "args.json"])
+def test_runs_diff_never_shows_the_hub_token_ms_swift_saved_with_the_arguments(tmp_path, args_file):
+    """ms-swift saves every argument: 2.6.1 ``hub_token`` (swift/llm/utils/argument.py l.539) in
+    sft_args.json, 3.x/4.x in args.json."""
+    runs = []
+    for name, token, lr in (("a", "ms-0123456789abcdefSECRETA", 1e-4), ("b", "hf_abcdefghijklmnopqrstuvwxSECRETB", 2e-4)):
+        run = swift2_output(tmp_path / name, lr=lr) / "qwen2-7b-instruct" / "v0-20240101-000000"
+        (run / "sft_args.json").unlink()
+        (run / args_file).write_text(json.dumps({"hub_token": token, "learning_rate": lr,
+                                                 "report_to": f"https://user:{token}@example.com/x"}))
+        runs.append(str(run))
+    for extra in ([], ["--json"]):
+        done = _cli("runs", "diff", *runs, *extra, "--runs-dir", str(tmp_path / "runs"))
+        assert done.returncode == 0, done.stderr
+        assert "SECRET" not in done.stdout + done.stderr, done.stdout
+        assert "learning_rate" in done.stdout
