@@ -28,6 +28,10 @@ ITER_DIR = re.compile(r"^iter_(\d{7,})$")
 PICKLE_WEIGHTS = re.compile(r"^(pytorch_model|adapter_model)(-\d{5}-of-\d{5})?\.bin$")
 TRACKER = "latest_checkpointed_iteration.txt"
 SIDECAR_NAME = "moeconsole.json"
+# The arguments ms-swift writes beside a run's log and into every checkpoint: ``args.json`` in 3.x
+# and 4.x; ``sft_args.json`` (beside ``training_args.json``) in 2.x (2.6.1 swift/llm/sft.py l.487,
+# swift/trainers/mixin.py l.167-172 ``_save_sft_args``).
+SWIFT_ARGS_FILES = ("args.json", "sft_args.json")
 
 LAYOUTS = ("hf_adapter", "hf_full", "hf_sharded", "merged", "megatron", "file", "unknown")
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
-from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, Checkpoint,
-                                         layout_of, step_of)
+from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
+                                         Checkpoint, layout_of, step_of)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
 from moeconsole.runner.core.units import human_bytes
 from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
@@ -128,8 +128,14 @@ def model_config_for(d: Path, adapter_config: dict) -> Path | None:
     ``base_model_name_or_path``, else the ``model`` ms-swift copied into args.json, as a local
     directory or a download in the Hugging Face / ModelScope cache."""
     from moeconsole.runner.recipes.swift.sizes import find_model_config
-    args, _err = _read_json(d / "args.json")
-    for name in (adapter_config.get("base_model_name_or_path"), (args or {}).get("model")):
+    args: dict = {}
+    for fname in SWIFT_ARGS_FILES:
+        got, _err = _read_json(d / fname)
+        if got:
+            args = got
+            break
+    # 3.x/4.x args.json ``model``; 2.x sft_args.json ``model_id_or_path``
+    for name in (adapter_config.get("base_model_name_or_path"), args.get("model"), args.get("model_id_or_path")):
         if isinstance(name, str) and name:
             found = find_model_config(name)
             if found is not None:
@@ -254,7 +260,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
     elif layout == "unknown":
         found.problems.append(("empty_stub", "checkpoint directory holds no weight files"))
     if layout.startswith("hf") or layout == "merged":
-        if not (d / "args.json").is_file() and CHECKPOINT_DIR.match(d.name):
+        if not any((d / name).is_file() for name in SWIFT_ARGS_FILES) and CHECKPOINT_DIR.match(d.name):
             found.notes.append("args.json is missing (ms-swift copies it into every checkpoint)")
 
 

@@ -922,7 +922,11 @@ _ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
 # below for what the recipe asked ("Template `X` does not support padding free or packing.",
 # sft.py l.78; "Unknown tuner_type: X", tuner.py l.350; a dataset row it cannot encode). One of
 # them with no ``train`` frame in its traceback ended the start: it fails the same way again.
-_SETUP_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelines|llm)[/\\])?train[/\\]")
+# ms-swift 2.x has no train/ package: ``swift sft``, ``pt`` and ``rlhf`` run ``llm_sft`` / ``llm_rlhf``
+# of swift/llm/sft.py and rlhf.py (2.6.1: ``prepare_model_template_train``, ``prepare_dataset``,
+# ``llm_sft_megatron``'s assert, then ``trainer_train`` calls ``trainer.train``, sft.py l.143-546).
+_SETUP_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipelines|llm)[/\\])?train[/\\]"
+                               r"|[/\\]swift[/\\]llm[/\\](?:sft|rlhf)\.py")
 # The exceptions ms-swift refuses a recipe with (the argument checks and the start-up alike). Not any
 # exception: transformers' TrainingArguments.__post_init__ sets up its devices and so joins the
 # process group (accelerate PartialState), where a late node is a DistStoreError/RuntimeError that a

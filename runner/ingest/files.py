@@ -21,7 +21,8 @@ if TYPE_CHECKING:   # the batches (numpy) are imported where a whole file is rea
     from moeconsole.runner.ingest.batch import Batch
 
 LOG, TRAINER_STATE = "log", "trainer_state"
-_SWIFT_RUN_RE = re.compile(r"^v(\d+)-")
+_SWIFT_RUN_RE = re.compile(r"^v(\d+)-(\d{8}-\d{6})?")
+_MAX_NESTED = 1000   # model dirs looked into below an output dir
 
 
 def resolve_log(path: str | os.PathLike) -> tuple[Path, str]:
@@ -43,16 +44,51 @@ def resolve_log(path: str | os.PathLike) -> tuple[Path, str]:
 def _from_dir(d: Path) -> tuple[Path, str]:
     if (d / "logging.jsonl").is_file():
         return d / "logging.jsonl", LOG
-    runs = sorted((int(m.group(1)), c) for c in d.iterdir()
-                  if c.is_dir() and (m := _SWIFT_RUN_RE.match(c.name)) and (c / "logging.jsonl").is_file())
-    if runs:
-        return runs[-1][1] / "logging.jsonl", LOG
+    newest = newest_swift_run(d)
+    if newest is not None:
+        return newest / "logging.jsonl", LOG
     if (d / "trainer_state.json").is_file():
         return d / "trainer_state.json", TRAINER_STATE
     if (d / "train.log").is_file():
         return d / "train.log", LOG
-    raise InputError(f"{d}: no log found (looked for logging.jsonl, v*/logging.jsonl, "
+    raise InputError(f"{d}: no log found (looked for logging.jsonl, v*/logging.jsonl, */v*/logging.jsonl, "
                      "trainer_state.json, train.log)")
+
+
+def _swift_runs(d: Path) -> list[tuple[str, int, Path]]:
+    """(start time as named, N, dir) of each ``v<N>-<YYYYMMDD-HHMMSS>/`` run in ``d`` that holds a
+    ``logging.jsonl``."""
+    runs = []
+    try:
+        children = list(d.iterdir())
+    except OSError:
+        return []
+    for c in children:
+        m = _SWIFT_RUN_RE.match(c.name)
+        if m and c.is_dir() and (c / "logging.jsonl").is_file():
+            runs.append((m.group(2) or "", int(m.group(1)), c))
+    return runs
+
+
+def newest_swift_run(d: Path) -> Path | None:
+    """The newest ms-swift run directory in an output dir: its ``v<N>-<time>/`` with the highest N
+    (``add_version_to_work_dir`` numbers them one past the highest there), else, one level down,
+    the newest by the time in its name. ms-swift 2.x appends the model type to ``--output_dir``
+    (``<output_dir>/<model_type>/v0-<time>/``, ``<model_type>-tp1-pp1`` for Megatron; 2.6.1
+    swift/llm/utils/argument.py l.1160-1165), and 3.x/4.x do the same with the model's name when
+    ``--output_dir`` is left unset (``output/<model_suffix>/v0-<time>/``): the directory a user
+    hands us is then the one above."""
+    runs = _swift_runs(d)
+    if runs:
+        return max(runs, key=lambda r: r[1])[2]
+    nested: list[tuple[str, int, Path]] = []
+    try:
+        children = [c for c in d.iterdir() if c.is_dir() and not c.name.startswith(".")]
+    except OSError:
+        return None
+    for c in children[:_MAX_NESTED]:
+        nested.extend(_swift_runs(c))
+    return max(nested, key=lambda r: (r[0], r[1]))[2] if nested else None
 
 
 def _looks_like_trainer_state(p: Path) -> bool:

@@ -864,6 +864,17 @@ def step_from_path(path: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_RESUME_ARG_RE = re.compile(r"(?:^|\s)--resume_from_checkpoint[= ](\S+)")
+
+
+def resume_step_of(text: str) -> int:
+    """The step an attempt resumes from, by the ``--resume_from_checkpoint .../checkpoint-N`` of
+    the command the runner's attempt marker line shows; 0 when it names none."""
+    m = _RESUME_ARG_RE.search(text)
+    step = step_from_path(m.group(1)) if m else None
+    return step or 0
+
+
 def read_mark(text: str) -> dict | None:
     """Checkpoint saves, the final checkpoint, the runner's attempt marker."""
     if "=== moeconsole" in text:

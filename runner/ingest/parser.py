@@ -30,8 +30,8 @@ from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
 from moeconsole.runner.ingest.pydict import split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
-                                   has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
-                                   split_eval)
+                                   SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
+                                   split_eval, swift_rate_step_time)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -160,6 +160,9 @@ class LogParser:
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
         self._ds_off = False                    # a trainer's step-less records number this run's steps
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
+        self._swift_rate: tuple[int, float] | None = None  # ms-swift 2.x/3.x iter/s: (step, seconds) of the last dict
+        self._resume_step = 0                   # the step the attempt resumed from (its marker's argv)
+        self._swift_period: float | None = None  # the step time given to that dict
         self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
 
@@ -491,6 +494,8 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
+        if SWIFT_RATE_KEY in train:
+            self._swift_rate_period(rec)
         again = (rec["step"], rec["loss"], rank)
         if rec["loss"] is not None and again == self._last_text_rec:
             # the same step's line again (two handlers, every rank printing): read once
@@ -499,6 +504,18 @@ class LogParser:
             return []
         self._last_text_rec = again
         return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+
+    def _swift_rate_period(self, rec: dict) -> None:
+        """The step time of an ms-swift 2.x/3.x dict from its ``train_speed(iter/s)``, right after a
+        resume too (``records.swift_rate_step_time``)."""
+        rate = 1.0 / rec["step_time_s"] if rec["step_time_s"] else 0.0
+        if self._swift_rate is not None and rec["step"] == self._swift_rate[0]:
+            rec["step_time_s"] = self._swift_period   # the same dict again (every rank printing it)
+            return
+        if self._swift_rate is not None and rec["step"] < self._swift_rate[0]:
+            self._swift_rate, self._resume_step = None, 0   # a new training in this file
+        period, self._swift_rate = swift_rate_step_time(rec["step"], rate, self._swift_rate, self._resume_step)
+        rec["step_time_s"] = self._swift_period = period
 
     def _eval_line(self, got: EvalLine, rank: int | None) -> list[LogEvent]:
         step, inferred = got.step, False
@@ -607,6 +624,8 @@ class LogParser:
         self._dict_process = None
         self._bare_bars = {}
         self._espnet = shape.ShapeState()
+        self._swift_rate = None
+        self._resume_step = 0
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -794,6 +813,8 @@ class LogParser:
             rec = record_from_mapping(train, src, inferred_step=per_epoch if per_epoch is not None
                                       else from_bar or (self._last_step or 0) + 1)
             if rec is not None:
+                if SWIFT_RATE_KEY in train:
+                    self._swift_rate_period(rec)
                 if per_epoch is not None:
                     del rec["extra"]["step_inferred"]   # the epoch counter is the step
                     self._last_epoch = None
@@ -877,6 +898,7 @@ class LogParser:
             return self._out_of_range()
         if mark["kind"] == "attempt_marker":
             self._new_run()
+            self._resume_step = formats.resume_step_of(self._line_text)
         self.stats.mark_lines += 1
         mark["line"] = self.stats.lines
         mark["records_before"] = self.records_emitted

@@ -117,6 +117,31 @@ def _rate_to_period(x: float) -> float | None:
     return 1.0 / x
 
 
+# ms-swift 2.x to 3.6.x: ``train_speed(iter/s)`` is ``global_step / (now - trainer start)`` (2.6.1
+# swift/trainers/mixin.py l.561-564, 3.6.4 l.468-469; the start is the trainer's __init__, mixin.py
+# l.115 / l.114). After ``--resume_from_checkpoint`` at step S, ``global_step`` counts the S steps done
+# before: 1 / rate is the step time times (step - S) / step (resumed at 500, logging every 5: 0.01x,
+# then 0.02x, ...). ``step / rate`` is the seconds since the trainer started whatever S is, so
+# between two dicts of one attempt the difference of it over the difference of steps is the window's
+# step time; the first dict of an attempt needs S (the runner's attempt marker names the
+# ``--resume_from_checkpoint`` it passed), else S is taken as 0.
+SWIFT_RATE_KEY = "train_speed(iter/s)"
+
+
+def swift_rate_step_time(step: int, rate: float, prev: tuple[int, float] | None,
+                         start: int = 0) -> tuple[float | None, tuple[int, float] | None]:
+    """(seconds per step, the state for the next dict) of an ms-swift 2.x/3.x dict at ``step``
+    printing ``train_speed(iter/s)`` ``rate``; ``prev``: the state after the attempt's previous
+    dict (None at its first), ``start``: the step the attempt resumed from."""
+    if not rate > 0 or step <= 0:
+        return None, prev
+    since = step / rate   # seconds since the trainer started
+    if prev is not None and step > prev[0] and since >= prev[1]:
+        return (since - prev[1]) / (step - prev[0]), (step, since)
+    done = step - start if 0 <= start < step else step
+    return since / done, (step, since)
+
+
 # record field -> [(key as printed, converter)]. First key found wins.
 FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
     "loss": [("loss", _ident), ("lm loss", _ident), ("lm_loss", _ident), ("train/loss", _ident),

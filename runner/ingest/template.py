@@ -29,7 +29,7 @@ from moeconsole.runner.ingest.batch import BatchBuilder
 from moeconsole.runner.ingest.formats import object_src
 from moeconsole.runner.ingest.lines import visible_segment
 from moeconsole.runner.ingest.pydict import bare_value
-from moeconsole.runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, classify_mapping, eval_key, framework_mapping,
+from moeconsole.runner.ingest.records import (FIELD_KEYS, MAX_STEP_KEYS, STEP_KEYS, SWIFT_RATE_KEY, classify_mapping, eval_key, framework_mapping,
                                    parse_number, record_from_mapping)
 from moeconsole.runner.rundir.secrets import is_secret_name, mask_lines
 from moeconsole.runner.rundir.seriesfile import OtherBlock, other_fields
@@ -461,6 +461,8 @@ class Template:
             return None   # evaluation values beside the step's go through the parser
         if any(is_secret_name(k) for k in mapping):
             return None  # a secret-named value: the parser's records mask it, a template would copy it
+        if SWIFT_RATE_KEY in mapping:
+            return None  # ms-swift 2.x/3.x iter/s: its step time depends on the dict before (the parser's)
         src = object_src(mapping, json_text=seg.startswith(b'{"'))
         return cls(anchor, values, parts, src, texts)
 

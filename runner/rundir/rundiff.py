@@ -17,6 +17,8 @@ from typing import Any, Iterable
 
 from moeconsole.runner.core.numbers import as_float
 from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.checkpoints.discover import SWIFT_ARGS_FILES
+from moeconsole.runner.rundir.secrets import mask_field
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.core.series import Series, to_pairs
 from moeconsole.runner.rundir.snapshot import CHART_KEYS, RunWatcher
@@ -169,16 +171,18 @@ def drift_keys(saved_by: Path, ours: dict) -> list[dict]:
 
 
 def _read_recipe(path: Path) -> dict:
-    """recipe.yaml of a run dir, else a swift ``args.json`` (the recipe of a foreign run)."""
+    """recipe.yaml of a run dir, else a swift ``args.json`` / 2.x ``sft_args.json`` (the recipe of a
+    foreign run)."""
     rec = path / "recipe.yaml"
     if rec.is_file():
         from moeconsole.runner.recipes.recipe import read_saved
         data, _ = read_saved(path)
         return flatten_recipe(data) if data else {}
-    for candidate in (path / "args.json",):
+    for candidate in (path / name for name in SWIFT_ARGS_FILES):
         data = jsonio.read_json(candidate)
         if isinstance(data, dict):
-            return flatten_recipe(data)
+            # ms-swift writes every argument, ``hub_token`` too (2.6.1 sft_args.json; args.json)
+            return {k: mask_field(k.rsplit(".", 1)[-1], v) for k, v in flatten_recipe(data).items()}
     return {}
 
 
@@ -221,7 +225,7 @@ def _load_foreign(path: Path) -> RunSide:
     if last_step is None:
         raise InputError(f"{path}: no training steps found")
     folder = path if path.is_dir() else path.parent
-    if not (folder / "args.json").is_file():  # a swift output dir keeps args.json in its newest v*/ run
+    if not any((folder / name).is_file() for name in SWIFT_ARGS_FILES):  # kept in the newest v*/ run
         from moeconsole.runner.ingest.files import resolve_log
         folder = resolve_log(path)[0].parent
     return RunSide(label=path.name, path=str(path), series=series,
