@@ -707,11 +707,13 @@ class LogParser:
         post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
         events: list[LogEvent] = []
         if not bar.explicit_step and bar.n == 0 and st.step is None and st.pending is None \
-                and record_from_mapping(train, bar.src) is not None:
+                and "v_num" not in mapping and record_from_mapping(train, bar.src) is not None:
             # values drawn before the first update: the loop calls set_postfix, then update()
             # (VeOmni's train_torch.py: set_postfix_str(f"loss: ..., grad_norm: ..., lr: ...")
             # then data_loader_tqdm.update(); a plain `for b in tqdm(loader)` with set_postfix
-            # draws the same way): count n-1 shows step n's values, then count n shows them again
+            # draws the same way): count n-1 shows step n's values, then count n shows them again.
+            # Not a Lightning bar (v_num in its postfix): its epoch's bar is reset to count 0 with
+            # the last epoch's values, then updated, then given the step's (a paste may start there)
             st.postfix_first = True
         if not bar.explicit_step and st.postfix_first:
             if bar.n == 0 or step == st.step:

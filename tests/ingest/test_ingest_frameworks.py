@@ -246,3 +246,13 @@ def test_a_bar_drawn_before_its_update_gives_each_step_its_own_values():
     assert [r["grad_norm"] for r in recs] == [round(29.0 + s / 4, 2) for s, _ in log.steps]
     recs, _ = by_line_parser(LOGS["lightning2"].text())
     assert [(r["step"], r["loss"]) for r in recs] == LOGS["lightning2"].steps
+
+
+def test_a_lightning_bar_seen_first_at_count_zero_is_still_update_then_postfix():
+    """A paste that starts at a Lightning epoch's bar reset to count 0 (showing the last epoch's
+    values, v_num among them) is not a bar drawn postfix-first: each count keeps its last redraw
+    (read postfix-first, every step would get the step before's loss)."""
+    line = LOGS["lightning2"].lines[0]
+    epoch1 = "\r" + line[line.index("Epoch 1:"):]
+    recs, _ = by_line_parser((epoch1 + "\n").encode())
+    assert [(r["step"], r["loss"]) for r in recs if r["step"] > 0] == [(1, 0.6), (2, 0.5), (3, 0.4)]
