@@ -30,7 +30,7 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, EvalLine, field_of, parse_number, unit_value)
+                                   MEM_RESERVED, EvalLine, field_of, mem_peak_rank, parse_number, unit_value)
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -719,6 +719,7 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
     out: dict[str, Any] = {}
     src = "pipes"
     is_val = False
+    mem_rank = 5   # the rank (records.mem_peak_rank) of the memory value mem_gib holds
     for piece in text.split("|"):
         head = _NEMO_HEAD_RE.match(piece)
         if head:
@@ -742,10 +743,24 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         if unit_in_key:
             low, unit = unit_in_key.group(1), unit or unit_in_key.group(2)
         field = _KV_FIELDS.get(low)
+        if field is None and low not in _PIPE_STEP_KEYS and not is_val:
+            known = field_of(key)
+            if known is not None and known[0] == "mem_gib":
+                # a memory printed under a torch.cuda name (NeMo 2: "max_memory_reserved:
+                # 57466159104 | max_memory_allocated: 53930270720", bytes): every one kept as
+                # printed, the peak (records.mem_peak_rank) is the record's mem_gib
+                out[key] = value
+                rank = mem_peak_rank(key)
+                if rank < mem_rank:
+                    mem_rank = rank
+                    out["mem_gib"] = _to_field("mem_gib", value, unit, key)
+                continue
         if low in _PIPE_STEP_KEYS:
             out[low] = value
-        elif field is not None and field not in out and field != "epoch":
+        elif field is not None and field != "epoch" and (field not in out or field == "mem_gib" and mem_rank >= 0):
             out[field] = _to_field(field, value, unit)
+            if field == "mem_gib":
+                mem_rank = -1   # a memory the trainer names as the line's own ("mem 24.90 GiB")
         else:
             out[key] = value
     step = next((out.pop(k) for k in _PIPE_STEP_KEYS if k in out), None)

@@ -111,6 +111,9 @@ class _BarState:
     top: int = 0
     pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
     line: int = -1                # the line of the last redraw read
+    # the bar's postfix is set before its update (its first values showed at count 0): the
+    # first redraw of a count holds that step's values (``_bar_events``)
+    postfix_first: bool = False
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -722,6 +725,24 @@ class LogParser:
         train, evals = split_eval(mapping)
         post = tuple((k, v) for k, v in train.items() if k not in ("step", "epoch", "max_steps"))
         events: list[LogEvent] = []
+        if not bar.explicit_step and bar.n == 0 and st.step is None and st.pending is None \
+                and "v_num" not in mapping and record_from_mapping(train, bar.src) is not None:
+            # values drawn before the first update: the loop calls set_postfix, then update()
+            # (VeOmni's train_torch.py: set_postfix_str(f"loss: ..., grad_norm: ..., lr: ...")
+            # then data_loader_tqdm.update(); a plain `for b in tqdm(loader)` with set_postfix
+            # draws the same way): count n-1 shows step n's values, then count n shows them again.
+            # Not a Lightning bar (v_num in its postfix): its epoch's bar is reset to count 0 with
+            # the last epoch's values, then updated, then given the step's (a paste may start there)
+            st.postfix_first = True
+        if not bar.explicit_step and st.postfix_first:
+            if bar.n == 0 or step == st.step:
+                return self._mixed(evals, step, bar.src)   # the next step's values, not yet its count
+            rec = record_from_mapping(train, bar.src)
+            if rec is not None:
+                st.step, st.post = step, post
+                events = self._record(rec, rank, count=False)
+                self._count_line(self.stats.lines)
+            return events + self._mixed(evals, step, bar.src)
         if not bar.explicit_step:
             # the last redraw of a count holds that step's values (tqdm's update() redraws the
             # new count with the old values, set_postfix then the new ones): the record of a

@@ -440,14 +440,26 @@ MEMORY_FIELDS = (MEM_ALLOCATED, MEM_MAX_ALLOCATED, MEM_RESERVED, MEM_MAX_RESERVE
 MEMORY_SRCS = frozenset(("megatron_mem", "deepspeed_mem"))
 
 
+def mem_peak_rank(name: str) -> int:
+    """Which of a line's memory values is its ``mem_gib`` when it prints several (the lowest
+    rank): max reserved 0, reserved 1, max allocated 2, allocated 3 (what ms-swift's
+    ``memory(GiB)`` and NVML come closest to), any other memory name 4. Named as PyTorch's
+    ``torch.cuda`` functions are (``max_memory_reserved``, NeMo 2's ProgressPrinter prints them
+    in bytes), as Megatron's ``report_memory`` (``max reserved``) and as ``MEMORY_FIELDS``."""
+    words = set(re.split(r"[\s_/.()\-]+", name.lower()))
+    base = 0 if words & {"reserved", "cached"} else 2 if words & {"allocated", "alloc"} else None
+    if base is None:
+        return 4
+    return base + (0 if words & {"max", "peak"} else 1)
+
+
 def memory_record(step: int, values: dict[str, float], src: str, rank: int | None = None,
                   extra: dict | None = None) -> dict:
-    """A memory-report record: ``mem_gib`` is the peak the report gives (max reserved, else
-    reserved, else max allocated, else allocated: what ms-swift's ``memory(GiB)`` and NVML come
-    closest to), every value under its ``MEMORY_FIELDS`` name in ``extra``, with the rank the
-    line names."""
-    mem = next((values[k] for k in (MEM_MAX_RESERVED, MEM_RESERVED, MEM_MAX_ALLOCATED, MEM_ALLOCATED)
-                if values.get(k) is not None), None)
+    """A memory-report record: ``mem_gib`` is the peak the report gives (``mem_peak_rank``: max
+    reserved, else reserved, else max allocated, else allocated), every value under its
+    ``MEMORY_FIELDS`` name in ``extra``, with the rank the line names."""
+    ranked = [(mem_peak_rank(k), v) for k, v in values.items() if v is not None and mem_peak_rank(k) < 4]
+    mem = min(ranked, key=lambda kv: kv[0])[1] if ranked else None
     ex: dict[str, Any] = dict(extra or {})
     ex.update({k: v for k, v in values.items() if v is not None})
     if rank is not None:

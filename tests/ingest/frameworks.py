@@ -205,6 +205,43 @@ def lightning2() -> Log:
     return Log("lightning2", ["\r" + "\r".join(redraws)], steps, evals, src="pl_bar")
 
 
+def veomni() -> Log:
+    """VeOmni (tasks/train_torch.py): per epoch data_loader_tqdm = trange(train_steps,
+    desc=f"Epoch {epoch + 1}/{num_train_epochs}"); per step set_postfix_str(f"loss: {total_loss:.2f},
+    grad_norm: {grad_norm:.2f}, lr: {lr:.2e}") and then update(): the postfix is drawn before the
+    count, so count n-1 shows step n's values, then count n shows them again (tqdm's first draw of
+    a new bar has no postfix). Two epochs of 3 steps, one line each (leave=True)."""
+    lines, steps = [], []
+    step = 0
+    for ep in (1, 2):
+        desc = f"Epoch {ep}/2"
+        redraws = [f"{desc}:   0%|          | 0/3 [00:00<?, ?it/s]"]
+        for n in range(3):
+            step += 1
+            loss, grad, lr = 11.5 - step / 10, 29.0 + step / 4, 1.12e-08 * step
+            post = f", loss: {loss:.2f}, grad_norm: {grad:.2f}, lr: {lr:.2e}"
+            redraws.append(_tqdm_bar(desc, n, 3, post))        # set_postfix_str: the count not yet updated
+            redraws.append(_tqdm_bar(desc, n + 1, 3, post))    # update()
+            steps.append((step, round(loss, 2)))
+        lines.append("\r" + "\r".join(redraws))
+    return Log("veomni", lines, steps, [], src="pl_bar", extra={"lr": [1.12e-08 * s for s, _ in steps]})
+
+
+def tqdm_loop_postfix() -> Log:
+    """The plain loop `pbar = tqdm(loader)`, `for batch in pbar: ...; pbar.set_postfix(loss=...)`:
+    tqdm's __iter__ counts an item when the next one is asked for, so set_postfix draws step n's
+    loss under count n-1 and the next iteration (or close(), for the last) under count n."""
+    redraws = ["  0%|          | 0/4 [00:00<?, ?it/s]"]
+    losses = [2.5, 2.25, 2.0, 1.75]
+    for n, loss in enumerate(losses):
+        pct = 25 * n
+        redraws.append(f"{pct:3d}%|{'█' * (pct // 10):10s}| {n}/4 [00:0{n}<00:04,  1.00it/s, loss={loss}]")
+        pct = 25 * (n + 1)
+        redraws.append(f"{pct:3d}%|{'█' * (pct // 10):10s}| {n + 1}/4 [00:0{n + 1}<00:03,  1.00it/s, loss={loss}]")
+    return Log("tqdm_loop_postfix", ["\r" + "\r".join(redraws)], [(n + 1, x) for n, x in enumerate(losses)], [],
+               src="tqdm_postfix")
+
+
 def lightning_nemo_bar() -> Log:
     """NeMo 1.x on Lightning 1.x: the bar's postfix is get_metrics(): Lightning 1.x's running mean
     as loss=f"{:.3g}", v_num, then NeMo's self.log(..., prog_bar=True) values: reduced_train_loss
@@ -636,5 +673,5 @@ def ultralytics() -> Log:
 
 
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
-       lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
+       lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
        swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics)

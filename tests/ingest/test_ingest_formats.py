@@ -128,6 +128,23 @@ def test_kv_memory_in_mib_is_converted():
     assert r["mem_gib"] == 2.0 and r["lr"] == 3e-4
 
 
+def test_nemo2_line_memory_in_bytes_is_its_peak_in_gib_whatever_the_order():
+    """NeMo 2's ProgressPrinter prints torch.cuda's max_memory_reserved / max_memory_allocated
+    in bytes (batch 8: NVIDIA-NeMo/Speech#14850): the record's memory is the reserved peak in
+    GiB, both values kept as printed."""
+    head = "Training epoch 0, iteration 8/29 | lr: 5.389e-06 | global_batch_size: 512 | global_step: 8"
+    tail = "reduced_train_loss: 10.22 | train_step_timing in s: 27.01 | consumed_samples: 4608"
+    reserved, allocated = "max_memory_reserved: 57466159104", "max_memory_allocated: 53930270720"
+    for mem in (f"{reserved} | {allocated}", f"{allocated} | {reserved}"):
+        (r,), _, _ = parse(f"{head} | {mem} | {tail}")
+        assert (r["src"], r["step"], r["loss"], r["step_time_s"]) == ("nemo", 8, 10.22, 27.01)
+        assert r["mem_gib"] == pytest.approx(57466159104 / 2 ** 30)
+        assert r["extra"]["max_memory_allocated"] == 53930270720.0
+    # a memory the line names as its own (NeMo Automodel's "mem 24.90 GiB") stays the memory
+    (r,), _, _ = parse("step 10 | loss 1.25 | max_memory_allocated: 53930270720 | mem 24.90 GiB | lr 2e-05")
+    assert r["mem_gib"] == 24.9 and r["extra"]["max_memory_allocated"] == 53930270720.0
+
+
 def test_nanogpt_pipe_style():
     (r,), _, _ = parse(S.nanogpt_line(50, 30000, 3.456789, 350.12, 1497753, 0.345))
     assert r["src"] == "nanogpt_pipe"

@@ -234,3 +234,25 @@ def test_ultralytics_bar_rows_count_batches_across_epochs_without_a_loss():
     row = ("%10s" * 2 + "%10.4g" * 6) % ("0/299", "5.2G", 0.11, 0.1612, 0.03867, 0.3099, 28, 1280)
     recs, _ = by_line_parser(f"{old}\n{row}:   1%|5   | 1/78 [00:04<05:27,  4.26s/it]\n".encode())
     assert [(r["step"], r["loss"], r["mem_gib"]) for r in recs] == [(1, 0.3099, 5.2)]
+
+
+def test_a_bar_drawn_before_its_update_gives_each_step_its_own_values():
+    """VeOmni sets the postfix, then updates the count: every value of a record (not only the
+    loss) is that step's, across its two epochs' bars; Lightning's order (update, then
+    set_postfix) in the same parser run is still read the other way."""
+    log = LOGS["veomni"]
+    recs, _ = by_line_parser(log.text())
+    assert [r["lr"] for r in recs] == pytest.approx(log.extra["lr"], rel=1e-2)
+    assert [r["grad_norm"] for r in recs] == [round(29.0 + s / 4, 2) for s, _ in log.steps]
+    recs, _ = by_line_parser(LOGS["lightning2"].text())
+    assert [(r["step"], r["loss"]) for r in recs] == LOGS["lightning2"].steps
+
+
+def test_a_lightning_bar_seen_first_at_count_zero_is_still_update_then_postfix():
+    """A paste that starts at a Lightning epoch's bar reset to count 0 (showing the last epoch's
+    values, v_num among them) is not a bar drawn postfix-first: each count keeps its last redraw
+    (read postfix-first, every step would get the step before's loss)."""
+    line = LOGS["lightning2"].lines[0]
+    epoch1 = "\r" + line[line.index("Epoch 1:"):]
+    recs, _ = by_line_parser((epoch1 + "\n").encode())
+    assert [(r["step"], r["loss"]) for r in recs if r["step"] > 0] == [(1, 0.6), (2, 0.5), (3, 0.4)]
