@@ -92,7 +92,7 @@ class Import:
         return book, start
 
     def _widen(self) -> None:
-        """Before a big log's history: its newest steps from its last ``TAIL_BYTES`` (about 2,000
+        """Before a big log's history: its newest steps from its last ``TAIL_BYTES`` (1,400-2,000
         steps of an ms-swift log in a tenth of a second), swapped in whole for the first window's
         (the screen never shows half a book; the newest step is the same). A log of at most
         ``WIDEN_MIN_BYTES`` goes straight to its history, which takes little longer."""
