@@ -66,7 +66,9 @@ class Import:
         """The last part of the log, read now (a few ms whatever the file's size): its last
         ``FIRST_TAIL_BYTES``, the newest step and max steps and a chart's width of the newest
         points (the screen paints them at once); its last ``TAIL_BYTES`` at once when those hold
-        no record (a log ending in long lines that are not steps). The thread that reads the
+        no record (a log ending in long lines that are not steps) or records without a step of
+        their own (Hugging Face dicts, numbered from the window's first record: the step shown
+        until the history is in is the one the wider window gives). The thread that reads the
         history widens it first (``_widen``)."""
         from moeconsole.runner.ingest.files import LOG
         from moeconsole.runner.ingest.history import FIRST_TAIL_BYTES, TAIL_BYTES
@@ -74,7 +76,8 @@ class Import:
             return
         self.tail_book, self.tail_from = self._read_tail(FIRST_TAIL_BYTES)
         self.window = FIRST_TAIL_BYTES
-        if self.tail_from > 0 and self.tail_book.last_metrics is None:
+        newest = self.tail_book.last_metrics
+        if self.tail_from > 0 and (newest is None or (newest.get("extra") or {}).get("step_inferred")):
             self.tail_book, self.tail_from = self._read_tail(TAIL_BYTES)
             self.window = TAIL_BYTES
         self._write_state(self.tail_book.last_metrics)

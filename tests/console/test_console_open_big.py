@@ -321,3 +321,22 @@ def test_a_log_ending_in_64_kib_without_a_step_still_opens_on_its_newest_step(tm
     run, job = foreign.start_import(path, tmp_path / "scratch")
     assert job is not None and job.current_book().last_metrics["step"] == 300
     assert run.read_state()["step"] == 300 and run.read_state()["max_steps"] == 300
+
+
+@pytest.mark.parametrize("steps", [3000, 10000])
+def test_a_log_of_step_less_dicts_opens_on_the_step_its_last_512_kib_give(tmp_path, steps):
+    """Hugging Face dicts carry no step: the parser numbers them from the first one it reads,
+    so a 64 KiB window would open a 3,000-step log at "step 870". Such a log is read from its
+    last 512 KiB at once, as before the first window was made smaller: the whole of a log that
+    small (its true newest step), else the records of the lines that start in those 512 KiB."""
+    from moeconsole.runner.ingest.history import TAIL_BYTES
+    path = tmp_path / "hf.log"
+    path.write_text("".join(str({"loss": round(2 - i / steps, 4), "grad_norm": 0.5, "learning_rate": 1e-05,
+                                 "epoch": round(i / steps, 4)}) + "\n" for i in range(steps)))
+    data = path.read_bytes()
+    cut = max(0, len(data) - TAIL_BYTES)
+    expected = steps if cut == 0 else data[data.index(b"\n", cut) + 1:].count(b"\n")
+    assert (cut == 0) == (steps == 3000)
+    run, job = foreign.start_import(path, tmp_path / "scratch")
+    assert job is not None and job.current_book().last_metrics["step"] == expected
+    assert run.read_state()["step"] == expected
