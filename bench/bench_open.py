@@ -214,7 +214,7 @@ def main() -> None:
             print(f"\nWhole history, {tool}: {statistics.median(ratios):.2f}x toolong's scan of the same round "
                   f"(median; {', '.join(f'{x:.2f}' for x in ratios)}).")
     print("\nWhat the marks mean: moeconsole shows the newest steps (status line and loss chart) from "
-          "the last 512 KiB of the file, then reads the whole history in a background thread "
+          "the last 64 KiB of the file (then its last 512 KiB), then reads the whole history in a background thread "
           "(`moeconsole.runner.ingest.history`, the bulk engine in 2 MiB chunks) with a progress bar in the "
           "status line; toolong indexes every line break before it can show the end of the file.")
 

@@ -223,7 +223,7 @@ def main() -> int:
         cpu_ratio = f"{statistics.median(cpu_ok) / cpu_anchor:.2f}x" if cpu_anchor and cpu_ok else "-"
         print(f"| {label} | {spread(xs)} | {ratio} | {spread(cpus[label])} | {cpu_ratio} |")
     print("\nMarks: `step 60/100` on the run screen's status line; `step 3,000/3,000` for the log (its newest "
-          "steps, read from its last 512 KiB); nvitop's first GPU row. Goal: within 0.5 s on an idle machine.")
+          "steps, read from its last 64 KiB); nvitop's first GPU row. Goal: within 0.5 s on an idle machine.")
     return 0
 
 

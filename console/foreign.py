@@ -42,6 +42,8 @@ class Import:
         self.done = False
         self.error: str | None = None
         self.tail_book = seriesfile.SeriesBook()   # the newest steps, shown while the history is read
+        self.tail_from = 0   # the log's offset ``tail_book`` was read from (0: the whole log)
+        self.window = 0      # the most of the log's end ``tail_book`` was asked to read (bytes)
         self.book = seriesfile.SeriesBook()        # the whole history (used once done)
         self._state: dict = {}
         self._thread: threading.Thread | None = None
@@ -64,18 +66,53 @@ class Import:
 
     # ---- the work --------------------------------------------------------------------------
     def read_newest(self) -> None:
-        """The last part of the log, read now (a fraction of a second whatever the file's size)."""
+        """The last part of the log, read now (a few ms whatever the file's size): its last
+        ``FIRST_TAIL_BYTES``, the newest step and max steps and a chart's width of the newest
+        points (the screen paints them at once); its last ``TAIL_BYTES`` at once when those hold
+        no record (a log ending in long lines that are not steps) or records without a step of
+        their own (Hugging Face dicts, numbered from the window's first record: the step shown
+        until the history is in is the one the wider window gives). The thread that reads the
+        history widens it first (``_widen``)."""
         from moeconsole.runner.ingest.files import LOG
-        from moeconsole.runner.ingest.history import read_tail
+        from moeconsole.runner.ingest.history import FIRST_TAIL_BYTES, TAIL_BYTES
         if self.kind != LOG:
             return
-        records, marks, _ = read_tail(str(self.log), line_format=self.line_format)
+        self.tail_book, self.tail_from = self._read_tail(FIRST_TAIL_BYTES)
+        self.window = FIRST_TAIL_BYTES
+        newest = self.tail_book.last_metrics
+        if self.tail_from > 0 and (newest is None or (newest.get("extra") or {}).get("step_inferred")):
+            self.tail_book, self.tail_from = self._read_tail(TAIL_BYTES)
+            self.window = TAIL_BYTES
+        self._write_state(self.tail_book.last_metrics)
+
+    def _read_tail(self, max_bytes: int) -> tuple[seriesfile.SeriesBook, int]:
+        """(a chart book of the log's last ``max_bytes``, the offset it was read from)."""
+        from moeconsole.runner.ingest.history import read_tail
+        records, marks, start = read_tail(str(self.log), max_bytes, line_format=self.line_format)
+        book = seriesfile.SeriesBook()
         for rec in records:
-            self.tail_book.feed(rec)
+            book.feed(rec)
         for mark in marks:
             if mark.get("kind") == "eval":
-                self.tail_book.feed_eval(mark)
-        self._write_state(self.tail_book.last_metrics)
+                book.feed_eval(mark)
+        return book, start
+
+    def _widen(self) -> None:
+        """Before a big log's history: its newest steps from its last ``TAIL_BYTES`` (1,400-2,000
+        steps of an ms-swift log in a tenth of a second), swapped in whole for the first window's
+        (the screen never shows half a book; the newest step is the same). A log of at most
+        ``WIDEN_MIN_BYTES`` goes straight to its history, which takes little longer."""
+        from moeconsole.runner.ingest.files import LOG
+        from moeconsole.runner.ingest.history import TAIL_BYTES, WIDEN_MIN_BYTES
+        if self.kind != LOG or self.tail_from <= 0 or self.size <= WIDEN_MIN_BYTES or self.stop.is_set():
+            return
+        if self.window >= TAIL_BYTES:   # already that wide (``read_newest``'s fallback)
+            return
+        book, start = self._read_tail(TAIL_BYTES)
+        if self.stop.is_set():
+            return
+        self.tail_book, self.tail_from, self.window = book, start, TAIL_BYTES
+        self._write_state(book.last_metrics)   # the screen polls on the change
 
     def start(self) -> None:
         """Read the history on a thread of its own (once; a second call does nothing)."""
@@ -96,6 +133,7 @@ class Import:
 
     def _run(self) -> None:
         try:
+            self._widen()
             self._read_history()
             if not self.records and not self.stop.is_set():
                 self.error = "no training steps found"

@@ -75,9 +75,9 @@ class RunSource:
         self._telemetry = telemetry
         self._lock = threading.Lock()
         self.importing = importing
-        if host is True:
+        if host is True:   # sampled with the GPUs only: without them (a past run, a log) never made
             from moeconsole.runner.rundir.snapshot import HostLine
-            host = HostLine(run.path) if telemetry is None else None
+            host = HostLine(run.path) if telemetry is None and gpu else None
         self.watcher = RunWatcher(run, telemetry=self._telemetry_call if gpu else None,
                                   book_source=importing.current_book if importing is not None else None,
                                   host=host or None, line_records=True)

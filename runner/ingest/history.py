@@ -33,6 +33,13 @@ if TYPE_CHECKING:
     from moeconsole.runner.ingest.batch import Batch
 
 TAIL_BYTES = 512 << 10
+# A log opened to be looked at is first read from its last FIRST_TAIL_BYTES (a few ms of parsing:
+# the newest step and max steps for the status line, a chart's width of newest points), so its
+# screen paints at once; then from its last TAIL_BYTES (more points while the history is read,
+# for a log bigger than WIDEN_MIN_BYTES, whose history takes long enough for it to be worth
+# it), then whole. ``moeconsole.console.foreign.Import`` reads them in that order.
+FIRST_TAIL_BYTES = 64 << 10
+WIDEN_MIN_BYTES = 4 * TAIL_BYTES
 # The history is read in chunks this big: a smaller chunk than ``parse``'s keeps the memory of
 # a UI that reads in the background low (each chunk's rows exist at once), at a few % of speed.
 HISTORY_CHUNK = 2 << 20

@@ -147,3 +147,33 @@ def test_the_key_footer_comes_right_after_the_first_frame(base, make_run, monkey
             assert keys["k"] == "Kill" and keys["q"] == "Detach"
             assert "step 60/100" in "".join(screen.query_one(StatusLine).plain_lines)
     asyncio.run(go())
+
+
+def test_a_logs_first_frame_loads_no_host_sampler(tmp_path):
+    """``attach LOG`` (and a past run): the host line is sampled with the GPUs, which a log never
+    has, so its sampler (``moeconsole.runner.telemetry.host``: its import and first CPU reading)
+    is not made before the first frame, nor after. A real process, the app run headless to its
+    first frame, its modules listed."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"{{'loss': {2 - i / 100:.4g}, 'grad_norm': 0.5, 'learning_rate': 1e-05, "
+                           f"'global_step/max_steps': '{i}/100'}}\n" for i in range(1, 101)))
+    code = ("import asyncio, sys\n"
+            "from pathlib import Path\n"
+            "from moeconsole.console.app import MoeConsole\n"
+            "from moeconsole.console.screens.run import RunScreen\n"
+            "from moeconsole.console.widgets.status import StatusLine\n"
+            "from tests.waiting import until_ui\n"
+            "async def go():\n"
+            f"    app = MoeConsole(Path({str(tmp_path / 'runs')!r}), None, interval=0.2, open_path=Path({str(log)!r}))\n"
+            "    async with app.run_test(size=(140, 40)) as pilot:\n"
+            "        screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and "
+            "app.screen.first_frame_at and app.screen.snapshot and app.screen)\n"
+            "        print(screen.query_one(StatusLine).plain_lines[0])\n"
+            "        print('moeconsole.runner.telemetry.host' in sys.modules)\n"
+            "asyncio.run(go())\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    status, loaded = proc.stdout.splitlines()[-2:]
+    assert "step 100/100" in status and "IMPORTED" in status.upper()
+    assert loaded == "False"

@@ -219,3 +219,124 @@ def test_attach_path_paints_the_log_first_and_escape_or_b_brings_the_run_browser
             await until_ui(pilot, lambda: app.screen is browser, what="back to the browser")
     for key in ("escape", "b"):
         asyncio.run(go(key))
+
+
+def first_frame_watch(monkeypatch) -> dict:
+    """What the run screen's first frame held, when Textual says it is drawn: its status line and
+    the loss chart's points (the snapshot that frame painted)."""
+    seen: dict = {}
+    apply, drawn = RunScreen.apply, RunScreen._first_frame_drawn
+
+    def applied(self, snap, *args, **kwargs):
+        seen["snap"] = snap
+        return apply(self, snap, *args, **kwargs)
+
+    def first_frame_drawn(self):
+        if self.first_frame_at is None and "status" not in seen:
+            seen["status"] = self.query_one(StatusLine).plain_lines[0]
+            seen["loss"] = seen["snap"].series["loss"]
+            seen["chart"] = self.query_one("#chart-loss", ChartView).text_rows()
+        drawn(self)
+    monkeypatch.setattr(RunScreen, "apply", applied)
+    monkeypatch.setattr(RunScreen, "_first_frame_drawn", first_frame_drawn)
+    return seen
+
+
+def test_a_logs_first_frame_reads_its_last_64_kib_and_the_older_points_follow(tmp_path, monkeypatch):
+    """``attach LOG``: the first frame needs only the log's last 64 KiB, a few ms of parsing
+    (the last 512 KiB took about a tenth of a second before it): the status line shows the newest
+    step and max steps, the loss chart its newest points; the rest of the history (a log under
+    2 MiB: read whole at once, no wider window between) fills the chart in after."""
+    from moeconsole.runner.ingest.history import FIRST_TAIL_BYTES
+    small = big_log(tmp_path / "small.log", 3000)   # 1.1 MB, about 370 bytes a step
+    seen = first_frame_watch(monkeypatch)
+    windows: list[int] = []
+    read = foreign.Import._read_history
+
+    def history(self):   # the window the history read started from
+        windows.append(self.window)
+        read(self)
+    monkeypatch.setattr(foreign.Import, "_read_history", history)
+
+    async def go():
+        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=small)
+        async with app.run_test(size=(140, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
+                                    and app.screen, what="the first frame")
+            assert "step 3,000/3,000" in seen["status"]
+            assert seen["loss"].last_x == 3000 and seen["chart"][0].startswith("loss")
+            assert 40 <= seen["loss"].n <= FIRST_TAIL_BYTES // 300, seen["loss"].n   # the last 64 KiB's steps
+            await until_ui(pilot, lambda: screen.snapshot is not None and screen.snapshot.series["loss"].n == 3000,
+                           timeout=120, what="the whole history on the chart")
+            assert screen.snapshot.series["loss"].last_x == 3000
+            assert "step 3,000/3,000" in screen.query_one(StatusLine).plain_lines[0]
+            assert windows == [FIRST_TAIL_BYTES]
+    asyncio.run(go())
+
+
+def test_a_big_logs_first_frame_then_its_last_512_kib_then_its_history(log, tmp_path, monkeypatch):
+    """A big log (11 MB): the first frame from its last 64 KiB, then (the history still being
+    read) its last 512 KiB's steps on the chart, the newest step unchanged, then the whole run."""
+    from moeconsole.runner.ingest.history import FIRST_TAIL_BYTES, TAIL_BYTES
+    seen = first_frame_watch(monkeypatch)
+    gate = threading.Event()
+    read = foreign.Import._read_history
+
+    def held(self):  # the history waits until the test has seen the wider window
+        gate.wait(60)
+        read(self)
+    monkeypatch.setattr(foreign.Import, "_read_history", held)
+
+    async def go():
+        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log)
+        async with app.run_test(size=(140, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
+                                    and app.screen, what="the first frame")
+            first = seen["loss"].n
+            assert f"step {STEPS:,}/{STEPS:,}" in seen["status"] and seen["loss"].last_x == STEPS
+            assert 40 <= first <= FIRST_TAIL_BYTES // 300, first
+            wide = await until_ui(pilot, lambda: screen.snapshot is not None and
+                                  screen.snapshot.series["loss"].n > first and screen.snapshot, timeout=60,
+                                  what="the last 512 KiB's steps")
+            assert FIRST_TAIL_BYTES // 300 < wide.series["loss"].n <= TAIL_BYTES // 300 < STEPS
+            assert wide.series["loss"].last_x == STEPS and not gate.is_set()
+            assert f"step {STEPS:,}/{STEPS:,}" in screen.query_one(StatusLine).plain_lines[0]
+            gate.set()
+            await until_ui(pilot, lambda: screen.snapshot.series["loss"].n == STEPS, timeout=120,
+                           what="the whole history on the chart")
+    try:
+        asyncio.run(go())
+    finally:
+        gate.set()
+
+
+def test_a_log_ending_in_64_kib_without_a_step_still_opens_on_its_newest_step(tmp_path):
+    """The first window holds no step (the log ends in a long stretch of other lines, a config
+    dump or a traceback): the last 512 KiB are read at once, so the screen never opens without
+    the newest step."""
+    path = big_log(tmp_path / "tail.log", 300)
+    with open(path, "a") as f:
+        for i in range(1000):
+            f.write(f"[INFO:swift] model.layers.{i}.mlp.experts: {'x' * 80}\n")   # about 110 KiB
+    run, job = foreign.start_import(path, tmp_path / "scratch")
+    assert job is not None and job.current_book().last_metrics["step"] == 300
+    assert run.read_state()["step"] == 300 and run.read_state()["max_steps"] == 300
+
+
+@pytest.mark.parametrize("steps", [3000, 10000])
+def test_a_log_of_step_less_dicts_opens_on_the_step_its_last_512_kib_give(tmp_path, steps):
+    """Hugging Face dicts carry no step: the parser numbers them from the first one it reads,
+    so a 64 KiB window would open a 3,000-step log at "step 870". Such a log is read from its
+    last 512 KiB at once, as before the first window was made smaller: the whole of a log that
+    small (its true newest step), else the records of the lines that start in those 512 KiB."""
+    from moeconsole.runner.ingest.history import TAIL_BYTES
+    path = tmp_path / "hf.log"
+    path.write_text("".join(str({"loss": round(2 - i / steps, 4), "grad_norm": 0.5, "learning_rate": 1e-05,
+                                 "epoch": round(i / steps, 4)}) + "\n" for i in range(steps)))
+    data = path.read_bytes()
+    cut = max(0, len(data) - TAIL_BYTES)
+    expected = steps if cut == 0 else data[data.index(b"\n", cut) + 1:].count(b"\n")
+    assert (cut == 0) == (steps == 3000)
+    run, job = foreign.start_import(path, tmp_path / "scratch")
+    assert job is not None and job.current_book().last_metrics["step"] == expected
+    assert run.read_state()["step"] == expected
