@@ -737,12 +737,7 @@ class LogParser:
         if not bar.explicit_step and st.postfix_first:
             if bar.n == 0 or step == st.step:
                 return self._mixed(evals, step, bar.src)   # the next step's values, not yet its count
-            rec = record_from_mapping(train, bar.src)
-            if rec is not None:
-                st.step, st.post = step, post
-                events = self._record(rec, rank, count=False)
-                self._count_line(self.stats.lines)
-            return events + self._mixed(evals, step, bar.src)
+            return self._bar_record(train, bar.src, step, post, rank) + self._mixed(evals, step, bar.src)
         if not bar.explicit_step:
             # the last redraw of a count holds that step's values (tqdm's update() redraws the
             # new count with the old values, set_postfix then the new ones): the record of a
@@ -757,12 +752,20 @@ class LogParser:
                     st.pending = (step, post, rec, rank, self.stats.lines)
             return events + self._mixed(evals, step, bar.src)
         if step != st.step:
-            rec = record_from_mapping(train, bar.src)
-            if rec is not None:
-                st.step, st.post = step, post
-                events = self._record(rec, rank, count=False)
-                self._count_line(self.stats.lines)
+            events = self._bar_record(train, bar.src, step, post, rank)
         return events + self._mixed(evals, step, bar.src)
+
+    def _bar_record(self, train: dict, src: str, step: int, post: tuple, rank: int | None) -> list[LogEvent]:
+        """The record of a bar's step, given now (its values are that step's): the bar's state
+        moves to the step and the line counts as a metric line."""
+        rec = record_from_mapping(train, src)
+        if rec is None:
+            return []
+        st = self._bar
+        st.step, st.post = step, post
+        events = self._record(rec, rank, count=False)
+        self._count_line(self.stats.lines)
+        return events
 
     def _bar_description(self, text: str, rank: int | None) -> list[LogEvent]:
         """A bar whose description holds the step and its values (``Training Epoch: 1/3, step
