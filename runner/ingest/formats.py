@@ -1113,3 +1113,50 @@ def read_yolo_row(text: str, names: list[str], zero_based: bool) -> Bar | None:
         mapping["loss" if name == "total" else name] = raw
     mapping["epoch"] = idx + n / total
     return Bar(mapping, "ultralytics", n, total, None, False, " ".join(values), base=idx * total)
+
+
+# fastai's results table (fastai 1.x Recorder and 2.x Recorder/ProgressCallback, printed by
+# fastprogress's console ``ConsoleMasterBar.write(line, table=True)``): the first call prints the
+# names, each padded to 8 characters, joined by two spaces (``'  '.join(names)``; fastprogress
+# before 0.2 joined them with nothing); every later call prints the values of one epoch, each padded
+# to its name's width plus two. The names are ``epoch``, ``train_loss``, ``valid_loss``, the
+# metrics (computed on the validation set: ``accuracy``, ``error_rate``, ``perplexity``, ...) and
+# (fastai >= 1.0.46) ``time``; the values are the epoch, ``f"{v:.6f}"`` floats, ``#na#`` for a value
+# not computed, and ``format_time`` (``m:ss`` / ``h:mm:ss``).
+_FASTAI_HEAD_RE = re.compile(r"^epoch\s+train_loss(?:\s+\S+)*\s*$")
+_FASTAI_TIME_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d\d)$")
+
+
+def read_fastai_header(text: str) -> list[str] | None:
+    """The column names of a fastai results table header, else None."""
+    if not text.startswith("epoch") or _FASTAI_HEAD_RE.match(text) is None:
+        return None
+    names = text.split()
+    if len(names) < 3 or len(set(names)) != len(names):
+        return None
+    return names
+
+
+def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float | None], float | None] | None:
+    """(epoch, value of each other column (None for ``#na#``), the epoch's time in seconds) of
+    a row under that header, else None."""
+    cells = text.split()
+    if len(cells) != len(names) or not cells[0].isdigit() or len(cells[0]) > 9:
+        return None
+    values: dict[str, float | None] = {}
+    seconds = None
+    for name, cell in zip(names[1:], cells[1:]):
+        if name == "time":
+            m = _FASTAI_TIME_RE.match(cell)
+            if m is None:
+                return None
+            seconds = float(int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)))
+            continue
+        if cell == "#na#":
+            values[name] = None
+            continue
+        num = parse_number(cell)
+        if num is None:
+            return None
+        values[name] = num
+    return int(cells[0]), values, seconds

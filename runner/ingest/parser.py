@@ -162,6 +162,7 @@ class LogParser:
         self._espnet = shape.ShapeState()       # ESPnet2's batch counter across its epochs
         self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
+        self._fastai: list[str] | None = None   # the columns of a fastai results table's header
 
     # ------------------------------------------------------------------ public API
 
@@ -295,6 +296,10 @@ class LogParser:
                 self.stats.ignored_lines += 1
                 self.reason = "a table header (ultralytics)"
                 return []
+        if text[:5] == "epoch" or self._fastai is not None and text[:1].isdigit():
+            got_fastai = self._fastai_line(text, rank)
+            if got_fastai is not None:
+                return got_fastai
         if self._table is not None or text[:10] == "----------":
             got_table = self._table_line(text, rank)
             if got_table is not None:
@@ -577,6 +582,36 @@ class LogParser:
         self.stats.ignored_lines += 1
         self.reason = "a table's row (read with the table)"
         return []
+
+    def _fastai_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """fastai's results table (``formats.read_fastai_header`` / ``read_fastai_row``): the header
+        names the columns; a row is its epoch's training loss (a record at the printed epoch) and
+        the validation loss and metrics fastai computes on the validation set (an evaluation at
+        that epoch). None: not a line of the table (read as usual)."""
+        head = formats.read_fastai_header(text)
+        if head is not None:
+            self._fastai = head
+            self.stats.ignored_lines += 1
+            self.reason = "a table header (fastai)"
+            return []
+        if self._fastai is None:
+            return None
+        got = formats.read_fastai_row(text, self._fastai)
+        if got is None:
+            return None
+        epoch, values, seconds = got
+        train: dict[str, Any] = {"step": epoch, "epoch": epoch}
+        loss = values.pop("train_loss", None)
+        if loss is not None:
+            train["loss"] = loss
+        if seconds is not None:
+            train["epoch_time_s"] = seconds
+        valid = {k: v for k, v in values.items() if v is not None}
+        events = self._from_reader((train, "fastai"), rank) or []
+        if valid:
+            events += self._eval_line(EvalLine(valid, epoch, "fastai", split="valid",
+                                               loss=valid.get("valid_loss")), rank)
+        return events
 
     def _espnet_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """ESPnet2's ``{epoch}epoch:train:{start}-{end}batch: ...`` (``formats.read_espnet``): the

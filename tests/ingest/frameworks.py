@@ -635,6 +635,29 @@ def ultralytics() -> Log:
     return Log("ultralytics", lines, steps, [], src="ultralytics", extra={"mem_gib": 6.73})
 
 
+def fastai_table() -> Log:
+    """fastai's results table: Recorder's names ['epoch', 'train_loss', 'valid_loss', *metrics,
+    'time'] and each epoch's values (fastai 2.x ``ProgressCallback.after_epoch`` ->
+    ``Recorder.log``: the epoch, ``f'{v:.6f}'`` floats, ``#na#`` for a value not computed,
+    ``format_time``), printed by fastprogress's ConsoleMasterBar.write(line, table=True):
+    ``names = [name + ' ' * (8-len(name)) if len(name) < 8 else name for name in line]``,
+    ``'  '.join(names)``, then ``text += t + ' ' * (2 + len(name)-len(t))`` per value; the
+    training progress bars between rows are redrawn with carriage returns."""
+    names = ["epoch", "train_loss", "valid_loss", "error_rate", "time"]
+    padded = [n + " " * (8 - len(n)) if len(n) < 8 else n for n in names]
+    lines = ["  ".join(padded)]
+    steps, evals = [], []
+    for epoch in range(3):
+        train, valid = 0.9 - epoch / 10, (0.7 - epoch / 20 if epoch < 2 else None)
+        row = [str(epoch), f"{train:.6f}", "#na#" if valid is None else f"{valid:.6f}",
+               "#na#" if valid is None else f"{0.2 - epoch / 100:.6f}", f"00:{12 + epoch:02d}"]
+        lines.append("".join(t + " " * (2 + len(n) - len(t)) for t, n in zip(row, padded)))
+        steps.append((epoch, round(train, 6)))
+        if valid is not None:
+            evals.append((epoch, round(valid, 6)))
+    return Log("fastai", lines, steps, evals, src="fastai", extra={"epoch": 0.0})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table)

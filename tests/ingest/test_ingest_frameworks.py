@@ -234,3 +234,26 @@ def test_ultralytics_bar_rows_count_batches_across_epochs_without_a_loss():
     row = ("%10s" * 2 + "%10.4g" * 6) % ("0/299", "5.2G", 0.11, 0.1612, 0.03867, 0.3099, 28, 1280)
     recs, _ = by_line_parser(f"{old}\n{row}:   1%|5   | 1/78 [00:04<05:27,  4.26s/it]\n".encode())
     assert [(r["step"], r["loss"], r["mem_gib"]) for r in recs] == [(1, 0.3099, 5.2)]
+
+
+def test_fastai_table_rows_are_epochs_with_their_validation_as_an_evaluation():
+    """A row under fastai's `epoch  train_loss  valid_loss  <metrics>  time` header is its epoch's
+    training loss (a record at the printed epoch, the epoch's time an extra) and the validation
+    loss with the metrics fastai computes on the validation set (an evaluation there); `#na#` is
+    no value. Before, every row of the table was lost."""
+    log = LOGS["fastai"]
+    recs, marks = by_line_parser(log.text())
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(0, 0.9, 0.0), (1, 0.8, 1.0), (2, 0.7, 2.0)]
+    assert recs[0]["extra"]["epoch_time_s"] == 12.0 and "error_rate" not in recs[0]["extra"]
+    evs = [m for m in marks if m["kind"] == "eval"]
+    assert [(m["step"], m["loss"], m["values"]["error_rate"]) for m in evs] == [(0, 0.7, 0.2), (1, 0.65, 0.19)]
+    # fastprogress before 0.2 joined the padded names with nothing (rows still split on spaces),
+    # fastai 1.x counted epochs from 1 and printed no time column
+    old = "epoch   train_loss  valid_loss  accuracy\n1       3.211025    3.328014    0.396197\n" \
+          "2       3.119410    3.286294    0.395946\nTotal time: 11:52\n"
+    recs, marks = by_line_parser(old.encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 3.211025), (2, 3.11941)]
+    assert evals_of(marks) == [(1, 3.328014), (2, 3.286294)]
+    # a row of another width, or a number line with no header before it, is not a row
+    recs, _ = by_line_parser(b"1         0.5    0.4    0.3    00:01\n")
+    assert recs == []
