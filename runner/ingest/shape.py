@@ -274,6 +274,7 @@ class ShapeState:
     last_epoch: float | None = None
     top: int = 0
     last: tuple | None = None
+    closed_epoch: float | None = None   # the header epoch whose final progbar line was read (Keras)
 
 
 @dataclass
@@ -411,6 +412,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return Skip("too many line shapes", shape)
     st = state.shapes.setdefault(key, ShapeState())
     n = int(_num(counter.raw) or 0)
+    if epoch_tok is None and epoch is not None:
+        got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)
+        if got_header is not None:
+            return got_header
     step = epoch_counter_step(st, n, epoch, counter.tot)
     if st.offset:
         counter_how += " + epochs"
@@ -468,6 +473,39 @@ def epoch_counter_step(st: ShapeState, n: int, epoch: float | None, total: int |
     if epoch is not None:
         st.last_epoch = epoch
     return st.offset + n
+
+
+# Keras' progress bar: ProgbarLogger prints f"Epoch {epoch + 1}/{self.epochs}" (1-based), then a
+# Progbar whose target is the epoch's steps (Keras 1: its samples); a finished bar's line has no
+# "ETA" (Progbar.update with current == target prints the time taken; TF 2.x prints an
+# "ETA: 0s" line at the last batch before the validation and then the final one). A bar of the
+# same shape after the epoch's final line with no new "Epoch" line is model.evaluate()'s.
+_ETA_RE = re.compile(r"\bETA:")
+
+
+def header_epoch_line(st: ShapeState, n: int, epoch: float, total: int | None, body: str,
+                      named: list[tuple[str, Token]]) -> "EvalLine | Skip | None":
+    """A counter line under an ``Epoch E/M`` header line (Keras' layout): an evaluation when the
+    header's epoch already had its final line, a skip for the ``ETA`` line of a finished count
+    (its final line follows), else None (a training line; its global step counts the epochs
+    before the first header seen, ``(E - 1) x total``, when that is where the log starts).
+    Updates ``st``."""
+    if st.closed_epoch is not None and st.closed_epoch == epoch:
+        vals = {name: num for name, t in named if (num := _num(t.raw)) is not None}
+        if not vals:
+            return None
+        return EvalLine(vals, None, SRC, split="eval", loss=vals.get("loss"))
+    finished = total is not None and n == total
+    if finished and _ETA_RE.search(body):
+        return Skip("a finished progress bar's ETA line (its final line follows)", "")
+    if st.last_epoch is None and total and epoch >= 1 and (st.last_counter is None or n <= st.last_counter):
+        # the first epoch header of this counter: the epochs before it (Keras counts from 1)
+        st.offset = max(st.offset, int(epoch - 1) * total)
+        st.top = 0
+        st.last_counter = None
+    if finished:
+        st.closed_epoch = epoch
+    return None
 
 
 def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:

@@ -221,3 +221,38 @@ def test_a_cpp_programs_warning_with_an_address_and_port_is_never_a_step():
     assert parsed(LogParser(), glog_warn)[0] == []
     f1 = b"".join(b"Iteration %d: train_f1 0.%d\n" % (i, 50 + i) for i in range(1, 4))
     assert [r["extra"].get("train_f1") for r in parsed(LogParser(), f1)[0]] == [0.51, 0.52, 0.53]
+
+
+def _keras(epochs: list[int | None], total: int, losses: list[float], evaluate: float | None = None,
+           eta_first: bool = False) -> bytes:
+    """Keras' fit output: ProgbarLogger's f"Epoch {epoch + 1}/{self.epochs}" before each epoch's
+    Progbar (Keras 3's `━` bar, f"{seconds}s {ms}ms/step - loss: {v:.4f}"), the epoch a paste
+    starts at (None: the paste cut its header), TF 2.x's "ETA: 0s" line at the last batch
+    before the final one, and model.evaluate()'s bar after the last epoch (no header)."""
+    lines = []
+    for ep, loss in zip(epochs, losses):
+        if ep is not None:
+            lines.append(f"Epoch {ep}/10")
+        if eta_first:
+            lines.append(f"{total}/{total} ━━━━━━━━━━━━━━━━━━━━ ETA: 0s - loss: {loss:.4f}")
+        lines.append(f"{total}/{total} ━━━━━━━━━━━━━━━━━━━━ 2s 10ms/step - loss: {loss:.4f} - val_loss: {loss + 1:.4f}")
+    if evaluate is not None:
+        lines.append(f"{total}/{total} ━━━━━━━━━━━━━━━━━━━━ 1s 5ms/step - loss: {evaluate:.4f}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_keras_epochs_count_from_the_printed_epoch_and_evaluate_is_an_evaluation():
+    """Keras numbers its epochs from 1, so a paste that starts at `Epoch 3/10` (or whose first
+    header was cut) is counted from the epochs before it, not from 0 (the second epoch once got the
+    first one's step); model.evaluate()'s bar after the last epoch is an evaluation at the last
+    step, not a training record; TF 2.x's `ETA: 0s` line of a finished count gives no record of
+    its own (its final line does, with the validation beside it)."""
+    recs, marks = parsed(LogParser(), _keras([3, 4], 8, [1.5, 1.25], evaluate=0.75))
+    assert [(r["step"], r["loss"]) for r in recs] == [(24, 1.5), (32, 1.25)]
+    evs = [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"]
+    assert evs == [(24, 2.5), (32, 2.25), (32, 0.75)]
+    recs, _ = parsed(LogParser(), _keras([None, 2, 3], 8, [1.5, 1.25, 1.0]))
+    assert [(r["step"], r["loss"]) for r in recs] == [(8, 1.5), (16, 1.25), (24, 1.0)]
+    recs, marks = parsed(LogParser(), _keras([2], 2, [105.5], eta_first=True))
+    assert [(r["step"], r["loss"]) for r in recs] == [(4, 105.5)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(4, 106.5)]
