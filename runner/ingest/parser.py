@@ -403,8 +403,11 @@ class LogParser:
         neither, the line is left out (counted)."""
         epoch = got.epoch
         if (epoch is not None and epoch == int(epoch) and "loss" in got.values
-                and (self._last_step is None or self.shapes.epoch_shape == got.shape)):
-            train, evals = split_eval({"step": int(epoch), "epoch": epoch, **got.values})
+                and (self._last_step is None or shape.same_epoch_lines(self.shapes.epoch_shape, got.shape))):
+            head: dict[str, Any] = {"step": int(epoch), "epoch": epoch}
+            if got.epochs:
+                head["max_steps"] = got.epochs   # the steps are the epochs: their total is the run's
+            train, evals = split_eval({**head, **got.values})
             rec = record_from_mapping(train, shape.SRC)
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0

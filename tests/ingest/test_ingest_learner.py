@@ -256,3 +256,62 @@ def test_keras_epochs_count_from_the_printed_epoch_and_evaluate_is_an_evaluation
     recs, marks = parsed(LogParser(), _keras([2], 2, [105.5], eta_first=True))
     assert [(r["step"], r["loss"]) for r in recs] == [(4, 105.5)]
     assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(4, 106.5)]
+
+
+def _lines(*lines: str) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_pytorch_mnist_example_test_set_loss_is_the_evaluation_loss_behind_a_pid_prefix():
+    """pytorch/examples mnist: 'Train Epoch: {} [{}/{} ({:.0f}%)]\\tLoss: {:.6f}' and
+    '\\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\\n'; here behind a logging
+    format '%(asctime)s %(filename)s:%(lineno)d[%(process)d] %(levelname)s' whose datefmt has a
+    '%f' time.strftime leaves as is. The test loss was lost (and the pid read as a step)."""
+    head = " 2020-10-26 13:24:36.%f train.py:215[27649] INFO "
+    recs, marks = parsed(LogParser(), _lines(
+        head + "Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.282550",
+        head + "Train Epoch: 1 [640/60000 (1%)]\tLoss: 1.384441",
+        "", head + "Test set: Average loss: 0.0468, Accuracy: 9842/10000 (98%)", "",
+        head + "Train Epoch: 2 [0/60000 (0%)]\tLoss: 0.098867"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 2.28255), (640, 1.384441), (60000, 0.098867)]
+    assert [(m["step"], m["split"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(640, "test", 0.0468)]
+
+
+def test_flair_test_line_loss_and_a_validating_bar_are_evaluations():
+    """flair's ModelTrainer prints 'DEV  : loss {}' and 'TEST : loss {}' (one space): both are
+    the evaluation's loss; a tqdm bar whose description names an evaluation ('Epoch 1/50
+    [Validating]: 100%|...| 18/18') is the evaluation's progress, never a training step."""
+    recs, marks = parsed(LogParser(), _lines(
+        "2019-02-19 18:37:11,947 epoch 1 - iter 240/249 - loss 0.03491753",
+        "2019-02-19 18:37:12,571 DEV  : loss 0.03877527 - f-score 0.5586 - acc 0.5586",
+        "2019-02-19 18:37:13,162 TEST : loss 0.04066545 - f-score 0.5521 - acc 0.5521"))
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(240, 0.03877527), (240, 0.04066545)]
+    recs, marks = parsed(LogParser(), _lines(*[
+        line for e in (1, 2) for line in (
+            f"Epoch {e}/50 [FT]: 100%|##########| 157/157 [02:45<00:00,  1.06s/it, loss=0.{9 - e}]",
+            f"Epoch {e}/50 [Validating]: 100%|##########| 18/18 [00:10<00:00,  1.69it/s]",
+            f"Epoch {e}/50 - Train Loss: 0.{9 - e}, Validation Loss: 1.{e}")]))
+    assert [(r["step"], r["loss"]) for r in recs] == [(157, 0.8), (314, 0.7)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(157, 1.1), (314, 1.2)]
+
+
+def test_epoch_lines_with_fields_added_on_some_epochs_and_their_total():
+    """An epoch-only log whose every tenth line adds a test accuracy ('Epoch 10 loss 12.3880 |
+    train 2.1s | Acc 9.32% | infer 4.4s') keeps that epoch (it was a summary mark, its record
+    lost); 'Training Epoch:[844/1500]' gives the run's total epochs as max_steps."""
+    recs, _ = parsed(LogParser(), _lines(
+        "Epoch 09 loss 16.0487 | train 2.1s", "Epoch 10 loss 12.3880 | train 2.1s | Acc 9.32% | infer 4.4s",
+        "Epoch 11 loss 10.1725 | train 2.1s"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(9, 16.0487), (10, 12.388), (11, 10.1725)]
+    recs, _ = parsed(LogParser(), _lines(
+        "2023-06-24 05:36:13,516 - CLTR - INFO - Training Epoch:[844/1500]\t loss=10.32482\t lr=0.000100"))
+    assert [(r["step"], r["max_steps"], r["lr"]) for r in recs] == [(844, 1500, 1e-4)]
+
+
+def test_a_train_prefixed_field_name_is_that_field():
+    """flax examples write f"train_{k}" metrics through clu's writer ('[1000] steps_per_second=1.76,
+    train_accuracy=0.0067, train_learning_rate=0.97, train_loss=6.53'): the learning rate is the lr."""
+    recs, _ = parsed(LogParser(), _lines(
+        "I1002 21:43:51.424899 140400640460352 logging_writer.py:35] [1000] steps_per_second=1.760847, "
+        "train_accuracy=0.006696777418255806, train_learning_rate=0.9738461971282959, train_loss=6.525280952453613"))
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1000, 6.525280952453613, 0.9738461971282959)]
