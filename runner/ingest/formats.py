@@ -1124,12 +1124,19 @@ def read_yolo_row(text: str, names: list[str], zero_based: bool) -> Bar | None:
 # (fastai >= 1.0.46) ``time``; the values are the epoch, ``f"{v:.6f}"`` floats, ``#na#`` for a value
 # not computed, and ``format_time`` (``m:ss`` / ``h:mm:ss``).
 _FASTAI_HEAD_RE = re.compile(r"^epoch\s+train_loss(?:\s+\S+)*\s*$")
+# fastprogress's console bar (``{bar}| {pct:.2f}% [{val}/{total} {elapsed}<{remaining}{comment}]``)
+# drawn after the header with no newline between (a download or the first epoch's bar)
+_FASTPROGRESS_BAR_RE = re.compile(r"\s*[█ ]*\|\s*\d+\.\d\d% \[[^\]]*\]\s*$")
 _FASTAI_TIME_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d\d)$")
 
 
 def read_fastai_header(text: str) -> list[str] | None:
     """The column names of a fastai results table header, else None."""
-    if not text.startswith("epoch") or _FASTAI_HEAD_RE.match(text) is None:
+    if not text.startswith("epoch"):
+        return None
+    if "%" in text:
+        text = _FASTPROGRESS_BAR_RE.sub("", text)
+    if _FASTAI_HEAD_RE.match(text) is None:
         return None
     names = text.split()
     if len(names) < 3 or len(set(names)) != len(names):

@@ -254,6 +254,12 @@ def test_fastai_table_rows_are_epochs_with_their_validation_as_an_evaluation():
     recs, marks = by_line_parser(old.encode())
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 3.211025), (2, 3.11941)]
     assert evals_of(marks) == [(1, 3.328014), (2, 3.286294)]
+    # fastprogress's console bar drawn right after the header (no newline between them)
+    glued = "epoch     train_loss  valid_loss  accuracy  time    ██████████| 100.00% [105070592/105067061 00:03<00:00]\n" \
+            "0         0.466363    0.403699    0.818920  03:24\n"
+    recs, marks = by_line_parser(glued.encode())
+    assert [(r["step"], r["loss"], r["extra"]["epoch_time_s"]) for r in recs] == [(0, 0.466363, 204.0)]
+    assert evals_of(marks) == [(0, 0.403699)]
     # a row of another width, or a number line with no header before it, is not a row
     recs, _ = by_line_parser(b"1         0.5    0.4    0.3    00:01\n")
     assert recs == []
