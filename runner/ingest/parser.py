@@ -111,6 +111,7 @@ class _BarState:
     top: int = 0
     pending: tuple | None = None  # (step, post, record, rank, line) of the count shown last, not yet given
     line: int = -1                # the line of the last redraw read
+    postfix_first: bool = False   # the loop sets the postfix before update(): a count's first redraw holds its step
 
 
 def _torchtune_bar(text: str) -> formats.Bar | None:
@@ -747,7 +748,13 @@ class LogParser:
             # count is given when another count, another line or the end of the log comes
             if st.pending is not None and st.pending[0] != step:
                 events = self._flush_bar()
-            if step != st.step:
+            if bar.n == 0 and st.offset == 0 and post:
+                # values at a count of 0: the loop sets the postfix before update() (diffusers'
+                # train_dreambooth); no step is finished yet, and from now on a count's first
+                # redraw (update() with the values just set) holds its step, the next ones the
+                # next step's values
+                st.postfix_first = True
+            elif step != st.step and not (st.postfix_first and st.pending is not None and st.pending[0] == step):
                 rec = record_from_mapping(train, bar.src)
                 if rec is not None:
                     if st.pending is not None and st.pending[4] not in (self.stats.lines, self._counted_line):

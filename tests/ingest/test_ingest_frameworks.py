@@ -263,3 +263,18 @@ def test_fastai_table_rows_are_epochs_with_their_validation_as_an_evaluation():
     # a row of another width, or a number line with no header before it, is not a row
     recs, _ = by_line_parser(b"1         0.5    0.4    0.3    00:01\n")
     assert recs == []
+
+
+def test_a_bar_at_count_zero_is_no_step_when_a_loop_sets_its_postfix_before_update():
+    """diffusers' train_dreambooth (2022-23) set the bar's postfix before `progress_bar.update(1)`:
+    tqdm draws 'Steps:   0%|          | 0/100 [00:09<?, ?it/s, loss=0.25, lr=1e-6]' (the first
+    step's values before its count), then the same values at 1/100, then the second step's values
+    still at 1/100. A count of 0 finished no step, and a count's first redraw holds its step (there
+    was a record at step 0, and each step got the next one's loss)."""
+    lines = ["Steps:   0%|          | 0/100 [00:00<?, ?it/s]",
+             "Steps:   0%|          | 0/100 [00:09<?, ?it/s, loss=0.25, lr=1e-6]",
+             "Steps:   1%|          | 1/100 [00:09<16:00,  9.70s/it, loss=0.25, lr=1e-6]",
+             "Steps:   1%|          | 1/100 [00:09<16:00,  9.70s/it, loss=0.125, lr=1e-6]",
+             "Steps:   2%|▏         | 2/100 [00:09<06:47,  4.16s/it, loss=0.125, lr=1e-6]"]
+    recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 0.25), (2, 0.125)]
