@@ -136,6 +136,7 @@ class LogParser:
         self._block: shape.Block | None = None   # a step header and the indented lines after it
         self._block_rank: int | None = None
         self._block_header_line = 0              # ... the header's line number
+        self._block_tabbed = False                # ... the header was "Name:<TAB>N" (its lines may be unindented)
         # The line number each record of the last call came from, in order (``origins``): the
         # line it was read from, which is not the line that released it for a progress bar's
         # last count, a step block or a dict cut by a newline.
@@ -388,6 +389,7 @@ class LogParser:
             return self._eval_line(got, rank)
         elif isinstance(got, shape.Header):
             self._block, self._block_rank, self._block_header_line = shape.Block(got), rank, self.stats.lines
+            self._block_tabbed = "\t" in text
             return []
         elif isinstance(got, shape.Summary):
             return self._epoch_summary(got, rank, text)
@@ -436,7 +438,10 @@ class LogParser:
         """A line inside a step block (indented, its named numbers and no counter of its own):
         its values join the block's record."""
         assert self._block is not None
-        if seg[:1] not in (b" ", b"\t") or self._block.lines >= 64:
+        # indented, or (after a tab-aligned header, "Iteration: <TAB> 0") a line of the same
+        # "Name: <TAB> value" layout: deeprm's and other RL loops' per-iteration report
+        tabbed = self._block_tabbed and seg[:1].isalpha() and b"\t" in seg
+        if seg[:1] not in (b" ", b"\t") and not tabbed or self._block.lines >= 64:
             return False
         text = decode_line(seg)
         if text[:1] == "{":
@@ -468,6 +473,7 @@ class LogParser:
 
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
+        self._block_tabbed = False
         if block is None:
             return []
         if not block.values:

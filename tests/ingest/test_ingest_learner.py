@@ -315,3 +315,18 @@ def test_a_train_prefixed_field_name_is_that_field():
         "I1002 21:43:51.424899 140400640460352 logging_writer.py:35] [1000] steps_per_second=1.760847, "
         "train_accuracy=0.006696777418255806, train_learning_rate=0.9738461971282959, train_loss=6.525280952453613"))
     assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1000, 6.525280952453613, 0.9738461971282959)]
+
+
+def test_a_tab_aligned_iteration_report_is_one_record():
+    """deeprm (pg_re.py) prints each iteration's report as tab-aligned lines: 'Iteration: \\t 0',
+    'NumTrajs: \\t 200', 'Loss:     \\t 0.1269', 'MeanRew: \\t -257.4 +- 63.2', then dashes. The
+    lines after the step header join its record though they are not indented (they were lost)."""
+    report = lambda i, loss: [f"Iteration: \t {i}", "NumTrajs: \t 200", f"Loss:     \t {loss}",  # noqa: E731
+                              "MeanRew: \t -257.43755677655673 +- 63.18571158682983", "MeanEntropy \t 2.397886",
+                              "Elapsed time\t 106.06723022460938 seconds", "-----------------"]
+    recs, _ = parsed(LogParser(), _lines(*report(0, 0.125), *report(1, 0.25)))
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 0.125), (1, 0.25)]
+    assert recs[0]["extra"]["NumTrajs"] == 200
+    # an unindented line after a header without tabs still ends the block
+    recs, _ = parsed(LogParser(), _lines("Step 300:", "loss 0.5", "Step 301:", "  loss 0.25"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(301, 0.25)]
