@@ -1167,3 +1167,34 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
             return None
         values[name] = num
     return int(cells[0]), values, seconds
+
+
+# DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py, train_batch, every
+# steps_per_print): f'steps: {self.global_steps} loss: {self.agg_train_loss:0.4f} ' then, in newer
+# releases, f'{loss_name}: {loss_value.item():0.4f} ' per additional loss, then
+# f'iter time (s): {iter_time:0.3f} samples/sec: {tput:0.3f}'; forks print
+# f'step: {self.global_steps:>5} / {self.total_steps:>5} ' and add f'eta: {eta} ' (GPT-NeoX-style,
+# diffusion-pipe). iter_time is the mean seconds per step since the last print.
+_DS_PIPE_RE = re.compile(
+    r"^steps?: *(\d+)(?: */ *(\d+))? +loss: (" + _NUM + r") +((?:[\w./-]+: (?:" + _NUM + r") +)*)"
+    r"iter time \(s\): (" + _NUM + r") +samples/sec: (" + _NUM + r")(?: +eta: (\S+))?\s*$")
+_DS_PIPE_EXTRA_RE = re.compile(r"([\w./-]+): (" + _NUM + r")")
+
+
+def read_ds_pipe(text: str) -> tuple[dict, str] | None:
+    """DeepSpeed's pipeline-engine step line (``steps: 16 loss: 0.7332 iter time (s): 3.181
+    samples/sec: 0.314``): the step, its loss, the seconds per step, the samples per second."""
+    if not text.startswith("step") or "iter time (s)" not in text:
+        return None
+    m = _DS_PIPE_RE.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1)), "loss": m.group(3), "step_time_s": m.group(5),
+                           "samples_per_sec": m.group(6)}
+    if m.group(2):
+        out["max_steps"] = int(m.group(2))
+    for key, raw in _DS_PIPE_EXTRA_RE.findall(m.group(4)):
+        out.setdefault(key, raw)
+    if m.group(7):
+        out["eta"] = m.group(7)
+    return out, "deepspeed_pipe"

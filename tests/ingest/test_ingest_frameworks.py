@@ -278,3 +278,15 @@ def test_a_bar_at_count_zero_is_no_step_when_a_loop_sets_its_postfix_before_upda
              "Steps:   2%|▏         | 2/100 [00:09<06:47,  4.16s/it, loss=0.125, lr=1e-6]"]
     recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 0.25), (2, 0.125)]
+
+
+def test_deepspeed_pipeline_engine_step_lines_give_the_step_time():
+    """DeepSpeed's pipeline engine line ('steps: 16 loss: 0.7332 iter time (s): 3.181 samples/sec:
+    0.314') is its own reader: `iter time (s)` is the step time (it was lost), an additional loss
+    stays an extra, a fork's `step: 40 / 100` gives max_steps; DeepSpeed's own report of the step
+    gives no second record."""
+    log = LOGS["deepspeed_pipe"]
+    recs, _ = by_line_parser(log.text())
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert recs[2]["extra"]["moe_loss"] == 0.0125 and recs[3]["max_steps"] == 100
+    assert recs[0]["extra"]["samples_per_sec"] == 0.314
