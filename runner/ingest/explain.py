@@ -35,6 +35,8 @@ _COUNTERS = {
     "mmcv": "(epoch-1) x N + i, or Iter i", "user": "the declared (?P<step>) / step key",
     "espnet": "the batch counter + the epochs before (it restarts)", "sb3_table": "time/total_timesteps",
     "ultralytics": "the bar's count + the epochs before (its description's epoch)",
+    "fastai": "the table's epoch column",
+    "deepspeed_pipe": "steps (the pipeline engine's global_steps)",
 }
 
 

@@ -1139,3 +1139,88 @@ def read_yolo_row(text: str, names: list[str], zero_based: bool) -> Bar | None:
         mapping["loss" if name == "total" else name] = raw
     mapping["epoch"] = idx + n / total
     return Bar(mapping, "ultralytics", n, total, None, False, " ".join(values), base=idx * total)
+
+
+# fastai's results table (fastai 1.x Recorder and 2.x Recorder/ProgressCallback, printed by
+# fastprogress's console ``ConsoleMasterBar.write(line, table=True)``): the first call prints the
+# names, each padded to 8 characters, joined by two spaces (``'  '.join(names)``; fastprogress
+# before 0.2 joined them with nothing); every later call prints the values of one epoch, each padded
+# to its name's width plus two. The names are ``epoch``, ``train_loss``, ``valid_loss``, the
+# metrics (computed on the validation set: ``accuracy``, ``error_rate``, ``perplexity``, ...) and
+# (fastai >= 1.0.46) ``time``; the values are the epoch, ``f"{v:.6f}"`` floats, ``#na#`` for a value
+# not computed, and ``format_time`` (``m:ss`` / ``h:mm:ss``).
+_FASTAI_HEAD_RE = re.compile(r"^epoch\s+train_loss(?:\s+\S+)*\s*$")
+# fastprogress's console bar (``{bar}| {pct:.2f}% [{val}/{total} {elapsed}<{remaining}{comment}]``)
+# drawn after the header with no newline between (a download or the first epoch's bar)
+_FASTPROGRESS_BAR_RE = re.compile(r"\s*[█ ]*\|\s*\d+\.\d\d% \[[^\]]*\]\s*$")
+_FASTAI_TIME_RE = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d\d)$")
+
+
+def read_fastai_header(text: str) -> list[str] | None:
+    """The column names of a fastai results table header, else None."""
+    if not text.startswith("epoch"):
+        return None
+    if "%" in text:
+        text = _FASTPROGRESS_BAR_RE.sub("", text)
+    if _FASTAI_HEAD_RE.match(text) is None:
+        return None
+    names = text.split()
+    if len(names) < 3 or len(set(names)) != len(names):
+        return None
+    return names
+
+
+def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float | None], float | None] | None:
+    """(epoch, value of each other column (None for ``#na#``), the epoch's time in seconds) of
+    a row under that header, else None."""
+    cells = text.split()
+    if len(cells) != len(names) or not cells[0].isdigit() or len(cells[0]) > 9:
+        return None
+    values: dict[str, float | None] = {}
+    seconds = None
+    for name, cell in zip(names[1:], cells[1:]):
+        if name == "time":
+            m = _FASTAI_TIME_RE.match(cell)
+            if m is None:
+                return None
+            seconds = float(int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + int(m.group(3)))
+            continue
+        if cell == "#na#":
+            values[name] = None
+            continue
+        num = parse_number(cell)
+        if num is None:
+            return None
+        values[name] = num
+    return int(cells[0]), values, seconds
+
+
+# DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py, train_batch, every
+# steps_per_print): f'steps: {self.global_steps} loss: {self.agg_train_loss:0.4f} ' then, in newer
+# releases, f'{loss_name}: {loss_value.item():0.4f} ' per additional loss, then
+# f'iter time (s): {iter_time:0.3f} samples/sec: {tput:0.3f}'; forks print
+# f'step: {self.global_steps:>5} / {self.total_steps:>5} ' and add f'eta: {eta} ' (GPT-NeoX-style,
+# diffusion-pipe). iter_time is the mean seconds per step since the last print.
+_DS_PIPE_RE = re.compile(
+    r"^steps?: *(\d+)(?: */ *(\d+))? +loss: (" + _NUM + r") +((?:[\w./-]+: (?:" + _NUM + r") +)*)"
+    r"iter time \(s\): (" + _NUM + r") +samples/sec: (" + _NUM + r")(?: +eta: (\S+))?\s*$")
+_DS_PIPE_EXTRA_RE = re.compile(r"([\w./-]+): (" + _NUM + r")")
+
+
+def read_ds_pipe(text: str) -> tuple[dict, str] | None:
+    """DeepSpeed's pipeline-engine step line (``steps: 16 loss: 0.7332 iter time (s): 3.181
+    samples/sec: 0.314``): the step, its loss, the seconds per step, the samples per second."""
+    if not text.startswith("step") or "iter time (s)" not in text:
+        return None
+    m = _DS_PIPE_RE.match(text)
+    if m is None:
+        return None
+    out: dict[str, Any] = {"step": int(m.group(1)), "loss": m.group(3), "step_time_s": m.group(5),
+                           "samples_per_sec": m.group(6)}
+    if m.group(2):
+        out["max_steps"] = int(m.group(2))
+    for key, raw in _DS_PIPE_EXTRA_RE.findall(m.group(4)):
+        out.setdefault(key, raw)
+    if m.group(7):
+        out["eta"] = m.group(7)
+    return out, "deepspeed_pipe"

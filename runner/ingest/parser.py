@@ -40,7 +40,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
-    formats.read_tf_trainer, formats.read_clearervoice,
+    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -138,6 +138,7 @@ class LogParser:
         self._block: shape.Block | None = None   # a step header and the indented lines after it
         self._block_rank: int | None = None
         self._block_header_line = 0              # ... the header's line number
+        self._block_tabbed = False                # ... the header was "Name:<TAB>N" (its lines may be unindented)
         # The line number each record of the last call came from, in order (``origins``): the
         # line it was read from, which is not the line that released it for a progress bar's
         # last count, a step block or a dict cut by a newline.
@@ -168,6 +169,7 @@ class LogParser:
         self._swift_period: float | None = None  # the step time given to that dict
         self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
+        self._fastai: list[str] | None = None   # the columns of a fastai results table's header
 
     # ------------------------------------------------------------------ public API
 
@@ -301,6 +303,10 @@ class LogParser:
                 self.stats.ignored_lines += 1
                 self.reason = "a table header (ultralytics)"
                 return []
+        if text[:5] == "epoch" or self._fastai is not None and text[:1].isdigit():
+            got_fastai = self._fastai_line(text, rank)
+            if got_fastai is not None:
+                return got_fastai
         if self._table is not None or text[:10] == "----------":
             got_table = self._table_line(text, rank)
             if got_table is not None:
@@ -388,6 +394,7 @@ class LogParser:
             return self._eval_line(got, rank)
         elif isinstance(got, shape.Header):
             self._block, self._block_rank, self._block_header_line = shape.Block(got), rank, self.stats.lines
+            self._block_tabbed = "\t" in text
             return []
         elif isinstance(got, shape.Summary):
             return self._epoch_summary(got, rank, text)
@@ -404,8 +411,11 @@ class LogParser:
         neither, the line is left out (counted)."""
         epoch = got.epoch
         if (epoch is not None and epoch == int(epoch) and "loss" in got.values
-                and (self._last_step is None or self.shapes.epoch_shape == got.shape)):
-            train, evals = split_eval({"step": int(epoch), "epoch": epoch, **got.values})
+                and (self._last_step is None or shape.same_epoch_lines(self.shapes.epoch_shape, got.shape))):
+            head: dict[str, Any] = {"step": int(epoch), "epoch": epoch}
+            if got.epochs:
+                head["max_steps"] = got.epochs   # the steps are the epochs: their total is the run's
+            train, evals = split_eval({**head, **got.values})
             rec = record_from_mapping(train, shape.SRC)
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
@@ -433,7 +443,10 @@ class LogParser:
         """A line inside a step block (indented, its named numbers and no counter of its own):
         its values join the block's record."""
         assert self._block is not None
-        if seg[:1] not in (b" ", b"\t") or self._block.lines >= 64:
+        # indented, or (after a tab-aligned header, "Iteration: <TAB> 0") a line of the same
+        # "Name: <TAB> value" layout: deeprm's and other RL loops' per-iteration report
+        tabbed = self._block_tabbed and seg[:1].isalpha() and b"\t" in seg
+        if seg[:1] not in (b" ", b"\t") and not tabbed or self._block.lines >= 64:
             return False
         text = decode_line(seg)
         if text[:1] == "{":
@@ -465,6 +478,7 @@ class LogParser:
 
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
+        self._block_tabbed = False
         if block is None:
             return []
         if not block.values:
@@ -597,6 +611,36 @@ class LogParser:
         self.stats.ignored_lines += 1
         self.reason = "a table's row (read with the table)"
         return []
+
+    def _fastai_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """fastai's results table (``formats.read_fastai_header`` / ``read_fastai_row``): the header
+        names the columns; a row is its epoch's training loss (a record at the printed epoch) and
+        the validation loss and metrics fastai computes on the validation set (an evaluation at
+        that epoch). None: not a line of the table (read as usual)."""
+        head = formats.read_fastai_header(text)
+        if head is not None:
+            self._fastai = head
+            self.stats.ignored_lines += 1
+            self.reason = "a table header (fastai)"
+            return []
+        if self._fastai is None:
+            return None
+        got = formats.read_fastai_row(text, self._fastai)
+        if got is None:
+            return None
+        epoch, values, seconds = got
+        train: dict[str, Any] = {"step": epoch, "epoch": epoch}
+        loss = values.pop("train_loss", None)
+        if loss is not None:
+            train["loss"] = loss
+        if seconds is not None:
+            train["epoch_time_s"] = seconds
+        valid = {k: v for k, v in values.items() if v is not None}
+        events = self._from_reader((train, "fastai"), rank) or []
+        if valid:
+            events += self._eval_line(EvalLine(valid, epoch, "fastai", split="valid",
+                                               loss=valid.get("valid_loss")), rank)
+        return events
 
     def _espnet_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """ESPnet2's ``{epoch}epoch:train:{start}-{end}batch: ...`` (``formats.read_espnet``): the

@@ -254,7 +254,15 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
         return "grad_norm", _ident
     if low.split()[-1] == "lr":
         return "lr", _ident   # "model LR"
+    m = _TRAIN_PREFIX_RE.match(low)
+    if m is not None and low[m.end():]:
+        # a training split's name for a field: flax's clu writer "train_learning_rate",
+        # "train_grad_norm" (the example's f"train_{k}" keys)
+        return field_of(low[m.end():])
     return None
+
+
+_TRAIN_PREFIX_RE = re.compile(r"^train(?:ing)?[_ ]")
 
 
 # Memory printed without a unit: bytes above this, MiB above _MIB_OVER (no GPU holds 256 GiB).

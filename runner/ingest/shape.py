@@ -50,7 +50,8 @@ SRC = "learned"
 _SEP = r"[\s|:,\-]*"
 _PREFIX_RES = tuple(re.compile(p) for p in (
     # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
-    r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
+    # (a logging datefmt with "%f", which time.strftime leaves as is: "2020-10-26 13:24:36.%f")
+    r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,](?:\d+|%f))?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
     # 01/02 03:04:05 (detectron2, mmengine's short form), 01-02 03:04:05
     r"^\[?\d\d[-/]\d\d[ -]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?" + _SEP,
     # 10/17/2025 16:31:56, 10/04/19 14:41:25, [13/12/22 11:13:56]
@@ -64,8 +65,8 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # a level with its logger name: [INFO], INFO:root:, [INFO|trainer.py:2134], INFO - name -
     r"^\[?\s*(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|NOTICE)(?:[|:][\w./-]*(?::\d+)?)*\]?"
     r"(?:\s*[-|]\s*[\w.]+\s*[-|])?" + _SEP,
-    # [file.py:123:func] / file.py:123
-    r"^\[?[\w./-]+\.py:\d+(?::\w+)?\]?" + _SEP,
+    # [file.py:123:func] / file.py:123 / file.py:123[pid] (a format with "%(lineno)d[%(process)d]")
+    r"^\[?[\w./-]+\.py:\d+(?::\w+)?(?:\[\d+\])?\]?" + _SEP,
     # DeepSpeed's log_dist "[Rank 0] ", "rank0: ", "[rank 3]"
     r"^\[?[Rr]ank\s?\d+\]?:?\s+",
     # host:rank  (node01:3: ), a host:rank or module:line column (intern-studio-1:0  olmo.train:908  )
@@ -274,6 +275,7 @@ class ShapeState:
     last_epoch: float | None = None
     top: int = 0
     last: tuple | None = None
+    closed_epoch: float | None = None   # the header epoch whose final progbar line was read (Keras)
 
 
 @dataclass
@@ -307,6 +309,7 @@ class Summary:
     values: dict
     epoch: float | None
     shape: str
+    epochs: int | None = None       # the epochs' total printed beside it ("Epoch:[844/1500]")
 
 
 @dataclass
@@ -370,6 +373,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     lead = _LEAD_RE.match(body)
     if word not in _EVAL_WORDS and lead:
         word = next((w for w in re.findall(r"[A-Za-z]+", lead.group(0).lower()) if w in _EVAL_WORDS), word)
+    if word not in _EVAL_WORDS and "%|" in body:
+        # a tqdm bar whose description names an evaluation ("Epoch 1/50 [Validating]: 100%|...")
+        word = next((w for w in re.findall(r"[A-Za-z]+", body.split("%|", 1)[0].lower()) if w in _EVAL_WORDS), word)
     values: dict[str, Any] = {}
     for name, t in named:
         _put(values, name, t)
@@ -405,12 +411,16 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
         return _eval_line(word, named, toks, counter, counter_how)
     if counter is None:
-        return Summary(dict(values), epoch, shape)
+        return Summary(dict(values), epoch, shape, epoch_tok.tot if epoch_tok is not None else None)
     key = _counter_key(shape, toks, counter)
     if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
     st = state.shapes.setdefault(key, ShapeState())
     n = int(_num(counter.raw) or 0)
+    if epoch_tok is None and epoch is not None:
+        got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)
+        if got_header is not None:
+            return got_header
     step = epoch_counter_step(st, n, epoch, counter.tot)
     if st.offset:
         counter_how += " + epochs"
@@ -470,6 +480,46 @@ def epoch_counter_step(st: ShapeState, n: int, epoch: float | None, total: int |
     return st.offset + n
 
 
+# Keras' progress bar: ProgbarLogger prints f"Epoch {epoch + 1}/{self.epochs}" (1-based), then a
+# Progbar whose target is the epoch's steps (Keras 1: its samples); a finished bar's line has no
+# "ETA" (Progbar.update with current == target prints the time taken; TF 2.x prints an
+# "ETA: 0s" line at the last batch before the validation and then the final one). A bar of the
+# same shape after the epoch's final line with no new "Epoch" line is model.evaluate()'s.
+_ETA_RE = re.compile(r"\bETA:")
+
+
+def header_epoch_line(st: ShapeState, n: int, epoch: float, total: int | None, body: str,
+                      named: list[tuple[str, Token]]) -> "EvalLine | Skip | None":
+    """A counter line under an ``Epoch E/M`` header line (Keras' layout): an evaluation when the
+    header's epoch already had its final line, a skip for the ``ETA`` line of a finished count
+    (its final line follows), else None (a training line; its global step counts the epochs
+    before the first header seen, ``(E - 1) x total``, when that is where the log starts).
+    Updates ``st``."""
+    if st.closed_epoch is not None and st.closed_epoch == epoch:
+        vals = {name: num for name, t in named if (num := _num(t.raw)) is not None}
+        if not vals:
+            return None
+        return EvalLine(vals, None, SRC, split="eval", loss=vals.get("loss"))
+    finished = total is not None and n == total
+    if finished and _ETA_RE.search(body):
+        return Skip("a finished progress bar's ETA line (its final line follows)", "")
+    if st.last_epoch is None and total and epoch >= 1 and (st.last_counter is None or n <= st.last_counter):
+        # the first epoch header of this counter: the epochs before it (Keras counts from 1)
+        st.offset = max(st.offset, int(epoch - 1) * total)
+        st.top = 0
+        st.last_counter = None
+    if finished:
+        st.closed_epoch = epoch
+    return None
+
+
+def same_epoch_lines(epoch_shape: str | None, shape: str) -> bool:
+    """A line of the shape whose epochs are the steps (an epoch-only log), or of that shape with
+    fields added after it on some epochs (``Epoch 10 loss 12.3 | train 2.1s | Acc 9.3% | infer 4.4s``
+    among ``Epoch 09 loss 16.0 | train 2.1s``)."""
+    return epoch_shape is not None and (shape.startswith(epoch_shape) or epoch_shape.startswith(shape))
+
+
 def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:
     """The state of a counter is the line's shape up to the counter (lines that differ only in
     their optional fields after it share one count)."""
@@ -498,7 +548,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
         if split is None and ek is not None:
             split = ek[0].lower()
         if loss is None and ((ek is not None and ek[1].lower() in ("loss", "lm loss")) or
-                             (ek is None and split is not None and _norm(name) == "loss")):
+                             (split is not None and _eval_loss_name(name))):
             loss = num
     for t in toks:
         if t.avg_of is not None and _norm(t.avg_of) != word:
@@ -511,6 +561,17 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
     if split in ("testing",):
         split = "test"
     return EvalLine(vals, step, SRC, split=split or "eval", loss=loss)
+
+
+# words around "loss" in an evaluation's loss name: PyTorch's mnist example prints
+# 'Test set: Average loss: {:.4f}, Accuracy: ...', flair 'TEST : loss {}', 'DEV  : loss {}'
+_EVAL_LOSS_WORDS = _EVAL_WORDS | {"set", "average", "avg", "mean", "total", "subset", "data"}
+
+
+def _eval_loss_name(name: str) -> bool:
+    """An evaluation line's name for its loss: ``loss`` with only split words before it."""
+    words = re.findall(r"[a-z]+", _norm(name))
+    return bool(words) and words[-1] == "loss" and all(w in _EVAL_LOSS_WORDS for w in words[:-1])
 
 
 # "11.5K", "85.8G": a human-readable count (memory keeps M/G as MiB/GiB)

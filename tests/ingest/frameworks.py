@@ -672,6 +672,45 @@ def ultralytics() -> Log:
     return Log("ultralytics", lines, steps, [], src="ultralytics", extra={"mem_gib": 6.73})
 
 
+def fastai_table() -> Log:
+    """fastai's results table: Recorder's names ['epoch', 'train_loss', 'valid_loss', *metrics,
+    'time'] and each epoch's values (fastai 2.x ``ProgressCallback.after_epoch`` ->
+    ``Recorder.log``: the epoch, ``f'{v:.6f}'`` floats, ``#na#`` for a value not computed,
+    ``format_time``), printed by fastprogress's ConsoleMasterBar.write(line, table=True):
+    ``names = [name + ' ' * (8-len(name)) if len(name) < 8 else name for name in line]``,
+    ``'  '.join(names)``, then ``text += t + ' ' * (2 + len(name)-len(t))`` per value; the
+    training progress bars between rows are redrawn with carriage returns."""
+    names = ["epoch", "train_loss", "valid_loss", "error_rate", "time"]
+    padded = [n + " " * (8 - len(n)) if len(n) < 8 else n for n in names]
+    lines = ["  ".join(padded)]
+    steps, evals = [], []
+    for epoch in range(3):
+        train, valid = 0.9 - epoch / 10, (0.7 - epoch / 20 if epoch < 2 else None)
+        row = [str(epoch), f"{train:.6f}", "#na#" if valid is None else f"{valid:.6f}",
+               "#na#" if valid is None else f"{0.2 - epoch / 100:.6f}", f"00:{12 + epoch:02d}"]
+        lines.append("".join(t + " " * (2 + len(n) - len(t)) for t, n in zip(row, padded)))
+        steps.append((epoch, round(train, 6)))
+        if valid is not None:
+            evals.append((epoch, round(valid, 6)))
+    return Log("fastai", lines, steps, evals, src="fastai", extra={"epoch": 0.0})
+
+
+def deepspeed_pipe() -> Log:
+    """DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py train_batch):
+    print(f'steps: {self.global_steps} loss: {self.agg_train_loss:0.4f} iter time (s): {iter_time:0.3f}
+    samples/sec: {tput:0.3f}'), newer releases with f'{loss_name}: {loss_value.item():0.4f} ' per
+    additional loss before 'iter time', a fork's f'step: {self.global_steps:>5} / {self.total_steps:>5} '
+    with f'eta: {eta} ' after; beside DeepSpeed's own step report (log_dist), which the step line drops."""
+    lines = []
+    for s in (10, 20):
+        lines.append(f"[2026-01-02 03:04:05,120] [INFO] [logging.py:96:log_dist] [Rank 0] step={s}, skipped=0, lr=[1e-06], mom=[0.0]")
+        lines.append(f"steps: {s} loss: {2.5 - s / 100:0.4f} iter time (s): {3.181:0.3f} samples/sec: {0.314:0.3f}")
+    lines.append(f"steps: 30 loss: {2.2:0.4f} moe_loss: {0.0125:0.4f} iter time (s): {3.1:0.3f} samples/sec: {0.322:0.3f}")
+    lines.append(f"step: {40:>5} / {100:>5} loss: {2.1:0.4f} iter time (s): {3.0:0.3f} samples/sec: {0.333:0.3f} eta: 0:03:00 ")
+    steps = [(10, 2.4), (20, 2.3), (30, 2.2), (40, 2.1)]
+    return Log("deepspeed_pipe", lines, steps, [], src="deepspeed_pipe", extra={"step_time_s": [3.181, 3.181, 3.1, 3.0]})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe)

@@ -256,3 +256,59 @@ def test_a_lightning_bar_seen_first_at_count_zero_is_still_update_then_postfix()
     epoch1 = "\r" + line[line.index("Epoch 1:"):]
     recs, _ = by_line_parser((epoch1 + "\n").encode())
     assert [(r["step"], r["loss"]) for r in recs if r["step"] > 0] == [(1, 0.6), (2, 0.5), (3, 0.4)]
+
+
+def test_fastai_table_rows_are_epochs_with_their_validation_as_an_evaluation():
+    """A row under fastai's `epoch  train_loss  valid_loss  <metrics>  time` header is its epoch's
+    training loss (a record at the printed epoch, the epoch's time an extra) and the validation
+    loss with the metrics fastai computes on the validation set (an evaluation there); `#na#` is
+    no value. Before, every row of the table was lost."""
+    log = LOGS["fastai"]
+    recs, marks = by_line_parser(log.text())
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(0, 0.9, 0.0), (1, 0.8, 1.0), (2, 0.7, 2.0)]
+    assert recs[0]["extra"]["epoch_time_s"] == 12.0 and "error_rate" not in recs[0]["extra"]
+    evs = [m for m in marks if m["kind"] == "eval"]
+    assert [(m["step"], m["loss"], m["values"]["error_rate"]) for m in evs] == [(0, 0.7, 0.2), (1, 0.65, 0.19)]
+    # fastprogress before 0.2 joined the padded names with nothing (rows still split on spaces),
+    # fastai 1.x counted epochs from 1 and printed no time column
+    old = "epoch   train_loss  valid_loss  accuracy\n1       3.211025    3.328014    0.396197\n" \
+          "2       3.119410    3.286294    0.395946\nTotal time: 11:52\n"
+    recs, marks = by_line_parser(old.encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 3.211025), (2, 3.11941)]
+    assert evals_of(marks) == [(1, 3.328014), (2, 3.286294)]
+    # fastprogress's console bar drawn right after the header (no newline between them)
+    glued = "epoch     train_loss  valid_loss  accuracy  time    ██████████| 100.00% [105070592/105067061 00:03<00:00]\n" \
+            "0         0.466363    0.403699    0.818920  03:24\n"
+    recs, marks = by_line_parser(glued.encode())
+    assert [(r["step"], r["loss"], r["extra"]["epoch_time_s"]) for r in recs] == [(0, 0.466363, 204.0)]
+    assert evals_of(marks) == [(0, 0.403699)]
+    # a row of another width, or a number line with no header before it, is not a row
+    recs, _ = by_line_parser(b"1         0.5    0.4    0.3    00:01\n")
+    assert recs == []
+
+
+def test_a_bar_at_count_zero_is_no_step_when_a_loop_sets_its_postfix_before_update():
+    """diffusers' train_dreambooth (2022-23) set the bar's postfix before `progress_bar.update(1)`:
+    tqdm draws 'Steps:   0%|          | 0/100 [00:09<?, ?it/s, loss=0.25, lr=1e-6]' (the first
+    step's values before its count), then the same values at 1/100, then the second step's values
+    still at 1/100. A count of 0 finished no step, and a count's first redraw holds its step (there
+    was a record at step 0, and each step got the next one's loss)."""
+    lines = ["Steps:   0%|          | 0/100 [00:00<?, ?it/s]",
+             "Steps:   0%|          | 0/100 [00:09<?, ?it/s, loss=0.25, lr=1e-6]",
+             "Steps:   1%|          | 1/100 [00:09<16:00,  9.70s/it, loss=0.25, lr=1e-6]",
+             "Steps:   1%|          | 1/100 [00:09<16:00,  9.70s/it, loss=0.125, lr=1e-6]",
+             "Steps:   2%|▏         | 2/100 [00:09<06:47,  4.16s/it, loss=0.125, lr=1e-6]"]
+    recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 0.25), (2, 0.125)]
+
+
+def test_deepspeed_pipeline_engine_step_lines_give_the_step_time():
+    """DeepSpeed's pipeline engine line ('steps: 16 loss: 0.7332 iter time (s): 3.181 samples/sec:
+    0.314') is its own reader: `iter time (s)` is the step time (it was lost), an additional loss
+    stays an extra, a fork's `step: 40 / 100` gives max_steps; DeepSpeed's own report of the step
+    gives no second record."""
+    log = LOGS["deepspeed_pipe"]
+    recs, _ = by_line_parser(log.text())
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert recs[2]["extra"]["moe_loss"] == 0.0125 and recs[3]["max_steps"] == 100
+    assert recs[0]["extra"]["samples_per_sec"] == 0.314

@@ -221,3 +221,112 @@ def test_a_cpp_programs_warning_with_an_address_and_port_is_never_a_step():
     assert parsed(LogParser(), glog_warn)[0] == []
     f1 = b"".join(b"Iteration %d: train_f1 0.%d\n" % (i, 50 + i) for i in range(1, 4))
     assert [r["extra"].get("train_f1") for r in parsed(LogParser(), f1)[0]] == [0.51, 0.52, 0.53]
+
+
+def _keras(epochs: list[int | None], total: int, losses: list[float], evaluate: float | None = None,
+           eta_first: bool = False) -> bytes:
+    """Keras' fit output: ProgbarLogger's f"Epoch {epoch + 1}/{self.epochs}" before each epoch's
+    Progbar (Keras 3's `━` bar, f"{seconds}s {ms}ms/step - loss: {v:.4f}"), the epoch a paste
+    starts at (None: the paste cut its header), TF 2.x's "ETA: 0s" line at the last batch
+    before the final one, and model.evaluate()'s bar after the last epoch (no header)."""
+    lines = []
+    for ep, loss in zip(epochs, losses):
+        if ep is not None:
+            lines.append(f"Epoch {ep}/10")
+        if eta_first:
+            lines.append(f"{total}/{total} ━━━━━━━━━━━━━━━━━━━━ ETA: 0s - loss: {loss:.4f}")
+        lines.append(f"{total}/{total} ━━━━━━━━━━━━━━━━━━━━ 2s 10ms/step - loss: {loss:.4f} - val_loss: {loss + 1:.4f}")
+    if evaluate is not None:
+        lines.append(f"{total}/{total} ━━━━━━━━━━━━━━━━━━━━ 1s 5ms/step - loss: {evaluate:.4f}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_keras_epochs_count_from_the_printed_epoch_and_evaluate_is_an_evaluation():
+    """Keras numbers its epochs from 1, so a paste that starts at `Epoch 3/10` (or whose first
+    header was cut) is counted from the epochs before it, not from 0 (the second epoch once got the
+    first one's step); model.evaluate()'s bar after the last epoch is an evaluation at the last
+    step, not a training record; TF 2.x's `ETA: 0s` line of a finished count gives no record of
+    its own (its final line does, with the validation beside it)."""
+    recs, marks = parsed(LogParser(), _keras([3, 4], 8, [1.5, 1.25], evaluate=0.75))
+    assert [(r["step"], r["loss"]) for r in recs] == [(24, 1.5), (32, 1.25)]
+    evs = [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"]
+    assert evs == [(24, 2.5), (32, 2.25), (32, 0.75)]
+    recs, _ = parsed(LogParser(), _keras([None, 2, 3], 8, [1.5, 1.25, 1.0]))
+    assert [(r["step"], r["loss"]) for r in recs] == [(8, 1.5), (16, 1.25), (24, 1.0)]
+    recs, marks = parsed(LogParser(), _keras([2], 2, [105.5], eta_first=True))
+    assert [(r["step"], r["loss"]) for r in recs] == [(4, 105.5)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(4, 106.5)]
+
+
+def _lines(*lines: str) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_pytorch_mnist_example_test_set_loss_is_the_evaluation_loss_behind_a_pid_prefix():
+    """pytorch/examples mnist: 'Train Epoch: {} [{}/{} ({:.0f}%)]\\tLoss: {:.6f}' and
+    '\\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\\n'; here behind a logging
+    format '%(asctime)s %(filename)s:%(lineno)d[%(process)d] %(levelname)s' whose datefmt has a
+    '%f' time.strftime leaves as is. The test loss was lost (and the pid read as a step)."""
+    head = " 2020-10-26 13:24:36.%f train.py:215[27649] INFO "
+    recs, marks = parsed(LogParser(), _lines(
+        head + "Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.282550",
+        head + "Train Epoch: 1 [640/60000 (1%)]\tLoss: 1.384441",
+        "", head + "Test set: Average loss: 0.0468, Accuracy: 9842/10000 (98%)", "",
+        head + "Train Epoch: 2 [0/60000 (0%)]\tLoss: 0.098867"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 2.28255), (640, 1.384441), (60000, 0.098867)]
+    assert [(m["step"], m["split"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(640, "test", 0.0468)]
+
+
+def test_flair_test_line_loss_and_a_validating_bar_are_evaluations():
+    """flair's ModelTrainer prints 'DEV  : loss {}' and 'TEST : loss {}' (one space): both are
+    the evaluation's loss; a tqdm bar whose description names an evaluation ('Epoch 1/50
+    [Validating]: 100%|...| 18/18') is the evaluation's progress, never a training step."""
+    recs, marks = parsed(LogParser(), _lines(
+        "2019-02-19 18:37:11,947 epoch 1 - iter 240/249 - loss 0.03491753",
+        "2019-02-19 18:37:12,571 DEV  : loss 0.03877527 - f-score 0.5586 - acc 0.5586",
+        "2019-02-19 18:37:13,162 TEST : loss 0.04066545 - f-score 0.5521 - acc 0.5521"))
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(240, 0.03877527), (240, 0.04066545)]
+    recs, marks = parsed(LogParser(), _lines(*[
+        line for e in (1, 2) for line in (
+            f"Epoch {e}/50 [FT]: 100%|##########| 157/157 [02:45<00:00,  1.06s/it, loss=0.{9 - e}]",
+            f"Epoch {e}/50 [Validating]: 100%|##########| 18/18 [00:10<00:00,  1.69it/s]",
+            f"Epoch {e}/50 - Train Loss: 0.{9 - e}, Validation Loss: 1.{e}")]))
+    assert [(r["step"], r["loss"]) for r in recs] == [(157, 0.8), (314, 0.7)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(157, 1.1), (314, 1.2)]
+
+
+def test_epoch_lines_with_fields_added_on_some_epochs_and_their_total():
+    """An epoch-only log whose every tenth line adds a test accuracy ('Epoch 10 loss 12.3880 |
+    train 2.1s | Acc 9.32% | infer 4.4s') keeps that epoch (it was a summary mark, its record
+    lost); 'Training Epoch:[844/1500]' gives the run's total epochs as max_steps."""
+    recs, _ = parsed(LogParser(), _lines(
+        "Epoch 09 loss 16.0487 | train 2.1s", "Epoch 10 loss 12.3880 | train 2.1s | Acc 9.32% | infer 4.4s",
+        "Epoch 11 loss 10.1725 | train 2.1s"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(9, 16.0487), (10, 12.388), (11, 10.1725)]
+    recs, _ = parsed(LogParser(), _lines(
+        "2023-06-24 05:36:13,516 - CLTR - INFO - Training Epoch:[844/1500]\t loss=10.32482\t lr=0.000100"))
+    assert [(r["step"], r["max_steps"], r["lr"]) for r in recs] == [(844, 1500, 1e-4)]
+
+
+def test_a_train_prefixed_field_name_is_that_field():
+    """flax examples write f"train_{k}" metrics through clu's writer ('[1000] steps_per_second=1.76,
+    train_accuracy=0.0067, train_learning_rate=0.97, train_loss=6.53'): the learning rate is the lr."""
+    recs, _ = parsed(LogParser(), _lines(
+        "I1002 21:43:51.424899 140400640460352 logging_writer.py:35] [1000] steps_per_second=1.760847, "
+        "train_accuracy=0.006696777418255806, train_learning_rate=0.9738461971282959, train_loss=6.525280952453613"))
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(1000, 6.525280952453613, 0.9738461971282959)]
+
+
+def test_a_tab_aligned_iteration_report_is_one_record():
+    """deeprm (pg_re.py) prints each iteration's report as tab-aligned lines: 'Iteration: \\t 0',
+    'NumTrajs: \\t 200', 'Loss:     \\t 0.1269', 'MeanRew: \\t -257.4 +- 63.2', then dashes. The
+    lines after the step header join its record though they are not indented (they were lost)."""
+    report = lambda i, loss: [f"Iteration: \t {i}", "NumTrajs: \t 200", f"Loss:     \t {loss}",  # noqa: E731
+                              "MeanRew: \t -257.43755677655673 +- 63.18571158682983", "MeanEntropy \t 2.397886",
+                              "Elapsed time\t 106.06723022460938 seconds", "-----------------"]
+    recs, _ = parsed(LogParser(), _lines(*report(0, 0.125), *report(1, 0.25)))
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 0.125), (1, 0.25)]
+    assert recs[0]["extra"]["NumTrajs"] == 200
+    # an unindented line after a header without tabs still ends the block
+    recs, _ = parsed(LogParser(), _lines("Step 300:", "loss 0.5", "Step 301:", "  loss 0.25"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(301, 0.25)]
