@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Key
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from moeconsole.console import alerts as alerts_mod
@@ -34,6 +34,7 @@ from moeconsole.console.runwatch import Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
 from moeconsole.console.widgets.charts import ChartRow
 from moeconsole.console.widgets.gpu_panel import GpuPanel, host_words
+from moeconsole.console.widgets.keybar import KeyBar
 from moeconsole.console.widgets.lines import LinesView
 from moeconsole.console.widgets.panes import AlertBar, EventPane, LogTail, shown_blockers
 from moeconsole.console.screens.messages import AlertNews, ToggleBell
@@ -159,7 +160,7 @@ class RunScreen(Screen):
         shows them when the screen publishes them; the first publication was before it)."""
         if not self.is_attached:   # the app closed right after its first frame
             return
-        await self.mount(Footer())
+        await self.mount(KeyBar())   # one widget (Textual's Footer: a widget per key, 1.4 MiB)
         self.refresh_bindings()
 
     def covered(self) -> bool:
