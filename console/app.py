@@ -58,6 +58,8 @@ class MoeConsole(App[int]):
                  line_format: Any = None) -> None:
         """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``);
         ``line_format``: its declared line format (``attach PATH --log-format``)."""
+        from moeconsole.console.lean import known_key_characters
+        known_key_characters()   # the binding chain's key characters without Unicode's name tables
         super().__init__()
         self.first_path = open_path
         self.line_format = line_format

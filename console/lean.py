@@ -56,3 +56,38 @@ def import_ui(module: str) -> ModuleType:
     finally:
         if sys.modules.get("ssl", 0) is None:
             del sys.modules["ssl"]
+
+
+# What Textual's ``key_to_character`` (textual/keys.py:312) answers for the named keys the
+# console binds (console/keys.py) and the widgets on its screens bind (tab, enter, the arrows).
+# Textual asks it for every key of the binding chain whenever the screen's bindings are read
+# (``Screen._binding_chain``: the key footer, each key press), and for a name of more than one
+# character it asks ``unicodedata.lookup``, whose name tables then stay resident: 0.7 MiB of the
+# attached console (a miss, "enter" or "minus", searches them). The same answers, from a table:
+# tests/console/test_console_lean.py checks each against Textual's own function.
+KEY_CHARACTERS: dict[str, str | None] = {
+    "backspace": "\x08", "comma": ",", "delete": "\x7f", "down": None, "end": None, "enter": None,
+    "equals_sign": "=", "escape": "\x1b", "full_stop": ".", "greater_than_sign": ">", "home": None,
+    "insert": None, "left": None, "less_than_sign": "<", "minus": None, "pagedown": None, "pageup": None,
+    "plus": None, "question_mark": "?", "right": None, "slash": None, "space": " ", "tab": "\t", "up": None,
+}
+
+
+def known_key_characters() -> bool:
+    """Let Textual's binding chain read the characters of the keys in ``KEY_CHARACTERS`` from
+    the table (any other key: Textual's own answer). Idempotent; False if this Textual has no
+    ``key_to_character`` where the binding chain reads it (nothing changed)."""
+    import textual.screen
+    original = getattr(textual.screen, "key_to_character", None)
+    if original is None:
+        return False
+    if getattr(original, "moeconsole_table", False):
+        return True
+
+    def key_to_character(key: str) -> str | None:
+        if key in KEY_CHARACTERS:
+            return KEY_CHARACTERS[key]
+        return original(key)
+    setattr(key_to_character, "moeconsole_table", True)
+    setattr(textual.screen, "key_to_character", key_to_character)
+    return True

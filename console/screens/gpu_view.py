@@ -23,10 +23,11 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from moeconsole.console import format as fmt
 from moeconsole.console import gpurows, keys
+from moeconsole.console.widgets.keybar import KeyBar
 from moeconsole.console.widgets.lines import LinesView, Pieces
 from moeconsole.console.widgets.gpu_panel import SPARK, host_words
 from moeconsole.runner.core import units
@@ -164,7 +165,7 @@ class GpuScreen(Screen):
         with VerticalScroll(id="gpu-body"):
             yield GpuLines(id="gpu-procs")
             yield Static("", id="gpu-history")
-        yield Footer()
+        yield KeyBar()   # the key footer in one widget (Textual's Footer: a widget per key)
 
     def on_mount(self) -> None:
         self.source.whole_nodes(True)  # each node's rows: the whole agent files from the next poll

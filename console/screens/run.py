@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Key
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from moeconsole.console import alerts as alerts_mod
@@ -34,14 +34,18 @@ from moeconsole.console.runwatch import Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
 from moeconsole.console.widgets.charts import ChartRow
 from moeconsole.console.widgets.gpu_panel import GpuPanel, host_words
+from moeconsole.console.widgets.keybar import KeyBar
 from moeconsole.console.widgets.lines import LinesView
-from moeconsole.console.widgets.panes import AlertBar, BlockerTable, EventPane, LogTail
+from moeconsole.console.widgets.panes import AlertBar, EventPane, LogTail, shown_blockers
 from moeconsole.console.screens.messages import AlertNews, ToggleBell
 from moeconsole.console.widgets.status import StatusLine
 from moeconsole.runner.rundir import alertgroups, rundir
 from moeconsole.runner.rundir.alertgroups import AlertGroup
 from moeconsole.runner.rundir.snapshot import Snapshot
 from moeconsole.runner.supervisor import control
+
+if TYPE_CHECKING:
+    from moeconsole.console.widgets.blockers import BlockerTable
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 
@@ -90,6 +94,7 @@ class RunScreen(Screen):
         # thread would share the interpreter with the first frame's layout and paint)
         self._history_waits = getattr(source, "importing", None) is not None
         self.first_frame_at: float | None = None   # time.monotonic() after the first frame was drawn
+        self.blocker_table: BlockerTable | None = None   # mounted at the first zombie or blocker
         self._painted = threading.Event()   # set with first_frame_at: the poller's full poll waits for it
 
     # ---- layout -------------------------------------------------------------------------
@@ -103,14 +108,13 @@ class RunScreen(Screen):
         with Horizontal(id="lower"):
             with Vertical(id="side"):
                 yield Static("zombies / blockers: none", id="blockers-title")
-                yield BlockerTable(id="blockers")
+                # the blocker table (#blockers) is mounted here at the first zombie or blocker
                 yield EventPane(id="events")
             yield LogTail(id="logtail")
         # the key footer is mounted once the first frame is drawn (``_first_frame_drawn``): its
         # keys' widgets and their style updates were a quarter of the first frame's layout CPU
 
     def on_mount(self) -> None:
-        self.query_one("#blockers").display = False
         self.query_one("#runner-gone").display = False
         self.query_one("#hostline").display = False
         self.query_one(AlertBar).display = False
@@ -156,7 +160,7 @@ class RunScreen(Screen):
         shows them when the screen publishes them; the first publication was before it)."""
         if not self.is_attached:   # the app closed right after its first frame
             return
-        await self.mount(Footer())
+        await self.mount(KeyBar())   # one widget (Textual's Footer: a widget per key, 1.4 MiB)
         self.refresh_bindings()
 
     def covered(self) -> bool:
@@ -216,14 +220,19 @@ class RunScreen(Screen):
         if snap.host is not None:
             hostline.set_lines([[(host_words(snap.host, max(20, self.size.width - 2)), "")]])
         blockers = [b for b in snap.blockers if isinstance(b, dict)]
-        table = self.query_one(BlockerTable)
-        table.show(blockers)
+        real = shown_blockers(blockers)
+        table = self.blocker_table
+        if table is None and real:
+            from moeconsole.console.widgets.blockers import BlockerTable
+            table = self.blocker_table = BlockerTable(blockers, id="blockers")
+            self.query_one("#side").mount(table, before=self.query_one(EventPane))
+        elif table is not None:
+            table.show(blockers)
+            if not real and table.has_focus:
+                self.query_one(EventPane).focus()  # a hidden table must not swallow Enter
+            _show(table, bool(real))
         errors = [b["error"] for b in blockers if b.get("error")]
         title = self.query_one("#blockers-title", Static)
-        real = table.blockers
-        if not real and table.has_focus:
-            self.query_one(EventPane).focus()  # a hidden table must not swallow Enter
-        _show(table, bool(real))
         killable = any(b.get("killable") for b in real)
         _set_text(title, f"zombies / blockers: {len(real)}" + (" (tab to select, z to end)" if killable and live else "")
                   if real else ("zombies / blockers: scan failed: " + errors[0]) if errors
@@ -453,7 +462,7 @@ class RunScreen(Screen):
         self._send(control.Verify())
 
     def action_kill_zombie(self) -> None:
-        blocker = self.query_one(BlockerTable).selected()
+        blocker = self.blocker_table.selected() if self.blocker_table is not None else None
         if blocker is None:
             self.notify("no zombie or blocker process to end", severity="warning")
             return

@@ -1,10 +1,10 @@
-"""Panes of the run screen: the events list (Enter opens an event), the log tail, and the
-zombie/blocker table (a selectable list: ``z`` acts on its cursor row)."""
+"""Panes of the run screen: the events list (Enter opens an event), the log tail, and which
+zombies/blockers are listed (their table is ``widgets/blockers.py``, mounted at the first one)."""
 from __future__ import annotations
 
 from rich.text import Text
 from textual.message import Message
-from textual.widgets import DataTable, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from moeconsole.console import format as fmt
@@ -158,44 +158,9 @@ class LogTail(LinesView):
         self.set_lines([((line, ""),) for line in self.plain_lines])
 
 
-BLOCKER_COLUMNS = ("PID", "WHY", "GPU MiB", "USER", "AGE", "COMMAND")
-
-
-class BlockerTable(DataTable):
-    """Zombies and blockers: foreign GPU processes, orphans of the run, port holders."""
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
-        self.blockers: list[dict] = []
-        self._shown: object = None
-
-    def on_mount(self) -> None:
-        # Text, not str: DataTable reads a str as Rich markup with emoji codes (a command's
-        # "[rank0]" vanished, ":fire:" became an emoji) and loads Rich's emoji table to do it
-        self.add_columns(*(Text(c) for c in BLOCKER_COLUMNS))
-
-    def show(self, blockers) -> None:
-        # The telemetry layer's judgement (moeconsole.runner.telemetry.procs.standing), as --json carries it:
-        # the run's own processes are not listed.
-        rows = [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None and b.get("shown")]
-        # the age as shown is part of what is shown: a leftover alive 67 s never reads "17s"
-        key = tuple((b.get("pid"), b.get("start_time"), b.get("gpu_mem_mib"), tuple(b.get("labels") or ()),
-                     fmt.duration(b.get("age_s"))) for b in rows)
-        if key == self._shown:
-            return
-        self._shown = key
-        keep = self.cursor_row
-        self.blockers = rows
-        self.clear()
-        for b in rows:
-            cells = (str(b["pid"]), ",".join(b.get("labels") or ()) or fmt.NA,
-                     fmt.intc(b.get("gpu_mem_mib")) if b.get("gpu_mem_mib") else fmt.NA,
-                     str(b.get("user") or fmt.NA), fmt.duration(b.get("age_s")), fmt.blocker_cmd(b, 60))
-            self.add_row(*(Text(c) for c in cells))
-        if rows:
-            self.move_cursor(row=min(keep, len(rows) - 1))
-
-    def selected(self) -> dict | None:
-        if not self.blockers:
-            return None
-        return self.blockers[min(max(self.cursor_row, 0), len(self.blockers) - 1)]
+def shown_blockers(blockers) -> list[dict]:
+    """The zombies and blockers the run screen lists: the telemetry layer's judgement
+    (``moeconsole.runner.telemetry.procs.standing``, as --json carries it, ``shown``); the run's
+    own processes are not listed. The screen mounts its table (``widgets/blockers.py``, a
+    DataTable) only once this is not empty."""
+    return [b for b in blockers if isinstance(b, dict) and b.get("pid") is not None and b.get("shown")]

@@ -14,7 +14,7 @@ from moeconsole.console.app import MoeConsole  # noqa: E402
 from moeconsole.console.screens.run import RunScreen  # noqa: E402
 from moeconsole.console.widgets.chart import ChartView  # noqa: E402
 from moeconsole.console.widgets.gpu_panel import GpuPanel  # noqa: E402
-from moeconsole.console.widgets.panes import BlockerTable, EventPane, LogTail  # noqa: E402
+from moeconsole.console.widgets.panes import EventPane, LogTail  # noqa: E402
 from moeconsole.console.widgets.status import StatusLine  # noqa: E402
 from moeconsole.runner.rundir import rundir  # noqa: E402
 from tests.waiting import until_ui  # noqa: E402
@@ -30,18 +30,23 @@ async def probe(base: Path, ref: str) -> dict:
         s = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
                            and app.screen, what="the first snapshot")
         await until_ui(pilot, lambda: s.query_one(StatusLine).plain_lines, what="the first snapshot drawn")
+        await until_ui(pilot, lambda: s.blocker_table is None or s.blocker_table.is_mounted, what="the blocker table")
         loss = s.query_one("#chart-loss", ChartView)
         return {
             "status": s.query_one(StatusLine).plain_lines,
             "events": s.query_one(EventPane).plain_lines,
             "log": s.query_one(LogTail).plain_lines,
             "gpus": s.query_one(GpuPanel).plain_lines,
-            "blockers": [b["pid"] for b in s.query_one(BlockerTable).blockers],
+            # the table is mounted at the first zombie or blocker (none: never mounted)
+            "blockers": [b["pid"] for b in s.blocker_table.blockers] if s.blocker_table is not None else [],
+            "blocker_table_mounted": bool(s.query("#blockers")),
             "loss_rows": loss.text_rows(),
             "loss_size": [loss.content_size.width, loss.content_size.height],
             "now": log_t + 1,
             # the log tail's line parser: a run whose runner names each record's line never needs it
             "parser_loaded": "moeconsole.runner.ingest.parser" in sys.modules,
+            # the blocker table's DataTable: imported with the first zombie or blocker, not before
+            "datatable_loaded": "textual.widgets._data_table" in sys.modules,
         }
 
 

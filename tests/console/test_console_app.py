@@ -140,8 +140,8 @@ def test_z_ends_the_selected_zombie_by_pid_and_start_time(base, make_run, fake_r
         app = app_for(base, run, telemetry=telemetry([judged(p) for p in (ZOMBIE, mine, other)]))
         async with app.run_test(size=(100, 30)) as pilot:
             screen = await attached(pilot)
+            await until_ui(pilot, lambda: screen.blocker_table is not None and screen.blocker_table.row_count == 2)
             table = screen.query_one("#blockers")
-            await until_ui(pilot, lambda: table.row_count == 2)
             table.focus()
             await pilot.press("down")
             await pilot.press("z")
@@ -229,6 +229,7 @@ def test_screen_shows_the_snapshot(base, make_run):
             assert tail[0].split() == ["step", "loss", "grad", "norm", "lr"]
             assert tail[-1].split() == ["60/100", "0.7707", "—", "—"]
             assert len({len(line) for line in tail}) == 1  # right-aligned under the header
+            await until_ui(pilot, lambda: screen.blocker_table is not None and screen.blocker_table.row_count)
             assert "bob" in str(screen.query_one("#blockers").get_row_at(0))
     asyncio.run(go())
 

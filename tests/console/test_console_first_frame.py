@@ -123,15 +123,14 @@ def test_the_key_footer_comes_right_after_the_first_frame(base, make_run, monkey
     """The first frame is the run's data without the key footer (its keys' widgets and their
     style updates were a quarter of that frame's layout); the footer follows at once and shows
     the keys that apply to the run, kill among them for a live run."""
-    from textual.widgets import Footer
-    from textual.widgets._footer import FooterKey
+    from moeconsole.console.widgets.keybar import KeyBar
     run = live_run(base, make_run)
     at_first_frame: list[int] = []
     drawn = RunScreen._first_frame_drawn
 
     def first_frame_drawn(self):   # what the first frame held, when Textual says it is drawn
         if self.first_frame_at is None:
-            at_first_frame.append(len(self.query(Footer)))
+            at_first_frame.append(len(self.query(KeyBar)))
         drawn(self)
     monkeypatch.setattr(RunScreen, "_first_frame_drawn", first_frame_drawn)
 
@@ -142,7 +141,7 @@ def test_the_key_footer_comes_right_after_the_first_frame(base, make_run, monkey
                                     and app.screen, what="the first frame")
             assert at_first_frame == [0], "the footer was laid out in the first frame"
             def shown() -> dict[str, str]:   # the footer's keys as drawn: key -> its label
-                return {str(k.key_display): k.description for k in screen.query(FooterKey) if k.region.area}
+                return {key: label for bar in screen.query(KeyBar) if bar.region.area for key, label, _on in bar.keys}
             keys = await until_ui(pilot, lambda: "k" in shown() and shown(), what="the footer's keys")
             assert keys["k"] == "Kill" and keys["q"] == "Detach"
             assert "step 60/100" in "".join(screen.query_one(StatusLine).plain_lines)

@@ -92,6 +92,7 @@ def test_json_and_ui_agree(base, make_run, nvml_libdir, stranger, tmp_path):
     # zombies: the stranger on GPU 3 is listed by both
     json_blockers = [b["pid"] for b in d["blockers"] if b["shown"]]
     assert stranger.pid in json_blockers and ui["blockers"] == json_blockers
+    assert ui["blocker_table_mounted"] and ui["datatable_loaded"]   # the zombie's table: mounted, drawn
     # the loss chart: the JSON series drawn at the UI's size gives the UI's plot, marker for marker
     width, height = ui["loss_size"]
     drawn = rows_text(render_chart([series_from_pairs(d["series"]["loss"])], width, height,
@@ -139,3 +140,6 @@ def test_json_tail_records_are_what_the_screen_tail_shows(tmp_path, runs_dir):
     assert ui["log"][0].split() == ["step", "loss", "grad", "norm", "lr"]
     assert not any("ce~" in line for line in ui["log"]), ui["log"]
     assert ui["parser_loaded"] is False
+    # no zombie or blocker: the table (a DataTable, ~0.2 MiB) is neither mounted nor imported
+    assert not d["blockers"] or not any(b["shown"] for b in d["blockers"])
+    assert ui["blocker_table_mounted"] is False and ui["datatable_loaded"] is False

@@ -151,3 +151,61 @@ def test_the_footer_shows_its_keys_without_the_unicode_name_tables(base, make_ru
     text = asyncio.run(go())
     assert "b Runs" in text and "l Log" in text and "? Help" in text and "c Charts" in text
     assert [name for name in looked_up if len(name) == 1] == [], looked_up
+
+
+def test_the_key_table_answers_as_textual_does():
+    """Every key of ``lean.KEY_CHARACTERS`` has the character Textual's own function gives it."""
+    from textual.keys import key_to_character
+
+    from moeconsole.console.lean import KEY_CHARACTERS
+    assert {key: key_to_character(key) for key in KEY_CHARACTERS} == KEY_CHARACTERS
+
+
+def test_the_binding_chain_reads_no_unicode_names_on_the_run_screen_or_the_gpu_view(base, make_run, monkeypatch):
+    """The key footer reads the screen's bindings on every change of the keys that apply, and
+    each key press does: Textual then asks for the character of every key of the chain, by
+    ``unicodedata.lookup`` for a named key ("question_mark", "escape", "enter"), and the name
+    tables it reads stay resident (0.7 MiB). With each focusable widget focused in turn, on the
+    run screen and in the GPU view (``g``), no name is looked up; the keys still work (``?``
+    opens the help). Pilot's own simulated presses look names up: they are not checked."""
+    import asyncio
+    import unicodedata
+
+    import textual.keys
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.dialogs import HelpScreen
+    from moeconsole.console.screens.run import RunScreen
+    from tests.waiting import until_ui
+
+    textual.keys.key_to_character.cache_clear()   # Textual keeps each answer: ask afresh
+    looked_up: list[str] = []
+    real_lookup = unicodedata.lookup
+
+    def lookup(name: str) -> str:
+        looked_up.append(name)
+        return real_lookup(name)
+    monkeypatch.setattr(unicodedata, "lookup", lookup)
+    run = make_run(base, status="running", steps=40)
+
+    async def go() -> None:
+        app = MoeConsole(base, run, gpu=False, interval=3600)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot, what="the run")
+            run_screen = app.screen
+            for widget in run_screen.focus_chain:
+                widget.focus()
+                await pilot.pause()
+                assert run_screen.active_bindings
+            assert looked_up == [], looked_up
+            await pilot.press("g")   # (Pilot's simulated press names its key: not what is measured)
+            await until_ui(pilot, lambda: type(app.screen).__name__ == "GpuScreen", what="the GPU view")
+            looked_up.clear()
+            for widget in app.screen.focus_chain:
+                widget.focus()
+                await pilot.pause()
+                assert app.screen.active_bindings
+            assert looked_up == [], looked_up
+            await pilot.press("question_mark")
+            await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+    asyncio.run(go())

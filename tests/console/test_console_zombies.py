@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from moeconsole.console.widgets.panes import BlockerTable
+from moeconsole.console.widgets.blockers import BlockerTable
 from tests.console.test_console_app import attached
 from tests.console.test_console_live import app_for, demo  # noqa: F401  (demo: the live run fixture)
 from tests.waiting import until_ui
@@ -34,8 +34,10 @@ def test_a_zombie_shows_a_live_age_and_its_command(demo, tmp_path):
             app = app_for(base, run)
             async with app.run_test(size=(120, 36)) as pilot:
                 screen = await attached(pilot)
-                table = screen.query_one(BlockerTable)
-                await until_ui(pilot, lambda: any(b["pid"] == zombie.pid for b in table.blockers))
+                # the table is mounted at the first zombie
+                await until_ui(pilot, lambda: screen.blocker_table is not None
+                               and any(b["pid"] == zombie.pid for b in screen.blocker_table.blockers))
+                table = screen.blocker_table
                 first = _cells(table, zombie.pid)
                 # the list does not change; the age still counts up
                 await until_ui(pilot, lambda: _cells(table, zombie.pid)[4] != first[4], timeout=30,
@@ -102,8 +104,8 @@ def test_a_listed_command_shows_as_it_is_never_as_markup(base, make_run):
         app = app_with(base, run, telemetry=telemetry([zombie]))
         async with app.run_test(size=(160, 40)) as pilot:
             screen = await attached(pilot)
+            await until_ui(pilot, lambda: screen.blocker_table is not None and screen.blocker_table.row_count == 1)
             table = screen.query_one(BlockerTable)
-            await until_ui(pilot, lambda: table.blockers and table.row_count == 1)
             await pilot.pause()
             return _cells(table, ZOMBIE["pid"]), table.render_line(0).text, table.render_line(1).text
     cells, header, visible = asyncio.run(go())
