@@ -106,17 +106,28 @@ def _extra_fields(extra: dict) -> list[tuple[str, str, float]]:
 Columns = dict[str, tuple[list[float], list[float]]]   # series name -> (steps, values), being built
 
 
-def _add(cols: Columns, name: str, xs: Sequence[float], ys: Sequence[float]) -> None:
+# Where a series is first met in a batch's rows: (row, place in that row's ``other_fields``).
+# The book makes its series in this order, the order one record at a time (``feed``) makes
+# them, however the rows come (a record without ``epoch`` before ones with it, an extra before
+# the first ``lr``): the chart book's column order and which names pass ``MAX_OTHER``.
+FirstSeen = dict[str, tuple[int, int]]
+
+
+def _add(cols: Columns, first: FirstSeen, at: tuple[int, int], name: str,
+         xs: Sequence[float], ys: Sequence[float]) -> None:
     col = cols.get(name)
     if col is None:
         col = cols[name] = ([], [])
+        first[name] = at
     col[0].extend(xs)
     col[1].extend(ys)
 
 
-def _block_columns(cols: Columns, steps: Sequence[float], block: "OtherBlock", t: Any) -> None:
-    """The other numbers (``other_fields``) of one block of rows (``steps``: its rows' steps)
-    appended to ``cols`` a column at a time. Records (dicts): a batch of a thousand costs a few
+def _block_columns(cols: Columns, first: FirstSeen, row0: int, steps: Sequence[float], block: "OtherBlock",
+                   t: Any) -> None:
+    """The other numbers (``other_fields``) of one block of rows (``steps``: its rows' steps;
+    ``row0``: the batch row it starts at) appended to ``cols`` a column at a time, and where
+    each new series is first met (``first``). Records (dicts): a batch of a thousand costs a few
     comprehensions, not a thousand calls. Template rows (``(a record, {name: each row's
     value}, rows)``): the record says which numbers there are, the columns give them (a number
     missing from the columns is the same in every row). ``t``: the time of a row without its
@@ -126,24 +137,29 @@ def _block_columns(cols: Columns, steps: Sequence[float], block: "OtherBlock", t
         if t is not None and TIME_KEY not in proto:
             proto = {**proto, TIME_KEY: t}
         xs = steps[:n]
-        for name, _, v in other_fields(proto):
+        for place, (name, _, v) in enumerate(other_fields(proto)):
             ys = by_name.get(name)
-            _add(cols, name, xs, [v] * n if ys is None else ys.tolist())
+            _add(cols, first, (row0, place), name, xs, [v] * n if ys is None else ys.tolist())
         return
     recs, t = block, as_float(t)
-    for key in _RECORD_PLACES:
+    for place, key in enumerate(_RECORD_PLACES):
         got = [r.get(key, t) for r in recs] if key == TIME_KEY else [r.get(key) for r in recs]
         if got and set(map(type, got)) == {float}:   # one C pass: the usual column, every value a float
-            _add(cols, key, steps[:len(got)], cast("list[float]", got))
+            _add(cols, first, (row0, place), key, steps[:len(got)], cast("list[float]", got))
             continue
-        pairs = [(s, v) for s, v in ((s, as_float(v)) for s, v in zip(steps, got) if v is not None) if v is not None]
-        if pairs:
-            _add(cols, key, [s for s, _ in pairs], [v for _, v in pairs])
-    for step, rec in zip(steps, recs):
+        found = [(i, s, v) for i, s, v in ((i, s, as_float(v)) for i, (s, v) in enumerate(zip(steps, got))
+                                           if v is not None) if v is not None]
+        if found:
+            _add(cols, first, (row0 + found[0][0], place), key, [s for _, s, _ in found], [v for _, _, v in found])
+    base = len(_RECORD_PLACES)
+    for row, (step, rec) in enumerate(zip(steps, recs), row0):
         extra = rec.get("extra")
         if extra and isinstance(extra, dict):
-            for name, _, v in _extra_fields(extra):
-                col = cols.setdefault(name, ([], []))
+            for place, (name, _, v) in enumerate(_extra_fields(extra), base):
+                col = cols.get(name)
+                if col is None:
+                    col = cols[name] = ([], [])
+                    first[name] = (row, place)
                 col[0].append(step)
                 col[1].append(v)
 
@@ -214,12 +230,14 @@ class SeriesBook:
         """``feed_other`` of rows given as ``OtherBlock``s (``t``: the time of rows without
         their own, as ``feed_columns`` stamps them), one extend per series."""
         cols: Columns = {}
+        first: FirstSeen = {}
         at = 0
         for block in blocks:
             n = len(block) if isinstance(block, list) else block[2]
-            _block_columns(cols, steps[at:at + n], block, t)
+            _block_columns(cols, first, at, steps[at:at + n], block, t)
             at += n
-        for name, (xs_, ys_) in cols.items():
+        for name in sorted(cols, key=first.__getitem__):   # new series in the order the rows meet them
+            xs_, ys_ = cols[name]
             s = self._other(self.other, name)
             if s is not None:
                 s.extend(xs_, ys_)

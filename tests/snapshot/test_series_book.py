@@ -172,6 +172,26 @@ def test_columns_give_what_one_by_one_gives():
     assert json.dumps(one.to_doc()) == json.dumps(cols.to_doc())
 
 
+def test_a_batch_makes_its_other_series_in_the_order_its_records_meet_them():
+    """A first record without ``epoch``/``lr`` (a Keras paste cut before its ``Epoch`` line, a
+    DeepSpeed memory report before its step's line) then records with them: a batch gives the
+    chart book's other columns in the order, and keeps the same 64 names, as one record at a time."""
+    extras = {f"m{i}": float(i) for i in range(seriesfile.MAX_OTHER - 1)}   # with t: the cap, full
+    recs = [{"attempt": 1, "step": 1, "loss": 2.0, "t": 1.0, "extra": {"acc": 0.1}},
+            {"attempt": 1, "step": 2, "loss": 1.9, "t": 2.0, "lr": 1e-3, "epoch": 1.0,
+             "extra": {"acc": 0.2, "val_acc": 0.3}}]
+    one, many = one_by_one(recs), seriesfile.SeriesBook(limit=256)
+    many.feed_many(recs)
+    assert list(many.other) == list(one.other) == ["t", "acc", "lr", "epoch", "val_acc"]
+    assert json.dumps(one.to_doc()) == json.dumps(many.to_doc())
+    capped = [{"attempt": 1, "step": 1, "loss": 2.0, "t": 1.0, "extra": extras},
+              {"attempt": 1, "step": 2, "loss": 1.9, "t": 2.0, "lr": 1e-3, "extra": {**extras, "late": 1.0}}]
+    one, many = one_by_one(capped), seriesfile.SeriesBook(limit=256)
+    many.feed_many(capped)
+    assert "lr" not in one.other and sorted(one.dropped) == ["late", "lr"]
+    assert json.dumps(one.to_doc()) == json.dumps(many.to_doc())
+
+
 def test_a_series_read_between_a_steps_append_and_its_values_gives_pairs():
     """The console draws while its poll thread feeds the series (a newer snapshot no longer
     waits for the screen): a read that lands between the append of a step and of its value
