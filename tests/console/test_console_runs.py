@@ -162,3 +162,26 @@ def test_an_old_index_gains_the_new_columns(base, make_run):
     assert cli("runs", "rebuild", base=base).returncode == 0
     (row,) = store.list_runs(base)
     assert row["crashes"] == 1 and row["last_crash_class"] == "nccl_timeout" and row["display_name"] == "a"
+
+
+def test_a_run_named_with_spaces_or_a_long_name_is_found_by_that_name(base, make_run):
+    """`run --name "qwen3 moe lora"` makes the id `...-qwen3-moe-lora-XXXX` (the name's slug) and
+    shows the name everywhere, but `runs show "qwen3 moe lora"` answered "no run matches" (and a
+    name over 40 characters, cut in the id, the same): the name the screens show now finds it."""
+    from moeconsole.runner.rundir import rundir
+    spaced = "qwen3 moe lora"
+    long = "qwen3.5-397b-a17b-megatron-lora-ep8-pp4-fp8-blockwise"
+    a = make_run(base, rundir.new_run_id(spaced), name=spaced, status="succeeded", steps=40, restart_at=None)
+    b = make_run(base, rundir.new_run_id(long), name=long, status="failed", steps=30, crash={"class": "cuda_oom"})
+    make_run(base, "20240101-000000-demo-0001", name="demo", status="killed", steps=20)
+    shown = cli("runs", "show", spaced, base=base)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].startswith(f"{spaced}  SUCCEEDED") and a.run_id in shown.stdout
+    shown = cli("runs", "show", long, "--json", base=base)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["id"] == b.run_id
+    diff = cli("runs", "diff", spaced, long, base=base)
+    assert diff.returncode == 0, diff.stderr
+    assert f"A  {spaced}" in diff.stdout and f"B  {long}" in diff.stdout
+    missing = cli("runs", "show", "qwen3 moe lora v2", base=base)
+    assert missing.returncode == 2 and missing.stderr.startswith("moeconsole: no run matches")
