@@ -12,8 +12,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import format as fmt
 from moeconsole.console import keys, runcolumns
 from moeconsole.console.screens.messages import OpenPath, OpenRun
@@ -61,7 +62,7 @@ class BrowserScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static("", id="browser-title")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

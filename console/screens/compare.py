@@ -23,8 +23,9 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import chartprefs, keys, runcolumns
 from moeconsole.console import format as fmt
 from moeconsole.console import metrics as metrics_mod
@@ -169,7 +170,7 @@ class CompareScreen(Screen):
         with VerticalScroll(id="compare-body"):
             yield Static("", id="compare-stats")
             yield Static("", id="compare-recipe")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._load()

@@ -23,8 +23,9 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import format as fmt
 from moeconsole.console import gpurows, keys
 from moeconsole.console.widgets.lines import LinesView, Pieces
@@ -165,7 +166,7 @@ class GpuScreen(Screen):
         with VerticalScroll(id="gpu-body"):
             yield GpuLines(id="gpu-procs")
             yield Static("", id="gpu-history")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.source.whole_nodes(True)  # each node's rows: the whole agent files from the next poll

@@ -24,9 +24,10 @@ from textual.containers import Horizontal, Vertical
 from textual.events import Key
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import alerts as alerts_mod
 from moeconsole.console import confirmations, keys
 from moeconsole.console import format as fmt
@@ -156,7 +157,7 @@ class RunScreen(Screen):
         shows them when the screen publishes them; the first publication was before it)."""
         if not self.is_attached:   # the app closed right after its first frame
             return
-        await self.mount(Footer())
+        await self.mount(KeyFooter())
         self.refresh_bindings()
 
     def covered(self) -> bool:
