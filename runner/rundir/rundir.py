@@ -378,6 +378,13 @@ def id_slug(name: str) -> str:
     return _SAFE_NAME.sub("-", name).strip("-")[:40]
 
 
+def _exists(ref: str) -> bool:
+    try:
+        return Path(ref).expanduser().exists()
+    except OSError:
+        return False
+
+
 def _named(runs: list[RunDir], ref: str) -> list[RunDir]:
     """The runs named ``ref`` (``run --name``) where the name is not in the id as typed (spaces,
     a slash, more than 40 characters): those whose id holds the name's slug, narrowed to those
@@ -412,6 +419,9 @@ def resolve(base: Path, ref: str | None) -> RunDir:
             matches = _named(runs, ref)
         if len(matches) == 1:
             return _readable(matches[0])
+        if not matches and _exists(ref):
+            raise InputError(f"{ref}: not a run directory (no state.json or recipe.yaml); a training log or "
+                             f"output directory opens with `moeconsole attach {ref}`")
         if not matches:
             raise InputError(f"no run matches {ref!r} under {base}")
         raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))

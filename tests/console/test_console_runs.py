@@ -185,3 +185,20 @@ def test_a_run_named_with_spaces_or_a_long_name_is_found_by_that_name(base, make
     assert f"A  {spaced}" in diff.stdout and f"B  {long}" in diff.stdout
     missing = cli("runs", "show", "qwen3 moe lora v2", base=base)
     assert missing.returncode == 2 and missing.stderr.startswith("moeconsole: no run matches")
+
+
+@pytest.mark.parametrize("command", [("--json", "{path}", "--once"), ("kill", "{path}"), ("restart", "{path}"),
+                                     ("runs", "receipt", "{path}")])
+def test_a_training_log_given_as_run_says_it_is_not_a_run_and_how_to_open_it(base, make_run, tmp_path, command):
+    """A newcomer hands a command a log file or an output directory that exists: it answered "no
+    run matches '/data/out/logging.jsonl' under ~/.local/share/moeconsole/runs", as if the path were
+    missing. It says now that the path is not a run directory and which command opens it."""
+    make_run(base, "20240101-000000-demo-0001", name="demo", status="succeeded", steps=20, restart_at=None)
+    log = tmp_path / "out" / "logging.jsonl"
+    log.parent.mkdir()
+    log.write_text('{"loss": 1.5, "global_step/max_steps": "1/10"}\n')
+    for path in (log, log.parent):
+        out = cli(*(word.format(path=path) for word in command), base=base)
+        assert out.returncode == 2, (out.stdout, out.stderr)
+        assert out.stderr == (f"moeconsole: {path}: not a run directory (no state.json or recipe.yaml); a training "
+                              f"log or output directory opens with `moeconsole attach {path}`\n"), out.stderr
