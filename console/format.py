@@ -162,6 +162,11 @@ def catching_up_piece(run: dict) -> str:
     return f"catching up: ~{intc(ingest.get('lines_behind'))} lines behind"
 
 
+# What an imported run is, in the status line and `runs show`: a log the browser's `o` (or
+# `attach PATH`) opened, which no runner supervises.
+IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"
+
+
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
                  heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
                  show_last_good: bool = False, now: float | None = None,
@@ -204,6 +209,14 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     attempt = run.get("attempt")
     cap = run.get("max_restarts")
     line2: list[tuple[str, str]] = []
+    if status == "imported":
+        # no runner ever supervised it: no attempts, restarts or cost to count ("attempt — · restarts 0/—")
+        line2.append((f"imported: {IMPORTED_WORDS}", ""))
+        imp = run.get("import")
+        piece = import_piece(imp) if isinstance(imp, dict) else None
+        if piece is not None:
+            line1 += [("  ", ""), piece]
+        return [line1, line2]
     if alert:  # first, so that 80 columns show it whole; the rest follows where there is room
         more = f" (+{more_alerts} more)" if more_alerts else ""
         if width:  # the headline fitted by words (its count and steps stay), never cut inside one

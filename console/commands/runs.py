@@ -133,7 +133,7 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
                   + (f"  exit {j['exit_code']}:{j.get('signal') or 0}" if j.get("exit_code") is not None else "")
                   + (f"  on {','.join(j['nodes'])}" if j.get("nodes") else "") for j in summary["jobs"]]
     if summary.get("imported_from"):
-        lines.insert(1, "  imported  a log not made by moeconsole (read only)")
+        lines.insert(1, f"  imported  {fmt.IMPORTED_WORDS}")
     lines.append(f"crashes ({len(crashes)})")
     for c in crashes:
         lines.append(f"  {fmt.crash_line(c)}")
