@@ -47,6 +47,14 @@ from moeconsole.runner.supervisor import control
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 
 
+def blocker_hint(count: int, width: int) -> str:
+    """How to end a listed process, after the count in the pane's title, in the words that fit
+    its width (at 80 columns the pane is half of it: the long hint was cut to "(tab to select,")."""
+    full = " (tab to select, z to end)"
+    fits = not width or len(f"zombies / blockers: {count}{full}") <= width
+    return full if fits else " (tab, z ends)"
+
+
 class RunScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.RUN_KEYS) + [Binding("escape", "back", "Back", show=False)]
     AUTO_FOCUS = "#events"  # Enter opens the newest event at once; tab reaches the zombie list
@@ -226,7 +234,8 @@ class RunScreen(Screen):
             self.query_one(EventPane).focus()  # a hidden table must not swallow Enter
         _show(table, bool(real))
         killable = any(b.get("killable") for b in real)
-        _set_text(title, f"zombies / blockers: {len(real)}" + (" (tab to select, z to end)" if killable and live else "")
+        _set_text(title, f"zombies / blockers: {len(real)}" + (blocker_hint(len(real), title.size.width)
+                                                                  if killable and live else "")
                   if real else ("zombies / blockers: scan failed: " + errors[0]) if errors
                   else "zombies / blockers: none")
         self._set_conditions(live, stale, killable)

@@ -49,3 +49,28 @@ def test_the_run_screen_footer_at_80_columns_shows_only_whole_keys(base, make_ru
 
     line, whole = _shown(base, run, (160, 48))
     assert whole[-2:] == ["c Charts", "g GPUs"], line
+
+
+def _blocker_title(base, run, size) -> str:
+    async def go() -> str:
+        app = app_for(base, run, telemetry=telemetry([judged(ZOMBIE)]))
+        async with app.run_test(size=size) as pilot:
+            await attached(pilot)
+
+            def title() -> str:
+                return next((line for line in [s.text.rstrip() for s in app.screen._compositor.render_strips()]
+                             if "zombies / blockers: 1" in line), "")
+            await until_ui(pilot, lambda: "(tab" in title(), what="the blockers title with its hint")
+            await pilot.pause()
+            return title()
+    return asyncio.run(go())
+
+
+def test_the_zombie_pane_title_says_how_to_end_one_whole_at_80_columns(base, make_run):
+    """At 80 columns the zombie pane's title read "zombies / blockers: 1 (tab to select," (the pane
+    is half the screen): the hint is said in the words that fit now."""
+    run = live_run(base, make_run, checkpoints=((20, True),))
+    narrow = _blocker_title(base, run, (80, 24))
+    assert "zombies / blockers: 1 (tab, z ends)" in narrow, narrow
+    wide = _blocker_title(base, run, (160, 48))
+    assert "zombies / blockers: 1 (tab to select, z to end)" in wide, wide
