@@ -162,6 +162,17 @@ def catching_up_piece(run: dict) -> str:
     return f"catching up: ~{intc(ingest.get('lines_behind'))} lines behind"
 
 
+def failed_next_words(run: dict) -> str:
+    """What a FAILED run's screen tells a user to do next (nothing supervises it any more, and
+    the run screen's `r` needs a runner): the crash and its fix, then the command that runs it
+    again. Empty for every other run."""
+    if (run.get("status") or "").lower() != "failed" or run.get("stale") or not run.get("id"):
+        return ""
+    # one line at 80 columns for a run id of a 16-character name (`restart` resumes from the
+    # newest verified checkpoint; docs/console.md)
+    return f"next: the fix (d), then moeconsole restart {run['id']}"
+
+
 # What an imported run is, in the status line and `runs show`: a log the browser's `o` (or
 # `attach PATH`) opened, which no runner supervises.
 IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"

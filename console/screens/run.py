@@ -248,8 +248,13 @@ class RunScreen(Screen):
             self.refresh_bindings()  # the footer shows only the keys that apply now
 
     def _show_runner_gone(self, run: dict) -> None:
+        """The banner under the status line: a live run whose runner is gone, or a FAILED run
+        (what to do next: ``fmt.failed_next_words``)."""
         banner = self.query_one("#runner-gone", Static)
-        _show(banner, bool(run.get("stale")))
+        failed = fmt.failed_next_words(run)
+        _show(banner, bool(run.get("stale") or failed))
+        if failed:
+            _set_text(banner, failed)
         if run.get("stale"):
             key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "
