@@ -112,6 +112,16 @@ def hung(run: dict, quiet_s: float | None) -> bool:
     return quiet_s >= max(60.0, 10 * step_time)
 
 
+def eta_shown(run: dict, quiet_s: float | None = None) -> float | None:
+    """The ETA a screen shows: only while the run trains (running or starting, its runner there)
+    and is not quiet for long; a paused, cooling-down, stale or ended run has none (the status line
+    and the compare table both ask here)."""
+    status = (run.get("status") or "").lower()
+    if status not in ("running", "starting") or run.get("stale") or hung(run, quiet_s):
+        return None
+    return as_float(run.get("eta_s"))
+
+
 def state_word(run: dict) -> str:
     """The state word: the snapshot's (``moeconsole.runner.rundir.snapshot.status_word``, the one
     owner: "COOLDOWN waiting for disk room" reads the same here, in ``runs show`` and ``--json``),
@@ -205,8 +215,9 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     ]
     if run.get("step_time_s") is not None:
         line1 += [("  ", ""), (f"{num(run['step_time_s'], 3)} s/step", "")]
-    if run.get("eta_s") is not None and running and not hung(run, quiet_s):
-        line1 += [("  ", ""), (f"ETA {duration(run['eta_s'])}", "")]
+    eta = eta_shown(run, quiet_s)
+    if eta is not None:
+        line1 += [("  ", ""), (f"ETA {duration(eta)}", "")]
     if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
         limit = f" (hang limit {duration(heartbeat_s)})" if heartbeat_s else ""
         line1 += [("  ", ""), (f"quiet {duration(quiet_s)}{limit}",

@@ -77,7 +77,7 @@ def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Tab
         crit = sum(1 for g in snap.alert_groups if g.active and g.critical)
         rows.append({
             "glyph": glyph, "run": side.label, "status": run.get("status_word") or fmt.NA, "step": _step(run),
-            "ETA": fmt.duration(run.get("eta_s")) if run.get("eta_s") is not None else fmt.NA,
+            "ETA": fmt.duration(eta) if (eta := fmt.eta_shown(run)) is not None else fmt.NA,
             "alerts": (f"{alerts} ({crit} CRIT)" if crit else str(alerts)) if alerts else "0",
             "metric": fmt.num(s.last()) if s is not None else "not logged",
             "min": (f"{fmt.num(low[0])} @{fmt.short(low[1])}" if low is not None else fmt.NA),
