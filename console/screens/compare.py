@@ -54,7 +54,7 @@ class Side:
 
 def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Table:
     """Per run: its glyph (at every width: the legend beside its row), label, status, step/max,
-    the metric's last value, open alerts, ETA, the metric's minimum (with its step), peak memory,
+    the metric's last value, open alerts, ETA, the metric's minimum (with its step), peak memory (GiB, as `runs diff` says it),
     step time (median of the last 20). The columns that fit ``width`` are chosen by
     ``moeconsole.console.runcolumns`` (the rule of the run browser and `runs ls`): each shown
     whole, the label cut by ``cut_name`` (the values that tell the runs apart stay)."""
@@ -62,7 +62,7 @@ def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Tab
     # (key, header, kind)
     spec = (("glyph", "", None), ("run", "run", "name"), ("status", "status", "status"), ("step", "step", "step"),
             ("ETA", "ETA", None), ("alerts", "alerts", "alerts"), ("metric", name, "loss"),
-            ("min", "min @step", None), ("mem", "peak mem", None), ("s/step", "s/step", None))
+            ("min", "min @step", None), ("mem", "peak GiB", None), ("s/step", "s/step", None))
     rows: list[dict[str, str]] = []
     for i, side in enumerate(sides):
         glyph = SERIES_GLYPHS[i % len(SERIES_GLYPHS)]

@@ -46,3 +46,30 @@ def test_compare_shows_an_eta_only_for_the_run_that_trains(base, make_run):
     rows = asyncio.run(go())
     assert rows["paused"] == ["—"] and rows["cooling"] == ["—"], rows
     assert rows["trains"] != ["—"] and rows["trains"][0][0].isdigit(), rows  # the one that trains has its ETA
+
+
+def test_compare_says_the_unit_of_peak_memory(base, make_run):
+    """The compare table's "peak mem" column showed "64" with no unit (`runs diff` says "peak memory
+    GiB", the run screen "60/80G"): its head says GiB now."""
+    make_run(base, "20240101-000000-a-0001", name="a", status="succeeded", steps=20, restart_at=None, mem_base=60.0)
+    make_run(base, "20240102-000000-b-0002", name="b", status="failed", steps=20, mem_base=70.0)
+
+    async def go() -> list[str]:
+        app = MoeConsole(base, None, gpu=False)
+        async with app.run_test(size=(120, 36)) as pilot:
+            browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 2
+                                     and app.screen)
+            table = browser.query_one("#runs")
+            for i in range(2):
+                table.move_cursor(row=i)
+                await pilot.press("space")
+            await pilot.press("c")
+            await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result)
+            await pilot.pause()
+            return _lines(app)
+    lines = asyncio.run(go())
+    head = next(line for line in lines if line.split()[:2] == ["run", "status"])
+    assert "peak GiB" in head, head
+    col = head.index("peak GiB")
+    rows = [line for line in lines[lines.index(head) + 1:] if line.split()[:1] in (["•"], ["×"])]
+    assert sorted(row[col:].split()[0] for row in rows) == ["64", "74"], rows  # mem_base + 4, the peak of each
