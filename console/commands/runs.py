@@ -55,7 +55,7 @@ def cmd_ls(base, as_json: bool) -> int:
         _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "runs": rows}))
         return 0
     if not rows:
-        _out(f"no runs under {base}")
+        _out(f"no runs under {base}: {rundir.NO_RUNS_NEXT}")
         return 0
     _out(ls_table(rows, output_width(), time.time()))
     return 0

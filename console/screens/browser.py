@@ -133,7 +133,7 @@ class BrowserScreen(Screen):
         elif self.rows:
             parts.append("enter opens, space marks runs to compare (c)")
         if not self.rows and not self.filter_text:
-            parts.append("(no runs yet: start one with `moeconsole run RECIPE`, or o to open a log)")
+            parts.append(f"(no runs yet: {rundir.NO_RUNS_NEXT}; or o to open a log)")
         self.query_one("#browser-title", Static).update("  ·  ".join(parts))
 
     def selected(self) -> dict | None:

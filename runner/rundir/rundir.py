@@ -427,9 +427,14 @@ def resolve(base: Path, ref: str | None) -> RunDir:
         raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
     runs = list_run_dirs(base)
     if not runs:
-        raise InputError(f"no runs under {base}")
+        raise InputError(f"no runs under {base}: {NO_RUNS_NEXT}")
     live = [r for r in runs if r.read_state().get("status") in LIVE]
     return _readable(live[0] if live else runs[0])
+
+
+# What to do where there is no run yet: `runs ls`, the run browser and every command that takes
+# a RUN say it in these words.
+NO_RUNS_NEXT = "start one with `moeconsole run RECIPE`, or try the built-in `moeconsole demo`"
 
 
 def newest_live(base: Path) -> RunDir | None:

@@ -202,3 +202,30 @@ def test_a_training_log_given_as_run_says_it_is_not_a_run_and_how_to_open_it(bas
         assert out.returncode == 2, (out.stdout, out.stderr)
         assert out.stderr == (f"moeconsole: {path}: not a run directory (no state.json or recipe.yaml); a training "
                               f"log or output directory opens with `moeconsole attach {path}`\n"), out.stderr
+
+
+def test_no_runs_yet_says_how_to_start_one_in_the_cli_and_the_browser(tmp_path):
+    """A newcomer's first `moeconsole runs ls` answered "no runs under DIR" and `moeconsole --json`
+    the same as an error, with no next step (only the browser named `moeconsole run RECIPE`). All
+    three say one sentence now, the built-in demo in it."""
+    import asyncio
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.runner.rundir import rundir
+    from tests.waiting import until_ui
+    empty = tmp_path / "runs"
+    empty.mkdir()
+    ls = cli("runs", "ls", base=empty)
+    assert ls.returncode == 0 and ls.stdout == f"no runs under {empty}: {rundir.NO_RUNS_NEXT}\n", ls.stdout
+    assert "`moeconsole demo`" in rundir.NO_RUNS_NEXT
+    snap = cli("--json", "--once", base=empty)
+    assert snap.returncode == 2 and snap.stderr == f"moeconsole: no runs under {empty}: {rundir.NO_RUNS_NEXT}\n"
+
+    async def go() -> str:
+        app = MoeConsole(empty, None, gpu=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen))
+            await pilot.pause()
+            return " ".join(strip.text.strip() for strip in app.screen._compositor.render_strips())
+    shown = asyncio.run(go())
+    assert "moeconsole demo" in shown and "moeconsole run RECIPE" in shown, shown
