@@ -231,14 +231,6 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     attempt = run.get("attempt")
     cap = run.get("max_restarts")
     line2: list[tuple[str, str]] = []
-    if status == "imported":
-        # no runner ever supervised it: no attempts, restarts or cost to count ("attempt — · restarts 0/—")
-        line2.append((f"imported: {IMPORTED_WORDS}", ""))
-        imp = run.get("import")
-        piece = import_piece(imp) if isinstance(imp, dict) else None
-        if piece is not None:
-            line1 += [("  ", ""), piece]
-        return [line1, line2]
     if alert:  # first, so that 80 columns show it whole; the rest follows where there is room
         more = f" (+{more_alerts} more)" if more_alerts else ""
         if width:  # the headline fitted by words (its count and steps stay), never cut inside one
@@ -255,12 +247,15 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         # why the run failed, early for the same reason: after `a` an 80-column line still names the
         # class (the pieces after it are cut first); `d` opens the alert with the fix
         line2 += [(f"last crash: {crash_class}", "status--crash"), (" · ", "")]
-    line2.append((f"attempt {attempt if attempt is not None else NA}", ""))
+    # an imported log: no runner ever supervised it, so no attempt or restarts to count ("attempt — · restarts 0/—")
+    line2.append((f"imported: {IMPORTED_WORDS}", "") if status == "imported"
+                 else (f"attempt {attempt if attempt is not None else NA}", ""))
     if show_last_good:
         good = run.get("last_good_checkpoint")
         line2.append((f" · {last_good_piece(good, time.time() if now is None else now)}",
                       "" if good else "status--failed"))
-    line2.append((f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))
+    if status != "imported":
+        line2.append((f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))
     job = run.get("job") or {}
     if job.get("job_id"):
         where = f" on {','.join(job['nodes'][:4])}" if job.get("nodes") else ""
