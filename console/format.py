@@ -172,14 +172,18 @@ def catching_up_piece(run: dict) -> str:
     return f"catching up: ~{intc(ingest.get('lines_behind'))} lines behind"
 
 
-def failed_next_words(run: dict) -> str:
-    """What a FAILED run's screen tells a user to do next (nothing supervises it any more, and
-    the run screen's `r` needs a runner): the crash and its fix, then the command that runs it
-    again. Empty for every other run."""
-    if (run.get("status") or "").lower() != "failed" or run.get("stale") or not run.get("id"):
+def ended_next_words(run: dict) -> str:
+    """What an ended run's screen tells a user to do next where nothing supervises it any more
+    (the run screen's `r` needs a runner): a FAILED run, the crash and its fix, then the command
+    that runs it again; an UNSAVED one (its result in no verified checkpoint), why, then the same
+    with ``--force`` (a finished run restarts only so). Empty for every other run."""
+    status = (run.get("status") or "").lower()
+    if status not in ("failed", "unsaved") or run.get("stale") or not run.get("id"):
         return ""
     # one line at 80 columns for a run id of a 16-character name (`restart` resumes from the
     # newest verified checkpoint; docs/console.md)
+    if status == "unsaved":
+        return f"next: d, then moeconsole restart --force {run['id']}"
     return f"next: the fix (d), then moeconsole restart {run['id']}"
 
 

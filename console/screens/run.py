@@ -248,10 +248,10 @@ class RunScreen(Screen):
             self.refresh_bindings()  # the footer shows only the keys that apply now
 
     def _show_runner_gone(self, run: dict) -> None:
-        """The banner under the status line: a live run whose runner is gone, or a FAILED run
-        (what to do next: ``fmt.failed_next_words``)."""
+        """The banner under the status line: a live run whose runner is gone, or a FAILED or
+        UNSAVED run (what to do next: ``fmt.ended_next_words``)."""
         banner = self.query_one("#runner-gone", Static)
-        failed = fmt.failed_next_words(run)
+        failed = fmt.ended_next_words(run)
         _show(banner, bool(run.get("stale") or failed))
         if failed:
             _set_text(banner, failed)

@@ -1,7 +1,8 @@
 """A FAILED run opened in the console (from the browser, or `attach`) left a newcomer without the
 next action: the footer has no `r` (nothing supervises an ended run) and nothing said how to run
-it again. The banner under the status line says it now, on one line at 80 columns; a run that
-succeeded or was killed gets no banner."""
+it again. The banner under the status line says it now, on one line at 80 columns (an UNSAVED
+run, whose result no verified checkpoint holds, the same with --force, which a finished run needs);
+a run that succeeded or was killed gets no banner."""
 from __future__ import annotations
 
 import asyncio
@@ -41,3 +42,12 @@ def test_a_run_that_succeeded_or_was_killed_has_no_banner(base, make_run):
         run = make_run(base, run_id, name=status, status=status, steps=20, restart_at=None)
         lines, banner = _screen_lines(base, run)
         assert not banner and not any("moeconsole restart" in line for line in lines), (status, lines)
+
+
+def test_an_unsaved_run_says_how_to_train_it_again_into_a_saved_checkpoint(base, make_run):
+    run = make_run(base, "20240104-000000-qwen3-moe-lora-0004", name="qwen3-moe-lora", status="unsaved",
+                   steps=60, max_steps=60, restart_at=None, checkpoints=((40, False),))
+    lines, banner = _screen_lines(base, run)
+    assert banner
+    want = f"next: d, then moeconsole restart --force {run.run_id}"
+    assert any(line.strip() == want for line in lines), "\n".join(lines[:6])
