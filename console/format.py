@@ -112,6 +112,16 @@ def hung(run: dict, quiet_s: float | None) -> bool:
     return quiet_s >= max(60.0, 10 * step_time)
 
 
+def eta_shown(run: dict, quiet_s: float | None = None) -> float | None:
+    """The ETA a screen shows: only while the run trains (running or starting, its runner there)
+    and is not quiet for long; a paused, cooling-down, stale or ended run has none (the status line
+    and the compare table both ask here)."""
+    status = (run.get("status") or "").lower()
+    if status not in ("running", "starting") or run.get("stale") or hung(run, quiet_s):
+        return None
+    return as_float(run.get("eta_s"))
+
+
 def state_word(run: dict) -> str:
     """The state word: the snapshot's (``moeconsole.runner.rundir.snapshot.status_word``, the one
     owner: "COOLDOWN waiting for disk room" reads the same here, in ``runs show`` and ``--json``),
@@ -162,6 +172,26 @@ def catching_up_piece(run: dict) -> str:
     return f"catching up: ~{intc(ingest.get('lines_behind'))} lines behind"
 
 
+def ended_next_words(run: dict) -> str:
+    """What an ended run's screen tells a user to do next where nothing supervises it any more
+    (the run screen's `r` needs a runner): a FAILED run, the crash and its fix, then the command
+    that runs it again; an UNSAVED one (its result in no verified checkpoint), why, then the same
+    with ``--force`` (a finished run restarts only so). Empty for every other run."""
+    status = (run.get("status") or "").lower()
+    if status not in ("failed", "unsaved") or run.get("stale") or not run.get("id"):
+        return ""
+    # one line at 80 columns for a run id of a 16-character name (`restart` resumes from the
+    # newest verified checkpoint; docs/console.md)
+    if status == "unsaved":
+        return f"next: d, then moeconsole restart --force {run['id']}"
+    return f"next: the fix (d), then moeconsole restart {run['id']}"
+
+
+# What an imported run is, in the status line and `runs show`: a log the browser's `o` (or
+# `attach PATH`) opened, which no runner supervises.
+IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"
+
+
 def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = None,
                  heartbeat_s: float | None = None, alert: str | None = None, more_alerts: int = 0,
                  show_last_good: bool = False, now: float | None = None,
@@ -189,8 +219,9 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
     ]
     if run.get("step_time_s") is not None:
         line1 += [("  ", ""), (f"{num(run['step_time_s'], 3)} s/step", "")]
-    if run.get("eta_s") is not None and running and not hung(run, quiet_s):
-        line1 += [("  ", ""), (f"ETA {duration(run['eta_s'])}", "")]
+    eta = eta_shown(run, quiet_s)
+    if eta is not None:
+        line1 += [("  ", ""), (f"ETA {duration(eta)}", "")]
     if running and quiet_s is not None and quiet_s >= QUIET_SHOWN_S:
         limit = f" (hang limit {duration(heartbeat_s)})" if heartbeat_s else ""
         line1 += [("  ", ""), (f"quiet {duration(quiet_s)}{limit}",
@@ -224,12 +255,15 @@ def status_lines(run: dict, *, readonly: bool = False, quiet_s: float | None = N
         # why the run failed, early for the same reason: after `a` an 80-column line still names the
         # class (the pieces after it are cut first); `d` opens the alert with the fix
         line2 += [(f"last crash: {crash_class}", "status--crash"), (" · ", "")]
-    line2.append((f"attempt {attempt if attempt is not None else NA}", ""))
+    # an imported log: no runner ever supervised it, so no attempt or restarts to count ("attempt — · restarts 0/—")
+    line2.append((f"imported: {IMPORTED_WORDS}", "") if status == "imported"
+                 else (f"attempt {attempt if attempt is not None else NA}", ""))
     if show_last_good:
         good = run.get("last_good_checkpoint")
         line2.append((f" · {last_good_piece(good, time.time() if now is None else now)}",
                       "" if good else "status--failed"))
-    line2.append((f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))
+    if status != "imported":
+        line2.append((f" · restarts {run.get('restarts') or 0}/{cap if cap is not None else NA}", ""))
     job = run.get("job") or {}
     if job.get("job_id"):
         where = f" on {','.join(job['nodes'][:4])}" if job.get("nodes") else ""

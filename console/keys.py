@@ -100,7 +100,7 @@ RUN_KEYS: tuple[Key, ...] = (
     Key("question_mark", "help", "Help", "This help.", display="?"),
     Key("q", "detach", "Detach", "Close the console. The run and its runner go on; attach again at any time."),
     # last in the footer: on an 80-column terminal with every key above shown, these two are the
-    # ones cut off (they stay in the help and always work)
+    # ones left out whole (widgets.footer.KeyFooter; they stay in the help and always work)
     Key("c", "charts", "Charts", "Choose the charts: every metric the log carries (token accuracy, eval loss, "
         "learning rate, tokens/s, step time, MoE load-balancing loss, reward, ...) in a list, / filters it. "
         "The choice is kept for the recipe (chart-prefs.json in the runs directory)."),

@@ -55,7 +55,7 @@ def cmd_ls(base, as_json: bool) -> int:
         _out(jsonio.dumps({"v": jsonio.SCHEMA_VERSION, "runs": rows}))
         return 0
     if not rows:
-        _out(f"no runs under {base}")
+        _out(f"no runs under {base}: {rundir.NO_RUNS_NEXT}")
         return 0
     _out(ls_table(rows, output_width(), time.time()))
     return 0
@@ -133,7 +133,7 @@ def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) 
                   + (f"  exit {j['exit_code']}:{j.get('signal') or 0}" if j.get("exit_code") is not None else "")
                   + (f"  on {','.join(j['nodes'])}" if j.get("nodes") else "") for j in summary["jobs"]]
     if summary.get("imported_from"):
-        lines.insert(1, "  imported  a log not made by moeconsole (read only)")
+        lines.insert(1, f"  imported  {fmt.IMPORTED_WORDS}")
     lines.append(f"crashes ({len(crashes)})")
     for c in crashes:
         lines.append(f"  {fmt.crash_line(c)}")

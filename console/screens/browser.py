@@ -12,8 +12,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import format as fmt
 from moeconsole.console import keys, runcolumns
 from moeconsole.console.screens.messages import OpenPath, OpenRun
@@ -61,7 +62,7 @@ class BrowserScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static("", id="browser-title")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -132,7 +133,7 @@ class BrowserScreen(Screen):
         elif self.rows:
             parts.append("enter opens, space marks runs to compare (c)")
         if not self.rows and not self.filter_text:
-            parts.append("(no runs yet: start one with `moeconsole run RECIPE`, or o to open a log)")
+            parts.append(f"(no runs yet: {rundir.NO_RUNS_NEXT}; or o to open a log)")
         self.query_one("#browser-title", Static).update("  ·  ".join(parts))
 
     def selected(self) -> dict | None:

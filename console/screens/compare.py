@@ -23,8 +23,9 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import chartprefs, keys, runcolumns
 from moeconsole.console import format as fmt
 from moeconsole.console import metrics as metrics_mod
@@ -53,7 +54,7 @@ class Side:
 
 def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Table:
     """Per run: its glyph (at every width: the legend beside its row), label, status, step/max,
-    the metric's last value, open alerts, ETA, the metric's minimum (with its step), peak memory,
+    the metric's last value, open alerts, ETA, the metric's minimum (with its step), peak memory (GiB, as `runs diff` says it),
     step time (median of the last 20). The columns that fit ``width`` are chosen by
     ``moeconsole.console.runcolumns`` (the rule of the run browser and `runs ls`): each shown
     whole, the label cut by ``cut_name`` (the values that tell the runs apart stay)."""
@@ -61,7 +62,7 @@ def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Tab
     # (key, header, kind)
     spec = (("glyph", "", None), ("run", "run", "name"), ("status", "status", "status"), ("step", "step", "step"),
             ("ETA", "ETA", None), ("alerts", "alerts", "alerts"), ("metric", name, "loss"),
-            ("min", "min @step", None), ("mem", "peak mem", None), ("s/step", "s/step", None))
+            ("min", "min @step", None), ("mem", "peak GiB", None), ("s/step", "s/step", None))
     rows: list[dict[str, str]] = []
     for i, side in enumerate(sides):
         glyph = SERIES_GLYPHS[i % len(SERIES_GLYPHS)]
@@ -76,7 +77,7 @@ def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Tab
         crit = sum(1 for g in snap.alert_groups if g.active and g.critical)
         rows.append({
             "glyph": glyph, "run": side.label, "status": run.get("status_word") or fmt.NA, "step": _step(run),
-            "ETA": fmt.duration(run.get("eta_s")) if run.get("eta_s") is not None else fmt.NA,
+            "ETA": fmt.duration(eta) if (eta := fmt.eta_shown(run)) is not None else fmt.NA,
             "alerts": (f"{alerts} ({crit} CRIT)" if crit else str(alerts)) if alerts else "0",
             "metric": fmt.num(s.last()) if s is not None else "not logged",
             "min": (f"{fmt.num(low[0])} @{fmt.short(low[1])}" if low is not None else fmt.NA),
@@ -169,7 +170,7 @@ class CompareScreen(Screen):
         with VerticalScroll(id="compare-body"):
             yield Static("", id="compare-stats")
             yield Static("", id="compare-recipe")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._load()

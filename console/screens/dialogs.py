@@ -11,8 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import keys
 from moeconsole.console.confirmations import Confirmation
 
@@ -31,7 +32,7 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(Text(self.confirmation.title, style="bold"), id="dialog-title")
             yield Static("\n".join(self.confirmation.lines), id="dialog-body")
             yield Static("y = yes, do it    n / Esc = cancel", id="dialog-keys")
-        yield Footer()
+        yield KeyFooter()
 
     def action_confirm(self) -> None:
         self.dismiss(True)
@@ -72,7 +73,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text("moeconsole keys (the UI is a client: closing it never stops a run)",
                               style="bold"))
             yield Static(help_table(self.current), id="help-table")
-        yield Footer()
+        yield KeyFooter()
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -93,7 +94,7 @@ class PromptScreen(ModalScreen[str | None]):
         with Vertical(id="prompt"):
             yield Static(self.label)
             yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
-        yield Footer()
+        yield KeyFooter()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value)
@@ -116,7 +117,7 @@ class DetailScreen(ModalScreen[None]):
         with VerticalScroll(id="detail"):
             yield Static(Text(self.title_text, style="bold"), id="detail-title")
             yield Static(Text("\n".join(self.lines)), id="detail-body")
-        yield Footer()
+        yield KeyFooter()
 
     def action_close(self) -> None:
         self.dismiss(None)

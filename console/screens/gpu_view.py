@@ -66,20 +66,21 @@ def proc_line(r: dict) -> Pieces:
     return [(text, "gpuview--own" if r["own"] else "gpuview--other")]
 
 
-def node_lines(gpu: dict | None, title: str) -> list[Pieces]:
+def node_lines(gpu: dict | None, title: str, width: int | None = None) -> list[Pieces]:
     """A node in the GPU view: its title, the header, then each GPU's line (as ``moeconsole
-    gpus`` prints it) and the processes on it, the run's ranks first (nvitop's process view)."""
+    gpus`` prints it, fitted to ``width`` by ``gpurows.fit``: never cut mid-number at the edge)
+    and the processes on it, the run's ranks first (nvitop's process view)."""
     head: Pieces = [(title, "gpuview--title")]
     if gpu is None:
         return [[(f"{title}: no telemetry (a finished run is not polled)", "")]]
     if not gpu.get("available"):
         return [[(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}", "")]]
-    lines: list[Pieces] = [head, [(gpurows.GPU_HEADER, "gpuview--head")], [(PROC_HEADER, "gpuview--head")]]
+    gpus = [g for g in gpu.get("gpus") or () if isinstance(g, dict)]
+    name_w, clocks = gpurows.fit(gpus, width) if width else (gpurows.NAME_W, True)
+    lines: list[Pieces] = [head, [(gpurows.header(name_w, clocks), "gpuview--head")], [(PROC_HEADER, "gpuview--head")]]
     rows = run_rows(gpu)
-    for g in gpu.get("gpus") or ():
-        if not isinstance(g, dict):
-            continue
-        lines.append([(gpurows.gpu_row(g), "")])
+    for g in gpus:
+        lines.append([(gpurows.gpu_row(g, name_w, clocks), "")])
         mine = [r for r in rows if r["gpu"] == g.get("index")]
         if not mine:
             lines.append([(PROC_INDENT + ("(cannot list processes)" if g.get("processes") is None else "no process"),
@@ -232,8 +233,9 @@ class GpuScreen(Screen):
         again only when its reading changed (its numbers here, its file's time for an agent)."""
         gpu = snap.gpu if snap is not None else None
         title = f"{local} (this node)"
-        key: object = (title, None if gpu is None else (gpu.get("available"), gpu.get("reason"), gpu.get("gpus")))  # not its time
-        lines = list(self._lines_of(local, key, lambda: node_lines(gpu, title)))
+        width = self._lines_width()
+        key: object = (title, width, None if gpu is None else (gpu.get("available"), gpu.get("reason"), gpu.get("gpus")))  # not its time
+        lines = list(self._lines_of(local, key, lambda: node_lines(gpu, title, width)))
         seen = {local}
         for node in (snap.nodes if snap is not None else ()):
             host_name = str(node.get("host") or fmt.NA)
@@ -246,12 +248,20 @@ class GpuScreen(Screen):
             if node.get("glance"):  # read for the run screen's summary line: its whole file comes next poll
                 lines.append([(node_title, "gpuview--title"), ("  reading its agent file", "")])
                 continue
-            node_key = (node_title, node.get("t"), node_gpu is None)
+            node_key = (node_title, width, node.get("t"), node_gpu is None)
             lines += self._lines_of(host_name, node_key, lambda: node_lines(
-                annotate_from_ranks(node_gpu, node.get("ranks") or []), node_title))
+                annotate_from_ranks(node_gpu, node.get("ranks") or []), node_title, width))
         for gone in set(self._node_lines) - seen:
             del self._node_lines[gone]
         self.query_one("#gpu-procs", GpuLines).set_lines(lines)
+
+    def _lines_width(self) -> int | None:
+        """The columns the GPU lines get (the body less its scrollbar); None before the layout."""
+        width = self.query_one("#gpu-procs", GpuLines).content_size.width
+        return width or None
+
+    def on_resize(self) -> None:
+        self.refresh_view()
 
     @property
     def procs_text(self) -> str:

@@ -20,8 +20,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import keys
 from moeconsole.console.logfile import LogFile
 from moeconsole.runner.rundir.secrets import Redactor
@@ -234,7 +235,7 @@ class LogScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static("", id="log-title")
         yield LogView(self.log_file, id="logview")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._update_title()

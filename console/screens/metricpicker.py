@@ -13,8 +13,9 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
+from moeconsole.console.widgets.footer import KeyFooter
 from moeconsole.console import keys
 from moeconsole.console.metrics import MAX_CHARTS, Metric, matches
 
@@ -36,7 +37,7 @@ class MetricPicker(ModalScreen[list[str] | None]):
             yield Static("", id="picker-title")
             yield Input(placeholder="filter: words of the metric's name", id="picker-filter")
             yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#picker-filter", Input).display = False

@@ -50,6 +50,14 @@ if TYPE_CHECKING:
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 
 
+def blocker_hint(count: int, width: int) -> str:
+    """How to end a listed process, after the count in the pane's title, in the words that fit
+    its width (at 80 columns the pane is half of it: the long hint was cut to "(tab to select,")."""
+    full = " (tab to select, z to end)"
+    fits = not width or len(f"zombies / blockers: {count}{full}") <= width
+    return full if fits else " (tab, z ends)"
+
+
 class RunScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.RUN_KEYS) + [Binding("escape", "back", "Back", show=False)]
     AUTO_FOCUS = "#events"  # Enter opens the newest event at once; tab reaches the zombie list
@@ -234,7 +242,8 @@ class RunScreen(Screen):
         errors = [b["error"] for b in blockers if b.get("error")]
         title = self.query_one("#blockers-title", Static)
         killable = any(b.get("killable") for b in real)
-        _set_text(title, f"zombies / blockers: {len(real)}" + (" (tab to select, z to end)" if killable and live else "")
+        _set_text(title, f"zombies / blockers: {len(real)}" + (blocker_hint(len(real), title.size.width)
+                                                                  if killable and live else "")
                   if real else ("zombies / blockers: scan failed: " + errors[0]) if errors
                   else "zombies / blockers: none")
         self._set_conditions(live, stale, killable)
@@ -247,8 +256,13 @@ class RunScreen(Screen):
             self.refresh_bindings()  # the footer shows only the keys that apply now
 
     def _show_runner_gone(self, run: dict) -> None:
+        """The banner under the status line: a live run whose runner is gone, or a FAILED or
+        UNSAVED run (what to do next: ``fmt.ended_next_words``)."""
         banner = self.query_one("#runner-gone", Static)
-        _show(banner, bool(run.get("stale")))
+        failed = fmt.ended_next_words(run)
+        _show(banner, bool(run.get("stale") or failed))
+        if failed:
+            _set_text(banner, failed)
         if run.get("stale"):
             key = "" if self.readonly else "press s to start a new runner (it adopts the training), or "
             _set_text(banner, f"RUNNER GONE: nothing supervises this run (no restarts, no hang or crash "

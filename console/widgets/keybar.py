@@ -7,7 +7,9 @@ as a ``LinesView`` from the same facts the Footer reads: the screen's ``active_b
 those with ``show``, one key per action (the first), in the binding order, each as the app's
 key display and the description, dimmed when the key does not apply now; redrawn when the
 screen publishes new bindings (``bindings_updated_signal``, as the Footer listens). A click on
-a key presses it (``App.simulate_key``, as a FooterKey does); on a dimmed key, the bell."""
+a key presses it (``App.simulate_key``, as a FooterKey does); on a dimmed key, the bell. Only
+the keys that fit whole are drawn (``key_width``), the rest left out from the end, as
+``KeyFooter`` does on the other screens."""
 from __future__ import annotations
 
 from textual import events
@@ -15,6 +17,12 @@ from textual import events
 from moeconsole.console.widgets.lines import LinesView
 
 KEY, DESCRIPTION = "keybar--key", "keybar--description"
+
+
+def key_width(key_display: str, description: str) -> int:
+    """The cells a footer key takes: `` k Kill `` (a space around the key, one after the words;
+    Textual's FooterKey padding). The one rule for both footers (``KeyBar``, ``KeyFooter``)."""
+    return len(key_display) + 2 + (len(description) + 1 if description else 0)
 KEY_OFF, DESCRIPTION_OFF = "keybar--key-off", "keybar--description-off"
 
 
@@ -53,6 +61,9 @@ class KeyBar(LinesView):
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
 
+    def on_resize(self) -> None:
+        self.show_keys()   # the keys that fit whole at the new width
+
     def _bindings_changed(self, screen) -> None:
         if self.is_attached and screen is self.screen:
             self.show_keys()
@@ -64,6 +75,15 @@ class KeyBar(LinesView):
             if binding.show and binding.action not in seen:
                 seen.add(binding.action)
                 keys.append((binding.key, self.app.get_key_display(binding), binding.description, enabled))
+        width = self.size.width
+        if width:  # only the keys that fit whole, left out from the end (they stay in the help, `?`)
+            fitted, used = [], 0
+            for k in keys:
+                need = key_width(k[1], k[2])
+                if used + need <= width:
+                    fitted.append(k)
+                    used += need
+            keys = fitted
         pieces: list[tuple[str, str]] = []
         spans: list[tuple[int, int, str, bool]] = []
         x = 0

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import re
+import shlex
 from typing import Annotated, Any, Sequence, TypeVar
 
 import msgspec
@@ -183,11 +185,26 @@ def _mismatch(info: Any, value: Any) -> str:
         if extra and "range" in extra and _is_numeric_value(value):
             return f"must be {extra['range'].describe()}, got {shown(value)}"
         if extra and "must" in extra and (isinstance(value, str) or not isinstance(base, mi.StrType)):
-            return f"must be {extra['must']}, got {shown(value)}"
+            return f"must be {extra['must']}, got {shown(value)}" + _as_list(base, value)
         if isinstance(base, mi.LiteralType):
             return f"must be one of {', '.join(map(str, base.values))}, got {shown(value)}"
     got = shown(value) if isinstance(value, bool) or value is None else f"{type(value).__name__} {shown(value)}"
     return f"expected {_words(info)}, got {got}"
+
+
+_LIST_TYPES = (mi.ListType, mi.TupleType, mi.VarTupleType)
+
+
+def _as_list(base: Any, value: Any) -> str:
+    """For a list of arguments given as one string (``command: python train.py``): the list to
+    write instead, split the way a shell would split it (it is never run through one)."""
+    if not isinstance(value, str) or not isinstance(base, _LIST_TYPES):
+        return ""
+    try:
+        words = shlex.split(value)
+    except ValueError:   # an unbalanced quote: split at spaces
+        words = value.split()
+    return f"; write it as a list: {json.dumps(words)}" if words else ""
 
 
 def _is_numeric_value(value: Any) -> bool:

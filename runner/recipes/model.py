@@ -118,7 +118,7 @@ Arg = str | int | float   # a command argument as YAML gives it (numbers become 
 
 class Recipe(schema.Section, frozen=True):
     """A whole recipe (docs/recipes.md)."""
-    command: Sequence[Arg]
+    command: Annotated[Sequence[Arg], schema.described("a list of arguments (an argv, never a shell string)")]
     name: Annotated[str, _NAME] | None = None
     description: Text = ""
     env: Mapping[str, Arg] = {}

@@ -174,7 +174,7 @@ def runner_locked(run: RunDir) -> bool:
 
 def new_run_id(name: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    safe = _SAFE_NAME.sub("-", name).strip("-")[:40] or "run"
+    safe = id_slug(name) or "run"
     import secrets  # only where a run is created: readers start faster without it
     return f"{stamp}-{safe}-{secrets.token_hex(2)}"
 
@@ -372,9 +372,35 @@ def _readable(run: RunDir) -> RunDir:
     return run
 
 
+def id_slug(name: str) -> str:
+    """The part of a run id that a run name becomes (``new_run_id``): other characters than
+    letters, digits, ``.``, ``_`` and ``-`` as ``-``, at most 40 characters."""
+    return _SAFE_NAME.sub("-", name).strip("-")[:40]
+
+
+def _exists(ref: str) -> bool:
+    try:
+        return Path(ref).expanduser().exists()
+    except OSError:
+        return False
+
+
+def _named(runs: list[RunDir], ref: str) -> list[RunDir]:
+    """The runs named ``ref`` (``run --name``) where the name is not in the id as typed (spaces,
+    a slash, more than 40 characters): those whose id holds the name's slug, narrowed to those
+    whose state names them exactly when some do."""
+    slug = id_slug(ref)
+    if not slug or slug == ref:
+        return []
+    found = [r for r in runs if f"-{slug}-" in r.run_id]
+    exact = [r for r in found if r.read_state().get("name") == ref]
+    return exact or found
+
+
 def resolve(base: Path, ref: str | None) -> RunDir:
-    """A run from what a user types: a path, a full id, a unique id prefix or suffix, or
-    nothing (``None``: the newest live run, else the newest run). An empty RUN is an error."""
+    """A run from what a user types: a path, a full id, a unique id prefix or suffix, a run's
+    name (``run --name``, also one with spaces or longer than the id holds), or nothing
+    (``None``: the newest live run, else the newest run). An empty RUN is an error."""
     check_base(base)
     if ref is not None:
         check_ref(ref)
@@ -387,18 +413,28 @@ def resolve(base: Path, ref: str | None) -> RunDir:
                 return _readable(RunDir(direct))
         except OSError as exc:
             raise InputError(f"RUN {ref!r}: {exc.strerror or exc}") from None
-        matches = [r for r in list_run_dirs(base) if r.run_id.startswith(ref) or r.run_id.endswith(ref)
-                   or ref in r.run_id]
+        runs = list_run_dirs(base)
+        matches = [r for r in runs if r.run_id.startswith(ref) or r.run_id.endswith(ref) or ref in r.run_id]
+        if not matches:
+            matches = _named(runs, ref)
         if len(matches) == 1:
             return _readable(matches[0])
+        if not matches and _exists(ref):
+            raise InputError(f"{ref}: not a run directory (no state.json or recipe.yaml); a training log or "
+                             f"output directory opens with `moeconsole attach {ref}`")
         if not matches:
             raise InputError(f"no run matches {ref!r} under {base}")
         raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
     runs = list_run_dirs(base)
     if not runs:
-        raise InputError(f"no runs under {base}")
+        raise InputError(f"no runs under {base}: {NO_RUNS_NEXT}")
     live = [r for r in runs if r.read_state().get("status") in LIVE]
     return _readable(live[0] if live else runs[0])
+
+
+# What to do where there is no run yet: `runs ls`, the run browser and every command that takes
+# a RUN say it in these words.
+NO_RUNS_NEXT = "start one with `moeconsole run RECIPE`, or try the built-in `moeconsole demo`"
 
 
 def newest_live(base: Path) -> RunDir | None:

@@ -64,6 +64,9 @@ def test_open_a_swift_output_dir_from_the_browser(base, tmp_path):
             status = await until_ui(pilot, lambda: (s := screen.query_one(StatusLine).plain_lines) and "IMPORTED" in s[0]
                                     and s, what="the imported run's status line")
             assert "IMPORTED" in status[0] and "step 30/30" in status[0]
+            # what it is, not a runner's counters it never had ("attempt — · restarts 0/—")
+            assert status[1].strip().startswith("imported: a log not made by moeconsole (read only"), status
+            assert "attempt" not in status[1] and "0/—" not in status[1], status
             assert screen.query_one("#chart-loss", ChartView).text_rows()[0].startswith("loss 1.1")
             events = " ".join(screen.query_one(EventPane).plain_lines)
             assert "OK  step 20" in events and "BAD step 30" in events

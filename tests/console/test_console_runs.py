@@ -162,3 +162,70 @@ def test_an_old_index_gains_the_new_columns(base, make_run):
     assert cli("runs", "rebuild", base=base).returncode == 0
     (row,) = store.list_runs(base)
     assert row["crashes"] == 1 and row["last_crash_class"] == "nccl_timeout" and row["display_name"] == "a"
+
+
+def test_a_run_named_with_spaces_or_a_long_name_is_found_by_that_name(base, make_run):
+    """`run --name "qwen3 moe lora"` makes the id `...-qwen3-moe-lora-XXXX` (the name's slug) and
+    shows the name everywhere, but `runs show "qwen3 moe lora"` answered "no run matches" (and a
+    name over 40 characters, cut in the id, the same): the name the screens show now finds it."""
+    from moeconsole.runner.rundir import rundir
+    spaced = "qwen3 moe lora"
+    long = "qwen3.5-397b-a17b-megatron-lora-ep8-pp4-fp8-blockwise"
+    a = make_run(base, rundir.new_run_id(spaced), name=spaced, status="succeeded", steps=40, restart_at=None)
+    b = make_run(base, rundir.new_run_id(long), name=long, status="failed", steps=30, crash={"class": "cuda_oom"})
+    make_run(base, "20240101-000000-demo-0001", name="demo", status="killed", steps=20)
+    shown = cli("runs", "show", spaced, base=base)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].startswith(f"{spaced}  SUCCEEDED") and a.run_id in shown.stdout
+    shown = cli("runs", "show", long, "--json", base=base)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["id"] == b.run_id
+    diff = cli("runs", "diff", spaced, long, base=base)
+    assert diff.returncode == 0, diff.stderr
+    assert f"A  {spaced}" in diff.stdout and f"B  {long}" in diff.stdout
+    missing = cli("runs", "show", "qwen3 moe lora v2", base=base)
+    assert missing.returncode == 2 and missing.stderr.startswith("moeconsole: no run matches")
+
+
+@pytest.mark.parametrize("command", [("--json", "{path}", "--once"), ("kill", "{path}"), ("restart", "{path}"),
+                                     ("runs", "receipt", "{path}")])
+def test_a_training_log_given_as_run_says_it_is_not_a_run_and_how_to_open_it(base, make_run, tmp_path, command):
+    """A newcomer hands a command a log file or an output directory that exists: it answered "no
+    run matches '/data/out/logging.jsonl' under ~/.local/share/moeconsole/runs", as if the path were
+    missing. It says now that the path is not a run directory and which command opens it."""
+    make_run(base, "20240101-000000-demo-0001", name="demo", status="succeeded", steps=20, restart_at=None)
+    log = tmp_path / "out" / "logging.jsonl"
+    log.parent.mkdir()
+    log.write_text('{"loss": 1.5, "global_step/max_steps": "1/10"}\n')
+    for path in (log, log.parent):
+        out = cli(*(word.format(path=path) for word in command), base=base)
+        assert out.returncode == 2, (out.stdout, out.stderr)
+        assert out.stderr == (f"moeconsole: {path}: not a run directory (no state.json or recipe.yaml); a training "
+                              f"log or output directory opens with `moeconsole attach {path}`\n"), out.stderr
+
+
+def test_no_runs_yet_says_how_to_start_one_in_the_cli_and_the_browser(tmp_path):
+    """A newcomer's first `moeconsole runs ls` answered "no runs under DIR" and `moeconsole --json`
+    the same as an error, with no next step (only the browser named `moeconsole run RECIPE`). All
+    three say one sentence now, the built-in demo in it."""
+    import asyncio
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.runner.rundir import rundir
+    from tests.waiting import until_ui
+    empty = tmp_path / "runs"
+    empty.mkdir()
+    ls = cli("runs", "ls", base=empty)
+    assert ls.returncode == 0 and ls.stdout == f"no runs under {empty}: {rundir.NO_RUNS_NEXT}\n", ls.stdout
+    assert "`moeconsole demo`" in rundir.NO_RUNS_NEXT
+    snap = cli("--json", "--once", base=empty)
+    assert snap.returncode == 2 and snap.stderr == f"moeconsole: no runs under {empty}: {rundir.NO_RUNS_NEXT}\n"
+
+    async def go() -> str:
+        app = MoeConsole(empty, None, gpu=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen))
+            await pilot.pause()
+            return " ".join(strip.text.strip() for strip in app.screen._compositor.render_strips())
+    shown = asyncio.run(go())
+    assert "moeconsole demo" in shown and "moeconsole run RECIPE" in shown, shown

@@ -222,3 +222,21 @@ def test_schema_names_a_mapping_value_and_refuses_infinity():
     assert str(err.value) == "memory.transients.b: expected a number or a string, got list [2]"
     with pytest.raises(schema.SettingsError, match="got inf"):
         schema.convert({"critical_s": float("inf")}, MemorySection, "memory")
+
+
+def test_lint_of_a_command_written_as_one_string_says_the_list_to_write(tmp_path):
+    """A newcomer's first recipe writes `command: python train.py --lr 1e-4`; lint answered
+    "command: expected a list, got str '...'" without the fix. It says now that the command is an
+    argv (never run through a shell) and gives the list to write, split as a shell would."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    recipe = tmp_path / "first.yaml"
+    recipe.write_text("name: first\ncommand: python train.py --lr 1e-4 --note 'two words'\n")
+    out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "lint", str(recipe)], cwd=repo,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr == (f"moeconsole: {recipe}: command: must be a list of arguments (an argv, never a shell "
+                          f"string), got \"python train.py --lr 1e-4 --note 'two words'\"; write it as a list: "
+                          f'["python", "train.py", "--lr", "1e-4", "--note", "two words"]\n'), out.stderr

@@ -135,7 +135,7 @@ def test_hostile_recipe_values_are_one_line(harness, tmp_path, text, needle):
 
 
 @pytest.mark.parametrize("sets, needle", [
-    (["command=5"], "expected a list"), (["command=5", "args.x=1"], "not a list"),
+    (["command=5"], "must be a list of arguments"), (["command=5", "args.x=1"], "not a list"),
     (["kill.grace_s=" + "[" * 3000], "--set kill.grace_s="), (["kill.grace_s=" + "9" * 5000], "--set kill.grace_s="),
     (["kill.grace_s=1e308"], "kill.grace_s"), (["cooldown.floor_s=.inf"], "cooldown.floor_s"),
     (["restart.max_restarts=" + "9" * 400], "restart.max_restarts"),

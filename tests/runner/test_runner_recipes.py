@@ -15,7 +15,7 @@ def _no_runs(runs_dir) -> bool:
 @pytest.mark.parametrize("text,needle", [
     ("name: x\ncommand: [python, -c\n", "invalid YAML"),
     ("name: x\ncommand: [python]\nbogus: 1\n", "bogus: unknown key"),
-    ("name: x\ncommand: python train.py\n", "command: expected a list"),
+    ("name: x\ncommand: python train.py\n", "command: must be a list of arguments (an argv, never a shell string)"),
     ("name: x\ncommand: [python]\nkill: {grace_s: soon}\n", "kill.grace_s: expected a number"),
     ("name: x\ncommand: [python]\nrestart: {max_restarts: many}\n", "restart.max_restarts"),
     ("- just\n- a list\n", "must be a YAML mapping"),

@@ -99,3 +99,61 @@ def test_the_run_screen_under_the_gpu_view_draws_nothing_and_is_current_when_bac
             await until_ui(pilot, lambda: any("61/100" in line for line in status.plain_lines),
                            what="the newest step once the run screen is back")
     asyncio.run(go())
+
+
+def test_the_gpu_view_at_80x24_shows_every_gpu_line_whole(fake_libdir, tmp_path):
+    """At 80x24 the GPU view cut every GPU line at the screen's edge mid-number (the view's
+    scrollbar leaves 78 columns to a 79-column line: "1980 / 320", the header's "SM/Mem MH").
+    The lines fit the view now (``gpurows.fit``): every name and reading whole on screen."""
+    from textual.geometry import Region
+    from moeconsole.console.screens.gpu_view import GpuLines
+
+    scenario = write_scenario(tmp_path / "nvml.txt", [  # 8 GPUs: the view scrolls (its scrollbar takes 2 columns)
+        FakeGpu(name="NVIDIA H100 80GB HBM3", util_pct=87, mem_base_used_mib=61234, power_w=699.0)]
+        + [FakeGpu(name="NVIDIA H200", util_pct=3, mem_base_used_mib=90000)] * 7, [FakeProc(1, os.getpid(), 4000)])
+    env = fake_env(fake_libdir, scenario, {**base_env(), "PYTHONPATH": str(REPO)})
+    gpu = json.loads(_cli(env, "gpus", "--json").splitlines()[-1])["gpu"]
+    base = tmp_path / "runs"
+    run = write_run(base, runner_pid=os.getpid(), started=False)
+
+    async def go() -> tuple[list[str], list[str]]:
+        app = MoeConsole(base, run, interval=0.2, telemetry=lambda state: (gpu, []), host=None)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await pilot.press("g")
+            view = await until_ui(pilot, lambda: _gpu_screen(app))
+            await until_ui(pilot, lambda: "NVIDIA H200" in view.procs_text, what="the GPU lines in the view")
+            await pilot.pause()
+            widget = view.query_one(GpuLines)
+            width, height = widget.size
+            assert width < 80, "the scrollbar takes its columns"
+            return ([strip.text.rstrip() for strip in widget.render_lines(Region(0, 0, width, height))],
+                    view.procs_text.splitlines())
+    shown, made = asyncio.run(go())
+    rows = [line for line in shown if line.startswith(("GPU  ", "  0  ", "  1  "))]
+    assert len(rows) == 3, shown
+    for line in rows:
+        assert line in made, (line, made)  # on screen as the view made it: nothing cut at the edge
+    head, gpu0, gpu1 = rows
+    assert head.endswith(("SM/Mem MHz", "Power W")), head
+    assert "NVIDIA H100 80GB HBM3" in gpu0 and "87%" in gpu0 and "699 / 700" in gpu0, gpu0
+    assert f"{gpu['gpus'][1]['mem_used_mib']:.0f} / 143771" in gpu1, gpu1
+
+
+def test_a_gpu_line_that_cannot_fit_leaves_out_the_clocks_before_it_cuts_a_name():
+    """The order ``gpurows.fit`` gives up columns in: the name column's spare room, then the
+    clocks, then (only on a very narrow view) the names' ends."""
+    from moeconsole.console import gpurows
+    g = {"index": 0, "name": "NVIDIA GeForce RTX 4090", "util_pct": 5, "mem_used_mib": 1000,
+         "mem_total_mib": 24564, "temp_c": 40, "power_w": 30, "power_limit_w": 450,
+         "sm_clock_mhz": 210, "mem_clock_mhz": 405}
+    assert gpurows.fit([g], 200) == (gpurows.NAME_W, True)
+    assert len(gpurows.gpu_row(g)) == len(gpurows.GPU_HEADER)
+    h200 = {**g, "name": "NVIDIA H200"}
+    assert gpurows.fit([h200], 78) == (11, True)
+    name_w, clocks = gpurows.fit([g], 78)
+    assert (name_w, clocks) == (gpurows.NAME_W, False)
+    row = gpurows.gpu_row(g, name_w, clocks)
+    assert len(row) <= 78 and row.endswith("30 / 450") and "210 / 405" not in row
+    name_w, clocks = gpurows.fit([g], 60)
+    assert len(gpurows.gpu_row(g, name_w, clocks)) <= 60 and len(gpurows.header(name_w, clocks)) <= 60

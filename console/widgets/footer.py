@@ -1,0 +1,34 @@
+"""The footer of every screen: Textual's ``Footer`` showing only the keys that fit whole.
+
+Textual's footer lays its keys out in a row and cuts the row at the screen's edge, so on an
+80-column terminal the run screen's last key read ``c Chart`` (and the next was gone without a
+trace). ``KeyFooter`` leaves out the keys that do not fit whole, from the end of the row (the
+order of ``keys.py``'s tables: the least needed last); every key stays in the help (``?``) and
+keeps working."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.events import Resize
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from moeconsole.console.widgets.keybar import key_width
+
+
+class KeyFooter(Footer):
+    _composed_width = -1
+
+    def compose(self) -> ComposeResult:
+        width = self._composed_width = self.size.width
+        used = 0
+        for widget in super().compose():
+            if isinstance(widget, FooterKey) and width:
+                need = key_width(widget.key_display, widget.description)
+                if used + need > width:
+                    continue
+                used += need
+            yield widget
+
+    def on_resize(self, event: Resize) -> None:
+        if event.size.width != self._composed_width:
+            self.call_after_refresh(self.recompose)

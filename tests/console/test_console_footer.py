@@ -1,0 +1,75 @@
+"""Every screen's footer at 80 columns shows only whole keys: Textual's footer cut its row at
+the edge, so the run screen with a zombie listed ended in ``c Chart`` (the next
+key gone without a trace). The keys that do not fit are left out whole (they stay in the help and
+keep working); at 160 columns every key is there."""
+from __future__ import annotations
+
+import asyncio
+
+from moeconsole.console import keys
+from tests.console.test_console_app import ZOMBIE, app_for, attached, judged, live_run, telemetry
+from tests.waiting import until_ui
+
+
+def _footer_line(app) -> str:
+    return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()][-1]
+
+
+def _whole(line: str) -> list[str]:
+    """The run screen's footer labels ("k Kill") found whole in the line, in order."""
+    labels = [f"{k.shown_key} {k.label}" for k in keys.RUN_KEYS if k.show]
+    return sorted((label for label in labels if f" {label} " in f" {line} "), key=lambda lab: f" {line} ".index(f" {lab} "))
+
+
+def _shown(base, run, size) -> tuple[str, list[str]]:
+    async def go() -> tuple[str, list[str]]:
+        app = app_for(base, run, telemetry=telemetry([judged(ZOMBIE)]))
+        async with app.run_test(size=size) as pilot:
+            screen = await attached(pilot)
+            # the keys that apply: a zombie to end (no alert: `a` is not there)
+            await until_ui(pilot, lambda: " z Zombie " in f" {_footer_line(app)} ",
+                           what="z in the footer")
+            await pilot.pause()
+            line = _footer_line(app)
+            return line, _whole(line)
+    return asyncio.run(go())
+
+
+def test_the_run_screen_footer_at_80_columns_shows_only_whole_keys(base, make_run):
+    run = live_run(base, make_run, checkpoints=((20, True),))  # no alert
+    line, whole = _shown(base, run, (80, 24))
+    assert whole[:4] == ["k Kill", "r Restart", "v Verify", "z Zombie"], line
+    # nothing but whole labels on the line: take them out and only spaces are left
+    rest = f" {line} "
+    for label in whole:
+        rest = rest.replace(f" {label} ", "  ", 1)
+    assert not rest.strip(), (rest, line)
+    assert "q Detach" in whole, line  # the key to leave is never the one dropped
+
+    line, whole = _shown(base, run, (160, 48))
+    assert whole[-2:] == ["c Charts", "g GPUs"], line
+
+
+def _blocker_title(base, run, size) -> str:
+    async def go() -> str:
+        app = app_for(base, run, telemetry=telemetry([judged(ZOMBIE)]))
+        async with app.run_test(size=size) as pilot:
+            await attached(pilot)
+
+            def title() -> str:
+                return next((line for line in [s.text.rstrip() for s in app.screen._compositor.render_strips()]
+                             if "zombies / blockers: 1" in line), "")
+            await until_ui(pilot, lambda: "(tab" in title(), what="the blockers title with its hint")
+            await pilot.pause()
+            return title()
+    return asyncio.run(go())
+
+
+def test_the_zombie_pane_title_says_how_to_end_one_whole_at_80_columns(base, make_run):
+    """At 80 columns the zombie pane's title read "zombies / blockers: 1 (tab to select," (the pane
+    is half the screen): the hint is said in the words that fit now."""
+    run = live_run(base, make_run, checkpoints=((20, True),))
+    narrow = _blocker_title(base, run, (80, 24))
+    assert "zombies / blockers: 1 (tab, z ends)" in narrow, narrow
+    wide = _blocker_title(base, run, (160, 48))
+    assert "zombies / blockers: 1 (tab to select, z to end)" in wide, wide
