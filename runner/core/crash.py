@@ -459,7 +459,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
-             "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code")),
+             "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
+             "Segfault encountered", "encountered a Segfault")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
@@ -751,6 +752,10 @@ _SIG_TEXT = re.compile(
     r"|\*\*\* (?P<glog>SIG[A-Z]+)(?: \(@[^)]*\))? received (?:by PID|at time)"
     # a glog/absl CHECK that failed aborts the process ("*** Check failure stack trace: ***")
     r"|\*\*\* (?P<check>Check failure stack trace): \*\*\*"
+    # apache-tvm-ffi's SIGSEGV handler (src/ffi/backtrace.cc, TVMFFISegFaultHandler, installed by a library
+    # constructor when xgrammar/flashinfer load: vLLM, SGLang, ms-swift) and the older TVM runtime's
+    # (src/runtime/logging.cc): the banner, native frames, then SIGSEGV re-raised with the default action
+    r"|(?P<tvm>!!!!!!! (?:Segfault encountered|TVM encountered a Segfault) !!!!!!!)"
     # torch.multiprocessing.spawn: "ProcessExitedException: process 0 terminated with signal SIGKILL"
     r"|process \d+ terminated with signal (?P<spawn>SIG[A-Z]+)"
     # a shell-style status a wrapper reports for a killed child (128+N): Kubernetes/Flyte "terminated with
@@ -1323,6 +1328,8 @@ def _text_signal(text: str) -> int | None:
             return None
     if m.group("check"):
         return int(_signal.SIGABRT)
+    if m.group("tvm"):
+        return int(_signal.SIGSEGV)
     if m.group("status"):
         return int(m.group("status")) - 128
     for name in ("agent", "cpe", "caught", "rcneg", "killedn", "recv"):

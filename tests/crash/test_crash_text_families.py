@@ -852,3 +852,26 @@ def test_bitsandbytes_failing_to_load_its_library_is_a_dependency_named_as_such(
              "information:", "", "        python -m bitsandbytes"]
     v = classify(1, lines, steps_seen=0)
     assert v.cls == "missing_dependency" and "bitsandbytes" in v.summary and "bitsandbytes" in v.hint, v.summary
+
+
+# apache-tvm-ffi's SIGSEGV handler (src/ffi/backtrace.cc, TVMFFISegFaultHandler: std::cerr << "!!!!!!! Segfault
+# encountered !!!!!!!\n" << backtrace, then the signal re-raised with SIG_DFL), installed by a library
+# constructor when xgrammar or flashinfer is imported (vLLM, SGLang, ms-swift's rollout); the older TVM
+# runtime's own handler (src/runtime/logging.cc, backtrace_handler): "!!!!!!! TVM encountered a Segfault !!!!!!!".
+# Each is followed by native frames in Python's "File ..., line 0, in ..." form, and the process dies of SIGSEGV.
+@pytest.mark.parametrize("banner", ["!!!!!!! Segfault encountered !!!!!!!",
+                                    "!!!!!!! TVM encountered a Segfault !!!!!!!",
+                                    "[rank3]: !!!!!!! Segfault encountered !!!!!!!"])
+def test_the_tvm_ffi_segfault_banner_is_a_segfault(banner):
+    lines = ["saving checkpoint at iteration      20 to /ckpt/run in torch_dist format", banner,
+             '  File "<unknown>", line 0, in mz_zip_writer_add_mem_ex_v2',
+             '  File "<unknown>", line 0, in caffe2::serialize::PyTorchStreamWriter::writeRecord(...)']
+    v = classify(1, lines, steps_seen=20)
+    assert v.cls == "segfault" and v.retryable
+    assert any("Segfault" in e for e in v.evidence)
+
+
+def test_a_log_that_only_mentions_segfaults_is_not_one():
+    lines = ["INFO: set TVM_FFI_BACKTRACE_ON_SEGFAULT=0 to turn off the Segfault encountered banner",
+             "ValueError: bad config"]
+    assert classify(1, lines, steps_seen=3).cls != "segfault"
