@@ -28,7 +28,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
-from moeconsole.runner.ingest.pydict import split_objects
+from moeconsole.runner.ingest.pydict import object_run, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval, swift_rate_step_time)
@@ -236,6 +236,10 @@ class LogParser:
             joined = self._join_fragment(text)
             if joined is not None:
                 return events + joined
+        if "{" in text and "}" in text and not (text[:1] == "{" and text[-1:] == "}"):
+            run = object_run(text)
+            if run is not None:
+                return events + self._object_run(run, rank)
         if text[:1] != "{" and text[-1:] == "}":
             # a dict glued to a progress bar with no carriage return between them
             had_bar, rest = strip_bar(text)
@@ -688,12 +692,36 @@ class LogParser:
                 events = self._object(joined, rank)
                 self.stats.lines += n
                 return events
+            run = None if joined.endswith("}") else object_run(joined)
+            if run is not None and not run[0]:
+                # the cut dict ends on this line and the next ones follow it (a wrapped run)
+                self._frag = None
+                self.stats.lines -= n
+                events = self._object_run(run, rank)
+                self.stats.lines += n
+                return events
             if (not joined.endswith("}") and n < 4 and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
                 self._frag = (joined, rank, n + 1)
                 return []
         self._drop_fragment()
         return None
+
+    def _object_run(self, run: tuple[str, list[str], str], rank: int | None) -> list[LogEvent]:
+        """Printed dicts one after another on a line (``pydict.object_run``): each whole one is
+        read as if it stood on its own line; the end of a dict begun before the line is not read
+        (its start, with its loss, was not seen: its keys are never given to the dict after it);
+        a dict cut at the line's end waits for the next line, which a terminal's wrap continues."""
+        head, whole, tail = run
+        events = self._flush_bar() if self._bar.pending is not None else []
+        self._prev_text = ""
+        if head:
+            self._unparsed(head, suspect=True, reason="the end of a dict whose start was not seen")
+        for obj in whole:
+            events.extend(self._object(obj, rank) or [])
+        if tail and len(tail) < (64 << 10):
+            self._frag = (tail, rank, 1)
+        return events
 
     def _drop_fragment(self) -> list[LogEvent]:
         if self._frag is not None:
