@@ -119,6 +119,23 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
     return out, src
 
 
+def megatron_line_complete(text: str) -> bool:
+    """Megatron's ``training_log`` line ends with ``number of nan iterations: {:3d} |`` (every
+    release; Megatron-DeepSpeed and ms-swift's too)."""
+    return bool(_MEGATRON_END_RE.search(text))
+
+
+_MEGATRON_END_RE = re.compile(r"nan iterations:\s*\d+\s*\|\s*$")
+
+
+def megatron_line_cut(text: str) -> bool:
+    """A Megatron ``iteration`` line cut before its end (a terminal or a paste wrapped it): it
+    starts as one and stops before its last field, the step's loss not yet printed."""
+    if "iteration" not in text or megatron_line_complete(text) or "loss" in text:
+        return False
+    return read_megatron(text) is not None
+
+
 _MEM_REPORT_RE = re.compile(r"^\[Rank (\d+)\] \((.*?)\) memory \(MB\)(.*)$")
 _MEM_FIELD_RE = re.compile(r"\|\s*([a-z ]+?):\s*([-+\w.]+)")
 _AFTER_ITERS_RE = re.compile(r"^after (\d+) iterations$")

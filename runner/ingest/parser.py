@@ -151,6 +151,7 @@ class LogParser:
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
+        self._cut: tuple[list[str], int | None] | None = None  # a Megatron line a terminal wrapped: (rows, rank)
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
@@ -177,13 +178,16 @@ class LogParser:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         self.origins.clear()
-        return self._drop_fragment() + self._release() + self._give_ds_step()
+        return self._drop_fragment() + self._flush_cut() + self._release() + self._give_ds_step()
 
     def context_after_rows(self, last_step: int, records: int) -> None:
         """``records`` metric lines were read by the template strategy (the last at step
         ``last_step``): leave the reading context those lines leave when read here (a cut
         dict before them is over, the next step-less record counts on from ``last_step``)."""
         self._drop_fragment()
+        if self._cut is not None:
+            self._unparsed("".join(self._cut[0]), suspect=True)
+            self._cut = None
         self._drop_ds_step()      # the trainer's rows carry the steps
         self.records_emitted += records
         self._last_step = last_step
@@ -232,6 +236,13 @@ class LogParser:
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
+        if self._cut is not None:
+            if self._continue_cut(text):
+                return events + (self._flush_cut() if formats.megatron_line_complete("".join(self._cut[0])) else [])
+            events += self._flush_cut()
+        if formats.megatron_line_cut(text):
+            self._cut = ([text], rank)
+            return events + self._release()
         if self._frag is not None:
             joined = self._join_fragment(text)
             if joined is not None:
@@ -722,6 +733,39 @@ class LogParser:
         if tail and len(tail) < (64 << 10):
             self._frag = (tail, rank, 1)
         return events
+
+    def _continue_cut(self, text: str) -> bool:
+        """Whether ``text`` goes on with the wrapped Megatron line being read (and is taken): the
+        row before it filled the terminal's width (within the space a paste trims) and it goes on
+        with a field (``... iterations:   0 |``: a ``name: value`` before its first ``|``), not with
+        a line of its own (``step 11 | loss ...``, ``[Rank 0] ...``, ``time (ms) | ...``)."""
+        assert self._cut is not None
+        rows = self._cut[0]
+        width = max(len(r) for r in rows)
+        head = text.split("|", 1)[0].strip()
+        if (len(rows) >= 8 or len(rows[-1]) < 60 or len(rows[-1]) < width - 1 or "|" not in text
+                or ": " not in head or head[:1] in "[(" or formats.read_megatron(text) is not None
+                or len(text) > width + 1):
+            return False
+        rows.append(text)
+        return True
+
+    def _flush_cut(self) -> list[LogEvent]:
+        """The wrapped Megatron line read as one: its rows joined as the terminal cut them (a row
+        one shorter than the others lost the space it ended with to the paste)."""
+        if self._cut is None:
+            return []
+        rows, rank = self._cut
+        self._cut = None
+        width = max(len(r) for r in rows)
+        text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        n = len(rows)
+        self.stats.lines -= n - 1   # the record is numbered like one line
+        try:
+            return self._text_line(text, rank)
+        finally:
+            self.stats.lines += n - 1
+            self._prev_text = text
 
     def _drop_fragment(self) -> list[LogEvent]:
         if self._frag is not None:

@@ -258,3 +258,22 @@ def test_camel_case_split_names_are_evaluations_beside_the_epoch():
     events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
     evals = [(o["step"], o["loss"]) for k, o in events if k == "mark" and o["kind"] == "eval"]
     assert evals == [(0, 0.6), (1, 0.5), (2, 0.4)]
+
+
+def test_a_megatron_line_wrapped_by_the_terminal_is_read_whole_even_when_the_log_ends_inside_it(tmp_path):
+    """A terminal 86 columns wide cut Megatron's line into rows (the paste trimmed the space a
+    row ended with); the log stops before the row with the line's last field: the step still has
+    its loss, learning rate and step time, and a line after the rows is read on its own."""
+    from moeconsole.runner.ingest import records_from_path
+    rows = (" [2025-10-02 22:52:07] iteration       10/      50 | consumed samples:         5120 |\n"
+            "elapsed time per iteration (ms): 13212.7 | learning rate: 3.000000E-04 | global batch\n"
+            "size:   512 | lm loss: 4.474437E+00 | loss scale: 1.0 | grad norm: 0.704 | number of s\n")
+    log = tmp_path / "train.log"
+    log.write_text(rows)
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"], r["max_steps"]) for r in recs] == [
+        (10, 4.474437, 3e-4, 0.704, 13.2127, 50)]
+    assert recs[0]["extra"]["global batch size"] == 512
+    log.write_text(rows + "step 11 | loss 4.1 | lr 3e-4\n")
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 4.474437), (11, 4.1)]
