@@ -277,3 +277,27 @@ def test_a_megatron_line_wrapped_by_the_terminal_is_read_whole_even_when_the_log
     log.write_text(rows + "step 11 | loss 4.1 | lr 3e-4\n")
     recs, _ = records_from_path(log)
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 4.474437), (11, 4.1)]
+
+
+def test_dicts_pasted_one_after_another_never_lend_a_step_the_next_ones_loss(tmp_path):
+    """A JSON list of records pasted as lines, cut inside a record at both ends and wrapped
+    inside a number: each step gets its own loss; the cut pieces are not records."""
+    from moeconsole.runner.ingest import records_from_path
+    log = tmp_path / "train.log"
+    log.write_text('max_length": 9.0, "step": 18}, {"loss": -0.5, "grad_norm": 0.25, "len": 4\n'
+                   '30.0, "step": 19}, {"loss": 0.75, "grad_norm": 0.5, "step": 20}, {"loss": 0.1\n')
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(19, -0.5, 0.25), (20, 0.75, 0.5)]
+    assert recs[0]["extra"]["len"] == 430.0
+
+
+def test_micro_batch_debug_lines_are_not_optimizer_steps(tmp_path):
+    """mlx-lm style: per-micro-batch lines (``micro=k/K``) around the step's own line."""
+    from moeconsole.runner.ingest import records_from_path
+    log = tmp_path / "train.log"
+    log.write_text("[DBG] it=69 micro=9/10 loss=3.0505 toks=94\n"
+                   "[DBG] it=70 micro=10/10 loss=2.4790 toks=104\n"
+                   "Iter 70: Train loss 2.786, Learning Rate 1.000e-05, It/sec 17.598, Peak mem 1.437 GB\n"
+                   "[DBG] it=71 micro=1/10 loss=2.7807 toks=108\n")
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"]) for r in recs] == [(70, 2.786)]
