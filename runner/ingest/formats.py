@@ -119,6 +119,23 @@ def read_megatron(text: str) -> tuple[dict, str] | None:
     return out, src
 
 
+def megatron_line_complete(text: str) -> bool:
+    """Megatron's ``training_log`` line ends with ``number of nan iterations: {:3d} |`` (every
+    release; Megatron-DeepSpeed and ms-swift's too)."""
+    return bool(_MEGATRON_END_RE.search(text))
+
+
+_MEGATRON_END_RE = re.compile(r"nan iterations:\s*\d+\s*\|\s*$")
+
+
+def megatron_line_cut(text: str) -> bool:
+    """A Megatron ``iteration`` line cut before its end (a terminal or a paste wrapped it): it
+    starts as one and stops before its last field, the step's loss not yet printed."""
+    if "iteration" not in text or megatron_line_complete(text) or "loss" in text:
+        return False
+    return read_megatron(text) is not None
+
+
 _MEM_REPORT_RE = re.compile(r"^\[Rank (\d+)\] \((.*?)\) memory \(MB\)(.*)$")
 _MEM_FIELD_RE = re.compile(r"\|\s*([a-z ]+?):\s*([-+\w.]+)")
 _AFTER_ITERS_RE = re.compile(r"^after (\d+) iterations$")
@@ -940,7 +957,7 @@ _BAR_POSTFIX_RE = re.compile(
 # second (format_meter), for any unit (tqdm(unit="batch") prints "4.42batch/s")
 _BAR_RATE_RE = re.compile(r"(?:[A-Za-z]/s|s/[A-Za-z]{1,12}), ")
 _POSTFIX_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./ ()-]{0,80}?)\s*(?:=|:\s)\s*(\S+)\s*$")
-_EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)\b", re.IGNORECASE)
+_EPOCH_DESC_RE = re.compile(r"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?\b", re.IGNORECASE)
 _BAR_STEP_KEYS = ("global_step", "step", "iter", "iteration", "num_updates")
 # The loss of the step itself, when a bar also shows Lightning 1.x's running mean as "loss"
 # (``get_standard_metrics``: f"{trainer.fit_loop.running_loss.mean():.3g}").
@@ -1011,6 +1028,11 @@ def read_bar_postfix(text: str) -> Bar | None:
     total = int(tot) if tot and tot.isdigit() else None
     if total is not None and "step" not in out and epoch is None:   # an epoch's bar counts that epoch only
         out["max_steps"] = total
+    elif total is not None and "step" not in out and epoch is not None and epoch.group(2):
+        # "Epoch 1/3: ...| 49/1000": the usual loop makes one bar per epoch over the same loader
+        # (for epoch in range(E): tqdm(loader, desc=f"Epoch {epoch + 1}/{E}"); VeOmni prints
+        # "Epoch 1/1: ...| 49/1000"), the steps counted across the epochs: the run is E bars
+        out["max_steps"] = int(epoch.group(2)) * total
     src = "fairseq" if "num_updates" in m.group("post") else ("pl_bar" if lightning else "tqdm_postfix")
     return Bar(out, src, int(m.group("n") or m.group("n2")), total, epoch.group(1) if epoch else None,
                explicit, ", ".join(post_parts))

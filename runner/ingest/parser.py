@@ -28,7 +28,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
-from moeconsole.runner.ingest.pydict import split_objects
+from moeconsole.runner.ingest.pydict import object_run, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval, swift_rate_step_time)
@@ -151,6 +151,7 @@ class LogParser:
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
+        self._cut: tuple[list[str], int | None] | None = None  # a Megatron line a terminal wrapped: (rows, rank)
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
@@ -177,13 +178,16 @@ class LogParser:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         self.origins.clear()
-        return self._drop_fragment() + self._release() + self._give_ds_step()
+        return self._drop_fragment() + self._flush_cut() + self._release() + self._give_ds_step()
 
     def context_after_rows(self, last_step: int, records: int) -> None:
         """``records`` metric lines were read by the template strategy (the last at step
         ``last_step``): leave the reading context those lines leave when read here (a cut
         dict before them is over, the next step-less record counts on from ``last_step``)."""
         self._drop_fragment()
+        if self._cut is not None:
+            self._unparsed("".join(self._cut[0]), suspect=True)
+            self._cut = None
         self._drop_ds_step()      # the trainer's rows carry the steps
         self.records_emitted += records
         self._last_step = last_step
@@ -232,10 +236,21 @@ class LogParser:
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
+        if self._cut is not None:
+            if self._continue_cut(text):
+                return events + (self._flush_cut() if formats.megatron_line_complete("".join(self._cut[0])) else [])
+            events += self._flush_cut()
+        if formats.megatron_line_cut(text):
+            self._cut = ([text], rank)
+            return events + self._release()
         if self._frag is not None:
             joined = self._join_fragment(text)
             if joined is not None:
                 return events + joined
+        if "{" in text and "}" in text and not (text[:1] == "{" and text[-1:] == "}"):
+            run = object_run(text)
+            if run is not None:
+                return events + self._object_run(run, rank)
         if text[:1] != "{" and text[-1:] == "}":
             # a dict glued to a progress bar with no carriage return between them
             had_bar, rest = strip_bar(text)
@@ -688,12 +703,69 @@ class LogParser:
                 events = self._object(joined, rank)
                 self.stats.lines += n
                 return events
+            run = None if joined.endswith("}") else object_run(joined)
+            if run is not None and not run[0]:
+                # the cut dict ends on this line and the next ones follow it (a wrapped run)
+                self._frag = None
+                self.stats.lines -= n
+                events = self._object_run(run, rank)
+                self.stats.lines += n
+                return events
             if (not joined.endswith("}") and n < 4 and len(joined) < (64 << 10)
                     and ("':" in text or '":' in text) and text[-1:] == ","):
                 self._frag = (joined, rank, n + 1)
                 return []
         self._drop_fragment()
         return None
+
+    def _object_run(self, run: tuple[str, list[str], str], rank: int | None) -> list[LogEvent]:
+        """Printed dicts one after another on a line (``pydict.object_run``): each whole one is
+        read as if it stood on its own line; the end of a dict begun before the line is not read
+        (its start, with its loss, was not seen: its keys are never given to the dict after it);
+        a dict cut at the line's end waits for the next line, which a terminal's wrap continues."""
+        head, whole, tail = run
+        events = self._flush_bar() if self._bar.pending is not None else []
+        self._prev_text = ""
+        if head:
+            self._unparsed(head, suspect=True, reason="the end of a dict whose start was not seen")
+        for obj in whole:
+            events.extend(self._object(obj, rank) or [])
+        if tail and len(tail) < (64 << 10):
+            self._frag = (tail, rank, 1)
+        return events
+
+    def _continue_cut(self, text: str) -> bool:
+        """Whether ``text`` goes on with the wrapped Megatron line being read (and is taken): the
+        row before it filled the terminal's width (within the space a paste trims) and it goes on
+        with a field (``... iterations:   0 |``: a ``name: value`` before its first ``|``), not with
+        a line of its own (``step 11 | loss ...``, ``[Rank 0] ...``, ``time (ms) | ...``)."""
+        assert self._cut is not None
+        rows = self._cut[0]
+        width = max(len(r) for r in rows)
+        head = text.split("|", 1)[0].strip()
+        if (len(rows) >= 8 or len(rows[-1]) < 60 or len(rows[-1]) < width - 1 or "|" not in text
+                or ": " not in head or head[:1] in "[(" or formats.read_megatron(text) is not None
+                or len(text) > width + 1):
+            return False
+        rows.append(text)
+        return True
+
+    def _flush_cut(self) -> list[LogEvent]:
+        """The wrapped Megatron line read as one: its rows joined as the terminal cut them (a row
+        one shorter than the others lost the space it ended with to the paste)."""
+        if self._cut is None:
+            return []
+        rows, rank = self._cut
+        self._cut = None
+        width = max(len(r) for r in rows)
+        text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        n = len(rows)
+        self.stats.lines -= n - 1   # the record is numbered like one line
+        try:
+            return self._text_line(text, rank)
+        finally:
+            self.stats.lines += n - 1
+            self._prev_text = text
 
     def _drop_fragment(self) -> list[LogEvent]:
         if self._frag is not None:

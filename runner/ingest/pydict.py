@@ -111,6 +111,41 @@ def split_objects(text: str) -> list[str] | None:
     return parts
 
 
+# Where one printed dict ends and the next begins on a line: "}" then maybe a list's ", ", then
+# "{" and a quoted key (a JSON list of records pasted as one line, ms-swift's logging.jsonl
+# records joined by ", "). Found by pattern, not by counting braces: a pasted run may begin
+# inside a quoted key, where counting quotes would read it backwards.
+_OBJECT_BOUNDARY_RE = re.compile(r"\}\s*,?\s*(?=\{\s*[\"'])")
+
+
+def object_run(text: str) -> tuple[str, list[str], str] | None:
+    """A line holding printed dicts one after another, whose first or last may be cut (a paste
+    or a terminal's wrap cut the run inside a record): (head, whole, tail). ``head`` is the end
+    of a dict begun before the line ("" if the line starts with a whole one), ``whole`` the
+    dicts printed whole, ``tail`` the start of a dict the next line goes on with ("" if the line
+    ends with a whole one). None when the line is not such a run: no boundary between two
+    dicts, or a dict between two boundaries that does not read."""
+    cuts = [m.start() + 1 for m in _OBJECT_BOUNDARY_RE.finditer(text)]
+    if not cuts:
+        return None
+    pieces, start = [], 0
+    for cut in cuts:
+        pieces.append(text[start:cut].strip().rstrip(","))
+        start = text.index("{", cut)
+    pieces.append(text[start:].strip())
+    head = "" if parse_pydict(pieces[0]) is not None else pieces.pop(0)
+    tail = ""
+    if pieces and parse_pydict(pieces[-1]) is None:
+        tail = pieces.pop()
+        if not tail.startswith("{") or tail.endswith("}"):
+            return None   # a whole-looking last dict that does not read: not a cut run
+    if any(parse_pydict(p) is None for p in pieces):
+        return None
+    if head and (head.startswith("{") or not head.endswith("}")):
+        return None       # the first piece is a dict that does not read, not the end of one
+    return head, pieces, tail
+
+
 def _parse_nested(text: str) -> dict | None:
     try:
         toks = _Tokens(text)

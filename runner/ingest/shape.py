@@ -136,6 +136,11 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
+# A micro-batch counter beside the step ("it=70 micro=10/10 loss=2.479"): the line reports one
+# micro-batch of a gradient-accumulation step (a debug print per forward/backward), not the
+# optimizer step, whose own line (mlx-lm's "Iter 70: Train loss ...") gives its record.
+_MICRO_NAMES = frozenset(("micro", "micro_step", "microstep", "micro step", "micro_batch", "microbatch",
+                          "micro batch", "micro_idx"))
 _EPOCH_NAMES = frozenset(("epoch", "epochs", "ep", "train epoch", "training epoch", "epoch id", "epoch_id",
                           "epoch_idx"))
 _EVAL_WORDS = frozenset(("test", "testing", "eval", "evaluation", "evaluating", "valid", "validation",
@@ -354,6 +359,8 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             counter, counter_how = t, low
             continue
         named.append((t.name, t))
+    if counter is not None and any(_norm(t.name) in _MICRO_NAMES and t.tot is not None for _, t in named):
+        return Skip("a micro-batch of an accumulation step (not an optimizer step)", shape)
     # unnamed fractions: "[ 1/ 3][ 100/ 1000]" is epoch then counter; one alone is the counter
     if counter is None and fractions:
         if len(fractions) >= 2 and epoch_tok is None:

@@ -258,3 +258,46 @@ def test_camel_case_split_names_are_evaluations_beside_the_epoch():
     events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
     evals = [(o["step"], o["loss"]) for k, o in events if k == "mark" and o["kind"] == "eval"]
     assert evals == [(0, 0.6), (1, 0.5), (2, 0.4)]
+
+
+def test_a_megatron_line_wrapped_by_the_terminal_is_read_whole_even_when_the_log_ends_inside_it(tmp_path):
+    """A terminal 86 columns wide cut Megatron's line into rows (the paste trimmed the space a
+    row ended with); the log stops before the row with the line's last field: the step still has
+    its loss, learning rate and step time, and a line after the rows is read on its own."""
+    from moeconsole.runner.ingest import records_from_path
+    rows = (" [2025-10-02 22:52:07] iteration       10/      50 | consumed samples:         5120 |\n"
+            "elapsed time per iteration (ms): 13212.7 | learning rate: 3.000000E-04 | global batch\n"
+            "size:   512 | lm loss: 4.474437E+00 | loss scale: 1.0 | grad norm: 0.704 | number of s\n")
+    log = tmp_path / "train.log"
+    log.write_text(rows)
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"], r["max_steps"]) for r in recs] == [
+        (10, 4.474437, 3e-4, 0.704, 13.2127, 50)]
+    assert recs[0]["extra"]["global batch size"] == 512
+    log.write_text(rows + "step 11 | loss 4.1 | lr 3e-4\n")
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 4.474437), (11, 4.1)]
+
+
+def test_dicts_pasted_one_after_another_never_lend_a_step_the_next_ones_loss(tmp_path):
+    """A JSON list of records pasted as lines, cut inside a record at both ends and wrapped
+    inside a number: each step gets its own loss; the cut pieces are not records."""
+    from moeconsole.runner.ingest import records_from_path
+    log = tmp_path / "train.log"
+    log.write_text('max_length": 9.0, "step": 18}, {"loss": -0.5, "grad_norm": 0.25, "len": 4\n'
+                   '30.0, "step": 19}, {"loss": 0.75, "grad_norm": 0.5, "step": 20}, {"loss": 0.1\n')
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in recs] == [(19, -0.5, 0.25), (20, 0.75, 0.5)]
+    assert recs[0]["extra"]["len"] == 430.0
+
+
+def test_micro_batch_debug_lines_are_not_optimizer_steps(tmp_path):
+    """mlx-lm style: per-micro-batch lines (``micro=k/K``) around the step's own line."""
+    from moeconsole.runner.ingest import records_from_path
+    log = tmp_path / "train.log"
+    log.write_text("[DBG] it=69 micro=9/10 loss=3.0505 toks=94\n"
+                   "[DBG] it=70 micro=10/10 loss=2.4790 toks=104\n"
+                   "Iter 70: Train loss 2.786, Learning Rate 1.000e-05, It/sec 17.598, Peak mem 1.437 GB\n"
+                   "[DBG] it=71 micro=1/10 loss=2.7807 toks=108\n")
+    recs, _ = records_from_path(log)
+    assert [(r["step"], r["loss"]) for r in recs] == [(70, 2.786)]
