@@ -45,15 +45,18 @@ class Column:
     always: bool = False        # shown at any width (the compare table's glyph)
 
 
-def rank(columns: list[Column]) -> list[Column]:
-    """The columns in priority order: the kinds of ``PRIORITY`` first, the rest as given."""
-    order = {k: i for i, k in enumerate(PRIORITY)}
-    return sorted(columns, key=lambda c: (0 if c.always else 1, order.get(c.kind or "", len(PRIORITY))))
+def rank(columns: list[Column], priority: tuple[str, ...] = PRIORITY) -> list[Column]:
+    """The columns in priority order: the kinds of ``priority`` first, the rest as given."""
+    order = {k: i for i, k in enumerate(priority)}
+    return sorted(columns, key=lambda c: (0 if c.always else 1, order.get(c.kind or "", len(priority))))
 
 
-def fit_columns(columns: list[Column], width: int | None, gap: int = GAP) -> tuple[list[str], int]:
-    """(keys shown, in priority order; the name column's width). ``width`` None: all of them."""
-    ranked = rank(columns)
+def fit_columns(columns: list[Column], width: int | None, gap: int = GAP,
+                priority: tuple[str, ...] = PRIORITY) -> tuple[list[str], int]:
+    """(keys shown, in priority order; the name column's width). ``width`` None: all of them.
+    ``priority``: a table's own order of kinds (the zombie table's, ``widgets.blockers``); the
+    kind ``name`` is the one column cut."""
+    ranked = rank(columns, priority)
     name = next((c for c in ranked if c.kind == "name"), None)
     name_need = min(name.width, NAME_MAX) if name is not None else 0
     if width is None:
@@ -65,7 +68,7 @@ def fit_columns(columns: list[Column], width: int | None, gap: int = GAP) -> tup
     chosen: list[Column] = []
     name_min = min(NAME_MIN, name_need)
     for col in ranked:
-        if not (col.always or col.kind in PRIORITY):
+        if not (col.always or col.kind in priority):
             continue
         trial = chosen + [col]
         if span(trial, name_min) > width and not col.always:
