@@ -54,6 +54,17 @@ def run_conditions(*, runner: bool, stale: bool, alerts: bool, killable: bool,
                                            (ZOMBIES, killable and runner), (ENDED, ended)) if on)
 
 
+# Conditions of the run browser (``browser_conditions``): runs are listed (open, mark, compare and
+# sort have something to act on); the list can be filtered (runs are listed, or a filter that
+# matched none is set: `/` changes it).
+ROWS, FILTERABLE = "rows", "filterable"
+
+
+def browser_conditions(*, rows: bool, filtered: bool) -> frozenset[str]:
+    """The run browser's conditions that hold now (an empty index: none)."""
+    return frozenset(name for name, on in ((ROWS, rows), (FILTERABLE, rows or filtered)) if on)
+
+
 def applies(key: Key, conditions: frozenset[str]) -> bool:
     return set(key.needs) <= conditions and not set(key.unless) & conditions
 
@@ -116,13 +127,15 @@ RUN_KEYS: tuple[Key, ...] = (
 
 BROWSER_KEYS: tuple[Key, ...] = (
     Key("enter", "open_run", "Open", "Open the selected run: charts, events, crashes, checkpoints (live runs "
-        "attach)."),
-    Key("space", "mark", "Mark", "Mark or unmark the run for comparison (any number of runs)."),
+        "attach).", needs=(ROWS,)),
+    Key("space", "mark", "Mark", "Mark or unmark the run for comparison (any number of runs).",
+        needs=(ROWS,)),
     Key("c", "compare", "Compare", "Compare the marked runs (or the marked run and the selected one), live while "
-        "they train."),
-    Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/"),
-    Key("s", "sort", "Sort", "Sort by the next column (again to cycle)."),
-    Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False),
+        "they train.", needs=(ROWS,)),
+    Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/",
+        needs=(FILTERABLE,)),
+    Key("s", "sort", "Sort", "Sort by the next column (again to cycle).", needs=(ROWS,)),
+    Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False, needs=(ROWS,)),
     Key("o", "open_path", "Open path", "Open a log or directory not made by moeconsole (swift output dir, "
         "Megatron log, logging.jsonl)."),
     Key("g", "reload", "Reload", "Reload the index.", show=False),
