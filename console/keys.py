@@ -23,6 +23,7 @@ class Key:
     show: bool = True   # in the footer
     display: str = ""   # how the help screen writes the key ("?" for question_mark)
     needs: tuple[str, ...] = ()  # run conditions (see ``run_conditions``) under which the key applies
+    unless: tuple[str, ...] = ()  # run conditions under which it does not (one key, two labels: q)
 
     @property
     def shown_key(self) -> str:
@@ -39,20 +40,33 @@ class Key:
 
 # Conditions of the run screen that decide which keys apply (``run_conditions``): a runner is
 # there to ask; the runner is gone from a live run; alerts are active; the run had an alert (active
-# or acknowledged); a listed process can be ended.
-RUNNER, STALE, ALERTS, ANY_ALERT, ZOMBIES = "runner", "stale", "alerts", "any_alert", "zombies"
+# or acknowledged); a listed process can be ended; the run is not live (it ended, or it is an
+# imported log): nothing is attached to, so leaving the console quits rather than detaches.
+RUNNER, STALE, ALERTS, ANY_ALERT, ZOMBIES, ENDED = "runner", "stale", "alerts", "any_alert", "zombies", "ended"
 
 
 def run_conditions(*, runner: bool, stale: bool, alerts: bool, killable: bool,
-                   any_alert: bool = False) -> frozenset[str]:
-    """The conditions that hold now; a key applies when all of its ``needs`` hold."""
+                   any_alert: bool = False, ended: bool = False) -> frozenset[str]:
+    """The conditions that hold now; a key applies when all of its ``needs`` hold and none of
+    its ``unless``."""
     return frozenset(name for name, on in ((RUNNER, runner), (STALE, stale), (ALERTS, alerts),
                                            (ANY_ALERT, any_alert or alerts),
-                                           (ZOMBIES, killable and runner)) if on)
+                                           (ZOMBIES, killable and runner), (ENDED, ended)) if on)
+
+
+# Conditions of the run browser (``browser_conditions``): runs are listed (open, mark, compare and
+# sort have something to act on); the list can be filtered (runs are listed, or a filter that
+# matched none is set: `/` changes it).
+ROWS, FILTERABLE = "rows", "filterable"
+
+
+def browser_conditions(*, rows: bool, filtered: bool) -> frozenset[str]:
+    """The run browser's conditions that hold now (an empty index: none)."""
+    return frozenset(name for name, on in ((ROWS, rows), (FILTERABLE, rows or filtered)) if on)
 
 
 def applies(key: Key, conditions: frozenset[str]) -> bool:
-    return set(key.needs) <= conditions
+    return set(key.needs) <= conditions and not set(key.unless) & conditions
 
 
 RUN_KEYS: tuple[Key, ...] = (
@@ -98,7 +112,10 @@ RUN_KEYS: tuple[Key, ...] = (
     Key("tab", "app.focus_next", "Next pane", "Move the selection to the next pane (zombie list, events).",
         show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),
-    Key("q", "detach", "Detach", "Close the console. The run and its runner go on; attach again at any time."),
+    Key("q", "detach", "Detach", "Close the console. The run and its runner go on; attach again at any time.",
+        unless=(ENDED,)),
+    Key("q", "quit_ended", "Quit", "On a run that is over (succeeded, failed, killed) or an imported log: close "
+        "the console (nothing is attached to).", needs=(ENDED,)),
     # last in the footer: on an 80-column terminal with every key above shown, these two are the
     # ones left out whole (widgets.footer.KeyFooter; they stay in the help and always work)
     Key("c", "charts", "Charts", "Choose the charts: every metric the log carries (token accuracy, eval loss, "
@@ -110,13 +127,15 @@ RUN_KEYS: tuple[Key, ...] = (
 
 BROWSER_KEYS: tuple[Key, ...] = (
     Key("enter", "open_run", "Open", "Open the selected run: charts, events, crashes, checkpoints (live runs "
-        "attach)."),
-    Key("space", "mark", "Mark", "Mark or unmark the run for comparison (any number of runs)."),
+        "attach).", needs=(ROWS,)),
+    Key("space", "mark", "Mark", "Mark or unmark the run for comparison (any number of runs).",
+        needs=(ROWS,)),
     Key("c", "compare", "Compare", "Compare the marked runs (or the marked run and the selected one), live while "
-        "they train."),
-    Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/"),
-    Key("s", "sort", "Sort", "Sort by the next column (again to cycle)."),
-    Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False),
+        "they train.", needs=(ROWS,)),
+    Key("slash", "filter", "Filter", "Filter by name or id; 'status:failed' filters by status.", display="/",
+        needs=(FILTERABLE,)),
+    Key("s", "sort", "Sort", "Sort by the next column (again to cycle).", needs=(ROWS,)),
+    Key("S", "reverse", "Reverse", "Reverse the sort order.", show=False, needs=(ROWS,)),
     Key("o", "open_path", "Open path", "Open a log or directory not made by moeconsole (swift output dir, "
         "Megatron log, logging.jsonl)."),
     Key("g", "reload", "Reload", "Reload the index.", show=False),

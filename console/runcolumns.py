@@ -2,8 +2,10 @@
 and the compare table.
 
 A table lists its columns; each may name the kind of fact it shows (``PRIORITY``). The kinds in
-``PRIORITY`` come first, in that order (status, name, step, loss, alerts, age), then the table's
-other columns in its own order. ``fit`` keeps the priority columns while they fit (the name at
+``PRIORITY`` come first, in that order (status, name, step, loss, alerts, the last crash when a
+listed run has one, age), then the table's other columns in its own order. A FAILED run's why
+tells more than how long ago the run started: at 80 columns a list that holds a crash keeps LAST
+CRASH and leaves the age out if both do not fit. ``fit`` keeps the priority columns while they fit (the name at
 ``NAME_MIN``, cut with ``cut_name``: the values that tell runs apart stay whole), widens the name
 to what it needs (up to ``NAME_MAX``), then adds every other column that still fits *whole*: a
 column is shown whole or not at all, so no number is cut.
@@ -15,19 +17,20 @@ from dataclasses import dataclass
 from moeconsole.console import format as fmt
 from moeconsole.runner.core.units import clip
 
-PRIORITY = ("status", "name", "step", "loss", "alerts", "age")
+PRIORITY = ("status", "name", "step", "loss", "alerts", "crash", "age")
 NAME_MIN = 16   # the name is cut (…) down to this before a priority column is left out
 NAME_MAX = 48
 GAP = 2         # between columns (two spaces; a DataTable's cell padding; a rich Table's padding)
 
 # The run index's columns as `runs ls` and the browser show them: (row key, header, narrow
 # header, kind). Their order after the priority kinds is the order the rest are added in: the id
-# (what `attach` takes), then the last crash class (a FAILED run's why: at 80 columns it comes
-# before the counts, which it outranks), then the counts.
+# (what `attach` takes), then the last crash class, then the counts. The last crash class is a
+# priority column (kind "crash", ``crash_kind``) when a listed run has one: a FAILED run's why is
+# kept before the age, before the name is widened and before the counts.
 RUN_COLUMNS = (("status", "STATUS", "STATUS", "status"), ("display_name", "NAME", "NAME", "name"),
                ("last_step", "STEP", "STEP", "step"), ("last_loss", "LAST LOSS", "LOSS", "loss"),
                ("open_alerts", "ALERTS", "ALERTS", "alerts"), ("age", "AGE", "AGE", "age"),
-               ("id", "ID", "ID", None), ("last_crash_class", "LAST CRASH", "LAST CRASH", None),
+               ("id", "ID", "ID", None), ("last_crash_class", "LAST CRASH", "LAST CRASH", "crash"),
                ("bad_saves", "BAD SAVES", "BAD", None), ("attempts", "ATT", "ATT", None),
                ("crashes", "CRASHES", "CRASHES", None),
                ("min_loss", "MIN LOSS", "MIN LOSS", None), ("started_at", "STARTED", "STARTED", None),
@@ -42,15 +45,18 @@ class Column:
     always: bool = False        # shown at any width (the compare table's glyph)
 
 
-def rank(columns: list[Column]) -> list[Column]:
-    """The columns in priority order: the kinds of ``PRIORITY`` first, the rest as given."""
-    order = {k: i for i, k in enumerate(PRIORITY)}
-    return sorted(columns, key=lambda c: (0 if c.always else 1, order.get(c.kind or "", len(PRIORITY))))
+def rank(columns: list[Column], priority: tuple[str, ...] = PRIORITY) -> list[Column]:
+    """The columns in priority order: the kinds of ``priority`` first, the rest as given."""
+    order = {k: i for i, k in enumerate(priority)}
+    return sorted(columns, key=lambda c: (0 if c.always else 1, order.get(c.kind or "", len(priority))))
 
 
-def fit_columns(columns: list[Column], width: int | None, gap: int = GAP) -> tuple[list[str], int]:
-    """(keys shown, in priority order; the name column's width). ``width`` None: all of them."""
-    ranked = rank(columns)
+def fit_columns(columns: list[Column], width: int | None, gap: int = GAP,
+                priority: tuple[str, ...] = PRIORITY) -> tuple[list[str], int]:
+    """(keys shown, in priority order; the name column's width). ``width`` None: all of them.
+    ``priority``: a table's own order of kinds (the zombie table's, ``widgets.blockers``); the
+    kind ``name`` is the one column cut."""
+    ranked = rank(columns, priority)
     name = next((c for c in ranked if c.kind == "name"), None)
     name_need = min(name.width, NAME_MAX) if name is not None else 0
     if width is None:
@@ -62,7 +68,7 @@ def fit_columns(columns: list[Column], width: int | None, gap: int = GAP) -> tup
     chosen: list[Column] = []
     name_min = min(NAME_MIN, name_need)
     for col in ranked:
-        if not (col.always or col.kind in PRIORITY):
+        if not (col.always or col.kind in priority):
             continue
         trial = chosen + [col]
         if span(trial, name_min) > width and not col.always:
@@ -123,6 +129,14 @@ def run_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str
     return fmt.run_cell(key, row)
 
 
+def crash_kind(kind: str | None, rows: list[dict]) -> str | None:
+    """A column's kind in this list: the last crash ranks as a priority column only when a listed
+    run has a crash class (else it is a column of dashes, added only where it fits)."""
+    if kind != "crash":
+        return kind
+    return kind if any(r.get("last_crash_class") for r in rows) else None
+
+
 def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[str, int] | None = None,
               full_ids: bool = False) -> tuple[list[tuple[str, str, int]], dict[str, list[str]]]:
     """The run index fitted to ``width``: ([(key, header, width)] in order, cells per key).
@@ -133,6 +147,7 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
     heads = {k: (full if width is None else narrow) for k, full, narrow, _ in RUN_COLUMNS}
     widths = {k: max([len(heads[k])] + [len(c) + (extra or {}).get(k, 0) for c in cells[k]])
               for k, _, _, _ in RUN_COLUMNS}
-    keys, name_w = fit_columns([Column(k, widths[k], kind) for k, _, _, kind in RUN_COLUMNS], width)
+    keys, name_w = fit_columns([Column(k, widths[k], crash_kind(kind, rows)) for k, _, _, kind in RUN_COLUMNS],
+                               width)
     cols = [(k, heads[k], name_w if k == "display_name" and width is not None else widths[k]) for k in keys]
     return cols, cells

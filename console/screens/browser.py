@@ -41,6 +41,9 @@ def parse_filter(text: str) -> tuple[str | None, str | None]:
     return status, (" ".join(words) or None)
 
 
+_BROWSER_KEY_BY_ACTION = {k.action: k for k in keys.BROWSER_KEYS}
+
+
 class BrowserScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.BROWSER_KEYS)
     COMPONENT_CLASSES = set(fmt.STATUS_STYLES)
@@ -58,6 +61,13 @@ class BrowserScreen(Screen):
         self.sort_index = [k for k, _ in COLUMNS].index("started_at")
         self.descending = True
         self.filter_text = ""
+        self._conditions: frozenset[str] = frozenset()   # ``keys.browser_conditions``
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys as data (``moeconsole.console.keys``): open, mark, compare and sort only while
+        runs are listed, filter while there are runs to filter (or a filter to change)."""
+        key = _BROWSER_KEY_BY_ACTION.get(action)
+        return key is None or keys.applies(key, self._conditions)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="browser-title")
@@ -86,6 +96,10 @@ class BrowserScreen(Screen):
 
     def _show(self, rows: list[dict]) -> None:
         self.rows = rows
+        conditions = keys.browser_conditions(rows=bool(rows), filtered=bool(self.filter_text))
+        if conditions != self._conditions:
+            self._conditions = conditions
+            self.refresh_bindings()   # the footer offers only the keys that act on something
         table = self.query_one(DataTable)
         keep = table.cursor_row
         # Widths from the content, set explicitly: the same table on every redraw, however

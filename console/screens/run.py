@@ -206,6 +206,7 @@ class RunScreen(Screen):
         # run's runner may still finish a checkpoint sync: it refuses commands then).
         live = run.get("status") in rundir.LIVE and (bool(run.get("runner_alive")) or not run.get("stale"))
         stale = bool(run.get("stale"))
+        ended = run.get("status") not in rundir.LIVE   # over, or an imported log: q quits (keys.ENDED)
         self._live, self._stale = live, stale
         self._show_alerts(snap)
         quiet = None
@@ -220,7 +221,7 @@ class RunScreen(Screen):
         self.query_one(LogTail).show(snap.log_tail, snap.tail_records)
         if files_only and self.source.gpu:   # the first frame: the GPU reading and the scan follow
             _set_text(self.query_one("#blockers-title", Static), "zombies / blockers: scanning")
-            self._set_conditions(live, stale, killable=False)
+            self._set_conditions(live, stale, killable=False, ended=ended)
             return
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
         hostline = self.query_one("#hostline", LinesView)
@@ -246,11 +247,11 @@ class RunScreen(Screen):
                                                                   if killable and live else "")
                   if real else ("zombies / blockers: scan failed: " + errors[0]) if errors
                   else "zombies / blockers: none")
-        self._set_conditions(live, stale, killable)
+        self._set_conditions(live, stale, killable, ended=ended)
 
-    def _set_conditions(self, live: bool, stale: bool, killable: bool) -> None:
+    def _set_conditions(self, live: bool, stale: bool, killable: bool, *, ended: bool) -> None:
         conditions = keys.run_conditions(runner=live, stale=stale, alerts=bool(self.active_alerts),
-                                         killable=killable, any_alert=bool(self.alert_groups))
+                                         killable=killable, any_alert=bool(self.alert_groups), ended=ended)
         if conditions != self._conditions:
             self._conditions = conditions
             self.refresh_bindings()  # the footer shows only the keys that apply now
@@ -507,6 +508,9 @@ class RunScreen(Screen):
 
     def action_detach(self) -> None:
         self.app.exit(0)
+
+    def action_quit_ended(self) -> None:   # q on a run that is over: the same exit, named for what it is
+        self.action_detach()
 
     def action_back(self) -> None:
         if len(self.app.screen_stack) > 2:

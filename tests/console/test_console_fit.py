@@ -5,7 +5,11 @@ recipe values that tell the runs apart, and every run's row in compare has its l
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -176,3 +180,50 @@ def test_compare_names_runs_by_the_values_that_differ_between_them(base, make_ru
             assert any("--zeta=2e-4" in line for line in _lines(app)), "the name on screen"
             return [r["label"] for r in screen.result["runs"]]
     assert asyncio.run(go()) == ["moe --zeta=1e-4", "moe --zeta=2e-4"]
+
+
+def test_a_failed_runs_last_crash_is_shown_at_80_columns(base, make_run):
+    """A list that holds a failed run keeps its LAST CRASH at 80 columns (before the age; the name
+    is cut for it, down to ``NAME_MIN``) in the browser and in `runs ls` (one rule: ``runcolumns``)."""
+    _runs(base, make_run)
+    make_run(base, "20240104-000000-qwen3-moe-lora-d3x9", name="qwen3-moe-lora", status="failed", steps=900,
+             max_steps=2000, restart_at=None, crash={"class": "cuda_oom"},
+             recipe={"name": "qwen3-moe-lora", "command": ["swift", "sft", "--model", "Qwen/Qwen3-30B-A3B", "--torch_dtype",
+                                                           "bfloat16", "--learning_rate=9.5e-4"]})
+
+    async def go() -> list[str]:
+        app = MoeConsole(base, None, gpu=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 4)
+            await pilot.pause()
+            return _lines(app)
+    lines = asyncio.run(go())
+    head = next(line for line in lines if line.split()[:1] == ["STATUS"])
+    assert "LAST CRASH" in head, lines
+    failed = next(line for line in lines if "FAILED" in line)
+    assert "cuda_oom" in failed.split() and "900/2,000" in failed.split(), failed
+    assert all(len(line) <= 80 for line in lines)
+
+    # `runs ls` in an 80-column terminal (a real pty: not a pipe, so it fits the width)
+    master, slave = os.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "ls", "--runs-dir", str(base)],
+                              cwd=Path(__file__).resolve().parents[2], stdout=slave, stderr=subprocess.PIPE,
+                              env={**os.environ, "COLUMNS": "80", "LINES": "24"}, timeout=60)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:   # the pty's other end closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    assert done.returncode == 0, done.stderr
+    text = out.decode().replace("\r", "").splitlines()
+    assert "LAST CRASH" in text[0], text
+    failed = next(line for line in text if "FAILED" in line)
+    assert "cuda_oom" in failed.split() and all(len(line) <= 80 for line in text), text

@@ -73,3 +73,42 @@ def test_the_zombie_pane_title_says_how_to_end_one_whole_at_80_columns(base, mak
     assert "zombies / blockers: 1 (tab, z ends)" in narrow, narrow
     wide = _blocker_title(base, run, (160, 48))
     assert "zombies / blockers: 1 (tab to select, z to end)" in wide, wide
+
+
+def test_an_empty_browser_offers_only_the_keys_that_act(base, make_run):
+    """No runs: the footer offers open-path, help, back and quit, not Mark, Compare, Filter or Sort (nothing to act on); once a run is there, they are offered. A filter that matched
+    nothing keeps `/` to change it."""
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.console.screens.dialogs import PromptScreen
+    from moeconsole.runner.rundir import store
+
+    import re
+    dead = ("Mark", "Compare", "Filter", "Sort")
+
+    async def go() -> None:
+        app = MoeConsole(base, None, gpu=False, interval=0.2)
+        async with app.run_test(size=(120, 30)) as pilot:
+            browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen,
+                                     what="the browser")
+            line = await until_ui(pilot, lambda: "no runs yet" in " ".join(
+                s.text for s in app.screen._compositor.render_strips()) and "o Open path" in (f := _footer_line(app))
+                and f, what="the empty browser")
+            for label in dead:
+                assert not re.search(rf"\b{label}\b", line), (label, line)
+            assert "? Help" in line and "q Quit" in line, line
+            make_run(base, status="succeeded")
+            store.rebuild(base)      # the index learns of it (what `runs rebuild` does)
+            await pilot.press("g")   # reload: the run is listed, its keys come back
+            line = await until_ui(pilot, lambda: browser.rows and "s Sort" in (f := _footer_line(app)) and f,
+                                  what="the keys of a listed run")
+            for label in dead:
+                assert re.search(rf"\b{label}\b", line), (label, line)
+            # a filter that matches nothing: / is still offered (to change it), the others are not
+            await pilot.press("slash")
+            await until_ui(pilot, lambda: isinstance(app.screen, PromptScreen), what="the filter prompt")
+            await pilot.press(*"nothing-matches-this", "enter")
+            line = await until_ui(pilot, lambda: app.screen is browser and not browser.rows
+                                  and "s Sort" not in (f := _footer_line(app)) and f, what="the filtered-out list")
+            assert "/ Filter" in line and " Mark " not in f" {line} ", line
+    asyncio.run(go())

@@ -17,6 +17,7 @@ from tests.waiting import until_ui
 from moeconsole.console.app import MoeConsole
 from moeconsole.console.screens.browser import BrowserScreen
 from moeconsole.console.screens.run import RunScreen
+from moeconsole.console.widgets.keybar import KeyBar
 from moeconsole.console.widgets.chart import ChartView
 from moeconsole.console.widgets.panes import EventPane
 from moeconsole.console.widgets.status import StatusLine
@@ -72,6 +73,8 @@ def test_open_a_swift_output_dir_from_the_browser(base, tmp_path):
             assert "OK  step 20" in events and "BAD step 30" in events
             shown = {k for k, b in screen.active_bindings.items() if b.binding.show}
             assert not {"k", "r", "z", "v"} & shown  # nothing to steer
+            # nothing is attached to: q quits (keys.ENDED), in the footer as drawn
+            await until_ui(pilot, lambda: ("q", "Quit", True) in screen.query_one(KeyBar).keys, what="q Quit")
             scratch = app.scratch_dir()
         assert not scratch.exists(), "the ingested copy is removed when the app ends"
         return scratch

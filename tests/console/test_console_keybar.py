@@ -92,3 +92,32 @@ def test_the_gpu_view_has_its_own_keys(base, make_run, fake_runner):
             await pilot.press("q")
             await until_ui(pilot, lambda: app.screen is screen, what="back to the run")
     asyncio.run(go())
+
+
+def test_q_says_quit_on_an_ended_run_and_detach_on_a_live_one(base, make_run, fake_runner):
+    """Nothing is attached to on a run that is over: both footers read the one key table, whose
+    ``q`` is Detach while the run is live and Quit once it ended (succeeded, failed, killed); q
+    then closes the console."""
+    live = live_run(base, make_run, run_id="20240101-000000-live-0001")
+    fake_runner(live)
+    ended = {status: make_run(base, f"20240101-00000{i}-{status}-0001", status=status)
+             for i, status in enumerate(("succeeded", "failed", "killed"), start=1)}
+
+    async def labels(run) -> tuple[dict[str, str], str]:
+        app = app_for(base, run, telemetry=telemetry())
+        async with app.run_test(size=(120, 30)) as pilot:
+            screen = await attached(pilot)
+            shown = await until_ui(pilot, lambda: (bar := screen.query(KeyBar)) and "q" in
+                                   (keys := {k: label for k, label, _on in bar.first().keys}) and "b" in keys
+                                   and screen.snapshot is not None and keys, what="the key bar")
+            text = _screen_text(app)
+            await pilot.press("q")
+            await until_ui(pilot, lambda: not app.is_running, what="q to close the console")
+        return shown, text
+
+    shown, text = asyncio.run(labels(live))
+    assert shown["q"] == "Detach" and "q Detach" in text and "q Quit" not in text
+    for status, run in ended.items():
+        shown, text = asyncio.run(labels(run))
+        assert shown["q"] == "Quit", (status, shown)
+        assert "q Quit" in text and "Detach" not in text, status

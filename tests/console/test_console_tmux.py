@@ -197,12 +197,12 @@ def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_
             screen = tmux.screen()
             footer = screen.rstrip().splitlines()[-1] if screen.strip() else ""
             return screen if ("zombies / blockers: none" in screen and "defunct" not in screen
-                              and "q Detach" in footer and "k Kill" not in footer) else ""
+                              and "q Quit" in footer and "k Kill" not in footer) else ""
         screen = until(settled_over, timeout=30, what="the screen of a finished run with its runner gone")
         footer = screen.rstrip().splitlines()[-1]
         for gone in ("k Kill", "r Restart", "v Verify", "z Zombie"):
             assert gone not in footer, footer
-        assert "q Detach" in footer and "l Log" in footer
+        assert "q Quit" in footer and "l Log" in footer and "Detach" not in footer  # nothing to detach from
         assert "checkpoint-12 is empty_stub" in screen
         tmux("send-keys", "-t", "demo", "q")
         after = tmux.wait_for("MOECONSOLE_EXIT=", timeout=30)  # the shell prints the exit code

@@ -9,15 +9,17 @@ import os
 import subprocess
 import sys
 
-from moeconsole.console.widgets.blockers import BlockerTable
+from moeconsole.console.widgets.blockers import BLOCKER_COLUMNS, BlockerTable
 from tests.console.test_console_app import attached
 from tests.console.test_console_live import app_for, demo  # noqa: F401  (demo: the live run fixture)
 from tests.waiting import until_ui
 
 
 def _cells(table: BlockerTable, pid: int) -> list[str]:
+    """The row's cells by ``BLOCKER_COLUMNS`` (a column the width leaves out: "")."""
     row = [b["pid"] for b in table.blockers].index(pid)
-    return [str(c) for c in table.get_row_at(row)]
+    shown = dict(zip((str(c.key.value) for c in table.ordered_columns), (str(c) for c in table.get_row_at(row))))
+    return [shown.get(head, "") for head in BLOCKER_COLUMNS]
 
 
 def test_a_zombie_shows_a_live_age_and_its_command(demo, tmp_path):
@@ -110,5 +112,37 @@ def test_a_listed_command_shows_as_it_is_never_as_markup(base, make_run):
             return _cells(table, ZOMBIE["pid"]), table.render_line(0).text, table.render_line(1).text
     cells, header, visible = asyncio.run(go())
     assert cells[5] == "python serve.py [rank0] :fire: [bold]x[/bold]", cells
-    assert "python serve.py [rank0] :fire: [bo" in visible, visible   # the pane's width cuts the rest
+    assert "python serve.py [rank0] :fire: [b" in visible, visible   # the pane's width cuts the rest
     assert "COMMAND" in header and "GPU MiB" in header, header
+
+
+def test_at_80_columns_the_zombie_table_shows_whole_columns(base, make_run):
+    """The side pane at 80 columns holds about 38 cells: the table keeps the columns that fit
+    whole (PID, why, the command first) and leaves the others out, never a header or a value
+    cut at the pane's edge (``AG``, ``1m0``); wider, every column is there."""
+    import re
+    from tests.console.test_console_app import ZOMBIE, judged, live_run, telemetry
+    from tests.console.test_console_app import app_for as app_with
+    run = live_run(base, make_run)
+    zombie = judged({**ZOMBIE, "user": "someuser", "labels": ["orphan"], "age_s": 60})
+
+    async def go(size) -> tuple[str, str, int]:
+        app = app_with(base, run, telemetry=telemetry([zombie]))
+        async with app.run_test(size=size) as pilot:
+            screen = await attached(pilot)
+            await until_ui(pilot, lambda: screen.blocker_table is not None and screen.blocker_table.row_count == 1)
+            table = screen.query_one(BlockerTable)
+            await pilot.pause()
+            return table.render_line(0).text, table.render_line(1).text, table.size.width
+    header, row, width = asyncio.run(go((80, 24)))
+    heads = re.split(r"\s{2,}", header.strip())
+    assert heads and all(h in BLOCKER_COLUMNS for h in heads), (header, width)
+    assert heads[:2] == ["PID", "WHY"] and "COMMAND" in heads, header
+    assert len(header.rstrip()) <= width and len(row.rstrip()) <= width
+    values = {"PID": str(ZOMBIE["pid"]), "WHY": "orphan", "GPU MiB": "12,000", "USER": "someuser", "AGE": "1m00s"}
+    for head in heads:   # every value under a shown header is whole
+        if head in values:
+            assert values[head] in row.split(), (head, row)
+    header, row, width = asyncio.run(go((160, 40)))
+    assert re.split(r"\s{2,}", header.strip()) == list(BLOCKER_COLUMNS), header
+    assert "someuser" in row.split() and "12,000" in row.split(), row
