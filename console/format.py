@@ -304,8 +304,8 @@ def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str
     """A status line's pieces in ``width`` columns, cut between words, never inside one: the
     pieces that fit stay whole; the first that does not is fitted by words
     (``units.fit_words``: its numbers stay whole, "…" marks what went) when at least
-    ``FIT_PIECE_MIN`` columns are left for it, else it and everything after it go and "…" says
-    so. Only a first piece wider than the line (a name) is clipped."""
+    ``FIT_PIECE_MIN`` columns are left for it, else it and everything after it go and "…" after
+    the separator says so (``a · b · …``: the last piece shown stays whole). Only a first piece wider than the line (a name) is clipped."""
     if sum(len(t) for t, _ in pieces) <= width:
         return pieces
     out: list[tuple[str, str]] = []
@@ -323,11 +323,13 @@ def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str
         if body and room >= FIT_PIECE_MIN:
             out.append((lead + fit_words(body, room), style))
             return out
+        sep = text if not body else lead
         while len(out) > 1 and not out[-1][0].strip(" ·"):  # no separator left hanging at the end
-            out.pop()
+            sep = out.pop()[0]
         used = sum(len(t) for t, _ in out)
-        if used < width:
-            out.append(("…", ""))
+        mark = (sep or " ") + "…"   # "· …": more was there (after the separator, so the last piece reads whole)
+        if used + len(mark) <= width:
+            out.append((mark, ""))
         return out
     return out
 
