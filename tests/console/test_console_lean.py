@@ -126,20 +126,13 @@ def test_the_footer_shows_its_keys_without_the_unicode_name_tables(base, make_ru
     missed lookup reads pages of the name tables: 0.2 MiB of resident memory measured).
     The keys read as before."""
     import asyncio
-    import unicodedata
 
     from moeconsole.console.app import MoeConsole
     from moeconsole.console.screens.run import RunScreen
     from tests.console.test_console_app import _screen_text
     from tests.waiting import until_ui
 
-    looked_up: list[str] = []
-    real_lookup = unicodedata.lookup
-
-    def lookup(name: str) -> str:
-        looked_up.append(name)
-        return real_lookup(name)
-    monkeypatch.setattr(unicodedata, "lookup", lookup)
+    looked_up = _unicode_lookups(monkeypatch)
     run = make_run(base, status="running", steps=40)
 
     async def go() -> str:
@@ -169,7 +162,6 @@ def test_the_binding_chain_reads_no_unicode_names_on_the_run_screen_or_the_gpu_v
     run screen and in the GPU view (``g``), no name is looked up; the keys still work (``?``
     opens the help). Pilot's own simulated presses look names up: they are not checked."""
     import asyncio
-    import unicodedata
 
     import textual.keys
 
@@ -179,13 +171,7 @@ def test_the_binding_chain_reads_no_unicode_names_on_the_run_screen_or_the_gpu_v
     from tests.waiting import until_ui
 
     textual.keys.key_to_character.cache_clear()   # Textual keeps each answer: ask afresh
-    looked_up: list[str] = []
-    real_lookup = unicodedata.lookup
-
-    def lookup(name: str) -> str:
-        looked_up.append(name)
-        return real_lookup(name)
-    monkeypatch.setattr(unicodedata, "lookup", lookup)
+    looked_up = _unicode_lookups(monkeypatch)
     run = make_run(base, status="running", steps=40)
 
     async def go() -> None:
@@ -209,3 +195,16 @@ def test_the_binding_chain_reads_no_unicode_names_on_the_run_screen_or_the_gpu_v
             await pilot.press("question_mark")
             await until_ui(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
     asyncio.run(go())
+
+
+def _unicode_lookups(monkeypatch) -> list[str]:
+    """The names ``unicodedata.lookup`` is asked for from now on (it still answers)."""
+    import unicodedata
+    looked_up: list[str] = []
+    real_lookup = unicodedata.lookup
+
+    def lookup(name: str) -> str:
+        looked_up.append(name)
+        return real_lookup(name)
+    monkeypatch.setattr(unicodedata, "lookup", lookup)
+    return looked_up
