@@ -82,8 +82,8 @@ def start_live_run(tree: Path, base: Path, env: dict[str, str]) -> str:
     if proc.returncode != 0:
         raise SystemExit(f"the live run did not start: {proc.stderr[-500:]}")
     run_id = Path(proc.stdout.strip().splitlines()[0]).name
-    from moeconsole.runner.telemetry.host import mark_path
-    mark = mark_path(base)
+    from moeconsole.runner.telemetry.host import cpu_mark_path
+    mark = cpu_mark_path(base)
     deadline = time.monotonic() + 120
     while not mark.exists():   # the runner's first reading (every 2 s while the attempt runs)
         if time.monotonic() > deadline:

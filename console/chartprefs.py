@@ -46,12 +46,12 @@ class ChartPrefs:
                    log=doc.get("log") is True)
 
 
-def path_of(base: Path) -> Path:
+def prefs_path(base: Path) -> Path:
     return Path(base) / FILE
 
 
-def _read(base: Path) -> dict:
-    doc = jsonio.read_json(path_of(base))
+def _read_recipes(base: Path) -> dict:
+    doc = jsonio.read_json(prefs_path(base))
     if not isinstance(doc, dict) or doc.get("v") != SCHEMA or not isinstance(doc.get("recipes"), dict):
         return {}
     return doc["recipes"]
@@ -59,18 +59,18 @@ def _read(base: Path) -> dict:
 
 def load_prefs(base: Path, recipe: str) -> ChartPrefs | None:
     """The saved choice for ``recipe`` (None: nothing saved, or the file is unreadable)."""
-    return ChartPrefs.from_doc(_read(base).get(recipe))
+    return ChartPrefs.from_doc(_read_recipes(base).get(recipe))
 
 
 def save(base: Path, recipe: str, prefs: ChartPrefs) -> None:
     """Write the choice for ``recipe``, keeping every other recipe's (raises OSError)."""
-    recipes = {k: v for k, v in _read(base).items() if isinstance(k, str) and isinstance(v, dict)}
+    recipes = {k: v for k, v in _read_recipes(base).items() if isinstance(k, str) and isinstance(v, dict)}
     recipes[recipe] = prefs.to_doc()
     if len(recipes) > KEEP:
         newest = sorted(recipes, key=lambda k: recipes[k].get("t") or 0, reverse=True)[:KEEP]
         recipes = {k: recipes[k] for k in newest}
     Path(base).mkdir(parents=True, exist_ok=True)
-    jsonio.atomic_write_json(path_of(base), {"v": SCHEMA, "recipes": recipes}, follow_dir=True)
+    jsonio.atomic_write_json(prefs_path(base), {"v": SCHEMA, "recipes": recipes}, follow_dir=True)
 
 
 def step_smooth(current: float, direction: int) -> float:

@@ -226,7 +226,7 @@ def start_import(path: Path, scratch: Path, line_format: Any = None) -> tuple[ru
     run = rundir.RunDir(scratch / f"imported-{path.name}-{key}")
     rundir.make_private_dirs(run.path)
     rundir.make_private_dir(run.path / "crashes", exist_ok=True)
-    for f in (run.metrics, run.evals, run.events, seriesfile.path_of(run)):
+    for f in (run.metrics, run.evals, run.events, run.series):
         f.unlink(missing_ok=True)
     if run.log.is_symlink() or run.log.exists():
         run.log.unlink()

@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable
 
 from moeconsole.runner.core.numbers import as_float, finite_float
-from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words  # noqa: F401  (the console's text for NA and duration)
+from moeconsole.runner.core.units import NA, clip, command_text, duration, fit_with_tail, fit_words, path_name  # noqa: F401  (the console's text for NA and duration)
 
 
 # Status -> style name (TCSS component class). The word is always shown with it.
@@ -359,7 +359,7 @@ def sync_piece(sync: dict) -> tuple[str, str]:
         return (f" · sync failing ({sync['failures']}x): {sync.get('last_error') or NA}", "status--failed")
     lag = as_float(sync.get("lag_s")) or 0.0
     if sync.get("pending"):
-        name = str(sync["pending"]).rstrip("/").rsplit("/", 1)[-1]
+        name = path_name(sync["pending"])
         return (f" · syncing {name}, lag {duration(lag)}", "status--cooldown" if lag > SYNC_LAG_WARN_S else "")
     if sync.get("last_synced_step") is not None:
         return (f" · synced step {sync['last_synced_step']}", "")
@@ -399,7 +399,7 @@ def checkpoint_line(ck: dict) -> tuple[str, str]:
         mark = "SUS"
     style = "event--crit" if ok is False else ("event--warn" if ck.get("suspect") else "event--ok")
     path = str(ck.get("path") or "")
-    name = path.rstrip("/").rsplit("/", 1)[-1] if path else NA
+    name = path_name(path)
     tensors = f" {ck['tensors']} tensors" if ck.get("tensors") is not None else ""
     reason = f": {ck['reason']}" if ck.get("reason") and not ok else ""
     return f"ckpt {mark} step {intc(ck.get('step'))} {name} {verdict}{tensors}{reason}", style

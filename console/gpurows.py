@@ -33,7 +33,7 @@ def pair(a: float | None, b: float | None, spec: str = ".0f") -> str:
     return f"{number(a, spec)} / {number(b, spec)}"
 
 
-def _name(g: Mapping) -> str:
+def _gpu_name(g: Mapping) -> str:
     return str(g.get("name") or NA)
 
 
@@ -43,7 +43,7 @@ def fit(gpus: Iterable[Mapping], width: int) -> tuple[int, bool]:
     names cut to what is left (never under ``MIN_NAME_W``)."""
     if len(header()) <= width:
         return NAME_W, True
-    longest = max(MIN_NAME_W, min(NAME_W, max((len(_name(g)) for g in gpus), default=MIN_NAME_W)))
+    longest = max(MIN_NAME_W, min(NAME_W, max((len(_gpu_name(g)) for g in gpus), default=MIN_NAME_W)))
     if len(header(longest)) <= width:
         return longest, True
     if len(header(longest, False)) <= width:
@@ -53,7 +53,7 @@ def fit(gpus: Iterable[Mapping], width: int) -> tuple[int, bool]:
 
 def gpu_row(g: Mapping, name_w: int = NAME_W, clocks: bool = True) -> str:
     """One GPU under ``header(name_w, clocks)`` (``GPU_HEADER`` by default)."""
-    name = _name(g)[:name_w]
+    name = _gpu_name(g)[:name_w]
     util, temp = g.get("util_pct"), g.get("temp_c")
     util_t = NA if util is None else f"{number(util)}%"
     temp_t = NA if temp is None else f"{number(temp)}C"

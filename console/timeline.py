@@ -72,7 +72,7 @@ def sentence(ev: dict) -> tuple[str, str]:
     if kind == "attempt_start":
         if ev.get("error"):
             return f"attempt {attempt} could not start: {ev['error']}", "event--crit"
-        where = f"resuming from {_name(ev['resumed_from'])}" if ev.get("resumed_from") else "from scratch"
+        where = f"resuming from {fmt.path_name(ev['resumed_from'])}" if ev.get("resumed_from") else "from scratch"
         # The roles as state.json (and the kill dialog) name them: the waiter is the attempt's
         # root, the leader the command it runs.
         roles = [f"{role} {ev[key]}" for key, role in (("pid", "waiter"), ("command_pid", "leader")) if ev.get(key)]
@@ -114,7 +114,7 @@ def sentence(ev: dict) -> tuple[str, str]:
     if kind == "pause":
         return f"PAUSE: {fmt.strip_word(str(ev.get('reason') or ''), 'paused')}", "event--warn"
     if kind == "drift":
-        return (f"DRIFT: {_name(ev.get('checkpoint'))} was saved by recipe {str(ev.get('checkpoint_hash'))[:8]}, "
+        return (f"DRIFT: {fmt.path_name(ev.get('checkpoint'))} was saved by recipe {str(ev.get('checkpoint_hash'))[:8]}, "
                 f"this recipe is {str(ev.get('recipe_hash'))[:8]} (policy {ev.get('policy')})"), "event--warn"
     if kind == "adopt":
         return f"runner adopted attempt {attempt} (pids {_pids(ev.get('pids'))})", ""
@@ -134,11 +134,6 @@ def sentence(ev: dict) -> tuple[str, str]:
         return f"SUCCESS: training finished at step {fmt.intc(ev.get('step'))} (attempt {attempt})", "event--ok"
     rest = {k: v for k, v in ev.items() if k not in ("v", "t", "type")}
     return (f"{kind.replace('_', ' ')}: {_values(rest)}" if rest else kind.replace("_", " ")), ""
-
-
-def _name(path: Any) -> str:
-    s = str(path or fmt.NA).rstrip("/")
-    return s.rsplit("/", 1)[-1]
 
 
 def _implied(ev: dict, prev: dict | None) -> bool:

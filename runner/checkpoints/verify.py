@@ -70,7 +70,7 @@ class _Findings:
     summary: str = ""
 
 
-def _read_json(path: Path) -> tuple[dict | None, str | None]:
+def _read_json_object(path: Path) -> tuple[dict | None, str | None]:
     try:
         obj = jsonio.loads(path.read_text())
     except FileNotFoundError:
@@ -94,7 +94,7 @@ def _check_files(base: Path, paths: list[Path], found: _Findings) -> None:
 
 
 def _check_adapter(d: Path, found: _Findings) -> None:
-    config, err = _read_json(d / ADAPTER_CONFIG)
+    config, err = _read_json_object(d / ADAPTER_CONFIG)
     if err:
         found.problems.append(("missing_config", err))
     elif config is None:
@@ -130,7 +130,7 @@ def model_config_for(d: Path, adapter_config: dict) -> Path | None:
     from moeconsole.runner.recipes.swift.sizes import find_model_config
     args: dict = {}
     for fname in SWIFT_ARGS_FILES:
-        got, _err = _read_json(d / fname)
+        got, _err = _read_json_object(d / fname)
         if got:
             args = got
             break
@@ -151,7 +151,7 @@ def _check_coverage(d: Path, entries: Iterable[TensorEntry], config: dict, found
         found.notes.append("LoRA coverage not checked: the base model's config.json is not on this machine "
                            "(adapter_config.json base_model_name_or_path / args.json model)")
         return
-    model, err = _read_json(path)
+    model, err = _read_json_object(path)
     if model is None:
         found.notes.append(f"LoRA coverage not checked: {err or f'{path} is missing'}")
         return
@@ -202,7 +202,7 @@ def _check_hf(d: Path, layout: str, found: _Findings) -> None:
     if layout == "hf_adapter":
         _check_adapter(d, found)
     elif weights or indexes or pickles:
-        config, err = _read_json(d / MODEL_CONFIG)
+        config, err = _read_json_object(d / MODEL_CONFIG)
         if err:
             found.problems.append(("missing_config", err))
         elif config is None:
@@ -221,7 +221,7 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings) -> 
     resume from here fails (FileNotFoundError) on every attempt."""
     if not any(f in files_on_disk for f in TRAINER_RESUME_FILES):
         return
-    state, err = _read_json(d / "trainer_state.json")
+    state, err = _read_json_object(d / "trainer_state.json")
     if err:
         found.problems.append(("incomplete", err))
     elif state is None:

@@ -245,11 +245,11 @@ class Series:
         """The inverse of ``to_doc``; raises ValueError/TypeError/KeyError on a malformed doc."""
         s = cls(limit)
         xs = [float(v) for v in doc["x"]]
-        ys = [_num(v) for v in doc["y"]]
+        ys = [_json_float(v) for v in doc["y"]]
         if len(xs) != len(ys):
             raise ValueError("x and y differ in length")
         # a doc written before bucket means were kept: the max stands in for the mean
-        ms = [_num(v) for v in doc["m"]] if "m" in doc else [v if v - v == 0 else math.nan for v in ys]
+        ms = [_json_float(v) for v in doc["m"]] if "m" in doc else [v if v - v == 0 else math.nan for v in ys]
         if len(ms) != len(ys):
             raise ValueError("m and y differ in length")
         s._x, s._y, s._m = array("d", xs), array("d", ys), array("d", ms)
@@ -257,15 +257,15 @@ class Series:
         s.n = int(doc["n"])
         pend = doc["pend"]
         px, py, pn = pend[:3]
-        s._pend_x, s._pend_y, s._pend_n = float(px), _num(py), int(pn)
+        s._pend_x, s._pend_y, s._pend_n = float(px), _json_float(py), int(pn)
         if len(pend) >= 5:
             s._pend_s, s._pend_c = float(pend[3]), int(pend[4])
         elif s._pend_n and s._pend_y - s._pend_y == 0:
             s._pend_s, s._pend_c = s._pend_y, 1
         lx, lv = doc["last"]
         s.last_x = None if lx is None else float(lx)
-        s._last = None if lv is None else _num(lv)
-        s._recent.extend(_num(v) for v in doc["recent"])
+        s._last = None if lv is None else _json_float(lv)
+        s._recent.extend(_json_float(v) for v in doc["recent"])
         s._min = (float(doc["min"][0]), float(doc["min"][1])) if doc.get("min") else None
         s._max = None if doc.get("max") is None else float(doc["max"])
         while s.limit is not None and len(s._x) >= s.limit:
@@ -281,7 +281,7 @@ def _json_num(v: float) -> float | str:
     return v
 
 
-def _num(v) -> float:
+def _json_float(v) -> float:
     return float(v)  # float("nan") / float("inf") read the string forms back
 
 

@@ -19,6 +19,12 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
+def path_name(path: Any) -> str:
+    """A path's last part (``/runs/x/output/checkpoint-40/`` -> ``checkpoint-40``), ``NA`` for
+    none: what a line shows of a checkpoint, a sync's copy or a resume point."""
+    return str(path).rstrip("/").rsplit("/", 1)[-1] if path else NA
+
+
 _LITTLE_WORDS = frozenset({"a", "an", "the", "of", "in", "on", "to", "at", "by", "for", "with", "from"})
 
 

@@ -30,7 +30,8 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, EvalLine, field_of, mem_peak_rank, parse_number, unit_value)
+                                   MEM_RESERVED, EvalLine, field_of, mem_peak_rank, parse_grouped_number, parse_number,
+                                   unit_value)
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -195,7 +196,7 @@ def read_deepspeed_step(text: str) -> dict | None:
     if m is None:
         return None
     out: dict[str, Any] = {"step": int(m.group(1)), "skipped": int(m.group(2))}
-    lr = _num(m.group(3).split(",")[0].strip()) if m.group(3).strip() else None
+    lr = parse_grouped_number(m.group(3).split(",")[0].strip()) if m.group(3).strip() else None
     if lr is not None:
         out["lr"] = lr
     return out
@@ -264,10 +265,6 @@ _KV_FIELDS = {
 }
 
 
-def _num(raw: str) -> float | None:
-    return parse_number(raw.replace(",", ""))
-
-
 def _to_field(field: str, value: float, unit: str | None, key: str = "") -> float | None:
     """Apply a unit to a value bound for a record field (memory without a unit: by its name,
     else by its size, as ``records.unit_value`` decides for every reader)."""
@@ -302,7 +299,7 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
         if f is None:
             continue
         key, raw, unit = f.group(1).strip(), f.group(2), f.group(3)
-        value = _num(raw)
+        value = parse_grouped_number(raw)
         if value is None:
             continue
         field = _KV_FIELDS.get(key.lower())
@@ -378,7 +375,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if split is not None:
             # "train loss: 3.11  test loss: 3.05" (SpeechBrain's train_logger, custom loops): the
             # word before names the evaluation set, so this value is the evaluation's, not a field
-            value = _num(raw)
+            value = parse_grouped_number(raw)
             if value is not None:
                 out.setdefault(f"{split.group(1)} {key}", value)
             continue
@@ -391,7 +388,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
                 if tot:
                     out["max_steps"] = int(tot)
             continue
-        value = _num(raw)
+        value = parse_grouped_number(raw)
         if value is None:
             continue
         field = _KV_FIELDS.get(low)
@@ -420,7 +417,7 @@ def read_kv(text: str) -> tuple[dict, str] | None:
     if "step_time_s" not in out:
         per = _PER_STEP_RE.search(text)   # TensorFlow's "(0.885 sec/step)"
         if per:
-            value = _num(per.group(1))
+            value = parse_grouped_number(per.group(1))
             if value is not None:
                 out["step_time_s"] = value / 1000.0 if per.group(2).startswith("ms") else value
     return out, ("detectron2" if "total_loss" in text and "iter:" in text else "kv")
@@ -494,7 +491,7 @@ def read_rl_table(rows: list[tuple[str, str]]) -> tuple[dict, str] | None:
             continue
         out[tag + name if tag and key.startswith("   ") else name] = value
     step_raw = next((out.pop(k) for k in _TABLE_STEP_KEYS if k in out), None)
-    step = _num(step_raw) if step_raw is not None else None
+    step = parse_grouped_number(step_raw) if step_raw is not None else None
     if step is None or step != int(step):
         return None
     out["step"] = int(step)
@@ -518,7 +515,7 @@ def read_tf_eval_dict(text: str) -> EvalLine | None:
     values: dict[str, float] = {}
     for piece in m.group(2).split(", "):
         p = _TF_EVAL_PAIR_RE.match(piece)
-        num = _num(p.group(2)) if p is not None else None
+        num = parse_grouped_number(p.group(2)) if p is not None else None
         if p is not None and num is not None:
             values[p.group(1)] = num
     values.pop("global_step", None)
@@ -542,7 +539,7 @@ def read_tf_trainer(text: str) -> tuple[dict, str] | EvalLine | None:
     m = _TF_TRAINER_RE.search(text)
     if m is None:
         return None
-    epoch, step = _num(m.group(1)), int(m.group(2))
+    epoch, step = parse_grouped_number(m.group(1)), int(m.group(2))
     if m.group(4) is not None:
         return {"step": step, "loss": m.group(4), "epoch": epoch}, "tf_trainer"
     obj = parse_pydict(m.group(3))
@@ -579,7 +576,7 @@ def read_litgpt(text: str) -> tuple[dict, str] | EvalLine | None:
         v = _LITGPT_VAL_RE.match(text)
         if v is None:
             return None
-        name, value = v.group(3), _num(v.group(4))
+        name, value = v.group(3), parse_grouped_number(v.group(4))
         loss = value if name.endswith("loss") else None
         return EvalLine({name: value}, int(v.group(2)), "litgpt", split="val", loss=loss)
     out: dict[str, Any] = {"step": int(m.group(2)), "loss": m.group(4), "epoch": int(m.group(1))}
@@ -588,7 +585,7 @@ def read_litgpt(text: str) -> tuple[dict, str] | EvalLine | None:
     val = parse_number(m.group(6))
     if val is not None:
         out[m.group(5) or "val_loss"] = val
-    t = _num(m.group(7))
+    t = parse_grouped_number(m.group(7))
     if t is not None:
         out["step_time_s"] = t / 1000.0 if m.group(8) == "ms" else t
     return out, "litgpt"
@@ -660,7 +657,7 @@ def read_caffe_iteration(text: str) -> tuple[int, dict] | None:
     if m is None:
         return None
     values: dict[str, Any] = {"loss": m.group(5)}
-    per_s = _num(m.group(2)) if m.group(2) else None
+    per_s = parse_grouped_number(m.group(2)) if m.group(2) else None
     if per_s:
         values["step_time_s"] = 1.0 / per_s
     return int(m.group(1)), values
@@ -671,11 +668,11 @@ def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
     block: the lr line), else None."""
     m = _CAFFE_OUTPUT_RE.search(text)
     if m is not None:
-        num = _num(m.group(2))
+        num = parse_grouped_number(m.group(2))
         return ({m.group(1): num} if num is not None else {}), False
     m = _CAFFE_LR_RE.search(text)
     if m is not None and int(m.group(1)) == step:
-        num = _num(m.group(2))
+        num = parse_grouped_number(m.group(2))
         return ({"lr": num} if num is not None else {}), True
     return None
 
@@ -701,7 +698,7 @@ def read_mlx(text: str) -> tuple[dict, str] | EvalLine | None:
         p = _MLX_PIECE_RE.match(piece.strip())
         if p is None:
             return None
-        num = _num(p.group(2))
+        num = parse_grouped_number(p.group(2))
         if num is not None:
             values[p.group(1)] = num
     step = int(m.group(1))
@@ -752,7 +749,7 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         if m is None:
             continue
         key, raw, unit = m.group(1).strip(), m.group(2), m.group(3)
-        value = _num(raw)
+        value = parse_grouped_number(raw)
         if value is None or key in out:
             continue
         low = key.lower()

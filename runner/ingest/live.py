@@ -165,7 +165,7 @@ class Written:
         return cls(step, step)
 
 
-def _plain(rec: dict) -> bool:
+def _row_like(rec: dict) -> bool:
     """A parser record that is a training step like a template row: its own step, not a
     memory report, not inferred."""
     return isinstance(rec.get("step"), int) and rec.get("src") not in MEMORY_SRCS and not _inferred(rec)
@@ -185,7 +185,7 @@ def rows_to_write(records: list, steps: list[int], last: Written) -> tuple[list[
     both are kept, as ``parse`` keeps them. ``counted``: the kept rows that are new steps."""
     n = len(steps)
     if n and (last.step is None or steps[0] > last.step) and all(a < b for a, b in zip(steps, steps[1:])) and \
-            all(map(_plain, compress(records, [type(r) is not bytes for r in records]))):
+            all(map(_row_like, compress(records, [type(r) is not bytes for r in records]))):
         rows = list(range(n))  # the usual batch: template rows (and plain parser records), each a new step
         return rows, rows, Written.upto(steps[-1])
     kept: list[int] = []

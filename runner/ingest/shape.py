@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from moeconsole.runner.ingest.records import EvalLine, eval_key, field_of, parse_number, unit_value
+from moeconsole.runner.ingest.records import EvalLine, eval_key, field_of, parse_grouped_number, unit_value
 
 SRC = "learned"
 
@@ -391,22 +391,22 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
                 t.unit.lower() in _PER_STEP_UNITS or t.unit == "ms" and t is toks[-1] and counter is not None):
             # a step's line that ends with an unnamed duration in ms prints the step's time
             # (modded-llama2: f"{step} | loss {loss:.4f} | lr {lr:e} | {dt * 1000:.2f}ms")
-            values.setdefault("step_time_s", unit_value("step_time_s", _num(t.raw), t.unit))
+            values.setdefault("step_time_s", unit_value("step_time_s", parse_grouped_number(t.raw), t.unit))
         elif t.avg_of is not None:
-            num = _num(t.raw)
+            num = parse_grouped_number(t.raw)
             if num is not None:
                 values.setdefault(t.avg_of + "_avg", num)
     values = {k: v for k, v in values.items() if v is not None}
     epoch = None
     if epoch_tok is not None:
-        epoch = _num(epoch_tok.raw)
+        epoch = parse_grouped_number(epoch_tok.raw)
     elif state.header_epoch is not None and word not in _EVAL_WORDS:
         epoch = state.header_epoch
     is_eval = word in _EVAL_WORDS or (
         any(eval_key(k) is not None for k in values) and not any(k in values for k in ("loss", "grad_norm", "lr")))
     if not values:
         if counter is not None and not is_eval and _HEADER_RE.match(shape):
-            return Header(int(_num(counter.raw) or 0), counter.tot, epoch)
+            return Header(int(parse_grouped_number(counter.raw) or 0), counter.tot, epoch)
         if epoch_tok is not None and counter is None and not is_eval and len(toks) == 1:
             state.header_epoch = epoch   # "Epoch 2/10": the counter lines after it belong to epoch 2
             return Skip("epoch header", shape)
@@ -423,7 +423,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if len(state.shapes) >= MAX_SHAPES and key not in state.shapes:
         return Skip("too many line shapes", shape)
     st = state.shapes.setdefault(key, ShapeState())
-    n = int(_num(counter.raw) or 0)
+    n = int(parse_grouped_number(counter.raw) or 0)
     if epoch_tok is None and epoch is not None:
         got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)
         if got_header is not None:
@@ -503,7 +503,7 @@ def header_epoch_line(st: ShapeState, n: int, epoch: float, total: int | None, b
     before the first header seen, ``(E - 1) x total``, when that is where the log starts).
     Updates ``st``."""
     if st.closed_epoch is not None and st.closed_epoch == epoch:
-        vals = {name: num for name, t in named if (num := _num(t.raw)) is not None}
+        vals = {name: num for name, t in named if (num := parse_grouped_number(t.raw)) is not None}
         if not vals:
             return None
         return EvalLine(vals, None, SRC, split="eval", loss=vals.get("loss"))
@@ -547,7 +547,7 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
     split = word if word in _EVAL_WORDS else None
     loss = None
     for name, t in named:
-        num = _num(t.raw)
+        num = parse_grouped_number(t.raw)
         if num is None or _norm(name) == word:
             continue
         vals.setdefault(name, num)
@@ -559,12 +559,12 @@ def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], cou
             loss = num
     for t in toks:
         if t.avg_of is not None and _norm(t.avg_of) != word:
-            num = _num(t.raw)
+            num = parse_grouped_number(t.raw)
             if num is not None:
                 vals.setdefault(t.avg_of + "_avg", num)
     if not any(_names_a_metric(k) or eval_key(k) is not None for k in vals):
         return Skip("an evaluation's progress line (no metrics)", "")
-    step = int(_num(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
+    step = int(parse_grouped_number(counter.raw) or 0) if counter is not None and how != "[n/N]" else None
     if split in ("testing",):
         split = "test"
     return EvalLine(vals, step, SRC, split=split or "eval", loss=loss)
@@ -589,14 +589,10 @@ def _is_int_text(raw: str) -> bool:
     return raw.replace(",", "").lstrip("+").isdigit()
 
 
-def _num(raw: str) -> float | None:
-    return parse_number(raw.replace(",", ""))
-
-
 def _put(values: dict, name: str, t: Token) -> None:
     """A named number into the mapping: a record field (converted by its unit) or an extra
     under its printed name."""
-    num = _num(t.raw)
+    num = parse_grouped_number(t.raw)
     if num is None:
         return
     got = field_of(name)
@@ -646,7 +642,7 @@ def block_values(text: str) -> dict | None:
             return None   # a counter of its own: not part of the block
         if not t.name:
             if t.avg_of is not None:
-                num = _num(t.raw)
+                num = parse_grouped_number(t.raw)
                 if num is not None:
                     values.setdefault(t.avg_of + "_avg", num)
             continue

@@ -95,7 +95,7 @@ def _textfile_problem(path: Path) -> str | None:
     return None
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m moeconsole.runner.ops.exporter")
     p.add_argument("run_dir")
     p.add_argument("--port", type=int)
@@ -108,7 +108,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parse(argv)
+    args = _parse_args(argv)
     run = rundir.RunDir(Path(args.run_dir))
     if not rundir.is_run_dir(run.path):
         sys.stderr.write(f"exporter: {args.run_dir}: not a run directory\n")

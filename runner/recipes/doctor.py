@@ -15,6 +15,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from moeconsole.runner.recipes.lint import problem
 from moeconsole.runner.core.memory import ALLOC_CONF_NEW, ALLOC_CONF_OLD, alloc_conf_env, version_tuple
 
 SCHEMA_VERSION = 1
@@ -142,10 +143,6 @@ def _vt(v: str | None) -> tuple[int, ...]:
     return version_tuple(v or "0")
 
 
-def _f(level: str, rule: str, message: str) -> dict:
-    return {"level": level, "rule": rule, "message": message}
-
-
 def requirement_conflicts(versions: dict[str, str | None], requires: dict[str, list[str]]) -> list[dict]:
     """Each installed package's own declared requirements, checked against what is installed:
     e.g. ms-swift 4.6.0 declares transformers<5.20.0, so transformers 5.21 is a known-bad pair."""
@@ -164,7 +161,7 @@ def requirement_conflicts(versions: dict[str, str | None], requires: dict[str, l
                 continue  # an optional extra, or another platform
             have = installed.get(canonicalize_name(req.name))
             if have and req.specifier and not req.specifier.contains(have, prereleases=True):
-                out.append(_f("error", "requirement_conflict", f"{pkg} {versions.get(pkg)} requires "
+                out.append(problem("error", "requirement_conflict", f"{pkg} {versions.get(pkg)} requires "
                                                                f"{req.name}{req.specifier} but {have} is installed"))
     return out
 
@@ -194,46 +191,46 @@ def findings(report: EnvReport, *, training_env: bool = True, expected_swift: st
         out += pin_findings(report, parse_pins(pins))
     swift, mcore = pk.get("ms-swift"), pk.get("megatron-core")
     if not swift and training_env:
-        out.append(_f("error", "swift_missing", f"ms-swift is not installed in {report.executable}: `swift` and "
+        out.append(problem("error", "swift_missing", f"ms-swift is not installed in {report.executable}: `swift` and "
                                                 "`megatron` recipes cannot run there"))
     elif not swift:
-        out.append(_f("info", "swift_not_here", "ms-swift is not installed in moeconsole's own Python (it needs "
+        out.append(problem("info", "swift_not_here", "ms-swift is not installed in moeconsole's own Python (it needs "
                                                 "none): inspect the training environment with --python PATH or "
                                                 "a RECIPE naming swift.python"))
     else:
         from moeconsole.runner.recipes.swift.flags import shipped_tables
         shipped = [v for v, _ in shipped_tables()]
         if not any(_vt(v)[:2] == _vt(swift)[:2] for v in shipped):
-            out.append(_f("warning", "swift_untabled_version", f"ms-swift {swift}: lint ships flag tables for "
+            out.append(problem("warning", "swift_untabled_version", f"ms-swift {swift}: lint ships flag tables for "
                                                                f"{', '.join(shipped)} only; name swift.python in the "
                                                                "recipe so lint asks this ms-swift's own parser"))
         if not mcore:
-            out.append(_f("warning", "megatron_core_missing", "megatron-core is not installed: `megatron sft` imports "
+            out.append(problem("warning", "megatron_core_missing", "megatron-core is not installed: `megatron sft` imports "
                                                               "it at start-up (swift/megatron/init.py), so only the "
                                                               "transformers path (`swift sft`) works here"))
         elif not pk.get("mcore-bridge") and _vt(swift) >= (4, 0):
-            out.append(_f("warning", "mcore_bridge_missing", "mcore-bridge is not installed: ms-swift 4.x converts "
+            out.append(problem("warning", "mcore_bridge_missing", "mcore-bridge is not installed: ms-swift 4.x converts "
                                                              "HF <-> Megatron weights through it on the Megatron path"))
     tf = pk.get("transformers")
     if tf and (".dev" in tf or "dev" in tf.split("+")[0] or _vcs(report, "transformers")):
-        out.append(_f("warning", "transformers_dev_build", f"transformers {tf} is a development build"
+        out.append(problem("warning", "transformers_dev_build", f"transformers {tf} is a development build"
                                                            f"{' (' + str(_vcs(report, 'transformers')) + ')' if _vcs(report, 'transformers') else ''}: "
                                                            "ms-swift pins released versions; results may not "
                                                            "reproduce elsewhere"))
     fla = pk.get("flash-linear-attention") or pk.get("fla-core")
     fla_git = _vcs(report, "flash-linear-attention") or _vcs(report, "fla-core")
     if fla and fla.split("+")[0] == "0.5.0" and not fla_git:
-        out.append(_f("warning", "fla_missing_gdn_backward_fix",
+        out.append(problem("warning", "fla_missing_gdn_backward_fix",
                       "flash-linear-attention 0.5.0 from PyPI lacks the gated-delta-rule backward fix (Qwen3.5's "
                       "linear-attention layers train on it); install a git main build "
                       "(pip install git+https://github.com/fla-org/flash-linear-attention), as the 397B record did"))
     elif fla and fla_git:
-        out.append(_f("info", "fla_git_build", f"flash-linear-attention {fla} built from {fla_git}"))
+        out.append(problem("info", "fla_git_build", f"flash-linear-attention {fla} built from {fla_git}"))
     elif not fla and mcore and report.imports is None:
-        out.append(_f("info", "fla_missing", "flash-linear-attention is not installed: Qwen3.5 / Qwen3-Next "
+        out.append(problem("info", "fla_missing", "flash-linear-attention is not installed: Qwen3.5 / Qwen3-Next "
                                              "gated-delta-net layers need it"))
     if mcore and not (pk.get("transformer-engine") or pk.get("transformer-engine-torch")) and report.imports is None:
-        out.append(_f("warning", "transformer_engine_missing", "transformer-engine is not installed: Megatron-Core's "
+        out.append(problem("warning", "transformer_engine_missing", "transformer-engine is not installed: Megatron-Core's "
                                                                "fused layers (and ms-swift's default TE spec) need it"))
     out += _torch_findings(report)
     out += import_findings(report, needs or [])
@@ -318,7 +315,7 @@ def import_findings(report: EnvReport, needs: list[Need]) -> list[dict]:
     for need in needs:
         err = (report.imports or {}).get(need.module)
         if err:
-            out.append(_f("error", "import_failed", f"import {need.module} fails in {report.executable}: {err} "
+            out.append(problem("error", "import_failed", f"import {need.module} fails in {report.executable}: {err} "
                                                     f"(needed by {need.why}; install {need.package})"))
     return out
 
@@ -333,7 +330,7 @@ def requirement_findings(report: EnvReport, reqs: list[tuple[str, str]]) -> list
         req = Requirement(text)
         have = installed.get(canonicalize_name(req.name))
         if not have or not req.specifier.contains(have, prereleases=True):
-            out.append(_f("error", "model_requirement", f"the model needs {text} ({where}) but "
+            out.append(problem("error", "model_requirement", f"the model needs {text} ({where}) but "
                                                         f"{have or 'no ' + req.name} is installed"))
     return out
 
@@ -344,29 +341,29 @@ def _torch_findings(report: EnvReport) -> list[dict]:
     tv = pk.get("torch")
     if not tv:
         if report.executable:
-            out.append(_f("warning", "torch_missing", f"torch is not installed in {report.executable}"))
+            out.append(problem("warning", "torch_missing", f"torch is not installed in {report.executable}"))
         return out
     if "+cpu" in tv and (pk.get("megatron-core") or pk.get("flash-linear-attention")):
-        out.append(_f("warning", "cpu_torch_with_gpu_stack", f"torch {tv} is a CPU build but GPU training "
+        out.append(problem("warning", "cpu_torch_with_gpu_stack", f"torch {tv} is a CPU build but GPU training "
                                                              "packages are installed"))
     if t.get("error"):
-        out.append(_f("error", "torch_import_failed", f"import torch failed: {t['error']}"))
+        out.append(problem("error", "torch_import_failed", f"import torch failed: {t['error']}"))
     elif not t.get("available"):
-        out.append(_f("info", "no_cuda", f"torch {tv} sees no CUDA device here (CUDA {t.get('cuda') or 'none'})"))
+        out.append(problem("info", "no_cuda", f"torch {tv} sees no CUDA device here (CUDA {t.get('cuda') or 'none'})"))
     out += fla_tma_findings(pk.get("flash-linear-attention") or pk.get("fla-core"), t.get("devices") or [],
                             report.env)
     old, new = report.env.get(ALLOC_CONF_OLD), report.env.get(ALLOC_CONF_NEW)
     reads_new = alloc_conf_env(tv) == ALLOC_CONF_NEW      # one owner of the 2.9 rename: moeconsole.runner.core.memory
     if reads_new and old is not None:
         if new is None:
-            out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_CUDA_ALLOC_CONF={old} with torch {tv}: since "
+            out.append(problem("warning", "alloc_conf_renamed", f"PYTORCH_CUDA_ALLOC_CONF={old} with torch {tv}: since "
                                                            "2.9 torch reads PYTORCH_ALLOC_CONF (the old name is "
                                                            "deprecated); set PYTORCH_ALLOC_CONF instead"))
         elif new != old:
-            out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF={new} and PYTORCH_CUDA_ALLOC_CONF="
+            out.append(problem("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF={new} and PYTORCH_CUDA_ALLOC_CONF="
                                                            f"{old} disagree: torch {tv} reads PYTORCH_ALLOC_CONF"))
     elif alloc_conf_env(tv) == ALLOC_CONF_OLD and new is not None and old is None:
-        out.append(_f("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF is set but torch {tv} (< 2.9) only "
+        out.append(problem("warning", "alloc_conf_renamed", f"PYTORCH_ALLOC_CONF is set but torch {tv} (< 2.9) only "
                                                        "reads PYTORCH_CUDA_ALLOC_CONF"))
     return out
 
@@ -407,7 +404,7 @@ def megatron_requirements(versions: dict[str, str | None], requires: dict[str, l
         have = installed.get(canonicalize_name(req.name))
         if have and not req.specifier.contains(have, prereleases=True):
             refused.add(canonicalize_name(req.name))
-            out.append(_f("error", "swift_megatron_requirement",
+            out.append(problem("error", "swift_megatron_requirement",
                           f"ms-swift {swift} `megatron sft` refuses to start with {req.name} {have}: it requires "
                           f"{req.name}{req.specifier} ({where}; ImportError at start-up)"))
     for text in requires.get("ms-swift") or []:
@@ -420,7 +417,7 @@ def megatron_requirements(versions: dict[str, str | None], requires: dict[str, l
         name = canonicalize_name(req.name)
         have = installed.get(name)
         if have and name not in refused and req.specifier and not req.specifier.contains(have, prereleases=True):
-            out.append(_f("warning", "swift_megatron_extra",
+            out.append(problem("warning", "swift_megatron_extra",
                           f"ms-swift {swift}[megatron] declares {req.name}{req.specifier} but {have} is installed "
                           f"(pip install 'ms-swift[megatron]=={swift}' brings the tested versions)"))
     return out
@@ -434,7 +431,7 @@ def swift_version_findings(installed: str | None, expected: str) -> list[dict]:
     want = re.findall(r"\d+", re.sub(r"\.x$", "", expected))[:3]
     if re.findall(r"\d+", installed)[: len(want)] == want:
         return []
-    return [_f("warning", "swift_version_mismatch", f"the recipe targets ms-swift {expected} (swift.version) but "
+    return [problem("warning", "swift_version_mismatch", f"the recipe targets ms-swift {expected} (swift.version) but "
                                                     f"{installed} is installed: its flags, defaults and save layouts "
                                                     "are the installed version's")]
 
@@ -457,12 +454,12 @@ def fla_tma_findings(fla: str | None, devices: list[dict], env: dict[str, str | 
     if _vt(fla) < FLA_TMA_OFF_BY_DEFAULT:
         if env.get("FLA_NO_USE_TMA") == "1":
             return []
-        return [_f("warning", "fla_tma_default_on", f"flash-linear-attention {fla} turns TMA on by default on {where} "
+        return [problem("warning", "fla_tma_default_on", f"flash-linear-attention {fla} turns TMA on by default on {where} "
                                                    "(builds before 0.4.0; fla/utils.py is_tma_supported): its TMA "
                                                    "kernels have failed there; set FLA_NO_USE_TMA=1 or install "
                                                    ">= 0.4.0, where TMA is off unless FLA_USE_TMA=1")]
     if env.get("FLA_USE_TMA") == "1":
-        return [_f("warning", "fla_tma_enabled", f"FLA_USE_TMA=1 on {where}: FLA's Triton TMA kernels have failed "
+        return [problem("warning", "fla_tma_enabled", f"FLA_USE_TMA=1 on {where}: FLA's Triton TMA kernels have failed "
                                                 "on Hopper and Blackwell GPUs; FLA's default (since 0.4.0) is off: "
                                                 "unset it unless you verified the kernels on this stack")]
     return []
@@ -521,7 +518,7 @@ def pin_findings(report: EnvReport, pins: dict[str, Pin]) -> list[dict]:
     for pin in pins.values():
         name, have = installed.get(pin.name, (pin.name, None))
         if have is None:
-            out.append(_f("warning", "pin_mismatch", f"{pin.name} is pinned to {pin.spec} (swift.pins) but is not "
+            out.append(problem("warning", "pin_mismatch", f"{pin.name} is pinned to {pin.spec} (swift.pins) but is not "
                                                      "installed in the training Python"))
             continue
         if pin.commit is not None:
@@ -529,7 +526,7 @@ def pin_findings(report: EnvReport, pins: dict[str, Pin]) -> list[dict]:
             got = str((src.get("vcs_info") or {}).get("commit_id") or "")
             if not got.lower().startswith(pin.commit):
                 what = f"commit {got[:12]}" if got else f"{have}, not a git build"
-                out.append(_f("warning", "pin_mismatch", f"{name} is pinned to git commit {pin.commit} (swift.pins) "
+                out.append(problem("warning", "pin_mismatch", f"{name} is pinned to git commit {pin.commit} (swift.pins) "
                                                          f"but the installed one is {what}"))
             continue
         try:
@@ -540,6 +537,6 @@ def pin_findings(report: EnvReport, pins: dict[str, Pin]) -> list[dict]:
         except InvalidVersion:
             ok = False
         if not ok:
-            out.append(_f("warning", "pin_mismatch", f"{name} is pinned to {pin.spec} (swift.pins) but {have} is "
+            out.append(problem("warning", "pin_mismatch", f"{name} is pinned to {pin.spec} (swift.pins) but {have} is "
                                                      "installed"))
     return out

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 Problem = dict
 
 
-def _p(level: str, rule: str, message: str) -> Problem:
+def problem(level: str, rule: str, message: str) -> Problem:
+    """One lint or doctor finding (the module docstring's shape)."""
     return {"level": level, "rule": rule, "message": message}
 
 
@@ -28,11 +29,11 @@ def check_argv_shape(recipe: "RunRecipe") -> list[Problem]:
     cmd = recipe.command
     out = []
     if len(cmd) == 1 and " " in cmd[0].strip():
-        out.append(_p("error", "shell_string", f"command is one string {cmd[0]!r}: give the arguments as a list "
+        out.append(problem("error", "shell_string", f"command is one string {cmd[0]!r}: give the arguments as a list "
                                                "(recipes never run through a shell)"))
     for i, a in enumerate(cmd[:-1]):
         if os.path.basename(a) in ("sh", "bash", "zsh", "dash") and cmd[i + 1] == "-c":
-            out.append(_p("warning", "shell_wrapper", "command runs through a shell (-c): signals and exit "
+            out.append(problem("warning", "shell_wrapper", "command runs through a shell (-c): signals and exit "
                                                       "codes of the training pass through it"))
     return out
 
@@ -62,7 +63,7 @@ def check_command_layout(recipe: "RunRecipe") -> list[Problem]:
         for line in cmdline.misplaced(argv):
             if line not in seen:
                 seen.add(line)
-                out.append(_p("error", "launcher_flag_after_script", f"{line}{when[name]}"))
+                out.append(problem("error", "launcher_flag_after_script", f"{line}{when[name]}"))
     return out
 
 
@@ -81,7 +82,7 @@ def check_executable(recipe: "RunRecipe", *, preflight: bool = False) -> list[Pr
         ok = os.path.isfile(exe) and os.access(exe, os.X_OK)
     else:
         ok = shutil.which(exe) is not None
-    return [] if ok else [_p(level, "executable_missing", f"{exe!r} is not an executable on PATH here")]
+    return [] if ok else [problem(level, "executable_missing", f"{exe!r} is not an executable on PATH here")]
 
 
 def _check_python_module(recipe: "RunRecipe", level: str) -> list[Problem]:
@@ -96,7 +97,7 @@ def _check_python_module(recipe: "RunRecipe", level: str) -> list[Problem]:
         except (ImportError, ValueError):
             found = False
         if not found:
-            return [_p(level, "module_missing", f"python module {mod!r} is not importable here")]
+            return [problem(level, "module_missing", f"python module {mod!r} is not importable here")]
         return _check_requirements(mod, level)
     return []
 
@@ -127,7 +128,7 @@ def _check_requirements(mod: str, level: str) -> list[Problem]:
                 missing.append(name)
         if missing:
             how = getattr(pkg, "INSTALL_HINT", "pip install " + " ".join(missing))
-            return [_p(level, "missing_dependency",
+            return [problem(level, "missing_dependency",
                        f"{mod} needs {', '.join(missing)}, which {sys.executable} cannot import: "
                        f"`{sys.executable} -m {how}`")]
         return []
@@ -138,11 +139,11 @@ def check_secrets(recipe: "RunRecipe") -> list[Problem]:
     out = []
     for k, v in recipe.env.items():
         if is_secret_name(k) and not re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", v):
-            out.append(_p("warning", "secret_literal", f"env.{k} holds a literal secret; write ${{{k}}} to take it "
+            out.append(problem("warning", "secret_literal", f"env.{k} holds a literal secret; write ${{{k}}} to take it "
                                                        "from your environment (it is kept out of logs either way)"))
     for a in recipe.command:
         if holds_token(a):
-            out.append(_p("error", "secret_in_argv", "a token appears in the command line, where every process "
+            out.append(problem("error", "secret_in_argv", "a token appears in the command line, where every process "
                                                      "listing shows it: pass it through env instead"))
             break
     return out
@@ -153,12 +154,12 @@ def check_checkpoints(recipe: "RunRecipe") -> list[Problem]:
     resumes = recipe.resume.arg or recipe.resume.args
     out = []
     if not ck.dir:
-        out.append(_p("warning", "no_checkpoint_dir", "checkpoints.dir is not set: saves are not verified and "
+        out.append(problem("warning", "no_checkpoint_dir", "checkpoints.dir is not set: saves are not verified and "
                                                       "restarts cannot resume"))
         if resumes:
-            out.append(_p("error", "resume_without_checkpoints", "resume is set but checkpoints.dir is not"))
+            out.append(problem("error", "resume_without_checkpoints", "resume is set but checkpoints.dir is not"))
     elif not resumes:
-        out.append(_p("warning", "no_resume_arg", "resume.arg is not set: a restart starts from step 0"))
+        out.append(problem("warning", "no_resume_arg", "resume.arg is not set: a restart starts from step 0"))
     return out
 
 
@@ -166,10 +167,10 @@ def check_supervision(recipe: "RunRecipe") -> list[Problem]:
     out = []
     cd = recipe.cooldown
     if recipe.kill.grace_s < 5 and _is_distributed(recipe):
-        out.append(_p("warning", "short_grace", f"kill.grace_s={recipe.kill.grace_s}: NCCL and CUDA need "
+        out.append(problem("warning", "short_grace", f"kill.grace_s={recipe.kill.grace_s}: NCCL and CUDA need "
                                                 "time to clean up; 30-60 s is usual on a GPU node"))
     if cd.ceiling_s == 0 and _is_distributed(recipe):
-        out.append(_p("warning", "no_cooldown", "cooldown.ceiling_s=0: a relaunch can hit stale NCCL state or "
+        out.append(problem("warning", "no_cooldown", "cooldown.ceiling_s=0: a relaunch can hit stale NCCL state or "
                                                 "a port in TIME_WAIT"))
     return out
 
@@ -210,11 +211,11 @@ def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem
     flags = command_flags(argv)
     if "sft" in argv[:3] and "merge_lora" in flags and "megatron" not in " ".join(argv[:2]) \
             and "use_megatron" not in flags:
-        out.append(_p("warning", "swift_merge_lora_sft", "--merge_lora is not a `swift sft` argument in 4.6; "
+        out.append(problem("warning", "swift_merge_lora_sft", "--merge_lora is not a `swift sft` argument in 4.6; "
                                                          "merge with `swift export --merge_lora true` afterwards"))
     ck_dir = recipe.checkpoints.dir
     if "output_dir" in flags and ck_dir and ck_dir.rstrip("/") == flags["output_dir"].rstrip("/"):
-        out.append(_p("info", "swift_versioned_output", "ms-swift writes into <output_dir>/v<N>-<time>/: "
+        out.append(problem("info", "swift_versioned_output", "ms-swift writes into <output_dir>/v<N>-<time>/: "
                                                         "checkpoint discovery looks inside those"))
     return out
 
@@ -228,10 +229,10 @@ def check_gpus(recipe: "RunRecipe") -> list[Problem]:
         if a in ("--nproc_per_node", "--nproc-per-node") and i + 1 < len(argv):
             nproc = argv[i + 1]
     if g.devices and nproc and str(nproc).isdigit() and int(nproc) != len(g.devices):
-        out.append(_p("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "
+        out.append(problem("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "
                                                        f"{len(g.devices)} GPUs"))
     if _is_distributed(recipe) and not g.memory_capacity_gib:
-        out.append(_p("info", "no_memory_capacity", "gpus.memory_capacity_gib is not set: memory headroom "
+        out.append(problem("info", "no_memory_capacity", "gpus.memory_capacity_gib is not set: memory headroom "
                                                     "alerts use the GPU's reported total"))
     return out
 
@@ -243,18 +244,18 @@ def check_engine(recipe: "RunRecipe", *, preflight: bool = False) -> list[Proble
     slurm = recipe.slurm
     if recipe.engine != "slurm":
         written = recipe.written.get("slurm")     # the keys the recipe set, as it wrote them
-        return [_p("warning", "slurm_section_unused", "a slurm section is set but engine is local: "
+        return [problem("warning", "slurm_section_unused", "a slurm section is set but engine is local: "
                                                       "the command runs on this host")] if written else []
     out = []
     missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if shutil.which(c) is None]
     if missing:
-        out.append(_p("error" if preflight else "warning", "slurm_missing",
+        out.append(problem("error" if preflight else "warning", "slurm_missing",
                       f"engine: slurm but {', '.join(missing)} not found on PATH"))
     if not slurm.time:
-        out.append(_p("info", "slurm_no_time", "slurm.time is not set: the partition's default time limit "
+        out.append(problem("info", "slurm_no_time", "slurm.time is not set: the partition's default time limit "
                                                "applies (a TIMEOUT resubmits from the last verified checkpoint)"))
     if not recipe.resume.arg and not recipe.resume.args:
-        out.append(_p("warning", "slurm_no_resume", "no resume.arg: a job that hits its time limit or is "
+        out.append(problem("warning", "slurm_no_resume", "no resume.arg: a job that hits its time limit or is "
                                                     "preempted restarts from step 0"))
     return out
 
@@ -285,15 +286,15 @@ def check_memory(recipe: "RunRecipe") -> list[Problem]:
     written = recipe.written.get("alerts")     # the keys as the recipe wrote them
     for key in written if isinstance(written, dict) else ():
         if key in MOVED_TO_MEMORY:
-            out.append(_p("warning", "alerts_memory_key_moved", f"alerts.{key} is no longer read: memory alerts "
+            out.append(problem("warning", "alerts_memory_key_moved", f"alerts.{key} is no longer read: memory alerts "
                                                                 f"follow {MOVED_TO_MEMORY[key]}"))
     try:
         est = static_memory(recipe)
     except InputError as exc:
-        return out + [_p("warning", "memory_config_unreadable", f"static memory estimate: {exc}")]
+        return out + [problem("warning", "memory_config_unreadable", f"static memory estimate: {exc}")]
     if est is None:
         if _is_distributed(recipe):
-            out.append(_p("info", "memory_no_model_config", "no config.json for a static memory estimate: set "
+            out.append(problem("info", "memory_no_model_config", "no config.json for a static memory estimate: set "
                                                             "memory.model_config (or lint --model-config PATH)"))
         return out
     settings = recipes.memory_settings(recipe)
@@ -302,11 +303,11 @@ def check_memory(recipe: "RunRecipe") -> list[Problem]:
         return out
     left = cap - est.per_gpu_gib - settings.transients_gib - settings.min_headroom_gib
     if est.per_gpu_gib >= cap:
-        out.append(_p("warning", "memory_static_over_capacity",
+        out.append(problem("warning", "memory_static_over_capacity",
                       f"static memory {gib_text(est.per_gpu_gib)} per GPU is over the {gib_text(cap)} capacity "
                       f"before any activation: the model does not fit this layout"))
     else:
-        out.append(_p("info", "memory_left_for_activations",
+        out.append(problem("info", "memory_left_for_activations",
                       f"{gib_text(max(0.0, left))} per GPU left for activations + workspace: {gib_text(cap)} capacity "
                       f"- {gib_text(est.per_gpu_gib)} static - {gib_text(settings.transients_gib)} transients - "
                       f"{gib_text(settings.min_headroom_gib)} minimum headroom"))

@@ -32,7 +32,7 @@ from typing import Any, Iterable, TypedDict
 
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.core.policy import is_crash_class
-from moeconsole.runner.core.units import fit_with_tail
+from moeconsole.runner.core.units import fit_with_tail, path_name
 
 ACKS_NAME = "acks.json"
 ACKS_VERSION = 2
@@ -149,7 +149,7 @@ def short_message(message: str, limit: int = 60) -> str:
     fits it (``AlertGroup.headline(width)``), data keeps it whole."""
     text = " ".join(str(message or "").split())
     head = text.split(": ", 1)[0] if ": " in text[:limit + 20] else text
-    words = [w.rstrip("/").rsplit("/", 1)[-1] if _is_path(w) else w for w in head.split(" ")]
+    words = [path_name(w) if _is_path(w) else w for w in head.split(" ")]
     return " ".join(words)
 
 

@@ -76,6 +76,7 @@ class RunDir:
     exits = property(lambda self: self.path / "exits")
     rank_times = property(lambda self: self.path / "ranks.json")  # each rank's latest step time (moeconsole.runner.rundir.ranktimes)
     gpu_history = property(lambda self: self.path / "gpu-history.json")  # moeconsole.runner.rundir.gpuhistory
+    series = property(lambda self: self.path / "series.json")  # the chart book (moeconsole.runner.rundir.seriesfile)
     jobs = property(lambda self: self.path / "jobs")  # batch engines: jobs/attempt-N.{json,sh}
 
     def job_record(self, attempt: int) -> Path:

@@ -458,12 +458,8 @@ def _decode_json_array(doc: bytes) -> list:
     return msgspec.json.decode(doc)
 
 
-def path_of(run: rundir.RunDir) -> Path:
-    return run.path / "series.json"
-
-
 def save(run: rundir.RunDir, book: SeriesBook) -> None:
-    jsonio.atomic_write_json(path_of(run), book.to_doc())
+    jsonio.atomic_write_json(run.series, book.to_doc())
 
 
 def load_book(run: rundir.RunDir, limit: int | None = DEFAULT_LIMIT) -> SeriesBook:
@@ -476,7 +472,7 @@ def load_book(run: rundir.RunDir, limit: int | None = DEFAULT_LIMIT) -> SeriesBo
 
 
 def _cached(run: rundir.RunDir, limit: int | None) -> SeriesBook | None:
-    book = SeriesBook.from_doc(jsonio.read_json(path_of(run)), limit)
+    book = SeriesBook.from_doc(jsonio.read_json(run.series), limit)
     if book is None or book.offset <= 0:
         return None
     try:

@@ -141,7 +141,7 @@ def torch_version_of(python: str | None) -> str | None:
 # record's ``mem_gib`` (ms-swift's ``memory(GiB)``, torch's max reserved) is one peak for the run, or
 # for the rank its line was prefixed with.
 
-def _rank(extra: Mapping[str, Any]) -> int | None:
+def _extra_rank(extra: Mapping[str, Any]) -> int | None:
     r = as_float(extra.get("rank"))
     return int(r) if r is not None and r >= 0 and r == int(r) else None
 
@@ -161,11 +161,11 @@ def reading_from_record(rec: Mapping[str, Any], t: float | None = None) -> Readi
         peak = as_float(rec.get("mem_gib"))
         if all(v is None for v in vals.values()) and peak is None:
             return None
-        return Reading(src if src in MEMORY_SRCS else "log", step=step, t=t, rank=_rank(extra), peak_gib=peak,
+        return Reading(src if src in MEMORY_SRCS else "log", step=step, t=t, rank=_extra_rank(extra), peak_gib=peak,
                        used_gib=vals[MEM_DEVICE_USED],
                        allocated_gib=vals[MEM_ALLOCATED], reserved_gib=vals[MEM_RESERVED],
                        max_allocated_gib=vals[MEM_MAX_ALLOCATED], max_reserved_gib=vals[MEM_MAX_RESERVED])
     peak = as_float(rec.get("mem_gib"))
     if peak is None or peak != peak or peak in (float("inf"), float("-inf")) or peak <= 0:
         return None
-    return Reading("log", step=step, t=t, rank=_rank(extra), peak_gib=peak)
+    return Reading("log", step=step, t=t, rank=_extra_rank(extra), peak_gib=peak)

@@ -67,7 +67,7 @@ class CpuMark(msgspec.Struct, frozen=True):
 
 
 
-def mark_path(runs_dir: Path | str) -> Path:
+def cpu_mark_path(runs_dir: Path | str) -> Path:
     """``<runs dir>/.host-cpu-<host>.json``: one per host (a runs directory on a shared disk)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in hostname())[:64] or "host"
     return Path(runs_dir) / f".host-cpu-{safe}.json"
@@ -81,7 +81,7 @@ def _boot_id() -> str:
         return ""
 
 
-def write_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) -> None:
+def write_cpu_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) -> None:
     """Share a reading taken at ``time.monotonic()`` ``at`` (no fsync: after a crash it is stale
     anyway). OSError is the caller's to ignore."""
     from moeconsole.runner.rundir import jsonio
@@ -92,17 +92,17 @@ def write_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) ->
                    time.time() - (time.monotonic() - at))
     # the runs directory is one the user named (it may be a link to a data disk): followed, as
     # ``atomic_write_bytes`` follows a checkpoint directory; the file itself never through a link
-    jsonio.atomic_write_bytes(mark_path(runs_dir), msgspec.json.encode(mark), sync=False, follow_dir=True)
+    jsonio.atomic_write_bytes(cpu_mark_path(runs_dir), msgspec.json.encode(mark), sync=False, follow_dir=True)
 
 
-def read_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> CpuMark | None:
+def read_cpu_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> CpuMark | None:
     """The shared reading if it can start a figure that ends at ``now`` (``time.monotonic()``)
     with ``cur_total`` CPU seconds: this host, this boot, taken before now and at most
     ``MARK_MAX_AGE_S`` ago, and counters that did not run backwards. None otherwise."""
     if runs_dir is None:
         return None
     try:
-        with open(mark_path(runs_dir), "rb") as f:
+        with open(cpu_mark_path(runs_dir), "rb") as f:
             mark = msgspec.json.decode(f.read(4096), type=CpuMark)
     except (OSError, msgspec.ValidationError, msgspec.DecodeError):
         return None
@@ -163,7 +163,7 @@ def cpu_figure(runs_dir: Path | str | None = None) -> CpuFigure | None:
             need = first_window_s()
             if runs_dir is not None:
                 now = time.monotonic()
-                mark = read_mark(runs_dir, now, _busy_total_now()[1])
+                mark = read_cpu_mark(runs_dir, now, _busy_total_now()[1])
                 if mark is not None and (now - mark.mono >= need or mark.mono < prev_at):
                     prev, prev_at, source = (mark.busy_s, mark.total_s), mark.mono, "runner"
             since = time.monotonic() - prev_at
@@ -297,7 +297,7 @@ class CpuMeter:
             return None
         if self.share_in is not None:
             try:
-                write_mark(self.share_in, cur, time.monotonic())
+                write_cpu_mark(self.share_in, cur, time.monotonic())
             except OSError:
                 pass
         prev, self._prev = self._prev, cur

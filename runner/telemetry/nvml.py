@@ -56,7 +56,7 @@ def _load_library(lib_path: Path | str) -> None:
     if path.is_dir():
         path = path / LIBRARY_NAME
     try:
-        nvmllib.load(str(path))
+        nvmllib.load_library(str(path))
     except OSError as exc:
         raise NvmlUnavailable(f"cannot load {path}: {exc}") from None
     except ValueError as exc:

@@ -106,7 +106,7 @@ _lib: CDLL | None = None
 _symbols: dict[str, Any] = {}
 
 
-def load(path: str | None = None) -> None:
+def load_library(path: str | None = None) -> None:
     """Load the library once per process (``path``: that file, else the dynamic loader's
     ``libnvidia-ml.so.1``). Raises NVMLError(LIBRARY_NOT_FOUND) when the loader finds none,
     the loader's OSError when the named file cannot be loaded, and ValueError when another
@@ -143,41 +143,41 @@ def _symbol(name: str, restype: Any = c_int) -> Any:
     return fn
 
 
-def _check(ret: int) -> None:
+def _check_return(ret: int) -> None:
     if ret != SUCCESS:
         raise NVMLError(ret)
 
 
 def nvmlInit() -> None:
-    load()
-    _check(_symbol("nvmlInitWithFlags")(c_uint(0)))
+    load_library()
+    _check_return(_symbol("nvmlInitWithFlags")(c_uint(0)))
 
 
 def nvmlShutdown() -> None:
-    _check(_symbol("nvmlShutdown")())
+    _check_return(_symbol("nvmlShutdown")())
 
 
 def nvmlSystemGetDriverVersion() -> str:
     buf = create_string_buffer(_DRIVER_BUFFER)
-    _check(_symbol("nvmlSystemGetDriverVersion")(buf, c_uint(_DRIVER_BUFFER)))
+    _check_return(_symbol("nvmlSystemGetDriverVersion")(buf, c_uint(_DRIVER_BUFFER)))
     return buf.value.decode()
 
 
 def nvmlDeviceGetCount() -> int:
     count = c_uint()
-    _check(_symbol("nvmlDeviceGetCount_v2")(byref(count)))
+    _check_return(_symbol("nvmlDeviceGetCount_v2")(byref(count)))
     return count.value
 
 
 def nvmlDeviceGetHandleByIndex(index: int) -> c_void_p:
     device = c_void_p()
-    _check(_symbol("nvmlDeviceGetHandleByIndex_v2")(c_uint(index), byref(device)))
+    _check_return(_symbol("nvmlDeviceGetHandleByIndex_v2")(c_uint(index), byref(device)))
     return device
 
 
 def _text(symbol: str, handle: c_void_p, size: int) -> str:
     buf = create_string_buffer(size)
-    _check(_symbol(symbol)(handle, buf, c_uint(size)))
+    _check_return(_symbol(symbol)(handle, buf, c_uint(size)))
     return buf.value.decode()
 
 
@@ -191,7 +191,7 @@ def nvmlDeviceGetUUID(handle: c_void_p) -> str:
 
 def nvmlDeviceGetUtilizationRates(handle: c_void_p) -> c_nvmlUtilization_t:
     util = c_nvmlUtilization_t()
-    _check(_symbol("nvmlDeviceGetUtilizationRates")(handle, byref(util)))
+    _check_return(_symbol("nvmlDeviceGetUtilizationRates")(handle, byref(util)))
     return util
 
 
@@ -203,7 +203,7 @@ def nvmlDeviceGetMemoryInfo(handle: c_void_p, version: int | None = None) -> Any
         mem = c_nvmlMemory_v2_t()
         mem.version = version
         fn = _symbol("nvmlDeviceGetMemoryInfo_v2")
-    _check(fn(handle, byref(mem)))
+    _check_return(fn(handle, byref(mem)))
     return mem
 
 
@@ -211,19 +211,19 @@ def nvmlDeviceGetTemperatureV(handle: c_void_p, sensor: int) -> int:
     temp = c_nvmlTemperature_v1_t()
     temp.version = nvmlTemperature_v1
     temp.sensorType = sensor
-    _check(_symbol("nvmlDeviceGetTemperatureV")(handle, byref(temp)))
+    _check_return(_symbol("nvmlDeviceGetTemperatureV")(handle, byref(temp)))
     return temp.temperature
 
 
 def nvmlDeviceGetTemperature(handle: c_void_p, sensor: int) -> int:
     temp = c_uint()
-    _check(_symbol("nvmlDeviceGetTemperature")(handle, c_uint(sensor), byref(temp)))
+    _check_return(_symbol("nvmlDeviceGetTemperature")(handle, c_uint(sensor), byref(temp)))
     return temp.value
 
 
 def _uint(symbol: str, handle: c_void_p) -> int:
     value = c_uint()
-    _check(_symbol(symbol)(handle, byref(value)))
+    _check_return(_symbol(symbol)(handle, byref(value)))
     return value.value
 
 
@@ -241,7 +241,7 @@ def nvmlDeviceGetPowerManagementLimit(handle: c_void_p) -> int:
 
 def nvmlDeviceGetClockInfo(handle: c_void_p, clock: int) -> int:
     mhz = c_uint()
-    _check(_symbol("nvmlDeviceGetClockInfo")(handle, c_uint(clock), byref(mhz)))
+    _check_return(_symbol("nvmlDeviceGetClockInfo")(handle, c_uint(clock), byref(mhz)))
     return mhz.value
 
 
@@ -256,7 +256,7 @@ def _running_processes(symbol: str, handle: c_void_p) -> list[ProcessInfo]:
         raise NVMLError(ret)
     count.value = count.value * 2 + 5
     procs = (c_nvmlProcessInfo_v2_t * count.value)()
-    _check(fn(handle, byref(count), procs))
+    _check_return(fn(handle, byref(count), procs))
     return [ProcessInfo(procs[i]) for i in range(count.value)]
 
 
@@ -278,5 +278,5 @@ def nvmlDeviceGetProcessUtilization(handle: c_void_p, since_us: int) -> list[c_n
     if ret != ERROR_INSUFFICIENT_SIZE:
         raise NVMLError(ret)
     samples = (c_nvmlProcessUtilizationSample_t * count.value)()
-    _check(fn(handle, samples, byref(count), stamp))
+    _check_return(fn(handle, samples, byref(count), stamp))
     return list(samples[0:count.value])

@@ -170,10 +170,10 @@ def test_the_book_keeps_lr_epoch_extras_and_eval_values_and_reads_old_books_agai
     again = seriesfile.load_book(run)
     assert again.to_doc() == book.to_doc()
     # a book of the old schema (no other series) is not trusted: rebuilt from metrics.jsonl
-    doc = json.loads(seriesfile.path_of(run).read_text())
+    doc = json.loads(run.series.read_text())
     doc["v"] = 1
     del doc["other"]
-    jsonio.atomic_write_json(seriesfile.path_of(run), doc)
+    jsonio.atomic_write_json(run.series, doc)
     assert set(seriesfile.load_book(run).other) == set(book.other)
 
 
@@ -271,9 +271,9 @@ def test_c_picks_any_metric_with_a_filter_and_the_choice_is_kept_for_the_recipe(
 
     titles = asyncio.run(go(run, choose))
     assert titles[-1].startswith("token_acc 0.8")
-    prefs = json.loads(chartprefs.path_of(base).read_text())
+    prefs = json.loads(chartprefs.prefs_path(base).read_text())
     assert prefs["recipes"]["demo"]["charts"][-1] == "token_acc"
-    assert oct(os.stat(chartprefs.path_of(base)).st_mode & 0o777) == "0o600"
+    assert oct(os.stat(chartprefs.prefs_path(base)).st_mode & 0o777) == "0o600"
 
     async def kept(pilot, screen):   # another run of the recipe opens with the same charts
         await until_ui(pilot, lambda: any(t.startswith("token_acc") for t in _titles(screen)))

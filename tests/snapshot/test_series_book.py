@@ -62,7 +62,7 @@ def test_book_plus_tail_equals_a_full_read_and_a_stale_book_is_rebuilt(tmp_path)
     _write_metrics(run, range(30_000, 31_000))
     _write_metrics(run, range(31_000, 32_000), attempt=2)
     cached = seriesfile.load_book(run)
-    os.unlink(seriesfile.path_of(run))
+    os.unlink(run.series)
     fresh = seriesfile.load_book(run)
     assert cached.to_doc() == fresh.to_doc()
     assert cached.metric_count == 32_000 and cached.restarts_at == [31_000]
@@ -72,11 +72,11 @@ def test_book_plus_tail_equals_a_full_read_and_a_stale_book_is_rebuilt(tmp_path)
     run.metrics.write_text(run.metrics.read_text().splitlines(keepends=True)[0])
     assert seriesfile.load_book(run).metric_count == 1
     # nor one whose offset falls inside a line, nor a corrupt one
-    doc = json.loads(seriesfile.path_of(run).read_text())
+    doc = json.loads(run.series.read_text())
     doc["metrics_offset"] = 5
-    jsonio.atomic_write_json(seriesfile.path_of(run), doc)
+    jsonio.atomic_write_json(run.series, doc)
     assert seriesfile.load_book(run).metric_count == 1
-    seriesfile.path_of(run).write_text("{not json")
+    run.series.write_text("{not json")
     assert seriesfile.load_book(run).metric_count == 1
 
 
@@ -101,7 +101,7 @@ def test_json_once_agrees_with_and_without_the_book(tmp_path):
         return d
 
     with_book = once()
-    os.unlink(seriesfile.path_of(run))
+    os.unlink(run.series)
     without = once()
     assert with_book == without
     assert with_book["run"]["metric_count"] == 200_050

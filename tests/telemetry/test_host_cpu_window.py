@@ -55,10 +55,10 @@ def test_without_a_runner_a_one_shot_spans_its_own_window(tmp_path, runs_dir, mo
     line = next(l for l in harness.cli("gpus", "--port", "0", check=True).stdout.splitlines() if l.startswith("Host "))
     assert re.search(r"CPU \d+% of \d+ cores \(last \d+\.\d s\)", line), line
     # a dead runner's last reading, taken for real, then older than the limit the commands get
-    host.write_mark(runs_dir, host._busy_total_now(), time.monotonic())
-    assert host.mark_path(runs_dir).is_file()
+    host.write_cpu_mark(runs_dir, host._busy_total_now(), time.monotonic())
+    assert host.cpu_mark_path(runs_dir).is_file()
     monkeypatch.setenv(host.MARK_MAX_AGE_ENV, "0.001")
-    until(lambda: host.read_mark(runs_dir, time.monotonic(), float("inf")) is None, what="the reading to go stale")
+    until(lambda: host.read_cpu_mark(runs_dir, time.monotonic(), float("inf")) is None, what="the reading to go stale")
     _own_window(_once(harness, run_id))
     _own_window(_gpus(harness))
 
@@ -69,27 +69,27 @@ def test_a_shared_reading_is_used_only_from_this_host_and_boot(runs_dir, monkeyp
     counters are ahead of now; it takes this boot's own."""
     monkeypatch.setenv(host.MARK_MAX_AGE_ENV, "600")
     reading, at = host._busy_total_now(), time.monotonic()
-    host.write_mark(runs_dir, reading, at)
-    mark = host.read_mark(runs_dir, time.monotonic() + 0.01, reading[1] + 1)
+    host.write_cpu_mark(runs_dir, reading, at)
+    mark = host.read_cpu_mark(runs_dir, time.monotonic() + 0.01, reading[1] + 1)
     assert mark is not None and mark.pid == os.getpid() and (mark.busy_s, mark.total_s) == reading
-    assert oct(host.mark_path(runs_dir).stat().st_mode & 0o777) == "0o600"
-    assert host.read_mark(runs_dir, time.monotonic(), reading[1] - 1) is None, "counters ahead of now"
-    path = host.mark_path(runs_dir)
+    assert oct(host.cpu_mark_path(runs_dir).stat().st_mode & 0o777) == "0o600"
+    assert host.read_cpu_mark(runs_dir, time.monotonic(), reading[1] - 1) is None, "counters ahead of now"
+    path = host.cpu_mark_path(runs_dir)
     for change in ({"boot_id": "00000000-0000-0000-0000-000000000000"}, {"host": "another-node"}):
         path.write_bytes(msgspec.json.encode(msgspec.structs.replace(mark, **change)))
-        assert host.read_mark(runs_dir, time.monotonic(), reading[1] + 1) is None, change
+        assert host.read_cpu_mark(runs_dir, time.monotonic(), reading[1] + 1) is None, change
     path.write_text('{"v": 1, "busy_s": "x"}')
-    assert host.read_mark(runs_dir, time.monotonic(), reading[1] + 1) is None
+    assert host.read_cpu_mark(runs_dir, time.monotonic(), reading[1] + 1) is None
     # a runs directory reached through a link (a data disk) is written into; its file never through one
     linked = runs_dir.parent / "linked-runs"
     linked.symlink_to(runs_dir, target_is_directory=True)
-    host.write_mark(linked, reading, at)
-    assert host.read_mark(linked, time.monotonic() + 0.01, reading[1] + 1) is not None
+    host.write_cpu_mark(linked, reading, at)
+    assert host.read_cpu_mark(linked, time.monotonic() + 0.01, reading[1] + 1) is not None
     target = runs_dir.parent / "elsewhere.json"
     target.write_text("untouched")
     path.unlink()
     path.symlink_to(target)
-    host.write_mark(runs_dir, reading, at)
+    host.write_cpu_mark(runs_dir, reading, at)
     assert target.read_text() == "untouched" and not path.is_symlink()
 
 
@@ -104,7 +104,7 @@ def test_with_a_live_runner_a_one_shot_starts_from_its_reading(tmp_path, runs_di
     try:
         st = run.wait(lambda s: s.get("status") == "running", timeout=120, what="running")
         runner_pid = int((st.get("runner") or {}).get("pid") or 0)
-        mark = until(lambda: host.read_mark(runs_dir, time.monotonic(), float("inf")), timeout=60,
+        mark = until(lambda: host.read_cpu_mark(runs_dir, time.monotonic(), float("inf")), timeout=60,
                      what="the runner's shared CPU reading")
         assert mark.pid == runner_pid, (mark, st.get("runner"))
         # the command's own first reading may fall just after one of the runner's (every 2 s):

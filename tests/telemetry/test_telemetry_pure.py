@@ -208,7 +208,7 @@ def test_a_first_cpu_figure_starts_from_a_runners_reading_when_it_can(monkeypatc
     def figure(mark_age: float, own_age: float):
         nonlocal host, clock, slept
         host, clock, slept = _fresh_host(monkeypatch)
-        host.write_mark(tmp_path, (clock["t"] - mark_age, 2 * (clock["t"] - mark_age)), clock["t"] - mark_age)
+        host.write_cpu_mark(tmp_path, (clock["t"] - mark_age, 2 * (clock["t"] - mark_age)), clock["t"] - mark_age)
         clock["t"] -= own_age
         host.prime_cpu()
         clock["t"] += own_age

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from moeconsole.runner.recipes.lint import problem
 from moeconsole.runner.recipes.swift import flags as swift_flags
 from moeconsole.runner.core.units import disk_bytes
 from moeconsole.runner.recipes.swift import sizes
@@ -55,10 +56,6 @@ RESUME_TEMPLATES = {
 # The full-state resume (4.6): load_mcore_checkpoint (utils/megatron_lm_utils.py) restores the
 # adapter, the optimizer and the LR scheduler from iter_N/ when it was saved with --no_save_optim false.
 FULL_STATE_RESUME = ["--mcore_adapter", "{checkpoint}", "--finetune", "false"]
-
-
-def _p(level: str, rule: str, message: str) -> dict:
-    return {"level": level, "rule": rule, "message": message}
 
 
 @dataclass
@@ -148,7 +145,7 @@ def _check_flags(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
             if not res.failed and not res.import_error:
                 return mismatch + _from_probe(cmd, res)
             why = res.failed or res.import_error
-            out = [_p("info", "swift_parser_unavailable", f"ms-swift's own parser could not be used with {python} "
+            out = [problem("info", "swift_parser_unavailable", f"ms-swift's own parser could not be used with {python} "
                                                           f"({why}); {cmd.how}")]
             return mismatch + out + _from_table(cmd, announce=False)
     return _from_table(cmd)
@@ -164,7 +161,7 @@ def version_mismatch(recipe: "RunRecipe", installed: str | None) -> list[dict]:
     have = re.findall(r"\d+", installed)[:3]
     if want[: len(want)] == have[: len(want)]:
         return []
-    return [_p("warning", "swift_version_mismatch", f"the recipe targets ms-swift {wanted} (swift.version) but the "
+    return [problem("warning", "swift_version_mismatch", f"the recipe targets ms-swift {wanted} (swift.version) but the "
                                                     f"training Python has ms-swift {installed}: flags, defaults and "
                                                     "save layouts follow the installed one")]
 
@@ -177,37 +174,37 @@ def _probe_env() -> dict[str, str]:
 
 def _from_probe(cmd: SwiftCommand, res: ProbeResult) -> list[dict]:
     where = f"ms-swift {res.version}'s own `{cmd.checked_as}` parser ({res.python})"
-    out = [_p("info", "swift_checked_with", f"checked with {where}")]
+    out = [problem("info", "swift_checked_with", f"checked with {where}")]
     fields = cmd.table.fields(cmd.command) if cmd.table else None
     for f in res.flags:
         name = f["token"][2:].replace("-", "_")
         if f["status"] == "unknown":
-            out.append(_p("error", "swift_unknown_flag", f"{f['token']}: ms-swift {res.version} `{cmd.command}` has no "
+            out.append(problem("error", "swift_unknown_flag", f"{f['token']}: ms-swift {res.version} `{cmd.command}` has no "
                                                           f"such flag (ValueError: remaining_argv)"
                                                           + (f"; {_replacement(name, fields)}" if name in RENAMES else "")))
         elif f["status"] == "ambiguous":
-            out.append(_p("error", "swift_ambiguous_flag", f"{f['token']}: {f.get('message', 'ambiguous')} "
+            out.append(problem("error", "swift_ambiguous_flag", f"{f['token']}: {f.get('message', 'ambiguous')} "
                                                             "(argparse exits 2)"
                                                             + (f"; {_replacement(name, fields)}" if name in RENAMES else "")))
         elif f["status"] == "abbreviated":
-            out.append(_p("error", "swift_abbreviated_flag", f"{f['token']} is silently taken as {f['option']} by "
+            out.append(problem("error", "swift_abbreviated_flag", f"{f['token']} is silently taken as {f['option']} by "
                                                               f"ms-swift {res.version}'s parser"
                                                               + (f"; {_replacement(name, fields)}" if name in RENAMES else "")))
     if res.error:
-        out.append(_p("error", "swift_bad_value", f"ms-swift {res.version}'s parser: {res.error}"))
+        out.append(problem("error", "swift_bad_value", f"ms-swift {res.version}'s parser: {res.error}"))
     return out
 
 
 def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
     if cmd.table is None:
-        return [_p("warning", "swift_no_flag_table", f"{cmd.how}: flags not checked")]
+        return [problem("warning", "swift_no_flag_table", f"{cmd.how}: flags not checked")]
     fields = cmd.table.fields(cmd.checked_as)
     if fields is None:
-        return [_p("info", "swift_no_flag_table", f"no flag table for `{cmd.checked_as}` in ms-swift {cmd.table.version}")]
+        return [problem("info", "swift_no_flag_table", f"no flag table for `{cmd.checked_as}` in ms-swift {cmd.table.version}")]
     v = cmd.table.version
     partial = cmd.table.partial(cmd.checked_as)
     as_ = f" as `{cmd.checked_as}`" if cmd.checked_as != cmd.command else ""
-    out = [_p("info", "swift_checked_with", cmd.how + as_ + (f" (`{cmd.command}` fields of ms-swift's own classes; "
+    out = [problem("info", "swift_checked_with", cmd.how + as_ + (f" (`{cmd.command}` fields of ms-swift's own classes; "
                                                              f"{', '.join(partial)} not in the table)" if partial else ""))]
     if not announce:
         out = []
@@ -218,19 +215,19 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
         if r.status == "unknown":
             if partial and name not in RENAMES:
                 continue    # may be a transformers TrainingArguments field the table cannot see
-            out.append(_p("error", "swift_unknown_flag", f"{r.token}: ms-swift {v} `{cmd.checked_as}` has no such flag "
+            out.append(problem("error", "swift_unknown_flag", f"{r.token}: ms-swift {v} `{cmd.checked_as}` has no such flag "
                                                           f"(ValueError: remaining_argv){fix}"))
         elif r.status == "ambiguous":
             shown = ", ".join(r.candidates[:6]) + (", ..." if len(r.candidates) > 6 else "")
-            out.append(_p("error", "swift_ambiguous_flag", f"{r.token}: ambiguous prefix in ms-swift {v} "
+            out.append(problem("error", "swift_ambiguous_flag", f"{r.token}: ambiguous prefix in ms-swift {v} "
                                                             f"`{cmd.checked_as}` (argparse exits 2): could be {shown}{fix}"))
         elif r.status == "abbreviated":
-            out.append(_p("error", "swift_abbreviated_flag", f"{r.token} is silently taken as --{r.dest} by ms-swift "
+            out.append(problem("error", "swift_abbreviated_flag", f"{r.token} is silently taken as --{r.dest} by ms-swift "
                                                               f"{v} `{cmd.checked_as}` (argparse prefix match){fix}"))
         elif r.dest is not None:
-            problem = swift_flags.type_problem(fields[r.dest], swift_flags.values_of(args, r.index))
-            if problem:
-                out.append(_p("error", "swift_bad_value", f"{r.token} {problem}"))
+            bad = swift_flags.type_problem(fields[r.dest], swift_flags.values_of(args, r.index))
+            if bad:
+                out.append(problem("error", "swift_bad_value", f"{r.token} {bad}"))
     return out
 
 
@@ -242,7 +239,7 @@ def rule_entry_point(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     megatron_flags = [f for f in given if f in ("use_megatron", "megatron_use_mcore", *MEGATRON_ONLY)]
     if megatron_flags:
         shown = ", ".join(f"--{f}" for f in megatron_flags[:4])
-        return [_p("error", "swift_megatron_entry_point", f"`swift sft` with Megatron flags ({shown}): ms-swift runs "
+        return [problem("error", "swift_megatron_entry_point", f"`swift sft` with Megatron flags ({shown}): ms-swift runs "
                                                           "Megatron training as `megatron sft` (lint --fix rewrites it)")]
     return []
 
@@ -254,10 +251,10 @@ def rule_warmup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     warm = cmd.num("lr_warmup_iters") if cmd.megatron else cmd.num("warmup_steps")
     frac = cmd.num("lr_warmup_fraction") if cmd.megatron else cmd.num("warmup_ratio")
     if frac is not None and frac > 1:
-        return [_p("error", "swift_warmup_too_long", f"warmup fraction {frac:g} > 1: the learning rate never "
+        return [problem("error", "swift_warmup_too_long", f"warmup fraction {frac:g} > 1: the learning rate never "
                                                      "reaches its peak")]
     if total and warm and warm >= total:
-        return [_p("error", "swift_warmup_too_long", f"warmup {warm:.0f} iterations >= the run's {total:.0f}: the "
+        return [problem("error", "swift_warmup_too_long", f"warmup {warm:.0f} iterations >= the run's {total:.0f}: the "
                                                      f"learning rate never reaches {cmd.get('lr') or cmd.get('learning_rate') or 'its peak'}")]
     return []
 
@@ -307,7 +304,7 @@ def rule_train_iters_ignored(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dic
         return []
     n, how = train_iters_estimate(recipe, cmd)
     derived = f": ~{n:,} iterations ({how})" if n else f" ({how})"
-    return [_p("warning", "swift_train_iters_ignored",
+    return [problem("warning", "swift_train_iters_ignored",
                f"--train_iters {cmd.num('train_iters'):.0f} is ignored: with --num_train_epochs "
                f"{cmd.num('num_train_epochs'):.0f} ms-swift sets train_iters from the dataset "
                f"(MegatronArguments.init_iters){derived}; drop one of the two")]
@@ -352,7 +349,7 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
         return []
     version = cmd.table.version if cmd.table else "4.6.0"
     world = sizes.world_size(recipe.env)
-    out = [_p("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
+    out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
     from moeconsole.runner.recipes.resume import resume_template
     resume = _resume_values(recipe, cmd) if resume_template(recipe.resume) else None
@@ -361,7 +358,7 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
         for e in startup_errors(startup_getter(recipe, cmd, resume), world, version):
             msg = f"{e.exc}: {e.message} (a resumed attempt: `megatron sft` refuses this at start-up: {e.where})"
             if f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})" not in seen:
-                out.append(_p("error", e.rule, msg))
+                out.append(problem("error", e.rule, msg))
     return out
 
 
@@ -370,7 +367,7 @@ def rule_sequence_parallel(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]
         return []
     tp = cmd.num("tensor_model_parallel_size") or 1
     if tp <= 1:
-        return [_p("warning", "swift_sp_without_tp", "sequence_parallel true with tensor_model_parallel_size 1: "
+        return [problem("warning", "swift_sp_without_tp", "sequence_parallel true with tensor_model_parallel_size 1: "
                                                      "Megatron's sequence parallelism splits activations across the "
                                                      "TP group, so with TP=1 it does nothing (Megatron turns it off)")]
     return []
@@ -382,7 +379,7 @@ def rule_envelope(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if limit and length and length > limit:
         cap = recipe.gpus.memory_capacity_gib
         on = f" on {cap} GiB GPUs" if cap else ""
-        return [_p("warning", "swift_length_over_envelope",
+        return [problem("warning", "swift_length_over_envelope",
                    f"max_length {length:.0f} > {limit}, the longest this recipe was validated at{on}: activation "
                    f"memory grows with length, expect OOM (swift.validated_max_length)")]
     return []
@@ -420,7 +417,7 @@ def rule_merged_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
         return []
     params = model_params_billion(cmd.get("model"))
     if not params:
-        return [_p("info", "swift_merged_save_disk", "merge_lora is on: every save also writes a full merged model "
+        return [problem("info", "swift_merged_save_disk", "merge_lora is on: every save also writes a full merged model "
                                                      "(checkpoint-N-merged/); size unknown from the model name")]
     per_byte = sizes.DTYPE_BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
     per_save = params * 1e9 * per_byte
@@ -434,10 +431,10 @@ def rule_merged_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if free:
         msg += f"; {free[0]} has {disk_bytes(free[1])} free here"
         if need > free[1]:
-            return [_p("warning", "swift_merged_save_disk", msg + ": the disk can fill before the run ends (set "
+            return [problem("warning", "swift_merged_save_disk", msg + ": the disk can fill before the run ends (set "
                                                                   "--merge_lora false to save only the adapter, or "
                                                                   "remove old attempts' v<N>-<time>/ once synced)")]
-    return [_p("info" if cmd.num("save_total_limit") else "warning", "swift_merged_save_disk", msg)]
+    return [problem("info" if cmd.num("save_total_limit") else "warning", "swift_merged_save_disk", msg)]
 
 
 def saves_on_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> tuple[int, str]:
@@ -475,7 +472,7 @@ def rule_adapter_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     from moeconsole.runner.recipes.memory_estimate import declared_config
     counted = sizes.lora_params_of(cmd.get("model"), rank, declared_config(recipe))
     if counted is None:
-        return [_p("info", "swift_save_disk", f"each save holds the LoRA adapter of {cmd.get('model')}; its size is "
+        return [problem("info", "swift_save_disk", f"each save holds the LoRA adapter of {cmd.get('model')}; its size is "
                                               "unknown here (no config.json of the model on this machine: "
                                               "memory.model_config)")]
     n, _path = counted
@@ -495,10 +492,10 @@ def rule_adapter_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if free:
         msg += f"; {free[0]} has {disk_bytes(free[1])} free here"
         if need > free[1]:
-            return [_p("warning", "swift_save_disk", msg + ": the disk can fill before the run ends (a lower "
+            return [problem("warning", "swift_save_disk", msg + ": the disk can fill before the run ends (a lower "
                                                            "save_total_limit or restart.max_restarts, or remove "
                                                            "old attempts' v<N>-<time>/ once synced)")]
-    return [_p("info", "swift_save_disk", msg)]
+    return [problem("info", "swift_save_disk", msg)]
 
 
 def rule_fused_experts(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
@@ -508,7 +505,7 @@ def rule_fused_experts(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     model = cmd.get("model") or ""
     moe = re.search(r"moe|-A\d+(\.\d+)?B|\d+x\d+B", model, re.I)
     if "all-linear" in targets and moe and "target_parameters" not in cmd.values:
-        return [_p("warning", "swift_all_linear_misses_experts",
+        return [problem("warning", "swift_all_linear_misses_experts",
                    f"{model}: on the transformers path `all-linear` reaches only the attention projections of an "
                    "MoE whose experts are fused 3-D parameters; add --target_parameters mlp.experts.gate_up_proj "
                    "mlp.experts.down_proj (and --lora_dropout 0). On `megatron sft` ms-swift covers the experts.")]
@@ -524,9 +521,9 @@ def rule_stub_trap(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
 def rule_resume(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     from moeconsole.runner.recipes.resume import template_problems
     resume = recipe.resume
-    out = [_p("error", "resume_template", m) for m in template_problems(resume)]
+    out = [problem("error", "resume_template", m) for m in template_problems(resume)]
     if cmd.megatron and resume.arg in ("--load", "--save"):
-        out.append(_p("error", "swift_resume_arg", f"resume.arg {resume.arg}: ms-swift 4.x Megatron has no such flag; "
+        out.append(problem("error", "swift_resume_arg", f"resume.arg {resume.arg}: ms-swift 4.x Megatron has no such flag; "
                                                    f"use resume.args: [{', '.join(suggested_resume(cmd))}]"))
     return out
 
@@ -580,12 +577,12 @@ def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     mcore = "mcore_adapter" if v.get("mcore_adapter") else "mcore_model" if v.get("mcore_model") else None
     out: list[dict] = []
     if adapters.rstrip("/").endswith("-merged"):
-        out.append(_p("error", "swift_resume_merged_as_adapter",
+        out.append(problem("error", "swift_resume_merged_as_adapter",
                       f"--adapters {adapters}: a -merged directory is a full merged model, and --adapters loads "
                       "LoRA weights (bridge.load_weights(peft_format=True)); resume from the adapter in "
                       "checkpoint-N/ (4.6) or give the merged model as --model (4.2)"))
     if finetune:
-        out.append(_p("error", "swift_resume_from_zero",
+        out.append(problem("error", "swift_resume_from_zero",
                       f"{form} without --finetune false: ms-swift loads the weights but restarts at iteration 0, so "
                       "every restart trains from iteration 1 again (MegatronArguments.finetune defaults to true, "
                       "megatron_args.py 4.6.0 l.595 / 4.2.0 l.455; only `if not args.finetune` reads the iteration: "
@@ -595,11 +592,11 @@ def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if mcore:
         no_optim = cmd.flag("no_save_optim")
         if no_optim:
-            out.append(_p("error", "swift_resume_needs_mcore_state",
+            out.append(problem("error", "swift_resume_needs_mcore_state",
                           f"--{mcore} resumes from the Megatron state in iter_N/, but the command saves with "
                           "--no_save_optim true, which writes only common.pt there: save with --no_save_optim false"))
         else:
-            out.append(_p("info", "swift_full_state_resume", full_state_cost(recipe, cmd)))
+            out.append(problem("info", "swift_full_state_resume", full_state_cost(recipe, cmd)))
         return out
     lost = ("the optimizer and LR-scheduler state never load on this path (only load_mcore_checkpoint does, with "
             "--mcore_adapter/--mcore_model), so the scheduler starts again at step 0: every resume re-runs "
@@ -607,12 +604,12 @@ def rule_resume_semantics(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
             + ("; --no_load_optim/--no_load_rng change nothing here" if {"no_load_optim", "no_load_rng"} & set(v) else ""))
     offer = full_state_offer(cmd)
     if model.rstrip("/").endswith("-merged") and not adapters:
-        out.append(_p("warning", "swift_resume_restarts_schedule",
+        out.append(problem("warning", "swift_resume_restarts_schedule",
                       f"resume with --model {model} --finetune false continues the iteration and the data position, "
                       "but the merged model becomes the new base and a new LoRA starts on top of it (zero lora_B, "
                       f"fresh Adam moments); {lost}{offer}"))
     elif adapters or model:
-        out.append(_p("warning", "swift_resume_restarts_schedule",
+        out.append(problem("warning", "swift_resume_restarts_schedule",
                       f"resume with --{'adapters' if adapters else 'model'} --finetune false continues the iteration "
                       f"and the data position and loads the {'LoRA weights' if adapters else 'weights'}, but {lost}"
                       f"{offer}"))
@@ -633,7 +630,7 @@ def rule_resume_model_only(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]
     v = _resume_values(recipe, cmd)
     if "resume_from_checkpoint" not in v or not _truthy(v.get("save_only_model")):
         return []
-    return [_p("warning", "swift_resume_restarts_schedule",
+    return [problem("warning", "swift_resume_restarts_schedule",
                "the checkpoints are saved with --save_only_model true: they hold no optimizer.pt, scheduler.pt or "
                "rng state, and transformers loads the optimizer and the LR scheduler only when both files are "
                "there (trainer.py _load_optimizer_and_scheduler), silently nothing otherwise; so every resume "
