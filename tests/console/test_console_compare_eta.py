@@ -16,6 +16,20 @@ def _lines(app) -> list[str]:
     return [strip.text.rstrip() for strip in app.screen._compositor.render_strips()]
 
 
+
+async def _compare_all(app, pilot, n: int) -> list[str]:
+    """Mark each of the browser's ``n`` runs, open compare (`c`), and its screen's lines."""
+    browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == n
+                             and app.screen)
+    table = browser.query_one("#runs")
+    for i in range(n):
+        table.move_cursor(row=i)
+        await pilot.press("space")
+    await pilot.press("c")
+    await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result)
+    await pilot.pause()
+    return _lines(app)
+
 def test_compare_shows_an_eta_only_for_the_run_that_trains(base, make_run):
     me = os.getpid()  # a live runner for each run: none of them is stale
     make_run(base, "20240101-000000-train-0001", name="trains", status="running", steps=40, runner_pid=me)
@@ -25,16 +39,7 @@ def test_compare_shows_an_eta_only_for_the_run_that_trains(base, make_run):
     async def go() -> dict[str, list[str]]:
         app = MoeConsole(base, None, gpu=False)
         async with app.run_test(size=(120, 36)) as pilot:
-            browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 3
-                                     and app.screen)
-            table = browser.query_one("#runs")
-            for i in range(3):
-                table.move_cursor(row=i)
-                await pilot.press("space")
-            await pilot.press("c")
-            await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result)
-            await pilot.pause()
-            lines = _lines(app)
+            lines = await _compare_all(app, pilot, 3)
             at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["run", "status"])
             head = lines[at]
             eta_at = head.index("ETA")
@@ -57,16 +62,7 @@ def test_compare_says_the_unit_of_peak_memory(base, make_run):
     async def go() -> list[str]:
         app = MoeConsole(base, None, gpu=False)
         async with app.run_test(size=(120, 36)) as pilot:
-            browser = await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and len(app.screen.rows) == 2
-                                     and app.screen)
-            table = browser.query_one("#runs")
-            for i in range(2):
-                table.move_cursor(row=i)
-                await pilot.press("space")
-            await pilot.press("c")
-            await until_ui(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.result)
-            await pilot.pause()
-            return _lines(app)
+            return await _compare_all(app, pilot, 2)
     lines = asyncio.run(go())
     head = next(line for line in lines if line.split()[:2] == ["run", "status"])
     assert "peak GiB" in head, head
