@@ -227,6 +227,15 @@ def bindings(keys: tuple[Key, ...]) -> list[BindingType]:
 
 
 def help_rows(keys: tuple[Key, ...]) -> list[tuple[str, str, str]]:
-    """(key, what it does, note) rows for the help screen."""
-    return [(k.shown_key, k.help, "asks to confirm; off with --readonly" if k.changes_process else "")
-            for k in keys]
+    """(key, what it does, note) rows for the help screen: one row per key a user presses. A key
+    with two labels (``q``: Detach on a live run, Quit on an ended one) is one row whose text says
+    both, in the table's order."""
+    rows: dict[str, tuple[str, str, str]] = {}
+    for k in keys:
+        note = "asks to confirm; off with --readonly" if k.changes_process else ""
+        if k.shown_key in rows:
+            _, what, before = rows[k.shown_key]
+            rows[k.shown_key] = (k.shown_key, f"{what} {k.help}", before or note)
+        else:
+            rows[k.shown_key] = (k.shown_key, k.help, note)
+    return list(rows.values())

@@ -112,7 +112,10 @@ def test_zombie_confirmation_sends_pid_with_start_time():
 
 def test_every_run_key_has_help_and_process_keys_are_marked():
     rows = keys.help_rows(keys.RUN_KEYS)
-    assert [r[0] for r in rows] == [k.shown_key for k in keys.RUN_KEYS]
+    # one row per key pressed: q (Detach while live, Quit once ended) is one row saying both
+    assert [r[0] for r in rows] == list(dict.fromkeys(k.shown_key for k in keys.RUN_KEYS))
+    (q_row,) = [r for r in rows if r[0] == "q"]
+    assert "attach again" in q_row[1] and "run that is over" in q_row[1]
     assert all(r[1] for r in rows)
     marked = {r[0] for r in rows if r[2]}
     assert marked == {"k", "r", "z"} == set(keys.PROCESS_KEYS)
