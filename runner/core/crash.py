@@ -455,7 +455,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
-               "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error")),
+               "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
+               "Aicpu kernel execute failed", "_LAUNCH_BLOCKING=", "AMD_SERIALIZE_KERNEL=")),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
@@ -718,6 +719,35 @@ _FAULT = re.compile(
     # error, retCode=0x2a, [aicpu exception]." (also [aicore exception], [vector core exception],
     # [sdma exception] ...) and the AICPU's "Aicpu kernel execute failed, device_id=0, ..."
     r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed")
+
+# What each accelerator's own runtime advises for an asynchronous fault, the variable that makes the
+# next run fail at the kernel that faulted (the restart_launch_blocking recovery sets it): torch's
+# c10 CUDA check "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", its HIP build (ROCm) "For
+# debugging consider passing AMD_SERIALIZE_KERNEL=3", torch_npu (Ascend) "If you want to get the
+# accurate stacktrace, pleace set the environment variable ASCEND_LAUNCH_BLOCKING=1." Only these
+# names are ever taken from a log (a log line must not choose arbitrary environment for a restart).
+_LAUNCH_ADVICE = re.compile(r"\b(CUDA_LAUNCH_BLOCKING|HIP_LAUNCH_BLOCKING|AMD_SERIALIZE_KERNEL"
+                            r"|ASCEND_LAUNCH_BLOCKING)=(\d)\b")
+# The runtime a fault text names when no advice line came with it (a pasted tail, a cut log).
+_HIP_FAULT = re.compile(r"HIP error|hipError|Memory access fault by GPU node|HSA_STATUS_ERROR|HIPBLAS_STATUS"
+                        r"|Device-side assertion [`']")
+_NPU_FAULT = re.compile(r"Kernel task happen error|Aicpu kernel execute failed")
+
+
+def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a ``cuda_fault`` restart runs with so that the fault is reported where it
+    happens: the value the runtime advised in the log when it did (the last advice wins), else the
+    blocking switch of the runtime the fault text names (Ascend's, ROCm's, else CUDA's)."""
+    advice = [m.groups() for text in advice_lines for m in _LAUNCH_ADVICE.finditer(text)]
+    if advice:
+        name, value = advice[-1]
+        return {name: value}
+    texts = list(fault_lines)
+    if any(_NPU_FAULT.search(t) for t in texts):
+        return {"ASCEND_LAUNCH_BLOCKING": "1"}
+    if any(_HIP_FAULT.search(t) for t in texts):
+        return {"AMD_SERIALIZE_KERNEL": "3"}
+    return {"CUDA_LAUNCH_BLOCKING": "1"}
 # A GPU gone from the bus: the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
 # the probe's "NVRM: ... has fallen off the bus and is not responding to commands." (no Xid line),
 # nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":
@@ -1200,6 +1230,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.fault.decisive.append((idx, text))
             elif _FAULT.search(text):
                 s.fault.decisive.append((idx, text))
+            elif _LAUNCH_ADVICE.search(text):
+                s.fault.support.append((idx, text))
         if "sig" in families:
             signum = _text_signal(text)
             if signum is not None:
@@ -1655,10 +1687,12 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
         _, _, xid, pci = s.xids[0]
         parts.append(f"NVIDIA Xid {xid} on {pci}")
     summary = parts[0] + (f" ({parts[1]})" if len(parts) > 1 else "")
+    env = launch_blocking_env((text for _, text in s.fault.decisive), (text for _, text in s.fault.support))
+    setting = " ".join(f"{k}={v}" for k, v in env.items())
     return _verdict("cuda_fault", s.fault.decisive, summary, retryable=True,
-                    recovery="restart_launch_blocking", env={"CUDA_LAUNCH_BLOCKING": "1"},
+                    recovery="restart_launch_blocking", env=env,
                     cooldown_scale=scale, extra=extra,
-                    hint="restarting with CUDA_LAUNCH_BLOCKING=1 (slower) so the traceback names "
+                    hint=f"restarting with {setting} (slower) so the traceback names "
                          "the failing kernel; repeated faults or Xid lines point at the hardware")
 
 

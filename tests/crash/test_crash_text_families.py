@@ -276,7 +276,8 @@ def test_a_segfault_outranks_the_nccl_transport_warnings_it_causes():
 ])
 def test_cublas_and_cudnn_execution_failures_are_a_cuda_fault(line):
     v = classify(1, ["step 40 loss 1.2", line], steps_seen=40)
-    assert v.cls == "cuda_fault" and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}, v
+    want = {"AMD_SERIALIZE_KERNEL": "3"} if "HIPBLAS" in line else {"CUDA_LAUNCH_BLOCKING": "1"}
+    assert v.cls == "cuda_fault" and v.env == want, v
     assert "_STATUS_" in v.summary
 
 
@@ -875,3 +876,39 @@ def test_a_log_that_only_mentions_segfaults_is_not_one():
     lines = ["INFO: set TVM_FFI_BACKTRACE_ON_SEGFAULT=0 to turn off the Segfault encountered banner",
              "ValueError: bad config"]
     assert classify(1, lines, steps_seen=3).cls != "segfault"
+
+
+@pytest.mark.parametrize("tail, env", [
+    # torch's HIP build (c10/hip, hipified from c10/cuda/CUDAException.cpp) advises its own switch
+    (["RuntimeError: HIP error: an illegal memory access was encountered",
+      "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might "
+      "be incorrect.",
+      "For debugging consider passing AMD_SERIALIZE_KERNEL=3",
+      "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions."], {"AMD_SERIALIZE_KERNEL": "3"}),
+    # torch_npu (Ascend): its advice line, then CANN's kernel fault
+    (["Since the operator is called asynchronously, the stacktrace may be inaccurate. If you want to get the "
+      "accurate stacktrace, pleace set the environment variable ASCEND_LAUNCH_BLOCKING=1.",
+      "Note: ASCEND_LAUNCH_BLOCKING=1 will force ops to run in synchronous mode, resulting in performance "
+      "degradation. Please unset ASCEND_LAUNCH_BLOCKING in time after debugging.",
+      "[ERROR] RUNTIME(1234,python):2025-05-29-20:52:24.655.114 [task.cc:1234] Kernel task happen error, "
+      "retCode=0x2a, [aicpu exception]."], {"ASCEND_LAUNCH_BLOCKING": "1"}),
+    # a CANN fault pasted without torch_npu's advice
+    (["EZ9999: Inner Error!", "Aicpu kernel execute failed, device_id=0, stream_id=2, task_id=3."],
+     {"ASCEND_LAUNCH_BLOCKING": "1"}),
+    # CUDA, with and without torch's advice line
+    (["RuntimeError: CUDA error: an illegal memory access was encountered",
+      "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"], {"CUDA_LAUNCH_BLOCKING": "1"}),
+    (["RuntimeError: CUDA error: unspecified launch failure"], {"CUDA_LAUNCH_BLOCKING": "1"}),
+])
+def test_a_cuda_fault_restarts_with_the_blocking_switch_of_the_runtime_that_faulted(tail, env):
+    v = classify(1, ["step 40 loss 1.2", *tail], steps_seen=40)
+    assert v.cls == "cuda_fault" and v.recovery == "restart_launch_blocking"
+    assert v.env == env
+    (name, value), = env.items()
+    assert f"{name}={value}" in v.hint
+
+
+def test_a_log_line_cannot_choose_other_environment_for_the_restart():
+    v = classify(1, ["RuntimeError: CUDA error: an illegal memory access was encountered",
+                     "For debugging consider passing LD_PRELOAD=1 and PYTHONPATH=2"], steps_seen=3)
+    assert v.env == {"CUDA_LAUNCH_BLOCKING": "1"}
