@@ -445,7 +445,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Getting socket times out")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
-    ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape")),
+    ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
+                   "Torch: not enough memory")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
     ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:", "top training",
              "top Training", "topping training", "terminating training",
@@ -807,13 +808,16 @@ _HOST_OOM = re.compile(r"killed due to the node running low on memory"
 # ">: ", str_error(errno), " (", errno, ")"; only errno 12, glibc's strerror "Cannot allocate memory": a full
 # /dev/shm is ENOSPC or SIGBUS, see _SHM_FULL), Python's OSError for ENOMEM ("[Errno 12] Cannot allocate
 # memory", fork of a DataLoader worker or a subprocess) and numpy's _ArrayMemoryError ("Unable to allocate
-# 3.2 GiB for an array with shape (...) and data type float32", numpy/core/_exceptions.py). The same
+# 3.2 GiB for an array with shape (...) and data type float32", numpy/core/_exceptions.py); torch <= 1.x's TH
+# allocator (aten/src/TH/THGeneral.cpp THAlloc, and Torch7's luaT_alloc: "$ Torch: not enough memory: you tried
+# to allocate %dGB. Buy new RAM!", the size in whole GiB, so often "0GB"). The same
 # recovery as the kernel's OOM killer: restart, with the warning that host RAM ran out.
 _HOST_ALLOC = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): you tried to "
                          r"allocate (?P<cpu>\d+) bytes"
                          r"|unable to mmap (?P<mmap>\d+) bytes from file <[^>]*>: Cannot allocate memory \(12\)"
                          r"|\[Errno 12\] Cannot allocate memory"
-                         r"|Unable to allocate (?P<np>\S+ [KMGTP]?i?B) for an array with shape")
+                         r"|Unable to allocate (?P<np>\S+ [KMGTP]?i?B) for an array with shape"
+                         r"|\$ Torch: not enough memory: you tried to allocate (?P<th>\d+GB)")
 # A Python dependency that is not there: the interpreter's own words for a missing module and
 # a compiled extension that cannot load.
 _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$"
@@ -946,8 +950,13 @@ _USAGE = re.compile(
 # megatron/training/arguments.py (megatron/arguments.py before core 0.8 and in Megatron-DeepSpeed) asserts
 # and raises ValueError on the parallel layout and options ("When using MoE and tensor parallelism,
 # sequence parallelism must be used."); ms-swift's Megatron and other trainers built on it go through it.
+# Megatron-core's config dataclasses check the layout again in ``__post_init__`` when the model is built
+# (megatron/core/model_parallel_config.py ModelParallelConfig, megatron/core/transformer/transformer_config.py
+# TransformerConfig: "num_query_groups (4) must be a multiple of tensor_model_parallel_size (8).").
 _ARGS_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:\w+[/\\])?arguments?[/\\.]"
-                             r"|[/\\]megatron[/\\](?:training[/\\])?arguments\.py$")
+                             r"|[/\\]megatron[/\\](?:training[/\\])?arguments\.py$"
+                             r"|[/\\]megatron[/\\]core[/\\](?:transformer[/\\]transformer_config"
+                             r"|model_parallel_config)\.py$")
 _ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
 # ms-swift's start-up after the arguments: its pipeline (4.x swift/pipelines/train/sft.py, Megatron's
 # swift/megatron/pipelines/train/sft.py; 3.x swift/llm/train/, swift/megatron/train/) prepares the
@@ -1624,8 +1633,8 @@ def _host_alloc_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     size = ""
     if m and (m.group("cpu") or m.group("mmap")):
         size = f" ({torch_size_text(int(m.group('cpu') or m.group('mmap')) / 1024 ** 3)} asked)"
-    elif m and m.group("np"):
-        size = f" ({m.group('np')} asked)"
+    elif m and (m.group("np") or m.group("th")):
+        size = f" ({m.group('np') or m.group('th')} asked)"
     what = ("a shared-memory or memory-mapped tensor could not be mapped" if m and m.group("mmap") is not None
             else "an allocation in host RAM failed")
     return _verdict("killed_oom", s.host_alloc.decisive + status_lines,

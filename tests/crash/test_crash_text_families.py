@@ -899,6 +899,8 @@ def test_a_log_that_only_mentions_segfaults_is_not_one():
       "    self.pid = os.fork()", "OSError: [Errno 12] Cannot allocate memory"], ""),
     (["numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape "
       "(429496730, 2) and data type float32"], "3.20 GiB"),
+    (["RuntimeError: $ Torch: not enough memory: you tried to allocate 64GB. Buy new RAM! at "
+      "/opt/conda/conda-bld/pytorch-nightly_1540719301766/work/aten/src/TH/THGeneral.cpp:204"], "64GB"),
 ])
 def test_host_memory_that_cannot_be_had_is_a_host_oom_restarted_with_a_warning(lines, asked):
     v = classify(1, ["step 12 loss 1.9", *lines], steps_seen=12)
@@ -949,20 +951,25 @@ def test_deepspeed_loss_scale_at_its_minimum_is_a_divergence():
 
 
 # Megatron-LM's own argument checks: validate_args in megatron/training/arguments.py (megatron/arguments.py in
-# older releases and Megatron-DeepSpeed) asserts or raises ValueError before anything ran.
-@pytest.mark.parametrize("path, exc", [
-    ("/workspace/Megatron-LM/megatron/training/arguments.py",
+# older releases and Megatron-DeepSpeed) asserts or raises ValueError before anything ran; Megatron-core's config
+# dataclasses (ModelParallelConfig, TransformerConfig) check the layout again in __post_init__ at model build.
+@pytest.mark.parametrize("path, func, exc", [
+    ("/workspace/Megatron-LM/megatron/training/arguments.py", "validate_args",
      "AssertionError: When using MoE and tensor parallelism, sequence parallelism must be used."),
-    ("/opt/Megatron-DeepSpeed/megatron/arguments.py",
+    ("/opt/Megatron-DeepSpeed/megatron/arguments.py", "validate_args",
      "ValueError: num_layers (30) must be divisible by pipeline_model_parallel_size (4)"),
+    ("/usr/local/lib/python3.12/dist-packages/megatron/core/transformer/transformer_config.py", "__post_init__",
+     "ValueError: num_query_groups (4) must be a multiple of tensor_model_parallel_size (8)."),
+    ("/usr/local/lib/python3.12/dist-packages/megatron/core/model_parallel_config.py", "__post_init__",
+     "ValueError: When using pipeline parallelism, pipeline_dtype must be specified"),
 ])
-def test_megatrons_argument_checks_are_a_configuration_error_on_a_first_attempt(path, exc):
+def test_megatrons_argument_checks_are_a_configuration_error_on_a_first_attempt(path, func, exc):
     lines = ["Traceback (most recent call last):",
              '  File "/workspace/Megatron-LM/pretrain_gpt.py", line 233, in <module>',
              '  File "/workspace/Megatron-LM/megatron/training/initialize.py", line 71, in initialize_megatron',
              "    validate_args(args, args_defaults)",
-             f'  File "{path}", line 714, in validate_args',
-             "    assert args.sequence_parallel, \\", exc]
+             f'  File "{path}", line 714, in {func}',
+             "    raise ValueError(", exc]
     v = classify(1, lines, steps_seen=0, attempt=1)
     assert v.cls == "config_error" and not v.retryable and exc in v.summary, v.summary
     assert classify(1, lines, steps_seen=0, attempt=2).cls != "config_error"   # it ran before: not the command
