@@ -445,10 +445,13 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Getting socket times out")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
+    ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
+                   "Torch: not enough memory")),
     ("port", ("EADDRINUSE", "ddress already in use", "errno: 98")),
     ("div", ("Unexpected result", "found NaN", "found Inf", "returned nan values", "rerun:", "top training",
              "top Training", "topping training", "terminating training",
              "Spiky loss", "transient error", "Loss became infinite", "Minimum loss scale reached",
+             "loss scale already at minimum",
              "gradients are Nan/Inf")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation")),
@@ -593,7 +596,7 @@ _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for"
 # printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
 # localRank N": every normal teardown prints it.
 _NCCL_TRANSPORT = re.compile(
-    r"NET/IB(?:/GIN)? ?: Got completion (?:from peer \S+ )?with (?:error|status)"
+    r"NET/IB\w*(?:/GIN)? ?: ?Got completion (?:from peer \S+ )?with (?:error|status)"
     r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
     r"|socketStartConnect: Connect to \S+ failed"
     r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
@@ -668,6 +671,11 @@ _DIV = re.compile(
     # detectron2 (engine/train_loop.py), fairseq (optim/dynamic_loss_scaler.py, trainer.py)
     r"|Loss became infinite or NaN at iteration=\d+"
     r"|Minimum loss scale reached \([\d.e-]+\)"
+    # DeepSpeed's dynamic loss scaler (runtime/fp16/loss_scaler.py DynamicLossScaler.update_scale, also
+    # fused_optimizer.py and unfused_optimizer.py, when raise_error_at_min_scale): raise Exception("Current
+    # loss scale already at minimum - cannot decrease scale anymore. Exiting run.") after its "[deepspeed]
+    # OVERFLOW! Rank 0 Skipping step. Attempted loss scale: N, reducing to M" lines reached min_loss_scale
+    r"|[Cc]urrent loss scale already at minimum - cannot decrease scale anymore"
     r"|FloatingPointError: gradients are Nan/Inf"
     # trainers that stop themselves on a non-finite loss: MAE/DeiT/DINO-style engines
     # (facebookresearch/mae engine_pretrain.py: print("Loss is {}, stopping training".format(loss_value));
@@ -821,6 +829,25 @@ _HOST_OOM = re.compile(r"killed due to the node running low on memory"
                        # an actor's death cause (ray/exceptions.py ActorDiedError): "Worker exit type:
                        # NODE_OUT_OF_MEMORY Worker exit detail: Task was killed due to ..."
                        r"|Worker exit type: NODE_OUT_OF_MEMORY")
+# Host memory that could not be had (ENOMEM), in the words of what asked for it: c10's CPU allocator
+# (c10/core/alloc_cpu.cpp alloc_cpu: posix_memalign failed, CAFFE_ENFORCE(err == 0, "DefaultCPUAllocator:
+# can't allocate memory: you tried to allocate ", nbytes, " bytes. Error code ", err, " (", strerror(err), ")");
+# on Windows _aligned_malloc, "DefaultCPUAllocator: not enough memory: you tried to allocate N bytes." with
+# " Buy new RAM!" in older releases), ATen's MapAllocator mapping a shared-memory tensor or a safetensors/
+# torch.load file (aten/src/ATen/MapAllocator.cpp: "unable to mmap ", size, " bytes from file <", filename,
+# ">: ", str_error(errno), " (", errno, ")"; only errno 12, glibc's strerror "Cannot allocate memory": a full
+# /dev/shm is ENOSPC or SIGBUS, see _SHM_FULL), Python's OSError for ENOMEM ("[Errno 12] Cannot allocate
+# memory", fork of a DataLoader worker or a subprocess) and numpy's _ArrayMemoryError ("Unable to allocate
+# 3.2 GiB for an array with shape (...) and data type float32", numpy/core/_exceptions.py); torch <= 1.x's TH
+# allocator (aten/src/TH/THGeneral.cpp THAlloc, and Torch7's luaT_alloc: "$ Torch: not enough memory: you tried
+# to allocate %dGB. Buy new RAM!", the size in whole GiB, so often "0GB"). The same
+# recovery as the kernel's OOM killer: restart, with the warning that host RAM ran out.
+_HOST_ALLOC = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): you tried to "
+                         r"allocate (?P<cpu>\d+) bytes"
+                         r"|unable to mmap (?P<mmap>\d+) bytes from file <[^>]*>: Cannot allocate memory \(12\)"
+                         r"|\[Errno 12\] Cannot allocate memory"
+                         r"|Unable to allocate (?P<np>\S+ [KMGTP]?i?B) for an array with shape"
+                         r"|\$ Torch: not enough memory: you tried to allocate (?P<th>\d+GB)")
 # A Python dependency that is not there: the interpreter's own words for a missing module and
 # a compiled extension that cannot load.
 _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$"
@@ -949,7 +976,17 @@ _USAGE = re.compile(
 # lazy_tokenize are incompatible.", "save_total_limit must be greater than or equal to 2.",
 # "path: 'X' not found"); transformers' HfArgumentParser builds those dataclasses (and its own
 # TrainingArguments) in ``parse_args_into_dataclasses``.
-_ARGS_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:\w+[/\\])?arguments?[/\\.]")
+# Megatron-LM checks its own arguments the same way before anything runs: ``validate_args`` in
+# megatron/training/arguments.py (megatron/arguments.py before core 0.8 and in Megatron-DeepSpeed) asserts
+# and raises ValueError on the parallel layout and options ("When using MoE and tensor parallelism,
+# sequence parallelism must be used."); ms-swift's Megatron and other trainers built on it go through it.
+# Megatron-core's config dataclasses check the layout again in ``__post_init__`` when the model is built
+# (megatron/core/model_parallel_config.py ModelParallelConfig, megatron/core/transformer/transformer_config.py
+# TransformerConfig: "num_query_groups (4) must be a multiple of tensor_model_parallel_size (8).").
+_ARGS_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:\w+[/\\])?arguments?[/\\.]"
+                             r"|[/\\]megatron[/\\](?:training[/\\])?arguments\.py$"
+                             r"|[/\\]megatron[/\\]core[/\\](?:transformer[/\\]transformer_config"
+                             r"|model_parallel_config)\.py$")
 _ARGS_FRAME_FUNCS = frozenset({"parse_args_into_dataclasses"})
 # ms-swift's start-up after the arguments: its pipeline (4.x swift/pipelines/train/sft.py, Megatron's
 # swift/megatron/pipelines/train/sft.py; 3.x swift/llm/train/, swift/megatron/train/) prepares the
@@ -1103,6 +1140,7 @@ class _Scan:
     setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
+    host_alloc: _Hits = field(default_factory=_Hits)   # ENOMEM for host memory (see _HOST_ALLOC)
     disk: _Hits = field(default_factory=_Hits)
     shm: _Hits = field(default_factory=_Hits)       # ENOSPC on /dev/shm (see _SHM_FULL)
     env: _Hits = field(default_factory=_Hits)       # driver too old / no kernel image (support: sm_XX warning)
@@ -1192,6 +1230,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.slurm.append((idx, text, "NODE_FAIL"))
         if "hostoom" in families and _HOST_OOM.search(text):
             s.host_oom.decisive.append((idx, text))
+        if "hostalloc" in families and _HOST_ALLOC.search(text):
+            s.host_alloc.decisive.append((idx, text))
         if "dep" in families:
             dm = _DEP.match(text)
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
@@ -1468,6 +1508,8 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         hint="host RAM, not GPU memory, ran out: lower dataloader workers, pinned memory "
                              "or CPU offload, or raise RAY_memory_usage_threshold only if the node "
                              "really has the room")
+    if s.host_alloc:
+        return _host_alloc_verdict(s, status_lines)
     # a write that ran out of room (no fatal signal but SIGABRT: C++ writers throw and terminate)
     if (s.disk or s.shm) and (signum not in _DECISIVE_SIGNALS or signum == _signal.SIGABRT):
         return _shm_verdict(s, status_lines) if s.shm and not s.disk else _disk_full_verdict(s, status_lines)
@@ -1617,6 +1659,26 @@ def _recompute_verdict(s: _Scan) -> CrashVerdict:
                     recovery="fail", hint=_RECOMPUTE_HINT, extra=s.recompute.support)
 
 
+def _host_alloc_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
+    text = s.host_alloc.decisive[-1][1]
+    m = _HOST_ALLOC.search(text)
+    size = ""
+    if m and (m.group("cpu") or m.group("mmap")):
+        size = f" ({torch_size_text(int(m.group('cpu') or m.group('mmap')) / 1024 ** 3)} asked)"
+    elif m and (m.group("np") or m.group("th")):
+        size = f" ({m.group('np') or m.group('th')} asked)"
+    what = ("a shared-memory or memory-mapped tensor could not be mapped" if m and m.group("mmap") is not None
+            else "an allocation in host RAM failed")
+    return _verdict("killed_oom", s.host_alloc.decisive + status_lines,
+                    f"host memory ran out: {what}{size}", retryable=True, recovery="restart",
+                    hint=_HOST_ALLOC_HINT)
+
+
+_HOST_ALLOC_HINT = ("host RAM, not GPU memory, ran out (ENOMEM): lower dataloader workers, prefetch or CPU "
+                    "offload, or free the node's memory; if mmap fails with RAM to spare, the map count limit "
+                    "(vm.max_map_count) may be the one to raise")
+
+
 def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> CrashVerdict:
     first = (s.div.decisive or s.div.support or [(0, "")])[0][1]
     it = _DIV_ITERATION.search(first)
@@ -1625,6 +1687,10 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
         return _verdict("divergence", s.div.decisive + status_lines,
                         f"detectron2: the loss became infinite or NaN{where}", retryable=False,
                         recovery="pause", hint=_DIVERGENCE_HINT)
+    if "loss scale already at minimum" in first:
+        return _verdict("divergence", s.div.decisive + status_lines,
+                        "DeepSpeed: the fp16 loss scale is at its minimum and still overflows: the loss is "
+                        "exploding", retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
     if "Minimum loss scale reached" in first or "gradients are Nan/Inf" in first:
         scale = re.search(r"Minimum loss scale reached \(([^)]+)\)", first)
         what = (f"fairseq: the fp16 loss scale fell to its minimum ({scale.group(1)}): the loss is exploding"

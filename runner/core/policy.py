@@ -185,7 +185,8 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     reason = f"restart {restarts_used + 1}/{settings.max_restarts} after at least {wait:g} s ({why})"
     alert = None
     if verdict.cls == "killed_oom":
-        alert, reason = WARNING, reason + "; killed by SIGKILL, likely the host OOM killer"
+        # host RAM: the verdict says how it ran out (the OOM killer's SIGKILL, Ray's memory monitor, an ENOMEM)
+        alert, reason = WARNING, reason + f"; host memory: {verdict.summary}"
     elif verdict.cls == "cuda_oom" and len(classes) >= 2 and classes[-2] == "cuda_oom":
         alert, reason = WARNING, reason + "; CUDA out of memory again"
     elif verdict.cls == "divergence":

@@ -912,3 +912,104 @@ def test_a_log_line_cannot_choose_other_environment_for_the_restart():
     v = classify(1, ["RuntimeError: CUDA error: an illegal memory access was encountered",
                      "For debugging consider passing LD_PRELOAD=1 and PYTHONPATH=2"], steps_seen=3)
     assert v.env == {"CUDA_LAUNCH_BLOCKING": "1"}
+
+# Host memory that could not be had (ENOMEM), in the words of what asked for it (batch 19): c10's CPU
+# allocator (c10/core/alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate N
+# bytes. Error code 12 (Cannot allocate memory)" after posix_memalign; on Windows "DefaultCPUAllocator: not
+# enough memory: you tried to allocate N bytes." and, in older releases, " Buy new RAM!"), ATen's
+# MapAllocator (aten/src/ATen/MapAllocator.cpp: "unable to mmap N bytes from file <F>: " + strerror(errno) +
+# " (errno)"), Python's OSError for ENOMEM and numpy's _ArrayMemoryError (numpy/core/_exceptions.py).
+@pytest.mark.parametrize("lines, asked", [
+    (["RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: can't allocate memory: "
+      "you tried to allocate 2147483648 bytes. Error code 12 (Cannot allocate memory)"], "2.00 GiB"),
+    (["[rank3]: RuntimeError: [enforce fail at C:\\actions-runner\\_work\\pytorch\\c10\\core\\impl\\alloc_cpu.cpp:"
+      "72] data. DefaultCPUAllocator: not enough memory: you tried to allocate 1048576 bytes."], "1024.00 KiB"),
+    (["RuntimeError: [enforce fail at ..\\c10\\core\\CPUAllocator.cpp:73] data. DefaultCPUAllocator: not enough "
+      "memory: you tried to allocate 318767104000 bytes. Buy new RAM!"], "296.88 GiB"),
+    (["ERROR: Caught RuntimeError in DataLoader worker process 3.",
+      "RuntimeError: unable to mmap 8192 bytes from file </torch_3021_2814491522_12>: Cannot allocate memory (12)"],
+     "8.00 KiB"),
+    (["RuntimeError: unable to mmap 136 bytes from file <filename not specified>: Cannot allocate memory (12)"],
+     "136 bytes"),
+    (['  File "/usr/lib/python3.10/multiprocessing/popen_fork.py", line 66, in _launch',
+      "    self.pid = os.fork()", "OSError: [Errno 12] Cannot allocate memory"], ""),
+    (["numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape "
+      "(429496730, 2) and data type float32"], "3.20 GiB"),
+    (["RuntimeError: $ Torch: not enough memory: you tried to allocate 64GB. Buy new RAM! at "
+      "/opt/conda/conda-bld/pytorch-nightly_1540719301766/work/aten/src/TH/THGeneral.cpp:204"], "64GB"),
+])
+def test_host_memory_that_cannot_be_had_is_a_host_oom_restarted_with_a_warning(lines, asked):
+    v = classify(1, ["step 12 loss 1.9", *lines], steps_seen=12)
+    assert v.cls == "killed_oom" and v.retryable and v.summary.startswith("host memory ran out"), v.summary
+    assert asked in v.summary and "host RAM" in v.hint
+    d = decide(v, [], RestartSettings(), 1000.0, floor_s=0.0)
+    assert d.action == "restart" and d.alert == "warning"
+    assert "host memory ran out" in d.reason and "SIGKILL" not in d.reason, d.reason
+
+
+@pytest.mark.parametrize("lines", [
+    # another errno from the same mmap is not memory (a missing /dev/shm device, a permission)
+    ["RuntimeError: unable to mmap 4096 bytes from file </torch_1_2_3>: No such device (19)"],
+    ["RuntimeError: unable to open shared memory object </torch_1_2> in read-write mode: Too many open files (24)"],
+    # a help text that names the allocator is not its failure
+    ["INFO: if you see DefaultCPUAllocator errors, lower num_workers", "ValueError: bad value for lr"],
+])
+def test_words_near_a_host_allocation_failure_are_not_one(lines):
+    assert classify(1, lines, steps_seen=3).cls != "killed_oom"
+
+
+# NCCL's IB transport completion error as net plugins print it: each names itself after "NET/" (NCCL's
+# transport/net_ib.cc and the nccl-rdma-sharp-plugins' ib_plugin.c "NET/IB : Got completion from peer %s
+# with status=%d opcode=%d ...", NCCL 2.19+'s IB ext plugin "NET/IBext", vendor forks "NET/IBP:Got ...").
+@pytest.mark.parametrize("line", [
+    "NET/IBP:Got completion from peer 7.6.13.83<36315> with status=12 opcode=32698 len=32696 vendor err 129 (Send)",
+    "node1:81:99 [3] NCCL WARN NET/IBext : Got completion from peer 10.0.0.2<4451> with status=12 opcode=0 len=0 "
+    "vendor err 129 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2",
+])
+def test_a_net_plugins_ib_completion_error_is_an_nccl_transport_failure(line):
+    v = classify(1, ["step 90 loss 2.0", line], steps_seen=90)
+    assert v.cls == "nccl_error" and "Got completion" in v.summary, v.summary
+
+
+# DeepSpeed's dynamic loss scaler (runtime/fp16/loss_scaler.py, update_scale) raises when an fp16 step still
+# overflows at min_loss_scale: the loss is exploding, so the run pauses like fairseq's "Minimum loss scale".
+def test_deepspeed_loss_scale_at_its_minimum_is_a_divergence():
+    lines = ["[2023-06-07 22:26:58,110] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+             "Skipping step. Attempted loss scale: 2, reducing to 1",
+             "[rank0]:   File \"/env/lib/python3.10/site-packages/deepspeed/runtime/fp16/loss_scaler.py\", "
+             "line 175, in update_scale",
+             "[rank0]:     raise Exception(",
+             "[rank0]: Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run."]
+    v = classify(1, lines, steps_seen=380)
+    assert v.cls == "divergence" and not v.retryable and v.recovery == "pause" and "DeepSpeed" in v.summary
+    # the overflow lines alone are DeepSpeed's normal backing off, not a divergence
+    assert classify(1, [lines[0], "RuntimeError: boom"], steps_seen=380).cls != "divergence"
+
+
+# Megatron-LM's own argument checks: validate_args in megatron/training/arguments.py (megatron/arguments.py in
+# older releases and Megatron-DeepSpeed) asserts or raises ValueError before anything ran; Megatron-core's config
+# dataclasses (ModelParallelConfig, TransformerConfig) check the layout again in __post_init__ at model build.
+@pytest.mark.parametrize("path, func, exc", [
+    ("/workspace/Megatron-LM/megatron/training/arguments.py", "validate_args",
+     "AssertionError: When using MoE and tensor parallelism, sequence parallelism must be used."),
+    ("/opt/Megatron-DeepSpeed/megatron/arguments.py", "validate_args",
+     "ValueError: num_layers (30) must be divisible by pipeline_model_parallel_size (4)"),
+    ("/usr/local/lib/python3.12/dist-packages/megatron/core/transformer/transformer_config.py", "__post_init__",
+     "ValueError: num_query_groups (4) must be a multiple of tensor_model_parallel_size (8)."),
+    ("/usr/local/lib/python3.12/dist-packages/megatron/core/model_parallel_config.py", "__post_init__",
+     "ValueError: When using pipeline parallelism, pipeline_dtype must be specified"),
+])
+def test_megatrons_argument_checks_are_a_configuration_error_on_a_first_attempt(path, func, exc):
+    lines = ["Traceback (most recent call last):",
+             '  File "/workspace/Megatron-LM/pretrain_gpt.py", line 233, in <module>',
+             '  File "/workspace/Megatron-LM/megatron/training/initialize.py", line 71, in initialize_megatron',
+             "    validate_args(args, args_defaults)",
+             f'  File "{path}", line 714, in {func}',
+             "    raise ValueError(", exc]
+    v = classify(1, lines, steps_seen=0, attempt=1)
+    assert v.cls == "config_error" and not v.retryable and exc in v.summary, v.summary
+    assert classify(1, lines, steps_seen=0, attempt=2).cls != "config_error"   # it ran before: not the command
+    # the same exception raised from the training itself is not an argument check
+    trained = lines[:2] + ['  File "/workspace/Megatron-LM/megatron/training/training.py", line 1252, in train_step',
+                           exc]
+    assert classify(1, trained, steps_seen=0, attempt=1).cls != "config_error"
