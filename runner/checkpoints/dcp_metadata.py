@@ -1,0 +1,280 @@
+"""Read a torch distributed-checkpoint (DCP) ``.metadata`` without executing it.
+
+``.metadata`` is a pickle of ``torch.distributed.checkpoint.metadata.Metadata`` (torch 2.13
+filesystem.py ``FileSystemWriter.finish``: ``pickle.dump(metadata, metadata_file)``). Unpickling it
+with ``pickle.load`` would run whatever callables it names, so it is read by a restricted
+unpickler whose ``find_class`` hands out plain stand-ins for the DCP dataclasses only, and refuses
+every other global (``os.system``, ``builtins.eval``, ...) before anything is called. What comes
+back is the index of the save:
+
+- ``state_dict_metadata``: ``{fqn: TensorStorageMetadata(properties, size, chunks) |
+  BytesStorageMetadata()}`` (metadata.py), a tensor's global ``size`` (``torch.Size``, read as a
+  tuple), its ``properties.dtype`` (``torch.float32``, read as the name ``"float32"``) and its
+  ``chunks`` (``ChunkStorageMetadata(offsets, sizes)``);
+- ``storage_data``: ``{MetadataIndex(fqn, offset): _StorageInfo(relative_path, offset, length)}``
+  (filesystem.py ``_StorageInfo``): which ``.distcp`` file holds each chunk, and where.
+
+Megatron-core's torch_dist strategy writes the same Metadata through its FileSystemWriterAsync and
+may attach ``all_local_plans`` (SavePlan / WriteItem / TensorWriteData from
+torch/distributed/checkpoint/planner.py; megatron/core/dist_checkpointing/strategies/
+state_dict_saver.py ``global_metadata.all_local_plans = all_local_plans``); older mcore saves
+pickle ``MCoreMetadata`` / ``MCoreSavePlan`` (strategies/torch.py keeps them as empty classes so
+those load). Those are allowed as stand-ins too; nothing else is.
+
+Pure: bytes in, :class:`DcpIndex` out (or :class:`DcpMetadataError`).
+"""
+from __future__ import annotations
+
+import io
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class DcpMetadataError(ValueError):
+    """``.metadata`` cannot be read as a DCP index. ``refused`` names a global outside the
+    allow-list (the pickle tried to reach it: it was not called)."""
+
+    def __init__(self, message: str, refused: str | None = None) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+class _StandIn:
+    """Holds the attributes a pickle's BUILD gives it, nothing else (no methods run)."""
+
+
+def _stand_in(name: str) -> type[_StandIn]:
+    return type(name, (_StandIn,), {"__module__": __name__})
+
+
+class _TensorProperties(_StandIn):
+    """torch's TensorProperties pickles a tuple (dtype, layout, requires_grad, memory format,
+    pin_memory) through ``__getstate__`` (metadata.py); older versions pickle the ``__dict__``."""
+
+    def __setstate__(self, state: Any) -> None:
+        if isinstance(state, tuple) and state and not isinstance(state[0], dict | type(None)):
+            self.__dict__["dtype"] = state[0]
+        elif isinstance(state, dict):
+            self.__dict__.update(state)
+        elif isinstance(state, tuple) and len(state) == 2:
+            for part in state:
+                if isinstance(part, dict):
+                    self.__dict__.update(part)
+        else:
+            raise pickle.UnpicklingError("TensorProperties with an unknown state")
+
+
+def _enum_value(value: Any = None) -> Any:
+    """An Enum member pickles as ``Enum(value)`` (REDUCE): keep the value."""
+    return value
+
+
+def _size(seq: Any = ()) -> tuple:
+    """``torch.Size(seq)``: a tuple of ints."""
+    return tuple(seq)
+
+
+def _path(*parts: Any) -> str:
+    """``pathlib.PosixPath(*parts)`` (StorageMeta's ``checkpoint_id``): the path as text."""
+    return "/".join(str(p) for p in parts)
+
+
+def _layout(name: Any = "torch.strided") -> str:
+    """``torch.serialization._get_layout('torch.strided')``: the layout's name."""
+    return str(name)
+
+
+_Metadata = _stand_in("Metadata")
+_TensorStorage = _stand_in("TensorStorageMetadata")
+_BytesStorage = _stand_in("BytesStorageMetadata")
+_Chunk = _stand_in("ChunkStorageMetadata")
+_Index = _stand_in("MetadataIndex")
+_StorageInfo = _stand_in("_StorageInfo")
+
+_DCP = "torch.distributed.checkpoint"
+_OLD_SHARD_META = "torch.distributed._shard.sharded_tensor.metadata"   # TensorProperties before torch 2.4
+_MCORE = "megatron.core.dist_checkpointing.strategies.torch"
+
+# torch's dtype and layout names, pickled as the global ``torch.<name>`` (torch.dtype.__reduce__).
+DTYPE_NAMES = frozenset({
+    "float32", "float", "float64", "double", "float16", "half", "bfloat16", "complex32", "chalf",
+    "complex64", "cfloat", "complex128", "cdouble", "uint8", "uint16", "uint32", "uint64", "int8", "int16",
+    "short", "int32", "int", "int64", "long", "bool", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "int1", "int2", "int3", "int4", "int5", "int6", "int7",
+    "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7"})
+_LAYOUTS = frozenset({"strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn",
+                      "jagged"})
+_MEMORY_FORMATS = frozenset({"contiguous_format", "channels_last", "channels_last_3d", "preserve_format"})
+
+
+def _allowed() -> dict[tuple[str, str], Any]:
+    table: dict[tuple[str, str], Any] = {}
+    for module in (f"{_DCP}.metadata", _OLD_SHARD_META):
+        table[(module, "TensorProperties")] = _TensorProperties
+        table[(module, "_MEM_FORMAT_ENCODING")] = _enum_value
+        table[(module, "MEM_FORMAT_ENCODING")] = _enum_value
+    table.update({
+        (f"{_DCP}.metadata", "Metadata"): _Metadata,
+        (f"{_DCP}.metadata", "TensorStorageMetadata"): _TensorStorage,
+        (f"{_DCP}.metadata", "BytesStorageMetadata"): _BytesStorage,
+        (f"{_DCP}.metadata", "ChunkStorageMetadata"): _Chunk,
+        (f"{_DCP}.metadata", "MetadataIndex"): _Index,
+        (f"{_DCP}.metadata", "StorageMeta"): _stand_in("StorageMeta"),
+        (f"{_DCP}.filesystem", "_StorageInfo"): _StorageInfo,
+        (f"{_DCP}.filesystem", "_StoragePrefix"): _stand_in("_StoragePrefix"),
+        (f"{_DCP}.planner", "SavePlan"): _stand_in("SavePlan"),
+        (f"{_DCP}.planner", "WriteItem"): _stand_in("WriteItem"),
+        (f"{_DCP}.planner", "WriteItemType"): _enum_value,
+        (f"{_DCP}.planner", "TensorWriteData"): _stand_in("TensorWriteData"),
+        (f"{_DCP}.planner", "BytesIOWriteData"): _stand_in("BytesIOWriteData"),
+        (_MCORE, "MCoreMetadata"): _Metadata,
+        (_MCORE, "MCoreSavePlan"): _stand_in("MCoreSavePlan"),
+        ("pathlib", "PosixPath"): _path,
+        ("pathlib", "PurePosixPath"): _path,
+        ("pathlib", "WindowsPath"): _path,
+        ("pathlib", "PureWindowsPath"): _path,
+        ("torch", "Size"): _size,
+        ("torch.serialization", "_get_layout"): _layout,
+    })
+    for name in DTYPE_NAMES | _LAYOUTS | _MEMORY_FORMATS:
+        table[("torch", name)] = name
+    return table
+
+
+ALLOWED_GLOBALS: dict[tuple[str, str], Any] = _allowed()
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return ALLOWED_GLOBALS[(module, name)]
+        except KeyError:
+            raise DcpMetadataError(f"refers to {module}.{name}, which a DCP index never holds (not unpickled: "
+                                   "nothing in it was run)", refused=f"{module}.{name}") from None
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise DcpMetadataError("holds a persistent reference, which a DCP index never does")
+
+
+@dataclass(frozen=True)
+class DcpTensor:
+    fqn: str
+    size: tuple[int, ...]
+    dtype: str
+    chunks: int
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.size:
+            n *= s
+        return n
+
+
+@dataclass
+class DcpIndex:
+    """What a DCP ``.metadata`` says the save holds."""
+    tensors: list[DcpTensor] = field(default_factory=list)
+    byte_items: int = 0                              # non-tensor entries (pickled objects, ms-swift/mcore args, RNG)
+    extents: dict[str, int] = field(default_factory=dict)   # file -> largest offset+length it must hold
+    storage_entries: dict[str, int] = field(default_factory=dict)   # file -> how many items it holds
+    unstored: list[str] = field(default_factory=list)       # tensors with no storage entry
+
+
+def is_optimizer_state(fqn: str) -> bool:
+    """Optimizer state, told apart from the model's tensors by its key: Megatron-core names it
+    ``optimizer.state.<exp_avg|exp_avg_sq|fp32_param>.<param key>`` (megatron/core/optimizer/
+    optimizer.py ``make_sharded_optimizer_tensor(..., prefix='optimizer.state...')``) and, for the
+    distributed optimizer, ``optimizer.distributed.*``; a torch DCP state dict flattened from
+    ``{"model": ..., "optimizer": ...}`` (ms-swift 4.6 Megatron-FSDP) starts with ``optimizer.``
+    too. Model tensors never do (``decoder.layers...``, ``embedding...``, ``model.module...``)."""
+    return fqn == "optimizer" or fqn.startswith("optimizer.")
+
+
+def _int(v: Any, what: str) -> int:
+    if type(v) is not int or v < 0:
+        raise DcpMetadataError(f"{what} is not a non-negative integer ({type(v).__name__})")
+    return v
+
+
+def _tensor(fqn: str, meta: Any) -> DcpTensor:
+    size = getattr(meta, "size", None)
+    chunks = getattr(meta, "chunks", None)
+    if not isinstance(size, tuple) or not isinstance(chunks, list):
+        raise DcpMetadataError(f"tensor {fqn!r} has no size or chunk list")
+    dims = tuple(_int(s, f"a dimension of {fqn!r}") for s in size)
+    for c in chunks:
+        if not isinstance(c, _Chunk):
+            raise DcpMetadataError(f"tensor {fqn!r} has a chunk that is not ChunkStorageMetadata")
+    dtype = getattr(getattr(meta, "properties", None), "dtype", None)
+    return DcpTensor(fqn, dims, dtype if isinstance(dtype, str) else "unknown", len(chunks))
+
+
+def _load(raw: bytes) -> Any:
+    try:
+        return _RestrictedUnpickler(io.BytesIO(raw)).load()
+    except DcpMetadataError:
+        raise
+    except EOFError:
+        raise DcpMetadataError("is cut short (the pickle ends early)") from None
+    except pickle.UnpicklingError as exc:
+        if "truncated" in str(exc):
+            raise DcpMetadataError("is cut short (the pickle ends early)") from None
+        raise DcpMetadataError(f"is not a DCP index pickle ({str(exc)[:120]})") from None
+    except Exception as exc:   # UnpicklingError, TypeError from a stand-in given odd args, ...: damaged input
+        raise DcpMetadataError(f"is not a DCP index pickle ({type(exc).__name__}: {str(exc)[:120]})") from None
+
+
+def parse_dcp_metadata(raw: bytes) -> DcpIndex:
+    """The index of a DCP save from its ``.metadata`` bytes; raises :class:`DcpMetadataError`."""
+    md = _load(raw)
+    if not isinstance(md, _Metadata):
+        raise DcpMetadataError(f"holds a {type(md).__name__}, not a DCP Metadata")
+    sdm = getattr(md, "state_dict_metadata", None)
+    if not isinstance(sdm, dict):
+        raise DcpMetadataError("has no state_dict_metadata")
+    index = DcpIndex()
+    for fqn, meta in sdm.items():
+        if not isinstance(fqn, str):
+            raise DcpMetadataError(f"has a state dict key that is not a name ({type(fqn).__name__})")
+        if isinstance(meta, _TensorStorage):
+            index.tensors.append(_tensor(fqn, meta))
+        elif isinstance(meta, _BytesStorage):
+            index.byte_items += 1
+        else:
+            raise DcpMetadataError(f"entry {fqn!r} is neither tensor nor bytes storage metadata")
+    storage = getattr(md, "storage_data", None)
+    if not isinstance(storage, dict):
+        raise DcpMetadataError("has no storage_data (the map from items to .distcp files)")
+    stored: set[str] = set()
+    for key, info in storage.items():
+        if not isinstance(info, _StorageInfo):
+            raise DcpMetadataError(f"storage entry of type {type(info).__name__}, not _StorageInfo")
+        rel = getattr(info, "relative_path", None)
+        if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
+            raise DcpMetadataError(f"storage entry with a bad file name {rel!r}")
+        end = _int(getattr(info, "offset", None), f"the offset in {rel}") + _int(
+            getattr(info, "length", None), f"the length in {rel}")
+        if end > index.extents.get(rel, -1):
+            index.extents[rel] = end
+        index.storage_entries[rel] = index.storage_entries.get(rel, 0) + 1
+        fqn = getattr(key, "fqn", None)
+        if isinstance(fqn, str):
+            stored.add(fqn)
+    index.unstored = [t.fqn for t in index.tensors if t.chunks and t.fqn not in stored]
+    return index
+
+
+def summarize(index: DcpIndex) -> tuple[int, int, int, int]:
+    """(model tensors, their parameters, optimizer-state tensors, their values)."""
+    t = p = ot = op = 0
+    for x in index.tensors:
+        if is_optimizer_state(x.fqn):
+            ot += 1
+            op += x.numel
+        else:
+            t += 1
+            p += x.numel
+    return t, p, ot, op

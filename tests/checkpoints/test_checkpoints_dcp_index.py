@@ -1,0 +1,192 @@
+"""A Megatron torch_dist / torch DCP save is judged by what its ``.metadata`` lists: tensors and
+parameters counted, every ``.distcp`` as long as the data placed in it, a save listing no model
+tensor an empty stub, and a ``.metadata`` reaching for any other global refused, never run.
+
+Every save here is written by torch itself (``torch.distributed.checkpoint.save``, single
+process, ``no_dist=True``) on CPU."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from moeconsole.runner.checkpoints.dcp_metadata import ALLOWED_GLOBALS, DcpMetadataError, parse_dcp_metadata
+from moeconsole.runner.checkpoints.verify import verify_checkpoint
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _planner_keeping_plans():
+    """Megatron-core's save attaches the local plans to the global metadata
+    (megatron/core/dist_checkpointing/strategies/state_dict_saver.py, save_state_dict_async_plan:
+    ``global_metadata.all_local_plans = all_local_plans``), so its ``.metadata`` also pickles
+    SavePlan / WriteItem / TensorWriteData. The same, on torch's default planner."""
+    from torch.distributed.checkpoint import DefaultSavePlanner
+
+    class KeepPlans(DefaultSavePlanner):
+        def create_global_plan(self, all_plans):
+            plans, md = super().create_global_plan(all_plans)
+            md.all_local_plans = all_plans
+            return plans, md
+
+    return KeepPlans(flatten_state_dict=False)
+
+
+def megatron_save(save_dir: Path, iteration: int, state: dict) -> Path:
+    """A torch_dist iteration as Megatron-core lays it out: common.pt, the flat DCP state (keys are
+    the ShardedTensor keys: ``decoder.layers...``, ``optimizer.state.exp_avg.decoder...``;
+    ShardedObjects as io.BytesIO, strategies/torch.py ``_mcore_to_torch_sharded_object``),
+    ``.metadata`` with the plans, then metadata.json, and the tracker. Two writer threads, so two
+    ``.distcp`` files per rank (strategies/torch.py ``TorchDistSaveShardedStrategy(thread_count=2)``:
+    "the number of files in the checkpoint (saving ranks * num_threads)")."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import FileSystemWriter
+
+    d = save_dir / f"iter_{iteration:07d}"
+    d.mkdir(parents=True)
+    torch.save({"iteration": iteration, "args": None}, d / "common.pt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.save(state, storage_writer=FileSystemWriter(str(d), thread_count=2), no_dist=True,
+                 planner=_planner_keeping_plans())
+    (d / "metadata.json").write_text(json.dumps({"sharded_backend": "torch_dist", "sharded_backend_version": 1,
+                                                 "common_backend": "torch"}))
+    (save_dir / "latest_checkpointed_iteration.txt").write_text(str(iteration))
+    return d
+
+
+def model_and_optimizer(layers: int = 3) -> dict:
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    state: dict = {}
+    for i in range(layers):
+        key = f"decoder.layers.{i}.mlp.linear_fc1.weight"
+        state[key] = torch.randn(16, 8, generator=g, dtype=torch.bfloat16)
+        state[f"optimizer.state.exp_avg.{key}"] = torch.zeros(16, 8)
+        state[f"optimizer.state.exp_avg_sq.{key}"] = torch.zeros(16, 8)
+    state["embedding.word_embeddings.weight"] = torch.randn(32, 8, generator=g)
+    state["rng_state/shard_0.0_1.1"] = io.BytesIO(pickle.dumps({"random_rng_state": [1, 2, 3]}))
+    return state
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_torch_dist_save_counts_its_model_tensors_and_parameters_not_the_optimizer_state(tmp_path):
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer())
+    v = verify_checkpoint(d)
+    assert v.ok, v.problems
+    assert (v.tensors, v.params) == (4, 3 * 16 * 8 + 32 * 8)
+    assert "4 model tensors + 6 optimizer-state tensors (768 values)" in v.reason
+    proc = cli("verify", str(d), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (ck,) = json.loads(proc.stdout)["checkpoints"]
+    assert (ck["tensors"], ck["params"], ck["layout"]) == (4, 640, "megatron")
+    line = cli("verify", str(d)).stdout.splitlines()[0]
+    assert line.startswith("ok ") and "4 tensors" in line and "640 params" in line, line
+
+
+def test_a_distcp_shard_cut_short_is_truncated_and_named(tmp_path):
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer())
+    shard, other = sorted(d.glob("*.distcp"))
+    size = shard.stat().st_size
+    os.truncate(shard, size - 100)
+    v = verify_checkpoint(d)
+    assert v.verdict == "truncated", v.problems
+    assert f"{shard.name} is {size - 100:,} bytes, but .metadata places data up to byte {size:,}" in v.reason
+    assert next(f for f in v.files if f["path"] == shard.name)["verdict"] == "truncated"
+    proc = cli("verify", str(d))
+    assert proc.returncode == 1 and proc.stdout.startswith("TRUNCATED"), proc.stdout + proc.stderr
+    assert "also" not in proc.stdout and other.name not in proc.stdout     # the intact one is not blamed
+    shard.unlink()
+    gone = verify_checkpoint(d)
+    assert gone.verdict == "missing_shard" and shard.name in gone.reason and len(gone.problems) == 1, gone.problems
+
+
+def test_an_empty_distcp_the_index_places_nothing_in_is_not_a_stub(tmp_path):
+    """One tensor, two writer threads: torch leaves the second thread's file at 0 bytes."""
+    import torch
+
+    d = megatron_save(tmp_path / "save", 10, {"decoder.layers.0.mlp.linear_fc1.weight": torch.ones(4, 4)})
+    assert sorted(p.stat().st_size == 0 for p in d.glob("*.distcp")) == [False, True]
+    v = verify_checkpoint(d)
+    assert v.ok and (v.tensors, v.params) == (1, 16), v.problems
+    (full,) = [p for p in d.glob("*.distcp") if p.stat().st_size]
+    full.write_bytes(b"")
+    v = verify_checkpoint(d)
+    assert v.verdict == "empty_stub" and f"{full.name} is empty (0 bytes)" in v.reason, v.problems
+
+
+def test_a_save_whose_metadata_lists_no_model_tensor_is_an_empty_stub(tmp_path):
+    import torch
+
+    nothing = megatron_save(tmp_path / "a", 10, {"iteration": io.BytesIO(b"10"), "args": io.BytesIO(b"{}")})
+    v = verify_checkpoint(nothing)
+    assert v.verdict == "empty_stub" and "lists no tensors at all (2 non-tensor item(s))" in v.reason, v.problems
+    optim_only = megatron_save(tmp_path / "b", 10, {"optimizer.state.exp_avg.decoder.w": torch.zeros(4, 4)})
+    v = verify_checkpoint(optim_only)
+    assert v.verdict == "empty_stub" and "only optimizer state (1 tensors)" in v.reason, v.problems
+
+
+def test_a_metadata_reaching_for_os_system_is_refused_and_never_run(tmp_path):
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer())
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    md = pickle.loads((d / ".metadata").read_bytes())     # our own file, written by torch just now
+    md.storage_meta = Payload()
+    raw = pickle.dumps(md)
+    (d / ".metadata").write_bytes(raw)
+    v = verify_checkpoint(d)
+    assert v.verdict == "corrupt_header", v.problems
+    assert f"refers to {os.system.__module__}.system" in v.reason and "nothing in it was run" in v.reason
+    proc = cli("verify", str(d))
+    assert proc.returncode == 1 and proc.stdout.startswith("CORRUPT_HEADER") and "Traceback" not in proc.stderr
+    assert not marker.exists()
+    pickle.loads(raw)                                  # the control: plain unpickling does run it
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("target", [("builtins", "eval"), ("subprocess", "Popen"), ("torch", "load"),
+                                    ("torch.distributed.checkpoint.metadata", "torch")])
+def test_every_global_outside_the_allow_list_is_refused(target):
+    module, name = target
+    raw = b"\x80\x04" + b"\x8c" + bytes([len(module)]) + module.encode() + b"\x8c" + bytes([len(name)]) + \
+        name.encode() + b"\x93" + b"\x8c\x01x\x85R."
+    with pytest.raises(DcpMetadataError) as err:
+        parse_dcp_metadata(raw)
+    assert err.value.refused == f"{module}.{name}"
+    assert all(not callable(v) or isinstance(v, type) or v.__module__.endswith("dcp_metadata")
+               for v in ALLOWED_GLOBALS.values())
+
+
+def test_a_storage_entry_pointing_outside_the_save_is_corrupt(tmp_path):
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    md = pickle.loads((d / ".metadata").read_bytes())
+    for info in md.storage_data.values():
+        info.relative_path = "../../etc/passwd"
+    (d / ".metadata").write_bytes(pickle.dumps(md))
+    v = verify_checkpoint(d)
+    assert v.verdict == "corrupt_header" and "bad file name '../../etc/passwd'" in v.reason, v.problems
+
+
+def test_a_cut_short_metadata_is_corrupt(tmp_path):
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    raw = (d / ".metadata").read_bytes()
+    (d / ".metadata").write_bytes(raw[: len(raw) // 2])
+    v = verify_checkpoint(d)
+    assert v.verdict == "corrupt_header" and ".metadata is cut short" in v.reason, v.problems
