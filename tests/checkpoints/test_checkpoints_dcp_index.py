@@ -134,6 +134,8 @@ def test_a_save_whose_metadata_lists_no_model_tensor_is_an_empty_stub(tmp_path):
     nothing = megatron_save(tmp_path / "a", 10, {"iteration": io.BytesIO(b"10"), "args": io.BytesIO(b"{}")})
     v = verify_checkpoint(nothing)
     assert v.verdict == "empty_stub" and "lists no tensors at all (2 non-tensor item(s))" in v.reason, v.problems
+    line = cli("verify", str(nothing)).stdout.splitlines()[0]
+    assert line.startswith("EMPTY_STUB") and " 0 tensors " in line and " 0 params " in line, line
     optim_only = megatron_save(tmp_path / "b", 10, {"optimizer.state.exp_avg.decoder.w": torch.zeros(4, 4)})
     v = verify_checkpoint(optim_only)
     assert v.verdict == "empty_stub" and "only optimizer state (1 tensors)" in v.reason, v.problems
