@@ -192,3 +192,18 @@ def test_a_cut_short_metadata_is_corrupt(tmp_path):
     (d / ".metadata").write_bytes(raw[: len(raw) // 2])
     v = verify_checkpoint(d)
     assert v.verdict == "corrupt_header" and ".metadata is cut short" in v.reason, v.problems
+
+
+def test_an_adapter_beside_megatron_state_is_counted_once(mk, tmp_path):
+    """ms-swift with --no_save_optim false: the safetensors adapter in checkpoint-N/ and the full
+    Megatron state (DCP) in its iter_N/; the weights are counted from the adapter, the Megatron
+    state's count is a note."""
+    ck = mk.adapter(tmp_path / "checkpoint-50")
+    adapter_only = verify_checkpoint(ck)
+    megatron_save(ck, 50, model_and_optimizer())
+    v = verify_checkpoint(ck)
+    assert v.ok, v.problems
+    assert (v.tensors, v.params) == (adapter_only.tensors, adapter_only.params)
+    assert "Megatron state beside the safetensors: 4 model tensors (640 params) listed by its .metadata" in v.notes
+    os.truncate(next(p for p in (ck / "iter_0000050").glob("*.distcp") if p.stat().st_size), 10)
+    assert verify_checkpoint(ck).verdict == "truncated"
