@@ -207,3 +207,55 @@ def test_an_adapter_beside_megatron_state_is_counted_once(mk, tmp_path):
     assert "Megatron state beside the safetensors: 4 model tensors (640 params) listed by its .metadata" in v.notes
     os.truncate(next(p for p in (ck / "iter_0000050").glob("*.distcp") if p.stat().st_size), 10)
     assert verify_checkpoint(ck).verdict == "truncated"
+
+
+TRAINER = '''
+import json, os, sys, warnings
+import torch
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import FileSystemWriter
+
+out = sys.argv[1]
+for it in (4, 8):
+    d = os.path.join(out, f"iter_{it:07d}")
+    os.makedirs(d)
+    torch.save({"iteration": it, "args": None}, os.path.join(d, "common.pt"))
+    state = {f"decoder.layers.{i}.mlp.linear_fc1.weight": torch.full((16, 8), float(it)) for i in range(3)}
+    state["optimizer.state.exp_avg.decoder.layers.0.mlp.linear_fc1.weight"] = torch.zeros(16, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.save(state, storage_writer=FileSystemWriter(d, thread_count=2), no_dist=True)
+    with open(os.path.join(d, "metadata.json"), "w") as f:
+        json.dump({"sharded_backend": "torch_dist", "sharded_backend_version": 1, "common_backend": "torch"}, f)
+    if it == 8:   # a rank's shard cut short (a full disk under an async save), the tracker written all the same
+        shard = max((os.path.join(d, n) for n in os.listdir(d) if n.endswith(".distcp")), key=os.path.getsize)
+        os.truncate(shard, os.path.getsize(shard) // 2)
+    with open(os.path.join(out, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write(str(it))
+    print(f"step: {it}  loss: 1.0", flush=True)
+'''
+
+
+def test_the_runner_counts_a_megatron_save_raises_on_a_cut_short_one_and_the_receipt_shows_both(tmp_path, runs_dir):
+    from tests.runner.conftest import Harness
+
+    script = tmp_path / "megatron_like.py"
+    script.write_text(TRAINER)
+    h = Harness(tmp_path, runs_dir)
+    run = h.start(h.recipe(command=["{python}", str(script), "{run_dir}/output"], resume={"arg": None}))
+    st = run.wait_status("unsaved", "succeeded", "failed", "killed", timeout=240)
+    assert st["status"] == "unsaved", st           # finished, but its newest save is bad: not a success
+    assert "the newest checkpoint iter_0000008 is truncated; last good checkpoint: iter_0000004" in st["pause_reason"]
+    checks = {Path(e["path"]).name: e for e in run.events("checkpoint")}
+    assert set(checks) == {"iter_0000004", "iter_0000008"}, run.events()
+    good, bad = checks["iter_0000004"], checks["iter_0000008"]
+    assert (good["ok"], good["tensors"], good["params"]) == (True, 3, 3 * 16 * 8), good
+    assert (bad["ok"], bad["verdict"]) == (False, "truncated") and ".distcp is " in bad["reason"], bad
+    alerts = [a for a in run.events("alert") if a.get("rule") == "checkpoint_bad"]
+    assert alerts and "iter_0000008 is truncated" in alerts[0]["message"], alerts
+    doc = json.loads(h.cli("runs", "receipt", run.id, "--json", check=True).stdout)
+    rows = {Path(c["path"]).name: c for c in doc["checkpoints"]}
+    assert (rows["iter_0000004"]["tensors"], rows["iter_0000004"]["verdict"]) == (3, "ok"), rows
+    assert rows["iter_0000008"]["verdict"] == "truncated", rows
+    assert all(len(c["header_sha256"] or "") == 64 for c in rows.values()), rows
+    assert rows["iter_0000004"]["header_sha256"] != rows["iter_0000008"]["header_sha256"]
