@@ -259,3 +259,24 @@ def test_the_runner_counts_a_megatron_save_raises_on_a_cut_short_one_and_the_rec
     assert rows["iter_0000008"]["verdict"] == "truncated", rows
     assert all(len(c["header_sha256"] or "") == 64 for c in rows.values()), rows
     assert rows["iter_0000004"]["header_sha256"] != rows["iter_0000008"]["header_sha256"]
+
+
+def test_an_ok_stored_by_older_checks_is_judged_again_before_a_resume(tmp_path):
+    """A sidecar written before .metadata was read (no "checks" key) called a cut-short save ok;
+    its files are unchanged since, but a resume must not start from it."""
+    from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, write_sidecar
+    from moeconsole.runner.checkpoints.watch import latest_good
+    from moeconsole.runner.rundir import jsonio
+
+    save = tmp_path / "save"
+    megatron_save(save, 100, model_and_optimizer())
+    d = megatron_save(save, 200, model_and_optimizer())
+    shard = max(d.glob("*.distcp"), key=lambda p: p.stat().st_size)
+    os.truncate(shard, shard.stat().st_size // 2)
+    old = {"v": 1, "run_id": "r", "recipe_hash": "h", "step": 200, "verdict": "ok", "suspect": False,
+           "verified_at": 1767323045.1, "files": fingerprint(d)}
+    jsonio.atomic_write_json(d / "moeconsole.json", old)
+    assert read_sidecar(d) == old
+    assert latest_good(save).path.name == "iter_0000100"
+    write_sidecar(d, run_id="r", recipe_hash="h", step=200, verdict="ok", suspect=False)   # today's checks
+    assert latest_good(save).path.name == "iter_0000200"       # a current stored verdict is trusted as before
