@@ -41,12 +41,25 @@ class DcpMetadataError(ValueError):
         self.refused = refused
 
 
-class _StandIn:
+class _Sealed(type):
+    """The stand-ins' metaclass: a pickle's BUILD can set attributes on the object it is given,
+    and it can be given a class (``(None, {"__setstate__": ...})``); a stand-in class changed so
+    would stay changed for every later read in this process. So the classes refuse it."""
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        raise pickle.UnpicklingError("a DCP index does not change classes")
+
+    def __delattr__(cls, name: str) -> None:
+        raise pickle.UnpicklingError("a DCP index does not change classes")
+
+
+class _StandIn(metaclass=_Sealed):
     """Holds the attributes a pickle's BUILD gives it, nothing else (no methods run)."""
 
 
 def _stand_in(name: str) -> type[_StandIn]:
-    return type(name, (_StandIn,), {"__module__": __name__})
+    cls: type[_StandIn] = _Sealed(name, (_StandIn,), {"__module__": __name__})   # type: ignore[assignment]
+    return cls
 
 
 class _TensorProperties(_StandIn):
@@ -66,19 +79,42 @@ class _TensorProperties(_StandIn):
             raise pickle.UnpicklingError("TensorProperties with an unknown state")
 
 
-def _enum_value(value: Any = None) -> Any:
+# The callables a DCP index may REDUCE, as slot-less instances: nothing about them can be set
+# (BUILD on a function could set its ``__defaults__`` for every later read), and each one only
+# passes plain values through, never formats or repeats what it is given (a pickle can reference
+# one large string 10^5 times for 2 bytes each: joining or printing that is a memory bomb).
+_MAX_NAME = 4096
+
+
+class _EnumValue:
     """An Enum member pickles as ``Enum(value)`` (REDUCE): keep the value."""
-    return value
+    __slots__ = ()
+
+    def __call__(self, value: Any = None) -> Any:
+        return value
 
 
-def _path(*parts: Any) -> str:
+class _Path:
     """``pathlib.PosixPath(*parts)`` (StorageMeta's ``checkpoint_id``): the path as text."""
-    return "/".join(str(p) for p in parts)
+    __slots__ = ()
+
+    def __call__(self, *parts: Any) -> str:
+        if not all(isinstance(p, str) for p in parts) or sum(len(p) for p in parts) > _MAX_NAME:
+            raise pickle.UnpicklingError("a path that is not a few strings")
+        return "/".join(parts)
 
 
-def _layout(name: Any = "torch.strided") -> str:
+class _Layout:
     """``torch.serialization._get_layout('torch.strided')``: the layout's name."""
-    return str(name)
+    __slots__ = ()
+
+    def __call__(self, name: Any = "torch.strided") -> str:
+        if not isinstance(name, str) or len(name) > _MAX_NAME:
+            raise pickle.UnpicklingError("a layout that is not a name")
+        return name
+
+
+_enum_value, _path, _layout = _EnumValue(), _Path(), _Layout()
 
 
 _Metadata = _stand_in("Metadata")
@@ -147,8 +183,9 @@ class _RestrictedUnpickler(pickle.Unpickler):
         try:
             return ALLOWED_GLOBALS[(module, name)]
         except KeyError:
-            raise DcpMetadataError(f"refers to {module}.{name}, which a DCP index never holds (not unpickled: "
-                                   "nothing in it was run)", refused=f"{module}.{name}") from None
+            what = f"{module}.{name}"[:200]
+            raise DcpMetadataError(f"refers to {what}, which a DCP index never holds (not unpickled: "
+                                   "nothing in it was run)", refused=what) from None
 
     def persistent_load(self, pid: Any) -> Any:
         raise DcpMetadataError("holds a persistent reference, which a DCP index never does")
@@ -189,23 +226,23 @@ def is_optimizer_state(fqn: str) -> bool:
     return fqn == "optimizer" or fqn.startswith("optimizer.")
 
 
-def _int(v: Any, what: str) -> int:
-    if type(v) is not int or v < 0:
-        raise DcpMetadataError(f"{what} is not a non-negative integer ({type(v).__name__})")
-    return v
+def _shown(name: Any) -> str:
+    """A name from the file, quoted and cut to a readable length for a message."""
+    text = name if isinstance(name, str) else type(name).__name__
+    return repr(text[:120] + ("..." if len(text) > 120 else ""))
 
 
 def _tensor(fqn: str, meta: Any) -> DcpTensor:
     size = getattr(meta, "size", None)
     chunks = getattr(meta, "chunks", None)
     if not isinstance(size, tuple) or not isinstance(chunks, list):
-        raise DcpMetadataError(f"tensor {fqn!r} has no size or chunk list")
+        raise DcpMetadataError(f"tensor {_shown(fqn)} has no size or chunk list")
     if not all(type(s) is int and s >= 0 for s in size):
-        raise DcpMetadataError(f"tensor {fqn!r} has a size that is not non-negative integers: {size!r:.80}")
+        raise DcpMetadataError(f"tensor {_shown(fqn)} has a size that is not non-negative integers")
     dims = size
     for c in chunks:
         if not isinstance(c, _Chunk):
-            raise DcpMetadataError(f"tensor {fqn!r} has a chunk that is not ChunkStorageMetadata")
+            raise DcpMetadataError(f"tensor {_shown(fqn)} has a chunk that is not ChunkStorageMetadata")
     dtype = getattr(getattr(meta, "properties", None), "dtype", None)
     return DcpTensor(fqn, dims, dtype if isinstance(dtype, str) else "unknown", len(chunks))
 
@@ -256,7 +293,7 @@ def _parse(raw: bytes) -> DcpIndex:
         elif isinstance(meta, _BytesStorage):
             index.byte_items += 1
         else:
-            raise DcpMetadataError(f"entry {fqn!r} is neither tensor nor bytes storage metadata")
+            raise DcpMetadataError(f"entry {_shown(fqn)} is neither tensor nor bytes storage metadata")
     storage = getattr(md, "storage_data", None)
     if not isinstance(storage, dict):
         raise DcpMetadataError("has no storage_data (the map from items to .distcp files)")
@@ -266,9 +303,11 @@ def _parse(raw: bytes) -> DcpIndex:
             raise DcpMetadataError(f"storage entry of type {type(info).__name__}, not _StorageInfo")
         rel = getattr(info, "relative_path", None)
         if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
-            raise DcpMetadataError(f"storage entry with a bad file name {rel!r}")
-        end = _int(getattr(info, "offset", None), f"the offset in {rel}") + _int(
-            getattr(info, "length", None), f"the length in {rel}")
+            raise DcpMetadataError(f"storage entry with a bad file name {_shown(rel)}")
+        offset, length = getattr(info, "offset", None), getattr(info, "length", None)
+        if type(offset) is not int or type(length) is not int or offset < 0 or length < 0:
+            raise DcpMetadataError(f"storage entry in {_shown(rel)} without a non-negative offset and length")
+        end = offset + length
         if end > index.extents.get(rel, -1):
             index.extents[rel] = end
         index.storage_entries[rel] = index.storage_entries.get(rel, 0) + 1

@@ -280,3 +280,34 @@ def test_an_ok_stored_by_older_checks_is_judged_again_before_a_resume(tmp_path):
     assert latest_good(save).path.name == "iter_0000100"
     write_sidecar(d, run_id="r", recipe_hash="h", step=200, verdict="ok", suspect=False)   # today's checks
     assert latest_good(save).path.name == "iter_0000200"       # a current stored verdict is trusted as before
+
+
+def _global(module: str, name: str) -> bytes:
+    """Pickle opcodes pushing ``module.name`` (SHORT_BINUNICODE x2, STACK_GLOBAL)."""
+    return (b"\x8c" + bytes([len(module)]) + module.encode() + b"\x8c" + bytes([len(name)]) + name.encode() + b"\x93")
+
+
+def test_a_metadata_cannot_change_the_stand_ins_for_the_next_read(tmp_path):
+    """BUILD with a slot state sets attributes on whatever it is given, a class too: a pickle
+    setting Metadata.__setstate__ (to torch.Size, the one builtin it can reach) would make every
+    later, sound save in the same runner read as corrupt."""
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    good = (d / ".metadata").read_bytes()
+    evil = (b"\x80\x04" + _global("torch.distributed.checkpoint.metadata", "Metadata") + b"N}"
+            + b"\x8c\x0c__setstate__" + _global("torch", "Size") + b"s\x86b.")
+    for target in (("torch.distributed.checkpoint.metadata", "Metadata"), ("torch.serialization", "_get_layout")):
+        raw = evil.replace(_global("torch.distributed.checkpoint.metadata", "Metadata"), _global(*target))
+        with pytest.raises(DcpMetadataError):
+            parse_dcp_metadata(raw)
+    assert len(parse_dcp_metadata(good).tensors) == 4
+
+
+def test_a_metadata_repeating_one_long_string_is_refused_not_joined(tmp_path):
+    """A pickle can name one 1 MB string 100,000 times at 2 bytes each; a stand-in that joined or
+    printed its arguments would build 100 GB. The path stand-in refuses before joining."""
+    big = b"\x8d" + (1 << 20).to_bytes(8, "little") + b"x" * (1 << 20) + b"\x94"      # BINUNICODE8, MEMOIZE
+    raw = (b"\x80\x04" + _global("pathlib", "PosixPath") + big[:-1] + b"\x94\x30("    # memo 0, POP the copy, MARK
+           + b"h\x00" * 100_000 + b"tR.")                                               # BINGET 0 x 10^5, TUPLE, REDUCE
+    with pytest.raises(DcpMetadataError) as err:
+        parse_dcp_metadata(raw)
+    assert "a path that is not a few strings" in str(err.value) and len(str(err.value)) < 300, err.value
