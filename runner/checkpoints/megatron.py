@@ -28,6 +28,7 @@ from pathlib import Path
 from moeconsole.runner.checkpoints.dcp_metadata import DcpIndex, DcpMetadataError, parse_dcp_metadata, summarize
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
                                          is_megatron_iter_dir, tracker_iteration, weights_sibling)
+from moeconsole.runner.core.units import human_bytes
 from moeconsole.runner.rundir import jsonio
 
 COMMON = "common.pt"
@@ -148,8 +149,9 @@ def _read_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex | No
             report.problems.append(("empty_stub", f"{path.parent.name}/.metadata is empty (0 bytes)"))
             return None
         if size > _MAX_DCP_METADATA_BYTES:
-            report.notes.append(f"{path.parent.name}/.metadata is {size >> 20} MB: not read (above "
-                                f"{_MAX_DCP_METADATA_BYTES >> 20} MB); tensors not counted")
+            report.notes.append(f"{path.parent.name}/.metadata is {human_bytes(size)}: not read (above "
+                                f"{human_bytes(_MAX_DCP_METADATA_BYTES)}); tensors not counted, shards checked "
+                                "for presence and size only")
             return None
         raw = path.read_bytes()
     except OSError as exc:

@@ -311,3 +311,15 @@ def test_a_metadata_repeating_one_long_string_is_refused_not_joined(tmp_path):
     with pytest.raises(DcpMetadataError) as err:
         parse_dcp_metadata(raw)
     assert "a path that is not a few strings" in str(err.value) and len(str(err.value)) < 300, err.value
+
+
+def test_a_metadata_above_the_read_limit_is_said_to_be_uncounted(tmp_path, monkeypatch):
+    from moeconsole.runner.checkpoints import megatron
+
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    monkeypatch.setattr(megatron, "_MAX_DCP_METADATA_BYTES", 1024)
+    v = verify_checkpoint(d)
+    assert v.ok and v.tensors == 0, v.problems
+    size = (d / ".metadata").stat().st_size
+    assert f"iter_0000100/.metadata is {size / 1024:.1f} KB: not read (above 1.0 KB); tensors not counted, " \
+        "shards checked for presence and size only" in v.notes, v.notes
