@@ -84,6 +84,7 @@ class _TensorProperties(_StandIn):
 # passes plain values through, never formats or repeats what it is given (a pickle can reference
 # one large string 10^5 times for 2 bytes each: joining or printing that is a memory bomb).
 _MAX_NAME = 4096
+_MAX_DIMS = 64      # no model tensor comes near; it bounds the work of multiplying a size out
 
 
 class _EnumValue:
@@ -237,8 +238,9 @@ def _tensor(fqn: str, meta: Any) -> DcpTensor:
     chunks = getattr(meta, "chunks", None)
     if not isinstance(size, tuple) or not isinstance(chunks, list):
         raise DcpMetadataError(f"tensor {_shown(fqn)} has no size or chunk list")
-    if not all(type(s) is int and s >= 0 for s in size):
-        raise DcpMetadataError(f"tensor {_shown(fqn)} has a size that is not non-negative integers")
+    if len(size) > _MAX_DIMS or not all(type(s) is int and 0 <= s < 1 << 63 for s in size):
+        raise DcpMetadataError(f"tensor {_shown(fqn)} has a size that is not up to {_MAX_DIMS} non-negative "
+                               "64-bit integers")
     dims = size
     for c in chunks:
         if not isinstance(c, _Chunk):

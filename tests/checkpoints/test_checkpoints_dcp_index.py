@@ -323,3 +323,16 @@ def test_a_metadata_above_the_read_limit_is_said_to_be_uncounted(tmp_path, monke
     size = (d / ".metadata").stat().st_size
     assert f"iter_0000100/.metadata is {size / 1024:.1f} KB: not read (above 1.0 KB); tensors not counted, " \
         "shards checked for presence and size only" in v.notes, v.notes
+
+
+def test_a_tensor_size_that_is_no_tensors_is_corrupt(tmp_path):
+    """Dimensions a tensor cannot have (negative, past 64 bits, more than 64 of them: multiplying
+    out 10^5 huge numbers costs seconds) make the index corrupt."""
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    for size in ((4, -1), (1 << 64, 2), (2,) * 65):
+        md = pickle.loads((d / ".metadata").read_bytes())
+        md.state_dict_metadata["embedding.word_embeddings.weight"].size = size
+        (d / ".metadata").write_bytes(pickle.dumps(md))
+        v = verify_checkpoint(d)
+        assert v.verdict == "corrupt_header" and "'embedding.word_embeddings.weight' has a size that is not up to 64 " \
+            "non-negative 64-bit integers" in v.reason, (size, v.problems)
