@@ -97,7 +97,9 @@ def _check_shards(d: Path, base: Path, names: list[str], index: DcpIndex | None,
     and as long as the data it places there, and at least one model tensor listed."""
     distcp = [n for n in names if n.endswith(".distcp")]
     extents = index.extents if index else {}
-    for name in names:
+    # a file the index places data in below the directory (DCP's relative_path may hold a '/')
+    nested = sorted(rel for rel in extents if "/" in rel and (d / rel).is_file())
+    for name in names + nested:
         entry = _file_entry(d / name, base)
         end = extents.get(name)
         if entry["size"] == 0 and index is not None and name.endswith(".distcp") and end is None:
@@ -118,7 +120,7 @@ def _check_shards(d: Path, base: Path, names: list[str], index: DcpIndex | None,
     if not distcp:
         report.problems.append(("empty_stub", f"{d.name} holds no .distcp shard"))
     if index is not None:
-        missing = sorted(set(extents) - set(distcp))
+        missing = sorted(set(extents) - set(distcp) - set(nested))
         if missing:
             report.problems.append(("missing_shard", f"{d.name}/.metadata names {len(missing)} shard(s) that do "
                                                      f"not exist: {', '.join(missing[:5])}"))
@@ -138,7 +140,8 @@ def _count_tensors(d: Path, index: DcpIndex, report: MegatronReport) -> None:
         report.problems.append(("empty_stub", f"{d.name}/.metadata lists {what}: the save holds no model weights"))
     if index.unstored:
         report.problems.append(("corrupt_header", f"{d.name}/.metadata lists {len(index.unstored)} tensor(s) with "
-                                                  f"no place in any .distcp: {', '.join(index.unstored[:3])}"))
+                                                  "no place in any .distcp: "
+                                                  + ", ".join(n[:120] for n in index.unstored[:3])))
 
 
 def _read_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex | None:

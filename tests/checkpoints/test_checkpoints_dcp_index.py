@@ -336,3 +336,21 @@ def test_a_tensor_size_that_is_no_tensors_is_corrupt(tmp_path):
         v = verify_checkpoint(d)
         assert v.verdict == "corrupt_header" and "'embedding.word_embeddings.weight' has a size that is not up to 64 " \
             "non-negative 64-bit integers" in v.reason, (size, v.problems)
+
+
+def test_a_shard_the_index_places_in_a_subdirectory_is_checked_there(tmp_path):
+    """DCP's relative_path is a path under the checkpoint: a shard there is found and measured."""
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    md = pickle.loads((d / ".metadata").read_bytes())
+    (d / "rank_0").mkdir()
+    for info in md.storage_data.values():
+        if info.relative_path == "__0_0.distcp":
+            info.relative_path = "rank_0/__0_0.distcp"
+    (d / "__0_0.distcp").rename(d / "rank_0" / "__0_0.distcp")
+    (d / ".metadata").write_bytes(pickle.dumps(md))
+    v = verify_checkpoint(d)
+    assert v.ok and v.tensors == 2, v.problems
+    shard = d / "rank_0" / "__0_0.distcp"
+    os.truncate(shard, shard.stat().st_size - 1)
+    v = verify_checkpoint(d)
+    assert v.verdict == "truncated" and "rank_0/__0_0.distcp is " in v.reason, v.problems
