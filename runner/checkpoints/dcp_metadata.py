@@ -222,8 +222,9 @@ def is_optimizer_state(fqn: str) -> bool:
     ``optimizer.state.<exp_avg|exp_avg_sq|fp32_param>.<param key>`` (megatron/core/optimizer/
     optimizer.py ``make_sharded_optimizer_tensor(..., prefix='optimizer.state...')``) and, for the
     distributed optimizer, ``optimizer.distributed.*``; a torch DCP state dict flattened from
-    ``{"model": ..., "optimizer": ...}`` (ms-swift 4.6 Megatron-FSDP) starts with ``optimizer.``
-    too. Model tensors never do (``decoder.layers...``, ``embedding...``, ``model.module...``)."""
+    ``{"model": ..., "optimizer": ...}`` (ms-swift 4.6 Megatron-FSDP: swift/megatron/utils/
+    megatron_fsdp_checkpoint.py ``save_checkpoint`` saves that dict, ``is_checkpoint`` looks for
+    ``model.*`` keys beside ``args`` and ``iteration``) starts with ``optimizer.`` too. Model tensors never do (``decoder.layers...``, ``embedding...``, ``model.module...``)."""
     return fqn == "optimizer" or fqn.startswith("optimizer.")
 
 
