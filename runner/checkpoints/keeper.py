@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, step_of
-from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, write_sidecar
+from moeconsole.runner.checkpoints.sidecar import read_sidecar, sidecar_current, verdict_current, write_sidecar
 from moeconsole.runner.checkpoints.verify import verify_checkpoint
 from moeconsole.runner.checkpoints.watch import CheckpointWatcher, known_verdict, latest_good, signature, vanished
 
@@ -103,7 +103,7 @@ class CheckpointKeeper:
         if str(path) not in self.verified:
             return False
         side = read_sidecar(path)
-        return side is not None and sidecar_current(path, side)
+        return side is not None and verdict_current(path, side)
 
     def sweep(self, on_checkpoint: Callable[[int | None, str], list[dict]], attempt: int | None) -> None:
         """At the end of a run nothing writes any more: verify the saves newer than the newest

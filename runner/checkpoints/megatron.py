@@ -1,12 +1,15 @@
 """Megatron checkpoints: check that a save's files exist, are non-empty and are complete.
 
-We cannot read distcp tensors without torch, so a Megatron check is structural:
+The ``.distcp`` payloads and ``common.pt`` are torch pickles, never loaded; a Megatron check is
+structural, plus what DCP's own index says the shards hold:
 
 - ``torch_dist`` (distributed checkpoint, megatron-core ``dist_checkpointing.save``): ``common.pt``
   first, the ``*.distcp`` shards, torch DCP's index ``.metadata``, then ``metadata.json``
-  (Megatron's, names the backend) last. The shard names DCP expects are read from ``.metadata``'s
-  pickle opcodes *without unpickling it* (``pickletools.genops`` only decodes; nothing is
-  executed), so a missing shard is found.
+  (Megatron's, names the backend) last. ``.metadata`` is read by a restricted unpickler that
+  builds plain stand-ins for DCP's own classes and refuses every other global (dcp_metadata.py:
+  nothing in it is executed): the tensors (name, size, dtype, chunks) are counted, and every
+  ``.distcp`` it names must exist and be at least as long as the largest offset + length it
+  places in that file (a shard cut short is ``truncated``).
 - ``fsdp_dtensor`` (ms-swift 4.6 with ``--use_megatron_fsdp``): plain torch DCP, ``*.distcp`` +
   ``.metadata`` and no ``common.pt`` or ``metadata.json``; the args and iteration live inside the
   DCP state (4.6.0 swift/megatron/utils/megatron_fsdp_checkpoint.py ``save_checkpoint``,
@@ -17,15 +20,15 @@ We cannot read distcp tensors without torch, so a Megatron check is structural:
 """
 from __future__ import annotations
 
-import io
 import os
-import pickletools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from moeconsole.runner.checkpoints.dcp_metadata import DcpIndex, DcpMetadataError, parse_dcp_metadata, summarize
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, MERGED_SUFFIX, TRACKER, has_hf_weights,
                                          is_megatron_iter_dir, tracker_iteration, weights_sibling)
+from moeconsole.runner.core.units import human_bytes
 from moeconsole.runner.rundir import jsonio
 
 COMMON = "common.pt"
@@ -39,8 +42,14 @@ class MegatronReport:
     problems: list[tuple[str, str]] = field(default_factory=list)
     files: list[dict] = field(default_factory=list)
     format: str = "unknown"
+    notes: list[str] = field(default_factory=list)
     weights_elsewhere: Path | None = None   # where this save's weights are: the -merged sibling, or for
                                             # an iter_N/ alone, the checkpoint-N/ holding it
+    tensors: int = 0                # model tensors listed by DCP's .metadata (not optimizer state)
+    params: int = 0                 # their elements
+    optimizer_tensors: int = 0      # optimizer-state tensors listed beside them (is_optimizer_state)
+    optimizer_values: int = 0
+    indexed: bool = False           # a .metadata was read: the counts above are known
 
 
 def _file_entry(path: Path, base: Path, verdict: str = "ok", reason: str = "") -> dict:
@@ -50,23 +59,6 @@ def _file_entry(path: Path, base: Path, verdict: str = "ok", reason: str = "") -
         size = 0
     return {"path": str(path.relative_to(base)), "size": size, "ok": verdict == "ok", "verdict": verdict,
             "reason": reason}
-
-
-def distcp_names_from_metadata(raw: bytes) -> set[str] | None:
-    """The ``*.distcp`` file names a torch DCP ``.metadata`` pickle refers to, found by walking
-    its opcodes (no object is built, no code runs). None if the bytes are not a valid pickle."""
-    names: set[str] = set()
-    try:
-        for opcode, arg, _pos in pickletools.genops(io.BytesIO(raw)):
-            if isinstance(arg, str) and arg.endswith(".distcp") and "/" not in arg:
-                names.add(arg)
-            elif isinstance(arg, bytes) and arg.endswith(b".distcp") and b"/" not in arg:
-                names.add(arg.decode("utf-8", "replace"))
-            if opcode.name == "STOP":
-                return names
-    except Exception:   # genops raises ValueError and friends on damaged input; any of them means "not a pickle"
-        return None
-    return None          # no STOP opcode: the pickle is cut short
 
 
 def _check_torch_dist(d: Path, base: Path, files: set[str], report: MegatronReport) -> None:
@@ -86,55 +78,94 @@ def _check_torch_dist(d: Path, base: Path, files: set[str], report: MegatronRepo
     if ".metadata" not in files:
         report.problems.append(("incomplete", f"{d.name}/.metadata is missing: torch wrote the shards but "
                                               "not the index it writes last"))
-        expected = None
+        index = None
     else:
-        expected = _expected_shards(d / ".metadata", base, report)
-    _check_shards(d, base, ["common.pt", *distcp] if "common.pt" in files else distcp, expected, report)
+        index = _read_index(d / ".metadata", base, report)
+    _check_shards(d, base, ["common.pt", *distcp] if "common.pt" in files else distcp, index, report)
 
 
 def _check_fsdp_dcp(d: Path, base: Path, files: set[str], report: MegatronReport) -> None:
     """A Megatron-FSDP ``fsdp_dtensor`` save: torch DCP writes the shards, then ``.metadata``."""
     report.format = "fsdp_dtensor"
     distcp = sorted(f for f in files if f.endswith(".distcp"))
-    expected = _expected_shards(d / ".metadata", base, report)
-    _check_shards(d, base, distcp, expected, report)
+    index = _read_index(d / ".metadata", base, report)
+    _check_shards(d, base, distcp, index, report)
 
 
-def _check_shards(d: Path, base: Path, names: list[str], expected: set[str] | None, report: MegatronReport) -> None:
-    """Each file non-empty, at least one ``.distcp`` shard, and every shard ``.metadata`` names on disk."""
+def _check_shards(d: Path, base: Path, names: list[str], index: DcpIndex | None, report: MegatronReport) -> None:
+    """Each file non-empty, at least one ``.distcp`` shard, every shard ``.metadata`` names on disk
+    and as long as the data it places there, and at least one model tensor listed."""
     distcp = [n for n in names if n.endswith(".distcp")]
-    for name in names:
+    extents = index.extents if index else {}
+    # a file the index places data in below the directory (DCP's relative_path may hold a '/')
+    nested = sorted(rel for rel in extents if "/" in rel and (d / rel).is_file())
+    for name in names + nested:
         entry = _file_entry(d / name, base)
-        if entry["size"] == 0:
+        end = extents.get(name)
+        if entry["size"] == 0 and index is not None and name.endswith(".distcp") and end is None:
+            # torch's FileSystemWriter opens one file per writer thread (thread_count) and leaves it
+            # empty when its bucket got no item: nothing is missing from it
+            entry["reason"] = "0 bytes; .metadata places nothing in it"
+        elif entry["size"] == 0:
             entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
             report.problems.append(("empty_stub", f"{d.name}/{name} is empty (0 bytes)"))
+        elif end is not None and entry["size"] < end:
+            why = (f"{entry['size']:,} bytes, but .metadata places data up to byte {end:,}: "
+                   "the shard was cut short")
+            entry.update(ok=False, verdict="truncated", reason=why)
+            report.problems.append(("truncated", f"{d.name}/{name} is {why}"))
+        if index is not None and name.endswith(".distcp"):
+            entry["items"] = index.storage_entries.get(name, 0)
         report.files.append(entry)
     if not distcp:
         report.problems.append(("empty_stub", f"{d.name} holds no .distcp shard"))
-    if expected:
-        missing = sorted(expected - set(distcp))
+    if index is not None:
+        missing = sorted(set(extents) - set(distcp) - set(nested))
         if missing:
             report.problems.append(("missing_shard", f"{d.name}/.metadata names {len(missing)} shard(s) that do "
                                                      f"not exist: {', '.join(missing[:5])}"))
+        _count_tensors(d, index, report)
 
 
-def _expected_shards(path: Path, base: Path, report: MegatronReport) -> set[str] | None:
+def _count_tensors(d: Path, index: DcpIndex, report: MegatronReport) -> None:
+    report.indexed = True
+    t, p, ot, op = summarize(index)
+    report.tensors += t
+    report.params += p
+    report.optimizer_tensors += ot
+    report.optimizer_values += op
+    if not t:
+        what = (f"only optimizer state ({ot} tensors)" if ot else
+                f"no tensors at all ({index.byte_items} non-tensor item(s))")
+        report.problems.append(("empty_stub", f"{d.name}/.metadata lists {what}: the save holds no model weights"))
+    if index.unstored:
+        report.problems.append(("corrupt_header", f"{d.name}/.metadata lists {len(index.unstored)} tensor(s) with "
+                                                  "no place in any .distcp: "
+                                                  + ", ".join(n[:120] for n in index.unstored[:3])))
+
+
+def _read_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex | None:
+    """DCP's index of the save, read without executing it; None (and a problem) when unreadable."""
     try:
         size = path.stat().st_size
         if size == 0:
             report.problems.append(("empty_stub", f"{path.parent.name}/.metadata is empty (0 bytes)"))
             return None
         if size > _MAX_DCP_METADATA_BYTES:
-            return None     # too big to walk cheaply; existence and size checks still apply
+            report.notes.append(f"{path.parent.name}/.metadata is {human_bytes(size)}: not read (above "
+                                f"{human_bytes(_MAX_DCP_METADATA_BYTES)}); tensors not counted, shards checked "
+                                "for presence and size only")
+            return None
         raw = path.read_bytes()
     except OSError as exc:
         report.problems.append(("unreadable", f"{path.parent.name}/.metadata: {exc.strerror or exc}"))
         return None
-    names = distcp_names_from_metadata(raw)
-    if names is None:
-        report.problems.append(("corrupt_header", f"{path.parent.name}/.metadata is not a complete pickle"))
     report.files.append(_file_entry(path, base))
-    return names
+    try:
+        return parse_dcp_metadata(raw)
+    except DcpMetadataError as exc:
+        report.problems.append(("corrupt_header", f"{path.parent.name}/.metadata {exc}"))
+        return None
 
 
 def _check_legacy(d: Path, base: Path, dirs: set[str], report: MegatronReport) -> None:
@@ -220,7 +251,13 @@ def check_megatron(path: Path, step: int | None) -> MegatronReport:
         sub = check_iter_dir(d, path)
         report.problems += sub.problems
         report.files += sub.files
+        report.notes += sub.notes
         report.format = sub.format
+        report.tensors += sub.tensors
+        report.params += sub.params
+        report.optimizer_tensors += sub.optimizer_tensors
+        report.optimizer_values += sub.optimizer_values
+        report.indexed = report.indexed or sub.indexed
         m = ITER_DIR.match(d.name)
         report.problems += check_tracker(path, int(m.group(1)) if m else None, required=True)
     if report.format == "common_only" and not has_hf_weights(path):

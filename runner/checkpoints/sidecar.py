@@ -1,9 +1,11 @@
 """What the runner stores with each checkpoint it verified: ``<ckpt>/moeconsole.json``.
 
-``{"v":1, "run_id", "recipe_hash", "step", "verdict", "suspect", "verified_at", "files"}`` where
+``{"v":1, "run_id", "recipe_hash", "step", "verdict", "suspect", "verified_at", "files", "checks"}`` where
 ``files`` maps each file of the checkpoint (relative path) to ``[size, mtime_ns]`` at
 verification time, so a later reader can trust the stored verdict only while the files are
-unchanged. A metadata-only ``checkpoint-N/`` whose weights are its ``checkpoint-N-merged/``
+unchanged, and ``checks`` is the revision of the checks that gave it (``CHECKS``): a verdict from
+older checks is judged again (``verdict_current``), since they may have passed what the current
+ones find. A metadata-only ``checkpoint-N/`` whose weights are its ``checkpoint-N-merged/``
 sibling (ms-swift ``--merge_lora true``) includes the sibling's files as ``../checkpoint-N-merged/...``:
 the verdict is the sibling's, so a change there (a merged model still being written when it was
 first judged) makes the verdict stale. Written atomically.
@@ -18,6 +20,11 @@ from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints.discover import SIDECAR_NAME, is_sidecar_file, weights_sibling
 
 _MAX_DEPTH = 3
+
+# The revision of what the fast path checks; a stored verdict given by older checks is not trusted.
+# 1 (no "checks" key): Megatron torch_dist / DCP saves checked for presence and non-zero size only.
+# 2: DCP's .metadata read: model tensors counted, every .distcp as long as the data placed in it.
+CHECKS = 2
 
 
 def fingerprint(ckpt_dir: Path) -> dict[str, list[int]]:
@@ -54,7 +61,7 @@ def write_sidecar(ckpt_dir: Path | str, *, run_id: str, recipe_hash: str, step: 
     ckpt_dir = Path(ckpt_dir)
     record = {"v": jsonio.SCHEMA_VERSION, "run_id": run_id, "recipe_hash": recipe_hash, "step": step,
               "verdict": verdict, "suspect": bool(suspect), "verified_at": time.time(),
-              "files": fingerprint(ckpt_dir)}
+              "files": fingerprint(ckpt_dir), "checks": CHECKS}
     if reason is not None:
         record["reason"] = reason
     try:
@@ -91,3 +98,10 @@ def sidecar_current(ckpt_dir: Path | str, record: dict) -> bool:
     """Are the checkpoint's files exactly as they were when ``record`` was written?"""
     files = record.get("files")
     return isinstance(files, dict) and bool(files) and files == fingerprint(Path(ckpt_dir))
+
+
+def verdict_current(ckpt_dir: Path | str, record: dict) -> bool:
+    """May the stored verdict stand? Only while the files are unchanged and it was given by the
+    current checks (a save an older version called ok may be truncated by today's rules). The
+    stored recipe hash stays evidence of drift while the files are unchanged (``sidecar_current``)."""
+    return record.get("checks") == CHECKS and sidecar_current(ckpt_dir, record)

@@ -19,7 +19,7 @@ from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
                                          Checkpoint, layout_of, step_of)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
-from moeconsole.runner.core.units import human_bytes
+from moeconsole.runner.core.units import human_bytes, human_count
 from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
 from moeconsole.runner.checkpoints.sidecar import read_sidecar
 
@@ -68,6 +68,8 @@ class _Findings:
     files: list[dict] = field(default_factory=list)
     file_verdicts: list[FileVerdict] = field(default_factory=list)
     summary: str = ""
+    dcp_tensors: int = 0        # model tensors (and their elements) DCP's .metadata lists (Megatron saves)
+    dcp_params: int = 0
 
 
 def _read_json_object(path: Path) -> tuple[dict | None, str | None]:
@@ -249,12 +251,18 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
         report = megatron.check_megatron(d, step)
         found.problems += report.problems
         found.files += report.files
+        found.notes += report.notes
+        found.dcp_tensors += report.tensors
+        found.dcp_params += report.params
         if report.weights_elsewhere is not None:
             _check_weights_elsewhere(d, report.weights_elsewhere, found)
         elif report.format == "common_only" and layout in ("hf_adapter", "hf_full", "hf_sharded"):
             found.notes.append(resume_hint(d, layout))
         if not found.summary and report.format not in ("unknown", "common_only"):
             found.summary = f"Megatron {report.format}, {len(report.files)} files"
+            if report.optimizer_tensors:
+                found.summary += (f", {report.tensors} model tensors + {report.optimizer_tensors} optimizer-state "
+                                  f"tensors ({human_count(report.optimizer_values)} values)")
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
         _check_hf(d, layout, found)
     elif layout == "unknown":
@@ -408,6 +416,11 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
     good = [fv for fv in found.file_verdicts if fv.ok]
     v.tensors = sum(fv.tensors for fv in good)
     v.params = sum(fv.params for fv in good)
+    if not v.tensors:       # a Megatron-only save: the tensors DCP's .metadata lists
+        v.tensors, v.params = found.dcp_tensors, found.dcp_params
+    elif found.dcp_tensors:   # safetensors beside Megatron state: count the weights once, say what else is there
+        found.notes.append(f"Megatron state beside the safetensors: {found.dcp_tensors} model tensors "
+                           f"({human_count(found.dcp_params)} params) listed by its .metadata")
     if full and path.exists():
         _full_checks(path, found, v)
     sidecar = read_sidecar(path) if path.is_dir() else None

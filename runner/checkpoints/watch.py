@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, megatron_save_complete
-from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, sidecar_current
+from moeconsole.runner.checkpoints.sidecar import fingerprint, read_sidecar, verdict_current
 
 
 def signature(path: Path) -> tuple[tuple[str, int], ...]:
@@ -123,11 +123,11 @@ class CheckpointWatcher:
 
 def known_verdict(ckpt: Checkpoint) -> tuple[str, str | None, bool]:
     """(verdict, recipe hash, suspect) of a checkpoint: its sidecar's while the files are
-    unchanged since it was written, else verified now (fast path)."""
+    unchanged since it was written by the current checks, else verified now (fast path)."""
     from moeconsole.runner.checkpoints.verify import verify_found
 
     record = read_sidecar(ckpt.path) if ckpt.path.is_dir() else None
-    if record is not None and sidecar_current(ckpt.path, record):
+    if record is not None and verdict_current(ckpt.path, record):
         return str(record["verdict"]), record.get("recipe_hash"), bool(record.get("suspect"))
     v = verify_found(ckpt)
     return v.verdict, v.recipe_hash, v.suspect

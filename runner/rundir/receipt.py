@@ -119,22 +119,31 @@ def _evenly_spaced(points: list[tuple[int, float]], n: int = 400) -> list[list[f
 
 
 def header_digest(ckpt: Path) -> str | None:
-    """sha256 over (relative path, size, header bytes) of each safetensors file: changes when
-    the tensors' names, shapes, dtypes or the file size change; costs a few KB of reading."""
+    """sha256 over (relative path, size, header bytes) of each safetensors file, and of each torch
+    DCP index (``.metadata`` of a Megatron torch_dist save, whole: it is that save's header): changes
+    when the tensors' names, shapes, dtypes or the file size change; costs a few KB of reading (a
+    large MoE save's ``.metadata``, some MB)."""
     files = sorted(p for p in (ckpt.rglob("*.safetensors") if ckpt.is_dir() else [ckpt]) if p.is_file())
+    if ckpt.is_dir():
+        files += sorted(p for p in ckpt.rglob(".metadata") if p.is_file())
     if not files:
         return None
     h = hashlib.sha256()
     for p in files:
         try:
+            size = p.stat().st_size
+            rel = str(p.relative_to(ckpt)) if ckpt.is_dir() else p.name
             with open(p, "rb") as f:
+                if p.name == ".metadata":
+                    h.update(f"{rel}\0{size}\0".encode())
+                    while chunk := f.read(8 << 20):
+                        h.update(chunk)
+                    continue
                 raw_len = f.read(8)
                 n = struct.unpack("<Q", raw_len)[0] if len(raw_len) == 8 else 0
                 header = f.read(min(n, 100 * 1024 * 1024))
-            size = p.stat().st_size
         except OSError:
             continue
-        rel = str(p.relative_to(ckpt)) if ckpt.is_dir() else p.name
         h.update(f"{rel}\0{size}\0".encode())
         h.update(header)
     return h.hexdigest()
