@@ -51,8 +51,14 @@ def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
 
 
 def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, Any]]) -> float | None:
-    """A node is as slow as its slowest rank: the largest latest step time among its ranks."""
-    times = [t for r in ranks if (t := finite_float((rank_times.get(r) or {}).get("step_time_s"))) is not None]
+    """A node's step time from ``ranks.json``'s entries (``slowest``)."""
+    return slowest((rank_times.get(r) or {}).get("step_time_s") for r in ranks)
+
+
+def slowest(step_times: Iterable[Any]) -> float | None:
+    """A node is as slow as its slowest rank: the largest of its ranks' latest step times (as
+    ``ranks.json`` has them; a missing or non-finite one is left out)."""
+    times = [t for x in step_times if (t := finite_float(x)) is not None]
     return max(times) if times else None
 
 
