@@ -514,10 +514,11 @@ def _glance_entry(path: str, name: str, size: int = 1 << 16) -> Doc | None:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None, "glance": True}
 
 
-def _with_age(entry: Doc, now: float) -> Doc:
+def _age_of(entry: Doc, now: float) -> float | None:
+    """How long ago a node's agent wrote its file (None: no time in it); past NODE_STALE_S the
+    node is stale."""
     t = entry.get("t")
-    age = (now - t) if isinstance(t, (int, float)) else None
-    return {**entry, "age_s": age, "stale": age is None or age > NODE_STALE_S}
+    return (now - t) if isinstance(t, (int, float)) else None
 
 
 class NodeReader:
@@ -546,7 +547,7 @@ class NodeReader:
         self._dir = str(run.telemetry)
         self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
         self._gpu_figures: dict[str, tuple[Doc, Doc]] = {}   # name -> (entry, its nodehealth.gpu_figures)
-        self._steps: dict[str, tuple[object, StatKey | None, float | None]] = {}  # name -> (its ranks, ranks.json, step time)
+        self._steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}  # name -> (its entry, ranks.json, step time)
         self._ranks: tuple[StatKey | None, ranktimes.StepTimes] = (None, {})
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
         self._last: tuple[Doc, ...] = ()  # what read returned last
@@ -597,17 +598,20 @@ class NodeReader:
         if not files:
             self._last = ()
             return ()
-        nodes = [_with_age(entry, now) for _, _, entry in files.values()]
+        entries = [entry for _, _, entry in files.values()]
+        ages = [_age_of(entry, now) for entry in entries]
+        stale = tuple(age is None or age > NODE_STALE_S for age in ages)
         steps = self._node_steps(files)
         # the inputs of the verdicts: each file as read, each node's step time (not ranks.json
         # itself: rewritten at every flush of a run whose ranks print, it mostly moves ranks
         # within the same node's step time) and which nodes are stale
-        judged_from: NodesKey = (tuple((n, k) for n, (k, _, _) in files.items()), steps,
-                                 tuple(bool(n["stale"]) for n in nodes))
+        judged_from: NodesKey = (tuple((n, k) for n, (k, _, _) in files.items()), steps, stale)
         if self._judged is not None and self._judged[0] == judged_from:
-            ages = {n["host"]: n["age_s"] for n in nodes}  # same verdicts: only the ages moved on
-            self._last = tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
+            # same verdicts: only the ages moved on (one copy of each node, not two)
+            age_of = {entry["host"]: age for entry, age in zip(entries, ages)}
+            self._last = tuple({**n, "age_s": age_of.get(n["host"])} for n in self._judged[1])
             return self._last
+        nodes = [{**entry, "age_s": age, "stale": old} for entry, age, old in zip(entries, ages, stale)]
         judged = tuple(nodehealth.assess_nodes(nodes, None, self._figures(files, steps)))
         self._judged = (judged_from, judged)
         self._last = judged
@@ -616,14 +620,18 @@ class NodeReader:
     def _node_steps(self, files: dict[str, tuple[StatKey, float, Doc]]) -> tuple[float | None, ...]:
         """Each node's step time (``nodehealth.slowest`` of its ranks' in ``ranks.json``), in
         the order of ``files``: worked out again only when its ranks (an agent rewrites its file
-        each second, its ranks stay) or ``ranks.json`` changed."""
+        each second, its ranks stay) or ``ranks.json`` changed; a file not read again is not
+        even looked at."""
         ranks_key, step_times = self._rank_times()
-        steps: dict[str, tuple[object, StatKey | None, float | None]] = {}
+        steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}
         for name, (_, _, entry) in files.items():
             step = self._steps.get(name)
-            ranks = entry.get("ranks")
-            if step is None or step[1] != ranks_key or step[0] != ranks:
-                step = (ranks, ranks_key, nodehealth.slowest(step_times.get(r) for r in nodehealth.node_ranks(entry)))
+            if step is None or step[1] != ranks_key or \
+                    (step[0] is not entry and step[0].get("ranks") != entry.get("ranks")):
+                step = (entry, ranks_key,
+                        nodehealth.slowest(step_times.get(r) for r in nodehealth.node_ranks(entry)))
+            elif step[0] is not entry:  # a new file of the same ranks: the same step time
+                step = (entry, ranks_key, step[2])
             steps[name] = step
         self._steps = steps
         return tuple(step[2] for step in steps.values())
