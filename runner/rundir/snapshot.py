@@ -549,6 +549,7 @@ class NodeReader:
         self._gpu_figures: dict[str, tuple[Doc, Doc]] = {}   # name -> (entry, its nodehealth.gpu_figures)
         self._steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}  # name -> (its entry, ranks.json, step time)
         self._ranks: tuple[StatKey | None, ranktimes.StepTimes] = (None, {})
+        self._steps_from: StatKey | None = None  # the ranks.json of the step times in ``_steps``
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
         self._last: tuple[Doc, ...] = ()  # what read returned last
         self.whole = True         # every node's whole document (see the class's docstring)
@@ -601,11 +602,16 @@ class NodeReader:
         entries = [entry for _, _, entry in files.values()]
         ages = [_age_of(entry, now) for entry in entries]
         stale = tuple(age is None or age > NODE_STALE_S for age in ages)
-        steps = self._node_steps(files)
+        read_from = tuple((n, k) for n, (k, _, _) in files.items())
+        ranks_key = self._rank_times()[0]
+        known = self._judged
+        # each node's step time: the last ones while no file and not ranks.json changed
+        steps = known[0][1] if known is not None and known[0][0] == read_from and \
+            ranks_key == self._steps_from else self._node_steps(files)
         # the inputs of the verdicts: each file as read, each node's step time (not ranks.json
         # itself: rewritten at every flush of a run whose ranks print, it mostly moves ranks
         # within the same node's step time) and which nodes are stale
-        judged_from: NodesKey = (tuple((n, k) for n, (k, _, _) in files.items()), steps, stale)
+        judged_from: NodesKey = (read_from, steps, stale)
         if self._judged is not None and self._judged[0] == judged_from:
             # same verdicts: only the ages moved on (one copy of each node, not two)
             age_of = {entry["host"]: age for entry, age in zip(entries, ages)}
@@ -623,6 +629,7 @@ class NodeReader:
         each second, its ranks stay) or ``ranks.json`` changed; a file not read again is not
         even looked at."""
         ranks_key, step_times = self._rank_times()
+        self._steps_from = ranks_key
         steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}
         for name, (_, _, entry) in files.items():
             step = self._steps.get(name)
