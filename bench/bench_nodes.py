@@ -56,22 +56,32 @@ if what == "read":
         reader.read(now)
     print((time.process_time() - c0) / 20 / 128 * 1e6)
 elif what == "second":
-    import json, os
+    import json, os, re
     ranks_path = Path(sys.argv[1]) / "ranks.json"
     doc = json.loads(ranks_path.read_text())
+    agents = {f: f.read_text() for f in sorted((Path(sys.argv[1]) / "telemetry").glob("*.json"))}
+    stamp = re.compile(r'^ "t": [0-9.]+,$', re.M)  # the file's time (the agent's format: json indent 1)
+
+    def write(path, text):  # as the agent and the runner write (a new file renamed into place)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
+    def agents_write(t):
+        for f, text in agents.items():
+            write(f, stamp.sub(f' "t": {t},', text, count=1))
     now = time.time()
+    agents_write(now)
     draw(reader.read(now), None, "here", 160, 16)
     used = 0.0
     for k in range(1, 81):
-        t = now + (k % 4) * 0.5  # the files' ages stay within 2 s (fresh, as the agents write them)
-        if k % 2 == 0:
-            reader._files = {}  # every file read again (its turn came)
+        t = now + k
+        if k % 2 == 0:  # every agent's file written again (not timed); at 128 nodes read every 2 s
+            agents_write(t - 0.5)
         if k % 4 == 0:  # the runner's flush after a step: every rank's new step time (not timed)
             for r, e in doc["ranks"].items():
                 e["step_time_s"] = round(e["step_time_s"] * (1 + ((k + int(r)) % 5 - 2) / 1000), 4)
-            tmp = ranks_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(doc))
-            os.replace(tmp, ranks_path)
+            write(ranks_path, json.dumps(doc))
         c0 = time.process_time()
         draw(reader.read(t), None, "here", 160, 16)
         used += time.process_time() - c0

@@ -383,3 +383,23 @@ def test_a_new_ranks_json_with_the_same_node_step_times_is_not_judged_again(tmp_
     other = reader.read(now + 0.9)  # another version's entries: read whole, its dict entries kept
     assert whole_reads == [1] and {n["host"]: n["health"]["step_time_s"] for n in other}["n001"] == 4.0
     assert {n["host"]: n["health"]["step_time_s"] for n in other}["n005"] is None
+
+
+def test_a_nodes_gpu_figures_read_every_value_as_finite_float_does():
+    """The figures take an agent's plain numbers as they are and read anything else as
+    ``finite_float`` does: a bool, a string, NaN, infinity or an int too large for a float is
+    no value; a number in a string ("nan" excepted) is one."""
+    gpus = [{"mem_used_mib": 100, "mem_total_mib": 1000, "util_pct": 50},                 # ints
+            {"mem_used_mib": 950.0, "mem_total_mib": 1000.0, "util_pct": 90.0},
+            {"mem_used_mib": True, "mem_total_mib": 1000, "util_pct": False},             # bools: none
+            {"mem_used_mib": "900", "mem_total_mib": "1000", "util_pct": "70"},           # strings: read
+            {"mem_used_mib": float("nan"), "mem_total_mib": 1000, "util_pct": float("inf")},
+            {"mem_used_mib": 10 ** 400, "mem_total_mib": 10 ** 400, "util_pct": -10 ** 400},
+            {"mem_used_mib": 5, "mem_total_mib": 0, "util_pct": None},                    # no total
+            {"mem_used_mib": "nan", "mem_total_mib": 1000, "util_pct": "inf"},
+            "not a GPU"]
+    f = nodehealth.gpu_figures({"available": True, "gpus": gpus})
+    assert f == {"gpus": 8, "min_free_mib": 50.0, "max_mem_frac": 0.95, "mean_util_pct": 70.0, "min_util_pct": 50.0}
+    assert all(type(v) is float for k, v in f.items() if k != "gpus")
+    assert nodehealth.gpu_figures(None) == {"gpus": 0, "min_free_mib": None, "max_mem_frac": None,
+                                            "mean_util_pct": None, "min_util_pct": None}
