@@ -31,7 +31,7 @@ from moeconsole.runner.rundir.alertgroups import AlertBook, AlertGroup
 # checkpoint, a node, a GPU sample (JSON: its values stay Any until a reader narrows them).
 Doc = dict[str, Any]
 StatKey = tuple[int, int, int]  # inode, size, mtime (ns): what tells a changed file from the one read last
-# What the node verdicts were judged from: each file's stat key, ranks.json's, and which are stale.
+# What the node verdicts were judged from: each file's stat key, each node's step time, and which are stale.
 NodesKey = tuple[tuple[tuple[str, StatKey], ...], tuple[float | None, ...], tuple[bool, ...]]
 Telemetry = Callable[[StateDict], tuple[Doc | None, list[Doc]]]  # state -> (GPU document, blockers)
 
@@ -529,9 +529,10 @@ class NodeReader:
     ``ranks.json`` at every flush (of which only each rank's step time is decoded:
     ``ranktimes.load_step_times``). A node's figures for that judgement
     (``nodehealth.node_figures``) are worked out when its file is read and its step time when
-    its ranks or ``ranks.json`` change, so judging again costs only the verdicts. Past ``FILES_PER_S`` nodes a changed file waits its turn:
-    each is re-read at most every (nodes / FILES_PER_S) seconds, so the cost per second stays
-    flat (128 nodes: every 2 s), and until then it is not even looked at (no ``stat``).
+    its ranks or ``ranks.json`` change, so judging again costs only the verdicts. Past
+    ``FILES_PER_S`` nodes a changed file waits its turn: each is re-read at most every
+    (nodes / FILES_PER_S) seconds, so the cost per second stays flat (128 nodes: every 2 s),
+    and until then it is not even looked at (no ``stat``).
 
     ``whole`` False (the run screen of a console): past ``GLANCE_PAST`` nodes each file is
     decoded only for the fields the judgement and the summary line use (``_glance_entry``,
@@ -603,11 +604,11 @@ class NodeReader:
         ages = [_age_of(entry, now) for entry in entries]
         stale = tuple(age is None or age > NODE_STALE_S for age in ages)
         read_from = tuple((n, k) for n, (k, _, _) in files.items())
-        ranks_key = self._rank_times()[0]
+        ranks = self._rank_times()
         known = self._judged
         # each node's step time: the last ones while no file and not ranks.json changed
         steps = known[0][1] if known is not None and known[0][0] == read_from and \
-            ranks_key == self._steps_from else self._node_steps(files)
+            ranks[0] == self._steps_from else self._node_steps(files, ranks)
         # the inputs of the verdicts: each file as read, each node's step time (not ranks.json
         # itself: rewritten at every flush of a run whose ranks print, it mostly moves ranks
         # within the same node's step time) and which nodes are stale
@@ -623,12 +624,13 @@ class NodeReader:
         self._last = judged
         return judged
 
-    def _node_steps(self, files: dict[str, tuple[StatKey, float, Doc]]) -> tuple[float | None, ...]:
-        """Each node's step time (``nodehealth.slowest`` of its ranks' in ``ranks.json``), in
-        the order of ``files``: worked out again only when its ranks (an agent rewrites its file
-        each second, its ranks stay) or ``ranks.json`` changed; a file not read again is not
-        even looked at."""
-        ranks_key, step_times = self._rank_times()
+    def _node_steps(self, files: dict[str, tuple[StatKey, float, Doc]],
+                    ranks: tuple[StatKey | None, ranktimes.StepTimes]) -> tuple[float | None, ...]:
+        """Each node's step time (``nodehealth.slowest`` of its ranks' in ``ranks.json``,
+        ``ranks``: its stat key and step times), in the order of ``files``: worked out again
+        only when its ranks (an agent rewrites its file each second, its ranks stay) or
+        ``ranks.json`` changed; a file not read again is not even looked at."""
+        ranks_key, step_times = ranks
         self._steps_from = ranks_key
         steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}
         for name, (_, _, entry) in files.items():
