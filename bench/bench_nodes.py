@@ -6,9 +6,15 @@ files): what ``bench_scale.py`` cannot resolve at the process level on a busy ma
   agent files again (each file changed), per file;
 - lines: the GPU panel's summary lines (160 columns, 16 lines, as the panel draws them:
   ``node_summary_lines``, or ``summary_lines(node_groups(...))`` in a tree without it) once a
-  second, the ages moving on and half the nodes read again (a new GPU dict), per draw.
+  second, the ages moving on and half the nodes read again (a new GPU dict), per draw;
+- second: a second of the run screen's node reading as the live 1,024-GPU run makes it
+  (``bench_scale.py``, counted there: a console's timer reads once a second, every agent file
+  changed each second but read every 2 s at 128 nodes, so a read of all 128 files every other
+  second and a read of none between; the runner rewrites ``ranks.json`` every 4 s, one step of
+  the job), then the panel's summary lines of what it read, per second (each read a second).
 
-The agent files are the real format: ``bench/sim_agents.py`` over the fake NVML library.
+The agent files are the real format: ``bench/sim_agents.py`` over the fake NVML library;
+``ranks.json`` the runner's own (``ranktimes.save``) with 1,024 ranks, node 101's slower.
 
     .venv/bin/python bench/bench_nodes.py --baseline REV [--rounds 7]
 """
@@ -49,6 +55,37 @@ if what == "read":
         reader._files = {}  # every file changed: read again
         reader.read(now)
     print((time.process_time() - c0) / 20 / 128 * 1e6)
+elif what == "second":
+    import json, os, re
+    ranks_path = Path(sys.argv[1]) / "ranks.json"
+    doc = json.loads(ranks_path.read_text())
+    agents = {f: f.read_text() for f in sorted((Path(sys.argv[1]) / "telemetry").glob("*.json"))}
+    stamp = re.compile(r'^ "t": [0-9.]+,$', re.M)  # the file's time (the agent's format: json indent 1)
+
+    def write(path, text):  # as the agent and the runner write (a new file renamed into place)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
+    def agents_write(t):
+        for f, text in agents.items():
+            write(f, stamp.sub(f' "t": {t},', text, count=1))
+    now = time.time()
+    agents_write(now)
+    draw(reader.read(now), None, "here", 160, 16)
+    used = 0.0
+    for k in range(1, 81):
+        t = now + k
+        if k % 2 == 0:  # every agent's file written again (not timed); at 128 nodes read every 2 s
+            agents_write(t - 0.5)
+        if k % 4 == 0:  # the runner's flush after a step: every rank's new step time (not timed)
+            for r, e in doc["ranks"].items():
+                e["step_time_s"] = round(e["step_time_s"] * (1 + ((k + int(r)) % 5 - 2) / 1000), 4)
+            write(ranks_path, json.dumps(doc))
+        c0 = time.process_time()
+        draw(reader.read(t), None, "here", 160, 16)
+        used += time.process_time() - c0
+    print(used / 80 * 1e3)  # 80 reads, one a second
 else:
     nodes = reader.read(time.time())
     frames = []
@@ -84,6 +121,11 @@ def agent_files(work: Path) -> Path:
     finally:
         p.terminate()
         p.wait(timeout=30)
+    from moeconsole.runner.rundir import rundir, ranktimes
+    book = ranktimes.RankTimes()  # the runner's ranks.json of the job: 1,024 ranks, node 101 slower
+    book.feed([{"step": 9, "step_time_s": 4.0 * (1.3 if r // 8 == 101 else 1.0) * (1 + (r % 7) / 700),
+                "extra": {"rank": r}} for r in range(1024)], now=time.time())
+    ranktimes.save(rundir.RunDir(run), book)
     return run
 
 
@@ -96,7 +138,7 @@ def main() -> int:
         work = Path(tmp)
         run = agent_files(work)
         trees = {"this code": REPO, f"baseline {args.baseline}": export(args.baseline, work / "baseline")}
-        got: dict[str, dict[str, list[float]]] = {w: {t: [] for t in trees} for w in ("read", "lines")}
+        got: dict[str, dict[str, list[float]]] = {w: {t: [] for t in trees} for w in ("read", "lines", "second")}
         for _ in range(args.rounds):
             for what in got:
                 for name, tree in trees.items():
@@ -111,7 +153,8 @@ def main() -> int:
     print("| measure | this code, median (range) | baseline, median (range) | this / baseline round by round |")
     print("|---|---|---|---|")
     for what, label, unit in (("read", "an agent file read as the run screen reads it", "µs"),
-                              ("lines", "the GPU panel's summary lines of 128 nodes, one draw", "ms")):
+                              ("lines", "the GPU panel's summary lines of 128 nodes, one draw", "ms"),
+                              ("second", "a second of the run screen's node reading and summary lines", "ms")):
         a, b = got[what]["this code"], got[what][base]
         r = [x / y for x, y in zip(a, b)]
         print(f"| {label} | {statistics.median(a):.3g} {unit} ({min(a):.3g}-{max(a):.3g}) | "

@@ -408,8 +408,9 @@ def node_summary(group: NodeGroup, width: int, label_w: int = 0, short: bool = F
     return _summary_layout(group, width, label_w, short)[0]
 
 
-def _is_problem(stale: bool, gpu: dict | None, why: tuple[str, ...]) -> bool:
-    """Listed first when the nodes are counted: stale, no GPU data, or judged one of the worst."""
+def _is_problem(stale: bool, gpu: dict | None, why: object) -> bool:
+    """Listed first when the nodes are counted: stale, no GPU data, or judged one of the worst
+    (``why``: its problems in words, any non-empty sequence of them)."""
     return stale or gpu is None or not gpu.get("available") or bool(why)
 
 
@@ -457,9 +458,12 @@ def node_summary_lines(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | N
             items.append((_problem(group), group.stale, group))
         else:
             stale = bool(node.get("stale"))
-            items.append((_is_problem(stale, _file_gpu(node), _file_why(node)), stale, node))
+            health = node.get("health")  # its words are made only for the nodes shown (``_file_why``)
+            items.append((_is_problem(stale, _file_gpu(node), health.get("why") if isinstance(health, dict) else None),
+                          stale, node))
     keep = max(0, budget - 1)
-    ordered = sorted(items, key=lambda item: not item[0])  # stable: problems first, order kept
+    # problems first, each part in its order (what ``sorted`` on ``not problem`` gives, with no key calls)
+    ordered = [item for item in items if item[0]] + [item for item in items if not item[0]]
     shown = [made if isinstance(made, NodeGroup) else node_groups([made], None, local_host)[0]
              for _, _, made in ordered[:keep]]
     hidden = ordered[keep:]

@@ -31,9 +31,8 @@ from moeconsole.runner.rundir.alertgroups import AlertBook, AlertGroup
 # checkpoint, a node, a GPU sample (JSON: its values stay Any until a reader narrows them).
 Doc = dict[str, Any]
 StatKey = tuple[int, int, int]  # inode, size, mtime (ns): what tells a changed file from the one read last
-RankTimes = dict[int, Doc]      # ranks.json: {rank: {"step", "step_time_s", "t"}}
-# What the node verdicts were judged from: each file's stat key, ranks.json's, and which are stale.
-NodesKey = tuple[tuple[tuple[str, StatKey], ...], StatKey | None, tuple[bool, ...]]
+# What the node verdicts were judged from: each file's stat key, each node's step time, and which are stale.
+NodesKey = tuple[tuple[tuple[str, StatKey], ...], tuple[float | None, ...], tuple[bool, ...]]
 Telemetry = Callable[[StateDict], tuple[Doc | None, list[Doc]]]  # state -> (GPU document, blockers)
 
 EVENT_KEEP = 200
@@ -515,21 +514,25 @@ def _glance_entry(path: str, name: str, size: int = 1 << 16) -> Doc | None:
             "processes": procs if isinstance(procs, int) and not isinstance(procs, bool) else None, "glance": True}
 
 
-def _with_age(entry: Doc, now: float) -> Doc:
+def _age_of(entry: Doc, now: float) -> float | None:
+    """How long ago a node's agent wrote its file (None: no time in it); past NODE_STALE_S the
+    node is stale."""
     t = entry.get("t")
-    age = (now - t) if isinstance(t, (int, float)) else None
-    return {**entry, "age_s": age, "stale": age is None or age > NODE_STALE_S}
+    return (now - t) if isinstance(t, (int, float)) else None
 
 
 class NodeReader:
     """The agents' files of a run (``telemetry/<host>.json``), each re-read only when it changed
-    (its inode, size or mtime), and the nodes judged again only when a file or ``ranks.json``
-    changed or a node went stale: a console on a 128-node run polls several times a second,
-    agents write once a second. A node's figures for that judgement (``nodehealth.node_figures``)
-    are worked out when its file is read and its step time when ``ranks.json`` changes, so
-    judging again costs only the verdicts. Past ``FILES_PER_S`` nodes a changed file waits its turn:
-    each is re-read at most every (nodes / FILES_PER_S) seconds, so the cost per second stays
-    flat (128 nodes: every 2 s), and until then it is not even looked at (no ``stat``).
+    (its inode, size or mtime), and the nodes judged again only when a file or a node's step
+    time changed or a node went stale: a console on a 128-node run polls several times a
+    second, agents write once a second, and the runner of a 1,024-rank run rewrites
+    ``ranks.json`` at every flush (of which only each rank's step time is decoded:
+    ``ranktimes.load_step_times``). A node's figures for that judgement
+    (``nodehealth.node_figures``) are worked out when its file is read and its step time when
+    its ranks or ``ranks.json`` change, so judging again costs only the verdicts. Past
+    ``FILES_PER_S`` nodes a changed file waits its turn: each is re-read at most every
+    (nodes / FILES_PER_S) seconds, so the cost per second stays flat (128 nodes: every 2 s),
+    and until then it is not even looked at (no ``stat``).
 
     ``whole`` False (the run screen of a console): past ``GLANCE_PAST`` nodes each file is
     decoded only for the fields the judgement and the summary line use (``_glance_entry``,
@@ -545,17 +548,19 @@ class NodeReader:
         self._dir = str(run.telemetry)
         self._files: dict[str, tuple[StatKey, float, Doc]] = {}   # name -> (stat key, read at, entry)
         self._gpu_figures: dict[str, tuple[Doc, Doc]] = {}   # name -> (entry, its nodehealth.gpu_figures)
-        self._steps: dict[str, tuple[object, StatKey | None, float | None]] = {}  # name -> (its ranks, ranks.json, step time)
-        self._ranks: tuple[StatKey | None, RankTimes] = (None, {})
+        self._steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}  # name -> (its entry, ranks.json, step time)
+        self._ranks: tuple[StatKey | None, ranktimes.StepTimes] = (None, {})
+        self._steps_from: StatKey | None = None  # the ranks.json of the step times in ``_steps``
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
         self._last: tuple[Doc, ...] = ()  # what read returned last
         self.whole = True         # every node's whole document (see the class's docstring)
         self._glanced = False     # the entries kept hold glances (read while whole was False)
 
-    def _rank_times(self) -> tuple[StatKey | None, RankTimes]:
+    def _rank_times(self) -> tuple[StatKey | None, ranktimes.StepTimes]:
+        """Each rank's step time in ``ranks.json``, decoded again only when the file changed."""
         key = _stat_key(str(self.run.rank_times))
         if key != self._ranks[0]:
-            self._ranks = (key, ranktimes.load_rank_times(self.run) if key else {})
+            self._ranks = (key, ranktimes.load_step_times(self.run, key[1]) if key else {})
         return self._ranks
 
     def read(self, now: float) -> tuple[Doc, ...]:
@@ -595,39 +600,63 @@ class NodeReader:
         if not files:
             self._last = ()
             return ()
-        nodes = [_with_age(entry, now) for _, _, entry in files.values()]
-        ranks_key, rank_times = self._rank_times()
-        judged_from: NodesKey = (tuple((n, k) for n, (k, _, _) in files.items()), ranks_key,
-                                 tuple(bool(n["stale"]) for n in nodes))
+        entries = [entry for _, _, entry in files.values()]
+        ages = [_age_of(entry, now) for entry in entries]
+        stale = tuple(age is None or age > NODE_STALE_S for age in ages)
+        read_from = tuple((n, k) for n, (k, _, _) in files.items())
+        ranks = self._rank_times()
+        known = self._judged
+        # each node's step time: the last ones while no file and not ranks.json changed
+        steps = known[0][1] if known is not None and known[0][0] == read_from and \
+            ranks[0] == self._steps_from else self._node_steps(files, ranks)
+        # the inputs of the verdicts: each file as read, each node's step time (not ranks.json
+        # itself: rewritten at every flush of a run whose ranks print, it mostly moves ranks
+        # within the same node's step time) and which nodes are stale
+        judged_from: NodesKey = (read_from, steps, stale)
         if self._judged is not None and self._judged[0] == judged_from:
-            ages = {n["host"]: n["age_s"] for n in nodes}  # same verdicts: only the ages moved on
-            self._last = tuple({**n, "age_s": ages.get(n["host"])} for n in self._judged[1])
+            # same verdicts: only the ages moved on (one copy of each node, not two)
+            age_of = {entry["host"]: age for entry, age in zip(entries, ages)}
+            self._last = tuple({**n, "age_s": age_of.get(n["host"])} for n in self._judged[1])
             return self._last
-        judged = tuple(nodehealth.assess_nodes(nodes, rank_times, self._figures(files, ranks_key, rank_times)))
+        nodes = [{**entry, "age_s": age, "stale": old} for entry, age, old in zip(entries, ages, stale)]
+        judged = tuple(nodehealth.assess_nodes(nodes, None, self._figures(files, steps)))
         self._judged = (judged_from, judged)
         self._last = judged
         return judged
 
-    def _figures(self, files: dict[str, tuple[StatKey, float, Doc]], ranks_key: StatKey | None,
-                 rank_times: RankTimes) -> list[Doc]:
-        """Each node's ``nodehealth.node_figures``: its GPUs' worked out once per read of its
-        file, its step time once per change of its ranks (an agent rewrites its file each
-        second, its ranks stay) or of ``ranks.json``."""
-        gpu_figures: dict[str, tuple[Doc, Doc]] = {}
-        steps: dict[str, tuple[object, StatKey | None, float | None]] = {}
-        out = []
+    def _node_steps(self, files: dict[str, tuple[StatKey, float, Doc]],
+                    ranks: tuple[StatKey | None, ranktimes.StepTimes]) -> tuple[float | None, ...]:
+        """Each node's step time (``nodehealth.slowest`` of its ranks' in ``ranks.json``,
+        ``ranks``: its stat key and step times), in the order of ``files``: worked out again
+        only when its ranks (an agent rewrites its file each second, its ranks stay) or
+        ``ranks.json`` changed; a file not read again is not even looked at."""
+        ranks_key, step_times = ranks
+        self._steps_from = ranks_key
+        steps: dict[str, tuple[Doc, StatKey | None, float | None]] = {}
         for name, (_, _, entry) in files.items():
+            step = self._steps.get(name)
+            if step is None or step[1] != ranks_key or \
+                    (step[0] is not entry and step[0].get("ranks") != entry.get("ranks")):
+                step = (entry, ranks_key,
+                        nodehealth.slowest(step_times.get(r) for r in nodehealth.node_ranks(entry)))
+            elif step[0] is not entry:  # a new file of the same ranks: the same step time
+                step = (entry, ranks_key, step[2])
+            steps[name] = step
+        self._steps = steps
+        return tuple(step[2] for step in steps.values())
+
+    def _figures(self, files: dict[str, tuple[StatKey, float, Doc]], steps: tuple[float | None, ...]) -> list[Doc]:
+        """Each node's ``nodehealth.node_figures``: its GPUs' worked out once per read of its
+        file, its step time as ``_node_steps`` gave it."""
+        gpu_figures: dict[str, tuple[Doc, Doc]] = {}
+        out = []
+        for (name, (_, _, entry)), step in zip(files.items(), steps):
             known = self._gpu_figures.get(name)
             g = known[1] if known is not None and known[0] is entry else \
                 nodehealth.gpu_figures(entry["gpu"] if entry.get("gpu") else None)
             gpu_figures[name] = (entry, g)
-            step = self._steps.get(name)
-            ranks = entry.get("ranks")
-            if step is None or step[1] != ranks_key or step[0] != ranks:
-                step = (ranks, ranks_key, nodehealth.node_step_time(nodehealth.node_ranks(entry), rank_times))
-            steps[name] = step
-            out.append({**g, "step_time_s": step[2]})
-        self._gpu_figures, self._steps = gpu_figures, steps
+            out.append({**g, "step_time_s": step})
+        self._gpu_figures = gpu_figures
         return out
 
     def again(self, now: float) -> tuple[Doc, ...]:

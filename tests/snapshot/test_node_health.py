@@ -192,8 +192,8 @@ def test_a_nodes_step_time_is_worked_out_again_only_when_its_ranks_or_ranks_json
     (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {
         str(r): {"step": 9, "step_time_s": 3.0 if r == 200 else 2.0, "t": now} for r in range(208)}}))
     worked = []
-    real = nodehealth.node_step_time
-    monkeypatch.setattr(nodehealth, "node_step_time", lambda *a: (worked.append(1), real(*a))[1])
+    real = nodehealth.slowest
+    monkeypatch.setattr(nodehealth, "slowest", lambda *a: (worked.append(1), real(*a))[1])
     reader = NodeReader(run)
     reader.whole = False
     first = reader.read(now)
@@ -340,3 +340,66 @@ def test_past_the_panels_lines_only_the_nodes_shown_are_built_and_the_lines_are_
     lines = gpu_panel.node_summary_lines(nodes, local_gpu, "here", 160, 16)
     assert len(built) <= 15 and "n077" in built, "only the nodes shown are built: the stale one first"
     assert "".join(t for t, _ in lines[-1]).startswith("+114 more nodes")
+
+
+def test_a_new_ranks_json_with_the_same_node_step_times_is_not_judged_again(tmp_path, monkeypatch):
+    """The runner of a 1,024-rank run rewrites ranks.json at every flush: only each rank's step
+    time is decoded, and the nodes are judged again only when a node's step time changed (a
+    rank printing the same time again, or a rank of no node, changes no verdict); a node
+    turning slow still shows at the next read."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(24):
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"}, "gpu": _node("x")["gpu"],
+             "ranks": [{"rank": 8 * i + k} for k in range(8)]}))
+
+    def ranks(t: float, times: dict[int, float]) -> None:
+        (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": t, "ranks": {
+            str(r): {"step": int(t), "step_time_s": times.get(r, 2.0), "t": t} for r in range(200)}}))
+        os.utime(tmp_path / "ranks.json", ns=(time.time_ns(), int(t * 1e9)))  # a new stat key each time
+    judged = []
+    real = nodehealth.assess_nodes
+    monkeypatch.setattr(nodehealth, "assess_nodes", lambda *a, **k: (judged.append(1), real(*a, **k))[1])
+    whole_reads = []
+    real_load = ranktimes.load_rank_times
+    monkeypatch.setattr(ranktimes, "load_rank_times", lambda r: (whole_reads.append(1), real_load(r))[1])
+    reader = NodeReader(run)
+    ranks(now, {})
+    first = reader.read(now)
+    assert judged == [1] and [n["health"]["problems"] for n in first] == [[]] * 24
+    ranks(now + 1, {199: 9.0})  # new entries (step, t) and a rank no agent lists
+    again = reader.read(now + 0.5)
+    assert judged == [1], "no node's step time changed: not judged again"
+    assert [n["age_s"] for n in again] == [0.5] * 24, "the ages still move on"
+    ranks(now + 2, {199: 9.0, 45: 3.0})  # rank 45 (on n005) slows down
+    slow = reader.read(now + 0.8)
+    assert judged == [1, 1] and slow[0]["host"] == "n005" and slow[0]["health"]["why"] == ["step 3.00s (1.50x)"]
+    assert whole_reads == [], "only the step times are decoded"
+    (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {"45": 3.0, "8": {"step_time_s": 4.0}}}))
+    os.utime(tmp_path / "ranks.json", ns=(time.time_ns(), int((now + 3) * 1e9)))
+    other = reader.read(now + 0.9)  # another version's entries: read whole, its dict entries kept
+    assert whole_reads == [1] and {n["host"]: n["health"]["step_time_s"] for n in other}["n001"] == 4.0
+    assert {n["host"]: n["health"]["step_time_s"] for n in other}["n005"] is None
+
+
+def test_a_nodes_gpu_figures_read_every_value_as_finite_float_does():
+    """The figures take an agent's plain numbers as they are and read anything else as
+    ``finite_float`` does: a bool, a string, NaN, infinity or an int too large for a float is
+    no value; a number in a string ("nan" excepted) is one."""
+    gpus = [{"mem_used_mib": 100, "mem_total_mib": 1000, "util_pct": 50},                 # ints
+            {"mem_used_mib": 950.0, "mem_total_mib": 1000.0, "util_pct": 90.0},
+            {"mem_used_mib": True, "mem_total_mib": 1000, "util_pct": False},             # bools: none
+            {"mem_used_mib": "900", "mem_total_mib": "1000", "util_pct": "70"},           # strings: read
+            {"mem_used_mib": float("nan"), "mem_total_mib": 1000, "util_pct": float("inf")},
+            {"mem_used_mib": 10 ** 400, "mem_total_mib": 10 ** 400, "util_pct": -10 ** 400},
+            {"mem_used_mib": 5, "mem_total_mib": 0, "util_pct": None},                    # no total
+            {"mem_used_mib": "nan", "mem_total_mib": 1000, "util_pct": "inf"},
+            "not a GPU"]
+    f = nodehealth.gpu_figures({"available": True, "gpus": gpus})
+    assert f == {"gpus": 8, "min_free_mib": 50.0, "max_mem_frac": 0.95, "mean_util_pct": 70.0, "min_util_pct": 50.0}
+    assert all(type(v) is float for k, v in f.items() if k != "gpus")
+    assert nodehealth.gpu_figures(None) == {"gpus": 0, "min_free_mib": None, "max_mem_frac": None,
+                                            "mean_util_pct": None, "min_util_pct": None}
