@@ -225,6 +225,11 @@ PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
 ALWAYS_SHOWN = frozenset({"q", "question_mark"})
 
 
+def help_of(key: str, action: str) -> str:
+    """The help sentence of ``key`` bound to ``action`` in any screen's table ("" when none)."""
+    return next((k.help for _title, table in SCREENS for k in table if k.key == key and k.action == action), "")
+
+
 def bindings(keys: tuple[Key, ...]) -> list[BindingType]:
     """A screen's ``BINDINGS`` (typed as Textual declares them, so a screen can add its own)."""
     return [k.binding() for k in keys]
