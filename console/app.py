@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
 
@@ -106,6 +107,19 @@ class MoeConsole(App[int]):
         if top.styles.background.a >= 1:
             return []
         return super()._background_screens
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver; when the terminal cannot show UTF-8 (``glyphs.ascii_only``:
+        the locale names none, as tmux decides), one that writes every frame in ASCII
+        (``glyphs.to_ascii``: the charts stay charts instead of tmux's rows of ``_``)."""
+        driver = super().get_driver_class()
+        from moeconsole.console import glyphs
+        if not glyphs.ascii_only():
+            return driver
+
+        def write(self: Any, data: str) -> None:
+            driver.write(self, glyphs.to_ascii(data))
+        return type(f"Ascii{driver.__name__}", (driver,), {"write": write})
 
     def action_help_quit(self) -> None:
         """Ctrl-C (bound by Textual, which quits only with ctrl+q): says which key leaves this

@@ -61,7 +61,10 @@ def demo_session(label: str, demo_args: str, after: str = "", env: str = "",
     server_pid = None
     socket_path = ""
     try:
-        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
+        # MOECONSOLE_ASCII=0: these screens are read in Unicode whatever the test's locale (``env``
+        # may say otherwise)
+        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 MOECONSOLE_ASCII=0 "
+               f"PYTHONPATH={shlex.quote(str(REPO))} "
                f"{env} {shlex.quote(sys.executable)} -m moeconsole.console.cli demo --runs-dir {shlex.quote(str(base))} "
                f"{demo_args}{after}")
         if shell:
@@ -265,3 +268,25 @@ def test_ctrl_c_says_how_to_leave_ctrl_z_suspends_to_the_shell_and_a_dropped_con
                                "--runs-dir", str(base)], capture_output=True, text=True, timeout=60,
                               cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
         assert snap.returncode == 0 and run.run_id in snap.stdout and '"RUNNING"' in snap.stdout, snap
+
+
+def test_in_a_posix_locale_the_console_draws_its_charts_in_ascii():
+    """``LC_ALL=POSIX`` (a login without a UTF-8 locale): tmux shows such a client every non-ASCII
+    cell as ``_``, so the braille charts were rows of underscores (and ``·``, ``…``, the GPU bars
+    too). The console draws in ASCII then: every cell on the screen is ASCII, the charts still
+    have their axes and a line of points, the status line its separators; the keys work."""
+    with demo_session("ascii-", "--set args.max_steps=100000 --set args.step_delay=0.1",
+                      env="LANG=C LC_ALL=POSIX MOECONSOLE_ASCII=") as (tmux, base):
+        tmux.wait_for("q Detach", timeout=90)
+
+        def charted() -> str:
+            screen = tmux.screen()
+            plot = [line for line in screen.splitlines()[3:10] if line.count("|") >= 2]
+            return screen if len(plot) >= 4 and any(c in "".join(plot) for c in "'.-") else ""
+        screen = until(charted, timeout=60, what="charts with points")
+        assert screen.isascii(), [ch for ch in screen if not ch.isascii()][:10]
+        assert "attempt 1 | restarts" in screen, screen
+        assert any(line.lstrip().startswith("+--") for line in screen.splitlines()), screen   # the x axis
+        tmux("send-keys", "-t", "demo", "?")
+        screen = tmux.wait_for("Run screen", timeout=30)
+        assert screen.isascii(), screen
