@@ -2,6 +2,7 @@
 runner, wait until it is up; send kill/restart and wait for the outcome."""
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -81,6 +82,9 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
     try:
         out = jsonio.open_append(run.runner_log)
     except OSError as exc:
+        if exc.errno == errno.EROFS:   # no state, no journal, no socket: a runner could do nothing
+            raise InputError(f"{run.run_id}: {run.path} is on a read-only filesystem: a runner could record "
+                             "nothing there (remount it read-write, or copy the run elsewhere)") from None
         # A symlink planted as runner.log (ELOOP), a directory, a full disk: the file is refused,
         # never the runner (a kill must still get through); its diagnostics are lost instead.
         sys.stderr.write(f"{run.run_id}: cannot use {run.runner_log} ({exc.strerror or exc}); "
