@@ -37,8 +37,10 @@ ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
 DAMAGED = "damaged"  # the status shown for a run whose state.json cannot be used (``problem`` says why)
 # How much of metrics.jsonl a reader looks at to find a live run's newest step.
 METRICS_TAIL_BYTES = 16 * 1024
-# Recipe keys that differ between runs of one name but never tell a user which run is which.
-NOT_DISTINGUISHING = ("name", "description")
+# Recipe keys that differ between runs of one name but never tell a user which run is which
+# (``_launch``: the directory a run was started from and its recipe's; first by key, it had
+# filled the 80-column NAME with "…_launch.cwd=/tmp/…" and hidden the flag that differed).
+NOT_DISTINGUISHING = ("name", "description", "_launch")
 DISPLAY_VALUES = 3
 
 _SCHEMA = """

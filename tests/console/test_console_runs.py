@@ -229,3 +229,22 @@ def test_no_runs_yet_says_how_to_start_one_in_the_cli_and_the_browser(tmp_path):
             return " ".join(strip.text.strip() for strip in app.screen._compositor.render_strips())
     shown = asyncio.run(go())
     assert "moeconsole demo" in shown and "moeconsole run RECIPE" in shown, shown
+
+
+def test_runs_started_from_different_directories_are_not_named_by_the_directory(base, make_run):
+    """Two demo runs of one name, started from two working directories with different faults:
+    their names told them apart by the internal ``_launch.cwd`` (first by key, it filled the
+    80-column NAME as "…_launch.cwd=/tmp/nc6…" and hid the fault). Where a run was launched from
+    is not what tells runs apart: the fault is."""
+    for i, (cwd, fault) in enumerate((("/home/me/a", "oom@40"), ("/scratch/me/somewhere/else", "nan@30"))):
+        make_run(base, f"2024010{i + 1}-000000-tiny-moe-cpu-{'ab12' if i else 'cd34'}", name="tiny-moe-cpu",
+                 status="succeeded", recipe={"name": "tiny-moe-cpu", "_launch": {"recipe_dir": cwd + "/recipes",
+                                                                                   "cwd": cwd},
+                                             "command": ["{python}", "-m", "moeconsole.runner.demo.train",
+                                                         f"--fault={fault}"]})
+    done = cli("runs", "ls", "--json", base=base)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    rows = rows if isinstance(rows, list) else rows["runs"]
+    names = sorted(r["display_name"] for r in rows)
+    assert names == ["tiny-moe-cpu --fault=nan@30", "tiny-moe-cpu --fault=oom@40"], names
