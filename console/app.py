@@ -130,9 +130,9 @@ class MoeConsole(App[int]):
             active = self.screen.active_bindings.get(key)
             if active is not None and active.enabled:
                 binding = active.binding
-                shown = binding.key_display or key
-                self.notify(f"{shown} {binding.description}: {keys.help_of(key, binding.action)}".rstrip(": "),
-                            title="Ctrl-C stops nothing here")
+                shown, said = binding.key_display or key, keys.help_of(key, binding.action)
+                more = f": {said}" if said and said.rstrip(".") != binding.description else ""
+                self.notify(f"{shown} {binding.description}{more}", title="Ctrl-C stops nothing here")
                 return
 
     def on_mount(self) -> None:
