@@ -248,3 +248,19 @@ def test_runs_started_from_different_directories_are_not_named_by_the_directory(
     rows = rows if isinstance(rows, list) else rows["runs"]
     names = sorted(r["display_name"] for r in rows)
     assert names == ["tiny-moe-cpu --fault=nan@30", "tiny-moe-cpu --fault=oom@40"], names
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_runs_ls_on_an_output_that_cannot_carry_unicode_writes_stand_ins(base, make_run, encoding):
+    """A latin-1 locale on an old cluster, or PYTHONIOENCODING=ascii: `runs ls` ended in a
+    UnicodeEncodeError traceback at its first '—' (a run without a crash). It prints the table
+    with an ASCII stand-in for what the encoding lacks; `runs show` too."""
+    import os
+    run = make_run(base, status="succeeded")
+    for args in (["runs", "ls"], ["runs", "show", run.run_id]):
+        done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(base)],
+                              cwd=REPO, capture_output=True, timeout=60,
+                              env={**os.environ, "PYTHONIOENCODING": encoding, "PYTHONPATH": str(REPO)})
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+        out = done.stdout.decode(encoding)
+        assert run.run_id in out and "\u2014" not in out, out
