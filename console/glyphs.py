@@ -24,13 +24,32 @@ _ON, _OFF = ("1", "yes", "on", "true"), ("0", "no", "off", "false")
 
 def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the console draws in ASCII: ``MOECONSOLE_ASCII`` when it says yes or no, else
-    whether the locale (``LC_ALL``, else ``LC_CTYPE``, else ``LANG``: tmux's rule) names no UTF-8."""
-    env = os.environ if environ is None else environ
-    asked = env.get("MOECONSOLE_ASCII", "").strip().lower()
+    whether the locale (``LC_ALL``, else ``LC_CTYPE``, else ``LANG``: tmux's rule) names no UTF-8.
+    ``environ`` None: the environment this process was started with (``started_environ``)."""
+    asked = (os.environ if environ is None else environ).get("MOECONSOLE_ASCII", "").strip().lower()
     if asked in _ON or asked in _OFF:
         return asked in _ON
+    env = started_environ() if environ is None else environ
     locale = next((env[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(name)), "")
     return not any(tag in locale.lower() for tag in ("utf-8", "utf8"))
+
+
+def started_environ() -> Mapping[str, str]:
+    """The environment as the user's shell passed it: ``/proc/self/environ``. Python rewrites its
+    own at start in the C locale (PEP 538 sets ``LC_CTYPE=C.UTF-8`` when ``LANG=C`` or nothing is
+    set), which would hide the very locale tmux judges the terminal by. ``os.environ`` where
+    /proc cannot be read."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return os.environ
+    env: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep:
+            env[os.fsdecode(name)] = os.fsdecode(value)
+    return env
 
 
 # Braille dot bits (U+2800 + bits) by row in the cell: the left and the right dot of each row.

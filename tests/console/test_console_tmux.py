@@ -270,13 +270,16 @@ def test_ctrl_c_says_how_to_leave_ctrl_z_suspends_to_the_shell_and_a_dropped_con
         assert snap.returncode == 0 and run.run_id in snap.stdout and '"RUNNING"' in snap.stdout, snap
 
 
-def test_in_a_posix_locale_the_console_draws_its_charts_in_ascii():
-    """``LC_ALL=POSIX`` (a login without a UTF-8 locale): tmux shows such a client every non-ASCII
-    cell as ``_``, so the braille charts were rows of underscores (and ``·``, ``…``, the GPU bars
-    too). The console draws in ASCII then: every cell on the screen is ASCII, the charts still
-    have their axes and a line of points, the status line its separators; the keys work."""
+@pytest.mark.parametrize("locale", ["LANG=C LC_ALL= LC_CTYPE=", "LANG=en_US.UTF-8 LC_ALL=POSIX"])
+def test_in_a_c_or_posix_locale_the_console_draws_its_charts_in_ascii(locale):
+    """``LANG=C`` (a login without a UTF-8 locale), or ``LC_ALL=POSIX`` over a UTF-8 ``LANG``: tmux
+    shows such a client every non-ASCII cell as ``_``, so the braille charts were rows of
+    underscores (and ``·``, ``…``, the GPU bars too). The console draws in ASCII then: every cell
+    on the screen is ASCII, the charts still have their axes and a line of points, the status line
+    its separators; the keys work. (With ``LANG=C`` Python itself sets ``LC_CTYPE=C.UTF-8`` at start,
+    PEP 538: the locale is read as the shell passed it.)"""
     with demo_session("ascii-", "--set args.max_steps=100000 --set args.step_delay=0.1",
-                      env="LANG=C LC_ALL=POSIX MOECONSOLE_ASCII=") as (tmux, base):
+                      env=f"{locale} MOECONSOLE_ASCII=") as (tmux, base):
         tmux.wait_for("q Detach", timeout=90)
 
         def charted() -> str:
