@@ -3,12 +3,13 @@
 tmux decides per client whether it may send UTF-8 from the client's locale (the first set of
 ``LC_ALL``, ``LC_CTYPE``, ``LANG`` naming UTF-8, unless ``tmux -u``); a client without one gets
 every non-ASCII cell as ``_``: the braille charts became rows of underscores, the GPU bars and
-``…`` too. A terminal in a non-UTF-8 locale outside tmux shows the UTF-8 bytes as garbage. So when
-the console's own locale names no UTF-8 (the same rule), everything the console draws is written
-in ASCII, one character per cell so nothing moves: a braille cell by where its dots lie (``'``
-high, ``-`` middle, ``.`` low, ``|`` a vertical stroke), box drawing as ``- | +``, blocks as
-``#``, ``·`` as ``|``, ``…`` as ``~``, a letter with an accent as the letter. ``MOECONSOLE_ASCII=1``
-asks for it, ``MOECONSOLE_ASCII=0`` turns it off (a UTF-8 terminal with ``LANG`` unset).
+``…`` too (GNU screen likewise). So inside tmux or screen, when the console's locale names no
+UTF-8 (the same rule), everything the console draws is written in ASCII, one character per cell
+so nothing moves: a braille cell by where its dots lie (``'`` high, ``-`` middle, ``.`` low,
+``|`` a vertical stroke), box drawing as ``- | +``, blocks as ``#``, ``·`` as ``|``, ``…`` as
+``~``, a letter with an accent as the letter. ``MOECONSOLE_ASCII=1``
+asks for it anywhere (a terminal set to another charset), ``MOECONSOLE_ASCII=0`` turns it off
+(``tmux -u``).
 
 The one owner of that decision (``ascii_only``) and of the translation (``to_ascii``); the app
 applies it to every frame its terminal driver writes (``MoeConsole.get_driver_class``).
@@ -23,13 +24,18 @@ _ON, _OFF = ("1", "yes", "on", "true"), ("0", "no", "off", "false")
 
 
 def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the console draws in ASCII: ``MOECONSOLE_ASCII`` when it says yes or no, else
-    whether the locale (``LC_ALL``, else ``LC_CTYPE``, else ``LANG``: tmux's rule) names no UTF-8.
+    """Whether the console draws in ASCII: ``MOECONSOLE_ASCII`` when it says yes or no, else, inside
+    tmux or GNU screen (``TMUX``, ``STY``: the multiplexers that judge their client's terminal by
+    its locale and show ``_`` for what it cannot take), whether the locale (``LC_ALL``, else
+    ``LC_CTYPE``, else ``LANG``: tmux's rule) names no UTF-8. Outside them the terminal emulator
+    draws the UTF-8 it is sent whatever the locale (a container without ``LANG``): Unicode.
     ``environ`` None: the environment this process was started with (``started_environ``)."""
     asked = (os.environ if environ is None else environ).get("MOECONSOLE_ASCII", "").strip().lower()
     if asked in _ON or asked in _OFF:
         return asked in _ON
     env = started_environ() if environ is None else environ
+    if not (env.get("TMUX") or env.get("STY")):
+        return False   # a terminal emulator shows UTF-8 whatever the remote locale says
     locale = next((env[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(name)), "")
     return not any(tag in locale.lower() for tag in ("utf-8", "utf8"))
 

@@ -1,5 +1,6 @@
-"""The ASCII decision and translation (console/glyphs.py): the locale rule is tmux's (the first
-set of LC_ALL, LC_CTYPE, LANG names UTF-8), MOECONSOLE_ASCII overrides it, and every stand-in
+"""The ASCII decision and translation (console/glyphs.py): inside tmux or screen the locale rule
+is tmux's (the first set of LC_ALL, LC_CTYPE, LANG names UTF-8), outside them Unicode,
+MOECONSOLE_ASCII overrides both, and every stand-in
 takes as many cells as the character it replaces (nothing on the screen moves)."""
 from __future__ import annotations
 
@@ -9,17 +10,23 @@ from rich.cells import cell_len
 from moeconsole.console.glyphs import ascii_only, to_ascii
 
 
+TMUX = {"TMUX": "/tmp/tmux-0/default,123,0"}
+
+
 @pytest.mark.parametrize("env, ascii", [
-    ({"LANG": "C.UTF-8"}, False),
-    ({"LANG": "en_US.utf8"}, False),
-    ({}, True),                                              # nothing set: tmux sends no UTF-8
-    ({"LANG": "C"}, True),
-    ({"LANG": "en_US.UTF-8", "LC_ALL": "POSIX"}, True),      # LC_ALL first
-    ({"LANG": "C", "LC_CTYPE": "en_US.UTF-8"}, False),       # then LC_CTYPE
-    ({"LANG": "C", "LC_ALL": ""}, True),                     # an empty one does not count
-    ({"LANG": "C", "MOECONSOLE_ASCII": "0"}, False),         # a UTF-8 terminal without LANG
-    ({"LANG": "C.UTF-8", "MOECONSOLE_ASCII": "yes"}, True),
-    ({"LANG": "C.UTF-8", "MOECONSOLE_ASCII": "maybe"}, False),   # not a yes or no: the locale decides
+    ({**TMUX, "LANG": "C.UTF-8"}, False),
+    ({**TMUX, "LANG": "en_US.utf8"}, False),
+    (TMUX, True),                                                    # nothing set: tmux sends no UTF-8
+    ({**TMUX, "LANG": "C"}, True),
+    ({"STY": "123.pts-0.host", "LANG": "C"}, True),                  # GNU screen likewise
+    ({**TMUX, "LANG": "en_US.UTF-8", "LC_ALL": "POSIX"}, True),      # LC_ALL first
+    ({**TMUX, "LANG": "C", "LC_CTYPE": "en_US.UTF-8"}, False),       # then LC_CTYPE
+    ({**TMUX, "LANG": "C", "LC_ALL": ""}, True),                     # an empty one does not count
+    ({"LANG": "C"}, False),                        # no multiplexer: the terminal shows what it is sent
+    ({}, False),
+    ({**TMUX, "LANG": "C", "MOECONSOLE_ASCII": "0"}, False),         # tmux -u
+    ({"LANG": "C.UTF-8", "MOECONSOLE_ASCII": "yes"}, True),          # a terminal set to another charset
+    ({**TMUX, "LANG": "C.UTF-8", "MOECONSOLE_ASCII": "maybe"}, False),   # not a yes or no: the locale decides
 ])
 def test_the_locale_rule_is_tmuxs_and_moeconsole_ascii_overrides_it(env, ascii):
     assert ascii_only(env) is ascii
