@@ -63,3 +63,44 @@ def test_another_users_runs_are_unreadable_not_damaged_and_not_killable():
             assert f"{run.run_id}: permission denied (owned by uid {os.geteuid()})" in done.stderr, done.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+OPEN_IN_BROWSER = """
+import asyncio, sys
+from pathlib import Path
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.browser import BrowserScreen
+from tests.waiting import until_ui
+
+async def go():
+    app = MoeConsole(Path(sys.argv[1]), None, gpu=False, interval=0.2)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows, what="the rows")
+        await pilot.press("enter")
+        await until_ui(pilot, lambda: app._notifications or not isinstance(app.screen, BrowserScreen),
+                       what="the run opened or refused")
+        print(type(app.screen).__name__)
+        print(" | ".join(n.message for n in app._notifications))
+asyncio.run(go())
+"""
+
+
+@pytest.mark.skipif(OTHER_PYTHON is None, reason="needs root, runuser and a python3 another user may run")
+def test_enter_on_another_users_run_in_the_browser_says_whose_it_is():
+    """The browser opened another user's run as an empty run screen ("train.log is empty", no
+    charts): a run with no data, it seemed. It stays on the browser and says whose run it is.
+    (A real Textual app under Pilot, run as the other user.)"""
+    base = Path(tempfile.mkdtemp(prefix="mcother-"))
+    try:
+        os.chmod(base, 0o755)
+        run = write_run(base, "20240101-000000-mine-0001", status="succeeded")
+        os.chmod(run.path, 0o700)
+        assert OTHER_PYTHON is not None
+        done = subprocess.run([*OTHER_PYTHON, "-c", OPEN_IN_BROWSER, str(base)], capture_output=True, text=True,
+                              timeout=120, cwd=str(REPO))
+        assert done.returncode == 0, done.stderr
+        screen, notes = done.stdout.splitlines()[:2]
+        assert screen == "BrowserScreen", done.stdout
+        assert f"{run.run_id}: owned by uid {os.geteuid()}, not readable by you" in notes, done.stdout
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
