@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App
+from textual.binding import Binding
+from textual.driver import Driver
 from textual.notifications import Notification, Notify, SeverityLevel
 from textual.screen import Screen
 
+from moeconsole.console import keys
 from moeconsole.console.screens.messages import AlertNews, OpenPath, OpenRun, ToggleBell
 from moeconsole.console.source import HostSampler, RunSource, Telemetry
 from moeconsole.runner.rundir import rundir
@@ -50,6 +53,10 @@ class MoeConsole(App[int]):
     CSS_PATH = "console.tcss"
     TITLE = "moeconsole"
     ENABLE_COMMAND_PALETTE = False
+    # Ctrl-Z suspends the console to the shell (`fg` brings it back, repainted); Textual reads the
+    # key itself (the terminal's ISIG is off), so without this binding it did nothing. The run
+    # goes on meanwhile, as when detached.
+    BINDINGS = [Binding("ctrl+z", "suspend_process", show=False, system=True)]
 
     def __init__(self, base: Path, run: rundir.RunDir | None = None, *, readonly: bool = False,
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
@@ -100,6 +107,33 @@ class MoeConsole(App[int]):
         if top.styles.background.a >= 1:
             return []
         return super()._background_screens
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver; when the terminal cannot show UTF-8 (``glyphs.ascii_only``:
+        the locale names none, as tmux decides), one that writes every frame in ASCII
+        (``glyphs.to_ascii``: the charts stay charts instead of tmux's rows of ``_``)."""
+        driver = super().get_driver_class()
+        from moeconsole.console import glyphs
+        if not glyphs.ascii_only():
+            return driver
+
+        def write(self: Any, data: str) -> None:
+            driver.write(self, glyphs.to_ascii(data))
+        return type(f"Ascii{driver.__name__}", (driver,), {"write": write})
+
+    def action_help_quit(self) -> None:
+        """Ctrl-C (bound by Textual, which quits only with ctrl+q): says which key leaves this
+        screen and what leaving does, in the words of the help (``keys.help_of``): "q Detach: ...
+        The run and its runner go on". Textual's own text named ctrl+q, a key shown nowhere, and
+        did not say whether the run would stop."""
+        for key in ("q", "escape"):
+            active = self.screen.active_bindings.get(key)
+            if active is not None and active.enabled:
+                binding = active.binding
+                shown, said = binding.key_display or key, keys.help_of(key, binding.action)
+                more = f": {said}" if said and said.rstrip(".") != binding.description else ""
+                self.notify(f"{shown} {binding.description}{more}", title="Ctrl-C stops nothing here")
+                return
 
     def on_mount(self) -> None:
         if self.first_run is not None:

@@ -319,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(`>/dev/null` discards it)\n")
         return 2
     own_process = argv is None   # the process's own command line, not a caller in the same process
+    if own_process:
+        _encodable_output()
     argv = list(sys.argv[1:] if argv is None else argv)
     first = _first_positional(argv)
     if first == "help" and argv and argv[0] == "help":
@@ -364,6 +366,30 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+
+
+def _encodable_output() -> None:
+    """Standard output and error whose encoding cannot carry every character we print (a latin-1
+    locale on an old cluster, ``PYTHONIOENCODING=ascii``): a character it lacks is written as its
+    ASCII stand-in (``glyphs.to_ascii``: ``—`` as ``-``, ``…`` as ``~``) instead of ending the
+    command in a UnicodeEncodeError traceback (`runs ls` did, on its first ``—``)."""
+    import codecs
+    streams = [s for s in (sys.stdout, sys.stderr)
+               if s is not None and codecs.lookup(getattr(s, "encoding", None) or "utf-8").name != "utf-8"]
+    if not streams:
+        return
+    from moeconsole.console.glyphs import to_ascii
+
+    def stand_in(exc: UnicodeError) -> tuple[str, int]:
+        if not isinstance(exc, UnicodeEncodeError):
+            raise exc
+        return to_ascii(exc.object[exc.start:exc.end]), exc.end
+    codecs.register_error("moeconsole-ascii", stand_in)
+    for stream in streams:
+        try:
+            stream.reconfigure(errors="moeconsole-ascii")   # type: ignore[union-attr]
+        except (AttributeError, ValueError):   # not a TextIOWrapper (a caller's own stream)
+            pass
 
 
 # The one-shot commands (a script may run them every second) whose process ends as soon as their

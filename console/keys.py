@@ -220,6 +220,15 @@ SCREENS: tuple[tuple[str, tuple[Key, ...]], ...] = (
 
 PROCESS_KEYS = frozenset(k.key for k in RUN_KEYS if k.changes_process)
 
+# The way out (q: detach, quit or back) and the help: in every footer however narrow the pane
+# (``keybar.shown_keys``); at 60 columns the run screen's footer had dropped "q Detach".
+ALWAYS_SHOWN = frozenset({"q", "question_mark"})
+
+
+def help_of(key: str, action: str) -> str:
+    """The help sentence of ``key`` bound to ``action`` in any screen's table ("" when none)."""
+    return next((k.help for _title, table in SCREENS for k in table if k.key == key and k.action == action), "")
+
 
 def bindings(keys: tuple[Key, ...]) -> list[BindingType]:
     """A screen's ``BINDINGS`` (typed as Textual declares them, so a screen can add its own)."""

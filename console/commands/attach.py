@@ -41,8 +41,8 @@ def _foreign_path(ref: str | None) -> Path | None:
     if not ref:
         return None
     p = Path(ref).expanduser()
-    if not p.exists() or (p.is_dir() and rundir.is_run_dir(p)):
-        return None
+    if not p.exists() or (p.is_dir() and rundir.is_run_dir(p)) or rundir.enclosing_run(p) is not None:
+        return None   # a run, or a path inside one (its output dir, its train.log): the run itself
     if p.is_file():
         return p
     from moeconsole.runner.ingest.files import resolve_log   # a directory: only one that holds a log

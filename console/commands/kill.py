@@ -50,16 +50,28 @@ def run(args) -> int:
         if not launch.runner_alive(run):
             raise InputError(f"{run.run_id}: {exc}") from None
         return _unreachable(run, args, str(exc))
-    sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
-    grace = bounds.sane_seconds(answer.grace_s or None, 60.0, bounds.GRACE)
-    timeout = args.timeout if args.timeout is not None else grace + 60
-    state = launch.wait_status(run, rundir.TERMINAL | {rundir.PAUSED}, timeout)
+    try:   # from here the runner carries the kill out, whatever becomes of this command
+        sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
+        grace = bounds.sane_seconds(answer.grace_s or None, 60.0, bounds.GRACE)
+        timeout = args.timeout if args.timeout is not None else grace + 60
+        state = launch.wait_status(run, rundir.TERMINAL | {rundir.PAUSED}, timeout)
+    except KeyboardInterrupt:
+        return goes_on(run.run_id, "kill")
     status = state.get("status")
     if status not in rundir.TERMINAL:
         print(f"{run.run_id}: still {status} after {timeout:g}s")
         return 1
     print(f"{run.run_id}: {status}")
     return 0
+
+
+def goes_on(run_id: str, what: str) -> int:
+    """Ctrl-C while ``kill``/``restart`` waits for what the runner was asked to do: the runner
+    carries it out all the same; say so (it had exited 130 in silence: a kill that seemed
+    cancelled went on, SIGKILL included)."""
+    sys.stderr.write(f"moeconsole: interrupted; the {what} of {run_id} goes on in its runner (it was asked "
+                     f"before the interrupt): `moeconsole runs show {run_id}` shows how it ends\n")
+    return 130
 
 
 def _ask(run: rundir.RunDir, req: control.KillRequest, timeout: float = ANSWER_TIMEOUT_S) -> control.Answer:

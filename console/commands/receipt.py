@@ -27,6 +27,39 @@ def plot_loss(curve: list[list[float]], path: Path, restarts_at: Sequence[int] =
     """Draw the loss curve into ``path``; None when it was drawn, else why not."""
     if len(curve) < 2:
         return "fewer than two finite loss values"
+    scratch = _private_mpl_config()
+    try:
+        return _plot(curve, path, restarts_at, follow_dir=follow_dir)
+    finally:
+        if scratch is not None:
+            import shutil
+            os.environ.pop("MPLCONFIGDIR", None)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _private_mpl_config() -> str | None:
+    """A scratch MPLCONFIGDIR (returned, to be removed) when matplotlib's own would not be
+    writable: a HOME that is read-only, missing or someone else's. Matplotlib then made a
+    temporary one itself and printed two lines of warnings around the receipt
+    ("mkdir -p failed for path ...", "Matplotlib created a temporary cache directory ...").
+    Its rule (matplotlib/__init__.py ``_get_config_or_cache_dir``): $MPLCONFIGDIR, else
+    $XDG_CONFIG_HOME/matplotlib, else ~/.config/matplotlib, created if missing."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return None
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "matplotlib"
+    try:
+        config.mkdir(parents=True, exist_ok=True)
+        if os.access(config, os.W_OK | os.X_OK):
+            return None
+    except OSError:
+        pass
+    import tempfile
+    scratch = tempfile.mkdtemp(prefix="moeconsole-mpl-")
+    os.environ["MPLCONFIGDIR"] = scratch
+    return scratch
+
+
+def _plot(curve: list[list[float]], path: Path, restarts_at: Sequence[int], *, follow_dir: bool) -> str | None:
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from moeconsole.console.commands.kill import ensure_runner
+from moeconsole.console.commands.kill import ensure_runner, goes_on
 from moeconsole.runner.process import launch
 from moeconsole.runner.supervisor import control
 from moeconsole.runner.rundir import rundir
@@ -33,6 +33,13 @@ def run(args) -> int:
         sys.stderr.write(f"{run.run_id}: {answer.text or None}\n")
         if not answer.ok:
             return 1
+    try:
+        return _wait_for_attempt(run, before)
+    except KeyboardInterrupt:
+        return goes_on(run.run_id, "restart")
+
+
+def _wait_for_attempt(run: rundir.RunDir, before: int) -> int:
     deadline = time.time() + 600
     while time.time() < deadline:
         state = run.read_state()

@@ -1,8 +1,11 @@
 """``moeconsole run RECIPE``: start a supervised run (detached runner), then attach the UI."""
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import time
+from collections.abc import Iterator
 
 from moeconsole.runner.process import launch
 from moeconsole.runner.recipes import recipe as recipes
@@ -25,10 +28,51 @@ def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name:
     if errors:
         sys.stderr.write(f"moeconsole: {recipe_path}: {len(errors)} lint error(s); nothing launched\n")
         return 1, None
-    run = launch.create_run(base, recipe, name=name, allow_drift=allow_drift)
-    pid = launch.spawn_runner(run)
-    launch.wait_ready(run, pid)
+    with _interrupt_after():   # a Ctrl-C in between: the run is made and its runner started, then said so
+        run = launch.create_run(base, recipe, name=name, allow_drift=allow_drift)
+        pid = launch.spawn_runner(run)
+    try:
+        launch.wait_ready(run, pid)
+    except KeyboardInterrupt:
+        raise StartInterrupted(run.run_id) from None
     return 0, run
+
+
+class StartInterrupted(KeyboardInterrupt):
+    """Ctrl-C after the run's runner was started: the run goes on; ``run_id`` says which."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
+@contextlib.contextmanager
+def _interrupt_after() -> Iterator[None]:
+    """Ctrl-C held back until the block is done (creating the run directory and starting its
+    runner), then raised: never a run directory without the runner about to take it, nor a
+    runner nobody was told of. A handler of our own, not a blocked signal: the runner must not
+    inherit a signal mask (exec resets a handler, not a mask). Outside the main thread: as is."""
+    hit: list[int] = []
+    try:
+        old = signal.signal(signal.SIGINT, lambda *_: hit.append(1))
+    except ValueError:   # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if hit:
+        raise KeyboardInterrupt
+
+
+def went_on(run_id: str) -> int:
+    """Ctrl-C once the run was started (`run`, `demo`, before the UI is up or while `--detach`
+    waits for the first step): the run does not stop with this command; say so (it had exited
+    130 in silence, and the run trained on unseen)."""
+    sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and goes on under its runner: "
+                     f"`moeconsole kill {run_id}` stops it, `moeconsole attach {run_id}` watches it\n")
+    return 130
 
 
 def first_outcome(run: rundir.RunDir, timeout: float = STARTED_WAIT_S) -> dict:
@@ -114,17 +158,23 @@ def exit_code(state: dict) -> int:
 
 
 def run(args) -> int:
-    code, run_dir = start(args.recipe, args.overrides, runs_dir=args.runs_dir, name=args.name,
-                          allow_drift=args.allow_drift)
+    try:
+        code, run_dir = start(args.recipe, args.overrides, runs_dir=args.runs_dir, name=args.name,
+                              allow_drift=args.allow_drift)
+    except StartInterrupted as exc:
+        return went_on(exc.run_id)
     if code or run_dir is None:
         return code
-    if args.detach:
-        return report_start(run_dir)
-    print(run_dir.run_id)
-    sys.stdout.flush()
-    from moeconsole.console.commands import attach
-    args.run = run_dir.run_id
-    code = attach.run(args)
+    try:
+        if args.detach:
+            return report_start(run_dir)
+        print(run_dir.run_id)
+        sys.stdout.flush()
+        from moeconsole.console.commands import attach
+        args.run = run_dir.run_id
+        code = attach.run(args)   # the UI reads Ctrl-C as a key: only its start-up is interrupted
+    except KeyboardInterrupt:
+        return went_on(run_dir.run_id)
     state = run_dir.read_state()
     if code == 0 and exit_code(state):
         sys.stderr.write(f"moeconsole: {ended_line(run_dir.run_id, state)}\n")

@@ -215,6 +215,10 @@ class BrowserScreen(Screen):
         if not path.is_dir():
             self.notify(f"{path}: the run directory is gone (g reloads the index)", severity="error")
             return
+        closed = store.unreadable_problem(rundir.RunDir(path))
+        if closed:   # another user's run: not an empty run screen that looks like a run with no data
+            self.notify(f"{row['id']}: {closed}", severity="error")
+            return
         self.post_message(OpenRun(rundir.RunDir(path)))
 
     def action_open_path(self) -> None:

@@ -2,9 +2,9 @@
 
 Textual's footer lays its keys out in a row and cuts the row at the screen's edge, so on an
 80-column terminal the run screen's last key read ``c Chart`` (and the next was gone without a
-trace). ``KeyFooter`` leaves out the keys that do not fit whole, from the end of the row (the
-order of ``keys.py``'s tables: the least needed last); every key stays in the help (``?``) and
-keeps working."""
+trace). ``KeyFooter`` leaves out the keys that do not fit whole (``keybar.shown_keys``: the way
+out and the help kept first, then the others in the order of ``keys.py``'s tables, the least
+needed last); every key stays in the help (``?``) and keeps working."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
@@ -12,7 +12,7 @@ from textual.events import Resize
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-from moeconsole.console.widgets.keybar import key_width
+from moeconsole.console.widgets.keybar import shown_keys
 
 
 class KeyFooter(Footer):
@@ -20,14 +20,11 @@ class KeyFooter(Footer):
 
     def compose(self) -> ComposeResult:
         width = self._composed_width = self.size.width
-        used = 0
-        for widget in super().compose():
-            if isinstance(widget, FooterKey) and width:
-                need = key_width(widget.key_display, widget.description)
-                if used + need > width:
-                    continue
-                used += need
-            yield widget
+        widgets = list(super().compose())
+        footer_keys = [w for w in widgets if isinstance(w, FooterKey)]
+        shown = {id(footer_keys[i]) for i in
+                 shown_keys([(w.key, w.key_display, w.description) for w in footer_keys], width)}
+        yield from (w for w in widgets if not isinstance(w, FooterKey) or id(w) in shown)
 
     def on_resize(self, event: Resize) -> None:
         if event.size.width != self._composed_width:

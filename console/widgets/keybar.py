@@ -8,12 +8,14 @@ those with ``show``, one key per action (the first), in the binding order, each 
 key display and the description, dimmed when the key does not apply now; redrawn when the
 screen publishes new bindings (``bindings_updated_signal``, as the Footer listens). A click on
 a key presses it (``App.simulate_key``, as a FooterKey does); on a dimmed key, the bell. Only
-the keys that fit whole are drawn (``key_width``), the rest left out from the end, as
-``KeyFooter`` does on the other screens."""
+the keys that fit whole are drawn (``shown_keys``), as ``KeyFooter`` does on the other screens."""
 from __future__ import annotations
+
+from typing import Sequence
 
 from textual import events
 
+from moeconsole.console.keys import ALWAYS_SHOWN
 from moeconsole.console.widgets.lines import LinesView
 
 KEY, DESCRIPTION = "keybar--key", "keybar--description"
@@ -23,6 +25,24 @@ def key_width(key_display: str, description: str) -> int:
     """The cells a footer key takes: `` k Kill `` (a space around the key, one after the words;
     Textual's FooterKey padding). The one rule for both footers (``KeyBar``, ``KeyFooter``)."""
     return len(key_display) + 2 + (len(description) + 1 if description else 0)
+
+
+def shown_keys(keys: Sequence[tuple[str, str, str]], width: int) -> list[int]:
+    """Which of a footer's keys (key name, key display, description), in their order, a footer
+    ``width`` cells wide draws: those that fit whole (``key_width``), the way out and the help
+    (``keys.ALWAYS_SHOWN``) before all others, then the others in order (the tables put the least
+    needed last); the rest are left out (they stay in the help and keep working). The one rule
+    for both footers (``KeyBar``, ``KeyFooter``). ``width`` 0 (not laid out yet): all."""
+    if not width:
+        return list(range(len(keys)))
+    order = sorted(range(len(keys)), key=lambda i: keys[i][0] not in ALWAYS_SHOWN)
+    chosen, used = [], 0
+    for i in order:
+        need = key_width(keys[i][1], keys[i][2])
+        if used + need <= width:
+            chosen.append(i)
+            used += need
+    return sorted(chosen)
 KEY_OFF, DESCRIPTION_OFF = "keybar--key-off", "keybar--description-off"
 
 
@@ -75,15 +95,7 @@ class KeyBar(LinesView):
             if binding.show and binding.action not in seen:
                 seen.add(binding.action)
                 keys.append((binding.key, self.app.get_key_display(binding), binding.description, enabled))
-        width = self.size.width
-        if width:  # only the keys that fit whole, left out from the end (they stay in the help, `?`)
-            fitted, used = [], 0
-            for k in keys:
-                need = key_width(k[1], k[2])
-                if used + need <= width:
-                    fitted.append(k)
-                    used += need
-            keys = fitted
+        keys = [keys[i] for i in shown_keys([k[:3] for k in keys], self.size.width)]
         pieces: list[tuple[str, str]] = []
         spans: list[tuple[int, int, str, bool]] = []
         x = 0

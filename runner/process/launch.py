@@ -2,6 +2,7 @@
 runner, wait until it is up; send kill/restart and wait for the outcome."""
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -30,10 +31,18 @@ READY_TIMEOUT_S = 20.0
 
 def create_run(base: Path, recipe: "RunRecipe", *, name: str | None = None, allow_drift: bool = False) -> rundir.RunDir:
     """A new run directory with its recipe, secrets, state and empty logs; all of it or nothing:
-    a write that fails (a full disk) removes the directory again and is one ``InputError``."""
+    a write that fails (a full disk) removes the directory again and is one ``InputError``. The
+    working directory is where the command will run (``_launch.cwd``): one that was deleted under
+    the shell is said as such before anything is made (it had read "cannot create a run directory
+    under BASE: No such file or directory", blaming a runs directory that was fine)."""
+    try:
+        cwd = os.getcwd()
+    except FileNotFoundError:
+        raise InputError("the current directory no longer exists (deleted after your shell entered it); "
+                         "the run's command would start there: cd to a directory and start it again") from None
     run = rundir.create(base, name or recipe.name or "")
     try:
-        _fill_run(run, recipe, name=name, allow_drift=allow_drift)
+        _fill_run(run, recipe, name=name, allow_drift=allow_drift, cwd=cwd)
     except OSError as exc:
         rundir.remove_new(run)
         raise InputError(f"cannot create a run directory under {base}: {exc.strerror or exc}; "
@@ -41,8 +50,8 @@ def create_run(base: Path, recipe: "RunRecipe", *, name: str | None = None, allo
     return run
 
 
-def _fill_run(run: rundir.RunDir, recipe: "RunRecipe", *, name: str | None, allow_drift: bool) -> None:
-    recipe = msgspec.structs.replace(recipe, launch=msgspec.structs.replace(recipe.launch, cwd=os.getcwd()))
+def _fill_run(run: rundir.RunDir, recipe: "RunRecipe", *, name: str | None, allow_drift: bool, cwd: str) -> None:
+    recipe = msgspec.structs.replace(recipe, launch=msgspec.structs.replace(recipe.launch, cwd=cwd))
     on_disk = recipes.for_run_dir(recipe)
     _write_new(run.recipe, recipes.dump_yaml(on_disk).encode())
     literal = recipes.secrets_doc(recipe)
@@ -81,6 +90,9 @@ def spawn_runner(run: rundir.RunDir, *, restart: bool = False) -> int:
     try:
         out = jsonio.open_append(run.runner_log)
     except OSError as exc:
+        if exc.errno == errno.EROFS:   # no state, no journal, no socket: a runner could do nothing
+            raise InputError(f"{run.run_id}: {run.path} is on a read-only filesystem: a runner could record "
+                             "nothing there (remount it read-write, or copy the run elsewhere)") from None
         # A symlink planted as runner.log (ELOOP), a directory, a full disk: the file is refused,
         # never the runner (a kill must still get through); its diagnostics are lost instead.
         sys.stderr.write(f"{run.run_id}: cannot use {run.runner_log} ({exc.strerror or exc}); "

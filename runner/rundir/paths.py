@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -16,5 +17,24 @@ def runs_base(cli_value: str | None = None) -> Path:
     env = os.environ.get("MOECONSOLE_RUNS_DIR")
     if env:
         return check_base(Path(env).expanduser())
-    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return check_base(Path(xdg) / "moeconsole" / "runs")
+    return check_base(data_home(os.environ) / "moeconsole" / "runs")
+
+
+def data_home(environ: Mapping[str, str]) -> Path:
+    """The user's data directory, the same from every working directory: ``$XDG_DATA_HOME`` when
+    it is an absolute path (the XDG Base Directory spec: a relative one is invalid and ignored),
+    else ``~/.local/share``, ``~`` being ``$HOME`` when that is an absolute path, else the home
+    directory of the user's password entry. A relative value had put the runs under the working
+    directory: ``moeconsole run`` in one directory and ``moeconsole`` in another did not find
+    the run (and an empty HOME meant ``/``)."""
+    xdg = environ.get("XDG_DATA_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg)
+    home = environ.get("HOME", "")
+    if not os.path.isabs(home):
+        import pwd
+        try:
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:   # no password entry (a container's arbitrary uid): the HOME as it is
+            home = home or "/"
+    return Path(home) / ".local" / "share"

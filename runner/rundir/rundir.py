@@ -310,6 +310,19 @@ def is_run_dir(path: Path) -> bool:
         return bool(RUN_ID_RE.match(path.name))
 
 
+def enclosing_run(path: Path) -> Path | None:
+    """The run directory ``path`` lies in (its output directory, a checkpoint, its train.log):
+    the nearest ancestor named as a run id that holds a state.json (a user's own directory with a
+    recipe.yaml is never taken for one); None outside every run."""
+    try:
+        for parent in path.resolve().parents:
+            if RUN_ID_RE.match(parent.name) and (parent / "state.json").is_file():
+                return parent
+    except (OSError, RuntimeError):   # a path that cannot be resolved (a symlink loop)
+        return None
+    return None
+
+
 def check_base(base: Path, *, write: bool = False) -> Path:
     """The runs directory as given (``--runs-dir``, the environment): an existing path must be a
     directory writable by nobody but its owner (a base others can write is refused for every
@@ -399,7 +412,7 @@ def _named(runs: list[RunDir], ref: str) -> list[RunDir]:
 
 
 def resolve(base: Path, ref: str | None) -> RunDir:
-    """A run from what a user types: a path, a full id, a unique id prefix or suffix, a run's
+    """A run from what a user types: a path (a run directory or any path inside one), a full id, a unique id prefix or suffix, a run's
     name (``run --name``, also one with spaces or longer than the id holds), or nothing
     (``None``: the newest live run, else the newest run). An empty RUN is an error."""
     check_base(base)
@@ -409,6 +422,8 @@ def resolve(base: Path, ref: str | None) -> RunDir:
             p = Path(ref).expanduser()
             if p.is_dir() and is_run_dir(p):
                 return _readable(RunDir(p.resolve()))
+            if p.exists() and (inside := enclosing_run(p)) is not None:   # `attach .` in its output dir
+                return _readable(RunDir(inside))
             direct = base / ref
             if direct.is_dir() and is_run_dir(direct):
                 return _readable(RunDir(direct))

@@ -35,10 +35,15 @@ ADDED_COLUMNS = {"crashes": "INTEGER", "last_crash_class": "TEXT", "bad_saves": 
                  "open_alerts": "INTEGER", "open_critical": "INTEGER", "problem": "TEXT", "recipe_values": "TEXT"}
 ALERT_FACTS = ("bad_saves", "open_alerts", "open_critical")
 DAMAGED = "damaged"  # the status shown for a run whose state.json cannot be used (``problem`` says why)
+# The status of a run this user may not read (another user's run, 0700): not damaged, only closed
+# to us (``unreadable_problem`` says whose it is). It had been listed as DAMAGED.
+UNREADABLE = "unreadable"
 # How much of metrics.jsonl a reader looks at to find a live run's newest step.
 METRICS_TAIL_BYTES = 16 * 1024
-# Recipe keys that differ between runs of one name but never tell a user which run is which.
-NOT_DISTINGUISHING = ("name", "description")
+# Recipe keys that differ between runs of one name but never tell a user which run is which
+# (``_launch``: the directory a run was started from and its recipe's; first by key, it had
+# filled the 80-column NAME with "…_launch.cwd=/tmp/…" and hidden the flag that differed).
+NOT_DISTINGUISHING = ("name", "description", "_launch")
 DISPLAY_VALUES = 3
 
 _SCHEMA = """
@@ -223,7 +228,7 @@ def row_from_run_dir(run: rundir.RunDir, book: "SeriesBook | None" = None) -> di
     min_loss = lowest[0] if lowest else None
     return {
         "id": run.run_id, "name": state.get("name") or run.run_id, "recipe_hash": state.get("recipe_hash"),
-        "status": state.get("status") or (DAMAGED if loaded.problem else "unknown"), "problem": loaded.problem,
+        **_status_and_problem(run, state, loaded.problem),
         "started_at": state.get("started_at"),
         "ended_at": state.get("ended_at"), "attempts": state.get("attempt"), "restarts": state.get("restarts"),
         "last_step": state.get("step", last_step) if state.get("step") is not None else last_step,
@@ -289,7 +294,7 @@ def refresh_live(row: dict) -> dict:
     loaded = run.load_state()
     state = loaded.state
     if loaded.problem:  # damaged while live (or unreadable): say so, keep the rest of the row
-        return {**row, "status": DAMAGED, "problem": loaded.problem, "stale": False}
+        return {**row, **_status_and_problem(run, {}, loaded.problem), "stale": False}
     if not state:
         return {**row, "stale": False}
     out = dict(row)
@@ -310,6 +315,27 @@ def refresh_live(row: dict) -> dict:
     out["stale"] = runner_gone(state)
     out["job"] = state.get("job")  # a batch engine's job (shown, not indexed): PENDING while queued
     return out
+
+
+def unreadable_problem(run: rundir.RunDir) -> str | None:
+    """Why this user may not read ``run`` (another user's run directory), None when it may."""
+    if os.access(run.path, os.R_OK | os.X_OK) and os.access(run.state, os.R_OK):
+        return None
+    try:
+        owner = run.path.stat().st_uid
+    except OSError:
+        return "not readable by you"
+    return f"owned by uid {owner}, not readable by you (uid {os.geteuid()})"
+
+
+def _status_and_problem(run: rundir.RunDir, state: dict, problem: str | None) -> dict[str, Any]:
+    """A row's status and problem: the state's status; a state that cannot be used is DAMAGED
+    with the reason, unless this user only may not read it (UNREADABLE, whose run it is)."""
+    if state.get("status"):
+        return {"status": state["status"], "problem": problem}
+    if problem and (closed := unreadable_problem(run)):
+        return {"status": UNREADABLE, "problem": closed}
+    return {"status": DAMAGED if problem else "unknown", "problem": problem}
 
 
 def rebuild(base: Path) -> int:

@@ -112,3 +112,30 @@ def test_an_empty_browser_offers_only_the_keys_that_act(base, make_run):
                                   and "s Sort" not in (f := _footer_line(app)) and f, what="the filtered-out list")
             assert "/ Filter" in line and " Mark " not in f" {line} ", line
     asyncio.run(go())
+
+
+def test_a_60_column_pane_still_shows_how_to_leave_on_the_run_screen_and_in_the_browser(base, make_run):
+    """A 60x20 pane (a split tmux window on someone else's cluster): the run screen's footer had
+    "k Kill r Restart v Verify b Runs l Log ? Help g GPUs", the key to leave dropped for a later,
+    shorter one. The way out and the help are kept first; the keys shown are still whole, in the
+    tables' order. The run browser's footer (Textual's Footer) keeps ``q Quit`` too."""
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.browser import BrowserScreen
+
+    run = live_run(base, make_run, checkpoints=((20, True),))
+    line, whole = _shown(base, run, (60, 20))
+    assert "q Detach" in whole and "? Help" in whole, line
+    assert whole[:2] == ["k Kill", "r Restart"], line
+    labels = [f"{k.shown_key} {k.label}" for k in keys.RUN_KEYS if k.show]
+    assert whole == sorted(whole, key=labels.index), line   # in the table's order
+    assert len(line) <= 60, line
+
+    async def browser_footer() -> str:
+        app = MoeConsole(base, None, gpu=False, interval=0.2)
+        async with app.run_test(size=(40, 20)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows,
+                           what="the browser with the run")
+            await pilot.pause()
+            return await until_ui(pilot, lambda: "Help" in (f := _footer_line(app)) and f, what="the browser footer")
+    line = asyncio.run(browser_footer())
+    assert "q Quit" in line and "? Help" in line, line

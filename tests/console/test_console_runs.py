@@ -229,3 +229,38 @@ def test_no_runs_yet_says_how_to_start_one_in_the_cli_and_the_browser(tmp_path):
             return " ".join(strip.text.strip() for strip in app.screen._compositor.render_strips())
     shown = asyncio.run(go())
     assert "moeconsole demo" in shown and "moeconsole run RECIPE" in shown, shown
+
+
+def test_runs_started_from_different_directories_are_not_named_by_the_directory(base, make_run):
+    """Two demo runs of one name, started from two working directories with different faults:
+    their names told them apart by the internal ``_launch.cwd`` (first by key, it filled the
+    80-column NAME as "…_launch.cwd=/tmp/nc6…" and hid the fault). Where a run was launched from
+    is not what tells runs apart: the fault is."""
+    for i, (cwd, fault) in enumerate((("/home/me/a", "oom@40"), ("/scratch/me/somewhere/else", "nan@30"))):
+        make_run(base, f"2024010{i + 1}-000000-tiny-moe-cpu-{'ab12' if i else 'cd34'}", name="tiny-moe-cpu",
+                 status="succeeded", recipe={"name": "tiny-moe-cpu", "_launch": {"recipe_dir": cwd + "/recipes",
+                                                                                   "cwd": cwd},
+                                             "command": ["{python}", "-m", "moeconsole.runner.demo.train",
+                                                         f"--fault={fault}"]})
+    done = cli("runs", "ls", "--json", base=base)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    rows = rows if isinstance(rows, list) else rows["runs"]
+    names = sorted(r["display_name"] for r in rows)
+    assert names == ["tiny-moe-cpu --fault=nan@30", "tiny-moe-cpu --fault=oom@40"], names
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_runs_ls_on_an_output_that_cannot_carry_unicode_writes_stand_ins(base, make_run, encoding):
+    """A latin-1 locale on an old cluster, or PYTHONIOENCODING=ascii: `runs ls` ended in a
+    UnicodeEncodeError traceback at its first '—' (a run without a crash). It prints the table
+    with an ASCII stand-in for what the encoding lacks; `runs show` too."""
+    import os
+    run = make_run(base, status="succeeded")
+    for args in (["runs", "ls"], ["runs", "show", run.run_id]):
+        done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(base)],
+                              cwd=REPO, capture_output=True, timeout=60,
+                              env={**os.environ, "PYTHONIOENCODING": encoding, "PYTHONPATH": str(REPO)})
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+        out = done.stdout.decode(encoding)
+        assert run.run_id in out and "\u2014" not in out, out

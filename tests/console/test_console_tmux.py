@@ -48,21 +48,33 @@ class Tmux:
 
 
 @contextlib.contextmanager
-def demo_session(label: str, demo_args: str, after: str = "", env: str = "") -> Iterator[tuple[Tmux, Path]]:
+def demo_session(label: str, demo_args: str, after: str = "", env: str = "",
+                 shell: bool = False) -> Iterator[tuple[Tmux, Path]]:
     """`moeconsole demo DEMO_ARGS` in a detached tmux session "demo" (80x24, 256 colours) on a
     socket of our own, with a runs directory of its own; at the end the server, the run's
     processes (by PID and start time) and the directory go. ``after``: shell text run once the
     console exits (e.g. printing its exit code). ``env``: more NAME=VALUE words for the console's
-    environment (the runner it starts inherits them)."""
+    environment (the runner it starts inherits them). ``shell``: the pane is an interactive bash
+    with job control (prompt ``sh$ ``) and the command is typed into it, as a user does."""
     base = Path(tempfile.mkdtemp(prefix="mctmux-"))
     tmux = Tmux(f"moeconsole-test-{label}{os.getpid()}")
     server_pid = None
     socket_path = ""
     try:
-        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 PYTHONPATH={shlex.quote(str(REPO))} "
+        # MOECONSOLE_ASCII=0: these screens are read in Unicode whatever the test's locale (``env``
+        # may say otherwise)
+        cmd = (f"cd {shlex.quote(str(REPO))} && env TEXTUAL_COLOR_SYSTEM=256 MOECONSOLE_ASCII=0 "
+               f"PYTHONPATH={shlex.quote(str(REPO))} "
                f"{env} {shlex.quote(sys.executable)} -m moeconsole.console.cli demo --runs-dir {shlex.quote(str(base))} "
                f"{demo_args}{after}")
-        tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
+        if shell:
+            tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24",
+                 "env PS1='sh$ ' bash --norc --noprofile -i")
+            tmux.wait_for("sh$", timeout=30)
+            tmux("send-keys", "-t", "demo", "-l", cmd)
+            tmux("send-keys", "-t", "demo", "Enter")
+        else:
+            tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24", cmd)
         tmux("set-option", "-t", "demo", "remain-on-exit", "on")
         server_pid = int(tmux("display-message", "-p", "-t", "demo", "#{pid}").strip())
         # If this test process dies without its finally (SIGKILL), the server ends itself.
@@ -210,3 +222,100 @@ def test_a_demo_that_ends_unsaved_in_tmux_reaps_its_runner_shows_only_live_keys_
         # the terminal after the UI left: the line `run` wrote on stderr
         joined = after.replace("\n", "")  # the terminal wraps the line at 80 columns
         assert "finished but is UNSAVED" in joined and "checkpoint-12 is empty_stub" in joined, after
+
+
+def test_ctrl_c_says_how_to_leave_ctrl_z_suspends_to_the_shell_and_a_dropped_connection_leaves_the_run():
+    """The demo typed into a shell in tmux (job control, as over ssh). Ctrl-C: a toast says which
+    key leaves and that the run goes on (Textual's own said "Press ctrl+q to quit the app", a key
+    shown nowhere). Ctrl-Z: the console stops and the shell is back (it did nothing); the run
+    trains on meanwhile; `fg` brings the console back, repainted, and it still answers keys. Then
+    the connection drops (the tmux server goes: SIGHUP to the console): the console ends, the
+    runner and its training go on, and a new console attaches to the run."""
+    with demo_session("sig-", "--set args.max_steps=100000 --set args.step_delay=0.1", shell=True) as (tmux, base):
+        tmux.wait_for("q Detach", timeout=90)
+        tmux("send-keys", "-t", "demo", "C-c")
+        screen = tmux.wait_for("Ctrl-C stops nothing here", timeout=20)
+        assert "ctrl+q" not in screen, screen
+        toast = " ".join(line.partition("▌")[2].strip() for line in screen.splitlines() if "▌" in line)
+        assert "q Detach: Close the console. The run and its runner go on" in " ".join(toast.split()), screen
+        run = rundir.newest_live(base)
+        assert run is not None
+        console = next(p for p in psutil.Process(int(tmux("display-message", "-p", "-t", "demo",
+                                                          "#{pane_pid}").strip())).children()
+                       if "moeconsole.console.cli" in " ".join(p.cmdline()))
+
+        tmux("send-keys", "-t", "demo", "C-z")
+        screen = tmux.wait_for("Stopped", timeout=20)   # bash: "[1]+  Stopped  ... demo"
+        until(lambda: console.status() == psutil.STATUS_STOPPED, timeout=10, what="the console stopped")
+        step = run.read_state().get("step") or 0
+        until(lambda: (run.read_state().get("step") or 0) > step, timeout=60,
+              what="a step while the console is suspended")
+        tmux("send-keys", "-t", "demo", "clear; fg", "Enter")
+        tmux.wait_for("q Detach", timeout=30)
+        screen = tmux.wait_for("RUNNING", timeout=30)   # the whole screen painted again
+        assert "Stopped" not in screen, screen
+        tmux("send-keys", "-t", "demo", "?")   # it reads keys again
+        tmux.wait_for("Run screen", timeout=30)
+
+        runner = run.read_state()["runner"]["pid"]
+        tmux("kill-server")   # the terminal goes away: SIGHUP
+        until(lambda: not console.is_running() or console.status() == psutil.STATUS_ZOMBIE, timeout=30,
+              what="the console to end on SIGHUP")
+        step = run.read_state().get("step") or 0
+        assert run.read_state()["status"] == "running" and psutil.pid_exists(runner)
+        until(lambda: (run.read_state().get("step") or 0) > step, timeout=60, what="a step after the hangup")
+        snap = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "--json", "--once",
+                               "--runs-dir", str(base)], capture_output=True, text=True, timeout=60,
+                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert snap.returncode == 0 and run.run_id in snap.stdout and '"RUNNING"' in snap.stdout, snap
+
+
+@pytest.mark.parametrize("locale", ["LANG=C LC_ALL= LC_CTYPE=", "LANG=en_US.UTF-8 LC_ALL=POSIX"])
+def test_in_a_c_or_posix_locale_the_console_draws_its_charts_in_ascii(locale):
+    """``LANG=C`` (a login without a UTF-8 locale), or ``LC_ALL=POSIX`` over a UTF-8 ``LANG``: tmux
+    shows such a client every non-ASCII cell as ``_``, so the braille charts were rows of
+    underscores (and ``·``, ``…``, the GPU bars too). The console draws in ASCII then: every cell
+    on the screen is ASCII, the charts still have their axes and a line of points, the status line
+    its separators; the keys work. (With ``LANG=C`` Python itself sets ``LC_CTYPE=C.UTF-8`` at start,
+    PEP 538: the locale is read as the shell passed it.)"""
+    with demo_session("ascii-", "--set args.max_steps=100000 --set args.step_delay=0.1",
+                      env=f"{locale} MOECONSOLE_ASCII=") as (tmux, base):
+        tmux.wait_for("q Detach", timeout=90)
+
+        def charted() -> str:
+            screen = tmux.screen()
+            plot = [line for line in screen.splitlines()[3:10] if line.count("|") >= 2]
+            return screen if len(plot) >= 4 and any(c in "".join(plot) for c in "'.-") else ""
+        screen = until(charted, timeout=60, what="charts with points")
+        assert screen.isascii(), [ch for ch in screen if not ch.isascii()][:10]
+        assert "attempt 1 | restarts" in screen, screen
+        assert any(line.lstrip().startswith("+--") for line in screen.splitlines()), screen   # the x axis
+        tmux("send-keys", "-t", "demo", "?")
+        screen = tmux.wait_for("Run screen", timeout=30)
+        assert screen.isascii(), screen
+
+
+def test_ctrl_c_while_demo_detach_waits_for_the_first_step_says_the_run_goes_on():
+    """`moeconsole demo --detach` prints the run id, then watches the start for up to seconds; a
+    Ctrl-C there exited 130 in silence while the run trained on (8 GPUs, unseen). It says the
+    run was started and goes on, with the commands to stop or watch it; the run is RUNNING."""
+    with demo_session("int-", "--detach --set args.max_steps=100000 --set args.step_delay=0.2",
+                      "; echo MOECONSOLE_EXIT=$?", shell=True) as (tmux, base):
+        def started() -> str:
+            runs = rundir.list_run_dirs(base)
+            return runs[0].run_id if runs and runs[0].run_id in tmux.screen() else ""
+        run_id = until(started, timeout=90, what="the run id printed")
+        tmux("send-keys", "-t", "demo", "C-c")
+
+        def exited() -> str:   # the shell's echo of the exit code (not the typed command that holds it)
+            screen = tmux.screen()
+            return screen if any(line.startswith("MOECONSOLE_EXIT=") for line in screen.splitlines()) else ""
+        screen = until(exited, timeout=30, what="the exit code")
+        joined = "".join(screen.splitlines())   # the line wraps at 80 columns
+        if "under a detached runner" in joined:   # the start was reported before the key came: retry-free skip
+            pytest.skip("the start finished before Ctrl-C arrived (a fast machine)")
+        assert "MOECONSOLE_EXIT=130" in joined, screen
+        assert f"run {run_id} was started and goes on under its runner" in joined, screen
+        assert f"`moeconsole kill {run_id}` stops it" in joined, screen
+        run = rundir.list_run_dirs(base)[0]
+        until(lambda: run.read_state().get("status") == "running", timeout=60, what="the run running")

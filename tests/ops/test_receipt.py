@@ -75,3 +75,30 @@ def test_receipt_without_matplotlib_says_why(crashed_run, runs_dir, tmp_path):
 def test_receipt_of_an_unknown_run_is_one_line(runs_dir):
     proc = _cli(runs_dir, "runs", "receipt", "nope")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_receipt_with_an_unwritable_home_is_quiet_and_leaves_no_scratch(tmp_path):
+    """HOME on a read-only or missing directory (someone else's machine): matplotlib could not
+    make its config dir and printed "mkdir -p failed ..." and "Matplotlib created a temporary
+    cache directory ..." around the receipt. The plot is still drawn, stderr says nothing, and
+    no scratch directory is left in TMPDIR."""
+    pytest.importorskip("matplotlib")
+    from tests.console.conftest import write_run
+    runs = tmp_path / "runs"
+    runs.mkdir(mode=0o700)
+    run = write_run(runs, status="succeeded")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    home = tmp_path / "home"
+    home.write_text("a file, not a directory: nothing can be made under it\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    env.update(HOME=str(home), TMPDIR=str(scratch), PYTHONPATH=str(REPO))
+    env.pop("MOECONSOLE_RUNS_DIR", None)
+    out = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "receipt", run.run_id,
+                           "--out", str(out), "--runs-dir", str(runs)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert proc.stderr == "", proc.stderr
+    assert list(scratch.iterdir()) == []

@@ -1,0 +1,123 @@
+"""ASCII output for a terminal that cannot show UTF-8 (``LANG=C`` on someone else's cluster).
+
+tmux decides per client whether it may send UTF-8 from the client's locale (the first set of
+``LC_ALL``, ``LC_CTYPE``, ``LANG`` naming UTF-8, unless ``tmux -u``); a client without one gets
+every non-ASCII cell as ``_``: the braille charts became rows of underscores, the GPU bars and
+``…`` too (GNU screen likewise). So inside tmux or screen, when the console's locale names no
+UTF-8 (the same rule), everything the console draws is written in ASCII, one character per cell
+so nothing moves: a braille cell by where its dots lie (``'`` high, ``-`` middle, ``.`` low,
+``|`` a vertical stroke), box drawing as ``- | +``, blocks as ``#``, ``·`` as ``|``, ``…`` as
+``~``, a letter with an accent as the letter. ``MOECONSOLE_ASCII=1``
+asks for it anywhere (a terminal set to another charset), ``MOECONSOLE_ASCII=0`` turns it off
+(``tmux -u``).
+
+The one owner of that decision (``ascii_only``) and of the translation (``to_ascii``); the app
+applies it to every frame its terminal driver writes (``MoeConsole.get_driver_class``).
+"""
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Mapping
+
+_ON, _OFF = ("1", "yes", "on", "true"), ("0", "no", "off", "false")
+
+
+def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the console draws in ASCII: ``MOECONSOLE_ASCII`` when it says yes or no, else, inside
+    tmux or GNU screen (``TMUX``, ``STY``: the multiplexers that judge their client's terminal by
+    its locale and show ``_`` for what it cannot take), whether the locale (``LC_ALL``, else
+    ``LC_CTYPE``, else ``LANG``: tmux's rule) names no UTF-8. Outside them the terminal emulator
+    draws the UTF-8 it is sent whatever the locale (a container without ``LANG``): Unicode.
+    ``environ`` None: the environment this process was started with (``started_environ``)."""
+    asked = (os.environ if environ is None else environ).get("MOECONSOLE_ASCII", "").strip().lower()
+    if asked in _ON or asked in _OFF:
+        return asked in _ON
+    env = started_environ() if environ is None else environ
+    if not (env.get("TMUX") or env.get("STY")):
+        return False   # a terminal emulator shows UTF-8 whatever the remote locale says
+    locale = next((env[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(name)), "")
+    return not any(tag in locale.lower() for tag in ("utf-8", "utf8"))
+
+
+def started_environ() -> Mapping[str, str]:
+    """The environment as the user's shell passed it: ``/proc/self/environ``. Python rewrites its
+    own at start in the C locale (PEP 538 sets ``LC_CTYPE=C.UTF-8`` when ``LANG=C`` or nothing is
+    set), which would hide the very locale tmux judges the terminal by. ``os.environ`` where
+    /proc cannot be read."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return os.environ
+    env: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep:
+            env[os.fsdecode(name)] = os.fsdecode(value)
+    return env
+
+
+# Braille dot bits (U+2800 + bits) by row in the cell: the left and the right dot of each row.
+_BRAILLE_ROWS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
+
+_PUNCTUATION = {
+    "·": "|", "•": "*", "…": "~", "—": "-", "–": "-", "−": "-", "‐": "-", "’": "'", "‘": "'", "“": '"',
+    "”": '"', "↑": "^", "↓": "v", "→": ">", "←": "<", "×": "x", "≥": ">", "≤": "<", "≈": "~", "°": "o",
+    "✓": "v", "✔": "v", "✗": "x", "✘": "x", "█": "#", "▓": "#", "▒": ":", "░": ".", "µ": "u",
+    "▁": "_", "▂": ".", "▃": ".", "▄": "o", "▅": "o", "▆": "O", "▇": "#", "▔": "-", "▀": "\"",
+}
+
+
+def _braille(bits: int) -> str:
+    rows = [r for r, (left, right) in enumerate(_BRAILLE_ROWS) if bits & (left | right)]
+    if not rows:
+        return " "
+    if rows[-1] - rows[0] >= 2:
+        return "|"
+    mean = sum(rows) / len(rows)
+    return "'" if mean < 0.75 else "-" if mean < 2.25 else "."
+
+
+def _one(ch: str) -> str:
+    """The ASCII stand-in of one non-ASCII character, as many cells wide as it is."""
+    code = ord(ch)
+    if 0x2800 <= code <= 0x28FF:
+        return _braille(code - 0x2800)
+    if ch in _PUNCTUATION:
+        return _PUNCTUATION[ch]
+    name = unicodedata.name(ch, "")
+    if name.startswith("BOX DRAWINGS"):
+        words = set(name.split())
+        if "AND" in words or "DIAGONAL" in words:
+            return "+"
+        return "-" if words & {"HORIZONTAL", "LEFT", "RIGHT"} else "|" if words & {"VERTICAL", "UP", "DOWN"} else "+"
+    if "BLOCK" in name or name.startswith("QUADRANT"):
+        return "|" if "LEFT" in name or "RIGHT" in name else "#"
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return ""
+    wide = unicodedata.east_asian_width(ch) in ("W", "F")
+    base = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+    if len(base) == 1 and not wide:
+        return base
+    if ch.isspace():
+        return " "
+    return "??" if wide else "?"
+
+
+class _Table(dict):
+    """``str.translate``'s table, filled as characters are met (ASCII maps to itself)."""
+
+    def __missing__(self, code: int) -> str:
+        value = chr(code) if code < 128 else _one(chr(code))
+        self[code] = value
+        return value
+
+
+_TABLE = _Table()
+
+
+def to_ascii(text: str) -> str:
+    """``text`` with every non-ASCII character replaced by its ASCII stand-in (escape sequences
+    are ASCII and pass unchanged)."""
+    return text if text.isascii() else text.translate(_TABLE)
