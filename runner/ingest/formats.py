@@ -30,7 +30,7 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, EvalLine, field_of, mem_peak_rank, parse_grouped_number, parse_number,
+                                   MEM_RESERVED, EvalLine, eval_key, field_of, mem_peak_rank, parse_grouped_number, parse_number,
                                    unit_value)
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
@@ -721,9 +721,16 @@ def read_mlx(text: str) -> tuple[dict, str] | EvalLine | None:
 # mem 24.90 GiB | tps 12345.67(1543.21/gpu) | num_label_tokens 4096", "[val] name "default" |
 # step 100 | ... | loss 1.5 | ...").
 _PIPE_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./()\- ]{0,60}?)\s*(?::\s*|\s+)(" + _NUM + r")"
+                           r"(?:/[\d.]+(?=\s?(?:" + _UNIT + r")\b))?"   # "Peak Mem.: 30.1/79.2 GiB": used / capacity
                            r"(?:\s?(" + _UNIT + r"))?(?:\s*\([^)]*\))?\s*$")
 _NEMO_HEAD_RE = re.compile(r"^\s*(Training|Validation|Testing) epoch (\d+), iteration (\d+)/(\d+)\s*$")
 _PIPE_STEP_KEYS = ("global_step", "step", "iteration", "iter")
+# A time and a level in front of the first column: loguru's "{time:HH:mm:ss} {level: >7} {message}"
+# (prime-rl's trainer: logger.success(f"Step {progress.step} | Time: {step_time:.2f}s | Loss:
+# {loss:.4f} | ... | Grad. Norm: {grad_norm:.4f} | LR: {current_lr:.2e} | Throughput: ... tokens/s
+# | MFU: {mfu:.1f}%"), "00:20:21 SUCCESS Step 0 | Time: 60.98s | Loss: 0.0000 | ...".
+_PIPE_HEAD_PREFIX_RE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}[ T])?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\s+"
+                                  r"(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s+")
 _UNIT_IN_KEY_RE = re.compile(r"^(.+) in (s|ms)$")
 
 
@@ -734,7 +741,11 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
     src = "pipes"
     is_val = False
     mem_rank = 5   # the rank (records.mem_peak_rank) of the memory value mem_gib holds
-    for piece in text.split("|"):
+    for i, piece in enumerate(text.split("|")):
+        if i == 0:
+            lead = _PIPE_HEAD_PREFIX_RE.match(piece)
+            if lead is not None:
+                piece = piece[lead.end():]
         head = _NEMO_HEAD_RE.match(piece)
         if head:
             src = "nemo"
@@ -759,7 +770,9 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         field = _KV_FIELDS.get(low)
         if field is None and low not in _PIPE_STEP_KEYS and not is_val:
             known = field_of(key)
-            if known is not None and known[0] == "mem_gib":
+            if known is not None and known[0] == "grad_norm" and "grad_norm" not in out:
+                field = "grad_norm"   # prime-rl's "Grad. Norm: 0.5000"
+            elif known is not None and known[0] == "mem_gib":
                 # a memory printed under a torch.cuda name (NeMo 2: "max_memory_reserved:
                 # 57466159104 | max_memory_allocated: 53930270720", bytes): every one kept as
                 # printed, the peak (records.mem_peak_rank) is the record's mem_gib
@@ -1021,6 +1034,11 @@ def read_bar_postfix(text: str) -> Bar | None:
     lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
+    named = [k for k in out if k.lower().endswith("loss") and eval_key(k) is None]
+    if len(named) == 1 and not any((field_of(k) or ("",))[0] == "loss" for k in out):
+        # the postfix's one loss, under the loop's own name (a diffusers/accelerate script's
+        # progress_bar.set_postfix(lr=..., noise_step_loss=...)): the step's loss
+        out["loss"] = out.pop(named[0])
     tot = m.group("tot")
     total = int(tot) if tot and tot.isdigit() else None
     if total is not None and "step" not in out and epoch is None:   # an epoch's bar counts that epoch only

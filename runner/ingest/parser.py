@@ -28,7 +28,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
-from moeconsole.runner.ingest.pydict import object_run, split_objects
+from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval, swift_rate_step_time)
@@ -251,6 +251,13 @@ class LogParser:
             run = object_run(text)
             if run is not None:
                 return events + self._object_run(run, rank)
+        if text[:1] in ("'", '"') and text[-1:] == "}" and "{" not in text \
+                and ("':" in text[:64] or '":' in text[:64]):
+            # a dict whose opening brace the paste lost ("'loss': -0.0, 'grad_norm': 0.0, ...,
+            # 'global_step/max_steps': '5/3766', ...}"): read whole, it is that dict (its first
+            # key is whole); read by its shape, 'epoch': 0.0 became a step 0
+            if parse_pydict("{" + text) is not None:
+                text = "{" + text
         if text[:1] != "{" and text[-1:] == "}":
             # a dict glued to a progress bar with no carriage return between them
             had_bar, rest = strip_bar(text)
@@ -281,6 +288,17 @@ class LogParser:
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
         if had_bar:
             self._note_bare_bar(text)
+        if had_bar and rest and bar is None:
+            # a message glued to a bar with metrics in its postfix (no carriage return between:
+            # a logger writing while tqdm's line is open, e.g. DeepSpeed's OVERFLOW warning
+            # after accelerate's `Steps: ... [..., lr=0, step_loss=nan]`, ColossalAI's rich
+            # WARNING after its `[Epoch 0 / Train]` bar): the bar is a redraw like any other,
+            # and the message after it ends its count
+            glued = formats.read_bar_postfix(text[:len(text) - len(rest)].rstrip())
+            if glued is not None:
+                events += self._bar_events(glued, rank)
+                if self._bar.pending is not None:
+                    events += self._flush_bar()
         if had_bar and not rest:
             bar = bar or formats.read_bar_postfix(text)
             if bar is not None:

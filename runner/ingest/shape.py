@@ -287,6 +287,7 @@ class ShapeState:
 class LearnerState:
     shapes: dict[str, ShapeState] = field(default_factory=dict)
     header_epoch: float | None = None     # an "Epoch 2/10" line before the counter lines
+    header_epochs: int | None = None      # that line's total (10): its epochs count from 1
     last_counter: str = ""                # how the last learned record's step was found
     epoch_shape: str | None = None        # the shape whose epochs are the steps (epoch-only logs)
 
@@ -409,6 +410,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             return Header(int(parse_grouped_number(counter.raw) or 0), counter.tot, epoch)
         if epoch_tok is not None and counter is None and not is_eval and len(toks) == 1:
             state.header_epoch = epoch   # "Epoch 2/10": the counter lines after it belong to epoch 2
+            state.header_epochs = epoch_tok.tot
             return Skip("epoch header", shape)
         return None
     if not is_eval and not any(k in values for k in _FIELDS) and not any(_names_a_metric(k) for k in values):
@@ -428,6 +430,12 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)
         if got_header is not None:
             return got_header
+    epochs = state.header_epochs if epoch is not None and epoch == state.header_epoch else None
+    if epoch_tok is not None and epochs and counter.tot and epoch is not None and epoch >= 1 \
+            and st.last_epoch is None and st.last_counter is None:
+        # "===== EPOCH 4/10 =====" then "[Epoch 4] Batch 10/126 | loss=...": the header counts its
+        # epochs from 1 (E/M), and the paste starts in epoch 4: 3 x 126 steps came before
+        st.offset = max(st.offset, int(epoch - 1) * counter.tot)
     step = epoch_counter_step(st, n, epoch, counter.tot)
     if st.offset:
         counter_how += " + epochs"
@@ -438,6 +446,8 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     mapping: dict[str, Any] = {"step": step}
     if counter.tot is not None and not st.offset and epoch is None:
         mapping["max_steps"] = counter.tot
+    elif counter.tot is not None and epochs:
+        mapping["max_steps"] = epochs * counter.tot   # M epochs of the counter's total
     if epoch is not None:
         mapping["epoch"] = epoch
     mapping.update(values)

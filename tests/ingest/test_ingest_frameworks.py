@@ -312,3 +312,15 @@ def test_deepspeed_pipeline_engine_step_lines_give_the_step_time():
     assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
     assert recs[2]["extra"]["moe_loss"] == 0.0125 and recs[3]["max_steps"] == 100
     assert recs[0]["extra"]["samples_per_sec"] == 0.314
+
+
+def test_prime_rl_step_lines_behind_loguru_time_and_level():
+    """prime-rl's `Step N | Time: 60.98s | Loss: ...` behind loguru's time and level
+    ("00:20:21 SUCCESS") and torchrun's `[default0]:` was not read at all; now each variant its
+    trainers print gives its step time, its `Grad. Norm` and the used part of `Peak Mem.: 30.1/79.2 GiB`."""
+    log = LOGS["prime_rl"]
+    recs, _ = by_line_parser(log.text())
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert [r["grad_norm"] for r in recs] == log.extra["grad_norm"]
+    assert [r["mem_gib"] for r in recs] == log.extra["mem_gib"]
+
