@@ -226,6 +226,31 @@ def read_deepspeed_memory(text: str) -> tuple[int | None, dict[str, float], dict
 # --------------------------------------------------------------------------- text key/value
 
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)\b"
+
+
+# veRL's console logger (verl/utils/logger/aggregate_logger.py concat_dict_to_str, printed by
+# LocalLogger.log, behind Ray's "(TaskRunner pid=N) " when the trainer runs as a Ray actor):
+# " - ".join([f"step:{step}"] + [f"{k}:{pprint.pformat(v)}" for each number v]) (older releases
+# f"{k}:{v:.3f}"). Every such line ends with a number; one that does not was cut (a terminal's or
+# a paste's wrap, inside a name: "... - prompt_length" then "/mean:173.630 - ...").
+_VERL_HEAD_RE = re.compile(r"^(?:\([^)]{0,80}\)\s*)?step:\d+ - ")
+_VERL_END_RE = re.compile(r":\s?(?:" + _NUM + r")$")
+# The first piece of the row that goes on with it: the rest of a name and its value
+# ("an:330.437", "/mean:173.630", "ip_ratio:0.004"), or a value alone (a cut after the colon).
+_VERL_REST_RE = re.compile(r"^[\w/@.\-]*(?::\s?)?(?:" + _NUM + r")$")
+
+
+def verl_line_cut(text: str) -> bool:
+    """A veRL step line cut before its end: it starts as one and its last field has no value."""
+    return _VERL_HEAD_RE.match(text) is not None and _VERL_END_RE.search(text) is None
+
+
+def verl_line_rest(text: str) -> bool:
+    """Whether ``text`` is the rest of a cut veRL step line: its first " - " piece ends a name
+    with its value (no space in it), and it is not a line of its own."""
+    return _VERL_HEAD_RE.match(text) is None and _VERL_REST_RE.match(text.split(" - ", 1)[0]) is not None
+
+
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
 _UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|M|G"

@@ -151,7 +151,8 @@ class LogParser:
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
-        self._cut: tuple[list[str], int | None] | None = None  # a Megatron line a terminal wrapped: (rows, rank)
+        # a Megatron or veRL step line a terminal wrapped: (rows, rank, "megatron" | "verl")
+        self._cut: tuple[list[str], int | None, str] | None = None
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
@@ -238,10 +239,13 @@ class LogParser:
             rank = line_rank
         if self._cut is not None:
             if self._continue_cut(text):
-                return events + (self._flush_cut() if formats.megatron_line_complete("".join(self._cut[0])) else [])
+                return events + (self._flush_cut() if self._cut_complete() else [])
             events += self._flush_cut()
         if formats.megatron_line_cut(text):
-            self._cut = ([text], rank)
+            self._cut = ([text], rank, "megatron")
+            return events + self._release()
+        if formats.verl_line_cut(text):
+            self._cut = ([text], rank, "verl")
             return events + self._release()
         if self._frag is not None:
             joined = self._join_fragment(text)
@@ -759,6 +763,11 @@ class LogParser:
         a line of its own (``step 11 | loss ...``, ``[Rank 0] ...``, ``time (ms) | ...``)."""
         assert self._cut is not None
         rows = self._cut[0]
+        if self._cut[2] == "verl":
+            if len(rows) >= 8 or not formats.verl_line_rest(text):
+                return False
+            rows.append(text)
+            return True
         width = max(len(r) for r in rows)
         head = text.split("|", 1)[0].strip()
         if (len(rows) >= 8 or len(rows[-1]) < 60 or len(rows[-1]) < width - 1 or "|" not in text
@@ -768,15 +777,28 @@ class LogParser:
         rows.append(text)
         return True
 
+    def _cut_complete(self) -> bool:
+        """Whether the wrapped line being read has reached its end (then it is read at once)."""
+        assert self._cut is not None
+        joined = "".join(self._cut[0])
+        if self._cut[2] == "verl":
+            return not formats.verl_line_cut(joined)
+        return formats.megatron_line_complete(joined)
+
     def _flush_cut(self) -> list[LogEvent]:
         """The wrapped Megatron line read as one: its rows joined as the terminal cut them (a row
         one shorter than the others lost the space it ended with to the paste)."""
         if self._cut is None:
             return []
-        rows, rank = self._cut
+        rows, rank, kind = self._cut
         self._cut = None
         width = max(len(r) for r in rows)
-        text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        if kind == "verl":
+            # cut inside a name or a value, the rows join as they are; cut after a field's " -",
+            # the space the paste trimmed comes back
+            text = "".join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        else:
+            text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
         n = len(rows)
         self.stats.lines -= n - 1   # the record is numbered like one line
         try:

@@ -324,3 +324,28 @@ def test_prime_rl_step_lines_behind_loguru_time_and_level():
     assert [r["grad_norm"] for r in recs] == log.extra["grad_norm"]
     assert [r["mem_gib"] for r in recs] == log.extra["mem_gib"]
 
+
+
+def _verl_line(step: int, pid: int = 4072644) -> str:
+    """veRL's console line (verl/utils/logger/aggregate_logger.py concat_dict_to_str: " - ".join of
+    f"step:{step}" and f"{k}:{pprint.pformat(v)}" for each number), behind Ray's "(TaskRunner pid=N) "."""
+    import pprint
+    metrics = {"global_seqlen/min": 210047.0, "actor/pg_loss": -0.0123, "actor/grad_norm": 0.279, "actor/lr": 1e-06,
+               "critic/rewards/mean": 0.5, "response_length/mean": 330.437, "prompt_length/mean": 173.63,
+               "timing_s/gen": 1400.087, "timing_s/step": 1630.262 + step, "timing_per_token_ms/adv": 0.001}
+    return f"(TaskRunner pid={pid}) " + " - ".join([f"step:{step}"] + [f"{k}:{pprint.pformat(v)}" for k, v in metrics.items()])
+
+
+@pytest.mark.parametrize("cut", ["prompt_length", "prompt_length/mean:", "critic/rewards/mean:0.5 -"])
+def test_a_verl_step_line_wrapped_by_the_terminal_is_read_whole(cut):
+    """A veRL step line a terminal (or a paste) wrapped, inside a name, after its colon or after a
+    field's " -": its rows are one line again, so the fields after the wrap (the step time, the
+    metrics) are not lost; the next step's line is read on its own."""
+    lines = []
+    for step in (4, 5):
+        line = _verl_line(step)
+        at = line.index(cut) + len(cut)
+        lines += [line[:at], line[at:].lstrip(" ") if cut.endswith("-") else line[at:]]
+    recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["grad_norm"], r["step_time_s"]) for r in recs] == [(4, 0.279, 1634.262), (5, 0.279, 1635.262)]
+    assert all(r["extra"]["prompt_length/mean"] == 173.63 for r in recs)
