@@ -1111,6 +1111,8 @@ class LogParser:
 
     def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:
         self.reason = reason or ("looked like metrics, no reader or shape fits" if suspect else "no metrics")
+        if self._counted_line == self.stats.lines:
+            return   # the message glued to a bar this line's record came from: the line is a metric line
         self.stats.unparsed_lines += 1
         if suspect:
             self.stats.suspect_lines += 1
