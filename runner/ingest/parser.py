@@ -295,9 +295,8 @@ class LogParser:
         if had_bar and rest and bar is None:
             # a message glued to a bar with metrics in its postfix (no carriage return between:
             # a logger writing while tqdm's line is open, e.g. DeepSpeed's OVERFLOW warning
-            # after accelerate's `Steps: ... [..., lr=0, step_loss=nan]`, ColossalAI's rich
-            # WARNING after its `[Epoch 0 / Train]` bar): the bar is a redraw like any other,
-            # and the message after it ends its count
+            # after accelerate's `Steps: ... [..., lr=0, noise_step_loss=nan]`): the bar is a
+            # redraw like any other, and the message after it ends its count
             glued = formats.read_bar_postfix(text[:len(text) - len(rest)].rstrip())
             if glued is not None:
                 events += self._bar_events(glued, rank)
@@ -757,7 +756,8 @@ class LogParser:
         return events
 
     def _continue_cut(self, text: str) -> bool:
-        """Whether ``text`` goes on with the wrapped Megatron line being read (and is taken): the
+        """Whether ``text`` goes on with the wrapped line being read (and is taken). veRL: it is
+        the rest of a name and its value (``formats.verl_line_rest``). Megatron: the
         row before it filled the terminal's width (within the space a paste trims) and it goes on
         with a field (``... iterations:   0 |``: a ``name: value`` before its first ``|``), not with
         a line of its own (``step 11 | loss ...``, ``[Rank 0] ...``, ``time (ms) | ...``)."""
@@ -786,8 +786,8 @@ class LogParser:
         return formats.megatron_line_complete(joined)
 
     def _flush_cut(self) -> list[LogEvent]:
-        """The wrapped Megatron line read as one: its rows joined as the terminal cut them (a row
-        one shorter than the others lost the space it ended with to the paste)."""
+        """The wrapped Megatron or veRL line read as one: its rows joined as the terminal cut them
+        (a Megatron row one shorter than the others lost the space it ended with to the paste)."""
         if self._cut is None:
             return []
         rows, rank, kind = self._cut
@@ -1112,7 +1112,7 @@ class LogParser:
     def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:
         self.reason = reason or ("looked like metrics, no reader or shape fits" if suspect else "no metrics")
         if self._counted_line == self.stats.lines:
-            return   # the message glued to a bar this line's record came from: the line is a metric line
+            return   # the line already gave a record (a bar, a message glued to it): a metric line
         self.stats.unparsed_lines += 1
         if suspect:
             self.stats.suspect_lines += 1

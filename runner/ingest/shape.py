@@ -23,7 +23,9 @@ learner reads a line the way a person does:
    fraction (``[ 100/ 1000]``). With an epoch beside it (named, a first bracket ``[ 1/ 3]``, or
    an ``Epoch 2/10`` header line before), a counter that goes back while the epoch goes forward
    restarted: the global step is the steps of the earlier epochs (the counter's total, else
-   the highest value seen) plus the counter, so it never goes backwards.
+   the highest value seen) plus the counter, so it never goes backwards. An ``Epoch E/M`` header
+   counts from 1: counter lines of epoch E (named on them or not) start after ``(E - 1) x``
+   their total, and ``max_steps`` is ``M x`` the total.
 5. **No invented step.** A header line that carries only a step, followed by indented metric
    lines, is one record (``Block``). A line with metrics and no counter is an epoch summary:
    when the log's records so far came from it (a log of epoch lines only), its epoch is the
