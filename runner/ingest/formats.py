@@ -251,6 +251,33 @@ def verl_line_rest(text: str) -> bool:
     return _VERL_HEAD_RE.match(text) is None and _VERL_REST_RE.match(text.split(" - ", 1)[0]) is not None
 
 
+# LMOps' trainers (MiniLLM, DistiLLM and their forks, on DeepSpeed): "train | epoch {:3d} | Iter:
+# {:6d}/{:6d} | global iter: {:6d}/{:6d} | loss: {:.4f} | ... | lr: {:.4e} | scale: {:10.4f} | micro
+# time: {:.3f} | step time: {:.3f}", the PPO trainer's "train | data_epochs {:2d}/{:2d} | inner iter:
+# {:3d}/{:3d} | ppo epoch: {:2d}/{:2d} | global iter: {:6d}/{:6d}" + "| tot_loss: {:.4f} | ..." +
+# "| lr: {:.4e} | scale: {:6.2f} | time: {:.3f} | step time: {:.3f}": every field a number, so the
+# line ends with one (or with " |"); one that does not was cut ("... | stu" then "_lens: 97.3750 | ...").
+_LMOPS_HEAD_RE = re.compile(r"^train \| .{0,200}?global iter:\s*\d+/\s*\d+", re.IGNORECASE)
+_PIPE_END_RE = re.compile(r"(?::\s*(?:" + _NUM + r")|\|)\s*$")
+_PIPE_REST_RE = re.compile(r"^[\w/.\-]*:\s*(?:" + _NUM + r")\s*$")
+
+
+def lmops_line_cut(text: str) -> bool:
+    """An LMOps ``train | ... | global iter: N/M | ...`` line cut before its end."""
+    return _LMOPS_HEAD_RE.match(text) is not None and _PIPE_END_RE.search(text) is None
+
+
+def lmops_line_rest(text: str) -> bool:
+    """Whether ``text`` is the rest of a cut LMOps line: its first ``|`` column ends a name with
+    its value, and it is not a line of its own."""
+    return _LMOPS_HEAD_RE.match(text) is None and _PIPE_REST_RE.match(text.split("|", 1)[0]) is not None
+
+
+# The lines a terminal's wrap may cut that are read whole again, by the line they start as:
+# (whether a line is cut, whether a row is the rest of one).
+WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest), "lmops": (lmops_line_cut, lmops_line_rest)}
+
+
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
 _UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|M|G"

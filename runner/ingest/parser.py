@@ -151,7 +151,7 @@ class LogParser:
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
-        # a Megatron or veRL step line a terminal wrapped: (rows, rank, "megatron" | "verl")
+        # a Megatron, veRL or LMOps line a terminal wrapped: (rows, rank, "megatron" | "verl" | "lmops")
         self._cut: tuple[list[str], int | None, str] | None = None
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
@@ -244,9 +244,10 @@ class LogParser:
         if formats.megatron_line_cut(text):
             self._cut = ([text], rank, "megatron")
             return events + self._release()
-        if formats.verl_line_cut(text):
-            self._cut = ([text], rank, "verl")
-            return events + self._release()
+        for kind, (is_cut, _) in formats.WRAPPED_LINES.items():
+            if is_cut(text):
+                self._cut = ([text], rank, kind)
+                return events + self._release()
         if self._frag is not None:
             joined = self._join_fragment(text)
             if joined is not None:
@@ -756,15 +757,15 @@ class LogParser:
         return events
 
     def _continue_cut(self, text: str) -> bool:
-        """Whether ``text`` goes on with the wrapped line being read (and is taken). veRL: it is
-        the rest of a name and its value (``formats.verl_line_rest``). Megatron: the
+        """Whether ``text`` goes on with the wrapped line being read (and is taken). veRL,
+        LMOps: it is the rest of a name and its value (``formats.WRAPPED_LINES``). Megatron: the
         row before it filled the terminal's width (within the space a paste trims) and it goes on
         with a field (``... iterations:   0 |``: a ``name: value`` before its first ``|``), not with
         a line of its own (``step 11 | loss ...``, ``[Rank 0] ...``, ``time (ms) | ...``)."""
         assert self._cut is not None
         rows = self._cut[0]
-        if self._cut[2] == "verl":
-            if len(rows) >= 8 or not formats.verl_line_rest(text):
+        if self._cut[2] in formats.WRAPPED_LINES:
+            if len(rows) >= 8 or not formats.WRAPPED_LINES[self._cut[2]][1](text):
                 return False
             rows.append(text)
             return True
@@ -781,19 +782,19 @@ class LogParser:
         """Whether the wrapped line being read has reached its end (then it is read at once)."""
         assert self._cut is not None
         joined = "".join(self._cut[0])
-        if self._cut[2] == "verl":
-            return not formats.verl_line_cut(joined)
+        if self._cut[2] in formats.WRAPPED_LINES:
+            return not formats.WRAPPED_LINES[self._cut[2]][0](joined)
         return formats.megatron_line_complete(joined)
 
     def _flush_cut(self) -> list[LogEvent]:
-        """The wrapped Megatron or veRL line read as one: its rows joined as the terminal cut them
+        """The wrapped Megatron, veRL or LMOps line read as one: its rows joined as the terminal cut them
         (a Megatron row one shorter than the others lost the space it ended with to the paste)."""
         if self._cut is None:
             return []
         rows, rank, kind = self._cut
         self._cut = None
         width = max(len(r) for r in rows)
-        if kind == "verl":
+        if kind in formats.WRAPPED_LINES:
             # cut inside a name or a value, the rows join as they are; cut after a field's " -",
             # the space the paste trimmed comes back
             text = "".join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))

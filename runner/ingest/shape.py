@@ -138,6 +138,11 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
+
+
+def _global_counter(name: str) -> bool:
+    """A counter named as the run's (``global iter``, ``global_step``): not an epoch's."""
+    return _norm(name).startswith(("global", "train/global", "trainer/global"))
 # A micro-batch counter beside the step ("it=70 micro=10/10 loss=2.479"): the line reports one
 # micro-batch of a gradient-accumulation step (a debug print per forward/backward), not the
 # optimizer step, whose own line (mlx-lm's "Iter 70: Train loss ...") gives its record.
@@ -446,7 +451,9 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return Skip("the same line again (printed twice)", shape)
     st.last = fingerprint
     mapping: dict[str, Any] = {"step": step}
-    if counter.tot is not None and not st.offset and epoch is None:
+    if counter.tot is not None and not st.offset and (epoch is None or _global_counter(counter.name)):
+        # a counter named global counts across the epochs beside it: its total is the run's
+        # (LMOps' "ppo epoch: 2/ 4 | global iter: 13/ 5000", self.total_steps)
         mapping["max_steps"] = counter.tot
     elif counter.tot is not None and epochs:
         mapping["max_steps"] = epochs * counter.tot   # M epochs of the counter's total

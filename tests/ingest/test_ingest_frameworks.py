@@ -349,3 +349,30 @@ def test_a_verl_step_line_wrapped_by_the_terminal_is_read_whole(cut):
     recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
     assert [(r["step"], r["grad_norm"], r["step_time_s"]) for r in recs] == [(4, 0.279, 1634.262), (5, 0.279, 1635.262)]
     assert all(r["extra"]["prompt_length/mean"] == 173.63 for r in recs)
+
+
+def _lmops_ppo_line(it: int, global_iter: int, tot_loss: float, lr: float) -> str:
+    """LMOps' MiniLLM PPO trainer (minillm/trainer.py get_log): the prefix "train | data_epochs
+    {:2d}/{:2d} | inner iter: {:3d}/{:3d} | ppo epoch: {:2d}/{:2d} | global iter: {:6d}/{:6d}", then
+    "| {key}: {:.4f} " per stat, then "| lr: {:.4e} | scale: {:6.2f} | time: {:.3f} | step time: {:.3f}"."""
+    prefix = "train | data_epochs {:2d}/{:2d} | inner iter: {:3d}/{:3d} | ppo epoch: {:2d}/{:2d} | global iter: {:6d}/{:6d}".format(
+        0, 10, it, 8, 2, 4, global_iter, 5000)
+    stats = {"tot_loss": tot_loss, "rl_loss": -0.0407, "pt_loss": 2.3948, "stu_lens": 97.375, "mixed_lens": 116.125}
+    mid = "".join("| {}: {:.4f} ".format(k, v) for k, v in stats.items())
+    suffix = "| lr: {:.4e} | scale: {:6.2f} | time: {:.3f} | step time: {:.3f}".format(lr, 128.0, 1.874, 0.0)
+    return prefix + mid + suffix
+
+
+def test_an_lmops_line_wrapped_by_the_terminal_is_read_whole_and_its_global_total_is_the_runs():
+    """MiniLLM's `train | data_epochs ... | ppo epoch: 2/ 4 | global iter: 13/ 5000| tot_loss: ...`
+    wrapped inside a name (`| stu` / `_lens: 97.3750 | ... | lr: 2.5000e-07 | ...`): the rows are one
+    line again (its lr was lost), and `global iter`'s total is the run's max_steps though an epoch
+    stands beside it (it was dropped)."""
+    lines = []
+    for it, g, loss, lr in ((7, 13, 2.3541, 2.5e-07), (8, 14, 3.1123, 3e-07)):
+        line = _lmops_ppo_line(it, g, loss, lr)
+        at = line.index("| stu") + len("| stu")
+        lines += [line[:at], line[at:]]
+    recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"], r["lr"], r["max_steps"]) for r in recs] == [(13, 2.3541, 2.5e-07, 5000),
+                                                                               (14, 3.1123, 3e-07, 5000)]
