@@ -294,6 +294,8 @@ _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 # before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
 _KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
 _NOT_FIELDS = frozenset(("data_time", "data", "eta"))
+# the word right before a kv key, one space between (its first word when the name has two)
+_KV_WORD_BEFORE_RE = re.compile(r"(?:^|(?<=[\s,;|\[(]))([A-Za-z]+) $")
 _SPACE_KEYS = frozenset(("loss", "lr", "time", "dt", "mfu", "step", "iter", "iteration", "epoch",
                          "gnorm", "grad_norm", "tps", "mem", "took"))
 # kv key (lower case) -> record field; memory and time keys take their unit into account
@@ -431,6 +433,15 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             if value is not None:
                 out.setdefault(f"{split.group(1)} {key}", value)
             continue
+        two_field = None
+        if sep.strip():
+            word = _KV_WORD_BEFORE_RE.search(text, max(0, m.start() - 40), m.start())
+            known2 = None if word is None else field_of(word.group(1) + " " + key)
+            if word is not None and known2 is not None:
+                # a two-word name the synonym table knows (Cosmos-RL's f"Step: {step}/{total},
+                # Loss: {loss:.5f}, Learning rate: {lr:.5e}, Iteration time: {t:.3f}s, ..."):
+                # "Learning rate" is the lr, not an extra named "rate"
+                key, two_field = word.group(1) + " " + key, known2[0]
         low = key.lower()
         if not sep.strip() and low not in _SPACE_KEYS:
             continue
@@ -444,6 +455,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if value is None:
             continue
         field = _KV_FIELDS.get(low)
+        if field is None and two_field in ("lr", "grad_norm"):
+            field = two_field
         named = field is not None
         if field is None and low not in _NOT_FIELDS:
             known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, step_loss, ...

@@ -318,3 +318,16 @@ def test_a_bar_with_metrics_that_a_message_was_glued_to_is_one_metric_line():
     assert [(r["step"], r["lr"], r["max_steps"]) for r in recs] == [(16, 0.0, 6000), (17, 0.0, 6000)]
     assert recs[0]["loss"] == 0.25 and recs[1]["loss"] != recs[1]["loss"]   # nan
     assert p.stats.unparsed_lines == 0
+
+
+def test_a_two_word_metric_name_is_read_whole():
+    """`Learning rate: 2.00000e-06` in a comma-separated step line (Cosmos-RL's `Step: 826/4725,
+    Loss: -0.01001, Learning rate: ..., Iteration time: 80.240s, ...` behind torchrun's prefix and
+    its logger's) is the lr; it was kept as an extra named `rate`, and `Grad norm` as `norm`."""
+    line = ("[rank0]:[cosmos] 2025-06-13 11:29:05,978 - cosmos - INFO - Step: 826/4725, Loss: -0.01001, "
+            "Learning rate: 2.00000e-06, Grad norm: 0.25, Iteration time: 80.240s, Completion length: 426, Reward: 1.5")
+    p = LogParser()
+    recs = [o for k, o in p.process_line(line.encode()) + p.end_of_input() if k == "record"]
+    assert [(r["step"], r["max_steps"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"]) for r in recs] == [
+        (826, 4725, -0.01001, 2e-06, 0.25, 80.24)]
+    assert "rate" not in recs[0]["extra"] and "norm" not in recs[0]["extra"]
