@@ -273,9 +273,49 @@ def lmops_line_rest(text: str) -> bool:
     return _LMOPS_HEAD_RE.match(text) is None and _PIPE_REST_RE.match(text.split("|", 1)[0]) is not None
 
 
-# The lines a terminal's wrap may cut that are read whole again, by the line they start as:
-# (whether a line is cut, whether a row is the rest of one).
-WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest), "lmops": (lmops_line_cut, lmops_line_rest)}
+# torchcv / openseg.pytorch's trainers (segmentor/trainer.py): one Log.info call prints two rows,
+# "Train Epoch: {0}\tTrain Iteration: {1}\tTime {batch_time.sum:.3f}s / {2}iters, ({batch_time.avg:.3f})\t"
+# ["Forward Time ...\tBackward Time ...\tLoss Time ...\t"] "Data load {data_time.sum:.3f}s / {2}iters,
+# ({data_time.avg:3f})\n" then "Learning rate = {3}\tLoss = {loss.val:.8f} (ave = {loss.avg:.8f})\n"
+# ({3}: the optimizer's lr, in openseg the list of its parameter groups' lrs).
+_TORCHCV_HEAD_RE = re.compile(r"Train Epoch: (\d+)\tTrain Iteration: (\d+)\t")
+_TORCHCV_TIME_RE = re.compile(r"([A-Za-z][A-Za-z ]*?) (?:" + _NUM + r")s / \d+iters, \((" + _NUM + r")\)")
+_TORCHCV_TAIL_RE = re.compile(r"Learning rate = \[?(" + _NUM + r")[^\t]*\tLoss = (" + _NUM + r") \(ave = (" + _NUM + r")\)")
+
+
+def torchcv_line_cut(text: str) -> bool:
+    """torchcv's first row (its step and times): its second row (the lr and the loss) follows."""
+    return "\tTrain Iteration: " in text and _TORCHCV_HEAD_RE.search(text) is not None and "\tLoss = " not in text
+
+
+def torchcv_line_rest(text: str) -> bool:
+    """torchcv's second row."""
+    return text.startswith("Learning rate = ") and "\tLoss = " in text
+
+
+def read_torchcv(text: str) -> tuple[dict, str] | None:
+    """torchcv's record, its two rows joined by a tab: step = the iteration (the trainer's
+    ``iters``, counted over the whole run), the step time the per-iteration mean of ``Time``, the
+    lr the first group's, the loss the last batch's (``ave`` its running mean, ``loss_avg``)."""
+    if "Train Iteration: " not in text:
+        return None
+    head = _TORCHCV_HEAD_RE.search(text)
+    tail = None if head is None else _TORCHCV_TAIL_RE.search(text, head.end())
+    if head is None or tail is None:
+        return None
+    out: dict = {"step": int(head.group(2)), "epoch": head.group(1), "lr": tail.group(1),
+                 "loss": tail.group(2), "loss_avg": tail.group(3)}
+    for name, avg in _TORCHCV_TIME_RE.findall(text[head.end():tail.start()]):
+        key = name.strip().lower().replace(" ", "_")
+        out["step_time" if key == "time" else key + "_s"] = avg
+    return out, "torchcv"
+
+
+# The lines a terminal's wrap (or one logging call's newline) may cut that are read whole again,
+# by the line they start as: (whether a line is cut, whether a row is the rest of one, the text
+# the rows are joined with).
+WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
+                 "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t")}
 
 
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem

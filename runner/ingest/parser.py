@@ -40,7 +40,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
-    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe,
+    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -244,7 +244,7 @@ class LogParser:
         if formats.megatron_line_cut(text):
             self._cut = ([text], rank, "megatron")
             return events + self._release()
-        for kind, (is_cut, _) in formats.WRAPPED_LINES.items():
+        for kind, (is_cut, _, _) in formats.WRAPPED_LINES.items():
             if is_cut(text):
                 self._cut = ([text], rank, kind)
                 return events + self._release()
@@ -796,8 +796,9 @@ class LogParser:
         width = max(len(r) for r in rows)
         if kind in formats.WRAPPED_LINES:
             # cut inside a name or a value, the rows join as they are; cut after a field's " -",
-            # the space the paste trimmed comes back
-            text = "".join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))
+            # the space the paste trimmed comes back; torchcv's rows join with a tab
+            sep = formats.WRAPPED_LINES[kind][2]
+            text = sep.join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))
         else:
             text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
         n = len(rows)

@@ -376,3 +376,29 @@ def test_an_lmops_line_wrapped_by_the_terminal_is_read_whole_and_its_global_tota
     recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
     assert [(r["step"], r["loss"], r["lr"], r["max_steps"]) for r in recs] == [(13, 2.3541, 2.5e-07, 5000),
                                                                                (14, 3.1123, 3e-07, 5000)]
+
+
+def _torchcv_record(epoch: int, iters: int, lr, loss: float, detailed: bool) -> str:
+    """torchcv / openseg.pytorch segmentor/trainer.py: one Log.info call, two rows:
+    'Train Epoch: {0}\\tTrain Iteration: {1}\\tTime {batch_time.sum:.3f}s / {2}iters, ({batch_time.avg:.3f})\\t'
+    (openseg adds 'Forward Time ...\\tBackward Time ...\\tLoss Time ...\\t') 'Data load {data_time.sum:.3f}s /
+    {2}iters, ({data_time.avg:3f})\\n' 'Learning rate = {3}\\tLoss = {loss.val:.8f} (ave = {loss.avg:.8f})\\n',
+    behind the Log's "%(asctime)s %(levelname)-7s [%(filename)s, %(lineno)d] " prefix."""
+    times = "Time {:.3f}s / {}iters, ({:.3f})\t".format(11.147, 10, 1.1147)
+    if detailed:
+        times += "Forward Time {:.3f}s / {}iters, ({:.3f})\tBackward Time {:.3f}s / {}iters, ({:.3f})\t".format(
+            3.996, 10, 0.3996, 6.918, 10, 0.6918)
+    text = ("Train Epoch: {0}\tTrain Iteration: {1}\t" + times + "Data load {2:.3f}s / {3}iters, ({4:3f})\n"
+            "Learning rate = {5}\tLoss = {6:.8f} (ave = {7:.8f})\n").format(epoch, iters, 0.203, 10, 0.020318, lr, loss, loss + 0.1)
+    return "2020-10-30 23:24:18,010 INFO    [trainer.py, 219] " + text
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+def test_torchcv_two_row_record_is_one_record(detailed):
+    """torchcv's record printed by one logging call with a newline inside (its step on the first
+    row, its lr and loss on the second) is one record: the loss and lr were lost."""
+    text = "".join(_torchcv_record(0, it, lr, loss, detailed) + "\n"
+                   for it, lr, loss in ((10, [0.0099979, 0.0099979], 3.5443759), (20, 0.0099959, 3.1)))
+    recs, _ = by_line_parser(text.encode())
+    assert [(r["step"], r["loss"], r["lr"], r["step_time_s"]) for r in recs] == [
+        (10, 3.5443759, 0.0099979, 1.115), (20, 3.1, 0.0099959, 1.115)]
