@@ -311,6 +311,15 @@ def read_torchcv(text: str) -> tuple[dict, str] | None:
     return out, "torchcv"
 
 
+# llm.c (train_gpt2.c, train_gpt2.cu): the loop evaluates at the top of step s, before training it
+# (`if (step % val_loss_every == 0 || last_step) { ...; printf("val loss %f\n", val_loss); }`), so
+# its `val loss` is at s updates. train_gpt2.c then prints the 0-based step after its update
+# (`printf("step %d: train loss %f (took %f ms)\n", step, ...)`: s updates are that step + 1);
+# train_gpt2.cu prints `step + 1` (the updates, the step its val loss follows).
+LLMC_VAL_RE = re.compile(r"^val loss (?:" + _NUM + r")$")
+LLMC_C_STEP_RE = re.compile(r"^step \d+: train loss (?:" + _NUM + r") \(took (?:" + _NUM + r") ms\)$")
+
+
 # The lines a terminal's wrap (or one logging call's newline) may cut that are read whole again,
 # by the line they start as: (whether a line is cut, whether a row is the rest of one, the text
 # the rows are joined with).

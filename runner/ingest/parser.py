@@ -573,7 +573,13 @@ class LogParser:
 
     def _eval_line(self, got: EvalLine, rank: int | None) -> list[LogEvent]:
         step, inferred = got.step, False
-        if step is None:
+        if step is None and formats.LLMC_VAL_RE.match(self._line_text):
+            # llm.c's val loss, computed before step s trains: at 0 before any step, after
+            # train_gpt2.c's 0-based "step s: ..." at s + 1 (formats.LLMC_VAL_RE)
+            step = 0 if self._last_step is None else (
+                self._last_step + 1 if formats.LLMC_C_STEP_RE.match(self._prev_text) else self._last_step)
+            inferred = True
+        elif step is None:
             step, inferred = self._last_step, self._last_step is not None
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
         if rank is not None:

@@ -402,3 +402,19 @@ def test_torchcv_two_row_record_is_one_record(detailed):
     recs, _ = by_line_parser(text.encode())
     assert [(r["step"], r["loss"], r["lr"], r["step_time_s"]) for r in recs] == [
         (10, 3.5443759, 0.0099979, 1.115), (20, 3.1, 0.0099959, 1.115)]
+
+
+def test_llm_c_val_loss_is_at_the_updates_before_it():
+    """llm.c evaluates at the top of loop step s, before training it (`printf("val loss %f\\n")`):
+    before any step it is at 0 (it had no step); train_gpt2.c then prints the 0-based step after
+    its update ("step %d: train loss %f (took %f ms)"), so a val loss after its step 9 is at 10 (it
+    was at 9); train_gpt2.cu prints step + 1 ("step %4d/%d | loss ..."), so after its step 10 it is at 10."""
+    c_lines = ["val loss %f" % 6.971008] + ["step %d: train loss %f (took %f ms)" % (s, 4.5 - s / 10, 2141.0) for s in range(10)]
+    c_lines.append("val loss %f" % 6.444646)
+    _, marks = by_line_parser(("\n".join(c_lines) + "\n").encode())
+    assert evals_of(marks) == [(0, 6.971008), (10, 6.444646)]
+    cu_lines = ["val loss %f" % 4.5] + ["step %4d/%d | loss %7.6f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.0f tok/s"
+                                       % (s, 74, 4.0 - s / 100, 0.5, 1.25, -0.1, 6e-4, 24.18, 338855.0) for s in range(1, 11)]
+    cu_lines.append("val loss %f" % 3.9)
+    _, marks = by_line_parser(("\n".join(cu_lines) + "\n").encode())
+    assert evals_of(marks) == [(0, 4.5), (10, 3.9)]
