@@ -30,7 +30,7 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, EvalLine, field_of, mem_peak_rank, parse_grouped_number, parse_number,
+                                   MEM_RESERVED, EvalLine, eval_key, field_of, mem_peak_rank, parse_grouped_number, parse_number,
                                    unit_value)
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
@@ -226,6 +226,107 @@ def read_deepspeed_memory(text: str) -> tuple[int | None, dict[str, float], dict
 # --------------------------------------------------------------------------- text key/value
 
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)\b"
+
+
+# veRL's console logger (verl/utils/logger/aggregate_logger.py concat_dict_to_str, printed by
+# LocalLogger.log, behind Ray's "(TaskRunner pid=N) " when the trainer runs as a Ray actor):
+# " - ".join([f"step:{step}"] + [f"{k}:{pprint.pformat(v)}" for each number v]) (older releases
+# f"{k}:{v:.3f}"). Every such line ends with a number; one that does not was cut (a terminal's or
+# a paste's wrap, inside a name: "... - prompt_length" then "/mean:173.630 - ...").
+_VERL_HEAD_RE = re.compile(r"^(?:\([^)]{0,80}\)\s*)?step:\d+ - ")
+_VERL_END_RE = re.compile(r":\s?(?:" + _NUM + r")$")
+# The first piece of the row that goes on with it: the rest of a name and its value
+# ("an:330.437", "/mean:173.630", "ip_ratio:0.004"), or a value alone (a cut after the colon).
+_VERL_REST_RE = re.compile(r"^[\w/@.\-]*(?::\s?)?(?:" + _NUM + r")$")
+
+
+def verl_line_cut(text: str) -> bool:
+    """A veRL step line cut before its end: it starts as one and its last field has no value."""
+    return _VERL_HEAD_RE.match(text) is not None and _VERL_END_RE.search(text) is None
+
+
+def verl_line_rest(text: str) -> bool:
+    """Whether ``text`` is the rest of a cut veRL step line: its first " - " piece ends a name
+    with its value (no space in it), and it is not a line of its own."""
+    return _VERL_HEAD_RE.match(text) is None and _VERL_REST_RE.match(text.split(" - ", 1)[0]) is not None
+
+
+# LMOps' trainers (MiniLLM, DistiLLM and their forks, on DeepSpeed): "train | epoch {:3d} | Iter:
+# {:6d}/{:6d} | global iter: {:6d}/{:6d} | loss: {:.4f} | ... | lr: {:.4e} | scale: {:10.4f} | micro
+# time: {:.3f} | step time: {:.3f}", the PPO trainer's "train | data_epochs {:2d}/{:2d} | inner iter:
+# {:3d}/{:3d} | ppo epoch: {:2d}/{:2d} | global iter: {:6d}/{:6d}" + "| tot_loss: {:.4f} | ..." +
+# "| lr: {:.4e} | scale: {:6.2f} | time: {:.3f} | step time: {:.3f}": every field a number, so the
+# line ends with one (or with " |"); one that does not was cut ("... | stu" then "_lens: 97.3750 | ...").
+_LMOPS_HEAD_RE = re.compile(r"^train \| .{0,200}?global iter:\s*\d+/\s*\d+", re.IGNORECASE)
+_PIPE_END_RE = re.compile(r"(?::\s*(?:" + _NUM + r")|\|)\s*$")
+_PIPE_REST_RE = re.compile(r"^[\w/.\-]*:\s*(?:" + _NUM + r")\s*$")
+
+
+def lmops_line_cut(text: str) -> bool:
+    """An LMOps ``train | ... | global iter: N/M | ...`` line cut before its end."""
+    return _LMOPS_HEAD_RE.match(text) is not None and _PIPE_END_RE.search(text) is None
+
+
+def lmops_line_rest(text: str) -> bool:
+    """Whether ``text`` is the rest of a cut LMOps line: its first ``|`` column ends a name with
+    its value, and it is not a line of its own."""
+    return _LMOPS_HEAD_RE.match(text) is None and _PIPE_REST_RE.match(text.split("|", 1)[0]) is not None
+
+
+# torchcv / openseg.pytorch's trainers (segmentor/trainer.py): one Log.info call prints two rows,
+# "Train Epoch: {0}\tTrain Iteration: {1}\tTime {batch_time.sum:.3f}s / {2}iters, ({batch_time.avg:.3f})\t"
+# ["Forward Time ...\tBackward Time ...\tLoss Time ...\t"] "Data load {data_time.sum:.3f}s / {2}iters,
+# ({data_time.avg:3f})\n" then "Learning rate = {3}\tLoss = {loss.val:.8f} (ave = {loss.avg:.8f})\n"
+# ({3}: the optimizer's lr, in openseg the list of its parameter groups' lrs).
+_TORCHCV_HEAD_RE = re.compile(r"Train Epoch: (\d+)\tTrain Iteration: (\d+)\t")
+_TORCHCV_TIME_RE = re.compile(r"([A-Za-z][A-Za-z ]*?) (?:" + _NUM + r")s / \d+iters, \((" + _NUM + r")\)")
+_TORCHCV_TAIL_RE = re.compile(r"Learning rate = \[?(" + _NUM + r")[^\t]*\tLoss = (" + _NUM + r") \(ave = (" + _NUM + r")\)")
+
+
+def torchcv_line_cut(text: str) -> bool:
+    """torchcv's first row (its step and times): its second row (the lr and the loss) follows."""
+    return "\tTrain Iteration: " in text and _TORCHCV_HEAD_RE.search(text) is not None and "\tLoss = " not in text
+
+
+def torchcv_line_rest(text: str) -> bool:
+    """torchcv's second row."""
+    return text.startswith("Learning rate = ") and "\tLoss = " in text
+
+
+def read_torchcv(text: str) -> tuple[dict, str] | None:
+    """torchcv's record, its two rows joined by a tab: step = the iteration (the trainer's
+    ``iters``, counted over the whole run), the step time the per-iteration mean of ``Time``, the
+    lr the first group's, the loss the last batch's (``ave`` its running mean, ``loss_avg``)."""
+    if "Train Iteration: " not in text:
+        return None
+    head = _TORCHCV_HEAD_RE.search(text)
+    tail = None if head is None else _TORCHCV_TAIL_RE.search(text, head.end())
+    if head is None or tail is None:
+        return None
+    out: dict = {"step": int(head.group(2)), "epoch": head.group(1), "lr": tail.group(1),
+                 "loss": tail.group(2), "loss_avg": tail.group(3)}
+    for name, avg in _TORCHCV_TIME_RE.findall(text[head.end():tail.start()]):
+        key = name.strip().lower().replace(" ", "_")
+        out["step_time" if key == "time" else key + "_s"] = avg
+    return out, "torchcv"
+
+
+# llm.c (train_gpt2.c, train_gpt2.cu): the loop evaluates at the top of step s, before training it
+# (`if (step % val_loss_every == 0 || last_step) { ...; printf("val loss %f\n", val_loss); }`), so
+# its `val loss` is at s updates. train_gpt2.c then prints the 0-based step after its update
+# (`printf("step %d: train loss %f (took %f ms)\n", step, ...)`: s updates are that step + 1);
+# train_gpt2.cu prints `step + 1` (the updates, the step its val loss follows).
+LLMC_VAL_RE = re.compile(r"^val loss (?:" + _NUM + r")$")
+LLMC_C_STEP_RE = re.compile(r"^step \d+: train loss (?:" + _NUM + r") \(took (?:" + _NUM + r") ms\)$")
+
+
+# The lines a terminal's wrap (or one logging call's newline) may cut that are read whole again,
+# by the line they start as: (whether a line is cut, whether a row is the rest of one, the text
+# the rows are joined with).
+WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
+                 "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t")}
+
+
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
 # ("3782M", MiB) and friends.
 _UNIT = r"GiB|GB|MiB|MB|Mb|Gb|ms|s|%|m|it/s|s/it|tok/s|M|G"
@@ -242,6 +343,8 @@ _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 # before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
 _KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
 _NOT_FIELDS = frozenset(("data_time", "data", "eta"))
+# the word right before a kv key, one space between (its first word when the name has two)
+_KV_WORD_BEFORE_RE = re.compile(r"(?:^|(?<=[\s,;|\[(]))([A-Za-z]+) $")
 _SPACE_KEYS = frozenset(("loss", "lr", "time", "dt", "mfu", "step", "iter", "iteration", "epoch",
                          "gnorm", "grad_norm", "tps", "mem", "took"))
 # kv key (lower case) -> record field; memory and time keys take their unit into account
@@ -379,6 +482,15 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             if value is not None:
                 out.setdefault(f"{split.group(1)} {key}", value)
             continue
+        two_field = None
+        if sep.strip():
+            word = _KV_WORD_BEFORE_RE.search(text, max(0, m.start() - 40), m.start())
+            known2 = None if word is None else field_of(word.group(1) + " " + key)
+            if word is not None and known2 is not None:
+                # a two-word name the synonym table knows (Cosmos-RL's f"Step: {step}/{total},
+                # Loss: {loss:.5f}, Learning rate: {lr:.5e}, Iteration time: {t:.3f}s, ..."):
+                # "Learning rate" is the lr, not an extra named "rate"
+                key, two_field = word.group(1) + " " + key, known2[0]
         low = key.lower()
         if not sep.strip() and low not in _SPACE_KEYS:
             continue
@@ -392,6 +504,8 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if value is None:
             continue
         field = _KV_FIELDS.get(low)
+        if field is None and two_field in ("lr", "grad_norm"):
+            field = two_field
         named = field is not None
         if field is None and low not in _NOT_FIELDS:
             known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, step_loss, ...
@@ -721,9 +835,16 @@ def read_mlx(text: str) -> tuple[dict, str] | EvalLine | None:
 # mem 24.90 GiB | tps 12345.67(1543.21/gpu) | num_label_tokens 4096", "[val] name "default" |
 # step 100 | ... | loss 1.5 | ...").
 _PIPE_PAIR_RE = re.compile(r"^\s*([A-Za-z_][\w./()\- ]{0,60}?)\s*(?::\s*|\s+)(" + _NUM + r")"
+                           r"(?:/[\d.]+(?=\s?(?:" + _UNIT + r")\b))?"   # "Peak Mem.: 30.1/79.2 GiB": used / capacity
                            r"(?:\s?(" + _UNIT + r"))?(?:\s*\([^)]*\))?\s*$")
 _NEMO_HEAD_RE = re.compile(r"^\s*(Training|Validation|Testing) epoch (\d+), iteration (\d+)/(\d+)\s*$")
 _PIPE_STEP_KEYS = ("global_step", "step", "iteration", "iter")
+# A time and a level in front of the first column: loguru's "{time:HH:mm:ss} {level: >7} {message}"
+# (prime-rl's trainer: logger.success(f"Step {progress.step} | Time: {step_time:.2f}s | Loss:
+# {loss:.4f} | ... | Grad. Norm: {grad_norm:.4f} | LR: {current_lr:.2e} | Throughput: ... tokens/s
+# | MFU: {mfu:.1f}%"), "00:20:21 SUCCESS Step 0 | Time: 60.98s | Loss: 0.0000 | ...".
+_PIPE_HEAD_PREFIX_RE = re.compile(r"^\s*(?:\d{4}-\d{2}-\d{2}[ T])?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\s+"
+                                  r"(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s+")
 _UNIT_IN_KEY_RE = re.compile(r"^(.+) in (s|ms)$")
 
 
@@ -734,7 +855,11 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
     src = "pipes"
     is_val = False
     mem_rank = 5   # the rank (records.mem_peak_rank) of the memory value mem_gib holds
-    for piece in text.split("|"):
+    for i, piece in enumerate(text.split("|")):
+        if i == 0:
+            lead = _PIPE_HEAD_PREFIX_RE.match(piece)
+            if lead is not None:
+                piece = piece[lead.end():]
         head = _NEMO_HEAD_RE.match(piece)
         if head:
             src = "nemo"
@@ -759,7 +884,9 @@ def read_pipes(text: str) -> tuple[dict, str] | EvalLine | None:
         field = _KV_FIELDS.get(low)
         if field is None and low not in _PIPE_STEP_KEYS and not is_val:
             known = field_of(key)
-            if known is not None and known[0] == "mem_gib":
+            if known is not None and known[0] == "grad_norm" and "grad_norm" not in out:
+                field = "grad_norm"   # prime-rl's "Grad. Norm: 0.5000"
+            elif known is not None and known[0] == "mem_gib":
                 # a memory printed under a torch.cuda name (NeMo 2: "max_memory_reserved:
                 # 57466159104 | max_memory_allocated: 53930270720", bytes): every one kept as
                 # printed, the peak (records.mem_peak_rank) is the record's mem_gib
@@ -1021,6 +1148,11 @@ def read_bar_postfix(text: str) -> Bar | None:
     lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
+    named = [k for k in out if k.lower().endswith("loss") and eval_key(k) is None]
+    if len(named) == 1 and not any((field_of(k) or ("",))[0] == "loss" for k in out):
+        # the postfix's one loss, under the loop's own name (a diffusers/accelerate script's
+        # progress_bar.set_postfix(lr=..., noise_step_loss=...)): the step's loss
+        out["loss"] = out.pop(named[0])
     tot = m.group("tot")
     total = int(tot) if tot and tot.isdigit() else None
     if total is not None and "step" not in out and epoch is None:   # an epoch's bar counts that epoch only

@@ -28,7 +28,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
 from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
-from moeconsole.runner.ingest.pydict import object_run, split_objects
+from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
                                    split_eval, swift_rate_step_time)
@@ -40,7 +40,7 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
-    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe,
+    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -151,7 +151,8 @@ class LogParser:
         self.records_emitted = 0
         self._last_step: int | None = None      # the last training step (not memory reports)
         self._frag: tuple[str, int | None, int] | None = None  # (text, rank, lines) of a dict cut by a newline
-        self._cut: tuple[list[str], int | None] | None = None  # a Megatron line a terminal wrapped: (rows, rank)
+        # a Megatron, veRL or LMOps line a terminal wrapped: (rows, rank, "megatron" | "verl" | "lmops")
+        self._cut: tuple[list[str], int | None, str] | None = None
         self._last_epoch: float | None = None   # epoch of the last record with an inferred step
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
@@ -238,11 +239,15 @@ class LogParser:
             rank = line_rank
         if self._cut is not None:
             if self._continue_cut(text):
-                return events + (self._flush_cut() if formats.megatron_line_complete("".join(self._cut[0])) else [])
+                return events + (self._flush_cut() if self._cut_complete() else [])
             events += self._flush_cut()
         if formats.megatron_line_cut(text):
-            self._cut = ([text], rank)
+            self._cut = ([text], rank, "megatron")
             return events + self._release()
+        for kind, (is_cut, _, _) in formats.WRAPPED_LINES.items():
+            if is_cut(text):
+                self._cut = ([text], rank, kind)
+                return events + self._release()
         if self._frag is not None:
             joined = self._join_fragment(text)
             if joined is not None:
@@ -251,6 +256,13 @@ class LogParser:
             run = object_run(text)
             if run is not None:
                 return events + self._object_run(run, rank)
+        if text[:1] in ("'", '"') and text[-1:] == "}" and "{" not in text \
+                and ("':" in text[:64] or '":' in text[:64]):
+            # a dict whose opening brace the paste lost ("'loss': -0.0, 'grad_norm': 0.0, ...,
+            # 'global_step/max_steps': '5/3766', ...}"): read whole, it is that dict (its first
+            # key is whole); read by its shape, 'epoch': 0.0 became a step 0
+            if parse_pydict("{" + text) is not None:
+                text = "{" + text
         if text[:1] != "{" and text[-1:] == "}":
             # a dict glued to a progress bar with no carriage return between them
             had_bar, rest = strip_bar(text)
@@ -281,6 +293,16 @@ class LogParser:
         had_bar, rest = (True, "") if bar is not None else strip_bar(text)
         if had_bar:
             self._note_bare_bar(text)
+        if had_bar and rest and bar is None:
+            # a message glued to a bar with metrics in its postfix (no carriage return between:
+            # a logger writing while tqdm's line is open, e.g. DeepSpeed's OVERFLOW warning
+            # after accelerate's `Steps: ... [..., lr=0, noise_step_loss=nan]`): the bar is a
+            # redraw like any other, and the message after it ends its count
+            glued = formats.read_bar_postfix(text[:len(text) - len(rest)].rstrip())
+            if glued is not None:
+                events += self._bar_events(glued, rank)
+                if self._bar.pending is not None:
+                    events += self._flush_bar()
         if had_bar and not rest:
             bar = bar or formats.read_bar_postfix(text)
             if bar is not None:
@@ -551,7 +573,13 @@ class LogParser:
 
     def _eval_line(self, got: EvalLine, rank: int | None) -> list[LogEvent]:
         step, inferred = got.step, False
-        if step is None:
+        if step is None and formats.LLMC_VAL_RE.match(self._line_text):
+            # llm.c's val loss, computed before step s trains: at 0 before any step, after
+            # train_gpt2.c's 0-based "step s: ..." at s + 1 (formats.LLMC_VAL_RE)
+            step = 0 if self._last_step is None else (
+                self._last_step + 1 if formats.LLMC_C_STEP_RE.match(self._prev_text) else self._last_step)
+            inferred = True
+        elif step is None:
             step, inferred = self._last_step, self._last_step is not None
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
         if rank is not None:
@@ -735,12 +763,18 @@ class LogParser:
         return events
 
     def _continue_cut(self, text: str) -> bool:
-        """Whether ``text`` goes on with the wrapped Megatron line being read (and is taken): the
+        """Whether ``text`` goes on with the wrapped line being read (and is taken). veRL,
+        LMOps: it is the rest of a name and its value (``formats.WRAPPED_LINES``). Megatron: the
         row before it filled the terminal's width (within the space a paste trims) and it goes on
         with a field (``... iterations:   0 |``: a ``name: value`` before its first ``|``), not with
         a line of its own (``step 11 | loss ...``, ``[Rank 0] ...``, ``time (ms) | ...``)."""
         assert self._cut is not None
         rows = self._cut[0]
+        if self._cut[2] in formats.WRAPPED_LINES:
+            if len(rows) >= 8 or not formats.WRAPPED_LINES[self._cut[2]][1](text):
+                return False
+            rows.append(text)
+            return True
         width = max(len(r) for r in rows)
         head = text.split("|", 1)[0].strip()
         if (len(rows) >= 8 or len(rows[-1]) < 60 or len(rows[-1]) < width - 1 or "|" not in text
@@ -750,15 +784,29 @@ class LogParser:
         rows.append(text)
         return True
 
+    def _cut_complete(self) -> bool:
+        """Whether the wrapped line being read has reached its end (then it is read at once)."""
+        assert self._cut is not None
+        joined = "".join(self._cut[0])
+        if self._cut[2] in formats.WRAPPED_LINES:
+            return not formats.WRAPPED_LINES[self._cut[2]][0](joined)
+        return formats.megatron_line_complete(joined)
+
     def _flush_cut(self) -> list[LogEvent]:
-        """The wrapped Megatron line read as one: its rows joined as the terminal cut them (a row
-        one shorter than the others lost the space it ended with to the paste)."""
+        """The wrapped Megatron, veRL or LMOps line read as one: its rows joined as the terminal cut them
+        (a Megatron row one shorter than the others lost the space it ended with to the paste)."""
         if self._cut is None:
             return []
-        rows, rank = self._cut
+        rows, rank, kind = self._cut
         self._cut = None
         width = max(len(r) for r in rows)
-        text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        if kind in formats.WRAPPED_LINES:
+            # cut inside a name or a value, the rows join as they are; cut after a field's " -",
+            # the space the paste trimmed comes back; torchcv's rows join with a tab
+            sep = formats.WRAPPED_LINES[kind][2]
+            text = sep.join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        else:
+            text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
         n = len(rows)
         self.stats.lines -= n - 1   # the record is numbered like one line
         try:
@@ -1071,6 +1119,8 @@ class LogParser:
 
     def _unparsed(self, text: str, suspect: bool, reason: str = "") -> None:
         self.reason = reason or ("looked like metrics, no reader or shape fits" if suspect else "no metrics")
+        if self._counted_line == self.stats.lines:
+            return   # the line already gave a record (a bar, a message glued to it): a metric line
         self.stats.unparsed_lines += 1
         if suspect:
             self.stats.suspect_lines += 1

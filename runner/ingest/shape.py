@@ -23,7 +23,9 @@ learner reads a line the way a person does:
    fraction (``[ 100/ 1000]``). With an epoch beside it (named, a first bracket ``[ 1/ 3]``, or
    an ``Epoch 2/10`` header line before), a counter that goes back while the epoch goes forward
    restarted: the global step is the steps of the earlier epochs (the counter's total, else
-   the highest value seen) plus the counter, so it never goes backwards.
+   the highest value seen) plus the counter, so it never goes backwards. An ``Epoch E/M`` header
+   counts from 1: counter lines of epoch E (named on them or not) start after ``(E - 1) x``
+   their total, and ``max_steps`` is ``M x`` the total.
 5. **No invented step.** A header line that carries only a step, followed by indented metric
    lines, is one record (``Block``). A line with metrics and no counter is an epoch summary:
    when the log's records so far came from it (a log of epoch lines only), its epoch is the
@@ -136,6 +138,11 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
+
+
+def _global_counter(name: str) -> bool:
+    """A counter named as the run's (``global iter``, ``global_step``): not an epoch's."""
+    return _norm(name).startswith(("global", "train/global", "trainer/global"))
 # A micro-batch counter beside the step ("it=70 micro=10/10 loss=2.479"): the line reports one
 # micro-batch of a gradient-accumulation step (a debug print per forward/backward), not the
 # optimizer step, whose own line (mlx-lm's "Iter 70: Train loss ...") gives its record.
@@ -287,6 +294,7 @@ class ShapeState:
 class LearnerState:
     shapes: dict[str, ShapeState] = field(default_factory=dict)
     header_epoch: float | None = None     # an "Epoch 2/10" line before the counter lines
+    header_epochs: int | None = None      # that line's total (10): its epochs count from 1
     last_counter: str = ""                # how the last learned record's step was found
     epoch_shape: str | None = None        # the shape whose epochs are the steps (epoch-only logs)
 
@@ -409,6 +417,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
             return Header(int(parse_grouped_number(counter.raw) or 0), counter.tot, epoch)
         if epoch_tok is not None and counter is None and not is_eval and len(toks) == 1:
             state.header_epoch = epoch   # "Epoch 2/10": the counter lines after it belong to epoch 2
+            state.header_epochs = epoch_tok.tot
             return Skip("epoch header", shape)
         return None
     if not is_eval and not any(k in values for k in _FIELDS) and not any(_names_a_metric(k) for k in values):
@@ -428,6 +437,12 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         got_header = header_epoch_line(st, n, epoch, counter.tot, body, named)
         if got_header is not None:
             return got_header
+    epochs = state.header_epochs if epoch is not None and epoch == state.header_epoch else None
+    if epoch_tok is not None and epochs and counter.tot and epoch is not None and epoch >= 1 \
+            and st.last_epoch is None and st.last_counter is None:
+        # "===== EPOCH 4/10 =====" then "[Epoch 4] Batch 10/126 | loss=...": the header counts its
+        # epochs from 1 (E/M), and the paste starts in epoch 4: 3 x 126 steps came before
+        st.offset = max(st.offset, int(epoch - 1) * counter.tot)
     step = epoch_counter_step(st, n, epoch, counter.tot)
     if st.offset:
         counter_how += " + epochs"
@@ -436,8 +451,12 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return Skip("the same line again (printed twice)", shape)
     st.last = fingerprint
     mapping: dict[str, Any] = {"step": step}
-    if counter.tot is not None and not st.offset and epoch is None:
+    if counter.tot is not None and not st.offset and (epoch is None or _global_counter(counter.name)):
+        # a counter named global counts across the epochs beside it: its total is the run's
+        # (LMOps' "ppo epoch: 2/ 4 | global iter: 13/ 5000", self.total_steps)
         mapping["max_steps"] = counter.tot
+    elif counter.tot is not None and epochs:
+        mapping["max_steps"] = epochs * counter.tot   # M epochs of the counter's total
     if epoch is not None:
         mapping["epoch"] = epoch
     mapping.update(values)

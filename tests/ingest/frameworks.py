@@ -711,6 +711,30 @@ def deepspeed_pipe() -> Log:
     return Log("deepspeed_pipe", lines, steps, [], src="deepspeed_pipe", extra={"step_time_s": [3.181, 3.181, 3.1, 3.0]})
 
 
+def prime_rl() -> Log:
+    """prime-rl's trainers log each step through loguru (format "{time:HH:mm:ss} {level: >7}
+    {message}"), logger.success(step_message), launched by torchrun --tee (a "[default0]:" prefix):
+    the SFT trainer's f"Step {progress.step} | Time: {step_time:.2f}s | Loss: {batch_loss.item():.4f}
+    | Grad. Norm: {grad_norm:.4f} | LR: {current_lr:.2e} | Throughput: {throughput:.0f} tokens/s |
+    MFU: {mfu:.1f}% | Peak Mem.: {peak_memory:.1f}/{max_memory:.1f} GiB ({pct:.1f}%)", the RL
+    trainer's "Step {} | Time: {:.2f}s | Loss: {:.4f} | Entropy: {:.4f} | Mismatch KL: {:.4f} |
+    Grad. Norm: {:.4f} | LR: {:.2e} | Throughput: {:.0f} tokens/s | MFU: {:.1f}%", and the older
+    "Step {} | Time: {:.2f}s | Loss: {:.2f} | Entropy: {:.2f} | Importance Ratio: {:.2f} |
+    Throughput: {:.0f} tokens/s | MFU: {:.1f}%"."""
+    head = "[default0]:{} {: >7} "
+    lines = [head.format("00:19:20", "INFO") + "Starting training loop (max_steps=100)"]
+    lines.append(head.format("00:20:21", "SUCCESS") + "Step {} | Time: {:.2f}s | Loss: {:.4f} | Grad. Norm: {:.4f} | "
+                 "LR: {:.2e} | Throughput: {:.0f} tokens/s | MFU: {:.1f}% | Peak Mem.: {:.1f}/{:.1f} GiB ({:.1f}%)".format(
+                     0, 60.98, 1.2345, 0.8765, 2e-5, 12345, 12.3, 30.1, 79.2, 38.0))
+    lines.append(head.format("00:20:33", "SUCCESS") + "Step {} | Time: {:.2f}s | Loss: {:.4f} | Entropy: {:.4f} | "
+                 "Mismatch KL: {:.4f} | Grad. Norm: {:.4f} | LR: {:.2e} | Throughput: {:.0f} tokens/s | MFU: {:.1f}%".format(
+                     1, 12.5, 1.1, 0.5, 0.001, 0.7, 2e-5, 23456, 10.0))
+    lines.append(head.format("00:20:45", "SUCCESS") + "Step {} | Time: {:.2f}s | Loss: {:.2f} | Entropy: {:.2f} | "
+                 "Importance Ratio: {:.2f} | Throughput: {:.0f} tokens/s | MFU: {:.1f}%".format(2, 11.0, 0.95, 0.4, 1.0, 23456, 10.0))
+    return Log("prime_rl", lines, [(0, 1.2345), (1, 1.1), (2, 0.95)], src="pipes",
+               extra={"step_time_s": [60.98, 12.5, 11.0], "grad_norm": [0.8765, 0.7, None], "mem_gib": [30.1, None, None]})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl)

@@ -312,3 +312,109 @@ def test_deepspeed_pipeline_engine_step_lines_give_the_step_time():
     assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
     assert recs[2]["extra"]["moe_loss"] == 0.0125 and recs[3]["max_steps"] == 100
     assert recs[0]["extra"]["samples_per_sec"] == 0.314
+
+
+def test_prime_rl_step_lines_behind_loguru_time_and_level():
+    """prime-rl's `Step N | Time: 60.98s | Loss: ...` behind loguru's time and level
+    ("00:20:21 SUCCESS") and torchrun's `[default0]:` was not read at all; now each variant its
+    trainers print gives its step time, its `Grad. Norm` and the used part of `Peak Mem.: 30.1/79.2 GiB`."""
+    log = LOGS["prime_rl"]
+    recs, _ = by_line_parser(log.text())
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert [r["grad_norm"] for r in recs] == log.extra["grad_norm"]
+    assert [r["mem_gib"] for r in recs] == log.extra["mem_gib"]
+
+
+
+def _verl_line(step: int, pid: int = 4072644) -> str:
+    """veRL's console line (verl/utils/logger/aggregate_logger.py concat_dict_to_str: " - ".join of
+    f"step:{step}" and f"{k}:{pprint.pformat(v)}" for each number), behind Ray's "(TaskRunner pid=N) "."""
+    import pprint
+    metrics = {"global_seqlen/min": 210047.0, "actor/pg_loss": -0.0123, "actor/grad_norm": 0.279, "actor/lr": 1e-06,
+               "critic/rewards/mean": 0.5, "response_length/mean": 330.437, "prompt_length/mean": 173.63,
+               "timing_s/gen": 1400.087, "timing_s/step": 1630.262 + step, "timing_per_token_ms/adv": 0.001}
+    return f"(TaskRunner pid={pid}) " + " - ".join([f"step:{step}"] + [f"{k}:{pprint.pformat(v)}" for k, v in metrics.items()])
+
+
+@pytest.mark.parametrize("cut", ["prompt_length", "prompt_length/mean:", "critic/rewards/mean:0.5 -"])
+def test_a_verl_step_line_wrapped_by_the_terminal_is_read_whole(cut):
+    """A veRL step line a terminal (or a paste) wrapped, inside a name, after its colon or after a
+    field's " -": its rows are one line again, so the fields after the wrap (the step time, the
+    metrics) are not lost; the next step's line is read on its own."""
+    lines = []
+    for step in (4, 5):
+        line = _verl_line(step)
+        at = line.index(cut) + len(cut)
+        lines += [line[:at], line[at:].lstrip(" ") if cut.endswith("-") else line[at:]]
+    recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["grad_norm"], r["step_time_s"]) for r in recs] == [(4, 0.279, 1634.262), (5, 0.279, 1635.262)]
+    assert all(r["extra"]["prompt_length/mean"] == 173.63 for r in recs)
+
+
+def _lmops_ppo_line(it: int, global_iter: int, tot_loss: float, lr: float) -> str:
+    """LMOps' MiniLLM PPO trainer (minillm/trainer.py get_log): the prefix "train | data_epochs
+    {:2d}/{:2d} | inner iter: {:3d}/{:3d} | ppo epoch: {:2d}/{:2d} | global iter: {:6d}/{:6d}", then
+    "| {key}: {:.4f} " per stat, then "| lr: {:.4e} | scale: {:6.2f} | time: {:.3f} | step time: {:.3f}"."""
+    prefix = "train | data_epochs {:2d}/{:2d} | inner iter: {:3d}/{:3d} | ppo epoch: {:2d}/{:2d} | global iter: {:6d}/{:6d}".format(
+        0, 10, it, 8, 2, 4, global_iter, 5000)
+    stats = {"tot_loss": tot_loss, "rl_loss": -0.0407, "pt_loss": 2.3948, "stu_lens": 97.375, "mixed_lens": 116.125}
+    mid = "".join("| {}: {:.4f} ".format(k, v) for k, v in stats.items())
+    suffix = "| lr: {:.4e} | scale: {:6.2f} | time: {:.3f} | step time: {:.3f}".format(lr, 128.0, 1.874, 0.0)
+    return prefix + mid + suffix
+
+
+def test_an_lmops_line_wrapped_by_the_terminal_is_read_whole_and_its_global_total_is_the_runs():
+    """MiniLLM's `train | data_epochs ... | ppo epoch: 2/ 4 | global iter: 13/ 5000| tot_loss: ...`
+    wrapped inside a name (`| stu` / `_lens: 97.3750 | ... | lr: 2.5000e-07 | ...`): the rows are one
+    line again (its lr was lost), and `global iter`'s total is the run's max_steps though an epoch
+    stands beside it (it was dropped)."""
+    lines = []
+    for it, g, loss, lr in ((7, 13, 2.3541, 2.5e-07), (8, 14, 3.1123, 3e-07)):
+        line = _lmops_ppo_line(it, g, loss, lr)
+        at = line.index("| stu") + len("| stu")
+        lines += [line[:at], line[at:]]
+    recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
+    assert [(r["step"], r["loss"], r["lr"], r["max_steps"]) for r in recs] == [(13, 2.3541, 2.5e-07, 5000),
+                                                                               (14, 3.1123, 3e-07, 5000)]
+
+
+def _torchcv_record(epoch: int, iters: int, lr, loss: float, detailed: bool) -> str:
+    """torchcv / openseg.pytorch segmentor/trainer.py: one Log.info call, two rows:
+    'Train Epoch: {0}\\tTrain Iteration: {1}\\tTime {batch_time.sum:.3f}s / {2}iters, ({batch_time.avg:.3f})\\t'
+    (openseg adds 'Forward Time ...\\tBackward Time ...\\tLoss Time ...\\t') 'Data load {data_time.sum:.3f}s /
+    {2}iters, ({data_time.avg:3f})\\n' 'Learning rate = {3}\\tLoss = {loss.val:.8f} (ave = {loss.avg:.8f})\\n',
+    behind the Log's "%(asctime)s %(levelname)-7s [%(filename)s, %(lineno)d] " prefix."""
+    times = "Time {:.3f}s / {}iters, ({:.3f})\t".format(11.147, 10, 1.1147)
+    if detailed:
+        times += "Forward Time {:.3f}s / {}iters, ({:.3f})\tBackward Time {:.3f}s / {}iters, ({:.3f})\t".format(
+            3.996, 10, 0.3996, 6.918, 10, 0.6918)
+    text = ("Train Epoch: {0}\tTrain Iteration: {1}\t" + times + "Data load {2:.3f}s / {3}iters, ({4:3f})\n"
+            "Learning rate = {5}\tLoss = {6:.8f} (ave = {7:.8f})\n").format(epoch, iters, 0.203, 10, 0.020318, lr, loss, loss + 0.1)
+    return "2020-10-30 23:24:18,010 INFO    [trainer.py, 219] " + text
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+def test_torchcv_two_row_record_is_one_record(detailed):
+    """torchcv's record printed by one logging call with a newline inside (its step on the first
+    row, its lr and loss on the second) is one record: the loss and lr were lost."""
+    text = "".join(_torchcv_record(0, it, lr, loss, detailed) + "\n"
+                   for it, lr, loss in ((10, [0.0099979, 0.0099979], 3.5443759), (20, 0.0099959, 3.1)))
+    recs, _ = by_line_parser(text.encode())
+    assert [(r["step"], r["loss"], r["lr"], r["step_time_s"]) for r in recs] == [
+        (10, 3.5443759, 0.0099979, 1.115), (20, 3.1, 0.0099959, 1.115)]
+
+
+def test_llm_c_val_loss_is_at_the_updates_before_it():
+    """llm.c evaluates at the top of loop step s, before training it (`printf("val loss %f\\n")`):
+    before any step it is at 0 (it had no step); train_gpt2.c then prints the 0-based step after
+    its update ("step %d: train loss %f (took %f ms)"), so a val loss after its step 9 is at 10 (it
+    was at 9); train_gpt2.cu prints step + 1 ("step %4d/%d | loss ..."), so after its step 10 it is at 10."""
+    c_lines = ["val loss %f" % 6.971008] + ["step %d: train loss %f (took %f ms)" % (s, 4.5 - s / 10, 2141.0) for s in range(10)]
+    c_lines.append("val loss %f" % 6.444646)
+    _, marks = by_line_parser(("\n".join(c_lines) + "\n").encode())
+    assert evals_of(marks) == [(0, 6.971008), (10, 6.444646)]
+    cu_lines = ["val loss %f" % 4.5] + ["step %4d/%d | loss %7.6f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms | %.0f tok/s"
+                                       % (s, 74, 4.0 - s / 100, 0.5, 1.25, -0.1, 6e-4, 24.18, 338855.0) for s in range(1, 11)]
+    cu_lines.append("val loss %f" % 3.9)
+    _, marks = by_line_parser(("\n".join(cu_lines) + "\n").encode())
+    assert evals_of(marks) == [(0, 4.5), (10, 3.9)]

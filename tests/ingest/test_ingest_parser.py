@@ -301,3 +301,33 @@ def test_micro_batch_debug_lines_are_not_optimizer_steps(tmp_path):
                    "[DBG] it=71 micro=1/10 loss=2.7807 toks=108\n")
     recs, _ = records_from_path(log)
     assert [(r["step"], r["loss"]) for r in recs] == [(70, 2.786)]
+
+
+def test_a_bar_with_metrics_that_a_message_was_glued_to_is_one_metric_line():
+    """accelerate's `Steps:` bar (a diffusers-style loop: progress_bar.set_postfix(**logs) after
+    update(1)) with DeepSpeed's OVERFLOW warning written while the bar's line was open (no
+    carriage return between): each bar gives its step and its one loss, the message ends the
+    count, and the line counts once, as a metric line (it was lost, then counted as not understood)."""
+    ds = "[2025-08-27 10:12:2{},{}] [INFO] [loss_scaler.py:184:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. " \
+         "Attempted loss scale: {}, reducing to {}"
+    lines = [f"Steps:   0%|▏         | {n}/6000 [00:5{n - 15}<4:54:46,  2.96s/it, lr=0, noise_step_loss={loss}]"
+             + ds.format(n - 14, "229", 4 >> (n - 16), 2 >> (n - 16)) for n, loss in ((16, "0.25"), (17, "nan"))]
+    p = LogParser()
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    recs = [o for k, o in events if k == "record"]
+    assert [(r["step"], r["lr"], r["max_steps"]) for r in recs] == [(16, 0.0, 6000), (17, 0.0, 6000)]
+    assert recs[0]["loss"] == 0.25 and recs[1]["loss"] != recs[1]["loss"]   # nan
+    assert p.stats.unparsed_lines == 0
+
+
+def test_a_two_word_metric_name_is_read_whole():
+    """`Learning rate: 2.00000e-06` in a comma-separated step line (Cosmos-RL's `Step: 826/4725,
+    Loss: -0.01001, Learning rate: ..., Iteration time: 80.240s, ...` behind torchrun's prefix and
+    its logger's) is the lr; it was kept as an extra named `rate`, and `Grad norm` as `norm`."""
+    line = ("[rank0]:[cosmos] 2025-06-13 11:29:05,978 - cosmos - INFO - Step: 826/4725, Loss: -0.01001, "
+            "Learning rate: 2.00000e-06, Grad norm: 0.25, Iteration time: 80.240s, Completion length: 426, Reward: 1.5")
+    p = LogParser()
+    recs = [o for k, o in p.process_line(line.encode()) + p.end_of_input() if k == "record"]
+    assert [(r["step"], r["max_steps"], r["loss"], r["lr"], r["grad_norm"], r["step_time_s"]) for r in recs] == [
+        (826, 4725, -0.01001, 2e-06, 0.25, 80.24)]
+    assert "rate" not in recs[0]["extra"] and "norm" not in recs[0]["extra"]
