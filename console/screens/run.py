@@ -29,6 +29,7 @@ from textual.worker import get_current_worker
 
 from moeconsole.console import alerts as alerts_mod
 from moeconsole.console import confirmations, keys
+from moeconsole.console.lean import settle_after_first_frame
 from moeconsole.console import format as fmt
 from moeconsole.console.runwatch import Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
@@ -159,6 +160,7 @@ class RunScreen(Screen):
         self.first_frame_at = time.monotonic()
         self._painted.set()
         self.call_later(self._mount_footer)
+        self.call_later(settle_after_first_frame)   # in `attach` only: the start's garbage freed (console/lean.py)
         if self._history_waits:
             self._history_waits = False
             self.source.importing.start()

@@ -208,3 +208,64 @@ def _unicode_lookups(monkeypatch) -> list[str]:
         return real_lookup(name)
     monkeypatch.setattr(unicodedata, "lookup", lookup)
     return looked_up
+
+
+class _Cycle:
+    """An object in a reference cycle: only Python's cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.mark.parametrize("armed", [True, False])
+def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base, make_run, armed):
+    """``attach`` arms ``lean.settle_after_first_frame``: once the run screen's first frame is
+    drawn, the garbage of the start (cycles: Textual's strips cache themselves) is collected and
+    what is alive then is frozen, so the collector's full passes after it look only at what the
+    refresh makes, and run often enough that a second's old lines do not wait in memory. The
+    refresh goes on after it. Not armed (a test process, an embedding program), nothing is frozen.
+    The collector is off while the app starts, so only the console's own pass can free the cycle
+    made before it."""
+    import asyncio
+    import gc
+    import weakref
+
+    from moeconsole.console import lean
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from tests.waiting import until_ui
+
+    run = make_run(base, status="running", steps=40)
+    assert gc.get_freeze_count() == 0
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cycle = _Cycle()
+        gone = weakref.ref(cycle)
+        del cycle
+        if armed:
+            lean.settle_after_first_frame(arm=True)
+
+        async def go() -> tuple[int, bool, int]:
+            app = MoeConsole(base, run, gpu=False, interval=0.05)
+            async with app.run_test(size=(160, 48)) as pilot:
+                await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
+                               what="the first frame")
+                screen = app.screen
+                await until_ui(pilot, lambda: not armed or gc.get_freeze_count() > 0, what="the start frozen")
+                frozen, freed, polls = gc.get_freeze_count(), gone() is None, screen.polls
+                gc.enable()
+                await until_ui(pilot, lambda: screen.polls >= polls + 3, what="three more refreshes")
+                return frozen, freed, polls
+        frozen, freed, polls = asyncio.run(go())
+        if armed:
+            assert frozen > 10_000 and freed
+        else:
+            assert frozen == 0 and not freed
+    finally:
+        gc.unfreeze()
+        lean.settle_after_first_frame(arm=False)
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
