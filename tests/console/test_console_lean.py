@@ -4,6 +4,7 @@ console never uses, is about 4 MiB of the process); the hold on ``ssl`` ends wit
 a later ``import ssl`` in the same process still works."""
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -269,3 +270,63 @@ def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base
             gc.enable()
         else:
             gc.disable()
+
+
+NO_PSUTIL_PROBE = r"""
+import asyncio, json, os, subprocess, sys, tempfile
+from pathlib import Path
+from tests.console.conftest import write_run
+from tests.waiting import until_ui
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+
+base = Path(tempfile.mkdtemp(prefix="mcnops-"))
+run = write_run(base, "20260101-000000-nops-0001", status="running", runner_pid=os.getpid())
+# a leftover of this run: its id in the environment, outside the tracked tree
+leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "leftover-of-the-run"],
+                            env={**os.environ, "MOECONSOLE_RUN_ID": run.run_id})
+seen = {}
+
+async def go():
+    app = MoeConsole(base, run, gpu=True, interval=0.2)
+    async with app.run_test(size=(160, 48)) as pilot:
+        def listed():
+            s = app.screen
+            snap = getattr(s, "snapshot", None)
+            if not isinstance(s, RunScreen) or snap is None or snap.host is None:
+                return False
+            return any(b.get("pid") == leftover.pid for b in snap.blockers if isinstance(b, dict))
+        await until_ui(pilot, listed, timeout=120, what="the leftover listed and the host line")
+        snap = app.screen.snapshot
+        seen["cmdline"] = next(b.get("cmdline") for b in snap.blockers if b.get("pid") == leftover.pid)
+        seen["host"] = snap.host.get("ram_total_gib") is not None
+        seen["run screen"] = "psutil" in sys.modules
+        polls = app.screen.polls
+        await pilot.press("g")
+        await until_ui(pilot, lambda: type(app.screen).__name__ == "GpuScreen", what="the GPU view")
+        run_screen = app.screen_stack[-2]
+        await until_ui(pilot, lambda: run_screen.polls >= polls + 3, timeout=120, what="three polls under it")
+        seen["gpu view"] = "psutil" in sys.modules
+try:
+    asyncio.run(go())
+finally:
+    leftover.kill()
+    leftover.wait()
+print(json.dumps(seen))
+"""
+
+
+def test_the_run_screen_and_the_gpu_view_list_processes_and_the_host_without_psutil():
+    """The attached console lists a leftover of its run (its user and command line) and shows
+    the host line (CPU, RAM), on the run screen and under the GPU view, and never imports psutil
+    (1.7 MiB of code): on Linux the scan, the facts of a listed process and the host figures are
+    read from /proc (tests/telemetry/test_procs_without_psutil.py checks them against psutil's)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("Linux's /proc")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", NO_PSUTIL_PROBE], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.splitlines()[-1])
+    assert "leftover-of-the-run" in seen["cmdline"] and seen["host"], seen
+    assert (seen["run screen"], seen["gpu view"]) == (False, False), seen
