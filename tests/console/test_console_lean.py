@@ -223,10 +223,13 @@ def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base
     """``attach`` arms ``lean.settle_after_first_frame``: once the run screen's first frame is
     drawn, the garbage of the start (cycles: Textual's strips cache themselves) is collected and
     what is alive then is frozen, so the collector's full passes after it look only at what the
-    refresh makes, and run often enough that a second's old lines do not wait in memory. The
-    refresh goes on after it. Not armed (a test process, an embedding program), nothing is frozen.
-    The collector is off while the app starts, so only the console's own pass can free the cycle
-    made before it."""
+    refresh makes, and they run as the refresh goes (Python's default: one per hundred young
+    collections, held back until a quarter as many objects as the start's have piled up), so a
+    second's old lines do not wait in memory. The refresh goes on after it. Not armed (a test
+    process, an embedding program), nothing is frozen. The collector is off while the app
+    starts, so only the console's own pass can free the cycle made before it; then thirty
+    "refreshes" of a thousand cycles each, each kept for five refreshes (long enough to outlive
+    the young collections, as a drawn line does), are freed as they go."""
     import asyncio
     import gc
     import weakref
@@ -238,6 +241,7 @@ def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base
 
     run = make_run(base, status="running", steps=40)
     assert gc.get_freeze_count() == 0
+    threshold = gc.get_threshold()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -254,16 +258,25 @@ def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base
                                what="the first frame")
                 screen = app.screen
                 await until_ui(pilot, lambda: not armed or gc.get_freeze_count() > 0, what="the start frozen")
-                frozen, freed, polls = gc.get_freeze_count(), gone() is None, screen.polls
+                frozen, freed = gc.get_freeze_count(), gone() is None
                 gc.enable()
-                await until_ui(pilot, lambda: screen.polls >= polls + 3, what="three more refreshes")
-                return frozen, freed, polls
-        frozen, freed, polls = asyncio.run(go())
+                refs: list[weakref.ref] = []
+                shown: list[list[_Cycle]] = []
+                for _ in range(30):
+                    shown = [*shown[-4:], [_Cycle() for _ in range(1000)]]   # on screen for five refreshes
+                    refs += [weakref.ref(c) for c in shown[-1]]
+                    polls = screen.polls
+                    await until_ui(pilot, lambda: screen.polls > polls, what="the next refresh")
+                del shown
+                return frozen, freed, sum(1 for r in refs if r() is not None)
+        frozen, freed, waiting = asyncio.run(go())
         if armed:
             assert frozen > 10_000 and freed
+            assert waiting <= 10_000, waiting   # the last refreshes' (Python's defaults: most of the 30000)
         else:
             assert frozen == 0 and not freed
     finally:
+        gc.set_threshold(*threshold)
         gc.unfreeze()
         lean.settle_after_first_frame(arm=False)
         if was_enabled:
