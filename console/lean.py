@@ -24,9 +24,10 @@ lines after another waited in memory (about 900 strips, 1.5 MiB, on the run scre
 ``settle_after_first_frame`` (armed by ``attach``, called by the run screen once its first frame
 is drawn) collects once and freezes what is alive then (the modules, the app, its screen):
 the full passes after it look only at what was made since, so they are cheap, and it has them
-run at every third young collection (``FULL_PASS_EVERY``; Python's default waits for a hundred):
-a second's old lines are freed within about a second. Side by side (docs/benchmarks.md, ``ui``):
-freezing alone -0.3 to -0.8 MiB, the frequent full passes another -1.2 to -1.5 MiB, CPU unchanged.
+run about every fourth young collection (``AFTER_FREEZE_THRESHOLDS``; Python's defaults: every
+121st, and not before a quarter as many objects as the long-lived ones are new): a second's old
+lines are freed within about a second. Side by side (docs/benchmarks.md, ``ui``):
+freezing alone -0.3 to -0.8 MiB, the frequent full passes another -1.2 to -1.7 MiB, CPU unchanged.
 """
 from __future__ import annotations
 
@@ -60,17 +61,18 @@ def one_malloc_arena() -> bool:
 
 
 _settle_armed = False
-# After the freeze: a full pass at every FULL_PASS_EVERY-th young (generation 0) collection
-# (gc.set_threshold's second and third numbers: 3 and 1; Python's are 10 and 10). Every one
-# (1, 1) measured 0.2 MiB less on the run screen and 0.1 more in the GPU view: within noise.
-FULL_PASS_EVERY = 3
+# After the freeze, gc.set_threshold's second and third numbers: a middle-generation pass after
+# every second young one, a full pass after every second middle one (CPython counts "more than"),
+# so a full pass about every fourth young collection; Python's are (10, 10). (3, 1), a full pass
+# about every eighth, measured 0.2 MiB more on the run screen, twice, at the same CPU.
+AFTER_FREEZE_THRESHOLDS = (1, 1)
 
 
 def settle_after_first_frame(arm: bool | None = None) -> bool:
     """``arm=True`` (``attach``, in its own process): the next call without it, once the first
     frame is drawn, collects the garbage of the start and freezes what is alive then
-    (``gc.freeze``: out of every later collection's count and scan), then has a full pass run at
-    every ``FULL_PASS_EVERY``-th young collection. Only the first call after
+    (``gc.freeze``: out of every later collection's count and scan), then has full passes run
+    often (``AFTER_FREEZE_THRESHOLDS``). Only the first call after
     arming does anything: True then. ``arm=False`` disarms. A test process or an embedding
     program never arms it, so nothing of theirs is frozen."""
     global _settle_armed
@@ -82,7 +84,7 @@ def settle_after_first_frame(arm: bool | None = None) -> bool:
     _settle_armed = False
     gc.collect()
     gc.freeze()
-    gc.set_threshold(gc.get_threshold()[0], FULL_PASS_EVERY, 1)
+    gc.set_threshold(gc.get_threshold()[0], *AFTER_FREEZE_THRESHOLDS)
     # A full pass now, over nothing: the collector counts the long-lived objects again (none
     # outside the freeze). Until then it held the full passes back for a quarter of the start's.
     gc.collect()
