@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.rundir.snapshot import RunWatcher, Snapshot, Telemetry
-from moeconsole.runner.supervisor import control
 
 if TYPE_CHECKING:
+    from moeconsole.runner.supervisor import control
     from moeconsole.runner.recipes.model import RunRecipe
 
 # The host line's sampler: a function, True for this host's (with a live run), None or False for none.
@@ -143,6 +143,7 @@ class RunSource:
 
     def request(self, req: control.Request) -> control.Answer:
         """One typed control request; a missing runner becomes a refusal that says so."""
+        from moeconsole.runner.supervisor import control   # at the first request (a key), not at the start
         try:
             return control.send(self.run.sock, req, timeout=self.control_timeout)
         except control.ControlError as exc:

@@ -26,8 +26,9 @@ def run(args) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         where = f" (the run {target.run_id} goes on)" if target else ""
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
-    from moeconsole.console.lean import import_ui, one_malloc_arena
+    from moeconsole.console.lean import import_ui, one_malloc_arena, settle_after_first_frame
     one_malloc_arena()   # before Textual's threads start (console/lean.py)
+    settle_after_first_frame(arm=True)   # this process's start frozen once it has drawn (console/lean.py)
     run_app = import_ui("moeconsole.console.app").run_app   # without OpenSSL (console/lean.py)
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),
                    gpu=not getattr(args, "no_gpu", False),

@@ -29,7 +29,8 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from moeconsole.console import alerts as alerts_mod
-from moeconsole.console import confirmations, keys
+from moeconsole.console import keys
+from moeconsole.console.lean import settle_after_first_frame
 from moeconsole.console import format as fmt
 from moeconsole.console.runwatch import Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
@@ -43,10 +44,11 @@ from moeconsole.console.widgets.status import StatusLine
 from moeconsole.runner.rundir import alertgroups, rundir
 from moeconsole.runner.rundir.alertgroups import AlertGroup
 from moeconsole.runner.rundir.snapshot import Snapshot
-from moeconsole.runner.supervisor import control
 
 if TYPE_CHECKING:
+    from moeconsole.console.confirmations import Confirmation
     from moeconsole.console.widgets.blockers import BlockerTable
+    from moeconsole.runner.supervisor import control
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 
@@ -170,6 +172,7 @@ class RunScreen(Screen):
         self.first_frame_at = time.monotonic()
         self._painted.set()
         self.call_later(self._mount_footer)
+        self.call_later(settle_after_first_frame)   # in `attach` only: the start's garbage freed (console/lean.py)
         if self._history_waits:
             self._history_waits = False
             self.source.importing.start()
@@ -458,7 +461,9 @@ class RunScreen(Screen):
             return
         self.notify(f"started a new runner (pid {pid}); it adopts the training if it still runs")
         self.poll_now()
-    def _confirm_and_send(self, confirmation: confirmations.Confirmation) -> None:
+    # The control protocol and the confirmations are imported at the key that uses them (a run
+    # screen that is only watched never loads them: docs/benchmarks.md, ``ui``).
+    def _confirm_and_send(self, confirmation: Confirmation) -> None:
         def done(yes: bool | None) -> None:
             if yes:
                 self._send(confirmation.request)
@@ -479,14 +484,17 @@ class RunScreen(Screen):
         return self.snapshot.run if self.snapshot else {"id": self.source.run.run_id}
 
     def action_kill(self) -> None:
+        from moeconsole.console import confirmations
         self._confirm_and_send(confirmations.kill(self._run(), self.source.recipe()))
 
     def action_restart(self) -> None:
+        from moeconsole.console import confirmations
         self._confirm_and_send(confirmations.restart(self._run(), self.source.recipe()))
 
     def action_verify(self) -> None:
+        from moeconsole.runner.supervisor.control import Verify
         self.notify("verify: asking the runner to verify the latest checkpoint")
-        self._send(control.Verify())
+        self._send(Verify())
 
     def action_kill_zombie(self) -> None:
         blocker = self.blocker_table.selected() if self.blocker_table is not None else None
@@ -497,6 +505,7 @@ class RunScreen(Screen):
             why = blocker.get("not_killable_why") or "it is not a process that may be ended"
             self.notify(f"PID {blocker.get('pid')} cannot be ended: {why}", severity="warning")
             return
+        from moeconsole.console import confirmations
         self._confirm_and_send(confirmations.kill_zombie(blocker, self.source.recipe()))
 
     def action_browser(self) -> None:

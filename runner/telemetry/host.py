@@ -1,4 +1,5 @@
-"""Host telemetry (CPU, RAM, load) through psutil, degrading field by field like NVML.
+"""Host telemetry (CPU, RAM, load) from /proc, through psutil where /proc cannot tell, degrading
+field by field like NVML.
 
 The CPU figure is the share of all cores busy between two readings of ``/proc/stat``'s ``cpu``
 line, and every figure says over what window (``CpuFigure``). A one-shot command (``--json RUN
@@ -16,7 +17,6 @@ import time
 from pathlib import Path
 
 import msgspec
-import psutil
 
 from moeconsole.runner.telemetry import cpustat
 from moeconsole.runner.rundir.rundir import hostname
@@ -118,8 +118,16 @@ def read_cpu_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> 
 
 def _busy_total_now() -> tuple[float, float]:
     """Busy and total CPU seconds now: ``/proc/stat`` read directly (``cpustat``), else
-    ``psutil.cpu_times()`` with the same arithmetic."""
-    return cpustat.sample() or cpustat.busy_total(tuple(psutil.cpu_times()))
+    ``psutil.cpu_times()`` with the same arithmetic (psutil imported only then: 1.7 MiB of the
+    attached console). OSError: neither can tell."""
+    got = cpustat.sample()
+    if got is not None:
+        return got
+    import psutil
+    try:
+        return cpustat.busy_total(tuple(psutil.cpu_times()))
+    except psutil.Error as e:
+        raise OSError(str(e)) from e
 
 
 def cpu_busy_pct(prev: tuple[float, float], cur: tuple[float, float]) -> float | None:
@@ -192,7 +200,7 @@ def host_snapshot(runs_dir: Path | str | None = None) -> dict:
                   "hostname": hostname()}
     try:
         fig = cpu_figure(runs_dir)
-    except (OSError, psutil.Error):
+    except OSError:
         fig = None
     if fig is not None:
         snap["cpu_pct"], snap["cpu_window_s"], snap["cpu_source"] = fig.pct, round(fig.window_s, 3), fig.source
@@ -293,7 +301,7 @@ class CpuMeter:
     def sample(self) -> float | None:
         try:
             cur = _busy_total_now()
-        except (OSError, psutil.Error):
+        except OSError:
             return None
         if self.share_in is not None:
             try:
@@ -308,10 +316,36 @@ def ram_now() -> dict:
     """{"ram_used_gib", "ram_total_gib", "hostname"}: used is total minus available, as in
     ``host_snapshot``."""
     out: dict = {"ram_used_gib": None, "ram_total_gib": None, "hostname": hostname()}
-    try:
-        vm = psutil.virtual_memory()
-        out["ram_used_gib"] = (vm.total - vm.available) / GIB
-        out["ram_total_gib"] = vm.total / GIB
-    except (OSError, psutil.Error):
-        pass
+    got = _meminfo_total_available()
+    if got is None:
+        import psutil
+        try:
+            vm = psutil.virtual_memory()
+            got = vm.total, vm.available
+        except (OSError, psutil.Error):
+            return out
+    total, available = got
+    out["ram_used_gib"] = (total - available) / GIB
+    out["ram_total_gib"] = total / GIB
     return out
+
+
+def _meminfo_total_available() -> tuple[int, int] | None:
+    """(total, available) bytes from ``/proc/meminfo``'s MemTotal and MemAvailable, the two
+    figures psutil's ``virtual_memory()`` takes from the same lines (``psutil/_pslinux.py``:
+    kB times 1024). None where the file or MemAvailable (kernels before 3.14) is not there or
+    the latter is 0 or above the total: psutil estimates it from other lines then."""
+    found: dict[bytes, int] = {}
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                key, _, rest = line.partition(b":")
+                if key in (b"MemTotal", b"MemAvailable"):
+                    found[key] = int(rest.split()[0]) * 1024
+                    if len(found) == 2:
+                        total, available = found[b"MemTotal"], found[b"MemAvailable"]
+                        # 0 (a kernel bug) or more than the total (a container): psutil estimates
+                        return (total, available) if 0 < available <= total else None
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

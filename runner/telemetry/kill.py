@@ -18,25 +18,8 @@ import psutil
 
 from moeconsole.runner.core.bounds import GRACE, sane_seconds
 from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot
-
-# psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
-# agree far closer than this, and a PID cannot be recycled within it.
-START_TIME_TOLERANCE_S = 0.05
-
-
-def start_time_matches(actual: float | None, expected: float | None) -> bool:
-    return actual is not None and expected is not None and abs(actual - expected) <= START_TIME_TOLERANCE_S
-
-
-def self_and_ancestors() -> set[int]:
-    """This process and every ancestor: never labelled, never killed."""
-    me = psutil.Process()
-    pids = {me.pid}
-    try:
-        pids.update(p.pid for p in me.parents())
-    except psutil.Error:
-        pass
-    return pids
+from moeconsole.runner.telemetry.identity import (  # noqa: F401  (their home: identity, psutil-free)
+    START_TIME_TOLERANCE_S, self_and_ancestors, start_time_matches)
 
 
 @dataclass

@@ -25,16 +25,32 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
-
-import psutil
+from typing import TYPE_CHECKING, Any, Iterable
 
 from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
+from moeconsole.runner.telemetry import cpustat
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
-from moeconsole.runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
-    KillResult, kill_checked, self_and_ancestors, start_time_matches, wait_gpu_released)
+from moeconsole.runner.telemetry.identity import self_and_ancestors, start_time_matches
 from moeconsole.runner.rundir.secrets import redact_cmdline
+
+if TYPE_CHECKING:
+    from moeconsole.runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
+        KillResult, kill_checked, wait_gpu_released)
+
+# psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
+# /proc cannot be read. On Linux the scan, the labelled processes' facts and the host line read
+# /proc themselves, so the attached console never loads it (docs/benchmarks.md, ``ui``).
+_PROCFS = os.path.isdir("/proc/self")   # Linux's /proc: what psutil itself reads there
+_KILL_NAMES = ("KillResult", "kill_checked", "wait_gpu_released")
+
+
+def __getattr__(name: str) -> Any:
+    """The kill API, re-exported from :mod:`moeconsole.runner.telemetry.kill` on first use."""
+    if name in _KILL_NAMES:
+        from moeconsole.runner.telemetry import kill
+        return getattr(kill, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 RUN_ID_ENV = "MOECONSOLE_RUN_ID"
 RUN_DIR_ENV = "MOECONSOLE_RUN_DIR"
@@ -188,6 +204,9 @@ def _read_markers(pid: int) -> Markers:
         with open(f"/proc/{pid}/environ", "rb") as f:
             block = f.read()
     except OSError:
+        if _PROCFS:   # gone, or not ours to read: psutil would read the same file
+            return None, None, None
+        import psutil
         try:
             env = psutil.Process(pid).environ()  # not Linux: psutil's own way
         except (psutil.Error, OSError):
@@ -201,11 +220,12 @@ def _read_markers(pid: int) -> Markers:
     return found.get(RUN_ID_ENV), found.get(RUN_DIR_ENV), _attempt_of(found.get(ATTEMPT_ENV))
 
 
-# /proc/PID/stat state letters, as psutil names them.
-_STATES = {"R": psutil.STATUS_RUNNING, "S": psutil.STATUS_SLEEPING, "D": psutil.STATUS_DISK_SLEEP,
-           "T": psutil.STATUS_STOPPED, "t": psutil.STATUS_TRACING_STOP, "Z": psutil.STATUS_ZOMBIE,
-           "X": psutil.STATUS_DEAD, "x": psutil.STATUS_DEAD, "K": "wake-kill",
-           "W": psutil.STATUS_WAKING, "I": psutil.STATUS_IDLE, "P": psutil.STATUS_PARKED}
+# /proc/PID/stat state letters, as psutil names them (its STATUS_* constants, psutil/_common.py;
+# tests/telemetry/test_procs_without_psutil.py checks each against psutil's).
+STATUS_ZOMBIE = "zombie"
+_STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped", "t": "tracing-stop",
+           "Z": STATUS_ZOMBIE, "X": "dead", "x": "dead", "K": "wake-kill", "W": "waking", "I": "idle",
+           "P": "parked"}
 
 
 def _proc_rows() -> list[_Row] | None:
@@ -215,8 +235,10 @@ def _proc_rows() -> list[_Row] | None:
     times recorded through psutil. None where there is no /proc."""
     try:
         names = os.listdir("/proc")
-        boot, ticks = psutil.boot_time(), os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, psutil.Error):
+        boot, ticks = cpustat.boot_time(), os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    if boot is None:
         return None
     rows = []
     for name in names:
@@ -236,6 +258,7 @@ def _proc_rows() -> list[_Row] | None:
 
 
 def _psutil_rows() -> list[_Row]:
+    import psutil
     rows = []
     for p in psutil.process_iter(["pid", "ppid", "uids", "status", "create_time"]):
         info = p.info
@@ -255,7 +278,7 @@ def _scan(read_env: bool) -> dict[int, _Row]:
     found = _proc_rows()
     for row in found if found is not None else _psutil_rows():
         rows[row.pid] = row
-        if not read_env or _is_kernel_thread(row.pid, row.ppid) or row.status == psutil.STATUS_ZOMBIE:
+        if not read_env or _is_kernel_thread(row.pid, row.ppid) or row.status == STATUS_ZOMBIE:
             continue
         if not root and row.uid != my_uid:
             continue
@@ -274,6 +297,7 @@ def port_users(port: int) -> tuple[set[int], int]:
     """(PIDs with a socket bound to local ``port``, number of TIME_WAIT sockets on it)."""
     if _port_bound(port) is False:
         return set(), 0   # no socket on it: the scan of every process's descriptors is not needed
+    import psutil
     try:
         conns = psutil.net_connections(kind="inet")
     except (psutil.Error, OSError):
@@ -370,6 +394,53 @@ def _marked_run(row: _Row, run_context: bool, marked_live: bool,
     return cache[row.run_dir]
 
 
+def _identity(pid: int) -> tuple[str, list[str] | None, str]:
+    """(user, command line, name) of a process as psutil's ``username()``, ``cmdline()`` and
+    ``name()`` give them, from /proc on Linux (psutil/_pslinux.py ``cmdline``: NUL-separated,
+    or space-separated when a process rewrote it; ``username``: the real uid's name, else the
+    number; the name: ``comm`` from the stat file, which psutil extends only from a command
+    line, and it is asked for only when there is none). The command line is None for a zombie
+    with none (psutil raises ``ZombieProcess`` there). Elsewhere psutil's. OSError: the process
+    is gone or not readable."""
+    if not _PROCFS:
+        import psutil
+        try:
+            p = psutil.Process(pid)
+            user = p.username()
+        except psutil.Error as e:
+            raise OSError(str(e)) from e
+        try:
+            return user, p.cmdline(), p.name()
+        except psutil.Error:   # ZombieProcess among them
+            return user, None, ""
+    import pwd
+    with open(f"/proc/{pid}/status", "rb") as f:
+        uid_line = next((line for line in f if line.startswith(b"Uid:")), b"")
+    try:
+        uid = int(uid_line.split()[1])
+    except (IndexError, ValueError) as e:
+        raise OSError(f"no Uid line for {pid}") from e
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = str(uid)
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        data = f.read().decode("utf-8", "surrogateescape")
+    argv: list[str] | None = []
+    if data:
+        sep = "\x00" if data.endswith("\x00") else " "
+        data = data[:-1] if data.endswith(sep) else data
+        argv = data.split(sep)
+        if sep == "\x00" and len(argv) == 1 and " " in data:
+            argv = data.split(" ")
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read()
+    name = stat[stat.index(b"(") + 1:stat.rindex(b")")].decode("utf-8", "surrogateescape")
+    if not argv and stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"Z":
+        argv = None
+    return user, argv, name
+
+
 def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[int, float | None],
                now: float) -> ProcInfo:
     gpus = tuple(sorted(usage))
@@ -380,10 +451,10 @@ def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[
                         gpu_mem_mib=mem, gpus=gpus, labels=labels, visible=False)
     user, cmdline = None, ""
     try:
-        p = psutil.Process(pid)
-        user = p.username()
-        cmdline = redact_cmdline(p.cmdline()) or f"[{p.name()}]"
-    except (psutil.Error, OSError):
+        user, argv, name = _identity(pid)
+        if argv is not None:   # None: a zombie's (psutil raised ZombieProcess for it: no line)
+            cmdline = redact_cmdline(argv) or f"[{name}]"
+    except OSError:
         pass
     if user is None and row.uid is not None:
         user = str(row.uid)
@@ -451,7 +522,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
 
     relevant_parents = {os.getpid()} | tree | {pid for pid, row in rows.items() if row.run_id or belongs(row)}
     candidates = set(usage) | holders | {pid for pid, row in rows.items()
-                                         if row.run_id or belongs(row) or row.status == psutil.STATUS_ZOMBIE}
+                                         if row.run_id or belongs(row) or row.status == STATUS_ZOMBIE}
     found: list[ProcInfo] = []
     for pid in candidates - skip:
         row = rows.get(pid)
@@ -468,7 +539,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
             m_tree, m_tracked, m_view = marked
             facts = ProcFacts(
                 on_gpu=pid in usage, in_run_tree=pid in m_tree, belongs_to_run=True, marker_run_live=True,
-                marker_run_over=False, zombie=row.status == psutil.STATUS_ZOMBIE,
+                marker_run_over=False, zombie=row.status == STATUS_ZOMBIE,
                 parent_relevant=row.ppid in relevant_parents, holds_port=pid in holders, run_context=True,
                 own=m_view.owns(row, row.run_id))
         else:
@@ -478,7 +549,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
                 belongs_to_run=belongs(row),
                 marker_run_live=marked_live,
                 marker_run_over=bool(row.run_id) and not marked_live,
-                zombie=row.status == psutil.STATUS_ZOMBIE,
+                zombie=row.status == STATUS_ZOMBIE,
                 parent_relevant=row.ppid in relevant_parents,
                 holds_port=pid in holders,
                 run_context=run_context,

@@ -4,6 +4,7 @@ console never uses, is about 4 MiB of the process); the hold on ``ssl`` ends wit
 a later ``import ssl`` in the same process still works."""
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -208,3 +209,137 @@ def _unicode_lookups(monkeypatch) -> list[str]:
         return real_lookup(name)
     monkeypatch.setattr(unicodedata, "lookup", lookup)
     return looked_up
+
+
+class _Cycle:
+    """An object in a reference cycle: only Python's cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.mark.parametrize("armed", [True, False])
+def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base, make_run, armed):
+    """``attach`` arms ``lean.settle_after_first_frame``: once the run screen's first frame is
+    drawn, the garbage of the start (cycles: Textual's strips cache themselves) is collected and
+    what is alive then is frozen, so the collector's full passes after it look only at what the
+    refresh makes, and they run as the refresh goes (Python's default: one per hundred young
+    collections, held back until a quarter as many objects as the start's have piled up), so a
+    second's old lines do not wait in memory. The refresh goes on after it. Not armed (a test
+    process, an embedding program), nothing is frozen. The collector is off while the app
+    starts, so only the console's own pass can free the cycle made before it; then thirty
+    "refreshes" of a thousand cycles each, each kept for five refreshes (long enough to outlive
+    the young collections, as a drawn line does), are freed as they go."""
+    import asyncio
+    import gc
+    import weakref
+
+    from moeconsole.console import lean
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from tests.waiting import until_ui
+
+    run = make_run(base, status="running", steps=40)
+    assert gc.get_freeze_count() == 0
+    threshold = gc.get_threshold()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cycle = _Cycle()
+        gone = weakref.ref(cycle)
+        del cycle
+        if armed:
+            lean.settle_after_first_frame(arm=True)
+
+        async def go() -> tuple[int, bool, int]:
+            app = MoeConsole(base, run, gpu=False, interval=0.05)
+            async with app.run_test(size=(160, 48)) as pilot:
+                await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
+                               what="the first frame")
+                screen = app.screen
+                await until_ui(pilot, lambda: not armed or gc.get_freeze_count() > 0, what="the start frozen")
+                frozen, freed = gc.get_freeze_count(), gone() is None
+                gc.enable()
+                refs: list[weakref.ref] = []
+                shown: list[list[_Cycle]] = []
+                for _ in range(30):
+                    shown = [*shown[-4:], [_Cycle() for _ in range(1000)]]   # on screen for five refreshes
+                    refs += [weakref.ref(c) for c in shown[-1]]
+                    polls = screen.polls
+                    await until_ui(pilot, lambda: screen.polls > polls, what="the next refresh")
+                del shown
+                return frozen, freed, sum(1 for r in refs if r() is not None)
+        frozen, freed, waiting = asyncio.run(go())
+        if armed:
+            assert frozen > 10_000 and freed
+            assert waiting <= 10_000, waiting   # the last refreshes' (Python's defaults: most of the 30000)
+        else:
+            assert frozen == 0 and not freed
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+        lean.settle_after_first_frame(arm=False)
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+NO_PSUTIL_PROBE = r"""
+import asyncio, json, os, subprocess, sys, tempfile
+from pathlib import Path
+from tests.console.conftest import write_run
+from tests.waiting import until_ui
+from moeconsole.console.app import MoeConsole
+from moeconsole.console.screens.run import RunScreen
+
+base = Path(tempfile.mkdtemp(prefix="mcnops-"))
+run = write_run(base, "20260101-000000-nops-0001", status="running", runner_pid=os.getpid())
+# a leftover of this run: its id in the environment, outside the tracked tree
+leftover = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "leftover-of-the-run"],
+                            env={**os.environ, "MOECONSOLE_RUN_ID": run.run_id})
+seen = {}
+
+async def go():
+    app = MoeConsole(base, run, gpu=True, interval=0.2)
+    async with app.run_test(size=(160, 48)) as pilot:
+        def listed():
+            s = app.screen
+            snap = getattr(s, "snapshot", None)
+            if not isinstance(s, RunScreen) or snap is None or snap.host is None:
+                return False
+            return any(b.get("pid") == leftover.pid for b in snap.blockers if isinstance(b, dict))
+        await until_ui(pilot, listed, timeout=120, what="the leftover listed and the host line")
+        snap = app.screen.snapshot
+        seen["cmdline"] = next(b.get("cmdline") for b in snap.blockers if b.get("pid") == leftover.pid)
+        seen["host"] = snap.host.get("ram_total_gib") is not None
+        seen["run screen"] = "psutil" in sys.modules
+        polls = app.screen.polls
+        await pilot.press("g")
+        await until_ui(pilot, lambda: type(app.screen).__name__ == "GpuScreen", what="the GPU view")
+        run_screen = app.screen_stack[-2]
+        await until_ui(pilot, lambda: run_screen.polls >= polls + 3, timeout=120, what="three polls under it")
+        seen["gpu view"] = "psutil" in sys.modules
+try:
+    asyncio.run(go())
+finally:
+    leftover.kill()
+    leftover.wait()
+print(json.dumps(seen))
+"""
+
+
+def test_the_run_screen_and_the_gpu_view_list_processes_and_the_host_without_psutil():
+    """The attached console lists a leftover of its run (its user and command line) and shows
+    the host line (CPU, RAM), on the run screen and under the GPU view, and never imports psutil
+    (1.7 MiB of code): on Linux the scan, the facts of a listed process and the host figures are
+    read from /proc (tests/telemetry/test_procs_without_psutil.py checks them against psutil's)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("Linux's /proc")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", NO_PSUTIL_PROBE], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.splitlines()[-1])
+    assert "leftover-of-the-run" in seen["cmdline"] and seen["host"], seen
+    assert (seen["run screen"], seen["gpu view"]) == (False, False), seen

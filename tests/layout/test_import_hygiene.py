@@ -62,11 +62,13 @@ def test_the_run_screen_and_the_gpu_view_load_only_what_they_draw():
     SQLite reader, no numpy, no syntax highlighter, the OOM rules with the memory module
     (~1.6 MiB) only once a crash report is there to explain, and neither Textual's Footer (a
     widget per key, 1.4 MiB: the key footer is ``widgets/keybar.py``) nor its DataTable (the
-    blocker table is imported at the first zombie)."""
+    blocker table is imported at the first zombie), nor the control protocol and the confirmations
+    (imported at the key that sends a request), nor psutil (the scan and the host line read /proc)."""
     modules = ["moeconsole.console.commands.attach", "moeconsole.console.app", "moeconsole.console.screens.run",
                "moeconsole.console.screens.gpu_view"]
     banned = ["torch", "yaml", "sqlite3", "numpy", "rich.syntax", "pygments", "moeconsole.runner.core.oom",
-              "moeconsole.runner.core.memory", "textual.widgets._footer", "textual.widgets._data_table"]
+              "moeconsole.runner.core.memory", "textual.widgets._footer", "textual.widgets._data_table",
+              "moeconsole.runner.supervisor.control", "moeconsole.console.confirmations", "psutil"]
     assert first_offender(modules, banned) == {}
 
 

@@ -1,0 +1,96 @@
+"""The blocker scan, the labelled processes' facts and the host line read /proc themselves on
+Linux, so an attached console never imports psutil (1.7 MiB of code: docs/benchmarks.md, ``ui``).
+What they read must be what psutil gives for the same process: each reader is checked here
+against psutil itself, on real processes (this one, its parent, a child with spaces in its
+arguments, an unreaped child), and the kill API is still reachable from ``procs``."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from moeconsole.runner.telemetry import cpustat, host, identity, procs
+from tests.waiting import until
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux's /proc")
+
+
+def test_the_state_names_are_psutils():
+    assert procs._STATES == {"R": psutil.STATUS_RUNNING, "S": psutil.STATUS_SLEEPING,
+                             "D": psutil.STATUS_DISK_SLEEP, "T": psutil.STATUS_STOPPED,
+                             "t": psutil.STATUS_TRACING_STOP, "Z": psutil.STATUS_ZOMBIE, "X": psutil.STATUS_DEAD,
+                             "x": psutil.STATUS_DEAD, "K": "wake-kill", "W": psutil.STATUS_WAKING,
+                             "I": psutil.STATUS_IDLE, "P": psutil.STATUS_PARKED}
+    assert procs.STATUS_ZOMBIE == psutil.STATUS_ZOMBIE
+
+
+def test_the_start_times_of_the_scan_are_psutils():
+    """Start times compare with the ones the runner recorded through psutil (a tracked PID is the
+    run's only while they match): the boot time and every row's start time are psutil's."""
+    assert cpustat.boot_time() == psutil.boot_time()
+    rows = {row.pid: row for row in procs._proc_rows() or []}
+    for pid in (os.getpid(), os.getppid(), 1):
+        assert rows[pid].create_time == psutil.Process(pid).create_time(), pid
+        assert rows[pid].status == psutil.Process(pid).status(), pid
+
+
+def test_a_processs_user_command_line_and_name_are_psutils():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "two words", ""])
+    try:
+        for pid in (os.getpid(), os.getppid(), 1, child.pid):
+            p = psutil.Process(pid)
+            assert procs._identity(pid) == (p.username(), p.cmdline(), p.name()), pid
+        assert procs._identity(child.pid)[1][-2:] == ["two words", ""]
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_an_unreaped_child_has_no_command_line_as_with_psutil():
+    """psutil raises ZombieProcess for a zombie's command line: the listed line stays empty."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, 60, what="the child to exit")
+        with pytest.raises(psutil.ZombieProcess):
+            psutil.Process(child.pid).cmdline()
+        user, argv, _ = procs._identity(child.pid)
+        assert (user, argv) == (psutil.Process(child.pid).username(), None)
+        info = procs._proc_info(child.pid, procs._Row(pid=child.pid, ppid=os.getpid(), uid=os.getuid(),
+                                                      status=psutil.STATUS_ZOMBIE, create_time=0.0),
+                                ("defunct",), {}, 0.0)
+        assert (info.cmdline, info.user) == ("", user)
+    finally:
+        child.wait()
+
+
+def test_a_gone_process_has_no_facts():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    with pytest.raises(OSError):
+        procs._identity(child.pid)
+
+
+def test_this_process_and_its_ancestors_are_psutils():
+    me = psutil.Process()
+    assert identity.self_and_ancestors() == {me.pid} | {p.pid for p in me.parents()}
+
+
+def test_the_ram_figures_are_psutils():
+    total, available = host._meminfo_total_available() or (0, 0)
+    vm = psutil.virtual_memory()
+    assert total == vm.total
+    assert abs(available - vm.available) < 256 * 2**20   # read a moment apart
+    ram = host.ram_now()
+    assert ram["ram_total_gib"] == vm.total / host.GIB
+
+
+def test_the_kill_api_is_still_reached_through_procs():
+    from moeconsole.runner.telemetry import kill
+    assert procs.kill_checked is kill.kill_checked and procs.KillResult is kill.KillResult
+    assert procs.wait_gpu_released is kill.wait_gpu_released
+    assert kill.start_time_matches is identity.start_time_matches
+    with pytest.raises(AttributeError):
+        procs.no_such_name  # noqa: B018
