@@ -11,7 +11,6 @@ keys hidden: no runner listens). Every request goes to the runner's control sock
 """
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from collections.abc import Callable
@@ -59,16 +58,6 @@ def blocker_hint(count: int, width: int) -> str:
     full = " (tab to select, z to end)"
     fits = not width or len(f"zombies / blockers: {count}{full}") <= width
     return full if fits else " (tab, z ends)"
-
-
-def _freeze_start_up() -> None:
-    """What the console made to start (modules, the app, the first screen: about 80,000
-    objects) lives as long as it does: after the first run screen's first frame the cyclic
-    collector leaves it out of its walks (``gc.freeze``; once a process). A full collection
-    walked all of it each time the poll's objects had piled up enough (a 128-node run's node
-    entries, verdicts and lines, every second): tens of ms at a time."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
 
 
 class RunScreen(Screen):
@@ -184,7 +173,6 @@ class RunScreen(Screen):
             return
         await self.mount(KeyBar())   # one widget (Textual's Footer: a widget per key, 1.4 MiB)
         self.refresh_bindings()
-        _freeze_start_up()
 
     def covered(self) -> bool:
         """Another opaque screen (the GPU view, the log pager, the browser) is on top: nothing of

@@ -178,21 +178,3 @@ def test_a_logs_first_frame_loads_no_host_sampler(tmp_path):
     assert "step 100/100" in status and "IMPORTED" in status.upper()
     assert loaded == "False"
 
-
-def test_after_the_first_frame_the_start_ups_objects_are_left_out_of_collections(base, make_run):
-    """What the console made to start lives as long as it does: once the first frame and its
-    footer are drawn, the cyclic collector no longer walks it (``gc.freeze``), so a full
-    collection walks only what the polls made since (a 128-node run's nodes each second)."""
-    import gc
-    from moeconsole.console.widgets.keybar import KeyBar
-    run = live_run(base, make_run)
-
-    async def go() -> None:
-        app = app_for(base, run, telemetry=lambda state: (GPU, []), interval=30.0)
-        async with app.run_test(size=(120, 36)) as pilot:
-            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
-                                    and app.screen, what="the first frame")
-            await until_ui(pilot, lambda: screen.query(KeyBar) and gc.get_freeze_count() > 0,
-                           what="the start-up's objects frozen after the footer")
-            assert gc.get_freeze_count() > len(gc.get_objects(generation=2)) / 10
-    asyncio.run(go())
