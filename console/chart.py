@@ -416,7 +416,7 @@ class _Plot:
             if not (scale.x0 <= m.step <= scale.x1) and scale.x1 > scale.x0:
                 continue
             by_col.setdefault(scale.col(m.step) // self.cell_w, set()).add(m.kind)
-        for c, kinds in by_col.items():
+        for c, kinds in thin_checkpoints(by_col).items():
             shown = _shown_marker(kinds)
             if shown is not None:
                 self.axis[c] = (MARKER_GLYPH.get(shown, "|"), MARKER_STYLE.get(shown, "chart--axis"))
@@ -458,6 +458,29 @@ class _Plot:
             rows.append(_merge(line))
         rows.append(_merge([(" " * LABEL_W + "└", "chart--axis")] + self.axis))
         return rows
+
+
+CKPT_GAP = 3   # axis cells kept clear on each side of a good checkpoint's C
+
+
+def thin_checkpoints(by_col: dict[int, set[str]], gap: int = CKPT_GAP) -> dict[int, set[str]]:
+    """The markers by axis column with the good checkpoints thinned to what the width can show:
+    a run saving every few hundred steps put a ``C`` in every column (``CCCCCC``, no axis left).
+    Kept whatever: every bad or suspect save, every restart, the newest good save; then, newest
+    first, a good save's ``C`` only where no kept mark is within ``gap`` columns (a column with a
+    restart keeps its ``C``, the ``R`` drawn at the top of its dashed line)."""
+    plain = sorted((c for c, kinds in by_col.items() if _shown_marker(kinds) == "ckpt" and "restart" not in kinds),
+                   reverse=True)
+    kept = {c for c in by_col if c not in plain} | set(plain[:1])
+    blocked: set[int] = set()
+    for c in kept:
+        blocked.update(range(c - gap, c + gap + 1))
+    out = {c: kinds for c, kinds in by_col.items() if c in kept}
+    for c in plain[1:]:
+        if c not in blocked:
+            out[c] = by_col[c]
+            blocked.update(range(c - gap, c + gap + 1))
+    return out
 
 
 def _shown_marker(kinds: set[str]) -> str | None:

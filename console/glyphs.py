@@ -3,8 +3,10 @@
 tmux decides per client whether it may send UTF-8 from the client's locale (the first set of
 ``LC_ALL``, ``LC_CTYPE``, ``LANG`` naming UTF-8, unless ``tmux -u``); a client without one gets
 every non-ASCII cell as ``_``: the braille charts became rows of underscores, the GPU bars and
-``…`` too (GNU screen likewise). So inside tmux or screen, when the console's locale names no
-UTF-8 (the same rule), everything the console draws is written in ASCII, one character per cell
+``…`` too (GNU screen likewise). So inside tmux, when tmux says a client of the console's session
+gets no UTF-8 (``tmux_clients_utf8``; the console's own locale is the server's, not the client's),
+else inside tmux or screen when the console's locale names no UTF-8 (tmux's rule), everything the
+console draws is written in ASCII, one character per cell
 so nothing moves: a braille cell by where its dots lie (``'`` high, ``-`` middle, ``.`` low,
 ``|`` a vertical stroke), box drawing as ``- | +``, blocks as ``#``, ``·`` as ``|``, ``…`` as
 ``~``, a letter with an accent as the letter. ``MOECONSOLE_ASCII=1``
@@ -24,7 +26,8 @@ _ON, _OFF = ("1", "yes", "on", "true"), ("0", "no", "off", "false")
 
 
 def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the console draws in ASCII: ``MOECONSOLE_ASCII`` when it says yes or no, else, inside
+    """Whether the console draws in ASCII: ``MOECONSOLE_ASCII`` when it says yes or no, else inside
+    tmux what tmux says of the clients showing this session (``tmux_clients_utf8``), else, inside
     tmux or GNU screen (``TMUX``, ``STY``: the multiplexers that judge their client's terminal by
     its locale and show ``_`` for what it cannot take), whether the locale (``LC_ALL``, else
     ``LC_CTYPE``, else ``LANG``: tmux's rule) names no UTF-8. Outside them the terminal emulator
@@ -36,8 +39,38 @@ def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
     env = started_environ() if environ is None else environ
     if not (env.get("TMUX") or env.get("STY")):
         return False   # a terminal emulator shows UTF-8 whatever the remote locale says
+    if env.get("TMUX") and (utf8 := tmux_clients_utf8(env)) is not None:
+        return not utf8
     locale = next((env[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(name)), "")
     return not any(tag in locale.lower() for tag in ("utf-8", "utf8"))
+
+
+def tmux_clients_utf8(env: Mapping[str, str], timeout: float = 3.0) -> bool | None:
+    """Whether every tmux client showing this pane takes UTF-8, as tmux itself judged each when it
+    attached (``#{client_utf8}``: ``1``, or ``0`` for a client whose locale named no UTF-8 and no
+    ``tmux -u``): a server started from a UTF-8 login passes that locale to the console, while a
+    client attached later from ``LANG=C`` still gets ``_`` for every non-ASCII cell. Asked of the
+    server in ``TMUX`` about the clients of the session holding ``TMUX_PANE`` (``list-clients``);
+    one client saying ``0`` is enough (it sees the same screen). None when tmux cannot say: no
+    client attached yet (``new-session -d``), a tmux too old to know ``client_utf8`` (it expands
+    an unknown name to nothing), no ``tmux`` command, no answer within ``timeout``."""
+    import shutil
+    import subprocess
+    tmux = shutil.which("tmux", path=env.get("PATH") or os.environ.get("PATH"))
+    if tmux is None:
+        return None
+    pane = env.get("TMUX_PANE", "")
+    cmd = ([tmux, "list-clients", "-t", pane, "-F", "#{client_utf8}"] if pane
+           else [tmux, "display-message", "-p", "#{client_utf8}"])
+    try:
+        done = subprocess.run(cmd, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              errors="replace", timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    said = [line.strip() for line in done.stdout.splitlines()] if done.returncode == 0 else []
+    if "0" in said:
+        return False
+    return True if "1" in said else None
 
 
 def started_environ() -> Mapping[str, str]:

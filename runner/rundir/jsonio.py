@@ -82,32 +82,43 @@ def atomic_write_bytes(path: Path | str, data: bytes, *, mode: int = FILE_MODE, 
     path = Path(path)
     dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow_dir else os.O_NOFOLLOW))
     try:
-        for _ in range(100):
-            tmp = f".{path.name}.{os.urandom(4).hex()}"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                             dir_fd=dfd)
-                break
-            except FileExistsError:
-                continue
-        else:
-            raise FileExistsError(f"{path.parent}: no free temp name")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fchmod(f.fileno(), mode)  # never from the umask: exactly ``mode``
-                if sync:
-                    os.fsync(f.fileno())
-            os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dfd)
-            except OSError:
-                pass
+        _replace_whole(dfd, path, data, mode, sync)
+    except OSError as exc:
+        if exc.errno is None or exc.filename == str(path):
             raise
+        # the error names the file being written, never the hidden temp name beside it
+        # (".chart-prefs.json.3764352b: Permission denied" told a user nothing)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
         os.close(dfd)
+
+
+def _replace_whole(dfd: int, path: Path, data: bytes, mode: int, sync: bool) -> None:
+    """``atomic_write_bytes`` inside the open directory ``dfd``."""
+    for _ in range(100):
+        tmp = f".{path.name}.{os.urandom(4).hex()}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=dfd)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{path.parent}: no free temp name")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fchmod(f.fileno(), mode)  # never from the umask: exactly ``mode``
+            if sync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise
 
 
 def replace_dir(src: Path | str, dst: Path | str) -> None:

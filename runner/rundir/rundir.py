@@ -386,10 +386,32 @@ def _readable(run: RunDir) -> RunDir:
     return run
 
 
+SLUG_MAX = 40   # characters of a run's name its id holds
+_HASH_HEX = 6
+
+
 def id_slug(name: str) -> str:
-    """The part of a run id that a run name becomes (``new_run_id``): other characters than
-    letters, digits, ``.``, ``_`` and ``-`` as ``-``, at most 40 characters."""
-    return _SAFE_NAME.sub("-", name).strip("-")[:40]
+    """The part of a run id that a run name becomes (``new_run_id``), at most 40 characters:
+    accents folded to ASCII (``démo run`` is ``demo-run``, NFKD without the combining marks),
+    other characters than ASCII letters, digits, ``.``, ``_`` and ``-`` as ``-``; a letter or digit
+    with no ASCII form (``训练``, ``обучение``) adds a short hash of the whole name at the end, so a
+    name in another script still gets a non-empty id of its own (``训练`` is ``h3a5c0f``, the same
+    every time, found again by ``_named``)."""
+    import unicodedata
+    folded = "".join(ch for ch in unicodedata.normalize("NFKD", name) if not unicodedata.combining(ch))
+    slug = _SAFE_NAME.sub("-", folded).strip("-")
+    if not any(ch.isalnum() and not ch.isascii() for ch in folded):
+        return slug[:SLUG_MAX]
+    import hashlib
+    tag = "h" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
+    kept = slug[:SLUG_MAX - len(tag) - 1].rstrip("-")
+    return f"{kept}-{tag}" if kept else tag
+
+
+def _legacy_slug(name: str) -> str:
+    """The slug ids were made with before accents were folded (``démo run`` was ``d-mo-run``, a
+    name in another script nothing): runs made then are still found by their name."""
+    return _SAFE_NAME.sub("-", name).strip("-")[:SLUG_MAX]
 
 
 def _exists(ref: str) -> bool:
@@ -403,10 +425,10 @@ def _named(runs: list[RunDir], ref: str) -> list[RunDir]:
     """The runs named ``ref`` (``run --name``) where the name is not in the id as typed (spaces,
     a slash, more than 40 characters): those whose id holds the name's slug, narrowed to those
     whose state names them exactly when some do."""
-    slug = id_slug(ref)
-    if not slug or slug == ref:
+    slugs = {id_slug(ref), _legacy_slug(ref)} - {""}
+    if not slugs or ref in slugs:   # typed as the id holds it: the id matches already found it
         return []
-    found = [r for r in runs if f"-{slug}-" in r.run_id]
+    found = [r for r in runs if any(f"-{slug}-" in r.run_id for slug in slugs)]
     exact = [r for r in found if r.read_state().get("name") == ref]
     return exact or found
 

@@ -92,3 +92,24 @@ def test_marker_outside_the_range_is_skipped():
     s = series(range(10, 20), [1.0] * 10)
     rows = rows_text(render_chart([s], 40, 6, markers=[Marker(500, "restart")]))
     assert "R" not in rows[-1]
+
+
+def test_frequent_saves_on_a_long_run_leave_the_axis_readable_keeping_the_newest_and_the_bad():
+    """A newcomer's 20,000-step run saving every 200 steps drew ``CCCCCC...`` along the whole axis
+    at 60 columns: no axis left, and one bad save among them hard to find. The good saves are
+    thinned to what the width shows (clear columns around each C); every bad save, every restart
+    and the newest save stay where they are."""
+    n = 20_000
+    s = series(range(0, n + 1, 10), np.linspace(3, 1, n // 10 + 1))
+    saves = [{"step": st, "ok": st != 9_000} for st in range(200, n + 1, 200)]
+    rows = rows_text(render_chart([s], 60, 10, markers=markers_from([12_345], saves)))
+    axis = rows[-1][7:]
+    cs = [i for i, ch in enumerate(axis) if ch == "C"]
+    assert "CC" not in axis and "C C" not in axis, axis
+    assert all(b - a > 3 for a, b in zip(cs, cs[1:])), axis
+    assert len(cs) >= len(axis) // 6, axis   # still spread along the whole run, not all dropped
+    assert axis.count("✗") == 1 and abs(axis.index("✗") - round(9_000 / n * (len(axis) - 1))) <= 1, axis
+    restart = [c for c in range(len(axis)) if any(r[7 + c] == "┆" for r in rows[1:-1])]
+    assert len(restart) == 1 and abs(restart[0] - round(12_345 / n * (len(axis) - 1))) <= 1, rows
+    assert "R" in (axis[restart[0]], *(r[7 + restart[0]] for r in rows[1:-1])), rows
+    assert cs[-1] >= len(axis) - 2, axis   # the newest save, at the run's end

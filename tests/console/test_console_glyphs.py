@@ -4,13 +4,17 @@ MOECONSOLE_ASCII overrides both, and every stand-in
 takes as many cells as the character it replaces (nothing on the screen moves)."""
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 import pytest
 from rich.cells import cell_len
 
-from moeconsole.console.glyphs import ascii_only, to_ascii
+from moeconsole.console.glyphs import ascii_only, tmux_clients_utf8, to_ascii
 
 
-TMUX = {"TMUX": "/tmp/tmux-0/default,123,0"}
+TMUX = {"TMUX": "/nonexistent/moeconsole-test/tmux,123,0", "TMUX_PANE": "%0"}   # no server answers: the locale rule
 
 
 @pytest.mark.parametrize("env, ascii", [
@@ -46,3 +50,22 @@ def test_a_falling_braille_line_reads_as_a_falling_line():
     # dots high in the cell, then in the middle, then low; a stroke over the whole cell
     assert to_ascii("\u2809\u2812\u28c0\u2847") == "'-.|"
     assert to_ascii("step 4 · loss 2.1…") == "step 4 | loss 2.1~"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_a_tmux_session_with_no_client_yet_leaves_it_to_the_locale(tmp_path):
+    """``new-session -d``: no client to ask (tmux expands ``#{client_utf8}`` to nothing, as an old
+    tmux does for a name it does not know), so the locale rule decides. A real server on a socket of
+    its own, ended with kill-server on that socket."""
+    sock = tmp_path / "tmux.sock"
+    subprocess.run(["tmux", "-S", str(sock), "-f", "/dev/null", "new-session", "-d", "-s", "t", "sleep 600"],
+                   check=True, timeout=20)
+    try:
+        shown = subprocess.run(["tmux", "-S", str(sock), "display-message", "-p", "-t", "t",
+                                "#{pid},#{pane_id}"], capture_output=True, text=True, timeout=20).stdout.strip()
+        pid, pane = shown.split(",")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TMUX": f"{sock},{pid},0", "TMUX_PANE": pane}
+        assert tmux_clients_utf8(env) is None
+        assert ascii_only({**env, "LANG": "C"}) is True and ascii_only({**env, "LANG": "C.UTF-8"}) is False
+    finally:
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], timeout=20)

@@ -187,6 +187,32 @@ def test_a_run_named_with_spaces_or_a_long_name_is_found_by_that_name(base, make
     assert missing.returncode == 2 and missing.stderr.startswith("moeconsole: no run matches")
 
 
+def test_a_run_named_in_another_script_or_with_accents_gets_an_id_of_its_own_and_is_found(base, make_run):
+    """A newcomer's `--name "démo run"` became the id `...-d-mo-run-XXXX`, and a name in Chinese an
+    id with no name in it at all (`...-run-XXXX`, every such run alike): accents fold to ASCII now
+    and a name with letters that have no ASCII form gets a short hash of itself, so each is its own
+    id, found by the name the screens show; a run made before (`d-mo-run`) is still found by its name."""
+    from moeconsole.runner.rundir import rundir
+    accented, cjk, other, mixed = "démo run", "训练", "微调", "训练 v2"
+    ids = {name: rundir.new_run_id(name) for name in (accented, cjk, other, mixed)}
+    assert "-demo-run-" in ids[accented], ids
+    for name in (cjk, other, mixed):
+        assert "-run-" not in ids[name], ids
+    assert len({i.split("-", 2)[2].rsplit("-", 1)[0] for i in ids.values()}) == 4, ids   # four different names
+    runs = {name: make_run(base, run_id, name=name, status="succeeded", steps=10, restart_at=None)
+            for name, run_id in ids.items()}
+    for name, run in runs.items():
+        shown = cli("runs", "show", name, "--json", base=base)
+        assert shown.returncode == 0, (name, shown.stderr)
+        assert json.loads(shown.stdout)["id"] == run.run_id, name
+    assert rundir.new_run_id(cjk).split("-")[2] == ids[cjk].split("-")[2]   # the same name, the same slug
+    legacy = "démo run!"
+    made_before = make_run(base, "20240101-000000-d-mo-run-0002", name=legacy, status="killed", steps=5)
+    shown = cli("runs", "show", legacy, "--json", base=base)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["id"] == made_before.run_id
+
+
 @pytest.mark.parametrize("command", [("--json", "{path}", "--once"), ("kill", "{path}"), ("restart", "{path}"),
                                      ("runs", "receipt", "{path}")])
 def test_a_training_log_given_as_run_says_it_is_not_a_run_and_how_to_open_it(base, make_run, tmp_path, command):

@@ -3,14 +3,18 @@ keys sent with send-keys, the screen read with capture-pane; detaching leaves th
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shlex
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import psutil
 import pytest
@@ -48,14 +52,15 @@ class Tmux:
 
 
 @contextlib.contextmanager
-def demo_session(label: str, demo_args: str, after: str = "", env: str = "",
-                 shell: bool = False) -> Iterator[tuple[Tmux, Path]]:
+def demo_session(label: str, demo_args: str, after: str = "", env: str = "", shell: bool = False,
+                 before: Callable[[Tmux], None] | None = None) -> Iterator[tuple[Tmux, Path]]:
     """`moeconsole demo DEMO_ARGS` in a detached tmux session "demo" (80x24, 256 colours) on a
     socket of our own, with a runs directory of its own; at the end the server, the run's
     processes (by PID and start time) and the directory go. ``after``: shell text run once the
     console exits (e.g. printing its exit code). ``env``: more NAME=VALUE words for the console's
     environment (the runner it starts inherits them). ``shell``: the pane is an interactive bash
-    with job control (prompt ``sh$ ``) and the command is typed into it, as a user does."""
+    with job control (prompt ``sh$ ``) and the command is typed into it, as a user does; ``before``
+    is called with the session up, before the command is typed (attaching a client first)."""
     base = Path(tempfile.mkdtemp(prefix="mctmux-"))
     tmux = Tmux(f"moeconsole-test-{label}{os.getpid()}")
     server_pid = None
@@ -71,6 +76,8 @@ def demo_session(label: str, demo_args: str, after: str = "", env: str = "",
             tmux("-f", "/dev/null", "new-session", "-d", "-s", "demo", "-x", "80", "-y", "24",
                  "env PS1='sh$ ' bash --norc --noprofile -i")
             tmux.wait_for("sh$", timeout=30)
+            if before is not None:
+                before(tmux)
             tmux("send-keys", "-t", "demo", "-l", cmd)
             tmux("send-keys", "-t", "demo", "Enter")
         else:
@@ -293,6 +300,59 @@ def test_in_a_c_or_posix_locale_the_console_draws_its_charts_in_ascii(locale):
         tmux("send-keys", "-t", "demo", "?")
         screen = tmux.wait_for("Run screen", timeout=30)
         assert screen.isascii(), screen
+
+
+def test_a_client_attached_from_a_c_locale_to_a_utf8_session_gets_ascii():
+    """A tmux server started from a UTF-8 login passes ``LANG=C.UTF-8`` to every pane, so the console
+    judged by its own locale and drew braille; a newcomer then attached from a ``LANG=C`` login and
+    tmux showed that client every braille cell as ``_``. The console asks tmux how it judged the
+    clients of its session (``#{client_utf8}``) and draws in ASCII for this one. The client is a
+    real ``tmux attach`` on a pseudo-terminal of its own, started with ``LANG=C``."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    client: subprocess.Popen | None = None
+
+    def drain() -> None:   # what tmux draws for the client, read so it never blocks on a full pty
+        with contextlib.suppress(OSError):
+            while os.read(master, 65536):
+                pass
+    reader = threading.Thread(target=drain, daemon=True)
+
+    def attach_from_c_locale(tmux: Tmux) -> None:
+        nonlocal client
+        env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_CTYPE", "LANG", "TMUX")}
+        client = subprocess.Popen(["tmux", "-L", tmux.name, "attach-session", "-t", "demo"],
+                                  stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                                  env={**env, "LANG": "C", "TERM": "xterm-256color"})
+        os.close(slave)
+        reader.start()
+        until(lambda: tmux("list-clients", "-F", "#{client_utf8}").split() == ["0"], 30,
+              what="the LANG=C client attached, tmux judging it not UTF-8")
+    try:
+        with demo_session("c-client-", "--set args.max_steps=100000 --set args.step_delay=0.1",
+                          env="LANG=C.UTF-8 LC_ALL= LC_CTYPE= MOECONSOLE_ASCII=", shell=True,
+                          before=attach_from_c_locale) as (tmux, base):
+            tmux.wait_for("q Detach", timeout=90)
+
+            def charted() -> str:
+                screen = tmux.screen()
+                plot = [line for line in screen.splitlines()[3:10] if line.count("|") >= 2 or "\u2502" in line]
+                return screen if len(plot) >= 4 else ""
+            screen = until(charted, timeout=60, what="the charts")
+            assert screen.isascii(), [ch for ch in screen if not ch.isascii()][:10]
+            assert "attempt 1 | restarts" in screen, screen
+    finally:
+        if client is not None:
+            try:
+                client.wait(timeout=10)   # kill-server ended it
+            except subprocess.TimeoutExpired:
+                client.kill()
+                client.wait(timeout=10)
+        else:
+            os.close(slave)
+        os.close(master)
+        if reader.is_alive():
+            reader.join(timeout=10)
 
 
 def test_ctrl_c_while_demo_detach_waits_for_the_first_step_says_the_run_goes_on():
