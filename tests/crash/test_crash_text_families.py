@@ -1041,6 +1041,9 @@ def test_xid_154_asking_for_a_reset_or_reboot_fails_the_run_instead_of_restartin
     assert v.cls == "cuda_fault" and not v.retryable and v.recovery == "fail", v.summary
     assert "Xid 154" in v.summary and action in v.summary and "reset" in v.hint
     assert any("154" in e for e in v.evidence)
+    decision = decide(v, [AttemptRecord(attempt=1, started_at=0.0, ended_at=1.0, resumed_step=None,
+                                        last_step=120, crash_class=v.cls)], RestartSettings(), now=2.0)
+    assert decision.action == "fail", decision
 
 
 @pytest.mark.parametrize("line", [
