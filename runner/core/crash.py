@@ -483,7 +483,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
-             "driver combination", "no kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
+             "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
              "NoBinaryForGpu", "does not has any binary", "does not have any binary")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
@@ -1036,7 +1036,8 @@ _ENV_DRIVER = re.compile(
 # ("<GPU> with CUDA capability sm_86 is not compatible with the current PyTorch installation.")
 # names the architecture (decisive only when nothing else explains the exit).
 _ENV_ARCH = re.compile(
-    r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
+    # (cudaGetErrorString's words; retyped with a capital too: "No kernel image is available ...")
+    r"[Nn]o kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
     r"|CUDA_ERROR_NO_BINARY_FOR_GPU|the provided PTX was compiled with an unsupported toolchain"
     r"|cudaErrorUnsupportedPtxVersion"
     # the HIP runtime (ROCm) with no code object for the GPU: "hipErrorNoBinaryForGpu: Unable to find code

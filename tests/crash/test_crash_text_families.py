@@ -1083,3 +1083,11 @@ def test_the_dataloaders_shared_memory_advice_is_a_bus_error_even_without_its_he
 def test_the_old_thc_oom_retyped_without_spaces_is_a_cuda_oom(line):
     v = classify(1, ["step 8 loss 3.1", line], steps_seen=8)
     assert v.cls == "cuda_oom", v.summary
+
+
+# cudaGetErrorString's "no kernel image is available for execution on the device", retyped with a capital (a
+# post about an RTX 3090 under CUDA 11.1): a build without the GPU's architecture all the same, never restarted.
+def test_no_kernel_image_retyped_with_a_capital_is_an_environment_error():
+    v = classify(1, ["RuntimeError: No kernel image is available for execution on the device"], steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable and v.recovery == "fail", v.summary
+    assert "No kernel image" in v.summary or any("No kernel image" in e for e in v.evidence)
