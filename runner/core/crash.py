@@ -47,6 +47,7 @@ RESET_XIDS = frozenset({48, 79, 95})
 # P2P, Drain and Reset, GPU Reset Required, Node Reboot Required). A reset or a reboot means no restart
 # on this GPU can help, whatever the Xid before it (62, 119, 31 ...); "Drain P2P" asks only that peer
 # traffic stop, so it does not decide.
+XID_RECOVERY_ACTION = 154
 _XID_RECOVERY = re.compile(r"GPU recovery action changed (?:from [^()]*?(?:\([A-Za-z0-9 ]*\))? ?)?to "
                            r"(?:0x[0-9a-fA-F]+ )?\(?(?P<action>GPU Reset Required|Node Reboot Required"
                            r"|Drain and Reset)\b")
@@ -1745,13 +1746,14 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     extra = s.nccl.decisive[:2]
     reset = next((x for x in s.xids if x[2] in RESET_XIDS), None)
     gone = next((text for _, text in s.fault.decisive if _GPU_GONE.search(text)), None)
-    asked = next(((x, m.group("action")) for x in s.xids for m in [_XID_RECOVERY.search(x[1])] if m), None)
+    asked = next(((x, m.group("action")) for x in s.xids if x[2] == XID_RECOVERY_ACTION
+                  for m in [_XID_RECOVERY.search(x[1])] if m), None)
     if reset is None and gone is None and asked is not None:
         (_, _, _, pci), action = asked
-        first = next((x for x in s.xids if x[2] != 154), None)
+        first = next((x for x in s.xids if x[2] != XID_RECOVERY_ACTION), None)
         after = f" after Xid {first[2]}" if first else ""
         return _verdict("cuda_fault", s.fault.decisive,
-                        f"NVIDIA Xid 154 on {pci}{after}: the driver's recovery action is {action}",
+                        f"NVIDIA Xid {XID_RECOVERY_ACTION} on {pci}{after}: the driver's recovery action is {action}",
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
                         hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
