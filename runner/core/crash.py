@@ -42,6 +42,15 @@ EXIT_FAILED_ON_RESULT_VALIDATION = 17
 # Xids after which the GPU needs a reset (double-bit ECC, fallen off the bus, uncontained
 # ECC): restarting on the same node cannot help.
 RESET_XIDS = frozenset({48, 79, 95})
+# Xid 154 names the recovery the driver needs for the Xid before it (NVIDIA's Xid catalog: "GPU
+# recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"; its values are None, Drain
+# P2P, Drain and Reset, GPU Reset Required, Node Reboot Required). A reset or a reboot means no restart
+# on this GPU can help, whatever the Xid before it (62, 119, 31 ...); "Drain P2P" asks only that peer
+# traffic stop, so it does not decide.
+XID_RECOVERY_ACTION = 154
+_XID_RECOVERY = re.compile(r"GPU recovery action changed (?:from [^()]*?(?:\([A-Za-z0-9 ]*\))? ?)?to "
+                           r"(?:0x[0-9a-fA-F]+ )?\(?(?P<action>GPU Reset Required|Node Reboot Required"
+                           r"|Drain and Reset)\b")
 
 
 @dataclass(frozen=True)
@@ -464,7 +473,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
-             "Segfault encountered", "encountered a Segfault")),
+             "Segfault encountered", "encountered a Segfault", "out of shared memory")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
@@ -475,7 +484,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tr", ("Root Cause", "Failures:", "exitcode", "rank", "traceback", "===", "EXITCODE", "Exitcode")),
     ("exc", ("Error", "Exception", "Interrupt", "terminate called", ".errors.", ".exceptions.")),
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
-             "driver combination", "no kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
+             "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
              "NoBinaryForGpu", "does not has any binary", "does not have any binary")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
@@ -523,8 +532,9 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfM
                   # ("ResourceExhaustedError: failed to allocate memory")
                   r"|RESOURCE_EXHAUSTED: Attempting to reserve \S+ at the bottom of memory"
                   r"|ResourceExhaustedError: failed to allocate memory"
-                  # torch <= 0.4 (THC's THCudaCheck): "cuda runtime error (2) : out of memory at ..."
-                  r"|cuda runtime error \(2\) : out of memory"
+                  # torch <= 0.4 (THC's THCudaCheck, "cuda runtime error (%d) : %s at %s:%d"): "cuda runtime
+                  # error (2) : out of memory at ...", also retyped without its spaces ("error(2): out of memory")
+                  r"|cuda runtime error ?\(2\) ?: ?out of memory"
                   # the allocator's own "Tried to allocate 2.00 GiB" (c10/cuda/CUDACachingAllocator.cpp; it
                   # stands in no other message, so it survives a retyped "CUDA out of the memory"), the
                   # runtime's cudaErrorMemoryAllocation (= 2) checked by caffe2 ("error == cudaSuccess. 2
@@ -767,7 +777,12 @@ _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)[^)]*\): (\d+),")
 
 _SIG_TEXT = re.compile(
     r"DataLoader worker \(pid \d+\) is killed by signal: (?P<dl>[A-Za-z ]+?)\."
-    r"|(?P<shm>Unexpected bus error encountered in worker)"
+    # the DataLoader's SIGBUS: the worker's own handler (torch/csrc/DataLoader.cpp, "ERROR: Unexpected bus
+    # error encountered in worker. This might be caused by insufficient shared memory (shm).") and the
+    # advice the parent adds to "is killed by signal: Bus error." for SIGBUS alone ("It is possible that
+    # dataloader's workers are out of shared memory. Please try to raise your shared memory limit."),
+    # which stays when the head line was retyped ("pid XXX") or lost
+    r"|(?P<shm>Unexpected bus error encountered in worker|dataloader's workers are out of shared memory)"
     r"|Fatal Python error: (?P<fatal>Segmentation fault|Bus error|Aborted)"
     # the kernel's OOM killer (mm/oom_kill.c), new and old wordings, global and cgroup: "Out of memory:
     # Killed process N (comm)", "Memory cgroup out of memory: Kill process N (comm) score S or sacrifice
@@ -1022,7 +1037,8 @@ _ENV_DRIVER = re.compile(
 # ("<GPU> with CUDA capability sm_86 is not compatible with the current PyTorch installation.")
 # names the architecture (decisive only when nothing else explains the exit).
 _ENV_ARCH = re.compile(
-    r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
+    # (cudaGetErrorString's words; retyped with a capital too: "No kernel image is available ...")
+    r"[Nn]o kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
     r"|CUDA_ERROR_NO_BINARY_FOR_GPU|the provided PTX was compiled with an unsupported toolchain"
     r"|cudaErrorUnsupportedPtxVersion"
     # the HIP runtime (ROCm) with no code object for the GPU: "hipErrorNoBinaryForGpu: Unable to find code
@@ -1730,6 +1746,18 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     extra = s.nccl.decisive[:2]
     reset = next((x for x in s.xids if x[2] in RESET_XIDS), None)
     gone = next((text for _, text in s.fault.decisive if _GPU_GONE.search(text)), None)
+    asked = next(((x, m.group("action")) for x in s.xids if x[2] == XID_RECOVERY_ACTION
+                  for m in [_XID_RECOVERY.search(x[1])] if m), None)
+    if reset is None and gone is None and asked is not None:
+        (_, _, _, pci), action = asked
+        first = next((x for x in s.xids if x[2] != XID_RECOVERY_ACTION), None)
+        after = f" after Xid {first[2]}" if first else ""
+        return _verdict("cuda_fault", s.fault.decisive,
+                        f"NVIDIA Xid {XID_RECOVERY_ACTION} on {pci}{after}: the driver's recovery action is {action}",
+                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
+                        hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
+                             "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
+                             "(GPU Recovery Action) and dmesg before running on this GPU again")
     if reset is None and gone is not None:
         return _verdict("cuda_fault", s.fault.decisive, "a GPU has fallen off the bus: it needs a reset",
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,

@@ -1013,3 +1013,81 @@ def test_megatrons_argument_checks_are_a_configuration_error_on_a_first_attempt(
     trained = lines[:2] + ['  File "/workspace/Megatron-LM/megatron/training/training.py", line 1252, in train_step',
                            exc]
     assert classify(1, trained, steps_seen=0, attempt=1).cls != "config_error"
+
+
+# Xid 154 (NVIDIA's Xid catalog) names the recovery the driver needs for the Xid before it: "GPU recovery action
+# changed from 0x0 (None) to 0x2 (Node Reboot Required)", values None, Drain P2P, Drain and Reset, GPU Reset
+# Required, Node Reboot Required. After a reset or reboot is asked no restart on this GPU can help, whatever
+# the Xid before it (62 GSP watchdog, 119 GSP RPC timeout, 31 MMU fault ...), none of them in RESET_XIDS.
+@pytest.mark.parametrize("lines, action", [
+    (["NVRM: Xid (PCI:0000:01:00): 62, 323f0f30 0000c3d8 00000000 206dae68 206da022 206da190 206d85f6 206d8d86",
+      "NVRM: GPU0 _kgspRpcGspEventPmuHalted: Received signal from GSP that PMU has halted.",
+      "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"],
+     "GPU Reset Required"),
+    (["[Mon Apr  6 07:25:23 2026] NVRM: Xid (PCI:0000:97:00): 119, pid=5220, name=cache_mgr_main, Timeout after "
+      "45s of waiting for RPC response from GPU6 GSP! Expected function 76 (GSP_RM_CONTROL) sequence 3661611 "
+      "(0x208f1105 0x8).",
+      "[Mon Apr  6 07:25:24 2026] NVRM: Xid (PCI:0000:97:00): 154, GPU recovery action changed from 0x0 (None) "
+      "to 0x1 (GPU Reset Required)"], "GPU Reset Required"),
+    (["kernel: NVRM: Xid (PCI:0000:01:00): 31, pid=1211, name=python, Ch 00000008, intr 00000000. MMU Fault",
+      "kernel: NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 "
+      "(Node Reboot Required)"], "Node Reboot Required"),
+    (["NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x0 (None) to 0x3 (Drain and Reset)"],
+     "Drain and Reset"),
+])
+def test_xid_154_asking_for_a_reset_or_reboot_fails_the_run_instead_of_restarting_on_that_gpu(lines, action):
+    v = classify(1, ["step 120 loss 1.9", *lines, "RuntimeError: CUDA error: unspecified launch failure"],
+                 steps_seen=120)
+    assert v.cls == "cuda_fault" and not v.retryable and v.recovery == "fail", v.summary
+    assert "Xid 154" in v.summary and action in v.summary and "reset" in v.hint
+    assert any("154" in e for e in v.evidence)
+    decision = decide(v, [AttemptRecord(attempt=1, started_at=0.0, ended_at=1.0, resumed_step=None,
+                                        last_step=120, crash_class=v.cls)], RestartSettings(), now=2.0)
+    assert decision.action == "fail", decision
+
+
+@pytest.mark.parametrize("line", [
+    "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
+    "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x4 (Drain P2P)",
+])
+def test_xid_154_back_to_none_or_only_draining_p2p_keeps_the_faults_restart(line):
+    v = classify(1, ["step 120 loss 1.9", "NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp Exception", line,
+                     "RuntimeError: CUDA error: an illegal memory access was encountered"], steps_seen=120)
+    assert v.cls == "cuda_fault" and v.retryable and v.recovery == "restart_launch_blocking", v.summary
+
+
+# torch/csrc/DataLoader.cpp: for a worker ended by SIGBUS, and for SIGBUS alone, the parent adds "It is possible
+# that dataloader's workers are out of shared memory. Please try to raise your shared memory limit." to "DataLoader
+# worker (pid N) is killed by signal: Bus error." That advice names the cause even when the head line was
+# retyped ("pid XXX", no period) or cut off; other signals never carry it.
+@pytest.mark.parametrize("lines", [
+    ["DataLoader worker (pid XXX) is killed by signal: Bus error", "",
+     "It is possible that dataloader's workers are out of shared memory", "",
+     "Please try to raise your shared memory limit"],
+    ["RuntimeError: DataLoader worker (pid 249) is killed by signal: Bus error. It is possible that dataloader's "
+     "workers are out of shared memory. Please try to raise your shared memory limit."],
+    ["It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory "
+     "limit."],
+])
+def test_the_dataloaders_shared_memory_advice_is_a_bus_error_even_without_its_head_line(lines):
+    v = classify(1, ["step 3 loss 2.0", *lines], steps_seen=3)
+    assert v.cls == "bus_error" and not v.retryable, (v.summary, v.evidence)
+    assert "shm" in v.hint or "shared memory" in v.hint
+
+
+# THC (torch <= 0.4) printed "cuda runtime error (%d) : %s at %s:%d" (THCGeneral.cpp); users retype it without
+# the spaces: "cuda runtime error(2): out of memory".
+@pytest.mark.parametrize("line", ["cuda runtime error(2): out of memory",
+                                  "RuntimeError: cuda runtime error(2):out of memory at /pytorch/aten/src/THC/"
+                                  "THCCachingAllocator.cpp:510"])
+def test_the_old_thc_oom_retyped_without_spaces_is_a_cuda_oom(line):
+    v = classify(1, ["step 8 loss 3.1", line], steps_seen=8)
+    assert v.cls == "cuda_oom", v.summary
+
+
+# cudaGetErrorString's "no kernel image is available for execution on the device", retyped with a capital (a
+# post about an RTX 3090 under CUDA 11.1): a build without the GPU's architecture all the same, never restarted.
+def test_no_kernel_image_retyped_with_a_capital_is_an_environment_error():
+    v = classify(1, ["RuntimeError: No kernel image is available for execution on the device"], steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable and v.recovery == "fail", v.summary
+    assert "No kernel image" in v.summary or any("No kernel image" in e for e in v.evidence)
