@@ -173,6 +173,7 @@ class LogParser:
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
+        self._hf_table_loss: float | None = None  # the training loss of that table's last row
 
     # ------------------------------------------------------------------ public API
 
@@ -695,11 +696,14 @@ class LogParser:
         table; ``formats.read_hf_table_header`` / ``read_hf_table_row``): the header names the
         columns; a row is one evaluation at its ``Step`` (else its whole ``Epoch``) with the
         validation loss and metrics, and the training loss beside it (the last one logged before
-        that evaluation) a record at that step. None: not a line of the table (read as usual; a
-        line that is not a row ends the table)."""
+        that evaluation) a record at that step, unless it is the row before's carried on (both
+        tables keep the last logged loss until a new one is logged: evaluating more often than
+        logging repeats it). None: not a line of the table (read as usual; a line that is not a
+        row ends the table)."""
         head = formats.read_hf_table_header(text)
         if head is not None:
             self._hf_table = head
+            self._hf_table_loss = None
             self.stats.ignored_lines += 1
             self.reason = "a table header (transformers results)"
             return []
@@ -720,7 +724,9 @@ class LogParser:
         step = None if counter is None else int(counter)
         events: list[LogEvent] = []
         loss = values.pop("Training Loss", None)
-        if loss is not None and step is not None:
+        carried = loss is not None and loss == self._hf_table_loss
+        self._hf_table_loss = loss
+        if loss is not None and step is not None and not carried:
             train: dict[str, Any] = {"step": step, "loss": loss}
             if epoch is not None:
                 train["epoch"] = epoch

@@ -330,6 +330,16 @@ def test_transformers_results_tables_are_evaluations_with_the_training_loss_besi
     recs, marks = by_line_parser(per_epoch.encode())
     assert [(r["step"], r["loss"]) for r in recs] == [(2, 0.5123)]
     assert evals_of(marks) == [(1, 0.693147), (2, 0.48)]
+    # evaluating more often than logging: the last logged loss is carried on to the next rows
+    # (``parse_log_history`` keeps ``training_loss`` until a log has a new ``loss``): one record
+    carried = _hf_model_card_table([
+        {"Training Loss": "No log", "Epoch": 0.5, "Step": 300, "Validation Loss": 0.75},
+        {"Training Loss": 0.6931, "Epoch": 1.0, "Step": 600, "Validation Loss": 0.7},
+        {"Training Loss": 0.6931, "Epoch": 1.5, "Step": 900, "Validation Loss": 0.65},
+        {"Training Loss": 0.5, "Epoch": 2.0, "Step": 1200, "Validation Loss": 0.6}])
+    recs, marks = by_line_parser(carried.encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(600, 0.6931), (1200, 0.5)]
+    assert evals_of(marks) == [(300, 0.75), (600, 0.7), (900, 0.65), (1200, 0.6)]
     # a line that names the columns with numbers among them is no header: read as before
     recs, _ = by_line_parser(b"Step 10 Training Loss 0.5\nStep 20 Training Loss 0.4\n")
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 0.5), (20, 0.4)]
