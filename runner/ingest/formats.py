@@ -1346,6 +1346,81 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
     return int(cells[0]), values, seconds
 
 
+# Hugging Face transformers' results table: the model card's "Training results"
+# (``modelcard.parse_log_history``: one row per evaluation, the columns ``Training Loss`` (the last
+# training loss logged before it, ``"No log"`` before any), ``Epoch``, ``Step``, ``Validation Loss``
+# then each other ``eval_`` metric named ``" ".join(part.capitalize() for part in
+# k.split("_")[1:])``; ``make_markdown_table`` prints it as ``| name | ... |`` rows under a
+# ``|:---:|`` line, and pages reprint it with the pipes dropped) and the notebook's live table
+# (``utils/notebook.py`` ``NotebookProgressCallback``: ``Step`` or, evaluating per epoch, ``Epoch``,
+# then ``Training Loss``, ``Validation Loss`` and the metrics, ``"No log"`` for a value not logged
+# yet; its HTML table pasted as text comes with tabs or spaces between the cells).
+_HF_TABLE_COUNTERS = ("Step", "Epoch")
+_HF_TABLE_LOSSES = ("Training Loss", "Validation Loss")
+_HF_TABLE_NAME_RE = re.compile(r"^[A-Z0-9][\w@.-]*(?: [\w@.-]+)*$")
+_HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$")
+
+
+def _hf_table_cells(text: str) -> tuple[list[str], str] | None:
+    """The cells of a results-table line and how they are separated (``|``, a tab, or runs of
+    spaces, where the two-word names and ``No log`` stay one cell)."""
+    line = text.strip()
+    if line.startswith("|") and line.endswith("|") and len(line) > 1:
+        return [c.strip() for c in line[1:-1].split("|")], "|"
+    if "\t" in line:
+        return [c.strip() for c in line.split("\t") if c.strip()], "\t"
+    for two in _HF_TABLE_LOSSES + ("No log",):
+        line = line.replace(two, two.replace(" ", "\0"))
+    return [c.replace("\0", " ") for c in line.split()], " "
+
+
+def read_hf_table_header(text: str) -> tuple[list[str], str] | None:
+    """(the column names, the separator) of a transformers results-table header, else None: a
+    ``Step`` or ``Epoch`` column and a ``Training Loss`` or ``Validation Loss`` one, each name
+    once, no name a number."""
+    if "Loss" not in text or ("Step" not in text and "Epoch" not in text):
+        return None
+    got = _hf_table_cells(text)
+    if got is None:
+        return None
+    names, sep = got
+    if (len(names) < 2 or len(set(names)) != len(names)
+            or not any(n in names for n in _HF_TABLE_COUNTERS)
+            or not any(n in names for n in _HF_TABLE_LOSSES)
+            or not all(_HF_TABLE_NAME_RE.match(n) and parse_number(n) is None for n in names)):
+        return None
+    return names, sep
+
+
+def is_hf_table_rule(text: str) -> bool:
+    """A table's rule line (``|:---:|---|``, a line of dashes) under its header."""
+    return _HF_TABLE_RULE_RE.match(text.strip()) is not None
+
+
+def read_hf_table_row(text: str, names: list[str], sep: str) -> dict[str, float | None] | None:
+    """The value of each column (None for ``No log``) of a row under that header, else None: as
+    many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
+    be fractional)."""
+    got = _hf_table_cells(text)
+    if got is None or got[1] != sep or len(got[0]) != len(names):
+        return None
+    values: dict[str, float | None] = {}
+    for name, cell in zip(names, got[0]):
+        if cell == "No log":
+            values[name] = None
+            continue
+        num = parse_number(cell)
+        if num is None or name in _HF_TABLE_COUNTERS and num < 0:
+            return None
+        values[name] = num
+    step = values.get("Step")
+    if step is not None and step != int(step):
+        return None
+    if values.get("Step") is None and values.get("Epoch") is None:
+        return None
+    return values
+
+
 # DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py, train_batch, every
 # steps_per_print): f'steps: {self.global_steps} loss: {self.agg_train_loss:0.4f} ' then, in newer
 # releases, f'{loss_name}: {loss_value.item():0.4f} ' per additional loss, then

@@ -172,6 +172,8 @@ class LogParser:
         self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
+        self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
+        self._hf_table_loss: float | None = None  # the training loss of that table's last row
 
     # ------------------------------------------------------------------ public API
 
@@ -340,6 +342,10 @@ class LogParser:
                 self.stats.ignored_lines += 1
                 self.reason = "a table header (ultralytics)"
                 return []
+        if self._hf_table is not None or "Loss" in text and ("Step" in text or "Epoch" in text):
+            got_hf = self._hf_table_line(text, rank)
+            if got_hf is not None:
+                return got_hf
         if text[:5] == "epoch" or self._fastai is not None and text[:1].isdigit():
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
@@ -683,6 +689,55 @@ class LogParser:
         if valid:
             events += self._eval_line(EvalLine(valid, epoch, "fastai", split="valid",
                                                loss=valid.get("valid_loss")), rank)
+        return events
+
+    def _hf_table_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """transformers' results table (the model card's ``Training results``, the notebook's live
+        table; ``formats.read_hf_table_header`` / ``read_hf_table_row``): the header names the
+        columns; a row is one evaluation at its ``Step`` (else its whole ``Epoch``) with the
+        validation loss and metrics, and the training loss beside it (the last one logged before
+        that evaluation) a record at that step, unless it is the row before's carried on (both
+        tables keep the last logged loss until a new one is logged: evaluating more often than
+        logging repeats it). None: not a line of the table (read as usual; a line that is not a
+        row ends the table)."""
+        head = formats.read_hf_table_header(text)
+        if head is not None:
+            self._hf_table = head
+            self._hf_table_loss = None
+            self.stats.ignored_lines += 1
+            self.reason = "a table header (transformers results)"
+            return []
+        if self._hf_table is None:
+            return None
+        if formats.is_hf_table_rule(text):
+            self.stats.ignored_lines += 1
+            self.reason = "a table's rule line"
+            return []
+        values = formats.read_hf_table_row(text, *self._hf_table)
+        if values is None:
+            self._hf_table = None
+            return None
+        counter = values.pop("Step", None)
+        epoch = values.pop("Epoch", None)
+        if counter is None and epoch is not None and epoch == int(epoch):
+            counter = epoch
+        step = None if counter is None else int(counter)
+        events: list[LogEvent] = []
+        loss = values.pop("Training Loss", None)
+        carried = loss is not None and loss == self._hf_table_loss
+        self._hf_table_loss = loss
+        if loss is not None and step is not None and not carried:
+            train: dict[str, Any] = {"step": step, "loss": loss}
+            if epoch is not None:
+                train["epoch"] = epoch
+            events += self._from_reader((train, "hf_table"), rank) or []
+        valid = {k: v for k, v in values.items() if v is not None}
+        if valid:
+            events += self._eval_line(EvalLine(valid, step, "hf_table", split="valid",
+                                               loss=valid.get("Validation Loss")), rank)
+        if not events:
+            self.stats.ignored_lines += 1
+            self.reason = "a results-table row with nothing logged yet"
         return events
 
     def _espnet_line(self, text: str, rank: int | None) -> list[LogEvent] | None:

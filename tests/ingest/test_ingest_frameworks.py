@@ -287,6 +287,64 @@ def test_fastai_table_rows_are_epochs_with_their_validation_as_an_evaluation():
     assert recs == []
 
 
+def _hf_model_card_table(lines: list[dict]) -> str:
+    """transformers' ``modelcard.make_markdown_table`` (with ``_maybe_round``,
+    ``_regular_table_line``, ``_second_table_line``), as the model card's "Training results"
+    prints the rows ``parse_log_history`` builds."""
+    def rnd(v):
+        if isinstance(v, float) and len(str(v).split(".")) > 1 and len(str(v).split(".")[1]) > 4:
+            return f"{v:.4f}"
+        return str(v)
+    widths = {k: len(str(k)) for k in lines[0]}
+    for line in lines:
+        for k, v in line.items():
+            widths[k] = max(widths[k], len(rnd(v)))
+
+    def row(values):
+        return "".join(f"| {v}" + " " * (w - len(v) + 1) for v, w in zip(values, widths.values())) + "|\n"
+    table = row(list(lines[0]))
+    table += "".join("|:" + "-" * w + ":" for w in widths.values()) + "|\n"
+    return table + "".join(row([rnd(v) for v in line.values()]) for line in lines)
+
+
+def test_transformers_results_tables_are_evaluations_with_the_training_loss_beside():
+    """transformers' results table, the model card's (``parse_log_history``: ``Training Loss``
+    is the last loss logged before the evaluation, ``No log`` before any; ``Epoch``, ``Step``,
+    ``Validation Loss``, then the metrics) and the notebook's live table pasted as text
+    (``NotebookProgressCallback``: ``Step`` or, evaluating per epoch, ``Epoch`` first, floats
+    printed ``{:.6f}``, tabs between the cells): each row is an evaluation at its step and the
+    training loss a record there. Before, every row was lost."""
+    card = _hf_model_card_table([
+        {"Training Loss": "No log", "Epoch": 1.0, "Step": 50, "Validation Loss": 0.712345, "Accuracy": 0.52},
+        {"Training Loss": 0.654321, "Epoch": 2.0, "Step": 100, "Validation Loss": 0.601234, "Accuracy": 0.61}])
+    assert card.splitlines()[1].startswith("|:-------------:|")
+    recs, marks = by_line_parser(card.encode())
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(100, 0.6543, 2.0)]
+    evs = [m for m in marks if m["kind"] == "eval"]
+    assert [(m["step"], m["loss"], m["values"]["Accuracy"]) for m in evs] == [(50, 0.7123, 0.52), (100, 0.6012, 0.61)]
+    notebook = "Step\tTraining Loss\tValidation Loss\n500\t0.693100\t0.650321\n1000\t0.551200\t0.540000\n"
+    recs, marks = by_line_parser(notebook.encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(500, 0.6931), (1000, 0.5512)]
+    assert evals_of(marks) == [(500, 0.650321), (1000, 0.54)]
+    per_epoch = "Epoch\tTraining Loss\tValidation Loss\n1\tNo log\t0.693147\n2\t0.512300\t0.480000\n"
+    recs, marks = by_line_parser(per_epoch.encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(2, 0.5123)]
+    assert evals_of(marks) == [(1, 0.693147), (2, 0.48)]
+    # evaluating more often than logging: the last logged loss is carried on to the next rows
+    # (``parse_log_history`` keeps ``training_loss`` until a log has a new ``loss``): one record
+    carried = _hf_model_card_table([
+        {"Training Loss": "No log", "Epoch": 0.5, "Step": 300, "Validation Loss": 0.75},
+        {"Training Loss": 0.6931, "Epoch": 1.0, "Step": 600, "Validation Loss": 0.7},
+        {"Training Loss": 0.6931, "Epoch": 1.5, "Step": 900, "Validation Loss": 0.65},
+        {"Training Loss": 0.5, "Epoch": 2.0, "Step": 1200, "Validation Loss": 0.6}])
+    recs, marks = by_line_parser(carried.encode())
+    assert [(r["step"], r["loss"]) for r in recs] == [(600, 0.6931), (1200, 0.5)]
+    assert evals_of(marks) == [(300, 0.75), (600, 0.7), (900, 0.65), (1200, 0.6)]
+    # a line that names the columns with numbers among them is no header: read as before
+    recs, _ = by_line_parser(b"Step 10 Training Loss 0.5\nStep 20 Training Loss 0.4\n")
+    assert [(r["step"], r["loss"]) for r in recs] == [(10, 0.5), (20, 0.4)]
+
+
 def test_a_bar_at_count_zero_is_no_step_when_a_loop_sets_its_postfix_before_update():
     """diffusers' train_dreambooth (2022-23) set the bar's postfix before `progress_bar.update(1)`:
     tqdm draws 'Steps:   0%|          | 0/100 [00:09<?, ?it/s, loss=0.25, lr=1e-6]' (the first
