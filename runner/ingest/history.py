@@ -260,9 +260,8 @@ def _feed_book(book: seriesfile.SeriesBook, item: tuple) -> None:
             book.feed_eval(e)
         return
     steps, values, present, last, records, blocks = data
-    book.feed_columns(steps.tolist(), {k: v.tolist() for k, v in values.items()},
-                      {k: p.tolist() for k, p in present.items()}, last, records=records,
-                      other=(lambda: blocks) if blocks is not None else None)
+    book.feed_arrays(steps, values, present, last, records=records,
+                     other=(lambda: blocks) if blocks is not None else None)
 
 
 # The started process reads and folds the first part, then feeds its book this process's chart
