@@ -18,10 +18,15 @@ from array import array
 from functools import reduce
 from itertools import compress
 from operator import add
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_LIMIT = 2048
 RECENT_KEEP = 64
+# a shorter batch costs ``extend_array`` more in numpy calls than it saves (``extend`` takes it)
+ARRAY_MIN = 64
 
 
 def _bmean(a: float, b: float) -> float:
@@ -136,31 +141,109 @@ class Series:
                 self._m.extend(part if all_finite else [v if v - v == 0 else math.nan for v in part])
                 i += take
             else:
-                chunk = ys[i:i + self.stride - self._pend_n]
-                top = max(chunk) if all_finite or not any(v != v for v in chunk) else math.nan
-                if self._pend_n == 0:
-                    self._pend_x, self._pend_y = xs[i], top
-                    self._pend_s, self._pend_c = 0.0, 0
-                else:
-                    self._pend_y = _bmax(self._pend_y, top)
-                acc, cnt = self._pend_s, self._pend_c
-                if all_finite:   # one value at a time, as ``append`` adds them (same rounding), in C
-                    acc = reduce(add, chunk, acc)
-                    cnt += len(chunk)
-                else:
-                    for v in chunk:
-                        if v - v == 0:
-                            acc += v
-                            cnt += 1
-                self._pend_s, self._pend_c = acc, cnt
-                self._pend_n += len(chunk)
-                i += len(chunk)
-                if self._pend_n < self.stride:
+                i += self._fill(xs[i], ys[i:i + self.stride - self._pend_n], all_finite)
+                if self._pend_n:
                     continue
-                self._x.append(self._pend_x)
-                self._y.append(self._pend_y)
-                self._m.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
-                self._pend_n = 0
+            if self.limit is not None and len(self._x) >= self.limit:
+                self._halve()
+
+    def _fill(self, x0: float, chunk: list[float], all_finite: bool) -> int:
+        """At most the rest of the bucket being filled (stride > 1), ``x0`` the step of the
+        chunk's first value; the bucket is stored when full. Returns the values taken."""
+        top = max(chunk) if all_finite or not any(v != v for v in chunk) else math.nan
+        if self._pend_n == 0:
+            self._pend_x, self._pend_y = x0, top
+            self._pend_s, self._pend_c = 0.0, 0
+        else:
+            self._pend_y = _bmax(self._pend_y, top)
+        acc, cnt = self._pend_s, self._pend_c
+        if all_finite:   # one value at a time, as ``append`` adds them (same rounding), in C
+            acc = reduce(add, chunk, acc)
+            cnt += len(chunk)
+        else:
+            for v in chunk:
+                if v - v == 0:
+                    acc += v
+                    cnt += 1
+        self._pend_s, self._pend_c = acc, cnt
+        self._pend_n += len(chunk)
+        if self._pend_n >= self.stride:
+            self._x.append(self._pend_x)
+            self._y.append(self._pend_y)
+            self._m.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
+            self._pend_n = 0
+        return len(chunk)
+
+    def extend_array(self, xs: "np.ndarray", ys: "np.ndarray") -> None:
+        """``extend`` of float64 columns (a history read's batches), with the same result: the
+        same buckets, each bucket's max and its finite values summed one at a time in the same
+        order (``np.add.accumulate`` is a sequential sum), so the same rounding. The batch's whole
+        buckets are reduced as the rows of a (buckets, stride) array, a few numpy passes for all
+        of them instead of a Python slice, ``max`` and ``reduce`` per bucket; the bucket being
+        filled and the batch's tail go through ``extend``'s own steps. A batch holding a
+        negative zero goes through ``extend``: numpy and Python order 0.0 and -0.0 differently
+        in a max or a min, and a sum started at 0.0 drops a first -0.0's sign."""
+        import numpy as np
+        n = len(ys)
+        if n < ARRAY_MIN or (ys == 0).any() and np.signbit(ys[ys == 0]).any() or \
+                (xs == 0).any() and np.signbit(xs[xs == 0]).any():
+            self.extend(xs.tolist(), ys.tolist())
+            return
+        xs = np.asarray(xs, dtype=np.float64)
+        ys = np.asarray(ys, dtype=np.float64)
+        self.n += n
+        self.last_x, self._last = float(xs[-1]), float(ys[-1])
+        self._recent.extend(ys[-RECENT_KEEP:].tolist())
+        fin = np.isfinite(ys)
+        all_finite = bool(fin.all())
+        if all_finite:
+            low, high = float(ys.min()), float(ys.max())
+            low_at = ys == low
+        elif fin.any():
+            low, high = float(ys[fin].min()), float(ys[fin].max())
+            low_at = fin & (ys == low)
+        else:
+            low_at = None
+        if low_at is not None:
+            if self._min is None or low < self._min[0]:   # the smallest step of the minimum, as ``extend``
+                self._min = (low, float(xs[low_at].min()))
+            if self._max is None or high > self._max:
+                self._max = high
+        i = 0
+        while i < n:
+            if self.stride == 1:
+                take = n - i if self.limit is None else min(n - i, self.limit - len(self._x))
+                part = ys[i:i + take]
+                self._x.frombytes(xs[i:i + take].tobytes())
+                self._y.frombytes(part.tobytes())
+                self._m.frombytes((part if all_finite else np.where(fin[i:i + take], part, np.nan)).tobytes())
+                i += take
+            else:
+                stride = self.stride
+                whole = (n - i) // stride
+                if self.limit is not None:
+                    whole = min(whole, self.limit - len(self._x))
+                if self._pend_n or whole <= 0:
+                    take = min(stride - self._pend_n, n - i)
+                    i += self._fill(float(xs[i]), ys[i:i + take].tolist(), all_finite)
+                    if self._pend_n:
+                        continue
+                else:
+                    end = i + whole * stride
+                    block = ys[i:end].reshape(whole, stride)
+                    ok = fin[i:end].reshape(whole, stride)
+                    with np.errstate(over="ignore", invalid="ignore"):   # as Python's float sums
+                        sums = np.add.accumulate(block if all_finite else np.where(ok, block, 0.0), axis=1)[:, -1]
+                    counts = ok.sum(axis=1)
+                    means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+                    firsts, tops = xs[i:end:stride], block.max(axis=1)
+                    self._x.frombytes(firsts.tobytes())
+                    self._y.frombytes(tops.tobytes())
+                    self._m.frombytes(means.tobytes())
+                    # the last bucket stays in the fields it was filled in, as ``_fill`` leaves them
+                    self._pend_x, self._pend_y = float(firsts[-1]), float(tops[-1])
+                    self._pend_s, self._pend_c = float(sums[-1]), int(counts[-1])
+                    i = end
             if self.limit is not None and len(self._x) >= self.limit:
                 self._halve()
 

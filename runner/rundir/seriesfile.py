@@ -103,7 +103,8 @@ def _extra_fields(extra: dict) -> list[tuple[str, str, float]]:
     return out
 
 
-Columns = dict[str, tuple[list[float], list[float]]]   # series name -> (steps, values), being built
+# series name -> (steps, values), being built: floats, or numpy pieces (``feed_arrays``)
+Columns = dict[str, tuple[list[Any], list[Any]]]
 
 
 # Where a series is first met in a batch's rows: (row, place in that row's ``other_fields``).
@@ -113,14 +114,25 @@ Columns = dict[str, tuple[list[float], list[float]]]   # series name -> (steps, 
 FirstSeen = dict[str, tuple[int, int]]
 
 
-def _add(cols: Columns, first: FirstSeen, at: tuple[int, int], name: str,
-         xs: Sequence[float], ys: Sequence[float]) -> None:
+def _add(cols: Columns, first: FirstSeen, at: tuple[int, int], name: str, xs: Any, ys: Any) -> None:
+    """``xs``/``ys`` appended to the series' column (numpy arrays: kept as pieces, joined once
+    by ``_joined``)."""
     col = cols.get(name)
     if col is None:
         col = cols[name] = ([], [])
         first[name] = at
-    col[0].extend(xs)
-    col[1].extend(ys)
+    if type(xs) is list:
+        col[0].extend(xs)
+        col[1].extend(ys)
+    else:
+        col[0].append(xs)
+        col[1].append(ys)
+
+
+def _joined(pieces: list) -> Any:
+    """A column kept as numpy pieces (``_add``) as one array."""
+    import numpy as np
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
 def _block_columns(cols: Columns, first: FirstSeen, row0: int, steps: Sequence[float], block: "OtherBlock",
@@ -137,9 +149,13 @@ def _block_columns(cols: Columns, first: FirstSeen, row0: int, steps: Sequence[f
         if t is not None and TIME_KEY not in proto:
             proto = {**proto, TIME_KEY: t}
         xs = steps[:n]
+        arrays = type(steps) is not list   # numpy columns in, numpy pieces out (``feed_arrays``)
         for place, (name, _, v) in enumerate(other_fields(proto)):
             ys = by_name.get(name)
-            _add(cols, first, (row0, place), name, xs, [v] * n if ys is None else ys.tolist())
+            if arrays:
+                _add(cols, first, (row0, place), name, xs, _full(n, v) if ys is None else ys)
+            else:
+                _add(cols, first, (row0, place), name, xs, [v] * n if ys is None else ys.tolist())
         return
     recs, t = block, as_float(t)
     for place, key in enumerate(_RECORD_PLACES):
@@ -162,6 +178,11 @@ def _block_columns(cols: Columns, first: FirstSeen, row0: int, steps: Sequence[f
                     first[name] = (row, place)
                 col[0].append(step)
                 col[1].append(v)
+
+
+def _full(n: int, v: float) -> Any:
+    import numpy as np
+    return np.full(n, v, dtype=np.float64)
 
 
 # The other numbers of a batch's rows, block by block in row order: a block of rows of one
@@ -226,21 +247,35 @@ class SeriesBook:
         """The other numbers of metric records (``other_values``), one extend per series."""
         self.feed_other_blocks(steps, [recs])
 
-    def feed_other_blocks(self, steps: Sequence[float], blocks: list[OtherBlock], t: Any = None) -> None:
+    def feed_other_blocks(self, steps: Any, blocks: list[OtherBlock], t: Any = None) -> None:
         """``feed_other`` of rows given as ``OtherBlock``s (``t``: the time of rows without
-        their own, as ``feed_columns`` stamps them), one extend per series."""
+        their own, as ``feed_columns`` stamps them), one extend per series. ``steps``: a list of
+        floats, or a float64 array (``feed_arrays``: the series are extended by numpy columns)."""
         cols: Columns = {}
         first: FirstSeen = {}
         at = 0
+        arrays = type(steps) is not list   # float64 columns (``feed_arrays``): kept as arrays
         for block in blocks:
             n = len(block) if isinstance(block, list) else block[2]
-            _block_columns(cols, first, at, steps[at:at + n], block, t)
+            if arrays and isinstance(block, list):   # the parser's records among template rows
+                import numpy as np
+                part: Columns = {}
+                part_first: FirstSeen = {}
+                _block_columns(part, part_first, at, steps[at:at + n].tolist(), block, t)
+                for name, (xs, ys) in part.items():
+                    _add(cols, first, part_first[name], name, np.asarray(xs, dtype=np.float64),
+                         np.asarray(ys, dtype=np.float64))
+            else:
+                _block_columns(cols, first, at, steps[at:at + n], block, t)
             at += n
         for name in sorted(cols, key=first.__getitem__):   # new series in the order the rows meet them
             xs_, ys_ = cols[name]
             s = self._other(self.other, name)
             if s is not None:
-                s.extend(xs_, ys_)
+                if arrays:
+                    s.extend_array(_joined(xs_), _joined(ys_))
+                else:
+                    s.extend(xs_, ys_)
 
     def feed(self, rec: dict) -> None:
         step = rec.get("step")
@@ -309,6 +344,29 @@ class SeriesBook:
             self.feed_other_blocks(list(steps), blocks, last.get("t"))   # float steps: Series keeps floats
         elif records is not None:
             self.feed_other_blocks([int(s) for s in steps], [as_dicts(records)], last.get("t"))
+
+    def feed_arrays(self, steps: Any, values: dict[str, Any], present: dict[str, Any], last: dict,
+                    records: list | None = None, other: Callable[[], list[OtherBlock] | None] | None = None) -> None:
+        """``feed_columns`` of a batch's numpy columns as they are (float64 steps and values,
+        bool present: a history read's batches), with the same result: every series is extended
+        by ``Series.extend_array``, so no Python float is made per value."""
+        if not len(steps):
+            return
+        if self.last_metrics is not None and last.get("attempt") != self.last_metrics.get("attempt"):
+            self.restarts_at.append(int(steps[0]))
+        self.last_metrics = last
+        self.metric_count += len(steps)
+        for key in CHART_KEYS:
+            ok, ys = present[key], values[key]
+            if ok.all():
+                self.series[key].extend_array(steps, ys)
+            elif ok.any():
+                self.series[key].extend_array(steps[ok], ys[ok])
+        blocks = other() if other is not None else None
+        if blocks is not None:
+            self.feed_other_blocks(steps, blocks, last.get("t"))
+        elif records is not None:
+            self.feed_other_blocks([int(s) for s in steps.tolist()], [as_dicts(records)], last.get("t"))
 
     def feed_eval(self, rec: dict) -> None:
         """One evaluation result (an ``evals.jsonl`` record): the eval-loss chart and the newest."""

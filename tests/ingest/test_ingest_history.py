@@ -281,3 +281,15 @@ def test_the_bulk_history_writes_exactly_what_the_line_parser_reads(name, tmp_pa
     assert fold.records == n
     same_numbers(fold.book, book)
     assert fold.book.last_metrics == book.last_metrics and fold.book.last_eval == book.last_eval
+
+
+def test_the_started_process_takes_less_of_a_smaller_log():
+    """The started process pays for starting Python: of a smaller log it reads a smaller part
+    (the part the same CPU would read is taken off), never under MIN_SPLIT nor over HISTORY_SPLIT;
+    of a log a hundred times that cost, about HISTORY_SPLIT."""
+    from moeconsole.runner.ingest.history import HISTORY_SPLIT, MIN_SPLIT, SPAWN_BYTES, split_fraction
+    sizes = [SPAWN_BYTES, 4 * SPAWN_BYTES, 10 * SPAWN_BYTES, 50 * SPAWN_BYTES, 1000 * SPAWN_BYTES]
+    parts = [split_fraction(s) for s in sizes]
+    assert parts == sorted(parts) and parts[0] == MIN_SPLIT
+    assert all(MIN_SPLIT <= p < HISTORY_SPLIT for p in parts)
+    assert HISTORY_SPLIT - parts[-1] < 0.01

@@ -228,3 +228,85 @@ def test_extend_keeps_exactly_what_appending_one_point_at_a_time_keeps():
     assert one.stride > 64
     assert json.dumps(many.to_doc()) == json.dumps(one.to_doc())
     assert [v.hex() for v in many.means()[1]] == [v.hex() for v in one.means()[1]]
+
+
+def test_extend_array_keeps_exactly_what_appending_one_point_at_a_time_keeps():
+    """A history read's numpy columns (``extend_array``: whole buckets reduced by numpy) leave the
+    series bit for bit as appending the points one by one: maxima, means summed in the same order,
+    the bucket being filled, the extremes and their steps; with NaN, inf, sums that overflow, batches
+    without a finite value, a negative zero (which numpy and Python order differently), with a
+    limit and without."""
+    import random
+
+    import numpy as np
+    rnd = random.Random(5)
+    one, many = Series(limit=8), Series(limit=8)   # a batch of whole buckets: none left being filled
+    for x in range(64):
+        one.append(float(x), x * 1.5)
+    many.extend_array(np.arange(64.0), np.arange(64.0) * 1.5)
+    assert one.stride == 16 and one.to_doc()["pend"][2] == 0
+    assert json.dumps(many.to_doc()) == json.dumps(one.to_doc())
+    for limit in (64, 2, None):
+        one, many = Series(limit=limit), Series(limit=limit)
+        step = 0
+        while step < 30_000:
+            n = rnd.choice([1, 3, 63, 64, 65, 500, 512, 1024, 2048, 5000])   # some end on a bucket's end
+            xs = np.arange(step, step + n, dtype=np.float64)
+            ys = np.array([rnd.random() * 10 ** rnd.randint(-8, 8) for _ in range(n)])
+            kind = rnd.random()
+            if kind < 0.2:
+                ys[rnd.randrange(n)] = rnd.choice([math.nan, math.inf, -math.inf])
+            elif kind < 0.25:
+                ys[:] = math.nan
+            elif kind < 0.3:
+                ys[:] = 1e308   # finite values whose sum is inf
+            elif kind < 0.35:
+                ys[:] = 0.0
+                ys[rnd.randrange(2)::2] = -0.0   # zeros of both signs: a max, a min, a sum of them
+            elif kind < 0.4:
+                ys[:] = 0.5     # ties: the minimum's step is its first
+            for x, y in zip(xs.tolist(), ys.tolist()):
+                one.append(x, y)
+            many.extend_array(xs, ys)
+            step += n
+            if limit is not None:   # after every batch: the bucket being filled too
+                assert json.dumps(many.to_doc()) == json.dumps(one.to_doc())
+        assert limit is None or one.stride > 64
+        assert json.dumps(many.to_doc()) == json.dumps(one.to_doc())
+        assert [v.hex() for v in many.means()[1]] == [v.hex() for v in one.means()[1]]
+
+
+def test_a_book_fed_numpy_columns_is_the_book_fed_lists():
+    """``feed_arrays`` (the history read's batches as they are) builds the same book as
+    ``feed_columns`` of the same batches as lists: chart series with values missing in some rows,
+    the other numbers of template rows (columns, a constant, the batch's time) and of the parser's
+    records among them, new series in the order the rows meet them."""
+    import random
+
+    import numpy as np
+    rnd = random.Random(7)
+    lists, arrays = seriesfile.SeriesBook(limit=64), seriesfile.SeriesBook(limit=64)
+    step = 1
+    for b in range(60):
+        n = rnd.choice([5, 200, 3000])
+        steps = np.arange(step, step + n, dtype=np.float64)
+        values = {k: np.array([rnd.random() for _ in range(n)]) for k in seriesfile.CHART_KEYS}
+        present = {k: np.ones(n, dtype=bool) for k in seriesfile.CHART_KEYS}
+        present["tokens_per_s"][:] = False
+        present["grad_norm"] = np.array([rnd.random() < 0.9 for _ in range(n)])
+        values["grad_norm"][~present["grad_norm"]] = math.nan
+        cut = n // 2
+        proto = {"lr": 1e-5, "epoch": 0.5, "extra": {"token_acc": 0.7, "moe_aux": 0.01}}
+        cols = {"lr": np.array([rnd.random() * 1e-5 for _ in range(cut)]),
+                "token_acc": np.array([rnd.random() for _ in range(cut)])}
+        recs = [{"step": int(s), "lr": rnd.random(), **({"epoch": 1.0} if rnd.random() < 0.5 else {}),
+                 "extra": {"token_acc": rnd.random(), **({f"new_{b}": 2.0} if i == 1 else {})}}
+                for i, s in enumerate(steps[cut:].tolist())]
+        blocks = [(proto, cols, cut), recs]
+        last = {"step": int(steps[-1]), "attempt": 1 + b // 30, "t": 1000.0 + b}
+        lists.feed_columns(steps.tolist(), {k: v.tolist() for k, v in values.items()},
+                           {k: p.tolist() for k, p in present.items()}, last, other=lambda: blocks)
+        arrays.feed_arrays(steps, values, present, last, other=lambda: blocks)
+        step += n
+    assert json.dumps(arrays.to_doc()) == json.dumps(lists.to_doc())
+    assert list(arrays.other) == list(lists.other)
