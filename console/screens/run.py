@@ -30,7 +30,7 @@ from textual.worker import get_current_worker
 from moeconsole.console import alerts as alerts_mod
 from moeconsole.console import confirmations, keys
 from moeconsole.console import format as fmt
-from moeconsole.console.runwatch import Polled, Poller, RunWatch
+from moeconsole.console.runwatch import FirstPoll, Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
 from moeconsole.console.widgets.charts import ChartRow
 from moeconsole.console.widgets.gpu_panel import GpuPanel, host_words
@@ -46,6 +46,10 @@ from moeconsole.runner.supervisor import control
 
 if TYPE_CHECKING:
     from moeconsole.console.widgets.blockers import BlockerTable
+
+# How long the screen's mount waits for the first frame's poll (``FirstPoll``; a few ms on a
+# local disk): past it the screen is drawn without the run, which the poll's message then brings.
+FIRST_POLL_WAIT_S = 0.25
 
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 
@@ -107,6 +111,9 @@ class RunScreen(Screen):
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # the first frame's poll starts now, beside the widgets' mounting (on_mount takes it)
+        self._poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
+        self._first_poll = FirstPoll(self._poller)
         yield StatusLine(readonly=self.readonly, id="status")
         yield Static("", id="runner-gone")
         yield AlertBar(id="alerts")
@@ -126,22 +133,26 @@ class RunScreen(Screen):
         self.query_one("#runner-gone").display = False
         self.query_one("#hostline").display = False
         self.query_one(AlertBar).display = False
+        polled = self._first_poll.take() if self._first_poll.wait(FIRST_POLL_WAIT_S) else None
+        if polled is not None:   # the first layout and paint show the run (not an empty screen first)
+            self._show_polled(polled)
         self._poll_loop()
 
     # ---- polling ------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="poll")
     def _poll_loop(self) -> None:
         worker = get_current_worker()
-        poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
-        poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled,
-                   painted=self._painted.wait)
+        self._poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled,
+                         painted=self._painted.wait, first=self._first_poll)
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
         self.run_watch.poke()
 
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
-        polled = message.polled
+        self._show_polled(message.polled)
+
+    def _show_polled(self, polled: Polled) -> None:
         if polled.heartbeat_s is not None:
             self._heartbeat_s = polled.heartbeat_s
         if polled.line_format is not None:

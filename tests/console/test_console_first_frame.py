@@ -176,3 +176,29 @@ def test_a_logs_first_frame_loads_no_host_sampler(tmp_path):
     status, loaded = proc.stdout.splitlines()[-2:]
     assert "step 100/100" in status and "IMPORTED" in status.upper()
     assert loaded == "False"
+
+
+def test_the_run_screen_is_never_drawn_empty_first(base, make_run, monkeypatch):
+    """The first frame's poll starts as the screen is composed and is taken at its mount, so the
+    first time Textual draws the status line it already shows the run (before, the screen was laid
+    out and painted with an empty status line, then again when the poll's message came: a frame
+    the user never needed, about a tenth of the first paint's CPU). Also a past run (no GPUs)."""
+    drawn_first: list[str] = []
+    render_lines = StatusLine.render_lines
+
+    def first_draw(self, crop):   # what the status line holds the first time it is drawn
+        if not drawn_first:
+            drawn_first.append("".join(self.plain_lines))
+        return render_lines(self, crop)
+    monkeypatch.setattr(StatusLine, "render_lines", first_draw)
+    for run in (live_run(base, make_run), make_run(base, "20240101-000000-past-0002", status="completed")):
+        drawn_first.clear()
+
+        async def go() -> None:
+            app = app_for(base, run, telemetry=lambda state: (GPU, []), interval=30.0)
+            async with app.run_test(size=(120, 36)) as pilot:
+                await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
+                               what="the first frame")
+                assert "/100" in "".join(app.screen.query_one(StatusLine).plain_lines)
+        asyncio.run(go())
+        assert drawn_first and "step " in drawn_first[0] and "/100" in drawn_first[0], drawn_first
