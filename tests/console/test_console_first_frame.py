@@ -202,3 +202,40 @@ def test_the_run_screen_is_never_drawn_empty_first(base, make_run, monkeypatch):
                 assert "/100" in "".join(app.screen.query_one(StatusLine).plain_lines)
         asyncio.run(go())
         assert drawn_first and "step " in drawn_first[0] and "/100" in drawn_first[0], drawn_first
+
+
+def test_a_first_poll_slower_than_the_mounts_wait_still_brings_the_run(base, make_run, monkeypatch):
+    """The screen's mount waits for the first frame's poll only briefly: a poll that takes longer
+    (a slow disk; here held until the test lets it go) lets the screen draw without the run, and
+    the poll thread brings the run when the poll is done: once, not lost and not twice."""
+    import moeconsole.console.screens.run as run_screen
+    from moeconsole.console.source import RunSource
+    monkeypatch.setattr(run_screen, "FIRST_POLL_WAIT_S", 0.01)
+    go_on = threading.Event()
+    first_polls: list[int] = []
+    poll = RunSource.poll
+
+    def held_poll(self, *, telemetry=True, files_only=False):
+        if files_only:
+            first_polls.append(1)
+            go_on.wait(60)
+        return poll(self, telemetry=telemetry, files_only=files_only)
+    monkeypatch.setattr(RunSource, "poll", held_poll)
+    run = live_run(base, make_run)
+
+    async def go() -> None:
+        app = app_for(base, run, telemetry=lambda state: (GPU, []), interval=30.0)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.is_mounted
+                                    and app.screen, what="the run screen mounted")
+            await pilot.pause()
+            assert "step" not in "".join(screen.query_one(StatusLine).plain_lines)   # drawn without the run
+            go_on.set()
+            await until_ui(pilot, lambda: "step 60/100" in "".join(screen.query_one(StatusLine).plain_lines),
+                           what="the run, from the slow first poll")
+            await until_ui(pilot, lambda: screen.snapshot is not None, what="the full poll after it")
+    try:
+        asyncio.run(go())
+    finally:
+        go_on.set()
+    assert first_polls == [1]
