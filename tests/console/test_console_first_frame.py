@@ -239,3 +239,44 @@ def test_a_first_poll_slower_than_the_mounts_wait_still_brings_the_run(base, mak
     finally:
         go_on.set()
     assert first_polls == [1]
+
+
+def test_a_live_runs_first_frame_loads_no_host_sampler_and_the_host_line_follows(base, make_run):
+    """``attach RUN`` on a live run with this host's GPUs: the host line is sampled with the GPUs,
+    after the first frame, so its sampler (``moeconsole.runner.telemetry.host`` and psutil: their
+    import was on the main thread before that frame) is not loaded by then; the host line comes
+    with the poll after it. A real process, the app run headless, its modules listed at the first
+    frame (the GPU reading here finds no driver and says so: the host line does not need one)."""
+    run = live_run(base, make_run)
+    code = ("import asyncio, sys\n"
+            "from pathlib import Path\n"
+            "from moeconsole.console.app import MoeConsole\n"
+            "from moeconsole.console.screens.run import RunScreen\n"
+            "from moeconsole.console.widgets.lines import LinesView\n"
+            "from moeconsole.runner.rundir.rundir import RunDir\n"
+            "from tests.waiting import until_ui\n"
+            "at_first: list = []\n"
+            "drawn = RunScreen._first_frame_drawn\n"
+            "def first_frame_drawn(self):\n"
+            "    if self.first_frame_at is None:\n"
+            "        at_first.append({'host': 'moeconsole.runner.telemetry.host' in sys.modules,\n"
+            "                         'psutil': 'psutil' in sys.modules})\n"
+            "    drawn(self)\n"
+            "RunScreen._first_frame_drawn = first_frame_drawn\n"
+            "async def go():\n"
+            f"    app = MoeConsole(Path({str(base)!r}), RunDir(Path({str(run.path)!r})), interval=30.0)\n"
+            "    async with app.run_test(size=(140, 40)) as pilot:\n"
+            "        screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and "
+            "app.screen.snapshot and app.screen)\n"
+            "        host = screen.query_one('#hostline', LinesView)\n"
+            "        await until_ui(pilot, lambda: host.display and host.lines)\n"
+            "        print(at_first)\n"
+            "        print(''.join(piece for piece, _ in host.lines[0]))\n"
+            "asyncio.run(go())\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    env.pop("LD_LIBRARY_PATH", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, hostline = proc.stdout.splitlines()[-2:]
+    assert first == "[{'host': False, 'psutil': False}]", first
+    assert " cpu " in hostline and " ram " in hostline, hostline
