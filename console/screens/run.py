@@ -54,6 +54,19 @@ FIRST_POLL_WAIT_S = 0.25
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
 
 
+def breakpoint_classes(width: int, height: int, horizontal: list[tuple[int, str]],
+                       vertical: list[tuple[int, str]]) -> dict[str, bool]:
+    """The breakpoint classes a screen of ``width`` x ``height`` cells has (True) and has not
+    (False): for each axis the class of the largest breakpoint the size reaches, as Textual's
+    ``Screen._on_resize`` sets them (textual/screen.py ``_get_breakpoint_classes``)."""
+    on: dict[str, bool] = {name: False for _, name in horizontal + vertical}
+    for size, points in ((width, horizontal), (height, vertical)):
+        reached = [(at, name) for at, name in points if size >= at]
+        if reached:
+            on[max(reached)[1]] = True
+    return on
+
+
 def blocker_hint(count: int, width: int) -> str:
     """How to end a listed process, after the count in the pane's title, in the words that fit
     its width (at 80 columns the pane is half of it: the long hint was cut to "(tab to select,")."""
@@ -111,6 +124,12 @@ class RunScreen(Screen):
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # the breakpoint classes for the terminal's size, before the first style pass: Textual
+        # sets them at the screen's first resize, which restyled every widget of the screen again
+        # (with their component classes: about a tenth of the first frame's CPU)
+        self.update_classes(breakpoint_classes(self.app.size.width, self.app.size.height,
+                                               self.HORIZONTAL_BREAKPOINTS, self.VERTICAL_BREAKPOINTS),
+                            update=False)
         # the first frame's poll starts now, beside the widgets' mounting (on_mount takes it)
         self._poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
         self._first_poll = FirstPoll(self._poller)

@@ -280,3 +280,43 @@ def test_a_live_runs_first_frame_loads_no_host_sampler_and_the_host_line_follows
     first, hostline = proc.stdout.splitlines()[-2:]
     assert first == "[{'host': False, 'psutil': False}]", first
     assert " cpu " in hostline and " ram " in hostline, hostline
+
+
+def test_the_run_screens_widgets_are_styled_once_before_the_first_frame(base, make_run, monkeypatch):
+    """The screen has its breakpoint classes (``-wide``/``-narrow``, ``-tall``/``-short``) from its
+    compose: Textual set them at the first resize, after the first style pass, and every widget of
+    the screen (each chart with its twelve component classes) was styled again before the first
+    frame. At 80x24 and 140x40: the first frame has the classes of its size (the compact layout
+    at 80x24), and no widget was restyled for them."""
+    from textual.css.stylesheet import Stylesheet
+    from moeconsole.console.widgets.chart import ChartView
+    restyled: list[str] = []
+    update_nodes = Stylesheet.update_nodes
+
+    def counting(self, nodes, animate=False):
+        nodes = list(nodes)
+        restyled.extend(n.id for n in nodes if isinstance(n, ChartView))
+        return update_nodes(self, nodes, animate=animate)
+    monkeypatch.setattr(Stylesheet, "update_nodes", counting)
+    at_first_frame: list[tuple[set, list]] = []
+    drawn = RunScreen._first_frame_drawn
+
+    def first_frame_drawn(self):
+        if self.first_frame_at is None:
+            at_first_frame.append(({c for c in self.classes if c.startswith("-")}, list(restyled)))
+        drawn(self)
+    monkeypatch.setattr(RunScreen, "_first_frame_drawn", first_frame_drawn)
+    run = live_run(base, make_run)
+    for size, classes in (((80, 24), {"-narrow", "-short"}), ((140, 40), {"-wide", "-tall"})):
+        restyled.clear()
+        at_first_frame.clear()
+
+        async def go() -> None:
+            app = app_for(base, run, telemetry=lambda state: (GPU, []), interval=30.0)
+            async with app.run_test(size=size) as pilot:
+                await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
+                               what="the first frame")
+        asyncio.run(go())
+        shown, charts = at_first_frame[0]
+        assert shown == classes, (size, shown)
+        assert charts.count("chart-loss") <= 1, (size, charts)
