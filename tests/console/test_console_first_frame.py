@@ -320,3 +320,42 @@ def test_the_run_screens_widgets_are_styled_once_before_the_first_frame(base, ma
         shown, charts = at_first_frame[0]
         assert shown == classes, (size, shown)
         assert charts.count("chart-loss") <= 1, (size, charts)
+
+
+def test_the_console_theme_is_in_the_first_parse_of_its_css(base, make_run, monkeypatch):
+    """The console's theme is the app's from its start: its CSS (console.tcss and every widget's)
+    is parsed once, with the theme's colours. Setting ``App.theme`` in the constructor queued a
+    second parse of every source (Textual's theme watcher, ``refresh_css``) before the first frame.
+    The colours drawn are the theme's (its lighter red for errors, not Textual's dark theme's)."""
+    from rich.color import Color as RichColor
+    from textual.css.stylesheet import Stylesheet
+    from moeconsole.console.app import console_theme
+    reparsed: list[int] = []
+    reparse = Stylesheet.reparse
+
+    def counting(self):
+        reparsed.append(1)
+        return reparse(self)
+    monkeypatch.setattr(Stylesheet, "reparse", counting)
+    at_first_frame: list[int] = []
+    drawn = RunScreen._first_frame_drawn
+
+    def first_frame_drawn(self):
+        if self.first_frame_at is None:
+            at_first_frame.append(len(reparsed))
+        drawn(self)
+    monkeypatch.setattr(RunScreen, "_first_frame_drawn", first_frame_drawn)
+    run = live_run(base, make_run)
+
+    async def go() -> None:
+        app = app_for(base, run, telemetry=lambda state: (GPU, []), interval=30.0)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
+                                    and app.screen, what="the first frame")
+            assert app.theme == "moeconsole" and "-theme-moeconsole" in app.classes and "-dark-mode" in app.classes
+            crit = screen.query_one(GpuPanel).get_component_rich_style("gpu--crit", partial=True)
+            want = RichColor.parse(console_theme().error).get_truecolor()
+            got = crit.color.get_truecolor() if crit.color is not None else None
+            assert got is not None and all(abs(a - b) <= 2 for a, b in zip(got, want)), (got, want)
+    asyncio.run(go())
+    assert at_first_frame == [0], at_first_frame
