@@ -14,6 +14,13 @@ medians (min-max) and each median over nvitop's. Rounds
 alternate the order; before each, the bench waits (up to 30 s) for 3 s with the machine at most
 10% busy. ``--baseline`` runs the same commands from ``git archive REV`` (before/after in one run).
 
+    .venv/bin/python bench/bench_paint.py --at-frame [--baseline REV] [--runs 5]
+
+The CPU at the moment the run screen's first frame is drawn, read in the process
+(``bench/paint_probe.py`` hooks ``RunScreen._first_frame_drawn``): the look at the terminal above
+comes late on a loaded machine and then also counts the work that follows the frame (the full
+poll, the key footer), which a change that moves work after the frame makes look worse.
+
     .venv/bin/python bench/bench_paint.py --tail-lines [--lines 20000]
 
 The log tail's cost per new line, in this process: a metric line parsed by the one line parser
@@ -73,6 +80,26 @@ def first_seen(cmd: str, mark: str, timeout: float = 30.0) -> tuple[float | None
     finally:
         tmux("send-keys", "-t", "b", "q")
         time.sleep(0.2)
+        tmux("kill-server")
+
+
+def at_frame(cmd: str, out: Path, timeout: float = 30.0) -> tuple[float | None, float | None, float | None]:
+    """``cmd`` (``paint_probe.py``'s) in a terminal until the run screen's first frame: (the
+    process's CPU seconds then, its main thread's, seconds from the interpreter's start); Nones
+    when it did not come within timeout."""
+    import json
+    out.unlink(missing_ok=True)
+    tmux = Tmux(f"bench-paint-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        t0 = time.perf_counter()
+        tmux("-f", "/dev/null", "new-session", "-d", "-s", "b", "-x", "140", "-y", "40", f"exec {cmd}")
+        while time.perf_counter() - t0 < timeout:
+            if out.exists():
+                got = json.loads(out.read_text())
+                return got["cpu"], got["main"], got["wall"]
+            time.sleep(POLL_S)
+        return None, None, None
+    finally:
         tmux("kill-server")
 
 
@@ -153,6 +180,8 @@ def main() -> int:
     ap.add_argument("--nvitop", default=str(REPO / ".venv-bench" / "bin" / "nvitop"))
     ap.add_argument("--tail-lines", action="store_true", help="only the log tail's cost per line")
     ap.add_argument("--lines", type=int, default=20000)
+    ap.add_argument("--at-frame", action="store_true",
+                    help="the CPU at the run screen's first frame, read in the process (paint_probe.py)")
     args = ap.parse_args()
     if args.tail_lines:
         tail_cost(args.lines)
@@ -174,6 +203,8 @@ def main() -> int:
     trees = [("this code", REPO)]
     if args.baseline:
         trees.append((f"baseline ({args.baseline})", export(args.baseline, work / "baseline")))
+    if args.at_frame:
+        return at_frame_rounds(trees, envs, base, run_id, log, work, args.runs)
     cases: list[tuple[str, str, str]] = []
     for name, tree in trees:
         # -u PYTHONDONTWRITEBYTECODE: the warm-up writes the .pyc files every user has (else each
@@ -224,6 +255,54 @@ def main() -> int:
         print(f"| {label} | {spread(xs)} | {ratio} | {spread(cpus[label])} | {cpu_ratio} |")
     print("\nMarks: `step 60/100` on the run screen's status line; `step 3,000/3,000` for the log (its newest "
           "steps, read from its last 64 KiB); nvitop's first GPU row. Goal: within 0.5 s on an idle machine.")
+    return 0
+
+
+def at_frame_rounds(trees: list[tuple[str, Path]], envs: str, base: Path, run_id: str, log: Path, work: Path,
+                    runs: int) -> int:
+    """``--at-frame``: each tree's ``attach RUN`` and ``attach LOG`` to the run screen's first
+    frame, the CPU read in the process at that moment (``paint_probe.py``); rounds alternate."""
+    probe = REPO / "bench" / "paint_probe.py"
+    out = work / "frame.json"
+    cases = []
+    for name, tree in trees:
+        cli = (f"env -u MOECONSOLE_RUNS_DIR -u PYTHONDONTWRITEBYTECODE {envs} PYTHONPATH={shlex.quote(str(tree))} "
+               f"{shlex.quote(PY)} -P {shlex.quote(str(probe))} {shlex.quote(str(out))}")
+        cases.append((f"`attach RUN`, {name}", f"{cli} attach {run_id} --runs-dir {shlex.quote(str(base))}"))
+        cases.append((f"`attach LOG` (3,000 steps), {name}",
+                      f"{cli} attach {shlex.quote(str(log))} --runs-dir {shlex.quote(str(base))}"))
+    for _, cmd in cases:   # warm the page cache and the .pyc files
+        at_frame(cmd, out)
+    got: dict[str, list[tuple]] = {c[0]: [] for c in cases}
+    busy: list[float] = []
+    load_before = os.getloadavg()[0]
+    t_start = time.time()
+    for r in range(runs):
+        for label, cmd in (cases if r % 2 == 0 else cases[::-1]):
+            busy.append(wait_quiet(30))
+            got[label].append(at_frame(cmd, out))
+    took = time.time() - t_start
+    print("### At the first frame: the CPU the process had used when the run screen drew it\n")
+    print(f"Command: `.venv/bin/python bench/bench_paint.py --at-frame --runs {runs}"
+          f"{' --baseline ' + trees[1][0].split('(')[1].rstrip(')') if len(trees) > 1 else ''}` ({took:.0f} s). "
+          f"Each command in its own tmux server (140x40) through `bench/paint_probe.py`, which writes the process's "
+          f"CPU seconds (all threads), its main thread's and the seconds since the probe's first line (after "
+          f"the interpreter's start-up) at the "
+          f"moment the run screen's first frame is drawn (`RunScreen._first_frame_drawn`), then ends it; "
+          f"{runs} rounds, order alternating; busy before the runs: median {statistics.median(busy) * 100:.0f}%, "
+          f"max {max(busy) * 100:.0f}%; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after. "
+          f"Median (min-max).\n")
+    print("| command | CPU s at the first frame | main thread CPU s | s since the probe's start | CPU vs the first tree's |")
+    print("|---|---|---|---|---|")
+    firsts: dict[str, float] = {}
+    for label, xs in got.items():
+        cpu = [x[0] for x in xs if x[0] is not None]
+        kind = label.split(",")[0]
+        med = statistics.median(cpu) if cpu else None
+        if med is not None and kind not in firsts:
+            firsts[kind] = med
+        ratio = f"{med / firsts[kind]:.2f}x" if med is not None and firsts.get(kind) else "-"
+        print(f"| {label} | {spread(cpu)} | {spread([x[1] for x in xs])} | {spread([x[2] for x in xs])} | {ratio} |")
     return 0
 
 

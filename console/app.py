@@ -85,8 +85,21 @@ class MoeConsole(App[int]):
         self.telemetry = telemetry
         self.host = host   # the host line's sampler (True: this host's; see RunSource)
         self.animation_level = "none"
-        self.register_theme(console_theme())
-        self.theme = "moeconsole"
+        theme, start = console_theme(), self.current_theme
+        self.register_theme(theme)
+        if (theme.dark, theme.ansi) == (start.dark, start.ansi):
+            # The theme from the start, in the first parse of the CSS. Setting ``self.theme`` runs
+            # Textual's watcher (textual/app.py ``_watch_theme``), which queues ``refresh_css``: a
+            # second parse of console.tcss and of every widget's CSS before the first frame (about
+            # 8 ms of CPU). Its other work is done here: the theme classes, and the variables the
+            # first parse reads; its ANSI filter is the one made for the starting theme (as dark,
+            # as native-ANSI as this one: Textual's dark theme, unless TEXTUAL_THEME says otherwise).
+            self.set_reactive(MoeConsole.theme, theme.name)
+            self.update_classes({f"-theme-{theme.name}": True, "-dark-mode": theme.dark,
+                                 "-light-mode": not theme.dark}, update=False)
+            self.stylesheet.set_variables(self.get_css_variables())
+        else:
+            self.theme = theme.name
         self._scratch: Path | None = None
         # attach PATH: the run browser is what escape (or `b`) brings from the log's screen; it is
         # made then, not beneath the log's screen before its first frame (composing it took about

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,7 +147,7 @@ class Poller:
             return Polled(None, f"{type(exc).__name__}: {exc}", heartbeat_s=self.heartbeat_s)
 
     def run(self, deliver: Callable[[Polled], object], cancelled: Callable[[], bool],
-            painted: Callable[[float], object] | None = None) -> None:
+            painted: Callable[[float], object] | None = None, first: FirstPoll | None = None) -> None:
         """Poll until ``cancelled()``: at once, then at each tick, poke or file change. The first
         frame comes from the run's files alone and the full poll follows at once (a first paint
         never waits on NVML, the process scan, the directory watch's start or the recipe's hang
@@ -154,11 +155,20 @@ class Poller:
         ``timeout`` s, the poll interval); the full poll waits for it, so that its work does not
         share the interpreter with the first frame's layout and paint. A poll woken by a file
         change between two ticks skips the GPU telemetry (shown again from the last full poll).
-        Closes the watch at the end."""
+        ``first``: the first frame's poll, already started (``FirstPoll``); delivered here unless
+        the screen took it. Closes the watch at the end."""
         full = True
         try:
             if not cancelled():
-                deliver(self.poll(full, files_only=True))
+                if first is None:
+                    deliver(self.poll(full, files_only=True))
+                else:
+                    while not first.wait(CANCEL_CHECK_S):
+                        if cancelled():
+                            return
+                    polled = first.take()
+                    if polled is not None:
+                        deliver(polled)
                 if painted is not None:
                     painted(self.watch.interval)
             self.watch.start()   # after the first frame, before the poll that reads what it would report
@@ -168,6 +178,41 @@ class Poller:
                 full = not woken_by_file or time.monotonic() - self._gpu_at >= 0.75 * self.watch.interval
         finally:
             self.watch.close()
+
+
+class FirstPoll:
+    """The first frame's poll (the run's files alone, ``Poller.poll(files_only=True)``) on a thread
+    of its own, started as the run screen is composed: its result is there when the screen mounts,
+    so the screen's first layout and paint show the run. Without it the screen was laid out and
+    painted empty first, then again when the poll's message came (docs/benchmarks-paint.md). Taken
+    once: by the screen at mount, or by the poll thread when it was not ready by then."""
+
+    def __init__(self, poller: Poller) -> None:
+        self._poller = poller
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._taken = False
+        self._polled: Polled | None = None
+        threading.Thread(target=self._run, name="moeconsole-first-poll", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._polled = self._poller.poll(True, files_only=True)   # a bad file is a Polled error
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        """True once the poll is done (within ``timeout`` seconds)."""
+        return self._done.wait(timeout)
+
+    def take(self) -> Polled | None:
+        """The poll's result, the first time it is asked for once done; None after that (or
+        before it is done)."""
+        with self._lock:
+            if self._taken or not self._done.is_set():
+                return None
+            self._taken = True
+            return self._polled
 
 
 def _drain_fd(fd: int) -> None:

@@ -31,7 +31,7 @@ from moeconsole.console import alerts as alerts_mod
 from moeconsole.console import keys
 from moeconsole.console.lean import settle_after_first_frame
 from moeconsole.console import format as fmt
-from moeconsole.console.runwatch import Polled, Poller, RunWatch
+from moeconsole.console.runwatch import FirstPoll, Polled, Poller, RunWatch
 from moeconsole.console.source import RunSource
 from moeconsole.console.widgets.charts import ChartRow
 from moeconsole.console.widgets.gpu_panel import GpuPanel, host_words
@@ -49,7 +49,24 @@ if TYPE_CHECKING:
     from moeconsole.console.widgets.blockers import BlockerTable
     from moeconsole.runner.supervisor import control
 
+# How long the screen's mount waits for the first frame's poll (``FirstPoll``; a few ms on a
+# local disk): past it the screen is drawn without the run, which the poll's message then brings.
+FIRST_POLL_WAIT_S = 0.25
+
 _RUN_KEY_BY_ACTION = {k.action: k for k in keys.RUN_KEYS}
+
+
+def breakpoint_classes(width: int, height: int, horizontal: list[tuple[int, str]],
+                       vertical: list[tuple[int, str]]) -> dict[str, bool]:
+    """The breakpoint classes a screen of ``width`` x ``height`` cells has (True) and has not
+    (False): for each axis the class of the largest breakpoint the size reaches, as Textual's
+    ``Screen._on_resize`` sets them (textual/screen.py ``_get_breakpoint_classes``)."""
+    on: dict[str, bool] = {name: False for _, name in horizontal + vertical}
+    for size, points in ((width, horizontal), (height, vertical)):
+        reached = [(at, name) for at, name in points if size >= at]
+        if reached:
+            on[max(reached)[1]] = True
+    return on
 
 
 def blocker_hint(count: int, width: int) -> str:
@@ -109,6 +126,15 @@ class RunScreen(Screen):
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        # the breakpoint classes for the terminal's size, before the first style pass: Textual
+        # sets them at the screen's first resize, which restyled every widget of the screen again
+        # (with their component classes: about a tenth of the first frame's CPU)
+        self.update_classes(breakpoint_classes(self.app.size.width, self.app.size.height,
+                                               self.HORIZONTAL_BREAKPOINTS, self.VERTICAL_BREAKPOINTS),
+                            update=False)
+        # the first frame's poll starts now, beside the widgets' mounting (on_mount takes it)
+        self._poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
+        self._first_poll = FirstPoll(self._poller)
         yield StatusLine(readonly=self.readonly, id="status")
         yield Static("", id="runner-gone")
         yield AlertBar(id="alerts")
@@ -128,22 +154,26 @@ class RunScreen(Screen):
         self.query_one("#runner-gone").display = False
         self.query_one("#hostline").display = False
         self.query_one(AlertBar).display = False
+        polled = self._first_poll.take() if self._first_poll.wait(FIRST_POLL_WAIT_S) else None
+        if polled is not None:   # the first layout and paint show the run (not an empty screen first)
+            self._show_polled(polled)
         self._poll_loop()
 
     # ---- polling ------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="poll")
     def _poll_loop(self) -> None:
         worker = get_current_worker()
-        poller = Poller(self.source, self.run_watch, quiet_shown_s=fmt.QUIET_SHOWN_S, clock=self.clock)
-        poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled,
-                   painted=self._painted.wait)
+        self._poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled,
+                         painted=self._painted.wait, first=self._first_poll)
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
         self.run_watch.poke()
 
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
-        polled = message.polled
+        self._show_polled(message.polled)
+
+    def _show_polled(self, polled: Polled) -> None:
         if polled.heartbeat_s is not None:
             self._heartbeat_s = polled.heartbeat_s
         if polled.line_format is not None:

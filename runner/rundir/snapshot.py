@@ -717,15 +717,20 @@ class HostLine:
     line. A figure the system cannot give is None."""
 
     def __init__(self, run_dir: Path) -> None:
-        from moeconsole.runner.telemetry.host import prime_cpu
-        prime_cpu()  # the first CPU figure's interval runs while the rest of the snapshot is made
+        # the first CPU sample now (``cpustat``: the standard library; the command line took it
+        # as it started): the first figure's interval runs while the rest is made. The sampler
+        # (``telemetry.host`` and psutil) is imported at the first reading, which the run screen
+        # takes after its first frame, on the poll thread (not in that frame's path)
+        from moeconsole.runner.telemetry import cpustat
+        cpustat.prime()
         self.run_dir = str(run_dir)
         # where the run's runner shares its CPU reading (``host.CpuMark``): the directory its run is in
         self.runs_dir = Path(run_dir).parent
         self._io: dict[str, Any] = {}
 
     def __call__(self, state: StateDict) -> Doc:
-        from moeconsole.runner.telemetry.host import DirIO, host_snapshot
+        from moeconsole.runner.telemetry.host import DirIO, host_snapshot, prime_cpu
+        prime_cpu()   # adopts the sample taken above (``cpustat.first``), once
         out = host_snapshot(self.runs_dir)
         path = state.get("checkpoint_root") or self.run_dir
         if not os.path.isdir(path):
