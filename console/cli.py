@@ -344,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(_unknown_command(args.run))
             name = "json" if args.json else "attach"
         _check_runs(args)
+        if own_process and name in UI_COMMANDS:
+            from moeconsole.console import glyphs
+            glyphs.ask_tmux_early()   # the answer is ready when the terminal driver is made
         module = importlib.import_module(f"moeconsole.console.commands.{name}")
         code = int(module.run(args) or 0)
         if own_process and name in QUICK_EXIT:
@@ -396,6 +399,8 @@ def _encodable_output() -> None:
 # output is out: they hold no file open for writing, start no thread and register nothing at
 # exit, so the interpreter's teardown (freeing ~150 modules: about 10 ms of CPU) is skipped.
 QUICK_EXIT = frozenset({"json", "gpus"})
+# The commands that open the Textual console in this process (run and demo unless --detach).
+UI_COMMANDS = frozenset({"attach", "run", "demo"})
 
 
 def quick_exit(code: int) -> NoReturn:

@@ -39,10 +39,37 @@ def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
     env = started_environ() if environ is None else environ
     if not (env.get("TMUX") or env.get("STY")):
         return False   # a terminal emulator shows UTF-8 whatever the remote locale says
-    if env.get("TMUX") and (utf8 := tmux_clients_utf8(env)) is not None:
+    if env.get("TMUX") and (utf8 := _early_answer() if environ is None and _EARLY else
+                            tmux_clients_utf8(env)) is not None:
         return not utf8
     locale = next((env[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(name)), "")
     return not any(tag in locale.lower() for tag in ("utf-8", "utf8"))
+
+
+_EARLY: list = []   # (thread, answers) of ask_tmux_early
+
+
+def ask_tmux_early() -> None:
+    """Ask tmux (``tmux_clients_utf8``) on a thread now, while the console's modules import: the
+    answer waits for ``ascii_only`` when the terminal driver is made (the question is a process
+    of its own, ~10 ms, that would otherwise sit on the way to the first frame). Nothing to ask
+    outside tmux or when ``MOECONSOLE_ASCII`` decides."""
+    import threading
+    env = started_environ()
+    asked = os.environ.get("MOECONSOLE_ASCII", "").strip().lower()
+    if _EARLY or not env.get("TMUX") or asked in _ON or asked in _OFF:
+        return
+    answers: list[bool | None] = []
+    thread = threading.Thread(target=lambda: answers.append(tmux_clients_utf8(env)), name="tmux-utf8",
+                              daemon=True)
+    thread.start()
+    _EARLY.append((thread, answers))
+
+
+def _early_answer() -> bool | None:
+    thread, answers = _EARLY[0]
+    thread.join(5.0)   # tmux_clients_utf8 gives up after 3 s
+    return answers[0] if answers else None
 
 
 def tmux_clients_utf8(env: Mapping[str, str], timeout: float = 3.0) -> bool | None:

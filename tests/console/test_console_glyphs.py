@@ -12,6 +12,7 @@ import pytest
 from rich.cells import cell_len
 
 from moeconsole.console.glyphs import ascii_only, tmux_clients_utf8, to_ascii
+from moeconsole.console import glyphs
 
 
 TMUX = {"TMUX": "/nonexistent/moeconsole-test/tmux,123,0", "TMUX_PANE": "%0"}   # no server answers: the locale rule
@@ -69,3 +70,25 @@ def test_a_tmux_session_with_no_client_yet_leaves_it_to_the_locale(tmp_path):
         assert ascii_only({**env, "LANG": "C"}) is True and ascii_only({**env, "LANG": "C.UTF-8"}) is False
     finally:
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], timeout=20)
+
+
+def test_the_tmux_question_is_asked_once_on_a_thread_and_its_answer_decides(monkeypatch):
+    """``attach``/``run``/``demo`` ask tmux while the console's modules import
+    (``ask_tmux_early``); the driver's ``ascii_only`` takes that answer instead of asking again
+    on the way to the first frame. (The real question to a real tmux: the tmux tests.)"""
+    import threading
+    calls: list[str] = []
+
+    def ask(env, timeout=3.0):
+        calls.append(threading.current_thread().name)
+        return False   # a client attached from a locale without UTF-8
+    monkeypatch.setattr(glyphs, "started_environ", lambda: {"TMUX": "/nowhere/tmux-0/x,1,0", "LANG": "C.UTF-8"})
+    monkeypatch.delenv("MOECONSOLE_ASCII", raising=False)
+    monkeypatch.setattr(glyphs, "tmux_clients_utf8", ask)
+    monkeypatch.setattr(glyphs, "_EARLY", [])
+    glyphs.ask_tmux_early()
+    glyphs.ask_tmux_early()   # once a process
+    assert glyphs.ascii_only() is True
+    assert calls == ["tmux-utf8"]
+    monkeypatch.setenv("MOECONSOLE_ASCII", "0")   # the user's word still decides
+    assert glyphs.ascii_only() is False
