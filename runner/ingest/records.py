@@ -160,7 +160,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
                   ("train/grad_norm", _ident), ("gradient_norm", _ident), ("grad_norm_total", _ident)],
     "lr": [("learning_rate", _ident), ("lr", _ident), ("learning rate", _ident),
            ("train/learning_rate", _ident), ("train/lr", _ident),
-           ("train_lr", _ident)],   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
+           ("train_lr", _ident),   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
+           # slime (backends/megatron_utils/model.py): log_dict[f"train/lr-pg_{gid}"] = group["lr"]
+           # per optimizer param group, printed as f"step {step}: {log_dict}"; the first group's
+           ("train/lr-pg_0", _ident)],
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
                 ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident),
@@ -318,8 +321,9 @@ def unit_value(fname: str, value: float | None, unit: str | None, name: str = ""
 
 
 # LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log): current_steps / total_steps.
+# slime's training dict (f"step {step}: {log_dict}") carries its step as "train/step".
 STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "global_step/max_steps",
-             "train/global_step", "it", "num_updates", "current_steps")
+             "train/global_step", "it", "num_updates", "current_steps", "train/step")
 MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
 
 KNOWN_KEYS = frozenset(k for keys in FIELD_KEYS.values() for k, _ in keys) | set(STEP_KEYS) | set(MAX_STEP_KEYS)
