@@ -212,6 +212,15 @@ _ENV_PREFIX = re.compile(
 # glog/absl FATAL header (`F0531 07:47:31.003927   10044 file.cc:123] msg`): kept, it is the
 # exception line of a C++ crash (see _FATAL_LOG).
 _FATAL_LOG = re.compile(r"^F(?:\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+)? [^\]\s]+:\d+\] (?P<msg>.*)")
+# A host-side C/C++ assert() that failed, in glibc's words (assert/assert.c __assert_fail_base:
+# "%s%s%s:%u: %s%sAssertion `%s' failed.\n" = program, ": ", file, line, function, ": ", expression; the
+# process then abort()s): "python3: /opt/DeepEP/csrc/hybrid_ep/extension/permute.cu:412: void
+# permute_launcher(PermuteArgs) [with ...]: Assertion 'args.output_tokens_ptr != nullptr' failed." (a
+# host launcher in a .cu file), Triton's "python3: /project/lib/Tools/LinearLayout.cpp:562: ...: Assertion
+# `...' failed.". The exception line of that crash; never a kernel's own assertion (CUDA's __assert_fail
+# adds "block: [x,y,z], thread: [x,y,z]" before "Assertion", a device fault: _FAULT).
+_HOST_ASSERT = re.compile(r"^(?:[^\s:]+: )?(?P<file>[^\s:]+):(?P<line>\d+): (?!.*\bthread: \[)(?:.*?: )?"
+                          r"Assertion [`'\u2018](?P<expr>.*)['\u2019] failed\.?$")
 # Markdown and quoting around a pasted line: a quote block's "> ", inline code, bold, italics,
 # quotation marks (the paired ones only when they close on the same line).
 _MARKUP_LEAD = re.compile(r"^(?:>\s?|`{1,3}|\*\*(?!\*))+")     # never the "***" of glog or slurmstepd
@@ -1164,6 +1173,9 @@ class _Scan:
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
+    # failed host assert()s (_HOST_ASSERT): named by an unknown verdict, but never "something else ended it"
+    # (darknet asserts on the CUDA error it has just printed: the error decides)
+    asserts: list[tuple[int, str]] = field(default_factory=list)
     teardown: set[int] = field(default_factory=set)    # exceptions that are the echo of an earlier one (_TEARDOWN)
     root: _RootCause | None = None
     failed_line: _RootCause | None = None
@@ -1210,6 +1222,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             fm_ = _FATAL_LOG.match(text)
             if fm_:     # glog/absl LOG(FATAL) / CHECK: the exception line of a C++ crash
                 s.exceptions.append((idx, text))
+        elif "Assertion" in text and _HOST_ASSERT.match(text):
+            s.asserts.append((idx, text))
         s.last_lines.append((idx, text))
         if len(s.last_lines) > 3:
             del s.last_lines[0]
@@ -2095,13 +2109,23 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
         how = "ended with an unknown exit status"
     else:
         how = f"exited with code {exit_code}"
-    first_exc = s.exceptions[0][1] if s.exceptions else None
+    raised = sorted(s.exceptions + s.asserts)
+    first_exc = raised[0][1] if raised else None
     summary = f"{how}{_who(status_lines, s)}"
     if first_exc:
-        summary += f": {clip(first_exc, 200)}"
-    lines = s.exceptions + status_lines
+        summary += f": {clip(_exception_words(first_exc), 200)}"
+    lines = raised + status_lines
     return _verdict("unknown", lines or s.last_lines, summary, retryable=True, recovery="restart",
                     extra=[(i, t) for i, t, _ in s.sig_text])
+
+
+def _exception_words(text: str) -> str:
+    """An exception line as a summary says it: a failed host assert() as where and what it asserted (its
+    function's signature, templates and all, would fill the summary), anything else as printed."""
+    m = _HOST_ASSERT.match(text)
+    if m:
+        return f"assertion failed at {m['file'].rsplit('/', 1)[-1]}:{m['line']}: {m['expr']}"
+    return text
 
 
 def _room_line(hits: _Hits) -> str:

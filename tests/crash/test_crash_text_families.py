@@ -1091,3 +1091,32 @@ def test_no_kernel_image_retyped_with_a_capital_is_an_environment_error():
     v = classify(1, ["RuntimeError: No kernel image is available for execution on the device"], steps_seen=0)
     assert v.cls == "environment_error" and not v.retryable and v.recovery == "fail", v.summary
     assert "No kernel image" in v.summary or any("No kernel image" in e for e in v.evidence)
+
+
+# A host-side assert() that failed, in glibc's words (assert/assert.c __assert_fail_base: "%s%s%s:%u: %s%s
+# Assertion `%s' failed.", then abort()): DeepEP's HybridEP launcher in a .cu file under Megatron-Bridge
+# (batch 21), Triton's compiler (batch 13), a program without a name. No class of its own (a restart may or
+# may not meet it again; the no-progress rule ends a deterministic one), but the summary says where and what
+# was asserted, not only "ended by SIGABRT".
+@pytest.mark.parametrize("exit_code, line, where, expr", [
+    (-6, "python3: /opt/DeepEP/csrc/hybrid_ep/extension/permute.cu:412: void permute_launcher(PermuteArgs) [with "
+         "DType = short unsigned int; ProbType = float; ScalarType = float]: Assertion 'args.output_tokens_ptr != "
+         "nullptr' failed.", "permute.cu:412", "args.output_tokens_ptr != nullptr"),
+    (134, "python3: /project/lib/Tools/LinearLayout.cpp:562: mlir::triton::LinearLayout mlir::triton::LinearLayout::"
+          "reshapeOuts(llvm::ArrayRef<std::pair<mlir::StringAttr, int> >) const: Assertion `getTotalOutDimSize() == "
+          "std::accumulate(newOutDims.begin(), newOutDims.end(), 1)' failed.", "LinearLayout.cpp:562",
+     "getTotalOutDimSize() == std::accumulate(newOutDims.begin(), newOutDims.end(), 1)"),
+    (-6, "train.c:88: main: Assertion `n > 0' failed.", "train.c:88", "n > 0"),
+])
+def test_a_failed_host_assertion_is_named_in_the_summary(exit_code, line, where, expr):
+    v = classify(exit_code, ["step 5 loss 1.0", line, "Aborted (core dumped)"], steps_seen=5)
+    assert v.cls == "unknown" and v.recovery == "restart", v.summary
+    assert f"assertion failed at {where}: {expr}" in v.summary, v.summary
+    assert line in v.evidence
+
+
+def test_a_kernels_own_assertion_stays_a_device_fault():
+    # CUDA's device __assert_fail adds the block and thread: a kernel that faulted, not a host assert()
+    line = ("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], "
+            "thread: [6,0,0] Assertion `srcIndex < srcSelectDimSize` failed.")
+    assert classify(-6, ["step 5 loss 1.0", line], steps_seen=5).cls == "cuda_fault"
