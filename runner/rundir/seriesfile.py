@@ -329,10 +329,7 @@ class SeriesBook:
         ``records`` are not read (the same series, without a JSON load and a dict per row)."""
         if not steps:
             return
-        if self.last_metrics is not None and last.get("attempt") != self.last_metrics.get("attempt"):
-            self.restarts_at.append(int(steps[0]))
-        self.last_metrics = last
-        self.metric_count += len(steps)
+        self._count_batch(steps[0], len(steps), last)
         for key in CHART_KEYS:
             ok, ys = present[key], values[key]
             if all(ok):
@@ -345,6 +342,14 @@ class SeriesBook:
         elif records is not None:
             self.feed_other_blocks([int(s) for s in steps], [as_dicts(records)], last.get("t"))
 
+    def _count_batch(self, first_step: Any, count: int, last: dict) -> None:
+        """A batch of ``count`` records whose newest is ``last``: a restart mark at its first step
+        when its attempt is not the previous record's, and the records counted."""
+        if self.last_metrics is not None and last.get("attempt") != self.last_metrics.get("attempt"):
+            self.restarts_at.append(int(first_step))
+        self.last_metrics = last
+        self.metric_count += count
+
     def feed_arrays(self, steps: Any, values: dict[str, Any], present: dict[str, Any], last: dict,
                     records: list | None = None, other: Callable[[], list[OtherBlock] | None] | None = None) -> None:
         """``feed_columns`` of a batch's numpy columns as they are (float64 steps and values,
@@ -352,10 +357,7 @@ class SeriesBook:
         by ``Series.extend_array``, so no Python float is made per value."""
         if not len(steps):
             return
-        if self.last_metrics is not None and last.get("attempt") != self.last_metrics.get("attempt"):
-            self.restarts_at.append(int(steps[0]))
-        self.last_metrics = last
-        self.metric_count += len(steps)
+        self._count_batch(steps[0], len(steps), last)
         for key in CHART_KEYS:
             ok, ys = present[key], values[key]
             if ok.all():
