@@ -47,13 +47,28 @@ def log(tmp_path_factory) -> Path:
     return big_log(tmp_path_factory.mktemp("big") / "train.log")
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_path, workers):
+def part_read(run) -> int:
+    """How far the started process has read its part (its progress file), 0 before it starts."""
+    for work in run.path.glob(".history-*"):
+        try:
+            return int.from_bytes((work / "progress").read_bytes(), "little")
+        except OSError:
+            pass
+    return 0
+
+
+@pytest.mark.parametrize("workers,early", [(1, False), (2, False), (2, True)])
+def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_path, workers, early):
     """In one process, and in two (the first part read by a started process while this one
-    reads the rest: the import runs in a thread, as in the UI): the same files, progress shown."""
+    reads the rest: the import runs in a thread, as in the UI), that process started before the
+    history's read (as the UI does before its first frame) or by it: the same files, progress shown."""
     run, job = foreign.start_import(log, tmp_path)
     assert job is not None
     job.workers, job.split_min_bytes = workers, 0
+    if early:
+        job.start_part()
+        until(lambda: part_read(run) > 0, timeout=120, what="the started process reading before the history starts")
+        assert job.started_at is None and job.offset == 0
     state = run.read_state()
     assert state["status"] == "imported" and state["step"] == STEPS and state["max_steps"] == STEPS
     assert state["import"]["done"] is False and state["import"]["progress"] == 0.0
@@ -88,6 +103,20 @@ def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_pa
     again = seriesfile.load_book(run)
     assert again.metric_count == STEPS and again.offset == run.metrics.stat().st_size
     assert again.eval_count == 6
+
+
+def test_a_started_process_is_ended_when_the_history_never_starts(log, tmp_path):
+    """The screen closed before its first frame: the process started for the history ends, its
+    work directory goes."""
+    run, job = foreign.start_import(log, tmp_path)
+    assert job is not None
+    job.workers, job.split_min_bytes = 2, 0
+    job.start_part()
+    until(lambda: part_read(run) > 0, timeout=120, what="the started process reading")
+    proc = job._early.child.proc
+    job.cancel()
+    assert proc.poll() is not None, "the started process is ended"
+    assert not list(run.path.glob(".history-*"))
 
 
 def test_run_screen_shows_the_newest_steps_and_a_progress_bar_then_the_whole_run(log, tmp_path, monkeypatch):
