@@ -124,15 +124,17 @@ class Import:
         a log bigger than ``SPLIT_MIN_BYTES`` without a declared line format, and only when a
         second core is free (``second_core_free``, sampled on a thread of its own)."""
         from moeconsole.runner.ingest.files import LOG
-        if self._part_thread is not None or self.kind != LOG or self.line_format is not None or self.workers == 1:
+        from moeconsole.runner.ingest.spawned import SPLIT_MIN_BYTES
+        least = SPLIT_MIN_BYTES if self.split_min_bytes is None else self.split_min_bytes
+        if (self._part_thread is not None or self.kind != LOG or self.line_format is not None or self.workers == 1
+                or self.size < least):
             return
         self._part_thread = threading.Thread(target=self._start_part, name="moeconsole-import-part", daemon=True)
         self._part_thread.start()
 
     def _start_part(self) -> None:
-        from moeconsole.runner.ingest.spawned import SPLIT_MIN_BYTES, second_core_free
-        least = SPLIT_MIN_BYTES if self.split_min_bytes is None else self.split_min_bytes
-        if self.size < least or self.stop.is_set():
+        from moeconsole.runner.ingest.spawned import second_core_free
+        if self.stop.is_set():
             return
         if self.workers is None and not second_core_free():
             return
