@@ -119,6 +119,36 @@ def test_a_started_process_is_ended_when_the_history_never_starts(log, tmp_path)
     assert not list(run.path.glob(".history-*"))
 
 
+def test_the_screen_starts_the_second_reading_process_before_the_history(log, tmp_path, monkeypatch):
+    """`attach LOG` / `o`: the started process reads its part while the screen opens, before the
+    history's thread starts (held here); then the whole run is the one process's."""
+    from moeconsole.runner.ingest import spawned
+    gate = threading.Event()
+    read = foreign.Import._read_history
+
+    def held(self):
+        gate.wait(60)
+        read(self)
+    monkeypatch.setattr(foreign.Import, "_read_history", held)
+    monkeypatch.setattr(spawned, "SPLIT_MIN_BYTES", 1 << 20)   # this log is smaller than a real big one
+    monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)   # a busy test machine
+
+    async def go():
+        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log)
+        async with app.run_test(size=(140, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                                    and app.screen)
+            job = screen.source.importing
+            await until_ui(pilot, lambda: part_read(job.run) > 0, timeout=120, what="the started process reading")
+            assert job.offset == 0 and not job.done
+            gate.set()
+            await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
+                           what="the history read")
+            assert job.processes == 2 and job.error is None
+            assert screen.snapshot.series["loss"].n == STEPS and screen.snapshot.eval_count == 6
+    asyncio.run(go())
+
+
 def test_run_screen_shows_the_newest_steps_and_a_progress_bar_then_the_whole_run(log, tmp_path, monkeypatch):
     gate = threading.Event()
     read = foreign.Import._read_history
