@@ -124,10 +124,12 @@ def test_the_screen_starts_the_second_reading_process_before_the_history(log, tm
     history's thread starts (held here); then the whole run is the one process's."""
     from moeconsole.runner.ingest import spawned
     gate = threading.Event()
+    released: list[bool] = []
     read = foreign.Import._read_history
 
     def held(self):
         gate.wait(60)
+        released.append(gate.is_set())
         read(self)
     monkeypatch.setattr(foreign.Import, "_read_history", held)
     monkeypatch.setattr(spawned, "SPLIT_MIN_BYTES", 1 << 20)   # this log is smaller than a real big one
@@ -140,6 +142,7 @@ def test_the_screen_starts_the_second_reading_process_before_the_history(log, tm
                                     and app.screen)
             job = screen.source.importing
             await until_ui(pilot, lambda: part_read(job.run) > 0, timeout=120, what="the started process reading")
+            assert not released, "the started process read before the history's thread started"
             assert job.offset == 0 and not job.done
             gate.set()
             await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
