@@ -186,6 +186,9 @@ class Import:
         except Exception as exc:  # an unreadable file: said on screen, never a crash of the UI
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
+            early = self._take_early()   # not taken by a read that failed before it began
+            if early is not None:
+                early.close()
             if not self.stop.is_set() and self.error is None:
                 self._finish()
             self.done = self.error is None and not self.stop.is_set()
