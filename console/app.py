@@ -214,6 +214,8 @@ class MoeConsole(App[int]):
         from moeconsole.console.foreign import start_import
         try:
             run, importing = start_import(Path(path).expanduser(), self.scratch_dir(), self.line_format)
+            if importing is not None:   # its second reading process starts now, not after the first frame
+                importing.start_part()
         except Exception as exc:  # InputError and unreadable files: one line, keep the browser
             if self._browser_beneath:
                 self.call_from_thread(self._push_browser)

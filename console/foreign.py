@@ -55,6 +55,9 @@ class Import:
         self.workers: int | None = None
         self.split_min_bytes: int | None = None
         self.processes = 1   # how many read it (2: the first part by a started process)
+        self._part_thread: threading.Thread | None = None
+        self._early: Any = None   # the started process, started before the read (``start_part``)
+        self._early_lock = threading.Lock()
 
     # ---- what the screen reads -----------------------------------------------------------
     def current_book(self) -> seriesfile.SeriesBook:
@@ -114,6 +117,45 @@ class Import:
         self.tail_book, self.tail_from, self.window = book, start, TAIL_BYTES
         self._write_state(book.last_metrics)   # the screen polls on the change
 
+    def start_part(self) -> None:
+        """Start the history's second reading process now (once), before the screen's first
+        frame: a process of its own, it costs the frame a fork/exec, and it plans its part and
+        reads it while the screen opens (``history.start_part``); ``start`` takes it over. Only
+        a log bigger than ``SPLIT_MIN_BYTES`` without a declared line format, and only when a
+        second core is free (``second_core_free``, sampled on a thread of its own)."""
+        from moeconsole.runner.ingest.files import LOG
+        from moeconsole.runner.ingest.spawned import SPLIT_MIN_BYTES
+        least = SPLIT_MIN_BYTES if self.split_min_bytes is None else self.split_min_bytes
+        if (self._part_thread is not None or self.kind != LOG or self.line_format is not None or self.workers == 1
+                or self.size < least):
+            return
+        self._part_thread = threading.Thread(target=self._start_part, name="moeconsole-import-part", daemon=True)
+        self._part_thread.start()
+
+    def _start_part(self) -> None:
+        from moeconsole.runner.ingest.spawned import second_core_free
+        if self.stop.is_set():
+            return
+        if self.workers is None and not second_core_free():
+            return
+        from moeconsole.runner.ingest.history import start_part
+        try:
+            early = start_part(str(self.log), self.run.metrics, self.run.evals, split_min_bytes=self.split_min_bytes)
+        except OSError:   # the history read starts its own then
+            return
+        with self._early_lock:
+            if self.stop.is_set():
+                early.close()
+            else:
+                self._early = early
+
+    def _take_early(self) -> Any:
+        if self._part_thread is not None:
+            self._part_thread.join()
+        with self._early_lock:
+            early, self._early = self._early, None
+        return early
+
     def start(self) -> None:
         """Read the history on a thread of its own (once; a second call does nothing)."""
         if self._thread is not None:
@@ -126,6 +168,10 @@ class Import:
         self.stop.set()
         if self._thread is not None:
             self._thread.join(wait)
+        if self._thread is None:   # the history never started: its early process ends here
+            early = self._take_early()
+            if early is not None:
+                early.close()
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread is not None:
@@ -140,6 +186,9 @@ class Import:
         except Exception as exc:  # an unreadable file: said on screen, never a crash of the UI
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
+            early = self._take_early()   # not taken by a read that failed before it began
+            if early is not None:
+                early.close()
             if not self.stop.is_set() and self.error is None:
                 self._finish()
             self.done = self.error is None and not self.stop.is_set()
@@ -164,7 +213,7 @@ class Import:
                 self._write_state(self.tail_book.last_metrics)
         self.fold = fold
         fold, stats = read_history(str(self.log), fold, progress=progress, stop=self.stop, line_format=self.line_format,
-                               workers=self.workers, split_min_bytes=self.split_min_bytes)
+                                   workers=self.workers, split_min_bytes=self.split_min_bytes, early=self._take_early())
         self.processes = stats.processes
         self._adopt(fold)
 

@@ -279,9 +279,54 @@ def split_fraction(size: int) -> float:
     return max(MIN_SPLIT, HISTORY_SPLIT - SPAWN_BYTES / max(1, size))
 
 
+class EarlyPart:
+    """``read_history``'s started process, started before the read (``start_part``: as soon as
+    the log's size is known, before a UI's first frame, with no numpy in this process): it
+    plans the split itself (``bulk.plan_split``, the same arguments ``read_history`` gives it)
+    and writes the offset into DIR/plan (0: no split), then reads its part. ``read_history``
+    takes it over (``early=``); ``close()`` ends it if the read never comes."""
+
+    def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
+        from moeconsole.runner.ingest.spawned import Spawned
+        self.chunk = chunk
+        self.work = Path(tempfile.mkdtemp(prefix=".history-", dir=Path(metrics).parent))
+        (self.work / "progress").write_bytes(bytes(8))
+        (self.work / "spool").touch()   # the other process opens it before this one writes it
+        plan = f"plan:{split_fraction(os.path.getsize(path))}:{-1 if split_min_bytes is None else split_min_bytes}"
+        self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
+                                  str(metrics), str(evals), str(self.work), str(os.getpid()))
+
+    def split(self, stop: threading.Event | None = None) -> int:
+        """The offset the started process cut the log at (0: it does not read a part, or failed)."""
+        import time
+        while True:
+            try:
+                return int.from_bytes((self.work / "plan").read_bytes(), "little")
+            except FileNotFoundError:
+                pass
+            if self.child.proc is None or self.child.proc.poll() is not None or (stop is not None and stop.is_set()):
+                try:   # it may have written the plan just before it ended
+                    return int.from_bytes((self.work / "plan").read_bytes(), "little")
+                except FileNotFoundError:
+                    return 0
+            time.sleep(0.005)
+
+    def close(self) -> None:
+        self.child.close()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def start_part(path: str, metrics: Path, evals: Path, *, chunk: int = HISTORY_CHUNK,
+               split_min_bytes: int | None = None) -> EarlyPart:
+    """The started process of a two-process ``read_history`` of ``path`` into a fold of
+    ``metrics`` and ``evals``, started now."""
+    return EarlyPart(path, metrics, evals, chunk, split_min_bytes)
+
+
 def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None] | None = None,
                  stop: threading.Event | None = None, line_format: Any = None, chunk: int = HISTORY_CHUNK,
-                 workers: int | None = None, split_min_bytes: int | None = None) -> tuple[HistoryFold, ParseStats]:
+                 workers: int | None = None, split_min_bytes: int | None = None,
+                 early: EarlyPart | None = None) -> tuple[HistoryFold, ParseStats]:
     """The whole log folded into ``fold`` (which must be empty, without a spool), in file order;
     returns the fold that holds it all (``fold``, or the one the other process made) and the
     statistics. ``progress(bytes read)`` as the reading goes (both parts); ``stop`` ends it early.
@@ -292,26 +337,40 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
     as one process would, while this one reads the second part from that line, writing its rows
     to a file beside and its chart inputs to a spool; the other process feeds them to its book
     as they come, then appends the rows (``_part_main``). If the other process fails this one
-    reads the first part itself and does the same."""
+    reads the first part itself and does the same.
+
+    ``early``: that process already started (``start_part``, with this ``chunk``, no
+    ``line_format``): its plan is taken (the decision to read in two was made when it started)."""
     from moeconsole.runner.ingest import bulk   # numpy: only once the history is read
-    if workers is None:
-        workers = 2 if bulk.second_core_free() else 1
     plan = None
-    if workers >= 2 and line_format is None:
-        plan = bulk.plan_split(path, split_min_bytes=bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes,
-                               fraction=split_fraction(os.path.getsize(path)), fork=False)
+    if early is not None:
+        at = early.split(stop)
+        template = bulk.head_template(path) if at else None
+        if template is None:
+            early.close()
+        else:
+            plan, chunk = (template, at), early.chunk
+    else:
+        if workers is None:
+            workers = 2 if bulk.second_core_free() else 1
+        if workers >= 2 and line_format is None:
+            plan = bulk.plan_split(path, split_min_bytes=bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes,
+                                   fraction=split_fraction(os.path.getsize(path)), fork=False)
     if plan is None:
         stats = scan_history(path, fold.feed, progress=progress, stop=stop, line_format=line_format, chunk=chunk)
         return fold, stats
     template, split = plan
-    # beside the run's files: the rows are copied into them in the kernel at the end
-    work = Path(tempfile.mkdtemp(prefix=".history-", dir=fold.metrics.parent))
     child: bulk.Spawned | None = None
+    if early is not None:
+        work, child = early.work, early.child
+    else:   # beside the run's files: the rows are copied into them in the kernel at the end
+        work = Path(tempfile.mkdtemp(prefix=".history-", dir=fold.metrics.parent))
     later = HistoryFold(work / "metrics.jsonl", work / "evals.jsonl", spool=work / "spool")
     try:
-        (work / "progress").write_bytes(bytes(8))
-        child = bulk.Spawned("moeconsole.runner.ingest.history", "part", path, str(split), str(chunk),
-                             str(fold.metrics), str(fold.evals), str(work), str(os.getpid()))
+        if child is None:
+            (work / "progress").write_bytes(bytes(8))
+            child = bulk.Spawned("moeconsole.runner.ingest.history", "part", path, str(split), str(chunk),
+                                 str(fold.metrics), str(fold.evals), str(work), str(os.getpid()))
         fd = os.open(work / "progress", os.O_RDONLY)
         try:
             def first_done() -> int:
@@ -384,7 +443,8 @@ def _part_main(argv: list[str]) -> int:
     the first part of a log folded (``read_history``'s other process), then the second part's
     chart inputs from DIR/spool fed after it as they come and its rows (DIR/metrics.jsonl,
     DIR/evals.jsonl) appended; how far it read goes into DIR/progress, the fold into
-    DIR/result.pickle. It ends itself when the process that started it is gone."""
+    DIR/result.pickle. It ends itself when the process that started it is gone. END
+    ``plan:FRACTION:MIN_BYTES`` (``EarlyPart``): the split planned here, its offset into DIR/plan."""
     import time
     _, path, end, chunk, metrics, evals, work, ppid = argv
     fd = os.open(os.path.join(work, "progress"), os.O_WRONLY)
@@ -400,6 +460,18 @@ def _part_main(argv: list[str]) -> int:
     def wait() -> None:
         alive()
         time.sleep(0.005)
+    if end.startswith("plan:"):   # started early (``EarlyPart``): the split is planned here
+        from moeconsole.runner.ingest.bulk import SPLIT_MIN_BYTES, plan_split
+        _, fraction, least = end.split(":")
+        plan = plan_split(path, split_min_bytes=SPLIT_MIN_BYTES if int(least) < 0 else int(least),
+                          fraction=float(fraction), fork=False)
+        end = str(plan[1] if plan is not None else 0)
+        tmp = os.path.join(work, "plan.tmp")
+        with open(tmp, "wb") as f:
+            f.write(int(end).to_bytes(8, "little"))
+        os.replace(tmp, os.path.join(work, "plan"))
+        if plan is None:
+            return 0
     fold, stats = _read_part(path, int(end), int(chunk), Path(metrics), Path(evals), progress)
     progress(int(end))
     fold.replay(Path(work) / "spool", wait)

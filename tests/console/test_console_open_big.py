@@ -47,13 +47,28 @@ def log(tmp_path_factory) -> Path:
     return big_log(tmp_path_factory.mktemp("big") / "train.log")
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_path, workers):
+def part_read(run) -> int:
+    """How far the started process has read its part (its progress file), 0 before it starts."""
+    for work in run.path.glob(".history-*"):
+        try:
+            return int.from_bytes((work / "progress").read_bytes(), "little")
+        except OSError:
+            pass
+    return 0
+
+
+@pytest.mark.parametrize("workers,early", [(1, False), (2, False), (2, True)])
+def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_path, workers, early):
     """In one process, and in two (the first part read by a started process while this one
-    reads the rest: the import runs in a thread, as in the UI): the same files, progress shown."""
+    reads the rest: the import runs in a thread, as in the UI), that process started before the
+    history's read (as the UI does before its first frame) or by it: the same files, progress shown."""
     run, job = foreign.start_import(log, tmp_path)
     assert job is not None
     job.workers, job.split_min_bytes = workers, 0
+    if early:
+        job.start_part()
+        until(lambda: part_read(run) > 0, timeout=120, what="the started process reading before the history starts")
+        assert job.started_at is None and job.offset == 0
     state = run.read_state()
     assert state["status"] == "imported" and state["step"] == STEPS and state["max_steps"] == STEPS
     assert state["import"]["done"] is False and state["import"]["progress"] == 0.0
@@ -88,6 +103,53 @@ def test_newest_steps_first_then_the_whole_history_as_parse_gives_it(log, tmp_pa
     again = seriesfile.load_book(run)
     assert again.metric_count == STEPS and again.offset == run.metrics.stat().st_size
     assert again.eval_count == 6
+
+
+def test_a_started_process_is_ended_when_the_history_never_starts(log, tmp_path):
+    """The screen closed before its first frame: the process started for the history ends, its
+    work directory goes."""
+    run, job = foreign.start_import(log, tmp_path)
+    assert job is not None
+    job.workers, job.split_min_bytes = 2, 0
+    job.start_part()
+    until(lambda: part_read(run) > 0, timeout=120, what="the started process reading")
+    proc = job._early.child.proc
+    job.cancel()
+    assert proc.poll() is not None, "the started process is ended"
+    assert not list(run.path.glob(".history-*"))
+
+
+def test_the_screen_starts_the_second_reading_process_before_the_history(log, tmp_path, monkeypatch):
+    """`attach LOG` / `o`: the started process reads its part while the screen opens, before the
+    history's thread starts (held here); then the whole run is the one process's."""
+    from moeconsole.runner.ingest import spawned
+    gate = threading.Event()
+    released: list[bool] = []
+    read = foreign.Import._read_history
+
+    def held(self):
+        gate.wait(60)
+        released.append(gate.is_set())
+        read(self)
+    monkeypatch.setattr(foreign.Import, "_read_history", held)
+    monkeypatch.setattr(spawned, "SPLIT_MIN_BYTES", 1 << 20)   # this log is smaller than a real big one
+    monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)   # a busy test machine
+
+    async def go():
+        app = MoeConsole(tmp_path / "runs", None, interval=0.2, gpu=False, open_path=log)
+        async with app.run_test(size=(140, 40)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                                    and app.screen)
+            job = screen.source.importing
+            await until_ui(pilot, lambda: part_read(job.run) > 0, timeout=120, what="the started process reading")
+            assert not released, "the started process read before the history's thread started"
+            assert job.offset == 0 and not job.done
+            gate.set()
+            await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
+                           what="the history read")
+            assert job.processes == 2 and job.error is None
+            assert screen.snapshot.series["loss"].n == STEPS and screen.snapshot.eval_count == 6
+    asyncio.run(go())
 
 
 def test_run_screen_shows_the_newest_steps_and_a_progress_bar_then_the_whole_run(log, tmp_path, monkeypatch):
