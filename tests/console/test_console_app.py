@@ -104,7 +104,7 @@ def test_r_restarts_and_on_a_paused_run_resumes(base, make_run, fake_runner):
             assert runner.requests[0]["cmd"] == "restart"
             state = jsonio.read_json(run.state)
             jsonio.atomic_write_json(run.state, {**state, "status": "paused", "pause_reason": "NaN loss at step 50"})
-            await until_ui(pilot, lambda: screen.snapshot.run["status"] == "paused")
+            await until_ui(pilot, lambda: screen.snapshot is not None and screen.snapshot.run["status"] == "paused")
             assert "PAUSED" in screen.query_one(StatusLine).plain_lines[0]
             await pilot.press("r")
             await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -254,7 +254,7 @@ def test_widgets_redraw_only_when_data_changes(base, make_run):
             assert chart.draws == draws, "an idle run must not redraw its charts"
             jsonio.append_jsonl(run.metrics, {"v": 1, "t": 0, "attempt": 2, "step": 61, "loss": 0.5,
                                               "grad_norm": 1.0, "mem_gib": 61.0})
-            await until_ui(pilot, lambda: screen.snapshot.run["metric_count"] == 61)
+            await until_ui(pilot, lambda: screen.snapshot is not None and screen.snapshot.run["metric_count"] == 61)
             await until_ui(pilot, lambda: chart.draws > draws)
     asyncio.run(go())
 

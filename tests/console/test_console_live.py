@@ -191,7 +191,7 @@ def test_r_waits_and_restarts(demo):
             body = " ".join(app.screen.confirmation.lines)
             assert all(str(pid) in body for pid, _ in old) and "3s" in body
             await pilot.press("y")
-            await until_ui(pilot, lambda: screen.snapshot.run["status"] == "cooldown"
+            await until_ui(pilot, lambda: screen.snapshot is not None and screen.snapshot.run["status"] == "cooldown"
                         or (screen.snapshot.run["attempt"] or 0) > before["attempt"], timeout=30)
     asyncio.run(go())
     state = wait_state(run, lambda s: s.get("attempt", 0) > before["attempt"] and s.get("status") == "running",
@@ -221,7 +221,7 @@ def test_k_kills_cleanly(tmp_path_factory):
                 await until_ui(pilot, lambda: isinstance(app.screen, ConfirmScreen))
                 assert all(str(pid) in " ".join(app.screen.confirmation.lines) for pid, _ in tree)
                 await pilot.press("y")
-                await until_ui(pilot, lambda: screen.snapshot.run["status"] == "killed", timeout=30)
+                await until_ui(pilot, lambda: screen.snapshot is not None and screen.snapshot.run["status"] == "killed", timeout=30)
                 assert "KILLED" in screen.query_one(StatusLine).plain_lines[0]
                 await until_ui(pilot, lambda: "k" not in {k for k, b in screen.active_bindings.items()
                                                       if b.binding.show})  # no runner left to ask

@@ -145,7 +145,7 @@ def test_the_screen_starts_the_second_reading_process_before_the_history(log, tm
             assert not released, "the started process read before the history's thread started"
             assert job.offset == 0 and not job.done
             gate.set()
-            await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
+            await until_ui(pilot, lambda: screen.snapshot is not None and (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
                            what="the history read")
             assert job.processes == 2 and job.error is None
             assert screen.snapshot.series["loss"].n == STEPS and screen.snapshot.eval_count == 6
@@ -172,7 +172,7 @@ def test_run_screen_shows_the_newest_steps_and_a_progress_bar_then_the_whole_run
             assert screen.query_one("#chart-loss", ChartView).text_rows()[0].startswith("loss")
             assert screen.snapshot.series["loss"].last_x == STEPS
             gate.set()
-            await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
+            await until_ui(pilot, lambda: screen.snapshot is not None and (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
                            what="the history read")
             status = await until_ui(pilot, lambda: "reading history" not in "".join(
                 (lines := screen.query_one(StatusLine).plain_lines)[:1]) and lines, what="the status line after it")
@@ -224,7 +224,7 @@ def test_the_history_read_starts_once_the_newest_steps_are_on_screen(tmp_path):
             screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at
                                     and app.screen)
             importing = screen.source.importing
-            await until_ui(pilot, lambda: (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
+            await until_ui(pilot, lambda: screen.snapshot is not None and (screen.snapshot.run.get("import") or {}).get("done"), timeout=120,
                            what="the history read")
             assert importing.started_at is not None and importing.started_at >= screen.first_frame_at
             assert screen.snapshot.series["loss"].n == 3000
@@ -364,7 +364,7 @@ def test_a_big_logs_first_frame_then_its_last_512_kib_then_its_history(log, tmp_
             assert wide.series["loss"].last_x == STEPS and not gate.is_set()
             assert f"step {STEPS:,}/{STEPS:,}" in screen.query_one(StatusLine).plain_lines[0]
             gate.set()
-            await until_ui(pilot, lambda: screen.snapshot.series["loss"].n == STEPS, timeout=120,
+            await until_ui(pilot, lambda: screen.snapshot is not None and screen.snapshot.series["loss"].n == STEPS, timeout=120,
                            what="the whole history on the chart")
     try:
         asyncio.run(go())

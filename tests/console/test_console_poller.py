@@ -122,7 +122,7 @@ def test_a_burst_of_snapshots_shows_the_newest_and_drops_the_stale_ones(base, ma
             # five polls arrive while the UI is busy (posted before it gets a turn)
             for i in range(5):
                 screen.post_message(RunScreen.SnapshotReady(Polled(dataclasses.replace(snap, taken_at=1000.0 + i))))
-            await until_ui(pilot, lambda: screen.snapshot.taken_at == 1004.0, what="the newest snapshot shown")
+            await until_ui(pilot, lambda: screen.snapshot is not None and screen.snapshot.taken_at == 1004.0, what="the newest snapshot shown")
             await pilot.pause()
             return screen.polls - polls
     applied = asyncio.run(go())
