@@ -222,7 +222,7 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
         return rows + [[(" " * width, "")] for _ in range(height - 1)], None
     overlay = len(series) > 1
     px_w, px_h = (plot_w, plot_h) if overlay else (plot_w * 2, plot_h * 4)
-    sampled = _sample(series, px_w, options)
+    sampled = _reduce_to_width(series, px_w, options)
     if not any(len(x) for x, _ in sampled.data):
         return rows + _empty_plot(plot_w, plot_h, options), None
     x0, x1 = _x_span(series, sampled.data, options)
@@ -264,7 +264,7 @@ class _Sampled:
                         [None if sm is None else (sm[0], _log10(sm[1])) for sm in self.smoothed])
 
 
-def _sample(series: Sequence[Downsampled], px_w: int, options: ChartOptions) -> _Sampled:
+def _reduce_to_width(series: Sequence[Downsampled], px_w: int, options: ChartOptions) -> _Sampled:
     lo_x, hi_x = options.xrange if options.xrange else (None, None)
     data = [_downsample(s, px_w, lo_x, hi_x) for s in series]
     smooth = _smooth_weight(options)

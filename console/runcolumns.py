@@ -118,7 +118,7 @@ def short_ids(rows: list[dict]) -> dict[str, str]:
     return {str(r["id"]): (t if tails.count(t) == 1 and len(t) >= 4 else str(r["id"])) for r, t in zip(rows, tails)}
 
 
-def run_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str:
+def listed_cell(key: str, row: dict, now: float, ids: dict[str, str] | None) -> str:
     """One cell of a run-index row: the age since it started, the id as ``ids`` shortens it, else
     ``format.run_cell``."""
     if key == "age":
@@ -143,7 +143,7 @@ def run_table(rows: list[dict], width: int | None, now: float, *, extra: dict[st
     ``extra``: more room a column's cells need (the browser's mark before the status);
     ``full_ids``: the whole id (output that is not a terminal)."""
     ids = None if full_ids else short_ids(rows)
-    cells = {k: [run_cell(k, r, now, ids) for r in rows] for k, _, _, _ in RUN_COLUMNS}
+    cells = {k: [listed_cell(k, r, now, ids) for r in rows] for k, _, _, _ in RUN_COLUMNS}
     heads = {k: (full if width is None else narrow) for k, full, narrow, _ in RUN_COLUMNS}
     widths = {k: max([len(heads[k])] + [len(c) + (extra or {}).get(k, 0) for c in cells[k]])
               for k, _, _, _ in RUN_COLUMNS}

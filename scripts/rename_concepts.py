@@ -91,6 +91,33 @@ RENAMES = (
            "the runner's newest /proc/stat reading; read_mark reads a log's mark line (ingest.formats)"),
     Rename("moeconsole.runner.telemetry.host", "write_mark", "write_cpu_mark", "the runner's newest /proc/stat reading, written"),
     Rename("moeconsole.runner.telemetry.host", "mark_path", "cpu_mark_path", "where that reading is kept"),
+    Rename("moeconsole.runner.checkpoints.dcp_metadata", "_load", "_unpickle_restricted",
+           "a DCP .metadata unpickled through the allow-list; load is the recipe loader (recipes.recipe)"),
+    Rename("moeconsole.runner.checkpoints.dcp_metadata", "_parse", "_build_index",
+           "the DcpIndex built from the unpickled stand-ins; parse is a bounded number's reader (core.bounds)"),
+    Rename("moeconsole.runner.telemetry.nvml", "_load_library", "_use_library_file",
+           "the backend's given library file (a directory: its libnvidia-ml), load errors as NvmlUnavailable; "
+           "load_library loads the library once per process (telemetry.nvmllib)"),
+    Rename("moeconsole.console.widgets.gpu_panel", "_problem", "_group_is_problem",
+           "a node group listed first; problem builds a lint finding (recipes.lint)"),
+    Rename("moeconsole.runner.checkpoints.megatron", "_read_index", "_read_dcp_index",
+           "a Megatron save's DCP .metadata read into a DcpIndex; read_index reads a safetensors index (checkpoints.sharded)"),
+    Rename("moeconsole.runner.rundir.rundiff", "read_recipe", "flat_recipe",
+           "a run's (or a swift output's) recipe flattened to dotted keys for runs diff; read_recipe is the "
+           "console's recipe model or None (console.source)"),
+    Rename("moeconsole.runner.telemetry.kill", "_refusal", "_identity_refusal",
+           "why a PID's identity forbids signalling it (reused, another user's); refusal is a control answer (supervisor.control)"),
+    Rename("moeconsole.console.commands.gpus", "render", "render_report",
+           "the whole `moeconsole gpus` text (GPUs, host, port, processes)"),
+    Rename("moeconsole.runner.ingest.summary", "render", "render_summary", "the text `moeconsole parse` prints"),
+    Rename("moeconsole.runner.recipes.memory_estimate", "render", "render_estimate",
+           "the static memory table `moeconsole lint` prints"),
+    Rename("moeconsole.runner.recipes.swift.flags", "resolve", "resolve_flags",
+           "each --flag as argparse resolves it; resolve finds a run directory (rundir.rundir)"),
+    Rename("moeconsole.console.runcolumns", "run_cell", "listed_cell",
+           "a cell of a listed run (its age from now, its id as the list shortens it), else format.run_cell"),
+    Rename("moeconsole.console.chart", "_sample", "_reduce_to_width",
+           "the series reduced to the plot's pixel width; sample reads the CPU times (telemetry.cpustat)"),
 )
 
 # (old path, new path): the GPU view screen and the run screen's GPU panel; commands/gpus.py

@@ -85,7 +85,7 @@ def render_port(port: int | None, free: bool | None, holders: Iterable[int], tim
     return f"Port {port}: not bindable" + (f" ({time_wait} in TIME_WAIT)" if time_wait else "")
 
 
-def render(snap: GpuSnapshot, host: dict, procs: list[ProcInfo], port: int | None, free: bool | None,
+def render_report(snap: GpuSnapshot, host: dict, procs: list[ProcInfo], port: int | None, free: bool | None,
            holders: Iterable[int] = (), time_wait: int = 0) -> str:
     lines = render_gpus(snap) + [render_host(host)]
     port_line = render_port(port, free, holders, time_wait)
@@ -176,7 +176,7 @@ def run(args) -> int:
         ok = True
         if kill_pids:
             if not args.json:
-                print(render(snap, host, procs, port, free, holders, time_wait))
+                print(render_report(snap, host, procs, port, free, holders, time_wait))
                 print()
             kills, ok = _kill_listed(backend, snap, procs, kill_pids, yes=bool(getattr(args, "yes", False)),
                                      grace_s=float(getattr(args, "grace", None) or 10.0),
@@ -190,7 +190,7 @@ def run(args) -> int:
                 record["kills"] = kills
             print(jsonio.dumps(record))
         elif not kill_pids:
-            print(render(snap, host, procs, port, free, holders, time_wait))
+            print(render_report(snap, host, procs, port, free, holders, time_wait))
         return 0 if ok else 1
     finally:
         backend.close()

@@ -12,6 +12,7 @@ import msgspec
 
 
 from moeconsole.runner.rundir import jsonio
+from moeconsole.runner.rundir.secrets import Redactor
 from moeconsole.runner.recipes import recipe as recipes, recipe_edit
 from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.recipes.lint import launch_commands, lint_recipe
@@ -69,8 +70,8 @@ def _estimate(recipe: "RunRecipe"):
         return None
 def _shown_commands(recipe: "RunRecipe") -> dict[str, list[str]]:
     """The commands the runner will run, secrets masked (lint output lands in CI logs)."""
-    secrets = recipes.secret_values(recipes.resolve_env(recipe.env), recipe.command)
-    return {k: recipes.redact_argv(v, secrets) for k, v in launch_commands(recipe).items()}
+    redactor = Redactor(recipes.secret_values(recipes.resolve_env(recipe.env), recipe.command))
+    return {k: redactor.redact_argv(v) for k, v in launch_commands(recipe).items()}
 
 
 def run(args) -> int:
@@ -95,8 +96,8 @@ def run(args) -> int:
         for p in problems:
             print(f"{p['level']:7s} {p['rule']}: {p['message']}")
         if est is not None:
-            from moeconsole.runner.recipes.memory_estimate import render
-            print("\n".join(render(est)))
+            from moeconsole.runner.recipes.memory_estimate import render_estimate
+            print("\n".join(render_estimate(est)))
         warnings = sum(1 for p in problems if p["level"] == "warning")
         print(f"{args.recipe}: {errors} error(s), {warnings} warning(s)")
     return 1 if errors else 0

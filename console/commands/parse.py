@@ -25,7 +25,7 @@ from moeconsole.runner.ingest.ndjson import write_ndjson
 from moeconsole.runner.ingest.parser import RECORD
 from moeconsole.runner.ingest.records import eval_record
 from moeconsole.runner.ingest.explain import explain_path
-from moeconsole.runner.ingest.summary import render, summarize_path
+from moeconsole.runner.ingest.summary import render_summary, summarize_path
 from moeconsole.runner.ingest.userformat import parse_line_format
 from moeconsole.runner.rundir.jsonio import dumps
 from moeconsole.runner.rundir.secrets import Redactor, mask_lines
@@ -98,7 +98,7 @@ def run(args: Any) -> int:
     finally:
         if progress is not None:
             progress.close()
-    text = render(path, summary, stats, monitors_on=monitors)
+    text = render_summary(path, summary, stats, monitors_on=monitors)
     sys.stdout.write(_redactor(resolve_log(path)[0]).redact(text) + "\n")  # quoted lines may hold secrets
     return 0
 

@@ -201,7 +201,7 @@ class CompareScreen(Screen):
             side.label = label
 
     def _open(self, ref: str, label: str | None) -> Side:
-        from moeconsole.runner.rundir.rundiff import read_recipe
+        from moeconsole.runner.rundir.rundiff import flat_recipe
         path = Path(ref).expanduser()
         try:
             if path.is_dir() and rundir.is_run_dir(path):
@@ -219,7 +219,7 @@ class CompareScreen(Screen):
             return Side(ref, label or Path(ref).name, error=f"cannot read: {exc}")
         watcher = RunWatcher(run)
         snap = watcher.poll(with_gpu=False)
-        recipe = read_recipe(run.path) or (read_recipe(path) if path.exists() and path.is_dir() else {})
+        recipe = flat_recipe(run.path) or (flat_recipe(path) if path.exists() and path.is_dir() else {})
         return Side(ref, label or snap.run.get("name") or run.run_id, watcher=watcher, snap=snap, recipe=recipe)
 
     def _loaded(self, sides: list[Side]) -> None:

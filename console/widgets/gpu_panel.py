@@ -414,7 +414,7 @@ def _is_problem(stale: bool, gpu: dict | None, why: object) -> bool:
     return stale or gpu is None or not gpu.get("available") or bool(why)
 
 
-def _problem(group: NodeGroup) -> bool:
+def _group_is_problem(group: NodeGroup) -> bool:
     return _is_problem(group.stale, group.gpu, group.why)
 
 
@@ -424,7 +424,7 @@ def summary_lines(groups: list[NodeGroup], width: int, budget: int) -> list[Piec
     if len(groups) <= budget:
         return summary_block(groups, width)
     keep = max(0, budget - 1)
-    ordered = sorted(groups, key=lambda g: not _problem(g))  # stable: problems first, order kept
+    ordered = sorted(groups, key=lambda g: not _group_is_problem(g))  # stable: problems first, order kept
     shown, hidden = ordered[:keep], ordered[keep:]
     return _counted(shown, len(hidden), sum(1 for g in hidden if g.stale), width)
 
@@ -449,13 +449,13 @@ def node_summary_lines(nodes: tuple[dict, ...] | list[dict], local_gpu: dict | N
     items: list[tuple[bool, bool, NodeGroup | dict]] = []
     if local_live:
         live = NodeGroup(local_host, local_gpu, local=True, live=True)
-        items.append((_problem(live), False, live))
+        items.append((_group_is_problem(live), False, live))
     local_open = local_gpu is not None
     for node in nodes:
         if local_open and str(node.get("host") or NA) == local_host:  # the live snapshot may replace its file
             local_open = False
             group = node_groups([node], local_gpu, local_host)[0]
-            items.append((_problem(group), group.stale, group))
+            items.append((_group_is_problem(group), group.stale, group))
         else:
             stale = bool(node.get("stale"))
             health = node.get("health")  # its words are made only for the nodes shown (``_file_why``)

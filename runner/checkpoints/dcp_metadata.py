@@ -250,7 +250,7 @@ def _tensor(fqn: str, meta: Any) -> DcpTensor:
     return DcpTensor(fqn, dims, dtype if isinstance(dtype, str) else "unknown", len(chunks))
 
 
-def _load(raw: bytes) -> Any:
+def _unpickle_restricted(raw: bytes) -> Any:
     try:
         return _RestrictedUnpickler(io.BytesIO(raw)).load()
     except DcpMetadataError:
@@ -274,14 +274,14 @@ def parse_dcp_metadata(raw: bytes) -> DcpIndex:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse(raw)
+        return _build_index(raw)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _parse(raw: bytes) -> DcpIndex:
-    md = _load(raw)
+def _build_index(raw: bytes) -> DcpIndex:
+    md = _unpickle_restricted(raw)
     if not isinstance(md, _Metadata):
         raise DcpMetadataError(f"holds a {type(md).__name__}, not a DCP Metadata")
     sdm = getattr(md, "state_dict_metadata", None)

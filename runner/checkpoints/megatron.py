@@ -80,7 +80,7 @@ def _check_torch_dist(d: Path, base: Path, files: set[str], report: MegatronRepo
                                               "not the index it writes last"))
         index = None
     else:
-        index = _read_index(d / ".metadata", base, report)
+        index = _read_dcp_index(d / ".metadata", base, report)
     _check_shards(d, base, ["common.pt", *distcp] if "common.pt" in files else distcp, index, report)
 
 
@@ -88,7 +88,7 @@ def _check_fsdp_dcp(d: Path, base: Path, files: set[str], report: MegatronReport
     """A Megatron-FSDP ``fsdp_dtensor`` save: torch DCP writes the shards, then ``.metadata``."""
     report.format = "fsdp_dtensor"
     distcp = sorted(f for f in files if f.endswith(".distcp"))
-    index = _read_index(d / ".metadata", base, report)
+    index = _read_dcp_index(d / ".metadata", base, report)
     _check_shards(d, base, distcp, index, report)
 
 
@@ -144,7 +144,7 @@ def _count_tensors(d: Path, index: DcpIndex, report: MegatronReport) -> None:
                                                   + ", ".join(n[:120] for n in index.unstored[:3])))
 
 
-def _read_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex | None:
+def _read_dcp_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex | None:
     """DCP's index of the save, read without executing it; None (and a problem) when unreadable."""
     try:
         size = path.stat().st_size

@@ -172,7 +172,7 @@ def _trend_words(s: Summary) -> str:
     return f"; {what} over the last {tr.steps:,} steps"
 
 
-def render(path: str, summary: Summary, stats: Any, monitors_on: bool = True) -> str:
+def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = True) -> str:
     """The text a user reads after ``moeconsole parse LOGFILE``."""
     s = summary
     lines = [str(path)]

@@ -454,7 +454,7 @@ def estimate_memory(config: Mapping[str, Any], flags: Mapping[str, str], world: 
     return Estimate(shape.model_type, shape.total, shape.active, lo, tuple(rows), tuple(notes))
 
 
-def render(est: Estimate) -> list[str]:
+def render_estimate(est: Estimate) -> list[str]:
     """The table ``moeconsole lint`` prints."""
     lo = est.layout
     active = f", {_b(est.active_params)} active" if est.active_params else ""

@@ -326,11 +326,6 @@ def redact(text: str, secrets: Sequence[str]) -> str:
     return secret_text.Redactor(secrets).redact(text)
 
 
-def redact_argv(argv: list[str], secrets: Sequence[str] = ()) -> list[str]:
-    """Argv safe to show: values of secret-looking flags and known secret values masked."""
-    return secret_text.Redactor(secrets).redact_argv(argv)
-
-
 def for_run_dir(recipe: "model.RunRecipe") -> dict[str, Any]:
     """The recipe as written to ``recipe.yaml`` (through the model's encoder): literal secrets
     (secret-named env values, secret flags' values, tokens and URL passwords anywhere in the

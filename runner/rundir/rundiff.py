@@ -152,17 +152,12 @@ def recipe_differences_n(recipes: list[dict[str, Any]]) -> list[dict]:
     return diffs
 
 
-def read_recipe(path: Path) -> dict:
-    """The flattened recipe of a run dir (or a swift output dir's ``args.json``)."""
-    return _read_recipe(path)
-
-
 def drift_keys(saved_by: Path, ours: dict) -> list[dict]:
     """What changed in the recipe's hashed part (command and environment) between the run dir
     ``saved_by`` (which wrote a checkpoint) and ``ours`` (that part of the recipe that would
     resume it, secrets masked): the keys ``runs diff`` shows, as {key, a (then), b (now)}.
     Empty when that run is not found."""
-    then = _read_recipe(saved_by)
+    then = flat_recipe(saved_by)
     if not then:
         return []
     now = flatten_recipe({"command": ours.get("command") or [], "env": ours.get("env") or {}})
@@ -170,9 +165,9 @@ def drift_keys(saved_by: Path, ours: dict) -> list[dict]:
     return recipe_differences({k: v for k, v in then.items() if hashed(k)}, {k: v for k, v in now.items() if hashed(k)})
 
 
-def _read_recipe(path: Path) -> dict:
-    """recipe.yaml of a run dir, else a swift ``args.json`` / 2.x ``sft_args.json`` (the recipe of a
-    foreign run)."""
+def flat_recipe(path: Path) -> dict:
+    """The flattened recipe of a run dir (recipe.yaml), else of a swift output dir (``args.json`` /
+    2.x ``sft_args.json``: the recipe of a foreign run)."""
     rec = path / "recipe.yaml"
     if rec.is_file():
         from moeconsole.runner.recipes.recipe import read_saved
@@ -200,7 +195,7 @@ def load_side(ref: str | Path, base: Path | None = None) -> RunSide:
         info["attempts"] = info.get("attempt")
         info["duration_s"] = info.get("elapsed_s")
         return RunSide(label=info.get("name") or run.run_id, path=str(run.path), series=dict(snap.series),
-                       info=info, recipe=_read_recipe(run.path))
+                       info=info, recipe=flat_recipe(run.path))
     if not path.exists():
         raise InputError(f"{ref}: no such run or path")
     return _load_foreign(path)
@@ -229,7 +224,7 @@ def _load_foreign(path: Path) -> RunSide:
         from moeconsole.runner.ingest.files import resolve_log
         folder = resolve_log(path)[0].parent
     return RunSide(label=path.name, path=str(path), series=series,
-                   info={"step": last_step, "status": "foreign"}, recipe=_read_recipe(folder))
+                   info={"step": last_step, "status": "foreign"}, recipe=flat_recipe(folder))
 
 
 @dataclass

@@ -51,7 +51,7 @@ def _exited(proc: psutil.Process) -> bool:
         return False
 
 
-def _refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_users: bool) -> str | None:
+def _identity_refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_users: bool) -> str | None:
     try:
         actual = proc.create_time()
         uid = proc.uids().real
@@ -82,7 +82,7 @@ def check_target(pid: int, start_time: float | None, *, allow_other_users: bool 
         proc = psutil.Process(pid)
     except psutil.NoSuchProcess:
         return KillResult(pid, True, "gone", f"PID {pid} has already exited", 0.0)
-    reason = _refusal(pid, start_time, proc, allow_other_users)
+    reason = _identity_refusal(pid, start_time, proc, allow_other_users)
     if reason:
         return KillResult(pid, False, "refused", reason, 0.0)
     if _exited(proc):

@@ -49,7 +49,7 @@ class NvmlUnavailable(Exception):
     """NVML cannot be used at all; the message is the user-facing reason."""
 
 
-def _load_library(lib_path: Path | str) -> None:
+def _use_library_file(lib_path: Path | str) -> None:
     """Use this library file instead of asking the dynamic loader."""
     from moeconsole.runner.telemetry import nvmllib
     path = Path(lib_path)
@@ -84,7 +84,7 @@ class NvmlBackend:
         from moeconsole.runner.telemetry import nvmllib
         self._nv = nvmllib
         if lib_path is not None:
-            _load_library(lib_path)
+            _use_library_file(lib_path)
         try:
             nvmllib.nvmlInit()
         except nvmllib.NVMLError as exc:

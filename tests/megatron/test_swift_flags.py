@@ -91,7 +91,7 @@ def test_shipped_tables_cover_both_supported_versions():
 ])
 def test_resolution_on_46_megatron_sft(token, status, dest):
     t, _ = flags.pick("4.6.0")
-    (r,) = flags.resolve([token, "x"], t.fields("megatron sft"))
+    (r,) = flags.resolve_flags([token, "x"], t.fields("megatron sft"))
     assert (r.status, r.dest) == (status, dest)
     if status == "ambiguous":
         assert len(r.candidates) > 1

@@ -117,7 +117,7 @@ class Resolved:
     candidates: list[str] = field(default_factory=list)
 
 
-def resolve(argv: list[str], fields: dict[str, dict]) -> list[Resolved]:
+def resolve_flags(argv: list[str], fields: dict[str, dict]) -> list[Resolved]:
     """Each ``--flag`` of ``argv`` (the arguments after the subcommand) as argparse resolves it."""
     opts = option_strings(fields)
     by_len = sorted(opts)

@@ -106,7 +106,7 @@ def parse_command(recipe: "RunRecipe") -> SwiftCommand | None:
     if command == "swift sft" and given & {"use_megatron", "megatron_use_mcore", *MEGATRON_ONLY}:
         cmd.checked_as = "megatron sft"
     fields = table.fields(cmd.checked_as) if table else None
-    for r in swift_flags.resolve(argv[start:], fields or {}):
+    for r in swift_flags.resolve_flags(argv[start:], fields or {}):
         name = r.dest or r.token[2:].replace("-", "_")
         cmd.values[name] = swift_flags.values_of(argv[start:], r.index)
     return cmd
@@ -209,7 +209,7 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
     if not announce:
         out = []
     args = cmd.argv[cmd.start:]
-    for r in swift_flags.resolve(args, fields):
+    for r in swift_flags.resolve_flags(args, fields):
         name = r.token[2:].replace("-", "_")
         fix = f"; {_replacement(name, fields)}" if name in RENAMES else ""
         if r.status == "unknown":
@@ -707,7 +707,7 @@ def fix_recipe(recipe_raw: dict, recipe: "RunRecipe") -> tuple[dict, list[str]]:
             name = a[2:].split("=", 1)[0].replace("-", "_")
             vals = swift_flags.values_of(argv, i)
             span = 1 + (0 if "=" in a else len(vals))
-            resolved = swift_flags.resolve([a], fields)[0]
+            resolved = swift_flags.resolve_flags([a], fields)[0]
             if resolved.status != "exact" and name in RENAMES:
                 new = RENAMES[name][0]
                 if new and new in fields:
