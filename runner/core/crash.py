@@ -1759,24 +1759,6 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
     scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]
     reset = next((x for x in s.xids if x[2] in RESET_XIDS), None)
-    gone = next((text for _, text in s.fault.decisive if _GPU_GONE.search(text)), None)
-    asked = next(((x, m.group("action")) for x in s.xids if x[2] == XID_RECOVERY_ACTION
-                  for m in [_XID_RECOVERY.search(x[1])] if m), None)
-    if reset is None and gone is None and asked is not None:
-        (_, _, _, pci), action = asked
-        first = next((x for x in s.xids if x[2] != XID_RECOVERY_ACTION), None)
-        after = f" after Xid {first[2]}" if first else ""
-        return _verdict("cuda_fault", s.fault.decisive,
-                        f"NVIDIA Xid {XID_RECOVERY_ACTION} on {pci}{after}: the driver's recovery action is {action}",
-                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
-                        hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
-                             "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
-                             "(GPU Recovery Action) and dmesg before running on this GPU again")
-    if reset is None and gone is not None:
-        return _verdict("cuda_fault", s.fault.decisive, "a GPU has fallen off the bus: it needs a reset",
-                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
-                        hint="the driver lost the GPU (like Xid 79): reset it or drain the node; check "
-                             "`nvidia-smi -q` and dmesg before running on this GPU again")
     if reset is not None:
         return _verdict("cuda_fault", s.fault.decisive,
                         f"NVIDIA Xid {reset[2]} on {reset[3]}: the GPU needs a reset",
@@ -1784,6 +1766,24 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         hint="Xid 48/79/95 (double-bit ECC, fallen off the bus, uncontained "
                              "ECC) need a GPU reset or a node drain; check `nvidia-smi -q` and "
                              "dmesg before running on this GPU again")
+    if any(_GPU_GONE.search(text) for _, text in s.fault.decisive):
+        return _verdict("cuda_fault", s.fault.decisive, "a GPU has fallen off the bus: it needs a reset",
+                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
+                        hint="the driver lost the GPU (like Xid 79): reset it or drain the node; check "
+                             "`nvidia-smi -q` and dmesg before running on this GPU again")
+    asked = next(((x, m.group("action")) for x in s.xids if x[2] == XID_RECOVERY_ACTION
+                  for m in [_XID_RECOVERY.search(x[1])] if m), None)
+    if asked is not None:
+        (at, _, _, pci), action = asked
+        # the Xid it states the recovery for: the last one before it on the same GPU
+        before = [x[2] for x in s.xids if x[0] < at and x[3] == pci and x[2] != XID_RECOVERY_ACTION]
+        after = f" after Xid {before[-1]}" if before else ""
+        return _verdict("cuda_fault", s.fault.decisive,
+                        f"NVIDIA Xid {XID_RECOVERY_ACTION} on {pci}{after}: the driver's recovery action is {action}",
+                        retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
+                        hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
+                             "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
+                             "(GPU Recovery Action) and dmesg before running on this GPU again")
     fault_text = next((m.group(0) for _, text in s.fault.decisive
                        for m in [_FAULT.search(text)] if m), None)
     if fault_text and (fault_text.startswith("block: [") or fault_text.startswith("Device-side assertion")):

@@ -1120,3 +1120,17 @@ def test_a_kernels_own_assertion_stays_a_device_fault():
     line = ("/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], "
             "thread: [6,0,0] Assertion `srcIndex < srcSelectDimSize` failed.")
     assert classify(-6, ["step 5 loss 1.0", line], steps_seen=5).cls == "cuda_fault"
+
+
+def test_xid_154_names_the_xid_before_it_on_the_same_gpu():
+    # Xid 154 states the recovery for the Xid before it on its own GPU: another GPU's Xid, or one after it,
+    # is not what it answers
+    lines = ["step 120 loss 1.9",
+             "NVRM: Xid (PCI:0000:3b:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)",
+             "NVRM: Xid (PCI:0000:01:00): 62, 323f0f30 0000c3d8 00000000 206dae68 206da022 206da190 206d85f6",
+             "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+             "NVRM: Xid (PCI:0000:01:00): 43, pid=1211, name=python, Ch 00000008",
+             "RuntimeError: CUDA error: unspecified launch failure"]
+    v = classify(1, lines, steps_seen=120)
+    assert v.cls == "cuda_fault" and v.recovery == "fail", v.summary
+    assert "Xid 154 on PCI:0000:01:00 after Xid 62:" in v.summary, v.summary
