@@ -752,9 +752,11 @@ _FAULT = re.compile(
 # c10 CUDA check "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", its HIP build (ROCm) "For
 # debugging consider passing AMD_SERIALIZE_KERNEL=3", torch_npu (Ascend) "If you want to get the
 # accurate stacktrace, pleace set the environment variable ASCEND_LAUNCH_BLOCKING=1." Only these
-# names are ever taken from a log (a log line must not choose arbitrary environment for a restart).
-_LAUNCH_ADVICE = re.compile(r"\b(CUDA_LAUNCH_BLOCKING|HIP_LAUNCH_BLOCKING|AMD_SERIALIZE_KERNEL"
-                            r"|ASCEND_LAUNCH_BLOCKING)=(\d)\b")
+# names are ever taken from a log (a log line must not choose arbitrary environment for a restart), and
+# only in the advice's own words: a shell trace or an env dump ("+ export CUDA_LAUNCH_BLOCKING=0") names
+# a switch too, with whatever value the user had.
+_LAUNCH_ADVICE = re.compile(r"(?:consider passing|environment variable) (CUDA_LAUNCH_BLOCKING|HIP_LAUNCH_BLOCKING"
+                            r"|AMD_SERIALIZE_KERNEL|ASCEND_LAUNCH_BLOCKING)=(\d)\b")
 # The runtime a fault text names when no advice line came with it (a pasted tail, a cut log).
 _HIP_FAULT = re.compile(r"HIP error|hipError|Memory access fault by GPU node|HSA_STATUS_ERROR|HIPBLAS_STATUS"
                         r"|Device-side assertion [`']")

@@ -913,6 +913,18 @@ def test_a_log_line_cannot_choose_other_environment_for_the_restart():
                      "For debugging consider passing LD_PRELOAD=1 and PYTHONPATH=2"], steps_seen=3)
     assert v.env == {"CUDA_LAUNCH_BLOCKING": "1"}
 
+
+@pytest.mark.parametrize("echo", ["+ export CUDA_LAUNCH_BLOCKING=0", "env: AMD_SERIALIZE_KERNEL=0 NCCL_DEBUG=WARN",
+                                  "CUDA_LAUNCH_BLOCKING=0 torchrun --nproc-per-node 8 train.py"])
+def test_a_blocking_switch_the_log_only_echoes_does_not_choose_the_restarts_environment(echo):
+    # a shell trace or an env dump names the variable, but only the runtime's advice says what to set: the
+    # restart must still block kernel launches, on the runtime that faulted
+    v = classify(1, [echo, "step 40 loss 1.2", "terminate called after throwing an instance of 'c10::Error'",
+                     "  what():  CUDA error: unspecified launch failure"], steps_seen=40)
+    assert v.cls == "cuda_fault" and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}, (v.env, v.hint)
+    assert "CUDA_LAUNCH_BLOCKING=1" in v.hint
+
+
 # Host memory that could not be had (ENOMEM), in the words of what asked for it (batch 19): c10's CPU
 # allocator (c10/core/alloc_cpu.cpp: "DefaultCPUAllocator: can't allocate memory: you tried to allocate N
 # bytes. Error code 12 (Cannot allocate memory)" after posix_memalign; on Windows "DefaultCPUAllocator: not
