@@ -186,7 +186,8 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     alert = None
     if verdict.cls == "killed_oom":
         # host RAM: the verdict says how it ran out (the OOM killer's SIGKILL, Ray's memory monitor, an ENOMEM)
-        alert, reason = WARNING, reason + f"; host memory: {verdict.summary}"
+        # (each killed_oom summary says host memory or the OOM killer itself)
+        alert, reason = WARNING, reason + f"; {verdict.summary}"
     elif verdict.cls == "cuda_oom" and len(classes) >= 2 and classes[-2] == "cuda_oom":
         alert, reason = WARNING, reason + "; CUDA out of memory again"
     elif verdict.cls == "divergence":

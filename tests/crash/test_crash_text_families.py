@@ -957,6 +957,7 @@ def test_host_memory_that_cannot_be_had_is_a_host_oom_restarted_with_a_warning(l
     d = decide(v, [], RestartSettings(), 1000.0, floor_s=0.0)
     assert d.action == "restart" and d.alert == "warning"
     assert "host memory ran out" in d.reason and "SIGKILL" not in d.reason, d.reason
+    assert d.reason.count("host memory") == 1, d.reason     # said once, not "host memory: host memory ran out"
 
 
 @pytest.mark.parametrize("lines", [
