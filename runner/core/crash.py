@@ -1692,14 +1692,12 @@ def _recompute_verdict(s: _Scan) -> CrashVerdict:
 
 
 def _host_alloc_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
-    text = s.host_alloc.decisive[-1][1]
-    m = _HOST_ALLOC.search(text)
-    size = ""
-    if m and (m.group("cpu") or m.group("mmap")):
-        size = f" ({torch_size_text(int(m.group('cpu') or m.group('mmap')) / 1024 ** 3)} asked)"
-    elif m and (m.group("np") or m.group("th")):
-        size = f" ({m.group('np') or m.group('th')} asked)"
-    what = ("a shared-memory or memory-mapped tensor could not be mapped" if m and m.group("mmap") is not None
+    m = _HOST_ALLOC.search(s.host_alloc.decisive[-1][1])
+    assert m is not None    # every decisive line matched it in _scan
+    nbytes = m["cpu"] or m["mmap"]      # bytes (c10, ATen); numpy and TH print their own size text
+    asked = torch_size_text(int(nbytes) / 1024 ** 3) if nbytes else (m["np"] or m["th"])
+    size = f" ({asked} asked)" if asked else ""
+    what = ("a shared-memory or memory-mapped tensor could not be mapped" if m["mmap"]
             else "an allocation in host RAM failed")
     return _verdict("killed_oom", s.host_alloc.decisive + status_lines,
                     f"host memory ran out: {what}{size}", retryable=True, recovery="restart",
