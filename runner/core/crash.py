@@ -1220,10 +1220,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
             i0, t0, f0 = s.deps[dep_open]
             s.deps[dep_open] = (i0, f"{t0} {text}", f0)
             dep_open = None
-        if text[:1] == "F":
-            fm_ = _FATAL_LOG.match(text)
-            if fm_:     # glog/absl LOG(FATAL) / CHECK: the exception line of a C++ crash
-                s.exceptions.append((idx, text))
+        if text[:1] == "F" and _FATAL_LOG.match(text):
+            s.exceptions.append((idx, text))    # glog/absl LOG(FATAL) / CHECK: the exception line of a C++ crash
         elif "Assertion" in text and _HOST_ASSERT.match(text):
             s.asserts.append((idx, text))
         s.last_lines.append((idx, text))

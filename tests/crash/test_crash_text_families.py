@@ -1120,6 +1120,8 @@ def test_no_kernel_image_retyped_with_a_capital_is_an_environment_error():
           "std::accumulate(newOutDims.begin(), newOutDims.end(), 1)' failed.", "LinearLayout.cpp:562",
      "getTotalOutDimSize() == std::accumulate(newOutDims.begin(), newOutDims.end(), 1)"),
     (-6, "train.c:88: main: Assertion `n > 0' failed.", "train.c:88", "n > 0"),
+    # a program whose name starts with "F", like a glog FATAL line's "F0531 ...": still an assertion
+    (-6, "FastSim: src/step.c:21: step: Assertion `dt > 0' failed.", "step.c:21", "dt > 0"),
 ])
 def test_a_failed_host_assertion_is_named_in_the_summary(exit_code, line, where, expr):
     v = classify(exit_code, ["step 5 loss 1.0", line, "Aborted (core dumped)"], steps_seen=5)
