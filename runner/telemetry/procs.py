@@ -31,7 +31,7 @@ from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry import cpustat
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
-from moeconsole.runner.telemetry.identity import self_and_ancestors, start_time_matches
+from moeconsole.runner.telemetry.identity import read_stat, self_and_ancestors, start_time_matches
 from moeconsole.runner.rundir.secrets import redact_cmdline
 
 if TYPE_CHECKING:
@@ -246,9 +246,7 @@ def _proc_rows() -> list[_Row] | None:
             continue
         try:
             uid = os.stat(f"/proc/{name}").st_uid
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
+            fields = read_stat(name)[1]
             rows.append(_Row(pid=int(name), ppid=int(fields[1]), uid=uid,
                              status=_STATES.get(fields[0].decode(), "?"),
                              create_time=boot + int(fields[19]) / ticks))
@@ -433,12 +431,10 @@ def _identity(pid: int) -> tuple[str, list[str] | None, str]:
         argv = data.split(sep)
         if sep == "\x00" and len(argv) == 1 and " " in data:
             argv = data.split(" ")
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        stat = f.read()
-    name = stat[stat.index(b"(") + 1:stat.rindex(b")")].decode("utf-8", "surrogateescape")
-    if not argv and stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"Z":
+    comm, fields = read_stat(pid)
+    if not argv and fields[:1] == [b"Z"]:
         argv = None
-    return user, argv, name
+    return user, argv, comm.decode("utf-8", "surrogateescape")
 
 
 def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[int, float | None],
