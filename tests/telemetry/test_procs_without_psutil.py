@@ -2,7 +2,7 @@
 Linux, so an attached console never imports psutil (1.7 MiB of code: docs/benchmarks.md, ``ui``).
 What they read must be what psutil gives for the same process: each reader is checked here
 against psutil itself, on real processes (this one, its parent, a child with spaces in its
-arguments, an unreaped child), and the kill API is still reachable from ``procs``."""
+arguments, an unreaped child)."""
 from __future__ import annotations
 
 import os
@@ -85,12 +85,3 @@ def test_the_ram_figures_are_psutils():
     assert abs(available - vm.available) < 256 * 2**20   # read a moment apart
     ram = host.ram_now()
     assert ram["ram_total_gib"] == vm.total / host.GIB
-
-
-def test_the_kill_api_is_still_reached_through_procs():
-    from moeconsole.runner.telemetry import kill
-    assert procs.kill_checked is kill.kill_checked and procs.KillResult is kill.KillResult
-    assert procs.wait_gpu_released is kill.wait_gpu_released
-    assert kill.start_time_matches is identity.start_time_matches
-    with pytest.raises(AttributeError):
-        procs.no_such_name  # noqa: B018
