@@ -79,9 +79,13 @@ def test_this_process_and_its_ancestors_are_psutils():
 
 
 def test_the_ram_figures_are_psutils():
-    total, available = host._meminfo_total_available() or (0, 0)
+    """MemAvailable moves between two reads on a busy machine (other work allocating): the two
+    are read again until they were taken in a quieter moment, never compared once with a wide
+    margin (MemFree, the wrong line, differs by the page cache: it never agrees)."""
+    total, _ = host._meminfo_total_available() or (0, 0)
     vm = psutil.virtual_memory()
     assert total == vm.total
-    assert abs(available - vm.available) < 256 * 2**20   # read a moment apart
+    until(lambda: abs((host._meminfo_total_available() or (0, 0))[1] - psutil.virtual_memory().available)
+          < 16 * 2**20, 60, what="our MemAvailable and psutil's to agree within 16 MiB")
     ram = host.ram_now()
     assert ram["ram_total_gib"] == vm.total / host.GIB
