@@ -6,6 +6,7 @@ arguments, an unreaped child)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -29,12 +30,26 @@ def test_the_state_names_are_psutils():
 
 def test_the_start_times_of_the_scan_are_psutils():
     """Start times compare with the ones the runner recorded through psutil (a tracked PID is the
-    run's only while they match): the boot time and every row's start time are psutil's."""
+    run's only while they match): the boot time and every row's start time are psutil's. The
+    states are compared on processes whose state holds still between the two reads (this one,
+    running as it reads; a sleeping child; a stopped one): a parent on a busy machine may be
+    running at one read and sleeping at the next."""
     assert cpustat.boot_time() == psutil.boot_time()
-    rows = {row.pid: row for row in procs._proc_rows() or []}
-    for pid in (os.getpid(), os.getppid(), 1):
-        assert rows[pid].create_time == psutil.Process(pid).create_time(), pid
-        assert rows[pid].status == psutil.Process(pid).status(), pid
+    sleeping = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    stopped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        os.kill(stopped.pid, signal.SIGSTOP)
+        until(lambda: psutil.Process(sleeping.pid).status() == psutil.STATUS_SLEEPING
+              and psutil.Process(stopped.pid).status() == psutil.STATUS_STOPPED, 60, what="the children to settle")
+        rows = {row.pid: row for row in procs._proc_rows() or []}
+        for pid in (os.getpid(), os.getppid(), 1, sleeping.pid, stopped.pid):
+            assert rows[pid].create_time == psutil.Process(pid).create_time(), pid
+        for pid in (os.getpid(), sleeping.pid, stopped.pid):
+            assert rows[pid].status == psutil.Process(pid).status(), pid
+    finally:
+        for child in (sleeping, stopped):
+            child.kill()
+            child.wait()
 
 
 def test_a_processs_user_command_line_and_name_are_psutils():
