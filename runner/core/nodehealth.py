@@ -15,7 +15,6 @@ change, so the list does not shuffle between polls.
 """
 from __future__ import annotations
 
-from math import isfinite
 from typing import Any, Iterable, Mapping
 
 from moeconsole.runner.core.numbers import finite_float, median
@@ -33,8 +32,8 @@ PROBLEMS = ("stale", "mem", "util", "slow")
 def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
     """A node's GPUs in the numbers the rule needs: least free memory (MiB) and the fraction
     used on that GPU, the highest used fraction, mean and lowest utilisation. Worked out for
-    each agent file read (a 128-node console: 64 a second): a plain finite number (what an
-    agent writes) is taken as it is, anything else as ``finite_float`` reads it."""
+    each agent file read (a 128-node console: 64 a second); each value read by ``finite_float``
+    (its fast path takes an agent's plain numbers as they are)."""
     gpus = gpu.get("gpus") if isinstance(gpu, dict) or isinstance(gpu, Mapping) else None
     free, frac, util = [], [], []
     count = 0
@@ -42,23 +41,15 @@ def gpu_figures(gpu: Mapping[str, Any] | None) -> dict:
         if not isinstance(g, dict):
             continue
         count += 1
-        used, total, u = g.get("mem_used_mib"), g.get("mem_total_mib"), g.get("util_pct")
-        used = used if type(used) is float and isfinite(used) else \
-            float(used) if type(used) is int and -_BIG < used < _BIG else finite_float(used)
-        total = total if type(total) is float and isfinite(total) else \
-            float(total) if type(total) is int and -_BIG < total < _BIG else finite_float(total)
+        used, total = finite_float(g.get("mem_used_mib")), finite_float(g.get("mem_total_mib"))
         if used is not None and total:
             free.append(total - used)
             frac.append(used / total)
-        u = u if type(u) is float and isfinite(u) else \
-            float(u) if type(u) is int and -_BIG < u < _BIG else finite_float(u)
+        u = finite_float(g.get("util_pct"))
         if u is not None:
             util.append(u)
     return {"gpus": count, "min_free_mib": min(free) if free else None, "max_mem_frac": max(frac) if frac else None,
             "mean_util_pct": sum(util) / len(util) if util else None, "min_util_pct": min(util) if util else None}
-
-
-_BIG = 1e300  # an int within this is a finite float as it is (``finite_float`` of a larger one: None)
 
 
 def node_step_time(ranks: Iterable[int], rank_times: Mapping[int, Mapping[str, Any]]) -> float | None:

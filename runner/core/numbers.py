@@ -27,8 +27,13 @@ def as_float(x: Any) -> float | None:
 def finite_float(x: Any) -> float | None:
     """``x`` as a finite float: None when absent, a bool, not a number, NaN or infinite (the
     reader for a value that is shown or summed, where NaN and infinity mean "no value")."""
-    if type(x) is float:  # the common case first (a 128-node console reads 20,000 a second)
+    if type(x) is float:  # the common cases first (a 128-node console reads 20,000 a second)
         return x if math.isfinite(x) else None
+    if type(x) is int:    # an agent's MiB and percentages; one too large for a float is no value
+        try:
+            return float(x)
+        except OverflowError:
+            return None
     v = as_float(x)
     return v if v is not None and math.isfinite(v) else None
 

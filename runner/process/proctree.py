@@ -17,8 +17,9 @@ from typing import Callable, Iterable
 
 import psutil
 
+from moeconsole.runner.telemetry.identity import read_stat, start_time_matches
+
 PR_SET_CHILD_SUBREAPER = 36
-START_TIME_TOLERANCE = 0.05
 
 
 def set_child_subreaper() -> bool:
@@ -41,7 +42,7 @@ def same_process(pid: int, created: float) -> bool:
     """True if ``pid`` is still the process that started at ``created`` (and is not a zombie)."""
     try:
         p = psutil.Process(pid)
-        if abs(p.create_time() - created) > START_TIME_TOLERANCE:
+        if not start_time_matches(p.create_time(), created):
             return False
         return p.status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -251,11 +252,9 @@ def session_members(sid: int) -> list[int]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+            fields = read_stat(name)[1]
+        except (OSError, ValueError):
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
         if len(fields) > 3 and fields[0] != b"Z" and int(fields[3]) == sid:
             out.append(int(name))
     return out

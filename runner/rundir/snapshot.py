@@ -719,8 +719,9 @@ class HostLine:
     def __init__(self, run_dir: Path) -> None:
         # the first CPU sample now (``cpustat``: the standard library; the command line took it
         # as it started): the first figure's interval runs while the rest is made. The sampler
-        # (``telemetry.host`` and psutil) is imported at the first reading, which the run screen
-        # takes after its first frame, on the poll thread (not in that frame's path)
+        # (``telemetry.host``; psutil only where /proc cannot tell) is imported at the first
+        # reading, which the run screen takes after its first frame, on the poll thread (not in
+        # that frame's path)
         from moeconsole.runner.telemetry import cpustat
         cpustat.prime()
         self.run_dir = str(run_dir)

@@ -18,11 +18,21 @@ def start_time_matches(actual: float | None, expected: float | None) -> bool:
     return actual is not None and expected is not None and abs(actual - expected) <= START_TIME_TOLERANCE_S
 
 
-def _ppid(pid: int) -> int:
-    """The parent PID from ``/proc/PID/stat`` (the field after the state, past the name's ")")."""
+def read_stat(pid: int | str) -> tuple[bytes, list[bytes]]:
+    """``/proc/PID/stat`` as (the process's name, the fields after it): ``fields[0]`` the state
+    letter, ``[1]`` the parent PID, ``[3]`` the session, ``[19]`` the start time in clock ticks
+    since boot (proc(5), numbered from the state). The name is what stands between the first
+    "(" and the last ")" (a name may hold both). OSError: gone or not readable; ValueError: not
+    a stat line."""
     with open(f"/proc/{pid}/stat", "rb") as f:
         stat = f.read()
-    return int(stat[stat.rindex(b")") + 2:].split()[1])
+    end = stat.rindex(b")")
+    return stat[stat.index(b"(") + 1:end], stat[end + 2:].split()
+
+
+def _ppid(pid: int) -> int:
+    """The parent PID from ``/proc/PID/stat``."""
+    return int(read_stat(pid)[1][1])
 
 
 def self_and_ancestors() -> set[int]:

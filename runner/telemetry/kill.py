@@ -18,8 +18,7 @@ import psutil
 
 from moeconsole.runner.core.bounds import GRACE, sane_seconds
 from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot
-from moeconsole.runner.telemetry.identity import (  # noqa: F401  (their home: identity, psutil-free)
-    START_TIME_TOLERANCE_S, self_and_ancestors, start_time_matches)
+from moeconsole.runner.telemetry.identity import self_and_ancestors, start_time_matches
 
 
 @dataclass

@@ -17,7 +17,7 @@ labelled by :func:`classify`, a pure function. Labels:
 What a label means for the zombie list is decided once, by :func:`standing`: the ``--json``
 fields ``shown``/``blocker``/``killable`` and the console's list come from it.
 
-Killing lives in :mod:`moeconsole.runner.telemetry.kill` and is re-exported here.
+Killing lives in :mod:`moeconsole.runner.telemetry.kill` (its callers import it from there).
 """
 from __future__ import annotations
 
@@ -25,32 +25,19 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Iterable
 
 from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
 from moeconsole.runner.telemetry import cpustat
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
-from moeconsole.runner.telemetry.identity import self_and_ancestors, start_time_matches
+from moeconsole.runner.telemetry.identity import read_stat, self_and_ancestors, start_time_matches
 from moeconsole.runner.rundir.secrets import redact_cmdline
-
-if TYPE_CHECKING:
-    from moeconsole.runner.telemetry.kill import (  # noqa: F401  (re-exported: the public API lives here)
-        KillResult, kill_checked, wait_gpu_released)
 
 # psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
 # /proc cannot be read. On Linux the scan, the labelled processes' facts and the host line read
 # /proc themselves, so the attached console never loads it (docs/benchmarks.md, ``ui``).
 _PROCFS = os.path.isdir("/proc/self")   # Linux's /proc: what psutil itself reads there
-_KILL_NAMES = ("KillResult", "kill_checked", "wait_gpu_released")
-
-
-def __getattr__(name: str) -> Any:
-    """The kill API, re-exported from :mod:`moeconsole.runner.telemetry.kill` on first use."""
-    if name in _KILL_NAMES:
-        from moeconsole.runner.telemetry import kill
-        return getattr(kill, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 RUN_ID_ENV = "MOECONSOLE_RUN_ID"
 RUN_DIR_ENV = "MOECONSOLE_RUN_DIR"
@@ -246,9 +233,7 @@ def _proc_rows() -> list[_Row] | None:
             continue
         try:
             uid = os.stat(f"/proc/{name}").st_uid
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
+            fields = read_stat(name)[1]
             rows.append(_Row(pid=int(name), ppid=int(fields[1]), uid=uid,
                              status=_STATES.get(fields[0].decode(), "?"),
                              create_time=boot + int(fields[19]) / ticks))
@@ -433,12 +418,10 @@ def _identity(pid: int) -> tuple[str, list[str] | None, str]:
         argv = data.split(sep)
         if sep == "\x00" and len(argv) == 1 and " " in data:
             argv = data.split(" ")
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        stat = f.read()
-    name = stat[stat.index(b"(") + 1:stat.rindex(b")")].decode("utf-8", "surrogateescape")
-    if not argv and stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"Z":
+    comm, fields = read_stat(pid)
+    if not argv and fields[:1] == [b"Z"]:
         argv = None
-    return user, argv, name
+    return user, argv, comm.decode("utf-8", "surrogateescape")
 
 
 def _proc_info(pid: int, row: _Row | None, labels: tuple[str, ...], usage: dict[int, float | None],

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from moeconsole.runner.telemetry.gpu import get_backend  # noqa: E402
 from moeconsole.runner.telemetry.preflight import clear_for_launch  # noqa: E402
-from moeconsole.runner.telemetry.procs import find_blockers, kill_checked, wait_gpu_released  # noqa: E402
+from moeconsole.runner.telemetry.kill import kill_checked, wait_gpu_released  # noqa: E402
+from moeconsole.runner.telemetry.procs import find_blockers  # noqa: E402
 
 
 def _devices(text: str | None) -> list[int] | None:
