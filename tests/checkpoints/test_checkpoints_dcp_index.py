@@ -193,6 +193,8 @@ def test_a_cut_short_metadata_is_corrupt(tmp_path):
     (d / ".metadata").write_bytes(raw[: len(raw) // 2])
     v = verify_checkpoint(d)
     assert v.verdict == "corrupt_header" and ".metadata is cut short" in v.reason, v.problems
+    entry = next(f for f in v.files if f["path"] == ".metadata")      # the bad file is named as bad
+    assert (entry["ok"], entry["verdict"]) == (False, "corrupt_header") and "cut short" in entry["reason"], entry
     # the index was not read: the save's count is unknown ('-'), not zero tensors
     line = cli("verify", str(d)).stdout.splitlines()[0]
     assert line.startswith("CORRUPT_HEADER") and " - tensors " in line and " 0 tensors " not in line, line
@@ -329,6 +331,10 @@ def test_a_metadata_above_the_read_limit_is_said_to_be_uncounted(tmp_path, monke
     size = (d / ".metadata").stat().st_size
     assert f"iter_0000100/.metadata is {size / 1024:.1f} KB: not read (above 1.0 KB); tensors not counted, " \
         "shards checked for presence and size only" in v.notes, v.notes
+    entry = next((f for f in v.files if f["path"] == ".metadata"), None)   # listed, so --full hashes it
+    assert entry is not None and entry["ok"] and entry["reason"] == "not read (above 1.0 KB)", v.files
+    full = verify_checkpoint(d, full=True)
+    assert ".metadata" in full.full["file_hashes"], full.full
 
 
 def test_a_tensor_size_that_is_no_tensors_is_corrupt(tmp_path):
@@ -360,3 +366,14 @@ def test_a_shard_the_index_places_in_a_subdirectory_is_checked_there(tmp_path):
     os.truncate(shard, shard.stat().st_size - 1)
     v = verify_checkpoint(d)
     assert v.verdict == "truncated" and "rank_0/__0_0.distcp is " in v.reason, v.problems
+
+
+def test_an_empty_metadata_is_the_file_named_as_the_stub(tmp_path):
+    """torch writes ``.metadata`` last: a save stopped as it began that write leaves it at 0 bytes."""
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    (d / ".metadata").write_bytes(b"")
+    v = verify_checkpoint(d)
+    assert v.verdict == "empty_stub" and "iter_0000100/.metadata is empty (0 bytes)" in v.reason, v.problems
+    assert not v.counted
+    entry = next((f for f in v.files if f["path"] == ".metadata"), None)
+    assert entry is not None and (entry["ok"], entry["verdict"]) == (False, "empty_stub"), v.files
