@@ -54,6 +54,10 @@ class CheckpointVerdict:
     counted: bool = True      # tensors/params were read from headers; False: a Megatron save whose DCP
                               # .metadata was not read (legacy torch pickles, a corrupt or too large index)
 
+    def counts(self) -> dict[str, int | None]:
+        """``tensors`` and ``params`` for an event or a record: None when not counted (unknown, not 0)."""
+        return {"tensors": self.tensors if self.counted else None, "params": self.params if self.counted else None}
+
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "ok": self.ok, "verdict": self.verdict, "reason": self.reason,
                 "step": self.step, "layout": self.layout, "tensors": self.tensors, "params": self.params,
