@@ -128,8 +128,7 @@ def _verify_or_wait(ckpt: Checkpoint, **kwargs: object) -> CheckpointVerdict:
 # --- output -------------------------------------------------------------------------
 
 def _counts(v: CheckpointVerdict) -> str:
-    if not v.tensors and v.layout == "megatron" and not any(Path(f["path"]).name == ".metadata" for f in v.files):
-        # counted only from DCP's .metadata: a legacy torch save (or none read) has no count
+    if not v.counted:    # a Megatron save whose DCP .metadata was not read: no count, not zero
         return f"{'-':>6} tensors {'-':>7} params"
     return f"{v.tensors:>6} tensors {human_count(v.params):>7} params"
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import gc
 import io
+import math
 import pickle
 from dataclasses import dataclass, field
 from typing import Any
@@ -201,10 +202,7 @@ class DcpTensor:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for s in self.size:
-            n *= s
-        return n
+        return math.prod(self.size)
 
 
 @dataclass
@@ -242,12 +240,11 @@ def _tensor(fqn: str, meta: Any) -> DcpTensor:
     if len(size) > _MAX_DIMS or not all(type(s) is int and 0 <= s < 1 << 63 for s in size):
         raise DcpMetadataError(f"tensor {_shown(fqn)} has a size that is not up to {_MAX_DIMS} non-negative "
                                "64-bit integers")
-    dims = size
     for c in chunks:
         if not isinstance(c, _Chunk):
             raise DcpMetadataError(f"tensor {_shown(fqn)} has a chunk that is not ChunkStorageMetadata")
     dtype = getattr(getattr(meta, "properties", None), "dtype", None)
-    return DcpTensor(fqn, dims, dtype if isinstance(dtype, str) else "unknown", len(chunks))
+    return DcpTensor(fqn, size, dtype if isinstance(dtype, str) else "unknown", len(chunks))
 
 
 def _unpickle_restricted(raw: bytes) -> Any:
@@ -261,7 +258,7 @@ def _unpickle_restricted(raw: bytes) -> Any:
         if "truncated" in str(exc):
             raise DcpMetadataError("is cut short (the pickle ends early)") from None
         raise DcpMetadataError(f"is not a DCP index pickle ({str(exc)[:120]})") from None
-    except Exception as exc:   # UnpicklingError, TypeError from a stand-in given odd args, ...: damaged input
+    except Exception as exc:   # TypeError from a stand-in given odd args, ...: damaged input
         raise DcpMetadataError(f"is not a DCP index pickle ({type(exc).__name__}: {str(exc)[:120]})") from None
 
 

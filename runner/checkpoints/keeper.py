@@ -134,8 +134,8 @@ class CheckpointKeeper:
                 alerts = on_checkpoint(ck.step, str(ck.path)) if v.ok else []
                 suspect = bool(alerts)
             self.run.event("checkpoint", path=str(ck.path), step=ck.step, verdict=rec.get("verdict"), ok=v.ok,
-                           reason=rec.get("reason"), suspect=suspect, tensors=rec.get("tensors"),
-                           params=rec.get("params"), recipe_hash=self.hash, attempt=attempt)
+                           reason=rec.get("reason"), suspect=suspect, **v.counts(), recipe_hash=self.hash,
+                           attempt=attempt)
             for a in alerts:
                 self.run.event("alert", attempt=attempt, **a)
             if v.ok:
@@ -254,11 +254,13 @@ class CheckpointKeeper:
         cks = find_checkpoints(self.root)
         if not cks:
             return {"ok": False, "message": f"no checkpoints under {self.root}"}
-        v = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash).to_dict()
+        verdict = verify_checkpoint(cks[0].path, expected_recipe_hash=self.hash)
+        v, counts = verdict.to_dict(), verdict.counts()
         self.run.event("checkpoint", path=str(cks[0].path), step=cks[0].step, verdict=v.get("verdict"),
-                       ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False),
-                       tensors=v.get("tensors"), params=v.get("params"), requested_by="user")
-        return {"ok": True, "message": f"{v.get('verdict')}: {cks[0].path.name} ({v.get('tensors')} tensors) "
+                       ok=v.get("ok"), reason=v.get("reason"), suspect=v.get("suspect", False), **counts,
+                       requested_by="user")
+        counted = f" ({counts['tensors']} tensors)" if counts["tensors"] is not None else ""
+        return {"ok": True, "message": f"{v.get('verdict')}: {cks[0].path.name}{counted} "
                                        f"{v.get('reason') or ''}".strip(), "verdict": v}
 
     def resume_point(self, *, allow_drift: bool) -> str | None:

@@ -145,26 +145,33 @@ def _count_tensors(d: Path, index: DcpIndex, report: MegatronReport) -> None:
 
 
 def _read_dcp_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex | None:
-    """DCP's index of the save, read without executing it; None (and a problem) when unreadable."""
+    """DCP's index of the save, read without executing it; None (and a problem) when unreadable.
+    Its file entry carries its own verdict (an empty or corrupt index is named as the bad file),
+    and is listed even when too large to read, so ``--full`` hashes it with the shards."""
+    where = f"{path.parent.name}/.metadata"
     try:
         size = path.stat().st_size
-        if size == 0:
-            report.problems.append(("empty_stub", f"{path.parent.name}/.metadata is empty (0 bytes)"))
-            return None
-        if size > _MAX_DCP_METADATA_BYTES:
-            report.notes.append(f"{path.parent.name}/.metadata is {human_bytes(size)}: not read (above "
-                                f"{human_bytes(_MAX_DCP_METADATA_BYTES)}); tensors not counted, shards checked "
-                                "for presence and size only")
-            return None
-        raw = path.read_bytes()
+        raw = path.read_bytes() if 0 < size <= _MAX_DCP_METADATA_BYTES else b""
     except OSError as exc:
-        report.problems.append(("unreadable", f"{path.parent.name}/.metadata: {exc.strerror or exc}"))
+        report.problems.append(("unreadable", f"{where}: {exc.strerror or exc}"))
         return None
-    report.files.append(_file_entry(path, base))
+    entry = _file_entry(path, base)
+    report.files.append(entry)
+    if size == 0:
+        entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
+        report.problems.append(("empty_stub", f"{where} is empty (0 bytes)"))
+        return None
+    if size > _MAX_DCP_METADATA_BYTES:
+        entry["reason"] = f"not read (above {human_bytes(_MAX_DCP_METADATA_BYTES)})"
+        report.notes.append(f"{where} is {human_bytes(size)}: not read (above "
+                            f"{human_bytes(_MAX_DCP_METADATA_BYTES)}); tensors not counted, shards checked "
+                            "for presence and size only")
+        return None
     try:
         return parse_dcp_metadata(raw)
     except DcpMetadataError as exc:
-        report.problems.append(("corrupt_header", f"{path.parent.name}/.metadata {exc}"))
+        entry.update(ok=False, verdict="corrupt_header", reason=str(exc))
+        report.problems.append(("corrupt_header", f"{where} {exc}"))
         return None
 
 

@@ -51,13 +51,20 @@ class CheckpointVerdict:
     problems: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    counted: bool = True      # tensors/params were read from headers; False: a Megatron save whose DCP
+                              # .metadata was not read (legacy torch pickles, a corrupt or too large index)
+
+    def counts(self) -> dict[str, int | None]:
+        """``tensors`` and ``params`` for an event or a record: None when not counted (unknown, not 0)."""
+        return {"tensors": self.tensors if self.counted else None, "params": self.params if self.counted else None}
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "ok": self.ok, "verdict": self.verdict, "reason": self.reason,
                 "step": self.step, "layout": self.layout, "tensors": self.tensors, "params": self.params,
                 "files": self.files, "suspect": self.suspect, "suspect_reason": self.suspect_reason,
                 "recipe_hash": self.recipe_hash, "drift": self.drift, "full": self.full,
-                "problems": self.problems, "notes": self.notes, "seconds": round(self.seconds, 6)}
+                "problems": self.problems, "notes": self.notes, "seconds": round(self.seconds, 6),
+                "counted": self.counted}
 
 
 @dataclass
@@ -70,6 +77,7 @@ class _Findings:
     summary: str = ""
     dcp_tensors: int = 0        # model tensors (and their elements) DCP's .metadata lists (Megatron saves)
     dcp_params: int = 0
+    dcp_indexed: bool = False   # a DCP .metadata was read: dcp_tensors/dcp_params are known
 
 
 def _read_json_object(path: Path) -> tuple[dict | None, str | None]:
@@ -254,6 +262,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
         found.notes += report.notes
         found.dcp_tensors += report.tensors
         found.dcp_params += report.params
+        found.dcp_indexed = found.dcp_indexed or report.indexed
         if report.weights_elsewhere is not None:
             _check_weights_elsewhere(d, report.weights_elsewhere, found)
         elif report.format == "common_only" and layout in ("hf_adapter", "hf_full", "hf_sharded"):
@@ -418,6 +427,7 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
     v.params = sum(fv.params for fv in good)
     if not v.tensors:       # a Megatron-only save: the tensors DCP's .metadata lists
         v.tensors, v.params = found.dcp_tensors, found.dcp_params
+        v.counted = layout != "megatron" or found.dcp_indexed
     elif found.dcp_tensors:   # safetensors beside Megatron state: count the weights once, say what else is there
         found.notes.append(f"Megatron state beside the safetensors: {found.dcp_tensors} model tensors "
                            f"({human_count(found.dcp_params)} params) listed by its .metadata")

@@ -92,7 +92,7 @@ def test_a_torch_dist_save_counts_its_model_tensors_and_parameters_not_the_optim
     proc = cli("verify", str(d), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (ck,) = json.loads(proc.stdout)["checkpoints"]
-    assert (ck["tensors"], ck["params"], ck["layout"]) == (4, 640, "megatron")
+    assert (ck["tensors"], ck["params"], ck["layout"], ck["counted"]) == (4, 640, "megatron", True)
     line = cli("verify", str(d)).stdout.splitlines()[0]
     assert line.startswith("ok ") and "4 tensors" in line and "640 params" in line, line
 
@@ -134,6 +134,7 @@ def test_a_save_whose_metadata_lists_no_model_tensor_is_an_empty_stub(tmp_path):
     nothing = megatron_save(tmp_path / "a", 10, {"iteration": io.BytesIO(b"10"), "args": io.BytesIO(b"{}")})
     v = verify_checkpoint(nothing)
     assert v.verdict == "empty_stub" and "lists no tensors at all (2 non-tensor item(s))" in v.reason, v.problems
+    assert v.counted        # read, and it lists none: zero, not unknown
     line = cli("verify", str(nothing)).stdout.splitlines()[0]
     assert line.startswith("EMPTY_STUB") and " 0 tensors " in line and " 0 params " in line, line
     optim_only = megatron_save(tmp_path / "b", 10, {"optimizer.state.exp_avg.decoder.w": torch.zeros(4, 4)})
@@ -192,6 +193,13 @@ def test_a_cut_short_metadata_is_corrupt(tmp_path):
     (d / ".metadata").write_bytes(raw[: len(raw) // 2])
     v = verify_checkpoint(d)
     assert v.verdict == "corrupt_header" and ".metadata is cut short" in v.reason, v.problems
+    entry = next(f for f in v.files if f["path"] == ".metadata")      # the bad file is named as bad
+    assert (entry["ok"], entry["verdict"]) == (False, "corrupt_header") and "cut short" in entry["reason"], entry
+    # the index was not read: the save's count is unknown ('-'), not zero tensors
+    line = cli("verify", str(d)).stdout.splitlines()[0]
+    assert line.startswith("CORRUPT_HEADER") and " - tensors " in line and " 0 tensors " not in line, line
+    (ck,) = json.loads(cli("verify", str(d), "--json").stdout)["checkpoints"]
+    assert ck["counted"] is False and ck["tensors"] == 0, ck
 
 
 def test_an_adapter_beside_megatron_state_is_counted_once(mk, tmp_path):
@@ -319,10 +327,14 @@ def test_a_metadata_above_the_read_limit_is_said_to_be_uncounted(tmp_path, monke
     d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
     monkeypatch.setattr(megatron, "_MAX_DCP_METADATA_BYTES", 1024)
     v = verify_checkpoint(d)
-    assert v.ok and v.tensors == 0, v.problems
+    assert v.ok and v.tensors == 0 and not v.counted, v.problems
     size = (d / ".metadata").stat().st_size
     assert f"iter_0000100/.metadata is {size / 1024:.1f} KB: not read (above 1.0 KB); tensors not counted, " \
         "shards checked for presence and size only" in v.notes, v.notes
+    entry = next((f for f in v.files if f["path"] == ".metadata"), None)   # listed, so --full hashes it
+    assert entry is not None and entry["ok"] and entry["reason"] == "not read (above 1.0 KB)", v.files
+    full = verify_checkpoint(d, full=True)
+    assert ".metadata" in full.full["file_hashes"], full.full
 
 
 def test_a_tensor_size_that_is_no_tensors_is_corrupt(tmp_path):
@@ -354,3 +366,14 @@ def test_a_shard_the_index_places_in_a_subdirectory_is_checked_there(tmp_path):
     os.truncate(shard, shard.stat().st_size - 1)
     v = verify_checkpoint(d)
     assert v.verdict == "truncated" and "rank_0/__0_0.distcp is " in v.reason, v.problems
+
+
+def test_an_empty_metadata_is_the_file_named_as_the_stub(tmp_path):
+    """torch writes ``.metadata`` last: a save stopped as it began that write leaves it at 0 bytes."""
+    d = megatron_save(tmp_path / "save", 100, model_and_optimizer(layers=1))
+    (d / ".metadata").write_bytes(b"")
+    v = verify_checkpoint(d)
+    assert v.verdict == "empty_stub" and "iter_0000100/.metadata is empty (0 bytes)" in v.reason, v.problems
+    assert not v.counted
+    entry = next((f for f in v.files if f["path"] == ".metadata"), None)
+    assert entry is not None and (entry["ok"], entry["verdict"]) == (False, "empty_stub"), v.files

@@ -135,3 +135,30 @@ def test_a_save_deleted_by_save_total_limit_while_verified_is_not_a_bad_save(tmp
     assert [e for e in events if e["type"] == "checkpoint"] == [], events
     assert bad == {"total": 0, "in_a_row": []}
     assert not ck.exists(), sorted(p.name for p in ck.iterdir())
+
+
+def test_a_save_whose_tensors_are_not_counted_is_recorded_without_a_count(tmp_path):
+    """A legacy Megatron save (torch pickles, never read): the checkpoint events and the `v`
+    message carry no tensor count rather than "0 tensors", which reads as a save without weights;
+    a counted save still carries its count."""
+    from tests.checkpoints.conftest import lora_tensors, write_adapter, write_megatron_legacy
+    from tests.waiting import until
+
+    out = tmp_path / "out"
+    write_megatron_legacy(out, 10)
+    rec = Recorder(tmp_path)
+    keeper = CheckpointKeeper(rec, out, recipe_hash="h", settle_s=0.05)
+
+    def checks():
+        keeper.poll(lambda step, path: [], 1)
+        return [e for e in rec.events if e["type"] == "checkpoint"]
+
+    (polled,) = until(checks, timeout=30, what="the legacy save verified")
+    assert polled["ok"] and (polled["tensors"], polled["params"]) == (None, None), polled
+    asked = keeper.verify_latest()
+    assert asked["ok"] and "tensors" not in asked["message"], asked
+    assert (rec.events[-1]["tensors"], rec.events[-1]["params"]) == (None, None), rec.events[-1]
+    adapter = tmp_path / "adapter"
+    write_adapter(adapter / "checkpoint-1", lora_tensors(r=4, layers=2, hidden=64))
+    counted = CheckpointKeeper(rec, adapter, recipe_hash="h", settle_s=0.05).verify_latest()
+    assert f"({counted['verdict']['tensors']} tensors)" in counted["message"] and rec.events[-1]["tensors"] > 0
