@@ -171,7 +171,7 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
     lines += ["", "## Checkpoints", ""]
     if r["checkpoints"]:
         lines += _table(["step", "verdict", "tensors", "suspect", "header sha256", "content sha256", "path"],
-                        [[str(c.get("step")), str(c.get("verdict")), str(c.get("tensors")),
+                        [[str(c.get("step")), str(c.get("verdict")), "-" if c.get("tensors") is None else str(c["tensors"]),
                           "yes" if c.get("suspect") else "", (c.get("header_sha256") or "")[:16],
                           (c.get("sha256") or "")[:16], str(c.get("path"))] for c in r["checkpoints"]])
     else:

@@ -45,7 +45,7 @@ class CheckpointLine:
     verdict: str
     ok: bool
     suspect: bool
-    tensors: int
+    tensors: int | None                # None: not counted (a legacy Megatron save, an index not read)
     header_sha256: str | None          # digest of every weight file's size and header: cheap identity
     sha256: str | None = None          # content digest, with --full only
 
@@ -221,7 +221,7 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
             continue
         v = verify_checkpoint(p, full=full, expected_recipe_hash=state.get("recipe_hash"))
         checkpoints.append(CheckpointLine(path, v.step if v.step is not None else step, v.verdict, v.ok, v.suspect,
-                                          v.tensors, header_digest(p), (v.full or {}).get("hash") if full else None))
+                                          v.counts()["tensors"], header_digest(p), (v.full or {}).get("hash") if full else None))
     # an alert that updates its numbers, or ends, is still the one alert (moeconsole.runner.core.memory)
     alerts = [ev for ev in events if ev.get("type") == "alert" and not (ev.get("update") or ev.get("resolved"))]
     from moeconsole.runner.rundir.alertgroups import AlertBook, crash_hints, read_acks

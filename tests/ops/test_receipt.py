@@ -102,3 +102,26 @@ def test_receipt_with_an_unwritable_home_is_quiet_and_leaves_no_scratch(tmp_path
     assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert proc.stderr == "", proc.stderr
     assert list(scratch.iterdir()) == []
+
+
+def test_a_save_whose_tensors_were_not_counted_has_no_count_in_the_receipt(tmp_path, runs_dir):
+    """A legacy Megatron save (``mp_rank_XX/model_optim_rng.pt``: no index to count from) is
+    verified ok but its tensors are not counted: the receipt says so (null, ``-``), not "0 tensors",
+    which reads as a save without weights; a counted save beside it keeps its count."""
+    from tests.checkpoints.conftest import write_demo_checkpoint, write_megatron_legacy
+    from tests.console.conftest import write_run
+    run = write_run(runs_dir, status="succeeded", checkpoints=())
+    legacy = write_megatron_legacy(run.path / "output" / "megatron", 4)
+    counted = write_demo_checkpoint(run.path / "output" / "checkpoint-8", 8)
+    run.event("checkpoint", path=str(legacy), step=4, ok=True, verdict="ok")
+    run.event("checkpoint", path=str(counted), step=8, ok=True, verdict="ok")
+    proc = _cli(runs_dir, "runs", "receipt", run.path.name, "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {c["step"]: c for c in json.loads(proc.stdout)["checkpoints"]}
+    assert (rows[4]["verdict"], rows[4]["tensors"]) == ("ok", None), rows
+    assert rows[8]["verdict"] == "ok" and rows[8]["tensors"] > 0, rows
+    out = tmp_path / "report"
+    proc = _cli(runs_dir, "runs", "receipt", run.path.name, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    line = next(line for line in (out / "receipt.md").read_text().splitlines() if str(legacy) in line)
+    assert "| - |" in line and "| 0 |" not in line, line
