@@ -66,3 +66,39 @@ def test_ctrl_c_while_the_runner_is_started_says_the_run_goes_on(base, tmp_path,
                 except psutil.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=30)
+
+
+def test_run_detach_inside_tmux_asks_tmux_nothing(base, tmp_path):
+    """`run --detach` opens no console, so nothing asks tmux how its clients take UTF-8 (the
+    question, a process of its own, is for the console's terminal driver: ``glyphs.ask_tmux_early``).
+    A `tmux` on PATH that notes each call; the run it starts is ended by `moeconsole kill`."""
+    bin_dir, asked = tmp_path / "bin", tmp_path / "asked"
+    bin_dir.mkdir()
+    (bin_dir / "tmux").write_text(f"#!/bin/sh\necho \"$@\" >> {asked}\necho 1\n")
+    (bin_dir / "tmux").chmod(0o755)
+    recipe = tmp_path / "sleeper.yaml"
+    recipe.write_text('name: sleeper\ncommand: ["{python}", "-c", "import time; time.sleep(600)"]\n'
+                      'kill: {grace_s: 3}\n')
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "TMUX": "/nowhere/tmux-0/default,1,0", "TMUX_PANE": "%0"}
+    env.pop("MOECONSOLE_ASCII", None)
+    done = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(recipe), "--detach",
+                           "--runs-dir", str(base)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    runs = rundir.list_run_dirs(base)
+    try:
+        assert done.returncode == 0, done.stderr
+        assert len(runs) == 1 and runs[0].run_id in done.stdout, done.stdout
+        assert not asked.exists(), asked.read_text()
+    finally:
+        for run in runs:
+            runner = (run.read_state().get("runner") or {}).get("pid")
+            subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
+                            str(base)], cwd=REPO, capture_output=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+            if runner and psutil.pid_exists(runner):
+                proc = psutil.Process(runner)
+                try:
+                    proc.wait(timeout=60)
+                except psutil.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=30)
