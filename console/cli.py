@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise InputError(_unknown_command(args.run))
             name = "json" if args.json else "attach"
         _check_runs(args)
-        if own_process and name in UI_COMMANDS:
+        if own_process and name in UI_COMMANDS and not getattr(args, "detach", False):
             from moeconsole.console import glyphs
             glyphs.ask_tmux_early()   # the answer is ready when the terminal driver is made
         module = importlib.import_module(f"moeconsole.console.commands.{name}")

@@ -38,25 +38,32 @@ def plot_loss(curve: list[list[float]], path: Path, restarts_at: Sequence[int] =
 
 
 def _private_mpl_config() -> str | None:
-    """A scratch MPLCONFIGDIR (returned, to be removed) when matplotlib's own would not be
-    writable: a HOME that is read-only, missing or someone else's. Matplotlib then made a
-    temporary one itself and printed two lines of warnings around the receipt
-    ("mkdir -p failed for path ...", "Matplotlib created a temporary cache directory ...").
-    Its rule (matplotlib/__init__.py ``_get_config_or_cache_dir``): $MPLCONFIGDIR, else
-    $XDG_CONFIG_HOME/matplotlib, else ~/.config/matplotlib, created if missing."""
+    """A scratch MPLCONFIGDIR (returned, to be removed) when matplotlib's own directories would not
+    be writable: a HOME that is read-only, missing or someone else's, or an XDG directory that is.
+    Matplotlib then made a temporary one itself and printed two lines of warnings around the
+    receipt ("mkdir -p failed for path ...", "Matplotlib created a temporary cache directory ...").
+    Its rule (matplotlib/__init__.py ``_get_config_or_cache_dir``, for ``get_configdir`` and for
+    ``get_cachedir``, where the font list is written): $MPLCONFIGDIR for both, else
+    $XDG_CONFIG_HOME/matplotlib (~/.config/matplotlib) and $XDG_CACHE_HOME/matplotlib
+    (~/.cache/matplotlib), each created if missing."""
     if os.environ.get("MPLCONFIGDIR"):
         return None
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "matplotlib"
-    try:
-        config.mkdir(parents=True, exist_ok=True)
-        if os.access(config, os.W_OK | os.X_OK):
-            return None
-    except OSError:
-        pass
+    if all(_writable_dir(Path(os.environ.get(xdg) or Path.home() / default) / "matplotlib")
+           for xdg, default in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"))):
+        return None
     import tempfile
     scratch = tempfile.mkdtemp(prefix="moeconsole-mpl-")
     os.environ["MPLCONFIGDIR"] = scratch
     return scratch
+
+
+def _writable_dir(path: Path) -> bool:
+    """``path`` made if missing and writable, as matplotlib needs its directories."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return os.access(path, os.W_OK | os.X_OK)
+    except OSError:
+        return False
 
 
 def _plot(curve: list[list[float]], path: Path, restarts_at: Sequence[int], *, follow_dir: bool) -> str | None:

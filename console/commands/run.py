@@ -28,12 +28,15 @@ def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name:
     if errors:
         sys.stderr.write(f"moeconsole: {recipe_path}: {len(errors)} lint error(s); nothing launched\n")
         return 1, None
-    with _interrupt_after():   # a Ctrl-C in between: the run is made and its runner started, then said so
-        run = launch.create_run(base, recipe, name=name, allow_drift=allow_drift)
-        pid = launch.spawn_runner(run)
+    run: rundir.RunDir | None = None
     try:
+        with _interrupt_after():   # a Ctrl-C in between: the run is made and its runner started, then said so
+            run = launch.create_run(base, recipe, name=name, allow_drift=allow_drift)
+            pid = launch.spawn_runner(run)
         launch.wait_ready(run, pid)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:   # the one held back above, or one while the runner gets ready
+        if run is None:
+            raise
         raise StartInterrupted(run.run_id) from None
     return 0, run
 

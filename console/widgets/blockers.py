@@ -44,25 +44,25 @@ class BlockerTable(DataTable):
     def __init__(self, blockers: list[dict], *, id: str | None = None) -> None:
         """``blockers``: the snapshot's first list with a process to show (drawn at the mount)."""
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
-        self._first = blockers
+        self._given = blockers           # the list last given (``show``): drawn at the mount and at a resize
         self.blockers: list[dict] = []   # the rows drawn (``z`` acts on the cursor's): from the mount on
         self._shown: object = None
         self._columns = False            # rows only after the columns (at the mount)
 
     def on_mount(self) -> None:
         self._columns = True
-        self.show(self._first)
+        self.show(self._given)
 
     def on_resize(self) -> None:
         if self._columns:
             self._shown = None   # the columns that fit the new width
-            self.show(self._first if not self.blockers else self.blockers)
+            self.show(self._given)
 
     def show(self, blockers) -> None:
-        rows = shown_blockers(blockers)
+        self._given = blockers
         if not self._columns:   # a snapshot before the mount: the mount draws it
-            self._first = blockers
             return
+        rows = shown_blockers(blockers)
         # the age as shown is part of what is shown: a leftover alive 67 s never reads "17s"
         width = self.size.width or None
         key = (width, tuple((b.get("pid"), b.get("start_time"), b.get("gpu_mem_mib"), tuple(b.get("labels") or ()),
