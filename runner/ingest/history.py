@@ -287,12 +287,13 @@ class EarlyPart:
     takes it over (``early=``); ``close()`` ends it if the read never comes."""
 
     def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
-        from moeconsole.runner.ingest.spawned import Spawned
+        from moeconsole.runner.ingest.spawned import SPLIT_MIN_BYTES, Spawned
         self.chunk = chunk
         self.work = Path(tempfile.mkdtemp(prefix=".history-", dir=Path(metrics).parent))
         (self.work / "progress").write_bytes(bytes(8))
         (self.work / "spool").touch()   # the other process opens it before this one writes it
-        plan = f"plan:{split_fraction(os.path.getsize(path))}:{-1 if split_min_bytes is None else split_min_bytes}"
+        least = SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes
+        plan = f"plan:{split_fraction(os.path.getsize(path))}:{least}"
         self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
                                   str(metrics), str(evals), str(self.work), str(os.getpid()))
 
@@ -461,10 +462,9 @@ def _part_main(argv: list[str]) -> int:
         alive()
         time.sleep(0.005)
     if end.startswith("plan:"):   # started early (``EarlyPart``): the split is planned here
-        from moeconsole.runner.ingest.bulk import SPLIT_MIN_BYTES, plan_split
+        from moeconsole.runner.ingest.bulk import plan_split
         _, fraction, least = end.split(":")
-        plan = plan_split(path, split_min_bytes=SPLIT_MIN_BYTES if int(least) < 0 else int(least),
-                          fraction=float(fraction), fork=False)
+        plan = plan_split(path, split_min_bytes=int(least), fraction=float(fraction), fork=False)
         end = str(plan[1] if plan is not None else 0)
         tmp = os.path.join(work, "plan.tmp")
         with open(tmp, "wb") as f:
