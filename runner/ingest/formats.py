@@ -23,6 +23,7 @@ Formats (``src`` names in records):
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -1361,7 +1362,7 @@ _HF_TABLE_NAME_RE = re.compile(r"^[A-Z0-9][\w@.-]*(?: [\w@.-]+)*$")
 _HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$")
 
 
-def _hf_table_cells(text: str) -> tuple[list[str], str] | None:
+def _hf_table_cells(text: str) -> tuple[list[str], str]:
     """The cells of a results-table line and how they are separated (``|``, a tab, or runs of
     spaces, where the two-word names and ``No log`` stay one cell)."""
     line = text.strip()
@@ -1380,10 +1381,7 @@ def read_hf_table_header(text: str) -> tuple[list[str], str] | None:
     once, no name a number."""
     if "Loss" not in text or ("Step" not in text and "Epoch" not in text):
         return None
-    got = _hf_table_cells(text)
-    if got is None:
-        return None
-    names, sep = got
+    names, sep = _hf_table_cells(text)
     if (len(names) < 2 or len(set(names)) != len(names)
             or not any(n in names for n in _HF_TABLE_COUNTERS)
             or not any(n in names for n in _HF_TABLE_LOSSES)
@@ -1401,22 +1399,22 @@ def read_hf_table_row(text: str, names: list[str], sep: str) -> dict[str, float 
     """The value of each column (None for ``No log``) of a row under that header, else None: as
     many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
     be fractional)."""
-    got = _hf_table_cells(text)
-    if got is None or got[1] != sep or len(got[0]) != len(names):
+    cells, got_sep = _hf_table_cells(text)
+    if got_sep != sep or len(cells) != len(names):
         return None
     values: dict[str, float | None] = {}
-    for name, cell in zip(names, got[0]):
+    for name, cell in zip(names, cells):
         if cell == "No log":
             values[name] = None
             continue
         num = parse_number(cell)
-        if num is None or name in _HF_TABLE_COUNTERS and num < 0:
+        if num is None or name in _HF_TABLE_COUNTERS and not 0 <= num < math.inf:   # NaN, inf: no counter
             return None
         values[name] = num
     step = values.get("Step")
     if step is not None and step != int(step):
         return None
-    if values.get("Step") is None and values.get("Epoch") is None:
+    if step is None and values.get("Epoch") is None:
         return None
     return values
 

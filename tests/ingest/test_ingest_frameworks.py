@@ -340,6 +340,13 @@ def test_transformers_results_tables_are_evaluations_with_the_training_loss_besi
     recs, marks = by_line_parser(carried.encode())
     assert [(r["step"], r["loss"]) for r in recs] == [(600, 0.6931), (1200, 0.5)]
     assert evals_of(marks) == [(300, 0.75), (600, 0.7), (900, 0.65), (1200, 0.6)]
+    # a row whose counter is no whole number (NaN, inf, beyond a float) is no row: the reader
+    # says so (it raised, and only the parser's guard kept the line from ending the read)
+    from moeconsole.runner.ingest import formats
+    head = formats.read_hf_table_header("Step\tTraining Loss\tValidation Loss")
+    assert head is not None
+    for counter in ("nan", "inf", "1e400"):
+        assert formats.read_hf_table_row(f"{counter}\t0.5\t0.4", *head) is None
     # a line that names the columns with numbers among them is no header: read as before
     recs, _ = by_line_parser(b"Step 10 Training Loss 0.5\nStep 20 Training Loss 0.4\n")
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 0.5), (20, 0.4)]
