@@ -235,10 +235,23 @@ _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-
 # f"{k}:{v:.3f}"). Every such line ends with a number; one that does not was cut (a terminal's or
 # a paste's wrap, inside a name: "... - prompt_length" then "/mean:173.630 - ...").
 _VERL_HEAD_RE = re.compile(r"^(?:\([^)]{0,80}\)\s*)?step:\d+ - ")
-_VERL_END_RE = re.compile(r":\s?(?:" + _NUM + r")$")
+# pformat of a numpy scalar is its repr, under numpy >= 2 with its type (NEP 51):
+# "np.float64(0.279)"; most of veRL's actor/* metrics are (reduce_metrics takes np.mean of them)
+_NP_SCALAR = r"np\.[a-z]+\d*\((" + _NUM + r")\)"
+_NP_SCALAR_RE = re.compile(r"(?<=:)" + _NP_SCALAR)
+_VERL_VALUE = r"(?:" + _NUM + r"|" + _NP_SCALAR + r")"
+_VERL_END_RE = re.compile(r":\s?" + _VERL_VALUE + r"$")
 # The first piece of the row that goes on with it: the rest of a name and its value
 # ("an:330.437", "/mean:173.630", "ip_ratio:0.004"), or a value alone (a cut after the colon).
-_VERL_REST_RE = re.compile(r"^[\w/@.\-]*(?::\s?)?(?:" + _NUM + r")$")
+_VERL_REST_RE = re.compile(r"^[\w/@.\-]*(?::\s?)?" + _VERL_VALUE + r"$")
+
+
+def verl_numbers(text: str) -> str:
+    """A veRL step line with each numpy scalar's repr (``actor/grad_norm:np.float64(0.279)``) as
+    the number it holds (``actor/grad_norm:0.279``), as numpy < 2 printed it; other lines as they are."""
+    if "np." not in text or _VERL_HEAD_RE.match(text) is None:
+        return text
+    return _NP_SCALAR_RE.sub(r"\1", text)
 
 
 def verl_line_cut(text: str) -> bool:

@@ -329,6 +329,7 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        text = formats.verl_numbers(text)
         if self.line_format is not None and not stripped:
             got_user = self.line_format.read(text)
             if got_user is not None:
