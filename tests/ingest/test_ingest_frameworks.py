@@ -423,6 +423,18 @@ def test_a_verl_step_line_wrapped_by_the_terminal_is_read_whole(cut):
     assert all(r["extra"]["prompt_length/mean"] == 173.63 for r in recs)
 
 
+def test_a_cut_line_whose_rest_never_comes_is_a_metric_line_of_its_own():
+    """A veRL step line a paste cut whose rest was lost (`... - prompt_length`, then the next step's
+    line): each line gives its record and counts as a metric line of its own (the cut one was
+    numbered as the line after it, so the two counted as one)."""
+    first, second = _verl_line(4), _verl_line(5)
+    p = LogParser()
+    lines = [first[:first.index("prompt_length") + len("prompt_length")], second]
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    assert [o["step"] for k, o in events if k == "record"] == [4, 5]
+    assert p.stats.metric_lines == 2 and p.stats.lines == 2
+
+
 def test_verl_numpy_scalars_are_read_as_the_numbers_they_hold():
     """veRL under numpy >= 2 prints its np.mean metrics by their repr ("actor/grad_norm:np.float64(0.279)"):
     the lines give the records the same lines of plain numbers give (the grad norm and the lr were
