@@ -187,8 +187,7 @@ class Series:
         in a max or a min, and a sum started at 0.0 drops a first -0.0's sign."""
         import numpy as np
         n = len(ys)
-        if n < ARRAY_MIN or (ys == 0).any() and np.signbit(ys[ys == 0]).any() or \
-                (xs == 0).any() and np.signbit(xs[xs == 0]).any():
+        if n < ARRAY_MIN or np.signbit(ys[ys == 0]).any() or np.signbit(xs[xs == 0]).any():
             self.extend(xs.tolist(), ys.tolist())
             return
         xs = np.asarray(xs, dtype=np.float64)
