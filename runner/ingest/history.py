@@ -340,10 +340,14 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
     as they come, then appends the rows (``_part_main``). If the other process fails this one
     reads the first part itself and does the same.
 
-    ``early``: that process already started (``start_part``, with this ``chunk``, no
-    ``line_format``): its plan is taken (the decision to read in two was made when it started)."""
+    ``early``: that process already started (``start_part``, with this ``chunk``): its plan is
+    taken (the decision to read in two was made when it started); with a ``line_format`` (which
+    it does not read) it is ended and this process reads the whole log."""
     from moeconsole.runner.ingest import bulk   # numpy: only once the history is read
     plan = None
+    if early is not None and line_format is not None:
+        early.close()
+        early = None
     if early is not None:
         at = early.split(stop)
         template = bulk.head_template(path) if at else None

@@ -293,3 +293,27 @@ def test_the_started_process_takes_less_of_a_smaller_log():
     assert parts == sorted(parts) and parts[0] == MIN_SPLIT
     assert all(MIN_SPLIT <= p < HISTORY_SPLIT for p in parts)
     assert HISTORY_SPLIT - parts[-1] < 0.01
+
+
+def test_a_declared_line_format_is_read_by_this_process_even_with_a_started_one(tmp_path):
+    """A log with a declared line format (``attach --log-format``) given a process started early
+    (``start_part``, which plans and reads its part without the format): the started process is
+    ended and the whole log read with the format, as one process reads it (the declared lines of
+    the started process's part were lost)."""
+    from moeconsole.runner.ingest.history import start_part
+    from moeconsole.runner.ingest.userformat import line_format_of
+    path = tmp_path / "train.log"
+    swift_log(path, steps=3000)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + "#00000# ce~9.50 ~ rate~1e-4\n" + "".join(lines[1:]))
+    fmt = line_format_of(r"^#(?P<step>\d+)# ce~(?P<loss>\S+)")
+    (tmp_path / "one").mkdir()
+    one, _ = read_history(str(path), HistoryFold(tmp_path / "one" / "metrics.jsonl", tmp_path / "one" / "evals.jsonl"),
+                          line_format=fmt, workers=1)
+    assert one.book.series["loss"].finite_max() == 9.5
+    (tmp_path / "two").mkdir()
+    early = start_part(str(path), tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl", split_min_bytes=0)
+    two, _ = read_history(str(path), HistoryFold(tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl"),
+                          line_format=fmt, split_min_bytes=0, early=early)
+    same_history(one, two)
+    assert history_children() == []
