@@ -356,11 +356,12 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
         else:
             plan, chunk = (template, at), early.chunk
     else:
-        if workers is None:
-            workers = 2 if bulk.second_core_free() else 1
-        if workers >= 2 and line_format is None:
-            plan = bulk.plan_split(path, split_min_bytes=bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes,
-                                   fraction=split_fraction(os.path.getsize(path)), fork=False)
+        least = bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes
+        size = os.path.getsize(path)
+        # the cores sampled (0.1 s) only for a log a second process may read a part of
+        if line_format is None and size >= least and (
+                workers if workers is not None else 2 if bulk.second_core_free() else 1) >= 2:
+            plan = bulk.plan_split(path, split_min_bytes=least, fraction=split_fraction(size), fork=False)
     if plan is None:
         stats = scan_history(path, fold.feed, progress=progress, stop=stop, line_format=line_format, chunk=chunk)
         return fold, stats

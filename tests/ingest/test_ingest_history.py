@@ -317,3 +317,23 @@ def test_a_declared_line_format_is_read_by_this_process_even_with_a_started_one(
                           line_format=fmt, split_min_bytes=0, early=early)
     same_history(one, two)
     assert history_children() == []
+
+
+def test_a_log_no_second_process_would_read_is_read_without_sampling_the_cores(tmp_path, monkeypatch):
+    """Whether a second core is free is sampled (0.1 s) only for a log big enough to split and
+    without a declared format: a small log's history, or one read with a format, starts at once."""
+    from moeconsole.runner.ingest import bulk
+    from moeconsole.runner.ingest.userformat import line_format_of
+    sampled = []
+    monkeypatch.setattr(bulk, "second_core_free", lambda sample_s=0.1: sampled.append(1) or True)
+    path = tmp_path / "train.log"
+    swift_log(path, steps=200)
+    for i, (least, fmt) in enumerate(((None, None), (0, line_format_of(r"^#(?P<step>\d+)# ce~(?P<loss>\S+)")))):
+        (tmp_path / str(i)).mkdir()
+        fold, _ = read_history(str(path), HistoryFold(tmp_path / str(i) / "metrics.jsonl", tmp_path / str(i) / "evals.jsonl"),
+                               split_min_bytes=least, line_format=fmt)
+        assert fold.records == 200
+    assert sampled == []
+    (tmp_path / "big").mkdir()
+    read_history(str(path), HistoryFold(tmp_path / "big" / "metrics.jsonl", tmp_path / "big" / "evals.jsonl"), split_min_bytes=0)
+    assert sampled == [1]
