@@ -329,13 +329,13 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
-        text = formats.verl_numbers(text)
         if self.line_format is not None and not stripped:
-            got_user = self.line_format.read(text)
+            got_user = self.line_format.read(text)   # the line as printed: the user's regex was written for it
             if got_user is not None:
                 evs = self._from_reader(got_user, rank)
                 if evs is not None:
                     return evs
+        text = formats.verl_numbers(text)
         if "Epoch" in text[:20] and "_mem " in text:
             head = formats.read_yolo_header(text)
             if head is not None:

@@ -454,6 +454,11 @@ def test_verl_numpy_scalars_are_read_as_the_numbers_they_hold():
     at = lines[0].index("prompt_length") + len("prompt_length")
     wrapped, _ = by_line_parser((lines[0][:at] + "\n" + lines[0][at:] + "\n").encode())
     assert wrapped == plain[:1]
+    # a declared format (--log-format) is matched against the line as printed
+    from moeconsole.runner.ingest.userformat import line_format_of
+    p = LogParser(line_format=line_format_of(r"step:(?P<step>\d+) .*actor/pg_loss:np\.float64\((?P<loss>[^)]+)\)"))
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    assert [(o["step"], o["loss"]) for k, o in events if k == "record"] == [(s, -0.0123) for s in steps]
 
 
 def _lmops_ppo_line(it: int, global_iter: int, tot_loss: float, lr: float) -> str:
