@@ -18,7 +18,7 @@ from array import array
 from functools import reduce
 from itertools import compress
 from operator import add
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,21 +116,14 @@ class Series:
         total = sum(ys)
         all_finite = total - total == 0  # a NaN or an inf makes the sum NaN or inf
         if all_finite:
-            high, low = max(ys), min(ys)
-            if self._min is None or low < self._min[0]:   # its step only when it is the new minimum
-                at = xs[ys.index(low)] if ys.count(low) == 1 else min(compress(xs, map(low.__eq__, ys)))
-                self._min = (low, at)
-            if self._max is None or high > self._max:
-                self._max = high
+            low = min(ys)
+            self._note_range(low, max(ys), lambda: xs[ys.index(low)] if ys.count(low) == 1
+                             else min(compress(xs, map(low.__eq__, ys))))
         else:
             finite = [(y, x) for x, y in zip(xs, ys) if y - y == 0]  # y - y is NaN for NaN and inf
             if finite:
-                lowest = min(finite)
-                if self._min is None or lowest[0] < self._min[0]:
-                    self._min = lowest
-                high = max(y for y, _ in finite)
-                if self._max is None or high > self._max:
-                    self._max = high
+                lowest = min(finite)   # (value, step): the smallest step of the minimum
+                self._note_range(lowest[0], max(y for y, _ in finite), lambda: lowest[1])
         i = 0
         while i < n:
             if self.stride == 1:
@@ -146,6 +139,15 @@ class Series:
                     continue
             if self.limit is not None and len(self._x) >= self.limit:
                 self._halve()
+
+    def _note_range(self, low: float, high: float, step_of_low: Callable[[], float]) -> None:
+        """A batch's smallest and largest finite values into the series' extremes (``extend``,
+        ``extend_array``); ``step_of_low()``, the smallest step of ``low`` in the batch, is only
+        asked when ``low`` is the new minimum."""
+        if self._min is None or low < self._min[0]:
+            self._min = (low, step_of_low())
+        if self._max is None or high > self._max:
+            self._max = high
 
     def _fill(self, x0: float, chunk: list[float], all_finite: bool) -> int:
         """At most the rest of the bucket being filled (stride > 1), ``x0`` the step of the
@@ -185,8 +187,7 @@ class Series:
         in a max or a min, and a sum started at 0.0 drops a first -0.0's sign."""
         import numpy as np
         n = len(ys)
-        if n < ARRAY_MIN or (ys == 0).any() and np.signbit(ys[ys == 0]).any() or \
-                (xs == 0).any() and np.signbit(xs[xs == 0]).any():
+        if n < ARRAY_MIN or np.signbit(ys[ys == 0]).any() or np.signbit(xs[xs == 0]).any():
             self.extend(xs.tolist(), ys.tolist())
             return
         xs = np.asarray(xs, dtype=np.float64)
@@ -196,19 +197,10 @@ class Series:
         self._recent.extend(ys[-RECENT_KEEP:].tolist())
         fin = np.isfinite(ys)
         all_finite = bool(fin.all())
-        if all_finite:
-            low, high = float(ys.min()), float(ys.max())
-            low_at = ys == low
-        elif fin.any():
-            low, high = float(ys[fin].min()), float(ys[fin].max())
-            low_at = fin & (ys == low)
-        else:
-            low_at = None
-        if low_at is not None:
-            if self._min is None or low < self._min[0]:   # the smallest step of the minimum, as ``extend``
-                self._min = (low, float(xs[low_at].min()))
-            if self._max is None or high > self._max:
-                self._max = high
+        if all_finite or fin.any():
+            vals = ys if all_finite else ys[fin]
+            low = float(vals.min())
+            self._note_range(low, float(vals.max()), lambda: float(xs[fin & (ys == low)].min()))
         i = 0
         while i < n:
             if self.stride == 1:

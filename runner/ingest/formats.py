@@ -23,6 +23,7 @@ Formats (``src`` names in records):
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -234,10 +235,23 @@ _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-
 # f"{k}:{v:.3f}"). Every such line ends with a number; one that does not was cut (a terminal's or
 # a paste's wrap, inside a name: "... - prompt_length" then "/mean:173.630 - ...").
 _VERL_HEAD_RE = re.compile(r"^(?:\([^)]{0,80}\)\s*)?step:\d+ - ")
-_VERL_END_RE = re.compile(r":\s?(?:" + _NUM + r")$")
+# pformat of a numpy scalar is its repr, under numpy >= 2 with its type (NEP 51):
+# "np.float64(0.279)"; most of veRL's actor/* metrics are (reduce_metrics takes np.mean of them)
+_NP_SCALAR = r"np\.[a-z]+\d*\((" + _NUM + r")\)"
+_NP_SCALAR_RE = re.compile(r"(?<=:)" + _NP_SCALAR)
+_VERL_VALUE = r"(?:" + _NUM + r"|" + _NP_SCALAR + r")"
+_VERL_END_RE = re.compile(r":\s?" + _VERL_VALUE + r"$")
 # The first piece of the row that goes on with it: the rest of a name and its value
 # ("an:330.437", "/mean:173.630", "ip_ratio:0.004"), or a value alone (a cut after the colon).
-_VERL_REST_RE = re.compile(r"^[\w/@.\-]*(?::\s?)?(?:" + _NUM + r")$")
+_VERL_REST_RE = re.compile(r"^[\w/@.\-]*(?::\s?)?" + _VERL_VALUE + r"$")
+
+
+def verl_numbers(text: str) -> str:
+    """A veRL step line with each numpy scalar's repr (``actor/grad_norm:np.float64(0.279)``) as
+    the number it holds (``actor/grad_norm:0.279``), as numpy < 2 printed it; other lines as they are."""
+    if "np." not in text or _VERL_HEAD_RE.match(text) is None:
+        return text
+    return _NP_SCALAR_RE.sub(r"\1", text)
 
 
 def verl_line_cut(text: str) -> bool:
@@ -1361,7 +1375,7 @@ _HF_TABLE_NAME_RE = re.compile(r"^[A-Z0-9][\w@.-]*(?: [\w@.-]+)*$")
 _HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$")
 
 
-def _hf_table_cells(text: str) -> tuple[list[str], str] | None:
+def _hf_table_cells(text: str) -> tuple[list[str], str]:
     """The cells of a results-table line and how they are separated (``|``, a tab, or runs of
     spaces, where the two-word names and ``No log`` stay one cell)."""
     line = text.strip()
@@ -1380,10 +1394,7 @@ def read_hf_table_header(text: str) -> tuple[list[str], str] | None:
     once, no name a number."""
     if "Loss" not in text or ("Step" not in text and "Epoch" not in text):
         return None
-    got = _hf_table_cells(text)
-    if got is None:
-        return None
-    names, sep = got
+    names, sep = _hf_table_cells(text)
     if (len(names) < 2 or len(set(names)) != len(names)
             or not any(n in names for n in _HF_TABLE_COUNTERS)
             or not any(n in names for n in _HF_TABLE_LOSSES)
@@ -1401,22 +1412,22 @@ def read_hf_table_row(text: str, names: list[str], sep: str) -> dict[str, float 
     """The value of each column (None for ``No log``) of a row under that header, else None: as
     many cells as names, each a number or ``No log``, the counters whole numbers (the epoch may
     be fractional)."""
-    got = _hf_table_cells(text)
-    if got is None or got[1] != sep or len(got[0]) != len(names):
+    cells, got_sep = _hf_table_cells(text)
+    if got_sep != sep or len(cells) != len(names):
         return None
     values: dict[str, float | None] = {}
-    for name, cell in zip(names, got[0]):
+    for name, cell in zip(names, cells):
         if cell == "No log":
             values[name] = None
             continue
         num = parse_number(cell)
-        if num is None or name in _HF_TABLE_COUNTERS and num < 0:
+        if num is None or name in _HF_TABLE_COUNTERS and not 0 <= num < math.inf:   # NaN, inf: no counter
             return None
         values[name] = num
     step = values.get("Step")
     if step is not None and step != int(step):
         return None
-    if values.get("Step") is None and values.get("Epoch") is None:
+    if step is None and values.get("Epoch") is None:
         return None
     return values
 

@@ -287,12 +287,13 @@ class EarlyPart:
     takes it over (``early=``); ``close()`` ends it if the read never comes."""
 
     def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
-        from moeconsole.runner.ingest.spawned import Spawned
+        from moeconsole.runner.ingest.spawned import SPLIT_MIN_BYTES, Spawned
         self.chunk = chunk
         self.work = Path(tempfile.mkdtemp(prefix=".history-", dir=Path(metrics).parent))
         (self.work / "progress").write_bytes(bytes(8))
         (self.work / "spool").touch()   # the other process opens it before this one writes it
-        plan = f"plan:{split_fraction(os.path.getsize(path))}:{-1 if split_min_bytes is None else split_min_bytes}"
+        least = SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes
+        plan = f"plan:{split_fraction(os.path.getsize(path))}:{least}"
         self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
                                   str(metrics), str(evals), str(self.work), str(os.getpid()))
 
@@ -339,10 +340,14 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
     as they come, then appends the rows (``_part_main``). If the other process fails this one
     reads the first part itself and does the same.
 
-    ``early``: that process already started (``start_part``, with this ``chunk``, no
-    ``line_format``): its plan is taken (the decision to read in two was made when it started)."""
+    ``early``: that process already started (``start_part``, with this ``chunk``): its plan is
+    taken (the decision to read in two was made when it started); with a ``line_format`` (which
+    it does not read) it is ended and this process reads the whole log."""
     from moeconsole.runner.ingest import bulk   # numpy: only once the history is read
     plan = None
+    if early is not None and line_format is not None:
+        early.close()
+        early = None
     if early is not None:
         at = early.split(stop)
         template = bulk.head_template(path) if at else None
@@ -351,11 +356,12 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
         else:
             plan, chunk = (template, at), early.chunk
     else:
-        if workers is None:
-            workers = 2 if bulk.second_core_free() else 1
-        if workers >= 2 and line_format is None:
-            plan = bulk.plan_split(path, split_min_bytes=bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes,
-                                   fraction=split_fraction(os.path.getsize(path)), fork=False)
+        least = bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes
+        size = os.path.getsize(path)
+        # the cores sampled (0.1 s) only for a log a second process may read a part of
+        if line_format is None and size >= least and (
+                workers if workers is not None else 2 if bulk.second_core_free() else 1) >= 2:
+            plan = bulk.plan_split(path, split_min_bytes=least, fraction=split_fraction(size), fork=False)
     if plan is None:
         stats = scan_history(path, fold.feed, progress=progress, stop=stop, line_format=line_format, chunk=chunk)
         return fold, stats
@@ -461,10 +467,9 @@ def _part_main(argv: list[str]) -> int:
         alive()
         time.sleep(0.005)
     if end.startswith("plan:"):   # started early (``EarlyPart``): the split is planned here
-        from moeconsole.runner.ingest.bulk import SPLIT_MIN_BYTES, plan_split
+        from moeconsole.runner.ingest.bulk import plan_split
         _, fraction, least = end.split(":")
-        plan = plan_split(path, split_min_bytes=SPLIT_MIN_BYTES if int(least) < 0 else int(least),
-                          fraction=float(fraction), fork=False)
+        plan = plan_split(path, split_min_bytes=int(least), fraction=float(fraction), fork=False)
         end = str(plan[1] if plan is not None else 0)
         tmp = os.path.join(work, "plan.tmp")
         with open(tmp, "wb") as f:

@@ -242,7 +242,7 @@ class LogParser:
         if self._cut is not None:
             if self._continue_cut(text):
                 return events + (self._flush_cut() if self._cut_complete() else [])
-            events += self._flush_cut()
+            events += self._flush_cut(ended_before=True)
         if formats.megatron_line_cut(text):
             self._cut = ([text], rank, "megatron")
             return events + self._release()
@@ -330,11 +330,12 @@ class LogParser:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
         if self.line_format is not None and not stripped:
-            got_user = self.line_format.read(text)
+            got_user = self.line_format.read(text)   # the line as printed: the user's regex was written for it
             if got_user is not None:
                 evs = self._from_reader(got_user, rank)
                 if evs is not None:
                     return evs
+        text = formats.verl_numbers(text)
         if "Epoch" in text[:20] and "_mem " in text:
             head = formats.read_yolo_header(text)
             if head is not None:
@@ -847,9 +848,11 @@ class LogParser:
             return not formats.WRAPPED_LINES[self._cut[2]][0](joined)
         return formats.megatron_line_complete(joined)
 
-    def _flush_cut(self) -> list[LogEvent]:
+    def _flush_cut(self, ended_before: bool = False) -> list[LogEvent]:
         """The wrapped Megatron, veRL or LMOps line read as one: its rows joined as the terminal cut them
-        (a Megatron row one shorter than the others lost the space it ended with to the paste)."""
+        (a Megatron row one shorter than the others lost the space it ended with to the paste).
+        ``ended_before``: its last row is the line before this one (this line does not go on with
+        it), else this line."""
         if self._cut is None:
             return []
         rows, rank, kind = self._cut
@@ -862,12 +865,12 @@ class LogParser:
             text = sep.join(r + (" " if r.endswith(" -") and i < len(rows) - 1 else "") for i, r in enumerate(rows))
         else:
             text = "".join(r + (" " if len(r) < width and i < len(rows) - 1 else "") for i, r in enumerate(rows))
-        n = len(rows)
-        self.stats.lines -= n - 1   # the record is numbered like one line
+        back = len(rows) - 1 + ended_before   # the record is numbered like one line: its first row
+        self.stats.lines -= back
         try:
             return self._text_line(text, rank)
         finally:
-            self.stats.lines += n - 1
+            self.stats.lines += back
             self._prev_text = text
 
     def _drop_fragment(self) -> list[LogEvent]:

@@ -56,11 +56,11 @@ def parse_number(text: Any) -> float | None:
         return None
 
 
-
 def parse_grouped_number(raw: str) -> float | None:
     """``parse_number`` of a number printed with thousands separators (``1,234.5``), as the
     named readers and the shape learner meet it in a line's text."""
     return parse_number(raw.replace(",", ""))
+
 
 def _float_or_none(x: int | float) -> float | None:
     """A number as a float; None for an integer beyond the float range (10**400)."""

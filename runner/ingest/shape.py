@@ -139,10 +139,6 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
 
-
-def _global_counter(name: str) -> bool:
-    """A counter named as the run's (``global iter``, ``global_step``): not an epoch's."""
-    return _norm(name).startswith(("global", "train/global", "trainer/global"))
 # A micro-batch counter beside the step ("it=70 micro=10/10 loss=2.479"): the line reports one
 # micro-batch of a gradient-accumulation step (a debug print per forward/backward), not the
 # optimizer step, whose own line (mlx-lm's "Iter 70: Train loss ...") gives its record.
@@ -269,6 +265,11 @@ def _name_of(gap: str) -> str:
 
 def _norm(name: str) -> str:
     return re.sub(r"\s+", " ", name.strip().lower())
+
+
+def _global_counter(name: str) -> bool:
+    """A counter named as the run's (``global iter``, ``global_step``): not an epoch's."""
+    return _norm(name).startswith(("global", "train/global", "trainer/global"))
 
 
 def first_word(text: str) -> str:

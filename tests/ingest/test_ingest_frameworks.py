@@ -340,6 +340,13 @@ def test_transformers_results_tables_are_evaluations_with_the_training_loss_besi
     recs, marks = by_line_parser(carried.encode())
     assert [(r["step"], r["loss"]) for r in recs] == [(600, 0.6931), (1200, 0.5)]
     assert evals_of(marks) == [(300, 0.75), (600, 0.7), (900, 0.65), (1200, 0.6)]
+    # a row whose counter is no whole number (NaN, inf, beyond a float) is no row: the reader
+    # says so (it raised, and only the parser's guard kept the line from ending the read)
+    from moeconsole.runner.ingest import formats
+    head = formats.read_hf_table_header("Step\tTraining Loss\tValidation Loss")
+    assert head is not None
+    for counter in ("nan", "inf", "1e400"):
+        assert formats.read_hf_table_row(f"{counter}\t0.5\t0.4", *head) is None
     # a line that names the columns with numbers among them is no header: read as before
     recs, _ = by_line_parser(b"Step 10 Training Loss 0.5\nStep 20 Training Loss 0.4\n")
     assert [(r["step"], r["loss"]) for r in recs] == [(10, 0.5), (20, 0.4)]
@@ -384,13 +391,20 @@ def test_prime_rl_step_lines_behind_loguru_time_and_level():
 
 
 
-def _verl_line(step: int, pid: int = 4072644) -> str:
+def _verl_line(step: int, pid: int = 4072644, numpy_scalars: bool = False) -> str:
     """veRL's console line (verl/utils/logger/aggregate_logger.py concat_dict_to_str: " - ".join of
-    f"step:{step}" and f"{k}:{pprint.pformat(v)}" for each number), behind Ray's "(TaskRunner pid=N) "."""
+    f"step:{step}" and f"{k}:{pprint.pformat(v)}" for each number), behind Ray's "(TaskRunner pid=N) ".
+    ``numpy_scalars``: the actor/* and perf/* metrics numpy scalars (verl/utils/metric/utils.py
+    reduce_metrics: np.mean of each), printed as numpy >= 2 prints them ("np.float64(0.279)")."""
     import pprint
+
+    import numpy as np
     metrics = {"global_seqlen/min": 210047.0, "actor/pg_loss": -0.0123, "actor/grad_norm": 0.279, "actor/lr": 1e-06,
                "critic/rewards/mean": 0.5, "response_length/mean": 330.437, "prompt_length/mean": 173.63,
-               "timing_s/gen": 1400.087, "timing_s/step": 1630.262 + step, "timing_per_token_ms/adv": 0.001}
+               "timing_s/gen": 1400.087, "timing_s/step": 1630.262 + step, "timing_per_token_ms/adv": 0.001,
+               "perf/cpu_memory_used_gb": 102.49}
+    if numpy_scalars:
+        metrics = {k: np.float64(v) if k.startswith(("actor/", "perf/")) else v for k, v in metrics.items()}
     return f"(TaskRunner pid={pid}) " + " - ".join([f"step:{step}"] + [f"{k}:{pprint.pformat(v)}" for k, v in metrics.items()])
 
 
@@ -407,6 +421,44 @@ def test_a_verl_step_line_wrapped_by_the_terminal_is_read_whole(cut):
     recs, _ = by_line_parser(("\n".join(lines) + "\n").encode())
     assert [(r["step"], r["grad_norm"], r["step_time_s"]) for r in recs] == [(4, 0.279, 1634.262), (5, 0.279, 1635.262)]
     assert all(r["extra"]["prompt_length/mean"] == 173.63 for r in recs)
+
+
+def test_a_cut_line_whose_rest_never_comes_is_a_metric_line_of_its_own():
+    """A veRL step line a paste cut whose rest was lost (`... - prompt_length`, then the next step's
+    line): each line gives its record and counts as a metric line of its own (the cut one was
+    numbered as the line after it, so the two counted as one)."""
+    first, second = _verl_line(4), _verl_line(5)
+    p = LogParser()
+    lines = [first[:first.index("prompt_length") + len("prompt_length")], second]
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    assert [o["step"] for k, o in events if k == "record"] == [4, 5]
+    assert p.stats.metric_lines == 2 and p.stats.lines == 2
+
+
+def test_verl_numpy_scalars_are_read_as_the_numbers_they_hold():
+    """veRL under numpy >= 2 prints its np.mean metrics by their repr ("actor/grad_norm:np.float64(0.279)"):
+    the lines give the records the same lines of plain numbers give (the grad norm and the lr were
+    lost, the extras named "actor/pg_loss:np.float64"), each line counts as a metric line (each was
+    held as a cut line until the next: one line short), and a line wrapped inside a name is still
+    read whole."""
+    steps = (4, 5, 6)
+    lines = [_verl_line(s, numpy_scalars=True) for s in steps]
+    assert "actor/grad_norm:np.float64(0.279)" in lines[0] and lines[0].endswith(":np.float64(102.49)")
+    plain, _ = by_line_parser(("\n".join(_verl_line(s) for s in steps) + "\n").encode())
+    p = LogParser()
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    recs = [o for k, o in events if k == "record"]
+    assert [(r["step"], r["grad_norm"], r["lr"]) for r in recs] == [(s, 0.279, 1e-06) for s in steps]
+    assert recs == plain
+    assert p.stats.metric_lines == 3
+    at = lines[0].index("prompt_length") + len("prompt_length")
+    wrapped, _ = by_line_parser((lines[0][:at] + "\n" + lines[0][at:] + "\n").encode())
+    assert wrapped == plain[:1]
+    # a declared format (--log-format) is matched against the line as printed
+    from moeconsole.runner.ingest.userformat import line_format_of
+    p = LogParser(line_format=line_format_of(r"step:(?P<step>\d+) .*actor/pg_loss:np\.float64\((?P<loss>[^)]+)\)"))
+    events = [ev for line in lines for ev in p.process_line(line.encode())] + p.end_of_input()
+    assert [(o["step"], o["loss"]) for k, o in events if k == "record"] == [(s, -0.0123) for s in steps]
 
 
 def _lmops_ppo_line(it: int, global_iter: int, tot_loss: float, lr: float) -> str:

@@ -293,3 +293,47 @@ def test_the_started_process_takes_less_of_a_smaller_log():
     assert parts == sorted(parts) and parts[0] == MIN_SPLIT
     assert all(MIN_SPLIT <= p < HISTORY_SPLIT for p in parts)
     assert HISTORY_SPLIT - parts[-1] < 0.01
+
+
+def test_a_declared_line_format_is_read_by_this_process_even_with_a_started_one(tmp_path):
+    """A log with a declared line format (``attach --log-format``) given a process started early
+    (``start_part``, which plans and reads its part without the format): the started process is
+    ended and the whole log read with the format, as one process reads it (the declared lines of
+    the started process's part were lost)."""
+    from moeconsole.runner.ingest.history import start_part
+    from moeconsole.runner.ingest.userformat import line_format_of
+    path = tmp_path / "train.log"
+    swift_log(path, steps=3000)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + "#00000# ce~9.50 ~ rate~1e-4\n" + "".join(lines[1:]))
+    fmt = line_format_of(r"^#(?P<step>\d+)# ce~(?P<loss>\S+)")
+    (tmp_path / "one").mkdir()
+    one, _ = read_history(str(path), HistoryFold(tmp_path / "one" / "metrics.jsonl", tmp_path / "one" / "evals.jsonl"),
+                          line_format=fmt, workers=1)
+    assert one.book.series["loss"].finite_max() == 9.5
+    (tmp_path / "two").mkdir()
+    early = start_part(str(path), tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl", split_min_bytes=0)
+    two, _ = read_history(str(path), HistoryFold(tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl"),
+                          line_format=fmt, split_min_bytes=0, early=early)
+    same_history(one, two)
+    assert history_children() == []
+
+
+def test_a_log_no_second_process_would_read_is_read_without_sampling_the_cores(tmp_path, monkeypatch):
+    """Whether a second core is free is sampled (0.1 s) only for a log big enough to split and
+    without a declared format: a small log's history, or one read with a format, starts at once."""
+    from moeconsole.runner.ingest import bulk
+    from moeconsole.runner.ingest.userformat import line_format_of
+    sampled = []
+    monkeypatch.setattr(bulk, "second_core_free", lambda sample_s=0.1: sampled.append(1) or True)
+    path = tmp_path / "train.log"
+    swift_log(path, steps=200)
+    for i, (least, fmt) in enumerate(((None, None), (0, line_format_of(r"^#(?P<step>\d+)# ce~(?P<loss>\S+)")))):
+        (tmp_path / str(i)).mkdir()
+        fold, _ = read_history(str(path), HistoryFold(tmp_path / str(i) / "metrics.jsonl", tmp_path / str(i) / "evals.jsonl"),
+                               split_min_bytes=least, line_format=fmt)
+        assert fold.records == 200
+    assert sampled == []
+    (tmp_path / "big").mkdir()
+    read_history(str(path), HistoryFold(tmp_path / "big" / "metrics.jsonl", tmp_path / "big" / "evals.jsonl"), split_min_bytes=0)
+    assert sampled == [1]
