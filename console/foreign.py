@@ -121,13 +121,12 @@ class Import:
         """Start the history's second reading process now (once), before the screen's first
         frame: a process of its own, it costs the frame a fork/exec, and it plans its part and
         reads it while the screen opens (``history.start_part``); ``start`` takes it over. Only
-        a log bigger than ``SPLIT_MIN_BYTES`` without a declared line format, and only when a
-        second core is free (``second_core_free``, sampled on a thread of its own)."""
+        a log the history may read in two (``split_worth``, the history's own rule), and only when
+        a second core is free (``second_core_free``, sampled on a thread of its own)."""
         from moeconsole.runner.ingest.files import LOG
-        from moeconsole.runner.ingest.spawned import SPLIT_MIN_BYTES
-        least = SPLIT_MIN_BYTES if self.split_min_bytes is None else self.split_min_bytes
-        if (self._part_thread is not None or self.kind != LOG or self.line_format is not None or self.workers == 1
-                or self.size < least):
+        from moeconsole.runner.ingest.spawned import split_worth
+        if self._part_thread is not None or self.kind != LOG or not split_worth(
+                self.size, line_format=self.line_format, workers=self.workers, split_min_bytes=self.split_min_bytes):
             return
         self._part_thread = threading.Thread(target=self._start_part, name="moeconsole-import-part", daemon=True)
         self._part_thread.start()

@@ -287,13 +287,12 @@ class EarlyPart:
     takes it over (``early=``); ``close()`` ends it if the read never comes."""
 
     def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
-        from moeconsole.runner.ingest.spawned import SPLIT_MIN_BYTES, Spawned
+        from moeconsole.runner.ingest.spawned import Spawned, least_split_bytes
         self.chunk = chunk
         self.work = Path(tempfile.mkdtemp(prefix=".history-", dir=Path(metrics).parent))
         (self.work / "progress").write_bytes(bytes(8))
         (self.work / "spool").touch()   # the other process opens it before this one writes it
-        least = SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes
-        plan = f"plan:{split_fraction(os.path.getsize(path))}:{least}"
+        plan = f"plan:{split_fraction(os.path.getsize(path))}:{least_split_bytes(split_min_bytes)}"
         self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
                                   str(metrics), str(evals), str(self.work), str(os.getpid()))
 
@@ -356,12 +355,12 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
         else:
             plan, chunk = (template, at), early.chunk
     else:
-        least = bulk.SPLIT_MIN_BYTES if split_min_bytes is None else split_min_bytes
+        from moeconsole.runner.ingest.spawned import least_split_bytes, split_worth
         size = os.path.getsize(path)
-        # the cores sampled (0.1 s) only for a log a second process may read a part of
-        if line_format is None and size >= least and (
-                workers if workers is not None else 2 if bulk.second_core_free() else 1) >= 2:
-            plan = bulk.plan_split(path, split_min_bytes=least, fraction=split_fraction(size), fork=False)
+        if split_worth(size, line_format=line_format, workers=workers, split_min_bytes=split_min_bytes) and (
+                workers is not None or bulk.second_core_free()):
+            plan = bulk.plan_split(path, split_min_bytes=least_split_bytes(split_min_bytes),
+                                   fraction=split_fraction(size), fork=False)
     if plan is None:
         stats = scan_history(path, fold.feed, progress=progress, stop=stop, line_format=line_format, chunk=chunk)
         return fold, stats

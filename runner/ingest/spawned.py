@@ -9,14 +9,17 @@ from typing import Callable
 SPLIT_MIN_BYTES = 8 << 20   # below this a second process costs more than it saves
 
 
-def _cpu_times() -> tuple[int, int] | None:
-    """(idle, total) jiffies of all cores from /proc/stat, or None where there is none."""
-    try:
-        with open("/proc/stat", "rb") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])
+def least_split_bytes(given: int | None) -> int:
+    """The size from which a log may be read in two processes: ``given`` (tests), else
+    ``SPLIT_MIN_BYTES``."""
+    return SPLIT_MIN_BYTES if given is None else given
+
+
+def split_worth(size: int, *, line_format: object, workers: int | None, split_min_bytes: int | None) -> bool:
+    """Whether a second reading process may read a part of a log, before the cores are sampled
+    (``second_core_free``, 0.1 s: only then): a log of at least ``least_split_bytes``, no declared
+    line format (the started process reads without one), and not one worker asked for."""
+    return line_format is None and (workers is None or workers >= 2) and size >= least_split_bytes(split_min_bytes)
 
 
 def second_core_free(sample_s: float = 0.1) -> bool:
@@ -32,13 +35,13 @@ def second_core_free(sample_s: float = 0.1) -> bool:
         cores = os.cpu_count() or 1
     if cores < 2:
         return False
-    before, own0, t0 = _cpu_times(), sum(os.times()[:2]), time.monotonic()
+    from moeconsole.runner.telemetry import cpustat   # (busy, total) CPU seconds of all cores
+    before, own0, t0 = cpustat.sample(), sum(os.times()[:2]), time.monotonic()
     if before is not None:
         time.sleep(sample_s)
-        after, own1, t1 = _cpu_times(), sum(os.times()[:2]), time.monotonic()
+        after, own1, t1 = cpustat.sample(), sum(os.times()[:2]), time.monotonic()
         if after is not None and after[1] > before[1] and t1 > t0:
-            total = after[1] - before[1]
-            busy = (total - (after[0] - before[0])) / total * (os.cpu_count() or cores)
+            busy = (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or cores)
             others = max(0.0, busy - (own1 - own0) / (t1 - t0))
             return cores - others >= 1.5
     try:
