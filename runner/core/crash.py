@@ -42,15 +42,31 @@ EXIT_FAILED_ON_RESULT_VALIDATION = 17
 # Xids after which the GPU needs a reset (double-bit ECC, fallen off the bus, uncontained
 # ECC): restarting on the same node cannot help.
 RESET_XIDS = frozenset({48, 79, 95})
-# Xid 154 names the recovery the driver needs for the Xid before it (NVIDIA's Xid catalog: "GPU
-# recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"; its values are None, Drain
-# P2P, Drain and Reset, GPU Reset Required, Node Reboot Required). A reset or a reboot means no restart
-# on this GPU can help, whatever the Xid before it (62, 119, 31 ...); "Drain P2P" asks only that peer
-# traffic stop, so it does not decide.
+# Xid 154 announces that the recovery action of its GPU changed (NVIDIA's Xid catalog, "GPU Recovery Action
+# Changed": "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"; NVML's
+# nvmlDeviceGpuRecoveryAction_t: None, GPU Reset, Node Reboot, Drain P2P, Drain and Reset, and from R610
+# Recover IMEX Domain, Bus Reset, System Reboot). The action is per GPU and the latest change is the GPU's
+# state: "None" means "the GPU can be immediately used again by starting a new GPU process", so a later
+# change back to None undoes an earlier reset request, and another GPU's change is weighed on its own. An
+# action that names a reset or a reboot means no restart on that GPU (node) can help, whatever Xid came
+# before it (62, 119, 31 ...); "Drain P2P" asks only that peer traffic stop, so it does not decide.
 XID_RECOVERY_ACTION = 154
 _XID_RECOVERY = re.compile(r"GPU recovery action changed (?:from [^()]*?(?:\([A-Za-z0-9 ]*\))? ?)?to "
-                           r"(?:0x[0-9a-fA-F]+ )?\(?(?P<action>GPU Reset Required|Node Reboot Required"
-                           r"|Drain and Reset)\b")
+                           r"(?:0x[0-9a-fA-F]+ ?)?(?:\((?P<named>[A-Za-z0-9 ]+)\)|(?P<bare>[A-Za-z][A-Za-z0-9 ]*))")
+_XID_RESET_ACTION = re.compile(r"\b(?:Reset|Reboot)\b")
+
+
+def xid_recovery_action(text: str) -> str | None:
+    """The recovery action an Xid 154 line changes its GPU to ("GPU Reset Required", "None", ...), or None."""
+    m = _XID_RECOVERY.search(text)
+    return (m.group("named") or m.group("bare")).strip() if m else None
+
+
+def _action_severity(action: str) -> int:
+    """0: the GPU can be used again (None, Drain P2P); 1: a reset; 2: a reboot."""
+    if not _XID_RESET_ACTION.search(action):
+        return 0
+    return 2 if "Reboot" in action else 1
 
 
 @dataclass(frozen=True)
@@ -452,6 +468,30 @@ def _wrap_join(line: str, nxt: str) -> str | None:
 # checks are several times faster than one big regex alternation); only those families'
 # detailed patterns run on it.
 
+# What each accelerator's own runtime advises for an asynchronous fault, the variable that makes the
+# next run fail at the kernel that faulted (the restart_launch_blocking recovery sets it): torch's
+# c10 CUDA check "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", its HIP build (ROCm) "For
+# debugging consider passing AMD_SERIALIZE_KERNEL=3" (older ROCm builds: HIP_LAUNCH_BLOCKING=1), torch_npu
+# (Ascend) "If you want to get the accurate stacktrace, pleace set the environment variable
+# ASCEND_LAUNCH_BLOCKING=1." One table owns the switches: the names a log may choose (only these are ever
+# taken from a log: a log line must not choose arbitrary environment for a restart), the value each runtime
+# advises, and the fault text that names the runtime when no advice line came with it (a pasted tail, a
+# cut log; the last row, CUDA's, is the default). Only the advice's own words choose: a shell trace or an
+# env dump ("+ export CUDA_LAUNCH_BLOCKING=0") names a switch too, with whatever value the user had.
+_HIP_FAULT = re.compile(r"HIP error|hipError|Memory access fault by GPU node|HSA_STATUS_ERROR|HIPBLAS_STATUS"
+                        r"|Device-side assertion [`']")
+_NPU_FAULT = re.compile(r"Kernel task happen error|Aicpu kernel execute failed")
+BLOCKING_SWITCHES: tuple[tuple[str, str, re.Pattern[str] | None], ...] = (
+    ("ASCEND_LAUNCH_BLOCKING", "1", _NPU_FAULT),
+    ("AMD_SERIALIZE_KERNEL", "3", _HIP_FAULT),
+    ("HIP_LAUNCH_BLOCKING", "1", None),         # advised by older ROCm builds only: never the fallback
+    ("CUDA_LAUNCH_BLOCKING", "1", None),        # the default: CUDA's
+)
+_LAUNCH_ADVICE = re.compile(r"(?:consider passing|environment variable) ("
+                            + "|".join(name for name, _, _ in BLOCKING_SWITCHES) + r")=(\d)\b")
+
+
+
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
@@ -477,7 +517,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
-               "Aicpu kernel execute failed", "_LAUNCH_BLOCKING=", "AMD_SERIALIZE_KERNEL=")),
+               "Aicpu kernel execute failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
@@ -495,7 +535,9 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("env", ("driver on your system", "driver version is insufficient", "InsufficientDriver",
              "driver combination", "no kernel image", "No kernel image", "NoKernelImage", "NO_BINARY_FOR_GPU",
              "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
-             "NoBinaryForGpu", "does not has any binary", "does not have any binary")),
+             "NoBinaryForGpu", "does not has any binary", "does not have any binary",
+             "or higher required for", "FP8 block scaled GEMM requires", "(for all gemm layouts)",
+             "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -636,6 +678,9 @@ _NCCL = re.compile(
     r"|NCCL Error \d+:"
     # XLA (JAX, TF): "NCCL operation ncclAllReduce(...) failed: unhandled cuda error" (xla/service/gpu)
     r"|NCCL operation \w+\(.*?\) failed"
+    # nccl-tests / rccl-tests (src/common.h NCCLCHECK: "%s: Test NCCL failure %s:%d '%s / %s'", before 2.13
+    # "Test NCCL failure %s:%d '%s'" with ncclGetErrorString): a collective failed on this node
+    r"|Test NCCL failure \S+:\d+"
     r"|Watchdog caught collective operation timeout"
     # the watchdog's own summary lines (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp): 2.2-2.3
     # "[PG 1 Rank 11] Timeout at NCCL work: 15734, last enqueued NCCL work: ...", 2.4+ "Exception
@@ -747,22 +792,6 @@ _FAULT = re.compile(
     # [sdma exception] ...) and the AICPU's "Aicpu kernel execute failed, device_id=0, ..."
     r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed")
 
-# What each accelerator's own runtime advises for an asynchronous fault, the variable that makes the
-# next run fail at the kernel that faulted (the restart_launch_blocking recovery sets it): torch's
-# c10 CUDA check "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", its HIP build (ROCm) "For
-# debugging consider passing AMD_SERIALIZE_KERNEL=3", torch_npu (Ascend) "If you want to get the
-# accurate stacktrace, pleace set the environment variable ASCEND_LAUNCH_BLOCKING=1." Only these
-# names are ever taken from a log (a log line must not choose arbitrary environment for a restart), and
-# only in the advice's own words: a shell trace or an env dump ("+ export CUDA_LAUNCH_BLOCKING=0") names
-# a switch too, with whatever value the user had.
-_LAUNCH_ADVICE = re.compile(r"(?:consider passing|environment variable) (CUDA_LAUNCH_BLOCKING|HIP_LAUNCH_BLOCKING"
-                            r"|AMD_SERIALIZE_KERNEL|ASCEND_LAUNCH_BLOCKING)=(\d)\b")
-# The runtime a fault text names when no advice line came with it (a pasted tail, a cut log).
-_HIP_FAULT = re.compile(r"HIP error|hipError|Memory access fault by GPU node|HSA_STATUS_ERROR|HIPBLAS_STATUS"
-                        r"|Device-side assertion [`']")
-_NPU_FAULT = re.compile(r"Kernel task happen error|Aicpu kernel execute failed")
-
-
 def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] = ()) -> dict[str, str]:
     """The environment a ``cuda_fault`` restart runs with so that the fault is reported where it
     happens: the value the runtime advised in the log when it did (the last advice wins), else the
@@ -772,11 +801,11 @@ def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] 
         name, value = advice[-1]
         return {name: value}
     texts = list(fault_lines)
-    if any(_NPU_FAULT.search(t) for t in texts):
-        return {"ASCEND_LAUNCH_BLOCKING": "1"}
-    if any(_HIP_FAULT.search(t) for t in texts):
-        return {"AMD_SERIALIZE_KERNEL": "3"}
-    return {"CUDA_LAUNCH_BLOCKING": "1"}
+    for name, value, names_runtime in BLOCKING_SWITCHES:
+        if names_runtime is not None and any(names_runtime.search(t) for t in texts):
+            return {name: value}
+    name, value, _ = BLOCKING_SWITCHES[-1]
+    return {name: value}
 # A GPU gone from the bus: the kernel's "NVRM: GPU 0000:81:00.0: GPU has fallen off the bus.",
 # the probe's "NVRM: ... has fallen off the bus and is not responding to commands." (no Xid line),
 # nvidia-smi's "GPU is lost" and "Unable to determine the device handle for GPU...: Unknown Error":
@@ -874,6 +903,21 @@ _HOST_ALLOC = re.compile(r"DefaultCPUAllocator: (?:can't allocate memory|not eno
                          r"|\[Errno 12\] Cannot allocate memory"
                          r"|Unable to allocate (?P<np>\S+ [KMGTP]?i?B) for an array with shape"
                          r"|\$ Torch: not enough memory: you tried to allocate (?P<th>\d+GB)")
+# Those words decide only as the message of the line that printed them: at its start, or right after the
+# exception (or program) that raised them, `what():`, and c10's `[enforce fail at FILE:N] EXPR. ` prefix
+# (a pasted line may keep prose before the exception's name). The same words quoted inside another
+# message (a config value, a retry warning, a wrapped error) are that message's, not an allocation
+# that failed: `ValueError: bad value "OSError: [Errno 12] Cannot allocate memory"` decides nothing.
+_HOST_ALLOC_LEAD = re.compile(r"(?:(?:[^:\"'`]*\s)?(?:[A-Za-z_][\w.]*(?:Error|Exception)|what\(\)|[^\s:\"'`]+):\s+)?"
+                              r"(?:\[enforce fail at [^\]]*\][^.]*\.\s+)?")
+
+
+def host_alloc_failure(text: str) -> re.Match[str] | None:
+    """The host allocation (ENOMEM) a line reports as its own message, or None (see _HOST_ALLOC_LEAD)."""
+    for m in _HOST_ALLOC.finditer(text):
+        if _HOST_ALLOC_LEAD.fullmatch(text, 0, m.start()):
+            return m
+    return None
 # A Python dependency that is not there: the interpreter's own words for a missing module and
 # a compiled extension that cannot load.
 _DEP = re.compile(r"^(?:[\w.]+\.)?(?P<cls>ModuleNotFoundError|ImportError): (?P<msg>.+)$"
@@ -1062,6 +1106,32 @@ _ENV_ARCH = re.compile(
     # Ascend: the CANN kernels package has no binary of an operator for this NPU ("Op Cast does not has
     # any binary.", aclnn's kernel lookup; the op is never runnable on this install)
     r"|Op \w+ does not ha(?:s|ve) any binary")
+# A low-precision recipe the GPU or the CUDA build cannot run: Transformer Engine's own availability
+# checks (transformer_engine/pytorch/fp8.py, 2.x quantization.py: check_fp8_support, check_mxfp8_support,
+# check_nvfp4_support, check_fp8_block_scaling_support; ROCm's TE the same with gfx names), whose reason is
+# raised as `assert fp8_available, reason_for_no_fp8` in fp8_autocast_enter or as
+# `RuntimeError(unsupported_reason)` by check_recipe_support, in every wording it has had: "Device compute
+# capability 8.9 or higher required for FP8 execution.", "CublasLt version 12.1.3.x or higher required for
+# FP8 execution on Ada.", "Cuda version 12.1 or higher required for FP8 execution on Ada.", "Device compute
+# capability 10.0 or higher required for MXFP8 execution." (and NVFP4), "MXFP8 (for all gemm layouts) is
+# not supported on 12.0+ architectures yet.", "FP8 block scaled GEMM requires Hopper and CUDA >= 12.9." and
+# "... requires compute capability 9.0 or higher and CUDA >= 12.9.", ROCm's "Device compute capability
+# gfx942 or higher required for FP8 execution." / "gfx950 ... for FP8 OCP format.". (Its shape checks,
+# "FP8 execution requires 2D input matrices with height divisible by 8 ...", are the model's, not these.)
+_ENV_LOWP = re.compile(
+    r"Device compute capability \S+ or higher required for (?:FP8|MXFP8|NVFP4|FP4)(?: execution| OCP format)?"
+    r"|(?:CublasLt|Cuda) version \S+ or higher required for FP8 execution on Ada"
+    r"|MXFP8 \(for all gemm layouts\) is not supported on \S+ architectures yet"
+    r"|FP8 block scaled GEMM requires (?:Hopper|compute capability \S+ or higher) and CUDA >= [\d.]*\d")
+# GPUs that cannot reach each other's memory (the PCIe topology, an IOMMU/ACS setting, a VM or a
+# container): the CUDA runtime's cudaErrorPeerAccessUnsupported (217), whose cudaGetErrorString is "peer
+# access is not supported between these two devices" (the driver's CUDA_ERROR_PEER_ACCESS_UNSUPPORTED), as
+# torch raises it ("CUDA error: ..."), NCCL's P2P transport logs it ("transport/p2p.cc: NCCL WARN failed to
+# open CUDA IPC handle : 217 peer access ...", CUDACHECK's "Cuda failure 217 '...'") and vLLM/SGLang's
+# custom all-reduce prints it ("Failed: Cuda error .../custom_all_reduce.cuh:307 '...'"). NCCL then
+# fails as "unhandled cuda error": its echo, not another cause.
+_ENV_P2P = re.compile(r"peer access is not supported between these two devices|cudaErrorPeerAccessUnsupported"
+                      r"|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED")
 _ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
                      r"PyTorch installation")
 # A model or dataset the Hub will not give (hub_access): huggingface_hub's errors.py classes and
@@ -1260,7 +1330,7 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
                 s.slurm.append((idx, text, "NODE_FAIL"))
         if "hostoom" in families and _HOST_OOM.search(text):
             s.host_oom.decisive.append((idx, text))
-        if "hostalloc" in families and _HOST_ALLOC.search(text):
+        if "hostalloc" in families and host_alloc_failure(text):
             s.host_alloc.decisive.append((idx, text))
         if "dep" in families:
             dm = _DEP.match(text)
@@ -1313,7 +1383,8 @@ def _scan(log_tail: Iterable[str]) -> _Scan:
         if "usage" in families and _USAGE.search(text):
             s.usage.decisive.append((idx, text))
         if "env" in families:
-            if (_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text):
+            if ((_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text)
+                    or _ENV_LOWP.search(text) or _ENV_P2P.search(text)):
                 s.env.decisive.append((idx, text))
             elif _ENV_SM.search(text) or _ENV_DRIVER.search(text):
                 s.env.support.append((idx, text))
@@ -1519,7 +1590,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _recompute_verdict(s)
     if s.div or code in (EXIT_RESUME_TO_DISAMBIGUATE, EXIT_FAILED_ON_RESULT_VALIDATION):
         return _divergence_verdict(s, code, status_lines)
-    if s.env and not s.exceptions_after(s.env.decisive[-1][0], but={i for i, _ in s.env.decisive}):
+    if s.env and not s.exceptions_after(s.env.decisive[-1][0], but=_env_own_lines(s)):
         # (TensorFlow logs `failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH` and trains on the
         # CPU: an exception after it is the attempt's own end)
         return _environment_verdict(s, status_lines)
@@ -1690,7 +1761,7 @@ def _recompute_verdict(s: _Scan) -> CrashVerdict:
 
 
 def _host_alloc_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
-    m = _HOST_ALLOC.search(s.host_alloc.decisive[-1][1])
+    m = host_alloc_failure(s.host_alloc.decisive[-1][1])
     assert m is not None    # every decisive line matched it in _scan
     nbytes = m["cpu"] or m["mmap"]      # bytes (c10, ATen); numpy and TH print their own size text
     asked = torch_size_text(int(nbytes) / 1024 ** 3) if nbytes else (m["np"] or m["th"])
@@ -1753,6 +1824,18 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
                     recovery="pause", hint=_DIVERGENCE_HINT, extra=s.div.support)
 
 
+def _gpus_needing_recovery(xids: list[tuple[int, str, int, str]]) -> list[tuple[int, str, str]]:
+    """(line, GPU, action) for each GPU whose latest Xid 154 asks for a reset or a reboot, the most severe
+    first (a reboot before a reset, then in log order)."""
+    latest: dict[str, tuple[int, str]] = {}
+    for idx, text, xid, pci in xids:
+        action = xid_recovery_action(text) if xid == XID_RECOVERY_ACTION else None
+        if action is not None:
+            latest[pci] = (idx, action)
+    needing = [(idx, pci, action) for pci, (idx, action) in latest.items() if _action_severity(action)]
+    return sorted(needing, key=lambda n: (-_action_severity(n[2]), n[0]))
+
+
 def _fault_verdict(s: _Scan) -> CrashVerdict:
     scale = NCCL_COOLDOWN_SCALE if s.nccl else 1.0
     extra = s.nccl.decisive[:2]
@@ -1769,15 +1852,16 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
                         hint="the driver lost the GPU (like Xid 79): reset it or drain the node; check "
                              "`nvidia-smi -q` and dmesg before running on this GPU again")
-    asked = next(((x, m.group("action")) for x in s.xids if x[2] == XID_RECOVERY_ACTION
-                  for m in [_XID_RECOVERY.search(x[1])] if m), None)
-    if asked is not None:
-        (at, _, _, pci), action = asked
+    needing = _gpus_needing_recovery(s.xids)
+    if needing:
+        at, pci, action = needing[0]
         # the Xid it states the recovery for: the last one before it on the same GPU
         before = [x[2] for x in s.xids if x[0] < at and x[3] == pci and x[2] != XID_RECOVERY_ACTION]
         after = f" after Xid {before[-1]}" if before else ""
+        also = "".join(f"; {other_pci}: {other}" for _, other_pci, other in needing[1:])
         return _verdict("cuda_fault", s.fault.decisive,
-                        f"NVIDIA Xid {XID_RECOVERY_ACTION} on {pci}{after}: the driver's recovery action is {action}",
+                        f"NVIDIA Xid {XID_RECOVERY_ACTION} on {pci}{after}: the driver's recovery action is {action}"
+                        f"{also}",
                         retryable=False, recovery="fail", cooldown_scale=scale, extra=extra,
                         hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
@@ -2163,8 +2247,25 @@ _ENV_HINT_FLASH = ("flash-attn's kernels need compute capability 8.0 or newer an
                    "GPU: use another attention implementation (transformers' attn_implementation 'sdpa' or "
                    "'eager', ms-swift's --attn_impl sdpa, vLLM's VLLM_ATTENTION_BACKEND=XFORMERS) or an Ampere or "
                    "newer GPU; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_LOWP = ("Transformer Engine's own check says this GPU or CUDA cannot run the FP8/FP4 recipe asked for: "
+                  "train in bf16 (turn fp8 off), choose a recipe the GPU supports (delayed or current/tensorwise "
+                  "scaling from Ada/Hopper; MXFP8 and NVFP4 from Blackwell; blockwise on Hopper with CUDA 12.9+), or "
+                  "run a container with the CUDA it names; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_P2P = ("these GPUs cannot use peer-to-peer access (PCIe topology, IOMMU/ACS, a VM or container): set "
+                 "NCCL_P2P_DISABLE=1 in the recipe's env so NCCL goes through host memory, turn off custom "
+                 "all-reduce in a vLLM/SGLang engine (disable_custom_all_reduce), or use GPUs that share a "
+                 "switch or NVLink (nvidia-smi topo -m); a restart fails the same way, so the run is not restarted")
 _ENV_HINT_CANN = ("install the CANN kernels (ops) package matching the toolkit and this NPU's chip, or a torch_npu "
                   "release that supports it; a restart fails the same way, so the run is not restarted")
+
+
+def _env_own_lines(s: _Scan) -> set[int]:
+    """The lines that restate the environment error: its own lines, and NCCL's failure when what NCCL hit
+    was GPUs without peer access (it reports that CUDA error as "unhandled cuda error")."""
+    own = {i for i, _ in s.env.decisive}
+    if any(_ENV_P2P.search(t) for _, t in s.env.decisive):
+        own |= {i for i, _ in s.nccl.decisive}
+    return own
 
 
 def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
@@ -2190,6 +2291,12 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary, hint = f"flash-attn needs an Ampere (sm_80) or newer GPU{where}: {arch}", _ENV_HINT_FLASH
         elif arch and arch.startswith("Op "):
             summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN
+        lowp = next((m.group(0) for _, t in lines for m in [_ENV_LOWP.search(t)] if m), None)
+        p2p = next((m.group(0) for _, t in lines for m in [_ENV_P2P.search(t)] if m), None)
+        if arch is None and lowp:
+            summary, hint = f"this GPU or CUDA build cannot run the low-precision recipe: {lowp}", _ENV_HINT_LOWP
+        elif arch is None and p2p:
+            summary, hint = f"the GPUs cannot access each other's memory (peer to peer): {p2p}", _ENV_HINT_P2P
     return _verdict("environment_error", lines + status_lines, summary, retryable=False, recovery="fail",
                     hint=hint, extra=s.env.support)
 

@@ -1149,3 +1149,160 @@ def test_xid_154_names_the_xid_before_it_on_the_same_gpu():
     v = classify(1, lines, steps_seen=120)
     assert v.cls == "cuda_fault" and v.recovery == "fail", v.summary
     assert "Xid 154 on PCI:0000:01:00 after Xid 62:" in v.summary, v.summary
+
+
+# Host memory that could not be had (ENOMEM) decides only as the message of the line that printed it: the same
+# words quoted inside another message (a config value, a retry warning) are not an allocation that failed, and
+# must not turn the attempt's own end into `killed_oom`.
+@pytest.mark.parametrize("lines, cls", [
+    (["Traceback (most recent call last):", '  File "/w/train.py", line 12, in <module>',
+      'ValueError: --on_error must be one of retry, abort; got "OSError: [Errno 12] Cannot allocate memory"'],
+     "unknown"),
+    (["UserWarning: prefetch failed once (RuntimeError: unable to mmap 4096 bytes from file </torch_1_2_3>: "
+      "Cannot allocate memory (12)), retrying",
+      "step 300 loss 1.10",
+      "[rank0]:[E1121 10:00:00.000000000 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 "
+      "milliseconds before timing out."], "nccl_error"),
+    (["omegaconf.errors.ValidationError: Value 'DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+      "12 bytes' of key 'fault_msg' is not a valid choice"], "unknown"),
+])
+def test_enomem_words_quoted_inside_another_message_decide_nothing(lines, cls):
+    v = classify(1, lines, steps_seen=300)
+    assert v.cls == cls, (v.summary, v.evidence)
+
+
+@pytest.mark.parametrize("line", [
+    "OSError: [Errno 12] Cannot allocate memory",
+    "i am getting error RuntimeError: unable to mmap 18329065000 bytes from file </m/model.safetensors>: "
+    "Cannot allocate memory (12)",
+    "  what():  [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+    "to allocate 116806262784 bytes. Error code 12 (Cannot allocate memory)",
+    "(pid=4242) numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape "
+    "(8, 107374182) and data type float32",
+    "/root/torch/install/bin/luajit: $ Torch: not enough memory: you tried to allocate 0GB. Buy new RAM! at "
+    "/tmp/luarocks_torch-scm-1-1/torch7/lib/TH/THGeneral.c:270",
+])
+def test_enomem_as_the_lines_own_message_is_still_host_memory(line):
+    v = classify(1, ["step 3 loss 1.0", line], steps_seen=3)
+    assert v.cls == "killed_oom" and "host memory ran out" in v.summary, v.summary
+
+
+# One table (crash.BLOCKING_SWITCHES) owns the launch-blocking switches: the names a log's advice may choose, the
+# value each runtime advises, and the runtime a fault text names when no advice came with it.
+def test_the_launch_blocking_switches_have_one_owner_for_advice_and_fallback():
+    from moeconsole.runner.core.crash import BLOCKING_SWITCHES, launch_blocking_env
+    fault = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    for name, value, _ in BLOCKING_SWITCHES:
+        v = classify(1, ["step 3 loss 1.0", fault, f"For debugging consider passing {name}={value}"], steps_seen=3)
+        assert v.cls == "cuda_fault" and dict(v.env) == {name: value}, (name, v.env)
+    assert launch_blocking_env(["Kernel task happen error, retCode=0x2a, [aicpu exception]"]) == {
+        "ASCEND_LAUNCH_BLOCKING": "1"}
+    assert launch_blocking_env(["Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x7f"]) == {
+        "AMD_SERIALIZE_KERNEL": "3"}
+    assert launch_blocking_env([fault]) == {"CUDA_LAUNCH_BLOCKING": "1"}
+    # a shell trace naming a switch chooses nothing
+    v = classify(1, ["+ export CUDA_LAUNCH_BLOCKING=0", "step 3 loss 1.0", fault], steps_seen=3)
+    assert dict(v.env) == {"CUDA_LAUNCH_BLOCKING": "1"}
+
+
+# Xid 154's action is per GPU and the latest change is the GPU's state (NVIDIA's Xid catalog and NVML's
+# recovery actions: "None" = the GPU can be used again by a new process). Every GPU's latest action is
+# weighed: a later reboot request on another GPU is what the run must be told, not the first reset.
+def test_xid_154_weighs_every_gpus_latest_action_and_names_the_most_severe():
+    lines = ["step 120 loss 1.9",
+             "NVRM: Xid (PCI:0000:01:00): 62, 323f0f30 0000c3d8 00000000 206dae68 206da022 206da190 206d85f6",
+             "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+             "NVRM: Xid (PCI:0000:41:00): 119, pid=5220, name=python, Timeout after 45s of waiting for RPC response",
+             "NVRM: Xid (PCI:0000:41:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 "
+             "(Node Reboot Required)",
+             "RuntimeError: CUDA error: unspecified launch failure"]
+    v = classify(1, lines, steps_seen=120)
+    assert v.cls == "cuda_fault" and v.recovery == "fail", v.summary
+    assert v.summary.startswith("NVIDIA Xid 154 on PCI:0000:41:00 after Xid 119: the driver's recovery action is "
+                                "Node Reboot Required"), v.summary
+    assert "PCI:0000:01:00: GPU Reset Required" in v.summary and "Node Reboot Required" in v.hint
+
+
+def test_xid_154_back_to_none_on_the_same_gpu_undoes_its_reset_request():
+    lines = ["step 120 loss 1.9",
+             "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+             "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
+             "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    v = classify(1, lines, steps_seen=120)
+    assert v.cls == "cuda_fault" and v.retryable and v.recovery == "restart_launch_blocking", v.summary
+    # ... while another GPU that still asks for a reset keeps the run from restarting on it
+    other = lines[:2] + ["NVRM: Xid (PCI:0000:41:00): 154, GPU recovery action changed from 0x1 (GPU Reset "
+                         "Required) to 0x0 (None)"] + lines[3:]
+    v = classify(1, other, steps_seen=120)
+    assert v.recovery == "fail" and "PCI:0000:01:00" in v.summary, v.summary
+
+
+# Transformer Engine's own availability checks (transformer_engine/pytorch/fp8.py and 2.x quantization.py:
+# check_fp8_support, check_mxfp8_support, check_nvfp4_support, check_fp8_block_scaling_support), raised as an
+# assertion in fp8_autocast_enter or a RuntimeError by check_recipe_support: the GPU or the CUDA build cannot run
+# the recipe, every attempt fails the same way (environment_error, not restarted).
+@pytest.mark.parametrize("line", [
+    "AssertionError: Device compute capability 8.9 or higher required for FP8 execution.",
+    "AssertionError: CublasLt version 12.1.3.x or higher required for FP8 execution on Ada.",
+    "AssertionError: Cuda version 12.1 or higher required for FP8 execution on Ada.",
+    "RuntimeError: Device compute capability 10.0 or higher required for MXFP8 execution.",
+    "RuntimeError: MXFP8 (for all gemm layouts) is not supported on 12.0+ architectures yet.",
+    "AssertionError: Device compute capability 10.0 or higher required for NVFP4 execution.",
+    "AssertionError: FP8 block scaled GEMM requires Hopper and CUDA >= 12.9.",
+    "AssertionError: FP8 block scaled GEMM requires compute capability 9.0 or higher and CUDA >= 12.9.",
+    "AssertionError: Device compute capability gfx942 or higher required for FP8 execution.",
+    "AssertionError: Device compute capability gfx950 or higher required for FP8 OCP format.",
+])
+def test_transformer_engines_fp8_availability_checks_are_an_environment_error(line):
+    frames = ['  File "/usr/lib/python3.12/site-packages/transformer_engine/pytorch/fp8.py", line 465, in '
+              'fp8_autocast_enter', "    assert fp8_available, reason_for_no_fp8"]
+    v = classify(1, ["Traceback (most recent call last):", *frames, line], steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable and v.recovery == "fail", v.summary
+    assert v.summary.startswith("this GPU or CUDA build cannot run the low-precision recipe: ") and "bf16" in v.hint
+
+
+def test_transformer_engines_fp8_shape_check_is_the_models_not_the_gpus():
+    v = classify(1, ["AssertionError: FP8 execution requires 2D input matrices with height divisible by 8 and width "
+                     "divisible by 16, but got tensor with dims=[896, 712]"], steps_seen=0)
+    assert v.cls == "unknown", v.summary
+
+
+# cudaErrorPeerAccessUnsupported (217): GPUs that cannot reach each other's memory. torch raises it, NCCL's P2P
+# transport and CUDACHECK log it (then fail as "unhandled cuda error", its echo), vLLM/SGLang's custom
+# all-reduce prints it. No restart changes the topology: environment_error, with NCCL_P2P_DISABLE in the hint.
+@pytest.mark.parametrize("lines", [
+    ["RuntimeError: CUDA error: peer access is not supported between these two devices",
+     "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"],
+    ["node1:1:2 [0] transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not "
+     "supported between these two devices",
+     "node1:1:2 [0] NCCL INFO transport.cc:68 -> 1",
+     "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:784, unhandled cuda error, "
+     "NCCL version 2.7.8"],
+    ["node1:1:2 [0] include/alloc.h:102 NCCL WARN Cuda failure 217 'peer access is not supported between these "
+     "two devices'",
+     "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+     "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"],
+    ["Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'peer access is not supported between these two "
+     "devices'"],
+    ["cudaErrorPeerAccessUnsupported"],
+])
+def test_gpus_without_peer_access_are_an_environment_error_even_under_nccls_echo(lines):
+    token = "hf_" + "a1B2" * 9
+    v = classify(1, ["step 0", *lines, f"HF_TOKEN={token}"], steps_seen=0)
+    assert v.cls == "environment_error" and v.recovery == "fail", (v.summary, v.evidence)
+    assert "peer to peer" in v.summary and "NCCL_P2P_DISABLE=1" in v.hint
+    assert token not in v.summary and token not in v.hint
+
+
+# nccl-tests / rccl-tests (src/common.h NCCLCHECK): "HOST: Test NCCL failure FILE:LINE 'REASON / LAST ERROR'",
+# before 2.13 "Test NCCL failure FILE:LINE 'REASON'"; retyped in a title without the quotes.
+@pytest.mark.parametrize("line", [
+    "node7: Test NCCL failure common.cu:1279 'unhandled system error (run with NCCL_DEBUG=INFO for details) / "
+    "socketStartConnect: Connect to 10.0.0.2<43355> failed : Software caused connection abort'",
+    "fastmoe: Test NCCL failure common.cu:777 'unhandled system error'",
+    "Test NCCL failure common.cu:1119 unhandled system error",
+])
+def test_nccl_tests_own_failure_line_is_an_nccl_error(line):
+    v = classify(1, [line], steps_seen=0)
+    assert v.cls == "nccl_error", v.summary
