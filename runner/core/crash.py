@@ -2263,7 +2263,9 @@ def _env_own_lines(s: _Scan) -> set[int]:
     """The lines that restate the environment error: its own lines, and NCCL's failure when what NCCL hit
     was GPUs without peer access (it reports that CUDA error as "unhandled cuda error")."""
     own = {i for i, _ in s.env.decisive}
-    if any(_ENV_P2P.search(t) for _, t in s.env.decisive):
+    p2p = [i for i, t in s.env.decisive if _ENV_P2P.search(t)]
+    # (a collective that timed out after it is no echo: NCCL went on, and the timeout ended the attempt)
+    if p2p and not any(i > p2p[-1] for i, _ in s.nccl_timeout.decisive):
         own |= {i for i, _ in s.nccl.decisive}
     return own
 
