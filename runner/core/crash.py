@@ -537,7 +537,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "unsupported toolchain", "is not compatible with the current PyTorch", "Ampere GPUs or newer",
              "NoBinaryForGpu", "does not has any binary", "does not have any binary",
              "or higher required for", "FP8 block scaled GEMM requires", "(for all gemm layouts)",
-             "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED")),
+             "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED",
+             "Expected is_sm", "requires A100/A800 or H100/H800")),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -1091,6 +1092,8 @@ _ENV_DRIVER = re.compile(
 # ("the provided PTX was compiled with an unsupported toolchain."); torch's _check_cubins warning
 # ("<GPU> with CUDA capability sm_86 is not compatible with the current PyTorch installation.")
 # names the architecture (decisive only when nothing else explains the exit).
+_FLASH_BWD_ARCH = (r"FlashAttention backward for head dim [^\n]*? requires A100/A800 or H100/H800"
+                   r"|Expected is_sm\w+(?: \|\| is_sm\w+)* to be true, but got false")
 _ENV_ARCH = re.compile(
     # (cudaGetErrorString's words; retyped with a capital too: "No kernel image is available ...")
     r"[Nn]o kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice"
@@ -1103,6 +1106,12 @@ _ENV_ARCH = re.compile(
     # mha_varlen_*: TORCH_CHECK(is_sm8x_min, "FlashAttention only supports Ampere GPUs or newer.")), raised
     # on every call on a Turing or Volta GPU
     r"|FlashAttention only supports Ampere GPUs or newer"
+    # its backward kernels for large head dims, built for sm80/sm90 only (flash_api.cpp mha_bwd/mha_varlen_bwd,
+    # flash-attn's and torch's vendored copy: TORCH_CHECK(is_sm80 || is_sm90, "FlashAttention backward for head
+    # dim > 192 requires A100/A800 or H100/H800"), "... head dim 256 with dropout, or head dim 224 with/without
+    # dropout requires A100/A800 or H100/H800", and the bare check c10 words "Expected is_sm80 || is_sm90 to be
+    # true, but got false." (any such check on the GPU's architecture flags)
+    r"|" + _FLASH_BWD_ARCH +
     # Ascend: the CANN kernels package has no binary of an operator for this NPU ("Op Cast does not has
     # any binary.", aclnn's kernel lookup; the op is never runnable on this install)
     r"|Op \w+ does not ha(?:s|ve) any binary")
@@ -2247,12 +2256,17 @@ _ENV_HINT_FLASH = ("flash-attn's kernels need compute capability 8.0 or newer an
                    "GPU: use another attention implementation (transformers' attn_implementation 'sdpa' or "
                    "'eager', ms-swift's --attn_impl sdpa, vLLM's VLLM_ATTENTION_BACKEND=XFORMERS) or an Ampere or "
                    "newer GPU; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_FLASH_BWD = ("flash-attention's backward kernels for this head size are built for sm_80 and sm_90 only "
+                       "(A100/A800, H100/H800): use another attention implementation (transformers' attn_implementation "
+                       "'sdpa' with its memory-efficient or math kernel, or 'eager'; torch.backends.cuda."
+                       "enable_flash_sdp(False)) or such a GPU; a restart fails the same way, so the run is not restarted")
 _ENV_HINT_LOWP = ("Transformer Engine's own check says this GPU or CUDA cannot run the FP8/FP4 recipe asked for: "
                   "train in bf16 (turn fp8 off), choose a recipe the GPU supports (delayed or current/tensorwise "
                   "scaling from Ada/Hopper; MXFP8 and NVFP4 from Blackwell; blockwise on Hopper with CUDA 12.9+), or "
                   "run a container with the CUDA it names; a restart fails the same way, so the run is not restarted")
-_ENV_HINT_P2P = ("these GPUs cannot use peer-to-peer access (PCIe topology, IOMMU/ACS, a VM or container): set "
-                 "NCCL_P2P_DISABLE=1 in the recipe's env so NCCL goes through host memory, turn off custom "
+_ENV_HINT_P2P = ("these GPUs cannot use peer-to-peer access (PCIe topology, IOMMU/ACS, a VM or container): when "
+                 "NCCL's P2P transport failed, set NCCL_P2P_DISABLE=1 in the recipe's env so NCCL goes through host "
+                 "memory; turn off custom "
                  "all-reduce in a vLLM/SGLang engine (disable_custom_all_reduce), or use GPUs that share a "
                  "switch or NVLink (nvidia-smi topo -m); a restart fails the same way, so the run is not restarted")
 _ENV_HINT_CANN = ("install the CANN kernels (ops) package matching the toolkit and this NPU's chip, or a torch_npu "
@@ -2289,7 +2303,10 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
         summary = (f"the build has no kernels for this GPU{where}: {arch}" if arch
                    else f"this torch build does not support the GPU{where}")
         hint = _ENV_HINT_ARCH.format(sm=f" ({sm.group('sm')})" if sm else "")
-        if arch and arch.startswith("FlashAttention"):
+        if arch and re.fullmatch(_FLASH_BWD_ARCH, arch):
+            summary, hint = (f"flash-attention's backward needs an sm_80 or sm_90 GPU (A100/H100 class) here{where}: "
+                             f"{arch}", _ENV_HINT_FLASH_BWD)
+        elif arch and arch.startswith("FlashAttention"):
             summary, hint = f"flash-attn needs an Ampere (sm_80) or newer GPU{where}: {arch}", _ENV_HINT_FLASH
         elif arch and arch.startswith("Op "):
             summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN

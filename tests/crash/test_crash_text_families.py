@@ -1315,3 +1315,22 @@ def test_gpus_without_peer_access_are_an_environment_error_even_under_nccls_echo
 def test_nccl_tests_own_failure_line_is_an_nccl_error(line):
     v = classify(1, [line], steps_seen=0)
     assert v.cls == "nccl_error", v.summary
+
+
+# flash-attention's backward kernels for large head dims are built for sm80/sm90 only (flash_api.cpp mha_bwd and
+# mha_varlen_bwd, in flash-attn and torch's vendored copy): on any other GPU every backward fails the same way.
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Expected is_sm80 || is_sm90 to be true, but got false.  (Could this error message be improved?  "
+    "If so, please report an enhancement request to PyTorch.)",
+    "RuntimeError: FlashAttention backward for head dim > 192 requires A100/A800 or H100/H800",
+    "RuntimeError: FlashAttention backward for head dim 256 with dropout, or head dim 224 with/without dropout "
+    "requires A100/A800 or H100/H800",
+])
+def test_flash_attention_backward_built_for_sm80_and_sm90_only_is_an_environment_error(line):
+    v = classify(1, ["step 1 loss 2.0", '  File "/x/torch/nn/functional.py", line 5, in scaled_dot_product_attention',
+                     line], steps_seen=1)
+    assert v.cls == "environment_error" and v.recovery == "fail", v.summary
+    assert "sm_80 or sm_90" in v.summary and "sdpa" in v.hint
+    # another check that failed is not the GPU's architecture
+    v = classify(1, ["RuntimeError: Expected is_contiguous() to be true, but got false."], steps_seen=1)
+    assert v.cls == "unknown", v.summary
