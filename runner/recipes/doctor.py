@@ -425,11 +425,8 @@ def megatron_requirements(versions: dict[str, str | None], requires: dict[str, l
 
 def swift_version_findings(installed: str | None, expected: str) -> list[dict]:
     """The recipe targets one ms-swift (``swift.version``) and the training Python has another."""
-    import re
-    if not installed:
-        return []
-    want = re.findall(r"\d+", re.sub(r"\.x$", "", expected))[:3]
-    if re.findall(r"\d+", installed)[: len(want)] == want:
+    from moeconsole.runner.recipes.swift.flags import same_swift
+    if not installed or same_swift(expected, installed):
         return []
     return [problem("warning", "swift_version_mismatch", f"the recipe targets ms-swift {expected} (swift.version) but "
                                                     f"{installed} is installed: its flags, defaults and save layouts "
