@@ -55,7 +55,7 @@ def _version_parts(v: str) -> tuple[tuple[int, int, int], int, tuple[int, int, i
     return (nums[0], nums[1], nums[2]), len(named), tail
 
 
-def _version_key(v: str) -> tuple:
+def version_key(v: str) -> tuple:
     """Release order of an ms-swift version (PEP 440 for the forms ms-swift uses). A build of
     ms-swift's main branch is ``4.6.0.dev0`` (its swift/version.py), older than the ``4.6.0``
     release and a different set of flags; ``4.6`` and ``4.6.x`` name the release line."""
@@ -89,7 +89,7 @@ def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ..
     for p in Path(flags_dir).glob("ms-swift-*.json"):
         if _TABLE_NAME.match(p.name):
             out.append((p.name[len("ms-swift-"):-len(".json")], str(p)))
-    return tuple(sorted(out, key=lambda vp: _version_key(vp[0])))
+    return tuple(sorted(out, key=lambda vp: version_key(vp[0])))
 
 
 @lru_cache(maxsize=None)
@@ -110,12 +110,12 @@ def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | 
     if not version:
         v, p = tables[-1]
         return load_table(p), f"no ms-swift version named; checked against {v}, the newest table"
-    want = _version_key(version)        # "4.6" / "4.6.0": the release, after any build before it
-    same_minor = [(v, p) for v, p in tables if _version_key(v)[:2] == want[:2]]
+    want = version_key(version)        # "4.6" / "4.6.0": the release, after any build before it
+    same_minor = [(v, p) for v, p in tables if version_key(v)[:2] == want[:2]]
     if not same_minor:
         known = ", ".join(v for v, _ in tables)
         return None, f"no flag table for ms-swift {version} (tables: {known})"
-    at_or_below = [(v, p) for v, p in same_minor if _version_key(v) <= want] or same_minor
+    at_or_below = [(v, p) for v, p in same_minor if version_key(v) <= want] or same_minor
     v, p = at_or_below[-1]
     return load_table(p), f"checked against the ms-swift {v} flag table"
 
