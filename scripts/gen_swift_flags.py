@@ -37,6 +37,8 @@ COMMANDS = {
     "megatron pt": "MegatronPretrainArguments",
     "megatron rlhf": "MegatronRLHFArguments",
     "swift sft": "SftArguments",
+    "swift pt": "PretrainArguments",        # swift/cli/pt.py
+    "swift rlhf": "RLHFArguments",          # swift/cli/rlhf.py: DPO, KTO, GRPO, GKD, ...
     "swift export": "ExportArguments",
 }
 _VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.M)

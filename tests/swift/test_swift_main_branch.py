@@ -9,6 +9,9 @@ own source by scripts/gen_swift_flags.py (runner/recipes/swift/flags/ms-swift-4.
   swift/megatron/arguments/megatron_args.py l.466 there; ``float`` in 4.6.0, l.134 and l.486);
 - main's Megatron ``--scale_rewards`` is a plain ``Literal`` defaulting to ``group`` (4.6.0: Optional,
   None, derived from ``--advantage_estimator``).
+
+``swift rlhf`` (RLHFArguments) and ``swift pt`` (PretrainArguments) have tables of their own in every
+version now; their flags were not checked before.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from moeconsole.runner.recipes import doctor
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.recipes.lint import lint_recipe
 from moeconsole.runner.recipes.swift import flags
-from tests.swift.swift_helpers import SWIFT_PYTHON, cli, require_swift
+from tests.swift.swift_helpers import SWIFT_PYTHON, TIMEOUT, cli, require_swift
 
 MEGATRON = ["megatron", "sft", "--model", "M", "--tuner_type", "lora", "--merge_lora", "false",
             "--optimizer", "muon"]
@@ -95,3 +98,37 @@ def test_lint_with_the_real_parser_says_a_release_is_not_the_main_build_the_reci
     doc = json.loads(cli(None, "lint", str(recipe), "--json").stdout)
     (w,) = [p for p in doc["problems"] if p["rule"] == "swift_version_mismatch"]
     assert "targets ms-swift 4.6.0.dev0" in w["message"] and "has ms-swift 4.6.0:" in w["message"]
+
+
+# ---- swift rlhf / swift pt: their own argument classes (swift/cli/rlhf.py RLHFArguments, pt.py PretrainArguments)
+RLHF = ["swift", "rlhf", "--model", "M", "--dataset", "d.jsonl", "--tuner_type", "lora"]
+
+
+@pytest.mark.parametrize("version", ["4.2.0", "4.6.0", "4.6.0.dev0"])
+def test_swift_rlhf_is_checked_against_rlhf_arguments(tmp_path, version):
+    probs = _lint(tmp_path, RLHF + ["--rlhf_type", "gpro", "--num_generation", "8", "--beta", "low"], version)
+    assert any(f"checked against the ms-swift {version} flag table" in m for m in _rules(probs, "swift_checked_with"))
+    bad = _rules(probs, "swift_bad_value")
+    assert any(m.startswith("--rlhf_type must be one of dpo, orpo, simpo, kto, cpo, rm, ppo, grpo, gkd, got 'gpro'")
+               for m in bad), bad
+    assert "--beta expects a number, got 'low'" in bad
+    (ambiguous,) = _rules(probs, "swift_ambiguous_flag")     # num_generations or num_generations_eval
+    assert ambiguous.startswith("--num_generation: ambiguous prefix") and "--num_generations_eval" in ambiguous
+    assert not _rules(_lint(tmp_path, RLHF + ["--rlhf_type", "grpo", "--num_generations", "8"], version),
+                      "swift_bad_value")
+
+
+def test_swift_pt_has_its_own_table(tmp_path):
+    probs = _lint(tmp_path, ["swift", "pt", "--model", "M", "--use_chat_template", "maybe"], "4.6.0")
+    assert "--use_chat_template expects true/false, got 'maybe'" in _rules(probs, "swift_bad_value")
+
+
+def test_shipped_rlhf_table_matches_the_installed_ms_swift():
+    """Every `swift rlhf` field of the 4.6.0 table is an exact option of ms-swift 4.6.0's own parser."""
+    from moeconsole.runner.recipes.swift.probe import probe
+    require_swift()
+    table, _ = flags.pick("4.6.0")
+    names = list(table.fields("swift rlhf"))
+    res = probe(str(SWIFT_PYTHON), "swift rlhf", [f"--{n}" for n in names], timeout=TIMEOUT)
+    assert res.version == table.version and not res.import_error and not res.failed, (res.import_error, res.failed)
+    assert {f["token"] for f in res.flags if f["status"] != "exact"} == set()
