@@ -85,7 +85,10 @@ def test_a_main_branch_build_is_not_the_release_for_doctor(wanted, installed, sa
     found = doctor.swift_version_findings(installed, wanted)
     assert (not found) == same, found
     if not same:
-        assert f"targets ms-swift {wanted} (swift.version) but {installed} is installed" in found[0]["message"]
+        msg = found[0]["message"]
+        assert f"targets ms-swift {wanted} (swift.version) but {installed} is installed" in msg
+        assert ("(4.6.0.dev0 is a build before the 4.6.0 release, ms-swift's main branch" in msg) == (
+            "dev" in wanted + installed), msg
 
 
 def test_lint_with_the_real_parser_says_a_release_is_not_the_main_build_the_recipe_names(tmp_path):
@@ -98,6 +101,8 @@ def test_lint_with_the_real_parser_says_a_release_is_not_the_main_build_the_reci
     doc = json.loads(cli(None, "lint", str(recipe), "--json").stdout)
     (w,) = [p for p in doc["problems"] if p["rule"] == "swift_version_mismatch"]
     assert "targets ms-swift 4.6.0.dev0" in w["message"] and "has ms-swift 4.6.0:" in w["message"]
+    assert w["message"].endswith("(4.6.0.dev0 is a build before the 4.6.0 release, ms-swift's main branch: "
+                                 "not the release's flags)")
 
 
 # ---- swift rlhf / swift pt: their own argument classes (swift/cli/rlhf.py RLHFArguments, pt.py PretrainArguments)

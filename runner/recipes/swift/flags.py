@@ -82,6 +82,15 @@ def same_swift(wanted: str, installed: str) -> bool:
     return True
 
 
+def prerelease_note(wanted: str, installed: str) -> str:
+    """What a swift_version_mismatch adds when one side is a pre-release ("" otherwise)."""
+    pre = next((v for v in (installed, wanted) if is_prerelease(v)), None)
+    if pre is None:
+        return ""
+    release = ".".join(str(n) for n in _version_parts(pre)[0])
+    return f" ({pre} is a build before the {release} release, ms-swift's main branch: not the release's flags)"
+
+
 @lru_cache(maxsize=None)
 def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ...]:
     """(version, path) of every shipped table, oldest first."""

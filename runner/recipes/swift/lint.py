@@ -159,7 +159,8 @@ def version_mismatch(recipe: "RunRecipe", installed: str | None) -> list[dict]:
         return []
     return [problem("warning", "swift_version_mismatch", f"the recipe targets ms-swift {wanted} (swift.version) but the "
                                                     f"training Python has ms-swift {installed}: flags, defaults and "
-                                                    "save layouts follow the installed one")]
+                                                    "save layouts follow the installed one"
+                                                    + swift_flags.prerelease_note(str(wanted), installed))]
 
 
 def _probe_env() -> dict[str, str]:
