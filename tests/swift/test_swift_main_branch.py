@@ -137,3 +137,14 @@ def test_shipped_rlhf_table_matches_the_installed_ms_swift():
     res = probe(str(SWIFT_PYTHON), "swift rlhf", [f"--{n}" for n in names], timeout=TIMEOUT)
     assert res.version == table.version and not res.import_error and not res.failed, (res.import_error, res.failed)
     assert {f["token"] for f in res.flags if f["status"] != "exact"} == set()
+
+
+def test_a_bare_kl_in_reward_is_refused_by_4_6_0_only(tmp_path):
+    """4.6.0 megatron_args.py l.156 ``kl_in_reward: Optional[bool] = None``: argparse wants a value
+    (transformers gives an Optional[bool] without default no nargs='?'); main's ``bool = False`` takes
+    the bare flag."""
+    cmd = ["megatron", "rlhf", "--model", "M", "--rlhf_type", "grpo", "--tuner_type", "lora", "--merge_lora", "false",
+           "--kl_in_reward", "--scale_rewards", "gdpo"]
+    (bad,) = _rules(_lint(tmp_path, cmd, "4.6.0"), "swift_bad_value")
+    assert bad.startswith("--kl_in_reward needs a value (true/false)")
+    assert not _rules(_lint(tmp_path, cmd, "4.6.0.dev0"), "swift_bad_value")
