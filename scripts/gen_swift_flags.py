@@ -7,6 +7,7 @@ fields collected in dataclass order (reverse MRO). Nothing of ms-swift is execut
     scripts/gen_swift_flags.py ms_swift-4.2.0-py3-none-any.whl      # a wheel (or .tar.gz sdist)
     scripts/gen_swift_flags.py .venv-swift/lib/python3.12/site-packages   # an installed tree
     scripts/gen_swift_flags.py --git /path/ms-swift.git --rev v4.2.0      # a git tag
+    scripts/gen_swift_flags.py --git /path/ms-swift.git --rev main        # a branch: 4.6.0.dev0
 
 The table goes to runner/recipes/swift/flags/ms-swift-<version>.json (``--out`` to choose), where
 ``moeconsole lint`` reads it. Bases that live outside ms-swift (transformers'
@@ -36,6 +37,8 @@ COMMANDS = {
     "megatron pt": "MegatronPretrainArguments",
     "megatron rlhf": "MegatronRLHFArguments",
     "swift sft": "SftArguments",
+    "swift pt": "PretrainArguments",        # swift/cli/pt.py
+    "swift rlhf": "RLHFArguments",          # swift/cli/rlhf.py: DPO, KTO, GRPO, GKD, ...
     "swift export": "ExportArguments",
 }
 _VERSION = re.compile(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", re.M)
@@ -258,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     if ns.git and not ns.rev:
         ap.error("--git needs --rev")
     sources = read_sources(ns.source, ns.rev if ns.git else None)
-    origin = f"git {ns.rev}" if ns.git else Path(ns.source).name
+    origin = Path(ns.source).name
+    if ns.git:      # the commit itself, not just a name that moves (``main``, ``HEAD``)
+        sha, date = subprocess.run(["git", "--git-dir", ns.source, "log", "-1", "--format=%H %cs", ns.rev],
+                                   check=True, capture_output=True, text=True).stdout.split()
+        origin = f"git {ns.rev} {sha} ({date})"
     table = build_table(sources, origin)
     out = Path(ns.out) if ns.out else OUT_DIR / f"ms-swift-{table['ms_swift_version']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

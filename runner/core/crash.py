@@ -510,7 +510,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "top Training", "topping training", "terminating training",
              "Spiky loss", "transient error", "Loss became infinite", "Minimum loss scale reached",
              "loss scale already at minimum",
-             "gradients are Nan/Inf")),
+             "gradients are Nan/Inf", "NaN detected in ")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation")),
     ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
@@ -749,7 +749,11 @@ _DIV = re.compile(
     # Training"; never a help text that merely mentions stopping on NaN)
     r"|[Ll]oss is (?:nan|NaN|inf|-inf|Inf), stopping training"
     r"|Invalid loss, terminating training"
-    r"|(?:Error|Exception):[^\n]{0,80}?\b(?:nan|NaN|NAN)\b[^\n]{0,40}?\b[Ss]top(?:ping)? [Tt]raining")
+    r"|(?:Error|Exception):[^\n]{0,80}?\b(?:nan|NaN|NAN)\b[^\n]{0,40}?\b[Ss]top(?:ping)? [Tt]raining"
+    # ms-swift 4.6.0's ring attention (sequence parallel, swift/sequence_parallel/zigzag_ring_attn.py
+    # l.528-588, not in main's 4.6.0.dev0): RuntimeError(f'NaN detected in block_out/block_lse at step {step}.'),
+    # also block_dout and dq/dk/dv, in the backward pass; ``step`` is the ring's hop, not the training step
+    r"|NaN detected in (?:block_out/block_lse|block_dout|dq/dk/dv) at step \d+")
 _DIV_SELF_STOP = re.compile(r"(?i:stopping training|stop training|terminating training)")
 _DIV_SUPPORT = re.compile(r"Unexpected result|^(?:First|Second) rerun:|Spiky loss"
                           r"|[Pp]ossible transient error")
@@ -1804,6 +1808,12 @@ def _divergence_verdict(s: _Scan, code: int | None, status_lines: list) -> Crash
         what = (f"fairseq: the fp16 loss scale fell to its minimum ({scale.group(1)}): the loss is exploding"
                 if scale else "fairseq: the gradients are NaN/Inf")
         return _verdict("divergence", s.div.decisive + status_lines, what, retryable=False,
+                        recovery="pause", hint=_DIVERGENCE_HINT)
+    ring = re.search(r"NaN detected in (\S+) at step", first)
+    if ring:
+        return _verdict("divergence", s.div.decisive + status_lines,
+                        f"ms-swift's ring attention (sequence parallel) found NaN in {ring.group(1)} in the backward "
+                        "pass: the activations or gradients are no longer finite", retryable=False,
                         recovery="pause", hint=_DIVERGENCE_HINT)
     if _DIV_SELF_STOP.search(first):
         return _verdict("divergence", s.div.decisive + status_lines,

@@ -425,15 +425,12 @@ def megatron_requirements(versions: dict[str, str | None], requires: dict[str, l
 
 def swift_version_findings(installed: str | None, expected: str) -> list[dict]:
     """The recipe targets one ms-swift (``swift.version``) and the training Python has another."""
-    import re
-    if not installed:
-        return []
-    want = re.findall(r"\d+", re.sub(r"\.x$", "", expected))[:3]
-    if re.findall(r"\d+", installed)[: len(want)] == want:
+    from moeconsole.runner.recipes.swift.flags import prerelease_note, same_swift
+    if not installed or same_swift(expected, installed):
         return []
     return [problem("warning", "swift_version_mismatch", f"the recipe targets ms-swift {expected} (swift.version) but "
                                                     f"{installed} is installed: its flags, defaults and save layouts "
-                                                    "are the installed version's")]
+                                                    "are the installed version's" + prerelease_note(expected, installed))]
 
 
 # ---- flash-linear-attention and TMA -------------------------------------------------------------

@@ -80,3 +80,43 @@ def test_the_fake_megatron_refuses_the_same_commands_at_start_up(tmp_path, extra
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert f"\nValueError: {message}\n" in proc.stderr
     assert not list((tmp_path / "o").glob("v*/checkpoint-*"))       # refused before anything trained
+
+
+# main's 4.6.0.dev0 (commit 3602360a) raises the same texts at other lines of megatron_args.py
+MAIN_LINES = {"swift_global_batch_not_divisible": "l.951-953", "swift_recompute_method_with_selective": "l.800-801",
+              "swift_group_by_length_padding_free": "l.803-804", "swift_pipeline_layers_without_pp": "l.833-836",
+              "swift_tp_comm_overlap_without_sp": "l.897-899"}
+
+
+@pytest.mark.parametrize("extra,env,rule,message,l46,l42", CASES, ids=[c[2] + str(i) for i, c in enumerate(CASES)])
+def test_lint_cites_mains_own_lines_for_a_main_build(tmp_path, extra, env, rule, message, l46, l42):
+    (e,) = by_rule(lint(tmp_path, BASE + extra, swift={"version": "4.6.0.dev0"}, env=env), rule)
+    assert message in e["message"]
+    assert f"swift/megatron/arguments/megatron_args.py {MAIN_LINES[rule]} (4.6.0.dev0, main)" in e["message"], \
+        e["message"]
+
+
+MUON = "`muon_lr`/`muon_min_lr` require `--optimizer muon` or `--optimizer dist_muon`."
+
+
+@pytest.mark.parametrize("flag", ["--muon_lr", "--muon_min_lr"])
+def test_muon_lr_without_muon_is_refused_by_4_6_0_only(tmp_path, flag):
+    """4.6.0 MegatronArguments._check_muon (megatron_args.py l.1020-1047), called after _init_distributed."""
+    (e,) = by_rule(lint(tmp_path, BASE + [flag, "0.02"], swift={"version": "4.6.0"}), "swift_muon_lr_without_muon")
+    assert e["level"] == "error" and e["message"].startswith(f"ValueError: {MUON}")
+    assert "megatron_args.py l.1046-1047 (4.6.0)" in e["message"]
+    for opt in ("muon", "dist_muon"):
+        assert not by_rule(lint(tmp_path, BASE + [flag, "0.02", "--optimizer", opt], swift={"version": "4.6.0"}),
+                           "swift_muon_lr_without_muon")
+    # main's 4.6.0.dev0 has no such flag: it stops earlier, at the parser
+    dev = lint(tmp_path, BASE + [flag, "0.02"], swift={"version": "4.6.0.dev0"})
+    assert not by_rule(dev, "swift_muon_lr_without_muon")
+    (u,) = by_rule(dev, "swift_unknown_flag")
+    assert u["message"].startswith(f"{flag}: ms-swift 4.6.0.dev0 `megatron sft` has no such flag")
+
+
+def test_the_fake_megatron_refuses_muon_lr_without_muon(tmp_path):
+    proc = run_fake(tmp_path, "--train_iters", "2", "--merge_lora", "false", "--muon_lr", "0.02")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert f"\nValueError: {MUON}\n" in proc.stderr
+    assert not list((tmp_path / "o").glob("v*/checkpoint-*"))

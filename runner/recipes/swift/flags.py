@@ -39,9 +39,56 @@ class Table:
         return list(c.get("unresolved_bases", [])) if c else []
 
 
-def _version_key(v: str) -> tuple:
-    nums = [int(x) for x in re.findall(r"\d+", v)[:3]]
-    return tuple(nums + [0] * (3 - len(nums)))
+_VERSION_RE = re.compile(r"^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+|x))?(?:[.-]?(dev|a|b|rc)[.-]?(\d*))?", re.I)
+_PRE_RANK = {"dev": 0, "a": 1, "b": 2, "rc": 3}
+
+
+def _version_parts(v: str) -> tuple[tuple[int, int, int], int, tuple[int, int, int]]:
+    """(release numbers, how many of them the string names, (0 pre-release / 1 release, rank, number))."""
+    m = _VERSION_RE.match(v)
+    if not m:
+        return (0, 0, 0), 0, (1, 0, 0)
+    named = [x for x in m.group(1, 2, 3) if x is not None and x.isdigit()]
+    nums = tuple(int(x) for x in named) + (0,) * (3 - len(named))
+    pre = m.group(4)
+    tail = (1, 0, 0) if pre is None else (0, _PRE_RANK[pre.lower()], int(m.group(5) or 0))
+    return (nums[0], nums[1], nums[2]), len(named), tail
+
+
+def version_key(v: str) -> tuple:
+    """Release order of an ms-swift version (PEP 440 for the forms ms-swift uses). A build of
+    ms-swift's main branch is ``4.6.0.dev0`` (its swift/version.py), older than the ``4.6.0``
+    release and a different set of flags; ``4.6`` and ``4.6.x`` name the release line."""
+    nums, _, tail = _version_parts(v)
+    return (*nums, *tail)
+
+
+def is_prerelease(v: str) -> bool:
+    """``4.6.0.dev0``, ``4.6.0rc1``: a build before its release, whose flags are not the release's."""
+    return _version_parts(v)[2][0] == 0
+
+
+def same_swift(wanted: str, installed: str) -> bool:
+    """Does the installed ms-swift match the version a recipe names (``swift.version``)? ``4.6`` and
+    ``4.6.x`` are any 4.6 release, ``4.6.0`` that release. A pre-release (``4.6.0.dev0``, a build of
+    ms-swift's main branch) matches only itself: it lacks flags the release has and types some
+    differently (docs/swift-recipe.md). The one rule for ``lint`` and ``doctor``."""
+    w_nums, named, w_tail = _version_parts(wanted)
+    h_nums, _, h_tail = _version_parts(installed)
+    if w_nums[:named] != h_nums[:named]:
+        return False
+    if w_tail[0] == 0 or h_tail[0] == 0:
+        return named == 3 and w_nums == h_nums and w_tail == h_tail
+    return True
+
+
+def prerelease_note(wanted: str, installed: str) -> str:
+    """What a swift_version_mismatch adds when one side is a pre-release ("" otherwise)."""
+    pre = next((v for v in (installed, wanted) if is_prerelease(v)), None)
+    if pre is None:
+        return ""
+    release = ".".join(str(n) for n in _version_parts(pre)[0])
+    return f" ({pre} is a build before the {release} release, ms-swift's main branch: not the release's flags)"
 
 
 @lru_cache(maxsize=None)
@@ -51,7 +98,7 @@ def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ..
     for p in Path(flags_dir).glob("ms-swift-*.json"):
         if _TABLE_NAME.match(p.name):
             out.append((p.name[len("ms-swift-"):-len(".json")], str(p)))
-    return tuple(sorted(out, key=lambda vp: _version_key(vp[0])))
+    return tuple(sorted(out, key=lambda vp: version_key(vp[0])))
 
 
 @lru_cache(maxsize=None)
@@ -62,20 +109,22 @@ def load_table(path: str) -> Table:
 
 
 def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | None, str]:
-    """The table for ``version`` ("4.6", "4.2.0", "4.6.x"): the same major.minor, the patch
-    closest at or below. Without a version, the newest table. Returns (table, how it was chosen)."""
+    """The table for ``version`` ("4.6", "4.2.0", "4.6.x", "4.6.0.dev0"): the same major.minor, the
+    version closest at or below (a pre-release sorts before its release, so ``4.6.0.dev0`` gets the
+    main-branch table and ``4.6``/``4.6.0`` the release's). Without a version, the newest table.
+    Returns (table, how it was chosen)."""
     tables = shipped_tables(flags_dir)
     if not tables:
         return None, "no flag tables are shipped"
     if not version:
         v, p = tables[-1]
         return load_table(p), f"no ms-swift version named; checked against {v}, the newest table"
-    want = _version_key(version.replace("x", "0"))
-    same_minor = [(v, p) for v, p in tables if _version_key(v)[:2] == want[:2]]
+    want = version_key(version)        # "4.6" / "4.6.0": the release, after any build before it
+    same_minor = [(v, p) for v, p in tables if version_key(v)[:2] == want[:2]]
     if not same_minor:
         known = ", ".join(v for v, _ in tables)
         return None, f"no flag table for ms-swift {version} (tables: {known})"
-    at_or_below = [(v, p) for v, p in same_minor if _version_key(v) <= want] or same_minor
+    at_or_below = [(v, p) for v, p in same_minor if version_key(v) <= want] or same_minor
     v, p = at_or_below[-1]
     return load_table(p), f"checked against the ms-swift {v} flag table"
 

@@ -155,15 +155,12 @@ def version_mismatch(recipe: "RunRecipe", installed: str | None) -> list[dict]:
     """The recipe names one ms-swift (``swift.version``) and the training Python has another: its
     flags, defaults and save layout are the installed one's, not what the recipe was written for."""
     wanted = recipe.swift.version
-    if not (wanted and installed):
-        return []
-    want = re.findall(r"\d+", re.sub(r"\.x$", "", str(wanted)))[:3]
-    have = re.findall(r"\d+", installed)[:3]
-    if want[: len(want)] == have[: len(want)]:
+    if not (wanted and installed) or swift_flags.same_swift(str(wanted), installed):
         return []
     return [problem("warning", "swift_version_mismatch", f"the recipe targets ms-swift {wanted} (swift.version) but the "
                                                     f"training Python has ms-swift {installed}: flags, defaults and "
-                                                    "save layouts follow the installed one")]
+                                                    "save layouts follow the installed one"
+                                                    + swift_flags.prerelease_note(str(wanted), installed))]
 
 
 def _probe_env() -> dict[str, str]:

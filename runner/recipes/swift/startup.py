@@ -1,8 +1,9 @@
 """ms-swift's ``megatron sft`` start-up checks that need no GPU, no model and no dataset, mirrored
 from the source: ``MegatronArguments.__post_init__`` and ``_init_distributed``
-(swift/megatron/arguments/megatron_args.py in the ms-swift 4.2.0 and 4.6.0 wheels). Each check
-raises there, before any weight loads, with the message below; the line numbers are the
-``raise``/``assert`` of each version.
+(swift/megatron/arguments/megatron_args.py in the ms-swift 4.2.0 and 4.6.0 wheels and of main's
+4.6.0.dev0, commit 3602360a). Each check raises there, before any weight loads, with the message
+below; the line numbers are the ``raise``/``assert`` of each version. 4.6.0 adds ``_check_muon``'s
+refusal of ``--muon_lr``/``--muon_min_lr`` without a Muon optimizer (main has neither flag).
 
 The one owner of these rules: ``moeconsole lint`` reports them (when ms-swift's own validation
 cannot run in the training environment) and the test double ``tests/fakes/megatron`` refuses a
@@ -19,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from moeconsole.runner.recipes.swift.flags import is_prerelease, version_key
+
 SRC = "swift/megatron/arguments/megatron_args.py"
 
 
@@ -30,8 +33,21 @@ class StartupError:
     exc: str = "ValueError"
 
 
-def _source_lines(version: str, v46: str, v42: str) -> str:
-    return f"{SRC} l.{v42} (4.2.0)" if version.startswith(("4.0", "4.1", "4.2")) else f"{SRC} l.{v46} (4.6.0)"
+MAIN = "4.6.0.dev0"      # ms-swift's main branch, commit 3602360a (2026-08-22): the same checks, other lines
+
+
+def _source_lines(version: str, v46: str, v42: str, main: str) -> str:
+    if version.startswith(("4.0", "4.1", "4.2")):
+        return f"{SRC} l.{v42} (4.2.0)"
+    if is_prerelease(version) and version.startswith("4.6.0"):
+        return f"{SRC} l.{main} ({MAIN}, main)"
+    return f"{SRC} l.{v46} (4.6.0)"
+
+
+def _muon_lr_checked(version: str) -> bool:
+    """``_check_muon``'s refusal of ``--muon_lr`` without Muon is new in the 4.6.0 release (main's
+    4.6.0.dev0 and 4.2 have no ``--muon_lr`` at all: an unknown flag there)."""
+    return version_key(version) >= version_key("4.6.0")
 
 
 def startup_errors(get: Callable[[str], Any], world_size: int | None, version: str) -> list[StartupError]:
@@ -46,41 +62,41 @@ def startup_errors(get: Callable[[str], Any], world_size: int | None, version: s
     if granularity == "selective" and get("recompute_method") is not None:
         out.append(StartupError("swift_recompute_method_with_selective",
                                 "recompute method is not yet supported for selective recomputing granularity",
-                                _source_lines(version, "849-850", "643-644")))
+                                _source_lines(version, "849-850", "643-644", "800-801")))
     if get("group_by_length") and get("padding_free"):
         out.append(StartupError("swift_group_by_length_padding_free",
                                 "group_by_length is not compatible with padding_free.",
-                                _source_lines(version, "852-853", "646-647")))
+                                _source_lines(version, "852-853", "646-647", "803-804")))
     if (get("pipeline_model_parallel_size") or 1) == 1 and (get("decoder_first_pipeline_num_layers") is not None
                                                            or get("decoder_last_pipeline_num_layers") is not None):
         out.append(StartupError("swift_pipeline_layers_without_pp",
                                 "pipeline_model_parallel_size must be greater than 1 if you want to set "
                                 "decoder_first_pipeline_num_layers or decoder_last_pipeline_num_layers.",
-                                _source_lines(version, "885-888", "676-679")))
+                                _source_lines(version, "885-888", "676-679", "833-836")))
     limit = get("save_total_limit")
     if limit is not None:
         if get("async_save"):
             out.append(StartupError("swift_save_total_limit", "async_save is not supported with save_total_limit.",
-                                    _source_lines(version, "910-912", "693-695")))
+                                    _source_lines(version, "910-912", "693-695", "858-860")))
         elif limit < 2:
             out.append(StartupError("swift_save_total_limit", "save_total_limit must be greater than or equal to 2.",
-                                    _source_lines(version, "913-914", "696-697")))
+                                    _source_lines(version, "913-914", "696-697", "861-862")))
     if get("tuner_type") == "lora_llm":
         merge = get("merge_lora")
         merge = get("save_safetensors") if merge is None else merge
         if not merge:
             out.append(StartupError("swift_lora_llm", "`merge_lora` must be True when using `--tuner_type lora_llm`",
-                                    _source_lines(version, "928-929", "711-712")))
+                                    _source_lines(version, "928-929", "711-712", "876-877")))
         elif not get("no_save_optim"):
             out.append(StartupError("swift_lora_llm",
                                     "`no_save_optim` must be True when using `--tuner_type lora_llm`",
-                                    _source_lines(version, "930-931", "713-714")))
+                                    _source_lines(version, "930-931", "713-714", "878-879")))
     tp = get("tensor_model_parallel_size") or 1
     sequence_parallel = bool(get("sequence_parallel")) and tp > 1      # l.943-944 (4.2: l.726-727)
     if get("tp_comm_overlap") and not sequence_parallel:
         out.append(StartupError("swift_tp_comm_overlap_without_sp",
                                 "Tensor parallel communication/GEMM overlap can happen only when "
-                                "sequence parallelism is enabled", _source_lines(version, "949-951", "728-730")))
+                                "sequence parallelism is enabled", _source_lines(version, "949-951", "728-730", "897-899")))
     if world_size:
         # initialize_megatron -> megatron-core initialize_model_parallel (megatron/core/parallel_state.py
         # 0.16.1 l.738-741 and l.787-795), then ms-swift's batch arithmetic.
@@ -104,14 +120,20 @@ def startup_errors(get: Callable[[str], Any], world_size: int | None, version: s
         if gbs % per_step != 0:
             out.append(StartupError("swift_global_batch_not_divisible",
                                     f"global batch size ({gbs}) is not divisible by micro batch size ({mbs}) times "
-                                    f"data parallel size ({dp}).", _source_lines(version, "1003-1005", "739-741")))
+                                    f"data parallel size ({dp}).", _source_lines(version, "1003-1005", "739-741", "951-953")))
         elif gbs // per_step == 0:
             out.append(StartupError("swift_global_batch_not_divisible",
                                     "global_batch_size must be >= `data_parallel_size * micro_batch_size` to have at "
                                     f"least one micro-batch. global_batch_size: {gbs}, data_parallel_size: {dp}, "
-                                    f"micro_batch_size: {mbs}.", _source_lines(version, "1007-1011", "743-747")))
+                                    f"micro_batch_size: {mbs}.", _source_lines(version, "1007-1011", "743-747", "955-959")))
+    if _muon_lr_checked(version) and "muon" not in str(get("optimizer") or "adam") and (
+            get("muon_lr") is not None or get("muon_min_lr") is not None):
+        # MegatronArguments._check_muon, right after _init_distributed (4.6.0 l.955, l.1046-1047)
+        out.append(StartupError("swift_muon_lr_without_muon",
+                                "`muon_lr`/`muon_min_lr` require `--optimizer muon` or `--optimizer dist_muon`.",
+                                f"{SRC} l.1046-1047 (4.6.0)"))
     adapters = get("adapters") or []
     if len(adapters) > 1:
         out.append(StartupError("swift_one_adapter", "Currently only support one adapter",
-                                _source_lines(version, "1119", "803"), exc="AssertionError"))
+                                _source_lines(version, "1119", "803", "1021"), exc="AssertionError"))
     return out
