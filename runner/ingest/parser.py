@@ -145,7 +145,7 @@ class LogParser:
         self.origins: list[int] = []
         self._origin: int | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
-        self._last_text_rec: tuple | None = None  # (step, loss, rank) of the last text record
+        self._last_text_rec: tuple | None = None  # (step, loss) of the last text record
         self._counted_line = -1                   # the last line counted as a metric line
         self.stats = ParseStats()
         self.records_emitted = 0
@@ -557,9 +557,11 @@ class LogParser:
             return None
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
-        again = (rec["step"], rec["loss"], rank)
+        again = (rec["step"], rec["loss"])
         if rec["loss"] is not None and again == self._last_text_rec:
-            # the same step's line again (two handlers, every rank printing): read once
+            # the same step's line again (two handlers, every rank printing, whatever label each
+            # copy has: torchtitan logs on every rank, and under `srun -l` the node labels of
+            # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
             self.stats.ignored_lines += 1
             self.reason = "the same step again (a line printed twice)"
             return []
