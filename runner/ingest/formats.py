@@ -497,16 +497,19 @@ def read_kv(text: str) -> tuple[dict, str] | None:
                 out.setdefault(f"{split.group(1)} {key}", value)
             continue
         two_field = None
-        if sep.strip():
-            word = _KV_WORD_BEFORE_RE.search(text, max(0, m.start() - 40), m.start())
-            known2 = None if word is None else field_of(word.group(1) + " " + key)
-            if word is not None and known2 is not None:
-                # a two-word name the synonym table knows (Cosmos-RL's f"Step: {step}/{total},
-                # Loss: {loss:.5f}, Learning rate: {lr:.5e}, Iteration time: {t:.3f}s, ..."):
-                # "Learning rate" is the lr, not an extra named "rate"
-                key, two_field = word.group(1) + " " + key, known2[0]
+        word = _KV_WORD_BEFORE_RE.search(text, max(0, m.start() - 40), m.start())
+        known2 = None if word is None else field_of(word.group(1) + " " + key)
+        if word is not None and known2 is not None:
+            # a two-word name the synonym table knows (Cosmos-RL's f"Step: {step}/{total},
+            # Loss: {loss:.5f}, Learning rate: {lr:.5e}, Iteration time: {t:.3f}s, ...",
+            # neuronx-distributed's "... loss 13.41 grad norm 1.97"): "Learning rate" is the
+            # lr, not an extra named "rate"
+            key, two_field = word.group(1) + " " + key, known2[0]
         low = key.lower()
-        if not sep.strip() and low not in _SPACE_KEYS:
+        if not sep.strip() and low not in _SPACE_KEYS and two_field is None and field_of(key) is None:
+            # "name value" pairs are read for the usual short names and for the names the synonym
+            # table knows (neuronx-distributed's "step 1 step_time 244.76s throughput 3.93 seq/s
+            # loss 13.41 grad norm 1.97"), never for any word before a number
             continue
         if low in _STEP_WORDS:
             if "step" not in out and raw.isdigit():
