@@ -291,6 +291,10 @@ class LogParser:
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
+        if text[:1] == "`" and text[-1:] == "`" and len(text) > 2:
+            # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
+            # inline code): the line is what stands inside them
+            text = text.strip("`").strip()
         if self._cut is not None:
             if self._continue_cut(text):
                 return events + (self._flush_cut() if self._cut_complete() else [])
