@@ -644,6 +644,11 @@ class LogParser:
             step = 0 if self._last_step is None else (
                 self._last_step + 1 if formats.LLMC_C_STEP_RE.match(self._prev_text) else self._last_step)
             inferred = True
+        elif step is None and self._last_step is None and "epoch" in got.extra:
+            # an evaluation naming its epoch before any training step ("test Epoch 36: average
+            # Loss: ..." starting a log of epoch lines, "Validation Epoch 0" before training):
+            # at that epoch, the step epoch lines are at
+            step = got.extra["epoch"]
         elif step is None:
             step, inferred = self._last_step, self._last_step is not None
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)

@@ -223,6 +223,8 @@ LEARNED_KEYS: dict[str, str] = {
 _COMPOSER_TRAIN_PREFIX = "train "
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
                             "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
+                            "average", "averaged",   # "Train Epoch 37: averaged Loss: 1.459129"
+                            "with",   # DeepSpeed-Chat: f"Epoch {epoch+1}/{args.num_train_epochs} with loss {mean_loss/(step+1)}"
                             "step",   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
                             "tot"))   # MiniLLM (LMOps): "tot_loss" beside its rl_loss / pt_loss parts
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}

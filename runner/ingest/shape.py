@@ -439,7 +439,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if is_eval:
         if epoch is not None or counter_how in _BATCH_NAMES:
             counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
-        return _eval_line(word, named, toks, counter, counter_how)
+        got_eval = _eval_line(word, named, toks, counter, counter_how)
+        if isinstance(got_eval, EvalLine) and epoch is not None and epoch_tok is not None and epoch == int(epoch):
+            got_eval.extra["epoch"] = int(epoch)   # the epoch it evaluates (its step in a log of epoch lines)
+        return got_eval
     if counter is None:
         return Summary(dict(values), epoch, shape, epoch_tok.tot if epoch_tok is not None else None)
     key = _counter_key(shape, toks, counter)
