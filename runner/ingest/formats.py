@@ -428,8 +428,10 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
     return (out, "nanogpt_pipe") if got else None
 
 
-# nanoGPT's evaluation line (train.py): f"step {iter_num}: train loss {..:.4f}, val loss {..:.4f}"
-_NANOGPT_EVAL_RE = re.compile(r"^step (\d+): train loss (\S+), val loss (\S+)\s*$")
+# nanoGPT's evaluation line (train.py): f"step {iter_num}: train loss {..:.4f}, val loss {..:.4f}",
+# also with fields after it (storch's Scala port of nanoGPT adds ", mem 838.6 MiB @ <elapsed>,
+# mean <time per step>")
+_NANOGPT_EVAL_RE = re.compile(r"^step (\d+): train loss ([^\s,]+), val loss ([^\s,]+)(?:,\s.*)?\s*$")
 
 
 def read_nanogpt_eval(text: str) -> EvalLine | None:
