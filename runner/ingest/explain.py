@@ -72,42 +72,68 @@ def explain_lines(data: bytes, line_format: Any = None) -> str:
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
+    line_shape: dict[int, Shape] = {}      # recent lines' shapes: a record may come from an earlier line
+    waiting: dict[int, tuple[Shape, str]] = {}   # lines that gave nothing (yet): shape, why
+
+    def count_event(sh: Shape | None, kind: str, obj: dict) -> None:
+        nonlocal n_records, n_evals
+        if kind == RECORD:
+            n_records += 1
+        elif kind == MARK:
+            n_evals += obj["kind"] == "eval"
+        if sh is None:
+            return
+        if kind == RECORD:
+            sh.srcs[obj["src"]] += 1
+            sh.fields.update(f for f in RECORD_FIELDS if obj.get(f) is not None)
+            sh.extras.update(list(obj["extra"])[:12])
+            how = parser.shapes.last_counter if obj["src"] == "learned" else _COUNTERS.get(obj["src"], "")
+            if obj["src"] == "hf_dict" and obj["max_steps"] is not None and "step_inferred" in obj["extra"]:
+                how = "the count of the Trainer's progress bar drawn with it"
+            if how:
+                sh.counters[how] += 1
+        elif kind == MARK:
+            sh.marks[obj["kind"]] += 1
+
+    def attribute(events: list, line: int) -> None:
+        """Each record to the line it was read from (``LogParser.origins``: a progress bar's
+        last count, a step block, a dict held for the line after it give theirs later)."""
+        origins = list(parser.origins)
+        if len(origins) != sum(1 for kind, _ in events if kind == RECORD):
+            origins = []
+        k = 0
+        for kind, obj in events:
+            at = line
+            if kind == RECORD and origins:
+                at, k = origins[k], k + 1
+            waiting.pop(at, None)
+            count_event(line_shape.get(at), kind, obj)
+
     for i, raw in enumerate(lines, 1):
         key, text = shape_of(raw)
         st = parser.stats
         before = (st.metric_lines, st.mark_lines, st.ignored_lines, st.unparsed_lines)
         parser.reason = ""
         events = parser.process_line(raw)
-        if not key:
-            continue
-        sh = shapes.get(key)
-        if sh is None:
-            if len(shapes) >= MAX_SHAPES * 50:
-                continue
+        sh = shapes.get(key) if key else None
+        if key and sh is None and len(shapes) < MAX_SHAPES * 50:
             sh = shapes[key] = Shape(i, clip(text, 160))
-        sh.lines += 1
-        for kind, obj in events:
-            if kind == RECORD:
-                n_records += 1
-                sh.srcs[obj["src"]] += 1
-                sh.fields.update(f for f in RECORD_FIELDS if obj.get(f) is not None)
-                sh.extras.update(list(obj["extra"])[:12])
-                how = parser.shapes.last_counter if obj["src"] == "learned" else _COUNTERS.get(obj["src"], "")
-                if how:
-                    sh.counters[how] += 1
-            elif kind == MARK:
-                sh.marks[obj["kind"]] += 1
-                n_evals += obj["kind"] == "eval"
-        if not events:
+        if sh is not None:
+            sh.lines += 1
+            line_shape[i] = sh
+            line_shape.pop(i - 4096, None)
+        attribute(events, i)
+        if sh is not None and not events:
             after = (st.metric_lines, st.mark_lines, st.ignored_lines, st.unparsed_lines)
             if after[0] == before[0] and after[1] == before[1]:
-                n_skipped += 1
                 reason = parser.reason or ("understood, carries nothing (a progress bar, a header)"
                                            if after[2] > before[2] else "no metrics")
-                sh.reasons[reason] += 1
-    for kind, obj in parser.end_of_input():
-        if kind == RECORD:
-            n_records += 1
+                waiting[i] = (sh, reason)
+    parser.origins.clear()
+    attribute(parser.end_of_input(), len(lines))
+    for sh, reason in waiting.values():
+        n_skipped += 1
+        sh.reasons[reason] += 1
     out = [f"{len(lines):,} lines, {n_records:,} training records, {n_evals:,} evaluations, "
            f"{n_skipped:,} lines skipped; {len(shapes):,} line shapes"]
     ordered = sorted(shapes.values(), key=lambda s: s.first_line)

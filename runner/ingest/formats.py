@@ -31,8 +31,8 @@ from typing import Any
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
 from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
-                                   MEM_RESERVED, EvalLine, eval_key, field_of, mem_peak_rank, parse_grouped_number, parse_number,
-                                   unit_value)
+                                   MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, own_loss_name,
+                                   parse_grouped_number, parse_number, unit_value)
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -428,8 +428,10 @@ def read_nanogpt_pipe(text: str) -> tuple[dict, str] | None:
     return (out, "nanogpt_pipe") if got else None
 
 
-# nanoGPT's evaluation line (train.py): f"step {iter_num}: train loss {..:.4f}, val loss {..:.4f}"
-_NANOGPT_EVAL_RE = re.compile(r"^step (\d+): train loss (\S+), val loss (\S+)\s*$")
+# nanoGPT's evaluation line (train.py): f"step {iter_num}: train loss {..:.4f}, val loss {..:.4f}",
+# also with fields after it (storch's Scala port of nanoGPT adds ", mem 838.6 MiB @ <elapsed>,
+# mean <time per step>")
+_NANOGPT_EVAL_RE = re.compile(r"^step (\d+): train loss ([^\s,]+), val loss ([^\s,]+)(?:,\s.*)?\s*$")
 
 
 def read_nanogpt_eval(text: str) -> EvalLine | None:
@@ -497,16 +499,19 @@ def read_kv(text: str) -> tuple[dict, str] | None:
                 out.setdefault(f"{split.group(1)} {key}", value)
             continue
         two_field = None
-        if sep.strip():
-            word = _KV_WORD_BEFORE_RE.search(text, max(0, m.start() - 40), m.start())
-            known2 = None if word is None else field_of(word.group(1) + " " + key)
-            if word is not None and known2 is not None:
-                # a two-word name the synonym table knows (Cosmos-RL's f"Step: {step}/{total},
-                # Loss: {loss:.5f}, Learning rate: {lr:.5e}, Iteration time: {t:.3f}s, ..."):
-                # "Learning rate" is the lr, not an extra named "rate"
-                key, two_field = word.group(1) + " " + key, known2[0]
+        word = _KV_WORD_BEFORE_RE.search(text, max(0, m.start() - 40), m.start())
+        known2 = None if word is None else field_of(word.group(1) + " " + key)
+        if word is not None and known2 is not None:
+            # a two-word name the synonym table knows (Cosmos-RL's f"Step: {step}/{total},
+            # Loss: {loss:.5f}, Learning rate: {lr:.5e}, Iteration time: {t:.3f}s, ...",
+            # neuronx-distributed's "... loss 13.41 grad norm 1.97"): "Learning rate" is the
+            # lr, not an extra named "rate"
+            key, two_field = word.group(1) + " " + key, known2[0]
         low = key.lower()
-        if not sep.strip() and low not in _SPACE_KEYS:
+        if not sep.strip() and low not in _SPACE_KEYS and two_field is None and field_of(key) is None:
+            # "name value" pairs are read for the usual short names and for the names the synonym
+            # table knows (neuronx-distributed's "step 1 step_time 244.76s throughput 3.93 seq/s
+            # loss 13.41 grad norm 1.97"), never for any word before a number
             continue
         if low in _STEP_WORDS:
             if "step" not in out and raw.isdigit():
@@ -518,19 +523,25 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if value is None:
             continue
         field = _KV_FIELDS.get(low)
-        if field is None and two_field in ("lr", "grad_norm"):
-            field = two_field
         named = field is not None
+        synonym = False
+        if field is None and two_field is not None:
+            # a two-word name is the field the synonym table names; a metric only when that
+            # field makes a metric line (records.METRIC_FIELDS: "Iteration time" alone is not)
+            field, named = two_field, two_field in METRIC_FIELDS
+            synonym = field == "loss" and "loss" not in out   # an exact "loss" after it is the loss
         if field is None and low not in _NOT_FIELDS:
             known = field_of(key)   # the one synonym table: max_mem_reserved, iter_time, step_loss, ...
             field = known[0] if known is not None and known[0] in ("mem_gib", "step_time_s") else None
             if known is not None and known[0] == "loss" and not any(c in key for c in "/.") and "loss" not in out:
                 field, named = "loss", True   # a plain loss name; slashed ones (actor/loss) are the learner's
                 by_synonym = (key, value)
-        elif field == "loss" and by_synonym is not None:
+        elif field == "loss" and by_synonym is not None and not synonym:
             # the exact "loss" after a synonym (avg_loss=0.3, loss=0.06): the exact one is the loss
             out[by_synonym[0]], by_synonym = by_synonym[1], None
             del out["loss"]
+        if synonym:
+            by_synonym = (key, value)
         if field is not None and field not in out:
             if field == "step_time_s" and low == "time" and unit not in (None, "ms", "s"):
                 out[key] = value
@@ -1162,7 +1173,7 @@ def read_bar_postfix(text: str) -> Bar | None:
     lightning = bool(epoch and desc.startswith("Epoch")) or "v_num" in out
     if lightning and "loss" in out and any(k in out for k in STEP_LOSS_KEYS):
         out["loss_smoothed"] = out.pop("loss")
-    named = [k for k in out if k.lower().endswith("loss") and eval_key(k) is None]
+    named = [k for k in out if own_loss_name(k)]
     if len(named) == 1 and not any((field_of(k) or ("",))[0] == "loss" for k in out):
         # the postfix's one loss, under the loop's own name (a diffusers/accelerate script's
         # progress_bar.set_postfix(lr=..., noise_step_loss=...)): the step's loss

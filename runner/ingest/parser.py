@@ -2,7 +2,9 @@
 
 Stateful: ``process_line`` reads one complete line (without its newline) and returns its
 events (records and marks, in file order); ``read_completed`` reads a line that arrived in
-pieces (``linebuf.PartialLine``); ``end_of_input`` ends the log. That is the parser's one
+pieces (``linebuf.PartialLine``); ``end_of_input`` ends the log; ``release_held`` gives the
+record of a step-less dict held for the line after it (``LogParser._hold``) before lines the
+parser does not read (the template's rows, the end of a part). That is the parser's one
 API: cutting bytes into lines, and the partial last line, belong to the pipe
 (``moeconsole.runner.ingest.pipe.LinePipe``; ``history.read_events`` reads a whole byte string
 with the parser alone). It never raises on input: binary garbage, invalid UTF-8, truncated
@@ -125,6 +127,29 @@ def _torchtune_bar(text: str) -> formats.Bar | None:
     return formats.Bar(mapping, src, mapping["step"], None, None, True, "")
 
 
+
+def _first_bar_count(raw: bytes) -> tuple[int, int] | None:
+    """(count, total) of the Hugging Face Trainer's bar (``formats.bare_bar_count``) drawn again
+    right after a dict, at the start of the next line, else None. That redraw is the line's
+    first carriage-return segment when later ones follow it (a file keeps every redraw), or
+    its only bar when a message was printed right after it, before the bar moved on
+    (``...| 100/7252 [24:16<29:02:42, 14.62s/it][INFO|trainer.py:3910] ... Saving model
+    checkpoint to .../checkpoint-100``). A bar alone on its line is what a terminal showed
+    last, the count before the next dict (``LogParser._bar_step``)."""
+    if b"%|" not in raw and b"% " not in raw:
+        return None
+    parts = [p for p in raw.split(b"\r") if p.strip()]
+    if not parts:
+        return None
+    first = parts[0]
+    if b"\x1b" in first:
+        first = ANSI_BYTES_RE.sub(b"", first)
+    text = split_rank(decode_line(first))[1]
+    got = formats.bare_bar_count(text)
+    if got is None or (len(parts) == 1 and not strip_bar(text)[1].strip()):
+        return None
+    return got
+
 class LogParser:
     """Stateful, line by line: ``process_line``/``read_completed`` per complete line,
     ``end_of_input`` at the end of the log; each returns the events of what it read."""
@@ -145,7 +170,7 @@ class LogParser:
         self.origins: list[int] = []
         self._origin: int | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
-        self._last_text_rec: tuple | None = None  # (step, loss, rank) of the last text record
+        self._last_text_rec: tuple | None = None  # (step, loss) of the last text record
         self._counted_line = -1                   # the last line counted as a metric line
         self.stats = ParseStats()
         self.records_emitted = 0
@@ -159,6 +184,9 @@ class LogParser:
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._rich_line = False                  # the line being read is a RichHandler record
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
+        # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
+        self._held: tuple[dict, int | None, dict, str, int] | None = None
+        self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._line_text = ""                    # the line being read (an example when it is skipped)
@@ -181,7 +209,30 @@ class LogParser:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         self.origins.clear()
-        return self._drop_fragment() + self._flush_cut() + self._release() + self._give_ds_step()
+        held = self.release_held()
+        return held + self._drop_fragment() + self._flush_cut() + self._release() + self._give_ds_step()
+
+    def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
+        """The record of a step-less dict held for the line after it (``_hold``), given now:
+        ``raw`` is that next line (None: no line follows it here; the template's rows or the
+        end of a part, which are no bar). Its step is the count of the Hugging Face Trainer's
+        bar when that line starts with the bar redrawn at a step past the last one, else the
+        step it was numbered."""
+        if self._held is None:
+            return []
+        rec, rank, evals, src, line = self._held
+        self._held = None
+        if raw is not None:
+            got = _first_bar_count(raw)
+            if got is not None and got[0] > (self._last_step or 0):
+                rec["step"] = got[0]
+                if rec["max_steps"] is None:
+                    rec["max_steps"] = got[1]
+        self._origin = line
+        try:
+            return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+        finally:
+            self._origin = None
 
     def context_after_rows(self, last_step: int, records: int) -> None:
         """``records`` metric lines were read by the template strategy (the last at step
@@ -204,7 +255,8 @@ class LogParser:
         self.origins.clear()
         self.stats.lines += 1
         try:
-            return self._classify(raw)
+            held = self.release_held(raw) if self._held is not None else []
+            return held + self._classify(raw)
         except Exception:  # noqa: BLE001 - the parser must never raise on input
             self._unparsed("", suspect=False)
             return []
@@ -239,6 +291,10 @@ class LogParser:
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
+        if text[:1] == "`" and text[-1:] == "`" and len(text) > 2:
+            # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
+            # inline code): the line is what stands inside them
+            text = text.strip("`").strip()
         if self._cut is not None:
             if self._continue_cut(text):
                 return events + (self._flush_cut() if self._cut_complete() else [])
@@ -557,9 +613,11 @@ class LogParser:
             return None
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
-        again = (rec["step"], rec["loss"], rank)
+        again = (rec["step"], rec["loss"])
         if rec["loss"] is not None and again == self._last_text_rec:
-            # the same step's line again (two handlers, every rank printing): read once
+            # the same step's line again (two handlers, every rank printing, whatever label each
+            # copy has: torchtitan logs on every rank, and under `srun -l` the node labels of
+            # the copies interleave, "1: ... step: 1990", "0: ... step: 1990", ...): read once
             self.stats.ignored_lines += 1
             self.reason = "the same step again (a line printed twice)"
             return []
@@ -586,6 +644,11 @@ class LogParser:
             step = 0 if self._last_step is None else (
                 self._last_step + 1 if formats.LLMC_C_STEP_RE.match(self._prev_text) else self._last_step)
             inferred = True
+        elif step is None and self._last_step is None and "epoch" in got.extra:
+            # an evaluation naming its epoch before any training step ("test Epoch 36: average
+            # Loss: ..." starting a log of epoch lines, "Validation Epoch 0" before training):
+            # at that epoch, the step epoch lines are at
+            step = got.extra["epoch"]
         elif step is None:
             step, inferred = self._last_step, self._last_step is not None
         mark = eval_mark(got.values, step, got.src, split=got.split, loss=got.loss, inferred=inferred)
@@ -905,16 +968,19 @@ class LogParser:
         got = formats.bare_bar_count(text)
         if got is not None:
             self._bare_bars[got[1]] = got[0]
+            self._trainer_bar = True
 
-    def _bar_step(self) -> int | None:
-        """The global step of a step-less dict printed under the Hugging Face Trainer's bar:
-        the count of the bar with the largest total (the training bar; the evaluation's
-        prediction bar counts batches), when it is past the last step and nothing but bars stood
-        between the bar and the dict (else None: the dict is numbered)."""
+    def _bar_step(self) -> tuple[int, int] | None:
+        """(global step, max steps) of a step-less dict printed under the Hugging Face Trainer's
+        bar: the count and total of the bar with the largest total (the training bar; the
+        evaluation's prediction bar counts batches), when it is past the last step and nothing
+        but bars stood between the bar and the dict (else None: the dict is numbered, or takes
+        the count of the bar drawn again after it, ``_hold``)."""
         if not self._bare_bars:
             return None
-        count = self._bare_bars[max(self._bare_bars)]
-        return count if count > (self._last_step or 0) else None
+        total = max(self._bare_bars)
+        count = self._bare_bars[total]
+        return (count, total) if count > (self._last_step or 0) else None
 
     def _bar_events(self, bar: formats.Bar, rank: int | None) -> list[LogEvent]:
         """A redraw gives a training record when it shows a new step with new values: a bar
@@ -1057,7 +1123,9 @@ class LogParser:
             per_epoch = epoch_step(train) if src == "jsonl" else None
             from_bar = self._bar_step() if per_epoch is None else None
             rec = record_from_mapping(train, src, inferred_step=per_epoch if per_epoch is not None
-                                      else from_bar or (self._last_step or 0) + 1)
+                                      else from_bar[0] if from_bar else (self._last_step or 0) + 1)
+            if rec is not None and from_bar is not None and rec["max_steps"] is None:
+                rec["max_steps"] = from_bar[1]   # the training bar's total is the run's steps
             if rec is not None:
                 if SWIFT_RATE_KEY in train:
                     self._swift_rate_period(rec)
@@ -1071,9 +1139,11 @@ class LogParser:
                         # the epoch went back: a new run in the same file, count from 1
                         rec["step"] = 1
                     self._last_epoch = epoch
+                    if from_bar is None and (self._trainer_bar or self.records_emitted == 0):
+                        return self._hold(rec, rank, evals, src)
                 else:
                     self._last_epoch = None
-                return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
+                return self.release_held() + self._record(rec, rank) + self._mixed(evals, rec["step"], src)
         elif kind == "eval":
             step = eval_step(mapping)
             if step is None and self._last_step is None and mapping.get("epoch") in (0, 0.0, "0", "0.0"):
@@ -1090,6 +1160,21 @@ class LogParser:
             return None
         self._unparsed(text, suspect=False)
         return []
+
+    def _hold(self, rec: dict, rank: int | None, evals: dict, src: str) -> list[LogEvent]:
+        """A step-less dict whose step no bar before it showed (nothing printed between them but
+        bars): its record waits for the next line (``release_held``). The Hugging Face Trainer
+        writes the dict under its bar with ``tqdm.write``, which clears the bar, prints the
+        dict and draws the bar again at the same count (``ProgressCallback.on_log``; the count
+        is ``state.global_step``, set by ``on_step_end`` before): a log whose redraws before the
+        dict were lost (a paste that starts at the dict) or stand before other lines (a
+        callback's own prints, warnings) shows that count on the line after the dict. Only in a
+        log that drew that bar, or at its first record (a paste): a log without the bar gives
+        each dict as it comes (live, the last one never waits for a line that may be minutes
+        away)."""
+        out = self.release_held()   # an earlier dict of the same line (dicts side by side)
+        self._held = (rec, rank, evals, src, self.stats.lines if self._origin is None else self._origin)
+        return out
 
     def _other_process(self, mapping: dict, rank: int | None, label: str | None) -> bool:
         """A step-less dict (a Hugging Face log) printed by another process than the first one

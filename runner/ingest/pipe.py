@@ -204,7 +204,19 @@ class LinePipe:
                 out.add_events(evs, at=self.lines.offsets(evs, self.partial_at))
             evs = self.parser.end_of_input()
             out.add_events(evs, at=self.lines.offsets(evs, -1))
+        else:
+            # the end of a part: a dict held for its next line gets its step now (the next line,
+            # where the log is cut, is a template line, no bar), as one pass would give it
+            self._release_held(out)
         return out.build()
+
+    def _release_held(self, out: BatchBuilder) -> None:
+        """The record of a step-less dict the parser holds for the line after it
+        (``LogParser.release_held``), before anything the parser does not read (template rows)."""
+        self.parser.origins.clear()
+        evs = self.parser.release_held()
+        if evs:
+            out.add_events(evs, at=self.lines.offsets(evs, -1))
 
     # ------------------------------------------------------------------ lines -> records
 
@@ -218,6 +230,8 @@ class LinePipe:
                     claim.locate(buf, end, at)
                 base, records = self.parser.stats.lines, out.parser_records
                 for strategy, run in self._families(claim, base):
+                    if strategy is self.templates:
+                        self._release_held(out)   # the row is the held dict's next line
                     strategy.read(run, out)
                 self._claimed(claim, base, out.parser_records - records)
                 return

@@ -223,6 +223,8 @@ LEARNED_KEYS: dict[str, str] = {
 _COMPOSER_TRAIN_PREFIX = "train "
 _LOSS_PREFIXES = frozenset(("", "cross_entropy", "crossentropy", "cross-entropy", "ce", "nll", "lm", "total",
                             "train", "training", "avg", "mean", "train_lm", "reduced_train", "main",
+                            "average", "averaged",   # "Train Epoch 37: averaged Loss: 1.459129"
+                            "with",   # DeepSpeed-Chat: f"Epoch {epoch+1}/{args.num_train_epochs} with loss {mean_loss/(step+1)}"
                             "step",   # NVIDIA DLLogger scripts: "step_loss" (beside "average_loss")
                             "tot"))   # MiniLLM (LMOps): "tot_loss" beside its rl_loss / pt_loss parts
 _FIELD_KEYS_LOWER: dict[str, tuple[str, Callable[[float], float | None]]] = {}
@@ -329,7 +331,21 @@ MAX_STEP_KEYS = ("max_steps", "train_iters", "total_steps", "num_iterations")
 KNOWN_KEYS = frozenset(k for keys in FIELD_KEYS.values() for k, _ in keys) | set(STEP_KEYS) | set(MAX_STEP_KEYS)
 # Keys only a training step has: a mapping with one of them is a training record, whatever else
 # it carries (an evaluation dict has eval_* keys and maybe memory or speed, never these).
-METRIC_HINT_KEYS = frozenset(k for f in ("loss", "grad_norm", "lr") for k, _ in FIELD_KEYS[f])
+# The fields that make a line a training metric line; memory, time or throughput alone (a
+# report, a timer line) do not.
+METRIC_FIELDS = ("loss", "grad_norm", "lr")
+METRIC_HINT_KEYS = frozenset(k for f in METRIC_FIELDS for k, _ in FIELD_KEYS[f])
+_NAME_WORDS_RE = re.compile(r"[\s_./\-]+")
+
+
+def own_loss_name(name: str) -> bool:
+    """A loss under the loop's own name: the name's last word is ``loss`` (``noise_step_loss``,
+    ``Mask Loss``, ``train/total_loss``; not ``closs`` or ``loss_scale``) and it names no
+    evaluation. Where a line's metrics hold one such name and no name of the synonym table's
+    loss (``field_of``), that one is the step's loss; two of them (a GAN's ``d_loss`` and
+    ``g_loss``) are parts, none is the loss."""
+    words = [w for w in _NAME_WORDS_RE.split(name.strip().lower()) if w]
+    return bool(words) and words[-1] == "loss" and eval_key(name) is None
 
 # ---------------------------------------------------------------------------------- evaluation
 

@@ -335,12 +335,25 @@ class Skip:
 MAX_SHAPES = 256
 
 
+# A file path or URL (a word that starts with "/", "./", "../", "~/", a drive or a scheme, also
+# in quotes or after "="): the numbers inside name a file, never a metric. NeMo's checkpoint
+# callback names its files after the monitored values ("Scheduled async checkpoint save for
+# /mnt/.../model_name=0--val_loss=0.00-step=18-consumed_samples=9728.0-last.ckpt",
+# ModelCheckpoint's filename template): no evaluation at step 18.
+_PATH_RE = re.compile(r"""(?<![^\s'"(\[=])(?:[A-Za-z]:\\|~?\.{0,2}/(?=[^\s/])|[A-Za-z][\w+.-]*://)[^\s'"]*""")
+
+
+def mask_paths(text: str) -> str:
+    """``text`` with each file path or URL replaced by ``<path>``."""
+    return _PATH_RE.sub("<path>", text) if "/" in text or "\\" in text else text
+
+
 def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | Summary | Skip | None:
     """What a line no named reader claimed is: a record, an evaluation, a block header, an
     epoch summary, a duplicate to skip; None when it carries no named number."""
     if len(text) > 4096 or not any(c.isdigit() for c in text) and "nan" not in text.lower():
         return None
-    body = strip_prefix_full(text)
+    body = mask_paths(strip_prefix_full(text))
     if _CPP_DIAG_RE.match(body):
         return None
     body = name_first(body)
@@ -426,7 +439,10 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     if is_eval:
         if epoch is not None or counter_how in _BATCH_NAMES:
             counter_how = "[n/N]"   # a batch counter is not the global step: the last step is
-        return _eval_line(word, named, toks, counter, counter_how)
+        got_eval = _eval_line(word, named, toks, counter, counter_how)
+        if isinstance(got_eval, EvalLine) and epoch is not None and epoch_tok is not None and epoch == int(epoch):
+            got_eval.extra["epoch"] = int(epoch)   # the epoch it evaluates (its step in a log of epoch lines)
+        return got_eval
     if counter is None:
         return Summary(dict(values), epoch, shape, epoch_tok.tot if epoch_tok is not None else None)
     key = _counter_key(shape, toks, counter)

@@ -217,3 +217,51 @@ def test_swift_logging_jsonl_final_record_names_the_last_checkpoint():
     _, marks, _ = parse(S.jsonl({"last_model_checkpoint": "/o/v0/checkpoint-30", "best_model_checkpoint": None,
                                  "best_metric": None, "global_step": 30, "log_history": [{"loss": 1.0}]}))
     assert marks[0]["kind"] == "last_model_checkpoint" and marks[0]["path"] == "/o/v0/checkpoint-30"
+
+
+def _two_word_names():
+    """Every name of the synonym table (records.FIELD_KEYS) that a log prints as two words
+    ("learning_rate" as "Learning rate"), with its field."""
+    from moeconsole.runner.ingest.records import FIELD_KEYS
+    out = []
+    for field, keys in FIELD_KEYS.items():
+        for key, conv in keys:
+            words = key.replace("_", " ").split()
+            if len(words) == 2 and all(w.isalpha() for w in words) and conv.__name__ == "_ident" \
+                    and field not in ("loss", "mem_gib"):
+                out.append((" ".join(words).capitalize(), field))
+    return out
+
+
+@pytest.mark.parametrize("name, field", _two_word_names())
+def test_a_two_word_name_the_synonym_table_knows_is_its_field(name, field):
+    """``key: value`` lines print two-word names (Cosmos-RL's "Learning rate: 2.00000e-06,
+    Iteration time: 80.240s"): the synonym table decides the field, for every field it knows
+    (not a list of some of them)."""
+    recs, _, _ = parse(f"Step: 5/100, Loss: 2.5, {name}: 1.5, Other: 3")
+    (r,) = recs
+    assert (r["step"], r["loss"], r[field]) == (5, 2.5, 1.5), name
+    assert name not in r["extra"] and name.split()[-1] not in r["extra"]
+
+
+@pytest.mark.parametrize("name, is_loss", [
+    ("noise_step_loss", True), ("avr_loss", True), ("Mask Loss", True), ("train/total_loss", True),
+    ("closs", False), ("loss_scale", False), ("val_loss", False), ("eval/loss", False)])
+def test_the_loops_own_loss_name_is_a_name_whose_last_word_is_loss(name, is_loss):
+    """Names met in the corpus' bar postfixes and metric lines: only a last word "loss" names a
+    loss (records.own_loss_name), an evaluation's never."""
+    from moeconsole.runner.ingest.records import own_loss_name
+    assert own_loss_name(name) is is_loss
+
+
+def test_a_bar_postfix_with_one_loss_of_its_own_name_and_none_with_two():
+    """A postfix's one loss under the loop's own name is the step's loss; a GAN's two (d_loss,
+    g_loss) are parts, none is; a glued word ending in "loss" (closs: 'c' + 'loss') is not a
+    loss name."""
+    bar = "Steps:   1%|▏         | {n}/6000 [00:55<4:54:46,  2.96s/it, lr=0.0001, {post}]"
+    recs, _, _ = parse(bar.format(n=16, post="noise_step_loss=0.25"), bar.format(n=17, post="noise_step_loss=0.24"))
+    assert [(r["step"], r["loss"]) for r in recs] == [(16, 0.25), (17, 0.24)]
+    recs, _, _ = parse(bar.format(n=16, post="d_loss=0.7, g_loss=1.9"), bar.format(n=17, post="d_loss=0.6, g_loss=2.0"))
+    assert [r["loss"] for r in recs] == [None, None] and recs[0]["extra"]["g_loss"] == 1.9
+    recs, _, _ = parse(bar.format(n=16, post="closs=0.7"), bar.format(n=17, post="closs=0.6"))
+    assert [r["loss"] for r in recs] == [None, None] and recs[1]["extra"]["closs"] == 0.6

@@ -374,3 +374,58 @@ def test_a_dataset_bar_before_training_does_not_give_the_first_dicts_step():
                     "  1%|          | 10/873 [00:50<1:10:00,  5.01s/it]",
                     "{'loss': 2.4, 'learning_rate': 1e-05, 'epoch': 0.02}")
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.5), (10, 2.4)]
+
+
+def test_the_trainer_bar_drawn_again_after_a_dict_gives_the_dict_its_step():
+    """The Trainer writes its step-less dict with tqdm.write, which draws the bar again at the
+    same count right after: a paste that starts at the dict (TRL SFT, the bar's redraw glued to
+    the checkpoint message) and a captured file (every redraw kept, the first one after the
+    dict is its step, a callback's own lines between the bar before and the dict) give the
+    bar's count and total, however the bytes are cut."""
+    paste = ("{'loss': 5.9309, 'grad_norm': 15.3125, 'learning_rate': 5.5e-05, 'epoch': 0.03}",
+             "  1%|█▉         | 100/7252 [24:16<29:02:42, 14.62s/it][INFO|trainer.py:3910] 2025-02-16 "
+             "18:41:31,587 >> Saving model checkpoint to out/checkpoint-100",
+             "{'loss': 5.1, 'grad_norm': 9.5, 'learning_rate': 5.4e-05, 'epoch': 0.06}",
+             "  3%|█▉         | 200/7252 [48:16<29:02:42, 14.62s/it][INFO|trainer.py:3910] 2025-02-16 "
+             "19:05:31,587 >> Saving model checkpoint to out/checkpoint-200")
+    capture = (b"\r  0%|          | 9/500 [00:09<08:00,  1.01s/it]\r  0%|          | 10/500 [00:10<08:00,  1.01s/it]",
+               b"Logging metrics:", b"   rewards/mean: 0.6500",
+               b"\r" + b" " * 40 + b"\r{'loss': 0.0751, 'grad_norm': 47.75, 'learning_rate': 1e-05, 'epoch': 0.02}",
+               b"\r  2%|          | 10/500 [00:10<08:00,  1.01s/it]\r  2%|          | 11/500 [00:11<08:00,  1.01s/it]")
+    for lines, want in ((paste, [(100, 7252, 5.9309), (200, 7252, 5.1)]), (capture, [(10, 500, 0.0751)])):
+        for sizes in (None, 1, 7):
+            recs, _ = parse(*lines, sizes=sizes)
+            assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == want
+
+
+def test_a_log_without_the_trainers_bar_gives_each_dict_at_once():
+    """Only a log that drew the Trainer's bar (or a paste at its first record) holds a dict for
+    the line after it: live, a run logging to a file without the bar never shows its last step
+    one logging interval late."""
+    from moeconsole.runner.ingest.live import LiveReader
+    reader = LiveReader()
+    lines = [b"{'loss': %.1f, 'learning_rate': 1e-05, 'epoch': 0.0%d}\n" % (2.0 - s / 10, s) for s in range(1, 4)]
+    got = [[(o["step"], o["loss"]) for k, o in reader.feed(line) if k == "record"] for line in lines]
+    assert got == [[], [(1, 1.9), (2, 1.8)], [(3, 1.7)]]
+
+
+def test_a_held_dict_before_template_rows_keeps_its_place(tmp_path):
+    """A step-less dict held for its next line, then rows the template reads (ms-swift dicts):
+    ``parse``'s pipe gives exactly what the line parser gives, in file order."""
+    from moeconsole.runner.ingest import records_from_path
+    swift = ("{'loss': '%.4f', 'grad_norm': '0.5', 'learning_rate': '1e-05', 'epoch': '0.1', "
+             "'global_step/max_steps': '%d/500', 'memory(GiB)': '35.12', 'train_speed(s/it)': '6.2'}")
+    lines = [swift % (1 + s / 100, s) for s in range(1, 60)]
+    lines += ["  2%|          | 59/500 [00:59<08:00,  1.01s/it]",
+              "{'loss': 9.5, 'learning_rate': 1e-05, 'epoch': 0.12}"]
+    lines += [swift % (1 + s / 100, s) for s in range(60, 200)]
+    lines += ["{'loss': 8.5, 'learning_rate': 1e-05, 'epoch': 0.6}",
+              " 60%|██████    | 300/500 [05:00<03:20,  1.01s/it][INFO] Saving model checkpoint to out/checkpoint-300"]
+    lines += [swift % (1 + s / 100, s) for s in range(301, 320)]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    piped, _ = records_from_path(path)
+    one_by_one, _ = parse(*lines)
+    key = lambda r: (r["step"], r["loss"], r["src"])  # noqa: E731
+    assert [key(r) for r in piped] == [key(r) for r in one_by_one]
+    assert (60, 9.5, "hf_dict") in [key(r) for r in piped] and (300, 8.5, "hf_dict") in [key(r) for r in piped]
