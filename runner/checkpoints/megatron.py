@@ -20,6 +20,7 @@ structural, plus what DCP's own index says the shards hold:
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ class MegatronReport:
     optimizer_tensors: int = 0      # optimizer-state tensors listed beside them (is_optimizer_state)
     optimizer_values: int = 0
     indexed: bool = False           # a .metadata was read: the counts above are known
+    index_sha256: dict[str, str] = field(default_factory=dict)   # relative path -> digest of each .metadata read
 
 
 def _file_entry(path: Path, base: Path, verdict: str = "ok", reason: str = "") -> dict:
@@ -167,6 +169,7 @@ def _read_dcp_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex 
                             f"{human_bytes(_MAX_DCP_METADATA_BYTES)}); tensors not counted, shards checked "
                             "for presence and size only")
         return None
+    report.index_sha256[entry["path"]] = hashlib.sha256(raw).hexdigest()
     try:
         return parse_dcp_metadata(raw)
     except DcpMetadataError as exc:
@@ -265,6 +268,7 @@ def check_megatron(path: Path, step: int | None) -> MegatronReport:
         report.optimizer_tensors += sub.optimizer_tensors
         report.optimizer_values += sub.optimizer_values
         report.indexed = report.indexed or sub.indexed
+        report.index_sha256.update(sub.index_sha256)
         m = ITER_DIR.match(d.name)
         report.problems += check_tracker(path, int(m.group(1)) if m else None, required=True)
     if report.format == "common_only" and not has_hf_weights(path):

@@ -125,3 +125,75 @@ def test_a_save_whose_tensors_were_not_counted_has_no_count_in_the_receipt(tmp_p
     assert proc.returncode == 0, proc.stderr
     line = next(line for line in (out / "receipt.md").read_text().splitlines() if str(legacy) in line)
     assert "| - |" in line and "| 0 |" not in line, line
+
+
+def _dcp_index(n: int, files: int = 8) -> tuple[bytes, dict[str, int]]:
+    """torch's own ``.metadata`` pickle for ``n`` bf16 expert tensors over ``files`` shards, built
+    with torch's classes as ``FileSystemWriter.finish`` pickles them (torch/distributed/checkpoint/
+    filesystem.py: ``pickle.dump(metadata, metadata_file)``), and each shard's length."""
+    import pickle
+
+    import torch
+    from torch.distributed.checkpoint.filesystem import _StorageInfo
+    from torch.distributed.checkpoint.metadata import (ChunkStorageMetadata, Metadata, MetadataIndex,
+                                                       TensorProperties, TensorStorageMetadata)
+    sdm, storage, ends = {}, {}, {}
+    props = TensorProperties(dtype=torch.bfloat16)
+    for i in range(n):
+        fqn = f"decoder.layers.{i // 128}.mlp.experts.local_experts.{i % 128}.linear_fc1.weight"
+        sdm[fqn] = TensorStorageMetadata(props, torch.Size([4, 4]),
+                                         [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([4, 4]))])
+        f = f"__{i % files}_0.distcp"
+        storage[MetadataIndex(fqn, (0, 0))] = _StorageInfo(f, ends.get(f, 0), 32)
+        ends[f] = ends.get(f, 0) + 32
+    return pickle.dumps(Metadata(sdm, storage_data=storage)), ends
+
+
+def _torch_dist_save(save: Path, iteration: int, index: bytes, ends: dict[str, int]) -> Path:
+    d = save / f"iter_{iteration:07d}"
+    d.mkdir(parents=True)
+    (d / ".metadata").write_bytes(index)
+    for name, end in ends.items():
+        with open(d / name, "wb") as f:
+            f.truncate(end)
+    (d / "common.pt").write_bytes(b"common")
+    (d / "metadata.json").write_text('{"sharded_backend": "torch_dist"}')
+    (save / "latest_checkpointed_iteration.txt").write_text(str(iteration))
+    return d
+
+
+def _bytes_read() -> int:
+    """What this process has read through read(2) and the like so far (/proc/self/io ``rchar``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def test_the_receipt_reads_a_megatron_index_once_and_never_one_above_the_read_limit(tmp_path, runs_dir):
+    """The receipt's header identity of a Megatron save comes from the ``.metadata`` verify reads
+    anyway: the index is read once (not again for the digest), and a ``.metadata`` above verify's
+    read limit (512 MB) is not read at all (its size stands in), so it cannot make the receipt slow."""
+    from moeconsole.runner.rundir.receipt import build_receipt
+    from tests.console.conftest import write_run
+    run = write_run(runs_dir, status="succeeded", checkpoints=())
+    index, ends = _dcp_index(12_000)
+    read_ok = _torch_dist_save(run.path / "output" / "megatron", 4, index, ends)
+    huge = _torch_dist_save(run.path / "output" / "megatron2", 8, index, ends)
+    with open(huge / ".metadata", "r+b") as f:    # sparse: 600 MB that cost no disk
+        f.truncate(600 << 20)
+    run.event("checkpoint", path=str(read_ok), step=4, ok=True, verdict="ok")
+    run.event("checkpoint", path=str(huge), step=8, ok=True, verdict="ok")
+    build_receipt(run)                              # imports and first reads out of the way
+    before = _bytes_read()
+    receipt = build_receipt(run)
+    read = _bytes_read() - before
+    rows = {c.step: c for c in receipt.checkpoints}
+    assert (rows[4].verdict, rows[4].tensors) == ("ok", 12_000), rows[4]
+    assert rows[8].tensors is None, rows[8]          # above the limit: not counted, and not read
+    assert len(index) < read < 1.5 * len(index), (read, len(index))
+    assert len(rows[4].header_sha256 or "") == len(rows[8].header_sha256 or "") == 64, rows
+    first = rows[8].header_sha256
+    with open(huge / ".metadata", "r+b") as f:
+        f.truncate((600 << 20) + 1)
+    assert build_receipt(run).checkpoints[1].header_sha256 != first   # its size still tells saves apart
