@@ -127,28 +127,6 @@ def test_a_save_whose_tensors_were_not_counted_has_no_count_in_the_receipt(tmp_p
     assert "| - |" in line and "| 0 |" not in line, line
 
 
-def _dcp_index(n: int, files: int = 8) -> tuple[bytes, dict[str, int]]:
-    """torch's own ``.metadata`` pickle for ``n`` bf16 expert tensors over ``files`` shards, built
-    with torch's classes as ``FileSystemWriter.finish`` pickles them (torch/distributed/checkpoint/
-    filesystem.py: ``pickle.dump(metadata, metadata_file)``), and each shard's length."""
-    import pickle
-
-    import torch
-    from torch.distributed.checkpoint.filesystem import _StorageInfo
-    from torch.distributed.checkpoint.metadata import (ChunkStorageMetadata, Metadata, MetadataIndex,
-                                                       TensorProperties, TensorStorageMetadata)
-    sdm, storage, ends = {}, {}, {}
-    props = TensorProperties(dtype=torch.bfloat16)
-    for i in range(n):
-        fqn = f"decoder.layers.{i // 128}.mlp.experts.local_experts.{i % 128}.linear_fc1.weight"
-        sdm[fqn] = TensorStorageMetadata(props, torch.Size([4, 4]),
-                                         [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([4, 4]))])
-        f = f"__{i % files}_0.distcp"
-        storage[MetadataIndex(fqn, (0, 0))] = _StorageInfo(f, ends.get(f, 0), 32)
-        ends[f] = ends.get(f, 0) + 32
-    return pickle.dumps(Metadata(sdm, storage_data=storage)), ends
-
-
 def _torch_dist_save(save: Path, iteration: int, index: bytes, ends: dict[str, int]) -> Path:
     d = save / f"iter_{iteration:07d}"
     d.mkdir(parents=True)
@@ -177,7 +155,8 @@ def test_the_receipt_reads_a_megatron_index_once_and_never_one_above_the_read_li
     from moeconsole.runner.rundir.receipt import build_receipt
     from tests.console.conftest import write_run
     run = write_run(runs_dir, status="succeeded", checkpoints=())
-    index, ends = _dcp_index(12_000)
+    from tests.checkpoints.conftest import dcp_index_bytes
+    index, ends = dcp_index_bytes(12_000)
     read_ok = _torch_dist_save(run.path / "output" / "megatron", 4, index, ends)
     huge = _torch_dist_save(run.path / "output" / "megatron2", 8, index, ends)
     with open(huge / ".metadata", "r+b") as f:    # sparse: 600 MB that cost no disk
