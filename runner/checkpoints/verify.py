@@ -280,6 +280,9 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
             if report.optimizer_tensors:
                 found.summary += (f", {report.tensors} model tensors + {report.optimizer_tensors} optimizer-state "
                                   f"tensors ({human_count(report.optimizer_values)} values)")
+        if report.unjudged_empty:     # said on the ok line itself, not only in a note
+            found.summary += (f"{', ' if found.summary else ''}{len(report.unjudged_empty)} empty .distcp not judged "
+                              "(.metadata not read)")
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
         _check_hf(d, layout, found)
     elif layout == "unknown":
