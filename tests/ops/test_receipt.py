@@ -77,23 +77,28 @@ def test_receipt_of_an_unknown_run_is_one_line(runs_dir):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
-def test_receipt_with_an_unwritable_home_is_quiet_and_leaves_no_scratch(tmp_path):
-    """HOME on a read-only or missing directory (someone else's machine): matplotlib could not
-    make its config dir and printed "mkdir -p failed ..." and "Matplotlib created a temporary
-    cache directory ..." around the receipt. The plot is still drawn, stderr says nothing, and
-    no scratch directory is left in TMPDIR."""
+@pytest.mark.parametrize("unwritable", ["HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"])
+def test_receipt_with_an_unwritable_matplotlib_directory_is_quiet_and_leaves_no_scratch(tmp_path, unwritable):
+    """Matplotlib keeps two directories by one rule (its config, and its cache where the font list
+    goes: ``_get_config_or_cache_dir``), under HOME or the XDG variables. When one cannot be made (a
+    HOME on a read-only or missing directory on someone else's machine, an XDG variable naming a
+    file, a read-only ~/.cache), it printed "mkdir -p failed ..." and "Matplotlib created a
+    temporary cache directory ..." around the receipt. The plot is still drawn, stderr says
+    nothing, and no scratch directory is left in TMPDIR."""
     pytest.importorskip("matplotlib")
     from tests.console.conftest import write_run
     runs = tmp_path / "runs"
     runs.mkdir(mode=0o700)
     run = write_run(runs, status="succeeded")
-    scratch = tmp_path / "tmp"
+    scratch, home = tmp_path / "tmp", tmp_path / "home"
     scratch.mkdir()
-    home = tmp_path / "home"
-    home.write_text("a file, not a directory: nothing can be made under it\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    home.mkdir()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("a file, not a directory: nothing can be made under it\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "MOECONSOLE_RUNS_DIR")}
     env.update(HOME=str(home), TMPDIR=str(scratch), PYTHONPATH=str(REPO))
-    env.pop("MOECONSOLE_RUNS_DIR", None)
+    env[unwritable] = str(blocked)
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "receipt", run.run_id,
                            "--out", str(out), "--runs-dir", str(runs)], capture_output=True, text=True,
