@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from moeconsole.runner.checkpoints.sharded import SHARD_NAME
 from moeconsole.runner.rundir import jsonio
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
@@ -241,12 +242,35 @@ def merged_weights_settled(path: Path) -> bool:
         return False
     index = path / "model.safetensors.index.json"
     if index.is_file():
+        # finalize() renames every shard before it writes the index, and config.json comes after
+        # both: an index naming a shard that is not on disk is a finished save that lost it
+        # (verify says missing_shard), not one still being written; an index that does not read
+        # may be half written
         try:
-            weight_map = json.loads(index.read_text()).get("weight_map") or {}
-            return bool(weight_map) and set(map(str, weight_map.values())) <= files
+            return bool(json.loads(index.read_text()).get("weight_map"))
         except (OSError, ValueError, AttributeError):
             return False
     return any(f.endswith(".safetensors") for f in files)
+
+
+def unfinished_series(files: set[str]) -> str | None:
+    """A ``-0000i-of-0000Y`` shard series still being written by transformers' ``save_pretrained``
+    (modeling_utils.py: config.json first, the shards one by one under their final names, then
+    ``model.safetensors.index.json``, or ``pytorch_model.bin.index.json``, after the last): some
+    of the Y shards are there and no index yet. A shard can take seconds to serialize before its
+    file appears, so quiet files alone do not say the save ended. Once the index is written, a
+    shard missing is lost, not late (verify: ``missing_shard``)."""
+    series: dict[tuple[str, int, str], int] = {}
+    for f in files:
+        m = SHARD_NAME.match(f)
+        if m:
+            key = (m.group("stem"), int(m.group("n")), m.group("ext"))
+            series[key] = series.get(key, 0) + 1
+    for (stem, total, ext), have in sorted(series.items()):
+        if have < total and f"{stem}{ext}.index.json" not in files:
+            return (f"{have} of {total} shards of {stem}-*-of-{total:05d}{ext} so far and no {stem}{ext}.index.json "
+                    "yet (written after the last shard)")
+    return None
 
 
 def save_underway(ckpt: Checkpoint) -> str | None:
@@ -266,13 +290,17 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     - checkpoint-N/ holds metadata and no weights, and its -merged sibling is absent or has not
       finished (``merged_weights_settled``): its weights are the sibling's;
     - checkpoint-N-merged/ itself has not finished;
-    - a Megatron save's adapter has no adapter_config.json yet."""
+    - a Megatron save's adapter has no adapter_config.json yet;
+    - a transformers shard series lacks shards and its index (``unfinished_series``)."""
     if not ckpt.path.is_dir():
         return None
     files, dirs = _names(ckpt.path)
     temp = sorted(f for f in files if _UNNUMBERED_SHARD in f)
     if temp:
         return f"{temp[0]} still has mcore-bridge's temporary shard name (renamed when the save finishes)"
+    series = unfinished_series(files)
+    if series:
+        return series
     named = CHECKPOINT_DIR.match(ckpt.path.name)
     if not named:
         return None

@@ -280,3 +280,77 @@ def test_verify_on_a_live_run_does_not_call_a_save_its_trainer_deletes_meanwhile
     res = json.loads(proc.stdout)
     assert [Path(c["path"]).name for c in res["checkpoints"]] == ["checkpoint-4"]
     assert res["deleted"] == [str(doomed)] and res["ok"]
+
+
+def _transformers_shard(d: Path, i: int, total: int) -> dict[str, str]:
+    """One shard as transformers' ``save_pretrained`` writes it (modeling_utils.py: config.json
+    first, then each shard under its final ``-0000i-of-0000Y`` name, the index after the last)."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    name = f"model-{i:05d}-of-{total:05d}.safetensors"
+    tensors = {f"model.layers.{i}.mlp.down_proj.weight": np.full((4, 8), float(i), np.float32)}
+    save_file(tensors, str(d / name), metadata={"format": "pt"})
+    return {k: name for k in tensors}
+
+
+def test_a_transformers_sharded_save_between_shards_is_in_progress_not_missing_a_shard(tmp_path):
+    """A full fine-tune's checkpoint-N/ while transformers writes it: config.json, shard 1 of 2, no
+    index yet. A shard takes seconds to serialize before its file appears, so the files go quiet
+    between shards: that is a save in progress (exit 3), not MISSING_SHARD, and the runner's
+    watcher does not report it (which would raise a critical alert) until the index is there."""
+    from moeconsole.runner.checkpoints.watch import CheckpointWatcher
+
+    out = tmp_path / "out"
+    d = out / "checkpoint-10"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_moe"}))
+    weight_map = _transformers_shard(d, 1, 2)
+    now = [0.0]
+    watcher = CheckpointWatcher(out, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])
+
+    def settled() -> list[str]:
+        got = []
+        for _ in range(3):
+            got += [c.path.name for c in watcher.poll()]
+            now[0] += 2.0
+        return got
+
+    assert settled() == []
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.split()[0] == "IN_PROGRESS" and "1 of 2 shards" in proc.stdout, proc.stdout
+    assert "MISSING_SHARD" not in proc.stdout
+    weight_map.update(_transformers_shard(d, 2, 2))
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    assert settled() == ["checkpoint-10"]
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
+
+
+def test_a_finished_save_whose_index_names_an_absent_shard_is_missing_shard_not_in_progress(tmp_path):
+    """The index is written after every shard (transformers; mcore-bridge's finalize renames the
+    shards first), and a merged save's config.json after the index: with them there, a shard the
+    index names that is not on disk was lost. verify says MISSING_SHARD (exit 1), for a full
+    fine-tune's checkpoint-N/ and for ms-swift's checkpoint-N-merged/ alike, never IN_PROGRESS."""
+    from tests.checkpoints.conftest import merged_finished, merged_started, swift_common
+
+    out = tmp_path / "out"
+    d = out / "checkpoint-10"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_moe"}))
+    weight_map = {**_transformers_shard(d, 1, 2), **_transformers_shard(d, 2, 2)}
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (d / "model-00002-of-00002.safetensors").unlink()
+    swift_common(out / "checkpoint-20", 20)
+    merged = merged_started(out / "checkpoint-20-merged", 20, shards_done=2)
+    merged_finished(merged, 20)
+    (merged / "model-00001-of-00002.safetensors").unlink()
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    verdicts = {ln.split()[1].rsplit("/", 1)[-1]: ln.split()[0] for ln in proc.stdout.splitlines()[:3]}
+    assert verdicts == {"checkpoint-10": "MISSING_SHARD", "checkpoint-20": "MISSING_SHARD",
+                        "checkpoint-20-merged": "MISSING_SHARD"}, proc.stdout
+    assert "IN_PROGRESS" not in proc.stdout
