@@ -206,6 +206,9 @@ def tracker_iteration(save_dir: Path) -> int | str | None:
 
 
 _SWIFT_FIRST_FILES = frozenset({"args.json", SIDECAR_NAME})
+# What a transformers Trainer checkpoint holds besides the weights; trainer_state.json comes last.
+TRAINER_RESUME_FILES = ("optimizer.pt", "scheduler.pt", "training_args.bin")
+TRAINER_STATE = "trainer_state.json"
 MERGED_SUFFIX = "-merged"
 # mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
 # each shard as model-0000i-of-?????.safetensors and renames the set in finalize().
@@ -291,7 +294,9 @@ def save_underway(ckpt: Checkpoint) -> str | None:
       finished (``merged_weights_settled``): its weights are the sibling's;
     - checkpoint-N-merged/ itself has not finished;
     - a Megatron save's adapter has no adapter_config.json yet;
-    - a transformers shard series lacks shards and its index (``unfinished_series``)."""
+    - a transformers shard series lacks shards and its index (``unfinished_series``);
+    - a Trainer checkpoint-N/ has its optimizer state or training_args.bin but not yet
+      trainer_state.json."""
     if not ckpt.path.is_dir():
         return None
     files, dirs = _names(ckpt.path)
@@ -311,6 +316,11 @@ def save_underway(ckpt: Checkpoint) -> str | None:
         return None
     if files and files <= _SWIFT_FIRST_FILES and not dirs:
         return "only args.json so far (ms-swift copies it first)"
+    if TRAINER_STATE not in files and any(f in files for f in TRAINER_RESUME_FILES):
+        # transformers' Trainer._save_checkpoint: the weights and training_args.bin (save_model),
+        # then optimizer.pt and scheduler.pt (minutes for a full fine-tune's optimizer), the RNG
+        # state, and trainer_state.json last; a save killed before it is verified `incomplete`
+        return "trainer_state.json not written yet (the Trainer writes it last, after the optimizer state)"
     if "adapter_model.safetensors" in files and "adapter_config.json" not in files and TRACKER in files:
         return "adapter_config.json not written yet (the bridge writes it right after the adapter)"
     iters = [d for d in dirs if ITER_DIR.match(d)]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -354,3 +355,62 @@ def test_a_finished_save_whose_index_names_an_absent_shard_is_missing_shard_not_
     assert verdicts == {"checkpoint-10": "MISSING_SHARD", "checkpoint-20": "MISSING_SHARD",
                         "checkpoint-20-merged": "MISSING_SHARD"}, proc.stdout
     assert "IN_PROGRESS" not in proc.stdout
+
+
+def _trainer_save_up_to_the_optimizer(d: Path) -> Path:
+    """An ms-swift/transformers Trainer checkpoint-N/ part-way through ``Trainer._save_checkpoint``:
+    the adapter and training_args.bin (``save_model``), optimizer.pt and scheduler.pt written,
+    trainer_state.json (written last) not yet."""
+    import torch
+
+    from tests.checkpoints.conftest import write_adapter
+    write_adapter(d)
+    torch.save({"lr": 1e-4}, d / "training_args.bin")
+    torch.save({"state": {}, "param_groups": []}, d / "optimizer.pt")
+    torch.save({"last_epoch": 10}, d / "scheduler.pt")
+    return d
+
+
+def test_a_trainer_save_before_its_trainer_state_is_in_progress_and_a_long_quiet_one_may_have_died(tmp_path):
+    """While the Trainer writes the optimizer state (minutes for a full fine-tune), checkpoint-N/
+    has everything but trainer_state.json: verify says IN_PROGRESS (exit 3), not INCOMPLETE "cut
+    short", and the runner's watcher does not report it (a critical alert) until trainer_state.json
+    is there. The same files left untouched for hours (the run was killed mid-save) say that the
+    writer may have died; the watcher then verifies it after stale_s, and it is incomplete."""
+    from moeconsole.runner.checkpoints.verify import verify_checkpoint
+    from moeconsole.runner.checkpoints.watch import CheckpointWatcher
+
+    out = tmp_path / "out"
+    d = _trainer_save_up_to_the_optimizer(out / "checkpoint-10")
+    now = [0.0]
+    watcher = CheckpointWatcher(out, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])
+
+    def settled() -> list[str]:
+        got = []
+        for _ in range(3):
+            got += [c.path.name for c in watcher.poll()]
+            now[0] += 2.0
+        return got
+
+    assert settled() == []
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.split()[0] == "IN_PROGRESS" and "trainer_state.json not written yet" in proc.stdout
+    assert "INCOMPLETE" not in proc.stdout and "may have died" not in proc.stdout, proc.stdout
+
+    killed = _trainer_save_up_to_the_optimizer(tmp_path / "killed" / "checkpoint-20")
+    hours_ago = time.time() - 3 * 3600
+    for p in [killed, *killed.rglob("*")]:
+        os.utime(p, (hours_ago, hours_ago))
+    proc = cli("verify", str(killed.parent))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "nothing written for 3h00m: its writer may have died mid-save" in proc.stdout, proc.stdout
+    v = verify_checkpoint(killed)                        # what the watcher finds after stale_s
+    assert v.verdict == "incomplete" and "trainer_state.json" in v.reason, v.reason
+
+    now[0] += 200.0                                      # the save in out/ never finished: stale
+    assert settled() == ["checkpoint-10"]
+    (d / "trainer_state.json").write_text(json.dumps({"global_step": 10, "log_history": []}))
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
