@@ -292,7 +292,8 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     - checkpoint-N/ holds only args.json (and our sidecar);
     - checkpoint-N/ holds metadata and no weights, and its -merged sibling is absent or has not
       finished (``merged_weights_settled``): its weights are the sibling's;
-    - checkpoint-N-merged/ itself has not finished;
+    - checkpoint-N-merged/ itself has not finished, or a full model saved into checkpoint-N/
+      itself (``--tuner_type full``) has not (the same writer, ``merged_weights_settled``);
     - a Megatron save's adapter has no adapter_config.json yet;
     - a transformers shard series lacks shards and its index (``unfinished_series``);
     - a Trainer checkpoint-N/ has its optimizer state or training_args.bin but not yet
@@ -326,6 +327,11 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     iters = [d for d in dirs if ITER_DIR.match(d)]
     if not iters or TRACKER not in files:
         return None
+    if "adapter_model.safetensors" not in files and any(f.endswith(".safetensors") for f in files) \
+            and not merged_weights_settled(ckpt.path):
+        # a full model saved into checkpoint-N/ itself (--tuner_type full --save_safetensors): the
+        # same GPTBridge.save_weights as a merged save, so the same order, config.json last
+        return "the model is still being written (no config.json yet; ms-swift writes it after the weights)"
     weights = any(f.endswith((".safetensors", ".bin")) for f in files)
     common_only = all(_names(ckpt.path / d)[0] <= {"common.pt"} and not _names(ckpt.path / d)[1] for d in iters)
     if not common_only or weights:

@@ -414,3 +414,24 @@ def test_a_trainer_save_before_its_trainer_state_is_in_progress_and_a_long_quiet
     (d / "trainer_state.json").write_text(json.dumps({"global_step": 10, "log_history": []}))
     proc = cli("verify", str(out))
     assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
+
+
+def test_a_full_megatron_save_before_its_config_is_in_progress_not_missing_config(tmp_path):
+    """ms-swift 4.6 ``--tuner_type full --save_safetensors true``: checkpoint-N/ gets the Megatron
+    metadata and tracker, then the model through GPTBridge.save_weights (shards, renamed, the
+    index), then config.json from ms-swift's save_weights wrapper. Between the index and config.json
+    the save is in progress (exit 3), not MISSING_CONFIG; with config.json it is ok."""
+    from tests.checkpoints.conftest import merged_finished, merged_started
+
+    out = tmp_path / "out"
+    ck = merged_started(out / "checkpoint-50", 50, shards_done=2)     # the same writer as a merged save
+    merged_finished(ck, 50)
+    (ck / "config.json").unlink()                                      # the moment before it is written
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.split()[0] == "IN_PROGRESS" and "no config.json yet" in proc.stdout, proc.stdout
+    assert "MISSING_CONFIG" not in proc.stdout
+    (ck / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
