@@ -296,6 +296,7 @@ def save_underway(ckpt: Checkpoint) -> str | None:
       itself (``--tuner_type full``) has not (the same writer, ``merged_weights_settled``);
     - a Megatron save's adapter has no adapter_config.json yet;
     - a transformers shard series lacks shards and its index (``unfinished_series``);
+    - a Megatron iteration the tracker does not name yet (``_untracked_iteration``);
     - a Trainer checkpoint-N/ has its optimizer state or training_args.bin but not yet
       trainer_state.json."""
     if not ckpt.path.is_dir():
@@ -307,6 +308,9 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     series = unfinished_series(files)
     if series:
         return series
+    untracked = _untracked_iteration(ckpt, dirs)
+    if untracked:
+        return untracked
     named = CHECKPOINT_DIR.match(ckpt.path.name)
     if not named:
         return None
@@ -343,17 +347,25 @@ def save_underway(ckpt: Checkpoint) -> str | None:
             + ("still being written" if merged.is_dir() else "not started yet"))
 
 
-def megatron_save_complete(ckpt: Checkpoint) -> bool:
-    """Megatron writes the tracker only after every rank finished saving: an iteration newer than
-    the tracker is still being written (or its save died). ms-swift's checkpoint-N/ is also
-    unfinished while it holds only what its save writes first (see ``save_underway``)."""
-    files, dirs = _names(ckpt.path) if ckpt.path.is_dir() else (set(), set())
-    if save_underway(ckpt) is not None:
-        return False
+def _untracked_iteration(ckpt: Checkpoint, dirs: set[str]) -> str | None:
+    """Megatron writes ``latest_checkpointed_iteration.txt`` only after every rank finished saving
+    (megatron/training/checkpointing.py ``save_checkpoint``: the tracker after the barrier): a
+    Megatron save (``iter_N/``, or ms-swift's ``checkpoint-N/`` holding one with its own tracker)
+    whose iteration the tracker does not name yet is still being written (or its save died)."""
     if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in dirs):
-        return True
+        return None
     tracker_dir = ckpt.path.parent if is_megatron_iter_dir(ckpt.path) else ckpt.path
     tracked = tracker_iteration(tracker_dir)
-    if tracked == "release" or ckpt.step is None:
-        return tracked is not None
-    return isinstance(tracked, int) and tracked >= ckpt.step
+    if tracked == "release" or (ckpt.step is None and tracked is not None):
+        return None
+    if isinstance(tracked, int) and ckpt.step is not None and tracked >= ckpt.step:
+        return None
+    if tracked is None:
+        return f"no {TRACKER} naming it yet (Megatron writes it after every rank finished saving)"
+    return f"{TRACKER} still names iteration {tracked} (Megatron writes it after every rank finished saving)"
+
+
+def megatron_save_complete(ckpt: Checkpoint) -> bool:
+    """Finished by every rule of ``save_underway`` (a Megatron save: once the tracker names its
+    iteration, ``_untracked_iteration``)."""
+    return save_underway(ckpt) is None

@@ -435,3 +435,33 @@ def test_a_full_megatron_save_before_its_config_is_in_progress_not_missing_confi
     (ck / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
     proc = cli("verify", str(out))
     assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
+
+
+def test_a_megatron_save_the_tracker_does_not_name_yet_is_in_progress(tmp_path):
+    """Megatron writes latest_checkpointed_iteration.txt after every rank finished saving: until
+    then the iteration (a Megatron save dir's iter_N/, or ms-swift's checkpoint-N/ with its own
+    tracker) is being written. verify says IN_PROGRESS (exit 3) by the watcher's rule, not
+    INCOMPLETE; once the tracker names it, it is verified (ok)."""
+    from tests.checkpoints.conftest import write_megatron_iter
+
+    save = tmp_path / "megatron"
+    write_megatron_iter(save, 100)
+    write_megatron_iter(save, 200, tracker=False, seed=1)       # the tracker still says 100
+    swift = tmp_path / "swift" / "v0-20260101-000000"
+    ck = swift / "checkpoint-300"
+    (ck).mkdir(parents=True)
+    (ck / "args.json").write_text("{}")
+    write_megatron_iter(ck, 300, tracker=False, seed=2)         # ms-swift's own tracker not written yet
+    for target, lines in ((save, {"iter_0000200": "IN_PROGRESS", "iter_0000100": "ok"}),
+                          (swift, {"checkpoint-300": "IN_PROGRESS"})):
+        proc = cli("verify", str(target))
+        _no_traceback(proc)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        got = {ln.split()[1].rsplit("/", 1)[-1]: ln.split()[0] for ln in proc.stdout.splitlines()[:len(lines)]}
+        assert got == lines, proc.stdout
+        assert "INCOMPLETE" not in proc.stdout and "latest_checkpointed_iteration.txt" in proc.stdout, proc.stdout
+    (save / "latest_checkpointed_iteration.txt").write_text("200")
+    (ck / "latest_checkpointed_iteration.txt").write_text("300")
+    for target in (save, swift):
+        proc = cli("verify", str(target))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
