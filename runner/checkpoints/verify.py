@@ -80,6 +80,7 @@ class _Findings:
     dcp_tensors: int = 0        # model tensors (and their elements) DCP's .metadata lists (Megatron saves)
     dcp_params: int = 0
     dcp_indexed: bool = False   # a DCP .metadata was read: dcp_tensors/dcp_params are known
+    unjudged: int = 0           # 0-byte .distcp files no index judged (said on the ok line itself)
     headers: dict[str, tuple[int, str]] = field(default_factory=dict)   # relative path -> (size, sha256 of the
                                 # header or .metadata as read; "" when not read: bad, or above its read limit)
 
@@ -277,9 +278,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
             if report.optimizer_tensors:
                 found.summary += (f", {report.tensors} model tensors + {report.optimizer_tensors} optimizer-state "
                                   f"tensors ({human_count(report.optimizer_values)} values)")
-        if report.unjudged_empty:     # said on the ok line itself, not only in a note
-            found.summary += (f"{', ' if found.summary else ''}{len(report.unjudged_empty)} empty .distcp not judged "
-                              "(.metadata not read)")
+        found.unjudged += len(report.unjudged_empty)
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
         _check_hf(d, layout, found)
     elif layout == "unknown":
@@ -473,7 +472,8 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
         v.verdict, v.reason = _headline(found.problems)
     else:
         size = sum(f.get("size", 0) for f in found.files)
-        v.reason = "; ".join(x for x in (found.summary, human_bytes(size) if size else "") if x) or "ok"
+        unjudged = f"{found.unjudged} empty .distcp not judged (.metadata not read)" if found.unjudged else ""
+        v.reason = "; ".join(x for x in (found.summary, unjudged, human_bytes(size) if size else "") if x) or "ok"
     v.seconds = time.perf_counter() - t0
     return v
 

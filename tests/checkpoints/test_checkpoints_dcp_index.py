@@ -472,6 +472,15 @@ def test_an_empty_writer_file_is_fine_when_the_index_says_so_and_not_judged_with
     assert "not judged" in empty["reason"] and "writer thread" in empty["reason"], empty
     assert any("0 bytes not judged" in n for n in v.notes), v.notes
 
+    from tests.checkpoints.conftest import write_adapter     # ms-swift 4.x: the adapter beside the Megatron state
+    ck = tmp_path / "swift" / "checkpoint-4"
+    d = _save_with_an_empty_writer_file(ck)
+    write_adapter(ck)
+    with open(d / ".metadata", "r+b") as f:
+        f.truncate(600 << 20)
+    v = verify_checkpoint(ck)
+    assert v.ok and "LoRA r=" in v.reason and "1 empty .distcp not judged" in v.reason, (v.verdict, v.reason)
+
     d = _save_with_an_empty_writer_file(tmp_path / "corrupt")
     raw = (d / ".metadata").read_bytes()
     (d / ".metadata").write_bytes(raw[: len(raw) // 2])
