@@ -269,8 +269,10 @@ def unfinished_series(files: set[str]) -> str | None:
         if m:
             key = (m.group("stem"), int(m.group("n")), m.group("ext"))
             series[key] = series.get(key, 0) + 1
+    # model.safetensors.index.json; with a variant, model.safetensors.index.fp16.json (_add_variant)
+    indexes = {ext for f in files for ext in (".safetensors", ".bin") if f.endswith(".json") and f"{ext}.index" in f}
     for (stem, total, ext), have in sorted(series.items()):
-        if have < total and f"{stem}{ext}.index.json" not in files:
+        if have < total and ext not in indexes:
             return (f"{have} of {total} shards of {stem}-*-of-{total:05d}{ext} so far and no {stem}{ext}.index.json "
                     "yet (written after the last shard)")
     return None
