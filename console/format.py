@@ -305,7 +305,9 @@ def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str
     pieces that fit stay whole; the first that does not is fitted by words
     (``units.fit_words``: its numbers stay whole, "…" marks what went) when at least
     ``FIT_PIECE_MIN`` columns are left for it, else it and everything after it go and "…" after
-    the separator says so (``a · b · …``: the last piece shown stays whole). Only a first piece wider than the line (a name) is clipped."""
+    the separator says so (``a · b · …``: the last piece shown stays whole). The mark is never
+    left off: when the pieces kept leave no room for it, the last of them go too (``_marked``).
+    Only a first piece wider than the line (a name), or one filling it alone, is clipped."""
     if sum(len(t) for t, _ in pieces) <= width:
         return pieces
     out: list[tuple[str, str]] = []
@@ -323,15 +325,40 @@ def fit_pieces(pieces: list[tuple[str, str]], width: int) -> list[tuple[str, str
         if body and room >= FIT_PIECE_MIN:
             out.append((lead + fit_words(body, room), style))
             return out
-        sep = text if not body else lead
+        return _marked(out, text if not body else lead, width)
+    return out
+
+
+def _marked(out: list[tuple[str, str]], sep: str, width: int) -> list[tuple[str, str]]:
+    """``out`` (what fits) and the mark that more was there: "· …" after the separator, so the last
+    piece shown reads whole, else a bare " …". Never left off: when the pieces kept leave no room
+    for it, the last of them gives up its last words (``fit_words``, at least ``FIT_PIECE_MIN``
+    columns kept, its "…" then stands for the rest) or goes whole; a first piece that fills the line
+    alone is clipped."""
+    while True:
         while len(out) > 1 and not out[-1][0].strip(" ·"):  # no separator left hanging at the end
             sep = out.pop()[0]
         used = sum(len(t) for t, _ in out)
-        mark = (sep or " ") + "…"   # "· …": more was there (after the separator, so the last piece reads whole)
-        if used + len(mark) <= width:
-            out.append((mark, ""))
-        return out
-    return out
+        for mark in ((sep or " ") + "…", " …"):
+            if used + len(mark) <= width:
+                return out + [(mark, "")]
+        text, style = out[-1]
+        lead = text[:len(text) - len(text.lstrip(" ·"))]
+        body = text[len(lead):]
+        room = width - (used - len(text)) - len(lead)
+        if len(out) > 1 and body and room >= FIT_PIECE_MIN:
+            fitted = fit_words(body, room)
+            if not fitted.endswith("…"):          # only little words went: room for the mark too
+                fitted = fit_words(body, room - 2)
+                fitted += "" if fitted.endswith("…") else " …"
+            return out[:-1] + [(lead + fitted, style)]
+        if len(out) == 1:
+            room = width - len(text)
+            if room > 0:
+                return [(text, style), ("…", "")]
+            return [(text[: max(0, width - 1)] + "…", style)]
+        out.pop()
+        sep = lead or sep
 
 
 IMPORT_BAR_CELLS = 12

@@ -23,9 +23,9 @@ from pathlib import Path
 from moeconsole.runner.rundir import jsonio, paths, rundir
 from moeconsole.runner.checkpoints import suspect
 from moeconsole.runner.checkpoints.compare import Comparison, compare_checkpoints
-from moeconsole.runner.checkpoints.discover import Checkpoint, find_checkpoints, save_underway
+from moeconsole.runner.checkpoints.discover import MERGED_SUFFIX, Checkpoint, find_checkpoints, save_underway
 from moeconsole.runner.checkpoints.watch import signature, vanished
-from moeconsole.runner.core.units import NA, human_bytes, human_count
+from moeconsole.runner.core.units import NA, duration, human_bytes, human_count
 from moeconsole.runner.checkpoints.verify import CheckpointVerdict, verify_found
 from moeconsole.runner.core.errors import InputError
 
@@ -88,9 +88,34 @@ IN_PROGRESS = "in_progress"
 EXIT_IN_PROGRESS = 3
 
 
+# A save whose files have all been quiet this long is said to have maybe died: the merged save of a
+# large model pauses for minutes between shards, never for this long.
+QUIET_SHOWN_S = 600.0
+
+
+def quiet_for(ckpt: Checkpoint) -> float | None:
+    """Seconds since anything in the save (and its ``-merged`` sibling) was last written, by the
+    files' modification times (wall clock, as the writer stamped them); None when nothing reads."""
+    newest = None
+    for root in (ckpt.path, ckpt.path.with_name(ckpt.path.name + MERGED_SUFFIX)):
+        try:
+            for p in [root, *root.rglob("*")]:
+                m = p.stat().st_mtime
+                newest = m if newest is None or m > newest else newest
+        except OSError:
+            continue
+    return None if newest is None else max(0.0, time.time() - newest)
+
+
 def in_progress_verdict(ckpt: Checkpoint, why: str) -> CheckpointVerdict:
-    """The verdict of a save still being written: not bad, not ok yet."""
-    return CheckpointVerdict(path=ckpt.path, ok=False, verdict=IN_PROGRESS, reason=f"still being written: {why}",
+    """The verdict of a save still being written: not bad, not ok yet. A save that looks unfinished
+    but has not changed for ``QUIET_SHOWN_S`` says so: its writer may have died mid-save (a killed
+    run); the runner's watcher then verifies it as it is, after ``stale_s``."""
+    reason = f"still being written: {why}"
+    quiet = quiet_for(ckpt)
+    if quiet is not None and quiet >= QUIET_SHOWN_S:
+        reason += f"; nothing written for {duration(quiet)}: its writer may have died mid-save"
+    return CheckpointVerdict(path=ckpt.path, ok=False, verdict=IN_PROGRESS, reason=reason,
                              step=ckpt.step, layout=ckpt.layout)
 
 

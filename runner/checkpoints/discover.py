@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from moeconsole.runner.checkpoints.sharded import SHARD_NAME
 from moeconsole.runner.rundir import jsonio
 
 CHECKPOINT_DIR = re.compile(r"^checkpoint-(\d+)(-merged)?$")
@@ -205,6 +206,9 @@ def tracker_iteration(save_dir: Path) -> int | str | None:
 
 
 _SWIFT_FIRST_FILES = frozenset({"args.json", SIDECAR_NAME})
+# What a transformers Trainer checkpoint holds besides the weights; trainer_state.json comes last.
+TRAINER_RESUME_FILES = ("optimizer.pt", "scheduler.pt", "training_args.bin")
+TRAINER_STATE = "trainer_state.json"
 MERGED_SUFFIX = "-merged"
 # mcore-bridge's StreamingSafetensorSaver (mcore_bridge/utils/safetensors.py, 1.5 and 1.6) writes
 # each shard as model-0000i-of-?????.safetensors and renames the set in finalize().
@@ -241,12 +245,37 @@ def merged_weights_settled(path: Path) -> bool:
         return False
     index = path / "model.safetensors.index.json"
     if index.is_file():
+        # finalize() renames every shard before it writes the index, and config.json comes after
+        # both: an index naming a shard that is not on disk is a finished save that lost it
+        # (verify says missing_shard), not one still being written; an index that does not read
+        # may be half written
         try:
-            weight_map = json.loads(index.read_text()).get("weight_map") or {}
-            return bool(weight_map) and set(map(str, weight_map.values())) <= files
+            return bool(json.loads(index.read_text()).get("weight_map"))
         except (OSError, ValueError, AttributeError):
             return False
     return any(f.endswith(".safetensors") for f in files)
+
+
+def unfinished_series(files: set[str]) -> str | None:
+    """A ``-0000i-of-0000Y`` shard series still being written by transformers' ``save_pretrained``
+    (modeling_utils.py: config.json first, the shards one by one under their final names, then
+    ``model.safetensors.index.json``, or ``pytorch_model.bin.index.json``, after the last): some
+    of the Y shards are there and no index yet. A shard can take seconds to serialize before its
+    file appears, so quiet files alone do not say the save ended. Once the index is written, a
+    shard missing is lost, not late (verify: ``missing_shard``)."""
+    series: dict[tuple[str, int, str], int] = {}
+    for f in files:
+        m = SHARD_NAME.match(f)
+        if m:
+            key = (m.group("stem"), int(m.group("n")), m.group("ext"))
+            series[key] = series.get(key, 0) + 1
+    # model.safetensors.index.json; with a variant, model.safetensors.index.fp16.json (_add_variant)
+    indexes = {ext for f in files for ext in (".safetensors", ".bin") if f.endswith(".json") and f"{ext}.index" in f}
+    for (stem, total, ext), have in sorted(series.items()):
+        if have < total and ext not in indexes:
+            return (f"{have} of {total} shards of {stem}-*-of-{total:05d}{ext} so far and no {stem}{ext}.index.json "
+                    "yet (written after the last shard)")
+    return None
 
 
 def save_underway(ckpt: Checkpoint) -> str | None:
@@ -265,14 +294,25 @@ def save_underway(ckpt: Checkpoint) -> str | None:
     - checkpoint-N/ holds only args.json (and our sidecar);
     - checkpoint-N/ holds metadata and no weights, and its -merged sibling is absent or has not
       finished (``merged_weights_settled``): its weights are the sibling's;
-    - checkpoint-N-merged/ itself has not finished;
-    - a Megatron save's adapter has no adapter_config.json yet."""
+    - checkpoint-N-merged/ itself has not finished, or a full model saved into checkpoint-N/
+      itself (``--tuner_type full``) has not (the same writer, ``merged_weights_settled``);
+    - a Megatron save's adapter has no adapter_config.json yet;
+    - a transformers shard series lacks shards and its index (``unfinished_series``);
+    - a Megatron iteration the tracker does not name yet (``_untracked_iteration``);
+    - a Trainer checkpoint-N/ has its optimizer state or training_args.bin but not yet
+      trainer_state.json."""
     if not ckpt.path.is_dir():
         return None
     files, dirs = _names(ckpt.path)
     temp = sorted(f for f in files if _UNNUMBERED_SHARD in f)
     if temp:
         return f"{temp[0]} still has mcore-bridge's temporary shard name (renamed when the save finishes)"
+    series = unfinished_series(files)
+    if series:
+        return series
+    untracked = _untracked_iteration(ckpt, dirs)
+    if untracked:
+        return untracked
     named = CHECKPOINT_DIR.match(ckpt.path.name)
     if not named:
         return None
@@ -283,11 +323,21 @@ def save_underway(ckpt: Checkpoint) -> str | None:
         return None
     if files and files <= _SWIFT_FIRST_FILES and not dirs:
         return "only args.json so far (ms-swift copies it first)"
+    if TRAINER_STATE not in files and any(f in files for f in TRAINER_RESUME_FILES):
+        # transformers' Trainer._save_checkpoint: the weights and training_args.bin (save_model),
+        # then optimizer.pt and scheduler.pt (minutes for a full fine-tune's optimizer), the RNG
+        # state, and trainer_state.json last; a save killed before it is verified `incomplete`
+        return "trainer_state.json not written yet (the Trainer writes it last, after the optimizer state)"
     if "adapter_model.safetensors" in files and "adapter_config.json" not in files and TRACKER in files:
         return "adapter_config.json not written yet (the bridge writes it right after the adapter)"
     iters = [d for d in dirs if ITER_DIR.match(d)]
     if not iters or TRACKER not in files:
         return None
+    if "adapter_model.safetensors" not in files and any(f.endswith(".safetensors") for f in files) \
+            and not merged_weights_settled(ckpt.path):
+        # a full model saved into checkpoint-N/ itself (--tuner_type full --save_safetensors): the
+        # same GPTBridge.save_weights as a merged save, so the same order, config.json last
+        return "the model is still being written (no config.json yet; ms-swift writes it after the weights)"
     weights = any(f.endswith((".safetensors", ".bin")) for f in files)
     common_only = all(_names(ckpt.path / d)[0] <= {"common.pt"} and not _names(ckpt.path / d)[1] for d in iters)
     if not common_only or weights:
@@ -299,17 +349,25 @@ def save_underway(ckpt: Checkpoint) -> str | None:
             + ("still being written" if merged.is_dir() else "not started yet"))
 
 
-def megatron_save_complete(ckpt: Checkpoint) -> bool:
-    """Megatron writes the tracker only after every rank finished saving: an iteration newer than
-    the tracker is still being written (or its save died). ms-swift's checkpoint-N/ is also
-    unfinished while it holds only what its save writes first (see ``save_underway``)."""
-    files, dirs = _names(ckpt.path) if ckpt.path.is_dir() else (set(), set())
-    if save_underway(ckpt) is not None:
-        return False
+def _untracked_iteration(ckpt: Checkpoint, dirs: set[str]) -> str | None:
+    """Megatron writes ``latest_checkpointed_iteration.txt`` only after every rank finished saving
+    (megatron/training/checkpointing.py ``save_checkpoint``: the tracker after the barrier): a
+    Megatron save (``iter_N/``, or ms-swift's ``checkpoint-N/`` holding one with its own tracker)
+    whose iteration the tracker does not name yet is still being written (or its save died)."""
     if ckpt.layout != "megatron" and not any(ITER_DIR.match(d) for d in dirs):
-        return True
+        return None
     tracker_dir = ckpt.path.parent if is_megatron_iter_dir(ckpt.path) else ckpt.path
     tracked = tracker_iteration(tracker_dir)
-    if tracked == "release" or ckpt.step is None:
-        return tracked is not None
-    return isinstance(tracked, int) and tracked >= ckpt.step
+    if tracked == "release" or (ckpt.step is None and tracked is not None):
+        return None
+    if isinstance(tracked, int) and ckpt.step is not None and tracked >= ckpt.step:
+        return None
+    if tracked is None:
+        return f"no {TRACKER} naming it yet (Megatron writes it after every rank finished saving)"
+    return f"{TRACKER} still names iteration {tracked} (Megatron writes it after every rank finished saving)"
+
+
+def megatron_save_complete(ckpt: Checkpoint) -> bool:
+    """Finished by every rule of ``save_underway`` (a Megatron save: once the tracker names its
+    iteration, ``_untracked_iteration``)."""
+    return save_underway(ckpt) is None

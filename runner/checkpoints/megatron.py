@@ -20,6 +20,7 @@ structural, plus what DCP's own index says the shards hold:
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ from moeconsole.runner.rundir import jsonio
 COMMON = "common.pt"
 MP_RANK_DIR = re.compile(r"^mp_rank_\d{2}(_\d{3})?$")
 _MAX_DCP_METADATA_BYTES = 512 << 20
+UNJUDGED_WHY = (".metadata was not read, and torch's writer leaves a writer thread's .distcp empty when it was "
+                "given no item, so this one may hold nothing by design or may have lost its data")
 
 
 @dataclass
@@ -50,6 +53,8 @@ class MegatronReport:
     optimizer_tensors: int = 0      # optimizer-state tensors listed beside them (is_optimizer_state)
     optimizer_values: int = 0
     indexed: bool = False           # a .metadata was read: the counts above are known
+    unjudged_empty: list[str] = field(default_factory=list)   # 0-byte .distcp files no index could judge
+    index_sha256: dict[str, str] = field(default_factory=dict)   # relative path -> digest of each .metadata read
 
 
 def _file_entry(path: Path, base: Path, verdict: str = "ok", reason: str = "") -> dict:
@@ -99,13 +104,21 @@ def _check_shards(d: Path, base: Path, names: list[str], index: DcpIndex | None,
     extents = index.extents if index else {}
     # a file the index places data in below the directory (DCP's relative_path may hold a '/')
     nested = sorted(rel for rel in extents if "/" in rel and (d / rel).is_file())
-    for name in names + nested:
-        entry = _file_entry(d / name, base)
+    entries = [_file_entry(d / name, base) for name in names + nested]
+    sizes = {name: e["size"] for name, e in zip(names + nested, entries)}
+    # torch's FileSystemWriter opens one file per writer thread (thread_count, 2 in Megatron-core)
+    # and leaves it empty when its bucket got no item (filesystem.py _split_by_size_and_type, then
+    # _write_files_from_queue opens every bucket's file): an empty .distcp is no fault by itself.
+    # Only the index tells which are empty by design; without it, one is judged only when every
+    # shard is empty (then the save holds no data at all).
+    all_empty = bool(distcp) and all(sizes[n] == 0 for n in distcp)
+    unjudged = [] if index is not None or all_empty else [n for n in distcp if sizes[n] == 0]
+    for name, entry in zip(names + nested, entries):
         end = extents.get(name)
         if entry["size"] == 0 and index is not None and name.endswith(".distcp") and end is None:
-            # torch's FileSystemWriter opens one file per writer thread (thread_count) and leaves it
-            # empty when its bucket got no item: nothing is missing from it
             entry["reason"] = "0 bytes; .metadata places nothing in it"
+        elif name in unjudged:
+            entry["reason"] = f"0 bytes; not judged: {UNJUDGED_WHY}"
         elif entry["size"] == 0:
             entry.update(ok=False, verdict="empty_stub", reason="0 bytes")
             report.problems.append(("empty_stub", f"{d.name}/{name} is empty (0 bytes)"))
@@ -119,6 +132,10 @@ def _check_shards(d: Path, base: Path, names: list[str], index: DcpIndex | None,
         report.files.append(entry)
     if not distcp:
         report.problems.append(("empty_stub", f"{d.name} holds no .distcp shard"))
+    if unjudged:
+        report.unjudged_empty += [f"{d.name}/{n}" for n in unjudged]
+        report.notes.append(f"{len(unjudged)} .distcp file(s) of 0 bytes not judged ({', '.join(unjudged[:3])}"
+                            f"{', ...' if len(unjudged) > 3 else ''}): {UNJUDGED_WHY}")
     if index is not None:
         missing = sorted(set(extents) - set(distcp) - set(nested))
         if missing:
@@ -167,6 +184,7 @@ def _read_dcp_index(path: Path, base: Path, report: MegatronReport) -> DcpIndex 
                             f"{human_bytes(_MAX_DCP_METADATA_BYTES)}); tensors not counted, shards checked "
                             "for presence and size only")
         return None
+    report.index_sha256[entry["path"]] = hashlib.sha256(raw).hexdigest()
     try:
         return parse_dcp_metadata(raw)
     except DcpMetadataError as exc:
@@ -265,6 +283,8 @@ def check_megatron(path: Path, step: int | None) -> MegatronReport:
         report.optimizer_tensors += sub.optimizer_tensors
         report.optimizer_values += sub.optimizer_values
         report.indexed = report.indexed or sub.indexed
+        report.index_sha256.update(sub.index_sha256)
+        report.unjudged_empty += sub.unjudged_empty
         m = ITER_DIR.match(d.name)
         report.problems += check_tracker(path, int(m.group(1)) if m else None, required=True)
     if report.format == "common_only" and not has_hf_weights(path):

@@ -9,6 +9,7 @@ input (I/O errors become the ``unreadable`` verdict).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ class Header:
     header_len: int
     entries: tuple[TensorEntry, ...]     # sorted by offset
     metadata: dict[str, str] | None
+    sha256: str = field(default="", compare=False)   # of the header's bytes, as read (the checkpoint's identity)
 
     @property
     def data_start(self) -> int:
@@ -282,7 +284,7 @@ def read_header(path: Path | str, *, max_header_bytes: int = DEFAULT_MAX_HEADER_
         if len(raw) != n:      # the file shrank under us
             raise HeaderProblem(TRUNCATED, f"file ended after {8 + len(raw)} bytes while reading the header")
     entries, metadata = parse_entries(load_header_json(raw))
-    header = Header(n, entries, metadata)
+    header = Header(n, entries, metadata, hashlib.sha256(raw).hexdigest())
     if entries:
         check_ranges(entries, size - 8 - n)
     return header, size

@@ -8,6 +8,7 @@ serious one, so an empty stub is never hidden behind a lesser complaint.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
-                                         Checkpoint, layout_of, step_of)
+                                         TRAINER_RESUME_FILES, TRAINER_STATE, Checkpoint, layout_of, step_of)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
 from moeconsole.runner.core.units import human_bytes, human_count
 from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
@@ -53,6 +54,7 @@ class CheckpointVerdict:
     seconds: float = 0.0
     counted: bool = True      # tensors/params were read from headers; False: a Megatron save whose DCP
                               # .metadata was not read (legacy torch pickles, a corrupt or too large index)
+    header_sha256: str | None = None   # identity from the headers the fast path read (header_digest); None: none
 
     def counts(self) -> dict[str, int | None]:
         """``tensors`` and ``params`` for an event or a record: None when not counted (unknown, not 0)."""
@@ -78,6 +80,9 @@ class _Findings:
     dcp_tensors: int = 0        # model tensors (and their elements) DCP's .metadata lists (Megatron saves)
     dcp_params: int = 0
     dcp_indexed: bool = False   # a DCP .metadata was read: dcp_tensors/dcp_params are known
+    unjudged: int = 0           # 0-byte .distcp files no index judged (said on the ok line itself)
+    headers: dict[str, tuple[int, str]] = field(default_factory=dict)   # relative path -> (size, sha256 of the
+                                # header or .metadata as read; "" when not read: bad, or above its read limit)
 
 
 def _read_json_object(path: Path) -> tuple[dict | None, str | None]:
@@ -99,6 +104,7 @@ def _check_files(base: Path, paths: list[Path], found: _Findings) -> None:
         d = fv.to_dict()
         d["path"] = str(p.relative_to(base)) if p != base else p.name
         found.files.append(d)
+        found.headers[d["path"]] = (fv.size, fv.header.sha256 if fv.header is not None else "")
         if not fv.ok:
             found.problems.append((fv.verdict, f"{d['path']}: {fv.reason}"))
 
@@ -222,16 +228,13 @@ def _check_hf(d: Path, layout: str, found: _Findings) -> None:
     _check_trainer_state(d, files_on_disk, found)
 
 
-TRAINER_RESUME_FILES = ("optimizer.pt", "scheduler.pt", "training_args.bin")
-
-
 def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings) -> None:
     """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
     trainer_state.json, which the Trainer writes last: without it the save was cut short and a
     resume from here fails (FileNotFoundError) on every attempt."""
     if not any(f in files_on_disk for f in TRAINER_RESUME_FILES):
         return
-    state, err = _read_json_object(d / "trainer_state.json")
+    state, err = _read_json_object(d / TRAINER_STATE)
     if err:
         found.problems.append(("incomplete", err))
     elif state is None:
@@ -263,6 +266,9 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
         found.dcp_tensors += report.tensors
         found.dcp_params += report.params
         found.dcp_indexed = found.dcp_indexed or report.indexed
+        for f in report.files:
+            if f["path"].rsplit("/", 1)[-1] == ".metadata":
+                found.headers[f["path"]] = (f.get("size", 0), report.index_sha256.get(f["path"], ""))
         if report.weights_elsewhere is not None:
             _check_weights_elsewhere(d, report.weights_elsewhere, found)
         elif report.format == "common_only" and layout in ("hf_adapter", "hf_full", "hf_sharded"):
@@ -272,6 +278,7 @@ def _check_dir(d: Path, layout: str, step: int | None, found: _Findings) -> None
             if report.optimizer_tensors:
                 found.summary += (f", {report.tensors} model tensors + {report.optimizer_tensors} optimizer-state "
                                   f"tensors ({human_count(report.optimizer_values)} values)")
+        found.unjudged += len(report.unjudged_empty)
     if layout in ("hf_adapter", "hf_full", "hf_sharded", "merged"):
         _check_hf(d, layout, found)
     elif layout == "unknown":
@@ -296,6 +303,8 @@ def _check_weights_elsewhere(d: Path, where: Path, found: _Findings) -> None:
     only ``common.pt`` inside ``checkpoint-N/``. The save is as good as those weights."""
     merged = where.name.endswith(megatron.MERGED_SUFFIX)
     mv = verify_checkpoint(where)
+    if mv.header_sha256 is not None:
+        found.headers[os.path.relpath(where, d)] = (0, mv.header_sha256)
     what = "the merged full model" if merged else (
         "the adapter" if (where / ADAPTER_WEIGHTS).is_file() else "the model weights")
     if not mv.ok:
@@ -400,6 +409,20 @@ def _headline(problems: list[tuple[str, str]]) -> tuple[str, str]:
     return verdict, reason
 
 
+def header_digest(headers: dict[str, tuple[int, str]]) -> str | None:
+    """A checkpoint's cheap identity: sha256 over (relative path, size, digest of the header) of each
+    safetensors file and each DCP ``.metadata`` (a Megatron save's header), from the bytes the fast path
+    read anyway and within its limits (a header above 100 MB, a ``.metadata`` above 512 MB: its size
+    only). Changes when tensor names, shapes, dtypes or a file's size change; None without such files."""
+    if not headers:
+        return None
+    h = hashlib.sha256()
+    for rel in sorted(headers):
+        size, digest = headers[rel]
+        h.update(f"{rel}\0{size}\0{digest}\n".encode())
+    return h.hexdigest()
+
+
 def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_hash: str | None = None,
                       grad_norms: Sequence[tuple[int, float]] | None = None, layout: str | None = None,
                       step: int | None = None) -> CheckpointVerdict:
@@ -442,13 +465,15 @@ def verify_checkpoint(path: Path | str, *, full: bool = False, expected_recipe_h
     v.suspect = v.suspect_reason is not None
     v.files = found.files
     v.notes = found.notes
+    v.header_sha256 = header_digest(found.headers)
     v.problems = [{"verdict": a, "reason": b} for a, b in found.problems]
     if found.problems:
         v.ok = False
         v.verdict, v.reason = _headline(found.problems)
     else:
         size = sum(f.get("size", 0) for f in found.files)
-        v.reason = "; ".join(x for x in (found.summary, human_bytes(size) if size else "") if x) or "ok"
+        unjudged = f"{found.unjudged} empty .distcp not judged (.metadata not read)" if found.unjudged else ""
+        v.reason = "; ".join(x for x in (found.summary, unjudged, human_bytes(size) if size else "") if x) or "ok"
     v.seconds = time.perf_counter() - t0
     return v
 

@@ -7,9 +7,7 @@ directory, where they are already masked.
 """
 from __future__ import annotations
 
-import hashlib
 import math
-import struct
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,7 +44,7 @@ class CheckpointLine:
     ok: bool
     suspect: bool
     tensors: int | None                # None: not counted (a legacy Megatron save, an index not read)
-    header_sha256: str | None          # digest of every weight file's size and header: cheap identity
+    header_sha256: str | None          # verify's header_digest: every weight file's size and header, cheap identity
     sha256: str | None = None          # content digest, with --full only
 
 
@@ -116,37 +114,6 @@ def _evenly_spaced(points: list[tuple[int, float]], n: int = 400) -> list[list[f
     stride = len(points) / n
     return [[float(points[int(i * stride)][0]), points[int(i * stride)][1]] for i in range(n)] + \
         [[float(points[-1][0]), points[-1][1]]]
-
-
-def header_digest(ckpt: Path) -> str | None:
-    """sha256 over (relative path, size, header bytes) of each safetensors file, and of each torch
-    DCP index (``.metadata`` of a Megatron torch_dist save, whole: it is that save's header): changes
-    when the tensors' names, shapes, dtypes or the file size change; costs a few KB of reading (a
-    large MoE save's ``.metadata``, some MB)."""
-    files = sorted(p for p in (ckpt.rglob("*.safetensors") if ckpt.is_dir() else [ckpt]) if p.is_file())
-    if ckpt.is_dir():
-        files += sorted(p for p in ckpt.rglob(".metadata") if p.is_file())
-    if not files:
-        return None
-    h = hashlib.sha256()
-    for p in files:
-        try:
-            size = p.stat().st_size
-            rel = str(p.relative_to(ckpt)) if ckpt.is_dir() else p.name
-            with open(p, "rb") as f:
-                if p.name == ".metadata":
-                    h.update(f"{rel}\0{size}\0".encode())
-                    while chunk := f.read(8 << 20):
-                        h.update(chunk)
-                    continue
-                raw_len = f.read(8)
-                n = struct.unpack("<Q", raw_len)[0] if len(raw_len) == 8 else 0
-                header = f.read(min(n, 100 * 1024 * 1024))
-        except OSError:
-            continue
-        h.update(f"{rel}\0{size}\0".encode())
-        h.update(header)
-    return h.hexdigest()
 
 
 def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
@@ -221,7 +188,7 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
             continue
         v = verify_checkpoint(p, full=full, expected_recipe_hash=state.get("recipe_hash"))
         checkpoints.append(CheckpointLine(path, v.step if v.step is not None else step, v.verdict, v.ok, v.suspect,
-                                          v.counts()["tensors"], header_digest(p), (v.full or {}).get("hash") if full else None))
+                                          v.counts()["tensors"], v.header_sha256, (v.full or {}).get("hash") if full else None))
     # an alert that updates its numbers, or ends, is still the one alert (moeconsole.runner.core.memory)
     alerts = [ev for ev in events if ev.get("type") == "alert" and not (ev.get("update") or ev.get("resolved"))]
     from moeconsole.runner.rundir.alertgroups import AlertBook, crash_hints, read_acks

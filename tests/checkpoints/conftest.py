@@ -204,6 +204,28 @@ def merged_model(d: Path, n: int, *, stub: bool = False) -> Path:
     return d
 
 
+def dcp_index_bytes(n: int, files: int = 8) -> tuple[bytes, dict[str, int]]:
+    """torch's own ``.metadata`` pickle for ``n`` bf16 expert tensors over ``files`` shards, built
+    with torch's classes as ``FileSystemWriter.finish`` pickles them (torch/distributed/checkpoint/
+    filesystem.py: ``pickle.dump(metadata, metadata_file)``), and each shard's length."""
+    import pickle
+
+    import torch
+    from torch.distributed.checkpoint.filesystem import _StorageInfo
+    from torch.distributed.checkpoint.metadata import (ChunkStorageMetadata, Metadata, MetadataIndex,
+                                                       TensorProperties, TensorStorageMetadata)
+    sdm, storage, ends = {}, {}, {}
+    props = TensorProperties(dtype=torch.bfloat16)
+    for i in range(n):
+        fqn = f"decoder.layers.{i // 128}.mlp.experts.local_experts.{i % 128}.linear_fc1.weight"
+        sdm[fqn] = TensorStorageMetadata(props, torch.Size([4, 4]),
+                                         [ChunkStorageMetadata(torch.Size([0, 0]), torch.Size([4, 4]))])
+        f = f"__{i % files}_0.distcp"
+        storage[MetadataIndex(fqn, (0, 0))] = _StorageInfo(f, ends.get(f, 0), 32)
+        ends[f] = ends.get(f, 0) + 32
+    return pickle.dumps(Metadata(sdm, storage_data=storage)), ends
+
+
 def write_megatron_legacy(save_dir: Path, iteration: int, *, ranks: int = 2, tracker: bool = True) -> Path:
     import torch
 

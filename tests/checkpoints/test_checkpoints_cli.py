@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -280,3 +281,187 @@ def test_verify_on_a_live_run_does_not_call_a_save_its_trainer_deletes_meanwhile
     res = json.loads(proc.stdout)
     assert [Path(c["path"]).name for c in res["checkpoints"]] == ["checkpoint-4"]
     assert res["deleted"] == [str(doomed)] and res["ok"]
+
+
+def _transformers_shard(d: Path, i: int, total: int) -> dict[str, str]:
+    """One shard as transformers' ``save_pretrained`` writes it (modeling_utils.py: config.json
+    first, then each shard under its final ``-0000i-of-0000Y`` name, the index after the last)."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    name = f"model-{i:05d}-of-{total:05d}.safetensors"
+    tensors = {f"model.layers.{i}.mlp.down_proj.weight": np.full((4, 8), float(i), np.float32)}
+    save_file(tensors, str(d / name), metadata={"format": "pt"})
+    return {k: name for k in tensors}
+
+
+def test_a_transformers_sharded_save_between_shards_is_in_progress_not_missing_a_shard(tmp_path):
+    """A full fine-tune's checkpoint-N/ while transformers writes it: config.json, shard 1 of 2, no
+    index yet. A shard takes seconds to serialize before its file appears, so the files go quiet
+    between shards: that is a save in progress (exit 3), not MISSING_SHARD, and the runner's
+    watcher does not report it (which would raise a critical alert) until the index is there."""
+    from moeconsole.runner.checkpoints.watch import CheckpointWatcher
+
+    out = tmp_path / "out"
+    d = out / "checkpoint-10"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_moe"}))
+    weight_map = _transformers_shard(d, 1, 2)
+    now = [0.0]
+    watcher = CheckpointWatcher(out, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])
+
+    def settled() -> list[str]:
+        got = []
+        for _ in range(3):
+            got += [c.path.name for c in watcher.poll()]
+            now[0] += 2.0
+        return got
+
+    assert settled() == []
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.split()[0] == "IN_PROGRESS" and "1 of 2 shards" in proc.stdout, proc.stdout
+    assert "MISSING_SHARD" not in proc.stdout
+    weight_map.update(_transformers_shard(d, 2, 2))
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    assert settled() == ["checkpoint-10"]
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
+
+
+def test_a_finished_save_whose_index_names_an_absent_shard_is_missing_shard_not_in_progress(tmp_path):
+    """The index is written after every shard (transformers; mcore-bridge's finalize renames the
+    shards first), and a merged save's config.json after the index: with them there, a shard the
+    index names that is not on disk was lost. verify says MISSING_SHARD (exit 1), for a full
+    fine-tune's checkpoint-N/ and for ms-swift's checkpoint-N-merged/ alike, never IN_PROGRESS."""
+    from tests.checkpoints.conftest import merged_finished, merged_started, swift_common
+
+    out = tmp_path / "out"
+    d = out / "checkpoint-10"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"model_type": "qwen3_moe"}))
+    weight_map = {**_transformers_shard(d, 1, 2), **_transformers_shard(d, 2, 2)}
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (d / "model-00002-of-00002.safetensors").unlink()
+    swift_common(out / "checkpoint-20", 20)
+    merged = merged_started(out / "checkpoint-20-merged", 20, shards_done=2)
+    merged_finished(merged, 20)
+    (merged / "model-00001-of-00002.safetensors").unlink()
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    verdicts = {ln.split()[1].rsplit("/", 1)[-1]: ln.split()[0] for ln in proc.stdout.splitlines()[:3]}
+    assert verdicts == {"checkpoint-10": "MISSING_SHARD", "checkpoint-20": "MISSING_SHARD",
+                        "checkpoint-20-merged": "MISSING_SHARD"}, proc.stdout
+    assert "IN_PROGRESS" not in proc.stdout
+
+
+def _trainer_save_up_to_the_optimizer(d: Path) -> Path:
+    """An ms-swift/transformers Trainer checkpoint-N/ part-way through ``Trainer._save_checkpoint``:
+    the adapter and training_args.bin (``save_model``), optimizer.pt and scheduler.pt written,
+    trainer_state.json (written last) not yet."""
+    import torch
+
+    from tests.checkpoints.conftest import write_adapter
+    write_adapter(d)
+    torch.save({"lr": 1e-4}, d / "training_args.bin")
+    torch.save({"state": {}, "param_groups": []}, d / "optimizer.pt")
+    torch.save({"last_epoch": 10}, d / "scheduler.pt")
+    return d
+
+
+def test_a_trainer_save_before_its_trainer_state_is_in_progress_and_a_long_quiet_one_may_have_died(tmp_path):
+    """While the Trainer writes the optimizer state (minutes for a full fine-tune), checkpoint-N/
+    has everything but trainer_state.json: verify says IN_PROGRESS (exit 3), not INCOMPLETE "cut
+    short", and the runner's watcher does not report it (a critical alert) until trainer_state.json
+    is there. The same files left untouched for hours (the run was killed mid-save) say that the
+    writer may have died; the watcher then verifies it after stale_s, and it is incomplete."""
+    from moeconsole.runner.checkpoints.verify import verify_checkpoint
+    from moeconsole.runner.checkpoints.watch import CheckpointWatcher
+
+    out = tmp_path / "out"
+    d = _trainer_save_up_to_the_optimizer(out / "checkpoint-10")
+    now = [0.0]
+    watcher = CheckpointWatcher(out, settle_s=1.0, stale_s=100.0, clock=lambda: now[0])
+
+    def settled() -> list[str]:
+        got = []
+        for _ in range(3):
+            got += [c.path.name for c in watcher.poll()]
+            now[0] += 2.0
+        return got
+
+    assert settled() == []
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.split()[0] == "IN_PROGRESS" and "trainer_state.json not written yet" in proc.stdout
+    assert "INCOMPLETE" not in proc.stdout and "may have died" not in proc.stdout, proc.stdout
+
+    killed = _trainer_save_up_to_the_optimizer(tmp_path / "killed" / "checkpoint-20")
+    hours_ago = time.time() - 3 * 3600
+    for p in [killed, *killed.rglob("*")]:
+        os.utime(p, (hours_ago, hours_ago))
+    proc = cli("verify", str(killed.parent))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "nothing written for 3h00m: its writer may have died mid-save" in proc.stdout, proc.stdout
+    v = verify_checkpoint(killed)                        # what the watcher finds after stale_s
+    assert v.verdict == "incomplete" and "trainer_state.json" in v.reason, v.reason
+
+    now[0] += 200.0                                      # the save in out/ never finished: stale
+    assert settled() == ["checkpoint-10"]
+    (d / "trainer_state.json").write_text(json.dumps({"global_step": 10, "log_history": []}))
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
+
+
+def test_a_full_megatron_save_before_its_config_is_in_progress_not_missing_config(tmp_path):
+    """ms-swift 4.6 ``--tuner_type full --save_safetensors true``: checkpoint-N/ gets the Megatron
+    metadata and tracker, then the model through GPTBridge.save_weights (shards, renamed, the
+    index), then config.json from ms-swift's save_weights wrapper. Between the index and config.json
+    the save is in progress (exit 3), not MISSING_CONFIG; with config.json it is ok."""
+    from tests.checkpoints.conftest import merged_finished, merged_started
+
+    out = tmp_path / "out"
+    ck = merged_started(out / "checkpoint-50", 50, shards_done=2)     # the same writer as a merged save
+    merged_finished(ck, 50)
+    (ck / "config.json").unlink()                                      # the moment before it is written
+    proc = cli("verify", str(out))
+    _no_traceback(proc)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.stdout.split()[0] == "IN_PROGRESS" and "no config.json yet" in proc.stdout, proc.stdout
+    assert "MISSING_CONFIG" not in proc.stdout
+    (ck / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe"}))
+    proc = cli("verify", str(out))
+    assert proc.returncode == 0 and proc.stdout.split()[0] == "ok", proc.stdout + proc.stderr
+
+
+def test_a_megatron_save_the_tracker_does_not_name_yet_is_in_progress(tmp_path):
+    """Megatron writes latest_checkpointed_iteration.txt after every rank finished saving: until
+    then the iteration (a Megatron save dir's iter_N/, or ms-swift's checkpoint-N/ with its own
+    tracker) is being written. verify says IN_PROGRESS (exit 3) by the watcher's rule, not
+    INCOMPLETE; once the tracker names it, it is verified (ok)."""
+    from tests.checkpoints.conftest import write_megatron_iter
+
+    save = tmp_path / "megatron"
+    write_megatron_iter(save, 100)
+    write_megatron_iter(save, 200, tracker=False, seed=1)       # the tracker still says 100
+    swift = tmp_path / "swift" / "v0-20260101-000000"
+    ck = swift / "checkpoint-300"
+    (ck).mkdir(parents=True)
+    (ck / "args.json").write_text("{}")
+    write_megatron_iter(ck, 300, tracker=False, seed=2)         # ms-swift's own tracker not written yet
+    for target, lines in ((save, {"iter_0000200": "IN_PROGRESS", "iter_0000100": "ok"}),
+                          (swift, {"checkpoint-300": "IN_PROGRESS"})):
+        proc = cli("verify", str(target))
+        _no_traceback(proc)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        got = {ln.split()[1].rsplit("/", 1)[-1]: ln.split()[0] for ln in proc.stdout.splitlines()[:len(lines)]}
+        assert got == lines, proc.stdout
+        assert "INCOMPLETE" not in proc.stdout and "latest_checkpointed_iteration.txt" in proc.stdout, proc.stdout
+    (save / "latest_checkpointed_iteration.txt").write_text("200")
+    (ck / "latest_checkpointed_iteration.txt").write_text("300")
+    for target in (save, swift):
+        proc = cli("verify", str(target))
+        assert proc.returncode == 0, proc.stdout + proc.stderr

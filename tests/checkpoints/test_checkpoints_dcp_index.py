@@ -377,3 +377,123 @@ def test_an_empty_metadata_is_the_file_named_as_the_stub(tmp_path):
     assert not v.counted
     entry = next((f for f in v.files if f["path"] == ".metadata"), None)
     assert entry is not None and (entry["ok"], entry["verdict"]) == (False, "empty_stub"), v.files
+
+
+def test_overlapping_reads_keep_the_collector_paused_until_the_last_one_ends(monkeypatch):
+    """The cyclic collector is the process's: a large index is parsed with it paused (3.5 times
+    faster), and two threads (the console's, the runner's) may read two saves at once. The first
+    read to end must not turn it back on under the other, which would then run at the slow pace;
+    after the last, it is as it was before the first."""
+    import gc
+    import threading
+
+    from moeconsole.runner.checkpoints import dcp_metadata
+    from tests.checkpoints.conftest import dcp_index_bytes
+    raw, _ = dcp_index_bytes(6_000)
+    assert len(raw) > 1 << 20                          # large: read with the collector paused
+    inside = {n: threading.Event() for n in ("first", "second")}
+    release = {n: threading.Event() for n in ("first", "second")}
+    held: set[str] = set()
+
+    def size_then_wait(*args):
+        """torch.Size's stand-in (a tuple), which each reader thread reaches once mid-parse and
+        waits in until the test lets it go on: the parse is then provably under way."""
+        name = threading.current_thread().name
+        if name in inside and name not in held:
+            held.add(name)
+            inside[name].set()
+            assert release[name].wait(60)
+        return tuple(*args)
+
+    monkeypatch.setitem(dcp_metadata.ALLOWED_GLOBALS, ("torch", "Size"), size_then_wait)
+    results: dict[str, int] = {}
+
+    def read(name: str) -> None:
+        results[name] = len(dcp_metadata.parse_dcp_metadata(raw).tensors)
+
+    was = gc.isenabled()
+    gc.enable()
+    threads = {n: threading.Thread(target=read, args=(n,), name=n) for n in ("first", "second")}
+    try:
+        threads["first"].start()
+        assert inside["first"].wait(60)
+        assert not gc.isenabled()                      # paused for the first read
+        threads["second"].start()
+        assert inside["second"].wait(60)
+        release["first"].set()
+        threads["first"].join(60)
+        assert results.get("first") == 6_000
+        assert not gc.isenabled(), "the first read to end turned the collector on under the second"
+        release["second"].set()
+        threads["second"].join(60)
+        assert results.get("second") == 6_000
+        assert gc.isenabled()                          # as before the first read
+        gc.disable()                                   # a caller that keeps it off: left off
+        dcp_metadata.parse_dcp_metadata(raw)
+        assert not gc.isenabled()
+    finally:
+        for e in release.values():
+            e.set()
+        for t in threads.values():
+            if t.is_alive():
+                t.join(60)
+        (gc.enable if was else gc.disable)()
+
+
+def _save_with_an_empty_writer_file(save: Path) -> Path:
+    """One tensor and two writer threads (Megatron-core's thread_count=2): torch's FileSystemWriter
+    splits the items into two buckets and opens a file for each (filesystem.py
+    ``_split_by_size_and_type``, ``_write_files_from_queue``), so the bucket that got nothing is a
+    0-byte ``.distcp``. Written by torch itself."""
+    import torch
+    d = megatron_save(save, 4, {"decoder.layers.0.mlp.linear_fc1.weight": torch.ones(16, 8)})
+    sizes = sorted(p.stat().st_size for p in d.glob("*.distcp"))
+    assert len(sizes) == 2 and sizes[0] == 0 < sizes[1], sizes
+    return d
+
+
+def test_an_empty_writer_file_is_fine_when_the_index_says_so_and_not_judged_without_it(tmp_path):
+    """Read, the index says the 0-byte file holds nothing: ok. Not read (above the 512 MB read
+    limit), the same file cannot be judged either way: the save is not called an empty stub (torch
+    writes such files for every save with fewer items than threads), and the ok line says the
+    empty shard went unjudged. With a corrupt index, the headline is the index, not the shard."""
+    d = _save_with_an_empty_writer_file(tmp_path / "read")
+    v = verify_checkpoint(d)
+    assert v.ok and v.tensors == 1, v.reason
+    assert "not judged" not in v.reason
+
+    d = _save_with_an_empty_writer_file(tmp_path / "big")
+    with open(d / ".metadata", "r+b") as f:       # sparse: above the read limit at no disk cost
+        f.truncate(600 << 20)
+    v = verify_checkpoint(d)
+    assert (v.ok, v.verdict) == (True, "ok"), (v.verdict, v.reason, v.problems)
+    assert "1 empty .distcp not judged (.metadata not read)" in v.reason, v.reason
+    empty = next(f for f in v.files if f["path"].endswith(".distcp") and f["size"] == 0)
+    assert "not judged" in empty["reason"] and "writer thread" in empty["reason"], empty
+    assert any("0 bytes not judged" in n for n in v.notes), v.notes
+
+    from tests.checkpoints.conftest import write_adapter     # ms-swift 4.x: the adapter beside the Megatron state
+    ck = tmp_path / "swift" / "checkpoint-4"
+    d = _save_with_an_empty_writer_file(ck)
+    write_adapter(ck)
+    with open(d / ".metadata", "r+b") as f:
+        f.truncate(600 << 20)
+    v = verify_checkpoint(ck)
+    assert v.ok and "LoRA r=" in v.reason and "1 empty .distcp not judged" in v.reason, (v.verdict, v.reason)
+
+    d = _save_with_an_empty_writer_file(tmp_path / "corrupt")
+    raw = (d / ".metadata").read_bytes()
+    (d / ".metadata").write_bytes(raw[: len(raw) // 2])
+    v = verify_checkpoint(d)
+    assert v.verdict == "corrupt_header" and ".metadata" in v.reason, (v.verdict, v.reason)
+    assert not any(p["verdict"] == "empty_stub" for p in v.problems), v.problems
+    assert any("0 bytes not judged" in n for n in v.notes), v.notes
+
+
+def test_a_save_whose_every_shard_is_empty_is_a_stub_even_without_its_index(tmp_path):
+    d = _save_with_an_empty_writer_file(tmp_path / "s")
+    for p in d.glob("*.distcp"):
+        os.truncate(p, 0)
+    (d / ".metadata").write_bytes(b"\x80\x04not a pickle")
+    v = verify_checkpoint(d)
+    assert v.verdict == "empty_stub" and ".distcp is empty (0 bytes)" in v.reason, (v.verdict, v.reason)

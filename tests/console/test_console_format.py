@@ -160,3 +160,40 @@ def test_a_long_pause_reason_leaves_room_for_the_last_good_checkpoint_at_80_colu
                "by the monitors; the run waits for you", last_good_checkpoint={"step": 50, "path": "/c/checkpoint-50"})
     line = fmt.plain(fmt.status_lines(run, width=80, show_last_good=True)[1])
     assert len(line) <= 80 and line.startswith("paused: divergence") and "last good checkpoint: step 50" in line, line
+
+
+def test_a_status_line_never_hides_that_something_was_left_out():
+    """Whatever the width (50 to 160 columns, every one), a status line that does not show the end
+    of the full line says so with "…": pieces left out at the end are never dropped unmarked, even
+    when the pieces kept fill the line to within the width of the "· …" mark. (Little words and
+    number-less asides that fit_words leaves out inside a piece are not marked, by design.)"""
+    runs = [
+        _run(name="qwen3-moe-lora-alpha", step=1234, max_steps=4473, step_time_s=12.3, eta_s=15 * 3600 + 600,
+             elapsed_s=20 * 3600, cost_per_hour=70.0, cost_so_far=1400.0, cost_projected=2500.0),
+        _run(status="cooldown", status_word="COOLDOWN", waiting_on="room on /ckpt/run: 3.0 GB free, need 12.0 GB "
+             "(1.2 x the largest checkpoint, 10.0 GB)"),
+        _run(status="paused", status_word="PAUSED", pause_reason="divergence: non-finite loss or grad norm seen by "
+             "the monitors; the run waits for you", last_good_checkpoint={"step": 50, "path": "/c/checkpoint-50"}),
+        _run(name="q" * 40, step=7, max_steps=9, elapsed_s=61.0, cost_per_hour=3.0, cost_so_far=1.0),
+    ]
+    marked = 0
+    for run in runs:
+        for quiet in (None, 125.0):
+            shown = dict(quiet_s=quiet, heartbeat_s=1800.0, show_last_good=True, now=1000.0)
+            full = [fmt.plain(x) for x in fmt.status_lines(run, **shown)]
+            for width in range(50, 161):
+                fitted = [fmt.plain(x) for x in fmt.status_lines(run, **shown, width=width)]
+                for whole, line in zip(full, fitted):
+                    assert len(line) <= width, (width, line)
+                    if line.split()[-1:] != whole.split()[-1:]:    # the end of the line is not shown
+                        marked += 1
+                        assert "…" in line, (width, whole, line)
+    assert marked
+    # the pieces kept fill the line to within the mark's width: the last of them gives way to it
+    pieces = [("run-name", "status--name"), ("  ", ""), (" RUNNING ", ""), (" · ", ""), ("step 5/9", ""),
+              (" · ", ""), ("ETA 3m", "")]
+    width = len("run-name   RUNNING  · step 5/9") + 1
+    assert fmt.plain(fmt.fit_pieces(pieces, width)) == "run-name   RUNNING  · …"
+    for width in (30, 31):                           # a first piece that fills the line alone
+        line = fmt.plain(fmt.fit_pieces([("a" * 30, ""), (" · more", "")], width))
+        assert len(line) <= width and line.endswith("…"), line

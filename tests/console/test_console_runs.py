@@ -290,31 +290,3 @@ def test_runs_ls_on_an_output_that_cannot_carry_unicode_writes_stand_ins(base, m
         assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
         out = done.stdout.decode(encoding)
         assert run.run_id in out and "\u2014" not in out, out
-
-
-@pytest.mark.parametrize("unwritable", ["XDG_CACHE_HOME", "XDG_CONFIG_HOME"])
-def test_receipt_with_one_unwritable_matplotlib_directory_is_quiet(base, make_run, tmp_path, unwritable):
-    """Matplotlib keeps two directories by one rule (its config, and its cache where the font list
-    goes: ``_get_config_or_cache_dir``): a HOME whose config dir is fine but whose cache dir cannot
-    be made (an XDG variable naming a file, a read-only ~/.cache) printed "mkdir -p failed ..." and
-    "Matplotlib created a temporary cache directory ..." around the receipt. The plot is drawn,
-    stderr says nothing, no scratch directory is left in TMPDIR."""
-    import os
-    pytest.importorskip("matplotlib")
-    run = make_run(base, status="succeeded")
-    scratch, home = tmp_path / "tmp", tmp_path / "home"
-    scratch.mkdir()
-    home.mkdir()
-    blocked = tmp_path / "a-file"
-    blocked.write_text("a file, not a directory: nothing can be made under it\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "MOECONSOLE_RUNS_DIR")}
-    env.update(HOME=str(home), TMPDIR=str(scratch), PYTHONPATH=str(REPO), **{unwritable: str(blocked)})
-    out = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "receipt", run.run_id,
-                           "--out", str(out), "--runs-dir", str(base)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr
-    assert (out / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert proc.stderr == "", proc.stderr
-    assert list(scratch.iterdir()) == []

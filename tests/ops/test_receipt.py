@@ -77,23 +77,28 @@ def test_receipt_of_an_unknown_run_is_one_line(runs_dir):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
-def test_receipt_with_an_unwritable_home_is_quiet_and_leaves_no_scratch(tmp_path):
-    """HOME on a read-only or missing directory (someone else's machine): matplotlib could not
-    make its config dir and printed "mkdir -p failed ..." and "Matplotlib created a temporary
-    cache directory ..." around the receipt. The plot is still drawn, stderr says nothing, and
-    no scratch directory is left in TMPDIR."""
+@pytest.mark.parametrize("unwritable", ["HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"])
+def test_receipt_with_an_unwritable_matplotlib_directory_is_quiet_and_leaves_no_scratch(tmp_path, unwritable):
+    """Matplotlib keeps two directories by one rule (its config, and its cache where the font list
+    goes: ``_get_config_or_cache_dir``), under HOME or the XDG variables. When one cannot be made (a
+    HOME on a read-only or missing directory on someone else's machine, an XDG variable naming a
+    file, a read-only ~/.cache), it printed "mkdir -p failed ..." and "Matplotlib created a
+    temporary cache directory ..." around the receipt. The plot is still drawn, stderr says
+    nothing, and no scratch directory is left in TMPDIR."""
     pytest.importorskip("matplotlib")
     from tests.console.conftest import write_run
     runs = tmp_path / "runs"
     runs.mkdir(mode=0o700)
     run = write_run(runs, status="succeeded")
-    scratch = tmp_path / "tmp"
+    scratch, home = tmp_path / "tmp", tmp_path / "home"
     scratch.mkdir()
-    home = tmp_path / "home"
-    home.write_text("a file, not a directory: nothing can be made under it\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    home.mkdir()
+    blocked = tmp_path / "a-file"
+    blocked.write_text("a file, not a directory: nothing can be made under it\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "MOECONSOLE_RUNS_DIR")}
     env.update(HOME=str(home), TMPDIR=str(scratch), PYTHONPATH=str(REPO))
-    env.pop("MOECONSOLE_RUNS_DIR", None)
+    env[unwritable] = str(blocked)
     out = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "runs", "receipt", run.run_id,
                            "--out", str(out), "--runs-dir", str(runs)], capture_output=True, text=True,
@@ -125,3 +130,54 @@ def test_a_save_whose_tensors_were_not_counted_has_no_count_in_the_receipt(tmp_p
     assert proc.returncode == 0, proc.stderr
     line = next(line for line in (out / "receipt.md").read_text().splitlines() if str(legacy) in line)
     assert "| - |" in line and "| 0 |" not in line, line
+
+
+def _torch_dist_save(save: Path, iteration: int, index: bytes, ends: dict[str, int]) -> Path:
+    d = save / f"iter_{iteration:07d}"
+    d.mkdir(parents=True)
+    (d / ".metadata").write_bytes(index)
+    for name, end in ends.items():
+        with open(d / name, "wb") as f:
+            f.truncate(end)
+    (d / "common.pt").write_bytes(b"common")
+    (d / "metadata.json").write_text('{"sharded_backend": "torch_dist"}')
+    (save / "latest_checkpointed_iteration.txt").write_text(str(iteration))
+    return d
+
+
+def _bytes_read() -> int:
+    """What this process has read through read(2) and the like so far (/proc/self/io ``rchar``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def test_the_receipt_reads_a_megatron_index_once_and_never_one_above_the_read_limit(tmp_path, runs_dir):
+    """The receipt's header identity of a Megatron save comes from the ``.metadata`` verify reads
+    anyway: the index is read once (not again for the digest), and a ``.metadata`` above verify's
+    read limit (512 MB) is not read at all (its size stands in), so it cannot make the receipt slow."""
+    from moeconsole.runner.rundir.receipt import build_receipt
+    from tests.console.conftest import write_run
+    run = write_run(runs_dir, status="succeeded", checkpoints=())
+    from tests.checkpoints.conftest import dcp_index_bytes
+    index, ends = dcp_index_bytes(12_000)
+    read_ok = _torch_dist_save(run.path / "output" / "megatron", 4, index, ends)
+    huge = _torch_dist_save(run.path / "output" / "megatron2", 8, index, ends)
+    with open(huge / ".metadata", "r+b") as f:    # sparse: 600 MB that cost no disk
+        f.truncate(600 << 20)
+    run.event("checkpoint", path=str(read_ok), step=4, ok=True, verdict="ok")
+    run.event("checkpoint", path=str(huge), step=8, ok=True, verdict="ok")
+    build_receipt(run)                              # imports and first reads out of the way
+    before = _bytes_read()
+    receipt = build_receipt(run)
+    read = _bytes_read() - before
+    rows = {c.step: c for c in receipt.checkpoints}
+    assert (rows[4].verdict, rows[4].tensors) == ("ok", 12_000), rows[4]
+    assert rows[8].tensors is None, rows[8]          # above the limit: not counted, and not read
+    assert len(index) < read < 1.5 * len(index), (read, len(index))
+    assert len(rows[4].header_sha256 or "") == len(rows[8].header_sha256 or "") == 64, rows
+    first = rows[8].header_sha256
+    with open(huge / ".metadata", "r+b") as f:
+        f.truncate((600 << 20) + 1)
+    assert build_receipt(run).checkpoints[1].header_sha256 != first   # its size still tells saves apart
