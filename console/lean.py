@@ -34,7 +34,12 @@ from __future__ import annotations
 import gc
 import importlib
 import sys
+from collections.abc import Iterable, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.strip import Strip
 
 # Modules whose import-time ``try: import ssl / except ImportError: ssl = None`` binds TLS
 # support once (CPython 3.11 asyncio/base_events.py:33-36, selector_events.py:15-19,
@@ -136,4 +141,32 @@ def known_key_characters() -> bool:
         return original(key)
     setattr(key_to_character, "moeconsole_table", True)
     setattr(textual.screen, "key_to_character", key_to_character)
+    return True
+
+
+def lines_without_cycles() -> bool:
+    """Have Textual's ``Strip.divide`` answer a division with no cut inside the line (the one cut
+    at its end: the compositor's usual cut of a line that one widget fills) with the line itself,
+    without caching that answer in the line: Textual's own keeps ``[self]`` in the line's
+    ``_divide_cache`` (textual/strip.py, ``Strip.divide``), a reference cycle, so every such
+    line drawn, with the caches and segments it holds, waited for the cyclic collector's full
+    pass instead of going when the next refresh replaced it. Any other division is Textual's own,
+    cached as before. Idempotent; False if this Textual's ``Strip`` has no ``divide`` (nothing
+    changed)."""
+    from textual.strip import Strip
+    original = getattr(Strip, "divide", None)
+    if original is None:
+        return False
+    if getattr(original, "moeconsole_no_cycle", False):
+        return True
+
+    def divide(self: Strip, cuts: Iterable[int]) -> Sequence[Strip]:
+        cell_length = self.cell_length
+        cuts = [cut for cut in cuts if cut <= cell_length]
+        if cuts == [cell_length]:
+            return [self]
+        return original(self, cuts)
+    setattr(divide, "moeconsole_no_cycle", True)
+    setattr(divide, "__doc__", original.__doc__)
+    setattr(Strip, "divide", divide)
     return True
