@@ -15,19 +15,18 @@ the poll worker) allocate little and seldom at the same moment, so the attached 
 one arena (``one_malloc_arena``) before any thread starts: 0.7 MiB less resident memory, no
 change in CPU (docs/benchmarks.md, ``ui``).
 
-Textual's ``Strip`` caches what it makes from itself, and caches itself where nothing changes
-(``adjust_cell_length`` at the right length, ``divide`` with no cut inside): every line a widget
-draws and the compositor cuts is a reference cycle, freed only by Python's cyclic collector, not
-when the next refresh replaces it. The collector's full pass runs only once a quarter as many
-objects as the long-lived ones (the whole import: about 100k) have piled up, so a second of old
-lines after another waited in memory (about 900 strips, 1.5 MiB, on the run screen at 160x48).
-``settle_after_first_frame`` (armed by ``attach``, called by the run screen once its first frame
-is drawn) collects once and freezes what is alive then (the modules, the app, its screen):
-the full passes after it look only at what was made since, so they are cheap, and it has them
-run about every fourth young collection (``AFTER_FREEZE_THRESHOLDS``; Python's defaults: every
-121st, and not before a quarter as many objects as the long-lived ones are new): a second's old
-lines are freed within about a second. Side by side (docs/benchmarks.md, ``ui``):
-freezing alone -0.3 to -0.8 MiB, the frequent full passes another -1.2 to -1.7 MiB, CPU unchanged.
+Textual's ``Strip.divide`` kept a line that one widget fills in the line's own cache: every line
+a widget drew and the compositor cut was a reference cycle, with its seven caches and its
+segments, freed only by Python's cyclic collector (about 500 lines, 8,500 objects every 10 s on
+the 8-GPU run screen). ``lines_without_cycles`` (every ``MoeConsole``) answers that division
+without the cache, so a line goes when the next refresh replaces it; what the cyclic collector
+then finds in 10 s of the run screen is a few dozen objects (ctypes' array types of the NVML
+reads, Textual's worker bookkeeping). ``settle_after_first_frame`` (armed by ``attach``, called
+by the run screen once its first frame is drawn) collects the start's garbage once and freezes
+what is alive then (the modules, the app, its screen): the collections after it look only at
+what was made since. The collector keeps Python's thresholds: a full pass at most every hundredth
+young collection (one every minute or so), where it had run every fourth (``(1, 1)``), about a
+tenth of the run screen's CPU, when the lines were cycles (docs/benchmarks.md, ``ui``).
 """
 from __future__ import annotations
 
@@ -66,20 +65,15 @@ def one_malloc_arena() -> bool:
 
 
 _settle_armed = False
-# After the freeze, gc.set_threshold's second and third numbers: a middle-generation pass after
-# every second young one, a full pass after every second middle one (CPython counts "more than"),
-# so a full pass about every fourth young collection; Python's are (10, 10). (3, 1), a full pass
-# about every eighth, measured 0.2 MiB more on the run screen, twice, at the same CPU.
-AFTER_FREEZE_THRESHOLDS = (1, 1)
 
 
 def settle_after_first_frame(arm: bool | None = None) -> bool:
     """``arm=True`` (``attach``, in its own process): the next call without it, once the first
     frame is drawn, collects the garbage of the start and freezes what is alive then
-    (``gc.freeze``: out of every later collection's count and scan), then has full passes run
-    often (``AFTER_FREEZE_THRESHOLDS``). Only the first call after
-    arming does anything: True then. ``arm=False`` disarms. A test process or an embedding
-    program never arms it, so nothing of theirs is frozen."""
+    (``gc.freeze``: out of every later collection's count and scan). Python's thresholds stay:
+    the drawn lines are no cycles (``lines_without_cycles``), so nothing piles up for the full
+    pass. Only the first call after arming does anything: True then. ``arm=False`` disarms. A
+    test process or an embedding program never arms it, so nothing of theirs is frozen."""
     global _settle_armed
     if arm is not None:
         _settle_armed = arm
@@ -89,9 +83,9 @@ def settle_after_first_frame(arm: bool | None = None) -> bool:
     _settle_armed = False
     gc.collect()
     gc.freeze()
-    gc.set_threshold(gc.get_threshold()[0], *AFTER_FREEZE_THRESHOLDS)
     # A full pass now, over nothing: the collector counts the long-lived objects again (none
-    # outside the freeze). Until then it held the full passes back for a quarter of the start's.
+    # outside the freeze), so a full pass is held back for a quarter of those made since, not
+    # of the start's (about 100k).
     gc.collect()
     return True
 

@@ -221,15 +221,15 @@ class _Cycle:
 @pytest.mark.parametrize("armed", [True, False])
 def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base, make_run, armed):
     """``attach`` arms ``lean.settle_after_first_frame``: once the run screen's first frame is
-    drawn, the garbage of the start (cycles: Textual's strips cache themselves) is collected and
-    what is alive then is frozen, so the collector's full passes after it look only at what the
-    refresh makes, and they run as the refresh goes (Python's default: one per hundred young
-    collections, held back until a quarter as many objects as the start's have piled up), so a
-    second's old lines do not wait in memory. The refresh goes on after it. Not armed (a test
-    process, an embedding program), nothing is frozen. The collector is off while the app
-    starts, so only the console's own pass can free the cycle made before it; then thirty
-    "refreshes" of a thousand cycles each, each kept for five refreshes (long enough to outlive
-    the young collections, as a drawn line does), are freed as they go."""
+    drawn, the garbage of the start is collected and what is alive then is frozen, so the
+    collections after it look only at what the refresh makes; and the collector keeps Python's
+    pace, a full pass at most every hundredth young collection (the drawn lines are no cycles:
+    ``test_a_drawn_line_goes_when_the_next_refresh_replaces_it_not_at_a_collection``), where it
+    had one every fourth, a tenth of the run screen's CPU. The refresh goes on after it. Not
+    armed (a test process, an embedding program), nothing is frozen. The collector is off while
+    the app starts, so only the console's own pass can free the cycle made before it; then
+    thirty "refreshes" of a thousand new containers each, each kept for five refreshes (as a
+    drawn line outlives the young collections), drive the young collections."""
     import asyncio
     import gc
     import weakref
@@ -251,7 +251,7 @@ def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base
         if armed:
             lean.settle_after_first_frame(arm=True)
 
-        async def go() -> tuple[int, bool, int]:
+        async def go() -> tuple[int, bool, int, int]:
             app = MoeConsole(base, run, gpu=False, interval=0.05)
             async with app.run_test(size=(160, 48)) as pilot:
                 await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
@@ -259,20 +259,21 @@ def test_the_attached_console_frees_and_freezes_its_start_once_it_has_drawn(base
                 screen = app.screen
                 await until_ui(pilot, lambda: not armed or gc.get_freeze_count() > 0, what="the start frozen")
                 frozen, freed = gc.get_freeze_count(), gone() is None
+                before = [g["collections"] for g in gc.get_stats()]
                 gc.enable()
-                refs: list[weakref.ref] = []
-                shown: list[list[_Cycle]] = []
+                shown: list[list[list[int]]] = []
                 for _ in range(30):
-                    shown = [*shown[-4:], [_Cycle() for _ in range(1000)]]   # on screen for five refreshes
-                    refs += [weakref.ref(c) for c in shown[-1]]
+                    shown = [*shown[-4:], [[i] for i in range(1000)]]   # on screen for five refreshes
                     polls = screen.polls
                     await until_ui(pilot, lambda: screen.polls > polls, what="the next refresh")
-                del shown
-                return frozen, freed, sum(1 for r in refs if r() is not None)
-        frozen, freed, waiting = asyncio.run(go())
+                gc.disable()
+                young, middle, full = (g["collections"] - b for g, b in zip(gc.get_stats(), before))
+                return frozen, freed, young + middle + full, full
+        frozen, freed, collections, full = asyncio.run(go())
         if armed:
             assert frozen > 10_000 and freed
-            assert waiting <= 10_000, waiting   # the last refreshes' (Python's defaults: most of the 30000)
+            assert collections >= 20, collections   # 30,000 containers: a young collection per 700 more
+            assert full <= collections // 20, (full, collections)   # every fourth, before: 10 and more
         else:
             assert frozen == 0 and not freed
     finally:
