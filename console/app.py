@@ -65,9 +65,10 @@ class MoeConsole(App[int]):
                  line_format: Any = None) -> None:
         """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``);
         ``line_format``: its declared line format (``attach PATH --log-format``)."""
-        from moeconsole.console.lean import known_key_characters, lines_without_cycles
+        from moeconsole.console.lean import known_key_characters, lines_without_cycles, updates_by_rows
         known_key_characters()   # the binding chain's key characters without Unicode's name tables
         lines_without_cycles()   # a drawn line freed when the next refresh replaces it
+        updates_by_rows()   # a refresh draws the rows it changed, not every widget between them
         super().__init__()
         self.first_path = open_path
         self.line_format = line_format

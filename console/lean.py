@@ -27,15 +27,21 @@ what is alive then (the modules, the app, its screen): the collections after it 
 what was made since. The collector keeps Python's thresholds: a full pass at most every hundredth
 young collection (one every minute or so), where it had run every fourth (``(1, 1)``), about a
 tenth of the run screen's CPU, when the lines were cycles (docs/benchmarks.md, ``ui``).
+
+Textual's partial update (what a refresh changed) takes one crop around every changed region and
+has every widget that crop touches render all its rows; the run screen's status line (top) and
+log tail and host line (bottom) change every second, so every widget between them was drawn
+again every second for nothing. ``updates_by_rows`` (every ``MoeConsole``) draws the changed
+rows band by band, each widget only for the rows it has in a band, and writes the same lines.
 """
 from __future__ import annotations
 
 import gc
 import importlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from textual.strip import Strip
@@ -163,4 +169,74 @@ def lines_without_cycles() -> bool:
     setattr(divide, "moeconsole_no_cycle", True)
     setattr(divide, "__doc__", original.__doc__)
     setattr(Strip, "divide", divide)
+    return True
+
+
+def updates_by_rows() -> bool:
+    """Have Textual's compositor draw a partial update (what a refresh changed) row band by row
+    band, each widget only for the rows of the band. Textual's own (textual/_compositor.py,
+    ``Compositor.render_partial_update`` and ``_get_renders``) takes one crop around every
+    changed region, and has each widget that crop touches render all its visible rows: on the
+    run screen the status line at the top and the log tail and host line at the bottom change
+    every second, so the four charts, the events, the GPU rows and the containers behind them
+    were drawn again every second, whole, for lines no one changed (and the compositor kept
+    none of them: only the changed rows are written). Here the changed rows are grouped in
+    bands of consecutive rows; a band takes every column (the cuts of a line, where widgets
+    begin and end, stay whole), a widget outside every band is not asked, and one across a band
+    renders only the band's rows. The lines written are Textual's, cut at the same places.
+    Idempotent; False if this Textual's compositor lacks what it replaces (nothing changed)."""
+    from textual import _compositor
+    from textual.geometry import Region
+    compositor = getattr(_compositor, "Compositor", None)
+    chops_update = getattr(_compositor, "ChopsUpdate", None)
+    needed = ("render_partial_update", "_get_renders", "_render_chops", "_regions_to_spans",
+              "visible_widgets", "cuts")
+    if compositor is None or chops_update is None or not all(hasattr(compositor, n) for n in needed):
+        return False
+    if getattr(compositor.render_partial_update, "moeconsole_by_rows", False):
+        return True
+    whole_renders = compositor._get_renders
+
+    def _get_renders(self: Any, crop: Region | None = None) -> Iterator[tuple[Region, Region, list[Strip]]]:
+        if not crop:
+            yield from whole_renders(self, crop)
+            return
+        top, bottom = crop.y, crop.bottom
+        for widget, (region, clip) in self.visible_widgets.items():
+            if not crop.overlaps(clip):
+                continue
+            first = max(clip.y, top)   # the crop's rows of the clip; its columns whole
+            clip = Region(clip.x, first, clip.width, min(clip.bottom, bottom) - first)
+            x, y, width, height = region.intersection(clip)
+            if width and height:
+                yield region, clip, widget.render_lines(Region(x - region.x, y - region.y, width, height))
+
+    def render_partial_update(self: Any) -> Any:
+        update_regions = self._dirty_regions.copy()
+        self._dirty_regions.clear()
+        if not update_regions:
+            return None
+        spans = list(self._regions_to_spans(update_regions))
+        rows = sorted({y for y, _, _ in spans})
+        rendered = set(rows).__contains__
+        bands, start = [], rows[0]
+        for before, y in zip(rows, rows[1:]):
+            if y != before + 1:
+                bands.append((start, before + 1))
+                start = y
+        bands.append((start, rows[-1] + 1))
+        width = self.size.width
+        chops: list = []
+        for y0, y1 in bands:
+            part = self._render_chops(Region(0, y0, width, y1 - y0), rendered)
+            if not chops:
+                chops = list(part)
+            else:
+                chops[y0:y1] = part[y0:y1]
+        return chops_update(chops, spans, [cut_set[1:] for cut_set in self.cuts])
+    setattr(render_partial_update, "moeconsole_by_rows", True)
+    # Textual's own pair, for the test that compares what both write
+    setattr(render_partial_update, "textual_own", (compositor.render_partial_update, whole_renders))
+    setattr(compositor, "_get_renders", _get_renders)
+    setattr(compositor, "render_partial_update", render_partial_update)
     return True
