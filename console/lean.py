@@ -225,6 +225,8 @@ def updates_by_rows() -> bool:
             return None
         spans = list(self._regions_to_spans(update_regions))
         rows = sorted({y for y, _, _ in spans})
+        if not rows:   # regions of no size: nothing to write
+            return None
         rendered = set(rows).__contains__
         bands, start = [], rows[0]
         for before, y in zip(rows, rows[1:]):
