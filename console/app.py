@@ -62,14 +62,19 @@ class MoeConsole(App[int]):
                  gpu: bool = True, interval: float = 1.0, control_timeout: float = 10.0,
                  telemetry: Telemetry | None = None, clock: Callable[[], float] | None = None,
                  bell: bool | None = None, open_path: Path | None = None, host: HostSampler = True,
-                 line_format: Any = None) -> None:
+                 line_format: Any = None, trim_caches_s: float | None = None) -> None:
         """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``);
-        ``line_format``: its declared line format (``attach PATH --log-format``)."""
-        from moeconsole.console.lean import known_key_characters
+        ``line_format``: its declared line format (``attach PATH --log-format``);
+        ``trim_caches_s``: how often Rich's and Textual's drawing caches are emptied (None:
+        ``lean.TRIM_CACHES_EVERY_S``)."""
+        from moeconsole.console.lean import known_key_characters, lines_without_cycles, updates_by_rows
         known_key_characters()   # the binding chain's key characters without Unicode's name tables
+        lines_without_cycles()   # a drawn line freed when the next refresh replaces it
+        updates_by_rows()   # a refresh draws the rows it changed, not every widget between them
         super().__init__()
         self.first_path = open_path
         self.line_format = line_format
+        self.trim_caches_s = trim_caches_s
         self._imports: list[Import] = []
         # The terminal bell for a new critical alert: on unless MOECONSOLE_BELL=0 or --no-bell;
         # the `m` key toggles it while attached.
@@ -149,6 +154,10 @@ class MoeConsole(App[int]):
                 return
 
     def on_mount(self) -> None:
+        from moeconsole.console.lean import TRIM_CACHES_EVERY_S, trim_drawing_caches
+        # Rich's and Textual's caches of what was drawn, emptied now and then: otherwise a
+        # console attached for days holds them at their bounds (console/lean.py)
+        self.set_interval(self.trim_caches_s or TRIM_CACHES_EVERY_S, trim_drawing_caches)
         if self.first_run is not None:
             self.open_run(self.first_run)
         else:

@@ -39,8 +39,7 @@ def ascii_only(environ: Mapping[str, str] | None = None) -> bool:
     env = started_environ() if environ is None else environ
     if not (env.get("TMUX") or env.get("STY")):
         return False   # a terminal emulator shows UTF-8 whatever the remote locale says
-    if env.get("TMUX") and (utf8 := _early_answer() if environ is None and _EARLY else
-                            tmux_clients_utf8(env)) is not None:
+    if env.get("TMUX") and (utf8 := _tmux_answer() if environ is None else tmux_clients_utf8(env)) is not None:
         return not utf8
     locale = next((env[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(name)), "")
     return not any(tag in locale.lower() for tag in ("utf-8", "utf8"))
@@ -64,6 +63,16 @@ def ask_tmux_early() -> None:
                               daemon=True)
     thread.start()
     _EARLY.append((thread, answers))
+
+
+def _tmux_answer() -> bool | None:
+    """What tmux says of this process's clients, asked once a process: the early question's
+    answer (``ask_tmux_early``), the question asked now when nobody asked it early (every
+    ``MoeConsole`` made in one process takes that one answer; the question is a process of its
+    own)."""
+    if not _EARLY:
+        ask_tmux_early()
+    return _early_answer() if _EARLY else None
 
 
 def _early_answer() -> bool | None:

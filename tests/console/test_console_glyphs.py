@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from rich.cells import cell_len
@@ -92,3 +93,26 @@ def test_the_tmux_question_is_asked_once_on_a_thread_and_its_answer_decides(monk
     assert calls == ["tmux-utf8"]
     monkeypatch.setenv("MOECONSOLE_ASCII", "0")   # the user's word still decides
     assert glyphs.ascii_only() is False
+
+
+def test_every_console_of_a_process_takes_one_answer_from_tmux(tmp_path):
+    """Inside tmux, a process that makes consoles without the early question (a test, an
+    embedding program) asks tmux once: each ``MoeConsole`` asks for its terminal driver
+    (``get_driver_class``), and the question is a process of its own. A `tmux` on PATH that notes
+    each call and says its client takes no UTF-8; the process is started inside "tmux"."""
+    bin_dir, asked = tmp_path / "bin", tmp_path / "asked"
+    bin_dir.mkdir()
+    (bin_dir / "tmux").write_text(f"#!/bin/sh\necho \"$@\" >> {asked}\necho 0\n")
+    (bin_dir / "tmux").chmod(0o755)
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": repo, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "TMUX": "/nowhere/tmux-0/default,1,0", "TMUX_PANE": "%0", "LANG": "C.UTF-8"}
+    env.pop("MOECONSOLE_ASCII", None)
+    code = ("import sys\nfrom moeconsole.console.app import MoeConsole\n"
+            "made = [MoeConsole(sys.argv[1]) for _ in range(3)]\n"
+            "print(' '.join(app.driver_class.__name__ for app in made))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["AsciiLinuxDriver"] * 3   # tmux's answer decides each one
+    assert asked.read_text().splitlines() == ["list-clients -t %0 -F #{client_utf8}"]
