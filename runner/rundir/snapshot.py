@@ -32,7 +32,7 @@ from moeconsole.runner.rundir.alertgroups import AlertBook, AlertGroup
 Doc = dict[str, Any]
 StatKey = tuple[int, int, int]  # inode, size, mtime (ns): what tells a changed file from the one read last
 # What the node verdicts were judged from: each file's stat key, each node's step time, and which are stale.
-NodesKey = tuple[tuple[tuple[str, StatKey], ...], tuple[float | None, ...], tuple[bool, ...]]
+NodesKey = tuple[int, tuple[float | None, ...], tuple[bool, ...]]
 Telemetry = Callable[[StateDict], tuple[Doc | None, list[Doc]]]  # state -> (GPU document, blockers)
 
 EVENT_KEEP = 200
@@ -565,6 +565,7 @@ class NodeReader:
         self._ranks: tuple[StatKey | None, ranktimes.StepTimes] = (None, {})
         self._steps_from: StatKey | None = None  # the ranks.json of the step times in ``_steps``
         self._judged: tuple[NodesKey, tuple[Doc, ...]] | None = None
+        self._read_count = 0      # goes up when a file was read again, or left out, or came: what was read changed
         self._last: tuple[Doc, ...] = ()  # what read returned last
         self.whole = True         # every node's whole document (see the class's docstring)
         self._glanced = False     # the entries kept hold glances (read while whole was False)
@@ -589,6 +590,7 @@ class NodeReader:
         if self._glanced and not glance:  # whole documents wanted now: every file read again at once
             self._files, self._judged = {}, None
         self._glanced = glance
+        fresh = False
         for name in names:
             old = self._files.get(name)
             if old is not None and now - old[1] < wait_s:  # read lately: it waits its turn, not even looked at
@@ -605,10 +607,14 @@ class NodeReader:
                 entry = _glance_entry(path, name, key[1], old[2] if old is not None else None)
                 if entry is not None:
                     files[name] = (key, now, entry)
+                    fresh = True
                 continue
             doc = jsonio.read_own_json(path, size=key[1])
             if isinstance(doc, dict):
                 files[name] = (key, now, _node_entry(doc, name))
+                fresh = True
+        if fresh or len(files) != len(self._files):  # (a file gone and none read: fewer files)
+            self._read_count += 1
         self._files = files
         if not files:
             self._last = ()
@@ -616,7 +622,7 @@ class NodeReader:
         entries = [entry for _, _, entry in files.values()]
         ages = [_age_of(entry, now) for entry in entries]
         stale = tuple(age is None or age > NODE_STALE_S for age in ages)
-        read_from = tuple((n, k) for n, (k, _, _) in files.items())
+        read_from = self._read_count  # (not each file's stat key: 128 tuples a second, compared again)
         ranks = self._rank_times()
         known = self._judged
         # each node's step time: the last ones while no file and not ranks.json changed

@@ -440,3 +440,38 @@ def test_a_nodes_gpu_figures_read_every_value_as_finite_float_does():
     assert all(type(v) is float for k, v in f.items() if k != "gpus")
     assert nodehealth.gpu_figures(None) == {"gpus": 0, "min_free_mib": None, "max_mem_frac": None,
                                             "mean_util_pct": None, "min_util_pct": None}
+
+
+def test_a_node_whose_file_goes_is_dropped_and_the_rest_judged_again_at_the_next_read(tmp_path):
+    """The verdicts are kept while no file was read again, none went and none came (not each
+    file's stat key compared each second): a removed agent file (the node left the job) drops
+    the node at the next read, even with no other file read then, and the rest are judged
+    without it; a file that comes back is read at once."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(24):
+        gpu = _node("x", used=143_000 if i == 5 else 100_000)["gpu"]
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"}, "gpu": gpu,
+             "ranks": [{"rank": 8 * i + k} for k in range(8)]}))
+    (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {  # n010 the straggler
+        str(r): {"step": 9, "step_time_s": 3.0 if r // 8 == 10 else 2.0, "t": now} for r in range(192)}}))
+    for whole in (False, True):
+        reader = NodeReader(run)
+        reader.whole = whole
+        first = reader.read(now)
+        assert [(n["host"], n["health"]["problems"]) for n in first[:2]] == [("n005", ["mem"]), ("n010", ["slow"])]
+        same = reader.read(now + 0.1)
+        assert [(n["host"], n["health"]) for n in same] == [(n["host"], n["health"]) for n in first]
+        kept = (run.telemetry / "n005.json").read_bytes()
+        (run.telemetry / "n005.json").unlink()
+        gone = reader.read(now + 0.2)
+        assert len(gone) == 23 and "n005" not in {n["host"] for n in gone}
+        assert [(n["host"], n["health"]["problems"]) for n in gone[:2]] == [("n010", ["slow"]), ("n000", [])], \
+            "each node judged with its own ranks' step time"
+        (run.telemetry / "n005.json").write_bytes(kept)
+        back = reader.read(now + 0.3)
+        assert len(back) == 24 and \
+            [(n["host"], n["health"]["problems"]) for n in back[:3]] == [("n005", ["mem"]), ("n010", ["slow"]), ("n000", [])]
