@@ -3,7 +3,7 @@ revision side by side (each measure run by both trees in turn, round after round
 files): what ``bench_scale.py`` cannot resolve at the process level on a busy machine.
 
 - read: a ``NodeReader`` as a console's run screen reads (``whole`` False) reading all 128
-  agent files again (each file changed), per file;
+  agent files again and judging the nodes again (as when each file changed), per file;
 - lines: the GPU panel's summary lines (160 columns, 16 lines, as the panel draws them:
   ``node_summary_lines``, or ``summary_lines(node_groups(...))`` in a tree without it) once a
   second, the ages moving on and half the nodes read again (a new GPU dict), per draw;
@@ -52,7 +52,7 @@ if what == "read":
     reader.read(now)
     c0 = time.process_time()
     for _ in range(20):
-        reader._files = {}  # every file changed: read again
+        reader._files, reader._judged = {}, None  # every file changed: read again and judged again
         reader.read(now)
     print((time.process_time() - c0) / 20 / 128 * 1e6)
 elif what == "second":
