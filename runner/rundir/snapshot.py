@@ -515,9 +515,13 @@ def _glance_entry(path: str, name: str, size: int = 1 << 16, last: Doc | None = 
     host_stats: Doc | None = None
     if last is not None and last.get("glance"):
         kept = last["ranks"]
-        if len(kept) == len(doc.ranks) and \
-                all(type(k["rank"]) is type(r.rank) and k["rank"] == r.rank for k, r in zip(kept, doc.ranks)):
-            ranks = kept
+        if len(kept) == len(doc.ranks):
+            for k, r in zip(kept, doc.ranks):
+                was, got = k["rank"], r.rank
+                if was != got or type(was) is not type(got):
+                    break
+            else:
+                ranks = kept
         kept = last["host_stats"]
         if (not kept) if doc.host is None else (len(kept) == 1 and kept.get("hostname", kept) == hostname):
             host_stats = kept
