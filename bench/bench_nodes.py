@@ -3,7 +3,7 @@ revision side by side (each measure run by both trees in turn, round after round
 files): what ``bench_scale.py`` cannot resolve at the process level on a busy machine.
 
 - read: a ``NodeReader`` as a console's run screen reads (``whole`` False) reading all 128
-  agent files again (each file changed), per file;
+  agent files again and judging the nodes again (as when each file changed), per file;
 - lines: the GPU panel's summary lines (160 columns, 16 lines, as the panel draws them:
   ``node_summary_lines``, or ``summary_lines(node_groups(...))`` in a tree without it) once a
   second, the ages moving on and half the nodes read again (a new GPU dict), per draw;
@@ -11,7 +11,11 @@ files): what ``bench_scale.py`` cannot resolve at the process level on a busy ma
   (``bench_scale.py``, counted there: a console's timer reads once a second, every agent file
   changed each second but read every 2 s at 128 nodes, so a read of all 128 files every other
   second and a read of none between; the runner rewrites ``ranks.json`` every 4 s, one step of
-  the job), then the panel's summary lines of what it read, per second (each read a second).
+  the job), then the panel's summary lines of what it read, per second (each read a second);
+- collections: that second again with the attached console's collector (its start frozen,
+  ``lean.AFTER_FREEZE_THRESHOLDS`` after): how many passes of the cyclic collector (any
+  generation) the node reading and the summary lines set off, per second. The containers a
+  read makes set that pace; in the console the passes are paid wherever they fire.
 
 The agent files are the real format: ``bench/sim_agents.py`` over the fake NVML library;
 ``ranks.json`` the runner's own (``ranktimes.save``) with 1,024 ranks, node 101's slower.
@@ -52,11 +56,11 @@ if what == "read":
     reader.read(now)
     c0 = time.process_time()
     for _ in range(20):
-        reader._files = {}  # every file changed: read again
+        reader._files, reader._judged = {}, None  # every file changed: read again and judged again
         reader.read(now)
     print((time.process_time() - c0) / 20 / 128 * 1e6)
-elif what == "second":
-    import json, os, re
+elif what in ("second", "collections"):
+    import gc, json, os, re
     ranks_path = Path(sys.argv[1]) / "ranks.json"
     doc = json.loads(ranks_path.read_text())
     agents = {f: f.read_text() for f in sorted((Path(sys.argv[1]) / "telemetry").glob("*.json"))}
@@ -74,6 +78,13 @@ elif what == "second":
     agents_write(now)
     draw(reader.read(now), None, "here", 160, 16)
     used = 0.0
+    passes = [0]
+    if what == "collections":  # the attached console's collector: its start frozen, lean's thresholds after
+        from moeconsole.console import lean
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(gc.get_threshold()[0], *lean.AFTER_FREEZE_THRESHOLDS)
+        gc.callbacks.append(lambda phase, info: passes.__setitem__(0, passes[0] + (phase == "start")))
     for k in range(1, 81):
         t = now + k
         if k % 2 == 0:  # every agent's file written again (not timed); at 128 nodes read every 2 s
@@ -85,7 +96,7 @@ elif what == "second":
         c0 = time.process_time()
         draw(reader.read(t), None, "here", 160, 16)
         used += time.process_time() - c0
-    print(used / 80 * 1e3)  # 80 reads, one a second
+    print(passes[0] / 80 if what == "collections" else used / 80 * 1e3)  # 80 reads, one a second
 else:
     nodes = reader.read(time.time())
     frames = []
@@ -138,7 +149,8 @@ def main() -> int:
         work = Path(tmp)
         run = agent_files(work)
         trees = {"this code": REPO, f"baseline {args.baseline}": export(args.baseline, work / "baseline")}
-        got: dict[str, dict[str, list[float]]] = {w: {t: [] for t in trees} for w in ("read", "lines", "second")}
+        got: dict[str, dict[str, list[float]]] = {w: {t: [] for t in trees}
+                                                  for w in ("read", "lines", "second", "collections")}
         for _ in range(args.rounds):
             for what in got:
                 for name, tree in trees.items():
@@ -154,7 +166,9 @@ def main() -> int:
     print("|---|---|---|---|")
     for what, label, unit in (("read", "an agent file read as the run screen reads it", "µs"),
                               ("lines", "the GPU panel's summary lines of 128 nodes, one draw", "ms"),
-                              ("second", "a second of the run screen's node reading and summary lines", "ms")):
+                              ("second", "a second of the run screen's node reading and summary lines", "ms"),
+                              ("collections", "the collector's passes in that second, under the console's policy",
+                               "a second")):
         a, b = got[what]["this code"], got[what][base]
         r = [x / y for x, y in zip(a, b)]
         print(f"| {label} | {statistics.median(a):.3g} {unit} ({min(a):.3g}-{max(a):.3g}) | "

@@ -483,7 +483,7 @@ class GpuPanel(LinesView):
         self.local_host = local_host or rundir.hostname()
         self._gpu: dict | None = None
         self._agent_nodes: tuple[dict, ...] = ()
-        self._history: dict[tuple[str, int], collections.deque[float]] = {}
+        self._history: dict[str, dict[int, collections.deque[float]]] = {}  # host -> GPU index -> utilisation
         self._node_t: dict[str, float | None] = {}
         self._shown: object = None
         self._budget_used: int | None = None
@@ -499,10 +499,18 @@ class GpuPanel(LinesView):
             return
         if gpu is not self._gpu and gpu is not None:
             self._record(self.local_host, gpu)
+        history = self._history
         for node in nodes:
             host = str(node.get("host") or NA)
-            replaced_by_live = host == self.local_host and gpu is not None
-            if not replaced_by_live and node.get("t") != self._node_t.get(host) and not node.get("stale"):
+            if host == self.local_host and gpu is not None:  # replaced by the live snapshot
+                continue
+            if node.get("glance"):
+                # read for its summary line only: its rows (and their sparklines) are never
+                # drawn from it, so no history is kept for it; what a whole read left is dropped
+                history.pop(host, None)
+                self._node_t.pop(host, None)
+                continue
+            if node.get("t") != self._node_t.get(host) and not node.get("stale"):
                 self._node_t[host] = node.get("t")
                 self._record(host, node["gpu"] if isinstance(node.get("gpu"), dict) else {})
         self._gpu = gpu
@@ -510,14 +518,20 @@ class GpuPanel(LinesView):
         self._draw()
 
     def _record(self, host: str, gpu: dict) -> None:
-        history = self._history
+        history = self._history.get(host)
         for g in _gpu_dicts(gpu):
             util, index = g.get("util_pct"), g.get("index")
             if isinstance(util, (int, float)) and index is not None:
-                kept = history.get((host, index))
+                if history is None:
+                    history = self._history[host] = {}
+                kept = history.get(index)
                 if kept is None:  # (not setdefault: that builds a deque for every reading)
-                    kept = history[(host, index)] = collections.deque(maxlen=HISTORY)
+                    kept = history[index] = collections.deque(maxlen=HISTORY)
                 kept.append(util)
+
+    def history_count(self) -> int:
+        """How many GPUs' utilisation histories the panel holds (what its sparklines draw from)."""
+        return sum(len(per_gpu) for per_gpu in self._history.values())
 
     def on_resize(self) -> None:
         self._draw()
@@ -534,7 +548,8 @@ class GpuPanel(LinesView):
         return max(1, cells) if cells else FALLBACK_LINES
 
     def _history_of(self, host: str):
-        return lambda index: list(self._history.get((host, index), ()))
+        per_gpu = self._history.get(host) or {}
+        return lambda index: list(per_gpu.get(index, ()))
 
     def _single_lines(self, gpu: dict | None, width: int) -> list[Pieces]:
         """The panel of a one-node run: the local snapshot's rows, no heading."""

@@ -154,7 +154,7 @@ def panel_view(base, run, size, local_gpu: dict | None, *, gpu: bool = True) -> 
             polls = app.screen.polls
             await until_ui(pilot, lambda: app.screen.polls > polls, what="a poll later: the view is settled")
             return {"lines": visible_lines(panel), "plain": list(panel.plain_lines), "height": panel.size.height,
-                    "summarised": panel.summarised, "status": app.screen.query_one(StatusLine).plain_lines,
+                    "summarised": panel.summarised, "history": panel.history_count(), "status": app.screen.query_one(StatusLine).plain_lines,
                     "log": app.screen.query_one(LogTail).plain_lines,
                     "nodes": list(app.screen.snapshot.nodes)}
     return asyncio.run(go())
@@ -201,6 +201,7 @@ def test_every_node_with_its_rows_at_160x48(base, make_run, agent_docs, fresh_ag
     view = panel_view(base, run, (160, 48), agent_docs["nodriver"]["gpu"])
     lines = view["lines"]
     assert not view["summarised"]
+    assert view["history"] == 8, "gpu-node-a's rows draw their sparklines from a history (the stale node's: none)"
     assert lines == [line.strip() for line in view["plain"]], "part of the panel is cut off"
 
     # this node (no agent file): its live snapshot, with the driver's reason
@@ -423,6 +424,46 @@ def test_the_gpu_view_shows_every_nodes_whole_file_past_the_summary_lines(base, 
             def glanced(host: str) -> bool:
                 return any(n["host"] == host and n.get("glance") for n in run_screen.snapshot.nodes)
             await until_ui(pilot, lambda: glanced("gpu-node-000"), what="the changed file glanced at again")
+    asyncio.run(go())
+
+
+def test_the_panel_keeps_no_gpu_history_for_nodes_read_for_their_summary_line(base, make_run, agent_docs, monkeypatch):
+    """A 20-node run screen reads each agent file for its summary line only (no rows, so no
+    sparklines drawn from it): the panel holds no utilisation history for those nodes (it had
+    one for each of their 160 GPUs), and drops what the GPU view's whole reads made it keep
+    once the files are glanced at again; a node shown with its rows still has its sparkline
+    history (``test_every_node_with_its_rows_at_160x48``'s two nodes: 8 GPUs kept)."""
+    from moeconsole.runner.rundir import snapshot
+    monkeypatch.setattr(snapshot, "NODE_STALE_S", 600.0)
+    run = make_run(base, "20240101-000000-done-0001", status="succeeded")
+    now = time.time()
+    for i in range(20):
+        node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", now)
+
+    async def go() -> None:
+        app = MoeConsole(base, run, interval=0.2, gpu=False)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None
+                           and len(app.screen.snapshot.nodes) == 20)
+            run_screen = app.screen
+            panel = run_screen.query_one(GpuPanel)
+            polls = run_screen.polls
+            await until_ui(pilot, lambda: run_screen.polls > polls + 1 and panel.summarised, what="two polls drawn")
+            assert all(n.get("glance") for n in run_screen.snapshot.nodes)
+            assert panel.history_count() == 0
+            await pilot.press("g")   # whole files: the panel underneath may keep their GPUs' history
+            await until_ui(pilot, lambda: type(app.screen).__name__ == "GpuScreen")
+            await until_ui(pilot, lambda: run_screen.snapshot is not None
+                           and not any(n.get("glance") for n in run_screen.snapshot.nodes), what="whole files read")
+            await pilot.press("q")
+            await until_ui(pilot, lambda: app.screen is run_screen)
+            for i in range(20):  # every agent writes again: glanced at again
+                node_file(run, agent_docs["eight"], f"gpu-node-{i:03d}", time.time())
+            await until_ui(pilot, lambda: all(n.get("glance") for n in run_screen.snapshot.nodes)
+                           and len(run_screen.snapshot.nodes) == 20, what="every file glanced at again")
+            polls = run_screen.polls
+            await until_ui(pilot, lambda: run_screen.polls > polls, what="a poll drawn")
+            assert panel.history_count() == 0
     asyncio.run(go())
 
 

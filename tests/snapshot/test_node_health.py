@@ -209,6 +209,43 @@ def test_a_nodes_step_time_is_worked_out_again_only_when_its_ranks_or_ranks_json
     assert worked == [1] and moved[0]["host"] == "n004" and moved[0]["health"]["problems"] == ["slow"]
 
 
+def test_a_glanced_file_written_again_keeps_its_ranks_and_host_until_they_change(tmp_path):
+    """Agents rewrite their files every second with new GPU figures and the same ranks and host
+    name: a console's run screen (glances, past 16 nodes) reads the new figures and keeps the
+    ranks and host parts it already holds (the very same objects: no containers made for them,
+    64 files a second at 128 nodes); a node whose ranks or host name changed shows them at the
+    next read."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+
+    def agent(i: int, t: float, ranks, util: float = 90, host: str | None = None) -> None:
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": t, "host": {"hostname": host or f"n{i:03d}", "load1": 2.0},
+             "gpu": _node("x", util=util)["gpu"], "ranks": [{"rank": r, "pid": 100 + r} for r in ranks]}))
+    for i in range(24):
+        agent(i, now, range(8 * i, 8 * i + 8))
+    reader = NodeReader(run)
+    reader.whole = False
+    first = {n["host"]: n for n in reader.read(now)}
+    for i in range(24):  # every agent writes again: new figures, the same ranks and host
+        agent(i, now + 1, range(8 * i, 8 * i + 8), util=80)
+    agent(5, now + 1, [*range(40, 47), 200], util=80)                       # n005: a rank moved there
+    agent(6, now + 1, [48, 49, 50, 51, 52, 53, 54, True], util=80)          # n006: a rank of another type
+    agent(7, now + 1, range(56, 64), util=80, host="gpu-7")                 # n007's file: another host name
+    again = {n["host"]: n for n in reader.read(now + 1)}
+    assert all(n["t"] == now + 1 and n["gpu"]["gpus"][0]["util_pct"] == 80 for n in again.values()), "new figures read"
+    kept = [h for h in first if h in again and again[h]["ranks"] is first[h]["ranks"]
+            and again[h]["host_stats"] is first[h]["host_stats"]]
+    assert kept == [f"n{i:03d}" for i in range(24) if i not in (5, 6, 7)]
+    assert [r["rank"] for r in again["n005"]["ranks"]] == [*range(40, 47), 200]
+    assert again["n006"]["ranks"][-1]["rank"] is True
+    assert "gpu-7" in again and "n007" not in again and again["gpu-7"]["host_stats"] == {"hostname": "gpu-7"}
+    words = {g.host: "".join(t for t, _ in node_summary(g, 160)) for g in node_groups(list(again.values()), None, "here")}
+    assert "ranks 40-46,200" in words["n005"] and "ranks 56-63" in words["gpu-7"]
+
+
 def test_a_console_reads_only_each_agent_files_glance_and_judges_alike(tmp_path):
     """Past 16 nodes a console's run screen decodes only what the judgement and the summary
     line use: the same verdicts, order and summary lines as from the whole documents; the
@@ -403,3 +440,38 @@ def test_a_nodes_gpu_figures_read_every_value_as_finite_float_does():
     assert all(type(v) is float for k, v in f.items() if k != "gpus")
     assert nodehealth.gpu_figures(None) == {"gpus": 0, "min_free_mib": None, "max_mem_frac": None,
                                             "mean_util_pct": None, "min_util_pct": None}
+
+
+def test_a_node_whose_file_goes_is_dropped_and_the_rest_judged_again_at_the_next_read(tmp_path):
+    """The verdicts are kept while no file was read again, none went and none came (not each
+    file's stat key compared each second): a removed agent file (the node left the job) drops
+    the node at the next read, even with no other file read then, and the rest are judged
+    without it; a file that comes back is read at once."""
+    from moeconsole.runner.rundir.snapshot import NodeReader
+    run = rundir.RunDir(tmp_path)
+    run.telemetry.mkdir()
+    now = time.time()
+    for i in range(24):
+        gpu = _node("x", used=143_000 if i == 5 else 100_000)["gpu"]
+        (run.telemetry / f"n{i:03d}.json").write_text(json.dumps(
+            {"v": 1, "t": now, "host": {"hostname": f"n{i:03d}"}, "gpu": gpu,
+             "ranks": [{"rank": 8 * i + k} for k in range(8)]}))
+    (tmp_path / "ranks.json").write_text(json.dumps({"v": 1, "t": now, "ranks": {  # n010 the straggler
+        str(r): {"step": 9, "step_time_s": 3.0 if r // 8 == 10 else 2.0, "t": now} for r in range(192)}}))
+    for whole in (False, True):
+        reader = NodeReader(run)
+        reader.whole = whole
+        first = reader.read(now)
+        assert [(n["host"], n["health"]["problems"]) for n in first[:2]] == [("n005", ["mem"]), ("n010", ["slow"])]
+        same = reader.read(now + 0.1)
+        assert [(n["host"], n["health"]) for n in same] == [(n["host"], n["health"]) for n in first]
+        kept = (run.telemetry / "n005.json").read_bytes()
+        (run.telemetry / "n005.json").unlink()
+        gone = reader.read(now + 0.2)
+        assert len(gone) == 23 and "n005" not in {n["host"] for n in gone}
+        assert [(n["host"], n["health"]["problems"]) for n in gone[:2]] == [("n010", ["slow"]), ("n000", [])], \
+            "each node judged with its own ranks' step time"
+        (run.telemetry / "n005.json").write_bytes(kept)
+        back = reader.read(now + 0.3)
+        assert len(back) == 24 and \
+            [(n["host"], n["health"]["problems"]) for n in back[:3]] == [("n005", ["mem"]), ("n010", ["slow"]), ("n000", [])]
