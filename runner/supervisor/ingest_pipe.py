@@ -86,7 +86,8 @@ class IngestPipe:
         self.diag = diag
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
-        self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
+        # pinned: the file the training writes is read, however train.log is renamed or replaced
+        self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES, pinned=True)
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
@@ -119,6 +120,12 @@ class IngestPipe:
         self.steps_seen = 0
         self.last_output = self.last_progress = time.monotonic()
 
+    def follow(self, log_fd: int) -> None:
+        """The new attempt writes the file ``log_fd`` is open on: read that one from now on (a
+        train.log renamed away meanwhile, as logrotate does, left the last attempt's file behind)."""
+        if self.tailer.follow(log_fd):
+            self.reader.reset_partial()
+
     def continued(self, attempt: int, *, watched: bool = False) -> None:
         """An attempt a previous runner started (adopted, or ended while unsupervised): its
         newest step in metrics.jsonl is where writing goes on. ``watched``: adopted live, so
@@ -144,7 +151,9 @@ class IngestPipe:
         data = self.tailer.read_new()
         if self.tailer.problem != problem and self.tailer.problem:   # train.log is a FIFO, a device...
             self.journal.event("alert", level="critical", rule="storage", attempt=self.attempt,
-                               message=f"{self.tailer.problem}; the log is read again once it is a regular file")
+                               message=f"{self.tailer.problem}; " + (
+                                   "the training's output is still read from the file it writes" if self.tailer.reading
+                                   else "the log is read again once it is a regular file"))
         if self.tailer.resets != resets:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
         self.lagging = got.more = len(data) >= self.tailer.max_read

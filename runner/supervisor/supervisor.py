@@ -287,6 +287,8 @@ class Supervisor:
             resume = self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift"))) \
                 if self.launcher.resumes and not self.state.get("no_resume") else None
             started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=self.next_env)
+            if isinstance(started, LaunchedAttempt):
+                self.pipe.follow(log_fd)  # the file this attempt writes, whatever train.log names later
         finally:
             os.close(log_fd)
         if not isinstance(started, LaunchedAttempt):
