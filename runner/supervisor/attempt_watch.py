@@ -100,12 +100,13 @@ class AttemptWatch:
                      "state": job.get("state")} if new_id and not self.adopted else None
         return job, submitted
 
-    def probe(self, *, hidden_too: bool = False) -> lc.TreeProbe:
+    def probe(self, *, hidden_too: bool = False, writing: bool = False) -> lc.TreeProbe:
         """What of the tree still lives (``hidden_too``: when nothing tracked does, also the
-        processes carrying the run's marker outside it)."""
+        processes carrying the run's marker outside it; ``writing``: the log grew lately)."""
         self.procs.refresh()
         alive = self.procs.alive()
-        return lc.TreeProbe(alive=alive, hidden=hidden_too and not alive and self.procs.alive(scan_markers=True))
+        return lc.TreeProbe(alive=alive, hidden=hidden_too and not alive and self.procs.alive(scan_markers=True),
+                            writing=writing)
 
     def end_facts(self) -> dict[str, Any]:
         """What the watch knows of the ended attempt, for the judge (``judge.EndedAttempt``)."""

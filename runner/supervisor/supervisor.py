@@ -92,6 +92,7 @@ class Supervisor:
         self.next_env: dict[str, str] = {}
         self.resumed_step: int | None = None
         self.draining = False  # the leader exited; its log is read to the end before it is judged
+        self.exit_offset = 0  # the log offset when the ended leader's log was read to its end
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.backlog_end = 0  # a user-killed attempt was judged before its log was read: read up to here before exiting
         self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
@@ -525,6 +526,7 @@ class Supervisor:
             user_kill = self.life.kill is not None and self.life.kill.reason == "user"  # ... except a user's kill
             if user_kill or not self.ingest(mono + CATCH_UP_TURN_S):
                 self.draining = False
+                self.exit_offset = self.pipe.offset  # the log as the leader left it, read to its end
                 self.apply(lc.LeaderExit(self.watch.returncode))
         else:
             self.ingest()
@@ -548,8 +550,10 @@ class Supervisor:
         if self.life.kill:
             self.apply(lc.Tick())
             self.apply(self.watch.probe(hidden_too=not self.life.attempt_live))
-        elif self.life.exited:
-            self.apply(self.watch.probe())
+        elif self.life.exited:  # what outlives the leader trains on while the log grows (lifecycle._tree_probe)
+            writing = self.pipe.offset > self.exit_offset and \
+                self.pipe.quiet(time.monotonic()) <= self.lc_settings.grace_s
+            self.apply(self.watch.probe(writing=writing))
         cd = self.life.cooldown
         if cd and self.life.status == Status.COOLDOWN and (
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))

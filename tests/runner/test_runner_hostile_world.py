@@ -36,3 +36,68 @@ def test_logrotate_rename_and_create_is_no_hang_and_loses_no_step(harness):
     assert st["attempt"] == 1 and not run.events("crash"), run.events("crash")
     assert not [e for e in run.events("alert") if e.get("rule") == "hang"]
     assert sorted({m["step"] for m in run.metrics()}) == list(range(1, 61))
+
+
+# A launcher that starts the training in the background (double fork, a session of its own) and
+# returns 0 a moment later, as `nohup train.sh &` in a wrapper does; the training prints 40 steps.
+BACKGROUNDED = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        for i in range(1, 41):\n"
+    "            print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+    "            time.sleep(0.2)\n"
+    "        os._exit(0)\n"
+    "    os._exit(0)\n"
+    "time.sleep(1.5)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_leader_that_exits_0_while_its_training_goes_on_is_no_success_yet(harness):
+    """The leader exits 0 while the training it started in the background trains on. The runner
+    used to end that training at once ("cleanup") and call the run succeeded at step 3 of 40; it
+    says the tree outlives its leader and lets it train, the run succeeding once it ended, with
+    every step."""
+    run = harness.start(harness.recipe(command=BACKGROUNDED, kill={"grace_s": 3}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in run.metrics()}) == list(range(1, 41))
+    assert not [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
+    alert = [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
+    assert len(alert) == 1 and alert[0]["level"] == "warning", run.events("alert")
+
+
+def test_a_kill_while_the_tree_outlives_its_leader_ends_it(harness):
+    """While the backgrounded training trains on after its leader's exit, `kill` ends it (it
+    must never answer "nothing was running" and leave it training)."""
+    run = harness.start(harness.recipe(command=BACKGROUNDED, kill={"grace_s": 3}, **NO_SAVES))
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+          what="the tree outliving its leader")
+    pids = [p["pid"] for p in run.state().get("pids", [])]
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode in (0, 1), out.stderr
+    st = run.wait_status("killed", "succeeded", "failed", timeout=60)
+    assert st["status"] == "killed", st
+    assert max(m["step"] for m in run.metrics()) < 40
+    import psutil
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+# A leader that leaves a silent process behind (a stuck data-loader worker) and exits 0.
+STRAY = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "print(\"{'loss': '1.0', 'global_step/max_steps': '1/1'}\", flush=True)\n"
+    "if os.fork() == 0:\n"
+    "    time.sleep(600)\n"
+    "    os._exit(0)\n"
+    "time.sleep(1)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_silent_process_left_by_a_clean_exit_is_cleaned_up_and_the_run_succeeds(harness):
+    run = harness.start(harness.recipe(command=STRAY, kill={"grace_s": 2}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
+    assert not [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
