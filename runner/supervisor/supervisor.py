@@ -57,6 +57,7 @@ from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
 from moeconsole.runner.supervisor.gpuwatch import GpuWatch
 from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES,  # noqa: F401
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
+from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
@@ -78,6 +79,7 @@ class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
         self.run = run
         self.journal = Journal(run, diag)
+        self.dirguard = DirGuard(run, diag)  # the run directory deleted under the live run: made again
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
         self.hash = recipes.recipe_hash(self.recipe)
@@ -142,7 +144,8 @@ class Supervisor:
         self._progress_written()
         procs = self.watch.procs
         self.state.refresh(
-            pids=procs.tracked() if not self.life.exited or self.life.kill else [], pgid=procs.pgid,
+            pids=procs.tracked() if not self.life.exited or self.life.kill or self.life.lingering else [],
+            pgid=procs.pgid,
             log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
@@ -565,7 +568,15 @@ class Supervisor:
             self.apply(probe)
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
-        self.flush_state()
+        # a run that ended is never made again: deleting it then is the user's choice
+        remade = self.life.status not in rundir.TERMINAL and self.timers.every("rundir", RUN_DIR_CHECK_S) \
+            and self.dirguard.check()
+        if remade:
+            self.journal.flush()  # the records that waited in memory, first
+            self.state.alert("critical", "storage", "the run directory was deleted while the run was live: made "
+                             "again (the recipe, the state; events and metrics written before it was deleted are "
+                             "lost, the rest kept)")
+        self.flush_state(force=remade)
 
     def _poll_ops(self, now: float) -> None:
         """Record what the ops helpers finished (sync results) and the sync state."""
@@ -581,6 +592,7 @@ class Supervisor:
     def close(self) -> None:
         if self.ops is not None:
             self.ops.close()
+        self.dirguard.close()
         try:
             self.sock.close()
             if self.life.status in rundir.TERMINAL:

@@ -101,3 +101,34 @@ def test_a_silent_process_left_by_a_clean_exit_is_cleaned_up_and_the_run_succeed
     assert st["status"] == "succeeded", st
     assert [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
     assert not [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
+
+
+def test_a_run_directory_deleted_under_a_live_run_is_made_again_and_the_kill_lands(harness):
+    """`rm -rf` of a live run's directory (a cleanup job, the wrong run): the runner used to go on
+    blind, `kill RUN` answered "no run matches" (exit 2) and the training ran on out of reach. The
+    runner makes the directory again (0700, the recipe, a new runner lock, its state), says so in
+    a critical alert, and the kill lands through it; the steps since are recorded."""
+    import shutil
+    import stat
+
+    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    leader = next(p for p in st["pids"] if p["role"] == "leader")
+    trash = harness.tmp / "trash"
+    os.rename(run.path, trash)  # gone at once (an rm -rf races the runner's own writes), then deleted
+    shutil.rmtree(trash)
+    again = run.wait(lambda s: s.get("status") == "running" and (s.get("step") or 0) > st["step"] + 3, 60,
+                     what="the run directory made again, the steps going on")
+    assert again["runner"]["pid"] == st["runner"]["pid"]
+    assert stat.S_IMODE(os.stat(run.path).st_mode) == 0o700
+    assert (run.path / "recipe.yaml").is_file()
+    until(lambda: [e for e in run.events("alert") if "deleted" in e.get("message", "")], 30,
+          what="the alert saying the directory was deleted")
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert run.state()["status"] == "killed"
+    import psutil
+    until(lambda: not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE,
+          30, what="the training to be gone")
+    steps = [m["step"] for m in run.metrics()]
+    assert steps and steps == list(range(steps[0], steps[-1] + 1)), steps  # none lost since the deletion
