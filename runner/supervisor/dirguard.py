@@ -7,11 +7,18 @@ guard notices the directory is gone and makes it again (``rundir.remake``) with 
 kept of it at start (the recipe, the secrets) and a new runner lock (one runner per run still
 holds: the old lock went with the old directory). The runner then writes its state afresh, the
 journal writes the records that waited in memory, and the control server binds its socket again.
-The training's output goes on being read from the file it writes (the tailer is pinned to it).
+The training's output goes on being read from the file it writes (the tailer is pinned to it),
+and the runner's own log (its stderr) goes to the new ``runner.log``.
+
+A directory *renamed* away is not deleted (the guard holds it open: its link count says so) and
+is never made again under the old name: two directories would then claim the run. The runner
+says so in its log and goes on as before (writing to the old paths fails; the rename is undone
+by renaming it back).
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Callable
 
 from moeconsole.runner.rundir import jsonio, rundir
@@ -33,6 +40,12 @@ class DirGuard:
                 pass
         self.lock_fd: int | None = None  # the lock taken in the directory made again
         self.remade = 0
+        self.renamed_said = False
+        self.stderr_log = _stderr_is(run.runner_log)  # the runner's stderr is the run's runner.log
+        try:  # held open: a deleted directory has no links left, a renamed one still has
+            self.dir_fd: int | None = os.open(run.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            self.dir_fd = None
 
     def check(self) -> bool:
         """True when the directory was gone and is made again now."""
@@ -42,6 +55,14 @@ class DirGuard:
         except FileNotFoundError:
             pass
         except OSError:
+            return False
+        if self.dir_fd is None:
+            return False
+        if os.fstat(self.dir_fd).st_nlink > 0:
+            if not self.renamed_said:
+                self.diag(f"run directory {self.run.path} was renamed under the live run: not made again; "
+                          f"rename it back to go on writing the run's files")
+                self.renamed_said = True
             return False
         try:
             rundir.remake(self.run, self.kept)
@@ -53,10 +74,38 @@ class DirGuard:
             os.close(self.lock_fd)
         self.lock_fd = lock
         self.remade += 1
+        self.renamed_said = False
+        try:
+            new = os.open(self.run.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            new = None
+        os.close(self.dir_fd)
+        self.dir_fd = new
+        self._stderr_to_new_log()
         self.diag(f"run directory {self.run.path} was deleted under the live run: made again")
         return True
 
+    def _stderr_to_new_log(self) -> None:
+        """The runner's stderr was the deleted runner.log: the new one from now on."""
+        if not self.stderr_log:
+            return
+        try:
+            fd = jsonio.open_append(self.run.runner_log)
+        except OSError:
+            return
+        os.dup2(fd, 2)
+        os.close(fd)
+
     def close(self) -> None:
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
+        for fd in (self.lock_fd, self.dir_fd):
+            if fd is not None:
+                os.close(fd)
+        self.lock_fd = self.dir_fd = None
+
+
+def _stderr_is(path: Path) -> bool:
+    try:
+        a, b = os.fstat(2), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)

@@ -125,6 +125,7 @@ def test_a_run_directory_deleted_under_a_live_run_is_made_again_and_the_kill_lan
     assert (run.path / "recipe.yaml").is_file()
     until(lambda: [e for e in run.events("alert") if "deleted" in e.get("message", "")], 30,
           what="the alert saying the directory was deleted")
+    assert "made again" in (run.path / "runner.log").read_text()  # the runner's own log goes on there
     out = harness.cli("kill", run.id, "--grace", "2")
     assert out.returncode == 0, (out.stdout, out.stderr)
     assert run.state()["status"] == "killed"
@@ -133,3 +134,22 @@ def test_a_run_directory_deleted_under_a_live_run_is_made_again_and_the_kill_lan
           30, what="the training to be gone")
     steps = [m["step"] for m in run.metrics()]
     assert steps and steps == list(range(steps[0], steps[-1] + 1)), steps  # none lost since the deletion
+
+
+def test_a_run_directory_renamed_under_a_live_run_is_not_made_again(harness):
+    """A rename is no deletion: the runner never makes the old name again (two directories would
+    claim the run); it says so in its log, and the training goes on."""
+    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved)
+    until(lambda: "was renamed under the live run" in (moved / "runner.log").read_text(), 60,
+          what="the runner saying its directory was renamed")
+    assert not run.path.exists()
+    leader = next(p for p in st["pids"] if p["role"] == "leader")
+    os.rename(moved, run.path)  # renamed back: the run's files are written again, the kill lands
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    import psutil
+    until(lambda: not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE,
+          30, what="the training to be gone")
