@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import decode_exit
-from moeconsole.runner.process.proctree import live_pid_set, own_pid_set
+from moeconsole.runner.process.proctree import live_pid_set, own_pid_set, returncode_from_status
 from moeconsole.runner.core.state import JobRecord
 from moeconsole.runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
 
@@ -73,6 +73,15 @@ class AttemptWatch:
         self.exit_seen_at, self.exit_seen_mono = time.time(), time.monotonic()
         self.exit_status = self.engine.exit_status(number)
         self.returncode = rc if rc is not None else (self.exit_status.returncode if self.exit_status else None)
+
+    def outlived_end(self, reaped: Mapping[int, int]) -> None:
+        """While the tree trains on after its leader's exit 0 (``lifecycle.Life.lingering``): a
+        process of it that ends badly is how the attempt ends (the training's own exit, not the
+        launcher's), so the judge classifies that return code and not the leader's 0."""
+        for pid, raw in reaped.items():
+            rc = returncode_from_status(raw)
+            if pid in self.own_pids and rc != 0:
+                self.returncode = rc
 
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:
         """(ended, rc) from the attempt's ``poll``: this turn's reaped children, a batch job's

@@ -519,6 +519,8 @@ class Supervisor:
         now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
         reaped = proctree.reap_children()
         slurm_client.deliver_reaped(reaped)  # the Slurm engine's sbatch/squeue/scancel children
+        if self.life.lingering and not self.life.kill:
+            self.watch.outlived_end(reaped)
         if not self.draining:
             ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:

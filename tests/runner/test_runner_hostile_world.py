@@ -153,3 +153,30 @@ def test_a_run_directory_renamed_under_a_live_run_is_not_made_again(harness):
     import psutil
     until(lambda: not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE,
           30, what="the training to be gone")
+
+
+# The backgrounded training dies of a CUDA OOM at step 5 after its launcher returned 0.
+BACKGROUNDED_OOM = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        for i in range(1, 6):\n"
+    "            print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+    "            time.sleep(0.3)\n"
+    "        print('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB', flush=True)\n"
+    "        os._exit(1)\n"
+    "    os._exit(0)\n"
+    "time.sleep(0.5)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_backgrounded_training_that_crashes_after_its_launcher_returned_is_a_crash(harness):
+    """The training the launcher left running dies (exit 1, a CUDA OOM in its log): that is the
+    attempt's end, classified as a crash, never a success on the launcher's exit 0."""
+    run = harness.start(harness.recipe(command=BACKGROUNDED_OOM, kill={"grace_s": 3},
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+    assert st["status"] == "failed", st
+    report = run.crash(1)
+    assert report["exit_code"] == 1 and report["class"] == "cuda_oom", report
