@@ -180,3 +180,29 @@ def test_a_backgrounded_training_that_crashes_after_its_launcher_returned_is_a_c
     assert st["status"] == "failed", st
     report = run.crash(1)
     assert report["exit_code"] == 1 and report["class"] == "cuda_oom", report
+
+
+def test_a_new_runner_adopts_a_tree_that_trains_on_after_its_leader(harness):
+    """The runner dies (SIGKILL) while the training its launcher left running trains on; the new
+    runner (`supervise`) used to find the leader gone, judge the run succeeded at once and leave
+    the training running unwatched. It adopts what lives of the tree: every step is recorded and
+    the run succeeds once the training ended."""
+    import signal
+
+    import psutil
+    cmd = [BACKGROUNDED[0], BACKGROUNDED[1], BACKGROUNDED[2].replace("range(1, 41)", "range(1, 81)")
+           .replace("/40", "/80")]
+    run = harness.start(harness.recipe(command=cmd, kill={"grace_s": 3}, **NO_SAVES))
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+          what="the tree outliving its leader")
+    st = run.wait(lambda s: s.get("pids"), 30, what="the processes that train on, in state.json")
+    runner = st["runner"]["pid"]
+    os.kill(runner, signal.SIGKILL)
+    until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE, 30,
+          what="the runner to die")
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in run.metrics()}) == list(range(1, 81))
+    assert not [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
