@@ -123,7 +123,12 @@ class IngestPipe:
     def follow(self, log_fd: int) -> None:
         """The new attempt writes the file ``log_fd`` is open on: read that one from now on (a
         train.log renamed away meanwhile, as logrotate does, left the last attempt's file behind)."""
-        if self.tailer.follow(log_fd):
+        try:
+            switched = self.tailer.follow(log_fd)
+        except OSError as exc:  # no /proc: the path is read, as the tailer opens it
+            self.diag(f"cannot read the new attempt's log through its descriptor: {exc}")
+            return
+        if switched:
             self.reader.reset_partial()
 
     def continued(self, attempt: int, *, watched: bool = False) -> None:
