@@ -60,6 +60,7 @@ class Started:
     leader_alive: bool           # the recorded attempt root is still the same process
     leader_known: bool           # an attempt was launched at all
     restart_requested: bool = False
+    stopping: tuple[str, str] | None = None  # a STOPPING run: the kill under way (reason, requested_by)
     drift_refused: str | None = None
 
 
@@ -276,7 +277,14 @@ def _started(life: Life, ev: Started, now: float, cfg: Settings) -> tuple[Life, 
         return replace(life, status=Status.FAILED), [SetStatus(Status.FAILED, ev.drift_refused)]
     if status in (Status.RUNNING, Status.STOPPING, Status.COOLDOWN, Status.PAUSED) and ev.leader_alive:
         # A live attempt outlives its runner: take it over, never start a second one.
-        return replace(life, status=Status.RUNNING, attempt_live=True), [Adopt()]
+        adopted = replace(life, status=Status.RUNNING, attempt_live=True)
+        if status == Status.STOPPING and ev.stopping is not None:
+            # ... and a kill the dead runner had begun goes on (a user's kill is never lost): its
+            # SIGTERM again, with a grace from now
+            reason, by = ev.stopping
+            new, effects = _begin_kill(adopted, reason, now, cfg.grace_s, by=by)
+            return new, [Adopt(), *effects]
+        return adopted, [Adopt()]
     if status in (Status.RUNNING, Status.STOPPING) and ev.leader_known:
         # Runner and training both died: judge the attempt from its records.
         return replace(life, attempt_live=False, exited=True), [JudgeAttempt(None)]

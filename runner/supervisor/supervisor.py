@@ -63,7 +63,8 @@ from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
-from moeconsole.runner.supervisor.recovery import attempt_record, load_run_recipe, takeover_state, step_of, takeover
+from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
+                                                  step_of, takeover)
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -191,7 +192,8 @@ class Supervisor:
         elif status in rundir.TERMINAL and self.restart_requested_at_start:
             self.state.set(ended_at=None)
         self.apply(lc.Started(leader_alive=found.leader_alive, leader_known=found.leader_known,
-                              restart_requested=self.restart_requested_at_start, drift_refused=drift))
+                              restart_requested=self.restart_requested_at_start, drift_refused=drift,
+                              stopping=kill_under_way(self.run, attempt) if status == Status.STOPPING else None))
         if self.life.status == Status.COOLDOWN and (self.state.get("last_crash") or {}).get("class") == "disk_full":
             # a new runner takes over a cooldown after a disk_full crash: the wait for room goes on
             self._wait_for_room(attempt, again=True)

@@ -28,6 +28,7 @@ def running() -> lc.Life:
 ALL_EVENTS = [
     lc.Started(leader_alive=True, leader_known=True), lc.Started(leader_alive=False, leader_known=True),
     lc.Started(leader_alive=False, leader_known=False, restart_requested=True),
+    lc.Started(leader_alive=True, leader_known=True, stopping=("user", "cli")),
     lc.LeaderExit(0), lc.LeaderExit(-9), lc.LeaderExit(None),
     lc.TreeProbe(alive=True), lc.TreeProbe(alive=False), lc.TreeProbe(alive=False, hidden=True),
     lc.TreeProbe(alive=True, writing=True),
@@ -124,6 +125,17 @@ def test_a_tree_that_trains_on_after_its_leaders_exit_0_is_not_cut_short():
     crashed, _ = lc.step(running(), lc.LeaderExit(1), NOW, CFG)
     crashed, eff = lc.step(crashed, lc.TreeProbe(alive=True, writing=True), NOW, CFG)
     assert crashed.kill.reason == "cleanup"
+
+
+def test_a_new_runner_carries_on_the_kill_its_predecessor_had_begun():
+    """A STOPPING run whose runner died: the new runner adopts the attempt and begins the same
+    kill again (its reason and who asked), never leaves it RUNNING."""
+    life, eff = lc.step(lc.Life(Status.STOPPING), lc.Started(True, True, stopping=("user", "cli")), NOW, CFG)
+    assert kinds(eff)[:2] == ["Adopt", "SignalTree"] and life.status == Status.STOPPING
+    assert life.kill.reason == "user" and life.kill.requested_by == "cli" and life.kill.deadline == NOW + CFG.grace_s
+    assert not any(isinstance(e, lc.SetStatus) for e in eff)   # still STOPPING: no second status record
+    life, eff = lc.step(lc.Life(Status.STOPPING), lc.Started(True, True), NOW, CFG)  # no kill recorded
+    assert eff == [lc.Adopt()] and life.status == Status.RUNNING
 
 
 def test_user_kill_during_a_restart_kill_wins_and_is_not_restarted():

@@ -206,3 +206,37 @@ def test_a_new_runner_adopts_a_tree_that_trains_on_after_its_leader(harness):
     assert st["status"] == "succeeded", st
     assert sorted({m["step"] for m in run.metrics()}) == list(range(1, 81))
     assert not [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
+
+
+STUBBORN = ["{python}", "-c", (
+    "import signal, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "for i in range(1, 100000):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/100000'}\" % i, flush=True)\n"
+    "    time.sleep(0.2)\n")]
+
+
+def test_a_kill_under_way_when_the_runner_dies_is_carried_on_by_the_next_runner(harness):
+    """The user's kill is under way (SIGTERM sent, the training ignores it, the grace runs) when
+    the runner dies. The next runner (`supervise`) used to adopt the training as RUNNING and the
+    kill was lost: it trained on for good. The new runner carries the kill on: SIGTERM again, a
+    grace from now, SIGKILL, and the run ends killed."""
+    import signal
+
+    import psutil
+    from moeconsole.runner.supervisor import control
+    run = harness.start(harness.recipe(command=STUBBORN, kill={"grace_s": 8}, **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    leader = next(p for p in st["pids"] if p["role"] == "leader")
+    assert control.send(run.path / "control.sock", {"cmd": "kill"}, timeout=10)["ok"]
+    st = run.wait_status("stopping")
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    until(lambda: not psutil.pid_exists(st["runner"]["pid"])
+          or psutil.Process(st["runner"]["pid"]).status() == psutil.STATUS_ZOMBIE, 30, what="the runner to die")
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    st = run.wait_status("killed", "failed", "succeeded", "cooldown", timeout=90)
+    assert st["status"] == "killed", st
+    kills = run.events("kill")
+    assert [(k["reason"], k["requested_by"]) for k in kills] == [("user", "client")] * 2, kills
+    assert not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE
