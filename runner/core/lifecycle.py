@@ -234,7 +234,7 @@ def _step(life: Life, event: LifecycleEvent, now: float, cfg: Settings) -> tuple
     if isinstance(event, Tick):
         return _tick(life, now)
     if isinstance(event, Hang):
-        if life.status != Status.RUNNING or life.kill or not life.attempt_live:
+        if life.status != Status.RUNNING or life.kill or not (life.attempt_live or life.lingering):
             return life, []
         return _begin_kill(life, "hang", now, cfg.grace_s)
     if isinstance(event, Divergence):
@@ -318,13 +318,16 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[L
         return (replace(life, kill=None, exited=False, lingering=False),
                 [done, JudgeAttempt(kill.reason, kill.now_restart)])
     if life.exited:
+        if ev.alive and life.lingering:
+            return life, []  # the attempt lives on in its tree: it ends with it, a hang or a kill
         if ev.alive and life.returncode == 0 and (ev.writing or now - life.exited_at < cfg.grace_s):
             # The leader ended cleanly but its tree may train on (a launcher that started the
             # training in the background and returned): ending it at once would cut the training
             # short and call the run a success. What outlives the leader gets a kill grace to
-            # show it writes the log; while it does the attempt goes on in it, until the tree
-            # ends or its log falls quiet for a kill grace (then the cleanup below).
-            if life.lingering or not ev.writing:
+            # show it writes the log; once it does, the attempt goes on in it as in any attempt
+            # (the heartbeat's hang rule, kill, restart) until the tree ends. A tree that writes
+            # nothing within the grace is cleaned up (below).
+            if not ev.writing:
                 return life, []
             return replace(life, lingering=True), [Record("alert", {
                 "level": "warning", "rule": "tree_outlives_leader",

@@ -545,7 +545,7 @@ class Supervisor:
                 bad = self._checkpoint_state()
                 if bad is not None:
                     self.apply(bad)
-        if self.life.status == RUNNING and not self.life.kill and self.life.attempt_live:
+        if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
                                   pending=self.watch.attempt is not None and self.watch.attempt.pending)
             if hang is not None:

@@ -106,8 +106,8 @@ def test_leader_exit_then_survivors_are_cleaned_before_judging():
 
 def test_a_tree_that_trains_on_after_its_leaders_exit_0_is_not_cut_short():
     """A launcher that returned 0 while the training it started goes on: what outlives it gets a
-    kill grace to show it writes the log; while it writes, the attempt goes on (one alert), a
-    user's kill still ends it, and once the log falls quiet it is cleaned up and judged."""
+    kill grace to show it writes the log; once it does, the attempt goes on in it (one alert):
+    a user's kill and the heartbeat's hang still end it; what never wrote is cleaned up."""
     life, _ = lc.step(running(), lc.LeaderExit(0), NOW, CFG)
     still, eff = lc.step(life, lc.TreeProbe(alive=True), NOW + 1, CFG)    # within the grace: wait
     assert eff == [] and still.kill is None
@@ -117,8 +117,12 @@ def test_a_tree_that_trains_on_after_its_leaders_exit_0_is_not_cut_short():
     assert eff == [] and same.status == Status.RUNNING            # the alert is given once
     killed, eff = lc.step(on, lc.Control("kill"), NOW + 61, CFG)
     assert killed.kill.reason == "user" and eff[0] == lc.SignalTree("TERM", "user")
-    quiet, eff = lc.step(on, lc.TreeProbe(alive=True), NOW + 61, CFG)  # quiet past the grace
-    assert quiet.kill.reason == "cleanup"
+    quiet, eff = lc.step(on, lc.TreeProbe(alive=True), NOW + 61, CFG)  # quiet: the heartbeat decides
+    assert eff == [] and quiet.kill is None
+    hung, eff = lc.step(on, lc.Hang(100.0, 60.0), NOW + 61, CFG)       # a hang, as in any attempt
+    assert hung.kill.reason == "hang"
+    stray, eff = lc.step(life, lc.TreeProbe(alive=True), NOW + 6, CFG)  # never wrote within the grace
+    assert stray.kill.reason == "cleanup"
     done, eff = lc.step(on, lc.TreeProbe(alive=False), NOW + 61, CFG)  # the training ended itself
     assert eff == [lc.JudgeAttempt(None)] and not done.lingering
     # a crashed leader's tree is ended at once, whatever it writes

@@ -240,3 +240,20 @@ def test_a_kill_under_way_when_the_runner_dies_is_carried_on_by_the_next_runner(
     kills = run.events("kill")
     assert [(k["reason"], k["requested_by"]) for k in kills] == [("user", "client")] * 2, kills
     assert not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE
+
+
+# The backgrounded training writes 15 steps (3 s, past its launcher's exit), then hangs (silent, alive).
+BACKGROUNDED_HANG = [BACKGROUNDED[0], BACKGROUNDED[1], BACKGROUNDED[2].replace(
+    "range(1, 41)", "range(1, 16)").replace("        os._exit(0)\n    os._exit(0)", "        time.sleep(600)\n    os._exit(0)")]
+
+
+def test_a_backgrounded_training_that_hangs_is_a_hang_not_a_success(harness):
+    """After its launcher returned 0, the training trains on, then falls silent: the heartbeat
+    calls that a hang as in any attempt (a crash), never a success on the launcher's 0."""
+    assert "time.sleep(600)" in BACKGROUNDED_HANG[2]
+    run = harness.start(harness.recipe(command=BACKGROUNDED_HANG, kill={"grace_s": 2}, heartbeat={"timeout_s": 4},
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+    assert st["status"] == "failed", st
+    assert run.crash(1)["class"] == "hang"
+    assert [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
