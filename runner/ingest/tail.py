@@ -96,6 +96,11 @@ class FileTailer:
         return self._read(st.st_size)
 
     @property
+    def ident(self) -> tuple[int, int] | None:
+        """(device, inode) of the file read, None before one is open."""
+        return self._ident if self._fd is not None else None
+
+    @property
     def reading(self) -> bool:
         """A file is open and read (a pinned tailer goes on reading it whatever the path names)."""
         return self._fd is not None

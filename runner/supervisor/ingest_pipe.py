@@ -206,11 +206,13 @@ class IngestPipe:
         ``time.monotonic()``)."""
         return now - max(self.last_output, self.last_progress)
 
-    def hang(self, now: float, heartbeat: "Heartbeat", *, pending: bool = False) -> lc.Hang | None:
+    def hang(self, now: float, heartbeat: "Heartbeat", *, pending: bool = False,
+             why: Callable[[], str | None] = lambda: None) -> lc.Hang | None:
         """The attempt hangs: no log output and no step progress for longer than the heartbeat
         allows (alerted here; the lifecycle kills it). ``now``: ``time.monotonic()``.
         ``pending``: a batch job waits in the queue, so silence is expected and the hang clock
-        starts later."""
+        starts later. ``why()``: asked once a hang is called, what explains the silence (said
+        in the alert)."""
         if pending:
             self.last_output = self.last_progress = now
             return None
@@ -219,8 +221,10 @@ class IngestPipe:
         if quiet <= limit:
             return None
         phase = "before the first step" if not self.steps_seen else "between steps"
+        cause = why()
         self.journal.event("alert", level="critical", rule="hang", step=self.progress.get("step"),
-                           message=f"no log output and no step progress for {quiet:.0f}s {phase}: killing the tree",
+                           message=f"no log output and no step progress for {quiet:.0f}s {phase}"
+                                   f"{f' ({cause})' if cause else ''}: killing the tree",
                            values={"quiet_s": round(quiet, 1), "timeout_s": limit}, attempt=self.attempt)
         return lc.Hang(quiet, limit)
 

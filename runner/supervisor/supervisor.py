@@ -323,6 +323,16 @@ class Supervisor:
                            **({"job_id": attempt.job_id} if attempt.job_id is not None else {}))
         diag(f"adopted attempt {number} leader pid {attempt.leader_pid}")
 
+    def _deaf(self) -> str | None:
+        """Why a silent attempt may not be hung at all: no process of it (the waiter aside) holds
+        the log it is read from any more (it closed or redirected its stdout and stderr)."""
+        ident = self.pipe.tailer.ident
+        procs = [p["pid"] for p in self.watch.procs.tracked() if p.get("role") != "waiter"]
+        if ident is None or not procs or any(proctree.holds_file(pid, ident) for pid in procs):
+            return None
+        return "no process of the training holds train.log open any more: it closed or redirected its " \
+               "stdout and stderr, so nothing it does can be heard"
+
     def _on_leader_exit(self, rc: int | None) -> None:
         """The leader ended: its log is read to the end (``tick``, a slice per turn), then it is judged."""
         if self.life.attempt_live and not self.draining:
@@ -547,7 +557,8 @@ class Supervisor:
                     self.apply(bad)
         if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
-                                  pending=self.watch.attempt is not None and self.watch.attempt.pending)
+                                  pending=self.watch.attempt is not None and self.watch.attempt.pending,
+                                  why=self._deaf)
             if hang is not None:
                 self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \

@@ -257,3 +257,21 @@ def test_a_backgrounded_training_that_hangs_is_a_hang_not_a_success(harness):
     assert st["status"] == "failed", st
     assert run.crash(1)["class"] == "hang"
     assert [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
+
+
+def test_a_training_that_closed_its_output_is_said_to_be_unheard_when_called_hung(harness):
+    """A training that closes its stdout and stderr (it logs elsewhere, or daemonizes) falls
+    silent to the runner: the heartbeat still ends it, and the hang alert now says why the
+    silence is no proof of a hang (nothing of the training holds train.log any more); a really
+    silent training that keeps its output is called hung without that remark."""
+    closes = ["{python}", "-c", "import os, time\nprint({'loss': 1.0, 'step': 1}, flush=True)\n"
+                                "os.close(1); os.close(2)\ntime.sleep(600)\n"]
+    keeps = ["{python}", "-c", "import time\nprint({'loss': 1.0, 'step': 1}, flush=True)\ntime.sleep(600)\n"]
+    found = {}
+    for name, cmd in (("closes", closes), ("keeps", keeps)):
+        run = harness.start(harness.recipe(command=cmd, heartbeat={"timeout_s": 3}, kill={"grace_s": 2},
+                                           restart={"max_restarts": 0}, **NO_SAVES))
+        run.wait_status("failed", "succeeded", "killed", timeout=90)
+        found[name] = [e["message"] for e in run.events("alert") if e.get("rule") == "hang"]
+    assert len(found["closes"]) == 1 and "closed or redirected its stdout and stderr" in found["closes"][0]
+    assert len(found["keeps"]) == 1 and "closed" not in found["keeps"][0]
