@@ -46,6 +46,8 @@ class Life:
     status: Status
     attempt_live: bool = False   # a leader of the current attempt exists and has not exited
     exited: bool = False         # the leader exited; the rest of the tree may still live
+    exited_at: float = 0.0       # when the leader's exit was heard (monotonic)
+    lingering: bool = False      # the leader exited 0 and its tree still writes the log: the attempt goes on in it
     returncode: int | None = None
     kill: KillInProgress | None = None
     cooldown: Cooldown | None = None
@@ -58,6 +60,7 @@ class Started:
     leader_alive: bool           # the recorded attempt root is still the same process
     leader_known: bool           # an attempt was launched at all
     restart_requested: bool = False
+    stopping: tuple[str, str] | None = None  # a STOPPING run: the kill under way (reason, requested_by)
     drift_refused: str | None = None
 
 
@@ -71,6 +74,7 @@ class TreeProbe:
     """After the leader's exit or during a kill: what of the attempt's tree still lives."""
     alive: bool
     hidden: bool = False         # processes carrying the run marker outside the tracked tree
+    writing: bool = False        # the log grew since the leader's exit, within the last kill grace
 
 
 @dataclass(frozen=True)
@@ -222,7 +226,7 @@ def _step(life: Life, event: LifecycleEvent, now: float, cfg: Settings) -> tuple
     if isinstance(event, Started):
         return _started(life, event, now, cfg)
     if isinstance(event, LeaderExit):
-        return _leader_exit(life, event)
+        return _leader_exit(life, event, now)
     if isinstance(event, TreeProbe):
         return _tree_probe(life, event, now, cfg)
     if isinstance(event, Control):
@@ -230,15 +234,15 @@ def _step(life: Life, event: LifecycleEvent, now: float, cfg: Settings) -> tuple
     if isinstance(event, Tick):
         return _tick(life, now)
     if isinstance(event, Hang):
-        if life.status != Status.RUNNING or life.kill or not life.attempt_live:
+        if life.status != Status.RUNNING or life.kill or not (life.attempt_live or life.lingering):
             return life, []
         return _begin_kill(life, "hang", now, cfg.grace_s)
     if isinstance(event, Divergence):
-        if life.kill or not life.attempt_live:
+        if life.kill or not (life.attempt_live or life.lingering):
             return life, []
         return _begin_kill(life, "divergence", now, cfg.grace_s)
     if isinstance(event, BadSaves):
-        if life.status != Status.RUNNING or life.kill or not life.attempt_live:
+        if life.status != Status.RUNNING or life.kill or not (life.attempt_live or life.lingering):
             return life, []
         return _begin_kill(life, "bad_saves", now, cfg.grace_s)
     if isinstance(event, ConditionsProbe):
@@ -261,7 +265,8 @@ def _cooldown(life: Life, reason: str, now: float, cfg: Settings, *, delay: floa
     earliest = now + max(sane_seconds(floor, 0.0), sane_seconds(delay, 0.0))
     ceiling_at = max(now + cfg.ceiling_s, earliest)
     cd = Cooldown(now, earliest, ceiling_at, reason, preflight=preflight)
-    return (replace(life, status=Status.COOLDOWN, cooldown=cd, kill=None, attempt_live=False, exited=False),
+    return (replace(life, status=Status.COOLDOWN, cooldown=cd, kill=None, attempt_live=False, exited=False,
+                    lingering=False),
             [Record("cooldown", {"until": earliest, "ceiling_at": ceiling_at, "reason": reason}),
              SetStatus(Status.COOLDOWN, reason)])
 
@@ -272,7 +277,14 @@ def _started(life: Life, ev: Started, now: float, cfg: Settings) -> tuple[Life, 
         return replace(life, status=Status.FAILED), [SetStatus(Status.FAILED, ev.drift_refused)]
     if status in (Status.RUNNING, Status.STOPPING, Status.COOLDOWN, Status.PAUSED) and ev.leader_alive:
         # A live attempt outlives its runner: take it over, never start a second one.
-        return replace(life, status=Status.RUNNING, attempt_live=True), [Adopt()]
+        adopted = replace(life, status=Status.RUNNING, attempt_live=True)
+        if status == Status.STOPPING and ev.stopping is not None:
+            # ... and a kill the dead runner had begun goes on (a user's kill is never lost): its
+            # SIGTERM again, with a grace from now
+            reason, by = ev.stopping
+            new, effects = _begin_kill(adopted, reason, now, cfg.grace_s, by=by)
+            return new, [Adopt(), *effects]
+        return adopted, [Adopt()]
     if status in (Status.RUNNING, Status.STOPPING) and ev.leader_known:
         # Runner and training both died: judge the attempt from its records.
         return replace(life, attempt_live=False, exited=True), [JudgeAttempt(None)]
@@ -287,10 +299,10 @@ def _started(life: Life, ev: Started, now: float, cfg: Settings) -> tuple[Life, 
     return _cooldown(life, PREFLIGHT, now, cfg, floor=0.0, preflight=True)
 
 
-def _leader_exit(life: Life, ev: LeaderExit) -> tuple[Life, list[Effect]]:
+def _leader_exit(life: Life, ev: LeaderExit, now: float) -> tuple[Life, list[Effect]]:
     if not life.attempt_live:
         return life, []
-    return (replace(life, attempt_live=False, exited=True, returncode=ev.returncode),
+    return (replace(life, attempt_live=False, exited=True, returncode=ev.returncode, exited_at=now),
             [Record("attempt_end", {"returncode": ev.returncode})])
 
 
@@ -303,12 +315,27 @@ def _tree_probe(life: Life, ev: TreeProbe, now: float, cfg: Settings) -> tuple[L
         kill = life.kill
         done = Record("kill_done", {"reason": kill.reason, "seconds": round(now - kill.started, 3),
                                     "escalated": kill.escalated, "survivors": []})
-        return (replace(life, kill=None, exited=False),
+        return (replace(life, kill=None, exited=False, lingering=False),
                 [done, JudgeAttempt(kill.reason, kill.now_restart)])
     if life.exited:
+        if ev.alive and life.lingering:
+            return life, []  # the attempt lives on in its tree: it ends with it, a hang or a kill
+        if ev.alive and life.returncode == 0 and (ev.writing or now - life.exited_at < cfg.grace_s):
+            # The leader ended cleanly but its tree may train on (a launcher that started the
+            # training in the background and returned): ending it at once would cut the training
+            # short and call the run a success. What outlives the leader gets a kill grace to
+            # show it writes the log; once it does, the attempt goes on in it as in any attempt
+            # (the heartbeat's hang rule, kill, restart) until the tree ends. A tree that writes
+            # nothing within the grace is cleaned up (below).
+            if not ev.writing:
+                return life, []
+            return replace(life, lingering=True), [Record("alert", {
+                "level": "warning", "rule": "tree_outlives_leader",
+                "message": "the leader exited 0 but processes of its tree still write the log; "
+                           "the attempt goes on until they end"})]
         if ev.alive:  # the leader is gone but part of its tree lives: end it before judging
             return _begin_kill(life, "cleanup", now, cfg.grace_s)
-        return replace(life, exited=False), [JudgeAttempt(None)]
+        return replace(life, exited=False, lingering=False), [JudgeAttempt(None)]
     return life, []
 
 
@@ -323,7 +350,8 @@ def _begin_kill(life: Life, reason: str, now: float, grace: float | None, *, by:
 
 def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
     status = life.status
-    busy = status in (Status.RUNNING, Status.STOPPING) and (life.attempt_live or life.kill is not None)
+    busy = status in (Status.RUNNING, Status.STOPPING) and (life.attempt_live or life.lingering
+                                                            or life.kill is not None)
     if ev.cmd == "kill":
         grace = sane_seconds(ev.grace_s, cfg.grace_s, GRACE)
         if life.kill:
@@ -339,7 +367,7 @@ def _control(life: Life, ev: Control, now: float, cfg: Settings) -> tuple[Life, 
                 [SetStatus(Status.KILLED, f"killed by user while {status}"),
                  Reply({"ok": True, "message": f"run stopped (was {status}); nothing was running", "pids": []})])
     if ev.cmd == "restart":
-        if busy and life.attempt_live:
+        if busy and (life.attempt_live or life.lingering):
             if life.kill:
                 kill = replace(life.kill, reason="restart", now_restart=ev.now) if life.kill.reason != "user" \
                     else life.kill
@@ -392,7 +420,7 @@ def _conditions(life: Life, ev: ConditionsProbe, now: float) -> tuple[Life, list
 
 
 def _judged(life: Life, ev: Judged, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:
-    life = replace(life, attempt_live=False, exited=False, kill=None)
+    life = replace(life, attempt_live=False, exited=False, lingering=False, kill=None)
     if ev.action == "succeed":
         return replace(life, status=Status.SUCCEEDED), [SetStatus(Status.SUCCEEDED, ev.reason)]
     if ev.action == "unsaved":  # exit 0, but no verified checkpoint holds the result

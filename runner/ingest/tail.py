@@ -3,7 +3,10 @@
 ``FileTailer`` reads new bytes by offset, synchronously (the runner calls it from its own
 loop). It notices truncation (the size fell below the offset) and replacement (the path now
 names another inode, or the file was deleted): it first drains what is left of the old file,
-then starts from offset 0 of the new one and counts a reset. Only a regular file is read: the
+then starts from offset 0 of the new one and counts a reset. A *pinned* tailer (the runner's
+train.log, whose writer is the training's stdout) never follows the path: a training keeps
+writing the file it was given however the name moves (logrotate's rename-and-create), so the
+tailer reads that file until ``follow`` hands it the next attempt's. Only a regular file is read: the
 open never blocks (a FIFO planted as the log would hold the runner until a writer came), and a
 path that names anything else is reported in ``problem`` and read again once it is a file.
 
@@ -21,8 +24,10 @@ from moeconsole.runner.rundir.jsonio import NotRegularFile, not_regular_words, o
 class FileTailer:
     """New bytes of a file since the last call, by offset."""
 
-    def __init__(self, path: str | os.PathLike, start_offset: int = 0, max_read: int = 4 << 20):
+    def __init__(self, path: str | os.PathLike, start_offset: int = 0, max_read: int = 4 << 20, *,
+                 pinned: bool = False):
         self.path = Path(path)
+        self.pinned = pinned  # the file read is the writer's, not whatever the path names now
         self.offset = max(0, int(start_offset))
         self.max_read = max(1, int(max_read))
         self.resets = 0
@@ -75,7 +80,7 @@ class FileTailer:
         assert self._fd is not None
         st = os.fstat(self._fd)
         ident = self._path_ident()
-        if ident is not None and ident != self._ident:
+        if ident is not None and ident != self._ident and not self.pinned:
             data = self._read(st.st_size)      # the rest of the old file comes first
             if data:
                 return data
@@ -89,6 +94,38 @@ class FileTailer:
             self.offset = 0
             self.resets += 1
         return self._read(st.st_size)
+
+    @property
+    def ident(self) -> tuple[int, int] | None:
+        """(device, inode) of the file read, None before one is open."""
+        return self._ident if self._fd is not None else None
+
+    @property
+    def reading(self) -> bool:
+        """A file is open and read (a pinned tailer goes on reading it whatever the path names)."""
+        return self._fd is not None
+
+    def follow(self, fd: int) -> bool:
+        """Read the file ``fd`` is open on from now on (what the runner's new attempt writes):
+        when it is another file than the one the path gave, from its start, counted as a reset
+        (True)."""
+        st = os.fstat(fd)
+        if self._fd is None:
+            self._open()
+        if (st.st_dev, st.st_ino) == self._ident:
+            return False
+        # a read descriptor on that very file (``fd`` is the child's write-only stdout): through
+        # /proc, which names the open file itself, never a path someone could swap
+        new = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        got = os.fstat(new)
+        if (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino):
+            os.close(new)
+            return False
+        self.close()
+        self._fd, self._ident = new, (st.st_dev, st.st_ino)
+        self.offset = 0
+        self.resets += 1
+        return True
 
     def close(self) -> None:
         if self._fd is not None:

@@ -272,6 +272,23 @@ def kill_session(sid: int) -> list[int]:
     return sent
 
 
+def holds_file(pid: int, ident: tuple[int, int]) -> bool:
+    """Whether process ``pid`` has the file ``ident`` (device, inode) open on any descriptor
+    (False when it is gone or its descriptors cannot be read)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == ident:
+            return True
+    return False
+
+
 def reap_children() -> dict[int, int]:
     """Collect every exited child (we are a subreaper, so orphans too): {pid: raw wait status}."""
     out: dict[int, int] = {}

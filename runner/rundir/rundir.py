@@ -21,6 +21,7 @@ import re
 import stat
 import time
 from dataclasses import dataclass
+from typing import Mapping
 from pathlib import Path
 
 from moeconsole.runner.rundir import jsonio, runfiles
@@ -217,6 +218,17 @@ def remove_new(run: RunDir) -> None:
         os.rmdir(run.path)
     except OSError:
         pass
+
+
+def remake(run: RunDir, files: Mapping[str, bytes]) -> None:
+    """A run directory deleted under its live runner (a cleanup job, an ``rm -rf`` of the wrong
+    run), made again as ``create`` makes it: 0700 (missing parents too), ``crashes/`` and
+    ``exits/``, and ``files`` (name -> the bytes the runner kept: the recipe, the secrets), 0600."""
+    make_private_dirs(run.path)
+    make_private_dir(run.crashes, exist_ok=True)
+    make_private_dir(run.exits, exist_ok=True)
+    for name, data in files.items():
+        jsonio.atomic_write_bytes(run.path / name, data)
 
 
 def make_private_dir(path: Path, *, exist_ok: bool = False) -> None:

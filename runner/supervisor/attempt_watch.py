@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import decode_exit
-from moeconsole.runner.process.proctree import live_pid_set, own_pid_set
+from moeconsole.runner.process.proctree import live_pid_set, own_pid_set, returncode_from_status
 from moeconsole.runner.core.state import JobRecord
 from moeconsole.runner.process.attempt import Attempt, Ended, Engine, ExitStatus, NoAttempt, Processes
 
@@ -74,6 +74,15 @@ class AttemptWatch:
         self.exit_status = self.engine.exit_status(number)
         self.returncode = rc if rc is not None else (self.exit_status.returncode if self.exit_status else None)
 
+    def outlived_end(self, reaped: Mapping[int, int]) -> None:
+        """While the tree trains on after its leader's exit 0 (``lifecycle.Life.lingering``): a
+        process of it that ends badly is how the attempt ends (the training's own exit, not the
+        launcher's), so the judge classifies that return code and not the leader's 0."""
+        for pid, raw in reaped.items():
+            rc = returncode_from_status(raw)
+            if pid in self.own_pids and rc != 0:
+                self.returncode = rc
+
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:
         """(ended, rc) from the attempt's ``poll``: this turn's reaped children, a batch job's
         state, or a leader that vanished (rc None then: the exit record says). ``live``: the
@@ -100,12 +109,13 @@ class AttemptWatch:
                      "state": job.get("state")} if new_id and not self.adopted else None
         return job, submitted
 
-    def probe(self, *, hidden_too: bool = False) -> lc.TreeProbe:
+    def probe(self, *, hidden_too: bool = False, writing: bool = False) -> lc.TreeProbe:
         """What of the tree still lives (``hidden_too``: when nothing tracked does, also the
-        processes carrying the run's marker outside it)."""
+        processes carrying the run's marker outside it; ``writing``: the log grew lately)."""
         self.procs.refresh()
         alive = self.procs.alive()
-        return lc.TreeProbe(alive=alive, hidden=hidden_too and not alive and self.procs.alive(scan_markers=True))
+        return lc.TreeProbe(alive=alive, hidden=hidden_too and not alive and self.procs.alive(scan_markers=True),
+                            writing=writing)
 
     def end_facts(self) -> dict[str, Any]:
         """What the watch knows of the ended attempt, for the judge (``judge.EndedAttempt``)."""

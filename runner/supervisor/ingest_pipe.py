@@ -86,7 +86,8 @@ class IngestPipe:
         self.diag = diag
         self.attempt = attempt
         self.progress = {k: progress.get(k) for k in PROGRESS_FIELDS}
-        self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES)
+        # pinned: the file the training writes is read, however train.log is renamed or replaced
+        self.tailer = FileTailer(run.log, start_offset=start_offset, max_read=INGEST_SUBSLICE_BYTES, pinned=True)
         # the ingest pipe (moeconsole.runner.ingest) on each slice of train.log, with the recipe's log_format
         self.reader = LiveReader(diagnostics=diag, line_format=line_format)
         self.log_tail = TailLines(LOG_TAIL_KEEP)  # for crash classification: bytes, decoded when judged
@@ -119,6 +120,17 @@ class IngestPipe:
         self.steps_seen = 0
         self.last_output = self.last_progress = time.monotonic()
 
+    def follow(self, log_fd: int) -> None:
+        """The new attempt writes the file ``log_fd`` is open on: read that one from now on (a
+        train.log renamed away meanwhile, as logrotate does, left the last attempt's file behind)."""
+        try:
+            switched = self.tailer.follow(log_fd)
+        except OSError as exc:  # no /proc: the path is read, as the tailer opens it
+            self.diag(f"cannot read the new attempt's log through its descriptor: {exc}")
+            return
+        if switched:
+            self.reader.reset_partial()
+
     def continued(self, attempt: int, *, watched: bool = False) -> None:
         """An attempt a previous runner started (adopted, or ended while unsupervised): its
         newest step in metrics.jsonl is where writing goes on. ``watched``: adopted live, so
@@ -144,7 +156,9 @@ class IngestPipe:
         data = self.tailer.read_new()
         if self.tailer.problem != problem and self.tailer.problem:   # train.log is a FIFO, a device...
             self.journal.event("alert", level="critical", rule="storage", attempt=self.attempt,
-                               message=f"{self.tailer.problem}; the log is read again once it is a regular file")
+                               message=f"{self.tailer.problem}; " + (
+                                   "the training's output is still read from the file it writes" if self.tailer.reading
+                                   else "the log is read again once it is a regular file"))
         if self.tailer.resets != resets:
             self.reader.reset_partial()  # truncated or replaced: the old unfinished line is gone
         self.lagging = got.more = len(data) >= self.tailer.max_read
@@ -192,11 +206,13 @@ class IngestPipe:
         ``time.monotonic()``)."""
         return now - max(self.last_output, self.last_progress)
 
-    def hang(self, now: float, heartbeat: "Heartbeat", *, pending: bool = False) -> lc.Hang | None:
+    def hang(self, now: float, heartbeat: "Heartbeat", *, pending: bool = False,
+             why: Callable[[], str | None] = lambda: None) -> lc.Hang | None:
         """The attempt hangs: no log output and no step progress for longer than the heartbeat
         allows (alerted here; the lifecycle kills it). ``now``: ``time.monotonic()``.
         ``pending``: a batch job waits in the queue, so silence is expected and the hang clock
-        starts later."""
+        starts later. ``why()``: asked once a hang is called, what explains the silence (said
+        in the alert)."""
         if pending:
             self.last_output = self.last_progress = now
             return None
@@ -205,8 +221,10 @@ class IngestPipe:
         if quiet <= limit:
             return None
         phase = "before the first step" if not self.steps_seen else "between steps"
+        cause = why()
         self.journal.event("alert", level="critical", rule="hang", step=self.progress.get("step"),
-                           message=f"no log output and no step progress for {quiet:.0f}s {phase}: killing the tree",
+                           message=f"no log output and no step progress for {quiet:.0f}s {phase}"
+                                   f"{f' ({cause})' if cause else ''}: killing the tree",
                            values={"quiet_s": round(quiet, 1), "timeout_s": limit}, attempt=self.attempt)
         return lc.Hang(quiet, limit)
 

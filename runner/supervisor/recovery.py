@@ -52,6 +52,21 @@ def takeover(status: Status, state: dict[str, Any], attempt_alive: Callable[[int
     return Takeover(alive or unwatched, known, unwatched)
 
 
+def kill_under_way(run: rundir.RunDir, attempt: int) -> tuple[str, str] | None:
+    """The kill a dead runner had begun on attempt ``attempt`` (its last ``kill`` event with no
+    ``kill_done`` after it): (reason, requested_by), for the new runner to carry on."""
+    found: tuple[str, str] | None = None
+    for _, ev in jsonio.iter_jsonl(run.events):
+        if ev.get("attempt") != attempt:
+            continue
+        if ev.get("type") == "kill" and isinstance(ev.get("reason"), str):
+            by = ev.get("requested_by")
+            found = (ev["reason"], by if isinstance(by, str) else "runner")
+        elif ev.get("type") == "kill_done":
+            found = None
+    return found
+
+
 def recover_state(run: rundir.RunDir, partial: dict[str, Any], problem: str) -> dict[str, Any]:
     """``state.json`` is missing or damaged: rebuild what a runner needs from the append-only
     records (status and attempt from events, progress from metrics, the ingest offset from the

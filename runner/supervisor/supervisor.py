@@ -57,12 +57,14 @@ from moeconsole.runner.supervisor.attempt_watch import AttemptWatch
 from moeconsole.runner.supervisor.gpuwatch import GpuWatch
 from moeconsole.runner.supervisor.ingest_pipe import (INGEST_PACE_ENV, INGEST_SLICE_BYTES, INGEST_SUBSLICE_BYTES,  # noqa: F401
                                            STARTUP_DEFAULT_S, Ingested, IngestPipe, heartbeat_limit)
+from moeconsole.runner.supervisor.dirguard import CHECK_S as RUN_DIR_CHECK_S, DirGuard
 from moeconsole.runner.supervisor.judge import EndedAttempt, bad_saves_pause, judge
 from moeconsole.runner.supervisor.launcher import LaunchedAttempt, Launcher
 from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
-from moeconsole.runner.supervisor.recovery import attempt_record, load_run_recipe, takeover_state, step_of, takeover
+from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
+                                                  step_of, takeover)
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -78,6 +80,7 @@ class Supervisor:
     def __init__(self, run: rundir.RunDir, *, restart: bool = False) -> None:
         self.run = run
         self.journal = Journal(run, diag)
+        self.dirguard = DirGuard(run, diag)  # the run directory deleted under the live run: made again
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
         self.hash = recipes.recipe_hash(self.recipe)
@@ -92,6 +95,7 @@ class Supervisor:
         self.next_env: dict[str, str] = {}
         self.resumed_step: int | None = None
         self.draining = False  # the leader exited; its log is read to the end before it is judged
+        self.exit_offset = 0  # the log offset when the ended leader's log was read to its end
         self.finishing_until: float | None = None  # the run is over; exit at this monotonic time at the latest
         self.backlog_end = 0  # a user-killed attempt was judged before its log was read: read up to here before exiting
         self._bad_saves_reason = ""  # why the run is being paused for bad saves (the pause names it)
@@ -141,7 +145,8 @@ class Supervisor:
         self._progress_written()
         procs = self.watch.procs
         self.state.refresh(
-            pids=procs.tracked() if not self.life.exited or self.life.kill else [], pgid=procs.pgid,
+            pids=procs.tracked() if not self.life.exited or self.life.kill or self.life.lingering else [],
+            pgid=procs.pgid,
             log_offset=self.pipe.offset, cooldown=cooldown_record(self.life.cooldown, _wall),
             storage=self.journal.storage, stale_after_s=float(self.recipe.heartbeat.stale_state_s),
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
@@ -187,7 +192,8 @@ class Supervisor:
         elif status in rundir.TERMINAL and self.restart_requested_at_start:
             self.state.set(ended_at=None)
         self.apply(lc.Started(leader_alive=found.leader_alive, leader_known=found.leader_known,
-                              restart_requested=self.restart_requested_at_start, drift_refused=drift))
+                              restart_requested=self.restart_requested_at_start, drift_refused=drift,
+                              stopping=kill_under_way(self.run, attempt) if status == Status.STOPPING else None))
         if self.life.status == Status.COOLDOWN and (self.state.get("last_crash") or {}).get("class") == "disk_full":
             # a new runner takes over a cooldown after a disk_full crash: the wait for room goes on
             self._wait_for_room(attempt, again=True)
@@ -287,6 +293,8 @@ class Supervisor:
             resume = self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift"))) \
                 if self.launcher.resumes and not self.state.get("no_resume") else None
             started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=self.next_env)
+            if isinstance(started, LaunchedAttempt):
+                self.pipe.follow(log_fd)  # the file this attempt writes, whatever train.log names later
         finally:
             os.close(log_fd)
         if not isinstance(started, LaunchedAttempt):
@@ -314,6 +322,16 @@ class Supervisor:
         self.journal.event("adopt", attempt=number, pids=list(attempt.pids),
                            **({"job_id": attempt.job_id} if attempt.job_id is not None else {}))
         diag(f"adopted attempt {number} leader pid {attempt.leader_pid}")
+
+    def _deaf(self) -> str | None:
+        """Why a silent attempt may not be hung at all: no process of it (the waiter aside) holds
+        the log it is read from any more (it closed or redirected its stdout and stderr)."""
+        ident = self.pipe.tailer.ident
+        procs = [p["pid"] for p in self.watch.procs.tracked() if p.get("role") != "waiter"]
+        if ident is None or not procs or any(proctree.holds_file(pid, ident) for pid in procs):
+            return None
+        return "no process of the training holds train.log open any more: it closed or redirected its " \
+               "stdout and stderr, so nothing it does can be heard"
 
     def _on_leader_exit(self, rc: int | None) -> None:
         """The leader ended: its log is read to the end (``tick``, a slice per turn), then it is judged."""
@@ -513,6 +531,8 @@ class Supervisor:
         now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
         reaped = proctree.reap_children()
         slurm_client.deliver_reaped(reaped)  # the Slurm engine's sbatch/squeue/scancel children
+        if self.life.lingering and not self.life.kill:
+            self.watch.outlived_end(reaped)
         if not self.draining:
             ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:
@@ -523,6 +543,7 @@ class Supervisor:
             user_kill = self.life.kill is not None and self.life.kill.reason == "user"  # ... except a user's kill
             if user_kill or not self.ingest(mono + CATCH_UP_TURN_S):
                 self.draining = False
+                self.exit_offset = self.pipe.offset  # the log as the leader left it, read to its end
                 self.apply(lc.LeaderExit(self.watch.returncode))
         else:
             self.ingest()
@@ -534,9 +555,10 @@ class Supervisor:
                 bad = self._checkpoint_state()
                 if bad is not None:
                     self.apply(bad)
-        if self.life.status == RUNNING and not self.life.kill and self.life.attempt_live:
+        if self.life.status == RUNNING and not self.life.kill and (self.life.attempt_live or self.life.lingering):
             hang = self.pipe.hang(time.monotonic(), self.recipe.heartbeat,
-                                  pending=self.watch.attempt is not None and self.watch.attempt.pending)
+                                  pending=self.watch.attempt is not None and self.watch.attempt.pending,
+                                  why=self._deaf)
             if hang is not None:
                 self.apply(hang)
             if self.timers.every("memory", MEMORY_SAMPLE_S) and \
@@ -546,8 +568,10 @@ class Supervisor:
         if self.life.kill:
             self.apply(lc.Tick())
             self.apply(self.watch.probe(hidden_too=not self.life.attempt_live))
-        elif self.life.exited:
-            self.apply(self.watch.probe())
+        elif self.life.exited:  # what outlives the leader trains on while the log grows (lifecycle._tree_probe)
+            writing = self.pipe.offset > self.exit_offset and \
+                self.pipe.quiet(time.monotonic()) <= self.lc_settings.grace_s
+            self.apply(self.watch.probe(writing=writing))
         cd = self.life.cooldown
         if cd and self.life.status == Status.COOLDOWN and (
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
@@ -559,7 +583,15 @@ class Supervisor:
             self.apply(probe)
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
-        self.flush_state()
+        # a run that ended is never made again: deleting it then is the user's choice
+        remade = self.life.status not in rundir.TERMINAL and self.timers.every("rundir", RUN_DIR_CHECK_S) \
+            and self.dirguard.check()
+        if remade:
+            self.journal.flush()  # the records that waited in memory, first
+            self.state.alert("critical", "storage", "the run directory was deleted while the run was live: made "
+                             "again (the recipe, the state; events and metrics written before it was deleted are "
+                             "lost, the rest kept)")
+        self.flush_state(force=remade)
 
     def _poll_ops(self, now: float) -> None:
         """Record what the ops helpers finished (sync results) and the sync state."""
@@ -575,6 +607,7 @@ class Supervisor:
     def close(self) -> None:
         if self.ops is not None:
             self.ops.close()
+        self.dirguard.close()
         try:
             self.sock.close()
             if self.life.status in rundir.TERMINAL:

@@ -73,3 +73,42 @@ def test_tailer_on_a_shorter_file_than_the_start_offset(tmp_path):
     log.write_bytes(b"abc")
     t = FileTailer(log, start_offset=100)
     assert t.read_new() == b"abc" and t.resets == 1
+
+
+def test_a_pinned_tailer_reads_the_writers_file_through_a_rotation_until_told_to_follow(tmp_path):
+    """logrotate's rename-and-create under a training: its stdout keeps the renamed file, so the
+    runner's tailer (pinned) goes on reading that file, not the new empty train.log; the next
+    attempt's descriptor (``follow``) moves it to the new file, from its start."""
+    log = tmp_path / "train.log"
+    writer = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the training's stdout
+    t = FileTailer(log, pinned=True)
+    os.write(writer, b"step 1\n")
+    assert t.read_new() == b"step 1\n"
+    os.rename(log, tmp_path / "train.log.1")
+    log.write_bytes(b"")
+    os.write(writer, b"step 2\n")
+    assert t.read_new() == b"step 2\n" and t.resets == 0
+    os.write(writer, b"step 3\n")
+    assert t.read_new() == b"step 3\n"
+    os.close(writer)
+    nxt = os.open(log, os.O_WRONLY | os.O_APPEND)  # the next attempt's stdout: the new train.log
+    os.write(nxt, b"attempt 2\n")
+    assert t.follow(nxt) is True and t.resets == 1
+    assert t.read_new() == b"attempt 2\n"
+    assert t.follow(nxt) is False                  # the same file: nothing changes
+    os.close(nxt)
+    t.close()
+
+
+def test_following_the_file_already_read_keeps_the_offset(tmp_path):
+    """A new runner (start offset from state.json) launching into the same train.log reads on
+    from its offset, never the earlier attempts again."""
+    log = tmp_path / "train.log"
+    log.write_bytes(b"attempt 1 line\n")
+    t = FileTailer(log, start_offset=15, pinned=True)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"attempt 2\n")
+    assert t.follow(fd) is False
+    assert t.read_new() == b"attempt 2\n"
+    os.close(fd)
+    t.close()

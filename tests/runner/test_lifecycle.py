@@ -28,8 +28,10 @@ def running() -> lc.Life:
 ALL_EVENTS = [
     lc.Started(leader_alive=True, leader_known=True), lc.Started(leader_alive=False, leader_known=True),
     lc.Started(leader_alive=False, leader_known=False, restart_requested=True),
+    lc.Started(leader_alive=True, leader_known=True, stopping=("user", "cli")),
     lc.LeaderExit(0), lc.LeaderExit(-9), lc.LeaderExit(None),
     lc.TreeProbe(alive=True), lc.TreeProbe(alive=False), lc.TreeProbe(alive=False, hidden=True),
+    lc.TreeProbe(alive=True, writing=True),
     lc.Control("kill", grace_s=float("nan")), lc.Control("restart", now=True), lc.Control("resume"),
     lc.Control("status"), lc.Tick(), lc.Hang(100.0, 60.0), lc.Divergence(), lc.BadSaves("2 stubs"),
     lc.ConditionsProbe(("port 29500 busy",), "wait", port_busy=True), lc.ConditionsProbe((), "wait"),
@@ -38,6 +40,7 @@ ALL_EVENTS = [
 ]
 ALL_LIVES = [lc.Life(s) for s in Status] + [
     running(), lc.Life(Status.RUNNING, exited=True, returncode=1),
+    lc.Life(Status.RUNNING, exited=True, returncode=0, exited_at=NOW - 1, lingering=True),
     lc.Life(Status.STOPPING, attempt_live=True, kill=lc.KillInProgress("user", NOW - 1, NOW + 4)),
     lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 1, NOW + 5, NOW + 60, "oom")),
 ]
@@ -99,6 +102,44 @@ def test_leader_exit_then_survivors_are_cleaned_before_judging():
     assert eff == [lc.SignalTree("KILL", "marked processes outside the tree")]
     life, eff = lc.step(life, lc.TreeProbe(alive=False), NOW + 2, CFG)
     assert eff[-1] == lc.JudgeAttempt("cleanup") and life.kill is None
+
+
+def test_a_tree_that_trains_on_after_its_leaders_exit_0_is_not_cut_short():
+    """A launcher that returned 0 while the training it started goes on: what outlives it gets a
+    kill grace to show it writes the log; once it does, the attempt goes on in it (one alert):
+    a user's kill and the heartbeat's hang still end it; what never wrote is cleaned up."""
+    life, _ = lc.step(running(), lc.LeaderExit(0), NOW, CFG)
+    still, eff = lc.step(life, lc.TreeProbe(alive=True), NOW + 1, CFG)    # within the grace: wait
+    assert eff == [] and still.kill is None
+    on, eff = lc.step(still, lc.TreeProbe(alive=True, writing=True), NOW + 2, CFG)
+    assert on.lingering and [e.fields["rule"] for e in eff] == ["tree_outlives_leader"]
+    same, eff = lc.step(on, lc.TreeProbe(alive=True, writing=True), NOW + 60, CFG)
+    assert eff == [] and same.status == Status.RUNNING            # the alert is given once
+    killed, eff = lc.step(on, lc.Control("kill"), NOW + 61, CFG)
+    assert killed.kill.reason == "user" and eff[0] == lc.SignalTree("TERM", "user")
+    quiet, eff = lc.step(on, lc.TreeProbe(alive=True), NOW + 61, CFG)  # quiet: the heartbeat decides
+    assert eff == [] and quiet.kill is None
+    hung, eff = lc.step(on, lc.Hang(100.0, 60.0), NOW + 61, CFG)       # a hang, as in any attempt
+    assert hung.kill.reason == "hang"
+    stray, eff = lc.step(life, lc.TreeProbe(alive=True), NOW + 6, CFG)  # never wrote within the grace
+    assert stray.kill.reason == "cleanup"
+    done, eff = lc.step(on, lc.TreeProbe(alive=False), NOW + 61, CFG)  # the training ended itself
+    assert eff == [lc.JudgeAttempt(None)] and not done.lingering
+    # a crashed leader's tree is ended at once, whatever it writes
+    crashed, _ = lc.step(running(), lc.LeaderExit(1), NOW, CFG)
+    crashed, eff = lc.step(crashed, lc.TreeProbe(alive=True, writing=True), NOW, CFG)
+    assert crashed.kill.reason == "cleanup"
+
+
+def test_a_new_runner_carries_on_the_kill_its_predecessor_had_begun():
+    """A STOPPING run whose runner died: the new runner adopts the attempt and begins the same
+    kill again (its reason and who asked), never leaves it RUNNING."""
+    life, eff = lc.step(lc.Life(Status.STOPPING), lc.Started(True, True, stopping=("user", "cli")), NOW, CFG)
+    assert kinds(eff)[:2] == ["Adopt", "SignalTree"] and life.status == Status.STOPPING
+    assert life.kill.reason == "user" and life.kill.requested_by == "cli" and life.kill.deadline == NOW + CFG.grace_s
+    assert not any(isinstance(e, lc.SetStatus) for e in eff)   # still STOPPING: no second status record
+    life, eff = lc.step(lc.Life(Status.STOPPING), lc.Started(True, True), NOW, CFG)  # no kill recorded
+    assert eff == [lc.Adopt()] and life.status == Status.RUNNING
 
 
 def test_user_kill_during_a_restart_kill_wins_and_is_not_restarted():

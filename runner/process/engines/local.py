@@ -130,8 +130,12 @@ class LocalEngine:
         return root is not None and proctree.same_process(root["pid"], root["start_time"])
 
     def adopt(self, number: int, pids: Sequence[TrackedPid]) -> LocalAttempt | None:
-        root = _root(pids)
-        if root is None or not proctree.same_process(root["pid"], root["start_time"]):
+        """The recorded attempt, taken over; None when nothing of it lives. A root that ended
+        while processes of its tree live on (a training its launcher left running when it exited
+        0) is adopted with them: its end is noticed at the first poll, and what lives is the tree."""
+        alive = [p for p in pids if proctree.same_process(p["pid"], p["start_time"])]
+        root = _root(pids) or (alive[0] if alive else None)  # no root recorded: the tree outlived it
+        if root is None or not alive:
             return None
         tree = proctree.ProcessTree(self.run.run_id)
         tree.set_leader(int(root["pid"]), float(root["start_time"]), waiter=root.get("role") == "waiter")

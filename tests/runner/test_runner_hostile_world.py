@@ -1,0 +1,277 @@
+"""The supervised run in a world that is not a clean test box: the log rotated under the runner,
+a launcher that leaves its training running in the background. Each through the real CLI, the
+real detached runner and a real training process; asserted on what the user sees (the run's
+status, its steps, its events)."""
+from __future__ import annotations
+
+import os
+
+from tests.waiting import until
+
+# A command that saves nothing, judged without a checkpoint directory.
+NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
+
+
+def _ticker(steps: int, delay: float) -> list[str]:
+    return ["{python}", "-c", (
+        "import time\n"
+        f"for i in range(1, {steps + 1}):\n"
+        f"    print(\"{{'loss': '1.0', 'global_step/max_steps': '%d/{steps}'}}\" % i, flush=True)\n"
+        f"    time.sleep({delay})\n")]
+
+
+def test_logrotate_rename_and_create_is_no_hang_and_loses_no_step(harness):
+    """logrotate (rename, then a new empty train.log) under a live training: the training's stdout
+    keeps writing the renamed file. The runner used to switch to the new empty file, hear nothing,
+    call the healthy training hung, kill it and restart it; it reads the file the training writes,
+    so the run ends in its one attempt with every step."""
+    run = harness.start(harness.recipe(command=_ticker(60, 0.15), heartbeat={"timeout_s": 4}, **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 5, what="step 5")
+    log = run.path / "train.log"
+    os.rename(log, run.path / "train.log.1")
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert st["attempt"] == 1 and not run.events("crash"), run.events("crash")
+    assert not [e for e in run.events("alert") if e.get("rule") == "hang"]
+    assert sorted({m["step"] for m in run.metrics()}) == list(range(1, 61))
+
+
+# A launcher that starts the training in the background (double fork, a session of its own) and
+# returns 0 a moment later, as `nohup train.sh &` in a wrapper does; the training prints 40 steps.
+BACKGROUNDED = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        for i in range(1, 41):\n"
+    "            print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+    "            time.sleep(0.2)\n"
+    "        os._exit(0)\n"
+    "    os._exit(0)\n"
+    "time.sleep(1.5)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_leader_that_exits_0_while_its_training_goes_on_is_no_success_yet(harness):
+    """The leader exits 0 while the training it started in the background trains on. The runner
+    used to end that training at once ("cleanup") and call the run succeeded at step 3 of 40; it
+    says the tree outlives its leader and lets it train, the run succeeding once it ended, with
+    every step."""
+    run = harness.start(harness.recipe(command=BACKGROUNDED, kill={"grace_s": 3}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in run.metrics()}) == list(range(1, 41))
+    assert not [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
+    alert = [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
+    assert len(alert) == 1 and alert[0]["level"] == "warning", run.events("alert")
+
+
+def test_a_kill_while_the_tree_outlives_its_leader_ends_it(harness):
+    """While the backgrounded training trains on after its leader's exit, `kill` ends it (it
+    must never answer "nothing was running" and leave it training)."""
+    run = harness.start(harness.recipe(command=BACKGROUNDED, kill={"grace_s": 3}, **NO_SAVES))
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+          what="the tree outliving its leader")
+    pids = run.wait(lambda s: s.get("pids"), 30, what="the processes that train on, in state.json")["pids"]
+    pids = [p["pid"] for p in pids]
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    st = run.wait_status("killed", "succeeded", "failed", timeout=60)
+    assert st["status"] == "killed", st
+    assert max(m["step"] for m in run.metrics()) < 40
+    import psutil
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+# A leader that leaves a silent process behind (a stuck data-loader worker) and exits 0.
+STRAY = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "print(\"{'loss': '1.0', 'global_step/max_steps': '1/1'}\", flush=True)\n"
+    "if os.fork() == 0:\n"
+    "    time.sleep(600)\n"
+    "    os._exit(0)\n"
+    "time.sleep(1)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_silent_process_left_by_a_clean_exit_is_cleaned_up_and_the_run_succeeds(harness):
+    run = harness.start(harness.recipe(command=STRAY, kill={"grace_s": 2}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
+    assert not [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
+
+
+def test_a_run_directory_deleted_under_a_live_run_is_made_again_and_the_kill_lands(harness):
+    """`rm -rf` of a live run's directory (a cleanup job, the wrong run): the runner used to go on
+    blind, `kill RUN` answered "no run matches" (exit 2) and the training ran on out of reach. The
+    runner makes the directory again (0700, the recipe, a new runner lock, its state), says so in
+    a critical alert, and the kill lands through it; the steps since are recorded."""
+    import shutil
+    import stat
+
+    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    leader = next(p for p in st["pids"] if p["role"] == "leader")
+    trash = harness.tmp / "trash"
+    os.rename(run.path, trash)  # gone at once (an rm -rf races the runner's own writes), then deleted
+    shutil.rmtree(trash)
+    again = run.wait(lambda s: s.get("status") == "running" and (s.get("step") or 0) > st["step"] + 3, 60,
+                     what="the run directory made again, the steps going on")
+    assert again["runner"]["pid"] == st["runner"]["pid"]
+    assert stat.S_IMODE(os.stat(run.path).st_mode) == 0o700
+    assert (run.path / "recipe.yaml").is_file()
+    until(lambda: [e for e in run.events("alert") if "deleted" in e.get("message", "")], 30,
+          what="the alert saying the directory was deleted")
+    assert "made again" in (run.path / "runner.log").read_text()  # the runner's own log goes on there
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert run.state()["status"] == "killed"
+    import psutil
+    until(lambda: not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE,
+          30, what="the training to be gone")
+    steps = [m["step"] for m in run.metrics()]
+    assert steps and steps == list(range(steps[0], steps[-1] + 1)), steps  # none lost since the deletion
+
+
+def test_a_run_directory_renamed_under_a_live_run_is_not_made_again(harness):
+    """A rename is no deletion: the runner never makes the old name again (two directories would
+    claim the run); it says so in its log, and the training goes on."""
+    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved)
+    until(lambda: "was renamed under the live run" in (moved / "runner.log").read_text(), 60,
+          what="the runner saying its directory was renamed")
+    assert not run.path.exists()
+    leader = next(p for p in st["pids"] if p["role"] == "leader")
+    os.rename(moved, run.path)  # renamed back: the run's files are written again, the kill lands
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    import psutil
+    until(lambda: not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE,
+          30, what="the training to be gone")
+
+
+# The backgrounded training dies of a CUDA OOM at step 5 after its launcher returned 0.
+BACKGROUNDED_OOM = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        for i in range(1, 6):\n"
+    "            print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+    "            time.sleep(0.3)\n"
+    "        print('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB', flush=True)\n"
+    "        os._exit(1)\n"
+    "    os._exit(0)\n"
+    "time.sleep(0.5)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_backgrounded_training_that_crashes_after_its_launcher_returned_is_a_crash(harness):
+    """The training the launcher left running dies (exit 1, a CUDA OOM in its log): that is the
+    attempt's end, classified as a crash, never a success on the launcher's exit 0."""
+    run = harness.start(harness.recipe(command=BACKGROUNDED_OOM, kill={"grace_s": 3},
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+    assert st["status"] == "failed", st
+    report = run.crash(1)
+    assert report["exit_code"] == 1 and report["class"] == "cuda_oom", report
+
+
+def test_a_new_runner_adopts_a_tree_that_trains_on_after_its_leader(harness):
+    """The runner dies (SIGKILL) while the training its launcher left running trains on; the new
+    runner (`supervise`) used to find the leader gone, judge the run succeeded at once and leave
+    the training running unwatched. It adopts what lives of the tree: every step is recorded and
+    the run succeeds once the training ended."""
+    import signal
+
+    import psutil
+    cmd = [BACKGROUNDED[0], BACKGROUNDED[1], BACKGROUNDED[2].replace("range(1, 41)", "range(1, 81)")
+           .replace("/40", "/80")]
+    run = harness.start(harness.recipe(command=cmd, kill={"grace_s": 3}, **NO_SAVES))
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+          what="the tree outliving its leader")
+    st = run.wait(lambda s: s.get("pids"), 30, what="the processes that train on, in state.json")
+    runner = st["runner"]["pid"]
+    os.kill(runner, signal.SIGKILL)
+    until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE, 30,
+          what="the runner to die")
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in run.metrics()}) == list(range(1, 81))
+    assert not [e for e in run.events("kill") if e.get("reason") == "cleanup"], run.events("kill")
+
+
+STUBBORN = ["{python}", "-c", (
+    "import signal, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "for i in range(1, 100000):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/100000'}\" % i, flush=True)\n"
+    "    time.sleep(0.2)\n")]
+
+
+def test_a_kill_under_way_when_the_runner_dies_is_carried_on_by_the_next_runner(harness):
+    """The user's kill is under way (SIGTERM sent, the training ignores it, the grace runs) when
+    the runner dies. The next runner (`supervise`) used to adopt the training as RUNNING and the
+    kill was lost: it trained on for good. The new runner carries the kill on: SIGTERM again, a
+    grace from now, SIGKILL, and the run ends killed."""
+    import signal
+
+    import psutil
+    from moeconsole.runner.supervisor import control
+    run = harness.start(harness.recipe(command=STUBBORN, kill={"grace_s": 8}, **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    leader = next(p for p in st["pids"] if p["role"] == "leader")
+    assert control.send(run.path / "control.sock", {"cmd": "kill"}, timeout=10)["ok"]
+    st = run.wait_status("stopping")
+    os.kill(st["runner"]["pid"], signal.SIGKILL)
+    until(lambda: not psutil.pid_exists(st["runner"]["pid"])
+          or psutil.Process(st["runner"]["pid"]).status() == psutil.STATUS_ZOMBIE, 30, what="the runner to die")
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    st = run.wait_status("killed", "failed", "succeeded", "cooldown", timeout=90)
+    assert st["status"] == "killed", st
+    kills = run.events("kill")
+    assert [(k["reason"], k["requested_by"]) for k in kills] == [("user", "client")] * 2, kills
+    assert not psutil.pid_exists(leader["pid"]) or psutil.Process(leader["pid"]).status() == psutil.STATUS_ZOMBIE
+
+
+# The backgrounded training writes 15 steps (3 s, past its launcher's exit), then hangs (silent, alive).
+BACKGROUNDED_HANG = [BACKGROUNDED[0], BACKGROUNDED[1], BACKGROUNDED[2].replace(
+    "range(1, 41)", "range(1, 16)").replace("        os._exit(0)\n    os._exit(0)", "        time.sleep(600)\n    os._exit(0)")]
+
+
+def test_a_backgrounded_training_that_hangs_is_a_hang_not_a_success(harness):
+    """After its launcher returned 0, the training trains on, then falls silent: the heartbeat
+    calls that a hang as in any attempt (a crash), never a success on the launcher's 0."""
+    assert "time.sleep(600)" in BACKGROUNDED_HANG[2]
+    run = harness.start(harness.recipe(command=BACKGROUNDED_HANG, kill={"grace_s": 2}, heartbeat={"timeout_s": 4},
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+    assert st["status"] == "failed", st
+    assert run.crash(1)["class"] == "hang"
+    assert [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"]
+
+
+def test_a_training_that_closed_its_output_is_said_to_be_unheard_when_called_hung(harness):
+    """A training that closes its stdout and stderr (it logs elsewhere, or daemonizes) falls
+    silent to the runner: the heartbeat still ends it, and the hang alert now says why the
+    silence is no proof of a hang (nothing of the training holds train.log any more); a really
+    silent training that keeps its output is called hung without that remark."""
+    closes = ["{python}", "-c", "import os, time\nprint({'loss': 1.0, 'step': 1}, flush=True)\n"
+                                "os.close(1); os.close(2)\ntime.sleep(600)\n"]
+    keeps = ["{python}", "-c", "import time\nprint({'loss': 1.0, 'step': 1}, flush=True)\ntime.sleep(600)\n"]
+    found = {}
+    for name, cmd in (("closes", closes), ("keeps", keeps)):
+        run = harness.start(harness.recipe(command=cmd, heartbeat={"timeout_s": 3}, kill={"grace_s": 2},
+                                           restart={"max_restarts": 0}, **NO_SAVES))
+        run.wait_status("failed", "succeeded", "killed", timeout=90)
+        found[name] = [e["message"] for e in run.events("alert") if e.get("rule") == "hang"]
+    assert len(found["closes"]) == 1 and "closed or redirected its stdout and stderr" in found["closes"][0]
+    assert len(found["keeps"]) == 1 and "closed" not in found["keeps"][0]
