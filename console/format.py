@@ -356,7 +356,7 @@ def _marked(out: list[tuple[str, str]], sep: str, width: int) -> list[tuple[str,
             room = width - len(text)
             if room > 0:
                 return [(text, style), ("…", "")]
-            return [(text[: max(0, width - 1)] + "…", style)]
+            return [(clip(text + "…", width), style)]   # filling the line: its last character gives way to the mark
         out.pop()
         sep = lead or sep
 
