@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from moeconsole.runner.ingest.history import HistoryFold, last_record, read_history, scan_history
@@ -57,9 +58,8 @@ def history_book(path, fast: bool) -> tuple[seriesfile.SeriesBook, int]:
             return
         blocks = batch.other() if batch.other is not None else None
         as_columns[0] += sum(b[2] for b in blocks or () if isinstance(b, tuple))
-        book.feed_columns([float(s) for s in batch.steps], {k: v.tolist() for k, v in batch.values.items()},
-                          {k: p.tolist() for k, p in batch.present.items()}, last_record(batch) or {},
-                          records=batch.records, other=batch.other if fast else None)
+        book.feed_arrays(np.asarray(batch.steps, dtype=np.float64), batch.values, batch.present,
+                         last_record(batch) or {}, records=batch.records, other=batch.other if fast else None)
     scan_history(str(path), on_batch, chunk=4096)
     return book, as_columns[0]
 
