@@ -284,7 +284,9 @@ class EarlyPart:
     the log's size is known, before a UI's first frame, with no numpy in this process): it
     plans the split itself (``bulk.plan_split``, the same arguments ``read_history`` gives it)
     and writes the offset into DIR/plan (0: no split), then reads its part. ``read_history``
-    takes it over (``early=``); ``close()`` ends it if the read never comes."""
+    takes it over (``early=``) with the template the cut was found by (the line it was learnt
+    from follows the offset in DIR/plan: this process learns it from that line, not from the
+    file's head again); ``close()`` ends it if the read never comes."""
 
     def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
         from moeconsole.runner.ingest.spawned import Spawned, least_split_bytes
@@ -296,19 +298,24 @@ class EarlyPart:
         self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
                                   str(metrics), str(evals), str(self.work), str(os.getpid()))
 
-    def split(self, stop: threading.Event | None = None) -> int:
-        """The offset the started process cut the log at (0: it does not read a part, or failed)."""
+    def split(self, stop: threading.Event | None = None) -> tuple[int, bytes]:
+        """The offset the started process cut the log at (0: it does not read a part, or failed)
+        and the line of the log its template was learnt from."""
         import time
+
+        def plan() -> tuple[int, bytes]:
+            blob = (self.work / "plan").read_bytes()
+            return int.from_bytes(blob[:8], "little"), blob[8:]
         while True:
             try:
-                return int.from_bytes((self.work / "plan").read_bytes(), "little")
+                return plan()
             except FileNotFoundError:
                 pass
             if self.child.proc is None or self.child.proc.poll() is not None or (stop is not None and stop.is_set()):
                 try:   # it may have written the plan just before it ended
-                    return int.from_bytes((self.work / "plan").read_bytes(), "little")
+                    return plan()
                 except FileNotFoundError:
-                    return 0
+                    return 0, b""
             time.sleep(0.005)
 
     def close(self) -> None:
@@ -348,8 +355,8 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
         early.close()
         early = None
     if early is not None:
-        at = early.split(stop)
-        template = bulk.head_template(path) if at else None
+        at, line = early.split(stop)
+        template = bulk.Template.learn(line) if at else None   # the template the cut was found by
         if template is None:
             early.close()
         else:
@@ -471,8 +478,8 @@ def _part_main(argv: list[str]) -> int:
         plan = plan_split(path, split_min_bytes=int(least), fraction=float(fraction), fork=False)
         end = str(plan[1] if plan is not None else 0)
         tmp = os.path.join(work, "plan.tmp")
-        with open(tmp, "wb") as f:
-            f.write(int(end).to_bytes(8, "little"))
+        with open(tmp, "wb") as f:   # the offset, then the line the template was learnt from
+            f.write(int(end).to_bytes(8, "little") + (plan[0].line if plan is not None else b""))
         os.replace(tmp, os.path.join(work, "plan"))
         if plan is None:
             return 0

@@ -337,3 +337,27 @@ def test_a_log_no_second_process_would_read_is_read_without_sampling_the_cores(t
     (tmp_path / "big").mkdir()
     read_history(str(path), HistoryFold(tmp_path / "big" / "metrics.jsonl", tmp_path / "big" / "evals.jsonl"), split_min_bytes=0)
     assert sampled == [1]
+
+
+def test_a_started_process_hands_its_template_over_and_the_head_is_not_read_again(tmp_path, monkeypatch):
+    """The process started early (``start_part``) learns the template from the log's head to find
+    its cut; the reading thread takes that template from the line it was learnt from (in the
+    plan), without reading and parsing the log's head again, and the history is the one a single
+    process reads."""
+    from moeconsole.runner.ingest import bulk, pipe
+    from moeconsole.runner.ingest.history import start_part
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=4000)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    heads: list[str] = []
+    real_learn = pipe.learn_template
+    monkeypatch.setattr(bulk, "learn_template", lambda *a, **k: heads.append("learn") or real_learn(*a, **k))
+    out = tmp_path / "two"
+    out.mkdir()
+    early = start_part(str(path), out / "metrics.jsonl", out / "evals.jsonl", chunk=4096, split_min_bytes=0)
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              split_min_bytes=0, chunk=4096, early=early)
+    assert stats.processes == 2, "the first part was read by the started process"
+    assert heads == [], "the log's head was read for a template again"
+    same_history(one, two)
+    assert history_children() == []
