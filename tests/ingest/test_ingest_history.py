@@ -347,7 +347,7 @@ def test_a_started_process_hands_its_template_over_and_the_head_is_not_read_agai
     from moeconsole.runner.ingest import bulk, pipe
     from moeconsole.runner.ingest.history import start_part
     path = tmp_path / "train.log"
-    swift_log(path, steps=6000, shape_change_at=4000)
+    swift_log(path, steps=6000, shape_change_at=5500)
     one, _ = folded(path, tmp_path / "one", workers=1)
     heads: list[str] = []
     real_learn = pipe.learn_template
@@ -361,3 +361,30 @@ def test_a_started_process_hands_its_template_over_and_the_head_is_not_read_agai
     assert heads == [], "the log's head was read for a template again"
     same_history(one, two)
     assert history_children() == []
+
+
+def test_a_process_started_before_the_first_frame_takes_the_larger_part(tmp_path):
+    """Started before a UI's first frame (``start_part``), the second process reads while the UI
+    starts, and the reading thread shares its process with the UI: the started process cuts the
+    log later than a process started by the read itself would (``split_fraction(early=True)``,
+    at most MAX_SPLIT), and the history is still the one a single process reads."""
+    import os
+
+    from moeconsole.runner.ingest import bulk
+    from moeconsole.runner.ingest.history import MAX_SPLIT, SPAWN_BYTES, split_fraction, start_part
+    for size in (SPAWN_BYTES, 10 * SPAWN_BYTES, 50 * SPAWN_BYTES, 1000 * SPAWN_BYTES):
+        assert split_fraction(size) < split_fraction(size, early=True) <= MAX_SPLIT
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=5500)
+    size = os.path.getsize(path)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    out = tmp_path / "two"
+    out.mkdir()
+    early = start_part(str(path), out / "metrics.jsonl", out / "evals.jsonl", chunk=4096, split_min_bytes=0)
+    at, _ = early.split()
+    late = bulk.plan_split(str(path), split_min_bytes=0, fraction=split_fraction(size), fork=False)
+    assert late is not None and at > late[1] and size * MAX_SPLIT <= at < size
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              split_min_bytes=0, chunk=4096, early=early)
+    assert stats.processes == 2
+    same_history(one, two)
