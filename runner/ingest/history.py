@@ -296,8 +296,9 @@ def split_fraction(size: int, early: bool = False) -> float:
 class EarlyPart:
     """``read_history``'s started process, started before the read (``start_part``: as soon as
     the log's size is known, before a UI's first frame, with no numpy in this process): it
-    plans the split itself (``bulk.plan_split``, the same arguments ``read_history`` gives it)
-    and writes the offset into DIR/plan (0: no split), then reads its part. ``read_history``
+    plans the split itself (``bulk.plan_split``: a larger part, ``split_fraction(early=True)``,
+    else where ``read_history`` would cut) and writes the offset into DIR/plan (0: no split),
+    then reads its part. ``read_history``
     takes it over (``early=``) with the template the cut was found by (the line it was learnt
     from follows the offset in DIR/plan: this process learns it from that line, not from the
     file's head again); ``close()`` ends it if the read never comes."""
@@ -308,7 +309,8 @@ class EarlyPart:
         self.work = Path(tempfile.mkdtemp(prefix=".history-", dir=Path(metrics).parent))
         (self.work / "progress").write_bytes(bytes(8))
         (self.work / "spool").touch()   # the other process opens it before this one writes it
-        plan = f"plan:{split_fraction(os.path.getsize(path), early=True)}:{least_split_bytes(split_min_bytes)}"
+        size = os.path.getsize(path)   # its larger part; else (no template line there) the usual one
+        plan = f"plan:{split_fraction(size, early=True)},{split_fraction(size)}:{least_split_bytes(split_min_bytes)}"
         self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
                                   str(metrics), str(evals), str(self.work), str(os.getpid()))
 
@@ -470,7 +472,9 @@ def _part_main(argv: list[str]) -> int:
     chart inputs from DIR/spool fed after it as they come and its rows (DIR/metrics.jsonl,
     DIR/evals.jsonl) appended; how far it read goes into DIR/progress, the fold into
     DIR/result.pickle. It ends itself when the process that started it is gone. END
-    ``plan:FRACTION:MIN_BYTES`` (``EarlyPart``): the split planned here, its offset into DIR/plan."""
+    ``plan:FRACTION,...:MIN_BYTES`` (``EarlyPart``): the split planned here, at the first of the
+    fractions near which a line of the template stands (a log whose dicts change shape after the
+    first is cut at the next), its offset into DIR/plan."""
     import time
     _, path, end, chunk, metrics, evals, work, ppid = argv
     fd = os.open(os.path.join(work, "progress"), os.O_WRONLY)
@@ -488,8 +492,12 @@ def _part_main(argv: list[str]) -> int:
         time.sleep(0.005)
     if end.startswith("plan:"):   # started early (``EarlyPart``): the split is planned here
         from moeconsole.runner.ingest.bulk import plan_split
-        _, fraction, least = end.split(":")
-        plan = plan_split(path, split_min_bytes=int(least), fraction=float(fraction), fork=False)
+        _, fractions, least = end.split(":")
+        plan = None
+        for fraction in fractions.split(","):
+            plan = plan_split(path, split_min_bytes=int(least), fraction=float(fraction), fork=False)
+            if plan is not None:
+                break
         end = str(plan[1] if plan is not None else 0)
         tmp = os.path.join(work, "plan.tmp")
         with open(tmp, "wb") as f:   # the offset, then the line the template was learnt from

@@ -388,3 +388,22 @@ def test_a_process_started_before_the_first_frame_takes_the_larger_part(tmp_path
                               split_min_bytes=0, chunk=4096, early=early)
     assert stats.processes == 2
     same_history(one, two)
+
+
+def test_a_log_whose_dicts_change_shape_before_the_larger_cut_is_still_read_in_two(tmp_path):
+    """The template is learnt from the log's head: where the dicts have changed shape by the
+    larger part's cut (a MoE auxiliary loss appearing at 60% of the run) no line of the template
+    stands there, and the started process cuts where a process started by the read would; the
+    history is the one a single process reads."""
+    from moeconsole.runner.ingest.history import start_part
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=3600)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    out = tmp_path / "two"
+    out.mkdir()
+    early = start_part(str(path), out / "metrics.jsonl", out / "evals.jsonl", chunk=4096, split_min_bytes=0)
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              split_min_bytes=0, chunk=4096, early=early)
+    assert stats.processes == 2, "the first part was read by the started process"
+    same_history(one, two)
+    assert history_children() == []
