@@ -279,8 +279,9 @@ MIN_SPLIT = 0.25
 # frame, its polls: about 1 s of CPU in ``attach`` of a 423 MB log, where the started process's
 # own start overlaps the UI's). So the started process takes more of the file, by about what
 # this process reads in that CPU: with 40 MiB the two processes' CPU came within a few % of each
-# other (their CPU times, ``attach`` of the 1M-step log, the second process forced: 4.53 / 4.37 s
-# and 4.63 / 4.18 s, against 5.24 / 3.66 s and 4.56 / 3.20 s with ``split_fraction``'s share).
+# other (``attach`` of the 1M-step log, the second process forced, medians of 3 runs: 4.53 s here
+# and 4.41 s there, against 5.41 s and 3.76 s with ``split_fraction``'s share; 50 MiB left the
+# started process the longer one; docs/benchmarks-open.md).
 UI_LEAD_BYTES = 40 << 20
 MAX_SPLIT = 0.8
 
@@ -298,10 +299,10 @@ class EarlyPart:
     the log's size is known, before a UI's first frame, with no numpy in this process): it
     plans the split itself (``bulk.plan_split``: a larger part, ``split_fraction(early=True)``,
     else where ``read_history`` would cut) and writes the offset into DIR/plan (0: no split),
-    then reads its part. ``read_history``
-    takes it over (``early=``) with the template the cut was found by (the line it was learnt
-    from follows the offset in DIR/plan: this process learns it from that line, not from the
-    file's head again); ``close()`` ends it if the read never comes."""
+    then reads its part. ``read_history`` takes it over (``early=``) with the template the cut
+    was found by (the line it was learnt from follows the offset in DIR/plan: this process
+    learns it from that line, not from the file's head again); ``close()`` ends it if the read
+    never comes."""
 
     def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
         from moeconsole.runner.ingest.spawned import Spawned, least_split_bytes
