@@ -274,17 +274,35 @@ SPAWN_BYTES = 8 << 20      # about what one process reads in the CPU time a star
 MIN_SPLIT = 0.25
 
 
-def split_fraction(size: int) -> float:
-    """The part of a log of ``size`` bytes the started process reads (``read_history``)."""
+# A process started before a UI's first frame (``start_part``) reads while the UI starts: the
+# reading thread begins only after that frame and shares its process with the UI (its first
+# frame, its polls: about 1 s of CPU in ``attach`` of a 423 MB log, where the started process's
+# own start overlaps the UI's). So the started process takes more of the file, by about what
+# this process reads in that CPU: with 40 MiB the two processes' CPU came within a few % of each
+# other (``attach`` of the 1M-step log, the second process forced, medians of 3 runs: 4.53 s here
+# and 4.41 s there, against 5.41 s and 3.76 s with ``split_fraction``'s share; 50 MiB left the
+# started process the longer one; docs/benchmarks-open.md).
+UI_LEAD_BYTES = 40 << 20
+MAX_SPLIT = 0.8
+
+
+def split_fraction(size: int, early: bool = False) -> float:
+    """The part of a log of ``size`` bytes the started process reads (``read_history``);
+    ``early``: started before a UI's first frame (``start_part``)."""
+    if early:
+        return min(MAX_SPLIT, HISTORY_SPLIT + (UI_LEAD_BYTES - SPAWN_BYTES) / max(1, size))
     return max(MIN_SPLIT, HISTORY_SPLIT - SPAWN_BYTES / max(1, size))
 
 
 class EarlyPart:
     """``read_history``'s started process, started before the read (``start_part``: as soon as
     the log's size is known, before a UI's first frame, with no numpy in this process): it
-    plans the split itself (``bulk.plan_split``, the same arguments ``read_history`` gives it)
-    and writes the offset into DIR/plan (0: no split), then reads its part. ``read_history``
-    takes it over (``early=``); ``close()`` ends it if the read never comes."""
+    plans the split itself (``bulk.plan_split``: a larger part, ``split_fraction(early=True)``,
+    else where ``read_history`` would cut) and writes the offset into DIR/plan (0: no split),
+    then reads its part. ``read_history`` takes it over (``early=``) with the template the cut
+    was found by (the line it was learnt from follows the offset in DIR/plan: this process
+    learns it from that line, not from the file's head again); ``close()`` ends it if the read
+    never comes."""
 
     def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
         from moeconsole.runner.ingest.spawned import Spawned, least_split_bytes
@@ -292,23 +310,29 @@ class EarlyPart:
         self.work = Path(tempfile.mkdtemp(prefix=".history-", dir=Path(metrics).parent))
         (self.work / "progress").write_bytes(bytes(8))
         (self.work / "spool").touch()   # the other process opens it before this one writes it
-        plan = f"plan:{split_fraction(os.path.getsize(path))}:{least_split_bytes(split_min_bytes)}"
+        size = os.path.getsize(path)   # its larger part; else (no template line there) the usual one
+        plan = f"plan:{split_fraction(size, early=True)},{split_fraction(size)}:{least_split_bytes(split_min_bytes)}"
         self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
                                   str(metrics), str(evals), str(self.work), str(os.getpid()))
 
-    def split(self, stop: threading.Event | None = None) -> int:
-        """The offset the started process cut the log at (0: it does not read a part, or failed)."""
+    def split(self, stop: threading.Event | None = None) -> tuple[int, bytes]:
+        """The offset the started process cut the log at (0: it does not read a part, or failed)
+        and the line of the log its template was learnt from."""
         import time
+
+        def plan() -> tuple[int, bytes]:
+            blob = (self.work / "plan").read_bytes()
+            return int.from_bytes(blob[:8], "little"), blob[8:]
         while True:
             try:
-                return int.from_bytes((self.work / "plan").read_bytes(), "little")
+                return plan()
             except FileNotFoundError:
                 pass
             if self.child.proc is None or self.child.proc.poll() is not None or (stop is not None and stop.is_set()):
                 try:   # it may have written the plan just before it ended
-                    return int.from_bytes((self.work / "plan").read_bytes(), "little")
+                    return plan()
                 except FileNotFoundError:
-                    return 0
+                    return 0, b""
             time.sleep(0.005)
 
     def close(self) -> None:
@@ -348,8 +372,8 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
         early.close()
         early = None
     if early is not None:
-        at = early.split(stop)
-        template = bulk.head_template(path) if at else None
+        at, line = early.split(stop)
+        template = bulk.Template.learn(line) if at else None   # the template the cut was found by
         if template is None:
             early.close()
         else:
@@ -449,7 +473,9 @@ def _part_main(argv: list[str]) -> int:
     chart inputs from DIR/spool fed after it as they come and its rows (DIR/metrics.jsonl,
     DIR/evals.jsonl) appended; how far it read goes into DIR/progress, the fold into
     DIR/result.pickle. It ends itself when the process that started it is gone. END
-    ``plan:FRACTION:MIN_BYTES`` (``EarlyPart``): the split planned here, its offset into DIR/plan."""
+    ``plan:FRACTION,...:MIN_BYTES`` (``EarlyPart``): the split planned here, at the first of the
+    fractions near which a line of the template stands (a log whose dicts change shape after the
+    first is cut at the next), its offset into DIR/plan."""
     import time
     _, path, end, chunk, metrics, evals, work, ppid = argv
     fd = os.open(os.path.join(work, "progress"), os.O_WRONLY)
@@ -467,12 +493,16 @@ def _part_main(argv: list[str]) -> int:
         time.sleep(0.005)
     if end.startswith("plan:"):   # started early (``EarlyPart``): the split is planned here
         from moeconsole.runner.ingest.bulk import plan_split
-        _, fraction, least = end.split(":")
-        plan = plan_split(path, split_min_bytes=int(least), fraction=float(fraction), fork=False)
+        _, fractions, least = end.split(":")
+        plan = None
+        for fraction in fractions.split(","):
+            plan = plan_split(path, split_min_bytes=int(least), fraction=float(fraction), fork=False)
+            if plan is not None:
+                break
         end = str(plan[1] if plan is not None else 0)
         tmp = os.path.join(work, "plan.tmp")
-        with open(tmp, "wb") as f:
-            f.write(int(end).to_bytes(8, "little"))
+        with open(tmp, "wb") as f:   # the offset, then the line the template was learnt from
+            f.write(int(end).to_bytes(8, "little") + (plan[0].line if plan is not None else b""))
         os.replace(tmp, os.path.join(work, "plan"))
         if plan is None:
             return 0

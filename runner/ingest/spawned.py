@@ -23,19 +23,25 @@ def split_worth(size: int, *, line_format: object, workers: int | None, split_mi
 
 
 def second_core_free(sample_s: float = 0.1) -> bool:
-    """Whether a second reading process can help: this process may run on 2 cores or more, and
-    other processes leave more than one of them free now (busy time of all cores sampled over
-    ``sample_s`` from /proc/stat, less this process's own: a UI painting its first frame is no
-    reason to read alone; where there is no /proc/stat, the 1-minute load average). Else one
-    process reads: two would only take turns on the one free core."""
+    """Whether a second reading process can help: this process may run on 2 cores or more (its
+    CPU affinity, and its cgroup's CPU limit: a container limited to one CPU on a bigger host
+    reads alone, ``cpustat.quota_cores``), and other processes leave more than one of them free
+    now (busy time of all cores sampled over ``sample_s`` from /proc/stat, less this process's
+    own: a UI painting its first frame is no reason to read alone; where there is no /proc/stat,
+    the 1-minute load average). Else one process reads: two would only take turns on the one
+    free core."""
     import time
+    from moeconsole.runner.telemetry import cpustat   # (busy, total) CPU seconds of all cores
+    cores: float
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
+    quota = cpustat.quota_cores()
+    if quota is not None:
+        cores = min(cores, quota)
     if cores < 2:
         return False
-    from moeconsole.runner.telemetry import cpustat   # (busy, total) CPU seconds of all cores
     before, own0, t0 = cpustat.sample(), sum(os.times()[:2]), time.monotonic()
     if before is not None:
         time.sleep(sample_s)

@@ -125,6 +125,7 @@ class Template:
     def __init__(self, anchor: bytes, values: list[_Value], body_parts: list[tuple[bytes, int]],
                  src: str, texts: dict[str, str] | None = None):
         self._learned = texts or {}     # each value's text in the line it was learned from
+        self.line = b""   # the raw line ``learn`` made it from (another process learns the same from it)
         self.anchor = anchor
         self.values = values
         self.src = src
@@ -464,7 +465,9 @@ class Template:
         if SWIFT_RATE_KEY in mapping:
             return None  # ms-swift 2.x/3.x iter/s: its step time depends on the dict before (the parser's)
         src = object_src(mapping, json_text=seg.startswith(b'{"'))
-        return cls(anchor, values, parts, src, texts)
+        t = cls(anchor, values, parts, src, texts)
+        t.line = raw
+        return t
 
     @staticmethod
     def _assign_roles(values: list[_Value], mapping: dict) -> bool:

@@ -249,7 +249,7 @@ class SeriesBook:
 
     def feed_other_blocks(self, steps: Any, blocks: list[OtherBlock], t: Any = None) -> None:
         """``feed_other`` of rows given as ``OtherBlock``s (``t``: the time of rows without
-        their own, as ``feed_columns`` stamps them), one extend per series. ``steps``: a list of
+        their own, as ``feed_arrays`` stamps them), one extend per series. ``steps``: a list of
         floats, or a float64 array (``feed_arrays``: the series are extended by numpy columns)."""
         cols: Columns = {}
         first: FirstSeen = {}
@@ -318,30 +318,6 @@ class SeriesBook:
             self.series[key].extend(xs, ys)
         self.feed_other([s for s, _ in kept], [r for _, r in kept])
 
-    def feed_columns(self, steps: list[float], values: dict[str, list[float]], present: dict[str, list[bool]],
-                     last: dict, records: list | None = None,
-                     other: Callable[[], list[OtherBlock] | None] | None = None) -> None:
-        """``feed_many`` of one attempt's records given as columns (the runner's live batches):
-        ``values[k][i]`` counts where ``present[k][i]``; ``last`` is the newest record.
-        ``records``: the same rows as records (dicts, or a template row's JSON line), for the
-        numbers that are not columns (``other_values``); without them only the columns are fed.
-        ``other``: gives those numbers as ``OtherBlock``s (``Batch.other``), or None; then
-        ``records`` are not read (the same series, without a JSON load and a dict per row)."""
-        if not steps:
-            return
-        self._count_batch(steps[0], len(steps), last)
-        for key in CHART_KEYS:
-            ok, ys = present[key], values[key]
-            if all(ok):
-                self.series[key].extend(steps, ys)
-            elif any(ok):   # (a value the log never has: nothing to add)
-                self.series[key].extend([s for s, k in zip(steps, ok) if k], [y for y, k in zip(ys, ok) if k])
-        blocks = other() if other is not None else None
-        if blocks is not None:
-            self.feed_other_blocks(list(steps), blocks, last.get("t"))   # float steps: Series keeps floats
-        elif records is not None:
-            self.feed_other_blocks([int(s) for s in steps], [as_dicts(records)], last.get("t"))
-
     def _count_batch(self, first_step: Any, count: int, last: dict) -> None:
         """A batch of ``count`` records whose newest is ``last``: a restart mark at its first step
         when its attempt is not the previous record's, and the records counted."""
@@ -352,9 +328,15 @@ class SeriesBook:
 
     def feed_arrays(self, steps: Any, values: dict[str, Any], present: dict[str, Any], last: dict,
                     records: list | None = None, other: Callable[[], list[OtherBlock] | None] | None = None) -> None:
-        """``feed_columns`` of a batch's numpy columns as they are (float64 steps and values,
-        bool present: a history read's batches), with the same result: every series is extended
-        by ``Series.extend_array``, so no Python float is made per value."""
+        """``feed_many`` of one attempt's records given as a batch's numpy columns (float64 steps
+        and values, bool present): the runner's live batches and a history read's, the one way
+        columns reach the book. ``values[k][i]`` counts where ``present[k][i]``; ``last`` is the
+        newest record. Every series is extended by ``Series.extend_array`` (a short batch by
+        ``extend``), so a long batch makes no Python float per value. ``records``: the same rows
+        as records (dicts, or a template row's JSON line), for the numbers that are not columns
+        (``other_values``); without them only the columns are fed. ``other``: gives those numbers
+        as ``OtherBlock``s (``Batch.other``), or None; then ``records`` are not read (the same
+        series, without a JSON load and a dict per row)."""
         if not len(steps):
             return
         self._count_batch(steps[0], len(steps), last)

@@ -256,9 +256,8 @@ class IngestPipe:
         # the kept rows as dicts, decoded once for the batch (a template row is its JSON line):
         # the chart book's other numbers and the schedule watch read the same list
         dicts = seriesfile.as_dicts([records[i] for i in kept])
-        self.book.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
-                               {f: p.tolist() for f, p in present.items()},
-                               newest_record(records, kept, stamp), records=dicts)
+        self.book.feed_arrays(steps.astype(np.float64), values, present, newest_record(records, kept, stamp),
+                              records=dicts)
         if counted:
             self.written = written
             self.steps_seen += len(counted)

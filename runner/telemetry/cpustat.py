@@ -79,3 +79,78 @@ def prime() -> None:
     global first, first_at
     if first is None:
         first, first_at = sample(), time.monotonic()
+
+
+# The CPU bandwidth limit of this process's cgroup, as the kernel shows it
+# (Documentation/admin-guide/cgroup-v2.rst "cpu.max": "$MAX $PERIOD", "max" for none;
+# Documentation/scheduler/sched-bwc.rst, v1: cpu.cfs_quota_us, -1 for none, and
+# cpu.cfs_period_us). Paths are module constants so a test can lay out a cgroup tree.
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_SELF_CGROUP = "/proc/self/cgroup"
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4096).decode("ascii", "replace")
+    except OSError:
+        return None
+
+
+def _quota_v2(directory: str) -> float | None:
+    text = _read_text(os.path.join(directory, "cpu.max"))
+    parts = (text or "").split()
+    if len(parts) != 2 or parts[0] == "max":
+        return None
+    try:
+        quota, period = int(parts[0]), int(parts[1])
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else None
+
+
+def _quota_v1(directory: str) -> float | None:
+    quota, period = (_read_text(os.path.join(directory, name)) for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us"))
+    try:
+        q, p = int((quota or "").strip()), int((period or "").strip())
+    except ValueError:
+        return None
+    return q / p if q > 0 and p > 0 else None
+
+
+def quota_cores(root: str | None = None, own: str | None = None) -> float | None:
+    """The CPUs this process may use by its cgroup's CPU bandwidth limit (quota / period: 1.0 for
+    a container limited to one CPU, whatever the host's cores), the smallest over its cgroup and
+    the cgroups above it; None when there is no limit or none can be read. v2 (the unified
+    hierarchy, ``0::/path`` in ``/proc/self/cgroup``) reads ``cpu.max``, v1 (a hierarchy with the
+    ``cpu`` controller) ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us``. A path the mount does not
+    show (a container without its own cgroup namespace sees its cgroup at the mount's root) is
+    looked for from its deepest existing part up to the mount's root."""
+    root = CGROUP_ROOT if root is None else root
+    text = _read_text(PROC_SELF_CGROUP if own is None else own)
+    if text is None:
+        return None
+    limits: list[float] = []
+    for line in text.splitlines():
+        hier, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hier == "0" and controllers == "":
+            bases = [root, os.path.join(root, "unified")]
+            read = _quota_v2
+        elif "cpu" in controllers.split(","):
+            bases = [os.path.join(root, controllers), os.path.join(root, "cpu"), os.path.join(root, "cpu,cpuacct")]
+            read = _quota_v1
+        else:
+            continue
+        base = next((b for b in bases if os.path.isdir(b)), None)
+        if base is None:
+            continue
+        parts = [p for p in path.strip().split("/") if p]
+        for depth in range(len(parts), -1, -1):
+            directory = os.path.join(base, *parts[:depth])
+            if not os.path.isdir(directory):
+                continue
+            limit = read(directory)
+            if limit is not None:
+                limits.append(limit)
+    return min(limits) if limits else None

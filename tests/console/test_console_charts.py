@@ -180,6 +180,8 @@ def test_the_book_keeps_lr_epoch_extras_and_eval_values_and_reads_old_books_agai
 def test_the_runners_columns_feed_the_other_series_from_template_rows():
     """The runner feeds the book a batch of template rows (JSON lines as bytes): their extras
     become series too, exactly as one record at a time."""
+    import numpy as np
+
     from moeconsole.runner.ingest.live import LiveReader
     reader = LiveReader()
     # what ms-swift prints: a dict's str(), floats in their shortest form
@@ -195,8 +197,8 @@ def test_the_runners_columns_feed_the_other_series_from_template_rows():
         if not len(batch):
             continue
         rows = list(range(len(batch)))
-        book.feed_columns([float(s) for s in batch.steps], {k: v.tolist() for k, v in batch.values.items()},
-                          {k: p.tolist() for k, p in batch.present.items()}, {"t": 5.0}, records=batch.records)
+        book.feed_arrays(np.asarray(batch.steps, dtype=np.float64), batch.values, batch.present, {"t": 5.0},
+                         records=batch.records)
         for rec in seriesfile.as_dicts([batch.records[i] for i in rows]):
             ref.feed({**rec, "t": 5.0})
     assert book.other["token_acc"].n == 100 and book.other["token_acc"].last() == 0.6

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from moeconsole.runner.ingest.history import HistoryFold, last_record, read_history, scan_history
@@ -57,9 +58,8 @@ def history_book(path, fast: bool) -> tuple[seriesfile.SeriesBook, int]:
             return
         blocks = batch.other() if batch.other is not None else None
         as_columns[0] += sum(b[2] for b in blocks or () if isinstance(b, tuple))
-        book.feed_columns([float(s) for s in batch.steps], {k: v.tolist() for k, v in batch.values.items()},
-                          {k: p.tolist() for k, p in batch.present.items()}, last_record(batch) or {},
-                          records=batch.records, other=batch.other if fast else None)
+        book.feed_arrays(np.asarray(batch.steps, dtype=np.float64), batch.values, batch.present,
+                         last_record(batch) or {}, records=batch.records, other=batch.other if fast else None)
     scan_history(str(path), on_batch, chunk=4096)
     return book, as_columns[0]
 
@@ -337,3 +337,73 @@ def test_a_log_no_second_process_would_read_is_read_without_sampling_the_cores(t
     (tmp_path / "big").mkdir()
     read_history(str(path), HistoryFold(tmp_path / "big" / "metrics.jsonl", tmp_path / "big" / "evals.jsonl"), split_min_bytes=0)
     assert sampled == [1]
+
+
+def test_a_started_process_hands_its_template_over_and_the_head_is_not_read_again(tmp_path, monkeypatch):
+    """The process started early (``start_part``) learns the template from the log's head to find
+    its cut; the reading thread takes that template from the line it was learnt from (in the
+    plan), without reading and parsing the log's head again, and the history is the one a single
+    process reads."""
+    from moeconsole.runner.ingest import bulk, pipe
+    from moeconsole.runner.ingest.history import start_part
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=5500)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    heads: list[str] = []
+    real_learn = pipe.learn_template
+    monkeypatch.setattr(bulk, "learn_template", lambda *a, **k: heads.append("learn") or real_learn(*a, **k))
+    out = tmp_path / "two"
+    out.mkdir()
+    early = start_part(str(path), out / "metrics.jsonl", out / "evals.jsonl", chunk=4096, split_min_bytes=0)
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              split_min_bytes=0, chunk=4096, early=early)
+    assert stats.processes == 2, "the first part was read by the started process"
+    assert heads == [], "the log's head was read for a template again"
+    same_history(one, two)
+    assert history_children() == []
+
+
+def test_a_process_started_before_the_first_frame_takes_the_larger_part(tmp_path):
+    """Started before a UI's first frame (``start_part``), the second process reads while the UI
+    starts, and the reading thread shares its process with the UI: the started process cuts the
+    log later than a process started by the read itself would (``split_fraction(early=True)``,
+    at most MAX_SPLIT), and the history is still the one a single process reads."""
+    import os
+
+    from moeconsole.runner.ingest import bulk
+    from moeconsole.runner.ingest.history import MAX_SPLIT, SPAWN_BYTES, split_fraction, start_part
+    for size in (SPAWN_BYTES, 10 * SPAWN_BYTES, 50 * SPAWN_BYTES, 1000 * SPAWN_BYTES):
+        assert split_fraction(size) < split_fraction(size, early=True) <= MAX_SPLIT
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=5500)
+    size = os.path.getsize(path)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    out = tmp_path / "two"
+    out.mkdir()
+    early = start_part(str(path), out / "metrics.jsonl", out / "evals.jsonl", chunk=4096, split_min_bytes=0)
+    at, _ = early.split()
+    late = bulk.plan_split(str(path), split_min_bytes=0, fraction=split_fraction(size), fork=False)
+    assert late is not None and at > late[1] and size * MAX_SPLIT <= at < size
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              split_min_bytes=0, chunk=4096, early=early)
+    assert stats.processes == 2
+    same_history(one, two)
+
+
+def test_a_log_whose_dicts_change_shape_before_the_larger_cut_is_still_read_in_two(tmp_path):
+    """The template is learnt from the log's head: where the dicts have changed shape by the
+    larger part's cut (a MoE auxiliary loss appearing at 60% of the run) no line of the template
+    stands there, and the started process cuts where a process started by the read would; the
+    history is the one a single process reads."""
+    from moeconsole.runner.ingest.history import start_part
+    path = tmp_path / "train.log"
+    swift_log(path, steps=6000, shape_change_at=3600)
+    one, _ = folded(path, tmp_path / "one", workers=1)
+    out = tmp_path / "two"
+    out.mkdir()
+    early = start_part(str(path), out / "metrics.jsonl", out / "evals.jsonl", chunk=4096, split_min_bytes=0)
+    two, stats = read_history(str(path), HistoryFold(out / "metrics.jsonl", out / "evals.jsonl"),
+                              split_min_bytes=0, chunk=4096, early=early)
+    assert stats.processes == 2, "the first part was read by the started process"
+    same_history(one, two)
+    assert history_children() == []

@@ -166,8 +166,7 @@ def test_columns_give_what_one_by_one_gives():
         if part[0]["attempt"] != part[-1]["attempt"]:  # the runner's batches are one attempt each
             part = [r for r in part if r["attempt"] == part[0]["attempt"]]
         steps, values, present = records_to_columns(part)
-        cols.feed_columns(steps.astype(float).tolist(), {f: v.tolist() for f, v in values.items()},
-                          {f: p.tolist() for f, p in present.items()}, part[-1])
+        cols.feed_arrays(steps.astype(float), values, present, part[-1])
         i += len(part)
     assert json.dumps(one.to_doc()) == json.dumps(cols.to_doc())
 
@@ -276,16 +275,17 @@ def test_extend_array_keeps_exactly_what_appending_one_point_at_a_time_keeps():
         assert [v.hex() for v in many.means()[1]] == [v.hex() for v in one.means()[1]]
 
 
-def test_a_book_fed_numpy_columns_is_the_book_fed_lists():
-    """``feed_arrays`` (the history read's batches as they are) builds the same book as
-    ``feed_columns`` of the same batches as lists: chart series with values missing in some rows,
-    the other numbers of template rows (columns, a constant, the batch's time) and of the parser's
-    records among them, new series in the order the rows meet them."""
+def test_a_book_fed_numpy_columns_is_the_book_fed_one_record_at_a_time():
+    """``feed_arrays`` (the runner's live batches and the history read's, as they are) builds the
+    book ``feed`` builds of the same rows one record at a time: chart series with values missing
+    in some rows, the other numbers of template rows (columns, a constant, the batch's time) and
+    of the parser's records among them, new series in the order the rows meet them, batches of a
+    few rows (the per-value path) and of thousands (whole buckets by numpy)."""
     import random
 
     import numpy as np
     rnd = random.Random(7)
-    lists, arrays = seriesfile.SeriesBook(limit=64), seriesfile.SeriesBook(limit=64)
+    one, arrays = seriesfile.SeriesBook(limit=64), seriesfile.SeriesBook(limit=64)
     step = 1
     for b in range(60):
         n = rnd.choice([5, 200, 3000])
@@ -304,9 +304,18 @@ def test_a_book_fed_numpy_columns_is_the_book_fed_lists():
                 for i, s in enumerate(steps[cut:].tolist())]
         blocks = [(proto, cols, cut), recs]
         last = {"step": int(steps[-1]), "attempt": 1 + b // 30, "t": 1000.0 + b}
-        lists.feed_columns(steps.tolist(), {k: v.tolist() for k, v in values.items()},
-                           {k: p.tolist() for k, p in present.items()}, last, other=lambda: blocks)
         arrays.feed_arrays(steps, values, present, last, other=lambda: blocks)
+        for i in range(n):   # the same rows as the records they stand for, stamped as the batch
+            rec = {"step": int(steps[i]), "attempt": last["attempt"], "t": last["t"]}
+            rec.update({k: float(values[k][i]) for k in seriesfile.CHART_KEYS if present[k][i]})
+            if i < cut:
+                rec.update(lr=float(cols["lr"][i]), epoch=0.5,
+                           extra={"token_acc": float(cols["token_acc"][i]), "moe_aux": 0.01})
+            else:
+                rec.update({k: v for k, v in recs[i - cut].items() if k != "step"})
+            one.feed(rec)
         step += n
-    assert json.dumps(arrays.to_doc()) == json.dumps(lists.to_doc())
-    assert list(arrays.other) == list(lists.other)
+    a, o = arrays.to_doc(), one.to_doc()
+    assert a.pop("last_metrics") == last and o.pop("last_metrics")["step"] == last["step"]
+    assert json.dumps(a) == json.dumps(o)
+    assert list(arrays.other) == list(one.other)
