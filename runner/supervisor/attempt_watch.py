@@ -75,12 +75,15 @@ class AttemptWatch:
         self.returncode = rc if rc is not None else (self.exit_status.returncode if self.exit_status else None)
 
     def outlived_end(self, reaped: Mapping[int, int]) -> None:
-        """While the tree trains on after its leader's exit 0 (``lifecycle.Life.lingering``): a
-        process of it that ends badly is how the attempt ends (the training's own exit, not the
-        launcher's), so the judge classifies that return code and not the leader's 0."""
+        """After the leader's exit 0, while its log is read to the end or its tree trains on
+        (``lifecycle.Life.lingering``): a process of the tree that ends badly is how the attempt
+        ends (the training's own exit, not the launcher's), so the judge classifies that return
+        code and not the leader's 0. The first bad end counts; a leader's own failure is kept.
+        Only orphans reach the runner's reaping (it is their subreaper): a child reaped by its
+        own live parent is never seen here."""
         for pid, raw in reaped.items():
             rc = returncode_from_status(raw)
-            if pid in self.own_pids and rc != 0:
+            if pid in self.own_pids and rc != 0 and self.returncode == 0:
                 self.returncode = rc
 
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:

@@ -531,14 +531,16 @@ class Supervisor:
         now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
         reaped = proctree.reap_children()
         slurm_client.deliver_reaped(reaped)  # the Slurm engine's sbatch/squeue/scancel children
-        if self.life.lingering and not self.life.kill:
-            self.watch.outlived_end(reaped)
         if not self.draining:
             ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:
                 self._note_job()
             if ended:
                 self._on_leader_exit(rc)
+        if not self.life.kill and (self.draining or self.life.exited):
+            # after the leader's exit (this turn's included): a process of its tree that ends badly is
+            # the attempt's end, whether or not the tree was seen writing before it died
+            self.watch.outlived_end(reaped)
         if self.draining:  # the ended attempt is judged once its whole log is read (the crash text is at the end)
             user_kill = self.life.kill is not None and self.life.kill.reason == "user"  # ... except a user's kill
             if user_kill or not self.ingest(mono + CATCH_UP_TURN_S):

@@ -60,12 +60,15 @@ def test_ctrl_c_while_the_runner_is_started_says_the_run_goes_on(base, tmp_path,
                     subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
                                     str(base)], cwd=REPO, capture_output=True, timeout=120,
                                    env={**os.environ, "PYTHONPATH": str(REPO)})
-                proc = psutil.Process(pid)
-                try:
-                    proc.wait(timeout=60)
-                except psutil.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=30)
+                try:   # the kill above may have ended the runner already
+                    proc = psutil.Process(pid)
+                    try:
+                        proc.wait(timeout=60)
+                    except psutil.TimeoutExpired:
+                        proc.kill()
+                        proc.wait(timeout=30)
+                except psutil.NoSuchProcess:
+                    pass
 
 
 def test_run_detach_inside_tmux_asks_tmux_nothing(base, tmp_path):
