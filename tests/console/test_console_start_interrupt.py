@@ -22,6 +22,19 @@ from tests.waiting import until
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _end_runner(pid: int) -> None:
+    """Wait for a runner the kill ended (SIGKILL after a minute); one already gone is no error."""
+    try:
+        proc = psutil.Process(pid)
+        try:
+            proc.wait(timeout=60)
+        except psutil.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+    except psutil.NoSuchProcess:
+        pass
+
+
 def test_ctrl_c_while_the_runner_is_started_says_the_run_goes_on(base, tmp_path, monkeypatch, capsys):
     recipe = tmp_path / "sleeper.yaml"
     recipe.write_text('name: sleeper\ncommand: ["{python}", "-c", "import time; time.sleep(600)"]\n'
@@ -60,15 +73,7 @@ def test_ctrl_c_while_the_runner_is_started_says_the_run_goes_on(base, tmp_path,
                     subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
                                     str(base)], cwd=REPO, capture_output=True, timeout=120,
                                    env={**os.environ, "PYTHONPATH": str(REPO)})
-                try:   # the kill above may have ended the runner already
-                    proc = psutil.Process(pid)
-                    try:
-                        proc.wait(timeout=60)
-                    except psutil.TimeoutExpired:
-                        proc.kill()
-                        proc.wait(timeout=30)
-                except psutil.NoSuchProcess:
-                    pass
+                _end_runner(pid)
 
 
 def test_run_detach_inside_tmux_asks_tmux_nothing(base, tmp_path):
@@ -98,10 +103,5 @@ def test_run_detach_inside_tmux_asks_tmux_nothing(base, tmp_path):
             subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
                             str(base)], cwd=REPO, capture_output=True, timeout=120,
                            env={**os.environ, "PYTHONPATH": str(REPO)})
-            if runner and psutil.pid_exists(runner):
-                proc = psutil.Process(runner)
-                try:
-                    proc.wait(timeout=60)
-                except psutil.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=30)
+            if runner:
+                _end_runner(runner)
