@@ -58,7 +58,7 @@ def make_runs(base: Path, n: int) -> None:
                                     "loss": 2.0 - s / 40}) + "\n")
         run.write_state({"status": "succeeded", "name": "many", "attempt": 1, "step": 20, "max_steps": 20,
                          "started_at": now - n + i, "ended_at": now - n + i + 1, "restarts": 0})
-        seriesfile.save(run, seriesfile.load_book(run))
+        seriesfile.save_book(run, seriesfile.load_book(run))
 
 
 def ls(base: Path) -> float:

@@ -18,7 +18,7 @@ files): what ``bench_scale.py`` cannot resolve at the process level on a busy ma
   read makes set that pace; in the console the passes are paid wherever they fire.
 
 The agent files are the real format: ``bench/sim_agents.py`` over the fake NVML library;
-``ranks.json`` the runner's own (``ranktimes.save``) with 1,024 ranks, node 101's slower.
+``ranks.json`` the runner's own (``ranktimes.save_rank_times``) with 1,024 ranks, node 101's slower.
 
     .venv/bin/python bench/bench_nodes.py --baseline REV [--rounds 7]
 """
@@ -136,7 +136,7 @@ def agent_files(work: Path) -> Path:
     book = ranktimes.RankTimes()  # the runner's ranks.json of the job: 1,024 ranks, node 101 slower
     book.feed([{"step": 9, "step_time_s": 4.0 * (1.3 if r // 8 == 101 else 1.0) * (1 + (r % 7) / 700),
                 "extra": {"rank": r}} for r in range(1024)], now=time.time())
-    ranktimes.save(rundir.RunDir(run), book)
+    ranktimes.save_rank_times(rundir.RunDir(run), book)
     return run
 
 

@@ -87,7 +87,7 @@ def make_run(base: Path, steps: int) -> Path:
                                separators=(",", ":")) + "\n")
     run.write_state({"status": "succeeded", "name": run.run_id, "attempt": 1, "step": steps, "max_steps": steps,
                      "started_at": now - steps * 0.2, "ended_at": now, "restarts": 0})
-    seriesfile.save(run, seriesfile.load_book(run))
+    seriesfile.save_book(run, seriesfile.load_book(run))
     return run.path
 
 

@@ -62,7 +62,7 @@ def load_prefs(base: Path, recipe: str) -> ChartPrefs | None:
     return ChartPrefs.from_doc(_read_recipes(base).get(recipe))
 
 
-def save(base: Path, recipe: str, prefs: ChartPrefs) -> None:
+def save_prefs(base: Path, recipe: str, prefs: ChartPrefs) -> None:
     """Write the choice for ``recipe``, keeping every other recipe's (raises OSError)."""
     recipes = {k: v for k, v in _read_recipes(base).items() if isinstance(k, str) and isinstance(v, dict)}
     recipes[recipe] = prefs.to_doc()

@@ -232,7 +232,7 @@ class Import:
             self.book.evals_offset = self.run.evals.stat().st_size
         except OSError:
             self.book.evals_offset = 0
-        seriesfile.save(self.run, self.book)
+        seriesfile.save_book(self.run, self.book)
         root = self.source if self.source.is_dir() else self.source.parent
         try:
             names = os.listdir(root)

@@ -93,7 +93,7 @@ def _plot(curve: list[list[float]], path: Path, restarts_at: Sequence[int], *, f
     return None
 
 
-def sparkline(curve: list[list[float]], width: int = 60) -> str:
+def curve_sparkline(curve: list[list[float]], width: int = 60) -> str:
     ys = [p[1] for p in curve if math.isfinite(p[1])]
     if not ys:
         return ""
@@ -158,7 +158,7 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
     if image:
         lines += [f"![loss curve]({image})", ""]
     else:
-        spark = sparkline(r.get("loss_curve") or [])
+        spark = curve_sparkline(r.get("loss_curve") or [])
         lines += [f"`{spark}`" if spark else "(no loss values)", "", f"(no plot: {no_image_reason})", ""]
     lines += ["## Metrics", ""]
     lines += _table(["series", "first", "min", "median", "max", "last", "non-finite"],

@@ -78,7 +78,7 @@ def cmd_show(base, ref: str, as_json: bool) -> int:
     if path.exists() and not (path.is_dir() and rundir.is_run_dir(path)):
         return _show_foreign(path, as_json)
     run = rundir.resolve(base, ref)
-    return _show(run, as_json)
+    return _show_run(run, as_json)
 
 
 def _show_foreign(path: Path, as_json: bool) -> int:
@@ -89,12 +89,12 @@ def _show_foreign(path: Path, as_json: bool) -> int:
     from moeconsole.console.foreign import open_path
     scratch = Path(tempfile.mkdtemp(prefix="moeconsole-show-"))
     try:
-        return _show(open_path(path, scratch), as_json, imported_from=path)
+        return _show_run(open_path(path, scratch), as_json, imported_from=path)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _show(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) -> int:
+def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = None) -> int:
     summary = run_summary(run)
     if imported_from is not None:
         summary["imported_from"] = str(imported_from.resolve())

@@ -76,7 +76,7 @@ def stats_table(sides: list[Side], metric: str, width: int | None = None) -> Tab
         alerts = run.get("open_alerts") or 0
         crit = sum(1 for g in snap.alert_groups if g.active and g.critical)
         rows.append({
-            "glyph": glyph, "run": side.label, "status": run.get("status_word") or fmt.NA, "step": _step(run),
+            "glyph": glyph, "run": side.label, "status": run.get("status_word") or fmt.NA, "step": _step_cell(run),
             "ETA": fmt.duration(eta) if (eta := fmt.eta_shown(run)) is not None else fmt.NA,
             "alerts": (f"{alerts} ({crit} CRIT)" if crit else str(alerts)) if alerts else "0",
             "metric": fmt.num(s.last()) if s is not None else "not logged",
@@ -111,7 +111,7 @@ def legend_lines(labels: list[str], width: int) -> list[str]:
     return lines
 
 
-def _step(run: dict) -> str:
+def _step_cell(run: dict) -> str:
     step, total = run.get("step"), run.get("max_steps")
     if step is None:
         return fmt.NA

@@ -258,7 +258,7 @@ class RunScreen(Screen):
             return
         self.query_one(GpuPanel).show_gpu(snap.gpu, snap.nodes)
         hostline = self.query_one("#hostline", LinesView)
-        _show(hostline, snap.host is not None)
+        _set_display(hostline, snap.host is not None)
         if snap.host is not None:
             hostline.set_lines([[(host_words(snap.host, max(20, self.size.width - 2)), "")]])
         blockers = [b for b in snap.blockers if isinstance(b, dict)]
@@ -272,7 +272,7 @@ class RunScreen(Screen):
             table.show(blockers)
             if not real and table.has_focus:
                 self.query_one(EventPane).focus()  # a hidden table must not swallow Enter
-            _show(table, bool(real))
+            _set_display(table, bool(real))
         errors = [b["error"] for b in blockers if b.get("error")]
         title = self.query_one("#blockers-title", Static)
         killable = any(b.get("killable") for b in real)
@@ -294,7 +294,7 @@ class RunScreen(Screen):
         UNSAVED run (what to do next: ``fmt.ended_next_words``)."""
         banner = self.query_one("#runner-gone", Static)
         failed = fmt.ended_next_words(run)
-        _show(banner, bool(run.get("stale") or failed))
+        _set_display(banner, bool(run.get("stale") or failed))
         if failed:
             _set_text(banner, failed)
         if run.get("stale"):
@@ -313,7 +313,7 @@ class RunScreen(Screen):
         headline = next((g.key for g in self.active_alerts if g.critical), None)  # the status line shows it
         bar.show_alerts(self.active_alerts, room=4 if self.size.height >= 36 else 2, in_headline=headline,
                         width=max(40, self.size.width - 2) if self.size.width else None)
-        _show(bar, bool(self.active_alerts))
+        _set_display(bar, bool(self.active_alerts))
         seen = {g.key: g.count for g in groups}
         if self._seen_alerts is None:  # history is not news
             self._seen_alerts = seen
@@ -571,7 +571,7 @@ def _browser_from_first_screen(app: object) -> bool:
     return bool(take()) if take is not None else False
 
 
-def _show(widget, visible: bool) -> None:
+def _set_display(widget, visible: bool) -> None:
     """Show or hide a widget; untouched when already so (every change costs a new layout)."""
     if widget.display != visible:
         widget.display = visible

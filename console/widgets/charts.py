@@ -93,7 +93,7 @@ class ChartRow(Horizontal):
         if not self._recipe_name:
             return
         try:
-            chartprefs.save(self.base, self._recipe_name, chartprefs.ChartPrefs(
+            chartprefs.save_prefs(self.base, self._recipe_name, chartprefs.ChartPrefs(
                 charts=list(self.chart_choice or []), smooth=self.smooth, log=self.log_y))
         except OSError as exc:
             self.notify(f"chart choice not saved: {exc}", severity="warning")

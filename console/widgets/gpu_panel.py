@@ -41,7 +41,7 @@ def bar(frac: float | None, width: int) -> str:
     return "[" + body.ljust(width) + "]"
 
 
-def sparkline(values: list[float], width: int) -> str:
+def percent_sparkline(values: list[float], width: int) -> str:
     vals = values[-width:]
     return "".join(SPARK[min(7, max(0, int(v / 100 * 7.999)))] for v in vals).ljust(width)
 
@@ -76,7 +76,7 @@ def gpu_row_pieces(g: dict, width: int, history: list[float] | None = None) -> P
         used_w += len(piece[0])
     if history and width - used_w >= 12:
         spark_w = min(len(history), width - used_w - 1, 30)
-        pieces.append((" " + sparkline(history, spark_w), "gpu--spark"))
+        pieces.append((" " + percent_sparkline(history, spark_w), "gpu--spark"))
     return pieces
 
 

@@ -35,6 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from moeconsole.runner.core.errors import shown
+
 
 class DcpMetadataError(ValueError):
     """``.metadata`` cannot be read as a DCP index. ``refused`` names a global outside the
@@ -229,23 +231,23 @@ def is_optimizer_state(fqn: str) -> bool:
     return fqn == "optimizer" or fqn.startswith("optimizer.")
 
 
-def _shown(name: Any) -> str:
-    """A name from the file, quoted and cut to a readable length for a message."""
-    text = name if isinstance(name, str) else type(name).__name__
-    return repr(text[:120] + ("..." if len(text) > 120 else ""))
+def _quoted_name(name: Any) -> str:
+    """A name from the file quoted for a message (``errors.shown``: the one quote-and-cut rule),
+    a non-string by its type's name."""
+    return shown(name if isinstance(name, str) else type(name).__name__, 122)
 
 
 def _tensor(fqn: str, meta: Any) -> DcpTensor:
     size = getattr(meta, "size", None)
     chunks = getattr(meta, "chunks", None)
     if not isinstance(size, tuple) or not isinstance(chunks, list):
-        raise DcpMetadataError(f"tensor {_shown(fqn)} has no size or chunk list")
+        raise DcpMetadataError(f"tensor {_quoted_name(fqn)} has no size or chunk list")
     if len(size) > _MAX_DIMS or not all(type(s) is int and 0 <= s < 1 << 63 for s in size):
-        raise DcpMetadataError(f"tensor {_shown(fqn)} has a size that is not up to {_MAX_DIMS} non-negative "
+        raise DcpMetadataError(f"tensor {_quoted_name(fqn)} has a size that is not up to {_MAX_DIMS} non-negative "
                                "64-bit integers")
     for c in chunks:
         if not isinstance(c, _Chunk):
-            raise DcpMetadataError(f"tensor {_shown(fqn)} has a chunk that is not ChunkStorageMetadata")
+            raise DcpMetadataError(f"tensor {_quoted_name(fqn)} has a chunk that is not ChunkStorageMetadata")
     dtype = getattr(getattr(meta, "properties", None), "dtype", None)
     return DcpTensor(fqn, size, dtype if isinstance(dtype, str) else "unknown", len(chunks))
 
@@ -325,7 +327,7 @@ def _build_index(raw: bytes) -> DcpIndex:
         elif isinstance(meta, _BytesStorage):
             index.byte_items += 1
         else:
-            raise DcpMetadataError(f"entry {_shown(fqn)} is neither tensor nor bytes storage metadata")
+            raise DcpMetadataError(f"entry {_quoted_name(fqn)} is neither tensor nor bytes storage metadata")
     storage = getattr(md, "storage_data", None)
     if not isinstance(storage, dict):
         raise DcpMetadataError("has no storage_data (the map from items to .distcp files)")
@@ -335,10 +337,10 @@ def _build_index(raw: bytes) -> DcpIndex:
             raise DcpMetadataError(f"storage entry of type {type(info).__name__}, not _StorageInfo")
         rel = getattr(info, "relative_path", None)
         if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
-            raise DcpMetadataError(f"storage entry with a bad file name {_shown(rel)}")
+            raise DcpMetadataError(f"storage entry with a bad file name {_quoted_name(rel)}")
         offset, length = getattr(info, "offset", None), getattr(info, "length", None)
         if type(offset) is not int or type(length) is not int or offset < 0 or length < 0:
-            raise DcpMetadataError(f"storage entry in {_shown(rel)} without a non-negative offset and length")
+            raise DcpMetadataError(f"storage entry in {_quoted_name(rel)} without a non-negative offset and length")
         end = offset + length
         if end > index.extents.get(rel, -1):
             index.extents[rel] = end

@@ -1284,7 +1284,7 @@ def _iter_clean(log_tail: Iterable[str]) -> Iterable[tuple[str, int | None, int]
             yield _clean(raw)
 
 
-def _scan(log_tail: Iterable[str]) -> _Scan:
+def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     """One pass over the tail, collecting every signature hit and the torchrun block."""
     s = _Scan()
     frames: dict[int | None, list[tuple[str, str]]] = {}
@@ -1584,7 +1584,7 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         raise ValueError("exit status 0 is a clean exit, not a crash")
     if user_kill:
         return _verdict("user_kill", [], "stopped by the user", retryable=False, recovery="none")
-    s = _scan(log_tail)
+    s = _scan_tail(log_tail)
     code, signum, status_lines = _effective_status(exit_code, s)
     if divergence:
         return _verdict("divergence", s.div.decisive + s.div.support,

@@ -34,7 +34,7 @@ def _write_record(path: str, record: dict) -> None:
     os.replace(tmp, path)
 
 
-def _start(argv: list[str]) -> tuple[int, str | None]:
+def _fork_exec(argv: list[str]) -> tuple[int, str | None]:
     """Fork and exec the command; an exec failure comes back through a close-on-exec pipe."""
     rfd, wfd = os.pipe()  # both close-on-exec (PEP 446)
     pid = os.fork()
@@ -59,7 +59,7 @@ def run(exit_path: str, argv: list[str]) -> int:
     for s in FORWARDED:
         signal.signal(s, signal.SIG_IGN)
     started = time.time()
-    pid, error = _start(argv)
+    pid, error = _fork_exec(argv)
     if error:
         sys.stderr.write(f"moeconsole: {error}\n")
         sys.stderr.flush()

@@ -49,7 +49,7 @@ def patch(text: str, new: dict) -> str:
 
 
 # ---- rendering --------------------------------------------------------------------------------
-def _scalar(value: Any, style: str | None) -> str:
+def _scalar_token(value: Any, style: str | None) -> str:
     """One scalar as a flow token, in the quoting ``style`` of the node it replaces ('"', "'" or
     None for plain) when that quoting can carry it."""
     if not isinstance(value, str):
@@ -65,8 +65,8 @@ def _flow(value: Any, style: str | None = None) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_flow(v, style) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_scalar(k, None)}: {_flow(v, style)}" for k, v in value.items()) + "}"
-    return _scalar(value, style)
+        return "{" + ", ".join(f"{_scalar_token(k, None)}: {_flow(v, style)}" for k, v in value.items()) + "}"
+    return _scalar_token(value, style)
 
 
 def _style_of(nodes: list) -> str | None:
@@ -123,12 +123,12 @@ def _add_entries(text: str, node: yaml.MappingNode, entries: list, values: dict)
     if node.flow_style or not entries:
         close = node.end_mark.index - 1
         sep = ", " if entries else ""
-        body = ", ".join(f"{_scalar(k, None)}: {_flow(v)}" for k, v in values.items())
+        body = ", ".join(f"{_scalar_token(k, None)}: {_flow(v)}" for k, v in values.items())
         return close, close, sep + body
     _, k_last, v_last = entries[-1]
     indent = " " * k_last.start_mark.column
     at = _line_end(text, _value_end(text, v_last))
-    lines = "".join(f"{indent}{_scalar(k, None)}: {_flow(v)}\n" for k, v in values.items())
+    lines = "".join(f"{indent}{_scalar_token(k, None)}: {_flow(v)}\n" for k, v in values.items())
     if at == len(text) and not text.endswith("\n"):
         lines = "\n" + lines
     return at, at, lines
@@ -161,7 +161,7 @@ def _sequence(text: str, node: yaml.SequenceNode, old: list, new: list, edits: l
             continue
         if op == "replace" and i2 - i1 == j2 - j1:
             for i, j in zip(range(i1, i2), range(j1, j2)):
-                edits.append((items[i].start_mark.index, items[i].end_mark.index, _scalar(new[j], items[i].style)))
+                edits.append((items[i].start_mark.index, items[i].end_mark.index, _scalar_token(new[j], items[i].style)))
             continue
         if op in ("replace", "delete"):
             edits.append(_remove_items(text, items, i1, i2, flow))
@@ -181,7 +181,7 @@ def _remove_items(text: str, items: list, i1: int, i2: int, flow: bool) -> Edit:
 
 def _insert_items(text: str, node: yaml.SequenceNode, items: list, at: int, values: list, style: str | None,
                   flow: bool) -> Edit:
-    tokens = [_scalar(v, style) for v in values]
+    tokens = [_scalar_token(v, style) for v in values]
     if flow:
         if at < len(items):
             pos = items[at].start_mark.index

@@ -105,7 +105,7 @@ class GpuHistory:
         return 0.0 if self.t0 is None or self.t_last is None else self.t_last - self.t0
 
 
-def save(run: rundir.RunDir, history: GpuHistory) -> None:
+def save_history(run: rundir.RunDir, history: GpuHistory) -> None:
     jsonio.atomic_write_json(run.gpu_history, history.to_doc())
     history.changed = False
 

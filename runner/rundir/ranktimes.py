@@ -48,7 +48,7 @@ class RankTimes:
         return {"v": SCHEMA, "t": time.time(), "ranks": {str(r): e for r, e in sorted(self.ranks.items())}}
 
 
-def save(run: rundir.RunDir, book: RankTimes) -> None:
+def save_rank_times(run: rundir.RunDir, book: RankTimes) -> None:
     jsonio.atomic_write_json(run.rank_times, book.to_doc())
     book.changed = False
 

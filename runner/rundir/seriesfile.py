@@ -500,7 +500,7 @@ def _decode_json_array(doc: bytes) -> list:
     return msgspec.json.decode(doc)
 
 
-def save(run: rundir.RunDir, book: SeriesBook) -> None:
+def save_book(run: rundir.RunDir, book: SeriesBook) -> None:
     jsonio.atomic_write_json(run.series, book.to_doc())
 
 

@@ -372,7 +372,7 @@ def _recipe_values(path: str | None) -> dict[str, Any]:
     return flatten_recipe(data) if data else {}
 
 
-def _short(v: Any) -> str:
+def _clipped_json(v: Any) -> str:
     text = v if isinstance(v, str) else json.dumps(v, default=str)
     return clip(text, 24)
 
@@ -384,9 +384,9 @@ def _value_label(key: str, value: Any) -> str:
     if key.startswith("command "):
         flag = key[len("command "):]
         if not flag.startswith("-"):
-            return _short(value)
-        return flag if value is True else f"{flag}={_short(value)}"
-    return f"{key}={_short(value)}"
+            return _clipped_json(value)
+        return flag if value is True else f"{flag}={_clipped_json(value)}"
+    return f"{key}={_clipped_json(value)}"
 
 
 def _cached_values(row: dict, conn: "sqlite3.Connection | None") -> dict[str, str]:
@@ -488,7 +488,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
         rows = [dict(r) for r in conn.execute(sql, args)]
         if not refresh:
-            return [_shown(r) for r in rows]
+            return [_without_cache_column(r) for r in rows]
         for i, row in enumerate(rows):
             fresh = refresh_live(row)
             if any(fresh.get(k) != row.get(k) for k in COLUMNS if k != "updated_at"):
@@ -500,12 +500,12 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         names = display_names(rows, conn)
         for row in rows:
             row["display_name"] = names.get(row["id"], row.get("name") or row["id"])
-        return [_shown(r) for r in rows]
+        return [_without_cache_column(r) for r in rows]
     finally:
         conn.close()
 
 
-def _shown(row: dict) -> dict:
+def _without_cache_column(row: dict) -> dict:
     """A row as callers get it: without the index's own cache column."""
     row.pop("recipe_values", None)
     return row

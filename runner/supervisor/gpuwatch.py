@@ -76,6 +76,6 @@ class GpuWatch:
         if self.history.changed and (force or time.monotonic() - self._saved_at >= gpuhistory.SAVE_S):
             self._saved_at = time.monotonic()
             try:
-                gpuhistory.save(self.run, self.history)
+                gpuhistory.save_history(self.run, self.history)
             except OSError as exc:
                 self.diag(f"gpu-history.json not written: {exc}")

@@ -323,7 +323,7 @@ class IngestPipe:
         self._save_series(force)
         if self.rank_times.changed:
             try:
-                ranktimes.save(self.run, self.rank_times)
+                ranktimes.save_rank_times(self.run, self.rank_times)
             except OSError as exc:
                 self.diag(f"ranks.json not written: {exc}")
 
@@ -338,7 +338,7 @@ class IngestPipe:
         if (self.book.metric_count, self.book.offset) == self._book_saved:
             return
         try:
-            seriesfile.save(self.run, self.book)
+            seriesfile.save_book(self.run, self.book)
         except OSError as exc:
             self.diag(f"series.json not written: {exc}")
             return

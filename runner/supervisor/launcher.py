@@ -206,7 +206,7 @@ class Launcher:
         if mode == "refuse":
             n = DRIFT_KEYS_SHOWN
             what = "; changed: " + ", ".join(
-                f"{c['key']} {_short(c['a'])} -> {_short(c['b'])}" for c in changed[:n]) if changed else ""
+                f"{c['key']} {_clipped_text(c['a'])} -> {_clipped_text(c['b'])}" for c in changed[:n]) if changed else ""
             more = f" and {len(changed) - n} more" if len(changed) > n else ""
             msg = (f"recipe drift: {path} was saved by recipe {other}, this recipe is {self.hash}{what}{more}; "
                    f"refusing to resume (use --allow-drift, or resume.drift: warn to start fresh)")
@@ -237,6 +237,6 @@ class Launcher:
         return []
 
 
-def _short(v: Any, n: int = 24) -> str:
+def _clipped_text(v: Any, n: int = 24) -> str:
     text = "(none)" if v is None else str(v)
     return clip(text, n)

@@ -89,7 +89,7 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 PROC_SELF_CGROUP = "/proc/self/cgroup"
 
 
-def _read_text(path: str) -> str | None:
+def _read_cgroup_file(path: str) -> str | None:
     try:
         with open(path, "rb") as fh:
             return fh.read(4096).decode("ascii", "replace")
@@ -98,7 +98,7 @@ def _read_text(path: str) -> str | None:
 
 
 def _quota_v2(directory: str) -> float | None:
-    text = _read_text(os.path.join(directory, "cpu.max"))
+    text = _read_cgroup_file(os.path.join(directory, "cpu.max"))
     parts = (text or "").split()
     if len(parts) != 2 or parts[0] == "max":
         return None
@@ -110,7 +110,7 @@ def _quota_v2(directory: str) -> float | None:
 
 
 def _quota_v1(directory: str) -> float | None:
-    quota, period = (_read_text(os.path.join(directory, name)) for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us"))
+    quota, period = (_read_cgroup_file(os.path.join(directory, name)) for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us"))
     try:
         q, p = int((quota or "").strip()), int((period or "").strip())
     except ValueError:
@@ -127,7 +127,7 @@ def quota_cores(root: str | None = None, own: str | None = None) -> float | None
     show (a container without its own cgroup namespace sees its cgroup at the mount's root) is
     looked for from its deepest existing part up to the mount's root."""
     root = CGROUP_ROOT if root is None else root
-    text = _read_text(PROC_SELF_CGROUP if own is None else own)
+    text = _read_cgroup_file(PROC_SELF_CGROUP if own is None else own)
     if text is None:
         return None
     limits: list[float] = []

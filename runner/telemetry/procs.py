@@ -253,7 +253,7 @@ def _psutil_rows() -> list[_Row]:
     return rows
 
 
-def _scan(read_env: bool) -> dict[int, _Row]:
+def _scan_process_table(read_env: bool) -> dict[int, _Row]:
     """Every process with the cheap facts; the run markers from the environment of the
     processes we may read (our own uid, or all when root)."""
     global _markers
@@ -491,7 +491,7 @@ def find_blockers(gpu: GpuSnapshot | None, *, run_id: str | None = None,
     tree = set(run_tree or ())
     usage = gpu.pid_usage() if gpu is not None else {}
     holders, _ = port_users(port) if port else (set(), 0)
-    rows = _scan(read_env=True)
+    rows = _scan_process_table(read_env=True)
     view = view or RunView()
     skip = self_and_ancestors()
     run_context = run_id is not None or run_tree is not None

@@ -70,7 +70,7 @@ def _environ(pid: int) -> dict[str, str] | None:
     return out
 
 
-def _scan() -> Iterable[tuple[int, str, dict[str, str]]]:
+def _processes_with_run_env() -> Iterable[tuple[int, str, dict[str, str]]]:
     me, root = os.getuid(), os.geteuid() == 0
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -93,4 +93,4 @@ def scan_node_ranks(run_id: str, node: str | None = None) -> dict:
     process runs on, if any."""
     if node is None:
         node = os.environ.get(NODE_ENV)
-    return node_view(_scan(), run_id, node, skip=(os.getpid(),))
+    return node_view(_processes_with_run_env(), run_id, node, skip=(os.getpid(),))

@@ -166,7 +166,7 @@ def test_the_book_keeps_lr_epoch_extras_and_eval_values_and_reads_old_books_agai
     assert book.other["token_acc"].last() == 1.0 and book.other["lr"].n == 500
     assert math.isnan(max(book.other["load_balancing_loss"].points()[1], key=lambda v: v != v))
     assert book.eval_values["eval_token_acc"].last() == 0.7
-    seriesfile.save(run, book)
+    seriesfile.save_book(run, book)
     again = seriesfile.load_book(run)
     assert again.to_doc() == book.to_doc()
     # a book of the old schema (no other series) is not trusted: rebuilt from metrics.jsonl
@@ -372,7 +372,7 @@ def test_five_charts_at_120_columns_keep_their_ema_and_log_marks(base, make_run)
     that say how a chart is drawn (``~.6`` EMA, ``log`` axis) ever do."""
     from moeconsole.console import chartprefs
     run = _run_with_extras(base, make_run)
-    chartprefs.save(base, "demo", chartprefs.ChartPrefs(
+    chartprefs.save_prefs(base, "demo", chartprefs.ChartPrefs(
         charts=["loss", "grad_norm", "mem_gib", "eval:loss", "token_acc"], smooth=0.6, log=True))
 
     async def go():

@@ -142,7 +142,7 @@ def _history(run) -> None:
                                               "mem_total_mib": 143_771} for i in range(8)]},
                {"cpu_pct": 30 + (k % 7), "ram_used_gib": 1400 + k / 100, "ram_total_gib": 2015.6,
                 "hostname": "gpu-node-017"}, t)
-    gpuhistory.save(run, h)
+    gpuhistory.save_history(run, h)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36), (160, 48)])

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from moeconsole.console import chartprefs
 try:
-    chartprefs.save(Path(sys.argv[1]), "demo", chartprefs.ChartPrefs(charts=["loss"], smooth=0.5, log=True))
+    chartprefs.save_prefs(Path(sys.argv[1]), "demo", chartprefs.ChartPrefs(charts=["loss"], smooth=0.5, log=True))
 except OSError as exc:
     print(f"chart choice not saved: {exc}")   # the toast's words (console/widgets/charts.py _save_prefs)
 """

@@ -53,7 +53,7 @@ def test_rank_prefixed_lines_give_each_rank_its_step_time(tmp_path):
     assert book.changed and {r: (e["step"], e["step_time_s"]) for r, e in book.ranks.items()} == \
         {0: (2, 1.0), 1: (2, 1.1), 2: (2, 1.2)}
     run = rundir.RunDir(tmp_path)
-    ranktimes.save(run, book)
+    ranktimes.save_rank_times(run, book)
     assert not book.changed and ranktimes.load_rank_times(run)[2]["step_time_s"] == 1.2
     (tmp_path / "ranks.json").write_text("{broken")
     assert ranktimes.load_rank_times(run) == {}

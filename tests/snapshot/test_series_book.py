@@ -58,7 +58,7 @@ def test_series_doc_round_trips_and_continues_like_the_original():
 def test_book_plus_tail_equals_a_full_read_and_a_stale_book_is_rebuilt(tmp_path):
     run = _run(tmp_path)
     _write_metrics(run, range(0, 30_000), nan_at=777)
-    seriesfile.save(run, seriesfile.load_book(run))          # what the runner leaves behind
+    seriesfile.save_book(run, seriesfile.load_book(run))          # what the runner leaves behind
     _write_metrics(run, range(30_000, 31_000))
     _write_metrics(run, range(31_000, 32_000), attempt=2)
     cached = seriesfile.load_book(run)
@@ -68,7 +68,7 @@ def test_book_plus_tail_equals_a_full_read_and_a_stale_book_is_rebuilt(tmp_path)
     assert cached.metric_count == 32_000 and cached.restarts_at == [31_000]
 
     # a book that describes a longer (replaced) metrics file is not trusted
-    seriesfile.save(run, fresh)
+    seriesfile.save_book(run, fresh)
     run.metrics.write_text(run.metrics.read_text().splitlines(keepends=True)[0])
     assert seriesfile.load_book(run).metric_count == 1
     # nor one whose offset falls inside a line, nor a corrupt one
@@ -85,7 +85,7 @@ def test_json_once_agrees_with_and_without_the_book(tmp_path):
     tail) prints the very same run, series and last metrics as a full read."""
     run = _run(tmp_path)
     _write_metrics(run, range(200_000), nan_at=150_000)
-    seriesfile.save(run, seriesfile.load_book(run))
+    seriesfile.save_book(run, seriesfile.load_book(run))
     _write_metrics(run, range(200_000, 200_050))
 
     def once() -> dict:
@@ -112,7 +112,7 @@ def test_json_once_agrees_with_and_without_the_book(tmp_path):
 def test_run_comparison_reads_every_point(tmp_path):
     run = _run(tmp_path)
     _write_metrics(run, range(10_000))
-    seriesfile.save(run, seriesfile.load_book(run))
+    seriesfile.save_book(run, seriesfile.load_book(run))
     snap = RunWatcher(run, full=True).poll(with_gpu=False)
     assert len(snap.series["loss"].points()[0]) == 10_000
     assert len(RunWatcher(run).poll(with_gpu=False).series["loss"].points()[0]) <= seriesfile.DEFAULT_LIMIT

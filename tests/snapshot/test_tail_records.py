@@ -26,7 +26,7 @@ def make_run(tmp_path, stamped: bool = True) -> rundir.RunDir:
                 mf.write(jsonio.dumps(rec) + "\n")
             at += len(line) + 1
     run.log.write_text("".join(line + "\n" for line in lines))
-    seriesfile.save(run, seriesfile.load_book(run))   # series.json covers every record
+    seriesfile.save_book(run, seriesfile.load_book(run))   # series.json covers every record
     return run
 
 

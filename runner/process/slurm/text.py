@@ -48,7 +48,7 @@ class JobState:
         return self.state in PENDING_STATES
 
 
-def _state_word(text: str) -> str:
+def _job_state_word(text: str) -> str:
     """``CANCELLED by 0`` -> ``CANCELLED``; ``RUNNING+`` (sacct's truncation mark) -> ``RUNNING``."""
     return text.strip().split()[0].rstrip("+").upper() if text.strip() else "UNKNOWN"
 
@@ -82,7 +82,7 @@ def parse_squeue(out: str, job_id: str) -> JobState | None:
         reason = parts[2].strip() or None
         if reason in ("None", "(null)"):
             reason = None
-        return JobState(job_id, _state_word(parts[1]), reason, None, None, expand_nodes(parts[3]), "squeue")
+        return JobState(job_id, _job_state_word(parts[1]), reason, None, None, expand_nodes(parts[3]), "squeue")
     return None
 
 
@@ -100,7 +100,7 @@ def parse_scontrol_job(out: str) -> JobState | None:
     if reason in ("None", "(null)", ""):
         reason = None
     nodes = fields.get("NodeList") or ""
-    return JobState(job_id, _state_word(fields.get("JobState", "")), reason, code, sig,
+    return JobState(job_id, _job_state_word(fields.get("JobState", "")), reason, code, sig,
                     expand_nodes("" if nodes == "(null)" else nodes), "scontrol")
 
 
@@ -114,7 +114,7 @@ def parse_sacct(out: str, job_id: str) -> JobState | None:
         if len(parts) < 4 or parts[0] != job_id:
             continue
         code, sig = _exit(parts[2])
-        return JobState(job_id, _state_word(parts[1]), None, code, sig, expand_nodes(parts[3]), "sacct")
+        return JobState(job_id, _job_state_word(parts[1]), None, code, sig, expand_nodes(parts[3]), "sacct")
     return None
 
 

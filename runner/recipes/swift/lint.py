@@ -418,7 +418,7 @@ def rule_merged_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
                                                      "(checkpoint-N-merged/); size unknown from the model name")]
     per_byte = sizes.DTYPE_BYTES.get((cmd.get("torch_dtype") or "bfloat16").lower(), 2)
     per_save = params * 1e9 * per_byte
-    on_disk, kept = saves_on_disk(recipe, cmd)
+    on_disk, kept = recipe_saves_on_disk(recipe, cmd)
     need = on_disk * per_save
     how = ("" if cmd.flag("merge_lora") else " (merge_lora not given: it follows save_safetensors, true)")
     msg = (f"merge_lora true{how} writes a full merged model at every save: ~{disk_bytes(per_save)} each for "
@@ -434,7 +434,7 @@ def rule_merged_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     return [problem("info" if cmd.num("save_total_limit") else "warning", "swift_merged_save_disk", msg)]
 
 
-def saves_on_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> tuple[int, str]:
+def recipe_saves_on_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> tuple[int, str]:
     """How many saves can sit on disk at once over the whole run, and why, in words: every
     ``save_steps`` and one at the end; ``save_total_limit`` per output directory (rotation after
     each save, ``_rotate_checkpoints``); every restart a new ``v<N>-<time>/`` that later attempts
@@ -478,7 +478,7 @@ def rule_adapter_disk(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     full_state = n * (sizes.SHARD_BYTES_PER_PARAM + sizes.OPTIMIZER_BYTES_PER_PARAM) \
         if cmd.flag("no_save_optim") is False else 0
     per_save = adapter + full_state
-    on_disk, kept = saves_on_disk(recipe, cmd)
+    on_disk, kept = recipe_saves_on_disk(recipe, cmd)
     need = on_disk * per_save
     parts = f"~{disk_bytes(adapter)} adapter ({n / 1e9:.2f}B LoRA parameters x {per_byte} B)"
     if full_state:
