@@ -500,7 +500,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nccl", ("NCCL", "nccl", "atchdog", "Heartbeat monitor timed out", "DistBackendError", "before timing out", "Notify register",
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
-              "Getting socket times out")),
+              "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
+              "non-zero status:", "NULL value", "init failed for transport")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -546,7 +547,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "OfflineModeIsEnabled", "HF_HUB_OFFLINE", "We couldn't connect to", "Unauthorized for url",
              "NotExistError", "does not exist!", "not exists on", "Can't load tokenizer for")),
     ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
-              "QuotaExceeded", "unexpected pos ")),
+              "QuotaExceeded", "unexpected pos ", "shared memory segment", "failed to extend")),
 )
 
 
@@ -569,9 +570,14 @@ def _families(text: str) -> set[str]:
 _OOM_VLLM = (r"is less than desired GPU memory utilization|No available memory for the cache blocks"
              r"|KV cache is needed, which is larger than the available KV cache memory")
 _OOM_VLLM_RE = re.compile(_OOM_VLLM)
+_OOM_VLLM_WAKE = re.compile(r"CUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+")
 # (Ray's ``ray.exceptions.OutOfMemoryError`` is its host-memory monitor: see _HOST_OOM)
 _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError|CUDA error: out of memory"
                   r"|Cuda failure 'out of memory'"
+                  # vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp CUDA_CHECK: "CUDA Error: %s at %s:%d"
+                  # with cuGetErrorString): a colocated rollout engine that could not map its memory back on
+                  # wake_up ("CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56")
+                  r"|CUDA Error: out of memory at \S+:\d+"
                   # ROCm builds of torch (c10/hip, hipified CUDACachingAllocator): "HIP out of memory.
                   # Tried to allocate ..."; the HIP runtime's own name for the error
                   r"|HIP out of memory|HIP error: out of memory|hipErrorOutOfMemory|cudaErrorMemoryAllocation"
@@ -639,7 +645,24 @@ _WATCHDOG_CAUGHT = r"Watchdog caught(?: collective|\s*(?:c(?:o(?:l(?:l(?:e(?:c(?
 # CANN's device error report of an HCCL collective stuck past HCCL_EXEC_TIMEOUT ("... hccl fftsplus task
 # timeout occurred during task execution, stream_id:5, ...")
 _HCCL_TASK_TIMEOUT_RE = r"hccl (?:\w+ )?task timeout occurred"
-_NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for"
+# DeepEP, the expert-parallel all-to-all of Megatron-core's flex token dispatcher, NeMo and SGLang MoE runs, in
+# its own words (deepseek-ai/DeepEP): the host side giving up on the counts the other ranks send
+# (csrc/legacy/buffer.hpp: ``throw std::runtime_error("DeepEP error: timeout (dispatch CPU)")`` after printing
+# "Global rank: %d, num_recv_tokens: %d, num_rdma_recv_tokens: %d", older "DeepEP error: CPU recv timeout";
+# csrc/elastic/buffer.hpp: EPException "Dispatch CPU wait exception (FILE:LINE): ...") and its kernels' timeout
+# printfs before they trap() (csrc/kernels/legacy/internode.cu, intranode.cu, utils.cuh, deep_ep/include/.../
+# impls/*.cuh: "DeepEP dispatch forwarder timeout (RDMA meta), channel: ...", "DeepEP combine forwarder (NVL
+# check) timeout, ...", "DeepEP timeout for dispatch receivers, rank ...", "DeepEP timeout check failed: ...",
+# "DeepEP NVLink barrier timeout, ...", "DeepEP notify (GPU reduction) timeout, ..."). A collective that timed
+# out, as NCCL's watchdog says it: the same class, usually the echo of a rank that died or hung. The low-latency
+# kernels' "Warning: DeepEP timeout for dispatch receive, ..." masks the rank and goes on when a mask buffer is
+# set (internode_ll.cu): supporting only.
+_DEEPEP_TIMEOUT_RE = (r"DeepEP error: (?:timeout \(|CPU recv timeout)|Dispatch CPU wait exception \("
+                      r"|Global rank: \d+, num_recv_tokens: -?\d+, num_rdma_recv_tokens: -?\d+"
+                      r"|(?<!Warning: )\bDeepEP (?:[\w()/%-]+ ){0,6}?timeout\b")
+_DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
+_DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
+_NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE +
                            r"|milliseconds before timing out|Timeout at NCCL work: \d+"
                            r"|Received a dump signal due to a collective timeout"
                            r"|The wait execution of the Notify register times out|Getting socket times out"
@@ -657,13 +680,29 @@ _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for"
 # trace reaching the proxy's progress thread ("proxy.cc:878 -> 6 [Progress Thread]", its INFO
 # printed only when progressOps failed). Not NCCL's INFO "[Service thread] Connection closed by
 # localRank N": every normal teardown prints it.
+# NCCL's IB verbs wrappers (misc/ibvwrap.cc IBV_INT_CHECK_RET_ERRNO & co.) when a verbs call failed and NCCL
+# gives up on it, at WARN level: "Call to ibv_create_cq failed with error Cannot allocate memory" (locked memory:
+# ulimit -l), 2.2x "Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT,
+# next state RTR, local GID index 3, ..." (a RoCE GID or route that does not work). The optional probes log the
+# same words at INFO and recover: only the WARN line counts.
 _NCCL_TRANSPORT = re.compile(
-    r"NET/IB\w*(?:/GIN)? ?: ?Got completion (?:from peer \S+ )?with (?:error|status)"
+    r"(?<=NCCL WARN )Call to ibv_\w+ failed"
+    r"|NET/IB\w*(?:/GIN)? ?: ?Got completion (?:from peer \S+ )?with (?:error|status)"
     r"|(?:Net|socketProgress(?:Opt)?) ?: (?:Connection closed by remote peer|Call to recv from \S+ failed)"
     r"|socketStartConnect: Connect to \S+ failed"
     r"|\[Proxy Service \d+\] Failed to execute operation \w+ from rank \d+"
     r"|Socket recv failed while polling for opId"
     r"|NCCL INFO [\w/.-]+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]")
+# NVSHMEM (DeepEP's transport, also torch's symmetric memory) failing to set up or run its transport, in its
+# error macros' words (src/include/internal/.../nvshmemi_util.h & co.: NVSHMEMI_NZ_ERROR_JMP / NZ_ERROR_JMP
+# "%s:%d: non-zero status: %d ", NVSHMEMI_NULL_ERROR_JMP "%s:%d: NULL value ", NVSHMEMI_ERROR_PRINT
+# "%s:%s:%d: " + "init failed for transport: IBGDA"), where __FILE__ is NVSHMEM's own source
+# (".../nvshmem/src/modules/transport/ibgda/ibgda.cpp:2234: NULL value Unable to create ah.", ".../main_nvshmem/
+# src/host/init/init.cu:1047: non-zero status: 7 nvshmem setup connections failed"). The library NCCL is for
+# collectives, NVSHMEM is for DeepEP's all-to-all: the same class. The same macros' words from any other
+# program's file do not count.
+_NVSHMEM_RE = r"nvshmem\S*\.(?:cpp|cu|cuh|c|h):(?:\w+:)?\d+: (?:NULL value\b|non-zero status: -?\d+|init failed for transport)"
+_NVSHMEM = re.compile(_NVSHMEM_RE)
 _NCCL = re.compile(
     _WATCHDOG_CAUGHT + r"|watchdog got stuck for"
     r"|milliseconds before timing out"
@@ -675,8 +714,9 @@ _NCCL = re.compile(
     r"|nccl(?:System|Remote|UnhandledCuda|Internal|InvalidUsage|InvalidArgument)Error"
     r"|NCCL communicator was aborted"
     r"|DistBackendError"
-    # torch <= 1.x (torch/lib/c10d/NCCLUtils.hpp): "NCCL Error 2: unhandled system error"
-    r"|NCCL Error \d+:"
+    # torch <= 1.x (torch/lib/c10d/NCCLUtils.hpp): "NCCL Error 2: unhandled system error"; an exception line
+    # that names it retyped without the reason ("RuntimeError: NCCL Error 2 & ibv_modify_qp timeout ...")
+    r"|NCCL Error \d+:|(?:Error|Exception): NCCL Error \d+\b"
     # XLA (JAX, TF): "NCCL operation ncclAllReduce(...) failed: unhandled cuda error" (xla/service/gpu)
     r"|NCCL operation \w+\(.*?\) failed"
     # nccl-tests / rccl-tests (src/common.h NCCLCHECK: "%s: Test NCCL failure %s:%d '%s / %s'", before 2.13
@@ -712,7 +752,7 @@ _NCCL = re.compile(
     # or found (ncclCommWatchdog, watchdogHandler, checkForNCCLErrorsInternal in ProcessGroupNCCL.cpp)
     r"|" + _NCCL_WATCHDOG_EXIT
     + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
-    r"|" + _NCCL_TRANSPORT.pattern)
+    r"|" + _NCCL_TRANSPORT.pattern + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NVSHMEM_RE)
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.
@@ -1027,6 +1067,14 @@ _DISK_FULL_HINT = ("a write ran out of room (disk full or over quota): the runne
 # insufficient shared memory (shm)"), so it is that class, ``bus_error``: raising the shm size or
 # lowering workers is the fix; waiting for the output disk would never help.
 _SHM_FULL = re.compile(r"/dev/shm|unable to write to file </torch_|shared memory|posix_fallocate")
+# NCCL's shared-memory segment that could not be made, which decides without the errno (NCCL's
+# misc/shmutils.cc: "Error: failed to extend %s to %ld bytes" and "Error while creating shared memory segment
+# %s (size %ld)", with ", error: %s (%d)" since 2.19; include/shm.h before 2.12): the NCCL guide's
+# troubleshooting gives these words for insufficient shared memory (a container's 64 MB /dev/shm, or
+# /dev/shm/nccl-* left by dead runs), whatever NCCL then returns (ncclSystemError, an "invalid argument").
+# One that names another errno (a permission) is not room.
+_NCCL_SHM = re.compile(r"Error while creating shared memory segment \S+ \(size \d+\)(?!, error: (?!No space left))"
+                       r"|failed to extend \S*/dev/shm/\S+ to \d+ bytes(?!, error: (?!No space left))")
 _SHM_HINT = ("shared memory (/dev/shm) is full, not the disk: raise it (docker --shm-size, "
              "a larger tmpfs), lower dataloader workers, or remove stale /dev/shm/nccl-* and "
              "/dev/shm/torch_* files of dead runs; NCCL_SHM_DISABLE=1 moves NCCL off shm")
@@ -1238,6 +1286,7 @@ class _Scan:
     oom: _Hits = field(default_factory=_Hits)
     nccl: _Hits = field(default_factory=_Hits)
     nccl_timeout: _Hits = field(default_factory=_Hits)
+    deepep: list[tuple[int, str]] = field(default_factory=list)   # DeepEP's timeouts (_DEEPEP_TIMEOUT)
     port: _Hits = field(default_factory=_Hits)
     div: _Hits = field(default_factory=_Hits)
     recompute: _Hits = field(default_factory=_Hits)
@@ -1362,7 +1411,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.nccl.decisive.append((idx, text))
                 if _NCCL_TIMEOUT.search(text):
                     s.nccl_timeout.decisive.append((idx, text))
-            elif _NCCL_SUPPORT.search(text):
+                if _DEEPEP_TIMEOUT.search(text):
+                    s.deepep.append((idx, text))
+            elif _NCCL_SUPPORT.search(text) or _DEEPEP_WARNING.search(text):
                 s.nccl.support.append((idx, text))
         if "port" in families and _PORT.search(text):
             s.port.decisive.append((idx, text))
@@ -1391,6 +1442,8 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 s.sig_text.append((idx, text, signum))
         if "disk" in families and _DISK_FULL.search(text):
             (s.shm if _SHM_FULL.search(text) else s.disk).decisive.append((idx, text))
+        elif "disk" in families and _NCCL_SHM.search(text):
+            s.shm.decisive.append((idx, text))
         if "gpu" in families and _GPU_UNAVAILABLE.search(text):
             s.gpu.decisive.append((idx, text))
         if "usage" in families and _USAGE.search(text):
@@ -1607,7 +1660,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         # (TensorFlow logs `failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH` and trains on the
         # CPU: an exception after it is the attempt's own end)
         return _environment_verdict(s, status_lines)
-    if s.fault:
+    if s.fault and not (s.deepep and s.deepep[0][0] < s.fault.decisive[0][0]):
+        # (DeepEP's kernels trap() after their timeout printf: the CUDA error that follows, on this rank or
+        # the others, is that timeout's echo)
         return _fault_verdict(s)
     if s.oom:
         return _oom_verdict(s, steps_seen, foreign_gpu_memory, own_pids, live_pids)
@@ -1960,6 +2015,9 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
     # vLLM's own refusal: it reserves gpu_memory_utilization x the GPU's total at start (see _OOM_VLLM)
     vllm = any(_OOM_VLLM_RE.search(text) for _, text in s.oom.decisive)
     where = " (vLLM could not reserve its GPU memory)" if vllm else ""
+    wake = any(_OOM_VLLM_WAKE.search(text) for _, text in s.oom.decisive)
+    if wake and not vllm:
+        where = " (vLLM's sleep-mode allocator could not map its memory back)"
     if steps_seen == 0 and (foreign_gpu_memory or foreign):
         held = ", ".join(f"pid {pid}: {size_}" for pid, size_ in list(foreign.items())[:4])
         who = f" ({held})" if held else ""
@@ -1971,6 +2029,10 @@ def _oom_verdict(s: _Scan, steps_seen: int, foreign_gpu_memory: bool,
                              "for the memory to be released before restarting")
     hint = ("a transient spike may pass on restart; if it repeats, lower the micro-batch or "
             "sequence length, or enable activation recompute")
+    if wake and not vllm:
+        hint = ("a colocated vLLM engine woke up (wake_up after sleep) to less free GPU memory than it had "
+                "released: the training side still held it; free it before the wake-up (offload the model and "
+                "optimizer, torch.cuda.empty_cache()) or lower vLLM's gpu_memory_utilization")
     if vllm:
         hint = ("vLLM reserves gpu_memory_utilization of the GPU's total memory when it starts: lower it "
                 "(a colocated rollout engine shares the GPU with the training model), lower max_model_len, "
@@ -2120,8 +2182,33 @@ _HCCL = re.compile(r"HCCL|Hccl|hccl|EI\d{4}|Getting socket times out")
 _HCCL_TASK_TIMEOUT = re.compile(_HCCL_TASK_TIMEOUT_RE)
 
 
+_EP_HINT = ("DeepEP's all-to-all (or NVSHMEM under it) timed out or could not set up: the whole process tree is "
+            "killed and the cooldown is long; if it repeats at the first dispatch, check the DeepEP and NVSHMEM "
+            "versions against each other and the network NVSHMEM uses (IBGDA needs RDMA device access in the "
+            "container, NVSHMEM_IB_ENABLE_IBGDA, the GID index), or switch the MoE dispatcher to NCCL's alltoall; "
+            "mid-run, one rank may be stuck or dead (see its own log lines)")
+
+
+def _ep_summary(s: _Scan) -> str | None:
+    """DeepEP's or NVSHMEM's own words, when they are what failed (the NCCL class, their own name)."""
+    for _, text in s.deepep[:1]:
+        m = _DEEPEP_TIMEOUT.search(text)
+        said = text[m.start():] if m and not m.group(0).startswith("Global rank") else (m.group(0) if m else text)
+        return f"DeepEP (expert-parallel all-to-all) timed out: {clip(said, 160)}"
+    for _, text in s.nccl.decisive:
+        m = _NVSHMEM.search(text)
+        if m:
+            return f"NVSHMEM failed: {clip(m.group(0).rsplit('/', 1)[-1] + text[m.end():], 160)}"
+    return None
+
+
 def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     lines = s.nccl.decisive
+    ep = _ep_summary(s)
+    if ep is not None:
+        return _verdict("nccl_error", lines + status_lines, ep, retryable=True,
+                        recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=_EP_HINT,
+                        extra=s.nccl.support)
     summary = "NCCL error"
     for _, text in s.nccl_timeout.decisive[:1]:
         op, ran, rk = _NCCL_OP.search(text), _NCCL_RAN.search(text), _PG_RANK.search(text)
@@ -2156,6 +2243,9 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             if "communicator was aborted" in text:
                 summary = "NCCL communicator was aborted"
                 break
+            m = re.search(r"NCCL Error (\d+)\b", text)
+            if m:
+                summary = f"NCCL error {m.group(1)}"    # torch 1.x's code (2: a system call failed)
         if summary == "NCCL error":
             summary = _nccl_transport_summary(lines) or summary
     if summary.startswith("NCCL") and lines and all(_HCCL.search(t) for _, t in lines):
@@ -2232,7 +2322,7 @@ def _exception_words(text: str) -> str:
 def _room_line(hits: _Hits) -> str:
     """The line that says what ran out of room, from its exception on (a prefix hides it otherwise)."""
     text = hits.decisive[-1][1]
-    m = _EXC_IN_TEXT.search(text) or _DISK_FULL.search(text)
+    m = _EXC_IN_TEXT.search(text) or _DISK_FULL.search(text) or _NCCL_SHM.search(text)
     return text[m.start():] if m else text
 
 

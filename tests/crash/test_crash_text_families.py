@@ -1334,3 +1334,141 @@ def test_flash_attention_backward_built_for_sm80_and_sm90_only_is_an_environment
     # another check that failed is not the GPU's architecture
     v = classify(1, ["RuntimeError: Expected is_contiguous() to be true, but got false."], steps_seen=1)
     assert v.cls == "unknown", v.summary
+
+
+# DeepEP (deepseek-ai/DeepEP), the expert-parallel all-to-all under Megatron-core's flex token dispatcher:
+# its host side giving up on the other ranks' counts (csrc/legacy/buffer.hpp: the "Global rank: ..." printf
+# and `throw std::runtime_error("DeepEP error: timeout (dispatch CPU)")`, older "DeepEP error: CPU recv
+# timeout"; csrc/elastic/buffer.hpp: EPException "Dispatch CPU wait exception (FILE:LINE): ...") and its
+# kernels' timeout printfs before trap() (csrc/kernels/legacy/internode.cu, intranode.cu, utils.cuh, and
+# deep_ep/include/deep_ep/impls/*.cuh, common/comm.cuh). A collective that timed out: nccl_error.
+DEEPEP_TIMEOUTS = [
+    ["[rank5]:   File \"/opt/venv/lib/python3.12/site-packages/deep_ep/buffer.py\", line 581, in internode_dispatch",
+     "[rank5]: RuntimeError: DeepEP error: timeout (dispatch CPU)"],
+    ["Global rank: 12, num_recv_tokens: -1, num_rdma_recv_tokens: 4096",
+     "moe_recv_expert_counter[0]: -1"],
+    ["RuntimeError: DeepEP error: CPU recv timeout"],
+    ["RuntimeError: Dispatch CPU wait exception (/workspace/DeepEP/csrc/elastic/buffer.hpp:1063): "
+     "num_recv_tokens=-1"],
+    ["DeepEP dispatch RDMA sender timeout, channel: 3, RDMA: 1, nvl: 2, dst RDMA lane: 0, head: 4, tail: 9"],
+    ["DeepEP combine forwarder (NVL check) timeout, channel: 1, RDMA: 0, nvl: 6, src NVL: 2, dst RDMA: 1, head: 0"],
+    ["DeepEP timeout for dispatch receivers, rank 3, responsible_channel = 7, tokens remained: 12"],
+    ["DeepEP timeout check failed: rank = 2, thread = 0, value = 0)"],
+    ["DeepEP NVLink barrier timeout, tag: 1, nvl: 3, thread: 0, counter: 7"],
+    ["DeepEP notify (GPU reduction) timeout, rank: 2/16, thread: 5"],
+]
+
+
+@pytest.mark.parametrize("lines", DEEPEP_TIMEOUTS)
+def test_deepeps_own_timeouts_are_an_nccl_error_named_deepep(lines):
+    token = "hf_" + "Zq9x" * 9
+    v = classify(1, ["iteration 12 loss 3.1", *lines, f"export HF_TOKEN={token}"], steps_seen=12)
+    assert v.cls == "nccl_error" and v.recovery == "restart_long_cooldown", (v.summary, v.evidence)
+    assert v.summary.startswith("DeepEP (expert-parallel all-to-all) timed out: ") and "NVSHMEM" in v.hint
+    assert token not in v.summary and token not in v.hint
+
+
+def test_deepeps_timeout_gives_way_to_a_cause_before_it_but_not_to_its_own_echo():
+    timeout = "[rank3]: RuntimeError: DeepEP error: timeout (dispatch CPU)"
+    fault = "[rank7]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    # its kernels trap() after the timeout: the CUDA error after it is the echo
+    v = classify(1, [timeout, fault, "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"], steps_seen=3)
+    assert v.cls == "nccl_error" and v.summary.startswith("DeepEP"), v.summary
+    # a fault first is the cause the other ranks then waited for
+    v = classify(1, [fault, "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", timeout], steps_seen=3)
+    assert v.cls == "cuda_fault", v.summary
+    # as is a rank the kernel killed (torchrun's root cause): the timeouts are the echo of its death
+    entry = ["Root Cause (first observed failure):", "[0]:", "  time      : 2026-03-01_10:00:00",
+             "  host      : node-3", "  rank      : 9 (local_rank: 1)", "  exitcode  : -9 (pid: 5151)",
+             "  error_file: <N/A>", "  traceback : Signal 9 (SIGKILL) received by PID 5151"]
+    v = classify(1, [timeout, *entry], steps_seen=30)
+    assert v.cls == "killed_oom", v.summary
+    # the low-latency kernels' warning masks the late rank and goes on: it decides nothing
+    v = classify(1, ["Warning: DeepEP timeout for dispatch receive, rank 3, local_expert_idx 1, src_rank 9"],
+                 steps_seen=3)
+    assert v.cls == "unknown", v.summary
+
+
+# NVSHMEM under DeepEP: its error macros print "FILE:LINE: NULL value ..." (NVSHMEMI_NULL_ERROR_JMP),
+# "FILE:LINE: non-zero status: N ..." (NVSHMEMI_NZ_ERROR_JMP, NZ_ERROR_JMP), "FILE:FUNC:LINE: init failed for
+# transport: IBGDA" (NVSHMEMI_ERROR_PRINT), FILE being NVSHMEM's own source.
+@pytest.mark.parametrize("line", [
+    "/opt/nvshmem/src/modules/transport/ibgda/ibgda.cpp:1889: NULL value cannot allocate mlx5dv_devx_uar",
+    "/dvs/p4/build/sw/rel/gpgpu/toolkit/r13.0/main_nvshmem/src/host/init/init.cu:1047: non-zero status: 7 "
+    "nvshmem setup connections failed",
+    "/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: init failed for "
+    "transport: IBGDA",
+])
+def test_nvshmems_own_failures_are_an_nccl_error_named_nvshmem(line):
+    v = classify(1, [line], steps_seen=0)
+    assert v.cls == "nccl_error" and v.summary.startswith("NVSHMEM failed: "), v.summary
+    assert "/opt/" not in v.summary and "/dvs/" not in v.summary
+    # the same macro's words from another program's file are not NVSHMEM's
+    v = classify(1, ["/src/openconnect/hipreport.c:88: non-zero status: 7 HIP script failed"], steps_seen=0)
+    assert v.cls == "unknown", v.summary
+
+
+# NCCL's shared-memory segment that could not be made (misc/shmutils.cc, include/shm.h before 2.12): the
+# NCCL guide gives these words for insufficient shared memory (a container's 64 MB /dev/shm). It decides even
+# without the errno, under NCCL's own "unhandled system error".
+@pytest.mark.parametrize("lines", [
+    ["node1:97:183 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+     "nccl-shm-recv-c43b846667d22574-1-1-0 (size 9637888)",
+     "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:784, unhandled system error, "
+     "NCCL version 2.7.8"],
+    ["torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+     "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+     "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+     "Last error:",
+     "Error while creating shared memory segment /dev/shm/nccl-1YsMbG (size 7340384)"],
+    ["node1:1:2 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-UbzKZ9 to 9637892 bytes",
+     "node1:1:2 [0] NCCL INFO transport/shm.cc:114 -> 2"],
+])
+def test_nccls_shared_memory_segment_it_could_not_create_is_dev_shm_full(lines):
+    v = classify(1, lines, steps_seen=0)
+    assert v.cls == "bus_error" and not v.retryable, (v.summary, v.evidence)
+    assert v.summary.startswith("shared memory (/dev/shm) is full: ") and "shm-size" in v.hint
+    assert "node1:" not in v.summary
+    # a segment refused for another reason (a permission) is not room
+    v = classify(1, ["node1:1:2 [0] misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment "
+                     "/dev/shm/nccl-WU88OE (size 9637888), error: Permission denied (13)",
+                     "torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error, "
+                     "NCCL version 2.21.5"], steps_seen=0)
+    assert v.cls == "nccl_error", v.summary
+
+
+# NCCL's IB verbs wrappers (misc/ibvwrap.cc) at WARN level when a verbs call failed: locked memory (ulimit -l),
+# a RoCE GID that does not route. The optional probes log the same words at INFO and go on.
+@pytest.mark.parametrize("line", [
+    "[2026-03-13 22:26:02] host-01:123:456 [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 "
+    "Connection timed out, on dev mlx5_3:1, curr state INIT, next state RTR, local GID index 3",
+    "h200-2:4016:4653 [7] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot "
+    "allocate memory",
+    "gpu7:1:2 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory",
+])
+def test_nccls_ib_verbs_calls_that_failed_at_warn_level_are_an_nccl_error(line):
+    v = classify(1, [line], steps_seen=0)
+    assert v.cls == "nccl_error", v.summary
+    assert v.summary.startswith("NCCL transport failure: Call to ibv_"), v.summary
+    v = classify(1, [line.replace("NCCL WARN", "NCCL INFO")], steps_seen=0)
+    assert v.cls == "unknown", v.summary
+
+
+def test_torch_1x_nccl_error_code_retyped_without_its_reason_is_an_nccl_error():
+    v = classify(1, ["[Issue]: RuntimeError: NCCL Error 2 & ibv_modify_qp timeout (errno 110) during saving"],
+                 steps_seen=5)
+    assert v.cls == "nccl_error" and v.summary == "NCCL error 2", v.summary
+    v = classify(1, ["we saw NCCL Error 2 once last week, then training went on", "ValueError: bad batch"],
+                 steps_seen=5)
+    assert v.cls == "unknown", v.summary
+
+
+# vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp CUDA_CHECK, "CUDA Error: %s at %s:%d" with
+# cuGetErrorString): a colocated rollout engine woken up to less free memory than it released.
+def test_vllms_cumem_allocator_out_of_memory_on_wake_up_is_a_cuda_oom():
+    v = classify(1, ["It took 0.61 seconds to wake up tags ['weights'].",
+                     "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56",
+                     "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57"], steps_seen=40)
+    assert v.cls == "cuda_oom" and "sleep-mode allocator" in v.summary and "wake" in v.hint, v.summary
+    v = classify(1, ["CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57"], steps_seen=40)
+    assert v.cls == "unknown", v.summary
