@@ -659,7 +659,9 @@ _HCCL_TASK_TIMEOUT_RE = r"hccl (?:\w+ )?task timeout occurred"
 # set (internode_ll.cu): supporting only.
 _DEEPEP_TIMEOUT_RE = (r"DeepEP error: (?:timeout \(|CPU recv timeout)|Dispatch CPU wait exception \("
                       r"|Global rank: \d+, num_recv_tokens: -?\d+, num_rdma_recv_tokens: -?\d+"
-                      r"|(?<!Warning: )\bDeepEP (?:[\w()/%-]+ ){0,6}?timeout\b")
+                      # the printfs' shape: "timeout, ...", "timeout (WHERE), ...", "timeout for WHAT WHO, ...",
+                      # "timeout check failed: ..." (a log line that only mentions a timeout setting is not one)
+                      r"|(?<!Warning: )\bDeepEP (?:[\w()/%-]+ ){0,6}?timeout(?:,| \(| for \w+ \w+,| check failed:)")
 _DEEPEP_TIMEOUT = re.compile(_DEEPEP_TIMEOUT_RE)
 _DEEPEP_WARNING = re.compile(r"Warning: DeepEP timeout for ")
 _NCCL_TIMEOUT = re.compile(_WATCHDOG_CAUGHT + r"|watchdog got stuck for" + r"|" + _DEEPEP_TIMEOUT_RE +

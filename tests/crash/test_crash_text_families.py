@@ -1472,3 +1472,11 @@ def test_vllms_cumem_allocator_out_of_memory_on_wake_up_is_a_cuda_oom():
     assert v.cls == "cuda_oom" and "sleep-mode allocator" in v.summary and "wake" in v.hint, v.summary
     v = classify(1, ["CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57"], steps_seen=40)
     assert v.cls == "unknown", v.summary
+
+
+def test_a_log_line_that_only_mentions_deepeps_timeout_setting_decides_nothing():
+    for line in ["[INFO] DeepEP dispatch timeout set to 100 s", "Using DeepEP with timeout 300"]:
+        v = classify(1, ["iteration 40 loss 2.0", line, "ValueError: bad sample"], steps_seen=40)
+        assert v.cls == "unknown", (line, v.summary)
+    v = classify(1, ["DeepEP PP send timeout, recv buffer is full"], steps_seen=40)
+    assert v.cls == "nccl_error", v.summary
