@@ -2181,6 +2181,14 @@ def _nccl_transport_summary(lines: list[tuple[int, str]]) -> str | None:
 
 
 _HCCL = re.compile(r"HCCL|Hccl|hccl|EI\d{4}|Getting socket times out")
+# NCCL's verbs wrapper when the NIC could not pin or queue memory (ibv_reg_mr*, ibv_create_cq/qp returning
+# ENOMEM): the locked-memory limit of the process, not host RAM (NCCL's troubleshooting guide: raise
+# `ulimit -l`; a container's default is 64 KB-8 MB).
+_IBV_ENOMEM = re.compile(r"Call to ibv_\w+ failed with (?:error )?Cannot allocate memory")
+_IBV_ENOMEM_HINT = ("the InfiniBand/RoCE NIC could not register or queue memory: the process's locked-memory "
+                    "limit is too low (check `ulimit -l` where the ranks run; docker/Kubernetes: --ulimit "
+                    "memlock=-1, Slurm: PropagateResourceLimits, /etc/security/limits.conf), not host RAM; "
+                    "the restart only helps if the limit is raised")
 _HCCL_TASK_TIMEOUT = re.compile(_HCCL_TASK_TIMEOUT_RE)
 
 
@@ -2252,11 +2260,12 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary = _nccl_transport_summary(lines) or summary
     if summary.startswith("NCCL") and lines and all(_HCCL.search(t) for _, t in lines):
         summary = "HCCL (Ascend)" + summary[4:]     # torch_npu's collectives: same class, their own name
+    hint = ("the whole process tree is killed and the cooldown is long so NCCL IPC state is released; if it "
+            "repeats at the same step, one rank may be stuck or dead (see its own log lines)")
+    if any(_IBV_ENOMEM.search(t) for _, t in lines):
+        hint = _IBV_ENOMEM_HINT
     return _verdict("nccl_error", lines + status_lines, summary, retryable=True,
-                    recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE,
-                    hint="the whole process tree is killed and the cooldown is long so NCCL IPC "
-                         "state is released; if it repeats at the same step, one rank may be "
-                         "stuck or dead (see its own log lines)",
+                    recovery="restart_long_cooldown", cooldown_scale=NCCL_COOLDOWN_SCALE, hint=hint,
                     extra=s.nccl.support)
 
 

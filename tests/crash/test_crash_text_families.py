@@ -1480,3 +1480,12 @@ def test_a_log_line_that_only_mentions_deepeps_timeout_setting_decides_nothing()
         assert v.cls == "unknown", (line, v.summary)
     v = classify(1, ["DeepEP PP send timeout, recv buffer is full"], steps_seen=40)
     assert v.cls == "nccl_error", v.summary
+
+
+def test_an_ib_verbs_call_out_of_locked_memory_names_ulimit_l_not_host_ram():
+    v = classify(1, ["h200-2:4016:4653 [7] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error "
+                     "Cannot allocate memory",
+                     "h200-2:4016:4653 [7] NCCL INFO transport/net_ib.cc:659 -> 2",
+                     "h200-2:4011:4650 [2] proxy.cc:1567 NCCL WARN [Proxy Service 10] Failed to execute operation "
+                     "Connect from rank 10, retcode 3"], steps_seen=0)
+    assert v.cls == "nccl_error" and "ulimit -l" in v.hint and "memlock" in v.hint, v.hint
