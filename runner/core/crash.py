@@ -501,7 +501,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "Communication_Error", "NET/IB", "Connection closed by remote peer", "Call to recv from",
               "socketStartConnect", "[Proxy Service", "polling for opId", "HCCL", "Hccl", "hccl",
               "Getting socket times out", "DeepEP", "num_rdma_recv_tokens", "Dispatch CPU wait exception",
-              "non-zero status:", "NULL value", "init failed for transport")),
+              "non-zero status:", "NULL value", "nvshmem")),
     ("slurm", ("CANCELLED AT", "oom_kill event", "oom-kill event", "Out Of Memory", "Node failure on")),
     ("hostoom", ("running low on memory", "killed due to memory pressure", "NODE_OUT_OF_MEMORY")),
     ("hostalloc", ("DefaultCPUAllocator", "Cannot allocate memory", "for an array with shape",
@@ -703,7 +703,9 @@ _NCCL_TRANSPORT = re.compile(
 # src/host/init/init.cu:1047: non-zero status: 7 nvshmem setup connections failed"). The library NCCL is for
 # collectives, NVSHMEM is for DeepEP's all-to-all: the same class. The same macros' words from any other
 # program's file do not count.
-_NVSHMEM_RE = r"nvshmem\S*\.(?:cpp|cu|cuh|c|h):(?:\w+:)?\d+: (?:NULL value\b|non-zero status: -?\d+|init failed for transport)"
+# NVSHMEMI_ERROR_PRINT's "FILE:FUNCTION:LINE: " prefix is printed by no other macro: it decides whatever follows
+# (a paste cut inside "init fa...").
+_NVSHMEM_RE = (r"nvshmem\S*\.(?:cpp|cu|cuh|c|h):(?:[A-Za-z_]\w*:\d+: |\d+: (?:NULL value\b|non-zero status: -?\d+))")
 _NVSHMEM = re.compile(_NVSHMEM_RE)
 _NCCL = re.compile(
     _WATCHDOG_CAUGHT + r"|watchdog got stuck for"
@@ -2208,7 +2210,8 @@ def _ep_summary(s: _Scan) -> str | None:
     for _, text in s.nccl.decisive:
         m = _NVSHMEM.search(text)
         if m:
-            return f"NVSHMEM failed: {clip(m.group(0).rsplit('/', 1)[-1] + text[m.end():], 160)}"
+            rest = text[m.end():].split(" /", 1)[0]     # the same macro's next message on the line
+            return f"NVSHMEM failed: {clip(m.group(0).rsplit('/', 1)[-1] + rest, 160)}"
     return None
 
 

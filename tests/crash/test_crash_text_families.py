@@ -1398,6 +1398,8 @@ def test_deepeps_timeout_gives_way_to_a_cause_before_it_but_not_to_its_own_echo(
     "nvshmem setup connections failed",
     "/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: init failed for "
     "transport: IBGDA",
+    # NVSHMEMI_ERROR_PRINT's FILE:FUNCTION:LINE prefix, the message cut by the paste
+    "/sgl-workspace/nvshmem/src/host/transport/transport.cpp:nvshmemi_transport_init:275: init fa",
 ])
 def test_nvshmems_own_failures_are_an_nccl_error_named_nvshmem(line):
     v = classify(1, [line], steps_seen=0)
