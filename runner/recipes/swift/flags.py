@@ -101,6 +101,19 @@ def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ..
     return tuple(sorted(out, key=lambda vp: version_key(vp[0])))
 
 
+def tabled_releases(flags_dir: str = str(FLAGS_DIR)) -> str:
+    """The shipped tables in words, one entry per release line: ``4.2.0-4.2.3, ..., 4.6.0.dev0, 4.6.0``."""
+    lines: dict[tuple[int, int], list[str]] = {}
+    for v, _ in shipped_tables(flags_dir):
+        lines.setdefault(_version_parts(v)[0][:2], []).append(v)
+    out = []
+    for versions in lines.values():
+        pre = [v for v in versions if is_prerelease(v)]
+        rel = [v for v in versions if not is_prerelease(v)]
+        out += pre + ([f"{rel[0]}-{rel[-1]}" if len(rel) > 1 else rel[0]] if rel else [])
+    return ", ".join(out)
+
+
 @lru_cache(maxsize=None)
 def load_table(path: str) -> Table:
     raw = json.loads(Path(path).read_text())
