@@ -129,3 +129,25 @@ def test_shipped_table_is_what_the_generator_reads_from_the_wheel(tmp_path, vers
     assert proc.returncode == 0, proc.stderr
     shipped = dict(flags.shipped_tables())[version]
     assert json.loads(out.read_text()) == json.loads(Path(shipped).read_text())
+
+
+@pytest.mark.parametrize("version,table", [
+    ("4.5", "4.5.3"), ("4.5.x", "4.5.3"), ("4.4", "4.4.2"), ("4.3.x", "4.3.2"), ("4.2.x", "4.2.3"),
+    ("4.5.1", "4.5.1"), ("4.6", "4.6.0"), ("4.6.2", "4.6.0"),
+])
+def test_a_line_is_checked_against_its_newest_release(version, table):
+    t, how = flags.pick(version)
+    assert t is not None and t.version == table, how
+
+
+def test_a_line_warns_of_a_flag_its_older_releases_lack(tmp_path):
+    """``swift.version: 4.5`` with 4.5.3's ``--muon_lr``: no error (4.5.3 has it), but 4.5.0-4.5.2 do not."""
+    probs = _lint(tmp_path, MEGATRON + ["--muon_lr", "0.02", "--use_megatron_fsdp", "true"], "4.5")
+    (how,) = _rules(probs, "swift_checked_with")
+    assert how.startswith("checked against the ms-swift 4.5.3 flag table, the newest of the 4.5 line (4.5.0-4.5.3)")
+    assert not _rules(probs, "swift_unknown_flag")
+    (warn,) = _rules(probs, "swift_flag_not_in_line")
+    assert warn.startswith("--muon_lr: ms-swift 4.5.0, 4.5.1, 4.5.2 `megatron sft` has no such flag")
+    # a release named exactly gets no such warning: it is checked against its own table
+    assert not _rules(_lint(tmp_path, MEGATRON + ["--muon_lr", "0.02"], "4.5.3"), "swift_flag_not_in_line")
+    assert _unknown(tmp_path, MEGATRON + ["--muon_lr", "0.02"], "4.5.2") == ["--muon_lr"]
