@@ -2,7 +2,7 @@
 of the real call path, from the 4.6.0 wheel's source; file:line of each frame), through the classifier.
 
 Listed from ms-swift 4.6.0 and its main branch (3602360a): ``raise``/``assert`` under swift/arguments/,
-swift/megatron/, swift/trainers/, swift/rlhf_trainers/, swift/pipelines/train/ (630 sites). Each family
+swift/megatron/, swift/trainers/, swift/rlhf_trainers/, swift/pipelines/train/ (402 sites in 4.6.0, 383 in main). Each family
 below is one call path; the argument checks (``__post_init__``, through HfArgumentParser) and the
 trainers' constructors (the pipeline's ``run`` before ``train``) were already read as ``config_error``;
 the checks Megatron's trainer makes in ``train`` before its first step, and its resume checks, were not.
@@ -66,21 +66,40 @@ def test_what_was_already_a_config_error_stays_one():
               ("swift/megatron/trainers/grpo_trainer.py", 196, "_prepare_rewards")],
              "AssertionError: reward_funcs is not set (or pass --use_gym_env true / a teacher for OPD-RL)")
     assert classify(1, tb, steps_seen=0, attempt=1).cls == "config_error"
+    # swift rlhf: cli/rlhf.py l.7 -> pipelines/train/rlhf.py l.259 rlhf_main -> the arguments' __post_init__
+    # (arguments/rlhf_args.py l.284 -> sft_args.py l.234 -> trainers/trainer_factory.py l.74 builds GRPOConfig) ->
+    # rlhf_trainers/arguments.py l.123 -> rlhf_trainers/args_mixin.py l.229 _init_generation_batch_params
+    tb = _tb([("swift/cli/rlhf.py", 7, "<module>"), ("swift/pipelines/train/rlhf.py", 259, "rlhf_main"),
+              ("swift/pipelines/base.py", 18, "__init__"), ("swift/pipelines/base.py", 35, "_parse_args"),
+              ("swift/utils/utils.py", 186, "parse_args"),
+              ("transformers/hf_argparser.py", 358, "parse_args_into_dataclasses"), ("<string>", 530, "__init__"),
+              ("swift/arguments/rlhf_args.py", 284, "__post_init__"), ("swift/arguments/sft_args.py", 234,
+              "__post_init__"), ("swift/trainers/trainer_factory.py", 74, "get_training_args"),
+              ("<string>", 190, "__init__"), ("swift/rlhf_trainers/arguments.py", 123, "__post_init__"),
+              ("swift/rlhf_trainers/args_mixin.py", 229, "_init_generation_batch_params")],
+             "ValueError: generation_batch_size (12) must be evenly divisible by num_generations (8). "
+             "Valid values: [2, 3, 4, 6, 12].")
+    assert classify(1, tb, steps_seen=0, attempt=1).cls == "config_error"
     # pipelines/base.py l.40: an unknown flag (--train_type of ms-swift 3.x; 4.x calls it --tuner_type)
     tb = _tb(MEGATRON_ARGS[:5], "ValueError: remaining_argv: ['--train_type', 'lora']")
     assert classify(1, tb, steps_seen=0, attempt=1).cls == "config_error"
 
 
-def test_a_check_megatron_s_trainer_makes_before_its_first_step_is_a_config_error():
-    """batch_sampler.py l.93 (MegatronPretrainingRandomSampler.__init__, built by _prepare_dataloader l.1061):
-    ``--group_by_length true --train_dataloader_shuffle false``. Raised inside ``train`` (so not the
-    start-up rule's pipeline) but in ``setup_training``, before ``run_train_step``: every start fails so."""
+@pytest.mark.parametrize("line,text", [
+    # --group_by_length true --train_dataloader_shuffle false
+    (93, "ValueError: shuffle must be True when group_by_length is True"),
+    # a dataset with no usable row (ms-swift deletes the rows its template cannot read, with a warning)
+    (105, "AssertionError: no sample to consume: 0"),
+])
+def test_a_check_megatron_s_trainer_makes_before_its_first_step_is_a_config_error(line, text):
+    """batch_sampler.py l.93/l.105 (MegatronPretrainingRandomSampler.__init__, built by _prepare_dataloader
+    l.1061). Raised inside ``train`` (so not the start-up rule's pipeline) but in ``setup_training``, before
+    ``run_train_step``: every start fails so."""
     tb = _tb(MEGATRON_DATALOADER + [("swift/megatron/trainers/base.py", 1061, "_prepare_dataloader"),
-                                    ("swift/megatron/trainers/batch_sampler.py", 93, "__init__")],
-             "ValueError: shuffle must be True when group_by_length is True")
+                                    ("swift/megatron/trainers/batch_sampler.py", line, "__init__")], text)
     v = classify(1, tb, steps_seen=0, attempt=1)
     assert v.cls == "config_error" and v.recovery == "fail" and not v.retryable, v
-    assert "shuffle must be True when group_by_length is True" in v.summary
+    assert text in v.summary
     # the same exception once steps ran, or from inside a step, is not the start-up's
     assert classify(1, tb, steps_seen=3, attempt=1).cls != "config_error"
     in_step = _tb(MEGATRON_TRAIN + [("swift/megatron/trainers/base.py", 797, "run_train_step"),
