@@ -143,3 +143,30 @@ def test_the_resume_text_without_its_frames_or_once_steps_ran_is_not_a_refusal()
     tb = _tb(MEGATRON_RLHF_DATALOADER + [("swift/megatron/trainers/base.py", 1057, "_prepare_dataloader")],
              GRPO_RESUME)
     assert classify(1, tb, steps_seen=4, attempt=2).cls != "config_error"
+
+
+# megatron/pipelines/train/sft.py l.66 run -> l.34 prepare_trainer -> trainers/base.py l.97 __init__ ->
+# l.126 _load_checkpoint -> utils/megatron_lm_utils.py load_mcore_checkpoint
+MEGATRON_LOAD = [("swift/cli/_megatron/sft.py", 7, "<module>"),
+                 ("swift/megatron/pipelines/train/sft.py", 93, "megatron_sft_main"),
+                 ("swift/pipelines/base.py", 52, "main"),
+                 ("swift/megatron/pipelines/train/sft.py", 66, "run"),
+                 ("swift/megatron/pipelines/train/sft.py", 34, "prepare_trainer"),
+                 ("swift/megatron/trainers/base.py", 97, "__init__"),
+                 ("swift/megatron/trainers/base.py", 126, "_load_checkpoint")]
+
+
+@pytest.mark.parametrize("line,text,advice", [
+    # 4.6.0 l.534 (4.2.0 l.417, main l.440): Megatron-LM's load_checkpoint words
+    (534, "RuntimeError: (TP, PP) mismatch after resume ((4, 1) vs (2, 1) from checkpoint): not supported for "
+          "DistributedOptimizer", "--no_load_optim true"),
+    # 4.6.0 l.490
+    (490, "ValueError: Checkpoint `/ckpt/v0-20261129/checkpoint-200/iter_0000200` uses PyTorch DCP storage but was not "
+          "saved as a Megatron-FSDP fsdp_dtensor checkpoint.", "without --use_megatron_fsdp"),
+])
+@pytest.mark.parametrize("attempt", [1, 3])
+def test_a_checkpoint_megatron_cannot_load_under_this_command_is_refused(line, text, advice, attempt):
+    tb = _tb(MEGATRON_LOAD + [("swift/megatron/utils/megatron_lm_utils.py", line, "load_mcore_checkpoint")], text)
+    v = classify(1, tb, steps_seen=0, attempt=attempt)
+    assert v.cls == "config_error" and v.recovery == "fail", v
+    assert v.summary == f"resume refused: {text}" and advice in v.hint, v
