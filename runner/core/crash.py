@@ -1100,11 +1100,13 @@ _SWIFT_RESUME_REFUSALS: tuple[tuple[re.Pattern[str], str], ...] = (
      "--num_generations the checkpoint was trained with, or from a checkpoint saved with the current one"),
     # a full-state resume (--mcore_model/--mcore_adapter with --finetune false) under another tensor/pipeline
     # layout with the distributed optimizer: swift/megatron/utils/megatron_lm_utils.py load_mcore_checkpoint
-    # (4.2.0 l.417, 4.5.3 l.531, 4.6.0 l.534, main l.440), copied from Megatron-LM's load_checkpoint
-    # (megatron/training/checkpointing.py), which raises the same words
+    # (4.2.0 l.417, 4.5.3 l.531, 4.6.0 l.534, main l.440), after Megatron-LM's load_checkpoint
+    # (megatron/training/checkpointing.py), which raises the same words, in newer versions with "... with sharding
+    # type dp_zero_gather_scatter. Please use `--ckpt-fully-parallel-save` flag during checkpoint saving."
     (re.compile(r"^RuntimeError: \(TP, PP\) mismatch after resume \(.*\): not supported for DistributedOptimizer"),
      "the checkpoint's optimizer state was saved under another tensor/pipeline parallel layout: resume with "
-     "the layout it was saved with, or load the weights only (--no_load_optim true, or --finetune true)"),
+     "the layout it was saved with, or load the weights without the optimizer state (ms-swift --no_load_optim "
+     "true, Megatron-LM --no-load-optim)"),
     # 4.5.3 l.487 / 4.6.0 l.490 load_mcore_checkpoint: --use_megatron_fsdp reading a plain DCP checkpoint
     (re.compile(r"^ValueError: Checkpoint `[^`]*` uses PyTorch DCP storage but was not saved as a Megatron-FSDP "
                 r"fsdp_dtensor checkpoint"),

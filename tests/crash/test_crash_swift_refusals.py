@@ -160,6 +160,10 @@ MEGATRON_LOAD = [("swift/cli/_megatron/sft.py", 7, "<module>"),
     # 4.6.0 l.534 (4.2.0 l.417, main l.440): Megatron-LM's load_checkpoint words
     (534, "RuntimeError: (TP, PP) mismatch after resume ((4, 1) vs (2, 1) from checkpoint): not supported for "
           "DistributedOptimizer", "--no_load_optim true"),
+    # Megatron-LM's own load_checkpoint (megatron/training/checkpointing.py), newer wording
+    (534, "RuntimeError: (TP, PP) mismatch after resume ((2, 2) vs (1, 1) from checkpoint): not supported for "
+          "DistributedOptimizer with sharding type dp_zero_gather_scatter. Please use `--ckpt-fully-parallel-save` "
+          "flag during checkpoint saving.", "--no-load-optim"),
     # 4.6.0 l.490
     (490, "ValueError: Checkpoint `/ckpt/v0-20261129/checkpoint-200/iter_0000200` uses PyTorch DCP storage but was not "
           "saved as a Megatron-FSDP fsdp_dtensor checkpoint.", "without --use_megatron_fsdp"),
