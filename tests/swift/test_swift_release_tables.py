@@ -151,3 +151,16 @@ def test_a_line_warns_of_a_flag_its_older_releases_lack(tmp_path):
     # a release named exactly gets no such warning: it is checked against its own table
     assert not _rules(_lint(tmp_path, MEGATRON + ["--muon_lr", "0.02"], "4.5.3"), "swift_flag_not_in_line")
     assert _unknown(tmp_path, MEGATRON + ["--muon_lr", "0.02"], "4.5.2") == ["--muon_lr"]
+
+
+def test_muon_lr_without_muon_is_refused_at_start_up_from_4_5_3(tmp_path):
+    """4.5.3 added --muon_lr with its check (MegatronArguments._check_muon, megatron_args.py l.1002-1003,
+    called at l.911 after _init_distributed); 4.5.2 has neither: the parser stops it first."""
+    (e,) = _rules(_lint(tmp_path, MEGATRON + ["--muon_lr", "0.02"], "4.5.3"), "swift_muon_lr_without_muon")
+    assert e.startswith("ValueError: `muon_lr`/`muon_min_lr` require `--optimizer muon` or `--optimizer dist_muon`.")
+    assert "megatron_args.py l.1002-1003 (4.5.3)" in e
+    assert not _rules(_lint(tmp_path, MEGATRON + ["--muon_lr", "0.02", "--optimizer", "muon"], "4.5.3"),
+                      "swift_muon_lr_without_muon")
+    old = _lint(tmp_path, MEGATRON + ["--muon_lr", "0.02"], "4.5.2")
+    assert not _rules(old, "swift_muon_lr_without_muon") and _unknown(tmp_path, MEGATRON + ["--muon_lr", "0.02"],
+                                                                      "4.5.2") == ["--muon_lr"]
