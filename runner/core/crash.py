@@ -1132,6 +1132,62 @@ _SETUP_FRAME_FILE = re.compile(r"[/\\]swift[/\\](?:megatron[/\\])?(?:(?:pipeline
 # restart may well get past.
 _REFUSAL_EXC = re.compile(r"^(?:ValueError|AssertionError|NotImplementedError|FileNotFoundError|FileExistsError)\b")
 
+# ms-swift's Megatron trainer checks more of the recipe inside ``train`` but before its first step:
+# ``BaseMegatronTrainer.train`` calls ``setup_training`` (swift/megatron/trainers/base.py, 4.3.0 l.621 to
+# 4.6.0 l.713, main 3602360a l.657), which builds the optimizer setup and the data iterators, and only then
+# loops over ``run_train_step``/``train_step``. A refusal raised under ``setup_training`` with no step frame
+# ended the start ("shuffle must be True when group_by_length is True", batch_sampler.py l.93, built by
+# ``_prepare_dataloader``): the start-up rule's pipeline frames come with a ``train`` frame there.
+_SWIFT_MEGATRON_TRAINER_FILE = re.compile(r"[/\\]swift[/\\]megatron[/\\]trainers[/\\]\w+\.py$")
+_SWIFT_MEGATRON_STEP_FUNCS = frozenset({"run_train_step", "train_step"})
+
+# ms-swift's refusals of a resume: the checkpoint's state and the command line disagree, so every restart
+# from that checkpoint with that command ends the same way, on the runner's own resumes (attempt 2+) too.
+# Each: (the exception line, what to change). The runner's resume never changes the command by itself.
+_SWIFT_RESUME_REFUSALS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # 4.6.0 swift/megatron/trainers/base.py l.1055-1058 (``_prepare_dataloader``, GRPO/GKD; not in 4.5.3 nor
+    # main 3602360a)
+    (re.compile(r"^RuntimeError: consumed_train_samples \(\d+\) must be divisible by num_generations \(\d+\)"),
+     "the checkpoint's consumed_train_samples is not a multiple of --num_generations: resume with the "
+     "--num_generations the checkpoint was trained with, or from a checkpoint saved with the current one"),
+    # a full-state resume (--mcore_model/--mcore_adapter with --finetune false) under another tensor/pipeline
+    # layout with the distributed optimizer: swift/megatron/utils/megatron_lm_utils.py load_mcore_checkpoint
+    # (4.2.0 l.417, 4.5.3 l.531, 4.6.0 l.534, main l.440), after Megatron-LM's load_checkpoint
+    # (megatron/training/checkpointing.py), which raises the same words, in newer versions with "... with sharding
+    # type dp_zero_gather_scatter. Please use `--ckpt-fully-parallel-save` flag during checkpoint saving."
+    (re.compile(r"^RuntimeError: \(TP, PP\) mismatch after resume \(.*\): not supported for DistributedOptimizer"),
+     "the checkpoint's optimizer state was saved under another tensor/pipeline parallel layout: resume with "
+     "the layout it was saved with, or load the weights without the optimizer state (ms-swift --no_load_optim "
+     "true, Megatron-LM --no-load-optim)"),
+    # 4.5.3 l.487 / 4.6.0 l.490 load_mcore_checkpoint: --use_megatron_fsdp reading a plain DCP checkpoint
+    (re.compile(r"^ValueError: Checkpoint `[^`]*` uses PyTorch DCP storage but was not saved as a Megatron-FSDP "
+                r"fsdp_dtensor checkpoint"),
+     "the checkpoint was not saved by Megatron-FSDP: resume it without --use_megatron_fsdp, as it was trained"),
+)
+
+
+def _swift_resume_hint(text: str) -> str | None:
+    """What to change when ``text`` (an exception line) is one of ms-swift's refusals of a resume, else None."""
+    return next((hint for rx, hint in _SWIFT_RESUME_REFUSALS if rx.match(text)), None)
+
+
+def _swift_megatron_setup_refusal(stack: list[tuple[str, str]]) -> bool:
+    """Was the exception raised under ms-swift's Megatron ``setup_training``, before any training step?"""
+    return (any(fn == "setup_training" and _SWIFT_MEGATRON_TRAINER_FILE.search(f) for f, fn in stack)
+            and not any(fn in _SWIFT_MEGATRON_STEP_FUNCS for _, fn in stack))
+
+
+def _swift_resume_refusal(s: "_Scan", steps_seen: int) -> CrashVerdict | None:
+    """ms-swift refused the checkpoint it was resumed from (``_SWIFT_RESUME_REFUSALS``), the attempt's end."""
+    if not s.resume or steps_seen:
+        return None
+    idx, text = s.resume.decisive[-1]
+    if s.exceptions_after(idx) or s.oom or s.fault or s.nccl:
+        return None
+    return _verdict("config_error", s.resume.decisive, f"resume refused: {clip(text, 300)}", retryable=False,
+                    recovery="fail", hint=f"ms-swift refused to resume, and every restart from that checkpoint "
+                                          f"ends the same way: {_swift_resume_hint(text)}")
+
 # A CUDA environment that cannot run this build: a restart fails the same way (environment_error).
 # The driver older than the runtime: torch's _check_driver / c10 CUDAFunctions.cpp ("The NVIDIA
 # driver on your system is too old (found version N)"; its "Found no NVIDIA driver" stays gpu_unavailable),
@@ -1301,6 +1357,7 @@ class _Scan:
     usage: _Hits = field(default_factory=_Hits)
     args: _Hits = field(default_factory=_Hits)     # an exception raised by the argument checks (_ARGS_FRAME_*)
     setup: _Hits = field(default_factory=_Hits)    # ... by the trainer's start-up before training (_SETUP_*)
+    resume: _Hits = field(default_factory=_Hits)   # ms-swift's refusal of the checkpoint it resumed (_SWIFT_RESUME_REFUSALS)
     slurm: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, job state it implies
     host_oom: _Hits = field(default_factory=_Hits)
     host_alloc: _Hits = field(default_factory=_Hits)   # ENOMEM for host memory (see _HOST_ALLOC)
@@ -1473,8 +1530,11 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
                 pass    # e.g. a rendezvous timeout while TrainingArguments sets up its devices: not a refusal
             elif any(fn in _ARGS_FRAME_FUNCS or _ARGS_FRAME_FILE.search(f) for f, fn in stack):
                 s.args.decisive.append((idx, text))
-            elif any(_SETUP_FRAME_FILE.search(f) for f, _ in stack) and not any(fn == "train" for _, fn in stack):
+            elif ((any(_SETUP_FRAME_FILE.search(f) for f, _ in stack) and not any(fn == "train" for _, fn in stack))
+                  or _swift_megatron_setup_refusal(stack)):
                 s.setup.decisive.append((idx, text))
+            if _swift_resume_hint(text):
+                s.resume.decisive.append((idx, text))
     # An import error pasted without the traceback above it decides when it is the last exception
     # of the text (a warning that mentions an ImportError is followed by the real end, or is not
     # at the start of its line).
@@ -1649,6 +1709,9 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
                         retryable=False, recovery="pause", hint=_DIVERGENCE_HINT)
     if s.usage and steps_seen == 0 and attempt in (None, 1) and not (s.oom or s.fault or s.nccl):
         return _config_verdict(s.usage, code, status_lines)
+    resume = _swift_resume_refusal(s, steps_seen)
+    if resume is not None:
+        return resume
     for hits, hint in ((s.args, None), (s.setup, _SETUP_HINT)):
         if (hits and steps_seen == 0 and attempt in (None, 1) and not s.exceptions_after(hits.decisive[-1][0])
                 and not (s.oom or s.fault or s.nccl or s.gpu or s.env or s.hub or s.deps or s.disk or s.port)):

@@ -198,11 +198,11 @@ def findings(report: EnvReport, *, training_env: bool = True, expected_swift: st
                                                 "none): inspect the training environment with --python PATH or "
                                                 "a RECIPE naming swift.python"))
     else:
-        from moeconsole.runner.recipes.swift.flags import shipped_tables
+        from moeconsole.runner.recipes.swift.flags import shipped_tables, tabled_releases
         shipped = [v for v, _ in shipped_tables()]
         if not any(_vt(v)[:2] == _vt(swift)[:2] for v in shipped):
             out.append(problem("warning", "swift_untabled_version", f"ms-swift {swift}: lint ships flag tables for "
-                                                               f"{', '.join(shipped)} only; name swift.python in the "
+                                                               f"{tabled_releases()} only; name swift.python in the "
                                                                "recipe so lint asks this ms-swift's own parser"))
         if not mcore:
             out.append(problem("warning", "megatron_core_missing", "megatron-core is not installed: `megatron sft` imports "

@@ -69,7 +69,7 @@ def test_shipped_tables_cover_both_supported_versions():
     assert t46.version == "4.6.0" and "4.6.0" in how
     assert "use_megatron_fsdp" in t46.fields("megatron sft")
     t42, _ = flags.pick("4.2.x")
-    assert t42.version == "4.2.0" and "use_megatron_fsdp" not in t42.fields("megatron sft")
+    assert t42.version == "4.2.3" and "use_megatron_fsdp" not in t42.fields("megatron sft")
     for t in (t42, t46):
         f = t.fields("megatron sft")
         assert {"tuner_type", "target_modules", "output_dir", "save_steps", "logging_steps", "adapters", "finetune",

@@ -101,6 +101,19 @@ def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ..
     return tuple(sorted(out, key=lambda vp: version_key(vp[0])))
 
 
+def tabled_releases(flags_dir: str = str(FLAGS_DIR)) -> str:
+    """The shipped tables in words, one entry per release line: ``4.2.0-4.2.3, ..., 4.6.0.dev0, 4.6.0``."""
+    lines: dict[tuple[int, int], list[str]] = {}
+    for v, _ in shipped_tables(flags_dir):
+        lines.setdefault(_version_parts(v)[0][:2], []).append(v)
+    out = []
+    for versions in lines.values():
+        pre = [v for v in versions if is_prerelease(v)]
+        rel = [v for v in versions if not is_prerelease(v)]
+        out += pre + ([f"{rel[0]}-{rel[-1]}" if len(rel) > 1 else rel[0]] if rel else [])
+    return ", ".join(out)
+
+
 @lru_cache(maxsize=None)
 def load_table(path: str) -> Table:
     raw = json.loads(Path(path).read_text())
@@ -108,10 +121,39 @@ def load_table(path: str) -> Table:
                  path=Path(path))
 
 
+def names_line(version: str) -> bool:
+    """``4.5``, ``4.5.x``: any release of the 4.5 line, not one release (``4.5.0``, ``4.6.0.dev0``)."""
+    return _version_parts(version)[1] < 3 and not is_prerelease(version)
+
+
+def _line_releases(version: str, flags_dir: str) -> list[tuple[str, str]]:
+    """(version, path) of the shipped release tables (no pre-release) of ``version``'s line, oldest first."""
+    want = version_key(version)[:2]
+    return [(v, p) for v, p in shipped_tables(flags_dir) if version_key(v)[:2] == want and not is_prerelease(v)]
+
+
+def missing_in_line(version: str | None, command: str, names: list[str],
+                    flags_dir: str = str(FLAGS_DIR)) -> dict[str, list[str]]:
+    """For a ``version`` naming a line (``4.5``), the older releases of that line whose ``command``
+    lacks each field of ``names`` (the newest release's table, which lint checks a line against, has
+    it; ms-swift 4.5.0 raises ``ValueError: remaining_argv`` for 4.5.3's ``--muon_lr``). {} otherwise."""
+    if not version or not names_line(version):
+        return {}
+    out: dict[str, list[str]] = {}
+    for v, p in _line_releases(version, flags_dir)[:-1]:
+        fields = load_table(p).fields(command) or {}
+        for n in names:
+            if n not in fields:
+                out.setdefault(n, []).append(v)
+    return out
+
+
 def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | None, str]:
-    """The table for ``version`` ("4.6", "4.2.0", "4.6.x", "4.6.0.dev0"): the same major.minor, the
-    version closest at or below (a pre-release sorts before its release, so ``4.6.0.dev0`` gets the
-    main-branch table and ``4.6``/``4.6.0`` the release's). Without a version, the newest table.
+    """The table for ``version`` ("4.6", "4.2.0", "4.6.x", "4.6.0.dev0"): a release, the version
+    closest at or below it in its major.minor (a pre-release sorts before its release, so
+    ``4.6.0.dev0`` gets the main-branch table and ``4.6.0`` the release's); a line (``4.5``,
+    ``4.5.x``), its newest release's table (the flags of any of its releases; ``missing_in_line``
+    says which of them an older patch lacks). Without a version, the newest table.
     Returns (table, how it was chosen)."""
     tables = shipped_tables(flags_dir)
     if not tables:
@@ -124,6 +166,11 @@ def pick(version: str | None, flags_dir: str = str(FLAGS_DIR)) -> tuple[Table | 
     if not same_minor:
         known = ", ".join(v for v, _ in tables)
         return None, f"no flag table for ms-swift {version} (tables: {known})"
+    releases = _line_releases(version, flags_dir) if names_line(version) else []
+    if len(releases) > 1:
+        v, p = releases[-1]
+        return load_table(p), (f"checked against the ms-swift {v} flag table, the newest of the {version} line "
+                               f"({releases[0][0]}-{v})")
     at_or_below = [(v, p) for v, p in same_minor if version_key(v) <= want] or same_minor
     v, p = at_or_below[-1]
     return load_table(p), f"checked against the ms-swift {v} flag table"

@@ -67,6 +67,7 @@ class SwiftCommand:
     table: swift_flags.Table | None
     how: str                    # which table / parser was used, in words
     checked_as: str = ""        # the command whose flags apply: `swift sft --use_megatron` is `megatron sft`
+    wanted: str | None = None   # the recipe's swift.version as written ("4.5" names a line, "4.5.2" a release)
     values: dict[str, list[str]] = field(default_factory=dict)   # field -> value tokens (last wins)
 
     @property
@@ -101,7 +102,8 @@ def parse_command(recipe: "RunRecipe") -> SwiftCommand | None:
         return None
     version = recipe.swift.version
     table, how = swift_flags.pick(version)
-    cmd = SwiftCommand(argv, command, start, table, how, checked_as=command)
+    cmd = SwiftCommand(argv, command, start, table, how, checked_as=command,
+                       wanted=str(version) if version else None)
     given = {a[2:].split("=", 1)[0].replace("-", "_") for a in argv[start:] if a.startswith("--")}
     if command == "swift sft" and given & {"use_megatron", "megatron_use_mcore", *MEGATRON_ONLY}:
         cmd.checked_as = "megatron sft"
@@ -206,7 +208,8 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
     if not announce:
         out = []
     args = cmd.argv[cmd.start:]
-    for r in swift_flags.resolve_flags(args, fields):
+    resolved = swift_flags.resolve_flags(args, fields)
+    for r in resolved:
         name = r.token[2:].replace("-", "_")
         fix = f"; {_replacement(name, fields)}" if name in RENAMES else ""
         if r.status == "unknown":
@@ -225,7 +228,18 @@ def _from_table(cmd: SwiftCommand, announce: bool = True) -> list[dict]:
             bad = swift_flags.type_problem(fields[r.dest], swift_flags.values_of(args, r.index))
             if bad:
                 out.append(problem("error", "swift_bad_value", f"{r.token} {bad}"))
-    return out
+    return out + _not_in_line(cmd, resolved)
+
+
+def _not_in_line(cmd: SwiftCommand, resolved: list[swift_flags.Resolved]) -> list[dict]:
+    """``swift.version: 4.5`` is checked against the line's newest release (4.5.3): a flag it added
+    is still unknown to 4.5.0-4.5.2, which end at start-up with ``ValueError: remaining_argv``."""
+    given = {r.dest: r.token for r in resolved if r.dest is not None}
+    missing = swift_flags.missing_in_line(cmd.wanted, cmd.checked_as, list(given))
+    return [problem("warning", "swift_flag_not_in_line", f"{given[name]}: ms-swift {', '.join(versions)} `{cmd.checked_as}` "
+                                                      f"has no such flag (ValueError: remaining_argv there); swift.version "
+                                                      f"{cmd.wanted} names the whole line: name the release you run")
+            for name, versions in missing.items()]
 
 
 # ---- the run's arithmetic ------------------------------------------------------------------

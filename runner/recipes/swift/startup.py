@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from moeconsole.runner.recipes.swift.flags import is_prerelease, version_key
+from moeconsole.runner.recipes.swift.flags import is_prerelease, pick, version_key
 
 SRC = "swift/megatron/arguments/megatron_args.py"
 
@@ -45,9 +45,17 @@ def _source_lines(version: str, v46: str, v42: str, main: str) -> str:
 
 
 def _muon_lr_checked(version: str) -> bool:
-    """``_check_muon``'s refusal of ``--muon_lr`` without Muon is new in the 4.6.0 release (main's
-    4.6.0.dev0 and 4.2 have no ``--muon_lr`` at all: an unknown flag there)."""
-    return version_key(version) >= version_key("4.6.0")
+    """``_check_muon``'s refusal of ``--muon_lr`` without Muon came with the flag itself, in 4.5.3
+    (l.1002-1003) and 4.6.0 (l.1046-1047); releases before 4.5.3 and main's 4.6.0.dev0 (3602360a) have no
+    ``--muon_lr`` at all (an unknown flag there). So the version's flag table decides."""
+    table, _ = pick(version)
+    return table is not None and "muon_lr" in (table.fields("megatron sft") or {})
+
+
+def _muon_lr_lines(version: str) -> str:
+    if version_key(version)[:2] == (4, 5):
+        return f"{SRC} l.1002-1003 (4.5.3)"
+    return f"{SRC} l.1046-1047 (4.6.0)"
 
 
 def startup_errors(get: Callable[[str], Any], world_size: int | None, version: str) -> list[StartupError]:
@@ -128,10 +136,10 @@ def startup_errors(get: Callable[[str], Any], world_size: int | None, version: s
                                     f"micro_batch_size: {mbs}.", _source_lines(version, "1007-1011", "743-747", "955-959")))
     if _muon_lr_checked(version) and "muon" not in str(get("optimizer") or "adam") and (
             get("muon_lr") is not None or get("muon_min_lr") is not None):
-        # MegatronArguments._check_muon, right after _init_distributed (4.6.0 l.955, l.1046-1047)
+        # MegatronArguments._check_muon, right after _init_distributed (4.6.0 l.955, l.1046-1047; 4.5.3 l.911, l.1002-1003)
         out.append(StartupError("swift_muon_lr_without_muon",
                                 "`muon_lr`/`muon_min_lr` require `--optimizer muon` or `--optimizer dist_muon`.",
-                                f"{SRC} l.1046-1047 (4.6.0)"))
+                                _muon_lr_lines(version)))
     adapters = get("adapters") or []
     if len(adapters) > 1:
         out.append(StartupError("swift_one_adapter", "Currently only support one adapter",
