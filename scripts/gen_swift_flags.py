@@ -9,7 +9,7 @@ fields collected in dataclass order (reverse MRO). Nothing of ms-swift is execut
     scripts/gen_swift_flags.py --git /path/ms-swift.git --rev v4.2.0      # a git tag
     scripts/gen_swift_flags.py --git /path/ms-swift.git --rev main        # a branch: 4.6.0.dev0
 
-The table goes to runner/recipes/swift/flags/ms-swift-<version>.json (``--out`` to choose), where
+The table goes to runner/recipes/swift/flags/ms-swift-<version>.json.gz (``--out`` to choose), where
 ``moeconsole lint`` reads it. Bases that live outside ms-swift (transformers'
 TrainingArguments behind ``swift sft``) cannot be read here and are listed as
 ``unresolved_bases``: lint treats such a table as partial.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import re
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "runner" / "recipes" / "swift" / "flags"
+sys.path.insert(0, str(REPO))
+from moeconsole.runner.recipes.swift.flags import table_name, write_table_file  # noqa: E402
 
 # The commands lint knows, and the argument class each one parses (ms-swift's ROUTE_MAPPING
 # sends ``megatron sft`` to swift/cli/_megatron/sft.py, which parses MegatronSftArguments).
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("source", help="wheel, sdist, directory holding swift/, or (with --rev) a git dir")
     ap.add_argument("--git", action="store_true", help="SOURCE is a git directory; read --rev from it")
     ap.add_argument("--rev", help="git revision (tag) to read")
-    ap.add_argument("--out", help="output file (default runner/recipes/swift/flags/ms-swift-<version>.json)")
+    ap.add_argument("--out", help="output file (default runner/recipes/swift/flags/ms-swift-<version>.json.gz)")
     ns = ap.parse_args(argv)
     if ns.git and not ns.rev:
         ap.error("--git needs --rev")
@@ -267,11 +268,9 @@ def main(argv: list[str] | None = None) -> int:
                                    check=True, capture_output=True, text=True).stdout.split()
         origin = f"git {ns.rev} {sha} ({date})"
     table = build_table(sources, origin)
-    out = Path(ns.out) if ns.out else OUT_DIR / f"ms-swift-{table['ms_swift_version']}.json"
+    out = Path(ns.out) if ns.out else OUT_DIR / table_name(table["ms_swift_version"])
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(table, indent=1, sort_keys=False) + "\n")
-    tmp.replace(out)
+    write_table_file(out, table)
     counts = ", ".join(f"{c}: {len(t['fields'])}" for c, t in table["commands"].items())
     print(f"{out}: ms-swift {table['ms_swift_version']} ({counts})")
     return 0

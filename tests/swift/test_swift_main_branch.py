@@ -1,6 +1,6 @@
 """ms-swift's main branch (``4.6.0.dev0``, github.com/modelscope/ms-swift 3602360a, 2026-08-22) beside
 the 4.6.0 release (the wheel, 2026-10-14): two sets of flags under one number. Read from each one's
-own source by scripts/gen_swift_flags.py (runner/recipes/swift/flags/ms-swift-4.6.0*.json):
+own source by scripts/gen_swift_flags.py (runner/recipes/swift/flags/ms-swift-4.6.0*.json.gz):
 
 - main lacks ``--muon_lr``/``--muon_min_lr``, ``--dataloader_multiprocessing_context``,
   ``--strict_fsdp_dtensor_load``, ``--engram_tokenizer_map`` and the ``decision_*`` flags (4.6.0

@@ -9,6 +9,7 @@ argparse then accepts any unique prefix of those strings (``--use_megatron`` sil
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -18,7 +19,30 @@ from pathlib import Path
 from typing import Any
 
 FLAGS_DIR = Path(__file__).resolve().parent / "flags"
-_TABLE_NAME = re.compile(r"^ms-swift-(\d+)\.(\d+)\.(\d+)(\S*)\.json$")
+TABLE_SUFFIX = ".json.gz"
+_TABLE_NAME = re.compile(r"^ms-swift-(\d+)\.(\d+)\.(\d+)(\S*)\.json\.gz$")
+
+
+def table_name(version: str) -> str:
+    """The shipped file of one version's table: ``ms-swift-4.6.0.json.gz``."""
+    return f"ms-swift-{version}{TABLE_SUFFIX}"
+
+
+def read_table_file(path: str | Path) -> dict[str, Any]:
+    """A table as written by ``write_table_file`` (gzip'd JSON; plain JSON for a path not ending in ``.gz``)."""
+    data = Path(path).read_bytes()
+    return json.loads(gzip.decompress(data) if str(path).endswith(".gz") else data)
+
+
+def write_table_file(path: str | Path, table: dict[str, Any]) -> None:
+    """Write a table atomically. The shipped ones are gzip'd (16 releases' tables are 5.8 MB of JSON,
+    0.5 MB compressed) with no name or time in the gzip header, so the same table gives the same bytes."""
+    path = Path(path)
+    text = (json.dumps(table, indent=1, sort_keys=False) + "\n").encode()
+    data = gzip.compress(text, compresslevel=9, mtime=0) if str(path).endswith(".gz") else text
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 @dataclass(frozen=True)
@@ -95,9 +119,9 @@ def prerelease_note(wanted: str, installed: str) -> str:
 def shipped_tables(flags_dir: str = str(FLAGS_DIR)) -> tuple[tuple[str, str], ...]:
     """(version, path) of every shipped table, oldest first."""
     out = []
-    for p in Path(flags_dir).glob("ms-swift-*.json"):
+    for p in Path(flags_dir).glob("ms-swift-*" + TABLE_SUFFIX):
         if _TABLE_NAME.match(p.name):
-            out.append((p.name[len("ms-swift-"):-len(".json")], str(p)))
+            out.append((p.name[len("ms-swift-"):-len(TABLE_SUFFIX)], str(p)))
     return tuple(sorted(out, key=lambda vp: version_key(vp[0])))
 
 
@@ -116,7 +140,7 @@ def tabled_releases(flags_dir: str = str(FLAGS_DIR)) -> str:
 
 @lru_cache(maxsize=None)
 def load_table(path: str) -> Table:
-    raw = json.loads(Path(path).read_text())
+    raw = read_table_file(path)
     return Table(version=raw["ms_swift_version"], source=raw.get("source", ""), commands=raw["commands"],
                  path=Path(path))
 
