@@ -325,6 +325,28 @@ def read_torchcv(text: str) -> tuple[dict, str] | None:
     return out, "torchcv"
 
 
+# torchtitan's step line (torchtitan/components/metrics.py MetricsProcessor.log, behind its logger's
+# "[titan] <time> - root - INFO - "): f"step: {step:2}  loss: {loss:8.5f}  grad_norm: {g:7.4f}  memory:
+# {gib:5.2f}GiB({pct:.2f}%)  tps: {round(tps):,}  tflops: {tflops:,.2f}  mfu: {mfu:.2f}%" (older releases
+# "... wps: {wps:,}  mfu: {mfu:.2f}%", newer ones "mfu: N/A" without a peak): every such line ends
+# with its mfu; one that does not was cut (a commit message or a terminal wrapped it at a space,
+# "... step:  1  loss:" then "7.98820  grad_norm: ...  tps: 1,578" then "tflops: 0.86  mfu: N/A").
+_TITAN_HEAD_RE = re.compile(r"\[titan\][^\n]{0,80}? - INFO - step:\s*\d+(?:  loss:|\s*$)")
+_TITAN_END_RE = re.compile(r"mfu: (?:" + _NUM + r"%|N/A)\s*$")
+# the rest of a cut line: a value, or a field of the line, first (never a line of its own)
+_TITAN_REST_RE = re.compile(r"^(?:(?:" + _NUM + r")(?:GiB\([\d.]+%\))?|(?:loss|grad_norm|memory|tps|wps|tflops|mfu):)(?:\s|$)")
+
+
+def titan_line_cut(text: str) -> bool:
+    """A torchtitan step line cut before its end: it starts as one and has not reached its mfu."""
+    return _TITAN_HEAD_RE.search(text) is not None and _TITAN_END_RE.search(text) is None
+
+
+def titan_line_rest(text: str) -> bool:
+    """Whether ``text`` is the rest of a cut torchtitan step line."""
+    return _TITAN_HEAD_RE.search(text) is None and _TITAN_REST_RE.match(text) is not None
+
+
 # llm.c (train_gpt2.c, train_gpt2.cu): the loop evaluates at the top of step s, before training it
 # (`if (step % val_loss_every == 0 || last_step) { ...; printf("val loss %f\n", val_loss); }`), so
 # its `val loss` is at s updates. train_gpt2.c then prints the 0-based step after its update
@@ -338,7 +360,8 @@ LLMC_C_STEP_RE = re.compile(r"^step \d+: train loss (?:" + _NUM + r") \(took (?:
 # by the line they start as: (whether a line is cut, whether a row is the rest of one, the text
 # the rows are joined with).
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
-                 "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t")}
+                 "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
+                 "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
 
 
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
@@ -1097,7 +1120,7 @@ def read_mark(text: str) -> dict | None:
 # 3%|▎ | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=...]"), has its postfix
 # right after the remaining time.
 _BAR_POSTFIX_RE = re.compile(
-    r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
+    r"^(?:(?P<desc>(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?):\s*)?"
     r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
     r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"

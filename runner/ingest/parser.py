@@ -128,14 +128,15 @@ def _torchtune_bar(text: str) -> formats.Bar | None:
 
 
 
-def _first_bar_count(raw: bytes) -> tuple[int, int] | None:
-    """(count, total) of the Hugging Face Trainer's bar (``formats.bare_bar_count``) drawn again
-    right after a dict, at the start of the next line, else None. That redraw is the line's
+def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
+    """(count, total, alone) of the Hugging Face Trainer's bar (``formats.bare_bar_count``) drawn
+    again right after a dict, at the start of the next line, else None. That redraw is the line's
     first carriage-return segment when later ones follow it (a file keeps every redraw), or
     its only bar when a message was printed right after it, before the bar moved on
     (``...| 100/7252 [24:16<29:02:42, 14.62s/it][INFO|trainer.py:3910] ... Saving model
-    checkpoint to .../checkpoint-100``). A bar alone on its line is what a terminal showed
-    last, the count before the next dict (``LogParser._bar_step``)."""
+    checkpoint to .../checkpoint-100``). A bar alone on its line (``alone``) is what a terminal
+    showed last, the count before the next dict (``LogParser._bar_step``): not the dict's step,
+    but its total is the run's ``max_steps`` all the same."""
     if b"%|" not in raw and b"% " not in raw:
         return None
     parts = [p for p in raw.split(b"\r") if p.strip()]
@@ -146,9 +147,9 @@ def _first_bar_count(raw: bytes) -> tuple[int, int] | None:
         first = ANSI_BYTES_RE.sub(b"", first)
     text = split_rank(decode_line(first))[1]
     got = formats.bare_bar_count(text)
-    if got is None or (len(parts) == 1 and not strip_bar(text)[1].strip()):
+    if got is None:
         return None
-    return got
+    return got[0], got[1], len(parts) == 1 and not strip_bar(text)[1].strip()
 
 class LogParser:
     """Stateful, line by line: ``process_line``/``read_completed`` per complete line,
@@ -224,10 +225,12 @@ class LogParser:
         self._held = None
         if raw is not None:
             got = _first_bar_count(raw)
-            if got is not None and got[0] > (self._last_step or 0):
+            if got is not None and not got[2] and got[0] > (self._last_step or 0):
                 rec["step"] = got[0]
-                if rec["max_steps"] is None:
-                    rec["max_steps"] = got[1]
+            if got is not None and rec["max_steps"] is None and (rec["step"] or 0) <= got[0] and (
+                    not got[2] or rec["step"] is not None):
+                # the Trainer's bar, drawn again under the dict: its total is state.max_steps
+                rec["max_steps"] = got[1]
         self._origin = line
         try:
             return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
@@ -906,9 +909,10 @@ class LogParser:
     def _cut_complete(self) -> bool:
         """Whether the wrapped line being read has reached its end (then it is read at once)."""
         assert self._cut is not None
-        joined = "".join(self._cut[0])
         if self._cut[2] in formats.WRAPPED_LINES:
-            return not formats.WRAPPED_LINES[self._cut[2]][0](joined)
+            cut, _, sep = formats.WRAPPED_LINES[self._cut[2]]
+            return not cut(sep.join(self._cut[0]))
+        joined = "".join(self._cut[0])
         return formats.megatron_line_complete(joined)
 
     def _flush_cut(self, ended_before: bool = False) -> list[LogEvent]:

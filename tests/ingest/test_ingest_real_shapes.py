@@ -398,6 +398,22 @@ def test_the_trainer_bar_drawn_again_after_a_dict_gives_the_dict_its_step():
             assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == want
 
 
+def test_the_trainer_bar_alone_after_a_dict_gives_its_total_as_max_steps():
+    """A terminal paste (axolotl): the bar, a message, the dict, the bar drawn again alone on its
+    line at a count the terminal showed last, a log line, an evaluation dict. The lone bar's count
+    is no proof of the dict's step (the dict is numbered), but its total is the Trainer's
+    state.max_steps (ProgressCallback: tqdm(total=state.max_steps)) and the record carries it."""
+    lines = ("  0%|          | 0/1440 [00:00<?, ?it/s]", "You're using a Qwen2TokenizerFast tokenizer.",
+             "{'loss': 0.7294, 'grad_norm': 0.406, 'learning_rate': 2e-05, 'epoch': 0.0}",
+             "  0%|          | 1/1440 [00:03<1:30:46,  3.79s/it]",
+             "[2024-11-13 05:27:02,554] [INFO] [axolotl.utils.samplers.multipack.calc_min_len:197] gather_len_batches: [312]",
+             "{'eval_loss': 0.7598, 'eval_runtime': 13.9149, 'epoch': 0.0}")
+    for sizes in (None, 1, 7):
+        recs, p = parse(*lines, sizes=sizes)
+        assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == [(1, 1440, 0.7294)]
+        assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(1, 0.7598)]
+
+
 def test_a_log_without_the_trainers_bar_gives_each_dict_at_once():
     """Only a log that drew the Trainer's bar (or a paste at its first record) holds a dict for
     the line after it: live, a run logging to a file without the bar never shows its last step
@@ -429,3 +445,42 @@ def test_a_held_dict_before_template_rows_keeps_its_place(tmp_path):
     key = lambda r: (r["step"], r["loss"], r["src"])  # noqa: E731
     assert [key(r) for r in piped] == [key(r) for r in one_by_one]
     assert (60, 9.5, "hf_dict") in [key(r) for r in piped] and (300, 8.5, "hf_dict") in [key(r) for r in piped]
+
+
+def _titan(step: int, loss: float, grad: float, gib: float, tps: float, tflops: float, mfu: str) -> str:
+    """torchtitan/components/metrics.py MetricsProcessor.log, behind its logger's format
+    ("[titan] %(asctime)s - %(name)s - %(levelname)s - %(message)s")."""
+    return (f"[titan] 2026-07-16 11:20:41,921 - root - INFO - step: {step:2}  loss: {loss:8.5f}  "
+            f"grad_norm: {grad:7.4f}  memory: {gib:5.2f}GiB({gib / 178.35 * 100:.2f}%)  tps: {round(tps):,}  "
+            f"tflops: {tflops:,.2f}  mfu: {mfu}")
+
+
+@pytest.mark.parametrize("width", [60, 72, 100])
+@pytest.mark.parametrize("sizes", [None, 1, 7])
+def test_torchtitan_lines_wrapped_at_spaces_are_read_whole(width, sizes):
+    """A commit message or a narrow terminal wraps torchtitan's step lines at a space ("... step:
+    1  loss:" / "7.98820  grad_norm: ... tps: 1,578" / "tflops: 0.86  mfu: N/A"): each is one record
+    with every field, and a message wrapped between them stays a message."""
+    import textwrap
+    lines = [_titan(1, 7.9882, 3.7762, 3.87, 1578, 0.86, "N/A"),
+             "[titan] 2026-07-16 11:20:41,921 - root - INFO - Synchronizing and adjusting timeout for all ProcessGroups to 0:01:40",
+             _titan(2, 6.08364, 4.2124, 4.24, 96705, 52.5, "12.50%")]
+    wrapped = [row for ln in lines for row in textwrap.wrap(ln, width, break_long_words=False, break_on_hyphens=False)]
+    assert len(wrapped) > len(lines)
+    recs, _ = parse(*wrapped, sizes=sizes)
+    assert [(r["step"], r["loss"], r["grad_norm"], r["mem_gib"], r["tokens_per_s"]) for r in recs] == [
+        (1, 7.9882, 3.7762, 3.87, 1578), (2, 6.08364, 4.2124, 4.24, 96705)]
+
+
+def test_openrlhf_episode_bar_without_a_postfix_and_vllm_bars_give_no_step():
+    """OpenRLHF's PPO trainer (openrlhf/trainer/ppo_trainer.py fit): pbar = tqdm(range(len(
+    prompts_dataloader)), desc=f"Episode [{episode + 1}/{args.num_episodes}]") and, between its
+    redraws, vLLM's "Processed prompts" bars behind Ray's actor labels: bars with no metric in
+    them are progress, never a training record."""
+    rows = ["(LLMRayActor pid=676132)", "Processed prompts: 100%|██████████| 16/16 [00:12<00:00,  1.25it/s]",
+            "(ActorModelRayActor pid=675352)", "Episode [1/2]:  50%|█████     | 1/2 [03:32<03:32, 212.50s/it]",
+            "(ActorModelRayActor pid=675352)", "Episode [1/2]: 100%|██████████| 2/2 [07:05<00:00, 212.60s/it]",
+            "Episode [1/2]: 100%|██████████| 2/2 [07:05<00:00, 212.60s/it]"]
+    recs, p = parse(*rows)
+    assert recs == []
+    assert p.stats.ignored_lines == 4   # the four bars: understood, carrying nothing
