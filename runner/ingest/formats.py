@@ -347,6 +347,48 @@ def titan_line_rest(text: str) -> bool:
     return _TITAN_HEAD_RE.search(text) is None and _TITAN_REST_RE.match(text) is not None
 
 
+# NeMo-RL's algorithms (nemo_rl/algorithms/sft.py, dpo.py, grpo.py, rm.py, distillation.py) print
+# each step as a block: print(f"\n{'=' * 25} Epoch {epoch + 1}/{max_epochs} {'=' * 25}") (SFT, DPO,
+# RM), print(f"\n{'=' * 25} Step {current_step + 1}/{steps} {'=' * 25}") (the step within the
+# epoch), "▶ Taking a training step...", print(f"▶ Starting validation at step {step} for
+# `{name}` set..") (the step the evaluation is logged at, total_steps + 1), print(f"\n📊 Validation
+# Results for `{name}` set:") (older: "📊 Validation Results:") then f"    • Validation {metric}:
+# {value:.4f}" per metric, "⏱️  Validation Timing ...", print("\n📊 Training Results:") then
+# f"  • {metric}: {value:.4f}" (SFT's "Loss", DPO's "loss" and "accuracy", GRPO's "Loss", "Avg
+# Reward", ...), "  • Training FLOPS: ...", print("\n⏱️  Timing:") then f"  • Total step time:
+# {total:.2f}s" first and f"  • {k}: {v:.2f}s ({pct:.1f}%)" for each part.
+_NEMO_RL_BANNER_RE = re.compile(r"^={10,} (Epoch|Step) (\d+)/(\d+) ={10,}$")
+_NEMO_RL_VAL_AT_RE = re.compile(r"^▶ Starting validation at step (\d+)\b")
+_NEMO_RL_HEAD_RE = re.compile(r"^📊 (Training|Validation) Results\b[^:]*:$")
+_NEMO_RL_TIMING_RE = re.compile(r"^⏱️?\s+(Validation )?Timing\b")
+_NEMO_RL_VALUE_RE = re.compile(r"^•\s+([A-Za-z][\w ./()%-]{0,80}?):\s+(" + _NUM + r")(s?)\b")
+
+
+def read_nemo_rl(text: str) -> tuple | None:
+    """One line of NeMo-RL's step block (stripped), tagged: ("epoch" | "step", n, total),
+    ("val_at", step), ("results", "train" | "val"), ("timing", None), ("value", name, number,
+    unit); None for any other line."""
+    first = text[:1]
+    if first == "=":
+        m = _NEMO_RL_BANNER_RE.match(text)
+        return None if m is None else (m.group(1).lower(), int(m.group(2)), int(m.group(3)))
+    if first == "•":
+        m = _NEMO_RL_VALUE_RE.match(text)
+        return None if m is None else ("value", m.group(1).strip(), m.group(2), m.group(3))
+    if first == "▶":
+        m = _NEMO_RL_VAL_AT_RE.match(text)
+        return None if m is None else ("val_at", int(m.group(1)))
+    if first == "📊":
+        m = _NEMO_RL_HEAD_RE.match(text)
+        return None if m is None else ("results", "train" if m.group(1) == "Training" else "val")
+    if first == "⏱":
+        return ("timing", None) if _NEMO_RL_TIMING_RE.match(text) else None
+    return None
+
+
+NEMO_RL_FIRST = "=•▶📊⏱"
+
+
 # llm.c (train_gpt2.c, train_gpt2.cu): the loop evaluates at the top of step s, before training it
 # (`if (step % val_loss_every == 0 || last_step) { ...; printf("val loss %f\n", val_loss); }`), so
 # its `val loss` is at s updates. train_gpt2.c then prints the 0-based step after its update

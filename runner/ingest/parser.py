@@ -33,7 +33,7 @@ from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, v
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
-                                   split_eval, swift_rate_step_time)
+                                   parse_number, split_eval, swift_rate_step_time)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -99,6 +99,30 @@ def looks_like_metrics(text: str) -> bool:
     numbers (argument dumps such as ``loss_type=None,`` are not)."""
     low = text.lower()
     return "loss" in low and any(w in low for w in _STEP_WORDS) and any(c.isdigit() for c in text)
+
+
+@dataclass
+class _NemoRlState:
+    """NeMo-RL's step block being read (``formats.read_nemo_rl``): the epoch and step its banners
+    named, the step a validation announced, and the results section open (``train``, its
+    ``timing`` after it, or ``val``) with the values read in it."""
+    epoch: int = 0
+    epochs: int = 0
+    step: int | None = None
+    steps: int | None = None
+    val_at: int | None = None
+    section: str | None = None
+    rank: int | None = None
+    values: dict = field(default_factory=dict)
+
+    def global_step(self) -> tuple[int | None, int | None]:
+        """(step, max_steps): the banner's step counts within its epoch (``Step {current_step +
+        1}/{len(dataloader)}`` under ``Epoch e/E``), so the run's is (e - 1) x steps + step."""
+        if self.step is None:
+            return None, None
+        if self.epoch and self.steps:
+            return (self.epoch - 1) * self.steps + self.step, self.epochs * self.steps
+        return self.step, self.steps
 
 
 @dataclass
@@ -184,6 +208,7 @@ class LogParser:
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._rich_line = False                  # the line being read is a RichHandler record
+        self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
@@ -211,7 +236,8 @@ class LogParser:
         not understood."""
         self.origins.clear()
         held = self.release_held()
-        return held + self._drop_fragment() + self._flush_cut() + self._release() + self._give_ds_step()
+        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
+                + self._give_ds_step())
 
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
         """The record of a step-less dict held for the line after it (``_hold``), given now:
@@ -388,6 +414,72 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        if not stripped and (self._nrl is not None or text.lstrip()[:1] in formats.NEMO_RL_FIRST):
+            got = self._nemo_rl_line(text.strip(), rank)
+            if got is not None:
+                return got
+            if self._nrl is not None and self._nrl.section is not None and text.strip():
+                return self._nemo_rl_end() + self._read_text_line(text, rank)   # a line after the block ends it
+        return self._read_text_line(text, rank, stripped)
+
+    def _nemo_rl_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A line of NeMo-RL's step block (``formats.read_nemo_rl``): banners and headers set the
+        step and open a section, each value joins the section's record; the training record is
+        given at its ``Total step time`` (printed right after its values, so it never waits for
+        the next step), a validation's evaluation when its section ends. None: not such a line."""
+        got = formats.read_nemo_rl(text)
+        if got is None or got[0] == "value" and (self._nrl is None or self._nrl.section is None):
+            return None
+        st = self._nrl = self._nrl or _NemoRlState()
+        kind = got[0]
+        events = self._nemo_rl_end() if kind in ("epoch", "step", "val_at", "results") else []
+        if kind == "epoch":
+            st.epoch, st.epochs, st.step = got[1], got[2], None
+        elif kind == "step":
+            st.step, st.steps = got[1], got[2]
+        elif kind == "val_at":
+            st.val_at = got[1]
+        elif kind == "results":
+            st.section, st.rank, st.values = got[1], rank, {}
+        elif kind == "timing":
+            if st.section == "train":
+                st.section = "timing"
+            else:
+                events = self._nemo_rl_end()
+        elif st.section == "timing":
+            if got[1] == "Total step time":
+                st.values["step_time"] = got[2]
+                events = self._nemo_rl_end()
+        else:
+            name = got[1][len("Validation "):] if st.section == "val" and got[1].startswith("Validation ") else got[1]
+            st.values[name.lower().replace(" ", "_")] = got[2]
+        if not events:
+            self.stats.ignored_lines += 1
+            self.reason = "NeMo-RL's step block: its record is given with the lines that end it"
+        return events
+
+    def _nemo_rl_end(self) -> list[LogEvent]:
+        """The record (training results, with the step time) or the evaluation (validation
+        results) of the NeMo-RL section read last, at the step its banners or its validation
+        named."""
+        st = self._nrl
+        if st is None or st.section is None:
+            return []
+        section, values, st.section, st.values = st.section, st.values, None, {}
+        step, total = st.global_step()
+        if not values:
+            return []
+        if section == "val":
+            at, st.val_at = (st.val_at if st.val_at is not None else step), None
+            loss = parse_number(values["loss"]) if "loss" in values else None
+            return self._eval_line(EvalLine({f"val_{k}": v for k, v in values.items()}, at, "nemo_rl", split="val",
+                                            loss=loss), st.rank)
+        if step is None:
+            return []
+        return self._from_reader(({"step": step, "max_steps": total, **values}, "nemo_rl"), st.rank) or []
+
+    def _read_text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
+        """``_text_line`` past NeMo-RL's block lines."""
         if self.line_format is not None and not stripped:
             got_user = self.line_format.read(text)   # the line as printed: the user's regex was written for it
             if got_user is not None:
@@ -463,7 +555,7 @@ class LogParser:
         if not stripped:
             body = shape.strip_prefix_full(text)
             if body and body != text:
-                return self._text_line(body, rank, stripped=True)
+                return self._read_text_line(body, rank, stripped=True)
         return self._learned(text, rank)
 
     # ------------------------------------------------------------------ the shape learner
@@ -838,6 +930,7 @@ class LogParser:
         self._espnet = shape.ShapeState()
         self._swift_rate = None
         self._resume_step = 0
+        self._nrl = None
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if

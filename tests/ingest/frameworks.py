@@ -735,6 +735,38 @@ def prime_rl() -> Log:
                extra={"step_time_s": [60.98, 12.5, 11.0], "grad_norm": [0.8765, 0.7, None], "mem_gib": [30.1, None, None]})
 
 
+def nemo_rl_dpo() -> Log:
+    """NeMo-RL's DPO (nemo_rl/algorithms/dpo.py dpo_train and validate_one_dataset; SFT, RM and
+    GRPO print the same block): per epoch print(f"\\n{'=' * 25} Epoch {epoch + 1}/{max_epochs} {'=' *
+    25}"), per step print(f"\\n{'=' * 25} Step {current_step + 1}/{steps} {'=' * 25}") (the step within
+    the epoch), "▶ Taking a training step...", every val_period steps f"▶ Starting validation at step
+    {total_steps + 1} for `{name}` set..", f"\\n📊 Validation Results for `{name}` set:" and f"    •
+    Validation {metric}: {value:.4f}", then "\\n📊 Training Results:", f"  • {metric}: {value:.4f}",
+    "\\n⏱️  Timing:", f"  • Total step time: {total_time:.2f}s", f"  • {k}: {v:.2f}s ({pct:.1f}%)".
+    Two epochs of two steps, validation every two steps (before that step's training results)."""
+    eq = "=" * 25
+    lines = ["▶ Setting up compute cluster...", "  ✓ Ray cluster initialized with 1 nodes"]
+    steps, evals, times = [], [], []
+    for ep in (1, 2):
+        lines += ["", f"{eq} Epoch {ep}/2 {eq}"]
+        for s in (1, 2):
+            total = (ep - 1) * 2 + s
+            lines += ["", f"{eq} Step {s}/2 {eq}", "▶ Taking a training step..."]
+            if total % 2 == 0:
+                lines += [f"▶ Starting validation at step {total} for `default` set..", "",
+                          "📊 Validation Results for `default` set:",
+                          f"    • Validation loss: {0.7 - total / 100:.4f}", f"    • Validation accuracy: {0.5:.4f}", "",
+                          "  ⏱️  Validation Timing for `default` set:", f"    • Total validation time: {3.21:.2f}s"]
+                evals.append((total, round(0.7 - total / 100, 4)))
+            lines += ["", "📊 Training Results:", f"  • loss: {0.69 - total / 100:.4f}", f"  • accuracy: {0.5 + total / 10:.4f}",
+                      "", "⏱️  Timing:", f"  • Total step time: {12.0 + total:.2f}s",
+                      f"  • policy_training: {10.0:.2f}s ({100 * 10 / (12 + total):.1f}%)"]
+            steps.append((total, round(0.69 - total / 100, 4)))
+            times.append(12.0 + total)
+    return Log("nemo_rl_dpo", lines, steps, evals, src="nemo_rl", extra={"step_time_s": times})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl,
+       nemo_rl_dpo)
