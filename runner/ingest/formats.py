@@ -347,6 +347,43 @@ def titan_line_rest(text: str) -> bool:
     return _TITAN_HEAD_RE.search(text) is None and _TITAN_REST_RE.match(text) is not None
 
 
+# Lightning's CSVLogger (lightning/fabric/loggers/csv_logs.py _ExperimentWriter, the
+# lightning.pytorch CSVLogger's metrics.csv): csv.DictWriter rows under a header of every metric
+# name logged, the logger's "step" among them (Lightning adds "epoch"): "epoch,step,
+# train_loss_epoch,train_loss_step,val_loss" then "0,49,,0.6689074635505676,"; a name not logged
+# at that step is an empty cell. Each row is a record at its step (a row of evaluation values only,
+# val_loss, is an evaluation there).
+_CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./()-]{0,80}$")
+_CSV_NUM_RE = re.compile(r"^(?:" + _NUM + r")$")
+
+
+def read_csv_header(text: str) -> tuple[str, ...] | None:
+    """The names of a metrics CSV's header (one of them ``step``, every cell a name), else None."""
+    if "," not in text or "step" not in text:
+        return None
+    names = tuple(text.split(","))
+    if "step" not in names or len(names) < 2 or len(set(names)) != len(names) or not all(
+            _CSV_NAME_RE.match(n) for n in names):
+        return None
+    return names
+
+
+def read_csv_row(text: str, header: tuple[str, ...]) -> dict | None:
+    """A row under ``read_csv_header``'s names: {name: value} of its cells that hold a number
+    (a row with another count of cells, or a cell that is no number, is not one)."""
+    cells = text.split(",")
+    if len(cells) != len(header):
+        return None
+    out = {}
+    for name, cell in zip(header, cells):
+        if cell == "":
+            continue
+        if _CSV_NUM_RE.match(cell) is None:
+            return None
+        out[name] = cell
+    return out if "step" in out else None
+
+
 # NeMo-RL's algorithms (nemo_rl/algorithms/sft.py, dpo.py, grpo.py, rm.py, distillation.py) print
 # each step as a block: print(f"\n{'=' * 25} Epoch {epoch + 1}/{max_epochs} {'=' * 25}") (SFT, DPO,
 # RM), print(f"\n{'=' * 25} Step {current_step + 1}/{steps} {'=' * 25}") (the step within the

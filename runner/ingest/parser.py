@@ -209,6 +209,7 @@ class LogParser:
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
+        self._csv: tuple[str, ...] | None = None  # the header of a metrics CSV being read
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
@@ -502,6 +503,10 @@ class LogParser:
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
                 return got_fastai
+        if self._csv is not None or "," in text and "step" in text:
+            got_csv = self._csv_line(text, rank)
+            if got_csv is not None:
+                return got_csv
         if self._table is not None or text[:10] == "----------":
             got_table = self._table_line(text, rank)
             if got_table is not None:
@@ -818,6 +823,26 @@ class LogParser:
         self._table.append((row.group(1), row.group(2)))
         self.stats.ignored_lines += 1
         self.reason = "a table's row (read with the table)"
+        return []
+
+    def _csv_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A metrics CSV (Lightning's CSVLogger ``metrics.csv``, ``formats.read_csv_header``): its
+        header, then each row a record or an evaluation at its ``step``; any other line ends it."""
+        if self._csv is not None:
+            row = formats.read_csv_row(text, self._csv)
+            if row is not None:
+                got = self._from_reader((row, "csv"), rank)
+                if got is None:
+                    self.stats.ignored_lines += 1
+                    self.reason = "a metrics CSV row without a metric"
+                return got or []
+            self._csv = None
+        head = formats.read_csv_header(text)
+        if head is None:
+            return None
+        self._csv = head
+        self.stats.ignored_lines += 1
+        self.reason = "a metrics CSV header (Lightning's CSVLogger)"
         return []
 
     def _fastai_line(self, text: str, rank: int | None) -> list[LogEvent] | None:

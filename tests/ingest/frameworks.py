@@ -766,7 +766,28 @@ def nemo_rl_dpo() -> Log:
     return Log("nemo_rl_dpo", lines, steps, evals, src="nemo_rl", extra={"step_time_s": times})
 
 
+def lightning_csv() -> Log:
+    """Lightning's CSVLogger (lightning/fabric/loggers/csv_logs.py _ExperimentWriter): log_metrics
+    adds metrics["step"] = step, save() writes csv.DictWriter rows under the sorted names of every
+    metric logged (metrics_keys.sort()), an empty cell where a row has no value. self.log(
+    "train_loss", loss, on_step=True, on_epoch=True) every log_every_n_steps (50) gives
+    train_loss_step at steps 49, 99, 149; the epoch's end gives train_loss_epoch and val_loss in a
+    row of its own at the same step: an evaluation there, no second training step."""
+    import csv
+    import io
+    rows = [{"epoch": 0, "step": s, "train_loss_step": loss} for s, loss in ((49, 0.69), (99, 0.68), (149, 0.67))]
+    rows.append({"epoch": 0, "step": 149, "train_loss_epoch": 0.68, "val_loss": 0.45})
+    rows += [{"epoch": 1, "step": s, "train_loss_step": loss} for s, loss in ((199, 0.6), (249, 0.59))]
+    keys = sorted(set().union(*rows))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=keys, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    steps = [(49, 0.69), (99, 0.68), (149, 0.67), (199, 0.6), (249, 0.59)]
+    return Log("lightning_csv", out.getvalue().splitlines(), steps, [(149, 0.45)], src="csv")
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
        swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl,
-       nemo_rl_dpo)
+       nemo_rl_dpo, lightning_csv)
