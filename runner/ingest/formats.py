@@ -347,6 +347,59 @@ def titan_line_rest(text: str) -> bool:
     return _TITAN_HEAD_RE.search(text) is None and _TITAN_REST_RE.match(text) is not None
 
 
+# PyTorch's distributed tutorial (tutorials intermediate_source/dist_tuto.rst run(), and the
+# Kubeflow pytorch-dist-mnist example built on it): print('Rank ', dist.get_rank(), ', epoch ',
+# epoch, ': ', epoch_loss / num_batches), print's single spaces between the items: the epoch's mean
+# loss, once per epoch and rank.
+_DIST_TUTO_RE = re.compile(r"^Rank  (\d+) , epoch  (\d+) :  (" + _NUM + r")$")
+
+
+def read_dist_tutorial(text: str) -> tuple[dict, str] | None:
+    """The distributed tutorial's epoch line: a record at its epoch (the step the loop counts),
+    the loss the epoch's mean, the rank kept."""
+    if text[:6] != "Rank  ":
+        return None
+    m = _DIST_TUTO_RE.match(text)
+    if m is None:
+        return None
+    return {"step": int(m.group(2)), "epoch": m.group(2), "loss": m.group(3), "rank": int(m.group(1))}, "dist_tutorial"
+
+
+# lightly-train (src/lightly_train/_commands/train_task_helpers.py log_step): " | ".join of
+# f"{Split} Step {step + 1:>{w}}/{max_steps:>{w}}", f"Epoch {epoch}", f"{split}_loss: {loss:4.4f}",
+# f"lr: {lr:2.8f}", f"grad_norm: {norm:4.4f}" (when known) and f"Profiling [ {' | '.join(parts)} ]"
+# with "GPU Util {u:3.1f}%", "GPU Max Mem {mb:7.1f} MB", "Step Time {t:4.2f}s", "Data Time
+# {t:4.2f}s", "{n:4.0f} img/s". The step counts the whole run (max_steps, the epoch beside it is
+# get_training_epoch's completed epochs), so its total is the run's max_steps.
+_LIGHTLY_RE = re.compile(r"^(Train|Val) Step\s+(\d+)/\s*(\d+) \| Epoch (\d+)((?: \| [A-Za-z_]+: \S+)*)"
+                         r"(?: \| Profiling \[ (.*) \])?\s*$")
+_LIGHTLY_PART_RE = re.compile(r"^(GPU Util|GPU Max Mem|Step Time|Data Time) +(" + _NUM + r") ?(%|MB|s)$|^(" + _NUM
+                              + r") img/s$")
+_LIGHTLY_KEYS = {"GPU Util": "gpu_util", "GPU Max Mem": "memory(MB)", "Step Time": "step_time", "Data Time": "data_time"}
+
+
+def read_lightly_train(text: str) -> tuple[dict, str] | EvalLine | None:
+    """A lightly-train step line: a training record at its step of the run's ``max_steps``; a
+    ``Val Step`` line is the validation's progress, an evaluation (at the last training step)
+    only when it carries ``val_loss``."""
+    if "Step" not in text[:12] or " | Epoch " not in text:
+        return None
+    m = _LIGHTLY_RE.match(text)
+    if m is None:
+        return None
+    values = dict(kv.split(": ", 1) for kv in m.group(5).split(" | ")[1:])
+    if m.group(1) == "Val":
+        return EvalLine({"val_loss": values["val_loss"]}, None, "lightly_train", split="val") if "val_loss" in values else None
+    out: dict[str, Any] = {"step": int(m.group(2)), "max_steps": int(m.group(3)), "epoch": m.group(4), **values}
+    for part in (m.group(6) or "").split(" | "):
+        got = _LIGHTLY_PART_RE.match(part.strip())
+        if got is not None and got.group(1):
+            out[_LIGHTLY_KEYS[got.group(1)]] = got.group(2)
+        elif got is not None:
+            out["img_per_s"] = got.group(4)
+    return out, "lightly_train"
+
+
 # Lightning's CSVLogger (lightning/fabric/loggers/csv_logs.py _ExperimentWriter, the
 # lightning.pytorch CSVLogger's metrics.csv): csv.DictWriter rows under a header of every metric
 # name logged, the logger's "step" among them (Lightning adds "epoch"): "epoch,step,

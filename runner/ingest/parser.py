@@ -42,7 +42,8 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
-    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv,
+    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
+    formats.read_dist_tutorial,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -704,6 +705,11 @@ class LogParser:
         if isinstance(got, dict):
             return self._mark(got)
         mapping, src = got
+        if isinstance(mapping.get("rank"), int) and not isinstance(mapping["rank"], bool):
+            # a reader that read the line's own rank (``Rank  0 , epoch ...``): kept as a prefix's is
+            mapping = dict(mapping)
+            rank = mapping.pop("rank") if rank is None else rank
+            mapping.pop("rank", None)
         train, evals = split_eval(mapping)
         if evals and not has_train_metric(train):   # an evaluation in a training format
             step = eval_step(mapping)

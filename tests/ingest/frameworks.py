@@ -787,7 +787,32 @@ def lightning_csv() -> Log:
     return Log("lightning_csv", out.getvalue().splitlines(), steps, [(149, 0.45)], src="csv")
 
 
+def lightly_train() -> Log:
+    """lightly-train's log_step (src/lightly_train/_commands/train_task_helpers.py): " | ".join of
+    f"{split.capitalize()} Step {step + 1:>{w}}/{max_steps:>{w}}" (w = len(str(max_steps))),
+    f"Epoch {epoch}" (the completed epochs), f"{split}_loss: {loss:4.4f}", f"lr: {lr:2.8f}",
+    f"grad_norm: {norm:4.4f}", f"Profiling [ {' | '.join(parts)} ]" ("GPU Util {u:3.1f}%", "GPU Max
+    Mem {mb:7.1f} MB", "Step Time {t:4.2f}s", "Data Time {t:4.2f}s", "{n:4.0f} img/s"), behind its
+    logger's "[%(asctime)s][%(levelname)s] ". The step counts the run: max_steps is its total."""
+    head = "[2026-04-01 13:02:{:02d},052][INFO] "
+    lines, steps = [], []
+    w = len(str(300))
+    for i, step in enumerate((99, 199, 299)):
+        loss = 30.0 - step / 100
+        prof = " | ".join([f"GPU Util {52.3:3.1f}%", f"GPU Max Mem {9760.3:7.1f} MB", f"Step Time {0.27:4.2f}s",
+                           f"Data Time {0.03:4.2f}s", f"{121:4.0f} img/s"])
+        lines.append(head.format(i) + " | ".join([f"Train Step {step + 1:>{w}}/{300:>{w}}", f"Epoch {(step + 1) // 150}",
+                                                 f"train_loss: {loss:4.4f}", f"lr: {5.457e-05:2.8f}",
+                                                 f"grad_norm: {1.25:4.4f}", f"Profiling [ {prof} ]"]))
+        steps.append((step + 1, round(loss, 4)))
+    lines.append(head.format(9) + "Validating...")
+    lines.append(head.format(10) + " | ".join([f"Val Step {1:>3}/{157:>3}", "Epoch 2", f"val_loss: {26.5:4.4f}",
+                                               f"Profiling [ GPU Util {30.0:3.1f}% | Step Time {1.58:4.2f}s ]"]))
+    return Log("lightly_train", lines, steps, [(300, 26.5)], src="lightly_train",
+               extra={"max_steps": [300] * 3, "step_time_s": [0.27] * 3})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
        swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl,
-       nemo_rl_dpo, lightning_csv)
+       nemo_rl_dpo, lightning_csv, lightly_train)

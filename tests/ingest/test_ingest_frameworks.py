@@ -545,3 +545,15 @@ def test_nemo_rl_step_blocks_give_the_run_step_and_the_validation_at_its_step():
     (ev, _) = [m for m in marks if m["kind"] == "eval"]
     assert ev["values"] == {"val_loss": 0.68, "val_accuracy": 0.5}
 
+
+def test_lightly_train_step_lines_give_the_runs_max_steps_and_the_profiled_step_time():
+    """lightly-train's `Train Step 100/300 | Epoch 0 | train_loss: ... | Profiling [ ... ]`: the step
+    counts the run, so its total is max_steps though an epoch stands beside it (the learner took
+    it for an epoch's counter and gave none); the profiled `Step Time` is the step time, `GPU Max
+    Mem` MB the memory; a `Val Step` line with its `val_loss` is an evaluation, never a step."""
+    log = LOGS["lightly_train"]
+    recs, _ = by_line_parser(log.text())
+    assert [r["max_steps"] for r in recs] == log.extra["max_steps"]
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert recs[0]["mem_gib"] == 9760.3 / 1024 and recs[0]["grad_norm"] == 1.25
+

@@ -484,3 +484,13 @@ def test_openrlhf_episode_bar_without_a_postfix_and_vllm_bars_give_no_step():
     recs, p = parse(*rows)
     assert recs == []
     assert p.stats.ignored_lines == 4   # the four bars: understood, carrying nothing
+
+
+def test_pytorch_distributed_tutorial_epoch_lines_give_each_ranks_epoch_loss():
+    """PyTorch's distributed tutorial (dist_tuto run(), the Kubeflow pytorch-dist-mnist example):
+    print('Rank ', dist.get_rank(), ', epoch ', epoch, ': ', epoch_loss / num_batches) names no
+    loss; it is the epoch's mean, a record at the epoch with the printing rank kept."""
+    rows = [" ".join(map(str, ("Rank ", r, ", epoch ", e, ": ", 1.5 / (e + 1) + r / 100))) for e in (0, 1) for r in (0, 1)]
+    recs, _ = parse("Downloading http://yann.lecun.com/exdb/mnist/train-images-idx3-ubyte.gz", "Done!", *rows)
+    assert [(r["step"], r["loss"], r["extra"]["rank"]) for r in recs] == [
+        (0, 1.5, 0), (0, 1.51, 1), (1, 0.75, 0), (1, 0.76, 1)]
