@@ -1534,11 +1534,13 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
 # ``|:---:|`` line, and pages reprint it with the pipes dropped) and the notebook's live table
 # (``utils/notebook.py`` ``NotebookProgressCallback``: ``Step`` or, evaluating per epoch, ``Epoch``,
 # then ``Training Loss``, ``Validation Loss`` and the metrics, ``"No log"`` for a value not logged
-# yet; its HTML table pasted as text comes with tabs or spaces between the cells).
+# yet; its HTML table pasted as text comes with tabs or spaces between the cells, or, as GitHub
+# turns it into markdown, with " | " between them and "-- | --" under the header; unsloth's patched
+# callback adds a column per logged metric, named as logged, "rewards / match_format_exactly").
 _HF_TABLE_COUNTERS = ("Step", "Epoch")
 _HF_TABLE_LOSSES = ("Training Loss", "Validation Loss")
-_HF_TABLE_NAME_RE = re.compile(r"^[A-Z0-9][\w@.-]*(?: [\w@.-]+)*$")
-_HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$")
+_HF_TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9][\w@.-]*(?: (?:[\w@.-]+|/))*$")
+_HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
 
 
 def _hf_table_cells(text: str) -> tuple[list[str], str]:
@@ -1547,6 +1549,8 @@ def _hf_table_cells(text: str) -> tuple[list[str], str]:
     line = text.strip()
     if line.startswith("|") and line.endswith("|") and len(line) > 1:
         return [c.strip() for c in line[1:-1].split("|")], "|"
+    if " | " in line:
+        return [c.strip() for c in line.split("|")], "|"
     if "\t" in line:
         return [c.strip() for c in line.split("\t") if c.strip()], "\t"
     for two in _HF_TABLE_LOSSES + ("No log",):

@@ -211,6 +211,7 @@ class LogParser:
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._csv: tuple[str, ...] | None = None  # the header of a metrics CSV being read
+        self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text and line
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
@@ -914,7 +915,8 @@ class LogParser:
         step = None if counter is None else int(counter)
         events: list[LogEvent] = []
         loss = values.pop("Training Loss", None)
-        carried = loss is not None and loss == self._hf_table_loss
+        # a row repeats the last logged loss only where rows are written per evaluation
+        carried = loss is not None and loss == self._hf_table_loss and "Validation Loss" in self._hf_table[0]
         self._hf_table_loss = loss
         if loss is not None and step is not None and not carried:
             train: dict[str, Any] = {"step": step, "loss": loss}
@@ -1246,6 +1248,16 @@ class LogParser:
             self.stats.ignored_lines += 1
             self.reason = "another process's copy of a step-less dict (one process's are read)"
             return []
+        if kind == "metric" and not any(k in mapping for k in STEP_KEYS):
+            again = self._last_dict == (text, self.stats.lines - 1)
+            self._last_dict = (text, self.stats.lines)
+            if again:
+                # the same step-less dict on the very next line: one logging event printed again by
+                # another process with no label before it (every node's rank 0, FastChat's FSDP
+                # script); no two steps log the same loss, lr and epoch, let alone grad norm
+                self.stats.ignored_lines += 1
+                self.reason = "the same dict again on the next line (another process's copy)"
+                return []
         if kind == "metric":
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None

@@ -494,3 +494,28 @@ def test_pytorch_distributed_tutorial_epoch_lines_give_each_ranks_epoch_loss():
     recs, _ = parse("Downloading http://yann.lecun.com/exdb/mnist/train-images-idx3-ubyte.gz", "Done!", *rows)
     assert [(r["step"], r["loss"], r["extra"]["rank"]) for r in recs] == [
         (0, 1.5, 0), (0, 1.51, 1), (1, 0.75, 0), (1, 0.76, 1)]
+
+
+def test_notebook_results_table_pasted_as_github_markdown_every_logged_step():
+    """The notebook's live results table (transformers NotebookProgressCallback, unsloth's adds a
+    column per logged metric, named as logged) pasted into a GitHub issue: " | " between the cells,
+    "-- | --" under the header. Each row is a logged step; without a validation column no row is a
+    carried-over loss, so equal losses in a row (a GRPO loss of 0) are each their own step."""
+    header = "Step | Training Loss | reward | kl | rewards / match_format_exactly"
+    rows = [f"{s} | {loss:.6f} | {-17.25 + s:.6f} | {s / 1e4:.6f} | 0.000000" for s, loss in
+            ((1, 0.0), (2, -0.0), (3, 0.0), (4, 0.0001))]
+    recs, p = parse(header, "-- | -- | -- | -- | --", *rows)
+    assert [(r["step"], r["loss"], r["src"]) for r in recs] == [
+        (1, 0.0, "hf_table"), (2, -0.0, "hf_table"), (3, 0.0, "hf_table"), (4, 0.0001, "hf_table")]
+    assert p.stats.unparsed_lines == 0
+
+
+def test_the_same_step_less_dict_on_the_next_line_is_one_logging_event():
+    """Every node's rank 0 printing the Trainer's dicts with no label before them (FastChat's FSDP
+    script on four nodes): the same dict on the very next line is another process's copy of one
+    logging event, and the next step's dict is numbered after it; the same values further apart
+    are a new step."""
+    d1 = "{'loss': 2.3814, 'learning_rate': 0.0, 'epoch': 0.97}"
+    d2 = "{'loss': 2.3701, 'learning_rate': 0.0, 'epoch': 0.98}"
+    recs, _ = parse(d1, d1, d1, d1, d2, d2, "a message", d2)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.3814), (2, 2.3701), (3, 2.3701)]
