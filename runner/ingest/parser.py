@@ -118,11 +118,13 @@ class _NemoRlState:
 
     def global_step(self) -> tuple[int | None, int | None]:
         """(step, max_steps): the banner's step counts within its epoch (``Step {current_step +
-        1}/{len(dataloader)}`` under ``Epoch e/E``), so the run's is (e - 1) x steps + step."""
+        1}/{min(len(dataloader), max_num_steps)}`` under ``Epoch e/E``), so the run's is (e - 1) x
+        steps + step; its total is the run's only in a run of one epoch (E epochs may stop at a
+        max_num_steps no line prints)."""
         if self.step is None:
             return None, None
         if self.epoch and self.steps:
-            return (self.epoch - 1) * self.steps + self.step, self.epochs * self.steps
+            return (self.epoch - 1) * self.steps + self.step, self.steps if self.epochs == 1 else None
         return self.step, self.steps
 
 
@@ -417,7 +419,8 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
-        if not stripped and (self._nrl is not None or text.lstrip()[:1] in formats.NEMO_RL_FIRST):
+        if not stripped and (self._nrl is not None or text[:1] in formats.NEMO_RL_FIRST):
+            # (a block's first line, its banner or header, stands at the line's start)
             got = self._nemo_rl_line(text.strip(), rank)
             if got is not None:
                 return got
