@@ -325,6 +325,160 @@ def read_torchcv(text: str) -> tuple[dict, str] | None:
     return out, "torchcv"
 
 
+# torchtitan's step line (torchtitan/components/metrics.py MetricsProcessor.log, behind its logger's
+# "[titan] <time> - root - INFO - "): f"step: {step:2}  loss: {loss:8.5f}  grad_norm: {g:7.4f}  memory:
+# {gib:5.2f}GiB({pct:.2f}%)  tps: {round(tps):,}  tflops: {tflops:,.2f}  mfu: {mfu:.2f}%" (older releases
+# "... wps: {wps:,}  mfu: {mfu:.2f}%", newer ones "mfu: N/A" without a peak): every such line ends
+# with its mfu; one that does not was cut (a commit message or a terminal wrapped it at a space,
+# "... step:  1  loss:" then "7.98820  grad_norm: ...  tps: 1,578" then "tflops: 0.86  mfu: N/A").
+_TITAN_HEAD_RE = re.compile(r"\[titan\][^\n]{0,80}? - INFO - step:\s*\d+(?:  loss:|\s*$)")
+_TITAN_END_RE = re.compile(r"mfu: (?:" + _NUM + r"%|N/A)\s*$")
+# the rest of a cut line: a value, or a field of the line, first (never a line of its own)
+_TITAN_REST_RE = re.compile(r"^(?:(?:" + _NUM + r")(?:GiB\([\d.]+%\))?|(?:loss|grad_norm|memory|tps|wps|tflops|mfu):)(?:\s|$)")
+
+
+def titan_line_cut(text: str) -> bool:
+    """A torchtitan step line cut before its end: it starts as one and has not reached its mfu."""
+    return _TITAN_HEAD_RE.search(text) is not None and _TITAN_END_RE.search(text) is None
+
+
+def titan_line_rest(text: str) -> bool:
+    """Whether ``text`` is the rest of a cut torchtitan step line."""
+    return _TITAN_HEAD_RE.search(text) is None and _TITAN_REST_RE.match(text) is not None
+
+
+# PyTorch's distributed tutorial (tutorials intermediate_source/dist_tuto.rst run(), and the
+# Kubeflow pytorch-dist-mnist example built on it): print('Rank ', dist.get_rank(), ', epoch ',
+# epoch, ': ', epoch_loss / num_batches), print's single spaces between the items: the epoch's mean
+# loss, once per epoch and rank.
+_DIST_TUTO_RE = re.compile(r"^Rank  (\d+) , epoch  (\d+) :  (" + _NUM + r")$")
+
+
+def read_dist_tutorial(text: str) -> tuple[dict, str] | None:
+    """The distributed tutorial's epoch line: a record at its epoch (the step the loop counts),
+    the loss the epoch's mean, the rank kept."""
+    if text[:6] != "Rank  ":
+        return None
+    m = _DIST_TUTO_RE.match(text)
+    if m is None:
+        return None
+    return {"step": int(m.group(2)), "epoch": m.group(2), "loss": m.group(3), "rank": int(m.group(1))}, "dist_tutorial"
+
+
+# lightly-train (src/lightly_train/_commands/train_task_helpers.py log_step): " | ".join of
+# f"{Split} Step {step + 1:>{w}}/{max_steps:>{w}}", f"Epoch {epoch}", f"{split}_loss: {loss:4.4f}",
+# f"lr: {lr:2.8f}", f"grad_norm: {norm:4.4f}" (when known) and f"Profiling [ {' | '.join(parts)} ]"
+# with "GPU Util {u:3.1f}%", "GPU Max Mem {mb:7.1f} MB", "Step Time {t:4.2f}s", "Data Time
+# {t:4.2f}s", "{n:4.0f} img/s". The step counts the whole run (max_steps, the epoch beside it is
+# get_training_epoch's completed epochs), so its total is the run's max_steps.
+_LIGHTLY_RE = re.compile(r"^(Train|Val) Step\s+(\d+)/\s*(\d+) \| Epoch (\d+)((?: \| [A-Za-z_]+: \S+)*)"
+                         r"(?: \| Profiling \[ (.*) \])?\s*$")
+_LIGHTLY_PART_RE = re.compile(r"^(GPU Util|GPU Max Mem|Step Time|Data Time) +(" + _NUM + r") ?(%|MB|s)$|^(" + _NUM
+                              + r") img/s$")
+_LIGHTLY_KEYS = {"GPU Util": "gpu_util", "GPU Max Mem": "memory(MB)", "Step Time": "step_time", "Data Time": "data_time"}
+
+
+def read_lightly_train(text: str) -> tuple[dict, str] | EvalLine | None:
+    """A lightly-train step line: a training record at its step of the run's ``max_steps``; a
+    ``Val Step`` line is the validation's progress, an evaluation (at the last training step)
+    only when it carries ``val_loss``."""
+    if "Step" not in text[:12] or " | Epoch " not in text:
+        return None
+    m = _LIGHTLY_RE.match(text)
+    if m is None:
+        return None
+    values = dict(kv.split(": ", 1) for kv in m.group(5).split(" | ")[1:])
+    if m.group(1) == "Val":
+        return EvalLine({"val_loss": values["val_loss"]}, None, "lightly_train", split="val") if "val_loss" in values else None
+    out: dict[str, Any] = {"step": int(m.group(2)), "max_steps": int(m.group(3)), "epoch": m.group(4), **values}
+    for part in (m.group(6) or "").split(" | "):
+        got = _LIGHTLY_PART_RE.match(part.strip())
+        if got is not None and got.group(1):
+            out[_LIGHTLY_KEYS[got.group(1)]] = got.group(2)
+        elif got is not None:
+            out["img_per_s"] = got.group(4)
+    return out, "lightly_train"
+
+
+# Lightning's CSVLogger (lightning/fabric/loggers/csv_logs.py _ExperimentWriter, the
+# lightning.pytorch CSVLogger's metrics.csv): csv.DictWriter rows under a header of every metric
+# name logged, the logger's "step" among them (Lightning adds "epoch"): "epoch,step,
+# train_loss_epoch,train_loss_step,val_loss" then "0,49,,0.6689074635505676,"; a name not logged
+# at that step is an empty cell. Each row is a record at its step (a row of evaluation values only,
+# val_loss, is an evaluation there).
+_CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./()-]{0,80}$")
+_CSV_NUM_RE = re.compile(r"^(?:" + _NUM + r")$")
+
+
+def read_csv_header(text: str) -> tuple[str, ...] | None:
+    """The names of a metrics CSV's header (one of them ``step``, every cell a name), else None."""
+    if "," not in text or "step" not in text:
+        return None
+    names = tuple(text.split(","))
+    if "step" not in names or len(names) < 2 or len(set(names)) != len(names) or not all(
+            _CSV_NAME_RE.match(n) for n in names):
+        return None
+    return names
+
+
+def read_csv_row(text: str, header: tuple[str, ...]) -> dict | None:
+    """A row under ``read_csv_header``'s names: {name: value} of its cells that hold a number
+    (a row with another count of cells, or a cell that is no number, is not one)."""
+    cells = text.split(",")
+    if len(cells) != len(header):
+        return None
+    out = {}
+    for name, cell in zip(header, cells):
+        if cell == "":
+            continue
+        if _CSV_NUM_RE.match(cell) is None:
+            return None
+        out[name] = cell
+    return out if "step" in out else None
+
+
+# NeMo-RL's algorithms (nemo_rl/algorithms/sft.py, dpo.py, grpo.py, rm.py, distillation.py) print
+# each step as a block: print(f"\n{'=' * 25} Epoch {epoch + 1}/{max_epochs} {'=' * 25}") (SFT, DPO,
+# RM), print(f"\n{'=' * 25} Step {current_step + 1}/{steps} {'=' * 25}") (the step within the
+# epoch), "▶ Taking a training step...", print(f"▶ Starting validation at step {step} for
+# `{name}` set..") (the step the evaluation is logged at, total_steps + 1), print(f"\n📊 Validation
+# Results for `{name}` set:") (older: "📊 Validation Results:") then f"    • Validation {metric}:
+# {value:.4f}" per metric, "⏱️  Validation Timing ...", print("\n📊 Training Results:") then
+# f"  • {metric}: {value:.4f}" (SFT's "Loss", DPO's "loss" and "accuracy", GRPO's "Loss", "Avg
+# Reward", ...), "  • Training FLOPS: ...", print("\n⏱️  Timing:") then f"  • Total step time:
+# {total:.2f}s" first and f"  • {k}: {v:.2f}s ({pct:.1f}%)" for each part.
+_NEMO_RL_BANNER_RE = re.compile(r"^={10,} (Epoch|Step) (\d+)/(\d+) ={10,}$")
+_NEMO_RL_VAL_AT_RE = re.compile(r"^▶ Starting validation at step (\d+)\b")
+_NEMO_RL_HEAD_RE = re.compile(r"^📊 (Training|Validation) Results\b[^:]*:$")
+_NEMO_RL_TIMING_RE = re.compile(r"^⏱️?\s+(Validation )?Timing\b")
+_NEMO_RL_VALUE_RE = re.compile(r"^•\s+([A-Za-z][\w ./()%-]{0,80}?):\s+(" + _NUM + r")(s?)\b")
+
+
+def read_nemo_rl(text: str) -> tuple | None:
+    """One line of NeMo-RL's step block (stripped), tagged: ("epoch" | "step", n, total),
+    ("val_at", step), ("results", "train" | "val"), ("timing", None), ("value", name, number,
+    unit); None for any other line."""
+    first = text[:1]
+    if first == "=":
+        m = _NEMO_RL_BANNER_RE.match(text)
+        return None if m is None else (m.group(1).lower(), int(m.group(2)), int(m.group(3)))
+    if first == "•":
+        m = _NEMO_RL_VALUE_RE.match(text)
+        return None if m is None else ("value", m.group(1).strip(), m.group(2), m.group(3))
+    if first == "▶":
+        m = _NEMO_RL_VAL_AT_RE.match(text)
+        return None if m is None else ("val_at", int(m.group(1)))
+    if first == "📊":
+        m = _NEMO_RL_HEAD_RE.match(text)
+        return None if m is None else ("results", "train" if m.group(1) == "Training" else "val")
+    if first == "⏱":
+        return ("timing", None) if _NEMO_RL_TIMING_RE.match(text) else None
+    return None
+
+
+NEMO_RL_FIRST = "=•▶📊⏱"
+
+
 # llm.c (train_gpt2.c, train_gpt2.cu): the loop evaluates at the top of step s, before training it
 # (`if (step % val_loss_every == 0 || last_step) { ...; printf("val loss %f\n", val_loss); }`), so
 # its `val loss` is at s updates. train_gpt2.c then prints the 0-based step after its update
@@ -338,7 +492,8 @@ LLMC_C_STEP_RE = re.compile(r"^step \d+: train loss (?:" + _NUM + r") \(took (?:
 # by the line they start as: (whether a line is cut, whether a row is the rest of one, the text
 # the rows are joined with).
 WRAPPED_LINES = {"verl": (verl_line_cut, verl_line_rest, ""), "lmops": (lmops_line_cut, lmops_line_rest, ""),
-                 "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t")}
+                 "torchcv": (torchcv_line_cut, torchcv_line_rest, "\t"),
+                 "torchtitan": (titan_line_cut, titan_line_rest, "  ")}
 
 
 # Units a value may carry, glued to it or after one space; "M"/"G" are detectron2's max_mem
@@ -1097,7 +1252,7 @@ def read_mark(text: str) -> dict | None:
 # 3%|▎ | 9000/301500 [1:42:42<55:37:46, v_num=0-56, reduced_train_loss=...]"), has its postfix
 # right after the remaining time.
 _BAR_POSTFIX_RE = re.compile(
-    r"^(?:(?P<desc>[^|%\[\]\r\n]{0,120}?):\s*)?"
+    r"^(?:(?P<desc>(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?):\s*)?"
     r"(?:\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)(?P<n>\d+)/(?P<tot>\d+|\?)"
     r"|(?P<n2>\d+)[A-Za-z/]{0,12})"
     r"\s*\[[\d:]+(?:<[\d:?]+)?(?:,\s*[^,\]]*?(?:[A-Za-z]{1,12}/s|s/[A-Za-z]{1,12})|(?<=[\d?]))"
@@ -1379,11 +1534,13 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
 # ``|:---:|`` line, and pages reprint it with the pipes dropped) and the notebook's live table
 # (``utils/notebook.py`` ``NotebookProgressCallback``: ``Step`` or, evaluating per epoch, ``Epoch``,
 # then ``Training Loss``, ``Validation Loss`` and the metrics, ``"No log"`` for a value not logged
-# yet; its HTML table pasted as text comes with tabs or spaces between the cells).
+# yet; its HTML table pasted as text comes with tabs or spaces between the cells, or, as GitHub
+# turns it into markdown, with " | " between them and "-- | --" under the header; unsloth's patched
+# callback adds a column per logged metric, named as logged, "rewards / match_format_exactly").
 _HF_TABLE_COUNTERS = ("Step", "Epoch")
 _HF_TABLE_LOSSES = ("Training Loss", "Validation Loss")
-_HF_TABLE_NAME_RE = re.compile(r"^[A-Z0-9][\w@.-]*(?: [\w@.-]+)*$")
-_HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$")
+_HF_TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9][\w@.-]*(?: (?:[\w@.-]+|/))*$")
+_HF_TABLE_RULE_RE = re.compile(r"^\|?(?:\s*:?-{3,}:?\s*\|?)+$|^-{3,}$|^(?:\s*:?-{2,}:?\s*\|)+\s*:?-{2,}:?\s*$")
 
 
 def _hf_table_cells(text: str) -> tuple[list[str], str]:
@@ -1392,6 +1549,8 @@ def _hf_table_cells(text: str) -> tuple[list[str], str]:
     line = text.strip()
     if line.startswith("|") and line.endswith("|") and len(line) > 1:
         return [c.strip() for c in line[1:-1].split("|")], "|"
+    if " | " in line:
+        return [c.strip() for c in line.split("|")], "|"
     if "\t" in line:
         return [c.strip() for c in line.split("\t") if c.strip()], "\t"
     for two in _HF_TABLE_LOSSES + ("No log",):

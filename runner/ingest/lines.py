@@ -17,7 +17,7 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE, RANK_PREFIX_RE, SRUN_L
 # without the bar where the width is unknown ("{desc}: {pct:3.0f}% {n}/{total} [...]", ncols=0:
 # formats._BAR_POSTFIX_RE), and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".
 BAR_RE = re.compile(
-    r"\s*(?:[^|%\[\]\r\n]{0,120}?:\s*)?(?:"
+    r"\s*(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?:\s*)?(?:"
     r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\r\n]{0,200}\]"
     r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
     r")")

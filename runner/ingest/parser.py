@@ -33,7 +33,7 @@ from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, v
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
-                                   split_eval, swift_rate_step_time)
+                                   parse_number, split_eval, swift_rate_step_time)
 
 _STEP_WORDS = ("step", "iter")
 # Format readers tried in order on a text line; each returns None when the line is not its
@@ -42,7 +42,8 @@ _READERS: tuple[Callable[[str], Any], ...] = (
     formats.read_megatron, formats.read_megatron_validation, formats.read_mmengine,
     formats.read_nanogpt_eval, formats.read_nanogpt_pipe, formats.read_fairseq,
     formats.read_torchtune_step, formats.read_pipes, formats.read_litgpt, formats.read_mlx, formats.read_tf_eval_dict,
-    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv,
+    formats.read_tf_trainer, formats.read_clearervoice, formats.read_ds_pipe, formats.read_torchcv, formats.read_lightly_train,
+    formats.read_dist_tutorial,
     formats.read_kv,
 )
 MAX_EXAMPLES = 5
@@ -102,6 +103,32 @@ def looks_like_metrics(text: str) -> bool:
 
 
 @dataclass
+class _NemoRlState:
+    """NeMo-RL's step block being read (``formats.read_nemo_rl``): the epoch and step its banners
+    named, the step a validation announced, and the results section open (``train``, its
+    ``timing`` after it, or ``val``) with the values read in it."""
+    epoch: int = 0
+    epochs: int = 0
+    step: int | None = None
+    steps: int | None = None
+    val_at: int | None = None
+    section: str | None = None
+    rank: int | None = None
+    values: dict = field(default_factory=dict)
+
+    def global_step(self) -> tuple[int | None, int | None]:
+        """(step, max_steps): the banner's step counts within its epoch (``Step {current_step +
+        1}/{min(len(dataloader), max_num_steps)}`` under ``Epoch e/E``), so the run's is (e - 1) x
+        steps + step; its total is the run's only in a run of one epoch (E epochs may stop at a
+        max_num_steps no line prints)."""
+        if self.step is None:
+            return None, None
+        if self.epoch and self.steps:
+            return (self.epoch - 1) * self.steps + self.step, self.steps if self.epochs == 1 else None
+        return self.step, self.steps
+
+
+@dataclass
 class _BarState:
     """What the parser remembers of progress bars: the last bar record (step and the postfix
     values it showed) and the running count across epochs of a bar without a step of its own."""
@@ -128,14 +155,15 @@ def _torchtune_bar(text: str) -> formats.Bar | None:
 
 
 
-def _first_bar_count(raw: bytes) -> tuple[int, int] | None:
-    """(count, total) of the Hugging Face Trainer's bar (``formats.bare_bar_count``) drawn again
-    right after a dict, at the start of the next line, else None. That redraw is the line's
+def _first_bar_count(raw: bytes) -> tuple[int, int, bool] | None:
+    """(count, total, alone) of the Hugging Face Trainer's bar (``formats.bare_bar_count``) drawn
+    again right after a dict, at the start of the next line, else None. That redraw is the line's
     first carriage-return segment when later ones follow it (a file keeps every redraw), or
     its only bar when a message was printed right after it, before the bar moved on
     (``...| 100/7252 [24:16<29:02:42, 14.62s/it][INFO|trainer.py:3910] ... Saving model
-    checkpoint to .../checkpoint-100``). A bar alone on its line is what a terminal showed
-    last, the count before the next dict (``LogParser._bar_step``)."""
+    checkpoint to .../checkpoint-100``). A bar alone on its line (``alone``) is what a terminal
+    showed last, the count before the next dict (``LogParser._bar_step``): not the dict's step,
+    but its total is the run's ``max_steps`` all the same."""
     if b"%|" not in raw and b"% " not in raw:
         return None
     parts = [p for p in raw.split(b"\r") if p.strip()]
@@ -146,9 +174,9 @@ def _first_bar_count(raw: bytes) -> tuple[int, int] | None:
         first = ANSI_BYTES_RE.sub(b"", first)
     text = split_rank(decode_line(first))[1]
     got = formats.bare_bar_count(text)
-    if got is None or (len(parts) == 1 and not strip_bar(text)[1].strip()):
+    if got is None:
         return None
-    return got
+    return got[0], got[1], len(parts) == 1 and not strip_bar(text)[1].strip()
 
 class LogParser:
     """Stateful, line by line: ``process_line``/``read_completed`` per complete line,
@@ -183,6 +211,9 @@ class LogParser:
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
         self._rich_line = False                  # the line being read is a RichHandler record
+        self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
+        self._csv: tuple[str, ...] | None = None  # the header of a metrics CSV being read
+        self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text and line
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
         self._held: tuple[dict, int | None, dict, str, int] | None = None
@@ -210,7 +241,8 @@ class LogParser:
         not understood."""
         self.origins.clear()
         held = self.release_held()
-        return held + self._drop_fragment() + self._flush_cut() + self._release() + self._give_ds_step()
+        return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
+                + self._give_ds_step())
 
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
         """The record of a step-less dict held for the line after it (``_hold``), given now:
@@ -224,10 +256,12 @@ class LogParser:
         self._held = None
         if raw is not None:
             got = _first_bar_count(raw)
-            if got is not None and got[0] > (self._last_step or 0):
+            if got is not None and not got[2] and got[0] > (self._last_step or 0):
                 rec["step"] = got[0]
-                if rec["max_steps"] is None:
-                    rec["max_steps"] = got[1]
+            if got is not None and rec["max_steps"] is None and (rec["step"] or 0) <= got[0] and (
+                    not got[2] or rec["step"] is not None):
+                # the Trainer's bar, drawn again under the dict: its total is state.max_steps
+                rec["max_steps"] = got[1]
         self._origin = line
         try:
             return self._record(rec, rank) + self._mixed(evals, rec["step"], src)
@@ -385,6 +419,73 @@ class LogParser:
     def _text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
         """A line that is neither a whole dict nor a progress bar. ``stripped``: the text is what
         stood behind a constant-shaped prefix (the named readers are tried on it again)."""
+        if not stripped and (self._nrl is not None or text[:1] in formats.NEMO_RL_FIRST):
+            # (a block's first line, its banner or header, stands at the line's start)
+            got = self._nemo_rl_line(text.strip(), rank)
+            if got is not None:
+                return got
+            if self._nrl is not None and self._nrl.section is not None and text.strip():
+                return self._nemo_rl_end() + self._read_text_line(text, rank)   # a line after the block ends it
+        return self._read_text_line(text, rank, stripped)
+
+    def _nemo_rl_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A line of NeMo-RL's step block (``formats.read_nemo_rl``): banners and headers set the
+        step and open a section, each value joins the section's record; the training record is
+        given at its ``Total step time`` (printed right after its values, so it never waits for
+        the next step), a validation's evaluation when its section ends. None: not such a line."""
+        got = formats.read_nemo_rl(text)
+        if got is None or got[0] == "value" and (self._nrl is None or self._nrl.section is None):
+            return None
+        st = self._nrl = self._nrl or _NemoRlState()
+        kind = got[0]
+        events = self._nemo_rl_end() if kind in ("epoch", "step", "val_at", "results") else []
+        if kind == "epoch":
+            st.epoch, st.epochs, st.step = got[1], got[2], None
+        elif kind == "step":
+            st.step, st.steps = got[1], got[2]
+        elif kind == "val_at":
+            st.val_at = got[1]
+        elif kind == "results":
+            st.section, st.rank, st.values = got[1], rank, {}
+        elif kind == "timing":
+            if st.section == "train":
+                st.section = "timing"
+            else:
+                events = self._nemo_rl_end()
+        elif st.section == "timing":
+            if got[1] == "Total step time":
+                st.values["step_time"] = got[2]
+                events = self._nemo_rl_end()
+        else:
+            name = got[1][len("Validation "):] if st.section == "val" and got[1].startswith("Validation ") else got[1]
+            st.values[name.lower().replace(" ", "_")] = got[2]
+        if not events:
+            self.stats.ignored_lines += 1
+            self.reason = "NeMo-RL's step block: its record is given with the lines that end it"
+        return events
+
+    def _nemo_rl_end(self) -> list[LogEvent]:
+        """The record (training results, with the step time) or the evaluation (validation
+        results) of the NeMo-RL section read last, at the step its banners or its validation
+        named."""
+        st = self._nrl
+        if st is None or st.section is None:
+            return []
+        section, values, st.section, st.values = st.section, st.values, None, {}
+        step, total = st.global_step()
+        if not values:
+            return []
+        if section == "val":
+            at, st.val_at = (st.val_at if st.val_at is not None else step), None
+            loss = parse_number(values["loss"]) if "loss" in values else None
+            return self._eval_line(EvalLine({f"val_{k}": v for k, v in values.items()}, at, "nemo_rl", split="val",
+                                            loss=loss), st.rank)
+        if step is None:
+            return []
+        return self._from_reader(({"step": step, "max_steps": total, **values}, "nemo_rl"), st.rank) or []
+
+    def _read_text_line(self, text: str, rank: int | None, stripped: bool = False) -> list[LogEvent]:
+        """``_text_line`` past NeMo-RL's block lines."""
         if self.line_format is not None and not stripped:
             got_user = self.line_format.read(text)   # the line as printed: the user's regex was written for it
             if got_user is not None:
@@ -407,6 +508,10 @@ class LogParser:
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
                 return got_fastai
+        if self._csv is not None or "," in text and "step" in text:
+            got_csv = self._csv_line(text, rank)
+            if got_csv is not None:
+                return got_csv
         if self._table is not None or text[:10] == "----------":
             got_table = self._table_line(text, rank)
             if got_table is not None:
@@ -460,7 +565,7 @@ class LogParser:
         if not stripped:
             body = shape.strip_prefix_full(text)
             if body and body != text:
-                return self._text_line(body, rank, stripped=True)
+                return self._read_text_line(body, rank, stripped=True)
         return self._learned(text, rank)
 
     # ------------------------------------------------------------------ the shape learner
@@ -604,6 +709,11 @@ class LogParser:
         if isinstance(got, dict):
             return self._mark(got)
         mapping, src = got
+        if isinstance(mapping.get("rank"), int) and not isinstance(mapping["rank"], bool):
+            # a reader that read the line's own rank (``Rank  0 , epoch ...``): kept as a prefix's is
+            mapping = dict(mapping)
+            rank = mapping.pop("rank") if rank is None else rank
+            mapping.pop("rank", None)
         train, evals = split_eval(mapping)
         if evals and not has_train_metric(train):   # an evaluation in a training format
             step = eval_step(mapping)
@@ -725,6 +835,26 @@ class LogParser:
         self.reason = "a table's row (read with the table)"
         return []
 
+    def _csv_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """A metrics CSV (Lightning's CSVLogger ``metrics.csv``, ``formats.read_csv_header``): its
+        header, then each row a record or an evaluation at its ``step``; any other line ends it."""
+        if self._csv is not None:
+            row = formats.read_csv_row(text, self._csv)
+            if row is not None:
+                got = self._from_reader((row, "csv"), rank)
+                if got is None:
+                    self.stats.ignored_lines += 1
+                    self.reason = "a metrics CSV row without a metric"
+                return got or []
+            self._csv = None
+        head = formats.read_csv_header(text)
+        if head is None:
+            return None
+        self._csv = head
+        self.stats.ignored_lines += 1
+        self.reason = "a metrics CSV header (Lightning's CSVLogger)"
+        return []
+
     def _fastai_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """fastai's results table (``formats.read_fastai_header`` / ``read_fastai_row``): the header
         names the columns; a row is its epoch's training loss (a record at the printed epoch) and
@@ -788,7 +918,8 @@ class LogParser:
         step = None if counter is None else int(counter)
         events: list[LogEvent] = []
         loss = values.pop("Training Loss", None)
-        carried = loss is not None and loss == self._hf_table_loss
+        # a row repeats the last logged loss only where rows are written per evaluation
+        carried = loss is not None and loss == self._hf_table_loss and "Validation Loss" in self._hf_table[0]
         self._hf_table_loss = loss
         if loss is not None and step is not None and not carried:
             train: dict[str, Any] = {"step": step, "loss": loss}
@@ -835,6 +966,7 @@ class LogParser:
         self._espnet = shape.ShapeState()
         self._swift_rate = None
         self._resume_step = 0
+        self._nrl = None
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -906,9 +1038,10 @@ class LogParser:
     def _cut_complete(self) -> bool:
         """Whether the wrapped line being read has reached its end (then it is read at once)."""
         assert self._cut is not None
-        joined = "".join(self._cut[0])
         if self._cut[2] in formats.WRAPPED_LINES:
-            return not formats.WRAPPED_LINES[self._cut[2]][0](joined)
+            cut, _, sep = formats.WRAPPED_LINES[self._cut[2]]
+            return not cut(sep.join(self._cut[0]))
+        joined = "".join(self._cut[0])
         return formats.megatron_line_complete(joined)
 
     def _flush_cut(self, ended_before: bool = False) -> list[LogEvent]:
@@ -1118,6 +1251,16 @@ class LogParser:
             self.stats.ignored_lines += 1
             self.reason = "another process's copy of a step-less dict (one process's are read)"
             return []
+        if kind == "metric" and not any(k in mapping for k in STEP_KEYS):
+            again = self._last_dict == (text, self.stats.lines - 1)
+            self._last_dict = (text, self.stats.lines)
+            if again:
+                # the same step-less dict on the very next line: one logging event printed again by
+                # another process with no label before it (every node's rank 0, FastChat's FSDP
+                # script); no two steps log the same loss, lr and epoch, let alone grad norm
+                self.stats.ignored_lines += 1
+                self.reason = "the same dict again on the next line (another process's copy)"
+                return []
         if kind == "metric":
             train, evals = split_eval(mapping)
             per_epoch = epoch_step(train) if src == "jsonl" else None

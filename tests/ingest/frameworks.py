@@ -735,6 +735,84 @@ def prime_rl() -> Log:
                extra={"step_time_s": [60.98, 12.5, 11.0], "grad_norm": [0.8765, 0.7, None], "mem_gib": [30.1, None, None]})
 
 
+def nemo_rl_dpo() -> Log:
+    """NeMo-RL's DPO (nemo_rl/algorithms/dpo.py dpo_train and validate_one_dataset; SFT, RM and
+    GRPO print the same block): per epoch print(f"\\n{'=' * 25} Epoch {epoch + 1}/{max_epochs} {'=' *
+    25}"), per step print(f"\\n{'=' * 25} Step {current_step + 1}/{steps} {'=' * 25}") (the step within
+    the epoch), "▶ Taking a training step...", every val_period steps f"▶ Starting validation at step
+    {total_steps + 1} for `{name}` set..", f"\\n📊 Validation Results for `{name}` set:" and f"    •
+    Validation {metric}: {value:.4f}", then "\\n📊 Training Results:", f"  • {metric}: {value:.4f}",
+    "\\n⏱️  Timing:", f"  • Total step time: {total_time:.2f}s", f"  • {k}: {v:.2f}s ({pct:.1f}%)".
+    Two epochs of two steps, validation every two steps (before that step's training results)."""
+    eq = "=" * 25
+    lines = ["▶ Setting up compute cluster...", "  ✓ Ray cluster initialized with 1 nodes"]
+    steps, evals, times = [], [], []
+    for ep in (1, 2):
+        lines += ["", f"{eq} Epoch {ep}/2 {eq}"]
+        for s in (1, 2):
+            total = (ep - 1) * 2 + s
+            lines += ["", f"{eq} Step {s}/2 {eq}", "▶ Taking a training step..."]
+            if total % 2 == 0:
+                lines += [f"▶ Starting validation at step {total} for `default` set..", "",
+                          "📊 Validation Results for `default` set:",
+                          f"    • Validation loss: {0.7 - total / 100:.4f}", f"    • Validation accuracy: {0.5:.4f}", "",
+                          "  ⏱️  Validation Timing for `default` set:", f"    • Total validation time: {3.21:.2f}s"]
+                evals.append((total, round(0.7 - total / 100, 4)))
+            lines += ["", "📊 Training Results:", f"  • loss: {0.69 - total / 100:.4f}", f"  • accuracy: {0.5 + total / 10:.4f}",
+                      "", "⏱️  Timing:", f"  • Total step time: {12.0 + total:.2f}s",
+                      f"  • policy_training: {10.0:.2f}s ({100 * 10 / (12 + total):.1f}%)"]
+            steps.append((total, round(0.69 - total / 100, 4)))
+            times.append(12.0 + total)
+    return Log("nemo_rl_dpo", lines, steps, evals, src="nemo_rl", extra={"step_time_s": times})
+
+
+def lightning_csv() -> Log:
+    """Lightning's CSVLogger (lightning/fabric/loggers/csv_logs.py _ExperimentWriter): log_metrics
+    adds metrics["step"] = step, save() writes csv.DictWriter rows under the sorted names of every
+    metric logged (metrics_keys.sort()), an empty cell where a row has no value. self.log(
+    "train_loss", loss, on_step=True, on_epoch=True) every log_every_n_steps (50) gives
+    train_loss_step at steps 49, 99, 149; the epoch's end gives train_loss_epoch and val_loss in a
+    row of its own at the same step: an evaluation there, no second training step."""
+    import csv
+    import io
+    rows = [{"epoch": 0, "step": s, "train_loss_step": loss} for s, loss in ((49, 0.69), (99, 0.68), (149, 0.67))]
+    rows.append({"epoch": 0, "step": 149, "train_loss_epoch": 0.68, "val_loss": 0.45})
+    rows += [{"epoch": 1, "step": s, "train_loss_step": loss} for s, loss in ((199, 0.6), (249, 0.59))]
+    keys = sorted(set().union(*rows))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=keys, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    steps = [(49, 0.69), (99, 0.68), (149, 0.67), (199, 0.6), (249, 0.59)]
+    return Log("lightning_csv", out.getvalue().splitlines(), steps, [(149, 0.45)], src="csv")
+
+
+def lightly_train() -> Log:
+    """lightly-train's log_step (src/lightly_train/_commands/train_task_helpers.py): " | ".join of
+    f"{split.capitalize()} Step {step + 1:>{w}}/{max_steps:>{w}}" (w = len(str(max_steps))),
+    f"Epoch {epoch}" (the completed epochs), f"{split}_loss: {loss:4.4f}", f"lr: {lr:2.8f}",
+    f"grad_norm: {norm:4.4f}", f"Profiling [ {' | '.join(parts)} ]" ("GPU Util {u:3.1f}%", "GPU Max
+    Mem {mb:7.1f} MB", "Step Time {t:4.2f}s", "Data Time {t:4.2f}s", "{n:4.0f} img/s"), behind its
+    logger's "[%(asctime)s][%(levelname)s] ". The step counts the run: max_steps is its total."""
+    head = "[2026-04-01 13:02:{:02d},052][INFO] "
+    lines, steps = [], []
+    w = len(str(300))
+    for i, step in enumerate((99, 199, 299)):
+        loss = 30.0 - step / 100
+        prof = " | ".join([f"GPU Util {52.3:3.1f}%", f"GPU Max Mem {9760.3:7.1f} MB", f"Step Time {0.27:4.2f}s",
+                           f"Data Time {0.03:4.2f}s", f"{121:4.0f} img/s"])
+        lines.append(head.format(i) + " | ".join([f"Train Step {step + 1:>{w}}/{300:>{w}}", f"Epoch {(step + 1) // 150}",
+                                                 f"train_loss: {loss:4.4f}", f"lr: {5.457e-05:2.8f}",
+                                                 f"grad_norm: {1.25:4.4f}", f"Profiling [ {prof} ]"]))
+        steps.append((step + 1, round(loss, 4)))
+    lines.append(head.format(9) + "Validating...")
+    lines.append(head.format(10) + " | ".join([f"Val Step {1:>3}/{157:>3}", "Epoch 2", f"val_loss: {26.5:4.4f}",
+                                               f"Profiling [ GPU Util {30.0:3.1f}% | Step Time {1.58:4.2f}s ]"]))
+    return Log("lightly_train", lines, steps, [(300, 26.5)], src="lightly_train",
+               extra={"max_steps": [300] * 3, "step_time_s": [0.27] * 3})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
-       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl)
+       swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl,
+       nemo_rl_dpo, lightning_csv, lightly_train)

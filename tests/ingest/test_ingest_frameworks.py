@@ -528,3 +528,32 @@ def test_llm_c_val_loss_is_at_the_updates_before_it():
     cu_lines.append("val loss %f" % 3.9)
     _, marks = by_line_parser(("\n".join(cu_lines) + "\n").encode())
     assert evals_of(marks) == [(0, 4.5), (10, 3.9)]
+
+
+def test_nemo_rl_step_blocks_give_the_run_step_and_the_validation_at_its_step():
+    """NeMo-RL's step block (`===== Step 2/2 =====` under `===== Epoch 2/2 =====`, `📊 Training
+    Results:` with its `• loss:` and `• accuracy:`, `⏱️  Timing:` with `• Total step time:`) is a
+    record at the run's step (the banner counts within its epoch) with its step time (no
+    `max_steps`: two epochs may stop at a max_num_steps no line prints); its `📊 Validation Results` block is one evaluation at the step
+    `▶ Starting validation at step N` names (each `• Validation ...` value was an evaluation
+    without a step)."""
+    log = LOGS["nemo_rl_dpo"]
+    recs, marks = by_line_parser(log.text())
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert {r["max_steps"] for r in recs} == {None}
+    assert recs[3]["extra"]["accuracy"] == 0.9
+    (ev, _) = [m for m in marks if m["kind"] == "eval"]
+    assert ev["values"] == {"val_loss": 0.68, "val_accuracy": 0.5}
+
+
+def test_lightly_train_step_lines_give_the_runs_max_steps_and_the_profiled_step_time():
+    """lightly-train's `Train Step 100/300 | Epoch 0 | train_loss: ... | Profiling [ ... ]`: the step
+    counts the run, so its total is max_steps though an epoch stands beside it (the learner took
+    it for an epoch's counter and gave none); the profiled `Step Time` is the step time, `GPU Max
+    Mem` MB the memory; a `Val Step` line with its `val_loss` is an evaluation, never a step."""
+    log = LOGS["lightly_train"]
+    recs, _ = by_line_parser(log.text())
+    assert [r["max_steps"] for r in recs] == log.extra["max_steps"]
+    assert [r["step_time_s"] for r in recs] == log.extra["step_time_s"]
+    assert recs[0]["mem_gib"] == 9760.3 / 1024 and recs[0]["grad_norm"] == 1.25
+

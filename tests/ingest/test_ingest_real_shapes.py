@@ -398,6 +398,22 @@ def test_the_trainer_bar_drawn_again_after_a_dict_gives_the_dict_its_step():
             assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == want
 
 
+def test_the_trainer_bar_alone_after_a_dict_gives_its_total_as_max_steps():
+    """A terminal paste (axolotl): the bar, a message, the dict, the bar drawn again alone on its
+    line at a count the terminal showed last, a log line, an evaluation dict. The lone bar's count
+    is no proof of the dict's step (the dict is numbered), but its total is the Trainer's
+    state.max_steps (ProgressCallback: tqdm(total=state.max_steps)) and the record carries it."""
+    lines = ("  0%|          | 0/1440 [00:00<?, ?it/s]", "You're using a Qwen2TokenizerFast tokenizer.",
+             "{'loss': 0.7294, 'grad_norm': 0.406, 'learning_rate': 2e-05, 'epoch': 0.0}",
+             "  0%|          | 1/1440 [00:03<1:30:46,  3.79s/it]",
+             "[2024-11-13 05:27:02,554] [INFO] [axolotl.utils.samplers.multipack.calc_min_len:197] gather_len_batches: [312]",
+             "{'eval_loss': 0.7598, 'eval_runtime': 13.9149, 'epoch': 0.0}")
+    for sizes in (None, 1, 7):
+        recs, p = parse(*lines, sizes=sizes)
+        assert [(r["step"], r["max_steps"], r["loss"]) for r in recs] == [(1, 1440, 0.7294)]
+        assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(1, 0.7598)]
+
+
 def test_a_log_without_the_trainers_bar_gives_each_dict_at_once():
     """Only a log that drew the Trainer's bar (or a paste at its first record) holds a dict for
     the line after it: live, a run logging to a file without the bar never shows its last step
@@ -429,3 +445,77 @@ def test_a_held_dict_before_template_rows_keeps_its_place(tmp_path):
     key = lambda r: (r["step"], r["loss"], r["src"])  # noqa: E731
     assert [key(r) for r in piped] == [key(r) for r in one_by_one]
     assert (60, 9.5, "hf_dict") in [key(r) for r in piped] and (300, 8.5, "hf_dict") in [key(r) for r in piped]
+
+
+def _titan(step: int, loss: float, grad: float, gib: float, tps: float, tflops: float, mfu: str) -> str:
+    """torchtitan/components/metrics.py MetricsProcessor.log, behind its logger's format
+    ("[titan] %(asctime)s - %(name)s - %(levelname)s - %(message)s")."""
+    return (f"[titan] 2026-07-16 11:20:41,921 - root - INFO - step: {step:2}  loss: {loss:8.5f}  "
+            f"grad_norm: {grad:7.4f}  memory: {gib:5.2f}GiB({gib / 178.35 * 100:.2f}%)  tps: {round(tps):,}  "
+            f"tflops: {tflops:,.2f}  mfu: {mfu}")
+
+
+@pytest.mark.parametrize("width", [60, 72, 100])
+@pytest.mark.parametrize("sizes", [None, 1, 7])
+def test_torchtitan_lines_wrapped_at_spaces_are_read_whole(width, sizes):
+    """A commit message or a narrow terminal wraps torchtitan's step lines at a space ("... step:
+    1  loss:" / "7.98820  grad_norm: ... tps: 1,578" / "tflops: 0.86  mfu: N/A"): each is one record
+    with every field, and a message wrapped between them stays a message."""
+    import textwrap
+    lines = [_titan(1, 7.9882, 3.7762, 3.87, 1578, 0.86, "N/A"),
+             "[titan] 2026-07-16 11:20:41,921 - root - INFO - Synchronizing and adjusting timeout for all ProcessGroups to 0:01:40",
+             _titan(2, 6.08364, 4.2124, 4.24, 96705, 52.5, "12.50%")]
+    wrapped = [row for ln in lines for row in textwrap.wrap(ln, width, break_long_words=False, break_on_hyphens=False)]
+    assert len(wrapped) > len(lines)
+    recs, _ = parse(*wrapped, sizes=sizes)
+    assert [(r["step"], r["loss"], r["grad_norm"], r["mem_gib"], r["tokens_per_s"]) for r in recs] == [
+        (1, 7.9882, 3.7762, 3.87, 1578), (2, 6.08364, 4.2124, 4.24, 96705)]
+
+
+def test_openrlhf_episode_bar_without_a_postfix_and_vllm_bars_give_no_step():
+    """OpenRLHF's PPO trainer (openrlhf/trainer/ppo_trainer.py fit): pbar = tqdm(range(len(
+    prompts_dataloader)), desc=f"Episode [{episode + 1}/{args.num_episodes}]") and, between its
+    redraws, vLLM's "Processed prompts" bars behind Ray's actor labels: bars with no metric in
+    them are progress, never a training record."""
+    rows = ["(LLMRayActor pid=676132)", "Processed prompts: 100%|██████████| 16/16 [00:12<00:00,  1.25it/s]",
+            "(ActorModelRayActor pid=675352)", "Episode [1/2]:  50%|█████     | 1/2 [03:32<03:32, 212.50s/it]",
+            "(ActorModelRayActor pid=675352)", "Episode [1/2]: 100%|██████████| 2/2 [07:05<00:00, 212.60s/it]",
+            "Episode [1/2]: 100%|██████████| 2/2 [07:05<00:00, 212.60s/it]"]
+    recs, p = parse(*rows)
+    assert recs == []
+    assert p.stats.ignored_lines == 4   # the four bars: understood, carrying nothing
+
+
+def test_pytorch_distributed_tutorial_epoch_lines_give_each_ranks_epoch_loss():
+    """PyTorch's distributed tutorial (dist_tuto run(), the Kubeflow pytorch-dist-mnist example):
+    print('Rank ', dist.get_rank(), ', epoch ', epoch, ': ', epoch_loss / num_batches) names no
+    loss; it is the epoch's mean, a record at the epoch with the printing rank kept."""
+    rows = [" ".join(map(str, ("Rank ", r, ", epoch ", e, ": ", 1.5 / (e + 1) + r / 100))) for e in (0, 1) for r in (0, 1)]
+    recs, _ = parse("Downloading http://yann.lecun.com/exdb/mnist/train-images-idx3-ubyte.gz", "Done!", *rows)
+    assert [(r["step"], r["loss"], r["extra"]["rank"]) for r in recs] == [
+        (0, 1.5, 0), (0, 1.51, 1), (1, 0.75, 0), (1, 0.76, 1)]
+
+
+def test_notebook_results_table_pasted_as_github_markdown_every_logged_step():
+    """The notebook's live results table (transformers NotebookProgressCallback, unsloth's adds a
+    column per logged metric, named as logged) pasted into a GitHub issue: " | " between the cells,
+    "-- | --" under the header. Each row is a logged step; without a validation column no row is a
+    carried-over loss, so equal losses in a row (a GRPO loss of 0) are each their own step."""
+    header = "Step | Training Loss | reward | kl | rewards / match_format_exactly"
+    rows = [f"{s} | {loss:.6f} | {-17.25 + s:.6f} | {s / 1e4:.6f} | 0.000000" for s, loss in
+            ((1, 0.0), (2, -0.0), (3, 0.0), (4, 0.0001))]
+    recs, p = parse(header, "-- | -- | -- | -- | --", *rows)
+    assert [(r["step"], r["loss"], r["src"]) for r in recs] == [
+        (1, 0.0, "hf_table"), (2, -0.0, "hf_table"), (3, 0.0, "hf_table"), (4, 0.0001, "hf_table")]
+    assert p.stats.unparsed_lines == 0
+
+
+def test_the_same_step_less_dict_on_the_next_line_is_one_logging_event():
+    """Every node's rank 0 printing the Trainer's dicts with no label before them (FastChat's FSDP
+    script on four nodes): the same dict on the very next line is another process's copy of one
+    logging event, and the next step's dict is numbered after it; the same values further apart
+    are a new step."""
+    d1 = "{'loss': 2.3814, 'learning_rate': 0.0, 'epoch': 0.97}"
+    d2 = "{'loss': 2.3701, 'learning_rate': 0.0, 'epoch': 0.98}"
+    recs, _ = parse(d1, d1, d1, d1, d2, d2, "a message", d2)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.3814), (2, 2.3701), (3, 2.3701)]
