@@ -33,7 +33,7 @@ from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.errors import InputError, utf8_text
 from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
@@ -112,6 +112,8 @@ class Supervisor:
                                  diag=diag)
         root = ck.dir
         self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
+        if self.ckpt_root is not None:  # state.json names it: a path it cannot hold is one line, not a crash
+            utf8_text(str(self.ckpt_root), "checkpoint directory")
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
