@@ -38,6 +38,7 @@ from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree
+from moeconsole.runner.telemetry import host
 from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
@@ -307,7 +308,8 @@ class Supervisor:
         self.pipe.launched(attempt)
         self.resumed_step = step_of(started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
-                 resumed_from=started.resumed_from, port=started.port, attempt_started_at=now)
+                 resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
+                 attempt_started_mono=time.monotonic(), attempt_boot_id=host.boot_id() or None)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
         self.next_env = {}
@@ -356,8 +358,12 @@ class Supervisor:
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
         self._checkpoint_state()  # no live attempt: never a pause for bad saves here
         n, gpu = self.state.attempt, self.gpus.snapshot()
+        boot, mono, began = host.boot_id() or None, time.monotonic(), self.state.get("attempt_started_mono")
+        ran_s = mono - began if boot and isinstance(began, (int, float)) and \
+            self.state.get("attempt_boot_id") == boot and mono >= began else None
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
+            ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),
