@@ -160,7 +160,11 @@ class Supervisor:
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
-        self.sock = control.listen(self.run.sock)
+        try:
+            self.sock = control.listen(self.run.sock)
+        except OSError as exc:   # a directory made at its path, a read-only mount: one line, not a traceback
+            raise InputError(f"cannot listen on {self.run.sock}: {exc.strerror or exc}; clients reach the runner "
+                             "there: move what is at that path away, then start the runner again") from None
         self.control = ControlServer(self.sock, self.dispatcher.handle, lambda: self.flush_state(force=True), diag,
                                      path=self.run.sock)
         self.ops = ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
