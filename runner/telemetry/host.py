@@ -74,13 +74,9 @@ def cpu_mark_path(runs_dir: Path | str) -> Path:
 
 
 def boot_id() -> str:
-    """This boot's id (``/proc/sys/kernel/random/boot_id``), "" when unknown: ``time.monotonic()``
-    readings of two processes (or two runners of one run) compare only within one boot."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    """This boot's id (``identity.boot_id``, the one reader)."""
+    from moeconsole.runner.telemetry.identity import boot_id as read
+    return read()
 
 
 def write_cpu_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) -> None:
