@@ -68,3 +68,28 @@ def test_a_checkpoint_directory_under_a_cwd_that_is_not_utf8_is_said_by_the_runn
     (run_id,) = _run_dirs(runs_dir)
     st = Run(runs_dir / run_id).state()
     assert st["status"] == "failed" and "not UTF-8" in st["last_crash"]["summary"], st
+
+
+def test_runs_under_a_path_that_became_not_utf8_are_still_listed(harness, tmp_path):
+    """Runs made in a UTF-8 directory, which was then renamed (or is reached through a mount) with
+    a latin-1 name: `runs ls` rebuilt the index and ended in a UnicodeEncodeError traceback (the
+    path column); a live runner's index row failed the same way, so the browser had no row. The
+    path is kept out of the index (the run's directory under the base) and every run listed."""
+    first = tmp_path / "first"
+    first.mkdir()
+    made = _cli(harness, "run", str(harness.recipe(command=["{python}", "-c", "print('done')"],
+                                                  checkpoints={"dir": None}, resume={"arg": None})),
+                "--detach", runs_dir=first)
+    run_id = made.stdout.strip().splitlines()[0]
+    from tests.runner.conftest import Run
+    Run(first / run_id).wait_status("succeeded", "failed", "unsaved", timeout=60)
+    moved = tmp_path / LATIN1
+    os.rename(first, moved)
+    (moved / "index.sqlite").unlink()
+    for _ in range(2):   # rebuilt, then read from the index
+        out = _cli(harness, "runs", "ls", "--json", runs_dir=moved)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        import json
+        rows = json.loads(out.stdout)["runs"]
+        assert [r["id"] for r in rows] == [run_id], rows
+        assert rows[0]["status"] in ("succeeded", "unsaved"), rows
