@@ -6,6 +6,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from moeconsole.runner.process import launch
 from moeconsole.runner.recipes import recipe as recipes
@@ -30,52 +31,78 @@ def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name:
         return 1, None
     run: rundir.RunDir | None = None
     try:
-        with _interrupt_after():   # a Ctrl-C in between: the run is made and its runner started, then said so
+        # a Ctrl-C, a SIGTERM or a hang-up in between: the run is made and its runner started, then said so
+        with _interrupt_after():
             run = launch.create_run(base, recipe, name=name, allow_drift=allow_drift)
             pid = launch.spawn_runner(run)
         launch.wait_ready(run, pid)
-    except KeyboardInterrupt:   # the one held back above, or one while the runner gets ready
+    except KeyboardInterrupt as exc:   # the one held back above, or one while the runner gets ready
         if run is None:
             raise
-        raise StartInterrupted(run.run_id) from None
+        raise StartInterrupted(run.run_id, getattr(exc, "signum", signal.SIGINT)) from None
     return 0, run
 
 
 class StartInterrupted(KeyboardInterrupt):
-    """Ctrl-C after the run's runner was started: the run goes on; ``run_id`` says which."""
+    """Ctrl-C (or SIGTERM, SIGHUP) after the run's runner was started: the run goes on;
+    ``run_id`` says which, ``signum`` which signal ended the command."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, signum: int = signal.SIGINT) -> None:
         super().__init__(run_id)
         self.run_id = run_id
+        self.signum = int(signum)
+
+
+class HeldSignal(KeyboardInterrupt):
+    """A SIGTERM or SIGHUP held back by ``_interrupt_after``, raised once the block is done."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+
+# What ends `moeconsole run` from outside: Ctrl-C, `kill PID`, the terminal or SSH connection gone.
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
 def _interrupt_after() -> Iterator[None]:
-    """Ctrl-C held back until the block is done (creating the run directory and starting its
-    runner), then raised: never a run directory without the runner about to take it, nor a
-    runner nobody was told of. A handler of our own, not a blocked signal: the runner must not
-    inherit a signal mask (exec resets a handler, not a mask). Outside the main thread: as is."""
+    """Ctrl-C, SIGTERM and SIGHUP held back until the block is done (creating the run directory
+    and starting its runner), then raised: never a run directory without the runner about to
+    take it (SIGTERM or a dropped SSH connection there had left a run STARTING for good, with no
+    runner and no training), nor a runner nobody was told of. Handlers of our own, not a blocked
+    signal: the runner must not inherit a signal mask (exec resets a handler, not a mask); a
+    signal ignored on entry (``nohup``) stays ignored. Outside the main thread: as is."""
     hit: list[int] = []
+    old: dict[signal.Signals, Any] = {}
     try:
-        old = signal.signal(signal.SIGINT, lambda *_: hit.append(1))
+        for sig in HELD_SIGNALS:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                old[sig] = signal.signal(sig, lambda signum, _frame: hit.append(signum))
     except ValueError:   # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for held, handler in old.items():
+            signal.signal(held, handler)
     if hit:
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if hit[0] == signal.SIGINT else HeldSignal(hit[0])
 
 
-def went_on(run_id: str) -> int:
-    """Ctrl-C once the run was started (`run`, `demo`, before the UI is up or while `--detach`
-    waits for the first step): the run does not stop with this command; say so (it had exited
-    130 in silence, and the run trained on unseen)."""
-    sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and goes on under its runner: "
-                     f"`moeconsole kill {run_id}` stops it, `moeconsole attach {run_id}` watches it\n")
-    return 130
+def went_on(run_id: str, signum: int = signal.SIGINT) -> int:
+    """Ctrl-C (or SIGTERM, a hang-up) once the run was started (`run`, `demo`, before the UI is up
+    or while `--detach` waits for the first step): the run does not stop with this command; say
+    so (it had exited 130 in silence, and the run trained on unseen). The exit status is the
+    shell's for the signal: 130, 143, 129. A terminal that hung up takes no line: nothing is lost."""
+    try:
+        sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and goes on under its runner: "
+                         f"`moeconsole kill {run_id}` stops it, `moeconsole attach {run_id}` watches it\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return 128 + int(signum)
 
 
 def first_outcome(run: rundir.RunDir, timeout: float = STARTED_WAIT_S) -> dict:
@@ -165,7 +192,7 @@ def run(args) -> int:
         code, run_dir = start(args.recipe, args.overrides, runs_dir=args.runs_dir, name=args.name,
                               allow_drift=args.allow_drift)
     except StartInterrupted as exc:
-        return went_on(exc.run_id)
+        return went_on(exc.run_id, exc.signum)
     if code or run_dir is None:
         return code
     try:

@@ -15,3 +15,26 @@ def shown(value: object, limit: int = 80) -> str:
         return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"
     text = repr(value).replace("\n", "\\n")
     return clip(text, limit)
+
+
+def not_utf8(text: str) -> str | None:
+    """The first byte of ``text`` that is not UTF-8, as ``0xff``, else None. A command-line
+    argument or a path holding such a byte (a latin-1 directory name) reaches Python as a lone
+    surrogate (``os.fsdecode``), which no JSON or SQLite record of the run can hold."""
+    for ch in text:
+        if "\udc80" <= ch <= "\udcff":
+            return f"0x{ord(ch) - 0xDC00:02x}"
+        if "\ud800" <= ch <= "\udfff":
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def utf8_text(text: str, what: str) -> str:
+    """``text`` when it is UTF-8 throughout; else one ``InputError`` line naming ``what`` and the
+    byte. The one rule for a name or a path the run's records must hold (state.json, the index,
+    events): it had been a traceback, a half-made run directory, or a run ``runs ls`` never showed."""
+    byte = not_utf8(text)
+    if byte is not None:
+        raise InputError(f"{what} {shown(text)} is not UTF-8 text (it holds the byte {byte}): the run's records "
+                         "are UTF-8 and could not hold it; give it in UTF-8")
+    return text

@@ -63,6 +63,35 @@ class AttemptRecord:
     last_step: int | None        # the last training step it logged (None: none)
     crash_class: str | None      # None: it did not crash (clean exit)
     memory_verdict: str | None = None   # a CUDA OOM's verdict (moeconsole.runner.core.oom): leak, transient, ...
+    # The monotonic clock's view (CLOCK_MONOTONIC is one clock for every process of one boot):
+    # how long the attempt ran, and when it ended, on the boot ``boot_id``. A wall-clock step (NTP,
+    # a resumed VM) moves ``started_at``/``ended_at`` but not these; None for records without them.
+    ran_s: float | None = None
+    ended_mono: float | None = None
+    boot_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Now, on both clocks: ``wall`` (``time.time()``), ``mono`` (``time.monotonic()``) on the boot
+    ``boot_id``. Durations and ages are taken on ``mono`` whenever the record was made on the same
+    boot, on the wall clock only for records without it (older runners, another boot)."""
+    wall: float
+    mono: float | None = None
+    boot_id: str | None = None
+
+
+def ran_for(rec: AttemptRecord) -> float:
+    """How long an attempt ran: on the monotonic clock when its runner measured it so, else by its
+    wall-clock times (a step of the clock during the attempt then counts)."""
+    return rec.ran_s if rec.ran_s is not None else rec.ended_at - rec.started_at
+
+
+def ended_ago(rec: AttemptRecord, now: Clock) -> float:
+    """How long ago an attempt ended: on the monotonic clock when both are of one boot, else wall."""
+    if rec.ended_mono is not None and now.mono is not None and rec.boot_id and rec.boot_id == now.boot_id:
+        return now.mono - rec.ended_mono
+    return now.wall - rec.ended_at
 
 
 @dataclass(frozen=True)
@@ -115,7 +144,7 @@ def consecutive_crashes(verdict: CrashVerdict, history: list[AttemptRecord],
         if not is_crash_class(cls):
             break
         count += 1
-        if rec.ended_at - rec.started_at >= settings.reset_after_s:
+        if ran_for(rec) >= settings.reset_after_s:
             break
     return max(count, 1)
 
@@ -125,7 +154,7 @@ def _made_progress(rec: AttemptRecord) -> bool:
 
 
 def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: RestartSettings,
-           now: float, *, floor_s: float = 0.0) -> Decision:
+           now: float | Clock, *, floor_s: float = 0.0) -> Decision:
     """What to do after the attempt that just ended (``history[-1]``). ``floor_s``: the
     cooldown floor the runner keeps for this crash (the recipe's, scaled by the class: NCCL
     waits longer); a restart says the wait it really gets, the larger of floor and backoff.
@@ -170,8 +199,9 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     if same is not None:
         return Decision(PAUSE, 0.0, same, CRITICAL)
 
+    clock = now if isinstance(now, Clock) else Clock(now)
     recent = sum(1 for rec, c in zip(history, classes)
-                 if is_crash_class(c) and c not in WAIT_CLASSES and now - rec.ended_at <= settings.crash_window_s)
+                 if is_crash_class(c) and c not in WAIT_CLASSES and ended_ago(rec, clock) <= settings.crash_window_s)
     if recent > settings.max_crashes_per_window:
         return Decision(PAUSE, 0.0, f"{recent} crashes within {settings.crash_window_s:g} s "
                                     f"(limit {settings.max_crashes_per_window}); paused",

@@ -178,6 +178,9 @@ class HistoryRec(_Record):
     last_step: Step | None = None
     crash_class: str | None = None
     memory_verdict: str | None = None  # a CUDA OOM's verdict (moeconsole.runner.core.oom)
+    ran_s: float | None = None         # how long it ran on the monotonic clock (policy.AttemptRecord)
+    ended_mono: float | None = None    # its end on the monotonic clock of the boot ``boot_id``
+    boot_id: str | None = None
 
 
 class BadSavesRec(_Record):
@@ -275,6 +278,10 @@ class StateFile(_Record):
     started_at: float | None | UnsetType = UNSET
     ended_at: float | None | UnsetType = UNSET
     attempt_started_at: float | None | UnsetType = UNSET
+    # the attempt's start on the monotonic clock of the boot ``attempt_boot_id``: how long it ran
+    # is measured there, never across a step of the wall clock (a new runner of the same boot too)
+    attempt_started_mono: float | None | UnsetType = UNSET
+    attempt_boot_id: str | None | UnsetType = UNSET
     first_step_at: float | None | UnsetType = UNSET
     stale_after_s: Seconds | None | UnsetType = UNSET
     allow_drift: bool | UnsetType = UNSET

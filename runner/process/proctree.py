@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 import psutil
 
-from moeconsole.runner.telemetry.identity import read_stat, start_time_matches
+from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -32,20 +32,17 @@ def set_child_subreaper() -> bool:
 
 
 def start_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return None
+    """When ``pid`` started, on the boot's pinned clock (``identity.process_start``: a step of the
+    wall clock does not move it). None when it is gone."""
+    return process_start(pid)
 
 
 def same_process(pid: int, created: float) -> bool:
     """True if ``pid`` is still the process that started at ``created`` (and is not a zombie)."""
     try:
-        p = psutil.Process(pid)
-        if not start_time_matches(p.create_time(), created):
-            return False
-        return p.status() != psutil.STATUS_ZOMBIE
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        fields = read_stat(pid)[1]
+        return fields[0] != b"Z" and start_time_matches(started_at(int(fields[19])), created)
+    except (OSError, ValueError, IndexError):
         return False
 
 
@@ -67,7 +64,9 @@ def marked_processes(run_id: str) -> dict[int, float]:
             if p.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             if has_run_marker(p, run_id):
-                out[p.pid] = p.create_time()
+                created = process_start(p.pid)
+                if created is not None:
+                    out[p.pid] = created
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return out
@@ -164,7 +163,10 @@ class ProcessTree:
                     if self.leader and self.leader.role == "waiter" and child.ppid() == self.leader.pid:
                         role = "leader"  # the command: its process group is the attempt's
                         self.pgid = _pgid(child.pid) or self.pgid
-                    self.procs[child.pid] = TrackedProc(child.pid, child.create_time(), role)
+                    created = process_start(child.pid)
+                    if created is None:
+                        continue   # gone since the walk
+                    self.procs[child.pid] = TrackedProc(child.pid, created, role)
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
         self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}

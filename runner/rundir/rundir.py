@@ -27,7 +27,7 @@ from pathlib import Path
 from moeconsole.runner.rundir import jsonio, runfiles
 from moeconsole.runner.core import state as run_state
 from moeconsole.runner.core.state import ATTEMPT_LIVE, FINISHED, LIVE, TERMINAL, Status  # noqa: F401  (re-exported: rundir.TERMINAL, ...)
-from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.errors import InputError, utf8_text
 
 # Statuses a run can be in (``moeconsole.runner.core.state.Status``, a str enum). Terminal ones end the runner.
 STARTING, RUNNING, COOLDOWN, PAUSED, STOPPING = (Status.STARTING, Status.RUNNING, Status.COOLDOWN,
@@ -182,6 +182,10 @@ def new_run_id(name: str) -> str:
 
 
 def create(base: Path, name: str) -> RunDir:
+    """A new private run directory under ``base`` for a run called ``name``; a base path or a name
+    that is not UTF-8 is refused before anything is made (``errors.utf8_text``)."""
+    utf8_text(str(base), "runs directory")
+    utf8_text(name, "run name")
     try:
         make_private_dirs(base)
         check_base(base, write=True)

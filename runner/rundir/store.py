@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 from moeconsole.runner.core.numbers import finite_float
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.rundir import jsonio, rundir
-from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.errors import InputError, not_utf8
 
 INDEX_NAME = "index.sqlite"
 COLUMNS = ("id", "name", "recipe_hash", "status", "started_at", "ended_at", "attempts", "restarts",
@@ -183,10 +183,29 @@ def _changed_since(run: rundir.RunDir, t: float | None) -> bool:
 
 
 def upsert(conn: "sqlite3.Connection", row: dict) -> None:
-    row = {k: row.get(k) for k in COLUMNS}
+    row = _cells({k: row.get(k) for k in COLUMNS})
     row["updated_at"] = time.time()
     with conn:
         conn.execute(_UPSERT, row)
+
+
+def _cells(row: dict) -> dict:
+    """A row as SQLite can store it: text that is not UTF-8 (a runs directory reached through a
+    latin-1 name, a hand-written state's name) cannot be, and one such row had ended `runs ls` in a
+    traceback for every run. The path is left out (``NULL``: readers take the run's directory
+    under the base, ``_with_path``); other text keeps its undecodable bytes as ``\\udcNN`` escapes."""
+    out = dict(row)
+    for key, value in row.items():
+        if isinstance(value, str) and not_utf8(value) is not None:
+            out[key] = None if key == "path" else value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return out
+
+
+def _with_path(base: Path, row: dict) -> dict:
+    """A row from the index with the path of its run directory (the base's own when not stored)."""
+    if not row.get("path"):
+        row["path"] = str(base / row["id"])
+    return row
 
 
 _UPSERT = (f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join(f':{c}' for c in COLUMNS)}) "
@@ -204,7 +223,7 @@ def _insert_all_runs(conn: "sqlite3.Connection", base: Path) -> int:
         row: dict[str, Any] = {k: None for k in COLUMNS}
         row.update(row_from_run_dir(run))
         row["updated_at"] = now
-        rows.append(row)
+        rows.append(_cells(row))
     with conn:
         conn.executemany(_UPSERT, rows)
     return len(runs)
@@ -486,7 +505,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
             args += [f"%{name_like}%", f"%{name_like}%"]
         sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, id DESC"
-        rows = [dict(r) for r in conn.execute(sql, args)]
+        rows = [_with_path(base, dict(r)) for r in conn.execute(sql, args)]
         if not refresh:
             return [_without_cache_column(r) for r in rows]
         for i, row in enumerate(rows):

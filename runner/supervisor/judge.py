@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
 from moeconsole.runner.core.oom import crash_hint
-from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide, is_crash_class
+from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class
 from moeconsole.runner.process.attempt import ExitStatus
 from moeconsole.runner.rundir.runfiles import CrashReport
 
@@ -46,6 +46,9 @@ class EndedAttempt:
     steps_seen: int = 0
     last_step: int | None = None
     started_at: float | None = None
+    ran_s: float | None = None             # how long it ran, on the monotonic clock (None: not measured so)
+    ended_mono: float | None = None        # when it is judged, ``time.monotonic()`` on the boot ``boot_id``
+    boot_id: str | None = None
     exit_seen_at: float | None = None      # when the runner noticed the end (wall clock, shown)
     detected_after_s: float | None = None  # judged this long after the end was noticed (monotonic)
     resumed_step: int | None = None
@@ -87,7 +90,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     e = ended
     rc, n, step = e.returncode, e.attempt, e.last_step
     record = AttemptRecord(attempt=n, started_at=e.started_at or e.ended_at, ended_at=e.ended_at,
-                           resumed_step=e.resumed_step, last_step=step, crash_class=None)
+                           resumed_step=e.resumed_step, last_step=step, crash_class=None,
+                           ran_s=e.ran_s, ended_mono=e.ended_mono, boot_id=e.boot_id)
     # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0).
     status = e.exit_status
     job_verdict = classify_job_state(status.job_state if status else None, e.tail,
@@ -130,7 +134,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                          detected_after_s=e.detected_after_s, job=e.job,
                          memory=memory)
     floor = floor_s * float(verdict.cooldown_scale or 1.0)
-    decision = decide(verdict, [*history, record], settings, e.ended_at, floor_s=floor)
+    decision = decide(verdict, [*history, record], settings, Clock(e.ended_at, e.ended_mono, e.boot_id),
+                      floor_s=floor)
     events: list[JournalEvent] = [("crash", {
         "attempt": n, "step": step,  # the last step the attempt logged: where it crashed (None before one)
         "class": verdict.cls, "summary": verdict.summary, "recovery": verdict.recovery, "exit_code": code, "signal": sig, "decision": decision.action, "reason": decision.reason,

@@ -121,7 +121,8 @@ def attempt_record(d: dict[str, Any]) -> AttemptRecord:
     return AttemptRecord(attempt=int(d.get("attempt") or 0), started_at=float(d.get("started_at") or 0.0),
                          ended_at=float(d.get("ended_at") or 0.0), resumed_step=d.get("resumed_step"),
                          last_step=d.get("last_step"), crash_class=d.get("crash_class"),
-                         memory_verdict=d.get("memory_verdict"))
+                         memory_verdict=d.get("memory_verdict"), ran_s=d.get("ran_s"),
+                         ended_mono=d.get("ended_mono"), boot_id=d.get("boot_id"))
 
 
 def load_run_recipe(run: rundir.RunDir) -> "RunRecipe":

@@ -33,11 +33,12 @@ from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.core.errors import InputError
+from moeconsole.runner.core.errors import InputError, utf8_text
 from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree
+from moeconsole.runner.telemetry import host
 from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
@@ -112,6 +113,8 @@ class Supervisor:
                                  diag=diag)
         root = ck.dir
         self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
+        if self.ckpt_root is not None:  # state.json names it: a path it cannot hold is one line, not a crash
+            utf8_text(str(self.ckpt_root), "checkpoint directory")
         self.checkpoints = CheckpointKeeper(self.journal, self.ckpt_root, recipe_hash=self.hash,
                                             settle_s=float(ck.settle_s), verify=ck.verify,
                                             verified=state.get("verified") or [], bad_saves=state.get("bad_saves"),
@@ -157,7 +160,11 @@ class Supervisor:
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
         me = {"pid": os.getpid(), "start_time": proctree.start_time(os.getpid()), "host": rundir.hostname()}
-        self.sock = control.listen(self.run.sock)
+        try:
+            self.sock = control.listen(self.run.sock)
+        except OSError as exc:   # a directory made at its path, a read-only mount: one line, not a traceback
+            raise InputError(f"cannot listen on {self.run.sock}: {exc.strerror or exc}; clients reach the runner "
+                             "there: move what is at that path away, then start the runner again") from None
         self.control = ControlServer(self.sock, self.dispatcher.handle, lambda: self.flush_state(force=True), diag,
                                      path=self.run.sock)
         self.ops = ops = OpsSidecars.from_recipe(self.recipe, self.run.path, self.run.run_id, recipe_hash=self.hash,
@@ -305,7 +312,8 @@ class Supervisor:
         self.pipe.launched(attempt)
         self.resumed_step = step_of(started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
-                 resumed_from=started.resumed_from, port=started.port, attempt_started_at=now)
+                 resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
+                 attempt_started_mono=time.monotonic(), attempt_boot_id=host.boot_id() or None)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
         self.next_env = {}
@@ -354,8 +362,12 @@ class Supervisor:
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
         self._checkpoint_state()  # no live attempt: never a pause for bad saves here
         n, gpu = self.state.attempt, self.gpus.snapshot()
+        boot, mono, began = host.boot_id() or None, time.monotonic(), self.state.get("attempt_started_mono")
+        ran_s = mono - began if boot and isinstance(began, (int, float)) and \
+            self.state.get("attempt_boot_id") == boot and mono >= began else None
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
+            ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),

@@ -49,21 +49,6 @@ def parse_cpu_line(text: str) -> tuple[float, ...] | None:
     return None
 
 
-def boot_time() -> float | None:
-    """The system's boot time (seconds since the epoch): ``/proc/stat``'s ``btime`` line, read
-    as psutil reads it (``psutil/_pslinux.py`` ``boot_time``: ``float`` of the line's second
-    field), so start times made from it equal psutil's ``create_time``. None where the line
-    cannot be read."""
-    try:
-        with open(PROC_STAT, "rb") as fh:
-            for line in fh:
-                if line.startswith(b"btime"):
-                    return float(line.strip().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def sample() -> tuple[float, float] | None:
     """(busy, total) CPU seconds now, or None where ``/proc/stat`` cannot be read."""
     try:

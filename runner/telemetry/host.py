@@ -73,19 +73,17 @@ def cpu_mark_path(runs_dir: Path | str) -> Path:
     return Path(runs_dir) / f".host-cpu-{safe}.json"
 
 
-def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+def boot_id() -> str:
+    """This boot's id (``identity.boot_id``, the one reader)."""
+    from moeconsole.runner.telemetry.identity import boot_id as read
+    return read()
 
 
 def write_cpu_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) -> None:
     """Share a reading taken at ``time.monotonic()`` ``at`` (no fsync: after a crash it is stale
     anyway). OSError is the caller's to ignore."""
     from moeconsole.runner.rundir import jsonio
-    boot = _boot_id()
+    boot = boot_id()
     if not boot:
         return   # without a boot id a later reader could not tell this boot's clock from another's
     mark = CpuMark(MARK_VERSION, hostname(), boot, os.getpid(), reading[0], reading[1], at,
@@ -110,7 +108,7 @@ def read_cpu_mark(runs_dir: Path | str | None, now: float, cur_total: float) -> 
         max_age = float(os.environ.get(MARK_MAX_AGE_ENV) or MARK_MAX_AGE_S)
     except ValueError:
         max_age = MARK_MAX_AGE_S
-    if (mark.v != MARK_VERSION or mark.host != hostname() or mark.boot_id != _boot_id()
+    if (mark.v != MARK_VERSION or mark.host != hostname() or mark.boot_id != boot_id()
             or not 0.0 < now - mark.mono <= max_age or mark.total_s > cur_total or mark.busy_s < 0):
         return None
     return mark

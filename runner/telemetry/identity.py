@@ -7,7 +7,9 @@ through psutil, which re-checks the start time before each signal.
 """
 from __future__ import annotations
 
+import math
 import os
+import stat
 
 # psutil derives create_time from clock ticks since boot (10 ms); two reads of one process
 # agree far closer than this, and a PID cannot be recycled within it.
@@ -16,6 +18,135 @@ START_TIME_TOLERANCE_S = 0.05
 
 def start_time_matches(actual: float | None, expected: float | None) -> bool:
     return actual is not None and expected is not None and abs(actual - expected) <= START_TIME_TOLERANCE_S
+
+
+# ---- a process's start time that a step of the wall clock does not move --------------------------
+# The kernel keeps a process's start as clock ticks since boot (``/proc/PID/stat`` field 22); a wall
+# start time is that plus the boot's wall time, ``/proc/stat``'s ``btime``, which the kernel derives
+# from the wall clock at each read (fs/proc/stat.c: ``getboottime64``): a step of the wall clock
+# (NTP stepping, ``date -s``, a VM restored or migrated, a leap second) moves ``btime``, and with it
+# every start time psutil's ``create_time`` gives, by the step. Every recorded start time then
+# stopped matching its process (a tolerance of 50 ms): a new runner took the live training for
+# gone, a kill without a runner found nothing to end. psutil's own identity on Linux uses the
+# ticks since boot for that reason (``Process._get_ident``). Ours keeps the recorded wall values
+# (state.json, crash reports) and pins the boot's wall time per boot: the first of our processes
+# on a boot writes ``btime`` as it read it into a private file named by the boot id; every later
+# one (runner, console, kill) adds its ticks to that same value.
+
+PIN_DIRS = ("/dev/shm", "/run/user/{uid}", "/tmp")   # tmpfs, gone with the boot; the first usable
+_pinned: tuple[str, float] | None = None
+
+
+def boot_id() -> str:
+    """This boot's id (``/proc/sys/kernel/random/boot_id``), "" when unknown: ``time.monotonic()``
+    readings and ticks since boot of two processes compare only within one boot."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def live_btime() -> float | None:
+    """``/proc/stat``'s ``btime`` now, read as psutil reads it (``psutil/_pslinux.py``
+    ``boot_time``: ``float`` of the line's second field). None where it cannot be read."""
+    try:
+        with open(PROC_STAT, "rb") as fh:
+            for line in fh:
+                if line.startswith(b"btime"):
+                    return float(line.strip().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+PROC_STAT = "/proc/stat"
+
+
+def boot_epoch() -> float | None:
+    """The wall time this boot began, as our first process on this boot read it (pinned, see
+    above), so start times stay put across steps of the wall clock; ``live_btime()`` where no pin
+    can be kept (no boot id, no private tmpfs). None where neither can be read."""
+    global _pinned
+    boot = boot_id()
+    if _pinned is not None and _pinned[0] == boot:
+        return _pinned[1]
+    live = live_btime()
+    if not boot or live is None:
+        return live
+    for where in PIN_DIRS:
+        value = _pin(where.format(uid=os.getuid()), boot, live)
+        if value is not None:
+            _pinned = (boot, value)
+            return value
+    return live
+
+
+def _pin(directory: str, boot: str, live: float) -> float | None:
+    """The boot's pinned wall time in ``directory``, written there first if absent (a whole file
+    linked into place: a reader never sees half of it). Only a regular file of this user that
+    nobody else can write is believed. None where the directory does not serve."""
+    path = os.path.join(directory, f"moeconsole-{os.getuid()}-btime-{boot}")
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if not _write_pin(path, live):
+                return None
+            continue
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not (stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022):
+                return None
+            value = float(os.read(fd, 64).decode("ascii").strip())
+            return value if math.isfinite(value) and value > 0 else None
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        finally:
+            os.close(fd)
+    return None
+
+
+def _write_pin(path: str, live: float) -> bool:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        os.write(fd, f"{live!r}\n".encode())
+        os.close(fd)
+        try:
+            os.link(tmp, path)   # fails when another process pinned first: its value is read
+        except FileExistsError:
+            pass
+        return True
+    except OSError:
+        return False
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def process_start(pid: int) -> float | None:
+    """When ``pid`` started, as a wall time on this boot's pinned clock (``boot_epoch``): its
+    ticks since boot from ``/proc/PID/stat``. None when it is gone or cannot be read."""
+    try:
+        fields = read_stat(pid)[1]
+        ticks = int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+    return started_at(ticks)
+
+
+def started_at(ticks: int) -> float | None:
+    """A start of ``ticks`` clock ticks after boot as a wall time on this boot's pinned clock."""
+    boot = boot_epoch()
+    return None if boot is None else boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def read_stat(pid: int | str) -> tuple[bytes, list[bytes]]:

@@ -18,7 +18,7 @@ import psutil
 
 from moeconsole.runner.core.bounds import GRACE, sane_seconds
 from moeconsole.runner.telemetry.gpu import GpuBackend, GpuSnapshot
-from moeconsole.runner.telemetry.identity import self_and_ancestors, start_time_matches
+from moeconsole.runner.telemetry.identity import process_start, self_and_ancestors, start_time_matches
 
 
 @dataclass
@@ -52,8 +52,10 @@ def _exited(proc: psutil.Process) -> bool:
 
 def _identity_refusal(pid: int, start_time: float, proc: psutil.Process, allow_other_users: bool) -> str | None:
     try:
-        actual = proc.create_time()
+        actual = process_start(pid)   # on the boot's pinned clock, as every start time is recorded
         uid = proc.uids().real
+        if actual is None:
+            return None  # gone: handled by the caller
     except psutil.NoSuchProcess:
         return None  # handled by the caller as "gone"
     if not start_time_matches(actual, start_time):

@@ -29,9 +29,8 @@ from typing import Iterable
 
 from moeconsole.runner.core.units import clip, command_text, duration
 from moeconsole.runner.rundir import rundir
-from moeconsole.runner.telemetry import cpustat
 from moeconsole.runner.telemetry.gpu import GpuSnapshot
-from moeconsole.runner.telemetry.identity import read_stat, self_and_ancestors, start_time_matches
+from moeconsole.runner.telemetry.identity import boot_epoch, read_stat, self_and_ancestors, start_time_matches
 from moeconsole.runner.rundir.secrets import redact_cmdline
 
 # psutil (1.7 MiB of code once imported) is imported where it is used: killing, and the places
@@ -218,11 +217,12 @@ _STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "T": "stopped", "
 def _proc_rows() -> list[_Row] | None:
     """Every process from /proc directly: one stat and one small read each, a tenth of what
     psutil's per-process objects cost (the scan is most of an attached console's CPU). The
-    start time is psutil's (boot time + start ticks / clock ticks), so it compares with start
-    times recorded through psutil. None where there is no /proc."""
+    start time is the boot's pinned wall time + start ticks / clock ticks (``identity.boot_epoch``),
+    so it compares with every start time recorded (``identity.process_start``), across steps of
+    the wall clock. None where there is no /proc."""
     try:
         names = os.listdir("/proc")
-        boot, ticks = cpustat.boot_time(), os.sysconf("SC_CLK_TCK")
+        boot, ticks = boot_epoch(), os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError):
         return None
     if boot is None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import pytest
 
 from moeconsole.console.commands import run as run_cmd
 from moeconsole.runner.process import launch
@@ -97,6 +98,53 @@ def test_run_detach_inside_tmux_asks_tmux_nothing(base, tmp_path):
         assert done.returncode == 0, done.stderr
         assert len(runs) == 1 and runs[0].run_id in done.stdout, done.stdout
         assert not asked.exists(), asked.read_text()
+    finally:
+        for run in runs:
+            runner = (run.read_state().get("runner") or {}).get("pid")
+            subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
+                            str(base)], cwd=REPO, capture_output=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+            if runner:
+                _end_runner(runner)
+
+
+# `moeconsole run`, ended by a signal the moment its run directory is made and before its runner
+# is started: the signal is sent by the process to itself from inside ``create_run`` (a wrapper
+# that calls the real one, then signals), the one moment a kill could leave a run without runner.
+SIGNALLED_START = """
+import os, signal, sys
+from moeconsole.runner.process import launch
+from moeconsole.console import cli
+real = launch.create_run
+def create_then_signal(*a, **kw):
+    run = real(*a, **kw)
+    os.kill(os.getpid(), signal.{sig})
+    return run
+launch.create_run = create_then_signal
+sys.exit(cli.main(["run", sys.argv[1], "--detach", "--runs-dir", sys.argv[2]]))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_hangup_while_the_run_is_made_leaves_no_run_without_its_runner(base, tmp_path, sig):
+    """`kill PID` of `moeconsole run`, or its SSH connection dropped, just after the run directory
+    was made: the command used to die there, leaving a run STARTING for good with no runner and
+    no training (`runs ls` said STARTING forever). The signal is held until the runner is
+    started: the run trains, the command says it goes on and exits as the signal says (128+n)."""
+    recipe = tmp_path / "sleeper.yaml"
+    recipe.write_text('name: sleeper\ncommand: ["{python}", "-c", "import time; time.sleep(600)"]\n'
+                      'kill: {grace_s: 3}\n')
+    num = int(getattr(signal, sig))
+    done = subprocess.run([sys.executable, "-c", SIGNALLED_START.format(sig=sig), str(recipe), str(base)], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    runs = rundir.list_run_dirs(base)
+    try:
+        assert len(runs) == 1, runs
+        run_id = runs[0].run_id
+        assert done.returncode == 128 + num, (done.returncode, done.stderr)
+        assert f"run {run_id} was started and goes on under its runner" in done.stderr, done.stderr
+        until(lambda: runs[0].read_state().get("status") == "running", timeout=60,
+              what=f"the run running under its runner after {sig} (it stayed {runs[0].read_state().get('status')})")
     finally:
         for run in runs:
             runner = (run.read_state().get("runner") or {}).get("pid")

@@ -5,7 +5,8 @@ import pytest
 
 from moeconsole.runner.core.crash import CrashVerdict, classify
 from moeconsole.runner.core.errors import InputError
-from moeconsole.runner.core.policy import AttemptRecord, Decision, RestartSettings, backoff_delay, consecutive_crashes, decide
+from moeconsole.runner.core.policy import (AttemptRecord, Clock, Decision, RestartSettings, backoff_delay,
+                                           consecutive_crashes, decide)
 
 HOUR = 3600.0
 NOW = 1_000_000.0
@@ -255,3 +256,54 @@ def test_disk_full_restarts_with_a_warning_that_the_launch_waits_for_room():
     # it is a crash like any other for the cap: the 11th disk_full in a row fails the run
     d = decide(verdict("disk_full", recovery="wait_disk"), progressing_crashes(11, cls="disk_full"), DEFAULTS, NOW)
     assert d.action in ("fail", "pause"), d
+
+
+# --- a wall clock that steps (NTP, a resumed VM) -----------------------------------------------
+# The runner gives each attempt's record its monotonic duration and end (``ran_s``, ``ended_mono``,
+# ``boot_id``) and decides with ``Clock(wall, mono, boot_id)``; wall times are only shown.
+
+BOOT = "5d2a7f3e-boot"
+MONO_NOW = 50_000.0
+
+
+def stepped(records: list[AttemptRecord], ran_s: list[float], ended_mono_ago: list[float],
+            boot: str = BOOT) -> list[AttemptRecord]:
+    """``records`` (whose wall times a clock step has moved) with what the monotonic clock saw."""
+    from dataclasses import replace
+    return [replace(r, ran_s=ran, ended_mono=MONO_NOW - ago, boot_id=boot)
+            for r, ran, ago in zip(records, ran_s, ended_mono_ago)]
+
+
+def test_a_wall_clock_step_during_an_attempt_does_not_reset_the_backoff():
+    """Three crashes of a minute each in a row; the wall clock jumped 2 h forward while the last
+    one ran, so its wall times say it ran 2 h 1 min: counted "stable", the backoff fell back to
+    30 s. It ran 60 s: the third crash in a row waits 120 s."""
+    hist = attempts([(1000, 60, 0, 10, "segfault"), (800, 60, 10, 20, "segfault"),
+                     (600 + 2 * HOUR, 60 + 2 * HOUR, 20, 30, "segfault")])
+    hist = stepped(hist, [60, 60, 60], [880, 680, 0])
+    now = Clock(NOW, MONO_NOW, BOOT)
+    assert consecutive_crashes(verdict("segfault"), hist, DEFAULTS) == 3
+    d = decide(verdict("segfault"), hist, DEFAULTS, now)
+    assert d.action == "restart" and d.delay_s == 120.0, d
+    assert "backoff after crash 3 in a row" in d.reason
+
+
+def test_a_wall_clock_step_between_crashes_does_not_empty_the_crash_window():
+    """Four crashes within ten minutes on the monotonic clock; the wall clock stepped 3 h forward
+    between them, so by wall time three of them lie outside the hour: the crash loop was let go
+    on. It is paused at the limit."""
+    hist = progressing_crashes(4, spacing_s=HOUR + 1)             # wall: an hour and more apart
+    hist = stepped(hist, [60] * 4, [540, 360, 180, 0])             # monotonic: 3 minutes apart
+    d = decide(verdict("segfault"), hist, DEFAULTS, Clock(NOW, MONO_NOW, BOOT))
+    assert d.action == "pause" and d.reason == "4 crashes within 3600 s (limit 3); paused", d
+    # ... and a step backwards does not keep crashes of long ago in the window
+    old = stepped(progressing_crashes(4, spacing_s=600), [60] * 4, [3 * HOUR, 2 * HOUR, HOUR + 1, 0])
+    assert decide(verdict("segfault"), old, DEFAULTS, Clock(NOW, MONO_NOW, BOOT)).action == "restart"
+
+
+def test_records_of_another_boot_or_an_older_runner_are_judged_by_wall_time():
+    """A monotonic reading of another boot (or none) says nothing about now: wall time decides."""
+    hist = stepped(progressing_crashes(4, spacing_s=HOUR + 1), [60] * 4, [540, 360, 180, 0], boot="another-boot")
+    assert decide(verdict("segfault"), hist, DEFAULTS, Clock(NOW, MONO_NOW, BOOT)).action == "restart"
+    assert decide(verdict("segfault"), progressing_crashes(4, spacing_s=600), DEFAULTS,
+                  Clock(NOW, MONO_NOW, BOOT)).action == "pause"

@@ -13,7 +13,7 @@ import sys
 import psutil
 import pytest
 
-from moeconsole.runner.telemetry import cpustat, host, identity, procs
+from moeconsole.runner.telemetry import host, identity, procs
 from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux's /proc")
@@ -29,12 +29,14 @@ def test_the_state_names_are_psutils():
 
 
 def test_the_start_times_of_the_scan_are_psutils():
-    """Start times compare with the ones the runner recorded through psutil (a tracked PID is the
-    run's only while they match): the boot time and every row's start time are psutil's. The
+    """Start times compare with the ones the runner recorded (a tracked PID is the run's only while
+    they match): every row's start time is ``identity.process_start``'s, psutil's ticks since boot
+    on the boot's pinned wall time (psutil's own ``create_time`` moves with a step of the wall
+    clock; the boot time read is psutil's). The
     states are compared on processes whose state holds still between the two reads (this one,
     running as it reads; a sleeping child; a stopped one): a parent on a busy machine may be
     running at one read and sleeping at the next."""
-    assert cpustat.boot_time() == psutil.boot_time()
+    assert identity.live_btime() == psutil.boot_time()
     sleeping = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     stopped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
@@ -43,7 +45,9 @@ def test_the_start_times_of_the_scan_are_psutils():
               and psutil.Process(stopped.pid).status() == psutil.STATUS_STOPPED, 60, what="the children to settle")
         rows = {row.pid: row for row in procs._proc_rows() or []}
         for pid in (os.getpid(), os.getppid(), 1, sleeping.pid, stopped.pid):
-            assert rows[pid].create_time == psutil.Process(pid).create_time(), pid
+            assert rows[pid].create_time == identity.process_start(pid), pid
+            since_boot = psutil.Process(pid).create_time() - psutil.boot_time()
+            assert abs(rows[pid].create_time - (identity.boot_epoch() + since_boot)) < 1e-6, pid
         for pid in (os.getpid(), sleeping.pid, stopped.pid):
             assert rows[pid].status == psutil.Process(pid).status(), pid
     finally:
