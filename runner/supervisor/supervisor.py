@@ -336,7 +336,7 @@ class Supervisor:
     def _on_leader_exit(self, rc: int | None) -> None:
         """The leader ended: its log is read to the end (``tick``, a slice per turn), then it is judged."""
         if self.life.attempt_live and not self.draining:
-            self.watch.ended(self.state.attempt, rc)
+            self.watch.ended(self.state.attempt, rc, orphan_ends=not self.life.kill)
             self.draining = True
 
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
@@ -527,10 +527,15 @@ class Supervisor:
                 return got.more
         return True
 
-    def tick(self) -> None:
-        now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
+    def _reap(self) -> dict[int, int]:
+        """Every child of the runner that ended (orphans too: it is their subreaper)."""
         reaped = proctree.reap_children()
         slurm_client.deliver_reaped(reaped)  # the Slurm engine's sbatch/squeue/scancel children
+        return reaped
+
+    def tick(self) -> None:
+        now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
+        reaped = self._reap()
         if not self.draining:
             ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:
@@ -573,7 +578,11 @@ class Supervisor:
         elif self.life.exited:  # what outlives the leader trains on while the log grows (lifecycle._tree_probe)
             writing = self.pipe.offset > self.exit_offset and \
                 self.pipe.quiet(time.monotonic()) <= self.lc_settings.grace_s
-            self.apply(self.watch.probe(writing=writing))
+            tree = self.watch.probe(writing=writing)
+            # a process of the tree that ended before the probe looked and is not reaped yet (a
+            # zombie is no longer alive) is the attempt's end too, before the tree is judged
+            self.watch.outlived_end(self._reap())
+            self.apply(tree)
         cd = self.life.cooldown
         if cd and self.life.status == Status.COOLDOWN and (
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))

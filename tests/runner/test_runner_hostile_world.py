@@ -275,3 +275,58 @@ def test_a_training_that_closed_its_output_is_said_to_be_unheard_when_called_hun
         found[name] = [e["message"] for e in run.events("alert") if e.get("rule") == "hang"]
     assert len(found["closes"]) == 1 and "closed or redirected its stdout and stderr" in found["closes"][0]
     assert len(found["keeps"]) == 1 and "closed" not in found["keeps"][0]
+
+
+# A launcher that backgrounds its training (double fork, a session of its own) and exits 0 at once;
+# the training dies (exit 3) SLEEP seconds later: often before the runner reaped the launcher, or
+# even while the launcher's interpreter is still exiting, and before the runner ever saw it alive.
+def _quick_death(sleep: float) -> list[str]:
+    return ["{python}", "-c", (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        time.sleep({sleep})\n"
+        "        os._exit(3)\n"
+        "    os._exit(0)\n"
+        "sys.exit(0)\n")]
+
+
+def test_a_backgrounded_training_that_dies_just_after_its_launcher_exit_0_is_a_crash(harness):
+    """The training the launcher left running dies (exit 3) milliseconds after the launcher's exit
+    0 (or while it is exiting), before the runner reaped the launcher and before it ever saw the
+    training alive. The runner used to ignore an orphan it reaped while the attempt was still live,
+    and one it had never seen, and judge the run by the launcher's 0 (`succeeded`). Several runs
+    and delays, so the race is hit however busy the machine: the end seen by the waiter before or
+    after the command's, and the training outliving the waiter and then dying under the runner."""
+    for sleep in (0.005, 0.0, 0.05, 0.3, 1.0):
+        run = harness.start(harness.recipe(command=_quick_death(sleep), kill={"grace_s": 3},
+                                           restart={"max_restarts": 0}, **NO_SAVES))
+        st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+        assert st["status"] == "failed", (sleep, st)
+        assert run.crash(1)["exit_code"] == 3, (sleep, run.crash(1))
+
+
+# A launcher that starts a helper in the background which fails at once, then trains 4 s itself
+# and ends well.
+HELPER_FAILS_EARLY = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        os._exit(4)\n"
+    "    os._exit(0)\n"
+    "for i in range(1, 5):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/4'}\" % i, flush=True)\n"
+    "    time.sleep(1.0)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_background_helper_that_failed_long_before_a_good_end_leaves_the_run_succeeded(harness):
+    """The other side of the rule above: a detached helper that failed seconds before the training
+    ended well is no crash of the run."""
+    run = harness.start(harness.recipe(command=HELPER_FAILS_EARLY, kill={"grace_s": 3},
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in run.metrics()}) == [1, 2, 3, 4]
