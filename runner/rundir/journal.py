@@ -32,6 +32,10 @@ class Journal:
         self.since: float | None = None  # when writing began to fail (wall clock, shown)
         self._since_mono = 0.0  # the same moment on the monotonic clock (the outage's length)
         self.reserve = run.path / ".reserve"
+        # The run directory renamed under the live run (``dirguard.DirGuard``): where it is now.
+        # Every record and state write goes there (a path under ``run.path`` is taken as the same
+        # path under it) until it is renamed back; None: the directory is where it was.
+        self.moved_to: Path | None = None
         # Called with every event, after it is queued (notifications, checkpoint sync). A
         # listener's failure is reported, never raised into the runner.
         self.listeners: list[Callable[[dict], None]] = []
@@ -44,6 +48,21 @@ class Journal:
     @property
     def path(self) -> Path:
         return self.run.path
+
+    @property
+    def here(self) -> rundir.RunDir:
+        """The run directory where it is now (for the caches written beside the journal:
+        ``series.json``, ``ranks.json``, ``gpu-history.json``)."""
+        return rundir.RunDir(self.moved_to) if self.moved_to is not None else self.run
+
+    def where(self, path: Path) -> Path:
+        """``path`` (under the run directory) where the directory is now."""
+        if self.moved_to is None:
+            return path
+        try:
+            return self.moved_to / path.relative_to(self.run.path)
+        except ValueError:
+            return path
 
     def event(self, type_: str, **fields) -> dict:
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
@@ -82,7 +101,8 @@ class Journal:
     def flush(self) -> bool:
         """Write what waits, oldest first; stop at the first failure (order is kept)."""
         while self.pending:
-            kind, path, obj = self.pending[0]
+            kind, queued, obj = self.pending[0]
+            path = self.where(queued)
             try:
                 if kind == "line":
                     jsonio.append_jsonl(path, obj)
@@ -123,8 +143,9 @@ class Journal:
 
     def write_state(self, state: dict) -> bool:
         """Replace ``state.json``; on a full disk give up the reserve once to say so."""
+        run = self.here
         try:
-            self.run.write_state(state)
+            run.write_state(state)
         except StateError as exc:  # a value the model refuses: say so, keep supervising
             self.diag(str(exc))
             return False
@@ -133,7 +154,7 @@ class Journal:
             if not self._release_reserve():
                 return False
             try:
-                self.run.write_state({**state, "storage": self.storage})
+                run.write_state({**state, "storage": self.storage})
             except OSError:
                 return False
             return False  # written, but only thanks to the reserve: keep retrying

@@ -152,7 +152,7 @@ class Supervisor:
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
         self.state.write()
-        self.gpus.save(force)
+        self.gpus.save(self.journal.here, force)
 
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
@@ -262,7 +262,8 @@ class Supervisor:
             self.state.set(ended_at=time.time())
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
-        index_run(self.run, self.state.as_dict())
+        moved = self.journal.moved_to
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
         return follow
 
     def _record(self, eff: lc.Record) -> None:
@@ -461,6 +462,9 @@ class Supervisor:
                 self.flush_state()
         if not self.stop and self.life.status in rundir.TERMINAL:
             self._poll_ops(time.time())
+        news = self.dirguard.check(remake=False)  # the last records go where the directory is now
+        if news is not None:
+            self._run_dir_news(news)
         self.flush_state(force=True)
         self.control.close()
         wakeups.close()
@@ -594,15 +598,30 @@ class Supervisor:
             self.apply(probe)
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
-        # a run that ended is never made again: deleting it then is the user's choice
-        remade = self.life.status not in rundir.TERMINAL and self.timers.every("rundir", RUN_DIR_CHECK_S) \
-            and self.dirguard.check()
-        if remade:
+        # a run that ended is never made again (deleting it then is the user's choice); renamed, followed
+        news = self.dirguard.check(remake=self.life.status not in rundir.TERMINAL) \
+            if self.timers.every("rundir", RUN_DIR_CHECK_S) else None
+        if news is not None:
+            self._run_dir_news(news)
+        self.flush_state(force=news is not None)
+
+    def _run_dir_news(self, news: str) -> None:
+        """The run directory deleted (made again), renamed away (followed) or renamed back
+        (``dirguard.DirGuard.check``): the records go where it is, and the user is told there."""
+        self.journal.moved_to = self.dirguard.moved_to
+        if news == "remade":
             self.journal.flush()  # the records that waited in memory, first
             self.state.alert("critical", "storage", "the run directory was deleted while the run was live: made "
                              "again (the recipe, the state; events and metrics written before it was deleted are "
                              "lost, the rest kept)")
-        self.flush_state(force=remade)
+        elif news == "moved" and self.dirguard.moved_to is not None:
+            new = self.dirguard.moved_to
+            self.journal.flush()  # the records that waited in memory, there first
+            self.state.alert("critical", "storage", f"the run directory was renamed while the run was live, to "
+                             f"{new}: the runner's records follow it (this run is {new.name!r} now for kill, "
+                             f"attach and status), but the training's own paths still name {self.run.path} (its "
+                             f"output, its checkpoints) and a restart cannot start there: rename it back",
+                             path=str(new), was=str(self.run.path))
 
     def _poll_ops(self, now: float) -> None:
         """Record what the ops helpers finished (sync results) and the sync state."""
@@ -625,7 +644,8 @@ class Supervisor:
                 os.unlink(self.run.sock)
         except OSError:
             pass
-        index_run(self.run, self.state.as_dict())
+        moved = self.journal.moved_to
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
 
 
 class Every:

@@ -330,3 +330,46 @@ def test_a_background_helper_that_failed_long_before_a_good_end_leaves_the_run_s
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
     assert st["status"] == "succeeded", st
     assert sorted({m["step"] for m in run.metrics()}) == [1, 2, 3, 4]
+
+
+def _renamed_alert(run) -> list[dict]:
+    return [e for e in run.events("alert") if e.get("rule") == "storage" and e.get("level") == "critical"
+            and "renamed" in e.get("message", "")]
+
+
+def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill_by_its_new_name_lands(harness):
+    """`mv` of a live run's directory (to give it a name): the runner used to go on writing the old
+    paths, so the renamed directory showed a run frozen at the step of the rename, with its records
+    only in memory. The runner follows it there: one critical alert in the renamed directory names
+    where it is and what still names the old path, the steps go on being recorded there with none
+    lost, and `kill NEW-NAME` lands; the old name is never made again."""
+    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved_path = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved_path)
+    moved = type(run)(moved_path)
+    until(lambda: _renamed_alert(moved), 60, what="the critical alert in the renamed directory")
+    alert = _renamed_alert(moved)
+    assert len(alert) == 1 and str(moved_path) in alert[0]["message"], alert
+    again = moved.wait(lambda s: (s.get("step") or 0) > st["step"] + 5, 60, what="steps recorded in the renamed directory")
+    assert again["status"] == "running" and again["runner"]["pid"] == st["runner"]["pid"]
+    out = harness.cli("kill", moved_path.name, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert moved.wait_status("killed", "failed", "succeeded", timeout=60)["status"] == "killed"
+    steps = [m["step"] for m in moved.metrics()]
+    assert steps == list(range(1, steps[-1] + 1)), steps  # none lost across the rename
+    assert not run.path.exists(), "the old name is never made again"
+
+
+def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_step(harness):
+    """The training ends while its run directory is renamed away: the run's end (`succeeded`) and
+    every step are in the renamed directory, never lost with a runner that exits."""
+    run = harness.start(harness.recipe(command=_ticker(40, 0.1), **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved_path = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved_path)
+    moved = type(run)(moved_path)
+    st = moved.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in moved.metrics()}) == list(range(1, 41))
+    assert _renamed_alert(moved)
