@@ -163,23 +163,24 @@ class Journal:
         return True
 
     def ensure_reserve(self) -> None:
-        if self.reserve.exists():
+        reserve = self.where(self.reserve)
+        if reserve.exists():
             return
         try:
-            fd = os.open(self.reserve, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
         except OSError:
             return
         try:
             os.posix_fallocate(fd, 0, RESERVE_BYTES)
         except OSError:
             os.close(fd)
-            self.reserve.unlink(missing_ok=True)
+            reserve.unlink(missing_ok=True)
             return
         os.close(fd)
 
     def _release_reserve(self) -> bool:
         try:
-            self.reserve.unlink()
+            self.where(self.reserve).unlink()
             return True
         except OSError:
             return False

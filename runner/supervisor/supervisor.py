@@ -609,6 +609,7 @@ class Supervisor:
         """The run directory deleted (made again), renamed away (followed) or renamed back
         (``dirguard.DirGuard.check``): the records go where it is, and the user is told there."""
         self.journal.moved_to = self.dirguard.moved_to
+        self.control.follow(self.journal.where(self.run.sock))
         if news == "remade":
             self.journal.flush()  # the records that waited in memory, first
             self.state.alert("critical", "storage", "the run directory was deleted while the run was live: made "

@@ -342,7 +342,8 @@ def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill
     paths, so the renamed directory showed a run frozen at the step of the rename, with its records
     only in memory. The runner follows it there: one critical alert in the renamed directory names
     where it is and what still names the old path, the steps go on being recorded there with none
-    lost, and `kill NEW-NAME` lands; the old name is never made again."""
+    lost, and `kill NEW-NAME` lands, even once the training's own output path made the old name a
+    directory again (the control socket is never bound there); the old name is never made a run again."""
     run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     moved_path = harness.runs_dir / (run.id + "-moved")
@@ -351,6 +352,7 @@ def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill
     until(lambda: _renamed_alert(moved), 60, what="the critical alert in the renamed directory")
     alert = _renamed_alert(moved)
     assert len(alert) == 1 and str(moved_path) in alert[0]["message"], alert
+    os.makedirs(run.path / "output")  # the training's own output path names the old one: a save makes it again
     again = moved.wait(lambda s: (s.get("step") or 0) > st["step"] + 5, 60, what="steps recorded in the renamed directory")
     assert again["status"] == "running" and again["runner"]["pid"] == st["runner"]["pid"]
     out = harness.cli("kill", moved_path.name, "--grace", "2")
@@ -358,7 +360,7 @@ def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill
     assert moved.wait_status("killed", "failed", "succeeded", timeout=60)["status"] == "killed"
     steps = [m["step"] for m in moved.metrics()]
     assert steps == list(range(1, steps[-1] + 1)), steps  # none lost across the rename
-    assert not run.path.exists(), "the old name is never made again"
+    assert sorted(os.listdir(run.path)) == ["output"], "the old name is never made a run again"
 
 
 def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_step(harness):
