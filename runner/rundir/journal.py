@@ -36,6 +36,9 @@ class Journal:
         # Every record and state write goes there (a path under ``run.path`` is taken as the same
         # path under it) until it is renamed back; None: the directory is where it was.
         self.moved_to: Path | None = None
+        # An outage of the run directory's writes that just ended: (the error, its seconds, the
+        # records that waited and are written now), for the runner to say once (``outage_over``).
+        self._over: tuple[str, float, int] | None = None
         # Called with every event, after it is queued (notifications, checkpoint sync). A
         # listener's failure is reported, never raised into the runner.
         self.listeners: list[Callable[[dict], None]] = []
@@ -100,6 +103,7 @@ class Journal:
 
     def flush(self) -> bool:
         """Write what waits, oldest first; stop at the first failure (order is kept)."""
+        written = 0
         while self.pending:
             kind, queued, obj = self.pending[0]
             path = self.where(queued)
@@ -123,10 +127,24 @@ class Journal:
                 self.failed(exc)
                 return False
             self.pending.popleft()
-        if self.error is not None:
-            self.diag(f"run directory writable again after {time.monotonic() - self._since_mono:.0f}s")
-            self.error = self.since = None
+            written += len(obj[0]) if kind == "lines" else 1
+        if self.error is not None and written:
+            self._writable_again(written)
         return True
+
+    def _writable_again(self, written: int) -> None:
+        """A write succeeded after writes failed: the outage is over (said once: ``outage_over``).
+        Only a write that succeeded says so, never a flush with nothing to write."""
+        took = time.monotonic() - self._since_mono
+        self.diag(f"run directory writable again after {took:.0f}s")
+        self._over = (self.error or "", took, written)
+        self.error = self.since = None
+
+    def outage_over(self) -> tuple[str, float, int] | None:
+        """The outage of writes that ended since the last call, once: (the error, how long it
+        lasted in seconds, the records that waited in memory and are written now)."""
+        over, self._over = self._over, None
+        return over
 
     def failed(self, exc: OSError) -> None:
         if self.error is None:
@@ -158,6 +176,8 @@ class Journal:
             except OSError:
                 return False
             return False  # written, but only thanks to the reserve: keep retrying
+        if self.error is not None and not self.pending:
+            self._writable_again(0)
         if self.error is None:
             self.ensure_reserve()
         return True

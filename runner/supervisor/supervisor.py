@@ -604,6 +604,21 @@ class Supervisor:
         if news is not None:
             self._run_dir_news(news)
         self.flush_state(force=news is not None)
+        self._storage_back()
+
+    def _storage_back(self) -> None:
+        """Writes to the run directory failed for a while (a full or failing disk: EIO, ENOSPC,
+        EROFS) and succeed again: said once, where the user looks (during the outage only
+        ``runner.log`` could say it)."""
+        over = self.journal.outage_over()
+        if over is None:
+            return
+        error, took, records = over
+        self.state.dirty = True  # state.json no longer names the error
+        kept = f"the {records} records that waited in memory are written now, none lost" if records else \
+            "no record had to wait"
+        self.state.alert("warning", "storage", f"writes to the run directory failed for {took:.0f}s ({error}); "
+                         f"the runner supervised on, and {kept}", error=error, seconds=round(took, 1), records=records)
 
     def _run_dir_news(self, news: str) -> None:
         """The run directory deleted (made again), renamed away (followed) or renamed back

@@ -375,3 +375,33 @@ def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_st
     assert st["status"] == "succeeded", st
     assert sorted({m["step"] for m in moved.metrics()}) == list(range(1, 41))
     assert _renamed_alert(moved)
+
+
+def test_eio_on_the_runners_own_writes_loses_nothing_written_and_the_runner_goes_on(harness, tmp_path, monkeypatch):
+    """The disk under the run directory fails writes with EIO for a while (every state.json
+    replace at its fsync, every events/metrics append after half its bytes: the test-only
+    ``MOECONSOLE_TEST_WRITE_FAULT_FILE``). Nothing written before is lost or damaged (state.json
+    whole, every line of events and metrics whole), the runner supervises on and says so once in
+    its log and, once writes succeed again, once in a `storage` alert (it used to say nothing where
+    the user looks); every step is on disk exactly once and the run succeeds."""
+    import json
+    fault = tmp_path / "write_fault"
+    monkeypatch.setenv("MOECONSOLE_TEST_WRITE_FAULT_FILE", str(fault))
+    run = harness.start(harness.recipe(command=_ticker(60, 0.1), **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 5, what="step 5")
+    fault.write_text("EIO")
+    until(lambda: "Input/output error" in (run.path / "runner.log").read_text(), 60, what="the runner saying writes fail")
+    until(lambda: (run.path / "train.log").read_text().count("global_step") >= 30, 60, what="the training going on")
+    json.loads((run.path / "state.json").read_text())  # whole: the old one stayed
+    for name in ("events.jsonl", "metrics.jsonl"):
+        for line in (run.path / name).read_text().splitlines():
+            json.loads(line)  # no fragment of a failed append
+    fault.unlink()
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded" and st["storage"] is None, st
+    assert [m["step"] for m in run.metrics()] == list(range(1, 61))
+    log = (run.path / "runner.log").read_text()
+    assert log.count("Input/output error") == 1, log
+    said = [e for e in run.events("alert") if e.get("rule") == "storage"]
+    assert len(said) == 1 and said[0]["level"] == "warning" and "Input/output error" in said[0]["message"], said
+    assert "none lost" in said[0]["message"] and said[0]["values"]["records"] > 0, said
