@@ -285,6 +285,9 @@ class Supervisor:
     def _launch(self) -> lc.LifecycleEvent | None:
         """Start the next attempt; the lifecycle hears whether it started (``Launched``), could
         not start (``LaunchFailed``), or must wait for the run directory (``Judged``)."""
+        news = self.dirguard.check()  # renamed since the last look: never launched under the old name
+        if news is not None:
+            self._run_dir_news(news)
         log_fd = self.launcher.open_log()
         if not isinstance(log_fd, int):
             return log_fd
@@ -636,7 +639,7 @@ class Supervisor:
             self.state.alert("critical", "storage", f"the run directory was renamed while the run was live, to "
                              f"{new}: the runner's records follow it (this run is {new.name!r} now for kill, "
                              f"attach and status), but the training's own paths still name {self.run.path} (its "
-                             f"output, its checkpoints) and a restart cannot start there: rename it back",
+                             f"output, its checkpoints), so a restart waits until it is renamed back: rename it back",
                              path=str(new), was=str(self.run.path))
 
     def _poll_ops(self, now: float) -> None:

@@ -405,3 +405,33 @@ def test_eio_on_the_runners_own_writes_loses_nothing_written_and_the_runner_goes
     said = [e for e in run.events("alert") if e.get("rule") == "storage"]
     assert len(said) == 1 and said[0]["level"] == "warning" and "Input/output error" in said[0]["message"], said
     assert "none lost" in said[0]["message"] and said[0]["values"]["records"] > 0, said
+
+
+rundir_terminal = ("succeeded", "failed", "killed", "unsaved", "paused")
+
+# Attempt 1 crashes (exit 1) at step 30; attempt 2 trains to step 40.
+CRASHES_ON_ATTEMPT_1 = ["{python}", "-c", (
+    "import sys, time\n"
+    "first = sys.argv[1] == '1'\n"
+    "for i in range(1, 31 if first else 41):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+    "    time.sleep(0.1)\n"
+    "sys.exit(1 if first else 0)\n"), "{attempt}"]
+
+
+def test_a_crash_while_the_run_directory_is_renamed_waits_to_relaunch_until_it_is_renamed_back(harness):
+    """The training crashes while its run directory is renamed away: the runner used to fail the
+    run ("the run directory is gone: nothing can be launched"). The restart waits, saying why, and
+    launches once the directory is renamed back; the run then succeeds there."""
+    run = harness.start(harness.recipe(command=CRASHES_ON_ATTEMPT_1, restart={"max_restarts": 2}, **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved_path = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved_path)
+    moved = type(run)(moved_path)
+    st = moved.wait(lambda s: s.get("status") in rundir_terminal or (s.get("status") == "cooldown" and any(
+        "renamed" in w for w in (s.get("cooldown") or {}).get("waiting_on") or [])), 120, what="the restart waiting")
+    assert st["status"] == "cooldown" and st["attempt"] == 1, st
+    assert not (run.path / "state.json").exists()
+    os.rename(moved_path, run.path)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded" and st["attempt"] == 2, st
