@@ -11,13 +11,14 @@ Times are the runner's monotonic clock (``now``); deadlines are compared, never 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any, Iterable, Union
 
 from moeconsole.runner.core.state import TERMINAL, Status
 from moeconsole.runner.core.bounds import GRACE, sane_seconds
 
 PREFLIGHT = "pre-flight"  # the reason of the cooldown before the first launch
-ESCALATED_REPORT_S = 30.0  # after SIGKILL, re-signal and re-alert this often while anything lives
+ESCALATED_REPORT_S = 30.0
+ORPHAN_END_WINDOW_S = 2.0  # an orphan that ends badly this close before its leader's exit 0 is the attempt's end  # after SIGKILL, re-signal and re-alert this often while anything lives
 
 
 # ---- the lifecycle's own state ---------------------------------------------------------------
@@ -211,6 +212,20 @@ def next_deadline(life: Life, now: float) -> float | None:
     if life.cooldown and life.cooldown.earliest > now:
         due.append(life.cooldown.earliest - now)
     return min(due) if due else None
+
+
+def attempt_returncode(leader: int | None, orphan_ends: Iterable[tuple[float, int]]) -> int | None:
+    """How an attempt ended, from its leader's return code and the ends of the orphans of its
+    tree (a training its launcher left running in the background), each ``(seconds after the
+    leader's end, negative before it; return code)`` in the order they were seen. A leader's
+    failure, or an end not known, stands. After its exit 0 the first orphan that ended badly
+    after it, or within ``ORPHAN_END_WINDOW_S`` before it, is the attempt's end: a backgrounded
+    training that dies at once often dies while its launcher is still exiting, and that crash is
+    never a success on the launcher's 0. An orphan that ended longer before is not (a helper that
+    had done its job, hours into a training that then ended well)."""
+    if leader != 0:
+        return leader
+    return next((rc for after, rc in orphan_ends if rc != 0 and after >= -ORPHAN_END_WINDOW_S), 0)
 
 
 def step(life: Life, event: LifecycleEvent, now: float, cfg: Settings) -> tuple[Life, list[Effect]]:

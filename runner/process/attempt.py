@@ -10,7 +10,7 @@ reads the exit status the attempt left in the run directory. The local engine
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence, Union
+from typing import Callable, Iterable, Mapping, Protocol, Sequence, Union
 
 from moeconsole.runner.core.state import JobRecord, TrackedPid
 from moeconsole.runner.process.proctree import ProcessTree
@@ -32,6 +32,11 @@ class ExitStatus:
     ended_at: float | None = None
     job_state: str | None = None  # a batch engine's final job state (Slurm: TIMEOUT, NODE_FAIL, ...)
     failed_nodes: tuple[str, ...] = ()  # nodes of the job the batch system lists down ("node2: down*, Not responding")
+    # The orphans of the command's tree that ended badly, in order: (pid, returncode, seconds after
+    # the command's end, negative before it); the PIDs of the tree that outlived the waiter. The
+    # local engine's waiter records both.
+    orphan_ends: tuple[tuple[int, int, float], ...] = ()
+    outliving: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,10 @@ class Processes(Protocol):
 
     def forget_leader(self) -> None:
         """The attempt has been judged: its root is no longer watched."""
+
+    def track(self, pids: Iterable[int]) -> None:
+        """Count these live processes among the attempt's (the orphans of its command that
+        outlived its waiter: the waiter names them)."""
 
 
 class Attempt(Processes, Protocol):
@@ -159,6 +168,9 @@ class TreeBacked:
 
     def forget_leader(self) -> None:
         self.tree.leader = None
+
+    def track(self, pids: Iterable[int]) -> None:
+        self.tree.track(pids)
 
 
 class NoAttempt(TreeBacked):

@@ -8,7 +8,6 @@ stranger.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import time
@@ -19,16 +18,9 @@ import psutil
 
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def set_child_subreaper() -> bool:
-    """Linux only; without it orphans go to PID 1 and are found by their environment marker."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+# the waiter's (stdlib only, run by path): one owner
+from moeconsole.runner.process.waiter import returncode_from_status as returncode_from_status
+from moeconsole.runner.process.waiter import set_child_subreaper as set_child_subreaper
 
 
 def start_time(pid: int) -> float | None:
@@ -150,6 +142,10 @@ class ProcessTree:
             except psutil.NoSuchProcess:
                 pass
         excluded = self._sidecar_pids()
+        # the waiter's first child is the command; its later ones are the command's orphans (the
+        # waiter is their subreaper)
+        command_wanted = bool(self.leader and self.leader.role == "waiter"
+                              and not any(t.role == "leader" for t in self.procs.values()))
         for root in roots:
             try:
                 kids = root.children(recursive=True)
@@ -160,8 +156,9 @@ class ProcessTree:
                     continue
                 try:
                     role = "child"
-                    if self.leader and self.leader.role == "waiter" and child.ppid() == self.leader.pid:
+                    if command_wanted and self.leader and child.ppid() == self.leader.pid:
                         role = "leader"  # the command: its process group is the attempt's
+                        command_wanted = False
                         self.pgid = _pgid(child.pid) or self.pgid
                     created = process_start(child.pid)
                     if created is None:
@@ -170,6 +167,14 @@ class ProcessTree:
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
         self.procs = {pid: t for pid, t in self.procs.items() if same_process(pid, t.start_time)}
+
+    def track(self, pids: Iterable[int]) -> None:
+        """Add these processes, those alive (not zombies), as the attempt's children: the ones
+        its waiter names as outliving it, wherever they were re-parented."""
+        for pid in pids:
+            created = start_time(pid)
+            if pid not in self.procs and created is not None and same_process(pid, created):
+                self.procs[pid] = TrackedProc(pid, created, "child")
 
     def set_sidecars(self, pids: Callable[[], set[int]]) -> None:
         """Name the runner's helpers, and drop any of them a walk already picked up."""
@@ -303,15 +308,6 @@ def reap_children() -> dict[int, int]:
             break
         out[pid] = status
     return out
-
-
-def returncode_from_status(status: int) -> int:
-    """Popen's convention: exit code, or -N when killed by signal N."""
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status)
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
-    return status
 
 
 def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:

@@ -10,9 +10,19 @@ did, so a runner that is still its parent sees the very same return code.
 
 It ignores SIGTERM/SIGINT/SIGHUP (the runner signals the command itself; the waiter must live to
 write the record); SIGKILL still ends it. It imports nothing beyond the standard library's core.
+
+It is the child subreaper of the command's tree: what the command orphans (a training a launcher
+started in the background with a double fork and ``setsid``) comes back to the waiter, which
+reaps it the moment it ends and so knows when it ended against the command's own end. The record
+keeps the last bad ends of those orphans (``orphan_ends``: PID, return code, and ``mono``, when,
+on the system's monotonic clock, as the command's ``ended_mono``), and the PIDs of the command's
+tree that still live when the waiter ends (``outliving``: they go back to the runner, the next
+subreaper, which then knows them as the attempt's). Which of those ends is the attempt's end is
+the runner's decision (``lifecycle.attempt_returncode``).
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -21,6 +31,28 @@ import time
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 EXEC_FAILED = 127
+PR_SET_CHILD_SUBREAPER = 36
+BAD_ENDS_KEPT = 32  # the last orphans of the command's tree that ended badly, in the record
+MAX_OUTLIVING = 4096
+
+
+def set_child_subreaper() -> bool:
+    """Orphans of this process's descendants come back to it, not to PID 1 (Linux only; False
+    elsewhere). The one owner: the runner's ``proctree`` uses this too."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def returncode_from_status(status: int) -> int:
+    """Popen's convention from a raw wait status: exit code, or -N when killed by signal N."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return status
 
 
 def _write_record(path: str, record: dict) -> None:
@@ -55,21 +87,77 @@ def _fork_exec(argv: list[str]) -> tuple[int, str | None]:
     return pid, error
 
 
+def _note_end(ends: list[dict], pid: int, status: int) -> None:
+    """An orphan of the command's tree reaped: kept when it ended badly (the last few only)."""
+    rc = returncode_from_status(status)
+    if rc != 0:
+        ends.append({"pid": pid, "returncode": rc, "mono": time.monotonic()})
+        del ends[:-BAD_ENDS_KEPT]
+
+
+def _wait_command(pid: int, ends: list[dict]) -> int:
+    """The command's raw wait status (-1: it could not be waited for). Orphans of its tree that
+    end meanwhile are reaped as they end (their bad ends noted in ``ends``). The command is asked
+    first at every wake, so one that ended together with it is never taken for an earlier end."""
+    try:
+        while True:
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)  # a child ended (not reaped yet)
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                return status
+            while True:
+                other, status = os.waitpid(-1, os.WNOHANG)
+                if other == pid:
+                    return status
+                if other == 0:
+                    break
+                _note_end(ends, other, status)
+    except ChildProcessError:
+        return -1
+
+
+def _reap_ended(ends: list[dict]) -> None:
+    """Reap the orphans of the command's tree found ended once the command had ended."""
+    while True:
+        try:
+            other, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if other == 0:
+            return
+        _note_end(ends, other, status)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of ``root`` (``/proc/PID/task/TID/children``)."""
+    out: list[int] = []
+    todo = [root]
+    while todo and len(out) < MAX_OUTLIVING:
+        pid = todo.pop()
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                    kids = [int(x) for x in f.read().split()]
+                out.extend(kids)
+                todo.extend(kids)
+        except (OSError, ValueError):
+            continue
+    return sorted(set(out))[:MAX_OUTLIVING]
+
+
 def run(exit_path: str, argv: list[str]) -> int:
     for s in FORWARDED:
         signal.signal(s, signal.SIG_IGN)
+    set_child_subreaper()
     started = time.time()
     pid, error = _fork_exec(argv)
     if error:
         sys.stderr.write(f"moeconsole: {error}\n")
         sys.stderr.flush()
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except ChildProcessError:
-            status = -1
-            break
+    ends: list[dict] = []
+    status = _wait_command(pid, ends)
+    ended_at, ended_mono = time.time(), time.monotonic()
+    _reap_ended(ends)
     if status == -1:
         rc, sig = None, None
     elif os.WIFSIGNALED(status):
@@ -78,7 +166,8 @@ def run(exit_path: str, argv: list[str]) -> int:
     else:
         sig, rc = None, os.WEXITSTATUS(status)
     record = {"v": 1, "pid": pid, "returncode": rc, "signal": sig, "started_at": started,
-              "ended_at": time.time(), "error": error}
+              "ended_at": ended_at, "ended_mono": ended_mono, "error": error, "orphan_ends": ends,
+              "outliving": _descendants(os.getpid())}
     try:
         _write_record(exit_path, record)
     except OSError as exc:  # a full disk: the runner, if alive, still gets the mirrored status

@@ -32,6 +32,13 @@ class Journal:
         self.since: float | None = None  # when writing began to fail (wall clock, shown)
         self._since_mono = 0.0  # the same moment on the monotonic clock (the outage's length)
         self.reserve = run.path / ".reserve"
+        # The run directory renamed under the live run (``dirguard.DirGuard``): where it is now.
+        # Every record and state write goes there (a path under ``run.path`` is taken as the same
+        # path under it) until it is renamed back; None: the directory is where it was.
+        self.moved_to: Path | None = None
+        # An outage of the run directory's writes that just ended: (the error, its seconds, the
+        # records that waited and are written now), for the runner to say once (``outage_over``).
+        self._over: tuple[str, float, int] | None = None
         # Called with every event, after it is queued (notifications, checkpoint sync). A
         # listener's failure is reported, never raised into the runner.
         self.listeners: list[Callable[[dict], None]] = []
@@ -44,6 +51,21 @@ class Journal:
     @property
     def path(self) -> Path:
         return self.run.path
+
+    @property
+    def here(self) -> rundir.RunDir:
+        """The run directory where it is now (for the caches written beside the journal:
+        ``series.json``, ``ranks.json``, ``gpu-history.json``)."""
+        return rundir.RunDir(self.moved_to) if self.moved_to is not None else self.run
+
+    def where(self, path: Path) -> Path:
+        """``path`` (under the run directory) where the directory is now."""
+        if self.moved_to is None:
+            return path
+        try:
+            return self.moved_to / path.relative_to(self.run.path)
+        except ValueError:
+            return path
 
     def event(self, type_: str, **fields) -> dict:
         rec = {"v": jsonio.SCHEMA_VERSION, "t": time.time(), "type": type_, **fields}
@@ -81,8 +103,10 @@ class Journal:
 
     def flush(self) -> bool:
         """Write what waits, oldest first; stop at the first failure (order is kept)."""
+        written = 0
         while self.pending:
-            kind, path, obj = self.pending[0]
+            kind, queued, obj = self.pending[0]
+            path = self.where(queued)
             try:
                 if kind == "line":
                     jsonio.append_jsonl(path, obj)
@@ -103,10 +127,24 @@ class Journal:
                 self.failed(exc)
                 return False
             self.pending.popleft()
-        if self.error is not None:
-            self.diag(f"run directory writable again after {time.monotonic() - self._since_mono:.0f}s")
-            self.error = self.since = None
+            written += len(obj[0]) if kind == "lines" else 1
+        if self.error is not None and written:
+            self._writable_again(written)
         return True
+
+    def _writable_again(self, written: int) -> None:
+        """A write succeeded after writes failed: the outage is over (said once: ``outage_over``).
+        Only a write that succeeded says so, never a flush with nothing to write."""
+        took = time.monotonic() - self._since_mono
+        self.diag(f"run directory writable again after {took:.0f}s")
+        self._over = (self.error or "", took, written)
+        self.error = self.since = None
+
+    def outage_over(self) -> tuple[str, float, int] | None:
+        """The outage of writes that ended since the last call, once: (the error, how long it
+        lasted in seconds, the records that waited in memory and are written now)."""
+        over, self._over = self._over, None
+        return over
 
     def failed(self, exc: OSError) -> None:
         if self.error is None:
@@ -123,8 +161,9 @@ class Journal:
 
     def write_state(self, state: dict) -> bool:
         """Replace ``state.json``; on a full disk give up the reserve once to say so."""
+        run = self.here
         try:
-            self.run.write_state(state)
+            run.write_state(state)
         except StateError as exc:  # a value the model refuses: say so, keep supervising
             self.diag(str(exc))
             return False
@@ -133,32 +172,35 @@ class Journal:
             if not self._release_reserve():
                 return False
             try:
-                self.run.write_state({**state, "storage": self.storage})
+                run.write_state({**state, "storage": self.storage})
             except OSError:
                 return False
             return False  # written, but only thanks to the reserve: keep retrying
+        if self.error is not None and not self.pending:
+            self._writable_again(0)
         if self.error is None:
             self.ensure_reserve()
         return True
 
     def ensure_reserve(self) -> None:
-        if self.reserve.exists():
+        reserve = self.where(self.reserve)
+        if reserve.exists():
             return
         try:
-            fd = os.open(self.reserve, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
+            fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, jsonio.FILE_MODE)
         except OSError:
             return
         try:
             os.posix_fallocate(fd, 0, RESERVE_BYTES)
         except OSError:
             os.close(fd)
-            self.reserve.unlink(missing_ok=True)
+            reserve.unlink(missing_ok=True)
             return
         os.close(fd)
 
     def _release_reserve(self) -> bool:
         try:
-            self.reserve.unlink()
+            self.where(self.reserve).unlink()
             return True
         except OSError:
             return False

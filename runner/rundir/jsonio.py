@@ -15,6 +15,31 @@ SCHEMA_VERSION = 1
 FILE_MODE = 0o600  # run files hold logs and commands: owner only
 _APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
+# Tests only: the path of a file naming an errno (``EIO``). While it does, every file this process
+# writes fails with that error the way a failing disk fails it: a replaced file at its fsync, its
+# data written (the temp file is removed, the old file stays whole), an append after half its
+# bytes reached the file (cut back off). Read once at import: without it, nothing is looked at.
+WRITE_FAULT_ENV = "MOECONSOLE_TEST_WRITE_FAULT_FILE"
+_WRITE_FAULT = os.environ.get(WRITE_FAULT_ENV) or None
+
+
+def _injected_fault() -> int | None:
+    """The errno the test-only fault file names now (None: no fault)."""
+    if _WRITE_FAULT is None:
+        return None
+    try:
+        with open(_WRITE_FAULT, encoding="ascii") as f:
+            code = getattr(errno, f.read().strip(), None)
+    except (OSError, ValueError):
+        return None
+    return code if isinstance(code, int) else None
+
+
+def _fail_if_faulted(path: Path | str) -> None:
+    code = _injected_fault()
+    if code is not None:
+        raise OSError(code, os.strerror(code), str(path))
+
 
 def finite_or_str(x: Any) -> Any:
     """A float as JSON can hold it: NaN/inf become strings, everything else passes through."""
@@ -110,6 +135,7 @@ def _replace_whole(dfd: int, path: Path, data: bytes, mode: int, sync: bool) -> 
             f.write(data)
             f.flush()
             os.fchmod(f.fileno(), mode)  # never from the umask: exactly ``mode``
+            _fail_if_faulted(path)
             if sync:
                 os.fsync(f.fileno())
         os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
@@ -187,6 +213,9 @@ def append_bytes(path: Path | str, data: bytes, *, line: bool = False) -> None:
         if line and size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data
         try:
+            if _injected_fault() is not None:
+                os.write(fd, data[:len(data) // 2])
+                _fail_if_faulted(path)
             n = os.write(fd, data)
         except OSError:
             _truncate_to(fd, size)

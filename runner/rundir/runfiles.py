@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import msgspec
 
 from moeconsole.runner.core.schema import as_dict
+from moeconsole.runner.core.state import Pid
 
 if TYPE_CHECKING:
     from moeconsole.runner.core import state as run_state
@@ -56,6 +57,14 @@ class CrashReport(_File):
     memory: dict[str, Any] | None = None  # a CUDA OOM explained (moeconsole.runner.core.oom)
 
 
+class OrphanEnd(_File):
+    """A process of the command's tree (an orphan the waiter reaps) that ended badly: ``mono``
+    when, on the monotonic clock (the record's ``ended_mono`` is the command's end on it)."""
+    pid: Pid
+    returncode: int
+    mono: float
+
+
 class ExitRecord(_File):
     """``exits/attempt-N.json``, written by the attempt's waiter."""
     v: int = 1
@@ -65,6 +74,9 @@ class ExitRecord(_File):
     started_at: float | None = None
     ended_at: float | None = None
     error: str | None = None
+    ended_mono: float | None = None  # the command's end on the system's monotonic clock
+    orphan_ends: list[OrphanEnd] = []  # in the order the waiter reaped them
+    outliving: list[Pid] = []  # the command's orphans alive when the waiter ended (now the runner's)
 
 
 class SecretsDoc(_File):

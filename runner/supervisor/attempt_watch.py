@@ -67,12 +67,20 @@ class AttemptWatch:
         self.pidfd = attempt.wait_fd()
         return attempt
 
-    def ended(self, number: int, rc: int | None) -> None:
+    def ended(self, number: int, rc: int | None, *, orphan_ends: bool = True) -> None:
         """The attempt's leader ended: when it was noticed, and how (``rc`` None: the waiter's
-        exit record says)."""
+        exit record says). An orphan of the tree the waiter saw end badly after the command, or
+        just before it, is the attempt's end (``orphan_ends``: no kill is under way;
+        ``lifecycle.attempt_returncode``); the PIDs that outlive the waiter are the attempt's
+        (they come back to the runner)."""
         self.exit_seen_at, self.exit_seen_mono = time.time(), time.monotonic()
-        self.exit_status = self.engine.exit_status(number)
-        self.returncode = rc if rc is not None else (self.exit_status.returncode if self.exit_status else None)
+        self.exit_status = status = self.engine.exit_status(number)
+        self.returncode = rc if rc is not None else (status.returncode if status else None)
+        if status is not None:
+            self.own_pids |= {pid for pid, _, _ in status.orphan_ends} | own_pid_set(status.outliving)
+            self.procs.track(status.outliving)
+            if orphan_ends:
+                self.returncode = lc.attempt_returncode(self.returncode, [(t, rc) for _, rc, t in status.orphan_ends])
 
     def outlived_end(self, reaped: Mapping[int, int]) -> None:
         """After the leader's exit 0, while its log is read to the end or its tree trains on
@@ -81,10 +89,8 @@ class AttemptWatch:
         code and not the leader's 0. The first bad end counts; a leader's own failure is kept.
         Only orphans reach the runner's reaping (it is their subreaper): a child reaped by its
         own live parent is never seen here."""
-        for pid, raw in reaped.items():
-            rc = returncode_from_status(raw)
-            if pid in self.own_pids and rc != 0 and self.returncode == 0:
-                self.returncode = rc
+        ends = [(0.0, returncode_from_status(raw)) for pid, raw in reaped.items() if pid in self.own_pids]
+        self.returncode = lc.attempt_returncode(self.returncode, ends)  # all after the leader's end
 
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:
         """(ended, rc) from the attempt's ``poll``: this turn's reaped children, a batch job's

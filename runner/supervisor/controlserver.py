@@ -158,6 +158,13 @@ class ControlServer:
             return None
         return st.st_dev, st.st_ino
 
+    def follow(self, path: Path | str) -> None:
+        """The run directory was renamed (or renamed back): the socket moved with it and is at
+        ``path`` now, never bound again at the name it left (a directory made there later, by
+        the training's own output, would otherwise take the run's socket)."""
+        self.path = str(path)
+        self._bound = self._identity()
+
     def _check_path(self) -> None:
         """The socket file deleted or replaced (by a user, a cleanup job): bind again there."""
         if self.path is None:

@@ -11,9 +11,13 @@ The training's output goes on being read from the file it writes (the tailer is 
 and the runner's own log (its stderr) goes to the new ``runner.log``.
 
 A directory *renamed* away is not deleted (the guard holds it open: its link count says so) and
-is never made again under the old name: two directories would then claim the run. The runner
-says so in its log and goes on as before (writing to the old paths fails; the rename is undone
-by renaming it back).
+is never made again under the old name: two directories would then claim the run. Where it went
+is read from the descriptor the guard holds (``/proc/self/fd/N``, checked to be that very
+directory): the runner's records and state follow it there (``Journal.moved_to``), so the run
+is neither lost nor left `running` in a directory nobody writes, and the runner says so once in a
+critical alert written there, where the user now looks. The training's own paths (its output
+directory, its exit record) still name the old path: renamed back, everything is where it was.
+Where it went cannot be read (no ``/proc``), the records wait in memory until it is renamed back.
 """
 from __future__ import annotations
 
@@ -41,40 +45,57 @@ class DirGuard:
         self.lock_fd: int | None = None  # the lock taken in the directory made again
         self.remade = 0
         self.renamed_said = False
+        self.moved_to: Path | None = None  # where the directory was renamed to (None: at its name)
         self.stderr_log = _stderr_is(run.runner_log)  # the runner's stderr is the run's runner.log
         try:  # held open: a deleted directory has no links left, a renamed one still has
             self.dir_fd: int | None = os.open(run.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
             self.dir_fd = None
 
-    def check(self) -> bool:
-        """True when the directory was gone and is made again now."""
+    def check(self, *, remake: bool = True) -> str | None:
+        """What became of the run directory since the last look: "remade" (it was deleted and is
+        made again now; only with ``remake``), "moved" (renamed away: ``moved_to`` says where), "back" (renamed back to
+        its name), or None (nothing new)."""
         try:
-            os.lstat(self.run.path)
-            return False
+            here = os.lstat(self.run.path)
         except FileNotFoundError:
-            pass
+            here = None
         except OSError:
-            return False
+            return None
+        if here is not None:
+            if self.moved_to is not None and self.dir_fd is not None and _same(here, os.fstat(self.dir_fd)):
+                self.diag(f"run directory {self.run.path} is back under its name (it was {self.moved_to})")
+                self.moved_to, self.renamed_said = None, False
+                return "back"
+            return None
         if self.dir_fd is None:
-            return False
+            return None
         if os.fstat(self.dir_fd).st_nlink > 0:
-            if not self.renamed_said:
+            where = self._where_now()
+            if where is not None and where != self.moved_to:
+                self.moved_to = where
+                self.diag(f"run directory {self.run.path} was renamed under the live run to {where}: not made "
+                          f"again; the runner's records follow it there; rename it back to {self.run.path} "
+                          f"(the training's own paths name it)")
+                return "moved"
+            if where is None and not self.renamed_said:
                 self.diag(f"run directory {self.run.path} was renamed under the live run: not made again; "
                           f"rename it back to go on writing the run's files")
                 self.renamed_said = True
-            return False
+            return None
+        if not remake:
+            return None
         try:
             rundir.remake(self.run, self.kept)
             lock = rundir.lock_runner(self.run, wait_s=0.0)
         except (OSError, rundir.RunLocked) as exc:
             self.diag(f"run directory {self.run.path} is gone and cannot be made again: {exc}")
-            return False
+            return None
         if self.lock_fd is not None:
             os.close(self.lock_fd)
         self.lock_fd = lock
         self.remade += 1
-        self.renamed_said = False
+        self.renamed_said, self.moved_to = False, None
         try:
             new = os.open(self.run.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
@@ -83,7 +104,17 @@ class DirGuard:
         self.dir_fd = new
         self._stderr_to_new_log()
         self.diag(f"run directory {self.run.path} was deleted under the live run: made again")
-        return True
+        return "remade"
+
+    def _where_now(self) -> Path | None:
+        """Where the directory the guard holds open is now (None: not to be read, or deleted)."""
+        if self.dir_fd is None:
+            return None
+        try:
+            where = Path(os.readlink(f"/proc/self/fd/{self.dir_fd}"))
+            return where if where.is_absolute() and _same(os.lstat(where), os.fstat(self.dir_fd)) else None
+        except OSError:
+            return None
 
     def _stderr_to_new_log(self) -> None:
         """The runner's stderr was the deleted runner.log: the new one from now on."""
@@ -101,6 +132,10 @@ class DirGuard:
             if fd is not None:
                 os.close(fd)
         self.lock_fd = self.dir_fd = None
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _stderr_is(path: Path) -> bool:

@@ -71,11 +71,12 @@ class GpuWatch:
             return True
         return False
 
-    def save(self, force: bool = False) -> None:
-        """gpu-history.json, at most every ``gpuhistory.SAVE_S`` unless forced."""
+    def save(self, run: rundir.RunDir, force: bool = False) -> None:
+        """gpu-history.json in ``run`` (the run directory where it is now), at most every
+        ``gpuhistory.SAVE_S`` unless forced."""
         if self.history.changed and (force or time.monotonic() - self._saved_at >= gpuhistory.SAVE_S):
             self._saved_at = time.monotonic()
             try:
-                gpuhistory.save_history(self.run, self.history)
+                gpuhistory.save_history(run, self.history)
             except OSError as exc:
                 self.diag(f"gpu-history.json not written: {exc}")

@@ -323,7 +323,7 @@ class IngestPipe:
         self._save_series(force)
         if self.rank_times.changed:
             try:
-                ranktimes.save_rank_times(self.run, self.rank_times)
+                ranktimes.save_rank_times(self.journal.here, self.rank_times)
             except OSError as exc:
                 self.diag(f"ranks.json not written: {exc}")
 
@@ -332,13 +332,13 @@ class IngestPipe:
         if self.journal.pending or not (force or now - self._book_saved_at >= SERIES_SAVE_S):
             return
         try:
-            self.book.offset = os.stat(self.run.metrics).st_size
+            self.book.offset = os.stat(self.journal.here.metrics).st_size
         except OSError:
             return
         if (self.book.metric_count, self.book.offset) == self._book_saved:
             return
         try:
-            seriesfile.save_book(self.run, self.book)
+            seriesfile.save_book(self.journal.here, self.book)
         except OSError as exc:
             self.diag(f"series.json not written: {exc}")
             return

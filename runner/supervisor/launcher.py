@@ -125,6 +125,9 @@ class Launcher:
     def open_log(self) -> int | lc.LifecycleEvent:
         """The log's descriptor for the next attempt, or the lifecycle's answer when the run
         directory cannot take it (wait and retry; fail when the directory is gone)."""
+        renamed = self._renamed()
+        if renamed is not None:
+            return lc.Judged("restart", f"{renamed}: waiting to launch", STORAGE_RETRY_S, STORAGE_RETRY_S)
         try:
             return jsonio.open_append(self.run.log)
         except OSError as exc:
@@ -136,11 +139,24 @@ class Launcher:
 
     def unwritable(self) -> str | None:
         """Why the next attempt's log cannot be opened (a cooldown condition), else None."""
+        renamed = self._renamed()
+        if renamed is not None:
+            return renamed
         try:
             os.close(jsonio.open_append(self.run.log))
         except OSError as exc:
             return self._storage_alert(exc)
         return None
+
+    def _renamed(self) -> str | None:
+        """The run directory renamed under the live run (``Journal.moved_to``): the next attempt
+        waits until it is renamed back, never launched under the old name (the command's paths
+        name it; the training's output may have made it a directory again) nor failed as if the
+        directory were gone. The rename's own critical alert already said so."""
+        moved = self.journal.moved_to
+        if moved is None:
+            return None
+        return f"the run directory was renamed to {moved}: rename it back to {self.run.path} to launch"
 
     def _storage_alert(self, exc: OSError) -> str:
         """One critical alert per storage problem that holds a launch back."""

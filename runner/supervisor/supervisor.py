@@ -155,7 +155,7 @@ class Supervisor:
             ingest=self.pipe.lag(), memory=self.gpus.memory.state())
         self.pipe.save(force)  # first: a reader that sees the final state sees the final charts
         self.state.write()
-        self.gpus.save(force)
+        self.gpus.save(self.journal.here, force)
 
     # ---- startup ----------------------------------------------------------------------
     def start(self) -> None:
@@ -269,7 +269,8 @@ class Supervisor:
             self.state.set(ended_at=time.time())
         self.journal.event("status", status=status, reason=reason, attempt=self.state.attempt)
         self.flush_state(force=True)
-        index_run(self.run, self.state.as_dict())
+        moved = self.journal.moved_to
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
         return follow
 
     def _record(self, eff: lc.Record) -> None:
@@ -291,6 +292,9 @@ class Supervisor:
     def _launch(self) -> lc.LifecycleEvent | None:
         """Start the next attempt; the lifecycle hears whether it started (``Launched``), could
         not start (``LaunchFailed``), or must wait for the run directory (``Judged``)."""
+        news = self.dirguard.check()  # renamed since the last look: never launched under the old name
+        if news is not None:
+            self._run_dir_news(news)
         log_fd = self.launcher.open_log()
         if not isinstance(log_fd, int):
             return log_fd
@@ -344,7 +348,7 @@ class Supervisor:
     def _on_leader_exit(self, rc: int | None) -> None:
         """The leader ended: its log is read to the end (``tick``, a slice per turn), then it is judged."""
         if self.life.attempt_live and not self.draining:
-            self.watch.ended(self.state.attempt, rc)
+            self.watch.ended(self.state.attempt, rc, orphan_ends=not self.life.kill)
             self.draining = True
 
     def _finish_attempt(self, kill_reason: str | None = None, now_restart: bool = False) -> lc.Judged:
@@ -473,6 +477,9 @@ class Supervisor:
                 self.flush_state()
         if not self.stop and self.life.status in rundir.TERMINAL:
             self._poll_ops(time.time())
+        news = self.dirguard.check(remake=False)  # the last records go where the directory is now
+        if news is not None:
+            self._run_dir_news(news)
         self.flush_state(force=True)
         self.control.close()
         wakeups.close()
@@ -539,10 +546,15 @@ class Supervisor:
                 return got.more
         return True
 
-    def tick(self) -> None:
-        now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
+    def _reap(self) -> dict[int, int]:
+        """Every child of the runner that ended (orphans too: it is their subreaper)."""
         reaped = proctree.reap_children()
         slurm_client.deliver_reaped(reaped)  # the Slurm engine's sbatch/squeue/scancel children
+        return reaped
+
+    def tick(self) -> None:
+        now, mono = time.time(), time.monotonic()  # wall: stamps shown and written; mono: every duration
+        reaped = self._reap()
         if not self.draining:
             ended, rc = self.watch.noticed_end(reaped, live=self.life.attempt_live)
             if self.life.attempt_live and self.watch.attempt is not None and self.watch.attempt.polled:
@@ -585,7 +597,11 @@ class Supervisor:
         elif self.life.exited:  # what outlives the leader trains on while the log grows (lifecycle._tree_probe)
             writing = self.pipe.offset > self.exit_offset and \
                 self.pipe.quiet(time.monotonic()) <= self.lc_settings.grace_s
-            self.apply(self.watch.probe(writing=writing))
+            tree = self.watch.probe(writing=writing)
+            # a process of the tree that ended before the probe looked and is not reaped yet (a
+            # zombie is no longer alive) is the attempt's end too, before the tree is judged
+            self.watch.outlived_end(self._reap())
+            self.apply(tree)
         cd = self.life.cooldown
         if cd and self.life.status == Status.COOLDOWN and (
                 self.timers.every("cooldown", float(self.recipe.cooldown.poll_s))
@@ -597,15 +613,46 @@ class Supervisor:
             self.apply(probe)
         if self.timers.every("ops", OPS_POLL_S):
             self._poll_ops(now)
-        # a run that ended is never made again: deleting it then is the user's choice
-        remade = self.life.status not in rundir.TERMINAL and self.timers.every("rundir", RUN_DIR_CHECK_S) \
-            and self.dirguard.check()
-        if remade:
+        # a run that ended is never made again (deleting it then is the user's choice); renamed, followed
+        news = self.dirguard.check(remake=self.life.status not in rundir.TERMINAL) \
+            if self.timers.every("rundir", RUN_DIR_CHECK_S) else None
+        if news is not None:
+            self._run_dir_news(news)
+        self.flush_state(force=news is not None)
+        self._storage_back()
+
+    def _storage_back(self) -> None:
+        """Writes to the run directory failed for a while (a full or failing disk: EIO, ENOSPC,
+        EROFS) and succeed again: said once, where the user looks (during the outage only
+        ``runner.log`` could say it)."""
+        over = self.journal.outage_over()
+        if over is None:
+            return
+        error, took, records = over
+        self.state.dirty = True  # state.json no longer names the error
+        kept = f"the {records} records that waited in memory are written now, none lost" if records else \
+            "no record had to wait"
+        self.state.alert("warning", "storage", f"writes to the run directory failed for {took:.0f}s ({error}); "
+                         f"the runner supervised on, and {kept}", error=error, seconds=round(took, 1), records=records)
+
+    def _run_dir_news(self, news: str) -> None:
+        """The run directory deleted (made again), renamed away (followed) or renamed back
+        (``dirguard.DirGuard.check``): the records go where it is, and the user is told there."""
+        self.journal.moved_to = self.dirguard.moved_to
+        self.control.follow(self.journal.where(self.run.sock))
+        if news == "remade":
             self.journal.flush()  # the records that waited in memory, first
             self.state.alert("critical", "storage", "the run directory was deleted while the run was live: made "
                              "again (the recipe, the state; events and metrics written before it was deleted are "
                              "lost, the rest kept)")
-        self.flush_state(force=remade)
+        elif news == "moved" and self.dirguard.moved_to is not None:
+            new = self.dirguard.moved_to
+            self.journal.flush()  # the records that waited in memory, there first
+            self.state.alert("critical", "storage", f"the run directory was renamed while the run was live, to "
+                             f"{new}: the runner's records follow it (this run is {new.name!r} now for kill, "
+                             f"attach and status), but the training's own paths still name {self.run.path} (its "
+                             f"output, its checkpoints), so a restart waits until it is renamed back: rename it back",
+                             path=str(new), was=str(self.run.path))
 
     def _poll_ops(self, now: float) -> None:
         """Record what the ops helpers finished (sync results) and the sync state."""
@@ -628,7 +675,8 @@ class Supervisor:
                 os.unlink(self.run.sock)
         except OSError:
             pass
-        index_run(self.run, self.state.as_dict())
+        moved = self.journal.moved_to
+        index_run(rundir.RunDir(moved) if moved is not None else self.run, self.state.as_dict())
 
 
 class Every:

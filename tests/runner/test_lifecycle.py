@@ -252,3 +252,18 @@ def test_next_deadline_is_the_sigkill_or_the_earliest_launch():
     cooling = lc.Life(Status.COOLDOWN, cooldown=lc.Cooldown(NOW - 1, NOW + 2.5, NOW + 60, "oom"))
     assert lc.next_deadline(cooling, NOW) == 2.5
     assert lc.next_deadline(cooling, NOW + 3) is None
+
+
+def test_an_orphan_that_ends_badly_after_or_just_before_its_leaders_exit_0_is_the_attempts_end():
+    # a backgrounded training that died after its launcher's exit 0, or while the launcher was exiting
+    assert lc.attempt_returncode(0, [(0.3, 3)]) == 3
+    assert lc.attempt_returncode(0, [(-0.02, 3)]) == 3
+    assert lc.attempt_returncode(0, [(-lc.ORPHAN_END_WINDOW_S, -9)]) == -9
+    # a helper that ended badly long before a training that ended well: the run succeeded
+    assert lc.attempt_returncode(0, [(-lc.ORPHAN_END_WINDOW_S - 0.01, 3)]) == 0
+    assert lc.attempt_returncode(0, [(-3600.0, 1), (0.5, 0)]) == 0
+    # the first bad end counts; a leader's own failure, or an end not known, stands
+    assert lc.attempt_returncode(0, [(-3600.0, 1), (0.1, 7), (0.2, 3)]) == 7
+    assert lc.attempt_returncode(2, [(0.1, 3)]) == 2
+    assert lc.attempt_returncode(None, [(0.1, 3)]) is None
+    assert lc.attempt_returncode(0, []) == 0

@@ -275,3 +275,163 @@ def test_a_training_that_closed_its_output_is_said_to_be_unheard_when_called_hun
         found[name] = [e["message"] for e in run.events("alert") if e.get("rule") == "hang"]
     assert len(found["closes"]) == 1 and "closed or redirected its stdout and stderr" in found["closes"][0]
     assert len(found["keeps"]) == 1 and "closed" not in found["keeps"][0]
+
+
+# A launcher that backgrounds its training (double fork, a session of its own) and exits 0 at once;
+# the training dies (exit 3) SLEEP seconds later: often before the runner reaped the launcher, or
+# even while the launcher's interpreter is still exiting, and before the runner ever saw it alive.
+def _quick_death(sleep: float) -> list[str]:
+    return ["{python}", "-c", (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        time.sleep({sleep})\n"
+        "        os._exit(3)\n"
+        "    os._exit(0)\n"
+        "sys.exit(0)\n")]
+
+
+def test_a_backgrounded_training_that_dies_just_after_its_launcher_exit_0_is_a_crash(harness):
+    """The training the launcher left running dies (exit 3) milliseconds after the launcher's exit
+    0 (or while it is exiting), before the runner reaped the launcher and before it ever saw the
+    training alive. The runner used to ignore an orphan it reaped while the attempt was still live,
+    and one it had never seen, and judge the run by the launcher's 0 (`succeeded`). Several runs
+    and delays, so the race is hit however busy the machine: the end seen by the waiter before or
+    after the command's, and the training outliving the waiter and then dying under the runner."""
+    for sleep in (0.005, 0.0, 0.05, 0.3, 1.0):
+        run = harness.start(harness.recipe(command=_quick_death(sleep), kill={"grace_s": 3},
+                                           restart={"max_restarts": 0}, **NO_SAVES))
+        st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+        assert st["status"] == "failed", (sleep, st)
+        assert run.crash(1)["exit_code"] == 3, (sleep, run.crash(1))
+
+
+# A launcher that starts a helper in the background which fails at once, then trains 4 s itself
+# and ends well.
+HELPER_FAILS_EARLY = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        os._exit(4)\n"
+    "    os._exit(0)\n"
+    "for i in range(1, 5):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/4'}\" % i, flush=True)\n"
+    "    time.sleep(1.0)\n"
+    "sys.exit(0)\n")]
+
+
+def test_a_background_helper_that_failed_long_before_a_good_end_leaves_the_run_succeeded(harness):
+    """The other side of the rule above: a detached helper that failed seconds before the training
+    ended well is no crash of the run."""
+    run = harness.start(harness.recipe(command=HELPER_FAILS_EARLY, kill={"grace_s": 3},
+                                       restart={"max_restarts": 0}, **NO_SAVES))
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in run.metrics()}) == [1, 2, 3, 4]
+
+
+def _renamed_alert(run) -> list[dict]:
+    return [e for e in run.events("alert") if e.get("rule") == "storage" and e.get("level") == "critical"
+            and "renamed" in e.get("message", "")]
+
+
+def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill_by_its_new_name_lands(harness):
+    """`mv` of a live run's directory (to give it a name): the runner used to go on writing the old
+    paths, so the renamed directory showed a run frozen at the step of the rename, with its records
+    only in memory. The runner follows it there: one critical alert in the renamed directory names
+    where it is and what still names the old path, the steps go on being recorded there with none
+    lost, and `kill NEW-NAME` lands, even once the training's own output path made the old name a
+    directory again (the control socket is never bound there); the old name is never made a run again."""
+    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved_path = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved_path)
+    moved = type(run)(moved_path)
+    until(lambda: _renamed_alert(moved), 60, what="the critical alert in the renamed directory")
+    alert = _renamed_alert(moved)
+    assert len(alert) == 1 and str(moved_path) in alert[0]["message"], alert
+    os.makedirs(run.path / "output")  # the training's own output path names the old one: a save makes it again
+    again = moved.wait(lambda s: (s.get("step") or 0) > st["step"] + 5, 60, what="steps recorded in the renamed directory")
+    assert again["status"] == "running" and again["runner"]["pid"] == st["runner"]["pid"]
+    out = harness.cli("kill", moved_path.name, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert moved.wait_status("killed", "failed", "succeeded", timeout=60)["status"] == "killed"
+    steps = [m["step"] for m in moved.metrics()]
+    assert steps == list(range(1, steps[-1] + 1)), steps  # none lost across the rename
+    assert sorted(os.listdir(run.path)) == ["output"], "the old name is never made a run again"
+
+
+def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_step(harness):
+    """The training ends while its run directory is renamed away: the run's end (`succeeded`) and
+    every step are in the renamed directory, never lost with a runner that exits."""
+    run = harness.start(harness.recipe(command=_ticker(40, 0.1), **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved_path = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved_path)
+    moved = type(run)(moved_path)
+    st = moved.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", st
+    assert sorted({m["step"] for m in moved.metrics()}) == list(range(1, 41))
+    assert _renamed_alert(moved)
+
+
+def test_eio_on_the_runners_own_writes_loses_nothing_written_and_the_runner_goes_on(harness, tmp_path, monkeypatch):
+    """The disk under the run directory fails writes with EIO for a while (every state.json
+    replace at its fsync, every events/metrics append after half its bytes: the test-only
+    ``MOECONSOLE_TEST_WRITE_FAULT_FILE``). Nothing written before is lost or damaged (state.json
+    whole, every line of events and metrics whole), the runner supervises on and says so once in
+    its log and, once writes succeed again, once in a `storage` alert (it used to say nothing where
+    the user looks); every step is on disk exactly once and the run succeeds."""
+    import json
+    fault = tmp_path / "write_fault"
+    monkeypatch.setenv("MOECONSOLE_TEST_WRITE_FAULT_FILE", str(fault))
+    run = harness.start(harness.recipe(command=_ticker(60, 0.1), **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 5, what="step 5")
+    fault.write_text("EIO")
+    until(lambda: "Input/output error" in (run.path / "runner.log").read_text(), 60, what="the runner saying writes fail")
+    until(lambda: (run.path / "train.log").read_text().count("global_step") >= 30, 60, what="the training going on")
+    json.loads((run.path / "state.json").read_text())  # whole: the old one stayed
+    for name in ("events.jsonl", "metrics.jsonl"):
+        for line in (run.path / name).read_text().splitlines():
+            json.loads(line)  # no fragment of a failed append
+    fault.unlink()
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded" and st["storage"] is None, st
+    assert [m["step"] for m in run.metrics()] == list(range(1, 61))
+    log = (run.path / "runner.log").read_text()
+    assert log.count("Input/output error") == 1, log
+    said = [e for e in run.events("alert") if e.get("rule") == "storage"]
+    assert len(said) == 1 and said[0]["level"] == "warning" and "Input/output error" in said[0]["message"], said
+    assert "none lost" in said[0]["message"] and said[0]["values"]["records"] > 0, said
+
+
+rundir_terminal = ("succeeded", "failed", "killed", "unsaved", "paused")
+
+# Attempt 1 crashes (exit 1) at step 30; attempt 2 trains to step 40.
+CRASHES_ON_ATTEMPT_1 = ["{python}", "-c", (
+    "import sys, time\n"
+    "first = sys.argv[1] == '1'\n"
+    "for i in range(1, 31 if first else 41):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
+    "    time.sleep(0.1)\n"
+    "sys.exit(1 if first else 0)\n"), "{attempt}"]
+
+
+def test_a_crash_while_the_run_directory_is_renamed_waits_to_relaunch_until_it_is_renamed_back(harness):
+    """The training crashes while its run directory is renamed away: the runner used to fail the
+    run ("the run directory is gone: nothing can be launched"). The restart waits, saying why, and
+    launches once the directory is renamed back; the run then succeeds there."""
+    run = harness.start(harness.recipe(command=CRASHES_ON_ATTEMPT_1, restart={"max_restarts": 2}, **NO_SAVES))
+    run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
+    moved_path = harness.runs_dir / (run.id + "-moved")
+    os.rename(run.path, moved_path)
+    moved = type(run)(moved_path)
+    st = moved.wait(lambda s: s.get("status") in rundir_terminal or (s.get("status") == "cooldown" and any(
+        "renamed" in w for w in (s.get("cooldown") or {}).get("waiting_on") or [])), 120, what="the restart waiting")
+    assert st["status"] == "cooldown" and st["attempt"] == 1, st
+    assert not (run.path / "state.json").exists()
+    os.rename(moved_path, run.path)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded" and st["attempt"] == 2, st

@@ -50,3 +50,66 @@ def test_the_waiter_outlives_sigterm_and_the_command_gets_its_own_session(tmp_pa
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# The command double-forks (each in a session of its own, stdout closed) a process that ends with
+# exit 3 after SLEEP seconds and one that lives on (each writes its PID to a file in DIR); the
+# command itself exits 0 after COMMAND_S.
+def _backgrounding(out, sleep: float, command_s: float) -> list[str]:
+    return [sys.executable, "-c", (
+        "import os, sys, time\n"
+        "def detached(name, seconds, rc):\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            fd = os.open(os.devnull, os.O_WRONLY)\n"
+        "            os.dup2(fd, 1); os.dup2(fd, 2)\n"
+        f"            open(os.path.join({str(out)!r}, name), 'w').write(str(os.getpid()))\n"
+        "            time.sleep(seconds)\n"
+        "            os._exit(rc)\n"
+        "        os._exit(0)\n"
+        "    while not os.path.exists(os.path.join(%r, name)):\n" % str(out) +
+        "        time.sleep(0.001)\n"
+        f"detached('dies', {sleep}, 3)\n"
+        "detached('lives', 600, 0)\n"
+        f"time.sleep({command_s})\n"
+        "sys.exit(0)\n")]
+
+
+def _end(pids):
+    import psutil
+    for pid in pids:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def test_orphans_of_the_command_come_back_to_the_waiter_which_records_their_bad_ends_and_who_lives_on(tmp_path):
+    """The waiter is the subreaper of the command's tree: the orphan that ends badly before the
+    command is recorded with its time before the command's end, and the one that lives on after the
+    command is named (`outliving`) for the runner, which then knows it as the attempt's."""
+    proc, rec, _ = _run(tmp_path, _backgrounding(tmp_path, 0.0, 1.0))
+    lives = int((tmp_path / "lives").read_text())
+    try:
+        assert proc.returncode == 0 and rec["returncode"] == 0
+        dies = int((tmp_path / "dies").read_text())
+        assert [(e["pid"], e["returncode"]) for e in rec["orphan_ends"]] == [(dies, 3)]
+        assert rec["orphan_ends"][0]["mono"] < rec["ended_mono"]
+        assert rec["outliving"] == [lives]
+    finally:
+        _end([lives])
+
+
+def test_an_orphan_that_ends_badly_after_the_command_is_recorded_after_its_end_or_named_as_living_on(tmp_path):
+    """The command exits 0 at once; its orphan fails 0.3 s later: the waiter either saw that end
+    (after the command's) or names the orphan as living on (the runner reaps it then)."""
+    proc, rec, _ = _run(tmp_path, _backgrounding(tmp_path, 0.3, 0.0))
+    lives = int((tmp_path / "lives").read_text())
+    try:
+        dies = int((tmp_path / "dies").read_text())
+        assert proc.returncode == 0 and lives in rec["outliving"]
+        ended = [e for e in rec["orphan_ends"] if e["pid"] == dies]
+        assert dies in rec["outliving"] or (ended and ended[0]["mono"] >= rec["ended_mono"]), rec
+    finally:
+        _end([lives])

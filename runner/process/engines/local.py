@@ -153,4 +153,6 @@ class LocalEngine:
         rec, _problem = runfiles.read(self.run.exit_record(number), runfiles.ExitRecord)
         if rec is None:  # missing or damaged: the log is the only witness, as without a waiter
             return None
-        return ExitStatus(rec.returncode, rec.error, rec.ended_at)
+        end = rec.ended_mono
+        ends = tuple((e.pid, e.returncode, e.mono - end) for e in rec.orphan_ends) if end is not None else ()
+        return ExitStatus(rec.returncode, rec.error, rec.ended_at, orphan_ends=ends, outliving=tuple(rec.outliving))
