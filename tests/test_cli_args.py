@@ -82,3 +82,37 @@ def test_a_command_parses_the_same_with_only_its_own_parser_built():
                 parser.parse_args(argv + ["--no-such-option"])
             outs.append(err.getvalue())
         assert outs[0] == outs[1] and "--no-such-option" in outs[0], name
+
+
+def test_a_mistyped_option_names_the_near_one_and_where_the_options_are(tmp_path):
+    """A newcomer's `runs --jsn` said only "unrecognized arguments: --jsn": one line that names the
+    option meant and the next step, for a command's option and for the command-less form."""
+    out = cli("runs", "--jsn", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "--jsn (did you mean --json?)" in out.stderr and "`moeconsole runs --help`" in out.stderr, out.stderr
+    out = cli("demo", "--detatch")
+    assert out.returncode == 2 and "did you mean --detach?" in out.stderr and "`moeconsole demo --help`" in out.stderr
+    out = cli("--jsn")
+    assert out.returncode == 2 and "did you mean --json?" in out.stderr and "`moeconsole --help`" in out.stderr
+    out = cli("kill")
+    assert out.returncode == 2 and "required: RUN" in out.stderr and "`moeconsole kill --help`" in out.stderr
+    out = cli("runs", "--zzzzzz", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and "did you mean" not in out.stderr and "--zzzzzz" in out.stderr
+
+
+def test_every_argument_of_every_command_says_what_it_is():
+    """`moeconsole COMMAND --help` is what a newcomer reads: no option or positional without a line
+    (`demo --set`, `--detach`, `--readonly`, `--json`, `kill RUN` had none), and `demo --help` names
+    the crashes the demo can inject, from the trainer's own list."""
+    import argparse
+
+    from moeconsole.console.cli import build_parser, build_top_parser
+    from moeconsole.runner.demo.faultspec import KINDS
+    top = build_parser()
+    parsers = {"moeconsole": build_top_parser(),
+               **top._subparsers._group_actions[0].choices}  # type: ignore[union-attr]
+    bare = [(name, action.dest) for name, parser in parsers.items() for action in parser._actions
+            if not isinstance(action, argparse._SubParsersAction) and not (action.help or "").strip()]
+    assert bare == []
+    out = cli("demo", "--help")
+    assert out.returncode == 0 and all(kind in out.stdout for kind in KINDS), out.stdout
