@@ -73,8 +73,8 @@ def went_on(run_id: str) -> int:
     """Ctrl-C once the run was started (`run`, `demo`, before the UI is up or while `--detach`
     waits for the first step): the run does not stop with this command; say so (it had exited
     130 in silence, and the run trained on unseen)."""
-    sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and goes on under its runner: "
-                     f"`moeconsole kill {run_id}` stops it, `moeconsole attach {run_id}` watches it\n")
+    from moeconsole.console.format import goes_on_words
+    sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and {goes_on_words(run_id)}\n")
     return 130
 
 
