@@ -61,6 +61,28 @@ def help_table(current: str | None = None) -> Table:
     return table
 
 
+def scroll_words(scroll_y: float, max_scroll_y: float) -> str:
+    """What the bottom edge of a scrolling dialog says: where more lies and the keys that reach
+    it; nothing when all of it is shown (the help at 120x35 ran on below its box, unmarked)."""
+    if max_scroll_y <= 0:
+        return ""
+    above, below = scroll_y > 0, scroll_y < max_scroll_y
+    if above and below:
+        return "more above and below: ↑ ↓ PgUp PgDn"
+    return "more below: ↓ PgDn End" if below else "more above: ↑ PgUp Home"
+
+
+def mark_scroll(screen: ModalScreen, scroll: VerticalScroll) -> None:
+    """Keep ``scroll``'s bottom border saying ``scroll_words``, as it scrolls and as the
+    terminal's size changes what fits."""
+    def update(*_: object) -> None:
+        scroll.border_subtitle = scroll_words(scroll.scroll_y, scroll.max_scroll_y)
+    screen.watch(scroll, "scroll_y", update, init=False)
+    screen.watch(scroll, "virtual_size", update, init=False)
+    screen.watch(scroll, "size", update, init=False)
+    screen.call_after_refresh(update)
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
 
@@ -74,6 +96,9 @@ class HelpScreen(ModalScreen[None]):
                               style="bold"))
             yield Static(help_table(self.current), id="help-table")
         yield KeyFooter()
+
+    def on_mount(self) -> None:
+        mark_scroll(self, self.query_one("#help", VerticalScroll))
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -118,6 +143,9 @@ class DetailScreen(ModalScreen[None]):
             yield Static(Text(self.title_text, style="bold"), id="detail-title")
             yield Static(Text("\n".join(self.lines)), id="detail-body")
         yield KeyFooter()
+
+    def on_mount(self) -> None:
+        mark_scroll(self, self.query_one("#detail", VerticalScroll))
 
     def action_close(self) -> None:
         self.dismiss(None)
