@@ -136,6 +136,25 @@ def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
     assert out.returncode == 0 and "warning executable_missing" in out.stdout and "missing-venv" in out.stdout
 
 
+def test_a_missing_executable_names_the_next_step(harness, tmp_path):
+    """A newcomer's `lint recipes/swift-tiny-cpu.yaml` said only that .venv-swift/bin/swift is
+    not there: the message names the recipe's `setup` (how to install it), else the two ways out;
+    `run` refuses with the same words before anything is launched."""
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\nsetup: make swift-env in the checkout\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft]\n")
+    out = harness.cli("lint", str(p))
+    assert out.returncode == 0, out.stderr
+    assert (f"warning executable_missing: '{tmp_path}/missing-venv/bin/swift' is not an executable file here; "
+            "set it up: make swift-env in the checkout") in out.stdout, out.stdout
+    run = harness.cli("run", str(p), "--detach")
+    assert run.returncode == 1 and "lint error: executable_missing" in run.stderr, run.stderr
+    assert "set it up: make swift-env in the checkout" in run.stderr and "nothing launched" in run.stderr
+    p.write_text("name: x\ncommand: [no-such-trainer-y7, sft]\n")
+    out = harness.cli("lint", str(p))
+    assert ("'no-such-trainer-y7' is not an executable on PATH here; install it, or name it by its full path "
+            "in command") in out.stdout, out.stdout
+
+
 def test_preflight_refuse_fails_the_run_naming_the_port_holder(harness, tmp_path):
     holder, port = port_holder(tmp_path)
     try:
