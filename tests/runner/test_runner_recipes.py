@@ -36,6 +36,19 @@ def test_missing_recipe_file(harness, tmp_path):
     assert out.returncode == 2 and "no such recipe file" in out.stderr
 
 
+def test_a_mistyped_recipe_name_names_the_recipe_meant(harness, tmp_path):
+    """`lint recipes/tiny-moe.yaml` (a newcomer's guess at the demo recipe's name) said only "no
+    such recipe file": the line names the near recipe of that directory, else the ones it holds."""
+    (tmp_path / "tiny-moe-cpu.yaml").write_text("name: x\ncommand: [true]\n")
+    (tmp_path / "torchrun-cpu.yaml").write_text("name: y\ncommand: [true]\n")
+    out = harness.cli("lint", str(tmp_path / "tiny-moe.yaml"))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"no such recipe file (did you mean {tmp_path / 'tiny-moe-cpu.yaml'}?)" in out.stderr, out.stderr
+    out = harness.cli("run", str(tmp_path / "qwen.yaml"), "--detach")
+    assert out.returncode == 2
+    assert f"no such recipe file (recipes in {tmp_path}: tiny-moe-cpu.yaml, torchrun-cpu.yaml)" in out.stderr, out.stderr
+
+
 def test_lint_flags_shell_string_and_swift_stub_trap(harness, tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("name: x\ncommand: ['python train.py --lr 1']\n")
