@@ -17,7 +17,9 @@ def test_runs_words_may_follow_options(tmp_path):
     out = cli("runs", "--runs-dir", str(tmp_path), "rebuild")
     assert out.returncode == 0 and "indexed 0 runs" in out.stdout
     out = cli("runs", "show", "--runs-dir", str(tmp_path), "nosuch")
-    assert out.returncode == 2 and out.stderr.strip() == f"moeconsole: no run matches 'nosuch' under {tmp_path}"
+    assert out.returncode == 2 and out.stderr.strip() == (f"moeconsole: no run matches 'nosuch' under {tmp_path}; there are "
+                                                          "none: start one with `moeconsole run RECIPE`, or try the "
+                                                          "built-in `moeconsole demo`")
 
 
 def test_usage_errors_are_one_line_exit_2(tmp_path):
@@ -31,6 +33,17 @@ def test_unknown_run_for_kill_and_json(tmp_path):
     for args in (("kill", "nope"), ("--json", "nope", "--once")):
         out = cli(*args, "--runs-dir", str(tmp_path))
         assert out.returncode == 2 and out.stderr.startswith("moeconsole: no run"), out.stderr
+
+
+def test_a_run_not_found_names_the_next_step(tmp_path):
+    """`verify nothere` / `kill nope` said only "no run matches": with runs under the base the line
+    says where they are listed."""
+    (tmp_path / "20260101-000000-x-abcd").mkdir()
+    (tmp_path / "20260101-000000-x-abcd" / "state.json").write_text('{"v": 1, "status": "succeeded", "name": "x"}')
+    for args in (("kill", "nope"), ("verify", "nope")):
+        out = cli(*args, "--runs-dir", str(tmp_path))
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert f"no run matches 'nope' under {tmp_path}; `moeconsole runs` lists them" in out.stderr, out.stderr
 
 
 def test_help_lists_every_command_with_one_line():

@@ -473,7 +473,9 @@ def resolve(base: Path, ref: str | None) -> RunDir:
             raise InputError(f"{ref}: not a run directory (no state.json or recipe.yaml); a training log or "
                              f"output directory opens with `moeconsole attach {ref}`")
         if not matches:
-            raise InputError(f"no run matches {ref!r} under {base}")
+            # the next step: where the runs are listed (or how to make one, when there are none)
+            nxt = "`moeconsole runs` lists them" if runs else f"there are none: {NO_RUNS_NEXT}"
+            raise InputError(f"no run matches {ref!r} under {base}; {nxt}")
         raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
     runs = list_run_dirs(base)
     if not runs:
