@@ -44,6 +44,10 @@ def test_a_run_not_found_names_the_next_step(tmp_path):
         out = cli(*args, "--runs-dir", str(tmp_path))
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert f"no run matches 'nope' under {tmp_path}; `moeconsole runs` lists them" in out.stderr, out.stderr
+    # typed as a path (`attach /data/run1/train.log` with a typo): the path is what is missing
+    out = cli("kill", str(tmp_path / "no" / "train.log"), "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and out.stderr.strip() == (f"moeconsole: {tmp_path}/no/train.log: no such file or "
+                                                          f"directory (nor a run of that name under {tmp_path})")
 
 
 def test_help_lists_every_command_with_one_line():
