@@ -134,7 +134,9 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     elif status == rundir.RUNNING:
         job = state.get("job") or {}
         what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}" if job.get("job_id") else "started"
-        sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}\n")
+        from moeconsole.console.format import watch_words
+        sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}; "
+                         f"{watch_words(run_dir.run_id)}\n")
     else:
         from moeconsole.runner.rundir.snapshot import waiting_text
         waiting = waiting_text((state.get("cooldown") or {}).get("waiting_on")) or "pre-flight"

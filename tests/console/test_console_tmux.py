@@ -145,7 +145,7 @@ def test_demo_in_tmux():
         # the terminal after the UI left: the run goes on, and how to come back or stop it (a
         # newcomer had only the run id printed before the UI)
         joined = tmux.screen().replace("\n", "")   # the terminal wraps the line at 80 columns
-        assert (f"run {run.run_id} goes on under its runner: `moeconsole attach {run.run_id}` watches it again, "
+        assert (f"run {run.run_id} goes on under its runner: `moeconsole attach {run.run_id}` watches it, "
                 f"`moeconsole kill {run.run_id}` stops it") in joined, tmux.screen()
 
 
