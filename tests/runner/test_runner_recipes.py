@@ -73,6 +73,25 @@ def test_shipped_recipes_lint_clean_of_errors(harness):
         assert not errors, (recipe.name, errors)
 
 
+def test_every_shipped_recipe_that_needs_an_install_says_how(harness):
+    """A shipped recipe whose command is not moeconsole's own Python (the demo) runs something a
+    fresh machine lacks (`swift`, `megatron`): its `setup` says how to get it, and lint on a machine
+    without it names that as the next step."""
+    from pathlib import Path
+    from moeconsole.runner.recipes import recipe as recipes
+    checked = []
+    for path in sorted(Path(__file__).resolve().parents[2].joinpath("recipes").glob("*.yaml")):
+        loaded = recipes.load(path)
+        if loaded.command[0] == "{python}":
+            continue
+        checked.append(path.name)
+        assert loaded.setup.strip(), path.name
+        out = harness.cli("lint", str(path), "--json")
+        missing = [p for p in json.loads(out.stdout)["problems"] if p["rule"] == "executable_missing"]
+        assert all(p["message"].endswith(f"set it up: {loaded.setup}") for p in missing), (path.name, missing)
+    assert len(checked) >= 4, checked   # swift-tiny-cpu and the three 397B recipes
+
+
 def test_secrets_stay_out_of_run_files(harness):
     secret = "hf_SUPERSECRETVALUE1234567890"
     run = harness.start(harness.recipe(env={"HF_TOKEN": secret, "OMP_NUM_THREADS": "1"},
