@@ -35,6 +35,8 @@ def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
     out = harness.cli("restart", run.id, check=True)
     assert "is killed: restarting will start attempt 2 resumed from checkpoint-" in out.stderr
     assert "attempt 2 running" in out.stdout
+    # the next step after the restart: how to watch it (and stop it)
+    assert f"`moeconsole attach {run.id}` watches it, `moeconsole kill {run.id}` stops it" in out.stderr, out.stderr
     harness.cli("kill", run.id, check=True)
 
 
