@@ -162,6 +162,12 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
             raw["command"] = set_flag(cmd, "--" + parts[1], text)
             continue
         if parts[0] not in model.KEYS:
+            given_command = raw.get("command")
+            command = given_command if isinstance(given_command, list) else []
+            if len(parts) == 1 and f"--{key}" in (str(a).split("=", 1)[0] for a in command):
+                # a flag of the command typed without `args.` (`--set max_steps=100`)
+                raise InputError(f"{src} {item}: unknown key {key!r} (did you mean args.{key}? "
+                                 f"args.NAME=VALUE sets the command's --NAME)")
             raise InputError(f"{src} {item}: unknown key {parts[0]!r} ({schema.suggest(parts[0], model.KEYS + ('args',))})")
         if len(parts) > 1:
             section = model.section_model(parts[0])
