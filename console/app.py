@@ -111,6 +111,8 @@ class MoeConsole(App[int]):
         # a fifth of the first frame's CPU)
         self._browser_beneath = False
         self._alert_note: Notification | None = None
+        # The run whose screen was opened last: what a user leaves when the console closes.
+        self.last_run: rundir.RunDir | None = None
 
     @property
     def _background_screens(self) -> list[Screen]:
@@ -208,6 +210,7 @@ class MoeConsole(App[int]):
         """Show a run: live runs with GPU telemetry and the process keys, past runs without.
         ``importing``: the import reading a foreign log's history (started here)."""
         from moeconsole.console.screens.run import RunScreen
+        self.last_run = run
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
                            control_timeout=self.control_timeout, importing=importing, host=self.host)
@@ -271,4 +274,19 @@ def run_app(base: Path, run: rundir.RunDir | None = None, *, readonly: bool = Fa
     app = MoeConsole(base, run, readonly=readonly, gpu=gpu, bell=bell, open_path=open_path,
                      line_format=line_format)
     result = app.run()
+    left_live(app.last_run)
     return int(result or 0) if isinstance(result, int) else (app.return_code or 0)
+
+
+def left_live(run: rundir.RunDir | None) -> None:
+    """After the console closed on a run that goes on under its runner: one line on stderr with
+    the commands that watch it again and stop it (the screen is gone; a newcomer had only the
+    run id `run` printed before the UI, and no word on how to come back)."""
+    if run is None:
+        return
+    from moeconsole.runner.process.launch import runner_alive
+    state = run.read_state()
+    if state.get("status") in rundir.LIVE and runner_alive(run, state):
+        import sys
+        from moeconsole.console.format import goes_on_words
+        sys.stderr.write(f"run {run.run_id} {goes_on_words(run.run_id)}\n")

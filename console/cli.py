@@ -14,7 +14,7 @@ cpustat.prime()
 import argparse  # noqa: E402
 import importlib  # noqa: E402
 import sys  # noqa: E402
-from typing import Any, Callable, NoReturn  # noqa: E402
+from typing import Any, Callable, Iterable, NoReturn  # noqa: E402
 
 from moeconsole.runner.core.errors import InputError  # noqa: E402
 from moeconsole.runner.core import bounds  # noqa: E402
@@ -69,20 +69,46 @@ def _edits(a: str, b: str) -> int:
     return prev[-1]
 
 
-def suggest(word: str) -> str | None:
-    """The command a near-miss word was probably meant to be (`runz` -> `runs`): the fewest
-    edits, then the same length (a typo replaces a letter more often than it drops one)."""
+def suggest(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
+    """The command (or, given ``known``, the option) a near-miss word was probably meant to be
+    (`runz` -> `runs`, `--jsn` -> `--json`): the fewest edits, then the same length (a typo
+    replaces a letter more often than it drops one)."""
     word = word.lower()
-    best = min(COMMAND_HELP, key=lambda c: (_edits(word, c), abs(len(c) - len(word)), c))
-    limit = 1 if len(word) <= 4 else 2
+    dashes = len(word) - len(word.lstrip("-"))
+    best = min(known, key=lambda c: (_edits(word, c), abs(len(c) - len(word)), c))
+    limit = 1 if len(word) - dashes <= 4 else 2
     return best if _edits(word, best) <= limit else None
+
+
+def unknown_options_text(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """The words of a usage error for options a command does not have: each unknown option with
+    its near miss (`--jsn`: did you mean --json?), then where the command's options are listed."""
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    words = []
+    for arg in extra:
+        option = arg.split("=", 1)[0]
+        near = suggest(option, known) if option.startswith("--") and known else None
+        words.append(f"{arg} (did you mean {near}?)" if near else arg)
+    return f"unrecognized arguments: {' '.join(words)}"
+
+
+def _help_pointer(prog: str) -> str:
+    """Where a usage error's next step is: the command's own --help."""
+    return f"`{prog} --help` lists its options"
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        """One line: what is wrong (an unknown option with its near miss) and the next step."""
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            message = unknown_options_text(self, message[len(prefix):].split())
+        # A value refused by its type already says what it wants (`--port: must be a TCP port ...`).
+        says_all = message.startswith("argument ") and "expected" not in message
+        tail = "" if says_all else f"; {_help_pointer(self.prog)}"
+        sys.stderr.write(f"{self.prog}: error: {message}{tail}\n")
         raise SystemExit(2)
 
     _building = False
@@ -132,6 +158,21 @@ port_or_any = bounded(bounds.PORT_OR_ANY)
 pid = bounded(bounds.PID)
 
 
+# The help of the arguments several commands share (`moeconsole COMMAND --help`).
+RUN_HELP = "the run: its id, a unique part of the id, its name or its directory"
+RECIPE_HELP = "a recipe file (YAML; the shipped ones are in recipes/, docs/recipes.md)"
+READONLY_HELP = "watch only: every key that changes a process is off (a shared screen)"
+DETACH_HELP = "start the run and return (the UI is not opened; `moeconsole attach RUN` opens it)"
+JSON_HELP = "machine-readable JSON on standard output"
+
+
+def demo_set_help() -> str:
+    """``demo --set``: the fault kinds come from the demo trainer's own list (faultspec.KINDS)."""
+    from moeconsole.runner.demo.faultspec import KINDS
+    return (f"change the demo recipe: args.fault=oom@40 injects a crash at step 40 (kinds: {', '.join(KINDS)}; "
+            "docs/demo.md), args.max_steps=100")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-dir", help="base directory of runs (default $MOECONSOLE_RUNS_DIR or XDG data dir)")
 
@@ -148,53 +189,58 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("run"):
         p = sub.add_parser("run", help=COMMAND_HELP["run"])
-        p.add_argument("recipe")
-        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-        p.add_argument("--detach", action="store_true", help="do not attach the UI")
+        p.add_argument("recipe", help=RECIPE_HELP)
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
+        p.add_argument("--detach", action="store_true", help=DETACH_HELP)
         p.add_argument("--name", help="run name (default: the recipe's name)")
         p.add_argument("--allow-drift", action="store_true", help="resume even if the recipe hash changed")
-        p.add_argument("--readonly", action="store_true")
+        p.add_argument("--readonly", action="store_true", help=READONLY_HELP)
         p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
         _common(p)
 
     if want("demo"):
         p = sub.add_parser("demo", help=COMMAND_HELP["demo"])
-        p.add_argument("--detach", action="store_true")
+        p.add_argument("--detach", action="store_true", help=DETACH_HELP)
         p.add_argument("--name", help="run name (default: tiny-moe-cpu)")
-        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-        p.add_argument("--readonly", action="store_true")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help=demo_set_help())
+        p.add_argument("--readonly", action="store_true", help=READONLY_HELP)
         p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
         _common(p)
 
     if want("attach"):
         p = sub.add_parser("attach", help=COMMAND_HELP["attach"])
-        p.add_argument("run", nargs="?")
+        p.add_argument("run", nargs="?", metavar="RUN|PATH",
+                       help="a run (id, unique part of the id, name or directory) or any training log or "
+                            "output dir; none: the newest live run, else the run browser")
         p.add_argument("--log-format", metavar="SPEC",
                        help="with a log PATH: its line format, a regex with a (?P<step>...) group or 'kv SEP [STEPKEY]'")
-        p.add_argument("--readonly", action="store_true")
+        p.add_argument("--readonly", action="store_true", help=READONLY_HELP)
         p.add_argument("--no-bell", action="store_true", help="no terminal bell for critical alerts (also MOECONSOLE_BELL=0)")
         _common(p)
 
     if want("kill"):
         p = sub.add_parser("kill", help=COMMAND_HELP["kill"])
-        p.add_argument("run")
+        p.add_argument("run", metavar="RUN", help=RUN_HELP)
         p.add_argument("--grace", type=grace_seconds, help="override the recipe's kill grace (seconds)")
         p.add_argument("--timeout", type=seconds, default=None, help="seconds to wait for the kill to finish")
         _common(p)
 
     if want("restart"):
         p = sub.add_parser("restart", help=COMMAND_HELP["restart"])
-        p.add_argument("run")
+        p.add_argument("run", metavar="RUN", help=RUN_HELP)
         p.add_argument("--now", action="store_true", help="skip the cooldown floor")
         p.add_argument("--force", action="store_true", help="restart a run that already finished (succeeded or unsaved)")
         _common(p)
 
     if want("verify"):
         p = sub.add_parser("verify", help=COMMAND_HELP["verify"])
-        p.add_argument("target", metavar="PATH|RUN")
+        p.add_argument("target", metavar="PATH|RUN",
+                       help="a checkpoint, a directory of checkpoints, or a run (its checkpoints, newest first)")
         p.add_argument("--full", action="store_true", help="hash content and scan for NaN/inf")
-        p.add_argument("--compare", metavar="OTHER")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--compare", metavar="OTHER", help="compare the tensors with this other checkpoint")
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
         p.add_argument("--wait", type=seconds, nargs="?", const=600.0, default=None, metavar="SECONDS",
                        help="wait (up to SECONDS, default 600) for saves still being written to settle, then verify")
         p.add_argument("--settle", type=seconds, default=2.0, metavar="SECONDS",
@@ -208,8 +254,10 @@ def build_parser(only: str | None = None) -> _Parser:
         p = sub.add_parser("runs", help=COMMAND_HELP["runs"])
         # One positional list: argparse cannot give two positionals their values when options
         # stand between them (`runs show --json RUN`).
-        p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild|receipt RUN")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("words", nargs="*", metavar="ls|show RUN|diff A B|rebuild|receipt RUN",
+                       help="ls: every run (the default); show RUN: one run; diff A B: two runs side by side; "
+                            "rebuild: the index from the run directories; receipt RUN: a run's summary for a report")
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
         p.add_argument("--md", action="store_true", help="receipt: markdown with a loss plot (the default)")
         p.add_argument("--full", action="store_true", help="receipt: hash every checkpoint's content")
         p.add_argument("--out", metavar="DIR", help="receipt: write receipt.json, receipt.md and loss.png here")
@@ -217,8 +265,8 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("parse"):
         p = sub.add_parser("parse", help=COMMAND_HELP["parse"])
-        p.add_argument("logfile")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("logfile", help="a training log, or a directory holding one ('-': standard input)")
+        p.add_argument("--json", action="store_true", help="one JSON record per line instead of the summary")
         p.add_argument("--eval", action="store_true", help="with --json: the evaluation results instead of the steps")
         p.add_argument("--no-monitors", action="store_true", help="skip the divergence monitors (summary mode)")
         p.add_argument("--crash", action="store_true",
@@ -230,7 +278,7 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("gpus"):
         p = sub.add_parser("gpus", help=COMMAND_HELP["gpus"])
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
         p.add_argument("--port", type=port_or_any, default=29500, help="rendezvous port to check for holders (0: none)")
         p.add_argument("--kill", type=pid, action="append", metavar="PID", help="kill this listed process (repeatable)")
         p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -240,51 +288,55 @@ def build_parser(only: str | None = None) -> _Parser:
 
     if want("lint"):
         p = sub.add_parser("lint", help=COMMAND_HELP["lint"])
-        p.add_argument("recipe")
-        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("recipe", help=RECIPE_HELP)
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
         p.add_argument("--fix", action="store_true", help="write the corrected recipe (the original kept as .bak)")
         p.add_argument("--model-config", metavar="PATH",
                        help="the model's config.json (or its directory) for the static memory estimate")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     if want("doctor"):
         p = sub.add_parser("doctor", help=COMMAND_HELP["doctor"])
         p.add_argument("recipe", nargs="?", help="inspect the Python this recipe trains with (swift.python)")
         p.add_argument("--python", help="inspect this Python (or venv) instead of moeconsole's own")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     if want("agent"):
         p = sub.add_parser("agent", help=COMMAND_HELP["agent"])
-        p.add_argument("run")
-        p.add_argument("--interval", type=interval, default=1.0)
+        p.add_argument("run", metavar="RUN", help=RUN_HELP)
+        p.add_argument("--interval", type=interval, default=1.0, help="seconds between snapshots (default 1)")
         _common(p)
 
     if want("supervise"):
         p = sub.add_parser("supervise", help=COMMAND_HELP["supervise"])
-        p.add_argument("run_dir", metavar="RUN")
+        p.add_argument("run_dir", metavar="RUN", help=RUN_HELP)
         _common(p)
 
     if want("service"):
         p = sub.add_parser("service", help=COMMAND_HELP["service"])
-        p.add_argument("recipe")
-        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("recipe", help=RECIPE_HELP)
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
         _common(p)
 
     if want("systemd"):
         p = sub.add_parser("systemd", help=COMMAND_HELP["systemd"])
-        p.add_argument("recipe")
+        p.add_argument("recipe", help=RECIPE_HELP)
         p.add_argument("--user", action="store_true", help="a user unit (systemctl --user)")
-        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
         _common(p)
 
     if want("prometheus"):
         p = sub.add_parser("prometheus", help=COMMAND_HELP["prometheus"])
-        p.add_argument("action", choices=("rules", "serve"))
-        p.add_argument("run", nargs="?")
+        p.add_argument("action", choices=("rules", "serve"),
+                       help="rules: print the Prometheus alert rules; serve RUN: export the run's metrics")
+        p.add_argument("run", nargs="?", metavar="RUN", help="with serve: " + RUN_HELP)
         p.add_argument("--port", type=port_or_any, help="serve /metrics on this port (0: any free one)")
         p.add_argument("--addr", default="127.0.0.1", help="bind address (default loopback)")
         p.add_argument("--textfile", help="write metrics here for node_exporter's textfile collector")
-        p.add_argument("--interval", type=interval, default=15.0)
+        p.add_argument("--interval", type=interval, default=15.0, help="seconds between metric updates (default 15)")
         _common(p)
     return top
 
@@ -299,7 +351,7 @@ def build_top_parser() -> _Parser:
     top.add_argument("--json", action="store_true", help="headless NDJSON snapshots")
     top.add_argument("--once", action="store_true", help="with --json: one snapshot, then exit")
     top.add_argument("--interval", type=interval, default=1.0, help="with --json: seconds between snapshots")
-    top.add_argument("--readonly", action="store_true")
+    top.add_argument("--readonly", action="store_true", help=READONLY_HELP)
     top.add_argument("--no-gpu", action="store_true", help="skip GPU telemetry in snapshots")
     _common(top)
     return top
@@ -332,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
             args, extra = parser.parse_known_args(argv)
             name = args.command
             if extra and (name != "runs" or any(e.startswith("-") for e in extra)):
-                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+                command = parser._subparsers._group_actions[0].choices[name]   # type: ignore[union-attr,index]
+                command.error(f"unrecognized arguments: {' '.join(extra)}")
             if name == "runs":
                 args.words += extra
                 args.action, args.ids = (args.words[0], args.words[1:]) if args.words else ("ls", [])

@@ -187,6 +187,18 @@ def ended_next_words(run: dict) -> str:
     return f"next: the fix (d), then moeconsole restart {run['id']}"
 
 
+def watch_words(run_id: str) -> str:
+    """The commands that watch a live run and stop it (the next step of whoever started it or
+    left its screen)."""
+    return f"`moeconsole attach {run_id}` watches it, `moeconsole kill {run_id}` stops it"
+
+
+def goes_on_words(run_id: str) -> str:
+    """What a user who leaves a live run (the console closed, or `run`/`demo` interrupted) needs
+    next: that it goes on, and the commands that watch it and stop it."""
+    return f"goes on under its runner: {watch_words(run_id)}"
+
+
 # What an imported run is, in the status line and `runs show`: a log the browser's `o` (or
 # `attach PATH`) opened, which no runner supervises.
 IMPORTED_WORDS = "a log not made by moeconsole (read only; no runner, no restarts)"

@@ -57,12 +57,15 @@ def run_conditions(*, runner: bool, stale: bool, alerts: bool, killable: bool,
 # Conditions of the run browser (``browser_conditions``): runs are listed (open, mark, compare and
 # sort have something to act on); the list can be filtered (runs are listed, or a filter that
 # matched none is set: `/` changes it).
-ROWS, FILTERABLE = "rows", "filterable"
+# A screen is behind the browser (it was opened from a run): escape goes back to it; on the first
+# screen there is nothing to go back to, and escape closes the console like q (its footer said
+# "esc Back" there).
+ROWS, FILTERABLE, BEHIND = "rows", "filterable", "behind"
 
 
-def browser_conditions(*, rows: bool, filtered: bool) -> frozenset[str]:
-    """The run browser's conditions that hold now (an empty index: none)."""
-    return frozenset(name for name, on in ((ROWS, rows), (FILTERABLE, rows or filtered)) if on)
+def browser_conditions(*, rows: bool, filtered: bool, behind: bool = False) -> frozenset[str]:
+    """The run browser's conditions that hold now (an empty index, the first screen: none)."""
+    return frozenset(name for name, on in ((ROWS, rows), (FILTERABLE, rows or filtered), (BEHIND, behind)) if on)
 
 
 def applies(key: Key, conditions: frozenset[str]) -> bool:
@@ -140,7 +143,9 @@ BROWSER_KEYS: tuple[Key, ...] = (
         "Megatron log, logging.jsonl)."),
     Key("g", "reload", "Reload", "Reload the index.", show=False),
     Key("question_mark", "help", "Help", "This help.", display="?"),
-    Key("escape", "back", "Back", "Back to the previous screen (or quit when this is the first screen)."),
+    Key("escape", "back", "Back", "Back to the previous screen.", needs=(BEHIND,)),
+    Key("escape", "quit_first", "Quit", "On the first screen: close the console, as q does.", unless=(BEHIND,),
+        show=False),
     Key("q", "quit_app", "Quit", "Close the console (runs go on)."),
 )
 

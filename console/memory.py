@@ -79,7 +79,8 @@ def heading(memory: Mapping[str, Any] | None, *, nvml: bool = False) -> tuple[st
         if as_float(peak) is None:
             return None   # nothing to say beyond the chart's own last value
         return (f"memory {label} peak {gib_digits(peak)} GiB, capacity unknown · {trend_words(g)}{act_text}",
-                f"{label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
+                # every width names the chart's quantity: "all GPUs (max) peak 0.55G" alone did not
+                f"mem {label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
                 f"mem {short_label} peak {gib_digits(peak)}G · {trend_words(g, short=True)}",
                 f"mem {short_label} peak {gib_digits(peak)}G")
     full = (f"memory {label} {gib_digits(peak)}/{gib_digits(cap)} GiB · effective headroom {gib_digits(eff)} GiB{low} "

@@ -17,7 +17,9 @@ def test_runs_words_may_follow_options(tmp_path):
     out = cli("runs", "--runs-dir", str(tmp_path), "rebuild")
     assert out.returncode == 0 and "indexed 0 runs" in out.stdout
     out = cli("runs", "show", "--runs-dir", str(tmp_path), "nosuch")
-    assert out.returncode == 2 and out.stderr.strip() == f"moeconsole: no run matches 'nosuch' under {tmp_path}"
+    assert out.returncode == 2 and out.stderr.strip() == (f"moeconsole: no run matches 'nosuch' under {tmp_path}; there are "
+                                                          "none: start one with `moeconsole run RECIPE`, or try the "
+                                                          "built-in `moeconsole demo`")
 
 
 def test_usage_errors_are_one_line_exit_2(tmp_path):
@@ -31,6 +33,21 @@ def test_unknown_run_for_kill_and_json(tmp_path):
     for args in (("kill", "nope"), ("--json", "nope", "--once")):
         out = cli(*args, "--runs-dir", str(tmp_path))
         assert out.returncode == 2 and out.stderr.startswith("moeconsole: no run"), out.stderr
+
+
+def test_a_run_not_found_names_the_next_step(tmp_path):
+    """`verify nothere` / `kill nope` said only "no run matches": with runs under the base the line
+    says where they are listed."""
+    (tmp_path / "20260101-000000-x-abcd").mkdir()
+    (tmp_path / "20260101-000000-x-abcd" / "state.json").write_text('{"v": 1, "status": "succeeded", "name": "x"}')
+    for args in (("kill", "nope"), ("verify", "nope")):
+        out = cli(*args, "--runs-dir", str(tmp_path))
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert f"no run matches 'nope' under {tmp_path}; `moeconsole runs` lists them" in out.stderr, out.stderr
+    # typed as a path (`attach /data/run1/train.log` with a typo): the path is what is missing
+    out = cli("kill", str(tmp_path / "no" / "train.log"), "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and out.stderr.strip() == (f"moeconsole: {tmp_path}/no/train.log: no such file or "
+                                                          f"directory (nor a run of that name under {tmp_path})")
 
 
 def test_help_lists_every_command_with_one_line():
@@ -82,3 +99,37 @@ def test_a_command_parses_the_same_with_only_its_own_parser_built():
                 parser.parse_args(argv + ["--no-such-option"])
             outs.append(err.getvalue())
         assert outs[0] == outs[1] and "--no-such-option" in outs[0], name
+
+
+def test_a_mistyped_option_names_the_near_one_and_where_the_options_are(tmp_path):
+    """A newcomer's `runs --jsn` said only "unrecognized arguments: --jsn": one line that names the
+    option meant and the next step, for a command's option and for the command-less form."""
+    out = cli("runs", "--jsn", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "--jsn (did you mean --json?)" in out.stderr and "`moeconsole runs --help`" in out.stderr, out.stderr
+    out = cli("demo", "--detatch")
+    assert out.returncode == 2 and "did you mean --detach?" in out.stderr and "`moeconsole demo --help`" in out.stderr
+    out = cli("--jsn")
+    assert out.returncode == 2 and "did you mean --json?" in out.stderr and "`moeconsole --help`" in out.stderr
+    out = cli("kill")
+    assert out.returncode == 2 and "required: RUN" in out.stderr and "`moeconsole kill --help`" in out.stderr
+    out = cli("runs", "--zzzzzz", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and "did you mean" not in out.stderr and "--zzzzzz" in out.stderr
+
+
+def test_every_argument_of_every_command_says_what_it_is():
+    """`moeconsole COMMAND --help` is what a newcomer reads: no option or positional without a line
+    (`demo --set`, `--detach`, `--readonly`, `--json`, `kill RUN` had none), and `demo --help` names
+    the crashes the demo can inject, from the trainer's own list."""
+    import argparse
+
+    from moeconsole.console.cli import build_parser, build_top_parser
+    from moeconsole.runner.demo.faultspec import KINDS
+    top = build_parser()
+    parsers = {"moeconsole": build_top_parser(),
+               **top._subparsers._group_actions[0].choices}  # type: ignore[union-attr]
+    bare = [(name, action.dest) for name, parser in parsers.items() for action in parser._actions
+            if not isinstance(action, argparse._SubParsersAction) and not (action.help or "").strip()]
+    assert bare == []
+    out = cli("demo", "--help")
+    assert out.returncode == 0 and all(kind in out.stdout for kind in KINDS), out.stdout

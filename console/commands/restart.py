@@ -46,6 +46,8 @@ def _wait_for_attempt(run: rundir.RunDir, before: int) -> int:
         if int(state.get("attempt") or 0) > before and state.get("status") == rundir.RUNNING:
             print(f"{run.run_id}: attempt {state['attempt']} running"
                   + (f", resumed from {state['resumed_from']}" if state.get("resumed_from") else ""))
+            from moeconsole.console.format import watch_words
+            sys.stderr.write(f"{run.run_id}: {watch_words(run.run_id)}\n")   # the next step
             return 0
         if state.get("status") in rundir.TERMINAL and int(state.get("attempt") or 0) > before:
             break

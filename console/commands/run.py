@@ -96,9 +96,9 @@ def went_on(run_id: str, signum: int = signal.SIGINT) -> int:
     or while `--detach` waits for the first step): the run does not stop with this command; say
     so (it had exited 130 in silence, and the run trained on unseen). The exit status is the
     shell's for the signal: 130, 143, 129. A terminal that hung up takes no line: nothing is lost."""
+    from moeconsole.console.format import goes_on_words
     try:
-        sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and goes on under its runner: "
-                         f"`moeconsole kill {run_id}` stops it, `moeconsole attach {run_id}` watches it\n")
+        sys.stderr.write(f"moeconsole: interrupted; run {run_id} was started and {goes_on_words(run_id)}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -161,7 +161,9 @@ def report_start(run_dir: rundir.RunDir, settle_s: float = SETTLE_S) -> int:
     elif status == rundir.RUNNING:
         job = state.get("job") or {}
         what = f"submitted as {state.get('engine') or 'slurm'} job {job['job_id']}" if job.get("job_id") else "started"
-        sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}\n")
+        from moeconsole.console.format import watch_words
+        sys.stderr.write(f"run {run_dir.run_id} {what} under a detached runner; directory {run_dir.path}; "
+                         f"{watch_words(run_dir.run_id)}\n")
     else:
         from moeconsole.runner.rundir.snapshot import waiting_text
         waiting = waiting_text((state.get("cooldown") or {}).get("waiting_on")) or "pre-flight"

@@ -13,5 +13,13 @@ def run(args) -> int:
         raise InputError(f"{run.run_id}: a runner is already alive")
     pid = launch.spawn_runner(run)
     state = launch.wait_ready(run, pid)
-    print(f"{run.run_id}: runner pid {pid}, status {state.get('status')}, attempt {state.get('attempt')}")
+    status = state.get("status")
+    if status in rundir.TERMINAL:
+        # a run that is over: the runner finds no training to adopt (it said "runner pid N" as if
+        # one now watched the run); the next step is a restart
+        force = " --force" if status in rundir.FINISHED else ""
+        print(f"{run.run_id}: the run is already {status}, nothing to supervise; "
+              f"`moeconsole restart {run.run_id}{force}` runs it again")
+        return 0
+    print(f"{run.run_id}: runner pid {pid}, status {status}, attempt {state.get('attempt')}")
     return 0

@@ -77,7 +77,15 @@ class BrowserScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.focus()
+        if self._behind():   # escape goes back from the start, before the first list is read
+            self._conditions = keys.browser_conditions(rows=False, filtered=False, behind=True)
+            self.refresh_bindings()
         self.action_reload()
+
+    def _behind(self) -> bool:
+        """A screen of the console is under this one (a run it was opened from): escape goes back."""
+        stack = self.app.screen_stack
+        return self in stack and stack.index(self) > 1
 
     # ---- data ---------------------------------------------------------------------------
     def action_reload(self) -> None:
@@ -96,7 +104,8 @@ class BrowserScreen(Screen):
 
     def _show(self, rows: list[dict]) -> None:
         self.rows = rows
-        conditions = keys.browser_conditions(rows=bool(rows), filtered=bool(self.filter_text))
+        conditions = keys.browser_conditions(rows=bool(rows), filtered=bool(self.filter_text),
+                                             behind=self._behind())
         if conditions != self._conditions:
             self._conditions = conditions
             self.refresh_bindings()   # the footer offers only the keys that act on something
@@ -244,4 +253,7 @@ class BrowserScreen(Screen):
             self.app.exit(0)
 
     def action_quit_app(self) -> None:
+        self.app.exit(0)
+
+    def action_quit_first(self) -> None:   # escape on the first screen: nothing to go back to
         self.app.exit(0)

@@ -44,21 +44,57 @@ class ConfirmScreen(ModalScreen[bool]):
 NOTE_WIDTH = 18
 
 
-def help_table(current: str | None = None) -> Table:
+# Below this many columns the help has no note column: the note ends the description instead (at
+# 60 columns the description was squeezed to 15 characters beside the note's 18).
+NOTE_COLUMN_MIN_WIDTH = 72
+
+
+def help_table(current: str | None = None, width: int | None = None) -> Table:
+    """The help's key table; ``width``: the terminal's columns (None: wide enough for the notes
+    in a column of their own)."""
+    with_notes = width is None or width >= NOTE_COLUMN_MIN_WIDTH
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=True)
     table.add_column("key", no_wrap=True)
     table.add_column("what it does", ratio=1)
-    # the note ("asks to confirm; off with --readonly") wraps in a narrow column: at 80 columns the
-    # description keeps the room (it was squeezed to 17 characters by an unwrapped note)
-    table.add_column("", max_width=NOTE_WIDTH)
+    if with_notes:
+        # the note ("asks to confirm; off with --readonly") wraps in a narrow column: at 80 columns the
+        # description keeps the room (it was squeezed to 17 characters by an unwrapped note)
+        table.add_column("", max_width=NOTE_WIDTH)
+    blank = ("",) * (3 if with_notes else 2)
     order = sorted(keys.SCREENS, key=lambda s: s[0] != current)
     for i, (name, table_keys) in enumerate(order):
         if i:
-            table.add_row("", "", "")
-        table.add_row(Text(name, style="bold underline"), "", "")
+            table.add_row(*blank)
+        table.add_row(Text(name, style="bold underline"), *blank[1:])
         for key, what, note in keys.help_rows(table_keys):
-            table.add_row(Text(key), Text(what), note)   # plain text: "[rankN]:" is no markup
+            # plain text: "[rankN]:" is no markup
+            if with_notes:
+                table.add_row(Text(key), Text(what), note)
+            else:
+                table.add_row(Text(key), Text(f"{what} ({note})" if note else what))
     return table
+
+
+def scroll_words(scroll_y: float, max_scroll_y: float) -> str:
+    """What the bottom edge of a scrolling dialog says: where more lies and the keys that reach
+    it; nothing when all of it is shown (the help at 120x35 ran on below its box, unmarked)."""
+    if max_scroll_y <= 0:
+        return ""
+    above, below = scroll_y > 0, scroll_y < max_scroll_y
+    if above and below:
+        return "more above and below: ↑ ↓ PgUp PgDn"
+    return "more below: ↓ PgDn End" if below else "more above: ↑ PgUp Home"
+
+
+def mark_scroll(screen: ModalScreen, scroll: VerticalScroll) -> None:
+    """Keep ``scroll``'s bottom border saying ``scroll_words``, as it scrolls and as the
+    terminal's size changes what fits."""
+    def update(*_: object) -> None:
+        scroll.border_subtitle = scroll_words(scroll.scroll_y, scroll.max_scroll_y)
+    screen.watch(scroll, "scroll_y", update, init=False)
+    screen.watch(scroll, "virtual_size", update, init=False)
+    screen.watch(scroll, "size", update, init=False)
+    screen.call_after_refresh(update)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -72,8 +108,18 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help"):
             yield Static(Text("moeconsole keys (the UI is a client: closing it never stops a run)",
                               style="bold"))
-            yield Static(help_table(self.current), id="help-table")
+            yield Static(help_table(self.current, self.app.size.width), id="help-table")
         yield KeyFooter()
+
+    def on_mount(self) -> None:
+        mark_scroll(self, self.query_one("#help", VerticalScroll))
+
+    def on_resize(self) -> None:
+        """A pane resized across NOTE_COLUMN_MIN_WIDTH lays the table out again."""
+        wide = self.app.size.width >= NOTE_COLUMN_MIN_WIDTH
+        if wide != getattr(self, "_wide", None):
+            self._wide = wide
+            self.query_one("#help-table", Static).update(help_table(self.current, self.app.size.width))
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -118,6 +164,9 @@ class DetailScreen(ModalScreen[None]):
             yield Static(Text(self.title_text, style="bold"), id="detail-title")
             yield Static(Text("\n".join(self.lines)), id="detail-body")
         yield KeyFooter()
+
+    def on_mount(self) -> None:
+        mark_scroll(self, self.query_one("#detail", VerticalScroll))
 
     def action_close(self) -> None:
         self.dismiss(None)

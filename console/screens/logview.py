@@ -191,6 +191,8 @@ class LogView(ScrollView, can_focus=True):
         else:
             segs = [Segment(text, style)]
         body = Strip(segs).crop(x, x + max(0, text_width))
+        if not self.wrap:
+            body = _cut_marked(body, cell_len(text), x, text_width, base + Style(dim=True))
         return Strip([Segment(number, base + Style(dim=True)), *body])
 
     def visible_text(self) -> list[str]:
@@ -199,6 +201,21 @@ class LogView(ScrollView, can_focus=True):
             return [text for _, text, _ in self._wrapped()]
         top = self.scroll_offset.y
         return [self._line(i) for i in range(top, min(top + self.size.height, self.virtual_size.height))]
+
+
+def _cut_marked(body: Strip, length: int, x: int, width: int, style: Style) -> Strip:
+    """A line cut by the view's edges (no-wrap mode) says so: ``…`` in the last column while more
+    of it lies to the right, in the first while some lies to the left (``→``/``←`` reach it);
+    the line that fits is drawn as it is."""
+    if width < 2:
+        return body
+    right, left = length > x + width, x > 0 and length > 0
+    if not (right or left):
+        return body
+    cells = body.cell_length
+    start, end = (1 if left else 0), (width - 1 if right else cells)
+    mark = Segment("…", style)
+    return Strip([*([mark] if left else []), *body.crop(start, max(start, end)), *([mark] if right else [])])
 
 
 def _chop(index: int, text: str, width: int) -> list[tuple[int, str, bool]]:

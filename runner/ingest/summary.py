@@ -217,7 +217,7 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
         extra = f" ({stats.suspect_lines:,} looked like metrics)" if stats.suspect_lines else ""
         if stats.out_of_range_lines:
             extra += f" ({stats.out_of_range_lines:,} with a step out of range, skipped)"
-        lines.append(f"  not understood {stats.unparsed_lines:,} line(s){extra}")
+        lines.append(f"  not understood {stats.unparsed_lines:,} line(s){extra}; --explain lists each with the reason")
         for line_no, text in stats.examples:
             lines.append(f"    line {line_no:,}: {clip(text, 100)}")
     return "\n".join(lines)

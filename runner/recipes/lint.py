@@ -80,9 +80,15 @@ def check_executable(recipe: "RunRecipe", *, preflight: bool = False) -> list[Pr
         return []
     if os.sep in exe:
         ok = os.path.isfile(exe) and os.access(exe, os.X_OK)
+        what = f"{exe!r} is not an executable file here"
     else:
         ok = shutil.which(exe) is not None
-    return [] if ok else [problem(level, "executable_missing", f"{exe!r} is not an executable on PATH here")]
+        what = f"{exe!r} is not an executable on PATH here"
+    if ok:
+        return []
+    # the next step: the recipe's own `setup`, else the two ways out
+    fix = f"set it up: {recipe.setup}" if recipe.setup else "install it, or name it by its full path in command"
+    return [problem(level, "executable_missing", f"{what}; {fix}")]
 
 
 def _check_python_module(recipe: "RunRecipe", level: str) -> list[Problem]:

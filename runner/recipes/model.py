@@ -121,6 +121,9 @@ class Recipe(schema.Section, frozen=True):
     command: Annotated[Sequence[Arg], schema.described("a list of arguments (an argv, never a shell string)")]
     name: Annotated[str, _NAME] | None = None
     description: Text = ""
+    # How to install what the command runs on a machine that lacks it: named by lint (and run's
+    # pre-flight) when the command's executable is missing there.
+    setup: Text = ""
     env: Mapping[str, Arg] = {}
     workdir: Text | None = None
     engine: Literal["local", "slurm"] = "local"

@@ -163,6 +163,12 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
             raw["command"] = set_flag(cmd, "--" + parts[1], text)
             continue
         if parts[0] not in model.KEYS:
+            given_command = raw.get("command")
+            command = given_command if isinstance(given_command, list) else []
+            if len(parts) == 1 and f"--{key}" in (str(a).split("=", 1)[0] for a in command):
+                # a flag of the command typed without `args.` (`--set max_steps=100`)
+                raise InputError(f"{src} {item}: unknown key {key!r} (did you mean args.{key}? "
+                                 f"args.NAME=VALUE sets the command's --NAME)")
             raise InputError(f"{src} {item}: unknown key {parts[0]!r} ({schema.suggest(parts[0], model.KEYS + ('args',))})")
         if len(parts) > 1:
             section = model.section_model(parts[0])
@@ -191,7 +197,7 @@ def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunReci
     try:
         raw = yamlio.load_yaml_file(path, what="recipe file")
     except yamlio.YamlError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(f"{exc}{_near_recipe(path)}") from None
     if raw is None:
         raise InputError(f"{path}: empty recipe")
     if overrides:
@@ -208,6 +214,24 @@ def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunReci
             raise InputError(f"--set {clip(given, 120)}: {exc.problem}") from None
         raise
     return recipe if recipe.name else model.run_recipe(recipe, name=path.stem)
+
+
+def _near_recipe(path: Path) -> str:
+    """For a recipe path that is not there: the recipe of its directory it was probably meant to
+    be (`recipes/tiny-moe.yaml` -> `recipes/tiny-moe-cpu.yaml`), else the recipes it holds."""
+    try:
+        if path.exists() or not path.parent.is_dir():
+            return ""
+        known = sorted(p.name for p in path.parent.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    except OSError:
+        return ""
+    if not known:
+        return ""
+    import difflib
+    close = difflib.get_close_matches(path.name, known, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {path.parent / close[0]}?)"
+    return f" (recipes in {path.parent}: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''})"
 
 
 def read_saved(run_dir: str | Path, text: str | None = None) -> tuple[dict, str | None]:

@@ -476,8 +476,12 @@ def resolve(base: Path, ref: str | None) -> RunDir:
         if not matches and _exists(ref):
             raise InputError(f"{ref}: not a run directory (no state.json or recipe.yaml); a training log or "
                              f"output directory opens with `moeconsole attach {ref}`")
+        if not matches and os.sep in ref:   # typed as a path: say that first
+            raise InputError(f"{ref}: no such file or directory (nor a run of that name under {base})")
         if not matches:
-            raise InputError(f"no run matches {ref!r} under {base}")
+            # the next step: where the runs are listed (or how to make one, when there are none)
+            nxt = "`moeconsole runs` lists them" if runs else f"there are none: {NO_RUNS_NEXT}"
+            raise InputError(f"no run matches {ref!r} under {base}; {nxt}")
         raise InputError(f"{ref!r} matches {len(matches)} runs: " + ", ".join(m.run_id for m in matches[:5]))
     runs = list_run_dirs(base)
     if not runs:

@@ -43,7 +43,9 @@ METRICS_TAIL_BYTES = 16 * 1024
 # Recipe keys that differ between runs of one name but never tell a user which run is which
 # (``_launch``: the directory a run was started from and its recipe's; first by key, it had
 # filled the 80-column NAME with "…_launch.cwd=/tmp/…" and hidden the flag that differed).
-NOT_DISTINGUISHING = ("name", "description", "_launch")
+# ``setup``: prose on how to install the command (a run made before the key existed has none, a
+# later one ``''``: the demo's runs were named "tiny-moe-cpu ... setup=").
+NOT_DISTINGUISHING = ("name", "description", "setup", "_launch")
 DISPLAY_VALUES = 3
 
 _SCHEMA = """

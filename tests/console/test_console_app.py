@@ -478,6 +478,12 @@ def test_the_full_log_wraps_and_scrolls_sideways(base, make_run):
             def screen_row() -> str:  # the long line as drawn (the view may move it up a row)
                 return view.render_line(index - view.scroll_offset.y).text
             assert "MARK-START" in screen_row() and "MARK-END" not in screen_row()
+            # cut at the right edge: the last column says so (a newcomer saw `'gl` and no mark);
+            # a line that fits has none
+            width = view.scrollable_content_region.width
+            assert screen_row().rstrip().endswith("…") and len(screen_row().rstrip()) == width, screen_row()
+            tail = view.render_line(view.visible_text().index("tail line 4")).text
+            assert tail.rstrip().endswith("tail line 4"), tail
             number = screen_row()[:8]
             for _ in range(30):
                 await pilot.press("right")
@@ -485,6 +491,7 @@ def test_the_full_log_wraps_and_scrolls_sideways(base, make_run):
                     break
             assert "MARK-END" in screen_row() and "MARK-START" not in screen_row()
             assert screen_row()[:8] == number, "the line number stays in place"
+            assert screen_row()[8] == "…" and not screen_row().rstrip().endswith("…"), screen_row()   # cut on the left
             assert "columns " in str(app.screen.query_one("#log-title").render())
             await pilot.press("w")
             await until_ui(pilot, lambda: view.wrap and view.visible_text()[-1:] == ["tail line 4"])

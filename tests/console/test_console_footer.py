@@ -139,3 +139,42 @@ def test_a_60_column_pane_still_shows_how_to_leave_on_the_run_screen_and_in_the_
             return await until_ui(pilot, lambda: "Help" in (f := _footer_line(app)) and f, what="the browser footer")
     line = asyncio.run(browser_footer())
     assert "q Quit" in line and "? Help" in line, line
+
+
+def test_escape_in_the_browser_says_back_only_where_there_is_a_screen_to_go_back_to(base, make_run):
+    """The browser as the first screen (`moeconsole` with no live run) showed "esc Back", and Esc
+    closed the console: there it is not offered as Back (q Quit is), and still closes the console.
+    Opened from a run (`b`), "esc Back" is offered and goes back to the run."""
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.browser import BrowserScreen
+    from moeconsole.console.screens.run import RunScreen
+
+    run = make_run(base, status="succeeded")
+
+    async def first() -> tuple[str, bool]:
+        app = MoeConsole(base, None, gpu=False, interval=0.2)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.rows,
+                           what="the browser with the run")
+            line = await until_ui(pilot, lambda: "q Quit" in (f := _footer_line(app)) and f, what="the footer")
+            await pilot.press("escape")
+            await until_ui(pilot, lambda: not app.is_running, what="escape to close the console")
+            return line, app.is_running
+
+    line, running = asyncio.run(first())
+    assert "esc Back" not in line and "q Quit" in line and not running, line
+
+    async def from_a_run() -> str:
+        app = app_for(base, run)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await attached(pilot)
+            await pilot.press("b")
+            await until_ui(pilot, lambda: isinstance(app.screen, BrowserScreen), what="the browser")
+            line = await until_ui(pilot, lambda: "esc Back" in (f := _footer_line(app)) and f,
+                                  what="esc Back in the footer")
+            await pilot.press("escape")
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen), what="escape back to the run")
+            return line
+
+    line = asyncio.run(from_a_run())
+    assert "esc Back" in line and "q Quit" in line, line

@@ -111,6 +111,8 @@ def demo_session(label: str, demo_args: str, after: str = "", env: str = "", she
 
 
 def test_demo_in_tmux():
+    """The demo at 80x24: the footer's keys, help, the kill dialog cancelled; `q` leaves the run
+    training and says on the terminal how to attach again or stop it."""
     with demo_session("", "--set args.max_steps=100000") as (tmux, base):
         tmux.wait_for("RUNNING", timeout=90)
         screen = tmux.wait_for("k Kill", timeout=20)  # the footer: the keys that apply to a running run
@@ -140,6 +142,11 @@ def test_demo_in_tmux():
         assert state["status"] == "running" and psutil.pid_exists(state["runner"]["pid"])
         until(lambda: (run.read_state().get("step") or 0) > step, timeout=30,  # training goes on without the UI
               what="a step after the console detached")
+        # the terminal after the UI left: the run goes on, and how to come back or stop it (a
+        # newcomer had only the run id printed before the UI)
+        joined = tmux.screen().replace("\n", "")   # the terminal wraps the line at 80 columns
+        assert (f"run {run.run_id} goes on under its runner: `moeconsole attach {run.run_id}` watches it, "
+                f"`moeconsole kill {run.run_id}` stops it") in joined, tmux.screen()
 
 
 def test_a_demo_waiting_for_disk_room_says_so_at_80_columns(tmp_path):

@@ -89,7 +89,9 @@ def test_without_a_known_capacity_the_memory_heading_is_the_peak_and_its_trend(b
     jsonio.atomic_write_json(run.state, state)
 
     async def go():
-        for width, want in ((200, "all GPUs (max) peak 61.25G · stable"), (120, "mem all peak 61.25G · stable")):
+        # every width says it is memory (at 160-200 columns the title read "all GPUs (max) peak ...")
+        for width, want in ((200, "mem all GPUs (max) peak 61.25G · stable"), (160, "mem all GPUs (max) peak 61.25G"),
+                            (120, "mem all peak 61.25G · stable")):
             app = app_for(base, run, telemetry=telemetry())
             async with app.run_test(size=(width, 48)) as pilot:
                 screen = await attached(pilot)

@@ -85,6 +85,15 @@ def test_set_is_checked_against_the_schema(tmp_path, sets, needles):
     _refused(_cli(runs, "run", str(path), "--detach", *args), runs, *needles)
 
 
+def test_a_flag_of_the_command_set_without_args_names_args(tmp_path):
+    """`demo --set max_steps=100` (the flag the demo's command has, without `args.`) listed every
+    recipe key: the line names the key meant."""
+    runs = tmp_path / "runs"
+    _refused(_cli(runs, "demo", "--detach", "--set", "max_steps=100"), runs,
+             "--set max_steps=100: unknown key 'max_steps' (did you mean args.max_steps? "
+             "args.NAME=VALUE sets the command's --NAME)")
+
+
 def test_demo_with_a_bad_fault_starts_nothing(tmp_path):
     runs = tmp_path / "runs"
     _refused(_cli(runs, "demo", "--detach", "--set", "args.fault=oom40"), runs, "--set args.fault=oom40")

@@ -45,3 +45,17 @@ def test_a_run_that_crashes_and_recovers_says_so_and_exits_0(harness, tmp_path):
         assert "the runner recovers it" in proc.stderr
     finally:
         harness.cli("kill", run_id)
+
+
+def test_a_detached_start_names_the_commands_that_watch_and_stop_it(harness):
+    """`demo --detach` said where the run's directory is, but not how to see it: the line names
+    `attach` and `kill` for the run."""
+    recipe = harness.recipe(command=[sys.executable, "-c", "import time; print('step 1', flush=True); time.sleep(60)"])
+    proc = harness.cli("run", str(recipe), "--detach")
+    run_id = proc.stdout.strip()
+    try:
+        assert proc.returncode == 0 and run_id, proc.stderr
+        assert f"run {run_id} started under a detached runner; directory " in proc.stderr, proc.stderr
+        assert f"; `moeconsole attach {run_id}` watches it, `moeconsole kill {run_id}` stops it" in proc.stderr
+    finally:
+        harness.cli("kill", run_id)

@@ -36,6 +36,19 @@ def test_missing_recipe_file(harness, tmp_path):
     assert out.returncode == 2 and "no such recipe file" in out.stderr
 
 
+def test_a_mistyped_recipe_name_names_the_recipe_meant(harness, tmp_path):
+    """`lint recipes/tiny-moe.yaml` (a newcomer's guess at the demo recipe's name) said only "no
+    such recipe file": the line names the near recipe of that directory, else the ones it holds."""
+    (tmp_path / "tiny-moe-cpu.yaml").write_text("name: x\ncommand: [true]\n")
+    (tmp_path / "torchrun-cpu.yaml").write_text("name: y\ncommand: [true]\n")
+    out = harness.cli("lint", str(tmp_path / "tiny-moe.yaml"))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert f"no such recipe file (did you mean {tmp_path / 'tiny-moe-cpu.yaml'}?)" in out.stderr, out.stderr
+    out = harness.cli("run", str(tmp_path / "qwen.yaml"), "--detach")
+    assert out.returncode == 2
+    assert f"no such recipe file (recipes in {tmp_path}: tiny-moe-cpu.yaml, torchrun-cpu.yaml)" in out.stderr, out.stderr
+
+
 def test_lint_flags_shell_string_and_swift_stub_trap(harness, tmp_path):
     p = tmp_path / "r.yaml"
     p.write_text("name: x\ncommand: ['python train.py --lr 1']\n")
@@ -58,6 +71,25 @@ def test_shipped_recipes_lint_clean_of_errors(harness):
         errors = [p for p in doc["problems"] if p["level"] == "error" and p["rule"] not in
                   ("executable_missing", "module_missing")]
         assert not errors, (recipe.name, errors)
+
+
+def test_every_shipped_recipe_that_needs_an_install_says_how(harness):
+    """A shipped recipe whose command is not moeconsole's own Python (the demo) runs something a
+    fresh machine lacks (`swift`, `megatron`): its `setup` says how to get it, and lint on a machine
+    without it names that as the next step."""
+    from pathlib import Path
+    from moeconsole.runner.recipes import recipe as recipes
+    checked = []
+    for path in sorted(Path(__file__).resolve().parents[2].joinpath("recipes").glob("*.yaml")):
+        loaded = recipes.load(path)
+        if loaded.command[0] == "{python}":
+            continue
+        checked.append(path.name)
+        assert loaded.setup.strip(), path.name
+        out = harness.cli("lint", str(path), "--json")
+        missing = [p for p in json.loads(out.stdout)["problems"] if p["rule"] == "executable_missing"]
+        assert all(p["message"].endswith(f"set it up: {loaded.setup}") for p in missing), (path.name, missing)
+    assert len(checked) >= 4, checked   # swift-tiny-cpu and the three 397B recipes
 
 
 def test_secrets_stay_out_of_run_files(harness):
@@ -134,6 +166,25 @@ def test_lint_checks_executables_under_the_recipe_dir(harness, tmp_path):
     out = harness.cli("lint", str(p))
     # A warning in lint (the recipe may be linted away from the machine that runs it); an error in run.
     assert out.returncode == 0 and "warning executable_missing" in out.stdout and "missing-venv" in out.stdout
+
+
+def test_a_missing_executable_names_the_next_step(harness, tmp_path):
+    """A newcomer's `lint recipes/swift-tiny-cpu.yaml` said only that .venv-swift/bin/swift is
+    not there: the message names the recipe's `setup` (how to install it), else the two ways out;
+    `run` refuses with the same words before anything is launched."""
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\nsetup: make swift-env in the checkout\ncommand: ['{recipe_dir}/missing-venv/bin/swift', sft]\n")
+    out = harness.cli("lint", str(p))
+    assert out.returncode == 0, out.stderr
+    assert (f"warning executable_missing: '{tmp_path}/missing-venv/bin/swift' is not an executable file here; "
+            "set it up: make swift-env in the checkout") in out.stdout, out.stdout
+    run = harness.cli("run", str(p), "--detach")
+    assert run.returncode == 1 and "lint error: executable_missing" in run.stderr, run.stderr
+    assert "set it up: make swift-env in the checkout" in run.stderr and "nothing launched" in run.stderr
+    p.write_text("name: x\ncommand: [no-such-trainer-y7, sft]\n")
+    out = harness.cli("lint", str(p))
+    assert ("'no-such-trainer-y7' is not an executable on PATH here; install it, or name it by its full path "
+            "in command") in out.stdout, out.stdout
 
 
 def test_preflight_refuse_fails_the_run_naming_the_port_holder(harness, tmp_path):

@@ -19,6 +19,16 @@ def test_restart_of_a_succeeded_run_needs_force_and_says_what_it_will_do(harness
     assert (st["status"], st["attempt"], st["ended_at"]) == ("succeeded", 1, ended)
     assert len(run.events("attempt_start")) == 1
 
+    # `supervise` of it: nothing to adopt, said so, with the command that runs it again
+    sup = harness.cli("supervise", run.id)
+    assert sup.returncode == 0 and "runner pid" not in sup.stdout, sup.stdout
+    assert (f"{run.id}: the run is already succeeded, nothing to supervise; `moeconsole restart {run.id} --force` "
+            "runs it again") in sup.stdout, sup.stdout
+    import psutil
+    started = run.state()["runner"]["pid"]
+    run.wait(lambda s: not psutil.pid_exists(started) or psutil.Process(started).status() == psutil.STATUS_ZOMBIE,
+             timeout=30, what="the runner of the finished run to end")
+
     out = harness.cli("restart", run.id, "--force")
     assert "restarting will start attempt 2 resumed from checkpoint-8" in out.stderr, out.stderr
     run.wait(lambda s: s.get("attempt") == 2, timeout=60, what="attempt 2")
@@ -35,6 +45,8 @@ def test_kill_and_restart_of_a_failed_run_still_works_without_force(harness):
     out = harness.cli("restart", run.id, check=True)
     assert "is killed: restarting will start attempt 2 resumed from checkpoint-" in out.stderr
     assert "attempt 2 running" in out.stdout
+    # the next step after the restart: how to watch it (and stop it)
+    assert f"`moeconsole attach {run.id}` watches it, `moeconsole kill {run.id}` stops it" in out.stderr, out.stderr
     harness.cli("kill", run.id, check=True)
 
 

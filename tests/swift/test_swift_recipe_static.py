@@ -25,6 +25,7 @@ def test_the_recipe_lints_clean_except_for_a_missing_swift_env():
         # Lint says so (a warning: `run`'s pre-flight makes it an error), instead of a run that fails to start.
         assert proc.returncode == 0, out
         assert "warning executable_missing" in out and ".venv-swift/bin/swift" in out
+        assert "set it up: make swift-env in the checkout" in out   # the next step, from the recipe's `setup`
         assert "0 error(s), 1 warning(s)" in out
 
 
