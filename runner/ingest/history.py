@@ -193,7 +193,9 @@ class HistoryFold:
                 _feed_book(self.book, pickle.loads(blob))
 
     def append_rows(self, later: "HistoryFold") -> None:
-        """A later part's metrics and evals lines after this fold's (in-kernel copies)."""
+        """A later part's metrics and evals lines after this fold's: copied by the kernel
+        (``copy_file_range``, which refuses a file opened for appending: the lines are written at
+        the file's end, this fold its only writer), else through this process."""
         for mine, theirs in ((self.metrics, later.metrics), (self.evals, later.evals)):
             try:
                 src = os.open(theirs, os.O_RDONLY)
@@ -204,17 +206,20 @@ class HistoryFold:
                 if not n:
                     continue
                 jsonio.append_bytes(mine, b"", line=True)   # a cut last line gets its newline
-                dst = os.open(mine, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                dst = os.open(mine, os.O_WRONLY | os.O_CREAT, 0o600)
                 try:
+                    at = os.fstat(dst).st_size
                     done = 0
                     while done < n:
                         try:
-                            k = os.copy_file_range(src, dst, n - done, done)
+                            k = os.copy_file_range(src, dst, n - done, done, at + done)
                         except OSError:
                             k = 0
                         if k <= 0:   # no in-kernel copy here: through this process
-                            os.write(dst, os.pread(src, min(8 << 20, n - done), done))
-                            k = min(8 << 20, n - done)
+                            data = os.pread(src, min(8 << 20, n - done), done)
+                            if not data:
+                                break
+                            k = os.pwrite(dst, data, at + done)
                         done += k
                 finally:
                     os.close(dst)

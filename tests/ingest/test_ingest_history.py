@@ -328,6 +328,44 @@ def test_numbers_printed_otherwise_than_their_json_stay_template_rows(tmp_path):
     assert pipe.slow_lines == 2 + saves + nans
 
 
+def test_a_later_parts_lines_are_appended_by_the_kernel(tmp_path, monkeypatch):
+    """Two processes' history: the later part's metrics and evals lines follow the earlier part's
+    byte for byte (a cut last line gets its newline first), copied by the kernel where the
+    filesystem can (``copy_file_range``), not read through the process: of a 423 MB log that is
+    about 130 MB of lines, copied after both parts are read, while the screen waits for them."""
+    import os
+    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
+    a.write_bytes(b"x" * 100)
+    b.write_bytes(b"")
+    src, dst = os.open(a, os.O_RDONLY), os.open(b, os.O_WRONLY)
+    try:
+        if os.copy_file_range(src, dst, 100, 0, 0) != 100:
+            pytest.skip("no copy_file_range on this filesystem")
+    except OSError:
+        pytest.skip("no copy_file_range on this filesystem")
+    finally:
+        os.close(src)
+        os.close(dst)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first = HistoryFold(tmp_path / "one" / "metrics.jsonl", tmp_path / "one" / "evals.jsonl")
+    later = HistoryFold(tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl")
+    first.metrics.write_bytes(b'{"v":1,"step":1}\n{"v":1,"step":2}')   # its last line cut
+    later.metrics.write_bytes(b"".join(b'{"v":1,"step":%d}\n' % i for i in range(3, 50_000)))
+    later.evals.write_bytes(b'{"v":1,"step":9,"eval_loss":1.5}\n')
+
+    read, pread = [], os.pread
+
+    def through_this_process(fd: int, n: int, offset: int) -> bytes:
+        read.append(n)
+        return pread(fd, n, offset)
+    monkeypatch.setattr(os, "pread", through_this_process)
+    first.append_rows(later)
+    assert sum(read) < 100, "at most the last byte of a file is read here (is its line cut?), no line"
+    assert first.metrics.read_bytes() == b'{"v":1,"step":1}\n{"v":1,"step":2}\n' + later.metrics.read_bytes()
+    assert first.evals.read_bytes() == later.evals.read_bytes()
+
+
 def test_the_started_process_takes_less_of_a_smaller_log():
     """The started process pays for starting Python: of a smaller log it reads a smaller part
     (the part the same CPU would read is taken off), never under MIN_SPLIT nor over HISTORY_SPLIT;
