@@ -96,12 +96,15 @@ def float_column(texts: Sequence[bytes], table: dict[bytes, float] | None = None
     """``float()`` of each value as a float64 column (ValueError as ``float`` raises it). A
     logged number repeats (a constant memory figure, a learning rate held for thousands of
     steps, a loss printed to 4 digits): each distinct text is converted once (``table``: the
-    column's ``float_texts``, when the caller has them)."""
+    column's ``float_texts``, when the caller has them: every text of the column is in it, so a
+    table of one text is the column's one value)."""
     n = len(texts)
     if table is None:
         table = float_texts(set(texts), n)
     if table is None:
         return np.fromiter(map(float, texts), dtype=np.float64, count=n)
+    if len(table) == 1:   # one text, the column's every value (a memory figure, a held rate)
+        return np.full(n, next(iter(table.values())))
     # an array('d') takes the floats at less cost per value than numpy's fromiter
     return np.frombuffer(array("d", map(table.__getitem__, texts)), dtype=np.float64)
 
@@ -280,6 +283,8 @@ class Template:
             if fix:   # their JSON texts are in form: the group's column holds them instead
                 tables[g].update((js, float(js)) for js in fix.values())
                 fixes.append((g, fix))
+            elif len(values) == 1 and (v := next(iter(values))) in tables[g]:
+                tables[g] = {v: tables[g][v]}   # the column's one text (``float_column``)
         out = tuples
         if fixes:
             out = list(tuples)
