@@ -45,20 +45,54 @@ WIDEN_MIN_BYTES = 4 * TAIL_BYTES
 HISTORY_CHUNK = 2 << 20
 
 
+def tail_start(path: str, max_bytes: int) -> int:
+    """The offset of the first line that starts in the last ``max_bytes`` of a log (its size when
+    none does), as ``read_tail`` reads from."""
+    size = os.path.getsize(path)
+    start = max(0, size - max_bytes)
+    if not start:
+        return 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(size - start)
+    nl = data.find(b"\n")
+    return size if nl < 0 else start + nl + 1
+
+
 def read_tail(path: str, max_bytes: int = TAIL_BYTES, line_format: Any = None) -> tuple[list[dict], list[dict], int]:
     """(records, marks, offset read from) of the last ``max_bytes`` of a log, from the first line
     that starts in them. ``line_format``: a declared line format (``moeconsole.runner.ingest.userformat``)."""
     size = os.path.getsize(path)
-    start = max(0, size - max_bytes)
+    start = tail_start(path, max_bytes)
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(size - start)
-    if start:
-        nl = data.find(b"\n")
-        data = data[nl + 1:] if nl >= 0 else b""
-        start = size - len(data)
     events = read_events(LogParser(line_format=line_format), [data])
     return ([o for k, o in events if k == RECORD], [o for k, o in events if k == MARK], start)
+
+
+def tail_book(path: str, max_bytes: int = TAIL_BYTES, line_format: Any = None) -> tuple[seriesfile.SeriesBook, int]:
+    """(the chart book of a log's last ``max_bytes``, the offset it was read from): the book the
+    line parser's records and evaluations of ``read_tail`` give, read as the history is (the
+    template's rows as columns, ``scan_history``'s batches): a log's widened window (512 KiB,
+    1,400-2,000 ms-swift steps) costs a tenth of the line parser's time. Imports numpy: for a
+    reading thread, not for a screen's first frame."""
+    from moeconsole.runner.ingest.bulk import read_range
+    from moeconsole.runner.ingest.pipe import LinePipe
+    import numpy as np
+    book = seriesfile.SeriesBook()
+    start = tail_start(path, max_bytes)
+    pipe = LinePipe(LogParser(line_format=line_format), json_lines=True, columns=True)
+    marks: list[dict] = []
+    for batch in read_range(path, start, None, pipe, final=True, chunk=HISTORY_CHUNK):
+        if len(batch):
+            blocks = batch.other() if batch.other is not None else None
+            _feed_book(book, ("rows", (np.asarray(batch.steps, dtype=np.float64), batch.values, batch.present,
+                                       last_record(batch) or {}, batch.records if blocks is None else None, blocks)))
+        marks += (m for _, m in batch.marks if m.get("kind") == "eval")
+    for mark in marks:   # as the screen's first window feeds them (``Import._read_tail``): after the records
+        book.feed_eval(mark)
+    return book, start
 
 
 def read_events(parser: LogParser, chunks: Iterable[bytes], final: bool = True) -> list[LogEvent]:

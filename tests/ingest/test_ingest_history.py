@@ -366,6 +366,36 @@ def test_a_later_parts_lines_are_appended_by_the_kernel(tmp_path, monkeypatch):
     assert first.evals.read_bytes() == later.evals.read_bytes()
 
 
+@pytest.mark.parametrize("name", [*CORPUS_LOGS, "swift (generated)", "megatron (generated)"])
+def test_the_widened_window_read_in_bulk_charts_what_the_line_parser_reads(name, tmp_path):
+    """A big log's newest steps widened to its last 512 KiB before its history (``Import._widen``)
+    are read by the history's bulk reader (``tail_book``): from the same line, the same chart
+    book (series, other numbers, newest record and evaluation) as the line parser's records and
+    evaluations of that window give (``read_tail``, as the first window is read), whatever the
+    window's size."""
+    from moeconsole.runner.ingest.history import read_tail, tail_book
+    if name == "swift (generated)":
+        path = tmp_path / "train.log"
+        swift_log(path, steps=6000, shape_change_at=4000)
+    elif name == "megatron (generated)":
+        path = tmp_path / "train.log"
+        megatron_log(path)
+    else:
+        path = CORPUS / name
+    for max_bytes in (300, 4096, 64 << 10, 512 << 10):
+        bulk, start = tail_book(str(path), max_bytes)
+        records, marks, line_start = read_tail(str(path), max_bytes)
+        book = seriesfile.SeriesBook()
+        for rec in records:
+            book.feed(rec)
+        for mark in marks:
+            if mark.get("kind") == "eval":
+                book.feed_eval(mark)
+        assert start == line_start
+        same_numbers(bulk, book)
+        assert bulk.last_metrics == book.last_metrics and bulk.last_eval == book.last_eval
+
+
 def test_the_started_process_takes_less_of_a_smaller_log():
     """The started process pays for starting Python: of a smaller log it reads a smaller part
     (the part the same CPU would read is taken off), never under MIN_SPLIT nor over HISTORY_SPLIT;
