@@ -102,7 +102,9 @@ class Import:
 
     def _widen(self) -> None:
         """Before a big log's history: its newest steps from its last ``TAIL_BYTES`` (1,400-2,000
-        steps of an ms-swift log in a tenth of a second), swapped in whole for the first window's
+        steps of an ms-swift log in about 10 ms of CPU: ``history.tail_book``, the history's
+        bulk reader, on this thread, which imports numpy for the history anyway), swapped in
+        whole for the first window's
         (the screen never shows half a book; the newest step is the same). A log of at most
         ``WIDEN_MIN_BYTES`` goes straight to its history, which takes little longer."""
         from moeconsole.runner.ingest.files import LOG
@@ -111,7 +113,8 @@ class Import:
             return
         if self.window >= TAIL_BYTES:   # already that wide (``read_newest``'s fallback)
             return
-        book, start = self._read_tail(TAIL_BYTES)
+        from moeconsole.runner.ingest.history import tail_book
+        book, start = tail_book(str(self.log), TAIL_BYTES, line_format=self.line_format)   # the same book, read in bulk
         if self.stop.is_set():
             return
         self.tail_book, self.tail_from, self.window = book, start, TAIL_BYTES

@@ -96,14 +96,32 @@ def float_column(texts: Sequence[bytes], table: dict[bytes, float] | None = None
     """``float()`` of each value as a float64 column (ValueError as ``float`` raises it). A
     logged number repeats (a constant memory figure, a learning rate held for thousands of
     steps, a loss printed to 4 digits): each distinct text is converted once (``table``: the
-    column's ``float_texts``, when the caller has them)."""
+    column's ``float_texts``, when the caller has them: every text of the column is in it, so a
+    table of one text is the column's one value)."""
     n = len(texts)
     if table is None:
         table = float_texts(set(texts), n)
     if table is None:
         return np.fromiter(map(float, texts), dtype=np.float64, count=n)
+    if len(table) == 1:   # one text, the column's every value (a memory figure, a held rate)
+        return np.full(n, next(iter(table.values())))
     # an array('d') takes the floats at less cost per value than numpy's fromiter
     return np.frombuffer(array("d", map(table.__getitem__, texts)), dtype=np.float64)
+
+
+def json_number(text: bytes, form: re.Pattern) -> bytes | None:
+    """The JSON of the number a quoted value's text is, as the line parser's record writes it
+    (``records.parse_number``: a float, written by ``jsonio.dumps`` as its repr), when that JSON
+    is in ``form`` (a template's strict form of the value); else None (``nan``, a word, digits
+    past the form's: the line is the parser's)."""
+    try:
+        num = parse_number(text.decode("ascii"))
+    except UnicodeDecodeError:
+        return None
+    if num is None:
+        return None
+    out = repr(num).encode()
+    return out if form.fullmatch(out) else None
 
 
 # ----------------------------------------------------------------------------- template
@@ -138,7 +156,9 @@ class Template:
         # against the strict form (``loose_rows``), so a block's rows are read by a cheaper regex
         # with exactly ``rx_json``'s result (``TemplateReader.claim``)
         self.rx_loose: re.Pattern | None = None
-        self._strict: list[tuple[int, re.Pattern]] = []   # (group, its strict form as whole lines)
+        # (group, its strict form as whole lines, whether a text out of that form may be written as
+        # its number's JSON: a quoted value whose line writes "%s", ``json_number``)
+        self._strict: list[tuple[int, re.Pattern, bool]] = []
         self._raw_text = b""   # a row's values -> its dict's text after the "{" (``loose_rows``)
         self._known: Floats = {}   # per loosened group: texts found in strict form -> float()
         self.json_line: Callable[[tuple], bytes] | None = None
@@ -173,7 +193,8 @@ class Template:
                 else:
                     inner = {"int": _J_INT, "float": _J_FLOAT, "intfloat": _J_INT_FLOAT}[v.json]
                     if loose and v.json in ("float", "intfloat"):
-                        self._strict.append((group, re.compile(b"(?m)^(?:" + inner + b")$")))
+                        self._strict.append((group, re.compile(b"(?m)^(?:" + inner + b")$"),
+                                             bool(v.quote) and v.json == "float"))
                         inner = (rb"[^" + re.escape(v.quote) + rb"\r\n]+") if v.quote else _NUM_BARE
                     pat, width = b"(" + inner + b")", 1
                 if v.quote:
@@ -215,7 +236,7 @@ class Template:
             self._raw_text = b"".join(raw)
         return re.compile(b"".join(out))
 
-    def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats, list[tuple] | None]:
+    def loose_rows(self, tuples: list[Any]) -> tuple[list[Any], Floats, list[Any] | None]:
         """``rx_json.findall`` of a block, from ``rx_loose.findall`` of it (``tuples``), the
         ``float_texts`` of the loosened groups, and the rows' groups as columns (None when a row
         changed). Both regexes match at the same places: a loosened group holds the same text
@@ -224,14 +245,20 @@ class Template:
         reads it, its closing brace before the newline), so that row becomes such a match: its
         text in the alt group (rebuilt from the row's values), the same trail. Each distinct
         text is checked once per template: the texts found in form are kept with their float
-        (up to ``KNOWN_TEXTS`` per group; a loss printed to 4 digits has a few thousand)."""
+        (up to ``KNOWN_TEXTS`` per group; a loss printed to 4 digits has a few thousand).
+
+        Except: a quoted number out of form whose record value is a float written in form
+        (``json_number``: ``'2'``, ``'35.10'``, ``'1e-5'``, whose JSON is ``2.0``, ``35.1``,
+        ``1e-05``) stays a row, with that JSON text in its group, which is what the line
+        parser writes for it: such rows no longer leave the template for the parser."""
         tables: Floats = {}
         if not tuples or not self._strict:
             return tuples, tables, None
         n = len(tuples)
-        cols = list(zip(*tuples))
+        cols: list[Any] = list(zip(*tuples))
         bad_rows: set[int] = set()
-        for g, form in self._strict:
+        fixes: list[tuple[int, dict[bytes, bytes]]] = []
+        for g, form, fixable in self._strict:
             known = self._known.setdefault(g, {})
             values = set(cols[g])
             values.discard(b"")   # a match of another dict shape (its template groups are empty)
@@ -240,19 +267,39 @@ class Template:
                 tables[g] = known
                 continue
             good = set(form.findall(b"\n".join(new)))   # one C pass over the new distinct texts
+            fix: dict[bytes, bytes] = {}
             if len(good) != len(new):
                 bad = new - good
-                bad_rows.update(compress(range(n), map(bad.__contains__, cols[g])))
+                if fixable:
+                    fix = {t: js for t in bad if (js := json_number(t, form)) is not None}
+                    bad.difference_update(fix)
+                if bad:
+                    bad_rows.update(compress(range(n), map(bad.__contains__, cols[g])))
             if len(known) + len(good) <= KNOWN_TEXTS:
                 known.update((v, float(v)) for v in good)
                 tables[g] = known
             else:
                 tables[g] = {v: known[v] if v in known else float(v) for v in values - (new - good)}
+            if fix:   # their JSON texts are in form: the group's column holds them instead
+                tables[g].update((js, float(js)) for js in fix.values())
+                fixes.append((g, fix))
+            elif len(values) == 1 and (v := next(iter(values))) in tables[g]:
+                tables[g] = {v: tables[g][v]}   # the column's one text (``float_column``)
+        out = tuples
+        if fixes:
+            out = list(tuples)
+            for g, fix in fixes:
+                col = list(cols[g])
+                for j in compress(range(n), map(fix.__contains__, col)):
+                    col[j] = fix[col[j]]
+                    if j not in bad_rows:
+                        out[j] = (*out[j][:g], col[j], *out[j][g + 1:])
+                cols[g] = col
         if not bad_rows:
-            return tuples, tables, cols
+            return out, tables, cols
         k = len(tuples[0])   # the alt group, then the trail, after the template's groups
         empty = (b"",) * (k - 2)
-        out = list(tuples)
+        out = list(out)
         for j in bad_rows:
             tp = tuples[j]
             out[j] = (*empty, self._raw_text % tp[:k - 2], tp[k - 1])

@@ -20,13 +20,14 @@ CORPUS_LOGS = sorted(p.name for p in CORPUS.glob("*.log"))
 
 def swift_log(path, steps: int = 3000, shape_change_at: int | None = None) -> None:
     """ms-swift 4.x output (transformers 5.x dicts behind tqdm redraws, a save every 100 steps).
-    Some values print as an integer ('1'), which JSON writes as 1.0: those rows go to the line
-    parser between template rows. ``shape_change_at``: from that step on the dicts change shape
-    (a MoE auxiliary loss appears, the token accuracy goes, an eval every 500 steps)."""
+    Some values print as an integer ('1', which JSON writes as 1.0: the template writes that), some
+    gradient norms as 'nan' (a value the template does not write: those rows go to the line parser
+    between template rows). ``shape_change_at``: from that step on the dicts change shape (a MoE
+    auxiliary loss appears, the token accuracy goes, an eval every 500 steps)."""
     rnd = random.Random(7)
     out = ["[INFO:swift] output_dir: /data/out/v3\n"]
     for i in range(1, steps + 1):
-        grad = "1" if i % 37 == 0 else f"{0.8 + rnd.random() * 0.2:.4g}"
+        grad = "nan" if i % 53 == 0 else "1" if i % 37 == 0 else f"{0.8 + rnd.random() * 0.2:.4g}"
         if shape_change_at is not None and i >= shape_change_at:
             d2 = {"loss": f"{2.2 - i / steps + rnd.random() * 0.05:.4g}", "aux_loss": f"{rnd.random() * 0.01:.4g}",
                   "grad_norm": grad, "learning_rate": f"{2e-5 * (1 - i / steps) + 1e-9:.4g}",
@@ -281,6 +282,118 @@ def test_the_bulk_history_writes_exactly_what_the_line_parser_reads(name, tmp_pa
     assert fold.records == n
     same_numbers(fold.book, book)
     assert fold.book.last_metrics == book.last_metrics and fold.book.last_eval == book.last_eval
+
+
+# quoted numbers printed otherwise than their JSON (records.parse_number's float, written by
+# jsonio.dumps as its repr: 1.0, 35.1, 1e-05, 1.5, 0.001)
+NOT_AS_JSON = ["1", "35.10", "1e-5", "+1.5", "0.00100", " 2", "3.", "1E-05"]
+
+
+def test_numbers_printed_otherwise_than_their_json_stay_template_rows(tmp_path):
+    """ms-swift prints a value as its text ('1', '35.10', '1e-5'), the line parser's record holds
+    its float, whose JSON differs: the history's template writes that JSON for such values in
+    every numeric place (a row no longer leaves it for the line parser), and metrics.jsonl,
+    evals.jsonl and the chart book are byte for byte what the line parser gives. The parser reads
+    only the lines that are not rows: the head, the line the template is learnt from, the saves,
+    and the rows with a value the template cannot write (``nan``)."""
+    from moeconsole.runner.ingest.bulk import read_range
+    from moeconsole.runner.ingest.pipe import LinePipe
+    keys = ["loss", "grad_norm", "learning_rate", "token_acc", "epoch", "memory(GiB)", "train_speed(s/it)"]
+    rnd = random.Random(3)
+    out, saves, nans = ["[INFO:swift] output_dir: /data/out/v3\n"], 0, 0
+    for i in range(1, 3001):
+        d = {"loss": f"{2.2 - i / 3000 + rnd.random() * 0.05:.4g}", "grad_norm": f"{0.8 + rnd.random() * 0.2:.4g}",
+             "learning_rate": "2e-05", "token_acc": "0.6", "epoch": f"{i / 1000:.4g}",
+             "global_step/max_steps": f"{i}/3000", "elapsed_time": f"{i}s", "memory(GiB)": "35.12",
+             "train_speed(s/it)": "0.195"}
+        if i > 1 and i % 3 == 0:
+            d[keys[i % len(keys)]] = NOT_AS_JSON[i % len(NOT_AS_JSON)]
+        if i % 97 == 0:
+            d["grad_norm"], nans = "nan", nans + 1
+        out.append(f"\rTrain: {i}/3000\r{' ' * 20}\r{d}\n")
+        if i % 100 == 0:
+            out.append(f"[INFO:swift] Saving model checkpoint to /data/out/v3/checkpoint-{i}\n")
+            saves += 1
+    path = tmp_path / "train.log"
+    path.write_text("".join(out))
+    fold, _ = folded(path, tmp_path / "bulk", workers=1)
+    metrics, evals, n, book = parser_files(path)
+    assert n == 3000 and fold.metrics.read_bytes() == metrics
+    assert (fold.evals.read_bytes() if fold.evals.exists() else b"") == evals
+    same_numbers(fold.book, book)
+    assert b'"memory(GiB)"' not in metrics and b'"mem_gib":35.1,' in metrics and b'"loss":1.0,' in metrics
+    pipe = LinePipe(LogParser(), json_lines=True, columns=True)
+    for _ in read_range(str(path), 0, None, pipe, final=True, chunk=4096):
+        pass
+    assert pipe.slow_lines == 2 + saves + nans
+
+
+def test_a_later_parts_lines_are_appended_by_the_kernel(tmp_path, monkeypatch):
+    """Two processes' history: the later part's metrics and evals lines follow the earlier part's
+    byte for byte (a cut last line gets its newline first), copied by the kernel where the
+    filesystem can (``copy_file_range``), not read through the process: of a 423 MB log that is
+    about 130 MB of lines, copied after both parts are read, while the screen waits for them."""
+    import os
+    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
+    a.write_bytes(b"x" * 100)
+    b.write_bytes(b"")
+    src, dst = os.open(a, os.O_RDONLY), os.open(b, os.O_WRONLY)
+    try:
+        if os.copy_file_range(src, dst, 100, 0, 0) != 100:
+            pytest.skip("no copy_file_range on this filesystem")
+    except OSError:
+        pytest.skip("no copy_file_range on this filesystem")
+    finally:
+        os.close(src)
+        os.close(dst)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first = HistoryFold(tmp_path / "one" / "metrics.jsonl", tmp_path / "one" / "evals.jsonl")
+    later = HistoryFold(tmp_path / "two" / "metrics.jsonl", tmp_path / "two" / "evals.jsonl")
+    first.metrics.write_bytes(b'{"v":1,"step":1}\n{"v":1,"step":2}')   # its last line cut
+    later.metrics.write_bytes(b"".join(b'{"v":1,"step":%d}\n' % i for i in range(3, 50_000)))
+    later.evals.write_bytes(b'{"v":1,"step":9,"eval_loss":1.5}\n')
+
+    read, pread = [], os.pread
+
+    def through_this_process(fd: int, n: int, offset: int) -> bytes:
+        read.append(n)
+        return pread(fd, n, offset)
+    monkeypatch.setattr(os, "pread", through_this_process)
+    first.append_rows(later)
+    assert sum(read) < 100, "at most the last byte of a file is read here (is its line cut?), no line"
+    assert first.metrics.read_bytes() == b'{"v":1,"step":1}\n{"v":1,"step":2}\n' + later.metrics.read_bytes()
+    assert first.evals.read_bytes() == later.evals.read_bytes()
+
+
+@pytest.mark.parametrize("name", [*CORPUS_LOGS, "swift (generated)", "megatron (generated)"])
+def test_the_widened_window_read_in_bulk_charts_what_the_line_parser_reads(name, tmp_path):
+    """A big log's newest steps widened to its last 512 KiB before its history (``Import._widen``)
+    are read by the history's bulk reader (``tail_book``): from the same line, the same chart
+    book (series, other numbers, newest record and evaluation) as the line parser's records and
+    evaluations of that window give (``read_tail``, as the first window is read), whatever the
+    window's size."""
+    from moeconsole.runner.ingest.history import read_tail, tail_book
+    if name == "swift (generated)":
+        path = tmp_path / "train.log"
+        swift_log(path, steps=6000, shape_change_at=4000)
+    elif name == "megatron (generated)":
+        path = tmp_path / "train.log"
+        megatron_log(path)
+    else:
+        path = CORPUS / name
+    for max_bytes in (300, 4096, 64 << 10, 512 << 10):
+        bulk, start = tail_book(str(path), max_bytes)
+        records, marks, line_start = read_tail(str(path), max_bytes)
+        book = seriesfile.SeriesBook()
+        for rec in records:
+            book.feed(rec)
+        for mark in marks:
+            if mark.get("kind") == "eval":
+                book.feed_eval(mark)
+        assert start == line_start
+        same_numbers(bulk, book)
+        assert bulk.last_metrics == book.last_metrics and bulk.last_eval == book.last_eval
 
 
 def test_the_started_process_takes_less_of_a_smaller_log():
