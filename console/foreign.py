@@ -92,13 +92,7 @@ class Import:
         """(a chart book of the log's last ``max_bytes``, the offset it was read from)."""
         from moeconsole.runner.ingest.history import read_tail
         records, marks, start = read_tail(str(self.log), max_bytes, line_format=self.line_format)
-        book = seriesfile.SeriesBook()
-        for rec in records:
-            book.feed(rec)
-        for mark in marks:
-            if mark.get("kind") == "eval":
-                book.feed_eval(mark)
-        return book, start
+        return seriesfile.SeriesBook.from_records(records, marks), start
 
     def _widen(self) -> None:
         """Before a big log's history: its newest steps from its last ``TAIL_BYTES`` (1,400-2,000

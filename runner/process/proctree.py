@@ -19,6 +19,7 @@ import psutil
 from moeconsole.runner.telemetry.identity import process_start, read_stat, start_time_matches, started_at
 
 # the waiter's (stdlib only, run by path): one owner
+from moeconsole.runner.process.waiter import reap_children as reap_children
 from moeconsole.runner.process.waiter import returncode_from_status as returncode_from_status
 from moeconsole.runner.process.waiter import set_child_subreaper as set_child_subreaper
 
@@ -294,20 +295,6 @@ def holds_file(pid: int, ident: tuple[int, int]) -> bool:
         if (st.st_dev, st.st_ino) == ident:
             return True
     return False
-
-
-def reap_children() -> dict[int, int]:
-    """Collect every exited child (we are a subreaper, so orphans too): {pid: raw wait status}."""
-    out: dict[int, int] = {}
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        out[pid] = status
-    return out
 
 
 def own_pid_set(pids: Iterable[int], proc: str = "/proc") -> set[int]:

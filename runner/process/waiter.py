@@ -116,15 +116,24 @@ def _wait_command(pid: int, ends: list[dict]) -> int:
         return -1
 
 
-def _reap_ended(ends: list[dict]) -> None:
-    """Reap the orphans of the command's tree found ended once the command had ended."""
+def reap_children() -> dict[int, int]:
+    """Collect every exited child (a subreaper's orphans too): {pid: raw wait status}. The one
+    reaping loop of the waiter and the runner (``proctree`` re-exports it)."""
+    out: dict[int, int] = {}
     while True:
         try:
-            other, status = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
-        if other == 0:
-            return
+            break
+        if pid == 0:
+            break
+        out[pid] = status
+    return out
+
+
+def _reap_ended(ends: list[dict]) -> None:
+    """Reap the orphans of the command's tree found ended once the command had ended."""
+    for other, status in reap_children().items():
         _note_end(ends, other, status)
 
 

@@ -352,6 +352,18 @@ class SeriesBook:
         elif records is not None:
             self.feed_other_blocks([int(s) for s in steps.tolist()], [as_dicts(records)], last.get("t"))
 
+    @classmethod
+    def from_records(cls, records: Iterable[dict], marks: Iterable[dict]) -> "SeriesBook":
+        """A book of a window read by the line parser: its records, then its evaluation marks (as
+        the screen's first window feeds them: after the records)."""
+        book = cls()
+        for rec in records:
+            book.feed(rec)
+        for mark in marks:
+            if mark.get("kind") == "eval":
+                book.feed_eval(mark)
+        return book
+
     def feed_eval(self, rec: dict) -> None:
         """One evaluation result (an ``evals.jsonl`` record): the eval-loss chart and the newest."""
         self.eval_count += 1

@@ -23,6 +23,17 @@ from tests.waiting import until
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _kill_runs(runs: list, base) -> None:
+    """``moeconsole kill`` each run, then wait for its runner to end."""
+    for run in runs:
+        runner = (run.read_state().get("runner") or {}).get("pid")
+        subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
+                        str(base)], cwd=REPO, capture_output=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+        if runner:
+            _end_runner(runner)
+
+
 def _end_runner(pid: int) -> None:
     """Wait for a runner the kill ended (SIGKILL after a minute); one already gone is no error."""
     try:
@@ -99,13 +110,7 @@ def test_run_detach_inside_tmux_asks_tmux_nothing(base, tmp_path):
         assert len(runs) == 1 and runs[0].run_id in done.stdout, done.stdout
         assert not asked.exists(), asked.read_text()
     finally:
-        for run in runs:
-            runner = (run.read_state().get("runner") or {}).get("pid")
-            subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
-                            str(base)], cwd=REPO, capture_output=True, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(REPO)})
-            if runner:
-                _end_runner(runner)
+        _kill_runs(runs, base)
 
 
 # `moeconsole run`, ended by a signal the moment its run directory is made and before its runner
@@ -146,10 +151,4 @@ def test_sigterm_or_hangup_while_the_run_is_made_leaves_no_run_without_its_runne
         until(lambda: runs[0].read_state().get("status") == "running", timeout=60,
               what=f"the run running under its runner after {sig} (it stayed {runs[0].read_state().get('status')})")
     finally:
-        for run in runs:
-            runner = (run.read_state().get("runner") or {}).get("pid")
-            subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.run_id, "--runs-dir",
-                            str(base)], cwd=REPO, capture_output=True, timeout=120,
-                           env={**os.environ, "PYTHONPATH": str(REPO)})
-            if runner:
-                _end_runner(runner)
+        _kill_runs(runs, base)

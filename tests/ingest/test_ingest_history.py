@@ -385,12 +385,7 @@ def test_the_widened_window_read_in_bulk_charts_what_the_line_parser_reads(name,
     for max_bytes in (300, 4096, 64 << 10, 512 << 10):
         bulk, start = tail_book(str(path), max_bytes)
         records, marks, line_start = read_tail(str(path), max_bytes)
-        book = seriesfile.SeriesBook()
-        for rec in records:
-            book.feed(rec)
-        for mark in marks:
-            if mark.get("kind") == "eval":
-                book.feed_eval(mark)
+        book = seriesfile.SeriesBook.from_records(records, marks)
         assert start == line_start
         same_numbers(bulk, book)
         assert bulk.last_metrics == book.last_metrics and bulk.last_eval == book.last_eval
