@@ -2,7 +2,8 @@
 
 Run from the repository root:  .venv/bin/python bench/bench_ui.py [--seconds 60] [--baseline REV]
 (``--baseline REV``: two more consoles, run screen and GPU view, from ``git archive REV``, measured
-in the same run: before/after a change on the same machine load)
+in the same run: before/after a change on the same machine load; ``--seconds N`` past 120: a long
+run, with each app's RSS minute by minute, min/median/max, so "holds for hours" is measured)
 nvitop comes from a separate environment (never the project's):
     python3 -m venv .venv-bench && .venv-bench/bin/pip install nvitop
 (``--nvitop PATH`` points elsewhere; without it the nvitop row is left out).
@@ -161,6 +162,12 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
+def rss_by_minute(rss: list[float]) -> list[tuple[float, float, float]]:
+    """One-a-second RSS samples -> (min, median, max) of each whole or last partial minute."""
+    return [(min(part), statistics.median(part), max(part))
+            for part in (rss[i:i + 60] for i in range(0, len(rss), 60))]
+
+
 def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> dict[str, dict]:
     time.sleep(warmup)
     first = {k: p.cpu_times() for k, p in procs.items()}
@@ -184,7 +191,7 @@ def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> 
         total = (last[k].user + last[k].system) - (first[k].user + first[k].system)
         out[k] = {"cpu_share": 100.0 * total / wall, "cpu_median": statistics.median(per_second[k]),
                   "cpu_p99": pct(per_second[k], 99), "rss_median": statistics.median(rss[k]),
-                  "rss_max": max(rss[k]), "per_second": per_second[k]}
+                  "rss_max": max(rss[k]), "per_second": per_second[k], "rss_minutes": rss_by_minute(rss[k])}
     return out
 
 
@@ -305,6 +312,23 @@ def bench_chart(repeats: int = 60) -> list[dict]:
     return out
 
 
+def print_rss_series(rows: list[tuple[str, dict]]) -> None:
+    """RSS over a long run: min/median/max of the first and last minutes, and every tenth
+    minute between, for each app (MiB), and the climb from the first to the last minute."""
+    print("#### RSS minute by minute (min / median / max, MiB)\n")
+    minutes = len(rows[0][1]["rss_minutes"])
+    shown = sorted({0, 1, 2, 4, minutes - 1} | set(range(9, minutes, 10)))
+    shown = [m for m in shown if 0 <= m < minutes]
+    print("| app | " + " | ".join(f"minute {m + 1}" for m in shown) + " | last - first median |")
+    print("|---|" + "---|" * len(shown) + "---|")
+    for name, r in rows:
+        cells = [r["rss_minutes"][m] for m in shown]
+        climb = r["rss_minutes"][-1][1] - r["rss_minutes"][0][1]
+        print(f"| {name} | " + " | ".join(f"{lo:.1f} / {mid:.1f} / {hi:.1f}" for lo, mid, hi in cells)
+              + f" | {climb:+.2f} |")
+    print()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
@@ -363,6 +387,8 @@ def main() -> int:
                   f"(goal at most 40 MiB: {'met' if r['rss_max'] <= 40 else 'NOT met'}, by the maximum; the naive "
                   f"Textual app {b['rss_median']:.1f} MiB).")
         print()
+    if args.seconds > 120:   # a long run: does the RSS hold, minute by minute?
+        print_rss_series(rows)
     if not chart:
         return 0
     print("### Chart redraw with 1,000,000 points of history\n")

@@ -65,8 +65,8 @@ class MoeConsole(App[int]):
                  line_format: Any = None, trim_caches_s: float | None = None) -> None:
         """``open_path``: a log or directory not made by moeconsole to open first (``attach PATH``);
         ``line_format``: its declared line format (``attach PATH --log-format``);
-        ``trim_caches_s``: how often Rich's and Textual's drawing caches are emptied (None:
-        ``lean.TRIM_CACHES_EVERY_S``)."""
+        ``trim_caches_s``: how often Rich's and Textual's drawing caches are emptied and the
+        freed heap given back (None: ``lean.TRIM_CACHES_EVERY_S``)."""
         from moeconsole.console.lean import known_key_characters, lines_without_cycles, updates_by_rows
         known_key_characters()   # the binding chain's key characters without Unicode's name tables
         lines_without_cycles()   # a drawn line freed when the next refresh replaces it
@@ -156,10 +156,10 @@ class MoeConsole(App[int]):
                 return
 
     def on_mount(self) -> None:
-        from moeconsole.console.lean import TRIM_CACHES_EVERY_S, trim_drawing_caches
-        # Rich's and Textual's caches of what was drawn, emptied now and then: otherwise a
-        # console attached for days holds them at their bounds (console/lean.py)
-        self.set_interval(self.trim_caches_s or TRIM_CACHES_EVERY_S, trim_drawing_caches)
+        from moeconsole.console.lean import TRIM_CACHES_EVERY_S, trim_memory
+        # Rich's and Textual's caches of what was drawn, emptied now and then, and the freed heap
+        # given back: otherwise a console attached for days holds them (console/lean.py)
+        self.set_interval(self.trim_caches_s or TRIM_CACHES_EVERY_S, trim_memory)
         if self.first_run is not None:
             self.open_run(self.first_run)
         else:

@@ -14,8 +14,12 @@ from collections import OrderedDict
 from typing import Any, Sequence
 
 from moeconsole.console import format as fmt
+from moeconsole.runner.rundir.snapshot import LOG_TAIL_LINES
 
-CACHE_LINES = 512
+# The lines whose display is remembered: those of one tail (a snapshot carries at most
+# LOG_TAIL_LINES; a line that has left the tail does not come back). The memory is held for as
+# long as the console is attached: a line shown from a record holds that record (about 2 KB).
+CACHE_LINES = LOG_TAIL_LINES
 HEADER = ("step", "loss", "grad norm", "lr")
 Cells = tuple[str, str, str, str]
 

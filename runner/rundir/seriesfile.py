@@ -438,8 +438,6 @@ class SeriesBook:
         return book
 
 
-# Records kept by the line they were stamped with: the log tail shows at most a few dozen lines.
-LINE_RECORDS_KEEP = 512
 LINE_RECORDS_BYTES = 64 << 10   # of metrics.jsonl read back when a reader starts (~200 records)
 
 
@@ -447,9 +445,13 @@ class LineRecords:
     """The newest metric records by the train.log line they are stamped with (``log_at``): what a
     line of the log tail shows as columns, read from the runner's records instead of parsing the
     line again. ``stamped``: the newest record read carries the stamp (a run directory written
-    before it, or a log nobody supervises, has none: its lines must be parsed to be columns)."""
+    before it, or a log nobody supervises, has none: its lines must be parsed to be columns).
+    ``keep``: how many lines' records are held, the newest (the reader passes the lines its tail
+    shows, ``snapshot.LOG_TAIL_LINES``: a record is written after its line, so the records of the
+    lines in a tail read after them are among that many newest; more is memory held for nothing,
+    about 2 KB a record, for as long as a console stays attached)."""
 
-    def __init__(self, keep: int = LINE_RECORDS_KEEP) -> None:
+    def __init__(self, keep: int) -> None:
         self.keep = keep
         self.by_at: dict[int, dict] = {}
         self.stamped = False

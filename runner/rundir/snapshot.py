@@ -264,7 +264,8 @@ class RunWatcher:
         self._tail: tuple[StatKey | None, tuple[str, ...], tuple[int, ...]] = (None, (), ())
         # the newest records by the log line they came from (the tail's columns); never for a
         # log being imported (its lines are parsed)
-        self.line_records = seriesfile.LineRecords() if line_records and book_source is None else None
+        self.line_records = (seriesfile.LineRecords(keep=LOG_TAIL_LINES) if line_records and book_source is None
+                             else None)
 
     def _log_tail(self) -> tuple[tuple[str, ...], tuple[Doc | None, ...] | None]:
         """The log's last lines, read again only when the file changed (a poll woken by another
@@ -430,6 +431,8 @@ class RunWatcher:
         groups = self.alert_book.groups(alertgroups.read_acks(self.run.path), alertgroups.crash_hints(crashes))
         groups = alertgroups.current(groups, (state.get("memory") or {}).get("alerts"))
         run["open_alerts"] = sum(1 for g in groups if g.active)
+        # after the metrics: every line the tail shows was written before the records read above
+        # (the runner writes a line, then its record), so its record is among the newest kept
         log_tail, tail_records = self._log_tail()
         node_docs = self.nodes.read(now) if nodes else self.nodes.again(now)
         if with_gpu and self.host:

@@ -449,3 +449,106 @@ def test_a_long_attached_console_empties_the_drawing_caches_and_draws_on(base, m
             return filled, True
     filled, drawn = asyncio.run(go())
     assert filled >= 3000 and drawn
+
+
+def test_a_long_attached_console_holds_the_records_of_the_tails_lines_only(base, make_run):
+    """The log tail shows each metric line from the runner's record of it; the attached console
+    kept the newest 512 records (the watcher's ``LineRecords``) and the display of the last 512
+    lines with the record of each (the tail's ``MetricColumns``): at a step a second, about 1 MB
+    more after ten minutes. Now it holds those of the lines a tail shows (``LOG_TAIL_LINES``):
+    after 200 steps, each drawn, at most that many records are alive in the process, and the
+    tail still shows the newest step from its record, in columns."""
+    import asyncio
+    import gc
+
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.runner.rundir import jsonio, seriesfile
+    from moeconsole.runner.rundir.snapshot import LOG_TAIL_LINES
+    from tests.waiting import until_ui
+
+    run = make_run(base, status="running", steps=40)
+
+    def stamped_records() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is dict and seriesfile.LOG_AT in o and "loss" in o)
+
+    async def go() -> tuple[int, list[str]]:
+        app = MoeConsole(base, run, gpu=False, interval=0.05)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
+                           what="the first frame")
+            screen = app.screen
+            for first in range(41, 241, 10):   # 200 steps, ten to a poll
+                with open(run.log, "a") as f, open(run.metrics, "a") as mf:
+                    for step in range(first, first + 10):
+                        at = f.tell()
+                        f.write(f"step {step}/1000 loss {1.0 / step:.4f}\n")
+                        mf.write(jsonio.dumps({"v": 1, "t": 1.7e9 + step, "attempt": 2, "step": step,
+                                               "max_steps": 1000, "loss": 1.0 / step, "grad_norm": 1.0,
+                                               "lr": 1e-4, "mem_gib": 61.0, "extra": {},
+                                               seriesfile.LOG_AT: at}) + "\n")
+                polls = screen.polls
+                await until_ui(pilot, lambda: screen.polls > polls + 1, what=f"steps to {first + 9} read")
+                await pilot.pause()
+            from moeconsole.console.widgets.panes import LogTail
+            return stamped_records(), screen.query_one(LogTail).plain_lines
+    held, shown = asyncio.run(go())
+    assert held <= LOG_TAIL_LINES + 2, f"{held} metric records alive"   # + the newest (last_metrics)
+    assert shown[0].split() == ["step", "loss", "grad", "norm", "lr"]   # columns: shown from records
+    assert shown[-1].split()[:2] == ["240/1,000", "0.004167"]
+
+
+def _heap_resident_kib() -> int:
+    """Resident KiB of this process's glibc heap (the ``[heap]`` mapping of /proc/self/smaps)."""
+    kib, in_heap = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if parts and "-" in parts[0] and not parts[0].endswith(":"):
+                in_heap = parts[-1] == "[heap]"
+            elif in_heap and parts[0] == "Rss:":
+                kib += int(parts[1])
+    return kib
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap, read from /proc")
+def test_a_long_attached_console_gives_freed_heap_back_on_its_cadence(base, make_run):
+    """What a refresh frees in the middle of glibc's heap stayed resident (free() gives back only
+    the heap's top): 0.5 MiB of the 8-GPU run screen. On its trim cadence
+    (``lean.TRIM_CACHES_EVERY_S``; 0.2 s here) the console hands the free pages back
+    (``lean.release_free_heap``, glibc's ``malloc_trim``). Here 40 MB of blocks are freed below
+    a block still held, so only that can give them back: the heap's resident pages fall by most
+    of it while the console runs, and the screen draws on."""
+    import asyncio
+
+    from moeconsole.console import lean
+    from moeconsole.console.app import MoeConsole
+    from moeconsole.console.screens.run import RunScreen
+    from moeconsole.runner.rundir import jsonio
+    from tests.waiting import until_ui
+
+    if not lean.release_free_heap():
+        pytest.skip("the C library is not glibc (no malloc_trim)")
+    run = make_run(base, status="running", steps=40)
+
+    async def go() -> tuple[int, int]:
+        app = MoeConsole(base, run, gpu=False, interval=0.05, trim_caches_s=0.2)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.first_frame_at,
+                           what="the first frame")
+            blocks = [bytes(4096) for _ in range(10_000)]   # 40 MB from the heap (under mmap's threshold)
+            held = bytes(4096)   # a block above them: free() alone cannot shrink the heap past it
+            full = _heap_resident_kib()
+            del blocks
+            await until_ui(pilot, lambda: _heap_resident_kib() < full - 30_000, timeout=20,
+                           what="the freed heap given back")
+            with open(run.log, "a") as f:
+                f.write("step 41/100 loss 0.0244\n")
+            jsonio.append_jsonl(run.metrics, {"v": 1, "t": 1.7e9, "attempt": 2, "step": 41, "max_steps": 100,
+                                              "loss": 0.0244, "grad_norm": 1.0, "lr": 1e-4, "mem_gib": 61.0,
+                                              "extra": {}})
+            await until_ui(pilot, lambda: " 41/100 " in _screen_text(app), what="step 41 drawn")
+            return full, len(held)
+    full, _ = asyncio.run(go())
+    assert full > 40_000

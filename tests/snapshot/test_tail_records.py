@@ -55,3 +55,38 @@ def test_each_tail_line_has_its_record(tmp_path):
 def test_records_that_name_no_line_leave_the_tail_to_be_parsed(tmp_path):
     snap = RunWatcher(make_run(tmp_path, stamped=False), line_records=True).poll(with_gpu=False)
     assert snap.tail_records is None and len(snap.log_tail) == 40
+
+
+def test_the_watcher_holds_the_records_of_the_tails_lines_only_however_long_the_run(tmp_path):
+    """A console stays attached for days: the records it keeps for the tail's columns are those
+    of the lines a tail can show (``LOG_TAIL_LINES``), not hundreds more (512 were kept, about
+    1 MB of the attached console after ten minutes at a step a second). With the bound, every
+    metric line of the tail still has its record, also after a burst of more steps than the
+    bound in one poll."""
+    from moeconsole.runner.rundir.snapshot import LOG_TAIL_LINES
+    run = make_run(tmp_path)
+    watcher = RunWatcher(run, line_records=True)
+    watcher.poll(with_gpu=False)
+    step = 300
+    for burst in (1, 1, 5, 3 * LOG_TAIL_LINES, 1, 2, 7, 2 * LOG_TAIL_LINES, 1):
+        at = run.log.stat().st_size
+        with open(run.log, "a") as f, open(run.metrics, "a") as mf:
+            for _ in range(burst):
+                step += 1
+                line = f"{{'loss': {1 / step}, 'global_step/max_steps': '{step}/900'}}\n"
+                if step % 4 == 0:   # lines without a record between them
+                    f.write("a line with no metrics\n")
+                    at += len("a line with no metrics\n")
+                f.write(line)
+                mf.write(jsonio.dumps({"v": 1, "t": 1.0, "attempt": 1, "step": step, "max_steps": 900,
+                                       "loss": 1 / step, seriesfile.LOG_AT: at}) + "\n")
+                at += len(line)
+        snap = watcher.poll(with_gpu=False)
+        assert watcher.line_records is not None and len(watcher.line_records.by_at) <= LOG_TAIL_LINES
+        assert snap.tail_records is not None and len(snap.log_tail) == LOG_TAIL_LINES
+        for line, rec in zip(snap.log_tail, snap.tail_records):
+            if line.startswith("a line") or line.startswith("Saving"):
+                assert rec is None
+            else:
+                assert rec is not None and f"'{rec['step']}/" in line, line
+        assert snap.tail_records[-1]["step"] == step
