@@ -7,6 +7,7 @@ through psutil, which re-checks the start time before each signal.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import stat
@@ -37,9 +38,11 @@ PIN_DIRS = ("/dev/shm", "/run/user/{uid}", "/tmp")   # tmpfs, gone with the boot
 _pinned: tuple[str, float] | None = None
 
 
+@functools.lru_cache(maxsize=1)
 def boot_id() -> str:
     """This boot's id (``/proc/sys/kernel/random/boot_id``), "" when unknown: ``time.monotonic()``
-    readings and ticks since boot of two processes compare only within one boot."""
+    readings and ticks since boot of two processes compare only within one boot. Read once per
+    process (no process outlives its boot): ``process_start`` asks it for every process scanned."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             return f.read().strip()
