@@ -410,12 +410,17 @@ def test_eio_on_the_runners_own_writes_loses_nothing_written_and_the_runner_goes
 rundir_terminal = ("succeeded", "failed", "killed", "unsaved", "paused")
 
 # Attempt 1 crashes (exit 1) at step 30; attempt 2 trains to step 40.
+# Attempt 1 prints steps, then crashes only once the test says so (the file named by its second
+# argument exists): under load the runner can see step 3 late, and a crash before the rename would
+# have been restarted in the old place before the test renamed it.
 CRASHES_ON_ATTEMPT_1 = ["{python}", "-c", (
-    "import sys, time\n"
+    "import os, sys, time\n"
     "first = sys.argv[1] == '1'\n"
     "for i in range(1, 31 if first else 41):\n"
     "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/40'}\" % i, flush=True)\n"
     "    time.sleep(0.1)\n"
+    "while first and not os.path.exists(sys.argv[2]):\n"
+    "    time.sleep(0.05)\n"
     "sys.exit(1 if first else 0)\n"), "{attempt}"]
 
 
@@ -423,10 +428,13 @@ def test_a_crash_while_the_run_directory_is_renamed_waits_to_relaunch_until_it_i
     """The training crashes while its run directory is renamed away: the runner used to fail the
     run ("the run directory is gone: nothing can be launched"). The restart waits, saying why, and
     launches once the directory is renamed back; the run then succeeds there."""
-    run = harness.start(harness.recipe(command=CRASHES_ON_ATTEMPT_1, restart={"max_restarts": 2}, **NO_SAVES))
+    crash_now = harness.runs_dir.parent / "crash-now"
+    run = harness.start(harness.recipe(command=CRASHES_ON_ATTEMPT_1 + [str(crash_now)], restart={"max_restarts": 2},
+                                       **NO_SAVES))
     run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     moved_path = harness.runs_dir / (run.id + "-moved")
     os.rename(run.path, moved_path)
+    crash_now.touch()
     moved = type(run)(moved_path)
     st = moved.wait(lambda s: s.get("status") in rundir_terminal or (s.get("status") == "cooldown" and any(
         "renamed" in w for w in (s.get("cooldown") or {}).get("waiting_on") or [])), 120, what="the restart waiting")
