@@ -81,7 +81,7 @@ def _cut_pad(text: str, width: int) -> str:
     return clip(text, width).ljust(width) if width > 0 else ""
 
 
-def _title(left: str, right: str, width: int) -> str:
+def _title_line(left: str, right: str, width: int) -> str:
     if right and len(left) + len(right) + 1 <= width:
         return left + right.rjust(width - len(left))
     return _cut_pad(left, width)
@@ -216,7 +216,7 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
     first = ([t for t in candidates if len(t) <= width - 8] or candidates[-1:])[0]
     if width == 0 or height == 0:
         return [[("", "")] for _ in range(height)], None
-    rows: list[Row] = [[(_title(first, right_title, width), "chart--title")]]
+    rows: list[Row] = [[(_title_line(first, right_title, width), "chart--title")]]
     plot_h, plot_w = height - 2, width - LABEL_W - 1
     if plot_h < 1 or plot_w < 4:
         return rows + [[(" " * width, "")] for _ in range(height - 1)], None
@@ -234,7 +234,7 @@ def render_chart_frame(series: Sequence[Downsampled], width: int, height: int, *
     y0, y1 = yr if yr else (0.0, 1.0)
     head, right = _with_notes(candidates, _notes(options, use_log, cap), _rights(right_title, options, x_label, x0, x1),
                               width)
-    rows[0] = [(_title(head, right, width), "chart--title")]
+    rows[0] = [(_title_line(head, right, width), "chart--title")]
     scale = _Scale(x0, x1, y0, y1, px_w, px_h)
     plot = _Plot(plot_w, plot_h, cell_w=1 if overlay else 2, y1=y1 if clipped_axis else None)
     if overlay:

@@ -69,7 +69,7 @@ def _edits(a: str, b: str) -> int:
     return prev[-1]
 
 
-def suggest(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
+def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
     """The command (or, given ``known``, the option) a near-miss word was probably meant to be
     (`runz` -> `runs`, `--jsn` -> `--json`): the fewest edits, then the same length (a typo
     replaces a letter more often than it drops one)."""
@@ -87,7 +87,7 @@ def unknown_options_text(parser: argparse.ArgumentParser, extra: list[str]) -> s
     words = []
     for arg in extra:
         option = arg.split("=", 1)[0]
-        near = suggest(option, known) if option.startswith("--") and known else None
+        near = nearest_by_edits(option, known) if option.startswith("--") and known else None
         words.append(f"{arg} (did you mean {near}?)" if near else arg)
     return f"unrecognized arguments: {' '.join(words)}"
 
@@ -483,7 +483,7 @@ def _check_runs(args: argparse.Namespace) -> None:
 
 def _unknown_command(word: str) -> str:
     """One line for a word that is not a command (a run is opened with `attach RUN`)."""
-    near = suggest(word)
+    near = nearest_by_edits(word)
     hint = f"did you mean `moeconsole {near}`? " if near else ""
     return (f"unknown command {word!r}: {hint}commands: {', '.join(COMMANDS)}; "
             f"`moeconsole attach {word}` opens a run; `moeconsole --help` says more")

@@ -109,7 +109,7 @@ def _env_row(name: str, e: dict[str, Any]) -> list[str]:
             fmt.num(e.get("last")), str(e.get("nonfinite") or 0)]
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+def _markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     return out
@@ -122,7 +122,7 @@ def memory_lines(mem: dict[str, Any]) -> list[str]:
     if not gpus:
         return ["no memory readings"]
     g3 = memory_view.gib_digits
-    out = _table(["GPU", "capacity", "steady peak", "fragmentation", "transients", "effective headroom",
+    out = _markdown_table(["GPU", "capacity", "steady peak", "fragmentation", "transients", "effective headroom",
                   "trend", "activations + workspace"],
                  [[str(g.get("label") or g.get("gpu")), f"{g3(g.get('capacity_gib'))} ({g.get('capacity_source') or fmt.NA})",
                    g3(g.get("steady_peak_gib")), g3(g.get("fragmentation_gib")), g3(g.get("transients_gib")),
@@ -161,13 +161,13 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
         spark = curve_sparkline(r.get("loss_curve") or [])
         lines += [f"`{spark}`" if spark else "(no loss values)", "", f"(no plot: {no_image_reason})", ""]
     lines += ["## Metrics", ""]
-    lines += _table(["series", "first", "min", "median", "max", "last", "non-finite"],
+    lines += _markdown_table(["series", "first", "min", "median", "max", "last", "non-finite"],
                     [_env_row(k, r[k]) for k in ("loss", "grad_norm", "mem_gib", "step_time_s", "tokens_per_s")])
     lines += ["", "## GPU memory", ""]
     lines += memory_lines(r.get("memory") or {})
     lines += ["", "## Restarts and crashes", ""]
     if r["crashes"]:
-        lines += _table(["attempt", "class", "recovery", "summary"],
+        lines += _markdown_table(["attempt", "class", "recovery", "summary"],
                         [[str(c.get("attempt")), str(c.get("class")), str(c.get("decision") or c.get("recovery") or ""),
                           str(c.get("summary") or "")[:120]] for c in r["crashes"]])
         hints = [c for c in r["crashes"] if c.get("hint")]
@@ -177,7 +177,7 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
         lines.append("none")
     lines += ["", "## Checkpoints", ""]
     if r["checkpoints"]:
-        lines += _table(["step", "verdict", "tensors", "suspect", "header sha256", "content sha256", "path"],
+        lines += _markdown_table(["step", "verdict", "tensors", "suspect", "header sha256", "content sha256", "path"],
                         [[str(c.get("step")), str(c.get("verdict")), "-" if c.get("tensors") is None else str(c["tensors"]),
                           "yes" if c.get("suspect") else "", (c.get("header_sha256") or "")[:16],
                           (c.get("sha256") or "")[:16], str(c.get("path"))] for c in r["checkpoints"]])
@@ -192,19 +192,19 @@ def markdown(r: dict[str, Any], image: str | None, no_image_reason: str | None) 
     groups = r["alerts"].get("groups") or []
     if groups:
         lines += [f"{len(groups)} cause(s), {r['alerts'].get('open', 0)} open", ""]
-        lines += _table(["level", "cause", "count", "steps", "state", "first alert"],
+        lines += _markdown_table(["level", "cause", "count", "steps", "state", "first alert"],
                         [[str(g["level"]), str(g["key"]), str(g["count"]),
                           f"{g['first_step']}..{g['last_step']}" if g.get("first_step") is not None else fmt.NA,
                           str(g.get("standing") or ("acknowledged" if g["acknowledged"] else "open")),
                           str(g["title"])] for g in groups])
     elif r["alerts"]["total"]:
-        lines += _table(["rule", "count"], [[k, str(v)] for k, v in sorted(r["alerts"]["by_rule"].items())])
+        lines += _markdown_table(["rule", "count"], [[k, str(v)] for k, v in sorted(r["alerts"]["by_rule"].items())])
     else:
         lines.append("none")
     versions = r["environment"].get("versions") or {}
     lines += ["", "## Environment", ""]
     if versions:
-        lines += _table(["package", "version"], [[k, str(v)] for k, v in sorted(versions.items())])
+        lines += _markdown_table(["package", "version"], [[k, str(v)] for k, v in sorted(versions.items())])
     else:
         lines.append("versions were not recorded at launch")
     return "\n".join(lines) + "\n"

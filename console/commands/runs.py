@@ -15,7 +15,7 @@ def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
-def table(headers: list[str], rows: list[list[str]]) -> str:
+def aligned_table(headers: list[str], rows: list[list[str]]) -> str:
     """Left-aligned columns, two spaces apart (what ``runs ls`` and ``runs diff`` print)."""
     widths = [len(h) for h in headers]
     for row in rows:
@@ -165,12 +165,12 @@ def cmd_diff(base, a: str, b: str, as_json: bool) -> int:
         _out(jsonio.dumps(d))
         return 0
     lines = [f"A  {d['a']['label']}  ({d['a']['path']})", f"B  {d['b']['label']}  ({d['b']['path']})", ""]
-    lines.append(table(["", "A", "B", "B - A"], fmt.diff_rows(d)))
+    lines.append(aligned_table(["", "A", "B", "B - A"], fmt.diff_rows(d)))
     lines.append("")
     diffs = d["recipe_diff"]
     if diffs:
         lines.append(f"recipe differences ({len(diffs)})")
-        lines.append(table(["key", "A", "B"], [[x["key"], rundiff.format_value(x["a"]), rundiff.format_value(x["b"])]
+        lines.append(aligned_table(["key", "A", "B"], [[x["key"], rundiff.format_value(x["a"]), rundiff.format_value(x["b"])]
                                                for x in diffs]))
     else:
         lines.append("recipe differences: none")

@@ -42,7 +42,7 @@ def _pct(v: float | None) -> str:
     return units.NA if v is None else f"{units.number(v)}%"
 
 
-def who(row: dict) -> str:
+def process_words(row: dict) -> str:
     """The process in words: ``rank 3 (leader)``, ``run (waiter)``, ``other``."""
     if not row["own"]:
         return "other"
@@ -61,7 +61,7 @@ PROC_HEADER = f"{PROC_INDENT}{'process':<{PROC_WHO_W}} {'PID':>8}  {'GPU mem':>8
 
 def proc_line(r: dict) -> Pieces:
     """One process under its GPU: who it is, its PID, the GPU memory it holds, its SM share."""
-    text = (f"{PROC_INDENT}{who(r):<{PROC_WHO_W}} {r['pid']!s:>8}  {units.gib_of_mib(r['used_mib'], 'G'):>8}  "
+    text = (f"{PROC_INDENT}{process_words(r):<{PROC_WHO_W}} {r['pid']!s:>8}  {units.gib_of_mib(r['used_mib'], 'G'):>8}  "
             f"{_pct(r['sm_pct']):>5}")
     return [(text, "gpuview--own" if r["own"] else "gpuview--other")]
 

@@ -14,7 +14,7 @@ from moeconsole.console.timeline import Entry
 from moeconsole.console.widgets.lines import LinesView
 
 
-def _text(lines: list[tuple[str, str]], widget: Static) -> Text:
+def _styled_text(lines: list[tuple[str, str]], widget: Static) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     for i, (line, style) in enumerate(lines):
         if i:
@@ -110,7 +110,7 @@ class AlertBar(Static):
         self._shown = lines
         relayout = len(lines) != len(self.plain_lines)  # height auto: only a new line count moves things
         self.plain_lines = [t for t, _ in lines]
-        self.update(_text(lines, self), layout=relayout)
+        self.update(_styled_text(lines, self), layout=relayout)
 
 
 class LogTail(LinesView):

@@ -127,7 +127,7 @@ def _fp8_table(exp_bits: int, man_bits: int, bias: int, *, fn: bool = False, fnu
 _FP8_TABLES: dict[str, np.ndarray] = {}
 
 
-def _table(dtype: str) -> np.ndarray:
+def _fp8_values(dtype: str) -> np.ndarray:
     if dtype not in _FP8_TABLES:
         if dtype == "F8_E4M3":
             _FP8_TABLES[dtype] = _fp8_table(4, 3, 7, fn=True)
@@ -158,4 +158,4 @@ def decode(dtype: str, raw: np.ndarray) -> np.ndarray:
     if dtype == "BF16":
         with np.errstate(invalid="ignore"):     # signalling NaN patterns: quiet NaN is what we want
             return (_u16(raw).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    return _table(dtype)[raw]
+    return _fp8_values(dtype)[raw]

@@ -102,7 +102,7 @@ def _copy_tree(src: Path, tmp: Path, *, use_rsync: bool) -> str:
     return method
 
 
-def _step_of(name: str) -> int | None:
+def _step_at_name_end(name: str) -> int | None:
     digits = name.rsplit("-", 1)[-1].rsplit("_", 1)[-1]
     return int(digits) if digits.isdigit() else None
 
@@ -132,7 +132,7 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
     src = src.resolve()
     final = dest_root / src.name
     staging = dest_root / f"{PARTIAL}{src.name}.{os.getpid()}"
-    step = _step_of(src.name)
+    step = _step_at_name_end(src.name)
     sibling = weights_sibling(src)
     members = ([sibling] if sibling is not None else []) + [src]
 
@@ -186,7 +186,7 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
             os.close(dfd)
     except OSError as exc:
         return fail(f"cannot put the copy in place: {exc}", method)
-    synced = [(p.name, _step_of(p.name)) for p in dest_root.iterdir()
+    synced = [(p.name, _step_at_name_end(p.name)) for p in dest_root.iterdir()
               if p.is_dir() and not p.name.startswith(PARTIAL) and (p / MARKER).is_file()]
     deleted = retention(synced, keep_last, final.name)
     for name in deleted:

@@ -2335,7 +2335,7 @@ def _nccl_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
                     extra=s.nccl.support)
 
 
-def _who(status_lines: list, s: _Scan) -> str:
+def _failed_rank_words(status_lines: list, s: _Scan) -> str:
     root = s.root if s.root is not None and s.root.exitcode is not None else (s.failed_line or _failure_entry(s))
     if root is None or not status_lines:
         return ""
@@ -2350,7 +2350,7 @@ def _who(status_lines: list, s: _Scan) -> str:
 
 
 def _signal_verdict(cls: str, sig: int, lines: list, s: _Scan) -> CrashVerdict:
-    who = _who(lines, s)
+    who = _failed_rank_words(lines, s)
     name = signal_name(sig)
     if cls == "killed_oom":
         return _verdict(cls, lines, f"killed by {name}{who} without a user kill: most likely the "
@@ -2379,7 +2379,7 @@ def _unknown_verdict(exit_code: int | None, code: int | None, signum: int | None
         how = f"exited with code {exit_code}"
     raised = sorted(s.exceptions + s.asserts)
     first_exc = raised[0][1] if raised else None
-    summary = f"{how}{_who(status_lines, s)}"
+    summary = f"{how}{_failed_rank_words(status_lines, s)}"
     if first_exc:
         summary += f": {clip(_exception_words(first_exc), 200)}"
     lines = raised + status_lines
@@ -2405,13 +2405,13 @@ def _room_line(hits: _Hits) -> str:
 
 def _disk_full_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     return _verdict("disk_full", s.disk.decisive[-3:] + status_lines,
-                    f"a write ran out of room{_who(status_lines, s)}: {clip(_room_line(s.disk), 200)}",
+                    f"a write ran out of room{_failed_rank_words(status_lines, s)}: {clip(_room_line(s.disk), 200)}",
                     retryable=True, recovery="wait_disk", hint=_DISK_FULL_HINT)
 
 
 def _shm_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
     return _verdict("bus_error", s.shm.decisive[-3:] + status_lines,
-                    f"shared memory (/dev/shm) is full{_who(status_lines, s)}: {clip(_room_line(s.shm), 200)}",
+                    f"shared memory (/dev/shm) is full{_failed_rank_words(status_lines, s)}: {clip(_room_line(s.shm), 200)}",
                     retryable=False, recovery="fail", hint=_SHM_HINT)
 
 

@@ -99,7 +99,7 @@ def field_names(model: type) -> list[str]:
     return [f.encode_name for f in info.fields] if isinstance(info, mi.StructType) else []
 
 
-def suggest(word: str, known: Sequence[str]) -> str:
+def did_you_mean(word: str, known: Sequence[str]) -> str:
     """"did you mean X?" for a near miss, else the known words."""
     close = difflib.get_close_matches(word, list(known), n=3, cutoff=0.6)
     return f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(known)}"
@@ -143,7 +143,7 @@ def refusal_words(message: str, data: Any, model: type) -> tuple[str, str]:
     unknown = _UNKNOWN.match(msg)
     if unknown:
         key = unknown.group("key")
-        return _join(place, key), f"unknown key ({suggest(key, _fields(info))})"
+        return _join(place, key), f"unknown key ({did_you_mean(key, _fields(info))})"
     missing = _MISSING.match(msg)
     if missing:
         return _join(place, missing.group("key")), "missing"

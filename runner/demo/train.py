@@ -61,7 +61,7 @@ def build_train_parser() -> argparse.ArgumentParser:
     return p
 
 
-def validate(args: argparse.Namespace, world_size: int, faults: Sequence[Fault]) -> None:
+def refuse_bad_settings(args: argparse.Namespace, world_size: int, faults: Sequence[Fault]) -> None:
     """Reject settings the trainer cannot run with, as ValueError with a one-line reason."""
     for name in ("max_steps", "save_steps", "logging_steps", "lora_rank", "lora_alpha", "batch_size",
                  "experts", "top_k", "hidden_size", "num_layers", "num_threads"):
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         faults = [parse_fault(text) for text in args.fault]
         attempt = attempt_from_env()
         world = World.from_env()
-        validate(args, world.size, faults)
+        refuse_bad_settings(args, world.size, faults)
     except ValueError as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return 2

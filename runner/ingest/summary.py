@@ -161,7 +161,7 @@ def _at(p: tuple[float, int] | None, unit: str = "") -> str:
     return f"{fmt_num(p[0])}{unit} (step {p[1]:,})"
 
 
-def _trend_words(s: Summary) -> str:
+def _trend_clause(s: Summary) -> str:
     """'; stable over the last 385 steps' / '; growing 12.0 MiB/step over the last 385 steps'."""
     if not s.mem_tail:
         return ""
@@ -186,7 +186,7 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
         lines.append(f"  steps        {s.first_step:,} -> {s.last_step:,}{total} ({s.records:,} records{restarts})")
         lines.append(f"  loss         first {_at(s.loss_first)}, last {_at(s.loss_last)}, min {_at(s.loss_min)}")
         lines.append(f"  grad norm    max {_at(s.grad_max)}")
-        lines.append(f"  memory       peak {_at(s.mem_peak, ' GiB')}{_trend_words(s)}")
+        lines.append(f"  memory       peak {_at(s.mem_peak, ' GiB')}{_trend_clause(s)}")
         if s.non_finite:
             nf = ", ".join(f"{f} {n:,}" for f, n in sorted(s.non_finite.items()))
             lines.append(f"  non-finite   {nf}")

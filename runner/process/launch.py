@@ -156,7 +156,7 @@ def record_never_started(run: rundir.RunDir, why: str) -> bool:
         report = runfiles.CrashReport(attempt=0, cls="launch_failed", t=now, run_id=run.run_id, summary=why,
                                       evidence=[why], recovery="fail", retryable=False,
                                       hint="fix what the runner's output names, then start the run again",
-                                      log_tail=_tail_lines(run.runner_log))
+                                      log_tail=_runner_log_tail(run.runner_log))
         try:
             jsonio.atomic_write_json(run.crash_report(0), as_dict(report))
         except OSError:
@@ -189,12 +189,12 @@ def _cwd() -> str:
 
 def _tail(path: Path, n: int = 3) -> str:
     """What the runner last said: its own error line when it refused to start, else its last lines."""
-    lines = _tail_lines(path)
+    lines = _runner_log_tail(path)
     own = [l for l in lines if l.startswith("moeconsole runner:")]
     return own[-1] if own else " | ".join(lines[-n:])
 
 
-def _tail_lines(path: Path, max_bytes: int = 64 * 1024, keep: int = 50) -> list[str]:
+def _runner_log_tail(path: Path, max_bytes: int = 64 * 1024, keep: int = 50) -> list[str]:
     """The runner's last output lines, never through a symlink (a planted one must not print
     another file)."""
     try:

@@ -508,7 +508,7 @@ def config_path(recipe: "RunRecipe", flags: Mapping[str, str]) -> str | None:
     return str(found.parent) if found is not None else None
 
 
-def world_size(recipe: "RunRecipe", flags: Mapping[str, str]) -> int | None:
+def gpus_of_command(recipe: "RunRecipe", flags: Mapping[str, str]) -> int | None:
     """GPUs the command uses: NPROC_PER_NODE x NNODES, torchrun's --nproc_per_node, or gpus.devices."""
     env = recipe.env
     per = env.get("NPROC_PER_NODE") or _flag_value(flags, "nproc_per_node")

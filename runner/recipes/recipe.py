@@ -169,12 +169,12 @@ def apply_overrides(raw: dict, overrides: list[str], src: str = "--set") -> dict
                 # a flag of the command typed without `args.` (`--set max_steps=100`)
                 raise InputError(f"{src} {item}: unknown key {key!r} (did you mean args.{key}? "
                                  f"args.NAME=VALUE sets the command's --NAME)")
-            raise InputError(f"{src} {item}: unknown key {parts[0]!r} ({schema.suggest(parts[0], model.KEYS + ('args',))})")
+            raise InputError(f"{src} {item}: unknown key {parts[0]!r} ({schema.did_you_mean(parts[0], model.KEYS + ('args',))})")
         if len(parts) > 1:
             section = model.section_model(parts[0])
             known = schema.field_names(section) if section is not None else None
             if known is not None and (len(parts) != 2 or parts[1] not in known):
-                raise InputError(f"{src} {item}: unknown key {key!r} ({schema.suggest(key, [f'{parts[0]}.{k}' for k in known])})")
+                raise InputError(f"{src} {item}: unknown key {key!r} ({schema.did_you_mean(key, [f'{parts[0]}.{k}' for k in known])})")
         elif model.is_section(parts[0]):
             raise InputError(f"{src} {item}: {parts[0]} is a section; set one of its keys ({parts[0]}.KEY=VALUE)")
         node = raw

@@ -127,7 +127,7 @@ class AlertGroup:
     def latest(self) -> str:
         """The newest occurrence in one short line, with the group's count: what a toast says
         when the group gets news ("loss is inf at step 63 (divergence x3, steps 61-63)")."""
-        newest = _title(self.members[-1]) if self.members else self.title
+        newest = _group_title(self.members[-1]) if self.members else self.title
         if self.count == 1:
             return newest
         return f"{newest} ({self.key} x{self.count}" + (f", {self.steps()})" if self.steps() else ")")
@@ -187,7 +187,7 @@ def _level(ev: dict) -> str:
     return CRITICAL if ev.get("type") == "crash" else str(ev.get("level")).lower()
 
 
-def _title(ev: dict) -> str:
+def _group_title(ev: dict) -> str:
     if ev.get("type") == "crash":  # the class, not the attempt: a group holds every attempt it hit
         what = f"crash {ev.get('class') or 'unknown'}"
         return f"{what}: {short_message(str(ev['summary']), 48)}" if ev.get("summary") else what
@@ -236,7 +236,7 @@ class AlertBook:
         episodes = (episode,) if episode else ()
         if old is None:
             self._groups[cause] = AlertGroup(
-                key=cause, level=level, title=_title(ev), count=1, first_step=step, last_step=step, first_t=t,
+                key=cause, level=level, title=_group_title(ev), count=1, first_step=step, last_step=step, first_t=t,
                 last_t=t, attempts=(attempt,) if attempt is not None else (), rules=(rule,), crash_class=cls,
                 members=(ev,), news_t=t, open_episodes=episodes, bad_paths=_bad_paths(ev))
             return
@@ -245,7 +245,7 @@ class AlertBook:
         if update and old.level == level and not old.resolved:
             # the same episode with new numbers: its line says them, but it is not news
             self._groups[cause] = replace(
-                old, title=_title(ev), last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
+                old, title=_group_title(ev), last_step=max([s for s in (old.last_step, step) if s is not None], default=None),
                 last_t=max(old.last_t, t), members=(old.members + (ev,))[-self.member_keep:])
             return
         # the restart policy's decision on a crash is part of that crash: one event, counted once
@@ -254,7 +254,7 @@ class AlertBook:
         newest = rule in NEWEST_TITLE and (worse or level == old.level)
         self._groups[cause] = replace(
             old, level=CRITICAL if worse else old.level,
-            title=_title(ev) if worse or newest or (episode and old.resolved) else old.title,
+            title=_group_title(ev) if worse or newest or (episode and old.resolved) else old.title,
             news_t=max(old.news_t, t), resolved=False, resolved_why=None,
             bad_paths=old.bad_paths + tuple(p for p in _bad_paths(ev) if p not in old.bad_paths),
             open_episodes=old.open_episodes + tuple(e for e in episodes if e not in old.open_episodes),

@@ -200,7 +200,7 @@ def waiting_words(run: Doc) -> str | None:
     return f"waiting on: {waiting or 'the cooldown floor'}{floor}"
 
 
-def _tail_lines(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES,
+def _tail_with_offsets(path: Path, n: int = LOG_TAIL_LINES, max_bytes: int = LOG_TAIL_BYTES,
                 redactor: Redactor | None = None) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """Last complete lines of a log, secrets masked, and the byte offset each starts at in the
     file (what the runner stamps its records with, ``seriesfile.log_at``); progress-bar carriage
@@ -272,7 +272,7 @@ class RunWatcher:
         file's write, or a quiet log, costs one stat), and the runner's record of each."""
         key = _stat_key(str(self.run.log))
         if key is None or key != self._tail[0]:
-            self._tail = (key, *_tail_lines(self.run.log, redactor=self.redactor))
+            self._tail = (key, *_tail_with_offsets(self.run.log, redactor=self.redactor))
         records = self.line_records.of(self._tail[2]) if self.line_records is not None else None
         return self._tail[1], records
 

@@ -134,7 +134,7 @@ def load_run_recipe(run: rundir.RunDir) -> "RunRecipe":
     return recipes.restore_secrets(recipe, as_dict(secrets) if secrets else None)
 
 
-def step_of(path: str | None) -> int | None:
+def step_after_dash(path: str | None) -> int | None:
     """The step a checkpoint directory's name ends in (``checkpoint-40`` -> 40)."""
     if not path:
         return None

@@ -38,7 +38,7 @@ from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree
-from moeconsole.runner.telemetry import host
+from moeconsole.runner.telemetry import identity
 from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
@@ -65,7 +65,7 @@ from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
-                                                  step_of, takeover)
+                                                  step_after_dash, takeover)
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -314,10 +314,10 @@ class Supervisor:
         self.watch.launched(started.attempt)
         now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
         self.pipe.launched(attempt)
-        self.resumed_step = step_of(started.resumed_from)
+        self.resumed_step = step_after_dash(started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
-                 attempt_started_mono=time.monotonic(), attempt_boot_id=host.boot_id() or None)
+                 attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None)
         self.journal.event("attempt_start", **started.event)
         self._note_job()
         self.next_env = {}
@@ -366,7 +366,7 @@ class Supervisor:
         self.checkpoints.sweep(self.pipe.monitors.on_checkpoint, self.state.attempt)
         self._checkpoint_state()  # no live attempt: never a pause for bad saves here
         n, gpu = self.state.attempt, self.gpus.snapshot()
-        boot, mono, began = host.boot_id() or None, time.monotonic(), self.state.get("attempt_started_mono")
+        boot, mono, began = identity.boot_id() or None, time.monotonic(), self.state.get("attempt_started_mono")
         ran_s = mono - began if boot and isinstance(began, (int, float)) and \
             self.state.get("attempt_boot_id") == boot and mono >= began else None
         ended = EndedAttempt(

@@ -19,6 +19,7 @@ from pathlib import Path
 import msgspec
 
 from moeconsole.runner.telemetry import cpustat
+from moeconsole.runner.telemetry.identity import boot_id
 from moeconsole.runner.rundir.rundir import hostname
 
 GIB = 1024.0 ** 3
@@ -71,12 +72,6 @@ def cpu_mark_path(runs_dir: Path | str) -> Path:
     """``<runs dir>/.host-cpu-<host>.json``: one per host (a runs directory on a shared disk)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in hostname())[:64] or "host"
     return Path(runs_dir) / f".host-cpu-{safe}.json"
-
-
-def boot_id() -> str:
-    """This boot's id (``identity.boot_id``, the one reader)."""
-    from moeconsole.runner.telemetry.identity import boot_id as read
-    return read()
 
 
 def write_cpu_mark(runs_dir: Path | str, reading: tuple[float, float], at: float) -> None:

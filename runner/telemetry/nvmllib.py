@@ -175,18 +175,18 @@ def nvmlDeviceGetHandleByIndex(index: int) -> c_void_p:
     return device
 
 
-def _text(symbol: str, handle: c_void_p, size: int) -> str:
+def _string_query(symbol: str, handle: c_void_p, size: int) -> str:
     buf = create_string_buffer(size)
     _check_return(_symbol(symbol)(handle, buf, c_uint(size)))
     return buf.value.decode()
 
 
 def nvmlDeviceGetName(handle: c_void_p) -> str:
-    return _text("nvmlDeviceGetName", handle, _NAME_BUFFER)
+    return _string_query("nvmlDeviceGetName", handle, _NAME_BUFFER)
 
 
 def nvmlDeviceGetUUID(handle: c_void_p) -> str:
-    return _text("nvmlDeviceGetUUID", handle, _UUID_BUFFER)
+    return _string_query("nvmlDeviceGetUUID", handle, _UUID_BUFFER)
 
 
 def nvmlDeviceGetUtilizationRates(handle: c_void_p) -> c_nvmlUtilization_t:

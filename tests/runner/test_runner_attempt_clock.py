@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from moeconsole.runner.telemetry.host import boot_id
+from moeconsole.runner.telemetry.identity import boot_id
 
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}   # saves nothing, judged without
 

@@ -359,7 +359,7 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if not cmd.megatron:
         return []
     version = cmd.table.version if cmd.table else "4.6.0"
-    world = sizes.world_size(recipe.env)
+    world = sizes.torchrun_world_size(recipe.env)
     out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
     from moeconsole.runner.recipes.resume import resume_template
