@@ -492,6 +492,10 @@ _LAUNCH_ADVICE = re.compile(r"(?:consider passing|environment variable) ("
 
 
 
+# the substrings that let a line reach _ENV_FA4 (FlashAttention-4's refusals, see there)
+_FA4_TOKENS = (" forward with head_dim", " backward with head_dim", " 2CTA ", "forward only supports",
+               "not supported on SM", "only supported on SM", "supported on SM90", "Only SM ")
+
 _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("oom", ("out of memory", "OutOfMemoryError", "Out of memory", "OOM when allocating", "_ALLOC_FAILED",
              "hipErrorOutOfMemory", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED", "ResourceExhaustedError",
@@ -518,7 +522,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
-               "Aicpu kernel execute failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES))),
+               "Aicpu kernel execute failed", "failed to launch on the GPU", "GPU program failed to execute",
+               "access to GPU memory space failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
@@ -539,7 +544,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "NoBinaryForGpu", "does not has any binary", "does not have any binary",
              "or higher required for", "FP8 block scaled GEMM requires", "(for all gemm layouts)",
              "peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED",
-             "Expected is_sm", "requires A100/A800 or H100/H800")),
+             "Expected is_sm", "requires A100/A800 or H100/H800", *_FA4_TOKENS)),
     ("hub", ("GatedRepo", "gated repo", "gated dataset", "Make sure to have access to it at",
              "RepositoryNotFound", "Repository Not Found",
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
@@ -810,6 +815,20 @@ _RECOMPUTE = re.compile(
     r"|CheckpointError:", re.IGNORECASE)
 _RECOMPUTE_COUNT = re.compile(r"Number of tensors saved during (forward|recomputation): (\d+)")
 
+# cuBLAS's own words for a kernel that failed on the GPU, where a wrapper prints the status text instead of
+# its name: cublasGetStatusString (cuBLAS 11.4 and later) words CUBLAS_STATUS_EXECUTION_FAILED "the function
+# failed to launch on the GPU", as Transformer Engine's NVTE_CHECK_CUBLAS prints it (common/util/logging.h:
+# NVTE_ERROR("cuBLAS Error: ", cublasGetStatusString(status)) -> ".../gemm/cublaslt_gemm.cu:750 in function
+# cublas_gemm: cuBLAS Error: the function failed to launch on the GPU") and FlashInfer's FLASHINFER_CUBLAS_CHECK
+# ("CUBLAS Error: " + cublasGetStatusString(e)); torch <= 1.x's THCBlas printed the documented texts of
+# EXECUTION_FAILED and MAPPING_ERROR ("cublas runtime error : the GPU program failed to execute at
+# .../THCBlas.cu:411", "... : an access to GPU memory space failed at ..."). Read only after a cuBLAS name and
+# "error"/"failure", so cuSPARSE's same words and a sentence that mentions them decide nothing. cuBLAS's other
+# texts name no fault and stay unknown, like their status names: "an unsupported value or parameter was passed
+# to the function" (INVALID_VALUE, an FP8 GEMM's shape), "the requested functionality is not supported".
+_CUBLAS_FAULT_TEXT = (r"\b(?i:cublas(?:lt)?)(?: runtime)? (?i:error|failure) ?: ?"
+                      r"(?:the function failed to launch on the GPU|the GPU program failed to execute"
+                      r"|an access to GPU memory space failed)")
 _FAULT = re.compile(
     r"an illegal memory access was encountered|unspecified launch failure"
     r"|device-side assert triggered|uncorrectable ECC error encountered"
@@ -839,7 +858,8 @@ _FAULT = re.compile(
     # Ascend (CANN runtime, torch_npu): a kernel that faulted on the NPU, task.cc's "Kernel task happen
     # error, retCode=0x2a, [aicpu exception]." (also [aicore exception], [vector core exception],
     # [sdma exception] ...) and the AICPU's "Aicpu kernel execute failed, device_id=0, ..."
-    r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed")
+    r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed"
+    r"|" + _CUBLAS_FAULT_TEXT)
 
 def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] = ()) -> dict[str, str]:
     """The environment a ``cuda_fault`` restart runs with so that the fault is reported where it
@@ -1253,6 +1273,44 @@ _ENV_LOWP = re.compile(
 # fails as "unhandled cuda error": its echo, not another cause.
 _ENV_P2P = re.compile(r"peer access is not supported between these two devices|cudaErrorPeerAccessUnsupported"
                       r"|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED")
+# FlashAttention-4 (flash-attn's CuTe DSL kernels, flash_attn.cute; the FA4 path of transformers, Transformer
+# Engine and ms-swift's Megatron on Hopper and Blackwell) refusing an attention configuration that its kernels
+# for this GPU architecture do not implement, in its own assertion and NotImplementedError texts (read in
+# flash_attn/cute/interface.py, sm100_hd256_2cta_fmha_forward.py / _backward.py and flash_fwd_sm90.py of
+# Dao-AILab/flash-attention 0251105a, Aug 2026): "SM100 forward with head_dim=256 does not support aux_tensors"
+# (softcap, block sparsity, learnable_sink, seqused_q/seqused_k, score_mod, mask_mod, pack_gqa, SplitKV, local
+# attention ...; "SM100 backward with head_dim=256 ..." the same, "... only supports cluster_size in {1, 2}",
+# "... requires use_2cta_instrs=True"), "SM100 hd256 2CTA paged KV requires max_seqlen_k divisible by ...",
+# "SM100 block-sparse backward with head_dim=192 requires 2CTA; ...", "SM120 forward only supports
+# num_splits=1", _validate_head_dims' "(head_dim, head_dim_v)=(96, 96) is not supported on SM100/SM110. ..."
+# (and "... on SM90."), "paged KV not supported on SM 8.0", "SplitKV not supported on SM 9.0", "Block sparsity
+# not supported on SM 12.0", "score_mod backward not supported on SM 12.0", "Custom user-provided score_mod is
+# not supported on SM8x architectures.", "FP8 is only supported on SM100 (compute capability 10.x) for FA4
+# CuTe.", "Learnable sink backward is supported on SM90 and SM100/SM110", "Only SM 9.x is supported". The same
+# call on the same GPU fails the same way: environment_error, another attention backend or a configuration
+# the kernel implements.
+_ENV_FA4 = re.compile(
+    r"\bSM\d{2,3}(?:/SM\d{2,3})? (?:forward|backward|block-sparse backward|hd\d+ 2CTA)\b[^\n]*? "
+    r"(?:does not support|only supports|requires) "
+    r"|\(head_dim, head_dim_v\)=\(\d+, \d+\) is not supported on SM\d+"
+    r"|\bnot supported on SM \d+\.\d\b|is not supported on SM8x architectures"
+    r"|is only supported on SM\d+ \(compute capability [\d.x]+\) for FA4"
+    r"|is supported on SM90 and SM100/SM110|\bOnly SM \d+\.x is supported")
+# Its kernel classes check in their constructors that the tile and head sizes fit this architecture's tensor
+# and shared memory (flash_fwd_sm100.py FlashAttentionForwardSm100.__init__: `assert self.tmem_total <=
+# self.tmem_alloc_cols`, in 2025 `<= SM100_TMEM_CAPACITY_COLUMNS`; flash_bwd_sm100.py: `assert self.tile_hdim
+# <= 128 or ...`): a bare AssertionError raised from such a constructor is the same refusal without words.
+_FA4_KERNEL_FILE = re.compile(r"flash_attn[/\\]cute[/\\]\w*sm_?\d+\w*\.py$")
+
+
+def _fa4_kernel_refusal(text: str, stack: list[tuple[str, str]]) -> str | None:
+    """The FlashAttention-4 kernel file whose constructor raised this bare ``AssertionError``, else None."""
+    if text.rstrip(": ") != "AssertionError" or not stack or stack[-1][1] != "__init__":
+        return None
+    m = _FA4_KERNEL_FILE.search(stack[-1][0])
+    return m.group(0).replace("\\", "/").rsplit("/", 1)[-1] if m else None
+
+
 _ENV_SM = re.compile(r"(?P<gpu>\S.*?) with CUDA capability (?P<sm>sm_\d+) is not compatible with the current "
                      r"PyTorch installation")
 # A model or dataset the Hub will not give (hub_access): huggingface_hub's errors.py classes and
@@ -1375,6 +1433,7 @@ class _Scan:
     root: _RootCause | None = None
     failed_line: _RootCause | None = None
     oom_info: _OomInfo = field(default_factory=_OomInfo)
+    fa4_kernel: str | None = None   # FlashAttention-4's kernel file whose constructor refused (_fa4_kernel_refusal)
     last_lines: list[tuple[int, str]] = field(default_factory=list)
 
     def exceptions_after(self, idx: int, *, but: Collection[int] = ()) -> bool:
@@ -1511,7 +1570,7 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             s.usage.decisive.append((idx, text))
         if "env" in families:
             if ((_ENV_DRIVER.search(text) and "UserWarning" not in text) or _ENV_ARCH.search(text)
-                    or _ENV_LOWP.search(text) or _ENV_P2P.search(text)):
+                    or _ENV_LOWP.search(text) or _ENV_P2P.search(text) or _ENV_FA4.search(text)):
                 s.env.decisive.append((idx, text))
             elif _ENV_SM.search(text) or _ENV_DRIVER.search(text):
                 s.env.support.append((idx, text))
@@ -1526,6 +1585,10 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         if "exc" in families and _EXC.match(text) and "ChildFailedError" not in text:
             s.exceptions.append((idx, text))
             stack = frames.get(rank) or frames.get(last_frames_rank) or []
+            fa4_kernel = _fa4_kernel_refusal(text, stack)
+            if fa4_kernel:
+                s.env.decisive.append((idx, text))
+                s.fa4_kernel = fa4_kernel
             if not _REFUSAL_EXC.match(text):
                 pass    # e.g. a rendezvous timeout while TrainingArguments sets up its devices: not a refusal
             elif any(fn in _ARGS_FRAME_FUNCS or _ARGS_FRAME_FILE.search(f) for f, fn in stack):
@@ -2437,6 +2500,11 @@ _ENV_HINT_FLASH_BWD = ("flash-attention's backward kernels for this head size ar
                        "(A100/A800, H100/H800): use another attention implementation (transformers' attn_implementation "
                        "'sdpa' with its memory-efficient or math kernel, or 'eager'; torch.backends.cuda."
                        "enable_flash_sdp(False)) or such a GPU; a restart fails the same way, so the run is not restarted")
+_ENV_HINT_FA4 = ("FlashAttention-4's kernels for this GPU architecture do not implement this attention "
+                 "configuration (head size, softcap, sink, score_mod, paging, split-KV ...): use another attention "
+                 "backend (flash-attn 2, Transformer Engine's fused attention, 'sdpa'; for ms-swift --attn_impl "
+                 "flash_attn or sdpa) or a head size and feature set the kernel supports; a restart fails the same "
+                 "way, so the run is not restarted")
 _ENV_HINT_LOWP = ("Transformer Engine's own check says this GPU or CUDA cannot run the FP8/FP4 recipe asked for: "
                   "train in bf16 (turn fp8 off), choose a recipe the GPU supports (delayed or current/tensorwise "
                   "scaling from Ada/Hopper; MXFP8 and NVFP4 from Blackwell; blockwise on Hopper with CUDA 12.9+), or "
@@ -2459,6 +2527,17 @@ def _env_own_lines(s: _Scan) -> set[int]:
     if p2p and not any(i > p2p[-1] for i, _ in s.nccl_timeout.decisive):
         own |= {i for i, _ in s.nccl.decisive}
     return own
+
+
+def _fa4_refusal(lines: list[tuple[int, str]], kernel: str | None) -> str | None:
+    """FlashAttention-4's own refusal among the environment lines, from the line's message on (or the
+    kernel whose constructor asserted without words)."""
+    for _, text in lines:
+        m = _ENV_FA4.search(text)
+        if m:
+            start = text.rfind("Error: ", 0, m.start())
+            return text[start + len("Error: "):] if start >= 0 else text[m.start():]
+    return f"AssertionError in {kernel}'s constructor (the tile or head size does not fit)" if kernel else None
 
 
 def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
@@ -2489,7 +2568,11 @@ def _environment_verdict(s: _Scan, status_lines: list) -> CrashVerdict:
             summary, hint = f"the CANN kernels package has no binary for this NPU: {arch}", _ENV_HINT_CANN
         lowp = next((m.group(0) for _, t in lines for m in [_ENV_LOWP.search(t)] if m), None)
         p2p = next((m.group(0) for _, t in lines for m in [_ENV_P2P.search(t)] if m), None)
-        if arch is None and lowp:
+        fa4 = _fa4_refusal(lines, s.fa4_kernel)
+        if arch is None and fa4:
+            summary, hint = (f"FlashAttention-4 cannot run this attention configuration on this GPU's "
+                             f"architecture{where}: {fa4}", _ENV_HINT_FA4)
+        elif arch is None and lowp:
             summary, hint = f"this GPU or CUDA build cannot run the low-precision recipe: {lowp}", _ENV_HINT_LOWP
         elif arch is None and p2p:
             summary, hint = f"the GPUs cannot access each other's memory (peer to peer): {p2p}", _ENV_HINT_P2P

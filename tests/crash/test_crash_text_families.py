@@ -2,6 +2,7 @@
 from the program that prints it, in the forms users paste (without headers, joined, lower-cased)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -1491,3 +1492,114 @@ def test_an_ib_verbs_call_out_of_locked_memory_names_ulimit_l_not_host_ram():
                      "h200-2:4011:4650 [2] proxy.cc:1567 NCCL WARN [Proxy Service 10] Failed to execute operation "
                      "Connect from rank 10, retcode 3"], steps_seen=0)
     assert v.cls == "nccl_error" and "ulimit -l" in v.hint and "memlock" in v.hint, v.hint
+
+
+# cuBLAS's own words for a kernel that failed on the GPU, where a wrapper prints the status text and not its name:
+# Transformer Engine's NVTE_CHECK_CUBLAS (common/util/logging.h: NVTE_ERROR("cuBLAS Error: ",
+# cublasGetStatusString(status)), after NVTE_ERROR's "FILE:LINE in function F: "), FlashInfer's
+# FLASHINFER_CUBLAS_CHECK ("CUBLAS Error: " + cublasGetStatusString(e)) and torch <= 1.x's THCBlas ("cublas runtime
+# error : <text> at FILE:LINE"). cublasGetStatusString words CUBLAS_STATUS_EXECUTION_FAILED "the function failed to
+# launch on the GPU" (batch 24's slime #1622); EXECUTION_FAILED and MAPPING_ERROR's documented texts are "the GPU
+# program failed to execute" and "an access to GPU memory space failed". They were restarted as unknown.
+@pytest.mark.parametrize("line, words", [
+    ("RuntimeError: /TransformerEngine/transformer_engine/common/gemm/cublaslt_gemm.cu:750 in function cublas_gemm: "
+     "cuBLAS Error: the function failed to launch on the GPU", "cuBLAS Error: the function failed to launch on the GPU"),
+    ("RuntimeError: /workspace/flashinfer/include/flashinfer/gemm/bmm_fp8.cuh:212: CUBLAS Error: the function failed "
+     "to launch on the GPU", "CUBLAS Error: the function failed to launch on the GPU"),
+    ("RuntimeError: cublas runtime error : the GPU program failed to execute at /pytorch/aten/src/THC/THCBlas.cu:411",
+     "cublas runtime error : the GPU program failed to execute"),
+    ("RuntimeError: cublas runtime error : an access to GPU memory space failed at "
+     "C:/a/w/1/s/windows/pytorch/aten/src/THC/THCBlas.cu:21", "cublas runtime error : an access to GPU memory space failed"),
+])
+def test_cublas_words_for_a_kernel_that_failed_on_the_gpu_are_a_device_fault(line, words):
+    frames = ['  File "/usr/local/lib/python3.12/dist-packages/transformer_engine/pytorch/cpp_extensions/gemm.py", '
+              'line 141, in general_gemm', "    out, bias_grad, gelu_input, extra_output = tex.generic_gemm(*args)"]
+    v = classify(1, ["step 12 loss 2.1", "Traceback (most recent call last):", *frames, line], steps_seen=12)
+    assert v.cls == "cuda_fault" and v.retryable and v.recovery == "restart_launch_blocking", (v.summary, v.evidence)
+    assert v.summary == f"CUDA fault: {words}" and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}
+    # cuBLAS's texts that name no fault stay unknown, like their status names: an FP8 GEMM's shape
+    # (INVALID_VALUE, batch 24's ms-swift #5694), NOT_SUPPORTED; and cuSPARSE's same words, or a sentence quoting
+    # them, decide nothing
+    for other in ["megatron.core.utils: /TransformerEngine/transformer_engine/common/gemm/cublaslt.cu:412 in function "
+                  "cublas_gemm: cuBLAS Error: an unsupported value or parameter was passed to the function",
+                  "RuntimeError: /tmp/te/transformer_engine/common/include/transformer_engine/logging.h:38 in function "
+                  "check_cublas_: CUBLAS Error: the requested functionality is not supported",
+                  "cusparse status 6: the function failed to launch on the GPU",
+                  "Returns: CUBLAS_STATUS_SUCCESS or the function failed to launch on the GPU"]:
+        assert classify(1, [other], steps_seen=12).cls == "unknown", other
+
+
+# FlashAttention-4 (flash_attn.cute) refusing an attention configuration its kernels for this GPU architecture do
+# not implement, in its own texts (flash_attn/cute/interface.py, sm100_hd256_2cta_fmha_forward.py/_backward.py,
+# flash_fwd_sm90.py of Dao-AILab/flash-attention 0251105a): every attempt on this GPU fails the same way, so the
+# run fails at once (environment_error) instead of three restarts of the same refusal (batch 24's #2635).
+@pytest.mark.parametrize("line", [
+    "AssertionError: SM100 forward with head_dim=256 does not support aux_tensors",
+    "AssertionError: SM100 forward with head_dim=256 does not support learnable_sink",
+    "AssertionError: SM100 backward with head_dim=256 does not support seqused_q/seqused_k",
+    "AssertionError: SM100 backward with head_dim=256 only supports cluster_size in {1, 2}",
+    "AssertionError: SM100 hd256 2CTA paged KV requires max_seqlen_k divisible by 128",
+    "AssertionError: SM100 block-sparse backward with head_dim=192 requires 2CTA; use_2cta_instrs is False.",
+    "AssertionError: SM120 forward only supports num_splits=1",
+    "AssertionError: (head_dim, head_dim_v)=(96, 96) is not supported on SM100/SM110. head_dim and head_dim_v must "
+    "be between 8 and 128 and divisible by 8, or (192, 128) for DeepSeek, or (256, 256) for hd256.",
+    "AssertionError: (head_dim, head_dim_v)=(320, 320) is not supported on SM90. head_dim and head_dim_v must be "
+    "between 8 and 256 and divisible by 8.",
+    "AssertionError: SplitKV not supported on SM 9.0",
+    "AssertionError: Block sparsity not supported on SM 12.0",
+    "NotImplementedError: Custom user-provided score_mod is not supported on SM8x architectures.",
+    "AssertionError: FP8 is only supported on SM100 (compute capability 10.x) for FA4 CuTe.",
+    "AssertionError: Learnable sink backward is supported on SM90 and SM100/SM110",
+    "AssertionError: Only SM 9.x is supported",
+])
+def test_flash_attention_4s_refusal_on_this_architecture_is_an_environment_error(line):
+    frames = ['  File "/usr/local/lib/python3.12/site-packages/flash_attn/cute/interface.py", line 1309, in '
+              '_flash_attn_fwd', "    assert test, msg"]
+    v = classify(1, ["[rank3]: Traceback (most recent call last):", *frames, f"[rank3]: {line}"], steps_seen=0)
+    assert v.cls == "environment_error" and not v.retryable and v.recovery == "fail", (v.summary, v.evidence)
+    message = line.split(": ", 1)[1]
+    assert v.summary.startswith("FlashAttention-4 cannot run this attention configuration on this GPU's "
+                                "architecture: " + message), v.summary
+    assert "another attention backend" in v.hint
+    assert decide(v, [AttemptRecord(1, 0.0, 10.0, v.cls, 0, 0)], RestartSettings(), 10.0).action == "fail"
+    # logged and survived (a fallback), then something else ended the attempt: not the cause
+    v = classify(1, [line, "step 40 loss 1.9", "Traceback (most recent call last):",
+                     '  File "train.py", line 9, in <module>', "KeyError: 'labels'"], steps_seen=40)
+    assert v.cls == "unknown", v.summary
+
+
+def test_a_bare_assertion_in_a_flash_attention_4_kernel_constructor_is_an_environment_error():
+    """flash_fwd_sm100.py's constructor asserts that the tiles fit the GPU's tensor memory, without a message
+    (batch 24's #1959, head_dim 256 on a B200)."""
+    tail = ["Traceback (most recent call last):", '  File "test.py", line 17, in <module>', "    tmp = fa_cute(...)",
+            '  File "/opt/venv/lib/python3.12/site-packages/flash_attn/cute/flash_fwd_sm100.py", line 132, in __init__',
+            "    assert self.tmem_total <= SM100_TMEM_CAPACITY_COLUMNS", "AssertionError"]
+    v = classify(1, tail, steps_seen=0)
+    assert v.cls == "environment_error" and v.recovery == "fail", (v.summary, v.evidence)
+    assert "AssertionError in flash_fwd_sm100.py's constructor" in v.summary, v.summary
+    # the same bare assertion elsewhere (FA4's own call checks, another library's constructor) is no such refusal
+    for where in ['  File "/opt/venv/lib/python3.12/site-packages/flash_attn/cute/interface.py", line 640, in '
+                  '_flash_attn_fwd',
+                  '  File "/opt/venv/lib/python3.12/site-packages/mylib/flash_fwd_sm100.py", line 132, in __init__',
+                  '  File "/opt/venv/lib/python3.12/site-packages/flash_attn/cute/flash_fwd_sm100.py", line 900, in '
+                  'kernel']:
+        v = classify(1, [*tail[:3], where, "    assert q.shape[-1] == k.shape[-1]", "AssertionError"], steps_seen=0)
+        assert v.cls == "unknown", (where, v.summary)
+
+
+@pytest.mark.parametrize("line, cls", [
+    ("AssertionError: SM100 forward with head_dim=256 does not support aux_tensors", "environment_error"),
+    ("RuntimeError: /TransformerEngine/transformer_engine/common/gemm/cublaslt_gemm.cu:750 in function cublas_gemm: "
+     "cuBLAS Error: the function failed to launch on the GPU", "cuda_fault"),
+])
+def test_the_new_summaries_quote_a_pasted_line_with_its_secrets_masked(line, cls):
+    """`moeconsole parse - --crash` as a user runs it: the summary quotes the line from the message on, and a
+    token the paste carried on that line never reaches the output."""
+    token = "hf_" + "Zq9x" * 9
+    res = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "parse", "-", "--crash", "--json"],
+                         cwd=REPO, input=f"step 3\n{line} (HF_TOKEN={token})\n".encode(), capture_output=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert token.encode() not in res.stdout
+    verdict = json.loads(res.stdout)
+    assert verdict["cls"] == cls and line.split("Error: ")[-1] in verdict["summary"], verdict
