@@ -522,7 +522,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
-               "Aicpu kernel execute failed", "failed to launch on the GPU", "GPU program failed to execute",
+               "Aicpu kernel execute failed", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
+               "NVLINK_UNCORRECTABLE",
                "access to GPU memory space failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
@@ -835,6 +836,12 @@ _FAULT = re.compile(
     r"|an illegal instruction was encountered|misaligned address"
     r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
     r"|MisalignedAddress)|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_FAILED)"
+    # an NVLink fault the GPU could not correct (cudaErrorNvlinkUncorrectable / CUDA_ERROR_NVLINK_UNCORRECTABLE,
+    # 220): cudaGetErrorString / cuGetErrorString "uncorrectable NVLink error detected during the execution", as
+    # torch raises it ("CUDA error: ..."), XLA's allocator and an error-file JSON carry it; like an uncorrectable
+    # ECC error, restarted with the blocking switch, and the driver's Xid 154 says when the GPU needs a reset
+    r"|uncorrectable NVLink error detected during the execution|cudaErrorNvlinkUncorrectable"
+    r"|CUDA_ERROR_NVLINK_UNCORRECTABLE"
     # A kernel's own assertion, printed by every failing thread before "device-side assert
     # triggered" (pastes often hold only these, interleaved): CUDA's __assert_fail
     # "Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], thread: [6,0,0] Assertion `...` failed."

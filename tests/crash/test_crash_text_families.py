@@ -1603,3 +1603,23 @@ def test_the_new_summaries_quote_a_pasted_line_with_its_secrets_masked(line, cls
     assert token.encode() not in res.stdout
     verdict = json.loads(res.stdout)
     assert verdict["cls"] == cls and line.split("Error: ")[-1] in verdict["summary"], verdict
+
+
+# cudaErrorNvlinkUncorrectable / CUDA_ERROR_NVLINK_UNCORRECTABLE (220): cudaGetErrorString's "uncorrectable NVLink
+# error detected during the execution", as torch raises it on every rank of an NVLink job, in torchrun's error-file
+# JSON, and in XLA's allocator line. It was restarted as unknown, without the blocking switch; it is a device fault
+# like an uncorrectable ECC error.
+@pytest.mark.parametrize("lines", [
+    ["[rank2]: RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+     "[rank2]: CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+     "might be incorrect.", "[rank2]: For debugging consider passing CUDA_LAUNCH_BLOCKING=1"],
+    ['      "message": "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution\\nCUDA kernel '
+     'errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",'],
+    ["[rank1] E0821 04:06:44.462569 820 gpu_cudamallocasync_allocator.cc:414] cudaFreeAsync failed to free "
+     "0x27e80b9200: INTERNAL: CUDA error: : CUDA_ERROR_NVLINK_UNCORRECTABLE: uncorrectable NVLink error detected "
+     "during the execution"],
+])
+def test_an_uncorrectable_nvlink_error_is_a_device_fault(lines):
+    v = classify(1, ["step 310 loss 1.4", *lines], steps_seen=310)
+    assert v.cls == "cuda_fault" and v.recovery == "restart_launch_blocking", (v.summary, v.evidence)
+    assert "nvlink" in v.summary.lower() and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}
