@@ -529,7 +529,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "got signal:", "died with <Signals.", "Caught signal", "return code =", "received by",
              "RECEIVED BY", "received at time", "Check failure stack trace", "terminated with signal",
              "oom-killer", "oom_reaper", "Kill process", "exit code", "exit status", "exited with code",
-             "Segfault encountered", "encountered a Segfault", "out of shared memory")),
+             "Segfault encountered", "encountered a Segfault", "out of shared memory", "OOMKilled", "Exit Code")),
     ("dep", ("ModuleNotFoundError", "ImportError", "No module named", "undefined symbol", "shared object file",
              "Failed to import", "cannot import name", "DLL load failed", "Could not load library",
              "CUDA Setup failed despite GPU")),
@@ -929,7 +929,14 @@ _SIG_TEXT = re.compile(
     r"|process \d+ terminated with signal (?P<spawn>SIG[A-Z]+)"
     # a shell-style status a wrapper reports for a killed child (128+N): Kubernetes/Flyte "terminated with
     # exit code (137)", docker "exited with code 139", CalledProcessError "returned non-zero exit status 137"
-    r"|(?:exit(?:ed)? (?:with )?code|exit status)[: ]*\(?(?P<status>1(?:29|3\d|4[0-3]))\)?(?!\d)")
+    # (kubectl describe's "Exit Code:\t137" too, k8s.io/kubectl/pkg/describe describeContainerState)
+    r"|(?:exit(?:ed)? (?:with )?code|exit status|Exit Code)[: ]*\(?(?P<status>1(?:29|3\d|4[0-3]))\)?(?!\d)"
+    # Kubernetes: a container the node's cgroup OOM killer ended, by the reason the kubelet records
+    # ("OOMKilled", the container runtime's word): kubectl describe's "Reason:\tOOMKilled" under
+    # "State:\tTerminated" / "Last State:", the pod status as JSON or YAML ("reason": "OOMKilled"), kubectl get
+    # pods' STATUS column ("trainer-0   0/1   OOMKilled   3   12m") and docker inspect's "OOMKilled": true
+    r"|(?P<k8soom>(?i:reason)[\"']?:\s*[\"']?OOMKilled\b|^\S+\s+\d+/\d+\s+OOMKilled\s+\d+"
+    r"|\"OOMKilled\":\s*true\b)")
 # Slurm's slurmstepd when the scheduler ends a job (src/slurmd/slurmstepd/req.c) and its cgroup
 # plugin after the kernel's OOM killer ran in the job (task_cgroup_memory.c): the same causes
 # the job's final state gives, for when accounting cannot be asked.
@@ -1688,7 +1695,7 @@ def _text_signal(text: str) -> int | None:
         return int(_signal.SIGBUS)
     if m.group("fatal"):
         return _STRSIGNAL.get(m.group("fatal"))
-    if m.group("oomkill"):
+    if m.group("oomkill") or m.group("k8soom"):
         return int(_signal.SIGKILL)
     if m.group("shell"):
         return _STRSIGNAL.get(m.group("shell"))

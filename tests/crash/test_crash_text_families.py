@@ -1623,3 +1623,29 @@ def test_an_uncorrectable_nvlink_error_is_a_device_fault(lines):
     v = classify(1, ["step 310 loss 1.4", *lines], steps_seen=310)
     assert v.cls == "cuda_fault" and v.recovery == "restart_launch_blocking", (v.summary, v.evidence)
     assert "nvlink" in v.summary.lower() and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}
+
+
+# Kubernetes: a container the node's cgroup OOM killer ended, by the reason the kubelet records ("OOMKilled"), as
+# kubectl describe prints a container's state (k8s.io/kubectl/pkg/describe describeContainerState: "State:\t
+# Terminated", "Reason:\t%s", "Exit Code:\t%d", tab-expanded), the pod status as JSON or YAML, kubectl get pods'
+# STATUS column and docker inspect's State; it was read as unknown (exit code 1). A SIGKILL for memory:
+# killed_oom, restarted with a warning.
+@pytest.mark.parametrize("lines", [
+    ["Containers:", "  pytorch:", "    State:          Terminated", "      Reason:       OOMKilled",
+     "      Exit Code:    137", "      Started:      Mon, 13 Nov 2023 03:48:52 +0100"],
+    ["    State:          Running", "    Last State:     Terminated", "      Reason:       OOMKilled",
+     "      Exit Code:    137"],
+    ["NAME                     READY   STATUS      RESTARTS   AGE", "llama-sft-worker-0       0/1     OOMKilled   3          41m"],
+    ['        "lastState": {', '            "terminated": {', '                "exitCode": 137,',
+     '                "reason": "OOMKilled",'],
+    ["      terminated:", "        exitCode: 137", "        reason: OOMKilled"],
+    ['        "OOMKilled": true,', '        "Dead": false,'],
+    ["      Exit Code:    137"],
+])
+def test_kubernetes_oomkilled_container_is_a_host_oom_kill(lines):
+    v = classify(1, ["step 120 loss 1.3", *lines], steps_seen=120)
+    assert v.cls == "killed_oom" and v.retryable and v.recovery == "restart", (v.summary, v.evidence)
+    # the word in prose, or docker's "OOMKilled": false, is no such kill
+    for other in ["If the pod shows OOMKilled we should raise its memory limit",
+                  '        "OOMKilled": false,']:
+        assert classify(1, ["step 120 loss 1.3", other], steps_seen=120).cls == "unknown", other
