@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.process.attempt import Attempt, Engine, LaunchSpec
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.recipes.versions import package_versions
@@ -173,7 +174,7 @@ class Launcher:
         argv = recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from,
                                     port=self.port_override)
         port = self.port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
+        env = {k: v for k, v in pyexec.training_env(os.environ, argv).items() if not k.startswith("MOECONSOLE_")}
         env.update(self.env)
         if self.port_override:
             env["MASTER_PORT"] = str(self.port_override)

@@ -1,0 +1,81 @@
+"""The supervised run in a hostile world, round 3: what the training inherits from the console,
+and who else shares the machine. Each through the real CLI, the real detached runner and a real
+training process; asserted on what the user sees."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+from tests.runner.conftest import REPO, Run, base_recipe
+
+NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
+
+
+def _run_with_env(harness, recipe: dict, env: dict[str, str]) -> Run:
+    """``run --detach`` from a shell whose environment is ``env`` exactly (the CLI imports this
+    tree from its working directory, as ``python -m`` does, not through PYTHONPATH)."""
+    path = harness.tmp / f"recipe-env-{len(list(harness.tmp.glob('recipe-env-*')))}.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(path), "--detach",
+                           "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=REPO)
+    assert proc.stdout.strip(), proc.stderr
+    return Run(harness.runs_dir / proc.stdout.strip().splitlines()[0])
+
+
+def _env_lines(run: Run) -> dict[str, str]:
+    """The environment the training printed (``env``), from its log."""
+    out = {}
+    for line in (run.path / "train.log").read_text().splitlines():
+        k, eq, v = line.partition("=")
+        if eq and k.isidentifier():
+            out[k] = v
+    return out
+
+
+def _shell_env(**over: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_") and k != "PYTHONPATH"}
+    for k, v in over.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def test_the_training_gets_the_users_pythonpath_not_moeconsoles(harness):
+    """A user's command (here `env`, any interpreter but ours) is given the PYTHONPATH of the shell
+    that started the run, or none when it had none. The runner used to hand on its own, with
+    moeconsole's package root in front: a wheel's is its venv's site-packages, so the user's Python
+    imported moeconsole's numpy/yaml/torch before its own."""
+    env_bin = shutil.which("env")
+    assert env_bin
+    recipe = base_recipe(command=[env_bin], **NO_SAVES)
+    user = _run_with_env(harness, recipe, _shell_env(PYTHONPATH="/opt/user-lib"))
+    bare = _run_with_env(harness, recipe, _shell_env())
+    for run in (user, bare):
+        st = run.wait_status("succeeded", "failed", "unsaved", timeout=120)
+        assert st["status"] == "succeeded", st
+    seen = _env_lines(user)
+    assert seen.get("PYTHONPATH") == "/opt/user-lib", seen.get("PYTHONPATH")
+    assert "PYTHONPATH" not in _env_lines(bare), _env_lines(bare).get("PYTHONPATH")
+    assert not [k for k in seen if k.startswith("MOECONSOLE_PYTHONPATH")]
+    assert seen.get("MOECONSOLE_RUN_ID") == user.id   # the run's own markers still reach it
+
+
+def test_a_command_run_by_moeconsoles_own_python_can_import_moeconsole(harness):
+    """``{python}`` is our interpreter: the shipped demo recipes run ``moeconsole.runner.demo.train``
+    with it, so it keeps our package root in front, the user's PYTHONPATH after it."""
+    probe = ["{python}", "-P", "-c", "import os, moeconsole; print('PP=' + os.environ['PYTHONPATH']); "
+             "print('AT=' + str(moeconsole.import_root()))"]
+    run = _run_with_env(harness, base_recipe(command=probe, **NO_SAVES), _shell_env(PYTHONPATH="/opt/user-lib"))
+    st = run.wait_status("succeeded", "failed", "unsaved", timeout=120)
+    assert st["status"] == "succeeded", (run.path / "train.log").read_text()[-2000:]
+    lines = dict(line.split("=", 1) for line in (run.path / "train.log").read_text().splitlines()
+                 if line.startswith(("PP=", "AT=")))
+    assert lines["AT"] == str(REPO)
+    assert lines["PP"] == os.pathsep.join([str(REPO), "/opt/user-lib"])
