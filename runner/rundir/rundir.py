@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import math
 import os
 import re
 import stat
 import time
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 from pathlib import Path
 
 from moeconsole.runner.rundir import jsonio, runfiles
@@ -360,7 +361,8 @@ def check_base(base: Path, *, write: bool = False) -> Path:
 
 
 def list_run_dirs(base: Path) -> list[RunDir]:
-    """All run directories under ``base``, newest first (by id, which starts with a timestamp).
+    """All run directories under ``base``, by id descending (its local-time stamp: a listing's
+    order, not which run is newer, which is ``newer_key``'s).
     An entry that cannot be looked at is skipped, never an error for the others."""
     try:
         if not base.is_dir():
@@ -486,8 +488,9 @@ def resolve(base: Path, ref: str | None) -> RunDir:
     runs = list_run_dirs(base)
     if not runs:
         raise InputError(f"no runs under {base}: {NO_RUNS_NEXT}")
-    live = [r for r in runs if r.read_state().get("status") in LIVE]
-    return _readable(live[0] if live else runs[0])
+    states = [(r, r.read_state()) for r in runs]
+    live = [(r, st) for r, st in states if st.get("status") in LIVE]
+    return _readable(_newest(live or states))
 
 
 # What to do where there is no run yet: `runs ls`, the run browser and every command that takes
@@ -496,10 +499,25 @@ NO_RUNS_NEXT = "start one with `moeconsole run RECIPE`, or try the built-in `moe
 
 
 def newest_live(base: Path) -> RunDir | None:
-    for r in list_run_dirs(base):
-        if r.read_state().get("status") in LIVE:
-            return r
-    return None
+    live = [(r, st) for r in list_run_dirs(base) if (st := r.read_state()).get("status") in LIVE]
+    return _newest(live) if live else None
+
+
+def newer_key(started_at: Any, run_id: str) -> tuple[bool, float, str]:
+    """Which of two runs is the newer, for every command that picks "the newest" run (bare
+    ``moeconsole``, ``attach``/``--json``/``verify`` without RUN) and every listing (``runs ls``,
+    the run browser: the index's ``ORDER BY started_at DESC, id DESC`` says the same): the later
+    ``started_at`` (seconds since the epoch, written when the run was made), then the greater id.
+    Never the id alone: its stamp is the local time of the shell that ran ``run``, so a run started
+    under another ``TZ`` (a console on a laptop's zone, a DST change) sorted hours away from its
+    place, and two runs of one second were ordered by their random suffix. A run without a start
+    time (a damaged ``state.json``) is the oldest."""
+    ok = isinstance(started_at, (int, float)) and not isinstance(started_at, bool) and math.isfinite(started_at)
+    return (ok, float(started_at) if ok else 0.0, run_id)
+
+
+def _newest(runs: list[tuple[RunDir, dict]]) -> RunDir:
+    return max(runs, key=lambda rs: newer_key(rs[1].get("started_at"), rs[0].run_id))[0]
 
 
 def hostname() -> str:

@@ -3,6 +3,7 @@ and who else shares the machine. Each through the real CLI, the real detached ru
 training process; asserted on what the user sees."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -79,3 +80,32 @@ def test_a_command_run_by_moeconsoles_own_python_can_import_moeconsole(harness):
                  if line.startswith(("PP=", "AT=")))
     assert lines["AT"] == str(REPO)
     assert lines["PP"] == os.pathsep.join([str(REPO), "/opt/user-lib"])
+
+
+def _ticker(steps: int, delay: float) -> list[str]:
+    return ["{python}", "-c", (
+        "import time\n"
+        f"for i in range(1, {steps + 1}):\n"
+        f"    print(\"{{'loss': '1.0', 'global_step/max_steps': '%d/{steps}'}}\" % i, flush=True)\n"
+        f"    time.sleep({delay})\n")]
+
+
+def test_the_newest_run_is_the_one_started_last_whatever_tz_its_console_had(harness):
+    """Two live runs, the first started from a shell at UTC+14, the second a moment later from one
+    at UTC-12: the first's id reads a day later. `--json` without RUN (as bare `moeconsole` and
+    `attach`) picked the run by id, the older one, while `runs ls` listed the other first; both say
+    the run started last."""
+    recipe = base_recipe(command=_ticker(600, 0.2), **NO_SAVES)
+    first = _run_with_env(harness, recipe, _shell_env(TZ="EAST-14", PYTHONPATH=str(REPO)))
+    first.wait_status("running", timeout=120)
+    second = _run_with_env(harness, recipe, _shell_env(TZ="WEST+12", PYTHONPATH=str(REPO)))
+    second.wait_status("running", timeout=120)
+    assert first.id > second.id   # the ids' local times: the first looks a day newer
+    try:
+        snap = json.loads(harness.cli("--json", "--once", "--no-gpu", check=True).stdout.splitlines()[-1])
+        assert snap["run"]["id"] == second.id, (snap["run"]["id"], first.id, second.id)
+        listed = json.loads(harness.cli("runs", "ls", "--json", check=True).stdout)
+        assert [r["id"] for r in listed["runs"]][:2] == [second.id, first.id]
+    finally:
+        for run in (first, second):
+            harness.cli("kill", run.id)
