@@ -287,7 +287,8 @@ def unsafe_dir(path: Path, st: os.stat_result, *, owned: bool) -> str | None:
 def check_owned(run: RunDir) -> RunDir:
     """A run this user may act on (start its runner, run its command): the run directory a
     real directory owned by this user and writable by nobody else, in a runs directory nobody
-    else can write, and its recipe.yaml and secrets.json this user's. A planted run's command
+    else can write, and its recipe.yaml, secrets.json and environ.json (the environment its command
+    gets: an ``LD_PRELOAD`` planted there would run anything) this user's. A planted run's command
     is never run, whoever asks (root included)."""
     try:
         parent = os.stat(run.path.parent)
@@ -299,7 +300,7 @@ def check_owned(run: RunDir) -> RunDir:
     why = unsafe_dir(run.path, st, owned=True)
     if why is None and parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
         why = f"its directory {run.path.parent} is writable by other users (mode {_mode_text(parent.st_mode)})"
-    for name in ("recipe.yaml", "secrets.json") if why is None else ():
+    for name in ("recipe.yaml", "secrets.json", runfiles.LAUNCH_ENV_FILE) if why is None else ():
         try:
             fst = os.lstat(run.path / name)
         except FileNotFoundError:

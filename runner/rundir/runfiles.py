@@ -1,5 +1,5 @@
 """Typed models of the run directory's files besides ``state.json`` (``runner/core/state.py``):
-crash reports, the waiter's exit records and ``secrets.json``.
+crash reports, the waiter's exit records, ``secrets.json`` and ``environ.json``.
 
 Each file is read through its model only (msgspec: types checked, unknown keys refused, one
 line naming the key when it does not fit), so a damaged file is a per-file problem a reader can
@@ -86,6 +86,18 @@ class SecretsDoc(_File):
     argv: dict[str, str] = {}
 
 
+LAUNCH_ENV_FILE = "environ.json"   # in a run directory, mode 0600 (docs/run-directory.md)
+
+
+class LaunchEnv(_File):
+    """``environ.json`` (0600): the environment of the shell that ran ``moeconsole run`` (without
+    moeconsole's own variables), which every attempt of the run starts from, whichever shell
+    starts a later runner (``restart`` after a reboot, ``kill`` or ``supervise`` of a run whose
+    runner died). It holds whatever that shell held (tokens too): read by the runner only."""
+    v: Literal[1] = 1
+    env: dict[str, str] = {}
+
+
 def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -> tuple[T | None, str | None]:
     """The file as ``model``: (value, None), (None, None) when it does not exist, or (None, the
     problem in one line). Never raises; never follows a symlink; a regular file of at most
@@ -124,6 +136,13 @@ def read_secrets(run_dir: Path | str) -> SecretsDoc | None:
         flat, _ = read(path, dict[str, str])
         return SecretsDoc(env=flat) if flat else None
     return doc
+
+
+def read_launch_env(run_dir: Path | str) -> tuple[dict[str, str] | None, str | None]:
+    """``environ.json`` of a run: (its environment, None); (None, None) for a run made before
+    the file was written; (None, the problem in one line) when it is damaged."""
+    doc, problem = read(Path(run_dir) / LAUNCH_ENV_FILE, LaunchEnv)
+    return (doc.env if doc is not None else None), problem
 
 
 def crash_report(fields: dict) -> dict:

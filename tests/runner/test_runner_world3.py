@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 
+import psutil
 import yaml
 
 from tests.runner.conftest import REPO, Run, base_recipe
+from tests.waiting import until
 
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
@@ -21,11 +25,14 @@ def _run_with_env(harness, recipe: dict, env: dict[str, str]) -> Run:
     tree from its working directory, as ``python -m`` does, not through PYTHONPATH)."""
     path = harness.tmp / f"recipe-env-{len(list(harness.tmp.glob('recipe-env-*')))}.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    proc = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "run", str(path), "--detach",
-                           "--runs-dir", str(harness.runs_dir)], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=REPO)
+    proc = _cli_with_env(harness, env, "run", str(path), "--detach")
     assert proc.stdout.strip(), proc.stderr
     return Run(harness.runs_dir / proc.stdout.strip().splitlines()[0])
+
+
+def _cli_with_env(harness, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(harness.runs_dir)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=REPO)
 
 
 def _env_lines(run: Run) -> dict[str, str]:
@@ -109,3 +116,56 @@ def test_the_newest_run_is_the_one_started_last_whatever_tz_its_console_had(harn
     finally:
         for run in (first, second):
             harness.cli("kill", run.id)
+
+
+# Says, once per attempt, what of its environment a training depends on, then trains on.
+SAYS_ITS_ENV = ["{python}", "-c", (
+    "import os, time\n"
+    "print('SEEN attempt=%s shard=%s token_chars=%d' % (os.environ['MOECONSOLE_ATTEMPT'], "
+    "os.environ.get('TRAIN_SHARD'), len(os.environ.get('HF_TOKEN', ''))), flush=True)\n"
+    "for i in range(1, 601):\n"
+    "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/600'}\" % i, flush=True)\n"
+    "    time.sleep(0.2)\n")]
+
+
+def _seen(run: Run) -> list[str]:
+    return [line for line in (run.path / "train.log").read_text().splitlines() if line.startswith("SEEN ")]
+
+
+def test_a_runner_started_from_another_shell_launches_the_run_with_the_environment_it_was_started_with(harness):
+    """The runner and its training die (a reboot, the OOM killer); the user starts a runner again
+    from a new SSH session (`supervise`; `kill`/`restart` of a run without a runner do the same)
+    whose shell lacks the token the recipe takes (`HF_TOKEN: ${MY_TOKEN}`) and has another value
+    of a variable the training reads. The next attempt ran with that shell's environment: a token
+    gone, a different shard. It gets the environment the run was started with (environ.json)."""
+    recipe = base_recipe(command=SAYS_ITS_ENV, env={"OMP_NUM_THREADS": "1", "HF_TOKEN": "${MY_TOKEN}"}, **NO_SAVES)
+    run = _run_with_env(harness, recipe, _shell_env(PYTHONPATH=str(REPO), TRAIN_SHARD="a", MY_TOKEN="hf_" + "x" * 30))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 2, timeout=120, what="step 2")
+    runner = st["runner"]["pid"]
+    leader = next(p for p in st["pids"] if p["role"] == "leader")["pid"]
+    os.kill(runner, signal.SIGKILL)
+    until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE,
+          60, what="the runner gone")
+    os.kill(leader, signal.SIGKILL)
+    until(lambda: not psutil.pid_exists(leader) or psutil.Process(leader).status() == psutil.STATUS_ZOMBIE,
+          60, what="the training gone")
+    try:
+        out = _cli_with_env(harness, _shell_env(PYTHONPATH=str(REPO), TRAIN_SHARD="b"), "supervise", run.id)
+        assert out.returncode == 0, out.stderr
+        until(lambda: len(_seen(run)) >= 2, 120, what="attempt 2 saying its environment")
+        assert _seen(run) == ["SEEN attempt=1 shard=a token_chars=33", "SEEN attempt=2 shard=a token_chars=33"]
+        assert "hf_xxx" not in (run.path / "train.log").read_text()
+    finally:
+        harness.cli("kill", run.id)
+    assert stat.S_IMODE(os.stat(run.path / "environ.json").st_mode) == 0o600
+
+
+def test_an_environ_json_others_could_write_is_never_launched_from(harness):
+    """environ.json is what the run's command gets (an LD_PRELOAD there runs anything): one that
+    is not a private file of the user is refused as a planted recipe.yaml is, one line, exit 2."""
+    run = harness.start(harness.recipe(command=_ticker(3, 0.01), **NO_SAVES))
+    run.wait_status("succeeded", "failed", "unsaved", timeout=120)
+    os.chmod(run.path / "environ.json", 0o666)
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out
+    assert "environ.json is not a private file of yours" in out.stderr, out.stderr
