@@ -169,3 +169,60 @@ def test_an_environ_json_others_could_write_is_never_launched_from(harness):
     out = harness.cli("supervise", run.id)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out
     assert "environ.json is not a private file of yours" in out.stderr, out.stderr
+
+
+# A trainer that saves real safetensors adapters (checkpoint-N/) every 4 steps, resumes from
+# --resume_from_checkpoint, and in attempt 1 dies by SIGKILL half-way through writing the save at
+# step 8: the header is whole, the tensor data stops in the middle (a node lost mid-save).
+HALF_SAVE = r'''
+import json, os, signal, struct, sys, time
+args = sys.argv[1:]
+out = args[args.index("--output_dir") + 1]
+start = 0
+if "--resume_from_checkpoint" in args:
+    start = int(args[args.index("--resume_from_checkpoint") + 1].rstrip("/").rsplit("-", 1)[1])
+print("RESUMED", start, flush=True)
+attempt = int(os.environ["MOECONSOLE_ATTEMPT"])
+def save(step, half=False):
+    d = os.path.join(out, f"checkpoint-{step}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "adapter_config.json"), "w") as f:
+        json.dump({"peft_type": "LORA", "r": 8, "lora_alpha": 16}, f)
+    n = 4096
+    header = json.dumps({"base_model.model.layer.lora_A.weight": {"dtype": "F32", "shape": [8, n // 8], "data_offsets": [0, 4 * n]},
+                         "base_model.model.layer.lora_B.weight": {"dtype": "F32", "shape": [n // 8, 8], "data_offsets": [4 * n, 8 * n]}}).encode()
+    data = struct.pack(f"<{2 * n}f", *([0.5] * (2 * n)))
+    with open(os.path.join(d, "adapter_model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + (data[: len(data) // 2] if half else data))
+        f.flush()
+        if half:
+            os.kill(os.getpid(), signal.SIGKILL)
+for step in range(start + 1, 13):
+    print("{'loss': '1.0', 'global_step/max_steps': '%d/12'}" % step, flush=True)
+    time.sleep(0.1)
+    if step % 4 == 0:
+        save(step, half=(attempt == 1 and step == 8))
+        time.sleep(0.6)
+'''
+
+
+def test_a_checkpoint_half_written_when_the_training_died_is_never_resumed_from(harness, tmp_path):
+    """SIGKILL in the middle of a save: checkpoint-8's safetensors has a whole header and half its
+    data. The runner finds it truncated and the next attempt resumes from checkpoint-4, the last
+    whole one (that held). That attempt saves checkpoint-8 again, whole, and ends 1.6 s later: the
+    end-of-attempt sweep looked only at saves newer than the newest verified one, so the new
+    checkpoint-8 was never verified and the run kept calling it truncated (a bad save counted, its
+    critical alert standing). A save verified before whose files changed is verified again."""
+    script = tmp_path / "half_save.py"
+    script.write_text(HALF_SAVE)
+    run = harness.start(harness.recipe(command=["{python}", str(script), "--output_dir", "{run_dir}/output"],
+                                       checkpoints={"dir": "{run_dir}/output", "settle_s": 0.2}))
+    st = run.wait_status("succeeded", "failed", "paused", "unsaved", timeout=180)
+    starts = run.events("attempt_start")
+    assert [e.get("resumed_from") for e in starts][:2] == [None, str(run.path / "output" / "checkpoint-4")], starts
+    assert st["status"] == "succeeded", st
+    first = [e for e in run.events("checkpoint") if e.get("attempt") == 1]
+    assert [(e["step"], e["verdict"]) for e in first] == [(4, "ok"), (8, "truncated")], first
+    # attempt 2 saved its own whole checkpoint-8 over the half one
+    assert [(e["step"], e["verdict"]) for e in run.events("checkpoint") if e.get("attempt") == 2] == [(8, "ok"), (12, "ok")]
+    assert st["bad_saves"]["total"] == 0, st["bad_saves"]
