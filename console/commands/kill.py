@@ -36,6 +36,11 @@ def run(args) -> int:
     loaded = run.load_state()
     state = loaded.state
     if not launch.runner_alive(run, state) and (loaded.problem or state.get("status") in rundir.LIVE):
+        from moeconsole.runner.process import killrun
+        theirs = killrun.not_ours(run)
+        if theirs:   # no runner of ours may adopt it, and its processes are not ours to signal
+            sys.stderr.write(f"{run.run_id}: {theirs}\n")
+            return 1
         try:
             state = ensure_runner_or_raise(run, loaded.problem)
         except InputError as exc:
@@ -124,6 +129,9 @@ def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: b
         result = killrun.end_run(run, state, grace_s=grace, why=why)
     except rundir.RunLocked:
         raise InputError(f"{run.run_id}: a runner started meanwhile; run the kill again to ask it") from None
+    if result.refused:
+        sys.stderr.write(f"{run.run_id}: {result.refused}\n")
+        return 1
     if result.survivors:
         print(f"{run.run_id}: still alive after SIGKILL: PIDs {result.survivors}")
         return 1

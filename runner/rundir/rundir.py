@@ -284,6 +284,22 @@ def unsafe_dir(path: Path, st: os.stat_result, *, owned: bool) -> str | None:
     return None
 
 
+def other_owner(run: RunDir) -> str | None:
+    """Whose run this is when it is not this user's: ``user NAME (uid N)``; None for this user's
+    own run (or one whose directory cannot be looked at: the caller's next step says why)."""
+    try:
+        uid = os.lstat(run.path).st_uid
+    except OSError:
+        return None
+    if uid == os.geteuid():
+        return None
+    import pwd
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
 def check_owned(run: RunDir) -> RunDir:
     """A run this user may act on (start its runner, run its command): the run directory a
     real directory owned by this user and writable by nobody else, in a runs directory nobody

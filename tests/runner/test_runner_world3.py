@@ -10,8 +10,11 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import psutil
+import pytest
 import yaml
 
 from tests.runner.conftest import REPO, Run, base_recipe
@@ -226,3 +229,58 @@ def test_a_checkpoint_half_written_when_the_training_died_is_never_resumed_from(
     # attempt 2 saved its own whole checkpoint-8 over the half one
     assert [(e["step"], e["verdict"]) for e in run.events("checkpoint") if e.get("attempt") == 2] == [(8, "ok"), (12, "ok")]
     assert st["bad_saves"]["total"] == 0, st["bad_saves"]
+
+
+def test_root_never_signals_another_users_run_whose_runner_died():
+    """User nobody's run, its runner SIGKILLed, the training on. Root's `kill RUN` could not start
+    a runner for it (the run is not root's), then "ended its processes directly": it wrote a kill
+    into nobody's events, every signal was refused as another user's, and it said "still alive
+    after SIGKILL" of a process it never signalled. It says whose run it is and signals nothing;
+    nobody's own kill ends it."""
+    from tests.rundir.test_other_users_runs import OTHER_PYTHON
+    if OTHER_PYTHON is None:
+        pytest.skip("needs root, runuser and a python3 another user may run")
+    import pwd
+    nobody = pwd.getpwnam("nobody").pw_uid
+    tmp_path = Path(tempfile.mkdtemp(prefix="mcworld3-"))   # not under pytest's 0700 directory
+    base = tmp_path / "theirs"
+    base.mkdir()
+    os.chown(base, nobody, -1)
+    os.chmod(base, 0o755)
+    os.chmod(tmp_path, 0o755)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(base_recipe(command=_ticker(600, 0.2), **NO_SAVES)))
+    os.chmod(recipe, 0o644)
+
+    def as_nobody(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*OTHER_PYTHON, "-m", "moeconsole.console.cli", *args, "--runs-dir", str(base)],
+                              capture_output=True, text=True, timeout=120, cwd="/")
+    started = as_nobody("run", str(recipe), "--detach")
+    assert started.returncode == 0, started.stderr
+    run = Run(base / started.stdout.strip().splitlines()[0])
+    st = run.wait(lambda s: (s.get("step") or 0) >= 2, timeout=120, what="step 2")
+    training = [(p["pid"], p["start_time"]) for p in st["pids"]]
+    try:
+        runner = st["runner"]["pid"]
+        os.kill(runner, signal.SIGKILL)
+        until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE,
+              60, what="the runner gone")
+        out = subprocess.run([sys.executable, "-m", "moeconsole.console.cli", "kill", run.id, "--runs-dir", str(base)],
+                             capture_output=True, text=True, timeout=120, cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert out.returncode == 1, out
+        assert out.stderr.count("\n") == 1 and "the run of user nobody (uid 65534), not yours" in out.stderr, out.stderr
+        assert "SIGKILL" not in out.stdout + out.stderr, out
+        assert not run.events("kill"), run.events("kill")
+        assert all(psutil.pid_exists(pid) for pid, _ in training)
+        theirs = as_nobody("kill", run.id)
+        assert theirs.returncode == 0, theirs.stderr
+        assert run.state()["status"] == "killed"
+    finally:
+        for pid, _ in training:
+            try:
+                if psutil.pid_exists(pid) and psutil.Process(pid).uids().real == nobody:
+                    os.kill(pid, signal.SIGKILL)
+            except (psutil.Error, OSError):
+                pass
+        shutil.rmtree(tmp_path, ignore_errors=True)
