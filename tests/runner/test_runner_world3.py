@@ -284,3 +284,57 @@ def test_root_never_signals_another_users_run_whose_runner_died():
             except (psutil.Error, OSError):
                 pass
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# A torchrun-like launcher: the leader starts a rank in a session of its own that asks for
+# SIGTERM when its parent dies (prctl(PR_SET_PDEATHSIG), as launchers' workers do), and waits on it.
+SESSION_RANK = ["{python}", "-c", (
+    "import ctypes, os, signal, sys, time\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.setsid()\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)\n"
+    "    for i in range(1, 1201):\n"
+    "        print(\"{'loss': '1.0', 'global_step/max_steps': '%d/1200'}\" % i, flush=True)\n"
+    "        time.sleep(0.1)\n"
+    "    os._exit(0)\n"
+    "_, status = os.waitpid(pid, 0)\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n")]
+
+
+def test_a_rank_in_its_own_session_with_a_parent_death_signal_outlives_the_runner_and_is_adopted(harness):
+    """SIGKILL of the runner: the rank (own session, PR_SET_PDEATHSIG on its launcher) trains on,
+    since neither its launcher nor the waiter is the runner's to take down; a new runner adopts the
+    same attempt and its kill ends the whole tree, the rank in its other session included, and
+    leaves a process of the same user that is not the run's alone."""
+    run = harness.start(harness.recipe(command=SESSION_RANK, **NO_SAVES))
+    st = run.wait(lambda s: (s.get("step") or 0) >= 3, timeout=120, what="step 3")
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    try:
+        runner = st["runner"]["pid"]
+        os.kill(runner, signal.SIGKILL)
+        until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE,
+              60, what="the runner gone")
+        step = st["step"]
+        until(lambda: _last_step_logged(run) >= step + 10, 60, what="the rank training on without a runner")
+        out = harness.cli("supervise", run.id)
+        assert out.returncode == 0, out.stderr
+        adopted = run.wait(lambda s: s.get("runner", {}).get("pid") not in (None, runner)
+                           and (s.get("step") or 0) > step + 10, timeout=120, what="a new runner following the rank")
+        assert adopted["attempt"] == 1 and adopted["status"] == "running", adopted
+        assert not run.events("crash")
+        tree = [p["pid"] for p in adopted["pids"]]
+        harness.cli("kill", run.id, check=True)
+        run.wait_status("killed", timeout=60)
+        until(lambda: not [p for p in tree if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE],
+              60, what="every process of the tree gone")
+        assert bystander.poll() is None, "a process that is not the run's was ended"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def _last_step_logged(run: Run) -> int:
+    steps = [int(line.split("'global_step/max_steps': '")[1].split("/")[0])
+             for line in (run.path / "train.log").read_text().splitlines() if line.startswith("{'loss'")]
+    return max(steps, default=0)
