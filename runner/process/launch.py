@@ -73,16 +73,7 @@ def launch_environment(environ: Mapping[str, str]) -> dict[str, str]:
     (``pyexec.user_env``: our own PYTHONPATH and markers out), without moeconsole's variables
     (``MOECONSOLE_*``: another run's markers, the runs directory) and without a name or value that
     is not UTF-8 text (the JSON file cannot hold it; the runner's own environment still passes it on)."""
-    out = {}
-    for k, v in pyexec.user_env(environ).items():
-        if k.startswith("MOECONSOLE_"):
-            continue
-        try:
-            k.encode(), v.encode()
-        except UnicodeEncodeError:
-            continue
-        out[k] = v
-    return out
+    return runfiles.storable_env({k: v for k, v in pyexec.user_env(environ).items() if not k.startswith("MOECONSOLE_")})
 
 
 def _write_new(path: Path, data: bytes) -> None:

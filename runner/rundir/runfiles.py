@@ -138,6 +138,20 @@ def read_secrets(run_dir: Path | str) -> SecretsDoc | None:
     return doc
 
 
+def storable_env(env: dict[str, str]) -> dict[str, str]:
+    """The entries of ``env`` that ``environ.json`` can hold: a name or value that is not UTF-8
+    text (Python's lone surrogates for such bytes) cannot be JSON; it is left to the runner's own
+    environment."""
+    out = {}
+    for k, v in env.items():
+        try:
+            k.encode(), v.encode()
+        except UnicodeEncodeError:
+            continue
+        out[k] = v
+    return out
+
+
 def read_launch_env(run_dir: Path | str) -> tuple[dict[str, str] | None, str | None]:
     """``environ.json`` of a run: (its environment, None); (None, None) for a run made before
     the file was written; (None, the problem in one line) when it is damaged."""

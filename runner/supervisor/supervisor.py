@@ -717,11 +717,12 @@ def _launch_env(run: rundir.RunDir) -> dict[str, str]:
     from a shell without the venv, the token or ``CUDA_VISIBLE_DEVICES``); a run made before that
     file was written, or with it damaged (said in runner.log), from this runner's own."""
     env, problem = runfiles.read_launch_env(run.path)
-    if env is not None:
-        return env
+    own = pyexec.user_env(os.environ)
+    if env is not None:   # with what the file cannot hold (not UTF-8) from this runner's own
+        return {**env, **{k: v for k, v in own.items() if k not in runfiles.storable_env(own)}}
     if problem:
         diag(f"{problem}: the training gets the environment this runner was started with")
-    return pyexec.user_env(os.environ)
+    return own
 
 
 def diag(msg: str) -> None:

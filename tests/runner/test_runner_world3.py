@@ -41,7 +41,7 @@ def _cli_with_env(harness, env: dict[str, str], *args: str) -> subprocess.Comple
 def _env_lines(run: Run) -> dict[str, str]:
     """The environment the training printed (``env``), from its log."""
     out = {}
-    for line in (run.path / "train.log").read_text().splitlines():
+    for line in (run.path / "train.log").read_text(errors="replace").splitlines():
         k, eq, v = line.partition("=")
         if eq and k.isidentifier():
             out[k] = v
@@ -66,7 +66,7 @@ def test_the_training_gets_the_users_pythonpath_not_moeconsoles(harness):
     env_bin = shutil.which("env")
     assert env_bin
     recipe = base_recipe(command=[env_bin], **NO_SAVES)
-    user = _run_with_env(harness, recipe, _shell_env(PYTHONPATH="/opt/user-lib"))
+    user = _run_with_env(harness, recipe, _shell_env(PYTHONPATH="/opt/user-lib", LATIN_VAR="caf\udce9"))
     bare = _run_with_env(harness, recipe, _shell_env())
     for run in (user, bare):
         st = run.wait_status("succeeded", "failed", "unsaved", timeout=120)
@@ -76,6 +76,8 @@ def test_the_training_gets_the_users_pythonpath_not_moeconsoles(harness):
     assert "PYTHONPATH" not in _env_lines(bare), _env_lines(bare).get("PYTHONPATH")
     assert not [k for k in seen if k.startswith("MOECONSOLE_PYTHONPATH")]
     assert seen.get("MOECONSOLE_RUN_ID") == user.id   # the run's own markers still reach it
+    # a variable environ.json cannot hold (not UTF-8) still reaches it, from the runner's own
+    assert b"\nLATIN_VAR=caf\xe9\n" in (user.path / "train.log").read_bytes()
 
 
 def test_a_command_run_by_moeconsoles_own_python_can_import_moeconsole(harness):
