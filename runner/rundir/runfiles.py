@@ -152,6 +152,32 @@ def storable_env(env: dict[str, str]) -> dict[str, str]:
     return out
 
 
+# Variables that describe where a runner runs, not the run: the Slurm allocation it is inside
+# (a new allocation after a reboot has another job id, nodes and GPUs), the login session and
+# terminal. A later runner takes these from its own environment, never from environ.json.
+PLACE_PREFIXES = ("SLURM_", "SSH_", "TMUX")
+PLACE_NAMES = frozenset({"XDG_RUNTIME_DIR", "XDG_SESSION_ID", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY",
+                         "WAYLAND_DISPLAY", "TERM", "COLUMNS", "LINES", "SHLVL", "PWD", "OLDPWD", "_", "STY"})
+# Set by Slurm for the GPUs of an allocation: the place's while inside one (SLURM_JOB_ID set), else
+# the run's (a user's own choice of GPUs).
+ALLOCATED_GPUS = frozenset({"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"})
+
+
+def run_env(stored: dict[str, str], own: dict[str, str]) -> dict[str, str]:
+    """The environment an attempt starts from: the run's (``stored``, environ.json) with the
+    place's variables from this runner's own environment (``own``): ``PLACE_*`` always, the
+    allocated GPUs inside a Slurm allocation, and what environ.json cannot hold (``storable_env``)."""
+    in_allocation = "SLURM_JOB_ID" in own
+
+    def place(name: str) -> bool:
+        return name.startswith(PLACE_PREFIXES) or name in PLACE_NAMES or (in_allocation and name in ALLOCATED_GPUS)
+
+    kept = storable_env(own)
+    out = {k: v for k, v in stored.items() if not place(k)}
+    out.update({k: v for k, v in own.items() if place(k) or k not in kept})
+    return out
+
+
 def read_launch_env(run_dir: Path | str) -> tuple[dict[str, str] | None, str | None]:
     """``environ.json`` of a run: (its environment, None); (None, None) for a run made before
     the file was written; (None, the problem in one line) when it is damaged."""

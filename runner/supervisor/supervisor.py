@@ -714,12 +714,13 @@ def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
 def _launch_env(run: rundir.RunDir) -> dict[str, str]:
     """The environment every attempt of the run starts from: the one the run was started with
     (``environ.json``), not the shell of whoever started this runner (a ``restart`` after a reboot
-    from a shell without the venv, the token or ``CUDA_VISIBLE_DEVICES``); a run made before that
-    file was written, or with it damaged (said in runner.log), from this runner's own."""
+    from a shell without the venv, the token or ``CUDA_VISIBLE_DEVICES``), but where this runner
+    runs (a Slurm allocation, a login session) from its own (``runfiles.run_env``); a run made
+    before that file was written, or with it damaged (said in runner.log), from this runner's own."""
     env, problem = runfiles.read_launch_env(run.path)
     own = pyexec.user_env(os.environ)
-    if env is not None:   # with what the file cannot hold (not UTF-8) from this runner's own
-        return {**env, **{k: v for k, v in own.items() if k not in runfiles.storable_env(own)}}
+    if env is not None:   # where this runner runs (its Slurm allocation, its session) from its own
+        return runfiles.run_env(env, own)
     if problem:
         diag(f"{problem}: the training gets the environment this runner was started with")
     return own

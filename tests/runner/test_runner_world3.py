@@ -128,6 +128,7 @@ SAYS_ITS_ENV = ["{python}", "-c", (
     "import os, time\n"
     "print('SEEN attempt=%s shard=%s token_chars=%d' % (os.environ['MOECONSOLE_ATTEMPT'], "
     "os.environ.get('TRAIN_SHARD'), len(os.environ.get('HF_TOKEN', ''))), flush=True)\n"
+    "print('SLURM job=%s gpus=%s' % (os.environ.get('SLURM_JOB_ID'), os.environ.get('CUDA_VISIBLE_DEVICES')), flush=True)\n"
     "for i in range(1, 601):\n"
     "    print(\"{'loss': '1.0', 'global_step/max_steps': '%d/600'}\" % i, flush=True)\n"
     "    time.sleep(0.2)\n")]
@@ -142,9 +143,11 @@ def test_a_runner_started_from_another_shell_launches_the_run_with_the_environme
     from a new SSH session (`supervise`; `kill`/`restart` of a run without a runner do the same)
     whose shell lacks the token the recipe takes (`HF_TOKEN: ${MY_TOKEN}`) and has another value
     of a variable the training reads. The next attempt ran with that shell's environment: a token
-    gone, a different shard. It gets the environment the run was started with (environ.json)."""
+    gone, a different shard. It gets the environment the run was started with (environ.json),
+    except what says where the runner runs: the Slurm allocation the new shell is in, its GPUs."""
     recipe = base_recipe(command=SAYS_ITS_ENV, env={"OMP_NUM_THREADS": "1", "HF_TOKEN": "${MY_TOKEN}"}, **NO_SAVES)
-    run = _run_with_env(harness, recipe, _shell_env(PYTHONPATH=str(REPO), TRAIN_SHARD="a", MY_TOKEN="hf_" + "x" * 30))
+    run = _run_with_env(harness, recipe, _shell_env(PYTHONPATH=str(REPO), TRAIN_SHARD="a", MY_TOKEN="hf_" + "x" * 30,
+                                                    SLURM_JOB_ID="100", CUDA_VISIBLE_DEVICES="0,1"))
     st = run.wait(lambda s: (s.get("step") or 0) >= 2, timeout=120, what="step 2")
     runner = st["runner"]["pid"]
     leader = next(p for p in st["pids"] if p["role"] == "leader")["pid"]
@@ -155,11 +158,15 @@ def test_a_runner_started_from_another_shell_launches_the_run_with_the_environme
     until(lambda: not psutil.pid_exists(leader) or psutil.Process(leader).status() == psutil.STATUS_ZOMBIE,
           60, what="the training gone")
     try:
-        out = _cli_with_env(harness, _shell_env(PYTHONPATH=str(REPO), TRAIN_SHARD="b"), "supervise", run.id)
+        out = _cli_with_env(harness, _shell_env(PYTHONPATH=str(REPO), TRAIN_SHARD="b", SLURM_JOB_ID="200",
+                                                CUDA_VISIBLE_DEVICES="2,3"), "supervise", run.id)
         assert out.returncode == 0, out.stderr
         until(lambda: len(_seen(run)) >= 2, 120, what="attempt 2 saying its environment")
         assert _seen(run) == ["SEEN attempt=1 shard=a token_chars=33", "SEEN attempt=2 shard=a token_chars=33"]
         assert "hf_xxx" not in (run.path / "train.log").read_text()
+        # where the runner runs is the new runner's: the allocation it was started in, its GPUs
+        slurm = [line for line in (run.path / "train.log").read_text().splitlines() if line.startswith("SLURM ")]
+        assert slurm == ["SLURM job=100 gpus=0,1", "SLURM job=200 gpus=2,3"], slurm
     finally:
         harness.cli("kill", run.id)
     assert stat.S_IMODE(os.stat(run.path / "environ.json").st_mode) == 0o600
