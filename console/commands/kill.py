@@ -32,15 +32,14 @@ def ensure_runner(run: rundir.RunDir) -> dict:
 
 
 def run(args) -> int:
+    from moeconsole.runner.process import killrun
     run = rundir.resolve(runs_base(args.runs_dir), args.run)
+    theirs = killrun.not_ours(run)
+    if theirs:   # root reads every run, but another user's is theirs to end (as `restart` refuses it)
+        raise InputError(f"{run.run_id}: {theirs}")
     loaded = run.load_state()
     state = loaded.state
     if not launch.runner_alive(run, state) and (loaded.problem or state.get("status") in rundir.LIVE):
-        from moeconsole.runner.process import killrun
-        theirs = killrun.not_ours(run)
-        if theirs:   # no runner of ours may adopt it, and its processes are not ours to signal
-            sys.stderr.write(f"{run.run_id}: {theirs}\n")
-            return 1
         try:
             state = ensure_runner_or_raise(run, loaded.problem)
         except InputError as exc:

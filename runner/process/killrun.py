@@ -54,15 +54,15 @@ def targets(run: rundir.RunDir, state: dict) -> dict[int, float]:
 
 
 def not_ours(run: rundir.RunDir) -> str | None:
-    """Why this user must not end the run's processes directly, or None: the run is another
-    user's (its directory is theirs). Root reads every run and could signal every process, but a
-    kill without a runner signals what the run's records and environment marker name, and those
-    are another user's word: it is theirs to end (their own ``kill`` starts a runner of theirs)."""
+    """Why this user must not end the run, or None: the run is another user's (its directory is
+    theirs). Root reads every run and could signal every process, but the run's records and
+    environment marker are another user's word, and no runner of root's may adopt their run: it is
+    theirs to end (their own ``kill`` asks their runner, or starts one of theirs)."""
     owner = rundir.other_owner(run)
     if owner is None:
         return None
-    return (f"the run of {owner}, not yours: with its runner gone its processes are not yours to signal; "
-            f"nothing was signalled (that user's `moeconsole kill {run.run_id}` ends it)")
+    return (f"the run of {owner}, not yours: its processes are not yours to signal; nothing was signalled "
+            f"(that user's `moeconsole kill {run.run_id}` ends it)")
 
 
 def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: str = "cli",
