@@ -3,7 +3,8 @@
 A kill always gets through. The run's runner does it (a new runner is started to adopt the
 training when the old one died); when no runner can take the run over (its recipe or state is
 damaged, the directory refuses it), the processes are ended directly from what ``state.json``
-recorded and the run's environment marker (``moeconsole.runner.process.killrun``).
+recorded and the run's environment marker (``moeconsole.runner.process.killrun``). Another
+user's run is refused, root included (``killrun.not_ours``): it is theirs to end.
 """
 from __future__ import annotations
 
