@@ -214,7 +214,9 @@ class MoeConsole(App[int]):
         live = run.read_state().get("status") in rundir.LIVE
         source = RunSource(run, gpu=self.gpu and live, telemetry=self.telemetry,
                            control_timeout=self.control_timeout, importing=importing, host=self.host)
-        self.push_screen(RunScreen(source, base=self.base, scratch=self.scratch_dir, readonly=self.readonly,
+        # another user's run (root reads every run) is theirs to steer: its screen changes no process
+        readonly = self.readonly or rundir.other_owner(run) is not None
+        self.push_screen(RunScreen(source, base=self.base, scratch=self.scratch_dir, readonly=readonly,
                                    interval=self.interval, clock=self.clock))
         if importing is not None:   # the screen starts its history read after its first frame
             self._imports.append(importing)

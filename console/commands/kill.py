@@ -3,7 +3,8 @@
 A kill always gets through. The run's runner does it (a new runner is started to adopt the
 training when the old one died); when no runner can take the run over (its recipe or state is
 damaged, the directory refuses it), the processes are ended directly from what ``state.json``
-recorded and the run's environment marker (``moeconsole.runner.process.killrun``).
+recorded and the run's environment marker (``moeconsole.runner.process.killrun``). Another
+user's run is refused, root included (``killrun.not_ours``): it is theirs to end.
 """
 from __future__ import annotations
 
@@ -32,7 +33,11 @@ def ensure_runner(run: rundir.RunDir) -> dict:
 
 
 def run(args) -> int:
+    from moeconsole.runner.process import killrun
     run = rundir.resolve(runs_base(args.runs_dir), args.run)
+    theirs = killrun.not_ours(run)
+    if theirs:   # root reads every run, but another user's is theirs to end (as `restart` refuses it)
+        raise InputError(f"{run.run_id}: {theirs}")
     loaded = run.load_state()
     state = loaded.state
     if not launch.runner_alive(run, state) and (loaded.problem or state.get("status") in rundir.LIVE):
@@ -124,6 +129,9 @@ def _without_runner(run: rundir.RunDir, state: dict, args, why: str, announce: b
         result = killrun.end_run(run, state, grace_s=grace, why=why)
     except rundir.RunLocked:
         raise InputError(f"{run.run_id}: a runner started meanwhile; run the kill again to ask it") from None
+    if result.refused:
+        sys.stderr.write(f"{run.run_id}: {result.refused}\n")
+        return 1
     if result.survivors:
         print(f"{run.run_id}: still alive after SIGKILL: PIDs {result.survivors}")
         return 1

@@ -67,6 +67,8 @@ class CheckpointKeeper:
         self.bad_total = int(prior.get("total") or 0)
         self.bad_in_a_row: list[str] = [str(p) for p in prior.get("in_a_row") or []]
         self.watcher: CheckpointWatcher | None = None
+        # the files (names and sizes) of each save this runner verified, as they were then
+        self._signatures: dict[str, tuple[tuple[str, int], ...]] = {}
         self._disk_level: str | None = None     # the disk_filling level last alerted (diskroom.py)
         self.largest_save = 0                   # bytes of the largest good save seen (room to wait for after disk_full)
         if root is not None and verify:
@@ -111,9 +113,17 @@ class CheckpointKeeper:
         if not (self.watcher and self.root and self.root.exists()):
             return
         done = set(self.verified)
-        pending = [c for c in reversed(find_checkpoints(self.root)) if str(c.path) not in done
-                   and (self.newest_step is None or c.step is None or c.step > self.newest_step)]
+        pending = [c for c in reversed(find_checkpoints(self.root))
+                   if (str(c.path) not in done and (self.newest_step is None or c.step is None or c.step > self.newest_step))
+                   or self._rewritten(c.path)]
         self._record(pending, on_checkpoint, attempt)
+
+    def _rewritten(self, path: Path) -> bool:
+        """A save this runner verified whose files changed since: the same name saved again by a
+        later attempt (one resumed from before it, or one that cannot resume and starts over),
+        still settling when the attempt ended. Its old verdict does not hold for the new files."""
+        before = self._signatures.get(str(path))
+        return before is not None and signature(path) != before
 
     def _record(self, ready: list[Checkpoint], on_checkpoint, attempt: int | None) -> None:
         for ck in ready:
@@ -152,6 +162,9 @@ class CheckpointKeeper:
                 self._stamp(ck, rec, suspect)
             # once each, newest last: a save verified again (it changed since) moves to the end
             self.verified = ([p for p in self.verified if p != str(ck.path)] + [str(ck.path)])[-VERIFIED_KEEP:]
+            self._signatures[str(ck.path)] = before
+            if len(self._signatures) > VERIFIED_KEEP:   # as many as verified keeps, no more
+                self._signatures = {p: self._signatures[p] for p in self.verified if p in self._signatures}
             if ck.step is not None:
                 self.newest_step = max(ck.step, self.newest_step or ck.step)
             self.last = {"path": str(ck.path), "step": ck.step, "verdict": rec.get("verdict"), "ok": v.ok}

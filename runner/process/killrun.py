@@ -35,10 +35,11 @@ class DirectKill:
     results: list[KillResult] = field(default_factory=list)
     survivors: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    refused: str | None = None   # nothing was tried, and why (``not_ours``)
 
     @property
     def ok(self) -> bool:
-        return not self.survivors and all(r.ok for r in self.results)
+        return not self.refused and not self.survivors and all(r.ok for r in self.results)
 
 
 def targets(run: rundir.RunDir, state: dict) -> dict[int, float]:
@@ -52,14 +53,29 @@ def targets(run: rundir.RunDir, state: dict) -> dict[int, float]:
     return out
 
 
+def not_ours(run: rundir.RunDir) -> str | None:
+    """Why this user must not end the run, or None: the run is another user's (its directory is
+    theirs). Root reads every run and could signal every process, but the run's records and
+    environment marker are another user's word, and no runner of root's may adopt their run: it is
+    theirs to end (their own ``kill`` asks their runner, or starts one of theirs)."""
+    owner = rundir.other_owner(run)
+    if owner is None:
+        return None
+    return (f"the run of {owner}, not yours: its processes are not yours to signal; nothing was signalled "
+            f"(that user's `moeconsole kill {run.run_id}` ends it)")
+
+
 def end_run(run: rundir.RunDir, state: dict, *, grace_s: float, why: str, by: str = "cli",
             kill_wait_s: float = 10.0) -> DirectKill:
     """Terminate every process of the run (see the module docstring); blocking, bounded by
     ``grace_s + kill_wait_s`` per round. Raises ``rundir.RunLocked`` when a runner holds the run
     (then ask it instead)."""
+    out = DirectKill()
+    out.refused = not_ours(run)
+    if out.refused:
+        return out
     lock = rundir.lock_runner(run, wait_s=1.0)
     t0 = time.monotonic()
-    out = DirectKill()
     try:
         found = targets(run, state)
         if not found:

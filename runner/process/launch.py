@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Set as AbstractSet
+from collections.abc import Mapping, Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,11 +59,21 @@ def _fill_run(run: rundir.RunDir, recipe: "RunRecipe", *, name: str | None, allo
         fd = os.open(run.path / "secrets.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(jsonio.dumps(literal))
+    _write_new(run.path / runfiles.LAUNCH_ENV_FILE,
+               msgspec.json.encode(runfiles.LaunchEnv(env=launch_environment(os.environ))))
     run.write_state({"status": lc.created(), "name": name or recipe.name, "attempt": 0,
                      "recipe_hash": recipes.recipe_hash(recipe), "started_at": time.time(),
                      "allow_drift": allow_drift})
     for path in (run.log, run.metrics, run.events, run.runner_log):
         os.close(jsonio.open_append(path))
+
+
+def launch_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """What ``environ.json`` keeps of the shell that ran ``run``: its environment as the user has it
+    (``pyexec.user_env``: our own PYTHONPATH and markers out), without moeconsole's variables
+    (``MOECONSOLE_*``: another run's markers, the runs directory) and without a name or value that
+    is not UTF-8 text (the JSON file cannot hold it; the runner's own environment still passes it on)."""
+    return runfiles.storable_env({k: v for k, v in pyexec.user_env(environ).items() if not k.startswith("MOECONSOLE_")})
 
 
 def _write_new(path: Path, data: bytes) -> None:

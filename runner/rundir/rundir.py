@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import math
 import os
 import re
 import stat
 import time
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 from pathlib import Path
 
 from moeconsole.runner.rundir import jsonio, runfiles
@@ -283,10 +284,27 @@ def unsafe_dir(path: Path, st: os.stat_result, *, owned: bool) -> str | None:
     return None
 
 
+def other_owner(run: RunDir) -> str | None:
+    """Whose run this is when it is not this user's: ``user NAME (uid N)``; None for this user's
+    own run (or one whose directory cannot be looked at: the caller's next step says why)."""
+    try:
+        uid = os.lstat(run.path).st_uid
+    except OSError:
+        return None
+    if uid == os.geteuid():
+        return None
+    import pwd
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
 def check_owned(run: RunDir) -> RunDir:
     """A run this user may act on (start its runner, run its command): the run directory a
     real directory owned by this user and writable by nobody else, in a runs directory nobody
-    else can write, and its recipe.yaml and secrets.json this user's. A planted run's command
+    else can write, and its recipe.yaml, secrets.json and environ.json (the environment its command
+    gets: an ``LD_PRELOAD`` planted there would run anything) this user's. A planted run's command
     is never run, whoever asks (root included)."""
     try:
         parent = os.stat(run.path.parent)
@@ -298,7 +316,7 @@ def check_owned(run: RunDir) -> RunDir:
     why = unsafe_dir(run.path, st, owned=True)
     if why is None and parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
         why = f"its directory {run.path.parent} is writable by other users (mode {_mode_text(parent.st_mode)})"
-    for name in ("recipe.yaml", "secrets.json") if why is None else ():
+    for name in ("recipe.yaml", "secrets.json", runfiles.LAUNCH_ENV_FILE) if why is None else ():
         try:
             fst = os.lstat(run.path / name)
         except FileNotFoundError:
@@ -360,7 +378,8 @@ def check_base(base: Path, *, write: bool = False) -> Path:
 
 
 def list_run_dirs(base: Path) -> list[RunDir]:
-    """All run directories under ``base``, newest first (by id, which starts with a timestamp).
+    """All run directories under ``base``, by id descending (its local-time stamp: a listing's
+    order, not which run is newer, which is ``newer_key``'s).
     An entry that cannot be looked at is skipped, never an error for the others."""
     try:
         if not base.is_dir():
@@ -486,8 +505,9 @@ def resolve(base: Path, ref: str | None) -> RunDir:
     runs = list_run_dirs(base)
     if not runs:
         raise InputError(f"no runs under {base}: {NO_RUNS_NEXT}")
-    live = [r for r in runs if r.read_state().get("status") in LIVE]
-    return _readable(live[0] if live else runs[0])
+    states = [(r, r.read_state()) for r in runs]
+    live = [(r, st) for r, st in states if st.get("status") in LIVE]
+    return _readable(_newest(live or states))
 
 
 # What to do where there is no run yet: `runs ls`, the run browser and every command that takes
@@ -496,10 +516,25 @@ NO_RUNS_NEXT = "start one with `moeconsole run RECIPE`, or try the built-in `moe
 
 
 def newest_live(base: Path) -> RunDir | None:
-    for r in list_run_dirs(base):
-        if r.read_state().get("status") in LIVE:
-            return r
-    return None
+    live = [(r, st) for r in list_run_dirs(base) if (st := r.read_state()).get("status") in LIVE]
+    return _newest(live) if live else None
+
+
+def newer_key(started_at: Any, run_id: str) -> tuple[bool, float, str]:
+    """Which of two runs is the newer, for every command that picks "the newest" run (bare
+    ``moeconsole``, ``attach``/``--json``/``verify`` without RUN) and every listing (``runs ls``,
+    the run browser: the index's ``ORDER BY started_at DESC, id DESC`` says the same): the later
+    ``started_at`` (seconds since the epoch, written when the run was made), then the greater id.
+    Never the id alone: its stamp is the local time of the shell that ran ``run``, so a run started
+    under another ``TZ`` (a console on a laptop's zone, a DST change) sorted hours away from its
+    place, and two runs of one second were ordered by their random suffix. A run without a start
+    time (a damaged ``state.json``) is the oldest."""
+    ok = isinstance(started_at, (int, float)) and not isinstance(started_at, bool) and math.isfinite(started_at)
+    return (ok, float(started_at) if ok else 0.0, run_id)
+
+
+def _newest(runs: list[tuple[RunDir, dict]]) -> RunDir:
+    return max(runs, key=lambda rs: newer_key(rs[1].get("started_at"), rs[0].run_id))[0]
 
 
 def hostname() -> str:

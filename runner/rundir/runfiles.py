@@ -1,5 +1,5 @@
 """Typed models of the run directory's files besides ``state.json`` (``runner/core/state.py``):
-crash reports, the waiter's exit records and ``secrets.json``.
+crash reports, the waiter's exit records, ``secrets.json`` and ``environ.json``.
 
 Each file is read through its model only (msgspec: types checked, unknown keys refused, one
 line naming the key when it does not fit), so a damaged file is a per-file problem a reader can
@@ -86,6 +86,18 @@ class SecretsDoc(_File):
     argv: dict[str, str] = {}
 
 
+LAUNCH_ENV_FILE = "environ.json"   # in a run directory, mode 0600 (docs/run-directory.md)
+
+
+class LaunchEnv(_File):
+    """``environ.json`` (0600): the environment of the shell that ran ``moeconsole run`` (without
+    moeconsole's own variables), which every attempt of the run starts from, whichever shell
+    starts a later runner (``restart`` after a reboot, ``kill`` or ``supervise`` of a run whose
+    runner died). It holds whatever that shell held (tokens too): read by the runner only."""
+    v: Literal[1] = 1
+    env: dict[str, str] = {}
+
+
 def read(path: Path | str, model: type[T], *, max_bytes: int = MAX_FILE_BYTES) -> tuple[T | None, str | None]:
     """The file as ``model``: (value, None), (None, None) when it does not exist, or (None, the
     problem in one line). Never raises; never follows a symlink; a regular file of at most
@@ -124,6 +136,53 @@ def read_secrets(run_dir: Path | str) -> SecretsDoc | None:
         flat, _ = read(path, dict[str, str])
         return SecretsDoc(env=flat) if flat else None
     return doc
+
+
+def storable_env(env: dict[str, str]) -> dict[str, str]:
+    """The entries of ``env`` that ``environ.json`` can hold: a name or value that is not UTF-8
+    text (Python's lone surrogates for such bytes) cannot be JSON; it is left to the runner's own
+    environment."""
+    out = {}
+    for k, v in env.items():
+        try:
+            k.encode(), v.encode()
+        except UnicodeEncodeError:
+            continue
+        out[k] = v
+    return out
+
+
+# Variables that describe where a runner runs, not the run: the Slurm allocation it is inside
+# (a new allocation after a reboot has another job id, nodes and GPUs), the login session and
+# terminal. A later runner takes these from its own environment, never from environ.json.
+PLACE_PREFIXES = ("SLURM_", "SSH_", "TMUX")
+PLACE_NAMES = frozenset({"XDG_RUNTIME_DIR", "XDG_SESSION_ID", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY",
+                         "WAYLAND_DISPLAY", "TERM", "COLUMNS", "LINES", "SHLVL", "PWD", "OLDPWD", "_", "STY"})
+# Set by Slurm for the GPUs of an allocation: the place's while inside one (SLURM_JOB_ID set), else
+# the run's (a user's own choice of GPUs).
+ALLOCATED_GPUS = frozenset({"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"})
+
+
+def run_env(stored: dict[str, str], own: dict[str, str]) -> dict[str, str]:
+    """The environment an attempt starts from: the run's (``stored``, environ.json) with the
+    place's variables from this runner's own environment (``own``): ``PLACE_*`` always, the
+    allocated GPUs inside a Slurm allocation, and what environ.json cannot hold (``storable_env``)."""
+    in_allocation = "SLURM_JOB_ID" in own
+
+    def place(name: str) -> bool:
+        return name.startswith(PLACE_PREFIXES) or name in PLACE_NAMES or (in_allocation and name in ALLOCATED_GPUS)
+
+    kept = storable_env(own)
+    out = {k: v for k, v in stored.items() if not place(k)}
+    out.update({k: v for k, v in own.items() if place(k) or k not in kept})
+    return out
+
+
+def read_launch_env(run_dir: Path | str) -> tuple[dict[str, str] | None, str | None]:
+    """``environ.json`` of a run: (its environment, None); (None, None) for a run made before
+    the file was written; (None, the problem in one line) when it is damaged."""
+    doc, problem = read(Path(run_dir) / LAUNCH_ENV_FILE, LaunchEnv)
+    return (doc.env if doc is not None else None), problem
 
 
 def crash_report(fields: dict) -> dict:

@@ -377,7 +377,10 @@ def _rows_without_index(base: Path, *, status: str | None, name_like: str | None
     rows = [refresh_live(r) if r.get("status") in rundir.LIVE else r for r in rows]
     rows = [r for r in rows if (status is None or r.get("status") == status)
             and (not name_like or name_like in (r.get("name") or "") or name_like in r["id"])]
-    rows.sort(key=lambda r: (r.get(order) is not None, r.get(order) or 0, r["id"]), reverse=descending)
+    if order == "started_at":   # the one rule of which run is newer (the index's ORDER BY says the same)
+        rows.sort(key=lambda r: rundir.newer_key(r.get("started_at"), r["id"]), reverse=descending)
+    else:
+        rows.sort(key=lambda r: (r.get(order) is not None, r.get(order) or 0, r["id"]), reverse=descending)
     names = display_names(rows)
     for row in rows:
         row["display_name"] = names.get(row["id"], row.get("name") or row["id"])

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from moeconsole.runner.rundir import jsonio, rundir
+from moeconsole.runner.rundir import jsonio, rundir, runfiles
 from moeconsole.runner.rundir.secrets import SECRETS_FILE
 
 CHECK_S = 1.0        # how often the runner looks whether its directory is still there
@@ -37,7 +37,7 @@ class DirGuard:
         self.run = run
         self.diag = diag
         self.kept: dict[str, bytes] = {}
-        for name in (run.recipe.name, SECRETS_FILE):
+        for name in (run.recipe.name, SECRETS_FILE, runfiles.LAUNCH_ENV_FILE):
             try:
                 self.kept[name] = jsonio.read_small(run.path / name, KEPT_MAX)
             except OSError:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.units import clip
+from moeconsole.runner.process import pyexec
 from moeconsole.runner.process.attempt import Attempt, Engine, LaunchSpec
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.recipes.versions import package_versions
@@ -44,10 +45,12 @@ class LaunchedAttempt:
 class Launcher:
     def __init__(self, run: rundir.RunDir, recipe: RunRecipe, *, recipe_hash: str, env: dict[str, str],
                  redactor: Redactor, engine: Engine, journal: Journal, alert: Callable[..., None],
-                 diag: Callable[[str], None]) -> None:
-        """``env``: the recipe's environment resolved (secrets included); ``alert(level, rule,
-        message, **values)``: the runner's alert."""
+                 diag: Callable[[str], None], base_env: dict[str, str] | None = None) -> None:
+        """``env``: the recipe's environment resolved (secrets included); ``base_env``: the
+        environment the run was started with, under the recipe's (``environ.json``; this process's
+        own when None); ``alert(level, rule, message, **values)``: the runner's alert."""
         self.run = run
+        self.base_env = base_env
         self.recipe = recipe
         self.hash = recipe_hash
         self.env = env
@@ -173,7 +176,7 @@ class Launcher:
         argv = recipes.attempt_argv(self.recipe, self.placeholders(attempt), resume_from=resume_from,
                                     port=self.port_override)
         port = self.port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MOECONSOLE_")}
+        env = {k: v for k, v in pyexec.training_env(os.environ if self.base_env is None else self.base_env, argv).items() if not k.startswith("MOECONSOLE_")}
         env.update(self.env)
         if self.port_override:
             env["MASTER_PORT"] = str(self.port_override)

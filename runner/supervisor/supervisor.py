@@ -37,14 +37,14 @@ from moeconsole.runner.core.errors import InputError, utf8_text
 from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
-from moeconsole.runner.process import proctree
+from moeconsole.runner.process import proctree, pyexec
 from moeconsole.runner.telemetry import identity
 from moeconsole.runner.process.attempt import Engine
 from moeconsole.runner.process.engines.local import LocalEngine
 from moeconsole.runner.process.slurm import client as slurm_client
 from moeconsole.runner.process.slurm import reasons as slurm_reasons
 from moeconsole.runner.recipes import model as recipe_model, recipe as recipes
-from moeconsole.runner.rundir import rundir, store
+from moeconsole.runner.rundir import rundir, runfiles, store
 from moeconsole.runner.rundir.journal import Journal
 from moeconsole.runner.rundir.rundir import RUNNING, STARTING, STOPPING
 from moeconsole.runner.rundir.secrets import Redactor
@@ -85,7 +85,8 @@ class Supervisor:
         self.restart_requested_at_start = restart
         self.recipe = load_run_recipe(run)  # secrets restored from secrets.json
         self.hash = recipes.recipe_hash(self.recipe)
-        self.env_resolved = recipes.resolve_env(self.recipe.env)
+        self.launch_env = _launch_env(run)   # what every attempt starts from, whoever started this runner
+        self.env_resolved = recipes.resolve_env(self.recipe.env, self.launch_env)
         self.redactor = Redactor(recipes.secret_values(self.env_resolved, self.recipe.command))
         state = takeover_state(run, diag)
         # The status lives in the lifecycle only (every change through lc.step); the rest of
@@ -109,7 +110,7 @@ class Supervisor:
         self.engine = _engine(run, self.recipe)  # runs the attempts (moeconsole.runner.process.attempt)
         self.watch = AttemptWatch(run.run_id, self.engine)  # the current attempt's processes
         self.launcher = Launcher(run, self.recipe, recipe_hash=self.hash, env=self.env_resolved,
-                                 redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
+                                 base_env=self.launch_env, redactor=self.redactor, engine=self.engine, journal=self.journal, alert=self.state.alert,
                                  diag=diag)
         root = ck.dir
         self.ckpt_root = Path(self.launcher.fill(root, self.state.attempt)).resolve() if root else None
@@ -708,6 +709,21 @@ def index_run(run: rundir.RunDir, state: dict[str, Any]) -> None:
             conn.close()
     except Exception as exc:
         diag(f"index update failed: {exc}")
+
+
+def _launch_env(run: rundir.RunDir) -> dict[str, str]:
+    """The environment every attempt of the run starts from: the one the run was started with
+    (``environ.json``), not the shell of whoever started this runner (a ``restart`` after a reboot
+    from a shell without the venv, the token or ``CUDA_VISIBLE_DEVICES``), but where this runner
+    runs (a Slurm allocation, a login session) from its own (``runfiles.run_env``); a run made
+    before that file was written, or with it damaged (said in runner.log), from this runner's own."""
+    env, problem = runfiles.read_launch_env(run.path)
+    own = pyexec.user_env(os.environ)
+    if env is not None:   # where this runner runs (its Slurm allocation, its session) from its own
+        return runfiles.run_env(env, own)
+    if problem:
+        diag(f"{problem}: the training gets the environment this runner was started with")
+    return own
 
 
 def diag(msg: str) -> None:

@@ -177,6 +177,28 @@ def test_readonly_disables_every_process_key(base, make_run, fake_runner):
     asyncio.run(go())
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the run to another user")
+def test_another_users_run_opens_read_only(base, make_run, fake_runner):
+    """Root reads every run; another user's run opened on root's console offered kill, restart and
+    the zombie kill, which went to that user's runner. Its screen is read-only, and says so."""
+    import pwd
+    run = live_run(base, make_run)
+    runner = fake_runner(run)
+    os.chown(run.path, pwd.getpwnam("nobody").pw_uid, -1)
+
+    async def go():
+        app = app_for(base, run, telemetry=telemetry([judged(ZOMBIE)]))
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = await attached(pilot)
+            shown = footer_keys(screen)
+            assert shown["k"] is False and shown["r"] is False and shown["z"] is False
+            assert "READ-ONLY" in screen.query_one(StatusLine).plain_lines[0]
+            await pilot.press("k")
+            assert isinstance(app.screen, RunScreen)
+            assert runner.requests == []
+    asyncio.run(go())
+
+
 def test_q_detaches_without_touching_the_run(base, make_run, fake_runner):
     run = live_run(base, make_run)
     runner = fake_runner(run)
