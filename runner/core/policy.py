@@ -74,7 +74,7 @@ class AttemptRecord:
     # exception type, masked message); ``resumed_from``: the checkpoint this attempt started from;
     # ``resume_next``: the one the next attempt would start from, as it stood when this one ended (None for
     # both: no checkpoint, a start from scratch); ``gpus``: the GPUs the run uses (None: not known).
-    signature: str | None = None
+    signature: str | None = None      # RESUME_UNKNOWN in resume_next: the runner could not tell (never "the same")
     resumed_from: str | None = None
     resume_next: str | None = None
     gpus: int | None = None
@@ -236,6 +236,7 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     return Decision(RESTART, delay, reason, alert)
 
 
+RESUME_UNKNOWN = "?"         # AttemptRecord.resume_next when the runner could not read the checkpoints: no repeat
 SAME_STEP_STEPS = 5          # two crashes this close (or within SAME_STEP_FRAC of the step) are "at the same step"
 SAME_STEP_FRAC = 0.05
 
@@ -294,7 +295,8 @@ def repeated_crash(verdict: CrashVerdict, history: list[AttemptRecord]) -> str |
         return (f"paused: a memory leak ran out of CUDA memory at step {now.last_step} (attempt {now.attempt}) "
                 f"and at step {before.last_step} (attempt {before.attempt}): restarting would loop; "
                 f"the two attempts cost {cost}")
-    if now.signature is None or now.signature != before.signature or now.resume_next != now.resumed_from:
+    if now.signature is None or now.signature != before.signature or now.resume_next == RESUME_UNKNOWN \
+            or now.resume_next != now.resumed_from:
         return None
     where = _checkpoint_name(now.resumed_from)
     todo = verdict.hint or ("fix what the error says (the crash report keeps the log tail) or change what "

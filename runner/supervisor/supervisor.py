@@ -34,7 +34,7 @@ from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError, utf8_text
-from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
+from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree
@@ -328,6 +328,15 @@ class Supervisor:
             return None
         return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
 
+    def _resume_next(self) -> str | None:
+        """Where the next attempt would resume from, for the repeated-crash rule; an unreadable checkpoint
+        directory is "not known" (policy.RESUME_UNKNOWN), never a reason to stop judging the attempt."""
+        try:
+            return self._resume_point()
+        except OSError as exc:
+            diag(f"the resume point is not known: {exc}")
+            return RESUME_UNKNOWN
+
     def _gpu_count(self) -> int | None:
         """The GPUs the run uses (torchrun's processes, or gpus.devices); None when the recipe does not say."""
         from moeconsole.runner.recipes.lint import command_flags
@@ -385,7 +394,7 @@ class Supervisor:
             ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
-            resumed_from=self.state.get("resumed_from"), resume_next=self._resume_point(), gpus=self._gpu_count(),
+            resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n))

@@ -10,8 +10,8 @@ import pytest
 
 from moeconsole.runner.core import state as state_model
 from moeconsole.runner.core.crash import CrashVerdict, classify, error_identity
-from moeconsole.runner.core.policy import (REPEAT_PROVES_NOTHING, AttemptRecord, RestartSettings, decide,
-                                           repeated_crash)
+from moeconsole.runner.core.policy import (REPEAT_PROVES_NOTHING, RESUME_UNKNOWN, AttemptRecord, RestartSettings,
+                                           decide, repeated_crash)
 from moeconsole.runner.supervisor.recovery import attempt_record
 
 HOUR = 3600.0
@@ -110,6 +110,8 @@ def test_without_the_rule_the_run_would_have_spent_its_restart_cap():
      dict(last=50, resumed=CK40, next_=CK40), dict(last=56, resumed=CK40, next_=CK40)),
     ("an earlier step",
      dict(last=56, resumed=CK40, next_=CK40), dict(last=50, resumed=CK40, next_=CK40)),
+    ("the runner could not read the checkpoints when the attempt ended",
+     dict(last=50, resumed=CK40, next_=CK40), dict(last=50, resumed=CK40, next_=RESUME_UNKNOWN)),
     ("the attempt before logged no step",
      dict(last=None, resumed=CK40, next_=CK40), dict(last=50, resumed=CK40, next_=CK40)),
 ])
