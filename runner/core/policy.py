@@ -74,9 +74,9 @@ class AttemptRecord:
     # exception type, masked message); ``resumed_from``: the checkpoint this attempt started from;
     # ``resume_next``: the one the next attempt would start from, as it stood when this one ended (None for
     # both: no checkpoint, a start from scratch); ``gpus``: the GPUs the run uses (None: not known).
-    signature: str | None = None      # RESUME_UNKNOWN in resume_next: the runner could not tell (never "the same")
+    signature: str | None = None
     resumed_from: str | None = None
-    resume_next: str | None = None
+    resume_next: str | None = None    # RESUME_UNKNOWN: the runner could not tell (never "the same")
     gpus: int | None = None
 
 
@@ -261,7 +261,8 @@ def same_step(a: int, b: int) -> bool:
 
 
 def gpu_hours_text(records: Iterable[AttemptRecord]) -> str:
-    """What attempts cost: "3.2 GPU-hours (8 GPUs)" when the run's GPU count is known, else the hours they ran."""
+    """What attempts cost: "3.20 GPU-hours (8 GPUs, 0.40 h)" when the run's GPU count is known, else the hours
+    they ran ("0.40 h of the run's GPUs"); run times on the monotonic clock where measured so (``ran_for``)."""
     recs = list(records)
     hours = sum(max(ran_for(r), 0.0) for r in recs) / 3600.0
     gpus = next((r.gpus for r in reversed(recs) if r.gpus), None)
