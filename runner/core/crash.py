@@ -101,6 +101,29 @@ class CrashVerdict:
         }
 
 
+# The identity of a crash's error (``error_identity``): the exception line (``Type: message``) or, without one,
+# the first line of evidence, with what differs between two runs of the same error masked: hex addresses,
+# numbers (PIDs, ranks, sizes, times, steps, the step in a checkpoint's name) and the environment's prefixes.
+_IDENTITY_EXC = re.compile(r"(?:^|(?<=[\s:\]]))((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)"
+                           r"(?::\s.*|$))")
+_IDENTITY_NUM = re.compile(r"\b0[xX][0-9a-fA-F]+\b|\d+")
+IDENTITY_CHARS = 200
+
+
+def error_identity(verdict: CrashVerdict) -> str:
+    """What makes two crashes "the same error" for the restart policy (``policy.repeated_crash``): the
+    class, then the exception type and its message line (the first evidence line that is one; else the
+    first evidence line; else the summary), masked so that PIDs, addresses, timestamps, sizes and step
+    numbers do not tell two runs of one error apart: ``unknown: megatron.core.dist_checkpointing.core.
+    CheckpointingException: Flattened ranges dont cover the whole shard ShardedTensor(... local_shape=(#, #))``."""
+    lines = [_strip_env_prefix(clean_line(e)[0]).strip() for e in verdict.evidence]
+    lines = [line for line in lines if line]
+    found = next((m.group(1) for line in lines if (m := _IDENTITY_EXC.search(line))), None)
+    text = found or (lines[0] if lines else verdict.summary)
+    text = _IDENTITY_NUM.sub("#", text)
+    return f"{verdict.cls}: {' '.join(text.split())[:IDENTITY_CHARS].rstrip()}"
+
+
 # ---------------------------------------------------------------------------------------
 # Exit status
 

@@ -69,6 +69,15 @@ class AttemptRecord:
     ran_s: float | None = None
     ended_mono: float | None = None
     boot_id: str | None = None
+    # What the repeated-crash rule (``repeated_crash``) needs; None in records of older runners (the rule
+    # then never matches them). ``signature``: the crash's error identity (``crash.error_identity``: class,
+    # exception type, masked message); ``resumed_from``: the checkpoint this attempt started from;
+    # ``resume_next``: the one the next attempt would start from, as it stood when this one ended (None for
+    # both: no checkpoint, a start from scratch); ``gpus``: the GPUs the run uses (None: not known).
+    signature: str | None = None
+    resumed_from: str | None = None
+    resume_next: str | None = None    # RESUME_UNKNOWN: the runner could not tell (never "the same")
+    gpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -162,8 +171,8 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     Order: user kill -> stop; gpu_unavailable / slurm_unavailable -> wait for the device or the
     Slurm controller (its own capped wait,
     outside the restart cap) or fail; not retryable -> pause (divergence) or fail; restart cap ->
-    fail; no progress for N attempts -> fail; a memory leak that ran out of memory at the same
-    step as the attempt before -> pause; too many crashes in the window -> pause;
+    fail; no progress for N attempts -> fail; the same crash at the same step as the attempt before,
+    with nothing newer to resume from (``repeated_crash``) -> pause; too many crashes in the window -> pause;
     otherwise restart after the backoff delay (with a warning for killed_oom, a repeated
     cuda_oom, or a divergence Megatron asked to rerun).
     """
@@ -195,7 +204,7 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
         return Decision(FAIL, 0.0, f"no step progress in {n} attempts in a row (last crash: "
                                    f"{verdict.cls}); restarting again would not help", CRITICAL)
 
-    same = repeated_leak(verdict, history)
+    same = repeated_crash(verdict, history)
     if same is not None:
         return Decision(PAUSE, 0.0, same, CRITICAL)
 
@@ -227,25 +236,76 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     return Decision(RESTART, delay, reason, alert)
 
 
-LEAK_SAME_STEP_STEPS = 5          # two leak OOMs this close (or within LEAK_SAME_STEP_FRAC) are "the same step"
-LEAK_SAME_STEP_FRAC = 0.05
+RESUME_UNKNOWN = "?"         # AttemptRecord.resume_next when the runner could not read the checkpoints: no repeat
+SAME_STEP_STEPS = 5          # two crashes this close (or within SAME_STEP_FRAC of the step) are "at the same step"
+SAME_STEP_FRAC = 0.05
+
+# Classes whose repetition at the same step proves nothing about the next attempt: the cause lies outside
+# the run's code, data and checkpoint, so they keep their own rules (backoff, crash rate, restart cap,
+# no-progress). docs/crash-classes.md ("Restart policy") gives the reason per class.
+REPEAT_PROVES_NOTHING = frozenset({
+    "nccl_error",        # a sick link, a flapping node or a stuck peer rank times out wherever training stands
+    "hang",              # no error of its own to compare; a slow filesystem or a stuck peer stalls any step
+    "killed_oom",        # the host's memory is shared with whatever else runs there
+    "port_in_use",       # another process's port, before any step
+    "gpu_busy_at_init",  # another process's GPU memory, before any step
+    "node_fail", "preempted", "job_cancelled",   # the batch system's decisions
+    "divergence",        # restartable only as Megatron's rerun request (exit 16), which replays the step on purpose
+    "user_kill", *WAIT_CLASSES,
+})
 
 
-def repeated_leak(verdict: CrashVerdict, history: list[AttemptRecord]) -> str | None:
-    """The pause reason when this attempt and the one before both ran out of CUDA memory through a
-    leak at about the same step: a third try would loop; None otherwise."""
-    if verdict.cls != "cuda_oom" or len(history) < 2:
+def same_step(a: int, b: int) -> bool:
+    """Two crashes at about the same step: within SAME_STEP_STEPS steps or SAME_STEP_FRAC of the step."""
+    return abs(a - b) <= max(SAME_STEP_STEPS, SAME_STEP_FRAC * max(a, b))
+
+
+def gpu_hours_text(records: Iterable[AttemptRecord]) -> str:
+    """What attempts cost: "3.20 GPU-hours (8 GPUs, 0.40 h)" when the run's GPU count is known, else the hours
+    they ran ("0.40 h of the run's GPUs"); run times on the monotonic clock where measured so (``ran_for``)."""
+    recs = list(records)
+    hours = sum(max(ran_for(r), 0.0) for r in recs) / 3600.0
+    gpus = next((r.gpus for r in reversed(recs) if r.gpus), None)
+    if gpus:
+        return f"{hours * gpus:.2f} GPU-hours ({gpus} GPU{'s' if gpus != 1 else ''}, {hours:.2f} h)"
+    return f"{hours:.2f} h of the run's GPUs"
+
+
+def _checkpoint_name(path: str | None) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1] if path else "the start (no checkpoint to resume from)"
+
+
+def repeated_crash(verdict: CrashVerdict, history: list[AttemptRecord]) -> str | None:
+    """The pause reason when this attempt crashed the same way, at about the same step, as the one before
+    it and the next attempt would start where this one did: a third try would replay it; None otherwise.
+
+    "The same way": the same class and the same error identity (``AttemptRecord.signature``, the crash's
+    exception type and masked message line), or, for CUDA OOMs, a memory leak both times (a leak's OOM
+    text names different sizes; it runs out at the same step after any resume). "Where this one did":
+    the newest checkpoint to resume from when it ended is the one it resumed from (or there is none, and
+    none was there when it started). Classes in REPEAT_PROVES_NOTHING never match."""
+    if verdict.cls in REPEAT_PROVES_NOTHING or len(history) < 2:
         return None
     now, before = history[-1], history[-2]
-    if now.memory_verdict != "leak" or before.memory_verdict != "leak" or before.crash_class != "cuda_oom":
+    if before.crash_class != verdict.cls or now.last_step is None or before.last_step is None:
         return None
-    if now.last_step is None or before.last_step is None:
+    if not same_step(now.last_step, before.last_step):
         return None
-    tolerance = max(LEAK_SAME_STEP_STEPS, LEAK_SAME_STEP_FRAC * max(now.last_step, before.last_step))
-    if abs(now.last_step - before.last_step) > tolerance:
+    cost = gpu_hours_text((before, now))
+    if verdict.cls == "cuda_oom" and now.memory_verdict == "leak" and before.memory_verdict == "leak":
+        return (f"paused: a memory leak ran out of CUDA memory at step {now.last_step} (attempt {now.attempt}) "
+                f"and at step {before.last_step} (attempt {before.attempt}): restarting would loop; "
+                f"the two attempts cost {cost}")
+    if now.signature is None or now.signature != before.signature or now.resume_next == RESUME_UNKNOWN \
+            or now.resume_next != now.resumed_from:
         return None
-    return (f"paused: a memory leak ran out of CUDA memory at step {now.last_step} (attempt {now.attempt}) "
-            f"and at step {before.last_step} (attempt {before.attempt}): restarting would loop")
+    where = _checkpoint_name(now.resumed_from)
+    todo = verdict.hint or ("fix what the error says (the crash report keeps the log tail) or change what "
+                            "reaches it at that step")
+    return (f"paused: the same crash twice at step {now.last_step} (attempt {now.attempt}; attempt "
+            f"{before.attempt} at step {before.last_step}), and the next attempt would resume from {where} "
+            f"again: {verdict.cls}: {verdict.summary}. The two attempts cost {cost}; restarting would "
+            f"repeat it. What to do: {todo}; then restart the run (`r`, or `moeconsole restart RUN`)")
 
 
 def _wait_for(verdict: CrashVerdict, history: list[AttemptRecord], wait_s: float, max_s: float, max_key: str,

@@ -181,6 +181,10 @@ class HistoryRec(_Record):
     ran_s: float | None = None         # how long it ran on the monotonic clock (policy.AttemptRecord)
     ended_mono: float | None = None    # its end on the monotonic clock of the boot ``boot_id``
     boot_id: str | None = None
+    signature: str | None = None       # the crash's error identity (crash.error_identity); None: older runners
+    resumed_from: str | None = None    # the checkpoint it resumed from (None: none)
+    resume_next: str | None = None     # the checkpoint the next attempt would resume from when it ended
+    gpus: Count | None = None          # the GPUs the run uses (None: not known)
 
 
 class BadSavesRec(_Record):

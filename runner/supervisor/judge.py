@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from moeconsole.runner.core import lifecycle as lc
-from moeconsole.runner.core.crash import CrashVerdict, classify, classify_job_state, decode_exit, signal_name
+from moeconsole.runner.core.crash import (CrashVerdict, classify, classify_job_state, decode_exit, error_identity,
+                                          signal_name)
 from moeconsole.runner.core.oom import crash_hint
 from moeconsole.runner.core.policy import AttemptRecord, Clock, RestartSettings, decide, is_crash_class
 from moeconsole.runner.process.attempt import ExitStatus
@@ -53,6 +54,8 @@ class EndedAttempt:
     detected_after_s: float | None = None  # judged this long after the end was noticed (monotonic)
     resumed_step: int | None = None
     resumed_from: str | None = None
+    resume_next: str | None = None         # the checkpoint the next attempt would resume from, as it stands now
+    gpus: int | None = None                # the GPUs the run uses (None: not known)
     restarts: int = 0                      # restarts so far (a restart decision adds one)
     job: dict[str, Any] | None = None      # a batch job's record
     gpu: dict[str, Any] | None = None      # the GPUs as NVML sees them now
@@ -91,7 +94,8 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     rc, n, step = e.returncode, e.attempt, e.last_step
     record = AttemptRecord(attempt=n, started_at=e.started_at or e.ended_at, ended_at=e.ended_at,
                            resumed_step=e.resumed_step, last_step=step, crash_class=None,
-                           ran_s=e.ran_s, ended_mono=e.ended_mono, boot_id=e.boot_id)
+                           ran_s=e.ran_s, ended_mono=e.ended_mono, boot_id=e.boot_id,
+                           resumed_from=e.resumed_from, resume_next=e.resume_next, gpus=e.gpus)
     # A batch job's own end (TIMEOUT, NODE_FAIL, ...) outranks its exit code (TIMEOUT is 0:0).
     status = e.exit_status
     job_verdict = classify_job_state(status.job_state if status else None, e.tail,
@@ -121,7 +125,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
                                       divergence=e.kill_reason == "divergence", attempt=n, own_pids=e.own_pids,
                                       live_pids=e.live_pids, python=e.python)
     code, sig = decode_exit(rc)
-    record = replace(record, crash_class=verdict.cls)
+    record = replace(record, crash_class=verdict.cls, signature=error_identity(verdict))
     memory = _memory_explanation(explain, verdict, step, diag)
     if memory is not None:
         record = replace(record, memory_verdict=memory["verdict"])

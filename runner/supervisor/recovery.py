@@ -122,7 +122,8 @@ def attempt_record(d: dict[str, Any]) -> AttemptRecord:
                          ended_at=float(d.get("ended_at") or 0.0), resumed_step=d.get("resumed_step"),
                          last_step=d.get("last_step"), crash_class=d.get("crash_class"),
                          memory_verdict=d.get("memory_verdict"), ran_s=d.get("ran_s"),
-                         ended_mono=d.get("ended_mono"), boot_id=d.get("boot_id"))
+                         ended_mono=d.get("ended_mono"), boot_id=d.get("boot_id"), signature=d.get("signature"),
+                         resumed_from=d.get("resumed_from"), resume_next=d.get("resume_next"), gpus=d.get("gpus"))
 
 
 def load_run_recipe(run: rundir.RunDir) -> "RunRecipe":

@@ -34,7 +34,7 @@ from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
 from moeconsole.runner.core import lifecycle as lc
 from moeconsole.runner.core.errors import InputError, utf8_text
-from moeconsole.runner.core.policy import AttemptRecord, RestartSettings
+from moeconsole.runner.core.policy import RESUME_UNKNOWN, AttemptRecord, RestartSettings
 from moeconsole.runner.core.state import Status
 from moeconsole.runner.ops.sidecars import OpsSidecars
 from moeconsole.runner.process import proctree, pyexec
@@ -302,8 +302,7 @@ class Supervisor:
         try:
             attempt = self.state.attempt + 1
             self.state.set(attempt=attempt)
-            resume = self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift"))) \
-                if self.launcher.resumes and not self.state.get("no_resume") else None
+            resume = self._resume_point()
             started = self.launcher.start(attempt, log_fd, resume_from=resume, next_env=self.next_env)
             if isinstance(started, LaunchedAttempt):
                 self.pipe.follow(log_fd)  # the file this attempt writes, whatever train.log names later
@@ -323,6 +322,27 @@ class Supervisor:
         self._note_job()
         self.next_env = {}
         return lc.Launched(attempt)
+
+    def _resume_point(self) -> str | None:
+        """The checkpoint the next attempt resumes from (None: it starts from scratch)."""
+        if not self.launcher.resumes or self.state.get("no_resume"):
+            return None
+        return self.checkpoints.resume_point(allow_drift=bool(self.state.get("allow_drift")))
+
+    def _resume_next(self) -> str | None:
+        """Where the next attempt would resume from, for the repeated-crash rule; an unreadable checkpoint
+        directory is "not known" (policy.RESUME_UNKNOWN), never a reason to stop judging the attempt."""
+        try:
+            return self._resume_point()
+        except OSError as exc:
+            diag(f"the resume point is not known: {exc}")
+            return RESUME_UNKNOWN
+
+    def _gpu_count(self) -> int | None:
+        """The GPUs the run uses (torchrun's processes, or gpus.devices); None when the recipe does not say."""
+        from moeconsole.runner.recipes.lint import command_flags
+        from moeconsole.runner.recipes.memory_estimate import gpus_of_command
+        return gpus_of_command(self.recipe, command_flags(list(self.recipe.command)))
 
     def _adopt(self) -> None:
         number = self.state.attempt
@@ -375,7 +395,8 @@ class Supervisor:
             ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
             **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
-            resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),
+            resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
+            restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),
             bad_saves_reason=self._bad_saves_reason, python=self.launcher.python(n))
         out = judge(ended, self.history, self.settings, floor_s=float(self.recipe.cooldown.floor_s),

@@ -8,7 +8,7 @@ import pytest
 from moeconsole.runner.core.crash import CrashVerdict, classify
 from moeconsole.runner.core.memory import Trend
 from moeconsole.runner.core.oom import explain_oom, merge_messages, parse_oom_message, torch_size_text
-from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide, repeated_leak
+from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide, repeated_crash
 
 ADVICE = ("If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
           "to avoid fragmentation.  See documentation for Memory Management  "
@@ -139,7 +139,7 @@ def test_a_leak_that_runs_out_at_the_same_step_twice_pauses():
     d = decide(OOM, hist, s, 3000.0)
     assert d.action == "pause" and d.alert == "critical"
     assert d.reason == ("paused: a memory leak ran out of CUDA memory at step 702 (attempt 2) and at step 700 "
-                        "(attempt 1): restarting would loop")
+                        "(attempt 1): restarting would loop; the two attempts cost 0.28 h of the run's GPUs")
 
 
 @pytest.mark.parametrize("hist", [
@@ -149,5 +149,5 @@ def test_a_leak_that_runs_out_at_the_same_step_twice_pauses():
     [_rec(1, 700, "leak", cls="segfault"), _rec(2, 700, "leak")],
 ])
 def test_no_pause_unless_both_are_leaks_at_the_same_step(hist):
-    assert repeated_leak(OOM, hist) is None
+    assert repeated_crash(OOM, hist) is None
     assert decide(OOM, hist, RestartSettings(max_crashes_per_window=60), 3000.0).action == "restart"

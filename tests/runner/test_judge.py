@@ -115,3 +115,27 @@ def test_an_oom_carries_the_memory_verdict_and_a_failing_one_never_stops_the_jud
     assert out.report is not None and out.report.memory is not None
     assert out.report.memory["verdict"] == verdict and out.record.memory_verdict == verdict
     assert out.events[0][1]["memory_verdict"] == verdict
+
+
+def test_the_same_crash_at_the_same_step_from_the_same_checkpoint_is_judged_a_pause_with_its_alert():
+    """The judge records what the repeated-crash rule reads (the error identity, where the attempt
+    resumed from, where the next one would, the GPUs) and the second identical crash pauses."""
+    ck = "/out/checkpoint-40"
+    tail = ["step 50 loss 1.1", "Traceback (most recent call last):",
+            "AssertionError: sample 123456 has no labels (worker pid {pid})"]
+    first = run_judge(ended(attempt=1, restarts=0, last_step=50, tail=[t.format(pid=4321) for t in tail],
+                            resumed_from=ck, resume_next=ck, gpus=8, ran_s=3600.0))
+    assert first.judged.action == "restart"
+    assert first.record.signature == "unknown: AssertionError: sample # has no labels (worker pid #)"
+    assert (first.record.resumed_from, first.record.resume_next, first.record.gpus) == (ck, ck, 8)
+    second = run_judge(ended(attempt=2, restarts=1, last_step=51, tail=[t.format(pid=9876) for t in tail],
+                             resumed_from=ck, resume_next=ck, gpus=8, ran_s=3600.0), history=[first.record])
+    assert second.judged.action == "pause"
+    assert second.judged.reason.startswith("paused: the same crash twice at step 51 (attempt 2; attempt 1 at step 50)")
+    assert "16.00 GPU-hours (8 GPUs, 2.00 h)" in second.judged.reason
+    alerts = [f for k, f in second.events if k == "alert"]
+    assert len(alerts) == 1 and alerts[0]["level"] == "critical" and alerts[0]["message"] == second.judged.reason
+    # a newer checkpoint to resume from: the next attempt starts further on, so it restarts
+    moved = run_judge(ended(attempt=2, restarts=1, last_step=51, tail=[t.format(pid=9876) for t in tail],
+                            resumed_from=ck, resume_next="/out/checkpoint-50", gpus=8), history=[first.record])
+    assert moved.judged.action == "restart"
