@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, NoReturn  # noqa: E402
 
 from moeconsole.runner.core.errors import InputError  # noqa: E402
 from moeconsole.runner.core import bounds  # noqa: E402
+from moeconsole.console.commands import RUN_COMMAND_HINT  # noqa: E402
 
 COMMANDS = (
     "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",
@@ -162,8 +163,6 @@ pid = bounded(bounds.PID)
 
 # The help of the arguments several commands share (`moeconsole COMMAND --help`).
 RUN_USAGE = "moeconsole run [options] RECIPE | moeconsole run [options] -- COMMAND [ARG ...]"
-# Where a command to supervise goes, for a `run` that was given one without `--`.
-RUN_COMMAND_HINT = "a command to run goes after --: `moeconsole run -- python my_train.py`"
 RUN_HELP = "the run: its id, a unique part of the id, its name or its directory"
 RECIPE_HELP = "a recipe file (YAML; the shipped ones are in recipes/, docs/recipes.md)"
 READONLY_HELP = "watch only: every key that changes a process is off (a shared screen)"

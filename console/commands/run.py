@@ -34,7 +34,7 @@ def start(recipe_path: str | None, overrides: list[str], *, runs_dir: str | None
         except InputError as exc:
             if recipe_path.endswith((".yaml", ".yml")):
                 raise
-            from moeconsole.console.cli import RUN_COMMAND_HINT   # `run train.py`: a command was meant
+            from moeconsole.console.commands import RUN_COMMAND_HINT   # `run train.py`: a command was meant
             raise InputError(f"{exc}; {RUN_COMMAND_HINT}") from None
     problems = lint_recipe(recipe, preflight=True)
     errors = [p for p in problems if p["level"] == "error"]
