@@ -71,7 +71,7 @@ class LiveReader:
             return self._line_by_line(data, partial, at, partial_at)
         return [batch] if len(batch) or batch.marks else []
 
-    def _line_by_line(self, data: bytes, partial: tuple[bytes, bool, bool] | None, at: int,
+    def _line_by_line(self, data: bytes, partial: tuple[bytes, bool, bool, bool] | None, at: int,
                       partial_at: int) -> list[Batch]:
         """The slack path of ``feed_batches``: the template is forgotten (it is learned again),
         the unfinished line restored as it was before the slice, each completed line alone

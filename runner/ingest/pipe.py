@@ -166,6 +166,7 @@ class LinePipe:
             nl = data.find(b"\n")
             if nl < 0:
                 self.partial.append(data)
+                self._read_redraws(out)
                 return out.build()
             self.lines.note(self.partial_at)
             evs = self.parser.read_completed(*self.partial.complete(data[:nl]))
@@ -179,7 +180,19 @@ class LinePipe:
             self._route(block, len(block), out, at + pos - 1)
             pos = last + 1
         self.keep_partial(data[pos:], at + pos)
+        self._read_redraws(out)
         return out.build()
+
+    def _read_redraws(self, out: BatchBuilder) -> None:
+        """The redraws of the unfinished line that a later carriage return overwrote, read now
+        (``PartialLine.take_redraws``, ``LogParser.read_redraws``): a tqdm loop's steps show
+        while its bar runs, not only once it closes."""
+        taken = self.partial.take_redraws()
+        if taken is None:
+            return
+        self.lines.note(self.partial_at)
+        evs = self.parser.read_redraws(*taken)
+        out.add_events(evs, at=self.lines.offsets(evs, self.partial_at))
 
     def read_block(self, buf: bytes, end: int, at: int | None = None) -> Batch:
         """Complete lines ``buf[1:end]`` (``buf[0]`` the newline that ended the line before),
