@@ -533,7 +533,8 @@ def _forget_deleted(conn: "sqlite3.Connection", rows: list[dict]) -> list[dict]:
     `attach` answer "no run matches" for. A live run's directory renamed back, or any run,
     returns with its runner's next write or `runs rebuild`."""
     import sqlite3
-    kept, gone = [], []
+    kept: list[dict] = []
+    gone: list[dict] = []
     for row in rows:
         (kept if os.path.isdir(row["path"]) else gone).append(row)
     if gone:
