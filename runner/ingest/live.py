@@ -118,6 +118,13 @@ class LiveReader:
     def reset_partial(self) -> None:
         self.pipe.reset_partial()
 
+    def attempt_over(self) -> list[Batch]:
+        """The attempt writing the log has ended and its output is read: what waits for a next
+        line (a tqdm bar's last count) as a batch, so the run's last step is recorded when it
+        ends, not when the next attempt starts (a finished tqdm run showed 39/40)."""
+        batch = self.pipe.release_waiting()
+        return [batch] if len(batch) or batch.marks else []
+
 
 def _to_stderr(msg: str) -> None:
     """The runner's stderr is its ``runner.log``."""

@@ -247,6 +247,17 @@ class LogParser:
         return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
                 + self._give_ds_step())
 
+    def release_waiting(self) -> list[LogEvent]:
+        """The attempt that wrote the log has ended: what waits for a line that would end it (a
+        progress bar's last count, a step-less dict, a step block) is given now, as the next
+        line (the runner's marker of the next attempt) would give it. The cut dict and partial
+        line stay: the log may still hold their rest."""
+        self.origins.clear()
+        try:
+            return self.release_held() + self._release()
+        except Exception:  # noqa: BLE001 - the parser must never raise on input
+            return []
+
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
         """The record of a step-less dict held for the line after it (``_hold``), given now:
         ``raw`` is that next line (None: no line follows it here; the template's rows or the

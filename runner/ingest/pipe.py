@@ -223,6 +223,14 @@ class LinePipe:
             self._release_held(out)
         return out.build()
 
+    def release_waiting(self) -> Batch:
+        """The attempt that writes the log has ended (``LogParser.release_waiting``): its last
+        bar count or held dict, which the next line would have given, now."""
+        out = BatchBuilder(self.want_records)
+        evs = self.parser.release_waiting()
+        out.add_events(evs, at=self.lines.offsets(evs, -1))
+        return out.build()
+
     def _release_held(self, out: BatchBuilder) -> None:
         """The record of a step-less dict the parser holds for the line after it
         (``LogParser.release_held``), before anything the parser does not read (template rows)."""
