@@ -15,8 +15,9 @@ from tests.runner.conftest import REPO, Run
 def cli(runs_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     env.pop("MOECONSOLE_RUNS_DIR", None)
-    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args[:1], "--runs-dir", str(runs_dir),
-                           *args[1:]], capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+    where = [] if args[0] in ("lint", "parse", "doctor") else ["--runs-dir", str(runs_dir)]
+    return subprocess.run([sys.executable, "-m", "moeconsole.console.cli", *args[:1], *where, *args[1:]],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
 
 
 TRAIN = """\
@@ -87,3 +88,24 @@ def test_the_run_name_is_the_training_script():
     assert name_of_command(["bash", "launch.sh"]) == "launch"
     assert name_of_command(["/usr/bin/swift", "sft"]) == "swift"
     assert name_of_command(["./my weird$name"]) == "my-weird-name"
+
+
+def test_a_training_script_that_is_not_there_is_refused_before_launch(tmp_path):
+    """`run -- python nosuch_train.py` started the run, and every attempt ended in Python's
+    "can't open file" (exit 2), restarted as an unknown crash; lint names the script and where it
+    looked (`script_missing`), a warning in `lint` and an error in `run`: nothing launched."""
+    runs = tmp_path / "runs"
+    proc = cli(runs, tmp_path, "run", "--detach", "--", sys.executable, "nosuch_train.py")
+    assert proc.returncode == 1, proc.stderr
+    assert f"lint error: script_missing: the training script 'nosuch_train.py' is not a file in {tmp_path}" \
+        in proc.stderr, proc.stderr
+    assert not runs.exists() or not any(runs.iterdir())
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train.py").write_text("print('step 1 loss 1.0')\n")
+    recipe = tmp_path / "sub" / "r.yaml"
+    recipe.write_text('command: [python3, train.py]\nworkdir: "{recipe_dir}"\n')
+    linted = cli(runs, tmp_path, "lint", str(recipe), "--json")   # the script is where workdir says
+    assert "script_missing" not in linted.stdout, linted.stdout
+    recipe.write_text("command: [python3, train.py]\n")             # ... or not, from tmp_path
+    linted = cli(runs, tmp_path, "lint", str(recipe))
+    assert "warning script_missing" in linted.stdout and linted.returncode == 0, linted.stdout
