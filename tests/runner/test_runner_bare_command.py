@@ -47,6 +47,8 @@ def test_a_bare_command_runs_supervised_in_this_directory(tmp_path):
     shown = cli(runs, work, "runs", "show", run_id, "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["status"] == "succeeded"
+    text = cli(runs, work, "runs", "show", run_id).stdout   # what was run: no recipe file says it
+    assert f"  command   {sys.executable} my_train.py\n" in text, text
 
 
 def test_a_crashing_bare_command_is_classified_and_ends_failed(tmp_path):
