@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, NoReturn  # noqa: E402
 
 from moeconsole.runner.core.errors import InputError  # noqa: E402
 from moeconsole.runner.core import bounds  # noqa: E402
+from moeconsole.console.commands import RUN_COMMAND_HINT  # noqa: E402
 
 COMMANDS = (
     "run", "demo", "attach", "kill", "restart", "verify", "runs", "parse",
@@ -29,7 +30,7 @@ RUNS_ACTIONS = ("ls", "show", "diff", "rebuild", "receipt")
 
 # One line per command for `moeconsole --help` and `moeconsole help` (the sub-parsers use them too).
 COMMAND_HELP = {
-    "run": "start a supervised run of a recipe, then attach the UI",
+    "run": "start a supervised run of a recipe (or of `-- COMMAND ...`), then attach the UI",
     "demo": "run the built-in tiny MoE recipe (CPU, no GPU needed), then attach",
     "attach": "open the UI on a run (id, unique id prefix or path) or on any training log or output dir; none: the newest live run",
     "kill": "clean kill of a run: SIGTERM, grace period, SIGKILL; no restart",
@@ -105,6 +106,8 @@ class _Parser(argparse.ArgumentParser):
         prefix = "unrecognized arguments: "
         if message.startswith(prefix):
             message = unknown_options_text(self, message[len(prefix):].split())
+            if self.prog == "moeconsole run":   # `run python train.py`: the command was meant
+                message += f" ({RUN_COMMAND_HINT})"
         # A value refused by its type already says what it wants (`--port: must be a TCP port ...`).
         says_all = message.startswith("argument ") and "expected" not in message
         tail = "" if says_all else f"; {_help_pointer(self.prog)}"
@@ -159,6 +162,7 @@ pid = bounded(bounds.PID)
 
 
 # The help of the arguments several commands share (`moeconsole COMMAND --help`).
+RUN_USAGE = "moeconsole run [options] RECIPE | moeconsole run [options] -- COMMAND [ARG ...]"
 RUN_HELP = "the run: its id, a unique part of the id, its name or its directory"
 RECIPE_HELP = "a recipe file (YAML; the shipped ones are in recipes/, docs/recipes.md)"
 READONLY_HELP = "watch only: every key that changes a process is off (a shared screen)"
@@ -188,8 +192,9 @@ def build_parser(only: str | None = None) -> _Parser:
     sub = top.add_subparsers(dest="command", parser_class=_Parser)
 
     if want("run"):
-        p = sub.add_parser("run", help=COMMAND_HELP["run"])
-        p.add_argument("recipe", help=RECIPE_HELP)
+        p = sub.add_parser("run", help=COMMAND_HELP["run"], usage=RUN_USAGE)
+        p.add_argument("recipe", nargs="?", help=RECIPE_HELP + "; or, instead, `-- COMMAND ...`: any command, "
+                                                 "run as it is from this directory (`moeconsole run -- python my_train.py`)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                        help="change a recipe value before it is checked: kill.grace_s=30, env.NAME=V, args.max_steps=100 (a flag of the command; repeatable; docs/recipes.md)")
         p.add_argument("--detach", action="store_true", help=DETACH_HELP)
@@ -380,12 +385,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         if first in COMMANDS and (argv and argv[0] == first):
+            command_argv = None
+            if first == "run" and "--" in argv:   # `run [options] -- COMMAND ...`: the rest is the command
+                cut = argv.index("--")
+                argv, command_argv = argv[:cut], argv[cut + 1:]
             parser = build_parser(only=first)
             args, extra = parser.parse_known_args(argv)
             name = args.command
             if extra and (name != "runs" or any(e.startswith("-") for e in extra)):
                 command = parser._subparsers._group_actions[0].choices[name]   # type: ignore[union-attr,index]
                 command.error(f"unrecognized arguments: {' '.join(extra)}")
+            if name == "run":
+                args.command_argv = command_argv
+                if command_argv is not None and args.recipe is not None:
+                    raise InputError(f"run: give a recipe ({args.recipe}) or a command after --, not both")
+                if command_argv is None and args.recipe is None:
+                    raise InputError(f"run: which recipe? `moeconsole run RECIPE` (shipped ones are in recipes/), "
+                                     f"or {RUN_COMMAND_HINT}")
             if name == "runs":
                 args.words += extra
                 args.action, args.ids = (args.words[0], args.words[1:]) if args.words else ("ls", [])

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from moeconsole.runner.core.errors import InputError
 from moeconsole.runner.process import launch
 from moeconsole.runner.recipes import recipe as recipes
 from moeconsole.runner.rundir import rundir
@@ -18,10 +19,23 @@ STARTED_WAIT_S = 10.0  # how long `run` waits to say "started" (or why not) befo
 SETTLE_S = 3.0  # then how long `run --detach` watches a started attempt that has not logged a step yet
 
 
-def start(recipe_path: str, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
-          allow_drift: bool = False) -> tuple[int, rundir.RunDir | None]:
+def start(recipe_path: str | None, overrides: list[str], *, runs_dir: str | None, name: str | None = None,
+          allow_drift: bool = False, command: list[str] | None = None) -> tuple[int, rundir.RunDir | None]:
+    """Start a run of the recipe at ``recipe_path``, or of ``command`` (``run -- COMMAND ...``:
+    ``recipes.from_command``)."""
     base = runs_base(runs_dir)  # a runs directory that cannot be one is refused before anything is read
-    recipe = recipes.load(recipe_path, overrides)
+    if command is not None:
+        recipe = recipes.from_command(command, overrides)
+        recipe_path = "the command after --"
+    else:
+        assert recipe_path is not None
+        try:
+            recipe = recipes.load(recipe_path, overrides)
+        except InputError as exc:
+            if recipe_path.endswith((".yaml", ".yml")):
+                raise
+            from moeconsole.console.commands import RUN_COMMAND_HINT   # `run train.py`: a command was meant
+            raise InputError(f"{exc}; {RUN_COMMAND_HINT}") from None
     problems = lint_recipe(recipe, preflight=True)
     errors = [p for p in problems if p["level"] == "error"]
     for p in problems:
@@ -192,7 +206,7 @@ def exit_code(state: dict) -> int:
 def run(args) -> int:
     try:
         code, run_dir = start(args.recipe, args.overrides, runs_dir=args.runs_dir, name=args.name,
-                              allow_drift=args.allow_drift)
+                              allow_drift=args.allow_drift, command=getattr(args, "command_argv", None))
     except StartInterrupted as exc:
         return went_on(exc.run_id, exc.signum)
     if code or run_dir is None:

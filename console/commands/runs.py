@@ -73,6 +73,18 @@ def run_summary(run: rundir.RunDir) -> dict:
             "engine": snap.run.get("engine"), "jobs": run.job_records()}
 
 
+def _command_words(run: rundir.RunDir) -> str:
+    """The run's command as a shell would show it, secrets masked (``receipt.recipe_section``),
+    clipped to a line; "" when recipe.yaml has none."""
+    import shlex
+    from moeconsole.runner.core.units import clip
+    from moeconsole.runner.rundir.receipt import recipe_section
+    command = recipe_section(run, {}).get("command")
+    if not isinstance(command, list) or not command:
+        return ""
+    return clip(shlex.join(str(a) for a in command), 400)
+
+
 def cmd_show(base, ref: str, as_json: bool) -> int:
     path = Path(ref).expanduser()
     if path.exists() and not (path.is_dir() and rundir.is_run_dir(path)):
@@ -121,6 +133,9 @@ def _show_run(run: rundir.RunDir, as_json: bool, imported_from: Path | None = No
         f"  alerts    open {fmt.run_cell('open_alerts', summary)}",
         f"  recipe    hash {summary['recipe_hash'] or fmt.NA}",
     ]
+    command = _command_words(run)
+    if command:   # what was run (a `run -- COMMAND` run has no recipe file to look it up in)
+        lines.append(f"  command   {command}")
     if r.get("damaged"):
         lines.insert(1, f"  damaged   {r['damaged']}")
     from moeconsole.runner.rundir.snapshot import waiting_words

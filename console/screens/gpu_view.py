@@ -66,15 +66,24 @@ def proc_line(r: dict) -> Pieces:
     return [(text, "gpuview--own" if r["own"] else "gpuview--other")]
 
 
+def _said(text: str, width: int | None) -> list[Pieces]:
+    """A sentence in the GPU view, wrapped at word ends to ``width`` (a 50-column pane cut
+    "GPUs not available: NVIDIA driver" there, with no mark and the reason lost)."""
+    if not width or len(text) <= width:
+        return [[(text, "")]]
+    import textwrap
+    return [[(line, "")] for line in textwrap.wrap(text, width, break_on_hyphens=False)]
+
+
 def node_lines(gpu: dict | None, title: str, width: int | None = None) -> list[Pieces]:
     """A node in the GPU view: its title, the header, then each GPU's line (as ``moeconsole
     gpus`` prints it, fitted to ``width`` by ``gpurows.fit``: never cut mid-number at the edge)
     and the processes on it, the run's ranks first (nvitop's process view)."""
     head: Pieces = [(title, "gpuview--title")]
     if gpu is None:
-        return [[(f"{title}: no telemetry (a finished run is not polled)", "")]]
+        return _said(f"{title}: no telemetry (a finished run is not polled)", width)
     if not gpu.get("available"):
-        return [[(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}", "")]]
+        return _said(f"{title}: GPUs not available: {gpu.get('reason') or 'unknown reason'}", width)
     gpus = [g for g in gpu.get("gpus") or () if isinstance(g, dict)]
     name_w, clocks = gpurows.fit(gpus, width) if width else (gpurows.NAME_W, True)
     lines: list[Pieces] = [head, [(gpurows.header(name_w, clocks), "gpuview--head")], [(PROC_HEADER, "gpuview--head")]]

@@ -122,8 +122,10 @@ def host_words(host: dict | None, width: int) -> str:
         f"host {cpu_t} · {ram_t} · out {_short_path(path)}: {io_t}, {free_t}",
         f"{cpu_t} · {ram_t} · out {io_t}, {free_t}",
         f"{cpu_t} · {ram_t} · {io_t}",
+        f"{cpu_t} · {ram_t}",
     ]
-    return next((c for c in candidates if len(c) <= width), candidates[-1][:width])
+    # narrower than the shortest: cut with its mark (a 50-column pane showed "w 92." for "w 92.4K/s")
+    return next((c for c in candidates if len(c) <= width), clip(candidates[-1], width))
 
 
 def _int_text(value: float | None) -> str:

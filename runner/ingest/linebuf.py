@@ -18,6 +18,7 @@ class PartialLine:
         self._buf = bytearray()
         self._skipping = False         # the partial line is over the cap: drop until newline
         self._overlong_before = False  # a dropped overlong segment precedes the buffered text
+        self._started = False          # the line's first bytes were taken (``take_redraws``)
 
     @property
     def waiting(self) -> bool:
@@ -47,16 +48,32 @@ class PartialLine:
             self._buf.clear()
             self._skipping = True
 
-    def saved(self) -> tuple[bytes, bool, bool]:
-        """The partial line as it is now (``restore`` brings it back)."""
-        return bytes(self._buf), self._skipping, self._overlong_before
+    def take_redraws(self) -> tuple[bytes, bool] | None:
+        """The carriage-return segments a later one overwrote, to read before the newline (a
+        tqdm bar redraws itself behind ``\\r`` and writes its newline only when it closes):
+        (those bytes, whether they begin the line), or None when there are none. The buffer
+        keeps the rest, from the carriage return of its last non-blank segment on, so every
+        segment is read once (the visible one with its line)."""
+        if self._skipping:
+            return None
+        cut = self._buf.rfind(b"\r", 0, len(self._buf.rstrip()))
+        if cut <= 0:
+            return None
+        done = bytes(self._buf[:cut])
+        del self._buf[:cut]
+        line_start, self._started = not self._started, True
+        return done, line_start
 
-    def restore(self, saved: tuple[bytes, bool, bool] | None) -> None:
+    def saved(self) -> tuple[bytes, bool, bool, bool]:
+        """The partial line as it is now (``restore`` brings it back)."""
+        return bytes(self._buf), self._skipping, self._overlong_before, self._started
+
+    def restore(self, saved: tuple[bytes, bool, bool, bool] | None) -> None:
         """The partial line as ``saved`` left it (None: no partial line)."""
         self.reset()
         if saved is not None:
             self._buf[:] = saved[0]
-            self._skipping, self._overlong_before = saved[1], saved[2]
+            self._skipping, self._overlong_before, self._started = saved[1], saved[2], saved[3]
 
     def complete(self, rest: bytes = b"") -> tuple[bytes, bool]:
         """The line, its newline (or the end of input) having come after ``rest``: (its
@@ -70,5 +87,5 @@ class PartialLine:
     def reset(self) -> None:
         """Forget the partial line (the file was truncated or replaced under it)."""
         self._buf.clear()
-        self._skipping = self._overlong_before = False
+        self._skipping = self._overlong_before = self._started = False
 

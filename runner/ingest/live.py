@@ -71,7 +71,7 @@ class LiveReader:
             return self._line_by_line(data, partial, at, partial_at)
         return [batch] if len(batch) or batch.marks else []
 
-    def _line_by_line(self, data: bytes, partial: tuple[bytes, bool, bool] | None, at: int,
+    def _line_by_line(self, data: bytes, partial: tuple[bytes, bool, bool, bool] | None, at: int,
                       partial_at: int) -> list[Batch]:
         """The slack path of ``feed_batches``: the template is forgotten (it is learned again),
         the unfinished line restored as it was before the slice, each completed line alone
@@ -117,6 +117,13 @@ class LiveReader:
 
     def reset_partial(self) -> None:
         self.pipe.reset_partial()
+
+    def attempt_over(self) -> list[Batch]:
+        """The attempt writing the log has ended and its output is read: what waits for a next
+        line (a tqdm bar's last count) as a batch, so the run's last step is recorded when it
+        ends, not when the next attempt starts (a finished tqdm run showed 39/40)."""
+        batch = self.pipe.release_waiting()
+        return [batch] if len(batch) or batch.marks else []
 
 
 def _to_stderr(msg: str) -> None:

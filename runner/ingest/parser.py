@@ -197,6 +197,9 @@ class LogParser:
         # last count, a step block or a dict cut by a newline.
         self.origins: list[int] = []
         self._origin: int | None = None
+        # The rank prefix a line's first redraws carried when they were read before its newline
+        # (``read_redraws``): the rest of that line has it too.
+        self._redraw_rank: int | None = None
         self.reason = ""                          # why the last line was not read (``parse --explain``)
         self._last_text_rec: tuple | None = None  # (step, loss) of the last text record
         self._counted_line = -1                   # the last line counted as a metric line
@@ -243,6 +246,17 @@ class LogParser:
         held = self.release_held()
         return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
                 + self._give_ds_step())
+
+    def release_waiting(self) -> list[LogEvent]:
+        """The attempt that wrote the log has ended: what waits for a line that would end it (a
+        progress bar's last count, a step-less dict, a step block) is given now, as the next
+        line (the runner's marker of the next attempt) would give it. The cut dict and partial
+        line stay: the log may still hold their rest."""
+        self.origins.clear()
+        try:
+            return self.release_held() + self._release()
+        except Exception:  # noqa: BLE001 - the parser must never raise on input
+            return []
 
     def release_held(self, raw: bytes | None = None) -> list[LogEvent]:
         """The record of a step-less dict held for the line after it (``_hold``), given now:
@@ -294,6 +308,8 @@ class LogParser:
         except Exception:  # noqa: BLE001 - the parser must never raise on input
             self._unparsed("", suspect=False)
             return []
+        finally:
+            self._redraw_rank = None
 
     def _classify(self, raw: bytes) -> list[LogEvent]:
         seg = visible_segment(raw)
@@ -324,7 +340,7 @@ class LogParser:
         self._rich_line = _RICH_LINE_RE.match(seg) is not None
         rank, text = split_rank(text)
         if rank is None:
-            rank = line_rank
+            rank = line_rank if line_rank is not None else self._redraw_rank
         if text[:1] == "`" and text[-1:] == "`" and len(text) > 2:
             # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
             # inline code): the line is what stands inside them
@@ -1075,14 +1091,15 @@ class LogParser:
             self._frag = None
         return []
 
-    def _earlier_bars(self, raw: bytes) -> tuple[list[LogEvent], int | None]:
+    def _earlier_bars(self, raw: bytes, all_overwritten: bool = False) -> tuple[list[LogEvent], int | None]:
         """Progress-bar redraws before the visible one (a terminal overwrote them, but each
         showed a step's values): read like the visible one. Also the rank prefix the line
-        started with (a launcher prefixes a line, not each redraw)."""
+        started with (a launcher prefixes a line, not each redraw). ``all_overwritten``: every
+        segment of ``raw`` is such a redraw (``read_redraws``)."""
         events: list[LogEvent] = []
         parts = [p for p in raw.split(b"\r") if p.strip()]
         line_rank = None
-        for i, part in enumerate(parts[:-1]):
+        for i, part in enumerate(parts if all_overwritten else parts[:-1]):
             if b"\x1b" in part:
                 part = ANSI_BYTES_RE.sub(b"", part)
             rank, text = split_rank(decode_line(part))
@@ -1414,6 +1431,26 @@ class LogParser:
                 self.stats.examples.append((self.stats.lines, clip(text, 200)))
 
     # ------------------------------------------------------------------ partial line
+
+    def read_redraws(self, raw: bytes, line_start: bool) -> list[LogEvent]:
+        """Redraws of a line that a later carriage return overwrote, read before the line's
+        newline comes (``PartialLine.take_redraws``: a tqdm bar writes none until it closes, so a
+        live tail would show no step for the whole loop). They are read as the whole line would
+        read them (``_earlier_bars``), once; they are not a line of their own. ``line_start``:
+        ``raw`` begins the line (its rank prefix is the line's)."""
+        self.origins.clear()
+        if not (b"/s" in raw or b"s/" in raw):   # no tqdm rate: no redraw of a bar
+            return []
+        self.stats.lines += 1   # while they are read they are the line they belong to (its number)
+        try:
+            events, rank = self._earlier_bars(raw, all_overwritten=True)
+        except Exception:  # noqa: BLE001 - the parser must never raise on input
+            return []
+        finally:
+            self.stats.lines -= 1   # ... which is counted once, when its newline comes
+        if line_start:
+            self._redraw_rank = rank
+        return events
 
     def read_completed(self, line: bytes, overlong: bool) -> list[LogEvent]:
         """A line that arrived in pieces (``PartialLine.complete``); ``overlong``: a part of it

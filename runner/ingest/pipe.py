@@ -166,6 +166,7 @@ class LinePipe:
             nl = data.find(b"\n")
             if nl < 0:
                 self.partial.append(data)
+                self._read_redraws(out)
                 return out.build()
             self.lines.note(self.partial_at)
             evs = self.parser.read_completed(*self.partial.complete(data[:nl]))
@@ -179,7 +180,19 @@ class LinePipe:
             self._route(block, len(block), out, at + pos - 1)
             pos = last + 1
         self.keep_partial(data[pos:], at + pos)
+        self._read_redraws(out)
         return out.build()
+
+    def _read_redraws(self, out: BatchBuilder) -> None:
+        """The redraws of the unfinished line that a later carriage return overwrote, read now
+        (``PartialLine.take_redraws``, ``LogParser.read_redraws``): a tqdm loop's steps show
+        while its bar runs, not only once it closes."""
+        taken = self.partial.take_redraws()
+        if taken is None:
+            return
+        self.lines.note(self.partial_at)
+        evs = self.parser.read_redraws(*taken)
+        out.add_events(evs, at=self.lines.offsets(evs, self.partial_at))
 
     def read_block(self, buf: bytes, end: int, at: int | None = None) -> Batch:
         """Complete lines ``buf[1:end]`` (``buf[0]`` the newline that ended the line before),
@@ -208,6 +221,14 @@ class LinePipe:
             # the end of a part: a dict held for its next line gets its step now (the next line,
             # where the log is cut, is a template line, no bar), as one pass would give it
             self._release_held(out)
+        return out.build()
+
+    def release_waiting(self) -> Batch:
+        """The attempt that writes the log has ended (``LogParser.release_waiting``): its last
+        bar count or held dict, which the next line would have given, now."""
+        out = BatchBuilder(self.want_records)
+        evs = self.parser.release_waiting()
+        out.add_events(evs, at=self.lines.offsets(evs, -1))
         return out.build()
 
     def _release_held(self, out: BatchBuilder) -> None:

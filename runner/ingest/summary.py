@@ -191,7 +191,9 @@ def render_summary(path: str, summary: Summary, stats: Any, monitors_on: bool = 
             nf = ", ".join(f"{f} {n:,}" for f, n in sorted(s.non_finite.items()))
             lines.append(f"  non-finite   {nf}")
     else:
-        lines.append("  steps        no metric records found")
+        lines.append("  steps        no metric records found" + (
+            "; if its lines hold metrics, declare their format: --log-format 'kv = STEPKEY' or a regular "
+            "expression with (?P<step>...) (a recipe's log_format; docs/parsing.md)" if stats.unparsed_lines else ""))
     if s.evals:
         what = f"{s.evals:,} ({s.eval_split or 'eval'})"
         if s.eval_last is not None:

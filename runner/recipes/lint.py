@@ -73,7 +73,7 @@ def check_executable(recipe: "RunRecipe", *, preflight: bool = False) -> list[Pr
     level = "error" if preflight else "warning"
     exe = recipe.command[0]
     if exe == "{python}":
-        return _check_python_module(recipe, level)
+        return _check_python_module(recipe, level) or _check_script(recipe, level)
     # Placeholders known before launch are filled; run-time ones ({run_dir}) cannot be checked.
     exe = recipes.fill(exe, {"recipe_dir": recipe.launch.recipe_dir})
     if "{" in exe:
@@ -85,10 +85,38 @@ def check_executable(recipe: "RunRecipe", *, preflight: bool = False) -> list[Pr
         ok = shutil.which(exe) is not None
         what = f"{exe!r} is not an executable on PATH here"
     if ok:
-        return []
+        return _check_script(recipe, level)
     # the next step: the recipe's own `setup`, else the two ways out
     fix = f"set it up: {recipe.setup}" if recipe.setup else "install it, or name it by its full path in command"
     return [problem(level, "executable_missing", f"{what}; {fix}")]
+
+
+def _check_script(recipe: "RunRecipe", level: str) -> list[Problem]:
+    """The training script a Python or torchrun command names (``python my_train.py``,
+    ``torchrun --nproc_per_node 2 train.py``) is a file where the command will run: the
+    recipe's ``workdir``, else the directory ``run`` is typed in. A typo there failed every
+    attempt with Python's "can't open file" (exit 2), each one restarted."""
+    argv = recipe.command
+    layout = cmdline.argv_layout(argv)
+    if layout.script_at >= len(argv) or layout.insert_at != layout.script_at:   # `-m`, `--no-python`
+        return []
+    script = argv[layout.script_at]
+    if not script.endswith(".py") or script.startswith("-"):
+        return []
+    known = {"recipe_dir": recipe.launch.recipe_dir}
+    script = recipes.fill(script, known)
+    try:
+        where = recipes.fill(recipe.workdir, known) if recipe.workdir else (recipe.launch.cwd or os.getcwd())
+    except FileNotFoundError:   # the directory typed in is gone: `run` says so before anything is made
+        return []
+    if "{" in script or "{" in where:   # run-time placeholders ({run_dir}) cannot be checked
+        return []
+    path = os.path.join(where, script)
+    if os.path.isfile(path):
+        return []
+    return [problem(level, "script_missing",
+                    f"the training script {script!r} is not a file in {where}; fix its path in the command "
+                    f"(or set workdir to the directory that holds it)")]
 
 
 def _check_python_module(recipe: "RunRecipe", level: str) -> list[Problem]:

@@ -208,12 +208,58 @@ def load(path: str | Path, overrides: list[str] | None = None) -> "model.RunReci
     try:
         recipe = validate(raw, path, model.Launch(recipe_dir=str(path.resolve().parent)))
     except RecipeError as exc:
-        given = _override_for(exc.place, overrides or [])
-        if given is not None:
-            given = given.replace("\n", "\\n")  # one line, whatever the name held
-            raise InputError(f"--set {clip(given, 120)}: {exc.problem}") from None
-        raise
+        raise _as_override_error(exc, overrides) from None
     return recipe if recipe.name else model.run_recipe(recipe, name=path.stem)
+
+
+def _as_override_error(exc: RecipeError, overrides: list[str] | None) -> InputError:
+    """A refused value said as the ``--set`` that gave it, when one did; else the error itself."""
+    given = _override_for(exc.place, overrides or [])
+    if given is None:
+        return exc
+    given = given.replace("\n", "\\n")  # one line, whatever the name held
+    return InputError(f"--set {clip(given, 120)}: {exc.problem}")
+
+
+def name_of_command(argv: Sequence[str]) -> str:
+    """The run name of a bare command (``run -- python my_train.py``): the stem of the first
+    script it names (``my_train``; under torchrun the training script, not torchrun), else the
+    module of ``-m`` (``pkg.train`` -> ``train``), else the program (``python3 -c ...`` ->
+    ``python3``); made a valid name (letters, digits, ``. _ + -``, at most 64)."""
+    words = list(argv)
+    stem = ""
+    for i, word in enumerate(words):
+        if word.endswith((".py", ".sh")) and not word.startswith("-"):
+            stem = Path(word).stem
+            break
+        if word == "-m" and i + 1 < len(words) and words[i + 1] not in ("torch.distributed.run",):
+            stem = words[i + 1].rpartition(".")[2]
+            break
+    if not stem and words:
+        stem = Path(words[0]).name
+    stem = re.sub(r"[^A-Za-z0-9._+-]+", "-", stem).lstrip("._+-")[:64]
+    return stem or "command"
+
+
+def from_command(argv: Sequence[str], overrides: list[str] | None = None) -> "model.RunRecipe":
+    """A recipe for a bare command (``moeconsole run -- python my_train.py``): the command as
+    given, run in the current directory, named after its script (``name_of_command``), every other
+    key at its default; ``--set`` applies as to a file. An InputError (exit 2) like ``load``."""
+    if not argv:
+        raise InputError("run --: no command after --; write it as `moeconsole run -- python my_train.py`")
+    src = "the command after --"
+    raw: dict = {"name": name_of_command(argv), "command": list(argv)}
+    if overrides:
+        raw = apply_overrides(raw, overrides)
+    from moeconsole.runner.recipes import model
+    try:
+        here = os.getcwd()
+    except FileNotFoundError:   # a deleted directory: launch.create_run says so before anything is made
+        here = ""
+    try:
+        return validate(raw, src, model.Launch(recipe_dir=here))
+    except RecipeError as exc:
+        raise _as_override_error(exc, overrides) from None
 
 
 def _near_recipe(path: Path) -> str:

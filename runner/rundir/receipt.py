@@ -116,9 +116,10 @@ def _evenly_spaced(points: list[tuple[int, float]], n: int = 400) -> list[list[f
         [[float(points[-1][0]), points[-1][1]]]
 
 
-def _recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
+def recipe_section(run: rundir.RunDir, state: dict) -> dict[str, Any]:
     """The recipe as launched, secrets masked again on the way out (a recipe.yaml written
-    before URL passwords were masked in it still shows none)."""
+    before URL passwords were masked in it still shows none): the receipt's recipe, and the
+    command `runs show` prints."""
     from moeconsole.runner.recipes import recipe as recipes
     from moeconsole.runner.rundir.secrets import Redactor
     raw, _ = recipes.read_saved(run.path)
@@ -210,7 +211,7 @@ def build_receipt(run: rundir.RunDir, *, full: bool = False, now: float | None =
              "started_at": started, "ended_at": ended, "elapsed_s": elapsed, "attempts": state.get("attempt"),
              "restarts": state.get("restarts", 0), "pause_reason": state.get("pause_reason"),
              "bad_saves": (state.get("bad_saves") or {}).get("total", sum(1 for c in checkpoints if not c.ok))},
-        recipe=_recipe_section(run, state),
+        recipe=recipe_section(run, state),
         environment={"versions": versions, "recorded_at_launch": bool(versions)},
         steps={"first": first_step, "last": last_step, "max_steps": max_steps, "records": n_records},
         loss=stats["loss"].done(), grad_norm=stats["grad_norm"].done(), mem_gib=stats["mem_gib"].done(),

@@ -513,6 +513,7 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         rows = [_with_path(base, dict(r)) for r in conn.execute(sql, args)]
         if not refresh:
             return [_without_cache_column(r) for r in rows]
+        rows = _forget_deleted(conn, rows)
         for i, row in enumerate(rows):
             fresh = refresh_live(row)
             if any(fresh.get(k) != row.get(k) for k in COLUMNS if k != "updated_at"):
@@ -527,6 +528,25 @@ def list_runs(base: Path, *, status: str | None = None, name_like: str | None = 
         return [_without_cache_column(r) for r in rows]
     finally:
         conn.close()
+
+
+def _forget_deleted(conn: "sqlite3.Connection", rows: list[dict]) -> list[dict]:
+    """The rows whose run directory is still there; the others (a run removed with `rm -r`) are
+    dropped from the index too, so `runs` and the browser never list a run that `runs show` and
+    `attach` answer "no run matches" for. A live run's directory renamed back, or any run,
+    returns with its runner's next write or `runs rebuild`."""
+    import sqlite3
+    kept: list[dict] = []
+    gone: list[dict] = []
+    for row in rows:
+        (kept if os.path.isdir(row["path"]) else gone).append(row)
+    if gone:
+        try:
+            with conn:
+                conn.executemany("DELETE FROM runs WHERE id = ?", [(r["id"],) for r in gone])
+        except sqlite3.Error:  # a read-only or busy index: the list is right all the same
+            pass
+    return kept
 
 
 def _without_cache_column(row: dict) -> dict:

@@ -181,6 +181,9 @@ class IngestPipe:
             got.add(step)
             if not step.read:
                 break
+        self._got = got
+        for batch in self.reader.attempt_over():   # what waited for a next line that will not come
+            self._on_batch(batch)
         return got
 
     def tail(self) -> list[str]:

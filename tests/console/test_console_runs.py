@@ -290,3 +290,22 @@ def test_runs_ls_on_an_output_that_cannot_carry_unicode_writes_stand_ins(base, m
         assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
         out = done.stdout.decode(encoding)
         assert run.run_id in out and "\u2014" not in out, out
+
+
+def test_a_run_directory_removed_by_hand_leaves_the_list(base, make_run):
+    """`rm -r` of a finished run's directory (there is no `runs rm`: docs/console.md says to
+    delete the directory): `runs` kept listing it from the index while `runs show` answered
+    "no run matches"; now the list and the browser drop it, and the index forgets it."""
+    import json
+    import shutil
+    bf16, fp8 = two_runs(base, make_run)
+    first = cli("runs", "--json", base=base)
+    assert first.returncode == 0, first.stderr
+    assert {r["id"] for r in json.loads(first.stdout)["runs"]} == {bf16.run_id, fp8.run_id}
+    shutil.rmtree(fp8.path)
+    for _ in range(2):   # the list, then the index it left behind
+        after = cli("runs", "--json", base=base)
+        assert after.returncode == 0, after.stderr
+        assert [r["id"] for r in json.loads(after.stdout)["runs"]] == [bf16.run_id]
+    shown = cli("runs", "show", fp8.run_id, base=base)
+    assert shown.returncode == 2 and "no run matches" in shown.stderr

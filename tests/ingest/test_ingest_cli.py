@@ -161,3 +161,15 @@ def test_parse_draws_a_progress_bar_on_a_terminal_and_wipes_it(tmp_path):
     res = subprocess.run([PY, "-m", "moeconsole.console.cli", "parse", str(log)], cwd=REPO, capture_output=True, timeout=60,
                          env={**__import__("os").environ, "MOECONSOLE_PROGRESS_AFTER_S": "0"})
     assert res.returncode == 0 and res.stderr == b""
+
+
+def test_a_log_no_reader_knows_names_the_way_to_declare_its_format(tmp_path):
+    """`parse` of a log in a format of one's own said "no metric records found" and nothing
+    more; it names --log-format, and the format it names reads the log."""
+    log = tmp_path / "odd.log"
+    log.write_text("it=1 L=2.5 gn=1.0\nit=2 L=2.1 gn=0.9\nit=3 L=1.9 gn=0.8\n")
+    out = parse_cli(str(log)).stdout
+    assert "no metric records found; if its lines hold metrics, declare their format: --log-format" in out, out
+    declared = parse_cli(str(log), "--log-format", r"it=(?P<step>\d+) L=(?P<loss>\S+)")
+    assert declared.returncode == 0, declared.stderr
+    assert "steps        1 -> 3 (3 records)" in declared.stdout and "last 1.9 (step 3)" in declared.stdout, declared.stdout

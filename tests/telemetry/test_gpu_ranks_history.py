@@ -192,3 +192,18 @@ def test_g_shows_the_run_ranks_first_and_other_processes_after(tmp_path):
     assert "rank 8, local 0" in lines[0] and "3000" in lines[0] and "95%" in lines[0] and "96.7G" in lines[0]
     assert "other" in lines[1] and "4000" in lines[1]
     assert "rank 9, local 1" in lines[2]
+
+
+def test_the_host_line_is_never_cut_without_its_mark():
+    """A 50-column pane showed `cpu 100% of 2 · ram 2.3/24G (10%) · r 0B/s w 92.` (the rate cut
+    mid-number, no mark): a narrow line drops the I/O first, and any cut ends in "…"."""
+    from moeconsole.console.widgets.gpu_panel import host_words
+    host = {"cpu_pct": 100.0, "cpu_count": 2, "ram_used_gib": 2.3, "ram_total_gib": 24.0, "hostname": "vm",
+            "io": {"path": "/tmp/runs/r", "device": "vda", "read_bps": 0.0, "write_bps": 94617.6, "free_gib": 35.0}}
+    for width in range(12, 120):
+        line = host_words(host, width)
+        assert len(line) <= width
+        assert line.endswith("…") or "cpu 100% of 2 · ram 2.3/24G (10%)" in line, (width, line)
+        if "w " in line and not line.endswith("…"):
+            assert line.split("w ", 1)[1].split(",")[0].endswith("/s"), (width, line)   # a rate is whole
+    assert host_words(host, 49) == "cpu 100% of 2 · ram 2.3/24G (10%)"

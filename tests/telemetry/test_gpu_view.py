@@ -157,3 +157,28 @@ def test_a_gpu_line_that_cannot_fit_leaves_out_the_clocks_before_it_cuts_a_name(
     assert len(row) <= 78 and row.endswith("30 / 450") and "210 / 405" not in row
     name_w, clocks = gpurows.fit([g], 60)
     assert len(gpurows.gpu_row(g, name_w, clocks)) <= 60 and len(gpurows.header(name_w, clocks)) <= 60
+
+
+def test_on_a_50_column_pane_why_there_are_no_gpus_is_wrapped_whole(tmp_path):
+    """A 50x15 tmux pane cut "vm (this node): GPUs not available: NVIDIA driver" at its edge,
+    no mark, the reason lost; the sentence is wrapped at word ends to the pane's width."""
+    base = tmp_path / "runs"
+    run = write_run(base, runner_pid=os.getpid(), started=False)
+    reason = "NVIDIA driver library libnvidia-ml.so.1 not found (no NVIDIA driver installed)"
+    gpu = {"available": False, "backend": "nvml", "reason": reason, "driver": None, "taken_at": 0.0, "gpus": []}
+
+    async def go() -> None:
+        app = MoeConsole(base, run, interval=0.2, telemetry=lambda state: (gpu, []), host=None)
+        async with app.run_test(size=(50, 15)) as pilot:
+            await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot is not None)
+            await pilot.press("g")
+            screen = await until_ui(pilot, lambda: _gpu_screen(app))
+
+            def shown() -> str | None:
+                lines = [s.text.rstrip() for s in app.screen._compositor.render_strips()]
+                text = " ".join(line.strip() for line in lines)
+                return text if "installed)" in text else None
+            text = await until_ui(pilot, shown, what="the whole reason on screen")
+            assert "GPUs not available: " + reason in text, text
+            assert screen is app.screen
+    asyncio.run(go())
