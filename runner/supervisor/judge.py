@@ -44,7 +44,7 @@ class EndedAttempt:
     now_restart: bool = False              # a requested restart skips the cooldown floor
     tail: list[str] = field(default_factory=list)  # the attempt's last log lines, secrets masked
     steps_seen: int = 0
-    last_step: int | None = None
+    last_step: int | None = None           # the newest step this attempt logged (None: none; never the run's)
     started_at: float | None = None
     ran_s: float | None = None             # how long it ran, on the monotonic clock (None: not measured so)
     ended_mono: float | None = None        # when it is judged, ``time.monotonic()`` on the boot ``boot_id``

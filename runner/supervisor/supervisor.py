@@ -382,7 +382,8 @@ class Supervisor:
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
             ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
-            **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
+            **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen,
+            last_step=self.pipe.written.step,  # this attempt's own newest step (None: it logged none), never an earlier one's
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), restarts=int(self.state.get("restarts") or 0),
             job=self.state.get("job"), gpu=gpu, foreign_gpu_memory=self.gpus.foreign_memory(gpu, self.watch.procs.pids),

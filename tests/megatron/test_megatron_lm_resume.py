@@ -31,13 +31,16 @@ def megatron_lm_recipe(**env: str) -> dict:
         checkpoints={"dir": "{run_dir}/save", "settle_s": 0.2})
 
 
-def test_an_attempt_that_never_gets_past_its_megatron_resume_point_is_no_progress(harness):
-    """Attempt 1 saves iter_0000004 and dies; every attempt after it resumes from iter_0000004
-    and dies before its first iteration. Two such attempts in a row are no progress: the run
-    fails saying so, as it does for checkpoint-N, instead of restarting until the cap (the
-    resumed step was unknown for an ``iter_N`` name, so any step counted as progress)."""
+@pytest.mark.parametrize("crash_at", ["4", "6"])
+def test_an_attempt_that_never_gets_past_its_megatron_resume_point_is_no_progress(harness, crash_at):
+    """Attempt 1 saves iter_0000004 and dies (at 4, or at 6 past the save); every attempt after
+    it resumes from iter_0000004 and dies before its first iteration. Two such attempts in a row
+    are no progress: the run fails saying so, as it does for checkpoint-N, instead of restarting
+    until the cap. Two ways it was missed: the resumed step was unknown for an ``iter_N`` name
+    (any step counted as progress), and an attempt that logged no step was judged at the run's
+    last step (attempt 1's 6, past the resume point 4)."""
     run = harness.start(harness.recipe(
-        **megatron_lm_recipe(FAKE_CRASH_AT="4", FAKE_CRASH_ON_RESUME="1"),
+        **megatron_lm_recipe(FAKE_CRASH_AT=crash_at, FAKE_CRASH_ON_RESUME="1"),
         restart={"max_restarts": 6, "no_progress_attempts": 2}))
     st = run.wait_status("failed", "paused", "succeeded", timeout=180)
     crashes = run.events("crash")
@@ -50,5 +53,6 @@ def test_an_attempt_that_never_gets_past_its_megatron_resume_point_is_no_progres
     argv = starts[1]["argv"]
     assert argv[argv.index("--ckpt-step") + 1] == "4"
     history = st["history"]
-    assert [h["resumed_step"] for h in history] == [None, 4, 4]
+    assert [(h["resumed_step"], h["last_step"]) for h in history] == [(None, int(crash_at)), (4, None), (4, None)]
+    assert [c["step"] for c in run.events("crash")] == [int(crash_at), None, None]   # where each attempt crashed
     assert run.crash(2)["class"] == "segfault"
