@@ -55,30 +55,12 @@ def commands_text() -> str:
     return "commands:\n" + "\n".join(f"  {c:<{width}}  {h}" for c, h in COMMAND_HELP.items())
 
 
-def _edits(a: str, b: str) -> int:
-    """Levenshtein distance with adjacent swaps counted as one edit (`rnus` -> `runs`)."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                d = min(d, prev2[j - 2] + 1)
-            cur.append(d)
-        prev2, prev = prev, cur
-    return prev[-1]
-
-
 def nearest_by_edits(word: str, known: Iterable[str] = COMMAND_HELP) -> str | None:
     """The command (or, given ``known``, the option) a near-miss word was probably meant to be
-    (`runz` -> `runs`, `--jsn` -> `--json`): the fewest edits, then the same length (a typo
-    replaces a letter more often than it drops one)."""
-    word = word.lower()
-    dashes = len(word) - len(word.lstrip("-"))
-    best = min(known, key=lambda c: (_edits(word, c), abs(len(c) - len(word)), c))
-    limit = 1 if len(word) - dashes <= 4 else 2
-    return best if _edits(word, best) <= limit else None
+    (`runz` -> `runs`, `--jsn` -> `--json`): the nearest by the one rule (``schema.near_misses``)."""
+    from moeconsole.runner.core.schema import near_misses
+    near = near_misses(word, known, 1)
+    return near[0] if near else None
 
 
 def unknown_options_text(parser: argparse.ArgumentParser, extra: list[str]) -> str:

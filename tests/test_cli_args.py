@@ -133,3 +133,17 @@ def test_every_argument_of_every_command_says_what_it_is():
     assert bare == []
     out = cli("demo", "--help")
     assert out.returncode == 0 and all(kind in out.stdout for kind in KINDS), out.stdout
+
+
+def test_one_near_miss_rule_for_commands_options_and_recipe_keys(tmp_path):
+    """The CLI (fewest edits) and the recipe (difflib) had two rules and gave the same word
+    different answers: `superv` was no command's near miss (3 edits) while a recipe key that far
+    off got one. One rule now (``schema.near_misses``) for both."""
+    from moeconsole.console.cli import COMMANDS
+    from moeconsole.runner.core.schema import did_you_mean, near_misses
+    out = cli("superv", "--runs-dir", str(tmp_path))
+    assert out.returncode == 2 and "did you mean `moeconsole supervise`?" in out.stderr, out.stderr
+    assert near_misses("superv", COMMANDS, 1) == ["supervise"] and "supervise" in did_you_mean("superv", COMMANDS)
+    assert near_misses("runz", COMMANDS)[0] == "runs" and near_misses("rnu", COMMANDS)[0] == "run"
+    assert near_misses("init", ["init_done", "gpus"]) == ["init_done"]
+    assert near_misses("frobnicate", COMMANDS) == [] and near_misses("--zzzzzz", ["--json", "--detach"]) == []

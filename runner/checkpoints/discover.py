@@ -109,12 +109,38 @@ def layout_of(path: Path) -> str | None:
     return None
 
 
+def step_in_name(name: str) -> int | None:
+    """The training step a checkpoint's name carries: ``checkpoint-N`` (and its ``checkpoint-N-merged``
+    export) and Megatron's ``iter_N`` (``iter_{:07d}``, megatron/training/checkpointing.py
+    ``get_checkpoint_name``); None for any other name. Names only (a path printed in a log, a synced
+    copy's name); ``step_of`` is the rule for a path on disk."""
+    m = CHECKPOINT_DIR.match(name) or ITER_DIR.match(name)
+    return int(m.group(1)) if m else None
+
+
 def step_of(path: Path) -> int | None:
-    """The training step a checkpoint was saved at, from its name, else trainer_state.json."""
-    m = CHECKPOINT_DIR.match(path.name) or ITER_DIR.match(path.name)
-    if m:
-        return int(m.group(1))
+    """The training step a checkpoint (or a resume point) was saved at: the one rule every caller
+    asks, the resume's ``{step}`` and ``resumed_step`` included.
+
+    In order: its name (``step_in_name``; a symlink such as ms-swift's ``last-checkpoint`` by the
+    name it points at); a Megatron ``--load`` directory by its tracker
+    ``latest_checkpointed_iteration.txt`` (what Megatron-LM ``read_metadata`` and ms-swift 4.6
+    ``_load_iteration`` (megatron/trainers/base.py l.526-551) resume from; ``release`` is no
+    training step); a Trainer's ``trainer_state.json`` ``global_step``."""
+    step = step_in_name(path.name)
+    if step is not None:
+        return step
+    if path.is_symlink():
+        try:
+            step = step_in_name(path.resolve().name)
+        except (OSError, RuntimeError):
+            step = None
+        if step is not None:
+            return step
     if path.is_dir():
+        tracked = tracker_iteration(path)
+        if isinstance(tracked, int):
+            return tracked
         try:
             step = jsonio.load_file(path / "trainer_state.json").get("global_step")
             if isinstance(step, int) and not isinstance(step, bool):

@@ -102,9 +102,19 @@ def _copy_tree(src: Path, tmp: Path, *, use_rsync: bool) -> str:
     return method
 
 
-def _step_at_name_end(name: str) -> int | None:
-    digits = name.rsplit("-", 1)[-1].rsplit("_", 1)[-1]
-    return int(digits) if digits.isdigit() else None
+def _track_megatron_copy(src: Path, dest_root: Path, step: int | None) -> None:
+    """A Megatron-LM ``iter_N/`` copied into ``dest_root``: name it in ``dest_root``'s own
+    ``latest_checkpointed_iteration.txt``, as Megatron does once every rank saved
+    (checkpointing.py ``iter_finalize_fn``), so ``--load dest_root`` resumes from the copy
+    (without a tracker Megatron-LM "will not load any checkpoints and will start from random",
+    ``_load_base_checkpoint``). Never moved back to an older iteration."""
+    from moeconsole.runner.checkpoints.discover import ITER_DIR, TRACKER, tracker_iteration
+    if step is None or not ITER_DIR.match(src.name):
+        return
+    tracked = tracker_iteration(dest_root)
+    if isinstance(tracked, int) and tracked >= step:
+        return
+    jsonio.atomic_write_bytes(dest_root / TRACKER, str(step).encode())
 
 
 def retention(synced: list[tuple[str, int | None]], keep_last: int, newest_verified: str) -> list[str]:
@@ -125,14 +135,14 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
     (ms-swift 4.2 with ``--merge_lora true``) is copied with that sibling: both are staged in one
     temporary directory, the copy is verified there as a pair, and the sibling is renamed into
     place first, so the destination never holds the metadata without its weights."""
-    from moeconsole.runner.checkpoints.discover import weights_sibling
+    from moeconsole.runner.checkpoints.discover import step_in_name, weights_sibling
     from moeconsole.runner.checkpoints.verify import verify_checkpoint
 
     t0 = time.monotonic()
     src = src.resolve()
     final = dest_root / src.name
     staging = dest_root / f"{PARTIAL}{src.name}.{os.getpid()}"
-    step = _step_at_name_end(src.name)
+    step = step_in_name(src.name)
     sibling = weights_sibling(src)
     members = ([sibling] if sibling is not None else []) + [src]
 
@@ -179,6 +189,7 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
         for m in members:                          # the weights first, the checkpoint that names them last
             jsonio.replace_dir(staging / m.name, dest_root / m.name)
         os.rmdir(staging)
+        _track_megatron_copy(src, dest_root, step)
         dfd = os.open(dest_root, os.O_RDONLY)
         try:
             os.fsync(dfd)
@@ -186,7 +197,7 @@ def sync_one(src: Path, dest_root: Path, *, full: bool = False, keep_last: int =
             os.close(dfd)
     except OSError as exc:
         return fail(f"cannot put the copy in place: {exc}", method)
-    synced = [(p.name, _step_at_name_end(p.name)) for p in dest_root.iterdir()
+    synced = [(p.name, step_in_name(p.name)) for p in dest_root.iterdir()
               if p.is_dir() and not p.name.startswith(PARTIAL) and (p / MARKER).is_file()]
     deleted = retention(synced, keep_last, final.name)
     for name in deleted:

@@ -22,7 +22,7 @@ import difflib
 import json
 import re
 import shlex
-from typing import Annotated, Any, Sequence, TypeVar
+from typing import Annotated, Any, Iterable, Sequence, TypeVar
 
 import msgspec
 from msgspec import inspect as mi
@@ -99,9 +99,45 @@ def field_names(model: type) -> list[str]:
     return [f.encode_name for f in info.fields] if isinstance(info, mi.StructType) else []
 
 
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance with adjacent swaps counted as one edit (`rnus` -> `runs`)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, prev2[j - 2] + 1)
+            cur.append(d)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+NEAR_RATIO = 0.6   # difflib's similarity at which a word counts as near
+
+
+def near_misses(word: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known words a mistyped ``word`` was probably meant to be, nearest first (at most ``n``):
+    the one rule for a command, an option, a recipe key or a recipe file's name. Near: a
+    similarity (difflib's ratio, case aside) of at least ``NEAR_RATIO`` (``init`` -> ``init_done``),
+    or at most 1 edit for a word of up to 4 letters, 2 for a longer one (an adjacent swap is one
+    edit: ``rnu`` -> ``run``). Nearest: the fewest edits, then the same length (a typo replaces a
+    letter more often than it drops one: ``runz`` -> ``runs`` before ``run``), then similarity."""
+    w = word.lower()
+    limit = 1 if len(w.lstrip("-")) <= 4 else 2
+    scored = []
+    for k in dict.fromkeys(known):
+        kl = k.lower()
+        edits, ratio = _edits(w, kl), difflib.SequenceMatcher(None, w, kl).ratio()
+        if edits <= limit or ratio >= NEAR_RATIO:
+            scored.append((edits, abs(len(kl) - len(w)), -ratio, k))
+    return [k for *_, k in sorted(scored)[:n]]
+
+
 def did_you_mean(word: str, known: Sequence[str]) -> str:
-    """"did you mean X?" for a near miss, else the known words."""
-    close = difflib.get_close_matches(word, list(known), n=3, cutoff=0.6)
+    """"did you mean X?" for a near miss (``near_misses``), else the known words."""
+    close = near_misses(word, known)
     return f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(known)}"
 
 

@@ -26,6 +26,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from moeconsole.runner.ingest.lines import NO_RATE_BAR_RE
@@ -33,6 +34,7 @@ from moeconsole.runner.ingest.pydict import parse_pydict
 from moeconsole.runner.ingest.records import (MEM_ALLOCATED, MEM_DEVICE_USED, MEM_MAX_ALLOCATED, MEM_MAX_RESERVED,
                                    MEM_RESERVED, METRIC_FIELDS, EvalLine, eval_key, field_of, mem_peak_rank, own_loss_name,
                                    parse_grouped_number, parse_number, unit_value)
+from moeconsole.runner.checkpoints.discover import step_in_name
 from moeconsole.runner.rundir.rundir import ATTEMPT_MARKER_RE
 
 SWIFT_HF_KEYS = frozenset(("global_step/max_steps", "train_speed(s/it)", "train_speed(iter/s)",
@@ -1192,12 +1194,12 @@ _SAVE_HF_RE = re.compile(r"Saving model checkpoint to (\S+)")
 _SAVE_MEGATRON_RE = re.compile(r"successfully saved checkpoint (?:from|at) iteration\s+(\d+) to (\S+)")
 _SAVE_SWIFT_MEGATRON_RE = re.compile(r"Successfully saved Megatron model weights in `([^`]+)`")
 _LAST_CKPT_RE = re.compile(r"last_model_checkpoint: (\S+)")
-_CKPT_STEP_RE = re.compile(r"(?:checkpoint-|iter_)(\d+)/*$")
 
 
 def step_from_path(path: str) -> int | None:
-    m = _CKPT_STEP_RE.search(path.rstrip("/"))
-    return int(m.group(1)) if m else None
+    """The step of a checkpoint path a log prints: its name by the one rule (``discover.step_in_name``;
+    never the file system, the path may be another machine's)."""
+    return step_in_name(PurePosixPath(path.rstrip("/")).name)
 
 
 _RESUME_ARG_RE = re.compile(r"(?:^|\s)--resume_from_checkpoint[= ](\S+)")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 # torch/distributed/run.py get_args_parser(): options with one value (canonical, "_" spelling).
 _TORCHRUN_VALUED = frozenset({
@@ -214,3 +215,54 @@ def with_port(argv: list[str], port: int) -> list[str]:
     if present or (lay.launcher == "torchrun" and not own_choice):
         return set_flag(argv, PORT_FLAG, str(port))
     return list(argv)
+
+
+# ---- how many processes the command starts (one owner: lint, the memory estimate, ms-swift's checks) ----
+SWIFT_PROGRAMS = ("swift", "megatron")
+
+
+def is_swift_command(argv: list[str]) -> bool:
+    """An ms-swift entry point (``swift``/``megatron``, as the program or the script python runs, or
+    ``swift/cli`` / ``swift.cli``)."""
+    return any(os.path.basename(a) in SWIFT_PROGRAMS for a in argv[:2]) or \
+        any("swift/cli" in a or a.startswith("swift.cli") for a in argv)
+
+
+def _launcher_value(argv: list[str], lay: Layout, name: str) -> str | None:
+    """The value torchrun reads for ``--name`` (either spelling, ``=`` or not; the last one wins, as
+    argparse takes it), from the launcher's part of the command only."""
+    found = _occurrences(argv, f"--{name}", 0, lay.script_at)
+    if not found:
+        return None
+    start, n = found[-1]
+    a = argv[start]
+    return a.split("=", 1)[1] if "=" in a else (argv[start + 1] if n == 2 else None)
+
+
+def launch_counts(env: Mapping[str, str], argv: list[str]) -> tuple[str, str] | None:
+    """(processes per node, nodes) as the command's launcher reads them, as written (torchrun also
+    takes ``gpu``/``auto`` per node and ``MIN:MAX`` nodes); None when no torchrun starts the command.
+
+    - torchrun (``torchrun``, ``python -m torch.distributed.run``): its ``--nproc_per_node`` /
+      ``--nnodes`` before the script, else ``PET_NPROC_PER_NODE`` / ``PET_NNODES`` (its ``env``
+      actions, torch/distributed/run.py), else 1 each. It never reads ``NPROC_PER_NODE``.
+    - ms-swift's ``swift``/``megatron``: torchrun only when ``NPROC_PER_NODE`` or ``NNODES`` is in
+      the environment (swift/cli/main.py ``use_torchrun``, 4.6.0), which it passes on as
+      ``--nproc_per_node``/``--nnodes`` (``get_torchrun_args``; a missing one is torchrun's 1)."""
+    lay = argv_layout(argv)
+    if lay.launcher == "torchrun":
+        return (_launcher_value(argv, lay, "nproc_per_node") or env.get("PET_NPROC_PER_NODE") or "1",
+                _launcher_value(argv, lay, "nnodes") or env.get("PET_NNODES") or "1")
+    if is_swift_command(argv) and (env.get("NPROC_PER_NODE") is not None or env.get("NNODES") is not None):
+        return env.get("NPROC_PER_NODE") or "1", env.get("NNODES") or "1"
+    return None
+
+
+def world_size(env: Mapping[str, str], argv: list[str]) -> int | None:
+    """The processes torchrun starts for the command (per node x nodes, ``launch_counts``); None
+    when no torchrun starts it, or a count is not a number (``gpu``/``auto``, an elastic ``1:4``)."""
+    counts = launch_counts(env, argv)
+    if counts is None:
+        return None
+    per, nodes = (c.strip() for c in counts)
+    return int(per) * int(nodes) if per.isdigit() and nodes.isdigit() else None

@@ -229,16 +229,11 @@ def command_flags(argv: list[str]) -> dict[str, str]:
     return flags
 
 
-def _is_swift(argv: list[str]) -> bool:
-    return any(os.path.basename(a) in ("swift", "megatron") for a in argv[:2]) or \
-        any("swift/cli" in a or a.startswith("swift.cli") for a in argv)
-
-
 def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem]:
     """ms-swift commands (runner/recipes/swift/lint.py). ``run``'s pre-flight checks against the flag
     tables only; ms-swift's own parser (seconds to import) is asked by ``lint``."""
     argv = recipe.command
-    if not _is_swift(argv):
+    if not cmdline.is_swift_command(argv):
         return []
     from moeconsole.runner.recipes.swift.lint import check_swift_recipe
     out = check_swift_recipe(recipe, probe_parser=not preflight)
@@ -257,12 +252,9 @@ def check_swift(recipe: "RunRecipe", *, preflight: bool = False) -> list[Problem
 def check_gpus(recipe: "RunRecipe") -> list[Problem]:
     g = recipe.gpus
     out = []
-    nproc = recipe.env.get("NPROC_PER_NODE")
-    argv = recipe.command
-    for i, a in enumerate(argv):
-        if a in ("--nproc_per_node", "--nproc-per-node") and i + 1 < len(argv):
-            nproc = argv[i + 1]
-    if g.devices and nproc and str(nproc).isdigit() and int(nproc) != len(g.devices):
+    counts = cmdline.launch_counts(recipe.env, list(recipe.command))   # the one rule for what torchrun starts
+    nproc = counts[0].strip() if counts else None
+    if g.devices and nproc and nproc.isdigit() and int(nproc) != len(g.devices):
         out.append(problem("warning", "gpu_count_mismatch", f"{nproc} processes per node but gpus.devices lists "
                                                        f"{len(g.devices)} GPUs"))
     if _is_distributed(recipe) and not g.memory_capacity_gib:

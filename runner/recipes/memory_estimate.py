@@ -509,11 +509,11 @@ def config_path(recipe: "RunRecipe", flags: Mapping[str, str]) -> str | None:
 
 
 def gpus_of_command(recipe: "RunRecipe", flags: Mapping[str, str]) -> int | None:
-    """GPUs the command uses: NPROC_PER_NODE x NNODES, torchrun's --nproc_per_node, or gpus.devices."""
-    env = recipe.env
-    per = env.get("NPROC_PER_NODE") or _flag_value(flags, "nproc_per_node")
-    nodes = env.get("NNODES") or _flag_value(flags, "nnodes") or "1"
-    if per and str(per).isdigit() and str(nodes).isdigit():
-        return int(per) * int(nodes)
+    """GPUs the command uses: the processes torchrun starts for it (``cmdline.world_size``, the one
+    rule), else gpus.devices. ``flags`` is unused: which flags torchrun reads is the owner's to say."""
+    from moeconsole.runner.recipes import cmdline
+    world = cmdline.world_size(recipe.env, list(recipe.command))
+    if world is not None:
+        return world
     devices = recipe.gpus.devices
     return len(devices) if devices else None

@@ -273,8 +273,7 @@ def _near_recipe(path: Path) -> str:
         return ""
     if not known:
         return ""
-    import difflib
-    close = difflib.get_close_matches(path.name, known, n=1, cutoff=0.6)
+    close = schema.near_misses(path.name, known, 1)
     if close:
         return f" (did you mean {path.parent / close[0]}?)"
     return f" (recipes in {path.parent}: {', '.join(known[:8])}{', ...' if len(known) > 8 else ''})"

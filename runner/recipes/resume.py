@@ -13,17 +13,16 @@ checkpoint path) still works.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from moeconsole.runner.checkpoints.discover import step_of
 from moeconsole.runner.recipes.cmdline import canon, set_flag
 
 if TYPE_CHECKING:
     from moeconsole.runner.recipes.model import Resume
 
 PLACEHOLDER = "{checkpoint}"
-_STEP = re.compile(r"checkpoint-(\d+)|iter_(\d+)")
 
 
 def _unnegated(flag: str) -> str:
@@ -76,8 +75,10 @@ def resume_template(resume: "Resume") -> list[str] | None:
 
 
 def fill_checkpoint(template: list[str], checkpoint: str) -> list[str]:
-    m = _STEP.search(Path(checkpoint).name)
-    step = (m.group(1) or m.group(2)).lstrip("0") or "0" if m else ""
+    """The template with ``{checkpoint}`` and ``{step}`` (the checkpoint's step by the one rule,
+    ``discover.step_of``; empty when it has none) filled in."""
+    found = step_of(Path(checkpoint))
+    step = "" if found is None else str(found)
     return [a.replace(PLACEHOLDER, checkpoint).replace("{step}", step) for a in template]
 
 

@@ -37,6 +37,9 @@ class AttemptWatch:
         self.adopted = False
         self.pidfd: int | None = None  # an adopted leader's: readable when it ends
         self.returncode: int | None = None
+        # PIDs of the tree that outlived the waiter of an adopted attempt: their parent is not this
+        # runner (the waiter was orphaned with the old one), so no one here reads how they end
+        self.unread_ends: set[int] = set()
         self.exit_status: ExitStatus | None = None
         self.exit_seen_at = time.time()  # shown (the attempt_end event's detected_at)
         self.exit_seen_mono = time.monotonic()  # how long judging took after it: a duration
@@ -55,6 +58,7 @@ class AttemptWatch:
         self._follow(attempt)
         self.own_pids = own_pid_set(attempt.pids)
         self.adopted, self.returncode, self.exit_status = False, None, None
+        self.unread_ends = set()
 
     def adopt(self, number: int, pids: list[Any]) -> Attempt | None:
         """Take over attempt ``number`` a previous runner started; None when it ended meanwhile."""
@@ -79,6 +83,7 @@ class AttemptWatch:
         if status is not None:
             self.own_pids |= {pid for pid, _, _ in status.orphan_ends} | own_pid_set(status.outliving)
             self.procs.track(status.outliving)
+            self.unread_ends = own_pid_set(status.outliving) if self.adopted else set()
             if orphan_ends:
                 self.returncode = lc.attempt_returncode(self.returncode, [(t, rc) for _, rc, t in status.orphan_ends])
 
@@ -90,6 +95,7 @@ class AttemptWatch:
         Only orphans reach the runner's reaping (it is their subreaper): a child reaped by its
         own live parent is never seen here."""
         ends = [(0.0, returncode_from_status(raw)) for pid, raw in reaped.items() if pid in self.own_pids]
+        self.unread_ends -= set(reaped)
         self.returncode = lc.attempt_returncode(self.returncode, ends)  # all after the leader's end
 
     def noticed_end(self, reaped: Mapping[int, int], *, live: bool) -> tuple[bool, int | None]:
@@ -129,6 +135,7 @@ class AttemptWatch:
     def end_facts(self) -> dict[str, Any]:
         """What the watch knows of the ended attempt, for the judge (``judge.EndedAttempt``)."""
         return {"returncode": self.returncode, "exit_status": self.exit_status, "exit_seen_at": self.exit_seen_at,
+                "end_unread": bool(self.unread_ends),
                 "detected_after_s": round(time.monotonic() - self.exit_seen_mono, 3),
                 "own_pids": frozenset(self.own_pids), "live_pids": frozenset(live_pid_set())}
 

@@ -45,7 +45,7 @@ class EndedAttempt:
     now_restart: bool = False              # a requested restart skips the cooldown floor
     tail: list[str] = field(default_factory=list)  # the attempt's last log lines, secrets masked
     steps_seen: int = 0
-    last_step: int | None = None
+    last_step: int | None = None           # the newest step this attempt logged (None: none; never the run's)
     started_at: float | None = None
     ran_s: float | None = None             # how long it ran, on the monotonic clock (None: not measured so)
     ended_mono: float | None = None        # when it is judged, ``time.monotonic()`` on the boot ``boot_id``
@@ -56,6 +56,7 @@ class EndedAttempt:
     resumed_from: str | None = None
     resume_next: str | None = None         # the checkpoint the next attempt would resume from, as it stands now
     gpus: int | None = None                # the GPUs the run uses (None: not known)
+    end_unread: bool = False               # the tree outlived an adopted attempt's waiter: its end is nobody's to read
     restarts: int = 0                      # restarts so far (a restart decision adds one)
     job: dict[str, Any] | None = None      # a batch job's record
     gpu: dict[str, Any] | None = None      # the GPUs as NVML sees them now
@@ -100,6 +101,9 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     status = e.exit_status
     job_verdict = classify_job_state(status.job_state if status else None, e.tail,
                                      status.failed_nodes if status else ()) if e.kill_reason is None else None
+    unread = _unread_crash(e) if rc == 0 and e.kill_reason is None and job_verdict is None else None
+    if unread is not None:
+        rc = None                          # not the launcher's 0: the training's own end, as its log tells it
     if rc == 0 and e.kill_reason in (None, "cleanup") and job_verdict is None:
         check = saved()
         if not check.ok:  # a lost run is never called a success
@@ -120,7 +124,7 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
     if e.kill_reason == "restart":
         return Outcome(lc.Judged("restart", "restart requested", 0.0, 0.0 if e.now_restart else None), record,
                        events=(("restart", {"attempt": n, "requested_by": "user"}),))
-    verdict = job_verdict or classify(rc, e.tail, user_kill=e.kill_reason == "user", hang=e.kill_reason == "hang",
+    verdict = job_verdict or unread or classify(rc, e.tail, user_kill=e.kill_reason == "user", hang=e.kill_reason == "hang",
                                       steps_seen=e.steps_seen, foreign_gpu_memory=e.foreign_gpu_memory,
                                       divergence=e.kill_reason == "divergence", attempt=n, own_pids=e.own_pids,
                                       live_pids=e.live_pids, python=e.python)
@@ -156,6 +160,21 @@ def judge(ended: EndedAttempt, history: list[AttemptRecord], settings: RestartSe
         return Outcome(judged, record, state, tuple(events), report, verdict, dict(verdict.env))
     action = decision.action if decision.action in ("pause", "stop") else "fail"
     return Outcome(lc.Judged(action, decision.reason), record, state, tuple(events), report, verdict)
+
+
+def _unread_crash(e: EndedAttempt) -> CrashVerdict | None:
+    """An adopted attempt whose training outlived its launcher (exit 0) and then ended where no
+    one could read how: its parent is not this runner (the waiter, its subreaper, was orphaned with
+    the runner that started it), so the log is the only witness. A crash the log names is the
+    attempt's end; a log that names none leaves the launcher's 0 (a good end looks the same)."""
+    if not e.end_unread:
+        return None
+    v = classify(None, e.tail, steps_seen=e.steps_seen, attempt=e.attempt, own_pids=e.own_pids,
+                 live_pids=e.live_pids, python=e.python)
+    if v.cls == "unknown":
+        return None
+    why = "its training outlived its launcher (exit 0) under an adopted attempt and ended where no one could read its exit status"
+    return replace(v, evidence=(*v.evidence, why))
 
 
 def _memory_explanation(explain: Callable[[CrashVerdict, int | None], dict[str, Any] | None], verdict: CrashVerdict,

@@ -134,10 +134,3 @@ def load_run_recipe(run: rundir.RunDir) -> "RunRecipe":
     secrets = runfiles.read_secrets(run.path)
     return recipes.restore_secrets(recipe, as_dict(secrets) if secrets else None)
 
-
-def step_after_dash(path: str | None) -> int | None:
-    """The step a checkpoint directory's name ends in (``checkpoint-40`` -> 40)."""
-    if not path:
-        return None
-    tail = Path(path).name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else None

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from moeconsole.runner.ingest.userformat import line_format_of
+from moeconsole.runner.checkpoints.discover import step_of
 from moeconsole.runner.checkpoints.keeper import CheckpointKeeper
 from moeconsole.runner.core import bounds
 from moeconsole.runner.core.schema import as_dict
@@ -65,7 +66,14 @@ from moeconsole.runner.supervisor.memory_feed import MemoryFeed
 from moeconsole.runner.supervisor.wakeups import Wakeups
 from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
-                                                  step_after_dash, takeover)
+                                                  takeover)
+
+def _resumed_step(resumed_from: Any) -> int | None:
+    """The step an attempt resumed from (None: a fresh start), by the one rule for a checkpoint's
+    step (``discover.step_of``: ``checkpoint-N``, Megatron's ``iter_N`` or ``--load`` dir, ...):
+    the no-progress rule counts only steps beyond it."""
+    return step_of(Path(resumed_from)) if isinstance(resumed_from, str) and resumed_from else None
+
 
 LOOP_TICK_S = 0.1          # log tail cadence while running
 TREE_REFRESH_S = 0.5
@@ -183,6 +191,8 @@ class Supervisor:
         self.state.setdefault("attempt", 0)
         self.state.setdefault("restarts", 0)
         self.history = [attempt_record(a) for a in self.state.get("history", [])]
+        # an attempt taken over (adopted, or ended unwatched) resumed where state.json says
+        self.resumed_step = _resumed_step(self.state.get("resumed_from"))
         status, attempt = self.life.status, self.state.attempt
         found = takeover(status, self.state.as_dict(), self.engine.attempt_alive)
         drift = None
@@ -314,7 +324,7 @@ class Supervisor:
         self.watch.launched(started.attempt)
         now = time.time()  # shown (attempt_started_at); the hang clock is the pipe's, monotonic
         self.pipe.launched(attempt)
-        self.resumed_step = step_after_dash(started.resumed_from)
+        self.resumed_step = _resumed_step(started.resumed_from)
         self.state.set(pause_reason=None, exit_code=None, step_at_attempt_start=self.state.step,
                  resumed_from=started.resumed_from, port=started.port, attempt_started_at=now,
                  attempt_started_mono=time.monotonic(), attempt_boot_id=identity.boot_id() or None)
@@ -393,7 +403,8 @@ class Supervisor:
         ended = EndedAttempt(
             run_id=self.run.run_id, attempt=n, ended_at=time.time(), kill_reason=kill_reason, now_restart=now_restart,
             ran_s=ran_s, ended_mono=mono if boot else None, boot_id=boot,
-            **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen, last_step=self.state.step,
+            **self.watch.end_facts(), tail=self.pipe.tail(), steps_seen=self.pipe.steps_seen,
+            last_step=self.pipe.written.step,  # this attempt's own newest step (None: it logged none), never an earlier one's
             started_at=self.state.get("attempt_started_at"), resumed_step=self.resumed_step,
             resumed_from=self.state.get("resumed_from"), resume_next=self._resume_next(), gpus=self._gpu_count(),
             restarts=int(self.state.get("restarts") or 0),

@@ -97,3 +97,29 @@ def test_same_step_newest_by_mtime(mk, tmp_path):
     b = mk.adapter(tmp_path / "out" / "v1" / "checkpoint-10")
     os.utime(a, (time.time() + 100, time.time() + 100))
     assert [c.path for c in find_checkpoints(tmp_path / "out")] == [a, b]
+
+
+def test_one_rule_for_the_step_of_a_checkpoint_or_resume_point(mk, tmp_path):
+    """``step_of`` is the one rule (the resume's ``{step}``, an attempt's resumed step, sync's
+    retention): each framework's real layout, and the names that carry no step."""
+    from moeconsole.runner.checkpoints.discover import step_in_name, step_of
+
+    save = tmp_path / "save"                             # Megatron-LM --save/--load dir
+    mk.megatron(save, 40)
+    assert step_of(save / "iter_0000040") == 40
+    assert step_of(save) == 40                           # a --load dir: its tracker's iteration
+    swift = tmp_path / "out" / "v0-x"                    # ms-swift 4.x Megatron: checkpoint-N/iter_N + tracker
+    mk.megatron(swift / "checkpoint-8", 8)
+    mk.adapter(swift / "checkpoint-8")
+    assert step_of(swift / "checkpoint-8") == 8
+    assert step_of(swift / "checkpoint-8" / "iter_0000008") == 8
+    os.symlink(swift / "checkpoint-8", swift / "last-checkpoint")   # ms-swift's update_last_checkpoint_symlink
+    assert step_of(swift / "last-checkpoint") == 8
+    assert step_of(mk.demo(tmp_path / "best", 42)) == 42             # trainer_state.json global_step
+    release = tmp_path / "release_save"
+    (release / "release").mkdir(parents=True)
+    (release / "latest_checkpointed_iteration.txt").write_text("release")
+    assert step_of(release) is None                      # a release checkpoint is no training step
+    assert step_in_name("checkpoint-30-merged") == 30
+    for name in ("iter_40", "my-40", "checkpoint-40.bak", "checkpoint-", "v0-20260101-000000", "release"):
+        assert step_in_name(name) is None, name

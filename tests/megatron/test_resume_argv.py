@@ -36,3 +36,20 @@ def test_template_problems():
     assert any("{checkpoint}" in p for p in template_problems(Resume(args=["--finetune", "false"])))
     assert any("both" in p for p in template_problems(Resume(args=T46.args, arg="--load")))
     assert any("--flag" in p for p in template_problems(Resume(args=["x", "{checkpoint}"])))
+
+
+def test_step_placeholder_is_the_one_rules_step(tmp_path):
+    """``{step}`` is ``discover.step_of``'s: a Megatron ``--load`` dir by its tracker, a
+    checkpoint named without a step by its trainer_state.json, as every other reader sees them."""
+    import json
+    lm = Resume(args=["--load", "{checkpoint}", "--ckpt-step", "{step}"])
+    save = tmp_path / "save"
+    (save / "iter_0000040").mkdir(parents=True)
+    (save / "latest_checkpointed_iteration.txt").write_text("40\n")
+    assert resume_argv(["p"], lm, str(save)) == ["p", "--load", str(save), "--ckpt-step", "40"]
+    assert resume_argv(["p"], lm, str(save / "iter_0000040"))[-1] == "40"
+    best = tmp_path / "best"
+    best.mkdir()
+    (best / "trainer_state.json").write_text(json.dumps({"global_step": 42}))
+    assert resume_argv(["p"], lm, str(best))[-1] == "42"
+    assert resume_argv(["p"], lm, str(tmp_path / "no-step-here"))[-1] == ""

@@ -147,3 +147,28 @@ def test_a_source_the_trainer_rotated_away_is_not_a_failed_sync_retried_forever(
     assert "checkpoint-4 was deleted by the trainer" in alert["message"], alert
     assert syncer.status.failures == 0 and syncer.status.pending is None
     assert syncer.poll(time.time()) == [] and syncer.proc is None and syncer.running is None
+
+
+def test_a_synced_megatron_save_dir_is_one_megatron_resumes_from(tmp_path):
+    """Megatron-LM's ``iter_N/`` copied alone is no resume point: ``--load`` reads the save dir's
+    tracker. The destination gets its own tracker naming the newest copy (never moved back by an
+    older one), and the Megatron-LM double (tests/fakes/pretrain_gpt.py) resumes from the copy."""
+    from moeconsole.runner.checkpoints.discover import find_checkpoints, megatron_save_complete, tracker_iteration
+    from tests.checkpoints.conftest import write_megatron_iter
+
+    save, dest = tmp_path / "save", tmp_path / "persistent"
+    for it in (40, 80):
+        res = sync_one(write_megatron_iter(save, it), dest, keep_last=1, use_rsync=False)
+        assert res.ok and res.step == it, res.reason
+    assert sorted(p.name for p in dest.iterdir()) == ["iter_0000080", "latest_checkpointed_iteration.txt"]
+    assert tracker_iteration(dest) == 80
+    newest = find_checkpoints(dest)[0]
+    assert newest.step == 80 and megatron_save_complete(newest)
+    assert sync_one(save / "iter_0000040", dest, keep_last=2, use_rsync=False).ok
+    assert tracker_iteration(dest) == 80
+    out = subprocess.run([sys.executable, str(REPO / "tests" / "fakes" / "pretrain_gpt.py"), "--load", str(dest),
+                          "--train-iters", "81"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "FAKE_STEP_S": "0", "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr
+    assert f"successfully loaded checkpoint from {dest} [ t 1/1, gtp_remat 1/1, p 1/1 ] at iteration 80" in out.stdout
+    assert "iteration       81/      81 |" in out.stdout

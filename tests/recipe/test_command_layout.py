@@ -65,3 +65,41 @@ def test_the_runners_command_keeps_launcher_flags_before_the_script(port):
     assert misplaced(argv) == []
     assert argv[-2:] == ["--resume_from_checkpoint", "/r/output/checkpoint-4"]
     assert argv[5:7] == ["--master_port", str(port or 29517)]
+
+
+def test_one_rule_for_how_many_processes_a_command_starts(tmp_path):
+    """Three rules read the process count (lint's per-node check, the memory estimate's GPUs,
+    ms-swift's world size for its start-up checks and derived iterations) and disagreed on the same
+    recipe: ``NPROC_PER_NODE=8`` beside ``torchrun --nproc-per-node=4`` made the estimate split the
+    model over 8 GPUs (torchrun never reads NPROC_PER_NODE: it starts 4) while lint read the dashed
+    ``=`` spelling not at all; ``megatron sft`` with only ``NNODES=2`` (ms-swift then runs torchrun
+    with its default 1 per node) had no world size. Now one owner (``cmdline.launch_counts`` /
+    ``world_size``) answers all three."""
+    import yaml
+    from moeconsole.runner.recipes import lint, memory_estimate
+    from moeconsole.runner.recipes.cmdline import launch_counts, world_size
+    from moeconsole.runner.recipes.recipe import load
+
+    def recipe(command, env, devices=None):
+        path = tmp_path / f"r{len(list(tmp_path.iterdir()))}.yaml"
+        path.write_text(yaml.safe_dump({"name": "w", "command": command, "env": env,
+                                        **({"gpus": {"devices": devices}} if devices else {})}))
+        return load(path)
+
+    torchrun = recipe(["torchrun", "--nproc-per-node=4", "--nnodes", "3", "train.py", "--nnodes", "9"],
+                      {"NPROC_PER_NODE": "8"}, devices=list(range(8)))
+    assert launch_counts(torchrun.env, torchrun.command) == ("4", "3")   # the script's own --nnodes 9 is not torchrun's
+    assert memory_estimate.gpus_of_command(torchrun, lint.command_flags(torchrun.command)) == 12 == \
+        world_size(torchrun.env, torchrun.command)
+    mismatch = [p["message"] for p in lint.check_gpus(torchrun) if p["rule"] == "gpu_count_mismatch"]
+    assert mismatch == ["4 processes per node but gpus.devices lists 8 GPUs"]
+
+    swift = recipe(["megatron", "sft", "--model", "m"], {"NNODES": "2"})
+    assert world_size(swift.env, swift.command) == 2
+    assert memory_estimate.gpus_of_command(swift, {}) == 2
+    alone = recipe(["megatron", "sft", "--model", "m"], {}, devices=[0, 1])
+    assert world_size(alone.env, alone.command) is None                   # no torchrun: ms-swift runs one process
+    assert memory_estimate.gpus_of_command(alone, {}) == 2                # the estimate falls back to the devices
+    assert world_size({"NPROC_PER_NODE": "8"}, ["python", "train.py"]) is None
+    assert world_size({}, ["torchrun", "--nproc_per_node", "gpu", "t.py"]) is None
+    assert world_size({"PET_NPROC_PER_NODE": "2"}, ["torchrun", "t.py"]) == 2

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from moeconsole.runner.recipes.lint import problem
 from moeconsole.runner.recipes.swift import flags as swift_flags
 from moeconsole.runner.core.units import disk_bytes
+from moeconsole.runner.recipes.cmdline import world_size
 from moeconsole.runner.recipes.swift import sizes
 from moeconsole.runner.recipes.swift.probe import ProbeResult, probe
 
@@ -300,7 +301,7 @@ def train_iters_estimate(recipe: "RunRecipe", cmd: SwiftCommand) -> tuple[int | 
     samples = _dataset_samples(recipe, cmd)
     if not samples:
         return None, "derived by ms-swift from the dataset (its size is not known here: swift.dataset_samples)"
-    dp = sizes.data_parallel_size(recipe.env, cmd.num("tensor_model_parallel_size"),
+    dp = sizes.data_parallel_size(world_size(recipe.env, list(recipe.command)), cmd.num("tensor_model_parallel_size"),
                                   cmd.num("pipeline_model_parallel_size"), cmd.num("context_parallel_size"))
     n = sizes.derived_train_iters(samples, int(epochs), int(_global_batch(cmd)), int(cmd.num("micro_batch_size") or 1),
                                   dp)
@@ -359,7 +360,7 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     if not cmd.megatron:
         return []
     version = cmd.table.version if cmd.table else "4.6.0"
-    world = sizes.torchrun_world_size(recipe.env)
+    world = world_size(recipe.env, list(recipe.command))
     out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
     from moeconsole.runner.recipes.resume import resume_template

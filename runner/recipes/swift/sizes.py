@@ -40,19 +40,10 @@ def model_params_billion(model: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def torchrun_world_size(env: dict[str, str]) -> int | None:
-    """torchrun's world size as ms-swift's ``megatron`` entry point launches it: NPROC_PER_NODE x
-    NNODES (swift/cli/main.py); None when NPROC_PER_NODE is not in the recipe's env."""
-    try:
-        return int(env.get("NPROC_PER_NODE", "")) * int(env.get("NNODES", "1") or 1)
-    except ValueError:
-        return None
-
-
-def data_parallel_size(env: dict[str, str], tp: float | None, pp: float | None, cp: float | None) -> int | None:
+def data_parallel_size(world: int | None, tp: float | None, pp: float | None, cp: float | None) -> int | None:
     """Megatron-Core's data-parallel size: world / (TP x PP x CP); expert parallelism splits the
-    experts inside it and does not shrink it. None when the world size is not in the recipe."""
-    world = torchrun_world_size(env)
+    experts inside it and does not shrink it. ``world``: the processes torchrun starts
+    (``cmdline.world_size``); None when that is not known."""
     if world is None:
         return None
     div = int(tp or 1) * int(pp or 1) * int(cp or 1)

@@ -1,0 +1,75 @@
+"""An attempt a new runner adopted while its launcher still ran (the old runner killed -9), whose
+launcher then exits 0 and leaves its training running in the background: the training is the
+attempt's, watched, ended by `kill`, and its own end is how the attempt is judged."""
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+
+from tests.runner.test_runner_hostile_world import NO_SAVES
+from tests.waiting import until
+
+# The launcher backgrounds the training (double fork, a session of its own) and returns 0 after
+# 4 s; the training logs 30 steps, then dies of a CUDA OOM (exit 1).
+LAUNCHER = ["{python}", "-c", (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        for i in range(1, 31):\n"
+    "            print(\"{'loss': '1.0', 'global_step/max_steps': '%d/100'}\" % i, flush=True)\n"
+    "            time.sleep(0.3)\n"
+    "        print('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB', flush=True)\n"
+    "        os._exit(1)\n"
+    "    os._exit(0)\n"
+    "time.sleep(4)\n"
+    "sys.exit(0)\n")]
+
+
+def _kill_runner_while_the_launcher_runs(harness, run) -> None:
+    st = run.wait(lambda s: s.get("status") == "running" and any(p["role"] == "leader" for p in s.get("pids", [])),
+                  60, what="a running leader")
+    runner = st["runner"]["pid"]
+    os.kill(runner, signal.SIGKILL)
+    until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE, 30,
+          what="the runner to die")
+    out = harness.cli("supervise", run.id)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    until(lambda: run.events("adopt"), 30, what="the new runner to adopt the live attempt")
+
+
+def test_a_training_outliving_its_launcher_under_an_adopted_attempt_is_judged_by_its_own_end(harness):
+    """The runner is killed -9 while the launcher runs; a new runner adopts the attempt. The
+    launcher exits 0 and its training trains on, watched (every step recorded), then dies of a
+    CUDA OOM. Its parent is not the new runner (the waiter, its subreaper, was orphaned with the
+    old one), so its exit status is nobody's to read: the run was called succeeded on the
+    launcher's 0. Its log is the witness now: a cuda_oom crash, saying why it was judged so."""
+    run = harness.start(harness.recipe(command=LAUNCHER, kill={"grace_s": 3}, restart={"max_restarts": 0},
+                                       **NO_SAVES))
+    _kill_runner_while_the_launcher_runs(harness, run)
+    st = run.wait_status("succeeded", "failed", "killed", "unsaved", "paused", timeout=120)
+    assert st["status"] == "failed", (st, run.events("crash"))
+    report = run.crash(1)
+    assert report["class"] == "cuda_oom" and report["returncode"] is None, report
+    assert any("outlived its launcher" in line and "adopted" in line for line in report["evidence"]), report
+    assert max(m["step"] for m in run.metrics()) == 30
+
+
+
+def test_a_training_outliving_its_launcher_under_an_adopted_attempt_is_ended_by_kill(harness):
+    """The same adopted attempt, its training going on after the launcher's exit 0: `kill` ends
+    it (the runner tracks it from the waiter's exit record though it is not its parent)."""
+    long = [LAUNCHER[0], LAUNCHER[1], LAUNCHER[2].replace("range(1, 31)", "range(1, 1001)")]
+    run = harness.start(harness.recipe(command=long, kill={"grace_s": 3}, **NO_SAVES))
+    _kill_runner_while_the_launcher_runs(harness, run)
+    until(lambda: [e for e in run.events("alert") if e.get("rule") == "tree_outlives_leader"], 60,
+          what="the training outliving its launcher under the new runner")
+    pids = [p["pid"] for p in run.wait(lambda s: s.get("pids"), 30, what="its processes in state.json")["pids"]]
+    out = harness.cli("kill", run.id, "--grace", "2")
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    st = run.wait_status("killed", "succeeded", "failed", timeout=60)
+    assert st["status"] == "killed", st
+    assert max(m["step"] for m in run.metrics()) < 1000
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
