@@ -176,9 +176,12 @@ def _log10(ys: Sequence[float]) -> list[float]:
 
 
 def _smoothed(s: Downsampled, weight: float, points: int, lo: float | None, hi: float | None
-              ) -> tuple[list[float], list[float]] | None:
+              ) -> tuple[Sequence[float], Sequence[float]] | None:
     """The EMA of a series' bucket means over the whole run, cut to the range and reduced to the
     pixel width; None when the series has no means (another kind of series)."""
+    downsample_ema = getattr(s, "downsample_ema", None)
+    if downsample_ema is not None:
+        return downsample_ema(weight, points, lo, hi)
     means = getattr(s, "means", None)
     if means is None:
         return None
@@ -534,10 +537,16 @@ def _extent(series: Sequence[Downsampled]) -> tuple[float | None, float | None]:
     """The first and last step of the whole series (not only the zoomed part)."""
     firsts, lasts = [], []
     for s in series:
-        xs, _ = s.downsample(1 << 30)
-        if len(xs):
-            firsts.append(xs[0])
-            lasts.append(max(xs[-1], float(getattr(s, "last_x", None) or xs[-1])))
+        step_span = getattr(s, "step_span", None)
+        if step_span is not None:   # a ``Series``: its first and last step, not every bucket
+            span = step_span()
+            first, last = span if span is not None else (None, None)
+        else:
+            xs, _ = s.downsample(1 << 30)
+            first, last = (xs[0], xs[-1]) if len(xs) else (None, None)
+        if first is not None and last is not None:
+            firsts.append(first)
+            lasts.append(max(last, float(getattr(s, "last_x", None) or last)))
     return (min(firsts) if firsts else None), (max(lasts) if lasts else None)
 
 
