@@ -260,7 +260,7 @@ class _Sampled:
     log axis replaces them), and the EMA lines (None per series when not smoothed)."""
     data: list[tuple[Sequence[float], Sequence[float]]]
     raw_ys: list[list[float]]
-    smoothed: list[tuple[list[float], list[float]] | None]
+    smoothed: list[tuple[Sequence[float], Sequence[float]] | None]
 
     def logged(self) -> "_Sampled":
         return _Sampled(self.data, [_log10(y) for y in self.raw_ys],
@@ -271,7 +271,7 @@ def _reduce_to_width(series: Sequence[Downsampled], px_w: int, options: ChartOpt
     lo_x, hi_x = options.xrange if options.xrange else (None, None)
     data = [_downsample(s, px_w, lo_x, hi_x) for s in series]
     smooth = _smooth_weight(options)
-    smoothed: list[tuple[list[float], list[float]] | None] = (
+    smoothed: list[tuple[Sequence[float], Sequence[float]] | None] = (
         [_smoothed(s, smooth, px_w, lo_x, hi_x) for s in series] if smooth > 0 else [None] * len(series))
     return _Sampled(data, [list(y) for _, y in data], smoothed)
 

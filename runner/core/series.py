@@ -16,7 +16,7 @@ import collections
 import math
 from array import array
 from functools import reduce
-from itertools import compress
+from itertools import compress, islice
 from operator import add
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
@@ -242,14 +242,14 @@ class Series:
     def _halve(self) -> None:
         """Neighbouring pairs of buckets merged into one (first step, max, mean of means), in the
         arrays the series already holds: the new halves are made as arrays (8 bytes a bucket,
-        no Python float kept per bucket) and copied over the old arrays' first halves, which are
+        no Python float kept per bucket, the old values read in place) and copied over the old arrays' first halves, which are
         then cut (``_halve_keeps_the_arrays``). Making three new arrays beside the old ones (as
         this did before) held both copies at once, at every series' bound."""
         xs, ys, ms = self._x, self._y, self._m
         n = len(ys)
         half = (n + 1) // 2
-        top = array("d", map(_bmax, ys[0::2], ys[1::2]))
-        mean = array("d", map(_bmean, ms[0::2], ms[1::2]))
+        top = array("d", map(_bmax, islice(ys, 0, None, 2), islice(ys, 1, None, 2)))
+        mean = array("d", map(_bmean, islice(ms, 0, None, 2), islice(ms, 1, None, 2)))
         if n % 2:
             top.append(ys[-1])
             mean.append(ms[-1])
@@ -327,7 +327,7 @@ class Series:
         in that range (a zoomed chart)."""
         xs, ys = self._stored(self._y, self._pend_y)
         if lo is not None or hi is not None:
-            return reduce_max(*in_range(xs, ys, lo, hi), points)
+            return _lists(reduce_max(*in_range(xs, ys, lo, hi), points))
         return _lists(reduce_max(xs, ys, points))
 
     def downsample_means(self, points: int, lo: float | None = None, hi: float | None = None
@@ -335,7 +335,7 @@ class Series:
         """``downsample`` of the bucket means (what a smoothed line is drawn from)."""
         xs, ms = self._stored(self._m, self._pending_mean())
         if lo is not None or hi is not None:
-            return reduce_mean(*in_range(xs, ms, lo, hi), points)
+            return _lists(reduce_mean(*in_range(xs, ms, lo, hi), points))
         return _lists(reduce_mean(xs, ms, points))
 
     def downsample_ema(self, weight: float, points: int, lo: float | None = None, hi: float | None = None
@@ -345,7 +345,7 @@ class Series:
         xs, ms = self._stored(self._m, self._pending_mean())
         ys = array("d", _ema_values(ms, weight))
         if lo is not None or hi is not None:
-            return reduce_mean(*in_range(xs, ys, lo, hi), points)
+            return _lists(reduce_mean(*in_range(xs, ys, lo, hi), points))
         return _lists(reduce_mean(xs, ys, points))
 
     # ---- a compact, JSON-friendly form (series.json) ------------------------------------
