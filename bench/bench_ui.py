@@ -3,7 +3,11 @@
 Run from the repository root:  .venv/bin/python bench/bench_ui.py [--seconds 60] [--baseline REV]
 (``--baseline REV``: two more consoles, run screen and GPU view, from ``git archive REV``, measured
 in the same run: before/after a change on the same machine load; ``--seconds N`` past 120: a long
-run, with each app's RSS minute by minute, min/median/max, so "holds for hours" is measured)
+run, with each app's RSS minute by minute, min/median/max, and per five minutes, so "holds for
+hours" is measured; ``--steps-per-second N``: the writer appends N steps each second, in one batch,
+so what depends on the steps seen (the chart series and their halving at 2,048 buckets, the log
+tail, the metric records) reaches in M minutes where a run at a step a second is after N*M
+minutes; the 1 Hz refresh and the 30 s trims still run at their wall-time rate)
 nvitop comes from a separate environment (never the project's):
     python3 -m venv .venv-bench && .venv-bench/bin/pip install nvitop
 (``--nvitop PATH`` points elsewhere; without it the nvitop row is left out).
