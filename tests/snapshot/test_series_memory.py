@@ -103,7 +103,9 @@ def test_a_halved_series_draws_what_the_copying_halving_drew():
                 assert [v.hex() for v in ours.means()[1]] == [v.hex() for v in theirs.means()[1]]
                 assert _drawn(ours) == _drawn(theirs), f"step {i}, {ours.stride} steps a bucket"
                 assert repr(ours.to_doc()) == repr(theirs.to_doc())
-        assert ours.stride >= 4
+                xs = theirs.points()[0]
+                assert ours.step_span() == (xs[0], xs[-1]), "the zoom's range: the first and last step"
+        assert ours.stride >= 4 and Series(limit).step_span() is None
         # a series.json of an odd number of buckets past the bound: halved on reading
         doc = ours.to_doc()
         doc["x"], doc["y"], doc["m"] = doc["x"] * 3, doc["y"] * 3, doc["m"] * 3
