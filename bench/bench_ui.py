@@ -343,8 +343,9 @@ def print_rss_by_five_minutes(rows: list[tuple[str, dict]], steps_per_second: in
     by then (and, for an accelerated run, the time a run at a step a second takes to get there)."""
     print("#### RSS per five minutes (min / median / max, MiB)\n")
     per = [r["rss_minutes"] for _, r in rows]
-    print("| minutes | steps by then | at 1 step/s | " + " | ".join(name for name, _ in rows) + " |")
-    print("|---|---|---|" + "---|" * len(rows))
+    fast = steps_per_second != 1   # an accelerated run: where a run at a step a second would be
+    print("| minutes | steps by then | " + ("at 1 step/s | " if fast else "") + " | ".join(name for name, _ in rows) + " |")
+    print("|---|---|" + ("---|" if fast else "") + "---|" * len(rows))
     for start in range(0, len(per[0]), 5):
         end = min(start + 5, len(per[0]))
         steps = end * 60 * steps_per_second
@@ -353,7 +354,7 @@ def print_rss_by_five_minutes(rows: list[tuple[str, dict]], steps_per_second: in
             part = minutes[start:end]
             cells.append(f"{min(p[0] for p in part):.1f} / {statistics.median(p[1] for p in part):.1f} / "
                          f"{max(p[2] for p in part):.1f}")
-        print(f"| {start}-{end} | {steps:,} | {steps / 3600:.1f} h | " + " | ".join(cells) + " |")
+        print(f"| {start}-{end} | {steps:,} | " + (f"{steps / 3600:.1f} h | " if fast else "") + " | ".join(cells) + " |")
     print()
 
 
