@@ -3,7 +3,11 @@
 Run from the repository root:  .venv/bin/python bench/bench_ui.py [--seconds 60] [--baseline REV]
 (``--baseline REV``: two more consoles, run screen and GPU view, from ``git archive REV``, measured
 in the same run: before/after a change on the same machine load; ``--seconds N`` past 120: a long
-run, with each app's RSS minute by minute, min/median/max, so "holds for hours" is measured)
+run, with each app's RSS minute by minute, min/median/max, and per five minutes, so "holds for
+hours" is measured; ``--steps-per-second N``: the writer appends N steps each second, in one batch,
+so what depends on the steps seen (the chart series and their halving at 2,048 buckets, the log
+tail, the metric records) reaches in M minutes where a run at a step a second is after N*M
+minutes; the 1 Hz refresh and the 30 s trims still run at their wall-time rate)
 nvitop comes from a separate environment (never the project's):
     python3 -m venv .venv-bench && .venv-bench/bin/pip install nvitop
 (``--nvitop PATH`` points elsewhere; without it the nvitop row is left out).
@@ -66,24 +70,27 @@ WRITER = textwrap.dedent('''
         tmp = os.path.join(run, ".state.tmp")
         with open(tmp, "w") as f:
             json.dump({"v": 1, "run_id": os.path.basename(run), "name": "bench", "status": "running",
-                       "attempt": 1, "restarts": 0, "max_restarts": 5, "step": step, "max_steps": 100000,
+                       "attempt": 1, "restarts": 0, "max_restarts": 5, "step": step, "max_steps": MAX_STEPS,
                        "started_at": START, "mem_capacity_gib": 140.4, "cost_per_hour": 70.0,
                        "runner": {"pid": os.getpid(), "host": os.uname().nodename},
                        "pids": [{"pid": os.getpid(), "start_time": 0.0, "role": "leader"}]}, f)
         os.replace(tmp, os.path.join(run, "state.json"))
     START = time.time()
+    PER_SECOND = int(sys.argv[2]) if len(sys.argv) > 2 else 1   # steps written each second
+    MAX_STEPS = 100000 * PER_SECOND
     while True:
-        step += 1
-        rec = {"v": 1, "t": time.time(), "attempt": 1, "step": step, "max_steps": 100000,
-               "loss": 2.0 * math.exp(-step / 500) + 0.5, "grad_norm": 1.0 + 0.1 * (step % 7),
-               "lr": 1e-4, "mem_gib": 120.0 + (step % 5), "tokens_per_s": 5000.0, "step_time_s": 1.0,
-               "extra": {"token_acc": 0.5 + 0.4 * (1 - math.exp(-step / 300)), "load_balancing_loss": 1.0 + 0.01 * (step % 3)}}
-        # as the runner does: the log line, then its record naming the line's offset (log_at)
-        with open(os.path.join(run, "train.log"), "a") as f:
-            rec["log_at"] = f.tell()
-            f.write(f"step {step}/100000 loss {rec['loss']:.4f} grad_norm {rec['grad_norm']:.3f}\\n")
-        with open(os.path.join(run, "metrics.jsonl"), "a") as f:
-            f.write(json.dumps(rec) + "\\n")
+        for _ in range(PER_SECOND):
+            step += 1
+            rec = {"v": 1, "t": time.time(), "attempt": 1, "step": step, "max_steps": MAX_STEPS,
+                   "loss": 2.0 * math.exp(-step / 500) + 0.5, "grad_norm": 1.0 + 0.1 * (step % 7),
+                   "lr": 1e-4, "mem_gib": 120.0 + (step % 5), "tokens_per_s": 5000.0, "step_time_s": 1.0,
+                   "extra": {"token_acc": 0.5 + 0.4 * (1 - math.exp(-step / 300)), "load_balancing_loss": 1.0 + 0.01 * (step % 3)}}
+            # as the runner does: the log line, then its record naming the line's offset (log_at)
+            with open(os.path.join(run, "train.log"), "a") as f:
+                rec["log_at"] = f.tell()
+                f.write(f"step {step}/{MAX_STEPS} loss {rec['loss']:.4f} grad_norm {rec['grad_norm']:.3f}\\n")
+            with open(os.path.join(run, "metrics.jsonl"), "a") as f:
+                f.write(json.dumps(rec) + "\\n")
         put_state(step)
         time.sleep(1.0)
 ''')
@@ -195,7 +202,8 @@ def measure(procs: dict[str, psutil.Process], seconds: float, warmup: float) -> 
     return out
 
 
-def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | None = None) -> tuple[dict, dict]:
+def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | None = None,
+                   steps_per_second: int = 1) -> tuple[dict, dict]:
     from tests.fakes.nvml import build_fake_nvml, fake_env, write_scenario
     work = Path(tempfile.mkdtemp(prefix="mcbench-"))
     procs: list[subprocess.Popen] = []
@@ -209,7 +217,8 @@ def bench_attached(seconds: float, nvitop: str | None = None, baseline: Path | N
         env = fake_env(libdir, scenario)
         env.update(TERM="xterm-256color", PYTHONPATH=str(REPO), TEXTUAL_ANIMATIONS="none")
         env.pop("NO_COLOR", None)
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(run)], env={**env, "RANK": "0"})
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(run), str(steps_per_second)],
+                                  env={**env, "RANK": "0"})
         procs.append(writer)
         deadline = time.time() + 10
         while not (run / "state.json").exists() and time.time() < deadline:
@@ -329,6 +338,26 @@ def print_rss_series(rows: list[tuple[str, dict]]) -> None:
     print()
 
 
+def print_rss_by_five_minutes(rows: list[tuple[str, dict]], steps_per_second: int) -> None:
+    """RSS min / median / max of every five minutes, each app a column; with the steps written
+    by then (and, for an accelerated run, the time a run at a step a second takes to get there)."""
+    print("#### RSS per five minutes (min / median / max, MiB)\n")
+    per = [r["rss_minutes"] for _, r in rows]
+    fast = steps_per_second != 1   # an accelerated run: where a run at a step a second would be
+    print("| minutes | steps by then | " + ("at 1 step/s | " if fast else "") + " | ".join(name for name, _ in rows) + " |")
+    print("|---|---|" + ("---|" if fast else "") + "---|" * len(rows))
+    for start in range(0, len(per[0]), 5):
+        end = min(start + 5, len(per[0]))
+        steps = end * 60 * steps_per_second
+        cells = []
+        for minutes in per:
+            part = minutes[start:end]
+            cells.append(f"{min(p[0] for p in part):.1f} / {statistics.median(p[1] for p in part):.1f} / "
+                         f"{max(p[2] for p in part):.1f}")
+        print(f"| {start}-{end} | {steps:,} | " + (f"{steps / 3600:.1f} h | " if fast else "") + " | ".join(cells) + " |")
+    print()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
@@ -336,6 +365,10 @@ def main() -> int:
                     help="the nvitop executable (from its own environment)")
     ap.add_argument("--no-chart", action="store_true", help="skip the chart redraw part")
     ap.add_argument("--baseline", help="git revision whose consoles run beside this code's, in the same run")
+    ap.add_argument("--steps-per-second", type=int, default=1,
+                    help="steps the writer appends each second, in one batch (a long run accelerated: "
+                         "N steps a second for M minutes is what a run at a step a second shows after "
+                         "N*M minutes, as far as the step-driven state goes)")
     args = ap.parse_args()
     import textual
     chart = [] if args.no_chart else bench_chart()
@@ -347,7 +380,7 @@ def main() -> int:
         from bench.bench_ingest import export
         baseline = export(args.baseline, Path(tempfile.mkdtemp(prefix="mcbench-ui-base-")) / "tree")
     try:
-        attached, info = bench_attached(args.seconds, nvitop, baseline)
+        attached, info = bench_attached(args.seconds, nvitop, baseline, args.steps_per_second)
     finally:
         if baseline is not None:
             shutil.rmtree(baseline.parent, ignore_errors=True)
@@ -357,8 +390,9 @@ def main() -> int:
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"Textual {textual.__version__}. Command: `.venv/bin/python bench/bench_ui.py"
           f"{'' if args.seconds == 60 else f' --seconds {args.seconds:g}'}"
-          f"{f' --baseline {args.baseline}' if args.baseline else ''}`\n")
-    print(f"### Attached UI over {args.seconds:g} s at 1 step/s, 8 GPUs (fake NVML) polled at 1 Hz, 160x48 pty\n")
+          f"{f' --baseline {args.baseline}' if args.baseline else ''}"
+          f"{f' --steps-per-second {args.steps_per_second}' if args.steps_per_second != 1 else ''}`\n")
+    print(f"### Attached UI over {args.seconds:g} s at {args.steps_per_second} step/s, 8 GPUs (fake NVML) polled at 1 Hz, 160x48 pty\n")
     print(f"{info['steps_written']} steps written during the run; all apps measured at the same time.\n")
     print("| app | CPU share | CPU/s median | CPU/s p99 | RSS median | RSS max |")
     print("|---|---|---|---|---|---|")
@@ -389,6 +423,7 @@ def main() -> int:
         print()
     if args.seconds > 120:   # a long run: does the RSS hold, minute by minute?
         print_rss_series(rows)
+        print_rss_by_five_minutes(rows, args.steps_per_second)
     if not chart:
         return 0
     print("### Chart redraw with 1,000,000 points of history\n")

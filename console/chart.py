@@ -176,9 +176,12 @@ def _log10(ys: Sequence[float]) -> list[float]:
 
 
 def _smoothed(s: Downsampled, weight: float, points: int, lo: float | None, hi: float | None
-              ) -> tuple[list[float], list[float]] | None:
+              ) -> tuple[Sequence[float], Sequence[float]] | None:
     """The EMA of a series' bucket means over the whole run, cut to the range and reduced to the
     pixel width; None when the series has no means (another kind of series)."""
+    downsample_ema = getattr(s, "downsample_ema", None)
+    if downsample_ema is not None:
+        return downsample_ema(weight, points, lo, hi)
     means = getattr(s, "means", None)
     if means is None:
         return None
@@ -257,7 +260,7 @@ class _Sampled:
     log axis replaces them), and the EMA lines (None per series when not smoothed)."""
     data: list[tuple[Sequence[float], Sequence[float]]]
     raw_ys: list[list[float]]
-    smoothed: list[tuple[list[float], list[float]] | None]
+    smoothed: list[tuple[Sequence[float], Sequence[float]] | None]
 
     def logged(self) -> "_Sampled":
         return _Sampled(self.data, [_log10(y) for y in self.raw_ys],
@@ -268,7 +271,7 @@ def _reduce_to_width(series: Sequence[Downsampled], px_w: int, options: ChartOpt
     lo_x, hi_x = options.xrange if options.xrange else (None, None)
     data = [_downsample(s, px_w, lo_x, hi_x) for s in series]
     smooth = _smooth_weight(options)
-    smoothed: list[tuple[list[float], list[float]] | None] = (
+    smoothed: list[tuple[Sequence[float], Sequence[float]] | None] = (
         [_smoothed(s, smooth, px_w, lo_x, hi_x) for s in series] if smooth > 0 else [None] * len(series))
     return _Sampled(data, [list(y) for _, y in data], smoothed)
 
@@ -534,10 +537,16 @@ def _extent(series: Sequence[Downsampled]) -> tuple[float | None, float | None]:
     """The first and last step of the whole series (not only the zoomed part)."""
     firsts, lasts = [], []
     for s in series:
-        xs, _ = s.downsample(1 << 30)
-        if len(xs):
-            firsts.append(xs[0])
-            lasts.append(max(xs[-1], float(getattr(s, "last_x", None) or xs[-1])))
+        step_span = getattr(s, "step_span", None)
+        if step_span is not None:   # a ``Series``: its first and last step, not every bucket
+            span = step_span()
+            first, last = span if span is not None else (None, None)
+        else:
+            xs, _ = s.downsample(1 << 30)
+            first, last = (xs[0], xs[-1]) if len(xs) else (None, None)
+        if first is not None and last is not None:
+            firsts.append(first)
+            lasts.append(max(last, float(getattr(s, "last_x", None) or last)))
     return (min(firsts) if firsts else None), (max(lasts) if lasts else None)
 
 

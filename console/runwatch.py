@@ -3,8 +3,8 @@
 
 ``Poller.run`` is the run screen's poll thread: it reads a snapshot (``RunSource.poll``: GPU
 telemetry on the timer, not on every file change), hands it to ``deliver`` as a ``Polled`` (the
-screen posts it as a message that a newer one replaces, so a slow UI drops stale snapshots
-instead of queueing them), then asks ``RunWatch.wait_next`` and polls again when it returns: at the next tick (``interval``), at once after ``poke()`` (a request the user
+screen keeps it in ``Waiting``, where a newer one replaces it, and is told once: a slow or
+stalled UI drops stale snapshots instead of queueing them), then asks ``RunWatch.wait_next`` and polls again when it returns: at the next tick (``interval``), at once after ``poke()`` (a request the user
 just sent), or when the run directory changes (``moeconsole.runner.rundir.dirwatch``, coalesced: a log
 written a thousand lines a second is still read in a few polls). It never blocks for longer than
 a quarter second without looking at ``cancelled()``, since a thread cannot be force-cancelled
@@ -106,6 +106,37 @@ class Polled:
     heartbeat_s: float | None = None     # the recipe's hang limit, once the run has been quiet
     files_only: bool = False             # the first frame: no GPU reading or process scan yet
     line_format: Any = None              # the log's declared line format (read once, after the first frame)
+
+
+class Waiting:
+    """The polls waiting for the screen, filled by the poll thread and taken by the screen: the
+    newest snapshot and the newest failed read since the screen last took them, no more. A
+    screen that does not get a turn (a terminal that stopped reading its output: Ctrl-S, a
+    stalled SSH connection) held a message per poll before, each with its snapshot's records
+    and process lists (about 17 KB each in bench_ui's setup, 8 GPUs, traced), one a second for as long as it stalled; now at
+    most two polls, however long. ``put`` says whether the screen must be told (nothing was
+    waiting: one message per turn of the screen)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._polled: Polled | None = None
+        self._failed: Polled | None = None
+
+    def put(self, polled: Polled) -> bool:
+        with self._lock:
+            empty = self._polled is None and self._failed is None
+            if polled.snapshot is None and polled.error is not None:
+                self._failed = polled
+            else:
+                self._polled = polled
+            return empty
+
+    def take(self) -> list[Polled]:
+        """The failed read (to be said) then the newest snapshot; empties the slots."""
+        with self._lock:
+            out = [p for p in (self._failed, self._polled) if p is not None]
+            self._polled = self._failed = None
+            return out
 
 
 class Poller:
@@ -212,7 +243,8 @@ class FirstPoll:
             if self._taken or not self._done.is_set():
                 return None
             self._taken = True
-            return self._polled
+            polled, self._polled = self._polled, None   # not kept for the screen's whole life
+            return polled
 
 
 def _drain_fd(fd: int) -> None:

@@ -31,7 +31,7 @@ from moeconsole.console import alerts as alerts_mod
 from moeconsole.console import keys
 from moeconsole.console.lean import settle_after_first_frame
 from moeconsole.console import format as fmt
-from moeconsole.console.runwatch import FirstPoll, Polled, Poller, RunWatch
+from moeconsole.console.runwatch import FirstPoll, Polled, Poller, RunWatch, Waiting
 from moeconsole.console.source import RunSource
 from moeconsole.console.widgets.charts import ChartRow
 from moeconsole.console.widgets.gpu_panel import GpuPanel, host_words
@@ -84,13 +84,16 @@ class RunScreen(Screen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     class SnapshotReady(Message):
-        """A poll's result; a newer one waiting behind it replaces it (the screen shows the newest)."""
-        def __init__(self, polled: Polled) -> None:
+        """A poll's result; a newer one waiting behind it replaces it (the screen shows the newest).
+        ``polled`` None: the poll thread's, waiting in the screen's ``Waiting`` (never dropped:
+        the poll thread tells the screen again only once it has taken them)."""
+        def __init__(self, polled: Polled | None) -> None:
             super().__init__()
             self.polled = polled
 
         def can_replace(self, message: Message) -> bool:
-            return isinstance(message, RunScreen.SnapshotReady) and self.polled.snapshot is not None
+            return (isinstance(message, RunScreen.SnapshotReady) and self.polled is not None
+                    and self.polled.snapshot is not None)
 
     def __init__(self, source: RunSource, *, base: Path, scratch: Callable[[], Path] | None = None,
                  readonly: bool = False, interval: float = 1.0, clock: Callable[[], float] | None = None) -> None:
@@ -123,6 +126,7 @@ class RunScreen(Screen):
         self.first_frame_at: float | None = None   # time.monotonic() after the first frame was drawn
         self.blocker_table: BlockerTable | None = None   # mounted at the first zombie or blocker
         self._painted = threading.Event()   # set with first_frame_at: the poller's full poll waits for it
+        self._waiting = Waiting()   # the polls not yet shown: the newest snapshot and failed read
 
     # ---- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -163,15 +167,22 @@ class RunScreen(Screen):
     @work(thread=True, exclusive=True, group="poll")
     def _poll_loop(self) -> None:
         worker = get_current_worker()
-        self._poller.run(lambda polled: self.post_message(self.SnapshotReady(polled)), lambda: worker.is_cancelled,
+        self._poller.run(self._deliver, lambda: worker.is_cancelled,
                          painted=self._painted.wait, first=self._first_poll)
+
+    def _deliver(self, polled: Polled) -> None:
+        """From the poll thread: the poll waits in ``_waiting`` (the newest replaces the one before);
+        the screen is told when nothing was waiting."""
+        if self._waiting.put(polled):
+            self.post_message(self.SnapshotReady(None))
 
     def poll_now(self) -> None:
         """Poll at once (after a request), instead of at the next tick."""
         self.run_watch.poke()
 
     def on_run_screen_snapshot_ready(self, message: SnapshotReady) -> None:
-        self._show_polled(message.polled)
+        for polled in (self._waiting.take() if message.polled is None else [message.polled]):
+            self._show_polled(polled)
 
     def _show_polled(self, polled: Polled) -> None:
         if polled.heartbeat_s is not None:

@@ -141,10 +141,10 @@ class ChartRow(Horizontal):
             s = metrics_mod.series_of(snap, key)
             if s is None or not s.n:
                 continue
-            xs = s.points()[0]
-            if xs:
-                lo = min(lo, xs[0])
-                hi = max(hi, xs[-1], s.last_x if s.last_x is not None else xs[-1])
+            span = s.step_span()
+            if span is not None:
+                lo = min(lo, span[0])
+                hi = max(hi, span[1], s.last_x if s.last_x is not None else span[1])
         return (lo, hi) if hi >= lo else None
 
     def _zoom(self, view: tuple[float, float] | None, say: bool = True) -> None:

@@ -16,7 +16,7 @@ import collections
 import math
 from array import array
 from functools import reduce
-from itertools import compress
+from itertools import compress, islice
 from operator import add
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
@@ -240,31 +240,64 @@ class Series:
                 self._halve()
 
     def _halve(self) -> None:
+        """Neighbouring pairs of buckets merged into one (first step, max, mean of means), in the
+        arrays the series already holds: the new halves are made as arrays (8 bytes a bucket,
+        no Python float kept per bucket, the old values read in place) and copied over the old arrays' first halves, which are
+        then cut (``_halve_keeps_the_arrays``). Making three new arrays beside the old ones (as
+        this did before) held both copies at once, at every series' bound."""
         xs, ys, ms = self._x, self._y, self._m
-        self._x = array("d", xs[0::2])
-        self._y = array("d", [_bmax(a, b) for a, b in zip(ys[0::2], ys[1::2])])
-        self._m = array("d", [_bmean(a, b) for a, b in zip(ms[0::2], ms[1::2])])
-        if len(ys) % 2:
-            self._y.append(ys[-1])
-            self._m.append(ms[-1])
+        n = len(ys)
+        half = (n + 1) // 2
+        top = array("d", map(_bmax, islice(ys, 0, None, 2), islice(ys, 1, None, 2)))
+        mean = array("d", map(_bmean, islice(ms, 0, None, 2), islice(ms, 1, None, 2)))
+        if n % 2:
+            top.append(ys[-1])
+            mean.append(ms[-1])
+        # one C call each from here: a reader on the drawing thread sees each array whole
+        xs[:half] = xs[0:2 * half:2]
+        del xs[half:]
+        ys[:half] = top
+        del ys[half:]
+        ms[:half] = mean
+        del ms[half:]
         self.stride *= 2
+
+    def _stored(self, values: array, pending: float) -> tuple[array, array]:
+        """The stored buckets' steps and ``values`` (``_y`` or ``_m``) with the bucket being
+        filled (``pending``: its value), as arrays: a chart's read copies 8 bytes a bucket and
+        makes no Python float per bucket (a float and a list slot are 32 bytes, and the four
+        charts read every series several times a refresh). Steps and values of equal length:
+        a reader on another thread (the console draws while its poll thread feeds the series)
+        may catch an append between its step and its value."""
+        n = min(len(self._x), len(values))
+        xs, vs = self._x[:n], values[:n]
+        if self._pend_n:
+            xs.append(self._pend_x)
+            vs.append(pending)
+        return xs, vs
+
+    def _pending_mean(self) -> float:
+        return self._pend_s / self._pend_c if self._pend_c else math.nan
 
     def points(self) -> tuple[list[float], list[float]]:
         """Every stored bucket plus the one being filled (so the newest step is always drawn)."""
-        xs, ys = _paired(self._x.tolist(), self._y.tolist())
-        if self._pend_n:
-            xs.append(self._pend_x)
-            ys.append(self._pend_y)
-        return xs, ys
+        xs, ys = self._stored(self._y, self._pend_y)
+        return xs.tolist(), ys.tolist()
 
     def means(self) -> tuple[list[float], list[float]]:
         """``points`` with each bucket's mean of finite values instead of its max (NaN: the
         bucket held no finite value)."""
-        xs, ms = _paired(self._x.tolist(), self._m.tolist())
-        if self._pend_n:
-            xs.append(self._pend_x)
-            ms.append(self._pend_s / self._pend_c if self._pend_c else math.nan)
-        return xs, ms
+        xs, ms = self._stored(self._m, self._pending_mean())
+        return xs.tolist(), ms.tolist()
+
+    def step_span(self) -> tuple[float, float] | None:
+        """The first and the last stored step (the bucket being filled included); None when
+        empty. What a chart's zoom and its arrows need, without reading every bucket."""
+        n = min(len(self._x), len(self._y))
+        if not n and not self._pend_n:
+            return None
+        first = self._x[0] if n else self._pend_x
+        return first, (self._pend_x if self._pend_n else self._x[n - 1])
 
     @property
     def x(self) -> list[float]:
@@ -292,18 +325,28 @@ class Series:
         """At most ``points`` (x, y) pairs: equal buckets over the stored ones, each keeping its
         first step and its max value (NaN wins). ``lo``/``hi``: only the buckets whose step lies
         in that range (a zoomed chart)."""
-        xs, ys = self.points()
+        xs, ys = self._stored(self._y, self._pend_y)
         if lo is not None or hi is not None:
-            xs, ys = in_range(xs, ys, lo, hi)
-        return reduce_max(xs, ys, points)
+            return _lists(reduce_max(*in_range(xs, ys, lo, hi), points))
+        return _lists(reduce_max(xs, ys, points))
 
     def downsample_means(self, points: int, lo: float | None = None, hi: float | None = None
                          ) -> tuple[list[float], list[float]]:
         """``downsample`` of the bucket means (what a smoothed line is drawn from)."""
-        xs, ms = self.means()
+        xs, ms = self._stored(self._m, self._pending_mean())
         if lo is not None or hi is not None:
-            xs, ms = in_range(xs, ms, lo, hi)
-        return reduce_mean(xs, ms, points)
+            return _lists(reduce_mean(*in_range(xs, ms, lo, hi), points))
+        return _lists(reduce_mean(xs, ms, points))
+
+    def downsample_ema(self, weight: float, points: int, lo: float | None = None, hi: float | None = None
+                       ) -> tuple[list[float], list[float]]:
+        """The ``ema`` of the bucket means over the whole run, cut to ``lo``..``hi`` and reduced
+        to ``points`` (the smoothed line of a chart), the average kept in an array."""
+        xs, ms = self._stored(self._m, self._pending_mean())
+        ys = array("d", _ema_values(ms, weight))
+        if lo is not None or hi is not None:
+            return _lists(reduce_mean(*in_range(xs, ys, lo, hi), points))
+        return _lists(reduce_mean(xs, ys, points))
 
     # ---- a compact, JSON-friendly form (series.json) ------------------------------------
     def to_doc(self) -> dict:
@@ -374,13 +417,10 @@ def in_range(xs: Sequence[float], ys: Sequence[float], lo: float | None, hi: flo
     return list(compress(xs, keep)), list(compress(ys, keep))
 
 
-def _paired(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
-    """Steps and values of equal length: a reader on another thread (the console draws while its
-    poll thread feeds the series) may catch an append between its step and its value."""
-    if len(xs) != len(ys):
-        n = min(len(xs), len(ys))
-        return xs[:n], ys[:n]
-    return xs, ys
+def _lists(pairs: tuple[Sequence[float], Sequence[float]]) -> tuple[list[float], list[float]]:
+    """``reduce_max``/``reduce_mean``'s answer as lists (they hand short arrays back as given)."""
+    xs, ys = pairs
+    return (xs if type(xs) is list else list(xs)), (ys if type(ys) is list else list(ys))
 
 
 def _runs(m: int, points: int) -> Iterator[tuple[int, int]]:
@@ -389,7 +429,7 @@ def _runs(m: int, points: int) -> Iterator[tuple[int, int]]:
         yield b * m // points, (b + 1) * m // points
 
 
-def reduce_max(xs: list[float], ys: list[float], points: int) -> tuple[list[float], list[float]]:
+def reduce_max(xs: Sequence[float], ys: Sequence[float], points: int) -> tuple[Sequence[float], Sequence[float]]:
     """At most ``points`` pairs: equal runs of neighbours, each its first step and its max (NaN
     wins: a non-finite value is never hidden by its neighbours)."""
     if len(xs) <= points or points <= 0:
@@ -406,7 +446,7 @@ def reduce_max(xs: list[float], ys: list[float], points: int) -> tuple[list[floa
     return ox, oy
 
 
-def reduce_mean(xs: list[float], ys: list[float], points: int) -> tuple[list[float], list[float]]:
+def reduce_mean(xs: Sequence[float], ys: Sequence[float], points: int) -> tuple[Sequence[float], Sequence[float]]:
     """``reduce_max`` with the mean of the finite values of each run (NaN: none)."""
     if len(xs) <= points or points <= 0:
         return xs, ys
@@ -423,14 +463,17 @@ def ema(ys: Sequence[float], weight: float) -> list[float]:
     ``weight`` of the previous average plus ``1 - weight`` of itself, debiased at the start
     (so the first value is itself, not a fraction of it). A non-finite value is skipped: it
     stays non-finite in the output and does not enter the average. ``weight`` 0 is the data."""
+    return list(_ema_values(ys, weight))
+
+
+def _ema_values(ys: Iterable[float], weight: float) -> Iterator[float]:
+    """``ema``, one value at a time (``Series.downsample_ema`` keeps them in an array)."""
     weight = min(max(float(weight), 0.0), 0.9999)
-    out: list[float] = []
     last, k = 0.0, 0
     for v in ys:
         if v - v != 0:
-            out.append(v)
+            yield v
             continue
         last = last * weight + (1 - weight) * v
         k += 1
-        out.append(last / (1 - weight ** k) if weight else last)
-    return out
+        yield last / (1 - weight ** k) if weight else last

@@ -157,3 +157,39 @@ def test_a_step_written_to_the_run_directory_reaches_the_screen_without_a_tick(b
             await until_ui(pilot, lambda: re.search(r"41/100\s+0\.25\b", shown(app)), timeout=60,
                            what="step 41 on the screen")
     asyncio.run(go())
+
+
+def test_a_stalled_screen_holds_the_newest_poll_not_one_per_poll(base, make_run):
+    """A terminal that stops reading the console's output (Ctrl-S, a stalled SSH connection)
+    stalls the screen while the poll thread goes on polling: the polls do not pile up for the
+    screen, each with its snapshot (one a second for as long as it stalls: about 17 KB each in
+    bench_ui's setup, gigabytes over a weekend); at most the newest snapshot and the newest
+    failed read wait, and the newest is shown once the screen gets its turn."""
+    import gc
+
+    from moeconsole.console.runwatch import Polled
+    run = make_run(base, status="running", steps=30)
+
+    async def go():
+        app = MoeConsole(base, run, gpu=False, interval=0.05)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await until_ui(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.snapshot
+                                    and app.screen.first_frame_at is not None and app.screen)
+            polled: list[int] = []
+            poll = screen._poller.poll
+
+            def counted(*args, **kwargs):
+                out = poll(*args, **kwargs)
+                polled.append(1)
+                return out
+            screen._poller.poll = counted
+            # from here the screen gets no turn (this coroutine runs on its event loop): stalled,
+            # while the poll thread polls on every 50 ms
+            until(lambda: len(polled) >= 25, timeout=120, what="25 polls while the screen is stalled")
+            held = sum(isinstance(o, Polled) for o in gc.get_objects())
+            shown = screen.polls
+            await until_ui(pilot, lambda: screen.polls > shown, what="the newest poll shown once the screen runs")
+            return held
+    held = asyncio.run(go())
+    # the newest snapshot and failed read waiting, and the poll the poll thread is handing over
+    assert held <= 3, f"{held} polls held for a stalled screen"
