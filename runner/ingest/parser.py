@@ -58,6 +58,10 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 # rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
 # when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
 # console's width onto lines indented to the message column. ColossalAI's logger prints so.
+# A process's label at a line's start that names no rank the launcher gave (``split_rank`` reads
+# those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
+# Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
+_PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
@@ -210,6 +214,8 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
+        self._text_process: str | None = None   # whose labelled step lines are read (``_another_process``)
+        self._line_who: str | None = None       # the label of the line being read (``_PROCESS_LABEL_RE``)
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._csv: tuple[str, ...] | None = None  # the header of a metrics CSV being read
@@ -325,6 +331,8 @@ class LogParser:
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank
+        who = _PROCESS_LABEL_RE.match(text) if rank is None and text[:1] in "[(" else None
+        self._line_who = None if who is None else f"rank {who.group(1)}" if who.group(1) else f"pid {who.group(2)}"
         if text[:1] == "`" and text[-1:] == "`" and len(text) > 2:
             # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
             # inline code): the line is what stands inside them
@@ -709,6 +717,7 @@ class LogParser:
         if isinstance(got, dict):
             return self._mark(got)
         mapping, src = got
+        label_rank = rank   # a launcher's label (not a rank the line's own text names)
         if isinstance(mapping.get("rank"), int) and not isinstance(mapping["rank"], bool):
             # a reader that read the line's own rank (``Rank  0 , epoch ...``): kept as a prefix's is
             mapping = dict(mapping)
@@ -723,6 +732,10 @@ class LogParser:
             return None
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
+        if self._another_process(label_rank):
+            self.stats.ignored_lines += 1
+            self.reason = "another process's step line (one process's are read)"
+            return []
         again = (rec["step"], rec["loss"])
         if rec["loss"] is not None and again == self._last_text_rec:
             # the same step's line again (two handlers, every rank printing, whatever label each
@@ -962,6 +975,7 @@ class LogParser:
         self._mixed_eval = None
         self.shapes = shape.LearnerState()
         self._dict_process = None
+        self._text_process = None
         self._bare_bars = {}
         self._espnet = shape.ShapeState()
         self._swift_rate = None
@@ -1330,6 +1344,21 @@ class LogParser:
         if self._dict_process is None:
             self._dict_process = who
         return who != self._dict_process
+
+    def _another_process(self, rank: int | None) -> bool:
+        """A step line printed by another process than the first one whose step lines were read:
+        every rank of a loop that logs on each rank (``[Rank 1] Step 0 loss=...`` after ``[Rank 0]
+        Step 0 loss=...``, two Ray workers' ``(pid=N) loss: ...``, torchrun's ``[default3]:``)
+        prints its own values for the same steps, and one process's are the run's curve: the
+        first process seen. A line with no label is nobody's (read as it comes); a rank the
+        line's own words name (PyTorch's distributed tutorial, ``Rank  0 , epoch  0 :  1.27``)
+        is kept on each rank's record (``formats.read_dist_tutorial``)."""
+        who = f"rank {rank}" if rank is not None else self._line_who if self._origin is None else None
+        if who is None:
+            return False
+        if self._text_process is None:
+            self._text_process = who
+        return who != self._text_process
 
     def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[LogEvent]:
         """``side``: a memory report beside the step's own record (the numbering of step-less

@@ -519,3 +519,18 @@ def test_the_same_step_less_dict_on_the_next_line_is_one_logging_event():
     d2 = "{'loss': 2.3701, 'learning_rate': 0.0, 'epoch': 0.98}"
     recs, _ = parse(d1, d1, d1, d1, d2, d2, "a message", d2)
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.3814), (2, 2.3701), (3, 2.3701)]
+
+
+@pytest.mark.parametrize("labels", [("[Rank 0] ", "[Rank 1] "), ("(pid=65987) ", "(pid=65986) "),
+                                    ("(RayTrainWorker pid=8, ip=10.0.0.2) ", "(RayTrainWorker pid=9, ip=10.0.0.3) "),
+                                    ("[default0]:", "[default3]:")])
+def test_every_process_printing_its_own_step_lines_gives_the_first_ones_curve(labels):
+    """Each rank of a loop that logs on every rank prints its own loss for the same steps
+    (``print(f"[Rank {rank}] Step {step} loss={loss}")``, two Ray workers): the run's curve is the
+    first process's, one record per step, whatever line the second process prints first."""
+    first, second = labels
+    recs, p = parse(f"{first}Step 0 loss=-3.37", f"{second}Step 0 loss=-2.67",
+                    f"{second}Step 1 loss=-1.59", f"{first}Step 1 loss=0.0884",
+                    f"{first}Step 2 loss=-2.74", f"{second}Step 2 loss=-0.47")
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, -3.37), (1, 0.0884), (2, -2.74)]
+    assert p.stats.ignored_lines == 3
