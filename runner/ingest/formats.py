@@ -918,6 +918,10 @@ def read_clearervoice(text: str) -> tuple[dict, str] | None:
 
 
 UNSLOTH_BANNER_RE = re.compile(r"^==\(\(====\)\)==\s+Unsloth\b")
+# transformers' notebook bar printed as text (utils/notebook.py NotebookProgressBar.update_bar:
+# f"[{spaced_value}/{self.total} {elapsed} < {remaining}, {1 / average_time_per_item:.2f} it/s"
+# then f", {self.comment}]", the training's "Epoch 0.36/5"): progress, no metric of a step
+NOTEBOOK_BAR_RE = re.compile(r"^\[\s*\d+/\d+ [\d:]+(?: < [\d:]+)?(?:, [\d.]+ it/s)?(?:, Epoch [\d.]+/\d+)?\]$")
 _UNSLOTH_STEP_RE = re.compile(r"^(\d+), (" + _NUM + r")$")
 
 
@@ -977,6 +981,9 @@ def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
 #   f"Iter {it}: Val loss {val_loss:.3f}, Val took {val_time:.3f}s" (DPO adds "Val accuracy",
 #   "Val margin"); older mlx-examples print only Train loss, It/sec and Tokens/sec.
 _MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
+# ... and before its first report: print(f"Starting training..., iters: {args.iters}"), the run's
+# iterations (mlx-vlm's trainer prints it too, after its bar's first draw)
+MLX_START_RE = re.compile(r"^Starting training\.\.\., iters: (\d+)$")
 _MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
 _MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}
 

@@ -214,7 +214,7 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
-        self._text_process: str | None = None   # whose labelled step lines are read (``_another_process``)
+        self._text_process: str | None = None   # whose [Rank N] / (pid=N) step lines are read (``_another_process``)
         self._line_who: str | None = None       # the label of the line being read (``_PROCESS_LABEL_RE``)
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
@@ -226,6 +226,7 @@ class LogParser:
         self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
+        self._mlx_iters: int | None = None      # mlx's "Starting training..., iters: N": its reports' max_steps
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
@@ -535,6 +536,16 @@ class LogParser:
         mark = formats.read_mark(text)
         if mark is not None:
             return self._mark(mark)
+        if text[:9] == "Starting " and formats.MLX_START_RE.match(text):
+            self._new_run()
+            self._mlx_iters = int(text.rsplit(" ", 1)[1])
+            self.stats.ignored_lines += 1
+            self.reason = "a run's start (mlx: its iterations, the max_steps of its reports)"
+            return []
+        if text[:1] == "[" and formats.NOTEBOOK_BAR_RE.match(text):
+            self.stats.ignored_lines += 1
+            self.reason = "understood, carries nothing (a progress bar, a header)"
+            return []
         if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
             self._unsloth = True
             self._new_run()
@@ -717,7 +728,6 @@ class LogParser:
         if isinstance(got, dict):
             return self._mark(got)
         mapping, src = got
-        label_rank = rank   # a launcher's label (not a rank the line's own text names)
         if isinstance(mapping.get("rank"), int) and not isinstance(mapping["rank"], bool):
             # a reader that read the line's own rank (``Rank  0 , epoch ...``): kept as a prefix's is
             mapping = dict(mapping)
@@ -730,9 +740,11 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
+        if src == "mlx" and rec["max_steps"] is None:
+            rec["max_steps"] = self._mlx_iters
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
-        if self._another_process(label_rank):
+        if self._another_process():
             self.stats.ignored_lines += 1
             self.reason = "another process's step line (one process's are read)"
             return []
@@ -981,6 +993,7 @@ class LogParser:
         self._swift_rate = None
         self._resume_step = 0
         self._nrl = None
+        self._mlx_iters = None
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -1345,15 +1358,16 @@ class LogParser:
             self._dict_process = who
         return who != self._dict_process
 
-    def _another_process(self, rank: int | None) -> bool:
-        """A step line printed by another process than the first one whose step lines were read:
-        every rank of a loop that logs on each rank (``[Rank 1] Step 0 loss=...`` after ``[Rank 0]
-        Step 0 loss=...``, two Ray workers' ``(pid=N) loss: ...``, torchrun's ``[default3]:``)
-        prints its own values for the same steps, and one process's are the run's curve: the
-        first process seen. A line with no label is nobody's (read as it comes); a rank the
-        line's own words name (PyTorch's distributed tutorial, ``Rank  0 , epoch  0 :  1.27``)
-        is kept on each rank's record (``formats.read_dist_tutorial``)."""
-        who = f"rank {rank}" if rank is not None else self._line_who if self._origin is None else None
+    def _another_process(self) -> bool:
+        """A step line printed by another process than the first one whose step lines were read,
+        told by a label the loop or Ray puts in front (``[Rank 1] Step 0 loss=...`` after
+        ``[Rank 0] Step 0 loss=...``, two Ray workers' ``(pid=N) loss: ...``): each process
+        prints its own values for the same steps, and one process's are the run's curve, the
+        first one seen. A line with no label is nobody's (read as it comes). A launcher's rank
+        label (torchrun's ``[rank3]:``, ``srun -l``'s ``3: ``) is not this: every rank's records
+        are given with their rank, the runner's series keeps the first rank's record of each step
+        and ``ranks.json`` each rank's step time (``moeconsole.runner.rundir.ranktimes``)."""
+        who = self._line_who if self._origin is None else None
         if who is None:
             return False
         if self._text_process is None:

@@ -259,9 +259,14 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     if flat.endswith("loss") and flat[:-4].rstrip("_-") in _LOSS_PREFIXES:
         return "loss", _ident
     words = set(re.split(r"[\s_/.()\-]+", low))
+    if words - {"", "train", "training"} == {"loss", "total"}:
+        # the sum of a loss's parts, its name first: pytracking's "Loss/total" beside
+        # "Loss/bbox", "Loss/giou" (ltr/trainers: f"{name}: {val.avg:.5f}" of its stats
+        # "Loss/total", ...), spd's "train/loss/total", GluonNLP's "Loss span/answer/total"
+        return "loss", _ident
     if words & {"mem", "memory"} and not words & {"cpu", "host", "hd", "disk", "ram", "pct", "%"}:
         return "mem_gib", _ident   # "System/Peak GPU Memory (MB)", "cuda_max_memory_reserved"
-    if {"grad", "norm"} <= words:
+    if {"grad", "norm"} <= words or {"grad", "norms"} <= words:   # "train/grad_norms/summary/total"
         return "grad_norm", _ident
     if low.split()[-1] == "lr":
         return "lr", _ident   # "model LR"

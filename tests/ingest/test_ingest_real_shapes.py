@@ -522,8 +522,7 @@ def test_the_same_step_less_dict_on_the_next_line_is_one_logging_event():
 
 
 @pytest.mark.parametrize("labels", [("[Rank 0] ", "[Rank 1] "), ("(pid=65987) ", "(pid=65986) "),
-                                    ("(RayTrainWorker pid=8, ip=10.0.0.2) ", "(RayTrainWorker pid=9, ip=10.0.0.3) "),
-                                    ("[default0]:", "[default3]:")])
+                                    ("(RayTrainWorker pid=8, ip=10.0.0.2) ", "(RayTrainWorker pid=9, ip=10.0.0.3) ")])
 def test_every_process_printing_its_own_step_lines_gives_the_first_ones_curve(labels):
     """Each rank of a loop that logs on every rank prints its own loss for the same steps
     (``print(f"[Rank {rank}] Step {step} loss={loss}")``, two Ray workers): the run's curve is the
@@ -534,3 +533,44 @@ def test_every_process_printing_its_own_step_lines_gives_the_first_ones_curve(la
                     f"{first}Step 2 loss=-2.74", f"{second}Step 2 loss=-0.47")
     assert [(r["step"], r["loss"]) for r in recs] == [(0, -3.37), (1, 0.0884), (2, -2.74)]
     assert p.stats.ignored_lines == 3
+
+
+def test_a_launchers_rank_labels_still_give_every_ranks_records_with_their_rank():
+    """torchrun's ``[defaultN]:`` / ``[rankN]:`` labels: each rank's records (the runner's
+    ranks.json times each rank from them; its series keeps the first of each step)."""
+    recs, _ = parse("[default0]:Step 0 loss=-3.37", "[default1]:Step 0 loss=-2.67",
+                    "[default1]:Step 1 loss=-1.59", "[default0]:Step 1 loss=0.0884")
+    assert [(r["step"], r["loss"], r["extra"]["rank"]) for r in recs] == [
+        (0, -3.37, 0), (0, -2.67, 1), (1, -1.59, 1), (1, 0.0884, 0)]
+
+
+@pytest.mark.parametrize("line, loss, grad_norm", [
+    # pytracking (ltr/trainers/ltr_trainer.py: f"[{loader.name}: {epoch}, {i} / {n}] FPS: ..., " then
+    # f"{name}: {val.avg:.5f}  ,  " for its stats "Loss/total", "Loss/bbox", ...)
+    ("[train: 120, 20 / 125] FPS: 19.3 (29.0)  ,  Loss/total: 0.50075  ,  Loss/bbox: 0.03715  ,  "
+     "grad_norm: 46.59342", 0.50075, 46.59342),
+    ("[step 300] 2:31<6:50 train/loss/total=1163 train/grad_norms/summary/total=42.8 "
+     "train/perf/step_time_s=0.342", 1163.0, 42.8),
+    # GluonNLP run_squad.py: 'Loss span/answer/total={:.4f}/{:.4f}/{:.4f}'
+    ("2020-07-11 00:37:18,464 - root - INFO - Epoch: 1, Batch: 3900/8164, Loss span/answer/total="
+     "0.7729/0.1773/0.9502, LR=0.00001868, grad_norm=21.5925. Time cost=90.67", 0.9502, 21.5925),
+])
+def test_a_total_of_a_losss_parts_named_loss_first_is_the_loss(line, loss, grad_norm):
+    (r,) = parse(line)[0]
+    assert (r["loss"], r["grad_norm"]) == (loss, grad_norm)
+
+
+def test_the_notebook_bar_printed_as_text_is_progress_not_a_step():
+    """transformers' NotebookProgressBar outside a notebook prints its label as text (unsloth's
+    issues paste it under the banner): a count, the times, the rate and the epoch, no metric."""
+    recs, p = parse("==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1",
+                    "[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]", "[290/290 40:11, Epoch 5/5]")
+    assert recs == [] and p.stats.ignored_lines >= 2
+
+
+def test_mlx_reports_take_the_runs_iterations_as_max_steps():
+    """mlx-lm's trainer prints f"Starting training..., iters: {args.iters}" before its reports."""
+    recs, _ = parse("Starting training..., iters: 3000", "Iter 1: Val loss 2.480, Val took 0.732s",
+                    "Iter 10: Train loss 2.363, Learning Rate 1.000e-05, It/sec 1.022, Tokens/sec 88.083")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["max_steps"], r["lr"]) == (10, 2.363, 3000, 1e-05)
