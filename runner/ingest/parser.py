@@ -227,6 +227,7 @@ class LogParser:
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._mlx_iters: int | None = None      # mlx's "Starting training..., iters: N": its reports' max_steps
+        self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
@@ -634,12 +635,23 @@ class LogParser:
         epoch is the counter; after training records, a summary mark at the last step; with
         neither, the line is left out (counted)."""
         epoch = got.epoch
+        if (epoch is not None and epoch == int(epoch) and set(got.values) == {"lr"}
+                and (self._last_step is None or self.shapes.epoch_shape is not None)):
+            # the epoch's learning rate printed on a line of its own before the epoch's loss
+            # (nnU-Net v2: "Epoch 3", "Current learning rate: 0.00997", ..., "train_loss 0.357"):
+            # given with that record, at the same epoch
+            self._epoch_values = (int(epoch), dict(got.values))
+            self.stats.ignored_lines += 1
+            self.reason = "a value of the epoch's record (given with its loss line)"
+            return []
         if (epoch is not None and epoch == int(epoch) and "loss" in got.values
                 and (self._last_step is None or shape.same_epoch_lines(self.shapes.epoch_shape, got.shape))):
             head: dict[str, Any] = {"step": int(epoch), "epoch": epoch}
             if got.epochs:
                 head["max_steps"] = got.epochs   # the steps are the epochs: their total is the run's
-            train, evals = split_eval({**head, **got.values})
+            before = self._epoch_values[1] if self._epoch_values and self._epoch_values[0] == int(epoch) else {}
+            self._epoch_values = None
+            train, evals = split_eval({**head, **before, **got.values})
             rec = record_from_mapping(train, shape.SRC)
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
@@ -994,6 +1006,7 @@ class LogParser:
         self._resume_step = 0
         self._nrl = None
         self._mlx_iters = None
+        self._epoch_values = None
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if

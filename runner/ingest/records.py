@@ -196,6 +196,9 @@ LEARNED_KEYS: dict[str, str] = {
     "total_grad_norm": "grad_norm", "global_grad_norm": "grad_norm", "gnorm": "grad_norm",
     "grad_norm_total": "grad_norm", "gradient norm": "grad_norm", "norm": "grad_norm",
     "lr": "lr", "learning rate": "lr", "learning_rate": "lr", "learning-rate": "lr", "lr_0": "lr",
+    # nnU-Net v2 (nnUNetTrainer.on_epoch_start): self.print_to_log_file(f"Current learning rate:
+    # {np.round(self.optimizer.param_groups[0]['lr'], decimals=5)}")
+    "current learning rate": "lr",
     "memory": "mem_gib", "mem": "mem_gib", "max mem": "mem_gib", "max_mem": "mem_gib", "gpu mem": "mem_gib",
     "gpu_mem": "mem_gib", "peak mem": "mem_gib", "peak_mem": "mem_gib", "peak memory": "mem_gib",
     "max_memory_reserved": "mem_gib", "max_memory_allocated": "mem_gib", "memory_reserved": "mem_gib",

@@ -574,3 +574,17 @@ def test_mlx_reports_take_the_runs_iterations_as_max_steps():
                     "Iter 10: Train loss 2.363, Learning Rate 1.000e-05, It/sec 1.022, Tokens/sec 88.083")
     (r,) = recs
     assert (r["step"], r["loss"], r["max_steps"], r["lr"]) == (10, 2.363, 3000, 1e-05)
+
+
+def test_nnunet_v2_epoch_blocks_give_each_epochs_loss_and_learning_rate():
+    """nnU-Net v2 (nnUNetTrainer.on_epoch_start / on_epoch_end): "Epoch N", "Current learning
+    rate: X", then "train_loss", "val_loss" (an evaluation), "Pseudo dice", "Epoch time"."""
+    t = "2024-04-26 09:4{}:10.910043: "
+    lines = []
+    for e, (lr, tl, vl) in enumerate(((0.01, 0.7088, 0.4628), (0.00999, 0.4043, 0.3847))):
+        lines += [t.format(e) + f"Epoch {e}", t.format(e) + f"Current learning rate: {lr}",
+                  "using pin_memory on device 0", t.format(e) + f"train_loss {tl}", t.format(e) + f"val_loss {vl}",
+                  t.format(e) + "Pseudo dice [0.0, 0.0002]", t.format(e) + "Epoch time: 148.59 s"]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(0, 0.7088, 0.01), (1, 0.4043, 0.00999)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(0, 0.4628), (1, 0.3847)]
