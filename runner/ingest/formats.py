@@ -507,6 +507,7 @@ _KV_RE = re.compile(
 _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
+_KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 # A split word right before a kv key ("valid loss: 7.27", "test loss: 3.05"): searched in the text
 # before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
@@ -678,6 +679,12 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if value is None:
             continue
         field = _KV_FIELDS.get(low)
+        if field in ("step_time_s", "mem_gib") and m.start() and text[m.start() - 1] == ":":
+            # the last part of a name with colons (RETURNN's "max_size:time 291200" beside its
+            # "0.855 sec/step", "mem_usage:cuda:0 67.8GB"): an extra under the whole name
+            whole = _KV_COLON_HEAD_RE.search(text, 0, m.start())
+            out.setdefault(key if whole is None else whole.group(1) + key, value)
+            continue
         named = field is not None
         synonym = False
         if field is None and two_field is not None:

@@ -588,3 +588,12 @@ def test_nnunet_v2_epoch_blocks_give_each_epochs_loss_and_learning_rate():
     recs, p = parse(*lines)
     assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(0, 0.7088, 0.01), (1, 0.4043, 0.00999)]
     assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(0, 0.4628), (1, 0.3847)]
+
+
+def test_a_time_or_memory_word_at_the_end_of_a_name_with_colons_is_not_the_step_time():
+    """RETURNN (torch/engine.py ``_print_process``) prints its batch's sizes as
+    ``max_size:time 291200`` beside the step's own ``0.855 sec/step``: the step took 0.855 s."""
+    (r,), _ = parse("ep 55 train, step 1347, ce 0.324, ctc_4 1.006, grad_norm:p2 3.388, num_seqs 27, "
+                    "max_size:time 291200, max_size:aug_spatial 128, mem_usage:cuda:0 67.8GB, 0.855 sec/step, "
+                    "elapsed 0:16:59, exp. remaining 0:03:45, complete 81.92%")
+    assert (r["step"], r["step_time_s"]) == (1347, 0.855)
