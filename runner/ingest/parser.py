@@ -62,6 +62,9 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 # those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
 # Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
 _PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
+# A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
+# loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
+_EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
@@ -635,6 +638,15 @@ class LogParser:
         epoch is the counter; after training records, a summary mark at the last step; with
         neither, the line is left out (counted)."""
         epoch = got.epoch
+        if "loss" in got.values and _EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()):
+            # the line after "Test Error:" (nothing but the announcement before it): its loss is
+            # the evaluation's, at the last training step, one process's as its step lines are
+            if self._another_process():
+                self.stats.ignored_lines += 1
+                self.reason = "another process's evaluation (one process's are read)"
+                return []
+            return self._eval_line(EvalLine(dict(got.values), None, shape.SRC, split="test",
+                                            loss=got.values["loss"]), rank)
         if (epoch is not None and epoch == int(epoch) and set(got.values) == {"lr"}
                 and (self._last_step is None or self.shapes.epoch_shape is not None)):
             # the epoch's learning rate printed on a line of its own before the epoch's loss

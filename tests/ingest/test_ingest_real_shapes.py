@@ -597,3 +597,15 @@ def test_a_time_or_memory_word_at_the_end_of_a_name_with_colons_is_not_the_step_
                     "max_size:time 291200, max_size:aug_spatial 128, mem_usage:cuda:0 67.8GB, 0.855 sec/step, "
                     "elapsed 0:16:59, exp. remaining 0:03:45, complete 81.92%")
     assert (r["step"], r["step_time_s"]) == (1347, 0.855)
+
+
+def test_the_line_after_test_error_is_the_evaluation_of_the_first_workers_run():
+    """PyTorch's quickstart (``print(f"Test Error: \\n Accuracy: ...%, Avg loss: {test_loss:>8f} \\n")``)
+    run by two Ray workers: each block's second line is an evaluation, the first worker's read."""
+    recs, p = parse("(pid=65987) loss: 2.072397  [    0/60000]", "(pid=65986) loss: 2.128398  [ 6400/60000]",
+                    "(pid=65987) loss: 2.118240  [ 6400/60000]", "(pid=65986) Test Error: ",
+                    "(pid=65986)  Accuracy: 27.2%, Avg loss: 2.008141 ", "(pid=65987) Test Error: ",
+                    "(pid=65987)  Accuracy: 27.6%, Avg loss: 2.004651 ")
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 2.072397), (6400, 2.11824)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(6400, 2.004651)]
+    assert not [m for m in p.marks if m["kind"] == "train_summary"]
