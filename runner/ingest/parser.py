@@ -1236,6 +1236,9 @@ class LogParser:
             return []
         st = self._bar
         st.step, st.post = step, post
+        if self._bar_repeats_text_step(step):
+            self.reason = "a bar drawn at the step a line just gave (that step again)"
+            return []
         events = self._record(rec, rank, count=False)
         self._count_line(self.stats.lines)
         return events
@@ -1259,12 +1262,20 @@ class LogParser:
         step, post, rec, rank, line = st.pending
         st.pending = None
         st.step, st.post = step, post
+        if self._bar_repeats_text_step(step):
+            return []
         self._count_line(line)
         self._origin = line
         try:
             return self._record(rec, rank, count=False)
         finally:
             self._origin = None
+
+    def _bar_repeats_text_step(self, step: int) -> bool:
+        """A bar whose count is the step the last record, read from a text line, just gave: the
+        same step drawn again (mlx-vlm prints mlx's ``Iter 10: Train loss 3.438, ...`` and then
+        sets its bar's postfix to that step's ``Loss=3.4376, LR=1.00e-04``), not a step of its own."""
+        return self._last_text_rec is not None and self._last_text_rec[0] == step == self._last_step
 
     def _count_line(self, line: int) -> None:
         """A record came from line ``line``: it is a metric line (once, however many records)."""

@@ -609,3 +609,16 @@ def test_the_line_after_test_error_is_the_evaluation_of_the_first_workers_run():
     assert [(r["step"], r["loss"]) for r in recs] == [(0, 2.072397), (6400, 2.11824)]
     assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(6400, 2.004651)]
     assert not [m for m in p.marks if m["kind"] == "train_summary"]
+
+
+def test_a_bar_drawn_at_the_step_a_text_line_just_gave_is_that_step_again():
+    """mlx-vlm's trainer prints mlx's report, then its own dict, then sets its bar's postfix to
+    the same step's values: one record per step (the report's)."""
+    bar = "  1%|▊         | {n}/1000 [00:32<53:42,  3.25s/it, Loss={l}, LR=1.00e-04, Tokens/sec=302]"
+    recs, _ = parse("Starting training..., iters: 1000",
+                    "Iter 10: Train loss 3.438, Learning Rate 1.000e-04, It/sec 0.307, Tokens/sec 301.622",
+                    "{'Step': 10, 'Loss': '3.4376', 'Learning Rate': '1.00e-04', 'Tokens/sec': '302'}",
+                    bar.format(n=10, l=3.4376) + "Iter 20: Train loss 3.142, Learning Rate 1.000e-04, It/sec 0.283",
+                    "{'Step': 20, 'Loss': '3.1416', 'Learning Rate': '1.00e-04', 'Tokens/sec': '303'}")
+    assert [(r["step"], r["loss"], r["lr"], r["max_steps"]) for r in recs] == [
+        (10, 3.438, 1e-04, 1000), (20, 3.142, 1e-04, 1000)]
