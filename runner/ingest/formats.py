@@ -982,6 +982,26 @@ def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
     return None
 
 
+# WeNet's executor (wenet/utils/executor.py, logging.debug on every rank): 'TRAIN Batch {}/{} loss
+# {:.6f} '.format(epoch, batch_idx, ...) (2021's: .format(batch_idx, num_total_batch, ...)), then
+# each other loss ('loss_att {:.6f} ', 'loss_ctc {:.6f} '), then 'lr {:.8f} rank {}'; its cross
+# validation 'CV Batch {}/{} loss {:.6f} ... history loss {:.6f} rank {}' per validation batch.
+_WENET_RE = re.compile(r"^(TRAIN|CV) Batch (\d+)/(\d+) loss (" + _NUM + r") (.*?)rank (\d+)$")
+_WENET_PAIR_RE = re.compile(r"([A-Za-z_]\w*(?: loss)?) (" + _NUM + r") ")
+
+
+def read_wenet(text: str) -> tuple[str, int, int, dict, int] | None:
+    """(tag, first number, second number, values, rank) of a WeNet executor line, else None;
+    which number is the step is the parser's (``LogParser._wenet_line``)."""
+    m = _WENET_RE.match(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {"loss": m.group(4)}
+    for name, num in _WENET_PAIR_RE.findall(m.group(5)):
+        values[name] = num
+    return m.group(1), int(m.group(2)), int(m.group(3)), values, int(m.group(6))
+
+
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
 #   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
 #   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"

@@ -231,6 +231,11 @@ class LogParser:
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
         self._mlx_iters: int | None = None      # mlx's "Starting training..., iters: N": its reports' max_steps
         self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
+        self._wenet_first: tuple[int, int] | None = None    # WeNet's first "Batch a/b" of the first rank
+        self._wenet_batch_total: bool | None = None          # ... its numbers are batch/total (2021), not epoch/batch
+        self._wenet_state = shape.ShapeState()               # ... the batch counter across its epochs
+        # ... its first line (values, rank, a, b, line, label), given when the next one tells the order
+        self._wenet_pending: tuple[dict, int | None, int, int, int, str] | None = None
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
@@ -251,7 +256,7 @@ class LogParser:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         self.origins.clear()
-        held = self.release_held()
+        held = self.release_held() + self._give_wenet_pending()
         return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
                 + self._give_ds_step())
 
@@ -540,6 +545,10 @@ class LogParser:
         mark = formats.read_mark(text)
         if mark is not None:
             return self._mark(mark)
+        if text[:6] in ("TRAIN ", "CV Bat"):
+            got_wenet = formats.read_wenet(text)
+            if got_wenet is not None:
+                return self._wenet_line(*got_wenet, rank)
         if text[:9] == "Starting " and formats.MLX_START_RE.match(text):
             self._new_run()
             self._mlx_iters = int(text.rsplit(" ", 1)[1])
@@ -1019,6 +1028,8 @@ class LogParser:
         self._nrl = None
         self._mlx_iters = None
         self._epoch_values = None
+        self._wenet_first = self._wenet_batch_total = self._wenet_pending = None
+        self._wenet_state = shape.ShapeState()
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -1268,6 +1279,59 @@ class LogParser:
         self._origin = line
         try:
             return self._record(rec, rank, count=False)
+        finally:
+            self._origin = None
+
+    def _wenet_line(self, tag: str, a: int, b: int, values: dict, who: int, rank: int | None) -> list[LogEvent]:
+        """A WeNet executor line (``formats.read_wenet``). Every rank prints its own, ``rank N``
+        at the end: the first rank's are read (``_another_process``). WeNet printed ``Batch
+        {batch_idx}/{num_total_batch}`` in 2021 and ``Batch {epoch}/{batch_idx}`` since, the same
+        words: the first rank's first line waits for its next one, which tells them apart (the
+        second number standing still while the first moves is 2021's; a log that ends first is
+        read the later way). Its ``CV Batch`` lines are the validation's progress (a running
+        ``history loss``), not an evaluation of their own."""
+        if tag == "CV":
+            self.stats.ignored_lines += 1
+            self.reason = "a validation batch's running loss (WeNet's CV Batch lines)"
+            return []
+        self._line_who = f"rank {who}"
+        if self._origin is not None or self._another_process():
+            self.stats.ignored_lines += 1
+            self.reason = "another process's step line (one process's are read)"
+            return []
+        if self._wenet_first is None:
+            self._wenet_first = (a, b)
+            self._wenet_pending = (values, rank, a, b, self.stats.lines, self._line_who)
+            self.reason = "WeNet's first step line: given with the next (which number is the step)"
+            return []
+        out: list[LogEvent] = []
+        if self._wenet_batch_total is None and (a, b) != self._wenet_first:
+            self._wenet_batch_total = b == self._wenet_first[1]
+            out = self._give_wenet_pending()
+        return out + self._wenet_record(values, rank, a, b)
+
+    def _wenet_record(self, values: dict, rank: int | None, a: int, b: int) -> list[LogEvent]:
+        if self._wenet_batch_total:
+            mapping = {"step": a, **values}
+        else:
+            st = self._wenet_state
+            offset = st.offset
+            step = shape.epoch_counter_step(st, b, float(a), None)
+            if st.offset != offset:
+                st.offset += 1   # batch_idx counts from 0: the epoch before had its highest index + 1 batches
+                step += 1
+            mapping = {"step": step, "epoch": a, **values}
+        return self._from_reader((mapping, "wenet"), rank) or []
+
+    def _give_wenet_pending(self) -> list[LogEvent]:
+        """WeNet's first step line, held by ``_wenet_line``, given at its own line."""
+        if self._wenet_pending is None:
+            return []
+        values, rank, a, b, line, who = self._wenet_pending
+        self._wenet_pending = None
+        self._origin, self._line_who = line, who
+        try:
+            return self._wenet_record(values, rank, a, b)
         finally:
             self._origin = None
 

@@ -622,3 +622,20 @@ def test_a_bar_drawn_at_the_step_a_text_line_just_gave_is_that_step_again():
                     "{'Step': 20, 'Loss': '3.1416', 'Learning Rate': '1.00e-04', 'Tokens/sec': '303'}")
     assert [(r["step"], r["loss"], r["lr"], r["max_steps"]) for r in recs] == [
         (10, 3.438, 1e-04, 1000), (20, 3.142, 1e-04, 1000)]
+
+
+def test_wenet_lines_of_every_rank_give_the_first_ranks_steps_in_either_argument_order():
+    """WeNet's executor: 'TRAIN Batch {}/{} loss ... lr {:.8f} rank {}' with (epoch, batch_idx)
+    since 2022, (batch_idx, num_total_batch) in 2021; every rank prints; 'CV Batch' lines are the
+    validation's progress."""
+    t = "2023-01-30 18:47:07,107 DEBUG TRAIN Batch {}/{} loss {} loss_att 10.9 loss_ctc 16.6 lr 0.00032621 rank {}"
+    recs, _ = parse(t.format(4, 203700, 12.64, 0), t.format(4, 203700, 16.88, 1), t.format(4, 203800, 25.61, 0),
+                    t.format(4, 203800, 18.34, 1),
+                    "2023-01-30 18:49:55,773 DEBUG CV Batch 4/0 loss 28.5 loss_att 24.1 loss_ctc 38.7 history loss 27.9 rank 0")
+    assert [(r["step"], r["loss"], r["epoch"], r["lr"]) for r in recs] == [
+        (203700, 12.64, 4, 0.00032621), (203800, 25.61, 4, 0.00032621)]
+    old = "2021-05-01 10:00:00,000 DEBUG TRAIN Batch {}/5000 loss {} loss_att 1.0 loss_ctc 2.0 lr 0.001 rank 0"
+    recs, _ = parse(old.format(100, 3.5), old.format(200, 3.1), old.format(300, 2.9))
+    assert [(r["step"], r["loss"]) for r in recs] == [(100, 3.5), (200, 3.1), (300, 2.9)]
+    recs, _ = parse(t.format(4, 203700, 12.64, 0))   # a log of one line: read the later way
+    assert [(r["step"], r["epoch"]) for r in recs] == [(203700, 4)]
