@@ -509,6 +509,7 @@ _KV_RE = re.compile(
 _PER_STEP_RE = re.compile(r"(?<![\w.])(" + _NUM + r")\s?(sec/step|s/step|s/it|ms/step|ms/batch)(?![\w/])")
 _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s*[:,|]?", re.I)
 
+_KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
 # A split word right before a kv key ("valid loss: 7.27", "test loss: 3.05"): searched in the text
 # before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
@@ -680,6 +681,12 @@ def read_kv(text: str) -> tuple[dict, str] | None:
         if value is None:
             continue
         field = _KV_FIELDS.get(low)
+        if field in ("step_time_s", "mem_gib") and m.start() and text[m.start() - 1] == ":":
+            # the last part of a name with colons (RETURNN's "max_size:time 291200" beside its
+            # "0.855 sec/step", "mem_usage:cuda:0 67.8GB"): an extra under the whole name
+            whole = _KV_COLON_HEAD_RE.search(text, 0, m.start())
+            out.setdefault(key if whole is None else whole.group(1) + key, value)
+            continue
         named = field is not None
         synonym = False
         if field is None and two_field is not None:
@@ -920,6 +927,10 @@ def read_clearervoice(text: str) -> tuple[dict, str] | None:
 
 
 UNSLOTH_BANNER_RE = re.compile(r"^==\(\(====\)\)==\s+Unsloth\b")
+# transformers' notebook bar printed as text (utils/notebook.py NotebookProgressBar.update_bar:
+# f"[{spaced_value}/{self.total} {elapsed} < {remaining}, {1 / average_time_per_item:.2f} it/s"
+# then f", {self.comment}]", the training's "Epoch 0.36/5"): progress, no metric of a step
+NOTEBOOK_BAR_RE = re.compile(r"^\[\s*\d+/\d+ [\d:]+(?: < [\d:]+)?(?:, [\d.]+ it/s)?(?:, Epoch [\d.]+/\d+)?\]$")
 _UNSLOTH_STEP_RE = re.compile(r"^(\d+), (" + _NUM + r")$")
 
 
@@ -973,12 +984,35 @@ def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
     return None
 
 
+# WeNet's executor (wenet/utils/executor.py, logging.debug on every rank): 'TRAIN Batch {}/{} loss
+# {:.6f} '.format(epoch, batch_idx, ...) (2021's: .format(batch_idx, num_total_batch, ...)), then
+# each other loss ('loss_att {:.6f} ', 'loss_ctc {:.6f} '), then 'lr {:.8f} rank {}'; its cross
+# validation 'CV Batch {}/{} loss {:.6f} ... history loss {:.6f} rank {}' per validation batch.
+_WENET_RE = re.compile(r"^(TRAIN|CV) Batch (\d+)/(\d+) loss (" + _NUM + r") (.*?)rank (\d+)$")
+_WENET_PAIR_RE = re.compile(r"([A-Za-z_]\w*(?: loss)?) (" + _NUM + r") ")
+
+
+def read_wenet(text: str) -> tuple[str, int, int, dict, int] | None:
+    """(tag, first number, second number, values, rank) of a WeNet executor line, else None;
+    which number is the step is the parser's (``LogParser._wenet_line``)."""
+    m = _WENET_RE.match(text)
+    if m is None:
+        return None
+    values: dict[str, Any] = {"loss": m.group(4)}
+    for name, num in _WENET_PAIR_RE.findall(m.group(5)):
+        values[name] = num
+    return m.group(1), int(m.group(2)), int(m.group(3)), values, int(m.group(6))
+
+
 # mlx-lm's trainer (mlx_lm/tuner/trainer.py, rank 0):
 #   f"Iter {it}: Train loss {train_loss:.3f}, Learning Rate {learning_rate:.3e}, It/sec {it_sec:.3f}, "
 #   f"Tokens/sec {tokens_sec:.3f}, Trained Tokens {trained_tokens}, Peak mem {peak_mem:.3f} GB"
 #   f"Iter {it}: Val loss {val_loss:.3f}, Val took {val_time:.3f}s" (DPO adds "Val accuracy",
 #   "Val margin"); older mlx-examples print only Train loss, It/sec and Tokens/sec.
 _MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
+# ... and before its first report: print(f"Starting training..., iters: {args.iters}"), the run's
+# iterations (mlx-vlm's trainer prints it too, after its bar's first draw)
+MLX_START_RE = re.compile(r"^Starting training\.\.\., iters: (\d+)$")
 _MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
 _MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}
 

@@ -58,6 +58,13 @@ _HOST_LABEL_RE = re.compile(r"^((?:\d{1,3}\.){3}\d{1,3}|[A-Za-z][\w.-]{0,62}): $
 # rich's RichHandler (rich/_log_render.py LogRender): a time column ("[01/15/23 18:11:55]", blank
 # when repeated: omit_repeated_times), the level padded to 8, then the message, wrapped at the
 # console's width onto lines indented to the message column. ColossalAI's logger prints so.
+# A process's label at a line's start that names no rank the launcher gave (``split_rank`` reads
+# those): DeepSpeed's and custom loops' ``[Rank 0] `` (``log_dist``: f"[Rank {rank}] {message}"),
+# Ray's worker prefix ``(pid=65987) `` / ``(TaskRunner pid=16292) `` / ``(name, pid=4112) ``.
+_PROCESS_LABEL_RE = re.compile(r"^(?:\[[Rr]ank\s?(\d{1,6})\]\s|\((?:[\w,.-]+ )?pid=(\d{1,9})(?:, ip=[\d.]+)?\)\s)")
+# A line that only announces the evaluation printed on the next line (PyTorch's quickstart test
+# loop: print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")).
+_EVAL_HEAD_RE = re.compile(r"^(?:Test|Validation|Eval|Evaluation|Val)(?: Error| results| set)?:$")
 _RICH_LINE_RE = re.compile(rb"^(?:\[[^\]\r\n]{5,40}\]|[ ]{5,40}) (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\S")
 _RUN_START_RE = re.compile(r"\*{5} Running training \*{5}|Start time of running main|"
                            r"\[before the start of training step\] datetime")
@@ -213,6 +220,8 @@ class LogParser:
         self._bar = _BarState()
         self._mixed_eval: dict | None = None    # evaluation values last read beside training values
         self._dict_process: str | None = None   # whose step-less dicts are read (``_other_process``)
+        self._text_process: str | None = None   # whose [Rank N] / (pid=N) step lines are read (``_another_process``)
+        self._line_who: str | None = None       # the label of the line being read (``_PROCESS_LABEL_RE``)
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
         self._csv: tuple[str, ...] | None = None  # the header of a metrics CSV being read
@@ -223,6 +232,13 @@ class LogParser:
         self._trainer_bar = False               # the Hugging Face Trainer's bar was drawn in this log
         self._prev_text = ""                    # the previous line (DeepSpeed's memory message)
         self._unsloth = False                   # unsloth_train's banner was seen: "N, loss" lines are its
+        self._mlx_iters: int | None = None      # mlx's "Starting training..., iters: N": its reports' max_steps
+        self._epoch_values: tuple[int, dict] | None = None  # (epoch, {"lr": ...}) printed before that epoch's loss line
+        self._wenet_first: tuple[int, int] | None = None    # WeNet's first "Batch a/b" of the first rank
+        self._wenet_batch_total: bool | None = None          # ... its numbers are batch/total (2021), not epoch/batch
+        self._wenet_state = shape.ShapeState()               # ... the batch counter across its epochs
+        # ... its first line (values, rank, a, b, line, label), given when the next one tells the order
+        self._wenet_pending: tuple[dict, int | None, int, int, int, str] | None = None
         self._line_text = ""                    # the line being read (an example when it is skipped)
         self._out_of_range_line = 0             # the last line counted as out of range
         self._ds_step: tuple[dict, int | None, int] | None = None  # DeepSpeed's report (record, rank, line) not given yet
@@ -243,7 +259,7 @@ class LogParser:
         """Nothing more will come: a dict cut by a newline that never got its rest is a line
         not understood."""
         self.origins.clear()
-        held = self.release_held()
+        held = self.release_held() + self._give_wenet_pending()
         return (held + self._drop_fragment() + self._flush_cut() + self._nemo_rl_end() + self._release()
                 + self._give_ds_step())
 
@@ -341,6 +357,8 @@ class LogParser:
         rank, text = split_rank(text)
         if rank is None:
             rank = line_rank if line_rank is not None else self._redraw_rank
+        who = _PROCESS_LABEL_RE.match(text) if rank is None and text[:1] in "[(" else None
+        self._line_who = None if who is None else f"rank {who.group(1)}" if who.group(1) else f"pid {who.group(2)}"
         if text[:1] == "`" and text[-1:] == "`" and len(text) > 2:
             # a line pasted inside markdown backticks ("```{'loss': 0.0133, ...}```", an issue's
             # inline code): the line is what stands inside them
@@ -543,6 +561,20 @@ class LogParser:
         mark = formats.read_mark(text)
         if mark is not None:
             return self._mark(mark)
+        if text[:6] in ("TRAIN ", "CV Bat"):
+            got_wenet = formats.read_wenet(text)
+            if got_wenet is not None:
+                return self._wenet_line(*got_wenet, rank)
+        if text[:9] == "Starting " and formats.MLX_START_RE.match(text):
+            self._new_run()
+            self._mlx_iters = int(text.rsplit(" ", 1)[1])
+            self.stats.ignored_lines += 1
+            self.reason = "a run's start (mlx: its iterations, the max_steps of its reports)"
+            return []
+        if text[:1] == "[" and formats.NOTEBOOK_BAR_RE.match(text):
+            self.stats.ignored_lines += 1
+            self.reason = "understood, carries nothing (a progress bar, a header)"
+            return []
         if text[:2] == "==" and formats.UNSLOTH_BANNER_RE.match(text):
             self._unsloth = True
             self._new_run()
@@ -631,12 +663,32 @@ class LogParser:
         epoch is the counter; after training records, a summary mark at the last step; with
         neither, the line is left out (counted)."""
         epoch = got.epoch
+        if "loss" in got.values and _EVAL_HEAD_RE.match(shape.strip_prefix_full(self._prev_text).strip()):
+            # the line after "Test Error:" (nothing but the announcement before it): its loss is
+            # the evaluation's, at the last training step, one process's as its step lines are
+            if self._another_process():
+                self.stats.ignored_lines += 1
+                self.reason = "another process's evaluation (one process's are read)"
+                return []
+            return self._eval_line(EvalLine(dict(got.values), None, shape.SRC, split="test",
+                                            loss=got.values["loss"]), rank)
+        if (epoch is not None and epoch == int(epoch) and set(got.values) == {"lr"}
+                and (self._last_step is None or self.shapes.epoch_shape is not None)):
+            # the epoch's learning rate printed on a line of its own before the epoch's loss
+            # (nnU-Net v2: "Epoch 3", "Current learning rate: 0.00997", ..., "train_loss 0.357"):
+            # given with that record, at the same epoch
+            self._epoch_values = (int(epoch), dict(got.values))
+            self.stats.ignored_lines += 1
+            self.reason = "a value of the epoch's record (given with its loss line)"
+            return []
         if (epoch is not None and epoch == int(epoch) and "loss" in got.values
                 and (self._last_step is None or shape.same_epoch_lines(self.shapes.epoch_shape, got.shape))):
             head: dict[str, Any] = {"step": int(epoch), "epoch": epoch}
             if got.epochs:
                 head["max_steps"] = got.epochs   # the steps are the epochs: their total is the run's
-            train, evals = split_eval({**head, **got.values})
+            before = self._epoch_values[1] if self._epoch_values and self._epoch_values[0] == int(epoch) else {}
+            self._epoch_values = None
+            train, evals = split_eval({**head, **before, **got.values})
             rec = record_from_mapping(train, shape.SRC)
             if rec is not None:
                 rec["extra"]["step_is_epoch"] = 1.0
@@ -737,8 +789,14 @@ class LogParser:
         rec = record_from_mapping(train, src)
         if rec is None:
             return None
+        if src == "mlx" and rec["max_steps"] is None:
+            rec["max_steps"] = self._mlx_iters
         if SWIFT_RATE_KEY in train:
             self._swift_rate_period(rec)
+        if self._another_process():
+            self.stats.ignored_lines += 1
+            self.reason = "another process's step line (one process's are read)"
+            return []
         again = (rec["step"], rec["loss"])
         if rec["loss"] is not None and again == self._last_text_rec:
             # the same step's line again (two handlers, every rank printing, whatever label each
@@ -978,11 +1036,16 @@ class LogParser:
         self._mixed_eval = None
         self.shapes = shape.LearnerState()
         self._dict_process = None
+        self._text_process = None
         self._bare_bars = {}
         self._espnet = shape.ShapeState()
         self._swift_rate = None
         self._resume_step = 0
         self._nrl = None
+        self._mlx_iters = None
+        self._epoch_values = None
+        self._wenet_first = self._wenet_batch_total = self._wenet_pending = None
+        self._wenet_state = shape.ShapeState()
 
     def _join_fragment(self, text: str) -> list[LogEvent] | None:
         """The line after a cut dict: events if it completes (or continues) the dict, None if
@@ -1201,6 +1264,9 @@ class LogParser:
             return []
         st = self._bar
         st.step, st.post = step, post
+        if self._bar_repeats_text_step(step):
+            self.reason = "a bar drawn at the step a line just gave (that step again)"
+            return []
         events = self._record(rec, rank, count=False)
         self._count_line(self.stats.lines)
         return events
@@ -1224,12 +1290,73 @@ class LogParser:
         step, post, rec, rank, line = st.pending
         st.pending = None
         st.step, st.post = step, post
+        if self._bar_repeats_text_step(step):
+            return []
         self._count_line(line)
         self._origin = line
         try:
             return self._record(rec, rank, count=False)
         finally:
             self._origin = None
+
+    def _wenet_line(self, tag: str, a: int, b: int, values: dict, who: int, rank: int | None) -> list[LogEvent]:
+        """A WeNet executor line (``formats.read_wenet``). Every rank prints its own, ``rank N``
+        at the end: the first rank's are read (``_another_process``). WeNet printed ``Batch
+        {batch_idx}/{num_total_batch}`` in 2021 and ``Batch {epoch}/{batch_idx}`` since, the same
+        words: the first rank's first line waits for its next one, which tells them apart (the
+        second number standing still while the first moves is 2021's; a log that ends first is
+        read the later way). Its ``CV Batch`` lines are the validation's progress (a running
+        ``history loss``), not an evaluation of their own."""
+        if tag == "CV":
+            self.stats.ignored_lines += 1
+            self.reason = "a validation batch's running loss (WeNet's CV Batch lines)"
+            return []
+        self._line_who = f"rank {who}"
+        if self._origin is not None or self._another_process():
+            self.stats.ignored_lines += 1
+            self.reason = "another process's step line (one process's are read)"
+            return []
+        if self._wenet_first is None:
+            self._wenet_first = (a, b)
+            self._wenet_pending = (values, rank, a, b, self.stats.lines, self._line_who)
+            self.reason = "WeNet's first step line: given with the next (which number is the step)"
+            return []
+        out: list[LogEvent] = []
+        if self._wenet_batch_total is None and (a, b) != self._wenet_first:
+            self._wenet_batch_total = b == self._wenet_first[1]
+            out = self._give_wenet_pending()
+        return out + self._wenet_record(values, rank, a, b)
+
+    def _wenet_record(self, values: dict, rank: int | None, a: int, b: int) -> list[LogEvent]:
+        if self._wenet_batch_total:
+            mapping = {"step": a, **values}
+        else:
+            st = self._wenet_state
+            offset = st.offset
+            step = shape.epoch_counter_step(st, b, float(a), None)
+            if st.offset != offset:
+                st.offset += 1   # batch_idx counts from 0: the epoch before had its highest index + 1 batches
+                step += 1
+            mapping = {"step": step, "epoch": a, **values}
+        return self._from_reader((mapping, "wenet"), rank) or []
+
+    def _give_wenet_pending(self) -> list[LogEvent]:
+        """WeNet's first step line, held by ``_wenet_line``, given at its own line."""
+        if self._wenet_pending is None:
+            return []
+        values, rank, a, b, line, who = self._wenet_pending
+        self._wenet_pending = None
+        self._origin, self._line_who = line, who
+        try:
+            return self._wenet_record(values, rank, a, b)
+        finally:
+            self._origin = None
+
+    def _bar_repeats_text_step(self, step: int) -> bool:
+        """A bar whose count is the step the last record, read from a text line, just gave: the
+        same step drawn again (mlx-vlm prints mlx's ``Iter 10: Train loss 3.438, ...`` and then
+        sets its bar's postfix to that step's ``Loss=3.4376, LR=1.00e-04``), not a step of its own."""
+        return self._last_text_rec is not None and self._last_text_rec[0] == step == self._last_step
 
     def _count_line(self, line: int) -> None:
         """A record came from line ``line``: it is a metric line (once, however many records)."""
@@ -1347,6 +1474,22 @@ class LogParser:
         if self._dict_process is None:
             self._dict_process = who
         return who != self._dict_process
+
+    def _another_process(self) -> bool:
+        """A step line printed by another process than the first one whose step lines were read,
+        told by a label the loop or Ray puts in front (``[Rank 1] Step 0 loss=...`` after
+        ``[Rank 0] Step 0 loss=...``, two Ray workers' ``(pid=N) loss: ...``): each process
+        prints its own values for the same steps, and one process's are the run's curve, the
+        first one seen. A line with no label is nobody's (read as it comes). A launcher's rank
+        label (torchrun's ``[rank3]:``, ``srun -l``'s ``3: ``) is not this: every rank's records
+        are given with their rank, the runner's series keeps the first rank's record of each step
+        and ``ranks.json`` each rank's step time (``moeconsole.runner.rundir.ranktimes``)."""
+        who = self._line_who if self._origin is None else None
+        if who is None:
+            return False
+        if self._text_process is None:
+            self._text_process = who
+        return who != self._text_process
 
     def _record(self, rec: dict, rank: int | None, side: bool = False, count: bool = True) -> list[LogEvent]:
         """``side``: a memory report beside the step's own record (the numbering of step-less

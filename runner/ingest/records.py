@@ -196,6 +196,9 @@ LEARNED_KEYS: dict[str, str] = {
     "total_grad_norm": "grad_norm", "global_grad_norm": "grad_norm", "gnorm": "grad_norm",
     "grad_norm_total": "grad_norm", "gradient norm": "grad_norm", "norm": "grad_norm",
     "lr": "lr", "learning rate": "lr", "learning_rate": "lr", "learning-rate": "lr", "lr_0": "lr",
+    # nnU-Net v2 (nnUNetTrainer.on_epoch_start): self.print_to_log_file(f"Current learning rate:
+    # {np.round(self.optimizer.param_groups[0]['lr'], decimals=5)}")
+    "current learning rate": "lr",
     "memory": "mem_gib", "mem": "mem_gib", "max mem": "mem_gib", "max_mem": "mem_gib", "gpu mem": "mem_gib",
     "gpu_mem": "mem_gib", "peak mem": "mem_gib", "peak_mem": "mem_gib", "peak memory": "mem_gib",
     "max_memory_reserved": "mem_gib", "max_memory_allocated": "mem_gib", "memory_reserved": "mem_gib",
@@ -259,9 +262,14 @@ def field_of(name: str) -> tuple[str, Callable[[float], float | None]] | None:
     if flat.endswith("loss") and flat[:-4].rstrip("_-") in _LOSS_PREFIXES:
         return "loss", _ident
     words = set(re.split(r"[\s_/.()\-]+", low))
+    if words - {"", "train", "training"} == {"loss", "total"}:
+        # the sum of a loss's parts, its name first: pytracking's "Loss/total" beside
+        # "Loss/bbox", "Loss/giou" (ltr/trainers: f"{name}: {val.avg:.5f}" of its stats
+        # "Loss/total", ...), spd's "train/loss/total", GluonNLP's "Loss span/answer/total"
+        return "loss", _ident
     if words & {"mem", "memory"} and not words & {"cpu", "host", "hd", "disk", "ram", "pct", "%"}:
         return "mem_gib", _ident   # "System/Peak GPU Memory (MB)", "cuda_max_memory_reserved"
-    if {"grad", "norm"} <= words:
+    if {"grad", "norm"} <= words or {"grad", "norms"} <= words:   # "train/grad_norms/summary/total"
         return "grad_norm", _ident
     if low.split()[-1] == "lr":
         return "lr", _ident   # "model LR"

@@ -180,6 +180,33 @@ _TIME_UNITS = frozenset(("ms", "s"))
 _MEM_UNITS = frozenset(("GB", "MB", "GiB", "MiB"))
 
 
+# names and values grouped with slashes: "Loss span/answer/total=0.7729/0.1773/0.9502"
+# (GluonNLP's run_squad.py: 'Loss span/answer/total={:.4f}/{:.4f}/{:.4f}'); at least one
+# value has a decimal point (an integer pair "3900/8164" is a counter and its total)
+_GROUPED_RE = re.compile(
+    r"(?P<names>[A-Za-z][\w ]{0,40}?(?:/[A-Za-z]\w{0,40}){1,7})\s?[=:]\s?"
+    r"(?P<vals>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?(?:/[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?){1,7})(?![\w/])")
+
+
+def split_grouped(text: str) -> str:
+    """``text`` with each slash-grouped name and value list written as one ``name=value`` per
+    value (``Loss span/answer/total=a/b/c`` -> ``Loss span=a, Loss answer=b, Loss total=c``:
+    the words before the first name are every name's), else ``text`` itself."""
+    if "/" not in text or ("=" not in text and ":" not in text):
+        return text
+
+    def one(m: re.Match) -> str:
+        names, vals = m.group("names").split("/"), m.group("vals").split("/")
+        if len(names) != len(vals) or not any("." in v for v in vals):
+            return m.group(0)
+        head = names[0].split()
+        lead = " ".join(head[:-1])
+        names = [head[-1] if head else names[0]] + names[1:]
+        return ", ".join(f"{lead + ' ' if lead else ''}{n}={v}" for n, v in zip(names, vals))
+
+    return _GROUPED_RE.sub(one, text)
+
+
 def name_first(text: str) -> str:
     """``text`` with each value's name put before it when every piece prints the value first
     (``1 93.44 s run, 11.8750 loss, 1e-12 LR`` -> ``1 run time 93.44 s, loss 11.8750, LR 1e-12``),
@@ -356,7 +383,7 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
     body = mask_paths(strip_prefix_full(text))
     if _CPP_DIAG_RE.match(body):
         return None
-    body = name_first(body)
+    body = split_grouped(name_first(body))
     if "|" in body:
         body = name_unit_columns(body)
     shape, toks = tokenize(body)

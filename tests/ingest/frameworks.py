@@ -812,7 +812,27 @@ def lightly_train() -> Log:
                extra={"max_steps": [300] * 3, "step_time_s": [0.27] * 3})
 
 
+def wenet() -> Log:
+    """WeNet's executor (wenet/utils/executor.py, logging.debug on every rank, behind the
+    logging format "%(asctime)s %(levelname)s %(message)s"): 'TRAIN Batch {}/{} loss {:.6f} '
+    .format(epoch, batch_idx, loss), 'loss_att {:.6f} ', 'loss_ctc {:.6f} ', 'lr {:.8f} rank {}';
+    its cross validation 'CV Batch {}/{} loss {:.6f} ... history loss {:.6f} rank {}'. The first
+    rank's lines are the run's; the batch index restarts each epoch."""
+    lines, steps = [], []
+    for i, (epoch, batch) in enumerate(((0, 0), (0, 100), (0, 200), (1, 0), (1, 100))):
+        for rank in (0, 1):
+            loss = 120.0 / (i + 1) + rank
+            lines.append(f"{_ts(i)},107 DEBUG " + f"TRAIN Batch {epoch}/{batch} loss {loss:.6f} "
+                         + f"loss_att {loss * 0.9:.6f} " + f"loss_ctc {loss * 1.2:.6f} " + f"lr {0.001 * (i + 1):.8f} rank {rank}")
+            if rank == 0:
+                steps.append(((201 if epoch else 0) + batch, round(loss, 6)))
+        if (epoch, batch) == (0, 200):
+            lines.append(f"{_ts(i)},773 DEBUG CV Batch 0/0 loss 28.517015 loss_att 24.142754 loss_ctc 38.723625 "
+                         "history loss 27.957858 rank 0")
+    return Log("wenet", lines, steps, src="wenet", extra={"lr": [0.001 * (i + 1) for i in range(5)]})
+
+
 ALL = (fairseq_simple, lambda: fairseq_simple(old=True), fairseq_json, fairseq_tqdm, mmcv1, mmengine, torchtune,
        lightning2, veomni, tqdm_loop_postfix, lightning_nemo_bar, nemo2, nemo_automodel, detectron2, nanogpt, megatron_validation,
        swift_prefixed, hf_eval, deepspeed, deepspeed_alone, maxtext, mlx_lm, litgpt, litgpt_fork, tf_trainer, tf_estimator, unsloth, caffe, espnet2, sb3, ultralytics, fastai_table, deepspeed_pipe, prime_rl,
-       nemo_rl_dpo, lightning_csv, lightly_train)
+       nemo_rl_dpo, lightning_csv, lightly_train, wenet)

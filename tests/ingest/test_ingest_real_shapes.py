@@ -519,3 +519,123 @@ def test_the_same_step_less_dict_on_the_next_line_is_one_logging_event():
     d2 = "{'loss': 2.3701, 'learning_rate': 0.0, 'epoch': 0.98}"
     recs, _ = parse(d1, d1, d1, d1, d2, d2, "a message", d2)
     assert [(r["step"], r["loss"]) for r in recs] == [(1, 2.3814), (2, 2.3701), (3, 2.3701)]
+
+
+@pytest.mark.parametrize("labels", [("[Rank 0] ", "[Rank 1] "), ("(pid=65987) ", "(pid=65986) "),
+                                    ("(RayTrainWorker pid=8, ip=10.0.0.2) ", "(RayTrainWorker pid=9, ip=10.0.0.3) ")])
+def test_every_process_printing_its_own_step_lines_gives_the_first_ones_curve(labels):
+    """Each rank of a loop that logs on every rank prints its own loss for the same steps
+    (``print(f"[Rank {rank}] Step {step} loss={loss}")``, two Ray workers): the run's curve is the
+    first process's, one record per step, whatever line the second process prints first."""
+    first, second = labels
+    recs, p = parse(f"{first}Step 0 loss=-3.37", f"{second}Step 0 loss=-2.67",
+                    f"{second}Step 1 loss=-1.59", f"{first}Step 1 loss=0.0884",
+                    f"{first}Step 2 loss=-2.74", f"{second}Step 2 loss=-0.47")
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, -3.37), (1, 0.0884), (2, -2.74)]
+    assert p.stats.ignored_lines == 3
+
+
+def test_a_launchers_rank_labels_still_give_every_ranks_records_with_their_rank():
+    """torchrun's ``[defaultN]:`` / ``[rankN]:`` labels: each rank's records (the runner's
+    ranks.json times each rank from them; its series keeps the first of each step)."""
+    recs, _ = parse("[default0]:Step 0 loss=-3.37", "[default1]:Step 0 loss=-2.67",
+                    "[default1]:Step 1 loss=-1.59", "[default0]:Step 1 loss=0.0884")
+    assert [(r["step"], r["loss"], r["extra"]["rank"]) for r in recs] == [
+        (0, -3.37, 0), (0, -2.67, 1), (1, -1.59, 1), (1, 0.0884, 0)]
+
+
+@pytest.mark.parametrize("line, loss, grad_norm", [
+    # pytracking (ltr/trainers/ltr_trainer.py: f"[{loader.name}: {epoch}, {i} / {n}] FPS: ..., " then
+    # f"{name}: {val.avg:.5f}  ,  " for its stats "Loss/total", "Loss/bbox", ...)
+    ("[train: 120, 20 / 125] FPS: 19.3 (29.0)  ,  Loss/total: 0.50075  ,  Loss/bbox: 0.03715  ,  "
+     "grad_norm: 46.59342", 0.50075, 46.59342),
+    ("[step 300] 2:31<6:50 train/loss/total=1163 train/grad_norms/summary/total=42.8 "
+     "train/perf/step_time_s=0.342", 1163.0, 42.8),
+    # GluonNLP run_squad.py: 'Loss span/answer/total={:.4f}/{:.4f}/{:.4f}'
+    ("2020-07-11 00:37:18,464 - root - INFO - Epoch: 1, Batch: 3900/8164, Loss span/answer/total="
+     "0.7729/0.1773/0.9502, LR=0.00001868, grad_norm=21.5925. Time cost=90.67", 0.9502, 21.5925),
+])
+def test_a_total_of_a_losss_parts_named_loss_first_is_the_loss(line, loss, grad_norm):
+    (r,) = parse(line)[0]
+    assert (r["loss"], r["grad_norm"]) == (loss, grad_norm)
+
+
+def test_the_notebook_bar_printed_as_text_is_progress_not_a_step():
+    """transformers' NotebookProgressBar outside a notebook prints its label as text (unsloth's
+    issues paste it under the banner): a count, the times, the rate and the epoch, no metric."""
+    recs, p = parse("==((====))==  Unsloth - 2x faster free finetuning | Num GPUs = 1",
+                    "[ 22/290 02:50 < 38:04, 0.12 it/s, Epoch 0.36/5]", "[290/290 40:11, Epoch 5/5]")
+    assert recs == [] and p.stats.ignored_lines >= 2
+
+
+def test_mlx_reports_take_the_runs_iterations_as_max_steps():
+    """mlx-lm's trainer prints f"Starting training..., iters: {args.iters}" before its reports."""
+    recs, _ = parse("Starting training..., iters: 3000", "Iter 1: Val loss 2.480, Val took 0.732s",
+                    "Iter 10: Train loss 2.363, Learning Rate 1.000e-05, It/sec 1.022, Tokens/sec 88.083")
+    (r,) = recs
+    assert (r["step"], r["loss"], r["max_steps"], r["lr"]) == (10, 2.363, 3000, 1e-05)
+
+
+def test_nnunet_v2_epoch_blocks_give_each_epochs_loss_and_learning_rate():
+    """nnU-Net v2 (nnUNetTrainer.on_epoch_start / on_epoch_end): "Epoch N", "Current learning
+    rate: X", then "train_loss", "val_loss" (an evaluation), "Pseudo dice", "Epoch time"."""
+    t = "2024-04-26 09:4{}:10.910043: "
+    lines = []
+    for e, (lr, tl, vl) in enumerate(((0.01, 0.7088, 0.4628), (0.00999, 0.4043, 0.3847))):
+        lines += [t.format(e) + f"Epoch {e}", t.format(e) + f"Current learning rate: {lr}",
+                  "using pin_memory on device 0", t.format(e) + f"train_loss {tl}", t.format(e) + f"val_loss {vl}",
+                  t.format(e) + "Pseudo dice [0.0, 0.0002]", t.format(e) + "Epoch time: 148.59 s"]
+    recs, p = parse(*lines)
+    assert [(r["step"], r["loss"], r["lr"]) for r in recs] == [(0, 0.7088, 0.01), (1, 0.4043, 0.00999)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(0, 0.4628), (1, 0.3847)]
+
+
+def test_a_time_or_memory_word_at_the_end_of_a_name_with_colons_is_not_the_step_time():
+    """RETURNN (torch/engine.py ``_print_process``) prints its batch's sizes as
+    ``max_size:time 291200`` beside the step's own ``0.855 sec/step``: the step took 0.855 s."""
+    (r,), _ = parse("ep 55 train, step 1347, ce 0.324, ctc_4 1.006, grad_norm:p2 3.388, num_seqs 27, "
+                    "max_size:time 291200, max_size:aug_spatial 128, mem_usage:cuda:0 67.8GB, 0.855 sec/step, "
+                    "elapsed 0:16:59, exp. remaining 0:03:45, complete 81.92%")
+    assert (r["step"], r["step_time_s"]) == (1347, 0.855)
+
+
+def test_the_line_after_test_error_is_the_evaluation_of_the_first_workers_run():
+    """PyTorch's quickstart (``print(f"Test Error: \\n Accuracy: ...%, Avg loss: {test_loss:>8f} \\n")``)
+    run by two Ray workers: each block's second line is an evaluation, the first worker's read."""
+    recs, p = parse("(pid=65987) loss: 2.072397  [    0/60000]", "(pid=65986) loss: 2.128398  [ 6400/60000]",
+                    "(pid=65987) loss: 2.118240  [ 6400/60000]", "(pid=65986) Test Error: ",
+                    "(pid=65986)  Accuracy: 27.2%, Avg loss: 2.008141 ", "(pid=65987) Test Error: ",
+                    "(pid=65987)  Accuracy: 27.6%, Avg loss: 2.004651 ")
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 2.072397), (6400, 2.11824)]
+    assert [(m["step"], m["loss"]) for m in p.marks if m["kind"] == "eval"] == [(6400, 2.004651)]
+    assert not [m for m in p.marks if m["kind"] == "train_summary"]
+
+
+def test_a_bar_drawn_at_the_step_a_text_line_just_gave_is_that_step_again():
+    """mlx-vlm's trainer prints mlx's report, then its own dict, then sets its bar's postfix to
+    the same step's values: one record per step (the report's)."""
+    bar = "  1%|▊         | {n}/1000 [00:32<53:42,  3.25s/it, Loss={l}, LR=1.00e-04, Tokens/sec=302]"
+    recs, _ = parse("Starting training..., iters: 1000",
+                    "Iter 10: Train loss 3.438, Learning Rate 1.000e-04, It/sec 0.307, Tokens/sec 301.622",
+                    "{'Step': 10, 'Loss': '3.4376', 'Learning Rate': '1.00e-04', 'Tokens/sec': '302'}",
+                    bar.format(n=10, l=3.4376) + "Iter 20: Train loss 3.142, Learning Rate 1.000e-04, It/sec 0.283",
+                    "{'Step': 20, 'Loss': '3.1416', 'Learning Rate': '1.00e-04', 'Tokens/sec': '303'}")
+    assert [(r["step"], r["loss"], r["lr"], r["max_steps"]) for r in recs] == [
+        (10, 3.438, 1e-04, 1000), (20, 3.142, 1e-04, 1000)]
+
+
+def test_wenet_lines_of_every_rank_give_the_first_ranks_steps_in_either_argument_order():
+    """WeNet's executor: 'TRAIN Batch {}/{} loss ... lr {:.8f} rank {}' with (epoch, batch_idx)
+    since 2022, (batch_idx, num_total_batch) in 2021; every rank prints; 'CV Batch' lines are the
+    validation's progress."""
+    t = "2023-01-30 18:47:07,107 DEBUG TRAIN Batch {}/{} loss {} loss_att 10.9 loss_ctc 16.6 lr 0.00032621 rank {}"
+    recs, _ = parse(t.format(4, 203700, 12.64, 0), t.format(4, 203700, 16.88, 1), t.format(4, 203800, 25.61, 0),
+                    t.format(4, 203800, 18.34, 1),
+                    "2023-01-30 18:49:55,773 DEBUG CV Batch 4/0 loss 28.5 loss_att 24.1 loss_ctc 38.7 history loss 27.9 rank 0")
+    assert [(r["step"], r["loss"], r["epoch"], r["lr"]) for r in recs] == [
+        (203700, 12.64, 4, 0.00032621), (203800, 25.61, 4, 0.00032621)]
+    old = "2021-05-01 10:00:00,000 DEBUG TRAIN Batch {}/5000 loss {} loss_att 1.0 loss_ctc 2.0 lr 0.001 rank 0"
+    recs, _ = parse(old.format(100, 3.5), old.format(200, 3.1), old.format(300, 2.9))
+    assert [(r["step"], r["loss"]) for r in recs] == [(100, 3.5), (200, 3.1), (300, 2.9)]
+    recs, _ = parse(t.format(4, 203700, 12.64, 0))   # a log of one line: read the later way
+    assert [(r["step"], r["epoch"]) for r in recs] == [(203700, 4)]
