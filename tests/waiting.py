@@ -46,3 +46,20 @@ async def until_ui(pilot: Any, cond: Callable[[], T], timeout: float = 30.0, wha
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         await pilot.pause(POLL_S)
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (no such process, or a zombie its parent has not reaped yet)."""
+    import psutil
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def sigkill(pid: int, timeout: float = DEFAULT_TIMEOUT_S, what: str = "the process gone") -> None:
+    """SIGKILL ``pid`` and wait until it has ended (:func:`gone`)."""
+    import os
+    import signal
+    os.kill(pid, signal.SIGKILL)
+    until(lambda: gone(pid), timeout, what=what)

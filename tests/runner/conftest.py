@@ -15,6 +15,15 @@ from tests.waiting import until
 REPO = Path(__file__).resolve().parents[2]
 
 
+def ticker(steps: int, delay: float) -> list[str]:
+    """A command printing ms-swift-shaped steps 1..steps, ``delay`` seconds apart."""
+    return ["{python}", "-c", (
+        "import time\n"
+        f"for i in range(1, {steps + 1}):\n"
+        f"    print(\"{{'loss': '1.0', 'global_step/max_steps': '%d/{steps}'}}\" % i, flush=True)\n"
+        f"    time.sleep({delay})\n")]
+
+
 def base_recipe(**over) -> dict:
     """The demo recipe with every wait shrunk so a crash-and-restart takes about a second."""
     r = {

@@ -3,13 +3,10 @@ launcher then exits 0 and leaves its training running in the background: the tra
 attempt's, watched, ended by `kill`, and its own end is how the attempt is judged."""
 from __future__ import annotations
 
-import os
-import signal
-
 import psutil
 
 from tests.runner.test_runner_hostile_world import NO_SAVES
-from tests.waiting import until
+from tests.waiting import sigkill, until
 
 # The launcher backgrounds the training (double fork, a session of its own) and returns 0 after
 # 4 s; the training logs 30 steps, then dies of a CUDA OOM (exit 1).
@@ -32,9 +29,7 @@ def _kill_runner_while_the_launcher_runs(harness, run) -> None:
     st = run.wait(lambda s: s.get("status") == "running" and any(p["role"] == "leader" for p in s.get("pids", [])),
                   60, what="a running leader")
     runner = st["runner"]["pid"]
-    os.kill(runner, signal.SIGKILL)
-    until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE, 30,
-          what="the runner to die")
+    sigkill(runner, 30, what="the runner to die")
     out = harness.cli("supervise", run.id)
     assert out.returncode == 0, (out.stdout, out.stderr)
     until(lambda: run.events("adopt"), 30, what="the new runner to adopt the live attempt")

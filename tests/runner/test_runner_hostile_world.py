@@ -6,18 +6,11 @@ from __future__ import annotations
 
 import os
 
-from tests.waiting import until
+from tests.runner.conftest import ticker
+from tests.waiting import sigkill, until
 
 # A command that saves nothing, judged without a checkpoint directory.
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
-
-
-def _ticker(steps: int, delay: float) -> list[str]:
-    return ["{python}", "-c", (
-        "import time\n"
-        f"for i in range(1, {steps + 1}):\n"
-        f"    print(\"{{'loss': '1.0', 'global_step/max_steps': '%d/{steps}'}}\" % i, flush=True)\n"
-        f"    time.sleep({delay})\n")]
 
 
 def test_logrotate_rename_and_create_is_no_hang_and_loses_no_step(harness):
@@ -25,7 +18,7 @@ def test_logrotate_rename_and_create_is_no_hang_and_loses_no_step(harness):
     keeps writing the renamed file. The runner used to switch to the new empty file, hear nothing,
     call the healthy training hung, kill it and restart it; it reads the file the training writes,
     so the run ends in its one attempt with every step."""
-    run = harness.start(harness.recipe(command=_ticker(60, 0.15), heartbeat={"timeout_s": 4}, **NO_SAVES))
+    run = harness.start(harness.recipe(command=ticker(60, 0.15), heartbeat={"timeout_s": 4}, **NO_SAVES))
     run.wait(lambda s: (s.get("step") or 0) >= 5, what="step 5")
     log = run.path / "train.log"
     os.rename(log, run.path / "train.log.1")
@@ -112,7 +105,7 @@ def test_a_run_directory_deleted_under_a_live_run_is_made_again_and_the_kill_lan
     import shutil
     import stat
 
-    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    run = harness.start(harness.recipe(command=ticker(2000, 0.1), **NO_SAVES))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     leader = next(p for p in st["pids"] if p["role"] == "leader")
     trash = harness.tmp / "trash"
@@ -139,7 +132,7 @@ def test_a_run_directory_deleted_under_a_live_run_is_made_again_and_the_kill_lan
 def test_a_run_directory_renamed_under_a_live_run_is_not_made_again(harness):
     """A rename is no deletion: the runner never makes the old name again (two directories would
     claim the run); it says so in its log, and the training goes on."""
-    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    run = harness.start(harness.recipe(command=ticker(2000, 0.1), **NO_SAVES))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     moved = harness.runs_dir / (run.id + "-moved")
     os.rename(run.path, moved)
@@ -187,9 +180,6 @@ def test_a_new_runner_adopts_a_tree_that_trains_on_after_its_leader(harness):
     runner (`supervise`) used to find the leader gone, judge the run succeeded at once and leave
     the training running unwatched. It adopts what lives of the tree: every step is recorded and
     the run succeeds once the training ended."""
-    import signal
-
-    import psutil
     cmd = [BACKGROUNDED[0], BACKGROUNDED[1], BACKGROUNDED[2].replace("range(1, 41)", "range(1, 81)")
            .replace("/40", "/80")]
     run = harness.start(harness.recipe(command=cmd, kill={"grace_s": 3}, **NO_SAVES))
@@ -197,9 +187,7 @@ def test_a_new_runner_adopts_a_tree_that_trains_on_after_its_leader(harness):
           what="the tree outliving its leader")
     st = run.wait(lambda s: s.get("pids"), 30, what="the processes that train on, in state.json")
     runner = st["runner"]["pid"]
-    os.kill(runner, signal.SIGKILL)
-    until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE, 30,
-          what="the runner to die")
+    sigkill(runner, 30, what="the runner to die")
     out = harness.cli("supervise", run.id)
     assert out.returncode == 0, (out.stdout, out.stderr)
     st = run.wait_status("succeeded", "failed", "killed", "unsaved", timeout=120)
@@ -344,7 +332,7 @@ def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill
     where it is and what still names the old path, the steps go on being recorded there with none
     lost, and `kill NEW-NAME` lands, even once the training's own output path made the old name a
     directory again (the control socket is never bound there); the old name is never made a run again."""
-    run = harness.start(harness.recipe(command=_ticker(2000, 0.1), **NO_SAVES))
+    run = harness.start(harness.recipe(command=ticker(2000, 0.1), **NO_SAVES))
     st = run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     moved_path = harness.runs_dir / (run.id + "-moved")
     os.rename(run.path, moved_path)
@@ -366,7 +354,7 @@ def test_a_run_directory_renamed_under_a_live_run_is_followed_there_and_the_kill
 def test_a_run_that_ends_while_its_directory_is_renamed_ends_there_with_every_step(harness):
     """The training ends while its run directory is renamed away: the run's end (`succeeded`) and
     every step are in the renamed directory, never lost with a runner that exits."""
-    run = harness.start(harness.recipe(command=_ticker(40, 0.1), **NO_SAVES))
+    run = harness.start(harness.recipe(command=ticker(40, 0.1), **NO_SAVES))
     run.wait(lambda s: (s.get("step") or 0) >= 3, what="step 3")
     moved_path = harness.runs_dir / (run.id + "-moved")
     os.rename(run.path, moved_path)
@@ -387,7 +375,7 @@ def test_eio_on_the_runners_own_writes_loses_nothing_written_and_the_runner_goes
     import json
     fault = tmp_path / "write_fault"
     monkeypatch.setenv("MOECONSOLE_TEST_WRITE_FAULT_FILE", str(fault))
-    run = harness.start(harness.recipe(command=_ticker(60, 0.1), **NO_SAVES))
+    run = harness.start(harness.recipe(command=ticker(60, 0.1), **NO_SAVES))
     run.wait(lambda s: (s.get("step") or 0) >= 5, what="step 5")
     fault.write_text("EIO")
     until(lambda: "Input/output error" in (run.path / "runner.log").read_text(), 60, what="the runner saying writes fail")

@@ -17,8 +17,8 @@ import psutil
 import pytest
 import yaml
 
-from tests.runner.conftest import REPO, Run, base_recipe
-from tests.waiting import until
+from tests.runner.conftest import REPO, Run, base_recipe, ticker
+from tests.waiting import sigkill, until
 
 NO_SAVES = {"checkpoints": {"dir": None}, "resume": {"arg": None}}
 
@@ -94,20 +94,12 @@ def test_a_command_run_by_moeconsoles_own_python_can_import_moeconsole(harness):
     assert lines["PP"] == os.pathsep.join([str(REPO), "/opt/user-lib"])
 
 
-def _ticker(steps: int, delay: float) -> list[str]:
-    return ["{python}", "-c", (
-        "import time\n"
-        f"for i in range(1, {steps + 1}):\n"
-        f"    print(\"{{'loss': '1.0', 'global_step/max_steps': '%d/{steps}'}}\" % i, flush=True)\n"
-        f"    time.sleep({delay})\n")]
-
-
 def test_the_newest_run_is_the_one_started_last_whatever_tz_its_console_had(harness):
     """Two live runs, the first started from a shell at UTC+14, the second a moment later from one
     at UTC-12: the first's id reads a day later. `--json` without RUN (as bare `moeconsole` and
     `attach`) picked the run by id, the older one, while `runs ls` listed the other first; both say
     the run started last."""
-    recipe = base_recipe(command=_ticker(600, 0.2), **NO_SAVES)
+    recipe = base_recipe(command=ticker(600, 0.2), **NO_SAVES)
     first = _run_with_env(harness, recipe, _shell_env(TZ="EAST-14", PYTHONPATH=str(REPO)))
     first.wait_status("running", timeout=120)
     second = _run_with_env(harness, recipe, _shell_env(TZ="WEST+12", PYTHONPATH=str(REPO)))
@@ -151,12 +143,8 @@ def test_a_runner_started_from_another_shell_launches_the_run_with_the_environme
     st = run.wait(lambda s: (s.get("step") or 0) >= 2, timeout=120, what="step 2")
     runner = st["runner"]["pid"]
     leader = next(p for p in st["pids"] if p["role"] == "leader")["pid"]
-    os.kill(runner, signal.SIGKILL)
-    until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE,
-          60, what="the runner gone")
-    os.kill(leader, signal.SIGKILL)
-    until(lambda: not psutil.pid_exists(leader) or psutil.Process(leader).status() == psutil.STATUS_ZOMBIE,
-          60, what="the training gone")
+    sigkill(runner, 60, what="the runner gone")
+    sigkill(leader, 60, what="the training gone")
     try:
         out = _cli_with_env(harness, _shell_env(PYTHONPATH=str(REPO), TRAIN_SHARD="b", SLURM_JOB_ID="200",
                                                 CUDA_VISIBLE_DEVICES="2,3"), "supervise", run.id)
@@ -175,7 +163,7 @@ def test_a_runner_started_from_another_shell_launches_the_run_with_the_environme
 def test_an_environ_json_others_could_write_is_never_launched_from(harness):
     """environ.json is what the run's command gets (an LD_PRELOAD there runs anything): one that
     is not a private file of the user is refused as a planted recipe.yaml is, one line, exit 2."""
-    run = harness.start(harness.recipe(command=_ticker(3, 0.01), **NO_SAVES))
+    run = harness.start(harness.recipe(command=ticker(3, 0.01), **NO_SAVES))
     run.wait_status("succeeded", "failed", "unsaved", timeout=120)
     os.chmod(run.path / "environ.json", 0o666)
     out = harness.cli("supervise", run.id)
@@ -258,7 +246,7 @@ def test_root_never_signals_another_users_run_whose_runner_died():
     os.chmod(base, 0o755)
     os.chmod(tmp_path, 0o755)
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(yaml.safe_dump(base_recipe(command=_ticker(600, 0.2), **NO_SAVES)))
+    recipe.write_text(yaml.safe_dump(base_recipe(command=ticker(600, 0.2), **NO_SAVES)))
     os.chmod(recipe, 0o644)
 
     def as_nobody(*args: str) -> subprocess.CompletedProcess:
@@ -282,9 +270,7 @@ def test_root_never_signals_another_users_run_whose_runner_died():
         roots_kill()   # their runner lives: root does not ask it either (as `restart` refuses their run)
         assert run.state()["status"] == "running"
         runner = st["runner"]["pid"]
-        os.kill(runner, signal.SIGKILL)
-        until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE,
-              60, what="the runner gone")
+        sigkill(runner, 60, what="the runner gone")
         roots_kill()
         theirs = as_nobody("kill", run.id)
         assert theirs.returncode == 0, theirs.stderr
@@ -325,9 +311,7 @@ def test_a_rank_in_its_own_session_with_a_parent_death_signal_outlives_the_runne
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
     try:
         runner = st["runner"]["pid"]
-        os.kill(runner, signal.SIGKILL)
-        until(lambda: not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE,
-              60, what="the runner gone")
+        sigkill(runner, 60, what="the runner gone")
         step = st["step"]
         until(lambda: _last_step_logged(run) >= step + 10, 60, what="the rank training on without a runner")
         out = harness.cli("supervise", run.id)
