@@ -47,3 +47,23 @@ def test_evaluations_are_the_ones_ms_swift_logged_and_nothing_else(evaluated):
         assert e["values"]["eval_token_acc"] >= 0
     # the evaluation dicts are no training steps
     assert [m["step"] for m in evaluated.metrics()] == list(range(1, 9))
+
+
+@pytest.mark.parametrize("override, said", [
+    # swift/template/register.py l.50: one 3.5 KB line naming every template it knows
+    ("args.template=qwen9_nope", "template_type: 'qwen9_nope' not in ["),
+    # swift/dataset/loader.py l.92
+    ("args.dataset=/nonexistent/z7/data.jsonl", "The local path does not exist, dataset_id: `/nonexistent/z7/data.jsonl`"),
+])
+def test_ms_swifts_start_up_refusals_fail_at_once_as_config_errors(swift_runs, tiny, override, said):
+    """ms-swift refuses before training starts: one attempt, `config_error`, failed (no restart),
+    and the line the user sees is ms-swift's own. The unknown template was `unknown` ("exited
+    with code 1") and restarted three times: the runner's log tail kept only the end of that line."""
+    require_swift()
+    run = start(swift_runs, tiny, override)
+    state = run.wait(lambda s: s.get("status") == "failed", "status failed")
+    assert state["restarts"] == 0 and state["attempt"] == 1
+    (crash,) = run.events("crash")
+    assert (crash["class"], crash["decision"]) == ("config_error", "fail")
+    assert said in crash["summary"] and said in state["pause_reason"]
+    assert run.metrics() == []
