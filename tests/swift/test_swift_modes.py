@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+import psutil
 import pytest
 
-from tests.swift.swift_helpers import Run, require_swift, start
+from tests.swift.swift_helpers import Run, cli, require_swift, running, start
 
 
 def swift_logged(run: Run) -> list[dict]:
@@ -47,6 +48,11 @@ def test_evaluations_are_the_ones_ms_swift_logged_and_nothing_else(evaluated):
         assert e["values"]["eval_token_acc"] >= 0
     # the evaluation dicts are no training steps
     assert [m["step"] for m in evaluated.metrics()] == list(range(1, 9))
+    # what `moeconsole --json RUN --once` shows (the run screen's evaluation pane reads the same)
+    snap = cli(None, "--json", str(evaluated.path), "--once", "--no-gpu")
+    assert snap.returncode == 0, snap.stderr
+    shown = json.loads(snap.stdout.splitlines()[0])["eval"]
+    assert shown["count"] == 2 and [s for s, _ in shown["loss"]] == [4, 8]
 
 
 @pytest.mark.parametrize("override, said", [
@@ -67,3 +73,45 @@ def test_ms_swifts_start_up_refusals_fail_at_once_as_config_errors(swift_runs, t
     assert (crash["class"], crash["decision"]) == ("config_error", "fail")
     assert said in crash["summary"] and said in state["pause_reason"]
     assert run.metrics() == []
+
+
+def test_a_save_cut_short_by_sigterm_is_never_the_resume_point(swift_runs, tiny):
+    """SIGTERM to the whole tree (what a scheduler's preemption sends) while ms-swift writes
+    checkpoint-8: what is left is verified not ok (measured: an empty dir, `README.md` +
+    `adapter_model.safetensors`, or the weights without `trainer_state.json`), and the automatic
+    restart resumes from checkpoint-4, the newest whole save."""
+    import os
+    import signal
+    import time
+
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4")
+    state = run.wait(lambda s: any(e["step"] == 4 for e in run.ok_checkpoints()) and s.get("pids"),
+                     "checkpoint-4 verified")
+    leader = next(p for p in state["pids"] if p.get("role") == "leader")
+    assert running(leader["pid"], leader["start_time"]) and "swift" in " ".join(psutil.Process(leader["pid"]).cmdline())
+    pgid = os.getpgid(leader["pid"])      # the training's group: the `swift` wrapper and its trainer
+    deadline = time.monotonic() + 240
+    target = None
+    while time.monotonic() < deadline and target is None:
+        # the moment checkpoint-8/ holds its first weights file (the save has begun)
+        target = next((p for p in (run.path / "output").glob("v0-*/checkpoint-8")
+                       if any(f.name.endswith(".safetensors") for f in p.iterdir())), None)
+        if target is None:
+            time.sleep(0.0005)
+    assert target is not None, "checkpoint-8 was never started"
+    os.killpg(pgid, signal.SIGTERM)
+    state = run.wait(lambda s: s.get("attempt") == 2, "the automatic restart")
+    left = {f.name for f in target.iterdir()} - {"moeconsole.json"}
+    (saved8,) = [e for e in run.events("checkpoint") if e["step"] == 8 and e["attempt"] == 1]
+    (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+    resume = start2["argv"][start2["argv"].index("--resume_from_checkpoint") + 1]
+    try:
+        if "trainer_state.json" in left:    # the signal came after the last file: a whole save
+            assert saved8["ok"] and resume == str(target), (left, saved8)
+        else:
+            assert not saved8["ok"] and saved8["verdict"] in ("incomplete", "missing_config", "empty_stub"), \
+                (left, saved8)
+            assert resume.endswith("/checkpoint-4"), (left, resume)
+    finally:
+        cli(swift_runs, "kill", run.id)
