@@ -48,7 +48,7 @@ def test_evaluations_are_the_ones_ms_swift_logged_and_nothing_else(evaluated):
         assert e["values"]["eval_token_acc"] >= 0
     # the evaluation dicts are no training steps
     assert [m["step"] for m in evaluated.metrics()] == list(range(1, 9))
-    # what `moeconsole --json RUN --once` shows (the run screen's evaluation pane reads the same)
+    # what `moeconsole --json RUN --once` shows
     snap = cli(None, "--json", str(evaluated.path), "--once", "--no-gpu")
     assert snap.returncode == 0, snap.stderr
     shown = json.loads(snap.stdout.splitlines()[0])["eval"]
