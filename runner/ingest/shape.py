@@ -169,8 +169,8 @@ _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.
 
 # Settings, never metrics: one field of a dataclass's multi-line repr (ms-swift 4.6 logs its
 # arguments as ``[INFO:swift] args: SftArguments(`` then ``eval_steps=4.0,`` one per line,
-# swift/pipelines/base.py ``_parse_args``), and a command line (ms-swift's ``run sh: `python
-# .../swift/cli/sft.py --eval_steps 4 ...` ``, swift/cli/main.py): ``eval_steps=4.0,`` named
+# swift/pipelines/base.py l.20), and a command line (ms-swift's ``run sh: `python
+# .../swift/cli/sft.py --eval_steps 4 ...` ``, swift/cli/main.py l.99): ``eval_steps=4.0,`` named
 # an evaluation and the command line one more.
 _SETTING_FIELD_RE = re.compile(r"^\s*[A-Za-z_]\w*=[^=\s]*,\s*$")
 _CLI_FLAG_RE = re.compile(r"(?:^|\s)--[A-Za-z][\w-]*")
