@@ -167,6 +167,19 @@ _HEX_NAME_RE = re.compile(r"[0-9a-f:.\-]+", re.IGNORECASE)
 # (Caffe's metric lines are glog's I lines and stay readable).
 _CPP_DIAG_RE = re.compile(r"^\[?[WEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+(?:\d+\s+)?[\w.\-/]+\.\w+:\d+\]")
 
+# Settings, never metrics: one field of a dataclass's multi-line repr (ms-swift 4.6 logs its
+# arguments as ``[INFO:swift] args: SftArguments(`` then ``eval_steps=4.0,`` one per line,
+# swift/pipelines/base.py l.20), and a command line (ms-swift's ``run sh: `python
+# .../swift/cli/sft.py --eval_steps 4 ...` ``, swift/cli/main.py l.99): ``eval_steps=4.0,`` named
+# an evaluation and the command line one more.
+_SETTING_FIELD_RE = re.compile(r"^\s*[A-Za-z_]\w*=[^=\s]*,\s*$")
+_CLI_FLAG_RE = re.compile(r"(?:^|\s)--[A-Za-z][\w-]*")
+
+
+def is_setting_line(body: str) -> bool:
+    """A line that prints settings (an argument dump's field, a command line), not results."""
+    return bool(_SETTING_FIELD_RE.match(body)) or len(_CLI_FLAG_RE.findall(body)) >= 2
+
 
 # Lines that print each value before its name, pieces joined by ", ": tinygrad's training
 # examples (examples/mlperf/model_train.py, hlb_cifar10.py, beautiful_mnist.py print
@@ -382,6 +395,8 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         return None
     body = mask_paths(strip_prefix_full(text))
     if _CPP_DIAG_RE.match(body):
+        return None
+    if is_setting_line(body):
         return None
     body = split_grouped(name_first(body))
     if "|" in body:

@@ -330,3 +330,31 @@ def test_a_tab_aligned_iteration_report_is_one_record():
     # an unindented line after a header without tabs still ends the block
     recs, _ = parsed(LogParser(), _lines("Step 300:", "loss 0.5", "Step 301:", "  loss 0.25"))
     assert [(r["step"], r["loss"]) for r in recs] == [(301, 0.25)]
+
+
+def test_ms_swifts_argument_dump_and_command_line_are_no_evaluations(tmp_path):
+    """Lines of a real `swift sft --eval_steps 4 --split_dataset_ratio 0.1` log (ms-swift 4.6.0,
+    `moeconsole run recipes/swift-tiny-cpu.yaml --set args.eval_steps=4 --set
+    args.split_dataset_ratio=0.1`): its `run sh:` command line and the `eval_delay=0,`,
+    `eval_steps=4.0,` fields of its argument dump were three evaluations without a step before
+    the real ones; only the `eval_loss` dicts are."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "run sh: `/v/bin/python /v/lib/python3.11/site-packages/swift/cli/sft.py --model /m --dataset /d.jsonl "
+        "--template qwen3_nothinking --check_model false --torch_dtype float32 --tuner_type lora --lora_rank 8 "
+        "--lora_alpha 32 --learning_rate 5e-3 --max_steps 12 --save_steps 6 --logging_steps 1 --eval_steps 4 "
+        "--split_dataset_ratio 0.1 --output_dir /r/output`\n"
+        "[INFO:swift] args: SftArguments(\n"
+        "eval_delay=0,\neval_steps=4.0,\neval_strategy=steps,\nlearning_rate=0.005,\nmax_steps=12,\n"
+        "split_dataset_ratio=0.1,\n)\n"
+        "{'loss': '6.955', 'grad_norm': '0.4', 'learning_rate': '0.005', 'token_acc': '0.01', 'epoch': '0.04124', "
+        "'global_step/max_steps': '1/12', 'elapsed_time': '7s', 'remaining_time': '1m 17s', 'train_speed(s/it)': '7.0'}\n"
+        "{'eval_loss': '6.83', 'eval_runtime': '0.3054', 'eval_samples_per_second': '68.77', "
+        "'eval_steps_per_second': '68.77', 'eval_token_acc': '0.02357', 'epoch': '0.1649', "
+        "'global_step/max_steps': '4/12', 'elapsed_time': '8s', 'remaining_time': '16s', 'train_speed(s/it)': '2.031'}\n")
+    res = parse_cli(str(log), "--json", "--eval")
+    assert res.returncode == 0, res.stderr
+    evals = [json.loads(ln) for ln in res.stdout.splitlines()]
+    assert [(e["step"], e["loss"]) for e in evals] == [(4, 6.83)], evals
+    steps = [json.loads(ln) for ln in parse_cli(str(log), "--json").stdout.splitlines()]
+    assert [s["step"] for s in steps] == [1]

@@ -157,11 +157,36 @@ def test_log_tail_keeps_the_last_lines_as_bytes_and_decodes_when_read():
     from moeconsole.runner.ingest.live import TailLines
     t = TailLines(keep=3, width=10)
     t.add(b"one\ntwo\nthr")
-    t.add("ee\nfour\n\xe9t\xe9 ".encode() + b"x" * 30 + b"\npart")
-    # the last 3 complete lines (a long one cut to its last 10 bytes), then the unfinished one
-    assert t.text() == ["three", "four", "x" * 10, "part"]
+    t.add(b"ee\nfour\nError " + b"x" * 30 + b"\npart")
+    # the last 3 complete lines (a long one cut to its first 5 and last 10 bytes), then the unfinished one
+    assert t.text() == ["three", "four", "Error ... " + "x" * 10, "part"]
     t.add("\n\xe9".encode())
-    assert t.text() == ["four", "x" * 10, "part", "\xe9"], "a character split across reads is whole"
+    assert t.text() == ["four", "Error ... " + "x" * 10, "part", "\xe9"], "a character split across reads is whole"
+
+
+def test_log_tail_keeps_the_head_of_a_long_line_it_is_the_exception():
+    """ms-swift 4.6's refusal of an unknown --template is one line of 3.5 KB (the name, then every
+    template it knows; swift/template/register.py l.50); it comes in pieces and whole."""
+    from moeconsole.runner.core.crash import classify
+    from moeconsole.runner.ingest.live import TailLines
+    names = ", ".join(f"'template_{i}'" for i in range(250))
+    refusal = (f"ValueError: template_type: 'qwen9_nope' not in [{names}]").encode()
+    assert len(refusal) > 3500
+    frames = (b"Traceback (most recent call last):\n"
+              b'  File "/v/lib/python3.11/site-packages/swift/utils/utils.py", line 186, in parse_args\n'
+              b"    args, remaining_args = parser.parse_args_into_dataclasses(argv, return_remaining_strings=True)\n"
+              b'  File "/v/lib/python3.11/site-packages/swift/arguments/base_args/template_args.py", line 154, in __post_init__\n'
+              b"    self.template_meta = get_template_meta(self.model_info, self.model_meta, template_type=self.template)\n"
+              b'  File "/v/lib/python3.11/site-packages/swift/template/register.py", line 50, in get_template_meta\n'
+              b"    raise ValueError(f\"template_type: '{template_type}' not in {list(TEMPLATE_MAPPING.keys())}\")\n")
+    for pieces in ([frames + refusal + b"\n"], [frames, refusal[:1000], refusal[1000:3000], refusal[3000:], b"\n"],
+                   [frames + refusal]):
+        t = TailLines()
+        for p in pieces:
+            t.add(p)
+        verdict = classify(1, t.text(), steps_seen=0, attempt=1)
+        assert verdict.cls == "config_error", (pieces, verdict)
+        assert "template_type: 'qwen9_nope' not in" in verdict.summary
 
 
 def test_a_first_slice_holding_the_whole_log_turns_to_the_template_once_learned(tmp_path):

@@ -89,9 +89,12 @@ class Run:
 
 
 def start(runs_dir: Path, tiny: Path, *overrides: str) -> Run:
-    """``moeconsole run recipes/swift-tiny-cpu.yaml --detach`` on the model and data in ``tiny``."""
-    proc = cli(runs_dir, "run", str(RECIPE), "--detach", "--set", f"args.model={tiny / 'model'}",
-               "--set", f"args.dataset={tiny / 'data.jsonl'}", *(a for o in overrides for a in ("--set", o)))
+    """``moeconsole run recipes/swift-tiny-cpu.yaml --detach`` on the model and data in ``tiny``
+    (unless ``overrides`` set them)."""
+    given = {o.split("=", 1)[0] for o in overrides}
+    tiny_sets = [f"args.{k}={tiny / v}" for k, v in (("model", "model"), ("dataset", "data.jsonl"))
+                 if f"args.{k}" not in given]
+    proc = cli(runs_dir, "run", str(RECIPE), "--detach", *(a for o in tiny_sets + list(overrides) for a in ("--set", o)))
     assert proc.returncode == 0, f"moeconsole run exited {proc.returncode}: {proc.stderr}"
     return Run(runs_dir / proc.stdout.strip().splitlines()[0])
 

@@ -1,0 +1,117 @@
+"""The modes users run with the real ms-swift 4.6 (a few steps each, on CPU), run by the real CLI
+and runner: what moeconsole shows and writes against what ms-swift printed and saved."""
+from __future__ import annotations
+
+import json
+
+import psutil
+import pytest
+
+from tests.swift.swift_helpers import Run, cli, require_swift, running, start
+
+
+def swift_logged(run: Run) -> list[dict]:
+    """ms-swift's own logging.jsonl records of the run (every v<N>-<time>/ dir, in order)."""
+    out = []
+    for logfile in sorted((run.path / "output").glob("v*-*/logging.jsonl")):
+        out += [json.loads(line) for line in logfile.read_text().splitlines()]
+    return out
+
+
+def evals_of(run: Run) -> list[dict]:
+    try:
+        return [json.loads(line) for line in (run.path / "evals.jsonl").read_text().splitlines()]
+    except OSError:
+        return []
+
+
+@pytest.fixture(scope="module")
+def evaluated(swift_runs, tiny) -> Run:
+    """`--eval_steps 4 --split_dataset_ratio 0.1`: ms-swift evaluates at steps 4 and 8."""
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=8", "args.save_steps=4", "args.eval_steps=4",
+                "args.split_dataset_ratio=0.1")
+    run.wait(lambda s: s.get("status") == "succeeded", "status succeeded")
+    return run
+
+
+def test_evaluations_are_the_ones_ms_swift_logged_and_nothing_else(evaluated):
+    """The `eval_steps=4.0,` line of ms-swift's argument dump and its `run sh:` command line were
+    evaluations without a step (evals.jsonl, the run screen's eval pane) before the real ones."""
+    logged = [(int(r["global_step/max_steps"].split("/")[0]), r["eval_loss"])
+              for r in swift_logged(evaluated) if "eval_loss" in r]
+    assert [s for s, _ in logged] == [4, 8]
+    evals = evals_of(evaluated)
+    assert [(e["step"], e["split"], e["src"]) for e in evals] == [(4, "eval", "swift_dict"), (8, "eval", "swift_dict")]
+    for e, (_, loss) in zip(evals, logged):
+        assert e["loss"] == pytest.approx(loss, rel=1e-3)
+        assert e["values"]["eval_token_acc"] >= 0
+    # the evaluation dicts are no training steps
+    assert [m["step"] for m in evaluated.metrics()] == list(range(1, 9))
+    # what `moeconsole --json RUN --once` shows
+    snap = cli(None, "--json", str(evaluated.path), "--once", "--no-gpu")
+    assert snap.returncode == 0, snap.stderr
+    shown = json.loads(snap.stdout.splitlines()[0])["eval"]
+    assert shown["count"] == 2 and [s for s, _ in shown["loss"]] == [4, 8]
+
+
+@pytest.mark.parametrize("override, said", [
+    # swift/template/register.py l.50: one 3.5 KB line naming every template it knows
+    ("args.template=qwen9_nope", "template_type: 'qwen9_nope' not in ["),
+    # swift/dataset/loader.py l.92
+    ("args.dataset=/nonexistent/z7/data.jsonl", "The local path does not exist, dataset_id: `/nonexistent/z7/data.jsonl`"),
+])
+def test_ms_swifts_start_up_refusals_fail_at_once_as_config_errors(swift_runs, tiny, override, said):
+    """ms-swift refuses before training starts: one attempt, `config_error`, failed (no restart),
+    and the line the user sees is ms-swift's own. The unknown template was `unknown` ("exited
+    with code 1") and restarted three times: the runner's log tail kept only the end of that line."""
+    require_swift()
+    run = start(swift_runs, tiny, override)
+    state = run.wait(lambda s: s.get("status") == "failed", "status failed")
+    assert state["restarts"] == 0 and state["attempt"] == 1
+    (crash,) = run.events("crash")
+    assert (crash["class"], crash["decision"]) == ("config_error", "fail")
+    assert said in crash["summary"] and said in state["pause_reason"]
+    assert run.metrics() == []
+
+
+def test_a_save_cut_short_by_sigterm_is_never_the_resume_point(swift_runs, tiny):
+    """SIGTERM to the whole tree (what a scheduler's preemption sends) while ms-swift writes
+    checkpoint-8: what is left is verified not ok (measured: an empty dir, `README.md` +
+    `adapter_model.safetensors`, or the weights without `trainer_state.json`), and the automatic
+    restart resumes from checkpoint-4, the newest whole save."""
+    import os
+    import signal
+    import time
+
+    require_swift()
+    run = start(swift_runs, tiny, "args.max_steps=400", "args.save_steps=4")
+    state = run.wait(lambda s: any(e["step"] == 4 for e in run.ok_checkpoints()) and s.get("pids"),
+                     "checkpoint-4 verified")
+    leader = next(p for p in state["pids"] if p.get("role") == "leader")
+    assert running(leader["pid"], leader["start_time"]) and "swift" in " ".join(psutil.Process(leader["pid"]).cmdline())
+    pgid = os.getpgid(leader["pid"])      # the training's group: the `swift` wrapper and its trainer
+    deadline = time.monotonic() + 240
+    target = None
+    while time.monotonic() < deadline and target is None:
+        # the moment checkpoint-8/ holds its first weights file (the save has begun)
+        target = next((p for p in (run.path / "output").glob("v0-*/checkpoint-8")
+                       if any(f.name.endswith(".safetensors") for f in p.iterdir())), None)
+        if target is None:
+            time.sleep(0.0005)
+    assert target is not None, "checkpoint-8 was never started"
+    os.killpg(pgid, signal.SIGTERM)
+    state = run.wait(lambda s: s.get("attempt") == 2, "the automatic restart")
+    left = {f.name for f in target.iterdir()} - {"moeconsole.json"}
+    (saved8,) = [e for e in run.events("checkpoint") if e["step"] == 8 and e["attempt"] == 1]
+    (start2,) = [e for e in run.events("attempt_start") if e["attempt"] == 2]
+    resume = start2["argv"][start2["argv"].index("--resume_from_checkpoint") + 1]
+    try:
+        if "trainer_state.json" in left:    # the signal came after the last file: a whole save
+            assert saved8["ok"] and resume == str(target), (left, saved8)
+        else:
+            assert not saved8["ok"] and saved8["verdict"] in ("incomplete", "missing_config", "empty_stub"), \
+                (left, saved8)
+            assert resume.endswith("/checkpoint-4"), (left, resume)
+    finally:
+        cli(swift_runs, "kill", run.id)
