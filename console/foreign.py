@@ -119,20 +119,29 @@ class Import:
         frame: a process of its own, it costs the frame a fork/exec, and it plans its part and
         reads it while the screen opens (``history.start_part``); ``start`` takes it over. Only
         a log the history may read in two (``split_worth``, the history's own rule), and only when
-        a second core is free (``second_core_free``, sampled on a thread of its own)."""
+        a second core is free (``second_core_free``, sampled on a thread of its own). One started
+        with the process for this log (``prestart_history``) is taken instead, its decision with
+        it, or ended when this log is not to be read in two."""
         from moeconsole.runner.ingest.files import LOG
         from moeconsole.runner.ingest.spawned import split_worth
-        if self._part_thread is not None or self.kind != LOG or not split_worth(
-                self.size, line_format=self.line_format, workers=self.workers, split_min_bytes=self.split_min_bytes):
+        if self._part_thread is not None:
+            return
+        if self.kind != LOG or not split_worth(self.size, line_format=self.line_format, workers=self.workers,
+                                               split_min_bytes=self.split_min_bytes):
+            prestarted = take_prestarted(self.log, self.size)   # one started with the process is not wanted
+            if prestarted is not None and prestarted[0] is not None:
+                prestarted[0].close()
             return
         self._part_thread = threading.Thread(target=self._start_part, name="moeconsole-import-part", daemon=True)
         self._part_thread.start()
 
     def _start_part(self) -> None:
         from moeconsole.runner.ingest.spawned import second_core_free
-        if self.stop.is_set():
-            return
         prestarted = take_prestarted(self.log, self.size)
+        if self.stop.is_set():
+            if prestarted is not None and prestarted[0] is not None:
+                prestarted[0].close()
+            return
         if prestarted is not None and prestarted[0] is not None:   # started with the process (``prestart_history``)
             early = prestarted[0]
         else:   # none started for this log, or its decision was one process (which holds unless two are asked for)

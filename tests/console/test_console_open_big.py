@@ -453,3 +453,24 @@ def test_a_process_started_with_attach_and_never_taken_ends_at_exit(log, tmp_pat
     proc = early.child.proc
     foreign.end_prestarted()
     assert proc.poll() is not None and not early.work.exists()
+
+
+def test_a_process_started_with_attach_is_ended_when_the_log_is_read_in_one(log, tmp_path, monkeypatch):
+    """The log's import reads in one process (one worker asked for): the process started with
+    `attach LOG` is ended as the import decides, not left reading till the console exits."""
+    from moeconsole.runner.ingest import spawned
+    monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)
+    foreign.prestart_history(log)
+    thread, box, _ = foreign._PRESTARTED[os.path.realpath(log)]
+    thread.join(60)
+    early = box[0]
+    assert early is not None
+    proc = early.child.proc
+    run, job = foreign.start_import(log, tmp_path)
+    assert job is not None
+    job.workers = 1
+    job.start_part()
+    assert proc.poll() is not None and not early.work.exists()
+    job.start()
+    job.wait(120)
+    assert job.done and job.processes == 1 and job.records == STEPS
