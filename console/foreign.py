@@ -119,26 +119,40 @@ class Import:
         frame: a process of its own, it costs the frame a fork/exec, and it plans its part and
         reads it while the screen opens (``history.start_part``); ``start`` takes it over. Only
         a log the history may read in two (``split_worth``, the history's own rule), and only when
-        a second core is free (``second_core_free``, sampled on a thread of its own)."""
+        a second core is free (``second_core_free``, sampled on a thread of its own). One started
+        with the process for this log (``prestart_history``) is taken instead, its decision with
+        it, or ended when this log is not to be read in two."""
         from moeconsole.runner.ingest.files import LOG
         from moeconsole.runner.ingest.spawned import split_worth
-        if self._part_thread is not None or self.kind != LOG or not split_worth(
-                self.size, line_format=self.line_format, workers=self.workers, split_min_bytes=self.split_min_bytes):
+        if self._part_thread is not None:
+            return
+        if self.kind != LOG or not split_worth(self.size, line_format=self.line_format, workers=self.workers,
+                                               split_min_bytes=self.split_min_bytes):
+            prestarted = take_prestarted(self.log, self.size)   # one started with the process is not wanted
+            if prestarted is not None and prestarted[0] is not None:
+                prestarted[0].close()
             return
         self._part_thread = threading.Thread(target=self._start_part, name="moeconsole-import-part", daemon=True)
         self._part_thread.start()
 
     def _start_part(self) -> None:
         from moeconsole.runner.ingest.spawned import second_core_free
+        prestarted = take_prestarted(self.log, self.size)
         if self.stop.is_set():
+            if prestarted is not None and prestarted[0] is not None:
+                prestarted[0].close()
             return
-        if self.workers is None and not second_core_free():
-            return
-        from moeconsole.runner.ingest.history import start_part
-        try:
-            early = start_part(str(self.log), self.run.metrics, self.run.evals, split_min_bytes=self.split_min_bytes)
-        except OSError:   # the history read starts its own then
-            return
+        if prestarted is not None and prestarted[0] is not None:   # started with the process (``prestart_history``)
+            early = prestarted[0]
+        else:   # none started for this log, or its decision was one process (which holds unless two are asked for)
+            if self.workers is None and (prestarted is not None or not second_core_free()):
+                return
+            from moeconsole.runner.ingest.spawned import start_part
+            try:
+                early = start_part(str(self.log), self.run.metrics, self.run.evals,
+                                   split_min_bytes=self.split_min_bytes)
+            except OSError:   # the history read starts its own then
+                return
         with self._early_lock:
             if self.stop.is_set():
                 early.close()
@@ -251,6 +265,73 @@ class Import:
             self.run.write_state(dict(self._state))
         except OSError as exc:
             self.error = self.error or f"cannot write {self.run.path}: {exc.strerror or exc}"
+
+
+# ``attach LOG``: the history's second reading process, started as the console's process starts
+# (``prestart_history``), by the log's real path: (the thread that decides and starts it, what it
+# started: [EarlyPart] or [None], the log's size then)
+_PRESTARTED: dict[str, tuple[threading.Thread, list, int]] = {}
+_PRESTARTED_AT_EXIT: list = []
+
+
+def prestart_history(path: Path) -> None:
+    """Start the history's second reading process of a big log now, as ``attach LOG``'s process
+    starts, before the UI's modules are imported (about 0.5 s of one core, the other idle till
+    then): the same decision as ``Import.start_part`` (``split_worth``, then ``second_core_free``
+    sampled on a thread of its own, which then starts it), its part folded into files of its own
+    (``history.start_part`` without a run directory, which does not exist yet). The log's
+    ``Import`` takes it over (``take_prestarted``); one never taken is ended at exit."""
+    import atexit
+    from moeconsole.runner.ingest.spawned import split_worth
+    try:
+        real, size = os.path.realpath(path), path.stat().st_size
+    except OSError:
+        return
+    if real in _PRESTARTED or not path.is_file() or not split_worth(size, line_format=None, workers=None,
+                                                                    split_min_bytes=None):
+        return
+    box: list = []
+
+    def start() -> None:
+        from moeconsole.runner.ingest.spawned import second_core_free
+        early = None
+        if second_core_free():
+            from moeconsole.runner.ingest.spawned import start_part   # no parser, no numpy: the UI imports meanwhile
+            try:
+                early = start_part(real, None, None)
+            except OSError:   # the history read starts its own then
+                early = None
+        box.append(early)
+    thread = threading.Thread(target=start, name="moeconsole-import-prestart", daemon=True)
+    if not _PRESTARTED_AT_EXIT:
+        _PRESTARTED_AT_EXIT.append(atexit.register(end_prestarted))
+    _PRESTARTED[real] = (thread, box, size)
+    thread.start()
+
+
+def take_prestarted(log: Path, size: int) -> tuple[Any] | None:
+    """(the ``EarlyPart`` started for ``log`` by ``prestart_history``, or None if it decided not
+    to) once its decision is made; None when none was started for it (or the log changed size)."""
+    entry = _PRESTARTED.pop(os.path.realpath(log), None)
+    if entry is None:
+        return None
+    thread, box, then = entry
+    thread.join()
+    early = box[0] if box else None
+    if then != size:   # not the log it was started for
+        if early is not None:
+            early.close()
+        return None
+    return (early,)
+
+
+def end_prestarted() -> None:
+    """End the processes ``prestart_history`` started that no ``Import`` took (at exit)."""
+    while _PRESTARTED:
+        _, (thread, box, _) = _PRESTARTED.popitem()
+        thread.join()
+        if box and box[0] is not None:
+            box[0].close()
 
 
 def start_import(path: Path, scratch: Path, line_format: Any = None) -> tuple[rundir.RunDir, Import | None]:

@@ -28,6 +28,9 @@ def run(args) -> int:
         raise InputError(f"the console needs a terminal{where}; use `moeconsole --json [RUN]` in scripts")
     from moeconsole.console.lean import import_ui, one_malloc_arena, settle_after_first_frame
     one_malloc_arena()   # before Textual's threads start (console/lean.py)
+    if foreign is not None and line_format is None:
+        from moeconsole.console.foreign import prestart_history
+        prestart_history(foreign)   # a big log's second reading process starts while the UI imports
     settle_after_first_frame(arm=True)   # this process's start frozen once it has drawn (console/lean.py)
     run_app = import_ui("moeconsole.console.app").run_app   # without OpenSSL (console/lean.py)
     return run_app(base, target, readonly=bool(getattr(args, "readonly", False)),

@@ -29,6 +29,10 @@ from moeconsole.runner.ingest.parser import MARK, RECORD, LogParser, ParseStats
 from moeconsole.runner.rundir import jsonio, seriesfile
 from moeconsole.runner.rundir.jsonio import dumps
 
+# the started process's side that needs no numpy (a UI starts it before its first frame) lives there
+from moeconsole.runner.ingest.spawned import (HISTORY_CHUNK, HISTORY_SPLIT, MAX_SPLIT, MIN_SPLIT,  # noqa: F401
+                                              SPAWN_BYTES, UI_LEAD_BYTES, EarlyPart, split_fraction, start_part)
+
 if TYPE_CHECKING:
     from moeconsole.runner.ingest.batch import Batch
 
@@ -40,9 +44,6 @@ TAIL_BYTES = 512 << 10
 # it), then whole. ``moeconsole.console.foreign.Import`` reads them in that order.
 FIRST_TAIL_BYTES = 64 << 10
 WIDEN_MIN_BYTES = 4 * TAIL_BYTES
-# The history is read in chunks this big: a smaller chunk than ``parse``'s keeps the memory of
-# a UI that reads in the background low (each chunk's rows exist at once), at a few % of speed.
-HISTORY_CHUNK = 2 << 20
 
 
 def tail_start(path: str, max_bytes: int) -> int:
@@ -303,89 +304,6 @@ def _feed_book(book: seriesfile.SeriesBook, item: tuple) -> None:
                      other=(lambda: blocks) if blocks is not None else None)
 
 
-# The started process reads and folds the first part, then feeds its book this process's chart
-# inputs of the second part as they come: it takes the smaller part, less what starting Python
-# costs it (``split_fraction``). With the book fed numpy columns, this left the two processes'
-# CPU within a few % of each other on 200k- and 1M-step logs (82 and 423 MB; a fixed 0.37 left
-# this process a fifth more on the 1M-step log, 0.45 the started one 40% more on the 200k one).
-HISTORY_SPLIT = 0.47
-SPAWN_BYTES = 8 << 20      # about what one process reads in the CPU time a started one takes to start
-MIN_SPLIT = 0.25
-
-
-# A process started before a UI's first frame (``start_part``) reads while the UI starts: the
-# reading thread begins only after that frame and shares its process with the UI (its first
-# frame, its polls: about 1 s of CPU in ``attach`` of a 423 MB log, where the started process's
-# own start overlaps the UI's). So the started process takes more of the file, by about what
-# this process reads in that CPU: with 40 MiB the two processes' CPU came within a few % of each
-# other (``attach`` of the 1M-step log, the second process forced, medians of 3 runs: 4.53 s here
-# and 4.41 s there, against 5.41 s and 3.76 s with ``split_fraction``'s share; 50 MiB left the
-# started process the longer one; docs/benchmarks-open.md).
-UI_LEAD_BYTES = 40 << 20
-MAX_SPLIT = 0.8
-
-
-def split_fraction(size: int, early: bool = False) -> float:
-    """The part of a log of ``size`` bytes the started process reads (``read_history``);
-    ``early``: started before a UI's first frame (``start_part``)."""
-    if early:
-        return min(MAX_SPLIT, HISTORY_SPLIT + (UI_LEAD_BYTES - SPAWN_BYTES) / max(1, size))
-    return max(MIN_SPLIT, HISTORY_SPLIT - SPAWN_BYTES / max(1, size))
-
-
-class EarlyPart:
-    """``read_history``'s started process, started before the read (``start_part``: as soon as
-    the log's size is known, before a UI's first frame, with no numpy in this process): it
-    plans the split itself (``bulk.plan_split``: a larger part, ``split_fraction(early=True)``,
-    else where ``read_history`` would cut) and writes the offset into DIR/plan (0: no split),
-    then reads its part. ``read_history`` takes it over (``early=``) with the template the cut
-    was found by (the line it was learnt from follows the offset in DIR/plan: this process
-    learns it from that line, not from the file's head again); ``close()`` ends it if the read
-    never comes."""
-
-    def __init__(self, path: str, metrics: Path, evals: Path, chunk: int, split_min_bytes: int | None) -> None:
-        from moeconsole.runner.ingest.spawned import Spawned, least_split_bytes
-        self.chunk = chunk
-        self.work = Path(tempfile.mkdtemp(prefix=".history-", dir=Path(metrics).parent))
-        (self.work / "progress").write_bytes(bytes(8))
-        (self.work / "spool").touch()   # the other process opens it before this one writes it
-        size = os.path.getsize(path)   # its larger part; else (no template line there) the usual one
-        plan = f"plan:{split_fraction(size, early=True)},{split_fraction(size)}:{least_split_bytes(split_min_bytes)}"
-        self.child: Any = Spawned("moeconsole.runner.ingest.history", "part", path, plan, str(chunk),
-                                  str(metrics), str(evals), str(self.work), str(os.getpid()))
-
-    def split(self, stop: threading.Event | None = None) -> tuple[int, bytes]:
-        """The offset the started process cut the log at (0: it does not read a part, or failed)
-        and the line of the log its template was learnt from."""
-        import time
-
-        def plan() -> tuple[int, bytes]:
-            blob = (self.work / "plan").read_bytes()
-            return int.from_bytes(blob[:8], "little"), blob[8:]
-        while True:
-            try:
-                return plan()
-            except FileNotFoundError:
-                pass
-            if self.child.proc is None or self.child.proc.poll() is not None or (stop is not None and stop.is_set()):
-                try:   # it may have written the plan just before it ended
-                    return plan()
-                except FileNotFoundError:
-                    return 0, b""
-            time.sleep(0.005)
-
-    def close(self) -> None:
-        self.child.close()
-        shutil.rmtree(self.work, ignore_errors=True)
-
-
-def start_part(path: str, metrics: Path, evals: Path, *, chunk: int = HISTORY_CHUNK,
-               split_min_bytes: int | None = None) -> EarlyPart:
-    """The started process of a two-process ``read_history`` of ``path`` into a fold of
-    ``metrics`` and ``evals``, started now."""
-    return EarlyPart(path, metrics, evals, chunk, split_min_bytes)
-
-
 def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None] | None = None,
                  stop: threading.Event | None = None, line_format: Any = None, chunk: int = HISTORY_CHUNK,
                  workers: int | None = None, split_min_bytes: int | None = None,
@@ -471,6 +389,8 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
             try:
                 with open(work / "result.pickle", "rb") as f:
                     first, first_stats = pickle.load(f)
+                if first is not None and (first.metrics, first.evals) != (fold.metrics, fold.evals):
+                    _move_rows(first, fold)   # a part folded before the fold's files were known
             except Exception:  # noqa: BLE001 - a torn result: read the part here
                 first = None
         processes = 2
@@ -492,6 +412,20 @@ def read_history(path: str, fold: HistoryFold, *, progress: Callable[[int], None
             child.close()
         later.end_spool()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _move_rows(first: HistoryFold, fold: HistoryFold) -> None:
+    """The rows of ``first`` (the whole log's, in files of its own) made the fold's files: a
+    rename, else (another file system) a copy; a file ``first`` never wrote is not made."""
+    for mine, theirs in ((first.metrics, fold.metrics), (first.evals, fold.evals)):
+        theirs.unlink(missing_ok=True)
+        if not mine.exists():
+            continue
+        try:
+            os.replace(mine, theirs)
+        except OSError:
+            shutil.copyfile(mine, theirs)
+    first.metrics, first.evals = fold.metrics, fold.evals
 
 
 def _read_part(path: str, end: int, chunk: int, metrics: Path, evals: Path,

@@ -402,3 +402,75 @@ def test_a_log_of_step_less_dicts_opens_on_the_step_its_last_512_kib_give(tmp_pa
     run, job = foreign.start_import(path, tmp_path / "scratch")
     assert job is not None and job.current_book().last_metrics["step"] == expected
     assert run.read_state()["step"] == expected
+
+
+def test_attach_starts_the_second_reading_process_with_its_own_process(log, tmp_path, monkeypatch):
+    """`attach LOG` starts the history's second reading process as its process starts, before the
+    UI's modules are imported and before the log's scratch run directory exists
+    (``prestart_history``): that process reads its part meanwhile, into files of its own; the
+    log's import takes it over and the run's files are exactly the ones a single process writes."""
+    from moeconsole.runner.ingest import spawned
+    one_run, one = foreign.start_import(log, tmp_path / "one")
+    assert one is not None
+    one.workers = 1
+    one.start()
+    one.wait(120)
+    assert one.done and one.processes == 1
+    monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)   # a busy test machine says no
+    assert log.stat().st_size >= spawned.SPLIT_MIN_BYTES, "a log big enough for two processes"
+    foreign.prestart_history(log)
+    thread, box, _ = foreign._PRESTARTED[os.path.realpath(log)]
+    thread.join(60)
+    early = box[0]
+    assert early is not None
+    until(lambda: (early.work / "plan").exists() and int.from_bytes((early.work / "progress").read_bytes(),
+                                                                     "little") > 0,
+          timeout=120, what="the process started with attach reading its part before the run directory exists")
+    run, job = foreign.start_import(log, tmp_path / "two")
+    assert job is not None
+    job.start_part()
+    job.start()
+    job.wait(120)
+    assert job.done and job.error is None and job.processes == 2 and job.records == STEPS
+    assert job.current_book().metric_count == STEPS
+    assert run.metrics.read_bytes() == one_run.metrics.read_bytes()
+    assert run.evals.read_bytes() == one_run.evals.read_bytes()
+    assert run.series.read_bytes() == one_run.series.read_bytes()
+    assert not early.work.exists(), "its work directory is gone"
+    assert foreign.take_prestarted(log, log.stat().st_size) is None, "taken once"
+
+
+def test_a_process_started_with_attach_and_never_taken_ends_at_exit(log, tmp_path, monkeypatch):
+    """`attach LOG` closed before its log is opened: the process started for the history is
+    ended and its work directory removed when the console's process exits."""
+    from moeconsole.runner.ingest import spawned
+    monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)
+    foreign.prestart_history(log)
+    thread, box, _ = foreign._PRESTARTED[os.path.realpath(log)]
+    thread.join(60)
+    early = box[0]
+    assert early is not None
+    proc = early.child.proc
+    foreign.end_prestarted()
+    assert proc.poll() is not None and not early.work.exists()
+
+
+def test_a_process_started_with_attach_is_ended_when_the_log_is_read_in_one(log, tmp_path, monkeypatch):
+    """The log's import reads in one process (one worker asked for): the process started with
+    `attach LOG` is ended as the import decides, not left reading till the console exits."""
+    from moeconsole.runner.ingest import spawned
+    monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)
+    foreign.prestart_history(log)
+    thread, box, _ = foreign._PRESTARTED[os.path.realpath(log)]
+    thread.join(60)
+    early = box[0]
+    assert early is not None
+    proc = early.child.proc
+    run, job = foreign.start_import(log, tmp_path)
+    assert job is not None
+    job.workers = 1
+    job.start_part()
+    assert proc.poll() is not None and not early.work.exists()
+    job.start()
+    job.wait(120)
+    assert job.done and job.processes == 1 and job.records == STEPS
