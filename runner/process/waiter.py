@@ -30,10 +30,19 @@ import sys
 import time
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# Python ignores these in itself; an ignored signal stays ignored across exec, so the command gets
+# them back at their defaults, as subprocess's ``restore_signals`` does for a command run by hand.
+RESTORED = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
 EXEC_FAILED = 127
 PR_SET_CHILD_SUBREAPER = 36
 BAD_ENDS_KEPT = 32  # the last orphans of the command's tree that ended badly, in the record
 MAX_OUTLIVING = 4096
+
+
+def restore_dispositions(*also: signal.Signals) -> None:
+    """Before exec: ``RESTORED`` (and ``also``) back at their defaults."""
+    for s in also + RESTORED:
+        signal.signal(s, signal.SIG_DFL)
 
 
 def set_child_subreaper() -> bool:
@@ -74,8 +83,7 @@ def _fork_exec(argv: list[str]) -> tuple[int, str | None]:
         os.close(rfd)
         try:
             os.setsid()  # the command leads a session and process group of its own, as without us
-            for s in FORWARDED:
-                signal.signal(s, signal.SIG_DFL)
+            restore_dispositions(*FORWARDED)
             os.execvp(argv[0], argv)
         except OSError as exc:
             os.write(wfd, f"cannot start {argv[0]!r}: {exc.strerror or exc}".encode())

@@ -113,3 +113,16 @@ def test_an_orphan_that_ends_badly_after_the_command_is_recorded_after_its_end_o
         assert dies in rec["outliving"] or (ended and ended[0]["mono"] >= rec["ended_mono"]), rec
     finally:
         _end([lives])
+
+
+def test_the_command_starts_with_the_signal_dispositions_it_has_when_run_by_hand(tmp_path):
+    """Python ignores SIGPIPE and SIGXFSZ in itself, and an ignored signal stays ignored across
+    exec: a training started by the waiter's fork/exec inherited both (subprocess resets them,
+    ``restore_signals``; a bare fork did not). Then `yes | head -1` inside a training script says
+    "Broken pipe" instead of ending quietly, and a write past a file-size limit fails with EFBIG
+    where it would end the process. The command starts with both at their defaults."""
+    proc, rec, _ = _run(tmp_path, ["sh", "-c", "yes | head -n 1"])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "y\n", "")
+    proc, _, _ = _run(tmp_path, ["cat", "/proc/self/status"])
+    ignored = int(next(line for line in proc.stdout.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1)), hex(ignored)

@@ -24,8 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.process.slurm.text import expand_nodes
+from moeconsole.runner.process.waiter import restore_dispositions
+from moeconsole.runner.rundir import jsonio, rundir
 from moeconsole.runner.telemetry.preflight import port_free
 from moeconsole.runner.telemetry.procs import port_users
 
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         port = got
     env = rendezvous_env(environ, host, port)
     try:
+        restore_dispositions()   # the command starts with SIGPIPE/SIGXFSZ at their defaults, not ours
         os.execvpe(command[0], command, env)
     except OSError as exc:
         print(f"nodestep: cannot run {command[0]}: {exc}", file=sys.stderr)
