@@ -304,6 +304,26 @@ def unfinished_series(files: set[str]) -> str | None:
     return None
 
 
+def trainer_writes_state(path: Path, files: set[str], dirs: set[str]) -> bool:
+    """Is ``path`` a transformers Trainer save, which is whole only with its trainer_state.json?
+    Its optimizer state or training_args.bin says so; before those, a Trainer's save holds only
+    the weights (``Trainer._save_checkpoint``: ``save_model`` first, training_args.bin at the end of
+    ``_save``, then the optimizer and scheduler, the RNG state, trainer_state.json last), which a
+    sibling ``checkpoint-M/`` holding trainer_state.json proves is the Trainer's (a Megatron
+    save has its iteration dirs and tracker instead, and never a trainer_state.json)."""
+    if any(f in files for f in TRAINER_RESUME_FILES):
+        return True
+    named = CHECKPOINT_DIR.match(path.name)
+    if not named or named.group(2) or TRACKER in files or any(ITER_DIR.match(d) for d in dirs):
+        return False
+    try:
+        siblings = list(os.scandir(path.parent))
+    except OSError:
+        return False
+    return any(e.name != path.name and CHECKPOINT_DIR.match(e.name) and not e.name.endswith(MERGED_SUFFIX)
+               and os.path.isfile(os.path.join(e.path, TRAINER_STATE)) for e in siblings)
+
+
 def save_underway(ckpt: Checkpoint) -> str | None:
     """Why a checkpoint is still being written, or None: the one rule for "in progress" that the
     runner's live watcher (``megatron_save_complete``, watch.py) and the one-shot ``verify`` share.
@@ -349,7 +369,7 @@ def save_underway(ckpt: Checkpoint) -> str | None:
         return None
     if files and files <= _SWIFT_FIRST_FILES and not dirs:
         return "only args.json so far (ms-swift copies it first)"
-    if TRAINER_STATE not in files and any(f in files for f in TRAINER_RESUME_FILES):
+    if TRAINER_STATE not in files and trainer_writes_state(ckpt.path, files, dirs):
         # transformers' Trainer._save_checkpoint: the weights and training_args.bin (save_model),
         # then optimizer.pt and scheduler.pt (minutes for a full fine-tune's optimizer), the RNG
         # state, and trainer_state.json last; a save killed before it is verified `incomplete`

@@ -18,7 +18,8 @@ from typing import Any
 from moeconsole.runner.rundir import jsonio
 from moeconsole.runner.checkpoints import adapter, megatron, sharded, suspect
 from moeconsole.runner.checkpoints.discover import (CHECKPOINT_DIR, ITER_DIR, PICKLE_WEIGHTS, SIDECAR_NAME, SWIFT_ARGS_FILES,
-                                         TRAINER_RESUME_FILES, TRAINER_STATE, Checkpoint, layout_of, step_of)
+                                         TRAINER_STATE, Checkpoint, layout_of, step_of,
+                                         trainer_writes_state)
 from moeconsole.runner.checkpoints.safetensors_file import FileVerdict, TensorEntry, check_safetensors
 from moeconsole.runner.core.units import human_bytes, human_count
 from moeconsole.runner.checkpoints.scan import HASH_ALGO, hash_file, scan_tensors
@@ -232,7 +233,7 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings) -> 
     """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
     trainer_state.json, which the Trainer writes last: without it the save was cut short and a
     resume from here fails (FileNotFoundError) on every attempt."""
-    if not any(f in files_on_disk for f in TRAINER_RESUME_FILES):
+    if not trainer_writes_state(d, files_on_disk, {e.name for e in os.scandir(d) if e.is_dir()}):
         return
     state, err = _read_json_object(d / TRAINER_STATE)
     if err:

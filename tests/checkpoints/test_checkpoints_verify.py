@@ -317,3 +317,30 @@ def test_full_counts_every_bad_tensor_but_lists_a_bounded_number(tmp_path):
     v = verify_checkpoint(p, full=True)
     assert v.verdict == "nonfinite" and v.reason.startswith("60 tensor(s) hold NaN/inf")
     assert v.full["nonfinite_tensors"] == 60 and len(v.full["nonfinite"]) == 50
+
+
+def test_a_trainer_save_cut_after_its_weights_is_incomplete_once_a_sibling_shows_the_trainer(tmp_path):
+    """transformers' Trainer writes a save's weights first (save_model), then training_args.bin,
+    the optimizer, the RNG state and trainer_state.json last. A save cut in its first moments holds
+    only the adapter (what SIGTERM to a real ms-swift 4.6 run left: README.md, adapter_config.json,
+    adapter_model.safetensors, additional_config.json); a resume from it loads the weights and
+    starts again at step 0 (transformers reads trainer_state.json only if it is there). Beside a
+    whole save of the same run it is not the run's resume point."""
+    from moeconsole.runner.checkpoints.discover import Checkpoint, save_underway
+    from tests.checkpoints.conftest import write_adapter
+
+    out = tmp_path / "v0-20261129-190230"
+    whole = write_adapter(out / "checkpoint-4", extras=False)
+    for name in ("training_args.bin", "optimizer.pt", "scheduler.pt"):
+        (whole / name).write_bytes(b"x")
+    (whole / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": []}))
+    cut = write_adapter(out / "checkpoint-8", extras=False)
+    (cut / "additional_config.json").write_text("{}")
+    (cut / "README.md").write_text("---\n")
+    assert verify_checkpoint(whole).verdict == "ok"
+    v = verify_checkpoint(cut)
+    assert v.verdict == "incomplete" and "trainer_state.json is missing" in v.reason
+    assert "trainer_state.json not written yet" in (save_underway(Checkpoint(cut, 8, "hf_adapter")) or "")
+    # alone (an adapter copied by hand, a first save), the adapter is what it is: verified ok
+    alone = write_adapter(tmp_path / "elsewhere" / "checkpoint-8", extras=False)
+    assert verify_checkpoint(alone).verdict == "ok"
