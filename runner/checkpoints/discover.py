@@ -157,8 +157,32 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+# ms-swift writes each invocation into a new ``<output_dir>/v<N>-<time>/`` (``add_version_to_work_dir``).
+VERSION_DIR = re.compile(r"^v(\d+)-\d{8}-\d{6}$")
+
+
+def attempt_dir(path: Path) -> Path | None:
+    """The ``v<N>-<time>/`` a checkpoint lives in, if any."""
+    for p in (path, *path.parents):
+        if VERSION_DIR.match(p.name):
+            return p
+    return None
+
+
+def attempt_number(path: Path) -> int:
+    """N of the ``v<N>-<time>/`` a checkpoint lives in; -1 outside one."""
+    d = attempt_dir(path)
+    m = VERSION_DIR.match(d.name) if d is not None else None
+    return int(m.group(1)) if m else -1
+
+
 def sort_newest_first(checkpoints: list[Checkpoint]) -> list[Checkpoint]:
-    return sorted(checkpoints, key=lambda c: (c.step is not None, c.step or 0, _mtime(c.path)), reverse=True)
+    """Newest first: by ms-swift's invocation (``v<N>-``), then step, then modification time. A
+    later invocation's save is the newer even at a lower step: ms-swift counts from step 1 again
+    after ``--resume_only_model true --ignore_data_skip true`` (measured with 4.6.0), and its
+    ``checkpoint-3`` then holds weights trained after the earlier invocation's ``checkpoint-6``."""
+    return sorted(checkpoints, key=lambda c: (c.step is not None, attempt_number(c.path), c.step or 0,
+                                              _mtime(c.path)), reverse=True)
 
 
 def _is_container(path: Path) -> bool:

@@ -9,19 +9,10 @@ removed unless asked (``moeconsole verify ... --prune-superseded --yes``).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
-VERSION_DIR = re.compile(r"^v(\d+)-\d{8}-\d{6}$")
-
-
-def attempt_dir(path: Path) -> Path | None:
-    """The ``v<N>-<time>/`` a checkpoint lives in, if any."""
-    for p in (path, *path.parents):
-        if VERSION_DIR.match(p.name):
-            return p
-    return None
+from moeconsole.runner.checkpoints.discover import attempt_dir, attempt_number
 
 
 def superseded(verdicts: Iterable[tuple[Path, int | None, bool]], resume_point: Path | None) -> list[Path]:
@@ -33,7 +24,7 @@ def superseded(verdicts: Iterable[tuple[Path, int | None, bool]], resume_point: 
         d = attempt_dir(path)
         if d is not None:
             by_dir.setdefault(d, []).append((step, ok))
-    order = sorted(by_dir, key=lambda d: int(VERSION_DIR.match(d.name).group(1)))  # type: ignore[union-attr]
+    order = sorted(by_dir, key=attempt_number)
     keep = attempt_dir(resume_point) if resume_point is not None else None
     out = []
     for i, d in enumerate(order):

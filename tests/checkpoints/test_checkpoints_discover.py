@@ -123,3 +123,23 @@ def test_one_rule_for_the_step_of_a_checkpoint_or_resume_point(mk, tmp_path):
     assert step_in_name("checkpoint-30-merged") == 30
     for name in ("iter_40", "my-40", "checkpoint-40.bak", "checkpoint-", "v0-20260101-000000", "release"):
         assert step_in_name(name) is None, name
+
+
+def test_a_later_ms_swift_invocations_save_is_newer_even_at_a_lower_step(tmp_path):
+    """ms-swift counts from step 1 again after `--resume_only_model true --ignore_data_skip true`
+    (measured with 4.6.0): the second invocation's checkpoint-3 holds weights trained after the
+    first one's checkpoint-6, and is the resume point; by step alone v0's checkpoint-6 won and a
+    restart went back to older weights."""
+    from moeconsole.runner.checkpoints.watch import latest_good
+    from tests.checkpoints.conftest import write_adapter
+
+    out = tmp_path / "output"
+    for version, steps in (("v0-20261129-100000", (3, 6)), ("v1-20261129-110000", (3,)),
+                           ("v10-20261129-120000", ()), ("v2-20261129-113000", (2,))):
+        (out / version).mkdir(parents=True)
+        for step in steps:
+            write_adapter(out / version / f"checkpoint-{step}")
+    found = [(c.path.parent.name.split("-")[0], c.step) for c in find_checkpoints(out)]
+    assert found == [("v2", 2), ("v1", 3), ("v0", 6), ("v0", 3)]
+    good = latest_good(out)
+    assert good is not None and good.path == out / "v2-20261129-113000" / "checkpoint-2"
