@@ -440,16 +440,21 @@ def test_attach_starts_the_second_reading_process_with_its_own_process(log, tmp_
     assert foreign.take_prestarted(log, log.stat().st_size) is None, "taken once"
 
 
-def test_a_process_started_with_attach_and_never_taken_ends_at_exit(log, tmp_path, monkeypatch):
-    """`attach LOG` closed before its log is opened: the process started for the history is
-    ended and its work directory removed when the console's process exits."""
+def _prestarted(log, monkeypatch):
+    """The process `attach LOG` starts for the history (a second core taken as free), once started."""
     from moeconsole.runner.ingest import spawned
     monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)
     foreign.prestart_history(log)
     thread, box, _ = foreign._PRESTARTED[os.path.realpath(log)]
     thread.join(60)
-    early = box[0]
-    assert early is not None
+    assert box[0] is not None
+    return box[0]
+
+
+def test_a_process_started_with_attach_and_never_taken_ends_at_exit(log, tmp_path, monkeypatch):
+    """`attach LOG` closed before its log is opened: the process started for the history is
+    ended and its work directory removed when the console's process exits."""
+    early = _prestarted(log, monkeypatch)
     proc = early.child.proc
     foreign.end_prestarted()
     assert proc.poll() is not None and not early.work.exists()
@@ -458,13 +463,7 @@ def test_a_process_started_with_attach_and_never_taken_ends_at_exit(log, tmp_pat
 def test_a_process_started_with_attach_is_ended_when_the_log_is_read_in_one(log, tmp_path, monkeypatch):
     """The log's import reads in one process (one worker asked for): the process started with
     `attach LOG` is ended as the import decides, not left reading till the console exits."""
-    from moeconsole.runner.ingest import spawned
-    monkeypatch.setattr(spawned, "second_core_free", lambda sample_s=0.1: True)
-    foreign.prestart_history(log)
-    thread, box, _ = foreign._PRESTARTED[os.path.realpath(log)]
-    thread.join(60)
-    early = box[0]
-    assert early is not None
+    early = _prestarted(log, monkeypatch)
     proc = early.child.proc
     run, job = foreign.start_import(log, tmp_path)
     assert job is not None

@@ -27,12 +27,10 @@ loaded, before any iteration: a run that can never get past its resume point).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 import time
-import warnings
 from datetime import datetime
 from pathlib import Path
 
@@ -100,21 +98,11 @@ def load_checkpoint(args: argparse.Namespace) -> int:
 
 
 def save_checkpoint(args: argparse.Namespace, iteration: int) -> None:
-    import torch
-    import torch.distributed.checkpoint as dcp
+    from tests.checkpoints.conftest import write_megatron_iter   # a real torch_dist iteration dir
 
     save = Path(args.save)
-    d = save / f"iter_{iteration:07d}"
     print_rank_0(f"saving checkpoint at iteration {iteration:7d} to {args.save} in torch_dist format")
-    d.mkdir(parents=True, exist_ok=True)
-    g = torch.Generator().manual_seed(iteration)
-    state = {f"decoder.layers.{i}.mlp.linear_fc1.weight": torch.randn(16, 8, generator=g) for i in range(3)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # "torch.distributed is ... uninitialized": one process on purpose
-        dcp.save(state, checkpoint_id=str(d), no_dist=True)
-    (d / "metadata.json").write_text(json.dumps({"sharded_backend": "torch_dist", "sharded_backend_version": 1,
-                                                 "common_backend": "torch"}))
-    torch.save({"iteration": iteration, "args": None}, d / "common.pt")
+    write_megatron_iter(save, iteration, tracker=False, seed=iteration)
     (save / TRACKER).write_text(str(iteration))       # iter_finalize_fn: after every rank saved
     print_rank_0(f"  [{now()}] successfully saved checkpoint from iteration {iteration:7d} to {args.save} "
                  "[ t 1/1, gtp_remat 1/1, p 1/1 ]")
