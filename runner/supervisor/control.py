@@ -26,6 +26,7 @@ import json
 import os
 import random
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,12 +185,35 @@ def request_of(raw: object) -> tuple[Request | None, str | None]:
         return None, f"{cmd}: {exc}"
 
 
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a unix socket (SO_PEERCRED: pid, uid, gid as
+    the kernel recorded them at connect); None where the kernel does not say."""
+    try:
+        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                              struct.calcsize("3i")))
+    except (AttributeError, OSError, struct.error):
+        return None
+    return uid
+
+
+def foreign_asker(uid: int | None, own: int) -> str | None:
+    """Why a command (anything but ``status``) from the peer ``uid`` is refused, or None: a runner
+    takes commands only from its own user; root too is another user here (it reads the run as
+    anyone may, with ``status``; ``moeconsole kill`` refuses another user's run the same way)."""
+    if uid is None or uid == own:
+        return None
+    return (f"this run belongs to uid {own}; commands come only from its own user (asked by uid {uid}); "
+            "`status` answers anyone who can reach the socket")
+
+
 @dataclass
 class ClientConn:
-    """One client connection being read without blocking, with a deadline for the whole line."""
+    """One client connection being read without blocking, with a deadline for the whole line and
+    the uid of the process that connected (``peer_uid``)."""
     sock: socket.socket
     deadline: float
     data: bytearray = field(default_factory=bytearray)
+    uid: int | None = None
 
     @classmethod
     def accept(cls, listener: socket.socket, timeout_s: float = CLIENT_TIMEOUT_S) -> "ClientConn | None":
@@ -198,7 +222,7 @@ class ClientConn:
         except (BlockingIOError, OSError):
             return None
         conn.setblocking(False)
-        return cls(conn, time.monotonic() + timeout_s)
+        return cls(conn, time.monotonic() + timeout_s, uid=peer_uid(conn))
 
     def read(self) -> tuple[bool, Request | None, str | None]:
         """(done, request, error): done once a whole line, EOF, an oversize message or an error."""

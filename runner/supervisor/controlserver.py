@@ -69,6 +69,7 @@ class ControlServer:
         self.dropped = 0   # idle clients closed unanswered (the cap, EMFILE)
         self.rebound = 0   # times the socket was bound again at its path
         self.max_clients = client_cap()
+        self.own_uid = os.getuid()
         self.path = None if path is None else str(path)
         self._bound = self._identity()
         self._path_checked = time.monotonic()
@@ -100,6 +101,11 @@ class ControlServer:
                 client.answer(control.refusal(err or "unreadable request"))
                 self.answered["refused"] += 1
         for client, cmd in commands:
+            foreign = control.foreign_asker(client.uid, self.own_uid)
+            if foreign is not None:
+                client.answer(control.refusal(foreign))
+                self.answered["refused"] += 1
+                continue
             client.answer(self._dispatch(cmd))
             self.answered["command"] += 1
         if commands:
@@ -132,7 +138,7 @@ class ControlServer:
                     continue
                 return
             conn.setblocking(False)
-            client = control.ClientConn(conn, time.monotonic() + control.CLIENT_TIMEOUT_S)
+            client = control.ClientConn(conn, time.monotonic() + control.CLIENT_TIMEOUT_S, uid=control.peer_uid(conn))
             self.clients.append(client)
             self.sel.register(client.sock, selectors.EVENT_READ, client)
 

@@ -269,6 +269,12 @@ def test_root_never_signals_another_users_run_whose_runner_died():
     try:
         roots_kill()   # their runner lives: root does not ask it either (as `restart` refuses their run)
         assert run.state()["status"] == "running"
+        # a hand-made client as root: their runner answers `status` and refuses the command (SO_PEERCRED)
+        from moeconsole.runner.supervisor import control
+        assert control.send(run.path / "control.sock", control.StatusRequest()).ok
+        refused = control.send(run.path / "control.sock", control.KillRequest(by="cli"))
+        assert not refused.ok and f"commands come only from its own user (asked by uid {os.getuid()})" in refused.text
+        assert not run.events("kill") and run.state()["status"] == "running"
         runner = st["runner"]["pid"]
         sigkill(runner, 60, what="the runner gone")
         roots_kill()
