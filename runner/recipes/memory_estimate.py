@@ -508,9 +508,9 @@ def config_path(recipe: "RunRecipe", flags: Mapping[str, str]) -> str | None:
     return str(found.parent) if found is not None else None
 
 
-def gpus_of_command(recipe: "RunRecipe", flags: Mapping[str, str]) -> int | None:
+def gpus_of_command(recipe: "RunRecipe") -> int | None:
     """GPUs the command uses: the processes torchrun starts for it (``cmdline.world_size``, the one
-    rule), else gpus.devices. ``flags`` is unused: which flags torchrun reads is the owner's to say."""
+    rule: which flags torchrun reads is its to say), else gpus.devices."""
     from moeconsole.runner.recipes import cmdline
     world = cmdline.world_size(recipe.env, list(recipe.command))
     if world is not None:

@@ -68,6 +68,7 @@ from moeconsole.runner.supervisor.runstate import RunState
 from moeconsole.runner.supervisor.recovery import (attempt_record, kill_under_way, load_run_recipe, takeover_state,
                                                   takeover)
 
+
 def _resumed_step(resumed_from: Any) -> int | None:
     """The step an attempt resumed from (None: a fresh start), by the one rule for a checkpoint's
     step (``discover.step_of``: ``checkpoint-N``, Megatron's ``iter_N`` or ``--load`` dir, ...):
@@ -350,9 +351,8 @@ class Supervisor:
 
     def _gpu_count(self) -> int | None:
         """The GPUs the run uses (torchrun's processes, or gpus.devices); None when the recipe does not say."""
-        from moeconsole.runner.recipes.lint import command_flags
         from moeconsole.runner.recipes.memory_estimate import gpus_of_command
-        return gpus_of_command(self.recipe, command_flags(list(self.recipe.command)))
+        return gpus_of_command(self.recipe)
 
     def _adopt(self) -> None:
         number = self.state.attempt

@@ -401,6 +401,18 @@ def test_a_drawn_line_goes_when_the_next_refresh_replaces_it_not_at_a_collection
     assert found == [], f"{len(found)} drawn lines in reference cycles"
 
 
+async def _next_step_drawn(pilot, app, run) -> None:
+    """The run logs step 41 (its log line and metric record); wait until the screen shows it."""
+    from moeconsole.runner.rundir import jsonio
+    from tests.waiting import until_ui
+    with open(run.log, "a") as f:
+        f.write("step 41/100 loss 0.0244\n")
+    jsonio.append_jsonl(run.metrics, {"v": 1, "t": 1.7e9, "attempt": 2, "step": 41, "max_steps": 100,
+                                      "loss": 0.0244, "grad_norm": 1.0, "lr": 1e-4, "mem_gib": 61.0,
+                                      "extra": {}})
+    await until_ui(pilot, lambda: " 41/100 " in _screen_text(app), what="step 41 drawn")
+
+
 def _screen_text(app) -> str:
     """The screen as the compositor draws it (every line cut as for the terminal)."""
     from rich.console import Console
@@ -424,7 +436,6 @@ def test_a_long_attached_console_empties_the_drawing_caches_and_draws_on(base, m
     from moeconsole.console import lean
     from moeconsole.console.app import MoeConsole
     from moeconsole.console.screens.run import RunScreen
-    from moeconsole.runner.rundir import jsonio
     from tests.waiting import until_ui
 
     run = make_run(base, status="running", steps=40)
@@ -440,12 +451,7 @@ def test_a_long_attached_console_empties_the_drawing_caches_and_draws_on(base, m
             filled = cached_cell_len.cache_info().currsize
             await until_ui(pilot, lambda: cached_cell_len.cache_info().currsize < 1000, timeout=20,
                            what="the drawing caches emptied")
-            with open(run.log, "a") as f:
-                f.write("step 41/100 loss 0.0244\n")
-            jsonio.append_jsonl(run.metrics, {"v": 1, "t": 1.7e9, "attempt": 2, "step": 41, "max_steps": 100,
-                                              "loss": 0.0244, "grad_norm": 1.0, "lr": 1e-4, "mem_gib": 61.0,
-                                              "extra": {}})
-            await until_ui(pilot, lambda: " 41/100 " in _screen_text(app), what="step 41 drawn")
+            await _next_step_drawn(pilot, app, run)
             return filled, True
     filled, drawn = asyncio.run(go())
     assert filled >= 3000 and drawn
@@ -525,7 +531,6 @@ def test_a_long_attached_console_gives_freed_heap_back_on_its_cadence(base, make
     from moeconsole.console import lean
     from moeconsole.console.app import MoeConsole
     from moeconsole.console.screens.run import RunScreen
-    from moeconsole.runner.rundir import jsonio
     from tests.waiting import until_ui
 
     if not lean.release_free_heap():
@@ -543,12 +548,7 @@ def test_a_long_attached_console_gives_freed_heap_back_on_its_cadence(base, make
             del blocks
             await until_ui(pilot, lambda: _heap_resident_kib() < full - 30_000, timeout=20,
                            what="the freed heap given back")
-            with open(run.log, "a") as f:
-                f.write("step 41/100 loss 0.0244\n")
-            jsonio.append_jsonl(run.metrics, {"v": 1, "t": 1.7e9, "attempt": 2, "step": 41, "max_steps": 100,
-                                              "loss": 0.0244, "grad_norm": 1.0, "lr": 1e-4, "mem_gib": 61.0,
-                                              "extra": {}})
-            await until_ui(pilot, lambda: " 41/100 " in _screen_text(app), what="step 41 drawn")
+            await _next_step_drawn(pilot, app, run)
             return full, len(held)
     full, _ = asyncio.run(go())
     assert full > 40_000

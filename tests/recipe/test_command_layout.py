@@ -89,17 +89,17 @@ def test_one_rule_for_how_many_processes_a_command_starts(tmp_path):
     torchrun = recipe(["torchrun", "--nproc-per-node=4", "--nnodes", "3", "train.py", "--nnodes", "9"],
                       {"NPROC_PER_NODE": "8"}, devices=list(range(8)))
     assert launch_counts(torchrun.env, torchrun.command) == ("4", "3")   # the script's own --nnodes 9 is not torchrun's
-    assert memory_estimate.gpus_of_command(torchrun, lint.command_flags(torchrun.command)) == 12 == \
+    assert memory_estimate.gpus_of_command(torchrun) == 12 == \
         world_size(torchrun.env, torchrun.command)
     mismatch = [p["message"] for p in lint.check_gpus(torchrun) if p["rule"] == "gpu_count_mismatch"]
     assert mismatch == ["4 processes per node but gpus.devices lists 8 GPUs"]
 
     swift = recipe(["megatron", "sft", "--model", "m"], {"NNODES": "2"})
     assert world_size(swift.env, swift.command) == 2
-    assert memory_estimate.gpus_of_command(swift, {}) == 2
+    assert memory_estimate.gpus_of_command(swift) == 2
     alone = recipe(["megatron", "sft", "--model", "m"], {}, devices=[0, 1])
     assert world_size(alone.env, alone.command) is None                   # no torchrun: ms-swift runs one process
-    assert memory_estimate.gpus_of_command(alone, {}) == 2                # the estimate falls back to the devices
+    assert memory_estimate.gpus_of_command(alone) == 2                # the estimate falls back to the devices
     assert world_size({"NPROC_PER_NODE": "8"}, ["python", "train.py"]) is None
     assert world_size({}, ["torchrun", "--nproc_per_node", "gpu", "t.py"]) is None
     assert world_size({"PET_NPROC_PER_NODE": "2"}, ["torchrun", "t.py"]) == 2
