@@ -328,7 +328,7 @@ def unfinished_series(files: set[str]) -> str | None:
     return None
 
 
-def trainer_writes_state(path: Path, files: set[str], dirs: set[str]) -> bool:
+def trainer_writes_state(path: Path, files: set[str], dirs: set[str] | None = None) -> bool:
     """Is ``path`` a transformers Trainer save, which is whole only with its trainer_state.json?
     Its optimizer state or training_args.bin says so; before those, a Trainer's save holds only
     the weights (``Trainer._save_checkpoint``: ``save_model`` first, training_args.bin at the end of
@@ -338,7 +338,9 @@ def trainer_writes_state(path: Path, files: set[str], dirs: set[str]) -> bool:
     if any(f in files for f in TRAINER_RESUME_FILES):
         return True
     named = CHECKPOINT_DIR.match(path.name)
-    if not named or named.group(2) or TRACKER in files or any(ITER_DIR.match(d) for d in dirs):
+    if not named or named.group(2) or TRACKER in files:
+        return False
+    if any(ITER_DIR.match(d) for d in (_names(path)[1] if dirs is None else dirs)):
         return False
     try:
         siblings = list(os.scandir(path.parent))

@@ -233,7 +233,7 @@ def _check_trainer_state(d: Path, files_on_disk: set[str], found: _Findings) -> 
     """A Trainer checkpoint (optimizer/scheduler/args saved) is a resume point only with its
     trainer_state.json, which the Trainer writes last: without it the save was cut short and a
     resume from here fails (FileNotFoundError) on every attempt."""
-    if not trainer_writes_state(d, files_on_disk, {e.name for e in os.scandir(d) if e.is_dir()}):
+    if not trainer_writes_state(d, files_on_disk):
         return
     state, err = _read_json_object(d / TRAINER_STATE)
     if err:

@@ -185,12 +185,15 @@ def request_of(raw: object) -> tuple[Request | None, str | None]:
         return None, f"{cmd}: {exc}"
 
 
+_UCRED = "iII"   # struct ucred: pid_t pid, uid_t uid, gid_t gid (uid_t and gid_t unsigned)
+
+
 def peer_uid(conn: socket.socket) -> int | None:
     """The uid of the process at the other end of a unix socket (SO_PEERCRED: pid, uid, gid as
     the kernel recorded them at connect); None where the kernel does not say."""
     try:
-        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                              struct.calcsize("3i")))
+        _pid, uid, _gid = struct.unpack(_UCRED, conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                                struct.calcsize(_UCRED)))
     except (AttributeError, OSError, struct.error):
         return None
     return uid
