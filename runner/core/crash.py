@@ -541,7 +541,7 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "gradients are Nan/Inf", "NaN detected in ")),
     ("recompute", ("CheckpointError", "tensors was saved", "tensors saved during",
                    "Recomputed values", "more tensors during recomputation")),
-    ("fault", ("illegal", "launch failure", "device-side assert", "ECC", "misaligned address",
+    ("fault", ("illegal", "Illegal", "memory access was encountered", "launch failure", "device-side assert", "ECC", "misaligned address",
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
@@ -855,6 +855,12 @@ _CUBLAS_FAULT_TEXT = (r"\b(?i:cublas(?:lt)?)(?: runtime)? (?i:error|failure) ?: 
                       r"|an access to GPU memory space failed)")
 _FAULT = re.compile(
     r"an illegal memory access was encountered|unspecified launch failure"
+    # cudaErrorIllegalAddress / CUDA_ERROR_ILLEGAL_ADDRESS (700) has one text in every runtime that prints it
+    # (cudaGetErrorString, cuGetErrorString, hipGetErrorString for hipErrorIllegalAddress, NCCL's and Triton's
+    # CUDA checks): "an illegal memory access was encountered". Retold in a title or a sentence it keeps
+    # either its core or its tail ("crashes with CUDA illegal memory access", "CUDA error: a memory access was
+    # encountered"); no other CUDA or HIP error text holds either. The summary names the runtime's words.
+    r"|(?P<illegal_retold>\b(?i:illegal memory access)\b|\bmemory access was encountered)"
     r"|device-side assert triggered|uncorrectable ECC error encountered"
     r"|an illegal instruction was encountered|misaligned address"
     r"|cudaError(?:IllegalAddress|LaunchFailure|Assert|ECCUncorrectable|IllegalInstruction"
@@ -890,6 +896,9 @@ _FAULT = re.compile(
     # [sdma exception] ...) and the AICPU's "Aicpu kernel execute failed, device_id=0, ..."
     r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed"
     r"|" + _CUBLAS_FAULT_TEXT)
+
+_ILLEGAL_ADDRESS = "an illegal memory access was encountered"   # cudaGetErrorString(cudaErrorIllegalAddress)
+
 
 def launch_blocking_env(fault_lines: Iterable[str], advice_lines: Iterable[str] = ()) -> dict[str, str]:
     """The environment a ``cuda_fault`` restart runs with so that the fault is reported where it
@@ -969,9 +978,15 @@ _SIG_TEXT = re.compile(
 # The entity: "JOB %u" for the batch script, "STEP %u.%u" and, in newer releases, "STEP %s" from the step id's
 # own string: a step name ("4021.interactive") or a heterogeneous component's "+N" are read after the job id
 # in any order ("4021.0+1").
+# From Slurm 25.05 (req.c _handle_signal_container, commits f7bc53fb04 and 610dc2256f) the plain cancel names
+# what ended the step: "*** %s ON %s CANCELLED AT %s DUE to SIGNAL %s ***" (SIGTERM or SIGKILL sent to it,
+# strsignal's "Terminated" / "Killed": a scancel, the plain cancel of older releases) and
+# "*** %s ON %s CANCELLED AT %s DUE TO TASK FAILURE ***" (SIG_TERM_KILL: srun --kill-on-bad-exit, or the
+# step manager, ending the other tasks after one failed; up to 24.11 the plain "CANCELLED AT %s ***").
 _SLURM_ENTITY = r"\*\*\* (?:JOB|STEP) \d+(?:[.+]\w+)*"
 _SLURM_CANCEL = re.compile(_SLURM_ENTITY + r"(?: ON \S+)? CANCELLED AT \S+"
-                           r"(?: DUE TO (?:NODE (?P<failed_node>\S+) FAILURE|(?P<why>[A-Z ]+?))(?: on \S+)?)?"
+                           r"(?: DUE (?:to|TO) (?:NODE (?P<failed_node>\S+) FAILURE|SIGNAL (?P<signal>\w[\w ]*?)"
+                           r"|(?P<why>[A-Z ]+?))(?: on \S+)?)?"
                            r"(?:, SEE SLURMCTLD LOG FOR DETAILS)? \*\*\*")
 _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
                         # srun when a task's exit status is Slurm's SIG_OOM (src/srun/launch.c, _task_finish:
@@ -980,8 +995,11 @@ _SLURM_OOM = re.compile(r"Detected (\d+) oom[-_]kill events?(?:\(s\))?"
 # srun's and salloc's node-fail handler (src/srun/allocate.c and the step launch's _node_fail_handler:
 # error("Node failure on %s", nodelist)): a node of the allocation failed, or never came up.
 _NODE_FAILURE = re.compile(r"(?:srun|salloc): error: Node failure on (\S+)")
-_SLURM_WHY = {"TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "NODE FAILURE": "NODE_FAIL",
-              "JOB REQUEUE": "PREEMPTED", None: "CANCELLED"}
+# slurmstepd's reasons (req.c) and the job state each proves; a reason not listed (TASK FAILURE: a task of the
+# step failed and srun ended the rest, the failed task's own output is the cause) proves none.
+_SLURM_WHY: dict[str | None, str | None] = {
+    "TIME LIMIT": "TIMEOUT", "PREEMPTION": "PREEMPTED", "NODE FAILURE": "NODE_FAIL", "JOB REQUEUE": "PREEMPTED",
+    None: "CANCELLED"}
 # Ray's memory monitor killing a worker before the kernel does (ray/_raylet: the worker's exit
 # detail; "Task was killed ..." up to Ray 2.54, "N worker(s) were killed ..." from 2.55; the
 # raylet's summary "... Workers (tasks / actors) killed due to memory pressure (OOM)").
@@ -1541,8 +1559,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
         if "slurm" in families:
             m = _SLURM_CANCEL.search(text)
             if m:
-                state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"), "CANCELLED")
-                s.slurm.append((idx, text, state))
+                state = "NODE_FAIL" if m.group("failed_node") else _SLURM_WHY.get(m.group("why"))
+                if state is not None:
+                    s.slurm.append((idx, text, state))
             elif _SLURM_OOM.search(text):
                 s.slurm.append((idx, text, "OUT_OF_MEMORY"))
             elif _NODE_FAILURE.search(text):
@@ -2107,7 +2126,7 @@ def _fault_verdict(s: _Scan) -> CrashVerdict:
                         hint=f"the NVIDIA driver set the GPU's recovery action to {action}: reset the GPU "
                              "(or reboot the node, as it asks) or drain the node; check `nvidia-smi -q` "
                              "(GPU Recovery Action) and dmesg before running on this GPU again")
-    fault_text = next((m.group(0) for _, text in s.fault.decisive
+    fault_text = next((_ILLEGAL_ADDRESS if m.group("illegal_retold") else m.group(0) for _, text in s.fault.decisive
                        for m in [_FAULT.search(text)] if m), None)
     if fault_text and (fault_text.startswith("block: [") or fault_text.startswith("Device-side assertion")):
         what = next((m.group(1) for _, text in s.fault.decisive

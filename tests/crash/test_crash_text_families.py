@@ -1649,3 +1649,48 @@ def test_kubernetes_oomkilled_container_is_a_host_oom_kill(lines):
     for other in ["If the pod shows OOMKilled we should raise its memory limit",
                   '        "OOMKilled": false,']:
         assert classify(1, ["step 120 loss 1.3", other], steps_seen=120).cls == "unknown", other
+
+
+# cudaErrorIllegalAddress (700) has one text in every runtime ("an illegal memory access was encountered");
+# retold in a title or a sentence it keeps its core or its tail. Both were restarted as unknown, without the
+# blocking switch (batch 25: Unsloth's "CUDA error: a memory access was encountered", vLLM-Omni's "crashes with
+# CUDA illegal memory access"). The summary gives the runtime's own words; a host SIGILL stays what it was.
+@pytest.mark.parametrize("line", [
+    "RuntimeError: CUDA error: illegal memory access",
+    "Illegal memory access in the fused MoE kernel when EP=8 (Qwen3-30B-A3B)",
+    "[rank3]: torch.AcceleratorError: CUDA error: a memory access was encountered",
+    "the GRPO run dies at step 14 with an Illegal Memory Access after the rollout wakes up",
+])
+def test_an_illegal_memory_access_retold_is_a_device_fault(line):
+    v = classify(1, ["step 14 loss 0.9", line], steps_seen=14)
+    assert v.cls == "cuda_fault" and v.env == {"CUDA_LAUNCH_BLOCKING": "1"}, (v.summary, v.evidence)
+    assert v.summary == "CUDA fault: an illegal memory access was encountered"
+
+
+def test_a_host_illegal_instruction_is_no_device_fault():
+    v = classify(None, ["step 14 loss 0.9", "Illegal instruction (core dumped)"], steps_seen=14)
+    assert v.cls != "cuda_fault", v
+
+
+# Slurm >= 25.05 (src/slurmd/slurmstepd/req.c, _handle_signal_container) names what ended a step: "DUE to SIGNAL
+# <strsignal>" for a SIGTERM/SIGKILL sent to it (a scancel: up to 24.11 the plain "CANCELLED AT T ***") and
+# "DUE TO TASK FAILURE" (SIG_TERM_KILL: srun --kill-on-bad-exit ending the other tasks after one failed). The
+# first was read as nothing (unknown); the second as someone's scancel (job_cancelled: never restarted).
+@pytest.mark.parametrize("signal", ["Terminated", "Killed"])
+def test_slurm_2505_cancel_by_signal_is_a_cancel(signal):
+    line = f"slurmstepd: error: *** JOB 4711 ON gpu-03 CANCELLED AT 2026-02-03T04:05:06 DUE to SIGNAL {signal} ***"
+    v = classify(None, ["step 30 loss 1.1", line], steps_seen=30)
+    assert v.cls == "job_cancelled" and not v.retryable and line in v.evidence, v
+
+
+def test_slurm_task_failure_is_the_failed_tasks_own_error_not_a_cancel():
+    tail = ["[rank2]: Traceback (most recent call last):",
+            "[rank2]:   File \"/app/train.py\", line 88, in <module>",
+            "[rank2]: KeyError: 'labels'",
+            "srun: error: gpu-03: task 2: Exited with exit code 1",
+            "slurmstepd: error: *** STEP 4711.0 ON gpu-03 CANCELLED AT 2026-02-03T04:05:06 DUE TO TASK FAILURE ***",
+            "srun: error: gpu-03: tasks 0-1,3: Terminated"]
+    v = classify(1, tail, steps_seen=30)
+    assert v.cls == "unknown" and v.retryable and "KeyError: 'labels'" in v.summary, v
+    # alone, it still says only that some task failed: no class of its own, and never a scancel
+    assert classify(1, tail[-2:], steps_seen=30).cls == "unknown"
