@@ -24,11 +24,11 @@ CRASH_CLASSES = (
     "recompute_mismatch", "cuda_fault", "killed_oom", "segfault", "bus_error", "hang",
     "user_kill", "gpu_unavailable", "config_error", "node_fail", "preempted", "time_limit",
     "job_cancelled", "submit_refused", "slurm_unavailable", "missing_dependency", "launch_failed", "disk_full",
-    "environment_error", "hub_access", "unknown",
+    "environment_error", "hub_access", "hub_rate_limited", "unknown",
 )
 RECOVERIES = (
     "restart", "restart_after_gpu_clear", "restart_long_cooldown", "wait_port", "pause",
-    "fail", "restart_launch_blocking", "wait_gpu", "wait_slurm", "wait_disk", "none",
+    "fail", "restart_launch_blocking", "wait_gpu", "wait_slurm", "wait_disk", "wait_hub", "none",
 )
 
 MAX_EVIDENCE = 10
@@ -574,7 +574,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
              "RevisionNotFound", "Revision Not Found", "not a valid model identifier", "DatasetNotFound",
              "doesn't exist on the Hub", "Repo id must", "LocalEntryNotFound", "requested files in the",
              "OfflineModeIsEnabled", "HF_HUB_OFFLINE", "We couldn't connect to", "Unauthorized for url",
-             "NotExistError", "does not exist!", "not exists on", "Can't load tokenizer for")),
+             "NotExistError", "does not exist!", "not exists on", "Can't load tokenizer for",
+             "Too Many Requests", "too many requests", "TOO MANY REQUESTS", "Retry after ", "Url: ")),
     ("disk", ("No space left on device", "Disk quota exceeded", "PytorchStreamWriter failed", "StorageFull",
               "QuotaExceeded", "unexpected pos ", "shared memory segment", "failed to extend")),
 )
@@ -1402,6 +1403,29 @@ _HUB_OFFLINE = re.compile(r"LocalEntryNotFoundError|cannot find the requested fi
 _HUB_MODELSCOPE = re.compile(r"\bNotExistError\b|The request (?:model|dataset): \S+ does not exist!"
                              r"|Repo \S+ not exists on")
 _HUB_TOKENIZER = re.compile(r"Can't load tokenizer for '[^']*'")
+# The Hub refusing more requests in this window (HTTP 429; huggingface.co/docs/hub/rate-limits: per account, or
+# per address without a token, over 5-minute fixed windows), in the words of the client that asked: requests'
+# HTTPError ("429 Client Error: Too Many Requests for url: U", huggingface_hub < 1.0, transformers, datasets),
+# httpx's ("Client error '429 Too Many Requests' for url 'U'", huggingface_hub 1.0-1.1), huggingface_hub >= 1.2's
+# hf_raise_for_status (utils/_http.py: "429 Too Many Requests for url: U." or, from the RateLimit headers, "429
+# Too Many Requests: you have reached your 'api' rate limit." then "Retry after N seconds (R/Q requests remaining
+# in current Ws window)."), hf_xet's Rust client ("Reqwest Error: HTTP status client error (429 Too Many
+# Requests)") and aiohttp under datasets' streaming ("429, message='Too Many Requests', url=..."). The status
+# alone is any server's: it is the Hub's only where the same line names the Hub (its hosts, its error class, its
+# client, or the Hub's own "you have reached your '...' rate limit").
+_HUB_429 = re.compile(r"\b429\b,? (?:Client Error: |message=')?Too Many Requests", re.IGNORECASE)
+_HUB_NAMED = re.compile(r"(?:huggingface\.co|\bhf\.co|hf-mirror\.com)\b|HfHubHTTPError|huggingface_hub"
+                        r"|Hugging ?Face|Reqwest Error|you have reached your '\w+' rate limit", re.IGNORECASE)
+_HUB_RETRY_AFTER = re.compile(r"Retry after (\d+) seconds")
+# the lines of huggingface_hub >= 1.2's 429 message after its status line
+_HUB_429_TAIL = re.compile(r"\bRetry after \d+ seconds|(?:^|\s)Url: https?://")
+
+
+def hub_rate_limited(text: str) -> bool:
+    """The line says the Hugging Face Hub answered 429 Too Many Requests."""
+    return bool(_HUB_429.search(text) and _HUB_NAMED.search(text))
+
+
 # the first kind of this order among the hits names the failure: a tokenizer that could not be
 # loaded after a Hub error the log also shows is that error
 _HUB_KINDS = (("gated", _HUB_GATED), ("bad_id", _HUB_BAD_ID), ("offline", _HUB_OFFLINE),
@@ -1478,6 +1502,7 @@ class _Scan:
     shm: _Hits = field(default_factory=_Hits)       # ENOSPC on /dev/shm (see _SHM_FULL)
     env: _Hits = field(default_factory=_Hits)       # driver too old / no kernel image (support: sm_XX warning)
     hub: list[tuple[int, str, str]] = field(default_factory=list)   # idx, text, kind (see _HUB_KINDS)
+    hub_tail: list[tuple[int, str]] = field(default_factory=list)   # huggingface_hub's 429 lines "Retry after", "Url:"
     deps: list[tuple[int, str, list[tuple[str, str]]]] = field(default_factory=list)  # idx, text, frames
     failures: list[_RootCause] = field(default_factory=list)   # failure entries outside a root block
     exceptions: list[tuple[int, str]] = field(default_factory=list)
@@ -1631,7 +1656,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
             elif _ENV_SM.search(text) or _ENV_DRIVER.search(text):
                 s.env.support.append((idx, text))
         if "hub" in families:
-            kind = next((k for k, rx in _HUB_KINDS if rx.search(text)), None)
+            kind = "rate" if hub_rate_limited(text) else next((k for k, rx in _HUB_KINDS if rx.search(text)), None)
+            if kind is None and _HUB_429_TAIL.search(text):
+                s.hub_tail.append((idx, text))
             if kind:
                 s.hub.append((idx, text, kind))
         if text.startswith(_C10_WHERE):
@@ -1870,6 +1897,10 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
         return _shm_verdict(s, status_lines) if s.shm and not s.disk else _disk_full_verdict(s, status_lines)
     hub = _hub_decides(s, signum)
     if hub:
+        # a 429 is the cause of whatever the Hub client said after it (transformers' "We couldn't connect to
+        # 'https://huggingface.co'", a tokenizer it could not load): the rate limit passes, the others do not
+        if any(kind == "rate" for _, _, kind in hub):
+            return _hub_rate_verdict(hub, status_lines, s)
         return _hub_verdict(hub, status_lines)
     if hang:
         if s.nccl_timeout:
@@ -2684,3 +2715,22 @@ def _hub_verdict(hub: list[tuple[int, str, str]], status_lines: list) -> CrashVe
     hint = f"{fix}; a restart fails the same way, so the run is not restarted"
     return _verdict("hub_access", [(i, t) for i, t, _ in hub][-4:] + status_lines, summary, retryable=False,
                     recovery="fail", hint=hint)
+
+
+def _hub_rate_verdict(hub: list[tuple[int, str, str]], status_lines: list, s: _Scan) -> CrashVerdict:
+    """The Hub's rate limit (hub_rate_limited: the policy waits a window, restart.hub_wait_s, and tries again)."""
+    rate = [(i, t) for i, t, kind in hub if kind == "rate"]
+    after = [(i, t) for i, t in s.hub_tail if rate[0][0] < i <= rate[-1][0] + 4]
+    repo = next((next(g for g in m.groups() if g) for _, t in rate + after for m in [_HUB_REPO.search(t)] if m), None)
+    if repo:
+        repo = "/".join(_HUB_URL_TAIL.sub("", repo).split("/")[:2]) or None
+    retry = next((m.group(1) for _, t in after for m in [_HUB_RETRY_AFTER.search(t)] if m), None)
+    summary = ("the Hugging Face Hub is rate-limiting the requests (429 Too Many Requests)"
+               + (f": {repo}" if repo else "") + (f"; it asks to retry after {retry} s" if retry else ""))
+    hint = ("the Hub counts requests per account (per address without a token) over 5-minute windows, so the run "
+            "waits restart.hub_wait_s before the next try, without using a restart; for a higher limit log in "
+            "(HF_TOKEN in the recipe's env), and download the model and dataset into the cache once before the "
+            "run (`huggingface-cli download REPO` with the same HF_HOME) with HF_HUB_OFFLINE=1 in the recipe's "
+            "env, so that the ranks do not each ask the Hub again")
+    return _verdict("hub_rate_limited", rate[-4:] + after[:2] + status_lines, summary, retryable=True,
+                    recovery="wait_hub", hint=hint)

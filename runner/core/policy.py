@@ -39,6 +39,8 @@ class RestartSettings(schema.Section, frozen=True):
     gpu_wait_max_s: schema.Seconds = 900.0        # ... and fail once the waits in a row would pass this
     submit_wait_s: schema.Seconds = 60.0          # slurm_unavailable: submit again after this long ...
     submit_wait_max_s: schema.Seconds = 3600.0    # ... while the waits in a row stay within this
+    hub_wait_s: schema.Seconds = 300.0            # hub_rate_limited: try again after one 5-minute window ...
+    hub_wait_max_s: schema.Seconds = 1800.0       # ... while the waits in a row stay within this
 
     def __post_init__(self) -> None:
         if self.backoff_initial_s > self.backoff_max_s:
@@ -127,8 +129,8 @@ def backoff_delay(consecutive_crashes: int, settings: RestartSettings) -> float:
     return min(delay, settings.backoff_max_s)
 
 
-# Classes that wait for something outside the training (a device, a controller) and retry.
-WAIT_CLASSES = frozenset({"gpu_unavailable", "slurm_unavailable"})
+# Classes that wait for something outside the training (a device, a controller, the Hub's rate limit) and retry.
+WAIT_CLASSES = frozenset({"gpu_unavailable", "slurm_unavailable", "hub_rate_limited"})
 
 
 def is_crash_class(cls: str | None) -> bool:
@@ -168,8 +170,8 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     cooldown floor the runner keeps for this crash (the recipe's, scaled by the class: NCCL
     waits longer); a restart says the wait it really gets, the larger of floor and backoff.
 
-    Order: user kill -> stop; gpu_unavailable / slurm_unavailable -> wait for the device or the
-    Slurm controller (its own capped wait,
+    Order: user kill -> stop; gpu_unavailable / slurm_unavailable / hub_rate_limited -> wait for the
+    device, the Slurm controller or the Hub's next window (its own capped wait,
     outside the restart cap) or fail; not retryable -> pause (divergence) or fail; restart cap ->
     fail; no progress for N attempts -> fail; the same crash at the same step as the attempt before,
     with nothing newer to resume from (``repeated_crash``) -> pause; too many crashes in the window -> pause;
@@ -184,6 +186,9 @@ def decide(verdict: CrashVerdict, history: list[AttemptRecord], settings: Restar
     if verdict.cls == "slurm_unavailable":
         return _wait_for(verdict, history, settings.submit_wait_s, settings.submit_wait_max_s, "submit_wait_max_s",
                          "the Slurm controller", "no controller")
+    if verdict.cls == "hub_rate_limited":
+        return _wait_for(verdict, history, settings.hub_wait_s, settings.hub_wait_max_s, "hub_wait_max_s",
+                         "the Hugging Face Hub's rate limit to reset", "rate-limited")
     if not verdict.retryable:
         action = PAUSE if verdict.recovery == "pause" else FAIL
         verb = "paused" if action == PAUSE else "failed"
@@ -310,7 +315,7 @@ def repeated_crash(verdict: CrashVerdict, history: list[AttemptRecord]) -> str |
 
 def _wait_for(verdict: CrashVerdict, history: list[AttemptRecord], wait_s: float, max_s: float, max_key: str,
               what: str, still: str) -> Decision:
-    """Not a crash of the training (no usable GPU, no Slurm controller), so no blind restart:
+    """Not a crash of the training (no usable GPU, no Slurm controller, the Hub's rate limit), so no blind restart:
     wait ``wait_s`` and try again while the waits in a row stay within ``max_s``; then fail
     with the reason. These waits use neither the restart cap nor the no-progress count."""
     in_a_row = 0

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from moeconsole.runner.core.crash import classify
+from moeconsole.runner.core.crash import CrashVerdict, classify
 from moeconsole.runner.process.proctree import live_pid_set, own_pid_set
 from moeconsole.runner.core.policy import AttemptRecord, RestartSettings, decide
 
@@ -321,3 +321,80 @@ def test_the_same_exception_from_inside_training_is_not_a_start_up_refusal():
                                       "RuntimeError: One of the subprocesses has abruptly died during map operation."),
                  steps_seen=0, attempt=1)
     assert v.cls == "unknown", v
+
+
+# --- hub_rate_limited -----------------------------------------------------------------------
+# The Hub's 429 in the words of each client that asks it (huggingface_hub's utils/_http.py, httpx, aiohttp under
+# datasets' streaming, hf-mirror.com): a rate limit over 5-minute windows. As `unknown` it was restarted after
+# 30 s and 60 s and failed by the no-progress rule inside the window that refused it.
+@pytest.mark.parametrize("lines, repo, retry", [
+    # huggingface_hub >= 1.2, from the RateLimit headers (request id before the first newline)
+    (["huggingface_hub.errors.HfHubHTTPError: (Request ID: Root=1-6751c0a2-3f1e)",
+      "",
+      "429 Too Many Requests: you have reached your 'resolvers' rate limit.",
+      "Retry after 55 seconds (0/5000 requests remaining in current 300s window).",
+      "Url: https://huggingface.co/Qwen/Qwen3-30B-A3B/resolve/main/model-00007-of-00016.safetensors."],
+     "Qwen/Qwen3-30B-A3B", "55"),
+    # huggingface_hub 1.0-1.1 raised httpx's own message
+    (["httpx.HTTPStatusError: Client error '429 Too Many Requests' for url "
+      "'https://huggingface.co/api/models/Qwen/Qwen3-8B/revision/main'",
+      "For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/429"],
+     "Qwen/Qwen3-8B", None),
+    # datasets streaming through fsspec/aiohttp, from a mirror
+    (["aiohttp.client_exceptions.ClientResponseError: 429, message='Too Many Requests', "
+      "url='https://hf-mirror.com/datasets/HuggingFaceFW/fineweb/resolve/main/data/CC-MAIN-2024-10/000_00001.parquet'"],
+     None, None),
+])
+def test_the_hubs_rate_limit_is_its_own_class(lines, repo, retry):
+    v = classify(1, ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', *lines],
+                 steps_seen=0)
+    assert v.cls == "hub_rate_limited" and v.retryable and v.recovery == "wait_hub", (v.summary, v.evidence)
+    assert "rate-limiting" in v.summary and "HF_TOKEN" in v.hint and "HF_HUB_OFFLINE=1" in v.hint
+    assert (repo in v.summary) if repo else True
+    assert (f"retry after {retry} s" in v.summary) if retry else "retry after" not in v.summary
+
+
+def test_a_429_before_transformers_cannot_connect_is_the_rate_limit_not_an_offline_hub():
+    v = classify(1, ["requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
+                     "https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json",
+                     "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it "
+                     "in the cached files and it looks like meta-llama/Llama-3.1-8B is not the path to a directory "
+                     "containing a file named config.json."], steps_seen=0)
+    assert v.cls == "hub_rate_limited" and "meta-llama/Llama-3.1-8B" in v.summary, v
+
+
+@pytest.mark.parametrize("lines", [
+    # another service's 429 (a reward API, W&B) is no word about the Hub
+    ["openai.RateLimitError: Error code: 429 - {'error': {'message': 'Too Many Requests'}}"],
+    ["requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: https://api.wandb.ai/graphql"],
+    # a 429 the Hub client logged and survived, then the run's own end
+    ["WARNING huggingface_hub.utils._http: HTTP Error 429 thrown while requesting HEAD "
+     "https://huggingface.co/Qwen/Qwen3-8B/resolve/main/config.json (429 Too Many Requests)", "step 40 loss 1.1",
+     "KeyError: 'labels'"],
+])
+def test_a_429_that_is_not_the_hubs_end_is_not_the_class(lines):
+    assert classify(1, lines, steps_seen=0).cls == "unknown"
+
+
+def test_policy_waits_a_hub_window_without_using_restarts_then_fails_with_the_reason():
+    v = classify(1, ["huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+                     "https://huggingface.co/api/datasets/HuggingFaceFW/fineweb"], steps_seen=0)
+    actions = [decide(v, hist(["hub_rate_limited"] * n), RestartSettings(), 2000.0) for n in range(1, 8)]
+    # 300 s (one of the Hub's windows) each time, up to hub_wait_max_s 1800: six waits, then fail
+    assert [d.action for d in actions] == ["restart"] * 6 + ["fail"]
+    assert all(d.delay_s == 300.0 and d.alert == "warning" for d in actions[:6])
+    assert "hub_wait_max_s" in actions[-1].reason and "rate-limiting" in actions[-1].reason
+    # the same crash as `unknown` (no step in 3 attempts) failed at the third
+    unknown = CrashVerdict(cls="unknown", evidence=(), retryable=True, recovery="restart", summary="exit 1")
+    assert decide(unknown, hist(["unknown"] * 3), RestartSettings(), 2000.0).action == "fail"
+    # waits are not restarts: a real crash after them still has its restart and progress budget
+    d = decide(classify(-11, [], steps_seen=0), hist(["hub_rate_limited"] * 3 + ["segfault"]),
+               RestartSettings(max_restarts=1, no_progress_attempts=2), 2000.0)
+    assert d.action == "restart"
+
+
+def test_hub_wait_settings_are_validated():
+    from moeconsole.runner.core.errors import InputError
+    with pytest.raises(InputError, match="restart.hub_wait_s: must be a finite number of seconds >= 0"):
+        RestartSettings.from_recipe({"hub_wait_s": -5})
+    assert RestartSettings.from_recipe({"hub_wait_max_s": 600}).hub_wait_max_s == 600.0
