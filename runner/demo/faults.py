@@ -201,6 +201,25 @@ def raise_gated_repo(url: str | None = None) -> None:
         "authenticated to access it. Please log in.")
 
 
+class HfHubHTTPError(OSError):
+    """Printed as huggingface_hub prints its own (``huggingface_hub.errors.HfHubHTTPError``)."""
+
+
+HfHubHTTPError.__module__ = "huggingface_hub.errors"
+
+
+def raise_hub_rate_limit(url: str | None = None) -> None:
+    """The Hub's rate limit, as huggingface_hub >= 1.2 raises it from the RateLimit headers
+    (utils/_http.py hf_raise_for_status, status 429 with ``remaining == 0``; _format puts the
+    request id before the first newline). ``url``: the file asked for."""
+    url = url or "https://huggingface.co/Qwen/Qwen3-30B-A3B/resolve/main/config.json"
+    raise HfHubHTTPError(
+        "(Request ID: Root=1-6751c0a2-3f1e0c5b1a2d4e6f70819203)\n\n"
+        "429 Too Many Requests: you have reached your 'resolvers' rate limit.\n"
+        "Retry after 55 seconds (0/3000 requests remaining in current 300s window).\n"
+        f"Url: {url}.")
+
+
 def chunk_gated_delta_rule_bwd_dhu(grad: torch.Tensor, device: int) -> torch.Tensor:
     """Named after fla's backward kernel launcher whose ``dh`` buffer tips a tight GPU over."""
     raise torch.OutOfMemoryError(oom_message(device))

@@ -3,7 +3,7 @@
 A fault is written ``KIND@STEP[#ATTEMPT][:rank=R|:rank=all]``:
 
 - ``STEP``: the training step during which it fires. The start-up kinds ``gpu_busy``, ``port``,
-  ``driver_old`` and ``hub_gated`` ignore it and may omit it.
+  ``driver_old``, ``hub_gated`` and ``hub_rate_limit`` ignore it and may omit it.
 - ``#ATTEMPT``: it fires only when ``MOECONSOLE_ATTEMPT`` equals this (default 1), so a run that
   the supervisor restarts and resumes does not crash the same way again.
 - ``:rank=``: which torchrun rank it fires on (default rank 0; ``all`` for every rank).
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 KINDS = ("oom", "gpu_busy", "nccl", "port", "nan", "hang", "segv", "bus", "sigkill", "stub",
-         "cuda_fault", "recompute", "spike", "enospc", "driver_old", "hub_gated")
-STARTUP_KINDS = frozenset({"gpu_busy", "port", "driver_old", "hub_gated"})
+         "cuda_fault", "recompute", "spike", "enospc", "driver_old", "hub_gated", "hub_rate_limit")
+STARTUP_KINDS = frozenset({"gpu_busy", "port", "driver_old", "hub_gated", "hub_rate_limit"})
 ALL_RANKS = -1
 
 _FAULT_RE = re.compile(

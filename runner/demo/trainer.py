@@ -91,6 +91,8 @@ class DemoTrainer:
             faults.raise_driver_too_old()
         if plan.fires("hub_gated"):  # from_pretrained of a gated model without access
             faults.raise_gated_repo(os.environ.get("MOECONSOLE_DEMO_HUB_URL"))
+        if plan.fires("hub_rate_limit"):  # from_pretrained while the Hub's window of requests is spent
+            faults.raise_hub_rate_limit(os.environ.get("MOECONSOLE_DEMO_HUB_URL"))
         self.params = lora_parameters(self.model)
         self.optimizer = AdamW(self.params, lr=args.learning_rate, weight_decay=0.0)
         self.corpus = load_corpus()

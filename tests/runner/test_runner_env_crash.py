@@ -109,3 +109,22 @@ def test_a_tokenizer_the_hub_did_not_give_is_hub_access_and_fails_once(harness):
     # the alert's title (runs show, the console's bar and status line) names the repo
     titles = [line for line in shown.splitlines() if line.strip().startswith("CRIT crash hub_access: ")]
     assert titles and all("Qwen/Qwen3-30B-A3B" in t for t in titles), shown
+
+
+def test_the_hubs_rate_limit_waits_a_window_and_the_next_attempt_trains(harness):
+    """huggingface_hub's 429 at start-up (the demo's hub_rate_limit fault, attempt 1 only): the runner waits
+    restart.hub_wait_s and starts attempt 2, which trains to the end. As `unknown` the same crash was failed at
+    once here by the no-progress rule (no_progress_attempts 1: one attempt without a step); the wait counts
+    neither as a restart nor against progress."""
+    run = harness.start(harness.recipe(
+        command=["{python}", "-m", "moeconsole.runner.demo.train", "--output_dir", "{run_dir}/output",
+                 "--max_steps", "4", "--save_steps", "2", "--step_delay", "0.0", "--fault", "hub_rate_limit#1"],
+        restart={"no_progress_attempts": 1, "max_restarts": 0, "hub_wait_s": 1.0, "hub_wait_max_s": 5.0}))
+    st = run.wait_status("succeeded", timeout=180)
+    assert st["attempt"] == 2, st
+    crash = run.crash(1)
+    assert crash["class"] == "hub_rate_limited" and crash["recovery"] == "wait_hub", crash
+    assert "Qwen/Qwen3-30B-A3B" in crash["summary"] and "retry after 55 s" in crash["summary"], crash
+    assert "HF_HUB_OFFLINE=1" in crash["hint"]
+    [ev] = run.events("crash")
+    assert ev["decision"] == "restart" and "rate limit to reset" in ev["reason"], ev
