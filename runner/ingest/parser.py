@@ -432,8 +432,14 @@ class LogParser:
                     events += self._flush_bar()
         if had_bar and not rest:
             bar = bar or formats.read_bar_postfix(text)
+            evaluated = formats.read_eval_bar(text) if bar is None else None
             if bar is not None:
                 events += self._bar_events(bar, rank)
+            elif evaluated is not None:
+                # an evaluation's bar at its end, its loss in the postfix: the evaluation
+                if self._bar.pending is not None:
+                    events += self._flush_bar()
+                events += self._eval_line(evaluated, rank)
             elif "%|" in text:
                 events += self._bar_description(text, rank)
             pend = self._bar.pending
