@@ -32,7 +32,7 @@ _WS = b" \t\x0b\x0c"
 # the start of the next ("{desc}: {pct:3.0f}%|", or its ``ncols=0`` form without the bar), or
 # before the blanks ``tqdm.clear`` writes over a bar before a message (``tqdm.write``).
 _GLUED_REDRAW_RE = re.compile(
-    rb"\[\d[\d:]*(?:<[\d:?]+)?,[^\]\r\n]{0,300}\](?=[ \t]*"
+    rb"\[\d[\d:]*(?:<[\d:?]+)?,[^\]\r\n]{0,300}?(?:/s|s/)[^\]\r\n]{0,300}\](?=[ \t]*"
     rb"(?:[^|%\[\]\r\n]{1,120}?:[ \t]*)?\d{1,3}%(?:\||[ \t]+[\d.]+[kMG]?/)|[ \t]{8,}\S)")
 
 
