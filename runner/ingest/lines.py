@@ -15,13 +15,37 @@ from moeconsole.runner.core.logline import ANSI_BYTES_RE, RANK_PREFIX_RE, SRUN_L
 
 # tqdm: "{desc}: {pct:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}{postfix}]",
 # without the bar where the width is unknown ("{desc}: {pct:3.0f}% {n}/{total} [...]", ncols=0:
-# formats._BAR_POSTFIX_RE), and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]".
+# formats._BAR_POSTFIX_RE), and, without a total, "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]";
+# ultralytics' own bar since 8.3 (ultralytics/utils/tqdm.py ``TQDM._display``): "{desc}: {pct:.0f}%
+# {bar} {n}/{total} {rate} {elapsed}{remaining}", the bar 12 of "━", "╸", "─".
 BAR_RE = re.compile(
     r"\s*(?:(?:[^|%\[\]\r\n]|\[\d+/\d+\]){0,120}?:\s*)?(?:"
     r"\d{1,3}%(?:\|[^|\r\n]{0,300}\|\s*|\s+)[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[[^\]\r\n]{0,200}\]"
     r"|[\d.]+[kMG]?[A-Za-z/]{0,12}\s\[\d[\d:]*(?:<[\d:?]+)?,\s*[^\]\r\n]{0,200}\]"
+    r"|\d{1,3}%\s[━╸─]{1,60}\s[\d.]+[KMG]?/[\d.?]+[KMG]?B?(?:\s[\d.]+[KMG]?[A-Za-z]{0,12}/s)?"
+    r"(?:\s[\d:.]+s?(?:<[\d:.]+s?)?)?(?=\s|$)"
     r")")
 _WS = b" \t\x0b\x0c"
+
+# Two tqdm redraws with no carriage return between them: the end of one bar's right part
+# ("... [{elapsed}<{remaining}, {rate}{postfix}]", tqdm ``format_meter``'s r_bar) right before
+# the start of the next ("{desc}: {pct:3.0f}%|", or its ``ncols=0`` form without the bar), or
+# before the blanks ``tqdm.clear`` writes over a bar before a message (``tqdm.write``).
+_GLUED_REDRAW_RE = re.compile(
+    rb"\[\d[\d:]*(?:<[\d:?]+)?,[^\]\r\n]{0,300}?(?:/s|s/)[^\]\r\n]{0,300}\](?=[ \t]*"
+    rb"(?:[^|%\[\]\r\n]{1,120}?:[ \t]*)?\d{1,3}%(?:\||[ \t]+[\d.]+[kMG]?/)|[ \t]{8,}\S)")
+
+
+def unglue_redraws(line: bytes) -> bytes:
+    """The line with a carriage return put back between two progress-bar redraws glued
+    together. tqdm writes every redraw behind ``\\r`` (``tqdm.std.tqdm.status_printer``:
+    ``fp_write('\\r' + s + ...)``) and clears it behind ``\\r`` with blanks before a message
+    (``tqdm.write``: ``clear``); a log whose carriage returns were dropped (a copy from a
+    viewer, a paste, a file stored without them) shows the redraws one after the other on one
+    line: each was a step's bar all the same, read as if the ``\\r`` were there."""
+    if b"]" not in line or b"%" not in line or not (b"/s" in line or b"s/" in line):
+        return line
+    return _GLUED_REDRAW_RE.sub(lambda m: m.group(0) + b"\r", line)
 
 
 def visible_segment(line: bytes) -> bytes | None:

@@ -29,7 +29,7 @@ from moeconsole.runner.ingest import formats, shape
 from moeconsole.runner.core.logline import ANSI_BYTES_RE
 from moeconsole.runner.core.units import clip
 from moeconsole.runner.ingest.events import MARK, RECORD, LogEvent
-from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, visible_segment
+from moeconsole.runner.ingest.lines import decode_line, split_rank, strip_bar, unglue_redraws, visible_segment
 from moeconsole.runner.ingest.pydict import object_run, parse_pydict, split_objects
 from moeconsole.runner.ingest.records import (EVAL_LOSS_METRICS, STEP_KEYS, EvalLine, classify_mapping, epoch_step, framework_mapping, eval_key, eval_mark, eval_step,
                                    SWIFT_RATE_KEY, has_train_metric, mark_from_mapping, memory_record, record_from_mapping,
@@ -224,7 +224,7 @@ class LogParser:
         self._line_who: str | None = None       # the label of the line being read (``_PROCESS_LABEL_RE``)
         self._rich_line = False                  # the line being read is a RichHandler record
         self._nrl: _NemoRlState | None = None   # NeMo-RL's step block being read
-        self._csv: tuple[str, ...] | None = None  # the header of a metrics CSV being read
+        self._csv: tuple[str, tuple[str, ...]] | None = None  # the header of a metrics CSV being read
         self._last_dict: tuple[str, int] | None = None  # the last step-less dict's text and line
         self._bare_bars: dict[int, int] = {}     # description-less bars: total -> last count (``_bar_step``)
         # a step-less dict's record (rec, rank, evals, src, line) waiting for the next line (``_hold``)
@@ -318,6 +318,7 @@ class LogParser:
         """One complete line (without its newline)."""
         self.origins.clear()
         self.stats.lines += 1
+        raw = unglue_redraws(raw)
         try:
             held = self.release_held(raw) if self._held is not None else []
             return held + self._classify(raw)
@@ -431,8 +432,14 @@ class LogParser:
                     events += self._flush_bar()
         if had_bar and not rest:
             bar = bar or formats.read_bar_postfix(text)
+            evaluated = formats.read_eval_bar(text) if bar is None else None
             if bar is not None:
                 events += self._bar_events(bar, rank)
+            elif evaluated is not None:
+                # an evaluation's bar at its end, its loss in the postfix: the evaluation
+                if self._bar.pending is not None:
+                    events += self._flush_bar()
+                events += self._eval_line(evaluated, rank)
             elif "%|" in text:
                 events += self._bar_description(text, rank)
             pend = self._bar.pending
@@ -542,7 +549,7 @@ class LogParser:
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
                 return got_fastai
-        if self._csv is not None or "," in text and "step" in text:
+        if self._csv is not None or ("," in text or "\t" in text) and "step" in text:
             got_csv = self._csv_line(text, rank)
             if got_csv is not None:
                 return got_csv
@@ -565,6 +572,13 @@ class LogParser:
             got_wenet = formats.read_wenet(text)
             if got_wenet is not None:
                 return self._wenet_line(*got_wenet, rank)
+        if text[:6] == "Epoch " and "LearningRateScheduler" in text:
+            lr_line = formats.KERAS_LR_SCHEDULE_RE.match(text)
+            if lr_line is not None:
+                self._epoch_values = (int(lr_line.group(1)), {"lr": lr_line.group(2)})
+                self.stats.ignored_lines += 1
+                self.reason = "a value of the epoch's record (given with its loss line)"
+                return []
         if text[:9] == "Starting " and formats.MLX_START_RE.match(text):
             self._new_run()
             self._mlx_iters = int(text.rsplit(" ", 1)[1])
@@ -1508,6 +1522,12 @@ class LogParser:
                 before = self._give_ds_step()
         elif not side and rec["src"] != "deepspeed" and rec["extra"].get("step_inferred"):
             self._ds_off = True
+        if (self._epoch_values is not None and not side and rec["lr"] is None
+                and rec["epoch"] == self._epoch_values[0]):
+            # the epoch's learning rate printed before its record (Keras's LearningRateScheduler)
+            lr = self._epoch_values[1].get("lr")
+            rec["lr"] = None if lr is None else float(lr)
+            self._epoch_values = None
         if rank is not None:
             rec["extra"]["rank"] = rank
         self.records_emitted += 1
@@ -1584,6 +1604,7 @@ class LogParser:
         self.origins.clear()
         if not (b"/s" in raw or b"s/" in raw):   # no tqdm rate: no redraw of a bar
             return []
+        raw = unglue_redraws(raw)
         self.stats.lines += 1   # while they are read they are the line they belong to (its number)
         try:
             events, rank = self._earlier_bars(raw, all_overwritten=True)

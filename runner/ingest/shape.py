@@ -54,6 +54,10 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     # 2024-01-02 03:04:05,678 / 2024-01-02T03:04:05.678Z / [2024/01/02 03:04:05] / 2024-01-02 03:04
     # (a logging datefmt with "%f", which time.strftime leaves as is: "2020-10-26 13:24:36.%f")
     r"^\[?\d{4}[-/.]\d\d[-/.]\d\d(?:[ T_]\d\d:\d\d(?::\d\d)?(?:[.,](?:\d+|%f))?)?(?:Z|[+-]\d\d:?\d\d)?\]?" + _SEP,
+    # a bracketed logger tag before the time: torchtitan's "[titan] 2026-01-09 19:01:15,282 - root -
+    # INFO - " (torchtitan/tools/logging.py: logging.Formatter("[titan] %(asctime)s - %(name)s -
+    # %(levelname)s - %(message)s"))
+    r"^\[[A-Za-z][\w.-]{0,24}\]\s+(?=\[?\d{4}[-/.]\d\d[-/.]\d\d)",
     # 01/02 03:04:05 (detectron2, mmengine's short form), 01-02 03:04:05
     r"^\[?\d\d[-/]\d\d[ -]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?" + _SEP,
     # 10/17/2025 16:31:56, 10/04/19 14:41:25, [13/12/22 11:13:56]
@@ -71,9 +75,11 @@ _PREFIX_RES = tuple(re.compile(p) for p in (
     r"^\[?[\w./-]+\.py:\d+(?::\w+)?(?:\[\d+\])?\]?" + _SEP,
     # DeepSpeed's log_dist "[Rank 0] ", "rank0: ", "[rank 3]"
     r"^\[?[Rr]ank\s?\d+\]?:?\s+",
-    # host:rank  (node01:3: ), a host:rank or module:line column (intern-studio-1:0  olmo.train:908  )
+    # host:rank  (node01:3: ), a host:rank or module:line column (intern-studio-1:0  olmo.train:908  ),
+    # a column that ends at a tab (OLMo's log format, olmo/util.py ``setup_logging``:
+    # "%(asctime)s\t%(hostname)s:%(local_rank)s\t%(name)s:%(lineno)s\t%(levelname)s\t%(message)s")
     r"^[A-Za-z][\w.-]*:\d{1,5}:\s+",
-    r"^[A-Za-z][\w.-]*:\d{1,6}\s{2,}",
+    r"^[A-Za-z][\w.-]*:\d{1,6}(?:\s{2,}|\t)",
     # glog's file column after its timestamp: "I tensorflow/core/x.cc:1115] "
     r"^[IWEF]\s?[\w./-]+\.\w+:\d+\]\s*",
     # Ray's worker prefix: "(TaskRunner pid=16292) ", "(pid=123, ip=10.0.0.1) "
@@ -388,12 +394,25 @@ def mask_paths(text: str) -> str:
     return _PATH_RE.sub("<path>", text) if "/" in text or "\\" in text else text
 
 
+# A change reported in parentheses, "(old --> new)": the numbers are a value's last two readings,
+# not a reading of their own. The EarlyStopping most PyTorch loops copy (early-stopping-pytorch's
+# pytorchtools.py ``save_checkpoint``: f'Validation loss decreased ({self.val_loss_min:.6f} -->
+# {val_loss:.6f}).  Saving model ...') prints it after the epoch's evaluation: no evaluation there.
+_CHANGE_NUM = r"(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan)"
+_CHANGE_RE = re.compile(r"\(\s*" + _CHANGE_NUM + r"\s*-{1,2}>\s*" + _CHANGE_NUM + r"\s*\)")
+
+
+def mask_changes(text: str) -> str:
+    """``text`` with each "(old --> new)" change replaced by ``<change>``."""
+    return _CHANGE_RE.sub("<change>", text) if "->" in text else text
+
+
 def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | Summary | Skip | None:
     """What a line no named reader claimed is: a record, an evaluation, a block header, an
     epoch summary, a duplicate to skip; None when it carries no named number."""
     if len(text) > 4096 or not any(c.isdigit() for c in text) and "nan" not in text.lower():
         return None
-    body = mask_paths(strip_prefix_full(text))
+    body = mask_changes(mask_paths(strip_prefix_full(text)))
     if _CPP_DIAG_RE.match(body):
         return None
     if is_setting_line(body):
@@ -605,16 +624,24 @@ def same_epoch_lines(epoch_shape: str | None, shape: str) -> bool:
     return epoch_shape is not None and (shape.startswith(epoch_shape) or epoch_shape.startswith(shape))
 
 
+# A counter padded to the width of its total inside its bracket: "[   0/1832]" after "[1800/1832]"
+# (PaddleDetection's ppdet/engine/callbacks.py ``LogPrinter``: space_fmt = ':' +
+# str(len(str(steps_per_epoch))) + 'd', '[{' + space_fmt + '}/{}]'; torchvision's MetricLogger
+# the same): one counter whatever its width.
+_PADDED_BRACKET_RE = re.compile(r"\[ +(?=#)")
+
+
 def _counter_key(shape: str, toks: list[Token], counter: Token) -> str:
     """The state of a counter is the line's shape up to the counter (lines that differ only in
-    their optional fields after it share one count)."""
+    their optional fields after it, or in the padding of a bracketed count, share one count)."""
     k = toks.index(counter) + 1
     cut = -1
     for _ in range(k):
         cut = shape.find("#", cut + 1)
         if cut < 0:
-            return shape
-    return shape[:cut + 1]
+            break
+    key = shape if cut < 0 else shape[:cut + 1]
+    return _PADDED_BRACKET_RE.sub("[", key) if "[ " in key else key
 
 
 def _eval_line(word: str, named: list[tuple[str, Token]], toks: list[Token], counter: Token | None,

@@ -106,6 +106,21 @@ def test_explain_names_the_reader_the_step_and_the_skipped_lines(tmp_path):
     assert "e.g. line 5: step 5: the loss went up" in out
 
 
+def test_explain_shows_the_last_redraw_of_bars_stored_without_carriage_returns(tmp_path):
+    """A bar's redraws glued on one line (their ``\\r`` dropped) are read as tqdm wrote them
+    (``lines.unglue_redraws``): ``--explain`` shows the redraw the parser read last as the
+    line's example, not the whole run of redraws."""
+    log = tmp_path / "train.log"
+    log.write_text("Epoch 1/5:   0%|          | 0/1197 [00:00<?, ?it/s, loss=5.14, lr=0]"
+                   "Epoch 1/5:   0%|          | 1/1197 [00:00<18:10,  1.10it/s, loss=5.14, lr=0]"
+                   "Epoch 1/5:   0%|          | 1/1197 [00:01<18:10,  1.10it/s, loss=4.16, lr=0]"
+                   "Epoch 1/5:   0%|          | 2/1197 [00:01<16:55,  1.18it/s, loss=4.16, lr=0]\n")
+    res = parse_cli(str(log), "--explain")
+    assert res.returncode == 0, res.stderr
+    assert "1 lines, 2 training records" in res.stdout
+    assert "e.g. line 1: Epoch 1/5:   0%|          | 2/1197 [00:01<16:55,  1.18it/s, loss=4.16, lr=0]\n" in res.stdout
+
+
 def test_bad_input_is_skipped_and_counted_never_a_traceback(tmp_path):
     log = tmp_path / "train.log"
     good = "step: 1  loss: 2.0  grad_norm: 0.5\n"

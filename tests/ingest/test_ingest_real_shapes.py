@@ -34,6 +34,23 @@ def test_dict_glued_to_a_progress_bar_without_carriage_return():
     assert r["src"] == "swift_dict" and p.stats.unparsed_lines == 0
 
 
+def test_bar_redraws_stored_without_carriage_returns_are_each_a_step():
+    """tqdm writes "\\r" before each redraw; a file whose carriage returns were dropped shows
+    the redraws glued on one line (a custom loop's set_postfix then update): each count is read."""
+    seg = "Epoch 1/5:   0%|          | {n}/1197 [00:0{n}<16:55,  1.18it/s, loss={loss}, lr=0]"
+    line = "".join(seg.format(n=n, loss=loss) for n, loss in ((0, 5.14), (1, 5.14), (1, 4.16), (2, 4.16),
+                                                               (2, 3.81), (3, 3.81)))
+    recs, _ = parse(line)
+    assert [(r["step"], r["loss"]) for r in recs] == [(1, 5.14), (2, 4.16), (3, 3.81)]
+
+
+def test_a_bracketed_list_before_blanks_is_no_bar_redraw():
+    """Only a bar's own right part (its elapsed time and rate in brackets) ends a redraw: a list
+    in brackets followed by blanks leaves the line whole."""
+    recs, _ = parse("step 7  loss: 2.5  lrs: [1, 2]          elapsed 3.1s/it 50% done")
+    assert [(r["step"], r["loss"]) for r in recs] == [(7, 2.5)]
+
+
 @pytest.mark.parametrize("prefix", ["[gpu-node-07.cluster:3]: ", "3: ", "12: [rank3]: "])
 def test_srun_label_before_megatron_iteration_and_memory_report(prefix):
     recs, p = parse(prefix + MEGATRON, prefix + MEM.format(r=3, mx=61440.0),
