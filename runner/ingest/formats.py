@@ -736,6 +736,7 @@ _ESPNET_PAIR_RE = re.compile(r"([\w./-]+)=(" + _NUM + r")(?=,|\s|$)")
 _ESPNET_LR_RE = re.compile(r"^(?:optim\d+_)?lr_?\d+$")
 _ESPNET_RESULTS_RE = re.compile(r"(?:^|[\s:])\d+epoch results: (\[\w+\] .*)$")
 _ESPNET_SECTION_RE = re.compile(r"\[(\w+)\] ((?:(?!, \[).)*)")
+_ESPNET_TOTAL_RE = re.compile(r"(?:^|, )total_count=(\d+)(?=,|$)")
 
 
 def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
@@ -746,10 +747,16 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
     res = _ESPNET_RESULTS_RE.search(text)
     if res is not None:
         parts = dict(_ESPNET_SECTION_RE.findall(res.group(1)))
+        # the [train] part's total_count is the batches trained since the first epoch
+        # (Reporter.start_epoch hands the epoch before's total_count to the SubReporter, which
+        # counts on; finish_epoch keeps it): the step this epoch ends at, where its [valid] runs
+        done = _ESPNET_TOTAL_RE.search(parts.get("train", ""))
+        step = int(done.group(1)) if done else None
         valid = {f"valid_{k}": v for k, v in _ESPNET_PAIR_RE.findall(parts.get("valid", ""))}
+        valid.pop("valid_total_count", None)
         if not valid:
-            return EvalLine({}, None, "espnet")   # a training summary only: no evaluation
-        return EvalLine(valid, None, "espnet", split="valid", loss=parse_number(valid.get("valid_loss")))
+            return EvalLine({}, step, "espnet")   # a training summary only: no evaluation
+        return EvalLine(valid, step, "espnet", split="valid", loss=parse_number(valid.get("valid_loss")))
     m = _ESPNET_RE.search(text)
     if m is None:
         return None
@@ -982,6 +989,48 @@ def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
         num = parse_grouped_number(m.group(2))
         return ({"lr": num} if num is not None else {}), True
     return None
+
+
+# MindYOLO's Trainer (mindyolo/utils/trainer_factory.py, on MindSpore): train_step logs every
+# log_interval steps f"Epoch {cur_epoch}/{epochs}, Step {cur_step}/{steps_per_epoch}, imgsize
+# {imgs.shape[2:]}", then f", {name}: {value:.4f}" per loss item (loss_item_name: "loss", "lbox",
+# ...) and f", cur_lr: {cur_lr}"; train() then logs the same step's f"Epoch ..., Step ..., step
+# time: {ms:.2f} ms" (the time since the last log over log_interval: one step's). The data-sink
+# loop (train_with_datasink) logs one line per epoch, f"Step {S}/{S}" and no imgsize; gradient
+# accumulation logs f"..., accumulate: {n}, optimizer an accumulate step success." (no metric).
+# cur_step restarts each epoch (i % steps_per_epoch + 1): the step is (epoch - 1) x S + s, and
+# the run's steps epochs x S.
+_MINDYOLO_RE = re.compile(r"(?:^|\s)Epoch (\d+)/(\d+), Step (\d+)/(\d+), (.*)$")
+_MINDYOLO_PAIR_RE = re.compile(r"(?:^|, )([A-Za-z_]\w*): (" + _NUM + r")(?=,|$)")
+_MINDYOLO_TIME_RE = re.compile(r"^step time: (" + _NUM + r") ms$")
+
+
+def read_mindyolo(text: str) -> tuple[int, dict, bool] | None:
+    """(step, values, whether the line is only the step's time) of a MindYOLO step line, else
+    None. The values carry the run's ``max_steps`` and the ``epoch``; a time line's only value
+    is ``step_time_s``; an accumulation note has none."""
+    m = _MINDYOLO_RE.search(text)
+    if m is None:
+        return None
+    epoch, epochs, n, per_epoch = (int(m.group(i)) for i in range(1, 5))
+    if per_epoch <= 0 or n > per_epoch:
+        return None
+    step = (epoch - 1) * per_epoch + n
+    rest = m.group(5).strip()
+    took = _MINDYOLO_TIME_RE.match(rest)
+    if took is not None:
+        ms = parse_number(took.group(1))
+        return (step, {"step_time_s": ms / 1000.0}, True) if ms is not None else None
+    if rest.startswith("imgsize ("):
+        rest = rest.split("), ", 1)[1] if "), " in rest else ""
+    if rest.startswith("accumulate: "):
+        return step, {}, False   # an accumulation step's note: no metric
+    values: dict[str, Any] = {}
+    for name, raw in _MINDYOLO_PAIR_RE.findall(rest):
+        values["lr" if name == "cur_lr" else name] = raw
+    if not values:
+        return None
+    return step, {"max_steps": epochs * per_epoch, "epoch": epoch, **values}, False
 
 
 # WeNet's executor (wenet/utils/executor.py, logging.debug on every rank): 'TRAIN Batch {}/{} loss
@@ -1560,6 +1609,45 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
             return None
         values[name] = num
     return int(cells[0]), values, seconds
+
+
+# spaCy v3's training table (spacy/training/loggers.py, console_logger_v3): a header of the
+# columns "E", "#", f"Loss {pipe}" per trainable pipe, the config's score_weights columns and
+# "Score", upper-cased, a name over 13 characters cut to 10 and "...", set by wasabi's
+# Printer.row two spaces apart, and a row of dashes under it; log_step prints one row per
+# evaluation (training.eval_frequency steps): the epoch, the step, each pipe's loss summed since the
+# last row ("{:.2f}"), the scores on the dev set (x 100) and the weighted score. A pipe's loss is
+# the run's loss only where it is the one pipe trained; the scores are the evaluation at that step.
+_SPACY_HEAD_RE = re.compile(r"^E {2,}# {2,}(?:LOSS \S.*? {2,})+\S.*$")
+
+
+def read_spacy_header(text: str) -> list[str] | None:
+    """The column names of a ``spacy train`` table header, else None."""
+    line = text.strip()
+    if _SPACY_HEAD_RE.match(line) is None:
+        return None
+    names = re.split(r" {2,}", line)
+    return names if names[-1] == "SCORE" and len(set(names)) == len(names) else None
+
+
+def read_spacy_row(text: str, names: list[str]) -> tuple[dict, dict] | None:
+    """(training mapping, evaluation values) of a row under that header, else None."""
+    cells = text.split()
+    if len(cells) != len(names) or not (cells[0].isdigit() and cells[1].isdigit()):
+        return None
+    nums = [parse_number(c) for c in cells[2:]]
+    if any(n is None for n in nums):
+        return None
+    train: dict[str, Any] = {"step": int(cells[1]), "epoch": int(cells[0])}
+    evals: dict[str, Any] = {}
+    losses = [n for n in names[2:] if n.startswith("LOSS ")]
+    for name, num in zip(names[2:], nums):
+        if name.startswith("LOSS "):
+            key = "loss" if len(losses) == 1 else "loss_" + name[5:].lower()
+            train[key] = num
+        else:
+            evals[name.lower()] = num
+    return train, evals
 
 
 # Hugging Face transformers' results table: the model card's "Training results"

@@ -312,6 +312,10 @@ def _global_counter(name: str) -> bool:
     return _norm(name).startswith(("global", "train/global", "trainer/global"))
 
 
+# a word before an epoch number that says the epoch is over, not starting
+_EPOCH_END_WORDS = frozenset(("finished", "finish", "completed", "ended", "end", "done"))
+
+
 def first_word(text: str) -> str:
     m = _FIRST_WORD_RE.match(text)
     return m.group(1).lower() if m else ""
@@ -472,6 +476,11 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         if counter is not None and not is_eval and _HEADER_RE.match(shape):
             return Header(int(parse_grouped_number(counter.raw) or 0), counter.tot, epoch)
         if epoch_tok is not None and counter is None and not is_eval and len(toks) == 1:
+            if word in _EPOCH_END_WORDS:
+                # "Finished epoch: 3" ends epoch 3 (HQ-SAM's train.py prints it after the epoch's
+                # loop, then "Averaged stats: ..."): the lines after it are not epoch 3's
+                state.header_epoch = state.header_epochs = None
+                return Skip("the end of an epoch", shape)
             state.header_epoch = epoch   # "Epoch 2/10": the counter lines after it belong to epoch 2
             state.header_epochs = epoch_tok.tot
             return Skip("epoch header", shape)
