@@ -349,6 +349,53 @@ def titan_line_rest(text: str) -> bool:
     return _TITAN_HEAD_RE.search(text) is None and _TITAN_REST_RE.match(text) is not None
 
 
+# OpenCLIP's training loop (src/training/train.py, train_one_epoch): f"Train Epoch: {epoch}
+# [{num_samples:>{sample_digits}}/{samples_per_epoch} ({percent_complete:.0f}%)] Data (t):
+# {data_time_m.avg:.3f} Batch (t): {batch_time_m.avg:.3f}, {samples_per_second:#g}/s,
+# {samples_per_second_per_gpu:#g}/s/gpu LR: {lr:5f} Logit Scale: {logit_scale:.3f} " then each loss
+# as f"{name.capitalize()}: {val:#.5g} ({avg:#.5g})", "Loss" the total (older releases print
+# "Loss:" alone and no /s/gpu). The epoch counts from 0 and num_samples restarts each epoch: the
+# step, in samples as printed, is epoch x samples_per_epoch + num_samples. evaluate() prints every
+# 100 batches f"Eval Epoch: {epoch} [{num_samples} / {samples_per_val}]\tClip Loss: {running:.6f}\t"
+# (progress) and at its end f"Eval Epoch: {epoch} " + "\t".join(f"{k}: {v:.4f}") of its metrics,
+# "clip_val_loss" the loss.
+_OPEN_CLIP_TRAIN_RE = re.compile(r"(?:^|\s)Train Epoch: (\d+) \[\s*(\d+)/(\d+) \(\d+%\)\] (Data \(t\): .*)$")
+_OPEN_CLIP_EVAL_RE = re.compile(r"(?:^|\s)Eval Epoch: (\d+) (.*)$")
+_OPEN_CLIP_PAIR_RE = re.compile(r"(?:^|\s)([A-Za-z_][\w@]*(?: \(t\)| Scale)?): (" + _NUM + r")(?: \((" + _NUM + r")\))?")
+_OPEN_CLIP_RATE_RE = re.compile(r", (" + _NUM + r")/s(?:,|\s|$)")
+_OPEN_CLIP_NAMES = {"Data (t)": "data_time_s", "Batch (t)": "step_time_s", "LR": "lr", "Logit Scale": "logit_scale"}
+
+
+def read_open_clip(text: str) -> tuple[dict, str] | EvalLine | None:
+    """An OpenCLIP training line (a mapping at its step in samples), its evaluation's result line
+    (an evaluation at the last training step) or its progress line (an EvalLine without values:
+    nothing to record), else None."""
+    m = _OPEN_CLIP_TRAIN_RE.search(text)
+    if m is not None:
+        epoch, n, per_epoch = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        values: dict[str, Any] = {"step": epoch * per_epoch + n, "epoch": epoch}
+        for name, raw, avg in _OPEN_CLIP_PAIR_RE.findall(m.group(4)):
+            key = _OPEN_CLIP_NAMES.get(name, name.lower())
+            values.setdefault(key, raw)
+            if avg:
+                values.setdefault(key + "_avg", avg)
+        rate = _OPEN_CLIP_RATE_RE.search(m.group(4))
+        if rate is not None:
+            values.setdefault("samples_per_s", rate.group(1))
+        return values, "open_clip"
+    m = _OPEN_CLIP_EVAL_RE.search(text)
+    if m is None:
+        return None
+    rest = m.group(2)
+    if rest.startswith("["):
+        return EvalLine({}, None, "open_clip") if "Clip Loss:" in rest else None
+    metrics = {k: v for k, v, _ in _OPEN_CLIP_PAIR_RE.findall(rest)}
+    if "clip_val_loss" not in metrics and not any(k.startswith(("image_to_text", "text_to_image")) for k in metrics):
+        return None
+    metrics.pop("epoch", None)
+    return EvalLine(metrics, None, "open_clip", split="val", loss=parse_number(metrics.get("clip_val_loss", "")))
+
+
 # PyTorch's distributed tutorial (tutorials intermediate_source/dist_tuto.rst run(), and the
 # Kubeflow pytorch-dist-mnist example built on it): print('Rank ', dist.get_rank(), ', epoch ',
 # epoch, ': ', epoch_loss / num_batches), print's single spaces between the items: the epoch's mean
@@ -511,6 +558,8 @@ _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s
 
 _KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
+# a word before a step word that makes it a count of something else (an RL episode's length)
+_EPISODE_WORDS = frozenset(("episode", "episodes"))
 # A split word right before a kv key ("valid loss: 7.27", "test loss: 3.05"): searched in the text
 # before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
 _KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
@@ -670,6 +719,13 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             # "name value" pairs are read for the usual short names and for the names the synonym
             # table knows (neuronx-distributed's "step 1 step_time 244.76s throughput 3.93 seq/s
             # loss 13.41 grad norm 1.97"), never for any word before a number
+            continue
+        if low in _STEP_WORDS and word is not None and word.group(1).lower() in _EPISODE_WORDS:
+            # an episode's steps, not the run's: keras-rl's TrainEpisodeLogger prints
+            # '{step}/{nb_steps}: episode: {episode}, ..., episode steps: {episode_steps}, ...'
+            value = parse_grouped_number(raw)
+            if value is not None:
+                out.setdefault(word.group(1) + " " + key, value)
             continue
         if low in _STEP_WORDS:
             if "step" not in out and raw.isdigit():

@@ -626,6 +626,16 @@ class LogParser:
             got_espnet = self._espnet_line(text, rank)
             if got_espnet is not None:
                 return got_espnet
+        if "Epoch: " in text and ("Data (t): " in text or "Eval Epoch: " in text):
+            got_clip = formats.read_open_clip(text)
+            if isinstance(got_clip, EvalLine) and not got_clip.values:
+                self.stats.ignored_lines += 1
+                self.reason = "an evaluation's progress line (OpenCLIP's running loss)"
+                return []
+            if got_clip is not None:
+                evs = self._from_reader(got_clip, rank)
+                if evs is not None:
+                    return evs
         for reader in _READERS:
             got = reader(text)
             if got is not None:

@@ -138,6 +138,8 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
+# a batch or step count named as the run's, beside an epoch's batch counter
+_GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter)(?:[ _]?(?:idx|id))?$")
 
 # A micro-batch counter beside the step ("it=70 micro=10/10 loss=2.479"): the line reports one
 # micro-batch of a gradient-accumulation step (a debug print per forward/backward), not the
@@ -424,6 +426,14 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
                 epoch_tok = t
                 continue
         if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
+            counter, counter_how = t, low
+            continue
+        if (counter is not None and counter_how in _BATCH_NAMES and _GLOBAL_BATCH_RE.match(low)
+                and _is_int_text(t.raw)):
+            # the run's batch count after the epoch's (ZipVoice / icefall-style trainers:
+            # f"Epoch {cur_epoch}, batch {batch_idx}, global_batch_idx: {params.batch_idx_train}, ..."):
+            # the global one is the step, the epoch's an extra
+            named.append((counter.name, counter))
             counter, counter_how = t, low
             continue
         named.append((t.name, t))

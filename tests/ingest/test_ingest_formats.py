@@ -379,3 +379,54 @@ def test_a_finished_epoch_line_is_not_the_header_of_the_lines_after_it():
         "  [  0/224]  eta: 0:14:13  training_loss: 0.4991 (0.4991)  loss_dice: 0.4048 (0.4048)  time: 3.8119  data: 0.6596  max mem: 18812",
         "  [223/224]  eta: 0:00:02  training_loss: 0.3842 (0.4097)  loss_dice: 0.3091 (0.3169)  time: 2.9631  data: 0.0032  max mem: 18812")
     assert [(r["step"], r["loss"]) for r in recs] == [(0, 0.4991), (223, 0.3842)]
+
+
+def _kerasrl_line(step: int, nb_steps: int, episode: int, episode_steps: int, loss: float) -> str:
+    """keras-rl's TrainEpisodeLogger.on_episode_end (rl/callbacks.py): '{step: {w}d}/{nb_steps}:
+    episode: {episode}, duration: {duration:.3f}s, episode steps: {episode_steps}, steps per
+    second: {sps:.0f}, episode reward: ..., loss: ..., mean_absolute_error: ..., mean_q: ...'."""
+    return (f"{step:5d}/{nb_steps}: episode: {episode}, duration: 1.759s, episode steps: {episode_steps}, "
+            f"steps per second: 192, episode reward: 337.000, mean reward: 1.000 [1.000, 1.000], "
+            f"loss: {loss:.6f}, mean_absolute_error: 25.618706, mean_q: 51.514038")
+
+
+def test_keras_rl_episode_steps_are_the_episodes_length_not_the_step():
+    recs, _, _ = parse(_kerasrl_line(39497, 50000, 570, 337, 5.17346), _kerasrl_line(39943, 50000, 571, 446, 5.497804))
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(39497, 5.17346, 50000), (39943, 5.497804, 50000)]
+    assert recs[0]["extra"]["episode steps"] == 337
+
+
+def _zipvoice_line(epoch: int, batch_idx: int, global_idx: int, loss: float, lr: float) -> str:
+    """ZipVoice's train_zipvoice.py: f"Epoch {params.cur_epoch}, batch {batch_idx}, global_batch_idx:
+    {params.batch_idx_train}, batch size: {batch_size}, loss[{loss_info}], tot_loss[{tot_loss}],
+    cur_lr: {cur_lr:.2e}, " + f"grad_scale: ..." (fp16)."""
+    return (f"2025-10-27 17:32:39,748 INFO [train_zipvoice.py:731] Epoch {epoch}, batch {batch_idx}, "
+            f"global_batch_idx: {global_idx}, batch size: 25, loss[loss={loss}, over 17994.00 frames. ], "
+            f"tot_loss[loss=0.06891, over 778288.75 frames. ], cur_lr: {lr:.2e}, grad_scale: 65536.0")
+
+
+def test_a_global_batch_count_beside_the_epochs_batch_counter_is_the_step():
+    recs, _, _ = parse(_zipvoice_line(1, 99, 100, 0.07778, 1e-4), _zipvoice_line(2, 0, 150, 0.07169, 9.5e-5))
+    assert [(r["step"], r["loss"]) for r in recs] == [(100, 0.07778), (150, 0.07169)]
+    assert [r["lr"] for r in recs] == [pytest.approx(1e-4), pytest.approx(9.5e-5)]
+
+
+def _open_clip_train(epoch: int, n: int, per_epoch: int, loss: float, lr: float) -> str:
+    """OpenCLIP's train_one_epoch (src/training/train.py) log line, a second loss beside the total."""
+    return (f"2025-09-24,08:03:57 | INFO | Train Epoch: {epoch} [{n:>5}/{per_epoch} ({100 * n / per_epoch:.0f}%)] "
+            f"Data (t): 1.951 Batch (t): 2.954, 791.183/s, 791.183/s/gpu LR: {lr:5f} Logit Scale: 100.000 "
+            f"Contrastive_loss: 2.3538 (2.3159) Loss: {loss:#.5g} ({loss:#.5g})")
+
+
+def test_open_clip_steps_count_the_epochs_samples_and_its_evaluation_result_is_the_evaluation():
+    recs, marks, _ = parse(
+        _open_clip_train(22, 18032, 18783, 9.0191, 3e-6),
+        "2025-09-24,08:04:36 | INFO | Eval Epoch: 23 [784 / 4634]\tClip Loss: 8.266052\t",
+        "2025-09-24,08:04:40 | INFO | Eval Epoch: 23 image_to_text_mean_rank: 1026.8839\timage_to_text_R@1: 0.0056"
+        "\tclip_val_loss: 8.2619\tepoch: 23.0000\tnum_samples: 4634.0000",
+        "2025-09-24,08:04:40 | INFO | Start epoch 23",
+        _open_clip_train(23, 784, 18783, 9.0466, 3e-6))
+    assert [(r["step"], r["loss"]) for r in recs] == [(22 * 18783 + 18032, 9.0191), (23 * 18783 + 784, 9.0466)]
+    assert recs[0]["step_time_s"] == pytest.approx(2.954) and recs[0]["lr"] == pytest.approx(3e-6)
+    evals = [m for m in marks if m["kind"] == "eval"]
+    assert [(m["step"], m["loss"]) for m in evals] == [(22 * 18783 + 18032, 8.2619)]
