@@ -38,6 +38,9 @@ _COUNTERS = {
     "fastai": "the table's epoch column",
     "hf_table": "the table's Step column (else its whole Epoch)",
     "deepspeed_pipe": "steps (the pipeline engine's global_steps)",
+    "mindyolo": "(epoch-1) x S + step s/S",
+    "spacy": "the table's # column",
+    "open_clip": "epoch x samples per epoch + samples [n/N]",
 }
 
 

@@ -349,6 +349,53 @@ def titan_line_rest(text: str) -> bool:
     return _TITAN_HEAD_RE.search(text) is None and _TITAN_REST_RE.match(text) is not None
 
 
+# OpenCLIP's training loop (src/training/train.py, train_one_epoch): f"Train Epoch: {epoch}
+# [{num_samples:>{sample_digits}}/{samples_per_epoch} ({percent_complete:.0f}%)] Data (t):
+# {data_time_m.avg:.3f} Batch (t): {batch_time_m.avg:.3f}, {samples_per_second:#g}/s,
+# {samples_per_second_per_gpu:#g}/s/gpu LR: {lr:5f} Logit Scale: {logit_scale:.3f} " then each loss
+# as f"{name.capitalize()}: {val:#.5g} ({avg:#.5g})", "Loss" the total (older releases print
+# "Loss:" alone and no /s/gpu). The epoch counts from 0 and num_samples restarts each epoch: the
+# step, in samples as printed, is epoch x samples_per_epoch + num_samples. evaluate() prints every
+# 100 batches f"Eval Epoch: {epoch} [{num_samples} / {samples_per_val}]\tClip Loss: {running:.6f}\t"
+# (progress) and at its end f"Eval Epoch: {epoch} " + "\t".join(f"{k}: {v:.4f}") of its metrics,
+# "clip_val_loss" the loss.
+_OPEN_CLIP_TRAIN_RE = re.compile(r"(?:^|\s)Train Epoch: (\d+) \[\s*(\d+)/(\d+) \(\d+%\)\] (Data \(t\): .*)$")
+_OPEN_CLIP_EVAL_RE = re.compile(r"(?:^|\s)Eval Epoch: (\d+) (.*)$")
+_OPEN_CLIP_PAIR_RE = re.compile(r"(?:^|\s)([A-Za-z_][\w@]*(?: \(t\)| Scale)?): (" + _NUM + r")(?: \((" + _NUM + r")\))?")
+_OPEN_CLIP_RATE_RE = re.compile(r", (" + _NUM + r")/s(?:,|\s|$)")
+_OPEN_CLIP_NAMES = {"Data (t)": "data_time_s", "Batch (t)": "step_time_s", "LR": "lr", "Logit Scale": "logit_scale"}
+
+
+def read_open_clip(text: str) -> tuple[dict, str] | EvalLine | None:
+    """An OpenCLIP training line (a mapping at its step in samples), its evaluation's result line
+    (an evaluation at the last training step) or its progress line (an EvalLine without values:
+    nothing to record), else None."""
+    m = _OPEN_CLIP_TRAIN_RE.search(text)
+    if m is not None:
+        epoch, n, per_epoch = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        values: dict[str, Any] = {"step": epoch * per_epoch + n, "epoch": epoch}
+        for name, raw, avg in _OPEN_CLIP_PAIR_RE.findall(m.group(4)):
+            key = _OPEN_CLIP_NAMES.get(name, name.lower())
+            values.setdefault(key, raw)
+            if avg:
+                values.setdefault(key + "_avg", avg)
+        rate = _OPEN_CLIP_RATE_RE.search(m.group(4))
+        if rate is not None:
+            values.setdefault("samples_per_s", rate.group(1))
+        return values, "open_clip"
+    m = _OPEN_CLIP_EVAL_RE.search(text)
+    if m is None:
+        return None
+    rest = m.group(2)
+    if rest.startswith("["):
+        return EvalLine({}, None, "open_clip") if "Clip Loss:" in rest else None
+    metrics = {k: v for k, v, _ in _OPEN_CLIP_PAIR_RE.findall(rest)}
+    if "clip_val_loss" not in metrics and not any(k.startswith(("image_to_text", "text_to_image")) for k in metrics):
+        return None
+    metrics.pop("epoch", None)
+    return EvalLine(metrics, None, "open_clip", split="val", loss=parse_number(metrics.get("clip_val_loss", "")))
+
+
 # PyTorch's distributed tutorial (tutorials intermediate_source/dist_tuto.rst run(), and the
 # Kubeflow pytorch-dist-mnist example built on it): print('Rank ', dist.get_rank(), ', epoch ',
 # epoch, ': ', epoch_loss / num_batches), print's single spaces between the items: the epoch's mean
@@ -516,6 +563,8 @@ _STEP_HEAD_RE = re.compile(r"^(?:step|iter|iteration)\s+(\d+)(?:\s*/\s*(\d+))?\s
 
 _KV_COLON_HEAD_RE = re.compile(r"([\w./-]+(?::[\w./-]+)*:)$")
 _STEP_WORDS = frozenset(("step", "global_step", "iter", "iteration", "steps"))
+# a word before a step word that makes it a count of something else (an RL episode's length)
+_EPISODE_WORDS = frozenset(("episode", "episodes"))
 # A split word right before a kv key ("valid loss: 7.27", "test loss: 3.05"): searched in the text
 # before the key, so it must end there; the words are the evaluation splits of ``records.eval_key``.
 _KV_SPLIT_RE = re.compile(r"(?<![\w./-])(val|valid|validation|test|testing|eval|dev)\s+$", re.IGNORECASE)
@@ -676,6 +725,13 @@ def read_kv(text: str) -> tuple[dict, str] | None:
             # table knows (neuronx-distributed's "step 1 step_time 244.76s throughput 3.93 seq/s
             # loss 13.41 grad norm 1.97"), never for any word before a number
             continue
+        if low in _STEP_WORDS and word is not None and word.group(1).lower() in _EPISODE_WORDS:
+            # an episode's steps, not the run's: keras-rl's TrainEpisodeLogger prints
+            # '{step}/{nb_steps}: episode: {episode}, ..., episode steps: {episode_steps}, ...'
+            value = parse_grouped_number(raw)
+            if value is not None:
+                out.setdefault(word.group(1) + " " + key, value)
+            continue
         if low in _STEP_WORDS:
             if "step" not in out and raw.isdigit():
                 out["step"] = int(raw)
@@ -741,6 +797,7 @@ _ESPNET_PAIR_RE = re.compile(r"([\w./-]+)=(" + _NUM + r")(?=,|\s|$)")
 _ESPNET_LR_RE = re.compile(r"^(?:optim\d+_)?lr_?\d+$")
 _ESPNET_RESULTS_RE = re.compile(r"(?:^|[\s:])\d+epoch results: (\[\w+\] .*)$")
 _ESPNET_SECTION_RE = re.compile(r"\[(\w+)\] ((?:(?!, \[).)*)")
+_ESPNET_TOTAL_RE = re.compile(r"(?:^|, )total_count=(\d+)(?=,|$)")
 
 
 def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
@@ -751,10 +808,16 @@ def read_espnet(text: str) -> tuple[int, int, dict] | EvalLine | None:
     res = _ESPNET_RESULTS_RE.search(text)
     if res is not None:
         parts = dict(_ESPNET_SECTION_RE.findall(res.group(1)))
+        # the [train] part's total_count is the batches trained since the first epoch
+        # (Reporter.start_epoch hands the epoch before's total_count to the SubReporter, which
+        # counts on; finish_epoch keeps it): the step this epoch ends at, where its [valid] runs
+        done = _ESPNET_TOTAL_RE.search(parts.get("train", ""))
+        step = int(done.group(1)) if done else None
         valid = {f"valid_{k}": v for k, v in _ESPNET_PAIR_RE.findall(parts.get("valid", ""))}
+        valid.pop("valid_total_count", None)
         if not valid:
-            return EvalLine({}, None, "espnet")   # a training summary only: no evaluation
-        return EvalLine(valid, None, "espnet", split="valid", loss=parse_number(valid.get("valid_loss")))
+            return EvalLine({}, step, "espnet")   # a training summary only: no evaluation
+        return EvalLine(valid, step, "espnet", split="valid", loss=parse_number(valid.get("valid_loss")))
     m = _ESPNET_RE.search(text)
     if m is None:
         return None
@@ -987,6 +1050,48 @@ def caffe_line(text: str, step: int) -> tuple[dict, bool] | None:
         num = parse_grouped_number(m.group(2))
         return ({"lr": num} if num is not None else {}), True
     return None
+
+
+# MindYOLO's Trainer (mindyolo/utils/trainer_factory.py, on MindSpore): train_step logs every
+# log_interval steps f"Epoch {cur_epoch}/{epochs}, Step {cur_step}/{steps_per_epoch}, imgsize
+# {imgs.shape[2:]}", then f", {name}: {value:.4f}" per loss item (loss_item_name: "loss", "lbox",
+# ...) and f", cur_lr: {cur_lr}"; train() then logs the same step's f"Epoch ..., Step ..., step
+# time: {ms:.2f} ms" (the time since the last log over log_interval: one step's). The data-sink
+# loop (train_with_datasink) logs one line per epoch, f"Step {S}/{S}" and no imgsize; gradient
+# accumulation logs f"..., accumulate: {n}, optimizer an accumulate step success." (no metric).
+# cur_step restarts each epoch (i % steps_per_epoch + 1): the step is (epoch - 1) x S + s, and
+# the run's steps epochs x S.
+_MINDYOLO_RE = re.compile(r"(?:^|\s)Epoch (\d+)/(\d+), Step (\d+)/(\d+), (.*)$")
+_MINDYOLO_PAIR_RE = re.compile(r"(?:^|, )([A-Za-z_]\w*): (" + _NUM + r")(?=,|$)")
+_MINDYOLO_TIME_RE = re.compile(r"^step time: (" + _NUM + r") ms$")
+
+
+def read_mindyolo(text: str) -> tuple[int, dict, bool] | None:
+    """(step, values, whether the line is only the step's time) of a MindYOLO step line, else
+    None. The values carry the run's ``max_steps`` and the ``epoch``; a time line's only value
+    is ``step_time_s``; an accumulation note has none."""
+    m = _MINDYOLO_RE.search(text)
+    if m is None:
+        return None
+    epoch, epochs, n, per_epoch = (int(m.group(i)) for i in range(1, 5))
+    if per_epoch <= 0 or n > per_epoch:
+        return None
+    step = (epoch - 1) * per_epoch + n
+    rest = m.group(5).strip()
+    took = _MINDYOLO_TIME_RE.match(rest)
+    if took is not None:
+        ms = parse_number(took.group(1))
+        return (step, {"step_time_s": ms / 1000.0}, True) if ms is not None else None
+    if rest.startswith("imgsize ("):
+        rest = rest.split("), ", 1)[1] if "), " in rest else ""
+    if rest.startswith("accumulate: "):
+        return step, {}, False   # an accumulation step's note: no metric
+    values: dict[str, Any] = {}
+    for name, raw in _MINDYOLO_PAIR_RE.findall(rest):
+        values["lr" if name == "cur_lr" else name] = raw
+    if not values:
+        return None
+    return step, {"max_steps": epochs * per_epoch, "epoch": epoch, **values}, False
 
 
 # WeNet's executor (wenet/utils/executor.py, logging.debug on every rank): 'TRAIN Batch {}/{} loss
@@ -1601,6 +1706,45 @@ def read_fastai_row(text: str, names: list[str]) -> tuple[int, dict[str, float |
             return None
         values[name] = num
     return int(cells[0]), values, seconds
+
+
+# spaCy v3's training table (spacy/training/loggers.py, console_logger_v3): a header of the
+# columns "E", "#", f"Loss {pipe}" per trainable pipe, the config's score_weights columns and
+# "Score", upper-cased, a name over 13 characters cut to 10 and "...", set by wasabi's
+# Printer.row two spaces apart, and a row of dashes under it; log_step prints one row per
+# evaluation (training.eval_frequency steps): the epoch, the step, each pipe's loss summed since the
+# last row ("{:.2f}"), the scores on the dev set (x 100) and the weighted score. A pipe's loss is
+# the run's loss only where it is the one pipe trained; the scores are the evaluation at that step.
+_SPACY_HEAD_RE = re.compile(r"^E {2,}# {2,}(?:LOSS \S.*? {2,})+\S.*$")
+
+
+def read_spacy_header(text: str) -> list[str] | None:
+    """The column names of a ``spacy train`` table header, else None."""
+    line = text.strip()
+    if _SPACY_HEAD_RE.match(line) is None:
+        return None
+    names = re.split(r" {2,}", line)
+    return names if names[-1] == "SCORE" and len(set(names)) == len(names) else None
+
+
+def read_spacy_row(text: str, names: list[str]) -> tuple[dict, dict] | None:
+    """(training mapping, evaluation values) of a row under that header, else None."""
+    cells = text.split()
+    if len(cells) != len(names) or not (cells[0].isdigit() and cells[1].isdigit()):
+        return None
+    nums = [parse_number(c) for c in cells[2:]]
+    if any(n is None for n in nums):
+        return None
+    train: dict[str, Any] = {"step": int(cells[1]), "epoch": int(cells[0])}
+    evals: dict[str, Any] = {}
+    losses = [n for n in names[2:] if n.startswith("LOSS ")]
+    for name, num in zip(names[2:], nums):
+        if name.startswith("LOSS "):
+            key = "loss" if len(losses) == 1 else "loss_" + name[5:].lower()
+            train[key] = num
+        else:
+            evals[name.lower()] = num
+    return train, evals
 
 
 # Hugging Face transformers' results table: the model card's "Training results"

@@ -250,6 +250,7 @@ class LogParser:
         self._table: list[tuple[str, str]] | None = None   # rows of a stable-baselines table being read
         self._yolo: tuple[list[str], bool] | None = None    # an ultralytics header's loss columns
         self._fastai: list[str] | None = None   # the columns of a fastai results table's header
+        self._spacy: list[str] | None = None    # the columns of a `spacy train` table's header
         self._hf_table: tuple[list[str], str] | None = None  # a transformers results table's columns, separator
         self._hf_table_loss: float | None = None  # the training loss of that table's last row
 
@@ -335,6 +336,10 @@ class LogParser:
         if self._block is not None:
             if self._block.src == "caffe":
                 got = self._caffe_line(seg)
+                if got is not None:
+                    return got
+            elif self._block.src == "mindyolo":
+                got = self._mindyolo_time(seg)
                 if got is not None:
                     return got
             elif self._block_line(seg):
@@ -545,6 +550,10 @@ class LogParser:
             got_hf = self._hf_table_line(text, rank)
             if got_hf is not None:
                 return got_hf
+        if text[:1] == "E" and " #  " in text or self._spacy is not None:
+            got_spacy = self._spacy_line(text, rank)
+            if got_spacy is not None:
+                return got_spacy
         if text[:5] == "epoch" or self._fastai is not None and text[:1].isdigit():
             got_fastai = self._fastai_line(text, rank)
             if got_fastai is not None:
@@ -596,6 +605,19 @@ class LogParser:
             got_unsloth = formats.read_unsloth_step(text)
             if got_unsloth is not None:
                 return self._from_reader(got_unsloth, rank) or []
+        if ", Step " in text:
+            mindyolo = formats.read_mindyolo(text)
+            if mindyolo is not None and not mindyolo[1]:
+                self.stats.ignored_lines += 1
+                self.reason = "a MindYOLO accumulation step's note (no metric)"
+                return []
+            if mindyolo is not None and not mindyolo[2]:
+                step, values, _ = mindyolo
+                opened = shape.Header(step, values.pop("max_steps"), values.pop("epoch"))
+                self._block = shape.Block(opened, values, src="mindyolo")
+                self._block_rank, self._block_header_line = rank, self.stats.lines
+                self.reason = "a MindYOLO step: its record is given with its step time line"
+                return []
         caffe = formats.read_caffe_iteration(text)
         if caffe is not None:
             self._block = shape.Block(shape.Header(caffe[0], None, None), dict(caffe[1]), src="caffe")
@@ -618,6 +640,16 @@ class LogParser:
             got_espnet = self._espnet_line(text, rank)
             if got_espnet is not None:
                 return got_espnet
+        if "Epoch: " in text and ("Data (t): " in text or "Eval Epoch: " in text):
+            got_clip = formats.read_open_clip(text)
+            if isinstance(got_clip, EvalLine) and not got_clip.values:
+                self.stats.ignored_lines += 1
+                self.reason = "an evaluation's progress line (OpenCLIP's running loss)"
+                return []
+            if got_clip is not None:
+                evs = self._from_reader(got_clip, rank)
+                if evs is not None:
+                    return evs
         for reader in _READERS:
             got = reader(text)
             if got is not None:
@@ -762,6 +794,17 @@ class LogParser:
             return self._flush_block()
         self.stats.ignored_lines += 1
         return []
+
+    def _mindyolo_time(self, seg: bytes) -> list[LogEvent] | None:
+        """MindYOLO's ``Epoch e/E, Step s/S, step time: N ms`` after its step's loss line
+        (``formats.read_mindyolo``): the step's time joins that record, which is then given."""
+        assert self._block is not None
+        got = formats.read_mindyolo(decode_line(seg))
+        if got is None or not got[2] or got[0] != self._block.header.step:
+            return None
+        self._block.values.setdefault("step_time_s", got[1]["step_time_s"])
+        self.reason = "joined the MindYOLO step's record above"
+        return self._flush_block()
 
     def _flush_block(self) -> list[LogEvent]:
         block, self._block = self._block, None
@@ -943,6 +986,34 @@ class LogParser:
         self.reason = "a metrics CSV header (Lightning's CSVLogger)"
         return []
 
+    def _spacy_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
+        """spaCy's ``spacy train`` table (``formats.read_spacy_header`` / ``read_spacy_row``): a
+        row is a record at its step (a pipe's loss the run's loss only when one pipe is trained)
+        and the dev-set evaluation at that step. None: not a line of the table."""
+        head = formats.read_spacy_header(text)
+        if head is not None:
+            self._spacy = head
+            self.stats.ignored_lines += 1
+            self.reason = "a table header (spaCy)"
+            return []
+        if self._spacy is None:
+            return None
+        if set(text.strip()) <= {"-", " "}:
+            self.stats.ignored_lines += 1
+            self.reason = "the line under a table header"
+            return []
+        got = formats.read_spacy_row(text, self._spacy)
+        if got is None:
+            return None
+        train, evals = got
+        rec = record_from_mapping(train, "spacy")
+        if rec is None:
+            return None
+        events = self._record(rec, rank)
+        if evals:
+            events += self._eval_line(EvalLine(evals, rec["step"], "spacy", split="dev"), rank)
+        return events
+
     def _fastai_line(self, text: str, rank: int | None) -> list[LogEvent] | None:
         """fastai's results table (``formats.read_fastai_header`` / ``read_fastai_row``): the header
         names the columns; a row is its epoch's training loss (a record at the printed epoch) and
@@ -1031,6 +1102,9 @@ class LogParser:
         if got is None:
             return None
         if isinstance(got, EvalLine):
+            if got.step is not None and got.step >= self._espnet.offset + self._espnet.top:
+                # the epoch's end as the trainer counts it: the next epoch's batches follow it
+                self._espnet.offset, self._espnet.top, self._espnet.last_counter = got.step, 0, None
             if not got.values:
                 self.stats.ignored_lines += 1
                 self.reason = "an ESPnet epoch summary without an evaluation"

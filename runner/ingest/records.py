@@ -163,7 +163,10 @@ FIELD_KEYS: dict[str, list[tuple[str, Callable[[float], float | None]]]] = {
            ("train_lr", _ident),   # DeiT/MAE log.txt: f'train_{k}' of the MetricLogger's "lr"
            # slime (backends/megatron_utils/model.py): log_dict[f"train/lr-pg_{gid}"] = group["lr"]
            # per optimizer param group, printed as f"step {step}: {log_dict}"; the first group's
-           ("train/lr-pg_0", _ident)],
+           ("train/lr-pg_0", _ident),
+           # ZipVoice's train_zipvoice.py: f"cur_lr: {cur_lr:.2e}, " (max(scheduler.get_last_lr()));
+           # MindYOLO's "cur_lr" is renamed by its reader
+           ("cur_lr", _ident)],
     "mem_gib": [("memory(GiB)", _ident), ("mem_gib", _ident), ("memory_gib", _ident),
                 ("memory(MiB)", _mib_to_gib), ("memory(MB)", _mib_to_gib), ("mem_mib", _mib_to_gib),
                 ("peak_memory_reserved", _ident), ("mem_max_reserved_gib", _ident),

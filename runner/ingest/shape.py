@@ -144,6 +144,8 @@ _STEP_NAMES = frozenset(("step", "steps", "global step", "global_step", "globals
 # a counter's name ending in _iter/_step (Acc_iter, cur_iter, global_iter), not a total (max_iter)
 _ITER_NAME_RE = re.compile(r"^(?!max|num|total|n_)[a-z]+_(?:iter|step)$")
 _BATCH_NAMES = frozenset(("batch", "batches", "batch id", "batch_id", "batch_idx"))
+# a batch or step count named as the run's, beside an epoch's batch counter
+_GLOBAL_BATCH_RE = re.compile(r"^global[ _]?(?:batch|step|iter)(?:[ _]?(?:idx|id))?$")
 
 # A micro-batch counter beside the step ("it=70 micro=10/10 loss=2.479"): the line reports one
 # micro-batch of a gradient-accumulation step (a debug print per forward/backward), not the
@@ -318,6 +320,10 @@ def _global_counter(name: str) -> bool:
     return _norm(name).startswith(("global", "train/global", "trainer/global"))
 
 
+# a word before an epoch number that says the epoch is over, not starting
+_EPOCH_END_WORDS = frozenset(("finished", "finish", "completed", "ended", "end", "done"))
+
+
 def first_word(text: str) -> str:
     m = _FIRST_WORD_RE.match(text)
     return m.group(1).lower() if m else ""
@@ -441,6 +447,14 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         if (low in _STEP_NAMES or _ITER_NAME_RE.match(low)) and counter is None and _is_int_text(t.raw):
             counter, counter_how = t, low
             continue
+        if (counter is not None and counter_how in _BATCH_NAMES and _GLOBAL_BATCH_RE.match(low)
+                and _is_int_text(t.raw)):
+            # the run's batch count after the epoch's (ZipVoice / icefall-style trainers:
+            # f"Epoch {cur_epoch}, batch {batch_idx}, global_batch_idx: {params.batch_idx_train}, ..."):
+            # the global one is the step, the epoch's an extra
+            named.append((counter.name, counter))
+            counter, counter_how = t, low
+            continue
         named.append((t.name, t))
     if counter is not None and any(_norm(t.name) in _MICRO_NAMES and t.tot is not None for _, t in named):
         return Skip("a micro-batch of an accumulation step (not an optimizer step)", shape)
@@ -491,6 +505,11 @@ def learn_line(text: str, state: LearnerState) -> Learned | EvalLine | Header | 
         if counter is not None and not is_eval and _HEADER_RE.match(shape):
             return Header(int(parse_grouped_number(counter.raw) or 0), counter.tot, epoch)
         if epoch_tok is not None and counter is None and not is_eval and len(toks) == 1:
+            if word in _EPOCH_END_WORDS:
+                # "Finished epoch: 3" ends epoch 3 (HQ-SAM's train.py prints it after the epoch's
+                # loop, then "Averaged stats: ..."): the lines after it are not epoch 3's
+                state.header_epoch = state.header_epochs = None
+                return Skip("the end of an epoch", shape)
             state.header_epoch = epoch   # "Epoch 2/10": the counter lines after it belong to epoch 2
             state.header_epochs = epoch_tok.tot
             return Skip("epoch header", shape)

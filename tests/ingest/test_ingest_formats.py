@@ -265,3 +265,168 @@ def test_a_bar_postfix_with_one_loss_of_its_own_name_and_none_with_two():
     assert [r["loss"] for r in recs] == [None, None] and recs[0]["extra"]["g_loss"] == 1.9
     recs, _, _ = parse(bar.format(n=16, post="closs=0.7"), bar.format(n=17, post="closs=0.6"))
     assert [r["loss"] for r in recs] == [None, None] and recs[1]["extra"]["closs"] == 0.6
+
+
+# ---------------------------------------------------------------- batch 18's families
+
+def _mindyolo_step(epoch: int, epochs: int, step: int, per_epoch: int, losses: dict, lr: float,
+                   imgsize: bool = True) -> str:
+    """MindYOLO's Trainer.train_step log line (mindyolo/utils/trainer_factory.py): f"Epoch
+    {cur_epoch}/{epochs}, Step {cur_step}/{steps_per_epoch}, imgsize {imgs.shape[2:]}", then
+    f", {name}: {value:.4f}" per loss item and f", cur_lr: {cur_lr}" (the data-sink loop's has no
+    imgsize)."""
+    line = f"2025-04-15 13:57:18,262 [INFO] Epoch {epoch}/{epochs}, Step {step}/{per_epoch}"
+    if imgsize:
+        line += ", imgsize (640, 640)"
+    line += "".join(f", {k}: {v:.4f}" for k, v in losses.items())
+    return line + f", cur_lr: {lr}"
+
+
+def _mindyolo_time(epoch: int, epochs: int, step: int, per_epoch: int, ms: float) -> str:
+    """Trainer.train's line after it: f"Epoch ..., Step ..., step time: {ms:.2f} ms"."""
+    return f"2025-04-15 13:57:18,275 [INFO] Epoch {epoch}/{epochs}, Step {step}/{per_epoch}, step time: {ms:.2f} ms"
+
+
+def test_mindyolo_step_line_and_its_step_time_line_are_one_record_at_the_global_step():
+    recs, _, _ = parse(
+        "2024-12-25 09:58:34,125 [WARNING] overflow, still update, loss scale adjust to 1024.0",
+        _mindyolo_step(2, 3, 25, 50, {"loss": 11.6707, "lbox": 3.6262, "lcls": 5.5689}, 0.0992),
+        _mindyolo_time(2, 3, 25, 50, 5736.71),
+        _mindyolo_step(2, 3, 50, 50, {"loss": 8.8465, "lbox": 2.938, "lcls": 3.895}, 0.0985),
+        _mindyolo_time(2, 3, 50, 50, 654.4),
+        "2024-12-25 09:59:49,451 [INFO] Saving model to ./runs/weights/yolov8n-2_50.ckpt",
+        "2024-12-25 09:59:49,452 [INFO] Epoch 2/3, epoch time: 1.12 min.",
+    )
+    assert [(r["step"], r["loss"]) for r in recs] == [(75, 11.6707), (100, 8.8465)]
+    assert [r["step_time_s"] for r in recs] == [pytest.approx(5.73671), pytest.approx(0.6544)]
+    assert {r["max_steps"] for r in recs} == {150} and recs[0]["lr"] == pytest.approx(0.0992)
+    assert recs[0]["extra"]["lbox"] == pytest.approx(3.6262) and recs[0]["src"] == "mindyolo"
+
+
+def test_mindyolo_data_sink_lines_one_per_epoch_and_accumulation_lines():
+    recs, _, _ = parse(
+        _mindyolo_step(1, 2, 7, 7, {"loss": 0.1717, "lbox": 0.0676}, 0.0054, imgsize=False),
+        "2025-04-15 13:57:19,451 [INFO] Saving model to ./runs/weights/yolov5s-1_7.ckpt",
+        "2025-04-15 13:57:21,982 [INFO] Epoch 2/2, Step 3/7, accumulate: 2, optimizer an accumulate step success.",
+        _mindyolo_step(2, 2, 7, 7, {"loss": 0.1922, "lbox": 0.0708}, 0.0053, imgsize=False),
+    )
+    assert [(r["step"], r["loss"], r["max_steps"], r["step_time_s"]) for r in recs] == [
+        (7, 0.1717, 14, None), (14, 0.1922, 14, None)]
+
+
+def _espnet_line(epoch: int, start: int, end: int, loss: float) -> str:
+    """ESPnet2's SubReporter.log_message: f"{epoch}epoch:train:{start + 1}-{end}batch: " ..."""
+    return (f"[host] 2020-11-11 16:30:04,578 (trainer:486) INFO: {epoch}epoch:train:{start}-{end}batch: "
+            f"iter_time=0.001, loss={loss:.3f}, lr_0=0.100, train_time=0.013")
+
+
+def _espnet_results(epoch: int, loss: float, total: int, valid: float) -> str:
+    """Reporter.log_message: f"{epoch}epoch results: " then "[key] key2=value, ..." per key; the
+    train part's total_count is the batches since the first epoch (Reporter.start_epoch)."""
+    return (f"[host] 2020-11-11 16:30:18,406 (trainer:243) INFO: {epoch}epoch results: [train] "
+            f"loss={loss:.3f}, time=1 minute and 42.6 seconds, total_count={total}, [valid] "
+            f"loss={valid:.3f}, time=3 seconds, total_count=240")
+
+
+def test_espnet_epoch_results_total_count_is_where_the_epoch_ends_and_the_next_one_starts():
+    recs, marks, _ = parse(
+        _espnet_line(1, 201, 300, 2.386), _espnet_results(1, 2.853, 307, 2.387),
+        _espnet_line(2, 1, 100, 2.313))
+    assert [(r["step"], r["loss"]) for r in recs] == [(300, 2.386), (407, 2.313)]
+    assert [(m["step"], m["loss"]) for m in marks if m["kind"] == "eval"] == [(307, 2.387)]
+    # a log that starts in epoch 5: the count since the first epoch takes over at its end
+    recs, marks, _ = parse(
+        _espnet_line(5, 1, 100, 1.733), _espnet_line(5, 101, 200, 1.739),
+        _espnet_results(5, 1.735, 1035, 1.7), _espnet_line(6, 1, 100, 1.712))
+    assert [r["step"] for r in recs] == [100, 200, 1135]
+    assert [m["step"] for m in marks if m["kind"] == "eval"] == [1035]
+
+
+def _spacy_table(pipes: list[str], scores: list[str], rows: list[tuple]) -> list[str]:
+    """spaCy's console_logger_v3 (spacy/training/loggers.py): wasabi rows two spaces apart of
+    "E", "#", f"Loss {pipe}" per pipe, the score columns and "Score", upper-cased, widths
+    [3, 6] + [8] per loss + [6] per score + [6], right-aligned, dashes under the header."""
+    cols = ["E", "#"] + [f"LOSS {p.upper()}" for p in pipes] + scores + ["SCORE"]
+    widths = [3, 6] + [8] * len(pipes) + [6] * len(scores) + [6]
+    widths = [max(len(c), w) for c, w in zip(cols, widths)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)), "  ".join("-" * w for w in widths)]
+    for row in rows:
+        cells = [str(row[0]), str(row[1])] + [f"{v:.2f}" for v in row[2:]]
+        lines.append("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
+    return lines
+
+
+def test_spacy_train_table_rows_are_records_and_dev_evaluations():
+    recs, marks, _ = parse(*_spacy_table(["tok2vec", "ner"], ["ENTS_F", "ENTS_P"], [
+        (0, 0, 0.0, 40.0, 9.57, 6.09, 0.1), (0, 200, 35.7, 2163.45, 83.16, 83.79, 0.83)]))
+    # two pipes trained: each one's loss, no one of them the run's
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, None), (200, None)]
+    assert recs[1]["extra"] == {"loss_tok2vec": 35.7, "loss_ner": 2163.45}
+    evals = [m for m in marks if m["kind"] == "eval"]
+    assert [(m["step"], m["values"]["ents_f"], m["values"]["score"]) for m in evals] == [
+        (0, 9.57, 0.1), (200, 83.16, 0.83)]
+    recs, _, _ = parse(*_spacy_table(["textcat"], ["CATS_SCORE"], [(1, 400, 12.5, 71.0, 0.71)]))
+    assert [(r["step"], r["loss"], r["epoch"]) for r in recs] == [(400, 12.5, 1)]   # the one pipe's loss
+
+
+def test_a_finished_epoch_line_is_not_the_header_of_the_lines_after_it():
+    """HQ-SAM's train.py: print("Finished epoch:      ", epoch) after the epoch's MetricLogger
+    lines, then print("epoch:   ", epoch, "  learning rate:  ", lr) before the next epoch's."""
+    recs, _, _ = parse(
+        "Finished epoch:       3",
+        "Averaged stats: training_loss: 0.3417 (0.4075)  loss_dice: 0.2744 (0.3187)",
+        "epoch:    4   learning rate:   0.001",
+        "  [  0/224]  eta: 0:14:13  training_loss: 0.4991 (0.4991)  loss_dice: 0.4048 (0.4048)  time: 3.8119  data: 0.6596  max mem: 18812",
+        "  [223/224]  eta: 0:00:02  training_loss: 0.3842 (0.4097)  loss_dice: 0.3091 (0.3169)  time: 2.9631  data: 0.0032  max mem: 18812")
+    assert [(r["step"], r["loss"]) for r in recs] == [(0, 0.4991), (223, 0.3842)]
+
+
+def _kerasrl_line(step: int, nb_steps: int, episode: int, episode_steps: int, loss: float) -> str:
+    """keras-rl's TrainEpisodeLogger.on_episode_end (rl/callbacks.py): '{step: {w}d}/{nb_steps}:
+    episode: {episode}, duration: {duration:.3f}s, episode steps: {episode_steps}, steps per
+    second: {sps:.0f}, episode reward: ..., loss: ..., mean_absolute_error: ..., mean_q: ...'."""
+    return (f"{step:5d}/{nb_steps}: episode: {episode}, duration: 1.759s, episode steps: {episode_steps}, "
+            f"steps per second: 192, episode reward: 337.000, mean reward: 1.000 [1.000, 1.000], "
+            f"loss: {loss:.6f}, mean_absolute_error: 25.618706, mean_q: 51.514038")
+
+
+def test_keras_rl_episode_steps_are_the_episodes_length_not_the_step():
+    recs, _, _ = parse(_kerasrl_line(39497, 50000, 570, 337, 5.17346), _kerasrl_line(39943, 50000, 571, 446, 5.497804))
+    assert [(r["step"], r["loss"], r["max_steps"]) for r in recs] == [(39497, 5.17346, 50000), (39943, 5.497804, 50000)]
+    assert recs[0]["extra"]["episode steps"] == 337
+
+
+def _zipvoice_line(epoch: int, batch_idx: int, global_idx: int, loss: float, lr: float) -> str:
+    """ZipVoice's train_zipvoice.py: f"Epoch {params.cur_epoch}, batch {batch_idx}, global_batch_idx:
+    {params.batch_idx_train}, batch size: {batch_size}, loss[{loss_info}], tot_loss[{tot_loss}],
+    cur_lr: {cur_lr:.2e}, " + f"grad_scale: ..." (fp16)."""
+    return (f"2025-10-27 17:32:39,748 INFO [train_zipvoice.py:731] Epoch {epoch}, batch {batch_idx}, "
+            f"global_batch_idx: {global_idx}, batch size: 25, loss[loss={loss}, over 17994.00 frames. ], "
+            f"tot_loss[loss=0.06891, over 778288.75 frames. ], cur_lr: {lr:.2e}, grad_scale: 65536.0")
+
+
+def test_a_global_batch_count_beside_the_epochs_batch_counter_is_the_step():
+    recs, _, _ = parse(_zipvoice_line(1, 99, 100, 0.07778, 1e-4), _zipvoice_line(2, 0, 150, 0.07169, 9.5e-5))
+    assert [(r["step"], r["loss"]) for r in recs] == [(100, 0.07778), (150, 0.07169)]
+    assert [r["lr"] for r in recs] == [pytest.approx(1e-4), pytest.approx(9.5e-5)]
+
+
+def _open_clip_train(epoch: int, n: int, per_epoch: int, loss: float, lr: float) -> str:
+    """OpenCLIP's train_one_epoch (src/training/train.py) log line, a second loss beside the total."""
+    return (f"2025-09-24,08:03:57 | INFO | Train Epoch: {epoch} [{n:>5}/{per_epoch} ({100 * n / per_epoch:.0f}%)] "
+            f"Data (t): 1.951 Batch (t): 2.954, 791.183/s, 791.183/s/gpu LR: {lr:5f} Logit Scale: 100.000 "
+            f"Contrastive_loss: 2.3538 (2.3159) Loss: {loss:#.5g} ({loss:#.5g})")
+
+
+def test_open_clip_steps_count_the_epochs_samples_and_its_evaluation_result_is_the_evaluation():
+    recs, marks, _ = parse(
+        _open_clip_train(22, 18032, 18783, 9.0191, 3e-6),
+        "2025-09-24,08:04:36 | INFO | Eval Epoch: 23 [784 / 4634]\tClip Loss: 8.266052\t",
+        "2025-09-24,08:04:40 | INFO | Eval Epoch: 23 image_to_text_mean_rank: 1026.8839\timage_to_text_R@1: 0.0056"
+        "\tclip_val_loss: 8.2619\tepoch: 23.0000\tnum_samples: 4634.0000",
+        "2025-09-24,08:04:40 | INFO | Start epoch 23",
+        _open_clip_train(23, 784, 18783, 9.0466, 3e-6))
+    assert [(r["step"], r["loss"]) for r in recs] == [(22 * 18783 + 18032, 9.0191), (23 * 18783 + 784, 9.0466)]
+    assert recs[0]["step_time_s"] == pytest.approx(2.954) and recs[0]["lr"] == pytest.approx(3e-6)
+    evals = [m for m in marks if m["kind"] == "eval"]
+    assert [(m["step"], m["loss"]) for m in evals] == [(22 * 18783 + 18032, 8.2619)]
