@@ -503,7 +503,21 @@ def _wrap_join(line: str, nxt: str) -> str | None:
 # env dump ("+ export CUDA_LAUNCH_BLOCKING=0") names a switch too, with whatever value the user had.
 _HIP_FAULT = re.compile(r"HIP error|hipError|Memory access fault by GPU node|HSA_STATUS_ERROR|HIPBLAS_STATUS"
                         r"|Device-side assertion [`']")
-_NPU_FAULT = re.compile(r"Kernel task happen error|Aicpu kernel execute failed")
+# torch_npu's words for a CANN runtime error of a kernel that faulted on the NPU, when a synchronize or a launch
+# returns it (its c10_npu::acl error table, after CANN's rt_error_codes.h: "[Error]: The vector core execution
+# is abnormal." beside "NPU function error: ..., error code is 507035", "ACL stream synchronize failed, error
+# code:507035", "rtKernelLaunchWithHandleV2 failed: 507015"; the runtime's own "reason=[vector core
+# exception]"): ACL_ERROR_RT_AICORE_EXCEPTION 507015, _AICORE_TRAP_EXCEPTION 507016, _AICPU_EXCEPTION 507018,
+# _VECTOR_CORE_EXCEPTION 507035, _VECTOR_CORE_TRAP_EXCEPTION 507036, the trap read/write out-of-bounds
+# exceptions 507042-507045. Not its timeouts (507014 aicore, 507017 aicpu, 507034 vector core: a kernel that
+# ran too long), nor an operator it could not compile (500002, GE's E40021).
+_NPU_KERNEL_FAULT_RE = (r"The (?:aicore|aicpu|vector core) execution is abnormal"
+                        r"|An exception occurs when (?:the aicore trap is|vector core traps are) executed"
+                        r"|(?:The aicore|Vector core) trap (?:read|write) out-of-bounds exception"
+                        r"|reason=\[(?:aicore|aicpu|vector core) (?:trap )?exception\]"
+                        r"|(?:error code(?: is|:| =)|runtime result =|failed:) ?50701[568]\b"
+                        r"|(?:error code(?: is|:| =)|runtime result =|failed:) ?5070(?:3[56]|4[2-5])\b")
+_NPU_FAULT = re.compile(r"Kernel task happen error|Aicpu kernel execute failed|" + _NPU_KERNEL_FAULT_RE)
 BLOCKING_SWITCHES: tuple[tuple[str, str, re.Pattern[str] | None], ...] = (
     ("ASCEND_LAUNCH_BLOCKING", "1", _NPU_FAULT),
     ("AMD_SERIALIZE_KERNEL", "3", _HIP_FAULT),
@@ -545,7 +559,8 @@ _FAMILY_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "cudaError", "CUDA_ERROR_", "NVRM: Xid", "off the bus", "GPU is lost", "Device-side assertion",
                "thread: [", "Memory access fault by GPU", "hipError", "HSA_STATUS_ERROR", "device handle for GPU",
                "_STATUS_EXECUTION_FAILED", "_STATUS_MAPPING_ERROR", "exception].", "Kernel task happen error",
-               "Aicpu kernel execute failed", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
+               "Aicpu kernel execute failed", "execution is abnormal", "traps are executed", "trap is executed",
+               "out-of-bounds exception", "exception]", "50701", "50703", "50704", "failed to launch on the GPU", "GPU program failed to execute", "NVLink error", "NvlinkUncorrectable",
                "NVLINK_UNCORRECTABLE",
                "access to GPU memory space failed", *(f"{name}=" for name, _, _ in BLOCKING_SWITCHES))),
     ("sig", ("killed by signal", "Segmentation fault", "us error", "Killed", "Aborted",
@@ -663,8 +678,13 @@ _OOM = re.compile(_OOM_VLLM + r"|CUDA out of memory|(?<!ray\.exceptions\.)OutOfM
 # out! Process will be terminated after dumping debug info. workMetaList_.size()=N" and "First PG on this
 # rank that detected no heartbeat of its watchdog.", printed before its exit message "...'s watchdog got
 # stuck for N seconds ..." (matched below); a paste often keeps only these.
+# A paste that kept only the C++ frames under it still names that path: WorkNCCL::checkTimeout throws nothing but
+# the timeout (its "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<...>) + 0x282 (...)"),
+# while the watchdog's other frames (ncclCommWatchdog, watchdogHandler, Watchdog::runLoop) carry any exception
+# it met, a CUDA error of its event query too (below, _WATCHDOG_EXIT_LINE).
 _NCCL_WATCHDOG_EXIT = (r"Terminating the process after attempting to dump debug info, due to"
                        r"|Exception raised from checkTimeout at \S*ProcessGroupNCCL\.cpp"
+                       r"|\bc10d::ProcessGroupNCCL::WorkNCCL::checkTimeout\("
                        r"|Heartbeat monitor timed out! Process will be terminated"
                        r"|detected no heartbeat of its watchdog")
 # torch's "Watchdog caught collective operation timeout: WorkNCCL(...)" (WorkNCCL::checkTimeout) is the only
@@ -787,6 +807,25 @@ _NCCL = re.compile(
     r"|" + _NCCL_WATCHDOG_EXIT
     + r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|checkForNCCLErrorsInternal) at \S*ProcessGroupNCCL\.cpp"
     r"|" + _NCCL_TRANSPORT.pattern + r"|" + _DEEPEP_TIMEOUT_RE + r"|" + _NVSHMEM_RE)
+# The watchdog's exit line relays whatever exception its loop met (ProcessGroupNCCL::Watchdog::run, torch 2.8+,
+# ncclCommWatchdog before: c10::str(logPrefix(), "Process group watchdog thread terminated with exception: ",
+# e.what()); torch <= 2.1 "NCCL watchdog thread terminated with exception: "): NCCL's timeout or error, or the
+# CUDA runtime's error from the event query of a work it polls (CUDAEvent::query -> C10_CUDA_CHECK: "CUDA
+# error: <cudaGetErrorString>", on ROCm "HIP error: ...", e.g. hipErrorCapturedEvent while another thread
+# captures a graph, pytorch/pytorch#177309). Then the runtime's error is the cause, on the same line or the
+# next (a paste that broke it there): the exit line and the echoes any exception of a work brings
+# (_WATCHDOG_ECHO) are not NCCL's evidence; an illegal address stays a cuda_fault by its own words, and a runtime
+# error of no class of its own is unknown.
+_WATCHDOG_EXIT_LINE = re.compile(r"(?:Process group|NCCL) watchdog thread terminated with exception:\s*(?P<rest>.*)$")
+_WATCHDOG_RUNTIME_ERROR = re.compile(r"(?:\[Rank \d+\]\s*)?(?:CUDA|HIP) error: (?!.*\bNCCL\b)")
+# what torch prints for any exception a work or the watchdog met (WorkNCCL::handleException's two lines, the
+# watchdog's summary, the rethrow's location and C++ frames, the DistBackendError it terminates with)
+_WATCHDOG_ECHO = re.compile(r"watchdog thread terminated with exception"
+                            r"|Some NCCL operations have failed or timed out"
+                            r"|we are taking the entire process down"
+                            r"|Exception \(either an error or timeout\) detected by watchdog"
+                            r"|Exception raised from (?:ncclCommWatchdog|watchdogHandler|runLoop|run) at \S*ProcessGroupNCCL\.cpp"
+                            r"|c10::DistBackendError")
 # A watchdog or NCCL error line a user shortened with "......" (the normaliser makes it " ... "): what
 # is left still names NCCL and says it failed; NCCL's INFO/WARN debug lines never decide. Tried only on
 # lines holding an elision.
@@ -896,6 +935,7 @@ _FAULT = re.compile(
     # error, retCode=0x2a, [aicpu exception]." (also [aicore exception], [vector core exception],
     # [sdma exception] ...) and the AICPU's "Aicpu kernel execute failed, device_id=0, ..."
     r"|Kernel task happen error, retCode=\S+ \[[\w ]*exception\]|Aicpu kernel execute failed"
+    r"|" + _NPU_KERNEL_FAULT_RE +
     r"|" + _CUBLAS_FAULT_TEXT)
 
 _ILLEGAL_ADDRESS = "an illegal memory access was encountered"   # cudaGetErrorString(cudaErrorIllegalAddress)
@@ -1483,6 +1523,8 @@ class _Scan:
     oom: _Hits = field(default_factory=_Hits)
     nccl: _Hits = field(default_factory=_Hits)
     nccl_timeout: _Hits = field(default_factory=_Hits)
+    watchdog_relay: list[int] = field(default_factory=list)   # the watchdog's exit relaying a CUDA/HIP error
+    nccl_relayed: bool = False    # every NCCL line is the watchdog relaying such an error (_WATCHDOG_ECHO)
     deepep: list[tuple[int, str]] = field(default_factory=list)   # DeepEP's timeouts (_DEEPEP_TIMEOUT)
     port: _Hits = field(default_factory=_Hits)
     div: _Hits = field(default_factory=_Hits)
@@ -1543,9 +1585,20 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     after_frame: set[int | None] = set()     # ranks whose previous line was a traceback frame
     dep_open: int | None = None     # s.deps entry whose text continues on the next line
     bare_deps: list[tuple[int, str]] = []    # dependency lines with no traceback above them
+    watchdog_open: int | None = None    # the watchdog's exit line whose exception is on the next line
     for idx, (text, rank, indent) in enumerate(_iter_clean(normalize_crash_text(log_tail))):
         if not text:
             continue
+        if watchdog_open is not None:
+            if _WATCHDOG_RUNTIME_ERROR.match(text):
+                s.watchdog_relay.append(watchdog_open)
+            watchdog_open = None
+        if "atchdog thread terminated" in text:
+            wm = _WATCHDOG_EXIT_LINE.search(text)
+            if wm and not wm.group("rest"):
+                watchdog_open = idx
+            elif wm and _WATCHDOG_RUNTIME_ERROR.match(wm.group("rest")):
+                s.watchdog_relay.append(idx)
         if dep_open is not None:
             # transformers' "Failed to import X because of the following error (look up to see its
             # traceback):" names the import error on the next line
@@ -1686,6 +1739,9 @@ def _scan_tail(log_tail: Iterable[str]) -> _Scan:
     # at the start of its line).
     if bare_deps and not s.deps and not any(i > bare_deps[-1][0] for i, _ in s.exceptions):
         s.deps.append((bare_deps[-1][0], bare_deps[-1][1], []))
+    # the watchdog relayed the runtime's error and nothing of NCCL's own failed: its lines decide no nccl_error
+    # (they still lengthen a fault's cooldown, as NCCL text beside a fault does)
+    s.nccl_relayed = bool(s.watchdog_relay) and all(_WATCHDOG_ECHO.search(t) for _, t in s.nccl.decisive)
     return s
 
 
@@ -1914,11 +1970,11 @@ def classify(exit_code: int | None, log_tail: list[str], *, user_kill: bool = Fa
     if s.deps and (signum not in _DECISIVE_SIGNALS or signum == _signal.SIGABRT):
         return _dependency_verdict(s, status_lines, python)
     sig, sig_lines = _fatal_signal(signum, status_lines, s)
-    if sig == _signal.SIGABRT and s.nccl:
+    if sig == _signal.SIGABRT and s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, sig_lines)
     if sig in _SIGNAL_CLASSES:
         return _signal_verdict(_SIGNAL_CLASSES[sig], sig, sig_lines, s)
-    if s.nccl:
+    if s.nccl and not s.nccl_relayed:
         return _nccl_verdict(s, status_lines)
     # a plain CANCELLED comes last: srun --kill-on-bad-exit cancels the step (and the job)
     # after a rank failed, so the rank's own evidence above is the cause when there is any

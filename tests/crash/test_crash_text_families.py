@@ -49,10 +49,11 @@ def test_the_sibling_torchrun_terminated_is_not_the_cause():
 
 
 def test_torch_2_1_nccl_watchdog_wording_is_an_nccl_failure():
-    tail = ["[E ProcessGroupNCCL.cpp:915] [Rank 1] NCCL watchdog thread terminated with exception: "
-            "CUDA error: unknown error",
+    # (the watchdog's catch-all: "... terminated with exception: unknown"; a CUDA error it relays is the
+    # runtime's, below: test_the_watchdog_relaying_a_runtime_error_is_not_an_nccl_error)
+    tail = ["[E ProcessGroupNCCL.cpp:915] [Rank 1] NCCL watchdog thread terminated with exception: unknown",
             "terminate called after throwing an instance of 'std::runtime_error'",
-            "  what():  [Rank 1] NCCL watchdog thread terminated with exception: CUDA error: unknown error"]
+            "  what():  [Rank 1] NCCL watchdog thread terminated with exception: unknown"]
     v = classify(None, tail + ["  exitcode  : -6 (pid: 77)"], steps_seen=300)
     assert v.cls == "nccl_error" and v.retryable
 
@@ -1694,3 +1695,87 @@ def test_slurm_task_failure_is_the_failed_tasks_own_error_not_a_cancel():
     assert v.cls == "unknown" and v.retryable and "KeyError: 'labels'" in v.summary, v
     # alone, it still says only that some task failed: no class of its own, and never a scancel
     assert classify(1, tail[-2:], steps_seen=30).cls == "unknown"
+
+
+# --- batch 26 -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tail", [
+    # ROCm: hipEventQuery refused while another thread captures a graph (pytorch/pytorch#177309), one line
+    ["[rank3]:[E421 22:56:09 ProcessGroupNCCL.cpp:2055] [PG ID 5 PG GUID 23 Rank 1] Process group watchdog thread "
+     "terminated with exception: HIP error: operation not permitted when stream is capturing",
+     "Search for `hipErrorStreamCaptureUnsupported' in https://rocm.docs.amd.com/projects/HIP/en/latest/index.html "
+     "for more information.",
+     "terminate called after throwing an instance of 'c10::DistBackendError'"],
+    # CUDA's wording of the same, the exception on the line after the exit line, with the work's echoes
+    ["[rank0]:[E1120 08:01:02.123 ProcessGroupNCCL.cpp:621] [Rank 0] Some NCCL operations have failed or timed out. "
+     "Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+     "[rank0]:[E1120 08:01:02.124 ProcessGroupNCCL.cpp:627] [Rank 0] To avoid data inconsistency, we are taking the "
+     "entire process down.",
+     "[rank0]:[E1120 08:01:02.125 ProcessGroupNCCL.cpp:1515] [PG 0 Rank 0] Process group watchdog thread terminated "
+     "with exception:",
+     "CUDA error: operation not permitted on an event last recorded in a capturing stream",
+     "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1521 (most "
+     "recent call first):"],
+    # torch <= 2.1's wording, the GPU's "unknown error" relayed
+    ["[E ProcessGroupNCCL.cpp:915] [Rank 1] NCCL watchdog thread terminated with exception: CUDA error: unknown error",
+     "terminate called after throwing an instance of 'std::runtime_error'",
+     "  what():  [Rank 1] NCCL watchdog thread terminated with exception: CUDA error: unknown error"],
+])
+def test_the_watchdog_relaying_a_runtime_error_is_not_an_nccl_error(tail):
+    """ProcessGroupNCCL's watchdog names what it met: the CUDA/HIP runtime's error of its event query is the
+    cause, and nothing of NCCL failed (torch's Watchdog::run, ``"... terminated with exception: ", e.what()``)."""
+    v = classify(-6, tail, steps_seen=40)
+    assert v.cls == "unknown" and "NCCL" not in v.summary, v.summary
+    assert v.cooldown_scale == 1.0
+
+
+def test_the_watchdog_relaying_a_runtime_error_beside_an_nccl_timeout_is_still_the_timeout():
+    tail = ["[rank0]:[E1120 ProcessGroupNCCL.cpp:1515] [PG 0 Rank 0] Process group watchdog thread terminated with "
+            "exception: CUDA error: operation not permitted when stream is capturing",
+            "[rank1]:[E1120 ProcessGroupNCCL.cpp:621] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 "
+            "milliseconds before timing out."]
+    v = classify(-6, tail, steps_seen=40)
+    assert v.cls == "nccl_error" and v.summary.startswith("NCCL watchdog timeout"), v.summary
+
+
+def test_the_watchdog_timeouts_frames_alone_are_an_nccl_timeout():
+    """torch 2.8+'s frames (Watchdog::runLoop) under WorkNCCL::checkTimeout, the message above them lost."""
+    frames = ["frame #0: c10::Error::Error(c10::SourceLocation, std::__cxx11::basic_string<char, std::char_traits"
+              "<char>, std::allocator<char> >) + 0x80 (0x7f8b1257cb80 in /usr/lib/python3.12/torch/lib/libc10.so)",
+              "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+              "std::ratio<1l, 1000l> > >) + 0x247 (0x7f8a990a29d7 in /usr/lib/python3.12/torch/lib/libtorch_cuda.so)",
+              "frame #2: c10d::ProcessGroupNCCL::Watchdog::runLoop() + 0x1691 (0x7f8a990a75e1 in "
+              "/usr/lib/python3.12/torch/lib/libtorch_cuda.so)"]
+    assert classify(-6, frames, steps_seen=40).cls == "nccl_error"
+    assert classify(None, frames, hang=True, steps_seen=40).cls == "nccl_error"    # NCCL said it timed out
+    # the watchdog's loop frames carry any exception it met: alone they prove no timeout
+    assert classify(None, [frames[0], frames[2]], hang=True, steps_seen=40).cls == "hang"
+
+
+@pytest.mark.parametrize("lines", [
+    ["RuntimeError: ACL stream synchronize failed, error code:507015", "[Error]: The aicore execution is abnormal.",
+     "        Rectify the fault based on the error information in the ascend log."],
+    ["EH9999: Inner Error!", "        rtStreamSynchronize execute failed, reason=[aicore trap exception]"
+     "[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:53]"],
+    ["RuntimeError: npuSynchronizeDevice:torch_npu/csrc/core/npu/NPUStream.cpp:404 NPU function error: "
+     "AclrtSynchronizeDeviceWithTimeout, error code is 507036"],
+    ["[Error]: Vector core trap write out-of-bounds exception.",
+     "        Rectify the fault based on the error information in the ascend log."],
+])
+def test_torch_npus_words_for_a_faulted_npu_kernel_are_a_device_fault(lines):
+    """torch_npu's error table for CANN's kernel exceptions (507015/16/18, 507035/36, 507042-45): restarted with
+    torch_npu's own blocking switch."""
+    v = classify(1, lines, steps_seen=10)
+    assert v.cls == "cuda_fault" and v.env == {"ASCEND_LAUNCH_BLOCKING": "1"}, v
+
+
+@pytest.mark.parametrize("lines", [
+    # a kernel that ran too long (ACL_ERROR_RT_VECTOR_CORE_TIMEOUT), an operator CANN could not compile
+    ["RuntimeError: ACL stream synchronize failed, error code:507034", "[Error]: Vector core execution timed out."],
+    ["RuntimeError: InnerRun:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:234 OPS function error: Conv3D, "
+     "error code is 500002"],
+])
+def test_other_npu_runtime_errors_are_no_device_fault(lines):
+    assert classify(1, lines, steps_seen=10).cls == "unknown"
+
