@@ -301,7 +301,8 @@ def static_memory(recipe: "RunRecipe", model_config: str | None = None):
     when no config.json is known; InputError when one is named but unreadable."""
     from moeconsole.runner.core.errors import InputError
     from moeconsole.runner.recipes import memory_estimate
-    flags = command_flags(recipe.command)
+    from moeconsole.runner.recipes.swift.lint import swift_launch
+    flags = command_flags(swift_launch(recipe)[0])      # an ms-swift config file's flags included
     path = model_config or memory_estimate.config_path(recipe, flags)
     if not path:
         return None

@@ -91,3 +91,21 @@ def test_the_trainer_script_run_directly_reads_no_config_file(tmp_path):
                      swift={"version": "4.6.0"})
     probs = lint_recipe(r)
     assert not by_rule(probs, "swift_config_file") and not by_rule(probs, "swift_unknown_flag")
+
+
+def test_the_memory_estimate_reads_the_model_and_layout_from_the_config_file(tmp_path):
+    from moeconsole.runner.recipes.lint import static_memory
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "model_type": "qwen3_moe", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 4, "head_dim": 32, "intermediate_size": 512, "moe_intermediate_size": 128,
+        "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 4096}))
+    (tmp_path / "train.yaml").write_text(f"model: {model}\ntuner_type: lora\nexpert_model_parallel_size: 2\n"
+                                         "ENV:\n  NPROC_PER_NODE: 2\n")
+    est = static_memory(write_recipe(tmp_path, ["megatron", "sft", "{recipe_dir}/train.yaml"]))
+    assert est is not None
+    direct = static_memory(write_recipe(tmp_path, ["megatron", "sft", "--model", str(model), "--tuner_type", "lora",
+                                                   "--expert_model_parallel_size", "2"], env={"NPROC_PER_NODE": "2"}))
+    assert est.to_dict() == direct.to_dict()
