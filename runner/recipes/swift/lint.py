@@ -400,9 +400,9 @@ def rule_startup(recipe: "RunRecipe", cmd: SwiftCommand) -> list[dict]:
     """ms-swift's start-up checks (runner/recipes/swift/startup.py, mirrored from
     MegatronArguments.__post_init__/_init_distributed with their lines)."""
     from moeconsole.runner.recipes.swift.startup import startup_errors
-    if not cmd.megatron:
-        return []
-    version = cmd.table.version if cmd.table else "4.6.0"
+    if not cmd.megatron or cmd.table is None or not cmd.table.fields(cmd.checked_as):
+        return []       # the checks are a release's, on values typed by its fields: none to mirror here
+    version = cmd.table.version
     world = world_size(cmd.env, list(recipe.command))
     out = [problem("error", e.rule, f"{e.exc}: {e.message} (`megatron sft` refuses this at start-up: {e.where})")
            for e in startup_errors(startup_getter(recipe, cmd), world, version)]
