@@ -109,3 +109,14 @@ def test_the_memory_estimate_reads_the_model_and_layout_from_the_config_file(tmp
     direct = static_memory(write_recipe(tmp_path, ["megatron", "sft", "--model", str(model), "--tuner_type", "lora",
                                                    "--expert_model_parallel_size", "2"], env={"NPROC_PER_NODE": "2"}))
     assert est.to_dict() == direct.to_dict()
+
+
+def test_the_merge_export_launches_like_the_training_its_config_file_describes(tmp_path):
+    from moeconsole.runner.recipes.swift.export import merge_export
+
+    (tmp_path / "train.yaml").write_text("model: Qwen/Qwen3.5-397B-A17B\ntuner_type: lora\nmerge_lora: false\n"
+                                         "expert_model_parallel_size: 8\nENV:\n  NPROC_PER_NODE: 8\n")
+    export = merge_export(write_recipe(tmp_path, ["megatron", "sft", "{recipe_dir}/train.yaml"]), "/ck/checkpoint-100")
+    assert export is not None and export["env"] == {"NPROC_PER_NODE": "8"}
+    assert export["shell"] == ("NPROC_PER_NODE=8 megatron export --adapters /ck/checkpoint-100 --to_hf true "
+                               "--merge_lora true --expert_model_parallel_size 8")
