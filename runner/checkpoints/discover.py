@@ -449,7 +449,7 @@ def _unfinished_dist_save(ckpt: Checkpoint, files: set[str], dirs: set[str]) -> 
     (ms-swift's ``fsdp_dtensor``) ends with ``.metadata``. Megatron-LM writes the tracker after
     that, but ms-swift 4.x with ``--async_save`` writes it as soon as the save is scheduled, and the
     shards, the index and metadata.json land later, at a following step (4.6.0 swift/megatron/
-    utils/megatron_lm_utils.py:376-398 ``save_mcore_checkpoint``, 4.2.0 l.284-304; the finalize
+    utils/megatron_lm_utils.py:376-398 ``save_mcore_checkpoint``, 4.2.0 l.281-301; the finalize
     runs in trainers/base.py:736 ``maybe_finalize_async_save``): the tracker alone does not say
     finished there."""
     if is_megatron_iter_dir(ckpt.path):

@@ -174,7 +174,7 @@ def test_our_sidecar_does_not_change_which_save_ms_swift_rotates_away(tmp_path):
 def test_an_async_megatron_save_is_not_reported_before_megatron_core_finishes_it(tmp_path):
     """``--async_save``: ms-swift 4.x writes the tracker as soon as it has scheduled the save, while
     the torch_dist shards are still being written in the background (4.6.0 swift/megatron/utils/
-    megatron_lm_utils.py:376-398, ``save_mcore_checkpoint``; 4.2.0 l.284-304 the same), then the
+    megatron_lm_utils.py:376-398, ``save_mcore_checkpoint``; 4.2.0 l.281-301 the same), then the
     adapter at once (trainers/base.py:860-869). megatron-core writes ``.metadata`` and
     ``metadata.json`` in the request's finalize functions, which ms-swift runs at a later step
     (megatron/core/dist_checkpointing/serialization.py ``save``, step 7 of its docstring;
